@@ -1,0 +1,51 @@
+# lhcnp — make targets. `make test` runs every test; CI runs it via .ci/run.
+GO ?= go
+export LHCNP_ORACLES ?= required
+
+.PHONY: all build test deps unit race fuzz-short fuzz bench generate check-gen yanglint vet fmt-check
+
+all: build
+
+build:
+	$(GO) build -o bin/lhcnp ./cmd/lhcnp
+
+# Everything CI checks, in about ten minutes on two cores.
+test: deps fmt-check vet check-gen yanglint unit race fuzz-short
+
+deps:
+	./scripts/deps.sh
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -count=1 ./...
+
+# The packages that share state across goroutines, under the race detector.
+race:
+	$(GO) test -count=1 -race -short ./dataplane-sim/engine/...
+
+fuzz-short:
+	FUZZTIME=3s ./scripts/fuzz.sh
+
+fuzz:
+	FUZZTIME=$${FUZZTIME:-60s} ./scripts/fuzz.sh
+
+# Benchmarks compared with benchstat (the reference implementations run in the
+# same benchmark binaries).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./dataplane-sim/... | tee bench.txt
+	$(GO) tool benchstat bench.txt
+
+generate:
+	$(GO) generate ./gen/...
+
+check-gen:
+	./scripts/check-gen.sh
+
+yanglint:
+	./scripts/yanglint.sh

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire/wiretest"
+)
+
+var update = flag.Bool("update", false, "rewrite the shipped capture and the golden files")
+
+const capturePath = "../../captures/all-formats.pcap"
+
+// corpusPcap builds the capture from the wire corpus: every format, then the
+// damaged frames.
+func corpusPcap(t *testing.T) []byte {
+	t.Helper()
+	frames, err := wiretest.Frames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames = append(frames, wiretest.Broken(frames)...)
+	var buf bytes.Buffer
+	w, err := wire.NewPcapWriter(&buf, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range frames {
+		if err := w.WritePacket(wiretest.Epoch.Add(time.Duration(i)*time.Microsecond), f.Bytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+// TestShippedCapture keeps captures/all-formats.pcap equal to what the
+// encoders write today.
+func TestShippedCapture(t *testing.T) {
+	want := corpusPcap(t)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(capturePath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(capturePath, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(capturePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what the encoders write; run go test ./cmd/lhcnp -update", capturePath)
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run with -update after checking):\n%s", path, got)
+	}
+}
+
+func TestDecodeText(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"decode", capturePath}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	golden(t, "decode.txt", out.Bytes())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	frames, _ := wiretest.Frames()
+	if len(lines) != len(frames)+3 {
+		t.Fatalf("%d lines for %d frames", len(lines), len(frames)+3)
+	}
+	// Every good frame decodes without error, with its format named; the
+	// damaged ones say what is wrong, and decoding went on past them.
+	for i, f := range frames {
+		if strings.Contains(lines[i], "error=") || strings.Contains(lines[i], "format=other") {
+			t.Errorf("frame %d (%s): %s", i+1, f.Name, lines[i])
+		}
+	}
+	for i, want := range []string{"bad icrc", "bad checksum", "truncated"} {
+		if l := lines[len(frames)+i]; !strings.Contains(l, want) {
+			t.Errorf("damaged frame %d: want %q in %s", len(frames)+i+1, want, l)
+		}
+	}
+	if !strings.Contains(errOut.String(), "3 with errors") {
+		t.Errorf("summary: %s", errOut.String())
+	}
+}
+
+func TestDecodeJSON(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"decode", "--json", capturePath}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	golden(t, "decode.jsonl", out.Bytes())
+	var first map[string]any
+	line, _, _ := strings.Cut(out.String(), "\n")
+	if err := json.Unmarshal([]byte(line), &first); err != nil {
+		t.Fatal(err)
+	}
+	// The §7 Long-haul CNP, field by field.
+	for k, want := range map[string]any{
+		"format": "long-haul-cnp-icmpv6", "icmpv6.type": 200.0, "icmpv6.checksum_status": "good",
+		"longhaul.action": "rate-reduce", "longhaul.parameter": 30.0, "longhaul.source_qp": 100.0,
+		"longhaul.cong_level": 180.0, "longhaul.metric_value": 130000.0,
+	} {
+		if first[k] != want {
+			t.Errorf("%s = %v, want %v", k, first[k], want)
+		}
+	}
+}
+
+func TestDecodeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	notPcap := filepath.Join(dir, "x.pcap")
+	os.WriteFile(notPcap, []byte("not a capture at all"), 0o644)
+	cut := filepath.Join(dir, "cut.pcap")
+	full, _ := os.ReadFile(capturePath)
+	os.WriteFile(cut, full[:len(full)-10], 0o644)
+	for _, tt := range []struct {
+		desc string
+		args []string
+		code int
+		want string
+	}{
+		{"no file", []string{"decode"}, 2, "want exactly one pcap file"},
+		{"missing", []string{"decode", filepath.Join(dir, "nope.pcap")}, 1, "no such file"},
+		{"not a pcap", []string{"decode", notPcap}, 1, notPcap},
+		{"cut short", []string{"decode", cut}, 1, "after frame"},
+		{"bad flag value", []string{"decode", "--icmpv6-type", "300", capturePath}, 2, "--icmpv6-type 300"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(tt.args, &out, &errOut)
+			if code != tt.code || !strings.Contains(errOut.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errOut.String(), tt.code, tt.want)
+			}
+		})
+	}
+}

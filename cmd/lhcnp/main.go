@@ -1,0 +1,87 @@
+// Command lhcnp is the one binary of the project, with a subcommand per role:
+// decode (read pcaps of our formats) and sim (batch experiments) today; switch,
+// collector, tuner, lab and migrate as they land. Flags and wiring only: the
+// logic lives in the packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand. run gets the arguments after the subcommand name.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"decode": {"print every frame of a pcap in lhcnp's formats (text or --json)", runDecode},
+		"sim":    {"run simulation scenarios (sim run SCENARIO --out DIR)", runSim},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: lhcnp COMMAND [flags] [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'lhcnp COMMAND -h' for a command's flags.")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit status (0 ok, 1 error,
+// 2 usage).
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "lhcnp: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd.run(ctx, args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "lhcnp %s: %v\n", args[0], err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "lhcnp %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// usageError marks a mistake in the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }

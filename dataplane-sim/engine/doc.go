@@ -1,0 +1,25 @@
+// Package engine is lhcnp's discrete-event simulation core: simulated time in
+// integer nanoseconds (Time), a queue of value-typed events ordered by
+// (time, insertion order), a seeded PCG random source, and two ways to drive
+// it: Run, as fast as possible (experiments, tests, benchmarks), and
+// RunRealtime, paced to the wall clock at a chosen speed (the lab and the gNMI
+// target).
+//
+// The engine only orders time; event sources own their state. Following
+// htsim, a model object (a link, a port, a queue pair) keeps at most one or two
+// pending events and multiplexes its timers through the kind and arg of
+// Handler.Handle; there is no cancel, handlers skip events they have
+// superseded (compare a generation number carried in arg).
+//
+// Determinism: the same model built the same way with the same seed processes
+// the same events in the same order, so every output derived from it is
+// byte-identical. Nothing in this package reads the wall clock except
+// RunRealtime and Do under RunRealtime, which by definition depend on it.
+//
+// Concurrency: one goroutine drives a Sim. Other goroutines use Do to run a
+// function between events (apply configuration, read state into a snapshot)
+// and Published to pick up snapshots the simulation publishes from an Every
+// callback. Both are clean under the race detector.
+//
+// The package depends on the standard library only.
+package engine

@@ -1,0 +1,383 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handler is the target of an event. kind and arg are whatever the handler
+// passed to Schedule: typically kind selects a timer and arg carries a
+// generation number, so that a handler can ignore a timer it has since
+// superseded (the engine has no cancel: superseded events are cheap to skip,
+// and cancellation would need an index into the heap for every event).
+type Handler interface {
+	Handle(kind uint32, arg uint64)
+}
+
+// HandlerFunc adapts a function to Handler, for rare events (scenario
+// actions, samplers). Hot paths should use a model object as the Handler:
+// a closure costs an allocation per Schedule.
+type HandlerFunc func(kind uint32, arg uint64)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(kind uint32, arg uint64) { f(kind, arg) }
+
+// Sim is a deterministic discrete-event simulator. Time is integer
+// nanoseconds; events at the same time run in the order they were scheduled.
+// The only randomness is Rand, a PCG seeded from the seed given to New; the
+// engine never reads the wall clock except in RunRealtime, to pace itself.
+//
+// A Sim is driven by one goroutine at a time (Run or RunRealtime). Other
+// goroutines talk to it only through Do, which runs a function between
+// events with the model locked, and Stop.
+type Sim struct {
+	now    Time
+	q      queue
+	seq    uint64
+	events uint64
+	rng    *rand.Rand
+	seed   uint64
+
+	// mu is held by the driving goroutine while it processes events, and by Do
+	// while it runs a function; it is what makes the model safe to touch from
+	// other goroutines. doWaiting tells the driver to let go soon.
+	mu        sync.Mutex
+	doWaiting atomic.Int32
+	stop      atomic.Bool
+	wake      chan struct{}
+
+	// Realtime pacing, valid while rtActive (read under mu).
+	rtActive    bool
+	rtSpeed     float64
+	rtWallStart time.Time
+	rtSimStart  Time
+	lagNanos    atomic.Int64 // how far simulated time trails the paced target
+}
+
+// Option configures a Sim.
+type Option func(*Sim)
+
+// WithSeed sets the seed of the simulation's random source (default 1).
+func WithSeed(seed uint64) Option { return func(s *Sim) { s.seed = seed } }
+
+// New returns a simulator at time 0 with no events.
+func New(opts ...Option) *Sim {
+	s := &Sim{seed: 1, wake: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(s)
+	}
+	s.rng = rand.New(rand.NewPCG(s.seed, s.seed^0x9E3779B97F4A7C15))
+	s.q.ev = make([]event, 0, 1024)
+	return s
+}
+
+// Now returns the current simulated time.
+func (s *Sim) Now() Time { return s.now }
+
+// Seed returns the seed the random source was created with.
+func (s *Sim) Seed() uint64 { return s.seed }
+
+// Rand returns the simulation's random source. Models must take all their
+// randomness from here, in event order, so that a seed fixes the outcome.
+func (s *Sim) Rand() *rand.Rand { return s.rng }
+
+// At schedules h.Handle(kind, arg) at time t. A time in the past runs at Now
+// (after events already scheduled for Now).
+func (s *Sim) At(t Time, h Handler, kind uint32, arg uint64) {
+	if t < s.now {
+		t = s.now
+	}
+	s.seq++
+	s.q.push(event{at: t, seq: s.seq, h: h, kind: kind, arg: arg})
+}
+
+// After schedules h.Handle(kind, arg) d after Now.
+func (s *Sim) After(d Time, h Handler, kind uint32, arg uint64) {
+	s.At(s.now+d, h, kind, arg)
+}
+
+// AtFunc schedules f at time t (convenience for rare events).
+func (s *Sim) AtFunc(t Time, f func()) {
+	s.At(t, HandlerFunc(func(uint32, uint64) { f() }), 0, 0)
+}
+
+// Every calls f(now) at start, start+period, start+2*period, ... for as long
+// as the simulation runs. It is the hook for samplers and for publishing
+// snapshots from inside the simulation goroutine.
+func (s *Sim) Every(start, period Time, f func(now Time)) {
+	if period <= 0 {
+		panic("engine: Every with non-positive period")
+	}
+	t := &ticker{s: s, period: period, f: f}
+	s.At(start, t, 0, 0)
+}
+
+type ticker struct {
+	s      *Sim
+	period Time
+	f      func(Time)
+}
+
+func (t *ticker) Handle(uint32, uint64) {
+	t.f(t.s.now)
+	t.s.After(t.period, t, 0, 0)
+}
+
+// Pending returns the number of scheduled events (including superseded ones
+// their handlers will ignore).
+func (s *Sim) Pending() int { return s.q.len() }
+
+// NextAt returns the time of the earliest pending event, or Never.
+func (s *Sim) NextAt() Time {
+	if s.q.len() == 0 {
+		return Never
+	}
+	return s.q.peek().at
+}
+
+// Events returns the number of events processed so far.
+func (s *Sim) Events() uint64 { return s.events }
+
+// Stop asks the running Run or RunRealtime to return after the current
+// event. Safe from any goroutine and from inside a handler.
+func (s *Sim) Stop() {
+	s.stop.Store(true)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Step processes the earliest event, if any, and reports whether there was
+// one. It does not lock: use it only from the goroutine that owns the Sim.
+func (s *Sim) Step() bool {
+	if s.q.len() == 0 {
+		return false
+	}
+	e := s.q.pop()
+	s.now = e.at
+	s.events++
+	e.h.Handle(e.kind, e.arg)
+	return true
+}
+
+// runLocked processes events with time <= until until there are none, Stop is
+// called, or another goroutine waits in Do. It reports whether it returned
+// because of Do (so the caller should yield and come back).
+func (s *Sim) runLocked(until Time) (yielded bool) {
+	q := &s.q
+	for len(q.ev) > 0 && q.ev[0].at <= until {
+		if s.doWaiting.Load() != 0 {
+			return true
+		}
+		if s.stop.Load() {
+			return false
+		}
+		e := q.pop()
+		s.now = e.at
+		s.events++
+		e.h.Handle(e.kind, e.arg)
+	}
+	return false
+}
+
+// Run processes events in time order up to and including until, as fast as
+// possible, then sets Now to until (unless stopped earlier). Functions passed
+// to Do from other goroutines run between events.
+func (s *Sim) Run(until Time) {
+	s.stop.Store(false)
+	for {
+		s.mu.Lock()
+		yielded := s.runLocked(until)
+		if !yielded {
+			if !s.stop.Load() && s.now < until {
+				s.now = until
+			}
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		s.waitDo()
+	}
+}
+
+// waitDo gives goroutines blocked in Do a chance to take the lock.
+func (s *Sim) waitDo() {
+	for s.doWaiting.Load() != 0 {
+		runtime.Gosched()
+	}
+}
+
+// ErrStopped is returned by RunRealtime when Stop ended it.
+var ErrStopped = errors.New("engine: stopped")
+
+// RunRealtime processes events paced to the wall clock: simulated time
+// advances speed times as fast as real time (speed 1: real time; 0.01: a
+// hundredth). It returns nil when simulated time reaches until (Never: run
+// until ctx ends), ctx.Err() when ctx ends, or ErrStopped after Stop.
+//
+// While it waits for the wall clock it holds no lock, so Do runs at once;
+// while it processes a burst of due events, Do waits for the current event to
+// finish. If the model is too slow for the chosen speed, simulated time
+// falls behind the wall clock; Lag reports by how much.
+func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error {
+	if speed <= 0 {
+		return errors.New("engine: realtime speed must be positive")
+	}
+	s.stop.Store(false)
+	s.mu.Lock()
+	s.rtActive = true
+	s.rtSpeed = speed
+	s.rtWallStart = time.Now()
+	s.rtSimStart = s.now
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.rtActive = false
+		s.mu.Unlock()
+	}()
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		target := s.pacedNow(time.Now())
+		if target > until {
+			target = until
+		}
+		yielded := s.runLocked(target)
+		if yielded {
+			s.mu.Unlock()
+			s.waitDo()
+			continue
+		}
+		if s.stop.Load() {
+			s.mu.Unlock()
+			return ErrStopped
+		}
+		if s.now < target {
+			s.now = target
+		}
+		if s.now >= until {
+			s.mu.Unlock()
+			return nil
+		}
+		next := s.NextAt()
+		if next > until {
+			next = until
+		}
+		// Lag: how far behind the wall clock we are (0 when keeping up).
+		wallNow := time.Now()
+		paced := s.pacedNow(wallNow)
+		if lag := paced - s.now; lag > 0 && len(s.q.ev) > 0 && s.q.ev[0].at <= paced {
+			s.lagNanos.Store(int64(lag))
+		} else {
+			s.lagNanos.Store(0)
+		}
+		wait := s.wallUntil(next, wallNow)
+		s.mu.Unlock()
+
+		if wait <= 0 {
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.wake:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// pacedNow maps a wall time to simulated time under realtime pacing.
+func (s *Sim) pacedNow(wall time.Time) Time {
+	el := wall.Sub(s.rtWallStart)
+	return s.rtSimStart + Time(float64(el)*s.rtSpeed)
+}
+
+// wallUntil returns how long to sleep until simulated time t is due.
+func (s *Sim) wallUntil(t Time, wallNow time.Time) time.Duration {
+	if t == Never {
+		return time.Hour
+	}
+	due := s.rtWallStart.Add(time.Duration(float64(t-s.rtSimStart) / s.rtSpeed))
+	d := due.Sub(wallNow)
+	if d > time.Hour {
+		d = time.Hour
+	}
+	return d
+}
+
+// Lag reports how far simulated time trailed the wall-clock target at the
+// last pacing step of RunRealtime (0 when the model keeps up).
+func (s *Sim) Lag() Time { return Time(s.lagNanos.Load()) }
+
+// Do runs f on the model, between events, and returns when f has returned.
+// It is the only safe way for another goroutine to touch the model while
+// Run or RunRealtime drives it: change configuration, schedule events, or
+// copy state into a snapshot. It also works when nothing drives the Sim.
+//
+// Under RunRealtime, Now inside f is advanced to the paced wall-clock time
+// (never past the next pending event), so that f's After(d, ...) counts from
+// "now" as the outside world sees it. Do must not be called from inside a
+// handler or from f (it would deadlock).
+func (s *Sim) Do(f func()) {
+	s.doWaiting.Add(1)
+	s.mu.Lock()
+	s.doWaiting.Add(-1)
+	if s.rtActive {
+		t := s.pacedNow(time.Now())
+		if n := s.NextAt(); t > n {
+			t = n
+		}
+		if t > s.now {
+			s.now = t
+		}
+	}
+	defer func() {
+		s.mu.Unlock()
+		// f may have scheduled something earlier than what the realtime loop
+		// sleeps for.
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}()
+	f()
+}
+
+// Published holds the latest value published by the simulation goroutine
+// for readers on other goroutines: a lock-free single-writer, many-reader
+// cell. The writer stores a fresh value each time (never mutates one it has
+// stored), readers Load and treat the result as read-only.
+type Published[T any] struct {
+	p atomic.Pointer[T]
+	n atomic.Uint64
+}
+
+// Store publishes v.
+func (p *Published[T]) Store(v *T) {
+	p.p.Store(v)
+	p.n.Add(1)
+}
+
+// Load returns the latest published value (nil before the first Store).
+func (p *Published[T]) Load() *T { return p.p.Load() }
+
+// Version counts Stores, so readers can tell whether anything new arrived.
+func (p *Published[T]) Version() uint64 { return p.n.Load() }

@@ -1,0 +1,48 @@
+// Package netsim models a RoCEv2 network on the engine: links (rate,
+// propagation delay, serialisation), switch ports (eight strict-priority
+// egress queues with byte accounting against a buffer, RED-style ECN marking
+// between K_min and K_max up to P_max, tail drop, PFC XOFF/XON per priority
+// towards the upstream port), static routing, and RNICs whose queue pairs run
+// DCQCN: the sender is a reaction point (alpha, rate cut, fast recovery,
+// additive and hyper increase, timer and byte counter, NVIDIA defaults, every
+// parameter configurable), the receiver a notification point (at most one CNP
+// per QP per interval for CE-marked packets) that also sends ACKs.
+//
+// Data packets, ACKs and CNPs carry a real BTH encoded by package wire in
+// Packet.Hdr, and the models read opcode, destination QP, PSN, AckReq and
+// BECN back from those bytes. Payload bytes do not exist; sizes do.
+//
+// # Building and running
+//
+//	sim := engine.New(engine.WithSeed(1))
+//	n := netsim.New(sim)
+//	sw, _ := n.AddSwitch("n1", addr, netsim.SwitchConfig{Port: portCfg})
+//	a, _ := n.AddHost("a", addrA, netsim.DefaultHostConfig())
+//	b, _ := n.AddHost("b", addrB, netsim.DefaultHostConfig())
+//	n.Connect(a, sw, netsim.LinkConfig{RateBps: 100e9, Delay: engine.Microsecond})
+//	n.Connect(sw, b, netsim.LinkConfig{RateBps: 100e9, Delay: 5 * engine.Millisecond})
+//	n.ComputeRoutes()
+//	f, _ := n.AddFlow(netsim.FlowConfig{Src: a, Dst: b})
+//	sim.Every(0, 10*engine.Microsecond, func(now engine.Time) { sample(n) })
+//	sim.Run(100 * engine.Millisecond)
+//
+// State is read directly on the engine goroutine (Port.QueueBytes,
+// QP.RateBps, ...) or copied with Network.Snapshot.
+//
+// # Hooks for the Long-haul CNP layer
+//
+// PortObserver sees every enqueue, dequeue, mark and drop at a switch egress
+// (flow learning, QD/EMR/QGR monitors, triggers); Port.SetECN changes K_min
+// and K_max per queue (BDP-adaptive K_max); Switch.Send originates packets
+// (Long-haul CNPs); ControlHandler on a Host receives CNPs and unknown
+// control packets first (the Long-haul CNP reaction point) and acts through
+// QP.SetRate, QP.PauseUntil and QP.ApplyCNP; the Node interface lets a wire
+// to another process stand in for a neighbour.
+//
+// What is not modelled: loss recovery (drops are counted by the receiver as
+// PSN gaps, never retransmitted), PFC pause quanta (a pause lasts until the
+// resume), shared switch buffers (each port has its own), ECMP.
+//
+// The package depends on engine, wire and the standard library. It must not
+// import gNMI, YANG or generated code.
+package netsim

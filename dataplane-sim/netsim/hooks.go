@@ -1,0 +1,45 @@
+package netsim
+
+import "net/netip"
+
+// Node is anything a link can deliver packets to: a Switch, a Host, or (later)
+// a wire that carries encoded frames to another process. The network calls
+// Receive when the last bit of p arrives on in, one of the node's ports; the
+// node owns p from then on (pass it on or Network.FreePacket it).
+type Node interface {
+	ID() NodeID
+	Name() string
+	Addr() netip.Addr
+	Ports() []*Port
+	Receive(p *Packet, in *Port)
+}
+
+// PortObserver watches a switch egress port. It is the hook of the
+// congestion-aware node of draft-tian-ccwg-long-haul-cnp §5: flow-table
+// learning (OnEnqueue sees every data packet with its BTH and SrcQP), the
+// QD/EMR/QGR monitors (queue bytes, marks, drops with their times) and the
+// triggers. Calls happen inside the simulation, in event order; the observer
+// may read the port (QueueBytes, Config), change it (SetECN, ...), schedule
+// its own timers on the engine and send packets with Switch.Send, but must not
+// keep p after the call returns.
+//
+// qBytes is the depth of p's priority queue right after the event.
+type PortObserver interface {
+	OnEnqueue(pt *Port, p *Packet, qBytes int64)
+	OnDequeue(pt *Port, p *Packet, qBytes int64)
+	OnMark(pt *Port, p *Packet, qBytes int64)
+	OnDrop(pt *Port, p *Packet, qBytes int64)
+}
+
+// ControlHandler is the hook of a reaction point beyond DCQCN: a Long-haul CNP
+// reaction point plugs in here. The host calls it for every CNP (before
+// DCQCN sees it) and for every packet the RNIC has no default processing for
+// (KindOther, unknown opcodes). Returning true consumes the packet (the host
+// frees it after the call; do not keep it); false lets the default run
+// (a CNP then goes to DCQCN, anything else is counted and dropped).
+//
+// The handler acts on queue pairs through Host.QP and the QP methods
+// (SetRate, PauseUntil, ApplyCNP, ...).
+type ControlHandler interface {
+	HandleControl(h *Host, p *Packet) bool
+}

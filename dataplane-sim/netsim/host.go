@@ -1,0 +1,538 @@
+package netsim
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// NPConfig is the notification point (receiver) of DCQCN and the
+// receiver's ACK policy.
+type NPConfig struct {
+	// CNPInterval is the minimum time between two CNPs for the same QP
+	// (NVIDIA: min_time_between_cnps; the DCQCN paper's N = 50 µs, our
+	// default). 0 sends a CNP for every CE-marked packet.
+	CNPInterval engine.Time
+	// CNPPrio is the 802.1p priority of CNPs (NVIDIA cnp_802p_prio, default 6).
+	CNPPrio uint8
+	// Disabled turns CNP generation off (ECN marks are then ignored).
+	Disabled bool
+}
+
+// HostConfig configures an RNIC.
+type HostConfig struct {
+	DCQCN DCQCNConfig
+	NP    NPConfig
+	// MTUBytes is the RDMA payload per packet (the IB path MTU): 4096 on
+	// DCI links with jumbo frames, 1024 with a 1500-byte Ethernet MTU.
+	MTUBytes int32
+	// AckEveryPackets: the sender sets AckReq on every Nth packet and on
+	// the last packet of each message; the receiver answers each with an
+	// ACK. 0 means only the last packet of each message.
+	AckEveryPackets uint32
+	// Port is the configuration of the NIC port (egress queues for ACKs and
+	// CNPs; PFC frames from the switch pause it regardless).
+	Port PortConfig
+}
+
+// DefaultHostConfig returns an RNIC with NVIDIA DCQCN defaults, CNPs every
+// 50 µs at most per QP, a 4096-byte MTU and an ACK every 16 packets.
+func DefaultHostConfig() HostConfig {
+	return HostConfig{
+		DCQCN:           DefaultDCQCN(),
+		NP:              NPConfig{CNPInterval: 50 * engine.Microsecond, CNPPrio: 6},
+		MTUBytes:        4096,
+		AckEveryPackets: 16,
+	}
+}
+
+// Validate checks the configuration.
+func (c *HostConfig) Validate() error {
+	if c.MTUBytes <= 0 || c.MTUBytes > 1<<16 {
+		return fmt.Errorf("mtu %d bytes out of range", c.MTUBytes)
+	}
+	if c.NP.CNPPrio >= NumPrio {
+		return fmt.Errorf("cnp priority %d out of range", c.NP.CNPPrio)
+	}
+	if err := c.DCQCN.Validate(); err != nil {
+		return err
+	}
+	return c.Port.Validate()
+}
+
+// HostStats are an RNIC's counters.
+type HostStats struct {
+	CNPTx, CNPRx   int64
+	AckTx, AckRx   int64
+	ControlRx      int64 // packets consumed by the ControlHandler
+	UnknownDropped int64 // packets nobody handles (no QP, unknown opcode)
+}
+
+// Host is an RNIC with one port. Its sender QPs are DCQCN reaction points
+// paced by their current rate; its receiver QPs are notification points that
+// send CNPs for CE-marked packets and ACKs for AckReq packets.
+type Host struct {
+	net     *Network
+	id      NodeID
+	name    string
+	addr    netip.Addr
+	cfg     HostConfig
+	port    *Port
+	ports   []*Port
+	sendQPs []*QP
+	qps     map[uint32]*QP
+	recv    map[uint32]*RecvQP
+	rr      int
+	nextQPN uint32
+	control ControlHandler
+	stats   HostStats
+}
+
+// ID returns the node id.
+func (h *Host) ID() NodeID { return h.id }
+
+// Name returns the node name.
+func (h *Host) Name() string { return h.name }
+
+// Addr returns the host's IP address.
+func (h *Host) Addr() netip.Addr { return h.addr }
+
+// Ports returns the NIC port (empty before Connect).
+func (h *Host) Ports() []*Port { return h.ports }
+
+// Port returns the NIC port, or nil before Connect.
+func (h *Host) Port() *Port { return h.port }
+
+// Config returns the RNIC configuration.
+func (h *Host) Config() HostConfig { return h.cfg }
+
+// SetConfig replaces the RNIC configuration (DCQCN and NP parameters take
+// effect at their next use). Call from the engine goroutine.
+func (h *Host) SetConfig(c HostConfig) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("host %s: %w", h.name, err)
+	}
+	h.cfg = c
+	if h.port != nil {
+		h.port.cfg = c.Port
+	}
+	return nil
+}
+
+// SetControlHandler installs the hook for CNPs and unknown control packets.
+func (h *Host) SetControlHandler(c ControlHandler) { h.control = c }
+
+// Stats returns the RNIC counters.
+func (h *Host) Stats() HostStats { return h.stats }
+
+// QP returns the sender QP with number qpn, or nil.
+func (h *Host) QP(qpn uint32) *QP { return h.qps[qpn] }
+
+// RecvQP returns the receiver QP with number qpn, or nil.
+func (h *Host) RecvQP(qpn uint32) *RecvQP { return h.recv[qpn] }
+
+// SendQPs returns the host's sender QPs in creation order.
+func (h *Host) SendQPs() []*QP { return h.sendQPs }
+
+func (h *Host) allocQPN() uint32 {
+	for {
+		h.nextQPN++
+		n := h.nextQPN & 0xFFFFFF
+		if n == 0 || n == 1 { // QP0/QP1 are special in IB
+			continue
+		}
+		if h.qps[n] == nil && h.recv[n] == nil {
+			return n
+		}
+	}
+}
+
+// Receive handles a packet arriving at the NIC.
+func (h *Host) Receive(p *Packet, in *Port) {
+	switch p.Kind {
+	case KindPFC:
+		in.handlePFC(p)
+		return
+	case KindRoCE:
+		op := p.Opcode()
+		switch {
+		case isData(op):
+			h.receiveData(p)
+		case op == wire.OpRCAck:
+			h.stats.AckRx++
+			if q := h.qps[p.DestQP()]; q != nil {
+				q.onAck(p.PSN())
+			} else {
+				h.stats.UnknownDropped++
+			}
+		case op == wire.OpCNP:
+			h.stats.CNPRx++
+			if h.control != nil && h.control.HandleControl(h, p) {
+				h.stats.ControlRx++
+			} else if q := h.qps[p.DestQP()]; q != nil {
+				q.ApplyCNP()
+			} else {
+				h.stats.UnknownDropped++
+			}
+		default:
+			h.other(p)
+		}
+	default:
+		h.other(p)
+	}
+	h.net.FreePacket(p)
+}
+
+func (h *Host) other(p *Packet) {
+	if h.control != nil && h.control.HandleControl(h, p) {
+		h.stats.ControlRx++
+		return
+	}
+	h.stats.UnknownDropped++
+}
+
+// receiveData is the notification point and the ACK responder.
+func (h *Host) receiveData(p *Packet) {
+	r := h.recv[p.DestQP()]
+	if r == nil {
+		h.stats.UnknownDropped++
+		return
+	}
+	now := h.net.sim.Now()
+	psn := p.PSN()
+	if psn != r.expectPSN {
+		r.lostPackets += int64((psn - r.expectPSN) & 0xFFFFFF)
+	}
+	r.expectPSN = (psn + 1) & 0xFFFFFF
+	r.rxPackets++
+	r.rxBytes += int64(p.PayloadBytes)
+	if r.firstRx < 0 {
+		r.firstRx = now
+	}
+	r.lastRx = now
+	if p.ECN == ECNCE {
+		r.markedRx++
+		np := &h.cfg.NP
+		if !np.Disabled && (r.cnpTx == 0 || now-r.lastCNP >= np.CNPInterval) {
+			r.lastCNP = now
+			r.cnpTx++
+			h.stats.CNPTx++
+			c := h.net.NewPacket()
+			c.Kind = KindRoCE
+			c.SizeBytes = CNPBytes
+			c.Src, c.Dst = h.id, p.Src
+			c.Flow = p.Flow
+			c.SrcQP = r.QPN
+			c.Prio = np.CNPPrio
+			c.ECN = ECNNotECT
+			c.SetBTH(&wire.BTH{Opcode: wire.OpCNP, PKey: 0xFFFF, Byte4: wire.BTHBECN, DestQP: r.PeerQPN})
+			h.port.enqueue(c)
+		}
+	}
+	if p.AckReq() {
+		h.stats.AckTx++
+		a := h.net.NewPacket()
+		a.Kind = KindRoCE
+		a.SizeBytes = AckBytes
+		a.Src, a.Dst = h.id, p.Src
+		a.Flow = p.Flow
+		a.SrcQP = r.QPN
+		a.Prio = p.Prio
+		a.ECN = ECNNotECT
+		a.SetBTH(&wire.BTH{Opcode: wire.OpRCAck, PKey: 0xFFFF, DestQP: r.PeerQPN, PSN: psn})
+		h.port.enqueue(a)
+	}
+}
+
+// nextPacket picks the next data packet for the NIC port: round robin over
+// the QPs whose pacer allows a send now. With none ready it arranges a
+// wake-up for the earliest one and returns nil.
+func (h *Host) nextPacket(pt *Port) *Packet {
+	now := h.net.sim.Now()
+	n := len(h.sendQPs)
+	next := engine.Never
+	for i := 0; i < n; i++ {
+		j := h.rr + i
+		if j >= n {
+			j -= n
+		}
+		q := h.sendQPs[j]
+		if !q.sending || pt.paused[q.prio] {
+			continue
+		}
+		t := q.nextSend
+		if q.pausedUntil > t {
+			t = q.pausedUntil
+		}
+		if t <= now {
+			h.rr = j + 1
+			if h.rr == n {
+				h.rr = 0
+			}
+			return q.makePacket(now)
+		}
+		if t < next {
+			next = t
+		}
+	}
+	if next != engine.Never {
+		pt.scheduleWake(next)
+	}
+	return nil
+}
+
+// FlowConfig describes one RDMA flow: a sender QP on Src writing to a
+// receiver QP on Dst.
+type FlowConfig struct {
+	Name     string
+	Src, Dst *Host
+	// SrcQPN and DstQPN fix the QP numbers (the §7 example uses 100 and
+	// 200); 0 allocates one.
+	SrcQPN, DstQPN uint32
+	// Bytes to send; 0 sends forever.
+	Bytes int64
+	// MessageBytes splits the flow into RDMA WRITE messages (FIRST, MIDDLE,
+	// LAST or ONLY opcodes); default: the whole flow, or 1 MiB for an
+	// endless flow.
+	MessageBytes int64
+	Start        engine.Time
+	Prio         uint8 // 802.1p priority of data and ACKs (default 0)
+}
+
+// Flow is a sender QP and its receiver QP.
+type Flow struct {
+	ID       FlowID
+	Name     string
+	Sender   *QP
+	Receiver *RecvQP
+}
+
+// QP is a sender queue pair: a DCQCN reaction point with a pacer. Its
+// methods are the hooks a Long-haul CNP reaction point uses.
+type QP struct {
+	host        *Host
+	flow        *Flow
+	QPN         uint32 // this QP's number
+	PeerQPN     uint32 // the receiver's QP number (BTH DestQP of data)
+	dst         NodeID
+	prio        uint8
+	lineRateBps int64
+
+	totalBytes int64 // 0: endless
+	msgBytes   int64
+	msgOff     int64
+	sentBytes  int64
+	ackedBytes int64
+	psn        uint32
+	npkts      uint32
+	ackPoints  ring[ackPoint]
+
+	start_      engine.Time
+	sending     bool
+	finished    bool
+	finishedAt  engine.Time
+	nextSend    engine.Time
+	lastSend    engine.Time
+	lastSize    int32
+	pausedUntil engine.Time
+
+	dc dcqcn
+}
+
+type ackPoint struct {
+	psn   uint32
+	bytes int64
+}
+
+// Flow returns the flow the QP belongs to.
+func (q *QP) Flow() *Flow { return q.flow }
+
+// Host returns the QP's host.
+func (q *QP) Host() *Host { return q.host }
+
+// RateBps returns the current sending rate Rc.
+func (q *QP) RateBps() int64 { return q.dc.rc }
+
+// TargetRateBps returns DCQCN's target rate Rt.
+func (q *QP) TargetRateBps() int64 { return q.dc.rt }
+
+// Alpha returns DCQCN's alpha as a fraction 0..1 (updated to now).
+func (q *QP) Alpha() float64 {
+	if q.dc.active {
+		q.alphaCatchUp(q.host.net.sim.Now())
+	}
+	return float64(q.dc.alpha) / 1024
+}
+
+// SentBytes returns the payload bytes sent so far.
+func (q *QP) SentBytes() int64 { return q.sentBytes }
+
+// AckedBytes returns the payload bytes acknowledged so far.
+func (q *QP) AckedBytes() int64 { return q.ackedBytes }
+
+// Done reports whether all bytes of a finite flow are acknowledged, and when.
+func (q *QP) Done() (bool, engine.Time) { return q.finished, q.finishedAt }
+
+// CNPs returns the number of CNPs DCQCN has processed for this QP.
+func (q *QP) CNPs() int64 { return q.dc.cnpRx }
+
+// RateCuts returns the number of DCQCN rate decreases.
+func (q *QP) RateCuts() int64 { return q.dc.rateCuts }
+
+// SetRate sets the current and target rates (clamped to [min rate, line
+// rate]) and engages the rate limiter, as a Long-haul CNP "Rate Reduce" or
+// "Resume" would. DCQCN's increase timers continue from there.
+func (q *QP) SetRate(rcBps, rtBps int64) {
+	c := q.cc()
+	clampR := func(r int64) int64 {
+		return max(c.MinRateBps, min(r, q.maxRate()))
+	}
+	q.dc.rc, q.dc.rt = clampR(rcBps), clampR(rtBps)
+	if !q.dc.incRunning && (q.dc.rc < q.maxRate() || q.dc.rt < q.maxRate()) {
+		q.dc.incGen++
+		q.dc.incRunning = true
+		q.host.net.sim.After(c.TimeReset, q, evQPIncTimer, q.dc.incGen)
+	}
+	q.rateChanged()
+}
+
+// PauseUntil holds the QP until t (a Long-haul CNP "Pause"); a t in the past
+// releases it.
+func (q *QP) PauseUntil(t engine.Time) {
+	q.pausedUntil = t
+	if q.host.port != nil {
+		q.host.port.kick()
+	}
+}
+
+// PausedUntil returns the end of the current pause (0 or past: not paused).
+func (q *QP) PausedUntil() engine.Time { return q.pausedUntil }
+
+func (q *QP) start() {
+	if q.sending || q.finished {
+		return
+	}
+	q.sending = true
+	q.nextSend = q.host.net.sim.Now()
+	q.host.port.kick()
+}
+
+// rateChanged re-times the next send for the new rate.
+func (q *QP) rateChanged() {
+	if !q.sending {
+		return
+	}
+	if q.lastSize > 0 {
+		q.nextSend = q.lastSend + engine.TxTime(int64(q.lastSize), q.dc.rc)
+	}
+	q.host.port.kick()
+}
+
+// makePacket builds the next data packet and advances the pacer.
+func (q *QP) makePacket(now engine.Time) *Packet {
+	h := q.host
+	mtu := int64(h.cfg.MTUBytes)
+	left := q.msgBytes - q.msgOff
+	if q.totalBytes > 0 {
+		left = min(left, q.totalBytes-q.sentBytes)
+	}
+	payload := min(mtu, left)
+	first := q.msgOff == 0
+	last := payload == left
+	var op wire.Opcode
+	size := int32(payload) + RoCEOverheadBytes
+	switch {
+	case first && last:
+		op = wire.OpRCWriteOnly
+		size += 16 // RETH
+	case first:
+		op = wire.OpRCWriteFirst
+		size += 16
+	case last:
+		op = wire.OpRCWriteLast
+	default:
+		op = wire.OpRCWriteMiddle
+	}
+	q.npkts++
+	ackReq := last || (h.cfg.AckEveryPackets > 0 && q.npkts%h.cfg.AckEveryPackets == 0)
+
+	p := h.net.NewPacket()
+	p.Kind = KindRoCE
+	p.SizeBytes = size
+	p.PayloadBytes = int32(payload)
+	p.Src, p.Dst = h.id, q.dst
+	p.Flow = q.flow.ID
+	p.SrcQP = q.QPN
+	p.Prio = q.prio
+	p.ECN = ECNECT0
+	p.SetBTH(&wire.BTH{Opcode: op, PKey: 0xFFFF, DestQP: q.PeerQPN, PSN: q.psn, AckReq: ackReq})
+
+	q.sentBytes += payload
+	if ackReq {
+		q.ackPoints.push(ackPoint{psn: q.psn, bytes: q.sentBytes})
+	}
+	q.psn = (q.psn + 1) & 0xFFFFFF
+	q.msgOff += payload
+	if last {
+		q.msgOff = 0
+	}
+	if q.totalBytes > 0 && q.sentBytes >= q.totalBytes {
+		q.sending = false
+	}
+	q.lastSend = now
+	q.lastSize = size
+	q.nextSend = now + engine.TxTime(int64(size), q.dc.rc)
+	q.onBytesSent(int64(size))
+	return p
+}
+
+// onAck applies a cumulative ACK for psn.
+func (q *QP) onAck(psn uint32) {
+	for q.ackPoints.len() > 0 {
+		ap := q.ackPoints.front()
+		// 24-bit serial number comparison: ap.psn <= psn
+		if (psn-ap.psn)&0xFFFFFF >= 1<<23 {
+			break
+		}
+		q.ackedBytes = ap.bytes
+		q.ackPoints.pop()
+	}
+	if q.totalBytes > 0 && !q.finished && q.ackedBytes >= q.totalBytes {
+		q.finished = true
+		q.finishedAt = q.host.net.sim.Now()
+	}
+}
+
+// RecvQP is a receiver queue pair: the DCQCN notification point of one flow.
+type RecvQP struct {
+	host      *Host
+	flow      *Flow
+	QPN       uint32
+	PeerQPN   uint32
+	expectPSN uint32
+
+	rxPackets, rxBytes int64
+	lostPackets        int64
+	markedRx           int64
+	cnpTx              int64
+	lastCNP            engine.Time
+	firstRx, lastRx    engine.Time
+}
+
+// RxBytes returns the payload bytes received.
+func (r *RecvQP) RxBytes() int64 { return r.rxBytes }
+
+// RxPackets returns the data packets received.
+func (r *RecvQP) RxPackets() int64 { return r.rxPackets }
+
+// MarkedPackets returns the CE-marked data packets received.
+func (r *RecvQP) MarkedPackets() int64 { return r.markedRx }
+
+// CNPs returns the CNPs this notification point sent.
+func (r *RecvQP) CNPs() int64 { return r.cnpTx }
+
+// LostPackets returns the data packets missing from the PSN sequence
+// (dropped in the network; there is no retransmission).
+func (r *RecvQP) LostPackets() int64 { return r.lostPackets }

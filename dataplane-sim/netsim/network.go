@@ -1,0 +1,243 @@
+package netsim
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+)
+
+// Network is a topology of switches and hosts on one engine.Sim. Build it
+// (AddSwitch, AddHost, Connect, ComputeRoutes, AddFlow), then drive the Sim.
+// Everything in a Network belongs to the goroutine that drives its Sim; other
+// goroutines go through engine.Sim.Do.
+type Network struct {
+	sim      *engine.Sim
+	nodes    []Node
+	byName   map[string]Node
+	switches []*Switch
+	hosts    []*Host
+	ports    []*Port
+	links    []*Link
+	flows    []*Flow
+	pool     packetPool
+}
+
+// New returns an empty network on sim.
+func New(sim *engine.Sim) *Network {
+	return &Network{sim: sim, byName: map[string]Node{}}
+}
+
+// Sim returns the engine the network runs on.
+func (n *Network) Sim() *engine.Sim { return n.sim }
+
+// Now returns the simulated time.
+func (n *Network) Now() engine.Time { return n.sim.Now() }
+
+// NewPacket returns a zeroed packet from the pool.
+func (n *Network) NewPacket() *Packet { return n.pool.get() }
+
+// FreePacket returns p to the pool; p must not be used afterwards.
+func (n *Network) FreePacket(p *Packet) { n.pool.put(p) }
+
+// LivePackets returns the packets taken from the pool and not yet freed
+// (in queues, on links, or leaked).
+func (n *Network) LivePackets() int64 { return n.pool.live }
+
+// ErrDuplicateName is returned when a node name is taken.
+var ErrDuplicateName = errors.New("duplicate node name")
+
+func (n *Network) addNode(name string, node Node) error {
+	if _, ok := n.byName[name]; ok {
+		return fmt.Errorf("node %q: %w", name, ErrDuplicateName)
+	}
+	n.byName[name] = node
+	n.nodes = append(n.nodes, node)
+	return nil
+}
+
+// AddSwitch adds a switch. addr may be the zero netip.Addr.
+func (n *Network) AddSwitch(name string, addr netip.Addr, cfg SwitchConfig) (*Switch, error) {
+	if err := cfg.Port.Validate(); err != nil {
+		return nil, fmt.Errorf("switch %s: %w", name, err)
+	}
+	s := &Switch{net: n, id: NodeID(len(n.nodes)), name: name, addr: addr, cfg: cfg}
+	if err := n.addNode(name, s); err != nil {
+		return nil, err
+	}
+	n.switches = append(n.switches, s)
+	return s, nil
+}
+
+// AddHost adds an RNIC.
+func (n *Network) AddHost(name string, addr netip.Addr, cfg HostConfig) (*Host, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("host %s: %w", name, err)
+	}
+	h := &Host{net: n, id: NodeID(len(n.nodes)), name: name, addr: addr, cfg: cfg,
+		qps: map[uint32]*QP{}, recv: map[uint32]*RecvQP{}}
+	if err := n.addNode(name, h); err != nil {
+		return nil, err
+	}
+	n.hosts = append(n.hosts, h)
+	return h, nil
+}
+
+// Connect joins a and b with a cable: a new port on each and a Link in each
+// direction. A host has one port; connecting it twice is an error.
+func (n *Network) Connect(a, b Node, lc LinkConfig) (pa, pb *Port, err error) {
+	if lc.RateBps <= 0 || lc.Delay < 0 {
+		return nil, nil, fmt.Errorf("link %s-%s: rate %d bps and delay %v: need rate > 0, delay >= 0",
+			a.Name(), b.Name(), lc.RateBps, lc.Delay)
+	}
+	for _, x := range []Node{a, b} {
+		if h, ok := x.(*Host); ok && h.port != nil {
+			return nil, nil, fmt.Errorf("host %s already connected", h.name)
+		}
+	}
+	pa, pb = n.newPort(a), n.newPort(b)
+	ab := &Link{net: n, from: pa, to: pb, rateBps: lc.RateBps, delay: lc.Delay}
+	ba := &Link{net: n, from: pb, to: pa, rateBps: lc.RateBps, delay: lc.Delay}
+	pa.out, pa.in = ab, ba
+	pb.out, pb.in = ba, ab
+	n.links = append(n.links, ab, ba)
+	return pa, pb, nil
+}
+
+func (n *Network) newPort(x Node) *Port {
+	pt := &Port{net: n, node: x}
+	switch v := x.(type) {
+	case *Switch:
+		pt.sw = v
+		pt.index = len(v.ports)
+		pt.cfg = v.cfg.Port
+		v.ports = append(v.ports, pt)
+	case *Host:
+		pt.host = v
+		pt.cfg = v.cfg.Port
+		v.port = pt
+		v.ports = []*Port{pt}
+	}
+	n.ports = append(n.ports, pt)
+	return pt
+}
+
+// ComputeRoutes fills every switch's table with a shortest path (in hops) to
+// every node, breaking ties by the lowest port index, so that the same
+// topology always gets the same routes. Routes set with Switch.SetRoute
+// before are overwritten; set them after to override.
+func (n *Network) ComputeRoutes() {
+	for _, dst := range n.nodes {
+		dist := make([]int, len(n.nodes))
+		for i := range dist {
+			dist[i] = -1
+		}
+		dist[dst.ID()] = 0
+		queue := []Node{dst}
+		for len(queue) > 0 {
+			x := queue[0]
+			queue = queue[1:]
+			if _, isHost := x.(*Host); isHost && x != dst {
+				continue // hosts do not forward
+			}
+			for _, pt := range x.Ports() {
+				y := pt.Peer().node
+				if dist[y.ID()] < 0 {
+					dist[y.ID()] = dist[x.ID()] + 1
+					queue = append(queue, y)
+				}
+			}
+		}
+		for _, s := range n.switches {
+			if s == dst || dist[s.id] < 0 {
+				continue
+			}
+			s.growRoutes(len(n.nodes))
+			for i, pt := range s.ports {
+				if d := dist[pt.Peer().node.ID()]; d >= 0 && d == dist[s.id]-1 {
+					s.routes[dst.ID()] = int32(i)
+					break
+				}
+			}
+		}
+	}
+}
+
+// AddFlow creates the sender and receiver QPs of a flow and schedules its
+// start. Both hosts must be connected.
+func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
+	if fc.Src == nil || fc.Dst == nil || fc.Src == fc.Dst {
+		return nil, errors.New("flow: need two distinct hosts")
+	}
+	if fc.Src.port == nil || fc.Dst.port == nil {
+		return nil, fmt.Errorf("flow %s: hosts must be connected first", fc.Name)
+	}
+	if fc.Bytes < 0 || fc.MessageBytes < 0 || fc.Prio >= NumPrio {
+		return nil, fmt.Errorf("flow %s: bytes %d, message %d, prio %d out of range", fc.Name, fc.Bytes, fc.MessageBytes, fc.Prio)
+	}
+	src, dst := fc.Src, fc.Dst
+	sq, dq := fc.SrcQPN, fc.DstQPN
+	if sq == 0 {
+		sq = src.allocQPN()
+	} else if src.qps[sq] != nil || src.recv[sq] != nil || sq > 0xFFFFFF {
+		return nil, fmt.Errorf("flow %s: qp %d on %s taken or out of range", fc.Name, sq, src.name)
+	}
+	if dq == 0 {
+		dq = dst.allocQPN()
+	} else if dst.qps[dq] != nil || dst.recv[dq] != nil || dq > 0xFFFFFF {
+		return nil, fmt.Errorf("flow %s: qp %d on %s taken or out of range", fc.Name, dq, dst.name)
+	}
+	msg := fc.MessageBytes
+	if msg == 0 {
+		msg = fc.Bytes
+		if msg == 0 {
+			msg = 1 << 20
+		}
+	}
+	f := &Flow{ID: FlowID(len(n.flows)), Name: fc.Name}
+	if f.Name == "" {
+		f.Name = fmt.Sprintf("flow%d", f.ID)
+	}
+	line := src.port.out.rateBps
+	q := &QP{host: src, flow: f, QPN: sq, PeerQPN: dq, dst: dst.id, prio: fc.Prio,
+		lineRateBps: line, totalBytes: fc.Bytes, msgBytes: msg, start_: fc.Start}
+	q.dc.rc, q.dc.rt = line, line
+	r := &RecvQP{host: dst, flow: f, QPN: dq, PeerQPN: sq, firstRx: -1}
+	f.Sender, f.Receiver = q, r
+	src.qps[sq] = q
+	src.sendQPs = append(src.sendQPs, q)
+	dst.recv[dq] = r
+	n.flows = append(n.flows, f)
+	n.sim.At(fc.Start, q, evQPStart, 0)
+	return f, nil
+}
+
+// Node returns the node with id, or nil.
+func (n *Network) Node(id NodeID) Node {
+	if id < 0 || int(id) >= len(n.nodes) {
+		return nil
+	}
+	return n.nodes[id]
+}
+
+// NodeByName returns the named node, or nil.
+func (n *Network) NodeByName(name string) Node { return n.byName[name] }
+
+// Nodes returns all nodes in creation order (index = NodeID).
+func (n *Network) Nodes() []Node { return n.nodes }
+
+// Switches returns the switches in creation order.
+func (n *Network) Switches() []*Switch { return n.switches }
+
+// Hosts returns the hosts in creation order.
+func (n *Network) Hosts() []*Host { return n.hosts }
+
+// Ports returns every port in creation order.
+func (n *Network) Ports() []*Port { return n.ports }
+
+// Links returns every link (two per Connect, a→b then b→a).
+func (n *Network) Links() []*Link { return n.links }
+
+// Flows returns the flows in creation order (index = FlowID).
+func (n *Network) Flows() []*Flow { return n.flows }

@@ -1,0 +1,385 @@
+package netsim
+
+import (
+	"fmt"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+)
+
+// ECNConfig is RED-style ECN marking of one egress queue, as DCQCN switches
+// do it: no marking at or below KMinBytes, marking with probability rising
+// linearly from 0 to PMax between KMinBytes and KMaxBytes, every ECN-capable
+// packet above KMaxBytes. Only ECT packets are marked (CE is set in the IP
+// ECN field); non-ECT packets pass unmarked.
+type ECNConfig struct {
+	Enabled   bool
+	KMinBytes int64
+	KMaxBytes int64
+	PMax      float64 // marking probability at KMaxBytes, 0..1
+}
+
+// PFCConfig is priority flow control on a port's ingress side: when the bytes
+// that arrived on this port in priority p and still sit in the switch's
+// queues reach XOFFBytes, the port sends a PAUSE for p to its peer; when they
+// fall to XONBytes it sends a RESUME. A paused peer finishes the frame it is
+// sending and then holds priority p. XOFF must leave headroom below the
+// buffer for what is in flight: 2 x delay x rate + 2 MTU per paused ingress.
+// Pauses last until the RESUME (quanta are not modelled).
+type PFCConfig struct {
+	Enabled   bool
+	PrioMask  uint8 // bit p set: PFC on priority p (0 = all priorities)
+	XOFFBytes int64
+	XONBytes  int64
+}
+
+// PortConfig is the configuration of one port (egress queues and ingress PFC).
+type PortConfig struct {
+	// BufferBytes is the egress buffer shared by the port's eight priority
+	// queues; a packet that does not fit is tail-dropped. 0 means unlimited.
+	BufferBytes int64
+	ECN         [NumPrio]ECNConfig
+	// MarkOnEnqueue marks by the queue a packet joins; the default (false)
+	// marks at dequeue by the queue it leaves behind, which sends the signal
+	// a queueing delay earlier.
+	MarkOnEnqueue bool
+	PFC           PFCConfig
+}
+
+// SameECN returns an ECN array with c on every priority.
+func SameECN(c ECNConfig) [NumPrio]ECNConfig {
+	var a [NumPrio]ECNConfig
+	for i := range a {
+		a[i] = c
+	}
+	return a
+}
+
+// Validate checks the configuration for values that cannot work.
+func (c *PortConfig) Validate() error {
+	if c.BufferBytes < 0 {
+		return fmt.Errorf("buffer %d bytes: must not be negative", c.BufferBytes)
+	}
+	for i, e := range c.ECN {
+		if !e.Enabled {
+			continue
+		}
+		if e.KMinBytes < 0 || e.KMaxBytes < e.KMinBytes {
+			return fmt.Errorf("ecn priority %d: need 0 <= kmin (%d) <= kmax (%d)", i, e.KMinBytes, e.KMaxBytes)
+		}
+		if e.PMax < 0 || e.PMax > 1 {
+			return fmt.Errorf("ecn priority %d: pmax %g outside [0,1]", i, e.PMax)
+		}
+	}
+	if c.PFC.Enabled && (c.PFC.XONBytes > c.PFC.XOFFBytes || c.PFC.XOFFBytes <= 0) {
+		return fmt.Errorf("pfc: need 0 <= xon (%d) <= xoff (%d), xoff > 0", c.PFC.XONBytes, c.PFC.XOFFBytes)
+	}
+	return nil
+}
+
+// PortStats are a port's counters since the start of the simulation.
+type PortStats struct {
+	TxPackets, TxBytes      int64 // frames sent on the egress link (incl. PFC)
+	RxPackets, RxBytes      int64 // frames received from the ingress link
+	DropPackets, DropBytes  int64 // tail drops at this egress
+	ECNMarks                int64 // packets this egress marked CE
+	PFCPauseTx, PFCResumeTx int64 // PFC frames this port sent upstream
+	PFCPauseRx              int64 // PAUSE frames received (egress held)
+	PeakQueueBytes          int64 // highest total egress occupancy seen
+}
+
+// Port is one port of a node: an egress side (eight strict-priority queues
+// with byte accounting against a buffer, ECN marking, tail drop, a
+// transmitter that serialises one frame at a time onto Out) and an ingress
+// side (the receiving end of In, with PFC accounting).
+//
+// A port keeps at most one pending event for its transmitter (frame done)
+// plus, on hosts, a wake-up for the next paced send.
+type Port struct {
+	net   *Network
+	node  Node
+	sw    *Switch // owner if a switch
+	host  *Host   // owner if a host
+	index int
+
+	out, in *Link
+	cfg     PortConfig
+
+	queues     [NumPrio]ring[*Packet]
+	qBytes     [NumPrio]int64
+	totalBytes int64
+	ctrl       ring[*Packet] // PFC frames: sent before any queue, never paused
+
+	busy   bool
+	ser    engine.Serializer
+	paused [NumPrio]bool // egress priority held by the peer's PAUSE
+
+	ingressBytes [NumPrio]int64
+	pauseSent    [NumPrio]bool
+
+	wakeAt      engine.Time
+	wakeGen     uint64
+	wakePending bool
+
+	observer PortObserver
+	stats    PortStats
+}
+
+// Port event kinds.
+const (
+	evTxDone uint32 = iota
+	evWake
+)
+
+// Node returns the node the port belongs to.
+func (pt *Port) Node() Node { return pt.node }
+
+// Index returns the port's number on its node (0, 1, ... in Connect order).
+func (pt *Port) Index() int { return pt.index }
+
+// Name returns "node:index".
+func (pt *Port) Name() string { return fmt.Sprintf("%s:%d", pt.node.Name(), pt.index) }
+
+// Out returns the egress link; In the ingress link.
+func (pt *Port) Out() *Link { return pt.out }
+
+// In returns the ingress link.
+func (pt *Port) In() *Link { return pt.in }
+
+// Peer returns the port at the other end of the cable.
+func (pt *Port) Peer() *Port { return pt.out.to }
+
+// RateBps returns the egress line rate.
+func (pt *Port) RateBps() int64 { return pt.out.rateBps }
+
+// Config returns the port's configuration.
+func (pt *Port) Config() PortConfig { return pt.cfg }
+
+// SetConfig replaces the port's configuration. Queued packets stay; the new
+// thresholds apply from the next packet. Inside a running simulation, call
+// it from the engine goroutine (a handler, or engine.Sim.Do).
+func (pt *Port) SetConfig(c PortConfig) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("port %s: %w", pt.Name(), err)
+	}
+	pt.cfg = c
+	return nil
+}
+
+// SetECN changes the ECN marking of one priority queue (the knob that a
+// BDP-adaptive K_max turns).
+func (pt *Port) SetECN(prio int, c ECNConfig) error {
+	nc := pt.cfg
+	nc.ECN[prio] = c
+	return pt.SetConfig(nc)
+}
+
+// SetObserver installs o (nil removes it).
+func (pt *Port) SetObserver(o PortObserver) { pt.observer = o }
+
+// QueueBytes returns the bytes queued in priority prio.
+func (pt *Port) QueueBytes(prio int) int64 { return pt.qBytes[prio] }
+
+// TotalQueueBytes returns the bytes queued in all priorities.
+func (pt *Port) TotalQueueBytes() int64 { return pt.totalBytes }
+
+// QueuePackets returns the packets queued in priority prio.
+func (pt *Port) QueuePackets(prio int) int { return pt.queues[prio].len() }
+
+// Paused reports whether the peer has paused egress priority prio.
+func (pt *Port) Paused(prio int) bool { return pt.paused[prio] }
+
+// Stats returns the port's counters.
+func (pt *Port) Stats() PortStats { return pt.stats }
+
+// Handle runs the port's events.
+func (pt *Port) Handle(kind uint32, arg uint64) {
+	switch kind {
+	case evTxDone:
+		pt.busy = false
+		pt.tryTransmit()
+	case evWake:
+		if arg != pt.wakeGen {
+			return
+		}
+		pt.wakePending = false
+		pt.tryTransmit()
+	}
+}
+
+// kick makes an idle transmitter look for work now.
+func (pt *Port) kick() {
+	if !pt.busy {
+		pt.tryTransmit()
+	}
+}
+
+// scheduleWake arranges a tryTransmit at t unless one is already due sooner.
+func (pt *Port) scheduleWake(t engine.Time) {
+	if pt.wakePending && pt.wakeAt <= t {
+		return
+	}
+	pt.wakeGen++
+	pt.wakeAt = t
+	pt.wakePending = true
+	pt.net.sim.At(t, pt, evWake, pt.wakeGen)
+}
+
+// enqueue adds p to its priority queue (switch forwarding, host control
+// packets), or drops it when the buffer is full.
+func (pt *Port) enqueue(p *Packet) {
+	prio := int(p.Prio)
+	size := int64(p.SizeBytes)
+	if pt.cfg.BufferBytes > 0 && pt.totalBytes+size > pt.cfg.BufferBytes {
+		pt.stats.DropPackets++
+		pt.stats.DropBytes += size
+		if pt.observer != nil {
+			pt.observer.OnDrop(pt, p, pt.qBytes[prio])
+		}
+		pt.net.FreePacket(p)
+		return
+	}
+	if pt.cfg.MarkOnEnqueue {
+		pt.maybeMark(p, prio, pt.qBytes[prio])
+	}
+	pt.queues[prio].push(p)
+	pt.qBytes[prio] += size
+	pt.totalBytes += size
+	if pt.totalBytes > pt.stats.PeakQueueBytes {
+		pt.stats.PeakQueueBytes = pt.totalBytes
+	}
+	if in := p.inPort; in != nil && in.cfg.PFC.Enabled {
+		in.ingressAdd(prio, size)
+	}
+	if pt.observer != nil {
+		pt.observer.OnEnqueue(pt, p, pt.qBytes[prio])
+	}
+	if !pt.busy {
+		pt.tryTransmit()
+	}
+}
+
+// dequeue takes the head of the highest non-empty, non-paused priority.
+func (pt *Port) dequeue() *Packet {
+	for prio := NumPrio - 1; prio >= 0; prio-- {
+		q := &pt.queues[prio]
+		if q.n == 0 || pt.paused[prio] {
+			continue
+		}
+		p := q.pop()
+		size := int64(p.SizeBytes)
+		pt.qBytes[prio] -= size
+		pt.totalBytes -= size
+		if !pt.cfg.MarkOnEnqueue {
+			pt.maybeMark(p, prio, pt.qBytes[prio])
+		}
+		if in := p.inPort; in != nil {
+			p.inPort = nil
+			if in.cfg.PFC.Enabled {
+				in.ingressSub(prio, size)
+			}
+		}
+		if pt.observer != nil {
+			pt.observer.OnDequeue(pt, p, pt.qBytes[prio])
+		}
+		return p
+	}
+	return nil
+}
+
+// maybeMark applies the RED-style ECN decision for a queue depth of q bytes.
+func (pt *Port) maybeMark(p *Packet, prio int, q int64) {
+	c := &pt.cfg.ECN[prio]
+	if !c.Enabled || p.ECN == ECNNotECT || p.ECN == ECNCE || q <= c.KMinBytes {
+		return
+	}
+	if q < c.KMaxBytes {
+		prob := c.PMax * float64(q-c.KMinBytes) / float64(c.KMaxBytes-c.KMinBytes)
+		if pt.net.sim.Rand().Float64() >= prob {
+			return
+		}
+	}
+	p.ECN = ECNCE
+	pt.stats.ECNMarks++
+	if pt.observer != nil {
+		pt.observer.OnMark(pt, p, q)
+	}
+}
+
+func (c *PFCConfig) covers(prio int) bool {
+	return c.PrioMask == 0 || c.PrioMask&(1<<prio) != 0
+}
+
+func (pt *Port) ingressAdd(prio int, size int64) {
+	pt.ingressBytes[prio] += size
+	c := &pt.cfg.PFC
+	if !pt.pauseSent[prio] && pt.ingressBytes[prio] >= c.XOFFBytes && c.covers(prio) {
+		pt.pauseSent[prio] = true
+		pt.stats.PFCPauseTx++
+		pt.sendPFC(prio, true)
+	}
+}
+
+func (pt *Port) ingressSub(prio int, size int64) {
+	pt.ingressBytes[prio] -= size
+	if pt.pauseSent[prio] && pt.ingressBytes[prio] <= pt.cfg.PFC.XONBytes {
+		pt.pauseSent[prio] = false
+		pt.stats.PFCResumeTx++
+		pt.sendPFC(prio, false)
+	}
+}
+
+// sendPFC queues a PFC frame to the peer, ahead of all data.
+func (pt *Port) sendPFC(prio int, pause bool) {
+	p := pt.net.NewPacket()
+	p.Kind = KindPFC
+	p.SizeBytes = PFCFrameBytes
+	p.Src = pt.node.ID()
+	p.Dst = pt.Peer().node.ID()
+	p.Flow = NoFlow
+	p.PFCPrio = uint8(prio)
+	p.PFCPause = pause
+	pt.ctrl.push(p)
+	if !pt.busy {
+		pt.tryTransmit()
+	}
+}
+
+// handlePFC applies a PFC frame received on this port to its egress.
+func (pt *Port) handlePFC(p *Packet) {
+	prio := int(p.PFCPrio)
+	if p.PFCPause {
+		pt.stats.PFCPauseRx++
+	}
+	pt.paused[prio] = p.PFCPause
+	pt.net.FreePacket(p)
+	if !pt.paused[prio] {
+		pt.kick()
+	}
+}
+
+// tryTransmit starts the next frame if the transmitter is idle.
+func (pt *Port) tryTransmit() {
+	if pt.busy {
+		return
+	}
+	var p *Packet
+	if pt.ctrl.n > 0 {
+		p = pt.ctrl.pop()
+	} else if p = pt.dequeue(); p == nil {
+		if pt.host == nil {
+			return
+		}
+		if p = pt.host.nextPacket(pt); p == nil {
+			return
+		}
+	}
+	now := pt.net.sim.Now()
+	l := pt.out
+	tx := pt.ser.TxTime(int64(p.SizeBytes), l.rateBps)
+	pt.busy = true
+	pt.stats.TxPackets++
+	pt.stats.TxBytes += int64(p.SizeBytes)
+	p.SentAt = now
+	l.send(p, now+tx)
+	pt.net.sim.At(now+tx, pt, evTxDone, 0)
+}

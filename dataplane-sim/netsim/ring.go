@@ -1,0 +1,64 @@
+package netsim
+
+// ring is a growable FIFO. Queues and links hold their packets in rings so
+// that a steady state allocates nothing.
+type ring[T any] struct {
+	buf  []T
+	head int
+	n    int
+}
+
+func (r *ring[T]) len() int { return r.n }
+
+func (r *ring[T]) push(v T) {
+	if r.n == len(r.buf) {
+		r.grow()
+	}
+	i := r.head + r.n
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	r.buf[i] = v
+	r.n++
+}
+
+func (r *ring[T]) grow() {
+	c := 2 * len(r.buf)
+	if c < 16 {
+		c = 16
+	}
+	nb := make([]T, c)
+	for i := 0; i < r.n; i++ {
+		j := r.head + i
+		if j >= len(r.buf) {
+			j -= len(r.buf)
+		}
+		nb[i] = r.buf[j]
+	}
+	r.buf = nb
+	r.head = 0
+}
+
+// front returns a pointer to the oldest element; the ring must not be empty.
+func (r *ring[T]) front() *T { return &r.buf[r.head] }
+
+// back returns a pointer to the newest element; the ring must not be empty.
+func (r *ring[T]) back() *T {
+	i := r.head + r.n - 1
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	return &r.buf[i]
+}
+
+func (r *ring[T]) pop() T {
+	var zero T
+	v := r.buf[r.head]
+	r.buf[r.head] = zero
+	r.head++
+	if r.head == len(r.buf) {
+		r.head = 0
+	}
+	r.n--
+	return v
+}

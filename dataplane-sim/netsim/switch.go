@@ -1,0 +1,109 @@
+package netsim
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// SwitchConfig configures a switch.
+type SwitchConfig struct {
+	// Port is the configuration every port gets when Connect creates it;
+	// change single ports afterwards with Port.SetConfig.
+	Port PortConfig
+}
+
+// SwitchStats are a switch's counters.
+type SwitchStats struct {
+	NoRouteDrops int64 // packets for a destination with no route
+}
+
+// Switch forwards by a static table, destination node to egress port (no
+// ECMP). Its ports do the queueing, marking, dropping and PFC.
+type Switch struct {
+	net    *Network
+	id     NodeID
+	name   string
+	addr   netip.Addr
+	cfg    SwitchConfig
+	ports  []*Port
+	routes []int32 // by destination NodeID; -1: none
+	stats  SwitchStats
+}
+
+// ID returns the node id.
+func (s *Switch) ID() NodeID { return s.id }
+
+// Name returns the node name.
+func (s *Switch) Name() string { return s.name }
+
+// Addr returns the switch's address (the source of packets it originates,
+// such as Long-haul CNPs).
+func (s *Switch) Addr() netip.Addr { return s.addr }
+
+// Ports returns the switch's ports in Connect order.
+func (s *Switch) Ports() []*Port { return s.ports }
+
+// Stats returns the switch's counters.
+func (s *Switch) Stats() SwitchStats { return s.stats }
+
+// SetRoute sends packets for dst out of port (an index into Ports).
+func (s *Switch) SetRoute(dst NodeID, port int) error {
+	if port < 0 || port >= len(s.ports) {
+		return fmt.Errorf("switch %s: route to node %d via port %d: no such port", s.name, dst, port)
+	}
+	s.growRoutes(int(dst) + 1)
+	s.routes[dst] = int32(port)
+	return nil
+}
+
+// Route returns the egress port for dst, or nil.
+func (s *Switch) Route(dst NodeID) *Port {
+	if int(dst) >= len(s.routes) || s.routes[dst] < 0 {
+		return nil
+	}
+	return s.ports[s.routes[dst]]
+}
+
+func (s *Switch) growRoutes(n int) {
+	for len(s.routes) < n {
+		s.routes = append(s.routes, -1)
+	}
+}
+
+// SetObserver installs o on every port of the switch.
+func (s *Switch) SetObserver(o PortObserver) {
+	for _, p := range s.ports {
+		p.SetObserver(o)
+	}
+}
+
+// Receive forwards p, arrived on in.
+func (s *Switch) Receive(p *Packet, in *Port) {
+	if p.Kind == KindPFC {
+		in.handlePFC(p)
+		return
+	}
+	out := s.Route(p.Dst)
+	if out == nil {
+		s.stats.NoRouteDrops++
+		s.net.FreePacket(p)
+		return
+	}
+	p.inPort = in
+	out.enqueue(p)
+}
+
+// Send routes a packet the switch itself originates (a Long-haul CNP, for
+// example) and queues it on the egress port. It reports false, and frees p,
+// when there is no route. p.Src should be s.ID().
+func (s *Switch) Send(p *Packet) bool {
+	out := s.Route(p.Dst)
+	if out == nil {
+		s.stats.NoRouteDrops++
+		s.net.FreePacket(p)
+		return false
+	}
+	p.inPort = nil
+	out.enqueue(p)
+	return true
+}

@@ -1,0 +1,324 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// Float is a float64 that marshals to JSON rounded to six decimals, so a
+// summary's text does not depend on the last bits of a computation. NaN
+// and infinities marshal as null.
+type Float float64
+
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	r := math.Round(v*1e6) / 1e6
+	if r == 0 {
+		r = 0 // no "-0"
+	}
+	return strconv.AppendFloat(nil, r, 'f', -1, 64), nil
+}
+
+// PortInput is what the runner knows about one switch egress port at the
+// end of a run.
+type PortInput struct {
+	Node, Port string
+	// Queue is the series of this port in Recorder.Queues.
+	Queue SeriesID
+	// RateBps is the port's rate at the end (for the record).
+	RateBps int64
+	// CapacityBits is the integral of the port's rate over the run, so that
+	// utilisation stays right when an event changes the rate.
+	CapacityBits   float64
+	TxBytes        int64
+	PeakQueueBytes int64 // the model's exact peak; the sampled one if larger
+	DropPackets    int64
+	DropBytes      int64
+	ECNMarks       int64
+	PFCPauseFrames int64 // PAUSE frames this port sent upstream
+	// PFCPausedNs is how long this egress was held by its peer's PAUSE.
+	PFCPausedNs int64
+}
+
+// FlowInput is what the runner knows about one flow at the end of a run.
+type FlowInput struct {
+	Name, Src, Dst string
+	SrcQP, DstQP   uint32
+	Group          string
+	SizeBytes      int64 // 0: long-lived
+	StartNs        int64
+	// StopNs is when the flow was stopped before completing (its stop
+	// time), or 0.
+	StopNs     int64
+	Finished   bool
+	FinishNs   int64 // when the sender saw the last byte acknowledged
+	IdealFCTNs int64 // FCT alone on an idle path: see IdealFCT
+	RxBytes    int64 // payload delivered
+	Lost       int64 // data packets lost
+	CNPs       int64 // CNPs the receiver sent for it
+}
+
+// Input is everything Summarize needs.
+type Input struct {
+	Scenario      string
+	Mechanism     string
+	Seed          int64
+	DurationNs    int64
+	SampleNs      int64
+	Events        uint64
+	Ports         []PortInput
+	Flows         []FlowInput
+	Notifications map[string]int64 // notifications sent, by kind
+	Warnings      []string
+	Recorder      *Recorder
+}
+
+// Summary is summary.json. Field order is the key order.
+type Summary struct {
+	Scenario         string           `json:"scenario"`
+	Mechanism        string           `json:"mechanism"`
+	Seed             int64            `json:"seed"`
+	DurationNs       int64            `json:"duration_ns"`
+	SampleIntervalNs int64            `json:"sample_interval_ns"`
+	Events           uint64           `json:"events"`
+	Totals           Totals           `json:"totals"`
+	Notifications    map[string]int64 `json:"notifications"`
+	Ports            []PortSummary    `json:"ports"`
+	Flows            []FlowSummary    `json:"flows"`
+	Warnings         []string         `json:"warnings"`
+}
+
+// Totals are network-wide figures.
+type Totals struct {
+	Flows          int   `json:"flows"`
+	FlowsFinished  int   `json:"flows_finished"`
+	DropPackets    int64 `json:"drop_packets"`
+	ECNMarks       int64 `json:"ecn_marks"`
+	PFCPauseFrames int64 `json:"pfc_pause_frames"`
+	PFCPausedNs    int64 `json:"pfc_paused_ns"`
+	PeakQueueBytes int64 `json:"peak_queue_bytes"`
+	// JainFairness is (sum x)^2 / (n sum x^2) over the throughputs of the
+	// flows that started; 1 is perfectly fair.
+	JainFairness Float `json:"jain_fairness"`
+	MeanSlowdown Float `json:"mean_slowdown"`
+	P99Slowdown  Float `json:"p99_slowdown"`
+}
+
+// PortSummary is one switch egress port.
+type PortSummary struct {
+	Node           string `json:"node"`
+	Port           string `json:"port"`
+	RateBps        int64  `json:"rate_bps"`
+	PeakQueueBytes int64  `json:"peak_queue_bytes"`
+	P99QueueBytes  int64  `json:"p99_queue_bytes"`
+	MeanQueueBytes Float  `json:"mean_queue_bytes"`
+	Utilisation    Float  `json:"utilisation"`
+	TxBytes        int64  `json:"tx_bytes"`
+	DropPackets    int64  `json:"drop_packets"`
+	DropBytes      int64  `json:"drop_bytes"`
+	ECNMarks       int64  `json:"ecn_marks"`
+	PFCPauseFrames int64  `json:"pfc_pause_frames"`
+	PFCPausedNs    int64  `json:"pfc_paused_ns"`
+}
+
+// FlowSummary is one flow. FCT, ideal FCT and slowdown are present for
+// finished flows only.
+type FlowSummary struct {
+	Name          string `json:"name"`
+	Group         string `json:"group,omitempty"`
+	Src           string `json:"src"`
+	Dst           string `json:"dst"`
+	SrcQP         uint32 `json:"src_qp"`
+	DstQP         uint32 `json:"dst_qp"`
+	SizeBytes     int64  `json:"size_bytes"`
+	StartNs       int64  `json:"start_ns"`
+	Finished      bool   `json:"finished"`
+	FCTNs         *int64 `json:"fct_ns,omitempty"`
+	IdealFCTNs    *int64 `json:"ideal_fct_ns,omitempty"`
+	Slowdown      *Float `json:"slowdown,omitempty"`
+	RxBytes       int64  `json:"rx_bytes"`
+	ThroughputBps Float  `json:"throughput_bps"`
+	LostPackets   int64  `json:"lost_packets"`
+	CNPs          int64  `json:"cnps"`
+}
+
+// Summarize computes the summary. Ports and flows keep the input order.
+func Summarize(in Input) *Summary {
+	s := &Summary{
+		Scenario: in.Scenario, Mechanism: in.Mechanism, Seed: in.Seed,
+		DurationNs: in.DurationNs, SampleIntervalNs: in.SampleNs, Events: in.Events,
+		Notifications: map[string]int64{}, Ports: []PortSummary{}, Flows: []FlowSummary{},
+		Warnings: append([]string{}, in.Warnings...),
+	}
+	for k, v := range in.Notifications {
+		s.Notifications[k] = v
+	}
+	var qv [][]int64
+	if in.Recorder != nil {
+		_, qv = in.Recorder.Queues.bySeries()
+	}
+	for _, p := range in.Ports {
+		var samples []int64
+		if int(p.Queue) < len(qv) {
+			samples = qv[p.Queue]
+		}
+		ps := PortSummary{
+			Node: p.Node, Port: p.Port, RateBps: p.RateBps,
+			PeakQueueBytes: max(p.PeakQueueBytes, maxOf(samples)),
+			P99QueueBytes:  Percentile(samples, 0.99),
+			MeanQueueBytes: Float(mean(samples)),
+			TxBytes:        p.TxBytes, DropPackets: p.DropPackets, DropBytes: p.DropBytes,
+			ECNMarks: p.ECNMarks, PFCPauseFrames: p.PFCPauseFrames, PFCPausedNs: p.PFCPausedNs,
+		}
+		if p.CapacityBits > 0 {
+			// A frame being sent when the run ends counts whole: cap at 1.
+			ps.Utilisation = Float(min(1, float64(p.TxBytes)*8/p.CapacityBits))
+		}
+		s.Ports = append(s.Ports, ps)
+		t := &s.Totals
+		t.DropPackets += p.DropPackets
+		t.ECNMarks += p.ECNMarks
+		t.PFCPauseFrames += p.PFCPauseFrames
+		t.PFCPausedNs += p.PFCPausedNs
+		t.PeakQueueBytes = max(t.PeakQueueBytes, ps.PeakQueueBytes)
+	}
+	var tputs, slowdowns []float64
+	for _, f := range in.Flows {
+		fs := FlowSummary{
+			Name: f.Name, Group: f.Group, Src: f.Src, Dst: f.Dst, SrcQP: f.SrcQP, DstQP: f.DstQP,
+			SizeBytes: f.SizeBytes, StartNs: f.StartNs, Finished: f.Finished, RxBytes: f.RxBytes,
+			LostPackets: f.Lost, CNPs: f.CNPs,
+		}
+		s.Totals.Flows++
+		end := in.DurationNs
+		if f.StopNs > 0 && f.StopNs < end {
+			end = f.StopNs
+		}
+		if f.Finished {
+			s.Totals.FlowsFinished++
+			fct := f.FinishNs - f.StartNs
+			fs.FCTNs = &fct
+			end = f.FinishNs
+			if f.IdealFCTNs > 0 {
+				ideal := f.IdealFCTNs
+				sd := Float(float64(fct) / float64(ideal))
+				fs.IdealFCTNs, fs.Slowdown = &ideal, &sd
+				slowdowns = append(slowdowns, float64(sd))
+			}
+		}
+		if active := end - f.StartNs; f.StartNs < in.DurationNs && active > 0 {
+			tp := float64(f.RxBytes) * 8 / (float64(active) / 1e9)
+			fs.ThroughputBps = Float(tp)
+			tputs = append(tputs, tp)
+		}
+		s.Flows = append(s.Flows, fs)
+	}
+	s.Totals.JainFairness = Float(Jain(tputs))
+	if len(slowdowns) > 0 {
+		s.Totals.MeanSlowdown = Float(meanF(slowdowns))
+		slices.Sort(slowdowns)
+		s.Totals.P99Slowdown = Float(slowdowns[rank(len(slowdowns), 0.99)])
+	}
+	return s
+}
+
+// Jain returns Jain's fairness index of xs, (sum x)^2 / (n * sum x^2); 1 for
+// an empty or all-zero list.
+func Jain(xs []float64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	if len(xs) == 0 || sq == 0 {
+		return 1
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+// Percentile returns the nearest-rank p-quantile (0 < p <= 1) of xs, 0 for
+// none. xs is not modified.
+func Percentile(xs []int64, p float64) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	c := slices.Clone(xs)
+	slices.Sort(c)
+	return c[rank(len(c), p)]
+}
+
+func rank(n int, p float64) int {
+	r := int(math.Ceil(p*float64(n))) - 1
+	return min(max(r, 0), n-1)
+}
+
+// IdealFCT is the completion time of a flow alone on its path: one base
+// RTT (the propagation delay there and back) plus the time to serialise the
+// flow's frames at the bottleneck rate, plus one frame's store-and-forward
+// delay at every other hop. payload is the flow size, mtu the payload per
+// packet and overhead the header bytes of each frame.
+func IdealFCT(payload, mtu, overhead int64, baseRTTNs int64, hopRatesBps []int64) int64 {
+	if payload <= 0 || mtu <= 0 || len(hopRatesBps) == 0 {
+		return 0
+	}
+	pkts := (payload + mtu - 1) / mtu
+	wire := payload + pkts*overhead
+	bottleneck := slices.Min(hopRatesBps)
+	ns := float64(baseRTTNs) + float64(wire)*8e9/float64(bottleneck)
+	frame := min(payload, mtu) + overhead
+	for _, r := range hopRatesBps[1:] {
+		ns += float64(frame) * 8e9 / float64(r)
+	}
+	return int64(math.Ceil(ns))
+}
+
+func maxOf(xs []int64) int64 {
+	var m int64
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func mean(xs []int64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var s float64
+	for _, x := range xs {
+		s += float64(x)
+	}
+	return s / float64(len(xs))
+}
+
+func meanF(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// WriteJSON writes the summary, indented, with a final newline.
+func (s *Summary) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// WriteFile writes dir/summary.json.
+func (s *Summary) WriteFile(dir string) error {
+	return writeFile(filepath.Join(dir, "summary.json"), s.WriteJSON)
+}

@@ -1,0 +1,301 @@
+package scenario
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Scenario is a loaded, validated scenario. Lists keep the order of the
+// file, except Flows (sorted by start time, then name) and Events (sorted by
+// time, file order among equal times), which is the order a runner needs.
+type Scenario struct {
+	// File is the path the scenario was read from ("" when parsed from
+	// bytes without a name).
+	File        string
+	Name        string
+	Description string
+
+	Seed           int64
+	Duration       time.Duration
+	SampleInterval time.Duration
+
+	Hosts    []Host
+	Switches []Switch
+	Links    []Link
+	// Routes holds one path for every (src, dst) pair that a flow uses, in
+	// the order of first use; explicit routes from the file win over the
+	// computed shortest paths.
+	Routes []Route
+
+	Mechanism Mechanism
+	DCQCN     DCQCN
+	NIC       NIC
+
+	Flows  []Flow
+	Events []Event
+}
+
+// Host is an end host with one RNIC.
+type Host struct {
+	Name string
+	IP   netip.Addr
+}
+
+// Switch is a switch; its egress ports are the ends of its links.
+type Switch struct {
+	Name string
+	IP   netip.Addr
+	// Queue is the effective queue configuration of every egress port of
+	// the switch: the file's top-level queue defaults overlaid with the
+	// switch's own queue block.
+	Queue Queue
+	// CongestionAware is true for the nodes named in mechanism.nodes: they
+	// run the mechanism under test (Long-haul CNP, Fast CNP, FCN, Rate
+	// Advice) on their egress ports.
+	CongestionAware bool
+}
+
+// Link is a full-duplex point-to-point link; rate, delay and buffer apply
+// to both directions.
+type Link struct {
+	// Name is the file's name for the link, or "A-B" when it has none;
+	// events address links by it.
+	Name  string
+	A, B  string
+	Rate  Rate
+	Delay time.Duration // one way, propagation only
+	// Buffer is the egress buffer of the port at each end that belongs to
+	// a switch; 0 means unlimited. Host NICs are not buffer-limited.
+	Buffer Size
+}
+
+// Route is the path of a flow from its source host to its destination host,
+// both included.
+type Route struct {
+	Src, Dst string
+	Path     []string
+	Explicit bool // written in the file rather than computed
+}
+
+// Queue is the configuration of a switch egress queue.
+type Queue struct {
+	ECN ECN
+	PFC PFC
+}
+
+// ECN is RED-style ECN marking: no marks below KMin, probability rising
+// linearly to PMax at KMax, every packet marked above KMax.
+type ECN struct {
+	Enabled bool
+	KMin    Size
+	KMax    Size
+	PMax    float64
+}
+
+// PFC is priority flow control on the ingress side of a switch port: a
+// PAUSE is sent upstream when the bytes held for that ingress exceed XOff
+// and a RESUME when they fall below XOn.
+type PFC struct {
+	Enabled bool
+	XOff    Size
+	XOn     Size
+}
+
+// MechanismKind names the congestion-notification mechanism under test.
+type MechanismKind string
+
+// The mechanisms a scenario can select.
+const (
+	MechanismNone        MechanismKind = "none"
+	MechanismDCQCN       MechanismKind = "dcqcn"
+	MechanismLongHaulCNP MechanismKind = "long-haul-cnp"
+	MechanismFastCNP     MechanismKind = "fast-cnp"
+	MechanismFCN         MechanismKind = "fcn"
+	MechanismRateAdvice  MechanismKind = "rate-advice"
+)
+
+var mechanismKinds = []MechanismKind{
+	MechanismNone, MechanismDCQCN, MechanismLongHaulCNP, MechanismFastCNP, MechanismFCN, MechanismRateAdvice,
+}
+
+// Mechanism is the mechanism under test. DCQCN at the end hosts is always
+// present except with kind none; the other kinds add congestion-aware
+// intermediate nodes (Nodes) on top of it.
+type Mechanism struct {
+	Kind MechanismKind
+	// Nodes are the congestion-aware switches; empty for dcqcn and none.
+	Nodes []string
+	// LongHaulCNP holds the parameters of kind long-haul-cnp (defaults
+	// filled in); zero for other kinds.
+	LongHaulCNP LongHaulCNP
+	// Params holds the parameters of the other node kinds as written
+	// (scalar text by key), for models that do not exist yet.
+	Params map[string]string
+}
+
+// LongHaulCNP are the parameters of draft-tian-ccwg-long-haul-cnp §5. A
+// zero duration marked "derived" is replaced by the runner with the value
+// the draft recommends for the port's RTT_est.
+type LongHaulCNP struct {
+	// K_max = max(KBase, Alpha * R_port * RTT_est / 8) (§5.3.2).
+	KBase Size
+	Alpha float64
+	// KMinFraction gives K_min = KMinFraction * K_max (draft default 0.5).
+	KMinFraction float64
+	// RTTEst is the configured RTT estimate for every congestion-aware
+	// port; 0 means twice the one-way delay of the port's link.
+	RTTEst time.Duration
+	// VECN is the ECN marking-rate threshold (a fraction of data packets).
+	VECN float64
+	// VGrowth is the queue growth-rate threshold, in bits per second of
+	// queue growth; 0 disables the trigger.
+	VGrowth Rate
+	// GrowthInterval is the measurement interval of QGR and EMR.
+	GrowthInterval time.Duration
+	// CNPInterval is the minimum time between Long-haul CNPs for one flow;
+	// 0 means RTT_est (derived, §5.5).
+	CNPInterval time.Duration
+	// PortCNPInterval is the minimum time between Long-haul CNPs on one
+	// egress port; 0 means no per-port limit.
+	PortCNPInterval time.Duration
+	// ReducePercent is the Parameter of a Rate Reduce action.
+	ReducePercent int
+	// PauseDuration is the Parameter of a Pause action (sent when the queue
+	// exceeds PauseFactor * K_max); 0 disables Pause.
+	PauseDuration time.Duration
+	PauseFactor   float64
+	// ResumePercent is the Parameter of a Resume action; ResumeAfter is how
+	// long the queue must stay below K_min first (0: RTT_est, derived).
+	ResumePercent int
+	ResumeAfter   time.Duration
+	// RecoveryInterval is the source's per-QP recovery timer (0: 2 *
+	// RTT_est, derived) and RecoveryStep its additive increase per timer
+	// expiry.
+	RecoveryInterval time.Duration
+	RecoveryStep     Rate
+	// FlowAging removes flow-table entries idle for this long.
+	FlowAging time.Duration
+	// Collaborative enables downstream deferral (§5.7) over an observation
+	// window (0: RTT_est, derived).
+	Collaborative     bool
+	ObservationWindow time.Duration
+	// Format is the wire format of the notification: "rocev2" or "icmpv6".
+	Format string
+}
+
+// DCQCN holds the file's overrides of the DCQCN reaction point (sender)
+// and notification point (receiver) at every RNIC. A nil field keeps the
+// network model's default (NVIDIA's firmware defaults, see netsim's
+// DefaultDCQCN and docs/engine.md); the names follow NVIDIA's parameters.
+type DCQCN struct {
+	Enabled                 *bool          // DCQCN rate control on/off
+	G                       *int           // dce_tcp_g, alpha gain in 1/1024
+	AlphaUpdatePeriod       *time.Duration // dce_tcp_rtt
+	InitialAlpha            *int           // initial_alpha_value, 0..1023
+	RateOnFirstCNP          *Rate          // rate_to_set_on_first_cnp
+	MinDecFacPercent        *int           // rpg_min_dec_fac
+	MinRate                 *Rate          // rpg_min_rate
+	GD                      *int           // rpg_gd
+	RateReduceMonitorPeriod *time.Duration // rate_reduce_monitor_period
+	ClampTargetRate         *bool          // clamp_tgt_rate
+	ClampTargetAfterTimeInc *bool          // clamp_tgt_rate_after_time_inc
+	TimeReset               *time.Duration // rpg_time_reset
+	ByteReset               *Size          // rpg_byte_reset (0 disables)
+	Threshold               *int           // rpg_threshold
+	MaxRate                 *Rate          // rpg_max_rate (0: line rate)
+	RateAI                  *Rate          // rpg_ai_rate
+	RateHAI                 *Rate          // rpg_hai_rate
+	// Notification point.
+	CNPInterval *time.Duration // min_time_between_cnps per QP
+	CNPPrio     *int           // cnp_802p_prio
+}
+
+// NIC holds the file's overrides of the RNIC; nil keeps the model default.
+type NIC struct {
+	MTU             *Size // RDMA payload per packet (IB path MTU)
+	AckEveryPackets *int  // the sender asks for an ACK every N packets
+}
+
+// Flow is one RDMA flow (one QP pair) between two hosts.
+type Flow struct {
+	Name     string
+	Src, Dst string
+	SrcQP    uint32
+	DstQP    uint32
+	Start    time.Duration
+	// Stop is when the sender stops; 0 means it never does.
+	Stop time.Duration
+	// Size is the flow size; 0 means long-lived.
+	Size Size
+	// Rate caps the sender; 0 means the line rate of its NIC.
+	Rate Rate
+	// Group is the incast or generated-traffic block that created the
+	// flow, "" for a flow written out in traffic.flows.
+	Group string
+}
+
+// LongLived reports whether the flow has no size.
+func (f *Flow) LongLived() bool { return f.Size == 0 }
+
+// EventKind names what a timed event changes.
+type EventKind string
+
+// The kinds of timed events.
+const (
+	EventLinkRate  EventKind = "link-rate"  // Target: link; Rate
+	EventLinkDelay EventKind = "link-delay" // Target: link; Delay (one way)
+	EventRTT       EventKind = "rtt"        // Target: link; Delay (round trip: one way becomes Delay/2)
+	EventFlowStart EventKind = "flow-start" // Target: flow
+	EventFlowStop  EventKind = "flow-stop"  // Target: flow
+)
+
+var eventKinds = []EventKind{EventLinkRate, EventLinkDelay, EventRTT, EventFlowStart, EventFlowStop}
+
+// Event is a change at a point in simulated time.
+type Event struct {
+	At     time.Duration
+	Kind   EventKind
+	Target string
+	Rate   Rate          // link-rate
+	Delay  time.Duration // link-delay (one way), rtt (round trip)
+}
+
+// Link returns the link with the given name.
+func (s *Scenario) Link(name string) (*Link, bool) {
+	for i := range s.Links {
+		if s.Links[i].Name == name {
+			return &s.Links[i], true
+		}
+	}
+	return nil, false
+}
+
+// Flow returns the flow with the given name.
+func (s *Scenario) Flow(name string) (*Flow, bool) {
+	for i := range s.Flows {
+		if s.Flows[i].Name == name {
+			return &s.Flows[i], true
+		}
+	}
+	return nil, false
+}
+
+// Route returns the path from src to dst, if a flow uses that pair.
+func (s *Scenario) Route(src, dst string) ([]string, bool) {
+	for _, r := range s.Routes {
+		if r.Src == src && r.Dst == dst {
+			return r.Path, true
+		}
+	}
+	return nil, false
+}
+
+// IsHost reports whether name is a host.
+func (s *Scenario) IsHost(name string) bool {
+	for _, h := range s.Hosts {
+		if h.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,165 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+)
+
+// Mechanism installs a congestion-notification mechanism on a built
+// network, after hosts, switches, links, routes and flows exist and before
+// the first event runs.
+type Mechanism interface {
+	Install(env *Env) error
+}
+
+// MechanismFunc adapts a function to Mechanism.
+type MechanismFunc func(env *Env) error
+
+// Install implements Mechanism.
+func (f MechanismFunc) Install(env *Env) error { return f(env) }
+
+// ErrNoModel is returned for a mechanism kind nothing implements yet.
+var ErrNoModel = errors.New("no model for this mechanism")
+
+// Env is what a Mechanism gets to work with.
+type Env struct {
+	Scenario *scenario.Scenario
+	Sim      *engine.Sim
+	Net      *netsim.Network
+	// Nodes are the congestion-aware switches (mechanism.nodes), in
+	// scenario order.
+	Nodes []*netsim.Switch
+
+	r *runner
+}
+
+// Count adds n notifications of kind sent by node; they appear in
+// counters.csv (counter "sent_<kind>", port "-") and in the summary's
+// notifications.
+func (e *Env) Count(node, kind string, n int64) { e.r.count(node, kind, n) }
+
+// Warn records a caveat about the run in summary.json.
+func (e *Env) Warn(format string, args ...any) {
+	e.r.warnings = append(e.r.warnings, fmt.Sprintf(format, args...))
+}
+
+// OnLinkChange registers f to run, inside the simulation, after an event
+// changed a link's rate or delay (the Long-haul CNP node recomputes
+// K_max on an RTT change).
+func (e *Env) OnLinkChange(f func(link *scenario.Link, a, b *netsim.Port)) {
+	e.r.linkHooks = append(e.r.linkHooks, f)
+}
+
+// LinkPorts returns the two ports of the named link, in the scenario's a, b
+// order.
+func (e *Env) LinkPorts(name string) (a, b *netsim.Port, ok bool) {
+	lp, ok := e.r.linkPorts[name]
+	return lp[0], lp[1], ok
+}
+
+// PortLink returns the scenario link a port belongs to.
+func (e *Env) PortLink(pt *netsim.Port) (*scenario.Link, bool) {
+	l, ok := e.r.portLink[pt]
+	return l, ok
+}
+
+func defaultMechanisms() map[scenario.MechanismKind]Mechanism {
+	return map[scenario.MechanismKind]Mechanism{
+		scenario.MechanismDCQCN:       MechanismFunc(func(*Env) error { return nil }),
+		scenario.MechanismNone:        MechanismFunc(installNone),
+		scenario.MechanismLongHaulCNP: MechanismFunc(installBDPThresholds),
+	}
+}
+
+// installNone turns DCQCN off at every RNIC: senders stay at line rate and
+// receivers send no CNPs. Switches still mark (nobody listens).
+func installNone(env *Env) error {
+	for _, h := range env.Net.Hosts() {
+		c := h.Config()
+		c.DCQCN.Enabled = false
+		c.NP.Disabled = true
+		if err := h.SetConfig(c); err != nil {
+			return fmt.Errorf("host %s: %w", h.Name(), err)
+		}
+	}
+	return nil
+}
+
+// installBDPThresholds is the part of Long-haul CNP that the port model
+// can already do: the first-level response with the BDP-adaptive
+// threshold of §5.3.2 on every egress port of the congestion-aware nodes,
+//
+//	K_max = max(K_base, alpha * R_port * RTT_est / 8), K_min = f * K_max,
+//
+// recomputed when an event changes the port's rate or delay. The
+// second-level response (Long-haul CNP generation at the nodes, the reaction
+// at the sources) needs the node model; until one is passed with
+// WithMechanism the run says so in its warnings.
+func installBDPThresholds(env *Env) error {
+	p := env.Scenario.Mechanism.LongHaulCNP
+	apply := func(pt *netsim.Port) error {
+		lk, ok := env.PortLink(pt)
+		if !ok {
+			return nil
+		}
+		kmax, kmin := BDPThresholds(p, pt.RateBps(), lk.Delay)
+		old := pt.Config().ECN[0]
+		return setECNAll(pt, netsim.ECNConfig{Enabled: true, KMinBytes: kmin, KMaxBytes: kmax, PMax: pmaxOr(old.PMax)})
+	}
+	for _, sw := range env.Nodes {
+		for _, pt := range sw.Ports() {
+			if err := apply(pt); err != nil {
+				return fmt.Errorf("switch %s: %w", sw.Name(), err)
+			}
+		}
+	}
+	aware := map[netsim.Node]bool{}
+	for _, sw := range env.Nodes {
+		aware[sw] = true
+	}
+	env.OnLinkChange(func(_ *scenario.Link, a, b *netsim.Port) {
+		for _, pt := range []*netsim.Port{a, b} {
+			if aware[pt.Node()] {
+				_ = apply(pt) // validated at install time with the same shape
+			}
+		}
+	})
+	env.Warn("mechanism long-haul-cnp: no Long-haul CNP node model is installed; " +
+		"ran DCQCN with the BDP-adaptive ECN thresholds (K_min/K_max of §5.3.2) on the congestion-aware nodes only")
+	return nil
+}
+
+// BDPThresholds returns K_max and K_min in bytes for a port of rate
+// rateBps whose link has one-way delay oneWay: RTT_est is the configured one
+// or, when zero, twice the link's delay.
+func BDPThresholds(p scenario.LongHaulCNP, rateBps int64, oneWay time.Duration) (kmax, kmin int64) {
+	rtt := p.RTTEst
+	if rtt == 0 {
+		rtt = 2 * oneWay
+	}
+	bdp := p.Alpha * float64(rateBps) * rtt.Seconds() / 8
+	kmax = max(int64(p.KBase), int64(bdp))
+	kmin = int64(p.KMinFraction * float64(kmax))
+	return kmax, kmin
+}
+
+func pmaxOr(p float64) float64 {
+	if p > 0 {
+		return p
+	}
+	return 0.01
+}
+
+func setECNAll(pt *netsim.Port, c netsim.ECNConfig) error {
+	for prio := range netsim.NumPrio {
+		if err := pt.SetECN(prio, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+)
+
+// Option configures Run.
+type Option func(*options)
+
+type options struct {
+	duration   time.Duration
+	seed       *int64
+	progress   func(Progress)
+	mechanisms map[scenario.MechanismKind]Mechanism
+	plots      bool
+}
+
+// WithDuration runs for d instead of the scenario's duration (to shorten a
+// scenario in tests, or to look further). Flows starting at or after the
+// end are left out.
+func WithDuration(d time.Duration) Option { return func(o *options) { o.duration = d } }
+
+// WithSeed seeds the engine's random source (ECN marking decisions) with
+// seed instead of the scenario's. Generated traffic is drawn when the
+// scenario is loaded: use scenario.WithSeed there to change it too.
+func WithSeed(seed int64) Option { return func(o *options) { o.seed = &seed } }
+
+// Progress is reported during a run.
+type Progress struct {
+	Now, Total time.Duration // simulated
+	Events     uint64        // processed so far
+}
+
+// WithProgress calls f about every half percent of simulated time, from
+// the goroutine that called Run.
+func WithProgress(f func(Progress)) Option { return func(o *options) { o.progress = f } }
+
+// WithMechanism installs m for scenarios of the given kind, replacing the
+// default (for long-haul-cnp, the default applies only the BDP-adaptive
+// ECN thresholds).
+func WithMechanism(kind scenario.MechanismKind, m Mechanism) Option {
+	return func(o *options) { o.mechanisms[kind] = m }
+}
+
+// WithoutPlots skips the PNG files.
+func WithoutPlots() Option { return func(o *options) { o.plots = false } }
+
+// Output file names, in outDir.
+const (
+	QueuesCSV   = "queues.csv"
+	RatesCSV    = "rates.csv"
+	CountersCSV = "counters.csv"
+	SummaryJSON = "summary.json"
+	QueuesPNG   = "queues.png"
+	RatesPNG    = "rates.png"
+)
+
+// Run simulates sc and writes queues.csv, rates.csv, counters.csv,
+// summary.json, queues.png and rates.png into outDir (created if needed).
+// It returns the summary. When ctx ends, Run stops between slices of
+// simulated time and returns ctx's error without writing anything.
+func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Option) (*report.Summary, error) {
+	o := options{duration: sc.Duration, plots: true, mechanisms: defaultMechanisms()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.duration <= 0 {
+		return nil, fmt.Errorf("sim: duration %v must be positive", o.duration)
+	}
+	seed := sc.Seed
+	if o.seed != nil {
+		seed = *o.seed
+	}
+	r := &runner{
+		sc: sc, opts: o, seed: seed, end: engine.FromDuration(o.duration),
+		rec: report.NewRecorder(), linkPorts: map[string][2]*netsim.Port{},
+		portLink: map[*netsim.Port]*scenario.Link{}, flows: map[string]*flowRun{},
+		sent: map[string]int64{}, sentSeries: map[[2]string]int{},
+	}
+	if err := r.build(); err != nil {
+		return nil, err
+	}
+	if err := r.run(ctx); err != nil {
+		return nil, err
+	}
+	sum := r.summarize()
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := r.rec.WriteCSV(outDir); err != nil {
+		return nil, err
+	}
+	if err := sum.WriteFile(outDir); err != nil {
+		return nil, err
+	}
+	if o.plots {
+		if err := r.rec.WritePlots(outDir, sc.Name); err != nil {
+			return nil, fmt.Errorf("plots: %w", err)
+		}
+	}
+	return sum, nil
+}
+
+// runner is the state of one run.
+type runner struct {
+	sc   *scenario.Scenario
+	opts options
+	seed int64
+	end  engine.Time
+
+	sim *engine.Sim
+	net *netsim.Network
+	env *Env
+	rec *report.Recorder
+
+	linkPorts map[string][2]*netsim.Port
+	portLink  map[*netsim.Port]*scenario.Link
+	ports     []*portRun
+	flows     map[string]*flowRun
+	flowOrder []*flowRun
+	hosts     []*hostRun
+	linkHooks []func(*scenario.Link, *netsim.Port, *netsim.Port)
+
+	sent       map[string]int64 // notifications by kind
+	sentBy     []sentCounter
+	sentSeries map[[2]string]int // index into sentBy
+	warnings   []string
+	events     uint64
+}
+
+type portRun struct {
+	pt       *netsim.Port
+	node     string
+	peer     string
+	queue    report.SeriesID
+	marks    report.SeriesID
+	drops    report.SeriesID
+	pauseTx  report.SeriesID
+	pausedNs report.SeriesID
+	// Capacity: the integral of the rate over time, advanced at every rate
+	// change and at the end.
+	capBits    float64
+	capFrom    engine.Time
+	pausedTime int64 // sampled: a sample interval per sample found paused
+}
+
+type flowRun struct {
+	f        scenario.Flow
+	nf       *netsim.Flow
+	rate     report.SeriesID
+	stopped  bool
+	idealFCT int64
+}
+
+type hostRun struct {
+	h       *netsim.Host
+	cnpTx   report.SeriesID
+	cnpRx   report.SeriesID
+	ctrlRx  report.SeriesID
+	unknown report.SeriesID
+}
+
+type sentCounter struct {
+	node, kind string
+	n          int64
+	id         report.SeriesID
+}
+
+func (r *runner) count(node, kind string, n int64) {
+	r.sent[kind] += n
+	key := [2]string{node, kind}
+	i, ok := r.sentSeries[key]
+	if !ok {
+		i = len(r.sentBy)
+		r.sentSeries[key] = i
+		r.sentBy = append(r.sentBy, sentCounter{node: node, kind: kind, id: r.rec.Counters.Series(node, "-", "sent_"+kind)})
+	}
+	r.sentBy[i].n += n
+}

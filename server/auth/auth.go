@@ -1,0 +1,222 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// The metadata keys of the credentials (gnmi-authentication.md; gnmic and
+// gnmi_cli send these).
+const (
+	MetadataUsername = "username"
+	MetadataPassword = "password"
+)
+
+// SetMethod is the full method name of gNMI Set, the only write RPC.
+const SetMethod = "/gnmi.gNMI/Set"
+
+// Identity is the authenticated caller, stored in the RPC context.
+type Identity struct {
+	User string
+	Role Role
+}
+
+type identityKey struct{}
+
+// FromContext returns the caller's identity.
+func FromContext(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}
+
+type options struct {
+	maxStreams        int
+	maxStreamsPerUser int
+	writeMethods      map[string]bool
+	cost              int
+}
+
+// Option configures an Authenticator.
+type Option func(*options)
+
+// WithMaxStreams limits concurrent streaming RPCs over all users (0: none).
+func WithMaxStreams(n int) Option { return func(o *options) { o.maxStreams = n } }
+
+// WithMaxStreamsPerUser limits concurrent streaming RPCs of one user (0: none).
+func WithMaxStreamsPerUser(n int) Option { return func(o *options) { o.maxStreamsPerUser = n } }
+
+// WithWriteMethods sets the full method names that need the read-write role
+// (default: gNMI Set).
+func WithWriteMethods(methods ...string) Option {
+	return func(o *options) {
+		o.writeMethods = map[string]bool{}
+		for _, m := range methods {
+			o.writeMethods[m] = true
+		}
+	}
+}
+
+// Authenticator checks credentials and roles and counts streams. Build it
+// with New and install UnaryInterceptor and StreamInterceptor on the server.
+type Authenticator struct {
+	o     options
+	users atomic.Pointer[Users]
+
+	dummyOnce sync.Once
+	dummy     []byte // a hash to compare against for unknown users
+
+	mu       sync.Mutex
+	verified map[string][32]byte // user → sha256 of a password bcrypt accepted
+	streams  int
+	perUser  map[string]int
+}
+
+// New returns an Authenticator over users. A nil users disables
+// authentication: every caller is the read-write user "anonymous" (for
+// --insecure labs only). Stream limits still apply.
+func New(users *Users, opts ...Option) *Authenticator {
+	o := options{writeMethods: map[string]bool{SetMethod: true}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	a := &Authenticator{o: o, verified: map[string][32]byte{}, perUser: map[string]int{}}
+	a.users.Store(users)
+	return a
+}
+
+// SetUsers replaces the users (a reloaded file); cached verifications go.
+func (a *Authenticator) SetUsers(u *Users) {
+	a.users.Store(u)
+	a.mu.Lock()
+	clear(a.verified)
+	a.mu.Unlock()
+}
+
+// Authenticate checks the credentials in ctx's metadata. bcrypt makes a check
+// take tens of milliseconds, so a password bcrypt accepted is remembered as
+// its SHA-256 and later checks compare digests in constant time. An unknown
+// user costs a bcrypt comparison too, so timing does not reveal names.
+func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
+	users := a.users.Load()
+	if users == nil {
+		return Identity{User: "anonymous", Role: ReadWrite}, nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	name, pw := first(md, MetadataUsername), first(md, MetadataPassword)
+	if name == "" || pw == "" {
+		return Identity{}, status.Error(codes.Unauthenticated, "missing username or password in metadata")
+	}
+	u, known := users.byName[name]
+	sum := sha256.Sum256([]byte(pw))
+	if known {
+		a.mu.Lock()
+		v, ok := a.verified[name]
+		a.mu.Unlock()
+		if ok && subtle.ConstantTimeCompare(v[:], sum[:]) == 1 {
+			return Identity{User: name, Role: u.Role}, nil
+		}
+		if bcrypt.CompareHashAndPassword(u.Hash, []byte(pw)) == nil {
+			a.mu.Lock()
+			a.verified[name] = sum
+			a.mu.Unlock()
+			return Identity{User: name, Role: u.Role}, nil
+		}
+	} else {
+		a.dummyOnce.Do(func() { a.dummy, _ = bcrypt.GenerateFromPassword([]byte("x"), bcrypt.DefaultCost) })
+		bcrypt.CompareHashAndPassword(a.dummy, []byte(pw))
+	}
+	return Identity{}, status.Error(codes.Unauthenticated, "wrong username or password")
+}
+
+func first(md metadata.MD, key string) string {
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (a *Authenticator) authorize(id Identity, method string) error {
+	if a.o.writeMethods[method] && id.Role != ReadWrite {
+		return status.Errorf(codes.PermissionDenied, "user %q is %v: %s needs read-write", id.User, id.Role, method)
+	}
+	return nil
+}
+
+// UnaryInterceptor authenticates and authorizes unary RPCs.
+func (a *Authenticator) UnaryInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		id, err := a.Authenticate(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.authorize(id, info.FullMethod); err != nil {
+			return nil, err
+		}
+		return handler(context.WithValue(ctx, identityKey{}, id), req)
+	}
+}
+
+// StreamInterceptor authenticates and authorizes streaming RPCs and enforces
+// the stream limits (RESOURCE_EXHAUSTED).
+func (a *Authenticator) StreamInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		id, err := a.Authenticate(ss.Context())
+		if err != nil {
+			return err
+		}
+		if err := a.authorize(id, info.FullMethod); err != nil {
+			return err
+		}
+		if err := a.acquire(id.User); err != nil {
+			return err
+		}
+		defer a.release(id.User)
+		return handler(srv, &identityStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), identityKey{}, id)})
+	}
+}
+
+func (a *Authenticator) acquire(user string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.o.maxStreams > 0 && a.streams >= a.o.maxStreams {
+		return status.Errorf(codes.ResourceExhausted, "too many streams: limit %d", a.o.maxStreams)
+	}
+	if a.o.maxStreamsPerUser > 0 && a.perUser[user] >= a.o.maxStreamsPerUser {
+		return status.Errorf(codes.ResourceExhausted, "too many streams for user %q: limit %d", user, a.o.maxStreamsPerUser)
+	}
+	a.streams++
+	a.perUser[user]++
+	return nil
+}
+
+func (a *Authenticator) release(user string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.streams--
+	if a.perUser[user]--; a.perUser[user] <= 0 {
+		delete(a.perUser, user)
+	}
+}
+
+// Streams returns the number of open streaming RPCs.
+func (a *Authenticator) Streams() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.streams
+}
+
+type identityStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *identityStream) Context() context.Context { return s.ctx }

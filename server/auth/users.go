@@ -1,0 +1,153 @@
+// Package auth secures the gNMI target: TLS (mutual TLS optional) from
+// certificate files, username/password from gRPC metadata checked against
+// bcrypt hashes in a users file, two roles (read-only, read-write), and
+// limits on concurrent streams. It provides gRPC interceptors; it knows
+// nothing about the gNMI data it protects beyond the RPC method names.
+//
+// The users file has one user per line, "name:role:bcrypt-hash", where role
+// is read-only (ro) or read-write (rw); blank lines and lines starting with
+// '#' are ignored. PasswdLine (exposed as `lhcnp passwd`) writes such a line.
+package auth
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Role is what an authenticated user may do.
+type Role int
+
+// The roles.
+const (
+	// ReadOnly may call Capabilities, Get and Subscribe.
+	ReadOnly Role = iota + 1
+	// ReadWrite may also call Set.
+	ReadWrite
+)
+
+func (r Role) String() string {
+	switch r {
+	case ReadOnly:
+		return "read-only"
+	case ReadWrite:
+		return "read-write"
+	}
+	return fmt.Sprintf("Role(%d)", int(r))
+}
+
+// ParseRole accepts "read-only"/"ro" and "read-write"/"rw".
+func ParseRole(s string) (Role, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "read-only", "ro", "readonly":
+		return ReadOnly, nil
+	case "read-write", "rw", "readwrite":
+		return ReadWrite, nil
+	}
+	return 0, fmt.Errorf("unknown role %q: want read-only or read-write", s)
+}
+
+// User is one entry of the users file.
+type User struct {
+	Name string
+	Role Role
+	Hash []byte // bcrypt
+}
+
+// Users is a parsed users file.
+type Users struct {
+	byName map[string]User
+}
+
+// ErrUsersFile reports a malformed users file.
+var ErrUsersFile = errors.New("bad users file")
+
+// ParseUsers reads the "name:role:bcrypt-hash" format.
+func ParseUsers(r io.Reader) (*Users, error) {
+	u := &Users{byName: map[string]User{}}
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		parts := strings.SplitN(text, ":", 3)
+		if len(parts) != 3 || parts[0] == "" {
+			return nil, fmt.Errorf("%w: line %d: want name:role:bcrypt-hash", ErrUsersFile, line)
+		}
+		role, err := ParseRole(parts[1])
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrUsersFile, line, err)
+		}
+		if _, err := bcrypt.Cost([]byte(parts[2])); err != nil {
+			return nil, fmt.Errorf("%w: line %d: user %q: not a bcrypt hash: %v", ErrUsersFile, line, parts[0], err)
+		}
+		if _, dup := u.byName[parts[0]]; dup {
+			return nil, fmt.Errorf("%w: line %d: user %q listed twice", ErrUsersFile, line, parts[0])
+		}
+		u.byName[parts[0]] = User{Name: parts[0], Role: role, Hash: []byte(parts[2])}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// LoadUsers reads a users file.
+func LoadUsers(path string) (*Users, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	u, err := ParseUsers(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return u, nil
+}
+
+// NewUsers builds a Users from entries (tests, embedding).
+func NewUsers(users ...User) *Users {
+	u := &Users{byName: map[string]User{}}
+	for _, x := range users {
+		u.byName[x.Name] = x
+	}
+	return u
+}
+
+// Len returns the number of users.
+func (u *Users) Len() int { return len(u.byName) }
+
+// HashPassword returns the bcrypt hash of a password at cost (0: bcrypt's
+// default cost).
+func HashPassword(password string, cost int) (string, error) {
+	if cost == 0 {
+		cost = bcrypt.DefaultCost
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(password), cost)
+	return string(h), err
+}
+
+// PasswdLine returns a users-file line for the user: "name:role:hash".
+func PasswdLine(name string, role Role, password string) (string, error) {
+	if name == "" || strings.ContainsAny(name, ": \t\n#") {
+		return "", fmt.Errorf("user name %q: must be non-empty without ':', '#' or spaces", name)
+	}
+	if role != ReadOnly && role != ReadWrite {
+		return "", fmt.Errorf("unknown role %v", role)
+	}
+	if password == "" {
+		return "", errors.New("empty password")
+	}
+	h, err := HashPassword(password, 0)
+	if err != nil {
+		return "", err
+	}
+	return name + ":" + role.String() + ":" + h, nil
+}

@@ -1,0 +1,358 @@
+// Package subscribe serves the gNMI Subscribe RPC from a store.Store: ONCE,
+// POLL and STREAM lists; SAMPLE (sample_interval, suppress_redundant,
+// heartbeat_interval), ON_CHANGE (with heartbeats) and TARGET_DEFINED
+// subscriptions; updates_only; a sync_response after the initial data in
+// every mode; deletes when leaves vanish.
+//
+// Each stream has one sending goroutine and a coalescing queue keyed by leaf:
+// publishers only insert into it, so a stalled subscriber holds at most one
+// pending value per leaf and never slows the publisher or other streams.
+// SAMPLE and heartbeat timers come from a clock.Clock, so tests drive time.
+//
+// It must not depend on the schema (gen/) or the dataplane; value encodings
+// that need the schema plug in through WithEncoder.
+package subscribe
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/lhcnp/lhcnp/server/clock"
+	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Defaults of the options.
+const (
+	DefaultSampleInterval        = 10 * time.Second
+	DefaultMinSampleInterval     = 10 * time.Millisecond
+	DefaultTargetDefinedInterval = 10 * time.Second
+	DefaultMaxUpdates            = 500
+)
+
+type options struct {
+	clk            clock.Clock
+	defaultSample  time.Duration
+	minSample      time.Duration
+	targetDefined  time.Duration
+	maxStreams     int
+	maxUpdates     int
+	encoders       map[gnmi.Encoding]ValueEncoder
+	allowedOrigins map[string]bool
+}
+
+// Option configures a Server.
+type Option func(*options)
+
+// WithClock sets the clock of SAMPLE and heartbeat timers (default: real time).
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clk = c } }
+
+// WithDefaultSampleInterval sets the interval of a SAMPLE subscription whose
+// sample_interval is 0.
+func WithDefaultSampleInterval(d time.Duration) Option {
+	return func(o *options) { o.defaultSample = d }
+}
+
+// WithMinSampleInterval sets the smallest sample_interval and
+// heartbeat_interval accepted; smaller non-zero values are INVALID_ARGUMENT.
+func WithMinSampleInterval(d time.Duration) Option { return func(o *options) { o.minSample = d } }
+
+// WithTargetDefinedInterval sets the interval at which TARGET_DEFINED samples
+// counters and gauges.
+func WithTargetDefinedInterval(d time.Duration) Option {
+	return func(o *options) { o.targetDefined = d }
+}
+
+// WithMaxStreams limits concurrent Subscribe RPCs (0: no limit); one more is
+// RESOURCE_EXHAUSTED.
+func WithMaxStreams(n int) Option { return func(o *options) { o.maxStreams = n } }
+
+// WithMaxUpdatesPerNotification caps the updates grouped into one
+// notification (leaves with the same timestamp share one). 1 sends one
+// notification per leaf, like openconfig/gnmi's subscribe package.
+func WithMaxUpdatesPerNotification(n int) Option { return func(o *options) { o.maxUpdates = n } }
+
+// WithEncoder sets the value encoder of an encoding, adding the encoding to
+// the supported ones. Defaults: PROTO, JSON and JSON_IETF (provisional).
+func WithEncoder(e gnmi.Encoding, enc ValueEncoder) Option {
+	return func(o *options) { o.encoders[e] = enc }
+}
+
+// WithOrigins sets the origins accepted in paths besides "" (default:
+// "openconfig").
+func WithOrigins(origins ...string) Option {
+	return func(o *options) {
+		o.allowedOrigins = map[string]bool{"": true}
+		for _, s := range origins {
+			o.allowedOrigins[s] = true
+		}
+	}
+}
+
+// Stats are a Server's counters since it started.
+type Stats struct {
+	ActiveStreams uint64
+	Streams       uint64 // accepted Subscribe RPCs
+	Notifications uint64 // notifications sent
+	Updates       uint64 // updates and deletes sent
+	Coalesced     uint64 // values replaced in a queue before being sent
+}
+
+// Server serves Subscribe from a store. Its Subscribe method has the
+// signature of gnmi.GNMIServer's, so a gNMI service can delegate to it.
+type Server struct {
+	st    *store.Store
+	o     options
+	stats struct {
+		active, streams, notifications, updates, coalesced atomic.Uint64
+	}
+}
+
+// New returns a Server over st.
+func New(st *store.Store, opts ...Option) *Server {
+	o := options{
+		clk:            clock.Real{},
+		defaultSample:  DefaultSampleInterval,
+		minSample:      DefaultMinSampleInterval,
+		targetDefined:  DefaultTargetDefinedInterval,
+		maxUpdates:     DefaultMaxUpdates,
+		allowedOrigins: map[string]bool{"": true, "openconfig": true},
+		encoders: map[gnmi.Encoding]ValueEncoder{
+			gnmi.Encoding_PROTO:     ProtoEncoder,
+			gnmi.Encoding_JSON:      JSONEncoder,
+			gnmi.Encoding_JSON_IETF: IETFEncoder,
+		},
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.maxUpdates < 1 {
+		o.maxUpdates = 1
+	}
+	return &Server{st: st, o: o}
+}
+
+// Stats returns the counters.
+func (s *Server) Stats() Stats {
+	return Stats{
+		ActiveStreams: s.stats.active.Load(),
+		Streams:       s.stats.streams.Load(),
+		Notifications: s.stats.notifications.Load(),
+		Updates:       s.stats.updates.Load(),
+		Coalesced:     s.stats.coalesced.Load(),
+	}
+}
+
+// Subscribe serves one Subscribe RPC.
+func (s *Server) Subscribe(stream gnmi.GNMI_SubscribeServer) error {
+	if n := s.stats.active.Add(1); s.o.maxStreams > 0 && n > uint64(s.o.maxStreams) {
+		s.stats.active.Add(^uint64(0))
+		return status.Errorf(codes.ResourceExhausted, "too many subscribe streams: limit %d", s.o.maxStreams)
+	}
+	defer s.stats.active.Add(^uint64(0))
+
+	req, err := stream.Recv()
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return err
+	case req.GetSubscribe() == nil:
+		return status.Error(codes.InvalidArgument, "the first message must be a subscription list")
+	}
+	st, err := s.newStream(stream, req.GetSubscribe())
+	if err != nil {
+		return err
+	}
+	s.stats.streams.Add(1)
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	sendErr := make(chan error, 1)
+	go func() { sendErr <- st.run(ctx) }()
+	recvErr := make(chan error, 1)
+	go func() { recvErr <- st.receive(ctx) }()
+	select {
+	case err := <-sendErr:
+		return err
+	case err := <-recvErr:
+		if err == nil {
+			// The client closed its side; keep serving until the sender ends
+			// (ONCE done) or the client cancels.
+			return <-sendErr
+		}
+		cancel()
+		<-sendErr
+		return err
+	}
+}
+
+// receive reads the messages after the subscription list: polls (POLL mode
+// only) go to the sender, one at a time, so a client that polls faster than
+// it reads is held back by flow control instead of growing a queue.
+func (st *stream) receive(ctx context.Context) error {
+	for {
+		req, err := st.rpc.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case req.GetPoll() != nil && st.mode == gnmi.SubscriptionList_POLL:
+			select {
+			case st.pollC <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+		case req.GetPoll() != nil:
+			return status.Errorf(codes.InvalidArgument, "poll request on a %v subscription", st.mode)
+		case req.GetSubscribe() != nil:
+			return status.Error(codes.InvalidArgument, "a subscription list was already received on this stream")
+		default:
+			return status.Error(codes.InvalidArgument, "unknown subscribe request")
+		}
+	}
+}
+
+// newStream validates a subscription list into a stream. Every error is a
+// status naming the offending field or path.
+func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionList) (*stream, error) {
+	switch sl.GetMode() {
+	case gnmi.SubscriptionList_STREAM, gnmi.SubscriptionList_ONCE, gnmi.SubscriptionList_POLL:
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "unknown subscription list mode %d", sl.GetMode())
+	}
+	if _, known := gnmi.Encoding_name[int32(sl.GetEncoding())]; !known {
+		return nil, status.Errorf(codes.InvalidArgument, "unknown encoding %d", sl.GetEncoding())
+	}
+	enc, ok := s.o.encoders[sl.GetEncoding()]
+	if !ok {
+		return nil, status.Errorf(codes.Unimplemented, "encoding %v is not supported", sl.GetEncoding())
+	}
+	if len(sl.GetSubscription()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "the subscription list has no subscriptions")
+	}
+	prefix := sl.GetPrefix()
+	if !s.o.allowedOrigins[prefix.GetOrigin()] {
+		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: unsupported origin %q", store.PathString(prefix), prefix.GetOrigin())
+	}
+	if prefix.GetOrigin() != "" {
+		for _, sub := range sl.GetSubscription() {
+			if sub.GetPath().GetOrigin() != "" {
+				return nil, status.Errorf(codes.InvalidArgument, "path %s: origin set in both the prefix and the path", store.PathString(sub.GetPath()))
+			}
+		}
+	}
+	st := &stream{
+		srv:      s,
+		rpc:      rpc,
+		mode:     sl.GetMode(),
+		enc:      enc,
+		q:        newQueue(),
+		pollC:    make(chan struct{}, 1),
+		updOnly:  sl.GetUpdatesOnly(),
+		prefix:   prefix,
+		bare:     bareprefix(prefix),
+		maxBatch: s.o.maxUpdates,
+	}
+	pp, err := store.NewPattern(prefix, nil)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %v", store.PathString(prefix), err)
+	}
+	if len(prefix.GetElem()) > 0 && pp.Concrete() {
+		st.relDepth = len(prefix.GetElem())
+	}
+	if st.relDepth == 0 {
+		st.prefix = st.bare
+	}
+	for _, sub := range sl.GetSubscription() {
+		su, err := s.newSub(st, prefix, sub)
+		if err != nil {
+			return nil, err
+		}
+		st.subs = append(st.subs, su)
+	}
+	return st, nil
+}
+
+// bareprefix keeps only the target and origin of a request prefix, for
+// notifications whose paths are full.
+func bareprefix(p *gnmi.Path) *gnmi.Path {
+	if p.GetTarget() == "" && p.GetOrigin() == "" {
+		return nil
+	}
+	return &gnmi.Path{Target: p.GetTarget(), Origin: p.GetOrigin()}
+}
+
+func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (*sub, error) {
+	name := store.PathString(req.GetPath())
+	if !s.o.allowedOrigins[req.GetPath().GetOrigin()] {
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: unsupported origin %q", name, req.GetPath().GetOrigin())
+	}
+	pat, err := store.NewPattern(prefix, req.GetPath())
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", name, err)
+	}
+	su := &sub{pat: pat, name: name}
+	sample, heartbeat := time.Duration(req.GetSampleInterval()), time.Duration(req.GetHeartbeatInterval())
+	if st.mode != gnmi.SubscriptionList_STREAM {
+		// ONCE and POLL send the current values on request; intervals have no meaning.
+		if sample != 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in %v mode", name, st.mode)
+		}
+		if heartbeat != 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: heartbeat_interval is not allowed in %v mode", name, st.mode)
+		}
+		su.initial = anyKind
+		return su, nil
+	}
+	if heartbeat != 0 && heartbeat < s.o.minSample {
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: heartbeat_interval %v is below the minimum %v", name, heartbeat, s.o.minSample)
+	}
+	switch req.GetMode() {
+	case gnmi.SubscriptionMode_ON_CHANGE:
+		if sample != 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in ON_CHANGE mode", name)
+		}
+		su.onChange, su.heartbeat = anyKind, heartbeat
+	case gnmi.SubscriptionMode_SAMPLE:
+		if sample == 0 {
+			sample = s.o.defaultSample
+		}
+		if sample < s.o.minSample {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval %v is below the minimum %v", name, sample, s.o.minSample)
+		}
+		su.sampled, su.interval = anyKind, sample
+		su.suppress = req.GetSuppressRedundant()
+		if su.suppress {
+			su.heartbeat = heartbeat
+			su.sent = map[string]sentInfo{}
+		}
+	case gnmi.SubscriptionMode_TARGET_DEFINED:
+		if sample != 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in TARGET_DEFINED mode", name)
+		}
+		su.onChange, su.sampled = notSampledKind, sampledKind
+		su.interval, su.heartbeat = s.o.targetDefined, heartbeat
+		su.suppress = req.GetSuppressRedundant()
+		if su.suppress {
+			su.sent = map[string]sentInfo{}
+		}
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: unknown subscription mode %d", name, req.GetMode())
+	}
+	su.initial = anyKind // every mode covers every kind of leaf, some by change, some by sample
+	return su, nil
+}
+
+type kindFilter func(store.Kind) bool
+
+func anyKind(store.Kind) bool          { return true }
+func sampledKind(k store.Kind) bool    { return k.Sampled() }
+func notSampledKind(k store.Kind) bool { return !k.Sampled() }

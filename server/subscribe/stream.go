@@ -1,0 +1,316 @@
+package subscribe
+
+import (
+	"context"
+	"time"
+
+	"github.com/lhcnp/lhcnp/server/clock"
+	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// stream is one Subscribe RPC. Everything but the queue and pollC belongs to
+// the sending goroutine (run).
+type stream struct {
+	srv      *Server
+	rpc      gnmi.GNMI_SubscribeServer
+	mode     gnmi.SubscriptionList_Mode
+	enc      ValueEncoder
+	q        *queue
+	pollC    chan struct{}
+	updOnly  bool
+	subs     []*sub
+	prefix   *gnmi.Path // the prefix of notifications whose paths are relative
+	bare     *gnmi.Path // target and origin only, for full paths
+	relDepth int        // prefix elements stripped from leaf paths; 0: full paths
+	maxBatch int
+
+	spare         []entry
+	scratch       []entry
+	lastCoalesced uint64
+}
+
+// sub is one Subscription of the list, resolved to what it does per kind.
+type sub struct {
+	st       *stream
+	pat      store.Pattern
+	name     string
+	initial  kindFilter // kinds sent as initial data
+	onChange kindFilter // kinds streamed on change (nil: none)
+	sampled  kindFilter // kinds sampled every interval (nil: none)
+	interval time.Duration
+	// heartbeat re-sends on-change leaves every heartbeat; with suppress,
+	// it re-sends a sampled leaf unchanged for that long.
+	heartbeat time.Duration
+	suppress  bool
+	sent      map[string]sentInfo // suppress_redundant: what was last queued per leaf
+
+	nextSample, nextBeat time.Time
+}
+
+type sentInfo struct {
+	ver uint64
+	at  time.Time
+}
+
+// Notify implements store.Watcher: it queues the changes the subscription
+// streams (its on-change kinds, and deletes of any kind). It runs under the
+// store lock and only takes the queue's lock.
+func (su *sub) Notify(cs []store.Change) {
+	q := su.st.q
+	n := 0
+	q.mu.Lock()
+	for i := range cs {
+		c := &cs[i]
+		if c.Val == nil {
+			q.insertLocked(entry{leaf: c.Leaf, ts: c.TS, seq: c.Seq})
+			n++
+			continue
+		}
+		if su.onChange == nil || !su.onChange(c.Kind) {
+			continue
+		}
+		q.insertLocked(entry{leaf: c.Leaf, val: c.Val, ts: c.Val.TS, seq: c.Val.Ver})
+		n++
+	}
+	q.mu.Unlock()
+	if n > 0 {
+		q.wake()
+	}
+}
+
+// run is the stream's only sending goroutine.
+func (st *stream) run(ctx context.Context) error {
+	clk := st.srv.o.clk
+	if st.mode == gnmi.SubscriptionList_STREAM {
+		// Watch before the initial walk so that no change falls in between;
+		// the queue keeps the newer of a walked and a notified value.
+		for _, su := range st.subs {
+			su.st = st
+			cancel := st.srv.st.Watch(su.pat, su)
+			defer cancel()
+		}
+	}
+	for _, su := range st.subs {
+		su.st = st
+	}
+	now := clk.Now()
+	if !st.updOnly {
+		for _, su := range st.subs {
+			st.fill(su, su.initial, now, false)
+		}
+	} else {
+		for _, su := range st.subs {
+			if su.suppress {
+				st.fill(su, su.sampled, now, true) // remember, do not send
+			}
+		}
+	}
+	st.q.insert(entry{}) // sync_response
+	if err := st.flush(); err != nil {
+		return err
+	}
+	switch st.mode {
+	case gnmi.SubscriptionList_ONCE:
+		return nil
+	case gnmi.SubscriptionList_POLL:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-st.pollC:
+				now := clk.Now()
+				for _, su := range st.subs {
+					st.fill(su, su.initial, now, false)
+				}
+				st.q.insert(entry{})
+				if err := st.flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+
+	var timer clock.Timer
+	for _, su := range st.subs {
+		if su.sampled != nil {
+			su.nextSample = now.Add(su.interval)
+		}
+		if su.onChange != nil && su.heartbeat > 0 {
+			su.nextBeat = now.Add(su.heartbeat)
+		}
+	}
+	if next, ok := st.nextDeadline(); ok {
+		timer = clk.NewTimer(next.Sub(now))
+		defer timer.Stop()
+	}
+	var timerC <-chan time.Time
+	if timer != nil {
+		timerC = timer.C()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-st.q.signal:
+		case <-timerC:
+			now := clk.Now()
+			st.tick(now)
+			next, _ := st.nextDeadline()
+			timer.Reset(next.Sub(now))
+		}
+		if err := st.flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// nextDeadline is the earliest sample or heartbeat due.
+func (st *stream) nextDeadline() (time.Time, bool) {
+	var next time.Time
+	for _, su := range st.subs {
+		for _, t := range []time.Time{su.nextSample, su.nextBeat} {
+			if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+				next = t
+			}
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// tick runs the samples and heartbeats that are due, then moves each deadline
+// to its next slot on the subscription's own grid (a late tick does not shift
+// the grid; missed slots are skipped, not bunched).
+func (st *stream) tick(now time.Time) {
+	for _, su := range st.subs {
+		if !su.nextSample.IsZero() && !now.Before(su.nextSample) {
+			st.fill(su, su.sampled, now, false)
+			su.nextSample = nextSlot(su.nextSample, su.interval, now)
+		}
+		if !su.nextBeat.IsZero() && !now.Before(su.nextBeat) {
+			st.fill(su, su.onChange, now, false)
+			su.nextBeat = nextSlot(su.nextBeat, su.heartbeat, now)
+		}
+	}
+}
+
+func nextSlot(due time.Time, every time.Duration, now time.Time) time.Time {
+	missed := now.Sub(due) / every
+	return due.Add((missed + 1) * every)
+}
+
+// fill queues the current value of every leaf of su whose kind passes f.
+// For suppress_redundant subscriptions it skips leaves unchanged since they
+// were last queued, unless the heartbeat is due; with remember it only
+// records the values (updates_only).
+func (st *stream) fill(su *sub, f kindFilter, now time.Time, remember bool) {
+	if f == nil {
+		return
+	}
+	batch := st.scratch[:0]
+	st.srv.st.Walk(su.pat, func(l *store.Node, v *store.Value, k store.Kind) {
+		if f(k) {
+			batch = append(batch, entry{leaf: l, val: v, ts: v.TS, seq: v.Ver, kind: k})
+		}
+	})
+	st.q.mu.Lock()
+	for _, e := range batch {
+		if su.suppress && su.sampled != nil && su.sampled(e.kind) {
+			last, ok := su.sent[e.leaf.Key()]
+			if !remember && ok && last.ver == e.seq && (su.heartbeat == 0 || now.Sub(last.at) < su.heartbeat) {
+				continue
+			}
+			su.sent[e.leaf.Key()] = sentInfo{ver: e.seq, at: now}
+		}
+		if !remember {
+			st.q.insertLocked(e)
+		}
+	}
+	st.q.mu.Unlock()
+	clear(batch)
+	st.scratch = batch[:0]
+}
+
+// flush sends everything queued: leaves with the same timestamp share a
+// notification (up to maxBatch updates); a marker sends sync_response.
+func (st *stream) flush() error {
+	items, coalesced := st.q.drain(st.spare)
+	st.srv.stats.coalesced.Add(coalesced - st.lastCoalesced)
+	st.lastCoalesced = coalesced
+	var n *gnmi.Notification
+	var rel bool
+	send := func() error {
+		if n == nil {
+			return nil
+		}
+		err := st.rpc.Send(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}})
+		st.srv.stats.notifications.Add(1)
+		st.srv.stats.updates.Add(uint64(len(n.Update) + len(n.Delete)))
+		n = nil
+		return err
+	}
+	for i := range items {
+		e := &items[i]
+		if e.leaf == nil {
+			if err := send(); err != nil {
+				return err
+			}
+			if err := st.rpc.Send(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_SyncResponse{SyncResponse: true}}); err != nil {
+				return err
+			}
+			continue
+		}
+		r := st.relative(e.leaf)
+		if n != nil && (n.Timestamp != e.ts || r != rel || len(n.Update)+len(n.Delete) >= st.maxBatch) {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+		if n == nil {
+			n, rel = &gnmi.Notification{Timestamp: e.ts, Prefix: st.bare}, r
+			if r {
+				n.Prefix = st.prefix
+			}
+		}
+		p := e.leaf.Path()
+		if r {
+			p = &gnmi.Path{Elem: p.Elem[st.relDepth:]}
+		}
+		if e.val == nil {
+			n.Delete = append(n.Delete, p)
+			for _, su := range st.subs {
+				if su.sent != nil {
+					delete(su.sent, e.leaf.Key())
+				}
+			}
+			continue
+		}
+		tv, err := st.enc.EncodeValue(e.leaf.Path(), e.val.TV)
+		if err != nil {
+			return status.Errorf(codes.Internal, "encoding %s: %v", e.leaf.Key(), err)
+		}
+		n.Update = append(n.Update, &gnmi.Update{Path: p, Val: tv, Duplicates: e.dups})
+	}
+	err := send()
+	clear(items)
+	st.spare = items[:0]
+	return err
+}
+
+// relative reports whether the leaf's path starts with exactly the request
+// prefix, so that it can be sent relative to it. A prefix that omits list
+// keys matches leaves with more keys than it names: those go as full paths.
+func (st *stream) relative(l *store.Node) bool {
+	if st.relDepth == 0 {
+		return false
+	}
+	elems := l.Path().GetElem()
+	for i, pe := range st.prefix.GetElem() {
+		if len(elems[i].GetKey()) != len(pe.GetKey()) {
+			return false
+		}
+	}
+	return true
+}
