@@ -32,7 +32,7 @@ if ! diff -r -q "$root/gen" "$tmp/gen" >"$tmp/diff.txt"; then
   fail=1
 fi
 
-unformatted=$(gofmt -l gen)
+unformatted=$(gofmt -l gen 2>&1 || true)
 if [ -n "$unformatted" ]; then
   echo "check-gen.sh: not gofmt-clean:" >&2
   echo "$unformatted" >&2

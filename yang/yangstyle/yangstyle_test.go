@@ -99,6 +99,9 @@ func yanglint(t *testing.T) string {
 	t.Helper()
 	yl, err := exec.LookPath("yanglint")
 	if err != nil {
+		if os.Getenv("LHCNP_ORACLES") == "required" {
+			t.Fatal("yanglint not installed and LHCNP_ORACLES=required (run scripts/deps.sh)")
+		}
 		t.Skip("yanglint not installed; scripts/yanglint.sh installs it")
 	}
 	return yl
