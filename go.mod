@@ -3,6 +3,7 @@ module github.com/lhcnp/lhcnp
 go 1.26.0
 
 require (
+	bitbucket.org/creachadair/stringset v0.0.14 // indirect
 	codeberg.org/go-fonts/liberation v0.4.1 // indirect
 	codeberg.org/go-latex/latex v0.0.1 // indirect
 	codeberg.org/go-pdf/fpdf v0.10.0 // indirect

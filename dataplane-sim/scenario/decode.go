@@ -216,7 +216,7 @@ func (d *decoder) quantity(n *yaml.Node, field string, parse func(string) (int64
 	}
 	v, err := parse(s)
 	if err != nil {
-		if errors.Is(err, errNegative) {
+		if errors.Is(err, ErrNegative) {
 			d.errAt(n, field, "negative value %q is not allowed", s)
 			d.errs[len(d.errs)-1].Err = err
 			return 0, false

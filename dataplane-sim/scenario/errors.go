@@ -65,10 +65,6 @@ func (l ErrorList) Unwrap() []error {
 	return out
 }
 
-// ErrNegative is wrapped by errors about a quantity written with a minus
-// sign.
-var ErrNegative = errNegative
-
 // Errors returns the individual mistakes held in err (an ErrorList or a
 // single *Error), or nil.
 func Errors(err error) []*Error {

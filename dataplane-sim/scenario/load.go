@@ -2,7 +2,9 @@ package scenario
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -48,6 +50,9 @@ func Parse(file string, data []byte, opts ...Option) (*Scenario, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, ErrorList{{File: file, Reason: "empty scenario"}}
+		}
 		return nil, ErrorList{yamlSyntaxError(file, err)}
 	}
 	root := resolve(&doc)

@@ -37,6 +37,7 @@ func TestBadScenarios(t *testing.T) {
 		{"queue pair clash", "bad_qp_clash.yaml", "", 10, "traffic.flows[1].src_qp", "queue pair 100 on h1 is already used by flow f", 0},
 		{"unreachable destination", "bad_no_path.yaml", "", 10, "traffic.flows[0].name", "no path from h1 to h3", 0},
 		{"explicit route without a link", "bad_route_path.yaml", "", 13, "topology.routes[0].path", "no link between h1 and s2", 0},
+		{"routes that disagree at a switch", "bad_route_clash.yaml", "", 16, "topology.routes[1].path", "s1 forwards towards h3 by destination only", 0},
 		{"incast receiver among senders", "bad_incast_receiver_sender.yaml", "", 13, "traffic.incasts[0].senders[2]", "h3 is also the receiver", 0},
 		{"inline CDF not monotonic", "bad_cdf_not_monotonic.yaml", "", 16, "traffic.generated[0].cdf[2]", "CDF not monotonic", 0},
 		{"CDF file not monotonic", "bad_cdf_file.yaml", "cdf_bad.txt", 4, "traffic.generated[0].cdf_file", "CDF not monotonic", 0},
@@ -100,6 +101,38 @@ func TestErrorText(t *testing.T) {
 	_, err := Parse("x.yaml", []byte("duration: -1ms\nsample_interval: 1us\ntopology: {hosts: [{name: a}], links: []}\n"))
 	if !errors.Is(err, ErrNegative) {
 		t.Errorf("errors.Is(%v, ErrNegative) = false", err)
+	}
+}
+
+func TestParseOddInputs(t *testing.T) {
+	for _, tt := range []struct {
+		desc, in, want string
+	}{
+		{"empty", "", "x.yaml: empty scenario"},
+		{"comment only", "# nothing\n", "x.yaml: empty scenario"},
+		{"not a mapping", "- a\n- b\n", "x.yaml:1:1: want a mapping, got a list"},
+		{"two documents", "duration: 1ms\n---\nseed: 2\n", "x.yaml:2:1: more than one yaml document"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(tt.in))
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("Parse(%q) = %v, want prefix %q", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSeedOverride(t *testing.T) {
+	a, err := LoadFile("testdata/good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadFile("testdata/good.yaml", WithSeed(99))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Seed != 99 || a.Seed != 3 {
+		t.Errorf("seeds %d, %d", a.Seed, b.Seed)
 	}
 }
 
@@ -230,12 +263,17 @@ func TestSection7(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := sc.Mechanism.LongHaulCNP
-	if sc.Mechanism.Kind != MechanismLongHaulCNP || p.KBase != 64*KB || p.Alpha != 1.0 || p.RTTEst != 10*time.Millisecond {
+	if sc.Mechanism.Kind != MechanismLongHaulCNP || p.KBase != 64*KB || p.Alpha != 1.0 || p.RTTEst != 0 {
 		t.Errorf("mechanism = %+v", sc.Mechanism)
 	}
 	wan, _ := sc.Link("wan")
-	// K_max = max(K_base, alpha * R * RTT / 8) = 125 MB, K_min = 62.5 MB.
-	kmax := max(float64(p.KBase), p.Alpha*float64(wan.Rate)*p.RTTEst.Seconds()/8)
+	// RTT_est derived from the WAN link: 2 * 5 ms. K_max = max(K_base,
+	// alpha * R * RTT / 8) = 125 MB, K_min = 62.5 MB.
+	rtt := 2 * wan.Delay
+	if rtt != 10*time.Millisecond {
+		t.Errorf("WAN RTT = %v, want 10ms", rtt)
+	}
+	kmax := max(float64(p.KBase), p.Alpha*float64(wan.Rate)*rtt.Seconds()/8)
 	if kmax != 125e6 || kmax*p.KMinFraction != 62.5e6 {
 		t.Errorf("K_max = %v, K_min = %v", kmax, kmax*p.KMinFraction)
 	}

@@ -57,9 +57,9 @@ var durationUnits = map[string]int64{
 	"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9,
 }
 
-// errNegative is returned for a quantity written with a minus sign; the
-// decoder reports it as "negative value".
-var errNegative = errors.New("negative values are not allowed")
+// ErrNegative is returned (and wrapped by Load's errors) for a quantity
+// written with a minus sign: nothing in a scenario is negative.
+var ErrNegative = errors.New("negative values are not allowed")
 
 // ParseRate parses a rate such as "100Gbps" or "25G".
 func ParseRate(s string) (Rate, error) {
@@ -87,7 +87,7 @@ func parseQuantity(s string, units map[string]int64, what, list string) (int64, 
 		return 0, fmt.Errorf("empty %s", what)
 	}
 	if t[0] == '-' {
-		return 0, errNegative
+		return 0, ErrNegative
 	}
 	i := 0
 	for i < len(t) && t[i] >= '0' && t[i] <= '9' {

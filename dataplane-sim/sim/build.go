@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
@@ -35,8 +36,11 @@ func (r *runner) build() error {
 			aware = append(aware, ns)
 		}
 	}
-	for i := range sc.Links {
-		lk := &sc.Links[i]
+	// The runner's own copy of the links: events change rates and delays
+	// and the caller's scenario stays as loaded.
+	r.links = slices.Clone(sc.Links)
+	for i := range r.links {
+		lk := &r.links[i]
 		a, b := r.net.NodeByName(lk.A), r.net.NodeByName(lk.B)
 		pa, pb, err := r.net.Connect(a, b, netsim.LinkConfig{RateBps: int64(lk.Rate), Delay: engine.FromDuration(lk.Delay)})
 		if err != nil {

@@ -121,6 +121,7 @@ type runner struct {
 	env *Env
 	rec *report.Recorder
 
+	links     []scenario.Link
 	linkPorts map[string][2]*netsim.Port
 	portLink  map[*netsim.Port]*scenario.Link
 	ports     []*portRun

@@ -5,6 +5,9 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestZeroAlloc checks that decoding every format and encoding it again
@@ -88,5 +91,33 @@ func TestPcapRoundTrip(t *testing.T) {
 	}
 	if _, err := NewPcapReader(bytes.NewReader([]byte("not a pcap file at all!!"))); !errorsIs(err, ErrUnsupported) {
 		t.Errorf("bad magic: err = %v, want ErrUnsupported", err)
+	}
+}
+
+// TestFrameReset decodes every sample frame into a Frame that held each
+// other sample before, and checks the result equals a decode into a fresh
+// Frame: Decode's partial reset leaves nothing stale.
+func TestFrameReset(t *testing.T) {
+	var frames [][]byte
+	for _, c := range frCases() {
+		frames = append(frames, frEncode(t, c))
+	}
+	// A truncated frame leaves a partly filled Frame behind.
+	frames = append(frames, frames[0][:EthernetLen+10])
+	var d Decoder
+	for i, prev := range frames {
+		for j, cur := range frames {
+			var reused, fresh Frame
+			_ = d.Decode(prev, &reused)
+			errR := d.Decode(cur, &reused)
+			errF := d.Decode(cur, &fresh)
+			if (errR == nil) != (errF == nil) {
+				t.Fatalf("frame %d after %d: err %v, fresh %v", j, i, errR, errF)
+			}
+			// Objects' capacity is kept on purpose; compare contents.
+			if d := cmp.Diff(fresh, reused, append(frCmpOpts[:2:2], cmpopts.IgnoreUnexported(Frame{}))...); d != "" {
+				t.Fatalf("frame %d decoded after frame %d differs from a fresh decode (-fresh, +reused):\n%s", j, i, d)
+			}
+		}
 	}
 }

@@ -197,7 +197,7 @@ func (e *Encoder) open(b []byte, a *Addressing, proto uint8, fc *FastCNPOption, 
 func (e *Encoder) close(b []byte, a *Addressing, l *layout, roce bool) int {
 	if roce {
 		pkt := b[l.ip:l.end]
-		putICRC(pkt[len(pkt)-ICRCLen:], icrc(pkt, l.l4-l.ip, len(pkt)-ICRCLen))
+		putICRC(pkt[len(pkt)-ICRCLen:], icrcInPlace(pkt, l.l4-l.ip, len(pkt)-ICRCLen))
 	}
 	if l.v6 || l.csum4 {
 		msg := b[l.l4:l.end]

@@ -114,6 +114,11 @@ type Frame struct {
 
 	// Trailer holds bytes after the IP packet: Ethernet padding or an FCS.
 	Trailer []byte
+
+	// icrcBuf is scratch space for the ICRC, here because a Frame is the
+	// one piece of per-decode state the caller owns (a Decoder is shared
+	// configuration). It is not part of the decoded value.
+	icrcBuf [icrcBufLen]byte
 }
 
 // OuterFlowLabel returns the flow label of the outermost IPv6 header: the
@@ -204,20 +209,9 @@ type Decoder struct {
 	LegacyStrictLength bool
 }
 
-// codePoints returns the configured code points or the defaults.
-func (d *Decoder) codePoints() CodePoints {
-	if d.CodePoints == (CodePoints{}) {
-		return DefaultCodePoints()
-	}
-	return d.CodePoints
-}
-
 // check returns the status of a checksum whose covered data sum to sum.
-func check(verify bool, sum uint64) Status {
-	switch {
-	case !verify:
-		return StatusUnchecked
-	case csumFold(sum) == 0:
+func check(sum uint64) Status {
+	if csumFold(sum) == 0 {
 		return StatusGood
 	}
 	return StatusBad
@@ -236,10 +230,11 @@ func check(verify bool, sum uint64) Status {
 // frame and say what is wrong. When several checks fail, the error wraps
 // each (errors.Join).
 func (d *Decoder) Decode(b []byte, f *Frame) error {
-	objs := f.LongHaul.Objects[:0]
-	*f = Frame{}
-	f.LongHaul.Objects = objs
-	s := decodeState{d: d, cp: d.codePoints()}
+	f.reset()
+	s := decodeState{d: d, cp: d.CodePoints}
+	if s.cp == (CodePoints{}) {
+		s.cp = DefaultCodePoints()
+	}
 	err := s.decode(b, f)
 	switch {
 	case err == nil:
@@ -250,11 +245,54 @@ func (d *Decoder) Decode(b []byte, f *Frame) error {
 	return errors.Join(err, s.checkErr)
 }
 
+// reset clears every field an earlier Decode may have set. The large parts
+// that only some formats use are cleared only when the earlier decode used
+// them (Kind, IPVersion, Tunneled and HasFastCNP say so), and the ICRC
+// scratch is left alone: clearing all of a Frame costs as much as decoding
+// a CNP. TestFrameReset checks that nothing stale survives.
+func (f *Frame) reset() {
+	switch f.Kind {
+	case KindLongHaulICMPv6, KindLongHaulRoCE:
+		f.LongHaul = LongHaul{Objects: f.LongHaul.Objects[:0]}
+	case KindCM:
+		f.CM = CMMessage{}
+		f.Transport = TransportHeaders{}
+	case KindRoCEData:
+		f.Transport = TransportHeaders{}
+	case KindRateAdvice:
+		f.RateAdvice = RateAdvice{}
+	case KindFCN:
+		f.FCN = FCNMessage{}
+	}
+	if f.Tunneled {
+		f.Outer = IPv6{}
+	}
+	if f.HasFastCNP {
+		f.FastCNP = FastCNPOption{}
+	}
+	switch f.IPVersion {
+	case 4:
+		f.IPv4 = IPv4{}
+	case 6:
+		f.IPv6 = IPv6{}
+	}
+	f.Kind, f.Tunneled, f.IPVersion, f.HasFastCNP = KindNone, false, 0, false
+	f.Eth = Ethernet{}
+	f.UDP = UDP{}
+	f.ICMPv6 = ICMPv6{}
+	f.BTH = BTH{}
+	f.Payload, f.Pad, f.Trailer = nil, nil, nil
+	f.ICRC, f.ICRCComputed, f.ICRCStatus = 0, 0, StatusNone
+}
+
 // decodeState carries one Decode call.
 type decodeState struct {
 	d        *Decoder
 	cp       CodePoints
 	checkErr error // failed checks, joined
+	// icrcN is what icrcPrepare returned for this packet, -1 when it did
+	// not run.
+	icrcN int
 }
 
 // fail records a failed check.
@@ -375,20 +413,22 @@ func (s *decodeState) transport(pkt []byte, f *Frame) error {
 	case proto == ProtoUDP:
 		return s.udp(pkt, hlen, f)
 	case proto == ProtoICMPv6 && f.IPVersion == 6:
-		return s.icmpv6(pkt[hlen:], f)
+		return s.icmpv6(pkt, hlen, f)
 	}
 	f.Kind, f.Payload = KindOther, pkt[hlen:]
 	return nil
 }
 
-// pseudoSum returns the sum of the (inner) IP pseudo-header.
-func pseudoSum(f *Frame, length int, proto uint8) uint64 {
-	if f.IPVersion == 4 {
-		src, dst := f.IPv4.Src.As4(), f.IPv4.Dst.As4()
-		return pseudoSum4(&src, &dst, uint16(length), proto)
+// pseudoSum returns the sum of the pseudo-header of the IP packet pkt
+// (RFC 768, RFC 8200 §8.1), read from the header's address bytes.
+func pseudoSum(pkt []byte, length int, proto uint8) uint64 {
+	var addrs []byte
+	if pkt[0]>>4 == 4 {
+		addrs = pkt[12:20]
+	} else {
+		addrs = pkt[8:40]
 	}
-	src, dst := f.IPv6.Src.As16(), f.IPv6.Dst.As16()
-	return pseudoSum6(&src, &dst, uint32(length), proto)
+	return csumAdd(uint64(length)+uint64(proto), addrs)
 }
 
 // udp decodes UDP and the formats carried in it.
@@ -398,6 +438,14 @@ func (s *decodeState) udp(pkt []byte, hlen int, f *Frame) error {
 		return err
 	}
 	u := &f.UDP
+	// Start the ICRC of a RoCEv2 packet before the checksum loop; roce
+	// finishes it (see icrcPrepare).
+	s.icrcN = -1
+	if u.DstPort == RoCEv2Port && !s.d.SkipICRC {
+		if end := hlen + int(u.Length) - ICRCLen; end >= hlen+UDPLen+BTHLen && end <= len(pkt) {
+			s.icrcN = icrcPrepare(&f.icrcBuf, pkt, hlen, end)
+		}
+	}
 	switch {
 	case u.Checksum == 0 && (f.IPVersion == 4 || s.d.AllowZeroUDPChecksumIPv6):
 		u.ChecksumStatus = StatusNone
@@ -405,7 +453,10 @@ func (s *decodeState) udp(pkt []byte, hlen int, f *Frame) error {
 		u.ChecksumStatus = StatusBad
 		s.fail(fmt.Errorf("udp: zero checksum over ipv6: %w", ErrChecksum))
 	default:
-		u.ChecksumStatus = check(!s.d.SkipChecksums, csumAdd(pseudoSum(f, len(dgram), ProtoUDP), dgram))
+		u.ChecksumStatus = StatusUnchecked
+		if !s.d.SkipChecksums {
+			u.ChecksumStatus = check(csumAdd(pseudoSum(pkt, len(dgram), ProtoUDP), dgram))
+		}
 		if u.ChecksumStatus == StatusBad {
 			s.fail(fmt.Errorf("udp: checksum %#04x does not verify: %w", u.Checksum, ErrChecksum))
 		}
@@ -423,13 +474,17 @@ func (s *decodeState) udp(pkt []byte, hlen int, f *Frame) error {
 }
 
 // icmpv6 decodes an ICMPv6 message and a Long-haul CNP in it.
-func (s *decodeState) icmpv6(msg []byte, f *Frame) error {
+func (s *decodeState) icmpv6(pkt []byte, hlen int, f *Frame) error {
+	msg := pkt[hlen:]
 	if len(msg) < ICMPv6HdrLen {
 		return fmt.Errorf("icmpv6: need %d bytes, have %d: %w", ICMPv6HdrLen, len(msg), ErrTruncated)
 	}
 	h := &f.ICMPv6
 	h.Type, h.Code, h.Checksum = msg[0], msg[1], binary.BigEndian.Uint16(msg[2:4])
-	h.ChecksumStatus = check(!s.d.SkipChecksums, csumAdd(pseudoSum(f, len(msg), ProtoICMPv6), msg))
+	h.ChecksumStatus = StatusUnchecked
+	if !s.d.SkipChecksums {
+		h.ChecksumStatus = check(csumAdd(pseudoSum(pkt, len(msg), ProtoICMPv6), msg))
+	}
 	if h.ChecksumStatus == StatusBad {
 		s.fail(fmt.Errorf("icmpv6: checksum %#04x does not verify: %w", h.Checksum, ErrChecksum))
 	}
@@ -454,13 +509,17 @@ func (s *decodeState) roce(pkt []byte, hlen int, f *Frame) error {
 	if len(roce) < BTHLen+ICRCLen {
 		return fmt.Errorf("rocev2: %d bytes cannot hold bth and icrc: %w", len(roce), ErrTruncated)
 	}
-	f.BTH, _ = DecodeBTH(roce)
+	decodeBTH(roce, &f.BTH)
 	end := len(roce) - ICRCLen
 	f.ICRC = binary.LittleEndian.Uint32(roce[end:])
 	if s.d.SkipICRC {
 		f.ICRCStatus = StatusUnchecked
 	} else {
-		f.ICRCComputed = icrc(pkt, udp, udp+UDPLen+end)
+		if s.icrcN >= 0 {
+			f.ICRCComputed = icrcFinish(&f.icrcBuf, pkt, s.icrcN, udp+UDPLen+end)
+		} else {
+			f.ICRCComputed = icrcCopy(&f.icrcBuf, pkt, udp, udp+UDPLen+end)
+		}
 		f.ICRCStatus = StatusGood
 		if f.ICRCComputed != f.ICRC {
 			f.ICRCStatus = StatusBad

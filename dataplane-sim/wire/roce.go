@@ -337,3 +337,21 @@ func (c *CNP) bth(e bool) BTH {
 	}
 	return h
 }
+
+// decodeBTH reads a BTH into h; the caller checked len(b) >= BTHLen. It is
+// DecodeBTH without the copy of the result, for the decoder's hot path.
+func decodeBTH(b []byte, h *BTH) {
+	w1 := binary.BigEndian.Uint32(b[4:8])
+	w2 := binary.BigEndian.Uint32(b[8:12])
+	h.Opcode = Opcode(b[0])
+	h.SE = b[1]&0x80 != 0
+	h.MigReq = b[1]&0x40 != 0
+	h.PadCount = (b[1] >> 4) & 3
+	h.TVer = b[1] & 0x0F
+	h.PKey = binary.BigEndian.Uint16(b[2:4])
+	h.Byte4 = b[4]
+	h.DestQP = w1 & 0xFFFFFF
+	h.AckReq = w2&(1<<31) != 0
+	h.Resv7 = uint8(w2>>24) & 0x7F
+	h.PSN = w2 & 0xFFFFFF
+}

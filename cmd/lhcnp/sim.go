@@ -1,0 +1,185 @@
+//go:build !lhcnpstub
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
+)
+
+// runSim implements `lhcnp sim run SCENARIO --out DIR [--duration D]
+// [--seed N] [--no-plots]`: load and validate the scenario, run it, write
+// CSV, summary.json and PNG plots into DIR. Progress is a line refreshed on
+// stderr when stderr is a terminal, nothing in a pipe.
+func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "run" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			simUsage(stderr, nil)
+			return flag.ErrHelp
+		}
+		simUsage(stderr, nil)
+		return usageError{"want: sim run SCENARIO --out DIR"}
+	}
+	fs := flag.NewFlagSet("sim run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "directory for the output files (created if needed); required")
+	var dur durationFlag
+	fs.Var(&dur, "duration", "run for this long instead of the scenario's duration (e.g. 5ms, 1.5s)")
+	seed := fs.Int64("seed", 0, "seed instead of the scenario's (generated traffic and ECN marking)")
+	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots")
+	fs.Usage = func() { simUsage(stderr, fs) }
+
+	// Flags may come before or after the scenario file.
+	var pos []string
+	rest := args[1:]
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("want exactly one scenario file, got %d", len(pos))}
+	}
+	if *out == "" {
+		fs.Usage()
+		return usageError{"--out DIR is required"}
+	}
+	seedSet := false
+	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+
+	var loadOpts []scenario.Option
+	var runOpts []sim.Option
+	if seedSet {
+		loadOpts = append(loadOpts, scenario.WithSeed(*seed))
+		runOpts = append(runOpts, sim.WithSeed(*seed))
+	}
+	sc, err := scenario.LoadFile(pos[0], loadOpts...)
+	if err != nil {
+		return err
+	}
+	if dur.set {
+		runOpts = append(runOpts, sim.WithDuration(dur.d))
+	}
+	if *noPlots {
+		runOpts = append(runOpts, sim.WithoutPlots())
+	}
+	var bar *progressLine
+	if isTerminal(stderr) {
+		bar = &progressLine{w: stderr, name: sc.Name, start: time.Now()}
+		runOpts = append(runOpts, sim.WithProgress(bar.update))
+	}
+	sum, err := sim.Run(ctx, sc, *out, runOpts...)
+	if bar != nil {
+		bar.done()
+	}
+	if err != nil {
+		return err
+	}
+	for _, w := range sum.Warnings {
+		fmt.Fprintf(stderr, "lhcnp sim: warning: %s\n", w)
+	}
+	t := sum.Totals
+	fmt.Fprintf(stdout, "%s: %s, %v simulated, %d events; flows %d/%d finished, peak queue %d B, drops %d, ECN marks %d, PFC pauses %d, Jain %.3f\n",
+		sum.Scenario, sum.Mechanism, time.Duration(sum.DurationNs), sum.Events, t.FlowsFinished, t.Flows,
+		t.PeakQueueBytes, t.DropPackets, t.ECNMarks, t.PFCPauseFrames, float64(t.JainFairness))
+	files := []string{sim.QueuesCSV, sim.RatesCSV, sim.CountersCSV, sim.SummaryJSON}
+	if !*noPlots {
+		files = append(files, sim.QueuesPNG, sim.RatesPNG)
+	}
+	fmt.Fprintf(stdout, "wrote %s: %v\n", *out, files)
+	return nil
+}
+
+func simUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, "usage: lhcnp sim run SCENARIO --out DIR [--duration D] [--seed N] [--no-plots]")
+	fmt.Fprintln(w, "\nRuns a scenario (see docs/scenarios.md) and writes queues.csv, rates.csv,")
+	fmt.Fprintln(w, "counters.csv, summary.json, queues.png and rates.png into DIR.")
+	if fs != nil {
+		fmt.Fprintln(w)
+		fs.PrintDefaults()
+	}
+}
+
+// durationFlag takes durations in the scenario grammar (10ms, 5us, 1.5s).
+type durationFlag struct {
+	d   time.Duration
+	set bool
+}
+
+func (f *durationFlag) String() string {
+	if !f.set {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f *durationFlag) Set(s string) error {
+	d, err := scenario.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return fmt.Errorf("%q: must be greater than zero", s)
+	}
+	f.d, f.set = d, true
+	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal), the
+// only place a \r-refreshed line makes sense.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressLine is one status line rewritten in place, at most ten times a
+// second.
+type progressLine struct {
+	w     io.Writer
+	name  string
+	start time.Time
+	last  time.Time
+	width int
+}
+
+func (p *progressLine) update(pr sim.Progress) {
+	now := time.Now()
+	if now.Sub(p.last) < 100*time.Millisecond && pr.Now < pr.Total {
+		return
+	}
+	p.last = now
+	pct := 100 * float64(pr.Now) / float64(pr.Total)
+	wall := now.Sub(p.start).Seconds()
+	rate := ""
+	if wall > 0 {
+		rate = strconv.FormatFloat(float64(pr.Events)/wall/1e6, 'f', 1, 64) + " M events/s"
+	}
+	line := fmt.Sprintf("sim %s: %v / %v simulated (%.0f%%), %d events, %s", p.name, pr.Now, pr.Total, pct, pr.Events, rate)
+	pad := max(p.width-len(line), 0)
+	p.width = len(line)
+	fmt.Fprintf(p.w, "\r%s%*s", line, pad, "")
+}
+
+func (p *progressLine) done() {
+	if p.width > 0 {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,216 @@
+package sim
+
+import (
+	"context"
+	"slices"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+)
+
+// progressSlices is how many slices the run is cut into: the context is
+// checked and progress reported between slices.
+const progressSlices = 200
+
+func (r *runner) run(ctx context.Context) error {
+	interval := engine.FromDuration(r.sc.SampleInterval)
+	r.sim.Every(0, interval, r.sample)
+	slice := max(r.end/progressSlices, 1)
+	for t := slice; ; t += slice {
+		t = min(t, r.end)
+		r.sim.Run(t)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if r.opts.progress != nil {
+			r.opts.progress(Progress{Now: t.Duration(), Total: r.end.Duration(), Events: r.sim.Events()})
+		}
+		if t == r.end {
+			break
+		}
+	}
+	for _, pr := range r.ports {
+		r.advanceCapacity(pr, r.end)
+	}
+	r.events = r.sim.Events()
+	return nil
+}
+
+// sample records one row per series. Flows are recorded from their start
+// to their completion; a stopped or paused flow records 0.
+func (r *runner) sample(now engine.Time) {
+	t := now.Nanos()
+	interval := engine.FromDuration(r.sc.SampleInterval).Nanos()
+	rec := r.rec
+	for _, pr := range r.ports {
+		pt := pr.pt
+		rec.Queues.Add(t, pr.queue, pt.TotalQueueBytes())
+		if now > 0 && paused(pt) {
+			pr.pausedTime += interval
+		}
+		st := pt.Stats()
+		rec.Counters.Add(t, pr.marks, st.ECNMarks)
+		rec.Counters.Add(t, pr.drops, st.DropPackets)
+		rec.Counters.Add(t, pr.pauseTx, st.PFCPauseTx)
+		rec.Counters.Add(t, pr.pausedNs, pr.pausedTime)
+	}
+	for _, hr := range r.hosts {
+		st := hr.h.Stats()
+		rec.Counters.Add(t, hr.cnpTx, st.CNPTx)
+		rec.Counters.Add(t, hr.cnpRx, st.CNPRx)
+		rec.Counters.Add(t, hr.ctrlRx, st.ControlRx)
+	}
+	for _, sc := range r.sentBy {
+		rec.Counters.Add(t, sc.id, sc.n)
+	}
+	for _, fr := range r.flowOrder {
+		if now < engine.FromDuration(fr.f.Start) {
+			continue
+		}
+		q := fr.nf.Sender
+		if done, at := q.Done(); done && at < now {
+			continue
+		}
+		rate := q.RateBps()
+		if fr.stopped || q.PausedUntil() > now {
+			rate = 0
+		}
+		rec.Rates.Add(t, fr.rate, rate)
+	}
+}
+
+func paused(pt *netsim.Port) bool {
+	for prio := range netsim.NumPrio {
+		if pt.Paused(prio) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *runner) advanceCapacity(pr *portRun, now engine.Time) {
+	pr.capBits += float64(pr.pt.RateBps()) * (now - pr.capFrom).Seconds()
+	pr.capFrom = now
+}
+
+func (r *runner) portRun(pt *netsim.Port) *portRun {
+	for _, pr := range r.ports {
+		if pr.pt == pt {
+			return pr
+		}
+	}
+	return nil
+}
+
+// apply carries out a timed event.
+func (r *runner) apply(ev scenario.Event) {
+	now := r.sim.Now()
+	switch ev.Kind {
+	case scenario.EventLinkRate, scenario.EventLinkDelay, scenario.EventRTT:
+		ports := r.linkPorts[ev.Target]
+		lk := r.portLink[ports[0]]
+		for _, pt := range ports {
+			switch ev.Kind {
+			case scenario.EventLinkRate:
+				r.advanceCapacity(r.portRun(pt), now)
+				pt.Out().SetRateBps(int64(ev.Rate))
+			case scenario.EventLinkDelay:
+				pt.Out().SetDelay(engine.FromDuration(ev.Delay))
+			case scenario.EventRTT:
+				pt.Out().SetDelay(engine.FromDuration(ev.Delay / 2))
+			}
+		}
+		switch ev.Kind {
+		case scenario.EventLinkRate:
+			lk.Rate = ev.Rate
+		case scenario.EventLinkDelay:
+			lk.Delay = ev.Delay
+		case scenario.EventRTT:
+			lk.Delay = ev.Delay / 2
+		}
+		for _, h := range r.linkHooks {
+			h(lk, ports[0], ports[1])
+		}
+	case scenario.EventFlowStop:
+		if fr, ok := r.flows[ev.Target]; ok {
+			r.stopFlow(fr)
+		}
+	case scenario.EventFlowStart:
+		if fr, ok := r.flows[ev.Target]; ok && fr.stopped {
+			fr.stopped = false
+			fr.nf.Sender.PauseUntil(now)
+		}
+	}
+}
+
+// stopFlow holds the sender until a flow-start event. netsim has no
+// administrative stop yet, so this is an endless pause.
+func (r *runner) stopFlow(fr *flowRun) {
+	fr.stopped = true
+	fr.nf.Sender.PauseUntil(engine.Never)
+}
+
+// idealFCT walks the routing tables from src to dst and returns the
+// flow's FCT alone on that path (0 for a long-lived flow).
+func (r *runner) idealFCT(src, dst *netsim.Host, size int64) int64 {
+	if size <= 0 {
+		return 0
+	}
+	var rates []int64
+	var oneWay engine.Time
+	pt := src.Port()
+	for hops := 0; pt != nil && hops < 64; hops++ {
+		rates = append(rates, pt.RateBps())
+		oneWay += pt.Out().Delay()
+		next := pt.Peer().Node()
+		if next == netsim.Node(dst) {
+			break
+		}
+		sw, ok := next.(*netsim.Switch)
+		if !ok {
+			return 0
+		}
+		pt = sw.Route(dst.ID())
+	}
+	mtu := int64(src.Config().MTUBytes)
+	return report.IdealFCT(size, mtu, netsim.RoCEOverheadBytes, 2*oneWay.Nanos(), rates)
+}
+
+func (r *runner) summarize() *report.Summary {
+	in := report.Input{
+		Scenario: r.sc.Name, Mechanism: string(r.sc.Mechanism.Kind), Seed: r.seed,
+		DurationNs: r.end.Nanos(), SampleNs: r.sc.SampleInterval.Nanoseconds(), Events: r.events,
+		Recorder: r.rec, Warnings: r.warnings, Notifications: map[string]int64{},
+	}
+	for _, pr := range r.ports {
+		st := pr.pt.Stats()
+		in.Ports = append(in.Ports, report.PortInput{
+			Node: pr.node, Port: pr.peer, Queue: pr.queue, RateBps: pr.pt.RateBps(), CapacityBits: pr.capBits,
+			TxBytes: st.TxBytes, PeakQueueBytes: st.PeakQueueBytes, DropPackets: st.DropPackets, DropBytes: st.DropBytes,
+			ECNMarks: st.ECNMarks, PFCPauseFrames: st.PFCPauseTx, PFCPausedNs: pr.pausedTime,
+		})
+	}
+	var cnps int64
+	for _, hr := range r.hosts {
+		cnps += hr.h.Stats().CNPTx
+	}
+	in.Notifications["cnp"] = cnps
+	for k, v := range r.sent {
+		in.Notifications[k] = v
+	}
+	for _, fr := range r.flowOrder {
+		f, q, rq := fr.f, fr.nf.Sender, fr.nf.Receiver
+		done, at := q.Done()
+		fi := report.FlowInput{
+			Name: f.Name, Src: f.Src, Dst: f.Dst, SrcQP: q.QPN, DstQP: q.PeerQPN, Group: f.Group,
+			SizeBytes: int64(f.Size), StartNs: f.Start.Nanoseconds(), StopNs: f.Stop.Nanoseconds(),
+			Finished: done, FinishNs: at.Nanos(), IdealFCTNs: fr.idealFCT,
+			RxBytes: rq.RxBytes(), Lost: rq.LostPackets(), CNPs: rq.CNPs(),
+		}
+		in.Flows = append(in.Flows, fi)
+	}
+	in.Warnings = slices.Clone(r.warnings)
+	return report.Summarize(in)
+}

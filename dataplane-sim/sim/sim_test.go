@@ -1,0 +1,247 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+)
+
+func load(t *testing.T, name string, opts ...scenario.Option) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.LoadFile(filepath.Join("..", "..", "scenarios", name), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// Two runs of the same scenario and seed write byte-identical CSV and JSON.
+func TestDeterministic(t *testing.T) {
+	sc := load(t, "incast-dcqcn.yaml")
+	dirs := []string{t.TempDir(), t.TempDir()}
+	for _, d := range dirs {
+		if _, err := Run(context.Background(), sc, d, WithDuration(time.Millisecond), WithoutPlots()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{QueuesCSV, RatesCSV, CountersCSV, SummaryJSON} {
+		a, err := os.ReadFile(filepath.Join(dirs[0], f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dirs[1], f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two runs with the same seed", f)
+		}
+		if len(a) == 0 {
+			t.Errorf("%s is empty", f)
+		}
+	}
+}
+
+func TestSummarySanity(t *testing.T) {
+	sc := load(t, "incast-dcqcn.yaml")
+	dir := t.TempDir()
+	sum, err := Run(context.Background(), sc, dir, WithDuration(2*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range sum.Ports {
+		if p.Utilisation < 0 || p.Utilisation > 1 {
+			t.Errorf("port %s->%s utilisation %v outside [0, 1]", p.Node, p.Port, p.Utilisation)
+		}
+		if p.P99QueueBytes > p.PeakQueueBytes {
+			t.Errorf("port %s->%s p99 %d above peak %d", p.Node, p.Port, p.P99QueueBytes, p.PeakQueueBytes)
+		}
+	}
+	finished := 0
+	for _, f := range sum.Flows {
+		if f.Finished {
+			finished++
+			if f.FCTNs == nil || *f.FCTNs <= 0 || f.Slowdown == nil || *f.Slowdown < 1 {
+				t.Errorf("finished flow %s: fct %v slowdown %v", f.Name, f.FCTNs, f.Slowdown)
+			}
+		} else if f.FCTNs != nil {
+			t.Errorf("unfinished flow %s has an FCT", f.Name)
+		}
+	}
+	if finished == 0 {
+		t.Errorf("no flow finished in 2 ms; summary: %+v", sum.Flows)
+	}
+	if sum.Totals.JainFairness <= 0 || sum.Totals.JainFairness > 1 {
+		t.Errorf("Jain fairness %v", sum.Totals.JainFairness)
+	}
+	// The port into h0 carries the 4:1 incast: it queues and marks.
+	var into *report.PortSummary
+	for i, p := range sum.Ports {
+		if p.Node == "tor" && p.Port == "h0" {
+			into = &sum.Ports[i]
+		}
+	}
+	if into == nil || into.PeakQueueBytes == 0 || into.ECNMarks == 0 || sum.Notifications["cnp"] == 0 {
+		t.Errorf("incast port = %+v, notifications %v", into, sum.Notifications)
+	}
+	for _, f := range []string{QueuesCSV, RatesCSV, CountersCSV, SummaryJSON, QueuesPNG, RatesPNG} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	var js map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, SummaryJSON))
+	if err := json.Unmarshal(b, &js); err != nil {
+		t.Errorf("summary.json: %v", err)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	sc := load(t, "incast-dcqcn.yaml")
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	_, err := Run(ctx, sc, t.TempDir(), WithoutPlots(), WithProgress(func(p Progress) {
+		calls++
+		if calls == 3 {
+			cancel()
+		}
+	}))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run after cancel = %v, want context.Canceled", err)
+	}
+}
+
+func TestNoModel(t *testing.T) {
+	sc := load(t, "incast-dcqcn.yaml")
+	sc.Mechanism.Kind = scenario.MechanismFCN
+	_, err := Run(context.Background(), sc, t.TempDir(), WithDuration(10*time.Microsecond), WithoutPlots())
+	if !errors.Is(err, ErrNoModel) {
+		t.Errorf("Run(fcn) = %v, want ErrNoModel", err)
+	}
+}
+
+// The scenario's routes are the paths the network model forwards on.
+func TestRoutesMatchModel(t *testing.T) {
+	for _, path := range []string{"../../scenarios/websearch.yaml", "../../scenarios/section7.yaml", "../scenario/testdata/good.yaml"} {
+		sc, err := scenario.LoadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &runner{sc: sc, opts: options{mechanisms: defaultMechanisms()}, end: 1, rec: report.NewRecorder(),
+			linkPorts: map[string][2]*netsim.Port{}, portLink: map[*netsim.Port]*scenario.Link{},
+			flows: map[string]*flowRun{}, sent: map[string]int64{}, sentSeries: map[[2]string]int{}}
+		sc.Mechanism.Kind = scenario.MechanismDCQCN
+		if err := r.build(); err != nil {
+			t.Fatal(err)
+		}
+		for _, rt := range sc.Routes {
+			dst := r.net.NodeByName(rt.Dst)
+			got := []string{rt.Src}
+			pt := r.net.NodeByName(rt.Src).(*netsim.Host).Port()
+			for pt != nil && len(got) < 32 {
+				next := pt.Peer().Node()
+				got = append(got, next.Name())
+				if next == dst {
+					break
+				}
+				pt = next.(*netsim.Switch).Route(dst.ID())
+			}
+			if diff := cmp.Diff(rt.Path, got); diff != "" {
+				t.Errorf("%s: route %s->%s (-scenario, +model):\n%s", path, rt.Src, rt.Dst, diff)
+			}
+		}
+	}
+}
+
+// The §7 numbers: K_max 125 MB and K_min 62.5 MB on N1's 100 Gb/s WAN port
+// with RTT_est 10 ms; K_base is the floor on a short link.
+func TestBDPThresholds(t *testing.T) {
+	sc := load(t, "section7.yaml")
+	p := sc.Mechanism.LongHaulCNP
+	kmax, kmin := BDPThresholds(p, 100e9, 5*time.Millisecond)
+	if kmax != 125_000_000 || kmin != 62_500_000 {
+		t.Errorf("WAN: K_max %d, K_min %d; want 125000000, 62500000", kmax, kmin)
+	}
+	kmax, kmin = BDPThresholds(p, 100e9, time.Microsecond)
+	if kmax != 64_000 || kmin != 32_000 {
+		t.Errorf("DC link: K_max %d, K_min %d; want 64000, 32000", kmax, kmin)
+	}
+	// Installed on the ports of the congestion-aware nodes.
+	r := &runner{sc: sc, opts: options{mechanisms: defaultMechanisms()}, end: 1, rec: report.NewRecorder(),
+		linkPorts: map[string][2]*netsim.Port{}, portLink: map[*netsim.Port]*scenario.Link{},
+		flows: map[string]*flowRun{}, sent: map[string]int64{}, sentSeries: map[[2]string]int{}}
+	if err := r.build(); err != nil {
+		t.Fatal(err)
+	}
+	a, b, _ := r.env.LinkPorts("wan")
+	for _, pt := range []*netsim.Port{a, b} {
+		if e := pt.Config().ECN[0]; e.KMaxBytes != 125_000_000 || e.KMinBytes != 62_500_000 {
+			t.Errorf("%s: ECN %+v", pt.Name(), e)
+		}
+	}
+	if len(r.warnings) == 0 {
+		t.Errorf("no warning that the Long-haul CNP node model is missing")
+	}
+}
+
+// Events change links and flows at their times; a mechanism passed with
+// WithMechanism is installed and can count notifications.
+func TestEventsAndPluggedMechanism(t *testing.T) {
+	sc, err := scenario.LoadFile("../scenario/testdata/good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := false
+	fake := MechanismFunc(func(env *Env) error {
+		installed = len(env.Nodes) == 1 && env.Nodes[0].Name() == "s1"
+		env.Sim.AtFunc(500_000, func() { env.Count("s1", "fast-cnp", 2) })
+		return nil
+	})
+	dir := t.TempDir()
+	sum, err := Run(context.Background(), sc, dir, WithMechanism(scenario.MechanismFastCNP, fake), WithoutPlots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !installed || sum.Notifications["fast-cnp"] != 2 {
+		t.Errorf("installed %v, notifications %v", installed, sum.Notifications)
+	}
+	for _, p := range sum.Ports {
+		if p.Node == "s1" && p.Port == "s2" && p.RateBps != 50e9 {
+			t.Errorf("core rate at the end = %d, want 50e9 (link-rate event at 6ms)", p.RateBps)
+		}
+	}
+	rates, err := os.ReadFile(filepath.Join(dir, RatesCSV))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "long" is stopped from 8 ms to 9 ms.
+	for _, line := range strings.Split(string(rates), "\n") {
+		var tns, rate int64
+		var flow string
+		if n, _ := fmt.Sscanf(strings.ReplaceAll(line, ",", " "), "%d %s %d", &tns, &flow, &rate); n != 3 || flow != "long" {
+			continue
+		}
+		// Events at a sample time are applied before the sample.
+		stopped := tns >= 8_000_000 && tns < 9_000_000
+		if stopped != (rate == 0) {
+			t.Errorf("long at %d ns: rate %d", tns, rate)
+		}
+	}
+	counters, _ := os.ReadFile(filepath.Join(dir, CountersCSV))
+	if !strings.Contains(string(counters), ",s1,-,sent_fast-cnp,2\n") {
+		t.Errorf("counters.csv has no sent_fast-cnp row for s1")
+	}
+}
