@@ -21,7 +21,7 @@ func (r *recorder) Handle(kind uint32, arg uint64) {
 
 func TestOrder(t *testing.T) {
 	for _, tt := range []struct {
-		desc string
+		desc  string
 		sched func(s *Sim, r *recorder)
 		until Time
 		want  []string

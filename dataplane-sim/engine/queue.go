@@ -1,87 +1,115 @@
 package engine
 
-// event is one pending event, stored by value in the queue. The handler is an
-// interface (two words) so that any model object can be a target without a
-// closure allocation; kind and arg let one object multiplex several timers.
-type event struct {
-	at   Time
-	seq  uint64 // insertion order: FIFO among events at the same time
+// The event queue is a 4-ary min-heap of 16-byte keys, (time, seq<<24|slot),
+// over a slab of payloads (handler, kind, arg) indexed by slot. Sifting moves
+// only the keys; the payload is written once and read once. seq is the
+// insertion counter, so events at the same time run FIFO. A 4-ary heap has
+// half the depth of a binary one and its four children share a cache line;
+// the number of pending events stays small in our models (one per link, port
+// and timer), so a calendar queue would not pay for its bookkeeping.
+//
+// Limits: 2^24 (16.7 M) events pending at once, 2^40 (10^12) events
+// scheduled over the life of a Sim; both panic when exceeded.
+
+const (
+	slotBits = 24
+	slotMask = 1<<slotBits - 1
+	maxSeq   = 1<<(64-slotBits) - 1
+)
+
+type key struct {
+	at Time
+	ss uint64 // seq<<slotBits | slot
+}
+
+type payload struct {
 	h    Handler
 	arg  uint64
 	kind uint32
 }
 
-func (a *event) less(b *event) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	return a.seq < b.seq
-}
-
-// queue is a 4-ary min-heap of events ordered by (at, seq). A 4-ary heap has
-// half the depth of a binary one and its four children share a cache line or
-// two, which matters more than the extra comparisons. The number of pending
-// events stays small in our models (one per link, port and timer), so a
-// calendar queue would not pay for its bookkeeping.
 type queue struct {
-	ev []event
+	keys []key
+	slab []payload
+	free []uint32
+	seq  uint64
 }
 
-func (q *queue) len() int { return len(q.ev) }
+func (q *queue) len() int { return len(q.keys) }
 
-func (q *queue) push(e event) {
-	q.ev = append(q.ev, e)
-	// sift up
-	h := q.ev
-	i := len(h) - 1
+func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
+	var slot uint32
+	if n := len(q.free); n > 0 {
+		slot = q.free[n-1]
+		q.free = q.free[:n-1]
+	} else {
+		slot = uint32(len(q.slab))
+		if slot > slotMask {
+			panic("engine: more than 2^24 events pending")
+		}
+		q.slab = append(q.slab, payload{})
+	}
+	q.slab[slot] = payload{h: h, arg: arg, kind: kind}
+	q.seq++
+	if q.seq > maxSeq {
+		panic("engine: more than 2^40 events scheduled")
+	}
+	e := key{at: at, ss: q.seq<<slotBits | uint64(slot)}
+	q.keys = append(q.keys, e)
+	h2 := q.keys
+	i := len(h2) - 1
 	for i > 0 {
-		p := (i - 1) / 4
-		if !e.less(&h[p]) {
+		p := (i - 1) >> 2
+		pk := h2[p]
+		if pk.at < e.at || (pk.at == e.at && pk.ss < e.ss) {
 			break
 		}
-		h[i] = h[p]
+		h2[i] = pk
 		i = p
 	}
-	h[i] = e
+	h2[i] = e
 }
 
-// peek returns the earliest event; the queue must not be empty.
-func (q *queue) peek() *event { return &q.ev[0] }
+// peekAt returns the time of the earliest event; the queue must not be empty.
+func (q *queue) peekAt() Time { return q.keys[0].at }
 
-func (q *queue) pop() event {
-	h := q.ev
+// pop removes the earliest event and returns its time and payload.
+func (q *queue) pop() (Time, payload) {
+	h := q.keys
 	top := h[0]
 	n := len(h) - 1
 	last := h[n]
-	h[n] = event{} // drop the handler reference for the GC
 	h = h[:n]
-	q.ev = h
-	if n == 0 {
-		return top
-	}
-	// sift down
-	i := 0
-	for {
-		c := 4*i + 1
-		if c >= n {
-			break
-		}
-		m := c
-		end := c + 4
-		if end > n {
-			end = n
-		}
-		for j := c + 1; j < end; j++ {
-			if h[j].less(&h[m]) {
-				m = j
+	q.keys = h
+	if n > 0 {
+		i := 0
+		for {
+			c := i<<2 + 1
+			if c >= n {
+				break
 			}
+			m := c
+			mk := h[c]
+			end := c + 4
+			if end > n {
+				end = n
+			}
+			for j := c + 1; j < end; j++ {
+				if k := h[j]; k.at < mk.at || (k.at == mk.at && k.ss < mk.ss) {
+					m, mk = j, k
+				}
+			}
+			if last.at < mk.at || (last.at == mk.at && last.ss < mk.ss) {
+				break
+			}
+			h[i] = mk
+			i = m
 		}
-		if !h[m].less(&last) {
-			break
-		}
-		h[i] = h[m]
-		i = m
+		h[i] = last
 	}
-	h[i] = last
-	return top
+	slot := uint32(top.ss & slotMask)
+	p := q.slab[slot]
+	q.slab[slot] = payload{} // drop the handler reference for the GC
+	q.free = append(q.free, slot)
+	return top.at, p
 }

@@ -38,7 +38,6 @@ func (f HandlerFunc) Handle(kind uint32, arg uint64) { f(kind, arg) }
 type Sim struct {
 	now    Time
 	q      queue
-	seq    uint64
 	events uint64
 	rng    *rand.Rand
 	seed   uint64
@@ -72,7 +71,7 @@ func New(opts ...Option) *Sim {
 		o(s)
 	}
 	s.rng = rand.New(rand.NewPCG(s.seed, s.seed^0x9E3779B97F4A7C15))
-	s.q.ev = make([]event, 0, 1024)
+	s.q.keys = make([]key, 0, 1024)
 	return s
 }
 
@@ -92,8 +91,7 @@ func (s *Sim) At(t Time, h Handler, kind uint32, arg uint64) {
 	if t < s.now {
 		t = s.now
 	}
-	s.seq++
-	s.q.push(event{at: t, seq: s.seq, h: h, kind: kind, arg: arg})
+	s.q.push(t, h, kind, arg)
 }
 
 // After schedules h.Handle(kind, arg) d after Now.
@@ -137,14 +135,14 @@ func (s *Sim) NextAt() Time {
 	if s.q.len() == 0 {
 		return Never
 	}
-	return s.q.peek().at
+	return s.q.peekAt()
 }
 
 // Events returns the number of events processed so far.
 func (s *Sim) Events() uint64 { return s.events }
 
-// Stop asks the running Run or RunRealtime to return after the current
-// event. Safe from any goroutine and from inside a handler.
+// Stop asks the running Run or RunRealtime to return within 64 events; called while neither runs, it makes the next one return at once.
+// Safe from any goroutine and from inside a handler.
 func (s *Sim) Stop() {
 	s.stop.Store(true)
 	select {
@@ -159,8 +157,8 @@ func (s *Sim) Step() bool {
 	if s.q.len() == 0 {
 		return false
 	}
-	e := s.q.pop()
-	s.now = e.at
+	at, e := s.q.pop()
+	s.now = at
 	s.events++
 	e.h.Handle(e.kind, e.arg)
 	return true
@@ -171,15 +169,22 @@ func (s *Sim) Step() bool {
 // because of Do (so the caller should yield and come back).
 func (s *Sim) runLocked(until Time) (yielded bool) {
 	q := &s.q
-	for len(q.ev) > 0 && q.ev[0].at <= until {
-		if s.doWaiting.Load() != 0 {
-			return true
+	// Look at the flags every 64 events: an atomic load per event is
+	// measurable at 10^7 events/s, and 64 events are a few microseconds.
+	check := 0
+	for len(q.keys) > 0 && q.keys[0].at <= until {
+		if check == 0 {
+			if s.doWaiting.Load() != 0 {
+				return true
+			}
+			if s.stop.Load() {
+				return false
+			}
+			check = 64
 		}
-		if s.stop.Load() {
-			return false
-		}
-		e := q.pop()
-		s.now = e.at
+		check--
+		at, e := q.pop()
+		s.now = at
 		s.events++
 		e.h.Handle(e.kind, e.arg)
 	}
@@ -190,7 +195,7 @@ func (s *Sim) runLocked(until Time) (yielded bool) {
 // possible, then sets Now to until (unless stopped earlier). Functions passed
 // to Do from other goroutines run between events.
 func (s *Sim) Run(until Time) {
-	s.stop.Store(false)
+	defer s.stop.Store(false)
 	for {
 		s.mu.Lock()
 		yielded := s.runLocked(until)
@@ -229,7 +234,7 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 	if speed <= 0 {
 		return errors.New("engine: realtime speed must be positive")
 	}
-	s.stop.Store(false)
+	defer s.stop.Store(false)
 	s.mu.Lock()
 	s.rtActive = true
 	s.rtSpeed = speed
@@ -277,7 +282,7 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 		// Lag: how far behind the wall clock we are (0 when keeping up).
 		wallNow := time.Now()
 		paced := s.pacedNow(wallNow)
-		if lag := paced - s.now; lag > 0 && len(s.q.ev) > 0 && s.q.ev[0].at <= paced {
+		if lag := paced - s.now; lag > 0 && len(s.q.keys) > 0 && s.q.keys[0].at <= paced {
 			s.lagNanos.Store(int64(lag))
 		} else {
 			s.lagNanos.Store(0)
