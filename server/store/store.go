@@ -85,6 +85,10 @@ type childKey struct {
 // do not modify it.
 func (n *Node) Path() *gnmi.Path { return n.path }
 
+// Parent returns the node's parent (nil for the root). Leaves with the same
+// parent share the elements of their paths up to it.
+func (n *Node) Parent() *Node { return n.parent }
+
 // Key returns the canonical string of the leaf's path, e.g.
 // "/interfaces/interface[name=eth0]/state/counters/in-octets".
 func (n *Node) Key() string { return n.key }

@@ -257,19 +257,11 @@ func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionL
 		q:        newQueue(),
 		pollC:    make(chan struct{}, 1),
 		updOnly:  sl.GetUpdatesOnly(),
-		prefix:   prefix,
 		bare:     bareprefix(prefix),
 		maxBatch: s.o.maxUpdates,
 	}
-	pp, err := store.NewPattern(prefix, nil)
-	if err != nil {
+	if _, err := store.NewPattern(prefix, nil); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %v", store.PathString(prefix), err)
-	}
-	if len(prefix.GetElem()) > 0 && pp.Concrete() {
-		st.relDepth = len(prefix.GetElem())
-	}
-	if st.relDepth == 0 {
-		st.prefix = st.bare
 	}
 	for _, sub := range sl.GetSubscription() {
 		su, err := s.newSub(st, prefix, sub)

@@ -22,9 +22,7 @@ type stream struct {
 	pollC    chan struct{}
 	updOnly  bool
 	subs     []*sub
-	prefix   *gnmi.Path // the prefix of notifications whose paths are relative
-	bare     *gnmi.Path // target and origin only, for full paths
-	relDepth int        // prefix elements stripped from leaf paths; 0: full paths
+	bare     *gnmi.Path // the request prefix's target and origin, echoed in every notification
 	maxBatch int
 
 	spare         []entry
@@ -233,14 +231,17 @@ func (st *stream) fill(su *sub, f kindFilter, now time.Time, remember bool) {
 	st.scratch = batch[:0]
 }
 
-// flush sends everything queued: leaves with the same timestamp share a
-// notification (up to maxBatch updates); a marker sends sync_response.
+// flush sends everything queued. Leaves with the same timestamp and the same
+// parent container share a notification (up to maxBatch updates) whose prefix
+// is that container (with the request's target and origin) and whose update
+// paths are the leaf names: valid gNMI, and much less to encode and decode
+// than a full keyed path per update. A marker sends sync_response.
 func (st *stream) flush() error {
 	items, coalesced := st.q.drain(st.spare)
 	st.srv.stats.coalesced.Add(coalesced - st.lastCoalesced)
 	st.lastCoalesced = coalesced
 	var n *gnmi.Notification
-	var rel bool
+	var parent *store.Node
 	send := func() error {
 		if n == nil {
 			return nil
@@ -262,22 +263,20 @@ func (st *stream) flush() error {
 			}
 			continue
 		}
-		r := st.relative(e.leaf)
-		if n != nil && (n.Timestamp != e.ts || r != rel || len(n.Update)+len(n.Delete) >= st.maxBatch) {
+		if n != nil && (n.Timestamp != e.ts || e.leaf.Parent() != parent || len(n.Update)+len(n.Delete) >= st.maxBatch) {
 			if err := send(); err != nil {
 				return err
 			}
 		}
+		full := e.leaf.Path().GetElem()
 		if n == nil {
-			n, rel = &gnmi.Notification{Timestamp: e.ts, Prefix: st.bare}, r
-			if r {
-				n.Prefix = st.prefix
+			parent = e.leaf.Parent()
+			n = &gnmi.Notification{Timestamp: e.ts, Prefix: st.bare}
+			if len(full) > 1 {
+				n.Prefix = &gnmi.Path{Target: st.bare.GetTarget(), Origin: st.bare.GetOrigin(), Elem: full[:len(full)-1]}
 			}
 		}
-		p := e.leaf.Path()
-		if r {
-			p = &gnmi.Path{Elem: p.Elem[st.relDepth:]}
-		}
+		p := &gnmi.Path{Elem: full[len(full)-1:]}
 		if e.val == nil {
 			n.Delete = append(n.Delete, p)
 			for _, su := range st.subs {
@@ -297,20 +296,4 @@ func (st *stream) flush() error {
 	clear(items)
 	st.spare = items[:0]
 	return err
-}
-
-// relative reports whether the leaf's path starts with exactly the request
-// prefix, so that it can be sent relative to it. A prefix that omits list
-// keys matches leaves with more keys than it names: those go as full paths.
-func (st *stream) relative(l *store.Node) bool {
-	if st.relDepth == 0 {
-		return false
-	}
-	elems := l.Path().GetElem()
-	for i, pe := range st.prefix.GetElem() {
-		if len(elems[i].GetKey()) != len(pe.GetKey()) {
-			return false
-		}
-	}
-	return true
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/lhcnp/lhcnp/server/clock"
 	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/target"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -61,16 +60,14 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 		t.Fatal(err)
 	}
 	h.srv = New(h.st, append([]Option{WithClock(h.clk), WithOrigins("openconfig")}, opts...)...)
-	ts, err := target.New(target.WithInsecure(), target.WithSubscribe(h.srv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := grpc.NewServer()
+	gnmi.RegisterGNMIServer(g, service{srv: h.srv})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go ts.Serve(lis)
-	t.Cleanup(ts.Stop)
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +76,14 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 	h.client = gnmi.NewGNMIClient(conn)
 	return h
 }
+
+// service serves Subscribe only, without server/target's assembly.
+type service struct {
+	gnmi.UnimplementedGNMIServer
+	srv *Server
+}
+
+func (s service) Subscribe(stream gnmi.GNMI_SubscribeServer) error { return s.srv.Subscribe(stream) }
 
 func (h *harness) subscribe(t *testing.T, sl *gnmi.SubscriptionList) gnmi.GNMI_SubscribeClient {
 	t.Helper()
@@ -110,16 +115,12 @@ func lines(r *gnmi.SubscribeResponse) []string {
 		return []string{"sync"}
 	}
 	n := r.GetUpdate()
-	pre := store.PathString(n.GetPrefix())
-	if pre == "/" {
-		pre = ""
-	}
 	var out []string
 	for _, up := range n.GetUpdate() {
-		out = append(out, fmt.Sprintf("update @%d %s%s=%s", n.GetTimestamp(), pre, store.PathString(up.GetPath()), valString(up.GetVal())))
+		out = append(out, fmt.Sprintf("update @%d %s=%s", n.GetTimestamp(), joined(n.GetPrefix(), up.GetPath()), valString(up.GetVal())))
 	}
 	for _, d := range n.GetDelete() {
-		out = append(out, fmt.Sprintf("delete @%d %s%s", n.GetTimestamp(), pre, store.PathString(d)))
+		out = append(out, fmt.Sprintf("delete @%d %s", n.GetTimestamp(), joined(n.GetPrefix(), d)))
 	}
 	return out
 }
@@ -313,7 +314,7 @@ func TestSample(t *testing.T) {
 			want    []string
 		}{
 			{nil, all},
-			{func(b *store.Batch) { b.Update(store.MustPath(in0), u(2), store.Counter) }, []string{"update @200 " + in0 + "=2", "update @200 " + oper0 + "=UP"}},
+			{func(b *store.Batch) { b.Update(store.MustPath(in0), u(2), store.Counter) }, []string{"update @100 " + oper0 + "=UP", "update @300 " + in0 + "=2"}},
 		}},
 		{desc: "suppress_redundant sends changed leaves only", suppress: true, ticks: []struct {
 			publish func(b *store.Batch)
@@ -327,7 +328,7 @@ func TestSample(t *testing.T) {
 			want    []string
 		}{
 			{func(b *store.Batch) { b.Update(store.MustPath(in0), u(2), store.Counter) }, []string{"update @200 " + in0 + "=2"}},
-			{func(b *store.Batch) { b.Update(store.MustPath(in0), u(3), store.Counter) }, []string{"update @300 " + in0 + "=3", "update @300 " + oper0 + "=UP"}},
+			{func(b *store.Batch) { b.Update(store.MustPath(in0), u(3), store.Counter) }, []string{"update @100 " + oper0 + "=UP", "update @300 " + in0 + "=3"}},
 		}},
 	}
 	for _, tt := range tests {
@@ -530,7 +531,7 @@ func TestStalledSubscriber(t *testing.T) {
 				return
 			}
 			for _, up := range r.GetUpdate().GetUpdate() {
-				if up.GetPath().GetElem()[1].GetKey()["id"] == fmt.Sprint(leaves-1) && up.GetVal().GetUintVal() == rounds {
+				if joined(r.GetUpdate().GetPrefix(), up.GetPath()) == store.PathString(paths[leaves-1]) && up.GetVal().GetUintVal() == rounds {
 					liveDone <- nil
 					return
 				}
@@ -564,9 +565,13 @@ func TestStalledSubscriber(t *testing.T) {
 			t.Fatalf("stalled subscriber: %v", err)
 		}
 		for _, up := range r.GetUpdate().GetUpdate() {
-			last[store.PathString(up.GetPath())] = up.GetVal().GetUintVal()
+			last[joined(r.GetUpdate().GetPrefix(), up.GetPath())] = up.GetVal().GetUintVal()
 		}
 	}
+}
+
+func joined(prefix, p *gnmi.Path) string {
+	return store.PathString(&gnmi.Path{Elem: append(append([]*gnmi.PathElem{}, prefix.GetElem()...), p.GetElem()...)})
 }
 
 func allEqual(m map[string]uint64, v uint64) bool {
