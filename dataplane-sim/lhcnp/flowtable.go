@@ -1,0 +1,246 @@
+package lhcnp
+
+import (
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// FlowKey is the four-tuple of §5.2: one entry per unique key.
+type FlowKey struct {
+	Src, Dst     netip.Addr
+	SrcQP, DstQP uint32
+}
+
+// LearnSource says how an entry was learned.
+type LearnSource uint8
+
+// Learning sources.
+const (
+	LearnedFromData LearnSource = iota // a RoCEv2 data packet (§5.2)
+	LearnedFromCM                      // a CM REQ/REP/RTU exchange (white paper §2.2.1)
+)
+
+func (s LearnSource) String() string {
+	if s == LearnedFromCM {
+		return "cm"
+	}
+	return "data"
+}
+
+// dataKey is what a data packet's headers name: the BTH carries only the
+// destination QP, so a disconnect (DREQ) finds its entry by this.
+type dataKey struct {
+	src, dst netip.Addr
+	dstQP    uint32
+}
+
+// flowEntry is one flow-table entry. Entries sit on two intrusive lists:
+// by activity (LRU replacement, idle aging) and by learning order (oldest
+// replacement).
+type flowEntry struct {
+	key     FlowKey
+	srcNode netsim.NodeID // where notifications go; -1 if unknown
+	from    LearnSource
+	seq     uint64
+
+	firstSeen, lastSeen engine.Time
+	packets, bytes      int64
+
+	// Egress at this node, known from the first data packet.
+	port   int32 // index into Node.ports, -1 unknown
+	prio   uint8
+	qIdx   int   // position in the queue's flow list, -1 none
+	queued int64 // bytes of the flow in that queue now
+
+	// Arrival rate over the measurement interval, and its peak over the
+	// observation window (two buckets, for collaborative suppression).
+	winStart      engine.Time
+	winBytes      int64
+	rateBps       int64
+	rateValid     bool
+	peakStart     engine.Time
+	peakCur       int64
+	peakPrev      int64
+	lastCNP       engine.Time
+	hasCNP        bool
+	notifications int64
+	lastAction    wire.Action
+	lastLevel     uint8
+	needResume    bool
+	deferring     bool
+	deferStart    engine.Time
+	deferQD       int64
+
+	lruPrev, lruNext *flowEntry
+	ordPrev, ordNext *flowEntry
+}
+
+// list is an intrusive doubly-linked list; head is the most recent.
+type list struct{ head, tail *flowEntry }
+
+func (l *list) pushLRU(e *flowEntry) {
+	e.lruPrev, e.lruNext = nil, l.head
+	if l.head != nil {
+		l.head.lruPrev = e
+	} else {
+		l.tail = e
+	}
+	l.head = e
+}
+
+func (l *list) removeLRU(e *flowEntry) {
+	if e.lruPrev != nil {
+		e.lruPrev.lruNext = e.lruNext
+	} else {
+		l.head = e.lruNext
+	}
+	if e.lruNext != nil {
+		e.lruNext.lruPrev = e.lruPrev
+	} else {
+		l.tail = e.lruPrev
+	}
+	e.lruPrev, e.lruNext = nil, nil
+}
+
+func (l *list) pushOrd(e *flowEntry) {
+	e.ordPrev, e.ordNext = nil, l.head
+	if l.head != nil {
+		l.head.ordPrev = e
+	} else {
+		l.tail = e
+	}
+	l.head = e
+}
+
+func (l *list) removeOrd(e *flowEntry) {
+	if e.ordPrev != nil {
+		e.ordPrev.ordNext = e.ordNext
+	} else {
+		l.head = e.ordNext
+	}
+	if e.ordNext != nil {
+		e.ordNext.ordPrev = e.ordPrev
+	} else {
+		l.tail = e.ordPrev
+	}
+	e.ordPrev, e.ordNext = nil, nil
+}
+
+// cmKey names a CM communication: the address of the CM that chose the ID
+// and the ID (IDs are unique only within one CM; see wire.CMMessage.FlowQPNs).
+type cmKey struct {
+	addr netip.Addr
+	id   uint32
+}
+
+// cmConn is a connection being set up.
+type cmConn struct {
+	a, b     netip.Addr
+	qpA, qpB uint32
+}
+
+// FlowTableCounters count what happened to entries.
+type FlowTableCounters struct {
+	Learned       int64 // entries created (data or CM)
+	LearnedCM     int64 // of which from a CM exchange
+	Aged          int64 // removed by the idle timeout
+	Evicted       int64 // replaced when the table was full
+	RemovedByCM   int64 // removed on a DREQ
+	LearnFailures int64 // packets (or CM messages) whose flow could not be learned: table full with NoReplace, or CM state full
+}
+
+// flowTable is the §5.2 flow table.
+type flowTable struct {
+	m        map[FlowKey]*flowEntry
+	byData   map[dataKey]*flowEntry
+	lru, ord list
+	free     *flowEntry
+	seq      uint64
+	counters FlowTableCounters
+
+	reqs map[cmKey]cmConn // REQ seen, keyed by (requester, its comm ID)
+	reps map[cmKey]cmConn // REP seen, keyed by (responder, its comm ID)
+}
+
+func newFlowTable() flowTable {
+	return flowTable{
+		m:      map[FlowKey]*flowEntry{},
+		byData: map[dataKey]*flowEntry{},
+		reqs:   map[cmKey]cmConn{},
+		reps:   map[cmKey]cmConn{},
+	}
+}
+
+func (t *flowTable) len() int { return len(t.m) }
+
+// touch marks e active now.
+func (t *flowTable) touch(e *flowEntry, now engine.Time) {
+	e.lastSeen = now
+	if t.lru.head != e {
+		t.lru.removeLRU(e)
+		t.lru.pushLRU(e)
+	}
+}
+
+// insert adds an entry for k, making room as the policy says. It returns
+// nil when the flow cannot be learned and the evicted entry, if any, which
+// the caller must finish with (queue lists, events) and then release.
+func (t *flowTable) insert(k FlowKey, now engine.Time, max int, pol Replacement) (e, evicted *flowEntry) {
+	if len(t.m) >= max {
+		var victim *flowEntry
+		switch pol {
+		case ReplaceLeastActive:
+			victim = t.lru.tail
+		case ReplaceOldest:
+			victim = t.ord.tail
+		}
+		if victim == nil {
+			t.counters.LearnFailures++
+			return nil, nil
+		}
+		t.unlink(victim)
+		t.counters.Evicted++
+		evicted = victim
+	}
+	e = t.free
+	if e != nil {
+		t.free = e.lruNext
+		*e = flowEntry{}
+	} else {
+		e = new(flowEntry)
+	}
+	t.seq++
+	*e = flowEntry{key: k, srcNode: -1, seq: t.seq, firstSeen: now, lastSeen: now,
+		port: -1, qIdx: -1, winStart: now, peakStart: now}
+	t.m[k] = e
+	t.byData[dataKey{k.Src, k.Dst, k.DstQP}] = e
+	t.lru.pushLRU(e)
+	t.ord.pushOrd(e)
+	t.counters.Learned++
+	return e, evicted
+}
+
+// unlink takes e out of the maps and lists (not out of its queue list).
+func (t *flowTable) unlink(e *flowEntry) {
+	delete(t.m, e.key)
+	dk := dataKey{e.key.Src, e.key.Dst, e.key.DstQP}
+	if t.byData[dk] == e {
+		delete(t.byData, dk)
+	}
+	t.lru.removeLRU(e)
+	t.ord.removeOrd(e)
+}
+
+// release returns an unlinked entry to the free list.
+func (t *flowTable) release(e *flowEntry) {
+	*e = flowEntry{}
+	e.lruNext = t.free
+	t.free = e
+}
+
+// cmPendingLimit bounds the connections being set up that the table
+// remembers, so that unanswered REQs cannot grow it without end.
+func cmPendingLimit(max int) int { return max }

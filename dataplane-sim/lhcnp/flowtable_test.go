@@ -1,0 +1,188 @@
+package lhcnp
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+var addrCmp = cmp.Comparer(func(a, b netip.Addr) bool { return a == b })
+
+func keys(s State) []FlowKey {
+	var out []FlowKey
+	for _, f := range s.FlowTable.Flows {
+		out = append(out, f.Key)
+	}
+	return out
+}
+
+func key(src, dst netip.Addr, sq, dq uint32) FlowKey {
+	return FlowKey{Src: src, Dst: dst, SrcQP: sq, DstQP: dq}
+}
+
+// TestFlowTableData checks learning from data packets (§5.2): one entry
+// per four-tuple, refreshed by every packet, replaced by policy when the
+// table is full (white paper §2.2.3), aged out when idle.
+func TestFlowTableData(t *testing.T) {
+	fA := key(addrSrc4, addrDst4, 100, 200)
+	fB := key(addrSrc4, addrDst4, 101, 201)
+	fC := key(addrSrc4, addrDst4, 102, 202)
+	for _, tt := range []struct {
+		desc      string
+		edit      func(c *FlowTableConfig)
+		want      []FlowKey // most recent first
+		wantCount FlowTableCounters
+		wantKinds []EventKind
+	}{
+		{desc: "lru replaces the least active", edit: func(c *FlowTableConfig) { c.MaxEntries = 2 },
+			want:      []FlowKey{fA, fC},
+			wantCount: FlowTableCounters{Learned: 3, Evicted: 1},
+			wantKinds: []EventKind{EventFlowLearned, EventFlowLearned, EventFlowEvicted, EventFlowLearned}},
+		// C replaces A, the oldest; A's next packet then replaces B: the
+		// reason LRU is the default.
+		{desc: "oldest replaces the first learned", edit: func(c *FlowTableConfig) { c.MaxEntries, c.Replacement = 2, ReplaceOldest },
+			want:      []FlowKey{fA, fC},
+			wantCount: FlowTableCounters{Learned: 4, Evicted: 2},
+			wantKinds: []EventKind{EventFlowLearned, EventFlowLearned, EventFlowEvicted, EventFlowLearned, EventFlowEvicted, EventFlowLearned}},
+		{desc: "no replace keeps the table", edit: func(c *FlowTableConfig) { c.MaxEntries, c.Replacement = 2, NoReplace },
+			want:      []FlowKey{fA, fB},
+			wantCount: FlowTableCounters{Learned: 2, LearnFailures: 10}, // C's 10 packets
+			wantKinds: []EventKind{EventFlowLearned, EventFlowLearned}},
+		{desc: "idle entries age out", edit: func(c *FlowTableConfig) { c.IdleTimeout = 200 * engine.Microsecond },
+			want:      []FlowKey{fA},
+			wantCount: FlowTableCounters{Learned: 3, Aged: 2},
+			wantKinds: []EventKind{EventFlowLearned, EventFlowLearned, EventFlowAged, EventFlowLearned, EventFlowAged}},
+		{desc: "no learning from data", edit: func(c *FlowTableConfig) { c.LearnFromData = false },
+			wantCount: FlowTableCounters{}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(1<<30, engine.Millisecond)
+			tt.edit(&cfg.FlowTable)
+			// A: endless from 0. B: 40 KB from 0 (done by ~40 µs). C: from 500 µs.
+			l := newLine(t, lineOpts{cfg1: &cfg, noRP: true})
+			if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: 101, DstQPN: 201, Bytes: 40_000}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: 102, DstQPN: 202, Bytes: 40_000, Start: 500 * engine.Microsecond}); err != nil {
+				t.Fatal(err)
+			}
+			l.sim.Run(900 * engine.Microsecond)
+			s := l.node1.State(true)
+			if diff := cmp.Diff(tt.want, keys(s), addrCmp); diff != "" {
+				t.Errorf("entries (-want, +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantCount, s.FlowTable.Counters); diff != "" {
+				t.Errorf("counters (-want, +got):\n%s", diff)
+			}
+			var kinds []EventKind
+			for _, e := range l.events1 {
+				kinds = append(kinds, e.Kind)
+			}
+			if diff := cmp.Diff(tt.wantKinds, kinds); diff != "" {
+				t.Errorf("events (-want, +got):\n%s", diff)
+			}
+			if len(tt.want) > 0 {
+				f := s.FlowTable.Flows[0]
+				if f.Packets == 0 || f.LastSeen <= f.FirstSeen || f.EgressPort != "n1:1" {
+					t.Errorf("entry not refreshed: %+v", f)
+				}
+			}
+		})
+	}
+}
+
+// cmFrame encodes a CM MAD from src to dst.
+func cmFrame(t *testing.T, src, dst netip.Addr, m wire.CMMessage) []byte {
+	t.Helper()
+	var buf [512]byte
+	m.Method = wire.MethodSend
+	n, err := (&wire.Encoder{}).CM(buf[:], &wire.Addressing{SrcIP: src, DstIP: dst}, 0, &m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf[:n]
+}
+
+// TestFlowTableCM checks learning from CM exchanges (white paper §2.2.1):
+// nothing before the RTU, both directions after it, refresh by data, a
+// REJ dropping the exchange, and removal of both directions on a DREQ
+// (§2.2.3).
+func TestFlowTableCM(t *testing.T) {
+	a, b := addrSrc4, addrDst4
+	req := wire.CMMessage{AttrID: wire.CMAttrREQ, LocalCommID: 7, LocalQPN: 100}
+	rep := wire.CMMessage{AttrID: wire.CMAttrREP, LocalCommID: 9, RemoteCommID: 7, LocalQPN: 200}
+	rtu := wire.CMMessage{AttrID: wire.CMAttrRTU, LocalCommID: 7, RemoteCommID: 9}
+	rej := wire.CMMessage{AttrID: wire.CMAttrREJ, LocalCommID: 9, RemoteCommID: 7}
+	dreq := wire.CMMessage{AttrID: wire.CMAttrDREQ, LocalCommID: 7, RemoteCommID: 9, RemoteQPN: 200}
+	fwd, rev := key(a, b, 100, 200), key(b, a, 200, 100)
+
+	type step struct {
+		from, to netip.Addr
+		m        wire.CMMessage
+	}
+	for _, tt := range []struct {
+		desc      string
+		steps     []step
+		want      []FlowKey
+		wantCount FlowTableCounters
+	}{
+		{desc: "req rep rtu", steps: []step{{a, b, req}, {b, a, rep}, {a, b, rtu}},
+			want: []FlowKey{rev, fwd}, wantCount: FlowTableCounters{Learned: 2, LearnedCM: 2}},
+		{desc: "no rtu, no entry", steps: []step{{a, b, req}, {b, a, rep}}},
+		{desc: "rej", steps: []step{{a, b, req}, {b, a, rej}, {b, a, rep}, {a, b, rtu}}},
+		{desc: "dreq removes both directions", steps: []step{{a, b, req}, {b, a, rep}, {a, b, rtu}, {a, b, dreq}},
+			wantCount: FlowTableCounters{Learned: 2, LearnedCM: 2, RemovedByCM: 2}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(1<<30, engine.Millisecond)
+			cfg.FlowTable.LearnFromData = false
+			l := newLine(t, lineOpts{cfg1: &cfg, noRP: true, flowBytes: 1})
+			for _, s := range tt.steps {
+				if err := l.node1.ObserveCM(cmFrame(t, s.from, s.to, s.m)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := l.node1.State(true)
+			if diff := cmp.Diff(tt.want, keys(s), addrCmp); diff != "" {
+				t.Errorf("entries (-want, +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantCount, s.FlowTable.Counters); diff != "" {
+				t.Errorf("counters (-want, +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("data refreshes a cm entry", func(t *testing.T) {
+		cfg := testConfig(1<<30, engine.Millisecond)
+		cfg.FlowTable.LearnFromData = false
+		l := newLine(t, lineOpts{cfg1: &cfg, noRP: true, flowBytes: 100_000})
+		for _, s := range []step{{a, b, req}, {b, a, rep}, {a, b, rtu}} {
+			if err := l.node1.ObserveCM(cmFrame(t, s.from, s.to, s.m)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.sim.Run(200 * engine.Microsecond)
+		f, ok := l.node1.Flow(fwd)
+		if !ok || f.Learned != LearnedFromCM || f.Packets == 0 || f.EgressPort != "n1:1" {
+			t.Errorf("forward entry %+v, %v: want it learned from cm and refreshed by data", f, ok)
+		}
+		if c := l.node1.State(false).FlowTable.Counters; c.Learned != 2 {
+			t.Errorf("learned %d, want 2 (data must not learn a second entry)", c.Learned)
+		}
+	})
+
+	t.Run("not a cm frame", func(t *testing.T) {
+		cfg := testConfig(1<<30, engine.Millisecond)
+		l := newLine(t, lineOpts{cfg1: &cfg, noRP: true})
+		if err := l.node1.ObserveCM([]byte{1, 2, 3}); err == nil {
+			t.Error("no error for a truncated frame")
+		}
+		if c := l.node1.State(false).Counters; c.CMErrors != 1 {
+			t.Errorf("cm errors %d", c.CMErrors)
+		}
+	})
+}

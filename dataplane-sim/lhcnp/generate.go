@@ -1,0 +1,310 @@
+package lhcnp
+
+import (
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// The severity scale (docs/longhaul.md). Congestion Level is 0-255 (§6.1);
+// the node anchors it to its thresholds so that the level means the same
+// on every port whatever its K_max:
+//
+//	QD = 0      -> 0
+//	QD = K_min  -> 42.5   (one sixth of the scale)
+//	QD = K_max  -> 170    (two thirds: the second-level threshold)
+//	above K_max -> 170 + 255 * (QD - K_max) / K_max, capped at 255
+//
+// linear in between. With the §7 numbers (K_max 125 MB, K_min 62.5 MB) a
+// queue of 130 MB gives 180 and one of 30 MB gives 20, the levels of §7
+// steps 4 and 8. EMR and QGR triggers scale the same way around their own
+// thresholds: level = 170 * metric / threshold, capped at 255.
+const (
+	levelAtKMin = 42.5
+	levelAtKMax = 170.0
+)
+
+// levelQD maps a queue depth to a congestion level.
+func levelQD(qd, kmin, kmax int64) uint8 {
+	var l float64
+	switch {
+	case qd <= 0 || kmax <= 0:
+		return 0
+	case qd <= kmin:
+		l = levelAtKMin * float64(qd) / float64(kmin)
+	case qd <= kmax:
+		l = levelAtKMin + (levelAtKMax-levelAtKMin)*float64(qd-kmin)/float64(kmax-kmin)
+	default:
+		l = levelAtKMax + 255*float64(qd-kmax)/float64(kmax)
+	}
+	return clampLevel(l)
+}
+
+// levelRatio maps a metric against its trigger threshold.
+func levelRatio(v, threshold float64) uint8 {
+	if threshold <= 0 || v <= 0 {
+		return 0
+	}
+	return clampLevel(levelAtKMax * v / threshold)
+}
+
+func clampLevel(l float64) uint8 {
+	l = math.Round(l)
+	switch {
+	case l <= 0:
+		return 0
+	case l >= 255:
+		return 255
+	}
+	return uint8(l)
+}
+
+// metric returns the metric type and value of t at the queue (§10.4 units:
+// QD in kilobytes of 1000 bytes, QGR in kilobytes per millisecond, EMR in
+// percent, RTT in microseconds), capped at 24 bits.
+func metric(ps *portState, q *queueState, t wire.MetricType) (wire.MetricType, uint32) {
+	var v int64
+	switch t {
+	case wire.MetricQueueDepth:
+		v = q.qd / 1000
+	case wire.MetricQueueGrowth:
+		v = max(0, q.qgr) / 1_000_000
+	case wire.MetricECNMarkingRate:
+		v = int64(math.Round(q.emr))
+	case wire.MetricRTT:
+		v = int64(ps.rtt / engine.Microsecond)
+	default:
+		return t, 0
+	}
+	return t, uint32(min(max(v, 0), wire.MaxMetricValue))
+}
+
+// severity returns the congestion level and the metric of a trigger.
+func (n *Node) severity(ps *portState, q *queueState, t Trigger) (uint8, wire.MetricType, uint32) {
+	var level uint8
+	mt := wire.MetricQueueDepth
+	switch t {
+	case TriggerQD, TriggerResume:
+		level = levelQD(q.qd, q.kmin, q.kmax)
+	case TriggerQGR:
+		level = levelRatio(float64(q.qgr), float64(q.cfg.VGrowthBytesPerSec))
+		mt = wire.MetricQueueGrowth
+	case TriggerEMR:
+		level = levelRatio(q.emr, q.cfg.VECNPercent)
+		mt = wire.MetricECNMarkingRate
+	}
+	if !n.cfg.MetricDisclosure {
+		// §9 Information Disclosure: both MUST be zero.
+		return level, 0, 0
+	}
+	if n.cfg.MetricType != wire.MetricUnspecified {
+		mt = n.cfg.MetricType
+	}
+	mt, mv := metric(ps, q, mt)
+	return level, mt, mv
+}
+
+// policy chooses the action of a non-escalated notification (§5.5.1):
+// Pause at or above PauseLevel, the default action below.
+func policy(a *ActionPolicy, level int) (wire.Action, uint16) {
+	act := a.DefaultAction
+	if level >= a.PauseLevel {
+		act = wire.ActionPause
+	}
+	return act, parameter(a, act)
+}
+
+// escalationAction returns the stricter action of an escalation (§5.7):
+// the configured one; a Rate Reduce escalation doubles the percentage.
+func escalationAction(a *ActionPolicy, act wire.Action) (wire.Action, uint16) {
+	if act == wire.ActionRateReduce {
+		return act, min(100, 2*a.RateReducePercent)
+	}
+	return act, parameter(a, act)
+}
+
+func parameter(a *ActionPolicy, act wire.Action) uint16 {
+	switch act {
+	case wire.ActionRateReduce:
+		return a.RateReducePercent
+	case wire.ActionPause:
+		return uint16(a.PauseDuration / engine.Microsecond)
+	case wire.ActionResume:
+		return a.ResumePercent
+	}
+	return 0
+}
+
+// roceUDPSrcPort is the UDP source port of a RoCEv2-format notification,
+// derived from the QP as RoCEv2 stacks derive their entropy port; the
+// reaction point recomputes it when it rebuilds the frame.
+func roceUDPSrcPort(qp uint32) uint16 { return 0xC000 | uint16(qp&0x3FFF) }
+
+// chooseFormat picks the format for a source (§4: IPv4 sources need the
+// RoCEv2 format; §10.5: RoCEv2 only to configured receivers).
+func (n *Node) chooseFormat(src netip.Addr) Format {
+	if n.cfg.FormatRoCEv2 {
+		for _, p := range n.cfg.RoCEv2Receivers {
+			if p.Contains(src) {
+				return FormatRoCEv2
+			}
+		}
+	}
+	if n.cfg.FormatICMPv6 && src.Is6() && !src.Is4In6() {
+		return FormatICMPv6
+	}
+	return FormatNone
+}
+
+// sourceAddr returns the IP source of notifications to dst.
+func (n *Node) sourceAddr(dst netip.Addr) netip.Addr {
+	if a := n.cfg.SourceAddress; a.IsValid() && a.Is4() == dst.Is4() {
+		return a
+	}
+	if a := n.sw.Addr(); a.IsValid() && a.Is4() == dst.Is4() {
+		return a
+	}
+	return netip.Addr{}
+}
+
+// send encodes m for flow e and unicasts it to the flow's source (§5.5
+// steps 2-5). It reports whether the packet left.
+func (n *Node) send(ps *portState, q *queueState, e *flowEntry, m *wire.LongHaul, t Trigger, escalated bool, now engine.Time) bool {
+	dst := e.key.Src
+	if e.srcNode < 0 {
+		if id, ok := n.nodeOf(dst); ok {
+			e.srcNode = id
+		}
+	}
+	src := n.sourceAddr(dst)
+	if e.srcNode < 0 || !src.IsValid() {
+		n.counters.NoAddress++
+		return false
+	}
+	f := n.chooseFormat(dst)
+	if f == FormatNone {
+		n.counters.NoFormat++
+		return false
+	}
+	a := wire.Addressing{SrcIP: src, DstIP: dst, TOS: n.cfg.CNPDSCP << 2}
+	m.Objects = n.objects(now)
+	hdr, size, ok := n.encode(f, &a, m)
+	if !ok && len(m.Objects) > 0 {
+		n.counters.ObjectsOmitted++
+		m.Objects = nil
+		hdr, size, ok = n.encode(f, &a, m)
+	}
+	if !ok {
+		n.counters.EncodeErrors++
+		return false
+	}
+	p := n.net.NewPacket()
+	p.SizeBytes = int32(size + 4) // + FCS
+	p.Src, p.Dst = n.sw.ID(), e.srcNode
+	p.Flow = netsim.NoFlow
+	p.Prio = n.cfg.CNPPrio
+	p.ECN = netsim.ECNNotECT
+	p.Kind = netsim.KindOther
+	if f == FormatRoCEv2 {
+		p.Kind = netsim.KindRoCE
+	}
+	p.HdrLen = uint8(copy(p.Hdr[:], hdr))
+	if !n.sw.Send(p) {
+		n.counters.NoRoute++
+		return false
+	}
+
+	ps.counters.NotificationsSent++
+	switch m.Action {
+	case wire.ActionNotify:
+		q.counters.SentNotify++
+	case wire.ActionPause:
+		q.counters.SentPause++
+	case wire.ActionRateReduce:
+		q.counters.SentRateReduce++
+	case wire.ActionResume:
+		q.counters.SentResume++
+	}
+	if f == FormatICMPv6 {
+		q.counters.SentICMPv6++
+	} else {
+		q.counters.SentRoCEv2++
+	}
+	e.lastCNP, e.hasCNP = now, true
+	e.notifications++
+	e.lastAction, e.lastLevel = m.Action, m.CongLevel
+	switch m.Action {
+	case wire.ActionPause, wire.ActionRateReduce:
+		e.needResume = true
+		if q.below {
+			n.scheduleResume(ps, q)
+		}
+	case wire.ActionResume:
+		e.needResume = false
+	}
+	q.last = LastCNP{Time: now, Valid: true, Format: f, Action: m.Action, Parameter: m.Parameter,
+		CongLevel: m.CongLevel, MetricType: m.MetricType, MetricValue: m.MetricValue,
+		Trigger: t, Escalated: escalated, Flow: e.key}
+	n.emit(Event{Kind: EventCNPSent, Time: now, Port: ps.name, Queue: q.prio, Flow: e.key, Format: f,
+		Action: m.Action, Parameter: m.Parameter, CongLevel: m.CongLevel, MetricType: m.MetricType,
+		MetricValue: m.MetricValue, Trigger: t, Escalated: escalated})
+	return true
+}
+
+// objects returns the extension objects the configuration asks for, in
+// the node's own buffers (no allocation).
+func (n *Node) objects(now engine.Time) []wire.ExtObject {
+	k := 0
+	if n.cfg.DeviceID != "" {
+		n.objs[k] = wire.ExtObject{CType: wire.CTypeDeviceID, Data: n.devID}
+		k++
+	}
+	if n.cfg.TimestampObject {
+		v := wire.NTPTime(time.Unix(0, int64(now)))
+		for i := range 8 {
+			n.tsBuf[i] = byte(v >> (56 - 8*i))
+		}
+		n.objs[k] = wire.ExtObject{CType: wire.CTypeTimestamp, Data: n.tsBuf[:]}
+		k++
+	}
+	return n.objs[:k]
+}
+
+// encode builds the whole frame with wire.Encoder and returns the part a
+// netsim packet carries in Hdr (for RoCEv2 the BTH through the ICRC, for
+// ICMPv6 the ICMPv6 message) and the frame length. ok is false when the
+// encoder fails or the part does not fit in netsim.HdrCap.
+func (n *Node) encode(f Format, a *wire.Addressing, m *wire.LongHaul) (hdr []byte, size int, ok bool) {
+	enc := wire.Encoder{CodePoints: n.cfg.CodePoints}
+	ipLen := 40
+	if a.SrcIP.Is4() {
+		ipLen = 20
+	}
+	var err error
+	var start, length int
+	if f == FormatRoCEv2 {
+		a.SrcPort = roceUDPSrcPort(m.SourceQP)
+		c := wire.CNP{DestQP: m.SourceQP, PKey: n.cfg.PartitionKey}
+		size, err = enc.LongHaulRoCE(n.buf[:], a, &c, m)
+		start, length = wire.EthernetLen+ipLen+wire.UDPLen, wire.BTHLen+m.Len()+wire.ICRCLen
+	} else {
+		size, err = enc.LongHaulICMPv6(n.buf[:], a, m)
+		start, length = wire.EthernetLen+ipLen, 4+m.Len()
+	}
+	if err != nil || length > netsim.HdrCap {
+		return nil, 0, false
+	}
+	return n.buf[start : start+length], size, true
+}
+
+// emit delivers an event to the callback, if any.
+func (n *Node) emit(ev Event) {
+	if n.opts.onEvent != nil {
+		ev.Node = n.sw.Name()
+		n.opts.onEvent(ev)
+	}
+}

@@ -1,0 +1,196 @@
+package lhcnp
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// line is the test topology src -> n1 -> n2 -> dst:
+//
+//	src --(srcRate, 1µs)-- n1 --(midRate, midDelay)-- n2 --(dstRate, 1µs)-- dst
+type line struct {
+	sim              *engine.Sim
+	net              *netsim.Network
+	src, dst         *netsim.Host
+	n1, n2, rogue    *netsim.Switch
+	n1Out, n2Out     *netsim.Port // egress towards dst
+	flow             *netsim.Flow
+	node1, node2     *Node
+	rp               *ReactionPoint
+	events1, events2 []Event
+}
+
+type lineOpts struct {
+	v6                        bool
+	srcRate, midRate, dstRate int64
+	midDelay                  engine.Time
+	dcqcn                     bool
+	flowBytes                 int64
+	cfg1, cfg2                *Config // nil: no node on that switch
+	rc                        ReactionConfig
+	noRP                      bool
+	rogue                     bool // a switch hanging off n1 whose address is not trusted
+}
+
+var (
+	addrSrc4 = netip.MustParseAddr("10.0.0.1")
+	addrN14  = netip.MustParseAddr("10.0.1.1")
+	addrN24  = netip.MustParseAddr("10.0.2.1")
+	addrDst4 = netip.MustParseAddr("10.0.0.4")
+	addrRog4 = netip.MustParseAddr("10.9.9.9")
+	addrSrc6 = netip.MustParseAddr("2001:db8::1")
+	addrN16  = netip.MustParseAddr("2001:db8:1::1")
+	addrN26  = netip.MustParseAddr("2001:db8:2::1")
+	addrDst6 = netip.MustParseAddr("2001:db8::4")
+	addrRog6 = netip.MustParseAddr("2001:db8:9::9")
+)
+
+func newLine(t testing.TB, o lineOpts) *line {
+	t.Helper()
+	l := &line{sim: engine.New(engine.WithSeed(1))}
+	l.net = netsim.New(l.sim)
+	hc := netsim.DefaultHostConfig()
+	if !o.dcqcn {
+		hc.DCQCN.Enabled = false
+		hc.NP.Disabled = true
+	}
+	as, a1, a2, ad, ar := addrSrc4, addrN14, addrN24, addrDst4, addrRog4
+	if o.v6 {
+		as, a1, a2, ad, ar = addrSrc6, addrN16, addrN26, addrDst6, addrRog6
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	l.src, err = l.net.AddHost("src", as, hc)
+	must(err)
+	l.dst, err = l.net.AddHost("dst", ad, hc)
+	must(err)
+	l.n1, err = l.net.AddSwitch("n1", a1, netsim.SwitchConfig{})
+	must(err)
+	l.n2, err = l.net.AddSwitch("n2", a2, netsim.SwitchConfig{})
+	must(err)
+	if o.srcRate == 0 {
+		o.srcRate = 10e9
+	}
+	if o.midRate == 0 {
+		o.midRate = o.srcRate
+	}
+	if o.dstRate == 0 {
+		o.dstRate = o.midRate
+	}
+	if o.midDelay == 0 {
+		o.midDelay = 100 * engine.Microsecond
+	}
+	_, _, err = l.net.Connect(l.src, l.n1, netsim.LinkConfig{RateBps: o.srcRate, Delay: engine.Microsecond})
+	must(err)
+	l.n1Out, _, err = l.net.Connect(l.n1, l.n2, netsim.LinkConfig{RateBps: o.midRate, Delay: o.midDelay})
+	must(err)
+	l.n2Out, _, err = l.net.Connect(l.n2, l.dst, netsim.LinkConfig{RateBps: o.dstRate, Delay: engine.Microsecond})
+	must(err)
+	if o.rogue {
+		l.rogue, err = l.net.AddSwitch("rogue", ar, netsim.SwitchConfig{})
+		must(err)
+		_, _, err = l.net.Connect(l.rogue, l.n1, netsim.LinkConfig{RateBps: o.srcRate, Delay: engine.Microsecond})
+		must(err)
+	}
+	l.net.ComputeRoutes()
+	l.flow, err = l.net.AddFlow(netsim.FlowConfig{Name: "f", Src: l.src, Dst: l.dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowBytes})
+	must(err)
+	if o.cfg1 != nil {
+		l.node1, err = Attach(l.net, l.n1, *o.cfg1, WithEvents(func(e Event) { l.events1 = append(l.events1, e) }))
+		must(err)
+	}
+	if o.cfg2 != nil {
+		l.node2, err = Attach(l.net, l.n2, *o.cfg2, WithEvents(func(e Event) { l.events2 = append(l.events2, e) }))
+		must(err)
+	}
+	if !o.noRP {
+		rc := o.rc
+		if rc.RTTEst == 0 {
+			rc = DefaultReactionConfig()
+			rc.TrustedSources = trusted(o.v6)
+		}
+		l.rp, err = NewReactionPoint(l.net, rc)
+		must(err)
+		l.rp.Attach(l.src)
+	}
+	return l
+}
+
+// trusted returns the prefix of the two nodes' addresses.
+func trusted(v6 bool) []netip.Prefix {
+	if v6 {
+		return []netip.Prefix{netip.MustParsePrefix("2001:db8:1::/48"), netip.MustParsePrefix("2001:db8:2::/48")}
+	}
+	return []netip.Prefix{netip.MustParsePrefix("10.0.1.0/24"), netip.MustParsePrefix("10.0.2.0/24")}
+}
+
+// testConfig is an enabled node with small explicit thresholds, the
+// RoCEv2 format to every source and both other triggers off.
+func testConfig(kmax int64, rtt engine.Time) Config {
+	c := DefaultConfig()
+	c.Enabled = true
+	c.FormatRoCEv2 = true
+	c.FormatICMPv6 = true
+	c.RoCEv2Receivers = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
+	c.Interface.RTTEst = rtt
+	q := &c.Interface.Queue
+	q.KMaxMode = KMaxExplicit
+	q.KMaxBytes = kmax
+	q.VECNPercent = 0
+	q.VGrowthBytesPerSec = 0
+	return c
+}
+
+func eventsOf(evs []Event, k EventKind) []Event {
+	var out []Event
+	for _, e := range evs {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// craft builds a netsim packet holding a Long-haul CNP from node `from`
+// to host `to`, as Node.send does.
+func craft(t testing.TB, n *netsim.Network, from netsim.Node, to *netsim.Host, f Format, m wire.LongHaul) *netsim.Packet {
+	t.Helper()
+	a := wire.Addressing{SrcIP: from.Addr(), DstIP: to.Addr()}
+	var buf [256]byte
+	enc := wire.Encoder{}
+	ipLen := 40
+	if a.SrcIP.Is4() {
+		ipLen = 20
+	}
+	var start, length int
+	var err error
+	p := n.NewPacket()
+	if f == FormatRoCEv2 {
+		a.SrcPort = roceUDPSrcPort(m.SourceQP)
+		c := wire.CNP{DestQP: m.SourceQP}
+		_, err = enc.LongHaulRoCE(buf[:], &a, &c, &m)
+		start, length = wire.EthernetLen+ipLen+wire.UDPLen, wire.BTHLen+m.Len()+wire.ICRCLen
+		p.Kind = netsim.KindRoCE
+	} else {
+		_, err = enc.LongHaulICMPv6(buf[:], &a, &m)
+		start, length = wire.EthernetLen+ipLen, 4+m.Len()
+		p.Kind = netsim.KindOther
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Src, p.Dst = from.ID(), to.ID()
+	p.Flow = netsim.NoFlow
+	p.SizeBytes = 80
+	p.HdrLen = uint8(copy(p.Hdr[:], buf[start:start+length]))
+	return p
+}

@@ -1,0 +1,382 @@
+package lhcnp
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// TestEndToEndRateReduce runs a congested line (10 Gb/s into 5 Gb/s) with
+// a node on n1, in both formats: the node sends Rate Reduce 30 on QD >
+// K_max, the frame crosses the network, the source decodes it and cuts
+// the QP's rate by 30%.
+func TestEndToEndRateReduce(t *testing.T) {
+	for _, tt := range []struct {
+		desc   string
+		v6     bool
+		icmp   bool
+		format Format
+	}{
+		{desc: "rocev2 over ipv4", format: FormatRoCEv2},
+		{desc: "rocev2 over ipv6", v6: true, format: FormatRoCEv2},
+		{desc: "icmpv6", v6: true, icmp: true, format: FormatICMPv6},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(200_000, 400*engine.Microsecond)
+			if tt.icmp {
+				cfg.FormatRoCEv2 = false
+			}
+			l := newLine(t, lineOpts{v6: tt.v6, srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+			l.sim.Run(2 * engine.Millisecond)
+			sent := eventsOf(l.events1, EventCNPSent)
+			if len(sent) == 0 {
+				t.Fatalf("no notification sent; state %+v", l.node1.State(false).Ports[1].Queues[0])
+			}
+			first := sent[0]
+			if first.Format != tt.format || first.Action != wire.ActionRateReduce || first.Parameter != 30 ||
+				first.Trigger != TriggerQD || first.MetricType != wire.MetricQueueDepth || first.Flow.SrcQP != 100 {
+				t.Errorf("first notification %+v", first)
+			}
+			if first.MetricValue < 200 || first.CongLevel < 170 {
+				t.Errorf("metric %d KB level %d, want >= 200 KB and level >= 170 above K_max", first.MetricValue, first.CongLevel)
+			}
+			c := l.rp.Counters()
+			if c.AcceptedRateReduce == 0 || c.Malformed != 0 || c.Untrusted != 0 {
+				t.Fatalf("reaction counters %+v", c)
+			}
+			r, ok := l.rp.QP(l.flow.Sender)
+			if !ok || !r.Reduced || r.NormalBps != 10e9 {
+				t.Fatalf("qp reaction %+v", r)
+			}
+			if got := l.flow.Sender.RateBps(); got >= 10e9*7/10+1 {
+				t.Errorf("rate %d after rate reduce, want <= 7 Gb/s", got)
+			}
+		})
+	}
+}
+
+// TestThresholdsSection7 checks §5.3.2 with the numbers of §7 step 2:
+// K_max = max(64KB, 1.0 * 100e9 * 0.010 / 8) = 125 MB and K_min = 62.5 MB,
+// programmed into the port's ECN marking (the first-level response), and
+// the floor, explicit and K_min < K_max cases.
+func TestThresholdsSection7(t *testing.T) {
+	for _, tt := range []struct {
+		desc               string
+		rate               int64
+		edit               func(q *QueueConfig)
+		wantKMax, wantKMin int64
+	}{
+		{desc: "§7: 100 Gb/s, 10 ms", rate: 100e9, wantKMax: 125_000_000, wantKMin: 62_500_000},
+		{desc: "alpha 0.5", rate: 100e9, edit: func(q *QueueConfig) { q.Alpha = 0.5 }, wantKMax: 62_500_000, wantKMin: 31_250_000},
+		{desc: "k_base floor", rate: 1e6, wantKMax: 65536, wantKMin: 32768},
+		{desc: "explicit k_max", rate: 100e9, edit: func(q *QueueConfig) { q.KMaxMode, q.KMaxBytes = KMaxExplicit, 1000 }, wantKMax: 1000, wantKMin: 500},
+		{desc: "explicit k_min", rate: 100e9, edit: func(q *QueueConfig) { q.KMinMode, q.KMinBytes = KMinExplicit, 1000 }, wantKMax: 125_000_000, wantKMin: 1000},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Enabled, cfg.FormatRoCEv2 = true, true
+			cfg.Interface.RTTEst = 10 * engine.Millisecond
+			if tt.edit != nil {
+				tt.edit(&cfg.Interface.Queue)
+			}
+			l := newLine(t, lineOpts{srcRate: tt.rate, cfg1: &cfg, noRP: true})
+			q := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0]
+			if q.KMaxBytes != tt.wantKMax || q.KMinBytes != tt.wantKMin {
+				t.Errorf("K_max %d K_min %d, want %d %d", q.KMaxBytes, q.KMinBytes, tt.wantKMax, tt.wantKMin)
+			}
+			ecn := l.n1Out.Config().ECN[0]
+			if !ecn.Enabled || ecn.KMaxBytes != tt.wantKMax || ecn.KMinBytes != tt.wantKMin || ecn.PMax != 0.2 {
+				t.Errorf("port ecn %+v", ecn)
+			}
+		})
+	}
+}
+
+// TestKMaxRecompute checks that K_max follows RTT_est (probed from the
+// link, reported, or configured) and the port rate (§5.3.2: SHOULD
+// recalculate upon RTT_est changes).
+func TestKMaxRecompute(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Enabled, cfg.FormatRoCEv2 = true, true
+	cfg.Interface.RTTSource = RTTProbed
+	l := newLine(t, lineOpts{srcRate: 10e9, midDelay: 500 * engine.Microsecond, cfg1: &cfg, noRP: true})
+	kmax := func() int64 { return l.node1.State(false).Ports[l.n1Out.Index()].Queues[0].KMaxBytes }
+	// Probed: 2 x 500 µs plus two 64-byte probes at 10 Gb/s (51.2 ns each).
+	rtt := engine.Millisecond + 2*engine.TxTime(64, 10e9)
+	want := int64(10e9 * rtt.Seconds() / 8)
+	if got := kmax(); got != want {
+		t.Fatalf("probed K_max %d, want %d", got, want)
+	}
+	// The link gets longer: noticed at the next packet.
+	l.n1Out.Out().SetDelay(5 * engine.Millisecond)
+	l.sim.Run(100 * engine.Microsecond)
+	rtt = 10*engine.Millisecond + 2*engine.TxTime(64, 10e9)
+	if got, want := kmax(), int64(10e9*rtt.Seconds()/8); got != want {
+		t.Errorf("after delay change K_max %d, want %d", got, want)
+	}
+	if st := l.node1.State(false).Ports[l.n1Out.Index()]; st.RTTUpdates != 1 || st.RTTEst != rtt {
+		t.Errorf("rtt updates %d rtt %v", st.RTTUpdates, st.RTTEst)
+	}
+	// The port slows down: LinkChanged recomputes at once.
+	l.n1Out.Out().SetRateBps(1e9)
+	l.node1.LinkChanged(l.n1Out)
+	rtt = 10*engine.Millisecond + 2*engine.TxTime(64, 1e9)
+	if got, want := kmax(), int64(1e9*rtt.Seconds()/8); got != want {
+		t.Errorf("after rate change K_max %d, want %d", got, want)
+	}
+	if ecn := l.n1Out.Config().ECN[0]; ecn.KMaxBytes != kmax() || ecn.KMinBytes != kmax()/2 {
+		t.Errorf("port ecn not reprogrammed: %+v", ecn)
+	}
+	// Reported RTT.
+	cfg.Interface.RTTSource = RTTReported
+	if err := l.node1.ApplyConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := kmax(), int64(1e9*0.001/8); got != want {
+		t.Errorf("reported source before a report: K_max %d, want %d (configured 1 ms)", got, want)
+	}
+	if err := l.node1.ReportRTT(l.n1Out, 20*engine.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := kmax(), int64(1e9*0.020/8); got != want {
+		t.Errorf("after report K_max %d, want %d", got, want)
+	}
+}
+
+// TestSeverityMapping checks the documented severity → level and action
+// mapping on the numbers of §7 steps 4 and 8.
+func TestSeverityMapping(t *testing.T) {
+	const kmax, kmin = 125_000_000, 62_500_000
+	for _, tt := range []struct {
+		qd   int64
+		want uint8
+	}{
+		{0, 0}, {30_000_000, 20}, {kmin, 43}, {kmax, 170}, {130_000_000, 180}, {kmax + kmax/3, 255}, {10 * kmax, 255},
+	} {
+		if got := levelQD(tt.qd, kmin, kmax); got != tt.want {
+			t.Errorf("levelQD(%d) = %d, want %d", tt.qd, got, tt.want)
+		}
+	}
+	a := DefaultQueueConfig().Action
+	if act, p := policy(&a, 180); act != wire.ActionRateReduce || p != 30 {
+		t.Errorf("level 180: %v %d, want rate-reduce 30 (§7 step 4)", act, p)
+	}
+	if act, p := policy(&a, 224); act != wire.ActionPause || p != 1000 {
+		t.Errorf("level 224: %v %d, want pause 1000 µs", act, p)
+	}
+	if _, v := metric(&portState{}, &queueState{qd: 130_000_000}, wire.MetricQueueDepth); v != 130000 {
+		t.Errorf("metric value %d, want 130000 KB (§7 step 4)", v)
+	}
+	if _, v := metric(&portState{}, &queueState{qd: 30_000_000}, wire.MetricQueueDepth); v != 30000 {
+		t.Errorf("metric value %d, want 30000 KB (§7 step 8)", v)
+	}
+	if _, v := metric(&portState{}, &queueState{qgr: 625_000_000}, wire.MetricQueueGrowth); v != 625 {
+		t.Errorf("qgr metric %d, want 625 KB/ms", v)
+	}
+}
+
+// TestTriggers runs each second-level condition of §5.4 alone and checks
+// the reported metric and the trigger counters; and checks that between
+// K_min and K_max only ECN marking happens (first level).
+func TestTriggers(t *testing.T) {
+	for _, tt := range []struct {
+		desc     string
+		edit     func(q *QueueConfig)
+		want     Trigger
+		wantType wire.MetricType
+		count    func(c QueueCounters) int64
+	}{
+		{desc: "qd above k_max", want: TriggerQD, wantType: wire.MetricQueueDepth,
+			count: func(c QueueCounters) int64 { return c.QDTriggers }},
+		{desc: "emr above v_ecn", edit: func(q *QueueConfig) {
+			q.KMaxBytes, q.KMinMode, q.KMinBytes, q.PMax, q.VECNPercent = 400_000, KMinExplicit, 20_000, 1, 10
+		}, want: TriggerEMR, wantType: wire.MetricECNMarkingRate,
+			count: func(c QueueCounters) int64 { return c.EMRTriggers }},
+		{desc: "qgr above v_growth", edit: func(q *QueueConfig) {
+			q.KMaxBytes, q.VGrowthBytesPerSec = 400_000, 100_000_000
+		}, want: TriggerQGR, wantType: wire.MetricQueueGrowth,
+			count: func(c QueueCounters) int64 { return c.QGRTriggers }},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(200_000, 400*engine.Microsecond)
+			if tt.edit != nil {
+				tt.edit(&cfg.Interface.Queue)
+			}
+			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+			l.sim.Run(2 * engine.Millisecond)
+			sent := eventsOf(l.events1, EventCNPSent)
+			if len(sent) == 0 {
+				t.Fatal("nothing sent")
+			}
+			if sent[0].Trigger != tt.want || sent[0].MetricType != tt.wantType {
+				t.Errorf("first notification: trigger %v metric %v, want %v %v", sent[0].Trigger, sent[0].MetricType, tt.want, tt.wantType)
+			}
+			c := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0].Counters
+			if tt.count(c) == 0 {
+				t.Errorf("trigger not counted: %+v", c)
+			}
+		})
+	}
+	t.Run("first level only", func(t *testing.T) {
+		// K_min 20 KB, K_max 4 MB: the queue marks but never triggers.
+		cfg := testConfig(4_000_000, 400*engine.Microsecond)
+		cfg.Interface.Queue.KMinMode, cfg.Interface.Queue.KMinBytes = KMinExplicit, 20_000
+		cfg.Interface.Queue.PMax = 1
+		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+		l.sim.Run(2 * engine.Millisecond)
+		c := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0].Counters
+		if c.ECNMarked == 0 || len(eventsOf(l.events1, EventCNPSent)) != 0 {
+			t.Errorf("marked %d, sent %d: want marks and no notification", c.ECNMarked, len(eventsOf(l.events1, EventCNPSent)))
+		}
+	})
+}
+
+// TestRateLimits checks the per-flow minimum interval (§5.5, §9: RTT_est
+// by default) and the per-port token bucket (§9).
+func TestRateLimits(t *testing.T) {
+	t.Run("per flow", func(t *testing.T) {
+		cfg := testConfig(100_000, 300*engine.Microsecond)
+		cfg.Interface.Queue.Action.ResumeEnabled = false
+		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 2e9, cfg1: &cfg})
+		l.sim.Run(5 * engine.Millisecond)
+		sent := eventsOf(l.events1, EventCNPSent)
+		if len(sent) < 2 {
+			t.Fatalf("%d notifications, want several", len(sent))
+		}
+		for i := 1; i < len(sent); i++ {
+			if d := sent[i].Time - sent[i-1].Time; d < 300*engine.Microsecond {
+				t.Errorf("notifications %d and %d %v apart, below RTT_est 300µs", i-1, i, d)
+			}
+		}
+		if c := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0].Counters; c.SuppressedFlowInterval == 0 {
+			t.Errorf("no suppression counted: %+v", c)
+		}
+	})
+	t.Run("per port", func(t *testing.T) {
+		cfg := testConfig(100_000, 300*engine.Microsecond)
+		cfg.Interface.Queue.MinCNPInterval = engine.Microsecond
+		cfg.Interface.Queue.Action.ResumeEnabled = false
+		cfg.Interface.CNPRatePerSec, cfg.Interface.CNPBurst = 1000, 2
+		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 2e9, cfg1: &cfg})
+		l.sim.Run(5 * engine.Millisecond)
+		sent := len(eventsOf(l.events1, EventCNPSent))
+		// Burst 2 plus 1000/s over 5 ms.
+		if sent < 2 || sent > 2+5 {
+			t.Errorf("%d notifications in 5 ms, want 2..7", sent)
+		}
+		st := l.node1.State(false).Ports[l.n1Out.Index()]
+		if st.Counters.SuppressedPortLimit == 0 || st.Queues[0].Counters.SuppressedPortLimit == 0 {
+			t.Errorf("no port-limit suppression counted: %+v", st.Counters)
+		}
+	})
+}
+
+// TestResumeAfterKMinHold checks that Resume goes only to flows the node
+// slowed, after QD stayed below K_min for the hold time (RTT_est), with
+// the configured percentage and a level from QD (§5.5.1).
+func TestResumeAfterKMinHold(t *testing.T) {
+	const rtt = 500 * engine.Microsecond
+	cfg := testConfig(200_000, rtt)
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+	type sample struct {
+		t  engine.Time
+		qd int64
+	}
+	var samples []sample
+	l.sim.Every(0, engine.Microsecond, func(now engine.Time) {
+		samples = append(samples, sample{now, l.n1Out.QueueBytes(0)})
+	})
+	l.sim.Run(6 * engine.Millisecond)
+	var resumes int
+	for _, e := range eventsOf(l.events1, EventCNPSent) {
+		if e.Action != wire.ActionResume {
+			continue
+		}
+		resumes++
+		if e.Parameter != 50 || e.MetricType != wire.MetricQueueDepth || e.CongLevel > 43 {
+			t.Errorf("resume %+v: want parameter 50, queue-depth metric, level below K_min's 43", e)
+		}
+		for _, s := range samples {
+			if s.t > e.Time-rtt && s.t < e.Time && s.qd >= 100_000 {
+				t.Fatalf("resume at %v but QD %d >= K_min at %v, within the hold", e.Time, s.qd, s.t)
+			}
+		}
+	}
+	if resumes == 0 {
+		t.Fatal("no resume sent")
+	}
+	if c := l.rp.Counters(); c.AcceptedResume == 0 {
+		t.Errorf("source accepted no resume: %+v", c)
+	}
+}
+
+// TestMetricDisclosure checks §9 Information Disclosure: with disclosure
+// off, Metric Type and Congestion Metric Value are zero and the action
+// still goes out.
+func TestMetricDisclosure(t *testing.T) {
+	cfg := testConfig(200_000, 400*engine.Microsecond)
+	cfg.MetricDisclosure = false
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+	l.sim.Run(time2ms)
+	sent := eventsOf(l.events1, EventCNPSent)
+	if len(sent) == 0 {
+		t.Fatal("nothing sent")
+	}
+	for _, e := range sent {
+		if e.MetricType != 0 || e.MetricValue != 0 {
+			t.Errorf("metric %v %d with disclosure off", e.MetricType, e.MetricValue)
+		}
+	}
+	if l.rp.Counters().AcceptedRateReduce == 0 {
+		t.Error("the action was not applied")
+	}
+}
+
+const time2ms = 2 * engine.Millisecond
+
+// TestFormatChoice checks §4 (IPv4 sources get the RoCEv2 format only),
+// §10.5 (RoCEv2 only to configured receivers) and the device identifier
+// object that fits in the ICMPv6 format.
+func TestFormatChoice(t *testing.T) {
+	for _, tt := range []struct {
+		desc     string
+		v6       bool
+		edit     func(c *Config)
+		want     Format
+		noFormat bool
+	}{
+		{desc: "ipv4 source, icmpv6 only", edit: func(c *Config) { c.FormatRoCEv2 = false }, noFormat: true},
+		{desc: "ipv4 source outside rocev2 receivers", edit: func(c *Config) {
+			c.RoCEv2Receivers = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		}, noFormat: true},
+		{desc: "ipv6 source outside rocev2 receivers falls back to icmpv6", v6: true, edit: func(c *Config) {
+			c.RoCEv2Receivers = nil
+		}, want: FormatICMPv6},
+		{desc: "icmpv6 with device id", v6: true, edit: func(c *Config) {
+			c.FormatRoCEv2, c.DeviceID = false, "n1"
+		}, want: FormatICMPv6},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(200_000, 400*engine.Microsecond)
+			tt.edit(&cfg)
+			l := newLine(t, lineOpts{v6: tt.v6, srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+			l.sim.Run(time2ms)
+			sent := eventsOf(l.events1, EventCNPSent)
+			st := l.node1.State(false)
+			if tt.noFormat {
+				if len(sent) != 0 || st.Counters.NoFormat == 0 {
+					t.Errorf("sent %d, no-format %d: want none sent", len(sent), st.Counters.NoFormat)
+				}
+				return
+			}
+			if len(sent) == 0 || sent[0].Format != tt.want {
+				t.Fatalf("sent %+v, want format %v", sent, tt.want)
+			}
+			if st.Counters.ObjectsOmitted != 0 || l.rp.Counters().Malformed != 0 {
+				t.Errorf("objects omitted %d, malformed %d", st.Counters.ObjectsOmitted, l.rp.Counters().Malformed)
+			}
+		})
+	}
+}

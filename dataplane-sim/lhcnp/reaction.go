@@ -1,0 +1,521 @@
+package lhcnp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// ReactionConfig configures the source side (§5.6).
+type ReactionConfig struct {
+	// Legacy makes the RNIC one that knows only the standard CNP (§8): the
+	// RoCEv2 format is processed as a standard CNP (DCQCN), the ICMPv6
+	// format is an unknown informational type and silently discarded.
+	// LegacyStrictLength, with Legacy, rejects CNPs longer than the
+	// standard (the strict RNICs of §8).
+	Legacy             bool
+	LegacyStrictLength bool
+	// TrustedSources are the known congestion-aware nodes (§5.6 step 1,
+	// §9 Packet Forgery); a notification from elsewhere changes nothing.
+	TrustedSources []netip.Prefix
+	CodePoints     wire.CodePoints
+	// RTTEst is the source's RTT estimate; RecoveryInterval (0 = 2 x
+	// RTTEst) is the per-QP timer after which, without a new notification,
+	// the rate rises by RecoveryStepPercent of the normal rate every
+	// RecoveryStepInterval (0 = RTTEst / 10) until it is back.
+	RTTEst               engine.Time
+	RecoveryInterval     engine.Time
+	RecoveryStepInterval engine.Time
+	RecoveryStepPercent  int
+	// MaxResumeIncreasePercent caps what one Resume may restore, as a share
+	// of the normal rate (§9 Resume Action Abuse).
+	MaxResumeIncreasePercent int
+	// MaxPause caps one Pause.
+	MaxPause engine.Time
+	// HoldRate keeps a rate set by Rate Reduce from being raised by DCQCN's
+	// own increase timers until Resume or the recovery timer restores it
+	// (netsim's QP.SetRate starts them); checked every HoldCheckInterval.
+	HoldRate          bool
+	HoldCheckInterval engine.Time
+}
+
+// DefaultReactionConfig returns the draft's recommendations: recovery after
+// 2 x RTT_est, a cap per Resume, rate hold.
+func DefaultReactionConfig() ReactionConfig {
+	return ReactionConfig{
+		CodePoints:               wire.DefaultCodePoints(),
+		RTTEst:                   engine.Millisecond,
+		RecoveryStepPercent:      5,
+		MaxResumeIncreasePercent: 50,
+		MaxPause:                 65535 * engine.Microsecond,
+		HoldRate:                 true,
+		HoldCheckInterval:        100 * engine.Microsecond,
+	}
+}
+
+// Validate checks the configuration.
+func (c *ReactionConfig) Validate() error {
+	switch {
+	case c.RTTEst <= 0:
+		return cfgErr("reaction.rtt-est", "%v, must be positive", c.RTTEst)
+	case c.RecoveryInterval < 0:
+		return cfgErr("reaction.recovery-interval", "negative")
+	case c.RecoveryStepInterval < 0:
+		return cfgErr("reaction.recovery-step-interval", "negative")
+	case c.RecoveryStepPercent < 1 || c.RecoveryStepPercent > 100:
+		return cfgErr("reaction.recovery-step-percent", "%d outside 1..100", c.RecoveryStepPercent)
+	case c.MaxResumeIncreasePercent < 1 || c.MaxResumeIncreasePercent > 100:
+		return cfgErr("reaction.max-resume-increase-percent", "%d outside 1..100", c.MaxResumeIncreasePercent)
+	case c.MaxPause <= 0:
+		return cfgErr("reaction.max-pause", "%v, must be positive", c.MaxPause)
+	case c.HoldRate && c.HoldCheckInterval <= 0:
+		return cfgErr("reaction.hold-check-interval", "%v, must be positive", c.HoldCheckInterval)
+	}
+	for i, p := range c.TrustedSources {
+		if !p.IsValid() {
+			return cfgErr(fmt.Sprintf("reaction.trusted-sources[%d]", i), "invalid prefix")
+		}
+	}
+	return nil
+}
+
+// ReactionCounters count what the reaction point did.
+type ReactionCounters struct {
+	// Received: Long-haul CNPs seen (either format; legacy: every
+	// extended CNP and unknown ICMPv6 message).
+	Received int64
+	// Accepted and applied, by action.
+	AcceptedNotify, AcceptedPause, AcceptedRateReduce, AcceptedResume int64
+	// Dropped: untrusted sender (§9 forgery), QP not active, malformed or
+	// failing a check (ICRC, checksum), inconsistent field values (§9),
+	// unsupported ICMPv6 code.
+	Untrusted, InactiveQP, Malformed, Inconsistent, Unsupported int64
+	// Legacy mode: processed as a standard CNP, ICMPv6 silently
+	// discarded, rejected by strict length validation.
+	LegacyAsCNP, LegacyICMPv6Dropped, LegacyRejected int64
+	// ResumeCapped: a Resume limited by MaxResumeIncreasePercent.
+	ResumeCapped int64
+	// Recoveries: recovery timers that started additive increase;
+	// RecoverySteps: increases applied.
+	Recoveries, RecoverySteps int64
+}
+
+// QPReaction is the reaction state of one QP.
+type QPReaction struct {
+	// NormalBps is the rate before the first cut of the current episode,
+	// PreCutBps the rate before the last cut, LastReductionBps what the
+	// last cut took away; Reduced says an episode is open.
+	NormalBps, PreCutBps, LastReductionBps int64
+	Reduced                                bool
+	LastCNP                                engine.Time
+	Recovering                             bool
+	// CeilingBps is the rate the hold keeps DCQCN below (0 = none).
+	CeilingBps int64
+}
+
+type qpState struct {
+	q        *netsim.QP
+	r        QPReaction
+	recGen   uint64
+	holdGen  uint64
+	holdLive bool
+}
+
+// ReactionPoint is the Long-haul CNP reaction point of one or more RNICs:
+// a netsim.ControlHandler. Install it with Attach.
+type ReactionPoint struct {
+	net      *netsim.Network
+	sim      *engine.Sim
+	cfg      ReactionConfig
+	dec      wire.Decoder
+	frame    wire.Frame
+	buf      [256]byte
+	qps      map[*netsim.QP]int
+	states   []*qpState
+	counters ReactionCounters
+}
+
+// NewReactionPoint returns a reaction point for hosts of net.
+func NewReactionPoint(net *netsim.Network, cfg ReactionConfig) (*ReactionPoint, error) {
+	if net == nil {
+		return nil, errors.New("lhcnp: reaction point needs a network")
+	}
+	rp := &ReactionPoint{net: net, sim: net.Sim(), qps: map[*netsim.QP]int{}}
+	if err := rp.ApplyConfig(cfg); err != nil {
+		return nil, err
+	}
+	return rp, nil
+}
+
+// ApplyConfig validates and installs cfg.
+func (rp *ReactionPoint) ApplyConfig(cfg ReactionConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("lhcnp: %w", err)
+	}
+	cfg.TrustedSources = append([]netip.Prefix(nil), cfg.TrustedSources...)
+	rp.cfg = cfg
+	rp.dec = wire.Decoder{CodePoints: cfg.CodePoints, Legacy: cfg.Legacy, LegacyStrictLength: cfg.LegacyStrictLength,
+		AllowZeroUDPChecksumIPv6: true}
+	return nil
+}
+
+// Attach installs rp as h's control handler.
+func (rp *ReactionPoint) Attach(h *netsim.Host) { h.SetControlHandler(rp) }
+
+// Counters returns the counters.
+func (rp *ReactionPoint) Counters() ReactionCounters { return rp.counters }
+
+// QP returns the reaction state of q.
+func (rp *ReactionPoint) QP(q *netsim.QP) (QPReaction, bool) {
+	i, ok := rp.qps[q]
+	if !ok {
+		return QPReaction{}, false
+	}
+	return rp.states[i].r, true
+}
+
+func (rp *ReactionPoint) recoveryInterval() engine.Time {
+	if rp.cfg.RecoveryInterval > 0 {
+		return rp.cfg.RecoveryInterval
+	}
+	return 2 * rp.cfg.RTTEst
+}
+
+func (rp *ReactionPoint) stepInterval() engine.Time {
+	if rp.cfg.RecoveryStepInterval > 0 {
+		return rp.cfg.RecoveryStepInterval
+	}
+	return max(rp.cfg.RTTEst/10, engine.Microsecond)
+}
+
+// HandleControl implements netsim.ControlHandler.
+func (rp *ReactionPoint) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	if p.Kind == netsim.KindRoCE && (p.HdrLen < wire.BTHLen || p.Hdr[4]&wire.BTHE == 0) {
+		return false // a standard CNP: DCQCN
+	}
+	if p.Kind != netsim.KindRoCE && p.Kind != netsim.KindOther {
+		return false
+	}
+	src := rp.nodeAddr(p.Src)
+	frame, ok := rebuildFrame(rp.buf[:], p, src, h.Addr())
+	if !ok {
+		return false
+	}
+	err := rp.dec.Decode(frame, &rp.frame)
+	f := &rp.frame
+	if rp.cfg.Legacy {
+		switch {
+		case f.Kind == wire.KindCNP && err != nil:
+			rp.counters.Received++
+			rp.counters.LegacyRejected++
+			return true
+		case f.Kind == wire.KindCNP:
+			// §8: processed as a standard CNP by the default (DCQCN) path.
+			rp.counters.Received++
+			rp.counters.LegacyAsCNP++
+			return false
+		case f.Kind == wire.KindOther && f.IPVersion == 6 && f.ICMPv6.Type == rp.dec.CodePoints.LongHaulICMPv6Type:
+			// §8 and RFC 4443: an unknown informational type is silently
+			// discarded.
+			rp.counters.Received++
+			rp.counters.LegacyICMPv6Dropped++
+			return true
+		}
+		return false
+	}
+	if f.Kind != wire.KindLongHaulICMPv6 && f.Kind != wire.KindLongHaulRoCE {
+		if err != nil && p.Kind == netsim.KindRoCE {
+			rp.counters.Received++
+			rp.counters.Malformed++
+			return true
+		}
+		return false
+	}
+	rp.counters.Received++
+	if err != nil {
+		rp.counters.Malformed++
+		return true
+	}
+	fsrc, _ := f.IPAddrs()
+	if !rp.trusted(fsrc) {
+		rp.counters.Untrusted++
+		return true
+	}
+	m := &f.LongHaul
+	if f.Kind == wire.KindLongHaulICMPv6 && m.ICMPCode != wire.LongHaulCodeFlow {
+		rp.counters.Unsupported++
+		return true
+	}
+	if f.Kind == wire.KindLongHaulRoCE && f.BTH.DestQP != m.SourceQP {
+		rp.counters.Inconsistent++
+		return true
+	}
+	q := h.QP(m.SourceQP)
+	if q == nil {
+		rp.counters.InactiveQP++
+		return true
+	}
+	if done, _ := q.Done(); done {
+		rp.counters.InactiveQP++
+		return true
+	}
+	if !consistent(m) {
+		rp.counters.Inconsistent++
+		return true
+	}
+	rp.apply(q, m)
+	return true
+}
+
+// consistent checks the combination of values (§9 Reserved Bit
+// Manipulation: SHOULD validate before applying). The reserved action
+// bits are ignored, as §6.1 requires of receivers.
+func consistent(m *wire.LongHaul) bool {
+	switch m.Action {
+	case wire.ActionNotify:
+		if m.Parameter != 0 {
+			return false
+		}
+	case wire.ActionRateReduce:
+		if m.Parameter == 0 || m.Parameter > 100 || m.CongLevel == 0 {
+			return false
+		}
+	case wire.ActionPause:
+		if m.Parameter == 0 || m.CongLevel == 0 {
+			return false
+		}
+	case wire.ActionResume:
+		if m.Parameter > 100 {
+			return false
+		}
+	}
+	if m.MetricType == wire.MetricECNMarkingRate && m.MetricValue > 100 {
+		return false
+	}
+	return true
+}
+
+func (rp *ReactionPoint) trusted(a netip.Addr) bool {
+	for _, p := range rp.cfg.TrustedSources {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (rp *ReactionPoint) nodeAddr(id netsim.NodeID) netip.Addr {
+	if x := rp.net.Node(id); x != nil {
+		return x.Addr()
+	}
+	return netip.Addr{}
+}
+
+func (rp *ReactionPoint) state(q *netsim.QP) *qpState {
+	if i, ok := rp.qps[q]; ok {
+		return rp.states[i]
+	}
+	s := &qpState{q: q}
+	rp.qps[q] = len(rp.states)
+	rp.states = append(rp.states, s)
+	return s
+}
+
+// apply runs the action on the QP (§5.6 step 3).
+func (rp *ReactionPoint) apply(q *netsim.QP, m *wire.LongHaul) {
+	now := rp.sim.Now()
+	s := rp.state(q)
+	r := &s.r
+	idx := uint64(rp.qps[q])
+	switch m.Action {
+	case wire.ActionNotify:
+		rp.counters.AcceptedNotify++
+		q.ApplyCNP() // §5.5.1: the default congestion response
+		rp.armRecovery(s, idx, now)
+	case wire.ActionPause:
+		rp.counters.AcceptedPause++
+		d := min(engine.Time(m.Parameter)*engine.Microsecond, rp.cfg.MaxPause)
+		q.PauseUntil(now + d)
+		rp.armRecovery(s, idx, now)
+	case wire.ActionRateReduce:
+		rp.counters.AcceptedRateReduce++
+		cur := q.RateBps()
+		if !r.Reduced {
+			r.NormalBps = cur
+			r.Reduced = true
+		}
+		next := cur * int64(100-m.Parameter) / 100
+		q.SetRate(next, next)
+		next = q.RateBps() // clamped to the minimum rate
+		r.PreCutBps, r.LastReductionBps = cur, cur-next
+		r.Recovering = false
+		rp.setCeiling(s, idx, next)
+		rp.armRecovery(s, idx, now)
+	case wire.ActionResume:
+		rp.counters.AcceptedResume++
+		r.LastCNP = now
+		s.recGen++ // a Resume ends the wait: the timer restarts from here
+		if q.PausedUntil() > now {
+			q.PauseUntil(now)
+		}
+		if !r.Reduced {
+			return
+		}
+		cur := q.RateBps()
+		inc := r.LastReductionBps * int64(m.Parameter) / 100
+		if m.Parameter == 0 {
+			inc = r.NormalBps - cur // §5.5.1: unconditional resume to the original rate
+		}
+		if limit := r.NormalBps * int64(rp.cfg.MaxResumeIncreasePercent) / 100; inc > limit {
+			inc = limit
+			rp.counters.ResumeCapped++
+		}
+		rp.raise(s, idx, min(r.NormalBps, cur+inc))
+		if r.Reduced {
+			rp.armRecovery(s, idx, now)
+		}
+	}
+}
+
+// raise sets a higher rate, closing the episode at the normal rate.
+func (rp *ReactionPoint) raise(s *qpState, idx uint64, rate int64) {
+	q, r := s.q, &s.r
+	q.SetRate(rate, max(rate, q.TargetRateBps()))
+	if rate >= r.NormalBps {
+		r.Reduced, r.Recovering = false, false
+		rp.setCeiling(s, idx, 0)
+		return
+	}
+	rp.setCeiling(s, idx, rate)
+}
+
+// Reaction point timer kinds.
+const (
+	evRecover uint32 = iota
+	evStep
+	evHold
+)
+
+// armRecovery (re)starts the per-QP recovery timer (§5.6).
+func (rp *ReactionPoint) armRecovery(s *qpState, idx uint64, now engine.Time) {
+	s.r.LastCNP = now
+	s.r.Recovering = false
+	s.recGen++
+	rp.sim.At(now+rp.recoveryInterval(), rp, evRecover, idx<<32|s.recGen&0xFFFFFFFF)
+}
+
+func (rp *ReactionPoint) setCeiling(s *qpState, idx uint64, c int64) {
+	if !rp.cfg.HoldRate {
+		return
+	}
+	s.r.CeilingBps = c
+	if c > 0 && !s.holdLive {
+		s.holdLive = true
+		s.holdGen++
+		rp.sim.After(rp.cfg.HoldCheckInterval, rp, evHold, idx<<32|s.holdGen&0xFFFFFFFF)
+	}
+}
+
+// Handle implements engine.Handler: recovery, additive steps, rate hold.
+func (rp *ReactionPoint) Handle(kind uint32, arg uint64) {
+	idx, gen := int(arg>>32), arg&0xFFFFFFFF
+	if idx >= len(rp.states) {
+		return
+	}
+	s := rp.states[idx]
+	r := &s.r
+	switch kind {
+	case evRecover, evStep:
+		if gen != s.recGen&0xFFFFFFFF || !r.Reduced {
+			return
+		}
+		if kind == evRecover {
+			r.Recovering = true
+			rp.counters.Recoveries++
+		}
+		step := max(r.NormalBps*int64(rp.cfg.RecoveryStepPercent)/100, 1)
+		rp.counters.RecoverySteps++
+		rp.raise(s, uint64(idx), min(r.NormalBps, s.q.RateBps()+step))
+		if r.Reduced {
+			rp.sim.After(rp.stepInterval(), rp, evStep, arg)
+		}
+	case evHold:
+		if gen != s.holdGen&0xFFFFFFFF {
+			return
+		}
+		if r.CeilingBps == 0 {
+			s.holdLive = false
+			return
+		}
+		if s.q.RateBps() > r.CeilingBps || s.q.TargetRateBps() > r.CeilingBps {
+			s.q.SetRate(min(s.q.RateBps(), r.CeilingBps), r.CeilingBps)
+		}
+		rp.sim.After(rp.cfg.HoldCheckInterval, rp, evHold, arg)
+	}
+}
+
+// rebuildFrame writes the Ethernet frame a netsim packet stands for: the
+// Ethernet and IP headers (from the node addresses; MACs zero), for the
+// RoCEv2 format the UDP header, then the encoded bytes the packet carries.
+// The ICRC or ICMPv6 checksum the sender computed travels in those bytes,
+// so the decoder's checks cover what the node encoded.
+func rebuildFrame(b []byte, p *netsim.Packet, src, dst netip.Addr) ([]byte, bool) {
+	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
+		return nil, false
+	}
+	hdr := p.Hdr[:p.HdrLen]
+	roce := p.Kind == netsim.KindRoCE
+	l4 := len(hdr)
+	proto := uint8(wire.ProtoICMPv6)
+	if roce {
+		l4 += wire.UDPLen
+		proto = wire.ProtoUDP
+	}
+	ipLen := 40
+	if src.Is4() {
+		ipLen = 20
+	}
+	n := wire.EthernetLen + ipLen + l4
+	if n > len(b) {
+		return nil, false
+	}
+	clear(b[:max(n, wire.MinFrameLen)])
+	ip := b[wire.EthernetLen:]
+	if src.Is4() {
+		if !roce {
+			return nil, false // ICMPv6 over IPv4 does not exist
+		}
+		binary.BigEndian.PutUint16(b[12:], 0x0800)
+		ip[0] = 0x45
+		binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+l4))
+		ip[8], ip[9] = wire.DefaultTTL, proto
+		s4, d4 := src.As4(), dst.As4()
+		copy(ip[12:16], s4[:])
+		copy(ip[16:20], d4[:])
+		binary.BigEndian.PutUint16(ip[10:], wire.Checksum(ip[:20]))
+	} else {
+		binary.BigEndian.PutUint16(b[12:], 0x86DD)
+		ip[0] = 0x60
+		binary.BigEndian.PutUint16(ip[4:], uint16(l4))
+		ip[6], ip[7] = proto, wire.DefaultTTL
+		s6, d6 := src.As16(), dst.As16()
+		copy(ip[8:24], s6[:])
+		copy(ip[24:40], d6[:])
+	}
+	off := wire.EthernetLen + ipLen
+	if roce {
+		u := b[off:]
+		qp := binary.BigEndian.Uint32(hdr[4:8]) & 0xFFFFFF
+		binary.BigEndian.PutUint16(u[0:], roceUDPSrcPort(qp))
+		binary.BigEndian.PutUint16(u[2:], wire.RoCEv2Port)
+		binary.BigEndian.PutUint16(u[4:], uint16(l4))
+		off += wire.UDPLen
+	}
+	copy(b[off:], hdr)
+	return b[:max(n, wire.MinFrameLen)], true
+}

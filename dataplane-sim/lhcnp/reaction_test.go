@@ -1,0 +1,193 @@
+package lhcnp
+
+import (
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// deliver sends p from sw towards its destination and runs the network
+// until it has arrived.
+func deliver(t *testing.T, l *line, sw *netsim.Switch, p *netsim.Packet) {
+	t.Helper()
+	if !sw.Send(p) {
+		t.Fatal("no route")
+	}
+	l.sim.Run(l.sim.Now() + 50*engine.Microsecond)
+}
+
+// TestReactionActions sends crafted Long-haul CNPs to a source whose QP
+// runs at 10 Gb/s and checks each action of §5.6 and the checks before it.
+func TestReactionActions(t *testing.T) {
+	rr := func(p uint16) wire.LongHaul {
+		return wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: p, SourceQP: 100}
+	}
+	resume := func(p uint16) wire.LongHaul {
+		return wire.LongHaul{CongLevel: 20, Action: wire.ActionResume, Parameter: p, SourceQP: 100}
+	}
+	type msg struct {
+		m      wire.LongHaul
+		rogue  bool
+		format Format
+	}
+	for _, tt := range []struct {
+		desc      string
+		v6        bool
+		rc        func(c *ReactionConfig)
+		msgs      []msg
+		wantRate  int64
+		wantPause bool
+		wantCNPs  int64 // DCQCN CNPs processed by the QP
+		check     func(c ReactionCounters) bool
+	}{
+		{desc: "rate reduce 30", msgs: []msg{{m: rr(30)}}, wantRate: 7e9,
+			check: func(c ReactionCounters) bool { return c.AcceptedRateReduce == 1 }},
+		{desc: "resume 50 restores half the last reduction", msgs: []msg{{m: rr(30)}, {m: resume(50)}}, wantRate: 8.5e9,
+			check: func(c ReactionCounters) bool { return c.AcceptedResume == 1 && c.ResumeCapped == 0 }},
+		{desc: "resume 0 restores all, capped", msgs: []msg{{m: rr(80)}, {m: resume(0)}}, wantRate: 7e9,
+			check: func(c ReactionCounters) bool { return c.ResumeCapped == 1 }},
+		{desc: "pause", msgs: []msg{{m: wire.LongHaul{CongLevel: 230, Action: wire.ActionPause, Parameter: 5000, SourceQP: 100}}},
+			wantRate: 10e9, wantPause: true, check: func(c ReactionCounters) bool { return c.AcceptedPause == 1 }},
+		{desc: "notify is the dcqcn response", msgs: []msg{{m: wire.LongHaul{CongLevel: 100, SourceQP: 100}}},
+			wantRate: -1, wantCNPs: 1, check: func(c ReactionCounters) bool { return c.AcceptedNotify == 1 }},
+		{desc: "icmpv6 format", v6: true, msgs: []msg{{m: rr(30), format: FormatICMPv6}}, wantRate: 7e9,
+			check: func(c ReactionCounters) bool { return c.AcceptedRateReduce == 1 }},
+		{desc: "forged from an untrusted node changes nothing", msgs: []msg{{m: rr(30), rogue: true},
+			{m: wire.LongHaul{CongLevel: 230, Action: wire.ActionPause, Parameter: 5000, SourceQP: 100}, rogue: true}},
+			wantRate: 10e9, check: func(c ReactionCounters) bool { return c.Untrusted == 2 && c.AcceptedRateReduce == 0 }},
+		{desc: "forged resume changes nothing", msgs: []msg{{m: rr(50)}, {m: resume(0), rogue: true}}, wantRate: 5e9,
+			check: func(c ReactionCounters) bool { return c.Untrusted == 1 && c.AcceptedResume == 0 }},
+		{desc: "inactive qp", msgs: []msg{{m: wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 999}}},
+			wantRate: 10e9, check: func(c ReactionCounters) bool { return c.InactiveQP == 1 }},
+		{desc: "inconsistent: rate reduce at level 0", msgs: []msg{{m: wire.LongHaul{Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}}},
+			wantRate: 10e9, check: func(c ReactionCounters) bool { return c.Inconsistent == 1 }},
+		{desc: "inconsistent: ecn marking rate of 150%", msgs: []msg{{m: wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30,
+			SourceQP: 100, MetricType: wire.MetricECNMarkingRate, MetricValue: 150}}},
+			wantRate: 10e9, check: func(c ReactionCounters) bool { return c.Inconsistent == 1 }},
+		{desc: "legacy: rocev2 is a standard cnp", rc: func(c *ReactionConfig) { c.Legacy = true }, msgs: []msg{{m: rr(30)}},
+			wantRate: -1, wantCNPs: 1, check: func(c ReactionCounters) bool { return c.LegacyAsCNP == 1 && c.AcceptedRateReduce == 0 }},
+		{desc: "legacy: icmpv6 silently dropped", v6: true, rc: func(c *ReactionConfig) { c.Legacy = true },
+			msgs: []msg{{m: rr(30), format: FormatICMPv6}}, wantRate: 10e9,
+			check: func(c ReactionCounters) bool { return c.LegacyICMPv6Dropped == 1 }},
+		{desc: "legacy strict length rejects rocev2", rc: func(c *ReactionConfig) { c.Legacy, c.LegacyStrictLength = true, true },
+			msgs: []msg{{m: rr(30)}}, wantRate: 10e9,
+			check: func(c ReactionCounters) bool { return c.LegacyRejected == 1 }},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			rc := DefaultReactionConfig()
+			rc.TrustedSources = trusted(tt.v6)
+			rc.RTTEst = 100 * engine.Millisecond // no recovery during the test
+			if tt.rc != nil {
+				tt.rc(&rc)
+			}
+			l := newLine(t, lineOpts{v6: tt.v6, dcqcn: true, rogue: true, rc: rc})
+			l.sim.Run(10 * engine.Microsecond)
+			q := l.flow.Sender
+			for _, m := range tt.msgs {
+				f := m.format
+				if f == FormatNone {
+					f = FormatRoCEv2
+				}
+				from := l.n1
+				if m.rogue {
+					from = l.rogue
+				}
+				deliver(t, l, from, craft(t, l.net, from, l.src, f, m.m))
+			}
+			c := l.rp.Counters()
+			if !tt.check(c) {
+				t.Errorf("counters %+v", c)
+			}
+			if tt.wantRate >= 0 && q.RateBps() != tt.wantRate {
+				t.Errorf("rate %d, want %d", q.RateBps(), tt.wantRate)
+			}
+			if paused := q.PausedUntil() > l.sim.Now(); paused != tt.wantPause {
+				t.Errorf("paused until %v at %v, want paused %v", q.PausedUntil(), l.sim.Now(), tt.wantPause)
+			}
+			if q.CNPs() != tt.wantCNPs {
+				t.Errorf("dcqcn cnps %d, want %d", q.CNPs(), tt.wantCNPs)
+			}
+		})
+	}
+}
+
+// TestReactionMalformed flips a bit the ICRC covers: the packet is dropped
+// and counted, the rate is unchanged.
+func TestReactionMalformed(t *testing.T) {
+	l := newLine(t, lineOpts{rogue: false})
+	l.sim.Run(10 * engine.Microsecond)
+	p := craft(t, l.net, l.n1, l.src, FormatRoCEv2, wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100})
+	p.Hdr[14] ^= 0xFF // the Parameter
+	deliver(t, l, l.n1, p)
+	if c := l.rp.Counters(); c.Malformed != 1 || c.AcceptedRateReduce != 0 {
+		t.Errorf("counters %+v", c)
+	}
+	if r := l.flow.Sender.RateBps(); r != 10e9 {
+		t.Errorf("rate %d", r)
+	}
+}
+
+// TestReactionRecovery checks the per-QP timer of §5.6: no increase before
+// 2 x RTT_est without a notification, then additive steps back to the
+// normal rate; a new notification restarts the timer; DCQCN's own
+// increase does not undo the cut meanwhile (rate hold).
+func TestReactionRecovery(t *testing.T) {
+	const rtt = 2 * engine.Millisecond
+	rc := DefaultReactionConfig()
+	rc.TrustedSources = trusted(false)
+	rc.RTTEst = rtt
+	l := newLine(t, lineOpts{dcqcn: true, rc: rc})
+	l.sim.Run(10 * engine.Microsecond)
+	q := l.flow.Sender
+	send := func() {
+		deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+			wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}))
+	}
+	send()
+	t0 := l.sim.Now()
+	if q.RateBps() != 7e9 {
+		t.Fatalf("rate %d after the cut", q.RateBps())
+	}
+	// Half-way, a second notification restarts the timer.
+	l.sim.Run(t0 + rtt)
+	send()
+	t1 := l.sim.Now()
+	if q.RateBps() != 4.9e9 {
+		t.Fatalf("rate %d after the second cut", q.RateBps())
+	}
+	l.sim.Run(t1 + 2*rtt - 100*engine.Microsecond)
+	if q.RateBps() != 4.9e9 {
+		t.Errorf("rate %d before 2 x RTT_est without a notification: want 4.9 Gb/s held", q.RateBps())
+	}
+	l.sim.Run(t1 + 2*rtt + rtt/10 + engine.Microsecond)
+	if got := q.RateBps(); got <= 4.9e9 || got > 4.9e9+2*5e8 {
+		t.Errorf("rate %d just after 2 x RTT_est: want one or two additive steps of 5%% of 10 Gb/s", got)
+	}
+	l.sim.Run(t1 + 2*rtt + 20*rtt/10)
+	if got := q.RateBps(); got != 10e9 {
+		t.Errorf("rate %d after recovery, want 10 Gb/s", got)
+	}
+	r, _ := l.rp.QP(q)
+	if r.Reduced || l.rp.Counters().Recoveries != 1 {
+		t.Errorf("reaction %+v, counters %+v", r, l.rp.Counters())
+	}
+}
+
+func TestReactionConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		field string
+		edit  func(c *ReactionConfig)
+	}{
+		{"reaction.rtt-est", func(c *ReactionConfig) { c.RTTEst = 0 }},
+		{"reaction.max-resume-increase-percent", func(c *ReactionConfig) { c.MaxResumeIncreasePercent = 0 }},
+		{"reaction.recovery-step-percent", func(c *ReactionConfig) { c.RecoveryStepPercent = 101 }},
+	} {
+		c := DefaultReactionConfig()
+		tt.edit(&c)
+		if err := c.Validate(); err == nil || !contains(err.Error(), tt.field) {
+			t.Errorf("%s: error %v", tt.field, err)
+		}
+	}
+}

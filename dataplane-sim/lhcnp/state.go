@@ -1,0 +1,220 @@
+package lhcnp
+
+import (
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EventCNPSent     EventKind = iota // a Long-haul CNP left the node
+	EventFlowLearned                  // a flow-table entry was created
+	EventFlowAged                     // an entry was removed by the idle timeout
+	EventFlowEvicted                  // an entry was replaced (table full) or shrunk away
+	EventFlowRemoved                  // an entry was removed by a CM disconnect (DREQ)
+	EventDeferral                     // the node started deferring a flow to an upstream node
+	EventEscalation                   // the node sent an escalated notification
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventCNPSent:
+		return "cnp-sent"
+	case EventFlowLearned:
+		return "flow-learned"
+	case EventFlowAged:
+		return "flow-aged"
+	case EventFlowEvicted:
+		return "flow-evicted"
+	case EventFlowRemoved:
+		return "flow-removed"
+	case EventDeferral:
+		return "deferral"
+	case EventEscalation:
+		return "escalation"
+	}
+	return "event"
+}
+
+// Event is one entry of the node's event stream (the collector's events
+// table). Fields that do not apply to the kind are zero.
+type Event struct {
+	Kind EventKind
+	Time engine.Time
+	Node string // switch name
+	// Port and Queue are the egress of the congested queue (CNP, deferral,
+	// escalation).
+	Port    string
+	Queue   uint8
+	Flow    FlowKey
+	Learned LearnSource
+	// The notification (EventCNPSent, EventEscalation).
+	Format      Format
+	Action      wire.Action
+	Parameter   uint16
+	CongLevel   uint8
+	MetricType  wire.MetricType
+	MetricValue uint32
+	Trigger     Trigger
+	Escalated   bool
+}
+
+// State is a snapshot of the node: everything the gNMI target publishes.
+type State struct {
+	Time    engine.Time
+	Node    string
+	Enabled bool
+	Ports   []PortState
+	// FlowTable holds the counters and, in key order of activity (most
+	// recent first), the entries.
+	FlowTable     FlowTableState
+	Collaborative CollaborativeState
+	Counters      NodeCounters
+}
+
+// PortState is one egress port.
+type PortState struct {
+	Name         string
+	Enabled      bool
+	PortRateBps  int64 // R_port in use
+	RTTSource    RTTSource
+	RTTEst       engine.Time // RTT_est in use
+	RTTUpdates   int64
+	RTTUpdatedAt engine.Time
+	Counters     PortCounters
+	// From the port model.
+	PFCPausesSent int64
+	Drops         int64
+	Queues        [netsim.NumPrio]QueueState
+}
+
+// QueueState is one egress queue.
+type QueueState struct {
+	ID                   uint8
+	Enabled              bool
+	KMaxBytes, KMinBytes int64 // effective thresholds
+	MinCNPInterval       engine.Time
+	ResumeHold           engine.Time
+	QueueBytes           int64 // QD now
+	PeakQueueBytes       int64
+	ECNMarkingPercent    float64 // EMR, last window
+	QueueGrowthBps       int64   // QGR, bytes per second, last interval
+	CongLevel            uint8
+	ECNMarkingActive     bool // QD above K_min
+	QDAboveKMax          bool
+	EMRAboveVECN         bool
+	QGRAboveVGrowth      bool
+	Flows                int // flows egressing by this queue
+	LastCNP              LastCNP
+	Counters             QueueCounters
+}
+
+// FlowTableState is the flow table.
+type FlowTableState struct {
+	Entries  int
+	Counters FlowTableCounters
+	Flows    []FlowState
+}
+
+// FlowState is one flow-table entry.
+type FlowState struct {
+	Key                 FlowKey
+	Learned             LearnSource
+	EgressPort          string // "" until a data packet was seen
+	EgressQueue         uint8
+	FirstSeen, LastSeen engine.Time
+	Packets, Bytes      int64
+	QueuedBytes         int64
+	ArrivalRateBps      int64
+	LastCNPTime         engine.Time // 0: never
+	Notifications       int64
+	Deferring           bool
+	AwaitingResume      bool
+}
+
+// CollaborativeState is the state of collaborative suppression.
+type CollaborativeState struct {
+	Enabled bool
+	// ObservationWindow is the configured window, or the largest RTT_est
+	// of the ports when it derives from RTT_est.
+	ObservationWindow engine.Time
+	DeferringFlows    int
+	Deferrals         int64
+	Escalations       int64
+}
+
+// State returns a snapshot. It ages the table first, so idle entries do
+// not show. Flows are included with withFlows (a table of 65536 entries is
+// a few megabytes; the per-queue counters are cheap).
+func (n *Node) State(withFlows bool) State {
+	now := n.sim.Now()
+	n.age(now)
+	s := State{Time: now, Node: n.sw.Name(), Enabled: n.cfg.Enabled, Counters: n.counters}
+	s.Ports = make([]PortState, len(n.ports))
+	var win engine.Time
+	for i, ps := range n.ports {
+		st := n.sw.Ports()[ps.idx].Stats()
+		p := PortState{Name: ps.name, Enabled: ps.ic.Enabled, PortRateBps: ps.rateBps, RTTSource: ps.ic.RTTSource,
+			RTTEst: ps.rtt, RTTUpdates: ps.rttUpdates, RTTUpdatedAt: ps.rttUpdateAt, Counters: ps.counters,
+			PFCPausesSent: st.PFCPauseTx, Drops: st.DropPackets}
+		win = max(win, n.obsWindow(ps))
+		for prio := range netsim.NumPrio {
+			q := &ps.queues[prio]
+			p.Queues[prio] = QueueState{
+				ID: uint8(prio), Enabled: q.cfg.Enabled, KMaxBytes: q.kmax, KMinBytes: q.kmin,
+				MinCNPInterval: q.minInterval, ResumeHold: q.resumeHold,
+				QueueBytes: ps.pt.QueueBytes(prio), PeakQueueBytes: q.peak,
+				ECNMarkingPercent: q.emr, QueueGrowthBps: q.qgr, CongLevel: levelQD(ps.pt.QueueBytes(prio), q.kmin, q.kmax),
+				ECNMarkingActive: ps.pt.QueueBytes(prio) > q.kmin, QDAboveKMax: q.qdAbove, EMRAboveVECN: q.emrAbove,
+				QGRAboveVGrowth: q.qgrAbove, Flows: len(q.flows), LastCNP: q.last, Counters: q.counters,
+			}
+			s.Collaborative.Deferrals += q.counters.Deferrals
+			s.Collaborative.Escalations += q.counters.Escalations
+		}
+		s.Ports[i] = p
+	}
+	s.Collaborative.Enabled = n.cfg.Collaborative.Enabled
+	s.Collaborative.ObservationWindow = win
+	s.FlowTable.Entries = n.ft.len()
+	s.FlowTable.Counters = n.ft.counters
+	for e := n.ft.lru.head; e != nil; e = e.lruNext {
+		if e.deferring {
+			s.Collaborative.DeferringFlows++
+		}
+	}
+	if withFlows {
+		s.FlowTable.Flows = make([]FlowState, 0, n.ft.len())
+		for e := n.ft.lru.head; e != nil; e = e.lruNext {
+			s.FlowTable.Flows = append(s.FlowTable.Flows, n.flowState(e, now))
+		}
+	}
+	return s
+}
+
+func (n *Node) flowState(e *flowEntry, now engine.Time) FlowState {
+	f := FlowState{Key: e.key, Learned: e.from, FirstSeen: e.firstSeen, LastSeen: e.lastSeen,
+		Packets: e.packets, Bytes: e.bytes, QueuedBytes: e.queued, Notifications: e.notifications,
+		Deferring: e.deferring, AwaitingResume: e.needResume}
+	if e.hasCNP {
+		f.LastCNPTime = e.lastCNP
+	}
+	if e.port >= 0 {
+		ps := n.ports[e.port]
+		f.EgressPort, f.EgressQueue = ps.name, e.prio
+		f.ArrivalRateBps = e.rateNow(now, ps.queues[e.prio].cfg.MeasurementInterval, n.obsWindow(ps))
+	}
+	return f
+}
+
+// Flow returns the state of one entry.
+func (n *Node) Flow(k FlowKey) (FlowState, bool) {
+	e := n.ft.m[k]
+	if e == nil {
+		return FlowState{}, false
+	}
+	return n.flowState(e, n.sim.Now()), true
+}
