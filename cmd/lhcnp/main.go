@@ -26,6 +26,10 @@ func commands() map[string]command {
 	return map[string]command{
 		"decode": {"print every frame of a pcap in lhcnp's formats (text or --json)", runDecode},
 		"sim":    {"run simulation scenarios (sim run SCENARIO --out DIR)", runSim},
+		"switch": {"run one switch: its dataplane paced to the wall clock and its gNMI server", runSwitch},
+		"passwd": {"print a users-file line for a user, role and the password read from stdin", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runPasswd(ctx, args, os.Stdin, stdout, stderr)
+		}},
 	}
 }
 

@@ -117,6 +117,7 @@ func (l *loader) finish() {
 		m[qp] = flow
 		return 0, true
 	}
+	const reservedQP = 1
 	ref := 0
 	for i := range sc.Flows {
 		f := &sc.Flows[i]
@@ -129,14 +130,20 @@ func (l *loader) finish() {
 			}
 			r := l.qpPos[ref]
 			ref++
+			if side.qp == reservedQP {
+				d.errAt(r.n, r.field, "queue pair %d is reserved: it is the GSI queue pair that carries CM messages", side.qp)
+				continue
+			}
 			if prev, ok := take(side.host, side.qp, i); !ok {
 				d.errAt(r.n, r.field, "queue pair %d on %s is already used by flow %s", side.qp, side.host, sc.Flows[prev].Name)
 			}
 		}
 	}
+	// Automatic queue pair numbers start above the reserved ones: QP 0 is
+	// the SMI, QP 1 the GSI that carries CM messages (IBA Vol 1, 10.2.5).
 	next := map[string]uint32{}
 	auto := func(host string, flow int) uint32 {
-		for q := next[host] + 1; ; q++ {
+		for q := max(next[host]+1, reservedQP+1); ; q++ {
 			if _, ok := take(host, q, flow); ok {
 				next[host] = q
 				return q

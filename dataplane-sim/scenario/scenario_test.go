@@ -35,6 +35,7 @@ func TestBadScenarios(t *testing.T) {
 		{"flow stops before it starts", "bad_flow_stop.yaml", "", 9, "traffic.flows[0].stop", "must be after start", 0},
 		{"duplicate flow", "bad_duplicate_flow.yaml", "", 10, "traffic.flows[1].name", `duplicate flow name "f" (first at line 9)`, 0},
 		{"queue pair clash", "bad_qp_clash.yaml", "", 10, "traffic.flows[1].src_qp", "queue pair 100 on h1 is already used by flow f", 0},
+		{"reserved queue pair", "bad_qp_reserved.yaml", "", 9, "traffic.flows[0].dst_qp", "queue pair 1 is reserved", 0},
 		{"unreachable destination", "bad_no_path.yaml", "", 10, "traffic.flows[0].name", "no path from h1 to h3", 0},
 		{"explicit route without a link", "bad_route_path.yaml", "", 13, "topology.routes[0].path", "no link between h1 and s2", 0},
 		{"routes that disagree at a switch", "bad_route_clash.yaml", "", 16, "topology.routes[1].path", "s1 forwards towards h3 by destination only", 0},
@@ -204,8 +205,8 @@ func TestGood(t *testing.T) {
 			if used[s.h] == nil {
 				used[s.h] = map[uint32]bool{}
 			}
-			if used[s.h][s.qp] || s.qp == 0 {
-				t.Fatalf("qp %d on %s reused or zero (flow %s)", s.qp, s.h, f.Name)
+			if used[s.h][s.qp] || s.qp <= 1 {
+				t.Fatalf("qp %d on %s reused or reserved (flow %s)", s.qp, s.h, f.Name)
 			}
 			used[s.h][s.qp] = true
 		}

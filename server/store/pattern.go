@@ -101,6 +101,17 @@ func (p Pattern) Concrete() bool {
 	return true
 }
 
+// String renders the pattern like PathString ("/a/b[k=v]/*/..."), keys
+// sorted and wildcard keys left out (they match like omitted ones), so
+// patterns that match the same leaves render the same.
+func (p Pattern) String() string {
+	path := &gnmi.Path{Elem: make([]*gnmi.PathElem, len(p.elems))}
+	for i, e := range p.elems {
+		path.Elem[i] = &gnmi.PathElem{Name: e.name, Key: e.keys}
+	}
+	return PathString(path)
+}
+
 // Len returns the number of elements in the pattern.
 func (p Pattern) Len() int { return len(p.elems) }
 

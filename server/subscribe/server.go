@@ -108,6 +108,7 @@ type Stats struct {
 type Server struct {
 	st    *store.Store
 	o     options
+	hub   hub
 	stats struct {
 		active, streams, notifications, updates, coalesced atomic.Uint64
 	}
@@ -259,7 +260,9 @@ func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionL
 		updOnly:  sl.GetUpdatesOnly(),
 		bare:     bareprefix(prefix),
 		maxBatch: s.o.maxUpdates,
+		encoding: sl.GetEncoding(),
 	}
+	st.codec, st.raw = transportOf(rpc)
 	if _, err := store.NewPattern(prefix, nil); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %v", store.PathString(prefix), err)
 	}

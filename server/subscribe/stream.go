@@ -25,8 +25,14 @@ type stream struct {
 	bare     *gnmi.Path // the request prefix's target and origin, echoed in every notification
 	maxBatch int
 
+	encoding gnmi.Encoding
+	codec    string  // transport codec and compressor ("" if unknown)
+	raw      bool    // the codec is protobuf: send the wire form written by wire.go
+	m        *member // non-nil: on-change fan-out shared with a group
+
 	spare         []entry
 	scratch       []entry
+	recs          []*record
 	lastCoalesced uint64
 }
 
@@ -82,17 +88,22 @@ func (su *sub) Notify(cs []store.Change) {
 // run is the stream's only sending goroutine.
 func (st *stream) run(ctx context.Context) error {
 	clk := st.srv.o.clk
-	if st.mode == gnmi.SubscriptionList_STREAM {
-		// Watch before the initial walk so that no change falls in between;
-		// the queue keeps the newer of a walked and a notified value.
-		for _, su := range st.subs {
-			su.st = st
-			cancel := st.srv.st.Watch(su.pat, su)
-			defer cancel()
-		}
-	}
 	for _, su := range st.subs {
 		su.st = st
+	}
+	if st.mode == gnmi.SubscriptionList_STREAM {
+		// Watch before the initial walk so that no change falls in between;
+		// the queue keeps the newer of a walked and a notified value. A
+		// shared stream's group watches for it.
+		if k, ok := shareKeyOf(st); ok {
+			st.m = st.srv.hub.join(st.srv, st, k)
+			defer st.srv.hub.leave(st.m)
+		} else {
+			for _, su := range st.subs {
+				cancel := st.srv.st.Watch(su.pat, su)
+				defer cancel()
+			}
+		}
 	}
 	now := clk.Now()
 	if !st.updOnly {
@@ -107,7 +118,7 @@ func (st *stream) run(ctx context.Context) error {
 		}
 	}
 	st.q.insert(entry{}) // sync_response
-	if err := st.flush(); err != nil {
+	if err := st.send(); err != nil {
 		return err
 	}
 	switch st.mode {
@@ -159,10 +170,29 @@ func (st *stream) run(ctx context.Context) error {
 			next, _ := st.nextDeadline()
 			timer.Reset(next.Sub(now))
 		}
-		if err := st.flush(); err != nil {
+		if err := st.send(); err != nil {
 			return err
 		}
 	}
+}
+
+// send sends what is pending: a shared stream's log records first (they
+// precede anything its queue holds), then the queue.
+func (st *stream) send() error {
+	if st.m == nil {
+		return st.flush()
+	}
+	inLog, err := st.sendLog(st.m)
+	if err != nil {
+		return err
+	}
+	if err := st.flush(); err != nil {
+		return err
+	}
+	if !inLog {
+		st.m.rejoin()
+	}
+	return nil
 }
 
 // nextDeadline is the earliest sample or heartbeat due.
@@ -231,69 +261,102 @@ func (st *stream) fill(su *sub, f kindFilter, now time.Time, remember bool) {
 	st.scratch = batch[:0]
 }
 
-// flush sends everything queued. Leaves with the same timestamp and the same
-// parent container share a notification (up to maxBatch updates) whose prefix
-// is that container (with the request's target and origin) and whose update
-// paths are the leaf names: valid gNMI, and much less to encode and decode
-// than a full keyed path per update. A marker sends sync_response.
+// flush sends everything queued (see notifications for the shape). A marker
+// sends sync_response.
 func (st *stream) flush() error {
 	items, coalesced := st.q.drain(st.spare)
 	st.srv.stats.coalesced.Add(coalesced - st.lastCoalesced)
 	st.lastCoalesced = coalesced
-	var n *gnmi.Notification
-	var parent *store.Node
-	send := func() error {
-		if n == nil {
-			return nil
-		}
-		err := st.rpc.Send(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}})
-		st.srv.stats.notifications.Add(1)
-		st.srv.stats.updates.Add(uint64(len(n.Update) + len(n.Delete)))
-		n = nil
-		return err
-	}
 	for i := range items {
-		e := &items[i]
-		if e.leaf == nil {
-			if err := send(); err != nil {
-				return err
-			}
-			if err := st.rpc.Send(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_SyncResponse{SyncResponse: true}}); err != nil {
-				return err
-			}
-			continue
-		}
-		if n != nil && (n.Timestamp != e.ts || e.leaf.Parent() != parent || len(n.Update)+len(n.Delete) >= st.maxBatch) {
-			if err := send(); err != nil {
-				return err
-			}
-		}
-		full := e.leaf.Path().GetElem()
-		if n == nil {
-			parent = e.leaf.Parent()
-			n = &gnmi.Notification{Timestamp: e.ts, Prefix: st.bare}
-			if len(full) > 1 {
-				n.Prefix = &gnmi.Path{Target: st.bare.GetTarget(), Origin: st.bare.GetOrigin(), Elem: full[:len(full)-1]}
-			}
-		}
-		p := &gnmi.Path{Elem: full[len(full)-1:]}
-		if e.val == nil {
-			n.Delete = append(n.Delete, p)
+		if e := &items[i]; e.leaf != nil && e.val == nil {
 			for _, su := range st.subs {
 				if su.sent != nil {
 					delete(su.sent, e.leaf.Key())
 				}
 			}
-			continue
 		}
-		tv, err := st.enc.EncodeValue(e.leaf.Path(), e.val.TV)
-		if err != nil {
-			return status.Errorf(codes.Internal, "encoding %s: %v", e.leaf.Key(), err)
-		}
-		n.Update = append(n.Update, &gnmi.Update{Path: p, Val: tv, Duplicates: e.dups})
 	}
-	err := send()
+	err := st.notifications(items, func(n *gnmi.Notification) error {
+		if n == nil {
+			return st.rpc.Send(syncResponse)
+		}
+		err := st.rpc.Send(response(n, st.raw))
+		st.srv.stats.notifications.Add(1)
+		st.srv.stats.updates.Add(uint64(len(n.Update) + len(n.Delete)))
+		return err
+	})
 	clear(items)
 	st.spare = items[:0]
 	return err
+}
+
+// syncResponse is immutable and shared by every stream.
+var syncResponse = &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_SyncResponse{SyncResponse: true}}
+
+// notifications turns queued entries into notifications, in order, and
+// hands each to emit (nil for a sync marker). Leaves with the same timestamp
+// and the same parent container share a notification (up to maxBatch
+// updates) whose prefix is that container (with the request's target and
+// origin) and whose update paths are the leaf names: valid gNMI, and much
+// less to encode and decode than a full keyed path per update. The updates
+// and paths of a notification are allocated together, one slab each.
+func (st *stream) notifications(items []entry, emit func(*gnmi.Notification) error) error {
+	for i := 0; i < len(items); {
+		e := &items[i]
+		if e.leaf == nil {
+			if err := emit(nil); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		// The run of entries sharing e's notification.
+		parent := e.leaf.Parent()
+		j := i + 1
+		for j < len(items) && j-i < st.maxBatch && items[j].leaf != nil && items[j].ts == e.ts && items[j].leaf.Parent() == parent {
+			j++
+		}
+		run := items[i:j]
+		i = j
+		full := e.leaf.Path().GetElem()
+		n := &gnmi.Notification{Timestamp: e.ts, Prefix: st.bare}
+		if len(full) > 1 {
+			n.Prefix = &gnmi.Path{Target: st.bare.GetTarget(), Origin: st.bare.GetOrigin(), Elem: full[:len(full)-1]}
+		}
+		paths := make([]gnmi.Path, len(run))
+		dels := 0
+		for k := range run {
+			if run[k].val == nil {
+				dels++
+			}
+		}
+		var ups []gnmi.Update
+		if dels < len(run) {
+			ups = make([]gnmi.Update, 0, len(run)-dels)
+			n.Update = make([]*gnmi.Update, 0, len(run)-dels)
+		}
+		if dels > 0 {
+			n.Delete = make([]*gnmi.Path, 0, dels)
+		}
+		for k := range run {
+			e := &run[k]
+			el := e.leaf.Path().GetElem()
+			p := &paths[k]
+			p.Elem = el[len(el)-1:]
+			if e.val == nil {
+				n.Delete = append(n.Delete, p)
+				continue
+			}
+			tv, err := st.enc.EncodeValue(e.leaf.Path(), e.val.TV)
+			if err != nil {
+				return status.Errorf(codes.Internal, "encoding %s: %v", e.leaf.Key(), err)
+			}
+			ups = append(ups, gnmi.Update{Path: p, Val: tv, Duplicates: e.dups})
+			n.Update = append(n.Update, &ups[len(ups)-1])
+		}
+		if err := emit(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,117 @@
+// Package dataplane binds the gNMI target of one switch to its simulated
+// dataplane: the Long-haul CNP node of dataplane-sim/lhcnp running on an
+// engine. It translates the intended YANG configuration into lhcnp.Config
+// (ToConfig) and node snapshots into the YANG state tree (StateTree), and
+// its Publisher writes that state into the telemetry store every interval,
+// one store leaf per YANG leaf with its kind, deleting the leaves of what
+// vanished (aged flows).
+//
+// It is the only place where gen/ meets dataplane-sim/: the dataplane
+// knows nothing of YANG, the target nothing of the simulator.
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/server/target"
+)
+
+type bindingOptions struct {
+	speed     float64
+	wallStart time.Time
+	noFlows   bool
+}
+
+// BindingOption configures a Binding.
+type BindingOption func(*bindingOptions)
+
+// WithSpeed is the realtime factor the engine runs at (simulated seconds
+// per wall-clock second, default 1), for converting simulated times into
+// wall-clock timestamps.
+func WithSpeed(s float64) BindingOption { return func(o *bindingOptions) { o.speed = s } }
+
+// WithWallStart sets the wall-clock time of the engine's current simulated
+// time (default: when NewBinding runs).
+func WithWallStart(t time.Time) BindingOption { return func(o *bindingOptions) { o.wallStart = t } }
+
+// WithoutFlows leaves the flow table's entries out of snapshots (counters
+// stay): for very large tables.
+func WithoutFlows() BindingOption { return func(o *bindingOptions) { o.noFlows = true } }
+
+// Binding is one switch's node seen by the target: it implements
+// target.Dataplane and the Publisher's Source.
+type Binding struct {
+	sim      *engine.Sim
+	node     *lhcnp.Node
+	ports    *Ports
+	o        bindingOptions
+	simStart engine.Time
+}
+
+var _ target.Dataplane = (*Binding)(nil)
+
+// NewBinding binds node, driven by sim, with the interface names of ports.
+func NewBinding(sim *engine.Sim, node *lhcnp.Node, ports *Ports, opts ...BindingOption) *Binding {
+	o := bindingOptions{speed: 1}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.speed <= 0 {
+		o.speed = 1
+	}
+	b := &Binding{sim: sim, node: node, ports: ports, o: o}
+	sim.Do(func() { b.simStart = sim.Now() })
+	if b.o.wallStart.IsZero() {
+		b.o.wallStart = time.Now()
+	}
+	return b
+}
+
+// Ports returns the interface names.
+func (b *Binding) Ports() *Ports { return b.ports }
+
+// WallNS converts a simulated time into nanoseconds since the Unix epoch.
+func (b *Binding) WallNS(t engine.Time) uint64 {
+	d := time.Duration(float64(t-b.simStart) / b.o.speed)
+	return uint64(b.o.wallStart.Add(d).UnixNano())
+}
+
+// ApplyConfig translates the intended configuration and applies it to the
+// node between two events. The node validates before it changes anything,
+// so on error it runs as before; every rejection wraps
+// target.ErrInvalidConfig.
+func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
+	cfg, err := ToConfig(l, b.ports)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var aerr error
+	b.sim.Do(func() { aerr = b.node.ApplyConfig(cfg) })
+	if aerr != nil {
+		return fmt.Errorf("%w: %w", target.ErrInvalidConfig, aerr)
+	}
+	return nil
+}
+
+// Snapshot takes the node's state between two events and returns it as
+// the YANG state tree.
+func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var st lhcnp.State
+	var cfg lhcnp.Config
+	b.sim.Do(func() {
+		st = b.node.State(!b.o.noFlows)
+		cfg = b.node.Config()
+	})
+	return StateTree(&st, &cfg, b.ports, b.WallNS), nil
+}

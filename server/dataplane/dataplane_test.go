@@ -1,0 +1,196 @@
+package dataplane_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/server/dataplane"
+	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// lineConfig enables Long-haul CNP (RoCEv2 format) on n1 with thresholds no
+// queue of the test reaches: explicit K_max 50 MB, V_growth 1 PB/s, V_ecn
+// 100 %.
+const lineConfig = `{"lhcnp:lhcnp": {
+  "global": {
+    "config": {"enabled": true, "long-haul-cnp-rocev2": true},
+    "rocev2-receivers": {"receiver": [{"prefix": "10.0.0.0/8", "config": {"prefix": "10.0.0.0/8"}}]}
+  },
+  "interfaces": {"interface": [{"name": "wan", "config": {"name": "wan", "rtt-est": 2000},
+    "queues": {"queue": [{"id": 0, "config": {"id": 0, "kmax-mode": "EXPLICIT", "kmax": "50000000",
+      "v-growth": "1000000000000000", "v-ecn": "100"}}]}}]}
+}}`
+
+type rig struct {
+	sw  *dataplane.Switch
+	st  *store.Store
+	pub *dataplane.Publisher
+	c   gnmi.GNMIClient
+}
+
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	sc, err := scenario.LoadFile("testdata/line.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := dataplane.Build(sc, "n1", dataplane.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New()
+	b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports)
+	pub := dataplane.NewPublisher(s, st, b)
+	h := target.NewHandler(s, st, b, target.WithStatePublisher(pub))
+	if err := h.LoadJSON(context.Background(), []byte(lineConfig)); err != nil {
+		t.Fatalf("initial config: %v", err)
+	}
+	srv, err := target.New(target.WithInsecure(), target.WithGet(h), target.WithSet(h), target.WithCapabilities(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &rig{sw: sw, st: st, pub: pub, c: gnmi.NewGNMIClient(conn)}
+}
+
+// run advances the simulation to t (the engine runs on the test goroutine;
+// gNMI calls reach it through Sim.Do between runs) and publishes state.
+func (r *rig) run(t *testing.T, until engine.Time) {
+	t.Helper()
+	r.sw.Sim.Run(until)
+	if err := r.pub.PublishNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const q0 = "/lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]"
+
+func (r *rig) uint(t *testing.T, path string) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := r.c.Get(ctx, &gnmi.GetRequest{Path: []*gnmi.Path{store.MustPath(path)}, Encoding: gnmi.Encoding_PROTO})
+	if err != nil {
+		t.Fatalf("get %s: %v", path, err)
+	}
+	u := resp.GetNotification()[0].GetUpdate()
+	if len(u) != 1 {
+		t.Fatalf("get %s: %d updates", path, len(u))
+	}
+	return u[0].GetVal().GetUintVal()
+}
+
+func (r *rig) set(t *testing.T, path string, v uint64) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := r.c.Set(ctx, &gnmi.SetRequest{Update: []*gnmi.Update{{Path: store.MustPath(path),
+		Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: v}}}}})
+	return err
+}
+
+// TestSetChangesCNPGeneration is point 4 of the gNMI target issue: lowering
+// K_max (or V_growth) through gNMI Set makes the real node send Long-haul
+// CNPs it did not send before, as its counters show.
+func TestSetChangesCNPGeneration(t *testing.T) {
+	for _, tc := range []struct {
+		desc    string
+		path    string
+		val     uint64
+		trigger string
+	}{
+		{"kmax", q0 + "/config/kmax", 1_000_000, q0 + "/state/counters/qd-triggers"},
+		{"v-growth", q0 + "/config/v-growth", 100_000_000, q0 + "/state/counters/qgr-triggers"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := newRig(t)
+			r.run(t, 3*engine.Millisecond)
+			// Any action: far above K_max the severity picks PAUSE.
+			sent := "/lhcnp/interfaces/interface[name=wan]/state/counters/notifications-sent"
+			if got := r.uint(t, sent); got != 0 {
+				t.Fatalf("before Set: %s = %d, want 0", sent, got)
+			}
+			if depth := r.uint(t, q0+"/state/queue-depth"); depth < 1_000_000 {
+				t.Fatalf("before Set: queue depth %d, want a queue above 1 MB", depth)
+			}
+			if err := r.set(t, tc.path, tc.val); err != nil {
+				t.Fatalf("set %s: %v", tc.path, err)
+			}
+			// The state mirrors the new value at once (published on commit).
+			mirror := q0 + "/state/" + tc.desc
+			if got := r.uint(t, mirror); got != tc.val {
+				t.Errorf("after Set: %s = %d, want %d", mirror, got, tc.val)
+			}
+			if tc.desc == "kmax" {
+				if got := r.uint(t, q0+"/state/effective-kmax"); got != tc.val {
+					t.Errorf("after Set: effective-kmax = %d, want %d", got, tc.val)
+				}
+			}
+			r.run(t, 6*engine.Millisecond)
+			if got := r.uint(t, sent); got == 0 {
+				t.Errorf("after Set: %s = 0, want Long-haul CNPs", sent)
+			}
+			if got := r.uint(t, q0+"/state/counters/cnp-rocev2-sent"); got == 0 {
+				t.Errorf("after Set: cnp-rocev2-sent = 0, want RoCEv2-format CNPs")
+			}
+			if got := r.uint(t, tc.trigger); got == 0 {
+				t.Errorf("after Set: %s = 0", tc.trigger)
+			}
+		})
+	}
+}
+
+// TestSetRejectedByNodeChangesNothing: a configuration the YANG types and
+// the model's rules accept but the node refuses (enabled without a format,
+// draft §6) is INVALID_ARGUMENT, and config, state and node stay as they
+// were.
+func TestSetRejectedByNodeChangesNothing(t *testing.T) {
+	r := newRig(t)
+	r.run(t, engine.Millisecond)
+	before := r.sw.Node.Config()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := r.c.Set(ctx, &gnmi.SetRequest{
+		Update: []*gnmi.Update{
+			{Path: store.MustPath(q0 + "/config/kmax"), Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: 2_000_000}}},
+			{Path: store.MustPath("/lhcnp/global/config/long-haul-cnp-rocev2"), Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: false}}},
+		}})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("set: %v, want InvalidArgument", err)
+	}
+	after := r.sw.Node.Config()
+	if after.FormatRoCEv2 != before.FormatRoCEv2 || after.Interfaces["n1:2"].Queues[0].KMaxBytes != 50_000_000 {
+		t.Errorf("node config changed: rocev2 %v, kmax %d", after.FormatRoCEv2, after.Interfaces["n1:2"].Queues[0].KMaxBytes)
+	}
+	if got := r.uint(t, q0+"/config/kmax"); got != 50_000_000 {
+		t.Errorf("config kmax = %d, want 50000000", got)
+	}
+	if got := r.uint(t, q0+"/state/effective-kmax"); got != 50_000_000 {
+		t.Errorf("state effective-kmax = %d, want 50000000", got)
+	}
+}

@@ -1,0 +1,370 @@
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/server/target"
+)
+
+// Ports maps the YANG interface names of a switch to the netsim port names
+// the node uses ("n1:0"), both ways.
+type Ports struct {
+	byYANG map[string]string
+	byPort map[string]string
+	order  []string // YANG names in port order
+}
+
+// NewPorts builds the map from YANG name → port name pairs, in port order.
+func NewPorts(pairs [][2]string) (*Ports, error) {
+	p := &Ports{byYANG: map[string]string{}, byPort: map[string]string{}}
+	for _, pr := range pairs {
+		y, port := pr[0], pr[1]
+		if y == "" || port == "" {
+			return nil, fmt.Errorf("dataplane: empty interface or port name in %q", pr)
+		}
+		if _, dup := p.byYANG[y]; dup {
+			return nil, fmt.Errorf("dataplane: interface %q named twice", y)
+		}
+		if _, dup := p.byPort[port]; dup {
+			return nil, fmt.Errorf("dataplane: port %q named twice", port)
+		}
+		p.byYANG[y], p.byPort[port] = port, y
+		p.order = append(p.order, y)
+	}
+	return p, nil
+}
+
+// Port returns the port of an interface name.
+func (p *Ports) Port(yangName string) (string, bool) {
+	s, ok := p.byYANG[yangName]
+	return s, ok
+}
+
+// Interface returns the interface name of a port.
+func (p *Ports) Interface(port string) (string, bool) {
+	s, ok := p.byPort[port]
+	return s, ok
+}
+
+// Names returns the interface names in port order.
+func (p *Ports) Names() []string { return slices.Clone(p.order) }
+
+func invalid(path, format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %w", path, fmt.Sprintf(format, args...), target.ErrInvalidConfig)
+}
+
+// usec converts a YANG microseconds leaf to simulated time.
+func usec(v uint32) engine.Time { return engine.Time(v) * engine.Microsecond }
+
+// ToConfig translates the intended YANG configuration into the node's
+// configuration: lhcnp.DefaultConfig (which holds the YANG defaults)
+// overlaid with every leaf that is set. Leaves of mechanisms the simulator
+// does not model (Fast CNP, FCN, Rate Advice) are accepted as long as they
+// leave those mechanisms off; turning one on is rejected, because the
+// target only claims what the dataplane does. Errors name the YANG path and
+// wrap target.ErrInvalidConfig.
+func ToConfig(l *oc.Lhcnp_Lhcnp, ports *Ports) (lhcnp.Config, error) {
+	c := lhcnp.DefaultConfig()
+	// The one YANG default lhcnp.DefaultConfig does not share: metric-type
+	// defaults to QUEUE_DEPTH in the model (the node's zero value reports
+	// the metric of the trigger that fired).
+	c.MetricType = wire.MetricQueueDepth
+	if l == nil {
+		return c, nil
+	}
+	if g := l.GetGlobal().GetConfig(); g != nil {
+		setBool(&c.Enabled, g.Enabled)
+		setBool(&c.FormatICMPv6, g.LongHaulCnpIcmpv6)
+		setBool(&c.FormatRoCEv2, g.LongHaulCnpRocev2)
+		setBool(&c.MetricDisclosure, g.MetricDisclosure)
+		if g.MetricType != oc.LhcnpTypes_MetricType_UNSET {
+			c.MetricType = metricToWire(g.MetricType)
+		}
+		if g.DeviceIdentifier != nil {
+			c.DeviceID = *g.DeviceIdentifier
+		}
+		setBool(&c.TimestampObject, g.TimestampObject)
+		if g.SourceAddress != nil {
+			a, err := netip.ParseAddr(*g.SourceAddress)
+			if err != nil {
+				return c, invalid("/lhcnp/global/config/source-address", "%v", err)
+			}
+			c.SourceAddress = a
+		}
+		if g.CnpDscp != nil {
+			c.CNPDSCP = *g.CnpDscp
+		}
+		if g.Rocev2PartitionKey != nil {
+			c.PartitionKey = *g.Rocev2PartitionKey
+		}
+		if g.GetFastCnpEnabled() {
+			return c, invalid("/lhcnp/global/config/fast-cnp-enabled", "Fast CNP is not modelled by this dataplane")
+		}
+		if r := g.FcnRole; r != oc.LhcnpTypes_FcnRole_UNSET && r != oc.LhcnpTypes_FcnRole_DISABLED {
+			return c, invalid("/lhcnp/global/config/fcn-role", "FCN is not modelled by this dataplane")
+		}
+		if g.GetRateAdviceEnabled() {
+			return c, invalid("/lhcnp/global/config/rate-advice-enabled", "Rate Advice is not modelled by this dataplane")
+		}
+	}
+	if cp := l.GetGlobal().GetCodePoints().GetConfig(); cp != nil {
+		set8(&c.CodePoints.LongHaulICMPv6Type, cp.Icmpv6Type)
+		set8(&c.CodePoints.LongHaulClassNum, cp.ExtensionClassNum)
+		set8(&c.CodePoints.FastCNPOptType, cp.FastCnpOptionType)
+		set8(&c.CodePoints.FastCNPIOAMOptType, cp.FastCnpIoamOptionType)
+		if cp.FcnUdpPort != nil {
+			c.CodePoints.FCNPort = *cp.FcnUdpPort
+		}
+		if cp.RateAdviceOpcode != nil {
+			c.CodePoints.RateAdviceOpcode = wire.Opcode(*cp.RateAdviceOpcode)
+		}
+	}
+	if rs := l.GetGlobal().GetRocev2Receivers(); rs != nil {
+		keys := sortedKeys(rs.Receiver)
+		for _, k := range keys {
+			p, err := netip.ParsePrefix(k)
+			if err != nil {
+				return c, invalid("/lhcnp/global/rocev2-receivers/receiver[prefix="+k+"]", "%v", err)
+			}
+			c.RoCEv2Receivers = append(c.RoCEv2Receivers, p.Masked())
+		}
+	}
+	if ifs := l.GetInterfaces(); ifs != nil {
+		for _, name := range sortedKeys(ifs.Interface) {
+			at := "/lhcnp/interfaces/interface[name=" + name + "]"
+			port, ok := ports.Port(name)
+			if !ok {
+				return c, invalid(at, "no such interface on this switch (interfaces: %s)", strings.Join(ports.Names(), ", "))
+			}
+			ic, err := interfaceConfig(ifs.Interface[name], at)
+			if err != nil {
+				return c, err
+			}
+			if c.Interfaces == nil {
+				c.Interfaces = map[string]lhcnp.InterfaceConfig{}
+			}
+			c.Interfaces[port] = ic
+		}
+	}
+	if ft := l.GetFlowTable().GetConfig(); ft != nil {
+		if ft.MaxEntries != nil {
+			c.FlowTable.MaxEntries = int(*ft.MaxEntries)
+		}
+		if ft.IdleTimeout != nil {
+			c.FlowTable.IdleTimeout = engine.Time(*ft.IdleTimeout) * engine.Second
+		}
+		setBool(&c.FlowTable.LearnFromData, ft.LearnFromDataPackets)
+		setBool(&c.FlowTable.LearnFromCM, ft.LearnFromCmMessages)
+		switch ft.ReplacementPolicy {
+		case oc.LhcnpTypes_FlowReplacementPolicy_REPLACE_LEAST_ACTIVE:
+			c.FlowTable.Replacement = lhcnp.ReplaceLeastActive
+		case oc.LhcnpTypes_FlowReplacementPolicy_REPLACE_OLDEST:
+			c.FlowTable.Replacement = lhcnp.ReplaceOldest
+		case oc.LhcnpTypes_FlowReplacementPolicy_NO_REPLACE:
+			c.FlowTable.Replacement = lhcnp.NoReplace
+		}
+	}
+	if cs := l.GetCollaborativeSuppression().GetConfig(); cs != nil {
+		setBool(&c.Collaborative.Enabled, cs.Enabled)
+		if cs.ObservationWindow != nil {
+			c.Collaborative.ObservationWindow = usec(*cs.ObservationWindow)
+		}
+		if cs.ArrivalRateDropThreshold != nil {
+			c.Collaborative.ArrivalRateDropPercent = int(*cs.ArrivalRateDropThreshold)
+		}
+		if cs.EscalationAction != oc.LhcnpTypes_CnpAction_UNSET {
+			c.Collaborative.EscalationAction = actionToWire(cs.EscalationAction)
+		}
+	}
+	return c, nil
+}
+
+func interfaceConfig(i *oc.Lhcnp_Lhcnp_Interfaces_Interface, at string) (lhcnp.InterfaceConfig, error) {
+	ic := lhcnp.DefaultInterfaceConfig()
+	if cf := i.GetConfig(); cf != nil {
+		setBool(&ic.Enabled, cf.Enabled)
+		if cf.PortRate != nil {
+			ic.PortRateBps = int64(*cf.PortRate)
+		}
+		switch cf.RttSource {
+		case oc.LhcnpTypes_RttSource_STATIC:
+			ic.RTTSource = lhcnp.RTTStatic
+		case oc.LhcnpTypes_RttSource_PROBED:
+			ic.RTTSource = lhcnp.RTTProbed
+		case oc.LhcnpTypes_RttSource_REPORTED:
+			ic.RTTSource = lhcnp.RTTReported
+		}
+		if cf.RttEst != nil {
+			ic.RTTEst = usec(*cf.RttEst)
+		}
+		if cf.CnpRateLimit != nil {
+			ic.CNPRatePerSec = int64(*cf.CnpRateLimit)
+		}
+		if cf.CnpBurst != nil {
+			ic.CNPBurst = int64(*cf.CnpBurst)
+		}
+	}
+	if qs := i.GetQueues(); qs != nil {
+		for _, id := range sortedKeys(qs.Queue) {
+			qat := fmt.Sprintf("%s/queues/queue[id=%d]", at, id)
+			if int(id) >= netsim.NumPrio {
+				return ic, invalid(qat, "no such queue: the ports have queues 0 to %d", netsim.NumPrio-1)
+			}
+			if ic.Queues == nil {
+				ic.Queues = map[uint8]lhcnp.QueueConfig{}
+			}
+			ic.Queues[id] = queueConfig(qs.Queue[id])
+		}
+	}
+	return ic, nil
+}
+
+func queueConfig(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) lhcnp.QueueConfig {
+	qc := lhcnp.DefaultQueueConfig()
+	if cf := q.GetConfig(); cf != nil {
+		setBool(&qc.Enabled, cf.Enabled)
+		if cf.KBase != nil {
+			qc.KBaseBytes = int64(*cf.KBase)
+		}
+		if cf.Alpha != nil {
+			qc.Alpha = *cf.Alpha
+		}
+		if cf.KmaxMode == oc.LhcnpTypes_KmaxMode_EXPLICIT {
+			qc.KMaxMode = lhcnp.KMaxExplicit
+		}
+		if cf.Kmax != nil {
+			qc.KMaxBytes = int64(*cf.Kmax)
+		}
+		if cf.KminMode == oc.LhcnpTypes_KminMode_EXPLICIT {
+			qc.KMinMode = lhcnp.KMinExplicit
+		}
+		if cf.Kmin != nil {
+			qc.KMinBytes = int64(*cf.Kmin)
+		}
+		if cf.EcnMaxProbability != nil {
+			qc.PMax = *cf.EcnMaxProbability
+		}
+		if cf.VEcn != nil {
+			qc.VECNPercent = *cf.VEcn
+		}
+		if cf.VGrowth != nil {
+			qc.VGrowthBytesPerSec = int64(*cf.VGrowth)
+		}
+		if cf.MeasurementInterval != nil {
+			qc.MeasurementInterval = usec(*cf.MeasurementInterval)
+			qc.EMRWindow = qc.MeasurementInterval // "QGR/EMR measurement interval"
+		}
+		if cf.MinCnpInterval != nil {
+			qc.MinCNPInterval = usec(*cf.MinCnpInterval)
+		}
+	}
+	if ap := q.GetActionPolicy().GetConfig(); ap != nil {
+		a := &qc.Action
+		if ap.DefaultAction != oc.LhcnpTypes_CnpAction_UNSET {
+			a.DefaultAction = actionToWire(ap.DefaultAction)
+		}
+		if ap.RateReducePercent != nil {
+			a.RateReducePercent = uint16(*ap.RateReducePercent)
+		}
+		if ap.PauseDuration != nil {
+			a.PauseDuration = usec(uint32(*ap.PauseDuration))
+		}
+		if ap.PauseCongestionLevel != nil {
+			a.PauseLevel = int(*ap.PauseCongestionLevel)
+		}
+		setBool(&a.ResumeEnabled, ap.ResumeEnabled)
+		if ap.ResumePercent != nil {
+			a.ResumePercent = uint16(*ap.ResumePercent)
+		}
+		if ap.ResumeHoldDuration != nil {
+			a.ResumeHold = usec(*ap.ResumeHoldDuration)
+		}
+	}
+	return qc
+}
+
+func setBool(dst *bool, v *bool) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func set8(dst *uint8, v *uint8) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func sortedKeys[K string | uint8, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// The enumerations, mapped by name: a ygot enum's Go value is not the wire
+// value.
+
+func actionToWire(a oc.E_LhcnpTypes_CnpAction) wire.Action {
+	switch a {
+	case oc.LhcnpTypes_CnpAction_NOTIFY:
+		return wire.ActionNotify
+	case oc.LhcnpTypes_CnpAction_PAUSE:
+		return wire.ActionPause
+	case oc.LhcnpTypes_CnpAction_RESUME:
+		return wire.ActionResume
+	}
+	return wire.ActionRateReduce
+}
+
+func actionFromWire(a wire.Action) oc.E_LhcnpTypes_CnpAction {
+	switch a {
+	case wire.ActionNotify:
+		return oc.LhcnpTypes_CnpAction_NOTIFY
+	case wire.ActionPause:
+		return oc.LhcnpTypes_CnpAction_PAUSE
+	case wire.ActionRateReduce:
+		return oc.LhcnpTypes_CnpAction_RATE_REDUCE
+	case wire.ActionResume:
+		return oc.LhcnpTypes_CnpAction_RESUME
+	}
+	return oc.LhcnpTypes_CnpAction_UNSET
+}
+
+func metricToWire(m oc.E_LhcnpTypes_MetricType) wire.MetricType {
+	switch m {
+	case oc.LhcnpTypes_MetricType_QUEUE_DEPTH:
+		return wire.MetricQueueDepth
+	case oc.LhcnpTypes_MetricType_QUEUE_GROWTH_RATE:
+		return wire.MetricQueueGrowth
+	case oc.LhcnpTypes_MetricType_ECN_MARKING_RATE:
+		return wire.MetricECNMarkingRate
+	case oc.LhcnpTypes_MetricType_RTT:
+		return wire.MetricRTT
+	}
+	return wire.MetricUnspecified
+}
+
+func metricFromWire(m wire.MetricType) oc.E_LhcnpTypes_MetricType {
+	switch m {
+	case wire.MetricQueueDepth:
+		return oc.LhcnpTypes_MetricType_QUEUE_DEPTH
+	case wire.MetricQueueGrowth:
+		return oc.LhcnpTypes_MetricType_QUEUE_GROWTH_RATE
+	case wire.MetricECNMarkingRate:
+		return oc.LhcnpTypes_MetricType_ECN_MARKING_RATE
+	case wire.MetricRTT:
+		return oc.LhcnpTypes_MetricType_RTT
+	}
+	return oc.LhcnpTypes_MetricType_UNSPECIFIED
+}

@@ -1,0 +1,218 @@
+package schema
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
+	"github.com/openconfig/ygot/ygot"
+	"github.com/openconfig/ygot/ytypes"
+)
+
+// Value is one leaf: its full data path and its typed (PROTO) value.
+type Value struct {
+	Path *gnmi.Path
+	Val  *gnmi.TypedValue
+}
+
+// Values flattens a tree into its leaves, with PROTO-typed values: unsigned
+// integers as uint_val, signed as int_val, decimal64 as double_val,
+// enumerations as their YANG names in string_val (what
+// ygot.TogNMINotifications gives, faster; see flatten).
+func (s *Schema) Values(root *oc.Root) ([]Value, error) {
+	var out []Value
+	err := flatten(reflect.ValueOf(root), nil, func(p *gnmi.Path, tv *gnmi.TypedValue) {
+		out = append(out, Value{Path: p, Val: tv})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("schema: flatten: %w", err)
+	}
+	return out, nil
+}
+
+// Build makes a tree from leaves (the inverse of Values).
+func (s *Schema) Build(vals []Value) (*oc.Root, error) {
+	root := &oc.Root{}
+	for _, v := range vals {
+		if err := s.SetLeaf(root, v.Path, v.Val); err != nil {
+			return nil, err
+		}
+	}
+	return root, nil
+}
+
+// SetLeaf sets one leaf in a tree, creating the containers and list entries
+// on the way.
+func (s *Schema) SetLeaf(root *oc.Root, p *gnmi.Path, v *gnmi.TypedValue) error {
+	if err := ytypes.SetNode(s.root, root, p, v, &ytypes.InitMissingElements{}); err != nil {
+		return fmt.Errorf("schema: %s: %w", PathString(p), err)
+	}
+	return nil
+}
+
+// Encoding reports whether enc is one the target serves.
+func Encoding(enc gnmi.Encoding) bool {
+	return enc == gnmi.Encoding_JSON || enc == gnmi.Encoding_JSON_IETF || enc == gnmi.Encoding_PROTO
+}
+
+// EncodeLeaf encodes a leaf's stored (PROTO) value in enc. For JSON_IETF it
+// follows RFC 7951 §6: 64-bit integers and decimal64 as strings,
+// enumerations by name.
+func (s *Schema) EncodeLeaf(l *Leaf, v *gnmi.TypedValue, enc gnmi.Encoding) (*gnmi.TypedValue, error) {
+	switch enc {
+	case gnmi.Encoding_PROTO:
+		return v, nil
+	case gnmi.Encoding_JSON:
+		b, err := leafJSON(l, v, false)
+		if err != nil {
+			return nil, err
+		}
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: b}}, nil
+	case gnmi.Encoding_JSON_IETF:
+		b, err := leafJSON(l, v, true)
+		if err != nil {
+			return nil, err
+		}
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
+	}
+	return nil, fmt.Errorf("encoding %v is not supported", enc)
+}
+
+func leafJSON(l *Leaf, v *gnmi.TypedValue, ietf bool) ([]byte, error) {
+	var kind yang.TypeKind
+	if l != nil && l.Type != nil {
+		kind = l.Type.Kind
+	}
+	switch x := v.GetValue().(type) {
+	case *gnmi.TypedValue_JsonVal:
+		return x.JsonVal, nil
+	case *gnmi.TypedValue_JsonIetfVal:
+		return x.JsonIetfVal, nil
+	case *gnmi.TypedValue_StringVal:
+		return json.Marshal(x.StringVal)
+	case *gnmi.TypedValue_BoolVal:
+		return strconv.AppendBool(nil, x.BoolVal), nil
+	case *gnmi.TypedValue_UintVal:
+		if ietf && (kind == yang.Yuint64 || kind == yang.Ydecimal64) {
+			return json.Marshal(strconv.FormatUint(x.UintVal, 10))
+		}
+		return strconv.AppendUint(nil, x.UintVal, 10), nil
+	case *gnmi.TypedValue_IntVal:
+		if ietf && (kind == yang.Yint64 || kind == yang.Ydecimal64) {
+			return json.Marshal(strconv.FormatInt(x.IntVal, 10))
+		}
+		return strconv.AppendInt(nil, x.IntVal, 10), nil
+	case *gnmi.TypedValue_DoubleVal:
+		return floatJSON(x.DoubleVal, ietf && kind == yang.Ydecimal64)
+	case *gnmi.TypedValue_FloatVal:
+		return floatJSON(float64(x.FloatVal), ietf && kind == yang.Ydecimal64)
+	case *gnmi.TypedValue_DecimalVal:
+		d := x.DecimalVal
+		return floatJSON(float64(d.GetDigits())/math.Pow10(int(d.GetPrecision())), ietf)
+	case *gnmi.TypedValue_BytesVal:
+		return json.Marshal(base64.StdEncoding.EncodeToString(x.BytesVal))
+	case *gnmi.TypedValue_LeaflistVal:
+		out := []byte{'['}
+		for i, e := range x.LeaflistVal.GetElement() {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			b, err := leafJSON(l, e, ietf)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b...)
+		}
+		return append(out, ']'), nil
+	}
+	return nil, fmt.Errorf("no JSON form for a %T value", v.GetValue())
+}
+
+// floatJSON writes a float as a JSON number, or as a string when asString
+// (RFC 7951 decimal64) or when it has no JSON number form (NaN, ±Inf).
+func floatJSON(f float64, asString bool) ([]byte, error) {
+	switch {
+	case math.IsNaN(f):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(f, 1):
+		return []byte(`"Infinity"`), nil
+	case math.IsInf(f, -1):
+		return []byte(`"-Infinity"`), nil
+	}
+	b := strconv.AppendFloat(nil, f, 'f', -1, 64)
+	if asString {
+		return json.Marshal(string(b))
+	}
+	return b, nil
+}
+
+// EncodeNode encodes the subtree at the concrete data path p of root as one
+// JSON or JSON_IETF value (module-qualified member names for JSON_IETF, as
+// RFC 7951 wants at the top level). A leaf is encoded like EncodeLeaf.
+func (s *Schema) EncodeNode(root *oc.Root, p *gnmi.Path, enc gnmi.Encoding) (*gnmi.TypedValue, error) {
+	var data any = root
+	if len(p.GetElem()) > 0 {
+		nodes, err := ytypes.GetNode(s.root, root, p)
+		if err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+		}
+		if len(nodes) != 1 {
+			return nil, fmt.Errorf("schema: %s: %d nodes, want 1", PathString(p), len(nodes))
+		}
+		data = nodes[0].Data
+	}
+	gs, ok := data.(ygot.GoStruct)
+	if !ok {
+		l, isLeaf := s.LeafAt(p)
+		if !isLeaf {
+			return nil, fmt.Errorf("schema: %s: neither a container nor a leaf", PathString(p))
+		}
+		tv, err := ygot.EncodeTypedValue(data, gnmi.Encoding_PROTO)
+		if err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+		}
+		return s.EncodeLeaf(l, tv, enc)
+	}
+	switch enc {
+	case gnmi.Encoding_JSON_IETF:
+		b, err := ygot.Marshal7951(gs, &ygot.RFC7951JSONConfig{AppendModuleName: true})
+		if err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+		}
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
+	case gnmi.Encoding_JSON:
+		m, err := ygot.ConstructInternalJSON(gs)
+		if err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+		}
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: b}}, nil
+	}
+	return nil, fmt.Errorf("encoding %v has no subtree form", enc)
+}
+
+// ValueEncoder encodes stored leaf values for one encoding with the schema's
+// types; it has the method set of server/subscribe's ValueEncoder, so the
+// Subscribe handler can send schema-correct JSON_IETF.
+type ValueEncoder struct {
+	s   *Schema
+	enc gnmi.Encoding
+}
+
+// ValueEncoder returns the encoder of enc.
+func (s *Schema) ValueEncoder(enc gnmi.Encoding) ValueEncoder { return ValueEncoder{s: s, enc: enc} }
+
+// EncodeValue encodes the value of the leaf at p.
+func (e ValueEncoder) EncodeValue(p *gnmi.Path, v *gnmi.TypedValue) (*gnmi.TypedValue, error) {
+	l, _ := e.s.LeafAt(p)
+	return e.s.EncodeLeaf(l, v, e.enc)
+}

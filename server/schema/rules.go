@@ -1,0 +1,180 @@
+package schema
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/lhcnp/lhcnp/gen/oc"
+)
+
+// RuleError is a configuration that the YANG types accept but the model's
+// rules do not (docs/parameters.md): it names the data path of the leaf at
+// fault and why.
+type RuleError struct {
+	Path   string
+	Reason string
+}
+
+func (e *RuleError) Error() string { return e.Path + ": " + e.Reason }
+
+// DefaultKBase is the YANG default of queue config/k-base (bytes).
+const DefaultKBase = 65536
+
+// NormalizeKeys makes the key leaves of list entries agree with their keys.
+// OpenConfig lists are keyed by a leafref to config/<key>; a client that
+// creates an entry through a deeper path (…/interface[name=x]/config/mtu)
+// does not send config/name, so it is filled in here. A config key that
+// differs from the entry's key is an error (gNMI 3.4.5).
+func NormalizeKeys(root *oc.Root) error {
+	l := root.GetLhcnp()
+	if l == nil {
+		return nil
+	}
+	var (
+		receivers map[string]*oc.Lhcnp_Lhcnp_Global_Rocev2Receivers_Receiver
+		prefixes  map[string]*oc.Lhcnp_Lhcnp_FastCnp_SourcePrefixes_SourcePrefix
+		policies  map[string]*oc.Lhcnp_Lhcnp_RateAdvice_Policies_Policy
+	)
+	if x := l.GetGlobal().GetRocev2Receivers(); x != nil {
+		receivers = x.Receiver
+	}
+	if x := l.GetFastCnp().GetSourcePrefixes(); x != nil {
+		prefixes = x.SourcePrefix
+	}
+	if x := l.GetRateAdvice().GetPolicies(); x != nil {
+		policies = x.Policy
+	}
+	for k, r := range receivers {
+		at := "/lhcnp/global/rocev2-receivers/receiver[prefix=" + k + "]/config/prefix"
+		if err := fixKey(&r.Prefix, &r.GetOrCreateConfig().Prefix, k, at); err != nil {
+			return err
+		}
+	}
+	for k, s := range prefixes {
+		at := "/lhcnp/fast-cnp/source-prefixes/source-prefix[prefix=" + k + "]/config/prefix"
+		if err := fixKey(&s.Prefix, &s.GetOrCreateConfig().Prefix, k, at); err != nil {
+			return err
+		}
+	}
+	for k, p := range policies {
+		at := "/lhcnp/rate-advice/policies/policy[name=" + k + "]/config/name"
+		if err := fixKey(&p.Name, &p.GetOrCreateConfig().Name, k, at); err != nil {
+			return err
+		}
+	}
+	for k, i := range interfaces(l) {
+		at := "/lhcnp/interfaces/interface[name=" + k + "]"
+		if err := fixKey(&i.Name, &i.GetOrCreateConfig().Name, k, at+"/config/name"); err != nil {
+			return err
+		}
+		for id, q := range queues(i) {
+			qat := at + "/queues/queue[id=" + strconv.Itoa(int(id)) + "]/config/id"
+			if err := fixKey(&q.Id, &q.GetOrCreateConfig().Id, id, qat); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func fixKey[T comparable](key, cfg **T, want T, at string) error {
+	if *key == nil {
+		*key = ptr(want)
+	}
+	if *cfg == nil {
+		*cfg = ptr(want)
+		return nil
+	}
+	if **cfg != want {
+		return &RuleError{Path: at, Reason: fmt.Sprintf("%v differs from the list key %v", **cfg, want)}
+	}
+	return nil
+}
+
+// CheckRules checks the cross-field rules of the model that YANG cannot
+// express:
+//
+//   - kmax must be set when kmax-mode is EXPLICIT, kmin when kmin-mode is;
+//   - K_min must be below K_max (draft §5.3.2): an explicit kmin below an
+//     explicit kmax, or below k-base (the smallest BDP-adaptive K_max);
+//   - an action policy's default-action, and the collaborative escalation
+//     action, must be a congestion action, not RESUME (§5.5.1).
+//
+// The first violation, in path order, is returned as a *RuleError.
+func CheckRules(root *oc.Root) error {
+	l := root.GetLhcnp()
+	if l == nil {
+		return nil
+	}
+	if a := l.GetCollaborativeSuppression().GetConfig().GetEscalationAction(); a == oc.LhcnpTypes_CnpAction_RESUME {
+		return &RuleError{Path: "/lhcnp/collaborative-suppression/config/escalation-action",
+			Reason: "RESUME is not a congestion action (draft §5.7 escalates to a stricter action)"}
+	}
+	ifs := interfaces(l)
+	names := make([]string, 0, len(ifs))
+	for n := range ifs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		qs := queues(ifs[n])
+		ids := make([]uint8, 0, len(qs))
+		for id := range qs {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			at := fmt.Sprintf("/lhcnp/interfaces/interface[name=%s]/queues/queue[id=%d]", n, id)
+			if err := checkQueue(qs[id], at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkQueue(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at string) error {
+	c := q.GetConfig()
+	kmaxExplicit := c.GetKmaxMode() == oc.LhcnpTypes_KmaxMode_EXPLICIT
+	kminExplicit := c.GetKminMode() == oc.LhcnpTypes_KminMode_EXPLICIT
+	switch {
+	case kmaxExplicit && c.Kmax == nil:
+		return &RuleError{Path: at + "/config/kmax", Reason: "must be set when kmax-mode is EXPLICIT"}
+	case kminExplicit && c.Kmin == nil:
+		return &RuleError{Path: at + "/config/kmin", Reason: "must be set when kmin-mode is EXPLICIT"}
+	case kminExplicit && kmaxExplicit && c.GetKmin() >= c.GetKmax():
+		return &RuleError{Path: at + "/config/kmin",
+			Reason: fmt.Sprintf("%d is not below kmax %d (K_min must be less than K_max, draft §5.3.2)", c.GetKmin(), c.GetKmax())}
+	case kminExplicit && !kmaxExplicit:
+		kbase := uint64(DefaultKBase)
+		if c.KBase != nil {
+			kbase = *c.KBase
+		}
+		if c.GetKmin() >= kbase {
+			return &RuleError{Path: at + "/config/kmin",
+				Reason: fmt.Sprintf("%d is not below k-base %d, the smallest BDP-adaptive K_max (K_min must be less than K_max, draft §5.3.2)", c.GetKmin(), kbase)}
+		}
+	}
+	if q.GetActionPolicy().GetConfig().GetDefaultAction() == oc.LhcnpTypes_CnpAction_RESUME {
+		return &RuleError{Path: at + "/action-policy/config/default-action",
+			Reason: "RESUME is not an action for a trigger (draft §5.5.1: NOTIFY, PAUSE or RATE_REDUCE)"}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func interfaces(l *oc.Lhcnp_Lhcnp) map[string]*oc.Lhcnp_Lhcnp_Interfaces_Interface {
+	if l.GetInterfaces() == nil {
+		return nil
+	}
+	return l.GetInterfaces().Interface
+}
+
+func queues(i *oc.Lhcnp_Lhcnp_Interfaces_Interface) map[uint8]*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue {
+	if i.GetQueues() == nil {
+		return nil
+	}
+	return i.GetQueues().Queue
+}
