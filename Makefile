@@ -2,7 +2,7 @@
 GO ?= go
 export LHCNP_ORACLES ?= required
 
-.PHONY: all build test deps unit race fuzz-short fuzz bench generate check-gen yanglint vet fmt-check
+.PHONY: all build test deps unit race fuzz-short fuzz bench results generate check-gen yanglint vet fmt-check
 
 all: build
 
@@ -27,7 +27,7 @@ unit:
 
 # The packages that share state across goroutines, under the race detector.
 race:
-	$(GO) test -count=1 -race -short ./dataplane-sim/engine/...
+	$(GO) test -count=1 -race -short ./dataplane-sim/engine/... ./server/...
 
 fuzz-short:
 	FUZZTIME=3s ./scripts/fuzz.sh
@@ -38,8 +38,13 @@ fuzz:
 # Benchmarks compared with benchstat (the reference implementations run in the
 # same benchmark binaries).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./dataplane-sim/... | tee bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./dataplane-sim/... ./server/... | tee bench.txt
 	$(GO) tool benchstat bench.txt
+
+# docs/results.md and docs/results/*.png: mechanisms side by side on the
+# comparison scenarios (a few seconds).
+results:
+	$(GO) run ./cmd/lhcnp sim compare --out out/compare --markdown docs/results.md
 
 generate:
 	$(GO) generate ./gen/...

@@ -20,6 +20,9 @@ import (
 // CSV, summary.json and PNG plots into DIR. Progress is a line refreshed on
 // stderr when stderr is a terminal, nothing in a pipe.
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "compare" {
+		return runCompare(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "run" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			simUsage(stderr, nil)
@@ -106,6 +109,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 func simUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "usage: lhcnp sim run SCENARIO --out DIR [--duration D] [--seed N] [--no-plots]")
+	fmt.Fprintln(w, "       lhcnp sim compare [--out DIR] [--mechanisms LIST] [SCENARIO ...]")
 	fmt.Fprintln(w, "\nRuns a scenario (see docs/scenarios.md) and writes queues.csv, rates.csv,")
 	fmt.Fprintln(w, "counters.csv, summary.json, queues.png and rates.png into DIR.")
 	if fs != nil {

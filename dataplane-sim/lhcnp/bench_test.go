@@ -11,7 +11,7 @@ import (
 // hotPath returns a node with one learned flow and a data packet of it.
 func hotPath(tb testing.TB) (*line, *netsim.Packet) {
 	cfg := testConfig(1<<40, engine.Millisecond)
-	l := newLine(tb, lineOpts{cfg1: &cfg, noRP: true})
+	l := newLine(tb, lineOpts{cfg1: &cfg, noRP: true, noCM: true})
 	l.sim.Run(20 * engine.Microsecond) // learn the flow
 	p := l.net.NewPacket()
 	p.Kind = netsim.KindRoCE

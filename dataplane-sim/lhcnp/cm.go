@@ -10,8 +10,9 @@ import (
 // ObserveCM decodes an Ethernet frame carrying an IB CM MAD (as
 // wire.Encoder.CM writes it) and applies it to the flow table: an entry
 // appears in both directions when a REQ/REP/RTU exchange completes and
-// both are removed on a DREQ (white paper §2.2.1 and §2.2.3). netsim does
-// not model CM exchanges, so a switch sees them only through this call.
+// both are removed on a DREQ (white paper §2.2.1 and §2.2.3). The node
+// calls it for every MAD netsim's hosts exchange through its ports
+// (OnEnqueue); call it for CM frames from elsewhere (a capture, a lab wire).
 func (n *Node) ObserveCM(frame []byte) error {
 	n.counters.CMFrames++
 	if err := n.dec.Decode(frame, &n.frame); err != nil {

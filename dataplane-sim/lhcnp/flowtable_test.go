@@ -63,11 +63,14 @@ func TestFlowTableData(t *testing.T) {
 			cfg := testConfig(1<<30, engine.Millisecond)
 			tt.edit(&cfg.FlowTable)
 			// A: endless from 0. B: 40 KB from 0 (done by ~40 µs). C: from 500 µs.
-			l := newLine(t, lineOpts{cfg1: &cfg, noRP: true})
-			if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: 101, DstQPN: 201, Bytes: 40_000}); err != nil {
+			// Without CM: this is learning from data alone, and the times
+			// are those of the data (TestFlowTableCM has the CM exchange).
+			l := newLine(t, lineOpts{cfg1: &cfg, noRP: true, noCM: true})
+			if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: 101, DstQPN: 201, Bytes: 40_000, NoCM: true}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: 102, DstQPN: 202, Bytes: 40_000, Start: 500 * engine.Microsecond}); err != nil {
+			if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: 102, DstQPN: 202, Bytes: 40_000,
+				Start: 500 * engine.Microsecond, NoCM: true}); err != nil {
 				t.Fatal(err)
 			}
 			l.sim.Run(900 * engine.Microsecond)
@@ -159,7 +162,7 @@ func TestFlowTableCM(t *testing.T) {
 	t.Run("data refreshes a cm entry", func(t *testing.T) {
 		cfg := testConfig(1<<30, engine.Millisecond)
 		cfg.FlowTable.LearnFromData = false
-		l := newLine(t, lineOpts{cfg1: &cfg, noRP: true, flowBytes: 100_000})
+		l := newLine(t, lineOpts{cfg1: &cfg, noRP: true, flowBytes: 100_000, noCM: true})
 		for _, s := range []step{{a, b, req}, {b, a, rep}, {a, b, rtu}} {
 			if err := l.node1.ObserveCM(cmFrame(t, s.from, s.to, s.m)); err != nil {
 				t.Fatal(err)
@@ -172,6 +175,36 @@ func TestFlowTableCM(t *testing.T) {
 		}
 		if c := l.node1.State(false).FlowTable.Counters; c.Learned != 2 {
 			t.Errorf("learned %d, want 2 (data must not learn a second entry)", c.Learned)
+		}
+	})
+
+	// The hosts' own exchange, seen at n1's egress ports: learned in both
+	// directions at the RTU, refreshed by data, removed at the DREQ after
+	// the last ACK.
+	t.Run("from the hosts' cm exchange", func(t *testing.T) {
+		cfg := testConfig(1<<30, engine.Millisecond)
+		cfg.FlowTable.LearnFromData = false
+		l := newLine(t, lineOpts{cfg1: &cfg, noRP: true, flowBytes: 100_000})
+		waitActive(t, l)
+		l.sim.Run(l.sim.Now() + 20*engine.Microsecond)
+		f, ok := l.node1.Flow(fwd)
+		if !ok || f.Learned != LearnedFromCM || f.Packets == 0 {
+			t.Errorf("forward entry %+v, %v: want it learned from the hosts' cm and refreshed by data", f, ok)
+		}
+		if _, ok := l.node1.Flow(rev); !ok {
+			t.Error("no reverse entry")
+		}
+		l.sim.Run(l.sim.Now() + 2*engine.Millisecond)
+		if done, _ := l.flow.Sender.Done(); !done {
+			t.Fatal("flow not done")
+		}
+		s := l.node1.State(true)
+		if len(s.FlowTable.Flows) != 0 || s.FlowTable.Counters.LearnedCM != 2 || s.FlowTable.Counters.RemovedByCM != 2 {
+			t.Errorf("after the DREQ: entries %v, counters %+v", keys(s), s.FlowTable.Counters)
+		}
+		// REQ, REP, RTU, DREQ, DREP each crossed n1 once.
+		if c := s.Counters; c.CMFrames != 5 || c.CMErrors != 0 {
+			t.Errorf("cm frames %d, errors %d, want 5 and 0", c.CMFrames, c.CMErrors)
 		}
 	})
 

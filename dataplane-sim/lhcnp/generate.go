@@ -140,8 +140,7 @@ func parameter(a *ActionPolicy, act wire.Action) uint16 {
 }
 
 // roceUDPSrcPort is the UDP source port of a RoCEv2-format notification,
-// derived from the QP as RoCEv2 stacks derive their entropy port; the
-// reaction point recomputes it when it rebuilds the frame.
+// derived from the QP as RoCEv2 stacks derive their entropy port.
 func roceUDPSrcPort(qp uint32) uint16 { return 0xC000 | uint16(qp&0x3FFF) }
 
 // chooseFormat picks the format for a source (§4: IPv4 sources need the
@@ -192,18 +191,23 @@ func (n *Node) send(ps *portState, q *queueState, e *flowEntry, m *wire.LongHaul
 	}
 	a := wire.Addressing{SrcIP: src, DstIP: dst, TOS: n.cfg.CNPDSCP << 2}
 	m.Objects = n.objects(now)
-	hdr, size, ok := n.encode(f, &a, m)
+	frame, hdr, ok := n.encode(f, &a, m)
 	if !ok && len(m.Objects) > 0 {
 		n.counters.ObjectsOmitted++
 		m.Objects = nil
-		hdr, size, ok = n.encode(f, &a, m)
+		frame, hdr, ok = n.encode(f, &a, m)
 	}
 	if !ok {
 		n.counters.EncodeErrors++
 		return false
 	}
 	p := n.net.NewPacket()
-	p.SizeBytes = int32(size + 4) // + FCS
+	if err := n.net.SetFrame(p, frame); err != nil {
+		n.net.FreePacket(p) // encode keeps frames within netsim.FrameCap
+		n.counters.EncodeErrors++
+		return false
+	}
+	p.SizeBytes = int32(len(frame) + 4) // + FCS
 	p.Src, p.Dst = n.sw.ID(), e.srcNode
 	p.Flow = netsim.NoFlow
 	p.Prio = n.cfg.CNPPrio
@@ -274,18 +278,19 @@ func (n *Node) objects(now engine.Time) []wire.ExtObject {
 	return n.objs[:k]
 }
 
-// encode builds the whole frame with wire.Encoder and returns the part a
-// netsim packet carries in Hdr (for RoCEv2 the BTH through the ICRC, for
-// ICMPv6 the ICMPv6 message) and the frame length. ok is false when the
-// encoder fails or the part does not fit in netsim.HdrCap.
-func (n *Node) encode(f Format, a *wire.Addressing, m *wire.LongHaul) (hdr []byte, size int, ok bool) {
+// encode builds the whole frame with wire.Encoder in the node's buffer
+// (netsim.FrameCap bytes) and returns it and its transport part (for
+// RoCEv2 the BTH through the ICRC, for ICMPv6 the ICMPv6 message), whose
+// first netsim.HdrCap bytes go in the packet's Hdr. ok is false when the
+// encoder fails, for a frame that does not fit in particular.
+func (n *Node) encode(f Format, a *wire.Addressing, m *wire.LongHaul) (frame, hdr []byte, ok bool) {
 	enc := wire.Encoder{CodePoints: n.cfg.CodePoints}
 	ipLen := 40
 	if a.SrcIP.Is4() {
 		ipLen = 20
 	}
 	var err error
-	var start, length int
+	var start, length, size int
 	if f == FormatRoCEv2 {
 		a.SrcPort = roceUDPSrcPort(m.SourceQP)
 		c := wire.CNP{DestQP: m.SourceQP, PKey: n.cfg.PartitionKey}
@@ -295,10 +300,10 @@ func (n *Node) encode(f Format, a *wire.Addressing, m *wire.LongHaul) (hdr []byt
 		size, err = enc.LongHaulICMPv6(n.buf[:], a, m)
 		start, length = wire.EthernetLen+ipLen, 4+m.Len()
 	}
-	if err != nil || length > netsim.HdrCap {
-		return nil, 0, false
+	if err != nil {
+		return nil, nil, false
 	}
-	return n.buf[start : start+length], size, true
+	return n.buf[:size], n.buf[start : start+length], true
 }
 
 // emit delivers an event to the callback, if any.

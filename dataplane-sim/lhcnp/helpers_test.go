@@ -34,6 +34,7 @@ type lineOpts struct {
 	rc                        ReactionConfig
 	noRP                      bool
 	rogue                     bool // a switch hanging off n1 whose address is not trusted
+	noCM                      bool // the flow starts without the CM exchange
 }
 
 var (
@@ -102,7 +103,7 @@ func newLine(t testing.TB, o lineOpts) *line {
 		must(err)
 	}
 	l.net.ComputeRoutes()
-	l.flow, err = l.net.AddFlow(netsim.FlowConfig{Name: "f", Src: l.src, Dst: l.dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowBytes})
+	l.flow, err = l.net.AddFlow(netsim.FlowConfig{Name: "f", Src: l.src, Dst: l.dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowBytes, NoCM: o.noCM})
 	must(err)
 	if o.cfg1 != nil {
 		l.node1, err = Attach(l.net, l.n1, *o.cfg1, WithEvents(func(e Event) { l.events1 = append(l.events1, e) }))
@@ -161,7 +162,8 @@ func eventsOf(evs []Event, k EventKind) []Event {
 }
 
 // craft builds a netsim packet holding a Long-haul CNP from node `from`
-// to host `to`, as Node.send does.
+// to host `to`, as Node.send does: the whole frame, its transport part in
+// Hdr.
 func craft(t testing.TB, n *netsim.Network, from netsim.Node, to *netsim.Host, f Format, m wire.LongHaul) *netsim.Packet {
 	t.Helper()
 	a := wire.Addressing{SrcIP: from.Addr(), DstIP: to.Addr()}
@@ -171,26 +173,41 @@ func craft(t testing.TB, n *netsim.Network, from netsim.Node, to *netsim.Host, f
 	if a.SrcIP.Is4() {
 		ipLen = 20
 	}
-	var start, length int
+	var start, size int
 	var err error
 	p := n.NewPacket()
 	if f == FormatRoCEv2 {
 		a.SrcPort = roceUDPSrcPort(m.SourceQP)
 		c := wire.CNP{DestQP: m.SourceQP}
-		_, err = enc.LongHaulRoCE(buf[:], &a, &c, &m)
-		start, length = wire.EthernetLen+ipLen+wire.UDPLen, wire.BTHLen+m.Len()+wire.ICRCLen
+		size, err = enc.LongHaulRoCE(buf[:], &a, &c, &m)
+		start = wire.EthernetLen + ipLen + wire.UDPLen
 		p.Kind = netsim.KindRoCE
 	} else {
-		_, err = enc.LongHaulICMPv6(buf[:], &a, &m)
-		start, length = wire.EthernetLen+ipLen, 4+m.Len()
+		size, err = enc.LongHaulICMPv6(buf[:], &a, &m)
+		start = wire.EthernetLen + ipLen
 		p.Kind = netsim.KindOther
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := n.SetFrame(p, buf[:size]); err != nil {
+		t.Fatal(err)
+	}
 	p.Src, p.Dst = from.ID(), to.ID()
 	p.Flow = netsim.NoFlow
-	p.SizeBytes = 80
-	p.HdrLen = uint8(copy(p.Hdr[:], buf[start:start+length]))
+	p.SizeBytes = int32(size + 4)
+	p.HdrLen = uint8(copy(p.Hdr[:], buf[start:size]))
 	return p
+}
+
+// waitActive runs the line until its flow's QP is connected (the CM
+// exchange takes a round trip).
+func waitActive(t testing.TB, l *line) {
+	t.Helper()
+	for end := l.sim.Now() + 10*engine.Millisecond; !l.flow.Sender.Active(); {
+		if l.sim.Now() >= end {
+			t.Fatal("the flow did not connect within 10 ms")
+		}
+		l.sim.Run(l.sim.Now() + 10*engine.Microsecond)
+	}
 }

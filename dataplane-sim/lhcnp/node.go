@@ -85,7 +85,7 @@ type Node struct {
 
 	dec      wire.Decoder
 	frame    wire.Frame
-	buf      [512]byte
+	buf      [netsim.FrameCap]byte
 	objs     [2]wire.ExtObject
 	tsBuf    [8]byte
 	sel      []*flowEntry
@@ -106,8 +106,8 @@ type NodeCounters struct {
 	NoRoute int64
 	// EncodeErrors: the wire encoder refused the notification (a bug).
 	EncodeErrors int64
-	// ObjectsOmitted: extension objects left out because the netsim packet
-	// header has no room for them (see docs/longhaul.md).
+	// ObjectsOmitted: extension objects left out because the frame with
+	// them would exceed netsim.FrameCap (an MTU-sized frame).
 	ObjectsOmitted int64
 	// CMFrames and CMErrors count the frames given to ObserveCM.
 	CMFrames, CMErrors int64
@@ -146,6 +146,9 @@ func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...Option) 
 	}
 	n.scheduleAging()
 	sw.SetObserver(n)
+	for _, ps := range n.ports {
+		ps.pt.Out().AddObserver(linkWatch{n, ps})
+	}
 	return n, nil
 }
 
@@ -203,9 +206,7 @@ type portState struct {
 	name string
 	ic   InterfaceConfig
 
-	rateBps     int64 // R_port in use
-	opRateBps   int64 // operational rate last seen
-	delay       engine.Time
+	rateBps     int64       // R_port in use
 	rtt         engine.Time // RTT_est in use
 	reportedRTT engine.Time
 	rttUpdates  int64
@@ -396,8 +397,6 @@ func (n *Node) configurePort(ps *portState, now engine.Time) error {
 // marking (§5.3.2: upon RTT_est or rate changes).
 func (n *Node) recompute(ps *portState, now engine.Time) error {
 	ic := &ps.ic
-	ps.opRateBps = ps.pt.RateBps()
-	ps.delay = ps.pt.Out().Delay()
 	rate := n.portRate(ps, ic)
 	rtt := n.rttFor(ps, ic)
 	if rtt != ps.rtt {
@@ -430,8 +429,8 @@ func (n *Node) recompute(ps *portState, now engine.Time) error {
 }
 
 // LinkChanged re-reads the port's rate and delay and recomputes K_max at
-// once (hook for scenario events; the node also notices changes by itself
-// at the next packet).
+// once. The node watches its ports' links itself (netsim.LinkObserver), so
+// this is needed only after changes netsim does not report.
 func (n *Node) LinkChanged(pt *netsim.Port) {
 	if ps := n.portOf(pt); ps != nil {
 		_ = n.recompute(ps, n.sim.Now())
@@ -452,12 +451,15 @@ func (n *Node) ReportRTT(pt *netsim.Port, rtt engine.Time) error {
 	return n.recompute(ps, n.sim.Now())
 }
 
-// checkLink notices a rate or delay change of the port's link.
-func (n *Node) checkLink(ps *portState, now engine.Time) {
-	if ps.pt.RateBps() != ps.opRateBps || ps.pt.Out().Delay() != ps.delay {
-		_ = n.recompute(ps, now)
-	}
+// linkWatch recomputes a port's thresholds when netsim changes the rate or
+// delay of its egress link (§5.3.2: upon RTT_est or rate changes).
+type linkWatch struct {
+	n  *Node
+	ps *portState
 }
+
+// OnLinkChange implements netsim.LinkObserver.
+func (w linkWatch) OnLinkChange(*netsim.Link) { _ = w.n.recompute(w.ps, w.n.sim.Now()) }
 
 // isData reports whether an opcode carries RDMA data (RC/UC send and write,
 // UD send); ACKs, read requests, CNPs and vendor opcodes do not.
@@ -480,19 +482,24 @@ func (n *Node) OnEnqueue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 		return
 	}
 	now := n.sim.Now()
-	n.checkLink(ps, now)
 	prio := int(p.Prio)
 	q := &ps.queues[prio]
 	q.qd = qBytes
 	if qBytes > q.peak {
 		q.peak = qBytes
 	}
-	if p.Kind == netsim.KindRoCE && isData(p.Opcode()) && p.DestQP() != wire.GSIQP {
-		size := int64(p.SizeBytes)
-		q.counters.Packets++
-		q.counters.Bytes += size
-		if e := n.learnData(ps, prio, p, now); e != nil {
-			e.queued += size
+	if p.Kind == netsim.KindRoCE && isData(p.Opcode()) {
+		if p.DestQP() != wire.GSIQP {
+			size := int64(p.SizeBytes)
+			q.counters.Packets++
+			q.counters.Bytes += size
+			if e := n.learnData(ps, prio, p, now); e != nil {
+				e.queued += size
+			}
+		} else if fr := p.Frame(); fr != nil {
+			// A MAD to QP1: the CM exchange that a real node learns from
+			// (decode errors are counted in CMErrors).
+			_ = n.ObserveCM(fr)
 		}
 	}
 	n.rollQGR(q, now)
@@ -513,7 +520,7 @@ func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	now := n.sim.Now()
 	q := &ps.queues[p.Prio]
 	q.qd = qBytes
-	if p.Kind == netsim.KindRoCE && isData(p.Opcode()) {
+	if p.Kind == netsim.KindRoCE && isData(p.Opcode()) && p.DestQP() != wire.GSIQP {
 		n.rollEMR(q, now)
 		q.emrPkts++
 		if e := n.lookupData(p); e != nil {

@@ -1,7 +1,6 @@
 package lhcnp
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -38,9 +37,12 @@ type ReactionConfig struct {
 	// MaxPause caps one Pause.
 	MaxPause engine.Time
 	// HoldRate keeps a rate set by Rate Reduce from being raised by DCQCN's
-	// own increase timers until Resume or the recovery timer restores it
-	// (netsim's QP.SetRate starts them); checked every HoldCheckInterval.
-	HoldRate          bool
+	// own increase timers until Resume or the recovery timer restores it:
+	// the reaction point sets the reduced rate as the QP's ceiling
+	// (netsim QP.SetCeiling) and raises or clears it as the rate recovers.
+	HoldRate bool
+	// HoldCheckInterval is ignored. The hold used to be re-applied every
+	// HoldCheckInterval; netsim's ceiling holds it at every increase.
 	HoldCheckInterval engine.Time
 }
 
@@ -73,8 +75,6 @@ func (c *ReactionConfig) Validate() error {
 		return cfgErr("reaction.max-resume-increase-percent", "%d outside 1..100", c.MaxResumeIncreasePercent)
 	case c.MaxPause <= 0:
 		return cfgErr("reaction.max-pause", "%v, must be positive", c.MaxPause)
-	case c.HoldRate && c.HoldCheckInterval <= 0:
-		return cfgErr("reaction.hold-check-interval", "%v, must be positive", c.HoldCheckInterval)
 	}
 	for i, p := range c.TrustedSources {
 		if !p.IsValid() {
@@ -114,16 +114,15 @@ type QPReaction struct {
 	Reduced                                bool
 	LastCNP                                engine.Time
 	Recovering                             bool
-	// CeilingBps is the rate the hold keeps DCQCN below (0 = none).
+	// CeilingBps is the rate the hold keeps DCQCN below, the QP's netsim
+	// ceiling (0 = none).
 	CeilingBps int64
 }
 
 type qpState struct {
-	q        *netsim.QP
-	r        QPReaction
-	recGen   uint64
-	holdGen  uint64
-	holdLive bool
+	q      *netsim.QP
+	r      QPReaction
+	recGen uint64
 }
 
 // ReactionPoint is the Long-haul CNP reaction point of one or more RNICs:
@@ -134,7 +133,6 @@ type ReactionPoint struct {
 	cfg      ReactionConfig
 	dec      wire.Decoder
 	frame    wire.Frame
-	buf      [256]byte
 	qps      map[*netsim.QP]int
 	states   []*qpState
 	counters ReactionCounters
@@ -201,10 +199,21 @@ func (rp *ReactionPoint) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	if p.Kind != netsim.KindRoCE && p.Kind != netsim.KindOther {
 		return false
 	}
-	src := rp.nodeAddr(p.Src)
-	frame, ok := rebuildFrame(rp.buf[:], p, src, h.Addr())
-	if !ok {
-		return false
+	frame := p.Frame()
+	if frame == nil {
+		// Nothing to decode. An extended CNP without its frame comes from
+		// a sender that did not attach one: a legacy RNIC treats it as a
+		// CNP, a Long-haul one cannot read it.
+		if p.Kind != netsim.KindRoCE {
+			return false
+		}
+		rp.counters.Received++
+		if rp.cfg.Legacy {
+			rp.counters.LegacyAsCNP++
+			return false
+		}
+		rp.counters.Malformed++
+		return true
 	}
 	err := rp.dec.Decode(frame, &rp.frame)
 	f := &rp.frame
@@ -256,11 +265,7 @@ func (rp *ReactionPoint) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 		return true
 	}
 	q := h.QP(m.SourceQP)
-	if q == nil {
-		rp.counters.InactiveQP++
-		return true
-	}
-	if done, _ := q.Done(); done {
+	if !q.Active() { // no such QP, not connected yet, or done (§5.6 step 2)
 		rp.counters.InactiveQP++
 		return true
 	}
@@ -309,13 +314,6 @@ func (rp *ReactionPoint) trusted(a netip.Addr) bool {
 	return false
 }
 
-func (rp *ReactionPoint) nodeAddr(id netsim.NodeID) netip.Addr {
-	if x := rp.net.Node(id); x != nil {
-		return x.Addr()
-	}
-	return netip.Addr{}
-}
-
 func (rp *ReactionPoint) state(q *netsim.QP) *qpState {
 	if i, ok := rp.qps[q]; ok {
 		return rp.states[i]
@@ -354,7 +352,7 @@ func (rp *ReactionPoint) apply(q *netsim.QP, m *wire.LongHaul) {
 		next = q.RateBps() // clamped to the minimum rate
 		r.PreCutBps, r.LastReductionBps = cur, cur-next
 		r.Recovering = false
-		rp.setCeiling(s, idx, next)
+		rp.setCeiling(s, next)
 		rp.armRecovery(s, idx, now)
 	case wire.ActionResume:
 		rp.counters.AcceptedResume++
@@ -375,30 +373,30 @@ func (rp *ReactionPoint) apply(q *netsim.QP, m *wire.LongHaul) {
 			inc = limit
 			rp.counters.ResumeCapped++
 		}
-		rp.raise(s, idx, min(r.NormalBps, cur+inc))
+		rp.raise(s, min(r.NormalBps, cur+inc))
 		if r.Reduced {
 			rp.armRecovery(s, idx, now)
 		}
 	}
 }
 
-// raise sets a higher rate, closing the episode at the normal rate.
-func (rp *ReactionPoint) raise(s *qpState, idx uint64, rate int64) {
+// raise sets a higher rate, closing the episode at the normal rate. The
+// ceiling moves first: SetRate is clamped to it.
+func (rp *ReactionPoint) raise(s *qpState, rate int64) {
 	q, r := s.q, &s.r
-	q.SetRate(rate, max(rate, q.TargetRateBps()))
 	if rate >= r.NormalBps {
 		r.Reduced, r.Recovering = false, false
-		rp.setCeiling(s, idx, 0)
-		return
+		rp.setCeiling(s, 0)
+	} else {
+		rp.setCeiling(s, rate)
 	}
-	rp.setCeiling(s, idx, rate)
+	q.SetRate(rate, max(rate, q.TargetRateBps()))
 }
 
 // Reaction point timer kinds.
 const (
 	evRecover uint32 = iota
 	evStep
-	evHold
 )
 
 // armRecovery (re)starts the per-QP recovery timer (§5.6).
@@ -409,19 +407,24 @@ func (rp *ReactionPoint) armRecovery(s *qpState, idx uint64, now engine.Time) {
 	rp.sim.At(now+rp.recoveryInterval(), rp, evRecover, idx<<32|s.recGen&0xFFFFFFFF)
 }
 
-func (rp *ReactionPoint) setCeiling(s *qpState, idx uint64, c int64) {
+// setCeiling holds the QP at c (0 lifts the hold) when HoldRate is set;
+// without it (HoldRate turned off by ApplyConfig) a hold in place is lifted.
+func (rp *ReactionPoint) setCeiling(s *qpState, c int64) {
 	if !rp.cfg.HoldRate {
+		c = 0
+	}
+	if c == s.r.CeilingBps {
 		return
 	}
 	s.r.CeilingBps = c
-	if c > 0 && !s.holdLive {
-		s.holdLive = true
-		s.holdGen++
-		rp.sim.After(rp.cfg.HoldCheckInterval, rp, evHold, idx<<32|s.holdGen&0xFFFFFFFF)
+	if c > 0 {
+		s.q.SetCeiling(c)
+	} else {
+		s.q.ClearCeiling()
 	}
 }
 
-// Handle implements engine.Handler: recovery, additive steps, rate hold.
+// Handle implements engine.Handler: recovery and additive steps.
 func (rp *ReactionPoint) Handle(kind uint32, arg uint64) {
 	idx, gen := int(arg>>32), arg&0xFFFFFFFF
 	if idx >= len(rp.states) {
@@ -440,82 +443,9 @@ func (rp *ReactionPoint) Handle(kind uint32, arg uint64) {
 		}
 		step := max(r.NormalBps*int64(rp.cfg.RecoveryStepPercent)/100, 1)
 		rp.counters.RecoverySteps++
-		rp.raise(s, uint64(idx), min(r.NormalBps, s.q.RateBps()+step))
+		rp.raise(s, min(r.NormalBps, s.q.RateBps()+step))
 		if r.Reduced {
 			rp.sim.After(rp.stepInterval(), rp, evStep, arg)
 		}
-	case evHold:
-		if gen != s.holdGen&0xFFFFFFFF {
-			return
-		}
-		if r.CeilingBps == 0 {
-			s.holdLive = false
-			return
-		}
-		if s.q.RateBps() > r.CeilingBps || s.q.TargetRateBps() > r.CeilingBps {
-			s.q.SetRate(min(s.q.RateBps(), r.CeilingBps), r.CeilingBps)
-		}
-		rp.sim.After(rp.cfg.HoldCheckInterval, rp, evHold, arg)
 	}
-}
-
-// rebuildFrame writes the Ethernet frame a netsim packet stands for: the
-// Ethernet and IP headers (from the node addresses; MACs zero), for the
-// RoCEv2 format the UDP header, then the encoded bytes the packet carries.
-// The ICRC or ICMPv6 checksum the sender computed travels in those bytes,
-// so the decoder's checks cover what the node encoded.
-func rebuildFrame(b []byte, p *netsim.Packet, src, dst netip.Addr) ([]byte, bool) {
-	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
-		return nil, false
-	}
-	hdr := p.Hdr[:p.HdrLen]
-	roce := p.Kind == netsim.KindRoCE
-	l4 := len(hdr)
-	proto := uint8(wire.ProtoICMPv6)
-	if roce {
-		l4 += wire.UDPLen
-		proto = wire.ProtoUDP
-	}
-	ipLen := 40
-	if src.Is4() {
-		ipLen = 20
-	}
-	n := wire.EthernetLen + ipLen + l4
-	if n > len(b) {
-		return nil, false
-	}
-	clear(b[:max(n, wire.MinFrameLen)])
-	ip := b[wire.EthernetLen:]
-	if src.Is4() {
-		if !roce {
-			return nil, false // ICMPv6 over IPv4 does not exist
-		}
-		binary.BigEndian.PutUint16(b[12:], 0x0800)
-		ip[0] = 0x45
-		binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+l4))
-		ip[8], ip[9] = wire.DefaultTTL, proto
-		s4, d4 := src.As4(), dst.As4()
-		copy(ip[12:16], s4[:])
-		copy(ip[16:20], d4[:])
-		binary.BigEndian.PutUint16(ip[10:], wire.Checksum(ip[:20]))
-	} else {
-		binary.BigEndian.PutUint16(b[12:], 0x86DD)
-		ip[0] = 0x60
-		binary.BigEndian.PutUint16(ip[4:], uint16(l4))
-		ip[6], ip[7] = proto, wire.DefaultTTL
-		s6, d6 := src.As16(), dst.As16()
-		copy(ip[8:24], s6[:])
-		copy(ip[24:40], d6[:])
-	}
-	off := wire.EthernetLen + ipLen
-	if roce {
-		u := b[off:]
-		qp := binary.BigEndian.Uint32(hdr[4:8]) & 0xFFFFFF
-		binary.BigEndian.PutUint16(u[0:], roceUDPSrcPort(qp))
-		binary.BigEndian.PutUint16(u[2:], wire.RoCEv2Port)
-		binary.BigEndian.PutUint16(u[4:], uint16(l4))
-		off += wire.UDPLen
-	}
-	copy(b[off:], hdr)
-	return b[:max(n, wire.MinFrameLen)], true
 }

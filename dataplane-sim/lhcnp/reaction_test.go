@@ -83,7 +83,7 @@ func TestReactionActions(t *testing.T) {
 				tt.rc(&rc)
 			}
 			l := newLine(t, lineOpts{v6: tt.v6, dcqcn: true, rogue: true, rc: rc})
-			l.sim.Run(10 * engine.Microsecond)
+			waitActive(t, l)
 			q := l.flow.Sender
 			for _, m := range tt.msgs {
 				f := m.format
@@ -117,9 +117,11 @@ func TestReactionActions(t *testing.T) {
 // and counted, the rate is unchanged.
 func TestReactionMalformed(t *testing.T) {
 	l := newLine(t, lineOpts{rogue: false})
-	l.sim.Run(10 * engine.Microsecond)
+	waitActive(t, l)
 	p := craft(t, l.net, l.n1, l.src, FormatRoCEv2, wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100})
-	p.Hdr[14] ^= 0xFF // the Parameter
+	// The Parameter, in the frame the reaction point decodes: Ethernet,
+	// IPv4, UDP, BTH, then 2 bytes into the extension.
+	p.Frame()[wire.EthernetLen+20+wire.UDPLen+wire.BTHLen+2] ^= 0xFF
 	deliver(t, l, l.n1, p)
 	if c := l.rp.Counters(); c.Malformed != 1 || c.AcceptedRateReduce != 0 {
 		t.Errorf("counters %+v", c)
@@ -139,7 +141,7 @@ func TestReactionRecovery(t *testing.T) {
 	rc.TrustedSources = trusted(false)
 	rc.RTTEst = rtt
 	l := newLine(t, lineOpts{dcqcn: true, rc: rc})
-	l.sim.Run(10 * engine.Microsecond)
+	waitActive(t, l)
 	q := l.flow.Sender
 	send := func() {
 		deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
@@ -158,8 +160,9 @@ func TestReactionRecovery(t *testing.T) {
 		t.Fatalf("rate %d after the second cut", q.RateBps())
 	}
 	l.sim.Run(t1 + 2*rtt - 100*engine.Microsecond)
-	if q.RateBps() != 4.9e9 {
-		t.Errorf("rate %d before 2 x RTT_est without a notification: want 4.9 Gb/s held", q.RateBps())
+	if q.RateBps() != 4.9e9 || q.CeilingBps() != 4.9e9 {
+		t.Errorf("rate %d, ceiling %d before 2 x RTT_est without a notification: want 4.9 Gb/s held",
+			q.RateBps(), q.CeilingBps())
 	}
 	l.sim.Run(t1 + 2*rtt + rtt/10 + engine.Microsecond)
 	if got := q.RateBps(); got <= 4.9e9 || got > 4.9e9+2*5e8 {
@@ -170,7 +173,7 @@ func TestReactionRecovery(t *testing.T) {
 		t.Errorf("rate %d after recovery, want 10 Gb/s", got)
 	}
 	r, _ := l.rp.QP(q)
-	if r.Reduced || l.rp.Counters().Recoveries != 1 {
+	if r.Reduced || l.rp.Counters().Recoveries != 1 || q.CeilingBps() != 0 || r.CeilingBps != 0 {
 		t.Errorf("reaction %+v, counters %+v", r, l.rp.Counters())
 	}
 }
@@ -189,5 +192,78 @@ func TestReactionConfigValidate(t *testing.T) {
 		if err := c.Validate(); err == nil || !contains(err.Error(), tt.field) {
 			t.Errorf("%s: error %v", tt.field, err)
 		}
+	}
+}
+
+// TestReactionBeforeConnect: a notification for a QP whose CM exchange
+// has not completed finds no active QP (§5.6 step 2).
+func TestReactionBeforeConnect(t *testing.T) {
+	l := newLine(t, lineOpts{dcqcn: true})
+	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+		wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}))
+	if l.flow.Sender.Active() {
+		t.Fatal("the QP connected within 50 µs on a 200 µs round trip")
+	}
+	if c := l.rp.Counters(); c.InactiveQP != 1 || c.AcceptedRateReduce != 0 {
+		t.Errorf("counters %+v", c)
+	}
+}
+
+// TestReactionNoFrame: an extended CNP without its frame cannot be read.
+func TestReactionNoFrame(t *testing.T) {
+	l := newLine(t, lineOpts{dcqcn: true})
+	waitActive(t, l)
+	p := craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+		wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100})
+	if err := l.net.SetFrame(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	deliver(t, l, l.n1, p)
+	if c := l.rp.Counters(); c.Malformed != 1 || c.AcceptedRateReduce != 0 {
+		t.Errorf("counters %+v", c)
+	}
+	if r := l.flow.Sender.RateBps(); r != 10e9 {
+		t.Errorf("rate %d", r)
+	}
+}
+
+// TestReactionNoHold: without HoldRate a Rate Reduce sets no ceiling and
+// DCQCN's increases raise the rate again; turning the hold off lifts one
+// in place.
+func TestReactionNoHold(t *testing.T) {
+	rc := DefaultReactionConfig()
+	rc.TrustedSources = trusted(false)
+	rc.RTTEst = 100 * engine.Millisecond // no recovery during the test
+	rc.HoldRate = false
+	l := newLine(t, lineOpts{dcqcn: true, rc: rc})
+	waitActive(t, l)
+	q := l.flow.Sender
+	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+		wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}))
+	if q.RateBps() != 7e9 || q.CeilingBps() != 0 {
+		t.Fatalf("rate %d ceiling %d", q.RateBps(), q.CeilingBps())
+	}
+	l.sim.Run(l.sim.Now() + 5*engine.Millisecond)
+	if q.RateBps() <= 7e9 {
+		t.Errorf("rate %d: DCQCN did not raise it without the hold", q.RateBps())
+	}
+
+	rc.HoldRate = true
+	l = newLine(t, lineOpts{dcqcn: true, rc: rc})
+	waitActive(t, l)
+	q = l.flow.Sender
+	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+		wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}))
+	if q.CeilingBps() != 7e9 {
+		t.Fatalf("ceiling %d with the hold", q.CeilingBps())
+	}
+	rc.HoldRate = false
+	if err := l.rp.ApplyConfig(rc); err != nil {
+		t.Fatal(err)
+	}
+	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+		wire.LongHaul{CongLevel: 20, Action: wire.ActionResume, Parameter: 10, SourceQP: 100}))
+	if q.CeilingBps() != 0 {
+		t.Errorf("ceiling %d after the hold was turned off", q.CeilingBps())
 	}
 }

@@ -40,10 +40,16 @@ func TestIncastQueueGrowth(t *testing.T) {
 	if firstMarkQ < kmin {
 		t.Errorf("first mark with the queue at %d bytes, below K_min %d", firstMarkQ, kmin)
 	}
-	// Slope between 10 µs and the first CNP, least squares.
+	// Slope from 10 µs after the last sender started sending (its CM
+	// exchange takes a round trip after its start) to the first CNP, least
+	// squares.
+	var t0 engine.Time
+	for _, f := range in.flows {
+		t0 = max(t0, f.Sender.ConnectedAt())
+	}
 	var sx, sy, sxx, sxy, n float64
 	for _, s := range samples {
-		if s.t < 10*engine.Microsecond || s.t >= firstCNP {
+		if s.t < t0+10*engine.Microsecond || s.t >= firstCNP {
 			continue
 		}
 		x, y := float64(s.t), float64(s.q)

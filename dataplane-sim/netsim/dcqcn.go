@@ -128,12 +128,20 @@ const (
 	evQPDecrease
 )
 
+// maxRate is the bound on Rc and Rt: the line rate, DCQCN's rpg_max_rate,
+// the flow's maximum and the ceiling, whichever is lowest.
 func (q *QP) maxRate() int64 {
-	c := q.cc()
-	if c.MaxRateBps > 0 && c.MaxRateBps < q.lineRateBps {
-		return c.MaxRateBps
+	r := q.lineRateBps
+	if c := q.cc().MaxRateBps; c > 0 && c < r {
+		r = c
 	}
-	return q.lineRateBps
+	if q.maxRateBps > 0 && q.maxRateBps < r {
+		r = q.maxRateBps
+	}
+	if q.ceilingBps > 0 && q.ceilingBps < r {
+		r = q.ceilingBps
+	}
+	return r
 }
 
 func (q *QP) cc() *DCQCNConfig { return &q.host.cfg.DCQCN }

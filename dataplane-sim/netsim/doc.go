@@ -11,6 +11,10 @@
 // Data packets, ACKs and CNPs carry a real BTH encoded by package wire in
 // Packet.Hdr, and the models read opcode, destination QP, PSN, AckReq and
 // BECN back from those bytes. Payload bytes do not exist; sizes do.
+// Control packets whose bytes matter on the path carry their whole frame
+// (Packet.Frame, pooled): the IB CM MADs with which every flow connects
+// (REQ, REP, RTU; DREQ, DREP after a finite flow), encoded by
+// wire.Encoder.CM, and the Long-haul CNPs of the next layer.
 //
 // # Building and running
 //
@@ -32,16 +36,21 @@
 // # Hooks for the Long-haul CNP layer
 //
 // PortObserver sees every enqueue, dequeue, mark and drop at a switch egress
-// (flow learning, QD/EMR/QGR monitors, triggers); Port.SetECN changes K_min
-// and K_max per queue (BDP-adaptive K_max); Switch.Send originates packets
-// (Long-haul CNPs); ControlHandler on a Host receives CNPs and unknown
-// control packets first (the Long-haul CNP reaction point) and acts through
-// QP.SetRate, QP.PauseUntil and QP.ApplyCNP; the Node interface lets a wire
-// to another process stand in for a neighbour.
+// (flow learning from data and CM frames, QD/EMR/QGR monitors, triggers);
+// LinkObserver hears rate and delay changes (Link.AddObserver); Port.SetECN
+// changes K_min and K_max per queue (BDP-adaptive K_max); Switch.Send
+// originates packets (Long-haul CNPs, whole frames in Packet.Frame);
+// ControlHandler on a Host receives CNPs and unknown control packets first
+// (the Long-haul CNP reaction point) and acts through QP.SetRate,
+// QP.SetCeiling (a cut DCQCN cannot undo), QP.PauseUntil and QP.ApplyCNP,
+// after QP.Active; QP.AdminStop, FlowConfig.MaxRateBps and the exact
+// PortStats.PFCPausedNs serve the scenario runner; the Node interface lets
+// a wire to another process stand in for a neighbour.
 //
 // What is not modelled: loss recovery (drops are counted by the receiver as
-// PSN gaps, never retransmitted), PFC pause quanta (a pause lasts until the
-// resume), shared switch buffers (each port has its own), ECMP.
+// PSN gaps, never retransmitted; CM MADs are not retried either), PFC pause
+// quanta (a pause lasts until the resume), shared switch buffers (each port
+// has its own), ECMP.
 //
 // The package depends on engine, wire and the standard library. It must not
 // import gNMI, YANG or generated code.

@@ -16,7 +16,8 @@ type Node interface {
 
 // PortObserver watches a switch egress port. It is the hook of the
 // congestion-aware node of draft-tian-ccwg-long-haul-cnp §5: flow-table
-// learning (OnEnqueue sees every data packet with its BTH and SrcQP), the
+// learning (OnEnqueue sees every data packet with its BTH and SrcQP, and
+// every CM MAD to QP1 with its whole frame in Packet.Frame), the
 // QD/EMR/QGR monitors (queue bytes, marks, drops with their times) and the
 // triggers. Calls happen inside the simulation, in event order; the observer
 // may read the port (QueueBytes, Config), change it (SetECN, ...), schedule
@@ -39,7 +40,16 @@ type PortObserver interface {
 // (a CNP then goes to DCQCN, anything else is counted and dropped).
 //
 // The handler acts on queue pairs through Host.QP and the QP methods
-// (SetRate, PauseUntil, ApplyCNP, ...).
+// (Active, SetRate, SetCeiling, PauseUntil, ApplyCNP, ...). A packet that
+// carries its frame (Packet.Frame) can be decoded whole with wire.Decoder.
 type ControlHandler interface {
 	HandleControl(h *Host, p *Packet) bool
+}
+
+// LinkObserver is told when a link's rate or delay changes (Link.AddObserver):
+// a BDP-adaptive K_max is recomputed at once instead of at the next packet.
+// It runs inside the simulation, right after the change, on the engine
+// goroutine, and may read and reconfigure the model.
+type LinkObserver interface {
+	OnLinkChange(l *Link)
 }

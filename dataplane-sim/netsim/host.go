@@ -66,8 +66,9 @@ func (c *HostConfig) Validate() error {
 type HostStats struct {
 	CNPTx, CNPRx   int64
 	AckTx, AckRx   int64
+	CMTx, CMRx     int64 // CM MADs sent and received (QP1)
 	ControlRx      int64 // packets consumed by the ControlHandler
-	UnknownDropped int64 // packets nobody handles (no QP, unknown opcode)
+	UnknownDropped int64 // packets nobody handles (no QP, unknown opcode, undecodable MAD)
 }
 
 // Host is an RNIC with one port. Its sender QPs are DCQCN reaction points
@@ -88,6 +89,20 @@ type Host struct {
 	nextQPN uint32
 	control ControlHandler
 	stats   HostStats
+
+	// CM: receiver QPs by (peer node, peer QPN) for incoming REQs; QPs by
+	// this host's communication ID for the other messages.
+	recvByPeer map[peerQP]*RecvQP
+	cmSend     map[uint32]*QP
+	cmRecv     map[uint32]*RecvQP
+	nextCommID uint32
+	gsiPSN     uint32
+	nextTID    uint64
+}
+
+type peerQP struct {
+	node NodeID
+	qpn  uint32
 }
 
 // ID returns the node id.
@@ -104,6 +119,9 @@ func (h *Host) Ports() []*Port { return h.ports }
 
 // Port returns the NIC port, or nil before Connect.
 func (h *Host) Port() *Port { return h.port }
+
+// Network returns the network the host belongs to.
+func (h *Host) Network() *Network { return h.net }
 
 // Config returns the RNIC configuration.
 func (h *Host) Config() HostConfig { return h.cfg }
@@ -197,6 +215,11 @@ func (h *Host) other(p *Packet) {
 func (h *Host) receiveData(p *Packet) {
 	r := h.recv[p.DestQP()]
 	if r == nil {
+		// QP1 is never a receiver QP (AddFlow refuses it): a MAD.
+		if p.DestQP() == wire.GSIQP {
+			h.receiveCM(p)
+			return
+		}
 		h.stats.UnknownDropped++
 		return
 	}
@@ -259,6 +282,8 @@ func (h *Host) nextPacket(pt *Port) *Packet {
 			j -= n
 		}
 		q := h.sendQPs[j]
+		// sending is false before the connection, after the last byte and
+		// while administratively stopped: one test on the hot path.
 		if !q.sending || pt.paused[q.prio] {
 			continue
 		}
@@ -298,7 +323,19 @@ type FlowConfig struct {
 	// endless flow.
 	MessageBytes int64
 	Start        engine.Time
-	Prio         uint8 // 802.1p priority of data and ACKs (default 0)
+	Prio         uint8 // 802.1p priority of data, ACKs and CM MADs (default 0)
+	// MaxRateBps caps the sender's rate (0: none): the flow starts at
+	// min(line rate, MaxRateBps) and DCQCN's increases never exceed it (a
+	// scenario's per-flow rate).
+	MaxRateBps int64
+	// NoCM starts the flow without the IB CM exchange: data from Start, no
+	// MADs. By default (false) a flow connects first: the sender sends a
+	// REQ at Start, the receiver answers with a REP, the sender sends the
+	// RTU and starts data when the REP arrives (one round trip after
+	// Start, as an RC requester may post sends once it has processed the
+	// REP); a finite flow ends with DREQ and DREP after its last ACK.
+	// Hosts without an IP address of the same family connect without CM.
+	NoCM bool
 }
 
 // Flow is a sender QP and its receiver QP.
@@ -319,6 +356,8 @@ type QP struct {
 	dst         NodeID
 	prio        uint8
 	lineRateBps int64
+	maxRateBps  int64 // FlowConfig.MaxRateBps, 0: none
+	ceilingBps  int64 // SetCeiling, 0: none
 
 	totalBytes int64 // 0: endless
 	msgBytes   int64
@@ -330,7 +369,10 @@ type QP struct {
 	ackPoints  ring[ackPoint]
 
 	start_      engine.Time
-	sending     bool
+	sending     bool // connected && !stopped && !allSent
+	connected   bool // CM established (or no CM and started), not yet disconnected
+	stopped     bool // AdminStop
+	allSent     bool // a finite flow has sent its last byte
 	finished    bool
 	finishedAt  engine.Time
 	nextSend    engine.Time
@@ -338,6 +380,7 @@ type QP struct {
 	lastSize    int32
 	pausedUntil engine.Time
 
+	cm cmEnd
 	dc dcqcn
 }
 
@@ -375,25 +418,116 @@ func (q *QP) AckedBytes() int64 { return q.ackedBytes }
 // Done reports whether all bytes of a finite flow are acknowledged, and when.
 func (q *QP) Done() (bool, engine.Time) { return q.finished, q.finishedAt }
 
+// Active reports whether the QP exists, is connected (its CM exchange is
+// complete, or it started without CM) and has not completed its flow. An
+// administratively stopped or paused QP is still active. A nil QP is not.
+func (q *QP) Active() bool { return q != nil && q.connected && !q.finished }
+
+// LineRateBps returns the line rate the QP is bounded by (its host's link
+// rate; it follows Link.SetRateBps).
+func (q *QP) LineRateBps() int64 { return q.lineRateBps }
+
+// MaxRateBps returns the rate the QP may not exceed now: the least of the
+// line rate, DCQCN's MaxRateBps, the flow's MaxRateBps and the ceiling.
+func (q *QP) MaxRateBps() int64 { return q.maxRate() }
+
+// CeilingBps returns the ceiling set by SetCeiling (0: none).
+func (q *QP) CeilingBps() int64 { return q.ceilingBps }
+
 // CNPs returns the number of CNPs DCQCN has processed for this QP.
 func (q *QP) CNPs() int64 { return q.dc.cnpRx }
 
 // RateCuts returns the number of DCQCN rate decreases.
 func (q *QP) RateCuts() int64 { return q.dc.rateCuts }
 
-// SetRate sets the current and target rates (clamped to [min rate, line
-// rate]) and engages the rate limiter, as a Long-haul CNP "Rate Reduce" or
-// "Resume" would. DCQCN's increase timers continue from there.
+// SetRate sets the current and target rates (clamped to [min rate,
+// MaxRateBps], so below any ceiling) and engages the rate limiter, as a
+// Long-haul CNP "Rate Reduce" or "Resume" would. DCQCN's increase timers
+// continue from there: use SetCeiling for a cut DCQCN must not undo.
 func (q *QP) SetRate(rcBps, rtBps int64) {
 	c := q.cc()
 	clampR := func(r int64) int64 {
 		return max(c.MinRateBps, min(r, q.maxRate()))
 	}
 	q.dc.rc, q.dc.rt = clampR(rcBps), clampR(rtBps)
-	if !q.dc.incRunning && (q.dc.rc < q.maxRate() || q.dc.rt < q.maxRate()) {
+	q.armIncrease()
+	q.rateChanged()
+}
+
+// SetCeiling caps the QP's rate at ceilingBps until ClearCeiling: Rc and
+// Rt are lowered to it if above, DCQCN's increases (timer, byte counter)
+// stop at it and SetRate is clamped to it. This is the rate cut DCQCN
+// cannot undo (a Long-haul CNP Rate Reduce held until Resume or recovery).
+// The other bounds stay (a ceiling above the line rate changes nothing; one
+// below DCQCN's MinRateBps holds the minimum rate). ceilingBps <= 0 clears.
+func (q *QP) SetCeiling(ceilingBps int64) {
+	if ceilingBps <= 0 {
+		q.ClearCeiling()
+		return
+	}
+	q.ceilingBps = ceilingBps
+	m := max(q.maxRate(), q.cc().MinRateBps)
+	q.dc.rt = min(q.dc.rt, m)
+	if q.dc.rc > m {
+		q.dc.rc = m
+		q.rateChanged()
+	}
+}
+
+// ClearCeiling removes the ceiling; DCQCN's increases continue from the
+// current rate (the increase timer restarts if it had stopped at the
+// ceiling).
+func (q *QP) ClearCeiling() {
+	if q.ceilingBps == 0 {
+		return
+	}
+	q.ceilingBps = 0
+	q.armIncrease()
+}
+
+// AdminStop stops the QP administratively (a scenario's flow-stop): it
+// sends no data until AdminStart, whatever PauseUntil says, so a Long-haul
+// CNP Resume cannot restart it. ACKs and CNPs are still processed and the
+// QP stays connected.
+func (q *QP) AdminStop() {
+	q.stopped = true
+	q.updateSending()
+}
+
+// AdminStart lifts AdminStop (a scenario's flow-start). A QP that is not
+// connected yet starts when it is.
+func (q *QP) AdminStart() {
+	q.stopped = false
+	q.updateSending()
+}
+
+// AdminStopped reports whether the QP is administratively stopped.
+func (q *QP) AdminStopped() bool { return q.stopped }
+
+// armIncrease starts DCQCN's increase timer when the QP is below its
+// maximum and the timer is not running.
+func (q *QP) armIncrease() {
+	m := q.maxRate()
+	if !q.dc.incRunning && (q.dc.rc < m || q.dc.rt < m) {
 		q.dc.incGen++
 		q.dc.incRunning = true
-		q.host.net.sim.After(c.TimeReset, q, evQPIncTimer, q.dc.incGen)
+		q.host.net.sim.After(q.cc().TimeReset, q, evQPIncTimer, q.dc.incGen)
+	}
+}
+
+// setLineRate follows a change of the host's link rate. A QP whose rate
+// limiter never engaged and that runs at its maximum moves to the new
+// maximum; otherwise the rates are clamped to it and DCQCN climbs from
+// there.
+func (q *QP) setLineRate(r int64) {
+	free := !q.dc.active && q.dc.rc >= q.maxRate() && q.dc.rt >= q.maxRate()
+	q.lineRateBps = r
+	m := max(q.maxRate(), q.cc().MinRateBps)
+	if free {
+		q.dc.rc, q.dc.rt = m, m
+	} else {
+		q.dc.rc, q.dc.rt = min(q.dc.rc, m), min(q.dc.rt, m)
+		q.armIncrease()
 	}
 	q.rateChanged()
 }
@@ -410,13 +544,31 @@ func (q *QP) PauseUntil(t engine.Time) {
 // PausedUntil returns the end of the current pause (0 or past: not paused).
 func (q *QP) PausedUntil() engine.Time { return q.pausedUntil }
 
+// start runs at the flow's start time: the CM exchange begins, or without
+// CM the QP is connected at once.
 func (q *QP) start() {
-	if q.sending || q.finished {
+	if q.cm.on {
+		q.sendREQ()
 		return
 	}
-	q.sending = true
-	q.nextSend = q.host.net.sim.Now()
-	q.host.port.kick()
+	q.connected = true
+	q.cm.connectedAt = q.host.net.sim.Now()
+	q.updateSending()
+}
+
+// updateSending recomputes whether the pacer may pick the QP.
+func (q *QP) updateSending() {
+	s := q.connected && !q.stopped && !q.allSent
+	if s == q.sending {
+		return
+	}
+	q.sending = s
+	if s {
+		if now := q.host.net.sim.Now(); q.nextSend < now {
+			q.nextSend = now
+		}
+		q.host.port.kick()
+	}
 }
 
 // rateChanged re-times the next send for the new rate.
@@ -479,6 +631,7 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 		q.msgOff = 0
 	}
 	if q.totalBytes > 0 && q.sentBytes >= q.totalBytes {
+		q.allSent = true
 		q.sending = false
 	}
 	q.lastSend = now
@@ -502,6 +655,9 @@ func (q *QP) onAck(psn uint32) {
 	if q.totalBytes > 0 && !q.finished && q.ackedBytes >= q.totalBytes {
 		q.finished = true
 		q.finishedAt = q.host.net.sim.Now()
+		if q.cm.on {
+			q.sendDREQ()
+		}
 	}
 }
 
@@ -511,7 +667,10 @@ type RecvQP struct {
 	flow      *Flow
 	QPN       uint32
 	PeerQPN   uint32
+	peer      NodeID
+	prio      uint8
 	expectPSN uint32
+	cm        cmEnd
 
 	rxPackets, rxBytes int64
 	lostPackets        int64

@@ -21,6 +21,7 @@ type Link struct {
 
 	inflight   ring[flight]
 	lastArrive engine.Time
+	observers  []LinkObserver
 }
 
 type flight struct {
@@ -44,13 +45,54 @@ func (l *Link) Delay() engine.Time { return l.delay }
 func (l *Link) InFlight() int { return l.inflight.len() }
 
 // SetRateBps changes the line rate; the packet being serialised keeps the old
-// rate, the next one uses the new (a scenario's "link slowdown").
-func (l *Link) SetRateBps(r int64) { l.rateBps = r }
+// rate, the next one uses the new (a scenario's "link slowdown"). On a
+// host's egress link the host's sender QPs follow the new line rate
+// (QP.LineRateBps). Observers are told after the change. r must be
+// positive; other values are ignored.
+func (l *Link) SetRateBps(r int64) {
+	if r <= 0 || r == l.rateBps {
+		return
+	}
+	l.rateBps = r
+	if h := l.from.host; h != nil {
+		for _, q := range h.sendQPs {
+			q.setLineRate(r)
+		}
+	}
+	l.notify()
+}
 
 // SetDelay changes the propagation delay for packets sent from now on (a
 // scenario's "RTT change"). Packets never overtake each other: a shorter delay
-// holds new packets behind the ones already in flight.
-func (l *Link) SetDelay(d engine.Time) { l.delay = d }
+// holds new packets behind the ones already in flight. Observers are told
+// after the change. A negative d is ignored.
+func (l *Link) SetDelay(d engine.Time) {
+	if d < 0 || d == l.delay {
+		return
+	}
+	l.delay = d
+	l.notify()
+}
+
+// AddObserver registers o for changes of l's rate and delay. Observers are
+// called in registration order; adding one twice calls it twice.
+func (l *Link) AddObserver(o LinkObserver) { l.observers = append(l.observers, o) }
+
+// RemoveObserver removes the first registration of o.
+func (l *Link) RemoveObserver(o LinkObserver) {
+	for i, x := range l.observers {
+		if x == o {
+			l.observers = append(l.observers[:i], l.observers[i+1:]...)
+			return
+		}
+	}
+}
+
+func (l *Link) notify() {
+	for _, o := range l.observers {
+		o.OnLinkChange(l)
+	}
+}
 
 // send puts p on the wire; its last bit leaves the transmitter at txEnd.
 func (l *Link) send(p *Packet, txEnd engine.Time) {

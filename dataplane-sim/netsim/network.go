@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // Network is a topology of switches and hosts on one engine.Sim. Build it
@@ -22,6 +23,10 @@ type Network struct {
 	links    []*Link
 	flows    []*Flow
 	pool     packetPool
+
+	// Scratch for the hosts' CM processing (one goroutine drives a Network).
+	cmDec   wire.Decoder
+	cmFrame wire.Frame
 }
 
 // New returns an empty network on sim.
@@ -76,7 +81,8 @@ func (n *Network) AddHost(name string, addr netip.Addr, cfg HostConfig) (*Host, 
 		return nil, fmt.Errorf("host %s: %w", name, err)
 	}
 	h := &Host{net: n, id: NodeID(len(n.nodes)), name: name, addr: addr, cfg: cfg,
-		qps: map[uint32]*QP{}, recv: map[uint32]*RecvQP{}}
+		qps: map[uint32]*QP{}, recv: map[uint32]*RecvQP{},
+		recvByPeer: map[peerQP]*RecvQP{}, cmSend: map[uint32]*QP{}, cmRecv: map[uint32]*RecvQP{}}
 	if err := n.addNode(name, h); err != nil {
 		return nil, err
 	}
@@ -165,7 +171,9 @@ func (n *Network) ComputeRoutes() {
 }
 
 // AddFlow creates the sender and receiver QPs of a flow and schedules its
-// start. Both hosts must be connected.
+// start (the CM exchange, unless FlowConfig.NoCM). Both hosts must be
+// connected. QP numbers 0 and 1 cannot be chosen (0 allocates one; QP1 is
+// the GSI QP that receives CM MADs).
 func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	if fc.Src == nil || fc.Dst == nil || fc.Src == fc.Dst {
 		return nil, errors.New("flow: need two distinct hosts")
@@ -173,19 +181,20 @@ func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	if fc.Src.port == nil || fc.Dst.port == nil {
 		return nil, fmt.Errorf("flow %s: hosts must be connected first", fc.Name)
 	}
-	if fc.Bytes < 0 || fc.MessageBytes < 0 || fc.Prio >= NumPrio {
-		return nil, fmt.Errorf("flow %s: bytes %d, message %d, prio %d out of range", fc.Name, fc.Bytes, fc.MessageBytes, fc.Prio)
+	if fc.Bytes < 0 || fc.MessageBytes < 0 || fc.Prio >= NumPrio || fc.MaxRateBps < 0 {
+		return nil, fmt.Errorf("flow %s: bytes %d, message %d, prio %d, max rate %d out of range",
+			fc.Name, fc.Bytes, fc.MessageBytes, fc.Prio, fc.MaxRateBps)
 	}
 	src, dst := fc.Src, fc.Dst
 	sq, dq := fc.SrcQPN, fc.DstQPN
 	if sq == 0 {
 		sq = src.allocQPN()
-	} else if src.qps[sq] != nil || src.recv[sq] != nil || sq > 0xFFFFFF {
+	} else if sq == wire.GSIQP || src.qps[sq] != nil || src.recv[sq] != nil || sq > 0xFFFFFF {
 		return nil, fmt.Errorf("flow %s: qp %d on %s taken or out of range", fc.Name, sq, src.name)
 	}
 	if dq == 0 {
 		dq = dst.allocQPN()
-	} else if dst.qps[dq] != nil || dst.recv[dq] != nil || dq > 0xFFFFFF {
+	} else if dq == wire.GSIQP || dst.qps[dq] != nil || dst.recv[dq] != nil || dq > 0xFFFFFF {
 		return nil, fmt.Errorf("flow %s: qp %d on %s taken or out of range", fc.Name, dq, dst.name)
 	}
 	msg := fc.MessageBytes
@@ -201,13 +210,19 @@ func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	}
 	line := src.port.out.rateBps
 	q := &QP{host: src, flow: f, QPN: sq, PeerQPN: dq, dst: dst.id, prio: fc.Prio,
-		lineRateBps: line, totalBytes: fc.Bytes, msgBytes: msg, start_: fc.Start}
-	q.dc.rc, q.dc.rt = line, line
-	r := &RecvQP{host: dst, flow: f, QPN: dq, PeerQPN: sq, firstRx: -1}
+		lineRateBps: line, maxRateBps: fc.MaxRateBps, totalBytes: fc.Bytes, msgBytes: msg, start_: fc.Start}
+	// The flow's and DCQCN's maximum bound the rate from the start.
+	r0 := max(q.maxRate(), src.cfg.DCQCN.MinRateBps)
+	q.dc.rc, q.dc.rt = r0, r0
+	r := &RecvQP{host: dst, flow: f, QPN: dq, PeerQPN: sq, peer: src.id, prio: fc.Prio, firstRx: -1}
+	useCM := !fc.NoCM && src.addr.IsValid() && dst.addr.IsValid() && src.addr.Is4() == dst.addr.Is4()
+	q.cm = cmEnd{on: useCM, connectedAt: -1}
+	r.cm = cmEnd{on: useCM, connectedAt: -1}
 	f.Sender, f.Receiver = q, r
 	src.qps[sq] = q
 	src.sendQPs = append(src.sendQPs, q)
 	dst.recv[dq] = r
+	dst.recvByPeer[peerQP{src.id, sq}] = r
 	n.flows = append(n.flows, f)
 	n.sim.At(fc.Start, q, evQPStart, 0)
 	return f, nil

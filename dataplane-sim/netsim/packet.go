@@ -2,6 +2,8 @@ package netsim
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -19,10 +21,10 @@ type FlowID int32
 // future Long-haul CNP node before it learned anything, ...).
 const NoFlow FlowID = -1
 
-// Kind says how to read a packet. RoCEv2 packets (data, ACK, CNP) carry an
-// encoded BTH in Hdr and are told apart by its opcode; PFC frames are MAC
-// control frames with no BTH; KindOther is for formats added later (the
-// ICMPv6 Long-haul CNP, ...), whose bytes are in Hdr.
+// Kind says how to read a packet. RoCEv2 packets (data, ACK, CNP, CM MADs)
+// carry an encoded BTH in Hdr and are told apart by its opcode; PFC frames
+// are MAC control frames with no BTH; KindOther is for other formats (the
+// ICMPv6 Long-haul CNP, ...), whose bytes are in Hdr and, whole, in Frame.
 type Kind uint8
 
 // Packet kinds.
@@ -44,8 +46,17 @@ const (
 const NumPrio = 8
 
 // HdrCap is the room for encoded header bytes in a Packet: a BTH (12) plus
-// room for a RETH/AETH or the 16-byte Long-haul CNP RoCEv2 extension.
+// room for a RETH/AETH/DETH or the 16-byte Long-haul CNP RoCEv2 extension.
+// Control packets that need more carry their whole frame (FrameCap).
 const HdrCap = 40
+
+// FrameCap is the largest frame a control packet can carry (Packet.Frame):
+// an MTU-sized Ethernet frame, 1500 bytes of IP packet behind a VLAN-tagged
+// Ethernet header, FCS excluded (as wire.Encoder writes frames).
+const FrameCap = 14 + 4 + 1500
+
+// ErrFrameTooLong is returned by Network.SetFrame for a frame above FrameCap.
+var ErrFrameTooLong = errors.New("frame longer than netsim.FrameCap")
 
 // Frame sizes on the wire, in bytes, Ethernet header to FCS inclusive.
 // Eth 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4 = 62 for every RoCEv2
@@ -56,6 +67,7 @@ const (
 	AckBytes          = RoCEOverheadBytes + 4
 	CNPBytes          = RoCEOverheadBytes + 16
 	PFCFrameBytes     = 64
+	CMBytes           = RoCEOverheadBytes + wire.DETHLen + wire.MADLen
 )
 
 // Packet is one frame in flight or in a queue. Packets are pooled per
@@ -63,6 +75,13 @@ const (
 // Network.FreePacket; a model that receives a packet owns it until it passes
 // it on or frees it. Payload bytes do not exist; SizeBytes is what the wire
 // and the queues account.
+//
+// Data packets, ACKs and standard CNPs carry only their transport header
+// (Hdr). Control packets whose bytes matter to someone on the path (CM
+// MADs, Long-haul CNPs) also carry their whole encoded Ethernet frame
+// (Frame, set with Network.SetFrame), in a pooled buffer that FreePacket
+// recycles; Hdr then holds the first HdrCap bytes of the transport part
+// so that the models demultiplex them as any other packet.
 type Packet struct {
 	SizeBytes    int32 // whole frame, Ethernet header to FCS
 	PayloadBytes int32 // RDMA payload carried (goodput)
@@ -79,14 +98,59 @@ type Packet struct {
 	PFCPrio  uint8
 	PFCPause bool
 	HdrLen   uint8
+	frameLen uint16 // bytes of fb in use
 	// Hdr holds the encoded transport header: for KindRoCE, the BTH in
 	// Hdr[:12] as wire.BTH.Encode wrote it (models read it back with the
 	// accessors below or wire.DecodeBTH).
 	Hdr    [HdrCap]byte
 	SentAt engine.Time // when the sender put it on its wire
 
-	inPort *Port   // switch ingress port, for PFC accounting
-	next   *Packet // free list
+	// The layout keeps a Packet at 96 bytes, a size class of its own: the
+	// frame is a pointer (nil for data) and its length sits in padding.
+	fb     *frameBuf // the whole frame (control packets), nil otherwise
+	inPort *Port     // switch ingress port, for PFC accounting
+}
+
+// frameBuf is a pooled frame buffer.
+type frameBuf [FrameCap]byte
+
+// Frame returns the whole encoded frame (Ethernet header to the end of the
+// IP packet, padding included, FCS excluded) of a control packet that
+// carries one, or nil. The bytes belong to the packet: read them during
+// the call that hands over p, do not keep them.
+func (p *Packet) Frame() []byte {
+	if p.fb == nil {
+		return nil
+	}
+	return p.fb[:p.frameLen]
+}
+
+// SetFrame copies frame into p's frame buffer (taken from the network's
+// pool on first use; FreePacket returns it). It does not touch SizeBytes,
+// Kind or Hdr: set them as for any packet (SizeBytes is len(frame) plus
+// the 4-byte FCS). An empty frame removes the frame.
+func (n *Network) SetFrame(p *Packet, frame []byte) error {
+	if len(frame) > FrameCap {
+		return fmt.Errorf("netsim: %d-byte frame: %w", len(frame), ErrFrameTooLong)
+	}
+	if len(frame) == 0 {
+		if p.fb != nil {
+			n.pool.putFrame(p.fb)
+			p.fb, p.frameLen = nil, 0
+		}
+		return nil
+	}
+	p.frameLen = uint16(copy(n.frameBuf(p), frame))
+	return nil
+}
+
+// frameBuf attaches a frame buffer to p and returns all of it (FrameCap
+// bytes) for encoding in place; set p.frameLen to the encoded length after.
+func (n *Network) frameBuf(p *Packet) []byte {
+	if p.fb == nil {
+		p.fb = n.pool.getFrame()
+	}
+	return p.fb[:]
 }
 
 // Opcode reads the BTH opcode (KindRoCE only).
@@ -130,29 +194,68 @@ func isData(op wire.Opcode) bool {
 }
 
 // packetPool is a free list. It is not a sync.Pool: a simulation is driven
-// by one goroutine, and a plain list is faster and keeps no per-P state.
+// by one goroutine, and a plain stack is faster and keeps no per-P state.
+// The stack is a list of fixed-size chunks (a Packet has no room for an
+// intrusive link): growing it never copies, and it costs 8 bytes per
+// packet at the peak.
 type packetPool struct {
-	free  *Packet
-	live  int64
-	alloc int64
+	cur    []*Packet   // top chunk
+	full   [][]*Packet // full chunks below it
+	spare  []*Packet   // an empty chunk kept for the next push
+	live   int64
+	alloc  int64
+	frames []*frameBuf // free frame buffers
 }
 
+const poolChunk = 1024
+
 func (pp *packetPool) get() *Packet {
-	p := pp.free
-	if p == nil {
-		pp.alloc++
-		p = new(Packet)
-	} else {
-		pp.free = p.next
-		*p = Packet{}
+	if len(pp.cur) == 0 {
+		k := len(pp.full)
+		if k == 0 {
+			pp.alloc++
+			pp.live++
+			return new(Packet)
+		}
+		pp.spare = pp.cur
+		pp.cur = pp.full[k-1]
+		pp.full = pp.full[:k-1]
 	}
+	k := len(pp.cur) - 1
+	p := pp.cur[k]
+	pp.cur = pp.cur[:k]
+	*p = Packet{}
 	pp.live++
 	return p
 }
 
 func (pp *packetPool) put(p *Packet) {
-	p.next = pp.free
+	if p.fb != nil {
+		pp.putFrame(p.fb)
+		p.fb = nil
+	}
 	p.inPort = nil
-	pp.free = p
+	if len(pp.cur) == cap(pp.cur) {
+		if pp.cur != nil {
+			pp.full = append(pp.full, pp.cur)
+		}
+		if pp.spare != nil {
+			pp.cur, pp.spare = pp.spare[:0], nil
+		} else {
+			pp.cur = make([]*Packet, 0, poolChunk)
+		}
+	}
+	pp.cur = append(pp.cur, p)
 	pp.live--
 }
+
+func (pp *packetPool) getFrame() *frameBuf {
+	if k := len(pp.frames); k > 0 {
+		b := pp.frames[k-1]
+		pp.frames = pp.frames[:k-1]
+		return b
+	}
+	return new(frameBuf)
+}
+
+func (pp *packetPool) putFrame(b *frameBuf) { pp.frames = append(pp.frames, b) }

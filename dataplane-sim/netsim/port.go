@@ -85,6 +85,12 @@ type PortStats struct {
 	PFCPauseTx, PFCResumeTx int64 // PFC frames this port sent upstream
 	PFCPauseRx              int64 // PAUSE frames received (egress held)
 	PeakQueueBytes          int64 // highest total egress occupancy seen
+	// PFCPausedNs is the simulated time during which the peer held at
+	// least one egress priority of this port (PAUSE to RESUME), and
+	// PFCPausedPrioNs the same per priority; both include the pause under
+	// way when Stats is called, up to now.
+	PFCPausedNs     int64
+	PFCPausedPrioNs [NumPrio]int64
 }
 
 // Port is one port of a node: an egress side (eight strict-priority queues
@@ -112,6 +118,11 @@ type Port struct {
 	busy   bool
 	ser    engine.Serializer
 	paused [NumPrio]bool // egress priority held by the peer's PAUSE
+
+	// Paused time: since when each held priority, and any, is held.
+	pausedN     int
+	pausedSince engine.Time
+	prioSince   [NumPrio]engine.Time
 
 	ingressBytes [NumPrio]int64
 	pauseSent    [NumPrio]bool
@@ -188,8 +199,20 @@ func (pt *Port) QueuePackets(prio int) int { return pt.queues[prio].len() }
 // Paused reports whether the peer has paused egress priority prio.
 func (pt *Port) Paused(prio int) bool { return pt.paused[prio] }
 
-// Stats returns the port's counters.
-func (pt *Port) Stats() PortStats { return pt.stats }
+// Stats returns the port's counters, paused time up to now included.
+func (pt *Port) Stats() PortStats {
+	st := pt.stats
+	if pt.pausedN > 0 {
+		now := pt.net.sim.Now()
+		st.PFCPausedNs += int64(now - pt.pausedSince)
+		for prio, held := range pt.paused {
+			if held {
+				st.PFCPausedPrioNs[prio] += int64(now - pt.prioSince[prio])
+			}
+		}
+	}
+	return st
+}
 
 // Handle runs the port's events.
 func (pt *Port) Handle(kind uint32, arg uint64) {
@@ -349,6 +372,22 @@ func (pt *Port) handlePFC(p *Packet) {
 	prio := int(p.PFCPrio)
 	if p.PFCPause {
 		pt.stats.PFCPauseRx++
+	}
+	if p.PFCPause != pt.paused[prio] {
+		now := pt.net.sim.Now()
+		if p.PFCPause {
+			pt.prioSince[prio] = now
+			if pt.pausedN == 0 {
+				pt.pausedSince = now
+			}
+			pt.pausedN++
+		} else {
+			pt.stats.PFCPausedPrioNs[prio] += int64(now - pt.prioSince[prio])
+			pt.pausedN--
+			if pt.pausedN == 0 {
+				pt.stats.PFCPausedNs += int64(now - pt.pausedSince)
+			}
+		}
 	}
 	pt.paused[prio] = p.PFCPause
 	pt.net.FreePacket(p)

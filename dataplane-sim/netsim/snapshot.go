@@ -50,6 +50,10 @@ type FlowState struct {
 	RateCuts       int64
 	Done           bool
 	FinishedAt     engine.Time
+	Active         bool  // connected and not done (QP.Active)
+	AdminStopped   bool  // QP.AdminStop
+	MaxRateBps     int64 // the bound on RateBps now (QP.MaxRateBps)
+	CeilingBps     int64 // QP.SetCeiling, 0: none
 }
 
 // HostState is one RNIC in a Snapshot.
@@ -68,7 +72,7 @@ func (n *Network) Snapshot() *Snapshot {
 			Node: pt.node.Name(), NodeID: pt.node.ID(), Index: pt.index, Peer: pt.Peer().node.Name(),
 			RateBps: pt.out.rateBps, Delay: pt.out.delay,
 			QueueBytes: pt.qBytes, TotalBytes: pt.totalBytes,
-			Paused: pt.paused, PauseSent: pt.pauseSent, ECN: pt.cfg.ECN, PortStats: pt.stats,
+			Paused: pt.paused, PauseSent: pt.pauseSent, ECN: pt.cfg.ECN, PortStats: pt.Stats(),
 		}
 	}
 	for i, f := range n.flows {
@@ -79,6 +83,7 @@ func (n *Network) Snapshot() *Snapshot {
 			SentBytes: q.sentBytes, AckedBytes: q.ackedBytes, RxBytes: r.rxBytes, RxPackets: r.rxPackets,
 			MarkedRx: r.markedRx, LostPackets: r.lostPackets, CNPTx: r.cnpTx, CNPRx: q.dc.cnpRx,
 			RateCuts: q.dc.rateCuts, Done: q.finished, FinishedAt: q.finishedAt,
+			Active: q.Active(), AdminStopped: q.stopped, MaxRateBps: q.maxRate(), CeilingBps: q.ceilingBps,
 		}
 	}
 	for i, h := range n.hosts {

@@ -46,6 +46,9 @@ func (s *Switch) Ports() []*Port { return s.ports }
 // Stats returns the switch's counters.
 func (s *Switch) Stats() SwitchStats { return s.stats }
 
+// Network returns the network the switch belongs to.
+func (s *Switch) Network() *Network { return s.net }
+
 // SetRoute sends packets for dst out of port (an index into Ports).
 func (s *Switch) SetRoute(dst NodeID, port int) error {
 	if port < 0 || port >= len(s.ports) {

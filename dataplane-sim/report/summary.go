@@ -46,6 +46,14 @@ type PortInput struct {
 	PFCPauseFrames int64 // PAUSE frames this port sent upstream
 	// PFCPausedNs is how long this egress was held by its peer's PAUSE.
 	PFCPausedNs int64
+	// The congested period (package sim's meter; zero when not measured):
+	// the time the offered load through the port exceeded its rate, the
+	// capacity and the bytes sent in that time, and when it first began
+	// (ignored unless CongestedNs > 0).
+	CongestedNs           int64
+	CongestedCapacityBits float64
+	CongestedTxBytes      int64
+	FirstCongestedNs      int64
 }
 
 // FlowInput is what the runner knows about one flow at the end of a run.
@@ -79,6 +87,14 @@ type Input struct {
 	Notifications map[string]int64 // notifications sent, by kind
 	Warnings      []string
 	Recorder      *Recorder
+	// Feedback is the per-sender feedback measurement (package sim's
+	// meter), FeedbackSignal the kind of signal it timed ("ce-mark",
+	// "long-haul-cnp"); none when empty.
+	Feedback       []FeedbackInput
+	FeedbackSignal string
+	// MechanismCounters are the mechanism's own counters (deferrals,
+	// escalations, ...), by name.
+	MechanismCounters map[string]int64
 }
 
 // Summary is summary.json. Field order is the key order.
@@ -93,7 +109,10 @@ type Summary struct {
 	Notifications    map[string]int64 `json:"notifications"`
 	Ports            []PortSummary    `json:"ports"`
 	Flows            []FlowSummary    `json:"flows"`
-	Warnings         []string         `json:"warnings"`
+	// Feedback and MechanismCounters are present when measured.
+	Feedback          *Feedback        `json:"feedback,omitempty"`
+	MechanismCounters map[string]int64 `json:"mechanism_counters,omitempty"`
+	Warnings          []string         `json:"warnings"`
 }
 
 // Totals are network-wide figures.
@@ -127,6 +146,11 @@ type PortSummary struct {
 	ECNMarks       int64  `json:"ecn_marks"`
 	PFCPauseFrames int64  `json:"pfc_pause_frames"`
 	PFCPausedNs    int64  `json:"pfc_paused_ns"`
+	// Over the congested period, when there was one: its length, when it
+	// began and the utilisation in it (bytes sent / capacity).
+	CongestedNs          int64  `json:"congested_ns,omitempty"`
+	FirstCongestedNs     *int64 `json:"first_congested_ns,omitempty"`
+	CongestedUtilisation *Float `json:"congested_utilisation,omitempty"`
 }
 
 // FlowSummary is one flow. FCT, ideal FCT and slowdown are present for
@@ -182,6 +206,11 @@ func Summarize(in Input) *Summary {
 			// A frame being sent when the run ends counts whole: cap at 1.
 			ps.Utilisation = Float(min(1, float64(p.TxBytes)*8/p.CapacityBits))
 		}
+		if p.CongestedNs > 0 && p.CongestedCapacityBits > 0 {
+			first := p.FirstCongestedNs
+			u := Float(min(1, float64(p.CongestedTxBytes)*8/p.CongestedCapacityBits))
+			ps.CongestedNs, ps.FirstCongestedNs, ps.CongestedUtilisation = p.CongestedNs, &first, &u
+		}
 		s.Ports = append(s.Ports, ps)
 		t := &s.Totals
 		t.DropPackets += p.DropPackets
@@ -220,6 +249,13 @@ func Summarize(in Input) *Summary {
 			tputs = append(tputs, tp)
 		}
 		s.Flows = append(s.Flows, fs)
+	}
+	s.Feedback = summarizeFeedback(in.FeedbackSignal, in.Feedback)
+	if len(in.MechanismCounters) > 0 {
+		s.MechanismCounters = map[string]int64{}
+		for k, v := range in.MechanismCounters {
+			s.MechanismCounters[k] = v
+		}
 	}
 	s.Totals.JainFairness = Float(Jain(tputs))
 	if len(slowdowns) > 0 {

@@ -101,7 +101,7 @@ func (r *runner) build() error {
 		dst := r.net.NodeByName(f.Dst).(*netsim.Host)
 		nf, err := r.net.AddFlow(netsim.FlowConfig{
 			Name: f.Name, Src: src, Dst: dst, SrcQPN: f.SrcQP, DstQPN: f.DstQP,
-			Bytes: int64(f.Size), Start: engine.FromDuration(f.Start),
+			Bytes: int64(f.Size), Start: engine.FromDuration(f.Start), MaxRateBps: int64(f.Rate),
 		})
 		if err != nil {
 			return fmt.Errorf("sim: %w", err)
@@ -110,19 +110,9 @@ func (r *runner) build() error {
 		fr.idealFCT = r.idealFCT(src, dst, int64(f.Size))
 		r.flows[f.Name] = fr
 		r.flowOrder = append(r.flowOrder, fr)
-		if f.Rate > 0 {
-			r.sim.AtFunc(engine.FromDuration(f.Start), func() {
-				rate := int64(f.Rate)
-				nf.Sender.SetRate(rate, rate)
-			})
-		}
 		if f.Stop > 0 && engine.FromDuration(f.Stop) < r.end {
 			r.sim.AtFunc(engine.FromDuration(f.Stop), func() { r.stopFlow(fr) })
 		}
-	}
-	if hasRateCaps(sc) {
-		r.warnings = append(r.warnings, "flow rate caps are applied as the sender's rate at its start; "+
-			"DCQCN's rate increase may raise it later (netsim has no per-QP maximum rate yet)")
 	}
 
 	// The mechanism, then the events, in time order (ties: file order).
@@ -145,15 +135,6 @@ func (r *runner) build() error {
 		pr.capFrom = 0
 	}
 	return nil
-}
-
-func hasRateCaps(sc *scenario.Scenario) bool {
-	for _, f := range sc.Flows {
-		if f.Rate > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 func portTowards(sw *netsim.Switch, peer string) *netsim.Port {

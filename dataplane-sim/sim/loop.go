@@ -42,19 +42,15 @@ func (r *runner) run(ctx context.Context) error {
 // to their completion; a stopped or paused flow records 0.
 func (r *runner) sample(now engine.Time) {
 	t := now.Nanos()
-	interval := engine.FromDuration(r.sc.SampleInterval).Nanos()
 	rec := r.rec
 	for _, pr := range r.ports {
 		pt := pr.pt
 		rec.Queues.Add(t, pr.queue, pt.TotalQueueBytes())
-		if now > 0 && paused(pt) {
-			pr.pausedTime += interval
-		}
 		st := pt.Stats()
 		rec.Counters.Add(t, pr.marks, st.ECNMarks)
 		rec.Counters.Add(t, pr.drops, st.DropPackets)
 		rec.Counters.Add(t, pr.pauseTx, st.PFCPauseTx)
-		rec.Counters.Add(t, pr.pausedNs, pr.pausedTime)
+		rec.Counters.Add(t, pr.pausedNs, st.PFCPausedNs)
 	}
 	for _, hr := range r.hosts {
 		st := hr.h.Stats()
@@ -79,15 +75,6 @@ func (r *runner) sample(now engine.Time) {
 		}
 		rec.Rates.Add(t, fr.rate, rate)
 	}
-}
-
-func paused(pt *netsim.Port) bool {
-	for prio := range netsim.NumPrio {
-		if pt.Paused(prio) {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *runner) advanceCapacity(pr *portRun, now engine.Time) {
@@ -140,16 +127,16 @@ func (r *runner) apply(ev scenario.Event) {
 	case scenario.EventFlowStart:
 		if fr, ok := r.flows[ev.Target]; ok && fr.stopped {
 			fr.stopped = false
-			fr.nf.Sender.PauseUntil(now)
+			fr.nf.Sender.AdminStart()
 		}
 	}
 }
 
-// stopFlow holds the sender until a flow-start event. netsim has no
-// administrative stop yet, so this is an endless pause.
+// stopFlow holds the sender until a flow-start event: an administrative
+// stop, which a Long-haul CNP Resume cannot lift.
 func (r *runner) stopFlow(fr *flowRun) {
 	fr.stopped = true
-	fr.nf.Sender.PauseUntil(engine.Never)
+	fr.nf.Sender.AdminStop()
 }
 
 // idealFCT walks the routing tables from src to dst and returns the
@@ -189,7 +176,7 @@ func (r *runner) summarize() *report.Summary {
 		in.Ports = append(in.Ports, report.PortInput{
 			Node: pr.node, Port: pr.peer, Queue: pr.queue, RateBps: pr.pt.RateBps(), CapacityBits: pr.capBits,
 			TxBytes: st.TxBytes, PeakQueueBytes: st.PeakQueueBytes, DropPackets: st.DropPackets, DropBytes: st.DropBytes,
-			ECNMarks: st.ECNMarks, PFCPauseFrames: st.PFCPauseTx, PFCPausedNs: pr.pausedTime,
+			ECNMarks: st.ECNMarks, PFCPauseFrames: st.PFCPauseTx, PFCPausedNs: st.PFCPausedNs,
 		})
 	}
 	var cnps int64
@@ -211,6 +198,7 @@ func (r *runner) summarize() *report.Summary {
 		}
 		in.Flows = append(in.Flows, fi)
 	}
+	r.env.finishSummary(&in)
 	in.Warnings = slices.Clone(r.warnings)
 	return report.Summarize(in)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
 
@@ -35,7 +36,34 @@ type Env struct {
 	// scenario order.
 	Nodes []*netsim.Switch
 
-	r *runner
+	r            *runner
+	meter        *meter
+	counters     map[string]int64
+	summaryHooks []func(*report.Input)
+}
+
+// mechCounters returns the run's mechanism counters (summary.json
+// mechanism_counters), created on first use.
+func (e *Env) mechCounters() map[string]int64 {
+	if e.counters == nil {
+		e.counters = map[string]int64{}
+	}
+	return e.counters
+}
+
+// onSummary registers f to add to the summary's input at the end of the
+// run.
+func (e *Env) onSummary(f func(*report.Input)) { e.summaryHooks = append(e.summaryHooks, f) }
+
+// finishSummary runs the summary hooks; the runner calls it last before
+// summarising.
+func (e *Env) finishSummary(in *report.Input) {
+	for _, f := range e.summaryHooks {
+		f(in)
+	}
+	if len(e.counters) > 0 {
+		in.MechanismCounters = e.counters
+	}
 }
 
 // Count adds n notifications of kind sent by node; they appear in
@@ -70,9 +98,9 @@ func (e *Env) PortLink(pt *netsim.Port) (*scenario.Link, bool) {
 
 func defaultMechanisms() map[scenario.MechanismKind]Mechanism {
 	return map[scenario.MechanismKind]Mechanism{
-		scenario.MechanismDCQCN:       MechanismFunc(func(*Env) error { return nil }),
-		scenario.MechanismNone:        MechanismFunc(installNone),
-		scenario.MechanismLongHaulCNP: MechanismFunc(installBDPThresholds),
+		scenario.MechanismDCQCN:       metered(MechanismFunc(func(*Env) error { return nil })),
+		scenario.MechanismNone:        metered(MechanismFunc(installNone)),
+		scenario.MechanismLongHaulCNP: metered(MechanismFunc(func(env *Env) error { return installLongHaulCNP(env, nil) })),
 	}
 }
 
@@ -90,50 +118,6 @@ func installNone(env *Env) error {
 	return nil
 }
 
-// installBDPThresholds is the part of Long-haul CNP that the port model
-// can already do: the first-level response with the BDP-adaptive
-// threshold of §5.3.2 on every egress port of the congestion-aware nodes,
-//
-//	K_max = max(K_base, alpha * R_port * RTT_est / 8), K_min = f * K_max,
-//
-// recomputed when an event changes the port's rate or delay. The
-// second-level response (Long-haul CNP generation at the nodes, the reaction
-// at the sources) needs the node model; until one is passed with
-// WithMechanism the run says so in its warnings.
-func installBDPThresholds(env *Env) error {
-	p := env.Scenario.Mechanism.LongHaulCNP
-	apply := func(pt *netsim.Port) error {
-		lk, ok := env.PortLink(pt)
-		if !ok {
-			return nil
-		}
-		kmax, kmin := BDPThresholds(p, pt.RateBps(), lk.Delay)
-		old := pt.Config().ECN[0]
-		return setECNAll(pt, netsim.ECNConfig{Enabled: true, KMinBytes: kmin, KMaxBytes: kmax, PMax: pmaxOr(old.PMax)})
-	}
-	for _, sw := range env.Nodes {
-		for _, pt := range sw.Ports() {
-			if err := apply(pt); err != nil {
-				return fmt.Errorf("switch %s: %w", sw.Name(), err)
-			}
-		}
-	}
-	aware := map[netsim.Node]bool{}
-	for _, sw := range env.Nodes {
-		aware[sw] = true
-	}
-	env.OnLinkChange(func(_ *scenario.Link, a, b *netsim.Port) {
-		for _, pt := range []*netsim.Port{a, b} {
-			if aware[pt.Node()] {
-				_ = apply(pt) // validated at install time with the same shape
-			}
-		}
-	})
-	env.Warn("mechanism long-haul-cnp: no Long-haul CNP node model is installed; " +
-		"ran DCQCN with the BDP-adaptive ECN thresholds (K_min/K_max of §5.3.2) on the congestion-aware nodes only")
-	return nil
-}
-
 // BDPThresholds returns K_max and K_min in bytes for a port of rate
 // rateBps whose link has one-way delay oneWay: RTT_est is the configured one
 // or, when zero, twice the link's delay.
@@ -146,20 +130,4 @@ func BDPThresholds(p scenario.LongHaulCNP, rateBps int64, oneWay time.Duration) 
 	kmax = max(int64(p.KBase), int64(bdp))
 	kmin = int64(p.KMinFraction * float64(kmax))
 	return kmax, kmin
-}
-
-func pmaxOr(p float64) float64 {
-	if p > 0 {
-		return p
-	}
-	return 0.01
-}
-
-func setECNAll(pt *netsim.Port, c netsim.ECNConfig) error {
-	for prio := range netsim.NumPrio {
-		if err := pt.SetECN(prio, c); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,0 +1,169 @@
+//go:build !lhcnpstub
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
+)
+
+// defaultCompareScenarios are compared when no file is given.
+var defaultCompareScenarios = []string{
+	"scenarios/compare/near-source-incast.yaml",
+	"scenarios/compare/two-node-congestion.yaml",
+	"scenarios/compare/rtt-step.yaml",
+}
+
+// runCompare implements `lhcnp sim compare [SCENARIO...] --out DIR
+// [--mechanisms dcqcn,long-haul-cnp,...] [--duration D] [--no-plots]
+// [--markdown FILE [--section7 FILE]]`: every scenario with every
+// mechanism, a table (results.md, results.csv) and plots in DIR. With
+// --markdown it also runs the §7 example and writes the full results
+// document (docs/results.md), copying the plots next to it.
+func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sim compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "directory for the runs, the table and the plots (created if needed); required")
+	mechs := fs.String("mechanisms", strings.Join(compare.DefaultMechanisms, ","),
+		"mechanisms to compare, comma-separated; the first is the baseline (dcqcn, none, long-haul-cnp, long-haul-cnp"+compare.DefaultsSuffix+")")
+	var dur durationFlag
+	fs.Var(&dur, "duration", "run every scenario for this long instead of its duration")
+	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots")
+	md := fs.String("markdown", "", "also write the results document to this file (plots go to a directory named after it)")
+	s7 := fs.String("section7", "scenarios/section7.yaml", "the §7 scenario for --markdown")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lhcnp sim compare [SCENARIO...] --out DIR [--mechanisms LIST] [--duration D] [--no-plots] [--markdown FILE]")
+		fmt.Fprintln(stderr, "\nRuns each scenario with each mechanism and writes results.md, results.csv and")
+		fmt.Fprintln(stderr, "<scenario>-queue.png / -rate.png into DIR. Without scenarios: "+strings.Join(defaultCompareScenarios, " "))
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	var files []string
+	rest := args
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if *out == "" {
+		fs.Usage()
+		return usageError{"--out DIR is required"}
+	}
+	if len(files) == 0 {
+		files = defaultCompareScenarios
+	}
+	var scs []*scenario.Scenario
+	for _, f := range files {
+		sc, err := scenario.LoadFile(f)
+		if err != nil {
+			return err
+		}
+		scs = append(scs, sc)
+	}
+	opts := compare.Options{Mechanisms: splitList(*mechs), Plots: !*noPlots}
+	if dur.set {
+		opts.Duration = dur.d
+	}
+	if isTerminal(stderr) {
+		opts.Progress = func(sc, m string) { fmt.Fprintf(stderr, "compare: %s with %s\n", sc, m) }
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	res, err := compare.Run(ctx, scs, *out, opts)
+	if err != nil {
+		return err
+	}
+	if err := res.WriteFiles(*out); err != nil {
+		return err
+	}
+	var sets []compare.BarSet
+	for _, cand := range []string{"long-haul-cnp", "long-haul-cnp" + compare.DefaultsSuffix} {
+		bars, err := res.Bars("near-source-incast", opts.Mechanisms[0], cand)
+		if err != nil {
+			continue // not among the runs
+		}
+		sets = append(sets, compare.BarSet{Title: fmt.Sprintf("%s against %s, near-source-incast", cand, opts.Mechanisms[0]), Bars: bars})
+		held := 0
+		for _, b := range bars {
+			if b.Holds {
+				held++
+			}
+		}
+		fmt.Fprintf(stdout, "near-source-incast: %s holds %d of %d bars against %s\n", cand, held, len(bars), opts.Mechanisms[0])
+	}
+	fmt.Fprintf(stdout, "wrote %s: results.md, results.csv, %d plots, %d runs\n", *out, len(res.Plots), len(res.Rows))
+	if *md == "" {
+		return nil
+	}
+
+	sc7, err := scenario.LoadFile(*s7)
+	if err != nil {
+		return err
+	}
+	r7, err := sim.RunSection7(ctx, sc7, filepath.Join(*out, sc7.Name), sim.WithoutPlots())
+	if err != nil {
+		return err
+	}
+	steps := r7.Steps()
+	plotDir := strings.TrimSuffix(*md, filepath.Ext(*md))
+	if len(res.Plots) > 0 {
+		if err := os.MkdirAll(plotDir, 0o755); err != nil {
+			return err
+		}
+		for _, p := range res.Plots {
+			b, err := os.ReadFile(filepath.Join(*out, p))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(plotDir, p), b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	f, err := os.Create(*md)
+	if err != nil {
+		return err
+	}
+	doc := compare.Doc{Result: res, BarSets: sets, Section7: steps, Section7Scenario: *s7,
+		PlotDir: filepath.Base(plotDir), Command: "lhcnp sim compare --out " + *out + " --markdown " + *md}
+	if err := compare.WriteDocument(f, doc); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	ok := 0
+	for _, s := range steps {
+		if s.OK {
+			ok++
+		}
+	}
+	fmt.Fprintf(stdout, "section7: %d of %d steps as the draft tells; wrote %s\n", ok, len(steps), *md)
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,359 @@
+// Package compare runs congestion-notification mechanisms side by side on
+// the same scenarios and reports them: one sim.Run per scenario and
+// mechanism, a table (markdown and CSV) of the figures docs/results.md
+// compares them on, the pass/fail of stated bars, and plots of the most
+// congested port's queue and of the senders' total rate over time, one
+// line per mechanism.
+//
+// The package does not print; progress goes to a callback. It depends on
+// sim, scenario and report, and on nothing network-model specific: every
+// figure comes from the runs' summaries and CSV files.
+package compare
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
+)
+
+// Mechanism names accepted besides the scenario kinds: "long-haul-cnp"
+// runs the file's params, DefaultsSuffix appended runs the draft's
+// defaults (scenario.DefaultLongHaulCNP) on the same nodes.
+const DefaultsSuffix = ":defaults"
+
+// DefaultMechanisms is what Run compares when given none.
+var DefaultMechanisms = []string{"dcqcn", "long-haul-cnp", "long-haul-cnp" + DefaultsSuffix}
+
+// Options configure Run.
+type Options struct {
+	// Mechanisms to run, in table order; the first is the baseline that
+	// picks each scenario's bottleneck. Empty: DefaultMechanisms.
+	Mechanisms []string
+	// Duration overrides every scenario's duration when positive.
+	Duration time.Duration
+	// Plots writes the PNG plots (and each run's own plots).
+	Plots bool
+	// Progress, if set, is told when a run starts.
+	Progress func(scenario, mechanism string)
+}
+
+// Result is a comparison: one Row per scenario and mechanism.
+type Result struct {
+	Rows []Row
+	// Plots are the PNG files written, relative to the output directory.
+	Plots []string
+}
+
+// Row is one run.
+type Row struct {
+	Scenario, Mechanism string
+	// Dir is the run's output directory (relative to the output directory).
+	Dir     string
+	Summary *report.Summary
+	// Bottleneck is the port (node, peer) with the highest peak queue
+	// under the baseline mechanism, the same for every mechanism of the
+	// scenario.
+	BottleneckNode, BottleneckPeer string
+
+	// Feedback latency over the senders (see docs/results.md): mean and
+	// max in ns, and how many senders have one. FeedbackSignal is the kind
+	// of signal timed.
+	FeedbackSignal       string
+	FeedbackSenders      int
+	FeedbackMeanNs       float64
+	FeedbackMaxNs        int64
+	ReactionMeanNs       float64
+	ReactionMaxNs        int64
+	PeakQueueBytes       int64   // at the bottleneck
+	BottleneckDrops      int64   // packets dropped at the bottleneck
+	Drops                int64   // packets dropped anywhere
+	Utilisation          float64 // bottleneck, over its congested period
+	CongestedNs          int64   // length of that period
+	RunUtilisation       float64 // bottleneck, over the whole run
+	Jain                 float64
+	LongHaulCNPs, RxCNPs int64 // notifications sent
+}
+
+// Run simulates every scenario with every mechanism, writing each run
+// into outDir/<scenario>/<mechanism>/ and, with Plots, the comparison plots
+// into outDir/<scenario>-queue.png and outDir/<scenario>-rate.png.
+func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o Options) (*Result, error) {
+	mechs := o.Mechanisms
+	if len(mechs) == 0 {
+		mechs = DefaultMechanisms
+	}
+	res := &Result{}
+	for _, sc := range scenarios {
+		var rows []Row
+		for _, m := range mechs {
+			msc, err := withMechanism(sc, m)
+			if err != nil {
+				return nil, err
+			}
+			dir := filepath.Join(sc.Name, dirName(m))
+			if o.Progress != nil {
+				o.Progress(sc.Name, m)
+			}
+			var opts []sim.Option
+			if o.Duration > 0 {
+				opts = append(opts, sim.WithDuration(o.Duration))
+			}
+			if !o.Plots {
+				opts = append(opts, sim.WithoutPlots())
+			}
+			sum, err := sim.Run(ctx, msc, filepath.Join(outDir, dir), opts...)
+			if err != nil {
+				return nil, fmt.Errorf("compare: %s with %s: %w", sc.Name, m, err)
+			}
+			rows = append(rows, Row{Scenario: sc.Name, Mechanism: m, Dir: dir, Summary: sum})
+		}
+		node, peer := bottleneck(rows)
+		for i := range rows {
+			fill(&rows[i], node, peer)
+		}
+		if o.Plots {
+			files, err := writePlots(outDir, sc.Name, rows)
+			if err != nil {
+				return nil, err
+			}
+			res.Plots = append(res.Plots, files...)
+		}
+		res.Rows = append(res.Rows, rows...)
+	}
+	return res, nil
+}
+
+func dirName(m string) string { return strings.ReplaceAll(m, ":", "-") }
+
+// withMechanism returns a copy of sc that runs mechanism m.
+func withMechanism(sc *scenario.Scenario, m string) (*scenario.Scenario, error) {
+	c := *sc
+	kind, defaults := strings.CutSuffix(m, DefaultsSuffix)
+	switch k := scenario.MechanismKind(kind); k {
+	case scenario.MechanismDCQCN, scenario.MechanismNone:
+		if defaults {
+			return nil, fmt.Errorf("compare: mechanism %q: %s applies to long-haul-cnp only", m, DefaultsSuffix)
+		}
+		c.Mechanism = scenario.Mechanism{Kind: k}
+		c.Switches = make([]scenario.Switch, len(sc.Switches))
+		for i, s := range sc.Switches {
+			s.CongestionAware = false
+			c.Switches[i] = s
+		}
+	case scenario.MechanismLongHaulCNP:
+		if sc.Mechanism.Kind != k || len(sc.Mechanism.Nodes) == 0 {
+			return nil, fmt.Errorf("compare: scenario %s: long-haul-cnp needs the file to name its congestion-aware nodes (mechanism.kind long-haul-cnp, nodes)", sc.Name)
+		}
+		if defaults {
+			c.Mechanism.LongHaulCNP = scenario.DefaultLongHaulCNP()
+		}
+	default:
+		return nil, fmt.Errorf("compare: unknown mechanism %q (want dcqcn, none, long-haul-cnp or long-haul-cnp%s)", m, DefaultsSuffix)
+	}
+	return &c, nil
+}
+
+// bottleneck returns the port with the highest peak queue in the first
+// run (the baseline); ties go to the first port.
+func bottleneck(rows []Row) (node, peer string) {
+	var best int64 = -1
+	for _, p := range rows[0].Summary.Ports {
+		if p.PeakQueueBytes > best {
+			best, node, peer = p.PeakQueueBytes, p.Node, p.Port
+		}
+	}
+	return node, peer
+}
+
+func fill(r *Row, node, peer string) {
+	s := r.Summary
+	r.BottleneckNode, r.BottleneckPeer = node, peer
+	r.Drops = s.Totals.DropPackets
+	r.Jain = float64(s.Totals.JainFairness)
+	r.RxCNPs = s.Notifications["cnp"]
+	r.LongHaulCNPs = s.Notifications["long-haul-cnp"]
+	if fb := s.Feedback; fb != nil {
+		r.FeedbackSignal = fb.Signal
+		r.FeedbackSenders = fb.Senders
+		r.FeedbackMeanNs = float64(fb.MeanLatencyNs)
+		r.FeedbackMaxNs = fb.MaxLatencyNs
+		r.ReactionMeanNs = float64(fb.MeanReactionNs)
+		r.ReactionMaxNs = fb.MaxReactionNs
+	}
+	for _, p := range s.Ports {
+		if p.Node != node || p.Port != peer {
+			continue
+		}
+		r.PeakQueueBytes = p.PeakQueueBytes
+		r.BottleneckDrops = p.DropPackets
+		r.RunUtilisation = float64(p.Utilisation)
+		r.CongestedNs = p.CongestedNs
+		if p.CongestedUtilisation != nil {
+			r.Utilisation = float64(*p.CongestedUtilisation)
+		}
+	}
+}
+
+// Bar is one stated bar and whether it held.
+type Bar struct {
+	Scenario, Name string
+	Want, Got      string
+	Holds          bool
+}
+
+// ErrNoRun is returned by Bars when a scenario or mechanism is missing.
+var ErrNoRun = errors.New("compare: no such run")
+
+// Bars checks the four bars of candidate against baseline on a scenario:
+// feedback latency at least 10x shorter (mean and max), peak queue at the
+// bottleneck at most half, no drops where the baseline drops, and at least
+// 95% utilisation of the bottleneck over its congested period.
+func (r *Result) Bars(scenarioName, baseline, candidate string) ([]Bar, error) {
+	b, ok1 := r.find(scenarioName, baseline)
+	c, ok2 := r.find(scenarioName, candidate)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("%w: %s with %s and %s", ErrNoRun, scenarioName, baseline, candidate)
+	}
+	var bars []Bar
+	add := func(name, want, got string, holds bool) {
+		bars = append(bars, Bar{Scenario: scenarioName, Name: name, Want: want, Got: got, Holds: holds})
+	}
+	fbOK := c.FeedbackSenders > 0 && b.FeedbackSenders > 0 &&
+		c.FeedbackMeanNs*10 <= b.FeedbackMeanNs && float64(c.FeedbackMaxNs)*10 <= float64(b.FeedbackMaxNs)
+	add("feedback latency", "≥ 10× shorter (mean and max)",
+		fmt.Sprintf("mean %s vs %s (%s), max %s vs %s", dur(c.FeedbackMeanNs), dur(b.FeedbackMeanNs),
+			ratio(b.FeedbackMeanNs, c.FeedbackMeanNs), dur(float64(c.FeedbackMaxNs)), dur(float64(b.FeedbackMaxNs))), fbOK)
+	add("peak queue", "≤ ½ of the baseline's",
+		fmt.Sprintf("%s vs %s (%.2f)", mb(c.PeakQueueBytes), mb(b.PeakQueueBytes), float64(c.PeakQueueBytes)/float64(max(b.PeakQueueBytes, 1))),
+		2*c.PeakQueueBytes <= b.PeakQueueBytes)
+	add("drops", "none where the baseline drops",
+		fmt.Sprintf("%d vs %d packets", c.Drops, b.Drops), b.Drops > 0 && c.Drops == 0)
+	add("utilisation", "≥ 95% of the bottleneck over its congested period",
+		fmt.Sprintf("%.2f%% (baseline %.2f%%)", 100*c.Utilisation, 100*b.Utilisation), c.CongestedNs > 0 && c.Utilisation >= 0.95)
+	return bars, nil
+}
+
+func (r *Result) find(sc, m string) (Row, bool) {
+	for _, row := range r.Rows {
+		if row.Scenario == sc && row.Mechanism == m {
+			return row, true
+		}
+	}
+	return Row{}, false
+}
+
+// WriteMarkdown writes the comparison table.
+func (r *Result) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("| scenario | mechanism | bottleneck | feedback latency mean / max (senders) | reaction time mean / max | peak queue | drops at bottleneck / total | utilisation congested / run | Jain | Long-haul CNPs | receiver CNPs |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		fb := "—"
+		if row.FeedbackSenders > 0 {
+			fb = fmt.Sprintf("%s / %s (%d, %s)", dur(row.FeedbackMeanNs), dur(float64(row.FeedbackMaxNs)), row.FeedbackSenders, row.FeedbackSignal)
+		}
+		react := "—"
+		if row.ReactionMeanNs > 0 || row.ReactionMaxNs > 0 {
+			react = fmt.Sprintf("%s / %s", dur(row.ReactionMeanNs), dur(float64(row.ReactionMaxNs)))
+		}
+		util := "—"
+		if row.CongestedNs > 0 {
+			util = fmt.Sprintf("%.2f%% over %s", 100*row.Utilisation, dur(float64(row.CongestedNs)))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s→%s | %s | %s | %s | %d / %d | %s / %.2f%% | %.3f | %d | %d |\n",
+			row.Scenario, row.Mechanism, row.BottleneckNode, row.BottleneckPeer, fb, react, mb(row.PeakQueueBytes),
+			row.BottleneckDrops, row.Drops, util, 100*row.RunUtilisation, row.Jain, row.LongHaulCNPs, row.RxCNPs)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteBarsMarkdown writes bars as a table.
+func WriteBarsMarkdown(w io.Writer, bars []Bar) error {
+	var b strings.Builder
+	b.WriteString("| bar | wanted | measured | holds |\n|---|---|---|---|\n")
+	for _, x := range bars {
+		holds := "yes"
+		if !x.Holds {
+			holds = "**no**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, x.Want, x.Got, holds)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// CSVHeader is the header of WriteCSV.
+var CSVHeader = []string{"scenario", "mechanism", "bottleneck_node", "bottleneck_port", "feedback_signal",
+	"feedback_senders", "feedback_mean_ns", "feedback_max_ns", "reaction_mean_ns", "reaction_max_ns",
+	"peak_queue_bytes", "bottleneck_drops", "drops", "congested_ns", "utilisation_congested", "utilisation_run",
+	"jain", "long_haul_cnps", "receiver_cnps"}
+
+// WriteCSV writes one line per run.
+func (r *Result) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return err
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	for _, row := range r.Rows {
+		rec := []string{row.Scenario, row.Mechanism, row.BottleneckNode, row.BottleneckPeer, row.FeedbackSignal,
+			strconv.Itoa(row.FeedbackSenders), f(row.FeedbackMeanNs), i(row.FeedbackMaxNs), f(row.ReactionMeanNs),
+			i(row.ReactionMaxNs), i(row.PeakQueueBytes), i(row.BottleneckDrops), i(row.Drops), i(row.CongestedNs),
+			f(row.Utilisation), f(row.RunUtilisation), f(row.Jain), i(row.LongHaulCNPs), i(row.RxCNPs)}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteFiles writes results.csv and results.md (the table only) into dir.
+func (r *Result) WriteFiles(dir string) error {
+	for name, write := range map[string]func(io.Writer) error{"results.csv": r.WriteCSV, "results.md": r.WriteMarkdown} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func dur(ns float64) string {
+	switch {
+	case ns >= 1e6:
+		return strconv.FormatFloat(ns/1e6, 'f', 3, 64) + " ms"
+	case ns >= 1e3:
+		return strconv.FormatFloat(ns/1e3, 'f', 3, 64) + " µs"
+	}
+	return strconv.FormatFloat(ns, 'f', 0, 64) + " ns"
+}
+
+func mb(b int64) string { return strconv.FormatFloat(float64(b)/1e6, 'f', 1, 64) + " MB" }
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "∞"
+	}
+	return strconv.FormatFloat(a/b, 'f', 0, 64) + "×"
+}

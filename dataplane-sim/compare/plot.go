@@ -1,0 +1,107 @@
+package compare
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
+)
+
+// writePlots draws, for one scenario, the bottleneck's queue and the
+// senders' total sending rate over time, one line per mechanism, from the
+// runs' queues.csv and rates.csv.
+func writePlots(outDir, name string, rows []Row) ([]string, error) {
+	queue := report.NewFamily("queue", "queue_bytes", "mechanism")
+	rate := report.NewFamily("rate", "rate_bps", "mechanism")
+	for _, row := range rows {
+		qs := queue.Series(row.Mechanism)
+		rs := rate.Series(row.Mechanism)
+		dir := filepath.Join(outDir, row.Dir)
+		err := readCSV(filepath.Join(dir, sim.QueuesCSV), func(f []string) error {
+			if len(f) != 4 || f[1] != row.BottleneckNode || f[2] != row.BottleneckPeer {
+				return nil
+			}
+			t, v, err := ints(f[0], f[3])
+			if err == nil {
+				queue.Add(t, qs, v)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		// rates.csv has one row per flow per sample, in time order: sum them.
+		var cur, sum int64 = -1, 0
+		err = readCSV(filepath.Join(dir, sim.RatesCSV), func(f []string) error {
+			if len(f) != 3 {
+				return nil
+			}
+			t, v, err := ints(f[0], f[2])
+			if err != nil {
+				return err
+			}
+			if t != cur && cur >= 0 {
+				rate.Add(cur, rs, sum)
+				sum = 0
+			}
+			cur = t
+			sum += v
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if cur >= 0 {
+			rate.Add(cur, rs, sum)
+		}
+	}
+	files := []string{name + "-queue.png", name + "-rate.png"}
+	b := rows[0]
+	specs := []report.PlotSpec{
+		{Family: queue, File: files[0], Title: fmt.Sprintf("%s: queue at %s→%s", name, b.BottleneckNode, b.BottleneckPeer), YLabel: "queue (MB)", YScale: 1e-6},
+		{Family: rate, File: files[1], Title: name + ": total sending rate of all flows", YLabel: "rate (Gb/s)", YScale: 1e-9, ByMean: true},
+	}
+	for _, sp := range specs {
+		if err := report.WritePlot(filepath.Join(outDir, sp.File), sp); err != nil {
+			return nil, fmt.Errorf("compare: plot %s: %w", sp.File, err)
+		}
+	}
+	return files, nil
+}
+
+func readCSV(path string, row func([]string) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	first := true
+	for sc.Scan() {
+		if first {
+			first = false
+			continue
+		}
+		// Our names carry no commas or quotes (scenario names, node
+		// names), so a plain split reads the files the runner writes.
+		if err := row(strings.Split(sc.Text(), ",")); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return sc.Err()
+}
+
+func ints(a, b string) (int64, int64, error) {
+	x, err := strconv.ParseInt(a, 10, 64)
+	if err != nil {
+		return 0, 0, err
+	}
+	y, err := strconv.ParseInt(b, 10, 64)
+	return x, y, err
+}

@@ -1,0 +1,229 @@
+package netsim
+
+import (
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// The IB CM exchange of a flow (IBA Vol 1 ch. 12), as RoCEv2 RNICs run it:
+// MADs in UD SEND_ONLY packets to QP1, encoded whole by wire.Encoder.CM and
+// carried in Packet.Frame hop by hop, so that switches (PortObserver) see
+// them as a congestion-aware node would.
+//
+//	sender                      receiver
+//	  REQ  (LocalQPN = QP)  -->
+//	                        <--  REP (LocalQPN = peer QP)
+//	  RTU                   -->           data may start at the sender here
+//	  data ...
+//	  (last ACK)
+//	  DREQ (RemoteQPN = peer) -->
+//	                        <--  DREP
+//
+// Communication IDs come from a per-host counter and transaction IDs from
+// the node id and a counter: deterministic, unique per host (a switch keys
+// them by address, as wire.CMMessage.FlowQPNs explains). MADs are not
+// retried: a dropped REQ or REP leaves the flow unconnected, as a dropped
+// data packet is never resent.
+
+// cmEnd is one side's state of a flow's CM connection.
+type cmEnd struct {
+	on            bool // the flow connects with CM
+	state         cmState
+	local, remote uint32 // communication IDs: this side's, the peer's
+	connectedAt   engine.Time
+}
+
+type cmState uint8
+
+const (
+	cmIdle        cmState = iota
+	cmReqSent             // sender: REQ out, waiting for the REP
+	cmRepSent             // receiver: REP out, waiting for the RTU
+	cmEstablished         // REP received (sender) or RTU received (receiver)
+	cmDreqSent            // sender: DREQ out, waiting for the DREP
+	cmClosed
+)
+
+// CM MAD values the hosts write. They are what Linux rdma_cm sends by
+// default where that matters to nobody in the simulation (timeouts and
+// retries are not modelled).
+const (
+	cmResponseTimeout = 20 // 4.096 µs x 2^20, about 4.3 s (CMA_CM_RESPONSE_TIMEOUT)
+	cmMaxRetries      = 15 // CMA_MAX_CM_RETRIES
+	cmRetryCount      = 7
+	cmRNRRetryCount   = 7
+	cmAckTimeout      = 14 // 4.096 µs x 2^14, about 67 ms
+	cmResources       = 16 // responder resources and initiator depth
+	cmServiceID       = 0x0000000001064000
+)
+
+// ConnectedAt returns when the QP's connection was established (the REP
+// arrived; for a flow without CM, its start), or -1 before that.
+func (q *QP) ConnectedAt() engine.Time { return q.cm.connectedAt }
+
+func (h *Host) newCommID() uint32 {
+	h.nextCommID++
+	if h.nextCommID == 0 {
+		h.nextCommID++
+	}
+	return h.nextCommID
+}
+
+func (h *Host) newTID() uint64 {
+	h.nextTID++
+	return uint64(h.id)<<32 | h.nextTID&0xFFFFFFFF
+}
+
+// caGUID is the host's channel adapter GUID: the node id in a locally
+// administered EUI-64.
+func (h *Host) caGUID() uint64 { return 0x0200_00FF_FE00_0000 | uint64(h.id)&0xFFFFFF }
+
+func gid(a netip.Addr) [16]byte { return a.As16() }
+
+// pathMTU is the IBA encoding of an MTU (1 = 256 ... 5 = 4096).
+func pathMTU(mtu int32) uint8 {
+	enc := uint8(1)
+	for m := int32(512); m <= mtu && enc < 5; m <<= 1 {
+		enc++
+	}
+	return enc
+}
+
+// sendCM encodes m in a pooled frame and queues it on the NIC port.
+func (h *Host) sendCM(dst NodeID, prio uint8, flow FlowID, m *wire.CMMessage) {
+	n := h.net
+	peer := n.nodes[dst]
+	p := n.NewPacket()
+	b := n.frameBuf(p)
+	a := wire.Addressing{SrcIP: h.addr, DstIP: peer.Addr(), SrcPort: 0xC000 | wire.GSIQP}
+	size, err := (&wire.Encoder{}).CM(b, &a, h.gsiPSN, m)
+	if err != nil {
+		// Addresses were checked by AddFlow and every field is in range:
+		// a bug here.
+		panic("netsim: cm: " + err.Error())
+	}
+	p.frameLen = uint16(size)
+	p.Kind = KindRoCE
+	p.SizeBytes = int32(size) + 4 // FCS
+	p.Src, p.Dst = h.id, dst
+	p.Flow = flow
+	p.SrcQP = wire.GSIQP
+	p.Prio = prio
+	p.ECN = ECNNotECT
+	ipLen := wire.IPv4MinLen
+	if !h.addr.Is4() {
+		ipLen = wire.IPv6Len
+	}
+	off := wire.EthernetLen + ipLen + wire.UDPLen
+	p.HdrLen = uint8(copy(p.Hdr[:wire.BTHLen+wire.DETHLen], b[off:size]))
+	h.gsiPSN = (h.gsiPSN + 1) & 0xFFFFFF
+	h.stats.CMTx++
+	h.port.enqueue(p)
+}
+
+// sendREQ opens the connection of a sender QP.
+func (q *QP) sendREQ() {
+	h := q.host
+	peer := h.net.nodes[q.dst].(*Host)
+	q.cm.local = h.newCommID()
+	q.cm.state = cmReqSent
+	h.cmSend[q.cm.local] = q
+	m := wire.CMMessage{
+		Method: wire.MethodSend, TransactionID: h.newTID(), AttrID: wire.CMAttrREQ,
+		LocalCommID: q.cm.local, ServiceID: cmServiceID,
+		LocalQPN: q.QPN, StartingPSN: 0, LocalCAGUID: h.caGUID(),
+		ResponderResources: cmResources, InitiatorDepth: cmResources,
+		RemoteCMResponseTimeout: cmResponseTimeout, LocalCMResponseTimeout: cmResponseTimeout,
+		TransportServiceType: 0, RetryCount: cmRetryCount, RNRRetryCount: cmRNRRetryCount,
+		PKey: 0xFFFF, PathMTU: pathMTU(h.cfg.MTUBytes), MaxCMRetries: cmMaxRetries,
+		PrimaryLocalGID: gid(h.addr), PrimaryRemoteGID: gid(peer.addr),
+		PrimaryHopLimit: wire.DefaultTTL, PrimarySL: q.prio, PrimaryLocalACKTimeout: cmAckTimeout,
+	}
+	h.sendCM(q.dst, q.prio, q.flow.ID, &m)
+}
+
+// sendDREQ closes the connection of a sender QP whose flow completed.
+func (q *QP) sendDREQ() {
+	if q.cm.state != cmEstablished {
+		return
+	}
+	h := q.host
+	q.cm.state = cmDreqSent
+	q.connected = false
+	q.updateSending()
+	m := wire.CMMessage{Method: wire.MethodSend, TransactionID: h.newTID(), AttrID: wire.CMAttrDREQ,
+		LocalCommID: q.cm.local, RemoteCommID: q.cm.remote, RemoteQPN: q.PeerQPN}
+	h.sendCM(q.dst, q.prio, q.flow.ID, &m)
+}
+
+// receiveCM runs the host's side of a CM MAD that arrived for QP1.
+func (h *Host) receiveCM(p *Packet) {
+	n := h.net
+	f := &n.cmFrame
+	if p.fb == nil || n.cmDec.Decode(p.Frame(), f) != nil || f.Kind != wire.KindCM {
+		h.stats.UnknownDropped++
+		return
+	}
+	h.stats.CMRx++
+	m := &f.CM
+	now := n.sim.Now()
+	switch m.AttrID {
+	case wire.CMAttrREQ:
+		r := h.recvByPeer[peerQP{p.Src, m.LocalQPN}]
+		if r == nil {
+			h.stats.UnknownDropped++
+			return
+		}
+		if r.cm.state == cmIdle {
+			r.cm.local = h.newCommID()
+			h.cmRecv[r.cm.local] = r
+		}
+		r.cm.remote = m.LocalCommID
+		if r.cm.state != cmEstablished {
+			r.cm.state = cmRepSent
+		}
+		rep := wire.CMMessage{Method: wire.MethodSend, TransactionID: m.TransactionID, AttrID: wire.CMAttrREP,
+			LocalCommID: r.cm.local, RemoteCommID: m.LocalCommID, LocalQPN: r.QPN, StartingPSN: 0,
+			LocalCAGUID: h.caGUID(), ResponderResources: cmResources, InitiatorDepth: cmResources,
+			TargetACKDelay: 15, RNRRetryCount: cmRNRRetryCount}
+		h.sendCM(r.peer, r.prio, r.flow.ID, &rep)
+	case wire.CMAttrREP:
+		q := h.cmSend[m.RemoteCommID]
+		if q == nil || q.cm.state != cmReqSent {
+			return // a duplicate: the RTU went out already
+		}
+		q.cm.remote = m.LocalCommID
+		q.cm.state = cmEstablished
+		q.cm.connectedAt = now
+		rtu := wire.CMMessage{Method: wire.MethodSend, TransactionID: m.TransactionID, AttrID: wire.CMAttrRTU,
+			LocalCommID: q.cm.local, RemoteCommID: q.cm.remote}
+		h.sendCM(q.dst, q.prio, q.flow.ID, &rtu)
+		q.connected = true
+		q.updateSending()
+	case wire.CMAttrRTU:
+		if r := h.cmRecv[m.RemoteCommID]; r != nil && r.cm.state == cmRepSent {
+			r.cm.state = cmEstablished
+			r.cm.connectedAt = now
+		}
+	case wire.CMAttrDREQ:
+		r := h.cmRecv[m.RemoteCommID]
+		if r == nil {
+			h.stats.UnknownDropped++
+			return
+		}
+		r.cm.state = cmClosed
+		drep := wire.CMMessage{Method: wire.MethodSend, TransactionID: m.TransactionID, AttrID: wire.CMAttrDREP,
+			LocalCommID: r.cm.local, RemoteCommID: m.LocalCommID}
+		h.sendCM(r.peer, r.prio, r.flow.ID, &drep)
+		delete(h.cmRecv, r.cm.local)
+	case wire.CMAttrDREP:
+		if q := h.cmSend[m.RemoteCommID]; q != nil && q.cm.state == cmDreqSent {
+			q.cm.state = cmClosed
+			delete(h.cmSend, q.cm.local)
+		}
+	default:
+		h.stats.UnknownDropped++ // REJ, MRA: the hosts never send them
+	}
+}

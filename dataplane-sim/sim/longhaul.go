@@ -1,0 +1,299 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// LongHaulCNP is the installed Long-haul CNP mechanism of a run: one node
+// per congestion-aware switch and one reaction point per host. Tests and
+// tools reach it through WithLongHaulCNP.
+type LongHaulCNP struct {
+	// Nodes are the congestion-aware nodes, in mechanism.nodes order.
+	Nodes []*lhcnp.Node
+	// ReactionPoints are the sources' reaction points, by host name.
+	ReactionPoints map[string]*lhcnp.ReactionPoint
+	// Events is every event the nodes reported, in time order (kept only
+	// when the run was started with WithLongHaulCNP).
+	Events []lhcnp.Event
+}
+
+// Node returns the node on the named switch.
+func (m *LongHaulCNP) Node(name string) *lhcnp.Node {
+	for _, n := range m.Nodes {
+		if n.Switch().Name() == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// WithLongHaulCNP calls f with the installed mechanism once it is in place
+// (before the first event) and keeps the nodes' events in it; f may
+// schedule its own observations on the engine (e.g. sim.AtFunc to read
+// Node.State at chosen times).
+func WithLongHaulCNP(f func(m *LongHaulCNP, env *Env)) Option {
+	return WithMechanism(scenario.MechanismLongHaulCNP, metered(MechanismFunc(func(env *Env) error {
+		return installLongHaulCNP(env, f)
+	})))
+}
+
+// installLongHaulCNP attaches a Long-haul CNP node (package lhcnp) to every
+// congestion-aware switch and a reaction point to every host, configured
+// from the scenario's mechanism params (docs/scenarios.md):
+//
+//   - K_max = max(k_base, alpha * R_port * RTT_est / 8) per egress port,
+//     K_min = k_min_fraction * K_max; RTT_est is rtt_est or, when zero,
+//     twice the port's link delay, updated when an event changes the link;
+//   - the QD trigger always, EMR when v_ecn > 0, QGR when v_growth > 0,
+//     measured over growth_interval;
+//   - Rate Reduce reduce_percent, Pause pause_duration from pause_factor *
+//     K_max (never when pause_duration is 0), Resume resume_percent after
+//     resume_after below K_min;
+//   - the RoCEv2 format goes to every host (all are configured receivers,
+//     §10.5), else ICMPv6 (IPv6 sources only, §4);
+//   - the sources trust the congestion-aware nodes' addresses and recover
+//     after recovery_interval by recovery_step per RTT_est / 10.
+//
+// The nodes' notifications are counted by action (sent_long-haul-cnp and
+// sent_long-haul-cnp/<action> in counters.csv), with deferrals and
+// escalations, in the summary's mechanism_counters.
+func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
+	p := env.Scenario.Mechanism.LongHaulCNP
+	m := &LongHaulCNP{ReactionPoints: map[string]*lhcnp.ReactionPoint{}}
+	keep := observe != nil
+	counts := env.mechCounters()
+
+	var trusted []netip.Prefix
+	var maxRTT engine.Time
+	nodeCfgs := make([]lhcnp.Config, len(env.Nodes))
+	for i, sw := range env.Nodes {
+		cfg, err := nodeConfig(env, p, sw)
+		if err != nil {
+			return fmt.Errorf("switch %s: %w", sw.Name(), err)
+		}
+		nodeCfgs[i] = cfg
+		if a := sw.Addr(); a.IsValid() {
+			trusted = append(trusted, netip.PrefixFrom(a, a.BitLen()))
+		}
+		for _, ic := range cfg.Interfaces {
+			maxRTT = max(maxRTT, ic.RTTEst)
+		}
+	}
+	for i, sw := range env.Nodes {
+		name := sw.Name()
+		onEvent := func(ev lhcnp.Event) {
+			switch ev.Kind {
+			case lhcnp.EventCNPSent:
+				env.Count(name, "long-haul-cnp", 1)
+				env.Count(name, "long-haul-cnp/"+actionName(ev.Action), 1)
+				if ev.Escalated {
+					counts["escalations"]++
+				}
+			case lhcnp.EventDeferral:
+				counts["deferrals"]++
+			case lhcnp.EventFlowLearned:
+				counts["flows_learned"]++
+			}
+			if env.meter != nil {
+				env.meter.longHaulEvent(&ev)
+			}
+			if keep {
+				m.Events = append(m.Events, ev)
+			}
+		}
+		node, err := lhcnp.Attach(env.Net, sw, nodeCfgs[i], lhcnp.WithEvents(onEvent))
+		if err != nil {
+			return err
+		}
+		env.tapSwitch(sw, node)
+		m.Nodes = append(m.Nodes, node)
+	}
+
+	// The sources. RTT_est of a source is the configured one or the
+	// largest of the nodes' ports: the WAN round trip its notifications
+	// and recovery are about (§5.6: recovery after 2 * RTT_est).
+	rtt := engine.FromDuration(p.RTTEst)
+	if rtt == 0 {
+		rtt = max(maxRTT, engine.Millisecond)
+	}
+	for _, h := range env.Net.Hosts() {
+		rc := lhcnp.DefaultReactionConfig()
+		rc.TrustedSources = trusted
+		rc.RTTEst = rtt
+		rc.RecoveryInterval = engine.FromDuration(p.RecoveryInterval)
+		line := h.Port().RateBps()
+		rc.RecoveryStepPercent = int(min(100, max(1, math.Round(100*float64(p.RecoveryStep)/float64(line)))))
+		rp, err := lhcnp.NewReactionPoint(env.Net, rc)
+		if err != nil {
+			return fmt.Errorf("host %s: %w", h.Name(), err)
+		}
+		env.tapHost(h, rp)
+		m.ReactionPoints[h.Name()] = rp
+	}
+
+	// §5.3.2: recompute K_max when an event changes a link's RTT or rate.
+	env.OnLinkChange(func(_ *scenario.Link, a, b *netsim.Port) {
+		for i, node := range m.Nodes {
+			for _, pt := range []*netsim.Port{a, b} {
+				if pt.Node() != netsim.Node(node.Switch()) {
+					continue
+				}
+				cfg := node.Config()
+				setPortThresholds(&cfg, p, pt)
+				if err := node.ApplyConfig(cfg); err != nil {
+					env.Warn("long-haul-cnp: %s: %v", pt.Name(), err)
+				}
+				nodeCfgs[i] = cfg
+				node.LinkChanged(pt)
+			}
+		}
+	})
+	env.onSummary(func(*report.Input) {
+		for _, rp := range m.ReactionPoints {
+			c := rp.Counters()
+			counts["rp_received"] += c.Received
+			counts["rp_rate_reduce"] += c.AcceptedRateReduce
+			counts["rp_pause"] += c.AcceptedPause
+			counts["rp_resume"] += c.AcceptedResume
+			counts["rp_notify"] += c.AcceptedNotify
+			counts["rp_recoveries"] += c.Recoveries
+			counts["rp_dropped"] += c.Untrusted + c.InactiveQP + c.Malformed + c.Inconsistent + c.Unsupported
+		}
+		for _, node := range m.Nodes {
+			st := node.State(false)
+			for _, ps := range st.Ports {
+				for _, q := range ps.Queues {
+					c := q.Counters
+					counts["suppressed_flow_interval"] += c.SuppressedFlowInterval
+					counts["suppressed_port_limit"] += c.SuppressedPortLimit
+					counts["suppressed_deferral"] += c.SuppressedDeferral
+					counts["qd_triggers"] += c.QDTriggers
+					counts["emr_triggers"] += c.EMRTriggers
+					counts["qgr_triggers"] += c.QGRTriggers
+				}
+			}
+			nc := st.Counters
+			counts["not_sent"] += nc.NoAddress + nc.NoFormat + nc.NoRoute + nc.EncodeErrors
+		}
+	})
+	if observe != nil {
+		observe(m, env)
+	}
+	return nil
+}
+
+// nodeConfig maps the scenario's parameters onto one node's configuration.
+func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Config, error) {
+	c := lhcnp.DefaultConfig()
+	c.Enabled = true
+	c.FormatRoCEv2 = p.Format == "rocev2"
+	c.FormatICMPv6 = p.Format == "icmpv6"
+	if c.FormatRoCEv2 {
+		// §10.5: every RNIC of the scenario runs the reaction point, so
+		// every host is configured to accept the RoCEv2 format.
+		for _, h := range env.Net.Hosts() {
+			if a := h.Addr(); a.IsValid() {
+				c.RoCEv2Receivers = append(c.RoCEv2Receivers, netip.PrefixFrom(a, a.BitLen()))
+			}
+		}
+	}
+	c.FlowTable.IdleTimeout = engine.FromDuration(p.FlowAging)
+	c.Collaborative.Enabled = p.Collaborative
+	c.Collaborative.ObservationWindow = engine.FromDuration(p.ObservationWindow)
+
+	ic := &c.Interface
+	if p.PortCNPInterval > 0 {
+		// One notification per interval, no burst.
+		ic.CNPRatePerSec = max(1, int64(time.Second/p.PortCNPInterval))
+		ic.CNPBurst = 1
+	}
+	q := &ic.Queue
+	q.KBaseBytes = int64(p.KBase)
+	q.Alpha = p.Alpha
+	q.PMax = 0.2
+	if sc, ok := switchOf(env.Scenario, sw.Name()); ok && sc.Queue.ECN.PMax > 0 {
+		q.PMax = sc.Queue.ECN.PMax
+	}
+	q.VECNPercent = 100 * p.VECN
+	q.VGrowthBytesPerSec = int64(p.VGrowth) / 8
+	q.MeasurementInterval = engine.FromDuration(p.GrowthInterval)
+	q.EMRWindow = q.MeasurementInterval
+	q.MinCNPInterval = engine.FromDuration(p.CNPInterval)
+	a := &q.Action
+	a.DefaultAction = wire.ActionRateReduce
+	a.RateReducePercent = uint16(p.ReducePercent)
+	a.PauseLevel = 256 // never
+	c.Collaborative.EscalationAction = wire.ActionRateReduce
+	if p.PauseDuration > 0 {
+		a.PauseDuration = engine.FromDuration(p.PauseDuration)
+		// The node's level is 170 at K_max and 255 at 4/3 K_max
+		// (docs/longhaul.md); above that the pause factor cannot be told
+		// apart and Pause starts at level 255.
+		a.PauseLevel = int(min(255, math.Round(170+255*(p.PauseFactor-1))))
+		c.Collaborative.EscalationAction = wire.ActionPause
+	}
+	a.ResumeEnabled = true
+	a.ResumePercent = uint16(p.ResumePercent)
+	a.ResumeHold = engine.FromDuration(p.ResumeAfter)
+
+	for _, pt := range sw.Ports() {
+		setPortThresholds(&c, p, pt)
+	}
+	return c, c.Validate()
+}
+
+// setPortThresholds writes the port's RTT_est and, when K_min is not the
+// node's own K_max / 2, explicit K_max and K_min into c.Interfaces.
+func setPortThresholds(c *lhcnp.Config, p scenario.LongHaulCNP, pt *netsim.Port) {
+	if c.Interfaces == nil {
+		c.Interfaces = map[string]lhcnp.InterfaceConfig{}
+	}
+	ic := c.Interface
+	ic.RTTSource = lhcnp.RTTStatic
+	rtt := p.RTTEst
+	if rtt == 0 {
+		rtt = 2 * pt.Out().Delay().Duration()
+	}
+	ic.RTTEst = max(engine.FromDuration(rtt), engine.Microsecond)
+	if p.KMinFraction != 0.5 {
+		kmax, kmin := BDPThresholds(p, pt.RateBps(), pt.Out().Delay().Duration())
+		q := ic.Queue
+		q.KMaxMode, q.KMaxBytes = lhcnp.KMaxExplicit, kmax
+		q.KMinMode, q.KMinBytes = lhcnp.KMinExplicit, min(kmin, kmax-1)
+		ic.Queue = q
+	}
+	c.Interfaces[pt.Name()] = ic
+}
+
+func switchOf(sc *scenario.Scenario, name string) (scenario.Switch, bool) {
+	for _, s := range sc.Switches {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return scenario.Switch{}, false
+}
+
+func actionName(a wire.Action) string {
+	switch a {
+	case wire.ActionNotify:
+		return "notify"
+	case wire.ActionPause:
+		return "pause"
+	case wire.ActionRateReduce:
+		return "rate-reduce"
+	case wire.ActionResume:
+		return "resume"
+	}
+	return "unknown"
+}

@@ -1,0 +1,369 @@
+package sim
+
+import (
+	"encoding/binary"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// The meter measures what docs/results.md compares mechanisms on, beyond
+// what the runner records for every run:
+//
+//   - Feedback latency, per sender: from the generation of the congestion
+//     signal that reached it first on the mechanism's own path to the rate
+//     reduction that signal caused at the sender. For DCQCN the signal is
+//     the first CE mark of one of the sender's packets at any switch and the
+//     reduction the sender's first DCQCN rate cut (the first cut can only
+//     follow the first CNP, and the first CNP the first CE-marked packet to
+//     reach the receiver: with one marking point on the path, the first one
+//     marked). For Long-haul CNP the signal is a Long-haul CNP leaving a
+//     node and the reduction what the reaction point did on receiving that
+//     very packet (matched FIFO per node and flow): the first one that
+//     lowered the rate or paused the QP.
+//   - Reaction time, per sender: from the first congestion signal of any
+//     kind generated for it (a CE mark or a Long-haul CNP) to its first rate
+//     reduction of any cause. For DCQCN it equals the feedback latency; for
+//     Long-haul CNP it also counts the time the node waits for a
+//     second-level trigger after the first-level marks began.
+//   - Congested-period utilisation, per switch egress port: bytes sent over
+//     the sample intervals in which the offered load of the flows routed
+//     through the port (each flow at its rate cap or its NIC's line rate,
+//     from its connection until it finishes or is stopped) exceeded the port's
+//     rate, divided by the capacity of those intervals. An ideal mechanism
+//     keeps such a port busy: 1.
+type meter struct {
+	env     *Env
+	flows   []*flowMeter // by netsim.FlowID
+	byQP    map[*netsim.QP]*flowMeter
+	byKey   map[lhcnp.FlowKey]*flowMeter
+	ports   []*portMeter
+	byPort  map[*netsim.Port]*portMeter
+	pending map[pendKey][]engine.Time // Long-haul CNPs in flight, by node and flow
+	tapped  map[*netsim.Host]bool
+	lastT   engine.Time
+	sampled bool
+}
+
+type flowMeter struct {
+	name       string
+	nf         *netsim.Flow
+	start      engine.Time
+	offeredBps int64
+	firstMark  engine.Time // first CE mark of one of its packets
+	firstCut   engine.Time // first DCQCN rate cut
+	lhSent     engine.Time // first Long-haul CNP sent to it
+	lhGen      engine.Time // generation of the Long-haul CNP that first reduced its rate
+	lhReact    engine.Time // ... and when it did
+	cutCheck   bool        // a DCQCN cut check is scheduled
+}
+
+type pendKey struct {
+	node netsim.NodeID
+	flow *flowMeter
+}
+
+type portMeter struct {
+	pt         *netsim.Port
+	flows      []*flowMeter
+	lastTx     int64
+	congested  bool // during the interval since the last sample
+	congNs     int64
+	congCap    float64
+	congTx     int64
+	firstCong  engine.Time
+	everCongst bool
+}
+
+const unset = engine.Never
+
+// metered wraps a mechanism with the meter: the meter's observers go in
+// first, the mechanism may chain them (Env.tapSwitch, Env.tapHost), and
+// whatever the mechanism left untouched is observed directly.
+func metered(m Mechanism) Mechanism {
+	return MechanismFunc(func(env *Env) error {
+		mt := newMeter(env)
+		env.meter = mt
+		for _, sw := range env.Net.Switches() {
+			sw.SetObserver(markObserver{mt})
+		}
+		if err := m.Install(env); err != nil {
+			return err
+		}
+		for _, h := range env.Net.Hosts() {
+			if !mt.tapped[h] {
+				h.SetControlHandler(&hostTap{m: mt})
+			}
+		}
+		env.Sim.Every(0, engine.FromDuration(env.Scenario.SampleInterval), mt.sample)
+		env.onSummary(mt.finish)
+		return nil
+	})
+}
+
+func newMeter(env *Env) *meter {
+	m := &meter{env: env, byQP: map[*netsim.QP]*flowMeter{}, byKey: map[lhcnp.FlowKey]*flowMeter{},
+		byPort: map[*netsim.Port]*portMeter{}, pending: map[pendKey][]engine.Time{}, tapped: map[*netsim.Host]bool{}}
+	for _, pt := range env.Net.Ports() {
+		if _, ok := pt.Node().(*netsim.Switch); ok {
+			pm := &portMeter{pt: pt, firstCong: unset}
+			m.ports = append(m.ports, pm)
+			m.byPort[pt] = pm
+		}
+	}
+	starts := map[string]scenario.Flow{}
+	for _, f := range env.Scenario.Flows {
+		starts[f.Name] = f
+	}
+	for _, nf := range env.Net.Flows() {
+		sf := starts[nf.Name]
+		q := nf.Sender
+		src := q.Host()
+		fm := &flowMeter{name: nf.Name, nf: nf, start: engine.FromDuration(sf.Start),
+			offeredBps: src.Port().RateBps(), firstMark: unset, firstCut: unset, lhSent: unset, lhGen: unset, lhReact: unset}
+		if sf.Rate > 0 {
+			fm.offeredBps = min(fm.offeredBps, int64(sf.Rate))
+		}
+		m.flows = append(m.flows, fm)
+		m.byQP[q] = fm
+		dst := env.Net.NodeByName(sf.Dst)
+		if dst == nil {
+			continue
+		}
+		m.byKey[lhcnp.FlowKey{Src: src.Addr(), Dst: dst.Addr(), SrcQP: q.QPN, DstQP: q.PeerQPN}] = fm
+		// The switch egress ports on its path, by the routing tables.
+		pt := src.Port()
+		for hops := 0; pt != nil && hops < 64; hops++ {
+			sw, ok := pt.Peer().Node().(*netsim.Switch)
+			if !ok {
+				break
+			}
+			pt = sw.Route(dst.ID())
+			if pm := m.byPort[pt]; pm != nil {
+				pm.flows = append(pm.flows, fm)
+			}
+		}
+	}
+	return m
+}
+
+// mark records the first CE mark of a flow's packet.
+func (m *meter) mark(p *netsim.Packet) {
+	if p.Flow < 0 || int(p.Flow) >= len(m.flows) {
+		return
+	}
+	if fm := m.flows[p.Flow]; fm.firstMark == unset {
+		fm.firstMark = m.env.Sim.Now()
+	}
+}
+
+// longHaulEvent records the notifications a node sends.
+func (m *meter) longHaulEvent(ev *lhcnp.Event) {
+	if ev.Kind != lhcnp.EventCNPSent {
+		return
+	}
+	fm := m.byKey[ev.Flow]
+	sw, ok := m.env.Net.NodeByName(ev.Node).(*netsim.Switch)
+	if fm == nil || !ok {
+		return
+	}
+	if fm.lhSent == unset && ev.Action != wire.ActionResume {
+		fm.lhSent = ev.Time
+	}
+	k := pendKey{sw.ID(), fm}
+	m.pending[k] = append(m.pending[k], ev.Time)
+}
+
+// sample closes the interval since the last sample for every switch port
+// and decides whether the next one is congested.
+func (m *meter) sample(now engine.Time) {
+	m.advance(now)
+	for _, pm := range m.ports {
+		var demand int64
+		for _, fm := range pm.flows {
+			q := fm.nf.Sender
+			// Offered from the moment it can send (its connection is up)
+			// until it finishes or is stopped.
+			if now < fm.start || !q.Active() || q.AdminStopped() || q.PausedUntil() == engine.Never {
+				continue
+			}
+			demand += fm.offeredBps
+		}
+		pm.congested = demand > pm.pt.RateBps()
+	}
+}
+
+func (m *meter) advance(now engine.Time) {
+	if m.sampled && now > m.lastT {
+		dt := now - m.lastT
+		for _, pm := range m.ports {
+			tx := pm.pt.Stats().TxBytes
+			if pm.congested {
+				if !pm.everCongst {
+					pm.everCongst, pm.firstCong = true, m.lastT
+				}
+				pm.congNs += int64(dt)
+				pm.congCap += float64(pm.pt.RateBps()) * dt.Seconds()
+				pm.congTx += tx - pm.lastTx
+			}
+			pm.lastTx = tx
+		}
+	} else if !m.sampled {
+		for _, pm := range m.ports {
+			pm.lastTx = pm.pt.Stats().TxBytes
+		}
+	}
+	m.sampled, m.lastT = true, now
+}
+
+// finish closes the last interval and hands the measurements to the
+// summary.
+func (m *meter) finish(in *report.Input) {
+	m.advance(m.env.r.end)
+	for i := range in.Ports {
+		p := &in.Ports[i]
+		for _, pm := range m.ports {
+			if pm.pt.Node().Name() == p.Node && pm.pt.Peer().Node().Name() == p.Port {
+				p.CongestedNs = pm.congNs
+				p.CongestedCapacityBits = pm.congCap
+				p.CongestedTxBytes = pm.congTx
+				if pm.everCongst {
+					p.FirstCongestedNs = pm.firstCong.Nanos()
+				} else {
+					p.FirstCongestedNs = -1
+				}
+			}
+		}
+	}
+	lh := m.env.Scenario.Mechanism.Kind == scenario.MechanismLongHaulCNP
+	in.FeedbackSignal = "ce-mark"
+	if lh {
+		in.FeedbackSignal = "long-haul-cnp"
+	}
+	ns := func(t engine.Time) int64 {
+		if t == unset {
+			return -1
+		}
+		return t.Nanos()
+	}
+	for _, fm := range m.flows {
+		fi := report.FeedbackInput{Flow: fm.name, SignalNs: ns(fm.firstMark), ReactionNs: ns(fm.firstCut)}
+		if lh {
+			fi.SignalNs, fi.ReactionNs = ns(fm.lhGen), ns(fm.lhReact)
+			if fm.lhReact == unset {
+				fi.SignalNs = ns(fm.lhSent)
+			}
+		}
+		fi.FirstSignalNs = ns(min(fm.firstMark, fm.lhSent))
+		fi.FirstReductionNs = ns(min(fm.firstCut, fm.lhReact))
+		in.Feedback = append(in.Feedback, fi)
+	}
+}
+
+// markObserver is the meter's observer on a switch's egress ports.
+type markObserver struct{ m *meter }
+
+func (o markObserver) OnEnqueue(*netsim.Port, *netsim.Packet, int64) {}
+func (o markObserver) OnDequeue(*netsim.Port, *netsim.Packet, int64) {}
+func (o markObserver) OnMark(_ *netsim.Port, p *netsim.Packet, _ int64) {
+	o.m.mark(p)
+}
+func (o markObserver) OnDrop(*netsim.Port, *netsim.Packet, int64) {}
+
+// teeObserver gives every port event to a mechanism's observer, then to
+// the meter.
+type teeObserver struct {
+	o netsim.PortObserver
+	m *meter
+}
+
+func (t teeObserver) OnEnqueue(pt *netsim.Port, p *netsim.Packet, q int64) { t.o.OnEnqueue(pt, p, q) }
+func (t teeObserver) OnDequeue(pt *netsim.Port, p *netsim.Packet, q int64) { t.o.OnDequeue(pt, p, q) }
+func (t teeObserver) OnMark(pt *netsim.Port, p *netsim.Packet, q int64) {
+	t.o.OnMark(pt, p, q)
+	t.m.mark(p)
+}
+func (t teeObserver) OnDrop(pt *netsim.Port, p *netsim.Packet, q int64) { t.o.OnDrop(pt, p, q) }
+
+// tapSwitch installs o as the observer of sw's ports, with the meter
+// behind it when the run is metered.
+func (e *Env) tapSwitch(sw *netsim.Switch, o netsim.PortObserver) {
+	if e.meter == nil {
+		sw.SetObserver(o)
+		return
+	}
+	sw.SetObserver(teeObserver{o: o, m: e.meter})
+}
+
+// tapHost installs c as h's control handler, with the meter around it
+// when the run is metered.
+func (e *Env) tapHost(h *netsim.Host, c netsim.ControlHandler) {
+	if e.meter == nil {
+		h.SetControlHandler(c)
+		return
+	}
+	e.meter.tapped[h] = true
+	h.SetControlHandler(&hostTap{m: e.meter, inner: c})
+}
+
+// hostTap watches the notifications a host receives and the rate changes
+// they cause, then lets the inner handler (or, without one, DCQCN) act.
+type hostTap struct {
+	m     *meter
+	inner netsim.ControlHandler
+}
+
+// HandleControl implements netsim.ControlHandler.
+func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	m := t.m
+	var qpn uint32
+	extended := false
+	switch {
+	case p.Kind == netsim.KindRoCE && p.HdrLen >= wire.BTHLen && p.Opcode() == wire.OpCNP:
+		qpn = p.DestQP()
+		extended = p.Hdr[4]&wire.BTHE != 0
+	case p.Kind == netsim.KindOther && p.HdrLen >= 16 && p.Hdr[0] == wire.DefaultCodePoints().LongHaulICMPv6Type:
+		qpn = binary.BigEndian.Uint32(p.Hdr[8:12])
+		extended = true
+	default:
+		return t.inner != nil && t.inner.HandleControl(h, p)
+	}
+	q := h.QP(qpn)
+	fm := m.byQP[q]
+	if fm == nil {
+		return t.inner != nil && t.inner.HandleControl(h, p)
+	}
+	now := m.env.Sim.Now()
+	rate, paused := q.RateBps(), q.PausedUntil()
+	handled := t.inner != nil && t.inner.HandleControl(h, p)
+	if extended {
+		gen := unset
+		k := pendKey{p.Src, fm}
+		if pend := m.pending[k]; len(pend) > 0 {
+			gen = pend[0]
+			m.pending[k] = pend[1:]
+		}
+		reduced := q.RateBps() < rate || q.PausedUntil() > max(now, paused)
+		if handled && reduced && fm.lhReact == unset && gen != unset {
+			fm.lhGen, fm.lhReact = gen, now
+		}
+	}
+	if !handled && fm.firstCut == unset && !fm.cutCheck {
+		// DCQCN applies the CNP after this returns; a first cut shows in
+		// the cut counter at once (a first CNP never waits for the monitor
+		// period).
+		cuts := q.RateCuts()
+		fm.cutCheck = true
+		m.env.Sim.AtFunc(now, func() {
+			fm.cutCheck = false
+			if q.RateCuts() > cuts && fm.firstCut == unset {
+				fm.firstCut = now
+			}
+		})
+	}
+	return handled
+}

@@ -1,0 +1,303 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// The §7 example of draft-tian-ccwg-long-haul-cnp-00, as scenarios/section7.yaml
+// stages it: the flow, its nodes and the WAN link.
+const (
+	s7Source, s7Dest = "source", "dest"
+	s7N1, s7N2       = "n1", "n2"
+	s7SrcQP, s7DstQP = 100, 200
+)
+
+// Section7Result is what a run of the §7 scenario showed, step by step.
+// Times are simulated; -1 (or zero values) when the step did not happen.
+type Section7Result struct {
+	Flow lhcnp.FlowKey
+	// Step 1: N1 learned the flow.
+	LearnedAt engine.Time
+	// Step 2: N1's WAN port thresholds.
+	KMaxBytes, KMinBytes int64
+	// Step 3: N1's WAN queue when its first ECN mark was seen (polled every
+	// PollInterval) and at the poll before; KMinCrossedAt is the first poll
+	// with QD above K_min.
+	FirstMarkAt                 engine.Time
+	QDAtFirstMark, QDBeforeMark int64
+	MarksBeforeKMin             int64
+	KMinCrossedAt               engine.Time
+	PeakQDBytes                 int64
+	// Step 4: N1's first notification to the flow.
+	CNP            lhcnp.Event
+	CNPValid       bool
+	SourceAccepted lhcnp.ReactionCounters
+	// Step 5: when the source reduced because of it, and the rates.
+	ReactedAt                   engine.Time
+	RateBeforeBps, RateAfterBps int64
+	N1ToSourceDelay             engine.Time
+	// Step 6: N2's deferral for the flow.
+	Deferral       lhcnp.Event
+	DeferralValid  bool
+	N2NotifiedFlow int64 // notifications N2 sent to the flow
+	// Step 7: the source's additive recovery.
+	RecoveryAt                  engine.Time
+	RateAtRecoveryBps           int64
+	RateRecoveryLaterBps        int64 // one recovery step interval and a poll later
+	NotificationsBeforeRecovery int64 // to the flow, after step 4's and before RecoveryAt
+	// Step 8: N1's Resume, how long QD had been below K_min, and the
+	// source's increase.
+	Resume              lhcnp.Event
+	ResumeValid         bool
+	BelowKMinFor        engine.Time
+	RateBeforeResumeBps int64
+	RateAfterResumeBps  int64
+	LastReductionBps    int64
+	// PollInterval is how often queue, marks and rates were polled.
+	PollInterval engine.Time
+}
+
+// Section7Step is one step of §7: what the draft says, what the run
+// showed and whether it matches within the stated tolerance.
+type Section7Step struct {
+	N        int
+	Draft    string
+	Measured string
+	OK       bool
+}
+
+// RunSection7 runs the §7 scenario (scenarios/section7.yaml) and observes
+// the eight steps. opts are passed to Run (WithoutPlots, WithDuration...).
+func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Option) (*Section7Result, error) {
+	src, ok1 := hostIP(sc, s7Source)
+	dst, ok2 := hostIP(sc, s7Dest)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("sim: scenario %s is not the §7 example (no hosts %s and %s)", sc.Name, s7Source, s7Dest)
+	}
+	res := &Section7Result{Flow: lhcnp.FlowKey{Src: src, Dst: dst, SrcQP: s7SrcQP, DstQP: s7DstQP},
+		LearnedAt: -1, FirstMarkAt: -1, KMinCrossedAt: -1, ReactedAt: -1, RecoveryAt: -1, PollInterval: 10 * engine.Microsecond}
+	var mech *LongHaulCNP
+	type poll struct {
+		t          engine.Time
+		qd, marks  int64
+		rate       int64
+		recovering bool
+		lastCut    int64
+	}
+	var polls []poll
+	var setupErr error
+	observe := func(m *LongHaulCNP, env *Env) {
+		mech = m
+		n1 := m.Node(s7N1)
+		srcHost, _ := env.Net.NodeByName(s7Source).(*netsim.Host)
+		n2, _ := env.Net.NodeByName(s7N2).(*netsim.Switch)
+		if n1 == nil || srcHost == nil || n2 == nil || srcHost.QP(s7SrcQP) == nil {
+			setupErr = fmt.Errorf("sim: scenario %s is not the §7 example (need nodes %s, %s and QP %d on %s)", sc.Name, s7N1, s7N2, s7SrcQP, s7Source)
+			return
+		}
+		q := srcHost.QP(s7SrcQP)
+		rp := m.ReactionPoints[s7Source]
+		var wan *netsim.Port
+		for _, pt := range n1.Switch().Ports() {
+			if pt.Peer().Node() == netsim.Node(n2) {
+				wan = pt
+			}
+		}
+		wanIdx := wan.Index()
+		st := n1.State(false)
+		res.KMaxBytes, res.KMinBytes = st.Ports[wanIdx].Queues[0].KMaxBytes, st.Ports[wanIdx].Queues[0].KMinBytes
+		res.N1ToSourceDelay = portTowards(n1.Switch(), s7Source).Out().Delay()
+		env.Sim.Every(0, res.PollInterval, func(now engine.Time) {
+			qs := n1.State(false).Ports[wanIdx].Queues[0]
+			r, _ := rp.QP(q)
+			rate := q.RateBps()
+			if q.PausedUntil() > now {
+				rate = 0
+			}
+			polls = append(polls, poll{t: now, qd: wan.QueueBytes(0), marks: qs.Counters.ECNMarked, rate: rate,
+				recovering: r.Recovering, lastCut: r.LastReductionBps})
+		})
+	}
+	opts = append(opts, WithLongHaulCNP(observe))
+	sum, err := Run(ctx, sc, outDir, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if setupErr != nil {
+		return nil, setupErr
+	}
+	res.SourceAccepted = mech.ReactionPoints[s7Source].Counters()
+
+	// Events.
+	var resumeRx engine.Time = -1
+	for _, e := range mech.Events {
+		if e.Flow != res.Flow {
+			continue
+		}
+		switch {
+		case e.Kind == lhcnp.EventFlowLearned && e.Node == s7N1 && res.LearnedAt < 0:
+			res.LearnedAt = e.Time
+		case e.Kind == lhcnp.EventCNPSent && e.Node == s7N1 && e.Action != wire.ActionResume && !res.CNPValid:
+			res.CNP, res.CNPValid = e, true
+		case e.Kind == lhcnp.EventCNPSent && e.Node == s7N1 && e.Action == wire.ActionResume && !res.ResumeValid:
+			res.Resume, res.ResumeValid = e, true
+			resumeRx = e.Time + res.N1ToSourceDelay
+		case e.Kind == lhcnp.EventDeferral && e.Node == s7N2 && !res.DeferralValid:
+			res.Deferral, res.DeferralValid = e, true
+		case e.Kind == lhcnp.EventCNPSent && e.Node == s7N2:
+			res.N2NotifiedFlow++
+		}
+	}
+	if sum.Feedback != nil {
+		for _, f := range sum.Feedback.Flows {
+			if f.Flow == flowName(sc, s7Source, s7SrcQP) && f.ReactionNs != nil {
+				res.ReactedAt = engine.Time(*f.ReactionNs)
+			}
+		}
+	}
+
+	// Polls.
+	rateAt := func(t engine.Time) (before, after int64) {
+		before, after = -1, -1
+		for _, p := range polls {
+			if p.t <= t {
+				before = p.rate
+			} else if after < 0 {
+				after = p.rate
+			}
+		}
+		return before, after
+	}
+	for i, p := range polls {
+		res.PeakQDBytes = max(res.PeakQDBytes, p.qd)
+		if res.KMinCrossedAt < 0 && p.qd > res.KMinBytes {
+			res.KMinCrossedAt = p.t
+		}
+		if res.FirstMarkAt < 0 && p.marks > 0 {
+			res.FirstMarkAt, res.QDAtFirstMark = p.t, p.qd
+			if i > 0 {
+				res.QDBeforeMark = polls[i-1].qd
+			}
+			if res.KMinCrossedAt < 0 {
+				res.MarksBeforeKMin = p.marks
+			}
+		}
+		if res.RecoveryAt < 0 && p.recovering {
+			res.RecoveryAt = p.t
+			res.RateAtRecoveryBps = p.rate
+			_, res.RateRecoveryLaterBps = rateAt(p.t + 1100*engine.Microsecond)
+		}
+	}
+	if res.ReactedAt >= 0 {
+		res.RateBeforeBps, _ = rateAt(res.ReactedAt - 1)
+		_, res.RateAfterBps = rateAt(res.ReactedAt)
+	}
+	if res.CNPValid && res.RecoveryAt >= 0 {
+		for _, e := range mech.Events {
+			if e.Kind == lhcnp.EventCNPSent && e.Flow == res.Flow && e.Time > res.CNP.Time && e.Time < res.RecoveryAt {
+				res.NotificationsBeforeRecovery++
+			}
+		}
+	}
+	if res.ResumeValid {
+		var lastAbove engine.Time = -1
+		for _, p := range polls {
+			if p.t <= res.Resume.Time && p.qd >= res.KMinBytes {
+				lastAbove = p.t
+			}
+			if p.t <= res.Resume.Time {
+				res.LastReductionBps = p.lastCut
+			}
+		}
+		if lastAbove >= 0 {
+			res.BelowKMinFor = res.Resume.Time - lastAbove
+		}
+		res.RateBeforeResumeBps, _ = rateAt(res.Resume.Time)
+		_, res.RateAfterResumeBps = rateAt(resumeRx)
+	}
+	return res, nil
+}
+
+// Steps compares the run with the draft's eight steps. The tolerances are
+// in each Draft text; docs/results.md explains the deviations.
+func (r *Section7Result) Steps() []Section7Step {
+	mb := func(b int64) string { return fmt.Sprintf("%.3f MB", float64(b)/1e6) }
+	gb := func(b int64) string { return fmt.Sprintf("%.2f Gb/s", float64(b)/1e9) }
+	ms := func(t engine.Time) string { return fmt.Sprintf("%.3f ms", float64(t)/1e6) }
+	near := func(a, b, tol int64) bool { return a >= b-tol && a <= b+tol }
+	var s []Section7Step
+	add := func(draft string, ok bool, format string, args ...any) {
+		s = append(s, Section7Step{N: len(s) + 1, Draft: draft, Measured: fmt.Sprintf(format, args...), OK: ok})
+	}
+	add("N1 learns {Src=10.0.0.1, Dst=10.0.0.4, SrcQP=100, DstQP=200}", r.LearnedAt >= 0,
+		"learned %v at %s", r.Flow, ms(r.LearnedAt))
+	add("K_max = 125 MB, K_min = 62.5 MB on N1's 100 Gb/s egress (RTT_est 10 ms); exact",
+		r.KMaxBytes == 125_000_000 && r.KMinBytes == 62_500_000, "K_max %s, K_min %s", mb(r.KMaxBytes), mb(r.KMinBytes))
+	add("ECN marking begins once QD exceeds K_min (the draft: at 70 MB); no marks below K_min, first mark with QD in (62.5, 70] MB",
+		r.FirstMarkAt >= 0 && r.MarksBeforeKMin == 0 && r.QDAtFirstMark > r.KMinBytes && r.QDAtFirstMark <= 70_000_000,
+		"first mark by %s with QD %s (previous poll %s); marks before QD passed K_min: %d",
+		ms(r.FirstMarkAt), mb(r.QDAtFirstMark), mb(r.QDBeforeMark), r.MarksBeforeKMin)
+	c := r.CNP
+	add("at QD past K_max (the draft: 130 MB) Rate Reduce 30, CongLevel 180 (170..185), MetricType 1, MetricValue 130000 (125000..131000), to 10.0.0.1 QP 100, RoCEv2 (BTH DestQP 100, E=1)",
+		r.CNPValid && c.Action == wire.ActionRateReduce && c.Parameter == 30 && c.CongLevel >= 170 && c.CongLevel <= 185 &&
+			c.MetricType == wire.MetricQueueDepth && c.MetricValue >= 125000 && c.MetricValue <= 131000 &&
+			c.Format == lhcnp.FormatRoCEv2 && c.Flow.SrcQP == 100 && r.SourceAccepted.AcceptedRateReduce >= 1 &&
+			r.SourceAccepted.Inconsistent == 0 && r.SourceAccepted.Malformed == 0,
+		"%s at %s: %v %d, level %d, metric type %d value %d, %v, trigger %v; source accepted %d Rate Reduce (0 inconsistent, 0 malformed: RoCEv2 DestQP = Source QP = %d); queue peak %s",
+		c.Node, ms(c.Time), c.Action, c.Parameter, c.CongLevel, c.MetricType, c.MetricValue, c.Format, c.Trigger,
+		r.SourceAccepted.AcceptedRateReduce, c.Flow.SrcQP, mb(r.PeakQDBytes))
+	delay := r.ReactedAt - c.Time
+	add("the source gets it after the N1-to-source one-way delay (the draft: within about half an RTT, 5 ms) and cuts QP 100 by 30% (±0.5 Gb/s)",
+		r.CNPValid && r.ReactedAt >= 0 && delay >= r.N1ToSourceDelay && delay <= r.N1ToSourceDelay+10*engine.Microsecond &&
+			near(r.RateAfterBps, r.RateBeforeBps*70/100, 500_000_000),
+		"reduced at %s, %s after N1 sent it (one-way delay %s); %s -> %s",
+		ms(r.ReactedAt), ms(delay), ms(r.N1ToSourceDelay), gb(r.RateBeforeBps), gb(r.RateAfterBps))
+	d := r.Deferral
+	add("N2 sees the flow's arrival rate fall and defers (no Long-haul CNP from N2 to QP 100)",
+		r.DeferralValid && r.N2NotifiedFlow == 0, "deferral at %s on %s; N2 notifications to the flow: %d",
+		ms(d.Time), d.Port, r.N2NotifiedFlow)
+	rx := c.Time + r.N1ToSourceDelay
+	since := r.RecoveryAt - rx
+	add("20 ms (2 x RTT_est) without a new Long-haul CNP, then additive recovery (19.9..20.1 ms, rate rising)",
+		r.RecoveryAt >= 0 && r.NotificationsBeforeRecovery == 0 && since >= 20*engine.Millisecond-100*engine.Microsecond &&
+			since <= 20*engine.Millisecond+100*engine.Microsecond && r.RateRecoveryLaterBps > r.RateAtRecoveryBps,
+		"recovery from %s, %s after the Rate Reduce arrived (polled every %s); %s then %s a millisecond later; notifications in between: %d",
+		ms(r.RecoveryAt), ms(since), ms(r.PollInterval), gb(r.RateAtRecoveryBps), gb(r.RateRecoveryLaterBps), r.NotificationsBeforeRecovery)
+	rs := r.Resume
+	inc := r.RateAfterResumeBps - r.RateBeforeResumeBps
+	add("QD below K_min for over 10 ms, then Resume 50, CongLevel 20 (15..25), MetricType 1, MetricValue 30000 (25000..35000); the source adds 50% of the last reduction (±1.1 Gb/s: a recovery step may fall in between)",
+		r.ResumeValid && rs.Action == wire.ActionResume && rs.Parameter == 50 && rs.CongLevel >= 15 && rs.CongLevel <= 25 &&
+			rs.MetricType == wire.MetricQueueDepth && rs.MetricValue >= 25000 && rs.MetricValue <= 35000 &&
+			r.BelowKMinFor >= 10*engine.Millisecond && near(inc, r.LastReductionBps/2, 1_100_000_000),
+		"%s at %s after %s below K_min: %v %d, level %d, metric type %d value %d; source %s -> %s (+%s, last reduction %s)",
+		rs.Node, ms(rs.Time), ms(r.BelowKMinFor), rs.Action, rs.Parameter, rs.CongLevel, rs.MetricType, rs.MetricValue,
+		gb(r.RateBeforeResumeBps), gb(r.RateAfterResumeBps), gb(inc), gb(r.LastReductionBps))
+	return s
+}
+
+func hostIP(sc *scenario.Scenario, name string) (netip.Addr, bool) {
+	for _, h := range sc.Hosts {
+		if h.Name == name {
+			return h.IP, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// flowName returns the name of the flow from host src with queue pair qp.
+func flowName(sc *scenario.Scenario, src string, qp uint32) string {
+	for _, f := range sc.Flows {
+		if f.Src == src && f.SrcQP == qp {
+			return f.Name
+		}
+	}
+	return ""
+}
