@@ -245,6 +245,10 @@ func (n *Node) send(ps *portState, q *queueState, e *flowEntry, m *wire.LongHaul
 	case wire.ActionPause, wire.ActionRateReduce:
 		e.needResume = true
 		if q.below {
+			// The hold counts from the action: a notification sent with
+			// QD below K_min (a QGR or EMR trigger) is not followed by a
+			// Resume until QD stayed there for the whole hold after it.
+			q.belowSince = max(q.belowSince, now)
 			n.scheduleResume(ps, q)
 		}
 	case wire.ActionResume:

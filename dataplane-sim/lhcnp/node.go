@@ -246,6 +246,10 @@ type queueState struct {
 
 	qdAbove, emrAbove, qgrAbove bool
 	holdUntil                   engine.Time
+	// condSince is when a second-level condition last started to hold
+	// (valid while one holds): the node generates only once one has held
+	// for cfg.TriggerPersistence.
+	condSince engine.Time
 
 	below         bool
 	belowSince    engine.Time
@@ -739,8 +743,24 @@ func (n *Node) evaluate(ps *portState, q *queueState, now engine.Time) {
 	if qgr && !q.qgrAbove {
 		q.counters.QGRTriggers++
 	}
+	was := q.qdAbove || q.emrAbove || q.qgrAbove
 	q.qdAbove, q.emrAbove, q.qgrAbove = qd, emr, qgr
-	if !qd && !emr && !qgr || now < q.holdUntil {
+	if !qd && !emr && !qgr {
+		return
+	}
+	if !was {
+		q.condSince = now
+	}
+	if q.below {
+		// Congestion has not subsided while a second-level condition
+		// holds: the Resume hold counts from when none does (§5.5.1).
+		q.belowSince = now
+	}
+	// Persistence: a condition must have held for TriggerPersistence
+	// before the node generates (§1: no control packets for transient
+	// queue build-up). Conditions are evaluated per enqueue, so a queue
+	// that dips below K_max between two packets counts as holding.
+	if now-q.condSince < q.cfg.TriggerPersistence || now < q.holdUntil {
 		return
 	}
 	t := TriggerEMR
@@ -933,6 +953,11 @@ func (n *Node) Handle(kind uint32, arg uint64) {
 		ps := n.ports[port]
 		q := &ps.queues[prio]
 		if gen != q.resumeGen&(1<<40-1) || !q.below {
+			return
+		}
+		if t := q.belowSince + q.resumeHold; now < t {
+			// A second-level condition held since the timer was armed.
+			n.sim.At(t, n, evResume, arg)
 			return
 		}
 		q.resumePending = false

@@ -400,3 +400,82 @@ func TestFormatChoice(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeHoldCountsFromTheAction checks that a Rate Reduce sent while
+// QD is below K_min (here by the QGR trigger) is not followed by a Resume
+// until the queue stayed below K_min, with no second-level condition, for
+// the whole hold after it: the hold counts from when congestion subsided,
+// not from when QD last crossed K_min (§5.5.1).
+func TestResumeHoldCountsFromTheAction(t *testing.T) {
+	const hold = 2 * engine.Millisecond
+	cfg := testConfig(50_000_000, 500*engine.Microsecond) // K_min 25 MB: never reached
+	q := &cfg.Interface.Queue
+	q.VGrowthBytesPerSec = 125_000_000 // 1 Gb/s of growth
+	q.MinCNPInterval = 200 * engine.Microsecond
+	q.Action.ResumeHold = hold
+	q.Action.PauseLevel = 256
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+	l.sim.Run(8 * engine.Millisecond)
+	var lastCut engine.Time = -1
+	var cuts, resumes int
+	for _, e := range eventsOf(l.events1, EventCNPSent) {
+		if e.Action != wire.ActionResume {
+			if e.Trigger != TriggerQGR {
+				t.Fatalf("notification %+v: want the QGR trigger", e)
+			}
+			lastCut = e.Time
+			cuts++
+			continue
+		}
+		resumes++
+		if lastCut < 0 || e.Time-lastCut < hold {
+			t.Errorf("resume at %v, %v after the last rate reduce at %v: want at least the hold, %v",
+				e.Time, e.Time-lastCut, lastCut, hold)
+		}
+	}
+	if cuts == 0 || resumes == 0 {
+		t.Fatalf("%d rate reduces, %d resumes: want both", cuts, resumes)
+	}
+}
+
+// TestTriggerPersistence checks QueueConfig.TriggerPersistence: the node
+// generates only once a second-level condition has held that long, so the
+// notification reports the queue it then sees; with 0 it fires on the
+// packet that takes QD past K_max.
+func TestTriggerPersistence(t *testing.T) {
+	const kmax = 200_000
+	for _, tt := range []struct {
+		desc    string
+		persist engine.Time
+	}{
+		{"at once", 0},
+		{"one measurement interval", 100 * engine.Microsecond},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(kmax, 500*engine.Microsecond)
+			cfg.Interface.Queue.TriggerPersistence = tt.persist
+			cfg.Interface.Queue.Action.PauseLevel = 256
+			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+			var crossed engine.Time = -1
+			l.sim.Every(0, engine.Microsecond, func(now engine.Time) {
+				if crossed < 0 && l.n1Out.QueueBytes(0) > kmax {
+					crossed = now
+				}
+			})
+			l.sim.Run(3 * engine.Millisecond)
+			sent := eventsOf(l.events1, EventCNPSent)
+			if len(sent) == 0 || crossed < 0 {
+				t.Fatalf("sent %d, QD crossed K_max at %v", len(sent), crossed)
+			}
+			e := sent[0]
+			// 10 Gb/s into 5 Gb/s: QD grows by 625 bytes per µs.
+			wantKB := uint32((kmax + 625*int64(tt.persist/engine.Microsecond)) / 1000)
+			if d := e.Time - crossed; d < tt.persist-engine.Microsecond || d > tt.persist+5*engine.Microsecond {
+				t.Errorf("first notification %v after QD passed K_max, want %v", d, tt.persist)
+			}
+			if e.MetricValue+5 < wantKB || e.MetricValue > wantKB+5 {
+				t.Errorf("metric %d KB, want about %d", e.MetricValue, wantKB)
+			}
+		})
+	}
+}

@@ -162,6 +162,13 @@ func (rp *ReactionPoint) ApplyConfig(cfg ReactionConfig) error {
 	return nil
 }
 
+// Config returns the configuration in force.
+func (rp *ReactionPoint) Config() ReactionConfig {
+	c := rp.cfg
+	c.TrustedSources = append([]netip.Prefix(nil), c.TrustedSources...)
+	return c
+}
+
 // Attach installs rp as h's control handler.
 func (rp *ReactionPoint) Attach(h *netsim.Host) { h.SetControlHandler(rp) }
 
@@ -375,6 +382,11 @@ func (rp *ReactionPoint) apply(q *netsim.QP, m *wire.LongHaul) {
 		}
 		rp.raise(s, min(r.NormalBps, cur+inc))
 		if r.Reduced {
+			// The recovery timer restarts from the Resume: the resumed
+			// rate is held (its ceiling) for another recovery interval
+			// unless a new Resume comes. Starting additive recovery at
+			// once was tried: on the comparison scenarios it makes the
+			// QGR trigger cut again and costs 3-5 points of utilisation.
 			rp.armRecovery(s, idx, now)
 		}
 	}

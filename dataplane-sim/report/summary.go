@@ -316,6 +316,17 @@ func IdealFCT(payload, mtu, overhead int64, baseRTTNs int64, hopRatesBps []int64
 	return int64(math.Ceil(ns))
 }
 
+// CMConnectNs is the time a connection set-up adds before the first data
+// packet of a flow that connects with CM: the REQ there and the REP back
+// (one base RTT), each frame of madBytes serialised at every hop.
+func CMConnectNs(madBytes, baseRTTNs int64, hopRatesBps []int64) int64 {
+	ns := float64(baseRTTNs)
+	for _, r := range hopRatesBps {
+		ns += 2 * float64(madBytes) * 8e9 / float64(r)
+	}
+	return int64(math.Ceil(ns))
+}
+
 func maxOf(xs []int64) int64 {
 	var m int64
 	for _, x := range xs {

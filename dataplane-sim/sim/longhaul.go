@@ -228,6 +228,9 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	q.VGrowthBytesPerSec = int64(p.VGrowth) / 8
 	q.MeasurementInterval = engine.FromDuration(p.GrowthInterval)
 	q.EMRWindow = q.MeasurementInterval
+	// A second-level condition must hold for one measurement interval
+	// before the node generates (docs/longhaul.md, Triggers).
+	q.TriggerPersistence = q.MeasurementInterval
 	q.MinCNPInterval = engine.FromDuration(p.CNPInterval)
 	a := &q.Action
 	a.DefaultAction = wire.ActionRateReduce

@@ -24,8 +24,13 @@ const (
 // Times are simulated; -1 (or zero values) when the step did not happen.
 type Section7Result struct {
 	Flow lhcnp.FlowKey
-	// Step 1: N1 learned the flow.
-	LearnedAt engine.Time
+	// The connection: the source's QP connects when the CM REP arrives,
+	// one path round trip (PathRTT, from the links' delays) after the
+	// flow's start; data flows from then.
+	FlowStart, SourceConnectedAt, PathRTT engine.Time
+	// Step 1: N1 learned the flow (LearnedFrom: CM or data).
+	LearnedAt   engine.Time
+	LearnedFrom lhcnp.LearnSource
 	// Step 2: N1's WAN port thresholds.
 	KMaxBytes, KMinBytes int64
 	// Step 3: N1's WAN queue when its first ECN mark was seen (polled every
@@ -44,25 +49,36 @@ type Section7Result struct {
 	ReactedAt                   engine.Time
 	RateBeforeBps, RateAfterBps int64
 	N1ToSourceDelay             engine.Time
-	// Step 6: N2's deferral for the flow.
-	Deferral       lhcnp.Event
-	DeferralValid  bool
-	N2NotifiedFlow int64 // notifications N2 sent to the flow
+	// Step 6: N2's deferral for the flow; the flow's arrival rate at N2
+	// (polled) at the deferral and its peak over the observation window
+	// before it.
+	Deferral                   lhcnp.Event
+	DeferralValid              bool
+	N2NotifiedFlow             int64 // notifications N2 sent to the flow
+	N2RateAtDeferralBps        int64
+	N2PeakBeforeDeferralBps    int64
+	N2ObservationWindow        engine.Time
+	N2ArrivalRateDropThreshold int // percent
 	// Step 7: the source's additive recovery.
 	RecoveryAt                  engine.Time
 	RateAtRecoveryBps           int64
 	RateRecoveryLaterBps        int64 // one recovery step interval and a poll later
 	NotificationsBeforeRecovery int64 // to the flow, after step 4's and before RecoveryAt
 	// Step 8: N1's Resume, how long QD had been below K_min, and the
-	// source's increase.
+	// source's rate just before and just after the Resume arrived.
 	Resume              lhcnp.Event
 	ResumeValid         bool
 	BelowKMinFor        engine.Time
+	ResumeArrivedAt     engine.Time
 	RateBeforeResumeBps int64
 	RateAfterResumeBps  int64
 	LastReductionBps    int64
+	// RecoveryStepBps is one additive recovery step of the source.
+	RecoveryStepBps int64
 	// PollInterval is how often queue, marks and rates were polled.
 	PollInterval engine.Time
+	// Events is every event the nodes reported, in time order.
+	Events []lhcnp.Event
 }
 
 // Section7Step is one step of §7: what the draft says, what the run
@@ -83,7 +99,11 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		return nil, fmt.Errorf("sim: scenario %s is not the §7 example (no hosts %s and %s)", sc.Name, s7Source, s7Dest)
 	}
 	res := &Section7Result{Flow: lhcnp.FlowKey{Src: src, Dst: dst, SrcQP: s7SrcQP, DstQP: s7DstQP},
-		LearnedAt: -1, FirstMarkAt: -1, KMinCrossedAt: -1, ReactedAt: -1, RecoveryAt: -1, PollInterval: 10 * engine.Microsecond}
+		LearnedAt: -1, FirstMarkAt: -1, KMinCrossedAt: -1, ReactedAt: -1, RecoveryAt: -1, ResumeArrivedAt: -1,
+		SourceConnectedAt: -1, PollInterval: 10 * engine.Microsecond}
+	if f, ok := sc.Flow(flowName(sc, s7Source, s7SrcQP)); ok {
+		res.FlowStart = engine.FromDuration(f.Start)
+	}
 	var mech *LongHaulCNP
 	type poll struct {
 		t          engine.Time
@@ -91,6 +111,7 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		rate       int64
 		recovering bool
 		lastCut    int64
+		n2Rate     int64 // the flow's arrival rate at N2
 	}
 	var polls []poll
 	var setupErr error
@@ -105,6 +126,12 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		}
 		q := srcHost.QP(s7SrcQP)
 		rp := m.ReactionPoints[s7Source]
+		n2Node := m.Node(s7N2)
+		res.PathRTT = pathRTT(env.Net, srcHost, env.Net.NodeByName(s7Dest))
+		if nc := n2Node.Config(); nc.Collaborative.ObservationWindow > 0 {
+			res.N2ObservationWindow = nc.Collaborative.ObservationWindow
+			res.N2ArrivalRateDropThreshold = nc.Collaborative.ArrivalRateDropPercent
+		}
 		var wan *netsim.Port
 		for _, pt := range n1.Switch().Ports() {
 			if pt.Peer().Node() == netsim.Node(n2) {
@@ -122,8 +149,15 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 			if q.PausedUntil() > now {
 				rate = 0
 			}
+			var n2Rate int64
+			if fs, ok := n2Node.Flow(res.Flow); ok {
+				n2Rate = fs.ArrivalRateBps
+			}
 			polls = append(polls, poll{t: now, qd: wan.QueueBytes(0), marks: qs.Counters.ECNMarked, rate: rate,
-				recovering: r.Recovering, lastCut: r.LastReductionBps})
+				recovering: r.Recovering, lastCut: r.LastReductionBps, n2Rate: n2Rate})
+			if res.SourceConnectedAt < 0 && q.Active() {
+				res.SourceConnectedAt = q.ConnectedAt()
+			}
 		})
 	}
 	opts = append(opts, WithLongHaulCNP(observe))
@@ -135,6 +169,8 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		return nil, setupErr
 	}
 	res.SourceAccepted = mech.ReactionPoints[s7Source].Counters()
+	stepPercent := int64(mech.ReactionPoints[s7Source].Config().RecoveryStepPercent)
+	res.Events = mech.Events
 
 	// Events.
 	var resumeRx engine.Time = -1
@@ -144,7 +180,7 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		}
 		switch {
 		case e.Kind == lhcnp.EventFlowLearned && e.Node == s7N1 && res.LearnedAt < 0:
-			res.LearnedAt = e.Time
+			res.LearnedAt, res.LearnedFrom = e.Time, e.Learned
 		case e.Kind == lhcnp.EventCNPSent && e.Node == s7N1 && e.Action != wire.ActionResume && !res.CNPValid:
 			res.CNP, res.CNPValid = e, true
 		case e.Kind == lhcnp.EventCNPSent && e.Node == s7N1 && e.Action == wire.ActionResume && !res.ResumeValid:
@@ -199,6 +235,7 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 	if res.ReactedAt >= 0 {
 		res.RateBeforeBps, _ = rateAt(res.ReactedAt - 1)
 		_, res.RateAfterBps = rateAt(res.ReactedAt)
+		res.RecoveryStepBps = res.RateBeforeBps * stepPercent / 100 // the normal rate's step
 	}
 	if res.CNPValid && res.RecoveryAt >= 0 {
 		for _, e := range mech.Events {
@@ -220,14 +257,22 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		if lastAbove >= 0 {
 			res.BelowKMinFor = res.Resume.Time - lastAbove
 		}
-		res.RateBeforeResumeBps, _ = rateAt(res.Resume.Time)
-		_, res.RateAfterResumeBps = rateAt(resumeRx)
+		res.ResumeArrivedAt = resumeRx
+		res.RateBeforeResumeBps, res.RateAfterResumeBps = rateAt(resumeRx)
+	}
+	if res.DeferralValid {
+		for _, p := range polls {
+			if p.t >= res.Deferral.Time-res.N2ObservationWindow && p.t <= res.Deferral.Time {
+				res.N2PeakBeforeDeferralBps = max(res.N2PeakBeforeDeferralBps, p.n2Rate)
+				res.N2RateAtDeferralBps = p.n2Rate
+			}
+		}
 	}
 	return res, nil
 }
 
 // Steps compares the run with the draft's eight steps. The tolerances are
-// in each Draft text; docs/results.md explains the deviations.
+// in each Draft text; docs/results.md explains the reading of the draft.
 func (r *Section7Result) Steps() []Section7Step {
 	mb := func(b int64) string { return fmt.Sprintf("%.3f MB", float64(b)/1e6) }
 	gb := func(b int64) string { return fmt.Sprintf("%.2f Gb/s", float64(b)/1e9) }
@@ -238,7 +283,8 @@ func (r *Section7Result) Steps() []Section7Step {
 		s = append(s, Section7Step{N: len(s) + 1, Draft: draft, Measured: fmt.Sprintf(format, args...), OK: ok})
 	}
 	add("N1 learns {Src=10.0.0.1, Dst=10.0.0.4, SrcQP=100, DstQP=200}", r.LearnedAt >= 0,
-		"learned %v at %s", r.Flow, ms(r.LearnedAt))
+		"learned %v at %s from %v (the flow started at %s and connected at %s, one path RTT of %s later)",
+		r.Flow, ms(r.LearnedAt), r.LearnedFrom, ms(r.FlowStart), ms(r.SourceConnectedAt), ms(r.PathRTT))
 	add("K_max = 125 MB, K_min = 62.5 MB on N1's 100 Gb/s egress (RTT_est 10 ms); exact",
 		r.KMaxBytes == 125_000_000 && r.KMinBytes == 62_500_000, "K_max %s, K_min %s", mb(r.KMaxBytes), mb(r.KMinBytes))
 	add("ECN marking begins once QD exceeds K_min (the draft: at 70 MB); no marks below K_min, first mark with QD in (62.5, 70] MB",
@@ -246,24 +292,29 @@ func (r *Section7Result) Steps() []Section7Step {
 		"first mark by %s with QD %s (previous poll %s); marks before QD passed K_min: %d",
 		ms(r.FirstMarkAt), mb(r.QDAtFirstMark), mb(r.QDBeforeMark), r.MarksBeforeKMin)
 	c := r.CNP
-	add("at QD past K_max (the draft: 130 MB) Rate Reduce 30, CongLevel 180 (170..185), MetricType 1, MetricValue 130000 (125000..131000), to 10.0.0.1 QP 100, RoCEv2 (BTH DestQP 100, E=1)",
-		r.CNPValid && c.Action == wire.ActionRateReduce && c.Parameter == 30 && c.CongLevel >= 170 && c.CongLevel <= 185 &&
-			c.MetricType == wire.MetricQueueDepth && c.MetricValue >= 125000 && c.MetricValue <= 131000 &&
+	add("at QD 130 MB (129..131) Rate Reduce 30, CongLevel 180 (178..182), MetricType 1, MetricValue 130000 (129000..131000), to 10.0.0.1 QP 100, RoCEv2 (BTH DestQP 100, E=1)",
+		r.CNPValid && c.Action == wire.ActionRateReduce && c.Parameter == 30 && c.CongLevel >= 178 && c.CongLevel <= 182 &&
+			c.MetricType == wire.MetricQueueDepth && c.MetricValue >= 129000 && c.MetricValue <= 131000 &&
 			c.Format == lhcnp.FormatRoCEv2 && c.Flow.SrcQP == 100 && r.SourceAccepted.AcceptedRateReduce >= 1 &&
 			r.SourceAccepted.Inconsistent == 0 && r.SourceAccepted.Malformed == 0,
 		"%s at %s: %v %d, level %d, metric type %d value %d, %v, trigger %v; source accepted %d Rate Reduce (0 inconsistent, 0 malformed: RoCEv2 DestQP = Source QP = %d); queue peak %s",
 		c.Node, ms(c.Time), c.Action, c.Parameter, c.CongLevel, c.MetricType, c.MetricValue, c.Format, c.Trigger,
 		r.SourceAccepted.AcceptedRateReduce, c.Flow.SrcQP, mb(r.PeakQDBytes))
 	delay := r.ReactedAt - c.Time
-	add("the source gets it after the N1-to-source one-way delay (the draft: within about half an RTT, 5 ms) and cuts QP 100 by 30% (±0.5 Gb/s)",
+	add("the source gets it within about half an RTT, 5 ms (4.9..5.1 ms: N1's one-way delay to the source plus at most 10 µs), and cuts QP 100 by 30% (±0.5 Gb/s)",
 		r.CNPValid && r.ReactedAt >= 0 && delay >= r.N1ToSourceDelay && delay <= r.N1ToSourceDelay+10*engine.Microsecond &&
+			delay >= 4900*engine.Microsecond && delay <= 5100*engine.Microsecond &&
 			near(r.RateAfterBps, r.RateBeforeBps*70/100, 500_000_000),
 		"reduced at %s, %s after N1 sent it (one-way delay %s); %s -> %s",
 		ms(r.ReactedAt), ms(delay), ms(r.N1ToSourceDelay), gb(r.RateBeforeBps), gb(r.RateAfterBps))
 	d := r.Deferral
-	add("N2 sees the flow's arrival rate fall and defers (no Long-haul CNP from N2 to QP 100)",
-		r.DeferralValid && r.N2NotifiedFlow == 0, "deferral at %s on %s; N2 notifications to the flow: %d",
-		ms(d.Time), d.Port, r.N2NotifiedFlow)
+	fell := r.N2PeakBeforeDeferralBps > 0 &&
+		r.N2RateAtDeferralBps*100 <= r.N2PeakBeforeDeferralBps*int64(100-r.N2ArrivalRateDropThreshold)
+	add("N2 sees the flow's arrival rate fall (by at least the drop threshold below its peak within the observation window) and defers; no Long-haul CNP from N2 to QP 100",
+		r.DeferralValid && fell && r.N2NotifiedFlow == 0,
+		"deferral at %s on %s: arrival rate %s, peak %s in the %s before (threshold %d%%); N2 notifications to the flow: %d",
+		ms(d.Time), d.Port, gb(r.N2RateAtDeferralBps), gb(r.N2PeakBeforeDeferralBps), ms(r.N2ObservationWindow),
+		r.N2ArrivalRateDropThreshold, r.N2NotifiedFlow)
 	rx := c.Time + r.N1ToSourceDelay
 	since := r.RecoveryAt - rx
 	add("20 ms (2 x RTT_est) without a new Long-haul CNP, then additive recovery (19.9..20.1 ms, rate rising)",
@@ -273,13 +324,13 @@ func (r *Section7Result) Steps() []Section7Step {
 		ms(r.RecoveryAt), ms(since), ms(r.PollInterval), gb(r.RateAtRecoveryBps), gb(r.RateRecoveryLaterBps), r.NotificationsBeforeRecovery)
 	rs := r.Resume
 	inc := r.RateAfterResumeBps - r.RateBeforeResumeBps
-	add("QD below K_min for over 10 ms, then Resume 50, CongLevel 20 (15..25), MetricType 1, MetricValue 30000 (25000..35000); the source adds 50% of the last reduction (±1.1 Gb/s: a recovery step may fall in between)",
-		r.ResumeValid && rs.Action == wire.ActionResume && rs.Parameter == 50 && rs.CongLevel >= 15 && rs.CongLevel <= 25 &&
+	add("QD below K_min for over 10 ms, then Resume 50, CongLevel 20 (17..23), MetricType 1, MetricValue 30000 (25000..35000); on its arrival the source adds 50% of the last reduction (± one recovery step, which may fall in the same 10 µs poll)",
+		r.ResumeValid && rs.Action == wire.ActionResume && rs.Parameter == 50 && rs.CongLevel >= 17 && rs.CongLevel <= 23 &&
 			rs.MetricType == wire.MetricQueueDepth && rs.MetricValue >= 25000 && rs.MetricValue <= 35000 &&
-			r.BelowKMinFor >= 10*engine.Millisecond && near(inc, r.LastReductionBps/2, 1_100_000_000),
-		"%s at %s after %s below K_min: %v %d, level %d, metric type %d value %d; source %s -> %s (+%s, last reduction %s)",
+			r.BelowKMinFor >= 10*engine.Millisecond && near(inc, r.LastReductionBps/2, r.RecoveryStepBps+1),
+		"%s at %s after %s below K_min: %v %d, level %d, metric type %d value %d; arrived at %s: source %s -> %s (+%s, last reduction %s)",
 		rs.Node, ms(rs.Time), ms(r.BelowKMinFor), rs.Action, rs.Parameter, rs.CongLevel, rs.MetricType, rs.MetricValue,
-		gb(r.RateBeforeResumeBps), gb(r.RateAfterResumeBps), gb(inc), gb(r.LastReductionBps))
+		ms(r.ResumeArrivedAt), gb(r.RateBeforeResumeBps), gb(r.RateAfterResumeBps), gb(inc), gb(r.LastReductionBps))
 	return s
 }
 
@@ -300,4 +351,20 @@ func flowName(sc *scenario.Scenario, src string, qp uint32) string {
 		}
 	}
 	return ""
+}
+
+// pathRTT is twice the propagation delay of the route from h to dst.
+func pathRTT(net *netsim.Network, h *netsim.Host, dst netsim.Node) engine.Time {
+	var d engine.Time
+	pt := h.Port()
+	for i := 0; pt != nil && i < 64; i++ {
+		d += pt.Out().Delay()
+		next := pt.Peer().Node()
+		sw, ok := next.(*netsim.Switch)
+		if next == dst || !ok {
+			break
+		}
+		pt = sw.Route(dst.ID())
+	}
+	return 2 * d
 }

@@ -247,3 +247,40 @@ func TestEventsAndPluggedMechanism(t *testing.T) {
 		t.Errorf("counters.csv has no sent_fast-cnp row for s1")
 	}
 }
+
+// A flow alone on an idle path finishes in its ideal FCT, which counts the
+// CM connection round trip before the first data packet: slowdown ~1.
+func TestIdealFCTIncludesCM(t *testing.T) {
+	const y = `
+name: alone
+duration: 5ms
+sample_interval: 100us
+topology:
+  hosts: [{name: h1}, {name: h2}]
+  switches: [{name: s1}]
+  links:
+    - {a: h1, b: s1, rate: 100Gbps, delay: 200us}
+    - {a: s1, b: h2, rate: 100Gbps, delay: 200us}
+traffic:
+  flows:
+    - {name: f, src: h1, dst: h2, src_qp: 10, dst_qp: 10, size: 1MB}
+`
+	sc, err := scenario.Parse("alone.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), sc, t.TempDir(), WithoutPlots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := sum.Flows[0]
+	if !f.Finished || f.Slowdown == nil {
+		t.Fatalf("flow %+v did not finish", f)
+	}
+	// Two round trips of 800 µs (connect, then data and the last ACK) and
+	// 80 µs of serialisation: without the CM round trip the slowdown would
+	// be about 1.9.
+	if *f.Slowdown < 1 || *f.Slowdown > 1.02 {
+		t.Errorf("slowdown %.4f (fct %d ns, ideal %d ns), want 1..1.02", *f.Slowdown, *f.FCTNs, *f.IdealFCTNs)
+	}
+}

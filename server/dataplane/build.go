@@ -141,27 +141,25 @@ func Build(sc *scenario.Scenario, name string, o BuildOptions) (*Switch, error) 
 	for _, f := range sc.Flows {
 		src, _ := net.NodeByName(f.Src).(*netsim.Host)
 		dst, _ := net.NodeByName(f.Dst).(*netsim.Host)
+		// A flow's rate is its maximum rate (DCQCN's increases stop there);
+		// a stop is administrative, so a Long-haul CNP Resume cannot lift it.
 		nf, err := net.AddFlow(netsim.FlowConfig{Name: f.Name, Src: src, Dst: dst, SrcQPN: f.SrcQP, DstQPN: f.DstQP,
-			Bytes: int64(f.Size), Start: engine.FromDuration(f.Start)})
+			Bytes: int64(f.Size), Start: engine.FromDuration(f.Start), MaxRateBps: int64(f.Rate)})
 		if err != nil {
 			return nil, fmt.Errorf("dataplane: flow %s: %w", f.Name, err)
 		}
 		flows[f.Name] = nf
-		if f.Rate > 0 {
-			rate := int64(f.Rate)
-			sim.AtFunc(engine.FromDuration(f.Start), func() { nf.Sender.SetRate(rate, rate) })
-		}
 		if f.Stop > 0 {
-			sim.AtFunc(engine.FromDuration(f.Stop), func() { nf.Sender.PauseUntil(engine.Never) })
+			sim.AtFunc(engine.FromDuration(f.Stop), func() { nf.Sender.AdminStop() })
 		}
 	}
 	for _, ev := range sc.Events {
-		sim.AtFunc(engine.FromDuration(ev.At), func() { applyEvent(ev, sim.Now(), linkPorts, flows, node, served) })
+		sim.AtFunc(engine.FromDuration(ev.At), func() { applyEvent(ev, linkPorts, flows, node, served) })
 	}
 	return &Switch{Sim: sim, Net: net, Switch: served, Node: node, Ports: ports, Reaction: rp}, nil
 }
 
-func applyEvent(ev scenario.Event, now engine.Time, links map[string][2]*netsim.Port, flows map[string]*netsim.Flow, node *lhcnp.Node, served *netsim.Switch) {
+func applyEvent(ev scenario.Event, links map[string][2]*netsim.Port, flows map[string]*netsim.Flow, node *lhcnp.Node, served *netsim.Switch) {
 	switch ev.Kind {
 	case scenario.EventLinkRate, scenario.EventLinkDelay, scenario.EventRTT:
 		for _, pt := range links[ev.Target] {
@@ -179,11 +177,11 @@ func applyEvent(ev scenario.Event, now engine.Time, links map[string][2]*netsim.
 		}
 	case scenario.EventFlowStop:
 		if f := flows[ev.Target]; f != nil {
-			f.Sender.PauseUntil(engine.Never)
+			f.Sender.AdminStop()
 		}
 	case scenario.EventFlowStart:
 		if f := flows[ev.Target]; f != nil {
-			f.Sender.PauseUntil(now)
+			f.Sender.AdminStart()
 		}
 	}
 }
