@@ -173,9 +173,9 @@ type QueueConfig struct {
 	// before the node generates (0: at once, on the packet that makes it
 	// true). The draft's multi-level framework exists to avoid "control
 	// packet generation for transient queue buildup" (§1); a persistence
-	// of one MeasurementInterval is the natural choice. Not in the YANG
-	// model yet: the gNMI target runs with 0; the scenario runner
-	// (dataplane-sim/sim) sets one measurement interval.
+	// of one MeasurementInterval is the natural choice: the YANG model's
+	// default (trigger-persistence, 100 µs) and the scenario runner's
+	// (dataplane-sim/sim) setting.
 	TriggerPersistence engine.Time
 	// MinCNPInterval is the minimum time between two notifications to one
 	// flow (§5.5, §9); 0 = RTT_est.

@@ -7871,6 +7871,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config struct {
 	KminMode            E_LhcnpTypes_KminMode `path:"kmin-mode" module:"lhcnp"`
 	MeasurementInterval *uint32               `path:"measurement-interval" module:"lhcnp"`
 	MinCnpInterval      *uint32               `path:"min-cnp-interval" module:"lhcnp"`
+	TriggerPersistence  *uint32               `path:"trigger-persistence" module:"lhcnp"`
 	VEcn                *float64              `path:"v-ecn" module:"lhcnp"`
 	VGrowth             *uint64               `path:"v-growth" module:"lhcnp"`
 }
@@ -8056,6 +8057,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetMinCnpInterval
 	return *t.MinCnpInterval
 }
 
+// GetTriggerPersistence retrieves the value of the leaf TriggerPersistence from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if TriggerPersistence is set, it can
+// safely use t.GetTriggerPersistence() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.TriggerPersistence == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetTriggerPersistence() uint32 {
+	if t == nil || t.TriggerPersistence == nil {
+		return 100
+	}
+	return *t.TriggerPersistence
+}
+
 // GetVEcn retrieves the value of the leaf VEcn from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -8154,6 +8171,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetMinCnpInterval
 	t.MinCnpInterval = &v
 }
 
+// SetTriggerPersistence sets the value of the leaf TriggerPersistence in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetTriggerPersistence(v uint32) {
+	t.TriggerPersistence = &v
+}
+
 // SetVEcn sets the value of the leaf VEcn in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetVEcn(v float64) {
@@ -8199,6 +8222,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) PopulateDefaults(
 	if t.MeasurementInterval == nil {
 		var v uint32 = 100
 		t.MeasurementInterval = &v
+	}
+	if t.TriggerPersistence == nil {
+		var v uint32 = 100
+		t.TriggerPersistence = &v
 	}
 	if t.VEcn == nil {
 		var v float64 = 20.0
@@ -8262,6 +8289,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State struct {
 	QgrAboveVGrowth         *bool                                                         `path:"qgr-above-v-growth" module:"lhcnp"`
 	QueueDepth              *uint64                                                       `path:"queue-depth" module:"lhcnp"`
 	QueueGrowthRate         *int64                                                        `path:"queue-growth-rate" module:"lhcnp"`
+	TriggerPersistence      *uint32                                                       `path:"trigger-persistence" module:"lhcnp"`
 	VEcn                    *float64                                                      `path:"v-ecn" module:"lhcnp"`
 	VGrowth                 *uint64                                                       `path:"v-growth" module:"lhcnp"`
 }
@@ -8679,6 +8707,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetQueueGrowthRate
 	return *t.QueueGrowthRate
 }
 
+// GetTriggerPersistence retrieves the value of the leaf TriggerPersistence from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if TriggerPersistence is set, it can
+// safely use t.GetTriggerPersistence() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.TriggerPersistence == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetTriggerPersistence() uint32 {
+	if t == nil || t.TriggerPersistence == nil {
+		return 100
+	}
+	return *t.TriggerPersistence
+}
+
 // GetVEcn retrieves the value of the leaf VEcn from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -8849,6 +8893,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetQueueGrowthRate
 	t.QueueGrowthRate = &v
 }
 
+// SetTriggerPersistence sets the value of the leaf TriggerPersistence in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetTriggerPersistence(v uint32) {
+	t.TriggerPersistence = &v
+}
+
 // SetVEcn sets the value of the leaf VEcn in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetVEcn(v float64) {
@@ -8894,6 +8944,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) PopulateDefaults()
 	if t.MeasurementInterval == nil {
 		var v uint32 = 100
 		t.MeasurementInterval = &v
+	}
+	if t.TriggerPersistence == nil {
+		var v uint32 = 100
+		t.TriggerPersistence = &v
 	}
 	if t.VEcn == nil {
 		var v float64 = 20.0

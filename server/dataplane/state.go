@@ -176,6 +176,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	s.VEcn = ygot.Float64(qc.VECNPercent)
 	s.VGrowth = ygot.Uint64(uint64(qc.VGrowthBytesPerSec))
 	s.MeasurementInterval = ygot.Uint32(micros(qc.MeasurementInterval))
+	s.TriggerPersistence = ygot.Uint32(micros(qc.TriggerPersistence))
 	if qc.MinCNPInterval > 0 {
 		s.MinCnpInterval = ygot.Uint32(micros(qc.MinCNPInterval))
 	}

@@ -262,6 +262,9 @@ func queueConfig(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) lhcnp.Queu
 			qc.MeasurementInterval = usec(*cf.MeasurementInterval)
 			qc.EMRWindow = qc.MeasurementInterval // "QGR/EMR measurement interval"
 		}
+		if cf.TriggerPersistence != nil {
+			qc.TriggerPersistence = usec(*cf.TriggerPersistence)
+		}
 		if cf.MinCnpInterval != nil {
 			qc.MinCNPInterval = usec(*cf.MinCnpInterval)
 		}

@@ -23260,6 +23260,25 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_MinCnpIntervalPath
 	return ""
 }
 
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_TriggerPersistencePath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/config/trigger-persistence YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_TriggerPersistencePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_TriggerPersistencePathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/config/trigger-persistence YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_TriggerPersistencePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_TriggerPersistencePath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_VEcnPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/config/v-ecn YANG schema element.
 type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_VEcnPath struct {
 	*ygnmi.NodePath
@@ -24357,6 +24376,110 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) MinCnpInte
 	return ps
 }
 
+// TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
+// V_ecn or QGR above V_growth) must hold before the node generates
+// a Long-haul CNP. 0 generates on the packet that makes the
+// condition true. One measurement interval keeps transient queue
+// buildup from producing control packets, which is what the
+// multi-level framework is for.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "trigger-persistence"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/trigger-persistence"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) TriggerPersistence() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_TriggerPersistencePath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_TriggerPersistencePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"trigger-persistence"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint32](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config).TriggerPersistence
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
+// V_ecn or QGR above V_growth) must hold before the node generates
+// a Long-haul CNP. 0 generates on the packet that makes the
+// condition true. One measurement interval keeps transient queue
+// buildup from producing control packets, which is what the
+// multi-level framework is for.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "trigger-persistence"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/trigger-persistence"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) TriggerPersistence() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_TriggerPersistencePathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_TriggerPersistencePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"trigger-persistence"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config).TriggerPersistence
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // VEcn (leaf): V_ecn: a Long-haul CNP is triggered when the ECN marking rate of
 // the queue exceeds this share of its packets.
 //
@@ -24985,6 +25108,25 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_QueueGrowthRatePathAny 
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_QueueGrowthRatePath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_TriggerPersistencePath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/trigger-persistence YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_TriggerPersistencePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_TriggerPersistencePathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/trigger-persistence YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_TriggerPersistencePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_TriggerPersistencePath) PathOriginName() string {
 	return ""
 }
 
@@ -27360,6 +27502,110 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) QueueGrowth
 			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).QueueGrowthRate
 			if ret == nil {
 				var zero int64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
+// V_ecn or QGR above V_growth) must hold before the node generates
+// a Long-haul CNP. 0 generates on the packet that makes the
+// condition true. One measurement interval keeps transient queue
+// buildup from producing control packets, which is what the
+// multi-level framework is for.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "trigger-persistence"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/trigger-persistence"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) TriggerPersistence() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_TriggerPersistencePath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_TriggerPersistencePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"trigger-persistence"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint32](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).TriggerPersistence
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
+// V_ecn or QGR above V_growth) must hold before the node generates
+// a Long-haul CNP. 0 generates on the packet that makes the
+// condition true. One measurement interval keeps transient queue
+// buildup from producing control packets, which is what the
+// multi-level framework is for.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "trigger-persistence"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/trigger-persistence"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) TriggerPersistence() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_TriggerPersistencePathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_TriggerPersistencePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"trigger-persistence"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).TriggerPersistence
+			if ret == nil {
+				var zero uint32
 				return zero, false
 			}
 			return *ret, true
