@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 )
 
@@ -40,22 +41,84 @@ func (s Status) String() string {
 // words. The sum is kept unfolded in 64 bits; b must start at an even offset
 // of the checksummed data (every caller's segments do).
 func csumAdd(sum uint64, b []byte) uint64 {
-	for len(b) >= 8 {
-		sum += uint64(binary.BigEndian.Uint32(b)) + uint64(binary.BigEndian.Uint32(b[4:]))
+	return sum + uint64(bits.ReverseBytes16(csumLE(b)))
+}
+
+// csumLE returns the one's complement sum of b taken as little-endian
+// 16-bit words, folded to 16 bits: the byte-swapped big-endian sum (the sum
+// does not depend on byte order, RFC 1071 §2(B)), zero only when b is all
+// zero.
+func csumLE(b []byte) uint16 { return csumFold64(csumLE64(b)) }
+
+// csumLE64 is csumLE before folding: a 64-bit one's complement sum (carries
+// wrapped around) of b as little-endian 64-bit words, congruent to the
+// 16-bit sum modulo 0xFFFF (2^64 = 1 modulo 0xFFFF) and zero only when b
+// is all zero. It adds 8 bytes per addition with carry, where a big-endian
+// loop of 32-bit words adds 4.
+func csumLE64(b []byte) uint64 {
+	var s, c uint64
+	for len(b) >= 64 {
+		w := (*[64]byte)(b)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[0:8]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[8:16]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[16:24]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[24:32]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[32:40]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[40:48]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[48:56]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[56:64]), c)
+		b = b[64:]
+	}
+	if len(b) >= 32 {
+		w := (*[32]byte)(b)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[0:8]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[8:16]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[16:24]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[24:32]), c)
+		b = b[32:]
+	}
+	if len(b) >= 16 {
+		w := (*[16]byte)(b)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[0:8]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(w[8:16]), c)
+		b = b[16:]
+	}
+	if len(b) >= 8 {
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b), c)
 		b = b[8:]
 	}
-	if len(b) >= 4 {
-		sum += uint64(binary.BigEndian.Uint32(b))
-		b = b[4:]
+	// The last 0-7 bytes, each at an offset of the same parity as in b.
+	var t uint64
+	switch len(b) {
+	case 7:
+		t = uint64(b[6]) << 48
+		fallthrough
+	case 6:
+		t |= uint64(binary.LittleEndian.Uint16(b[4:6])) << 32
+		fallthrough
+	case 4:
+		t |= uint64(binary.LittleEndian.Uint32(b[0:4]))
+	case 5:
+		t = uint64(b[4])<<32 | uint64(binary.LittleEndian.Uint32(b[0:4]))
+	case 3:
+		t = uint64(b[2])<<16 | uint64(binary.LittleEndian.Uint16(b[0:2]))
+	case 2:
+		t = uint64(binary.LittleEndian.Uint16(b[0:2]))
+	case 1:
+		t = uint64(b[0])
 	}
-	if len(b) >= 2 {
-		sum += uint64(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum += uint64(b[0]) << 8
-	}
-	return sum
+	s, c = bits.Add64(s, t, c)
+	return s + c // t < 2^56: no carry out
+}
+
+// csumFold64 folds a 64-bit one's complement sum to 16 bits (not
+// complemented); it is zero only when s is.
+func csumFold64(s uint64) uint16 {
+	s = s>>32 + s&0xFFFFFFFF // < 2^33
+	s = s>>16 + s&0xFFFF     // < 2^17 + 2^16
+	s = s>>16 + s&0xFFFF     // <= 0xFFFF + 2
+	s = s>>16 + s&0xFFFF
+	return uint16(s)
 }
 
 // csumFold folds a running sum to 16 bits and complements it.
@@ -76,11 +139,4 @@ func pseudoSum6(src, dst *[16]byte, length uint32, proto uint8) uint64 {
 	s := csumAdd(0, src[:])
 	s = csumAdd(s, dst[:])
 	return s + uint64(length>>16) + uint64(length&0xFFFF) + uint64(proto)
-}
-
-// pseudoSum4 is the sum of the IPv4 pseudo-header (RFC 768).
-func pseudoSum4(src, dst *[4]byte, length uint16, proto uint8) uint64 {
-	return uint64(binary.BigEndian.Uint16(src[:2])) + uint64(binary.BigEndian.Uint16(src[2:])) +
-		uint64(binary.BigEndian.Uint16(dst[:2])) + uint64(binary.BigEndian.Uint16(dst[2:])) +
-		uint64(length) + uint64(proto)
 }

@@ -34,6 +34,14 @@ type CodePoints struct {
 	RateAdviceOpcode Opcode
 }
 
+// isZero reports whether every code point is zero: cp == CodePoints{}, by
+// fields (the compiler compares the struct byte by byte with a zero value
+// in memory).
+func (cp *CodePoints) isZero() bool {
+	return cp.LongHaulICMPv6Type|cp.LongHaulClassNum|cp.FastCNPOptType|cp.FastCNPIOAMOptType|uint8(cp.RateAdviceOpcode) == 0 &&
+		cp.FCNPort == 0
+}
+
 // RoCEv2Port is the IANA-assigned UDP destination port of RoCEv2.
 const RoCEv2Port = 4791
 

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"net/netip"
 )
 
@@ -59,12 +60,13 @@ type Encoder struct {
 	CodePoints CodePoints
 }
 
-// codePoints returns the configured code points or the defaults.
-func (e *Encoder) codePoints() CodePoints {
-	if e.CodePoints == (CodePoints{}) {
-		return DefaultCodePoints()
+// codePoints returns the configured code points or the defaults, by
+// pointer (as Decoder.codePoints, which says why).
+func (e *Encoder) codePoints() *CodePoints {
+	if e.CodePoints.isZero() {
+		return &defaultCodePoints
 	}
-	return e.CodePoints
+	return &e.CodePoints
 }
 
 // layout records where open put each header.
@@ -135,11 +137,23 @@ func (e *Encoder) open(b []byte, a *Addressing, proto uint8, fc *FastCNPOption, 
 		return l, fmt.Errorf("encode: frame needs %d bytes, have %d: %w", l.frame, len(b), ErrShortBuffer)
 	}
 
-	eth := Ethernet{Dst: a.DstMAC, Src: a.SrcMAC, VLAN: a.VLAN, EtherType: EtherTypeIPv4}
+	// The Ethernet header, as encodeEthernet writes it (without building an
+	// Ethernet on the stack).
+	copy(b[0:6], a.DstMAC[:])
+	copy(b[6:12], a.SrcMAC[:])
+	et := uint16(EtherTypeIPv4)
 	if l.v6 || tun {
-		eth.EtherType = EtherTypeIPv6
+		et = EtherTypeIPv6
 	}
-	encodeEthernet(b, &eth)
+	if a.VLAN.Present {
+		tci := uint16(a.VLAN.PCP&7)<<13 | a.VLAN.ID&0x0FFF
+		if a.VLAN.DEI {
+			tci |= 0x1000
+		}
+		binary.BigEndian.PutUint16(b[12:14], EtherTypeVLAN)
+		binary.BigEndian.PutUint16(b[14:16], tci)
+	}
+	binary.BigEndian.PutUint16(b[ethLen-2:ethLen], et)
 	if tun {
 		hop := a.Tunnel.HopLimit
 		if hop == 0 {
@@ -197,29 +211,43 @@ func (e *Encoder) open(b []byte, a *Addressing, proto uint8, fc *FastCNPOption, 
 func (e *Encoder) close(b []byte, a *Addressing, l *layout, roce bool) int {
 	if roce {
 		pkt := b[l.ip:l.end]
-		putICRC(pkt[len(pkt)-ICRCLen:], icrcInPlace(pkt, l.l4-l.ip, len(pkt)-ICRCLen))
+		udp, end := l.l4-l.ip, len(pkt)-ICRCLen
+		crc, ok := icrcMasked(pkt, udp, end)
+		if !ok {
+			crc = icrcInPlace(pkt, udp, end)
+		}
+		putICRC(pkt[end:], crc)
 	}
 	if l.v6 || l.csum4 {
+		// The pseudo-header's addresses are those open wrote in the IP
+		// header, right before the message unless a Fast CNP option is
+		// between them: one pass sums both. Length and protocol are added
+		// byte-swapped to the little-endian sum (see csumLE64).
 		msg := b[l.l4:l.end]
-		var sum uint64
-		if l.v6 {
-			src, dst := a.SrcIP.As16(), a.DstIP.As16()
-			sum = pseudoSum6(&src, &dst, uint32(len(msg)), l.proto)
-		} else {
-			src, dst := a.SrcIP.As4(), a.DstIP.As4()
-			sum = pseudoSum4(&src, &dst, uint16(len(msg)), l.proto)
+		var s, c uint64
+		switch {
+		case !l.v6:
+			s = csumLE64(b[l.ip+12 : l.end])
+		case l.l4 == l.ip+IPv6Len:
+			s = csumLE64(b[l.ip+8 : l.end])
+		default:
+			s, c = bits.Add64(csumLE64(b[l.ip+8:l.ip+IPv6Len]), csumLE64(msg), 0)
+			s += c
 		}
-		c := csumFold(csumAdd(sum, msg))
+		s, c = bits.Add64(s, uint64(bits16swap(uint16(len(msg))))+uint64(l.proto)<<8, 0)
+		sum := bits16swap(^csumFold64(s + c))
 		if l.proto == ProtoUDP {
-			if c == 0 {
-				c = 0xFFFF // RFC 768: a computed zero is sent as all ones
+			if sum == 0 {
+				sum = 0xFFFF // RFC 768: a computed zero is sent as all ones
 			}
-			binary.BigEndian.PutUint16(msg[6:], c)
+			binary.BigEndian.PutUint16(msg[6:], sum)
 		} else {
-			binary.BigEndian.PutUint16(msg[2:], c)
+			binary.BigEndian.PutUint16(msg[2:], sum)
 		}
 	}
-	clear(b[l.end:l.frame])
+	if l.frame > l.end {
+		clear(b[l.end:l.frame])
+	}
 	return l.frame
 }
 
@@ -231,7 +259,7 @@ func (e *Encoder) LongHaulICMPv6(b []byte, a *Addressing, m *LongHaul) (int, err
 	if err := m.Validate(cp.LongHaulClassNum); err != nil {
 		return 0, err
 	}
-	l, err := e.open(b, a, ProtoICMPv6, nil, 0, m.Len(), &cp)
+	l, err := e.open(b, a, ProtoICMPv6, nil, 0, m.Len(), cp)
 	if err != nil {
 		return 0, err
 	}
@@ -245,6 +273,9 @@ func (e *Encoder) LongHaulICMPv6(b []byte, a *Addressing, m *LongHaul) (int, err
 // encodeTo writes a validated body and extension into b (exactly m.Len()).
 func (m *LongHaul) encodeTo(b []byte, classNum uint8) error {
 	m.encodeBody(b)
+	if len(m.Objects) == 0 {
+		return nil
+	}
 	_, err := EncodeExtension(b[LongHaulBodyLen:], m.Objects, classNum)
 	return err
 }
@@ -258,7 +289,7 @@ func (e *Encoder) LongHaulRoCE(b []byte, a *Addressing, c *CNP, m *LongHaul) (in
 		return 0, err
 	}
 	bth := c.bth(true)
-	l, err := e.open(b, a, ProtoUDP, nil, RoCEv2Port, BTHLen+m.Len()+ICRCLen, &cp)
+	l, err := e.open(b, a, ProtoUDP, nil, RoCEv2Port, BTHLen+m.Len()+ICRCLen, cp)
 	if err != nil {
 		return 0, err
 	}
@@ -290,7 +321,7 @@ func (e *Encoder) FastCNP(b []byte, a *Addressing, c *CNP, o *FastCNPOption) (in
 func (e *Encoder) cnp(b []byte, a *Addressing, c *CNP, o *FastCNPOption) (int, error) {
 	cp := e.codePoints()
 	bth := c.bth(false)
-	l, err := e.open(b, a, ProtoUDP, o, RoCEv2Port, BTHLen+CNPReservedLen+ICRCLen, &cp)
+	l, err := e.open(b, a, ProtoUDP, o, RoCEv2Port, BTHLen+CNPReservedLen+ICRCLen, cp)
 	if err != nil {
 		return 0, err
 	}
@@ -308,7 +339,7 @@ func (e *Encoder) cnp(b []byte, a *Addressing, c *CNP, o *FastCNPOption) (int, e
 func (e *Encoder) RateAdvice(b []byte, a *Addressing, r *RateAdvice) (int, error) {
 	cp := e.codePoints()
 	bth := BTH{Opcode: cp.RateAdviceOpcode, PKey: 0xFFFF, DestQP: r.DestQP}
-	l, err := e.open(b, a, ProtoUDP, nil, RoCEv2Port, BTHLen+RateAdviceLen+ICRCLen, &cp)
+	l, err := e.open(b, a, ProtoUDP, nil, RoCEv2Port, BTHLen+RateAdviceLen+ICRCLen, cp)
 	if err != nil {
 		return 0, err
 	}
@@ -342,7 +373,7 @@ func (e *Encoder) RoCE(b []byte, a *Addressing, bth *BTH, th *TransportHeaders, 
 		}
 	}
 	bodyLen := BTHLen + set.Len() + len(payload) + pad + ICRCLen
-	l, err := e.open(b, a, ProtoUDP, nil, RoCEv2Port, bodyLen, &cp)
+	l, err := e.open(b, a, ProtoUDP, nil, RoCEv2Port, bodyLen, cp)
 	if err != nil {
 		return 0, err
 	}
@@ -370,7 +401,7 @@ func (e *Encoder) RoCE(b []byte, a *Addressing, bth *BTH, th *TransportHeaders, 
 func (e *Encoder) CM(b []byte, a *Addressing, psn uint32, m *CMMessage) (int, error) {
 	cp := e.codePoints()
 	bth := BTH{Opcode: OpUDSendOnly, PKey: 0xFFFF, DestQP: GSIQP, PSN: psn}
-	l, err := e.open(b, a, ProtoUDP, nil, RoCEv2Port, BTHLen+DETHLen+MADLen+ICRCLen, &cp)
+	l, err := e.open(b, a, ProtoUDP, nil, RoCEv2Port, BTHLen+DETHLen+MADLen+ICRCLen, cp)
 	if err != nil {
 		return 0, err
 	}
@@ -393,7 +424,7 @@ func (e *Encoder) CM(b []byte, a *Addressing, psn uint32, m *CMMessage) (int, er
 // flow label: set a.FlowLabel for that.
 func (e *Encoder) FCN(b []byte, a *Addressing, m *FCNMessage) (int, error) {
 	cp := e.codePoints()
-	l, err := e.open(b, a, ProtoUDP, nil, cp.FCNPort, FCNMessageLen, &cp)
+	l, err := e.open(b, a, ProtoUDP, nil, cp.FCNPort, FCNMessageLen, cp)
 	if err != nil {
 		return 0, err
 	}

@@ -21,9 +21,11 @@ import (
 // headers are covered as they are, unmasked: that is what a receiver that
 // sees them computes, and none of our formats puts mutable data in them.
 //
-// Every masked field is all ones, so the CRC runs over segments of the
-// packet itself with the masked bytes taken from a constant array: nothing
-// is copied and nothing escapes.
+// Every masked field is all ones, so a masked packet is the packet OR-ed
+// with a constant mask: icrcMasked (the amd64 assembly icrcCLMUL) masks as
+// it loads, with nothing copied. Without it, icrcCopy masks a copy, and
+// icrc runs over segments of the packet itself with the masked bytes taken
+// from a constant array.
 
 // icrcOnes supplies the masked bytes, and icrcIPv6Word0 the first word of
 // an IPv6 header (version 6, traffic class and flow label all ones). They
@@ -46,43 +48,78 @@ const ICRCLen = 4
 // control format whole and the headers of any data packet.
 const icrcBufLen = 192
 
-// icrcCopy returns the invariant CRC of pkt[:end] like icrc, faster: it
-// copies the 8 bytes of 0xFF and as much of pkt as fits into buf, masks the
-// copy, and runs crc32 once over it (the carry-less-multiply path of
-// hash/crc32 needs 64 contiguous bytes) and once over what did not fit.
-// buf must not be on the stack of a hot caller: crc32.Update makes it
-// escape. When the masked headers do not fit it falls back to icrc.
-func icrcCopy(buf *[icrcBufLen]byte, pkt []byte, udp, end int) uint32 {
-	n := icrcPrepare(buf, pkt, udp, end)
-	if n < 0 {
-		return icrc(pkt, udp, end)
+// icrcMaskLen is the size of a mask of icrcMasks, and the most bytes
+// icrcCLMUL takes.
+const icrcMaskLen = 128
+
+// icrcMaxMaskUDP is the largest UDP offset icrcMasks6 covers. IPv4 puts UDP
+// at 60 at most.
+const icrcMaxMaskUDP = 96
+
+// icrcMasks4 and icrcMasks6 hold, for IPv4 with UDP at 4i and for IPv6 with
+// UDP at 40+8i, 0xFF (0x0F in the IPv6 version byte) where the ICRC masks a
+// field and zero elsewhere: a packet OR-ed with its mask is the masked
+// packet, so icrcCLMUL masks as it loads and nothing is copied.
+var icrcMasks4, icrcMasks6 = func() (m4 [60/4 + 1][icrcMaskLen]byte, m6 [(icrcMaxMaskUDP-IPv6Len)/8 + 1][icrcMaskLen]byte) {
+	for i := range m4 {
+		if udp := 4 * i; udp >= IPv4MinLen {
+			m := &m4[i]
+			m[0] = 0x40
+			maskICRC(m[:], udp)
+			m[0] = 0
+		}
 	}
-	return icrcFinish(buf, pkt, n, end)
+	for i := range m6 {
+		m := &m6[i]
+		m[0] = 0x60
+		maskICRC(m[:], IPv6Len+8*i)
+		m[0] = 0x0F
+	}
+	return
+}()
+
+// icrcMasked returns the invariant CRC of pkt[:end] like icrc, with
+// icrcCLMUL, or ok false when that does not apply (no PCLMULQDQ, headers
+// that do not fit a mask). A packet longer than icrcMaskLen runs its first
+// 113-128 bytes, which hold every masked field, through icrcCLMUL and the
+// rest, a multiple of 16 bytes, through hash/crc32.
+func icrcMasked(pkt []byte, udp, end int) (crc uint32, ok bool) {
+	if !haveCLMUL || udp > icrcMaxMaskUDP || end < 16 || end > len(pkt) {
+		return 0, false
+	}
+	var mask *[icrcMaskLen]byte
+	switch {
+	case pkt[0]>>4 == 6 && udp >= IPv6Len && udp%8 == 0:
+		mask = &icrcMasks6[(udp-IPv6Len)/8]
+	case pkt[0]>>4 == 4 && udp >= IPv4MinLen && udp <= 60 && udp%4 == 0:
+		mask = &icrcMasks4[udp/4]
+	default:
+		return 0, false
+	}
+	if end <= icrcMaskLen {
+		return ^icrcCLMUL(^uint32(icrcSeed), pkt[:end], mask), true
+	}
+	rest := (end - (icrcMaskLen - 15)) &^ 15
+	crc = ^icrcCLMUL(^uint32(icrcSeed), pkt[:end-rest], mask)
+	return crc32.Update(crc, crc32.IEEETable, pkt[end-rest:end]), true
 }
 
-// icrcPrepare copies the 8 bytes of 0xFF and as much of pkt[:end] as fits
-// into buf and masks the copy; it returns the bytes of pkt copied, or -1
-// when the masked headers do not fit (icrc must be used then). Decode calls
-// it before verifying the UDP checksum and icrcFinish after: the byte stores
-// of the copy and the mask have then left the store buffer when the
-// carry-less-multiply CRC loads the copy in 16-byte words. Loaded back at
-// once, every such load waits for a failed store forwarding, which doubled
-// the cost of the CRC.
-func icrcPrepare(buf *[icrcBufLen]byte, pkt []byte, udp, end int) int {
+// icrcCopy returns the invariant CRC of pkt[:end] like icrc, faster when
+// icrcMasked does not apply: it copies the 8 bytes of 0xFF and as much of
+// pkt as fits into buf, masks the copy, and runs crc32 once over it (the
+// carry-less-multiply path of hash/crc32 needs 64 contiguous bytes) and
+// once over what did not fit. buf must not be on the stack of a hot
+// caller: crc32.Update makes it escape. When the masked headers do not fit
+// it falls back to icrc.
+func icrcCopy(buf *[icrcBufLen]byte, pkt []byte, udp, end int) uint32 {
 	n := min(end, icrcBufLen-8)
 	if n < udp+13 {
-		return -1
+		return icrc(pkt, udp, end)
 	}
 	copy(buf[:8], icrcOnes[:])
 	m := buf[8 : 8+n]
 	copy(m, pkt[:n])
 	maskICRC(m, udp)
-	return n
-}
-
-// icrcFinish completes icrcPrepare: the CRC of the prepared copy, then of
-// what did not fit.
-func icrcFinish(buf *[icrcBufLen]byte, pkt []byte, n, end int) uint32 {
 	crc := crc32.Update(0, crc32.IEEETable, buf[:8+n])
 	if n < end {
 		crc = crc32.Update(crc, crc32.IEEETable, pkt[n:end])
