@@ -122,6 +122,49 @@ type Store struct {
 	stamp   uint64
 	touched []*watch
 	changes []Change
+
+	// During an Apply: the interior levels of the last updated path.
+	prev []level
+}
+
+// level is one element of the previous path of an Apply and its node, with
+// a single key unpacked so that comparing the next path's element costs a
+// lookup, not a map iteration.
+type level struct {
+	name string
+	keys map[string]string
+	k, v string // the key when there is exactly one
+	node *Node
+}
+
+func newLevel(pe *gnmi.PathElem, n *Node) level {
+	l := level{name: pe.Name, keys: pe.Key, node: n}
+	if len(pe.Key) == 1 {
+		for k, v := range pe.Key {
+			l.k, l.v = k, v
+		}
+	}
+	return l
+}
+
+// same reports whether pe names the same child as the level.
+func (l *level) same(pe *gnmi.PathElem) bool {
+	if pe.GetName() != l.name || len(pe.GetKey()) != len(l.keys) {
+		return false
+	}
+	switch len(l.keys) {
+	case 0:
+		return true
+	case 1:
+		v, ok := pe.Key[l.k]
+		return ok && v == l.v
+	}
+	for k, v := range l.keys {
+		if pv, ok := pe.Key[k]; !ok || pv != v {
+			return false
+		}
+	}
+	return true
 }
 
 type options struct {
@@ -217,9 +260,11 @@ func (s *Store) Apply(b *Batch, ts int64) (int64, error) {
 	seq := s.seq
 	changes := s.changes[:0]
 	var errs []error
+	s.prev = s.prev[:0]
 	for i := range b.ops {
 		o := &b.ops[i]
 		if o.del {
+			s.prev = s.prev[:0] // the nodes of the previous path may be gone
 			pat, err := NewPattern(nil, o.path)
 			if err != nil {
 				errs = append(errs, err)
@@ -237,6 +282,8 @@ func (s *Store) Apply(b *Batch, ts int64) (int64, error) {
 			changes = append(changes, c)
 		}
 	}
+	clear(s.prev[:cap(s.prev)])
+	s.prev = s.prev[:0]
 	s.notifyLocked(changes)
 	clear(changes)
 	s.changes = changes[:0]
@@ -254,9 +301,21 @@ func (s *Store) updateLocked(o *op, ts int64, seq uint64) (Change, bool, error) 
 		}
 		return Change{}, false, fmt.Errorf("%w: empty path", ErrPath)
 	}
+	// Consecutive updates usually share their container: start below the
+	// longest common prefix with the previous path of this Apply (its nodes
+	// are interior nodes, and no delete has run since).
 	n := s.root
+	start := 0
+	for start < len(elems)-1 && start < len(s.prev) && s.prev[start].same(elems[start]) {
+		start++
+	}
+	if start > 0 {
+		n = s.prev[start-1].node
+	}
+	s.prev = s.prev[:start]
 	created := false
-	for i, pe := range elems {
+	for i := start; i < len(elems); i++ {
+		pe := elems[i]
 		if n.val != nil {
 			return Change{}, false, fmt.Errorf("%w: %s: %s is a leaf", ErrPath, PathString(o.path), PathString(&gnmi.Path{Elem: elems[:i]}))
 		}
@@ -275,6 +334,9 @@ func (s *Store) updateLocked(o *op, ts int64, seq uint64) (Change, bool, error) 
 			}
 			n.children[ck] = c
 			created = true
+		}
+		if i < len(elems)-1 {
+			s.prev = append(s.prev, newLevel(pe, c))
 		}
 		n = c
 	}

@@ -208,6 +208,47 @@ func TestApplyErrors(t *testing.T) {
 	}
 }
 
+// TestApplySharedPrefixes: an Apply walks each path from where it leaves
+// the previous one; mixed containers, keys, a delete in between and errors
+// along a shared prefix must give the same tree as one update at a time.
+func TestApplySharedPrefixes(t *testing.T) {
+	ops := []struct {
+		path string
+		del  bool
+	}{
+		{path: "/if/i[name=eth0]/q[id=0][dir=in]/c0"},
+		{path: "/if/i[name=eth0]/q[id=0][dir=in]/c1"},
+		{path: "/if/i[name=eth0]/q[id=0][dir=out]/c0"},
+		{path: "/if/i[name=eth1]/q[id=0][dir=in]/c0"},
+		{path: "/if/i[name=eth0]/q[id=0][dir=in]/c2"},
+		{path: "/if/i[name=eth0]/q[id=0][dir=in]/c0/x"}, // through a leaf: fails
+		{path: "/if/i[name=eth0]/q[id=0][dir=in]/c3"},
+		{path: "/if/i[name=eth0]", del: true},
+		{path: "/if/i[name=eth0]/q[id=0][dir=in]/c4"},
+		{path: "/if/i[name=eth1]/q[id=0][dir=in]/c1"},
+		{path: "/if/j/k"},
+	}
+	batched, single := New(), New()
+	var b Batch
+	for _, o := range ops {
+		var one Batch
+		if o.del {
+			b.Delete(MustPath(o.path))
+			one.Delete(MustPath(o.path))
+		} else {
+			b.Update(MustPath(o.path), u(1), Counter)
+			one.Update(MustPath(o.path), u(1), Counter)
+		}
+		single.Apply(&one, 1)
+	}
+	if _, err := batched.Apply(&b, 1); !errors.Is(err, ErrPath) {
+		t.Errorf("Apply error = %v, want ErrPath (the update through a leaf)", err)
+	}
+	if diff := cmp.Diff(walkKeys(single, "/"), walkKeys(batched, "/")); diff != "" {
+		t.Errorf("leaves (-one at a time, +batched):\n%s", diff)
+	}
+}
+
 func TestGetAndVersions(t *testing.T) {
 	s := fixture(t)
 	p := MustPath("/interfaces/interface[name=eth0]/state/counters/in-octets")

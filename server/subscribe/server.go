@@ -7,6 +7,9 @@
 // Each stream has one sending goroutine and a coalescing queue keyed by leaf:
 // publishers only insert into it, so a stalled subscriber holds at most one
 // pending value per leaf and never slows the publisher or other streams.
+// Identical ON_CHANGE streams share one store watch and send the same
+// pre-encoded notifications (share.go); notifications are written to
+// protobuf wire form directly (wire.go).
 // SAMPLE and heartbeat timers come from a clock.Clock, so tests drive time.
 //
 // It must not depend on the schema (gen/) or the dataplane; value encodings

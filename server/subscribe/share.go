@@ -219,6 +219,18 @@ func (m *member) take(dst []*record) ([]*record, bool) {
 	return dst, false
 }
 
+// drain takes the stream's queue unless records are owed after an ejection
+// (ok false: send those first), and reports whether m is in the log.
+func (m *member) drain(st *stream) (items []entry, inLog, ok bool) {
+	g := m.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(m.backlog) > 0 {
+		return nil, false, false
+	}
+	return st.drain(), m.inLog, true
+}
+
 // rejoin puts m back in the log if nothing is pending in its queue; the
 // group's lock orders it against Notify, so no change falls between.
 func (m *member) rejoin() {
@@ -257,18 +269,27 @@ func (st *stream) sendLog(m *member) (bool, error) {
 
 // encodeRecord builds a record's notifications once for every member.
 func (st *stream) encodeRecord(r *record, prepared bool) {
-	r.err = st.notifications(r.entries, func(n *gnmi.Notification) error {
-		r.updates += uint64(len(n.Update) + len(n.Delete))
-		resp := response(n, st.raw)
+	add := func(resp *gnmi.SubscribeResponse, updates int) {
+		r.updates += uint64(updates)
 		if prepared {
 			pm := &grpc.PreparedMsg{}
 			if err := pm.Encode(st.rpc, resp); err == nil {
 				r.msgs = append(r.msgs, pm)
-				return nil
+				return
 			}
 		}
 		r.msgs = append(r.msgs, resp)
-		return nil
-	})
+	}
+	if st.raw {
+		r.err = st.wireNotifications(r.entries, func(b []byte, updates int) error {
+			add(rawResponse(b), updates)
+			return nil
+		})
+	} else {
+		r.err = st.notifications(r.entries, func(n *gnmi.Notification) error {
+			add(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}}, len(n.Update)+len(n.Delete))
+			return nil
+		})
+	}
 	r.entries = nil
 }

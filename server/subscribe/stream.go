@@ -2,6 +2,7 @@ package subscribe
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/lhcnp/lhcnp/server/clock"
@@ -33,6 +34,8 @@ type stream struct {
 	spare         []entry
 	scratch       []entry
 	recs          []*record
+	vals          []*gnmi.TypedValue     // wire.go's scratch
+	prefixes      map[*store.Node][]byte // encoded prefix per container (wire.go)
 	lastCoalesced uint64
 }
 
@@ -52,6 +55,10 @@ type sub struct {
 	sent      map[string]sentInfo // suppress_redundant: what was last queued per leaf
 
 	nextSample, nextBeat time.Time
+	// suppress_redundant: a sampled leaf changed since the last sample (set
+	// by Notify), and the oldest time a leaf in sent was last queued.
+	changed    atomic.Bool
+	oldestSent time.Time
 }
 
 type sentInfo struct {
@@ -74,6 +81,9 @@ func (su *sub) Notify(cs []store.Change) {
 			continue
 		}
 		if su.onChange == nil || !su.onChange(c.Kind) {
+			if su.suppress && su.sampled != nil && su.sampled(c.Kind) {
+				su.changed.Store(true)
+			}
 			continue
 		}
 		q.insertLocked(entry{leaf: c.Leaf, val: c.Val, ts: c.Val.TS, seq: c.Val.Ver})
@@ -135,7 +145,7 @@ func (st *stream) run(ctx context.Context) error {
 					st.fill(su, su.initial, now, false)
 				}
 				st.q.insert(entry{})
-				if err := st.flush(); err != nil {
+				if err := st.flush(nil); err != nil {
 					return err
 				}
 			}
@@ -165,10 +175,11 @@ func (st *stream) run(ctx context.Context) error {
 			return nil
 		case <-st.q.signal:
 		case <-timerC:
-			now := clk.Now()
-			st.tick(now)
+			st.tick(clk.Now())
+			// Re-arm from the clock as it reads now, after the tick's work,
+			// so that time spent in the tick does not push the next slot.
 			next, _ := st.nextDeadline()
-			timer.Reset(next.Sub(now))
+			timer.Reset(next.Sub(clk.Now()))
 		}
 		if err := st.send(); err != nil {
 			return err
@@ -177,35 +188,59 @@ func (st *stream) run(ctx context.Context) error {
 }
 
 // send sends what is pending: a shared stream's log records first (they
-// precede anything its queue holds), then the queue.
+// precede anything its queue holds), then the queue. The queue is drained
+// only when no ejection has left records owed (checked under the group's
+// lock, which orders it against Notify), so a value never follows a newer
+// one.
 func (st *stream) send() error {
 	if st.m == nil {
-		return st.flush()
+		return st.flush(nil)
 	}
-	inLog, err := st.sendLog(st.m)
-	if err != nil {
-		return err
+	for {
+		if _, err := st.sendLog(st.m); err != nil {
+			return err
+		}
+		items, inLog, ok := st.m.drain(st)
+		if !ok {
+			continue // ejected meanwhile: the owed records go first
+		}
+		if err := st.flush(items); err != nil {
+			return err
+		}
+		if !inLog {
+			st.m.rejoin()
+		}
+		return nil
 	}
-	if err := st.flush(); err != nil {
-		return err
-	}
-	if !inLog {
-		st.m.rejoin()
-	}
-	return nil
 }
 
 // nextDeadline is the earliest sample or heartbeat due.
 func (st *stream) nextDeadline() (time.Time, bool) {
 	var next time.Time
 	for _, su := range st.subs {
-		for _, t := range []time.Time{su.nextSample, su.nextBeat} {
-			if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-				next = t
-			}
+		if t := su.nextSample; !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+		if t := su.nextBeat; !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
 		}
 	}
 	return next, !next.IsZero()
+}
+
+// mustSample reports whether a sample of su can have anything to send. A
+// suppress_redundant sample sends only changed leaves and leaves whose
+// heartbeat is due; when no sampled leaf changed since the last sample
+// (Notify says so) and no heartbeat is due, it would send nothing, so the
+// walk over every leaf is skipped.
+func (su *sub) mustSample(now time.Time) bool {
+	if !su.suppress {
+		return true
+	}
+	if su.changed.Swap(false) {
+		return true
+	}
+	return su.heartbeat > 0 && !su.oldestSent.IsZero() && now.Sub(su.oldestSent) >= su.heartbeat
 }
 
 // tick runs the samples and heartbeats that are due, then moves each deadline
@@ -214,7 +249,9 @@ func (st *stream) nextDeadline() (time.Time, bool) {
 func (st *stream) tick(now time.Time) {
 	for _, su := range st.subs {
 		if !su.nextSample.IsZero() && !now.Before(su.nextSample) {
-			st.fill(su, su.sampled, now, false)
+			if su.mustSample(now) {
+				st.fill(su, su.sampled, now, false)
+			}
 			su.nextSample = nextSlot(su.nextSample, su.interval, now)
 		}
 		if !su.nextBeat.IsZero() && !now.Before(su.nextBeat) {
@@ -243,30 +280,45 @@ func (st *stream) fill(su *sub, f kindFilter, now time.Time, remember bool) {
 			batch = append(batch, entry{leaf: l, val: v, ts: v.TS, seq: v.Ver, kind: k})
 		}
 	})
+	// A fill of a suppress_redundant subscription either covers all its
+	// sampled leaves or none (heartbeats of its on-change kinds).
+	sampling := su.suppress && su.sampled != nil
+	var oldest time.Time
+	seen := false
 	st.q.mu.Lock()
 	for _, e := range batch {
-		if su.suppress && su.sampled != nil && su.sampled(e.kind) {
+		if sampling && su.sampled(e.kind) {
+			seen = true
 			last, ok := su.sent[e.leaf.Key()]
 			if !remember && ok && last.ver == e.seq && (su.heartbeat == 0 || now.Sub(last.at) < su.heartbeat) {
+				if oldest.IsZero() || last.at.Before(oldest) {
+					oldest = last.at
+				}
 				continue
 			}
 			su.sent[e.leaf.Key()] = sentInfo{ver: e.seq, at: now}
+			if oldest.IsZero() || now.Before(oldest) {
+				oldest = now
+			}
 		}
 		if !remember {
 			st.q.insertLocked(e)
 		}
 	}
 	st.q.mu.Unlock()
+	if seen {
+		su.oldestSent = oldest
+	}
 	clear(batch)
 	st.scratch = batch[:0]
 }
 
 // flush sends everything queued (see notifications for the shape). A marker
 // sends sync_response.
-func (st *stream) flush() error {
-	items, coalesced := st.q.drain(st.spare)
-	st.srv.stats.coalesced.Add(coalesced - st.lastCoalesced)
-	st.lastCoalesced = coalesced
+func (st *stream) flush(items []entry) error {
+	if items == nil {
+		items = st.drain()
+	}
 	for i := range items {
 		if e := &items[i]; e.leaf != nil && e.val == nil {
 			for _, su := range st.subs {
@@ -276,18 +328,37 @@ func (st *stream) flush() error {
 			}
 		}
 	}
-	err := st.notifications(items, func(n *gnmi.Notification) error {
-		if n == nil {
-			return st.rpc.Send(syncResponse)
-		}
-		err := st.rpc.Send(response(n, st.raw))
-		st.srv.stats.notifications.Add(1)
-		st.srv.stats.updates.Add(uint64(len(n.Update) + len(n.Delete)))
-		return err
-	})
+	var err error
+	if st.raw {
+		err = st.wireNotifications(items, func(b []byte, updates int) error {
+			if b == nil {
+				return st.rpc.Send(syncResponse)
+			}
+			st.srv.stats.notifications.Add(1)
+			st.srv.stats.updates.Add(uint64(updates))
+			return st.rpc.Send(rawResponse(b))
+		})
+	} else {
+		err = st.notifications(items, func(n *gnmi.Notification) error {
+			if n == nil {
+				return st.rpc.Send(syncResponse)
+			}
+			st.srv.stats.notifications.Add(1)
+			st.srv.stats.updates.Add(uint64(len(n.Update) + len(n.Delete)))
+			return st.rpc.Send(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}})
+		})
+	}
 	clear(items)
 	st.spare = items[:0]
 	return err
+}
+
+// drain takes the queue's entries and accounts for what it coalesced.
+func (st *stream) drain() []entry {
+	items, coalesced := st.q.drain(st.spare)
+	st.srv.stats.coalesced.Add(coalesced - st.lastCoalesced)
+	st.lastCoalesced = coalesced
+	return items
 }
 
 // syncResponse is immutable and shared by every stream.

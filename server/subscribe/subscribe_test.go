@@ -330,6 +330,13 @@ func TestSample(t *testing.T) {
 			{func(b *store.Batch) { b.Update(store.MustPath(in0), u(2), store.Counter) }, []string{"update @200 " + in0 + "=2"}},
 			{func(b *store.Batch) { b.Update(store.MustPath(in0), u(3), store.Counter) }, []string{"update @100 " + oper0 + "=UP", "update @300 " + in0 + "=3"}},
 		}},
+		{desc: "nothing changed: nothing sent until the heartbeat is due", suppress: true, heartbeat: 2 * every, ticks: []struct {
+			publish func(b *store.Batch)
+			want    []string
+		}{
+			{func(b *store.Batch) { b.Update(store.MustPath(in0), u(1), store.Counter) }, nil}, // same value, fresher timestamp
+			{nil, []string{"update @100 " + oper0 + "=UP", "update @200 " + in0 + "=1"}},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {

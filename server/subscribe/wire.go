@@ -1,12 +1,14 @@
 package subscribe
 
 import (
-	"errors"
 	"math"
 	"slices"
 	"unicode/utf8"
 
+	"github.com/lhcnp/lhcnp/server/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -18,7 +20,9 @@ import (
 // rawResponse hands the bytes to gRPC as the unknown fields of an empty
 // SubscribeResponse, which the proto codec copies as they are; the receiver
 // decodes an ordinary SubscribeResponse. Only for the proto codec: another
-// codec would not see unknown fields.
+// codec would not see unknown fields. The bytes are what deterministic
+// proto.Marshal writes for the message notifications builds (tested), and a
+// string that is not valid UTF-8 fails here as it would in proto.Marshal.
 
 // Field numbers (gnmi.proto).
 const (
@@ -58,129 +62,16 @@ func rawResponse(b []byte) *gnmi.SubscribeResponse {
 	return r
 }
 
-// response returns the message that sends n: the raw wire form when raw,
-// else (or if that fails, so that gRPC reports the error as it always has)
-// the ordinary message.
-func response(n *gnmi.Notification, raw bool) *gnmi.SubscribeResponse {
-	if raw {
-		size := sizeNotification(n)
-		if b, err := appendResponse(make([]byte, 0, 1+protowire.SizeVarint(uint64(size))+size), n); err == nil {
-			return rawResponse(b)
-		}
-	}
-	return &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}}
-}
-
-// appendResponse appends the wire form of SubscribeResponse{update: n}. It
-// fails where proto.Marshal would: a string that is not valid UTF-8, or a
-// value protobuf cannot marshal.
-func appendResponse(b []byte, n *gnmi.Notification) ([]byte, error) {
-	if !validUTF8(n) {
-		return b, errInvalidUTF8
-	}
-	b = protowire.AppendTag(b, fResponseUpdate, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(sizeNotification(n)))
-	return appendNotification(b, n)
-}
-
-var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
-
-func validUTF8(n *gnmi.Notification) bool {
-	validPath := func(p *gnmi.Path) bool {
-		if !utf8.ValidString(p.GetOrigin()) || !utf8.ValidString(p.GetTarget()) {
-			return false
-		}
-		for _, e := range p.GetElement() {
-			if !utf8.ValidString(e) {
-				return false
-			}
-		}
-		for _, e := range p.GetElem() {
-			if !utf8.ValidString(e.Name) {
-				return false
-			}
-			for k, v := range e.Key {
-				if !utf8.ValidString(k) || !utf8.ValidString(v) {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	if !validPath(n.Prefix) {
+func validPath(p *gnmi.Path) bool {
+	if !utf8.ValidString(p.GetOrigin()) || !utf8.ValidString(p.GetTarget()) {
 		return false
 	}
-	for _, u := range n.Update {
-		if !validPath(u.Path) {
-			return false
-		}
-		if s, ok := u.Val.GetValue().(*gnmi.TypedValue_StringVal); ok && !utf8.ValidString(s.StringVal) {
-			return false
-		}
-	}
-	for _, p := range n.Delete {
-		if !validPath(p) {
+	for _, e := range p.GetElem() {
+		if !validElem(e) {
 			return false
 		}
 	}
 	return true
-}
-
-func sizeNotification(n *gnmi.Notification) int {
-	s := 0
-	if n.Timestamp != 0 {
-		s += 1 + protowire.SizeVarint(uint64(n.Timestamp))
-	}
-	if n.Prefix != nil {
-		s += sizeMsg(sizePath(n.Prefix))
-	}
-	for _, u := range n.Update {
-		s += sizeMsg(sizeUpdate(u))
-	}
-	for _, p := range n.Delete {
-		s += sizeMsg(sizePath(p))
-	}
-	if n.Atomic {
-		s += 2
-	}
-	return s
-}
-
-func appendNotification(b []byte, n *gnmi.Notification) ([]byte, error) {
-	if n.Timestamp != 0 {
-		b = protowire.AppendTag(b, fNotifTimestamp, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(n.Timestamp))
-	}
-	if n.Prefix != nil {
-		b = appendPathField(b, fNotifPrefix, n.Prefix)
-	}
-	for _, u := range n.Update {
-		b = protowire.AppendTag(b, fNotifUpdate, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(sizeUpdate(u)))
-		if u.Path != nil {
-			b = appendPathField(b, fUpdatePath, u.Path)
-		}
-		if u.Val != nil {
-			b = protowire.AppendTag(b, fUpdateVal, protowire.BytesType)
-			b = protowire.AppendVarint(b, uint64(sizeValue(u.Val)))
-			var err error
-			if b, err = appendValue(b, u.Val); err != nil {
-				return b, err
-			}
-		}
-		if u.Duplicates != 0 {
-			b = protowire.AppendTag(b, fUpdateDuplicates, protowire.VarintType)
-			b = protowire.AppendVarint(b, uint64(u.Duplicates))
-		}
-	}
-	for _, p := range n.Delete {
-		b = appendPathField(b, fNotifDelete, p)
-	}
-	if n.Atomic {
-		b = protowire.AppendTag(b, fNotifAtomic, protowire.VarintType)
-		b = protowire.AppendVarint(b, 1)
-	}
-	return b, nil
 }
 
 // sizeMsg is the size of an embedded message field of content size s (tags
@@ -200,20 +91,6 @@ func appendString(b []byte, num protowire.Number, s string) []byte {
 	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
 	return protowire.AppendString(b, s)
-}
-
-func sizeUpdate(u *gnmi.Update) int {
-	s := 0
-	if u.Path != nil {
-		s += sizeMsg(sizePath(u.Path))
-	}
-	if u.Val != nil {
-		s += sizeMsg(sizeValue(u.Val))
-	}
-	if u.Duplicates != 0 {
-		s += 1 + protowire.SizeVarint(uint64(u.Duplicates))
-	}
-	return s
 }
 
 func sizePath(p *gnmi.Path) int {
@@ -238,16 +115,7 @@ func appendPathField(b []byte, num protowire.Number, p *gnmi.Path) []byte {
 	for _, e := range p.Elem {
 		b = protowire.AppendTag(b, fPathElem, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(sizeElem(e)))
-		b = appendString(b, fElemName, e.Name)
-		if len(e.Key) == 1 {
-			for k, v := range e.Key {
-				b = appendKey(b, k, v)
-			}
-			continue
-		}
-		for _, k := range slices.Sorted(mapKeys(e.Key)) {
-			b = appendKey(b, k, e.Key[k])
-		}
+		b = appendElemBody(b, e)
 	}
 	return appendString(b, fPathTarget, p.Target)
 }
@@ -278,6 +146,9 @@ func appendKey(b []byte, k, v string) []byte {
 
 func sizeElem(e *gnmi.PathElem) int {
 	s := sizeString(e.Name)
+	if len(e.Key) == 0 {
+		return s
+	}
 	for k, v := range e.Key {
 		s += sizeMsg(sizeKey(k, v))
 	}
@@ -331,4 +202,194 @@ func appendValue(b []byte, v *gnmi.TypedValue) ([]byte, error) {
 		return protowire.AppendBytes(b, x.JsonIetfVal), nil
 	}
 	return proto.MarshalOptions{}.MarshalAppend(b, v)
+}
+
+// maxPrefixCache bounds a stream's cache of encoded prefixes (one per
+// container it has sent from); a full cache is dropped and refilled.
+const maxPrefixCache = 4096
+
+// wireNotifications is notifications writing the wire form directly, without
+// building the gnmi messages: emit gets one encoded SubscribeResponse (nil
+// for a sync marker) and its number of updates and deletes. A notification's
+// prefix is encoded once per container and kept.
+func (st *stream) wireNotifications(items []entry, emit func(b []byte, updates int) error) error {
+	for i := 0; i < len(items); {
+		e := &items[i]
+		if e.leaf == nil {
+			if err := emit(nil, 0); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		parent := e.leaf.Parent()
+		j := i + 1
+		for j < len(items) && j-i < st.maxBatch && items[j].leaf != nil && items[j].ts == e.ts && items[j].leaf.Parent() == parent {
+			j++
+		}
+		b, err := st.appendRun(nil, items[i:j])
+		if err != nil {
+			return err
+		}
+		if err := emit(b, j-i); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// appendRun appends SubscribeResponse{update: Notification} for a run of
+// entries that share a timestamp and a parent.
+func (st *stream) appendRun(b []byte, run []entry) ([]byte, error) {
+	prefix, err := st.prefixBytes(run[0].leaf)
+	if err != nil {
+		return b, err
+	}
+	vals := st.vals[:0]
+	size := len(prefix)
+	if ts := run[0].ts; ts != 0 {
+		size += 1 + protowire.SizeVarint(uint64(ts))
+	}
+	for k := range run {
+		e := &run[k]
+		leaf := leafElem(e.leaf)
+		if !validElem(leaf) {
+			return b, invalidUTF8(e.leaf)
+		}
+		path := sizeMsg(sizeMsg(sizeElem(leaf)))
+		if e.val == nil {
+			size += path
+			vals = append(vals, nil)
+			continue
+		}
+		tv, err := st.enc.EncodeValue(e.leaf.Path(), e.val.TV)
+		if err != nil {
+			return b, status.Errorf(codes.Internal, "encoding %s: %v", e.leaf.Key(), err)
+		}
+		if s, ok := tv.GetValue().(*gnmi.TypedValue_StringVal); ok && !utf8.ValidString(s.StringVal) {
+			return b, invalidUTF8(e.leaf)
+		}
+		vals = append(vals, tv)
+		size += sizeMsg(sizeUpdateOf(path, tv, e.dups))
+	}
+	if cap(b)-len(b) < 1+protowire.SizeVarint(uint64(size))+size {
+		b = slices.Grow(b, 1+protowire.SizeVarint(uint64(size))+size)
+	}
+	b = protowire.AppendTag(b, fResponseUpdate, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	if ts := run[0].ts; ts != 0 {
+		b = protowire.AppendTag(b, fNotifTimestamp, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(ts))
+	}
+	b = append(b, prefix...)
+	for k := range run {
+		e, tv := &run[k], vals[k]
+		leaf := leafElem(e.leaf)
+		if tv == nil {
+			b = appendElemPath(b, fNotifDelete, leaf)
+			continue
+		}
+		path := sizeMsg(sizeMsg(sizeElem(leaf)))
+		b = protowire.AppendTag(b, fNotifUpdate, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(sizeUpdateOf(path, tv, e.dups)))
+		b = appendElemPath(b, fUpdatePath, leaf)
+		b = protowire.AppendTag(b, fUpdateVal, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(sizeValue(tv)))
+		if b, err = appendValue(b, tv); err != nil {
+			return b, err
+		}
+		if e.dups != 0 {
+			b = protowire.AppendTag(b, fUpdateDuplicates, protowire.VarintType)
+			b = protowire.AppendVarint(b, uint64(e.dups))
+		}
+	}
+	clear(vals)
+	st.vals = vals[:0]
+	return b, nil
+}
+
+func invalidUTF8(l *store.Node) error {
+	return status.Errorf(codes.Internal, "encoding %s: string field contains invalid UTF-8", l.Key())
+}
+
+func leafElem(l *store.Node) *gnmi.PathElem {
+	el := l.Path().GetElem()
+	return el[len(el)-1]
+}
+
+// sizeUpdateOf is the size of Update{path, val, duplicates} given the size of
+// its path field.
+func sizeUpdateOf(pathField int, tv *gnmi.TypedValue, dups uint32) int {
+	s := pathField + sizeMsg(sizeValue(tv))
+	if dups != 0 {
+		s += 1 + protowire.SizeVarint(uint64(dups))
+	}
+	return s
+}
+
+// appendElemPath appends a Path field holding the single element e.
+func appendElemPath(b []byte, num protowire.Number, e *gnmi.PathElem) []byte {
+	es := sizeElem(e)
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(sizeMsg(es)))
+	b = protowire.AppendTag(b, fPathElem, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(es))
+	return appendElemBody(b, e)
+}
+
+func appendElemBody(b []byte, e *gnmi.PathElem) []byte {
+	b = appendString(b, fElemName, e.Name)
+	switch len(e.Key) {
+	case 0:
+		return b
+	case 1:
+		for k, v := range e.Key {
+			b = appendKey(b, k, v)
+		}
+		return b
+	}
+	for _, k := range slices.Sorted(mapKeys(e.Key)) {
+		b = appendKey(b, k, e.Key[k])
+	}
+	return b
+}
+
+func validElem(e *gnmi.PathElem) bool {
+	if !utf8.ValidString(e.Name) {
+		return false
+	}
+	if len(e.Key) == 0 {
+		return true
+	}
+	for k, v := range e.Key {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// prefixBytes returns the encoded prefix field of the notifications of leaf's
+// container: its path with the request's target and origin (nothing when
+// all three are empty, as notifications does).
+func (st *stream) prefixBytes(leaf *store.Node) ([]byte, error) {
+	parent := leaf.Parent()
+	if b, ok := st.prefixes[parent]; ok {
+		return b, nil
+	}
+	full := leaf.Path().GetElem()
+	p := &gnmi.Path{Target: st.bare.GetTarget(), Origin: st.bare.GetOrigin(), Elem: full[:len(full)-1]}
+	var b []byte
+	if len(p.Elem) > 0 || st.bare != nil {
+		if !validPath(p) {
+			return nil, invalidUTF8(leaf)
+		}
+		b = appendPathField(make([]byte, 0, sizeMsg(sizePath(p))), fNotifPrefix, p)
+	}
+	if len(st.prefixes) >= maxPrefixCache || st.prefixes == nil {
+		st.prefixes = make(map[*store.Node][]byte)
+	}
+	st.prefixes[parent] = b
+	return b, nil
 }
