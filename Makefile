@@ -1,5 +1,6 @@
 # lhcnp — make targets. `make test` runs every test; CI runs it via .ci/run.
 GO ?= go
+SHELL := /bin/bash
 export LHCNP_ORACLES ?= required
 
 .PHONY: all build test deps unit race fuzz-short fuzz bench results generate check-gen yanglint vet fmt-check
@@ -10,7 +11,7 @@ build:
 	$(GO) build -o bin/lhcnp ./cmd/lhcnp
 
 # Everything CI checks, in about ten minutes on two cores.
-test: deps fmt-check vet check-gen yanglint unit race fuzz-short
+test: deps fmt-check vet check-gen yanglint fuzz-short race unit
 
 deps:
 	./scripts/deps.sh
@@ -22,8 +23,10 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
+# go test -json through scripts/testsum: package lines, failed tests in full,
+# and a closing "tests: N passed, N failed, N skipped".
 unit:
-	$(GO) test -count=1 ./...
+	set -o pipefail; $(GO) test -count=1 -json ./... | $(GO) run ./scripts/testsum
 
 # The packages that share state across goroutines, under the race detector.
 race:

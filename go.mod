@@ -3,6 +3,20 @@ module github.com/lhcnp/lhcnp
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
+	github.com/gopacket/gopacket v1.7.7
+	github.com/openconfig/gnmi v0.14.1
+	github.com/openconfig/goyang v1.6.3
+	github.com/openconfig/ygnmi v0.15.0
+	github.com/openconfig/ygot v0.36.0
+	golang.org/x/crypto v0.57.0
+	gonum.org/v1/plot v0.15.2
+	google.golang.org/grpc v1.85.0
+	google.golang.org/protobuf v1.36.12
+	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
 	bitbucket.org/creachadair/stringset v0.0.14 // indirect
 	codeberg.org/go-fonts/liberation v0.4.1 // indirect
 	codeberg.org/go-latex/latex v0.0.1 // indirect
@@ -16,18 +30,11 @@ require (
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/golang/glog v1.2.5 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/gopacket/gopacket v1.7.7 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
-	github.com/openconfig/gnmi v0.14.1 // indirect
 	github.com/openconfig/gocloser v0.0.0-20251119232641-34bca749fdb3 // indirect
-	github.com/openconfig/goyang v1.6.3 // indirect
 	github.com/openconfig/grpctunnel v0.1.0 // indirect
-	github.com/openconfig/ygnmi v0.15.0 // indirect
-	github.com/openconfig/ygot v0.36.0 // indirect
-	github.com/pborman/getopt v1.1.0 // indirect
 	github.com/pelletier/go-toml/v2 v2.2.4 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
@@ -41,7 +48,6 @@ require (
 	github.com/spf13/viper v1.21.0 // indirect
 	github.com/subosito/gotenv v1.6.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20251219203646-944ab1f22d93 // indirect
 	golang.org/x/image v0.35.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
@@ -49,11 +55,7 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.46.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	gonum.org/v1/plot v0.15.2 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
-	google.golang.org/grpc v1.85.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 tool (

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openconfig/gnmi/proto/gnmi"
 )
@@ -10,6 +11,9 @@ import (
 // ParsePath parses the form PathString writes: "/a/b[k=v][k2=v2]/c", with
 // "\]" and "\\" escapes inside key values. "" and "/" are the root.
 func ParsePath(s string) (*gnmi.Path, error) {
+	if !utf8.ValidString(s) {
+		return nil, fmt.Errorf("%q: not valid UTF-8", s)
+	}
 	p := &gnmi.Path{}
 	s = strings.TrimPrefix(s, "/")
 	for len(s) > 0 {
@@ -29,6 +33,9 @@ func ParsePath(s string) (*gnmi.Path, error) {
 				return nil, fmt.Errorf("%q: key without '='", s)
 			}
 			k := s[1:eq]
+			if k == "" || strings.ContainsAny(k, "[]/\\") {
+				return nil, fmt.Errorf("%q: bad key name %q", s, k)
+			}
 			var v strings.Builder
 			j := eq + 1
 			for ; j < len(s) && s[j] != ']'; j++ {
