@@ -1,14 +1,12 @@
 package schema
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
-	"strconv"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/server/jsonval"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
 	"github.com/openconfig/ygot/ygot"
@@ -84,72 +82,23 @@ func (s *Schema) EncodeLeaf(l *Leaf, v *gnmi.TypedValue, enc gnmi.Encoding) (*gn
 	return nil, fmt.Errorf("encoding %v is not supported", enc)
 }
 
+// leafJSON writes v as JSON in the style RFC 7951 gives l's YANG type for
+// JSON_IETF (64-bit integers and decimal64 as strings), or as plain JSON.
 func leafJSON(l *Leaf, v *gnmi.TypedValue, ietf bool) ([]byte, error) {
-	var kind yang.TypeKind
-	if l != nil && l.Type != nil {
-		kind = l.Type.Kind
-	}
-	switch x := v.GetValue().(type) {
-	case *gnmi.TypedValue_JsonVal:
-		return x.JsonVal, nil
-	case *gnmi.TypedValue_JsonIetfVal:
-		return x.JsonIetfVal, nil
-	case *gnmi.TypedValue_StringVal:
-		return json.Marshal(x.StringVal)
-	case *gnmi.TypedValue_BoolVal:
-		return strconv.AppendBool(nil, x.BoolVal), nil
-	case *gnmi.TypedValue_UintVal:
-		if ietf && (kind == yang.Yuint64 || kind == yang.Ydecimal64) {
-			return json.Marshal(strconv.FormatUint(x.UintVal, 10))
+	var st jsonval.Style
+	if ietf {
+		var kind yang.TypeKind
+		if l != nil && l.Type != nil {
+			kind = l.Type.Kind
 		}
-		return strconv.AppendUint(nil, x.UintVal, 10), nil
-	case *gnmi.TypedValue_IntVal:
-		if ietf && (kind == yang.Yint64 || kind == yang.Ydecimal64) {
-			return json.Marshal(strconv.FormatInt(x.IntVal, 10))
+		st = jsonval.Style{
+			QuoteUint:    kind == yang.Yuint64 || kind == yang.Ydecimal64,
+			QuoteInt:     kind == yang.Yint64 || kind == yang.Ydecimal64,
+			QuoteFloat:   kind == yang.Ydecimal64,
+			QuoteDecimal: true,
 		}
-		return strconv.AppendInt(nil, x.IntVal, 10), nil
-	case *gnmi.TypedValue_DoubleVal:
-		return floatJSON(x.DoubleVal, ietf && kind == yang.Ydecimal64)
-	case *gnmi.TypedValue_FloatVal:
-		return floatJSON(float64(x.FloatVal), ietf && kind == yang.Ydecimal64)
-	case *gnmi.TypedValue_DecimalVal:
-		d := x.DecimalVal
-		return floatJSON(float64(d.GetDigits())/math.Pow10(int(d.GetPrecision())), ietf)
-	case *gnmi.TypedValue_BytesVal:
-		return json.Marshal(base64.StdEncoding.EncodeToString(x.BytesVal))
-	case *gnmi.TypedValue_LeaflistVal:
-		out := []byte{'['}
-		for i, e := range x.LeaflistVal.GetElement() {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			b, err := leafJSON(l, e, ietf)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, b...)
-		}
-		return append(out, ']'), nil
 	}
-	return nil, fmt.Errorf("no JSON form for a %T value", v.GetValue())
-}
-
-// floatJSON writes a float as a JSON number, or as a string when asString
-// (RFC 7951 decimal64) or when it has no JSON number form (NaN, ±Inf).
-func floatJSON(f float64, asString bool) ([]byte, error) {
-	switch {
-	case math.IsNaN(f):
-		return []byte(`"NaN"`), nil
-	case math.IsInf(f, 1):
-		return []byte(`"Infinity"`), nil
-	case math.IsInf(f, -1):
-		return []byte(`"-Infinity"`), nil
-	}
-	b := strconv.AppendFloat(nil, f, 'f', -1, 64)
-	if asString {
-		return json.Marshal(string(b))
-	}
-	return b, nil
+	return jsonval.Marshal(v, st)
 }
 
 // EncodeNode encodes the subtree at the concrete data path p of root as one
