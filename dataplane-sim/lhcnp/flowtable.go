@@ -74,59 +74,54 @@ type flowEntry struct {
 	deferStart    engine.Time
 	deferQD       int64
 
-	lruPrev, lruNext *flowEntry
-	ordPrev, ordNext *flowEntry
+	// link holds the entry's places on the two lists it is on at once:
+	// link[byActivity] (most recently active first) and link[byLearning]
+	// (most recently learned first).
+	link [2]links
 }
 
-// list is an intrusive doubly-linked list; head is the most recent.
-type list struct{ head, tail *flowEntry }
+// The two lists of the flow table, as indices into flowEntry.link.
+const (
+	byActivity = iota
+	byLearning
+)
 
-func (l *list) pushLRU(e *flowEntry) {
-	e.lruPrev, e.lruNext = nil, l.head
+// links are an entry's neighbours on one list.
+type links struct{ prev, next *flowEntry }
+
+// nextActive is the next less recently active entry.
+func (e *flowEntry) nextActive() *flowEntry { return e.link[byActivity].next }
+
+// list is an intrusive doubly-linked list through flowEntry.link[k]; head
+// is the most recent.
+type list struct {
+	head, tail *flowEntry
+	k          int
+}
+
+func (l *list) push(e *flowEntry) {
+	e.link[l.k] = links{next: l.head}
 	if l.head != nil {
-		l.head.lruPrev = e
+		l.head.link[l.k].prev = e
 	} else {
 		l.tail = e
 	}
 	l.head = e
 }
 
-func (l *list) removeLRU(e *flowEntry) {
-	if e.lruPrev != nil {
-		e.lruPrev.lruNext = e.lruNext
+func (l *list) remove(e *flowEntry) {
+	lk := &e.link[l.k]
+	if lk.prev != nil {
+		lk.prev.link[l.k].next = lk.next
 	} else {
-		l.head = e.lruNext
+		l.head = lk.next
 	}
-	if e.lruNext != nil {
-		e.lruNext.lruPrev = e.lruPrev
+	if lk.next != nil {
+		lk.next.link[l.k].prev = lk.prev
 	} else {
-		l.tail = e.lruPrev
+		l.tail = lk.prev
 	}
-	e.lruPrev, e.lruNext = nil, nil
-}
-
-func (l *list) pushOrd(e *flowEntry) {
-	e.ordPrev, e.ordNext = nil, l.head
-	if l.head != nil {
-		l.head.ordPrev = e
-	} else {
-		l.tail = e
-	}
-	l.head = e
-}
-
-func (l *list) removeOrd(e *flowEntry) {
-	if e.ordPrev != nil {
-		e.ordPrev.ordNext = e.ordNext
-	} else {
-		l.head = e.ordNext
-	}
-	if e.ordNext != nil {
-		e.ordNext.ordPrev = e.ordPrev
-	} else {
-		l.tail = e.ordPrev
-	}
-	e.ordPrev, e.ordNext = nil, nil
+	*lk = links{}
 }
 
 // cmKey names a CM communication: the address of the CM that chose the ID
@@ -167,6 +162,8 @@ type flowTable struct {
 
 func newFlowTable() flowTable {
 	return flowTable{
+		lru:    list{k: byActivity},
+		ord:    list{k: byLearning},
 		m:      map[FlowKey]*flowEntry{},
 		byData: map[dataKey]*flowEntry{},
 		reqs:   map[cmKey]cmConn{},
@@ -180,8 +177,8 @@ func (t *flowTable) len() int { return len(t.m) }
 func (t *flowTable) touch(e *flowEntry, now engine.Time) {
 	e.lastSeen = now
 	if t.lru.head != e {
-		t.lru.removeLRU(e)
-		t.lru.pushLRU(e)
+		t.lru.remove(e)
+		t.lru.push(e)
 	}
 }
 
@@ -207,7 +204,7 @@ func (t *flowTable) insert(k FlowKey, now engine.Time, max int, pol Replacement)
 	}
 	e = t.free
 	if e != nil {
-		t.free = e.lruNext
+		t.free = e.nextActive()
 		*e = flowEntry{}
 	} else {
 		e = new(flowEntry)
@@ -217,8 +214,8 @@ func (t *flowTable) insert(k FlowKey, now engine.Time, max int, pol Replacement)
 		port: -1, qIdx: -1, winStart: now, peakStart: now}
 	t.m[k] = e
 	t.byData[dataKey{k.Src, k.Dst, k.DstQP}] = e
-	t.lru.pushLRU(e)
-	t.ord.pushOrd(e)
+	t.lru.push(e)
+	t.ord.push(e)
 	t.counters.Learned++
 	return e, evicted
 }
@@ -230,14 +227,14 @@ func (t *flowTable) unlink(e *flowEntry) {
 	if t.byData[dk] == e {
 		delete(t.byData, dk)
 	}
-	t.lru.removeLRU(e)
-	t.ord.removeOrd(e)
+	t.lru.remove(e)
+	t.ord.remove(e)
 }
 
 // release returns an unlinked entry to the free list.
 func (t *flowTable) release(e *flowEntry) {
 	*e = flowEntry{}
-	e.lruNext = t.free
+	e.link[byActivity].next = t.free
 	t.free = e
 }
 

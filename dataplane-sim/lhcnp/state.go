@@ -181,14 +181,14 @@ func (n *Node) State(withFlows bool) State {
 	s.Collaborative.ObservationWindow = win
 	s.FlowTable.Entries = n.ft.len()
 	s.FlowTable.Counters = n.ft.counters
-	for e := n.ft.lru.head; e != nil; e = e.lruNext {
+	for e := n.ft.lru.head; e != nil; e = e.nextActive() {
 		if e.deferring {
 			s.Collaborative.DeferringFlows++
 		}
 	}
 	if withFlows {
 		s.FlowTable.Flows = make([]FlowState, 0, n.ft.len())
-		for e := n.ft.lru.head; e != nil; e = e.lruNext {
+		for e := n.ft.lru.head; e != nil; e = e.nextActive() {
 			s.FlowTable.Flows = append(s.FlowTable.Flows, n.flowState(e, now))
 		}
 	}
