@@ -2,7 +2,6 @@ package dataplane_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -12,10 +11,9 @@ import (
 	"github.com/lhcnp/lhcnp/server/schema"
 	"github.com/lhcnp/lhcnp/server/store"
 	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/server/target/targettest"
 	"github.com/openconfig/gnmi/proto/gnmi"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -64,18 +62,7 @@ func newRig(t testing.TB) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return &rig{sw: sw, st: st, pub: pub, c: gnmi.NewGNMIClient(conn)}
+	return &rig{sw: sw, st: st, pub: pub, c: targettest.Client(t, srv)}
 }
 
 // run advances the simulation to t (the engine runs on the test goroutine;

@@ -261,13 +261,7 @@ func queueFor(ic *lhcnp.InterfaceConfig, id uint8) lhcnp.QueueConfig {
 }
 
 func rttSourceFromNode(s lhcnp.RTTSource) oc.E_LhcnpTypes_RttSource {
-	switch s {
-	case lhcnp.RTTProbed:
-		return oc.LhcnpTypes_RttSource_PROBED
-	case lhcnp.RTTReported:
-		return oc.LhcnpTypes_RttSource_REPORTED
-	}
-	return oc.LhcnpTypes_RttSource_STATIC
+	return rttSources.fromNode(s, oc.LhcnpTypes_RttSource_STATIC)
 }
 
 // micros converts simulated time to whole microseconds, saturating at the

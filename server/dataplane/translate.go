@@ -194,13 +194,8 @@ func interfaceConfig(i *oc.Lhcnp_Lhcnp_Interfaces_Interface, at string) (lhcnp.I
 		if cf.PortRate != nil {
 			ic.PortRateBps = int64(*cf.PortRate)
 		}
-		switch cf.RttSource {
-		case oc.LhcnpTypes_RttSource_STATIC:
-			ic.RTTSource = lhcnp.RTTStatic
-		case oc.LhcnpTypes_RttSource_PROBED:
-			ic.RTTSource = lhcnp.RTTProbed
-		case oc.LhcnpTypes_RttSource_REPORTED:
-			ic.RTTSource = lhcnp.RTTReported
+		if cf.RttSource != oc.LhcnpTypes_RttSource_UNSET {
+			ic.RTTSource = rttSources.toNode(cf.RttSource, ic.RTTSource)
 		}
 		if cf.RttEst != nil {
 			ic.RTTEst = usec(*cf.RttEst)
@@ -316,58 +311,68 @@ func sortedKeys[K string | uint8, V any](m map[K]V) []K {
 }
 
 // The enumerations, mapped by name: a ygot enum's Go value is not the wire
-// value.
+// value. Each mapping is stated once, in a table read in both directions.
 
-func actionToWire(a oc.E_LhcnpTypes_CnpAction) wire.Action {
-	switch a {
-	case oc.LhcnpTypes_CnpAction_NOTIFY:
-		return wire.ActionNotify
-	case oc.LhcnpTypes_CnpAction_PAUSE:
-		return wire.ActionPause
-	case oc.LhcnpTypes_CnpAction_RESUME:
-		return wire.ActionResume
+// enumMap pairs the values of a YANG enumeration with the dataplane's.
+type enumMap[Y, D comparable] []struct {
+	y Y
+	d D
+}
+
+// toNode returns the dataplane value of y, or def when y has none (UNSET).
+func (m enumMap[Y, D]) toNode(y Y, def D) D {
+	for _, p := range m {
+		if p.y == y {
+			return p.d
+		}
 	}
-	return wire.ActionRateReduce
+	return def
+}
+
+// fromNode returns the YANG value of d, or def when d has none.
+func (m enumMap[Y, D]) fromNode(d D, def Y) Y {
+	for _, p := range m {
+		if p.d == d {
+			return p.y
+		}
+	}
+	return def
+}
+
+var (
+	actions = enumMap[oc.E_LhcnpTypes_CnpAction, wire.Action]{
+		{oc.LhcnpTypes_CnpAction_NOTIFY, wire.ActionNotify},
+		{oc.LhcnpTypes_CnpAction_PAUSE, wire.ActionPause},
+		{oc.LhcnpTypes_CnpAction_RATE_REDUCE, wire.ActionRateReduce},
+		{oc.LhcnpTypes_CnpAction_RESUME, wire.ActionResume},
+	}
+	metrics = enumMap[oc.E_LhcnpTypes_MetricType, wire.MetricType]{
+		{oc.LhcnpTypes_MetricType_UNSPECIFIED, wire.MetricUnspecified},
+		{oc.LhcnpTypes_MetricType_QUEUE_DEPTH, wire.MetricQueueDepth},
+		{oc.LhcnpTypes_MetricType_QUEUE_GROWTH_RATE, wire.MetricQueueGrowth},
+		{oc.LhcnpTypes_MetricType_ECN_MARKING_RATE, wire.MetricECNMarkingRate},
+		{oc.LhcnpTypes_MetricType_RTT, wire.MetricRTT},
+	}
+	rttSources = enumMap[oc.E_LhcnpTypes_RttSource, lhcnp.RTTSource]{
+		{oc.LhcnpTypes_RttSource_STATIC, lhcnp.RTTStatic},
+		{oc.LhcnpTypes_RttSource_PROBED, lhcnp.RTTProbed},
+		{oc.LhcnpTypes_RttSource_REPORTED, lhcnp.RTTReported},
+	}
+)
+
+// actionToWire: an unset action is the draft's usual Rate Reduce.
+func actionToWire(a oc.E_LhcnpTypes_CnpAction) wire.Action {
+	return actions.toNode(a, wire.ActionRateReduce)
 }
 
 func actionFromWire(a wire.Action) oc.E_LhcnpTypes_CnpAction {
-	switch a {
-	case wire.ActionNotify:
-		return oc.LhcnpTypes_CnpAction_NOTIFY
-	case wire.ActionPause:
-		return oc.LhcnpTypes_CnpAction_PAUSE
-	case wire.ActionRateReduce:
-		return oc.LhcnpTypes_CnpAction_RATE_REDUCE
-	case wire.ActionResume:
-		return oc.LhcnpTypes_CnpAction_RESUME
-	}
-	return oc.LhcnpTypes_CnpAction_UNSET
+	return actions.fromNode(a, oc.LhcnpTypes_CnpAction_UNSET)
 }
 
 func metricToWire(m oc.E_LhcnpTypes_MetricType) wire.MetricType {
-	switch m {
-	case oc.LhcnpTypes_MetricType_QUEUE_DEPTH:
-		return wire.MetricQueueDepth
-	case oc.LhcnpTypes_MetricType_QUEUE_GROWTH_RATE:
-		return wire.MetricQueueGrowth
-	case oc.LhcnpTypes_MetricType_ECN_MARKING_RATE:
-		return wire.MetricECNMarkingRate
-	case oc.LhcnpTypes_MetricType_RTT:
-		return wire.MetricRTT
-	}
-	return wire.MetricUnspecified
+	return metrics.toNode(m, wire.MetricUnspecified)
 }
 
 func metricFromWire(m wire.MetricType) oc.E_LhcnpTypes_MetricType {
-	switch m {
-	case wire.MetricQueueDepth:
-		return oc.LhcnpTypes_MetricType_QUEUE_DEPTH
-	case wire.MetricQueueGrowth:
-		return oc.LhcnpTypes_MetricType_QUEUE_GROWTH_RATE
-	case wire.MetricECNMarkingRate:
-		return oc.LhcnpTypes_MetricType_ECN_MARKING_RATE
-	case wire.MetricRTT:
-		return oc.LhcnpTypes_MetricType_RTT
-	}
-	return oc.LhcnpTypes_MetricType_UNSPECIFIED
+	return metrics.fromNode(m, oc.LhcnpTypes_MetricType_UNSPECIFIED)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -14,10 +13,9 @@ import (
 	"github.com/lhcnp/lhcnp/server/schema"
 	"github.com/lhcnp/lhcnp/server/store"
 	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/server/target/targettest"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // fakeDP records applied configurations and can be told to refuse.
@@ -105,18 +103,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return &env{h: h, st: st, dp: dp, clk: clk, c: gnmi.NewGNMIClient(conn)}
+	return &env{h: h, st: st, dp: dp, clk: clk, c: targettest.Client(t, srv)}
 }
 
 // publishState writes a small state tree for wan0/queue 3 (what the state
