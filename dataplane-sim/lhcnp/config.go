@@ -173,9 +173,9 @@ type QueueConfig struct {
 	// before the node generates (0: at once, on the packet that makes it
 	// true). The draft's multi-level framework exists to avoid "control
 	// packet generation for transient queue buildup" (§1); a persistence
-	// of one MeasurementInterval is the natural choice: the YANG model's
-	// default (trigger-persistence, 100 µs) and the scenario runner's
-	// (dataplane-sim/sim) setting.
+	// of one MeasurementInterval is the natural choice: the default here
+	// and in the YANG model (trigger-persistence, 100 µs); the scenario
+	// runner (dataplane-sim/sim) sets it to the scenario's interval.
 	TriggerPersistence engine.Time
 	// MinCNPInterval is the minimum time between two notifications to one
 	// flow (§5.5, §9); 0 = RTT_est.
@@ -292,6 +292,7 @@ func DefaultQueueConfig() QueueConfig {
 		VGrowthBytesPerSec:  1_250_000_000,
 		MeasurementInterval: 100 * engine.Microsecond,
 		EMRWindow:           100 * engine.Microsecond,
+		TriggerPersistence:  100 * engine.Microsecond,
 		Action: ActionPolicy{
 			DefaultAction:      wire.ActionRateReduce,
 			RateReducePercent:  30,

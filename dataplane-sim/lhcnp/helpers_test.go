@@ -135,7 +135,9 @@ func trusted(v6 bool) []netip.Prefix {
 }
 
 // testConfig is an enabled node with small explicit thresholds, the
-// RoCEv2 format to every source and both other triggers off.
+// RoCEv2 format to every source, both other triggers off, and no trigger
+// persistence: these tests look at what one packet past a threshold does
+// (TestTriggerPersistence covers the persistence).
 func testConfig(kmax int64, rtt engine.Time) Config {
 	c := DefaultConfig()
 	c.Enabled = true
@@ -148,6 +150,7 @@ func testConfig(kmax int64, rtt engine.Time) Config {
 	q.KMaxBytes = kmax
 	q.VECNPercent = 0
 	q.VGrowthBytesPerSec = 0
+	q.TriggerPersistence = 0
 	return c
 }
 
