@@ -51,7 +51,16 @@ func (s Status) Pending() bool { return s.Current < s.Latest }
 type Option func(*options)
 
 type options struct {
-	onStart func(sequence int32, name, direction string)
+	onStart          func(sequence int32, name, direction string)
+	partitionManager string
+}
+
+// WithPartitionManager chooses who keeps the daily partitions of samples
+// when migration 2 is applied: "pg_partman" (an error if the extension is
+// unavailable), "lhcnp" (the plain-SQL functions of the migration) or
+// "auto" (the default: pg_partman when the server has it).
+func WithPartitionManager(m string) Option {
+	return func(o *options) { o.partitionManager = m }
 }
 
 // WithProgress calls f before each step is applied (direction "up" or
@@ -68,6 +77,14 @@ func newMigrator(ctx context.Context, conn *pgx.Conn, opts []Option) (*migrate.M
 	m, err := migrate.NewMigrator(ctx, conn, VersionTable)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: version table %s: %w", VersionTable, err)
+	}
+	switch o.partitionManager {
+	case "", "auto", "pg_partman", "lhcnp":
+	default:
+		return nil, fmt.Errorf("migrations: partition manager %q: want auto, pg_partman or lhcnp", o.partitionManager)
+	}
+	if o.partitionManager != "" {
+		m.Data["partition_manager"] = o.partitionManager
 	}
 	if err := m.LoadMigrations(files); err != nil {
 		return nil, fmt.Errorf("migrations: load: %w", err)
