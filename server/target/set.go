@@ -150,7 +150,17 @@ func (h *Handler) applyOp(cand *oc.Root, o *setOp) *opError {
 	if o.val == nil || o.val.GetValue() == nil {
 		return opErr(codes.InvalidArgument, o, "no value")
 	}
-	u := &gnmi.Update{Path: o.full, Val: o.val}
+	if res.Entry == nil {
+		return opErr(codes.InvalidArgument, o, "%s must name exactly one node", strings.ToLower(o.kind.String()))
+	}
+	// Every value form a client may send (PROTO scalars, json_val,
+	// json_ietf_val with numbers or strings) becomes RFC 7951 JSON checked
+	// against the node's types, so that errors name the YANG path.
+	val, err := h.s.DecodeValue(res.Entry, o.val)
+	if err != nil {
+		return opErr(codes.InvalidArgument, o, "invalid value: %v", err)
+	}
+	u := &gnmi.Update{Path: o.full, Val: val}
 	sr := &gnmi.SetRequest{}
 	if o.kind == gnmi.UpdateResult_REPLACE {
 		sr.Replace = []*gnmi.Update{u}
