@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/schema"
@@ -43,6 +44,10 @@ type setOp struct {
 // message names the operation, the path and the reason, and the status
 // details carry a SetResponse with one UpdateResult per operation (the
 // failed one with its error, the others ABORTED).
+//
+// With the gnmi_ext.Commit extension the Set is a confirmed commit (see
+// commitAction); while one waits for confirmation, a Set without the
+// extension is FAILED_PRECONDITION.
 func (h *Handler) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetResponse, error) {
 	if len(req.GetUnionReplace()) > 0 {
 		return nil, status.Error(codes.Unimplemented, "union_replace is not supported")
@@ -64,9 +69,26 @@ func (h *Handler) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetRespo
 	for i := range ops {
 		ops[i].full = schema.Normalize(schema.Join(prefix, ops[i].path))
 	}
+	cm, err := commitExtension(req)
+	if err != nil {
+		return nil, err
+	}
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if cm != nil {
+		return h.commitAction(ctx, req, ops, cm)
+	}
+	if h.pending != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "commit %q is waiting for confirmation until %s: confirm or cancel it before another Set",
+			h.pending.id, h.pending.deadline.UTC().Format(time.RFC3339))
+	}
+	return h.set(ctx, req, ops)
+}
+
+// set applies the operations as one transaction; h.mu is held.
+func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp) (*gnmi.SetResponse, error) {
+	prefix := req.GetPrefix()
 	c, err := ygot.DeepCopy(h.intended)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "copy of the intended configuration: %v", err)
