@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 	"github.com/lhcnp/lhcnp/server/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -115,6 +118,51 @@ type Server struct {
 	stats struct {
 		active, streams, notifications, updates, coalesced atomic.Uint64
 	}
+	mu   sync.Mutex
+	live liveStreams // the streams being served, for Streams
+}
+
+// liveStreams are the streams being served, by ID.
+type liveStreams map[uint64]*stream
+
+// StreamInfo describes one Subscribe stream being served (metrics).
+type StreamInfo struct {
+	ID   uint64 // in order of arrival, from 1
+	Peer string // the client's address
+	Mode gnmi.SubscriptionList_Mode
+	// Queued is how many values wait to be sent to the client: its own
+	// coalescing queue, what the sender took from it and has not sent
+	// yet, and, for a stream in a shared fan-out, the updates of the
+	// group's log it has not taken.
+	Queued int
+}
+
+// Streams describes the streams being served, by ID.
+func (s *Server) Streams() []StreamInfo {
+	s.mu.Lock()
+	live := make([]*stream, 0, len(s.live))
+	for _, st := range s.live {
+		live = append(live, st)
+	}
+	s.mu.Unlock()
+	out := make([]StreamInfo, 0, len(live))
+	for _, st := range live {
+		st.q.mu.Lock()
+		n := len(st.q.items)
+		st.q.mu.Unlock()
+		n += int(max(0, st.inFlight.Load()))
+		if m := st.shared.Load(); m != nil {
+			m.g.mu.Lock()
+			n += m.pending
+			for _, r := range m.backlog {
+				n += len(r.entries)
+			}
+			m.g.mu.Unlock()
+		}
+		out = append(out, StreamInfo{ID: st.id, Peer: st.peer, Mode: st.mode, Queued: n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 // New returns a Server over st.
@@ -173,7 +221,21 @@ func (s *Server) Subscribe(stream gnmi.GNMI_SubscribeServer) error {
 	if err != nil {
 		return err
 	}
-	s.stats.streams.Add(1)
+	st.id = s.stats.streams.Add(1)
+	if p, ok := peer.FromContext(stream.Context()); ok && p.Addr != nil {
+		st.peer = p.Addr.String()
+	}
+	s.mu.Lock()
+	if s.live == nil {
+		s.live = make(liveStreams)
+	}
+	s.live[st.id] = st
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, st.id)
+		s.mu.Unlock()
+	}()
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	sendErr := make(chan error, 1)
