@@ -172,6 +172,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	sub := subscribe.New(st,
 		subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
+		subscribe.WithPathRewrite(schema.StripModules),
+		subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }),
 		subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, sch.ValueEncoder(gnmi.Encoding_JSON_IETF)),
 		subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)))
 	sm, err := newSwitchMetrics(*metricsAddr, h, sub, func() time.Duration { return sw.Sim.Lag().Duration() }, stdout)

@@ -50,6 +50,8 @@ type options struct {
 	maxUpdates     int
 	encoders       map[gnmi.Encoding]ValueEncoder
 	allowedOrigins map[string]bool
+	rewrite        func(*gnmi.Path) *gnmi.Path
+	validate       func(*gnmi.Path) error
 }
 
 // Option configures a Server.
@@ -98,6 +100,20 @@ func WithOrigins(origins ...string) Option {
 			o.allowedOrigins[s] = true
 		}
 	}
+}
+
+// WithPathRewrite rewrites the prefix and every subscription path before
+// they are used (a target with a schema strips module qualifiers from
+// element names, "lhcnp:lhcnp" → "lhcnp"). f must not modify its argument.
+func WithPathRewrite(f func(*gnmi.Path) *gnmi.Path) Option {
+	return func(o *options) { o.rewrite = f }
+}
+
+// WithPathValidator checks every subscription's full path (prefix and path
+// joined, after WithPathRewrite); an error is INVALID_ARGUMENT naming the
+// path. Without it any path is accepted (data arrives when it appears).
+func WithPathValidator(f func(*gnmi.Path) error) Option {
+	return func(o *options) { o.validate = f }
 }
 
 // Stats are a Server's counters since it started.
@@ -305,6 +321,9 @@ func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionL
 		return nil, status.Error(codes.InvalidArgument, "the subscription list has no subscriptions")
 	}
 	prefix := sl.GetPrefix()
+	if s.o.rewrite != nil && prefix != nil {
+		prefix = s.o.rewrite(prefix)
+	}
 	if !s.o.allowedOrigins[prefix.GetOrigin()] {
 		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: unsupported origin %q", store.PathString(prefix), prefix.GetOrigin())
 	}
@@ -355,9 +374,19 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 	if !s.o.allowedOrigins[req.GetPath().GetOrigin()] {
 		return nil, status.Errorf(codes.InvalidArgument, "path %s: unsupported origin %q", name, req.GetPath().GetOrigin())
 	}
-	pat, err := store.NewPattern(prefix, req.GetPath())
+	path := req.GetPath()
+	if s.o.rewrite != nil && path != nil {
+		path = s.o.rewrite(path)
+	}
+	pat, err := store.NewPattern(prefix, path)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", name, err)
+	}
+	if s.o.validate != nil {
+		full := &gnmi.Path{Elem: append(append([]*gnmi.PathElem(nil), prefix.GetElem()...), path.GetElem()...)}
+		if err := s.o.validate(full); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", store.PathString(full), err)
+		}
 	}
 	su := &sub{pat: pat, name: name}
 	sample, heartbeat := time.Duration(req.GetSampleInterval()), time.Duration(req.GetHeartbeatInterval())
