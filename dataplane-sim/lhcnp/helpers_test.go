@@ -135,9 +135,8 @@ func trusted(v6 bool) []netip.Prefix {
 }
 
 // testConfig is an enabled node with small explicit thresholds, the
-// RoCEv2 format to every source, both other triggers off, and no trigger
-// persistence: these tests look at what one packet past a threshold does
-// (TestTriggerPersistence covers the persistence).
+// RoCEv2 format to every source and both other triggers off; everything
+// else, trigger persistence (0) included, is DefaultConfig's.
 func testConfig(kmax int64, rtt engine.Time) Config {
 	c := DefaultConfig()
 	c.Enabled = true
@@ -150,7 +149,6 @@ func testConfig(kmax int64, rtt engine.Time) Config {
 	q.KMaxBytes = kmax
 	q.VECNPercent = 0
 	q.VGrowthBytesPerSec = 0
-	q.TriggerPersistence = 0
 	return c
 }
 
@@ -213,4 +211,20 @@ func waitActive(t testing.TB, l *line) {
 		}
 		l.sim.Run(l.sim.Now() + 10*engine.Microsecond)
 	}
+}
+
+// overloaded runs 10 Gb/s into midRate through a node with K_max kmax,
+// RTT_est rtt and no Resume for d, and returns the line and the node's
+// notifications, of which there must be several.
+func overloaded(t *testing.T, kmax int64, rtt engine.Time, midRate int64, d engine.Time) (*line, []Event) {
+	t.Helper()
+	cfg := testConfig(kmax, rtt)
+	cfg.Interface.Queue.Action.ResumeEnabled = false
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: midRate, cfg1: &cfg})
+	l.sim.Run(d)
+	sent := eventsOf(l.events1, EventCNPSent)
+	if len(sent) < 2 {
+		t.Fatalf("%d notifications, want several", len(sent))
+	}
+	return l, sent
 }

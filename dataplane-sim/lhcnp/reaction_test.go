@@ -46,7 +46,17 @@ func TestReactionActions(t *testing.T) {
 			check: func(c ReactionCounters) bool { return c.AcceptedRateReduce == 1 }},
 		{desc: "resume 50 restores half the last reduction", msgs: []msg{{m: rr(30)}, {m: resume(50)}}, wantRate: 8.5e9,
 			check: func(c ReactionCounters) bool { return c.AcceptedResume == 1 && c.ResumeCapped == 0 }},
-		{desc: "resume 0 restores all, capped", msgs: []msg{{m: rr(80)}, {m: resume(0)}}, wantRate: 7e9,
+		// §5.5.1: Parameter 0 is "unconditional resume to the original
+		// rate", past the §9 cap by default...
+		{desc: "resume 0 restores all, uncapped", msgs: []msg{{m: rr(80)}, {m: resume(0)}}, wantRate: 10e9,
+			check: func(c ReactionCounters) bool { return c.AcceptedResume == 1 && c.ResumeCapped == 0 }},
+		// ... and capped like any Resume with CapUnconditionalResume.
+		{desc: "resume 0 capped when configured", rc: func(c *ReactionConfig) { c.CapUnconditionalResume = true },
+			msgs: []msg{{m: rr(80)}, {m: resume(0)}}, wantRate: 7e9,
+			check: func(c ReactionCounters) bool { return c.ResumeCapped == 1 }},
+		// §9: a percentage Resume is capped at MaxResumeIncreasePercent
+		// (50%) of the normal rate: 100% of an 80% cut restores 50%.
+		{desc: "resume 100 capped", msgs: []msg{{m: rr(80)}, {m: resume(100)}}, wantRate: 7e9,
 			check: func(c ReactionCounters) bool { return c.ResumeCapped == 1 }},
 		{desc: "pause", msgs: []msg{{m: wire.LongHaul{CongLevel: 230, Action: wire.ActionPause, Parameter: 5000, SourceQP: 100}}},
 			wantRate: 10e9, wantPause: true, check: func(c ReactionCounters) bool { return c.AcceptedPause == 1 }},

@@ -23719,8 +23719,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) Id() *Lhcn
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -23768,8 +23769,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) KBase() *Lhcn
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -24378,10 +24380,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) MinCnpInte
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -24430,10 +24434,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) TriggerPersis
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -26310,8 +26316,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) Id() *Lhcnp
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -26359,8 +26366,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) KBase() *Lhcnp
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -27523,10 +27531,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) QueueGrowth
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -27575,10 +27585,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) TriggerPersist
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
