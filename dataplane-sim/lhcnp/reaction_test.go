@@ -1,6 +1,7 @@
 package lhcnp
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -275,5 +276,120 @@ func TestReactionNoHold(t *testing.T) {
 		wire.LongHaul{CongLevel: 20, Action: wire.ActionResume, Parameter: 10, SourceQP: 100}))
 	if q.CeilingBps() != 0 {
 		t.Errorf("ceiling %d after the hold was turned off", q.CeilingBps())
+	}
+}
+
+// TestPauseStopsThenResumes checks the Pause action end to end (§5.5.1,
+// §5.6 step 3): the source's QP, sending 10 Gb/s, sends nothing for the
+// 500 µs of the Pause from its arrival and then sends at its rate again.
+func TestPauseStopsThenResumes(t *testing.T) {
+	const pause = 500 * engine.Microsecond
+	rc := DefaultReactionConfig()
+	rc.TrustedSources = trusted(false)
+	rc.RTTEst = 100 * engine.Millisecond // no recovery timer during the test
+	l := newLine(t, lineOpts{rc: rc})
+	waitActive(t, l)
+	q := l.flow.Sender
+	l.sim.Run(l.sim.Now() + 100*engine.Microsecond)
+	p := craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+		wire.LongHaul{CongLevel: 230, Action: wire.ActionPause, Parameter: uint16(pause / engine.Microsecond), SourceQP: 100})
+	if !l.n1.Send(p) {
+		t.Fatal("no route")
+	}
+	type sample struct {
+		t    engine.Time
+		sent int64
+	}
+	var samples []sample
+	var arrived engine.Time = -1
+	for end := l.sim.Now() + 2*pause; l.sim.Now() < end; {
+		l.sim.Run(l.sim.Now() + engine.Microsecond)
+		now := l.sim.Now()
+		if arrived < 0 && q.PausedUntil() > now {
+			arrived = now
+		}
+		samples = append(samples, sample{now, q.SentBytes()})
+	}
+	if arrived < 0 || l.rp.Counters().AcceptedPause != 1 {
+		t.Fatalf("pause not applied: counters %+v", l.rp.Counters())
+	}
+	at := func(t0 engine.Time) int64 {
+		var v int64
+		for _, s := range samples {
+			if s.t <= t0 {
+				v = s.sent
+			}
+		}
+		return v
+	}
+	// At most the packet being sent when the Pause came is counted after
+	// its arrival (4 KB of payload plus headers).
+	const onePacket = 4200
+	if got := at(arrived+pause-engine.Microsecond) - at(arrived); got > onePacket {
+		t.Errorf("%d bytes sent during the %v pause", got, pause)
+	}
+	// After it: 10 Gb/s again, 125 KB per 100 µs (± a packet).
+	after := arrived + pause + 10*engine.Microsecond
+	if got := at(after+100*engine.Microsecond) - at(after); got < 125_000-onePacket || got > 125_000+onePacket {
+		t.Errorf("%d bytes in the 100 µs after the pause, want about 125000 (10 Gb/s)", got)
+	}
+}
+
+// TestReactionIgnoresReservedBits: §6.1 "Receivers MUST ignore the
+// reserved bits". A Rate Reduce whose six reserved action bits are set (a
+// frame the encoder refuses to write, so the bits are set in the encoded
+// bytes and the ICRC or checksum recomputed) is decoded and applied like
+// any other, in both formats.
+func TestReactionIgnoresReservedBits(t *testing.T) {
+	for _, tt := range []struct {
+		desc   string
+		v6     bool
+		format Format
+	}{
+		{"rocev2 over ipv4", false, FormatRoCEv2},
+		{"icmpv6", true, FormatICMPv6},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			rc := DefaultReactionConfig()
+			rc.TrustedSources = trusted(tt.v6)
+			rc.RTTEst = 100 * engine.Millisecond
+			l := newLine(t, lineOpts{v6: tt.v6, rc: rc})
+			waitActive(t, l)
+			p := craft(t, l.net, l.n1, l.src, tt.format,
+				wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100})
+			f := p.Frame()
+			if tt.format == FormatRoCEv2 {
+				ip := f[wire.EthernetLen:]
+				ip[20+wire.UDPLen+wire.BTHLen+1] |= 0x3F // Action Flags: 10 111111
+				crc, err := wire.ICRC(ip)
+				if err != nil {
+					t.Fatal(err)
+				}
+				binary.LittleEndian.PutUint32(ip[len(ip)-wire.ICRCLen:], crc)
+				p.Hdr[wire.BTHLen+1] |= 0x3F
+			} else {
+				ip := f[wire.EthernetLen:]
+				msg := ip[40:]
+				msg[5] |= 0x3F
+				msg[2], msg[3] = 0, 0
+				pseudo := make([]byte, 0, 40+len(msg))
+				pseudo = append(pseudo, ip[8:40]...)
+				pseudo = binary.BigEndian.AppendUint32(pseudo, uint32(len(msg)))
+				pseudo = append(pseudo, 0, 0, 0, 58)
+				binary.BigEndian.PutUint16(msg[2:], wire.Checksum(append(pseudo, msg...)))
+				p.Hdr[5] |= 0x3F
+			}
+			deliver(t, l, l.n1, p)
+			c := l.rp.Counters()
+			if c.AcceptedRateReduce != 1 || c.Malformed+c.Inconsistent != 0 {
+				t.Fatalf("counters %+v: want the rate reduce applied", c)
+			}
+			if got := l.rp.frame.LongHaul.ActionReserved; got != 0x3F {
+				t.Errorf("decoded reserved bits %#x, want 0x3f (the frame really carried them)", got)
+			}
+			if got := l.flow.Sender.RateBps(); got != 7e9 {
+				t.Errorf("rate %d, want 7 Gb/s", got)
+			}
+		})
 	}
 }
