@@ -11,6 +11,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // TestSection7 runs scenarios/section7.yaml, the operational example of
@@ -80,5 +81,36 @@ func TestSection7Baseline(t *testing.T) {
 		if a.Name != b.Name || a.IP != b.IP || !cmp.Equal(a.Queue, b.Queue) {
 			t.Errorf("switch %d: %s %v %+v, baseline %s %v %+v", i, a.Name, a.IP, a.Queue, b.Name, b.IP, b.Queue)
 		}
+	}
+}
+
+// TestSection7Unstaged runs scenarios/section7-unstaged.yaml, the §7
+// topology with DCQCN on, every Long-haul CNP parameter at its default and
+// ordinary long-lived traffic, and reports what the nodes did. It asserts
+// only what holds whatever the traffic: N1's WAN thresholds are §7's, the
+// sources reject nothing the nodes send, and no node's first action is a
+// Pause (§5.5.1) or a Resume. docs/results.md shows the report.
+func TestSection7Unstaged(t *testing.T) {
+	sc := load(t, "section7-unstaged.yaml")
+	if p := sc.Mechanism.LongHaulCNP; p.TriggerPersistence != 0 || p.RecoveryStep != scenario.DefaultLongHaulCNP().RecoveryStep {
+		t.Errorf("params %+v: want the defaults", p)
+	}
+	r, err := RunLongHaulReport(context.Background(), sc, t.TempDir(), WithoutPlots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range r.Lines() {
+		t.Log(l)
+	}
+	if s := r.Sources; s.Malformed+s.Inconsistent+s.Untrusted != 0 {
+		t.Errorf("sources dropped notifications: %+v", s)
+	}
+	for _, a := range r.Nodes {
+		if a.FirstValid && (a.First.Action == wire.ActionPause || a.First.Action == wire.ActionResume) {
+			t.Errorf("%s's first notification %+v", a.Node, a.First)
+		}
+	}
+	if len(r.Nodes) != 2 || r.Nodes[0].Node != "n1" || r.Nodes[1].Node != "n2" {
+		t.Errorf("nodes %+v, want n1 and n2", r.Nodes)
 	}
 }
