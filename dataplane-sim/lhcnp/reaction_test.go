@@ -77,6 +77,11 @@ func TestReactionActions(t *testing.T) {
 		{desc: "inconsistent: ecn marking rate of 150%", msgs: []msg{{m: wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30,
 			SourceQP: 100, MetricType: wire.MetricECNMarkingRate, MetricValue: 150}}},
 			wantRate: 10e9, check: func(c ReactionCounters) bool { return c.Inconsistent == 1 }},
+		// §6.1: "When Metric Type is 0, receivers SHOULD treat the
+		// Congestion Metric Value as opaque context": any value passes.
+		{desc: "metric type 0 is opaque", msgs: []msg{{m: wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30,
+			SourceQP: 100, MetricType: wire.MetricUnspecified, MetricValue: wire.MaxMetricValue}}},
+			wantRate: 7e9, check: func(c ReactionCounters) bool { return c.AcceptedRateReduce == 1 && c.Inconsistent == 0 }},
 		{desc: "legacy: rocev2 is a standard cnp", rc: func(c *ReactionConfig) { c.Legacy = true }, msgs: []msg{{m: rr(30)}},
 			wantRate: -1, wantCNPs: 1, check: func(c ReactionCounters) bool { return c.LegacyAsCNP == 1 && c.AcceptedRateReduce == 0 }},
 		{desc: "legacy: icmpv6 silently dropped", v6: true, rc: func(c *ReactionConfig) { c.Legacy = true },
