@@ -958,7 +958,11 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPathAny) ArrivalRateDropThre
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 (wait for a congestion-aware node on the flow's route from
+// its source before the first response) needs the list of those
+// nodes, which this module does not carry yet: without it the node
+// responds at once.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1006,7 +1010,11 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath) Enabled() *Lhcnp_Lhcnp
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 (wait for a congestion-aware node on the flow's route from
+// its source before the first response) needs the list of those
+// nodes, which this module does not carry yet: without it the node
+// responds at once.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1737,7 +1745,11 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePathAny) EffectiveObservation
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 (wait for a congestion-aware node on the flow's route from
+// its source before the first response) needs the list of those
+// nodes, which this module does not carry yet: without it the node
+// responds at once.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1785,7 +1797,11 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePath) Enabled() *Lhcnp_Lhcnp_
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 (wait for a congestion-aware node on the flow's route from
+// its source before the first response) needs the list of those
+// nodes, which this module does not carry yet: without it the node
+// responds at once.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -21482,8 +21498,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPathAn
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -21532,8 +21553,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPath) 
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -22449,8 +22475,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePathAny
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -22499,8 +22530,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePath) P
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
