@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -396,5 +398,32 @@ func TestReactionIgnoresReservedBits(t *testing.T) {
 				t.Errorf("rate %d, want 7 Gb/s", got)
 			}
 		})
+	}
+}
+
+// TestReactionRecoveryStepBps: with RecoveryStepBps the additive step is
+// that many bits per second per tick, whatever the QP's rates (a
+// scenario's recovery_step, end to end): 7 -> 8 -> 9 -> 10 Gb/s with
+// 1 Gb/s steps every RTT_est / 10.
+func TestReactionRecoveryStepBps(t *testing.T) {
+	const rtt = 2 * engine.Millisecond
+	rc := DefaultReactionConfig()
+	rc.TrustedSources = trusted(false)
+	rc.RTTEst = rtt
+	rc.RecoveryStepBps = 1e9
+	l := newLine(t, lineOpts{dcqcn: true, rc: rc})
+	waitActive(t, l)
+	q := l.flow.Sender
+	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+		wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}))
+	t0 := l.rp.states[0].r.LastCNP
+	var got []int64
+	for i := range 4 {
+		// Just after the timer (2 x RTT_est) and each tick (RTT_est / 10).
+		l.sim.Run(t0 + 2*rtt + engine.Time(i)*rtt/10 + engine.Microsecond)
+		got = append(got, q.RateBps())
+	}
+	if diff := cmp.Diff([]int64{8e9, 9e9, 10e9, 10e9}, got); diff != "" {
+		t.Errorf("rates after the recovery timer, tick by tick (-want +got):\n%s", diff)
 	}
 }

@@ -39,6 +39,11 @@ func TestSection7(t *testing.T) {
 		t.Errorf("source connected at %v, want one path RTT (%v, 20 ms expected) after its start at %v",
 			res.SourceConnectedAt, res.PathRTT, res.FlowStart)
 	}
+	// recovery_step is bits per second per tick (RTT_est / 10, 1 ms):
+	// the rate a millisecond after recovery began is one step higher.
+	if got, want := res.RateRecoveryLaterBps-res.RateAtRecoveryBps, int64(sc.Mechanism.LongHaulCNP.RecoveryStep); got != want {
+		t.Errorf("recovery rose by %d b/s in a tick, want recovery_step, %d", got, want)
+	}
 	for _, s := range res.Steps() {
 		if !s.OK {
 			t.Errorf("step %d: %s\n\tmeasured: %s", s.N, s.Draft, s.Measured)
@@ -112,5 +117,28 @@ func TestSection7Unstaged(t *testing.T) {
 	}
 	if len(r.Nodes) != 2 || r.Nodes[0].Node != "n1" || r.Nodes[1].Node != "n2" {
 		t.Errorf("nodes %+v, want n1 and n2", r.Nodes)
+	}
+}
+
+// TestRecoveryStepUnit: a scenario's recovery_step reaches every source's
+// reaction point as written, bits per second per tick (not a share of
+// some rate), and its trigger_persistence reaches the nodes.
+func TestRecoveryStepUnit(t *testing.T) {
+	sc := load(t, "section7.yaml")
+	p := sc.Mechanism.LongHaulCNP
+	var mech *LongHaulCNP
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithoutPlots(), WithDuration(time.Millisecond),
+		WithLongHaulCNP(func(m *LongHaulCNP, _ *Env) { mech = m })); err != nil {
+		t.Fatal(err)
+	}
+	for name, rp := range mech.ReactionPoints {
+		if got := rp.Config().RecoveryStepBps; got != int64(p.RecoveryStep) {
+			t.Errorf("%s: recovery step %d b/s, want the scenario's %v", name, got, p.RecoveryStep)
+		}
+	}
+	for _, n := range mech.Nodes {
+		if got := n.Config().Interface.Queue.TriggerPersistence; got != engine.FromDuration(p.TriggerPersistence) || got == 0 {
+			t.Errorf("%s: trigger persistence %v, want the scenario's %v", n.Switch().Name(), got, p.TriggerPersistence)
+		}
 	}
 }
