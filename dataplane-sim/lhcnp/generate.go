@@ -114,9 +114,8 @@ func (n *Node) severity(ps *portState, q *queueState, t Trigger) (uint8, wire.Me
 // level of an EMR or QGR trigger: Pause needs severe congestion by the
 // queue itself (or an escalation, §5.7).
 func policy(a *ActionPolicy, qdLevel int) (wire.Action, uint16) {
-	level := qdLevel
 	act := a.DefaultAction
-	if level >= a.PauseLevel {
+	if qdLevel >= a.PauseLevel {
 		act = wire.ActionPause
 	}
 	return act, parameter(a, act)
