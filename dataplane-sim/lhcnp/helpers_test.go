@@ -30,6 +30,7 @@ type lineOpts struct {
 	midDelay                  engine.Time
 	dcqcn                     bool
 	flowBytes                 int64
+	flowRateBps               int64 // the flow's maximum rate (0: line rate)
 	cfg1, cfg2                *Config // nil: no node on that switch
 	rc                        ReactionConfig
 	noRP                      bool
@@ -103,7 +104,7 @@ func newLine(t testing.TB, o lineOpts) *line {
 		must(err)
 	}
 	l.net.ComputeRoutes()
-	l.flow, err = l.net.AddFlow(netsim.FlowConfig{Name: "f", Src: l.src, Dst: l.dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowBytes, NoCM: o.noCM})
+	l.flow, err = l.net.AddFlow(netsim.FlowConfig{Name: "f", Src: l.src, Dst: l.dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowBytes, NoCM: o.noCM, MaxRateBps: o.flowRateBps})
 	must(err)
 	if o.cfg1 != nil {
 		l.node1, err = Attach(l.net, l.n1, *o.cfg1, WithEvents(func(e Event) { l.events1 = append(l.events1, e) }))

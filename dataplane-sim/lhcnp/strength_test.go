@@ -218,3 +218,46 @@ func TestECNMarkingCurve(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectFlowsEndToEnd: four flows from one 100 Gb/s source at 0.5, 8,
+// 4 and 2 Gb/s (QPs 100 to 103, the node learns them in that order) share
+// a 5 Gb/s queue (about 3, 55, 28 and 14% of it). The first trigger
+// notifies the three with at least 10% of the queue, largest first, and
+// not the 0.5 Gb/s one; with MaxFlowsPerTrigger 2 only the two largest
+// (§5.5 step 1).
+func TestSelectFlowsEndToEnd(t *testing.T) {
+	for _, tt := range []struct {
+		desc     string
+		maxFlows int
+		want     []uint32
+	}{
+		{"defaults", 4, []uint32{101, 102, 103}},
+		{"at most two", 2, []uint32{101, 102}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(400_000, engine.Millisecond)
+			cfg.Interface.Queue.Action.MaxFlowsPerTrigger = tt.maxFlows
+			l := newLine(t, lineOpts{srcRate: 100e9, midRate: 5e9, cfg1: &cfg, noRP: true, noCM: true, flowRateBps: 0.5e9})
+			for i, rate := range []int64{8e9, 4e9, 2e9} {
+				if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: uint32(101 + i), DstQPN: uint32(201 + i),
+					MaxRateBps: rate, NoCM: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.sim.Run(engine.Millisecond)
+			sent := eventsOf(l.events1, EventCNPSent)
+			if len(sent) == 0 {
+				t.Fatal("nothing sent")
+			}
+			var got []uint32
+			for _, e := range sent {
+				if e.Time == sent[0].Time {
+					got = append(got, e.Flow.SrcQP)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("flows notified at the first trigger, in order (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
