@@ -30,7 +30,7 @@ type lineOpts struct {
 	midDelay                  engine.Time
 	dcqcn                     bool
 	flowBytes                 int64
-	flowRateBps               int64 // the flow's maximum rate (0: line rate)
+	flowRateBps               int64   // the flow's maximum rate (0: line rate)
 	cfg1, cfg2                *Config // nil: no node on that switch
 	rc                        ReactionConfig
 	noRP                      bool
