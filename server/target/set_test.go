@@ -199,9 +199,9 @@ func TestSetFailuresChangeNothing(t *testing.T) {
 	}, {
 		desc: "explicit K_min at or above k-base in BDP mode",
 		req: &gnmi.SetRequest{Update: []*gnmi.Update{
-			upd(q3+"/config/kmin-mode", strVal("EXPLICIT")), upd(q3+"/config/kmin", uintVal(65536)),
+			upd(q3+"/config/kmin-mode", strVal("EXPLICIT")), upd(q3+"/config/kmin", uintVal(64000)),
 		}},
-		code: codes.InvalidArgument, msg: []string{q3 + "/config/kmin", "k-base 65536"}, failed: 1,
+		code: codes.InvalidArgument, msg: []string{q3 + "/config/kmin", "k-base 64000"}, failed: 1,
 	}, {
 		desc: "EXPLICIT kmax-mode without kmax",
 		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/kmax-mode", strVal("EXPLICIT"))}},
