@@ -33,9 +33,13 @@ LANGUAGE sql STABLE AS $$
     SELECT x.ts,
            CASE WHEN x.flags & 2 = 0 THEN COALESCE(x.v_num, x.v_int::numeric, x.v_float::numeric) END,
            CASE WHEN x.flags & 2 = 0 THEN COALESCE(x.v_text, x.v_bool::text, x.v_int::text, x.v_num::text, x.v_float::text) END
-    FROM series k
-    JOIN samples x ON x.series_id = k.id
-    WHERE k.target = p_target AND k.keys = p_keys AND k.schema_path = p_schema_path AND x.ts <= p_at
+    FROM samples x
+    -- The series id as a scalar first: then the newest sample at or before
+    -- p_at is one backward step of the (series_id, ts) index per partition,
+    -- not a sort of the leaf's whole history.
+    WHERE x.series_id = (SELECT k.id FROM series k
+                         WHERE k.target = p_target AND k.keys = p_keys AND k.schema_path = p_schema_path)
+      AND x.ts <= p_at
     ORDER BY x.ts DESC
     LIMIT 1
 $$;
