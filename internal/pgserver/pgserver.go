@@ -14,7 +14,6 @@
 package pgserver
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -421,31 +420,36 @@ func lastLines(s string, n int) string {
 }
 
 // runningPostmaster reports the postmaster holding dataDir, from its
-// postmaster.pid (first line the pid, fourth the port), when that process is
-// alive. A stale file left by a crash is not "running"; postgres removes it.
+// postmaster.pid, when that process is alive. A stale file left by a crash
+// is not "running"; postgres removes it.
 func runningPostmaster(dataDir string) (pid, port int, ok bool) {
-	f, err := os.Open(filepath.Join(dataDir, "postmaster.pid"))
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
 	if err != nil {
 		return 0, 0, false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var lines []string
-	for sc.Scan() && len(lines) < 4 {
-		lines = append(lines, strings.TrimSpace(sc.Text()))
-	}
-	if len(lines) == 0 {
+	pid, port, ok = parsePostmasterPID(b)
+	if !ok {
 		return 0, 0, false
 	}
-	pid, err = strconv.Atoi(lines[0])
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0, 0, false
+	}
+	return pid, port, true
+}
+
+// parsePostmasterPID reads a postmaster.pid: the pid on the first line, the
+// port on the fourth (0 when missing or not a number). ok is false when the
+// first line is not a positive pid.
+func parsePostmasterPID(b []byte) (pid, port int, ok bool) {
+	lines := strings.SplitN(string(b), "\n", 5)
+	pid, err := strconv.Atoi(strings.TrimSpace(lines[0]))
 	if err != nil || pid <= 0 {
 		return 0, 0, false
 	}
 	if len(lines) >= 4 {
-		port, _ = strconv.Atoi(lines[3])
-	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return 0, 0, false
+		if p, err := strconv.Atoi(strings.TrimSpace(lines[3])); err == nil && p > 0 && p < 65536 {
+			port = p
+		}
 	}
 	return pid, port, true
 }
