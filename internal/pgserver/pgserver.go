@@ -44,6 +44,9 @@ var ErrInUse = errors.New("data directory is in use by a running postmaster")
 // Superuser is the name of the cluster's superuser role (initdb -U).
 const Superuser = "postgres"
 
+// tempPattern names the temporary data directories Start makes.
+const tempPattern = "lhcnp-pg-"
+
 // maxSocketPath is the longest unix socket path the kernel accepts
 // (sun_path is 108 bytes with the terminating NUL).
 const maxSocketPath = 107
@@ -189,6 +192,33 @@ func Start(ctx context.Context, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
+// RemoveStaleTemp removes temporary data directories that Start made in
+// os.TempDir and nobody closed (a test binary killed by its timeout: its
+// postmaster stops by the parent-death signal, the directory stays), when no
+// postmaster runs in them and they have not changed for maxAge. It returns
+// the directories removed.
+func RemoveStaleTemp(maxAge time.Duration) ([]string, error) {
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), tempPattern+"*"))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, dir := range dirs {
+		st, err := os.Stat(dir)
+		if err != nil || !st.IsDir() || time.Since(st.ModTime()) < maxAge {
+			continue
+		}
+		if _, _, running := runningPostmaster(dir); running {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return removed, err
+		}
+		removed = append(removed, dir)
+	}
+	return removed, nil
+}
+
 // postgresCredential is the uid/gid of the postgres system user.
 func postgresCredential() (*syscall.Credential, error) {
 	u, err := user.Lookup("postgres")
@@ -207,7 +237,7 @@ func postgresCredential() (*syscall.Credential, error) {
 // caller's, checked to be usable by the user the server runs as.
 func (s *Server) prepareDataDir() error {
 	if s.opts.dataDir == "" {
-		dir, err := os.MkdirTemp("", "lhcnp-pg-")
+		dir, err := os.MkdirTemp("", tempPattern)
 		if err != nil {
 			return err
 		}

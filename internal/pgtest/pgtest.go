@@ -25,6 +25,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -89,6 +90,8 @@ func Server(t testing.TB) *pgserver.Server {
 	Require(t)
 	shared.once.Do(func() {
 		ctx := context.Background()
+		// Directories of test binaries killed before they could clean up.
+		_, _ = pgserver.RemoveStaleTemp(time.Hour)
 		srv, err := pgserver.Start(ctx, pgserver.WithoutDurability(),
 			pgserver.WithSetting("max_connections", "300"))
 		if err != nil {
