@@ -129,3 +129,33 @@ func TestDecodeValueRefuses(t *testing.T) {
 }
 
 func nanVal() float64 { var z float64; return z / z }
+
+// BenchmarkDecodeValue: the cost Set pays to accept every value form, for a
+// leaf (gnmic's json_val number) and a queue's config subtree.
+func BenchmarkDecodeValue(b *testing.B) {
+	s, err := schema.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=0]"
+	for _, bc := range []struct {
+		name, path string
+		val        *gnmi.TypedValue
+	}{
+		{"leaf", q + "/config/alpha", jsonVal(`0.5`)},
+		{"subtree", q + "/config", jsonVal(`{"id":0,"alpha":0.5,"v-growth":2500000000,"kmax-mode":"EXPLICIT","kmax":2000000}`)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			res, err := s.Resolve(store.MustPath(bc.path))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.DecodeValue(res.Entry, bc.val); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
