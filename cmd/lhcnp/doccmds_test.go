@@ -17,22 +17,38 @@ import (
 	"time"
 )
 
-// docCommand is one gnmic command of a Markdown file, as written.
+// docCommand is one client command of a Markdown file, as written.
 type docCommand struct {
 	line int    // of its first line in the file
-	text string // continuation lines joined, as a shell would read them
+	text string // its lines joined as a shell reads them
 }
 
-// docCommands extracts every gnmic command from the shell code blocks of a
-// Markdown file (fences with no info string or sh, bash, shell, console):
-// lines starting with "gnmic " (after an optional "$ " prompt), with their
-// backslash-continued lines. Output blocks are fenced as text and skipped.
+// The clients whose commands the docs show and the test runs.
+var docClients = []string{"gnmic ", "go tool gnmi_cli "}
+
+// docCommands extracts every gnmic and gnmi_cli command from the shell code
+// blocks of a Markdown file (fences with no info string or sh, bash, shell,
+// console): lines starting with "gnmic " or "go tool gnmi_cli " (after an
+// optional "$ " prompt), with the lines that continue them (a trailing
+// backslash, or a single-quoted argument still open). Output blocks are
+// fenced as text and skipped.
 func docCommands(md string) []docCommand {
 	var out []docCommand
 	inShell, inFence := false, false
 	var cur *docCommand
 	for i, l := range strings.Split(md, "\n") {
 		trimmed := strings.TrimSpace(l)
+		if cur != nil && strings.Count(cur.text, "'")%2 == 1 {
+			// Inside a quoted argument: the line is part of it.
+			cur.text += "\n" + l
+			if strings.Count(cur.text, "'")%2 == 0 && !strings.HasSuffix(trimmed, `\`) {
+				out = append(out, *cur)
+				cur = nil
+			} else {
+				cur.text = strings.TrimSuffix(cur.text, `\`)
+			}
+			continue
+		}
 		if strings.HasPrefix(trimmed, "```") {
 			if inFence {
 				inFence, inShell = false, false
@@ -50,18 +66,22 @@ func docCommands(md string) []docCommand {
 		}
 		if cur != nil {
 			cur.text += " " + strings.TrimSuffix(trimmed, `\`)
-			if !strings.HasSuffix(trimmed, `\`) {
+			if !strings.HasSuffix(trimmed, `\`) && strings.Count(cur.text, "'")%2 == 0 {
 				out = append(out, *cur)
 				cur = nil
 			}
 			continue
 		}
 		trimmed = strings.TrimPrefix(trimmed, "$ ")
-		if !strings.HasPrefix(trimmed, "gnmic ") {
+		client := false
+		for _, c := range docClients {
+			client = client || strings.HasPrefix(trimmed, c)
+		}
+		if !client {
 			continue
 		}
 		c := docCommand{line: i + 1, text: strings.TrimSuffix(trimmed, `\`)}
-		if strings.HasSuffix(trimmed, `\`) {
+		if strings.HasSuffix(trimmed, `\`) || strings.Count(c.text, "'")%2 == 1 {
 			cur = &c
 			continue
 		}
@@ -73,9 +93,11 @@ func docCommands(md string) []docCommand {
 func TestDocCommandsExtracted(t *testing.T) {
 	md := "text\n```sh\n$ gnmic -a x:1 --insecure capabilities\ngo tool gnmi_cli -capabilities\n" +
 		"gnmic -a x:1 --insecure get \\\n  --path '/a/b'\n```\n```text\ngnmic not a command\n```\n" +
-		"```yaml\ngnmic: no\n```\n"
+		"```yaml\ngnmic: no\n```\n" +
+		"```\ngo tool gnmi_cli -a x:1 -get -proto '\n  path: <>\n  type: CONFIG'\n# comment\n```\n"
 	got := docCommands(md)
-	want := []docCommand{{3, "gnmic -a x:1 --insecure capabilities"}, {5, "gnmic -a x:1 --insecure get  --path '/a/b'"}}
+	want := []docCommand{{3, "gnmic -a x:1 --insecure capabilities"}, {4, "go tool gnmi_cli -capabilities"},
+		{5, "gnmic -a x:1 --insecure get  --path '/a/b'"}, {15, "go tool gnmi_cli -a x:1 -get -proto '\n  path: <>\n  type: CONFIG'"}}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
@@ -87,16 +109,16 @@ func TestDocCommandsExtracted(t *testing.T) {
 }
 
 // addressRE is the -a (--address) argument of a gnmic command.
-var addressRE = regexp.MustCompile(`(^|\s)(-a|--address)(\s+|=)\S+`)
+var addressRE = regexp.MustCompile(`(^|\s)(-a|--address|-address)(\s+|=)\S+`)
 
-// TestDocGnmicCommands runs every gnmic command of README.md and docs/*.md
-// exactly as written, in the order of each file, against a test switch
+// TestDocGnmicCommands runs every gnmic (and `go tool gnmi_cli`) command of
+// README.md and docs/*.md exactly as written, in the order of each file, against a test switch
 // started from examples/switch.yaml, from the repository root. The one
 // rewrite is the switch address: `-a ADDR` becomes the test switch's
 // address (tests cannot own port 9339 on a shared machine). A command must
 // succeed; a subscription that does not end by itself (STREAM, POLL) must
-// deliver its initial data and sync_response (a POLL one, also a poll's
-// answer), then it is stopped.
+// deliver its initial data and sync_response (a gnmic POLL, also a poll's
+// answer; gnmi_cli's group display, its data), then it is stopped.
 func TestDocGnmicCommands(t *testing.T) {
 	gnmicBin := needGnmic(t)
 	bin := t.TempDir()
@@ -124,7 +146,7 @@ func TestDocGnmicCommands(t *testing.T) {
 		rel, _ := filepath.Rel(root, f)
 		t.Run(rel, func(t *testing.T) {
 			r := startSwitch(t)
-			t.Logf("%d gnmic commands", len(cmds))
+			t.Logf("%d client commands", len(cmds))
 			for _, c := range cmds {
 				total++
 				if !addressRE.MatchString(c.text) {
@@ -137,7 +159,7 @@ func TestDocGnmicCommands(t *testing.T) {
 		})
 	}
 	if total == 0 {
-		t.Error("no gnmic command found in README.md and docs/*.md")
+		t.Error("no client command found in README.md and docs/*.md")
 	}
 }
 
@@ -152,7 +174,9 @@ func runDocCommand(t *testing.T, dir, bin, file string, line int, command string
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stop the whole group
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	where := file + ":" + strconv.Itoa(line)
-	endless := strings.Contains(command, " subscribe") && !strings.Contains(command, "--mode once")
+	cli := strings.HasPrefix(command, "go tool gnmi_cli")
+	endless := strings.Contains(command, " subscribe") && !strings.Contains(command, "--mode once") ||
+		cli && (strings.Contains(command, "-qt p") || strings.Contains(command, "-qt s"))
 	if !endless {
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -184,6 +208,7 @@ func runDocCommand(t *testing.T, dir, bin, file string, line int, command string
 			_, _ = io.WriteString(stdin, "\n")
 		}
 		if (!poll && strings.Contains(compact(l), `"sync-response":true`)) ||
+			(cli && (strings.Contains(compact(l), "sync_response:true") || strings.Contains(l, "TypedValue"))) ||
 			(poll && strings.Count(all.String(), "received sync response") >= 2) {
 			ok = true
 			break
