@@ -109,12 +109,22 @@ func TestDocCommandsExtracted(t *testing.T) {
 }
 
 // addressRE is the -a (--address) argument of a gnmic command.
-var addressRE = regexp.MustCompile(`(^|\s)(-a|--address|-address)(\s+|=)\S+`)
+var addressRE = regexp.MustCompile(`(^|\s)(-a|--address|-address)(\s+|=)(\S+)`)
+
+// docTargets starts, for each address the docs send commands to, what
+// listens there in the docs, and returns the test instance's address. A
+// doc command to an address not listed here fails the test: add the
+// component that serves it (a collector's northbound, say) when documenting
+// one.
+var docTargets = map[string]func(t *testing.T) string{
+	// `lhcnp switch --config examples/switch.yaml --insecure`
+	"127.0.0.1:9339": func(t *testing.T) string { return startSwitch(t).addr },
+}
 
 // TestDocGnmicCommands runs every gnmic (and `go tool gnmi_cli`) command of
 // README.md and docs/*.md exactly as written, in the order of each file, against a test switch
-// started from examples/switch.yaml, from the repository root. The one
-// rewrite is the switch address: `-a ADDR` becomes the test switch's
+// started from examples/switch.yaml (docTargets), from the repository root.
+// The one rewrite is the address: `-a ADDR` becomes the test switch's
 // address (tests cannot own port 9339 on a shared machine). A command must
 // succeed; a subscription that does not end by itself (STREAM, POLL) must
 // deliver its initial data and sync_response (a gnmic POLL, also a poll's
@@ -145,15 +155,26 @@ func TestDocGnmicCommands(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, f)
 		t.Run(rel, func(t *testing.T) {
-			r := startSwitch(t)
 			t.Logf("%d client commands", len(cmds))
+			running := map[string]string{} // doc address → test instance's
 			for _, c := range cmds {
 				total++
-				if !addressRE.MatchString(c.text) {
-					t.Errorf("%s:%d: no -a ADDRESS to point at the test switch: %s", rel, c.line, c.text)
+				m := addressRE.FindStringSubmatch(c.text)
+				if m == nil {
+					t.Errorf("%s:%d: no -a ADDRESS to point at a test target: %s", rel, c.line, c.text)
 					continue
 				}
-				run := addressRE.ReplaceAllString(c.text, "${1}${2}${3}"+r.addr)
+				addr, ok := running[m[4]]
+				if !ok {
+					start := docTargets[m[4]]
+					if start == nil {
+						t.Errorf("%s:%d: no test target for address %s (docTargets): %s", rel, c.line, m[4], c.text)
+						continue
+					}
+					addr = start(t)
+					running[m[4]] = addr
+				}
+				run := addressRE.ReplaceAllString(c.text, "${1}${2}${3}"+addr)
 				runDocCommand(t, root, bin, rel, c.line, run)
 			}
 		})
