@@ -335,7 +335,7 @@ func TestSetPublishesConfig(t *testing.T) {
 // replaced back with Set, leaves the configuration exactly as it was.
 func TestSetTakesWhatGetGives(t *testing.T) {
 	for _, enc := range []gnmi.Encoding{gnmi.Encoding_JSON, gnmi.Encoding_JSON_IETF} {
-		for _, p := range []string{"/lhcnp", "/lhcnp/interfaces/interface[name=wan0]", q3 + "/config"} {
+		for _, p := range []string{"/", "/lhcnp", "/lhcnp/interfaces/interface[name=wan0]", q3 + "/config"} {
 			t.Run(enc.String()+" "+p, func(t *testing.T) {
 				e := newEnv(t)
 				before := configLeaves(t, e)
