@@ -84,6 +84,7 @@ type Handler struct {
 	intended  *oc.Root
 	published map[string]*gnmi.Path // config leaves in the store, by PathString
 	pending   *pendingCommit        // the commit waiting for confirmation (gnmi_ext.Commit)
+	expired   expiredCommit         // the last commit rolled back by its timer
 }
 
 // NewHandler returns a handler with an empty intended configuration; call
