@@ -216,19 +216,20 @@ func runDocCommand(t *testing.T, dir, bin, file string, line int, command string
 		t.Fatal(err)
 	}
 	go func() { _ = cmd.Wait(); pw.Close() }()
-	// A STREAM subscription is done at its sync_response; a POLL one
-	// answers gnmic's prompts (target, then subscription) until a poll's
-	// answer has come too ("received sync response" twice).
+	// A STREAM subscription is done at its sync_response after data; a
+	// POLL one answers gnmic's prompts (target, then subscription) until a
+	// poll's answer has come too ("received sync response" twice).
 	var all strings.Builder
 	sc := bufio.NewScanner(pr)
-	ok := false
+	ok, data := false, false
 	for sc.Scan() {
 		l := sc.Text()
 		all.WriteString(l + "\n")
+		data = data || strings.Contains(l, `"values":`)
 		if poll && strings.Contains(l, "to poll:") {
 			_, _ = io.WriteString(stdin, "\n")
 		}
-		if (!poll && strings.Contains(compact(l), `"sync-response":true`)) ||
+		if (!poll && data && strings.Contains(compact(l), `"sync-response":true`)) ||
 			(cli && (strings.Contains(compact(l), "sync_response:true") || strings.Contains(l, "TypedValue"))) ||
 			(poll && strings.Count(all.String(), "received sync response") >= 2) {
 			ok = true
