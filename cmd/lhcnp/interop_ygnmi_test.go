@@ -3,13 +3,18 @@
 package main
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/ygnmi/ygnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // TestInteropYgnmiModes drives the switch with ygnmi on the generated paths
@@ -96,4 +101,81 @@ func TestInteropYgnmiModes(t *testing.T) {
 			t.Errorf("SAMPLE: %d samples, %v", n, err)
 		}
 	})
+}
+
+// commitInterceptor is how a ygnmi client (which has no option for gNMI
+// extensions) sends a confirmed commit: a gRPC client interceptor adds the
+// Commit extension to the SetRequest ygnmi builds.
+func commitInterceptor(ext func() *gnmi_ext.Commit) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if sr, ok := req.(*gnmi.SetRequest); ok {
+			if c := ext(); c != nil {
+				sr.Extension = append(sr.Extension, &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_Commit{Commit: c}})
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+}
+
+// TestInteropYgnmiCommitConfirmed: a ygnmi Replace sent as a confirmed
+// commit is applied, and confirmed with a bare SetRequest; the next one,
+// cancelled, is rolled back (what the tuner of issue 10 does).
+func TestInteropYgnmiCommitConfirmed(t *testing.T) {
+	r := startSwitch(t)
+	var next *gnmi_ext.Commit
+	conn, err := grpc.NewClient(r.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(commitInterceptor(func() *gnmi_ext.Commit { return next })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	raw := gnmi.NewGNMIClient(conn)
+	c, err := ygnmi.NewClient(raw, ygnmi.WithTarget("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0)
+	kmax := func() uint64 {
+		t.Helper()
+		v, err := ygnmi.Get(ctx, c, q.State().EffectiveKmax())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	action := func(id string, a string) *gnmi_ext.Commit {
+		switch a {
+		case "confirm":
+			return &gnmi_ext.Commit{Id: id, Action: &gnmi_ext.Commit_Confirm{Confirm: &gnmi_ext.CommitConfirm{}}}
+		case "cancel":
+			return &gnmi_ext.Commit{Id: id, Action: &gnmi_ext.Commit_Cancel{Cancel: &gnmi_ext.CommitCancel{}}}
+		}
+		return &gnmi_ext.Commit{Id: id, Action: &gnmi_ext.Commit_Commit{Commit: &gnmi_ext.CommitRequest{RollbackDuration: durationpb.New(time.Minute)}}}
+	}
+
+	next = action("t1", "commit")
+	if _, err := ygnmi.Replace(ctx, c, q.Config().Alpha(), 0.5); err != nil {
+		t.Fatal(err)
+	}
+	next = nil
+	if got := kmax(); got != 6_250_000 {
+		t.Errorf("effective-kmax during the commit %d, want 6250000", got)
+	}
+	next = action("t1", "confirm")
+	if _, err := raw.Set(ctx, &gnmi.SetRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	next = action("t2", "commit")
+	if _, err := ygnmi.Replace(ctx, c, q.Config().Alpha(), 0.25); err != nil {
+		t.Fatal(err)
+	}
+	next = action("t2", "cancel")
+	if _, err := raw.Set(ctx, &gnmi.SetRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	next = nil
+	if got := kmax(); got != 6_250_000 {
+		t.Errorf("effective-kmax after confirming t1 and cancelling t2 %d, want 6250000", got)
+	}
 }
