@@ -19,12 +19,12 @@ import (
 // one goroutine (the target's subscription loop) and keeps its state across
 // resubscriptions of that target.
 type Converter struct {
-	target string
+	target    string
 	sch       *schema.Schema
 	describer Describer
 	synced    bool
-	series map[int64]*seriesState
-	queues map[queueKey]*cnpState
+	series    map[int64]*seriesState
+	queues    map[queueKey]*cnpState
 	// pending: queues whose last-cnp timestamp changed in the current
 	// notification.
 	pending []queueKey

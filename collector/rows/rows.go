@@ -11,6 +11,8 @@
 package rows
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"hash/fnv"
 	"math"
 	"strconv"
@@ -143,4 +145,15 @@ func (s Sample) FormatValue() string {
 		return s.Text
 	}
 	return ""
+}
+
+// NewBatchID returns a random positive 63-bit batch id. Ids are not
+// coordinated between collectors; the writer tells a replay (the ledger
+// row has the same target, row count and timestamps) from a collision (it
+// has not: the batch gets a new id), so a collision costs a retry, not a
+// lost batch.
+func NewBatchID() int64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return int64(binary.LittleEndian.Uint64(b[:]) & math.MaxInt64)
 }

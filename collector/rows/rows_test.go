@@ -21,8 +21,12 @@ func upd(ts int64, path string, v *gnmi.TypedValue) *gnmi.SubscribeResponse {
 	}}}
 }
 
-func uintv(v uint64) *gnmi.TypedValue { return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: v}} }
-func strv(v string) *gnmi.TypedValue  { return &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: v}} }
+func uintv(v uint64) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: v}}
+}
+func strv(v string) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: v}}
+}
 
 var sync = &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_SyncResponse{SyncResponse: true}}
 

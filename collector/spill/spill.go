@@ -54,7 +54,12 @@ type options struct {
 	maxBytes int64
 	segBytes int64
 	fsync    bool
+	scan     func(payload []byte)
 }
+
+// WithScan calls fn with every record found at Open (the batches a
+// previous process left), before any is handed out.
+func WithScan(fn func(payload []byte)) Option { return func(o *options) { o.scan = fn } }
 
 // Option configures Open.
 type Option func(*options)
@@ -126,7 +131,7 @@ func Open(dir string, opts ...Option) (*Spill, error) {
 		if err != nil {
 			return nil, fmt.Errorf("spill: %w", err)
 		}
-		valid, n, err := Scan(data, nil)
+		valid, n, err := Scan(data, o.scan)
 		if err != nil {
 			s.corrupt++
 			if i == len(names)-1 || errors.Is(err, io.ErrUnexpectedEOF) {

@@ -41,7 +41,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-viper/mapstructure/v2"
 	kyaml "github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/basicflag"
 	"github.com/knadh/koanf/providers/env/v2"
@@ -220,13 +219,7 @@ func (c *Config) Load(path string) error {
 	if err != nil {
 		return err
 	}
-	dc := &mapstructure.DecoderConfig{
-		DecodeHook:       mapstructure.StringToTimeDurationHookFunc(),
-		WeaklyTypedInput: true,
-		TagName:          "yaml",
-		Result:           c.dst,
-	}
-	if err := k.UnmarshalWithConf("", c.dst, koanf.UnmarshalConf{Tag: "yaml", DecoderConfig: dc}); err != nil {
+	if err := k.UnmarshalWithConf("", c.dst, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
 		return fmt.Errorf("%s: %w", sourceName(path), err)
 	}
 	return nil
