@@ -144,7 +144,11 @@ func (s *Switch) Published(path string) int {
 }
 
 // Uint is a uint64 TypedValue.
-func Uint(v uint64) *gnmi.TypedValue { return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: v}} }
+func Uint(v uint64) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: v}}
+}
 
 // Str is a string TypedValue.
-func Str(v string) *gnmi.TypedValue { return &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: v}} }
+func Str(v string) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: v}}
+}
