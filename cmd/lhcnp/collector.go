@@ -46,7 +46,11 @@ func runCollector(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	c, err := collector.New(ctx, cfg, collector.WithLogger(log), collector.WithDB(collectorDB()))
+	db, err := collectorDB()
+	if err != nil {
+		return err
+	}
+	c, err := collector.New(ctx, cfg, collector.WithLogger(log), collector.WithDB(db))
 	if err != nil {
 		return err
 	}
