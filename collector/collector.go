@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,7 +137,7 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	}
 	pcfg, err := pgxpool.ParseConfig(cfg.DB.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("db.dsn: %w", err)
+		return nil, fmt.Errorf("db.dsn: %s", oneLine(err))
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "lhcnp-collector " + cfg.ID
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
@@ -147,7 +148,7 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("db.dsn: cannot reach PostgreSQL at %s:%d: %w", pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, err)
+		return nil, fmt.Errorf("db.dsn: cannot reach PostgreSQL at %s:%d: %s", pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, oneLine(err))
 	}
 	if cfg.DB.Migrate && o.db.Migrate != nil {
 		if err := o.db.Migrate(ctx, pool); err != nil {
@@ -735,3 +736,7 @@ func (c *Collector) Running() []string {
 
 // Addr is the address /metrics is served on ("" when off).
 func (c *Collector) Addr() string { return c.addr }
+
+// oneLine joins the lines of an error (pgx lists every address it tried on
+// a line of its own) so the command's error stays one line.
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -155,9 +155,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // DefaultSubscriptions is what a target without subscriptions gets: the
 // whole lhcnp tree, TARGET_DEFINED (counters and gauges sampled, config
-// and discrete state on change).
+// and discrete state on change, at the switch's own sample interval).
 func DefaultSubscriptions() []Subscription {
-	return []Subscription{{Paths: []string{"/lhcnp"}, Mode: "target_defined", SampleInterval: Duration(time.Second)}}
+	return []Subscription{{Paths: []string{"/lhcnp"}, Mode: "target_defined"}}
 }
 
 var modes = map[string]gnmi.SubscriptionMode{
@@ -202,6 +202,9 @@ func (t *Target) Check() error {
 		}
 		if s.SampleInterval < 0 || s.HeartbeatInterval < 0 {
 			return fmt.Errorf("%s: negative interval", sat)
+		}
+		if s.SampleInterval != 0 && s.Mode != "sample" {
+			return fmt.Errorf("%s.sample_interval: only for mode sample (gNMI 3.5.1.5.2)", sat)
 		}
 		for _, p := range s.Paths {
 			if !strings.HasPrefix(p, "/") {
