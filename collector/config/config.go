@@ -254,14 +254,15 @@ func (f *File) Check() error {
 }
 
 // SubscribeRequest is the target's Subscribe request: one STREAM
-// subscription list with all its subscriptions, PROTO-free JSON_IETF
-// encoding (scalars arrive typed either way).
+// subscription list with all its subscriptions, encoding PROTO (scalars
+// arrive typed, with no JSON to parse; collector/rows still decodes JSON
+// values from targets that send them anyway).
 func (t *Target) SubscribeRequest() (*gnmi.SubscribeRequest, error) {
 	subs := t.Subscriptions
 	if len(subs) == 0 {
 		subs = DefaultSubscriptions()
 	}
-	sl := &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_STREAM, Encoding: gnmi.Encoding_JSON_IETF}
+	sl := &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_STREAM, Encoding: gnmi.Encoding_PROTO}
 	for _, s := range subs {
 		mode := gnmi.SubscriptionMode_TARGET_DEFINED
 		if s.Mode != "" {

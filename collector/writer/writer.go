@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -379,7 +380,9 @@ func (c Class) String() string {
 // (data exception), 23 (integrity constraint), 42 (syntax or access rule)
 // and 2200x-like row errors are permanent; everything else (08 connection,
 // 40 transaction rollback, 53 resources, 57 operator intervention, 58
-// system, network errors without a SQLSTATE) is temporary.
+// system, network errors without a SQLSTATE) is temporary, except a COPY
+// the client aborted because a row could not be encoded (57014 with
+// "COPY from stdin failed"), which is a bad row.
 func Classify(err error) Class {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
@@ -387,6 +390,10 @@ func Classify(err error) Class {
 	}
 	switch pe.Code[:2] {
 	case "22", "23", "42", "2F", "P0":
+		return Permanent
+	}
+	if pe.Code == "57014" && strings.HasPrefix(pe.Message, "COPY from stdin failed") {
+		// pgx aborted the COPY itself: a row could not be encoded.
 		return Permanent
 	}
 	return Temporary
