@@ -31,6 +31,8 @@ func commands() map[string]command {
 			return runPasswd(ctx, args, os.Stdin, stdout, stderr)
 		}},
 		"migrate": {"apply, undo or report the PostgreSQL schema (migrate [up|down|status] --db DSN)", runMigrate},
+
+		"collector": {"subscribe to every switch and store its telemetry in PostgreSQL", runCollector},
 	}
 }
 
