@@ -27,7 +27,7 @@ const (
 	genevelen = 8
 	optHdrLen = 4
 	metaLen   = 32
-	helloLen  = 32
+	helloLen  = 40
 	// MaxVNI is the largest Geneve VNI (24 bits).
 	MaxVNI = 1<<24 - 1
 	// DataOverhead is what a data datagram adds in front of the frame.
@@ -72,8 +72,10 @@ type Hello struct {
 	Speed float64
 	// Now is the sender's simulated time when it sent the hello.
 	Now engine.Time
-	// Instance changes each time the sender's process starts.
-	Instance uint64
+	// Instance changes each time the sender's process starts; Heard is
+	// the instance of the peer the sender hears (0: none yet). A link is
+	// up when each side hears the other.
+	Instance, Heard uint64
 }
 
 // Datagram is a decoded datagram. Frame points into the decoded buffer.
@@ -135,6 +137,7 @@ func AppendHello(dst []byte, vni uint32, h *Hello) []byte {
 	binary.BigEndian.PutUint64(o[8:], math.Float64bits(h.Speed))
 	binary.BigEndian.PutUint64(o[16:], uint64(h.Now))
 	binary.BigEndian.PutUint64(o[24:], h.Instance)
+	binary.BigEndian.PutUint64(o[32:], h.Heard)
 	return dst
 }
 
@@ -189,6 +192,7 @@ func Decode(b []byte, d *Datagram) error {
 			h.Speed = math.Float64frombits(binary.BigEndian.Uint64(o[8:]))
 			h.Now = engine.Time(binary.BigEndian.Uint64(o[16:]))
 			h.Instance = binary.BigEndian.Uint64(o[24:])
+			h.Heard = binary.BigEndian.Uint64(o[32:])
 		case typ&0x80 != 0:
 			return fmt.Errorf("%w: unknown critical geneve option class %#04x type %#02x", ErrMalformed, class, typ)
 		}

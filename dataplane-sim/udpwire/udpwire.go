@@ -44,6 +44,10 @@ type Config struct {
 	// (resolved when Run starts).
 	Listen netip.AddrPort
 	Peer   string
+	// Speed is the realtime factor the engine runs at (simulated seconds
+	// per wall-clock second), announced in hellos: peers at another speed
+	// cannot share a clock.
+	Speed float64
 	// VNI identifies the link on both sides (the Geneve VNI), so that a
 	// datagram for another link is refused rather than delivered.
 	VNI uint32
@@ -125,6 +129,8 @@ type Wire struct {
 	pcap   *wire.PcapWriter
 
 	stateMu   sync.Mutex // one link state change at a time
+	helloNow  chan struct{}
+	helloBuf  []byte // keepalive goroutine only
 	up        atomic.Bool
 	lastHeard atomic.Int64 // wall ns of the last datagram
 	peerInst  atomic.Uint64
@@ -147,6 +153,9 @@ var _ netsim.Wire = (*Wire)(nil)
 func New(n *netsim.Network, port *netsim.Port, cfg Config, opts ...Option) (*Wire, error) {
 	if cfg.VNI > MaxVNI {
 		return nil, fmt.Errorf("udpwire: link %s: vni %d above %d", cfg.Name, cfg.VNI, MaxVNI)
+	}
+	if !(cfg.Speed > 0) {
+		return nil, fmt.Errorf("udpwire: link %s: speed %g must be positive", cfg.Name, cfg.Speed)
 	}
 	if !cfg.Listen.IsValid() || cfg.Peer == "" {
 		return nil, fmt.Errorf("udpwire: link %s: need a listen address and a peer", cfg.Name)
@@ -171,7 +180,7 @@ func New(n *netsim.Network, port *netsim.Port, cfg Config, opts ...Option) (*Wir
 		opt(&o)
 	}
 	w := &Wire{cfg: cfg, o: o, sim: n.Sim(), out: port.Out(), in: port.In(), codec: newCodec(n),
-		tx: make(chan []byte, cfg.Queue)}
+		tx: make(chan []byte, cfg.Queue), helloNow: make(chan struct{}, 1)}
 	w.free.New = func() any { return make([]byte, 0, 2048) }
 	if o.capture != nil {
 		pw, err := wire.NewPcapWriter(o.capture, true)
@@ -223,7 +232,7 @@ func (w *Wire) writeCapture(t engine.Time, frame []byte) {
 	}
 	ts := time.Unix(0, 0)
 	if e := w.sim.Epoch(); !e.IsZero() {
-		ts = e.Add(time.Duration(float64(t) / max(w.sim.Speed(), 1e-9)))
+		ts = e.Add(time.Duration(float64(t) / w.cfg.Speed))
 	}
 	w.pcapMu.Lock()
 	defer w.pcapMu.Unlock()
@@ -306,25 +315,36 @@ func (w *Wire) writer(ctx context.Context) {
 func (w *Wire) keepalive(ctx context.Context) {
 	t := time.NewTicker(w.cfg.Keepalive)
 	defer t.Stop()
-	var buf []byte
 	for {
-		var now engine.Time
-		w.sim.Do(func() { now = w.sim.Now() })
-		h := Hello{Epoch: w.sim.Epoch().UnixNano(), Speed: w.sim.Speed(), Now: now, Instance: w.o.inst}
-		if h.Speed > 0 && !w.sim.Epoch().IsZero() {
-			buf = AppendHello(buf[:0], w.cfg.VNI, &h)
-			if _, err := w.conn.WriteToUDPAddrPort(buf, *w.peer.Load()); err == nil {
-				w.hellosTx.Add(1)
-			}
-		}
+		w.sendHello()
 		if w.up.Load() && time.Since(time.Unix(0, w.lastHeard.Load())) > w.cfg.DeadAfter {
+			w.peerInst.Store(0)
 			w.setUp(false, fmt.Sprintf("nothing heard for %v", w.cfg.DeadAfter))
 		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-w.helloNow:
 		case <-t.C:
 		}
+	}
+}
+
+// sendHello sends a keepalive (once the engine has an epoch).
+func (w *Wire) sendHello() {
+	e := w.sim.Epoch()
+	if e.IsZero() {
+		return
+	}
+	var now engine.Time
+	w.sim.Do(func() { now = w.sim.Now() })
+	h := Hello{Epoch: e.UnixNano(), Speed: w.cfg.Speed, Now: now, Instance: w.o.inst}
+	if !w.refused.Load() {
+		h.Heard = w.peerInst.Load()
+	}
+	w.helloBuf = AppendHello(w.helloBuf[:0], w.cfg.VNI, &h)
+	if _, err := w.conn.WriteToUDPAddrPort(w.helloBuf, *w.peer.Load()); err == nil {
+		w.hellosTx.Add(1)
 	}
 }
 
@@ -409,9 +429,16 @@ func (w *Wire) reader() {
 	}
 }
 
+// onHello runs the handshake: a new peer (or a restarted one) is
+// answered at once with a hello that says we hear it; the link comes up
+// when the peer's hello says it hears us.
 func (w *Wire) onHello(h *Hello) {
-	if prev := w.peerInst.Swap(h.Instance); prev != 0 && prev != h.Instance && w.up.Load() {
-		w.setUp(false, "the peer restarted")
+	prev := w.peerInst.Swap(h.Instance)
+	if prev != h.Instance {
+		if prev != 0 && w.up.Load() {
+			w.setUp(false, "the peer restarted")
+		}
+		w.wakeHello()
 	}
 	if w.o.hello != nil {
 		if err := w.o.hello(w.cfg.Name, *h); err != nil {
@@ -422,10 +449,20 @@ func (w *Wire) onHello(h *Hello) {
 			return
 		}
 	}
-	w.refused.Store(false)
-	if !w.up.Load() {
+	if w.refused.Swap(false) {
+		w.wakeHello()
+	}
+	if !w.up.Load() && h.Heard == w.o.inst {
 		w.rxSeq = 0
-		w.setUp(true, "hello from the peer")
+		w.setUp(true, "the peer hears us")
+		w.wakeHello()
+	}
+}
+
+func (w *Wire) wakeHello() {
+	select {
+	case w.helloNow <- struct{}{}:
+	default:
 	}
 }
 
