@@ -10,6 +10,7 @@ require (
 	github.com/openconfig/ygnmi v0.15.0
 	github.com/openconfig/ygot v0.36.0
 	golang.org/x/crypto v0.57.0
+	golang.org/x/net v0.60.0
 	gonum.org/v1/plot v0.15.2
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -50,7 +51,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/exp v0.0.0-20251219203646-944ab1f22d93 // indirect
 	golang.org/x/image v0.35.0 // indirect
-	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/perf v0.0.0-20260112171951-5abaabe9f1bd // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.46.0 // indirect

@@ -258,7 +258,13 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, w := range cfg.Wires {
 		fmt.Fprintf(stdout, "lhcnp switch: wire %s: udp %s <-> %s\n", w.Link, w.Listen, w.Peer)
 	}
-	return fab.Run(ctx)
+	err = fab.Run(ctx)
+	for _, w := range fab.Wires() {
+		st := w.Stats()
+		fmt.Fprintf(stdout, "lhcnp switch: wire %s: sent %d frames (%d lost to a full queue), received %d (%d late, latest by %v; %d missing; %d while down; %d refused), link up %d times, down %d\n",
+			w.Name(), st.TxFrames, st.TxDropped, st.RxFrames, st.Late, time.Duration(st.MaxLateNs), st.RxLost, st.RxDown, st.RxMalformed, st.Ups, st.Downs)
+	}
+	return err
 }
 
 // localWires returns the file's wires this process runs: those with one

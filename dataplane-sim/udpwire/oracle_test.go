@@ -63,8 +63,9 @@ func (w *recordingWire) record(p *netsim.Packet, txEnd engine.Time) {
 }
 
 // TestTsharkReadsTheWire: datagrams of the wire, as a capture of the
-// loopback would hold them (Ethernet, IPv4, UDP to the Geneve port), are
-// dissected by tshark as Geneve with our option class and VNI around the
+// loopback would hold them (Ethernet, IPv4, UDP between the wire's ports),
+// are dissected by tshark, told the port is Geneve as docs/lab.md says,
+// as Geneve with our option class and VNI around the
 // frames: every RoCEv2 opcode and destination QP, and the PFC frames, are
 // what the model sent.
 func TestTsharkReadsTheWire(t *testing.T) {
@@ -89,7 +90,7 @@ func TestTsharkReadsTheWire(t *testing.T) {
 	for i, d := range dgrams {
 		eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
 		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.IPv4(127, 0, 0, 1), DstIP: net.IPv4(127, 0, 0, 1)}
-		udp := &layers.UDP{SrcPort: 40000, DstPort: GenevePort}
+		udp := &layers.UDP{SrcPort: 47004, DstPort: 47003}
 		if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +107,7 @@ func TestTsharkReadsTheWire(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(tshark, "-r", path, "-T", "fields", "-E", "separator=|",
+	out, err := exec.Command(tshark, "-r", path, "-d", "udp.port==47003,geneve", "-T", "fields", "-E", "separator=|",
 		"-e", "geneve.vni", "-e", "geneve.option.class", "-e", "geneve.proto_type",
 		"-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e", "macc.opcode").Output()
 	if err != nil {

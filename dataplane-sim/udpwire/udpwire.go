@@ -17,6 +17,8 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 )
 
 // Defaults of a wire.
@@ -31,8 +33,9 @@ const (
 	DefaultQueue = 8192
 	// maxDatagram bounds a datagram: a 9 kB jumbo frame and our headers.
 	maxDatagram = 9216 + DataOverhead
-	// rxBatch is how many received frames one engine.Sim.Do delivers.
-	rxBatch = 64
+	// ioBatch is how many datagrams one system call sends or receives at
+	// most, and one engine.Sim.Do delivers.
+	ioBatch = 64
 )
 
 // Config is one wire: the local end of one cable whose far end runs in
@@ -294,20 +297,64 @@ func resolve(ctx context.Context, hostport string) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(addrs[0].Unmap(), uint16(pn)), nil
 }
 
+// batchConn is what x/net's ipv4 and ipv6 PacketConns share: sendmmsg
+// and recvmmsg on Linux, one datagram per call elsewhere.
+type batchConn interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+func (w *Wire) batchConn() batchConn {
+	if w.cfg.Listen.Addr().Is4() {
+		return ipv4.NewPacketConn(w.conn)
+	}
+	return ipv6.NewPacketConn(w.conn)
+}
+
+// writer sends the queued datagrams, as many per system call as are
+// waiting (up to ioBatch).
 func (w *Wire) writer(ctx context.Context) {
+	bc := w.batchConn()
+	msgs := make([]ipv4.Message, ioBatch)
+	bufs := make([][]byte, 0, ioBatch)
 	for {
+		bufs = bufs[:0]
 		select {
 		case <-ctx.Done():
 			return
 		case b := <-w.tx:
-			peer := *w.peer.Load()
-			if _, err := w.conn.WriteToUDPAddrPort(b, peer); err != nil {
-				w.txErrors.Add(1)
-			} else {
-				w.txFrames.Add(1)
-				w.txBytes.Add(uint64(len(b)))
+			bufs = append(bufs, b)
+		}
+	more:
+		for len(bufs) < ioBatch {
+			select {
+			case b := <-w.tx:
+				bufs = append(bufs, b)
+			default:
+				break more
 			}
-			w.free.Put(b[:0]) //nolint:staticcheck
+		}
+		peer := net.UDPAddrFromAddrPort(*w.peer.Load())
+		for i, b := range bufs {
+			msgs[i] = ipv4.Message{Buffers: [][]byte{b}, Addr: peer}
+		}
+		for sent := 0; sent < len(bufs); {
+			n, err := bc.WriteBatch(msgs[sent:len(bufs)], 0)
+			if err != nil {
+				// A peer that is gone (ICMP port unreachable) fails the
+				// first datagram: count it and go on with the rest.
+				w.txErrors.Add(1)
+				n = 1
+			} else {
+				for _, b := range bufs[sent : sent+n] {
+					w.txFrames.Add(1)
+					w.txBytes.Add(uint64(len(b)))
+				}
+			}
+			sent += n
+		}
+		for _, b := range bufs {
+			w.free.Put(b[:0]) //nolint:staticcheck // a slice header is small
 		}
 	}
 }
@@ -369,63 +416,57 @@ func (w *Wire) setUp(up bool, why string) {
 	}
 }
 
+// reader receives datagrams, as many per system call as have arrived (up
+// to ioBatch), and hands the batch's frames to the engine in one Do.
 func (w *Wire) reader() {
-	buf := make([]byte, maxDatagram)
+	bc := w.batchConn()
+	msgs := make([]ipv4.Message, ioBatch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, maxDatagram)}
+	}
 	var d Datagram
 	var f wire.Frame
-	batch := make([]rxFrame, 0, rxBatch)
-	blocking := true
+	batch := make([]rxFrame, 0, ioBatch)
 	for {
-		if blocking {
-			_ = w.conn.SetReadDeadline(time.Time{})
-		} else {
-			_ = w.conn.SetReadDeadline(time.Now())
-		}
-		n, _, err := w.conn.ReadFromUDPAddrPort(buf)
+		n, err := bc.ReadBatch(msgs, 0)
 		if err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				w.deliver(batch)
-				batch = batch[:0]
-				blocking = true
-				continue
-			}
 			if errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) {
 				return
 			}
 			continue // ICMP errors from a peer that is gone
 		}
 		w.lastHeard.Store(time.Now().UnixNano())
-		if err := Decode(buf[:n], &d); err != nil || d.VNI != w.cfg.VNI {
-			w.rxMalformed.Add(1)
-			continue
+		for i := range msgs[:n] {
+			b := msgs[i].Buffers[0][:msgs[i].N]
+			if err := Decode(b, &d); err != nil || d.VNI != w.cfg.VNI {
+				w.rxMalformed.Add(1)
+				continue
+			}
+			if d.Control {
+				w.hellosRx.Add(1)
+				w.onHello(&d.Hello)
+				continue
+			}
+			if !w.up.Load() {
+				w.rxDown.Add(1)
+				continue
+			}
+			batch = append(batch, rxFrame{})
+			r := &batch[len(batch)-1]
+			if err := w.codec.check(&d, &f, r); err != nil {
+				batch = batch[:len(batch)-1]
+				w.rxMalformed.Add(1)
+				continue
+			}
+			if w.rxSeq != 0 && d.Meta.Seq > w.rxSeq+1 {
+				w.rxLost.Add(uint64(d.Meta.Seq - w.rxSeq - 1))
+			}
+			w.rxSeq = d.Meta.Seq
+			w.rxBytes.Add(uint64(len(b)))
+			w.writeCapture(d.Meta.SentAt, d.Frame)
 		}
-		if d.Control {
-			w.hellosRx.Add(1)
-			w.onHello(&d.Hello)
-			continue
-		}
-		if !w.up.Load() {
-			w.rxDown.Add(1)
-			continue
-		}
-		batch = append(batch, rxFrame{})
-		r := &batch[len(batch)-1]
-		if err := w.codec.check(&d, &f, r); err != nil {
-			batch = batch[:len(batch)-1]
-			w.rxMalformed.Add(1)
-			continue
-		}
-		if w.rxSeq != 0 && d.Meta.Seq > w.rxSeq+1 {
-			w.rxLost.Add(uint64(d.Meta.Seq - w.rxSeq - 1))
-		}
-		w.rxSeq = d.Meta.Seq
-		w.rxBytes.Add(uint64(n))
-		w.writeCapture(d.Meta.SentAt, d.Frame)
-		if len(batch) == rxBatch {
-			w.deliver(batch)
-			batch = batch[:0]
-		}
-		blocking = false
+		w.deliver(batch)
+		batch = batch[:0]
 	}
 }
 
