@@ -198,3 +198,32 @@ func TestArriveLate(t *testing.T) {
 		t.Errorf("%d packets arrived by send time + delay, want 2", got)
 	}
 }
+
+// TestCMRetriesREQ: REQs lost while the WAN link is down are sent again
+// after the CM response timeout; the flows connect then instead of never.
+func TestCMRetriesREQ(t *testing.T) {
+	sim := engine.New(engine.WithSeed(1))
+	d := newDumbbell(t, sim, "")
+	d.wan[0].Out().SetUp(false)
+	d.wan[1].Out().SetUp(false)
+	sim.AtFunc(engine.Second, func() {
+		d.wan[0].Out().SetUp(true)
+		d.wan[1].Out().SetUp(true)
+	})
+	sim.Run(cmResponseTime - engine.Millisecond)
+	for _, f := range d.flows {
+		if at := f.Sender.ConnectedAt(); at >= 0 {
+			t.Fatalf("flow %s connected at %v, before its REQ could be retried", f.Name, at)
+		}
+	}
+	sim.Run(cmResponseTime + 100*engine.Millisecond)
+	for _, f := range d.flows {
+		at := f.Sender.ConnectedAt()
+		if at < cmResponseTime || at > cmResponseTime+100*engine.Millisecond {
+			t.Errorf("flow %s connected at %v, want just after the retry at %v", f.Name, at, cmResponseTime)
+		}
+		if f.Receiver.RxBytes() == 0 {
+			t.Errorf("flow %s delivered nothing after connecting", f.Name)
+		}
+	}
+}

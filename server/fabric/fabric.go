@@ -79,8 +79,9 @@ type Config struct {
 	MaxLate              engine.Time
 	// StartWait is how long the engine waits for every wire's link to
 	// come up before it starts anyway (default DefaultStartWait): the
-	// hosts' first frames (the CM exchange, which is not retried) must
-	// not go into a link that is still down.
+	// hosts' first frames (the CM exchange, retried only after the CM
+	// response timeout of about 4.3 s) must not go into a link that is
+	// still down.
 	StartWait time.Duration
 	// TargetOptions are the security options of every gNMI target
 	// (target.WithAuth, WithTLS or WithInsecure).
