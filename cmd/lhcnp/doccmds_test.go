@@ -121,6 +121,45 @@ var docTargets = map[string]func(t *testing.T) string{
 	"127.0.0.1:9339": func(t *testing.T) string { return startSwitch(t).addr },
 }
 
+// docFileTargets overrides docTargets for one file: docs/lab.md talks to the
+// lab fabric (`lhcnp switch --config examples/lab.yaml --insecure`), whose
+// n1 listens on 127.0.0.1:9339.
+var docFileTargets = map[string]map[string]func(t *testing.T) string{
+	"docs/lab.md": {"127.0.0.1:9339": func(t *testing.T) string { return startLabSwitch(t, "n1") }},
+}
+
+// startLabSwitch runs the lab fabric of examples/lab.yaml in one process,
+// every switch on a free port, and returns the gNMI address of one switch.
+func startLabSwitch(t *testing.T, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &addrWriter{addr: make(chan string, 1), re: regexp.MustCompile(`switch ` + name + `: gNMI on (\S+),`)}
+	done := make(chan error, 1)
+	go func() {
+		done <- runSwitch(ctx, []string{"--config", "../../examples/lab.yaml", "--listen", "127.0.0.1:0", "--insecure"}, out, io.Discard)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("lab fabric: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("lab fabric did not stop within 20s of cancel")
+		}
+	})
+	select {
+	case addr := <-out.addr:
+		return addr
+	case err := <-done:
+		t.Fatalf("lab fabric returned before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("lab fabric did not start listening within 30s")
+	}
+	return ""
+}
+
 // TestDocGnmicCommands runs every gnmic (and `go tool gnmi_cli`) command of
 // README.md and docs/*.md exactly as written, in the order of each file, against a test switch
 // started from examples/switch.yaml (docTargets), from the repository root.
@@ -167,6 +206,9 @@ func TestDocGnmicCommands(t *testing.T) {
 				addr, ok := running[m[4]]
 				if !ok {
 					start := docTargets[m[4]]
+					if ft, ok := docFileTargets[rel][m[4]]; ok {
+						start = ft
+					}
 					if start == nil {
 						t.Errorf("%s:%d: no test target for address %s (docTargets): %s", rel, c.line, m[4], c.text)
 						continue

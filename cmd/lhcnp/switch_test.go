@@ -35,6 +35,7 @@ type addrWriter struct {
 	buf  strings.Builder
 	addr chan string
 	sent bool
+	re   *regexp.Regexp // the address line; default listenRE (the first switch)
 }
 
 var listenRE = regexp.MustCompile(`gNMI on (\S+),`)
@@ -43,7 +44,11 @@ func (w *addrWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
-	if m := listenRE.FindStringSubmatch(w.buf.String()); m != nil && !w.sent {
+	re := w.re
+	if re == nil {
+		re = listenRE
+	}
+	if m := re.FindStringSubmatch(w.buf.String()); m != nil && !w.sent {
 		w.sent = true
 		w.addr <- m[1]
 	}
