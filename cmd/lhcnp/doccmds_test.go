@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"os"
@@ -248,39 +247,28 @@ func runDocCommand(t *testing.T, dir, bin, file string, line int, command string
 		return
 	}
 	poll := strings.Contains(command, "--mode poll")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); pw.Close() }()
+	p := startProc(t, cmd, cancel)
+	defer p.stop()
 	// A STREAM subscription is done at its sync_response after data; a
 	// POLL one answers gnmic's prompts (target, then subscription) until a
 	// poll's answer has come too ("received sync response" twice).
-	var all strings.Builder
-	sc := bufio.NewScanner(pr)
-	ok, data := false, false
-	for sc.Scan() {
-		l := sc.Text()
-		all.WriteString(l + "\n")
+	ok, data, syncs := false, false, 0
+	for l := range p.lines {
 		data = data || strings.Contains(l, `"values":`)
+		if strings.Contains(l, "received sync response") {
+			syncs++
+		}
 		if poll && strings.Contains(l, "to poll:") {
-			_, _ = io.WriteString(stdin, "\n")
+			_, _ = io.WriteString(p.stdin, "\n")
 		}
 		if (!poll && data && strings.Contains(compact(l), `"sync-response":true`)) ||
 			(cli && (strings.Contains(compact(l), "sync_response:true") || strings.Contains(l, "TypedValue"))) ||
-			(poll && strings.Count(all.String(), "received sync response") >= 2) {
+			(poll && syncs >= 2) {
 			ok = true
 			break
 		}
 	}
-	cancel()
-	go io.Copy(io.Discard, pr)
 	if !ok {
-		t.Errorf("%s: %s: no initial data and sync response (poll: %v):\n%s", where, command, poll, all.String())
+		t.Errorf("%s: %s: no initial data and sync response (poll: %v):\n%s", where, command, poll, p.output())
 	}
 }

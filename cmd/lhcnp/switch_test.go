@@ -334,13 +334,7 @@ func cliUntil(t *testing.T, addr string, n int, marker string, args ...string) s
 
 // TestInteropYgnmi drives the switch with the typed client over gen/.
 func TestInteropYgnmi(t *testing.T) {
-	r := startSwitch(t)
-	c, err := ygnmi.NewClient(gnmi.NewGNMIClient(dialGNMI(t, r.addr)), ygnmi.WithTarget("n1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0)
+	c, ctx, q := ygnmiSetup(t, startSwitch(t).addr)
 
 	// Get over Subscribe ONCE (ygnmi's default) and over Get. (With
 	// uncompressed paths ygnmi marks every query as state, so WithUseGet
