@@ -1,0 +1,257 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Rule names the rule that made a decision; tuner_actions stores it.
+type Rule string
+
+// The rules, in the order Decide applies them (docs/tuner.md).
+const (
+	RuleNoData   Rule = "no-data"   // too few samples or an unknown input
+	RuleGap      Rule = "gap"       // samples missing inside the window
+	RuleCooldown Rule = "cool-down" // too soon after the last change
+	RuleLoss     Rule = "loss"      // drops or pauses: tighten
+	RuleDelay    Rule = "delay"     // standing queue on a full link: tighten
+	RuleUnderUse Rule = "under-use" // link under-used while senders are throttled: loosen
+	RuleOverhead Rule = "overhead"  // many notifications on a full link: raise V_growth
+	RuleRejected Rule = "rejected"  // the direction was just rolled back
+	RuleBound    Rule = "bound"     // the change is already at its bound
+	RuleSteady   Rule = "steady"    // inside the dead band: nothing to do
+)
+
+// Direction is the sense of a change: Tighten lowers K_max and V_growth
+// (earlier signals, shorter queues), Loosen raises them.
+type Direction int
+
+// Directions.
+const (
+	Hold    Direction = 0
+	Tighten Direction = -1
+	Loosen  Direction = 1
+)
+
+func (d Direction) String() string {
+	switch d {
+	case Tighten:
+		return "tighten"
+	case Loosen:
+		return "loosen"
+	}
+	return "hold"
+}
+
+// Memory is what the policy remembers about one queue between decisions.
+// The zero value is a queue never changed.
+type Memory struct {
+	// LastChange is the end of the window of the last change (zero: none).
+	LastChange time.Time
+	Direction  Direction
+	// Step is the multiplicative step of the next change (0: MaxStep). It
+	// halves (in log) when the direction reverses or a change is rolled
+	// back, and doubles back towards MaxStep while the direction holds.
+	Step float64
+	// Rejected is a direction rolled back, refused until RejectedUntil.
+	Rejected      Direction
+	RejectedUntil time.Time
+	Changes       int
+}
+
+// Decision is the outcome of one call of Decide.
+type Decision struct {
+	Change bool
+	Rule   Rule
+	// Direction of the change (or of the rule that held it back).
+	Direction Direction
+	Reason    string
+	Before    Settings
+	After     Settings
+	Metrics   Metrics
+	Objective float64
+	// Step is the multiplicative step used.
+	Step float64
+}
+
+// Decide is the policy: one decision for one queue's window. It returns
+// the memory to keep for the next call. Rules, first match wins:
+// missing data or gaps, cool-down, loss, delay, under-use, overhead,
+// otherwise steady; a direction just rolled back is held for four
+// cool-downs; a change is one step (at most MaxStep) of alpha (or the
+// explicit K_max) and V_growth, clamped to the bounds.
+func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
+	d := Decision{Before: w.Config, After: w.Config}
+	if rule, reason := check(cfg, w); rule != "" {
+		d.Rule, d.Reason = rule, reason
+		return d, mem
+	}
+	d.Metrics = Measure(w)
+	d.Objective = Objective(d.Metrics, cfg.Weights)
+	if !mem.LastChange.IsZero() {
+		if since := w.End.Sub(mem.LastChange); since < cfg.Cooldown {
+			d.Rule = RuleCooldown
+			d.Reason = fmt.Sprintf("last change %v ago, cool-down %v", since, cfg.Cooldown)
+			return d, mem
+		}
+	}
+	dir, rule, reason := classify(cfg, d.Metrics)
+	d.Direction, d.Rule, d.Reason = dir, rule, reason
+	if dir == Hold {
+		return d, mem
+	}
+	if dir == mem.Rejected && w.End.Before(mem.RejectedUntil) {
+		d.Rule = RuleRejected
+		d.Reason = fmt.Sprintf("%s; but the last %s was rolled back: held until %s", reason, dir,
+			mem.RejectedUntil.Format(time.RFC3339Nano))
+		return d, mem
+	}
+	step := nextStep(cfg, mem, dir)
+	d.Step = step
+	after, notes := apply(cfg, w, dir, rule, step)
+	d.After = after
+	if after == w.Config {
+		d.Rule = RuleBound
+		d.Reason = fmt.Sprintf("%s; but %s", reason, notes)
+		return d, mem
+	}
+	d.Change = true
+	if notes != "" {
+		d.Reason += "; " + notes
+	}
+	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
+		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil}
+}
+
+// classify picks the rule. The thresholds leave a dead band (hysteresis):
+// the queue is tightened above DelayHighRTT and loosened only below
+// DelayLowRTT with the link below UtilisationLow.
+func classify(cfg Config, m Metrics) (Direction, Rule, string) {
+	throttled := m.Notifications.Total() > 0 || m.ECNMarkingPercent > 0
+	switch {
+	case m.Loss > cfg.LossHigh:
+		return Tighten, RuleLoss, fmt.Sprintf("%.3g of packets dropped or paused (loss-high %.3g)", m.Loss, cfg.LossHigh)
+	case m.DelayRTT > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
+		return Tighten, RuleDelay, fmt.Sprintf("queueing delay %.3g RTT_est above delay-high-rtt %.3g with the link %.1f%% used",
+			m.DelayRTT, cfg.DelayHighRTT, 100*m.Utilisation)
+	case m.Utilisation < cfg.UtilisationLow && m.DelayRTT < cfg.DelayLowRTT && throttled:
+		return Loosen, RuleUnderUse, fmt.Sprintf("link %.1f%% used (utilisation-low %.1f%%), queue %.3g RTT_est (delay-low-rtt %.3g), while %d notifications and %.2f%% ECN marks throttle senders",
+			100*m.Utilisation, 100*cfg.UtilisationLow, m.DelayRTT, cfg.DelayLowRTT, m.Notifications.Total(), m.ECNMarkingPercent)
+	case m.NotificationsPerRTT > cfg.NotificationsHighPerRTT && m.Utilisation >= cfg.UtilisationLow:
+		return Loosen, RuleOverhead, fmt.Sprintf("%.3g notifications per RTT_est (notifications-high-per-rtt %.3g) on a link %.1f%% used",
+			m.NotificationsPerRTT, cfg.NotificationsHighPerRTT, 100*m.Utilisation)
+	}
+	return Hold, RuleSteady, fmt.Sprintf("inside the dead band: link %.1f%% used, queue %.3g RTT_est, %.3g lost, %.3g notifications per RTT_est",
+		100*m.Utilisation, m.DelayRTT, m.Loss, m.NotificationsPerRTT)
+}
+
+// nextStep adapts the step: halved (in log) on a reversal, doubled back
+// towards MaxStep while the direction holds.
+func nextStep(cfg Config, mem Memory, dir Direction) float64 {
+	step := mem.Step
+	if step == 0 {
+		return cfg.MaxStep
+	}
+	switch mem.Direction {
+	case dir:
+		step = 1 + (step-1)*2
+	case -dir:
+		step = 1 + (step-1)/2
+	}
+	return math.Min(cfg.MaxStep, math.Max(cfg.MinStep, step))
+}
+
+// apply computes the settings after one step in dir. The overhead rule
+// moves V_growth only. notes says what a bound or the K_base floor held.
+func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settings, string) {
+	after := w.Config
+	factor := step
+	if dir == Tighten {
+		factor = 1 / step
+	}
+	var notes []string
+	if cfg.TuneKMax && rule != RuleOverhead {
+		switch w.Config.KMaxMode {
+		case KMaxBDP:
+			bdpBytes := float64(w.PortRateBps) * w.RTTEst.Seconds() / 8
+			lo, hi := ceil3(cfg.AlphaMin), floor3(cfg.AlphaMax)
+			// Rounded to the YANG model's 3 digits towards the current
+			// value, so a step never exceeds max-step.
+			a := floor3(w.Config.Alpha * factor)
+			if dir == Tighten {
+				a = ceil3(w.Config.Alpha * factor)
+			}
+			switch a = math.Min(hi, math.Max(lo, a)); {
+			case dir == Tighten && w.Config.Alpha*bdpBytes <= float64(w.KBaseBytes):
+				notes = append(notes, fmt.Sprintf("K_max is at its K_base floor %d B: alpha kept", w.KBaseBytes))
+			case a == w.Config.Alpha:
+				notes = append(notes, fmt.Sprintf("alpha at its bound %v", a))
+			default:
+				after.Alpha = a
+			}
+		case KMaxExplicit:
+			k := int64(math.Round(float64(w.Config.KMaxBytes) * factor))
+			k = min(cfg.KMaxMaxBytes, max(cfg.KMaxMinBytes, k))
+			if k == w.Config.KMaxBytes {
+				notes = append(notes, fmt.Sprintf("kmax at its bound %d B", k))
+			}
+			after.KMaxBytes = k
+		}
+	}
+	if cfg.TuneVGrowth {
+		v := int64(math.Round(float64(w.Config.VGrowthBps) * factor))
+		v = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
+		if v == w.Config.VGrowthBps {
+			notes = append(notes, fmt.Sprintf("v-growth at its bound %d B/s", v))
+		}
+		after.VGrowthBps = v
+	}
+	if len(notes) == 0 {
+		return after, ""
+	}
+	s := notes[0]
+	for _, n := range notes[1:] {
+		s += ", " + n
+	}
+	return after, s
+}
+
+// Reverted is the memory after the change decided at mem.LastChange was
+// rolled back at the given time: the cool-down restarts, the step halves,
+// and the direction is refused for four cool-downs.
+func (c Config) Reverted(mem Memory, at time.Time) Memory {
+	out := mem
+	out.LastChange = at
+	out.Rejected = mem.Direction
+	out.RejectedUntil = at.Add(4 * c.Cooldown)
+	out.Direction = Hold
+	if mem.Step > 0 {
+		out.Step = math.Max(c.MinStep, 1+(mem.Step-1)/2)
+	}
+	return out
+}
+
+// Verdict is the judgement of a change from the metrics before and after.
+type Verdict struct {
+	Keep          bool
+	Before, After float64 // objectives
+	Reason        string
+}
+
+// Judge says whether a change is kept: the objective after it is not
+// worse than before by more than WorseTolerance (relative, with an
+// absolute floor of 0.001 so a near-zero objective does not flap).
+func Judge(cfg Config, before, after Metrics) Verdict {
+	jb, ja := Objective(before, cfg.Weights), Objective(after, cfg.Weights)
+	limit := jb + math.Max(cfg.WorseTolerance*math.Abs(jb), 0.001)
+	if ja <= limit {
+		return Verdict{Keep: true, Before: jb, After: ja,
+			Reason: fmt.Sprintf("objective %.4g after, %.4g before: not worse", ja, jb)}
+	}
+	return Verdict{Keep: false, Before: jb, After: ja,
+		Reason: fmt.Sprintf("objective %.4g after, %.4g before: worse by more than %.3g", ja, jb, cfg.WorseTolerance)}
+}
+
+func ceil3(v float64) float64  { return math.Ceil(v*1000-1e-9) / 1000 }
+func floor3(v float64) float64 { return math.Floor(v*1000+1e-9) / 1000 }
