@@ -45,30 +45,30 @@ type Config struct {
 	Weights Weights `yaml:"weights"`
 
 	// Bounds of what the policy may set, inside the YANG ranges.
-	AlphaMin      float64       `yaml:"alpha-min"`
-	AlphaMax      float64       `yaml:"alpha-max"`
-	KMaxMinBytes  int64         `yaml:"kmax-min-bytes"`
-	KMaxMaxBytes  int64         `yaml:"kmax-max-bytes"`
-	VGrowthMinBps int64         `yaml:"v-growth-min-bytes-per-second"`
-	VGrowthMaxBps int64         `yaml:"v-growth-max-bytes-per-second"`
-	TuneVGrowth   bool          `yaml:"tune-v-growth"`
-	TuneKMax      bool          `yaml:"tune-kmax"`
-	MaxStep       float64       `yaml:"max-step"`
-	MinStep       float64       `yaml:"min-step"`
+	AlphaMin      float64       `yaml:"alpha_min"`
+	AlphaMax      float64       `yaml:"alpha_max"`
+	KMaxMinBytes  int64         `yaml:"kmax_min_bytes"`
+	KMaxMaxBytes  int64         `yaml:"kmax_max_bytes"`
+	VGrowthMinBps int64         `yaml:"v_growth_min_bytes_per_second"`
+	VGrowthMaxBps int64         `yaml:"v_growth_max_bytes_per_second"`
+	TuneVGrowth   bool          `yaml:"tune_v_growth"`
+	TuneKMax      bool          `yaml:"tune_kmax"`
+	MaxStep       float64       `yaml:"max_step"`
+	MinStep       float64       `yaml:"min_step"`
 	Cooldown      time.Duration `yaml:"cooldown"`
-	MinSamples    int           `yaml:"min-samples"`
-	MaxGap        time.Duration `yaml:"max-gap"`
+	MinSamples    int           `yaml:"min_samples"`
+	MaxGap        time.Duration `yaml:"max_gap"`
 
 	// The rules' thresholds; the pairs (UtilisationLow, DelayLowRTT) and
 	// DelayHighRTT leave a dead band in which the policy holds.
-	LossHigh                float64 `yaml:"loss-high"`
-	DelayHighRTT            float64 `yaml:"delay-high-rtt"`
-	DelayLowRTT             float64 `yaml:"delay-low-rtt"`
-	UtilisationLow          float64 `yaml:"utilisation-low"`
-	NotificationsHighPerRTT float64 `yaml:"notifications-high-per-rtt"`
+	LossHigh                float64 `yaml:"loss_high"`
+	DelayHighRTT            float64 `yaml:"delay_high_rtt"`
+	DelayLowRTT             float64 `yaml:"delay_low_rtt"`
+	UtilisationLow          float64 `yaml:"utilisation_low"`
+	NotificationsHighPerRTT float64 `yaml:"notifications_high_per_rtt"`
 	// WorseTolerance is the relative rise of the objective after a change
 	// that still counts as "not worse" (Judge).
-	WorseTolerance float64 `yaml:"worse-tolerance"`
+	WorseTolerance float64 `yaml:"worse_tolerance"`
 }
 
 // DefaultConfig is the configuration docs/tuner.md documents.
@@ -116,58 +116,58 @@ func (c Config) Validate() error {
 		}
 	}
 	if !finite(c.AlphaMin) || c.AlphaMin < YANGAlphaMin || c.AlphaMin > YANGAlphaMax {
-		bad("alpha-min", "%v is outside the YANG range of alpha %v..%v", c.AlphaMin, YANGAlphaMin, YANGAlphaMax)
+		bad("alpha_min", "%v is outside the YANG range of alpha %v..%v", c.AlphaMin, YANGAlphaMin, YANGAlphaMax)
 	}
 	if !finite(c.AlphaMax) || c.AlphaMax < YANGAlphaMin || c.AlphaMax > YANGAlphaMax {
-		bad("alpha-max", "%v is outside the YANG range of alpha %v..%v", c.AlphaMax, YANGAlphaMin, YANGAlphaMax)
+		bad("alpha_max", "%v is outside the YANG range of alpha %v..%v", c.AlphaMax, YANGAlphaMin, YANGAlphaMax)
 	}
 	if c.AlphaMin > c.AlphaMax {
-		bad("alpha-min", "%v is above alpha-max %v", c.AlphaMin, c.AlphaMax)
+		bad("alpha_min", "%v is above alpha_max %v", c.AlphaMin, c.AlphaMax)
 	}
 	if c.KMaxMinBytes < YANGKMaxMinBytes {
-		bad("kmax-min-bytes", "%d is outside the YANG range of kmax 1..max", c.KMaxMinBytes)
+		bad("kmax_min_bytes", "%d is outside the YANG range of kmax 1..max", c.KMaxMinBytes)
 	}
 	if c.KMaxMaxBytes < c.KMaxMinBytes {
-		bad("kmax-max-bytes", "%d is below kmax-min-bytes %d", c.KMaxMaxBytes, c.KMaxMinBytes)
+		bad("kmax_max_bytes", "%d is below kmax_min_bytes %d", c.KMaxMaxBytes, c.KMaxMinBytes)
 	}
 	if c.VGrowthMinBps < YANGVGrowthMinBps {
-		bad("v-growth-min-bytes-per-second", "%d is outside the YANG range of v-growth 1..max", c.VGrowthMinBps)
+		bad("v_growth_min_bytes_per_second", "%d is outside the YANG range of v-growth 1..max", c.VGrowthMinBps)
 	}
 	if c.VGrowthMaxBps < c.VGrowthMinBps {
-		bad("v-growth-max-bytes-per-second", "%d is below v-growth-min-bytes-per-second %d", c.VGrowthMaxBps, c.VGrowthMinBps)
+		bad("v_growth_max_bytes_per_second", "%d is below v_growth_min_bytes_per_second %d", c.VGrowthMaxBps, c.VGrowthMinBps)
 	}
 	if !finite(c.MaxStep) || c.MaxStep <= 1 {
-		bad("max-step", "%v must be a factor above 1", c.MaxStep)
+		bad("max_step", "%v must be a factor above 1", c.MaxStep)
 	}
 	if !finite(c.MinStep) || c.MinStep <= 1 || c.MinStep > c.MaxStep {
-		bad("min-step", "%v must be a factor above 1 and at most max-step", c.MinStep)
+		bad("min_step", "%v must be a factor above 1 and at most max_step", c.MinStep)
 	}
 	if c.Cooldown < 0 {
 		bad("cooldown", "%v is negative", c.Cooldown)
 	}
 	if c.MinSamples < 2 {
-		bad("min-samples", "%d: a rate needs at least 2 samples", c.MinSamples)
+		bad("min_samples", "%d: a rate needs at least 2 samples", c.MinSamples)
 	}
 	if c.MaxGap <= 0 {
-		bad("max-gap", "%v must be positive", c.MaxGap)
+		bad("max_gap", "%v must be positive", c.MaxGap)
 	}
 	if !finite(c.LossHigh) || c.LossHigh < 0 {
-		bad("loss-high", "%v is not a finite share ≥ 0", c.LossHigh)
+		bad("loss_high", "%v is not a finite share ≥ 0", c.LossHigh)
 	}
 	if !finite(c.DelayLowRTT) || c.DelayLowRTT < 0 {
-		bad("delay-low-rtt", "%v is not a finite delay ≥ 0", c.DelayLowRTT)
+		bad("delay_low_rtt", "%v is not a finite delay ≥ 0", c.DelayLowRTT)
 	}
 	if !finite(c.DelayHighRTT) || c.DelayHighRTT <= c.DelayLowRTT {
-		bad("delay-high-rtt", "%v must be above delay-low-rtt %v (the dead band)", c.DelayHighRTT, c.DelayLowRTT)
+		bad("delay_high_rtt", "%v must be above delay_low_rtt %v (the dead band)", c.DelayHighRTT, c.DelayLowRTT)
 	}
 	if !finite(c.UtilisationLow) || c.UtilisationLow <= 0 || c.UtilisationLow > 1 {
-		bad("utilisation-low", "%v is not a share in (0, 1]", c.UtilisationLow)
+		bad("utilisation_low", "%v is not a share in (0, 1]", c.UtilisationLow)
 	}
 	if !finite(c.NotificationsHighPerRTT) || c.NotificationsHighPerRTT <= 0 {
-		bad("notifications-high-per-rtt", "%v must be positive", c.NotificationsHighPerRTT)
+		bad("notifications_high_per_rtt", "%v must be positive", c.NotificationsHighPerRTT)
 	}
 	if !finite(c.WorseTolerance) || c.WorseTolerance < 0 {
-		bad("worse-tolerance", "%v is not a finite share ≥ 0", c.WorseTolerance)
+		bad("worse_tolerance", "%v is not a finite share ≥ 0", c.WorseTolerance)
 	}
 	return errors.Join(errs...)
 }

@@ -185,7 +185,7 @@ func TestDecide(t *testing.T) {
 			reason: "last change 1s ago, cool-down 5s",
 		},
 		{
-			desc:   "cool-down over: the same direction again with the step at most max-step",
+			desc:   "cool-down over: the same direction again with the step at most max_step",
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(1, vg)) },
 			mem:    Memory{LastChange: t0.Add(-2 * time.Second), Direction: Tighten, Step: 1.5, Changes: 1},
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg/2),
@@ -199,21 +199,21 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 1.5, Changes: 2}},
 		},
 		{
-			desc:   "the step never goes below min-step",
+			desc:   "the step never goes below min_step",
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
 			mem:    Memory{LastChange: t0.Add(-2 * time.Second), Direction: Tighten, Step: 1.1, Changes: 5},
 			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1.1, 1_375_000_000),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 1.1, Changes: 6}},
 		},
 		{
-			desc:   "alpha at alpha-min and v-growth at its minimum: no change",
+			desc:   "alpha at alpha_min and v-growth at its minimum: no change",
 			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(0.1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(0.1, vg)},
 			reason: "alpha at its bound 0.1, v-growth at its bound",
 		},
 		{
-			desc:   "a step clamped at alpha-max",
+			desc:   "a step clamped at alpha_max",
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(7, vg)) },
 			want: result{Change: true, Rule: RuleUnderUse, After: bdp(10, 2*vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
@@ -319,7 +319,7 @@ func TestDecideDeterministic(t *testing.T) {
 
 // TestNoOscillation: a controller fed alternately a congested and an
 // under-used window changes at most once per cool-down, with a step that
-// shrinks on every reversal down to min-step.
+// shrinks on every reversal down to min_step.
 func TestNoOscillation(t *testing.T) {
 	cfg := DefaultConfig()
 	settings := bdp(1, vg)
@@ -352,7 +352,7 @@ func TestNoOscillation(t *testing.T) {
 		t.Fatalf("only %d changes: the alternating input should reverse the direction", len(steps))
 	}
 	if last := steps[len(steps)-1]; last != cfg.MinStep {
-		t.Errorf("last step %v, want it shrunk to min-step %v (steps %v)", last, cfg.MinStep, steps)
+		t.Errorf("last step %v, want it shrunk to min_step %v (steps %v)", last, cfg.MinStep, steps)
 	}
 }
 
@@ -412,15 +412,15 @@ func TestValidate(t *testing.T) {
 		want string // substring of the error, "" for none
 	}{
 		{desc: "defaults", edit: func(*Config) {}},
-		{desc: "alpha-min below the YANG range", edit: func(c *Config) { c.AlphaMin = 0.0001 }, want: "alpha-min: 0.0001 is outside the YANG range of alpha 0.001..1000"},
-		{desc: "alpha-max above the YANG range", edit: func(c *Config) { c.AlphaMax = 2000 }, want: "alpha-max: 2000 is outside the YANG range"},
-		{desc: "alpha-min above alpha-max", edit: func(c *Config) { c.AlphaMin, c.AlphaMax = 4, 2 }, want: "alpha-min: 4 is above alpha-max 2"},
-		{desc: "v-growth minimum 0", edit: func(c *Config) { c.VGrowthMinBps = 0 }, want: "v-growth-min-bytes-per-second: 0 is outside the YANG range of v-growth 1..max"},
-		{desc: "kmax minimum 0", edit: func(c *Config) { c.KMaxMinBytes = 0 }, want: "kmax-min-bytes: 0 is outside the YANG range"},
-		{desc: "a step of 1", edit: func(c *Config) { c.MaxStep = 1 }, want: "max-step: 1 must be a factor above 1"},
-		{desc: "no dead band", edit: func(c *Config) { c.DelayHighRTT = c.DelayLowRTT }, want: "delay-high-rtt"},
+		{desc: "alpha_min below the YANG range", edit: func(c *Config) { c.AlphaMin = 0.0001 }, want: "alpha_min: 0.0001 is outside the YANG range of alpha 0.001..1000"},
+		{desc: "alpha_max above the YANG range", edit: func(c *Config) { c.AlphaMax = 2000 }, want: "alpha_max: 2000 is outside the YANG range"},
+		{desc: "alpha_min above alpha_max", edit: func(c *Config) { c.AlphaMin, c.AlphaMax = 4, 2 }, want: "alpha_min: 4 is above alpha_max 2"},
+		{desc: "v-growth minimum 0", edit: func(c *Config) { c.VGrowthMinBps = 0 }, want: "v_growth_min_bytes_per_second: 0 is outside the YANG range of v-growth 1..max"},
+		{desc: "kmax minimum 0", edit: func(c *Config) { c.KMaxMinBytes = 0 }, want: "kmax_min_bytes: 0 is outside the YANG range"},
+		{desc: "a step of 1", edit: func(c *Config) { c.MaxStep = 1 }, want: "max_step: 1 must be a factor above 1"},
+		{desc: "no dead band", edit: func(c *Config) { c.DelayHighRTT = c.DelayLowRTT }, want: "delay_high_rtt"},
 		{desc: "negative weight", edit: func(c *Config) { c.Weights.Delay = -1 }, want: "weights.delay: -1"},
-		{desc: "one sample", edit: func(c *Config) { c.MinSamples = 1 }, want: "min-samples"},
+		{desc: "one sample", edit: func(c *Config) { c.MinSamples = 1 }, want: "min_samples"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
