@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -83,7 +84,7 @@ type Decision struct {
 // explicit K_max) and V_growth, clamped to the bounds.
 func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	d := Decision{Before: w.Config, After: w.Config}
-	if rule, reason := check(cfg, w); rule != "" {
+	if rule, reason := Check(cfg, w); rule != "" {
 		d.Rule, d.Reason = rule, reason
 		return d, mem
 	}
@@ -207,14 +208,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 		}
 		after.VGrowthBps = v
 	}
-	if len(notes) == 0 {
-		return after, ""
-	}
-	s := notes[0]
-	for _, n := range notes[1:] {
-		s += ", " + n
-	}
-	return after, s
+	return after, strings.Join(notes, ", ")
 }
 
 // Reverted is the memory after the change decided at mem.LastChange was

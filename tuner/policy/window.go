@@ -88,8 +88,9 @@ type Metrics struct {
 	Duration time.Duration `json:"duration_ns"`
 }
 
-// check says why a window cannot be decided on, or "" when it can.
-func check(cfg Config, w Window) (rule Rule, reason string) {
+// Check says why a window cannot be decided on (the rule and the reason),
+// or "" when it can.
+func Check(cfg Config, w Window) (rule Rule, reason string) {
 	if len(w.Samples) < cfg.MinSamples {
 		return RuleNoData, fmt.Sprintf("%d samples in the window, %d needed", len(w.Samples), cfg.MinSamples)
 	}
