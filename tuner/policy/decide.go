@@ -200,7 +200,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 			after.KMaxBytes = k
 		}
 	}
-	if cfg.TuneVGrowth {
+	if cfg.TuneVGrowth && w.Config.VGrowthBps > 0 {
 		v := int64(math.Round(float64(w.Config.VGrowthBps) * factor))
 		v = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
 		if v == w.Config.VGrowthBps {

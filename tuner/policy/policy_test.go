@@ -98,9 +98,15 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "v-growth unknown: no decision",
+			window: func() Window { return window(queue{util: 1, delayRTT: 3}, bdp(1, -1)) },
+			want:   result{Rule: RuleNoData, After: bdp(1, -1)},
+			reason: "v-growth -1 unknown",
+		},
+		{
+			desc:   "the QGR trigger off (v-growth 0): it stays off, alpha moves",
 			window: func() Window { return window(queue{util: 1, delayRTT: 3}, bdp(1, 0)) },
-			want:   result{Rule: RuleNoData, After: bdp(1, 0)},
-			reason: "v-growth unknown",
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, 0),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc: "gap inside the window: no decision",

@@ -19,9 +19,11 @@ const (
 type Settings struct {
 	KMaxMode KMaxMode `json:"kmax_mode"`
 	// Alpha is used in BDP_ADAPTIVE mode, KMaxBytes in EXPLICIT mode.
-	Alpha      float64 `json:"alpha"`
-	KMaxBytes  int64   `json:"kmax_bytes,omitempty"`
-	VGrowthBps int64   `json:"v_growth_bytes_per_second"`
+	Alpha     float64 `json:"alpha"`
+	KMaxBytes int64   `json:"kmax_bytes,omitempty"`
+	// VGrowthBps 0 is a node whose QGR trigger is off (the simulator's
+	// nodes allow it; the YANG model does not): it is left off.
+	VGrowthBps int64 `json:"v_growth_bytes_per_second"`
 }
 
 // Notifications counts the Long-haul CNPs a queue sent, by action.
@@ -109,8 +111,8 @@ func Check(cfg Config, w Window) (rule Rule, reason string) {
 	default:
 		return RuleNoData, fmt.Sprintf("kmax-mode %q unknown", w.Config.KMaxMode)
 	}
-	if w.Config.VGrowthBps <= 0 {
-		return RuleNoData, "v-growth unknown"
+	if w.Config.VGrowthBps < 0 {
+		return RuleNoData, fmt.Sprintf("v-growth %d unknown", w.Config.VGrowthBps)
 	}
 	if d := w.Samples[0].Time.Sub(w.Start); d > cfg.MaxGap {
 		return RuleGap, fmt.Sprintf("no sample for %v after the window's start (max-gap %v)", d, cfg.MaxGap)
