@@ -133,7 +133,7 @@ func refuseSet(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.
 
 var (
 	congested = traffic{delayRTT: 3, util: 0.99}
-	better    = traffic{delayRTT: 0.5, util: 0.98}
+	better    = traffic{delayRTT: 0.3, util: 0.98}
 	worse     = traffic{delayRTT: 3, util: 0.5}
 	t1        = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 )
@@ -317,7 +317,7 @@ func TestTunerHeldOnce(t *testing.T) {
 	ctx := context.Background()
 	addr, _ := testSwitch(t)
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
-	steady := traffic{delayRTT: 0.5, util: 0.95}
+	steady := traffic{delayRTT: 0.3, util: 0.95}
 	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
 		traffic: func(string, policy.Settings) traffic { return steady }}
 	rec := &memRecorder{}

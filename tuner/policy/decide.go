@@ -127,20 +127,24 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 
 // classify picks the rule. The thresholds leave a dead band (hysteresis):
 // the queue is tightened above DelayHighRTT and loosened only below
-// DelayLowRTT with the link below UtilisationLow.
+// DelayLowRTT with the link below UtilisationLow. Tightening looks at the
+// window's mean and its last sample (a queue growing through the threshold
+// is caught in the window it crosses it: fast attack); loosening needs
+// both below (slow release).
 func classify(cfg Config, m Metrics) (Direction, Rule, string) {
 	throttled := m.Notifications.Total() > 0 || m.ECNMarkingPercent > 0
+	delay := math.Max(m.DelayRTT, m.LastDelayRTT)
 	switch {
 	case m.Loss > cfg.LossHigh:
-		return Tighten, RuleLoss, fmt.Sprintf("%.3g of packets dropped or paused (loss-high %.3g)", m.Loss, cfg.LossHigh)
-	case m.DelayRTT > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
-		return Tighten, RuleDelay, fmt.Sprintf("queueing delay %.3g RTT_est above delay-high-rtt %.3g with the link %.1f%% used",
-			m.DelayRTT, cfg.DelayHighRTT, 100*m.Utilisation)
-	case m.Utilisation < cfg.UtilisationLow && m.DelayRTT < cfg.DelayLowRTT && throttled:
-		return Loosen, RuleUnderUse, fmt.Sprintf("link %.1f%% used (utilisation-low %.1f%%), queue %.3g RTT_est (delay-low-rtt %.3g), while %d notifications and %.2f%% ECN marks throttle senders",
-			100*m.Utilisation, 100*cfg.UtilisationLow, m.DelayRTT, cfg.DelayLowRTT, m.Notifications.Total(), m.ECNMarkingPercent)
+		return Tighten, RuleLoss, fmt.Sprintf("%.3g of packets dropped or paused (loss_high %.3g)", m.Loss, cfg.LossHigh)
+	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
+		return Tighten, RuleDelay, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g with the link %.1f%% used",
+			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, 100*m.Utilisation)
+	case m.Utilisation < cfg.UtilisationLow && delay < cfg.DelayLowRTT && throttled:
+		return Loosen, RuleUnderUse, fmt.Sprintf("link %.1f%% used (utilisation_low %.1f%%), queue %.3g RTT_est (delay_low_rtt %.3g), while %d notifications and %.2f%% ECN marks throttle senders",
+			100*m.Utilisation, 100*cfg.UtilisationLow, delay, cfg.DelayLowRTT, m.Notifications.Total(), m.ECNMarkingPercent)
 	case m.NotificationsPerRTT > cfg.NotificationsHighPerRTT && m.Utilisation >= cfg.UtilisationLow:
-		return Loosen, RuleOverhead, fmt.Sprintf("%.3g notifications per RTT_est (notifications-high-per-rtt %.3g) on a link %.1f%% used",
+		return Loosen, RuleOverhead, fmt.Sprintf("%.3g notifications per RTT_est (notifications_high_per_rtt %.3g) on a link %.1f%% used",
 			m.NotificationsPerRTT, cfg.NotificationsHighPerRTT, 100*m.Utilisation)
 	}
 	return Hold, RuleSteady, fmt.Sprintf("inside the dead band: link %.1f%% used, queue %.3g RTT_est, %.3g lost, %.3g notifications per RTT_est",

@@ -58,7 +58,7 @@ func TestDecide(t *testing.T) {
 		After  Settings
 		Memory Memory
 	}
-	full := queue{util: 0.97, delayRTT: 0.5, notifies: 10, emr: 5}
+	full := queue{util: 0.97, delayRTT: 0.3, notifies: 10, emr: 5}
 	tests := []struct {
 		desc   string
 		cfg    func(*Config)
@@ -147,6 +147,26 @@ func TestDecide(t *testing.T) {
 			reason: "queueing delay 2 RTT_est",
 		},
 		{
+			desc: "fast attack: a queue growing through delay_high_rtt is tightened in the window it crosses it",
+			window: func() Window {
+				w := window(queue{util: 0.99, delayRTT: 0.2}, bdp(1, vg))
+				w.Samples[4].QueueDepthBytes = bdpBytes // mean 0.36, last 1 RTT_est
+				return w
+			},
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "mean 0.36, last 1",
+		},
+		{
+			desc: "slow release: an under-used link whose queue rose again in the last sample holds",
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.02, notifies: 20}, bdp(1, vg))
+				w.Samples[4].QueueDepthBytes = bdpBytes / 2
+				return w
+			},
+			want: result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
 			desc:   "drops: tighten even with a short queue",
 			window: func() Window { return window(queue{util: 0.8, delayRTT: 0.1, lossShare: 0.01}, bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, vg/2),
@@ -167,19 +187,19 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "many notifications on a full link: V_growth up only",
-			window: func() Window { return window(queue{util: 0.97, delayRTT: 0.5, notifies: 10_000}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.97, delayRTT: 0.3, notifies: 10_000}, bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleOverhead, After: bdp(1, 2*vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
 			reason: "100 notifications per RTT_est",
 		},
 		{
 			desc:   "hysteresis: a queue between delay-low and delay-high with a full link holds",
-			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.9, notifies: 10}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.4, notifies: 10}, bdp(1, vg)) },
 			want:   result{Rule: RuleSteady, After: bdp(1, vg)},
 		},
 		{
 			desc:   "hysteresis: an under-used link with a queue above delay-low holds",
-			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.3, notifies: 10}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.2, notifies: 10}, bdp(1, vg)) },
 			want:   result{Rule: RuleSteady, After: bdp(1, vg)},
 		},
 		{
@@ -400,7 +420,7 @@ func TestJudge(t *testing.T) {
 func TestMeasure(t *testing.T) {
 	w := window(queue{util: 0.5, delayRTT: 1, lossShare: 0.001, notifies: 100, emr: 10}, bdp(1, vg))
 	got := Measure(w)
-	want := Metrics{Utilisation: 0.5, DelayRTT: 1, MeanQueueBytes: bdpBytes, PeakQueueBytes: bdpBytes,
+	want := Metrics{Utilisation: 0.5, DelayRTT: 1, LastDelayRTT: 1, MeanQueueBytes: bdpBytes, PeakQueueBytes: bdpBytes,
 		ECNMarkingPercent: 10, Packets: 4 * 6_250_000, Drops: 4 * 6_250, Notifications: Notifications{Notify: 400},
 		Loss: 0.001, NotificationsPerRTT: 1, Duration: 4 * time.Second}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -73,7 +73,9 @@ type Metrics struct {
 	// Utilisation is the share of R_port the queue forwarded.
 	Utilisation float64 `json:"utilisation"`
 	// DelayRTT is the mean queue depth as queueing delay, in RTT_est.
-	DelayRTT          float64       `json:"delay_rtt"`
+	DelayRTT float64 `json:"delay_rtt"`
+	// LastDelayRTT is the last sample's queue depth as delay, in RTT_est.
+	LastDelayRTT      float64       `json:"last_delay_rtt"`
 	MeanQueueBytes    float64       `json:"mean_queue_bytes"`
 	PeakQueueBytes    int64         `json:"peak_queue_bytes"`
 	MeanGrowthBps     float64       `json:"mean_growth_bytes_per_second"`
@@ -162,6 +164,7 @@ func Measure(w Window) Metrics {
 	m.ECNMarkingPercent = emr / n
 	rtt := w.RTTEst.Seconds()
 	m.DelayRTT = m.MeanQueueBytes * 8 / float64(w.PortRateBps) / rtt
+	m.LastDelayRTT = float64(w.Samples[len(w.Samples)-1].QueueDepthBytes) * 8 / float64(w.PortRateBps) / rtt
 	m.Duration = w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time)
 	if secs := m.Duration.Seconds(); secs > 0 {
 		m.Utilisation = m.Utilisation * 8 / float64(w.PortRateBps) / secs
