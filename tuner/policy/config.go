@@ -45,19 +45,23 @@ type Config struct {
 	Weights Weights `yaml:"weights"`
 
 	// Bounds of what the policy may set, inside the YANG ranges.
-	AlphaMin      float64       `yaml:"alpha_min"`
-	AlphaMax      float64       `yaml:"alpha_max"`
-	KMaxMinBytes  int64         `yaml:"kmax_min_bytes"`
-	KMaxMaxBytes  int64         `yaml:"kmax_max_bytes"`
-	VGrowthMinBps int64         `yaml:"v_growth_min_bytes_per_second"`
-	VGrowthMaxBps int64         `yaml:"v_growth_max_bytes_per_second"`
-	TuneVGrowth   bool          `yaml:"tune_v_growth"`
-	TuneKMax      bool          `yaml:"tune_kmax"`
-	MaxStep       float64       `yaml:"max_step"`
-	MinStep       float64       `yaml:"min_step"`
-	Cooldown      time.Duration `yaml:"cooldown"`
-	MinSamples    int           `yaml:"min_samples"`
-	MaxGap        time.Duration `yaml:"max_gap"`
+	AlphaMin      float64 `yaml:"alpha_min"`
+	AlphaMax      float64 `yaml:"alpha_max"`
+	KMaxMinBytes  int64   `yaml:"kmax_min_bytes"`
+	KMaxMaxBytes  int64   `yaml:"kmax_max_bytes"`
+	VGrowthMinBps int64   `yaml:"v_growth_min_bytes_per_second"`
+	VGrowthMaxBps int64   `yaml:"v_growth_max_bytes_per_second"`
+	TuneVGrowth   bool    `yaml:"tune_v_growth"`
+	// VGrowthEnableBps is the V_growth a tightening gives a queue whose
+	// QGR trigger is off (v-growth 0, possible in the simulator only);
+	// 0 leaves the trigger off.
+	VGrowthEnableBps int64         `yaml:"v_growth_enable_bytes_per_second"`
+	TuneKMax         bool          `yaml:"tune_kmax"`
+	MaxStep          float64       `yaml:"max_step"`
+	MinStep          float64       `yaml:"min_step"`
+	Cooldown         time.Duration `yaml:"cooldown"`
+	MinSamples       int           `yaml:"min_samples"`
+	MaxGap           time.Duration `yaml:"max_gap"`
 
 	// The rules' thresholds; the pairs (UtilisationLow, DelayLowRTT) and
 	// DelayHighRTT leave a dead band in which the policy holds.
@@ -82,6 +86,7 @@ func DefaultConfig() Config {
 		VGrowthMinBps:           1_250_000,       // 10 Mbit/s
 		VGrowthMaxBps:           125_000_000_000, // 1 Tbit/s
 		TuneVGrowth:             true,
+		VGrowthEnableBps:        1_250_000_000, // the YANG default, 10 Gbit/s
 		TuneKMax:                true,
 		MaxStep:                 2,
 		MinStep:                 1.1,
@@ -132,6 +137,9 @@ func (c Config) Validate() error {
 	}
 	if c.VGrowthMinBps < YANGVGrowthMinBps {
 		bad("v_growth_min_bytes_per_second", "%d is outside the YANG range of v-growth 1..max", c.VGrowthMinBps)
+	}
+	if c.VGrowthEnableBps != 0 && (c.VGrowthEnableBps < c.VGrowthMinBps || c.VGrowthEnableBps > c.VGrowthMaxBps) {
+		bad("v_growth_enable_bytes_per_second", "%d is outside [v_growth_min_bytes_per_second, v_growth_max_bytes_per_second]", c.VGrowthEnableBps)
 	}
 	if c.VGrowthMaxBps < c.VGrowthMinBps {
 		bad("v_growth_max_bytes_per_second", "%d is below v_growth_min_bytes_per_second %d", c.VGrowthMaxBps, c.VGrowthMinBps)

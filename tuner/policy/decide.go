@@ -80,7 +80,7 @@ type Decision struct {
 // the memory to keep for the next call. Rules, first match wins:
 // missing data or gaps, cool-down, loss, delay, under-use, overhead,
 // otherwise steady; a direction just rolled back is held for four
-// cool-downs; a change is one step (at most MaxStep) of alpha (or the
+// cool-downs (except against loss); a change is one step (at most MaxStep) of alpha (or the
 // explicit K_max) and V_growth, clamped to the bounds.
 func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	d := Decision{Before: w.Config, After: w.Config}
@@ -102,7 +102,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if dir == Hold {
 		return d, mem
 	}
-	if dir == mem.Rejected && w.End.Before(mem.RejectedUntil) {
+	if dir == mem.Rejected && w.End.Before(mem.RejectedUntil) && rule != RuleLoss {
 		d.Rule = RuleRejected
 		d.Reason = fmt.Sprintf("%s; but the last %s was rolled back: held until %s", reason, dir,
 			mem.RejectedUntil.Format(time.RFC3339Nano))
@@ -204,7 +204,12 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 			after.KMaxBytes = k
 		}
 	}
-	if cfg.TuneVGrowth && w.Config.VGrowthBps > 0 {
+	switch {
+	case cfg.TuneVGrowth && w.Config.VGrowthBps == 0 && dir == Tighten && cfg.VGrowthEnableBps > 0:
+		// The QGR trigger off (a simulator node): tightening switches it
+		// on at the YANG model's default.
+		after.VGrowthBps = cfg.VGrowthEnableBps
+	case cfg.TuneVGrowth && w.Config.VGrowthBps > 0:
 		v := int64(math.Round(float64(w.Config.VGrowthBps) * factor))
 		v = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
 		if v == w.Config.VGrowthBps {

@@ -103,7 +103,20 @@ func TestDecide(t *testing.T) {
 			reason: "v-growth -1 unknown",
 		},
 		{
-			desc:   "the QGR trigger off (v-growth 0): it stays off, alpha moves",
+			desc:   "the QGR trigger off (v-growth 0): tightening switches it on at the YANG default",
+			window: func() Window { return window(queue{util: 1, delayRTT: 3}, bdp(1, 0)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "the QGR trigger off: loosening leaves it off",
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, 0)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 0),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "the QGR trigger off and v_growth_enable 0: it stays off",
+			cfg:    func(c *Config) { c.VGrowthEnableBps = 0 },
 			window: func() Window { return window(queue{util: 1, delayRTT: 3}, bdp(1, 0)) },
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, 0),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
@@ -285,6 +298,15 @@ func TestDecide(t *testing.T) {
 			want: result{Rule: RuleRejected, After: bdp(1, vg), Memory: Memory{LastChange: t0.Add(-10 * time.Second),
 				Step: 1.5, Changes: 1, Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)}},
 			reason: "rolled back",
+		},
+		{
+			desc:   "loss overrides a rejected tightening",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
+			mem: Memory{LastChange: t0.Add(-10 * time.Second), Step: 1.5, Changes: 1,
+				Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(0.667, 833_333_333),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 2,
+					Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)}},
 		},
 		{
 			desc:   "a rejected direction does not hold the other",
