@@ -100,6 +100,7 @@ type pendingChange struct {
 	key       queueKey
 	change    Change
 	actionID  int64
+	dir       policy.Direction
 	before    policy.Metrics
 	beforeEff int64
 }
@@ -219,7 +220,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		t.mem[k] = mem
 		t.log.Info("tuner decision", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
 			"rule", d.Rule, "reason", d.Reason, "dry_run", t.cfg.DryRun)
-		changes = append(changes, pendingChange{key: k, actionID: id, before: d.Metrics,
+		changes = append(changes, pendingChange{key: k, actionID: id, dir: d.Direction, before: d.Metrics,
 			beforeEff: qw.Window.EffectiveKMaxBytes,
 			change:    Change{Interface: qw.Interface, Queue: qw.Queue, Before: d.Before, After: d.After}})
 	}
@@ -288,7 +289,7 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		if rule, _ := policy.Check(t.cfg.Policy, w); rule != "" {
 			return nil // gaps: wait for a complete window
 		}
-		v := policy.Judge(t.cfg.Policy, c.before, policy.Measure(w))
+		v := policy.Judge(t.cfg.Policy, c.dir, c.before, policy.Measure(w))
 		verdicts = append(verdicts, fmt.Sprintf("%s queue %d: %s", c.key.iface, c.key.queue, v.Reason))
 		worse = worse || !v.Keep
 	}

@@ -73,6 +73,9 @@ type Config struct {
 	// WorseTolerance is the relative rise of the objective after a change
 	// that still counts as "not worse" (Judge).
 	WorseTolerance float64 `yaml:"worse_tolerance"`
+	// AttributeWorsening keeps a change after which the objective got
+	// worse only through terms the change cannot worsen (Judge).
+	AttributeWorsening bool `yaml:"attribute_worsening"`
 }
 
 // DefaultConfig is the configuration docs/tuner.md documents.
@@ -99,6 +102,7 @@ func DefaultConfig() Config {
 		UtilisationLow:          0.9,
 		NotificationsHighPerRTT: 50,
 		WorseTolerance:          0.02,
+		AttributeWorsening:      true,
 	}
 }
 

@@ -242,15 +242,35 @@ type Verdict struct {
 	Reason        string
 }
 
-// Judge says whether a change is kept: the objective after it is not
-// worse than before by more than WorseTolerance (relative, with an
-// absolute floor of 0.001 so a near-zero objective does not flap).
-func Judge(cfg Config, before, after Metrics) Verdict {
-	jb, ja := Objective(before, cfg.Weights), Objective(after, cfg.Weights)
-	limit := jb + math.Max(cfg.WorseTolerance*math.Abs(jb), 0.001)
-	if ja <= limit {
+// Judge says whether a change in direction dir is kept. It is kept when
+// the objective after it is not worse than before by more than
+// WorseTolerance (relative, with an absolute floor of 0.001 so a
+// near-zero objective does not flap). With AttributeWorsening, a worse
+// objective is still kept when the terms that got worse are not the ones
+// the change can worsen: a tightening costs utilisation and
+// notifications, a loosening costs delay and loss; a tightening followed
+// by a longer queue (the traffic grew) is not rolled back, since a
+// rollback would make that worse still.
+func Judge(cfg Config, dir Direction, before, after Metrics) Verdict {
+	w := cfg.Weights
+	jb, ja := Objective(before, w), Objective(after, w)
+	tol := math.Max(cfg.WorseTolerance*math.Abs(jb), 0.001)
+	if ja <= jb+tol {
 		return Verdict{Keep: true, Before: jb, After: ja,
 			Reason: fmt.Sprintf("objective %.4g after, %.4g before: not worse", ja, jb)}
+	}
+	if cfg.AttributeWorsening {
+		cost := func(m Metrics) float64 { // what dir can make worse
+			if dir == Tighten {
+				return w.Utilisation*(1-math.Min(m.Utilisation, 1)) + w.Notifications*m.NotificationsPerRTT
+			}
+			return w.Delay*m.DelayRTT + w.Loss*m.Loss
+		}
+		if cb, ca := cost(before), cost(after); dir != Hold && ca <= cb+tol {
+			return Verdict{Keep: true, Before: jb, After: ja,
+				Reason: fmt.Sprintf("objective %.4g after, %.4g before, but not through what a %s costs (%.4g after, %.4g before): the traffic changed",
+					ja, jb, dir, ca, cb)}
+		}
 	}
 	return Verdict{Keep: false, Before: jb, After: ja,
 		Reason: fmt.Sprintf("objective %.4g after, %.4g before: worse by more than %.3g", ja, jb, cfg.WorseTolerance)}

@@ -419,19 +419,26 @@ func TestJudge(t *testing.T) {
 	cfg := DefaultConfig()
 	tests := []struct {
 		desc          string
+		strict        bool
+		dir           Direction
 		before, after Metrics
 		keep          bool
 	}{
-		{desc: "better", before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.95, DelayRTT: 0.5}, keep: true},
-		{desc: "the same", before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.9, DelayRTT: 2}, keep: true},
-		{desc: "worse within the tolerance", before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.89, DelayRTT: 2}, keep: true},
-		{desc: "worse: utilisation lost", before: Metrics{Utilisation: 0.99, DelayRTT: 0.5}, after: Metrics{Utilisation: 0.7, DelayRTT: 0.1}, keep: false},
-		{desc: "worse: drops", before: Metrics{Utilisation: 0.99}, after: Metrics{Utilisation: 0.99, Loss: 0.001}, keep: false},
-		{desc: "near-zero objective does not flap", before: Metrics{Utilisation: 1}, after: Metrics{Utilisation: 0.9995}, keep: true},
+		{desc: "better", dir: Tighten, before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.95, DelayRTT: 0.5}, keep: true},
+		{desc: "the same", dir: Tighten, before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.9, DelayRTT: 2}, keep: true},
+		{desc: "worse within the tolerance", dir: Tighten, before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.89, DelayRTT: 2}, keep: true},
+		{desc: "tightening lost utilisation", dir: Tighten, before: Metrics{Utilisation: 0.99, DelayRTT: 0.5}, after: Metrics{Utilisation: 0.7, DelayRTT: 0.1}, keep: false},
+		{desc: "loosening brought drops", dir: Loosen, before: Metrics{Utilisation: 0.99}, after: Metrics{Utilisation: 0.99, Loss: 0.001}, keep: false},
+		{desc: "tightening, then drops: the traffic grew, kept", dir: Tighten, before: Metrics{Utilisation: 1, DelayRTT: 0.4}, after: Metrics{Utilisation: 1, DelayRTT: 1.8, Loss: 0.2}, keep: true},
+		{desc: "tightening, then drops, strict: rolled back", strict: true, dir: Tighten, before: Metrics{Utilisation: 1, DelayRTT: 0.4}, after: Metrics{Utilisation: 1, DelayRTT: 1.8, Loss: 0.2}, keep: false},
+		{desc: "loosening, then the link idles: the demand fell, kept", dir: Loosen, before: Metrics{Utilisation: 0.6}, after: Metrics{Utilisation: 0.2}, keep: true},
+		{desc: "near-zero objective does not flap", dir: Loosen, before: Metrics{Utilisation: 1}, after: Metrics{Utilisation: 0.9995}, keep: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			v := Judge(cfg, tt.before, tt.after)
+			cfg := cfg
+			cfg.AttributeWorsening = !tt.strict
+			v := Judge(cfg, tt.dir, tt.before, tt.after)
 			if v.Keep != tt.keep {
 				t.Errorf("Keep = %v, want %v (%s)", v.Keep, tt.keep, v.Reason)
 			}
