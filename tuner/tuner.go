@@ -37,7 +37,6 @@ const (
 	OutcomeRolledBack Outcome = "rolled-back" // not confirmed: the switch rolled it back
 	OutcomeRefused    Outcome = "refused"     // the switch (or the model check) refused the Set
 	OutcomeError      Outcome = "error"       // the tuner could not finish (confirm failed, ...)
-	OutcomeHeld       Outcome = "held"        // the policy kept the settings (recorded when its rule changes)
 )
 
 // Action is one row of tuner_actions.
@@ -197,11 +196,17 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		d, mem := policy.Decide(t.cfg.Policy, qw.Window, t.mem[k])
 		a := t.action(now, k, qw.Window, d, t.mem[k])
 		if !d.Change {
-			if t.lastRule[k] != d.Rule {
-				a.Outcome = OutcomeHeld
+			// Telemetry that cannot be decided on is recorded as an error
+			// when it starts (not every period); other holds are logged.
+			if (d.Rule == policy.RuleNoData || d.Rule == policy.RuleGap) && t.lastRule[k] != d.Rule {
+				a.Outcome, a.Error = OutcomeError, "telemetry: "+d.Reason
 				if _, err := t.rec.Record(ctx, a); err != nil {
 					errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
 				}
+			}
+			if t.lastRule[k] != d.Rule {
+				t.log.Debug("tuner hold", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
+					"rule", d.Rule, "reason", d.Reason)
 			}
 			t.lastRule[k] = d.Rule
 			continue

@@ -81,6 +81,8 @@ type scriptSource struct {
 	clients map[string]*ygnmi.Client
 	traffic func(target string, settings policy.Settings) traffic
 	fail    map[string]error
+	// gaps drops the window's middle samples.
+	gaps bool
 }
 
 const (
@@ -111,6 +113,9 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 		w.Samples = append(w.Samples, policy.Sample{Time: start.Add(time.Duration(i) * step),
 			QueueDepthBytes: int64(tr.delayRTT * srcRate / 8 * srcRTT.Seconds()), TxBytes: tx, Packets: tx / 1000,
 			Notifications: policy.Notifications{RateReduce: 10}, ECNMarkingPercent: 5})
+	}
+	if s.gaps {
+		w.Samples = append(w.Samples[:2], w.Samples[4])
 	}
 	return []QueueWindow{{Interface: "wan0", Queue: 0, Window: w}}, nil
 }
@@ -289,7 +294,7 @@ func TestTunerDryRun(t *testing.T) {
 		traffic: func(string, policy.Settings) traffic { return congested }}
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
-	for i := range 3 { // the second falls in the cool-down (recorded as held once), the third decides again
+	for i := range 3 { // the second falls in the cool-down, the third decides again
 		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Policy.Cooldown)); err != nil {
 			t.Fatal(err)
 		}
@@ -311,23 +316,27 @@ func TestTunerDryRun(t *testing.T) {
 	}
 }
 
-// TestTunerHeldOnce: a queue the policy keeps is recorded once per rule,
-// not once per period.
-func TestTunerHeldOnce(t *testing.T) {
+// TestTunerGapsRecordedOnce: telemetry with gaps is recorded as an error
+// when the gap starts, not every period; a steady queue is not recorded.
+func TestTunerGapsRecordedOnce(t *testing.T) {
 	ctx := context.Background()
 	addr, _ := testSwitch(t)
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 	steady := traffic{delayRTT: 0.3, util: 0.95}
 	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
 		traffic: func(string, policy.Settings) traffic { return steady }}
+	src.gaps = true
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
 	for i := range 4 {
+		if i == 3 {
+			src.gaps = false
+		}
 		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := []row{{"n1", policy.RuleSteady, OutcomeHeld, bdpSettings(1)}}
+	want := []row{{"n1", policy.RuleGap, OutcomeError, bdpSettings(1)}}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}
