@@ -294,7 +294,7 @@ func TestTunerDryRun(t *testing.T) {
 		traffic: func(string, policy.Settings) traffic { return congested }}
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
-	for i := range 3 { // the second falls in the cool-down, the third decides again
+	for i := range 3 { // a cool-down apart: three decisions, nothing pushed
 		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Policy.Cooldown)); err != nil {
 			t.Fatal(err)
 		}
