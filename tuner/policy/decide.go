@@ -247,8 +247,9 @@ type Verdict struct {
 // WorseTolerance (relative, with an absolute floor of 0.001 so a
 // near-zero objective does not flap). With AttributeWorsening, a worse
 // objective is still kept when the terms that got worse are not the ones
-// the change can worsen: a tightening costs utilisation and
-// notifications, a loosening costs delay and loss; a tightening followed
+// the change can worsen: a tightening costs utilisation, a loosening
+// costs delay and loss (the notifications a tightening brings are how it
+// works; they are judged through what they do); a tightening followed
 // by a longer queue (the traffic grew) is not rolled back, since a
 // rollback would make that worse still.
 func Judge(cfg Config, dir Direction, before, after Metrics) Verdict {
@@ -262,7 +263,7 @@ func Judge(cfg Config, dir Direction, before, after Metrics) Verdict {
 	if cfg.AttributeWorsening {
 		cost := func(m Metrics) float64 { // what dir can make worse
 			if dir == Tighten {
-				return w.Utilisation*(1-math.Min(m.Utilisation, 1)) + w.Notifications*m.NotificationsPerRTT
+				return w.Utilisation * (1 - math.Min(m.Utilisation, 1))
 			}
 			return w.Delay*m.DelayRTT + w.Loss*m.Loss
 		}
