@@ -176,6 +176,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 		factor = 1 / step
 	}
 	var notes []string
+	lastDepth := w.Samples[len(w.Samples)-1].QueueDepthBytes
 	if cfg.TuneKMax && rule != RuleOverhead {
 		switch w.Config.KMaxMode {
 		case KMaxBDP:
@@ -184,12 +185,20 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 			// Rounded to the YANG model's 3 digits towards the current
 			// value, so a step never exceeds max-step.
 			a := floor3(w.Config.Alpha * factor)
+			floor := 0.0
 			if dir == Tighten {
 				a = ceil3(w.Config.Alpha * factor)
+				// Never below the queue now: a K_max far under the
+				// queue makes the QD trigger cut every flow at every
+				// interval until the queue drains (a cut storm).
+				floor = ceil3(float64(lastDepth) / bdpBytes)
+				a = math.Max(a, floor)
 			}
 			switch a = math.Min(hi, math.Max(lo, a)); {
 			case dir == Tighten && w.Config.Alpha*bdpBytes <= float64(w.KBaseBytes):
 				notes = append(notes, fmt.Sprintf("K_max is at its K_base floor %d B: alpha kept", w.KBaseBytes))
+			case dir == Tighten && a >= w.Config.Alpha && floor >= w.Config.Alpha:
+				notes = append(notes, fmt.Sprintf("the queue (%d B) is above the K_max a lower alpha would give: alpha kept", lastDepth))
 			case a == w.Config.Alpha:
 				notes = append(notes, fmt.Sprintf("alpha at its bound %v", a))
 			default:
@@ -197,6 +206,9 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 			}
 		case KMaxExplicit:
 			k := int64(math.Round(float64(w.Config.KMaxBytes) * factor))
+			if dir == Tighten {
+				k = min(w.Config.KMaxBytes, max(k, lastDepth)) // not under the queue (above)
+			}
 			k = min(cfg.KMaxMaxBytes, max(cfg.KMaxMinBytes, k))
 			if k == w.Config.KMaxBytes {
 				notes = append(notes, fmt.Sprintf("kmax at its bound %d B", k))

@@ -22,6 +22,7 @@ const (
 type queue struct {
 	util      float64 // share of the port rate forwarded
 	delayRTT  float64 // queue depth in RTT_est
+	lastRTT   float64 // the last sample's depth, when not 0
 	lossShare float64 // drops per forwarded packet
 	notifies  int64   // per second
 	emr       float64
@@ -41,6 +42,9 @@ func window(q queue, cfg Settings) Window {
 			TxBytes:           tx, Packets: pkts, Drops: int64(q.lossShare * float64(pkts)),
 			Notifications: Notifications{Notify: q.notifies},
 		})
+	}
+	if q.lastRTT > 0 {
+		w.Samples[4].QueueDepthBytes = int64(q.lastRTT * bdpBytes)
 	}
 	return w
 }
@@ -98,13 +102,13 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "v-growth unknown: no decision",
-			window: func() Window { return window(queue{util: 1, delayRTT: 3}, bdp(1, -1)) },
+			window: func() Window { return window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, -1)) },
 			want:   result{Rule: RuleNoData, After: bdp(1, -1)},
 			reason: "v-growth -1 unknown",
 		},
 		{
 			desc:   "the QGR trigger off (v-growth 0): tightening switches it on at the YANG default",
-			window: func() Window { return window(queue{util: 1, delayRTT: 3}, bdp(1, 0)) },
+			window: func() Window { return window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, 0)) },
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
@@ -117,7 +121,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc:   "the QGR trigger off and v_growth_enable 0: it stays off",
 			cfg:    func(c *Config) { c.VGrowthEnableBps = 0 },
-			window: func() Window { return window(queue{util: 1, delayRTT: 3}, bdp(1, 0)) },
+			window: func() Window { return window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, 0)) },
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, 0),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
@@ -125,7 +129,7 @@ func TestDecide(t *testing.T) {
 			desc: "gap inside the window: no decision",
 			cfg:  func(c *Config) { c.MaxGap = 2 * time.Second },
 			window: func() Window {
-				w := window(queue{util: 1, delayRTT: 3}, bdp(1, vg))
+				w := window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, vg))
 				w.Samples = append(w.Samples[:2:2], w.Samples[4])
 				return w
 			},
@@ -135,7 +139,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "no sample near the window's end: no decision",
 			window: func() Window {
-				w := window(queue{util: 1, delayRTT: 3}, bdp(1, vg))
+				w := window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, vg))
 				w.End = w.End.Add(10 * time.Second)
 				return w
 			},
@@ -145,7 +149,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "samples out of order: no decision",
 			window: func() Window {
-				w := window(queue{util: 1, delayRTT: 3}, bdp(1, vg))
+				w := window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, vg))
 				w.Samples[2].Time = w.Samples[1].Time
 				return w
 			},
@@ -154,21 +158,21 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "standing queue on a full link: tighten by the full step",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg/2),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
-			reason: "queueing delay 2 RTT_est",
+			reason: "queueing delay 1.66 RTT_est",
 		},
 		{
 			desc: "fast attack: a queue growing through delay_high_rtt is tightened in the window it crosses it",
 			window: func() Window {
 				w := window(queue{util: 0.99, delayRTT: 0.2}, bdp(1, vg))
-				w.Samples[4].QueueDepthBytes = bdpBytes // mean 0.36, last 1 RTT_est
+				w.Samples[4].QueueDepthBytes = bdpBytes * 3 / 4 // mean 0.31, last 0.75 RTT_est
 				return w
 			},
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg/2),
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.75, vg/2),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
-			reason: "mean 0.36, last 1",
+			reason: "mean 0.31, last 0.75",
 		},
 		{
 			desc: "slow release: an under-used link whose queue rose again in the last sample holds",
@@ -178,6 +182,28 @@ func TestDecide(t *testing.T) {
 				return w
 			},
 			want: result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
+			desc:   "a queue above K_max: alpha kept (no cut storm), V_growth tightened",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 1.5}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "above the K_max a lower alpha would give",
+		},
+		{
+			desc:   "alpha lowered no further than the queue now",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc: "explicit K_max lowered no further than the queue now",
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 0.8}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
+			},
+			want: result{Change: true, Rule: RuleDelay,
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes * 8 / 10, VGrowthBps: vg / 2},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc:   "drops: tighten even with a short queue",
@@ -217,7 +243,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "cool-down: no change one second after the last",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
 			mem:    Memory{LastChange: t0.Add(3 * time.Second), Direction: Tighten, Step: 2, Changes: 1},
 			want: result{Rule: RuleCooldown, After: bdp(1, vg),
 				Memory: Memory{LastChange: t0.Add(3 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
@@ -225,7 +251,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "cool-down over: the same direction again with the step at most max_step",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
 			mem:    Memory{LastChange: t0.Add(-2 * time.Second), Direction: Tighten, Step: 1.5, Changes: 1},
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg/2),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2}},
@@ -247,7 +273,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc:   "alpha at alpha_min and v-growth at its minimum: no change",
 			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(0.1, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, bdp(0.1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(0.1, vg)},
 			reason: "alpha at its bound 0.1, v-growth at its bound",
 		},
@@ -259,14 +285,14 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "alpha rounded to the YANG model's 3 fraction digits",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(0.333, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, bdp(0.333, vg)) },
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.167, vg/2),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc: "K_max at its K_base floor: alpha kept, V_growth tightened",
 			window: func() Window {
-				w := window(queue{util: 0.99, delayRTT: 2}, bdp(0.1, vg))
+				w := window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(0.1, vg))
 				w.KBaseBytes = 20 << 20 // above 0.1 BDP (12.5 MB)
 				return w
 			},
@@ -277,7 +303,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "explicit K_max: the explicit value is stepped, within kmax bounds",
 			window: func() Window {
-				return window(queue{util: 0.99, delayRTT: 2}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 20_000, VGrowthBps: vg})
+				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 20_000, VGrowthBps: vg})
 			},
 			want: result{Change: true, Rule: RuleDelay,
 				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: 16 << 10, VGrowthBps: vg / 2},
@@ -286,13 +312,13 @@ func TestDecide(t *testing.T) {
 		{
 			desc:   "v-growth tuning off: only alpha moves",
 			cfg:    func(c *Config) { c.TuneVGrowth = false },
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc:   "a direction rolled back is held for four cool-downs",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
 			mem: Memory{LastChange: t0.Add(-10 * time.Second), Step: 1.5, Changes: 1,
 				Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)},
 			want: result{Rule: RuleRejected, After: bdp(1, vg), Memory: Memory{LastChange: t0.Add(-10 * time.Second),
@@ -301,7 +327,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "loss overrides a rejected tightening",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3, lossShare: 0.01}, bdp(1, vg)) },
 			mem: Memory{LastChange: t0.Add(-10 * time.Second), Step: 1.5, Changes: 1,
 				Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)},
 			want: result{Change: true, Rule: RuleLoss, After: bdp(0.667, 833_333_333),
@@ -350,7 +376,7 @@ func TestDecide(t *testing.T) {
 // changed window never changes what was passed in.
 func TestDecideDeterministic(t *testing.T) {
 	cfg := DefaultConfig()
-	w := window(queue{util: 0.99, delayRTT: 2}, bdp(1, vg))
+	w := window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg))
 	before := append([]Sample(nil), w.Samples...)
 	d1, m1 := Decide(cfg, w, Memory{})
 	d2, m2 := Decide(cfg, w, Memory{})
@@ -375,7 +401,7 @@ func TestNoOscillation(t *testing.T) {
 	changes := 0
 	var steps []float64
 	for i := range 60 { // 60 windows one second apart
-		q := queue{util: 0.99, delayRTT: 2}
+		q := queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}
 		if i%2 == 1 {
 			q = queue{util: 0.5, delayRTT: 0.01, notifies: 50}
 		}
