@@ -176,7 +176,10 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 		factor = 1 / step
 	}
 	var notes []string
+	// Where the queue will be one window from now if it keeps its pace:
+	// a tightening never sets K_max below it.
 	lastDepth := w.Samples[len(w.Samples)-1].QueueDepthBytes
+	lastDepth += max(0, lastDepth-w.Samples[0].QueueDepthBytes)
 	if cfg.TuneKMax && rule != RuleOverhead {
 		switch w.Config.KMaxMode {
 		case KMaxBDP:
@@ -188,9 +191,10 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 			floor := 0.0
 			if dir == Tighten {
 				a = ceil3(w.Config.Alpha * factor)
-				// Never below the queue now: a K_max far under the
-				// queue makes the QD trigger cut every flow at every
-				// interval until the queue drains (a cut storm).
+				// Never below the queue (projected one window ahead):
+				// a K_max far under the queue makes the QD trigger cut
+				// every flow at every interval until the queue drains
+				// (a cut storm).
 				floor = ceil3(float64(lastDepth) / bdpBytes)
 				a = math.Max(a, floor)
 			}
@@ -198,7 +202,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 			case dir == Tighten && w.Config.Alpha*bdpBytes <= float64(w.KBaseBytes):
 				notes = append(notes, fmt.Sprintf("K_max is at its K_base floor %d B: alpha kept", w.KBaseBytes))
 			case dir == Tighten && a >= w.Config.Alpha && floor >= w.Config.Alpha:
-				notes = append(notes, fmt.Sprintf("the queue (%d B) is above the K_max a lower alpha would give: alpha kept", lastDepth))
+				notes = append(notes, fmt.Sprintf("the queue (%d B one window ahead) is above the K_max a lower alpha would give: alpha kept", lastDepth))
 			case a == w.Config.Alpha:
 				notes = append(notes, fmt.Sprintf("alpha at its bound %v", a))
 			default:

@@ -170,7 +170,9 @@ func TestDecide(t *testing.T) {
 				w.Samples[4].QueueDepthBytes = bdpBytes * 3 / 4 // mean 0.31, last 0.75 RTT_est
 				return w
 			},
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.75, vg/2),
+			// One window ahead the queue is at 1.3 RTT_est: above K_max,
+			// so alpha stays; V_growth is tightened.
+			want: result{Change: true, Rule: RuleDelay, After: bdp(1, vg/2),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 			reason: "mean 0.31, last 0.75",
 		},
