@@ -65,8 +65,11 @@ type Config struct {
 
 	// The rules' thresholds; the pairs (UtilisationLow, DelayLowRTT) and
 	// DelayHighRTT leave a dead band in which the policy holds.
-	LossHigh                float64 `yaml:"loss_high"`
-	DelayHighRTT            float64 `yaml:"delay_high_rtt"`
+	LossHigh     float64 `yaml:"loss_high"`
+	DelayHighRTT float64 `yaml:"delay_high_rtt"`
+	// GrowthTrendRTT: a queue adding more than this delay per RTT_est is
+	// growing (the growth rule), not standing.
+	GrowthTrendRTT          float64 `yaml:"growth_trend_rtt"`
 	DelayLowRTT             float64 `yaml:"delay_low_rtt"`
 	UtilisationLow          float64 `yaml:"utilisation_low"`
 	NotificationsHighPerRTT float64 `yaml:"notifications_high_per_rtt"`
@@ -99,6 +102,7 @@ func DefaultConfig() Config {
 		LossHigh:                1e-4,
 		DelayHighRTT:            0.5,
 		DelayLowRTT:             0.1,
+		GrowthTrendRTT:          0.25,
 		UtilisationLow:          0.9,
 		NotificationsHighPerRTT: 50,
 		WorseTolerance:          0.02,
@@ -171,6 +175,9 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.DelayHighRTT) || c.DelayHighRTT <= c.DelayLowRTT {
 		bad("delay_high_rtt", "%v must be above delay_low_rtt %v (the dead band)", c.DelayHighRTT, c.DelayLowRTT)
+	}
+	if !finite(c.GrowthTrendRTT) || c.GrowthTrendRTT <= 0 {
+		bad("growth_trend_rtt", "%v must be positive", c.GrowthTrendRTT)
 	}
 	if !finite(c.UtilisationLow) || c.UtilisationLow <= 0 || c.UtilisationLow > 1 {
 		bad("utilisation_low", "%v is not a share in (0, 1]", c.UtilisationLow)

@@ -16,7 +16,8 @@ const (
 	RuleGap      Rule = "gap"       // samples missing inside the window
 	RuleCooldown Rule = "cool-down" // too soon after the last change
 	RuleLoss     Rule = "loss"      // drops or pauses: tighten
-	RuleDelay    Rule = "delay"     // standing queue on a full link: tighten
+	RuleGrowth   Rule = "growth"    // a queue growing towards delay_high_rtt: tighten V_growth
+	RuleDelay    Rule = "delay"     // standing queue on a full link: tighten K_max
 	RuleUnderUse Rule = "under-use" // link under-used while senders are throttled: loosen
 	RuleOverhead Rule = "overhead"  // many notifications on a full link: raise V_growth
 	RuleRejected Rule = "rejected"  // the direction was just rolled back
@@ -127,16 +128,23 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 
 // classify picks the rule. The thresholds leave a dead band (hysteresis):
 // the queue is tightened above DelayHighRTT and loosened only below
-// DelayLowRTT with the link below UtilisationLow. Tightening looks at the
-// window's mean and its last sample (a queue growing through the threshold
-// is caught in the window it crosses it: fast attack); loosening needs
-// both below (slow release).
+// DelayLowRTT with the link below UtilisationLow. A queue growing fast
+// towards the threshold (one RTT_est ahead at the window's pace) is the
+// growth rule's, which tightens the growth trigger: it catches the growth
+// with small early cuts, where a lower K_max under a growing queue would
+// cut every flow at every interval. A standing queue is the delay rule's,
+// which lowers K_max. Tightening looks at the window's mean and its last
+// sample (fast attack); loosening needs both below (slow release).
 func classify(cfg Config, m Metrics) (Direction, Rule, string) {
 	throttled := m.Notifications.Total() > 0 || m.ECNMarkingPercent > 0
 	delay := math.Max(m.DelayRTT, m.LastDelayRTT)
+	ahead := m.LastDelayRTT + m.TrendRTT // one RTT_est ahead at the window's pace
 	switch {
 	case m.Loss > cfg.LossHigh:
 		return Tighten, RuleLoss, fmt.Sprintf("%.3g of packets dropped or paused (loss_high %.3g)", m.Loss, cfg.LossHigh)
+	case m.TrendRTT > cfg.GrowthTrendRTT && ahead > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
+		return Tighten, RuleGrowth, fmt.Sprintf("queue growing by %.3g RTT_est per RTT_est (growth_trend_rtt %.3g): %.3g RTT_est one RTT_est ahead, above delay_high_rtt %.3g, with the link %.1f%% used",
+			m.TrendRTT, cfg.GrowthTrendRTT, ahead, cfg.DelayHighRTT, 100*m.Utilisation)
 	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
 		return Tighten, RuleDelay, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g with the link %.1f%% used",
 			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, 100*m.Utilisation)
@@ -180,7 +188,15 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 	// a tightening never sets K_max below it.
 	lastDepth := w.Samples[len(w.Samples)-1].QueueDepthBytes
 	lastDepth += max(0, lastDepth-w.Samples[0].QueueDepthBytes)
-	if cfg.TuneKMax && rule != RuleOverhead {
+	// Which knobs: the growth and overhead rules move V_growth (the growth
+	// rule K_max when V_growth cannot move), the delay rule K_max (V_growth
+	// when K_max cannot move), loss and under-use both.
+	kmaxKnob := rule != RuleOverhead && rule != RuleGrowth
+	vgKnob := rule != RuleDelay
+	if rule == RuleGrowth && (!cfg.TuneVGrowth || !vgCanMove(cfg, w.Config.VGrowthBps, dir)) {
+		kmaxKnob = true
+	}
+	if cfg.TuneKMax && kmaxKnob {
 		switch w.Config.KMaxMode {
 		case KMaxBDP:
 			bdpBytes := float64(w.PortRateBps) * w.RTTEst.Seconds() / 8
@@ -220,7 +236,11 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 			after.KMaxBytes = k
 		}
 	}
+	if rule == RuleDelay && after == w.Config {
+		vgKnob = true // K_max cannot move: the growth trigger instead
+	}
 	switch {
+	case !vgKnob:
 	case cfg.TuneVGrowth && w.Config.VGrowthBps == 0 && dir == Tighten && cfg.VGrowthEnableBps > 0:
 		// The QGR trigger off (a simulator node): tightening switches it
 		// on at the YANG model's default.
@@ -234,6 +254,18 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 		after.VGrowthBps = v
 	}
 	return after, strings.Join(notes, ", ")
+}
+
+// vgCanMove says whether V_growth can move in dir within its bounds.
+func vgCanMove(cfg Config, v int64, dir Direction) bool {
+	switch {
+	case v == 0:
+		return dir == Tighten && cfg.VGrowthEnableBps > 0
+	case dir == Tighten:
+		return v > cfg.VGrowthMinBps
+	default:
+		return v < cfg.VGrowthMaxBps
+	}
 }
 
 // Reverted is the memory after the change decided at mem.LastChange was

@@ -49,6 +49,19 @@ func window(q queue, cfg Settings) Window {
 	return w
 }
 
+// growing is a queue rising from 0.1 to 0.4 RTT_est over one RTT_est
+// (10 ms): one RTT_est ahead it is at 0.7.
+func growing(cfg Settings) Window {
+	w := window(queue{util: 0.99}, cfg)
+	w.End = t0.Add(10 * time.Millisecond)
+	for i := range w.Samples {
+		w.Samples[i].Time = t0.Add(time.Duration(i) * 2500 * time.Microsecond)
+		w.Samples[i].QueueDepthBytes = int64((0.1 + 0.075*float64(i)) * bdpBytes)
+		w.Samples[i].TxBytes = int64(0.99 * rateBps / 8 * 0.0025)
+	}
+	return w
+}
+
 func bdp(alpha float64, vgrowth int64) Settings {
 	return Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBps: vgrowth}
 }
@@ -107,10 +120,30 @@ func TestDecide(t *testing.T) {
 			reason: "v-growth -1 unknown",
 		},
 		{
-			desc:   "the QGR trigger off (v-growth 0): tightening switches it on at the YANG default",
+			desc:   "the QGR trigger off (v-growth 0): a standing queue lowers alpha, the trigger stays off",
 			window: func() Window { return window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, 0)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, 0),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "a growing queue: V_growth tightened, K_max kept",
+			window: func() Window { return growing(bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "queue growing by 0.3 RTT_est per RTT_est",
+		},
+		{
+			desc:   "a growing queue with the QGR trigger off: switched on at the YANG default",
+			window: func() Window { return growing(bdp(1, 0)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "a growing queue with V_growth at its minimum: alpha instead",
+			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
+			window: func() Window { return growing(bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(0.7, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc:   "the QGR trigger off: loosening leaves it off",
@@ -119,11 +152,11 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
 		},
 		{
-			desc:   "the QGR trigger off and v_growth_enable 0: it stays off",
+			desc:   "the QGR trigger off and v_growth_enable 0: a growing queue lowers alpha instead",
 			cfg:    func(c *Config) { c.VGrowthEnableBps = 0 },
-			window: func() Window { return window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, 0)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, 0),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			window: func() Window { return growing(bdp(1, 0)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(0.7, 0),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc: "gap inside the window: no decision",
@@ -159,7 +192,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc:   "standing queue on a full link: tighten by the full step",
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg/2),
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 			reason: "queueing delay 1.66 RTT_est",
 		},
@@ -195,7 +228,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc:   "alpha lowered no further than the queue now",
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg/2),
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
@@ -204,7 +237,7 @@ func TestDecide(t *testing.T) {
 				return window(queue{util: 0.99, delayRTT: 0.8}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
 			},
 			want: result{Change: true, Rule: RuleDelay,
-				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes * 8 / 10, VGrowthBps: vg / 2},
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes * 8 / 10, VGrowthBps: vg},
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
@@ -255,7 +288,7 @@ func TestDecide(t *testing.T) {
 			desc:   "cool-down over: the same direction again with the step at most max_step",
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
 			mem:    Memory{LastChange: t0.Add(-2 * time.Second), Direction: Tighten, Step: 1.5, Changes: 1},
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg/2),
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2}},
 		},
 		{
@@ -288,7 +321,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc:   "alpha rounded to the YANG model's 3 fraction digits",
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, bdp(0.333, vg)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.167, vg/2),
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.167, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
@@ -308,7 +341,7 @@ func TestDecide(t *testing.T) {
 				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 20_000, VGrowthBps: vg})
 			},
 			want: result{Change: true, Rule: RuleDelay,
-				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: 16 << 10, VGrowthBps: vg / 2},
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: 16 << 10, VGrowthBps: vg},
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
@@ -328,8 +361,10 @@ func TestDecide(t *testing.T) {
 			reason: "rolled back",
 		},
 		{
-			desc:   "loss overrides a rejected tightening",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3, lossShare: 0.01}, bdp(1, vg)) },
+			desc: "loss overrides a rejected tightening",
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3, lossShare: 0.01}, bdp(1, vg))
+			},
 			mem: Memory{LastChange: t0.Add(-10 * time.Second), Step: 1.5, Changes: 1,
 				Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)},
 			want: result{Change: true, Rule: RuleLoss, After: bdp(0.667, 833_333_333),

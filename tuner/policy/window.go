@@ -75,7 +75,10 @@ type Metrics struct {
 	// DelayRTT is the mean queue depth as queueing delay, in RTT_est.
 	DelayRTT float64 `json:"delay_rtt"`
 	// LastDelayRTT is the last sample's queue depth as delay, in RTT_est.
-	LastDelayRTT      float64       `json:"last_delay_rtt"`
+	LastDelayRTT float64 `json:"last_delay_rtt"`
+	// TrendRTT is the queueing delay the queue adds per RTT_est at the
+	// window's pace (last minus first sample, scaled to one RTT_est).
+	TrendRTT          float64       `json:"trend_rtt"`
 	MeanQueueBytes    float64       `json:"mean_queue_bytes"`
 	PeakQueueBytes    int64         `json:"peak_queue_bytes"`
 	MeanGrowthBps     float64       `json:"mean_growth_bytes_per_second"`
@@ -165,6 +168,10 @@ func Measure(w Window) Metrics {
 	rtt := w.RTTEst.Seconds()
 	m.DelayRTT = m.MeanQueueBytes * 8 / float64(w.PortRateBps) / rtt
 	m.LastDelayRTT = float64(w.Samples[len(w.Samples)-1].QueueDepthBytes) * 8 / float64(w.PortRateBps) / rtt
+	first := float64(w.Samples[0].QueueDepthBytes) * 8 / float64(w.PortRateBps) / rtt
+	if span := w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time).Seconds(); span > 0 {
+		m.TrendRTT = (m.LastDelayRTT - first) * rtt / span
+	}
 	m.Duration = w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time)
 	if secs := m.Duration.Seconds(); secs > 0 {
 		m.Utilisation = m.Utilisation * 8 / float64(w.PortRateBps) / secs
