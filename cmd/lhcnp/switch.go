@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -87,6 +88,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	users := fs.String("users", "", "users file (name:role:bcrypt-hash; see lhcnp passwd); none: anonymous read-write")
 	speed := fs.Float64("speed", 0, "simulated seconds per wall-clock second (default: the file's speed, else 1)")
 	every := fs.Duration("publish-interval", 0, "state publication interval (default: the file's, else 100ms)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lhcnp switch --config FILE [--listen ADDR] (--insecure | --tls-cert F --tls-key F [--client-ca F]) [--users FILE] [--speed X]")
 		fs.PrintDefaults()
@@ -147,7 +149,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	st := store.New()
 	b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports, dataplane.WithSpeed(sp))
 	pub := dataplane.NewPublisher(sch, st, b, dataplane.WithInterval(iv))
-	h := target.NewHandler(sch, st, b, target.WithStatePublisher(pub))
+	h := target.NewHandler(sch, st, b, target.WithStatePublisher(pub), target.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
 	if f.Config != "" {
 		data, err := os.ReadFile(f.Config)
 		if err != nil {
@@ -168,14 +170,21 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client is the anonymous read-write user")
 	}
-	opts := []target.Option{
+	sub := subscribe.New(st,
+		subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
+		subscribe.WithPathRewrite(schema.StripModules),
+		subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }),
+		subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, sch.ValueEncoder(gnmi.Encoding_JSON_IETF)),
+		subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)))
+	sm, err := newSwitchMetrics(*metricsAddr, h, sub, func() time.Duration { return sw.Sim.Lag().Duration() }, stdout)
+	if err != nil {
+		return err
+	}
+	opts := append([]target.Option{
 		target.WithAuth(auth.New(u)),
 		target.WithCapabilities(h), target.WithGet(h), target.WithSet(h),
-		target.WithSubscribe(subscribe.New(st,
-			subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
-			subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, sch.ValueEncoder(gnmi.Encoding_JSON_IETF)),
-			subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)))),
-	}
+		target.WithSubscribe(sub),
+	}, sm.options()...)
 	if *insecureFlag {
 		opts = append(opts, target.WithInsecure())
 	} else {
@@ -198,8 +207,14 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	wg.Add(3)
+	errs := make(chan error, 4)
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		if err := sm.serve(ctx); err != nil {
+			errs <- err
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		if err := srv.Serve(lis); err != nil {

@@ -52,6 +52,7 @@ func (w *addrWriter) Write(p []byte) (int, error) {
 type running struct {
 	addr string
 	stop func() error // cancels the context and returns runSwitch's error
+	out  *addrWriter  // its stdout
 }
 
 // startSwitch runs `lhcnp switch` on the example configuration, on a free
@@ -92,7 +93,7 @@ func startSwitch(t *testing.T, extra ...string) *running {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	return &running{addr: addr, stop: stop}
+	return &running{addr: addr, stop: stop, out: out}
 }
 
 func dialGNMI(t *testing.T, addr string) *grpc.ClientConn {

@@ -109,10 +109,13 @@ func (n *Node) severity(ps *portState, q *queueState, t Trigger) (uint8, wire.Me
 }
 
 // policy chooses the action of a non-escalated notification (§5.5.1):
-// Pause at or above PauseLevel, the default action below.
-func policy(a *ActionPolicy, level int) (wire.Action, uint16) {
+// Pause when the queue's own level (levelQD) is at or above PauseLevel,
+// the default action below. Callers pass the queue-depth level, not the
+// level of an EMR or QGR trigger: Pause needs severe congestion by the
+// queue itself (or an escalation, §5.7).
+func policy(a *ActionPolicy, qdLevel int) (wire.Action, uint16) {
 	act := a.DefaultAction
-	if level >= a.PauseLevel {
+	if qdLevel >= a.PauseLevel {
 		act = wire.ActionPause
 	}
 	return act, parameter(a, act)

@@ -212,6 +212,7 @@ func DefaultLongHaulCNP() LongHaulCNP {
 		RecoveryStep:   1 * Gbps,
 		FlowAging:      time.Second,
 		Collaborative:  true,
+		UpstreamFirst:  true,
 		Format:         "rocev2",
 	}
 }
@@ -692,7 +693,7 @@ func (l *loader) longHaulParams(n *yaml.Node) {
 		"k_base", "alpha", "k_min_fraction", "rtt_est", "v_ecn", "v_growth", "growth_interval",
 		"cnp_interval", "port_cnp_interval", "reduce_percent", "pause_duration", "pause_factor",
 		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "flow_aging",
-		"collaborative", "observation_window", "format")
+		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first")
 	if o == nil {
 		return
 	}
@@ -703,6 +704,7 @@ func (l *loader) longHaulParams(n *yaml.Node) {
 	o.setFloat("v_ecn", &p.VECN, 0, 1)
 	o.setRate("v_growth", &p.VGrowth, false)
 	o.setDuration("growth_interval", &p.GrowthInterval, true)
+	o.setDuration("trigger_persistence", &p.TriggerPersistence, false)
 	o.setDuration("cnp_interval", &p.CNPInterval, false)
 	o.setDuration("port_cnp_interval", &p.PortCNPInterval, false)
 	o.setInt("reduce_percent", &p.ReducePercent, 1, 100)
@@ -714,6 +716,7 @@ func (l *loader) longHaulParams(n *yaml.Node) {
 	o.setRate("recovery_step", &p.RecoveryStep, true)
 	o.setDuration("flow_aging", &p.FlowAging, true)
 	o.setBool("collaborative", &p.Collaborative)
+	o.setBool("upstream_first", &p.UpstreamFirst)
 	o.setDuration("observation_window", &p.ObservationWindow, false)
 	if fn := o.get("format"); fn != nil {
 		if s, ok := l.d.scalar(fn, o.field("format")); ok {

@@ -45,6 +45,7 @@ func TestBadScenarios(t *testing.T) {
 		{"load above one", "bad_load.yaml", "", 9, "traffic.generated[0].load", "out of range [0, 1]", 2},
 		{"unknown mechanism", "bad_mechanism_kind.yaml", "", 8, "mechanism.kind", `unknown mechanism "hpcc"`, 0},
 		{"long-haul-cnp param not a number", "bad_lhcnp_param.yaml", "", 14, "mechanism.params.alpha", `want a number, got "fast"`, 0},
+		{"trigger persistence not a duration", "bad_lhcnp_persistence.yaml", "", 14, "mechanism.params.trigger_persistence", `unknown duration unit "Gbps"`, 0},
 		{"congestion-aware host", "bad_mechanism_node_host.yaml", "", 11, "mechanism.nodes[1]", "h2 is a host, not a switch", 0},
 		{"k_min above k_max", "bad_kmin_kmax.yaml", "", 4, "queue.ecn.k_min", "must be less than k_max", 0},
 		{"event on undefined link", "bad_event_target.yaml", "", 8, "events[0].target", `undefined link "h2-h1" (did you mean "h1-h2"?)`, 0},
@@ -266,6 +267,14 @@ func TestSection7(t *testing.T) {
 	p := sc.Mechanism.LongHaulCNP
 	if sc.Mechanism.Kind != MechanismLongHaulCNP || p.KBase != 64*KB || p.Alpha != 1.0 || p.RTTEst != 0 {
 		t.Errorf("mechanism = %+v", sc.Mechanism)
+	}
+	// The stated deviation and the recovery step as written (b/s per tick).
+	if p.TriggerPersistence != 100*time.Microsecond || !p.UpstreamFirst || p.RecoveryStep != 250*Mbps {
+		t.Errorf("trigger_persistence %v, upstream_first %v, recovery_step %v", p.TriggerPersistence, p.UpstreamFirst, p.RecoveryStep)
+	}
+	// The defaults are the draft's: no persistence, upstream priority.
+	if d := DefaultLongHaulCNP(); d.TriggerPersistence != 0 || !d.UpstreamFirst || d.KBase != 64_000 {
+		t.Errorf("defaults %+v", d)
 	}
 	wan, _ := sc.Link("wan")
 	// RTT_est derived from the WAN link: 2 * 5 ms. K_max = max(K_base,

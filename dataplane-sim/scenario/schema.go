@@ -152,6 +152,10 @@ type LongHaulCNP struct {
 	VGrowth Rate
 	// GrowthInterval is the measurement interval of QGR and EMR.
 	GrowthInterval time.Duration
+	// TriggerPersistence is how long a second-level condition must hold
+	// before the node generates; 0 (the default, the draft's §5.4) at
+	// once. A positive value is a deviation a scenario states.
+	TriggerPersistence time.Duration
 	// CNPInterval is the minimum time between Long-haul CNPs for one flow;
 	// 0 means RTT_est (derived, §5.5).
 	CNPInterval time.Duration
@@ -169,8 +173,9 @@ type LongHaulCNP struct {
 	ResumePercent int
 	ResumeAfter   time.Duration
 	// RecoveryInterval is the source's per-QP recovery timer (0: 2 *
-	// RTT_est, derived) and RecoveryStep its additive increase per timer
-	// expiry.
+	// RTT_est, derived) and RecoveryStep its additive increase, in bits
+	// per second added to the QP's rate at every recovery tick (RTT_est
+	// / 10) until its normal rate is back.
 	RecoveryInterval time.Duration
 	RecoveryStep     Rate
 	// FlowAging removes flow-table entries idle for this long.
@@ -179,6 +184,10 @@ type LongHaulCNP struct {
 	// window (0: RTT_est, derived).
 	Collaborative     bool
 	ObservationWindow time.Duration
+	// UpstreamFirst is §5.7's upstream priority: a node waits for a
+	// congestion-aware node between a flow's source and itself before
+	// its first response (default true).
+	UpstreamFirst bool
 	// Format is the wire format of the notification: "rocev2" or "icmpv6".
 	Format string
 }

@@ -7956,7 +7956,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetId() uint8 {
 // should use 'if t.KBase == nil' before retrieving the leaf's value.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetKBase() uint64 {
 	if t == nil || t.KBase == nil {
-		return 65536
+		return 64000
 	}
 	return *t.KBase
 }
@@ -8068,7 +8068,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetMinCnpInterval
 // should use 'if t.TriggerPersistence == nil' before retrieving the leaf's value.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetTriggerPersistence() uint32 {
 	if t == nil || t.TriggerPersistence == nil {
-		return 100
+		return 0
 	}
 	return *t.TriggerPersistence
 }
@@ -8210,7 +8210,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) PopulateDefaults(
 		t.Enabled = &v
 	}
 	if t.KBase == nil {
-		var v uint64 = 65536
+		var v uint64 = 64000
 		t.KBase = &v
 	}
 	if t.KmaxMode == 0 {
@@ -8224,7 +8224,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) PopulateDefaults(
 		t.MeasurementInterval = &v
 	}
 	if t.TriggerPersistence == nil {
-		var v uint32 = 100
+		var v uint32 = 0
 		t.TriggerPersistence = &v
 	}
 	if t.VEcn == nil {
@@ -8526,7 +8526,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetId() uint8 {
 // should use 'if t.KBase == nil' before retrieving the leaf's value.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetKBase() uint64 {
 	if t == nil || t.KBase == nil {
-		return 65536
+		return 64000
 	}
 	return *t.KBase
 }
@@ -8718,7 +8718,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetQueueGrowthRate
 // should use 'if t.TriggerPersistence == nil' before retrieving the leaf's value.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetTriggerPersistence() uint32 {
 	if t == nil || t.TriggerPersistence == nil {
-		return 100
+		return 0
 	}
 	return *t.TriggerPersistence
 }
@@ -8932,7 +8932,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) PopulateDefaults()
 		t.Enabled = &v
 	}
 	if t.KBase == nil {
-		var v uint64 = 65536
+		var v uint64 = 64000
 		t.KBase = &v
 	}
 	if t.KmaxMode == 0 {
@@ -8946,7 +8946,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) PopulateDefaults()
 		t.MeasurementInterval = &v
 	}
 	if t.TriggerPersistence == nil {
-		var v uint32 = 100
+		var v uint32 = 0
 		t.TriggerPersistence = &v
 	}
 	if t.VEcn == nil {

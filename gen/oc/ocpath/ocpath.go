@@ -958,7 +958,11 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPathAny) ArrivalRateDropThre
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 (wait for a congestion-aware node on the flow's route from
+// its source before the first response) needs the list of those
+// nodes, which this module does not carry yet: without it the node
+// responds at once.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1006,7 +1010,11 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath) Enabled() *Lhcnp_Lhcnp
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 (wait for a congestion-aware node on the flow's route from
+// its source before the first response) needs the list of those
+// nodes, which this module does not carry yet: without it the node
+// responds at once.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1737,7 +1745,11 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePathAny) EffectiveObservation
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 (wait for a congestion-aware node on the flow's route from
+// its source before the first response) needs the list of those
+// nodes, which this module does not carry yet: without it the node
+// responds at once.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1785,7 +1797,11 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePath) Enabled() *Lhcnp_Lhcnp_
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 (wait for a congestion-aware node on the flow's route from
+// its source before the first response) needs the list of those
+// nodes, which this module does not carry yet: without it the node
+// responds at once.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -21482,8 +21498,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPathAn
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -21532,8 +21553,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPath) 
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -22449,8 +22475,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePathAny
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -22499,8 +22530,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePath) P
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -23719,8 +23755,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) Id() *Lhcn
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -23768,8 +23805,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) KBase() *Lhcn
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -24378,10 +24416,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) MinCnpInte
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -24430,10 +24470,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) TriggerPersis
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -26310,8 +26352,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) Id() *Lhcnp
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -26359,8 +26402,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) KBase() *Lhcnp
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -27523,10 +27567,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) QueueGrowth
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -27575,10 +27621,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) TriggerPersist
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"

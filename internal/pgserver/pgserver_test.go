@@ -1,0 +1,204 @@
+package pgserver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// requireBinaries skips (or fails, under CI or LHCNP_ORACLES=required) when
+// the server binaries are missing.
+func requireBinaries(t *testing.T) {
+	t.Helper()
+	if _, err := FindBinaries(); err != nil {
+		if os.Getenv("CI") == "true" || os.Getenv("LHCNP_ORACLES") == "required" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// stateDir is a directory the postgres user can reach, like a lab's state
+// directory (t.TempDir's parent is mode 0700).
+func stateDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pgserver-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// withConn runs f on a connection to dsn.
+func withConn(t *testing.T, dsn string, f func(ctx context.Context, conn *pgx.Conn) error) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := f(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func queryInt(t *testing.T, dsn, sql string) (n int) {
+	t.Helper()
+	withConn(t, dsn, func(ctx context.Context, conn *pgx.Conn) error { return conn.QueryRow(ctx, sql).Scan(&n) })
+	return n
+}
+
+func execSQL(t *testing.T, dsn, sql string) {
+	t.Helper()
+	withConn(t, dsn, func(ctx context.Context, conn *pgx.Conn) error { _, err := conn.Exec(ctx, sql); return err })
+}
+
+// TestLifecycle: a temporary cluster starts, serves, stops and starts again
+// on the same port with its data, and Close removes its directory.
+func TestLifecycle(t *testing.T) {
+	requireBinaries(t)
+	ctx := context.Background()
+	s, err := Start(ctx, WithoutDurability())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if !s.Running() {
+		t.Fatal("Running() = false after Start")
+	}
+	if s.SocketDir() == "" {
+		t.Errorf("no unix socket for data directory %s", s.DataDir())
+	} else if _, err := os.Stat(filepath.Join(s.SocketDir(), ".s.PGSQL."+strconv.Itoa(s.Port()))); err != nil {
+		t.Errorf("unix socket: %v", err)
+	}
+	if err := s.CreateDatabase(ctx, "tpl", ""); err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, s.DSN("tpl"), "CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2)")
+	if err := s.CreateDatabase(ctx, "copy", "tpl"); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryInt(t, s.DSN("copy"), "SELECT count(*) FROM t"); got != 2 {
+		t.Errorf("rows in the copy of the template = %d, want 2", got)
+	}
+
+	port := s.Port()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Running() {
+		t.Fatal("Running() = true after Stop")
+	}
+	if _, err := pgx.Connect(ctx, s.DSN("copy")); err == nil {
+		t.Fatal("connected to a stopped server")
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.Port() != port {
+		t.Errorf("port after restart = %d, want %d", s.Port(), port)
+	}
+	if got := queryInt(t, s.DSN("copy"), "SELECT count(*) FROM t"); got != 2 {
+		t.Errorf("rows after restart = %d, want 2", got)
+	}
+
+	// An immediate shutdown, then crash recovery on the next start.
+	execSQL(t, s.DSN("copy"), "INSERT INTO t VALUES (3)")
+	if err := s.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryInt(t, s.DSN("copy"), "SELECT count(*) FROM t"); got != 3 {
+		t.Errorf("rows after crash recovery = %d, want 3", got)
+	}
+
+	if err := s.DropDatabase(ctx, "copy"); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.DataDir()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("temporary data directory %s still there after Close (%v)", dir, err)
+	}
+}
+
+// TestReuseAndInUse: a lab's second start reuses its data directory; a
+// second server on a directory in use fails with ErrInUse and harms nothing.
+func TestReuseAndInUse(t *testing.T) {
+	requireBinaries(t)
+	ctx := context.Background()
+	dir := filepath.Join(stateDir(t), "postgres")
+	s, err := Start(ctx, WithDataDir(dir), WithoutDurability())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	execSQL(t, s.DSN("postgres"), "CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)")
+
+	_, err = Start(ctx, WithDataDir(dir))
+	if !errors.Is(err, ErrInUse) {
+		t.Fatalf("second Start on a data directory in use: err = %v, want ErrInUse", err)
+	}
+	if !strings.Contains(err.Error(), dir) {
+		t.Errorf("error %q does not name the directory %s", err, dir)
+	}
+	if got := queryInt(t, s.DSN("postgres"), "SELECT x FROM kept"); got != 42 {
+		t.Errorf("first server disturbed: x = %d", got)
+	}
+
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
+		t.Fatalf("Close removed a caller's data directory: %v", err)
+	}
+	s2, err := Start(ctx, WithDataDir(dir), WithStartTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	if got := queryInt(t, s2.DSN("postgres"), "SELECT x FROM kept"); got != 42 {
+		t.Errorf("reused cluster: x = %d, want 42", got)
+	}
+}
+
+// TestBadDataDir: a directory with foreign files is refused, not overwritten.
+func TestBadDataDir(t *testing.T) {
+	requireBinaries(t)
+	dir := stateDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(context.Background(), WithDataDir(dir))
+	if err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("Start on a non-empty foreign directory: err = %v, want a 'not empty' error", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "mine" {
+		t.Error("foreign file changed")
+	}
+}
+
+// TestNotInstalled: without binaries the error tells how to install them.
+func TestNotInstalled(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := findBinaries(filepath.Join(t.TempDir(), "*", "bin"))
+	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "scripts/deps.sh") {
+		t.Fatalf("err = %v, want ErrNotInstalled naming scripts/deps.sh", err)
+	}
+}

@@ -1,0 +1,172 @@
+// Package pgtest gives each test a fresh PostgreSQL database with lhcnp's
+// schema, on a real private cluster started from the installed binaries
+// (internal/pgserver): one cluster per test binary, started on first use; a
+// template database migrated once; then per test `CREATE DATABASE ...
+// TEMPLATE`, dropped when the test ends. A package that uses it should call
+// pgtest.Main from TestMain so the cluster stops and its directory goes away;
+// should the test binary die first, the server shuts itself down
+// (pgserver's parent-death signal).
+//
+// Without the server binaries a test is skipped with a message saying how to
+// install them, unless CI=true or LHCNP_ORACLES=required (the Makefile's
+// default), when it fails.
+//
+// It depends on pgserver, migrations, pgx and testing; nothing depends on it
+// outside tests.
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/internal/pgserver"
+	"github.com/lhcnp/lhcnp/migrations"
+)
+
+// TemplateDB is the migrated database every test database is cloned from.
+const TemplateDB = "lhcnp_template"
+
+// cluster is the test binary's shared server. It is the package's one piece
+// of mutable state, by design: tests of one binary share one cluster.
+type cluster struct {
+	once sync.Once
+	srv  *pgserver.Server
+	err  error
+	seq  atomic.Int64
+}
+
+var shared cluster
+
+// Main runs the tests (m.Run), stops the shared cluster and exits with the
+// tests' status. Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if shared.srv != nil {
+		if err := shared.srv.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: stopping the cluster: %v\n", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// Require skips t when the PostgreSQL server binaries are missing, or fails
+// it when CI=true or LHCNP_ORACLES=required.
+func Require(t testing.TB) {
+	t.Helper()
+	if _, err := pgserver.FindBinaries(); err != nil {
+		if required() {
+			t.Fatalf("pgtest: %v (required: CI=true or LHCNP_ORACLES=required)", err)
+		}
+		t.Skipf("pgtest: skipping, no PostgreSQL: %v", err)
+	}
+}
+
+func required() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("LHCNP_ORACLES") == "required"
+}
+
+// Server returns the shared cluster, starting it and migrating the template
+// on first use. Tests must not stop it (fault tests use Private).
+func Server(t testing.TB) *pgserver.Server {
+	t.Helper()
+	Require(t)
+	shared.once.Do(func() {
+		ctx := context.Background()
+		srv, err := pgserver.Start(ctx, pgserver.WithoutDurability(),
+			pgserver.WithSetting("max_connections", "300"))
+		if err != nil {
+			shared.err = err
+			return
+		}
+		if err := migrateNew(ctx, srv, TemplateDB); err != nil {
+			srv.Close()
+			shared.err = err
+			return
+		}
+		shared.srv = srv
+	})
+	if shared.err != nil {
+		t.Fatalf("pgtest: shared cluster: %v", shared.err)
+	}
+	return shared.srv
+}
+
+// migrateNew creates database name on srv and applies every migration.
+func migrateNew(ctx context.Context, srv *pgserver.Server, name string) error {
+	if err := srv.CreateDatabase(ctx, name, ""); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, srv.DSN(name))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return migrations.Up(ctx, conn)
+}
+
+// New returns a pool on a fresh database with the full schema, and its DSN.
+// The database is dropped when the test ends.
+func New(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	srv := Server(t)
+	ctx := context.Background()
+	name := dbName(t.Name(), shared.seq.Add(1))
+	if err := srv.CreateDatabase(ctx, name, TemplateDB); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	dsn := srv.DSN(name)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		if err := srv.DropDatabase(context.Background(), name); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return pool, dsn
+}
+
+var notIdent = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// dbName makes a database name from a test name: readable in the server's
+// log, unique by seq, within PostgreSQL's 63-byte limit.
+func dbName(test string, seq int64) string {
+	base := strings.Trim(notIdent.ReplaceAllString(strings.ToLower(test), "_"), "_")
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	return fmt.Sprintf("t_%s_%d", base, seq)
+}
+
+// Private starts a cluster of the test's own, with database "lhcnp"
+// migrated, for tests that stop, crash or slow down the server (the shared
+// one must stay up for the other tests). It is closed when the test ends.
+func Private(t testing.TB, opts ...pgserver.Option) (*pgserver.Server, string) {
+	t.Helper()
+	Require(t)
+	ctx := context.Background()
+	srv, err := pgserver.Start(ctx, append([]pgserver.Option{pgserver.WithoutDurability()}, opts...)...)
+	if err != nil {
+		t.Fatalf("pgtest: private cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	if err := migrateNew(ctx, srv, "lhcnp"); err != nil {
+		t.Fatalf("pgtest: private cluster: %v", err)
+	}
+	return srv, srv.DSN("lhcnp")
+}

@@ -1,0 +1,47 @@
+package pgtest
+
+import (
+	"context"
+	"testing"
+)
+
+func TestMain(m *testing.M) { Main(m) }
+
+// TestIsolated: two tests' databases are separate copies of the template.
+func TestIsolated(t *testing.T) {
+	ctx := context.Background()
+	var names [2]string
+	for i := range names {
+		pool, _ := New(t)
+		if _, err := pool.Exec(ctx, `INSERT INTO targets (name, address) VALUES ('sw1', '127.0.0.1:9339')`); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM targets`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("database %d: %d targets, want 1 (databases not isolated)", i, n)
+		}
+		if err := pool.QueryRow(ctx, `SELECT current_database()`).Scan(&names[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names[0] == names[1] {
+		t.Errorf("both tests got database %s", names[0])
+	}
+}
+
+func TestDBName(t *testing.T) {
+	for _, tt := range []struct{ desc, test, want string }{
+		{"plain", "TestX", "t_testx_7"},
+		{"subtest", "TestX/a b-c", "t_testx_a_b_c_7"},
+		{"long", "TestAVeryLongNameThatGoesOnAndOnPastFortyCharacters", "t_testaverylongnamethatgoesonandonpastfort_7"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if got := dbName(tt.test, 7); got != tt.want {
+				t.Errorf("dbName(%q) = %q, want %q", tt.test, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,44 @@
+package migrations
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Execer is what Maintain and SetRetention need: a *pgx.Conn, a
+// *pgxpool.Pool or a pgx.Tx.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Maintain runs one maintenance pass (SQL lhcnp_maintain()): daily
+// partitions of samples created ahead, those past the retention dropped, by
+// pg_partman or by the migration's own functions, whichever keeps them. The
+// collector calls it periodically (hourly is plenty: partitions are made
+// days ahead); concurrent calls are serialised by the database.
+func Maintain(ctx context.Context, db Execer) error {
+	if _, err := db.Exec(ctx, "SELECT lhcnp_maintain()"); err != nil {
+		return fmt.Errorf("partition maintenance: %w", err)
+	}
+	return nil
+}
+
+// SetRetention sets how long samples (and events and ledger rows) are kept;
+// keep <= 0 keeps them forever. It takes effect at the next Maintain. The
+// retention is whole seconds at least.
+func SetRetention(ctx context.Context, db Execer, keep time.Duration) error {
+	var arg any // NULL: forever
+	if keep > 0 {
+		if keep < time.Second {
+			return fmt.Errorf("retention %v: want at least 1s", keep)
+		}
+		arg = fmt.Sprintf("%d seconds", int64(keep/time.Second))
+	}
+	if _, err := db.Exec(ctx, "SELECT lhcnp_set_retention($1::interval)", arg); err != nil {
+		return fmt.Errorf("set retention %v: %w", keep, err)
+	}
+	return nil
+}

@@ -1,0 +1,393 @@
+package migrations_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/migrations"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var emptySeq atomic.Int64
+
+// emptyDB creates a database without any schema on the shared cluster and
+// returns its DSN; it is dropped when the test ends.
+func emptyDB(t *testing.T) string {
+	t.Helper()
+	srv := pgtest.Server(t)
+	name := fmt.Sprintf("empty_%d", emptySeq.Add(1))
+	ctx := context.Background()
+	if err := srv.CreateDatabase(ctx, name, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.DropDatabase(context.Background(), name); err != nil {
+			t.Error(err)
+		}
+	})
+	return srv.DSN(name)
+}
+
+func connect(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// objects lists the schema's own objects in public: tables (with partitions),
+// views and functions, and the extensions installed.
+func objects(t *testing.T, conn *pgx.Conn) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `
+		SELECT 'table ' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		 WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v') AND c.relname <> 'lhcnp_schema_version'
+		UNION ALL
+		SELECT 'function ' || p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		 WHERE n.nspname = 'public'
+		UNION ALL
+		SELECT 'extension ' || extname FROM pg_extension WHERE extname <> 'plpgsql'
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+var managers = []string{"pg_partman", "lhcnp"}
+
+// TestUpDownStatus walks the schema up, one step down, up again, all the way
+// down (nothing of ours left) and up once more, with each partition manager.
+func TestUpDownStatus(t *testing.T) {
+	for _, manager := range managers {
+		t.Run(manager, func(t *testing.T) {
+			ctx := context.Background()
+			conn := connect(t, emptyDB(t))
+			opt := migrations.WithPartitionManager(manager)
+			latest := migrations.Latest()
+			if latest < 3 {
+				t.Fatalf("Latest() = %d, want at least 3 migrations", latest)
+			}
+
+			st, err := migrations.GetStatus(ctx, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Current != 0 || st.Latest != latest || !st.Pending() || len(st.Steps) != int(latest) {
+				t.Fatalf("status of an empty database = %+v", st)
+			}
+			before := objects(t, conn)
+
+			var applied []string
+			progress := migrations.WithProgress(func(seq int32, name, dir string) {
+				applied = append(applied, fmt.Sprintf("%s %d %s", dir, seq, name))
+			})
+			if err := migrations.Up(ctx, conn, opt, progress); err != nil {
+				t.Fatal(err)
+			}
+			if len(applied) != int(latest) || !strings.HasPrefix(applied[0], "up 1 001_") {
+				t.Errorf("progress = %q", applied)
+			}
+			st, err = migrations.GetStatus(ctx, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Current != latest || st.Pending() {
+				t.Fatalf("after Up: %+v", st)
+			}
+			for _, s := range st.Steps {
+				if !s.Applied {
+					t.Errorf("step %d %s not applied after Up", s.Sequence, s.Name)
+				}
+			}
+			full := objects(t, conn)
+			for _, want := range []string{"table samples", "table targets", "table tuner_actions", "table queue_latest", "function lhcnp_maintain"} {
+				if !contains(full, want) {
+					t.Errorf("after Up, %s missing from %q", want, full)
+				}
+			}
+			if got := contains(full, "extension pg_partman"); got != (manager == "pg_partman") {
+				t.Errorf("extension pg_partman installed = %v with manager %s", got, manager)
+			}
+
+			if err := migrations.Down(ctx, conn, 1, opt); err != nil {
+				t.Fatal(err)
+			}
+			if st, _ := migrations.GetStatus(ctx, conn); st.Current != latest-1 {
+				t.Errorf("after Down 1: version %d, want %d", st.Current, latest-1)
+			}
+			if err := migrations.Up(ctx, conn, opt); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(full, objects(t, conn)); diff != "" {
+				t.Errorf("down one step and up again changed the schema (-want +got):\n%s", diff)
+			}
+
+			if err := migrations.To(ctx, conn, 0, opt); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(before, objects(t, conn)); diff != "" {
+				t.Errorf("all the way down left objects behind (-before +after):\n%s", diff)
+			}
+			if err := migrations.Up(ctx, conn, opt); err != nil {
+				t.Fatalf("up after a full down: %v", err)
+			}
+			if diff := cmp.Diff(full, objects(t, conn)); diff != "" {
+				t.Errorf("up after a full down (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestConcurrentUp: collectors starting together migrate once; the
+// advisory lock makes the others wait and find nothing to do.
+func TestConcurrentUp(t *testing.T) {
+	dsn := emptyDB(t)
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	conns := make([]*pgx.Conn, n)
+	for i := range conns {
+		conns[i] = connect(t, dsn)
+	}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = migrations.Up(context.Background(), conns[i])
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("migrator %d: %v", i, err)
+		}
+	}
+	st, err := migrations.GetStatus(context.Background(), conns[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Current != migrations.Latest() {
+		t.Errorf("version %d after concurrent Up, want %d", st.Current, migrations.Latest())
+	}
+}
+
+func TestBadPartitionManager(t *testing.T) {
+	conn := connect(t, emptyDB(t))
+	err := migrations.Up(context.Background(), conn, migrations.WithPartitionManager("timescale"))
+	if err == nil || !strings.Contains(err.Error(), `"timescale"`) {
+		t.Fatalf("err = %v, want one naming the bad manager", err)
+	}
+}
+
+// partitions lists the daily partitions of samples by their day suffix.
+func partitions(t *testing.T, conn *pgx.Conn) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `
+		SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'samples'::regclass ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func day(offset int) string {
+	return "samples_p" + time.Now().UTC().AddDate(0, 0, offset).Format("2006_01_02")
+}
+
+func count(t *testing.T, conn *pgx.Conn, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// TestPartitions: with either manager, partitions exist from yesterday to
+// four days ahead, rows outside them land in the default partition, and the
+// retention drops old data at the next maintenance pass while keeping the
+// rest.
+func TestPartitions(t *testing.T) {
+	for _, manager := range managers {
+		t.Run(manager, func(t *testing.T) {
+			ctx := context.Background()
+			conn := connect(t, emptyDB(t))
+			if err := migrations.Up(ctx, conn, migrations.WithPartitionManager(manager)); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			if err := conn.QueryRow(ctx, `SELECT manager FROM lhcnp_partitioning WHERE parent = 'public.samples'`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != manager {
+				t.Fatalf("manager = %s, want %s", got, manager)
+			}
+			parts := partitions(t, conn)
+			for _, want := range []string{day(-1), day(0), day(4), "samples_default"} {
+				if !contains(parts, want) {
+					t.Errorf("partition %s missing from %q", want, parts)
+				}
+			}
+
+			insert := `INSERT INTO samples (ts, series_id, v_int, batch_id) VALUES (now() + $1::interval, 1, $2, 1)`
+			for _, r := range []struct {
+				offset string
+				v      int
+			}{{"0", 1}, {"-1 day", 2}, {"-20 days", 3}, {"-40 days", 4}, {"2 days", 5}, {"400 days", 6}} {
+				if _, err := conn.Exec(ctx, insert, r.offset, r.v); err != nil {
+					t.Fatalf("insert at now%s: %v", r.offset, err)
+				}
+			}
+			if n := count(t, conn, `SELECT count(*) FROM samples_default`); n < 2 {
+				t.Errorf("%d rows in samples_default, want the ones 40 days ago and 400 days ahead at least", n)
+			}
+			if err := migrations.SetRetention(ctx, conn, 10*24*time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := migrations.Maintain(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := conn.Query(ctx, `SELECT v_int FROM samples ORDER BY v_int`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]int64{1, 2, 5, 6}, kept); diff != "" {
+				t.Errorf("rows kept with a 10-day retention (-want +got):\n%s", diff)
+			}
+			for _, p := range partitions(t, conn) {
+				if p != "samples_default" && p < day(-11) {
+					t.Errorf("partition %s older than the retention still there", p)
+				}
+			}
+
+			// Retention off: nothing more is dropped.
+			if err := migrations.SetRetention(ctx, conn, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := migrations.Maintain(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(t, conn, `SELECT count(*) FROM samples`); n != 4 {
+				t.Errorf("%d rows after a pass without retention, want 4", n)
+			}
+		})
+	}
+}
+
+// TestFallbackMovesDefaultRows: the plain-SQL fallback creating a day's
+// partition moves that day's rows out of the default partition.
+func TestFallbackMovesDefaultRows(t *testing.T) {
+	ctx := context.Background()
+	conn := connect(t, emptyDB(t))
+	if err := migrations.Up(ctx, conn, migrations.WithPartitionManager("lhcnp")); err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Now().UTC().AddDate(0, 0, 30)
+	if _, err := conn.Exec(ctx, `INSERT INTO samples (ts, series_id, v_int, batch_id) VALUES ($1, 7, 70, 1), ($1, 7, 71, 1)`, ts); err != nil {
+		t.Fatal(err)
+	}
+	var created bool
+	if err := conn.QueryRow(ctx, `SELECT lhcnp_create_daily_partition('samples', $1::date)`, ts.Format("2006-01-02")).Scan(&created); err != nil {
+		t.Fatal(err)
+	}
+	if !created {
+		t.Fatal("partition reported as existing")
+	}
+	child := day(30)
+	if n := count(t, conn, `SELECT count(*) FROM `+child); n != 2 {
+		t.Errorf("%d rows in %s, want 2", n, child)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM samples_default`); n != 0 {
+		t.Errorf("%d rows left in samples_default, want 0", n)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM samples`); n != 2 {
+		t.Errorf("%d rows in samples, want 2", n)
+	}
+}
+
+// TestTargetsNotify: an NMS's INSERT, UPDATE and DELETE on targets reach a
+// listener on lhcnp_targets with the target's name, and updated_at moves.
+func TestTargetsNotify(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, dsn := pgtest.New(t)
+	listener := connect(t, dsn)
+	if _, err := listener.Exec(ctx, "LISTEN lhcnp_targets"); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		`INSERT INTO targets (name, address, subscriptions) VALUES ('n1', '127.0.0.1:9339', '[{"paths": ["/lhcnp"], "mode": "sample"}]')`,
+		`UPDATE targets SET enabled = false WHERE name = 'n1'`,
+		`UPDATE targets SET name = 'n2' WHERE name = 'n1'`,
+		`DELETE FROM targets WHERE name = 'n2'`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	var got []string
+	for len(got) < 5 {
+		n, err := listener.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatalf("after %q: %v", got, err)
+		}
+		got = append(got, n.Payload)
+	}
+	if diff := cmp.Diff([]string{"n1", "n1", "n1", "n2", "n2"}, got); diff != "" {
+		t.Errorf("notifications (-want +got):\n%s", diff)
+	}
+
+	if _, err := pool.Exec(ctx, `INSERT INTO targets (name, address, subscriptions) VALUES ('bad', 'x:1', '{"paths": []}')`); err == nil {
+		t.Error("subscriptions that are not a list accepted")
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO targets (name, address) VALUES ('t', 'x:1')`); err != nil {
+		t.Fatal(err)
+	}
+	var created, updated time.Time
+	if _, err := pool.Exec(ctx, `UPDATE targets SET address = 'y:2' WHERE name = 't'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT created_at, updated_at FROM targets WHERE name = 't'`).Scan(&created, &updated); err != nil {
+		t.Fatal(err)
+	}
+	if updated.Before(created) {
+		t.Errorf("updated_at %v before created_at %v", updated, created)
+	}
+}
