@@ -94,3 +94,65 @@ func TestGNMIPusherRefusesOutOfModel(t *testing.T) {
 		})
 	}
 }
+
+// TestGNMIPusherRollbackAndConfirm: against the real target's Commit
+// Confirmed, an unconfirmed commit is rolled back by the switch when its
+// rollback duration ends; a confirmed one stays, and the switch takes a
+// new commit at once (none is pending).
+func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	yc := ygnmiClient(t, addr)
+	alpha := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).State().Alpha()
+	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
+	defer p.Close()
+	ch := Change{Interface: "wan0", Queue: 0,
+		Before: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 1_250_000_000},
+		After:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBps: 1_250_000_000}}
+
+	if err := p.Commit(ctx, "n1", "unconfirmed", []Change{ch}, 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet()); err != nil || a != 0.5 {
+		t.Fatalf("alpha during the commit: %v, %v; want 0.5", a, err)
+	}
+	// A second commit while one is pending is refused by the switch.
+	if err := p.Commit(ctx, "n1", "second", []Change{ch}, time.Minute); err == nil || !strings.Contains(err.Error(), "FailedPrecondition") {
+		t.Errorf("second commit while one is pending: %v, want FailedPrecondition", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alpha still %v 20 s after a 200 ms rollback duration: the switch did not roll back", a)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	if err := p.Confirm(ctx, "n1", "unconfirmed"); err == nil {
+		t.Error("confirming a commit the switch rolled back succeeded")
+	}
+
+	if err := p.Commit(ctx, "n1", "kept", []Change{ch}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Confirm(ctx, "n1", "kept"); err != nil {
+		t.Fatalf("Confirm: %v", err)
+	}
+	back := ch
+	back.Before, back.After = ch.After, ch.Before
+	if err := p.Commit(ctx, "n1", "next", []Change{back}, time.Minute); err != nil {
+		t.Fatalf("a commit after the confirm: %v (still pending?)", err)
+	}
+	if err := p.Cancel(ctx, "n1", "next"); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet()); err != nil || a != 0.5 {
+		t.Errorf("alpha after confirm then a cancelled commit: %v, %v; want the confirmed 0.5", a, err)
+	}
+}

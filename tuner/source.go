@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,10 +14,10 @@ import (
 )
 
 // PGSource reads windows from the collector's views (docs/collector.md,
-// "Views"): queue_congestion for the queue samples, queue_latest for each
-// queue's settings and counters, notifications_per_second,
-// drops_and_pauses and queue_throughput for the counts between samples.
-// It never reads the collector's tables.
+// "Views"): queue_latest for each queue's settings and its port's R_port
+// and RTT_est, queue_congestion for the queue samples, counter_increases
+// for the counts between samples (bytes, packets, drops, pauses and
+// notifications by action). It never reads the collector's tables.
 type PGSource struct {
 	pool *pgxpool.Pool
 }
@@ -48,7 +49,11 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 			return nil, fmt.Errorf("queue_latest: %w", err)
 		}
 		w := policy.Window{Start: start, End: end}
-		w.Config.KMaxMode = policy.KMaxMode(deref(mode, string(policy.KMaxBDP)))
+		m := deref(mode, string(policy.KMaxBDP))
+		if i := strings.LastIndexByte(m, ':'); i >= 0 {
+			m = m[i+1:] // a module-qualified identity or enum name
+		}
+		w.Config.KMaxMode = policy.KMaxMode(m)
 		w.Config.Alpha = deref(alpha, 0)
 		w.Config.VGrowthBps = deref(vgrowth, 0)
 		w.Config.KMaxBytes = deref(kmax, 0)
@@ -105,54 +110,38 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		}
 		f(&ss[i])
 	}
-	if err := s.each(ctx, sqlNotifications, target, start, end, func(r pgx.Rows) error {
+	if err := s.each(ctx, sqlCounts, target, start, end, func(r pgx.Rows) error {
 		var k qk
 		var at time.Time
-		var action string
-		var n float64
-		if err := r.Scan(&k.iface, &k.queue, &at, &action, &n); err != nil {
+		var leaf string
+		var inc float64
+		if err := r.Scan(&k.iface, &k.queue, &at, &leaf, &inc); err != nil {
 			return err
 		}
+		n := int64(inc + 0.5)
 		add(k, at, func(s *policy.Sample) {
-			c := int64(n + 0.5)
-			switch action {
-			case "NOTIFY", "notify":
-				s.Notifications.Notify += c
-			case "PAUSE", "pause":
-				s.Notifications.Pause += c
-			case "RATE_REDUCE", "rate-reduce", "rate_reduce":
-				s.Notifications.RateReduce += c
-			case "RESUME", "resume":
-				s.Notifications.Resume += c
+			switch leaf {
+			case "bytes":
+				s.TxBytes += n
+			case "packets":
+				s.Packets += n
+			case "dropped-packets":
+				s.Drops += n
+			case "pfc-pause-frames":
+				s.Pauses += n
+			case "cnp-notify-sent":
+				s.Notifications.Notify += n
+			case "cnp-pause-sent":
+				s.Notifications.Pause += n
+			case "cnp-rate-reduce-sent":
+				s.Notifications.RateReduce += n
+			case "cnp-resume-sent":
+				s.Notifications.Resume += n
 			}
 		})
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("notifications_per_second: %w", err)
-	}
-	if err := s.each(ctx, sqlDrops, target, start, end, func(r pgx.Rows) error {
-		var k qk
-		var at time.Time
-		var drops, pauses *int64
-		if err := r.Scan(&k.iface, &k.queue, &at, &drops, &pauses); err != nil {
-			return err
-		}
-		add(k, at, func(s *policy.Sample) { s.Drops += deref(drops, 0); s.Pauses += deref(pauses, 0) })
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("drops_and_pauses: %w", err)
-	}
-	if err := s.each(ctx, sqlThroughput, target, start, end, func(r pgx.Rows) error {
-		var k qk
-		var at time.Time
-		var bytes, packets *int64
-		if err := r.Scan(&k.iface, &k.queue, &at, &bytes, &packets); err != nil {
-			return err
-		}
-		add(k, at, func(s *policy.Sample) { s.TxBytes += deref(bytes, 0); s.Packets += deref(packets, 0) })
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("queue_throughput: %w", err)
+		return nil, fmt.Errorf("counter_increases: %w", err)
 	}
 
 	slices.SortFunc(keys, func(a, b qk) int {
@@ -192,24 +181,30 @@ func deref[T any](p *T, def T) T {
 	return *p
 }
 
-// The queries, one per view.
+// The queries, one per view (migrations/003_views.sql).
 const (
 	sqlLatest = `
-SELECT interface, queue, alpha, v_growth_bytes_per_second, kmax_mode, kmax_bytes, k_base_bytes,
-       effective_kmax_bytes, effective_port_rate_bps, effective_rtt_est_us
+SELECT interface, queue, alpha::float8, v_growth_bytes_per_second, kmax_mode, (state ->> 'kmax')::bigint,
+       k_base_bytes, kmax_bytes, port_rate_bps, rtt_est_us
 FROM queue_latest WHERE target = $1`
 	sqlSamples = `
 SELECT interface, queue, ts, queue_depth_bytes, peak_queue_depth_bytes, growth_rate_bytes_per_second,
-       ecn_marking_rate_percent
+       ecn_marking_rate_percent::float8
 FROM queue_congestion WHERE target = $1 AND ts BETWEEN $2 AND $3
 ORDER BY interface, queue, ts`
-	sqlNotifications = `
-SELECT interface, queue, second, action, notifications
-FROM notifications_per_second WHERE target = $1 AND second > $2 AND second <= $3`
-	sqlDrops = `
-SELECT interface, queue, ts, dropped_packets_delta, pfc_pause_frames_delta
-FROM drops_and_pauses WHERE target = $1 AND ts > $2 AND ts <= $3`
-	sqlThroughput = `
-SELECT interface, queue, ts, bytes_delta, packets_delta
-FROM queue_throughput WHERE target = $1 AND ts > $2 AND ts <= $3`
+	// The increases of the queue counters the policy counts, by leaf.
+	sqlCounts = `
+SELECT keys ->> 'name', (keys ->> 'id')::integer, ts,
+       substr(schema_path, length('/lhcnp/interfaces/interface/queues/queue/state/counters/') + 1),
+       increase::float8
+FROM counter_increases
+WHERE target = $1 AND ts > $2 AND ts <= $3 AND increase IS NOT NULL
+  AND schema_path IN ('/lhcnp/interfaces/interface/queues/queue/state/counters/bytes',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/packets',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/dropped-packets',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/pfc-pause-frames',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-notify-sent',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-pause-sent',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-rate-reduce-sent',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-resume-sent')`
 )
