@@ -52,16 +52,16 @@ type Config struct {
 	VGrowthMinBps int64   `yaml:"v_growth_min_bytes_per_second"`
 	VGrowthMaxBps int64   `yaml:"v_growth_max_bytes_per_second"`
 	TuneVGrowth   bool    `yaml:"tune_v_growth"`
-	// VGrowthEnableBps is the V_growth a tightening gives a queue whose
-	// QGR trigger is off (v-growth 0, possible in the simulator only);
-	// 0 leaves the trigger off.
-	VGrowthEnableBps int64         `yaml:"v_growth_enable_bytes_per_second"`
-	TuneKMax         bool          `yaml:"tune_kmax"`
-	MaxStep          float64       `yaml:"max_step"`
-	MinStep          float64       `yaml:"min_step"`
-	Cooldown         time.Duration `yaml:"cooldown"`
-	MinSamples       int           `yaml:"min_samples"`
-	MaxGap           time.Duration `yaml:"max_gap"`
+	// VGrowthEnableShare is the V_growth, as a share of R_port, a
+	// tightening gives a queue whose QGR trigger is off (v-growth 0,
+	// possible in the simulator only); 0 leaves the trigger off.
+	VGrowthEnableShare float64       `yaml:"v_growth_enable_share"`
+	TuneKMax           bool          `yaml:"tune_kmax"`
+	MaxStep            float64       `yaml:"max_step"`
+	MinStep            float64       `yaml:"min_step"`
+	Cooldown           time.Duration `yaml:"cooldown"`
+	MinSamples         int           `yaml:"min_samples"`
+	MaxGap             time.Duration `yaml:"max_gap"`
 
 	// The rules' thresholds; the pairs (UtilisationLow, DelayLowRTT) and
 	// DelayHighRTT leave a dead band in which the policy holds.
@@ -92,7 +92,7 @@ func DefaultConfig() Config {
 		VGrowthMinBps:           1_250_000,       // 10 Mbit/s
 		VGrowthMaxBps:           125_000_000_000, // 1 Tbit/s
 		TuneVGrowth:             true,
-		VGrowthEnableBps:        1_250_000_000, // the YANG default, 10 Gbit/s
+		VGrowthEnableShare:      0.1, // the YANG default's share of a 100 Gbit/s port
 		TuneKMax:                true,
 		MaxStep:                 2,
 		MinStep:                 1.1,
@@ -146,8 +146,8 @@ func (c Config) Validate() error {
 	if c.VGrowthMinBps < YANGVGrowthMinBps {
 		bad("v_growth_min_bytes_per_second", "%d is outside the YANG range of v-growth 1..max", c.VGrowthMinBps)
 	}
-	if c.VGrowthEnableBps != 0 && (c.VGrowthEnableBps < c.VGrowthMinBps || c.VGrowthEnableBps > c.VGrowthMaxBps) {
-		bad("v_growth_enable_bytes_per_second", "%d is outside [v_growth_min_bytes_per_second, v_growth_max_bytes_per_second]", c.VGrowthEnableBps)
+	if !finite(c.VGrowthEnableShare) || c.VGrowthEnableShare < 0 {
+		bad("v_growth_enable_share", "%v is not a finite share ≥ 0", c.VGrowthEnableShare)
 	}
 	if c.VGrowthMaxBps < c.VGrowthMinBps {
 		bad("v_growth_max_bytes_per_second", "%d is below v_growth_min_bytes_per_second %d", c.VGrowthMaxBps, c.VGrowthMinBps)

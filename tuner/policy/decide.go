@@ -241,10 +241,12 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 	}
 	switch {
 	case !vgKnob:
-	case cfg.TuneVGrowth && w.Config.VGrowthBps == 0 && dir == Tighten && cfg.VGrowthEnableBps > 0:
+	case cfg.TuneVGrowth && w.Config.VGrowthBps == 0 && dir == Tighten && cfg.VGrowthEnableShare > 0:
 		// The QGR trigger off (a simulator node): tightening switches it
-		// on at the YANG model's default.
-		after.VGrowthBps = cfg.VGrowthEnableBps
+		// on at a share of R_port (the YANG default is a tenth of a
+		// 100 Gbit/s port).
+		v := int64(cfg.VGrowthEnableShare * float64(w.PortRateBps) / 8)
+		after.VGrowthBps = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
 	case cfg.TuneVGrowth && w.Config.VGrowthBps > 0:
 		v := int64(math.Round(float64(w.Config.VGrowthBps) * factor))
 		v = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
@@ -260,7 +262,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 func vgCanMove(cfg Config, v int64, dir Direction) bool {
 	switch {
 	case v == 0:
-		return dir == Tighten && cfg.VGrowthEnableBps > 0
+		return dir == Tighten && cfg.VGrowthEnableShare > 0
 	case dir == Tighten:
 		return v > cfg.VGrowthMinBps
 	default:

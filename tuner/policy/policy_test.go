@@ -153,7 +153,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "the QGR trigger off and v_growth_enable 0: a growing queue lowers alpha instead",
-			cfg:    func(c *Config) { c.VGrowthEnableBps = 0 },
+			cfg:    func(c *Config) { c.VGrowthEnableShare = 0 },
 			window: func() Window { return growing(bdp(1, 0)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(0.7, 0),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
