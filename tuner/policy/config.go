@@ -104,7 +104,7 @@ func DefaultConfig() Config {
 		DelayLowRTT:             0.1,
 		GrowthTrendRTT:          0.25,
 		UtilisationLow:          0.9,
-		NotificationsHighPerRTT: 50,
+		NotificationsHighPerRTT: 500,
 		WorseTolerance:          0.02,
 		AttributeWorsening:      true,
 	}

@@ -261,10 +261,10 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "many notifications on a full link: V_growth up only",
-			window: func() Window { return window(queue{util: 0.97, delayRTT: 0.3, notifies: 10_000}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.97, delayRTT: 0.3, notifies: 100_000}, bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleOverhead, After: bdp(1, 2*vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
-			reason: "100 notifications per RTT_est",
+			reason: "1e+03 notifications per RTT_est",
 		},
 		{
 			desc:   "hysteresis: a queue between delay-low and delay-high with a full link holds",
