@@ -184,10 +184,26 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 		factor = 1 / step
 	}
 	var notes []string
-	// Where the queue will be one window from now if it keeps its pace:
-	// a tightening never sets K_max below it.
-	lastDepth := w.Samples[len(w.Samples)-1].QueueDepthBytes
-	lastDepth += max(0, lastDepth-w.Samples[0].QueueDepthBytes)
+	// The lowest K_max a tightening may set (no cut storm: a K_max far
+	// under the queue makes the QD trigger cut every flow at every
+	// interval until the queue drains): a growing queue's depth one window
+	// ahead at its pace; for a queue that is not growing, one step under
+	// its depth, or the current K_max when the queue is above it already
+	// (the node is cutting).
+	last, first := w.Samples[len(w.Samples)-1].QueueDepthBytes, w.Samples[0].QueueDepthBytes
+	kmaxNow := w.EffectiveKMaxBytes
+	if w.Config.KMaxMode == KMaxExplicit {
+		kmaxNow = w.Config.KMaxBytes
+	}
+	var floorBytes int64
+	switch {
+	case last > first:
+		floorBytes = 2*last - first
+	case kmaxNow > 0 && last >= kmaxNow:
+		floorBytes = kmaxNow
+	default:
+		floorBytes = int64(float64(last) / step)
+	}
 	// Which knobs: the growth and overhead rules move V_growth (the growth
 	// rule K_max when V_growth cannot move), the delay rule K_max (V_growth
 	// when K_max cannot move), loss and under-use both.
@@ -207,18 +223,14 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 			floor := 0.0
 			if dir == Tighten {
 				a = ceil3(w.Config.Alpha * factor)
-				// Never below the queue (projected one window ahead):
-				// a K_max far under the queue makes the QD trigger cut
-				// every flow at every interval until the queue drains
-				// (a cut storm).
-				floor = ceil3(float64(lastDepth) / bdpBytes)
+				floor = ceil3(float64(floorBytes) / bdpBytes)
 				a = math.Max(a, floor)
 			}
 			switch a = math.Min(hi, math.Max(lo, a)); {
 			case dir == Tighten && w.Config.Alpha*bdpBytes <= float64(w.KBaseBytes):
 				notes = append(notes, fmt.Sprintf("K_max is at its K_base floor %d B: alpha kept", w.KBaseBytes))
 			case dir == Tighten && a >= w.Config.Alpha && floor >= w.Config.Alpha:
-				notes = append(notes, fmt.Sprintf("the queue (%d B one window ahead) is above the K_max a lower alpha would give: alpha kept", lastDepth))
+				notes = append(notes, fmt.Sprintf("the queue (%d B, %d B one window ahead) is above the K_max a lower alpha would give: alpha kept", last, floorBytes))
 			case a == w.Config.Alpha:
 				notes = append(notes, fmt.Sprintf("alpha at its bound %v", a))
 			default:
@@ -227,7 +239,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 		case KMaxExplicit:
 			k := int64(math.Round(float64(w.Config.KMaxBytes) * factor))
 			if dir == Tighten {
-				k = min(w.Config.KMaxBytes, max(k, lastDepth)) // not under the queue (above)
+				k = min(w.Config.KMaxBytes, max(k, floorBytes)) // no cut storm (above)
 			}
 			k = min(cfg.KMaxMaxBytes, max(cfg.KMaxMinBytes, k))
 			if k == w.Config.KMaxBytes {
