@@ -199,7 +199,7 @@ func TestTunerConfirms(t *testing.T) {
 	if tu.Pending("n1") {
 		t.Fatal("still pending after a complete, better judge window")
 	}
-	want := []row{{"n1", policy.RuleDelay, OutcomeConfirmed, bdpSettings(0.5)}}
+	want := []row{{"n1", policy.RuleDelay, OutcomeConfirmed, bdpSettings(0.8)}}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}
@@ -238,7 +238,7 @@ func TestTunerLetsWorseRollBack(t *testing.T) {
 	if tu.Pending("n1") {
 		t.Fatal("still pending after the rollback deadline")
 	}
-	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(0.5)}}
+	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(0.8)}}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}
@@ -272,8 +272,8 @@ func TestTunerServesOthers(t *testing.T) {
 		}
 	}
 	want := []row{
-		{"refusing", policy.RuleDelay, OutcomeRefused, bdpSettings(0.5)},
-		{"good", policy.RuleDelay, OutcomePushed, bdpSettings(0.5)},
+		{"refusing", policy.RuleDelay, OutcomeRefused, bdpSettings(0.8)},
+		{"good", policy.RuleDelay, OutcomePushed, bdpSettings(0.8)},
 	}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
@@ -307,9 +307,9 @@ func TestTunerDryRun(t *testing.T) {
 		t.Errorf("alpha on the switch %v after a dry run, want 1 (untouched)", alpha)
 	}
 	want := []row{
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.5)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.5)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.5)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
 	}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)

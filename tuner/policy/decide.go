@@ -184,12 +184,11 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 		factor = 1 / step
 	}
 	var notes []string
-	// The lowest K_max a tightening may set (no cut storm: a K_max far
-	// under the queue makes the QD trigger cut every flow at every
-	// interval until the queue drains): a growing queue's depth one window
-	// ahead at its pace; for a queue that is not growing, one step under
-	// its depth, or the current K_max when the queue is above it already
-	// (the node is cutting).
+	// The lowest K_max a tightening may set (no cut storm: a K_max under
+	// the queue makes the QD trigger cut every flow at every interval
+	// until the queue drains): a growing queue's depth one window ahead at
+	// its pace; a queue that is not growing, its depth; the current K_max
+	// when the queue is above it already (the node is cutting).
 	last, first := w.Samples[len(w.Samples)-1].QueueDepthBytes, w.Samples[0].QueueDepthBytes
 	kmaxNow := w.EffectiveKMaxBytes
 	if w.Config.KMaxMode == KMaxExplicit {
@@ -202,7 +201,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 	case kmaxNow > 0 && last >= kmaxNow:
 		floorBytes = kmaxNow
 	default:
-		floorBytes = int64(float64(last) / step)
+		floorBytes = last
 	}
 	// Which knobs: the growth and overhead rules move V_growth (the growth
 	// rule K_max when V_growth cannot move), the delay rule K_max (V_growth

@@ -235,18 +235,18 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
-			desc:   "a standing queue under K_max: one full step, under the queue",
+			desc:   "a standing queue under K_max: no lower than the queue",
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
-			desc: "explicit K_max over a standing queue: one full step",
+			desc: "explicit K_max over a standing queue: no lower than the queue",
 			window: func() Window {
 				return window(queue{util: 0.99, delayRTT: 0.8}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
 			},
 			want: result{Change: true, Rule: RuleDelay,
-				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes / 2, VGrowthBps: vg},
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes * 8 / 10, VGrowthBps: vg},
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
