@@ -423,6 +423,8 @@ type Lhcnp_Lhcnp_CollaborativeSuppression_Config struct {
 	Enabled                  *bool                  `path:"enabled" module:"lhcnp"`
 	EscalationAction         E_LhcnpTypes_CnpAction `path:"escalation-action" module:"lhcnp"`
 	ObservationWindow        *uint32                `path:"observation-window" module:"lhcnp"`
+	Peers                    []string               `path:"peers" module:"lhcnp"`
+	UpstreamFirst            *bool                  `path:"upstream-first" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_CollaborativeSuppression_Config implements the yang.GoStruct
@@ -494,6 +496,38 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) GetObservationWindow() uin
 	return *t.ObservationWindow
 }
 
+// GetPeers retrieves the value of the leaf Peers from the Lhcnp_Lhcnp_CollaborativeSuppression_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Peers is set, it can
+// safely use t.GetPeers() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Peers == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) GetPeers() []string {
+	if t == nil || t.Peers == nil {
+		return nil
+	}
+	return t.Peers
+}
+
+// GetUpstreamFirst retrieves the value of the leaf UpstreamFirst from the Lhcnp_Lhcnp_CollaborativeSuppression_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if UpstreamFirst is set, it can
+// safely use t.GetUpstreamFirst() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.UpstreamFirst == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) GetUpstreamFirst() bool {
+	if t == nil || t.UpstreamFirst == nil {
+		return true
+	}
+	return *t.UpstreamFirst
+}
+
 // SetArrivalRateDropThreshold sets the value of the leaf ArrivalRateDropThreshold in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
 // struct.
 func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetArrivalRateDropThreshold(v uint8) {
@@ -518,6 +552,18 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetObservationWindow(v uin
 	t.ObservationWindow = &v
 }
 
+// SetPeers sets the value of the leaf Peers in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
+// struct.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetPeers(v []string) {
+	t.Peers = v
+}
+
+// SetUpstreamFirst sets the value of the leaf UpstreamFirst in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
+// struct.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetUpstreamFirst(v bool) {
+	t.UpstreamFirst = &v
+}
+
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
 // with default values as specified in the YANG schema, instantiating any nil
 // container fields.
@@ -536,6 +582,10 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) PopulateDefaults() {
 	}
 	if t.EscalationAction == 0 {
 		t.EscalationAction = LhcnpTypes_CnpAction_PAUSE
+	}
+	if t.UpstreamFirst == nil {
+		var v bool = true
+		t.UpstreamFirst = &v
 	}
 }
 
@@ -573,6 +623,8 @@ type Lhcnp_Lhcnp_CollaborativeSuppression_State struct {
 	Enabled                    *bool                                                `path:"enabled" module:"lhcnp"`
 	EscalationAction           E_LhcnpTypes_CnpAction                               `path:"escalation-action" module:"lhcnp"`
 	ObservationWindow          *uint32                                              `path:"observation-window" module:"lhcnp"`
+	Peers                      []string                                             `path:"peers" module:"lhcnp"`
+	UpstreamFirst              *bool                                                `path:"upstream-first" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_CollaborativeSuppression_State implements the yang.GoStruct
@@ -696,6 +748,38 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) GetObservationWindow() uint
 	return *t.ObservationWindow
 }
 
+// GetPeers retrieves the value of the leaf Peers from the Lhcnp_Lhcnp_CollaborativeSuppression_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Peers is set, it can
+// safely use t.GetPeers() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Peers == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) GetPeers() []string {
+	if t == nil || t.Peers == nil {
+		return nil
+	}
+	return t.Peers
+}
+
+// GetUpstreamFirst retrieves the value of the leaf UpstreamFirst from the Lhcnp_Lhcnp_CollaborativeSuppression_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if UpstreamFirst is set, it can
+// safely use t.GetUpstreamFirst() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.UpstreamFirst == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) GetUpstreamFirst() bool {
+	if t == nil || t.UpstreamFirst == nil {
+		return true
+	}
+	return *t.UpstreamFirst
+}
+
 // SetArrivalRateDropThreshold sets the value of the leaf ArrivalRateDropThreshold in the Lhcnp_Lhcnp_CollaborativeSuppression_State
 // struct.
 func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetArrivalRateDropThreshold(v uint8) {
@@ -732,6 +816,18 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetObservationWindow(v uint
 	t.ObservationWindow = &v
 }
 
+// SetPeers sets the value of the leaf Peers in the Lhcnp_Lhcnp_CollaborativeSuppression_State
+// struct.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetPeers(v []string) {
+	t.Peers = v
+}
+
+// SetUpstreamFirst sets the value of the leaf UpstreamFirst in the Lhcnp_Lhcnp_CollaborativeSuppression_State
+// struct.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetUpstreamFirst(v bool) {
+	t.UpstreamFirst = &v
+}
+
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_CollaborativeSuppression_State
 // with default values as specified in the YANG schema, instantiating any nil
 // container fields.
@@ -750,6 +846,10 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) PopulateDefaults() {
 	}
 	if t.EscalationAction == 0 {
 		t.EscalationAction = LhcnpTypes_CnpAction_PAUSE
+	}
+	if t.UpstreamFirst == nil {
+		var v bool = true
+		t.UpstreamFirst = &v
 	}
 	t.Counters.PopulateDefaults()
 }

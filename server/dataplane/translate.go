@@ -183,6 +183,14 @@ func ToConfig(l *oc.Lhcnp_Lhcnp, ports *Ports) (lhcnp.Config, error) {
 		if cs.EscalationAction != oc.LhcnpTypes_CnpAction_UNSET {
 			c.Collaborative.EscalationAction = actionToWire(cs.EscalationAction)
 		}
+		setBool(&c.Collaborative.UpstreamFirst, cs.UpstreamFirst)
+		if cs.Peers != nil {
+			peers, err := prefixes("/lhcnp/collaborative-suppression/config/peers", cs.Peers)
+			if err != nil {
+				return c, err
+			}
+			c.Collaborative.Peers = peers
+		}
 	}
 	return c, nil
 }

@@ -844,6 +844,44 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_Config_ObservationWindowPath) Path
 	return ""
 }
 
+// Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPath represents the /lhcnp/lhcnp/collaborative-suppression/config/peers YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[[]string]
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPathAny represents the wildcard version of the /lhcnp/lhcnp/collaborative-suppression/config/peers YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[[]string]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPath represents the /lhcnp/lhcnp/collaborative-suppression/config/upstream-first YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[bool]
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPathAny represents the wildcard version of the /lhcnp/lhcnp/collaborative-suppression/config/upstream-first YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath represents the /lhcnp/lhcnp/collaborative-suppression/config YANG schema element.
 type Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath struct {
 	*ygnmi.NodePath
@@ -959,10 +997,8 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPathAny) ArrivalRateDropThre
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
 // falls within the observation window. The upstream priority of
-// 5.7 (wait for a congestion-aware node on the flow's route from
-// its source before the first response) needs the list of those
-// nodes, which this module does not carry yet: without it the node
-// responds at once.
+// 5.7 is upstream-first, with the congestion-aware nodes listed in
+// peers.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1011,10 +1047,8 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath) Enabled() *Lhcnp_Lhcnp
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
 // falls within the observation window. The upstream priority of
-// 5.7 (wait for a congestion-aware node on the flow's route from
-// its source before the first response) needs the list of those
-// nodes, which this module does not carry yet: without it the node
-// responds at once.
+// 5.7 is upstream-first, with the congestion-aware nodes listed in
+// peers.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1249,6 +1283,202 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPathAny) ObservationWindow()
 	return ps
 }
 
+// Peers (leaf-list): The congestion-aware nodes of the domain (usually the addresses
+// the sources trust, 9), as prefixes: a host address is a /32 or
+// /128. The node looks for a peer on a flow's route from its
+// source (upstream-first).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "peers"
+//	Path from root:       "/lhcnp/collaborative-suppression/config/peers"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath) Peers() *Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPath {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"peers"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[[]string](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_Config",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config).Peers
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Peers (leaf-list): The congestion-aware nodes of the domain (usually the addresses
+// the sources trust, 9), as prefixes: a host address is a /32 or
+// /128. The node looks for a peer on a flow's route from its
+// source (upstream-first).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "peers"
+//	Path from root:       "/lhcnp/collaborative-suppression/config/peers"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPathAny) Peers() *Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPathAny {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"peers"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[[]string](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_Config",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config).Peers
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// UpstreamFirst (leaf): The upstream priority of 5.7: when a flow's route from its
+// source to this node crosses a peer, wait one observation window
+// before the first response to the flow in a congestion episode,
+// so that the node closest to the source responds first. Without
+// peers no node is known upstream and the node responds at once.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "upstream-first"
+//	Path from root:       "/lhcnp/collaborative-suppression/config/upstream-first"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath) UpstreamFirst() *Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPath {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"upstream-first"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config).UpstreamFirst
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// UpstreamFirst (leaf): The upstream priority of 5.7: when a flow's route from its
+// source to this node crosses a peer, wait one observation window
+// before the first response to the flow in a congestion episode,
+// so that the node closest to the source responds first. Without
+// peers no node is known upstream and the node responds at once.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "upstream-first"
+//	Path from root:       "/lhcnp/collaborative-suppression/config/upstream-first"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPathAny) UpstreamFirst() *Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPathAny {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"upstream-first"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config).UpstreamFirst
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // Lhcnp_Lhcnp_CollaborativeSuppression_State_ArrivalRateDropThresholdPath represents the /lhcnp/lhcnp/collaborative-suppression/state/arrival-rate-drop-threshold YANG schema element.
 type Lhcnp_Lhcnp_CollaborativeSuppression_State_ArrivalRateDropThresholdPath struct {
 	*ygnmi.NodePath
@@ -1360,6 +1590,44 @@ type Lhcnp_Lhcnp_CollaborativeSuppression_State_ObservationWindowPathAny struct 
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_CollaborativeSuppression_State_ObservationWindowPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPath represents the /lhcnp/lhcnp/collaborative-suppression/state/peers YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[[]string]
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPathAny represents the wildcard version of the /lhcnp/lhcnp/collaborative-suppression/state/peers YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[[]string]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPath represents the /lhcnp/lhcnp/collaborative-suppression/state/upstream-first YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[bool]
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPathAny represents the wildcard version of the /lhcnp/lhcnp/collaborative-suppression/state/upstream-first YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPath) PathOriginName() string {
 	return ""
 }
 
@@ -1746,10 +2014,8 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePathAny) EffectiveObservation
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
 // falls within the observation window. The upstream priority of
-// 5.7 (wait for a congestion-aware node on the flow's route from
-// its source before the first response) needs the list of those
-// nodes, which this module does not carry yet: without it the node
-// responds at once.
+// 5.7 is upstream-first, with the congestion-aware nodes listed in
+// peers.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1798,10 +2064,8 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePath) Enabled() *Lhcnp_Lhcnp_
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
 // falls within the observation window. The upstream priority of
-// 5.7 (wait for a congestion-aware node on the flow's route from
-// its source before the first response) needs the list of those
-// nodes, which this module does not carry yet: without it the node
-// responds at once.
+// 5.7 is upstream-first, with the congestion-aware nodes listed in
+// peers.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -2017,6 +2281,202 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePathAny) ObservationWindow() 
 			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_State).ObservationWindow
 			if ret == nil {
 				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Peers (leaf-list): The congestion-aware nodes of the domain (usually the addresses
+// the sources trust, 9), as prefixes: a host address is a /32 or
+// /128. The node looks for a peer on a flow's route from its
+// source (upstream-first).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "peers"
+//	Path from root:       "/lhcnp/collaborative-suppression/state/peers"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePath) Peers() *Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPath {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"peers"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[[]string](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_State).Peers
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Peers (leaf-list): The congestion-aware nodes of the domain (usually the addresses
+// the sources trust, 9), as prefixes: a host address is a /32 or
+// /128. The node looks for a peer on a flow's route from its
+// source (upstream-first).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "peers"
+//	Path from root:       "/lhcnp/collaborative-suppression/state/peers"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePathAny) Peers() *Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPathAny {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"peers"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[[]string](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_State).Peers
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// UpstreamFirst (leaf): The upstream priority of 5.7: when a flow's route from its
+// source to this node crosses a peer, wait one observation window
+// before the first response to the flow in a congestion episode,
+// so that the node closest to the source responds first. Without
+// peers no node is known upstream and the node responds at once.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "upstream-first"
+//	Path from root:       "/lhcnp/collaborative-suppression/state/upstream-first"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePath) UpstreamFirst() *Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPath {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"upstream-first"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_State).UpstreamFirst
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// UpstreamFirst (leaf): The upstream priority of 5.7: when a flow's route from its
+// source to this node crosses a peer, wait one observation window
+// before the first response to the flow in a congestion episode,
+// so that the node closest to the source responds first. Without
+// peers no node is known upstream and the node responds at once.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "upstream-first"
+//	Path from root:       "/lhcnp/collaborative-suppression/state/upstream-first"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePathAny) UpstreamFirst() *Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPathAny {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"upstream-first"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_State).UpstreamFirst
+			if ret == nil {
+				var zero bool
 				return zero, false
 			}
 			return *ret, true
