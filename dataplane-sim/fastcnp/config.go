@@ -68,8 +68,10 @@ type Config struct {
 // DefaultConfig returns the defaults: disabled (§5), the first option
 // type, every sender of unknown capability (marked), K_max 100 KB (the
 // ECN K_min of the scenarios' RED: where a receiver's CNP loop would
-// start), one CNP per flow per 50 µs (an RNIC's default CNP interval) and
-// 10 000 per second per port.
+// start), one CNP per flow per 50 µs (an RNIC's default CNP interval, so a
+// sender gets Fast CNPs no faster than its receiver's CNPs) and at most
+// one per microsecond per port, bursts of 100: a bound against a flood
+// (§5) that still lets a 100-flow incast be notified every 100 µs.
 func DefaultConfig() Config {
 	lc := lhcnp.DefaultConfig()
 	return Config{
@@ -77,7 +79,7 @@ func DefaultConfig() Config {
 		KMaxBytes:          100_000,
 		PMax:               0.2,
 		MinCNPInterval:     50 * engine.Microsecond,
-		PortCNPRatePerSec:  10000,
+		PortCNPRatePerSec:  1_000_000,
 		PortCNPBurst:       100,
 		MaxFlowsPerTrigger: 4,
 		CNPDSCP:            lc.CNPDSCP,
@@ -158,6 +160,9 @@ func (c *Config) nodeConfig() lhcnp.Config {
 	q.PMax = c.PMax
 	q.VECNPercent, q.VGrowthBytesPerSec = 0, 0
 	q.MinCNPInterval = c.MinCNPInterval
+	// The node re-evaluates a congested queue once per measurement
+	// interval: once per per-flow interval here.
+	q.MeasurementInterval, q.EMRWindow = c.MinCNPInterval, c.MinCNPInterval
 	a := &q.Action
 	a.DefaultAction = wire.ActionRateReduce
 	a.PauseLevel = 256

@@ -121,6 +121,20 @@ func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	return true
 }
 
+// SenderQP returns the QP of h a Fast CNP names, without acting on it (nil
+// for anything else): what a meter needs to attribute the notification.
+func (r *Receiver) SenderQP(h *netsim.Host, p *netsim.Packet) *netsim.QP {
+	fr := p.Frame()
+	if p.Kind != netsim.KindRoCE || p.Opcode() != wire.OpCNP || fr == nil {
+		return nil
+	}
+	f := &r.frame
+	if err := r.dec.Decode(fr, f); err != nil || !f.HasFastCNP {
+		return nil
+	}
+	return r.sender(h, netip.AddrFrom16(f.FastCNP.OrigDst), f.BTH.DestQP)
+}
+
 // sender finds the QP of h that sends to orig with destination QP dstQP
 // (§4: the original destination address and the destination QP name the
 // source QP, since two receivers may use the same QP number).
