@@ -24,15 +24,19 @@ type Config struct {
 	// Enabled turns the feature on; §5: "By default, the Fast CNP feature
 	// MUST be disabled."
 	Enabled bool
-	// IOAM sends the second option type with IOAM trace data (§4). The
-	// simulated data packets carry no IOAM Hop-by-Hop option, so the node
-	// writes the pre-allocated trace a transit node of an IOAM domain
-	// would have added: its own node data (hop limit and node id, queue
-	// depth) for the congested queue.
+	// IOAM sends the second option type with IOAM trace data (§4), which
+	// a switch copies from the congesting packet's IOAM Hop-by-Hop trace.
+	// The simulated data packets carry none, so the node writes the
+	// pre-allocated trace an IOAM transit node would have added: its own
+	// node data (hop limit and node id, queue depth).
 	IOAM bool
 	// SourceAddress is the Fast CNP's source, the switch's loopback (§4);
 	// invalid: the switch's address.
 	SourceAddress netip.Addr
+	// Domain is the controlled domain (§5: "MUST be applied in a specific
+	// controlled domain"): Fast CNP goes only to senders inside these
+	// prefixes; empty: to none (YANG source-prefixes).
+	Domain []netip.Prefix
 	// CapableSenders are the sources known to process Fast CNP: the node
 	// MUST NOT CE-mark their packets (§4). MarkUnknown keeps ECN marking
 	// for the others (§4: MAY mark when the capability is unknown, so
@@ -93,6 +97,11 @@ func DefaultConfig() Config {
 func (c *Config) Validate() error {
 	if c.SourceAddress.IsValid() && !c.SourceAddress.Is6() {
 		return cfgErr("source-address", "%v is not IPv6 (Fast CNP is IPv6 only, §3)", c.SourceAddress)
+	}
+	for i, p := range c.Domain {
+		if !p.IsValid() {
+			return cfgErr(fmt.Sprintf("source-prefixes[%d]", i), "invalid prefix")
+		}
 	}
 	for i, p := range c.CapableSenders {
 		if !p.IsValid() {

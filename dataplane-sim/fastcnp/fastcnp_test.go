@@ -446,3 +446,73 @@ func TestValidate(t *testing.T) {
 		t.Errorf("default config: %v", err)
 	}
 }
+
+// TestControlledDomain: §5 "MUST be applied in a specific controlled
+// domain": a sender outside Domain gets no Fast CNP (s2 here), one inside
+// does.
+func TestControlledDomain(t *testing.T) {
+	cfg := enabled()
+	cfg.Domain = []netip.Prefix{netip.PrefixFrom(addrS1, 128)}
+	r := newRig(t, rigOpts{cfg: cfg, rc: trusting()})
+	r.sim.Run(3 * engine.Millisecond)
+	for _, g := range r.got {
+		if g.host != "s1" {
+			t.Errorf("Fast CNP to %s, outside the domain", g.host)
+		}
+	}
+	if r.node.Counters().OutsideDomain == 0 || r.recv["s1"].Counters().Accepted == 0 {
+		t.Errorf("counters %+v, s1 accepted %d: want some outside the domain and some to s1",
+			r.node.Counters(), r.recv["s1"].Counters().Accepted)
+	}
+	none := enabled()
+	none.Domain = nil
+	r = newRig(t, rigOpts{cfg: none, rc: trusting()})
+	r.sim.Run(3 * engine.Millisecond)
+	if r.sent() != 0 {
+		t.Errorf("an empty domain sent %d Fast CNPs, want none", r.sent())
+	}
+}
+
+// TestWrapSwitchesMode: a Long-haul CNP node wrapped by Wrap keeps sending
+// Long-haul CNPs until Apply enables Fast CNP, and again after Apply
+// disables it; a refused Apply changes nothing.
+func TestWrapSwitchesMode(t *testing.T) {
+	r := newRig(t, rigOpts{rc: trusting()})
+	lc := lhcnp.DefaultConfig()
+	lc.Enabled, lc.FormatICMPv6 = true, true
+	lc.Collaborative.Enabled = false
+	var formats []lhcnp.Format
+	lh, err := lhcnp.Attach(r.net, r.n1, lc, lhcnp.WithEvents(func(e lhcnp.Event) {
+		if e.Kind == lhcnp.EventCNPSent && (len(formats) == 0 || formats[len(formats)-1] != e.Format) {
+			formats = append(formats, e.Format)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := Wrap(lh)
+	r.sim.Run(2 * engine.Millisecond)
+	bad := *enabled()
+	bad.PMax = 2
+	if err := n.Apply(bad, lc); !errors.Is(err, ErrConfig) {
+		t.Fatalf("Apply(bad) = %v, want ErrConfig", err)
+	}
+	r.sim.Run(3 * engine.Millisecond)
+	if err := n.Apply(*enabled(), lc); err != nil {
+		t.Fatal(err)
+	}
+	r.sim.Run(6 * engine.Millisecond)
+	off := *enabled()
+	off.Enabled = false
+	if err := n.Apply(off, lc); err != nil {
+		t.Fatal(err)
+	}
+	r.sim.Run(12 * engine.Millisecond)
+	want := []lhcnp.Format{lhcnp.FormatICMPv6, lhcnp.FormatExternal, lhcnp.FormatICMPv6}
+	if diff := cmp.Diff(want, formats); diff != "" {
+		t.Errorf("notification formats over time (-want +got):\n%s", diff)
+	}
+	if n.Counters().Sent == 0 {
+		t.Errorf("no Fast CNP while enabled")
+	}
+}

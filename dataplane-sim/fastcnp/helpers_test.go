@@ -146,6 +146,7 @@ func enabled() *Config {
 	c := DefaultConfig()
 	c.Enabled = true
 	c.SourceAddress = loop
+	c.Domain = []netip.Prefix{netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("10.0.0.0/8")}
 	return &c
 }
 

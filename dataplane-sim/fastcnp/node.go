@@ -17,6 +17,11 @@ type Counters struct {
 	Sent, SentIOAM int64
 	// NotIPv6: a notification was due to an IPv4 source (§3: IPv6 only).
 	NotIPv6 int64
+	// OutsideDomain: the sender is outside Domain (§5).
+	OutsideDomain int64
+	// MarkedAlongside: CE marks applied to packets of senders not known
+	// to be capable while the node sends Fast CNP (§4 MAY).
+	MarkedAlongside int64
 	// EncodeErrors: the encoder refused the frame (a bug).
 	EncodeErrors int64
 	// MarksWithheld: CE marks the port's ECN configuration called for on
@@ -63,6 +68,38 @@ func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...lhcnp.Op
 	// The node is the ports' observer: it forwards to lh and filters marks.
 	sw.SetObserver(n)
 	return n, nil
+}
+
+// Wrap puts a Fast CNP function, disabled, around a Long-haul CNP node that
+// is already attached: a switch that runs one or the other as its
+// management says (Apply). Disabled, it is transparent: the node sends
+// Long-haul CNPs and marks as configured.
+func Wrap(lh *lhcnp.Node) *Node {
+	sw := lh.Switch()
+	n := &Node{net: sw.Network(), sw: sw, lh: lh, cfg: DefaultConfig(), addrs: map[netsim.NodeID]netip.Addr{}}
+	sw.SetObserver(n)
+	return n
+}
+
+// Apply sets the switch's mode: with cfg enabled the node runs Fast CNP
+// (the Long-haul CNP configuration lh is not used), disabled it runs
+// Long-haul CNP with lh. Both are validated first; on error nothing
+// changes.
+func (n *Node) Apply(cfg Config, lh lhcnp.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("fastcnp: switch %s: %w", n.sw.Name(), err)
+	}
+	var err error
+	if cfg.Enabled {
+		err = n.lh.SetNotifier(n, cfg.nodeConfig())
+	} else {
+		err = n.lh.SetNotifier(nil, lh)
+	}
+	if err != nil {
+		return fmt.Errorf("fastcnp: %w", err)
+	}
+	n.cfg = cfg
+	return nil
 }
 
 // Switch returns the switch.
@@ -127,6 +164,7 @@ func (n *Node) AllowMark(_ *netsim.Port, p *netsim.Packet) bool {
 		return true
 	}
 	if n.cfg.MarkUnknown && !n.capable(n.addrOf(p.Src)) {
+		n.counters.MarkedAlongside++
 		return true
 	}
 	n.counters.MarksWithheld++
@@ -176,6 +214,10 @@ func (n *Node) Notify(x *lhcnp.Notification) bool {
 	src, dst := x.SrcAddr, x.Flow.Src
 	if !src.Is6() || !dst.Is6() || dst.Is4In6() || !x.Flow.Dst.Is6() {
 		n.counters.NotIPv6++
+		return false
+	}
+	if !inAny(n.cfg.Domain, dst) {
+		n.counters.OutsideDomain++
 		return false
 	}
 	a := wire.Addressing{SrcIP: src, DstIP: dst, TOS: n.cfg.CNPDSCP << 2,

@@ -70,6 +70,15 @@ func NewReceiver(net *netsim.Network, cfg ReceiverConfig) (*Receiver, error) {
 // Counters returns the counters.
 func (r *Receiver) Counters() ReceiverCounters { return r.counters }
 
+// ApplyConfig validates cfg and, if valid, makes it the running one.
+func (r *Receiver) ApplyConfig(cfg ReceiverConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("fastcnp: receiver: %w", err)
+	}
+	r.cfg, r.dec = cfg, wire.Decoder{CodePoints: cfg.CodePoints}
+	return nil
+}
+
 // HandleControl implements netsim.ControlHandler.
 func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	fr := p.Frame()

@@ -1,6 +1,7 @@
 package lhcnp
 
 import (
+	"fmt"
 	"net/netip"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
@@ -53,3 +54,20 @@ type Notifier interface {
 // sending Long-haul CNPs. The Long-haul CNP formats need not be enabled
 // (Config.FormatICMPv6, FormatRoCEv2): the node decides, nf sends.
 func WithNotifier(nf Notifier) Option { return func(o *options) { o.notifier = nf } }
+
+// SetNotifier replaces the node's Notifier (nil: send Long-haul CNPs
+// again) together with its configuration, which is validated for the new
+// mode first: on error nothing changes. A switch whose management turns
+// Fast CNP on or off at run time goes through here.
+func (n *Node) SetNotifier(nf Notifier, cfg Config) error {
+	if err := cfg.validate(nf != nil); err != nil {
+		return fmt.Errorf("lhcnp: switch %s: %w", n.sw.Name(), err)
+	}
+	old := n.opts.notifier
+	n.opts.notifier = nf
+	if err := n.ApplyConfig(cfg); err != nil {
+		n.opts.notifier = old
+		return err
+	}
+	return nil
+}

@@ -4,3 +4,7 @@ package netsim
 // packets): a Fast CNP receiver finds the QP a switch names by the
 // original destination address and the receiver's QP number.
 func (q *QP) Dst() NodeID { return q.dst }
+
+// ControlHandler returns the host's control handler (nil: none), so that
+// another can be put in front of it.
+func (h *Host) ControlHandler() ControlHandler { return h.control }

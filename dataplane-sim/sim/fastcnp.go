@@ -13,7 +13,8 @@ import (
 
 // FastCNPConfig maps the scenario's fast-cnp parameters onto a node's
 // configuration (docs/scenarios.md): on, sending from the switch's
-// address, every host known as capable when capable_senders is all.
+// address, the scenario's hosts as the controlled domain, every host known
+// as capable when capable_senders is all.
 func FastCNPConfig(p scenario.FastCNP, hosts []netip.Addr) fastcnp.Config {
 	c := fastcnp.DefaultConfig()
 	c.Enabled = true
@@ -25,10 +26,11 @@ func FastCNPConfig(p scenario.FastCNP, hosts []netip.Addr) fastcnp.Config {
 	c.MarkUnknown = p.MarkUnknown
 	c.CNPDSCP = uint8(p.DSCP)
 	c.FlowTable.IdleTimeout = engine.FromDuration(p.FlowAging)
+	for _, a := range hosts {
+		c.Domain = append(c.Domain, netip.PrefixFrom(a, a.BitLen()))
+	}
 	if p.CapableSenders == "all" {
-		for _, a := range hosts {
-			c.CapableSenders = append(c.CapableSenders, netip.PrefixFrom(a, a.BitLen()))
-		}
+		c.CapableSenders = c.Domain
 	}
 	return c
 }

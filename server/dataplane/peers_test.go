@@ -20,10 +20,20 @@ const collab = "/lhcnp/collaborative-suppression"
 
 func (r *rig) setJSON(t *testing.T, path, val string) error {
 	t.Helper()
+	return r.setIETF(path, val, false)
+}
+
+// setIETF sends one JSON_IETF value as an update, or as a replace.
+func (r *rig) setIETF(path, val string, replace bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := r.c.Set(ctx, &gnmi.SetRequest{Update: []*gnmi.Update{{Path: store.MustPath(path),
-		Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: []byte(val)}}}}})
+	u := []*gnmi.Update{{Path: store.MustPath(path),
+		Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: []byte(val)}}}}
+	req := &gnmi.SetRequest{Update: u}
+	if replace {
+		req = &gnmi.SetRequest{Replace: u}
+	}
+	_, err := r.c.Set(ctx, req)
 	return err
 }
 
