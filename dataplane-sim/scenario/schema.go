@@ -130,6 +130,9 @@ type Mechanism struct {
 	LongHaulCNP LongHaulCNP
 	// FastCNP holds the parameters of kind fast-cnp (defaults filled in).
 	FastCNP FastCNP
+	// RateAdvice holds the parameters of kind rate-advice (defaults
+	// filled in).
+	RateAdvice RateAdvice
 	// Params holds the parameters of the other node kinds as written
 	// (scalar text by key), for models that do not exist yet.
 	Params map[string]string
@@ -137,6 +140,26 @@ type Mechanism struct {
 	// each with its own nodes; two blocks share a node only when their
 	// kinds can coexist there (CanCoexist). Only the top block has With.
 	With []Mechanism
+}
+
+// RateAdvice are the parameters of SCONE Rate Advice on the nodes and
+// the RNICs.
+type RateAdvice struct {
+	// QueueBased advises the fair share of the egress port to flows no
+	// policy matches.
+	QueueBased bool
+	// PolicyRate, when positive, is one policy for every flow (§4.1).
+	PolicyRate Rate
+	// Interval is the minimum gap between two messages to one flow (and
+	// the window of a flow's activity); DrainInterval the time in which
+	// the fair share drains a standing queue; ChangePercent the change of
+	// the advice that makes a new message.
+	Interval      time.Duration
+	DrainInterval time.Duration
+	ChangePercent int
+	// Capable is "all" (every RNIC announces the capability and applies
+	// advice) or "none".
+	Capable string
 }
 
 // FastCNP are the parameters of draft-xiao-rtgwg-rocev2-fast-cnp on the

@@ -126,3 +126,35 @@ mechanism:
 		t.Errorf("two notification mechanisms on n1: %v, %v", sc != nil, err)
 	}
 }
+
+// TestRateAdviceRun: rate-advice on n1 advises the four senders their fair
+// share of the WAN port (2.5 Gb/s) and they hold to it. Beside Long-haul
+// CNP on the same node (with: the two coexist), a 5 Gb/s policy still
+// oversubscribes the port twice, and Long-haul CNP cuts below the advice.
+func TestRateAdviceRun(t *testing.T) {
+	sum := runYAML(t, incast6+`
+mechanism:
+  kind: rate-advice
+  nodes: [n1]
+`)
+	c := sum.MechanismCounters
+	if sum.Notifications["rate-advice"] == 0 || c["advice_queue"] == 0 || c["rnic_advice_applied"] == 0 || c["rnic_advice_dropped"] != 0 {
+		t.Errorf("notifications %v, counters %v", sum.Notifications, c)
+	}
+	for _, f := range sum.Flows {
+		if f.ThroughputBps > 3e9 {
+			t.Errorf("flow %s at %v b/s, above its 2.5 Gb/s fair share", f.Name, f.ThroughputBps)
+		}
+	}
+	both := runYAML(t, incast6+`
+mechanism:
+  kind: long-haul-cnp
+  nodes: [n1]
+  params: {format: icmpv6}
+  with:
+    - {kind: rate-advice, nodes: [n1], params: {queue_based: false, policy_rate: 5Gbps}}
+`)
+	if both.Notifications["rate-advice"] == 0 || both.Notifications["long-haul-cnp"] == 0 {
+		t.Errorf("notifications %v, want both mechanisms on n1", both.Notifications)
+	}
+}

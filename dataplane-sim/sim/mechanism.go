@@ -105,6 +105,7 @@ func defaultMechanisms() map[scenario.MechanismKind]Mechanism {
 		scenario.MechanismNone:        metered(MechanismFunc(installNone)),
 		scenario.MechanismLongHaulCNP: metered(MechanismFunc(func(env *Env) error { return installLongHaulCNP(env, nil) })),
 		scenario.MechanismFastCNP:     metered(MechanismFunc(installFastCNP)),
+		scenario.MechanismRateAdvice:  metered(MechanismFunc(installRateAdvice)),
 	}
 }
 
