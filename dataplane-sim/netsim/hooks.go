@@ -69,3 +69,14 @@ type ControlHandler interface {
 type LinkObserver interface {
 	OnLinkChange(l *Link)
 }
+
+// MarkFilter is an optional interface of a PortObserver: a port whose
+// observer implements it asks before every CE mark its ECN configuration
+// calls for, and leaves the packet unmarked (no mark counted, no OnMark)
+// when AllowMark returns false. Fast CNP uses it: a switch that sends Fast
+// CNP to a sender known to process it MUST NOT also mark that sender's
+// packets (draft-xiao-rtgwg-rocev2-fast-cnp §4). It runs inside the
+// simulation and must not keep p.
+type MarkFilter interface {
+	AllowMark(pt *Port, p *Packet) bool
+}

@@ -384,6 +384,7 @@ type QP struct {
 	lastSend    engine.Time
 	lastSize    int32
 	pausedUntil engine.Time
+	resv7       uint8 // SetReservedBits: BTH reserved bits of its data packets
 
 	cm cmEnd
 	dc dcqcn
@@ -624,7 +625,7 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	p.SrcQP = q.QPN
 	p.Prio = q.prio
 	p.ECN = ECNECT0
-	p.SetBTH(&wire.BTH{Opcode: op, PKey: 0xFFFF, DestQP: q.PeerQPN, PSN: q.psn, AckReq: ackReq})
+	p.SetBTH(&wire.BTH{Opcode: op, PKey: 0xFFFF, DestQP: q.PeerQPN, PSN: q.psn, AckReq: ackReq, Resv7: q.resv7})
 
 	q.sentBytes += payload
 	if ackReq {

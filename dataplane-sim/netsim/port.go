@@ -136,6 +136,7 @@ type Port struct {
 	wakePending bool
 
 	observer PortObserver
+	filter   MarkFilter // observer as a MarkFilter, if it is one
 	stats    PortStats
 }
 
@@ -189,7 +190,10 @@ func (pt *Port) SetECN(prio int, c ECNConfig) error {
 }
 
 // SetObserver installs o (nil removes it).
-func (pt *Port) SetObserver(o PortObserver) { pt.observer = o }
+func (pt *Port) SetObserver(o PortObserver) {
+	pt.observer = o
+	pt.filter, _ = o.(MarkFilter)
+}
 
 // QueueBytes returns the bytes queued in priority prio.
 func (pt *Port) QueueBytes(prio int) int64 { return pt.qBytes[prio] }
@@ -364,6 +368,9 @@ func (pt *Port) flushDown() {
 func (pt *Port) maybeMark(p *Packet, prio int, q int64) {
 	c := &pt.cfg.ECN[prio]
 	if !c.Enabled || p.ECN == ECNNotECT || p.ECN == ECNCE || q <= c.KMinBytes {
+		return
+	}
+	if pt.filter != nil && !pt.filter.AllowMark(pt, p) {
 		return
 	}
 	if q < c.KMaxBytes {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/target"
@@ -52,6 +53,7 @@ type Binding struct {
 	ports    *Ports
 	o        bindingOptions
 	simStart engine.Time
+	fast     *fastFunction // created when Fast CNP is first configured on
 }
 
 var _ target.Dataplane = (*Binding)(nil)
@@ -104,8 +106,23 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	fc, err := FastCNPConfig(l, &cfg)
+	if err != nil {
+		return err
+	}
 	var aerr error
-	b.sim.Do(func() { aerr = b.node.ApplyConfig(cfg) })
+	b.sim.Do(func() {
+		if fc.Enabled && b.fast == nil {
+			if b.fast, aerr = newFastFunction(b.node); aerr != nil {
+				return
+			}
+		}
+		if b.fast != nil {
+			aerr = b.fast.apply(fc, cfg)
+			return
+		}
+		aerr = b.node.ApplyConfig(cfg)
+	})
 	if aerr != nil {
 		return fmt.Errorf("%w: %w", target.ErrInvalidConfig, aerr)
 	}
@@ -120,11 +137,20 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	}
 	var st lhcnp.State
 	var cfg lhcnp.Config
+	var fc fastcnp.Config
+	var fn fastcnp.Counters
+	fast := false
 	b.sim.Do(func() {
 		st = b.node.State(!b.o.noFlows)
 		cfg = b.node.Config()
+		if fast = b.fast != nil; fast {
+			fc, fn = b.fast.node.Config(), b.fast.node.Counters()
+		}
 	})
 	root := StateTree(&st, &cfg, b.ports, b.WallNS)
 	root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState().EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
+	if fast {
+		fastCNPState(root, fc, fn)
+	}
 	return root, nil
 }
