@@ -180,6 +180,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	defer sm.close()
 	opts := append([]target.Option{
 		target.WithAuth(auth.New(u)),
 		target.WithCapabilities(h), target.WithGet(h), target.WithSet(h),

@@ -60,3 +60,10 @@ func (sm *switchMetrics) serve(ctx context.Context) error {
 	}
 	return nil
 }
+
+// close closes the listener if serve never ran (runSwitch returned early).
+func (sm *switchMetrics) close() {
+	if sm != nil {
+		_ = sm.lis.Close()
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -62,7 +63,10 @@ func startSwitch(t *testing.T, extra ...string) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &addrWriter{addr: make(chan string, 1)}
 	done := make(chan error, 1)
-	args := append([]string{"--config", "../../examples/switch.yaml", "--listen", "127.0.0.1:0", "--insecure", "--speed", "0.01"}, extra...)
+	args := append([]string{"--config", "../../examples/switch.yaml", "--listen", "127.0.0.1:0", "--speed", "0.01"}, extra...)
+	if !slices.Contains(extra, "--tls-cert") {
+		args = append(args, "--insecure")
+	}
 	go func() { done <- runSwitch(ctx, args, out, io.Discard) }()
 	var addr string
 	select {

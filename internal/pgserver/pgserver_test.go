@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -200,5 +201,46 @@ func TestNotInstalled(t *testing.T) {
 	_, err := findBinaries(filepath.Join(t.TempDir(), "*", "bin"))
 	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "scripts/deps.sh") {
 		t.Fatalf("err = %v, want ErrNotInstalled naming scripts/deps.sh", err)
+	}
+}
+
+// TestRemoveStaleTemp: an old abandoned temporary directory goes; a fresh
+// one, and one whose postmaster runs, stay.
+func TestRemoveStaleTemp(t *testing.T) {
+	requireBinaries(t)
+	old, err := os.MkdirTemp("", tempPattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := os.MkdirTemp("", tempPattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(old); os.RemoveAll(fresh) })
+	s, err := Start(context.Background(), WithoutDurability())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	long := time.Now().Add(-2 * time.Hour)
+	for _, dir := range []string{old, s.DataDir()} {
+		if err := os.Chtimes(dir, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := RemoveStaleTemp(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(removed, old) {
+		t.Errorf("removed %q, want %s among them", removed, old)
+	}
+	for _, dir := range []string{fresh, s.DataDir()} {
+		if slices.Contains(removed, dir) {
+			t.Errorf("removed %s", dir)
+		}
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("%s: %v", dir, err)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/lhcnp/lhcnp/server/target"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -241,6 +242,17 @@ lhcnp_gnmi_commit_pending 0
 	}
 	if _, ok := value(mf, "go_goroutines"); !ok {
 		t.Error("no Go runtime metrics")
+	}
+	// Prometheus' own naming rules (what promtool check metrics applies).
+	var ours []*dto.MetricFamily
+	for name, f := range mf {
+		if strings.HasPrefix(name, metrics.Namespace+"_") {
+			ours = append(ours, f)
+		}
+	}
+	problems, err := promlint.NewWithMetricFamilies(ours).Lint()
+	if err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %+v", err, problems)
 	}
 
 	// A STREAM subscriber that does not read: counted, with a queue.
