@@ -4,17 +4,19 @@
 // tuner writes (tuner_actions). Tests of the dashboard and of the Grafana
 // panels read it back through the views.
 //
-// It depends on pgx only; nothing outside tests uses it.
+// It depends on pgx and collector/rows (the series ids); nothing outside
+// tests uses it.
 package labtest
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lhcnp/lhcnp/collector/rows"
 )
 
 // DB is what Fill writes through (*pgxpool.Pool, *pgx.Conn).
@@ -75,19 +77,8 @@ type writer struct {
 	latest  map[int64]sample
 }
 
-// SeriesID is the fixture's series id: a 63-bit FNV-1a hash of target and
-// path (the collector computes its own ids the same way in spirit; the views
-// never look at their value).
-func SeriesID(target, path string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte(target))
-	h.Write([]byte{0})
-	h.Write([]byte(path))
-	return int64(h.Sum64() &^ (1 << 63))
-}
-
 func (w *writer) put(ts time.Time, target, schemaPath string, keys map[string]string, path string, s sample) {
-	id := SeriesID(target, path)
+	id := rows.SeriesID(target, path)
 	if _, ok := w.series[id]; !ok {
 		w.series[id] = seriesRow{id: id, target: target, path: path, schemaPth: schemaPath, keys: keys}
 		w.order = append(w.order, id)
