@@ -22,6 +22,7 @@ require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
 	golang.org/x/crypto v0.57.0
+	golang.org/x/net v0.60.0
 	gonum.org/v1/plot v0.15.2
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -81,7 +82,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp v0.0.0-20251219203646-944ab1f22d93 // indirect
 	golang.org/x/image v0.35.0 // indirect
-	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/perf v0.0.0-20260112171951-5abaabe9f1bd // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

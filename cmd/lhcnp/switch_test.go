@@ -190,6 +190,11 @@ var gnmiCLI = sync.OnceValues(func() (string, error) {
 })
 
 func TestMain(m *testing.M) {
+	// The test binary doubles as the lhcnp command, for tests that run
+	// switches as separate processes (fabric_test.go).
+	if os.Getenv("LHCNP_TEST_AS_LHCNP") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	code := m.Run()
 	if bin, err := gnmiCLI(); err == nil {
 		os.RemoveAll(filepath.Dir(bin))

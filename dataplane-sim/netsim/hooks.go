@@ -1,9 +1,25 @@
 package netsim
 
-import "net/netip"
+import (
+	"net/netip"
 
-// Node is anything a link can deliver packets to: a Switch, a Host, or (later)
-// a wire that carries encoded frames to another process. The network calls
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+)
+
+// Wire carries one direction of a cable to another process (Link.SetWire):
+// the process at the far end runs the receiving node. Send is called on
+// the engine goroutine when the last bit of p leaves the transmitter, at
+// simulated time txEnd; the wire owns p from then on and must free it
+// (Network.FreePacket) before it returns. It must not block the engine:
+// a wire that cannot keep up loses the packet and counts it. The far
+// end's process hands the packet to its copy of l with Link.Arrive.
+type Wire interface {
+	Send(l *Link, p *Packet, txEnd engine.Time)
+}
+
+// Node is anything a link can deliver packets to: a Switch or a Host. A
+// node that runs in another process stays in the Network as a copy that
+// never receives anything: the links towards it carry a Wire. The network calls
 // Receive when the last bit of p arrives on in, one of the node's ports; the
 // node owns p from then on (pass it on or Network.FreePacket it).
 type Node interface {

@@ -336,6 +336,11 @@ type FlowConfig struct {
 	// REP); a finite flow ends with DREQ and DREP after its last ACK.
 	// Hosts without an IP address of the same family connect without CM.
 	NoCM bool
+	// Dormant creates the queue pairs but never starts the sender: its
+	// host runs in another process, which sends the flow's packets over a
+	// Wire to the receiver here (the QPs keep both processes' flow numbers
+	// and QP numbers the same).
+	Dormant bool
 }
 
 // Flow is a sender QP and its receiver QP.

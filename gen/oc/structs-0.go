@@ -5942,6 +5942,7 @@ type Lhcnp_Lhcnp_Global_State struct {
 	Counters           *Lhcnp_Lhcnp_Global_State_Counters `path:"counters" module:"lhcnp"`
 	DeviceIdentifier   *string                            `path:"device-identifier" module:"lhcnp"`
 	Enabled            *bool                              `path:"enabled" module:"lhcnp"`
+	EngineLag          *uint64                            `path:"engine-lag" module:"lhcnp"`
 	FastCnpEnabled     *bool                              `path:"fast-cnp-enabled" module:"lhcnp"`
 	FcnRole            E_LhcnpTypes_FcnRole               `path:"fcn-role" module:"lhcnp"`
 	LongHaulCnpIcmpv6  *bool                              `path:"long-haul-cnp-icmpv6" module:"lhcnp"`
@@ -6025,6 +6026,22 @@ func (t *Lhcnp_Lhcnp_Global_State) GetEnabled() bool {
 		return false
 	}
 	return *t.Enabled
+}
+
+// GetEngineLag retrieves the value of the leaf EngineLag from the Lhcnp_Lhcnp_Global_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if EngineLag is set, it can
+// safely use t.GetEngineLag() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.EngineLag == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Global_State) GetEngineLag() uint64 {
+	if t == nil || t.EngineLag == nil {
+		return 0
+	}
+	return *t.EngineLag
 }
 
 // GetFastCnpEnabled retrieves the value of the leaf FastCnpEnabled from the Lhcnp_Lhcnp_Global_State
@@ -6203,6 +6220,12 @@ func (t *Lhcnp_Lhcnp_Global_State) SetDeviceIdentifier(v string) {
 // struct.
 func (t *Lhcnp_Lhcnp_Global_State) SetEnabled(v bool) {
 	t.Enabled = &v
+}
+
+// SetEngineLag sets the value of the leaf EngineLag in the Lhcnp_Lhcnp_Global_State
+// struct.
+func (t *Lhcnp_Lhcnp_Global_State) SetEngineLag(v uint64) {
+	t.EngineLag = &v
 }
 
 // SetFastCnpEnabled sets the value of the leaf FastCnpEnabled in the Lhcnp_Lhcnp_Global_State

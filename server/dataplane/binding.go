@@ -19,6 +19,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/openconfig/ygot/ygot"
 )
 
 type bindingOptions struct {
@@ -75,11 +76,21 @@ func NewBinding(sim *engine.Sim, node *lhcnp.Node, ports *Ports, opts ...Binding
 // Ports returns the interface names.
 func (b *Binding) Ports() *Ports { return b.ports }
 
-// WallNS converts a simulated time into nanoseconds since the Unix epoch.
+// WallNS converts a simulated time into nanoseconds since the Unix epoch:
+// by the engine's epoch once it has one (engine.Sim.SetEpoch, or the start
+// of its realtime run), else from the binding's wall start.
 func (b *Binding) WallNS(t engine.Time) uint64 {
+	if e := b.sim.Epoch(); !e.IsZero() {
+		return uint64(e.Add(time.Duration(float64(t) / b.o.speed)).UnixNano())
+	}
 	d := time.Duration(float64(t-b.simStart) / b.o.speed)
 	return uint64(b.o.wallStart.Add(d).UnixNano())
 }
+
+// EngineLag returns how far the engine's simulated time trails the wall
+// clock it is paced to (engine.Sim.Lag), as a duration of simulated time:
+// the /lhcnp/global/state/engine-lag leaf and the metrics gauge.
+func (b *Binding) EngineLag() time.Duration { return b.sim.Lag().Duration() }
 
 // ApplyConfig translates the intended configuration and applies it to the
 // node between two events. The node validates before it changes anything,
@@ -113,5 +124,7 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 		st = b.node.State(!b.o.noFlows)
 		cfg = b.node.Config()
 	})
-	return StateTree(&st, &cfg, b.ports, b.WallNS), nil
+	root := StateTree(&st, &cfg, b.ports, b.WallNS)
+	root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState().EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
+	return root, nil
 }

@@ -283,3 +283,31 @@ lhcnp_gnmi_commit_pending 0
 		t.Errorf("Serve: %v", err)
 	}
 }
+
+// TestForSwitch: a process serving several switches exports each target's
+// RPC counters with its switch label, on the one registry, and the engine
+// lag once, without the label.
+func TestForSwitch(t *testing.T) {
+	m := metrics.NewShared()
+	m.SetEngineLagFunc(func() time.Duration { return 3 * time.Millisecond })
+	n1, n2 := m.ForSwitch("n1"), m.ForSwitch("n2")
+	call := func(mm *metrics.Metrics, code codes.Code) {
+		_, _ = mm.UnaryInterceptor()(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/gnmi.gNMI/Get"},
+			func(context.Context, any) (any, error) { return nil, status.Error(code, "x") })
+	}
+	call(n1, codes.OK)
+	call(n1, codes.OK)
+	call(n2, codes.NotFound)
+	exp := `
+# HELP lhcnp_gnmi_rpcs_total gNMI RPCs finished, by method (Capabilities, Get, Set, Subscribe) and gRPC status code.
+# TYPE lhcnp_gnmi_rpcs_total counter
+lhcnp_gnmi_rpcs_total{code="NotFound",method="Get",switch="n2"} 1
+lhcnp_gnmi_rpcs_total{code="OK",method="Get",switch="n1"} 2
+# HELP lhcnp_engine_lag_seconds How far the dataplane's simulated time trails the wall clock it is paced to.
+# TYPE lhcnp_engine_lag_seconds gauge
+lhcnp_engine_lag_seconds 0.003
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(exp), "lhcnp_gnmi_rpcs_total", "lhcnp_engine_lag_seconds"); err != nil {
+		t.Error(err)
+	}
+}

@@ -17197,6 +17197,25 @@ func (n *Lhcnp_Lhcnp_Global_State_EnabledPath) PathOriginName() string {
 	return ""
 }
 
+// Lhcnp_Lhcnp_Global_State_EngineLagPath represents the /lhcnp/lhcnp/global/state/engine-lag YANG schema element.
+type Lhcnp_Lhcnp_Global_State_EngineLagPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Global_State_EngineLagPathAny represents the wildcard version of the /lhcnp/lhcnp/global/state/engine-lag YANG schema element.
+type Lhcnp_Lhcnp_Global_State_EngineLagPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Global_State_EngineLagPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Global_State_FastCnpEnabledPath represents the /lhcnp/lhcnp/global/state/fast-cnp-enabled YANG schema element.
 type Lhcnp_Lhcnp_Global_State_FastCnpEnabledPath struct {
 	*ygnmi.NodePath
@@ -17755,6 +17774,108 @@ func (n *Lhcnp_Lhcnp_Global_StatePathAny) Enabled() *Lhcnp_Lhcnp_Global_State_En
 			ret := gs.(*oc.Lhcnp_Lhcnp_Global_State).Enabled
 			if ret == nil {
 				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Global_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EngineLag (leaf): How far the simulated dataplane's clock trails the wall clock it
+// is paced to, in simulated nanoseconds, at the last pacing step (0
+// when the engine keeps up). A switch joined to others by UDP wires
+// counts a frame as late when this lag pushes its arrival past the
+// tolerated lag (docs/lab.md).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "engine-lag"
+//	Path from root:       "/lhcnp/global/state/engine-lag"
+func (n *Lhcnp_Lhcnp_Global_StatePath) EngineLag() *Lhcnp_Lhcnp_Global_State_EngineLagPath {
+	ps := &Lhcnp_Lhcnp_Global_State_EngineLagPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"engine-lag"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_Global_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Global_State).EngineLag
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Global_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EngineLag (leaf): How far the simulated dataplane's clock trails the wall clock it
+// is paced to, in simulated nanoseconds, at the last pacing step (0
+// when the engine keeps up). A switch joined to others by UDP wires
+// counts a frame as late when this lag pushes its arrival past the
+// tolerated lag (docs/lab.md).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "engine-lag"
+//	Path from root:       "/lhcnp/global/state/engine-lag"
+func (n *Lhcnp_Lhcnp_Global_StatePathAny) EngineLag() *Lhcnp_Lhcnp_Global_State_EngineLagPathAny {
+	ps := &Lhcnp_Lhcnp_Global_State_EngineLagPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"engine-lag"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Global_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Global_State).EngineLag
+			if ret == nil {
+				var zero uint64
 				return zero, false
 			}
 			return *ret, true
