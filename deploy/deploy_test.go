@@ -3,7 +3,6 @@ package deploy_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,89 +16,49 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/lhcnp/lhcnp/deploy/grafanasql"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/lab/labtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// grafanaTarget is a query of a panel, a variable or an annotation.
-type grafanaTarget struct {
-	RefID      string `json:"refId"`
-	RawSQL     string `json:"rawSql"`
-	Format     string `json:"format"`
-	Datasource struct {
-		Type string `json:"type"`
-		UID  string `json:"uid"`
-	} `json:"datasource"`
-}
-
-type grafanaDashboard struct {
-	UID    string `json:"uid"`
-	Panels []struct {
-		Title   string          `json:"title"`
-		Type    string          `json:"type"`
-		Targets []grafanaTarget `json:"targets"`
-	} `json:"panels"`
-	Templating struct {
-		List []struct {
-			Name  string `json:"name"`
-			Query string `json:"query"`
-		} `json:"list"`
-	} `json:"templating"`
-	Annotations struct {
-		List []struct {
-			Name   string         `json:"name"`
-			Target *grafanaTarget `json:"target"`
-		} `json:"list"`
-	} `json:"annotations"`
-}
-
-func readDashboard(t *testing.T) grafanaDashboard {
+func readDashboard(t *testing.T) grafanasql.Dashboard {
 	t.Helper()
 	b, err := os.ReadFile("grafana/dashboards/lhcnp-lab.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d grafanaDashboard
-	if err := json.Unmarshal(b, &d); err != nil {
+	d, err := grafanasql.Parse(b)
+	if err != nil {
 		t.Fatalf("grafana/dashboards/lhcnp-lab.json: %v", err)
 	}
 	return d
 }
 
-var (
-	timeFilter = regexp.MustCompile(`\$__timeFilter\(([^)]+)\)`)
-	anyMacro   = regexp.MustCompile(`\$__\w+`)
-	variable   = regexp.MustCompile(`\$\{?(\w+)\}?`)
-)
-
-// expand does what Grafana's PostgreSQL data source does to a query before
-// sending it: the time macros become the dashboard's range, and a
-// single-valued variable its raw value.
-func expand(t *testing.T, sql string, from, to time.Time, vars map[string]string) string {
+// checkResults fails t for every query that failed or returned no rows,
+// or whose data source is not the provisioned PostgreSQL.
+func checkResults(t *testing.T, results []grafanasql.Result) {
 	t.Helper()
-	lit := func(ts time.Time) string { return "'" + ts.UTC().Format(time.RFC3339Nano) + "'" }
-	sql = timeFilter.ReplaceAllString(sql, "$1 BETWEEN "+lit(from)+" AND "+lit(to))
-	sql = strings.ReplaceAll(sql, "$__timeFrom()", lit(from))
-	sql = strings.ReplaceAll(sql, "$__timeTo()", lit(to))
-	if m := anyMacro.FindString(sql); m != "" {
-		t.Fatalf("query uses macro %s, which this test does not expand:\n%s", m, sql)
-	}
-	return variable.ReplaceAllStringFunc(sql, func(m string) string {
-		name := variable.FindStringSubmatch(m)[1]
-		v, ok := vars[name]
-		if !ok {
-			t.Fatalf("query uses variable $%s, which the dashboard does not define:\n%s", name, sql)
+	for _, r := range results {
+		switch {
+		case r.Datasource != "lhcnp-pg":
+			t.Errorf("%s: data source %q, want the provisioned lhcnp-pg", r.Where, r.Datasource)
+		case r.Err != nil:
+			t.Errorf("%s: %v\n%s", r.Where, r.Err, r.SQL)
+		case r.Rows == 0:
+			t.Errorf("%s: no rows\n%s", r.Where, r.SQL)
+		case r.Format == "time_series" && (len(r.Columns) == 0 || r.Columns[0] != "time"):
+			t.Errorf("%s: a time series whose first column is not \"time\": %v", r.Where, r.Columns)
 		}
-		return v
-	})
+	}
 }
 
 // TestGrafanaQueries runs every query of the lab dashboard (variables,
 // annotations, every panel's) against a real PostgreSQL with the collector's
 // schema and a stretch of lab telemetry written through the collector's
-// tables: each must run and return rows.
+// tables: each must run and return rows. (cmd/lhcnp's TestLabStarts runs
+// them again after a short run of the real lab.)
 func TestGrafanaQueries(t *testing.T) {
 	d := readDashboard(t)
 	pool, _ := pgtest.New(t)
@@ -109,79 +68,19 @@ func TestGrafanaQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	from, to := fx.Start.Add(-time.Minute), fx.End.Add(time.Minute)
-
-	// Variables in order, each may use the ones before it; the fixture's
-	// congested queue must be among the choices.
-	want := map[string]string{"target": labtest.Congested.Target, "interface": labtest.Congested.Interface,
+	choose := map[string]string{"target": labtest.Congested.Target, "interface": labtest.Congested.Interface,
 		"queue": fmt.Sprint(labtest.Congested.ID)}
-	vars := map[string]string{}
-	for _, v := range d.Templating.List {
-		rows, err := pool.Query(ctx, expand(t, v.Query, from, to, vars))
-		if err != nil {
-			t.Fatalf("variable %s: %v", v.Name, err)
-		}
-		var choices []string
-		for rows.Next() {
-			vals, err := rows.Values()
-			if err != nil {
-				t.Fatal(err)
-			}
-			choices = append(choices, fmt.Sprint(vals[0]))
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatalf("variable %s: %v", v.Name, err)
-		}
-		if !slices.Contains(choices, want[v.Name]) {
-			t.Fatalf("variable %s: choices %v lack %q", v.Name, choices, want[v.Name])
-		}
-		vars[v.Name] = want[v.Name]
+	results, err := grafanasql.Run(ctx, pool, d, fx.Start.Add(-time.Minute), fx.End.Add(time.Minute), choose)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(vars) != 3 {
-		t.Fatalf("variables %v, want target, interface and queue", vars)
+	if len(d.Variables) != 3 || len(results) < 9 {
+		t.Errorf("%d variables and %d queries, want target, interface, queue and every panel's", len(d.Variables), len(results))
 	}
+	checkResults(t, results)
 
-	run := func(where string, q grafanaTarget) {
-		t.Run(where, func(t *testing.T) {
-			if q.Datasource.UID != "lhcnp-pg" {
-				t.Errorf("data source %q, want the provisioned lhcnp-pg", q.Datasource.UID)
-			}
-			rows, err := pool.Query(ctx, expand(t, q.RawSQL, from, to, vars))
-			if err != nil {
-				t.Fatalf("query: %v\n%s", err, q.RawSQL)
-			}
-			n := 0
-			fields := rows.FieldDescriptions()
-			for rows.Next() {
-				n++
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatalf("query: %v\n%s", err, q.RawSQL)
-			}
-			if n == 0 {
-				t.Errorf("no rows:\n%s", q.RawSQL)
-			}
-			if q.Format == "time_series" && (len(fields) == 0 || string(fields[0].Name) != "time") {
-				t.Errorf("time series query's first column is not \"time\"")
-			}
-		})
-	}
-	for _, a := range d.Annotations.List {
-		if a.Target != nil {
-			run("annotation "+a.Name, *a.Target)
-		}
-	}
-	var titles []string
-	for _, p := range d.Panels {
-		titles = append(titles, p.Title)
-		if len(p.Targets) == 0 {
-			t.Errorf("panel %q has no query", p.Title)
-		}
-		for _, q := range p.Targets {
-			run(p.Title+" "+q.RefID, q)
-		}
-	}
 	// The same panels as the lab page (lab/dashboard/static/index.html).
+	titles := d.Titles
 	page, err := os.ReadFile("../lab/dashboard/static/index.html")
 	if err != nil {
 		t.Fatal(err)
@@ -192,13 +91,12 @@ func TestGrafanaQueries(t *testing.T) {
 		}
 	}
 	caption := regexp.MustCompile(`<figcaption>(.*?)</figcaption>`)
-	tags := regexp.MustCompile(`</?sub>`)
+	sub := regexp.MustCompile(`<sub>(.*?)</sub>`)
 	var captions []string
 	for _, m := range caption.FindAllStringSubmatch(string(page), -1) {
-		captions = append(captions, tags.ReplaceAllString(m[1], "_"))
+		captions = append(captions, sub.ReplaceAllString(m[1], "_$1"))
 	}
 	for _, c := range captions {
-		c = strings.ReplaceAll(strings.ReplaceAll(c, "K_min_", "K_min"), "K_max_", "K_max")
 		if !slices.Contains(titles, c) {
 			t.Errorf("page chart %q has no Grafana panel (panels: %q)", c, titles)
 		}
@@ -234,12 +132,12 @@ func TestGrafanaProvisioning(t *testing.T) {
 		}
 	}
 	readYAML(t, "grafana/provisioning/dashboards/lhcnp.yaml", &prov)
-	if len(prov.Providers) != 1 || prov.Providers[0].Options.Path != "/var/lib/grafana/dashboards" {
-		t.Errorf("dashboard providers %+v, want one reading /var/lib/grafana/dashboards", prov.Providers)
+	if len(prov.Providers) != 1 || prov.Providers[0].Options.Path != "/etc/grafana/dashboards" {
+		t.Errorf("dashboard providers %+v, want one reading /etc/grafana/dashboards", prov.Providers)
 	}
 	d := readDashboard(t)
-	if d.UID == "" || len(d.Panels) < 7 {
-		t.Errorf("dashboard uid %q with %d panels", d.UID, len(d.Panels))
+	if d.UID == "" || len(d.Titles) < 7 {
+		t.Errorf("dashboard uid %q with %d panels", d.UID, len(d.Titles))
 	}
 }
 
