@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"os"
@@ -121,6 +120,45 @@ var docTargets = map[string]func(t *testing.T) string{
 	"127.0.0.1:9339": func(t *testing.T) string { return startSwitch(t).addr },
 }
 
+// docFileTargets overrides docTargets for one file: docs/lab.md talks to the
+// lab fabric (`lhcnp switch --config examples/lab.yaml --insecure`), whose
+// n1 listens on 127.0.0.1:9339.
+var docFileTargets = map[string]map[string]func(t *testing.T) string{
+	"docs/lab.md": {"127.0.0.1:9339": func(t *testing.T) string { return startLabSwitch(t, "n1") }},
+}
+
+// startLabSwitch runs the lab fabric of examples/lab.yaml in one process,
+// every switch on a free port, and returns the gNMI address of one switch.
+func startLabSwitch(t *testing.T, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &addrWriter{addr: make(chan string, 1), re: regexp.MustCompile(`switch ` + name + `: gNMI on (\S+),`)}
+	done := make(chan error, 1)
+	go func() {
+		done <- runSwitch(ctx, []string{"--config", "../../examples/lab.yaml", "--listen", "127.0.0.1:0", "--insecure"}, out, io.Discard)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("lab fabric: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("lab fabric did not stop within 20s of cancel")
+		}
+	})
+	select {
+	case addr := <-out.addr:
+		return addr
+	case err := <-done:
+		t.Fatalf("lab fabric returned before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("lab fabric did not start listening within 30s")
+	}
+	return ""
+}
+
 // TestDocGnmicCommands runs every gnmic (and `go tool gnmi_cli`) command of
 // README.md and docs/*.md exactly as written, in the order of each file, against a test switch
 // started from examples/switch.yaml (docTargets), from the repository root.
@@ -167,6 +205,9 @@ func TestDocGnmicCommands(t *testing.T) {
 				addr, ok := running[m[4]]
 				if !ok {
 					start := docTargets[m[4]]
+					if ft, ok := docFileTargets[rel][m[4]]; ok {
+						start = ft
+					}
 					if start == nil {
 						t.Errorf("%s:%d: no test target for address %s (docTargets): %s", rel, c.line, m[4], c.text)
 						continue
@@ -206,39 +247,28 @@ func runDocCommand(t *testing.T, dir, bin, file string, line int, command string
 		return
 	}
 	poll := strings.Contains(command, "--mode poll")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); pw.Close() }()
+	p := startProc(t, cmd, cancel)
+	defer p.stop()
 	// A STREAM subscription is done at its sync_response after data; a
 	// POLL one answers gnmic's prompts (target, then subscription) until a
 	// poll's answer has come too ("received sync response" twice).
-	var all strings.Builder
-	sc := bufio.NewScanner(pr)
-	ok, data := false, false
-	for sc.Scan() {
-		l := sc.Text()
-		all.WriteString(l + "\n")
+	ok, data, syncs := false, false, 0
+	for l := range p.lines {
 		data = data || strings.Contains(l, `"values":`)
+		if strings.Contains(l, "received sync response") {
+			syncs++
+		}
 		if poll && strings.Contains(l, "to poll:") {
-			_, _ = io.WriteString(stdin, "\n")
+			_, _ = io.WriteString(p.stdin, "\n")
 		}
 		if (!poll && data && strings.Contains(compact(l), `"sync-response":true`)) ||
 			(cli && (strings.Contains(compact(l), "sync_response:true") || strings.Contains(l, "TypedValue"))) ||
-			(poll && strings.Count(all.String(), "received sync response") >= 2) {
+			(poll && syncs >= 2) {
 			ok = true
 			break
 		}
 	}
-	cancel()
-	go io.Copy(io.Discard, pr)
 	if !ok {
-		t.Errorf("%s: %s: no initial data and sync response (poll: %v):\n%s", where, command, poll, all.String())
+		t.Errorf("%s: %s: no initial data and sync response (poll: %v):\n%s", where, command, poll, p.output())
 	}
 }

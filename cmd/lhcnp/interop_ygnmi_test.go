@@ -23,13 +23,7 @@ import (
 // JSON_IETF and PROTO values, Set in JSON_IETF (its default) and in PROTO
 // scalars (TestInteropYgnmi covers leaves, containers, Delete and errors).
 func TestInteropYgnmiModes(t *testing.T) {
-	r := startSwitch(t)
-	c, err := ygnmi.NewClient(gnmi.NewGNMIClient(dialGNMI(t, r.addr)), ygnmi.WithTarget("n1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0)
+	c, ctx, q := ygnmiSetup(t, startSwitch(t).addr)
 
 	t.Run("GetAll with wildcards", func(t *testing.T) {
 		all, err := ygnmi.GetAll(ctx, c, ocpath.Root().Lhcnp().Interfaces().InterfaceAny().Queues().QueueAny().State().EffectiveKmax())
@@ -101,6 +95,17 @@ func TestInteropYgnmiModes(t *testing.T) {
 			t.Errorf("SAMPLE: %d samples, %v", n, err)
 		}
 	})
+}
+
+// ygnmiSetup returns a ygnmi client of the switch at addr (prefix target
+// n1), a test context and the path of queue 0 of wan0.
+func ygnmiSetup(t *testing.T, addr string) (*ygnmi.Client, context.Context, *ocpath.Lhcnp_Lhcnp_Interfaces_Interface_Queues_QueuePath) {
+	t.Helper()
+	c, err := ygnmi.NewClient(gnmi.NewGNMIClient(dialGNMI(t, addr)), ygnmi.WithTarget("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, testCtx(t), ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0)
 }
 
 // commitInterceptor is how a ygnmi client (which has no option for gNMI

@@ -133,7 +133,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("switch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "switch or fabric configuration file (YAML); required")
-	listen := fs.String("listen", "", "gNMI address, host:port, when one switch runs (default: the file's listen, else 127.0.0.1:9339)")
+	listen := fs.String("listen", "", "gNMI address, host:port, when one switch runs; HOST:0 gives every switch a free port (default: the file's listen, else 127.0.0.1:9339)")
 	only := fs.String("switches", "", "comma-separated switches of the file to run in this process (default: all)")
 	insecureFlag := fs.Bool("insecure", false, "serve gNMI without TLS (labs only)")
 	cert := fs.String("tls-cert", "", "server certificate (PEM)")
@@ -181,8 +181,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			run = append(run, f.Switches[i])
 		}
 	}
-	if *listen != "" && len(run) != 1 {
-		return usageError{"--listen needs exactly one switch (the file gives each switch its listen)"}
+	if *listen != "" && len(run) != 1 && !strings.HasSuffix(*listen, ":0") {
+		return usageError{"--listen needs exactly one switch, or port 0 (a free port each); the file gives each switch its listen"}
 	}
 	sp := *speed
 	if sp == 0 {

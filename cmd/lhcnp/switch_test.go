@@ -35,6 +35,7 @@ type addrWriter struct {
 	buf  strings.Builder
 	addr chan string
 	sent bool
+	re   *regexp.Regexp // the address line; default listenRE (the first switch)
 }
 
 var listenRE = regexp.MustCompile(`gNMI on (\S+),`)
@@ -43,7 +44,11 @@ func (w *addrWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
-	if m := listenRE.FindStringSubmatch(w.buf.String()); m != nil && !w.sent {
+	re := w.re
+	if re == nil {
+		re = listenRE
+	}
+	if m := re.FindStringSubmatch(w.buf.String()); m != nil && !w.sent {
 		w.sent = true
 		w.addr <- m[1]
 	}
@@ -329,13 +334,7 @@ func cliUntil(t *testing.T, addr string, n int, marker string, args ...string) s
 
 // TestInteropYgnmi drives the switch with the typed client over gen/.
 func TestInteropYgnmi(t *testing.T) {
-	r := startSwitch(t)
-	c, err := ygnmi.NewClient(gnmi.NewGNMIClient(dialGNMI(t, r.addr)), ygnmi.WithTarget("n1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0)
+	c, ctx, q := ygnmiSetup(t, startSwitch(t).addr)
 
 	// Get over Subscribe ONCE (ygnmi's default) and over Get. (With
 	// uncompressed paths ygnmi marks every query as state, so WithUseGet

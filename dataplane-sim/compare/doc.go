@@ -21,6 +21,8 @@ type Doc struct {
 	// (sim.LongHaulReport.Lines); UnstagedScenario the file that ran.
 	Unstaged         []string
 	UnstagedScenario string
+	// Tuner is the tuner's comparison (WriteTuner), nil for none.
+	Tuner *TunerDoc
 	// PlotDir is where the plots are, relative to the document.
 	PlotDir string
 	// Command is the command that produced the document.
@@ -147,6 +149,11 @@ func WriteDocument(w io.Writer, d Doc) error {
 			p("| %d | %s | %s | %s |\n", s.N, s.Draft, s.Measured, ok)
 		}
 		p("\n")
+	}
+	if d.Tuner != nil {
+		if err := WriteTuner(&b, *d.Tuner); err != nil {
+			return err
+		}
 	}
 	if len(d.Unstaged) > 0 {
 		p("## The §7 topology without staging\n\n")

@@ -136,7 +136,7 @@ type qpRef struct {
 
 var topKeys = []string{
 	"name", "description", "seed", "duration", "sample_interval",
-	"topology", "queue", "mechanism", "dcqcn", "nic", "traffic", "events",
+	"topology", "queue", "mechanism", "dcqcn", "nic", "traffic", "events", "tuner",
 }
 
 func (l *loader) load(root *yaml.Node) {
@@ -183,6 +183,7 @@ func (l *loader) load(root *yaml.Node) {
 	l.nic(top.get("nic"))
 	l.traffic(top.get("traffic"))
 	l.events(top.get("events"))
+	l.tuner(top.get("tuner"))
 	if len(d.errs) == 0 {
 		l.finish()
 	}

@@ -33,6 +33,8 @@ type Scenario struct {
 
 	Flows  []Flow
 	Events []Event
+	// Tuner, when set, runs the tuner in closed loop (tuner.go).
+	Tuner *Tuner
 }
 
 // Host is an end host with one RNIC.

@@ -25,6 +25,8 @@ type LongHaulCNP struct {
 	// Events is every event the nodes reported, in time order (kept only
 	// when the run was started with WithLongHaulCNP).
 	Events []lhcnp.Event
+	// Tuner is every change of the closed-loop tuner (scenario key tuner).
+	Tuner []TunerChange
 }
 
 // Node returns the node on the named switch.
@@ -188,6 +190,9 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			counts["not_sent"] += nc.NoAddress + nc.NoFormat + nc.NoRoute + nc.EncodeErrors
 		}
 	})
+	if env.Scenario.Tuner != nil {
+		installTuner(env, m, *env.Scenario.Tuner)
+	}
 	if observe != nil {
 		observe(m, env)
 	}

@@ -173,7 +173,7 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 		st := store.New()
 		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports, dataplane.WithSpeed(cfg.Speed))
 		pub := dataplane.NewPublisher(sch, st, b, dataplane.WithInterval(cfg.PublishInterval))
-		h := target.NewHandler(sch, st, b, target.WithStatePublisher(pub))
+		h := target.NewHandler(sch, st, b, target.WithStatePublisher(pub), target.WithLogger(log.With("switch", s.Name)))
 		if len(s.Config) > 0 {
 			if err := h.LoadJSON(ctx, s.Config); err != nil {
 				return nil, fmt.Errorf("switch %s: %s: %w", s.Name, s.ConfigName, err)
