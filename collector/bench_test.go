@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/openconfig/gnmi/proto/gnmi"
 
 	"github.com/lhcnp/lhcnp/collector/config"
@@ -39,6 +42,19 @@ func newBenchSwitch(b testing.TB, name string, ifaces, queues int) *benchSwitch 
 	return bs
 }
 
+// pacedRounds publishes n rounds, each once the switch has sent the
+// previous one (the store keeps only the latest value of a leaf: a round
+// applied before the previous one is sent would coalesce it).
+func (bs *benchSwitch) pacedRounds(n int) {
+	for range n {
+		want := bs.sw.Stats().Updates + uint64(len(bs.paths))
+		bs.round()
+		for bs.sw.Stats().Updates < want {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
 func (bs *benchSwitch) round() {
 	bs.rounds++
 	bs.ts += int64(time.Millisecond)
@@ -49,8 +65,9 @@ func (bs *benchSwitch) round() {
 	bs.sw.Publish(bs.ts, leaves)
 }
 
-// BenchmarkEndToEnd: switches publish rounds of every leaf; the collector
-// subscribes (ON_CHANGE, so every published change is sent) and stores.
+// BenchmarkEndToEnd: switches publish rounds of every leaf, each round once
+// the previous one went out on the wire; the collector subscribes
+// (ON_CHANGE, so every published change is sent) and stores.
 // It reports committed rows/s end to end (first publish to last commit),
 // then the raw pgx CopyFrom of the very rows stored, into the same table
 // of a fresh database, in batches of the same size, and the ratio; and the
@@ -79,15 +96,22 @@ func BenchmarkEndToEnd(b *testing.B) {
 			return s["bench0"] == "streaming" && s["bench1"] == "streaming", ""
 		})
 		ctx := context.Background()
+		waitFor(b, 30*time.Second, "the initial values stored", func() (bool, string) {
+			return count(b, pool, `SELECT count(*) FROM samples`) == int64(switches*len(sws[0].paths)), ""
+		})
 		base := count(b, pool, `SELECT count(*) FROM samples`)
 		const rounds = 400
 		b.ResetTimer()
 		start := time.Now()
-		for range rounds {
-			for _, bs := range sws {
-				bs.round()
-			}
+		var wg sync.WaitGroup
+		for _, bs := range sws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				bs.pacedRounds(rounds)
+			}()
 		}
+		wg.Wait()
 		published := int64(rounds * switches * ifaces * queues * len(benchLeaves))
 		var coalesced uint64
 		waitFor(b, 120*time.Second, "the benchmark", func() (bool, string) {
@@ -100,11 +124,23 @@ func BenchmarkEndToEnd(b *testing.B) {
 		elapsed := time.Since(start)
 		b.StopTimer()
 		stored := count(b, pool, `SELECT count(*) FROM samples`) - base
+		if stored != published {
+			b.Logf("published %d, stored %d, base %d, coalesced %d, duplicates dropped %v, ledger rows %d", published, stored, base, coalesced,
+				testutil.ToFloat64(c.Metrics().DroppedRows.WithLabelValues("duplicate")), count(b, pool, `SELECT sum(rows) FROM ingest_ledger`))
+		}
 		ours := float64(stored) / elapsed.Seconds()
 		var p99 float64
 		if err := pool.QueryRow(ctx, `SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM l.committed_at - s.ts))
 			FROM samples s JOIN ingest_ledger l USING (batch_id) WHERE s.flags & 1 = 0`).Scan(&p99); err != nil {
 			b.Fatal(err)
+		}
+		if testing.Verbose() {
+			mfs, _ := c.Metrics().Registry.Gather()
+			for _, mf := range mfs {
+				if n := mf.GetName(); strings.Contains(n, "batches_total") || strings.Contains(n, "round_trip") || strings.Contains(n, "spill_batches") {
+					b.Logf("%s", mf.String())
+				}
+			}
 		}
 		c.stop(b)
 

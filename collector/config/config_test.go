@@ -36,7 +36,9 @@ func TestCheck(t *testing.T) {
 		{"missing CA file", func(f *config.File) { f.Targets[0].Insecure = false; f.Targets[0].CAFile = "/nonexistent/ca.pem" },
 			"targets[a].ca_file: stat /nonexistent/ca.pem: no such file or directory"},
 		{"cert without key", func(f *config.File) { f.Targets[0].Insecure = false; f.Targets[0].CertFile = "c.pem" }, "targets[a].cert_file: needs key_file (and the other way round)"},
-		{"bad mode", func(f *config.File) { f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"/a"}, Mode: "poll"}} },
+		{"bad mode", func(f *config.File) {
+			f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"/a"}, Mode: "poll"}}
+		},
 			`targets[a].subscriptions[0].mode: "poll" is not sample, on_change or target_defined`},
 		{"relative path", func(f *config.File) { f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"a/b"}}} },
 			`targets[a].subscriptions[0].paths: "a/b" does not start with /`},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
@@ -23,6 +24,8 @@ var (
 const (
 	ledgerSQL = `INSERT INTO ingest_ledger (batch_id, collector, target, epoch, rows, first_ts, last_ts)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (batch_id) DO NOTHING`
+	ledgerStrictSQL = `INSERT INTO ingest_ledger (batch_id, collector, target, epoch, rows, first_ts, last_ts)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	ledgerCheckSQL = `SELECT target, rows, first_ts, last_ts FROM ingest_ledger WHERE batch_id = $1`
 	fenceSQL       = `SELECT epoch FROM leases WHERE target = $1 AND owner = $2 FOR SHARE`
 	seriesSQL      = `INSERT INTO series (id, target, path, schema_path, keys, yang_type, unit, first_seen)
@@ -98,29 +101,144 @@ func sameTS(got *time.Time, want any) bool {
 	return got.Equal(w.Truncate(time.Microsecond))
 }
 
-// store writes the whole batch in one transaction.
-func (w *Writer) store(ctx context.Context, b *rows.Batch) error {
+// storeGroup writes batches in one transaction, in three round trips
+// (the latency of each one adds up on a loaded server): BEGIN with the
+// fencing check of each target, the COPYs of all their rows, then a ledger
+// row per batch, the new series and latest with COMMIT in one pipeline.
+// The ledger insert has no ON CONFLICT: a batch already stored fails it
+// with a unique violation, which aborts the transaction before COMMIT
+// (errLedgerConflict: the caller stores the batches one by one, where the
+// ledger tells a replay from an id collision).
+func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 	start := time.Now()
-	tx, stored, err := w.begin(ctx, b)
+	conn, err := w.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	if stored {
+	defer conn.Release()
+	pc := conn.Conn()
+	open := false
+	defer func() {
+		if !open {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := pc.Exec(rctx, "ROLLBACK"); err != nil {
+			pc.Close(rctx) // the pool drops a closed connection
+		}
+	}()
+
+	bt := &pgx.Batch{}
+	bt.Queue("BEGIN")
+	epochs := make([]int64, len(bs))
+	if w.o.fencing {
+		for i, b := range bs {
+			bt.Queue(fenceSQL, b.Target, b.Collector).QueryRow(func(r pgx.Row) error { return r.Scan(&epochs[i]) })
+		}
+	}
+	open = true
+	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errStale
+		}
+		return err
+	}
+	var samples, events int
+	for i, b := range bs {
+		if w.o.fencing && epochs[i] != b.Epoch {
+			return errStale
+		}
+		samples += len(b.Samples)
+		events += len(b.Events)
+	}
+	if samples > 0 {
+		if _, err := pc.CopyFrom(ctx, pgx.Identifier{"samples"}, sampleColumns, &sampleSource{bs: bs}); err != nil {
+			return err
+		}
+	}
+	if events > 0 {
+		if _, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{bs: bs}); err != nil {
+			return err
+		}
+	}
+	bt = &pgx.Batch{}
+	var series []rows.Series
+	all := make([]rows.Sample, 0, samples)
+	for _, b := range bs {
+		first, last := b.TSRange()
+		var firstTS, lastTS any
+		if len(b.Samples) > 0 {
+			firstTS, lastTS = tsOf(first), tsOf(last)
+		}
+		bt.Queue(ledgerStrictSQL, b.ID, b.Collector, b.Target, b.Epoch, b.Rows(), firstTS, lastTS)
+		series = append(series, b.Series...)
+		if len(bs) > 1 {
+			all = append(all, b.Samples...)
+		} else {
+			all = b.Samples
+		}
+	}
+	if len(series) > 0 {
+		bt.Queue(seriesSQL, seriesArgs(series)...)
+	}
+	if len(all) > 0 {
+		bt.Queue(latestSQL, latestArgs(all)...)
+	}
+	bt.Queue("COMMIT")
+	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "ingest_ledger_pkey" {
+			return errLedgerConflict
+		}
+		return err
+	}
+	open = false
+	for _, b := range bs {
+		w.committed(b, start, "stored", len(b.Samples), len(b.Events))
+	}
+	return nil
+}
+
+// errLedgerConflict: a batch of the group is in the ledger already.
+var errLedgerConflict = errors.New("writer: batch already in the ledger")
+
+// store writes one batch (storeGroup of one); a ledger conflict is settled
+// as a replay or an id collision.
+func (w *Writer) store(ctx context.Context, b *rows.Batch) error {
+	err := w.storeGroup(ctx, []*rows.Batch{b})
+	if errors.Is(err, errLedgerConflict) {
+		return w.replayOrCollision(ctx, b)
+	}
+	return err
+}
+
+// errRetryNow asks writeRetrying to store the batch again at once (it got
+// a new id).
+var errRetryNow = errors.New("writer: batch id redrawn")
+
+// replayOrCollision settles a ledger conflict: the same batch (replayed
+// from the spill) is done; another batch that drew the same id gets a new
+// one.
+func (w *Writer) replayOrCollision(ctx context.Context, b *rows.Batch) error {
+	first, last := b.TSRange()
+	var firstTS, lastTS any
+	if len(b.Samples) > 0 {
+		firstTS, lastTS = tsOf(first), tsOf(last)
+	}
+	var target string
+	var n int
+	var f, l *time.Time
+	if err := w.pool.QueryRow(ctx, ledgerCheckSQL, b.ID).Scan(&target, &n, &f, &l); err != nil {
+		return err
+	}
+	if target == b.Target && n == b.Rows() && sameTS(f, firstTS) && sameTS(l, lastTS) {
 		w.o.m.Batches.WithLabelValues("replayed").Inc()
 		return nil
 	}
-	defer tx.Rollback(ctx)
-	if err := writeSamples(ctx, tx, b, b.Series, b.Samples); err != nil {
-		return err
-	}
-	if err := writeEvents(ctx, tx, b, b.Events); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return err
-	}
-	w.committed(b, start, "stored", len(b.Samples), len(b.Events))
-	return nil
+	w.o.log.Warn("batch id collision, drawing another", "batch", b.ID, "target", b.Target)
+	b.ID = rows.NewBatchID()
+	return errRetryNow
 }
 
 func (w *Writer) committed(b *rows.Batch, start time.Time, outcome string, samples, events int) {
@@ -139,30 +257,41 @@ func (w *Writer) committed(b *rows.Batch, start time.Time, outcome string, sampl
 // values.
 func writeSamples(ctx context.Context, tx pgx.Tx, b *rows.Batch, series []rows.Series, samples []rows.Sample) error {
 	if len(series) > 0 {
-		n := len(series)
-		ids, keys := make([]int64, n), make([]string, n)
-		targets, paths, spaths, types, units := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		first := make([]time.Time, n)
-		for i, s := range series {
-			ids[i], targets[i], paths[i], spaths[i], types[i], units[i], first[i] = s.ID, s.Target, s.Path, s.SchemaPath, s.YangType, s.Unit, tsOf(s.FirstSeen)
-			keys[i] = keysJSON(s.Keys)
-		}
-		if _, err := tx.Exec(ctx, seriesSQL, ids, targets, paths, spaths, keys, types, units, first); err != nil {
+		if _, err := tx.Exec(ctx, seriesSQL, seriesArgs(series)...); err != nil {
 			return err
 		}
 	}
 	if len(samples) == 0 {
 		return nil
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"samples"}, sampleColumns, &sampleSource{s: samples, batch: b.ID}); err != nil {
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"samples"}, sampleColumns, &sampleSource{bs: []*rows.Batch{{ID: b.ID, Samples: samples}}}); err != nil {
 		return err
 	}
 	return writeLatest(ctx, tx, samples)
 }
 
+// seriesArgs are the arrays of seriesSQL.
+func seriesArgs(series []rows.Series) []any {
+	n := len(series)
+	ids, keys := make([]int64, n), make([]string, n)
+	targets, paths, spaths, types, units := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	first := make([]time.Time, n)
+	for i, s := range series {
+		ids[i], targets[i], paths[i], spaths[i], types[i], units[i], first[i] = s.ID, s.Target, s.Path, s.SchemaPath, s.YangType, s.Unit, tsOf(s.FirstSeen)
+		keys[i] = keysJSON(s.Keys)
+	}
+	return []any{ids, targets, paths, spaths, keys, types, units, first}
+}
+
 // writeLatest upserts the last sample of each series (a later one already
 // there wins).
 func writeLatest(ctx context.Context, tx pgx.Tx, samples []rows.Sample) error {
+	_, err := tx.Exec(ctx, latestSQL, latestArgs(samples)...)
+	return err
+}
+
+// latestArgs are the arrays of latestSQL: the last sample of each series.
+func latestArgs(samples []rows.Sample) []any {
 	last := make(map[int64]int, len(samples)/4+1)
 	order := make([]int64, 0, len(samples)/4+1)
 	for i := range samples {
@@ -195,15 +324,14 @@ func writeLatest(ctx context.Context, tx pgx.Tx, samples []rows.Sample) error {
 			texts[k] = &s.Text
 		}
 	}
-	_, err := tx.Exec(ctx, latestSQL, ids, ts, ints, floats, nums, bools, texts, flags)
-	return err
+	return []any{ids, ts, ints, floats, nums, bools, texts, flags}
 }
 
 func writeEvents(ctx context.Context, tx pgx.Tx, b *rows.Batch, events []rows.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{e: events, batch: b.ID})
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{bs: []*rows.Batch{{ID: b.ID, Events: events}}})
 	return err
 }
 
@@ -216,20 +344,34 @@ func keysJSON(keys []rows.Key) string {
 	return string(data)
 }
 
-// sampleSource feeds CopyFrom without building a [][]any.
+// sampleSource feeds CopyFrom the samples of batches, without building a
+// [][]any.
 type sampleSource struct {
-	s     []rows.Sample
-	i     int
-	batch int64
-	row   [9]any
+	bs  []*rows.Batch
+	b   int // current batch
+	i   int // next sample in it
+	cur *rows.Sample
+	row [9]any
 }
 
-func (c *sampleSource) Next() bool { c.i++; return c.i <= len(c.s) }
+func (c *sampleSource) Next() bool {
+	for c.b < len(c.bs) {
+		if c.i < len(c.bs[c.b].Samples) {
+			c.cur = &c.bs[c.b].Samples[c.i]
+			c.i++
+			return true
+		}
+		c.b, c.i = c.b+1, 0
+	}
+	return false
+}
+
 func (c *sampleSource) Err() error { return nil }
+
 func (c *sampleSource) Values() ([]any, error) {
-	s := &c.s[c.i-1]
+	s := c.cur
 	r := c.row[:]
-	r[0], r[1], r[7], r[8] = tsOf(s.TS), s.SeriesID, int16(s.Flags), c.batch
+	r[0], r[1], r[7], r[8] = tsOf(s.TS), s.SeriesID, int16(s.Flags), c.bs[c.b].ID
 	r[2], r[3], r[4], r[5], r[6] = nil, nil, nil, nil, nil
 	switch s.Kind {
 	case rows.ValInt:
@@ -246,18 +388,32 @@ func (c *sampleSource) Values() ([]any, error) {
 	return r, nil
 }
 
+// eventSource feeds CopyFrom the events of batches.
 type eventSource struct {
-	e     []rows.Event
-	i     int
-	batch int64
+	bs  []*rows.Batch
+	b   int
+	i   int
+	cur *rows.Event
 }
 
-func (c *eventSource) Next() bool { c.i++; return c.i <= len(c.e) }
+func (c *eventSource) Next() bool {
+	for c.b < len(c.bs) {
+		if c.i < len(c.bs[c.b].Events) {
+			c.cur = &c.bs[c.b].Events[c.i]
+			c.i++
+			return true
+		}
+		c.b, c.i = c.b+1, 0
+	}
+	return false
+}
+
 func (c *eventSource) Err() error { return nil }
+
 func (c *eventSource) Values() ([]any, error) {
-	e := &c.e[c.i-1]
+	e := c.cur
 	return []any{tsOf(e.TS), e.Target, e.Kind, e.Interface, e.Queue, e.Action, e.Parameter, e.CongestionLevel,
-		e.SourceAddress, e.DestinationAddress, e.SourceQP, e.DestinationQP, e.Details, c.batch}, nil
+		e.SourceAddress, e.DestinationAddress, e.SourceQP, e.DestinationQP, e.Details, c.bs[c.b].ID}, nil
 }
 
 // storeSafe stores a batch that PostgreSQL refused: samples and events are

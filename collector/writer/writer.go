@@ -39,6 +39,7 @@ var errStale = errors.New("writer: stale lease epoch")
 
 type options struct {
 	queueRows int
+	groupRows int
 	retryMax  time.Duration
 	fencing   bool
 	log       *slog.Logger
@@ -51,6 +52,10 @@ type Option func(*options)
 
 // WithQueueRows bounds the rows held in memory (default 200 000).
 func WithQueueRows(n int) Option { return func(o *options) { o.queueRows = n } }
+
+// WithGroupRows sets how many rows of a backlog one transaction may take
+// (group commit; default 20 000). 0 stores one batch per transaction.
+func WithGroupRows(n int) Option { return func(o *options) { o.groupRows = n } }
 
 // WithRetryMax sets the longest back-off between failed writes (default 10 s).
 func WithRetryMax(d time.Duration) Option { return func(o *options) { o.retryMax = d } }
@@ -89,7 +94,7 @@ type Writer struct {
 
 // New returns a writer storing into pool, spilling into sp.
 func New(pool *pgxpool.Pool, sp *spill.Spill, opts ...Option) *Writer {
-	o := options{queueRows: 200_000, retryMax: 10 * time.Second, log: slog.New(slog.DiscardHandler)}
+	o := options{queueRows: 200_000, groupRows: 20_000, retryMax: 10 * time.Second, log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -269,16 +274,76 @@ func (w *Writer) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := w.writeRetrying(ctx, it.b, bo); err != nil {
-			// ctx ended mid-retry: keep the batch for the next run.
-			w.requeue(it)
+		group := []item{it}
+		n := it.b.Rows()
+		for n < w.o.groupRows {
+			more, ok, err := w.next()
+			if err != nil || !ok {
+				break
+			}
+			group = append(group, more)
+			n += more.b.Rows()
+		}
+		stored, err := w.writeGroup(ctx, group, bo)
+		for _, it := range group[:stored] {
+			w.finish(it)
+			if w.o.onCommit != nil {
+				w.o.onCommit(it.b)
+			}
+		}
+		if err != nil {
+			// ctx ended mid-retry: keep the rest for the next run.
+			for i := len(group) - 1; i >= stored; i-- {
+				w.requeue(group[i])
+			}
 			return nil
 		}
-		w.finish(it)
-		if w.o.onCommit != nil {
-			w.o.onCommit(it.b)
+	}
+}
+
+// writeGroup stores the batches of a backlog in one transaction (group
+// commit: one BEGIN, one COPY, one COMMIT for all); on anything but a
+// temporary error it falls back to one transaction per batch, where replays,
+// stale epochs and bad rows are settled batch by batch.
+// It returns how many batches of the group (a prefix) are stored.
+func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.ExponentialBackOff) (int, error) {
+	if len(group) > 1 {
+		bs := make([]*rows.Batch, len(group))
+		for i, it := range group {
+			bs[i] = it.b
+		}
+		for {
+			err := w.storeGroup(ctx, bs)
+			if err == nil {
+				w.o.m.DBUp.Set(1)
+				bo.Reset()
+				return len(group), nil
+			}
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			if errors.Is(err, errStale) || errors.Is(err, errLedgerConflict) || Classify(err) == Permanent {
+				break
+			}
+			w.o.m.WriteErrors.WithLabelValues(Temporary.String()).Inc()
+			w.o.m.DBUp.Set(0)
+			d := bo.NextBackOff()
+			w.o.log.Warn("write failed, retrying", "batches", len(bs), "in", d, "err", err)
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return 0, ctx.Err()
+			case <-t.C:
+			}
 		}
 	}
+	for i, it := range group {
+		if err := w.writeRetrying(ctx, it.b, bo); err != nil {
+			return i, err
+		}
+	}
+	return len(group), nil
 }
 
 func (w *Writer) requeue(it item) {
@@ -328,6 +393,8 @@ func (w *Writer) writeRetrying(ctx context.Context, b *rows.Batch, bo *backoff.E
 			w.o.m.DBUp.Set(1)
 			bo.Reset()
 			return nil
+		case errors.Is(err, errRetryNow):
+			continue
 		case errors.Is(err, errStale):
 			w.o.m.Batches.WithLabelValues("stale").Inc()
 			w.o.m.DroppedRows.WithLabelValues(metrics.DropStaleEpoch).Add(float64(b.Rows()))

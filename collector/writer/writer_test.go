@@ -48,7 +48,7 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func newWriter(t *testing.T, pool *pgxpool.Pool) (*writer.Writer, *metrics.Metrics, func()) {
+func newWriter(t testing.TB, pool *pgxpool.Pool) (*writer.Writer, *metrics.Metrics, func()) {
 	t.Helper()
 	sp, err := spill.Open(t.TempDir())
 	if err != nil {
