@@ -211,6 +211,26 @@ func TestQueueCongestion(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("queue_congestion (-want +got):\n%s", diff)
 	}
+
+	// The windowed function gives the same rows: for the whole run, and
+	// for a window that starts after K_max, K_min and the growth rate were
+	// last sampled (their values come from before the window) and after
+	// K_min was deleted.
+	between := `SELECT ts, target, interface, queue, queue_depth_bytes, peak_queue_depth_bytes,
+		kmax_bytes, kmin_bytes, growth_rate_bytes_per_second, ecn_marking_rate_percent::float8 AS ecn_marking_rate_percent
+		FROM queue_congestion_between($1, $2) ORDER BY target, queue, ts`
+	got = query[row](t, f.pool, between, at(-time.Hour), at(time.Hour))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("queue_congestion_between the whole run (-want +got):\n%s", diff)
+	}
+	got = query[row](t, f.pool, between, at(1000*ms), at(1600*ms))
+	if diff := cmp.Diff(want[2:4], got); diff != "" {
+		t.Errorf("queue_congestion_between a later window (-want +got):\n%s", diff)
+	}
+	got = query[row](t, f.pool, between, at(1450*ms), at(1600*ms))
+	if diff := cmp.Diff(want[3:4], got); diff != "" {
+		t.Errorf("queue_congestion_between a window after K_min's delete (-want +got):\n%s", diff)
+	}
 }
 
 // TestCounterViews: notifications per second per action, drops and pauses
@@ -258,6 +278,17 @@ func TestCounterViews(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("notifications_per_second (-want +got):\n%s", diff)
+	}
+	// The windowed function gives the same rows, and only the window's.
+	between := `SELECT second, action, notifications, sampled_seconds, rate_per_second, counter_reset
+		FROM notifications_between($1, $2) WHERE target = 'sw1' AND interface = 'n1-n2' AND queue = 0 ORDER BY second, action`
+	got = query[nps](t, f.pool, between, at(-time.Second), at(10*time.Second))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notifications_between the whole run (-want +got):\n%s", diff)
+	}
+	got = query[nps](t, f.pool, between, at(1500*ms), at(2*time.Second))
+	if diff := cmp.Diff(want[1:3], got); diff != "" {
+		t.Errorf("notifications_between a window from the middle of a second (-want +got):\n%s", diff)
 	}
 
 	type dp struct {

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -400,16 +401,29 @@ func (s *Server) launch(ctx context.Context) (*process, error) {
 		// shutdown instead of running on.
 		Pdeathsig: syscall.SIGINT,
 	}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start postgres: %w", err)
-	}
-	logFile.Close()
 	p := &process{cmd: cmd, exited: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
+		// The parent-death signal follows the thread that forked, not the
+		// process (golang/go#27505): were that thread to end while the
+		// postmaster runs, the postmaster would be stopped. So the fork
+		// happens on a thread of its own that stays in cmd.Wait until the
+		// postmaster is gone; it is never unlocked and ends with this
+		// goroutine.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
+	err = <-started
+	logFile.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
 	if err := s.waitReady(ctx, p); err != nil {
 		s.kill(p)
 		return nil, fmt.Errorf("postgres %s: %w; log: %s", s.dataDir, err, s.logSince(logStart))
