@@ -189,6 +189,11 @@ targets:
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	var series, rowsPerSecond float64
+	if err := pool.QueryRow(ctx, `SELECT count(*)::float8 / 2 FROM series`).Scan(&series); err == nil {
+		pool.QueryRow(ctx, `SELECT count(*) / greatest(extract(epoch FROM max(ts) - min(ts)), 1) / 2 FROM samples`).Scan(&rowsPerSecond)
+		t.Logf("per switch: %.0f series, %.0f rows/s", series, rowsPerSecond)
+	}
 	var unit string
 	if err := pool.QueryRow(ctx, `SELECT unit FROM series WHERE schema_path = '/lhcnp/interfaces/interface/queues/queue/state/queue-depth' LIMIT 1`).Scan(&unit); err != nil || unit != "bytes" {
 		t.Errorf("queue-depth series unit %q (%v), want bytes", unit, err)

@@ -123,11 +123,18 @@ func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
 	if !c.synced {
 		flags = Initial
 	}
+	pre := n.GetPrefix()
+	join := func(p *gnmi.Path) *gnmi.Path {
+		if len(pre.GetElem()) == 0 {
+			return p
+		}
+		return schema.Join(pre, p)
+	}
 	for _, d := range n.GetDelete() {
-		c.leaf(schema.Join(n.GetPrefix(), d), nil, ts, flags|Deleted, b, s)
+		c.leaf(join(d), nil, ts, flags|Deleted, b, s)
 	}
 	for _, u := range n.GetUpdate() {
-		c.leaf(schema.Join(n.GetPrefix(), u.GetPath()), u.GetVal(), ts, flags, b, s)
+		c.leaf(join(u.GetPath()), u.GetVal(), ts, flags, b, s)
 	}
 	for _, q := range c.pending {
 		c.event(q, b)
@@ -137,8 +144,7 @@ func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
 }
 
 func (c *Converter) leaf(p *gnmi.Path, tv *gnmi.TypedValue, ts int64, flags Flags, b *Batch, s *Stats) {
-	path := store.PathString(p)
-	id := SeriesID(c.target, path)
+	id := pathID(c.target, p)
 	st := c.state(id)
 	if ts <= st.ts {
 		s.Duplicates++
@@ -149,7 +155,7 @@ func (c *Converter) leaf(p *gnmi.Path, tv *gnmi.TypedValue, ts int64, flags Flag
 		s.Unknown++
 	}
 	if !st.written {
-		b.Series = append(b.Series, c.describe(id, path, p, l, ts))
+		b.Series = append(b.Series, c.describe(id, store.PathString(p), p, l, ts))
 		st.written = true
 	}
 	smp := Sample{TS: ts, SeriesID: id, Flags: flags}
