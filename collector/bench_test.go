@@ -82,13 +82,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 			bs := newBenchSwitch(b, fmt.Sprintf("bench%d", i), ifaces, queues)
 			bs.round()
 			sws = append(sws, bs)
-			targets = append(targets, config.Target{Name: bs.sw.Name, Address: bs.sw.Addr, Insecure: true,
-				Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp"}, Mode: "on_change"}}})
+			targets = append(targets, onChange(bs.sw.Name, bs.sw.Addr))
 		}
-		cfg := config.Defaults()
-		cfg.ID = "bench"
-		cfg.DB.DSN, cfg.DB.Migrate, cfg.DB.TargetsTable = dsn, false, false
-		cfg.StateDir = b.TempDir()
+		cfg := benchConfig(b, "bench", dsn)
 		cfg.Targets = targets
 		c := start(b, cfg)
 		waitFor(b, 30*time.Second, "the benchmark", func() (bool, string) {
@@ -180,16 +176,12 @@ func BenchmarkMemoryPerTarget(b *testing.B) {
 	for range b.N {
 		_, dsn := newDB(b)
 		var sws []*benchSwitch
-		cfg := config.Defaults()
-		cfg.ID = "bench-mem"
-		cfg.DB.DSN, cfg.DB.Migrate, cfg.DB.TargetsTable = dsn, false, false
-		cfg.StateDir = b.TempDir()
+		cfg := benchConfig(b, "bench-mem", dsn)
 		for i := range targets {
 			bs := newBenchSwitch(b, fmt.Sprintf("mem%d", i), 4, 8)
 			bs.round()
 			sws = append(sws, bs)
-			cfg.Targets = append(cfg.Targets, config.Target{Name: bs.sw.Name, Address: bs.sw.Addr, Insecure: true,
-				Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp"}, Mode: "on_change"}}})
+			cfg.Targets = append(cfg.Targets, onChange(bs.sw.Name, bs.sw.Addr))
 		}
 		heap := func() uint64 {
 			runtime.GC()
@@ -234,17 +226,13 @@ func BenchmarkLag(b *testing.B) {
 	const switches, every, runFor = 2, 25 * time.Millisecond, 5 * time.Second
 	for range b.N {
 		pool, dsn := newDB(b)
-		cfg := config.Defaults()
-		cfg.ID = "bench-lag"
-		cfg.DB.DSN, cfg.DB.Migrate, cfg.DB.TargetsTable = dsn, false, false
-		cfg.StateDir = b.TempDir()
+		cfg := benchConfig(b, "bench-lag", dsn)
 		var sws []*benchSwitch
 		for i := range switches {
 			bs := newBenchSwitch(b, fmt.Sprintf("lag%d", i), 4, 8)
 			bs.round()
 			sws = append(sws, bs)
-			cfg.Targets = append(cfg.Targets, config.Target{Name: bs.sw.Name, Address: bs.sw.Addr, Insecure: true,
-				Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp"}, Mode: "on_change"}}})
+			cfg.Targets = append(cfg.Targets, onChange(bs.sw.Name, bs.sw.Addr))
 		}
 		c := start(b, cfg)
 		waitFor(b, 30*time.Second, "the initial values stored", func() (bool, string) {
@@ -281,4 +269,20 @@ func BenchmarkLag(b *testing.B) {
 		b.ReportMetric(p50*1000, "lag-p50-ms")
 		b.ReportMetric(p99*1000, "lag-p99-ms")
 	}
+}
+
+// benchConfig is the default configuration on dsn, no migration, no
+// targets table, a state directory of the benchmark's own.
+func benchConfig(b *testing.B, id, dsn string) config.File {
+	cfg := config.Defaults()
+	cfg.ID = id
+	cfg.DB.DSN, cfg.DB.Migrate, cfg.DB.TargetsTable = dsn, false, false
+	cfg.StateDir = b.TempDir()
+	return cfg
+}
+
+// onChange is an insecure target subscribed to /lhcnp on change.
+func onChange(name, addr string) config.Target {
+	return config.Target{Name: name, Address: addr, Insecure: true,
+		Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp"}, Mode: "on_change"}}}
 }

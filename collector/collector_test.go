@@ -43,10 +43,7 @@ func testConfig(t testing.TB, dsn string, sws ...*switchtest.Switch) config.File
 	return cfg
 }
 
-func targetOf(sw *switchtest.Switch) config.Target {
-	return config.Target{Name: sw.Name, Address: sw.Addr, Insecure: true,
-		Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp"}, Mode: "on_change"}}}
-}
+func targetOf(sw *switchtest.Switch) config.Target { return onChange(sw.Name, sw.Addr) }
 
 type runningCollector struct {
 	*collector.Collector

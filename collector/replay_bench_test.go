@@ -11,7 +11,6 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 
-	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 	"github.com/lhcnp/lhcnp/server/store"
 )
@@ -104,16 +103,12 @@ func BenchmarkCollector(b *testing.B) {
 	const targets, rounds, leaves = 2, 400, 256
 	for range b.N {
 		pool, dsn := newDB(b)
-		cfg := config.Defaults()
-		cfg.ID = "bench"
-		cfg.DB.DSN, cfg.DB.Migrate, cfg.DB.TargetsTable = dsn, false, false
-		cfg.StateDir = b.TempDir()
+		cfg := benchConfig(b, "bench", dsn)
 		var rts []*replayTarget
 		for i := range targets {
 			rt, addr := newReplayTarget(b, rounds)
 			rts = append(rts, rt)
-			cfg.Targets = append(cfg.Targets, config.Target{Name: fmt.Sprintf("replay%d", i), Address: addr, Insecure: true,
-				Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp"}, Mode: "on_change"}}})
+			cfg.Targets = append(cfg.Targets, onChange(fmt.Sprintf("replay%d", i), addr))
 		}
 		c := start(b, cfg)
 		for _, rt := range rts {
