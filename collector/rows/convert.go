@@ -28,6 +28,7 @@ type Converter struct {
 	// pending: queues whose last-cnp timestamp changed in the current
 	// notification.
 	pending []queueKey
+	scratch gnmi.Path // prefix + path of the update being converted
 }
 
 type seriesState struct {
@@ -124,11 +125,13 @@ func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
 		flags = Initial
 	}
 	pre := n.GetPrefix()
+	// join reuses one scratch path: leaf uses it within the call only.
 	join := func(p *gnmi.Path) *gnmi.Path {
 		if len(pre.GetElem()) == 0 {
 			return p
 		}
-		return schema.Join(pre, p)
+		c.scratch.Elem = append(append(c.scratch.Elem[:0], pre.GetElem()...), p.GetElem()...)
+		return &c.scratch
 	}
 	for _, d := range n.GetDelete() {
 		c.leaf(join(d), nil, ts, flags|Deleted, b, s)
