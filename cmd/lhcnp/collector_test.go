@@ -175,7 +175,8 @@ targets:
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	for _, view := range []string{"queue_congestion", "current_config", "queue_latest", "notifications_per_second", "drops_and_pauses"} {
+	// events is a table: the Long-haul CNPs seen through last-cnp.
+	for _, view := range []string{"queue_congestion", "current_config", "queue_latest", "notifications_per_second", "drops_and_pauses", "events"} {
 		deadline := time.Now().Add(90 * time.Second)
 		for {
 			var n int64
