@@ -3,7 +3,7 @@ GO ?= go
 SHELL := /bin/bash
 export LHCNP_ORACLES ?= required
 
-.PHONY: all build test deps unit race fuzz-short fuzz bench results generate check-gen yanglint vet fmt-check
+.PHONY: all build test deps unit race fuzz-short fuzz bench results generate check-gen yanglint vet fmt-check test-long bench-collector
 
 all: build
 
@@ -30,7 +30,16 @@ unit:
 
 # The packages that share state across goroutines, under the race detector.
 race:
-	$(GO) test -count=1 -race -short ./dataplane-sim/engine/... ./server/...
+	$(GO) test -count=1 -race -short ./dataplane-sim/engine/... ./server/... ./collector/...
+
+# The collector's fault tests at the issue's full length (PostgreSQL stopped
+# for 30 s under load; make test stops it for 3 s).
+test-long:
+	$(GO) test -count=1 -v -run 'TestPostgresOutage' ./collector/ -args -long
+
+# The collector's benchmarks (docs/collector.md#benchmarks).
+bench-collector:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 5 ./collector/... | tee bench-collector.txt
 
 fuzz-short:
 	FUZZTIME=3s ./scripts/fuzz.sh

@@ -21,6 +21,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/server/auth"
 )
 
 // testConfig is a collector configuration for tests: small batches, short
@@ -43,10 +44,7 @@ func testConfig(t testing.TB, dsn string, sws ...*switchtest.Switch) config.File
 	return cfg
 }
 
-func targetOf(sw *switchtest.Switch) config.Target {
-	return config.Target{Name: sw.Name, Address: sw.Addr, Insecure: true,
-		Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp"}, Mode: "on_change"}}}
-}
+func targetOf(sw *switchtest.Switch) config.Target { return onChange(sw.Name, sw.Addr) }
 
 type runningCollector struct {
 	*collector.Collector
@@ -451,4 +449,58 @@ func TestSpillSeedsDedupe(t *testing.T) {
 		t.Errorf("%d samples, want 4", n)
 	}
 	noDuplicates(t, pool)
+}
+
+// TestTLSAndPasswords: a switch with mutual TLS and a users file; targets
+// with the CA, with skip_verify, and one with a wrong password: the first
+// two stream, the third fails with a one-line error naming it.
+func TestTLSAndPasswords(t *testing.T) {
+	pool, dsn := newDB(t)
+	pki := switchtest.NewPKI(t)
+	serverTLS, err := auth.ServerTLS(pki.ServerCert, pki.ServerKey, pki.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := auth.HashPassword("s3cret", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := switchtest.Start(t, "sw", switchtest.WithTLS(serverTLS),
+		switchtest.WithUsers(auth.NewUsers(auth.User{Name: "collector", Role: auth.ReadOnly, Hash: []byte(hash)})))
+	p := newPublisher(sw, "n1-n2")
+	p.round()
+	sub := []config.Subscription{{Paths: []string{"/lhcnp"}, Mode: "on_change"}}
+	cfg := testConfig(t, dsn)
+	cfg.Targets = []config.Target{
+		{Name: "with-ca", Address: sw.Addr, CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey,
+			Username: "collector", Password: "s3cret", Subscriptions: sub},
+		{Name: "skip-verify", Address: sw.Addr, SkipVerify: true, CertFile: pki.ClientCert, KeyFile: pki.ClientKey,
+			Username: "collector", Password: "s3cret", Subscriptions: sub},
+		{Name: "wrong-password", Address: sw.Addr, CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey,
+			Username: "collector", Password: "guess", Subscriptions: sub},
+	}
+	c := start(t, cfg)
+	waitFor(t, 30*time.Second, "the two good targets streaming", func() (bool, string) {
+		s := c.Metrics().TargetStates()
+		return s["with-ca"] == "streaming" && s["skip-verify"] == "streaming", fmt.Sprint(s)
+	})
+	waitFor(t, 30*time.Second, "the wrong password's error", func() (bool, string) {
+		err, _ := c.TargetError("wrong-password")
+		return err != nil, ""
+	})
+	err, _ = c.TargetError("wrong-password")
+	if msg := err.Error(); !strings.HasPrefix(msg, "target wrong-password ("+sw.Addr+"): ") ||
+		!strings.Contains(msg, "Unauthenticated") || strings.Contains(msg, "\n") {
+		t.Errorf("wrong password: %q, want one line naming the target and Unauthenticated", msg)
+	}
+	for range 10 {
+		p.round()
+	}
+	for _, name := range []string{"with-ca", "skip-verify"} {
+		waitFor(t, 30*time.Second, name+"'s samples", func() (bool, string) {
+			n := samplesOf(t, pool, name)
+			return n == p.published(), fmt.Sprintf("%d of %d", n, p.published())
+		})
+	}
+	c.stop(t)
 }

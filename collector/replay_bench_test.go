@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 
-	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 	"github.com/lhcnp/lhcnp/server/store"
 )
@@ -22,7 +22,7 @@ import (
 // not the switch sharing the machine.
 type replayTarget struct {
 	gnmi.UnimplementedGNMIServer
-	first *gnmi.SubscribeResponse
+	first []*gnmi.SubscribeResponse
 	rest  []*gnmi.SubscribeResponse
 	ready chan struct{} // closed when rest is prepared
 	start chan struct{} // closed by the benchmark: send rest
@@ -33,8 +33,10 @@ func (r *replayTarget) Subscribe(st gnmi.GNMI_SubscribeServer) error {
 	if _, err := st.Recv(); err != nil {
 		return err
 	}
-	if err := st.Send(r.first); err != nil {
-		return err
+	for _, m := range r.first {
+		if err := st.Send(m); err != nil {
+			return err
+		}
 	}
 	if err := st.Send(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_SyncResponse{SyncResponse: true}}); err != nil {
 		return err
@@ -58,28 +60,44 @@ func (r *replayTarget) Subscribe(st gnmi.GNMI_SubscribeServer) error {
 	return nil
 }
 
-// newReplayTarget serves rounds+1 notifications of 256 queue leaves each,
-// timestamps 1 ms apart.
+// newReplayTarget serves rounds+1 rounds of the 256 leaves of 32 queues,
+// timestamps 1 ms apart, shaped as a switch sends them: one notification
+// per container, its path as the prefix, the leaf names as the paths.
 func newReplayTarget(b *testing.B, rounds int) (*replayTarget, string) {
-	var paths []*gnmi.Path
+	type group struct {
+		prefix *gnmi.Path
+		leaves []*gnmi.Path
+	}
+	var groups []group
 	for i := range 4 {
 		for q := range 8 {
+			state := group{prefix: store.MustPath(switchtest.Queue(fmt.Sprintf("eth%d", i), q) + "/state")}
+			counters := group{prefix: store.MustPath(switchtest.Queue(fmt.Sprintf("eth%d", i), q) + "/state/counters")}
 			for _, l := range benchLeaves {
-				paths = append(paths, store.MustPath(switchtest.Queue(fmt.Sprintf("eth%d", i), q)+"/state/"+l))
+				if name, ok := strings.CutPrefix(l, "counters/"); ok {
+					counters.leaves = append(counters.leaves, store.MustPath("/"+name))
+				} else {
+					state.leaves = append(state.leaves, store.MustPath("/"+l))
+				}
 			}
+			groups = append(groups, state, counters)
 		}
 	}
 	ts := time.Now().UnixNano()
-	note := func(r int) *gnmi.SubscribeResponse {
-		n := &gnmi.Notification{Timestamp: ts + int64(r)*int64(time.Millisecond)}
-		for i, p := range paths {
-			n.Update = append(n.Update, &gnmi.Update{Path: p, Val: switchtest.Uint(uint64(r*1000 + i))})
+	round := func(r int) []*gnmi.SubscribeResponse {
+		var out []*gnmi.SubscribeResponse
+		for gi, g := range groups {
+			n := &gnmi.Notification{Timestamp: ts + int64(r)*int64(time.Millisecond), Prefix: g.prefix}
+			for i, p := range g.leaves {
+				n.Update = append(n.Update, &gnmi.Update{Path: p, Val: switchtest.Uint(uint64(r*1000 + gi*10 + i))})
+			}
+			out = append(out, &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}})
 		}
-		return &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}}
+		return out
 	}
-	r := &replayTarget{first: note(0), ready: make(chan struct{}), start: make(chan struct{}), sent: make(chan struct{})}
+	r := &replayTarget{first: round(0), ready: make(chan struct{}), start: make(chan struct{}), sent: make(chan struct{})}
 	for i := 1; i <= rounds; i++ {
-		r.rest = append(r.rest, note(i))
+		r.rest = append(r.rest, round(i)...)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,16 +122,12 @@ func BenchmarkCollector(b *testing.B) {
 	const targets, rounds, leaves = 2, 400, 256
 	for range b.N {
 		pool, dsn := newDB(b)
-		cfg := config.Defaults()
-		cfg.ID = "bench"
-		cfg.DB.DSN, cfg.DB.Migrate, cfg.DB.TargetsTable = dsn, false, false
-		cfg.StateDir = b.TempDir()
+		cfg := benchConfig(b, "bench", dsn)
 		var rts []*replayTarget
 		for i := range targets {
 			rt, addr := newReplayTarget(b, rounds)
 			rts = append(rts, rt)
-			cfg.Targets = append(cfg.Targets, config.Target{Name: fmt.Sprintf("replay%d", i), Address: addr, Insecure: true,
-				Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp"}, Mode: "on_change"}}})
+			cfg.Targets = append(cfg.Targets, onChange(fmt.Sprintf("replay%d", i), addr))
 		}
 		c := start(b, cfg)
 		for _, rt := range rts {

@@ -175,7 +175,8 @@ targets:
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	for _, view := range []string{"queue_congestion", "current_config", "queue_latest", "notifications_per_second", "drops_and_pauses"} {
+	// events is a table: the Long-haul CNPs seen through last-cnp.
+	for _, view := range []string{"queue_congestion", "current_config", "queue_latest", "notifications_per_second", "drops_and_pauses", "events"} {
 		deadline := time.Now().Add(90 * time.Second)
 		for {
 			var n int64
@@ -188,6 +189,11 @@ targets:
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+	var series, rowsPerSecond float64
+	if err := pool.QueryRow(ctx, `SELECT count(*)::float8 / 2 FROM series`).Scan(&series); err == nil {
+		pool.QueryRow(ctx, `SELECT count(*) / greatest(extract(epoch FROM max(ts) - min(ts)), 1) / 2 FROM samples`).Scan(&rowsPerSecond)
+		t.Logf("per switch: %.0f series, %.0f rows/s", series, rowsPerSecond)
 	}
 	var unit string
 	if err := pool.QueryRow(ctx, `SELECT unit FROM series WHERE schema_path = '/lhcnp/interfaces/interface/queues/queue/state/queue-depth' LIMIT 1`).Scan(&unit); err != nil || unit != "bytes" {

@@ -28,6 +28,7 @@ type Converter struct {
 	// pending: queues whose last-cnp timestamp changed in the current
 	// notification.
 	pending []queueKey
+	scratch gnmi.Path // prefix + path of the update being converted
 }
 
 type seriesState struct {
@@ -123,11 +124,20 @@ func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
 	if !c.synced {
 		flags = Initial
 	}
+	pre := n.GetPrefix()
+	// join reuses one scratch path: leaf uses it within the call only.
+	join := func(p *gnmi.Path) *gnmi.Path {
+		if len(pre.GetElem()) == 0 {
+			return p
+		}
+		c.scratch.Elem = append(append(c.scratch.Elem[:0], pre.GetElem()...), p.GetElem()...)
+		return &c.scratch
+	}
 	for _, d := range n.GetDelete() {
-		c.leaf(schema.Join(n.GetPrefix(), d), nil, ts, flags|Deleted, b, s)
+		c.leaf(join(d), nil, ts, flags|Deleted, b, s)
 	}
 	for _, u := range n.GetUpdate() {
-		c.leaf(schema.Join(n.GetPrefix(), u.GetPath()), u.GetVal(), ts, flags, b, s)
+		c.leaf(join(u.GetPath()), u.GetVal(), ts, flags, b, s)
 	}
 	for _, q := range c.pending {
 		c.event(q, b)
@@ -137,8 +147,7 @@ func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
 }
 
 func (c *Converter) leaf(p *gnmi.Path, tv *gnmi.TypedValue, ts int64, flags Flags, b *Batch, s *Stats) {
-	path := store.PathString(p)
-	id := SeriesID(c.target, path)
+	id := pathID(c.target, p)
 	st := c.state(id)
 	if ts <= st.ts {
 		s.Duplicates++
@@ -149,7 +158,7 @@ func (c *Converter) leaf(p *gnmi.Path, tv *gnmi.TypedValue, ts int64, flags Flag
 		s.Unknown++
 	}
 	if !st.written {
-		b.Series = append(b.Series, c.describe(id, path, p, l, ts))
+		b.Series = append(b.Series, c.describe(id, store.PathString(p), p, l, ts))
 		st.written = true
 	}
 	smp := Sample{TS: ts, SeriesID: id, Flags: flags}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/server/store"
 )
 
 // FuzzDecodeBatch decodes arbitrary spill payloads: an error or a batch that
@@ -27,6 +28,23 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 		if d := cmp.Diff(b, b2); d != "" {
 			t.Fatalf("re-encode changed the batch (-first +second):\n%s", d)
+		}
+	})
+}
+
+// FuzzPathID: the series id computed from the path's elements is the id of
+// its canonical string, for any path the store parses.
+func FuzzPathID(f *testing.F) {
+	f.Add("sw", "/lhcnp/interfaces/interface[name=n1-n2]/queues/queue[id=0]/state/queue-depth")
+	f.Add("", "/a[k=v\\]x][j=\\\\]/b")
+	f.Add("t", "/a[b=ü][a=\xff]")
+	f.Fuzz(func(t *testing.T, target, path string) {
+		p, err := store.ParsePath(path)
+		if err != nil {
+			return
+		}
+		if got, want := rows.PathID(target, p), rows.SeriesID(target, store.PathString(p)); got != want {
+			t.Fatalf("PathID(%q, %q) = %d, SeriesID of %q = %d", target, path, got, store.PathString(p), want)
 		}
 	})
 }

@@ -15,7 +15,11 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strconv"
+	"unicode/utf8"
+
+	"github.com/openconfig/gnmi/proto/gnmi"
 )
 
 // Flags of a sample (the samples.flags column).
@@ -130,6 +134,61 @@ func SeriesID(target, path string) int64 {
 	h.Write([]byte{0})
 	h.Write([]byte(path))
 	return int64(h.Sum64() & math.MaxInt64)
+}
+
+// pathID is SeriesID(target, store.PathString(p)) without building the
+// string: the same bytes go through the same hash.
+func pathID(target string, p *gnmi.Path) int64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	add := func(s string) {
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint64(s[i])) * prime
+		}
+	}
+	addByte := func(c byte) { h = (h ^ uint64(c)) * prime }
+	add(target)
+	addByte(0)
+	if len(p.GetElem()) == 0 {
+		addByte('/')
+	}
+	var arr [4]string
+	names := arr[:0]
+	for _, e := range p.GetElem() {
+		addByte('/')
+		add(e.GetName())
+		keys := e.GetKey()
+		if len(keys) == 0 {
+			continue
+		}
+		names = names[:0]
+		for k := range keys {
+			names = append(names, k)
+		}
+		if len(names) > 1 {
+			slices.Sort(names)
+		}
+		for _, k := range names {
+			addByte('[')
+			add(k)
+			addByte('=')
+			for _, r := range keys[k] {
+				if r == ']' || r == '\\' {
+					addByte('\\')
+				}
+				if r < utf8.RuneSelf {
+					addByte(byte(r))
+					continue
+				}
+				var buf [utf8.UTFMax]byte
+				for _, c := range utf8.AppendRune(buf[:0], r) {
+					addByte(c)
+				}
+			}
+			addByte(']')
+		}
+	}
+	return int64(h & math.MaxInt64)
 }
 
 // FormatValue renders a sample's value as text (dead letters, logs).

@@ -7,6 +7,7 @@
 package switchtest
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -33,6 +34,7 @@ type Switch struct {
 	sub   *subscribe.Server
 	srv   *target.Server
 	users *auth.Users
+	tls   *tls.Config
 	// published counts updates applied per leaf path.
 	published map[string]int
 }
@@ -64,7 +66,11 @@ func Start(t testing.TB, name string, opts ...Option) *Switch {
 
 func (s *Switch) serve(lis net.Listener) {
 	s.sub = subscribe.New(s.st, subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin))
-	srv, err := target.New(target.WithInsecure(), target.WithAuth(auth.New(s.users)), target.WithSubscribe(s.sub))
+	transport := target.WithInsecure()
+	if s.tls != nil {
+		transport = target.WithTLS(s.tls)
+	}
+	srv, err := target.New(transport, target.WithAuth(auth.New(s.users)), target.WithSubscribe(s.sub))
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -1,0 +1,4 @@
+package rows
+
+// PathID is pathID, for the external tests.
+var PathID = pathID
