@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/openconfig/gnmi/proto/gnmi"
 )
 
@@ -271,4 +272,39 @@ func TestFabricFileErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzSwitchFile: no switch or fabric file makes loading it, or choosing
+// this process's wires from it, panic.
+func FuzzSwitchFile(f *testing.F) {
+	for _, p := range []string{"../../examples/lab.yaml", "../../examples/switch.yaml"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, "n1")
+	}
+	f.Add([]byte("switches: [{name: n1}, {name: n2}]\nwires: [{link: wan, a: x, b: y}]\nscenario: s.yaml\n"), "n2")
+	sc, err := scenario.LoadFile("../../scenarios/lab.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, only string) {
+		path := filepath.Join(dir, "switch.yaml")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sf, err := loadSwitchFile(path)
+		if err != nil {
+			return
+		}
+		run := sf.Switches
+		for _, s := range sf.Switches {
+			if s.Name == only {
+				run = []fileSwitch{s}
+			}
+		}
+		_, _ = localWires(sc, sf, run)
+	})
 }
