@@ -216,3 +216,28 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestResolveAddr: a wire's address may be ip:port, :port or a host name
+// (containers); a bad one is an error.
+func TestResolveAddr(t *testing.T) {
+	tests := []struct {
+		desc, in, want string
+	}{
+		{"ip and port", "127.0.0.1:47001", "127.0.0.1:47001"},
+		{"every interface", ":47001", "0.0.0.0:47001"},
+		{"a host name", "localhost:47001", "127.0.0.1:47001"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			got, err := ResolveAddr(context.Background(), tt.in)
+			if err != nil || got.String() != tt.want {
+				t.Errorf("ResolveAddr(%q) = %v, %v; want %s", tt.in, got, err, tt.want)
+			}
+		})
+	}
+	for _, bad := range []string{"47001", "nosuchhost.invalid:47001", "127.0.0.1:nope"} {
+		if got, err := ResolveAddr(context.Background(), bad); err == nil {
+			t.Errorf("ResolveAddr(%q) = %v, want an error", bad, got)
+		}
+	}
+}

@@ -245,7 +245,7 @@ func (w *Wire) writeCapture(t engine.Time, frame []byte) {
 // Run opens the socket and carries frames until ctx ends. It returns an
 // error when the socket cannot be opened or the peer resolved.
 func (w *Wire) Run(ctx context.Context) error {
-	peer, err := resolve(ctx, w.cfg.Peer)
+	peer, err := ResolveAddr(ctx, w.cfg.Peer)
 	if err != nil {
 		return fmt.Errorf("udpwire: link %s: peer %s: %w", w.cfg.Name, w.cfg.Peer, err)
 	}
@@ -278,7 +278,10 @@ func (w *Wire) LocalAddr() netip.AddrPort {
 	return w.conn.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
-func resolve(ctx context.Context, hostport string) (netip.AddrPort, error) {
+// ResolveAddr resolves a wire's address: ip:port, host:port (a container's
+// name; its IPv4 address when it has one, so that both ends of a wire pick
+// the same family) or :port (every interface, IPv4).
+func ResolveAddr(ctx context.Context, hostport string) (netip.AddrPort, error) {
 	if ap, err := netip.ParseAddrPort(hostport); err == nil {
 		return ap, nil
 	}
@@ -286,15 +289,25 @@ func resolve(ctx context.Context, hostport string) (netip.AddrPort, error) {
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
 	pn, err := net.DefaultResolver.LookupPort(ctx, "udp", port)
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	return netip.AddrPortFrom(addrs[0].Unmap(), uint16(pn)), nil
+	if host == "" {
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(pn)), nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	best := addrs[0].Unmap()
+	for _, a := range addrs {
+		if a.Unmap().Is4() {
+			best = a.Unmap()
+			break
+		}
+	}
+	return netip.AddrPortFrom(best, uint16(pn)), nil
 }
 
 // batchConn is what x/net's ipv4 and ipv6 PacketConns share: sendmmsg
