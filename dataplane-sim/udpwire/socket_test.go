@@ -59,7 +59,7 @@ func (r *relay) captured() [][]byte {
 	return append([][]byte(nil), r.got...)
 }
 
-func freePort(t *testing.T) netip.AddrPort {
+func freePort(t testing.TB) netip.AddrPort {
 	t.Helper()
 	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
 	if err != nil {

@@ -125,7 +125,7 @@ type Wire struct {
 	txBuf []byte
 
 	tx     chan []byte
-	free   sync.Pool
+	free   chan []byte // datagram buffers back from the writer
 	conn   *net.UDPConn
 	peer   atomic.Pointer[netip.AddrPort]
 	pcapMu sync.Mutex
@@ -184,7 +184,7 @@ func New(n *netsim.Network, port *netsim.Port, cfg Config, opts ...Option) (*Wir
 	}
 	w := &Wire{cfg: cfg, o: o, sim: n.Sim(), out: port.Out(), in: port.In(), codec: newCodec(n),
 		tx: make(chan []byte, cfg.Queue), helloNow: make(chan struct{}, 1)}
-	w.free.New = func() any { return make([]byte, 0, 2048) }
+	w.free = make(chan []byte, cfg.Queue+ioBatch)
 	if o.capture != nil {
 		pw, err := wire.NewPcapWriter(o.capture, true)
 		if err != nil {
@@ -204,7 +204,12 @@ func (w *Wire) Name() string { return w.cfg.Name }
 // Send implements netsim.Wire: it encodes p on the engine goroutine and
 // queues the datagram for the socket; a full queue loses it, counted.
 func (w *Wire) Send(_ *netsim.Link, p *netsim.Packet, txEnd engine.Time) {
-	b := w.free.Get().([]byte)[:0]
+	var b []byte
+	select {
+	case b = <-w.free:
+	default:
+		b = make([]byte, 0, 2048)
+	}
 	w.txSeq++
 	m := Meta{SentAt: txEnd, Seq: w.txSeq}
 	var err error
@@ -225,7 +230,7 @@ func (w *Wire) Send(_ *netsim.Link, p *netsim.Packet, txEnd engine.Time) {
 	case w.tx <- b:
 	default:
 		w.txDropped.Add(1)
-		w.free.Put(b[:0]) //nolint:staticcheck // a slice header is small
+		w.recycle(b)
 	}
 }
 
@@ -310,6 +315,14 @@ func ResolveAddr(ctx context.Context, hostport string) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(best, uint16(pn)), nil
 }
 
+// recycle returns a datagram buffer for the next Send.
+func (w *Wire) recycle(b []byte) {
+	select {
+	case w.free <- b[:0]:
+	default:
+	}
+}
+
 // batchConn is what x/net's ipv4 and ipv6 PacketConns share: sendmmsg
 // and recvmmsg on Linux, one datagram per call elsewhere.
 type batchConn interface {
@@ -367,7 +380,7 @@ func (w *Wire) writer(ctx context.Context) {
 			sent += n
 		}
 		for _, b := range bufs {
-			w.free.Put(b[:0]) //nolint:staticcheck // a slice header is small
+			w.recycle(b)
 		}
 	}
 }
