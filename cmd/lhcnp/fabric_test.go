@@ -308,3 +308,51 @@ func FuzzSwitchFile(f *testing.F) {
 		_, _ = localWires(sc, sf, run)
 	})
 }
+
+// TestFabricFilesChooseWires: the shipped fabric files give each process
+// the wires of its switches: both ends named, the local one to listen on.
+func TestFabricFilesChooseWires(t *testing.T) {
+	sc, err := scenario.LoadFile("../../scenarios/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		desc, file string
+		run        []string
+		want       []string // link listen peer
+	}{
+		{"loopback, one process", "lab.yaml", []string{"t1", "n1", "n2"}, nil},
+		{"loopback, t1", "lab.yaml", []string{"t1"}, []string{"t1-n1 127.0.0.1:47001 127.0.0.1:47002"}},
+		{"loopback, n1", "lab.yaml", []string{"n1"}, []string{"t1-n1 127.0.0.1:47002 127.0.0.1:47001", "wan 127.0.0.1:47003 127.0.0.1:47004"}},
+		{"loopback, t1 and n1", "lab.yaml", []string{"t1", "n1"}, []string{"wan 127.0.0.1:47003 127.0.0.1:47004"}},
+		{"containers, n2", "lab-containers.yaml", []string{"n2"}, []string{"wan n2:47002 n1:47002"}},
+		{"containers, n1", "lab-containers.yaml", []string{"n1"}, []string{"t1-n1 n1:47001 t1:47001", "wan n1:47002 n2:47002"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			f, err := loadSwitchFile(filepath.Join("../../examples", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var run []fileSwitch
+			for _, s := range f.Switches {
+				for _, name := range tt.run {
+					if s.Name == name {
+						run = append(run, s)
+					}
+				}
+			}
+			wires, err := localWires(sc, f, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range wires {
+				got = append(got, w.Link+" "+w.Listen+" "+w.Peer)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("wires %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
