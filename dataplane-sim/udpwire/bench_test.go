@@ -79,7 +79,11 @@ func BenchmarkLoopback(b *testing.B) {
 		go func() { defer wg.Done(); _ = w.Run(ctx) }()
 	}
 	defer func() { cancel(); wg.Wait() }()
+	up := time.Now().Add(10 * time.Second)
 	for !w1.Up() || !w2.Up() {
+		if time.Now().After(up) {
+			b.Fatalf("no handshake within 10s: %+v / %+v", w1.Stats(), w2.Stats())
+		}
 		time.Sleep(time.Millisecond) // polling for the handshake
 	}
 	out := h1.wan[0].Out()
