@@ -241,3 +241,31 @@ func TestResolveAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerNotFoundYet: a peer name that does not resolve leaves the wire
+// running (link down), looking again, until ctx ends; a peer that is no
+// host:port is an error at once.
+func TestPeerNotFoundYet(t *testing.T) {
+	sim := engine.New()
+	h := buildHalves(t, sim, "s1")
+	w, err := New(h.net, h.wan[0], Config{Name: "wan", Listen: freePort(t), Peer: "nosuchhost.invalid:47001", Speed: 1,
+		Keepalive: 10 * time.Millisecond, DeadAfter: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := w.Run(ctx); err != nil {
+		t.Errorf("Run = %v, want nil when ctx ends", err)
+	}
+	if w.Up() {
+		t.Error("link up without a peer")
+	}
+	w2, err := New(h.net, h.wan[0], Config{Name: "wan", Listen: freePort(t), Peer: "47001", Speed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Run(context.Background()); err == nil || !strings.Contains(err.Error(), `peer "47001"`) {
+		t.Errorf("Run = %v, want an error naming the peer", err)
+	}
+}

@@ -248,16 +248,34 @@ func (w *Wire) writeCapture(t engine.Time, frame []byte) {
 }
 
 // Run opens the socket and carries frames until ctx ends. It returns an
-// error when the socket cannot be opened or the peer resolved.
+// error when the socket cannot be opened or the peer's address is not a
+// host:port. A peer name that does not resolve yet (a container that has
+// not started) is looked up again every keepalive interval, the link down
+// meanwhile.
 func (w *Wire) Run(ctx context.Context) error {
-	peer, err := ResolveAddr(ctx, w.cfg.Peer)
-	if err != nil {
-		return fmt.Errorf("udpwire: link %s: peer %s: %w", w.cfg.Name, w.cfg.Peer, err)
+	if _, _, err := net.SplitHostPort(w.cfg.Peer); err != nil {
+		return fmt.Errorf("udpwire: link %s: peer %q: %w", w.cfg.Name, w.cfg.Peer, err)
 	}
-	w.peer.Store(&peer)
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(w.cfg.Listen))
 	if err != nil {
 		return fmt.Errorf("udpwire: link %s: %w", w.cfg.Name, err)
+	}
+	for logged := false; ; {
+		peer, err := ResolveAddr(ctx, w.cfg.Peer)
+		if err == nil {
+			w.peer.Store(&peer)
+			break
+		}
+		if !logged {
+			logged = true
+			w.o.log.Warn("wire: peer not found yet, looking again", "link", w.cfg.Name, "peer", w.cfg.Peer, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			conn.Close()
+			return nil
+		case <-time.After(w.cfg.Keepalive):
+		}
 	}
 	w.conn = conn
 	_ = conn.SetReadBuffer(4 << 20)
