@@ -157,13 +157,10 @@ func (r *readers) counter(ctx context.Context, addr, iface, leaf string) uint64 
 	return 0
 }
 
-// TestTwoProcessesJoinedByWires: the lab as two processes (t1 and n1; n2)
-// joined by a UDP wire on the WAN link. Traffic crosses the wire (n1's
-// WAN queue and n2's queue to dest both count packets); when n2's process
-// is killed, n1 sees the link down and counts the frames it loses; n2
-// restarted joins the running clock, the link comes back up and the
-// traffic resumes.
-func TestTwoProcessesJoinedByWires(t *testing.T) {
+// labFile writes a fabric file of the lab with free wire ports and gNMI on
+// any free port, at a speed a shared test machine keeps up with.
+func labFile(t *testing.T) string {
+	t.Helper()
 	ports := freeUDP(t, 4)
 	abs := func(p string) string {
 		a, err := filepath.Abs(p)
@@ -190,40 +187,102 @@ wires:
 	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+	return file
+}
 
-	rd := &readers{t: t, m: map[string]gnmi.GNMIClient{}}
-	p1 := startProc(t, "--config", file, "--switches", "t1,n1", "--insecure")
-	p2 := startProc(t, "--config", file, "--switches", "n2", "--insecure")
-	a1, a2 := p1.addrs(ctx, t, 2), p2.addrs(ctx, t, 1)
-	if strings.Contains(p1.stdout.String(), "wire t1-n1") {
-		t.Error("t1-n1 joins two switches of the same process: it must stay an engine link")
+// TestProcessesJoinedByWires: the lab as separate processes joined by UDP
+// wires. Traffic crosses the wires (n1's WAN queue and n2's queue to dest
+// both count packets); when one process is killed, its neighbours see
+// their links down and count the frames they lose, the others keep
+// running; restarted, it joins the running clock, the links come back up
+// and the traffic resumes through it.
+func TestProcessesJoinedByWires(t *testing.T) {
+	tests := []struct {
+		desc   string
+		groups []string // --switches of each process
+		kill   int      // the process killed and restarted
+		// links whose far end is the killed process, by the process that
+		// holds the near end.
+		neighbours map[int]string
+	}{
+		{"two processes, n2 killed", []string{"t1,n1", "n2"}, 1, map[int]string{0: "wan"}},
+		{"three processes, n1 killed", []string{"t1", "n1", "n2"}, 1, map[int]string{0: "t1-n1", 2: "wan"}},
 	}
-	poll(ctx, t, "traffic crosses the wire", func() bool {
-		return rd.counter(ctx, a1["n1"], "wan", "packets") > 0 && rd.counter(ctx, a2["n2"], "to-dest", "packets") > 0
-	})
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			file := labFile(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			rd := &readers{t: t, m: map[string]gnmi.GNMIClient{}}
+			procs := make([]*proc, len(tt.groups))
+			addr := map[string]string{} // switch -> gNMI address
+			for i, g := range tt.groups {
+				procs[i] = startProc(t, "--config", file, "--switches", g, "--insecure")
+			}
+			for i, g := range tt.groups {
+				for sw, a := range procs[i].addrs(ctx, t, strings.Count(g, ",")+1) {
+					addr[sw] = a
+				}
+			}
+			if strings.Contains(procs[0].stdout.String(), "wire t1-n1") && tt.groups[0] == "t1,n1" {
+				t.Error("t1-n1 joins two switches of the same process: it must stay an engine link")
+			}
+			poll(ctx, t, "traffic crosses the wires", func() bool {
+				return rd.counter(ctx, addr["n1"], "wan", "packets") > 0 && rd.counter(ctx, addr["n2"], "to-dest", "packets") > 0
+			})
 
-	p2.kill()
-	poll(ctx, t, "n1 sees the WAN link down", func() bool {
-		return strings.Contains(p1.stderr.String(), `msg="wire: link down" link=wan`)
-	})
-	drops := rd.counter(ctx, a1["n1"], "wan", "dropped-packets")
-	poll(ctx, t, "n1 counts the frames lost to the down link", func() bool {
-		return rd.counter(ctx, a1["n1"], "wan", "dropped-packets") > drops
-	})
+			procs[tt.kill].kill()
+			for i, link := range tt.neighbours {
+				poll(ctx, t, tt.groups[i]+" sees link "+link+" down", func() bool {
+					return strings.Contains(procs[i].stderr.String(), `msg="wire: link down" link=`+link)
+				})
+			}
+			if n, ok := tt.neighbours[0]; ok && n == "wan" {
+				drops := rd.counter(ctx, addr["n1"], "wan", "dropped-packets")
+				poll(ctx, t, "n1 counts the frames lost to the down link", func() bool {
+					return rd.counter(ctx, addr["n1"], "wan", "dropped-packets") > drops
+				})
+			}
+			for i, p := range procs {
+				select {
+				case <-p.done:
+					if i != tt.kill {
+						t.Fatalf("process %s ended with its neighbour: %s", tt.groups[i], p.stderr.String())
+					}
+				default:
+				}
+			}
 
-	p3 := startProc(t, "--config", file, "--switches", "n2", "--insecure")
-	a3 := p3.addrs(ctx, t, 1)
-	poll(ctx, t, "the link comes back up", func() bool {
-		return strings.Count(p1.stderr.String(), `msg="wire: link up" link=wan`) >= 2
-	})
-	if !strings.Contains(p3.stderr.String(), "adopting the peer's clock") {
-		t.Errorf("the restarted process did not join the running clock:\n%s", p3.stderr.String())
+			// What the survivors counted while their links were down: the
+			// traffic must move past it once the killed process is back.
+			g := tt.groups[tt.kill]
+			killed := map[string]bool{}
+			for _, sw := range strings.Split(g, ",") {
+				killed[sw] = true
+			}
+			base := map[string]uint64{}
+			for _, c := range [][2]string{{"n1", "wan"}, {"n2", "to-dest"}} {
+				if !killed[c[0]] {
+					base[c[0]] = rd.counter(ctx, addr[c[0]], c[1], "packets")
+				}
+			}
+			re := startProc(t, "--config", file, "--switches", g, "--insecure")
+			for sw, a := range re.addrs(ctx, t, strings.Count(g, ",")+1) {
+				addr[sw] = a
+			}
+			for i, link := range tt.neighbours {
+				poll(ctx, t, tt.groups[i]+" sees link "+link+" up again", func() bool {
+					return strings.Count(procs[i].stderr.String(), `msg="wire: link up" link=`+link) >= 2
+				})
+			}
+			if !strings.Contains(re.stderr.String(), "adopting the peer's clock") {
+				t.Errorf("the restarted process did not join the running clock:\n%s", re.stderr.String())
+			}
+			poll(ctx, t, "traffic resumes through the restarted process", func() bool {
+				return rd.counter(ctx, addr["n1"], "wan", "packets") > base["n1"] && rd.counter(ctx, addr["n2"], "to-dest", "packets") > base["n2"]
+			})
+		})
 	}
-	poll(ctx, t, "traffic resumes through the restarted n2", func() bool {
-		return rd.counter(ctx, a3["n2"], "to-dest", "packets") > 0
-	})
 }
 
 // TestFabricFileErrors: a bad fabric file, or a wire that cannot open, is
