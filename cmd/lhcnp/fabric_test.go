@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/openconfig/gnmi/proto/gnmi"
 )
 
@@ -156,13 +157,10 @@ func (r *readers) counter(ctx context.Context, addr, iface, leaf string) uint64 
 	return 0
 }
 
-// TestTwoProcessesJoinedByWires: the lab as two processes (t1 and n1; n2)
-// joined by a UDP wire on the WAN link. Traffic crosses the wire (n1's
-// WAN queue and n2's queue to dest both count packets); when n2's process
-// is killed, n1 sees the link down and counts the frames it loses; n2
-// restarted joins the running clock, the link comes back up and the
-// traffic resumes.
-func TestTwoProcessesJoinedByWires(t *testing.T) {
+// labFile writes a fabric file of the lab with free wire ports and gNMI on
+// any free port, at a speed a shared test machine keeps up with.
+func labFile(t *testing.T) string {
+	t.Helper()
 	ports := freeUDP(t, 4)
 	abs := func(p string) string {
 		a, err := filepath.Abs(p)
@@ -189,40 +187,102 @@ wires:
 	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+	return file
+}
 
-	rd := &readers{t: t, m: map[string]gnmi.GNMIClient{}}
-	p1 := startSwitchProc(t, "--config", file, "--switches", "t1,n1", "--insecure")
-	p2 := startSwitchProc(t, "--config", file, "--switches", "n2", "--insecure")
-	a1, a2 := p1.addrs(ctx, t, 2), p2.addrs(ctx, t, 1)
-	if strings.Contains(p1.stdout.String(), "wire t1-n1") {
-		t.Error("t1-n1 joins two switches of the same process: it must stay an engine link")
+// TestProcessesJoinedByWires: the lab as separate processes joined by UDP
+// wires. Traffic crosses the wires (n1's WAN queue and n2's queue to dest
+// both count packets); when one process is killed, its neighbours see
+// their links down and count the frames they lose, the others keep
+// running; restarted, it joins the running clock, the links come back up
+// and the traffic resumes through it.
+func TestProcessesJoinedByWires(t *testing.T) {
+	tests := []struct {
+		desc   string
+		groups []string // --switches of each process
+		kill   int      // the process killed and restarted
+		// links whose far end is the killed process, by the process that
+		// holds the near end.
+		neighbours map[int]string
+	}{
+		{"two processes, n2 killed", []string{"t1,n1", "n2"}, 1, map[int]string{0: "wan"}},
+		{"three processes, n1 killed", []string{"t1", "n1", "n2"}, 1, map[int]string{0: "t1-n1", 2: "wan"}},
 	}
-	poll(ctx, t, "traffic crosses the wire", func() bool {
-		return rd.counter(ctx, a1["n1"], "wan", "packets") > 0 && rd.counter(ctx, a2["n2"], "to-dest", "packets") > 0
-	})
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			file := labFile(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			rd := &readers{t: t, m: map[string]gnmi.GNMIClient{}}
+			procs := make([]*proc, len(tt.groups))
+			addr := map[string]string{} // switch -> gNMI address
+			for i, g := range tt.groups {
+				procs[i] = startSwitchProc(t, "--config", file, "--switches", g, "--insecure")
+			}
+			for i, g := range tt.groups {
+				for sw, a := range procs[i].addrs(ctx, t, strings.Count(g, ",")+1) {
+					addr[sw] = a
+				}
+			}
+			if strings.Contains(procs[0].stdout.String(), "wire t1-n1") && tt.groups[0] == "t1,n1" {
+				t.Error("t1-n1 joins two switches of the same process: it must stay an engine link")
+			}
+			poll(ctx, t, "traffic crosses the wires", func() bool {
+				return rd.counter(ctx, addr["n1"], "wan", "packets") > 0 && rd.counter(ctx, addr["n2"], "to-dest", "packets") > 0
+			})
 
-	p2.kill()
-	poll(ctx, t, "n1 sees the WAN link down", func() bool {
-		return strings.Contains(p1.stderr.String(), `msg="wire: link down" link=wan`)
-	})
-	drops := rd.counter(ctx, a1["n1"], "wan", "dropped-packets")
-	poll(ctx, t, "n1 counts the frames lost to the down link", func() bool {
-		return rd.counter(ctx, a1["n1"], "wan", "dropped-packets") > drops
-	})
+			procs[tt.kill].kill()
+			for i, link := range tt.neighbours {
+				poll(ctx, t, tt.groups[i]+" sees link "+link+" down", func() bool {
+					return strings.Contains(procs[i].stderr.String(), `msg="wire: link down" link=`+link)
+				})
+			}
+			if n, ok := tt.neighbours[0]; ok && n == "wan" {
+				drops := rd.counter(ctx, addr["n1"], "wan", "dropped-packets")
+				poll(ctx, t, "n1 counts the frames lost to the down link", func() bool {
+					return rd.counter(ctx, addr["n1"], "wan", "dropped-packets") > drops
+				})
+			}
+			for i, p := range procs {
+				select {
+				case <-p.done:
+					if i != tt.kill {
+						t.Fatalf("process %s ended with its neighbour: %s", tt.groups[i], p.stderr.String())
+					}
+				default:
+				}
+			}
 
-	p3 := startSwitchProc(t, "--config", file, "--switches", "n2", "--insecure")
-	a3 := p3.addrs(ctx, t, 1)
-	poll(ctx, t, "the link comes back up", func() bool {
-		return strings.Count(p1.stderr.String(), `msg="wire: link up" link=wan`) >= 2
-	})
-	if !strings.Contains(p3.stderr.String(), "adopting the peer's clock") {
-		t.Errorf("the restarted process did not join the running clock:\n%s", p3.stderr.String())
+			// What the survivors counted while their links were down: the
+			// traffic must move past it once the killed process is back.
+			g := tt.groups[tt.kill]
+			killed := map[string]bool{}
+			for _, sw := range strings.Split(g, ",") {
+				killed[sw] = true
+			}
+			base := map[string]uint64{}
+			for _, c := range [][2]string{{"n1", "wan"}, {"n2", "to-dest"}} {
+				if !killed[c[0]] {
+					base[c[0]] = rd.counter(ctx, addr[c[0]], c[1], "packets")
+				}
+			}
+			re := startSwitchProc(t, "--config", file, "--switches", g, "--insecure")
+			for sw, a := range re.addrs(ctx, t, strings.Count(g, ",")+1) {
+				addr[sw] = a
+			}
+			for i, link := range tt.neighbours {
+				poll(ctx, t, tt.groups[i]+" sees link "+link+" up again", func() bool {
+					return strings.Count(procs[i].stderr.String(), `msg="wire: link up" link=`+link) >= 2
+				})
+			}
+			if !strings.Contains(re.stderr.String(), "adopting the peer's clock") {
+				t.Errorf("the restarted process did not join the running clock:\n%s", re.stderr.String())
+			}
+			poll(ctx, t, "traffic resumes through the restarted process", func() bool {
+				return rd.counter(ctx, addr["n1"], "wan", "packets") > base["n1"] && rd.counter(ctx, addr["n2"], "to-dest", "packets") > base["n2"]
+			})
+		})
 	}
-	poll(ctx, t, "traffic resumes through the restarted n2", func() bool {
-		return rd.counter(ctx, a3["n2"], "to-dest", "packets") > 0
-	})
 }
 
 // TestFabricFileErrors: a bad fabric file, or a wire that cannot open, is
@@ -268,6 +328,89 @@ func TestFabricFileErrors(t *testing.T) {
 			err := runSwitch(ctx, append([]string{"--config", file, "--insecure"}, tt.args...), &bytes.Buffer{}, &bytes.Buffer{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("runSwitch: %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzSwitchFile: no switch or fabric file makes loading it, or choosing
+// this process's wires from it, panic.
+func FuzzSwitchFile(f *testing.F) {
+	for _, p := range []string{"../../examples/lab.yaml", "../../examples/switch.yaml"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, "n1")
+	}
+	f.Add([]byte("switches: [{name: n1}, {name: n2}]\nwires: [{link: wan, a: x, b: y}]\nscenario: s.yaml\n"), "n2")
+	sc, err := scenario.LoadFile("../../scenarios/lab.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, only string) {
+		path := filepath.Join(dir, "switch.yaml")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sf, err := loadSwitchFile(path)
+		if err != nil {
+			return
+		}
+		run := sf.Switches
+		for _, s := range sf.Switches {
+			if s.Name == only {
+				run = []fileSwitch{s}
+			}
+		}
+		_, _ = localWires(sc, sf, run)
+	})
+}
+
+// TestFabricFilesChooseWires: the shipped fabric files give each process
+// the wires of its switches: both ends named, the local one to listen on.
+func TestFabricFilesChooseWires(t *testing.T) {
+	sc, err := scenario.LoadFile("../../scenarios/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		desc, file string
+		run        []string
+		want       []string // link listen peer
+	}{
+		{"loopback, one process", "lab.yaml", []string{"t1", "n1", "n2"}, nil},
+		{"loopback, t1", "lab.yaml", []string{"t1"}, []string{"t1-n1 127.0.0.1:47001 127.0.0.1:47002"}},
+		{"loopback, n1", "lab.yaml", []string{"n1"}, []string{"t1-n1 127.0.0.1:47002 127.0.0.1:47001", "wan 127.0.0.1:47003 127.0.0.1:47004"}},
+		{"loopback, t1 and n1", "lab.yaml", []string{"t1", "n1"}, []string{"wan 127.0.0.1:47003 127.0.0.1:47004"}},
+		{"containers, n2", "lab-containers.yaml", []string{"n2"}, []string{"wan n2:47002 n1:47002"}},
+		{"containers, n1", "lab-containers.yaml", []string{"n1"}, []string{"t1-n1 n1:47001 t1:47001", "wan n1:47002 n2:47002"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			f, err := loadSwitchFile(filepath.Join("../../examples", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var run []fileSwitch
+			for _, s := range f.Switches {
+				for _, name := range tt.run {
+					if s.Name == name {
+						run = append(run, s)
+					}
+				}
+			}
+			wires, err := localWires(sc, f, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range wires {
+				got = append(got, w.Link+" "+w.Listen+" "+w.Peer)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("wires %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -15,8 +15,11 @@ const (
 	// wires on other ports need `-d udp.port==PORT,geneve`.
 	GenevePort = 6081
 	// ProtoEthernet is the Geneve protocol type of an Ethernet payload
-	// (Transparent Ethernet Bridging).
-	ProtoEthernet = 0x6558
+	// (Transparent Ethernet Bridging); ProtoKeepalive that of a keepalive,
+	// which has no payload (IEEE 802 Local Experimental EtherType 1, so
+	// that tshark does not look for a frame in it).
+	ProtoEthernet  = 0x6558
+	ProtoKeepalive = 0x88B5
 	// OptionClass is the Geneve option class of our options, from the
 	// range IANA keeps for experimental use (0xFFF0-0xFFFF).
 	OptionClass = 0xFFF0
@@ -90,10 +93,12 @@ type Datagram struct {
 func putHeader(b []byte, optWords int, control bool, vni uint32) {
 	b[0] = byte(optWords) // version 0
 	b[1] = 0
+	proto := uint16(ProtoEthernet)
 	if control {
 		b[1] = 0x80
+		proto = ProtoKeepalive
 	}
-	binary.BigEndian.PutUint16(b[2:], ProtoEthernet)
+	binary.BigEndian.PutUint16(b[2:], proto)
 	binary.BigEndian.PutUint32(b[4:], vni<<8)
 }
 
@@ -155,8 +160,12 @@ func Decode(b []byte, d *Datagram) error {
 	}
 	optLen := int(b[0]&0x3F) * 4
 	d.Control = b[1]&0x80 != 0
-	if pt := binary.BigEndian.Uint16(b[2:]); pt != ProtoEthernet {
-		return fmt.Errorf("%w: geneve protocol type %#04x, want %#04x (ethernet)", ErrMalformed, pt, ProtoEthernet)
+	want := uint16(ProtoEthernet)
+	if d.Control {
+		want = ProtoKeepalive
+	}
+	if pt := binary.BigEndian.Uint16(b[2:]); pt != want {
+		return fmt.Errorf("%w: geneve protocol type %#04x, want %#04x", ErrMalformed, pt, want)
 	}
 	d.VNI = binary.BigEndian.Uint32(b[4:]) >> 8
 	if len(b) < genevelen+optLen {

@@ -125,7 +125,7 @@ type Wire struct {
 	txBuf []byte
 
 	tx     chan []byte
-	free   sync.Pool
+	free   chan []byte // datagram buffers back from the writer
 	conn   *net.UDPConn
 	peer   atomic.Pointer[netip.AddrPort]
 	pcapMu sync.Mutex
@@ -184,7 +184,7 @@ func New(n *netsim.Network, port *netsim.Port, cfg Config, opts ...Option) (*Wir
 	}
 	w := &Wire{cfg: cfg, o: o, sim: n.Sim(), out: port.Out(), in: port.In(), codec: newCodec(n),
 		tx: make(chan []byte, cfg.Queue), helloNow: make(chan struct{}, 1)}
-	w.free.New = func() any { return make([]byte, 0, 2048) }
+	w.free = make(chan []byte, cfg.Queue+ioBatch)
 	if o.capture != nil {
 		pw, err := wire.NewPcapWriter(o.capture, true)
 		if err != nil {
@@ -204,7 +204,12 @@ func (w *Wire) Name() string { return w.cfg.Name }
 // Send implements netsim.Wire: it encodes p on the engine goroutine and
 // queues the datagram for the socket; a full queue loses it, counted.
 func (w *Wire) Send(_ *netsim.Link, p *netsim.Packet, txEnd engine.Time) {
-	b := w.free.Get().([]byte)[:0]
+	var b []byte
+	select {
+	case b = <-w.free:
+	default:
+		b = make([]byte, 0, 2048)
+	}
 	w.txSeq++
 	m := Meta{SentAt: txEnd, Seq: w.txSeq}
 	var err error
@@ -225,7 +230,7 @@ func (w *Wire) Send(_ *netsim.Link, p *netsim.Packet, txEnd engine.Time) {
 	case w.tx <- b:
 	default:
 		w.txDropped.Add(1)
-		w.free.Put(b[:0]) //nolint:staticcheck // a slice header is small
+		w.recycle(b)
 	}
 }
 
@@ -243,16 +248,34 @@ func (w *Wire) writeCapture(t engine.Time, frame []byte) {
 }
 
 // Run opens the socket and carries frames until ctx ends. It returns an
-// error when the socket cannot be opened or the peer resolved.
+// error when the socket cannot be opened or the peer's address is not a
+// host:port. A peer name that does not resolve yet (a container that has
+// not started) is looked up again every keepalive interval, the link down
+// meanwhile.
 func (w *Wire) Run(ctx context.Context) error {
-	peer, err := resolve(ctx, w.cfg.Peer)
-	if err != nil {
-		return fmt.Errorf("udpwire: link %s: peer %s: %w", w.cfg.Name, w.cfg.Peer, err)
+	if _, _, err := net.SplitHostPort(w.cfg.Peer); err != nil {
+		return fmt.Errorf("udpwire: link %s: peer %q: %w", w.cfg.Name, w.cfg.Peer, err)
 	}
-	w.peer.Store(&peer)
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(w.cfg.Listen))
 	if err != nil {
 		return fmt.Errorf("udpwire: link %s: %w", w.cfg.Name, err)
+	}
+	for logged := false; ; {
+		peer, err := ResolveAddr(ctx, w.cfg.Peer)
+		if err == nil {
+			w.peer.Store(&peer)
+			break
+		}
+		if !logged {
+			logged = true
+			w.o.log.Warn("wire: peer not found yet, looking again", "link", w.cfg.Name, "peer", w.cfg.Peer, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			conn.Close()
+			return nil
+		case <-time.After(w.cfg.Keepalive):
+		}
 	}
 	w.conn = conn
 	_ = conn.SetReadBuffer(4 << 20)
@@ -278,7 +301,10 @@ func (w *Wire) LocalAddr() netip.AddrPort {
 	return w.conn.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
-func resolve(ctx context.Context, hostport string) (netip.AddrPort, error) {
+// ResolveAddr resolves a wire's address: ip:port, host:port (a container's
+// name; its IPv4 address when it has one, so that both ends of a wire pick
+// the same family) or :port (every interface, IPv4).
+func ResolveAddr(ctx context.Context, hostport string) (netip.AddrPort, error) {
 	if ap, err := netip.ParseAddrPort(hostport); err == nil {
 		return ap, nil
 	}
@@ -286,15 +312,33 @@ func resolve(ctx context.Context, hostport string) (netip.AddrPort, error) {
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
 	pn, err := net.DefaultResolver.LookupPort(ctx, "udp", port)
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	return netip.AddrPortFrom(addrs[0].Unmap(), uint16(pn)), nil
+	if host == "" {
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(pn)), nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	best := addrs[0].Unmap()
+	for _, a := range addrs {
+		if a.Unmap().Is4() {
+			best = a.Unmap()
+			break
+		}
+	}
+	return netip.AddrPortFrom(best, uint16(pn)), nil
+}
+
+// recycle returns a datagram buffer for the next Send.
+func (w *Wire) recycle(b []byte) {
+	select {
+	case w.free <- b[:0]:
+	default:
+	}
 }
 
 // batchConn is what x/net's ipv4 and ipv6 PacketConns share: sendmmsg
@@ -354,7 +398,7 @@ func (w *Wire) writer(ctx context.Context) {
 			sent += n
 		}
 		for _, b := range bufs {
-			w.free.Put(b[:0]) //nolint:staticcheck // a slice header is small
+			w.recycle(b)
 		}
 	}
 }

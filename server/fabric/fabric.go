@@ -20,7 +20,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -210,9 +209,9 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 		f.switches = append(f.switches, &Served{Name: s.Name, Binding: b, Handler: h, Store: st, pub: pub, srv: srv, lis: lis})
 	}
 	for _, w := range cfg.Wires {
-		lap, err := netip.ParseAddrPort(w.Listen)
+		lap, err := udpwire.ResolveAddr(ctx, w.Listen)
 		if err != nil {
-			return nil, fmt.Errorf("fabric: wire %s: listen %q: want ip:port (%v)", w.Link, w.Listen, err)
+			return nil, fmt.Errorf("fabric: wire %s: listen %q: %w", w.Link, w.Listen, err)
 		}
 		opts := []udpwire.Option{udpwire.WithLogger(log), udpwire.WithHello(f.hello)}
 		if w.Capture != nil {
