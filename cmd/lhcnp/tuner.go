@@ -43,8 +43,9 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dryRun := fs.Bool("dry-run", false, "decide and record in tuner_actions without pushing (overrides dry_run)")
 	db := fs.String("db", "", "PostgreSQL connection string (overrides db; also LHCNP_TUNER_DB)")
 	once := fs.Bool("once", false, "run one period and exit (scripts, tests)")
+	verbose := fs.Bool("verbose", false, "log every hold of the policy too (debug level)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp tuner --config FILE [--dry-run] [--db DSN] [--once]")
+		fmt.Fprintln(stderr, "usage: lhcnp tuner --config FILE [--dry-run] [--db DSN] [--once] [--verbose]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -88,7 +89,11 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer p.Close()
 		push = p
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	t, err := tuner.New(cfg, tuner.NewPGSource(pool), push, tuner.NewPGRecorder(pool), tuner.WithLogger(log))
 	if err != nil {
 		return err
