@@ -23,9 +23,10 @@ CREATE TABLE lhcnp_partitioning (
 );
 
 -- The fallback: creates the partition of parent holding the UTC day `day`
--- (named like pg_partman's, parent_pYYYY_MM_DD), moving into it any rows of
--- that day the default partition holds. Returns false when it existed.
-CREATE FUNCTION lhcnp_create_daily_partition(parent regclass, day date) RETURNS boolean
+-- (named like pg_partman's: parent_p, then the day formatted by `suffix`,
+-- pg_partman 4's YYYY_MM_DD unless told), moving into it any rows of that day
+-- the default partition holds. Returns false when it existed.
+CREATE FUNCTION lhcnp_create_daily_partition(parent regclass, day date, suffix text DEFAULT 'YYYY_MM_DD') RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
     nsp   text;
@@ -36,7 +37,7 @@ DECLARE
 BEGIN
     SELECT n.nspname, c.relname INTO nsp, rel
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = parent;
-    child := rel || '_p' || to_char(day, 'YYYY_MM_DD');
+    child := rel || '_p' || to_char(day, suffix);
     IF to_regclass(format('%I.%I', nsp, child)) IS NOT NULL THEN
         RETURN false;
     END IF;
@@ -50,8 +51,8 @@ BEGIN
 END $$;
 
 -- Whether the default partition of parent holds rows of the UTC day `day`
--- that a partition of that day does not exist for yet.
-CREATE FUNCTION lhcnp_default_has_day(parent regclass, day date) RETURNS boolean
+-- that a partition of that day (named with `suffix`) does not exist for yet.
+CREATE FUNCTION lhcnp_default_has_day(parent regclass, day date, suffix text DEFAULT 'YYYY_MM_DD') RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
     nsp   text;
@@ -61,7 +62,7 @@ BEGIN
     SELECT n.nspname, c.relname INTO nsp, rel
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = parent;
     IF to_regclass(format('%I.%I', nsp, rel || '_default')) IS NULL
-       OR to_regclass(format('%I.%I', nsp, rel || '_p' || to_char(day, 'YYYY_MM_DD'))) IS NOT NULL THEN
+       OR to_regclass(format('%I.%I', nsp, rel || '_p' || to_char(day, suffix))) IS NOT NULL THEN
         RETURN false;
     END IF;
     EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I.%I WHERE ts >= $1 AND ts < $2)', nsp, rel || '_default')
@@ -107,8 +108,9 @@ END $$;
 CREATE FUNCTION lhcnp_maintain() RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-    cfg record;
-    d   integer;
+    cfg    record;
+    d      integer;
+    suffix text;
     partman_schema text;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('lhcnp_maintain'));
@@ -124,9 +126,12 @@ BEGIN
             -- it ignores the default's data, and the days it is about to make
             -- that already have rows there are made here, rows moved in; it
             -- finds them under the name it would have used.
+            EXECUTE format('SELECT datetime_string FROM %s.part_config WHERE parent_table = $1', partman_schema)
+                INTO suffix USING cfg.parent;
+            suffix := COALESCE(suffix, 'YYYY_MM_DD');
             FOR d IN -1 .. cfg.premake_days + 1 LOOP
-                IF lhcnp_default_has_day(cfg.parent::regclass, ((now() AT TIME ZONE 'UTC')::date + d)) THEN
-                    PERFORM lhcnp_create_daily_partition(cfg.parent::regclass, ((now() AT TIME ZONE 'UTC')::date + d));
+                IF lhcnp_default_has_day(cfg.parent::regclass, ((now() AT TIME ZONE 'UTC')::date + d), suffix) THEN
+                    PERFORM lhcnp_create_daily_partition(cfg.parent::regclass, ((now() AT TIME ZONE 'UTC')::date + d), suffix);
                 END IF;
             END LOOP;
             EXECUTE format('UPDATE %s.part_config SET premake = $1, retention = $2, retention_keep_table = false, infinite_time_partitions = true, ignore_default_data = true WHERE parent_table = $3', partman_schema)
@@ -162,6 +167,7 @@ DECLARE
     wanted  text := '{{ default "auto" .partition_manager }}';
     manager text := 'lhcnp';
     partman_schema text;
+    partman_major  integer;
 BEGIN
     IF wanted NOT IN ('auto', 'pg_partman', 'lhcnp') THEN
         RAISE EXCEPTION 'partition_manager %: want auto, pg_partman or lhcnp', wanted;
@@ -172,9 +178,13 @@ BEGIN
                 CREATE SCHEMA IF NOT EXISTS partman;
                 CREATE EXTENSION pg_partman SCHEMA partman;
             END IF;
-            SELECT extnamespace::regnamespace::text INTO partman_schema FROM pg_extension WHERE extname = 'pg_partman';
+            SELECT extnamespace::regnamespace::text, split_part(extversion, '.', 1)::integer
+                INTO partman_schema, partman_major FROM pg_extension WHERE extname = 'pg_partman';
+            -- pg_partman 4 (Debian 12) calls native partitioning 'native';
+            -- 5 calls it 'range' and names days YYYYMMDD (lhcnp_maintain reads
+            -- the naming from part_config).
             EXECUTE format('SELECT %s.create_parent(p_parent_table := $1, p_control := $2, p_type := $3, p_interval := $4, p_premake := 4, p_jobmon := false)', partman_schema)
-                USING 'public.samples', 'ts', 'native', 'daily';
+                USING 'public.samples', 'ts', CASE WHEN partman_major >= 5 THEN 'range' ELSE 'native' END, '1 day';
             manager := 'pg_partman';
         EXCEPTION WHEN insufficient_privilege OR feature_not_supported OR undefined_file THEN
             RAISE NOTICE 'pg_partman unusable (%), partitions kept by lhcnp_maintain()', SQLERRM;
@@ -228,6 +238,6 @@ END $$;
 DROP FUNCTION lhcnp_set_retention(interval);
 DROP FUNCTION lhcnp_maintain();
 DROP FUNCTION lhcnp_drop_daily_partitions(regclass, interval);
-DROP FUNCTION lhcnp_default_has_day(regclass, date);
-DROP FUNCTION lhcnp_create_daily_partition(regclass, date);
+DROP FUNCTION lhcnp_default_has_day(regclass, date, text);
+DROP FUNCTION lhcnp_create_daily_partition(regclass, date, text);
 DROP TABLE lhcnp_partitioning;

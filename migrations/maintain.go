@@ -37,7 +37,7 @@ func SetRetention(ctx context.Context, db Execer, keep time.Duration) error {
 		}
 		arg = fmt.Sprintf("%d seconds", int64(keep/time.Second))
 	}
-	if _, err := db.Exec(ctx, "SELECT lhcnp_set_retention($1::interval)", arg); err != nil {
+	if _, err := db.Exec(ctx, "SELECT lhcnp_set_retention(justify_hours($1::interval))", arg); err != nil {
 		return fmt.Errorf("set retention %v: %w", keep, err)
 	}
 	return nil

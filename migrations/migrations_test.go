@@ -53,7 +53,7 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 // views and functions, and the extensions installed.
 func objects(t *testing.T, conn *pgx.Conn) []string {
 	t.Helper()
-	rows, err := conn.Query(context.Background(), `
+	return column(t, conn, `
 		SELECT 'table ' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		 WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v') AND c.relname <> 'lhcnp_schema_version'
 		UNION ALL
@@ -62,6 +62,12 @@ func objects(t *testing.T, conn *pgx.Conn) []string {
 		UNION ALL
 		SELECT 'extension ' || extname FROM pg_extension WHERE extname <> 'plpgsql'
 		ORDER BY 1`)
+}
+
+// column runs sql and returns its one text column.
+func column(t *testing.T, conn *pgx.Conn, sql string) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), sql)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +125,7 @@ func TestUpDownStatus(t *testing.T) {
 				}
 			}
 			full := objects(t, conn)
-			for _, want := range []string{"table samples", "table targets", "table tuner_actions", "table queue_latest", "function lhcnp_maintain"} {
+			for _, want := range []string{"table samples", "table targets", "table tuner_actions", "table queue_latest", "function lhcnp_maintain", "function queue_congestion_between"} {
 				if !contains(full, want) {
 					t.Errorf("after Up, %s missing from %q", want, full)
 				}
@@ -210,17 +216,9 @@ func TestBadPartitionManager(t *testing.T) {
 // partitions lists the daily partitions of samples by their day suffix.
 func partitions(t *testing.T, conn *pgx.Conn) []string {
 	t.Helper()
-	rows, err := conn.Query(context.Background(), `
+	return column(t, conn, `
 		SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		WHERE i.inhparent = 'samples'::regclass ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
 }
 
 func day(offset int) string {

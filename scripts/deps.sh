@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the external tools the tests use, when missing: tshark and scapy
-# (independent packet oracles) and yanglint (YANG validation). Debian only;
+# (independent packet oracles), yanglint (YANG validation), and PostgreSQL
+# with pg_partman (the collector's database). Debian only;
 # needs root (CI runs as root). Prints what it does; changes nothing when all
 # tools are present.
 set -euo pipefail
@@ -8,9 +9,22 @@ set -euo pipefail
 missing=()
 command -v tshark >/dev/null 2>&1 || missing+=(tshark)
 command -v yanglint >/dev/null 2>&1 || missing+=(libyang2-tools)
+# The dashboard's browser test (headless chromium) and promtool, which checks
+# deploy/prometheus.yml (Debian's prometheus package).
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 # Debian's scapy lives in the system python; a pyenv python on PATH cannot see it.
 if ! /usr/bin/python3 -c 'import scapy.contrib.roce' >/dev/null 2>&1; then
   missing+=(python3-scapy)
+fi
+# PostgreSQL server binaries (private clusters of tests and `lhcnp lab`) and
+# pg_partman (daily partitions of samples; migrations fall back to plain SQL
+# without it). Debian 12's server is 15.
+if ! command -v postgres >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
+if ! ls /usr/share/postgresql/*/extension/pg_partman.control >/dev/null 2>&1; then
+  missing+=(postgresql-15-partman)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

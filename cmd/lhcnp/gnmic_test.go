@@ -82,8 +82,8 @@ func wantIn(t *testing.T, what, out string, wants ...string) {
 	}
 }
 
-// gnmicProc is a gnmic that does not end by itself (a STREAM or POLL
-// subscription): its output lines arrive on a channel.
+// gnmicProc is a client process that does not end by itself (a STREAM or
+// POLL subscription): its output lines arrive on a channel.
 type gnmicProc struct {
 	cmd    *exec.Cmd
 	cancel func()
@@ -97,7 +97,14 @@ type gnmicProc struct {
 func startGnmic(t *testing.T, args ...string) *gnmicProc {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	cmd := exec.CommandContext(ctx, needGnmic(t), args...)
+	return startProc(t, exec.CommandContext(ctx, needGnmic(t), args...), cancel)
+}
+
+// startProc starts cmd (made with a context that cancel ends) with its
+// stdin a pipe and its output lines on a channel; it is stopped when the
+// test ends.
+func startProc(t *testing.T, cmd *exec.Cmd, cancel func()) *gnmicProc {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +139,8 @@ func startGnmic(t *testing.T, args ...string) *gnmicProc {
 // stop ends the process and waits for its output to close.
 func (p *gnmicProc) stop() {
 	p.cancel()
+	for range p.lines {
+	}
 	<-p.done
 }
 

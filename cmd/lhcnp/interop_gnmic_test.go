@@ -190,10 +190,14 @@ func TestInteropGnmic(t *testing.T) {
 	})
 
 	t.Run("commit confirmed", func(t *testing.T) {
+		// A subscriber sees the commit applied, then rolled back.
+		sub := startGnmic(t, g("subscribe", "--stream-mode", "on-change", "--path", q0+"/state/alpha")...)
+		sub.waitFor(t, `"sync-response": true`)
 		// Not confirmed: rolled back when the duration runs out.
 		gnmicOK(t, g("set", "--commit-request", "--commit-id", "try-1", "--rollback-duration", "1s",
 			"--update-path", q0+"/config/alpha", "--update-value", "0.25")...)
 		wantKmax(t, "applied at once", "3125000")
+		sub.waitFor(t, `"alpha": 0.25`)
 		out, err := gnmic(t, g("set", "--update-path", q0+"/config/alpha", "--update-value", "0.75")...)
 		if err == nil || !strings.Contains(out, "FailedPrecondition") {
 			t.Errorf("Set while a commit is pending: %v, want FailedPrecondition:\n%s", err, out)
@@ -205,6 +209,8 @@ func TestInteropGnmic(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond) // polling with a deadline
 		}
+		sub.waitFor(t, `"alpha": 0.5`)
+		sub.stop()
 		// Confirmed: it stays.
 		gnmicOK(t, g("set", "--commit-request", "--commit-id", "try-2", "--rollback-duration", "10m",
 			"--update-path", q0+"/config/alpha", "--update-value", "0.25")...)

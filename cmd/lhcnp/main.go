@@ -31,6 +31,9 @@ func commands() map[string]command {
 		"passwd": {"print a users-file line for a user, role and the password read from stdin", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runPasswd(ctx, args, os.Stdin, stdout, stderr)
 		}},
+		"migrate": {"apply, undo or report the PostgreSQL schema (migrate [up|down|status] --db DSN)", runMigrate},
+
+		"collector": {"subscribe to every switch and store its telemetry in PostgreSQL", runCollector},
 	}
 }
 

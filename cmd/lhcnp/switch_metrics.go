@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"time"
 
 	"github.com/lhcnp/lhcnp/server/metrics"
-	"github.com/lhcnp/lhcnp/server/subscribe"
-	"github.com/lhcnp/lhcnp/server/target"
-	"google.golang.org/grpc"
 )
 
 // switchMetrics is the Prometheus endpoint of `lhcnp switch --metrics ADDR`
@@ -21,9 +17,10 @@ type switchMetrics struct {
 	lis net.Listener
 }
 
-// newSwitchMetrics listens on addr ("" = off) and exports the target's RPCs,
-// its Subscribe streams, its pending commit and the engine's lag.
-func newSwitchMetrics(addr string, h *target.Handler, sub *subscribe.Server, lag func() time.Duration, stdout io.Writer) (*switchMetrics, error) {
+// newSwitchMetrics listens on addr ("" = off). fabric.New attaches the
+// targets' RPC, Subscribe and commit metrics and the engine's lag to it.
+// With several switches each one's metrics carry a switch label.
+func newSwitchMetrics(addr string, switches int, stdout io.Writer) (*switchMetrics, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -31,23 +28,20 @@ func newSwitchMetrics(addr string, h *target.Handler, sub *subscribe.Server, lag
 	if err != nil {
 		return nil, fmt.Errorf("--metrics: %w", err)
 	}
-	m := metrics.New()
-	m.WatchSubscriptions(sub)
-	m.SetEngineLagFunc(lag)
-	m.SetCommitPendingFunc(func() bool { _, _, ok := h.PendingCommit(); return ok })
 	fmt.Fprintf(stdout, "lhcnp switch: metrics on http://%s/metrics\n", lis.Addr())
+	m := metrics.New()
+	if switches > 1 {
+		m = metrics.NewShared()
+	}
 	return &switchMetrics{m: m, lis: lis}, nil
 }
 
-// options are the target options that count RPCs (before authentication,
-// so refused calls count too).
-func (sm *switchMetrics) options() []target.Option {
+// metrics is what fabric.Config.Metrics takes (nil without --metrics).
+func (sm *switchMetrics) metrics() *metrics.Metrics {
 	if sm == nil {
 		return nil
 	}
-	return []target.Option{target.WithOuterInterceptors(
-		[]grpc.UnaryServerInterceptor{sm.m.UnaryInterceptor()},
-		[]grpc.StreamServerInterceptor{sm.m.StreamInterceptor()})}
+	return sm.m
 }
 
 // serve serves /metrics until ctx ends.
@@ -59,4 +53,11 @@ func (sm *switchMetrics) serve(ctx context.Context) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	return nil
+}
+
+// close closes the listener if serve never ran (runSwitch returned early).
+func (sm *switchMetrics) close() {
+	if sm != nil {
+		_ = sm.lis.Close()
+	}
 }

@@ -334,7 +334,11 @@ func cfgErr(field, format string, args ...any) error {
 // Validate checks the configuration; the error names the offending field
 // by its path in Config ("interfaces[n1:1].queues[3].k-min-bytes" style
 // names follow the Go field names in lower case).
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(false) }
+
+// validate checks c; external is true for a node with a Notifier, which
+// needs no Long-haul CNP format.
+func (c *Config) validate(external bool) error {
 	if c.CNPPrio >= netsim.NumPrio {
 		return cfgErr("cnp-prio", "%d not below %d", c.CNPPrio, netsim.NumPrio)
 	}
@@ -352,7 +356,7 @@ func (c *Config) Validate() error {
 			return cfgErr(fmt.Sprintf("rocev2-receivers[%d]", i), "invalid prefix")
 		}
 	}
-	if c.Enabled && !c.FormatICMPv6 && !c.FormatRoCEv2 {
+	if c.Enabled && !external && !c.FormatICMPv6 && !c.FormatRoCEv2 {
 		return cfgErr("formats", "enabled with neither icmpv6 nor rocev2 (§6: MUST support at least one)")
 	}
 	if err := c.Interface.validate("interface"); err != nil {

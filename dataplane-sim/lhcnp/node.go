@@ -52,6 +52,8 @@ func (f Format) String() string {
 		return "icmpv6"
 	case FormatRoCEv2:
 		return "rocev2"
+	case FormatExternal:
+		return "external"
 	}
 	return "none"
 }
@@ -60,7 +62,8 @@ func (f Format) String() string {
 type Option func(*options)
 
 type options struct {
-	onEvent func(Event)
+	onEvent  func(Event)
+	notifier Notifier
 }
 
 // WithEvents calls f for every event (CNP sent, flow learned, aged,
@@ -120,12 +123,12 @@ func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...Option) 
 	if net == nil || sw == nil {
 		return nil, errors.New("lhcnp: attach needs a network and a switch")
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("lhcnp: switch %s: %w", sw.Name(), err)
-	}
 	n := &Node{net: net, sim: net.Sim(), sw: sw, ft: newFlowTable(), byAddr: map[netip.Addr]netsim.NodeID{}}
 	for _, o := range opts {
 		o(&n.opts)
+	}
+	if err := cfg.validate(n.opts.notifier != nil); err != nil {
+		return nil, fmt.Errorf("lhcnp: switch %s: %w", sw.Name(), err)
 	}
 	n.dec.CodePoints = cfg.CodePoints
 	for i, pt := range sw.Ports() {
@@ -163,7 +166,7 @@ func (n *Node) Config() Config { return n.cfg.clone() }
 // resized, the flow table shrunk to the new size (least active first).
 // On error nothing changes.
 func (n *Node) ApplyConfig(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(n.opts.notifier != nil); err != nil {
 		return fmt.Errorf("lhcnp: switch %s: %w", n.sw.Name(), err)
 	}
 	// Check every port's ECN programming before touching anything.
@@ -273,6 +276,8 @@ type QueueCounters struct {
 	// Sent by action and by format.
 	SentNotify, SentPause, SentRateReduce, SentResume int64
 	SentICMPv6, SentRoCEv2                            int64
+	// SentExternal counts notifications a Notifier sent (WithNotifier).
+	SentExternal int64
 	// Notifications not sent: per-flow interval, per-port bucket,
 	// collaborative deferral.
 	SuppressedFlowInterval, SuppressedPortLimit, SuppressedDeferral int64

@@ -53,6 +53,9 @@ func TestBadScenarios(t *testing.T) {
 		{"event after the end", "bad_event_late.yaml", "", 10, "events[0].at", "after the end of the run", 0},
 		{"event value of the wrong unit", "bad_event_value.yaml", "", 8, "events[0].value", `unknown duration unit "Gbps"`, 0},
 		{"yaml syntax", "bad_syntax.yaml", "", 3, "", "did not find expected", 0},
+		{"two notification mechanisms on one node", "bad_coexist.yaml", "", 18, "mechanism.with[1].nodes[0]", "s2 already runs long-haul-cnp (mechanism.nodes[1]); long-haul-cnp and fast-cnp cannot both run on one node", 0},
+		{"fast-cnp param", "bad_fastcnp_param.yaml", "", 15, "mechanism.params.capable_senders", `unknown value "some" (want all or none)`, 0},
+		{"with a non-node mechanism", "bad_with_dcqcn.yaml", "", 14, "mechanism.with[0].kind", "dcqcn is not a node mechanism", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -160,8 +163,10 @@ func TestGood(t *testing.T) {
 	if !sc.Switches[0].CongestionAware || sc.Switches[1].CongestionAware {
 		t.Errorf("congestion-aware = %v, %v; want true, false", sc.Switches[0].CongestionAware, sc.Switches[1].CongestionAware)
 	}
-	if diff := cmp.Diff(map[string]string{"window": "2us", "mode": "strict"}, sc.Mechanism.Params); diff != "" {
-		t.Errorf("params (-want, +got):\n%s", diff)
+	wantFC := DefaultFastCNP()
+	wantFC.KMax, wantFC.CNPInterval, wantFC.CapableSenders = 50*KB, 2*time.Microsecond, "none"
+	if diff := cmp.Diff(wantFC, sc.Mechanism.FastCNP); diff != "" {
+		t.Errorf("fast-cnp params (-want, +got):\n%s", diff)
 	}
 	lk, ok := sc.Link("core")
 	if !ok || lk.Rate != 100*Gbps || lk.Delay != 2500*time.Nanosecond || lk.Buffer != 4*MB {

@@ -130,9 +130,69 @@ type Mechanism struct {
 	// LongHaulCNP holds the parameters of kind long-haul-cnp (defaults
 	// filled in); zero for other kinds.
 	LongHaulCNP LongHaulCNP
+	// FastCNP holds the parameters of kind fast-cnp (defaults filled in).
+	FastCNP FastCNP
+	// RateAdvice holds the parameters of kind rate-advice (defaults
+	// filled in).
+	RateAdvice RateAdvice
 	// Params holds the parameters of the other node kinds as written
 	// (scalar text by key), for models that do not exist yet.
 	Params map[string]string
+	// With are further mechanisms on the same network (mechanism.with),
+	// each with its own nodes; two blocks share a node only when their
+	// kinds can coexist there (CanCoexist). Only the top block has With.
+	With []Mechanism
+}
+
+// RateAdvice are the parameters of SCONE Rate Advice on the nodes and
+// the RNICs.
+type RateAdvice struct {
+	// QueueBased advises the fair share of the egress port to flows no
+	// policy matches.
+	QueueBased bool
+	// PolicyRate, when positive, is one policy for every flow (§4.1).
+	PolicyRate Rate
+	// Interval is the minimum gap between two messages to one flow (and
+	// the window of a flow's activity); DrainInterval the time in which
+	// the fair share drains a standing queue; ChangePercent the change of
+	// the advice that makes a new message.
+	Interval      time.Duration
+	DrainInterval time.Duration
+	ChangePercent int
+	// Capable is "all" (every RNIC announces the capability and applies
+	// advice) or "none".
+	Capable string
+}
+
+// FastCNP are the parameters of draft-xiao-rtgwg-rocev2-fast-cnp on the
+// congestion-aware nodes and the RNICs.
+type FastCNP struct {
+	// KMax: a node sends Fast CNP to the largest flows of a queue deeper
+	// than this; KMin (0: KMax / 2) to KMax is the ECN marking range for
+	// senders not known to be capable, up to PMax.
+	KMax, KMin Size
+	PMax       float64
+	// CNPInterval is the minimum gap between two Fast CNPs to one flow;
+	// PortCNPRate and PortCNPBurst the per-port token bucket (per second).
+	CNPInterval  time.Duration
+	PortCNPRate  int
+	PortCNPBurst int
+	// MaxFlows is the number of flows notified per congestion event.
+	MaxFlows int
+	// IOAM sends the IOAM variant of the option.
+	IOAM bool
+	// CapableSenders is "all" (every host is known to process Fast CNP:
+	// its packets are never marked) or "none"; MarkUnknown marks the
+	// packets of senders not known to be capable.
+	CapableSenders string
+	MarkUnknown    bool
+	// RNIC: the hosts process Fast CNP (trusting the nodes' addresses);
+	// false: they discard it.
+	RNIC bool
+	// DSCP of the Fast CNPs.
+	DSCP int
+	// FlowAging is the flow table's idle timeout.
+	FlowAging time.Duration
 }
 
 // LongHaulCNP are the parameters of draft-tian-ccwg-long-haul-cnp §5. A

@@ -72,7 +72,7 @@ func WithLongHaulCNP(f func(m *LongHaulCNP, env *Env)) Option {
 // sent_long-haul-cnp/<action> in counters.csv), with deferrals and
 // escalations, in the summary's mechanism_counters.
 func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
-	p := env.Scenario.Mechanism.LongHaulCNP
+	p := env.Mech.LongHaulCNP
 	m := &LongHaulCNP{ReactionPoints: map[string]*lhcnp.ReactionPoint{}}
 	keep := observe != nil
 	counts := env.mechCounters()
@@ -145,6 +145,9 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		m.ReactionPoints[h.Name()] = rp
 	}
 
+	if env.meter != nil {
+		env.meter.signal = "long-haul-cnp"
+	}
 	// §5.3.2: recompute K_max when an event changes a link's RTT or rate.
 	env.OnLinkChange(func(_ *scenario.Link, a, b *netsim.Port) {
 		for i, node := range m.Nodes {

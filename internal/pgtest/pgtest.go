@@ -3,7 +3,8 @@
 // (internal/pgserver): one cluster per test binary, started on first use; a
 // template database migrated once; then per test `CREATE DATABASE ...
 // TEMPLATE`, dropped when the test ends. A package that uses it should call
-// pgtest.Main from TestMain so the cluster stops and its directory goes away;
+// pgtest.Main (or pgtest.Close after m.Run) from TestMain so the cluster
+// stops and its directory goes away;
 // should the test binary die first, the server shuts itself down
 // (pgserver's parent-death signal).
 //
@@ -24,6 +25,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -50,12 +52,19 @@ var shared cluster
 // tests' status. Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
-	if shared.srv != nil {
-		if err := shared.srv.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "pgtest: stopping the cluster: %v\n", err)
-		}
+	if err := Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: stopping the cluster: %v\n", err)
 	}
 	os.Exit(code)
+}
+
+// Close stops the shared cluster, if one was started, and removes its
+// directory: for a TestMain that does more than Main, after m.Run.
+func Close() error {
+	if shared.srv == nil {
+		return nil
+	}
+	return shared.srv.Close()
 }
 
 // Require skips t when the PostgreSQL server binaries are missing, or fails
@@ -81,6 +90,8 @@ func Server(t testing.TB) *pgserver.Server {
 	Require(t)
 	shared.once.Do(func() {
 		ctx := context.Background()
+		// Directories of test binaries killed before they could clean up.
+		_, _ = pgserver.RemoveStaleTemp(time.Hour)
 		srv, err := pgserver.Start(ctx, pgserver.WithoutDurability(),
 			pgserver.WithSetting("max_connections", "300"))
 		if err != nil {

@@ -49,6 +49,11 @@ type Metrics struct {
 	rpcs       *prometheus.CounterVec
 	setSeconds prometheus.Histogram
 
+	// shared marks a process's Metrics whose switches have their own
+	// (NewShared); perSwitch marks those (ForSwitch), which leave the engine
+	// lag to the process's.
+	shared, perSwitch bool
+
 	mu      sync.Mutex
 	lag     func() time.Duration
 	subs    Subscriptions
@@ -59,6 +64,34 @@ type Metrics struct {
 // metrics and the Go runtime and process collectors registered.
 func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.register(m.reg)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// NewShared returns the Metrics of a process that serves several switches
+// (a fabric): the runtime, process and engine-lag metrics, and no target
+// metrics of its own; each switch gets its own through ForSwitch.
+func NewShared() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), shared: true}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), (*lagCollector)(m))
+	return m
+}
+
+// Shared reports whether m came from NewShared.
+func (m *Metrics) Shared() bool { return m.shared }
+
+// ForSwitch returns the metrics of one switch of a NewShared process: its
+// RPC, Set, Subscribe and commit metrics carry the label switch=name and
+// are served by m's Handler.
+func (m *Metrics) ForSwitch(name string) *Metrics {
+	s := &Metrics{reg: m.reg, perSwitch: true}
+	s.register(prometheus.WrapRegistererWith(prometheus.Labels{"switch": name}, m.reg))
+	return s
+}
+
+// register creates the per-target metrics and registers them with r.
+func (m *Metrics) register(r prometheus.Registerer) {
 	m.rpcs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: "gnmi", Name: "rpcs_total",
 		Help: "gNMI RPCs finished, by method (Capabilities, Get, Set, Subscribe) and gRPC status code.",
@@ -68,9 +101,7 @@ func New() *Metrics {
 		Help:    "Time to serve a Set RPC, from receipt to response, whatever its outcome.",
 		Buckets: SetBuckets,
 	})
-	m.reg.MustRegister(m.rpcs, m.setSeconds, collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), (*collector)(m))
-	return m
+	r.MustRegister(m.rpcs, m.setSeconds, (*collector)(m))
 }
 
 // Registry returns the registry, to add more collectors.
@@ -159,8 +190,11 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSubscribers, descQueue, descNotifications, descUpdates, descCoalesced, descPending, descLag} {
+	for _, d := range []*prometheus.Desc{descSubscribers, descQueue, descNotifications, descUpdates, descCoalesced, descPending} {
 		ch <- d
+	}
+	if !c.perSwitch {
+		ch <- descLag
 	}
 }
 
@@ -187,9 +221,23 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, v)
 	}
+	if lag != nil && !c.perSwitch {
+		(*lagCollector)(c).Collect(ch)
+	}
+}
+
+// lagCollector exports the engine lag alone: the process-wide metric of a
+// process whose switches have their own target metrics (ForSwitch).
+type lagCollector Metrics
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descLag }
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	lag := c.lag
+	c.mu.Unlock()
 	if lag != nil {
-		d := lag()
-		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, math.Max(0, d.Seconds()))
+		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, math.Max(0, lag().Seconds()))
 	}
 }
 

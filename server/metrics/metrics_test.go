@@ -19,6 +19,7 @@ import (
 	"github.com/lhcnp/lhcnp/server/target"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -242,6 +243,17 @@ lhcnp_gnmi_commit_pending 0
 	if _, ok := value(mf, "go_goroutines"); !ok {
 		t.Error("no Go runtime metrics")
 	}
+	// Prometheus' own naming rules (what promtool check metrics applies).
+	var ours []*dto.MetricFamily
+	for name, f := range mf {
+		if strings.HasPrefix(name, metrics.Namespace+"_") {
+			ours = append(ours, f)
+		}
+	}
+	problems, err := promlint.NewWithMetricFamilies(ours).Lint()
+	if err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %+v", err, problems)
+	}
 
 	// A STREAM subscriber that does not read: counted, with a queue.
 	sctx, scancel := context.WithCancel(ops)
@@ -269,5 +281,33 @@ lhcnp_gnmi_commit_pending 0
 	cancel()
 	if err := <-served; err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// TestForSwitch: a process serving several switches exports each target's
+// RPC counters with its switch label, on the one registry, and the engine
+// lag once, without the label.
+func TestForSwitch(t *testing.T) {
+	m := metrics.NewShared()
+	m.SetEngineLagFunc(func() time.Duration { return 3 * time.Millisecond })
+	n1, n2 := m.ForSwitch("n1"), m.ForSwitch("n2")
+	call := func(mm *metrics.Metrics, code codes.Code) {
+		_, _ = mm.UnaryInterceptor()(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/gnmi.gNMI/Get"},
+			func(context.Context, any) (any, error) { return nil, status.Error(code, "x") })
+	}
+	call(n1, codes.OK)
+	call(n1, codes.OK)
+	call(n2, codes.NotFound)
+	exp := `
+# HELP lhcnp_gnmi_rpcs_total gNMI RPCs finished, by method (Capabilities, Get, Set, Subscribe) and gRPC status code.
+# TYPE lhcnp_gnmi_rpcs_total counter
+lhcnp_gnmi_rpcs_total{code="NotFound",method="Get",switch="n2"} 1
+lhcnp_gnmi_rpcs_total{code="OK",method="Get",switch="n1"} 2
+# HELP lhcnp_engine_lag_seconds How far the dataplane's simulated time trails the wall clock it is paced to.
+# TYPE lhcnp_engine_lag_seconds gauge
+lhcnp_engine_lag_seconds 0.003
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(exp), "lhcnp_gnmi_rpcs_total", "lhcnp_engine_lag_seconds"); err != nil {
+		t.Error(err)
 	}
 }

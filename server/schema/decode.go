@@ -295,6 +295,9 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 			}
 			return nil, bad("%s is not a %s", jsonKind(v), t.Kind)
 		}
+		if err := checkRange(t, s); err != nil {
+			return nil, &ValueError{Path: path, Reason: err.Error()}
+		}
 		if bits == 64 {
 			return s, nil // RFC 7951 §6.1: a string
 		}
@@ -318,6 +321,9 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 				return nil, bad("%s has more than the %d fraction digits of its type", s, fd)
 			}
 		}
+		if err := checkRange(t, d); err != nil {
+			return nil, &ValueError{Path: path, Reason: err.Error()}
+		}
 		return d, nil
 	case yang.Ybool:
 		switch x := v.(type) {
@@ -332,6 +338,11 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 	case yang.Ystring, yang.Yenum, yang.Yunion:
 		switch x := v.(type) {
 		case string:
+			if t.Kind == yang.Yenum && t.Enum != nil && !t.Enum.IsDefined(x) {
+				names := t.Enum.Names()
+				sort.Strings(names)
+				return nil, bad("%q is not one of %s", x, strings.Join(names, ", "))
+			}
 			return x, nil
 		case json.Number:
 			if t.Kind == yang.Yenum {
@@ -342,6 +353,25 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 		return nil, bad("%s is not a %s", jsonKind(v), t.Kind)
 	}
 	return v, nil
+}
+
+// checkRange checks a number's text against the type's YANG range (the
+// model's, as "0..100"); a number goyang cannot parse is left to ygot.
+func checkRange(t *yang.YangType, s string) error {
+	if len(t.Range) == 0 {
+		return nil
+	}
+	var n yang.Number
+	var err error
+	if t.Kind == yang.Ydecimal64 {
+		n, err = yang.ParseDecimal(s, uint8(t.FractionDigits))
+	} else {
+		n, err = yang.ParseInt(s)
+	}
+	if err != nil || t.Range.Contains(yang.YangRange{{Min: n, Max: n}}) {
+		return nil
+	}
+	return fmt.Errorf("%s is outside the range %s of its type", s, t.Range)
 }
 
 func intType(k yang.TypeKind) (bits int, signed bool) {

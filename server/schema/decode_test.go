@@ -101,6 +101,9 @@ func TestDecodeValueRefuses(t *testing.T) {
 		{"NaN decimal", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: nanVal()}}, `NaN is not a finite decimal64 number`},
 		{"hex decimal", q + "/config/alpha", ietfVal(`"0x1p-2"`), `the string "0x1p-2" is not a decimal64 number`},
 		{"number for an enumeration", q + "/config/kmax-mode", jsonVal(`1`), `the number 1 is not an enumeration name`},
+		{"unknown enumeration name", q + "/config/kmax-mode", jsonVal(`"SOMETIMES"`), `"SOMETIMES" is not one of BDP_ADAPTIVE, EXPLICIT`},
+		{"decimal64 outside the model's range", q + "/config/alpha", jsonVal(`5000`), `5000 is outside the range 0.001..1000.000 of its type`},
+		{"integer outside the model's range", q + "/action-policy/config/rate-reduce-percent", jsonVal(`101`), `101 is outside the range 1..100 of its type`},
 		{"yes for a boolean", "/lhcnp/global/config/enabled", jsonVal(`"yes"`), `the string "yes" is not a boolean`},
 		{"unknown member, named by its path", q, jsonVal(`{"config":{"bogus":1}}`), `config/bogus: not in the schema`},
 		{"bad value deep in a subtree", "/lhcnp/interfaces/interface[name=wan0]",
@@ -129,3 +132,33 @@ func TestDecodeValueRefuses(t *testing.T) {
 }
 
 func nanVal() float64 { var z float64; return z / z }
+
+// BenchmarkDecodeValue: the cost Set pays to accept every value form, for a
+// leaf (gnmic's json_val number) and a queue's config subtree.
+func BenchmarkDecodeValue(b *testing.B) {
+	s, err := schema.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=0]"
+	for _, bc := range []struct {
+		name, path string
+		val        *gnmi.TypedValue
+	}{
+		{"leaf", q + "/config/alpha", jsonVal(`0.5`)},
+		{"subtree", q + "/config", jsonVal(`{"id":0,"alpha":0.5,"v-growth":2500000000,"kmax-mode":"EXPLICIT","kmax":2000000}`)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			res, err := s.Resolve(store.MustPath(bc.path))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.DecodeValue(res.Entry, bc.val); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -38,6 +38,13 @@ type pendingCommit struct {
 	done     chan struct{} // closed when confirmed, cancelled or rolled back
 }
 
+// expiredCommit is the last commit rolled back for want of a confirmation,
+// so that a late confirm says so.
+type expiredCommit struct {
+	id string
+	at time.Time
+}
+
 // PendingCommit reports the commit waiting for confirmation, if any.
 func (h *Handler) PendingCommit() (id string, deadline time.Time, ok bool) {
 	h.mu.Lock()
@@ -123,6 +130,10 @@ func (h *Handler) commitAction(ctx context.Context, req *gnmi.SetRequest, ops []
 	}
 	p := h.pending
 	if p == nil {
+		if h.expired.id == id {
+			return nil, status.Errorf(codes.FailedPrecondition, "commit %q: %s: it was rolled back at %s, not confirmed within its rollback_duration",
+				id, action, h.expired.at.UTC().Format(time.RFC3339Nano))
+		}
 		return nil, status.Errorf(codes.FailedPrecondition, "commit %q: %s: no commit is waiting for confirmation", id, action)
 	}
 	if p.id != id {
@@ -182,6 +193,7 @@ func (h *Handler) await(p *pendingCommit) {
 		h.event(CommitEvent{ID: p.id, Kind: "rollback-failed", Err: err.err})
 		return
 	}
+	h.expired = expiredCommit{id: p.id, at: h.o.clk.Now()}
 	h.o.log.Warn("commit confirmed: not confirmed in time, rolled back", "id", p.id, "deadline", p.deadline)
 	h.event(CommitEvent{ID: p.id, Kind: "rollback", Deadline: p.deadline})
 }

@@ -125,6 +125,11 @@ func TestCommitConfirmedRollsBack(t *testing.T) {
 	if _, _, ok := e.h.PendingCommit(); ok {
 		t.Error("still pending after the rollback")
 	}
+	// A confirmation that comes too late says what happened.
+	_, err := e.c.Set(ctx(t), confirmReq("c1"))
+	if st := status.Convert(err); st.Code() != codes.FailedPrecondition || !strings.Contains(st.Message(), "rolled back at") {
+		t.Errorf("late confirm: %v, want FailedPrecondition saying it was rolled back", err)
+	}
 	// The server takes a new commit (and a plain Set) again.
 	if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Update: []*gnmi.Update{alphaHalf}}); err != nil {
 		t.Errorf("Set after rollback: %v", err)

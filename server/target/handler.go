@@ -84,6 +84,7 @@ type Handler struct {
 	intended  *oc.Root
 	published map[string]*gnmi.Path // config leaves in the store, by PathString
 	pending   *pendingCommit        // the commit waiting for confirmation (gnmi_ext.Commit)
+	expired   expiredCommit         // the last commit rolled back by its timer
 }
 
 // NewHandler returns a handler with an empty intended configuration; call
@@ -135,11 +136,16 @@ func (h *Handler) Load(ctx context.Context, root *oc.Root) error {
 	return nil
 }
 
-// LoadJSON is Load from RFC 7951 JSON (a JSON_IETF document of the root,
-// module-qualified names accepted).
+// LoadJSON is Load from a JSON document of the root: RFC 7951 (what a Get
+// of "/" in JSON_IETF returns) or plain JSON, in the forms Set accepts
+// (schema.DecodeValue); errors name the YANG path.
 func (h *Handler) LoadJSON(ctx context.Context, data []byte) error {
+	ietf, err := schema.DecodeJSON(h.s.Root(), data)
+	if err != nil {
+		return fmt.Errorf("initial configuration: %w", err)
+	}
 	root := &oc.Root{}
-	if err := oc.Unmarshal(data, root); err != nil {
+	if err := oc.Unmarshal(ietf, root); err != nil {
 		return fmt.Errorf("initial configuration: %w", err)
 	}
 	return h.Load(ctx, root)

@@ -289,6 +289,12 @@ func blame(ops []setOp, err error) int {
 func cleanYgot(err error) string {
 	s := err.Error()
 	s = strings.TrimPrefix(s, "setNode: ")
+	if strings.HasPrefix(s, `schema "`) {
+		// schema "alpha": reason → reason (the path is in the message).
+		if i := strings.Index(s, `": `); i >= 0 {
+			s = s[i+3:]
+		}
+	}
 	s = strings.ReplaceAll(s, "rpc error: code = Unknown desc = ", "")
 	if i := strings.LastIndex(s, "/root/"); i >= 0 {
 		rest := s[i+len("/root"):]

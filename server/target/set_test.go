@@ -335,7 +335,7 @@ func TestSetPublishesConfig(t *testing.T) {
 // replaced back with Set, leaves the configuration exactly as it was.
 func TestSetTakesWhatGetGives(t *testing.T) {
 	for _, enc := range []gnmi.Encoding{gnmi.Encoding_JSON, gnmi.Encoding_JSON_IETF} {
-		for _, p := range []string{"/lhcnp", "/lhcnp/interfaces/interface[name=wan0]", q3 + "/config"} {
+		for _, p := range []string{"/", "/lhcnp", "/lhcnp/interfaces/interface[name=wan0]", q3 + "/config"} {
 			t.Run(enc.String()+" "+p, func(t *testing.T) {
 				e := newEnv(t)
 				before := configLeaves(t, e)
@@ -352,5 +352,23 @@ func TestSetTakesWhatGetGives(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLoadJSON: the initial configuration takes the forms Set takes, and a
+// bad one is refused naming the YANG path, not a Go field.
+func TestLoadJSON(t *testing.T) {
+	e := newEnv(t)
+	plain := `{"lhcnp": {"interfaces": {"interface": [{"name": "wan0", "config": {"name": "wan0"},
+		"queues": {"queue": [{"id": 3, "config": {"id": 3, "alpha": 0.5, "v-growth": 7}}]}}]}}}`
+	if err := e.h.LoadJSON(ctx(t), []byte(plain)); err != nil {
+		t.Fatalf("LoadJSON of plain JSON: %v", err)
+	}
+	if got := configLeaves(t, e); !has(got, q3+"/config/alpha = double 0.5") || !has(got, q3+"/config/v-growth = uint 7") {
+		t.Errorf("config after LoadJSON: %q", got)
+	}
+	err := e.h.LoadJSON(ctx(t), []byte(`{"lhcnp:lhcnp": {"global": {"config": {"enabled": "maybe"}}}}`))
+	if err == nil || !strings.Contains(err.Error(), `lhcnp/global/config/enabled: the string "maybe" is not a boolean`) {
+		t.Errorf("LoadJSON of a bad value: %v", err)
 	}
 }

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+)
+
+// collectorFile writes a collector configuration file.
+func collectorFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "collector.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// lockedBuffer is an io.Writer safe for the collector's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	sb strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sb.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sb.String()
+}
+
+func TestCollectorBadConfig(t *testing.T) {
+	_, dsn := pgtest.Private(t)
+	state := t.TempDir()
+	for _, tt := range []struct {
+		desc string
+		file string
+		args []string
+		env  []string
+		want string // the one-line error, FILE standing for the file's path
+	}{
+		{desc: "unknown key", file: "db:\n  dsn: x\n  retension: 1h\n", want: "FILE:3: unknown key retension"},
+		{desc: "unknown key in a target", file: "db: {dsn: x}\ntargets:\n  - name: a\n    adress: b\n", want: "FILE:4: unknown key adress"},
+		{desc: "bad mode", file: "db: {dsn: '" + dsn + "'}\nstate_dir: " + state + "\ntargets:\n  - name: a\n    address: h:1\n    insecure: true\n    subscriptions:\n      - paths: [/lhcnp]\n        mode: sometimes\n",
+			want: `targets[a].subscriptions[0].mode: "sometimes" is not sample, on_change or target_defined`},
+		{desc: "bad DSN", file: "db: {dsn: 'postgres://127.0.0.1:1/nodb?connect_timeout=2'}\nstate_dir: " + state + "\n",
+			want: "db.dsn: cannot reach PostgreSQL at 127.0.0.1:1"},
+		{desc: "malformed DSN", args: []string{"--db.dsn", "postgres://%zz", "--state-dir", state},
+			want: "db.dsn: cannot parse"},
+		{desc: "missing DSN", args: []string{"--state-dir", state}, want: "db.dsn: missing (PostgreSQL connection string)"},
+		{desc: "bad variable", args: []string{"--db.dsn", dsn}, env: []string{"LHCNP_COLLECTOR_WRITER_BATCHROWS=5"},
+			want: "environment: unknown variable LHCNP_COLLECTOR_WRITER_BATCHROWS"},
+		{desc: "bad flag value", args: []string{"--writer.batch-rows", "many"}, want: `invalid value "many" for flag -writer.batch-rows`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			for _, e := range tt.env {
+				k, v, _ := strings.Cut(e, "=")
+				t.Setenv(k, v)
+			}
+			args := tt.args
+			path := ""
+			if tt.file != "" {
+				path = collectorFile(t, tt.file)
+				args = append([]string{"--config", path}, args...)
+			}
+			var stderr lockedBuffer
+			code := run(append([]string{"collector"}, args...), io.Discard, &stderr)
+			if code == 0 {
+				t.Fatalf("exit status 0, want an error")
+			}
+			want := strings.ReplaceAll(tt.want, "FILE", path)
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			last := lines[len(lines)-1]
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr %q does not say %q", stderr.String(), want)
+			}
+			if !strings.HasPrefix(last, "lhcnp collector: ") && !strings.Contains(stderr.String(), "invalid value") {
+				t.Errorf("last line %q is not the command's one-line error", last)
+			}
+		})
+	}
+}
+
+// TestExampleCollectorConfig loads examples/collector.yaml as the command
+// does (file, then checks), with the DSN and state directory overridden by
+// flags and variables.
+func TestExampleCollectorConfig(t *testing.T) {
+	_, dsn := pgtest.Private(t)
+	t.Setenv("LHCNP_COLLECTOR_DB_DSN", dsn)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- runCollector(ctx, []string{"--config", "../../examples/collector.yaml", "--state-dir", t.TempDir(),
+			"--metrics.listen", "127.0.0.1:0", "--db.targets-table=false"}, out, io.Discard)
+	}()
+	deadline := time.After(60 * time.Second)
+	for !strings.Contains(out.String(), "lhcnp collector ") {
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("runCollector returned: %v", err)
+		case <-deadline:
+			cancel()
+			t.Fatal("the collector did not start within 60 s")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("runCollector: %v", err)
+	}
+	if !strings.Contains(out.String(), "1 targets from the file") {
+		t.Errorf("output: %q", out.String())
+	}
+}
+
+// TestCollectorFillsViews: two real `lhcnp switch` processes' worth of
+// targets (in process), the collector command with a private PostgreSQL it
+// migrates itself, and the views an NMS reads fill for both switches.
+func TestCollectorFillsViews(t *testing.T) {
+	srv, _ := pgtest.Private(t)
+	ctx := context.Background()
+	if err := srv.CreateDatabase(ctx, "fresh", ""); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("fresh")
+	a := startSwitch(t, "--speed", "0.05")
+	b := startSwitch(t, "--speed", "0.05")
+	file := collectorFile(t, fmt.Sprintf(`
+db:
+  dsn: %s
+state_dir: %s
+writer:
+  batch_interval: 50ms
+targets:
+  - name: sw-a
+    address: %s
+    insecure: true
+    subscriptions:
+      - {paths: [/lhcnp/interfaces], mode: sample, sample_interval: 100ms}
+      - {paths: [/lhcnp/global], mode: on_change}
+  - name: sw-b
+    address: %s
+    insecure: true
+`, dsn, t.TempDir(), a.addr, b.addr))
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logs := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- runCollector(cctx, []string{"--config", file}, io.Discard, logs) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("runCollector: %v", err)
+		}
+	}()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for _, view := range []string{"queue_congestion", "current_config", "queue_latest", "notifications_per_second", "drops_and_pauses"} {
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			var n int64
+			err := pool.QueryRow(ctx, `SELECT count(DISTINCT target) FROM `+view).Scan(&n)
+			if err == nil && n == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("view %s: %d targets (err %v), want both; collector log:\n%s", view, n, err, logs.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	var unit string
+	if err := pool.QueryRow(ctx, `SELECT unit FROM series WHERE schema_path = '/lhcnp/interfaces/interface/queues/queue/state/queue-depth' LIMIT 1`).Scan(&unit); err != nil || unit != "bytes" {
+		t.Errorf("queue-depth series unit %q (%v), want bytes", unit, err)
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/migrations"
+)
+
+// TestMigrateCommand runs `lhcnp migrate` against a real private cluster:
+// status of an empty database, up (with a retention), down one step, up
+// again, and the errors a user can make.
+func TestMigrateCommand(t *testing.T) {
+	srv, _ := pgtest.Private(t)
+	if err := srv.CreateDatabase(context.Background(), "fresh", ""); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("fresh")
+	latest := migrations.Latest()
+	migrate := func(args ...string) (code int, stdout, stderr string) {
+		var out, errOut bytes.Buffer
+		code = run(append([]string{"migrate"}, args...), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+
+	code, out, errOut := migrate("status", "--db", dsn)
+	if code != 0 || !strings.Contains(out, "schema version 0 of ") || !strings.Contains(out, "  [ ] 001_tables.sql") {
+		t.Fatalf("status of an empty database: exit %d\n%s%s", code, out, errOut)
+	}
+
+	code, out, errOut = migrate("up", "--db", dsn, "--retention", "240h", "--partitioning", "lhcnp")
+	if code != 0 {
+		t.Fatalf("up: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"up 001_tables.sql", "[x] 003_views.sql", "kept by lhcnp, 4 days ahead, retention 10 days, last maintained 2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("up: output lacks %q:\n%s", want, out)
+		}
+	}
+	if !regexp.MustCompile(`schema version (\d+) of (\d+)\n`).MatchString(out) || strings.Contains(out, "pending") {
+		t.Errorf("up: status after up:\n%s", out)
+	}
+
+	code, out, errOut = migrate("down", "--db", dsn)
+	if code != 0 || !strings.Contains(out, "down ") || !strings.Contains(out, "(1 pending)") {
+		t.Fatalf("down: exit %d\n%s%s", code, out, errOut)
+	}
+	// Flags before the action work too; up is the default action.
+	code, out, errOut = migrate("--db", dsn)
+	if code != 0 || strings.Contains(out, "pending") {
+		t.Fatalf("up by default: exit %d\n%s%s", code, out, errOut)
+	}
+	if st := out; !strings.Contains(st, fmt.Sprintf("schema version %d of %d", latest, latest)) {
+		t.Errorf("after up again:\n%s", st)
+	}
+
+	for _, tt := range []struct {
+		desc     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"unknown action", []string{"sideways", "--db", dsn}, 2, `unknown action "sideways"`},
+		{"no database", []string{"status", "--db", ""}, 2, "--db: a connection string is required"},
+		{"bad DSN", []string{"status", "--db", "postgres://x:y@:notaport/db"}, 2, "--db:"},
+		{"unreachable", []string{"status", "--db", "postgres://postgres@127.0.0.1:1/x?connect_timeout=5", "--timeout", "10s"}, 1, "--db: connect to postgres@127.0.0.1:1/x"},
+		{"bad steps", []string{"down", "--db", dsn, "--steps", "0"}, 2, "--steps 0"},
+		{"bad retention", []string{"up", "--db", dsn, "--retention", "a month"}, 2, `--retention "a month"`},
+		{"bad partitioning", []string{"up", "--db", srv.DSN("postgres"), "--partitioning", "weekly"}, 1, `partition manager "weekly"`},
+		{"too far down", []string{"down", "--db", dsn, "--steps", "99"}, 1, "cannot go down 99 steps"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			code, _, errOut := migrate(tt.args...)
+			if code != tt.wantCode || !strings.Contains(errOut, tt.wantErr) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 && tt.wantCode == 1 {
+				t.Errorf("exit %d, stderr %q; want exit %d and one line with %q", code, errOut, tt.wantCode, tt.wantErr)
+			}
+		})
+	}
+}

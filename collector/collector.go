@@ -1,0 +1,742 @@
+// Package collector is the collector's runtime: it opens the database and
+// the spill, runs one subscription loop per target (collector/target)
+// feeding the writer (collector/writer), keeps the set of targets in step
+// with the configuration file and the targets table (LISTEN lhcnp_targets
+// plus a periodic re-read), shares targets with other collectors through
+// leases when asked (collector/lease), serves /metrics and /healthz, and
+// drains on shutdown: loops stopped, queued batches stored (or spilled),
+// leases released.
+//
+// Migrations and partition maintenance are given as functions (the
+// migrations package), so this package does not depend on the schema's
+// source.
+package collector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/collector/lease"
+	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/collector/spill"
+	"github.com/lhcnp/lhcnp/collector/target"
+	"github.com/lhcnp/lhcnp/collector/writer"
+	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/server/store"
+)
+
+// DB is what the collector needs of the database package: applying the
+// migrations and maintaining the sample partitions.
+type DB struct {
+	Migrate  func(ctx context.Context, pool *pgxpool.Pool) error
+	Maintain func(ctx context.Context, pool *pgxpool.Pool, retention time.Duration) error
+	// Describe gives yang_type and unit of a schema path (nil: from the
+	// generated schema).
+	Describe rows.Describer
+}
+
+type options struct {
+	log      *slog.Logger
+	db       DB
+	drain    time.Duration
+	backoff  [2]time.Duration
+	metrics  *metrics.Metrics
+	listener net.Listener
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithDB sets the migration and maintenance functions.
+func WithDB(db DB) Option { return func(o *options) { o.db = db } }
+
+// WithDrainTimeout bounds the shutdown's wait for queued batches to be
+// stored (default 10 s); what is left goes to the spill.
+func WithDrainTimeout(d time.Duration) Option { return func(o *options) { o.drain = d } }
+
+// WithTargetBackoff sets the first and longest back-off of the target loops.
+func WithTargetBackoff(initial, max time.Duration) Option {
+	return func(o *options) { o.backoff = [2]time.Duration{initial, max} }
+}
+
+// WithMetricsListener serves /metrics and /healthz on lis (instead of
+// listening on metrics.listen).
+func WithMetricsListener(lis net.Listener) Option { return func(o *options) { o.listener = lis } }
+
+// Collector is a running collector.
+type Collector struct {
+	cfg   config.File
+	o     options
+	pool  *pgxpool.Pool
+	sp    *spill.Spill
+	w     *writer.Writer
+	m     *metrics.Metrics
+	sch   *schema.Schema
+	lm    *lease.Manager
+	log   *slog.Logger
+	addr  string
+	lis   net.Listener
+	wake  chan struct{}
+	seeds map[string]map[int64]seed // from the spill at Open, by target
+
+	mu      sync.Mutex
+	running map[string]*running
+	convs   map[string]*rows.Converter
+	table   map[string]config.Target // the targets table, last read
+	tableOK bool
+	held    map[string]int64 // leases held: target → epoch (reconcile loop only)
+	dbErr   error
+}
+
+type seed struct {
+	ts      int64
+	counter uint64
+	ok      bool
+}
+
+type running struct {
+	t      config.Target
+	epoch  int64
+	loop   *target.Loop
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New checks the configuration, connects to PostgreSQL (a one-line error
+// naming db.dsn when it cannot), applies the migrations when db.migrate is
+// on, and opens the spill. Run starts the work.
+func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, error) {
+	o := options{log: slog.New(slog.DiscardHandler), drain: 10 * time.Second,
+		backoff: [2]time.Duration{500 * time.Millisecond, 30 * time.Second}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	if cfg.ID == "" {
+		cfg.ID = DefaultID(cfg.StateDir)
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.DB.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("db.dsn: %s", oneLine(err))
+	}
+	pcfg.ConnConfig.RuntimeParams["application_name"] = "lhcnp-collector " + cfg.ID
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("db.dsn: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("db.dsn: cannot reach PostgreSQL at %s:%d: %s", pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, oneLine(err))
+	}
+	if cfg.DB.Migrate && o.db.Migrate != nil {
+		if err := o.db.Migrate(ctx, pool); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("db.migrate: %w", err)
+		}
+	}
+	sch, err := schema.New()
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	c := &Collector{cfg: cfg, o: o, pool: pool, sch: sch, log: o.log, wake: make(chan struct{}, 1),
+		seeds: map[string]map[int64]seed{}, running: map[string]*running{}, convs: map[string]*rows.Converter{},
+		held: map[string]int64{}}
+	c.m = o.metrics
+	if c.m == nil {
+		c.m = metrics.New()
+	}
+	c.sp, err = spill.Open(filepath.Join(cfg.StateDir, "spill"),
+		spill.WithMaxBytes(cfg.Writer.SpillBytes), spill.WithSegmentBytes(cfg.Writer.SegmentBytes),
+		spill.WithFsync(cfg.Writer.Fsync == "batch"), spill.WithScan(c.seedFromSpill))
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("state_dir: %w", err)
+	}
+	if n := c.sp.Pending(); n > 0 {
+		c.log.Info("spill holds batches from a previous run", "batches", n, "bytes", c.sp.Bytes())
+	}
+	c.w = writer.New(pool, c.sp, writer.WithQueueRows(cfg.Writer.QueueRows), writer.WithRetryMax(cfg.Writer.RetryMax),
+		writer.WithFencing(cfg.Leases.Enabled), writer.WithLogger(o.log.With("component", "writer")), writer.WithMetrics(c.m))
+	c.lis = o.listener
+	if c.lis == nil && cfg.Metrics.Listen != "" {
+		if c.lis, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
+			c.sp.Close()
+			pool.Close()
+			return nil, fmt.Errorf("metrics.listen: %w", err)
+		}
+	}
+	if c.lis != nil {
+		c.addr = c.lis.Addr().String()
+	}
+	if cfg.Leases.Enabled {
+		c.lm = lease.New(pool, cfg.ID, c.addr, cfg.Leases.TTL)
+	}
+	return c, nil
+}
+
+// DefaultID is the collector id when none is configured: the host name and
+// a hash of the state directory, stable across restarts so the collector
+// finds its own leases again.
+func DefaultID(stateDir string) string {
+	host, _ := os.Hostname()
+	abs, _ := filepath.Abs(stateDir)
+	return fmt.Sprintf("%s-%08x", host, uint32(rows.SeriesID(host, abs)))
+}
+
+// ID returns the collector's id.
+func (c *Collector) ID() string { return c.cfg.ID }
+
+// Metrics returns the collector's metrics.
+func (c *Collector) Metrics() *metrics.Metrics { return c.m }
+
+// Pool returns the database pool.
+func (c *Collector) Pool() *pgxpool.Pool { return c.pool }
+
+// seedFromSpill records, per target and series, the last timestamp of the
+// batches left in the spill: they are not in latest yet, and the switch
+// will send those values again on resubscription.
+func (c *Collector) seedFromSpill(payload []byte) {
+	b, err := rows.DecodeBatch(payload)
+	if err != nil {
+		return
+	}
+	m := c.seeds[b.Target]
+	if m == nil {
+		m = map[int64]seed{}
+		c.seeds[b.Target] = m
+	}
+	for _, s := range b.Samples {
+		if cur := m[s.SeriesID]; s.TS > cur.ts {
+			m[s.SeriesID] = seed{ts: s.TS, counter: uint64(s.Int), ok: s.Kind == rows.ValInt}
+		}
+	}
+}
+
+// Run works until ctx ends, then drains. It returns the first fatal error
+// (the metrics address cannot be opened).
+func (c *Collector) Run(ctx context.Context) error {
+	defer c.pool.Close()
+	defer c.sp.Close()
+	var wg sync.WaitGroup
+	wctx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	wdone := make(chan struct{})
+	go func() {
+		defer close(wdone)
+		c.w.Run(wctx)
+	}()
+
+	if lis := c.lis; lis != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.m.Serve(ctx, lis, c.health); err != nil {
+				c.log.Error("metrics server", "err", err)
+			}
+		}()
+	}
+	if c.cfg.DB.TargetsTable {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.listen(ctx)
+		}()
+	}
+	if c.o.db.Maintain != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.maintain(ctx)
+		}()
+	}
+	c.reconcileLoop(ctx)
+
+	// Drain: loops stop and hand over their last batch, the writer stores
+	// what it holds (or spills it when the drain time is up), leases go.
+	c.stopAll(nil)
+	c.w.Close()
+	select {
+	case <-wdone:
+	case <-time.After(c.o.drain):
+		c.log.Warn("drain time is up: the rest stays in the spill", "batches", c.sp.Pending())
+		stopWriter()
+		<-wdone
+	}
+	if c.lm != nil {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		for _, t := range sortedKeys(c.held) {
+			if err := c.lm.Release(dctx, t); err != nil {
+				c.log.Warn("lease not released", "target", t, "err", err)
+			}
+		}
+		c.lm.Leave(dctx)
+		c.m.Leases.Set(0)
+		cancel()
+	}
+	wg.Wait()
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Wake asks for a reconcile now (a targets-table notification).
+func (c *Collector) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Collector) reconcileLoop(ctx context.Context) {
+	every := c.cfg.DB.TargetsReread
+	if c.lm != nil {
+		every = c.cfg.Leases.Renew
+	}
+	if !c.cfg.DB.TargetsTable && c.lm == nil {
+		every = time.Hour // nothing changes on its own
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var lastRead time.Time
+	reread := true
+	for {
+		if c.cfg.DB.TargetsTable && (reread || time.Since(lastRead) >= c.cfg.DB.TargetsReread) {
+			c.readTable(ctx)
+			lastRead, reread = time.Now(), false
+		}
+		c.reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-c.wake:
+			reread = true
+		}
+	}
+}
+
+const targetsSQL = `SELECT name, address, coalesce(insecure, false), coalesce(skip_verify, false),
+  coalesce(ca_file, ''), coalesce(cert_file, ''), coalesce(key_file, ''), coalesce(username, ''),
+  coalesce(password, ''), coalesce(subscriptions::text, ''), coalesce(enabled, true)
+FROM targets ORDER BY name`
+
+// readTable reads the targets table; a row that does not check is logged
+// (naming the target and the column) and skipped, the others are kept.
+func (c *Collector) readTable(ctx context.Context) {
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rs, err := c.pool.Query(qctx, targetsSQL)
+	if err != nil {
+		c.setDBErr(fmt.Errorf("targets table: %w", err))
+		return
+	}
+	table := map[string]config.Target{}
+	var subs string
+	var enabled bool
+	var t config.Target
+	_, err = pgx.ForEachRow(rs, []any{&t.Name, &t.Address, &t.Insecure, &t.SkipVerify, &t.CAFile, &t.CertFile,
+		&t.KeyFile, &t.Username, &t.Password, &subs, &enabled}, func() error {
+		tt := t
+		tt.Enabled = &enabled
+		var err error
+		if tt.Subscriptions, err = config.ParseSubscriptions([]byte(subs)); err != nil {
+			c.log.Error("targets table: row skipped", "target", tt.Name, "err", fmt.Errorf("targets[%s].%w", tt.Name, err))
+			return nil
+		}
+		if err := tt.Check(); err != nil {
+			c.log.Error("targets table: row skipped", "target", tt.Name, "err", err)
+			return nil
+		}
+		if enabled {
+			table[tt.Name] = tt
+		}
+		return nil
+	})
+	if err != nil {
+		c.setDBErr(fmt.Errorf("targets table: %w", err))
+		return
+	}
+	c.setDBErr(nil)
+	c.mu.Lock()
+	c.table, c.tableOK = table, true
+	c.mu.Unlock()
+}
+
+func (c *Collector) setDBErr(err error) {
+	c.mu.Lock()
+	c.dbErr = err
+	c.mu.Unlock()
+	if err != nil {
+		c.log.Warn("database", "err", err)
+	}
+}
+
+// desiredTargets is the file's targets and the table's enabled ones (the
+// file wins on a name in both).
+func (c *Collector) desiredTargets() map[string]config.Target {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]config.Target, len(c.cfg.Targets)+len(c.table))
+	for name, t := range c.table {
+		out[name] = t
+	}
+	for _, t := range c.cfg.Targets {
+		if t.IsEnabled() {
+			out[t.Name] = t
+		} else {
+			delete(out, t.Name)
+		}
+	}
+	return out
+}
+
+// reconcile starts and stops loops so that exactly the wanted targets run,
+// each with its current configuration and lease epoch.
+func (c *Collector) reconcile(ctx context.Context) {
+	desired := c.desiredTargets()
+	wanted := map[string]int64{} // target → epoch
+	if c.lm == nil {
+		for name := range desired {
+			wanted[name] = 0
+		}
+	} else {
+		c.reconcileLeases(ctx, desired, wanted)
+	}
+	c.mu.Lock()
+	var stop []*running
+	for name, r := range c.running {
+		epoch, ok := wanted[name]
+		if !ok || epoch != r.epoch || !reflect.DeepEqual(desired[name], r.t) {
+			stop = append(stop, r)
+			delete(c.running, name)
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range stop {
+		r.cancel()
+		<-r.done
+		if _, ok := wanted[r.t.Name]; !ok {
+			c.m.SetState(r.t.Name, "")
+			c.log.Info("target stopped", "target", r.t.Name)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range sortedKeys(wanted) {
+		if _, ok := c.running[name]; !ok {
+			c.startLocked(ctx, desired[name], wanted[name])
+		}
+	}
+}
+
+func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]config.Target, wanted map[string]int64) {
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.Renew)
+	defer cancel()
+	members, err := func() ([]string, error) {
+		if err := c.lm.Heartbeat(lctx); err != nil {
+			return nil, err
+		}
+		return c.lm.Members(lctx)
+	}()
+	if err != nil {
+		// The database is away: keep what we hold; the writer's fencing
+		// refuses our batches if a lease moves meanwhile.
+		c.setDBErr(fmt.Errorf("leases: %w", err))
+		for t, e := range c.held {
+			if _, ok := desired[t]; ok {
+				wanted[t] = e
+			}
+		}
+		return
+	}
+	for _, name := range sortedKeys(desired) {
+		epoch, held := c.held[name]
+		mine := lease.Owner(members, name) == c.lm.ID()
+		switch {
+		case mine && held:
+			ok, err := c.lm.Renew(lctx, name, epoch)
+			if err == nil && !ok {
+				c.log.Warn("lease lost", "target", name, "epoch", epoch)
+				delete(c.held, name)
+				continue
+			}
+			wanted[name] = epoch
+		case mine:
+			e, ok, err := c.lm.Acquire(lctx, name)
+			if err != nil || !ok {
+				continue // held by another until it expires or is released
+			}
+			c.held[name] = e
+			wanted[name] = e
+			c.log.Info("lease taken", "target", name, "epoch", e)
+		case held:
+			c.handOver(ctx, name)
+		}
+	}
+	for name := range c.held {
+		if _, ok := desired[name]; !ok {
+			c.handOver(ctx, name)
+		}
+	}
+	c.m.Leases.Set(float64(len(c.held)))
+}
+
+// handOver stops a target we should no longer own, waits (bounded) until
+// its batches are stored, and releases its lease so the new owner takes it
+// at once.
+func (c *Collector) handOver(ctx context.Context, name string) {
+	c.mu.Lock()
+	r := c.running[name]
+	delete(c.running, name)
+	c.mu.Unlock()
+	if r != nil {
+		r.cancel()
+		<-r.done
+	}
+	wctx, cancel := context.WithTimeout(ctx, min(c.o.drain, c.cfg.Leases.TTL/2))
+	c.w.WaitTarget(wctx, name)
+	cancel()
+	if err := c.lm.Release(ctx, name); err != nil {
+		c.log.Warn("lease not released", "target", name, "err", err)
+	}
+	delete(c.held, name)
+	c.m.SetState(name, "")
+	c.log.Info("target handed over", "target", name)
+}
+
+func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int64) {
+	conv := c.convs[t.Name]
+	if conv == nil {
+		var opts []rows.Option
+		if c.o.db.Describe != nil {
+			opts = append(opts, rows.WithDescriber(c.o.db.Describe))
+		}
+		conv = rows.NewConverter(t.Name, c.sch, opts...)
+		c.convs[t.Name] = conv
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	r := &running{t: t, epoch: epoch, cancel: cancel, done: make(chan struct{})}
+	r.loop = target.New(t, conv, c.w.Enqueue,
+		target.WithCollector(c.cfg.ID, epoch),
+		target.WithBatch(c.cfg.Writer.BatchRows, c.cfg.Writer.BatchInterval),
+		target.WithMetrics(c.m), target.WithLogger(c.log),
+		target.WithBackoff(c.o.backoff[0], c.o.backoff[1]))
+	c.running[t.Name] = r
+	c.m.SetState(t.Name, "connecting")
+	c.log.Info("target started", "target", t.Name, "address", t.Address, "epoch", epoch)
+	go func() {
+		defer close(r.done)
+		if err := c.seed(lctx, t.Name, conv); err != nil {
+			return
+		}
+		r.loop.Run(lctx)
+	}()
+}
+
+const seedSQL = `SELECT l.series_id, l.ts, coalesce(l.v_int, 0), s.path FROM latest l JOIN series s ON s.id = l.series_id WHERE s.target = $1`
+
+// seed loads what the database and the spill hold for a target into its
+// converter, so values the switch sends again are not stored twice. It
+// retries until the database answers or ctx ends.
+func (c *Collector) seed(ctx context.Context, name string, conv *rows.Converter) error {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = 200*time.Millisecond, c.cfg.Writer.RetryMax
+	for {
+		err := c.seedOnce(ctx, name, conv)
+		if err == nil {
+			break
+		}
+		c.log.Warn("target waits for the database", "target", name, "err", err)
+		t := time.NewTimer(bo.NextBackOff())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	c.mu.Lock()
+	for id, s := range c.seeds[name] {
+		conv.Seed(id, s.ts, s.counter, s.ok)
+	}
+	delete(c.seeds, name)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Collector) seedOnce(ctx context.Context, name string, conv *rows.Converter) error {
+	rs, err := c.pool.Query(ctx, seedSQL, name)
+	if err != nil {
+		return err
+	}
+	var id, v int64
+	var ts time.Time
+	var path string
+	_, err = pgx.ForEachRow(rs, []any{&id, &ts, &v, &path}, func() error {
+		counter := false
+		if p, err := store.ParsePath(path); err == nil {
+			if l, ok := c.sch.LeafAt(p); ok && l.Kind == store.Counter {
+				counter = true
+			}
+		}
+		// PostgreSQL keeps microseconds: anything in the same
+		// microsecond is the stored value.
+		conv.Seed(id, ts.UnixNano()/1000*1000+999, uint64(v), counter)
+		return nil
+	})
+	return err
+}
+
+// stopAll stops every loop (each hands its last batch to the writer).
+func (c *Collector) stopAll(_ map[string]bool) {
+	c.mu.Lock()
+	rs := make([]*running, 0, len(c.running))
+	for _, r := range c.running {
+		rs = append(rs, r)
+	}
+	c.running = map[string]*running{}
+	c.mu.Unlock()
+	for _, r := range rs {
+		r.cancel()
+	}
+	for _, r := range rs {
+		<-r.done
+	}
+}
+
+// listen wakes the reconcile loop on every NOTIFY lhcnp_targets; the
+// periodic re-read covers notifications lost while it reconnects.
+func (c *Collector) listen(ctx context.Context) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = 200*time.Millisecond, c.cfg.Writer.RetryMax
+	for ctx.Err() == nil {
+		err := func() error {
+			conn, err := c.pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Release()
+			if _, err := conn.Exec(ctx, "LISTEN lhcnp_targets"); err != nil {
+				return err
+			}
+			defer conn.Exec(context.Background(), "UNLISTEN lhcnp_targets")
+			c.Wake() // changes made while we were not listening
+			bo.Reset()
+			for {
+				n, err := conn.Conn().WaitForNotification(ctx)
+				if err != nil {
+					conn.Conn().Close(context.Background()) // do not return a broken LISTEN conn to the pool
+					return err
+				}
+				c.log.Debug("targets table changed", "target", n.Payload)
+				c.Wake()
+			}
+		}()
+		if ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("LISTEN lhcnp_targets interrupted", "err", err)
+		t := time.NewTimer(bo.NextBackOff())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Collector) maintain(ctx context.Context) {
+	t := time.NewTicker(c.cfg.DB.MaintainInterval)
+	defer t.Stop()
+	for {
+		if err := c.o.db.Maintain(ctx, c.pool, c.cfg.DB.Retention); err != nil && ctx.Err() == nil {
+			c.log.Warn("partition maintenance", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// health answers /healthz: ok while the database takes writes; each
+// target's state; the errors of targets not streaming.
+func (c *Collector) health() metrics.Health {
+	h := metrics.Health{Targets: c.m.TargetStates()}
+	c.mu.Lock()
+	for name, r := range c.running {
+		if err := r.loop.LastError(); err != nil {
+			h.Errors = append(h.Errors, fmt.Sprintf("target %s: %v", name, err))
+		}
+	}
+	if c.dbErr != nil {
+		h.Errors = append(h.Errors, c.dbErr.Error())
+	}
+	c.mu.Unlock()
+	pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := c.pool.Ping(pctx)
+	h.DBUp = err == nil
+	if err != nil {
+		h.Errors = append(h.Errors, "database: "+err.Error())
+	}
+	h.OK = h.DBUp
+	return h
+}
+
+// TargetError returns the last error of a running target's loop.
+func (c *Collector) TargetError(name string) (error, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.running[name]
+	if !ok {
+		return nil, false
+	}
+	return r.loop.LastError(), true
+}
+
+// Running returns the names of the targets with a loop.
+func (c *Collector) Running() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sortedKeys(c.running)
+}
+
+// Addr is the address /metrics is served on ("" when off).
+func (c *Collector) Addr() string { return c.addr }
+
+// oneLine joins the lines of an error (pgx lists every address it tried on
+// a line of its own) so the command's error stays one line.
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -1,0 +1,88 @@
+package config_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/server/store"
+)
+
+func valid() config.File {
+	f := config.Defaults()
+	f.DB.DSN = "postgres://x"
+	f.Targets = []config.Target{{Name: "a", Address: "h:1", Insecure: true}}
+	return f
+}
+
+func TestCheck(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		edit func(f *config.File)
+		want string
+	}{
+		{"valid", func(*config.File) {}, ""},
+		{"no dsn", func(f *config.File) { f.DB.DSN = "" }, "db.dsn: missing (PostgreSQL connection string)"},
+		{"queue smaller than a batch", func(f *config.File) { f.Writer.QueueRows = 10 }, "writer.queue_rows: must hold at least one batch (writer.batch_rows)"},
+		{"fsync", func(f *config.File) { f.Writer.Fsync = "always" }, `writer.fsync: "always" is not batch or none`},
+		{"lease ttl", func(f *config.File) { f.Leases = config.Leases{Enabled: true, TTL: time.Second, Renew: time.Second} }, "leases.ttl: must exceed leases.renew (both positive)"},
+		{"target without address", func(f *config.File) { f.Targets[0].Address = "" }, "targets[a].address: missing"},
+		{"target twice", func(f *config.File) { f.Targets = append(f.Targets, f.Targets[0]) }, "targets[a]: listed twice"},
+		{"insecure with a CA", func(f *config.File) { f.Targets[0].CAFile = "ca.pem" }, "targets[a].insecure: set together with TLS keys (ca_file, cert_file, skip_verify)"},
+		{"missing CA file", func(f *config.File) { f.Targets[0].Insecure = false; f.Targets[0].CAFile = "/nonexistent/ca.pem" },
+			"targets[a].ca_file: stat /nonexistent/ca.pem: no such file or directory"},
+		{"cert without key", func(f *config.File) { f.Targets[0].Insecure = false; f.Targets[0].CertFile = "c.pem" }, "targets[a].cert_file: needs key_file (and the other way round)"},
+		{"bad mode", func(f *config.File) {
+			f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"/a"}, Mode: "poll"}}
+		},
+			`targets[a].subscriptions[0].mode: "poll" is not sample, on_change or target_defined`},
+		{"relative path", func(f *config.File) { f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"a/b"}}} },
+			`targets[a].subscriptions[0].paths: "a/b" does not start with /`},
+		{"sample interval on change", func(f *config.File) {
+			f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"/a"}, Mode: "on_change", SampleInterval: config.Duration(time.Second)}}
+		}, "targets[a].subscriptions[0].sample_interval: only for mode sample (gNMI 3.5.1.5.2)"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			f := valid()
+			tt.edit(&f)
+			got := ""
+			if err := f.Check(); err != nil {
+				got = err.Error()
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("Check (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestSubscribeRequest(t *testing.T) {
+	subs, err := config.ParseSubscriptions([]byte(`[{"paths": ["/lhcnp/interfaces", "/lhcnp/global"], "mode": "sample", "sample_interval": "250ms", "suppress_redundant": true, "heartbeat_interval": "10s"}, {"paths": ["/lhcnp/flow-table"], "mode": "on_change"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := config.Target{Name: "a", Address: "h:1", Subscriptions: subs}
+	got, err := tg.SubscribeRequest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := func(p string) *gnmi.Subscription {
+		return &gnmi.Subscription{Path: store.MustPath(p), Mode: gnmi.SubscriptionMode_SAMPLE, SampleInterval: 250e6,
+			SuppressRedundant: true, HeartbeatInterval: 10e9}
+	}
+	want := &gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{
+		Mode: gnmi.SubscriptionList_STREAM, Encoding: gnmi.Encoding_PROTO,
+		Subscription: []*gnmi.Subscription{sample("/lhcnp/interfaces"), sample("/lhcnp/global"),
+			{Path: store.MustPath("/lhcnp/flow-table"), Mode: gnmi.SubscriptionMode_ON_CHANGE}},
+	}}}
+	if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
+		t.Errorf("request (-want +got):\n%s", d)
+	}
+	if _, err := config.ParseSubscriptions([]byte(`[{"path": ["/x"]}]`)); err == nil {
+		t.Error("unknown key in the subscriptions column: no error")
+	}
+}

@@ -1,0 +1,131 @@
+// Package lease shares targets between collectors through PostgreSQL: a
+// collectors table with heartbeats says who is alive, rendezvous (highest
+// random weight) hashing says which live collector should own each target
+// (so when one joins or leaves only ~1/N of the targets move), and a lease
+// row per target with a fencing epoch says who does own it. The epoch goes
+// up on every change of owner; the writer stores it in each ledger row and
+// refuses, in the same transaction, a batch whose epoch is no longer the
+// lease's.
+//
+// It depends on pgx only; it knows neither gNMI nor the write path.
+package lease
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Owner returns the member that rendezvous hashing gives target: the one
+// with the highest score(member, target). "" when there are no members.
+func Owner(members []string, target string) string {
+	var best string
+	var bestScore uint64
+	for _, m := range members {
+		if s := score(m, target); best == "" || s > bestScore || s == bestScore && m < best {
+			best, bestScore = m, s
+		}
+	}
+	return best
+}
+
+// score hashes member and target (FNV-1a) and mixes the result
+// (splitmix64's finaliser) so that similar names give unrelated weights.
+func score(member, target string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(member))
+	h.Write([]byte{0})
+	h.Write([]byte(target))
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// Manager holds this collector's membership and leases.
+type Manager struct {
+	pool    *pgxpool.Pool
+	id      string
+	address string
+	ttl     time.Duration
+}
+
+// New returns the lease manager of collector id (address is informative:
+// where its /metrics is).
+func New(pool *pgxpool.Pool, id, address string, ttl time.Duration) *Manager {
+	return &Manager{pool: pool, id: id, address: address, ttl: ttl}
+}
+
+// ID is the collector's id.
+func (m *Manager) ID() string { return m.id }
+
+const (
+	heartbeatSQL = `INSERT INTO collectors (id, address, heartbeat_at) VALUES ($1, $2, now())
+ON CONFLICT (id) DO UPDATE SET address = EXCLUDED.address, heartbeat_at = now()`
+	membersSQL = `SELECT id FROM collectors WHERE heartbeat_at > now() - $1 * interval '1 millisecond' ORDER BY id`
+	acquireSQL = `INSERT INTO leases (target, owner, epoch, expires_at)
+VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
+ON CONFLICT (target) DO UPDATE SET
+  epoch = CASE WHEN leases.owner = EXCLUDED.owner THEN leases.epoch ELSE leases.epoch + 1 END,
+  owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+WHERE leases.owner = EXCLUDED.owner OR leases.expires_at < now()
+RETURNING epoch`
+	renewSQL = `UPDATE leases SET expires_at = now() + $4 * interval '1 millisecond'
+WHERE target = $1 AND owner = $2 AND epoch = $3`
+	releaseSQL = `UPDATE leases SET expires_at = now() - interval '1 millisecond' WHERE target = $1 AND owner = $2`
+	leaveSQL   = `DELETE FROM collectors WHERE id = $1`
+)
+
+func (m *Manager) ms() int64 { return m.ttl.Milliseconds() }
+
+// Heartbeat records that this collector is alive.
+func (m *Manager) Heartbeat(ctx context.Context) error {
+	_, err := m.pool.Exec(ctx, heartbeatSQL, m.id, m.address)
+	return err
+}
+
+// Members returns the collectors whose heartbeat is younger than the TTL.
+func (m *Manager) Members(ctx context.Context) ([]string, error) {
+	rs, err := m.pool.Query(ctx, membersSQL, m.ms())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rs, pgx.RowTo[string])
+}
+
+// Acquire takes the lease of target when it is free, expired or already
+// ours. ok is false when another collector holds it. The epoch is the
+// lease's fencing token: unchanged when we already held it, one more when
+// it changes hands.
+func (m *Manager) Acquire(ctx context.Context, target string) (epoch int64, ok bool, err error) {
+	err = m.pool.QueryRow(ctx, acquireSQL, target, m.id, m.ms()).Scan(&epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return epoch, err == nil, err
+}
+
+// Renew extends a lease we hold at epoch; ok is false when it was lost.
+func (m *Manager) Renew(ctx context.Context, target string, epoch int64) (ok bool, err error) {
+	tag, err := m.pool.Exec(ctx, renewSQL, target, m.id, epoch, m.ms())
+	return tag.RowsAffected() == 1, err
+}
+
+// Release lets another collector take the lease at once.
+func (m *Manager) Release(ctx context.Context, target string) error {
+	_, err := m.pool.Exec(ctx, releaseSQL, target, m.id)
+	return err
+}
+
+// Leave removes this collector from the members.
+func (m *Manager) Leave(ctx context.Context) error {
+	_, err := m.pool.Exec(ctx, leaveSQL, m.id)
+	return err
+}

@@ -1,0 +1,180 @@
+// Package metrics holds the collector's Prometheus metrics (prefix
+// lhcnp_collector_) in a registry of its own, and serves /metrics and
+// /healthz.
+//
+// It is a leaf package: the runtime, the writer and the target loops update
+// it; it must not depend on them.
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Prefix of every metric.
+const Prefix = "lhcnp_collector_"
+
+// Drop reasons (label reason of DroppedRows). Every row the collector
+// received and did not store is counted under one of them.
+const (
+	DropSpillFull    = "spill_full"    // the spill reached writer.spill_bytes
+	DropSpillError   = "spill_error"   // the spill could not be written (disk error)
+	DropSpillCorrupt = "spill_corrupt" // a spilled record failed its CRC
+	DropStaleEpoch   = "stale_epoch"   // the target's lease moved to another collector
+	DropDuplicate    = "duplicate"     // a re-sent value already stored (not a loss)
+)
+
+// Target states (label state of TargetState).
+var States = []string{"connecting", "syncing", "streaming", "backoff", "stopped"}
+
+// Metrics are the collector's metrics.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	TargetState   *prometheus.GaugeVec   // target, state: 1 for the current state
+	Notifications *prometheus.CounterVec // target
+	Resubscribes  *prometheus.CounterVec // target
+	RowsWritten   *prometheus.CounterVec // table
+	Batches       *prometheus.CounterVec // outcome: stored, replayed, partial, stale
+	DeadLetters   prometheus.Counter
+	DroppedRows   *prometheus.CounterVec // reason
+	QueueRows     prometheus.Gauge
+	QueueBatches  prometheus.Gauge
+	SpillBytes    prometheus.Gauge
+	SpillBatches  prometheus.Gauge
+	DBUp          prometheus.Gauge
+	WriteErrors   *prometheus.CounterVec // class: temporary, permanent
+	RoundTrip     prometheus.Histogram   // one batch transaction, begin to commit
+	Lag           prometheus.Histogram   // switch timestamp to commit, per sample
+	Leases        prometheus.Gauge
+
+	mu     sync.Mutex
+	states map[string]string
+}
+
+// New returns the metrics, registered in a new registry with the Go and
+// process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		TargetState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: Prefix + "target_state",
+			Help: "1 for the current state of each target's subscription (connecting, syncing, streaming, backoff, stopped)."}, []string{"target", "state"}),
+		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "notifications_received_total",
+			Help: "gNMI notifications received, per target."}, []string{"target"}),
+		Resubscribes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "subscribes_total",
+			Help: "Subscribe streams started, per target (a restart of the stream counts again)."}, []string{"target"}),
+		RowsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "rows_written_total",
+			Help: "Rows committed, per table (rate() gives rows per second)."}, []string{"table"}),
+		Batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "batches_total",
+			Help: "Batches handled by the writer, by outcome (stored, replayed: already in the ledger, partial: some rows dead-lettered, stale: lease lost)."}, []string{"outcome"}),
+		DeadLetters: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "dead_letters_total",
+			Help: "Rows PostgreSQL refused, stored in dead_letters with the error."}),
+		DroppedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "dropped_rows_total",
+			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch; duplicate counts re-sent values already stored)."}, []string{"reason"}),
+		QueueRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_rows",
+			Help: "Rows in the in-memory queue."}),
+		QueueBatches: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_batches",
+			Help: "Batches in the in-memory queue."}),
+		SpillBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "spill_bytes",
+			Help: "Bytes of spill segments on disk."}),
+		SpillBatches: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "spill_batches",
+			Help: "Batches in the spill, not yet stored."}),
+		DBUp: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "db_up",
+			Help: "1 when the last write to PostgreSQL succeeded."}),
+		WriteErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "write_errors_total",
+			Help: "Failed batch writes by class (temporary: retried with back-off; permanent: a bad row, split out)."}, []string{"class"}),
+		RoundTrip: prometheus.NewHistogram(prometheus.HistogramOpts{Name: Prefix + "pg_round_trip_seconds",
+			Help: "Duration of one batch transaction, begin to commit.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		Lag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: Prefix + "lag_seconds",
+			Help: "From a sample's switch timestamp to its commit.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}),
+		Leases: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "leases_held",
+			Help: "Target leases this collector holds."}),
+		states: map[string]string{},
+	}
+	m.Registry.MustRegister(m.TargetState, m.Notifications, m.Resubscribes, m.RowsWritten, m.Batches,
+		m.DeadLetters, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
+		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropDuplicate} {
+		m.DroppedRows.WithLabelValues(r)
+	}
+	return m
+}
+
+// SetState records a target's state; "" removes the target.
+func (m *Metrics) SetState(target, state string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range States {
+		if state == "" {
+			m.TargetState.DeleteLabelValues(target, s)
+			continue
+		}
+		v := 0.0
+		if s == state {
+			v = 1
+		}
+		m.TargetState.WithLabelValues(target, s).Set(v)
+	}
+	if state == "" {
+		delete(m.states, target)
+		return
+	}
+	m.states[target] = state
+}
+
+// States returns every target's state.
+func (m *Metrics) TargetStates() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]string, len(m.states))
+	for k, v := range m.states {
+		out[k] = v
+	}
+	return out
+}
+
+// Health is the body of /healthz.
+type Health struct {
+	OK      bool              `json:"ok"`
+	DBUp    bool              `json:"db_up"`
+	Targets map[string]string `json:"targets"`
+	Errors  []string          `json:"errors,omitempty"`
+}
+
+// Serve serves /metrics and /healthz on lis until ctx ends. health is
+// called for every /healthz; a Health with OK false answers 503.
+func (m *Metrics) Serve(ctx context.Context, lis net.Listener, health func() Health) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		h := health()
+		sort.Strings(h.Errors)
+		w.Header().Set("Content-Type", "application/json")
+		if !h.OK {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(h)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

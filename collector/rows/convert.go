@@ -1,0 +1,388 @@
+package rows
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
+)
+
+// Converter turns one target's Subscribe responses into rows. It is used by
+// one goroutine (the target's subscription loop) and keeps its state across
+// resubscriptions of that target.
+type Converter struct {
+	target    string
+	sch       *schema.Schema
+	describer Describer
+	synced    bool
+	series    map[int64]*seriesState
+	queues    map[queueKey]*cnpState
+	// pending: queues whose last-cnp timestamp changed in the current
+	// notification.
+	pending []queueKey
+}
+
+type seriesState struct {
+	ts      int64  // last stored timestamp
+	counter uint64 // last counter value (counters only)
+	hasCtr  bool
+	written bool // the series row was emitted (or exists in the database)
+}
+
+type queueKey struct {
+	iface string
+	queue string
+}
+
+// cnpState is the last-cnp container of one queue as last received.
+type cnpState struct {
+	ts     uint64 // the timestamp leaf
+	leaves map[string]Sample
+}
+
+// Stats counts what Add did.
+type Stats struct {
+	Samples    int // appended to the batch
+	Duplicates int // at or before the series' last stored timestamp: dropped
+	Resets     int // counters flagged Reset
+	Events     int
+	Unknown    int // paths outside the schema (stored with an empty yang_type)
+}
+
+// Describer gives the YANG type and unit of a schema path (keys removed).
+type Describer func(schemaPath string) (yangType, unit string)
+
+// Option configures a Converter.
+type Option func(*Converter)
+
+// WithDescriber sets how new series get their yang_type and unit; the
+// default reads the leaf's schema entry (type name, units statement when
+// the generated schema kept it).
+func WithDescriber(d Describer) Option { return func(c *Converter) { c.describer = d } }
+
+// NewConverter returns a converter for the named target.
+func NewConverter(target string, sch *schema.Schema, opts ...Option) *Converter {
+	c := &Converter{target: target, sch: sch, series: map[int64]*seriesState{}, queues: map[queueKey]*cnpState{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Seed records what the database already holds for a series: its last
+// timestamp and, for a counter, its last value (from the latest table, and
+// from batches still in the spill). Updates at or before ts are dropped.
+func (c *Converter) Seed(seriesID, ts int64, counter uint64, isCounter bool) {
+	st := c.state(seriesID)
+	st.written = true
+	if ts >= st.ts {
+		st.ts = ts
+		st.counter, st.hasCtr = counter, isCounter
+	}
+}
+
+// Resubscribed is called when a new Subscribe stream starts: values until
+// its sync_response are flagged Initial.
+func (c *Converter) Resubscribed() { c.synced = false }
+
+// Synced reports whether the current stream sent its sync_response.
+func (c *Converter) Synced() bool { return c.synced }
+
+func (c *Converter) state(id int64) *seriesState {
+	st := c.series[id]
+	if st == nil {
+		st = &seriesState{ts: math.MinInt64}
+		c.series[id] = st
+	}
+	return st
+}
+
+// Add converts one response, appending rows to b.
+func (c *Converter) Add(resp *gnmi.SubscribeResponse, b *Batch) Stats {
+	var s Stats
+	switch r := resp.GetResponse().(type) {
+	case *gnmi.SubscribeResponse_SyncResponse:
+		c.synced = true
+	case *gnmi.SubscribeResponse_Update:
+		c.notification(r.Update, b, &s)
+	}
+	return s
+}
+
+func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
+	ts := n.GetTimestamp()
+	var flags Flags
+	if !c.synced {
+		flags = Initial
+	}
+	for _, d := range n.GetDelete() {
+		c.leaf(schema.Join(n.GetPrefix(), d), nil, ts, flags|Deleted, b, s)
+	}
+	for _, u := range n.GetUpdate() {
+		c.leaf(schema.Join(n.GetPrefix(), u.GetPath()), u.GetVal(), ts, flags, b, s)
+	}
+	for _, q := range c.pending {
+		c.event(q, b)
+		s.Events++
+	}
+	c.pending = c.pending[:0]
+}
+
+func (c *Converter) leaf(p *gnmi.Path, tv *gnmi.TypedValue, ts int64, flags Flags, b *Batch, s *Stats) {
+	path := store.PathString(p)
+	id := SeriesID(c.target, path)
+	st := c.state(id)
+	if ts <= st.ts {
+		s.Duplicates++
+		return
+	}
+	l, known := c.sch.LeafAt(p)
+	if !known {
+		s.Unknown++
+	}
+	if !st.written {
+		b.Series = append(b.Series, c.describe(id, path, p, l, ts))
+		st.written = true
+	}
+	smp := Sample{TS: ts, SeriesID: id, Flags: flags}
+	if tv != nil {
+		value(tv, l, &smp)
+		if known && l.Kind == store.Counter && smp.Kind == ValInt {
+			v := uint64(smp.Int)
+			if st.hasCtr && v < st.counter {
+				smp.Flags |= Reset
+				s.Resets++
+			}
+			st.counter, st.hasCtr = v, true
+		}
+	}
+	st.ts = ts
+	b.Samples = append(b.Samples, smp)
+	s.Samples++
+	if n := len(p.GetElem()); n >= 2 && p.Elem[n-2].GetName() == "last-cnp" {
+		c.lastCNP(p, smp)
+	}
+}
+
+func (c *Converter) describe(id int64, path string, p *gnmi.Path, l *schema.Leaf, ts int64) Series {
+	sr := Series{ID: id, Target: c.target, Path: path, FirstSeen: ts}
+	var sp strings.Builder
+	for _, e := range p.GetElem() {
+		sp.WriteByte('/')
+		sp.WriteString(e.GetName())
+		for _, k := range sortedKeys(e.GetKey()) {
+			sr.Keys = append(sr.Keys, Key{Name: k, Value: e.Key[k]})
+		}
+	}
+	sr.SchemaPath = sp.String()
+	if c.describer != nil {
+		sr.YangType, sr.Unit = c.describer(sr.SchemaPath)
+	} else if l != nil && l.Entry != nil && l.Entry.Type != nil {
+		sr.YangType = l.Entry.Type.Name
+		sr.Unit = l.Entry.Units
+		if sr.Unit == "" && l.Type != nil {
+			sr.Unit = l.Type.Units
+		}
+	}
+	return sr
+}
+
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lastCNP records a last-cnp leaf of a queue; a new non-zero timestamp
+// makes the queue's notification an event.
+func (c *Converter) lastCNP(p *gnmi.Path, smp Sample) {
+	var q queueKey
+	for _, e := range p.GetElem() {
+		switch e.GetName() {
+		case "interface":
+			q.iface = e.GetKey()["name"]
+		case "queue":
+			q.queue = e.GetKey()["id"]
+		}
+	}
+	cs := c.queues[q]
+	if cs == nil {
+		cs = &cnpState{leaves: map[string]Sample{}}
+		c.queues[q] = cs
+	}
+	leaf := p.Elem[len(p.Elem)-1].GetName()
+	cs.leaves[leaf] = smp
+	if leaf != "timestamp" || smp.Kind != ValInt || smp.Flags&Deleted != 0 {
+		return
+	}
+	if v := uint64(smp.Int); v != 0 && v != cs.ts {
+		cs.ts = v
+		for _, k := range c.pending {
+			if k == q {
+				return
+			}
+		}
+		c.pending = append(c.pending, q)
+	}
+}
+
+func (c *Converter) event(q queueKey, b *Batch) {
+	cs := c.queues[q]
+	get := func(leaf string) Sample { return cs.leaves[leaf] }
+	queue, _ := strconv.ParseInt(q.queue, 10, 64)
+	ev := Event{
+		TS:                 int64(cs.ts),
+		Target:             c.target,
+		Kind:               "cnp",
+		Interface:          q.iface,
+		Queue:              queue,
+		Action:             get("action").FormatValue(),
+		Parameter:          get("parameter").Int,
+		CongestionLevel:    get("congestion-level").Int,
+		SourceAddress:      get("source-address").FormatValue(),
+		DestinationAddress: get("destination-address").FormatValue(),
+		SourceQP:           get("source-qp").Int,
+		DestinationQP:      get("destination-qp").Int,
+	}
+	details := map[string]string{}
+	for _, k := range []string{"format", "metric-type", "metric-value"} {
+		if v, ok := cs.leaves[k]; ok {
+			details[k] = v.FormatValue()
+		}
+	}
+	d, _ := json.Marshal(details)
+	ev.Details = string(d)
+	b.Events = append(b.Events, ev)
+}
+
+// value fills the value columns of smp from tv. JSON values (a target that
+// answers JSON or JSON_IETF even when PROTO is asked) are decoded with the
+// leaf's YANG type, so a counter stays an integer.
+func value(tv *gnmi.TypedValue, l *schema.Leaf, smp *Sample) {
+	switch v := tv.GetValue().(type) {
+	case *gnmi.TypedValue_IntVal:
+		smp.Kind, smp.Int = ValInt, v.IntVal
+	case *gnmi.TypedValue_UintVal:
+		setUint(smp, v.UintVal)
+	case *gnmi.TypedValue_DoubleVal:
+		smp.Kind, smp.Float = ValFloat, v.DoubleVal
+	case *gnmi.TypedValue_FloatVal: //nolint:staticcheck // deprecated, still sent by some targets
+		smp.Kind, smp.Float = ValFloat, float64(v.FloatVal)
+	case *gnmi.TypedValue_DecimalVal: //nolint:staticcheck // deprecated, still sent by some targets
+		smp.Kind, smp.Text = ValNum, decimalString(v.DecimalVal.GetDigits(), v.DecimalVal.GetPrecision())
+	case *gnmi.TypedValue_BoolVal:
+		smp.Kind = ValBool
+		if v.BoolVal {
+			smp.Int = 1
+		}
+	case *gnmi.TypedValue_StringVal:
+		smp.Kind, smp.Text = ValText, v.StringVal
+	case *gnmi.TypedValue_AsciiVal:
+		smp.Kind, smp.Text = ValText, v.AsciiVal
+	case *gnmi.TypedValue_JsonIetfVal:
+		jsonValue(v.JsonIetfVal, l, smp)
+	case *gnmi.TypedValue_JsonVal:
+		jsonValue(v.JsonVal, l, smp)
+	default:
+		smp.Kind, smp.Text = ValText, tv.String()
+	}
+}
+
+func setUint(smp *Sample, u uint64) {
+	if u <= math.MaxInt64 {
+		smp.Kind, smp.Int = ValInt, int64(u)
+		return
+	}
+	smp.Kind, smp.Text = ValNum, strconv.FormatUint(u, 10)
+}
+
+func decimalString(digits int64, prec uint32) string {
+	if prec == 0 {
+		return strconv.FormatInt(digits, 10)
+	}
+	return new(big.Rat).SetFrac(big.NewInt(digits), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(prec)), nil)).FloatString(int(prec))
+}
+
+func jsonValue(data []byte, l *schema.Leaf, smp *Sample) {
+	var kind yang.TypeKind
+	if l != nil && l.Type != nil {
+		kind = l.Type.Kind
+	}
+	var x any
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.UseNumber()
+	if err := dec.Decode(&x); err != nil {
+		smp.Kind, smp.Text = ValText, string(data)
+		return
+	}
+	num := func(s string) {
+		switch kind {
+		case yang.Yint8, yang.Yint16, yang.Yint32, yang.Yint64:
+			if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+				smp.Kind, smp.Int = ValInt, i
+				return
+			}
+		case yang.Yuint8, yang.Yuint16, yang.Yuint32, yang.Yuint64:
+			if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+				setUint(smp, u)
+				return
+			}
+		case yang.Ydecimal64:
+			smp.Kind, smp.Text = ValNum, s
+			return
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			smp.Kind, smp.Float = ValFloat, f
+			return
+		}
+		smp.Kind, smp.Text = ValText, s
+	}
+	switch v := x.(type) {
+	case json.Number:
+		num(v.String())
+	case string:
+		switch kind {
+		case yang.Yint64, yang.Yuint64, yang.Ydecimal64:
+			num(v) // RFC 7951 §6.1: 64-bit numbers as strings
+		case yang.Yenum, yang.Yidentityref:
+			smp.Kind, smp.Text = ValText, stripModule(v)
+		default:
+			smp.Kind, smp.Text = ValText, v
+		}
+	case bool:
+		smp.Kind = ValBool
+		if v {
+			smp.Int = 1
+		}
+	default:
+		smp.Kind, smp.Text = ValText, string(data)
+	}
+}
+
+// stripModule removes the module prefix of an RFC 7951 identity or enum
+// ("lhcnp-types:RATE_REDUCE"), so PROTO and JSON_IETF give the same text.
+func stripModule(s string) string {
+	if i := strings.IndexByte(s, ':'); i > 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// String renders a batch for logs.
+func (b *Batch) String() string {
+	return fmt.Sprintf("batch %d of %s: %d samples, %d events, %d new series", b.ID, b.Target, len(b.Samples), len(b.Events), len(b.Series))
+}

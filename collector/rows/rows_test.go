@@ -1,0 +1,185 @@
+package rows_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/gnmi/proto/gnmi"
+
+	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/server/store"
+)
+
+const q = "/lhcnp/interfaces/interface[name=n1-n2]/queues/queue[id=0]"
+
+func upd(ts int64, path string, v *gnmi.TypedValue) *gnmi.SubscribeResponse {
+	return &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: &gnmi.Notification{
+		Timestamp: ts,
+		Update:    []*gnmi.Update{{Path: store.MustPath(path), Val: v}},
+	}}}
+}
+
+func uintv(v uint64) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: v}}
+}
+func strv(v string) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: v}}
+}
+
+var sync = &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_SyncResponse{SyncResponse: true}}
+
+func newConverter(t *testing.T) *rows.Converter {
+	t.Helper()
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows.NewConverter("sw1", sch, rows.WithDescriber(func(sp string) (string, string) {
+		l, _ := sch.LeafBySchemaPath(sp)
+		return l.Entry.Type.Name, map[string]string{"counter64": "packets", "gauge64": "bytes"}[l.Entry.Type.Name]
+	}))
+}
+
+func TestConverter(t *testing.T) {
+	c := newConverter(t)
+	var b rows.Batch
+	pkts := q + "/state/counters/packets"
+	depth := q + "/state/queue-depth"
+	id := rows.SeriesID("sw1", pkts)
+	c.Add(upd(100, pkts, uintv(10)), &b)
+	c.Add(upd(100, depth, uintv(500)), &b)
+	c.Add(sync, &b)
+	c.Add(upd(200, pkts, uintv(20)), &b)
+	// A resubscription re-sends the current value with its timestamp: dropped.
+	c.Resubscribed()
+	if s := c.Add(upd(200, pkts, uintv(20)), &b); s.Duplicates != 1 || s.Samples != 0 {
+		t.Errorf("re-sent value: %+v, want one duplicate", s)
+	}
+	// The switch restarted: its counter starts again.
+	if s := c.Add(upd(300, pkts, uintv(3)), &b); s.Resets != 1 {
+		t.Errorf("counter going back: %+v, want one reset", s)
+	}
+	c.Add(sync, &b)
+	c.Add(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: &gnmi.Notification{
+		Timestamp: 400, Delete: []*gnmi.Path{store.MustPath(depth)}}}}, &b)
+
+	did := rows.SeriesID("sw1", depth)
+	want := []rows.Sample{
+		{TS: 100, SeriesID: id, Kind: rows.ValInt, Int: 10, Flags: rows.Initial},
+		{TS: 100, SeriesID: did, Kind: rows.ValInt, Int: 500, Flags: rows.Initial},
+		{TS: 200, SeriesID: id, Kind: rows.ValInt, Int: 20},
+		{TS: 300, SeriesID: id, Kind: rows.ValInt, Int: 3, Flags: rows.Initial | rows.Reset},
+		{TS: 400, SeriesID: did, Flags: rows.Deleted},
+	}
+	if d := cmp.Diff(want, b.Samples); d != "" {
+		t.Errorf("samples (-want +got):\n%s", d)
+	}
+	wantSeries := []rows.Series{
+		{ID: id, Target: "sw1", Path: pkts, SchemaPath: "/lhcnp/interfaces/interface/queues/queue/state/counters/packets",
+			Keys: []rows.Key{{"name", "n1-n2"}, {"id", "0"}}, YangType: "counter64", Unit: "packets", FirstSeen: 100},
+		{ID: did, Target: "sw1", Path: depth, SchemaPath: "/lhcnp/interfaces/interface/queues/queue/state/queue-depth",
+			Keys: []rows.Key{{"name", "n1-n2"}, {"id", "0"}}, YangType: "gauge64", Unit: "bytes", FirstSeen: 100},
+	}
+	if d := cmp.Diff(wantSeries, b.Series); d != "" {
+		t.Errorf("series (-want +got):\n%s", d)
+	}
+}
+
+func TestSeed(t *testing.T) {
+	c := newConverter(t)
+	pkts := q + "/state/counters/packets"
+	c.Seed(rows.SeriesID("sw1", pkts), 500, 40, true)
+	var b rows.Batch
+	c.Add(upd(500, pkts, uintv(40)), &b)
+	c.Add(upd(600, pkts, uintv(1)), &b)
+	want := []rows.Sample{{TS: 600, SeriesID: rows.SeriesID("sw1", pkts), Kind: rows.ValInt, Int: 1, Flags: rows.Initial | rows.Reset}}
+	if d := cmp.Diff(want, b.Samples); d != "" {
+		t.Errorf("samples (-want +got):\n%s", d)
+	}
+	if len(b.Series) != 0 {
+		t.Errorf("a seeded series was emitted again: %v", b.Series)
+	}
+}
+
+func TestCNPEvent(t *testing.T) {
+	c := newConverter(t)
+	lc := q + "/state/last-cnp/"
+	note := func(ts int64, stamp uint64, action string) *gnmi.SubscribeResponse {
+		n := &gnmi.Notification{Timestamp: ts}
+		for _, u := range []struct {
+			leaf string
+			v    *gnmi.TypedValue
+		}{
+			{"timestamp", uintv(stamp)}, {"action", strv(action)}, {"parameter", uintv(30)},
+			{"congestion-level", uintv(200)}, {"source-address", strv("2001:db8::1")},
+			{"destination-address", strv("2001:db8::2")}, {"source-qp", uintv(17)}, {"destination-qp", uintv(18)},
+			{"format", strv("LONG_HAUL_ICMPV6")},
+		} {
+			n.Update = append(n.Update, &gnmi.Update{Path: store.MustPath(lc + u.leaf), Val: u.v})
+		}
+		return &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}}
+	}
+	var b rows.Batch
+	c.Add(note(100, 90, "RATE_REDUCE"), &b)
+	c.Add(note(200, 90, "RATE_REDUCE"), &b) // same notification sampled again
+	c.Add(note(300, 250, "PAUSE"), &b)
+	want := []rows.Event{
+		{TS: 90, Target: "sw1", Kind: "cnp", Interface: "n1-n2", Action: "RATE_REDUCE", Parameter: 30, CongestionLevel: 200,
+			SourceAddress: "2001:db8::1", DestinationAddress: "2001:db8::2", SourceQP: 17, DestinationQP: 18,
+			Details: `{"format":"LONG_HAUL_ICMPV6"}`},
+		{TS: 250, Target: "sw1", Kind: "cnp", Interface: "n1-n2", Action: "PAUSE", Parameter: 30, CongestionLevel: 200,
+			SourceAddress: "2001:db8::1", DestinationAddress: "2001:db8::2", SourceQP: 17, DestinationQP: 18,
+			Details: `{"format":"LONG_HAUL_ICMPV6"}`},
+	}
+	if d := cmp.Diff(want, b.Events); d != "" {
+		t.Errorf("events (-want +got):\n%s", d)
+	}
+}
+
+func TestValues(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		path string
+		v    *gnmi.TypedValue
+		want rows.Sample
+	}{
+		{"uint64 past int64", q + "/state/counters/bytes", uintv(1 << 63), rows.Sample{Kind: rows.ValNum, Text: "9223372036854775808"}},
+		{"int", q + "/state/queue-growth-rate", &gnmi.TypedValue{Value: &gnmi.TypedValue_IntVal{IntVal: -5}}, rows.Sample{Kind: rows.ValInt, Int: -5}},
+		{"double", q + "/state/ecn-marking-rate", &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: 12.5}}, rows.Sample{Kind: rows.ValFloat, Float: 12.5}},
+		{"bool", q + "/state/qd-above-kmax", &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: true}}, rows.Sample{Kind: rows.ValBool, Int: 1}},
+		{"json_ietf uint64 as string", q + "/state/queue-depth", &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`"1234"`)}}, rows.Sample{Kind: rows.ValInt, Int: 1234}},
+		{"json_ietf enum with module", q + "/state/last-cnp/action", &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`"lhcnp-types:PAUSE"`)}}, rows.Sample{Kind: rows.ValText, Text: "PAUSE"}},
+		{"json_ietf address keeps its colons", q + "/state/last-cnp/source-address", &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`"fe80::1"`)}}, rows.Sample{Kind: rows.ValText, Text: "fe80::1"}},
+		{"decimal", "/lhcnp/interfaces/interface[name=a]/queues/queue[id=0]/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 125, Precision: 2}}}, rows.Sample{Kind: rows.ValNum, Text: "1.25"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := newConverter(t)
+			var b rows.Batch
+			c.Add(upd(1, tt.path, tt.v), &b)
+			tt.want.TS, tt.want.SeriesID, tt.want.Flags = 1, rows.SeriesID("sw1", tt.path), rows.Initial
+			if d := cmp.Diff([]rows.Sample{tt.want}, b.Samples); d != "" {
+				t.Errorf("sample (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	b := &rows.Batch{ID: 42, Collector: "c1", Target: "sw1", Epoch: 3,
+		Series:  []rows.Series{{ID: 1, Target: "sw1", Path: "/a[k=v]/b", SchemaPath: "/a/b", Keys: []rows.Key{{"k", "v"}}, YangType: "gauge64", Unit: "bytes", FirstSeen: 9}},
+		Samples: []rows.Sample{{TS: 1, SeriesID: 1, Kind: rows.ValInt, Int: -7}, {TS: 2, SeriesID: 1, Kind: rows.ValFloat, Float: 0.5, Flags: rows.Reset}, {TS: 3, SeriesID: 1, Kind: rows.ValText, Text: "x"}, {TS: 4, SeriesID: 1, Flags: rows.Deleted}},
+		Events:  []rows.Event{{TS: 5, Target: "sw1", Kind: "cnp", Interface: "i", Queue: 2, Action: "PAUSE", Parameter: 1000, Details: "{}"}},
+	}
+	got, err := rows.DecodeBatch(rows.AppendBatch(nil, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(b, got); d != "" {
+		t.Errorf("round trip (-want +got):\n%s", d)
+	}
+	if _, err := rows.DecodeBatch([]byte{1, 2}); !errors.Is(err, rows.ErrCorrupt) {
+		t.Errorf("short input: %v, want ErrCorrupt", err)
+	}
+}

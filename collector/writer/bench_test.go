@@ -1,0 +1,66 @@
+package writer_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+)
+
+// benchBatches are n batches of 5000 samples over 512 series (what a
+// switch's sample of 32 queues × 16 leaves gives in ~10 rounds).
+func benchBatches(n int) []*rows.Batch {
+	ts := time.Now().UnixNano()
+	var out []*rows.Batch
+	for i := range n {
+		b := &rows.Batch{ID: rows.NewBatchID(), Collector: "bench", Target: "sw"}
+		for j := range 5000 {
+			s := j % 512
+			id := rows.SeriesID("sw", fmt.Sprintf("/q[i=%d]", s))
+			if i == 0 && j < 512 {
+				b.Series = append(b.Series, rows.Series{ID: id, Target: "sw", Path: fmt.Sprintf("/q[i=%d]", s), FirstSeen: ts})
+			}
+			b.Samples = append(b.Samples, rows.Sample{TS: ts + int64(i*5000+j)*1000, SeriesID: id, Kind: rows.ValInt, Int: int64(j)})
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// BenchmarkWriter stores batches through the writer (ledger, series,
+// COPY, latest) and, in the same run, COPYs the same rows raw.
+func BenchmarkWriter(b *testing.B) {
+	for range b.N {
+		pool, _ := pgtest.New(b)
+		batches := benchBatches(40)
+		w, _, stop := newWriter(b, pool)
+		start := time.Now()
+		for _, bt := range batches {
+			w.Enqueue(bt)
+		}
+		stop()
+		ours := float64(40*5000) / time.Since(start).Seconds()
+
+		raw, _ := pgtest.New(b)
+		ctx := context.Background()
+		start = time.Now()
+		for _, bt := range batches {
+			rs := make([][]any, len(bt.Samples))
+			for i, s := range bt.Samples {
+				rs[i] = []any{time.Unix(0, s.TS), s.SeriesID, s.Int, int16(0), bt.ID}
+			}
+			if _, err := raw.CopyFrom(ctx, pgx.Identifier{"samples"}, []string{"ts", "series_id", "v_int", "flags", "batch_id"}, pgx.CopyFromRows(rs)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rawRate := float64(40*5000) / time.Since(start).Seconds()
+		b.ReportMetric(ours, "rows/s")
+		b.ReportMetric(rawRate, "raw-copy-rows/s")
+		b.ReportMetric(ours/rawRate, "ratio")
+	}
+}

@@ -1,0 +1,560 @@
+package writer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lhcnp/lhcnp/collector/rows"
+)
+
+// The columns written, in the schema's names (migrations/).
+var (
+	sampleColumns = []string{"ts", "series_id", "v_int", "v_float", "v_num", "v_bool", "v_text", "flags", "batch_id"}
+	eventColumns  = []string{"ts", "target", "kind", "interface", "queue", "action", "parameter", "congestion_level",
+		"source_address", "destination_address", "source_qp", "destination_qp", "details", "batch_id"}
+)
+
+const (
+	ledgerSQL = `INSERT INTO ingest_ledger (batch_id, collector, target, epoch, rows, first_ts, last_ts)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (batch_id) DO NOTHING`
+	ledgerStrictSQL = `INSERT INTO ingest_ledger (batch_id, collector, target, epoch, rows, first_ts, last_ts)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	ledgerCheckSQL = `SELECT target, rows, first_ts, last_ts FROM ingest_ledger WHERE batch_id = $1`
+	fenceSQL       = `SELECT epoch FROM leases WHERE target = $1 AND owner = $2 FOR SHARE`
+	seriesSQL      = `INSERT INTO series (id, target, path, schema_path, keys, yang_type, unit, first_seen)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], $8::timestamptz[])
+ON CONFLICT (id) DO NOTHING`
+	latestSQL = `INSERT INTO latest (series_id, ts, v_int, v_float, v_num, v_bool, v_text, flags)
+SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::float8[], $5::numeric[], $6::bool[], $7::text[], $8::smallint[])
+ON CONFLICT (series_id) DO UPDATE SET ts = EXCLUDED.ts, v_int = EXCLUDED.v_int, v_float = EXCLUDED.v_float,
+  v_num = EXCLUDED.v_num, v_bool = EXCLUDED.v_bool, v_text = EXCLUDED.v_text, flags = EXCLUDED.flags
+WHERE latest.ts <= EXCLUDED.ts`
+	deadSQL = `INSERT INTO dead_letters (target, batch_id, "row", error) VALUES ($1, $2, $3::jsonb, $4)`
+)
+
+func tsOf(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+// begin opens the batch's transaction: the fencing check and the ledger
+// row. stored is true when the ledger already has the batch.
+func (w *Writer) begin(ctx context.Context, b *rows.Batch) (tx pgx.Tx, stored bool, err error) {
+	tx, err = w.pool.Begin(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if w.o.fencing {
+		var epoch int64
+		err := tx.QueryRow(ctx, fenceSQL, b.Target, b.Collector).Scan(&epoch)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && epoch != b.Epoch {
+			tx.Rollback(ctx)
+			return nil, false, errStale
+		}
+		if err != nil {
+			tx.Rollback(ctx)
+			return nil, false, err
+		}
+	}
+	first, last := b.TSRange()
+	var firstTS, lastTS any
+	if len(b.Samples) > 0 {
+		firstTS, lastTS = tsOf(first), tsOf(last)
+	}
+	for {
+		tag, err := tx.Exec(ctx, ledgerSQL, b.ID, b.Collector, b.Target, b.Epoch, b.Rows(), firstTS, lastTS)
+		if err != nil {
+			tx.Rollback(ctx)
+			return nil, false, err
+		}
+		if tag.RowsAffected() == 1 {
+			return tx, false, nil
+		}
+		// The id is in the ledger: this batch (a replay) or another one
+		// that drew the same random id.
+		var target string
+		var n int
+		var f, l *time.Time
+		err = tx.QueryRow(ctx, ledgerCheckSQL, b.ID).Scan(&target, &n, &f, &l)
+		if err != nil {
+			tx.Rollback(ctx)
+			return nil, false, err
+		}
+		if target == b.Target && n == b.Rows() && sameTS(f, firstTS) && sameTS(l, lastTS) {
+			tx.Rollback(ctx)
+			return nil, true, nil
+		}
+		w.o.log.Warn("batch id collision, drawing another", "batch", b.ID, "target", b.Target)
+		b.ID = rows.NewBatchID()
+	}
+}
+
+func sameTS(got *time.Time, want any) bool {
+	w, ok := want.(time.Time)
+	if got == nil || !ok {
+		return got == nil && !ok
+	}
+	return got.Equal(w.Truncate(time.Microsecond))
+}
+
+// storeGroup writes batches in one transaction, in three round trips
+// (the latency of each one adds up on a loaded server): BEGIN with the
+// fencing check of each target, the COPYs of all their rows, then a ledger
+// row per batch, the new series and latest with COMMIT in one pipeline.
+// The ledger insert has no ON CONFLICT: a batch already stored fails it
+// with a unique violation, which aborts the transaction before COMMIT
+// (errLedgerConflict: the caller stores the batches one by one, where the
+// ledger tells a replay from an id collision).
+func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
+	start := time.Now()
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	pc := conn.Conn()
+	open := false
+	defer func() {
+		if !open {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := pc.Exec(rctx, "ROLLBACK"); err != nil {
+			pc.Close(rctx) // the pool drops a closed connection
+		}
+	}()
+
+	bt := &pgx.Batch{}
+	bt.Queue("BEGIN")
+	epochs := make([]int64, len(bs))
+	if w.o.fencing {
+		for i, b := range bs {
+			bt.Queue(fenceSQL, b.Target, b.Collector).QueryRow(func(r pgx.Row) error { return r.Scan(&epochs[i]) })
+		}
+	}
+	open = true
+	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errStale
+		}
+		return err
+	}
+	var samples, events int
+	for i, b := range bs {
+		if w.o.fencing && epochs[i] != b.Epoch {
+			return errStale
+		}
+		samples += len(b.Samples)
+		events += len(b.Events)
+	}
+	if samples > 0 {
+		if _, err := pc.CopyFrom(ctx, pgx.Identifier{"samples"}, sampleColumns, &sampleSource{bs: bs}); err != nil {
+			return err
+		}
+	}
+	if events > 0 {
+		if _, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{bs: bs}); err != nil {
+			return err
+		}
+	}
+	bt = &pgx.Batch{}
+	var series []rows.Series
+	all := make([]rows.Sample, 0, samples)
+	for _, b := range bs {
+		first, last := b.TSRange()
+		var firstTS, lastTS any
+		if len(b.Samples) > 0 {
+			firstTS, lastTS = tsOf(first), tsOf(last)
+		}
+		bt.Queue(ledgerStrictSQL, b.ID, b.Collector, b.Target, b.Epoch, b.Rows(), firstTS, lastTS)
+		series = append(series, b.Series...)
+		if len(bs) > 1 {
+			all = append(all, b.Samples...)
+		} else {
+			all = b.Samples
+		}
+	}
+	if len(series) > 0 {
+		bt.Queue(seriesSQL, seriesArgs(series)...)
+	}
+	if len(all) > 0 {
+		bt.Queue(latestSQL, latestArgs(all)...)
+	}
+	bt.Queue("COMMIT")
+	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "ingest_ledger_pkey" {
+			return errLedgerConflict
+		}
+		return err
+	}
+	open = false
+	for _, b := range bs {
+		w.committed(b, start, "stored", len(b.Samples), len(b.Events))
+	}
+	return nil
+}
+
+// errLedgerConflict: a batch of the group is in the ledger already.
+var errLedgerConflict = errors.New("writer: batch already in the ledger")
+
+// store writes one batch (storeGroup of one); a ledger conflict is settled
+// as a replay or an id collision.
+func (w *Writer) store(ctx context.Context, b *rows.Batch) error {
+	err := w.storeGroup(ctx, []*rows.Batch{b})
+	if errors.Is(err, errLedgerConflict) {
+		return w.replayOrCollision(ctx, b)
+	}
+	return err
+}
+
+// errRetryNow asks writeRetrying to store the batch again at once (it got
+// a new id).
+var errRetryNow = errors.New("writer: batch id redrawn")
+
+// replayOrCollision settles a ledger conflict: the same batch (replayed
+// from the spill) is done; another batch that drew the same id gets a new
+// one.
+func (w *Writer) replayOrCollision(ctx context.Context, b *rows.Batch) error {
+	first, last := b.TSRange()
+	var firstTS, lastTS any
+	if len(b.Samples) > 0 {
+		firstTS, lastTS = tsOf(first), tsOf(last)
+	}
+	var target string
+	var n int
+	var f, l *time.Time
+	if err := w.pool.QueryRow(ctx, ledgerCheckSQL, b.ID).Scan(&target, &n, &f, &l); err != nil {
+		return err
+	}
+	if target == b.Target && n == b.Rows() && sameTS(f, firstTS) && sameTS(l, lastTS) {
+		w.o.m.Batches.WithLabelValues("replayed").Inc()
+		return nil
+	}
+	w.o.log.Warn("batch id collision, drawing another", "batch", b.ID, "target", b.Target)
+	b.ID = rows.NewBatchID()
+	return errRetryNow
+}
+
+func (w *Writer) committed(b *rows.Batch, start time.Time, outcome string, samples, events int) {
+	now := time.Now()
+	w.o.m.RoundTrip.Observe(now.Sub(start).Seconds())
+	w.o.m.Batches.WithLabelValues(outcome).Inc()
+	w.o.m.RowsWritten.WithLabelValues("samples").Add(float64(samples))
+	w.o.m.RowsWritten.WithLabelValues("events").Add(float64(events))
+	nowNS := now.UnixNano()
+	for i := range b.Samples {
+		w.o.m.Lag.Observe(float64(nowNS-b.Samples[i].TS) / 1e9)
+	}
+}
+
+// writeSamples stores samples, the series they need and their latest
+// values.
+func writeSamples(ctx context.Context, tx pgx.Tx, b *rows.Batch, series []rows.Series, samples []rows.Sample) error {
+	if len(series) > 0 {
+		if _, err := tx.Exec(ctx, seriesSQL, seriesArgs(series)...); err != nil {
+			return err
+		}
+	}
+	if len(samples) == 0 {
+		return nil
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"samples"}, sampleColumns, &sampleSource{bs: []*rows.Batch{{ID: b.ID, Samples: samples}}}); err != nil {
+		return err
+	}
+	return writeLatest(ctx, tx, samples)
+}
+
+// seriesArgs are the arrays of seriesSQL.
+func seriesArgs(series []rows.Series) []any {
+	n := len(series)
+	ids, keys := make([]int64, n), make([]string, n)
+	targets, paths, spaths, types, units := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	first := make([]time.Time, n)
+	for i, s := range series {
+		ids[i], targets[i], paths[i], spaths[i], types[i], units[i], first[i] = s.ID, s.Target, s.Path, s.SchemaPath, s.YangType, s.Unit, tsOf(s.FirstSeen)
+		keys[i] = keysJSON(s.Keys)
+	}
+	return []any{ids, targets, paths, spaths, keys, types, units, first}
+}
+
+// writeLatest upserts the last sample of each series (a later one already
+// there wins).
+func writeLatest(ctx context.Context, tx pgx.Tx, samples []rows.Sample) error {
+	_, err := tx.Exec(ctx, latestSQL, latestArgs(samples)...)
+	return err
+}
+
+// latestArgs are the arrays of latestSQL: the last sample of each series.
+func latestArgs(samples []rows.Sample) []any {
+	last := make(map[int64]int, len(samples)/4+1)
+	order := make([]int64, 0, len(samples)/4+1)
+	for i := range samples {
+		j, ok := last[samples[i].SeriesID]
+		if !ok {
+			order = append(order, samples[i].SeriesID)
+		}
+		if !ok || samples[i].TS >= samples[j].TS {
+			last[samples[i].SeriesID] = i
+		}
+	}
+	n := len(order)
+	ids, flags := make([]int64, n), make([]int16, n)
+	ts := make([]time.Time, n)
+	ints, floats, nums, bools, texts := make([]*int64, n), make([]*float64, n), make([]*string, n), make([]*bool, n), make([]*string, n)
+	for k, id := range order {
+		s := &samples[last[id]]
+		ids[k], ts[k], flags[k] = id, tsOf(s.TS), int16(s.Flags)
+		switch s.Kind {
+		case rows.ValInt:
+			ints[k] = &s.Int
+		case rows.ValFloat:
+			floats[k] = &s.Float
+		case rows.ValNum:
+			nums[k] = &s.Text
+		case rows.ValBool:
+			v := s.Int != 0
+			bools[k] = &v
+		case rows.ValText:
+			texts[k] = &s.Text
+		}
+	}
+	return []any{ids, ts, ints, floats, nums, bools, texts, flags}
+}
+
+func writeEvents(ctx context.Context, tx pgx.Tx, b *rows.Batch, events []rows.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{bs: []*rows.Batch{{ID: b.ID, Events: events}}})
+	return err
+}
+
+func keysJSON(keys []rows.Key) string {
+	m := make(map[string]string, len(keys))
+	for _, k := range keys {
+		m[k.Name] = k.Value
+	}
+	data, _ := json.Marshal(m)
+	return string(data)
+}
+
+// sampleSource feeds CopyFrom the samples of batches, without building a
+// [][]any.
+type sampleSource struct {
+	bs  []*rows.Batch
+	b   int // current batch
+	i   int // next sample in it
+	cur *rows.Sample
+	row [9]any
+}
+
+func (c *sampleSource) Next() bool {
+	for c.b < len(c.bs) {
+		if c.i < len(c.bs[c.b].Samples) {
+			c.cur = &c.bs[c.b].Samples[c.i]
+			c.i++
+			return true
+		}
+		c.b, c.i = c.b+1, 0
+	}
+	return false
+}
+
+func (c *sampleSource) Err() error { return nil }
+
+func (c *sampleSource) Values() ([]any, error) {
+	s := c.cur
+	r := c.row[:]
+	r[0], r[1], r[7], r[8] = tsOf(s.TS), s.SeriesID, int16(s.Flags), c.bs[c.b].ID
+	r[2], r[3], r[4], r[5], r[6] = nil, nil, nil, nil, nil
+	switch s.Kind {
+	case rows.ValInt:
+		r[2] = s.Int
+	case rows.ValFloat:
+		r[3] = s.Float
+	case rows.ValNum:
+		r[4] = s.Text
+	case rows.ValBool:
+		r[5] = s.Int != 0
+	case rows.ValText:
+		r[6] = s.Text
+	}
+	return r, nil
+}
+
+// eventSource feeds CopyFrom the events of batches.
+type eventSource struct {
+	bs  []*rows.Batch
+	b   int
+	i   int
+	cur *rows.Event
+}
+
+func (c *eventSource) Next() bool {
+	for c.b < len(c.bs) {
+		if c.i < len(c.bs[c.b].Events) {
+			c.cur = &c.bs[c.b].Events[c.i]
+			c.i++
+			return true
+		}
+		c.b, c.i = c.b+1, 0
+	}
+	return false
+}
+
+func (c *eventSource) Err() error { return nil }
+
+func (c *eventSource) Values() ([]any, error) {
+	e := c.cur
+	return []any{tsOf(e.TS), e.Target, e.Kind, e.Interface, e.Queue, e.Action, e.Parameter, e.CongestionLevel,
+		e.SourceAddress, e.DestinationAddress, e.SourceQP, e.DestinationQP, e.Details, c.bs[c.b].ID}, nil
+}
+
+// storeSafe stores a batch that PostgreSQL refused: samples and events are
+// written in halves under savepoints, down to single rows; a single row
+// refused goes to dead_letters with the error. All in one transaction with
+// the ledger row, so a replay still finds the batch stored.
+func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
+	start := time.Now()
+	tx, stored, err := w.begin(ctx, b)
+	if err != nil {
+		return err
+	}
+	if stored {
+		w.o.m.Batches.WithLabelValues("replayed").Inc()
+		return nil
+	}
+	defer tx.Rollback(ctx)
+	seriesByID := make(map[int64]rows.Series, len(b.Series))
+	for _, s := range b.Series {
+		seriesByID[s.ID] = s
+	}
+	var dead []deadRow
+	var okSamples, okEvents int
+	var split func(samples []rows.Sample) error
+	split = func(samples []rows.Sample) error {
+		if len(samples) == 0 {
+			return nil
+		}
+		var need []rows.Series
+		seen := map[int64]bool{}
+		for _, s := range samples {
+			if sr, ok := seriesByID[s.SeriesID]; ok && !seen[s.SeriesID] {
+				need, seen[s.SeriesID] = append(need, sr), true
+			}
+		}
+		err := savepoint(ctx, tx, func(tx pgx.Tx) error { return writeSamples(ctx, tx, b, need, samples) })
+		if err == nil {
+			okSamples += len(samples)
+			return nil
+		}
+		if Classify(err) == Temporary {
+			return err
+		}
+		if len(samples) == 1 {
+			dead = append(dead, deadRow{table: "samples", row: sampleRow(samples[0], seriesByID), err: err})
+			return nil
+		}
+		h := len(samples) / 2
+		if err := split(samples[:h]); err != nil {
+			return err
+		}
+		return split(samples[h:])
+	}
+	var splitEvents func(events []rows.Event) error
+	splitEvents = func(events []rows.Event) error {
+		if len(events) == 0 {
+			return nil
+		}
+		err := savepoint(ctx, tx, func(tx pgx.Tx) error { return writeEvents(ctx, tx, b, events) })
+		if err == nil {
+			okEvents += len(events)
+			return nil
+		}
+		if Classify(err) == Temporary {
+			return err
+		}
+		if len(events) == 1 {
+			dead = append(dead, deadRow{table: "events", row: events[0], err: err})
+			return nil
+		}
+		h := len(events) / 2
+		if err := splitEvents(events[:h]); err != nil {
+			return err
+		}
+		return splitEvents(events[h:])
+	}
+	if err := split(b.Samples); err != nil {
+		return err
+	}
+	if err := splitEvents(b.Events); err != nil {
+		return err
+	}
+	for _, d := range dead {
+		if _, err := tx.Exec(ctx, deadSQL, b.Target, b.ID, d.json(), d.err.Error()); err != nil {
+			return fmt.Errorf("dead letter: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	outcome := "stored"
+	if len(dead) > 0 {
+		outcome = "partial"
+		w.o.m.DeadLetters.Add(float64(len(dead)))
+		for _, d := range dead {
+			w.o.log.Warn("row dead-lettered", "target", b.Target, "batch", b.ID, "table", d.table, "err", d.err)
+		}
+	}
+	w.committed(b, start, outcome, okSamples, okEvents)
+	return nil
+}
+
+func savepoint(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) error {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(sp); err != nil {
+		sp.Rollback(ctx)
+		return err
+	}
+	return sp.Commit(ctx)
+}
+
+type deadRow struct {
+	table string
+	row   any
+	err   error
+}
+
+// json renders the row for the jsonb column. PostgreSQL's jsonb refuses
+// \u0000 (often the very reason the row was refused), so it is written as
+// the six characters \u0000.
+func (d deadRow) json() string {
+	data, err := json.Marshal(map[string]any{"table": d.table, "row": d.row})
+	if err != nil {
+		return fmt.Sprintf(`{"table":%q,"error":"unencodable row"}`, d.table)
+	}
+	return strings.ReplaceAll(string(data), `\u0000`, `\\u0000`)
+}
+
+type sampleJSON struct {
+	TS       string `json:"ts"`
+	SeriesID int64  `json:"series_id"`
+	Path     string `json:"path,omitempty"`
+	Value    string `json:"value"`
+	Kind     uint8  `json:"kind"`
+	Flags    int16  `json:"flags"`
+}
+
+func sampleRow(s rows.Sample, series map[int64]rows.Series) sampleJSON {
+	return sampleJSON{TS: tsOf(s.TS).Format(time.RFC3339Nano), SeriesID: s.SeriesID, Path: series[s.SeriesID].Path,
+		Value: s.FormatValue(), Kind: uint8(s.Kind), Flags: int16(s.Flags)}
+}
