@@ -77,7 +77,13 @@ func startService(t *testing.T, name string, run func(context.Context, []string,
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, io.Discard, logs) }()
+	go func() {
+		err := run(ctx, args, io.Discard, logs)
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(logs, "%s returned early: %v\n", name, err) // shows in the waits' state
+		}
+		done <- err
+	}()
 	stopped := false
 	stop = func() {
 		if stopped {
@@ -182,6 +188,7 @@ policy:
   delay_high_rtt: 0.3
   delay_low_rtt: 0.05
   utilisation_low: 0.3
+  utilisation_under: 0.2
   tune_v_growth: false
 `, dsn, judge, sw["sw-a"].addr, sw["sw-b"].addr)
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
