@@ -69,12 +69,12 @@ type Config struct {
 	DelayHighRTT float64 `yaml:"delay_high_rtt"`
 	// GrowthTrendRTT: a queue adding more than this delay per RTT_est is
 	// growing (the growth rule), not standing.
-	GrowthTrendRTT          float64 `yaml:"growth_trend_rtt"`
-	DelayLowRTT             float64 `yaml:"delay_low_rtt"`
-	UtilisationLow          float64 `yaml:"utilisation_low"`
+	GrowthTrendRTT float64 `yaml:"growth_trend_rtt"`
+	DelayLowRTT    float64 `yaml:"delay_low_rtt"`
+	UtilisationLow float64 `yaml:"utilisation_low"`
 	// UtilisationUnder: the under-use rule needs the link below it (below
 	// UtilisationLow: the dead band between the two is hysteresis).
-	UtilisationUnder float64 `yaml:"utilisation_under"`
+	UtilisationUnder        float64 `yaml:"utilisation_under"`
 	NotificationsHighPerRTT float64 `yaml:"notifications_high_per_rtt"`
 	// WorseTolerance is the relative rise of the objective after a change
 	// that still counts as "not worse" (Judge).
