@@ -47,7 +47,7 @@ type proc struct {
 	done           chan struct{}
 }
 
-func startFabricProc(t *testing.T, args ...string) *proc {
+func startSwitchProc(t *testing.T, args ...string) *proc {
 	t.Helper()
 	p := &proc{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], append([]string{"switch"}, args...)...)
@@ -193,8 +193,8 @@ wires:
 	defer cancel()
 
 	rd := &readers{t: t, m: map[string]gnmi.GNMIClient{}}
-	p1 := startFabricProc(t, "--config", file, "--switches", "t1,n1", "--insecure")
-	p2 := startFabricProc(t, "--config", file, "--switches", "n2", "--insecure")
+	p1 := startSwitchProc(t, "--config", file, "--switches", "t1,n1", "--insecure")
+	p2 := startSwitchProc(t, "--config", file, "--switches", "n2", "--insecure")
 	a1, a2 := p1.addrs(ctx, t, 2), p2.addrs(ctx, t, 1)
 	if strings.Contains(p1.stdout.String(), "wire t1-n1") {
 		t.Error("t1-n1 joins two switches of the same process: it must stay an engine link")
@@ -212,7 +212,7 @@ wires:
 		return rd.counter(ctx, a1["n1"], "wan", "dropped-packets") > drops
 	})
 
-	p3 := startFabricProc(t, "--config", file, "--switches", "n2", "--insecure")
+	p3 := startSwitchProc(t, "--config", file, "--switches", "n2", "--insecure")
 	a3 := p3.addrs(ctx, t, 1)
 	poll(ctx, t, "the link comes back up", func() bool {
 		return strings.Count(p1.stderr.String(), `msg="wire: link up" link=wan`) >= 2
