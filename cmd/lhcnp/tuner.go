@@ -1,50 +1,40 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"gopkg.in/yaml.v3"
 
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/tuner"
 )
-
-// loadTunerFile reads the tuner's YAML onto the defaults, strictly: an
-// unknown key is an error naming the file and line.
-func loadTunerFile(path string) (tuner.Config, error) {
-	cfg := tuner.DefaultConfig()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return cfg, err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && err != io.EOF {
-		return cfg, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
-}
 
 // runTuner implements `lhcnp tuner --config FILE [--dry-run] [--db DSN]`:
 // every period, read the queues' telemetry from the collector's database,
 // decide, push with gNMI Set + Commit Confirmed, record in tuner_actions
-// (docs/tuner.md). It returns when ctx ends.
+// (docs/tuner.md). Every scalar key of the file is also a flag
+// (--policy.alpha-max) and an LHCNP_TUNER_ variable
+// (LHCNP_TUNER_POLICY_ALPHA_MAX), through internal/cliconf: flags win over
+// variables, variables over the file. It returns when ctx ends.
 func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tuner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "tuner configuration file (YAML, examples/tuner.yaml); required")
-	dryRun := fs.Bool("dry-run", false, "decide and record in tuner_actions without pushing (overrides dry_run)")
-	db := fs.String("db", "", "PostgreSQL connection string (overrides db; also LHCNP_TUNER_DB)")
 	once := fs.Bool("once", false, "run one period and exit (scripts, tests)")
+	verbose := fs.Bool("verbose", false, "log every hold of the policy too (debug level)")
+	cfg := tuner.DefaultConfig()
+	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix("LHCNP_TUNER_"))
+	if err != nil {
+		return err
+	}
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp tuner --config FILE [--dry-run] [--db DSN] [--once]")
+		fmt.Fprintln(stderr, "usage: lhcnp tuner --config FILE [--dry-run] [--db DSN] [--once] [--verbose] [--KEY VALUE ...]")
+		fmt.Fprintln(stderr, "Every key of the file is a flag and an LHCNP_TUNER_ variable; switches are file only.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -58,18 +48,8 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return usageError{"--config FILE is required"}
 	}
-	cfg, err := loadTunerFile(*cfgPath)
-	if err != nil {
+	if err := cc.Load(*cfgPath); err != nil {
 		return err
-	}
-	if v := os.Getenv("LHCNP_TUNER_DB"); v != "" {
-		cfg.DB = v
-	}
-	if *db != "" {
-		cfg.DB = *db
-	}
-	if *dryRun {
-		cfg.DryRun = true
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", *cfgPath, err)
@@ -88,7 +68,11 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer p.Close()
 		push = p
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	t, err := tuner.New(cfg, tuner.NewPGSource(pool), push, tuner.NewPGRecorder(pool), tuner.WithLogger(log))
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,52 @@ func TestTunerSettingsOf(t *testing.T) {
 	}
 	if c := m.Tuner[0]; c.Before.KMaxMode != policy.KMaxExplicit || c.Before.KMaxBytes == 0 {
 		t.Errorf("first change before %+v: want the explicit K_max of the node", c.Before)
+	}
+}
+
+// TestTunerRollsBackWorse: on the near-source 4:1 incast one of the
+// tuner's changes (a lower alpha) is judged worse and rolled back: the
+// previous alpha is in the node's configuration the Set delay after the
+// judgement, as a switch restores an unconfirmed commit.
+func TestTunerRollsBackWorse(t *testing.T) {
+	sc := load(t, "compare/near-source-incast.yaml")
+	d := scenario.DefaultLongHaulCNP()
+	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = d.Alpha, d.VGrowth
+	sc.Tuner = &scenario.Tuner{}
+	run := func(observe func(*LongHaulCNP, *Env)) []TunerChange {
+		var m *LongHaulCNP
+		if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(40*time.Millisecond), WithoutPlots(),
+			WithLongHaulCNP(func(x *LongHaulCNP, env *Env) {
+				m = x
+				if observe != nil {
+					observe(x, env)
+				}
+			})); err != nil {
+			t.Fatal(err)
+		}
+		return m.Tuner
+	}
+	var back *TunerChange
+	for _, c := range run(nil) {
+		if c.Outcome == "rolled-back" {
+			back = &c
+			break
+		}
+	}
+	if back == nil {
+		t.Fatal("no change rolled back")
+	}
+	if !strings.Contains(back.Judgement, "worse") {
+		t.Errorf("judgement %q does not say worse", back.Judgement)
+	}
+	delay := engine.FromDuration(DefaultSetDelay)
+	var during, after float64
+	run(func(m *LongHaulCNP, env *Env) {
+		n := m.Node(back.Node)
+		env.Sim.AtFunc(back.JudgedAt+delay-1, func() { during = queueConfig(n.Config(), back.Port, back.Prio).Alpha })
+		env.Sim.AtFunc(back.JudgedAt+delay+1, func() { after = queueConfig(n.Config(), back.Port, back.Prio).Alpha })
+	})
+	if during != back.After.Alpha || after != back.Before.Alpha {
+		t.Errorf("alpha before / after the rollback's Set delay: %v / %v, want %v / %v", during, after, back.After.Alpha, back.Before.Alpha)
 	}
 }

@@ -69,9 +69,12 @@ type Config struct {
 	DelayHighRTT float64 `yaml:"delay_high_rtt"`
 	// GrowthTrendRTT: a queue adding more than this delay per RTT_est is
 	// growing (the growth rule), not standing.
-	GrowthTrendRTT          float64 `yaml:"growth_trend_rtt"`
-	DelayLowRTT             float64 `yaml:"delay_low_rtt"`
-	UtilisationLow          float64 `yaml:"utilisation_low"`
+	GrowthTrendRTT float64 `yaml:"growth_trend_rtt"`
+	DelayLowRTT    float64 `yaml:"delay_low_rtt"`
+	UtilisationLow float64 `yaml:"utilisation_low"`
+	// UtilisationUnder: the under-use rule needs the link below it (below
+	// UtilisationLow: the dead band between the two is hysteresis).
+	UtilisationUnder        float64 `yaml:"utilisation_under"`
 	NotificationsHighPerRTT float64 `yaml:"notifications_high_per_rtt"`
 	// WorseTolerance is the relative rise of the objective after a change
 	// that still counts as "not worse" (Judge).
@@ -104,6 +107,7 @@ func DefaultConfig() Config {
 		DelayLowRTT:             0.1,
 		GrowthTrendRTT:          0.25,
 		UtilisationLow:          0.9,
+		UtilisationUnder:        0.75,
 		NotificationsHighPerRTT: 500,
 		WorseTolerance:          0.02,
 		AttributeWorsening:      true,
@@ -181,6 +185,9 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.UtilisationLow) || c.UtilisationLow <= 0 || c.UtilisationLow > 1 {
 		bad("utilisation_low", "%v is not a share in (0, 1]", c.UtilisationLow)
+	}
+	if !finite(c.UtilisationUnder) || c.UtilisationUnder <= 0 || c.UtilisationUnder > c.UtilisationLow {
+		bad("utilisation_under", "%v must be a share in (0, utilisation_low %v] (the dead band)", c.UtilisationUnder, c.UtilisationLow)
 	}
 	if !finite(c.NotificationsHighPerRTT) || c.NotificationsHighPerRTT <= 0 {
 		bad("notifications_high_per_rtt", "%v must be positive", c.NotificationsHighPerRTT)

@@ -128,7 +128,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 
 // classify picks the rule. The thresholds leave a dead band (hysteresis):
 // the queue is tightened above DelayHighRTT and loosened only below
-// DelayLowRTT with the link below UtilisationLow. A queue growing fast
+// DelayLowRTT with the link below UtilisationUnder. A queue growing fast
 // towards the threshold (one RTT_est ahead at the window's pace) is the
 // growth rule's, which tightens the growth trigger: it catches the growth
 // with small early cuts, where a lower K_max under a growing queue would
@@ -148,9 +148,9 @@ func classify(cfg Config, m Metrics) (Direction, Rule, string) {
 	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
 		return Tighten, RuleDelay, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g with the link %.1f%% used",
 			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, 100*m.Utilisation)
-	case m.Utilisation < cfg.UtilisationLow && delay < cfg.DelayLowRTT && throttled:
-		return Loosen, RuleUnderUse, fmt.Sprintf("link %.1f%% used (utilisation_low %.1f%%), queue %.3g RTT_est (delay_low_rtt %.3g), while %d notifications and %.2f%% ECN marks throttle senders",
-			100*m.Utilisation, 100*cfg.UtilisationLow, delay, cfg.DelayLowRTT, m.Notifications.Total(), m.ECNMarkingPercent)
+	case m.Utilisation < cfg.UtilisationUnder && delay < cfg.DelayLowRTT && throttled:
+		return Loosen, RuleUnderUse, fmt.Sprintf("link %.1f%% used (utilisation_under %.1f%%), queue %.3g RTT_est (delay_low_rtt %.3g), while %d notifications and %.2f%% ECN marks throttle senders",
+			100*m.Utilisation, 100*cfg.UtilisationUnder, delay, cfg.DelayLowRTT, m.Notifications.Total(), m.ECNMarkingPercent)
 	case m.NotificationsPerRTT > cfg.NotificationsHighPerRTT && m.Utilisation >= cfg.UtilisationLow:
 		return Loosen, RuleOverhead, fmt.Sprintf("%.3g notifications per RTT_est (notifications_high_per_rtt %.3g) on a link %.1f%% used",
 			m.NotificationsPerRTT, cfg.NotificationsHighPerRTT, 100*m.Utilisation)

@@ -281,6 +281,11 @@ func TestDecide(t *testing.T) {
 			want:   result{Rule: RuleSteady, After: bdp(1, vg)},
 		},
 		{
+			desc:   "hysteresis: a link between utilisation_under and utilisation_low with a short queue holds",
+			window: func() Window { return window(queue{util: 0.85, delayRTT: 0.02, notifies: 20}, bdp(1, vg)) },
+			want:   result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
 			desc:   "hysteresis: an under-used link with a queue above delay-low holds",
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.2, notifies: 10}, bdp(1, vg)) },
 			want:   result{Rule: RuleSteady, After: bdp(1, vg)},
@@ -548,6 +553,7 @@ func TestValidate(t *testing.T) {
 		{desc: "no dead band", edit: func(c *Config) { c.DelayHighRTT = c.DelayLowRTT }, want: "delay_high_rtt"},
 		{desc: "negative weight", edit: func(c *Config) { c.Weights.Delay = -1 }, want: "weights.delay: -1"},
 		{desc: "one sample", edit: func(c *Config) { c.MinSamples = 1 }, want: "min_samples"},
+		{desc: "no utilisation dead band", edit: func(c *Config) { c.UtilisationUnder = 0.95 }, want: "utilisation_under: 0.95 must be a share in (0, utilisation_low 0.9]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
