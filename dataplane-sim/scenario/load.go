@@ -743,6 +743,9 @@ func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism,
 	case MechanismRateAdvice:
 		m.RateAdvice = DefaultRateAdvice()
 		l.rateAdviceParams(pn, pp, &m.RateAdvice)
+	case MechanismSwitchCNP:
+		m.SwitchCNP = DefaultSwitchCNP()
+		l.switchCNPParams(pn, pp, &m.SwitchCNP)
 	default:
 		if pn == nil {
 			return m, o, true
@@ -805,6 +808,30 @@ func (l *loader) fastCNPParams(n *yaml.Node, path string, p *FastCNP) {
 		}
 		l.d.errAt(at, field, "k_min %v must be below k_max %v", p.KMin, p.KMax)
 	}
+}
+
+// DefaultSwitchCNP returns the switch-cnp defaults (the package's,
+// switchcnp.DefaultConfig).
+func DefaultSwitchCNP() SwitchCNP {
+	return SwitchCNP{DSCP: 48, DelayThreshold: 20 * time.Microsecond, BufferShare: 1, CNPInterval: 50 * time.Microsecond,
+		FlowAging: time.Second, MaxEntries: 65536}
+}
+
+// switchCNPParams reads the typed parameters of switch-cnp.
+func (l *loader) switchCNPParams(n *yaml.Node, path string, p *SwitchCNP) {
+	if n == nil {
+		return
+	}
+	o := l.d.object(n, path, "dscp", "delay_threshold", "buffer_share", "cnp_interval", "flow_aging", "max_entries")
+	if o == nil {
+		return
+	}
+	o.setInt("dscp", &p.DSCP, 0, 63)
+	o.setDuration("delay_threshold", &p.DelayThreshold, true)
+	o.setInt("buffer_share", &p.BufferShare, 1, 100)
+	o.setDuration("cnp_interval", &p.CNPInterval, true)
+	o.setDuration("flow_aging", &p.FlowAging, true)
+	o.setInt("max_entries", &p.MaxEntries, 1, 1<<24)
 }
 
 // DefaultRateAdvice returns the rate-advice defaults (docs/scenarios.md):

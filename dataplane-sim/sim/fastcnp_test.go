@@ -158,3 +158,22 @@ mechanism:
 		t.Errorf("notifications %v, want both mechanisms on n1", both.Notifications)
 	}
 }
+
+// TestSwitchCNPRun: the white paper's practice on n1: standard CNPs from
+// the switch, detected by forwarding delay, reach the senders in about a
+// microsecond and DCQCN takes them.
+func TestSwitchCNPRun(t *testing.T) {
+	sum := runYAML(t, incast6+`
+mechanism:
+  kind: switch-cnp
+  nodes: [n1]
+  params: {dscp: 26, buffer_share: 1}
+`)
+	fb := sum.Feedback
+	if fb == nil || fb.Signal != "switch-cnp" || fb.Senders != 4 || fb.MaxLatencyNs > 5_000 {
+		t.Fatalf("feedback %+v, want switch-cnp for 4 senders within a few µs", fb)
+	}
+	if c := sum.MechanismCounters; sum.Notifications["switch-cnp"] == 0 || c["congestion_confirmed"] == 0 || c["max_delay_ns"] < 20_000 {
+		t.Errorf("notifications %v, counters %v", sum.Notifications, c)
+	}
+}
