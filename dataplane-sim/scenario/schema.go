@@ -140,6 +140,8 @@ type Mechanism struct {
 	// SwitchCNP holds the parameters of kind switch-cnp (defaults filled
 	// in).
 	SwitchCNP SwitchCNP
+	// FCN holds the parameters of kind fcn (defaults filled in).
+	FCN FCN
 	// Params holds the parameters of the other node kinds as written
 	// (scalar text by key), for models that do not exist yet.
 	Params map[string]string
@@ -147,6 +149,19 @@ type Mechanism struct {
 	// each with its own nodes; two blocks share a node only when their
 	// kinds can coexist there (CanCoexist). Only the top block has With.
 	With []Mechanism
+}
+
+// FCN are the parameters of FCN over WAN tunnels.
+type FCN struct {
+	// Ingress are the ingress PEs among the block's nodes (default: the
+	// first); the others are transit nodes.
+	Ingress []string
+	// KMax: a node reports above this queue depth; CNPInterval the
+	// per-flow gap; Aging the PE's mapping timeout; MaxMappings its size.
+	KMax        Size
+	CNPInterval time.Duration
+	Aging       time.Duration
+	MaxMappings int
 }
 
 // SwitchCNP are the parameters of the white paper's practice.

@@ -107,6 +107,7 @@ func defaultMechanisms() map[scenario.MechanismKind]Mechanism {
 		scenario.MechanismFastCNP:     metered(MechanismFunc(installFastCNP)),
 		scenario.MechanismRateAdvice:  metered(MechanismFunc(installRateAdvice)),
 		scenario.MechanismSwitchCNP:   metered(MechanismFunc(installSwitchCNP)),
+		scenario.MechanismFCN:         metered(MechanismFunc(installFCN)),
 	}
 }
 
