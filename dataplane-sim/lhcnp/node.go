@@ -15,11 +15,12 @@ type Trigger uint8
 
 // Triggers, in the order that picks the reported one when several hold.
 const (
-	TriggerNone   Trigger = iota
-	TriggerQD             // (a) QD > K_max
-	TriggerQGR            // (c) QGR > V_growth
-	TriggerEMR            // (b) EMR > V_ecn
-	TriggerResume         // not a trigger: QD below K_min for the hold time
+	TriggerNone     Trigger = iota
+	TriggerQD               // (a) QD > K_max
+	TriggerQGR              // (c) QGR > V_growth
+	TriggerEMR              // (b) EMR > V_ecn
+	TriggerResume           // not a trigger: QD below K_min for the hold time
+	TriggerExternal         // fired by another mechanism (Node.Fire)
 )
 
 func (t Trigger) String() string {
@@ -32,6 +33,8 @@ func (t Trigger) String() string {
 		return "emr"
 	case TriggerResume:
 		return "resume"
+	case TriggerExternal:
+		return "external"
 	}
 	return "none"
 }
@@ -62,8 +65,9 @@ func (f Format) String() string {
 type Option func(*options)
 
 type options struct {
-	onEvent  func(Event)
-	notifier Notifier
+	onEvent          func(Event)
+	notifier         Notifier
+	externalTriggers bool
 }
 
 // WithEvents calls f for every event (CNP sent, flow learned, aged,
@@ -432,7 +436,7 @@ func (n *Node) recompute(ps *portState, now engine.Time) error {
 		if q.resumeHold == 0 {
 			q.resumeHold = rtt
 		}
-		if n.cfg.Enabled && ic.Enabled && q.cfg.Enabled {
+		if n.cfg.Enabled && ic.Enabled && q.cfg.Enabled && !n.opts.externalTriggers {
 			c.ECN[prio] = netsim.ECNConfig{Enabled: true, KMinBytes: q.kmin, KMaxBytes: q.kmax, PMax: q.cfg.PMax}
 		} else {
 			c.ECN[prio] = ps.origECN[prio]
@@ -749,6 +753,9 @@ func (n *Node) evaluate(ps *portState, q *queueState, now engine.Time) {
 	emr := q.cfg.VECNPercent > 0 && q.emr > q.cfg.VECNPercent
 	qgr := q.cfg.VGrowthBytesPerSec > 0 && q.qgr > q.cfg.VGrowthBytesPerSec
 	q.level = levelQD(q.qd, q.kmin, q.kmax)
+	if n.opts.externalTriggers {
+		return // another mechanism detects congestion (Fire)
+	}
 	if !n.active(ps, q) {
 		q.qdAbove, q.emrAbove, q.qgrAbove = qd, emr, qgr
 		return

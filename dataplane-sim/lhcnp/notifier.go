@@ -71,3 +71,28 @@ func (n *Node) SetNotifier(nf Notifier, cfg Config) error {
 	}
 	return nil
 }
+
+// WithExternalTriggers turns the node's own second-level triggers (QD, EMR,
+// QGR) and its ECN programming off: another mechanism detects congestion
+// (the white paper's forwarding delay) and calls Fire; the ports keep the
+// ECN marking they had. The node still learns flows, measures, chooses the
+// flows and applies the per-flow and per-port limits.
+func WithExternalTriggers() Option { return func(o *options) { o.externalTriggers = true } }
+
+// Fire runs the §5.5 procedure on the queue prio of port pt now, as a
+// trigger of its own would: the largest flows, the per-flow interval, the
+// per-port bucket, then the notification. A queue fires at most once per
+// measurement interval; Fire reports whether it ran.
+func (n *Node) Fire(pt *netsim.Port, prio int) bool {
+	ps := n.portOf(pt)
+	if ps == nil || prio < 0 || prio >= netsim.NumPrio {
+		return false
+	}
+	q := &ps.queues[prio]
+	now := n.sim.Now()
+	if !n.active(ps, q) || now < q.holdUntil {
+		return false
+	}
+	n.fire(ps, q, TriggerExternal, now)
+	return true
+}

@@ -80,3 +80,11 @@ type LinkObserver interface {
 type MarkFilter interface {
 	AllowMark(pt *Port, p *Packet) bool
 }
+
+// LocalHandler receives the packets addressed to a switch itself
+// (Switch.SetLocalHandler): the FCN messages a congested WAN node sends to
+// the ingress PE. Without one such packets are dropped as unroutable. It
+// runs inside the simulation; the switch frees p after the call.
+type LocalHandler interface {
+	HandleLocal(s *Switch, p *Packet)
+}

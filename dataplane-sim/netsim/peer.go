@@ -14,3 +14,11 @@ func (h *Host) ControlHandler() ControlHandler { return h.control }
 // switches on the path (SCONE Rate Advice leaves the field to the
 // implementation; package rateadvice uses one bit).
 func (q *QP) SetReservedBits(bits uint8) { q.resv7 = bits & 0x7F }
+
+// SetLocalHandler installs h for the packets addressed to the switch
+// itself (nil removes it).
+func (s *Switch) SetLocalHandler(h LocalHandler) { s.local = h }
+
+// Observer returns the port's observer (nil: none), so that another can be
+// chained with it.
+func (pt *Port) Observer() PortObserver { return pt.observer }

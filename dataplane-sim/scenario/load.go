@@ -744,6 +744,12 @@ func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism,
 	case MechanismRateAdvice:
 		m.RateAdvice = DefaultRateAdvice()
 		l.rateAdviceParams(pn, pp, &m.RateAdvice)
+	case MechanismSwitchCNP:
+		m.SwitchCNP = DefaultSwitchCNP()
+		l.switchCNPParams(pn, pp, &m.SwitchCNP)
+	case MechanismFCN:
+		m.FCN = DefaultFCN()
+		l.fcnParams(pn, pp, &m.FCN, m.Nodes)
 	default:
 		if pn == nil {
 			return m, o, true
@@ -806,6 +812,73 @@ func (l *loader) fastCNPParams(n *yaml.Node, path string, p *FastCNP) {
 		}
 		l.d.errAt(at, field, "k_min %v must be below k_max %v", p.KMin, p.KMax)
 	}
+}
+
+// DefaultFCN returns the fcn defaults (fcn.DefaultConfig; the ingress PE
+// is the block's first node unless ingress says otherwise).
+func DefaultFCN() FCN {
+	return FCN{KMax: 100 * KB, CNPInterval: 50 * time.Microsecond, Aging: 60 * time.Second, MaxMappings: 65536}
+}
+
+// fcnParams reads the typed parameters of fcn; ingress must name nodes of
+// the block.
+func (l *loader) fcnParams(n *yaml.Node, path string, p *FCN, nodes []string) {
+	if len(nodes) > 0 {
+		p.Ingress = []string{nodes[0]}
+	}
+	if n == nil {
+		return
+	}
+	o := l.d.object(n, path, "ingress", "k_max", "cnp_interval", "aging", "max_mappings")
+	if o == nil {
+		return
+	}
+	o.setSize("k_max", &p.KMax, true)
+	o.setDuration("cnp_interval", &p.CNPInterval, true)
+	o.setDuration("aging", &p.Aging, true)
+	o.setInt("max_mappings", &p.MaxMappings, 1, 1<<20-1)
+	if in := o.get("ingress"); in != nil {
+		p.Ingress = nil
+		for i, x := range l.d.list(in, o.field("ingress")) {
+			field := index(o.field("ingress"), i)
+			name, ok := l.d.scalar(x, field)
+			if !ok {
+				continue
+			}
+			if !contains(nodes, name) {
+				l.d.errAt(x, field, "%s is not one of the block's nodes (%s)", name, strings.Join(nodes, ", "))
+				continue
+			}
+			p.Ingress = append(p.Ingress, name)
+		}
+		if len(in.Content) == 0 {
+			l.d.errAt(in, o.field("ingress"), "no ingress PE")
+		}
+	}
+}
+
+// DefaultSwitchCNP returns the switch-cnp defaults (the package's,
+// switchcnp.DefaultConfig).
+func DefaultSwitchCNP() SwitchCNP {
+	return SwitchCNP{DSCP: 48, DelayThreshold: 20 * time.Microsecond, BufferShare: 1, CNPInterval: 50 * time.Microsecond,
+		FlowAging: time.Second, MaxEntries: 65536}
+}
+
+// switchCNPParams reads the typed parameters of switch-cnp.
+func (l *loader) switchCNPParams(n *yaml.Node, path string, p *SwitchCNP) {
+	if n == nil {
+		return
+	}
+	o := l.d.object(n, path, "dscp", "delay_threshold", "buffer_share", "cnp_interval", "flow_aging", "max_entries")
+	if o == nil {
+		return
+	}
+	o.setInt("dscp", &p.DSCP, 0, 63)
+	o.setDuration("delay_threshold", &p.DelayThreshold, true)
+	o.setInt("buffer_share", &p.BufferShare, 1, 100)
+	o.setDuration("cnp_interval", &p.CNPInterval, true)
+	o.setDuration("flow_aging", &p.FlowAging, true)
+	o.setInt("max_entries", &p.MaxEntries, 1, 1<<24)
 }
 
 // DefaultRateAdvice returns the rate-advice defaults (docs/scenarios.md):

@@ -55,6 +55,7 @@ func TestBadScenarios(t *testing.T) {
 		{"yaml syntax", "bad_syntax.yaml", "", 3, "", "did not find expected", 0},
 		{"two notification mechanisms on one node", "bad_coexist.yaml", "", 18, "mechanism.with[1].nodes[0]", "s2 already runs long-haul-cnp (mechanism.nodes[1]); long-haul-cnp and fast-cnp cannot both run on one node", 0},
 		{"fast-cnp param", "bad_fastcnp_param.yaml", "", 15, "mechanism.params.capable_senders", `unknown value "some" (want all or none)`, 0},
+		{"fcn ingress outside the block", "bad_fcn_ingress.yaml", "", 16, "mechanism.params.ingress[0]", "pe2 is not one of the block's nodes (pe1, t1)", 0},
 		{"with a non-node mechanism", "bad_with_dcqcn.yaml", "", 14, "mechanism.with[0].kind", "dcqcn is not a node mechanism", 0},
 	}
 	for _, tt := range tests {

@@ -114,10 +114,14 @@ const (
 	MechanismFastCNP     MechanismKind = "fast-cnp"
 	MechanismFCN         MechanismKind = "fcn"
 	MechanismRateAdvice  MechanismKind = "rate-advice"
+	// MechanismSwitchCNP is the Data Center Fast CNP white paper's
+	// practice: standard CNPs from the switch, delay-based detection.
+	MechanismSwitchCNP MechanismKind = "switch-cnp"
 )
 
 var mechanismKinds = []MechanismKind{
 	MechanismNone, MechanismDCQCN, MechanismLongHaulCNP, MechanismFastCNP, MechanismFCN, MechanismRateAdvice,
+	MechanismSwitchCNP,
 }
 
 // Mechanism is the mechanism under test. DCQCN at the end hosts is always
@@ -135,6 +139,11 @@ type Mechanism struct {
 	// RateAdvice holds the parameters of kind rate-advice (defaults
 	// filled in).
 	RateAdvice RateAdvice
+	// SwitchCNP holds the parameters of kind switch-cnp (defaults filled
+	// in).
+	SwitchCNP SwitchCNP
+	// FCN holds the parameters of kind fcn (defaults filled in).
+	FCN FCN
 	// Params holds the parameters of the other node kinds as written
 	// (scalar text by key), for models that do not exist yet.
 	Params map[string]string
@@ -142,6 +151,35 @@ type Mechanism struct {
 	// each with its own nodes; two blocks share a node only when their
 	// kinds can coexist there (CanCoexist). Only the top block has With.
 	With []Mechanism
+}
+
+// FCN are the parameters of FCN over WAN tunnels.
+type FCN struct {
+	// Ingress are the ingress PEs among the block's nodes (default: the
+	// first); the others are transit nodes.
+	Ingress []string
+	// KMax: a node reports above this queue depth; CNPInterval the
+	// per-flow gap; Aging the PE's mapping timeout; MaxMappings its size.
+	KMax        Size
+	CNPInterval time.Duration
+	Aging       time.Duration
+	MaxMappings int
+}
+
+// SwitchCNP are the parameters of the white paper's practice.
+type SwitchCNP struct {
+	// DSCP of the CNPs.
+	DSCP int
+	// DelayThreshold: packets forwarded slower are recorded; their delay
+	// converted to a depth confirms congestion at BufferShare percent of
+	// the available buffer.
+	DelayThreshold time.Duration
+	BufferShare    int
+	// CNPInterval is the per-flow gap; FlowAging the flow table's idle
+	// timeout; MaxEntries its capacity (LRU replacement).
+	CNPInterval time.Duration
+	FlowAging   time.Duration
+	MaxEntries  int
 }
 
 // RateAdvice are the parameters of SCONE Rate Advice on the nodes and

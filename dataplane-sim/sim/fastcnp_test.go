@@ -158,3 +158,76 @@ mechanism:
 		t.Errorf("notifications %v, want both mechanisms on n1", both.Notifications)
 	}
 }
+
+// TestSwitchCNPRun: the white paper's practice on n1: standard CNPs from
+// the switch, detected by forwarding delay, reach the senders in about a
+// microsecond and DCQCN takes them.
+func TestSwitchCNPRun(t *testing.T) {
+	sum := runYAML(t, incast6+`
+mechanism:
+  kind: switch-cnp
+  nodes: [n1]
+  params: {dscp: 26, buffer_share: 1}
+`)
+	fb := sum.Feedback
+	if fb == nil || fb.Signal != "switch-cnp" || fb.Senders != 4 || fb.MaxLatencyNs > 5_000 {
+		t.Fatalf("feedback %+v, want switch-cnp for 4 senders within a few µs", fb)
+	}
+	if c := sum.MechanismCounters; sum.Notifications["switch-cnp"] == 0 || c["congestion_confirmed"] == 0 || c["max_delay_ns"] < 20_000 {
+		t.Errorf("notifications %v, counters %v", sum.Notifications, c)
+	}
+}
+
+// wan6 is a WAN congested in its middle: DC-A's senders reach pe1, the
+// tunnel crosses t1, whose 10 Gb/s port towards pe2 is the bottleneck.
+const wan6 = `
+name: wan6
+seed: 1
+duration: 20ms
+sample_interval: 50us
+topology:
+  hosts:
+    - {name: s1, ip: "2001:db8:a::1"}
+    - {name: s2, ip: "2001:db8:a::2"}
+    - {name: r1, ip: "2001:db8:b::1"}
+  switches:
+    - {name: pe1, ip: "2001:db8:f::1"}
+    - {name: t1, ip: "2001:db8:f::2"}
+    - {name: pe2, ip: "2001:db8:f::3"}
+  links:
+    - {a: s1, b: pe1, rate: 10Gbps, delay: 1us, buffer: 32MB}
+    - {a: s2, b: pe1, rate: 10Gbps, delay: 1us, buffer: 32MB}
+    - {a: pe1, b: t1, rate: 100Gbps, delay: 500us, buffer: 64MB}
+    - {a: t1, b: pe2, rate: 10Gbps, delay: 500us, buffer: 64MB}
+    - {a: pe2, b: r1, rate: 10Gbps, delay: 1us, buffer: 32MB}
+queue:
+  ecn: {enabled: true, k_min: 100KB, k_max: 400KB, p_max: 0.2}
+traffic:
+  flows:
+    - {name: f1, src: s1, dst: r1, src_qp: 101, dst_qp: 201, start: 1ms}
+    - {name: f2, src: s2, dst: r1, src_qp: 102, dst_qp: 202, start: 1ms}
+`
+
+// TestFCNRun: fcn on the WAN: t1 reports to pe1, pe1 sends the senders
+// standard CNPs; the feedback is half a WAN RTT from t1 back to the
+// senders (about 0.5 ms), not the receiver's full loop.
+func TestFCNRun(t *testing.T) {
+	sum := runYAML(t, wan6+`
+mechanism:
+  kind: fcn
+  nodes: [pe1, t1]
+  params: {ingress: [pe1]}
+`)
+	c := sum.MechanismCounters
+	if sum.Notifications["fcn"] == 0 || c["fcn_translated"] == 0 || c["fcn_unknown_label"] != 0 || c["fcn_mappings"] != 2 {
+		t.Fatalf("notifications %v, counters %v", sum.Notifications, c)
+	}
+	fb := sum.Feedback
+	if fb == nil || fb.Signal != "fcn" || fb.Senders != 2 || fb.MaxLatencyNs > 600_000 || fb.MaxLatencyNs < 500_000 {
+		t.Errorf("feedback %+v, want fcn for 2 senders at about 0.5 ms", fb)
+	}
+	base := runYAML(t, wan6)
+	if b := base.Feedback; b == nil || b.MeanLatencyNs < 1.5e6 {
+		t.Errorf("DCQCN feedback %+v, want the receiver's loop (at least 1.5 ms)", b)
+	}
+}

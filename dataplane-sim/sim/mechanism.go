@@ -106,6 +106,8 @@ func defaultMechanisms() map[scenario.MechanismKind]Mechanism {
 		scenario.MechanismLongHaulCNP: metered(MechanismFunc(func(env *Env) error { return installLongHaulCNP(env, nil) })),
 		scenario.MechanismFastCNP:     metered(MechanismFunc(installFastCNP)),
 		scenario.MechanismRateAdvice:  metered(MechanismFunc(installRateAdvice)),
+		scenario.MechanismSwitchCNP:   metered(MechanismFunc(installSwitchCNP)),
+		scenario.MechanismFCN:         metered(MechanismFunc(installFCN)),
 	}
 }
 

@@ -58,6 +58,9 @@ type meter struct {
 	// a second block on the same node or host.
 	switchObs map[*netsim.Switch]netsim.PortObserver
 	hostCtl   map[*netsim.Host]netsim.ControlHandler
+	// switchCNP: standard CNPs from a switch (p.Src a switch) are the
+	// mechanism's signal (the white paper's practice).
+	switchCNP bool
 }
 
 type flowMeter struct {
@@ -401,6 +404,10 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	case p.Kind == netsim.KindRoCE && p.HdrLen >= wire.BTHLen && p.Opcode() == wire.OpCNP:
 		qpn = p.DestQP()
 		extended = p.Hdr[4]&wire.BTHE != 0
+		if m.switchCNP {
+			_, fromSwitch := m.env.Net.Node(p.Src).(*netsim.Switch)
+			extended = extended || fromSwitch
+		}
 	case p.Kind == netsim.KindOther && p.HdrLen >= 16 && p.Hdr[0] == wire.DefaultCodePoints().LongHaulICMPv6Type:
 		qpn = binary.BigEndian.Uint32(p.Hdr[8:12])
 		extended = true
@@ -430,6 +437,16 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 		reduced := q.RateBps() < rate || q.PausedUntil() > max(now, paused)
 		if handled && reduced && fm.lhReact == unset && gen != unset {
 			fm.lhGen, fm.lhReact = gen, now
+		}
+		if !handled && fm.lhReact == unset && gen != unset {
+			// A standard CNP from a switch: DCQCN applies it after this
+			// returns, and a cut shows in its counter at once.
+			cuts := q.RateCuts()
+			m.env.Sim.AtFunc(now, func() {
+				if q.RateCuts() > cuts && q.RateBps() < rate && fm.lhReact == unset {
+					fm.lhGen, fm.lhReact = gen, now
+				}
+			})
 		}
 	}
 	if !handled && fm.firstCut == unset && !fm.cutCheck {

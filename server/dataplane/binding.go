@@ -18,6 +18,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/target"
 	"github.com/openconfig/ygot/ygot"
@@ -53,7 +54,8 @@ type Binding struct {
 	ports    *Ports
 	o        bindingOptions
 	simStart engine.Time
-	fast     *fastFunction // created when Fast CNP is first configured on
+	fast     *fastFunction   // created when Fast CNP is first configured on
+	advice   *adviceFunction // created when Rate Advice is first configured on
 }
 
 var _ target.Dataplane = (*Binding)(nil)
@@ -110,6 +112,10 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err != nil {
 		return err
 	}
+	rc, err := RateAdviceConfig(l, &cfg)
+	if err != nil {
+		return err
+	}
 	var aerr error
 	b.sim.Do(func() {
 		if fc.Enabled && b.fast == nil {
@@ -119,9 +125,13 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 		}
 		if b.fast != nil {
 			aerr = b.fast.apply(fc, cfg)
+		} else {
+			aerr = b.node.ApplyConfig(cfg)
+		}
+		if aerr != nil {
 			return
 		}
-		aerr = b.node.ApplyConfig(cfg)
+		aerr = b.applyAdvice(rc)
 	})
 	if aerr != nil {
 		return fmt.Errorf("%w: %w", target.ErrInvalidConfig, aerr)
@@ -139,18 +149,25 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	var cfg lhcnp.Config
 	var fc fastcnp.Config
 	var fn fastcnp.Counters
-	fast := false
+	var ra rateadvice.State
+	fast, advice := false, false
 	b.sim.Do(func() {
 		st = b.node.State(!b.o.noFlows)
 		cfg = b.node.Config()
 		if fast = b.fast != nil; fast {
 			fc, fn = b.fast.node.Config(), b.fast.node.Counters()
 		}
+		if advice = b.advice != nil; advice {
+			ra = b.advice.node.State()
+		}
 	})
 	root := StateTree(&st, &cfg, b.ports, b.WallNS)
 	root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState().EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
 	if fast {
 		fastCNPState(root, fc, fn)
+	}
+	if advice {
+		rateAdviceState(root, ra, b.WallNS)
 	}
 	return root, nil
 }

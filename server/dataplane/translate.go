@@ -113,9 +113,7 @@ func ToConfig(l *oc.Lhcnp_Lhcnp, ports *Ports) (lhcnp.Config, error) {
 		if r := g.FcnRole; r != oc.LhcnpTypes_FcnRole_UNSET && r != oc.LhcnpTypes_FcnRole_DISABLED {
 			return c, invalid("/lhcnp/global/config/fcn-role", "FCN is not modelled by this dataplane")
 		}
-		if g.GetRateAdviceEnabled() {
-			return c, invalid("/lhcnp/global/config/rate-advice-enabled", "Rate Advice is not modelled by this dataplane")
-		}
+
 	}
 	if cp := l.GetGlobal().GetCodePoints().GetConfig(); cp != nil {
 		set8(&c.CodePoints.LongHaulICMPv6Type, cp.Icmpv6Type)

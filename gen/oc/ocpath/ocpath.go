@@ -36044,7 +36044,8 @@ func (n *Lhcnp_Lhcnp_RateAdvice_ConfigPath) PathOriginName() string {
 }
 
 // MinAdviceInterval (leaf): The minimum interval between two Rate Advice messages to the same
-// flow. When not set, RTT_est is used.
+// flow, also the window in which a flow counts as active on its
+// queue. When not set, 100 microseconds.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -36092,7 +36093,8 @@ func (n *Lhcnp_Lhcnp_RateAdvice_ConfigPath) MinAdviceInterval() *Lhcnp_Lhcnp_Rat
 }
 
 // MinAdviceInterval (leaf): The minimum interval between two Rate Advice messages to the same
-// flow. When not set, RTT_est is used.
+// flow, also the window in which a flow counts as active on its
+// queue. When not set, 100 microseconds.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -40321,7 +40323,8 @@ func (n *Lhcnp_Lhcnp_RateAdvice_StatePathAny) Counters() *Lhcnp_Lhcnp_RateAdvice
 }
 
 // MinAdviceInterval (leaf): The minimum interval between two Rate Advice messages to the same
-// flow. When not set, RTT_est is used.
+// flow, also the window in which a flow counts as active on its
+// queue. When not set, 100 microseconds.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -40369,7 +40372,8 @@ func (n *Lhcnp_Lhcnp_RateAdvice_StatePath) MinAdviceInterval() *Lhcnp_Lhcnp_Rate
 }
 
 // MinAdviceInterval (leaf): The minimum interval between two Rate Advice messages to the same
-// flow. When not set, RTT_est is used.
+// flow, also the window in which a flow counts as active on its
+// queue. When not set, 100 microseconds.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
