@@ -3,6 +3,7 @@ package subscribe
 import (
 	"context"
 	"fmt"
+	"errors"
 	"io"
 	"net"
 	"sort"
@@ -93,7 +94,9 @@ func (h *harness) subscribe(t *testing.T, sl *gnmi.SubscriptionList) gnmi.GNMI_S
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sc.Send(&gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: sl}}); err != nil {
+	// io.EOF: the server ended the stream first (a refusal such as the
+	// stream limit); its status comes from Recv.
+	if err := sc.Send(&gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: sl}}); err != nil && !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
 	return sc
