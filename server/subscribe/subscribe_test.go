@@ -2,8 +2,8 @@ package subscribe
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sort"
