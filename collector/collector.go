@@ -28,6 +28,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/openconfig/gnmi/proto/gnmi"
 
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/lease"
@@ -57,6 +58,7 @@ type options struct {
 	backoff  [2]time.Duration
 	metrics  *metrics.Metrics
 	listener net.Listener
+	observe  func(target string, r *gnmi.SubscribeResponse)
 }
 
 // Option configures New.
@@ -80,6 +82,12 @@ func WithTargetBackoff(initial, max time.Duration) Option {
 // WithMetricsListener serves /metrics and /healthz on lis (instead of
 // listening on metrics.listen).
 func WithMetricsListener(lis net.Listener) Option { return func(o *options) { o.listener = lis } }
+
+// WithObserver hands every response of every target's subscription to f
+// (collector/northbound's store); see target.WithObserver.
+func WithObserver(f func(target string, r *gnmi.SubscribeResponse)) Option {
+	return func(o *options) { o.observe = f }
+}
 
 // Collector is a running collector.
 type Collector struct {
@@ -550,7 +558,7 @@ func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int6
 		target.WithCollector(c.cfg.ID, epoch),
 		target.WithBatch(c.cfg.Writer.BatchRows, c.cfg.Writer.BatchInterval),
 		target.WithMetrics(c.m), target.WithLogger(c.log),
-		target.WithBackoff(c.o.backoff[0], c.o.backoff[1]))
+		target.WithBackoff(c.o.backoff[0], c.o.backoff[1]), target.WithObserver(c.o.observe))
 	c.running[t.Name] = r
 	c.m.SetState(t.Name, "connecting")
 	c.log.Info("target started", "target", t.Name, "address", t.Address, "epoch", epoch)
@@ -740,3 +748,15 @@ func (c *Collector) Addr() string { return c.addr }
 // oneLine joins the lines of an error (pgx lists every address it tried on
 // a line of its own) so the command's error stays one line.
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// Target returns the configuration of a target this collector runs (from
+// the file or the targets table), to reach the switch (Set forwarding).
+func (c *Collector) Target(name string) (config.Target, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.running[name]
+	if !ok {
+		return config.Target{}, false
+	}
+	return r.t, true
+}

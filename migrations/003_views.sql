@@ -5,6 +5,19 @@
 -- value_text. Leaves are matched by their schema path (keys removed), as the
 -- collector writes it: /lhcnp/interfaces/interface/queues/queue/state/...
 
+-- A number as bigint, NULL when it does not fit: a bogus value from one
+-- switch must not make a view fail for everyone.
+CREATE FUNCTION lhcnp_int(v numeric) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN v BETWEEN -9223372036854775808 AND 9223372036854775807 THEN round(v)::bigint END
+$$;
+
+-- The queue id of a series' keys, NULL when it is not a number.
+CREATE FUNCTION lhcnp_queue_id(keys jsonb) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN keys ->> 'id' ~ '^[0-9]{1,9}$' THEN (keys ->> 'id')::integer END
+$$;
+
 -- Every sample with its series, the value as a number and as text, and its
 -- flags spelled out.
 CREATE VIEW series_values AS
@@ -79,12 +92,12 @@ CREATE VIEW queue_congestion AS
 SELECT qd.ts,
        qd.target,
        qd.keys ->> 'name' AS interface,
-       (qd.keys ->> 'id')::integer AS queue,
-       qd.value_num::bigint AS queue_depth_bytes,
-       peak.value_num::bigint AS peak_queue_depth_bytes,
-       kmax.value_num::bigint AS kmax_bytes,
-       kmin.value_num::bigint AS kmin_bytes,
-       growth.value_num::bigint AS growth_rate_bytes_per_second,
+       lhcnp_queue_id(qd.keys) AS queue,
+       lhcnp_int(qd.value_num) AS queue_depth_bytes,
+       lhcnp_int(peak.value_num) AS peak_queue_depth_bytes,
+       lhcnp_int(kmax.value_num) AS kmax_bytes,
+       lhcnp_int(kmin.value_num) AS kmin_bytes,
+       lhcnp_int(growth.value_num) AS growth_rate_bytes_per_second,
        emr.value_num AS ecn_marking_rate_percent
 FROM series_values qd
 LEFT JOIN LATERAL lhcnp_leaf_at(qd.target, qd.keys, '/lhcnp/interfaces/interface/queues/queue/state/peak-queue-depth', qd.ts) peak ON true
@@ -104,14 +117,14 @@ CREATE VIEW notifications_per_second AS
 SELECT date_trunc('second', ts) AS second,
        target,
        keys ->> 'name' AS interface,
-       (keys ->> 'id')::integer AS queue,
+       lhcnp_queue_id(keys) AS queue,
        CASE schema_path
            WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-notify-sent' THEN 'NOTIFY'
            WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-pause-sent' THEN 'PAUSE'
            WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-rate-reduce-sent' THEN 'RATE_REDUCE'
            WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-resume-sent' THEN 'RESUME'
        END AS action,
-       sum(increase)::bigint AS notifications,
+       lhcnp_int(sum(increase)) AS notifications,
        sum(seconds) AS sampled_seconds,
        (sum(increase) / NULLIF(sum(seconds), 0))::double precision AS rate_per_second,
        bool_or(reset) AS counter_reset
@@ -129,9 +142,9 @@ CREATE VIEW drops_and_pauses AS
 SELECT ts,
        target,
        keys ->> 'name' AS interface,
-       (keys ->> 'id')::integer AS queue,
-       max(value) FILTER (WHERE schema_path LIKE '%/dropped-packets')::bigint AS dropped_packets,
-       max(value) FILTER (WHERE schema_path LIKE '%/pfc-pause-frames')::bigint AS pfc_pause_frames,
+       lhcnp_queue_id(keys) AS queue,
+       lhcnp_int(max(value) FILTER (WHERE schema_path LIKE '%/dropped-packets')) AS dropped_packets,
+       lhcnp_int(max(value) FILTER (WHERE schema_path LIKE '%/pfc-pause-frames')) AS pfc_pause_frames,
        max(increase / NULLIF(seconds, 0)::numeric) FILTER (WHERE schema_path LIKE '%/dropped-packets')::double precision AS dropped_packets_per_second,
        max(increase / NULLIF(seconds, 0)::numeric) FILTER (WHERE schema_path LIKE '%/pfc-pause-frames')::double precision AS pfc_pause_frames_per_second,
        bool_or(reset) AS counter_reset
@@ -146,9 +159,9 @@ CREATE VIEW queue_utilisation AS
 SELECT c.ts,
        c.target,
        c.keys ->> 'name' AS interface,
-       (c.keys ->> 'id')::integer AS queue,
+       lhcnp_queue_id(c.keys) AS queue,
        (c.increase * 8 / NULLIF(c.seconds, 0)::numeric)::double precision AS bits_per_second,
-       rate.value_num::bigint AS port_rate_bps,
+       lhcnp_int(rate.value_num) AS port_rate_bps,
        (c.increase * 800 / NULLIF(c.seconds, 0)::numeric / NULLIF(rate.value_num, 0))::double precision AS utilisation_percent
 FROM counter_increases c
 LEFT JOIN LATERAL lhcnp_leaf_at(c.target, jsonb_build_object('name', c.keys ->> 'name'),
@@ -175,7 +188,7 @@ CREATE VIEW queue_latest AS
 WITH q AS (
     SELECT se.target,
            se.keys ->> 'name' AS interface,
-           (se.keys ->> 'id')::integer AS queue,
+           lhcnp_queue_id(se.keys) AS queue,
            substr(se.schema_path, length('/lhcnp/interfaces/interface/queues/queue/state/') + 1) AS leaf,
            l.ts,
            COALESCE(l.v_num, l.v_int::numeric, l.v_float::numeric) AS value_num,
@@ -200,18 +213,18 @@ SELECT q.target,
        q.interface,
        q.queue,
        max(q.ts) AS ts,
-       max(q.value_num) FILTER (WHERE q.leaf = 'queue-depth')::bigint AS queue_depth_bytes,
-       max(q.value_num) FILTER (WHERE q.leaf = 'peak-queue-depth')::bigint AS peak_queue_depth_bytes,
-       max(q.value_num) FILTER (WHERE q.leaf = 'effective-kmax')::bigint AS kmax_bytes,
-       max(q.value_num) FILTER (WHERE q.leaf = 'effective-kmin')::bigint AS kmin_bytes,
-       max(q.value_num) FILTER (WHERE q.leaf = 'queue-growth-rate')::bigint AS growth_rate_bytes_per_second,
+       lhcnp_int(max(q.value_num) FILTER (WHERE q.leaf = 'queue-depth')) AS queue_depth_bytes,
+       lhcnp_int(max(q.value_num) FILTER (WHERE q.leaf = 'peak-queue-depth')) AS peak_queue_depth_bytes,
+       lhcnp_int(max(q.value_num) FILTER (WHERE q.leaf = 'effective-kmax')) AS kmax_bytes,
+       lhcnp_int(max(q.value_num) FILTER (WHERE q.leaf = 'effective-kmin')) AS kmin_bytes,
+       lhcnp_int(max(q.value_num) FILTER (WHERE q.leaf = 'queue-growth-rate')) AS growth_rate_bytes_per_second,
        max(q.value_num) FILTER (WHERE q.leaf = 'ecn-marking-rate') AS ecn_marking_rate_percent,
-       max(q.value_num) FILTER (WHERE q.leaf = 'congestion-level')::integer AS congestion_level,
+       lhcnp_int(max(q.value_num) FILTER (WHERE q.leaf = 'congestion-level')) AS congestion_level,
        bool_or(q.v_bool) FILTER (WHERE q.leaf = 'ecn-marking-active') AS ecn_marking_active,
        max(q.value_num) FILTER (WHERE q.leaf = 'alpha') AS alpha,
        max(q.value_text) FILTER (WHERE q.leaf = 'kmax-mode') AS kmax_mode,
-       max(q.value_num) FILTER (WHERE q.leaf = 'k-base')::bigint AS k_base_bytes,
-       max(q.value_num) FILTER (WHERE q.leaf = 'v-growth')::bigint AS v_growth_bytes_per_second,
+       lhcnp_int(max(q.value_num) FILTER (WHERE q.leaf = 'k-base')) AS k_base_bytes,
+       lhcnp_int(max(q.value_num) FILTER (WHERE q.leaf = 'v-growth')) AS v_growth_bytes_per_second,
        max(q.value_num) FILTER (WHERE q.leaf = 'v-ecn') AS v_ecn_percent,
        max(q.value_num) FILTER (WHERE q.leaf = 'counters/cnp-notify-sent') AS cnp_notify_sent,
        max(q.value_num) FILTER (WHERE q.leaf = 'counters/cnp-pause-sent') AS cnp_pause_sent,
@@ -219,8 +232,8 @@ SELECT q.target,
        max(q.value_num) FILTER (WHERE q.leaf = 'counters/cnp-resume-sent') AS cnp_resume_sent,
        max(q.value_num) FILTER (WHERE q.leaf = 'counters/dropped-packets') AS dropped_packets,
        max(q.value_num) FILTER (WHERE q.leaf = 'counters/pfc-pause-frames') AS pfc_pause_frames,
-       max(i.rtt_est_us)::bigint AS rtt_est_us,
-       max(i.port_rate_bps)::bigint AS port_rate_bps,
+       lhcnp_int(max(i.rtt_est_us)) AS rtt_est_us,
+       lhcnp_int(max(i.port_rate_bps)) AS port_rate_bps,
        jsonb_object_agg(q.leaf, COALESCE(to_jsonb(q.value_num), to_jsonb(q.v_bool), to_jsonb(q.value_text))) AS state
 FROM q
 LEFT JOIN i ON i.target = q.target AND i.interface = q.interface
@@ -237,3 +250,5 @@ DROP VIEW queue_congestion;
 DROP VIEW counter_increases;
 DROP FUNCTION lhcnp_leaf_at(text, jsonb, text, timestamptz);
 DROP VIEW series_values;
+DROP FUNCTION lhcnp_queue_id(jsonb);
+DROP FUNCTION lhcnp_int(numeric);

@@ -125,7 +125,7 @@ func TestUpDownStatus(t *testing.T) {
 				}
 			}
 			full := objects(t, conn)
-			for _, want := range []string{"table samples", "table targets", "table tuner_actions", "table queue_latest", "function lhcnp_maintain"} {
+			for _, want := range []string{"table samples", "table targets", "table tuner_actions", "table queue_latest", "function lhcnp_maintain", "function queue_congestion_between"} {
 				if !contains(full, want) {
 					t.Errorf("after Up, %s missing from %q", want, full)
 				}

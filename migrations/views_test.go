@@ -173,14 +173,21 @@ func TestQueueCongestion(t *testing.T) {
 	f.add(leaf("sw1", "effective-kmax", 1), 0, 9999, 0)
 	f.add(leaf("sw2", "queue-depth", 0), 0, 8, 0)
 	f.add(leaf("sw2", "effective-kmax", 0), 0, 1, 0)
+	// A bogus switch: a depth beyond bigint and a queue id that is no
+	// number. Its row shows NULLs; the view does not fail.
+	bogus := f.series("sw3", queueState+"queue-depth", "n1-n2", 0)
+	if _, err := f.pool.Exec(context.Background(), `UPDATE series SET keys = '{"name": "n1-n2", "id": "x"}' WHERE id = $1`, bogus); err != nil {
+		t.Fatal(err)
+	}
+	f.add(bogus, 0, num("18446744073709551615"), 0)
 	f.commit()
 
 	type row struct {
 		Ts                       time.Time
 		Target                   string
 		Interface                string
-		Queue                    int32
-		QueueDepthBytes          int64
+		Queue                    *int32
+		QueueDepthBytes          *int64
 		PeakQueueDepthBytes      *int64
 		KmaxBytes                *int64
 		KminBytes                *int64
@@ -191,16 +198,38 @@ func TestQueueCongestion(t *testing.T) {
 		kmax_bytes, kmin_bytes, growth_rate_bytes_per_second, ecn_marking_rate_percent::float8 AS ecn_marking_rate_percent
 		FROM queue_congestion ORDER BY target, queue, ts`)
 	at := func(d time.Duration) time.Time { return f.t0.Add(d) }
+	q0, q1 := p[int32](0), p[int32](1)
 	want := []row{
-		{at(0), "sw1", "n1-n2", 0, 100, nil, p[int64](4000), p[int64](1000), p[int64](-200), nil},
-		{at(500 * ms), "sw1", "n1-n2", 0, 2000, nil, p[int64](4000), p[int64](1000), p[int64](-200), p(12.5)},
-		{at(1000 * ms), "sw1", "n1-n2", 0, 5000, p[int64](5000), p[int64](4000), p[int64](1000), p[int64](-200), p(12.5)},
-		{at(1500 * ms), "sw1", "n1-n2", 0, 300, p[int64](5000), p[int64](6000), nil, p[int64](-200), p(12.5)},
-		{at(0), "sw1", "n1-n2", 1, 7, nil, p[int64](9999), nil, nil, nil},
-		{at(0), "sw2", "n1-n2", 0, 8, nil, p[int64](1), nil, nil, nil},
+		{at(0), "sw1", "n1-n2", q0, p[int64](100), nil, p[int64](4000), p[int64](1000), p[int64](-200), nil},
+		{at(500 * ms), "sw1", "n1-n2", q0, p[int64](2000), nil, p[int64](4000), p[int64](1000), p[int64](-200), p(12.5)},
+		{at(1000 * ms), "sw1", "n1-n2", q0, p[int64](5000), p[int64](5000), p[int64](4000), p[int64](1000), p[int64](-200), p(12.5)},
+		{at(1500 * ms), "sw1", "n1-n2", q0, p[int64](300), p[int64](5000), p[int64](6000), nil, p[int64](-200), p(12.5)},
+		{at(0), "sw1", "n1-n2", q1, p[int64](7), nil, p[int64](9999), nil, nil, nil},
+		{at(0), "sw2", "n1-n2", q0, p[int64](8), nil, p[int64](1), nil, nil, nil},
+		{at(0), "sw3", "n1-n2", nil, nil, nil, nil, nil, nil, nil},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("queue_congestion (-want +got):\n%s", diff)
+	}
+
+	// The windowed function gives the same rows: for the whole run, and
+	// for a window that starts after K_max, K_min and the growth rate were
+	// last sampled (their values come from before the window) and after
+	// K_min was deleted.
+	between := `SELECT ts, target, interface, queue, queue_depth_bytes, peak_queue_depth_bytes,
+		kmax_bytes, kmin_bytes, growth_rate_bytes_per_second, ecn_marking_rate_percent::float8 AS ecn_marking_rate_percent
+		FROM queue_congestion_between($1, $2) ORDER BY target, queue, ts`
+	got = query[row](t, f.pool, between, at(-time.Hour), at(time.Hour))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("queue_congestion_between the whole run (-want +got):\n%s", diff)
+	}
+	got = query[row](t, f.pool, between, at(1000*ms), at(1600*ms))
+	if diff := cmp.Diff(want[2:4], got); diff != "" {
+		t.Errorf("queue_congestion_between a later window (-want +got):\n%s", diff)
+	}
+	got = query[row](t, f.pool, between, at(1450*ms), at(1600*ms))
+	if diff := cmp.Diff(want[3:4], got); diff != "" {
+		t.Errorf("queue_congestion_between a window after K_min's delete (-want +got):\n%s", diff)
 	}
 }
 
@@ -249,6 +278,17 @@ func TestCounterViews(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("notifications_per_second (-want +got):\n%s", diff)
+	}
+	// The windowed function gives the same rows, and only the window's.
+	between := `SELECT second, action, notifications, sampled_seconds, rate_per_second, counter_reset
+		FROM notifications_between($1, $2) WHERE target = 'sw1' AND interface = 'n1-n2' AND queue = 0 ORDER BY second, action`
+	got = query[nps](t, f.pool, between, at(-time.Second), at(10*time.Second))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notifications_between the whole run (-want +got):\n%s", diff)
+	}
+	got = query[nps](t, f.pool, between, at(1500*ms), at(2*time.Second))
+	if diff := cmp.Diff(want[1:3], got); diff != "" {
+		t.Errorf("notifications_between a window from the middle of a second (-want +got):\n%s", diff)
 	}
 
 	type dp struct {
@@ -333,7 +373,7 @@ func TestLatestViews(t *testing.T) {
 		EcnMarkingRatePercent *float64
 		EcnMarkingActive      *bool
 		KmaxMode              *string
-		CongestionLevel       *int32
+		CongestionLevel       *int64
 		CnpNotifySent         *float64
 		RttEstUs              *int64
 		PortRateBps           *int64
@@ -345,7 +385,7 @@ func TestLatestViews(t *testing.T) {
 	want := []ql{{
 		Target: "sw1", Interface: "n1-n2", Queue: 0, Ts: f.t0.Add(time.Second),
 		QueueDepthBytes: p[int64](300), KmaxBytes: p[int64](6000), EcnMarkingRatePercent: p(12.5),
-		EcnMarkingActive: p(true), KmaxMode: p("ALPHA"), CongestionLevel: p[int32](1), CnpNotifySent: p(2.0),
+		EcnMarkingActive: p(true), KmaxMode: p("ALPHA"), CongestionLevel: p[int64](1), CnpNotifySent: p(2.0),
 		RttEstUs: p[int64](10000),
 		State: map[string]any{
 			"queue-depth": 300.0, "effective-kmax": 6000.0, "ecn-marking-rate": 12.5, "ecn-marking-active": true,

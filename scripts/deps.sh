@@ -9,6 +9,10 @@ set -euo pipefail
 missing=()
 command -v tshark >/dev/null 2>&1 || missing+=(tshark)
 command -v yanglint >/dev/null 2>&1 || missing+=(libyang2-tools)
+# The dashboard's browser test (headless chromium) and promtool, which checks
+# deploy/prometheus.yml (Debian's prometheus package).
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 # Debian's scapy lives in the system python; a pyenv python on PATH cannot see it.
 if ! /usr/bin/python3 -c 'import scapy.contrib.roce' >/dev/null 2>&1; then
   missing+=(python3-scapy)

@@ -50,10 +50,16 @@ func runCollector(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	c, err := collector.New(ctx, cfg, collector.WithLogger(log), collector.WithDB(db))
+	var nb collectorNorthbound
+	c, err := collector.New(ctx, cfg, append(nb.observer(cfg), collector.WithLogger(log), collector.WithDB(db))...)
 	if err != nil {
 		return err
 	}
+	stopNB, err := nb.start(ctx, cfg, c, log, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopNB()
 	fmt.Fprintf(stdout, "lhcnp collector %s: %d targets from the file, targets table %v, metrics on %q\n",
 		c.ID(), len(cfg.Targets), cfg.DB.TargetsTable, c.Addr())
 	return c.Run(ctx)

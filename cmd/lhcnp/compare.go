@@ -25,9 +25,9 @@ var defaultCompareScenarios = []string{
 
 // runCompare implements `lhcnp sim compare [SCENARIO...] --out DIR
 // [--mechanisms dcqcn,long-haul-cnp,...] [--duration D] [--no-plots]
-// [--markdown FILE [--section7 FILE]]`: every scenario with every
+// [--markdown FILE [--section7 FILE] [--section7-unstaged FILE]]`: every scenario with every
 // mechanism, a table (results.md, results.csv) and plots in DIR. With
-// --markdown it also runs the §7 example and writes the full results
+// --markdown it also runs the §7 example (staged and unstaged) and writes the full results
 // document (docs/results.md), copying the plots next to it.
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sim compare", flag.ContinueOnError)
@@ -40,6 +40,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots")
 	md := fs.String("markdown", "", "also write the results document to this file (plots go to a directory named after it)")
 	s7 := fs.String("section7", "scenarios/section7.yaml", "the §7 scenario for --markdown")
+	tunerFiles := fs.String("tuner-scenarios", strings.Join(defaultTunerScenarios, ","),
+		"the tuner's step scenarios for --markdown (with the §7 scenario), comma-separated")
+	s7u := fs.String("section7-unstaged", "scenarios/section7-unstaged.yaml", "the unstaged §7 run for --markdown (\"\" for none)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lhcnp sim compare [SCENARIO...] --out DIR [--mechanisms LIST] [--duration D] [--no-plots] [--markdown FILE]")
 		fmt.Fprintln(stderr, "\nRuns each scenario with each mechanism and writes results.md, results.csv and")
@@ -106,6 +109,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(stdout, "near-source-incast: %s holds %d of %d bars against %s\n", cand, held, len(bars), opts.Mechanisms[0])
 	}
+	tunerSets := tunerBars(stdout, res, scs, false)
 	fmt.Fprintf(stdout, "wrote %s: results.md, results.csv, %d plots, %d runs\n", *out, len(res.Plots), len(res.Rows))
 	if *md == "" {
 		return nil
@@ -120,6 +124,18 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	steps := r7.Steps()
+	var unstaged []string
+	if *s7u != "" {
+		scu, err := scenario.LoadFile(*s7u)
+		if err != nil {
+			return err
+		}
+		ru, err := sim.RunLongHaulReport(ctx, scu, filepath.Join(*out, scu.Name), sim.WithoutPlots())
+		if err != nil {
+			return err
+		}
+		unstaged = ru.Lines()
+	}
 	plotDir := strings.TrimSuffix(*md, filepath.Ext(*md))
 	if len(res.Plots) > 0 {
 		if err := os.MkdirAll(plotDir, 0o755); err != nil {
@@ -139,7 +155,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	doc := compare.Doc{Result: res, BarSets: sets, Section7: steps, Section7Scenario: *s7,
+	td, err := tunerDoc(ctx, stdout, stderr, res, tunerSets, append([]string{*s7}, splitList(*tunerFiles)...), files, *out, opts)
+	if err != nil {
+		return err
+	}
+	doc := compare.Doc{Result: res, BarSets: sets, Section7: steps, Section7Scenario: *s7, Tuner: td,
+		Unstaged: unstaged, UnstagedScenario: *s7u,
 		PlotDir: filepath.Base(plotDir), Command: "lhcnp sim compare --out " + *out + " --markdown " + *md}
 	if err := compare.WriteDocument(f, doc); err != nil {
 		f.Close()

@@ -26,6 +26,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"decode": {"print every frame of a pcap in lhcnp's formats (text or --json)", runDecode},
 		"sim":    {"run simulation scenarios (sim run SCENARIO --out DIR)", runSim},
+		"tuner":  {"tune K_max and V_growth from the collector's telemetry over gNMI Set (tuner --config FILE)", runTuner},
 		"switch": {"run one switch: its dataplane paced to the wall clock and its gNMI server", runSwitch},
 		"passwd": {"print a users-file line for a user, role and the password read from stdin", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runPasswd(ctx, args, os.Stdin, stdout, stderr)

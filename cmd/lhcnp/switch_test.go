@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ type addrWriter struct {
 	buf  strings.Builder
 	addr chan string
 	sent bool
+	re   *regexp.Regexp // the address line; default listenRE (the first switch)
 }
 
 var listenRE = regexp.MustCompile(`gNMI on (\S+),`)
@@ -42,7 +44,11 @@ func (w *addrWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
-	if m := listenRE.FindStringSubmatch(w.buf.String()); m != nil && !w.sent {
+	re := w.re
+	if re == nil {
+		re = listenRE
+	}
+	if m := re.FindStringSubmatch(w.buf.String()); m != nil && !w.sent {
 		w.sent = true
 		w.addr <- m[1]
 	}
@@ -52,6 +58,7 @@ func (w *addrWriter) Write(p []byte) (int, error) {
 type running struct {
 	addr string
 	stop func() error // cancels the context and returns runSwitch's error
+	out  *addrWriter  // its stdout
 }
 
 // startSwitch runs `lhcnp switch` on the example configuration, on a free
@@ -61,7 +68,10 @@ func startSwitch(t *testing.T, extra ...string) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &addrWriter{addr: make(chan string, 1)}
 	done := make(chan error, 1)
-	args := append([]string{"--config", "../../examples/switch.yaml", "--listen", "127.0.0.1:0", "--insecure", "--speed", "0.01"}, extra...)
+	args := append([]string{"--config", "../../examples/switch.yaml", "--listen", "127.0.0.1:0", "--speed", "0.01"}, extra...)
+	if !slices.Contains(extra, "--tls-cert") {
+		args = append(args, "--insecure")
+	}
 	go func() { done <- runSwitch(ctx, args, out, io.Discard) }()
 	var addr string
 	select {
@@ -92,7 +102,7 @@ func startSwitch(t *testing.T, extra ...string) *running {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	return &running{addr: addr, stop: stop}
+	return &running{addr: addr, stop: stop, out: out}
 }
 
 func dialGNMI(t *testing.T, addr string) *grpc.ClientConn {
@@ -185,6 +195,11 @@ var gnmiCLI = sync.OnceValues(func() (string, error) {
 })
 
 func TestMain(m *testing.M) {
+	// The test binary doubles as the lhcnp command, for tests that run
+	// switches as separate processes (fabric_test.go).
+	if os.Getenv("LHCNP_TEST_AS_LHCNP") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	code := m.Run()
 	if bin, err := gnmiCLI(); err == nil {
 		os.RemoveAll(filepath.Dir(bin))
@@ -319,13 +334,7 @@ func cliUntil(t *testing.T, addr string, n int, marker string, args ...string) s
 
 // TestInteropYgnmi drives the switch with the typed client over gen/.
 func TestInteropYgnmi(t *testing.T) {
-	r := startSwitch(t)
-	c, err := ygnmi.NewClient(gnmi.NewGNMIClient(dialGNMI(t, r.addr)), ygnmi.WithTarget("n1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0)
+	c, ctx, q := ygnmiSetup(t, startSwitch(t).addr)
 
 	// Get over Subscribe ONCE (ygnmi's default) and over Get. (With
 	// uncompressed paths ygnmi marks every query as state, so WithUseGet

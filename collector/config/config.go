@@ -33,6 +33,8 @@ type File struct {
 	Metrics  Metrics `yaml:"metrics"`
 	Writer   Writer  `yaml:"writer"`
 	Leases   Leases  `yaml:"leases"`
+	// Northbound serves the fleet over gNMI (collector/northbound).
+	Northbound Northbound `yaml:"northbound"`
 	// Targets are the switches of the file; more come from the targets
 	// table when db.targets_table is on.
 	Targets []Target `yaml:"targets"`
@@ -82,6 +84,19 @@ type Leases struct {
 	Enabled bool          `yaml:"enabled" help:"share targets with other collectors through leases"`
 	TTL     time.Duration `yaml:"ttl" help:"lease and membership lifetime without renewal"`
 	Renew   time.Duration `yaml:"renew" help:"lease renewal and heartbeat period"`
+}
+
+// Northbound is the collector's own gNMI endpoint: the switches' latest
+// values, History from the database, Set forwarded. The transport options
+// are a switch's (--listen, --insecure or --tls-cert/--tls-key, --client-ca,
+// --users).
+type Northbound struct {
+	Listen   string `yaml:"listen" help:"northbound gNMI address (empty: off)"`
+	Insecure bool   `yaml:"insecure" help:"northbound without TLS (labs)"`
+	TLSCert  string `yaml:"tls_cert" help:"northbound TLS certificate (PEM)"`
+	TLSKey   string `yaml:"tls_key" help:"northbound TLS key (PEM)"`
+	ClientCA string `yaml:"client_ca" help:"CA of northbound client certificates (mTLS)"`
+	Users    string `yaml:"users" help:"northbound users file (name:role:bcrypt-hash lines, see lhcnp passwd)"`
 }
 
 // Defaults returns the defaults of every key.
@@ -238,6 +253,8 @@ func (f *File) Check() error {
 		return errors.New("leases.ttl: must exceed leases.renew (both positive)")
 	case f.DB.TargetsTable && f.DB.TargetsReread <= 0:
 		return errors.New("db.targets_reread: must be positive")
+	case f.Northbound.Listen != "" && f.Northbound.Insecure == (f.Northbound.TLSCert != ""):
+		return errors.New("northbound.insecure: exactly one of northbound.insecure and northbound.tls_cert (with northbound.tls_key)")
 	}
 	seen := map[string]bool{}
 	for i := range f.Targets {

@@ -48,6 +48,7 @@ type Loop struct {
 	m         *metrics.Metrics
 	log       *slog.Logger
 	backoff   func() *backoff.ExponentialBackOff
+	observe   func(target string, r *gnmi.SubscribeResponse)
 
 	mu      sync.Mutex
 	lastErr error
@@ -62,6 +63,7 @@ type options struct {
 	log       *slog.Logger
 	initial   time.Duration
 	max       time.Duration
+	observe   func(target string, r *gnmi.SubscribeResponse)
 }
 
 // Option configures a Loop.
@@ -91,6 +93,14 @@ func WithBackoff(initial, max time.Duration) Option {
 	return func(o *options) { o.initial, o.max = initial, max }
 }
 
+// WithObserver calls f with every response the target sends, on the
+// receiving goroutine, before it becomes rows (the collector's northbound
+// keeps the latest values from it). f must not keep r's messages for
+// modification, and must not block.
+func WithObserver(f func(target string, r *gnmi.SubscribeResponse)) Option {
+	return func(o *options) { o.observe = f }
+}
+
 // New returns the loop of target t, converting with conv (whose state
 // survives reconnects) and sending batches to sink.
 func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop {
@@ -103,7 +113,7 @@ func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop
 		o.m = metrics.New()
 	}
 	l := &Loop{t: t, conv: conv, sink: sink, collector: o.collector, epoch: o.epoch, batchRows: o.batchRows,
-		every: o.every, m: o.m, log: o.log.With("target", t.Name)}
+		every: o.every, m: o.m, log: o.log.With("target", t.Name), observe: o.observe}
 	l.backoff = func() *backoff.ExponentialBackOff {
 		b := backoff.NewExponentialBackOff()
 		b.InitialInterval, b.MaxInterval = o.initial, o.max
@@ -260,6 +270,9 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 			}
 			if _, ok := m.r.GetResponse().(*gnmi.SubscribeResponse_Update); ok {
 				notes.Inc()
+			}
+			if l.observe != nil {
+				l.observe(l.t.Name, m.r)
 			}
 			st := l.conv.Add(m.r, b)
 			if st.Duplicates > 0 {

@@ -25,6 +25,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
+	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
 // Mechanism names accepted besides the scenario kinds: "long-haul-cnp"
@@ -33,7 +34,8 @@ import (
 const DefaultsSuffix = ":defaults"
 
 // DefaultMechanisms is what Run compares when given none.
-var DefaultMechanisms = []string{"dcqcn", "long-haul-cnp", "long-haul-cnp" + DefaultsSuffix}
+var DefaultMechanisms = []string{"dcqcn", "long-haul-cnp", "long-haul-cnp" + DefaultsSuffix,
+	"long-haul-cnp" + TunerSuffix, "long-haul-cnp" + BestStaticSuffix}
 
 // Options configure Run.
 type Options struct {
@@ -83,6 +85,12 @@ type Row struct {
 	RunUtilisation       float64 // bottleneck, over the whole run
 	Jain                 float64
 	LongHaulCNPs, RxCNPs int64 // notifications sent
+	// The tuner's objective of the run at the bottleneck (Objective), and
+	// for the best static setting its name and every grid run.
+	Metrics   policy.Metrics
+	Objective float64
+	Setting   string
+	Grid      []GridRun
 }
 
 // Run simulates every scenario with every mechanism, writing each run
@@ -97,6 +105,14 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 	for _, sc := range scenarios {
 		var rows []Row
 		for _, m := range mechs {
+			if strings.HasSuffix(m, BestStaticSuffix) {
+				row, err := runBestStatic(ctx, sc, m, outDir, o, rows)
+				if err != nil {
+					return nil, err
+				}
+				rows = append(rows, row)
+				continue
+			}
 			msc, err := withMechanism(sc, m)
 			if err != nil {
 				return nil, err
@@ -121,6 +137,7 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 		node, peer := bottleneck(rows)
 		for i := range rows {
 			fill(&rows[i], node, peer)
+			fillObjective(&rows[i], sc)
 		}
 		if o.Plots {
 			files, err := writePlots(outDir, sc.Name, rows)
@@ -139,6 +156,12 @@ func dirName(m string) string { return strings.ReplaceAll(m, ":", "-") }
 // withMechanism returns a copy of sc that runs mechanism m.
 func withMechanism(sc *scenario.Scenario, m string) (*scenario.Scenario, error) {
 	c := *sc
+	if base, ok := strings.CutSuffix(m, TunerSuffix); ok && scenario.MechanismKind(base) == scenario.MechanismLongHaulCNP {
+		if sc.Mechanism.Kind != scenario.MechanismLongHaulCNP || len(sc.Mechanism.Nodes) == 0 {
+			return nil, fmt.Errorf("compare: scenario %s: %s needs the file to name its congestion-aware nodes", sc.Name, m)
+		}
+		return withTuner(sc), nil
+	}
 	kind, defaults := strings.CutSuffix(m, DefaultsSuffix)
 	switch k := scenario.MechanismKind(kind); k {
 	case scenario.MechanismDCQCN, scenario.MechanismNone:

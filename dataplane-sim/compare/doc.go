@@ -17,6 +17,12 @@ type Doc struct {
 	// Section7 are the §7 steps; Section7Scenario the file they ran.
 	Section7         []sim.Section7Step
 	Section7Scenario string
+	// Unstaged is the report of the §7 topology without staging
+	// (sim.LongHaulReport.Lines); UnstagedScenario the file that ran.
+	Unstaged         []string
+	UnstagedScenario string
+	// Tuner is the tuner's comparison (WriteTuner), nil for none.
+	Tuner *TunerDoc
 	// PlotDir is where the plots are, relative to the document.
 	PlotDir string
 	// Command is the command that produced the document.
@@ -42,8 +48,9 @@ func WriteDocument(w io.Writer, d Doc) error {
 	p("  marks ECN with RED 100 KB / 400 KB, the WAN ports included. The congestion-aware nodes are plain switches.\n")
 	p("- **long-haul-cnp**: the same RNICs and DCQCN, plus Long-haul CNP nodes on N1 and N2 (package lhcnp) with the\n")
 	p("  scenario's params and a reaction point on every host. The nodes' ports mark with the BDP-adaptive K_min/K_max,\n")
-	p("  and a node generates once a second-level condition has held for one measurement interval (100 µs; the\n")
-	p("  draft's \"avoiding unnecessary control packet generation for transient queue buildup\", docs/longhaul.md).\n")
+	p("  and a node generates on the packet that makes a second-level condition true (no trigger persistence, the\n")
+	p("  draft's §5.4). With collaborative suppression N2 waits for N1, upstream on every WAN flow's route, before\n")
+	p("  its first response to a flow (§5.7 upstream priority).\n")
 	p("  The comparison scenarios enable the queue-growth trigger at the node's own default (V_growth 10 Gb/s) and\n")
 	p("  set the per-flow notification gap to 1 ms instead of the draft's RECOMMENDED one RTT_est: see below.\n")
 	p("- **long-haul-cnp:defaults**: the same nodes with the draft's defaults (`scenario.DefaultLongHaulCNP`): QD\n")
@@ -51,15 +58,15 @@ func WriteDocument(w io.Writer, d Doc) error {
 	p("### The per-flow gap: a tuned value\n\n")
 	p("§5.5 and §9 RECOMMEND one RTT_est between two notifications to a flow, and RTT_est is the egress port's\n")
 	p("round-trip estimate (§5.3.1): the WAN's 10 ms on N1's WAN port. The loop a node near the sources closes is\n")
-	p("shorter: N1 → sender → N1 is 2 µs of propagation, plus the trigger persistence and one measurement interval\n")
-	p("before a cut shows in the queue's growth, about 0.2 ms. With one notification per 10 ms a 4:1 incast cut by 30%%\n")
+	p("shorter: N1 → sender → N1 is 2 µs of propagation, plus one or two measurement intervals before a cut shows\n")
+	p("in the queue's growth, about 0.2 ms. With one notification per 10 ms a 4:1 incast cut by 30%%\n")
 	p("still sends 280 Gb/s into 100 Gb/s for 10 ms; the queue grows by 225 MB before the next cut can come. The\n")
 	p("comparison scenarios therefore set `cnp_interval: 1ms` (about five loop delays, so each cut shows fully before\n")
 	p("the next), explicitly, with the reason in `scenarios/compare/near-source-incast.yaml`; §5.8 lets a node adjust\n")
 	p("its rate-limiting intervals to the traffic, and §9's per-flow limit still holds. The value is not critical\n")
-	p("below the WAN RTT but not free either: on near-source-incast 200 µs over-cuts (95.3%% utilisation), 1 ms gives\n")
-	p("the table's numbers, 5 ms lets the queue reach 192 MB, past K_min long enough for the end-to-end loop to idle\n")
-	p("the link (75%%), and 10 ms drops packets. A node could derive the gap from the round trip to each flow's\n")
+	p("below the WAN RTT but not free either: on near-source-incast 200 µs over-cuts (94.6%% utilisation), 1 ms gives\n")
+	p("the table's numbers, 5 ms lets the queue reach 189 MB, past K_min long enough for the end-to-end loop to idle\n")
+	p("the link (74%%), and 10 ms drops packets. A node could derive the gap from the round trip to each flow's\n")
 	p("source (the RTT_est of the port the flow arrives on) instead; that is not implemented.\n\n")
 	p("The **long-haul-cnp:defaults** rows stay in the table as the honest answer to \"what does the draft as written\n")
 	p("do here\": its feedback latency is as short (the notification still comes from N1), but with only the QD trigger\n")
@@ -117,11 +124,17 @@ func WriteDocument(w io.Writer, d Doc) error {
 		p("  from the source. Figure 6 places nothing between the source and N1, so both hold; the end-to-end RTT is\n")
 		p("  then 20 ms, which the draft does not state. Every flow first connects with a CM exchange, one path RTT:\n")
 		p("  the source's data leaves at 20 ms.\n")
-		p("- step 4: the node generates once QD has stayed above K_max for one measurement interval (100 µs); the\n")
-		p("  build-up grows the queue by 47 MB/ms, so the notification reports QD ≈ 130 MB and level 180, as the draft.\n")
+		p("- step 4: the draft's node sends on the packet that takes QD past K_max, at 125 MB and level 170. The\n")
+		p("  scenario states a deviation to reproduce the draft's 130 MB: `trigger_persistence: 100us`, so the\n")
+		p("  node generates once QD has stayed above K_max for 100 µs; the build-up grows the queue by 47 MB/ms, so\n")
+		p("  the notification reports QD ≈ 130 MB and level 180, as the draft. The unstaged run below has none.\n")
 		p("- step 6: with N1 5 ms from the source the cut reaches N1 10 ms after the notification, and N2 sees it as\n")
 		p("  the flow's share of N1's full-rate output falling; the background traffic at N1 (eight flows, each under\n")
-		p("  the node's 10%% share floor) makes that share fall by more than the 20%% threshold.\n")
+		p("  the node's 10%% share floor) makes that share fall by more than the 20%% threshold. N2 knows N1 is on the\n")
+		p("  flow's route from the source (§5.7 upstream priority), so its first response to the flow is to wait for\n")
+		p("  N1's; the measured line says which kind of deferral it was.\n")
+		p("- step 7: `recovery_step: 250Mbps` is added to QP 100's rate every RTT_est / 10 while it recovers (the\n")
+		p("  unit is bits per second per tick, as written), slow enough for step 8's Resume to find it still reduced.\n")
 		p("- the RNICs' DCQCN is off in this scenario so that the end-to-end loop, which would cut the source again a\n")
 		p("  path RTT after the first marks, does not blur the steps (the first-level marks still happen: step 3);\n")
 		p("  QP 100's maximum rate is 25 Gb/s so that the queue drains after the build-up and the Resume comes at\n")
@@ -135,6 +148,24 @@ func WriteDocument(w io.Writer, d Doc) error {
 			}
 			p("| %d | %s | %s | %s |\n", s.N, s.Draft, s.Measured, ok)
 		}
+		p("\n")
+	}
+	if d.Tuner != nil {
+		if err := WriteTuner(&b, *d.Tuner); err != nil {
+			return err
+		}
+	}
+	if len(d.Unstaged) > 0 {
+		p("## The §7 topology without staging\n\n")
+		p("`%s`, run by `dataplane-sim/sim.TestSection7Unstaged`: the links and nodes of §7, DCQCN on at every\n", d.UnstagedScenario)
+		p("RNIC, every Long-haul CNP parameter at its default (the draft's: QD trigger only, no trigger persistence,\n")
+		p("per-flow gap RTT_est, Rate Reduce 30, Resume 50, no Pause) and ordinary traffic: QP 100 at line rate\n")
+		p("from the start, four hosts at N1 joining at 20, 25, 30 and 35 ms, a DC-B host sending to Dest from 60 ms.\n")
+		p("Nothing is asserted about what the nodes should do; this is what they did:\n\n")
+		for _, l := range d.Unstaged {
+			p("- %s\n", l)
+		}
+		p("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -3,7 +3,8 @@
 // (time, insertion order), a seeded PCG random source, and two ways to drive
 // it: Run, as fast as possible (experiments, tests, benchmarks), and
 // RunRealtime, paced to the wall clock at a chosen speed (the lab and the gNMI
-// target).
+// target), from its start or from an epoch several processes share
+// (SetEpoch).
 //
 // The engine only orders time; event sources own their state. Following
 // htsim, a model object (a link, a port, a queue pair) keeps at most one or two

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -56,6 +57,15 @@ type Sim struct {
 	rtWallStart time.Time
 	rtSimStart  Time
 	lagNanos    atomic.Int64 // how far simulated time trails the paced target
+
+	// epochNanos is the wall-clock time (Unix nanoseconds) of simulated
+	// time 0 that SetEpoch fixed, 0 when pacing anchors at its start.
+	// pacedEpoch is the epoch pacing uses or last used, explicit or derived
+	// from the start of RunRealtime. speedBits holds the speed of the
+	// running or last RunRealtime.
+	epochNanos atomic.Int64
+	pacedEpoch atomic.Int64
+	speedBits  atomic.Uint64
 }
 
 // Option configures a Sim.
@@ -238,8 +248,13 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 	s.mu.Lock()
 	s.rtActive = true
 	s.rtSpeed = speed
+	s.speedBits.Store(math.Float64bits(speed))
 	s.rtWallStart = time.Now()
 	s.rtSimStart = s.now
+	if e := s.epochNanos.Load(); e != 0 {
+		s.anchorLocked(time.Unix(0, e))
+	}
+	s.pacedEpoch.Store(s.rtWallStart.Add(-time.Duration(float64(s.rtSimStart) / speed)).UnixNano())
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -308,6 +323,79 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 		}
 	}
 }
+
+// SetEpoch anchors realtime pacing to the wall clock: simulated time t
+// falls at wall time epoch + t/speed, in this RunRealtime and the next.
+// Engines in several processes that share an epoch and a speed share a
+// clock, which is how frames that cross processes keep their link delay
+// (docs/lab.md). Without an epoch, RunRealtime anchors its start: the
+// simulated time it starts from falls at the wall time it starts at.
+//
+// When the epoch puts the paced time ahead of the engine (a process joining
+// a fabric that has run for a while), the engine jumps there: events due
+// before are not replayed in their own time but run at once, in their order,
+// at the new time. An epoch that puts the paced time behind the engine makes
+// the engine wait for the wall clock: simulated time never goes back.
+// Safe from any goroutine, before or during RunRealtime.
+func (s *Sim) SetEpoch(epoch time.Time) {
+	s.doWaiting.Add(1)
+	s.mu.Lock()
+	s.doWaiting.Add(-1)
+	s.epochNanos.Store(epoch.UnixNano())
+	if s.rtActive {
+		s.anchorLocked(epoch)
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// anchorLocked makes epoch the wall time of simulated time 0 and jumps to
+// the paced time if it is ahead. s.mu is held and pacing is active.
+func (s *Sim) anchorLocked(epoch time.Time) {
+	s.rtWallStart = epoch
+	s.rtSimStart = 0
+	s.pacedEpoch.Store(epoch.UnixNano())
+	s.skipLocked(s.pacedNow(time.Now()))
+}
+
+// skipLocked moves Now forward to t. Events due before t are moved to t,
+// keeping their order (after those already scheduled for t).
+func (s *Sim) skipLocked(t Time) {
+	if t <= s.now {
+		return
+	}
+	var moved []payload
+	for s.q.len() > 0 && s.q.peekAt() < t {
+		_, e := s.q.pop()
+		moved = append(moved, e)
+	}
+	for _, e := range moved {
+		s.q.push(t, e.h, e.kind, e.arg)
+	}
+	s.now = t
+}
+
+// Epoch returns the wall-clock time of simulated time 0 under realtime
+// pacing: the one SetEpoch fixed or, without one, the one the running (or
+// last) RunRealtime derived from its start. It is the zero time before
+// any of these. Safe from any goroutine.
+func (s *Sim) Epoch() time.Time {
+	e := s.epochNanos.Load()
+	if e == 0 {
+		e = s.pacedEpoch.Load()
+	}
+	if e == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, e)
+}
+
+// Speed returns the speed of the running or last RunRealtime (0 before
+// the first). Safe from any goroutine.
+func (s *Sim) Speed() float64 { return math.Float64frombits(s.speedBits.Load()) }
 
 // pacedNow maps a wall time to simulated time under realtime pacing.
 func (s *Sim) pacedNow(wall time.Time) Time {

@@ -1,9 +1,11 @@
 package lhcnp
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
@@ -95,4 +97,136 @@ func TestCollaborativeSuppression(t *testing.T) {
 			t.Errorf("n2 sent %+v, want plain notifications", sent2)
 		}
 	})
+}
+
+// TestUpstreamPriority checks §5.7 "the node closest to the congestion
+// point (in the upstream direction toward the source) SHOULD respond
+// first" when two nodes congest at once:
+//
+//	src --\                    /-- x2
+//	       n1 ===(100 µs)=== n2 ----- dst
+//	x1 ---/
+//
+// src and x1 send 10 Gb/s each to dst through n1 and n2 (10 Gb/s links):
+// n1's queue grows by 1.25 MB/ms. x2 joins at n2 as their traffic arrives
+// there, so n2's queue grows as fast and crosses its K_max together with
+// n1's. n1, with no congestion-aware node upstream of its flows, notifies
+// src and x1 at once; n2 knows n1 (Collaborative.Peers) is on the route
+// from src and x1 and waits for n1's response, notifying only x2, whose
+// route crosses no other node. Without UpstreamFirst both nodes notify
+// src and x1.
+func TestUpstreamPriority(t *testing.T) {
+	const k1, k2 = 200_000, 75_000 // n2's queue starts 100 µs later
+	type result struct {
+		sent1, sent2 []Event
+		defs2        []Event
+		cross1       engine.Time
+		cross2       engine.Time
+	}
+	run := func(upstreamFirst bool) result {
+		sim := engine.New(engine.WithSeed(1))
+		net := netsim.New(sim)
+		hc := netsim.DefaultHostConfig()
+		hc.DCQCN.Enabled, hc.NP.Disabled = false, true
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		host := func(name, ip string) *netsim.Host {
+			h, err := net.AddHost(name, netip.MustParseAddr(ip), hc)
+			must(err)
+			return h
+		}
+		src, x1, x2, dst := host("src", "10.0.0.1"), host("x1", "10.0.0.2"), host("x2", "10.0.0.3"), host("dst", "10.0.0.4")
+		n1, err := net.AddSwitch("n1", addrN14, netsim.SwitchConfig{})
+		must(err)
+		n2, err := net.AddSwitch("n2", addrN24, netsim.SwitchConfig{})
+		must(err)
+		lc := netsim.LinkConfig{RateBps: 10e9, Delay: engine.Microsecond}
+		for _, c := range [][2]netsim.Node{{src, n1}, {x1, n1}, {x2, n2}, {n2, dst}} {
+			_, _, err := net.Connect(c[0], c[1], lc)
+			must(err)
+		}
+		out1, _, err := net.Connect(n1, n2, netsim.LinkConfig{RateBps: 10e9, Delay: 100 * engine.Microsecond})
+		must(err)
+		net.ComputeRoutes()
+		out2 := n2.Route(dst.ID())
+		for _, f := range []netsim.FlowConfig{
+			{Name: "main", Src: src, Dst: dst, SrcQPN: 100, DstQPN: 200},
+			{Name: "x1", Src: x1, Dst: dst, SrcQPN: 300, DstQPN: 301},
+			{Name: "x2", Src: x2, Dst: dst, SrcQPN: 400, DstQPN: 401, Start: 300 * engine.Microsecond},
+		} {
+			_, err := net.AddFlow(f)
+			must(err)
+		}
+		var r result
+		cfg := func(kmax int64) Config {
+			c := testConfig(kmax, engine.Millisecond)
+			c.Interface.Queue.Action.ResumeEnabled = false
+			c.Collaborative.UpstreamFirst = upstreamFirst
+			c.Collaborative.Peers = trusted(false)
+			return c
+		}
+		var ev1, ev2 []Event
+		_, err = Attach(net, n1, cfg(k1), WithEvents(func(e Event) { ev1 = append(ev1, e) }))
+		must(err)
+		_, err = Attach(net, n2, cfg(k2), WithEvents(func(e Event) { ev2 = append(ev2, e) }))
+		must(err)
+		rc := DefaultReactionConfig()
+		rc.RTTEst = 10 * engine.Millisecond
+		rc.TrustedSources = trusted(false)
+		rp, err := NewReactionPoint(net, rc)
+		must(err)
+		for _, h := range []*netsim.Host{src, x1, x2} {
+			rp.Attach(h)
+		}
+		r.cross1, r.cross2 = -1, -1
+		sim.Every(0, engine.Microsecond, func(now engine.Time) {
+			if r.cross1 < 0 && out1.QueueBytes(0) > k1 {
+				r.cross1 = now
+			}
+			if r.cross2 < 0 && out2.QueueBytes(0) > k2 {
+				r.cross2 = now
+			}
+		})
+		sim.Run(engine.Millisecond)
+		r.sent1, r.sent2, r.defs2 = eventsOf(ev1, EventCNPSent), eventsOf(ev2, EventCNPSent), eventsOf(ev2, EventDeferral)
+		return r
+	}
+	to := func(evs []Event, qp uint32) []Event {
+		var out []Event
+		for _, e := range evs {
+			if e.Flow.SrcQP == qp {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+
+	r := run(true)
+	if r.cross1 < 0 || r.cross2 < 0 || r.cross2-r.cross1 > 20*engine.Microsecond || r.cross1-r.cross2 > 20*engine.Microsecond {
+		t.Fatalf("queues crossed K_max at %v (n1) and %v (n2): want at once", r.cross1, r.cross2)
+	}
+	for _, qp := range []uint32{100, 300} {
+		if s := to(r.sent1, qp); len(s) == 0 || s[0].Time > r.cross1+5*engine.Microsecond {
+			t.Errorf("n1 to QP %d: %+v, want a notification at its crossing (%v)", qp, s, r.cross1)
+		}
+		if s := to(r.sent2, qp); len(s) != 0 {
+			t.Errorf("n2 notified QP %d (%+v): n1 is upstream and responds first", qp, s[0])
+		}
+		if d := to(r.defs2, qp); len(d) == 0 || !d[0].Upstream {
+			t.Errorf("n2 deferrals for QP %d: %+v, want an upstream-priority deferral", qp, d)
+		}
+	}
+	if s := to(r.sent2, 400); len(s) == 0 || s[0].Time > r.cross2+5*engine.Microsecond {
+		t.Errorf("n2 to x2 (QP 400): %+v, want a notification at its crossing (%v): no node upstream of x2", s, r.cross2)
+	}
+
+	// Without the priority both nodes respond to src at once.
+	r = run(false)
+	if s := to(r.sent2, 100); len(s) == 0 || s[0].Time > r.cross2+5*engine.Microsecond {
+		t.Errorf("without upstream priority n2 to QP 100: %+v, want a notification at its crossing (%v)", s, r.cross2)
+	}
 }

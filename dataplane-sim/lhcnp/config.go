@@ -170,12 +170,12 @@ type QueueConfig struct {
 	MeasurementInterval engine.Time
 	EMRWindow           engine.Time
 	// TriggerPersistence is how long a second-level condition must hold
-	// before the node generates (0: at once, on the packet that makes it
-	// true). The draft's multi-level framework exists to avoid "control
-	// packet generation for transient queue buildup" (§1); a persistence
-	// of one MeasurementInterval is the natural choice: the default here
-	// and in the YANG model (trigger-persistence, 100 µs); the scenario
-	// runner (dataplane-sim/sim) sets it to the scenario's interval.
+	// before the node generates. The default, 0, is the draft's: §5.4
+	// "MUST trigger Long-haul CNP generation when any of the following
+	// conditions is satisfied", on the packet that makes it true. A
+	// positive value is a deviation (docs/conformance.md, Deviations): it
+	// filters transient build-up (§1) at the cost of reacting later, and
+	// a scenario that wants it says so (trigger_persistence).
 	TriggerPersistence engine.Time
 	// MinCNPInterval is the minimum time between two notifications to one
 	// flow (§5.5, §9); 0 = RTT_est.
@@ -233,6 +233,24 @@ type CollaborativeConfig struct {
 	// deferring.
 	EscalationAction wire.Action
 	EscalationLevel  int
+	// UpstreamFirst is §5.7's upstream priority: "the node closest to the
+	// congestion point (in the upstream direction toward the source)
+	// SHOULD respond first". When a flow's route from its source to this
+	// node crosses another congestion-aware node (an address in Peers),
+	// this node waits one observation window before its first response
+	// to the flow in a congestion episode. If the flow's arrival rate
+	// falls meanwhile, the upstream node acted and the wait becomes the
+	// deferral above (escalating if the queue keeps growing); if not, the
+	// node responds itself. Nodes with no peer upstream of a flow respond
+	// at once, so when two nodes congest at once the one nearest the
+	// source sends and the other defers.
+	UpstreamFirst bool
+	// Peers are the congestion-aware nodes of the domain (the addresses
+	// the sources trust, §9). The node finds the route from a flow's
+	// source to itself in its routing view (netsim's routes, the
+	// simulator's link-state topology) and looks for a peer on it. Empty:
+	// no node is known upstream and every node responds at once.
+	Peers []netip.Prefix
 }
 
 // DefaultConfig returns the draft's recommended values where it gives one
@@ -263,6 +281,7 @@ func DefaultConfig() Config {
 			ArrivalRateDropPercent: 20,
 			EscalationAction:       wire.ActionPause,
 			EscalationLevel:        224,
+			UpstreamFirst:          true,
 		},
 	}
 }
@@ -283,7 +302,7 @@ func DefaultInterfaceConfig() InterfaceConfig {
 func DefaultQueueConfig() QueueConfig {
 	return QueueConfig{
 		Enabled:             true,
-		KBaseBytes:          64 * 1024,
+		KBaseBytes:          64_000, // the draft's 64KB (§7), KB = 1000 bytes
 		Alpha:               1.0,
 		KMaxMode:            KMaxBDP,
 		KMinMode:            KMinDerived,
@@ -292,7 +311,6 @@ func DefaultQueueConfig() QueueConfig {
 		VGrowthBytesPerSec:  1_250_000_000,
 		MeasurementInterval: 100 * engine.Microsecond,
 		EMRWindow:           100 * engine.Microsecond,
-		TriggerPersistence:  100 * engine.Microsecond,
 		Action: ActionPolicy{
 			DefaultAction:      wire.ActionRateReduce,
 			RateReducePercent:  30,
@@ -316,7 +334,11 @@ func cfgErr(field, format string, args ...any) error {
 // Validate checks the configuration; the error names the offending field
 // by its path in Config ("interfaces[n1:1].queues[3].k-min-bytes" style
 // names follow the Go field names in lower case).
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(false) }
+
+// validate checks c; external is true for a node with a Notifier, which
+// needs no Long-haul CNP format.
+func (c *Config) validate(external bool) error {
 	if c.CNPPrio >= netsim.NumPrio {
 		return cfgErr("cnp-prio", "%d not below %d", c.CNPPrio, netsim.NumPrio)
 	}
@@ -334,7 +356,7 @@ func (c *Config) Validate() error {
 			return cfgErr(fmt.Sprintf("rocev2-receivers[%d]", i), "invalid prefix")
 		}
 	}
-	if c.Enabled && !c.FormatICMPv6 && !c.FormatRoCEv2 {
+	if c.Enabled && !external && !c.FormatICMPv6 && !c.FormatRoCEv2 {
 		return cfgErr("formats", "enabled with neither icmpv6 nor rocev2 (§6: MUST support at least one)")
 	}
 	if err := c.Interface.validate("interface"); err != nil {
@@ -373,6 +395,11 @@ func (c *Config) Validate() error {
 	}
 	if cs.EscalationLevel < 0 || cs.EscalationLevel > 255 {
 		return cfgErr("collaborative.escalation-level", "%d outside 0..255", cs.EscalationLevel)
+	}
+	for i, p := range cs.Peers {
+		if !p.IsValid() {
+			return cfgErr(fmt.Sprintf("collaborative.peers[%d]", i), "invalid prefix")
+		}
 	}
 	return nil
 }
@@ -488,6 +515,7 @@ func (ic *InterfaceConfig) queueFor(prio int) QueueConfig {
 // caller, so a later change to the caller's value cannot reach the node).
 func (c Config) clone() Config {
 	c.RoCEv2Receivers = slices.Clone(c.RoCEv2Receivers)
+	c.Collaborative.Peers = slices.Clone(c.Collaborative.Peers)
 	if c.Interfaces != nil {
 		m := make(map[string]InterfaceConfig, len(c.Interfaces))
 		for k, v := range c.Interfaces {

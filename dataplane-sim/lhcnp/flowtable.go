@@ -73,6 +73,13 @@ type flowEntry struct {
 	deferring     bool
 	deferStart    engine.Time
 	deferQD       int64
+	// §5.7 upstream priority: upstream is 0 until looked up, then
+	// upstreamYes or upstreamNo; waiting says the deferral is the wait
+	// for an upstream node's first response, waitEnd when the last one
+	// ended.
+	upstream uint8
+	waiting  bool
+	waitEnd  engine.Time
 
 	// link holds the entry's places on the two lists it is on at once:
 	// link[byActivity] (most recently active first) and link[byLearning]

@@ -109,10 +109,13 @@ func (n *Node) severity(ps *portState, q *queueState, t Trigger) (uint8, wire.Me
 }
 
 // policy chooses the action of a non-escalated notification (§5.5.1):
-// Pause at or above PauseLevel, the default action below.
-func policy(a *ActionPolicy, level int) (wire.Action, uint16) {
+// Pause when the queue's own level (levelQD) is at or above PauseLevel,
+// the default action below. Callers pass the queue-depth level, not the
+// level of an EMR or QGR trigger: Pause needs severe congestion by the
+// queue itself (or an escalation, §5.7).
+func policy(a *ActionPolicy, qdLevel int) (wire.Action, uint16) {
 	act := a.DefaultAction
-	if level >= a.PauseLevel {
+	if qdLevel >= a.PauseLevel {
 		act = wire.ActionPause
 	}
 	return act, parameter(a, act)
@@ -184,10 +187,27 @@ func (n *Node) send(ps *portState, q *queueState, e *flowEntry, m *wire.LongHaul
 		n.counters.NoAddress++
 		return false
 	}
+	f := FormatExternal
+	if nf := n.opts.notifier; nf != nil {
+		if !nf.Notify(&Notification{Flow: e.key, SrcNode: e.srcNode, SrcAddr: src, Port: ps.name, Queue: q.prio,
+			QueueBytes: q.qd, Trigger: t, Escalated: escalated, Action: m.Action, Parameter: m.Parameter,
+			CongLevel: m.CongLevel}) {
+			return false
+		}
+	} else if f = n.sendLongHaul(e, src, dst, m, now); f == FormatNone {
+		return false
+	}
+	n.account(ps, q, e, m, f, t, escalated, now)
+	return true
+}
+
+// sendLongHaul encodes and sends the Long-haul CNP m to the source of e
+// and returns its format, FormatNone when nothing left.
+func (n *Node) sendLongHaul(e *flowEntry, src, dst netip.Addr, m *wire.LongHaul, now engine.Time) Format {
 	f := n.chooseFormat(dst)
 	if f == FormatNone {
 		n.counters.NoFormat++
-		return false
+		return FormatNone
 	}
 	a := wire.Addressing{SrcIP: src, DstIP: dst, TOS: n.cfg.CNPDSCP << 2}
 	m.Objects = n.objects(now)
@@ -199,13 +219,13 @@ func (n *Node) send(ps *portState, q *queueState, e *flowEntry, m *wire.LongHaul
 	}
 	if !ok {
 		n.counters.EncodeErrors++
-		return false
+		return FormatNone
 	}
 	p := n.net.NewPacket()
 	if err := n.net.SetFrame(p, frame); err != nil {
 		n.net.FreePacket(p) // encode keeps frames within netsim.FrameCap
 		n.counters.EncodeErrors++
-		return false
+		return FormatNone
 	}
 	p.SizeBytes = int32(len(frame) + 4) // + FCS
 	p.Src, p.Dst = n.sw.ID(), e.srcNode
@@ -219,9 +239,14 @@ func (n *Node) send(ps *portState, q *queueState, e *flowEntry, m *wire.LongHaul
 	p.HdrLen = uint8(copy(p.Hdr[:], hdr))
 	if !n.sw.Send(p) {
 		n.counters.NoRoute++
-		return false
+		return FormatNone
 	}
+	return f
+}
 
+// account counts a notification that left and updates the flow's and the
+// queue's notification state (§5.5 step 5, the Resume bookkeeping).
+func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongHaul, f Format, t Trigger, escalated bool, now engine.Time) {
 	ps.counters.NotificationsSent++
 	switch m.Action {
 	case wire.ActionNotify:
@@ -233,10 +258,13 @@ func (n *Node) send(ps *portState, q *queueState, e *flowEntry, m *wire.LongHaul
 	case wire.ActionResume:
 		q.counters.SentResume++
 	}
-	if f == FormatICMPv6 {
+	switch f {
+	case FormatICMPv6:
 		q.counters.SentICMPv6++
-	} else {
+	case FormatRoCEv2:
 		q.counters.SentRoCEv2++
+	case FormatExternal:
+		q.counters.SentExternal++
 	}
 	e.lastCNP, e.hasCNP = now, true
 	e.notifications++
@@ -260,7 +288,6 @@ func (n *Node) send(ps *portState, q *queueState, e *flowEntry, m *wire.LongHaul
 	n.emit(Event{Kind: EventCNPSent, Time: now, Port: ps.name, Queue: q.prio, Flow: e.key, Format: f,
 		Action: m.Action, Parameter: m.Parameter, CongLevel: m.CongLevel, MetricType: m.MetricType,
 		MetricValue: m.MetricValue, Trigger: t, Escalated: escalated})
-	return true
 }
 
 // objects returns the extension objects the configuration asks for, in

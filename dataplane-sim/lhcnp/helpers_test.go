@@ -30,6 +30,7 @@ type lineOpts struct {
 	midDelay                  engine.Time
 	dcqcn                     bool
 	flowBytes                 int64
+	flowRateBps               int64   // the flow's maximum rate (0: line rate)
 	cfg1, cfg2                *Config // nil: no node on that switch
 	rc                        ReactionConfig
 	noRP                      bool
@@ -103,7 +104,7 @@ func newLine(t testing.TB, o lineOpts) *line {
 		must(err)
 	}
 	l.net.ComputeRoutes()
-	l.flow, err = l.net.AddFlow(netsim.FlowConfig{Name: "f", Src: l.src, Dst: l.dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowBytes, NoCM: o.noCM})
+	l.flow, err = l.net.AddFlow(netsim.FlowConfig{Name: "f", Src: l.src, Dst: l.dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowBytes, NoCM: o.noCM, MaxRateBps: o.flowRateBps})
 	must(err)
 	if o.cfg1 != nil {
 		l.node1, err = Attach(l.net, l.n1, *o.cfg1, WithEvents(func(e Event) { l.events1 = append(l.events1, e) }))
@@ -135,9 +136,8 @@ func trusted(v6 bool) []netip.Prefix {
 }
 
 // testConfig is an enabled node with small explicit thresholds, the
-// RoCEv2 format to every source, both other triggers off, and no trigger
-// persistence: these tests look at what one packet past a threshold does
-// (TestTriggerPersistence covers the persistence).
+// RoCEv2 format to every source and both other triggers off; everything
+// else, trigger persistence (0) included, is DefaultConfig's.
 func testConfig(kmax int64, rtt engine.Time) Config {
 	c := DefaultConfig()
 	c.Enabled = true
@@ -150,7 +150,6 @@ func testConfig(kmax int64, rtt engine.Time) Config {
 	q.KMaxBytes = kmax
 	q.VECNPercent = 0
 	q.VGrowthBytesPerSec = 0
-	q.TriggerPersistence = 0
 	return c
 }
 
@@ -213,4 +212,20 @@ func waitActive(t testing.TB, l *line) {
 		}
 		l.sim.Run(l.sim.Now() + 10*engine.Microsecond)
 	}
+}
+
+// overloaded runs 10 Gb/s into midRate through a node with K_max kmax,
+// RTT_est rtt and no Resume for d, and returns the line and the node's
+// notifications, of which there must be several.
+func overloaded(t *testing.T, kmax int64, rtt engine.Time, midRate int64, d engine.Time) (*line, []Event) {
+	t.Helper()
+	cfg := testConfig(kmax, rtt)
+	cfg.Interface.Queue.Action.ResumeEnabled = false
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: midRate, cfg1: &cfg})
+	l.sim.Run(d)
+	sent := eventsOf(l.events1, EventCNPSent)
+	if len(sent) < 2 {
+		t.Fatalf("%d notifications, want several", len(sent))
+	}
+	return l, sent
 }

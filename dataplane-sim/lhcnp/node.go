@@ -15,11 +15,12 @@ type Trigger uint8
 
 // Triggers, in the order that picks the reported one when several hold.
 const (
-	TriggerNone   Trigger = iota
-	TriggerQD             // (a) QD > K_max
-	TriggerQGR            // (c) QGR > V_growth
-	TriggerEMR            // (b) EMR > V_ecn
-	TriggerResume         // not a trigger: QD below K_min for the hold time
+	TriggerNone     Trigger = iota
+	TriggerQD               // (a) QD > K_max
+	TriggerQGR              // (c) QGR > V_growth
+	TriggerEMR              // (b) EMR > V_ecn
+	TriggerResume           // not a trigger: QD below K_min for the hold time
+	TriggerExternal         // fired by another mechanism (Node.Fire)
 )
 
 func (t Trigger) String() string {
@@ -32,6 +33,8 @@ func (t Trigger) String() string {
 		return "emr"
 	case TriggerResume:
 		return "resume"
+	case TriggerExternal:
+		return "external"
 	}
 	return "none"
 }
@@ -52,6 +55,8 @@ func (f Format) String() string {
 		return "icmpv6"
 	case FormatRoCEv2:
 		return "rocev2"
+	case FormatExternal:
+		return "external"
 	}
 	return "none"
 }
@@ -60,7 +65,9 @@ func (f Format) String() string {
 type Option func(*options)
 
 type options struct {
-	onEvent func(Event)
+	onEvent          func(Event)
+	notifier         Notifier
+	externalTriggers bool
 }
 
 // WithEvents calls f for every event (CNP sent, flow learned, aged,
@@ -120,12 +127,12 @@ func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...Option) 
 	if net == nil || sw == nil {
 		return nil, errors.New("lhcnp: attach needs a network and a switch")
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("lhcnp: switch %s: %w", sw.Name(), err)
-	}
 	n := &Node{net: net, sim: net.Sim(), sw: sw, ft: newFlowTable(), byAddr: map[netip.Addr]netsim.NodeID{}}
 	for _, o := range opts {
 		o(&n.opts)
+	}
+	if err := cfg.validate(n.opts.notifier != nil); err != nil {
+		return nil, fmt.Errorf("lhcnp: switch %s: %w", sw.Name(), err)
 	}
 	n.dec.CodePoints = cfg.CodePoints
 	for i, pt := range sw.Ports() {
@@ -163,7 +170,7 @@ func (n *Node) Config() Config { return n.cfg.clone() }
 // resized, the flow table shrunk to the new size (least active first).
 // On error nothing changes.
 func (n *Node) ApplyConfig(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(n.opts.notifier != nil); err != nil {
 		return fmt.Errorf("lhcnp: switch %s: %w", n.sw.Name(), err)
 	}
 	// Check every port's ECN programming before touching anything.
@@ -195,6 +202,10 @@ func (n *Node) ApplyConfig(cfg Config) error {
 	}
 	if n.cfg.FlowTable.IdleTimeout != oldAging {
 		n.scheduleAging()
+	}
+	// The peers may have changed: look the routes up again.
+	for e := n.ft.lru.head; e != nil; e = e.nextActive() {
+		e.upstream = upstreamUnknown
 	}
 	return nil
 }
@@ -269,6 +280,8 @@ type QueueCounters struct {
 	// Sent by action and by format.
 	SentNotify, SentPause, SentRateReduce, SentResume int64
 	SentICMPv6, SentRoCEv2                            int64
+	// SentExternal counts notifications a Notifier sent (WithNotifier).
+	SentExternal int64
 	// Notifications not sent: per-flow interval, per-port bucket,
 	// collaborative deferral.
 	SuppressedFlowInterval, SuppressedPortLimit, SuppressedDeferral int64
@@ -423,7 +436,7 @@ func (n *Node) recompute(ps *portState, now engine.Time) error {
 		if q.resumeHold == 0 {
 			q.resumeHold = rtt
 		}
-		if n.cfg.Enabled && ic.Enabled && q.cfg.Enabled {
+		if n.cfg.Enabled && ic.Enabled && q.cfg.Enabled && !n.opts.externalTriggers {
 			c.ECN[prio] = netsim.ECNConfig{Enabled: true, KMinBytes: q.kmin, KMaxBytes: q.kmax, PMax: q.cfg.PMax}
 		} else {
 			c.ECN[prio] = ps.origECN[prio]
@@ -700,10 +713,20 @@ func (e *flowEntry) rollRate(now, iv, win engine.Time) {
 	e.peakCur = max(e.peakCur, e.rateBps)
 }
 
-// rateNow returns the arrival rate, counting the time since the last
-// packet (a paused flow's rate falls to zero without packets).
+// rateNow closes the interval if it is over and returns the arrival rate,
+// counting the time since the last packet (a paused flow's rate falls to
+// zero without packets). Only decisions call it: it changes the windows.
 func (e *flowEntry) rateNow(now, iv, win engine.Time) int64 {
 	e.rollRate(now, iv, win)
+	return e.rateBps
+}
+
+// rateAt is the rate rateNow would return at now, without closing the
+// interval: what snapshots report.
+func (e *flowEntry) rateAt(now, iv engine.Time) int64 {
+	if dt := now - e.winStart; dt >= iv && dt > 0 {
+		return e.winBytes * 8 * int64(engine.Second) / int64(dt)
+	}
 	return e.rateBps
 }
 
@@ -730,6 +753,9 @@ func (n *Node) evaluate(ps *portState, q *queueState, now engine.Time) {
 	emr := q.cfg.VECNPercent > 0 && q.emr > q.cfg.VECNPercent
 	qgr := q.cfg.VGrowthBytesPerSec > 0 && q.qgr > q.cfg.VGrowthBytesPerSec
 	q.level = levelQD(q.qd, q.kmin, q.kmax)
+	if n.opts.externalTriggers {
+		return // another mechanism detects congestion (Fire)
+	}
 	if !n.active(ps, q) {
 		q.qdAbove, q.emrAbove, q.qgrAbove = qd, emr, qgr
 		return
@@ -792,7 +818,11 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 			continue
 		}
 		m := wire.LongHaul{CongLevel: level, SourceQP: e.key.SrcQP, MetricType: mt, MetricValue: mv}
-		m.Action, m.Parameter = policy(&q.cfg.Action, int(level))
+		// §5.5.1: Pause only for severe congestion. Severity for the
+		// action is the queue's own (its depth against K_min and K_max),
+		// whatever the trigger: a fast-growing or heavily marked queue
+		// below K_max gets the default action, never a first Pause.
+		m.Action, m.Parameter = policy(&q.cfg.Action, int(levelQD(q.qd, q.kmin, q.kmax)))
 		if escalate {
 			cs := &n.cfg.Collaborative
 			// §5.7: a higher level than this node would send and than the
@@ -857,7 +887,7 @@ func (n *Node) selectFlows(q *queueState) {
 func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engine.Time) (deferNow, escalate bool) {
 	cs := &n.cfg.Collaborative
 	if !cs.Enabled {
-		e.deferring = false
+		e.deferring, e.waiting = false, false
 		return false, false
 	}
 	win := n.obsWindow(ps)
@@ -869,6 +899,19 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 	if e.deferring {
 		if now-e.deferStart < win {
 			return true, false
+		}
+		if e.waiting {
+			// The upstream-priority wait is over. A fall in the flow's
+			// rate means the upstream node responded: defer to it from
+			// now, as §5.7 says (escalating if the queue keeps growing);
+			// otherwise respond.
+			e.waiting, e.waitEnd = false, now
+			if dropped && !own {
+				e.deferStart, e.deferQD = now, q.qd
+				return true, false
+			}
+			e.deferring = false
+			return false, false
 		}
 		if q.qd > e.deferQD {
 			// Worse after a whole window: upstream control is not enough.
@@ -882,14 +925,74 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 		e.deferring = false
 		return false, false
 	}
-	if dropped && !own {
-		e.deferring = true
+	// Upstream priority (§5.7): the first response of an episode (none
+	// from this node and no wait within a window and an RTT_est) waits
+	// for a congestion-aware node between the source and this one.
+	wait := cs.UpstreamFirst && !own && !dropped && (e.waitEnd == 0 || now-e.waitEnd >= win+ps.rtt) &&
+		n.upstreamPeer(e)
+	if (dropped && !own) || wait {
+		e.deferring, e.waiting = true, wait
 		e.deferStart, e.deferQD = now, q.qd
 		q.counters.Deferrals++
-		n.emit(Event{Kind: EventDeferral, Time: now, Port: ps.name, Queue: q.prio, Flow: e.key})
+		n.emit(Event{Kind: EventDeferral, Time: now, Port: ps.name, Queue: q.prio, Flow: e.key, Upstream: wait})
 		return true, false
 	}
 	return false, false
+}
+
+// Values of flowEntry.upstream.
+const (
+	upstreamUnknown uint8 = iota
+	upstreamYes
+	upstreamNo
+)
+
+// upstreamPeer reports whether a peer (Collaborative.Peers) lies on the
+// route from e's source to this node, looking it up once per entry.
+func (n *Node) upstreamPeer(e *flowEntry) bool {
+	if len(n.cfg.Collaborative.Peers) == 0 {
+		return false
+	}
+	if e.upstream == upstreamUnknown {
+		e.upstream = upstreamNo
+		if n.findUpstreamPeer(e) {
+			e.upstream = upstreamYes
+		}
+	}
+	return e.upstream == upstreamYes
+}
+
+// findUpstreamPeer walks the route from e's source host towards this
+// switch.
+func (n *Node) findUpstreamPeer(e *flowEntry) bool {
+	if e.srcNode < 0 {
+		return false
+	}
+	h, ok := n.net.Node(e.srcNode).(*netsim.Host)
+	if !ok || h.Port() == nil {
+		return false
+	}
+	found := false
+	pt := h.Port()
+	for range 64 {
+		next := pt.Peer().Node()
+		if next == netsim.Node(n.sw) {
+			return found
+		}
+		sw, ok := next.(*netsim.Switch)
+		if !ok {
+			return false
+		}
+		for _, p := range n.cfg.Collaborative.Peers {
+			if a := sw.Addr(); a.IsValid() && p.Contains(a) {
+				found = true
+			}
+		}
+		if pt = sw.Route(n.sw.ID()); pt == nil {
+			return false
+		}
+	}
+	return false
 }
 
 // takeToken takes one notification from the port's bucket (§9: global
@@ -1030,5 +1133,6 @@ func (n *Node) age(now engine.Time) {
 	}
 }
 
-// AgeNow runs the idle-aging sweep at once (State calls it too).
+// AgeNow runs the idle-aging sweep at once. State does not: it only
+// leaves idle entries out.
 func (n *Node) AgeNow() { n.age(n.sim.Now()) }

@@ -74,7 +74,7 @@ func TestThresholdsSection7(t *testing.T) {
 	}{
 		{desc: "§7: 100 Gb/s, 10 ms", rate: 100e9, wantKMax: 125_000_000, wantKMin: 62_500_000},
 		{desc: "alpha 0.5", rate: 100e9, edit: func(q *QueueConfig) { q.Alpha = 0.5 }, wantKMax: 62_500_000, wantKMin: 31_250_000},
-		{desc: "k_base floor", rate: 1e6, wantKMax: 65536, wantKMin: 32768},
+		{desc: "k_base floor", rate: 1e6, wantKMax: 64_000, wantKMin: 32_000}, // the draft's 64KB, KB = 1000 bytes
 		{desc: "explicit k_max", rate: 100e9, edit: func(q *QueueConfig) { q.KMaxMode, q.KMaxBytes = KMaxExplicit, 1000 }, wantKMax: 1000, wantKMin: 500},
 		{desc: "explicit k_min", rate: 100e9, edit: func(q *QueueConfig) { q.KMinMode, q.KMinBytes = KMinExplicit, 1000 }, wantKMax: 125_000_000, wantKMin: 1000},
 	} {
@@ -194,6 +194,7 @@ func TestTriggers(t *testing.T) {
 		want     Trigger
 		wantType wire.MetricType
 		count    func(c QueueCounters) int64
+		minLevel uint8
 	}{
 		{desc: "qd above k_max", want: TriggerQD, wantType: wire.MetricQueueDepth,
 			count: func(c QueueCounters) int64 { return c.QDTriggers }},
@@ -204,7 +205,7 @@ func TestTriggers(t *testing.T) {
 		{desc: "qgr above v_growth", edit: func(q *QueueConfig) {
 			q.KMaxBytes, q.VGrowthBytesPerSec = 400_000, 100_000_000
 		}, want: TriggerQGR, wantType: wire.MetricQueueGrowth,
-			count: func(c QueueCounters) int64 { return c.QGRTriggers }},
+			count: func(c QueueCounters) int64 { return c.QGRTriggers }, minLevel: 224},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			cfg := testConfig(200_000, 400*engine.Microsecond)
@@ -219,6 +220,15 @@ func TestTriggers(t *testing.T) {
 			}
 			if sent[0].Trigger != tt.want || sent[0].MetricType != tt.wantType {
 				t.Errorf("first notification: trigger %v metric %v, want %v %v", sent[0].Trigger, sent[0].MetricType, tt.want, tt.wantType)
+			}
+			// §5.5.1: Pause only for severe congestion. The first action
+			// is the default one under every trigger kind, even when an
+			// EMR or QGR level is far above PauseLevel (224).
+			if sent[0].Action != wire.ActionRateReduce || sent[0].Parameter != 30 {
+				t.Errorf("first notification %v %d at level %d, want rate-reduce 30", sent[0].Action, sent[0].Parameter, sent[0].CongLevel)
+			}
+			if tt.minLevel > 0 && sent[0].CongLevel < tt.minLevel {
+				t.Errorf("first notification at level %d, want >= %d (the metric is far past its threshold)", sent[0].CongLevel, tt.minLevel)
 			}
 			c := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0].Counters
 			if tt.count(c) == 0 {
@@ -244,14 +254,7 @@ func TestTriggers(t *testing.T) {
 // by default) and the per-port token bucket (§9).
 func TestRateLimits(t *testing.T) {
 	t.Run("per flow", func(t *testing.T) {
-		cfg := testConfig(100_000, 300*engine.Microsecond)
-		cfg.Interface.Queue.Action.ResumeEnabled = false
-		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 2e9, cfg1: &cfg})
-		l.sim.Run(5 * engine.Millisecond)
-		sent := eventsOf(l.events1, EventCNPSent)
-		if len(sent) < 2 {
-			t.Fatalf("%d notifications, want several", len(sent))
-		}
+		l, sent := overloaded(t, 100_000, 300*engine.Microsecond, 2e9, 5*engine.Millisecond)
 		for i := 1; i < len(sent); i++ {
 			if d := sent[i].Time - sent[i-1].Time; d < 300*engine.Microsecond {
 				t.Errorf("notifications %d and %d %v apart, below RTT_est 300µs", i-1, i, d)

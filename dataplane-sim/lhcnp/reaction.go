@@ -25,15 +25,25 @@ type ReactionConfig struct {
 	CodePoints     wire.CodePoints
 	// RTTEst is the source's RTT estimate; RecoveryInterval (0 = 2 x
 	// RTTEst) is the per-QP timer after which, without a new notification,
-	// the rate rises by RecoveryStepPercent of the normal rate every
-	// RecoveryStepInterval (0 = RTTEst / 10) until it is back.
+	// the rate rises every RecoveryStepInterval (0 = RTTEst / 10) until it
+	// is back: by RecoveryStepBps when set (an absolute step, the unit of
+	// a scenario's recovery_step), else by RecoveryStepPercent of the
+	// QP's normal rate.
 	RTTEst               engine.Time
 	RecoveryInterval     engine.Time
 	RecoveryStepInterval engine.Time
 	RecoveryStepPercent  int
-	// MaxResumeIncreasePercent caps what one Resume may restore, as a share
-	// of the normal rate (§9 Resume Action Abuse).
+	RecoveryStepBps      int64
+	// MaxResumeIncreasePercent caps what one Resume with a percentage may
+	// restore, as a share of the normal rate (§9 Resume Action Abuse).
 	MaxResumeIncreasePercent int
+	// CapUnconditionalResume applies that cap to Resume with Parameter 0
+	// too. Off by default: §5.5.1 defines Parameter 0 as "unconditional
+	// resume to the original rate", which a cap would make conditional.
+	// On is a deviation that trades the draft's reading for §9's
+	// protection against a forged Resume from a trusted address
+	// (docs/conformance.md, Deviations).
+	CapUnconditionalResume bool
 	// MaxPause caps one Pause.
 	MaxPause engine.Time
 	// HoldRate keeps a rate set by Rate Reduce from being raised by DCQCN's
@@ -69,7 +79,9 @@ func (c *ReactionConfig) Validate() error {
 		return cfgErr("reaction.recovery-interval", "negative")
 	case c.RecoveryStepInterval < 0:
 		return cfgErr("reaction.recovery-step-interval", "negative")
-	case c.RecoveryStepPercent < 1 || c.RecoveryStepPercent > 100:
+	case c.RecoveryStepBps < 0:
+		return cfgErr("reaction.recovery-step-bps", "negative")
+	case c.RecoveryStepBps == 0 && (c.RecoveryStepPercent < 1 || c.RecoveryStepPercent > 100):
 		return cfgErr("reaction.recovery-step-percent", "%d outside 1..100", c.RecoveryStepPercent)
 	case c.MaxResumeIncreasePercent < 1 || c.MaxResumeIncreasePercent > 100:
 		return cfgErr("reaction.max-resume-increase-percent", "%d outside 1..100", c.MaxResumeIncreasePercent)
@@ -373,10 +385,12 @@ func (rp *ReactionPoint) apply(q *netsim.QP, m *wire.LongHaul) {
 		}
 		cur := q.RateBps()
 		inc := r.LastReductionBps * int64(m.Parameter) / 100
+		capped := true
 		if m.Parameter == 0 {
 			inc = r.NormalBps - cur // §5.5.1: unconditional resume to the original rate
+			capped = rp.cfg.CapUnconditionalResume
 		}
-		if limit := r.NormalBps * int64(rp.cfg.MaxResumeIncreasePercent) / 100; inc > limit {
+		if limit := r.NormalBps * int64(rp.cfg.MaxResumeIncreasePercent) / 100; capped && inc > limit {
 			inc = limit
 			rp.counters.ResumeCapped++
 		}
@@ -453,7 +467,10 @@ func (rp *ReactionPoint) Handle(kind uint32, arg uint64) {
 			r.Recovering = true
 			rp.counters.Recoveries++
 		}
-		step := max(r.NormalBps*int64(rp.cfg.RecoveryStepPercent)/100, 1)
+		step := rp.cfg.RecoveryStepBps
+		if step == 0 {
+			step = max(r.NormalBps*int64(rp.cfg.RecoveryStepPercent)/100, 1)
+		}
 		rp.counters.RecoverySteps++
 		rp.raise(s, min(r.NormalBps, s.q.RateBps()+step))
 		if r.Reduced {

@@ -1,7 +1,10 @@
 package lhcnp
 
 import (
+	"encoding/binary"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
@@ -46,7 +49,17 @@ func TestReactionActions(t *testing.T) {
 			check: func(c ReactionCounters) bool { return c.AcceptedRateReduce == 1 }},
 		{desc: "resume 50 restores half the last reduction", msgs: []msg{{m: rr(30)}, {m: resume(50)}}, wantRate: 8.5e9,
 			check: func(c ReactionCounters) bool { return c.AcceptedResume == 1 && c.ResumeCapped == 0 }},
-		{desc: "resume 0 restores all, capped", msgs: []msg{{m: rr(80)}, {m: resume(0)}}, wantRate: 7e9,
+		// §5.5.1: Parameter 0 is "unconditional resume to the original
+		// rate", past the §9 cap by default...
+		{desc: "resume 0 restores all, uncapped", msgs: []msg{{m: rr(80)}, {m: resume(0)}}, wantRate: 10e9,
+			check: func(c ReactionCounters) bool { return c.AcceptedResume == 1 && c.ResumeCapped == 0 }},
+		// ... and capped like any Resume with CapUnconditionalResume.
+		{desc: "resume 0 capped when configured", rc: func(c *ReactionConfig) { c.CapUnconditionalResume = true },
+			msgs: []msg{{m: rr(80)}, {m: resume(0)}}, wantRate: 7e9,
+			check: func(c ReactionCounters) bool { return c.ResumeCapped == 1 }},
+		// §9: a percentage Resume is capped at MaxResumeIncreasePercent
+		// (50%) of the normal rate: 100% of an 80% cut restores 50%.
+		{desc: "resume 100 capped", msgs: []msg{{m: rr(80)}, {m: resume(100)}}, wantRate: 7e9,
 			check: func(c ReactionCounters) bool { return c.ResumeCapped == 1 }},
 		{desc: "pause", msgs: []msg{{m: wire.LongHaul{CongLevel: 230, Action: wire.ActionPause, Parameter: 5000, SourceQP: 100}}},
 			wantRate: 10e9, wantPause: true, check: func(c ReactionCounters) bool { return c.AcceptedPause == 1 }},
@@ -66,6 +79,11 @@ func TestReactionActions(t *testing.T) {
 		{desc: "inconsistent: ecn marking rate of 150%", msgs: []msg{{m: wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30,
 			SourceQP: 100, MetricType: wire.MetricECNMarkingRate, MetricValue: 150}}},
 			wantRate: 10e9, check: func(c ReactionCounters) bool { return c.Inconsistent == 1 }},
+		// §6.1: "When Metric Type is 0, receivers SHOULD treat the
+		// Congestion Metric Value as opaque context": any value passes.
+		{desc: "metric type 0 is opaque", msgs: []msg{{m: wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30,
+			SourceQP: 100, MetricType: wire.MetricUnspecified, MetricValue: wire.MaxMetricValue}}},
+			wantRate: 7e9, check: func(c ReactionCounters) bool { return c.AcceptedRateReduce == 1 && c.Inconsistent == 0 }},
 		{desc: "legacy: rocev2 is a standard cnp", rc: func(c *ReactionConfig) { c.Legacy = true }, msgs: []msg{{m: rr(30)}},
 			wantRate: -1, wantCNPs: 1, check: func(c ReactionCounters) bool { return c.LegacyAsCNP == 1 && c.AcceptedRateReduce == 0 }},
 		{desc: "legacy: icmpv6 silently dropped", v6: true, rc: func(c *ReactionConfig) { c.Legacy = true },
@@ -265,5 +283,147 @@ func TestReactionNoHold(t *testing.T) {
 		wire.LongHaul{CongLevel: 20, Action: wire.ActionResume, Parameter: 10, SourceQP: 100}))
 	if q.CeilingBps() != 0 {
 		t.Errorf("ceiling %d after the hold was turned off", q.CeilingBps())
+	}
+}
+
+// TestPauseStopsThenResumes checks the Pause action end to end (§5.5.1,
+// §5.6 step 3): the source's QP, sending 10 Gb/s, sends nothing for the
+// 500 µs of the Pause from its arrival and then sends at its rate again.
+func TestPauseStopsThenResumes(t *testing.T) {
+	const pause = 500 * engine.Microsecond
+	rc := DefaultReactionConfig()
+	rc.TrustedSources = trusted(false)
+	rc.RTTEst = 100 * engine.Millisecond // no recovery timer during the test
+	l := newLine(t, lineOpts{rc: rc})
+	waitActive(t, l)
+	q := l.flow.Sender
+	l.sim.Run(l.sim.Now() + 100*engine.Microsecond)
+	p := craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+		wire.LongHaul{CongLevel: 230, Action: wire.ActionPause, Parameter: uint16(pause / engine.Microsecond), SourceQP: 100})
+	if !l.n1.Send(p) {
+		t.Fatal("no route")
+	}
+	type sample struct {
+		t    engine.Time
+		sent int64
+	}
+	var samples []sample
+	var arrived engine.Time = -1
+	for end := l.sim.Now() + 2*pause; l.sim.Now() < end; {
+		l.sim.Run(l.sim.Now() + engine.Microsecond)
+		now := l.sim.Now()
+		if arrived < 0 && q.PausedUntil() > now {
+			arrived = now
+		}
+		samples = append(samples, sample{now, q.SentBytes()})
+	}
+	if arrived < 0 || l.rp.Counters().AcceptedPause != 1 {
+		t.Fatalf("pause not applied: counters %+v", l.rp.Counters())
+	}
+	at := func(t0 engine.Time) int64 {
+		var v int64
+		for _, s := range samples {
+			if s.t <= t0 {
+				v = s.sent
+			}
+		}
+		return v
+	}
+	// At most the packet being sent when the Pause came is counted after
+	// its arrival (4 KB of payload plus headers).
+	const onePacket = 4200
+	if got := at(arrived+pause-engine.Microsecond) - at(arrived); got > onePacket {
+		t.Errorf("%d bytes sent during the %v pause", got, pause)
+	}
+	// After it: 10 Gb/s again, 125 KB per 100 µs (± a packet).
+	after := arrived + pause + 10*engine.Microsecond
+	if got := at(after+100*engine.Microsecond) - at(after); got < 125_000-onePacket || got > 125_000+onePacket {
+		t.Errorf("%d bytes in the 100 µs after the pause, want about 125000 (10 Gb/s)", got)
+	}
+}
+
+// TestReactionIgnoresReservedBits: §6.1 "Receivers MUST ignore the
+// reserved bits". A Rate Reduce whose six reserved action bits are set (a
+// frame the encoder refuses to write, so the bits are set in the encoded
+// bytes and the ICRC or checksum recomputed) is decoded and applied like
+// any other, in both formats.
+func TestReactionIgnoresReservedBits(t *testing.T) {
+	for _, tt := range []struct {
+		desc   string
+		v6     bool
+		format Format
+	}{
+		{"rocev2 over ipv4", false, FormatRoCEv2},
+		{"icmpv6", true, FormatICMPv6},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			rc := DefaultReactionConfig()
+			rc.TrustedSources = trusted(tt.v6)
+			rc.RTTEst = 100 * engine.Millisecond
+			l := newLine(t, lineOpts{v6: tt.v6, rc: rc})
+			waitActive(t, l)
+			p := craft(t, l.net, l.n1, l.src, tt.format,
+				wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100})
+			f := p.Frame()
+			if tt.format == FormatRoCEv2 {
+				ip := f[wire.EthernetLen:]
+				ip[20+wire.UDPLen+wire.BTHLen+1] |= 0x3F // Action Flags: 10 111111
+				crc, err := wire.ICRC(ip)
+				if err != nil {
+					t.Fatal(err)
+				}
+				binary.LittleEndian.PutUint32(ip[len(ip)-wire.ICRCLen:], crc)
+				p.Hdr[wire.BTHLen+1] |= 0x3F
+			} else {
+				ip := f[wire.EthernetLen:]
+				msg := ip[40:]
+				msg[5] |= 0x3F
+				msg[2], msg[3] = 0, 0
+				pseudo := make([]byte, 0, 40+len(msg))
+				pseudo = append(pseudo, ip[8:40]...)
+				pseudo = binary.BigEndian.AppendUint32(pseudo, uint32(len(msg)))
+				pseudo = append(pseudo, 0, 0, 0, 58)
+				binary.BigEndian.PutUint16(msg[2:], wire.Checksum(append(pseudo, msg...)))
+				p.Hdr[5] |= 0x3F
+			}
+			deliver(t, l, l.n1, p)
+			c := l.rp.Counters()
+			if c.AcceptedRateReduce != 1 || c.Malformed+c.Inconsistent != 0 {
+				t.Fatalf("counters %+v: want the rate reduce applied", c)
+			}
+			if got := l.rp.frame.LongHaul.ActionReserved; got != 0x3F {
+				t.Errorf("decoded reserved bits %#x, want 0x3f (the frame really carried them)", got)
+			}
+			if got := l.flow.Sender.RateBps(); got != 7e9 {
+				t.Errorf("rate %d, want 7 Gb/s", got)
+			}
+		})
+	}
+}
+
+// TestReactionRecoveryStepBps: with RecoveryStepBps the additive step is
+// that many bits per second per tick, whatever the QP's rates (a
+// scenario's recovery_step, end to end): 7 -> 8 -> 9 -> 10 Gb/s with
+// 1 Gb/s steps every RTT_est / 10.
+func TestReactionRecoveryStepBps(t *testing.T) {
+	const rtt = 2 * engine.Millisecond
+	rc := DefaultReactionConfig()
+	rc.TrustedSources = trusted(false)
+	rc.RTTEst = rtt
+	rc.RecoveryStepBps = 1e9
+	l := newLine(t, lineOpts{dcqcn: true, rc: rc})
+	waitActive(t, l)
+	q := l.flow.Sender
+	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+		wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}))
+	t0 := l.rp.states[0].r.LastCNP
+	var got []int64
+	for i := range 4 {
+		// Just after the timer (2 x RTT_est) and each tick (RTT_est / 10).
+		l.sim.Run(t0 + 2*rtt + engine.Time(i)*rtt/10 + engine.Microsecond)
+		got = append(got, q.RateBps())
+	}
+	if diff := cmp.Diff([]int64{8e9, 9e9, 10e9, 10e9}, got); diff != "" {
+		t.Errorf("rates after the recovery timer, tick by tick (-want +got):\n%s", diff)
 	}
 }

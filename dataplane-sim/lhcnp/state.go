@@ -61,6 +61,10 @@ type Event struct {
 	MetricValue uint32
 	Trigger     Trigger
 	Escalated   bool
+	// Upstream marks a deferral that is §5.7's upstream priority (a
+	// congestion-aware node lies between the flow's source and this one)
+	// rather than an observed fall of the flow's arrival rate.
+	Upstream bool
 }
 
 // State is a snapshot of the node: everything the gNMI target publishes.
@@ -147,12 +151,14 @@ type CollaborativeState struct {
 	Escalations       int64
 }
 
-// State returns a snapshot. It ages the table first, so idle entries do
-// not show. Flows are included with withFlows (a table of 65536 entries is
-// a few megabytes; the per-queue counters are cheap).
+// State returns a snapshot. It is pure: reading it changes nothing the
+// node decides with (no aging sweep, no rolled rate window), so a node
+// polled every microsecond decides exactly as one never polled. Entries
+// idle for longer than the idle timeout, which the next aging sweep will
+// remove, are left out. Flows are included with withFlows (a table of
+// 65536 entries is a few megabytes; the per-queue counters are cheap).
 func (n *Node) State(withFlows bool) State {
 	now := n.sim.Now()
-	n.age(now)
 	s := State{Time: now, Node: n.sw.Name(), Enabled: n.cfg.Enabled, Counters: n.counters}
 	s.Ports = make([]PortState, len(n.ports))
 	var win engine.Time
@@ -179,20 +185,29 @@ func (n *Node) State(withFlows bool) State {
 	}
 	s.Collaborative.Enabled = n.cfg.Collaborative.Enabled
 	s.Collaborative.ObservationWindow = win
-	s.FlowTable.Entries = n.ft.len()
 	s.FlowTable.Counters = n.ft.counters
-	for e := n.ft.lru.head; e != nil; e = e.nextActive() {
+	// The activity list is ordered by last packet: the first idle entry
+	// ends the live ones.
+	for e := n.ft.lru.head; e != nil && !n.idle(e, now); e = e.nextActive() {
+		s.FlowTable.Entries++
 		if e.deferring {
 			s.Collaborative.DeferringFlows++
 		}
 	}
 	if withFlows {
-		s.FlowTable.Flows = make([]FlowState, 0, n.ft.len())
-		for e := n.ft.lru.head; e != nil; e = e.nextActive() {
+		s.FlowTable.Flows = make([]FlowState, 0, s.FlowTable.Entries)
+		for e := n.ft.lru.head; e != nil && !n.idle(e, now); e = e.nextActive() {
 			s.FlowTable.Flows = append(s.FlowTable.Flows, n.flowState(e, now))
 		}
 	}
 	return s
+}
+
+// idle reports whether e has outlived the idle timeout (the next aging
+// sweep removes it).
+func (n *Node) idle(e *flowEntry, now engine.Time) bool {
+	t := n.cfg.FlowTable.IdleTimeout
+	return t > 0 && now-e.lastSeen >= t
 }
 
 func (n *Node) flowState(e *flowEntry, now engine.Time) FlowState {
@@ -205,15 +220,15 @@ func (n *Node) flowState(e *flowEntry, now engine.Time) FlowState {
 	if e.port >= 0 {
 		ps := n.ports[e.port]
 		f.EgressPort, f.EgressQueue = ps.name, e.prio
-		f.ArrivalRateBps = e.rateNow(now, ps.queues[e.prio].cfg.MeasurementInterval, n.obsWindow(ps))
+		f.ArrivalRateBps = e.rateAt(now, ps.queues[e.prio].cfg.MeasurementInterval)
 	}
 	return f
 }
 
-// Flow returns the state of one entry.
+// Flow returns the state of one entry; like State it changes nothing.
 func (n *Node) Flow(k FlowKey) (FlowState, bool) {
 	e := n.ft.m[k]
-	if e == nil {
+	if e == nil || n.idle(e, n.sim.Now()) {
 		return FlowState{}, false
 	}
 	return n.flowState(e, n.sim.Now()), true

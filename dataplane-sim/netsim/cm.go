@@ -23,9 +23,13 @@ import (
 //
 // Communication IDs come from a per-host counter and transaction IDs from
 // the node id and a counter: deterministic, unique per host (a switch keys
-// them by address, as wire.CMMessage.FlowQPNs explains). MADs are not
-// retried: a dropped REQ or REP leaves the flow unconnected, as a dropped
-// data packet is never resent.
+// them by address, as wire.CMMessage.FlowQPNs explains). A REQ that gets
+// no REP within the CM response timeout it announces (about 4.3 s, as
+// Linux rdma_cm) is sent again, the same MAD, up to cmMaxRetries times: a
+// link down (a neighbour process restarting, netsim.Link.SetUp) or a drop
+// delays a connection instead of killing it. The receiver answers a
+// repeated REQ with its REP again. Other MADs are not retried; a lost RTU
+// does not matter (the receiver takes data in any state).
 
 // cmEnd is one side's state of a flow's CM connection.
 type cmEnd struct {
@@ -33,6 +37,8 @@ type cmEnd struct {
 	state         cmState
 	local, remote uint32 // communication IDs: this side's, the peer's
 	connectedAt   engine.Time
+	reqTID        uint64 // the REQ's transaction ID, kept for its retries
+	retries       int    // REQs sent again
 }
 
 type cmState uint8
@@ -47,8 +53,8 @@ const (
 )
 
 // CM MAD values the hosts write. They are what Linux rdma_cm sends by
-// default where that matters to nobody in the simulation (timeouts and
-// retries are not modelled).
+// default; of the timeouts only the REQ's response timeout is modelled
+// (cmResponseTime).
 const (
 	cmResponseTimeout = 20 // 4.096 µs x 2^20, about 4.3 s (CMA_CM_RESPONSE_TIMEOUT)
 	cmMaxRetries      = 15 // CMA_MAX_CM_RETRIES
@@ -58,6 +64,10 @@ const (
 	cmResources       = 16 // responder resources and initiator depth
 	cmServiceID       = 0x0000000001064000
 )
+
+// cmResponseTime is the CM response timeout the REQ announces: 4.096 µs x
+// 2^cmResponseTimeout.
+const cmResponseTime = 4096 * engine.Nanosecond << cmResponseTimeout
 
 // ConnectedAt returns when the QP's connection was established (the REP
 // arrived; for a flow without CM, its start), or -1 before that.
@@ -126,12 +136,29 @@ func (h *Host) sendCM(dst NodeID, prio uint8, flow FlowID, m *wire.CMMessage) {
 // sendREQ opens the connection of a sender QP.
 func (q *QP) sendREQ() {
 	h := q.host
-	peer := h.net.nodes[q.dst].(*Host)
 	q.cm.local = h.newCommID()
+	q.cm.reqTID = h.newTID()
 	q.cm.state = cmReqSent
 	h.cmSend[q.cm.local] = q
+	q.transmitREQ()
+}
+
+// retryREQ sends the REQ again if its REP has not come (the timer of the
+// REQ with communication ID commID).
+func (q *QP) retryREQ(commID uint32) {
+	if q.cm.state != cmReqSent || q.cm.local != commID || q.cm.retries >= cmMaxRetries {
+		return
+	}
+	q.cm.retries++
+	q.transmitREQ()
+}
+
+// transmitREQ sends the QP's REQ and arms its response timer.
+func (q *QP) transmitREQ() {
+	h := q.host
+	peer := h.net.nodes[q.dst].(*Host)
 	m := wire.CMMessage{
-		Method: wire.MethodSend, TransactionID: h.newTID(), AttrID: wire.CMAttrREQ,
+		Method: wire.MethodSend, TransactionID: q.cm.reqTID, AttrID: wire.CMAttrREQ,
 		LocalCommID: q.cm.local, ServiceID: cmServiceID,
 		LocalQPN: q.QPN, StartingPSN: 0, LocalCAGUID: h.caGUID(),
 		ResponderResources: cmResources, InitiatorDepth: cmResources,
@@ -142,6 +169,7 @@ func (q *QP) sendREQ() {
 		PrimaryHopLimit: wire.DefaultTTL, PrimarySL: q.prio, PrimaryLocalACKTimeout: cmAckTimeout,
 	}
 	h.sendCM(q.dst, q.prio, q.flow.ID, &m)
+	h.net.sim.After(cmResponseTime, q, evQPCMRetry, uint64(q.cm.local))
 }
 
 // sendDREQ closes the connection of a sender QP whose flow completed.

@@ -126,6 +126,7 @@ const (
 	evQPStart uint32 = iota
 	evQPIncTimer
 	evQPDecrease
+	evQPCMRetry // arg: the REQ's communication ID
 )
 
 // maxRate is the bound on Rc and Rt: the line rate, DCQCN's rpg_max_rate,
@@ -286,6 +287,8 @@ func (q *QP) Handle(kind uint32, arg uint64) {
 	switch kind {
 	case evQPStart:
 		q.start()
+	case evQPCMRetry:
+		q.retryREQ(uint32(arg))
 	case evQPDecrease:
 		s.decreasePending = false
 		if s.cnpSinceDec {

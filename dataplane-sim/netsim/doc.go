@@ -44,13 +44,21 @@
 // (the Long-haul CNP reaction point) and acts through QP.SetRate,
 // QP.SetCeiling (a cut DCQCN cannot undo), QP.PauseUntil and QP.ApplyCNP,
 // after QP.Active; QP.AdminStop, FlowConfig.MaxRateBps and the exact
-// PortStats.PFCPausedNs serve the scenario runner; the Node interface lets
-// a wire to another process stand in for a neighbour.
+// PortStats.PFCPausedNs serve the scenario runner.
+//
+// # Cables to other processes
+//
+// A Wire (Link.SetWire) carries what a port transmits to a process that
+// runs the node at the other end (package udpwire); what comes back enters
+// with Link.Arrive at its send time plus the link's delay. Link.SetUp takes
+// a cable down and up (a neighbour gone): queued and in-flight packets are
+// lost and counted (PortStats.DownDropPackets). FlowConfig.Dormant keeps
+// the queue pairs of a flow whose sender runs elsewhere.
 //
 // What is not modelled: loss recovery (drops are counted by the receiver as
-// PSN gaps, never retransmitted; CM MADs are not retried either), PFC pause
-// quanta (a pause lasts until the resume), shared switch buffers (each port
-// has its own), ECMP.
+// PSN gaps, never retransmitted; of the CM MADs only a REQ is sent again,
+// after its response timeout), PFC pause quanta (a pause lasts until the
+// resume), shared switch buffers (each port has its own), ECMP.
 //
 // The package depends on engine, wire and the standard library. It must not
 // import gNMI, YANG or generated code.

@@ -1,9 +1,25 @@
 package netsim
 
-import "net/netip"
+import (
+	"net/netip"
 
-// Node is anything a link can deliver packets to: a Switch, a Host, or (later)
-// a wire that carries encoded frames to another process. The network calls
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+)
+
+// Wire carries one direction of a cable to another process (Link.SetWire):
+// the process at the far end runs the receiving node. Send is called on
+// the engine goroutine when the last bit of p leaves the transmitter, at
+// simulated time txEnd; the wire owns p from then on and must free it
+// (Network.FreePacket) before it returns. It must not block the engine:
+// a wire that cannot keep up loses the packet and counts it. The far
+// end's process hands the packet to its copy of l with Link.Arrive.
+type Wire interface {
+	Send(l *Link, p *Packet, txEnd engine.Time)
+}
+
+// Node is anything a link can deliver packets to: a Switch or a Host. A
+// node that runs in another process stays in the Network as a copy that
+// never receives anything: the links towards it carry a Wire. The network calls
 // Receive when the last bit of p arrives on in, one of the node's ports; the
 // node owns p from then on (pass it on or Network.FreePacket it).
 type Node interface {
@@ -52,4 +68,23 @@ type ControlHandler interface {
 // goroutine, and may read and reconfigure the model.
 type LinkObserver interface {
 	OnLinkChange(l *Link)
+}
+
+// MarkFilter is an optional interface of a PortObserver: a port whose
+// observer implements it asks before every CE mark its ECN configuration
+// calls for, and leaves the packet unmarked (no mark counted, no OnMark)
+// when AllowMark returns false. Fast CNP uses it: a switch that sends Fast
+// CNP to a sender known to process it MUST NOT also mark that sender's
+// packets (draft-xiao-rtgwg-rocev2-fast-cnp §4). It runs inside the
+// simulation and must not keep p.
+type MarkFilter interface {
+	AllowMark(pt *Port, p *Packet) bool
+}
+
+// LocalHandler receives the packets addressed to a switch itself
+// (Switch.SetLocalHandler): the FCN messages a congested WAN node sends to
+// the ingress PE. Without one such packets are dropped as unroutable. It
+// runs inside the simulation; the switch frees p after the call.
+type LocalHandler interface {
+	HandleLocal(s *Switch, p *Packet)
 }

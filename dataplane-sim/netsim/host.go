@@ -336,6 +336,11 @@ type FlowConfig struct {
 	// REP); a finite flow ends with DREQ and DREP after its last ACK.
 	// Hosts without an IP address of the same family connect without CM.
 	NoCM bool
+	// Dormant creates the queue pairs but never starts the sender: its
+	// host runs in another process, which sends the flow's packets over a
+	// Wire to the receiver here (the QPs keep both processes' flow numbers
+	// and QP numbers the same).
+	Dormant bool
 }
 
 // Flow is a sender QP and its receiver QP.
@@ -379,6 +384,7 @@ type QP struct {
 	lastSend    engine.Time
 	lastSize    int32
 	pausedUntil engine.Time
+	resv7       uint8 // SetReservedBits: BTH reserved bits of its data packets
 
 	cm cmEnd
 	dc dcqcn
@@ -619,7 +625,7 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	p.SrcQP = q.QPN
 	p.Prio = q.prio
 	p.ECN = ECNECT0
-	p.SetBTH(&wire.BTH{Opcode: op, PKey: 0xFFFF, DestQP: q.PeerQPN, PSN: q.psn, AckReq: ackReq})
+	p.SetBTH(&wire.BTH{Opcode: op, PKey: 0xFFFF, DestQP: q.PeerQPN, PSN: q.psn, AckReq: ackReq, Resv7: q.resv7})
 
 	q.sentBytes += payload
 	if ackReq {

@@ -22,6 +22,14 @@ type Link struct {
 	inflight   ring[flight]
 	lastArrive engine.Time
 	observers  []LinkObserver
+
+	// wire, when set, carries what the transmitter sends to another
+	// process instead of the in-engine ring (SetWire).
+	wire Wire
+	// down: the cable is cut (SetUp); gen invalidates the head event
+	// scheduled before the link last went down.
+	down bool
+	gen  uint64
 }
 
 type flight struct {
@@ -94,24 +102,98 @@ func (l *Link) notify() {
 	}
 }
 
+// SetWire makes w carry what l's transmitter sends from now on (nil: the
+// in-engine ring again). The link's far end then runs in another process;
+// the packets that come back from there enter through the reverse link's
+// Arrive. Call it while building, or from the engine goroutine.
+func (l *Link) SetWire(w Wire) { l.wire = w }
+
+// Wire returns the link's wire, or nil.
+func (l *Link) Wire() Wire { return l.wire }
+
+// Up reports whether the link is up (links start up).
+func (l *Link) Up() bool { return !l.down }
+
+// SetUp brings the link up or down: a cable pulled, or the process at its
+// far end gone silent. Going down loses the packets in flight, flushes the
+// transmitting port's egress queues and clears the PFC pauses its peer had
+// sent; while down, packets routed to the port and packets its transmitter
+// sends are lost too. Every such loss is counted in the transmitting port's
+// DownDropPackets and DownDropBytes and shown to its observer as a dequeue
+// (if it was queued) and a drop. Call it from the engine goroutine.
+func (l *Link) SetUp(up bool) {
+	if up != l.down {
+		return
+	}
+	l.down = !up
+	if up {
+		return
+	}
+	l.gen++
+	for l.inflight.len() > 0 {
+		f := l.inflight.pop()
+		l.from.countDown(f.p)
+		l.net.FreePacket(f.p)
+	}
+	l.lastArrive = 0
+	l.from.flushDown()
+}
+
 // send puts p on the wire; its last bit leaves the transmitter at txEnd.
 func (l *Link) send(p *Packet, txEnd engine.Time) {
-	at := txEnd + l.delay
+	if l.down {
+		l.from.countDown(p)
+		l.net.FreePacket(p)
+		return
+	}
+	if l.wire != nil {
+		l.wire.Send(l, p, txEnd)
+		return
+	}
+	l.arrive(p, txEnd+l.delay)
+}
+
+// arrive queues p for delivery at at, after the packets already in flight.
+func (l *Link) arrive(p *Packet, at engine.Time) {
 	if at < l.lastArrive {
 		at = l.lastArrive
 	}
 	l.lastArrive = at
 	l.inflight.push(flight{p, at})
 	if l.inflight.len() == 1 {
-		l.net.sim.At(at, l, 0, 0)
+		l.net.sim.At(at, l, 0, l.gen)
 	}
 }
 
+// Arrive takes a packet that another process's transmitter put on this
+// link (the far end of a wire): its last bit left there at simulated time
+// txEnd, so it arrives at txEnd plus the link's delay, behind the packets
+// already in flight. When that time has passed, the packet arrives now and
+// Arrive returns by how much it is late (0 when on time). While the link
+// is down the packet is lost and counted. The link owns p from the call
+// on. Call it from the engine goroutine (engine.Sim.Do).
+func (l *Link) Arrive(p *Packet, txEnd engine.Time) (late engine.Time) {
+	if l.down {
+		l.from.countDown(p)
+		l.net.FreePacket(p)
+		return 0
+	}
+	at := txEnd + l.delay
+	if now := l.net.sim.Now(); at < now {
+		late, at = now-at, now
+	}
+	l.arrive(p, at)
+	return late
+}
+
 // Handle delivers the head packet and schedules the next one.
-func (l *Link) Handle(uint32, uint64) {
+func (l *Link) Handle(_ uint32, gen uint64) {
+	if gen != l.gen || l.inflight.len() == 0 {
+		return // scheduled before the link went down
+	}
 	f := l.inflight.pop()
 	if l.inflight.len() > 0 {
-		l.net.sim.At(l.inflight.front().at, l, 0, 0)
+		l.net.sim.At(l.inflight.front().at, l, 0, l.gen)
 	}
 	to := l.to
 	to.stats.RxPackets++

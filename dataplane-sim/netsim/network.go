@@ -224,7 +224,9 @@ func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	dst.recv[dq] = r
 	dst.recvByPeer[peerQP{src.id, sq}] = r
 	n.flows = append(n.flows, f)
-	n.sim.At(fc.Start, q, evQPStart, 0)
+	if !fc.Dormant {
+		n.sim.At(fc.Start, q, evQPStart, 0)
+	}
 	return f, nil
 }
 

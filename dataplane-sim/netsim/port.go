@@ -91,6 +91,10 @@ type PortStats struct {
 	// way when Stats is called, up to now.
 	PFCPausedNs     int64
 	PFCPausedPrioNs [NumPrio]int64
+	// DownDropPackets and DownDropBytes are frames lost because the egress
+	// link was down (Link.SetUp): flushed from the queues, routed to the
+	// port or sent by it while down, or in flight when it went down.
+	DownDropPackets, DownDropBytes int64
 }
 
 // Port is one port of a node: an egress side (eight strict-priority queues
@@ -132,6 +136,7 @@ type Port struct {
 	wakePending bool
 
 	observer PortObserver
+	filter   MarkFilter // observer as a MarkFilter, if it is one
 	stats    PortStats
 }
 
@@ -185,7 +190,10 @@ func (pt *Port) SetECN(prio int, c ECNConfig) error {
 }
 
 // SetObserver installs o (nil removes it).
-func (pt *Port) SetObserver(o PortObserver) { pt.observer = o }
+func (pt *Port) SetObserver(o PortObserver) {
+	pt.observer = o
+	pt.filter, _ = o.(MarkFilter)
+}
 
 // QueueBytes returns the bytes queued in priority prio.
 func (pt *Port) QueueBytes(prio int) int64 { return pt.qBytes[prio] }
@@ -252,6 +260,14 @@ func (pt *Port) scheduleWake(t engine.Time) {
 func (pt *Port) enqueue(p *Packet) {
 	prio := int(p.Prio)
 	size := int64(p.SizeBytes)
+	if pt.out.down {
+		pt.countDown(p)
+		if pt.observer != nil {
+			pt.observer.OnDrop(pt, p, pt.qBytes[prio])
+		}
+		pt.net.FreePacket(p)
+		return
+	}
 	if pt.cfg.BufferBytes > 0 && pt.totalBytes+size > pt.cfg.BufferBytes {
 		pt.stats.DropPackets++
 		pt.stats.DropBytes += size
@@ -309,10 +325,52 @@ func (pt *Port) dequeue() *Packet {
 	return nil
 }
 
+// countDown counts p as lost to the egress link being down.
+func (pt *Port) countDown(p *Packet) {
+	pt.stats.DownDropPackets++
+	pt.stats.DownDropBytes += int64(p.SizeBytes)
+}
+
+// flushDown empties the egress queues of a port whose link went down:
+// every queued packet is dequeued (its observer sees it leave and be
+// dropped) and counted; PFC frames not yet sent are discarded, and the
+// pauses the peer had sent are cleared, since no RESUME can arrive.
+func (pt *Port) flushDown() {
+	for pt.ctrl.n > 0 {
+		pt.net.FreePacket(pt.ctrl.pop())
+	}
+	for prio := range pt.paused {
+		pt.setPaused(prio, false)
+	}
+	for prio := range pt.queues {
+		for pt.queues[prio].n > 0 {
+			p := pt.queues[prio].pop()
+			size := int64(p.SizeBytes)
+			pt.qBytes[prio] -= size
+			pt.totalBytes -= size
+			if in := p.inPort; in != nil {
+				p.inPort = nil
+				if in.cfg.PFC.Enabled {
+					in.ingressSub(prio, size)
+				}
+			}
+			pt.countDown(p)
+			if pt.observer != nil {
+				pt.observer.OnDequeue(pt, p, pt.qBytes[prio])
+				pt.observer.OnDrop(pt, p, pt.qBytes[prio])
+			}
+			pt.net.FreePacket(p)
+		}
+	}
+}
+
 // maybeMark applies the RED-style ECN decision for a queue depth of q bytes.
 func (pt *Port) maybeMark(p *Packet, prio int, q int64) {
 	c := &pt.cfg.ECN[prio]
 	if !c.Enabled || p.ECN == ECNNotECT || p.ECN == ECNCE || q <= c.KMinBytes {
+		return
+	}
+	if pt.filter != nil && !pt.filter.AllowMark(pt, p) {
 		return
 	}
 	if q < c.KMaxBytes {
@@ -373,9 +431,19 @@ func (pt *Port) handlePFC(p *Packet) {
 	if p.PFCPause {
 		pt.stats.PFCPauseRx++
 	}
-	if p.PFCPause != pt.paused[prio] {
+	pt.setPaused(prio, p.PFCPause)
+	pt.net.FreePacket(p)
+	if !pt.paused[prio] {
+		pt.kick()
+	}
+}
+
+// setPaused holds or releases egress priority prio, accounting the paused
+// time.
+func (pt *Port) setPaused(prio int, pause bool) {
+	if pause != pt.paused[prio] {
 		now := pt.net.sim.Now()
-		if p.PFCPause {
+		if pause {
 			pt.prioSince[prio] = now
 			if pt.pausedN == 0 {
 				pt.pausedSince = now
@@ -389,11 +457,7 @@ func (pt *Port) handlePFC(p *Packet) {
 			}
 		}
 	}
-	pt.paused[prio] = p.PFCPause
-	pt.net.FreePacket(p)
-	if !pt.paused[prio] {
-		pt.kick()
-	}
+	pt.paused[prio] = pause
 }
 
 // tryTransmit starts the next frame if the transmitter is idle.

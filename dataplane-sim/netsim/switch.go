@@ -28,6 +28,7 @@ type Switch struct {
 	ports  []*Port
 	routes []int32 // by destination NodeID; -1: none
 	stats  SwitchStats
+	local  LocalHandler // packets addressed to the switch itself
 }
 
 // ID returns the node id.
@@ -84,6 +85,11 @@ func (s *Switch) SetObserver(o PortObserver) {
 func (s *Switch) Receive(p *Packet, in *Port) {
 	if p.Kind == KindPFC {
 		in.handlePFC(p)
+		return
+	}
+	if p.Dst == s.id && s.local != nil {
+		s.local.HandleLocal(s, p)
+		s.net.FreePacket(p)
 		return
 	}
 	out := s.Route(p.Dst)

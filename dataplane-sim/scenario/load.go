@@ -136,7 +136,7 @@ type qpRef struct {
 
 var topKeys = []string{
 	"name", "description", "seed", "duration", "sample_interval",
-	"topology", "queue", "mechanism", "dcqcn", "nic", "traffic", "events",
+	"topology", "queue", "mechanism", "dcqcn", "nic", "traffic", "events", "tuner",
 }
 
 func (l *loader) load(root *yaml.Node) {
@@ -183,6 +183,7 @@ func (l *loader) load(root *yaml.Node) {
 	l.nic(top.get("nic"))
 	l.traffic(top.get("traffic"))
 	l.events(top.get("events"))
+	l.tuner(top.get("tuner"))
 	if len(d.errs) == 0 {
 		l.finish()
 	}
@@ -212,6 +213,7 @@ func DefaultLongHaulCNP() LongHaulCNP {
 		RecoveryStep:   1 * Gbps,
 		FlowAging:      time.Second,
 		Collaborative:  true,
+		UpstreamFirst:  true,
 		Format:         "rocev2",
 	}
 }
@@ -599,22 +601,99 @@ func walk(table map[string]string, src, dst string) []string {
 }
 
 func (l *loader) mechanism(n *yaml.Node) {
-	d, sc := l.d, l.sc
+	sc := l.sc
 	sc.Mechanism = Mechanism{Kind: MechanismDCQCN}
 	if n == nil {
 		return
 	}
-	o := d.object(n, "mechanism", "kind", "nodes", "params")
-	if o == nil {
+	m, o, ok := l.mechanismBlock(n, "mechanism", true)
+	if !ok {
 		return
+	}
+	sc.Mechanism = m
+	// Which block runs on which node: two mechanisms that cannot coexist
+	// on one node (CanCoexist) are refused at the second one's entry.
+	type onNode struct {
+		kind  MechanismKind
+		field string
+	}
+	placed := map[string][]onNode{}
+	check := func(b *Mechanism, path string, nodes *yaml.Node) {
+		for i, name := range b.Nodes {
+			field := index(join(path, "nodes"), i)
+			for _, o := range placed[name] {
+				if !CanCoexist(o.kind, b.Kind) {
+					l.d.errAt(nodeAt(nodes, i), field, "%s already runs %s (%s); %s", name, o.kind, o.field, coexistReason(o.kind, b.Kind))
+				}
+			}
+			placed[name] = append(placed[name], onNode{b.Kind, field})
+		}
+	}
+	check(&sc.Mechanism, "mechanism", o.get("nodes"))
+	wn := o.get("with")
+	for i, x := range l.d.list(wn, "mechanism.with") {
+		path := index("mechanism.with", i)
+		w, wo, ok := l.mechanismBlock(x, path, false)
+		if !ok {
+			continue
+		}
+		if w.Kind == MechanismDCQCN || w.Kind == MechanismNone {
+			l.d.errAt(x, join(path, "kind"), "%s is not a node mechanism (mechanism.with adds congestion-aware nodes)", w.Kind)
+			continue
+		}
+		if sc.Mechanism.Kind == MechanismNone {
+			l.d.errAt(x, path, "mechanism kind none turns the RNICs' rate control off; nothing could react to %s", w.Kind)
+			continue
+		}
+		check(&w, path, wo.get("nodes"))
+		sc.Mechanism.With = append(sc.Mechanism.With, w)
+	}
+}
+
+// nodeAt returns the i-th item of a nodes list, or the list itself.
+func nodeAt(list *yaml.Node, i int) *yaml.Node {
+	if list != nil && list.Kind == yaml.SequenceNode && i < len(list.Content) {
+		return list.Content[i]
+	}
+	return list
+}
+
+// CanCoexist reports whether mechanisms a and b can run on one node. Rate
+// Advice sets a ceiling that a CNP still cuts below, so it runs beside any
+// notification mechanism; two notification mechanisms (Long-haul CNP,
+// Fast CNP, FCN) on one node would each notify the sender of the same
+// congestion, cutting it twice per event, and both would own the port's
+// ECN marking and its observer.
+func CanCoexist(a, b MechanismKind) bool {
+	return a != b && (a == MechanismRateAdvice || b == MechanismRateAdvice)
+}
+
+func coexistReason(a, b MechanismKind) string {
+	if a == b {
+		return fmt.Sprintf("%s is listed twice on the node", a)
+	}
+	return fmt.Sprintf("%s and %s cannot both run on one node: each would notify the sender of the same congestion (two cuts per event) and both would drive the port's ECN marking; only rate-advice coexists with a notification mechanism", a, b)
+}
+
+// mechanismBlock reads one mechanism block (kind, nodes, params and, at
+// the top, with) at path.
+func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism, *object, bool) {
+	d, sc := l.d, l.sc
+	keys := []string{"kind", "nodes", "params"}
+	if top {
+		keys = append(keys, "with")
+	}
+	o := d.object(n, path, keys...)
+	if o == nil {
+		return Mechanism{}, nil, false
 	}
 	kn := o.must("kind")
 	if kn == nil {
-		return
+		return Mechanism{}, nil, false
 	}
-	k, ok := d.scalar(kn, "mechanism.kind")
+	k, ok := d.scalar(kn, join(path, "kind"))
 	if !ok {
-		return
+		return Mechanism{}, nil, false
 	}
 	kind := MechanismKind(k)
 	if !contains(mechanismKinds, kind) {
@@ -622,21 +701,21 @@ func (l *loader) mechanism(n *yaml.Node) {
 		for i, m := range mechanismKinds {
 			names[i] = string(m)
 		}
-		d.errAt(kn, "mechanism.kind", "unknown mechanism %q (want one of: %s)", k, strings.Join(names, ", "))
-		return
+		d.errAt(kn, join(path, "kind"), "unknown mechanism %q (want one of: %s)", k, strings.Join(names, ", "))
+		return Mechanism{}, nil, false
 	}
-	sc.Mechanism.Kind = kind
+	m := Mechanism{Kind: kind}
 	nodal := kind != MechanismDCQCN && kind != MechanismNone
 	nn := o.get("nodes")
 	switch {
 	case nodal && nn == nil:
-		d.errAt(o.node, "mechanism.nodes", "missing required field: %s needs its congestion-aware switches", kind)
+		d.errAt(o.node, join(path, "nodes"), "missing required field: %s needs its congestion-aware switches", kind)
 	case !nodal && nn != nil:
-		d.errAt(nn, "mechanism.nodes", "%s has no congestion-aware nodes", kind)
+		d.errAt(nn, join(path, "nodes"), "%s has no congestion-aware nodes", kind)
 	case nodal:
 		seen := map[string]bool{}
-		for i, x := range d.list(nn, "mechanism.nodes") {
-			field := index("mechanism.nodes", i)
+		for i, x := range d.list(nn, join(path, "nodes")) {
+			field := index(join(path, "nodes"), i)
 			name, ok := l.nodeRef(x, field, kindSwitch)
 			if !ok {
 				continue
@@ -646,53 +725,221 @@ func (l *loader) mechanism(n *yaml.Node) {
 				continue
 			}
 			seen[name] = true
-			sc.Mechanism.Nodes = append(sc.Mechanism.Nodes, name)
+			m.Nodes = append(m.Nodes, name)
 			sc.Switches[l.nodes[name].index].CongestionAware = true
 		}
-		if len(sc.Mechanism.Nodes) == 0 && len(nn.Content) == 0 {
-			d.errAt(nn, "mechanism.nodes", "no nodes")
+		if len(m.Nodes) == 0 && len(nn.Content) == 0 {
+			d.errAt(nn, join(path, "nodes"), "no nodes")
 		}
 	}
 	pn := o.get("params")
+	pp := join(path, "params")
 	switch kind {
 	case MechanismLongHaulCNP:
-		sc.Mechanism.LongHaulCNP = DefaultLongHaulCNP()
-		l.longHaulParams(pn)
+		m.LongHaulCNP = DefaultLongHaulCNP()
+		l.longHaulParams(pn, pp, &m.LongHaulCNP)
+	case MechanismFastCNP:
+		m.FastCNP = DefaultFastCNP()
+		l.fastCNPParams(pn, pp, &m.FastCNP)
+	case MechanismRateAdvice:
+		m.RateAdvice = DefaultRateAdvice()
+		l.rateAdviceParams(pn, pp, &m.RateAdvice)
+	case MechanismSwitchCNP:
+		m.SwitchCNP = DefaultSwitchCNP()
+		l.switchCNPParams(pn, pp, &m.SwitchCNP)
+	case MechanismFCN:
+		m.FCN = DefaultFCN()
+		l.fcnParams(pn, pp, &m.FCN, m.Nodes)
 	default:
 		if pn == nil {
-			return
+			return m, o, true
 		}
-		po := d.object(pn, "mechanism.params", nil...)
+		po := d.object(pn, pp, nil...)
 		if po == nil {
-			return
+			return m, o, true
 		}
-		sc.Mechanism.Params = map[string]string{}
+		m.Params = map[string]string{}
 		for i := 0; i+1 < len(po.node.Content); i += 2 {
 			k, v := po.node.Content[i], resolve(po.node.Content[i+1])
-			if s, ok := d.scalar(v, join("mechanism.params", k.Value)); ok {
-				sc.Mechanism.Params[k.Value] = s
+			if s, ok := d.scalar(v, join(pp, k.Value)); ok {
+				m.Params[k.Value] = s
 			}
 		}
 		if kind == MechanismDCQCN || kind == MechanismNone {
-			if len(sc.Mechanism.Params) > 0 {
-				d.errAt(pn, "mechanism.params", "%s takes no params (DCQCN is tuned in the top-level dcqcn block)", kind)
+			if len(m.Params) > 0 {
+				d.errAt(pn, pp, "%s takes no params (DCQCN is tuned in the top-level dcqcn block)", kind)
 			}
 		}
+	}
+	return m, o, true
+}
+
+// fastCNPParams reads the typed parameters of fast-cnp.
+func (l *loader) fastCNPParams(n *yaml.Node, path string, p *FastCNP) {
+	if n == nil {
+		return
+	}
+	o := l.d.object(n, path, "k_max", "k_min", "p_max", "cnp_interval", "port_cnp_rate", "port_cnp_burst",
+		"max_flows", "ioam", "capable_senders", "mark_unknown", "rnic", "dscp", "flow_aging")
+	if o == nil {
+		return
+	}
+	o.setSize("k_max", &p.KMax, true)
+	o.setSize("k_min", &p.KMin, false)
+	o.setFloat("p_max", &p.PMax, 0, 1)
+	o.setDuration("cnp_interval", &p.CNPInterval, true)
+	o.setInt("port_cnp_rate", &p.PortCNPRate, 1, 1e9)
+	o.setInt("port_cnp_burst", &p.PortCNPBurst, 1, 1e6)
+	o.setInt("max_flows", &p.MaxFlows, 1, 1024)
+	o.setBool("ioam", &p.IOAM)
+	o.setBool("mark_unknown", &p.MarkUnknown)
+	o.setBool("rnic", &p.RNIC)
+	o.setInt("dscp", &p.DSCP, 0, 63)
+	o.setDuration("flow_aging", &p.FlowAging, true)
+	if cn := o.get("capable_senders"); cn != nil {
+		if s, ok := l.d.scalar(cn, o.field("capable_senders")); ok {
+			if s != "all" && s != "none" {
+				l.d.errAt(cn, o.field("capable_senders"), "unknown value %q (want all or none)", s)
+			} else {
+				p.CapableSenders = s
+			}
+		}
+	}
+	if p.KMin >= p.KMax {
+		at, field := o.get("k_min"), o.field("k_min")
+		if at == nil {
+			at, field = o.get("k_max"), o.field("k_max")
+		}
+		l.d.errAt(at, field, "k_min %v must be below k_max %v", p.KMin, p.KMax)
+	}
+}
+
+// DefaultFCN returns the fcn defaults (fcn.DefaultConfig; the ingress PE
+// is the block's first node unless ingress says otherwise).
+func DefaultFCN() FCN {
+	return FCN{KMax: 100 * KB, CNPInterval: 50 * time.Microsecond, Aging: 60 * time.Second, MaxMappings: 65536}
+}
+
+// fcnParams reads the typed parameters of fcn; ingress must name nodes of
+// the block.
+func (l *loader) fcnParams(n *yaml.Node, path string, p *FCN, nodes []string) {
+	if len(nodes) > 0 {
+		p.Ingress = []string{nodes[0]}
+	}
+	if n == nil {
+		return
+	}
+	o := l.d.object(n, path, "ingress", "k_max", "cnp_interval", "aging", "max_mappings")
+	if o == nil {
+		return
+	}
+	o.setSize("k_max", &p.KMax, true)
+	o.setDuration("cnp_interval", &p.CNPInterval, true)
+	o.setDuration("aging", &p.Aging, true)
+	o.setInt("max_mappings", &p.MaxMappings, 1, 1<<20-1)
+	if in := o.get("ingress"); in != nil {
+		p.Ingress = nil
+		for i, x := range l.d.list(in, o.field("ingress")) {
+			field := index(o.field("ingress"), i)
+			name, ok := l.d.scalar(x, field)
+			if !ok {
+				continue
+			}
+			if !contains(nodes, name) {
+				l.d.errAt(x, field, "%s is not one of the block's nodes (%s)", name, strings.Join(nodes, ", "))
+				continue
+			}
+			p.Ingress = append(p.Ingress, name)
+		}
+		if len(in.Content) == 0 {
+			l.d.errAt(in, o.field("ingress"), "no ingress PE")
+		}
+	}
+}
+
+// DefaultSwitchCNP returns the switch-cnp defaults (the package's,
+// switchcnp.DefaultConfig).
+func DefaultSwitchCNP() SwitchCNP {
+	return SwitchCNP{DSCP: 48, DelayThreshold: 20 * time.Microsecond, BufferShare: 1, CNPInterval: 50 * time.Microsecond,
+		FlowAging: time.Second, MaxEntries: 65536}
+}
+
+// switchCNPParams reads the typed parameters of switch-cnp.
+func (l *loader) switchCNPParams(n *yaml.Node, path string, p *SwitchCNP) {
+	if n == nil {
+		return
+	}
+	o := l.d.object(n, path, "dscp", "delay_threshold", "buffer_share", "cnp_interval", "flow_aging", "max_entries")
+	if o == nil {
+		return
+	}
+	o.setInt("dscp", &p.DSCP, 0, 63)
+	o.setDuration("delay_threshold", &p.DelayThreshold, true)
+	o.setInt("buffer_share", &p.BufferShare, 1, 100)
+	o.setDuration("cnp_interval", &p.CNPInterval, true)
+	o.setDuration("flow_aging", &p.FlowAging, true)
+	o.setInt("max_entries", &p.MaxEntries, 1, 1<<24)
+}
+
+// DefaultRateAdvice returns the rate-advice defaults (docs/scenarios.md):
+// the package's (rateadvice.DefaultConfig), every RNIC capable.
+func DefaultRateAdvice() RateAdvice {
+	return RateAdvice{QueueBased: true, Interval: 100 * time.Microsecond, DrainInterval: time.Millisecond,
+		ChangePercent: 10, Capable: "all"}
+}
+
+// rateAdviceParams reads the typed parameters of rate-advice.
+func (l *loader) rateAdviceParams(n *yaml.Node, path string, p *RateAdvice) {
+	if n == nil {
+		return
+	}
+	o := l.d.object(n, path, "queue_based", "policy_rate", "interval", "drain_interval", "change_percent", "capable")
+	if o == nil {
+		return
+	}
+	o.setBool("queue_based", &p.QueueBased)
+	o.setRate("policy_rate", &p.PolicyRate, false)
+	o.setDuration("interval", &p.Interval, true)
+	o.setDuration("drain_interval", &p.DrainInterval, true)
+	o.setInt("change_percent", &p.ChangePercent, 0, 100)
+	if cn := o.get("capable"); cn != nil {
+		if s, ok := l.d.scalar(cn, o.field("capable")); ok {
+			if s != "all" && s != "none" {
+				l.d.errAt(cn, o.field("capable"), "unknown value %q (want all or none)", s)
+			} else {
+				p.Capable = s
+			}
+		}
+	}
+	if p.PolicyRate > 0 && p.PolicyRate < Mbps {
+		l.d.errAt(o.get("policy_rate"), o.field("policy_rate"), "%v is below 1Mbps (advice is in Mb/s)", p.PolicyRate)
+	}
+	if !p.QueueBased && p.PolicyRate == 0 {
+		l.d.errAt(o.node, path, "queue_based is false and there is no policy_rate: nothing would be advised")
+	}
+}
+
+// DefaultFastCNP returns the fast-cnp defaults (docs/scenarios.md): the
+// package's (fastcnp.DefaultConfig), on, every RNIC processing Fast CNP
+// and known to the nodes as capable.
+func DefaultFastCNP() FastCNP {
+	return FastCNP{
+		KMax: 100 * KB, PMax: 0.2, CNPInterval: 50 * time.Microsecond, PortCNPRate: 1_000_000, PortCNPBurst: 100,
+		MaxFlows: 4, CapableSenders: "all", MarkUnknown: true, RNIC: true, DSCP: 48, FlowAging: time.Second,
 	}
 }
 
 // longHaulParams reads the typed parameters of long-haul-cnp; unknown keys
 // are errors here, while kinds without a model yet accept any key.
-func (l *loader) longHaulParams(n *yaml.Node) {
+func (l *loader) longHaulParams(n *yaml.Node, path string, p *LongHaulCNP) {
 	if n == nil {
 		return
 	}
-	p := &l.sc.Mechanism.LongHaulCNP
-	o := l.d.object(n, "mechanism.params",
+	o := l.d.object(n, path,
 		"k_base", "alpha", "k_min_fraction", "rtt_est", "v_ecn", "v_growth", "growth_interval",
 		"cnp_interval", "port_cnp_interval", "reduce_percent", "pause_duration", "pause_factor",
 		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "flow_aging",
-		"collaborative", "observation_window", "format")
+		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first")
 	if o == nil {
 		return
 	}
@@ -703,6 +950,7 @@ func (l *loader) longHaulParams(n *yaml.Node) {
 	o.setFloat("v_ecn", &p.VECN, 0, 1)
 	o.setRate("v_growth", &p.VGrowth, false)
 	o.setDuration("growth_interval", &p.GrowthInterval, true)
+	o.setDuration("trigger_persistence", &p.TriggerPersistence, false)
 	o.setDuration("cnp_interval", &p.CNPInterval, false)
 	o.setDuration("port_cnp_interval", &p.PortCNPInterval, false)
 	o.setInt("reduce_percent", &p.ReducePercent, 1, 100)
@@ -714,6 +962,7 @@ func (l *loader) longHaulParams(n *yaml.Node) {
 	o.setRate("recovery_step", &p.RecoveryStep, true)
 	o.setDuration("flow_aging", &p.FlowAging, true)
 	o.setBool("collaborative", &p.Collaborative)
+	o.setBool("upstream_first", &p.UpstreamFirst)
 	o.setDuration("observation_window", &p.ObservationWindow, false)
 	if fn := o.get("format"); fn != nil {
 		if s, ok := l.d.scalar(fn, o.field("format")); ok {

@@ -45,6 +45,7 @@ func TestBadScenarios(t *testing.T) {
 		{"load above one", "bad_load.yaml", "", 9, "traffic.generated[0].load", "out of range [0, 1]", 2},
 		{"unknown mechanism", "bad_mechanism_kind.yaml", "", 8, "mechanism.kind", `unknown mechanism "hpcc"`, 0},
 		{"long-haul-cnp param not a number", "bad_lhcnp_param.yaml", "", 14, "mechanism.params.alpha", `want a number, got "fast"`, 0},
+		{"trigger persistence not a duration", "bad_lhcnp_persistence.yaml", "", 14, "mechanism.params.trigger_persistence", `unknown duration unit "Gbps"`, 0},
 		{"congestion-aware host", "bad_mechanism_node_host.yaml", "", 11, "mechanism.nodes[1]", "h2 is a host, not a switch", 0},
 		{"k_min above k_max", "bad_kmin_kmax.yaml", "", 4, "queue.ecn.k_min", "must be less than k_max", 0},
 		{"event on undefined link", "bad_event_target.yaml", "", 8, "events[0].target", `undefined link "h2-h1" (did you mean "h1-h2"?)`, 0},
@@ -52,6 +53,10 @@ func TestBadScenarios(t *testing.T) {
 		{"event after the end", "bad_event_late.yaml", "", 10, "events[0].at", "after the end of the run", 0},
 		{"event value of the wrong unit", "bad_event_value.yaml", "", 8, "events[0].value", `unknown duration unit "Gbps"`, 0},
 		{"yaml syntax", "bad_syntax.yaml", "", 3, "", "did not find expected", 0},
+		{"two notification mechanisms on one node", "bad_coexist.yaml", "", 18, "mechanism.with[1].nodes[0]", "s2 already runs long-haul-cnp (mechanism.nodes[1]); long-haul-cnp and fast-cnp cannot both run on one node", 0},
+		{"fast-cnp param", "bad_fastcnp_param.yaml", "", 15, "mechanism.params.capable_senders", `unknown value "some" (want all or none)`, 0},
+		{"fcn ingress outside the block", "bad_fcn_ingress.yaml", "", 16, "mechanism.params.ingress[0]", "pe2 is not one of the block's nodes (pe1, t1)", 0},
+		{"with a non-node mechanism", "bad_with_dcqcn.yaml", "", 14, "mechanism.with[0].kind", "dcqcn is not a node mechanism", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -159,8 +164,10 @@ func TestGood(t *testing.T) {
 	if !sc.Switches[0].CongestionAware || sc.Switches[1].CongestionAware {
 		t.Errorf("congestion-aware = %v, %v; want true, false", sc.Switches[0].CongestionAware, sc.Switches[1].CongestionAware)
 	}
-	if diff := cmp.Diff(map[string]string{"window": "2us", "mode": "strict"}, sc.Mechanism.Params); diff != "" {
-		t.Errorf("params (-want, +got):\n%s", diff)
+	wantFC := DefaultFastCNP()
+	wantFC.KMax, wantFC.CNPInterval, wantFC.CapableSenders = 50*KB, 2*time.Microsecond, "none"
+	if diff := cmp.Diff(wantFC, sc.Mechanism.FastCNP); diff != "" {
+		t.Errorf("fast-cnp params (-want, +got):\n%s", diff)
 	}
 	lk, ok := sc.Link("core")
 	if !ok || lk.Rate != 100*Gbps || lk.Delay != 2500*time.Nanosecond || lk.Buffer != 4*MB {
@@ -266,6 +273,14 @@ func TestSection7(t *testing.T) {
 	p := sc.Mechanism.LongHaulCNP
 	if sc.Mechanism.Kind != MechanismLongHaulCNP || p.KBase != 64*KB || p.Alpha != 1.0 || p.RTTEst != 0 {
 		t.Errorf("mechanism = %+v", sc.Mechanism)
+	}
+	// The stated deviation and the recovery step as written (b/s per tick).
+	if p.TriggerPersistence != 100*time.Microsecond || !p.UpstreamFirst || p.RecoveryStep != 250*Mbps {
+		t.Errorf("trigger_persistence %v, upstream_first %v, recovery_step %v", p.TriggerPersistence, p.UpstreamFirst, p.RecoveryStep)
+	}
+	// The defaults are the draft's: no persistence, upstream priority.
+	if d := DefaultLongHaulCNP(); d.TriggerPersistence != 0 || !d.UpstreamFirst || d.KBase != 64_000 {
+		t.Errorf("defaults %+v", d)
 	}
 	wan, _ := sc.Link("wan")
 	// RTT_est derived from the WAN link: 2 * 5 ms. K_max = max(K_base,

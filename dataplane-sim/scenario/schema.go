@@ -33,6 +33,8 @@ type Scenario struct {
 
 	Flows  []Flow
 	Events []Event
+	// Tuner, when set, runs the tuner in closed loop (tuner.go).
+	Tuner *Tuner
 }
 
 // Host is an end host with one RNIC.
@@ -112,10 +114,14 @@ const (
 	MechanismFastCNP     MechanismKind = "fast-cnp"
 	MechanismFCN         MechanismKind = "fcn"
 	MechanismRateAdvice  MechanismKind = "rate-advice"
+	// MechanismSwitchCNP is the Data Center Fast CNP white paper's
+	// practice: standard CNPs from the switch, delay-based detection.
+	MechanismSwitchCNP MechanismKind = "switch-cnp"
 )
 
 var mechanismKinds = []MechanismKind{
 	MechanismNone, MechanismDCQCN, MechanismLongHaulCNP, MechanismFastCNP, MechanismFCN, MechanismRateAdvice,
+	MechanismSwitchCNP,
 }
 
 // Mechanism is the mechanism under test. DCQCN at the end hosts is always
@@ -128,9 +134,103 @@ type Mechanism struct {
 	// LongHaulCNP holds the parameters of kind long-haul-cnp (defaults
 	// filled in); zero for other kinds.
 	LongHaulCNP LongHaulCNP
+	// FastCNP holds the parameters of kind fast-cnp (defaults filled in).
+	FastCNP FastCNP
+	// RateAdvice holds the parameters of kind rate-advice (defaults
+	// filled in).
+	RateAdvice RateAdvice
+	// SwitchCNP holds the parameters of kind switch-cnp (defaults filled
+	// in).
+	SwitchCNP SwitchCNP
+	// FCN holds the parameters of kind fcn (defaults filled in).
+	FCN FCN
 	// Params holds the parameters of the other node kinds as written
 	// (scalar text by key), for models that do not exist yet.
 	Params map[string]string
+	// With are further mechanisms on the same network (mechanism.with),
+	// each with its own nodes; two blocks share a node only when their
+	// kinds can coexist there (CanCoexist). Only the top block has With.
+	With []Mechanism
+}
+
+// FCN are the parameters of FCN over WAN tunnels.
+type FCN struct {
+	// Ingress are the ingress PEs among the block's nodes (default: the
+	// first); the others are transit nodes.
+	Ingress []string
+	// KMax: a node reports above this queue depth; CNPInterval the
+	// per-flow gap; Aging the PE's mapping timeout; MaxMappings its size.
+	KMax        Size
+	CNPInterval time.Duration
+	Aging       time.Duration
+	MaxMappings int
+}
+
+// SwitchCNP are the parameters of the white paper's practice.
+type SwitchCNP struct {
+	// DSCP of the CNPs.
+	DSCP int
+	// DelayThreshold: packets forwarded slower are recorded; their delay
+	// converted to a depth confirms congestion at BufferShare percent of
+	// the available buffer.
+	DelayThreshold time.Duration
+	BufferShare    int
+	// CNPInterval is the per-flow gap; FlowAging the flow table's idle
+	// timeout; MaxEntries its capacity (LRU replacement).
+	CNPInterval time.Duration
+	FlowAging   time.Duration
+	MaxEntries  int
+}
+
+// RateAdvice are the parameters of SCONE Rate Advice on the nodes and
+// the RNICs.
+type RateAdvice struct {
+	// QueueBased advises the fair share of the egress port to flows no
+	// policy matches.
+	QueueBased bool
+	// PolicyRate, when positive, is one policy for every flow (§4.1).
+	PolicyRate Rate
+	// Interval is the minimum gap between two messages to one flow (and
+	// the window of a flow's activity); DrainInterval the time in which
+	// the fair share drains a standing queue; ChangePercent the change of
+	// the advice that makes a new message.
+	Interval      time.Duration
+	DrainInterval time.Duration
+	ChangePercent int
+	// Capable is "all" (every RNIC announces the capability and applies
+	// advice) or "none".
+	Capable string
+}
+
+// FastCNP are the parameters of draft-xiao-rtgwg-rocev2-fast-cnp on the
+// congestion-aware nodes and the RNICs.
+type FastCNP struct {
+	// KMax: a node sends Fast CNP to the largest flows of a queue deeper
+	// than this; KMin (0: KMax / 2) to KMax is the ECN marking range for
+	// senders not known to be capable, up to PMax.
+	KMax, KMin Size
+	PMax       float64
+	// CNPInterval is the minimum gap between two Fast CNPs to one flow;
+	// PortCNPRate and PortCNPBurst the per-port token bucket (per second).
+	CNPInterval  time.Duration
+	PortCNPRate  int
+	PortCNPBurst int
+	// MaxFlows is the number of flows notified per congestion event.
+	MaxFlows int
+	// IOAM sends the IOAM variant of the option.
+	IOAM bool
+	// CapableSenders is "all" (every host is known to process Fast CNP:
+	// its packets are never marked) or "none"; MarkUnknown marks the
+	// packets of senders not known to be capable.
+	CapableSenders string
+	MarkUnknown    bool
+	// RNIC: the hosts process Fast CNP (trusting the nodes' addresses);
+	// false: they discard it.
+	RNIC bool
+	// DSCP of the Fast CNPs.
+	DSCP int
+	// FlowAging is the flow table's idle timeout.
+	FlowAging time.Duration
 }
 
 // LongHaulCNP are the parameters of draft-tian-ccwg-long-haul-cnp §5. A
@@ -152,6 +252,10 @@ type LongHaulCNP struct {
 	VGrowth Rate
 	// GrowthInterval is the measurement interval of QGR and EMR.
 	GrowthInterval time.Duration
+	// TriggerPersistence is how long a second-level condition must hold
+	// before the node generates; 0 (the default, the draft's §5.4) at
+	// once. A positive value is a deviation a scenario states.
+	TriggerPersistence time.Duration
 	// CNPInterval is the minimum time between Long-haul CNPs for one flow;
 	// 0 means RTT_est (derived, §5.5).
 	CNPInterval time.Duration
@@ -169,8 +273,9 @@ type LongHaulCNP struct {
 	ResumePercent int
 	ResumeAfter   time.Duration
 	// RecoveryInterval is the source's per-QP recovery timer (0: 2 *
-	// RTT_est, derived) and RecoveryStep its additive increase per timer
-	// expiry.
+	// RTT_est, derived) and RecoveryStep its additive increase, in bits
+	// per second added to the QP's rate at every recovery tick (RTT_est
+	// / 10) until its normal rate is back.
 	RecoveryInterval time.Duration
 	RecoveryStep     Rate
 	// FlowAging removes flow-table entries idle for this long.
@@ -179,6 +284,10 @@ type LongHaulCNP struct {
 	// window (0: RTT_est, derived).
 	Collaborative     bool
 	ObservationWindow time.Duration
+	// UpstreamFirst is §5.7's upstream priority: a node waits for a
+	// congestion-aware node between a flow's source and itself before
+	// its first response (default true).
+	UpstreamFirst bool
 	// Format is the wire format of the notification: "rocev2" or "icmpv6".
 	Format string
 }

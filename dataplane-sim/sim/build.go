@@ -116,13 +116,25 @@ func (r *runner) build() error {
 	}
 
 	// The mechanism, then the events, in time order (ties: file order).
-	r.env = &Env{Scenario: sc, Sim: r.sim, Net: r.net, Nodes: aware, r: r}
-	m, ok := r.opts.mechanisms[sc.Mechanism.Kind]
-	if !ok {
-		return fmt.Errorf("sim: mechanism %s: %w", sc.Mechanism.Kind, ErrNoModel)
-	}
-	if err := m.Install(r.env); err != nil {
-		return fmt.Errorf("sim: mechanism %s: %w", sc.Mechanism.Kind, err)
+	r.env = &Env{Scenario: sc, Sim: r.sim, Net: r.net, r: r}
+	blocks := append([]scenario.Mechanism{sc.Mechanism}, sc.Mechanism.With...)
+	for i, b := range blocks {
+		m, ok := r.opts.mechanisms[b.Kind]
+		if !ok {
+			return fmt.Errorf("sim: mechanism %s: %w", b.Kind, ErrNoModel)
+		}
+		r.env.Mech, r.env.Nodes = b, nil
+		for _, name := range b.Nodes {
+			if sw, ok := r.net.NodeByName(name).(*netsim.Switch); ok {
+				r.env.Nodes = append(r.env.Nodes, sw)
+			}
+		}
+		if i == 0 && len(b.Nodes) == 0 {
+			r.env.Nodes = aware
+		}
+		if err := m.Install(r.env); err != nil {
+			return fmt.Errorf("sim: mechanism %s: %w", b.Kind, err)
+		}
 	}
 	for _, ev := range sc.Events {
 		at := engine.FromDuration(ev.At)

@@ -25,6 +25,8 @@ type LongHaulCNP struct {
 	// Events is every event the nodes reported, in time order (kept only
 	// when the run was started with WithLongHaulCNP).
 	Events []lhcnp.Event
+	// Tuner is every change of the closed-loop tuner (scenario key tuner).
+	Tuner []TunerChange
 }
 
 // Node returns the node on the named switch.
@@ -61,14 +63,16 @@ func WithLongHaulCNP(f func(m *LongHaulCNP, env *Env)) Option {
 //     resume_after below K_min;
 //   - the RoCEv2 format goes to every host (all are configured receivers,
 //     §10.5), else ICMPv6 (IPv6 sources only, §4);
+//   - trigger_persistence (default 0, the draft) before generating;
+//     upstream_first (§5.7) with the mechanism's nodes as peers;
 //   - the sources trust the congestion-aware nodes' addresses and recover
-//     after recovery_interval by recovery_step per RTT_est / 10.
+//     after recovery_interval by recovery_step (b/s) per RTT_est / 10.
 //
 // The nodes' notifications are counted by action (sent_long-haul-cnp and
 // sent_long-haul-cnp/<action> in counters.csv), with deferrals and
 // escalations, in the summary's mechanism_counters.
 func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
-	p := env.Scenario.Mechanism.LongHaulCNP
+	p := env.Mech.LongHaulCNP
 	m := &LongHaulCNP{ReactionPoints: map[string]*lhcnp.ReactionPoint{}}
 	keep := observe != nil
 	counts := env.mechCounters()
@@ -131,8 +135,8 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		rc.TrustedSources = trusted
 		rc.RTTEst = rtt
 		rc.RecoveryInterval = engine.FromDuration(p.RecoveryInterval)
-		line := h.Port().RateBps()
-		rc.RecoveryStepPercent = int(min(100, max(1, math.Round(100*float64(p.RecoveryStep)/float64(line)))))
+		// recovery_step is bits per second added per tick, as written.
+		rc.RecoveryStepBps = int64(p.RecoveryStep)
 		rp, err := lhcnp.NewReactionPoint(env.Net, rc)
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name(), err)
@@ -141,6 +145,9 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		m.ReactionPoints[h.Name()] = rp
 	}
 
+	if env.meter != nil {
+		env.meter.signal = "long-haul-cnp"
+	}
 	// §5.3.2: recompute K_max when an event changes a link's RTT or rate.
 	env.OnLinkChange(func(_ *scenario.Link, a, b *netsim.Port) {
 		for i, node := range m.Nodes {
@@ -186,6 +193,9 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			counts["not_sent"] += nc.NoAddress + nc.NoFormat + nc.NoRoute + nc.EncodeErrors
 		}
 	})
+	if env.Scenario.Tuner != nil {
+		installTuner(env, m, *env.Scenario.Tuner)
+	}
 	if observe != nil {
 		observe(m, env)
 	}
@@ -210,6 +220,14 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	c.FlowTable.IdleTimeout = engine.FromDuration(p.FlowAging)
 	c.Collaborative.Enabled = p.Collaborative
 	c.Collaborative.ObservationWindow = engine.FromDuration(p.ObservationWindow)
+	// §5.7 upstream priority: the peers are the scenario's
+	// congestion-aware nodes (the addresses the sources trust).
+	c.Collaborative.UpstreamFirst = p.UpstreamFirst
+	for _, n := range env.Nodes {
+		if a := n.Addr(); a.IsValid() {
+			c.Collaborative.Peers = append(c.Collaborative.Peers, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
 
 	ic := &c.Interface
 	if p.PortCNPInterval > 0 {
@@ -228,9 +246,9 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	q.VGrowthBytesPerSec = int64(p.VGrowth) / 8
 	q.MeasurementInterval = engine.FromDuration(p.GrowthInterval)
 	q.EMRWindow = q.MeasurementInterval
-	// A second-level condition must hold for one measurement interval
-	// before the node generates (docs/longhaul.md, Triggers).
-	q.TriggerPersistence = q.MeasurementInterval
+	// 0 (the draft): generate when a condition is satisfied; a scenario
+	// that wants a persistence says so (trigger_persistence).
+	q.TriggerPersistence = engine.FromDuration(p.TriggerPersistence)
 	q.MinCNPInterval = engine.FromDuration(p.CNPInterval)
 	a := &q.Action
 	a.DefaultAction = wire.ActionRateReduce

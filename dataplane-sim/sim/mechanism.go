@@ -32,8 +32,11 @@ type Env struct {
 	Scenario *scenario.Scenario
 	Sim      *engine.Sim
 	Net      *netsim.Network
-	// Nodes are the congestion-aware switches (mechanism.nodes), in
-	// scenario order.
+	// Mech is the mechanism block being installed: the scenario's
+	// mechanism or one of its mechanism.with blocks.
+	Mech scenario.Mechanism
+	// Nodes are the congestion-aware switches of the block (its nodes),
+	// in scenario order.
 	Nodes []*netsim.Switch
 
 	r            *runner
@@ -101,6 +104,10 @@ func defaultMechanisms() map[scenario.MechanismKind]Mechanism {
 		scenario.MechanismDCQCN:       metered(MechanismFunc(func(*Env) error { return nil })),
 		scenario.MechanismNone:        metered(MechanismFunc(installNone)),
 		scenario.MechanismLongHaulCNP: metered(MechanismFunc(func(env *Env) error { return installLongHaulCNP(env, nil) })),
+		scenario.MechanismFastCNP:     metered(MechanismFunc(installFastCNP)),
+		scenario.MechanismRateAdvice:  metered(MechanismFunc(installRateAdvice)),
+		scenario.MechanismSwitchCNP:   metered(MechanismFunc(installSwitchCNP)),
+		scenario.MechanismFCN:         metered(MechanismFunc(installFCN)),
 	}
 }
 

@@ -47,6 +47,20 @@ type meter struct {
 	tapped  map[*netsim.Host]bool
 	lastT   engine.Time
 	sampled bool
+	// signal names the switch-originated notification the mechanism sends
+	// ("long-haul-cnp", "fast-cnp"); "" for DCQCN alone.
+	signal string
+	// classify, per host, finds the QP a switch-originated notification
+	// whose BTH does not name the sender's QP is for (Fast CNP names the
+	// receiver's).
+	classify map[*netsim.Host]func(*netsim.Host, *netsim.Packet) *netsim.QP
+	// switchObs and hostCtl are what mechanisms installed, for chaining
+	// a second block on the same node or host.
+	switchObs map[*netsim.Switch]netsim.PortObserver
+	hostCtl   map[*netsim.Host]netsim.ControlHandler
+	// switchCNP: standard CNPs from a switch (p.Src a switch) are the
+	// mechanism's signal (the white paper's practice).
+	switchCNP bool
 }
 
 type flowMeter struct {
@@ -86,6 +100,10 @@ const unset = engine.Never
 // whatever the mechanism left untouched is observed directly.
 func metered(m Mechanism) Mechanism {
 	return MechanismFunc(func(env *Env) error {
+		if env.meter != nil {
+			// A mechanism.with block: the first block's meter measures.
+			return m.Install(env)
+		}
 		mt := newMeter(env)
 		env.meter = mt
 		for _, sw := range env.Net.Switches() {
@@ -107,7 +125,9 @@ func metered(m Mechanism) Mechanism {
 
 func newMeter(env *Env) *meter {
 	m := &meter{env: env, byQP: map[*netsim.QP]*flowMeter{}, byKey: map[lhcnp.FlowKey]*flowMeter{},
-		byPort: map[*netsim.Port]*portMeter{}, pending: map[pendKey][]engine.Time{}, tapped: map[*netsim.Host]bool{}}
+		byPort: map[*netsim.Port]*portMeter{}, pending: map[pendKey][]engine.Time{}, tapped: map[*netsim.Host]bool{},
+		classify:  map[*netsim.Host]func(*netsim.Host, *netsim.Packet) *netsim.QP{},
+		switchObs: map[*netsim.Switch]netsim.PortObserver{}, hostCtl: map[*netsim.Host]netsim.ControlHandler{}}
 	for _, pt := range env.Net.Ports() {
 		if _, ok := pt.Node().(*netsim.Switch); ok {
 			pm := &portMeter{pt: pt, firstCong: unset}
@@ -239,10 +259,10 @@ func (m *meter) finish(in *report.Input) {
 			}
 		}
 	}
-	lh := m.env.Scenario.Mechanism.Kind == scenario.MechanismLongHaulCNP
+	lh := m.signal != ""
 	in.FeedbackSignal = "ce-mark"
 	if lh {
-		in.FeedbackSignal = "long-haul-cnp"
+		in.FeedbackSignal = m.signal
 	}
 	ns := func(t engine.Time) int64 {
 		if t == unset {
@@ -296,7 +316,61 @@ func (e *Env) tapSwitch(sw *netsim.Switch, o netsim.PortObserver) {
 		sw.SetObserver(o)
 		return
 	}
+	if prev := e.meter.switchObs[sw]; prev != nil {
+		o = observers{prev, o}
+	}
+	e.meter.switchObs[sw] = o
+	if f, ok := o.(netsim.MarkFilter); ok {
+		sw.SetObserver(filterTee{teeObserver{o: o, m: e.meter}, f})
+		return
+	}
 	sw.SetObserver(teeObserver{o: o, m: e.meter})
+}
+
+// filterTee is a teeObserver whose mechanism also filters marks.
+type filterTee struct {
+	teeObserver
+	f netsim.MarkFilter
+}
+
+func (t filterTee) AllowMark(pt *netsim.Port, p *netsim.Packet) bool { return t.f.AllowMark(pt, p) }
+
+// observers gives every port event to two mechanisms' observers on one
+// switch (mechanism.with blocks that coexist); marks are filtered by the
+// first that filters.
+type observers [2]netsim.PortObserver
+
+func (o observers) OnEnqueue(pt *netsim.Port, p *netsim.Packet, q int64) {
+	o[0].OnEnqueue(pt, p, q)
+	o[1].OnEnqueue(pt, p, q)
+}
+func (o observers) OnDequeue(pt *netsim.Port, p *netsim.Packet, q int64) {
+	o[0].OnDequeue(pt, p, q)
+	o[1].OnDequeue(pt, p, q)
+}
+func (o observers) OnMark(pt *netsim.Port, p *netsim.Packet, q int64) {
+	o[0].OnMark(pt, p, q)
+	o[1].OnMark(pt, p, q)
+}
+func (o observers) OnDrop(pt *netsim.Port, p *netsim.Packet, q int64) {
+	o[0].OnDrop(pt, p, q)
+	o[1].OnDrop(pt, p, q)
+}
+func (o observers) AllowMark(pt *netsim.Port, p *netsim.Packet) bool {
+	for _, x := range o {
+		if f, ok := x.(netsim.MarkFilter); ok && !f.AllowMark(pt, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// handlers offers a control packet to two mechanisms' handlers on one
+// host in turn.
+type handlers [2]netsim.ControlHandler
+
+func (hs handlers) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	return hs[0].HandleControl(h, p) || hs[1].HandleControl(h, p)
 }
 
 // tapHost installs c as h's control handler, with the meter around it
@@ -307,6 +381,10 @@ func (e *Env) tapHost(h *netsim.Host, c netsim.ControlHandler) {
 		return
 	}
 	e.meter.tapped[h] = true
+	if prev := e.meter.hostCtl[h]; prev != nil {
+		c = handlers{prev, c}
+	}
+	e.meter.hostCtl[h] = c
 	h.SetControlHandler(&hostTap{m: e.meter, inner: c})
 }
 
@@ -326,6 +404,10 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	case p.Kind == netsim.KindRoCE && p.HdrLen >= wire.BTHLen && p.Opcode() == wire.OpCNP:
 		qpn = p.DestQP()
 		extended = p.Hdr[4]&wire.BTHE != 0
+		if m.switchCNP {
+			_, fromSwitch := m.env.Net.Node(p.Src).(*netsim.Switch)
+			extended = extended || fromSwitch
+		}
 	case p.Kind == netsim.KindOther && p.HdrLen >= 16 && p.Hdr[0] == wire.DefaultCodePoints().LongHaulICMPv6Type:
 		qpn = binary.BigEndian.Uint32(p.Hdr[8:12])
 		extended = true
@@ -333,6 +415,11 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 		return t.inner != nil && t.inner.HandleControl(h, p)
 	}
 	q := h.QP(qpn)
+	if cl := m.classify[h]; cl != nil {
+		if fq := cl(h, p); fq != nil {
+			q, extended = fq, true
+		}
+	}
 	fm := m.byQP[q]
 	if fm == nil {
 		return t.inner != nil && t.inner.HandleControl(h, p)
@@ -350,6 +437,16 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 		reduced := q.RateBps() < rate || q.PausedUntil() > max(now, paused)
 		if handled && reduced && fm.lhReact == unset && gen != unset {
 			fm.lhGen, fm.lhReact = gen, now
+		}
+		if !handled && fm.lhReact == unset && gen != unset {
+			// A standard CNP from a switch: DCQCN applies it after this
+			// returns, and a cut shows in its counter at once.
+			cuts := q.RateCuts()
+			m.env.Sim.AtFunc(now, func() {
+				if q.RateCuts() > cuts && q.RateBps() < rate && fm.lhReact == unset {
+					fm.lhGen, fm.lhReact = gen, now
+				}
+			})
 		}
 	}
 	if !handled && fm.firstCut == unset && !fm.cutCheck {

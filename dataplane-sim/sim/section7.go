@@ -169,7 +169,7 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		return nil, setupErr
 	}
 	res.SourceAccepted = mech.ReactionPoints[s7Source].Counters()
-	stepPercent := int64(mech.ReactionPoints[s7Source].Config().RecoveryStepPercent)
+	rpc := mech.ReactionPoints[s7Source].Config()
 	res.Events = mech.Events
 
 	// Events.
@@ -235,7 +235,10 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 	if res.ReactedAt >= 0 {
 		res.RateBeforeBps, _ = rateAt(res.ReactedAt - 1)
 		_, res.RateAfterBps = rateAt(res.ReactedAt)
-		res.RecoveryStepBps = res.RateBeforeBps * stepPercent / 100 // the normal rate's step
+		res.RecoveryStepBps = rpc.RecoveryStepBps
+		if res.RecoveryStepBps == 0 {
+			res.RecoveryStepBps = res.RateBeforeBps * int64(rpc.RecoveryStepPercent) / 100 // the normal rate's step
+		}
 	}
 	if res.CNPValid && res.RecoveryAt >= 0 {
 		for _, e := range mech.Events {
@@ -312,8 +315,8 @@ func (r *Section7Result) Steps() []Section7Step {
 		r.N2RateAtDeferralBps*100 <= r.N2PeakBeforeDeferralBps*int64(100-r.N2ArrivalRateDropThreshold)
 	add("N2 sees the flow's arrival rate fall (by at least the drop threshold below its peak within the observation window) and defers; no Long-haul CNP from N2 to QP 100",
 		r.DeferralValid && fell && r.N2NotifiedFlow == 0,
-		"deferral at %s on %s: arrival rate %s, peak %s in the %s before (threshold %d%%); N2 notifications to the flow: %d",
-		ms(d.Time), d.Port, gb(r.N2RateAtDeferralBps), gb(r.N2PeakBeforeDeferralBps), ms(r.N2ObservationWindow),
+		"deferral at %s on %s (%s): arrival rate %s, peak %s in the %s before (threshold %d%%); N2 notifications to the flow: %d",
+		ms(d.Time), d.Port, deferralKind(d), gb(r.N2RateAtDeferralBps), gb(r.N2PeakBeforeDeferralBps), ms(r.N2ObservationWindow),
 		r.N2ArrivalRateDropThreshold, r.N2NotifiedFlow)
 	rx := c.Time + r.N1ToSourceDelay
 	since := r.RecoveryAt - rx
@@ -332,6 +335,14 @@ func (r *Section7Result) Steps() []Section7Step {
 		rs.Node, ms(rs.Time), ms(r.BelowKMinFor), rs.Action, rs.Parameter, rs.CongLevel, rs.MetricType, rs.MetricValue,
 		ms(r.ResumeArrivedAt), gb(r.RateBeforeResumeBps), gb(r.RateAfterResumeBps), gb(inc), gb(r.LastReductionBps))
 	return s
+}
+
+// deferralKind says why a node deferred (§5.7).
+func deferralKind(e lhcnp.Event) string {
+	if e.Upstream {
+		return "upstream priority: N1 is on the flow's route from its source"
+	}
+	return "the flow's arrival rate fell"
 }
 
 func hostIP(sc *scenario.Scenario, name string) (netip.Addr, bool) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // TestSection7 runs scenarios/section7.yaml, the operational example of
@@ -37,6 +38,11 @@ func TestSection7(t *testing.T) {
 		res.SourceConnectedAt < want || res.SourceConnectedAt > want+10*engine.Microsecond {
 		t.Errorf("source connected at %v, want one path RTT (%v, 20 ms expected) after its start at %v",
 			res.SourceConnectedAt, res.PathRTT, res.FlowStart)
+	}
+	// recovery_step is bits per second per tick (RTT_est / 10, 1 ms):
+	// the rate a millisecond after recovery began is one step higher.
+	if got, want := res.RateRecoveryLaterBps-res.RateAtRecoveryBps, int64(sc.Mechanism.LongHaulCNP.RecoveryStep); got != want {
+		t.Errorf("recovery rose by %d b/s in a tick, want recovery_step, %d", got, want)
 	}
 	for _, s := range res.Steps() {
 		if !s.OK {
@@ -79,6 +85,60 @@ func TestSection7Baseline(t *testing.T) {
 		a, b := lh.Switches[i], base.Switches[i]
 		if a.Name != b.Name || a.IP != b.IP || !cmp.Equal(a.Queue, b.Queue) {
 			t.Errorf("switch %d: %s %v %+v, baseline %s %v %+v", i, a.Name, a.IP, a.Queue, b.Name, b.IP, b.Queue)
+		}
+	}
+}
+
+// TestSection7Unstaged runs scenarios/section7-unstaged.yaml, the §7
+// topology with DCQCN on, every Long-haul CNP parameter at its default and
+// ordinary long-lived traffic, and reports what the nodes did. It asserts
+// only what holds whatever the traffic: N1's WAN thresholds are §7's, the
+// sources reject nothing the nodes send, and no node's first action is a
+// Pause (§5.5.1) or a Resume. docs/results.md shows the report.
+func TestSection7Unstaged(t *testing.T) {
+	sc := load(t, "section7-unstaged.yaml")
+	if p := sc.Mechanism.LongHaulCNP; p.TriggerPersistence != 0 || p.RecoveryStep != scenario.DefaultLongHaulCNP().RecoveryStep {
+		t.Errorf("params %+v: want the defaults", p)
+	}
+	r, err := RunLongHaulReport(context.Background(), sc, t.TempDir(), WithoutPlots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range r.Lines() {
+		t.Log(l)
+	}
+	if s := r.Sources; s.Malformed+s.Inconsistent+s.Untrusted != 0 {
+		t.Errorf("sources dropped notifications: %+v", s)
+	}
+	for _, a := range r.Nodes {
+		if a.FirstValid && (a.First.Action == wire.ActionPause || a.First.Action == wire.ActionResume) {
+			t.Errorf("%s's first notification %+v", a.Node, a.First)
+		}
+	}
+	if len(r.Nodes) != 2 || r.Nodes[0].Node != "n1" || r.Nodes[1].Node != "n2" {
+		t.Errorf("nodes %+v, want n1 and n2", r.Nodes)
+	}
+}
+
+// TestRecoveryStepUnit: a scenario's recovery_step reaches every source's
+// reaction point as written, bits per second per tick (not a share of
+// some rate), and its trigger_persistence reaches the nodes.
+func TestRecoveryStepUnit(t *testing.T) {
+	sc := load(t, "section7.yaml")
+	p := sc.Mechanism.LongHaulCNP
+	var mech *LongHaulCNP
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithoutPlots(), WithDuration(time.Millisecond),
+		WithLongHaulCNP(func(m *LongHaulCNP, _ *Env) { mech = m })); err != nil {
+		t.Fatal(err)
+	}
+	for name, rp := range mech.ReactionPoints {
+		if got := rp.Config().RecoveryStepBps; got != int64(p.RecoveryStep) {
+			t.Errorf("%s: recovery step %d b/s, want the scenario's %v", name, got, p.RecoveryStep)
+		}
+	}
+	for _, n := range mech.Nodes {
+		if got := n.Config().Interface.Queue.TriggerPersistence; got != engine.FromDuration(p.TriggerPersistence) || got == 0 {
+			t.Errorf("%s: trigger persistence %v, want the scenario's %v", n.Switch().Name(), got, p.TriggerPersistence)
 		}
 	}
 }

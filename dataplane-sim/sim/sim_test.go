@@ -126,10 +126,10 @@ func TestCancel(t *testing.T) {
 
 func TestNoModel(t *testing.T) {
 	sc := load(t, "incast-dcqcn.yaml")
-	sc.Mechanism.Kind = scenario.MechanismFCN
+	sc.Mechanism.Kind = scenario.MechanismKind("hpcc")
 	_, err := Run(context.Background(), sc, t.TempDir(), WithDuration(10*time.Microsecond), WithoutPlots())
 	if !errors.Is(err, ErrNoModel) {
-		t.Errorf("Run(fcn) = %v, want ErrNoModel", err)
+		t.Errorf("Run(hpcc) = %v, want ErrNoModel", err)
 	}
 }
 

@@ -423,6 +423,8 @@ type Lhcnp_Lhcnp_CollaborativeSuppression_Config struct {
 	Enabled                  *bool                  `path:"enabled" module:"lhcnp"`
 	EscalationAction         E_LhcnpTypes_CnpAction `path:"escalation-action" module:"lhcnp"`
 	ObservationWindow        *uint32                `path:"observation-window" module:"lhcnp"`
+	Peers                    []string               `path:"peers" module:"lhcnp"`
+	UpstreamFirst            *bool                  `path:"upstream-first" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_CollaborativeSuppression_Config implements the yang.GoStruct
@@ -494,6 +496,38 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) GetObservationWindow() uin
 	return *t.ObservationWindow
 }
 
+// GetPeers retrieves the value of the leaf Peers from the Lhcnp_Lhcnp_CollaborativeSuppression_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Peers is set, it can
+// safely use t.GetPeers() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Peers == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) GetPeers() []string {
+	if t == nil || t.Peers == nil {
+		return nil
+	}
+	return t.Peers
+}
+
+// GetUpstreamFirst retrieves the value of the leaf UpstreamFirst from the Lhcnp_Lhcnp_CollaborativeSuppression_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if UpstreamFirst is set, it can
+// safely use t.GetUpstreamFirst() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.UpstreamFirst == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) GetUpstreamFirst() bool {
+	if t == nil || t.UpstreamFirst == nil {
+		return true
+	}
+	return *t.UpstreamFirst
+}
+
 // SetArrivalRateDropThreshold sets the value of the leaf ArrivalRateDropThreshold in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
 // struct.
 func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetArrivalRateDropThreshold(v uint8) {
@@ -518,6 +552,18 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetObservationWindow(v uin
 	t.ObservationWindow = &v
 }
 
+// SetPeers sets the value of the leaf Peers in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
+// struct.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetPeers(v []string) {
+	t.Peers = v
+}
+
+// SetUpstreamFirst sets the value of the leaf UpstreamFirst in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
+// struct.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetUpstreamFirst(v bool) {
+	t.UpstreamFirst = &v
+}
+
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
 // with default values as specified in the YANG schema, instantiating any nil
 // container fields.
@@ -536,6 +582,10 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) PopulateDefaults() {
 	}
 	if t.EscalationAction == 0 {
 		t.EscalationAction = LhcnpTypes_CnpAction_PAUSE
+	}
+	if t.UpstreamFirst == nil {
+		var v bool = true
+		t.UpstreamFirst = &v
 	}
 }
 
@@ -573,6 +623,8 @@ type Lhcnp_Lhcnp_CollaborativeSuppression_State struct {
 	Enabled                    *bool                                                `path:"enabled" module:"lhcnp"`
 	EscalationAction           E_LhcnpTypes_CnpAction                               `path:"escalation-action" module:"lhcnp"`
 	ObservationWindow          *uint32                                              `path:"observation-window" module:"lhcnp"`
+	Peers                      []string                                             `path:"peers" module:"lhcnp"`
+	UpstreamFirst              *bool                                                `path:"upstream-first" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_CollaborativeSuppression_State implements the yang.GoStruct
@@ -696,6 +748,38 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) GetObservationWindow() uint
 	return *t.ObservationWindow
 }
 
+// GetPeers retrieves the value of the leaf Peers from the Lhcnp_Lhcnp_CollaborativeSuppression_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Peers is set, it can
+// safely use t.GetPeers() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Peers == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) GetPeers() []string {
+	if t == nil || t.Peers == nil {
+		return nil
+	}
+	return t.Peers
+}
+
+// GetUpstreamFirst retrieves the value of the leaf UpstreamFirst from the Lhcnp_Lhcnp_CollaborativeSuppression_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if UpstreamFirst is set, it can
+// safely use t.GetUpstreamFirst() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.UpstreamFirst == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) GetUpstreamFirst() bool {
+	if t == nil || t.UpstreamFirst == nil {
+		return true
+	}
+	return *t.UpstreamFirst
+}
+
 // SetArrivalRateDropThreshold sets the value of the leaf ArrivalRateDropThreshold in the Lhcnp_Lhcnp_CollaborativeSuppression_State
 // struct.
 func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetArrivalRateDropThreshold(v uint8) {
@@ -732,6 +816,18 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetObservationWindow(v uint
 	t.ObservationWindow = &v
 }
 
+// SetPeers sets the value of the leaf Peers in the Lhcnp_Lhcnp_CollaborativeSuppression_State
+// struct.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetPeers(v []string) {
+	t.Peers = v
+}
+
+// SetUpstreamFirst sets the value of the leaf UpstreamFirst in the Lhcnp_Lhcnp_CollaborativeSuppression_State
+// struct.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetUpstreamFirst(v bool) {
+	t.UpstreamFirst = &v
+}
+
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_CollaborativeSuppression_State
 // with default values as specified in the YANG schema, instantiating any nil
 // container fields.
@@ -750,6 +846,10 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) PopulateDefaults() {
 	}
 	if t.EscalationAction == 0 {
 		t.EscalationAction = LhcnpTypes_CnpAction_PAUSE
+	}
+	if t.UpstreamFirst == nil {
+		var v bool = true
+		t.UpstreamFirst = &v
 	}
 	t.Counters.PopulateDefaults()
 }
@@ -979,14 +1079,37 @@ func (*Lhcnp_Lhcnp_FastCnp) ΛBelongingModule() string {
 
 // Lhcnp_Lhcnp_FastCnp_Config represents the /lhcnp/lhcnp/fast-cnp/config YANG schema element.
 type Lhcnp_Lhcnp_FastCnp_Config struct {
-	EcnMarkAlongside *bool `path:"ecn-mark-alongside" module:"lhcnp"`
-	IoamTrace        *bool `path:"ioam-trace" module:"lhcnp"`
+	CongestionThreshold *uint64  `path:"congestion-threshold" module:"lhcnp"`
+	EcnMarkAlongside    *bool    `path:"ecn-mark-alongside" module:"lhcnp"`
+	EcnPmax             *float64 `path:"ecn-pmax" module:"lhcnp"`
+	IoamTrace           *bool    `path:"ioam-trace" module:"lhcnp"`
+	MarkingThreshold    *uint64  `path:"marking-threshold" module:"lhcnp"`
+	MaxFlowsPerTrigger  *uint16  `path:"max-flows-per-trigger" module:"lhcnp"`
+	MinCnpInterval      *uint32  `path:"min-cnp-interval" module:"lhcnp"`
+	PortCnpBurst        *uint32  `path:"port-cnp-burst" module:"lhcnp"`
+	PortCnpRate         *uint32  `path:"port-cnp-rate" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_FastCnp_Config implements the yang.GoStruct
 // interface. This allows functions that need to handle this struct to
 // identify it as being generated by ygen.
 func (*Lhcnp_Lhcnp_FastCnp_Config) IsYANGGoStruct() {}
+
+// GetCongestionThreshold retrieves the value of the leaf CongestionThreshold from the Lhcnp_Lhcnp_FastCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if CongestionThreshold is set, it can
+// safely use t.GetCongestionThreshold() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.CongestionThreshold == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) GetCongestionThreshold() uint64 {
+	if t == nil || t.CongestionThreshold == nil {
+		return 100000
+	}
+	return *t.CongestionThreshold
+}
 
 // GetEcnMarkAlongside retrieves the value of the leaf EcnMarkAlongside from the Lhcnp_Lhcnp_FastCnp_Config
 // struct. If the field is unset but has a default value in the YANG schema,
@@ -1004,6 +1127,22 @@ func (t *Lhcnp_Lhcnp_FastCnp_Config) GetEcnMarkAlongside() bool {
 	return *t.EcnMarkAlongside
 }
 
+// GetEcnPmax retrieves the value of the leaf EcnPmax from the Lhcnp_Lhcnp_FastCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if EcnPmax is set, it can
+// safely use t.GetEcnPmax() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.EcnPmax == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) GetEcnPmax() float64 {
+	if t == nil || t.EcnPmax == nil {
+		return 0.2
+	}
+	return *t.EcnPmax
+}
+
 // GetIoamTrace retrieves the value of the leaf IoamTrace from the Lhcnp_Lhcnp_FastCnp_Config
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -1015,9 +1154,95 @@ func (t *Lhcnp_Lhcnp_FastCnp_Config) GetEcnMarkAlongside() bool {
 // should use 'if t.IoamTrace == nil' before retrieving the leaf's value.
 func (t *Lhcnp_Lhcnp_FastCnp_Config) GetIoamTrace() bool {
 	if t == nil || t.IoamTrace == nil {
-		return true
+		return false
 	}
 	return *t.IoamTrace
+}
+
+// GetMarkingThreshold retrieves the value of the leaf MarkingThreshold from the Lhcnp_Lhcnp_FastCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MarkingThreshold is set, it can
+// safely use t.GetMarkingThreshold() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MarkingThreshold == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) GetMarkingThreshold() uint64 {
+	if t == nil || t.MarkingThreshold == nil {
+		return 0
+	}
+	return *t.MarkingThreshold
+}
+
+// GetMaxFlowsPerTrigger retrieves the value of the leaf MaxFlowsPerTrigger from the Lhcnp_Lhcnp_FastCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MaxFlowsPerTrigger is set, it can
+// safely use t.GetMaxFlowsPerTrigger() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MaxFlowsPerTrigger == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) GetMaxFlowsPerTrigger() uint16 {
+	if t == nil || t.MaxFlowsPerTrigger == nil {
+		return 4
+	}
+	return *t.MaxFlowsPerTrigger
+}
+
+// GetMinCnpInterval retrieves the value of the leaf MinCnpInterval from the Lhcnp_Lhcnp_FastCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MinCnpInterval is set, it can
+// safely use t.GetMinCnpInterval() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MinCnpInterval == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) GetMinCnpInterval() uint32 {
+	if t == nil || t.MinCnpInterval == nil {
+		return 50
+	}
+	return *t.MinCnpInterval
+}
+
+// GetPortCnpBurst retrieves the value of the leaf PortCnpBurst from the Lhcnp_Lhcnp_FastCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if PortCnpBurst is set, it can
+// safely use t.GetPortCnpBurst() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.PortCnpBurst == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) GetPortCnpBurst() uint32 {
+	if t == nil || t.PortCnpBurst == nil {
+		return 100
+	}
+	return *t.PortCnpBurst
+}
+
+// GetPortCnpRate retrieves the value of the leaf PortCnpRate from the Lhcnp_Lhcnp_FastCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if PortCnpRate is set, it can
+// safely use t.GetPortCnpRate() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.PortCnpRate == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) GetPortCnpRate() uint32 {
+	if t == nil || t.PortCnpRate == nil {
+		return 1000000
+	}
+	return *t.PortCnpRate
+}
+
+// SetCongestionThreshold sets the value of the leaf CongestionThreshold in the Lhcnp_Lhcnp_FastCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) SetCongestionThreshold(v uint64) {
+	t.CongestionThreshold = &v
 }
 
 // SetEcnMarkAlongside sets the value of the leaf EcnMarkAlongside in the Lhcnp_Lhcnp_FastCnp_Config
@@ -1026,10 +1251,46 @@ func (t *Lhcnp_Lhcnp_FastCnp_Config) SetEcnMarkAlongside(v bool) {
 	t.EcnMarkAlongside = &v
 }
 
+// SetEcnPmax sets the value of the leaf EcnPmax in the Lhcnp_Lhcnp_FastCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) SetEcnPmax(v float64) {
+	t.EcnPmax = &v
+}
+
 // SetIoamTrace sets the value of the leaf IoamTrace in the Lhcnp_Lhcnp_FastCnp_Config
 // struct.
 func (t *Lhcnp_Lhcnp_FastCnp_Config) SetIoamTrace(v bool) {
 	t.IoamTrace = &v
+}
+
+// SetMarkingThreshold sets the value of the leaf MarkingThreshold in the Lhcnp_Lhcnp_FastCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) SetMarkingThreshold(v uint64) {
+	t.MarkingThreshold = &v
+}
+
+// SetMaxFlowsPerTrigger sets the value of the leaf MaxFlowsPerTrigger in the Lhcnp_Lhcnp_FastCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) SetMaxFlowsPerTrigger(v uint16) {
+	t.MaxFlowsPerTrigger = &v
+}
+
+// SetMinCnpInterval sets the value of the leaf MinCnpInterval in the Lhcnp_Lhcnp_FastCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) SetMinCnpInterval(v uint32) {
+	t.MinCnpInterval = &v
+}
+
+// SetPortCnpBurst sets the value of the leaf PortCnpBurst in the Lhcnp_Lhcnp_FastCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) SetPortCnpBurst(v uint32) {
+	t.PortCnpBurst = &v
+}
+
+// SetPortCnpRate sets the value of the leaf PortCnpRate in the Lhcnp_Lhcnp_FastCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_Config) SetPortCnpRate(v uint32) {
+	t.PortCnpRate = &v
 }
 
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_FastCnp_Config
@@ -1040,13 +1301,37 @@ func (t *Lhcnp_Lhcnp_FastCnp_Config) PopulateDefaults() {
 		return
 	}
 	ygot.BuildEmptyTree(t)
+	if t.CongestionThreshold == nil {
+		var v uint64 = 100000
+		t.CongestionThreshold = &v
+	}
 	if t.EcnMarkAlongside == nil {
 		var v bool = true
 		t.EcnMarkAlongside = &v
 	}
+	if t.EcnPmax == nil {
+		var v float64 = 0.2
+		t.EcnPmax = &v
+	}
 	if t.IoamTrace == nil {
-		var v bool = true
+		var v bool = false
 		t.IoamTrace = &v
+	}
+	if t.MaxFlowsPerTrigger == nil {
+		var v uint16 = 4
+		t.MaxFlowsPerTrigger = &v
+	}
+	if t.MinCnpInterval == nil {
+		var v uint32 = 50
+		t.MinCnpInterval = &v
+	}
+	if t.PortCnpBurst == nil {
+		var v uint32 = 100
+		t.PortCnpBurst = &v
+	}
+	if t.PortCnpRate == nil {
+		var v uint32 = 1000000
+		t.PortCnpRate = &v
 	}
 }
 
@@ -1560,9 +1845,16 @@ func (*Lhcnp_Lhcnp_FastCnp_SourcePrefixes_SourcePrefix_State) ΛBelongingModule(
 
 // Lhcnp_Lhcnp_FastCnp_State represents the /lhcnp/lhcnp/fast-cnp/state YANG schema element.
 type Lhcnp_Lhcnp_FastCnp_State struct {
-	Counters         *Lhcnp_Lhcnp_FastCnp_State_Counters `path:"counters" module:"lhcnp"`
-	EcnMarkAlongside *bool                               `path:"ecn-mark-alongside" module:"lhcnp"`
-	IoamTrace        *bool                               `path:"ioam-trace" module:"lhcnp"`
+	CongestionThreshold *uint64                             `path:"congestion-threshold" module:"lhcnp"`
+	Counters            *Lhcnp_Lhcnp_FastCnp_State_Counters `path:"counters" module:"lhcnp"`
+	EcnMarkAlongside    *bool                               `path:"ecn-mark-alongside" module:"lhcnp"`
+	EcnPmax             *float64                            `path:"ecn-pmax" module:"lhcnp"`
+	IoamTrace           *bool                               `path:"ioam-trace" module:"lhcnp"`
+	MarkingThreshold    *uint64                             `path:"marking-threshold" module:"lhcnp"`
+	MaxFlowsPerTrigger  *uint16                             `path:"max-flows-per-trigger" module:"lhcnp"`
+	MinCnpInterval      *uint32                             `path:"min-cnp-interval" module:"lhcnp"`
+	PortCnpBurst        *uint32                             `path:"port-cnp-burst" module:"lhcnp"`
+	PortCnpRate         *uint32                             `path:"port-cnp-rate" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_FastCnp_State implements the yang.GoStruct
@@ -1590,6 +1882,22 @@ func (t *Lhcnp_Lhcnp_FastCnp_State) GetCounters() *Lhcnp_Lhcnp_FastCnp_State_Cou
 	return nil
 }
 
+// GetCongestionThreshold retrieves the value of the leaf CongestionThreshold from the Lhcnp_Lhcnp_FastCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if CongestionThreshold is set, it can
+// safely use t.GetCongestionThreshold() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.CongestionThreshold == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_State) GetCongestionThreshold() uint64 {
+	if t == nil || t.CongestionThreshold == nil {
+		return 100000
+	}
+	return *t.CongestionThreshold
+}
+
 // GetEcnMarkAlongside retrieves the value of the leaf EcnMarkAlongside from the Lhcnp_Lhcnp_FastCnp_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -1606,6 +1914,22 @@ func (t *Lhcnp_Lhcnp_FastCnp_State) GetEcnMarkAlongside() bool {
 	return *t.EcnMarkAlongside
 }
 
+// GetEcnPmax retrieves the value of the leaf EcnPmax from the Lhcnp_Lhcnp_FastCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if EcnPmax is set, it can
+// safely use t.GetEcnPmax() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.EcnPmax == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_State) GetEcnPmax() float64 {
+	if t == nil || t.EcnPmax == nil {
+		return 0.2
+	}
+	return *t.EcnPmax
+}
+
 // GetIoamTrace retrieves the value of the leaf IoamTrace from the Lhcnp_Lhcnp_FastCnp_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -1617,9 +1941,95 @@ func (t *Lhcnp_Lhcnp_FastCnp_State) GetEcnMarkAlongside() bool {
 // should use 'if t.IoamTrace == nil' before retrieving the leaf's value.
 func (t *Lhcnp_Lhcnp_FastCnp_State) GetIoamTrace() bool {
 	if t == nil || t.IoamTrace == nil {
-		return true
+		return false
 	}
 	return *t.IoamTrace
+}
+
+// GetMarkingThreshold retrieves the value of the leaf MarkingThreshold from the Lhcnp_Lhcnp_FastCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MarkingThreshold is set, it can
+// safely use t.GetMarkingThreshold() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MarkingThreshold == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_State) GetMarkingThreshold() uint64 {
+	if t == nil || t.MarkingThreshold == nil {
+		return 0
+	}
+	return *t.MarkingThreshold
+}
+
+// GetMaxFlowsPerTrigger retrieves the value of the leaf MaxFlowsPerTrigger from the Lhcnp_Lhcnp_FastCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MaxFlowsPerTrigger is set, it can
+// safely use t.GetMaxFlowsPerTrigger() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MaxFlowsPerTrigger == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_State) GetMaxFlowsPerTrigger() uint16 {
+	if t == nil || t.MaxFlowsPerTrigger == nil {
+		return 4
+	}
+	return *t.MaxFlowsPerTrigger
+}
+
+// GetMinCnpInterval retrieves the value of the leaf MinCnpInterval from the Lhcnp_Lhcnp_FastCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MinCnpInterval is set, it can
+// safely use t.GetMinCnpInterval() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MinCnpInterval == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_State) GetMinCnpInterval() uint32 {
+	if t == nil || t.MinCnpInterval == nil {
+		return 50
+	}
+	return *t.MinCnpInterval
+}
+
+// GetPortCnpBurst retrieves the value of the leaf PortCnpBurst from the Lhcnp_Lhcnp_FastCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if PortCnpBurst is set, it can
+// safely use t.GetPortCnpBurst() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.PortCnpBurst == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_State) GetPortCnpBurst() uint32 {
+	if t == nil || t.PortCnpBurst == nil {
+		return 100
+	}
+	return *t.PortCnpBurst
+}
+
+// GetPortCnpRate retrieves the value of the leaf PortCnpRate from the Lhcnp_Lhcnp_FastCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if PortCnpRate is set, it can
+// safely use t.GetPortCnpRate() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.PortCnpRate == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_State) GetPortCnpRate() uint32 {
+	if t == nil || t.PortCnpRate == nil {
+		return 1000000
+	}
+	return *t.PortCnpRate
+}
+
+// SetCongestionThreshold sets the value of the leaf CongestionThreshold in the Lhcnp_Lhcnp_FastCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_State) SetCongestionThreshold(v uint64) {
+	t.CongestionThreshold = &v
 }
 
 // SetEcnMarkAlongside sets the value of the leaf EcnMarkAlongside in the Lhcnp_Lhcnp_FastCnp_State
@@ -1628,10 +2038,46 @@ func (t *Lhcnp_Lhcnp_FastCnp_State) SetEcnMarkAlongside(v bool) {
 	t.EcnMarkAlongside = &v
 }
 
+// SetEcnPmax sets the value of the leaf EcnPmax in the Lhcnp_Lhcnp_FastCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_State) SetEcnPmax(v float64) {
+	t.EcnPmax = &v
+}
+
 // SetIoamTrace sets the value of the leaf IoamTrace in the Lhcnp_Lhcnp_FastCnp_State
 // struct.
 func (t *Lhcnp_Lhcnp_FastCnp_State) SetIoamTrace(v bool) {
 	t.IoamTrace = &v
+}
+
+// SetMarkingThreshold sets the value of the leaf MarkingThreshold in the Lhcnp_Lhcnp_FastCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_State) SetMarkingThreshold(v uint64) {
+	t.MarkingThreshold = &v
+}
+
+// SetMaxFlowsPerTrigger sets the value of the leaf MaxFlowsPerTrigger in the Lhcnp_Lhcnp_FastCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_State) SetMaxFlowsPerTrigger(v uint16) {
+	t.MaxFlowsPerTrigger = &v
+}
+
+// SetMinCnpInterval sets the value of the leaf MinCnpInterval in the Lhcnp_Lhcnp_FastCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_State) SetMinCnpInterval(v uint32) {
+	t.MinCnpInterval = &v
+}
+
+// SetPortCnpBurst sets the value of the leaf PortCnpBurst in the Lhcnp_Lhcnp_FastCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_State) SetPortCnpBurst(v uint32) {
+	t.PortCnpBurst = &v
+}
+
+// SetPortCnpRate sets the value of the leaf PortCnpRate in the Lhcnp_Lhcnp_FastCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_State) SetPortCnpRate(v uint32) {
+	t.PortCnpRate = &v
 }
 
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_FastCnp_State
@@ -1642,13 +2088,37 @@ func (t *Lhcnp_Lhcnp_FastCnp_State) PopulateDefaults() {
 		return
 	}
 	ygot.BuildEmptyTree(t)
+	if t.CongestionThreshold == nil {
+		var v uint64 = 100000
+		t.CongestionThreshold = &v
+	}
 	if t.EcnMarkAlongside == nil {
 		var v bool = true
 		t.EcnMarkAlongside = &v
 	}
+	if t.EcnPmax == nil {
+		var v float64 = 0.2
+		t.EcnPmax = &v
+	}
 	if t.IoamTrace == nil {
-		var v bool = true
+		var v bool = false
 		t.IoamTrace = &v
+	}
+	if t.MaxFlowsPerTrigger == nil {
+		var v uint16 = 4
+		t.MaxFlowsPerTrigger = &v
+	}
+	if t.MinCnpInterval == nil {
+		var v uint32 = 50
+		t.MinCnpInterval = &v
+	}
+	if t.PortCnpBurst == nil {
+		var v uint32 = 100
+		t.PortCnpBurst = &v
+	}
+	if t.PortCnpRate == nil {
+		var v uint32 = 1000000
+		t.PortCnpRate = &v
 	}
 	t.Counters.PopulateDefaults()
 }
@@ -1680,6 +2150,8 @@ func (*Lhcnp_Lhcnp_FastCnp_State) ΛBelongingModule() string {
 type Lhcnp_Lhcnp_FastCnp_State_Counters struct {
 	BorderDropped      *uint64 `path:"border-dropped" module:"lhcnp"`
 	EcnMarkedAlongside *uint64 `path:"ecn-marked-alongside" module:"lhcnp"`
+	EcnMarksWithheld   *uint64 `path:"ecn-marks-withheld" module:"lhcnp"`
+	NotIpv6            *uint64 `path:"not-ipv6" module:"lhcnp"`
 	OutsideDomain      *uint64 `path:"outside-domain" module:"lhcnp"`
 	Sent               *uint64 `path:"sent" module:"lhcnp"`
 	SentWithIoam       *uint64 `path:"sent-with-ioam" module:"lhcnp"`
@@ -1720,6 +2192,38 @@ func (t *Lhcnp_Lhcnp_FastCnp_State_Counters) GetEcnMarkedAlongside() uint64 {
 		return 0
 	}
 	return *t.EcnMarkedAlongside
+}
+
+// GetEcnMarksWithheld retrieves the value of the leaf EcnMarksWithheld from the Lhcnp_Lhcnp_FastCnp_State_Counters
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if EcnMarksWithheld is set, it can
+// safely use t.GetEcnMarksWithheld() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.EcnMarksWithheld == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_State_Counters) GetEcnMarksWithheld() uint64 {
+	if t == nil || t.EcnMarksWithheld == nil {
+		return 0
+	}
+	return *t.EcnMarksWithheld
+}
+
+// GetNotIpv6 retrieves the value of the leaf NotIpv6 from the Lhcnp_Lhcnp_FastCnp_State_Counters
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if NotIpv6 is set, it can
+// safely use t.GetNotIpv6() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.NotIpv6 == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FastCnp_State_Counters) GetNotIpv6() uint64 {
+	if t == nil || t.NotIpv6 == nil {
+		return 0
+	}
+	return *t.NotIpv6
 }
 
 // GetOutsideDomain retrieves the value of the leaf OutsideDomain from the Lhcnp_Lhcnp_FastCnp_State_Counters
@@ -1780,6 +2284,18 @@ func (t *Lhcnp_Lhcnp_FastCnp_State_Counters) SetBorderDropped(v uint64) {
 // struct.
 func (t *Lhcnp_Lhcnp_FastCnp_State_Counters) SetEcnMarkedAlongside(v uint64) {
 	t.EcnMarkedAlongside = &v
+}
+
+// SetEcnMarksWithheld sets the value of the leaf EcnMarksWithheld in the Lhcnp_Lhcnp_FastCnp_State_Counters
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_State_Counters) SetEcnMarksWithheld(v uint64) {
+	t.EcnMarksWithheld = &v
+}
+
+// SetNotIpv6 sets the value of the leaf NotIpv6 in the Lhcnp_Lhcnp_FastCnp_State_Counters
+// struct.
+func (t *Lhcnp_Lhcnp_FastCnp_State_Counters) SetNotIpv6(v uint64) {
+	t.NotIpv6 = &v
 }
 
 // SetOutsideDomain sets the value of the leaf OutsideDomain in the Lhcnp_Lhcnp_FastCnp_State_Counters
@@ -5942,6 +6458,7 @@ type Lhcnp_Lhcnp_Global_State struct {
 	Counters           *Lhcnp_Lhcnp_Global_State_Counters `path:"counters" module:"lhcnp"`
 	DeviceIdentifier   *string                            `path:"device-identifier" module:"lhcnp"`
 	Enabled            *bool                              `path:"enabled" module:"lhcnp"`
+	EngineLag          *uint64                            `path:"engine-lag" module:"lhcnp"`
 	FastCnpEnabled     *bool                              `path:"fast-cnp-enabled" module:"lhcnp"`
 	FcnRole            E_LhcnpTypes_FcnRole               `path:"fcn-role" module:"lhcnp"`
 	LongHaulCnpIcmpv6  *bool                              `path:"long-haul-cnp-icmpv6" module:"lhcnp"`
@@ -6025,6 +6542,22 @@ func (t *Lhcnp_Lhcnp_Global_State) GetEnabled() bool {
 		return false
 	}
 	return *t.Enabled
+}
+
+// GetEngineLag retrieves the value of the leaf EngineLag from the Lhcnp_Lhcnp_Global_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if EngineLag is set, it can
+// safely use t.GetEngineLag() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.EngineLag == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Global_State) GetEngineLag() uint64 {
+	if t == nil || t.EngineLag == nil {
+		return 0
+	}
+	return *t.EngineLag
 }
 
 // GetFastCnpEnabled retrieves the value of the leaf FastCnpEnabled from the Lhcnp_Lhcnp_Global_State
@@ -6203,6 +6736,12 @@ func (t *Lhcnp_Lhcnp_Global_State) SetDeviceIdentifier(v string) {
 // struct.
 func (t *Lhcnp_Lhcnp_Global_State) SetEnabled(v bool) {
 	t.Enabled = &v
+}
+
+// SetEngineLag sets the value of the leaf EngineLag in the Lhcnp_Lhcnp_Global_State
+// struct.
+func (t *Lhcnp_Lhcnp_Global_State) SetEngineLag(v uint64) {
+	t.EngineLag = &v
 }
 
 // SetFastCnpEnabled sets the value of the leaf FastCnpEnabled in the Lhcnp_Lhcnp_Global_State
@@ -7956,7 +8495,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetId() uint8 {
 // should use 'if t.KBase == nil' before retrieving the leaf's value.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetKBase() uint64 {
 	if t == nil || t.KBase == nil {
-		return 65536
+		return 64000
 	}
 	return *t.KBase
 }
@@ -8068,7 +8607,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetMinCnpInterval
 // should use 'if t.TriggerPersistence == nil' before retrieving the leaf's value.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetTriggerPersistence() uint32 {
 	if t == nil || t.TriggerPersistence == nil {
-		return 100
+		return 0
 	}
 	return *t.TriggerPersistence
 }
@@ -8210,7 +8749,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) PopulateDefaults(
 		t.Enabled = &v
 	}
 	if t.KBase == nil {
-		var v uint64 = 65536
+		var v uint64 = 64000
 		t.KBase = &v
 	}
 	if t.KmaxMode == 0 {
@@ -8224,7 +8763,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) PopulateDefaults(
 		t.MeasurementInterval = &v
 	}
 	if t.TriggerPersistence == nil {
-		var v uint32 = 100
+		var v uint32 = 0
 		t.TriggerPersistence = &v
 	}
 	if t.VEcn == nil {
@@ -8526,7 +9065,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetId() uint8 {
 // should use 'if t.KBase == nil' before retrieving the leaf's value.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetKBase() uint64 {
 	if t == nil || t.KBase == nil {
-		return 65536
+		return 64000
 	}
 	return *t.KBase
 }
@@ -8718,7 +9257,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetQueueGrowthRate
 // should use 'if t.TriggerPersistence == nil' before retrieving the leaf's value.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetTriggerPersistence() uint32 {
 	if t == nil || t.TriggerPersistence == nil {
-		return 100
+		return 0
 	}
 	return *t.TriggerPersistence
 }
@@ -8932,7 +9471,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) PopulateDefaults()
 		t.Enabled = &v
 	}
 	if t.KBase == nil {
-		var v uint64 = 65536
+		var v uint64 = 64000
 		t.KBase = &v
 	}
 	if t.KmaxMode == 0 {
@@ -8946,7 +9485,7 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) PopulateDefaults()
 		t.MeasurementInterval = &v
 	}
 	if t.TriggerPersistence == nil {
-		var v uint32 = 100
+		var v uint32 = 0
 		t.TriggerPersistence = &v
 	}
 	if t.VEcn == nil {

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,12 +63,28 @@ type Server struct {
 	cred    *syscall.Credential
 	logPath string
 
-	mu      sync.Mutex
-	port    int
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when cmd has exited
-	waitErr error         // cmd.Wait's result, valid once exited is closed
-	closed  bool
+	op     sync.Mutex // serialises start, stop and close
+	closed bool       // guarded by op
+
+	mu   sync.Mutex // guards port and proc, never held while waiting
+	port int
+	proc *process // the running postmaster; nil when stopped
+}
+
+// process is one run of the postmaster.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
+	err    error         // cmd.Wait's result, valid once exited is closed
+}
+
+func (p *process) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
 }
 
 type options struct {
@@ -316,28 +333,33 @@ func (s *Server) initdb(ctx context.Context) error {
 // port picked by us can be taken by someone else before the postmaster binds
 // it; that case is retried with another port.
 func (s *Server) start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.op.Lock()
+	defer s.op.Unlock()
 	if s.closed {
 		return errors.New("server closed")
 	}
-	if s.cmd != nil {
+	if s.Running() {
 		return nil
 	}
 	if pid, port, ok := runningPostmaster(s.dataDir); ok {
 		return fmt.Errorf("%w: %s (pid %d, port %d)", ErrInUse, s.dataDir, pid, port)
 	}
-	pickPort := s.port == 0
+	pickPort := s.Port() == 0
 	for attempt := 0; ; attempt++ {
 		if pickPort {
 			port, err := freePort()
 			if err != nil {
 				return err
 			}
+			s.mu.Lock()
 			s.port = port
+			s.mu.Unlock()
 		}
-		err := s.launch(ctx)
+		proc, err := s.launch(ctx)
 		if err == nil {
+			s.mu.Lock()
+			s.proc = proc
+			s.mu.Unlock()
 			return nil
 		}
 		if pickPort && attempt < 3 && strings.Contains(err.Error(), "could not bind") {
@@ -347,8 +369,9 @@ func (s *Server) start(ctx context.Context) error {
 	}
 }
 
-func (s *Server) launch(ctx context.Context) error {
-	args := []string{"-D", s.dataDir, "-p", strconv.Itoa(s.port),
+// launch runs one postmaster and waits until it serves; s.op is held.
+func (s *Server) launch(ctx context.Context) (*process, error) {
+	args := []string{"-D", s.dataDir, "-p", strconv.Itoa(s.Port()),
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories=" + s.sockDir,
 		"-c", "logging_collector=off"}
@@ -362,7 +385,7 @@ func (s *Server) launch(ctx context.Context) error {
 	}
 	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	logStart, _ := logFile.Seek(0, 2)
 	// Not CommandContext: the server outlives the context that started it.
@@ -378,43 +401,54 @@ func (s *Server) launch(ctx context.Context) error {
 		// shutdown instead of running on.
 		Pdeathsig: syscall.SIGINT,
 	}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return fmt.Errorf("start postgres: %w", err)
-	}
-	logFile.Close()
-	exited := make(chan struct{})
-	s.cmd, s.exited = cmd, exited
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
-		s.waitErr = cmd.Wait()
-		close(exited)
+		// The parent-death signal follows the thread that forked, not the
+		// process (golang/go#27505): were that thread to end while the
+		// postmaster runs, the postmaster would be stopped. So the fork
+		// happens on a thread of its own that stays in cmd.Wait until the
+		// postmaster is gone; it is never unlocked and ends with this
+		// goroutine.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.exited)
 	}()
-	if err := s.waitReady(ctx, exited); err != nil {
-		s.kill(cmd, exited)
-		s.cmd = nil
-		return fmt.Errorf("postgres %s: %w; log: %s", s.dataDir, err, s.logSince(logStart))
+	err = <-started
+	logFile.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	return nil
+	if err := s.waitReady(ctx, p); err != nil {
+		s.kill(p)
+		return nil, fmt.Errorf("postgres %s: %w; log: %s", s.dataDir, err, s.logSince(logStart))
+	}
+	return p, nil
 }
 
 // waitReady polls until the server accepts a connection, the postmaster
-// exits, or the start timeout passes. s.mu is held.
-func (s *Server) waitReady(ctx context.Context, exited <-chan struct{}) error {
+// exits, or the start timeout passes.
+func (s *Server) waitReady(ctx context.Context, p *process) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.startTimeout)
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		cctx, ccancel := context.WithTimeout(ctx, time.Second)
-		conn, err := pgconn.Connect(cctx, s.dsnLocked("postgres"))
+		conn, err := pgconn.Connect(cctx, s.DSN("postgres"))
 		ccancel()
 		if err == nil {
 			conn.Close(ctx)
 			return nil
 		}
 		select {
-		case <-exited:
-			return fmt.Errorf("postmaster exited during start-up (%v)", s.waitErr)
+		case <-p.exited:
+			return fmt.Errorf("postmaster exited during start-up (%v)", p.err)
 		case <-ctx.Done():
 			return fmt.Errorf("not accepting connections after %v: %w (last error: %v)", s.opts.startTimeout, ctx.Err(), err)
 		case <-tick.C:
@@ -423,13 +457,13 @@ func (s *Server) waitReady(ctx context.Context, exited <-chan struct{}) error {
 }
 
 // kill stops a postmaster that failed to come up, or would not stop.
-func (s *Server) kill(cmd *exec.Cmd, exited <-chan struct{}) {
-	_ = cmd.Process.Signal(syscall.SIGQUIT)
+func (s *Server) kill(p *process) {
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
 	select {
-	case <-exited:
+	case <-p.exited:
 	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 	}
 }
 
@@ -496,13 +530,7 @@ func freePort() (int, error) {
 // DSN is the connection string of database dbname over TCP on 127.0.0.1, as
 // the superuser.
 func (s *Server) DSN(dbname string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dsnLocked(dbname)
-}
-
-func (s *Server) dsnLocked(dbname string) string {
-	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", Superuser, s.port, dbname)
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", Superuser, s.Port(), dbname)
 }
 
 // Port is the TCP port the server listens on (127.0.0.1).
@@ -525,30 +553,13 @@ func (s *Server) LogPath() string { return s.logPath }
 func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return false
-	}
-	select {
-	case <-s.exited:
-		return false
-	default:
-		return true
-	}
+	return s.proc != nil && s.proc.alive()
 }
 
 // Start starts a stopped server again on the same data directory and port,
 // e.g. after Stop or Crash in a fault test. It is a no-op when the server
 // runs.
 func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	if s.cmd != nil {
-		select {
-		case <-s.exited:
-			s.cmd = nil // died by itself; start it again
-		default:
-		}
-	}
-	s.mu.Unlock()
 	return s.start(ctx)
 }
 
@@ -556,32 +567,37 @@ func (s *Server) Start(ctx context.Context) error {
 // everything written) and waits for it to exit; past the stop timeout it
 // kills it. The data directory stays; Start starts it again.
 func (s *Server) Stop() error {
-	return s.signalStop(syscall.SIGINT)
+	s.op.Lock()
+	defer s.op.Unlock()
+	return s.stopLocked(syscall.SIGINT)
 }
 
 // Crash stops the server as a power cut would look to clients: an immediate
 // shutdown (SIGQUIT), so the next Start runs crash recovery.
 func (s *Server) Crash() error {
-	return s.signalStop(syscall.SIGQUIT)
+	s.op.Lock()
+	defer s.op.Unlock()
+	return s.stopLocked(syscall.SIGQUIT)
 }
 
-func (s *Server) signalStop(sig syscall.Signal) error {
+// stopLocked signals the postmaster and waits for it; s.op is held.
+func (s *Server) stopLocked(sig syscall.Signal) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	cmd, exited := s.cmd, s.exited
-	if cmd == nil {
+	p := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	if p == nil {
 		return nil
 	}
-	s.cmd = nil
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("stop postgres: %w", err)
 	}
 	select {
-	case <-exited:
+	case <-p.exited:
 		return nil
 	case <-time.After(s.opts.stopTimeout):
-		_ = cmd.Process.Kill()
-		<-exited
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 		return fmt.Errorf("postgres %s did not stop within %v; killed", s.dataDir, s.opts.stopTimeout)
 	}
 }
@@ -589,10 +605,10 @@ func (s *Server) signalStop(sig syscall.Signal) error {
 // Close stops the server and, when Start made the data directory, removes
 // it. Close is idempotent.
 func (s *Server) Close() error {
-	err := s.Stop()
-	s.mu.Lock()
+	s.op.Lock()
+	defer s.op.Unlock()
+	err := s.stopLocked(syscall.SIGINT)
 	s.closed = true
-	s.mu.Unlock()
 	s.removeTemp()
 	return err
 }

@@ -3,11 +3,14 @@ package pgserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,4 +246,56 @@ func TestRemoveStaleTemp(t *testing.T) {
 			t.Errorf("%s: %v", dir, err)
 		}
 	}
+}
+
+// TestStopsWithParent: a process that started a server and dies without
+// stopping it (a test binary killed by its timeout) takes the server down
+// with it: the postmaster gets its parent-death signal.
+func TestStopsWithParent(t *testing.T) {
+	if os.Getenv("PGSERVER_TEST_CHILD") == "1" {
+		s, err := Start(context.Background(), WithoutDurability())
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println("postmaster", s.proc.cmd.Process.Pid, s.DataDir())
+		os.Exit(0) // no Stop, no Close
+	}
+	requireBinaries(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStopsWithParent$")
+	cmd.Env = append(os.Environ(), "PGSERVER_TEST_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var pid int
+	var dir string
+	if _, err := fmt.Sscanf(string(out), "postmaster %d %s", &pid, &dir); err != nil {
+		t.Fatalf("child said %q: %v", out, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Not our child: poll it, with a deadline.
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for processAlive(pid) {
+		select {
+		case <-deadline:
+			syscall.Kill(pid, syscall.SIGQUIT)
+			t.Fatalf("postmaster %d still running 30 s after its parent died", pid)
+		case <-tick.C:
+		}
+	}
+}
+
+// processAlive reports whether pid runs (a zombie does not: the postmaster,
+// orphaned, is reaped by whoever adopts it, maybe never).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }

@@ -16,9 +16,12 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/openconfig/ygot/ygot"
 )
 
 type bindingOptions struct {
@@ -51,6 +54,8 @@ type Binding struct {
 	ports    *Ports
 	o        bindingOptions
 	simStart engine.Time
+	fast     *fastFunction   // created when Fast CNP is first configured on
+	advice   *adviceFunction // created when Rate Advice is first configured on
 }
 
 var _ target.Dataplane = (*Binding)(nil)
@@ -75,11 +80,21 @@ func NewBinding(sim *engine.Sim, node *lhcnp.Node, ports *Ports, opts ...Binding
 // Ports returns the interface names.
 func (b *Binding) Ports() *Ports { return b.ports }
 
-// WallNS converts a simulated time into nanoseconds since the Unix epoch.
+// WallNS converts a simulated time into nanoseconds since the Unix epoch:
+// by the engine's epoch once it has one (engine.Sim.SetEpoch, or the start
+// of its realtime run), else from the binding's wall start.
 func (b *Binding) WallNS(t engine.Time) uint64 {
+	if e := b.sim.Epoch(); !e.IsZero() {
+		return uint64(e.Add(time.Duration(float64(t) / b.o.speed)).UnixNano())
+	}
 	d := time.Duration(float64(t-b.simStart) / b.o.speed)
 	return uint64(b.o.wallStart.Add(d).UnixNano())
 }
+
+// EngineLag returns how far the engine's simulated time trails the wall
+// clock it is paced to (engine.Sim.Lag), as a duration of simulated time:
+// the /lhcnp/global/state/engine-lag leaf and the metrics gauge.
+func (b *Binding) EngineLag() time.Duration { return b.sim.Lag().Duration() }
 
 // ApplyConfig translates the intended configuration and applies it to the
 // node between two events. The node validates before it changes anything,
@@ -93,8 +108,31 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	fc, err := FastCNPConfig(l, &cfg)
+	if err != nil {
+		return err
+	}
+	rc, err := RateAdviceConfig(l, &cfg)
+	if err != nil {
+		return err
+	}
 	var aerr error
-	b.sim.Do(func() { aerr = b.node.ApplyConfig(cfg) })
+	b.sim.Do(func() {
+		if fc.Enabled && b.fast == nil {
+			if b.fast, aerr = newFastFunction(b.node); aerr != nil {
+				return
+			}
+		}
+		if b.fast != nil {
+			aerr = b.fast.apply(fc, cfg)
+		} else {
+			aerr = b.node.ApplyConfig(cfg)
+		}
+		if aerr != nil {
+			return
+		}
+		aerr = b.applyAdvice(rc)
+	})
 	if aerr != nil {
 		return fmt.Errorf("%w: %w", target.ErrInvalidConfig, aerr)
 	}
@@ -109,9 +147,27 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	}
 	var st lhcnp.State
 	var cfg lhcnp.Config
+	var fc fastcnp.Config
+	var fn fastcnp.Counters
+	var ra rateadvice.State
+	fast, advice := false, false
 	b.sim.Do(func() {
 		st = b.node.State(!b.o.noFlows)
 		cfg = b.node.Config()
+		if fast = b.fast != nil; fast {
+			fc, fn = b.fast.node.Config(), b.fast.node.Counters()
+		}
+		if advice = b.advice != nil; advice {
+			ra = b.advice.node.State()
+		}
 	})
-	return StateTree(&st, &cfg, b.ports, b.WallNS), nil
+	root := StateTree(&st, &cfg, b.ports, b.WallNS)
+	root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState().EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
+	if fast {
+		fastCNPState(root, fc, fn)
+	}
+	if advice {
+		rateAdviceState(root, ra, b.WallNS)
+	}
+	return root, nil
 }

@@ -39,7 +39,14 @@ type rig struct {
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
-	sc, err := scenario.LoadFile("testdata/line.yaml")
+	return newRigFrom(t, "testdata/line.yaml", lineConfig)
+}
+
+// newRigFrom serves switch n1 of the scenario file with the initial
+// configuration config (JSON_IETF).
+func newRigFrom(t testing.TB, file, config string) *rig {
+	t.Helper()
+	sc, err := scenario.LoadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +62,7 @@ func newRig(t testing.TB) *rig {
 	b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports)
 	pub := dataplane.NewPublisher(s, st, b)
 	h := target.NewHandler(s, st, b, target.WithStatePublisher(pub))
-	if err := h.LoadJSON(context.Background(), []byte(lineConfig)); err != nil {
+	if err := h.LoadJSON(context.Background(), []byte(config)); err != nil {
 		t.Fatalf("initial config: %v", err)
 	}
 	srv, err := target.New(target.WithInsecure(), target.WithGet(h), target.WithSet(h), target.WithCapabilities(h))

@@ -146,6 +146,10 @@ func StateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 	}
 	cs.ArrivalRateDropThreshold = ygot.Uint8(uint8(cfg.Collaborative.ArrivalRateDropPercent))
 	cs.EscalationAction = actionFromWire(cfg.Collaborative.EscalationAction)
+	cs.UpstreamFirst = ygot.Bool(cfg.Collaborative.UpstreamFirst)
+	for _, p := range cfg.Collaborative.Peers {
+		cs.Peers = append(cs.Peers, p.String())
+	}
 	cs.EffectiveObservationWindow = ygot.Uint32(micros(st.Collaborative.ObservationWindow))
 	cs.DeferringFlows = ygot.Uint32(uint32(st.Collaborative.DeferringFlows))
 	cc := cs.GetOrCreateCounters()

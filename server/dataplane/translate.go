@@ -66,11 +66,13 @@ func usec(v uint32) engine.Time { return engine.Time(v) * engine.Microsecond }
 
 // ToConfig translates the intended YANG configuration into the node's
 // configuration: lhcnp.DefaultConfig (which holds the YANG defaults)
-// overlaid with every leaf that is set. Leaves of mechanisms the simulator
-// does not model (Fast CNP, FCN, Rate Advice) are accepted as long as they
-// leave those mechanisms off; turning one on is rejected, because the
-// target only claims what the dataplane does. Errors name the YANG path and
-// wrap target.ErrInvalidConfig.
+// overlaid with every leaf that is set. Fast CNP is translated by
+// FastCNPConfig; with it on, a Long-haul CNP format is refused (the two
+// cannot run on one node). Leaves of mechanisms the simulator does not
+// model here (FCN, Rate Advice) are accepted as long as they leave those
+// mechanisms off; turning one on is rejected, because the target only
+// claims what the dataplane does. Errors name the YANG path and wrap
+// target.ErrInvalidConfig.
 func ToConfig(l *oc.Lhcnp_Lhcnp, ports *Ports) (lhcnp.Config, error) {
 	c := lhcnp.DefaultConfig()
 	// The one YANG default lhcnp.DefaultConfig does not share: metric-type
@@ -105,15 +107,13 @@ func ToConfig(l *oc.Lhcnp_Lhcnp, ports *Ports) (lhcnp.Config, error) {
 		if g.Rocev2PartitionKey != nil {
 			c.PartitionKey = *g.Rocev2PartitionKey
 		}
-		if g.GetFastCnpEnabled() {
-			return c, invalid("/lhcnp/global/config/fast-cnp-enabled", "Fast CNP is not modelled by this dataplane")
+		if g.GetFastCnpEnabled() && (g.GetLongHaulCnpIcmpv6() || g.GetLongHaulCnpRocev2()) {
+			return c, invalid("/lhcnp/global/config/fast-cnp-enabled", "%s", fastWithLongHaul)
 		}
 		if r := g.FcnRole; r != oc.LhcnpTypes_FcnRole_UNSET && r != oc.LhcnpTypes_FcnRole_DISABLED {
 			return c, invalid("/lhcnp/global/config/fcn-role", "FCN is not modelled by this dataplane")
 		}
-		if g.GetRateAdviceEnabled() {
-			return c, invalid("/lhcnp/global/config/rate-advice-enabled", "Rate Advice is not modelled by this dataplane")
-		}
+
 	}
 	if cp := l.GetGlobal().GetCodePoints().GetConfig(); cp != nil {
 		set8(&c.CodePoints.LongHaulICMPv6Type, cp.Icmpv6Type)
@@ -182,6 +182,14 @@ func ToConfig(l *oc.Lhcnp_Lhcnp, ports *Ports) (lhcnp.Config, error) {
 		}
 		if cs.EscalationAction != oc.LhcnpTypes_CnpAction_UNSET {
 			c.Collaborative.EscalationAction = actionToWire(cs.EscalationAction)
+		}
+		setBool(&c.Collaborative.UpstreamFirst, cs.UpstreamFirst)
+		if cs.Peers != nil {
+			peers, err := prefixes("/lhcnp/collaborative-suppression/config/peers", cs.Peers)
+			if err != nil {
+				return c, err
+			}
+			c.Collaborative.Peers = peers
 		}
 	}
 	return c, nil

@@ -1,9 +1,11 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/jsonval"
@@ -136,12 +138,19 @@ func (s *Schema) EncodeNode(root *oc.Root, p *gnmi.Path, enc gnmi.Encoding) (*gn
 		}
 		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
 	case gnmi.Encoding_JSON:
-		m, err := ygot.ConstructInternalJSON(gs)
+		// The shape of RFC 7951 (lists as arrays of entries, which Set
+		// takes back as it is), without module names and with every
+		// number a JSON number. ygot's own JSON form (lists as objects
+		// keyed by their keys) is its internal one, which no client reads.
+		b, err := ygot.Marshal7951(gs)
 		if err != nil {
 			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
 		}
-		b, err := json.Marshal(m)
+		e, err := s.entryAt(p)
 		if err != nil {
+			return nil, err
+		}
+		if b, err = plainNumbers(e, b); err != nil {
 			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
 		}
 		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: b}}, nil
@@ -164,4 +173,54 @@ func (s *Schema) ValueEncoder(enc gnmi.Encoding) ValueEncoder { return ValueEnco
 func (e ValueEncoder) EncodeValue(p *gnmi.Path, v *gnmi.TypedValue) (*gnmi.TypedValue, error) {
 	l, _ := e.s.LeafAt(p)
 	return e.s.EncodeLeaf(l, v, e.enc)
+}
+
+// entryAt returns the schema node of a concrete data path.
+func (s *Schema) entryAt(p *gnmi.Path) (*yang.Entry, error) {
+	e := s.root
+	for _, el := range p.GetElem() {
+		if e = e.Dir[el.GetName()]; e == nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), ErrUnknown)
+		}
+	}
+	return e, nil
+}
+
+// plainNumbers rewrites RFC 7951 JSON of the node e with the numbers RFC
+// 7951 quotes (64-bit integers, decimal64) as JSON numbers: the JSON
+// encoding.
+func plainNumbers(e *yang.Entry, data []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var walk func(e *yang.Entry, v any) any
+	walk = func(e *yang.Entry, v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				if ce := e.Dir[stripModule(k)]; ce != nil {
+					x[k] = walk(ce, c)
+				}
+			}
+		case []any:
+			for i, c := range x {
+				x[i] = walk(e, c)
+			}
+		case string:
+			if !e.IsLeaf() && !e.IsLeafList() {
+				return v
+			}
+			switch t := resolveType(e); t.Kind {
+			case yang.Yint64, yang.Yuint64, yang.Ydecimal64:
+				if _, err := strconv.ParseFloat(x, 64); err == nil {
+					return json.Number(x)
+				}
+			}
+		}
+		return v
+	}
+	return json.Marshal(walk(e, v))
 }

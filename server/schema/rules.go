@@ -18,8 +18,9 @@ type RuleError struct {
 
 func (e *RuleError) Error() string { return e.Path + ": " + e.Reason }
 
-// DefaultKBase is the YANG default of queue config/k-base (bytes).
-const DefaultKBase = 65536
+// DefaultKBase is the YANG default of queue config/k-base (bytes): the
+// draft's 64KB, KB = 1000 bytes.
+const DefaultKBase = 64000
 
 // NormalizeKeys makes the key leaves of list entries agree with their keys.
 // OpenConfig lists are keyed by a leafref to config/<key>; a client that

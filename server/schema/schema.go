@@ -435,6 +435,20 @@ func Normalize(p *gnmi.Path) *gnmi.Path {
 	return out
 }
 
+// StripModules returns p with module qualifiers stripped from element names
+// ("lhcnp:lhcnp" → "lhcnp"), origin and target kept; p is returned as it is
+// when it has none. p is not modified.
+func StripModules(p *gnmi.Path) *gnmi.Path {
+	for _, e := range p.GetElem() {
+		if strings.IndexByte(e.GetName(), ':') >= 0 {
+			out := Normalize(p)
+			out.Origin, out.Target = p.GetOrigin(), p.GetTarget()
+			return out
+		}
+	}
+	return p
+}
+
 // OpenConfigOrigin is accepted as a synonym of ours: ygnmi sends it for
 // every path of a generated schema whose paths have no origin of their own
 // (gen/oc/ocpath), as gnmic does by default for OpenConfig-style paths.

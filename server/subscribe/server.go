@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 	"github.com/lhcnp/lhcnp/server/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -47,6 +50,8 @@ type options struct {
 	maxUpdates     int
 	encoders       map[gnmi.Encoding]ValueEncoder
 	allowedOrigins map[string]bool
+	rewrite        func(*gnmi.Path) *gnmi.Path
+	validate       func(*gnmi.Path) error
 }
 
 // Option configures a Server.
@@ -97,6 +102,20 @@ func WithOrigins(origins ...string) Option {
 	}
 }
 
+// WithPathRewrite rewrites the prefix and every subscription path before
+// they are used (a target with a schema strips module qualifiers from
+// element names, "lhcnp:lhcnp" → "lhcnp"). f must not modify its argument.
+func WithPathRewrite(f func(*gnmi.Path) *gnmi.Path) Option {
+	return func(o *options) { o.rewrite = f }
+}
+
+// WithPathValidator checks every subscription's full path (prefix and path
+// joined, after WithPathRewrite); an error is INVALID_ARGUMENT naming the
+// path. Without it any path is accepted (data arrives when it appears).
+func WithPathValidator(f func(*gnmi.Path) error) Option {
+	return func(o *options) { o.validate = f }
+}
+
 // Stats are a Server's counters since it started.
 type Stats struct {
 	ActiveStreams uint64
@@ -115,6 +134,51 @@ type Server struct {
 	stats struct {
 		active, streams, notifications, updates, coalesced atomic.Uint64
 	}
+	mu   sync.Mutex
+	live liveStreams // the streams being served, for Streams
+}
+
+// liveStreams are the streams being served, by ID.
+type liveStreams map[uint64]*stream
+
+// StreamInfo describes one Subscribe stream being served (metrics).
+type StreamInfo struct {
+	ID   uint64 // in order of arrival, from 1
+	Peer string // the client's address
+	Mode gnmi.SubscriptionList_Mode
+	// Queued is how many values wait to be sent to the client: its own
+	// coalescing queue, what the sender took from it and has not sent
+	// yet, and, for a stream in a shared fan-out, the updates of the
+	// group's log it has not taken.
+	Queued int
+}
+
+// Streams describes the streams being served, by ID.
+func (s *Server) Streams() []StreamInfo {
+	s.mu.Lock()
+	live := make([]*stream, 0, len(s.live))
+	for _, st := range s.live {
+		live = append(live, st)
+	}
+	s.mu.Unlock()
+	out := make([]StreamInfo, 0, len(live))
+	for _, st := range live {
+		st.q.mu.Lock()
+		n := len(st.q.items)
+		st.q.mu.Unlock()
+		n += int(max(0, st.inFlight.Load()))
+		if m := st.shared.Load(); m != nil {
+			m.g.mu.Lock()
+			n += m.pending
+			for _, r := range m.backlog {
+				n += len(r.entries)
+			}
+			m.g.mu.Unlock()
+		}
+		out = append(out, StreamInfo{ID: st.id, Peer: st.peer, Mode: st.mode, Queued: n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 // New returns a Server over st.
@@ -173,7 +237,21 @@ func (s *Server) Subscribe(stream gnmi.GNMI_SubscribeServer) error {
 	if err != nil {
 		return err
 	}
-	s.stats.streams.Add(1)
+	st.id = s.stats.streams.Add(1)
+	if p, ok := peer.FromContext(stream.Context()); ok && p.Addr != nil {
+		st.peer = p.Addr.String()
+	}
+	s.mu.Lock()
+	if s.live == nil {
+		s.live = make(liveStreams)
+	}
+	s.live[st.id] = st
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, st.id)
+		s.mu.Unlock()
+	}()
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	sendErr := make(chan error, 1)
@@ -243,6 +321,9 @@ func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionL
 		return nil, status.Error(codes.InvalidArgument, "the subscription list has no subscriptions")
 	}
 	prefix := sl.GetPrefix()
+	if s.o.rewrite != nil && prefix != nil {
+		prefix = s.o.rewrite(prefix)
+	}
 	if !s.o.allowedOrigins[prefix.GetOrigin()] {
 		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: unsupported origin %q", store.PathString(prefix), prefix.GetOrigin())
 	}
@@ -293,9 +374,19 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 	if !s.o.allowedOrigins[req.GetPath().GetOrigin()] {
 		return nil, status.Errorf(codes.InvalidArgument, "path %s: unsupported origin %q", name, req.GetPath().GetOrigin())
 	}
-	pat, err := store.NewPattern(prefix, req.GetPath())
+	path := req.GetPath()
+	if s.o.rewrite != nil && path != nil {
+		path = s.o.rewrite(path)
+	}
+	pat, err := store.NewPattern(prefix, path)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", name, err)
+	}
+	if s.o.validate != nil {
+		full := &gnmi.Path{Elem: append(append([]*gnmi.PathElem(nil), prefix.GetElem()...), path.GetElem()...)}
+		if err := s.o.validate(full); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", store.PathString(full), err)
+		}
 	}
 	su := &sub{pat: pat, name: name}
 	sample, heartbeat := time.Duration(req.GetSampleInterval()), time.Duration(req.GetHeartbeatInterval())

@@ -37,6 +37,11 @@ type stream struct {
 	vals          []*gnmi.TypedValue     // wire.go's scratch
 	prefixes      map[*store.Node][]byte // encoded prefix per container (wire.go)
 	lastCoalesced uint64
+
+	id       uint64                 // for StreamInfo
+	peer     string                 // the client's address, for StreamInfo
+	shared   atomic.Pointer[member] // m, for StreamInfo from other goroutines
+	inFlight atomic.Int64           // entries taken by flush and not sent yet
 }
 
 // sub is one Subscription of the list, resolved to what it does per kind.
@@ -107,6 +112,7 @@ func (st *stream) run(ctx context.Context) error {
 		// shared stream's group watches for it.
 		if k, ok := shareKeyOf(st); ok {
 			st.m = st.srv.hub.join(st.srv, st, k)
+			st.shared.Store(st.m)
 			defer st.srv.hub.leave(st.m)
 		} else {
 			for _, su := range st.subs {
@@ -328,12 +334,16 @@ func (st *stream) flush(items []entry) error {
 			}
 		}
 	}
+	// Taken from the queue, not sent yet: still queued for StreamInfo.
+	st.inFlight.Store(int64(len(items)))
+	defer st.inFlight.Store(0)
 	var err error
 	if st.raw {
 		err = st.wireNotifications(items, func(b []byte, updates int) error {
 			if b == nil {
 				return st.rpc.Send(syncResponse)
 			}
+			st.inFlight.Add(-int64(updates))
 			st.srv.stats.notifications.Add(1)
 			st.srv.stats.updates.Add(uint64(updates))
 			return st.rpc.Send(rawResponse(b))
@@ -343,6 +353,7 @@ func (st *stream) flush(items []entry) error {
 			if n == nil {
 				return st.rpc.Send(syncResponse)
 			}
+			st.inFlight.Add(-int64(len(n.Update) + len(n.Delete)))
 			st.srv.stats.notifications.Add(1)
 			st.srv.stats.updates.Add(uint64(len(n.Update) + len(n.Delete)))
 			return st.rpc.Send(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}})

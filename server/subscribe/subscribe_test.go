@@ -653,3 +653,40 @@ func TestEncoders(t *testing.T) {
 }
 
 func nan() float64 { var z float64; return z / z }
+
+// TestPathRewriteAndValidator: a target's rewrite (module qualifiers
+// stripped) makes a qualified path match, and its validator turns a path it
+// refuses into INVALID_ARGUMENT naming the joined path.
+func TestPathRewriteAndValidator(t *testing.T) {
+	strip := func(p *gnmi.Path) *gnmi.Path {
+		out := &gnmi.Path{Origin: p.GetOrigin(), Target: p.GetTarget()}
+		for _, e := range p.GetElem() {
+			name := e.GetName()
+			if i := strings.IndexByte(name, ':'); i >= 0 {
+				name = name[i+1:]
+			}
+			out.Elem = append(out.Elem, &gnmi.PathElem{Name: name, Key: e.GetKey()})
+		}
+		return out
+	}
+	refuse := func(p *gnmi.Path) error {
+		if strings.Contains(store.PathString(p), "bogus") {
+			return fmt.Errorf("not in the schema")
+		}
+		return nil
+	}
+	h := newHarness(t, WithPathRewrite(strip), WithPathValidator(refuse))
+	qualified := store.MustPath(mtu0)
+	qualified.Elem[0].Name = "mod:" + qualified.Elem[0].Name
+	sc := h.subscribe(t, &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_ONCE,
+		Encoding: gnmi.Encoding_PROTO, Subscription: []*gnmi.Subscription{{Path: qualified}}})
+	if diff := cmp.Diff([]string{"update @100 " + mtu0 + "=9000", "sync"}, untilSync(t, sc)); diff != "" {
+		t.Errorf("qualified path (-want +got):\n%s", diff)
+	}
+	sc = h.subscribe(t, &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_ONCE, Prefix: store.MustPath("/interfaces"),
+		Subscription: []*gnmi.Subscription{{Path: store.MustPath("/bogus")}}})
+	_, err := sc.Recv()
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != "path /interfaces/bogus: not in the schema" {
+		t.Errorf("refused path: %v", err)
+	}
+}

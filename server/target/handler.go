@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
@@ -40,8 +41,20 @@ type StatePublisher interface {
 var ErrInvalidConfig = errors.New("invalid configuration")
 
 type handlerOptions struct {
-	pub StatePublisher
-	clk clock.Clock
+	pub     StatePublisher
+	clk     clock.Clock
+	log     *slog.Logger
+	onEvent func(CommitEvent)
+}
+
+// WithLogger sets the logger of events no RPC reports, such as an automatic
+// rollback (default: none).
+func WithLogger(l *slog.Logger) HandlerOption { return func(o *handlerOptions) { o.log = l } }
+
+// WithCommitObserver calls f on every commit-confirmed event, with h.mu
+// held: f must not call the Handler.
+func WithCommitObserver(f func(CommitEvent)) HandlerOption {
+	return func(o *handlerOptions) { o.onEvent = f }
 }
 
 // HandlerOption configures a Handler.
@@ -70,12 +83,14 @@ type Handler struct {
 	mu        sync.Mutex // serialises Set and Load
 	intended  *oc.Root
 	published map[string]*gnmi.Path // config leaves in the store, by PathString
+	pending   *pendingCommit        // the commit waiting for confirmation (gnmi_ext.Commit)
+	expired   expiredCommit         // the last commit rolled back by its timer
 }
 
 // NewHandler returns a handler with an empty intended configuration; call
 // Load to apply the initial one.
 func NewHandler(s *schema.Schema, st *store.Store, dp Dataplane, opts ...HandlerOption) *Handler {
-	o := handlerOptions{clk: clock.Real{}}
+	o := handlerOptions{clk: clock.Real{}, log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -121,11 +136,16 @@ func (h *Handler) Load(ctx context.Context, root *oc.Root) error {
 	return nil
 }
 
-// LoadJSON is Load from RFC 7951 JSON (a JSON_IETF document of the root,
-// module-qualified names accepted).
+// LoadJSON is Load from a JSON document of the root: RFC 7951 (what a Get
+// of "/" in JSON_IETF returns) or plain JSON, in the forms Set accepts
+// (schema.DecodeValue); errors name the YANG path.
 func (h *Handler) LoadJSON(ctx context.Context, data []byte) error {
+	ietf, err := schema.DecodeJSON(h.s.Root(), data)
+	if err != nil {
+		return fmt.Errorf("initial configuration: %w", err)
+	}
 	root := &oc.Root{}
-	if err := oc.Unmarshal(data, root); err != nil {
+	if err := oc.Unmarshal(ietf, root); err != nil {
 		return fmt.Errorf("initial configuration: %w", err)
 	}
 	return h.Load(ctx, root)

@@ -89,12 +89,12 @@ const initialConfig = `{
   }
 }`
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...target.HandlerOption) *env {
 	t.Helper()
 	clk := clock.NewFake(epoch)
 	st := store.New(store.WithClock(clk))
 	dp := &fakeDP{}
-	h := target.NewHandler(testSchema, st, dp, target.WithHandlerClock(clk))
+	h := target.NewHandler(testSchema, st, dp, append([]target.HandlerOption{target.WithHandlerClock(clk)}, opts...)...)
 	if err := h.LoadJSON(context.Background(), []byte(initialConfig)); err != nil {
 		t.Fatalf("LoadJSON: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/schema"
@@ -43,6 +44,10 @@ type setOp struct {
 // message names the operation, the path and the reason, and the status
 // details carry a SetResponse with one UpdateResult per operation (the
 // failed one with its error, the others ABORTED).
+//
+// With the gnmi_ext.Commit extension the Set is a confirmed commit (see
+// commitAction); while one waits for confirmation, a Set without the
+// extension is FAILED_PRECONDITION.
 func (h *Handler) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetResponse, error) {
 	if len(req.GetUnionReplace()) > 0 {
 		return nil, status.Error(codes.Unimplemented, "union_replace is not supported")
@@ -64,9 +69,26 @@ func (h *Handler) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetRespo
 	for i := range ops {
 		ops[i].full = schema.Normalize(schema.Join(prefix, ops[i].path))
 	}
+	cm, err := commitExtension(req)
+	if err != nil {
+		return nil, err
+	}
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if cm != nil {
+		return h.commitAction(ctx, req, ops, cm)
+	}
+	if h.pending != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "commit %q is waiting for confirmation until %s: confirm or cancel it before another Set",
+			h.pending.id, h.pending.deadline.UTC().Format(time.RFC3339))
+	}
+	return h.set(ctx, req, ops)
+}
+
+// set applies the operations as one transaction; h.mu is held.
+func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp) (*gnmi.SetResponse, error) {
+	prefix := req.GetPrefix()
 	c, err := ygot.DeepCopy(h.intended)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "copy of the intended configuration: %v", err)
@@ -150,7 +172,17 @@ func (h *Handler) applyOp(cand *oc.Root, o *setOp) *opError {
 	if o.val == nil || o.val.GetValue() == nil {
 		return opErr(codes.InvalidArgument, o, "no value")
 	}
-	u := &gnmi.Update{Path: o.full, Val: o.val}
+	if res.Entry == nil {
+		return opErr(codes.InvalidArgument, o, "%s must name exactly one node", strings.ToLower(o.kind.String()))
+	}
+	// Every value form a client may send (PROTO scalars, json_val,
+	// json_ietf_val with numbers or strings) becomes RFC 7951 JSON checked
+	// against the node's types, so that errors name the YANG path.
+	val, err := h.s.DecodeValue(res.Entry, o.val)
+	if err != nil {
+		return opErr(codes.InvalidArgument, o, "invalid value: %v", err)
+	}
+	u := &gnmi.Update{Path: o.full, Val: val}
 	sr := &gnmi.SetRequest{}
 	if o.kind == gnmi.UpdateResult_REPLACE {
 		sr.Replace = []*gnmi.Update{u}
@@ -257,6 +289,12 @@ func blame(ops []setOp, err error) int {
 func cleanYgot(err error) string {
 	s := err.Error()
 	s = strings.TrimPrefix(s, "setNode: ")
+	if strings.HasPrefix(s, `schema "`) {
+		// schema "alpha": reason → reason (the path is in the message).
+		if i := strings.Index(s, `": `); i >= 0 {
+			s = s[i+3:]
+		}
+	}
 	s = strings.ReplaceAll(s, "rpc error: code = Unknown desc = ", "")
 	if i := strings.LastIndex(s, "/root/"); i >= 0 {
 		rest := s[i+len("/root"):]

@@ -16,6 +16,10 @@ func upd(path string, v *gnmi.TypedValue) *gnmi.Update {
 	return &gnmi.Update{Path: mustPath(path), Val: v}
 }
 
+func jsonv(s string) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: []byte(s)}}
+}
+
 func dbl(v float64) *gnmi.TypedValue {
 	return &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: v}}
 }
@@ -53,6 +57,24 @@ func TestSetOperations(t *testing.T) {
 		desc:    "update a leaf (JSON_IETF scalar)",
 		req:     &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/v-growth", ietf(`"6000"`))}},
 		present: []string{q3 + "/config/v-growth = uint 6000"},
+	}, {
+		desc:    "update a decimal64 leaf with json_val 0.5 (gnmic's default)",
+		req:     &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/alpha", jsonv(`0.5`))}},
+		present: []string{q3 + "/config/alpha = double 0.5"},
+	}, {
+		desc:    "update a decimal64 leaf with a bare number in json_ietf_val (gnmic -e json_ietf)",
+		req:     &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/alpha", ietf(`0.5`))}},
+		present: []string{q3 + "/config/alpha = double 0.5"},
+	}, {
+		desc:    "update a uint64 leaf with a JSON number",
+		req:     &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/v-growth", jsonv(`2500000000`))}},
+		present: []string{q3 + "/config/v-growth = uint 2500000000"},
+	}, {
+		desc: "replace a container with plain JSON, numbers as numbers",
+		req: &gnmi.SetRequest{Replace: []*gnmi.Update{upd(q3+"/config",
+			jsonv(`{"id":3,"alpha":0.25,"kmax-mode":"EXPLICIT","kmax":2000000}`))}},
+		present: []string{q3 + "/config/alpha = double 0.25", q3 + "/config/kmax = uint 2000000", q3 + `/config/kmax-mode = "EXPLICIT"`},
+		absent:  []string{q3 + "/config/v-growth = uint 1250000000"},
 	}, {
 		desc: "update creates a list entry; its config key is filled in",
 		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd("/lhcnp/interfaces/interface[name=wan1]/queues/queue[id=5]/config/alpha", dbl(0.5))}},
@@ -177,9 +199,9 @@ func TestSetFailuresChangeNothing(t *testing.T) {
 	}, {
 		desc: "explicit K_min at or above k-base in BDP mode",
 		req: &gnmi.SetRequest{Update: []*gnmi.Update{
-			upd(q3+"/config/kmin-mode", strVal("EXPLICIT")), upd(q3+"/config/kmin", uintVal(65536)),
+			upd(q3+"/config/kmin-mode", strVal("EXPLICIT")), upd(q3+"/config/kmin", uintVal(64000)),
 		}},
-		code: codes.InvalidArgument, msg: []string{q3 + "/config/kmin", "k-base 65536"}, failed: 1,
+		code: codes.InvalidArgument, msg: []string{q3 + "/config/kmin", "k-base 64000"}, failed: 1,
 	}, {
 		desc: "EXPLICIT kmax-mode without kmax",
 		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/kmax-mode", strVal("EXPLICIT"))}},
@@ -192,6 +214,14 @@ func TestSetFailuresChangeNothing(t *testing.T) {
 		desc: "value of the wrong type",
 		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/v-growth", strVal("fast"))}},
 		code: codes.InvalidArgument, msg: []string{"update[0]", q3 + "/config/v-growth", "invalid value"}, failed: 0,
+	}, {
+		desc: "a fraction for an integer leaf is refused, not truncated",
+		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/k-base", jsonv(`65536.5`))}},
+		code: codes.InvalidArgument, msg: []string{"update[0] " + q3 + "/config/k-base: invalid value: 65536.5 is not an integer (uint64)"}, failed: 0,
+	}, {
+		desc: "a bad leaf inside a JSON subtree is named by its YANG path, not a Go field",
+		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3, jsonv(`{"config":{"alpha":"fast"}}`))}},
+		code: codes.InvalidArgument, msg: []string{"update[0] " + q3 + `: invalid value: config/alpha: the string "fast" is not a decimal64 number`}, failed: 0,
 	}, {
 		desc: "value out of range",
 		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/alpha", dbl(5000))}},
@@ -298,5 +328,47 @@ func TestSetPublishesConfig(t *testing.T) {
 	}
 	if got := e.dp.last().GetInterfaces().GetInterface("wan0").GetQueues().GetQueue(3).GetConfig().GetVGrowth(); got != 42 {
 		t.Errorf("dataplane got v-growth %d, want 42", got)
+	}
+}
+
+// TestSetTakesWhatGetGives: a subtree read with Get, in JSON or JSON_IETF,
+// replaced back with Set, leaves the configuration exactly as it was.
+func TestSetTakesWhatGetGives(t *testing.T) {
+	for _, enc := range []gnmi.Encoding{gnmi.Encoding_JSON, gnmi.Encoding_JSON_IETF} {
+		for _, p := range []string{"/", "/lhcnp", "/lhcnp/interfaces/interface[name=wan0]", q3 + "/config"} {
+			t.Run(enc.String()+" "+p, func(t *testing.T) {
+				e := newEnv(t)
+				before := configLeaves(t, e)
+				resp, err := e.c.Get(ctx(t), &gnmi.GetRequest{Path: []*gnmi.Path{mustPath(p)}, Type: gnmi.GetRequest_CONFIG, Encoding: enc})
+				if err != nil {
+					t.Fatal(err)
+				}
+				u := resp.GetNotification()[0].GetUpdate()[0]
+				if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Replace: []*gnmi.Update{{Path: u.GetPath(), Val: u.GetVal()}}}); err != nil {
+					t.Fatalf("Set of %s: %v", valString(u.GetVal()), err)
+				}
+				if diff := cmp.Diff(before, configLeaves(t, e)); diff != "" {
+					t.Errorf("config changed (-before +after):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestLoadJSON: the initial configuration takes the forms Set takes, and a
+// bad one is refused naming the YANG path, not a Go field.
+func TestLoadJSON(t *testing.T) {
+	e := newEnv(t)
+	plain := `{"lhcnp": {"interfaces": {"interface": [{"name": "wan0", "config": {"name": "wan0"},
+		"queues": {"queue": [{"id": 3, "config": {"id": 3, "alpha": 0.5, "v-growth": 7}}]}}]}}}`
+	if err := e.h.LoadJSON(ctx(t), []byte(plain)); err != nil {
+		t.Fatalf("LoadJSON of plain JSON: %v", err)
+	}
+	if got := configLeaves(t, e); !has(got, q3+"/config/alpha = double 0.5") || !has(got, q3+"/config/v-growth = uint 7") {
+		t.Errorf("config after LoadJSON: %q", got)
+	}
+	err := e.h.LoadJSON(ctx(t), []byte(`{"lhcnp:lhcnp": {"global": {"config": {"enabled": "maybe"}}}}`))
+	if err == nil || !strings.Contains(err.Error(), `lhcnp/global/config/enabled: the string "maybe" is not a boolean`) {
+		t.Errorf("LoadJSON of a bad value: %v", err)
 	}
 }

@@ -53,6 +53,8 @@ type options struct {
 	grpcOpts   []grpc.ServerOption
 	unaryInts  []grpc.UnaryServerInterceptor
 	streamInts []grpc.StreamServerInterceptor
+	unaryOut   []grpc.UnaryServerInterceptor
+	streamOut  []grpc.StreamServerInterceptor
 }
 
 // Option configures a Server.
@@ -91,6 +93,15 @@ func WithInterceptors(u []grpc.UnaryServerInterceptor, s []grpc.StreamServerInte
 	}
 }
 
+// WithOuterInterceptors adds interceptors that run before authentication,
+// so that they see every RPC, refused ones included (metrics).
+func WithOuterInterceptors(u []grpc.UnaryServerInterceptor, s []grpc.StreamServerInterceptor) Option {
+	return func(o *options) {
+		o.unaryOut = append(o.unaryOut, u...)
+		o.streamOut = append(o.streamOut, s...)
+	}
+}
+
 // WithGRPCOptions adds raw gRPC server options (keepalive and the like).
 func WithGRPCOptions(opts ...grpc.ServerOption) Option {
 	return func(o *options) { o.grpcOpts = append(o.grpcOpts, opts...) }
@@ -117,8 +128,8 @@ func New(opts ...Option) (*Server, error) {
 	if o.tls != nil {
 		creds = credentials.NewTLS(o.tls)
 	}
-	var unary []grpc.UnaryServerInterceptor
-	var stream []grpc.StreamServerInterceptor
+	unary := append([]grpc.UnaryServerInterceptor(nil), o.unaryOut...)
+	stream := append([]grpc.StreamServerInterceptor(nil), o.streamOut...)
 	if o.auth != nil {
 		unary = append(unary, o.auth.UnaryInterceptor())
 		stream = append(stream, o.auth.StreamInterceptor())

@@ -238,6 +238,8 @@ func TestDefaults(t *testing.T) {
 		"enabled":              g.GetEnabled(),
 		"alpha":                qc.GetAlpha(),
 		"k-base":               qc.GetKBase(),
+		"trigger-persistence":  qc.GetTriggerPersistence(),
+		"persistence set":      qc.TriggerPersistence != nil,
 		"kmax-mode":            qc.GetKmaxMode(),
 		"kmin-mode":            qc.GetKminMode(),
 		"rate-reduce-percent":  ap.GetRateReducePercent(),
@@ -253,7 +255,9 @@ func TestDefaults(t *testing.T) {
 	want := map[string]any{
 		"enabled":              false,
 		"alpha":                1.0,
-		"k-base":               uint64(65536),
+		"k-base":               uint64(64000), // the draft's 64KB, KB = 1000 bytes
+		"trigger-persistence":  uint32(0),     // §5.4: generate at once
+		"persistence set":      true,
 		"kmax-mode":            oc.LhcnpTypes_KmaxMode_BDP_ADAPTIVE,
 		"kmin-mode":            oc.LhcnpTypes_KminMode_DERIVED,
 		"rate-reduce-percent":  uint8(30),

@@ -844,6 +844,44 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_Config_ObservationWindowPath) Path
 	return ""
 }
 
+// Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPath represents the /lhcnp/lhcnp/collaborative-suppression/config/peers YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[[]string]
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPathAny represents the wildcard version of the /lhcnp/lhcnp/collaborative-suppression/config/peers YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[[]string]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPath represents the /lhcnp/lhcnp/collaborative-suppression/config/upstream-first YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[bool]
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPathAny represents the wildcard version of the /lhcnp/lhcnp/collaborative-suppression/config/upstream-first YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath represents the /lhcnp/lhcnp/collaborative-suppression/config YANG schema element.
 type Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath struct {
 	*ygnmi.NodePath
@@ -958,7 +996,9 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPathAny) ArrivalRateDropThre
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 is upstream-first, with the congestion-aware nodes listed in
+// peers.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1006,7 +1046,9 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath) Enabled() *Lhcnp_Lhcnp
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 is upstream-first, with the congestion-aware nodes listed in
+// peers.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1241,6 +1283,202 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPathAny) ObservationWindow()
 	return ps
 }
 
+// Peers (leaf-list): The congestion-aware nodes of the domain (usually the addresses
+// the sources trust, 9), as prefixes: a host address is a /32 or
+// /128. The node looks for a peer on a flow's route from its
+// source (upstream-first).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "peers"
+//	Path from root:       "/lhcnp/collaborative-suppression/config/peers"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath) Peers() *Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPath {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"peers"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[[]string](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_Config",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config).Peers
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Peers (leaf-list): The congestion-aware nodes of the domain (usually the addresses
+// the sources trust, 9), as prefixes: a host address is a /32 or
+// /128. The node looks for a peer on a flow's route from its
+// source (upstream-first).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "peers"
+//	Path from root:       "/lhcnp/collaborative-suppression/config/peers"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPathAny) Peers() *Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPathAny {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_Config_PeersPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"peers"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[[]string](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_Config",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config).Peers
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// UpstreamFirst (leaf): The upstream priority of 5.7: when a flow's route from its
+// source to this node crosses a peer, wait one observation window
+// before the first response to the flow in a congestion episode,
+// so that the node closest to the source responds first. Without
+// peers no node is known upstream and the node responds at once.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "upstream-first"
+//	Path from root:       "/lhcnp/collaborative-suppression/config/upstream-first"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPath) UpstreamFirst() *Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPath {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"upstream-first"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config).UpstreamFirst
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// UpstreamFirst (leaf): The upstream priority of 5.7: when a flow's route from its
+// source to this node crosses a peer, wait one observation window
+// before the first response to the flow in a congestion episode,
+// so that the node closest to the source responds first. Without
+// peers no node is known upstream and the node responds at once.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "upstream-first"
+//	Path from root:       "/lhcnp/collaborative-suppression/config/upstream-first"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_ConfigPathAny) UpstreamFirst() *Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPathAny {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_Config_UpstreamFirstPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"upstream-first"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config).UpstreamFirst
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // Lhcnp_Lhcnp_CollaborativeSuppression_State_ArrivalRateDropThresholdPath represents the /lhcnp/lhcnp/collaborative-suppression/state/arrival-rate-drop-threshold YANG schema element.
 type Lhcnp_Lhcnp_CollaborativeSuppression_State_ArrivalRateDropThresholdPath struct {
 	*ygnmi.NodePath
@@ -1352,6 +1590,44 @@ type Lhcnp_Lhcnp_CollaborativeSuppression_State_ObservationWindowPathAny struct 
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_CollaborativeSuppression_State_ObservationWindowPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPath represents the /lhcnp/lhcnp/collaborative-suppression/state/peers YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[[]string]
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPathAny represents the wildcard version of the /lhcnp/lhcnp/collaborative-suppression/state/peers YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[[]string]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPath represents the /lhcnp/lhcnp/collaborative-suppression/state/upstream-first YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[bool]
+}
+
+// Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPathAny represents the wildcard version of the /lhcnp/lhcnp/collaborative-suppression/state/upstream-first YANG schema element.
+type Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPath) PathOriginName() string {
 	return ""
 }
 
@@ -1737,7 +2013,9 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePathAny) EffectiveObservation
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 is upstream-first, with the congestion-aware nodes listed in
+// peers.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -1785,7 +2063,9 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePath) Enabled() *Lhcnp_Lhcnp_
 }
 
 // Enabled (leaf): Defer to an upstream node when a congesting flow's arrival rate
-// falls within the observation window.
+// falls within the observation window. The upstream priority of
+// 5.7 is upstream-first, with the congestion-aware nodes listed in
+// peers.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -2001,6 +2281,202 @@ func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePathAny) ObservationWindow() 
 			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_State).ObservationWindow
 			if ret == nil {
 				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Peers (leaf-list): The congestion-aware nodes of the domain (usually the addresses
+// the sources trust, 9), as prefixes: a host address is a /32 or
+// /128. The node looks for a peer on a flow's route from its
+// source (upstream-first).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "peers"
+//	Path from root:       "/lhcnp/collaborative-suppression/state/peers"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePath) Peers() *Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPath {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"peers"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[[]string](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_State).Peers
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Peers (leaf-list): The congestion-aware nodes of the domain (usually the addresses
+// the sources trust, 9), as prefixes: a host address is a /32 or
+// /128. The node looks for a peer on a flow's route from its
+// source (upstream-first).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "peers"
+//	Path from root:       "/lhcnp/collaborative-suppression/state/peers"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePathAny) Peers() *Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPathAny {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_State_PeersPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"peers"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[[]string](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_State).Peers
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// UpstreamFirst (leaf): The upstream priority of 5.7: when a flow's route from its
+// source to this node crosses a peer, wait one observation window
+// before the first response to the flow in a congestion episode,
+// so that the node closest to the source responds first. Without
+// peers no node is known upstream and the node responds at once.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "upstream-first"
+//	Path from root:       "/lhcnp/collaborative-suppression/state/upstream-first"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePath) UpstreamFirst() *Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPath {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"upstream-first"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_State).UpstreamFirst
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_CollaborativeSuppression_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// UpstreamFirst (leaf): The upstream priority of 5.7: when a flow's route from its
+// source to this node crosses a peer, wait one observation window
+// before the first response to the flow in a congestion episode,
+// so that the node closest to the source responds first. Without
+// peers no node is known upstream and the node responds at once.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "upstream-first"
+//	Path from root:       "/lhcnp/collaborative-suppression/state/upstream-first"
+func (n *Lhcnp_Lhcnp_CollaborativeSuppression_StatePathAny) UpstreamFirst() *Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPathAny {
+	ps := &Lhcnp_Lhcnp_CollaborativeSuppression_State_UpstreamFirstPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"upstream-first"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_CollaborativeSuppression_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_CollaborativeSuppression_State).UpstreamFirst
+			if ret == nil {
+				var zero bool
 				return zero, false
 			}
 			return *ret, true
@@ -2524,6 +3000,25 @@ func (n *Lhcnp_Lhcnp_FastCnpPathAny) State() *Lhcnp_Lhcnp_FastCnp_StatePathAny {
 	return ps
 }
 
+// Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPath represents the /lhcnp/lhcnp/fast-cnp/config/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/config/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_FastCnp_Config_EcnMarkAlongsidePath represents the /lhcnp/lhcnp/fast-cnp/config/ecn-mark-alongside YANG schema element.
 type Lhcnp_Lhcnp_FastCnp_Config_EcnMarkAlongsidePath struct {
 	*ygnmi.NodePath
@@ -2540,6 +3035,25 @@ type Lhcnp_Lhcnp_FastCnp_Config_EcnMarkAlongsidePathAny struct {
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_FastCnp_Config_EcnMarkAlongsidePath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_EcnPmaxPath represents the /lhcnp/lhcnp/fast-cnp/config/ecn-pmax YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_EcnPmaxPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[float64]
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_EcnPmaxPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/config/ecn-pmax YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_EcnPmaxPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[float64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_Config_EcnPmaxPath) PathOriginName() string {
 	return ""
 }
 
@@ -2562,6 +3076,101 @@ func (n *Lhcnp_Lhcnp_FastCnp_Config_IoamTracePath) PathOriginName() string {
 	return ""
 }
 
+// Lhcnp_Lhcnp_FastCnp_Config_MarkingThresholdPath represents the /lhcnp/lhcnp/fast-cnp/config/marking-threshold YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_MarkingThresholdPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_MarkingThresholdPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/config/marking-threshold YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_MarkingThresholdPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_Config_MarkingThresholdPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_MaxFlowsPerTriggerPath represents the /lhcnp/lhcnp/fast-cnp/config/max-flows-per-trigger YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_MaxFlowsPerTriggerPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint16]
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_MaxFlowsPerTriggerPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/config/max-flows-per-trigger YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_MaxFlowsPerTriggerPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint16]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_Config_MaxFlowsPerTriggerPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_MinCnpIntervalPath represents the /lhcnp/lhcnp/fast-cnp/config/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_MinCnpIntervalPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_MinCnpIntervalPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/config/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_MinCnpIntervalPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_Config_MinCnpIntervalPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_PortCnpBurstPath represents the /lhcnp/lhcnp/fast-cnp/config/port-cnp-burst YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_PortCnpBurstPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_PortCnpBurstPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/config/port-cnp-burst YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_PortCnpBurstPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_Config_PortCnpBurstPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_PortCnpRatePath represents the /lhcnp/lhcnp/fast-cnp/config/port-cnp-rate YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_PortCnpRatePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_PortCnpRatePathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/config/port-cnp-rate YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_PortCnpRatePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_Config_PortCnpRatePath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_FastCnp_ConfigPath represents the /lhcnp/lhcnp/fast-cnp/config YANG schema element.
 type Lhcnp_Lhcnp_FastCnp_ConfigPath struct {
 	*ygnmi.NodePath
@@ -2577,6 +3186,102 @@ type Lhcnp_Lhcnp_FastCnp_ConfigPathAny struct {
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) PathOriginName() string {
 	return "openconfig"
+}
+
+// CongestionThreshold (leaf): The queue depth above which the node sends Fast CNP to the
+// largest flows of the queue.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fast-cnp/config/congestion-threshold"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) CongestionThreshold() *Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// CongestionThreshold (leaf): The queue depth above which the node sends Fast CNP to the
+// largest flows of the queue.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fast-cnp/config/congestion-threshold"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPathAny) CongestionThreshold() *Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
 }
 
 // EcnMarkAlongside (leaf): Also mark the congesting data packet CE when sending a Fast CNP
@@ -2677,8 +3382,105 @@ func (n *Lhcnp_Lhcnp_FastCnp_ConfigPathAny) EcnMarkAlongside() *Lhcnp_Lhcnp_Fast
 	return ps
 }
 
-// IoamTrace (leaf): When the congesting packet carries an IOAM trace option, copy it
-// into the Fast CNP (option type fast-cnp-ioam-option-type).
+// EcnPmax (leaf): The ECN marking probability reached at congestion-threshold.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "ecn-pmax"
+//	Path from root:       "/lhcnp/fast-cnp/config/ecn-pmax"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) EcnPmax() *Lhcnp_Lhcnp_FastCnp_Config_EcnPmaxPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_EcnPmaxPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"ecn-pmax"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[float64](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (float64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).EcnPmax
+			if ret == nil {
+				var zero float64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EcnPmax (leaf): The ECN marking probability reached at congestion-threshold.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "ecn-pmax"
+//	Path from root:       "/lhcnp/fast-cnp/config/ecn-pmax"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPathAny) EcnPmax() *Lhcnp_Lhcnp_FastCnp_Config_EcnPmaxPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_EcnPmaxPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"ecn-pmax"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[float64](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (float64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).EcnPmax
+			if ret == nil {
+				var zero float64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// IoamTrace (leaf): Send the IOAM variant of the option (option type
+// fast-cnp-ioam-option-type) with the IOAM trace data of the
+// congesting packet. The simulated dataplane's packets carry no
+// IOAM trace, so its node writes the pre-allocated trace an IOAM
+// transit node would add (hop limit and node id, queue depth).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -2725,8 +3527,11 @@ func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) IoamTrace() *Lhcnp_Lhcnp_FastCnp_Config
 	return ps
 }
 
-// IoamTrace (leaf): When the congesting packet carries an IOAM trace option, copy it
-// into the Fast CNP (option type fast-cnp-ioam-option-type).
+// IoamTrace (leaf): Send the IOAM variant of the option (option type
+// fast-cnp-ioam-option-type) with the IOAM trace data of the
+// congesting packet. The simulated dataplane's packets carry no
+// IOAM trace, so its node writes the pre-allocated trace an IOAM
+// transit node would add (hop limit and node id, queue depth).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -2754,6 +3559,486 @@ func (n *Lhcnp_Lhcnp_FastCnp_ConfigPathAny) IoamTrace() *Lhcnp_Lhcnp_FastCnp_Con
 			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).IoamTrace
 			if ret == nil {
 				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MarkingThreshold (leaf): The depth from which packets of senders not known to process
+// Fast CNP are ECN-marked, with a probability rising to
+// ecn-pmax at congestion-threshold (ecn-mark-alongside). When not
+// set, half the congestion threshold. Must be below it.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "marking-threshold"
+//	Path from root:       "/lhcnp/fast-cnp/config/marking-threshold"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) MarkingThreshold() *Lhcnp_Lhcnp_FastCnp_Config_MarkingThresholdPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_MarkingThresholdPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"marking-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).MarkingThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MarkingThreshold (leaf): The depth from which packets of senders not known to process
+// Fast CNP are ECN-marked, with a probability rising to
+// ecn-pmax at congestion-threshold (ecn-mark-alongside). When not
+// set, half the congestion threshold. Must be below it.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "marking-threshold"
+//	Path from root:       "/lhcnp/fast-cnp/config/marking-threshold"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPathAny) MarkingThreshold() *Lhcnp_Lhcnp_FastCnp_Config_MarkingThresholdPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_MarkingThresholdPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"marking-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).MarkingThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MaxFlowsPerTrigger (leaf): At most this many flows, largest share of the queue first, get
+// a Fast CNP per congestion event.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "max-flows-per-trigger"
+//	Path from root:       "/lhcnp/fast-cnp/config/max-flows-per-trigger"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) MaxFlowsPerTrigger() *Lhcnp_Lhcnp_FastCnp_Config_MaxFlowsPerTriggerPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_MaxFlowsPerTriggerPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"max-flows-per-trigger"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint16](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint16, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).MaxFlowsPerTrigger
+			if ret == nil {
+				var zero uint16
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MaxFlowsPerTrigger (leaf): At most this many flows, largest share of the queue first, get
+// a Fast CNP per congestion event.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "max-flows-per-trigger"
+//	Path from root:       "/lhcnp/fast-cnp/config/max-flows-per-trigger"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPathAny) MaxFlowsPerTrigger() *Lhcnp_Lhcnp_FastCnp_Config_MaxFlowsPerTriggerPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_MaxFlowsPerTriggerPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"max-flows-per-trigger"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint16](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint16, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).MaxFlowsPerTrigger
+			if ret == nil {
+				var zero uint16
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two Fast CNPs to one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fast-cnp/config/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) MinCnpInterval() *Lhcnp_Lhcnp_FastCnp_Config_MinCnpIntervalPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_MinCnpIntervalPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two Fast CNPs to one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fast-cnp/config/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPathAny) MinCnpInterval() *Lhcnp_Lhcnp_FastCnp_Config_MinCnpIntervalPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_MinCnpIntervalPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PortCnpBurst (leaf): The depth of that token bucket.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "port-cnp-burst"
+//	Path from root:       "/lhcnp/fast-cnp/config/port-cnp-burst"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) PortCnpBurst() *Lhcnp_Lhcnp_FastCnp_Config_PortCnpBurstPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_PortCnpBurstPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"port-cnp-burst"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).PortCnpBurst
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PortCnpBurst (leaf): The depth of that token bucket.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "port-cnp-burst"
+//	Path from root:       "/lhcnp/fast-cnp/config/port-cnp-burst"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPathAny) PortCnpBurst() *Lhcnp_Lhcnp_FastCnp_Config_PortCnpBurstPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_PortCnpBurstPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"port-cnp-burst"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).PortCnpBurst
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PortCnpRate (leaf): The rate of the token bucket that limits the Fast CNPs of one
+// egress port.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "port-cnp-rate"
+//	Path from root:       "/lhcnp/fast-cnp/config/port-cnp-rate"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) PortCnpRate() *Lhcnp_Lhcnp_FastCnp_Config_PortCnpRatePath {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_PortCnpRatePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"port-cnp-rate"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).PortCnpRate
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PortCnpRate (leaf): The rate of the token bucket that limits the Fast CNPs of one
+// egress port.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "port-cnp-rate"
+//	Path from root:       "/lhcnp/fast-cnp/config/port-cnp-rate"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPathAny) PortCnpRate() *Lhcnp_Lhcnp_FastCnp_Config_PortCnpRatePathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_PortCnpRatePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"port-cnp-rate"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).PortCnpRate
+			if ret == nil {
+				var zero uint32
 				return zero, false
 			}
 			return *ret, true
@@ -3827,6 +5112,25 @@ func (n *Lhcnp_Lhcnp_FastCnp_SourcePrefixes_SourcePrefix_StatePathAny) SenderCap
 	return ps
 }
 
+// Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPath represents the /lhcnp/lhcnp/fast-cnp/state/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/state/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_FastCnp_State_EcnMarkAlongsidePath represents the /lhcnp/lhcnp/fast-cnp/state/ecn-mark-alongside YANG schema element.
 type Lhcnp_Lhcnp_FastCnp_State_EcnMarkAlongsidePath struct {
 	*ygnmi.NodePath
@@ -3843,6 +5147,25 @@ type Lhcnp_Lhcnp_FastCnp_State_EcnMarkAlongsidePathAny struct {
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_FastCnp_State_EcnMarkAlongsidePath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_EcnPmaxPath represents the /lhcnp/lhcnp/fast-cnp/state/ecn-pmax YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_EcnPmaxPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[float64]
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_EcnPmaxPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/state/ecn-pmax YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_EcnPmaxPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[float64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_State_EcnPmaxPath) PathOriginName() string {
 	return ""
 }
 
@@ -3865,6 +5188,101 @@ func (n *Lhcnp_Lhcnp_FastCnp_State_IoamTracePath) PathOriginName() string {
 	return ""
 }
 
+// Lhcnp_Lhcnp_FastCnp_State_MarkingThresholdPath represents the /lhcnp/lhcnp/fast-cnp/state/marking-threshold YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_MarkingThresholdPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_MarkingThresholdPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/state/marking-threshold YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_MarkingThresholdPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_State_MarkingThresholdPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_MaxFlowsPerTriggerPath represents the /lhcnp/lhcnp/fast-cnp/state/max-flows-per-trigger YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_MaxFlowsPerTriggerPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint16]
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_MaxFlowsPerTriggerPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/state/max-flows-per-trigger YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_MaxFlowsPerTriggerPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint16]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_State_MaxFlowsPerTriggerPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_MinCnpIntervalPath represents the /lhcnp/lhcnp/fast-cnp/state/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_MinCnpIntervalPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_MinCnpIntervalPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/state/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_MinCnpIntervalPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_State_MinCnpIntervalPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_PortCnpBurstPath represents the /lhcnp/lhcnp/fast-cnp/state/port-cnp-burst YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_PortCnpBurstPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_PortCnpBurstPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/state/port-cnp-burst YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_PortCnpBurstPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_State_PortCnpBurstPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_PortCnpRatePath represents the /lhcnp/lhcnp/fast-cnp/state/port-cnp-rate YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_PortCnpRatePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_PortCnpRatePathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/state/port-cnp-rate YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_PortCnpRatePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_State_PortCnpRatePath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_FastCnp_StatePath represents the /lhcnp/lhcnp/fast-cnp/state YANG schema element.
 type Lhcnp_Lhcnp_FastCnp_StatePath struct {
 	*ygnmi.NodePath
@@ -3880,6 +5298,102 @@ type Lhcnp_Lhcnp_FastCnp_StatePathAny struct {
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_FastCnp_StatePath) PathOriginName() string {
 	return "openconfig"
+}
+
+// CongestionThreshold (leaf): The queue depth above which the node sends Fast CNP to the
+// largest flows of the queue.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fast-cnp/state/congestion-threshold"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePath) CongestionThreshold() *Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// CongestionThreshold (leaf): The queue depth above which the node sends Fast CNP to the
+// largest flows of the queue.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fast-cnp/state/congestion-threshold"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePathAny) CongestionThreshold() *Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
 }
 
 // Counters (container): Fast CNP counters.
@@ -4058,8 +5572,105 @@ func (n *Lhcnp_Lhcnp_FastCnp_StatePathAny) EcnMarkAlongside() *Lhcnp_Lhcnp_FastC
 	return ps
 }
 
-// IoamTrace (leaf): When the congesting packet carries an IOAM trace option, copy it
-// into the Fast CNP (option type fast-cnp-ioam-option-type).
+// EcnPmax (leaf): The ECN marking probability reached at congestion-threshold.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "ecn-pmax"
+//	Path from root:       "/lhcnp/fast-cnp/state/ecn-pmax"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePath) EcnPmax() *Lhcnp_Lhcnp_FastCnp_State_EcnPmaxPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_EcnPmaxPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"ecn-pmax"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[float64](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (float64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).EcnPmax
+			if ret == nil {
+				var zero float64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EcnPmax (leaf): The ECN marking probability reached at congestion-threshold.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "ecn-pmax"
+//	Path from root:       "/lhcnp/fast-cnp/state/ecn-pmax"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePathAny) EcnPmax() *Lhcnp_Lhcnp_FastCnp_State_EcnPmaxPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_EcnPmaxPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"ecn-pmax"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[float64](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (float64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).EcnPmax
+			if ret == nil {
+				var zero float64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// IoamTrace (leaf): Send the IOAM variant of the option (option type
+// fast-cnp-ioam-option-type) with the IOAM trace data of the
+// congesting packet. The simulated dataplane's packets carry no
+// IOAM trace, so its node writes the pre-allocated trace an IOAM
+// transit node would add (hop limit and node id, queue depth).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -4106,8 +5717,11 @@ func (n *Lhcnp_Lhcnp_FastCnp_StatePath) IoamTrace() *Lhcnp_Lhcnp_FastCnp_State_I
 	return ps
 }
 
-// IoamTrace (leaf): When the congesting packet carries an IOAM trace option, copy it
-// into the Fast CNP (option type fast-cnp-ioam-option-type).
+// IoamTrace (leaf): Send the IOAM variant of the option (option type
+// fast-cnp-ioam-option-type) with the IOAM trace data of the
+// congesting packet. The simulated dataplane's packets carry no
+// IOAM trace, so its node writes the pre-allocated trace an IOAM
+// transit node would add (hop limit and node id, queue depth).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -4135,6 +5749,486 @@ func (n *Lhcnp_Lhcnp_FastCnp_StatePathAny) IoamTrace() *Lhcnp_Lhcnp_FastCnp_Stat
 			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).IoamTrace
 			if ret == nil {
 				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MarkingThreshold (leaf): The depth from which packets of senders not known to process
+// Fast CNP are ECN-marked, with a probability rising to
+// ecn-pmax at congestion-threshold (ecn-mark-alongside). When not
+// set, half the congestion threshold. Must be below it.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "marking-threshold"
+//	Path from root:       "/lhcnp/fast-cnp/state/marking-threshold"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePath) MarkingThreshold() *Lhcnp_Lhcnp_FastCnp_State_MarkingThresholdPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_MarkingThresholdPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"marking-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).MarkingThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MarkingThreshold (leaf): The depth from which packets of senders not known to process
+// Fast CNP are ECN-marked, with a probability rising to
+// ecn-pmax at congestion-threshold (ecn-mark-alongside). When not
+// set, half the congestion threshold. Must be below it.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "marking-threshold"
+//	Path from root:       "/lhcnp/fast-cnp/state/marking-threshold"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePathAny) MarkingThreshold() *Lhcnp_Lhcnp_FastCnp_State_MarkingThresholdPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_MarkingThresholdPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"marking-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).MarkingThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MaxFlowsPerTrigger (leaf): At most this many flows, largest share of the queue first, get
+// a Fast CNP per congestion event.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "max-flows-per-trigger"
+//	Path from root:       "/lhcnp/fast-cnp/state/max-flows-per-trigger"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePath) MaxFlowsPerTrigger() *Lhcnp_Lhcnp_FastCnp_State_MaxFlowsPerTriggerPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_MaxFlowsPerTriggerPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"max-flows-per-trigger"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint16](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint16, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).MaxFlowsPerTrigger
+			if ret == nil {
+				var zero uint16
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MaxFlowsPerTrigger (leaf): At most this many flows, largest share of the queue first, get
+// a Fast CNP per congestion event.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "max-flows-per-trigger"
+//	Path from root:       "/lhcnp/fast-cnp/state/max-flows-per-trigger"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePathAny) MaxFlowsPerTrigger() *Lhcnp_Lhcnp_FastCnp_State_MaxFlowsPerTriggerPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_MaxFlowsPerTriggerPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"max-flows-per-trigger"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint16](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint16, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).MaxFlowsPerTrigger
+			if ret == nil {
+				var zero uint16
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two Fast CNPs to one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fast-cnp/state/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePath) MinCnpInterval() *Lhcnp_Lhcnp_FastCnp_State_MinCnpIntervalPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_MinCnpIntervalPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two Fast CNPs to one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fast-cnp/state/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePathAny) MinCnpInterval() *Lhcnp_Lhcnp_FastCnp_State_MinCnpIntervalPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_MinCnpIntervalPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PortCnpBurst (leaf): The depth of that token bucket.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "port-cnp-burst"
+//	Path from root:       "/lhcnp/fast-cnp/state/port-cnp-burst"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePath) PortCnpBurst() *Lhcnp_Lhcnp_FastCnp_State_PortCnpBurstPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_PortCnpBurstPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"port-cnp-burst"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).PortCnpBurst
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PortCnpBurst (leaf): The depth of that token bucket.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "port-cnp-burst"
+//	Path from root:       "/lhcnp/fast-cnp/state/port-cnp-burst"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePathAny) PortCnpBurst() *Lhcnp_Lhcnp_FastCnp_State_PortCnpBurstPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_PortCnpBurstPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"port-cnp-burst"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).PortCnpBurst
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PortCnpRate (leaf): The rate of the token bucket that limits the Fast CNPs of one
+// egress port.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "port-cnp-rate"
+//	Path from root:       "/lhcnp/fast-cnp/state/port-cnp-rate"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePath) PortCnpRate() *Lhcnp_Lhcnp_FastCnp_State_PortCnpRatePath {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_PortCnpRatePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"port-cnp-rate"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).PortCnpRate
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PortCnpRate (leaf): The rate of the token bucket that limits the Fast CNPs of one
+// egress port.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "port-cnp-rate"
+//	Path from root:       "/lhcnp/fast-cnp/state/port-cnp-rate"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePathAny) PortCnpRate() *Lhcnp_Lhcnp_FastCnp_State_PortCnpRatePathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_PortCnpRatePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"port-cnp-rate"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).PortCnpRate
+			if ret == nil {
+				var zero uint32
 				return zero, false
 			}
 			return *ret, true
@@ -4189,6 +6283,44 @@ type Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarkedAlongsidePathAny struct {
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarkedAlongsidePath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarksWithheldPath represents the /lhcnp/lhcnp/fast-cnp/state/counters/ecn-marks-withheld YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarksWithheldPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarksWithheldPathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/state/counters/ecn-marks-withheld YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarksWithheldPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarksWithheldPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_Counters_NotIpv6Path represents the /lhcnp/lhcnp/fast-cnp/state/counters/not-ipv6 YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_Counters_NotIpv6Path struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_Counters_NotIpv6PathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/state/counters/not-ipv6 YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_Counters_NotIpv6PathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_State_Counters_NotIpv6Path) PathOriginName() string {
 	return ""
 }
 
@@ -4435,6 +6567,198 @@ func (n *Lhcnp_Lhcnp_FastCnp_State_CountersPathAny) EcnMarkedAlongside() *Lhcnp_
 		ps,
 		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
 			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State_Counters).EcnMarkedAlongside
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EcnMarksWithheld (leaf): CE marks not applied to packets of senders known to process Fast
+// CNP (sender-capable), which MUST NOT be marked.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "ecn-marks-withheld"
+//	Path from root:       "/lhcnp/fast-cnp/state/counters/ecn-marks-withheld"
+func (n *Lhcnp_Lhcnp_FastCnp_State_CountersPath) EcnMarksWithheld() *Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarksWithheldPath {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarksWithheldPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"ecn-marks-withheld"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State_Counters).EcnMarksWithheld
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EcnMarksWithheld (leaf): CE marks not applied to packets of senders known to process Fast
+// CNP (sender-capable), which MUST NOT be marked.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "ecn-marks-withheld"
+//	Path from root:       "/lhcnp/fast-cnp/state/counters/ecn-marks-withheld"
+func (n *Lhcnp_Lhcnp_FastCnp_State_CountersPathAny) EcnMarksWithheld() *Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarksWithheldPathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_Counters_EcnMarksWithheldPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"ecn-marks-withheld"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State_Counters).EcnMarksWithheld
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// NotIpv6 (leaf): Fast CNPs not sent because the sender is not an IPv6 host (the
+// draft covers IPv6 only).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "not-ipv6"
+//	Path from root:       "/lhcnp/fast-cnp/state/counters/not-ipv6"
+func (n *Lhcnp_Lhcnp_FastCnp_State_CountersPath) NotIpv6() *Lhcnp_Lhcnp_FastCnp_State_Counters_NotIpv6Path {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_Counters_NotIpv6Path{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"not-ipv6"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State_Counters).NotIpv6
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// NotIpv6 (leaf): Fast CNPs not sent because the sender is not an IPv6 host (the
+// draft covers IPv6 only).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "not-ipv6"
+//	Path from root:       "/lhcnp/fast-cnp/state/counters/not-ipv6"
+func (n *Lhcnp_Lhcnp_FastCnp_State_CountersPathAny) NotIpv6() *Lhcnp_Lhcnp_FastCnp_State_Counters_NotIpv6PathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_Counters_NotIpv6PathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"not-ipv6"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_FastCnp_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State_Counters).NotIpv6
 			if ret == nil {
 				var zero uint64
 				return zero, false
@@ -17181,6 +19505,25 @@ func (n *Lhcnp_Lhcnp_Global_State_EnabledPath) PathOriginName() string {
 	return ""
 }
 
+// Lhcnp_Lhcnp_Global_State_EngineLagPath represents the /lhcnp/lhcnp/global/state/engine-lag YANG schema element.
+type Lhcnp_Lhcnp_Global_State_EngineLagPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Global_State_EngineLagPathAny represents the wildcard version of the /lhcnp/lhcnp/global/state/engine-lag YANG schema element.
+type Lhcnp_Lhcnp_Global_State_EngineLagPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Global_State_EngineLagPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Global_State_FastCnpEnabledPath represents the /lhcnp/lhcnp/global/state/fast-cnp-enabled YANG schema element.
 type Lhcnp_Lhcnp_Global_State_FastCnpEnabledPath struct {
 	*ygnmi.NodePath
@@ -17739,6 +20082,108 @@ func (n *Lhcnp_Lhcnp_Global_StatePathAny) Enabled() *Lhcnp_Lhcnp_Global_State_En
 			ret := gs.(*oc.Lhcnp_Lhcnp_Global_State).Enabled
 			if ret == nil {
 				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Global_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EngineLag (leaf): How far the simulated dataplane's clock trails the wall clock it
+// is paced to, in simulated nanoseconds, at the last pacing step (0
+// when the engine keeps up). A switch joined to others by UDP wires
+// counts a frame as late when this lag pushes its arrival past the
+// tolerated lag (docs/lab.md).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "engine-lag"
+//	Path from root:       "/lhcnp/global/state/engine-lag"
+func (n *Lhcnp_Lhcnp_Global_StatePath) EngineLag() *Lhcnp_Lhcnp_Global_State_EngineLagPath {
+	ps := &Lhcnp_Lhcnp_Global_State_EngineLagPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"engine-lag"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_Global_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Global_State).EngineLag
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Global_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EngineLag (leaf): How far the simulated dataplane's clock trails the wall clock it
+// is paced to, in simulated nanoseconds, at the last pacing step (0
+// when the engine keeps up). A switch joined to others by UDP wires
+// counts a frame as late when this lag pushes its arrival past the
+// tolerated lag (docs/lab.md).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "engine-lag"
+//	Path from root:       "/lhcnp/global/state/engine-lag"
+func (n *Lhcnp_Lhcnp_Global_StatePathAny) EngineLag() *Lhcnp_Lhcnp_Global_State_EngineLagPathAny {
+	ps := &Lhcnp_Lhcnp_Global_State_EngineLagPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"engine-lag"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Global_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Global_State).EngineLag
+			if ret == nil {
+				var zero uint64
 				return zero, false
 			}
 			return *ret, true
@@ -21482,8 +23927,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPathAn
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -21532,8 +23982,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPath) 
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -22449,8 +24904,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePathAny
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -22499,8 +24959,13 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePath) P
 	return ps
 }
 
-// PauseCongestionLevel (leaf): At or above this congestion level the node sends PAUSE instead of
-// the default action: rate reduction alone is not enough.
+// PauseCongestionLevel (leaf): When the level of the queue's own depth is at or above this
+// congestion level the node sends PAUSE instead of the default
+// action: rate reduction alone is not enough. The queue depth
+// decides, whatever the trigger: an EMR or QGR trigger with the
+// queue below this level sends the default action (Pause only for
+// severe congestion). The default, 224, is a queue of about 1.21 x
+// K_max.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -23719,8 +26184,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) Id() *Lhcn
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -23768,8 +26234,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) KBase() *Lhcn
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -24378,10 +26845,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) MinCnpInte
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -24430,10 +26899,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) TriggerPersis
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -26310,8 +28781,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) Id() *Lhcnp
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -26359,8 +28831,9 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) KBase() *Lhcnp
 }
 
 // KBase (leaf): K_base, the floor of K_max. It should hold at least one
-// maximum-sized RoCEv2 frame; the default is the 64 KB of the
-// draft's example.
+// maximum-sized RoCEv2 frame; the default is the 64KB of the
+// draft's example, 64000 bytes (KB = 1000 bytes, KiB = 1024
+// bytes, as everywhere in lhcnp).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -27523,10 +29996,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) QueueGrowth
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -27575,10 +30050,12 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) TriggerPersist
 
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
-// a Long-haul CNP. 0 generates on the packet that makes the
-// condition true. One measurement interval keeps transient queue
-// buildup from producing control packets, which is what the
-// multi-level framework is for.
+// a Long-haul CNP. The default, 0, is the draft's: generation on
+// the packet that makes the condition true (5.4: MUST trigger
+// when any condition is satisfied). A positive value is a
+// deviation from the draft that keeps transient queue buildup
+// (section 1) from producing control packets, at the cost of a
+// later, deeper response.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -33567,7 +36044,8 @@ func (n *Lhcnp_Lhcnp_RateAdvice_ConfigPath) PathOriginName() string {
 }
 
 // MinAdviceInterval (leaf): The minimum interval between two Rate Advice messages to the same
-// flow. When not set, RTT_est is used.
+// flow, also the window in which a flow counts as active on its
+// queue. When not set, 100 microseconds.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -33615,7 +36093,8 @@ func (n *Lhcnp_Lhcnp_RateAdvice_ConfigPath) MinAdviceInterval() *Lhcnp_Lhcnp_Rat
 }
 
 // MinAdviceInterval (leaf): The minimum interval between two Rate Advice messages to the same
-// flow. When not set, RTT_est is used.
+// flow, also the window in which a flow counts as active on its
+// queue. When not set, 100 microseconds.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -37844,7 +40323,8 @@ func (n *Lhcnp_Lhcnp_RateAdvice_StatePathAny) Counters() *Lhcnp_Lhcnp_RateAdvice
 }
 
 // MinAdviceInterval (leaf): The minimum interval between two Rate Advice messages to the same
-// flow. When not set, RTT_est is used.
+// flow, also the window in which a flow counts as active on its
+// queue. When not set, 100 microseconds.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -37892,7 +40372,8 @@ func (n *Lhcnp_Lhcnp_RateAdvice_StatePath) MinAdviceInterval() *Lhcnp_Lhcnp_Rate
 }
 
 // MinAdviceInterval (leaf): The minimum interval between two Rate Advice messages to the same
-// flow. When not set, RTT_est is used.
+// flow, also the window in which a flow counts as active on its
+// queue. When not set, 100 microseconds.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"

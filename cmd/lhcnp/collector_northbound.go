@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/collector/northbound"
+	ctarget "github.com/lhcnp/lhcnp/collector/target"
+	"github.com/lhcnp/lhcnp/server/auth"
+	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/server/target"
+)
+
+// collectorNorthbound is the collector's gNMI endpoint (northbound.listen):
+// built before the collector (its observer feeds the stores), started once
+// the collector exists (History reads its pool, Set reaches its targets).
+type collectorNorthbound struct {
+	nb *northbound.Server
+}
+
+// observer returns the collector option that feeds the northbound, or none
+// when northbound.listen is empty.
+func (n *collectorNorthbound) observer(cfg config.File) []collector.Option {
+	if cfg.Northbound.Listen == "" {
+		return nil
+	}
+	return []collector.Option{collector.WithObserver(func(t string, r *gnmi.SubscribeResponse) { n.nb.Observe(t, r) })}
+}
+
+// start serves the northbound until ctx ends; stop closes it.
+func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *collector.Collector, log *slog.Logger, stdout, stderr io.Writer) (stop func(), err error) {
+	nc := cfg.Northbound
+	if nc.Listen == "" {
+		return func() {}, nil
+	}
+	sch, err := schema.New()
+	if err != nil {
+		return nil, err
+	}
+	conns := &northbound.Conns{}
+	dial := func(ctx context.Context, name string) (*grpc.ClientConn, context.Context, bool, error) {
+		t, ok := c.Target(name)
+		if !ok {
+			return nil, nil, false, nil
+		}
+		cc, err := conns.Get(t.Name+"\x00"+t.Address, func() (*grpc.ClientConn, error) { return ctarget.Dial(t) })
+		if t.Username != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, auth.MetadataUsername, t.Username, auth.MetadataPassword, t.Password)
+		}
+		return cc, ctx, true, err
+	}
+	n.nb = northbound.New(sch, northbound.WithHistory(c.Pool(), cfg.DB.Retention), northbound.WithDialer(dial),
+		northbound.WithLogger(log.With("component", "northbound")))
+	var u *auth.Users
+	if nc.Users != "" {
+		if u, err = auth.LoadUsers(nc.Users); err != nil {
+			return nil, fmt.Errorf("northbound.users: %w", err)
+		}
+	} else {
+		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client is the anonymous read-write user")
+	}
+	opts := []target.Option{target.WithAuth(auth.New(u)), target.WithCapabilities(n.nb), target.WithGet(n.nb),
+		target.WithSet(n.nb), target.WithSubscribe(n.nb)}
+	if nc.Insecure {
+		opts = append(opts, target.WithInsecure())
+	} else {
+		tc, err := auth.ServerTLS(nc.TLSCert, nc.TLSKey, nc.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("northbound.tls_cert: %w", err)
+		}
+		opts = append(opts, target.WithTLS(tc))
+	}
+	srv, err := target.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("northbound: %w", err)
+	}
+	lis, err := net.Listen("tcp", nc.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("northbound.listen: %w", err)
+	}
+	fmt.Fprintf(stdout, "lhcnp collector: northbound gNMI on %s\n", lis.Addr())
+	go srv.Serve(lis) //nolint:errcheck // ends with Stop
+	return func() {
+		srv.Stop()
+		conns.Close() //nolint:errcheck // closing
+	}, nil
+}

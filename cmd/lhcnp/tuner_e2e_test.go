@@ -1,0 +1,278 @@
+//go:build !lhcnpstub
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygnmi/ygnmi"
+
+	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/tuner/policy"
+)
+
+// tunerRow is a tuner_actions row as the end-to-end test reads it.
+type tunerRow struct {
+	ID            int64
+	Target        string
+	Outcome       string
+	Reason        string
+	Before, After policy.Settings
+}
+
+func tunerRows(ctx context.Context, pool *pgxpool.Pool) ([]tunerRow, error) {
+	rows, err := pool.Query(ctx, `SELECT id, target, outcome, reason, before, after FROM tuner_actions
+		WHERE outcome <> 'error' ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []tunerRow
+	for rows.Next() {
+		var r tunerRow
+		var before, after []byte
+		if err := rows.Scan(&r.ID, &r.Target, &r.Outcome, &r.Reason, &before, &after); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(before, &r.Before); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(after, &r.After); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// waitFor polls cond every 100 ms until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, within time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last state: %s", what, within, state)
+		}
+		time.Sleep(100 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// startService runs a command's run function until the returned stop is
+// called (or the test ends).
+func startService(t *testing.T, name string, run func(context.Context, []string, io.Writer, io.Writer) error, args []string, logs io.Writer) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, args, io.Discard, logs)
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(logs, "%s returned early: %v\n", name, err) // shows in the waits' state
+		}
+		done <- err
+	}()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s did not stop within 30 s", name)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestTunerEndToEnd: a private PostgreSQL, the collector, two `lhcnp
+// switch` targets on loopback whose WAN queue is congested by a 2:1
+// incast (testdata/tuner), and `lhcnp tuner`. A congested queue gets a new
+// alpha through a commit-confirmed Set, the switch's effective-kmax
+// changes, tuner_actions has the rows of both switches, and the outcome
+// matches the switch (confirmed: the new alpha stays past the rollback
+// deadline; rolled back: the old alpha is back). Then, with the collector
+// stopped right after a push, the tuner cannot see the change applied:
+// the switch rolls the unconfirmed commit back and the row says so.
+func TestTunerEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: tens of seconds")
+	}
+	srv, _ := pgtest.Private(t)
+	ctx := context.Background()
+	dsn := srv.DSN("lhcnp")
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	sw := map[string]*running{
+		"sw-a": startSwitch(t, "--config", "testdata/tuner/switch.yaml", "--speed", "0.5"),
+		"sw-b": startSwitch(t, "--config", "testdata/tuner/switch.yaml", "--speed", "0.5"),
+	}
+	clients := map[string]*ygnmi.Client{}
+	for name, r := range sw {
+		c, err := ygnmi.NewClient(gnmi.NewGNMIClient(dialGNMI(t, r.addr)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[name] = c
+	}
+	queue := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).State()
+	state := func(target string) (alpha float64, kmax uint64) {
+		st, err := ygnmi.Get(ctx, clients[target], queue, ygnmi.WithUseGet())
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		return st.GetAlpha(), st.GetEffectiveKmax()
+	}
+	_, kmax0 := state("sw-a")
+
+	collectorLogs := &lockedBuffer{}
+	stopCollector := startService(t, "collector", runCollector, []string{"--config", collectorFile(t, fmt.Sprintf(`
+db:
+  dsn: %s
+state_dir: %s
+writer:
+  batch_interval: 50ms
+targets:
+  - name: sw-a
+    address: %s
+    insecure: true
+    subscriptions:
+      - {paths: [/lhcnp/interfaces], mode: sample, sample_interval: 100ms}
+  - name: sw-b
+    address: %s
+    insecure: true
+    subscriptions:
+      - {paths: [/lhcnp/interfaces], mode: sample, sample_interval: 100ms}
+`, dsn, t.TempDir(), sw["sw-a"].addr, sw["sw-b"].addr))}, collectorLogs)
+
+	// The switches run at half speed: utilisation over wall-clock seconds
+	// is half the simulated one, hence utilisation_low 0.3.
+	tunerConfig := func(judge string) string {
+		p := filepath.Join(t.TempDir(), "tuner.yaml")
+		body := fmt.Sprintf(`
+db: %s
+period: 500ms
+window: 3s
+judge_window: %s
+rollback_duration: 8s
+switch_timeout: 5s
+switches:
+  - {name: sw-a, address: %s, insecure: true}
+  - {name: sw-b, address: %s, insecure: true}
+policy:
+  cooldown: 1s
+  max_gap: 2s
+  delay_high_rtt: 0.3
+  delay_low_rtt: 0.05
+  utilisation_low: 0.3
+  utilisation_under: 0.2
+  tune_v_growth: false
+`, dsn, judge, sw["sw-a"].addr, sw["sw-b"].addr)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tunerLogs := &lockedBuffer{}
+	stopTuner := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("3s"), "--verbose"}, tunerLogs)
+
+	// Phase 1: both switches get a decision, pushed with Commit Confirmed.
+	var first tunerRow
+	waitFor(t, "a pushed decision for sw-a and one for sw-b", 90*time.Second, func() (bool, string) {
+		rows, err := tunerRows(ctx, pool)
+		if err != nil {
+			return false, err.Error()
+		}
+		seen := map[string]bool{}
+		for _, r := range rows {
+			if !seen[r.Target] && r.Target == "sw-a" {
+				first = r
+			}
+			seen[r.Target] = true
+		}
+		return seen["sw-a"] && seen["sw-b"], fmt.Sprintf("rows %+v\ntuner log:\n%s\ncollector log:\n%s", rows, tunerLogs, collectorLogs)
+	})
+	if first.After.Alpha >= first.Before.Alpha {
+		t.Errorf("first decision %+v: want a lower alpha for a congested queue", first)
+	}
+	// The switch applied it: its effective K_max moved (while pending, or
+	// for good once confirmed).
+	waitFor(t, "sw-a's outcome decided", 30*time.Second, func() (bool, string) {
+		var o string
+		err := pool.QueryRow(ctx, `SELECT outcome FROM tuner_actions WHERE id = $1`, first.ID).Scan(&o)
+		return err == nil && (o == "confirmed" || o == "rolled-back"), fmt.Sprintf("outcome %q (%v)\ntuner log:\n%s", o, err, tunerLogs)
+	})
+	var outcome, reason string
+	if err := pool.QueryRow(ctx, `SELECT outcome, reason FROM tuner_actions WHERE id = $1`, first.ID).Scan(&outcome, &reason); err != nil {
+		t.Fatal(err)
+	}
+	stopTuner()
+	want := first.Before.Alpha
+	if outcome == "confirmed" {
+		want = first.After.Alpha
+	}
+	waitFor(t, fmt.Sprintf("sw-a's alpha %v after the %s commit", want, outcome), 15*time.Second, func() (bool, string) {
+		a, k := state("sw-a")
+		if outcome == "confirmed" && k == kmax0 {
+			return false, fmt.Sprintf("effective-kmax still %d", k)
+		}
+		return a == want, fmt.Sprintf("alpha %v, effective-kmax %d", a, k)
+	})
+	t.Logf("phase 1: %s: alpha %v -> %v, %s", outcome, first.Before.Alpha, first.After.Alpha, reason)
+
+	// Phase 2: a new tuner pushes; the collector stops right away, so no
+	// telemetry shows the change applied: the switch rolls it back.
+	before, _ := tunerRows(ctx, pool)
+	stopTuner2 := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("3s"), "--verbose"}, tunerLogs)
+	var pushed tunerRow
+	waitFor(t, "a second pushed decision", 90*time.Second, func() (bool, string) {
+		rows, err := tunerRows(ctx, pool)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, r := range rows[len(before):] {
+			if r.Outcome == "pushed" {
+				pushed = r
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("new rows %+v\ntuner log:\n%s\ncollector log:\n%s", rows[len(before):], tunerLogs, collectorLogs)
+	})
+	stopCollector()
+	if a, _ := state(pushed.Target); a != pushed.After.Alpha {
+		t.Errorf("%s: alpha %v while the commit is pending, want %v", pushed.Target, a, pushed.After.Alpha)
+	}
+	waitFor(t, "the switch's rollback of the unconfirmed commit", 20*time.Second, func() (bool, string) {
+		a, _ := state(pushed.Target)
+		return a == pushed.Before.Alpha, fmt.Sprintf("alpha %v", a)
+	})
+	waitFor(t, "the row rolled back", 20*time.Second, func() (bool, string) {
+		var o string
+		err := pool.QueryRow(ctx, `SELECT outcome FROM tuner_actions WHERE id = $1`, pushed.ID).Scan(&o)
+		return err == nil && o == "rolled-back", fmt.Sprintf("outcome %q (%v)", o, err)
+	})
+	stopTuner2()
+}

@@ -1,0 +1,431 @@
+package northbound
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"github.com/openconfig/goyang/pkg/yang"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/server/subscribe"
+)
+
+// The History extension (openconfig/reference gnmi-history.md 0.1.0),
+// answered from the samples and series tables:
+//
+//   - snapshot_time (mode ONCE): for every stored leaf of the subscribed
+//     paths, its last value at or before the instant (a leaf whose last row
+//     is a delete is absent), one notification per container and
+//     timestamp, then sync_response, and the RPC ends.
+//   - range (mode STREAM): unless updates_only, the tree as it was just
+//     before start (as a snapshot); then every stored change in the
+//     half-open interval [start, end) in time order, deletes as deletes;
+//     then sync_response, and the RPC ends. An end in the future is served
+//     up to now (what is stored when the request arrives).
+//
+// Errors: another mode, start after end, or a malformed request is
+// INVALID_ARGUMENT; a snapshot or a start in the future is UNIMPLEMENTED
+// (the reference allows it); a time before the retention horizon (now −
+// db.retention) is OUT_OF_RANGE naming the horizon; a subscribed path no
+// addressed switch ever stored is NOT_FOUND naming it. Timestamps are
+// PostgreSQL's: microseconds.
+
+// historyOf returns the History extension of a request, if any.
+func historyOf(req *gnmi.SubscribeRequest) (*gnmi_ext.History, error) {
+	var h *gnmi_ext.History
+	for _, e := range req.GetExtension() {
+		if x := e.GetHistory(); x != nil {
+			if h != nil {
+				return nil, status.Error(codes.InvalidArgument, "history: the extension is given twice")
+			}
+			h = x
+		}
+	}
+	return h, nil
+}
+
+// series is one stored leaf the request covers.
+type series struct {
+	id     int64
+	target string
+	path   *gnmi.Path
+	leaf   *schema.Leaf
+	parent string // PathString of the container, to group notifications
+}
+
+// row is one sample.
+type row struct {
+	ts  time.Time
+	s   *series
+	tv  *gnmi.TypedValue // nil: a delete
+	seq int              // order within a query, for a stable sort
+}
+
+func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionList, h *gnmi_ext.History) error {
+	ctx := rpc.Context()
+	if s.o.pool == nil {
+		return status.Error(codes.Unimplemented, "history: this collector has no database to answer from")
+	}
+	now := s.o.clk.Now()
+	horizon := time.Time{}
+	if s.o.retention > 0 {
+		horizon = now.Add(-s.o.retention)
+	}
+	var start, end time.Time
+	snapshot := false
+	switch r := h.GetRequest().(type) {
+	case *gnmi_ext.History_SnapshotTime:
+		if sl.GetMode() != gnmi.SubscriptionList_ONCE {
+			return status.Errorf(codes.InvalidArgument, "history: a snapshot needs mode ONCE, not %v", sl.GetMode())
+		}
+		start, snapshot = time.Unix(0, r.SnapshotTime), true
+		if start.After(now) {
+			return status.Errorf(codes.Unimplemented, "history: snapshot time %s is in the future", stamp(start))
+		}
+	case *gnmi_ext.History_Range:
+		if sl.GetMode() != gnmi.SubscriptionList_STREAM {
+			return status.Errorf(codes.InvalidArgument, "history: a range needs mode STREAM, not %v", sl.GetMode())
+		}
+		start, end = time.Unix(0, r.Range.GetStart()), time.Unix(0, r.Range.GetEnd())
+		if r.Range.GetStart() > r.Range.GetEnd() {
+			return status.Errorf(codes.InvalidArgument, "history: range start %s is after its end %s", stamp(start), stamp(end))
+		}
+		if start.After(now) {
+			return status.Errorf(codes.Unimplemented, "history: range start %s is in the future", stamp(start))
+		}
+		if end.After(now) {
+			end = now
+		}
+	default:
+		return status.Error(codes.InvalidArgument, "history: neither snapshot_time nor range is set")
+	}
+	if !horizon.IsZero() && start.Before(horizon) {
+		return status.Errorf(codes.OutOfRange, "history: %s is outside the retention: samples are kept from %s on (db.retention %v)",
+			stamp(start), stamp(horizon), s.o.retention)
+	}
+	enc, err := encoderOf(s.sch, sl.GetEncoding())
+	if err != nil {
+		return err
+	}
+	set, err := s.historySeries(ctx, sl)
+	if err != nil {
+		return err
+	}
+	origin := sl.GetPrefix().GetOrigin()
+	send := func(rows []row) error { return sendRows(rpc, rows, enc, origin) }
+	if snapshot || !sl.GetUpdatesOnly() {
+		at := start
+		if !snapshot {
+			at = start.Add(-time.Microsecond) // the tree before the first change of the range
+		}
+		rows, err := s.snapshotRows(ctx, set, at)
+		if err != nil {
+			return err
+		}
+		if err := send(rows); err != nil {
+			return err
+		}
+	}
+	if !snapshot {
+		if err := s.rangeRows(ctx, set, start, end, send); err != nil {
+			return err
+		}
+	}
+	return rpc.Send(syncResponse)
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// encoderOf returns the value encoder of an encoding, as the switch's
+// Subscribe uses.
+func encoderOf(sch *schema.Schema, e gnmi.Encoding) (subscribe.ValueEncoder, error) {
+	switch e {
+	case gnmi.Encoding_PROTO:
+		return subscribe.ProtoEncoder, nil
+	case gnmi.Encoding_JSON, gnmi.Encoding_JSON_IETF:
+		return sch.ValueEncoder(e), nil
+	}
+	return nil, status.Errorf(codes.Unimplemented, "encoding %v is not supported", e)
+}
+
+// seriesSet is the series a request covers, by id.
+type seriesSet map[int64]*series
+
+func (set seriesSet) ids() []int64 {
+	out := make([]int64, 0, len(set))
+	for id := range set {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// historySeries finds the stored series of the addressed switches that the
+// subscriptions' paths match. A path matching none is NOT_FOUND.
+func (s *Server) historySeries(ctx context.Context, sl *gnmi.SubscriptionList) (seriesSet, error) {
+	prefix := sl.GetPrefix()
+	if err := schema.CheckOrigin(prefix.GetOrigin()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "prefix: %v", err)
+	}
+	if len(sl.GetSubscription()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "the subscription list has no subscriptions")
+	}
+	var pats []*gnmi.Path
+	for _, sub := range sl.GetSubscription() {
+		if err := schema.CheckOrigin(sub.GetPath().GetOrigin()); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.PathString(sub.GetPath()), err)
+		}
+		full := schema.Normalize(schema.Join(prefix, sub.GetPath()))
+		if _, err := s.sch.Resolve(full); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.PathString(full), err)
+		}
+		pats = append(pats, full)
+	}
+	t := prefix.GetTarget()
+	q := `SELECT id, target, path FROM series`
+	var args []any
+	if t != "" && t != AllTargets {
+		q += ` WHERE target = $1`
+		args = append(args, t)
+	}
+	rs, err := s.o.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "history: reading series: %v", err)
+	}
+	defer rs.Close()
+	set := seriesSet{}
+	hits := make([]int, len(pats))
+	var id int64
+	var tgt, ps string
+	for rs.Next() {
+		if err := rs.Scan(&id, &tgt, &ps); err != nil {
+			return nil, status.Errorf(codes.Internal, "history: reading series: %v", err)
+		}
+		p, err := store.ParsePath(ps)
+		if err != nil {
+			continue // not a path we wrote
+		}
+		for i, pat := range pats {
+			if _, ok := schema.MatchPrefix(pat, p); !ok {
+				continue
+			}
+			hits[i]++
+			leaf, _ := s.sch.LeafAt(p)
+			el := p.GetElem()
+			set[id] = &series{id: id, target: tgt, path: p, leaf: leaf,
+				parent: tgt + "\x00" + store.PathString(&gnmi.Path{Elem: el[:len(el)-1]})}
+			break
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "history: reading series: %v", err)
+	}
+	for i, n := range hits {
+		if n == 0 {
+			who := "any switch"
+			if t != "" && t != AllTargets {
+				who = "target " + strconv.Quote(t)
+			}
+			return nil, status.Errorf(codes.NotFound, "history: path %s: never stored for %s", schema.PathString(pats[i]), who)
+		}
+	}
+	return set, nil
+}
+
+const sampleCols = `ts, series_id, v_int, v_float, v_num::text, v_bool, v_text, flags`
+
+// snapshotRows returns the last row at or before at of every series that
+// is not a delete, ordered by switch and path.
+func (s *Server) snapshotRows(ctx context.Context, set seriesSet, at time.Time) ([]row, error) {
+	rs, err := s.o.pool.Query(ctx, `SELECT DISTINCT ON (series_id) `+sampleCols+`
+		FROM samples WHERE series_id = ANY($1) AND ts <= $2 ORDER BY series_id, ts DESC`, set.ids(), at)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
+	}
+	var out []row
+	err = scanRows(rs, set, func(r row) error {
+		if r.tv != nil {
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].s, out[j].s
+		if a.parent != b.parent {
+			return a.parent < b.parent
+		}
+		if !out[i].ts.Equal(out[j].ts) {
+			return out[i].ts.Before(out[j].ts)
+		}
+		return store.PathString(a.path) < store.PathString(b.path)
+	})
+	return out, nil
+}
+
+// rangeBatch is how many rows go out per call of send: enough to group a
+// container's leaves that share a timestamp.
+const rangeBatch = 4096
+
+// rangeRows streams the rows of [start, end) in time order to send, in
+// batches; rows with the same timestamp are ordered by series so that a
+// container's leaves come together.
+func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.Time, send func([]row) error) error {
+	rs, err := s.o.pool.Query(ctx, `SELECT `+sampleCols+`
+		FROM samples WHERE series_id = ANY($1) AND ts >= $2 AND ts < $3 ORDER BY ts, series_id`, set.ids(), start, end)
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
+	}
+	buf := make([]row, 0, rangeBatch)
+	err = scanRows(rs, set, func(r row) error {
+		// Flush only between timestamps, so a notification is never split.
+		if len(buf) >= rangeBatch && !buf[len(buf)-1].ts.Equal(r.ts) {
+			if err := send(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+		buf = append(buf, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return send(buf)
+}
+
+// scanRows reads sample rows into typed values.
+func scanRows(rs pgx.Rows, set seriesSet, fn func(row) error) error {
+	defer rs.Close()
+	var (
+		ts    time.Time
+		id    int64
+		vInt  *int64
+		vFlt  *float64
+		vNum  *string
+		vBool *bool
+		vText *string
+		flags int16
+	)
+	for rs.Next() {
+		if err := rs.Scan(&ts, &id, &vInt, &vFlt, &vNum, &vBool, &vText, &flags); err != nil {
+			return status.Errorf(codes.Internal, "history: reading samples: %v", err)
+		}
+		se := set[id]
+		if se == nil {
+			continue
+		}
+		r := row{ts: ts, s: se}
+		if flags&deletedFlag == 0 {
+			tv, err := typedValue(se.leaf, vInt, vFlt, vNum, vBool, vText)
+			if err != nil {
+				return status.Errorf(codes.Internal, "history: %s at %s: %v", store.PathString(se.path), stamp(ts), err)
+			}
+			r.tv = tv
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
+	}
+	return nil
+}
+
+// deletedFlag is bit 1 of samples.flags: a gNMI delete.
+const deletedFlag = 1 << 1
+
+// typedValue turns a sample's value columns back into the typed value the
+// switch sent (PROTO encoding): integers as uint_val or int_val by the
+// leaf's YANG type, decimal64 and floats as double_val, booleans, and
+// strings (enumerations by name) as string_val.
+func typedValue(l *schema.Leaf, vInt *int64, vFlt *float64, vNum *string, vBool *bool, vText *string) (*gnmi.TypedValue, error) {
+	var kind yang.TypeKind
+	if l != nil && l.Type != nil {
+		kind = l.Type.Kind
+	}
+	unsigned := func() bool {
+		switch kind {
+		case yang.Yuint8, yang.Yuint16, yang.Yuint32, yang.Yuint64:
+			return true
+		}
+		return false
+	}
+	switch {
+	case vInt != nil:
+		if kind == yang.Ybool {
+			return &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: *vInt != 0}}, nil
+		}
+		if unsigned() && *vInt >= 0 {
+			return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: uint64(*vInt)}}, nil
+		}
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_IntVal{IntVal: *vInt}}, nil
+	case vFlt != nil:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: *vFlt}}, nil
+	case vNum != nil:
+		if unsigned() {
+			u, err := strconv.ParseUint(*vNum, 10, 64)
+			if err == nil {
+				return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: u}}, nil
+			}
+		}
+		f, err := strconv.ParseFloat(*vNum, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("numeric value %q", *vNum)
+		}
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: f}}, nil
+	case vBool != nil:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: *vBool}}, nil
+	case vText != nil:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: *vText}}, nil
+	}
+	return nil, fmt.Errorf("no value column is set")
+}
+
+// sendRows sends rows as notifications: consecutive rows of one switch's
+// container with one timestamp share a notification whose prefix is the
+// container (with the switch as target) and whose paths are leaf names, as
+// the switch's Subscribe sends them.
+func sendRows(rpc gnmi.GNMI_SubscribeServer, rows []row, enc subscribe.ValueEncoder, origin string) error {
+	for i := 0; i < len(rows); {
+		r0 := rows[i]
+		j := i + 1
+		for j < len(rows) && rows[j].s.parent == r0.s.parent && rows[j].ts.Equal(r0.ts) {
+			j++
+		}
+		el := r0.s.path.GetElem()
+		n := &gnmi.Notification{Timestamp: r0.ts.UnixNano(),
+			Prefix: &gnmi.Path{Target: r0.s.target, Origin: origin, Elem: el[:len(el)-1]}}
+		for _, r := range rows[i:j] {
+			rel := r.s.path.GetElem()
+			p := &gnmi.Path{Elem: rel[len(rel)-1:]}
+			if r.tv == nil {
+				n.Delete = append(n.Delete, p)
+				continue
+			}
+			tv, err := enc.EncodeValue(r.s.path, r.tv)
+			if err != nil {
+				return status.Errorf(codes.Internal, "encoding %s: %v", store.PathString(r.s.path), err)
+			}
+			n.Update = append(n.Update, &gnmi.Update{Path: p, Val: tv})
+		}
+		if err := rpc.Send(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}}); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}

@@ -1,0 +1,361 @@
+// Package northbound is the collector's own gNMI endpoint: one address for
+// the whole fleet. It keeps the latest values of every switch the collector
+// subscribes to in a server/store tree per target (the store a switch
+// serves from), fed by the collector's subscription loops (Observe), and
+// serves them through the switch's own code: Capabilities and Get from
+// server/target's Handler, Subscribe from server/subscribe, with the
+// prefix's target choosing the switch ("*" or empty: all of them). The
+// gNMI History extension (gnmi_ext.History) is answered from PostgreSQL
+// (history.go), and Set is forwarded to the switch the prefix names, its
+// answer returned unchanged.
+//
+// It must not depend on the rest of collector/ (the command wires it) nor
+// on the dataplane: it only knows gNMI, the schema and the database.
+package northbound
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lhcnp/lhcnp/server/clock"
+	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/server/subscribe"
+	"github.com/lhcnp/lhcnp/server/target"
+)
+
+// AllTargets in a prefix's target addresses every switch (so does an
+// empty target, for Get and Subscribe).
+const AllTargets = "*"
+
+// Dialer returns a connection to the switch named target and the context
+// to call it with (its credentials in metadata), for Set forwarding; ok is
+// false when the collector does not know the target.
+type Dialer func(ctx context.Context, target string) (conn *grpc.ClientConn, callCtx context.Context, ok bool, err error)
+
+type options struct {
+	pool      *pgxpool.Pool
+	retention time.Duration
+	dial      Dialer
+	clk       clock.Clock
+	log       *slog.Logger
+	subOpts   []subscribe.Option
+}
+
+// Option configures a Server.
+type Option func(*options)
+
+// WithHistory answers the History extension from the collector's database;
+// retention is db.retention (0: kept forever), the horizon before which a
+// request is OUT_OF_RANGE.
+func WithHistory(pool *pgxpool.Pool, retention time.Duration) Option {
+	return func(o *options) { o.pool, o.retention = pool, retention }
+}
+
+// WithDialer forwards Set to the switches through d.
+func WithDialer(d Dialer) Option { return func(o *options) { o.dial = d } }
+
+// WithClock sets the clock of SAMPLE and heartbeat timers and of History's
+// "now" (default: real time).
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clk = c } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithSubscribeOptions adds options to every target's subscribe.Server.
+func WithSubscribeOptions(opts ...subscribe.Option) Option {
+	return func(o *options) { o.subOpts = append(o.subOpts, opts...) }
+}
+
+// Server serves the fleet. It implements the handler interfaces of
+// server/target (Capabilities, Get, Set, Subscribe).
+type Server struct {
+	sch  *schema.Schema
+	o    options
+	caps *target.Handler // Capabilities: the schema's, without a switch
+
+	mu      sync.RWMutex
+	targets map[string]*switchView
+	watch   map[chan struct{}]struct{} // closed when a target appears
+}
+
+// switchView is what the northbound holds of one switch: its latest values
+// and the switch's serving code over them.
+type switchView struct {
+	name string
+	st   *store.Store
+	get  *target.Handler
+	sub  *subscribe.Server
+	b    store.Batch // Observe's scratch (one loop per target calls it)
+}
+
+// New returns a server with no targets; they appear as Observe sees them.
+func New(sch *schema.Schema, opts ...Option) *Server {
+	o := options{clk: clock.Real{}, log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Server{sch: sch, o: o, targets: map[string]*switchView{},
+		watch: map[chan struct{}]struct{}{}, caps: target.NewHandler(sch, store.New(), nil)}
+}
+
+// view returns the view of a target, creating it.
+func (s *Server) view(name string) *switchView {
+	s.mu.RLock()
+	v := s.targets[name]
+	s.mu.RUnlock()
+	if v != nil {
+		return v
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v = s.targets[name]; v != nil {
+		return v
+	}
+	st := store.New(store.WithClock(s.o.clk))
+	sch := s.sch
+	subOpts := append([]subscribe.Option{
+		subscribe.WithClock(s.o.clk),
+		subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
+		subscribe.WithPathRewrite(schema.StripModules),
+		subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }),
+		subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, sch.ValueEncoder(gnmi.Encoding_JSON_IETF)),
+		subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)),
+	}, s.o.subOpts...)
+	v = &switchView{name: name, st: st,
+		get: target.NewHandler(sch, st, nil, target.WithHandlerClock(s.o.clk)),
+		sub: subscribe.New(st, subOpts...)}
+	s.targets[name] = v
+	for c := range s.watch {
+		close(c)
+		delete(s.watch, c)
+	}
+	return v
+}
+
+// Targets returns the names of the switches held, sorted.
+func (s *Server) Targets() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.targets))
+	for n := range s.targets {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Store returns the store of a target (nil when unknown): tests and
+// benchmarks publish into it as the collector's loops do.
+func (s *Server) Store(name string) *store.Store {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if v := s.targets[name]; v != nil {
+		return v.st
+	}
+	return nil
+}
+
+// AddTarget makes a target known before its first notification, so that
+// requests naming it find it (empty) instead of NOT_FOUND.
+func (s *Server) AddTarget(name string) { s.view(name) }
+
+// Observe applies one response of a target's subscription to its store:
+// updates with the notification's timestamp and the leaf's kind from the
+// schema (what a switch's publisher gives), deletes as deletes. The
+// collector's loop of that target calls it for every response it
+// receives; calls for one target must not be concurrent.
+func (s *Server) Observe(name string, r *gnmi.SubscribeResponse) {
+	n := r.GetUpdate()
+	if n == nil {
+		return
+	}
+	v := s.view(name)
+	b := &v.b
+	b.Reset()
+	pre := n.GetPrefix().GetElem()
+	join := func(p *gnmi.Path) *gnmi.Path {
+		if len(pre) == 0 {
+			return &gnmi.Path{Elem: p.GetElem()}
+		}
+		el := make([]*gnmi.PathElem, 0, len(pre)+len(p.GetElem()))
+		return &gnmi.Path{Elem: append(append(el, pre...), p.GetElem()...)}
+	}
+	for _, d := range n.GetDelete() {
+		b.Delete(join(d))
+	}
+	for _, u := range n.GetUpdate() {
+		p := join(u.GetPath())
+		kind := store.DiscreteState
+		if l, ok := s.sch.LeafAt(p); ok {
+			kind = l.Kind
+		}
+		b.Update(p, u.GetVal(), kind)
+	}
+	if b.Len() == 0 {
+		return
+	}
+	if _, err := v.st.Apply(b, n.GetTimestamp()); err != nil {
+		s.o.log.Debug("northbound: notification not stored", "target", name, "err", err)
+	}
+	b.Reset()
+}
+
+// resolveTargets returns the views a prefix target addresses: one by name,
+// or all for "*" and "" (all may be none).
+func (s *Server) resolveTargets(t string) ([]*switchView, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if t == "" || t == AllTargets {
+		out := make([]*switchView, 0, len(s.targets))
+		for _, v := range s.targets {
+			out = append(out, v)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+		return out, nil
+	}
+	v := s.targets[t]
+	if v == nil {
+		return nil, status.Errorf(codes.NotFound, "target %q: not a switch of this collector (known: %v)", t, s.namesLocked())
+	}
+	return []*switchView{v}, nil
+}
+
+func (s *Server) namesLocked() []string {
+	out := make([]string, 0, len(s.targets))
+	for n := range s.targets {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Capabilities reports the lhcnp models, the encodings and the gNMI
+// version, as a switch does.
+func (s *Server) Capabilities(ctx context.Context, req *gnmi.CapabilityRequest) (*gnmi.CapabilityResponse, error) {
+	return s.caps.Capabilities(ctx, req)
+}
+
+// Get answers from the latest values, through each addressed switch's Get
+// (server/target) with the prefix's target set to the switch's name: the
+// notifications of every switch, in name order. For several switches, one
+// without data of the path is left out; NOT_FOUND only when none has any.
+func (s *Server) Get(ctx context.Context, req *gnmi.GetRequest) (*gnmi.GetResponse, error) {
+	views, err := s.resolveTargets(req.GetPrefix().GetTarget())
+	if err != nil {
+		return nil, err
+	}
+	if len(views) == 0 {
+		return nil, status.Error(codes.NotFound, "no switch has sent data to this collector yet")
+	}
+	resp := &gnmi.GetResponse{}
+	var notFound error
+	for _, v := range views {
+		r := getFor(req, v.name)
+		one, err := v.get.Get(ctx, r)
+		if status.Code(err) == codes.NotFound && len(views) > 1 {
+			if notFound == nil {
+				notFound = err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		resp.Notification = append(resp.Notification, one.GetNotification()...)
+	}
+	if len(resp.Notification) == 0 && notFound != nil {
+		return nil, notFound
+	}
+	return resp, nil
+}
+
+// getFor copies req with the prefix's target set to name.
+func getFor(req *gnmi.GetRequest, name string) *gnmi.GetRequest {
+	r := &gnmi.GetRequest{Path: req.GetPath(), Type: req.GetType(), Encoding: req.GetEncoding(),
+		UseModels: req.GetUseModels(), Extension: req.GetExtension()}
+	p := &gnmi.Path{Target: name}
+	if pre := req.GetPrefix(); pre != nil {
+		p.Origin, p.Elem, p.Element = pre.GetOrigin(), pre.GetElem(), pre.GetElement() //nolint:staticcheck // passed on for the handler to refuse
+	}
+	r.Prefix = p
+	return r
+}
+
+// Set forwards the request, unchanged, to the switch the prefix's target
+// names and returns its answer unchanged, errors included (code, message
+// and details). The NMS configures through the same endpoint it reads.
+func (s *Server) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetResponse, error) {
+	t := req.GetPrefix().GetTarget()
+	if t == "" || t == AllTargets {
+		return nil, status.Errorf(codes.InvalidArgument, "set: the prefix's target must name one switch (got %q); known: %v", t, s.Targets())
+	}
+	if s.o.dial == nil {
+		return nil, status.Error(codes.Unimplemented, "set: this collector does not forward Set")
+	}
+	conn, cctx, ok, err := s.o.dial(ctx, t)
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "set: target %q: not a switch of this collector (known: %v)", t, s.Targets())
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "set: target %q: %v", t, err)
+	}
+	resp, err := gnmi.NewGNMIClient(conn).Set(cctx, req)
+	if err != nil {
+		if _, isStatus := status.FromError(err); !isStatus || errors.Is(err, context.Canceled) {
+			return nil, status.Errorf(codes.Unavailable, "set: target %q: %v", t, err)
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// Conns caches one client connection per switch address for Set
+// forwarding; the command builds a Dialer over it.
+type Conns struct {
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn // by target name + address
+}
+
+// Get returns the connection for key, opening it with open the first time.
+func (c *Conns) Get(key string, open func() (*grpc.ClientConn, error)) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc := c.conns[key]; cc != nil {
+		return cc, nil
+	}
+	cc, err := open()
+	if err != nil {
+		return nil, err
+	}
+	if c.conns == nil {
+		c.conns = map[string]*grpc.ClientConn{}
+	}
+	c.conns[key] = cc
+	return cc, nil
+}
+
+// Close closes every connection.
+func (c *Conns) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for k, cc := range c.conns {
+		if err := cc.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+		}
+	}
+	c.conns = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,258 @@
+package fastcnp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// Counters are the node's Fast CNP counters (YANG
+// /lhcnp/fast-cnp/state/counters).
+type Counters struct {
+	// Sent counts Fast CNPs that left; SentIOAM those of the IOAM variant.
+	Sent, SentIOAM int64
+	// NotIPv6: a notification was due to an IPv4 source (§3: IPv6 only).
+	NotIPv6 int64
+	// OutsideDomain: the sender is outside Domain (§5).
+	OutsideDomain int64
+	// MarkedAlongside: CE marks applied to packets of senders not known
+	// to be capable while the node sends Fast CNP (§4 MAY).
+	MarkedAlongside int64
+	// EncodeErrors: the encoder refused the frame (a bug).
+	EncodeErrors int64
+	// MarksWithheld: CE marks the port's ECN configuration called for on
+	// packets of capable senders (or of every sender without
+	// MarkUnknown), not applied (§4 MUST NOT).
+	MarksWithheld int64
+}
+
+// State is a snapshot of the node.
+type State struct {
+	Config   Config
+	Counters Counters
+	// Node is the underlying detection node's state (flow table, queues,
+	// suppression counters).
+	Node lhcnp.State
+}
+
+// Node is the Fast CNP function of one switch.
+type Node struct {
+	net *netsim.Network
+	sw  *netsim.Switch
+	lh  *lhcnp.Node
+	cfg Config
+
+	addrs    map[netsim.NodeID]netip.Addr
+	buf      [netsim.FrameCap]byte
+	ioam     [ioamDataLen]byte
+	counters Counters
+}
+
+// Attach installs a Fast CNP node on sw (connect the switch first). Events
+// of the underlying node (flows learned, notifications sent with
+// FormatExternal) go to the lhcnp options' callback.
+func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...lhcnp.Option) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("fastcnp: switch %s: %w", sw.Name(), err)
+	}
+	n := &Node{net: net, sw: sw, cfg: cfg, addrs: map[netsim.NodeID]netip.Addr{}}
+	lh, err := lhcnp.Attach(net, sw, cfg.nodeConfig(), append(opts, lhcnp.WithNotifier(n))...)
+	if err != nil {
+		return nil, fmt.Errorf("fastcnp: %w", err)
+	}
+	n.lh = lh
+	// The node is the ports' observer: it forwards to lh and filters marks.
+	sw.SetObserver(n)
+	return n, nil
+}
+
+// Wrap puts a Fast CNP function, disabled, around a Long-haul CNP node that
+// is already attached: a switch that runs one or the other as its
+// management says (Apply). Disabled, it is transparent: the node sends
+// Long-haul CNPs and marks as configured.
+func Wrap(lh *lhcnp.Node) *Node {
+	sw := lh.Switch()
+	n := &Node{net: sw.Network(), sw: sw, lh: lh, cfg: DefaultConfig(), addrs: map[netsim.NodeID]netip.Addr{}}
+	sw.SetObserver(n)
+	return n
+}
+
+// Apply sets the switch's mode: with cfg enabled the node runs Fast CNP
+// (the Long-haul CNP configuration lh is not used), disabled it runs
+// Long-haul CNP with lh. Both are validated first; on error nothing
+// changes.
+func (n *Node) Apply(cfg Config, lh lhcnp.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("fastcnp: switch %s: %w", n.sw.Name(), err)
+	}
+	var err error
+	if cfg.Enabled {
+		err = n.lh.SetNotifier(n, cfg.nodeConfig())
+	} else {
+		err = n.lh.SetNotifier(nil, lh)
+	}
+	if err != nil {
+		return fmt.Errorf("fastcnp: %w", err)
+	}
+	n.cfg = cfg
+	return nil
+}
+
+// Switch returns the switch.
+func (n *Node) Switch() *netsim.Switch { return n.sw }
+
+// Config returns the running configuration.
+func (n *Node) Config() Config { return n.cfg }
+
+// ApplyConfig validates cfg and, if valid, makes it the running one.
+func (n *Node) ApplyConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("fastcnp: switch %s: %w", n.sw.Name(), err)
+	}
+	if err := n.lh.ApplyConfig(cfg.nodeConfig()); err != nil {
+		return fmt.Errorf("fastcnp: %w", err)
+	}
+	n.cfg = cfg
+	return nil
+}
+
+// State returns a snapshot; withFlows includes the flow-table entries.
+func (n *Node) State(withFlows bool) State {
+	return State{Config: n.cfg, Counters: n.counters, Node: n.lh.State(withFlows)}
+}
+
+// Counters returns the Fast CNP counters.
+func (n *Node) Counters() Counters { return n.counters }
+
+// Detector returns the underlying detection node.
+func (n *Node) Detector() *lhcnp.Node { return n.lh }
+
+func (n *Node) addrOf(id netsim.NodeID) netip.Addr {
+	a, ok := n.addrs[id]
+	if !ok {
+		if x := n.net.Node(id); x != nil {
+			a = x.Addr()
+		}
+		n.addrs[id] = a
+	}
+	return a
+}
+
+// capable reports whether src is known to process Fast CNP.
+func (n *Node) capable(src netip.Addr) bool { return inAny(n.cfg.CapableSenders, src) }
+
+// inAny reports whether a prefix of ps holds a.
+func inAny(ps []netip.Prefix, a netip.Addr) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowMark implements netsim.MarkFilter, the ECN policy of §4: never for
+// a sender known to process Fast CNP ("MUST NOT mark"), for the others
+// when MarkUnknown ("MAY choose to mark"). A disabled node leaves marking
+// alone.
+func (n *Node) AllowMark(_ *netsim.Port, p *netsim.Packet) bool {
+	if !n.cfg.Enabled {
+		return true
+	}
+	if n.cfg.MarkUnknown && !n.capable(n.addrOf(p.Src)) {
+		n.counters.MarkedAlongside++
+		return true
+	}
+	n.counters.MarksWithheld++
+	return false
+}
+
+// OnEnqueue, OnDequeue, OnMark and OnDrop implement netsim.PortObserver by
+// handing every event to the detection node.
+func (n *Node) OnEnqueue(pt *netsim.Port, p *netsim.Packet, q int64) { n.lh.OnEnqueue(pt, p, q) }
+
+// OnDequeue implements netsim.PortObserver.
+func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, q int64) { n.lh.OnDequeue(pt, p, q) }
+
+// OnMark implements netsim.PortObserver.
+func (n *Node) OnMark(pt *netsim.Port, p *netsim.Packet, q int64) { n.lh.OnMark(pt, p, q) }
+
+// OnDrop implements netsim.PortObserver.
+func (n *Node) OnDrop(pt *netsim.Port, p *netsim.Packet, q int64) { n.lh.OnDrop(pt, p, q) }
+
+// The IOAM data of the IOAM variant: an RFC 9197 pre-allocated trace
+// header and one node's data (trace type bits 0 and 5: hop limit and
+// short node id, queue depth).
+const (
+	ioamPreallocated = 0 // IOAM Opt-Type (RFC 9486)
+	ioamTraceType    = 1<<23 | 1<<18
+	ioamNodeLen      = 2 // 4-octet units per node
+	ioamDataLen      = 8 + 4*ioamNodeLen
+)
+
+func (n *Node) ioamData(qBytes int64) []byte {
+	b := n.ioam[:]
+	binary.BigEndian.PutUint16(b[0:], 0) // Namespace-ID: default
+	// NodeLen (5 bits), Flags (4), RemainingLen (7): the one slot is filled.
+	binary.BigEndian.PutUint16(b[2:], ioamNodeLen<<11)
+	binary.BigEndian.PutUint32(b[4:], ioamTraceType<<8)
+	binary.BigEndian.PutUint32(b[8:], uint32(wire.DefaultTTL)<<24|uint32(n.sw.ID()+1)&0xFFFFFF)
+	binary.BigEndian.PutUint32(b[12:], uint32(min(qBytes, 1<<32-1)))
+	return b
+}
+
+// Notify implements lhcnp.Notifier: it builds the Fast CNP of §3 and §4
+// and sends it to the flow's source: source address the node's (its
+// loopback), destination the data packet's source, BTH destination QP the
+// data packet's destination QP, and the destination option holding the
+// data packet's destination address.
+func (n *Node) Notify(x *lhcnp.Notification) bool {
+	src, dst := x.SrcAddr, x.Flow.Src
+	if !src.Is6() || !dst.Is6() || dst.Is4In6() || !x.Flow.Dst.Is6() {
+		n.counters.NotIPv6++
+		return false
+	}
+	if !inAny(n.cfg.Domain, dst) {
+		n.counters.OutsideDomain++
+		return false
+	}
+	a := wire.Addressing{SrcIP: src, DstIP: dst, TOS: n.cfg.CNPDSCP << 2,
+		SrcPort: 0xC000 | uint16(x.Flow.DstQP&0x3FFF)}
+	c := wire.CNP{DestQP: x.Flow.DstQP}
+	o := wire.FastCNPOption{OrigDst: x.Flow.Dst.As16()}
+	if n.cfg.IOAM {
+		o.IOAM, o.IOAMOptType, o.IOAMData = true, ioamPreallocated, n.ioamData(x.QueueBytes)
+	}
+	enc := wire.Encoder{CodePoints: n.cfg.CodePoints}
+	size, err := enc.FastCNP(n.buf[:], &a, &c, &o)
+	if err != nil {
+		n.counters.EncodeErrors++
+		return false
+	}
+	p := n.net.NewPacket()
+	if err := n.net.SetFrame(p, n.buf[:size]); err != nil {
+		n.net.FreePacket(p)
+		n.counters.EncodeErrors++
+		return false
+	}
+	bth := wire.EthernetLen + 40 + o.DestOptsLen() + wire.UDPLen
+	p.SizeBytes = int32(size + 4)
+	p.Src, p.Dst = n.sw.ID(), x.SrcNode
+	p.Flow = netsim.NoFlow
+	p.Prio = n.cfg.CNPPrio
+	p.ECN = netsim.ECNNotECT
+	p.Kind = netsim.KindRoCE
+	p.HdrLen = uint8(copy(p.Hdr[:], n.buf[bth:size]))
+	if !n.sw.Send(p) {
+		return false
+	}
+	n.counters.Sent++
+	if n.cfg.IOAM {
+		n.counters.SentIOAM++
+	}
+	return true
+}

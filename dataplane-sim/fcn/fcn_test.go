@@ -1,0 +1,323 @@
+package fcn
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// rig is a WAN between two DCs, congested in its middle:
+//
+//	s1 --10G-- pe1 ==100G, 100µs== t1 ==wanRate, 100µs== pe2 --10G-- r
+//	s2 --10G--/
+//
+// pe1 is the ingress PE, t1 a transit node; with wanRate 10G the two
+// senders congest t1's port towards pe2.
+type rig struct {
+	sim      *engine.Sim
+	net      *netsim.Network
+	s1, s2   *netsim.Host
+	pe1, t1  *netsim.Switch
+	a, b     *netsim.Flow
+	pe       *PE
+	tr       *Transit
+	cnps     []wire.Frame // standard CNPs the senders got from a switch
+	fcnSeen  []lhcnp.FlowKey
+	nodeAddr map[string]netip.Addr
+}
+
+type tap struct {
+	r   *rig
+	dec wire.Decoder
+}
+
+func (t *tap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	if fr := p.Frame(); fr != nil && p.Kind == netsim.KindRoCE && p.Opcode() == wire.OpCNP {
+		var f wire.Frame
+		if err := t.dec.Decode(fr, &f); err == nil {
+			f.Payload, f.Pad, f.Trailer = nil, nil, nil
+			t.r.cnps = append(t.r.cnps, f)
+		}
+	}
+	return false // DCQCN applies it
+}
+
+type rigOpts struct {
+	cfg      *Config
+	wanRate  int64
+	tunnel   int64 // pe1 -> t1 rate
+	flowSize int64
+}
+
+func newRig(t *testing.T, o rigOpts) *rig {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.wanRate == 0 {
+		o.wanRate = 10e9
+	}
+	if o.tunnel == 0 {
+		o.tunnel = 100e9
+	}
+	r := &rig{sim: engine.New(engine.WithSeed(1)), nodeAddr: map[string]netip.Addr{}}
+	r.net = netsim.New(r.sim)
+	hc := netsim.DefaultHostConfig()
+	ip := func(name, a string) netip.Addr {
+		r.nodeAddr[name] = netip.MustParseAddr(a)
+		return r.nodeAddr[name]
+	}
+	var err error
+	r.s1, err = r.net.AddHost("s1", ip("s1", "2001:db8:a::1"), hc)
+	must(err)
+	r.s2, err = r.net.AddHost("s2", ip("s2", "2001:db8:a::2"), hc)
+	must(err)
+	dst, err := r.net.AddHost("r", ip("r", "2001:db8:b::1"), hc)
+	must(err)
+	r.pe1, err = r.net.AddSwitch("pe1", ip("pe1", "2001:db8:f::1"), netsim.SwitchConfig{})
+	must(err)
+	r.t1, err = r.net.AddSwitch("t1", ip("t1", "2001:db8:f::2"), netsim.SwitchConfig{})
+	must(err)
+	pe2, err := r.net.AddSwitch("pe2", ip("pe2", "2001:db8:f::3"), netsim.SwitchConfig{})
+	must(err)
+	for _, h := range []*netsim.Host{r.s1, r.s2} {
+		_, _, err = r.net.Connect(h, r.pe1, netsim.LinkConfig{RateBps: 10e9, Delay: engine.Microsecond})
+		must(err)
+	}
+	tun, _, err := r.net.Connect(r.pe1, r.t1, netsim.LinkConfig{RateBps: o.tunnel, Delay: 100 * engine.Microsecond})
+	must(err)
+	_, _, err = r.net.Connect(r.t1, pe2, netsim.LinkConfig{RateBps: o.wanRate, Delay: 100 * engine.Microsecond})
+	must(err)
+	_, _, err = r.net.Connect(pe2, dst, netsim.LinkConfig{RateBps: 10e9, Delay: engine.Microsecond})
+	must(err)
+	r.net.ComputeRoutes()
+	r.a, err = r.net.AddFlow(netsim.FlowConfig{Name: "a", Src: r.s1, Dst: dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowSize})
+	must(err)
+	r.b, err = r.net.AddFlow(netsim.FlowConfig{Name: "b", Src: r.s2, Dst: dst, SrcQPN: 101, DstQPN: 201, Bytes: o.flowSize})
+	must(err)
+	if o.cfg != nil {
+		r.pe, err = AttachPE(r.net, r.pe1, *o.cfg, []*netsim.Port{tun})
+		must(err)
+		r.tr, err = AttachTransit(r.net, r.t1, *o.cfg, PEs{r.pe})
+		must(err)
+		r.tr.OnSent = func(k lhcnp.FlowKey, _ *netsim.Switch) { r.fcnSeen = append(r.fcnSeen, k) }
+	}
+	for _, h := range []*netsim.Host{r.s1, r.s2} {
+		h.SetControlHandler(&tap{r: r})
+	}
+	return r
+}
+
+func enabled() *Config {
+	c := DefaultConfig()
+	c.Enabled = true
+	c.Domain = []netip.Prefix{netip.MustParsePrefix("2001:db8:f::/48")}
+	return &c
+}
+
+// TestDisabledByDefault: FCN is off by default: no mapping, no message.
+func TestDisabledByDefault(t *testing.T) {
+	c := DefaultConfig()
+	r := newRig(t, rigOpts{cfg: &c})
+	r.sim.Run(3 * engine.Millisecond)
+	if c.Enabled || len(r.pe.Mappings()) != 0 || r.tr.Counters().FCNSent != 0 || len(r.cnps) != 0 {
+		t.Errorf("mappings %d, fcn sent %d, cnps %d", len(r.pe.Mappings()), r.tr.Counters().FCNSent, len(r.cnps))
+	}
+}
+
+// TestIngressPEMapping: §4.1, the ingress PE learns each flow's
+// four-tuple and assigns it a locally unique 20-bit flow label.
+func TestIngressPEMapping(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled()})
+	r.sim.Run(2 * engine.Millisecond)
+	ms := r.pe.Mappings()
+	type key struct {
+		Src, Dst     string
+		SrcQP, DstQP uint32
+	}
+	var got []key
+	labels := map[uint32]bool{}
+	for _, m := range ms {
+		got = append(got, key{m.Flow.Src.String(), m.Flow.Dst.String(), m.Flow.SrcQP, m.Flow.DstQP})
+		if m.FlowLabel == 0 || m.FlowLabel > wire.MaxFCNFlowLabel || labels[m.FlowLabel] {
+			t.Errorf("label %#x: zero, too wide or not unique", m.FlowLabel)
+		}
+		labels[m.FlowLabel] = true
+		if m.Packets == 0 {
+			t.Errorf("mapping %v counted no packet", m.Flow)
+		}
+	}
+	want := []key{{"2001:db8:a::1", "2001:db8:b::1", 100, 200}, {"2001:db8:a::2", "2001:db8:b::1", 101, 201}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mappings (-want +got):\n%s", diff)
+	}
+	if r.pe.Counters().MappingsCreated != 2 {
+		t.Errorf("counters %+v", r.pe.Counters())
+	}
+}
+
+// TestTransitToPEToSender: §4.2 and §4.3, the congested transit node sends
+// FCN messages to the ingress PE, which sends each flow's sender a standard
+// CNP from its own address with the flow's source QP as destination QP.
+func TestTransitToPEToSender(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled()})
+	r.sim.Run(4 * engine.Millisecond)
+	tc, pc := r.tr.Counters(), r.pe.Counters()
+	// The last few are still on the 100 µs link when the run ends.
+	if tc.FCNSent == 0 || pc.FCNReceived > tc.FCNSent || pc.FCNReceived < tc.FCNSent*9/10 ||
+		pc.CNPTranslated != pc.FCNReceived || pc.UnknownFlowLabel != 0 {
+		t.Fatalf("transit %+v, pe %+v: want the FCNs received and every one translated", tc, pc)
+	}
+	qp := map[string]uint32{"2001:db8:a::1": 100, "2001:db8:a::2": 101}
+	fromPE := 0
+	for _, f := range r.cnps {
+		src, dst := f.IPAddrs()
+		if src != r.nodeAddr["pe1"] {
+			continue // a receiver's CNP
+		}
+		fromPE++
+		if f.BTH.Opcode != wire.OpCNP || f.BTH.DestQP != qp[dst.String()] {
+			t.Errorf("CNP to %v: opcode %v, dest QP %d, want 0x81 and %d", dst, f.BTH.Opcode, f.BTH.DestQP, qp[dst.String()])
+		}
+	}
+	if fromPE == 0 {
+		t.Errorf("no CNP from the PE reached a sender")
+	}
+	if r.a.Sender.RateCuts() == 0 || r.b.Sender.RateCuts() == 0 {
+		t.Errorf("senders not cut")
+	}
+}
+
+// TestFCNMessage: §4.2, the message carries the 20-bit label and a 3-bit
+// level from the congested node to the PE: a message built by the transit
+// node decodes to the PE's label for the flow.
+func TestFCNMessage(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled()})
+	var frames [][]byte
+	r.pe1.SetLocalHandler(localFunc(func(_ *netsim.Switch, p *netsim.Packet) {
+		frames = append(frames, append([]byte(nil), p.Frame()...))
+		r.pe.HandleLocal(r.pe1, p)
+	}))
+	r.sim.Run(4 * engine.Millisecond)
+	if len(frames) == 0 {
+		t.Fatal("no FCN message reached the PE")
+	}
+	var f wire.Frame
+	if err := (&wire.Decoder{}).Decode(frames[0], &f); err != nil || f.Kind != wire.KindFCN {
+		t.Fatalf("decode: %v, kind %v", err, f.Kind)
+	}
+	src, dst := f.IPAddrs()
+	label, ok := r.pe.Label(r.fcnSeen[0])
+	if !ok || f.FCN.FlowLabel != label || src != r.nodeAddr["t1"] || dst != r.nodeAddr["pe1"] ||
+		f.UDP.DstPort != wire.DefaultCodePoints().FCNPort || f.FCN.Level < 1 || f.FCN.Level > 7 {
+		t.Errorf("message %+v from %v to %v, want label %#x (%v) from t1 to pe1, level 1..7", f.FCN, src, dst, label, ok)
+	}
+}
+
+type localFunc func(*netsim.Switch, *netsim.Packet)
+
+func (f localFunc) HandleLocal(s *netsim.Switch, p *netsim.Packet) { f(s, p) }
+
+// TestUnknownLabel: an FCN message whose label no mapping holds is
+// counted and dropped.
+func TestUnknownLabel(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled()})
+	r.sim.Run(engine.Millisecond)
+	before := r.pe.Counters()
+	var buf [netsim.FrameCap]byte
+	a := wire.Addressing{SrcIP: r.nodeAddr["t1"], DstIP: r.nodeAddr["pe1"]}
+	n, err := (&wire.Encoder{}).FCN(buf[:], &a, &wire.FCNMessage{FlowLabel: 0xABCDE, Level: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.net.NewPacket()
+	if err := r.net.SetFrame(p, buf[:n]); err != nil {
+		t.Fatal(err)
+	}
+	r.pe.HandleLocal(r.pe1, p)
+	r.net.FreePacket(p)
+	if c := r.pe.Counters(); c.UnknownFlowLabel != before.UnknownFlowLabel+1 || c.CNPTranslated != before.CNPTranslated {
+		t.Errorf("counters %+v, before %+v", c, before)
+	}
+}
+
+// TestMappingAging: §4.1, a mapping whose flow sent nothing for the aging
+// timeout is removed and its label released.
+func TestMappingAging(t *testing.T) {
+	cfg := enabled()
+	cfg.AgingTimeout = engine.Millisecond
+	r := newRig(t, rigOpts{cfg: cfg, flowSize: 100_000})
+	r.sim.Run(20 * engine.Millisecond)
+	if c := r.pe.Counters(); c.MappingsCreated != 2 || c.MappingsAged != 2 || len(r.pe.Mappings()) != 0 {
+		t.Errorf("counters %+v, %d mappings left; want both created and aged", c, len(r.pe.Mappings()))
+	}
+}
+
+// TestPEOwnCongestion: §4.2, an ingress PE that congests itself sends the
+// standard CNP directly.
+func TestPEOwnCongestion(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled(), tunnel: 10e9, wanRate: 100e9})
+	r.sim.Run(3 * engine.Millisecond)
+	if c := r.pe.Counters(); c.DirectCNPs == 0 || c.FCNReceived != 0 {
+		t.Errorf("pe %+v: want direct CNPs and no FCN (the WAN is not congested)", c)
+	}
+}
+
+// TestLevel: the node's level maps onto FCN's 1..7.
+func TestLevel(t *testing.T) {
+	got := []uint8{Level(0), Level(36), Level(37), Level(170), Level(255)}
+	if diff := cmp.Diff([]uint8{1, 1, 2, 5, 7}, got); diff != "" {
+		t.Errorf("levels (-want +got):\n%s", diff)
+	}
+}
+
+// TestValidate: every invalid key is refused with an error naming it.
+func TestValidate(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		mod  func(*Config)
+		key  string
+	}{
+		{"mappings", func(c *Config) { c.MaxMappings = 0 }, "max-mappings"},
+		{"too many mappings", func(c *Config) { c.MaxMappings = 1 << 20 }, "max-mappings"},
+		{"aging", func(c *Config) { c.AgingTimeout = 0 }, "aging-timeout"},
+		{"kmax", func(c *Config) { c.KMaxBytes = 0 }, "kmax"},
+		{"interval", func(c *Config) { c.MinCNPInterval = 0 }, "min-cnp-interval"},
+		{"port", func(c *Config) { c.PortCNPRatePerSec = 0 }, "port-cnp-rate"},
+		{"flows", func(c *Config) { c.MaxFlowsPerTrigger = 0 }, "max-flows-per-trigger"},
+		{"dscp", func(c *Config) { c.CNPDSCP = 64 }, "cnp-dscp"},
+		{"prio", func(c *Config) { c.CNPPrio = 8 }, "cnp-prio"},
+		{"port number", func(c *Config) { c.CodePoints.FCNPort = 0 }, "fcn-udp-port"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.mod(&c)
+			if err := c.Validate(); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), tt.key+":") {
+				t.Errorf("Validate: %v, want ErrConfig starting with %q", err, tt.key+":")
+			}
+		})
+	}
+}
+
+// TestControlledDomain: §6, the PE takes FCN messages only from inside its
+// domain; outside, they are counted and dropped.
+func TestControlledDomain(t *testing.T) {
+	cfg := enabled()
+	cfg.Domain = []netip.Prefix{netip.MustParsePrefix("2001:db8:9::/48")}
+	r := newRig(t, rigOpts{cfg: cfg})
+	r.sim.Run(4 * engine.Millisecond)
+	if c := r.pe.Counters(); c.Untrusted == 0 || c.FCNReceived != 0 || c.CNPTranslated != 0 {
+		t.Errorf("pe %+v: want every message from t1 dropped as untrusted", c)
+	}
+}

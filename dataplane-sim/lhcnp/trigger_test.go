@@ -1,0 +1,90 @@
+package lhcnp
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// TestDefaultTriggersAtOnce runs DefaultConfig as it is (only enabled,
+// with a format and RTT_est set so that K_max is 200 KB on a 5 Gb/s port)
+// and a finite burst that keeps the queue above K_max for about 30 µs:
+// §5.4 "MUST trigger Long-haul CNP generation when any of the following
+// conditions is satisfied", so the node sends on the packet that takes QD
+// past K_max. A default trigger persistence (the 100 µs this replaced)
+// sends nothing on the QD trigger.
+func TestDefaultTriggersAtOnce(t *testing.T) {
+	if p := DefaultQueueConfig().TriggerPersistence; p != 0 {
+		t.Errorf("default trigger persistence %v, want 0 (§5.4)", p)
+	}
+	const kmax = 200_000
+	cfg := DefaultConfig()
+	cfg.Enabled, cfg.FormatRoCEv2 = true, true
+	cfg.RoCEv2Receivers = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}
+	cfg.Interface.RTTEst = 320 * engine.Microsecond // 5 Gb/s x 320 µs / 8 = 200 KB
+	// 10 Gb/s into 5 Gb/s: QD grows by 625 bytes per µs while the flow
+	// sends (335 µs: 209 KB at the peak) and drains as fast; above K_max
+	// for about 30 µs.
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, flowBytes: 418_750, cfg1: &cfg})
+	if got := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0].KMaxBytes; got != kmax {
+		t.Fatalf("K_max %d, want %d", got, kmax)
+	}
+	var crossed, above engine.Time = -1, 0
+	l.sim.Every(0, engine.Microsecond, func(now engine.Time) {
+		if l.n1Out.QueueBytes(0) > kmax {
+			if crossed < 0 {
+				crossed = now
+			}
+			above += engine.Microsecond
+		}
+	})
+	l.sim.Run(2 * engine.Millisecond)
+	if crossed < 0 || above > 40*engine.Microsecond {
+		t.Fatalf("QD above K_max from %v for %v: want an excursion of about 30 µs", crossed, above)
+	}
+	sent := eventsOf(l.events1, EventCNPSent)
+	if len(sent) == 0 {
+		t.Fatalf("nothing sent for QD above K_max for %v", above)
+	}
+	e := sent[0]
+	if e.Trigger != TriggerQD || e.Time < crossed-engine.Microsecond || e.Time > crossed+engine.Microsecond {
+		t.Errorf("first notification %v on %v; QD passed K_max at %v: want the QD trigger at once", e.Time, e.Trigger, crossed)
+	}
+	if e.Action != wire.ActionRateReduce || e.CongLevel < 170 || e.CongLevel > 176 {
+		t.Errorf("first notification %v at level %d, want rate-reduce at 170..176 (QD within a packet of K_max)", e.Action, e.CongLevel)
+	}
+}
+
+// TestPauseNeedsSevereQueue checks §5.5.1 "Pause SHOULD be used only for
+// severe congestion": the node pauses a flow only when its queue itself is
+// past the Pause level (QD >= 1.21 K_max for level 224). Here the first
+// Rate Reduce is not enough (10 Gb/s cut to 7 Gb/s into 2 Gb/s) and the
+// next notification, one RTT_est later, finds the queue far past K_max.
+func TestPauseNeedsSevereQueue(t *testing.T) {
+	const kmax = 100_000
+	_, sent := overloaded(t, kmax, 300*engine.Microsecond, 2e9, 2*engine.Millisecond)
+	pauses := 0
+	for i, e := range sent {
+		qd := int64(e.MetricValue) * 1000 // queue depth in KB
+		severe := levelQD(qd, kmax/2, kmax) >= 224
+		switch {
+		case i == 0 && e.Action != wire.ActionRateReduce:
+			t.Errorf("first notification %+v, want rate reduce", e)
+		case e.Action == wire.ActionPause && qd < kmax*121/100-1000:
+			t.Errorf("pause %d at QD %d KB, below 1.21 K_max", i, e.MetricValue)
+		case e.Action == wire.ActionRateReduce && severe && qd > kmax*122/100:
+			t.Errorf("rate reduce %d at QD %d KB, severe: want pause", i, e.MetricValue)
+		}
+		if e.Action == wire.ActionPause {
+			pauses++
+			if e.Parameter != 1000 {
+				t.Errorf("pause parameter %d µs, want 1000", e.Parameter)
+			}
+		}
+	}
+	if pauses == 0 {
+		t.Errorf("no pause with the queue at %d KB", sent[len(sent)-1].MetricValue)
+	}
+}

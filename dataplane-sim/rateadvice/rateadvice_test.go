@@ -1,0 +1,310 @@
+package rateadvice
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// rig: two senders share n1's 10 Gb/s port towards r.
+//
+//	s1 --25G-- n1 --10G, 20µs-- r
+//	s2 --25G--/
+type rig struct {
+	sim    *engine.Sim
+	net    *netsim.Network
+	s1, s2 *netsim.Host
+	n1     *netsim.Switch
+	out    *netsim.Port
+	a, b   *netsim.Flow
+	node   *Node
+	recv   map[string]*Receiver
+	got    []wire.Frame // advice the senders got
+}
+
+var addrN1 = netip.MustParseAddr("10.0.1.1")
+
+type rigOpts struct {
+	cfg      *Config
+	capable  [2]bool
+	ecn      bool
+	dcqcn    bool
+	noAccess bool
+}
+
+type tap struct {
+	r   *rig
+	dec wire.Decoder
+	in  *Receiver
+}
+
+func (t *tap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	if fr := p.Frame(); fr != nil {
+		var f wire.Frame
+		if err := t.dec.Decode(fr, &f); err == nil && f.Kind == wire.KindRateAdvice {
+			f.Payload, f.Pad, f.Trailer = nil, nil, nil
+			t.r.got = append(t.r.got, f)
+		}
+	}
+	return t.in.HandleControl(h, p)
+}
+
+func newRig(t *testing.T, o rigOpts) *rig {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &rig{sim: engine.New(engine.WithSeed(1)), recv: map[string]*Receiver{}}
+	r.net = netsim.New(r.sim)
+	hc := netsim.DefaultHostConfig()
+	hc.DCQCN.Enabled = o.dcqcn
+	var err error
+	r.s1, err = r.net.AddHost("s1", netip.MustParseAddr("10.0.0.1"), hc)
+	must(err)
+	r.s2, err = r.net.AddHost("s2", netip.MustParseAddr("10.0.0.2"), hc)
+	must(err)
+	dst, err := r.net.AddHost("r", netip.MustParseAddr("10.0.4.1"), hc)
+	must(err)
+	sc := netsim.SwitchConfig{}
+	if o.ecn {
+		sc.Port.ECN = netsim.SameECN(netsim.ECNConfig{Enabled: true, KMinBytes: 20_000, KMaxBytes: 200_000, PMax: 0.2})
+	}
+	r.n1, err = r.net.AddSwitch("n1", addrN1, sc)
+	must(err)
+	for _, h := range []*netsim.Host{r.s1, r.s2} {
+		_, _, err = r.net.Connect(h, r.n1, netsim.LinkConfig{RateBps: 25e9, Delay: engine.Microsecond})
+		must(err)
+	}
+	r.out, _, err = r.net.Connect(r.n1, dst, netsim.LinkConfig{RateBps: 10e9, Delay: 20 * engine.Microsecond})
+	must(err)
+	r.net.ComputeRoutes()
+	r.a, err = r.net.AddFlow(netsim.FlowConfig{Name: "a", Src: r.s1, Dst: dst, SrcQPN: 100, DstQPN: 200})
+	must(err)
+	r.b, err = r.net.AddFlow(netsim.FlowConfig{Name: "b", Src: r.s2, Dst: dst, SrcQPN: 101, DstQPN: 201})
+	must(err)
+	if o.cfg != nil {
+		r.node, err = New(r.net, r.n1, *o.cfg)
+		must(err)
+		r.n1.SetObserver(r.node)
+	}
+	acl := []netip.Prefix{netip.PrefixFrom(addrN1, 32)}
+	if o.noAccess {
+		acl = nil
+	}
+	for i, h := range []*netsim.Host{r.s1, r.s2} {
+		rv, err := NewReceiver(h, ReceiverConfig{Capable: o.capable[i], AccessList: acl, CodePoints: wire.DefaultCodePoints()})
+		must(err)
+		r.recv[h.Name()] = rv
+		h.SetControlHandler(&tap{r: r, in: rv})
+	}
+	return r
+}
+
+func enabled() *Config {
+	c := DefaultConfig()
+	c.Enabled = true
+	return &c
+}
+
+// TestDisabledByDefault: the YANG default (rate-advice-enabled false) is
+// the node's: nothing is advised.
+func TestDisabledByDefault(t *testing.T) {
+	cfg := DefaultConfig()
+	r := newRig(t, rigOpts{cfg: &cfg, capable: [2]bool{true, true}})
+	r.sim.Run(2 * engine.Millisecond)
+	if cfg.Enabled || r.node.Counters().Sent != 0 || len(r.got) != 0 {
+		t.Errorf("enabled %v, sent %d", cfg.Enabled, r.node.Counters().Sent)
+	}
+}
+
+// TestMessageFormat: §5, the message is a BTH with the Rate Advice opcode
+// (0xC0, not the draft's example 0x1D, which is RC ATOMIC_WRITE) whose
+// destination QP is the sender's, then Rate (Mb/s), Version 1,
+// Destination QP ID (the sender's QP, copied from what the flow's data
+// name) and Source QP ID (the receiver's), from the switch to the source.
+func TestMessageFormat(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled(), capable: [2]bool{true, true}})
+	r.sim.Run(2 * engine.Millisecond)
+	if len(r.got) == 0 {
+		t.Fatal("no advice received")
+	}
+	type view struct {
+		Opcode                wire.Opcode
+		BTHDestQP             uint32
+		Version, DestQP, SrcQ uint32
+		Src                   string
+	}
+	seen := map[uint32]bool{}
+	for _, f := range r.got {
+		src, _ := f.IPAddrs()
+		want := view{0xC0, f.RateAdvice.DestQP, 1, f.RateAdvice.DestQP, f.RateAdvice.DestQP + 100, addrN1.String()}
+		got := view{f.BTH.Opcode, f.BTH.DestQP, f.RateAdvice.Version, f.RateAdvice.DestQP, f.RateAdvice.SrcQP, src.String()}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("advice (-want +got):\n%s", diff)
+		}
+		seen[f.RateAdvice.DestQP] = true
+	}
+	if !seen[100] || !seen[101] {
+		t.Errorf("advice for QPs %v, want 100 and 101", seen)
+	}
+}
+
+// TestQueueBasedFairShare: §4.2, with two capable flows on a 10 Gb/s port
+// the advice is their fair share (at most 5 Gb/s, less while a queue
+// stands), the senders take it as a ceiling, and the queue stays bounded.
+func TestQueueBasedFairShare(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled(), capable: [2]bool{true, true}})
+	r.sim.Run(5 * engine.Millisecond)
+	for _, f := range r.got {
+		if f.RateAdvice.RateMbps > 10_000 {
+			t.Errorf("advice %d Mb/s above the port rate", f.RateAdvice.RateMbps)
+		}
+	}
+	last := r.got[len(r.got)-1].RateAdvice.RateMbps
+	if last < 2500 || last > 5000 {
+		t.Errorf("last advice %d Mb/s, want the fair share of 10 Gb/s between two (2500..5000)", last)
+	}
+	for _, q := range []*netsim.QP{r.a.Sender, r.b.Sender} {
+		if c := q.CeilingBps(); c == 0 || c > 5e9 || q.RateBps() > c {
+			t.Errorf("QP %d: ceiling %d, rate %d; want a ceiling of at most 5 Gb/s and the rate under it", q.QPN, c, q.RateBps())
+		}
+	}
+	if peak := r.out.Stats().PeakQueueBytes; peak > 5_000_000 {
+		t.Errorf("peak queue %d bytes: the advice did not hold the senders", peak)
+	}
+	if c := r.node.Counters(); c.QueueAdvice == 0 || c.PolicyAdvice != 0 || c.Sent != c.QueueAdvice {
+		t.Errorf("counters %+v", c)
+	}
+}
+
+// TestPolicy: §4.1, a configured policy gives its rate to the flows it
+// matches (first by precedence), the others get the fair share; with
+// QueueBased off they get nothing.
+func TestPolicy(t *testing.T) {
+	cfg := enabled()
+	cfg.Policies = []Policy{
+		{Name: "late", Precedence: 200, Src: netip.MustParsePrefix("10.0.0.0/8"), RateMbps: 9000},
+		{Name: "s1", Precedence: 10, Src: netip.MustParsePrefix("10.0.0.1/32"), RateMbps: 2000},
+	}
+	r := newRig(t, rigOpts{cfg: cfg, capable: [2]bool{true, true}})
+	r.sim.Run(3 * engine.Millisecond)
+	st := r.node.State()
+	got := map[uint32]string{}
+	for _, f := range st.Flows {
+		got[f.SrcQP] = f.Basis.String() + "/" + f.Policy
+	}
+	if diff := cmp.Diff(map[uint32]string{100: "policy/s1", 101: "policy/late"}, got); diff != "" {
+		t.Errorf("bases (-want +got):\n%s", diff)
+	}
+	if c := r.a.Sender.CeilingBps(); c != 2e9 {
+		t.Errorf("s1's ceiling %d, want the policy's 2 Gb/s", c)
+	}
+
+	cfg.Policies = cfg.Policies[1:]
+	cfg.QueueBased = false
+	r = newRig(t, rigOpts{cfg: cfg, capable: [2]bool{true, true}})
+	r.sim.Run(3 * engine.Millisecond)
+	if c := r.b.Sender.CeilingBps(); c != 0 {
+		t.Errorf("s2 got a ceiling of %d without a policy or queue-based advice", c)
+	}
+	if c := r.node.Counters(); c.PolicyAdvice == 0 || c.QueueAdvice != 0 {
+		t.Errorf("counters %+v, want policy advice only", c)
+	}
+}
+
+// TestCapabilityPerQP: §4, only flows whose packets announce the
+// capability are advised; an RNIC that is not capable drops advice.
+func TestCapabilityPerQP(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled(), capable: [2]bool{true, false}})
+	r.sim.Run(3 * engine.Millisecond)
+	for _, f := range r.got {
+		if f.RateAdvice.DestQP != 100 {
+			t.Errorf("advice to QP %d, which did not announce the capability", f.RateAdvice.DestQP)
+		}
+	}
+	if r.node.Counters().NotCapable == 0 || r.b.Sender.CeilingBps() != 0 {
+		t.Errorf("not-capable %d, s2 ceiling %d", r.node.Counters().NotCapable, r.b.Sender.CeilingBps())
+	}
+	// A capable QP on a host whose RNIC is told not to apply advice.
+	r = newRig(t, rigOpts{cfg: enabled(), capable: [2]bool{true, true}})
+	rv, err := NewReceiver(r.s2, ReceiverConfig{AccessList: []netip.Prefix{netip.PrefixFrom(addrN1, 32)}, CodePoints: wire.DefaultCodePoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.s2.SetControlHandler(rv)
+	r.sim.Run(3 * engine.Millisecond)
+	if rv.Counters().NotCapable == 0 || r.b.Sender.CeilingBps() != 0 {
+		t.Errorf("receiver %+v, ceiling %d: want advice dropped", rv.Counters(), r.b.Sender.CeilingBps())
+	}
+}
+
+// TestCNPCutsBelowAdvice: §3, a sender gets both CNPs and advice and
+// gives CNP priority: with ECN marking and DCQCN on, the rate falls below
+// the advised ceiling.
+func TestCNPCutsBelowAdvice(t *testing.T) {
+	cfg := enabled()
+	cfg.Policies = []Policy{{Name: "all", RateMbps: 8000}}
+	r := newRig(t, rigOpts{cfg: cfg, capable: [2]bool{true, true}, ecn: true, dcqcn: true})
+	r.sim.Run(5 * engine.Millisecond)
+	for _, q := range []*netsim.QP{r.a.Sender, r.b.Sender} {
+		if q.CeilingBps() != 8e9 || q.RateCuts() == 0 || q.RateBps() >= 8e9 {
+			t.Errorf("QP %d: ceiling %d, %d cuts, rate %d; want the 8 Gb/s advice and DCQCN cutting below it",
+				q.QPN, q.CeilingBps(), q.RateCuts(), q.RateBps())
+		}
+	}
+}
+
+// TestUntrustedAdviceDropped: advice from a node not on the access list
+// changes nothing.
+func TestUntrustedAdviceDropped(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled(), capable: [2]bool{true, true}, noAccess: true})
+	r.sim.Run(2 * engine.Millisecond)
+	if r.recv["s1"].Counters().Untrusted == 0 || r.a.Sender.CeilingBps() != 0 {
+		t.Errorf("receiver %+v, ceiling %d", r.recv["s1"].Counters(), r.a.Sender.CeilingBps())
+	}
+}
+
+// TestValidate: every invalid key is refused with an error naming it.
+func TestValidate(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		mod  func(*Config)
+		key  string
+	}{
+		{"policy name", func(c *Config) { c.Policies = []Policy{{RateMbps: 1}} }, "policies[0].name"},
+		{"policy twice", func(c *Config) { c.Policies = []Policy{{Name: "x", RateMbps: 1}, {Name: "x", RateMbps: 2}} }, "policies[1].name"},
+		{"policy rate", func(c *Config) { c.Policies = []Policy{{Name: "x"}} }, "policies[0].rate"},
+		{"policy qp", func(c *Config) { c.Policies = []Policy{{Name: "x", RateMbps: 1, DstQP: 1 << 24}} }, "policies[0].destination-qp"},
+		{"interval", func(c *Config) { c.MinAdviceInterval = 0 }, "min-advice-interval"},
+		{"drain", func(c *Config) { c.DrainInterval = 0 }, "drain-interval"},
+		{"change", func(c *Config) { c.ChangePercent = 101 }, "change-percent"},
+		{"idle", func(c *Config) { c.IdleTimeout = 0 }, "idle-timeout"},
+		{"dscp", func(c *Config) { c.DSCP = 64 }, "dscp"},
+		{"prio", func(c *Config) { c.Prio = 8 }, "prio"},
+		{"opcode", func(c *Config) { c.CodePoints.RateAdviceOpcode = wire.OpRCWriteOnly }, "rate-advice-opcode"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.mod(&c)
+			err := c.Validate()
+			if !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), tt.key+":") {
+				t.Errorf("Validate: %v, want ErrConfig starting with %q", err, tt.key+":")
+			}
+		})
+	}
+	c := DefaultConfig()
+	c.CodePoints.RateAdviceOpcode = wire.OpRCAtomicWrite
+	if err := c.Validate(); err != nil {
+		t.Errorf("the draft's 0x1D, chosen explicitly: %v", err)
+	}
+}

@@ -1,0 +1,116 @@
+package rateadvice
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// ReceiverConfig configures an RNIC's Rate Advice processing.
+type ReceiverConfig struct {
+	// Capable: the RNIC announces the capability on every sending QP
+	// (CapabilityBit) and applies advice; false: it drops advice.
+	Capable bool
+	// AccessList holds the nodes advice is accepted from.
+	AccessList []netip.Prefix
+	CodePoints wire.CodePoints
+}
+
+// Validate reports the first invalid key.
+func (c *ReceiverConfig) Validate() error {
+	for i, p := range c.AccessList {
+		if !p.IsValid() {
+			return cfgErr(fmt.Sprintf("access-list[%d]", i), "invalid prefix")
+		}
+	}
+	return nil
+}
+
+// ReceiverCounters count what the RNIC did with advice.
+type ReceiverCounters struct {
+	// Applied: advice set as the QP's ceiling (Raised: above the previous
+	// ceiling, Lowered: below).
+	Applied, Raised, Lowered int64
+	// NotCapable: advice to a QP that did not announce the capability.
+	NotCapable int64
+	// Untrusted: from a source not on the access list.
+	Untrusted int64
+	// NoQP: no such sending QP, or not active; Malformed: did not decode.
+	NoQP, Malformed int64
+}
+
+// Receiver is an RNIC's Rate Advice processing: a netsim.ControlHandler.
+type Receiver struct {
+	cfg      ReceiverConfig
+	dec      wire.Decoder
+	frame    wire.Frame
+	counters ReceiverCounters
+}
+
+// NewReceiver returns a receiver with cfg and, when capable, announces the
+// capability on every sending QP h has now.
+func NewReceiver(h *netsim.Host, cfg ReceiverConfig) (*Receiver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("rateadvice: receiver: %w", err)
+	}
+	r := &Receiver{cfg: cfg, dec: wire.Decoder{CodePoints: cfg.CodePoints}}
+	if cfg.Capable {
+		for _, q := range h.SendQPs() {
+			q.SetReservedBits(CapabilityBit)
+		}
+	}
+	return r, nil
+}
+
+// Counters returns the counters.
+func (r *Receiver) Counters() ReceiverCounters { return r.counters }
+
+// HandleControl implements netsim.ControlHandler.
+func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	fr := p.Frame()
+	if p.Kind != netsim.KindRoCE || p.HdrLen < wire.BTHLen || fr == nil ||
+		p.Opcode() != r.cfg.CodePoints.RateAdviceOpcode {
+		return false
+	}
+	f := &r.frame
+	if err := r.dec.Decode(fr, f); err != nil || f.Kind != wire.KindRateAdvice {
+		r.counters.Malformed++
+		return true
+	}
+	src, _ := f.IPAddrs()
+	trusted := false
+	for _, pr := range r.cfg.AccessList {
+		trusted = trusted || pr.Contains(src)
+	}
+	if !trusted {
+		r.counters.Untrusted++
+		return true
+	}
+	q := h.QP(f.RateAdvice.DestQP)
+	switch {
+	case q == nil || !q.Active():
+		r.counters.NoQP++
+		return true
+	case !r.cfg.Capable:
+		r.counters.NotCapable++
+		return true
+	}
+	// The advice is a ceiling: DCQCN's increases stop at it, a CNP still
+	// cuts below it (§3: CNP first, the advice guides the rest).
+	ceil := int64(f.RateAdvice.RateMbps) * 1_000_000
+	switch old := q.CeilingBps(); {
+	case old == 0 || ceil > old:
+		r.counters.Raised++
+	case ceil < old:
+		r.counters.Lowered++
+	}
+	if ceil >= q.LineRateBps() {
+		q.ClearCeiling()
+	} else {
+		q.SetCeiling(ceil)
+	}
+	r.counters.Applied++
+	return true
+}

@@ -1,0 +1,58 @@
+package scenario
+
+import (
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Tuner is the closed-loop tuner of the scenario's Long-haul CNP nodes
+// (docs/tuner.md): the tuner's policy called every Period on each queue's
+// own telemetry, its decisions applied through the node's configuration
+// SetDelay later and judged like a commit-confirmed Set. A zero duration
+// is derived from the queue's port's RTT_est (Period and Window a tenth,
+// JudgeWindow one, Cooldown a half); SetDelay 0 means the gNMI target's
+// measured Set latency (2 ms). Zero weights keep the policy's.
+type Tuner struct {
+	Period, Window, JudgeWindow, Cooldown, SetDelay time.Duration
+	Weights                                         TunerWeights
+}
+
+// TunerWeights are the objective's weights (0: the policy's default).
+type TunerWeights struct {
+	Utilisation, Delay, Loss, Notifications float64
+}
+
+// tuner reads the top-level tuner block; its presence turns the tuner on.
+func (l *loader) tuner(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	t := &Tuner{}
+	l.sc.Tuner = t
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // "tuner:" alone: every default
+	}
+	o := l.d.object(n, "tuner", "period", "window", "judge_window", "cooldown", "set_delay", "weights")
+	if o == nil {
+		return
+	}
+	o.setDuration("period", &t.Period, false)
+	o.setDuration("window", &t.Window, false)
+	o.setDuration("judge_window", &t.JudgeWindow, false)
+	o.setDuration("cooldown", &t.Cooldown, false)
+	o.setDuration("set_delay", &t.SetDelay, false)
+	if wn := o.get("weights"); wn != nil {
+		w := l.d.object(wn, "tuner.weights", "utilisation", "delay", "loss", "notifications")
+		if w == nil {
+			return
+		}
+		w.setFloat("utilisation", &t.Weights.Utilisation, 0, 1e9)
+		w.setFloat("delay", &t.Weights.Delay, 0, 1e9)
+		w.setFloat("loss", &t.Weights.Loss, 0, 1e9)
+		w.setFloat("notifications", &t.Weights.Notifications, 0, 1e9)
+	}
+	if l.sc.Mechanism.Kind != MechanismLongHaulCNP {
+		l.d.errAt(n, "tuner", "needs mechanism.kind long-haul-cnp (the tuner adjusts its nodes)")
+	}
+}

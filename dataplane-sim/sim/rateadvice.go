@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+)
+
+// RateAdviceConfig maps the scenario's rate-advice parameters onto a
+// node's configuration (docs/scenarios.md).
+func RateAdviceConfig(p scenario.RateAdvice) rateadvice.Config {
+	c := rateadvice.DefaultConfig()
+	c.Enabled = true
+	c.QueueBased = p.QueueBased
+	if p.PolicyRate > 0 {
+		c.Policies = []rateadvice.Policy{{Name: "policy_rate", RateMbps: uint32(int64(p.PolicyRate) / 1_000_000)}}
+	}
+	c.MinAdviceInterval = engine.FromDuration(p.Interval)
+	c.DrainInterval = engine.FromDuration(p.DrainInterval)
+	c.ChangePercent = p.ChangePercent
+	return c
+}
+
+// installRateAdvice puts a Rate Advice node (package rateadvice) on every
+// switch of the block, beside any other block's observer there, and a
+// Rate Advice receiver on every host, trusting the nodes' addresses.
+// Messages count as sent_rate-advice.
+func installRateAdvice(env *Env) error {
+	p := env.Mech.RateAdvice
+	cfg := RateAdviceConfig(p)
+	var nodes []*rateadvice.Node
+	var acl []netip.Prefix
+	for _, sw := range env.Nodes {
+		n, err := rateadvice.New(env.Net, sw, cfg)
+		if err != nil {
+			return err
+		}
+		name := sw.Name()
+		n.OnSent(func(rateadvice.FlowAdvice) { env.Count(name, "rate-advice", 1) })
+		env.tapSwitch(sw, n)
+		nodes = append(nodes, n)
+		if a := sw.Addr(); a.IsValid() {
+			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	rc := rateadvice.ReceiverConfig{Capable: p.Capable == "all", AccessList: acl, CodePoints: cfg.CodePoints}
+	var recvs []*rateadvice.Receiver
+	for _, h := range env.Net.Hosts() {
+		rv, err := rateadvice.NewReceiver(h, rc)
+		if err != nil {
+			return fmt.Errorf("host %s: %w", h.Name(), err)
+		}
+		env.tapHost(h, rv)
+		recvs = append(recvs, rv)
+	}
+	counts := env.mechCounters()
+	env.onSummary(func(*report.Input) {
+		for _, n := range nodes {
+			c := n.Counters()
+			counts["advice_policy"] += c.PolicyAdvice
+			counts["advice_queue"] += c.QueueAdvice
+			counts["advice_not_capable"] += c.NotCapable
+		}
+		for _, rv := range recvs {
+			c := rv.Counters()
+			counts["rnic_advice_applied"] += c.Applied
+			counts["rnic_advice_dropped"] += c.NotCapable + c.Untrusted + c.NoQP + c.Malformed
+		}
+	})
+	return nil
+}

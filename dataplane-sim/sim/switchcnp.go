@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/switchcnp"
+)
+
+// SwitchCNPConfig maps the scenario's switch-cnp parameters onto a node's
+// configuration.
+func SwitchCNPConfig(p scenario.SwitchCNP) switchcnp.Config {
+	c := switchcnp.DefaultConfig()
+	c.Enabled = true
+	c.DSCP = uint8(p.DSCP)
+	c.DelayThreshold = engine.FromDuration(p.DelayThreshold)
+	c.BufferSharePercent = p.BufferShare
+	c.MinCNPInterval = engine.FromDuration(p.CNPInterval)
+	c.FlowTable.IdleTimeout = engine.FromDuration(p.FlowAging)
+	c.FlowTable.MaxEntries = p.MaxEntries
+	return c
+}
+
+// installSwitchCNP attaches the white paper's node (package switchcnp) to
+// every switch of the block. The hosts need nothing new: the CNPs are
+// standard ones their DCQCN reacts to. Notifications count as
+// sent_switch-cnp; the meter times them as the block's signal.
+func installSwitchCNP(env *Env) error {
+	cfg := SwitchCNPConfig(env.Mech.SwitchCNP)
+	var nodes []*switchcnp.Node
+	for _, sw := range env.Nodes {
+		name := sw.Name()
+		onEvent := func(ev lhcnp.Event) {
+			if ev.Kind == lhcnp.EventCNPSent {
+				env.Count(name, "switch-cnp", 1)
+			}
+			if env.meter != nil {
+				env.meter.longHaulEvent(&ev)
+			}
+		}
+		n, err := switchcnp.Attach(env.Net, sw, cfg, lhcnp.WithEvents(onEvent))
+		if err != nil {
+			return err
+		}
+		env.tapSwitch(sw, n)
+		nodes = append(nodes, n)
+	}
+	if env.meter != nil {
+		env.meter.signal = "switch-cnp"
+		env.meter.switchCNP = true
+	}
+	counts := env.mechCounters()
+	env.onSummary(func(*report.Input) {
+		for _, n := range nodes {
+			c := n.Counters()
+			counts["delayed_packets"] += c.Delayed
+			counts["congestion_confirmed"] += c.Confirmed
+			counts["max_delay_ns"] = max(counts["max_delay_ns"], c.MaxDelay.Nanos())
+		}
+	})
+	return nil
+}

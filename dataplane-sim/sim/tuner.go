@@ -1,0 +1,411 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/tuner/policy"
+)
+
+// DefaultSetDelay is the delay between a decision and its effect when the
+// scenario's tuner gives none: the gNMI target's measured Set latency
+// (p50 of a single-leaf Set with the node applying it, docs/gnmi-target.md).
+const DefaultSetDelay = 2 * time.Millisecond
+
+// TunerChange is one change the closed-loop tuner made, with its fate.
+type TunerChange struct {
+	At            engine.Time // decision
+	Node, Port    string
+	Prio          int
+	Rule          policy.Rule
+	Direction     policy.Direction
+	Reason        string
+	Before, After policy.Settings
+	// Outcome: "pending", "confirmed" or "rolled-back" (the objective over
+	// the judge window was worse: the previous settings came back, as a
+	// switch rolls back an unconfirmed commit).
+	Outcome string
+	// JudgedAt is when the outcome was decided, Judgement why.
+	JudgedAt  engine.Time
+	Judgement string
+}
+
+// The derived durations, in the queue's RTT_est: the tuner decides ten
+// times per round trip on the last tenth (the first decision as soon as a
+// new queue has min_samples samples), judges a change over the round trip
+// after it took effect, and changes a queue at most every half round trip.
+const periodRTT, windowRTT, judgeRTT, cooldownRTT = 0.1, 0.1, 1.0, TunerCooldownRTT
+
+// TunerCooldownRTT is the derived cool-down of a queue, in RTT_est: the
+// closed loop changes a queue at most once per half round trip.
+const TunerCooldownRTT = 0.5
+
+// tunerLoop runs tuner/policy on every Long-haul CNP queue that carries
+// traffic, on the node's own telemetry: the same controller as the tuner
+// service, with the commit-confirmed judgement emulated (apply after the
+// Set delay, judge over the judge window, restore when worse).
+type tunerLoop struct {
+	env      *Env
+	m        *LongHaulCNP
+	spec     scenario.Tuner
+	base     policy.Config
+	interval engine.Time
+	queues   map[tqKey]*tunedQueue
+	order    []*tunedQueue
+}
+
+type tqKey struct {
+	node int
+	port string
+	prio int
+}
+
+// counts are the cumulative counters a sample takes differences of.
+type counts struct {
+	tx, packets, drops, pauses int64
+	notif                      policy.Notifications
+}
+
+type tunedQueue struct {
+	node    *lhcnp.Node
+	name    string // node name
+	port    string
+	pt      *netsim.Port
+	prio    int
+	samples []policy.Sample
+	prev    counts
+	mem     policy.Memory
+	next    engine.Time
+	born    engine.Time // first sampled
+	pending *tunerPending
+	// applied is the tuner's current setting, re-applied when a link
+	// event rewrites the port's configuration.
+	applied *policy.Settings
+	changes int
+}
+
+type tunerPending struct {
+	log       int // index into LongHaulCNP.Tuner
+	before    policy.Metrics
+	settings  policy.Settings // to restore
+	appliedAt engine.Time
+	judgeAt   engine.Time
+	giveUp    engine.Time
+}
+
+// installTuner starts the closed loop on the installed mechanism.
+func installTuner(env *Env, m *LongHaulCNP, spec scenario.Tuner) {
+	base := policy.DefaultConfig()
+	w := &base.Weights
+	set := func(dst *float64, v float64) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	set(&w.Utilisation, spec.Weights.Utilisation)
+	set(&w.Delay, spec.Weights.Delay)
+	set(&w.Loss, spec.Weights.Loss)
+	set(&w.Notifications, spec.Weights.Notifications)
+	if spec.SetDelay == 0 {
+		spec.SetDelay = DefaultSetDelay
+	}
+	t := &tunerLoop{env: env, m: m, spec: spec, base: base, queues: map[tqKey]*tunedQueue{},
+		interval: engine.FromDuration(env.Scenario.SampleInterval)}
+	env.Sim.Every(t.interval, t.interval, t.tick)
+	env.OnLinkChange(func(_ *scenario.Link, a, b *netsim.Port) {
+		for _, q := range t.order {
+			if (q.pt == a || q.pt == b) && q.applied != nil {
+				s := *q.applied
+				if s.KMaxMode == policy.KMaxExplicit {
+					continue // explicit K_max follows the new BDP; the tuner starts from it
+				}
+				t.apply(q, s)
+			}
+		}
+	})
+	env.onSummary(func(*report.Input) { t.summarize() })
+}
+
+func simTime(t engine.Time) time.Time { return time.Unix(0, t.Nanos()).UTC() }
+
+// tick samples every queue and lets the due ones decide.
+func (t *tunerLoop) tick(now engine.Time) {
+	for ni, node := range t.m.Nodes {
+		st := node.State(false)
+		for _, ps := range st.Ports {
+			for prio := range ps.Queues {
+				qs := &ps.Queues[prio]
+				k := tqKey{ni, ps.Name, prio}
+				q := t.queues[k]
+				if q == nil {
+					if qs.Counters.Packets == 0 {
+						continue
+					}
+					q = &tunedQueue{node: node, name: st.Node, port: ps.Name, prio: prio, pt: portNamed(node.Switch(), ps.Name)}
+					if q.pt == nil {
+						continue
+					}
+					q.prev = t.counts(q, &ps, qs)
+					// The first decision as soon as a window can hold
+					// min_samples: a new queue's window starts with it.
+					q.born = now
+					q.next = now + engine.Time(t.base.MinSamples)*t.interval
+					t.queues[k] = q
+					t.order = append(t.order, q)
+					continue
+				}
+				c := t.counts(q, &ps, qs)
+				q.samples = append(q.samples, policy.Sample{Time: simTime(now),
+					QueueDepthBytes: qs.QueueBytes, PeakQueueDepthBytes: qs.QueueBytes,
+					GrowthRateBytesPerSec: qs.QueueGrowthBps, ECNMarkingPercent: qs.ECNMarkingPercent,
+					TxBytes: c.tx - q.prev.tx, Packets: c.packets - q.prev.packets, Drops: c.drops - q.prev.drops,
+					Pauses: c.pauses - q.prev.pauses,
+					Notifications: policy.Notifications{Notify: c.notif.Notify - q.prev.notif.Notify,
+						Pause: c.notif.Pause - q.prev.notif.Pause, RateReduce: c.notif.RateReduce - q.prev.notif.RateReduce,
+						Resume: c.notif.Resume - q.prev.notif.Resume}})
+				q.prev = c
+				if now >= q.next {
+					q.next = now + t.period(ps.RTTEst)
+					t.decide(q, now, &ps, qs)
+				}
+				t.trim(q, now, ps.RTTEst)
+			}
+		}
+	}
+}
+
+func (t *tunerLoop) counts(q *tunedQueue, ps *lhcnp.PortState, qs *lhcnp.QueueState) counts {
+	c := qs.Counters
+	return counts{tx: q.pt.Stats().TxBytes, packets: c.Packets, drops: c.Drops, pauses: ps.PFCPausesSent,
+		notif: policy.Notifications{Notify: c.SentNotify, Pause: c.SentPause, RateReduce: c.SentRateReduce, Resume: c.SentResume}}
+}
+
+// orRTT is d, or when d is 0 the fraction of RTT_est.
+func orRTT(d time.Duration, rtt engine.Time, frac float64) engine.Time {
+	if d > 0 {
+		return engine.FromDuration(d)
+	}
+	return engine.Time(frac * float64(rtt))
+}
+
+func (t *tunerLoop) period(rtt engine.Time) engine.Time {
+	return max(orRTT(t.spec.Period, rtt, periodRTT), t.interval)
+}
+
+// trim keeps the samples a window or a judge window can still need.
+func (t *tunerLoop) trim(q *tunedQueue, now, rtt engine.Time) {
+	keep := 2*max(orRTT(t.spec.Window, rtt, windowRTT), orRTT(t.spec.JudgeWindow, rtt, judgeRTT)) + 2*t.interval
+	from := simTime(now - keep)
+	i := 0
+	for i < len(q.samples) && q.samples[i].Time.Before(from) {
+		i++
+	}
+	if i > 0 {
+		q.samples = append(q.samples[:0], q.samples[i:]...)
+	}
+}
+
+func (t *tunerLoop) config(rtt engine.Time) policy.Config {
+	c := t.base
+	c.Cooldown = orRTT(t.spec.Cooldown, rtt, cooldownRTT).Duration()
+	c.MaxGap = 3 * t.interval.Duration()
+	return c
+}
+
+// window is the queue's window [from, to] with its current settings.
+func (t *tunerLoop) window(q *tunedQueue, from, to engine.Time, ps *lhcnp.PortState, qs *lhcnp.QueueState) policy.Window {
+	qc := queueConfig(q.node.Config(), q.port, q.prio)
+	w := policy.Window{Start: simTime(from), End: simTime(to), Config: settingsOf(qc), KBaseBytes: qc.KBaseBytes,
+		EffectiveKMaxBytes: qs.KMaxBytes, RTTEst: ps.RTTEst.Duration(), PortRateBps: ps.PortRateBps}
+	for _, s := range q.samples {
+		if !s.Time.Before(w.Start) && !s.Time.After(w.End) {
+			w.Samples = append(w.Samples, s)
+		}
+	}
+	return w
+}
+
+func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, qs *lhcnp.QueueState) {
+	rtt := ps.RTTEst
+	cfg := t.config(rtt)
+	log := &t.m.Tuner
+	if p := q.pending; p != nil {
+		if now < p.judgeAt {
+			return
+		}
+		w := t.window(q, p.appliedAt, now, ps, qs)
+		if rule, _ := policy.Check(cfg, w); rule != "" {
+			if now < p.giveUp {
+				return
+			}
+			// No complete window in time: the commit is not confirmed.
+			t.restore(q, p, now, cfg, "rolled-back")
+			return
+		}
+		v := policy.Judge(cfg, (*log)[p.log].Direction, p.before, policy.Measure(w))
+		(*log)[p.log].Judgement = v.Reason
+		if v.Keep {
+			(*log)[p.log].Outcome, (*log)[p.log].JudgedAt = "confirmed", now
+			q.pending = nil
+			return
+		}
+		t.restore(q, p, now, cfg, "rolled-back")
+		return
+	}
+	w := t.window(q, max(q.born, now-orRTT(t.spec.Window, rtt, windowRTT)), now, ps, qs)
+	d, mem := policy.Decide(cfg, w, q.mem)
+	q.mem = mem
+	if !d.Change {
+		return
+	}
+	q.changes++
+	*log = append(*log, TunerChange{At: now, Node: q.name, Port: q.port, Prio: q.prio, Rule: d.Rule, Direction: d.Direction, Reason: d.Reason,
+		Before: d.Before, After: d.After, Outcome: "pending"})
+	delay := engine.FromDuration(t.spec.SetDelay)
+	judge := orRTT(t.spec.JudgeWindow, rtt, judgeRTT)
+	q.pending = &tunerPending{log: len(*log) - 1, before: d.Metrics, settings: d.Before, appliedAt: now + delay,
+		judgeAt: now + delay + judge, giveUp: now + delay + 3*judge}
+	after := d.After
+	t.env.Sim.AtFunc(now+delay, func() { t.apply(q, after) })
+}
+
+// restore brings the previous settings back after the Set delay, as the
+// switch does when a commit is not confirmed.
+func (t *tunerLoop) restore(q *tunedQueue, p *tunerPending, now engine.Time, cfg policy.Config, outcome string) {
+	e := &t.m.Tuner[p.log]
+	e.Outcome, e.JudgedAt = outcome, now
+	q.mem = cfg.Reverted(q.mem, simTime(now))
+	q.pending = nil
+	s := p.settings
+	t.env.Sim.AtFunc(now+engine.FromDuration(t.spec.SetDelay), func() { t.apply(q, s) })
+}
+
+// apply writes the settings into the node's configuration of the queue.
+func (t *tunerLoop) apply(q *tunedQueue, s policy.Settings) {
+	cfg := q.node.Config()
+	ic, ok := cfg.Interfaces[q.port]
+	if !ok {
+		ic = cfg.Interface
+	}
+	qc := ic.Queue
+	if pq, ok := ic.Queues[uint8(q.prio)]; ok {
+		qc = pq
+	}
+	switch s.KMaxMode {
+	case policy.KMaxExplicit:
+		qc.KMaxMode, qc.KMaxBytes = lhcnp.KMaxExplicit, s.KMaxBytes
+		if qc.KMinMode == lhcnp.KMinExplicit {
+			qc.KMinBytes = min(qc.KMinBytes, s.KMaxBytes/2)
+		}
+	default:
+		qc.KMaxMode, qc.Alpha = lhcnp.KMaxBDP, s.Alpha
+	}
+	qc.VGrowthBytesPerSec = s.VGrowthBps
+	if _, ok := ic.Queues[uint8(q.prio)]; ok {
+		ic.Queues[uint8(q.prio)] = qc
+	} else {
+		ic.Queue = qc
+	}
+	if cfg.Interfaces == nil {
+		cfg.Interfaces = map[string]lhcnp.InterfaceConfig{}
+	}
+	cfg.Interfaces[q.port] = ic
+	if err := q.node.ApplyConfig(cfg); err != nil {
+		t.env.Warn("tuner: %s %s queue %d: %v", q.name, q.port, q.prio, err)
+		return
+	}
+	q.applied = &s
+}
+
+func (t *tunerLoop) summarize() {
+	c := t.env.mechCounters()
+	var maxChanges int
+	for _, q := range t.order {
+		maxChanges = max(maxChanges, q.changes)
+	}
+	c["tuner_queues"] = int64(len(t.order))
+	c["tuner_max_changes_per_queue"] = int64(maxChanges)
+	for _, e := range t.m.Tuner {
+		c["tuner_changes"]++
+		c["tuner_"+e.Outcome]++
+	}
+	// When the last change after each step came (the settling time the
+	// bars measure), relative to the step: a step is a timed event or a
+	// flow starting after the first ones.
+	steps := t.steps()
+	for i, at := range steps {
+		end := engine.Time(1<<62 - 1)
+		if i+1 < len(steps) {
+			end = steps[i+1]
+		}
+		var settle engine.Time
+		for _, e := range t.m.Tuner {
+			if e.At >= at && e.At < end {
+				settle = e.At - at
+			}
+		}
+		c[fmt.Sprintf("%s%d", SettleCounterPrefix, at.Nanos())] = settle.Nanos()
+	}
+}
+
+// SettleCounterPrefix names the mechanism counters (summary.json) that
+// give, per step of the scenario (the suffix: its time in ns), how long
+// after it the tuner's last change in its segment came (0: none).
+const SettleCounterPrefix = "tuner_settle_ns@"
+
+// steps are the scenario's timed events and the flow starts after the
+// first, in time order, without repeats.
+func (t *tunerLoop) steps() []engine.Time {
+	sc := t.env.Scenario
+	var out []engine.Time
+	for _, ev := range sc.Events {
+		out = append(out, engine.FromDuration(ev.At))
+	}
+	if len(sc.Flows) > 0 {
+		first := sc.Flows[0].Start // flows are sorted by start
+		for _, f := range sc.Flows {
+			if f.Start > first {
+				out = append(out, engine.FromDuration(f.Start))
+			}
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	// Only the steps inside the run (a run may be shortened).
+	return slices.DeleteFunc(out, func(at engine.Time) bool { return at >= t.env.Sim.Now() })
+}
+
+func portNamed(sw *netsim.Switch, name string) *netsim.Port {
+	for _, pt := range sw.Ports() {
+		if pt.Name() == name {
+			return pt
+		}
+	}
+	return nil
+}
+
+// queueConfig is the configuration of one queue of a port.
+func queueConfig(c lhcnp.Config, port string, prio int) lhcnp.QueueConfig {
+	ic, ok := c.Interfaces[port]
+	if !ok {
+		ic = c.Interface
+	}
+	if q, ok := ic.Queues[uint8(prio)]; ok {
+		return q
+	}
+	return ic.Queue
+}
+
+func settingsOf(q lhcnp.QueueConfig) policy.Settings {
+	s := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: q.Alpha, VGrowthBps: q.VGrowthBytesPerSec}
+	if q.KMaxMode == lhcnp.KMaxExplicit {
+		s.KMaxMode, s.KMaxBytes = policy.KMaxExplicit, q.KMaxBytes
+	}
+	return s
+}

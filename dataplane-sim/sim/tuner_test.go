@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/tuner/policy"
+)
+
+// tunedRTTStep is scenarios/compare/rtt-step.yaml started from the draft's
+// alpha and V_growth, with the tuner on.
+func tunedRTTStep(t *testing.T) *scenario.Scenario {
+	sc := load(t, "compare/rtt-step.yaml")
+	d := scenario.DefaultLongHaulCNP()
+	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = d.Alpha, d.VGrowth
+	sc.Tuner = &scenario.Tuner{}
+	return sc
+}
+
+// TestTunerClosedLoop: under a 2:1 incast the closed loop switches the
+// growth trigger on at the WAN port of N1, the node's configuration
+// changes exactly the Set delay after the decision, and two runs make the
+// same changes (the loop is deterministic).
+func TestTunerClosedLoop(t *testing.T) {
+	run := func(observe func(*LongHaulCNP, *Env)) ([]TunerChange, map[string]int64) {
+		var m *LongHaulCNP
+		sum, err := Run(context.Background(), tunedRTTStep(t), t.TempDir(), WithDuration(40*time.Millisecond), WithoutPlots(),
+			WithLongHaulCNP(func(x *LongHaulCNP, env *Env) {
+				m = x
+				if observe != nil {
+					observe(x, env)
+				}
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Tuner, sum.MechanismCounters
+	}
+	log, counters := run(nil)
+	if len(log) == 0 {
+		t.Fatal("the tuner changed nothing under a 2:1 incast")
+	}
+	first := log[0]
+	if first.Node != "n1" || first.Rule != policy.RuleGrowth || first.Before.VGrowthBps != 0 || first.After.VGrowthBps == 0 {
+		t.Errorf("first change %+v: want n1's growth rule switching the QGR trigger on", first)
+	}
+	if counters["tuner_changes"] != int64(len(log)) || counters["tuner_queues"] == 0 {
+		t.Errorf("summary counters %v do not match %d changes", counters, len(log))
+	}
+
+	// The same run again, watching the node's configuration around the
+	// first change's Set delay.
+	delay := engine.FromDuration(DefaultSetDelay)
+	var before, at int64 = -1, -1
+	again, _ := run(func(m *LongHaulCNP, env *Env) {
+		n := m.Node(first.Node)
+		env.Sim.AtFunc(first.At+delay-1, func() { before = queueConfig(n.Config(), first.Port, first.Prio).VGrowthBytesPerSec })
+		env.Sim.AtFunc(first.At+delay+1, func() { at = queueConfig(n.Config(), first.Port, first.Prio).VGrowthBytesPerSec })
+	})
+	if diff := cmp.Diff(log, again); diff != "" {
+		t.Errorf("second run's changes differ (-first +second):\n%s", diff)
+	}
+	if before != first.Before.VGrowthBps || at != first.After.VGrowthBps {
+		t.Errorf("V_growth 1 ns before / after the Set delay: %d / %d, want %d / %d", before, at,
+			first.Before.VGrowthBps, first.After.VGrowthBps)
+	}
+}
+
+// TestTunerSettingsOf: the closed loop's settings come from the node's
+// configuration, explicit K_max included.
+func TestTunerSettingsOf(t *testing.T) {
+	sc := tunedRTTStep(t)
+	sc.Mechanism.LongHaulCNP.KMinFraction = 0.25 // explicit K_max and K_min
+	var m *LongHaulCNP
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(20*time.Millisecond), WithoutPlots(),
+		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tuner) == 0 {
+		t.Fatal("no change")
+	}
+	if c := m.Tuner[0]; c.Before.KMaxMode != policy.KMaxExplicit || c.Before.KMaxBytes == 0 {
+		t.Errorf("first change before %+v: want the explicit K_max of the node", c.Before)
+	}
+}
+
+// TestTunerRollsBackWorse: on the near-source 4:1 incast one of the
+// tuner's changes (a lower alpha) is judged worse and rolled back: the
+// previous alpha is in the node's configuration the Set delay after the
+// judgement, as a switch restores an unconfirmed commit.
+func TestTunerRollsBackWorse(t *testing.T) {
+	sc := load(t, "compare/near-source-incast.yaml")
+	d := scenario.DefaultLongHaulCNP()
+	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = d.Alpha, d.VGrowth
+	sc.Tuner = &scenario.Tuner{}
+	run := func(observe func(*LongHaulCNP, *Env)) []TunerChange {
+		var m *LongHaulCNP
+		if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(40*time.Millisecond), WithoutPlots(),
+			WithLongHaulCNP(func(x *LongHaulCNP, env *Env) {
+				m = x
+				if observe != nil {
+					observe(x, env)
+				}
+			})); err != nil {
+			t.Fatal(err)
+		}
+		return m.Tuner
+	}
+	var back *TunerChange
+	for _, c := range run(nil) {
+		if c.Outcome == "rolled-back" {
+			back = &c
+			break
+		}
+	}
+	if back == nil {
+		t.Fatal("no change rolled back")
+	}
+	if !strings.Contains(back.Judgement, "worse") {
+		t.Errorf("judgement %q does not say worse", back.Judgement)
+	}
+	delay := engine.FromDuration(DefaultSetDelay)
+	var during, after float64
+	run(func(m *LongHaulCNP, env *Env) {
+		n := m.Node(back.Node)
+		env.Sim.AtFunc(back.JudgedAt+delay-1, func() { during = queueConfig(n.Config(), back.Port, back.Prio).Alpha })
+		env.Sim.AtFunc(back.JudgedAt+delay+1, func() { after = queueConfig(n.Config(), back.Port, back.Prio).Alpha })
+	})
+	if during != back.After.Alpha || after != back.Before.Alpha {
+		t.Errorf("alpha before / after the rollback's Set delay: %v / %v, want %v / %v", during, after, back.After.Alpha, back.Before.Alpha)
+	}
+}

@@ -1,0 +1,220 @@
+package switchcnp
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// rig: two senders at 10 Gb/s share n1's 10 Gb/s port towards r (no ECN
+// marking anywhere: every CNP a sender gets is the switch's).
+type rig struct {
+	sim    *engine.Sim
+	net    *netsim.Network
+	s1, s2 *netsim.Host
+	n1     *netsim.Switch
+	out    *netsim.Port
+	a, b   *netsim.Flow
+	node   *Node
+	got    []wire.Frame
+	at     []engine.Time
+}
+
+var addrN1 = netip.MustParseAddr("10.0.1.1")
+
+type tap struct {
+	r   *rig
+	dec wire.Decoder
+}
+
+func (t *tap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	if fr := p.Frame(); fr != nil && p.Kind == netsim.KindRoCE && p.Opcode() == wire.OpCNP {
+		var f wire.Frame
+		if err := t.dec.Decode(fr, &f); err == nil {
+			f.Payload, f.Pad, f.Trailer = nil, nil, nil
+			t.r.got = append(t.r.got, f)
+			t.r.at = append(t.r.at, t.r.sim.Now())
+		}
+	}
+	return false // DCQCN applies it
+}
+
+func newRig(t *testing.T, cfg *Config, buffer int64) *rig {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &rig{sim: engine.New(engine.WithSeed(1))}
+	r.net = netsim.New(r.sim)
+	hc := netsim.DefaultHostConfig()
+	var err error
+	r.s1, err = r.net.AddHost("s1", netip.MustParseAddr("10.0.0.1"), hc)
+	must(err)
+	r.s2, err = r.net.AddHost("s2", netip.MustParseAddr("10.0.0.2"), hc)
+	must(err)
+	dst, err := r.net.AddHost("r", netip.MustParseAddr("10.0.4.1"), hc)
+	must(err)
+	r.n1, err = r.net.AddSwitch("n1", addrN1, netsim.SwitchConfig{Port: netsim.PortConfig{BufferBytes: buffer}})
+	must(err)
+	for _, h := range []*netsim.Host{r.s1, r.s2} {
+		_, _, err = r.net.Connect(h, r.n1, netsim.LinkConfig{RateBps: 10e9, Delay: engine.Microsecond})
+		must(err)
+	}
+	r.out, _, err = r.net.Connect(r.n1, dst, netsim.LinkConfig{RateBps: 10e9, Delay: 20 * engine.Microsecond})
+	must(err)
+	r.net.ComputeRoutes()
+	r.a, err = r.net.AddFlow(netsim.FlowConfig{Name: "a", Src: r.s1, Dst: dst, SrcQPN: 100, DstQPN: 200})
+	must(err)
+	r.b, err = r.net.AddFlow(netsim.FlowConfig{Name: "b", Src: r.s2, Dst: dst, SrcQPN: 101, DstQPN: 201})
+	must(err)
+	if cfg != nil {
+		r.node, err = Attach(r.net, r.n1, *cfg)
+		must(err)
+	}
+	for _, h := range []*netsim.Host{r.s1, r.s2} {
+		h.SetControlHandler(&tap{r: r})
+	}
+	return r
+}
+
+func enabled() *Config {
+	c := DefaultConfig()
+	c.Enabled = true
+	return &c
+}
+
+// TestDisabledByDefault: nothing is sent with the defaults.
+func TestDisabledByDefault(t *testing.T) {
+	c := DefaultConfig()
+	r := newRig(t, &c, 4<<20)
+	r.sim.Run(3 * engine.Millisecond)
+	if c.Enabled || r.node.Sent() != 0 || len(r.got) != 0 {
+		t.Errorf("sent %d", r.node.Sent())
+	}
+}
+
+// TestStandardCNP: §2.3.2, the switch sends a standard CNP (opcode 0x81,
+// BECN) from its address to the sender, with the sender's QP from the flow
+// table as BTH destination QP and the configured DSCP; the sender's DCQCN
+// takes it as its receiver's CNP.
+func TestStandardCNP(t *testing.T) {
+	cfg := enabled()
+	cfg.DSCP = 26
+	r := newRig(t, cfg, 4<<20)
+	r.sim.Run(3 * engine.Millisecond)
+	if len(r.got) == 0 {
+		t.Fatal("no CNP reached a sender")
+	}
+	type view struct {
+		Src, Dst string
+		Opcode   wire.Opcode
+		BECN     bool
+		DestQP   uint32
+		DSCP     uint8
+	}
+	senders := map[string]uint32{"10.0.0.1": 100, "10.0.0.2": 101}
+	for _, f := range r.got {
+		src, dst := f.IPAddrs()
+		want := view{addrN1.String(), dst.String(), wire.OpCNP, true, senders[dst.String()], 26}
+		got := view{src.String(), dst.String(), f.BTH.Opcode, f.BTH.Byte4&wire.BTHBECN != 0, f.BTH.DestQP, f.TOS() >> 2}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("CNP (-want +got):\n%s", diff)
+		}
+	}
+	if r.a.Sender.RateCuts() == 0 || r.b.Sender.RateCuts() == 0 {
+		t.Errorf("rate cuts %d, %d: the senders did not take the CNPs", r.a.Sender.RateCuts(), r.b.Sender.RateCuts())
+	}
+}
+
+// TestDelayDetection: §2.3.1, packets forwarded slower than the threshold
+// are recorded, their delay converted to a depth at the port rate and
+// compared with the available buffer: a threshold above any delay, or a
+// share no depth reaches, sends nothing.
+func TestDelayDetection(t *testing.T) {
+	for _, tt := range []struct {
+		desc      string
+		threshold engine.Time
+		share     int
+		buffer    int64
+		send      bool
+	}{
+		{"defaults", 20 * engine.Microsecond, 1, 4 << 20, true},
+		{"threshold above every delay", engine.Second, 1, 4 << 20, false},
+		{"depth never half of a large buffer", 20 * engine.Microsecond, 50, 1 << 30, false},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := enabled()
+			cfg.DelayThreshold, cfg.BufferSharePercent = tt.threshold, tt.share
+			r := newRig(t, cfg, tt.buffer)
+			r.sim.Run(3 * engine.Millisecond)
+			c := r.node.Counters()
+			if got := r.node.Sent() > 0; got != tt.send {
+				t.Errorf("sent %d CNPs (counters %+v), want some: %v", r.node.Sent(), c, tt.send)
+			}
+			if tt.send && (c.Delayed == 0 || c.Confirmed == 0 || c.Fired == 0 || c.MaxDelay <= tt.threshold) {
+				t.Errorf("counters %+v", c)
+			}
+		})
+	}
+}
+
+// TestFlowTableReused: §2.2, the flows come from lhcnp's flow table,
+// learned from the CM exchange, and the per-flow interval holds.
+func TestFlowTableReused(t *testing.T) {
+	cfg := enabled()
+	cfg.MinCNPInterval = 200 * engine.Microsecond
+	r := newRig(t, cfg, 4<<20)
+	r.sim.Run(3 * engine.Millisecond)
+	st := r.node.Detector().State(true)
+	learned := map[uint32]string{}
+	for _, f := range st.FlowTable.Flows {
+		learned[f.Key.SrcQP] = f.Learned.String()
+	}
+	// The CM exchange names both directions of each connection.
+	if diff := cmp.Diff(map[uint32]string{100: "cm", 101: "cm", 200: "cm", 201: "cm"}, learned); diff != "" {
+		t.Errorf("flow table (-want +got):\n%s", diff)
+	}
+	last := map[uint32]engine.Time{}
+	for i, f := range r.got {
+		if at, ok := last[f.BTH.DestQP]; ok && r.at[i]-at < cfg.MinCNPInterval {
+			t.Errorf("QP %d: CNPs %v apart", f.BTH.DestQP, r.at[i]-at)
+		}
+		last[f.BTH.DestQP] = r.at[i]
+	}
+}
+
+// TestValidate: every invalid key is refused with an error naming it.
+func TestValidate(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		mod  func(*Config)
+		key  string
+	}{
+		{"dscp", func(c *Config) { c.DSCP = 64 }, "cnp-dscp"},
+		{"prio", func(c *Config) { c.Prio = 8 }, "cnp-prio"},
+		{"delay", func(c *Config) { c.DelayThreshold = 0 }, "delay-threshold"},
+		{"share", func(c *Config) { c.BufferSharePercent = 0 }, "buffer-share"},
+		{"buffer", func(c *Config) { c.AssumedBufferBytes = 0 }, "assumed-buffer"},
+		{"interval", func(c *Config) { c.MinCNPInterval = 0 }, "min-cnp-interval"},
+		{"port", func(c *Config) { c.PortCNPBurst = 0 }, "port-cnp-rate"},
+		{"flows", func(c *Config) { c.MaxFlowsPerTrigger = 0 }, "max-flows-per-trigger"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.mod(&c)
+			if err := c.Validate(); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), tt.key+":") {
+				t.Errorf("Validate: %v, want ErrConfig starting with %q", err, tt.key+":")
+			}
+		})
+	}
+}

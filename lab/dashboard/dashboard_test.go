@@ -1,0 +1,235 @@
+package dashboard_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/lab/dashboard"
+	"github.com/lhcnp/lhcnp/lab/labtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const fixtureSeconds = 60
+
+// filled returns a dashboard server on a database holding labtest's fixture.
+func filled(t *testing.T, opts ...dashboard.Option) (*httptest.Server, labtest.Fixture, func(sql string, args ...any)) {
+	t.Helper()
+	pool, _ := pgtest.New(t)
+	ctx := context.Background()
+	fx, err := labtest.Fill(ctx, pool, time.Now().Add(-fixtureSeconds*time.Second), fixtureSeconds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(dashboard.New(pool, opts...))
+	t.Cleanup(srv.Close)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv, fx, exec
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+func nonNull(col []*float64) int {
+	n := 0
+	for _, v := range col {
+		if v != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAPI reads the fixture back through the API: every queue, every series
+// of the congested one over the window, and the tuner's decision with the
+// K_max it caused.
+func TestAPI(t *testing.T) {
+	srv, fx, _ := filled(t)
+
+	var qs dashboard.QueuesResponse
+	getJSON(t, srv.URL+"/api/queues", &qs)
+	var got []string
+	for _, q := range qs.Queues {
+		got = append(got, q.Target+" "+q.Interface)
+	}
+	if diff := cmp.Diff([]string{"n1 n1-wan", "n2 n2-d0"}, got); diff != "" {
+		t.Errorf("queues (-want +got):\n%s", diff)
+	}
+	if len(qs.Tuner) != 1 || qs.Tuner[0].Reason == nil || *qs.Tuner[0].Reason != fx.DecisionReason {
+		t.Errorf("tuner decisions = %+v, want the fixture's one", qs.Tuner)
+	}
+
+	var q dashboard.QueueResponse
+	c := labtest.Congested
+	getJSON(t, srv.URL+"/api/queue?target=n1&interface=n1-wan&queue=3&window=10m", &q)
+	if q.To != float64(fx.End.UnixMicro())/1e6 {
+		t.Errorf("window ends at %v, want the newest sample %v", q.To, fx.End)
+	}
+	if len(q.Congestion.T) != fixtureSeconds {
+		t.Errorf("congestion: %d rows, want %d", len(q.Congestion.T), fixtureSeconds)
+	}
+	for _, name := range []string{"depth", "kmin", "kmax", "growth", "emr"} {
+		if n := nonNull(q.Congestion.Values[name]); n != fixtureSeconds {
+			t.Errorf("congestion %s: %d values, want %d", name, n, fixtureSeconds)
+		}
+	}
+	// K_max halves after the decision.
+	kmax := q.Congestion.Values["kmax"]
+	if first, last := *kmax[0], *kmax[len(kmax)-1]; first != 2*last {
+		t.Errorf("K_max %v at the start, %v at the end; want it halved by the decision", first, last)
+	}
+	// The first sample of a counter has no increase.
+	if n := nonNull(q.Rates.Values["queue_bps"]); n != fixtureSeconds-1 {
+		t.Errorf("rates: %d queue rates, want %d", n, fixtureSeconds-1)
+	}
+	if v := q.Rates.Values["port_bps"][0]; v == nil || *v != 100e9 {
+		t.Errorf("port rate %v, want 100e9", v)
+	}
+	if n := nonNull(q.Flows.Values["arrival_bps"]); n != fixtureSeconds {
+		t.Errorf("flows: %d arrival rates, want %d", n, fixtureSeconds)
+	} else if v := *q.Flows.Values["arrival_bps"][0]; v != 85e9 {
+		t.Errorf("flows' arrival rate %v, want 85e9 (two flows)", v)
+	}
+	var notify float64
+	for _, v := range q.Notifications.Values["NOTIFY"] {
+		notify += *v
+	}
+	if notify == 0 || len(q.Notifications.T) == 0 {
+		t.Errorf("notifications: no NOTIFY in %d seconds", len(q.Notifications.T))
+	}
+	if n := nonNull(q.Alpha.Values["alpha"]); n != fixtureSeconds {
+		t.Errorf("alpha: %d values, want %d", n, fixtureSeconds)
+	}
+	if len(q.Tuner) != 1 || q.Tuner[0].Outcome != "confirmed" || *q.Tuner[0].Interface != c.Interface {
+		t.Errorf("queue's tuner decisions = %+v", q.Tuner)
+	}
+
+	// A short window keeps only its end.
+	getJSON(t, srv.URL+"/api/queue?target=n1&interface=n1-wan&queue=3&window=10", &q)
+	if len(q.Congestion.T) != 10 {
+		t.Errorf("10 s window: %d rows, want 10", len(q.Congestion.T))
+	}
+	if len(q.Tuner) != 0 {
+		t.Errorf("10 s window: %d tuner decisions, want none (it was half-way)", len(q.Tuner))
+	}
+
+	// The other switch's queue has no decision.
+	getJSON(t, srv.URL+"/api/queue?target=n2&interface=n2-d0&queue=3", &q)
+	if len(q.Congestion.T) != fixtureSeconds || len(q.Tuner) != 0 {
+		t.Errorf("quiet queue: %d rows, %d decisions; want %d, 0", len(q.Congestion.T), len(q.Tuner), fixtureSeconds)
+	}
+}
+
+// TestBadRequests: a bad query string is a 400 naming the parameter.
+func TestBadRequests(t *testing.T) {
+	srv := httptest.NewServer(dashboard.New(nil))
+	defer srv.Close()
+	for _, tt := range []struct {
+		desc, query, want string
+	}{
+		{"no target", "interface=x&queue=0", "target and interface are required"},
+		{"no interface", "target=x&queue=0", "target and interface are required"},
+		{"queue not a number", "target=x&interface=y&queue=a", `queue "a"`},
+		{"queue too big", "target=x&interface=y&queue=256", `queue "256"`},
+		{"negative window", "target=x&interface=y&queue=1&window=-5", `window "-5"`},
+		{"window not a duration", "target=x&interface=y&queue=1&window=soon", `window "soon"`},
+		{"window too long", "target=x&interface=y&queue=1&window=48h", `window "48h"`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			resp, err := http.Get(srv.URL + "/api/queue?" + tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), tt.want) {
+				t.Errorf("got %s %q, want 400 containing %q", resp.Status, body, tt.want)
+			}
+		})
+	}
+}
+
+// TestHealth: /healthz answers ok while the database does.
+func TestHealth(t *testing.T) {
+	srv, _, _ := filled(t)
+	resp, err := http.Get(srv.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
+		t.Errorf("healthz: %s %q", resp.Status, body)
+	}
+}
+
+// TestVendoredFiles: the vendored uPlot files are the ones the README names
+// (version, licence and checksum), and the page loads them.
+func TestVendoredFiles(t *testing.T) {
+	readme, err := os.ReadFile("static/vendor/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([^`]+)` \\|.*\\| `([0-9a-f]{64})` \\|$")
+	rows := row.FindAllStringSubmatch(string(readme), -1)
+	if len(rows) != 2 {
+		t.Fatalf("README names %d files with a checksum, want 2", len(rows))
+	}
+	for _, r := range rows {
+		b, err := fs.ReadFile(os.DirFS("static/vendor"), r[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if got := hex.EncodeToString(sum[:]); got != r[2] {
+			t.Errorf("%s: sha256 %s, README says %s", r[1], got, r[2])
+		}
+	}
+	if !strings.Contains(string(readme), "1.6.32") || !strings.Contains(string(readme), "MIT") {
+		t.Error("README does not give uPlot's version and licence")
+	}
+	srv := httptest.NewServer(dashboard.New(nil))
+	defer srv.Close()
+	for _, path := range []string{"/", "/app.js", "/style.css", "/vendor/uPlot.iife.min.js", "/vendor/uPlot.min.css", "/vendor/LICENSE"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s", path, resp.Status)
+		}
+	}
+}

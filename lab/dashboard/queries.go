@@ -1,0 +1,305 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Schema paths the dashboard reads besides the views (docs/collector.md).
+const (
+	alphaPath          = "/lhcnp/interfaces/interface/queues/queue/state/alpha"
+	flowArrivalPath    = "/lhcnp/flow-table/flows/flow/state/arrival-rate"
+	flowEgressIfPath   = "/lhcnp/flow-table/flows/flow/state/egress-interface"
+	flowEgressQueuePth = "/lhcnp/flow-table/flows/flow/state/egress-queue"
+)
+
+// Actions are the Long-haul CNP actions, in the order the page shows them
+// (the YANG cnp-action names, as notifications_per_second spells them).
+var Actions = [...]string{"NOTIFY", "RATE_REDUCE", "PAUSE", "RESUME"}
+
+// QueueSummary is one row of queue_latest.
+type QueueSummary struct {
+	Target               string   `json:"target"`
+	Interface            string   `json:"interface"`
+	Queue                int      `json:"queue"`
+	Time                 float64  `json:"t"` // Unix seconds
+	QueueDepthBytes      *float64 `json:"queue_depth_bytes"`
+	PeakQueueDepthBytes  *float64 `json:"peak_queue_depth_bytes"`
+	KMaxBytes            *float64 `json:"kmax_bytes"`
+	KMinBytes            *float64 `json:"kmin_bytes"`
+	GrowthBytesPerSecond *float64 `json:"growth_rate_bytes_per_second"`
+	ECNMarkingPercent    *float64 `json:"ecn_marking_rate_percent"`
+	CongestionLevel      *float64 `json:"congestion_level"`
+	Alpha                *float64 `json:"alpha"`
+	Notifications        *float64 `json:"notifications"` // sum of the cnp-*-sent counters
+	PortRateBps          *float64 `json:"port_rate_bps"`
+}
+
+// TunerAction is one row of tuner_actions.
+type TunerAction struct {
+	ID        int64           `json:"id"`
+	Time      float64         `json:"t"` // Unix seconds
+	Target    string          `json:"target"`
+	Interface *string         `json:"interface"`
+	Queue     *int            `json:"queue"`
+	Reason    *string         `json:"reason"`
+	Outcome   string          `json:"outcome"`
+	DryRun    bool            `json:"dry_run"`
+	Before    json.RawMessage `json:"before"`
+	After     json.RawMessage `json:"after"`
+	Error     *string         `json:"error"`
+}
+
+// QueuesResponse is GET /api/queues.
+type QueuesResponse struct {
+	Queues []QueueSummary `json:"queues"`
+	Tuner  []TunerAction  `json:"tuner"` // the newest decisions of every switch, newest first
+}
+
+// Queues reads every queue's latest state and the tuner's last decisions.
+func Queues(ctx context.Context, db Querier) (QueuesResponse, error) {
+	out := QueuesResponse{Queues: []QueueSummary{}}
+	rows, err := db.Query(ctx, `
+		SELECT target, interface, queue, extract(epoch FROM ts)::float8,
+		       queue_depth_bytes::float8, peak_queue_depth_bytes::float8, kmax_bytes::float8, kmin_bytes::float8,
+		       growth_rate_bytes_per_second::float8, ecn_marking_rate_percent::float8, congestion_level::float8,
+		       alpha::float8,
+		       (COALESCE(cnp_notify_sent, 0) + COALESCE(cnp_pause_sent, 0) + COALESCE(cnp_rate_reduce_sent, 0) + COALESCE(cnp_resume_sent, 0))::float8,
+		       port_rate_bps::float8
+		FROM queue_latest
+		WHERE interface IS NOT NULL AND queue IS NOT NULL
+		ORDER BY target, interface, queue`)
+	if err != nil {
+		return out, fmt.Errorf("queue_latest: %w", err)
+	}
+	out.Queues, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueSummary, error) {
+		var q QueueSummary
+		err := r.Scan(&q.Target, &q.Interface, &q.Queue, &q.Time, &q.QueueDepthBytes, &q.PeakQueueDepthBytes,
+			&q.KMaxBytes, &q.KMinBytes, &q.GrowthBytesPerSecond, &q.ECNMarkingPercent, &q.CongestionLevel,
+			&q.Alpha, &q.Notifications, &q.PortRateBps)
+		return q, err
+	})
+	if err != nil {
+		return out, fmt.Errorf("queue_latest: %w", err)
+	}
+	out.Tuner, err = tunerActions(ctx, db, `ORDER BY ts DESC, id DESC LIMIT 20`)
+	return out, err
+}
+
+func tunerActions(ctx context.Context, db Querier, where string, args ...any) ([]TunerAction, error) {
+	rows, err := db.Query(ctx, `
+		SELECT id, extract(epoch FROM ts)::float8, target, interface, queue, reason, outcome, dry_run,
+		       COALESCE(before, 'null'::jsonb), COALESCE(after, 'null'::jsonb), error
+		FROM tuner_actions `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("tuner_actions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TunerAction, error) {
+		var a TunerAction
+		var before, after []byte
+		err := r.Scan(&a.ID, &a.Time, &a.Target, &a.Interface, &a.Queue, &a.Reason, &a.Outcome, &a.DryRun,
+			&before, &after, &a.Error)
+		a.Before, a.After = before, after
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tuner_actions: %w", err)
+	}
+	return out, nil
+}
+
+// QueueRequest names one queue and how far back to read.
+type QueueRequest struct {
+	Target    string
+	Interface string
+	Queue     int
+	Window    time.Duration
+}
+
+// Columns is a set of series sharing one time axis, in uPlot's layout: T in
+// Unix seconds, each named column as long as T (null where unknown).
+type Columns struct {
+	T      []float64             `json:"t"`
+	Values map[string][]*float64 `json:"values"`
+}
+
+func newColumns(names ...string) Columns {
+	c := Columns{T: []float64{}, Values: map[string][]*float64{}}
+	for _, n := range names {
+		c.Values[n] = []*float64{}
+	}
+	return c
+}
+
+// QueueResponse is GET /api/queue: one queue's time series over the window.
+type QueueResponse struct {
+	Target    string  `json:"target"`
+	Interface string  `json:"interface"`
+	Queue     int     `json:"queue"`
+	From      float64 `json:"from"` // Unix seconds
+	To        float64 `json:"to"`
+	// Congestion: depth, kmin, kmax (bytes), growth (bytes/s), emr (percent).
+	Congestion Columns `json:"congestion"`
+	// Rates: the queue's output (queue_bps) and its port's rate (port_bps),
+	// bits per second.
+	Rates Columns `json:"rates"`
+	// Flows: the summed arrival-rate (bits per second) of the flows the
+	// switch sends through this queue, and how many there are.
+	Flows Columns `json:"flows"`
+	// Notifications: Long-haul CNPs per second by action.
+	Notifications Columns `json:"notifications"`
+	// Alpha: the queue's alpha as reported.
+	Alpha Columns       `json:"alpha"`
+	Tuner []TunerAction `json:"tuner"`
+}
+
+// QueueSeries reads one queue's series. The window ends at the newest sample
+// of the queue's switch (so a stopped lab still shows its last minutes), or
+// now when there is none.
+func QueueSeries(ctx context.Context, db Querier, q QueueRequest) (QueueResponse, error) {
+	out := QueueResponse{Target: q.Target, Interface: q.Interface, Queue: q.Queue}
+	var to time.Time
+	err := db.QueryRow(ctx, `
+		SELECT COALESCE(max(l.ts), now()) FROM latest l JOIN series s ON s.id = l.series_id WHERE s.target = $1`,
+		q.Target).Scan(&to)
+	if err != nil {
+		return out, fmt.Errorf("latest: %w", err)
+	}
+	from := to.Add(-q.Window)
+	out.From, out.To = unix(from), unix(to)
+
+	args := []any{q.Target, q.Interface, q.Queue, from}
+	if out.Congestion, err = readColumns(ctx, db, []string{"depth", "kmin", "kmax", "growth", "emr"}, `
+		SELECT extract(epoch FROM ts)::float8, queue_depth_bytes::float8, kmin_bytes::float8, kmax_bytes::float8,
+		       growth_rate_bytes_per_second::float8, ecn_marking_rate_percent::float8
+		FROM queue_congestion
+		WHERE target = $1 AND interface = $2 AND queue = $3 AND ts > $4
+		ORDER BY ts`, args...); err != nil {
+		return out, fmt.Errorf("queue_congestion: %w", err)
+	}
+	if out.Rates, err = readColumns(ctx, db, []string{"queue_bps", "port_bps"}, `
+		SELECT extract(epoch FROM ts)::float8, bits_per_second, port_rate_bps::float8
+		FROM queue_utilisation
+		WHERE target = $1 AND interface = $2 AND queue = $3 AND ts > $4
+		ORDER BY ts`, args...); err != nil {
+		return out, fmt.Errorf("queue_utilisation: %w", err)
+	}
+	if out.Flows, err = readColumns(ctx, db, []string{"arrival_bps", "flows"}, `
+		WITH f AS (
+		    SELECT ei.keys
+		    FROM latest li JOIN series ei ON ei.id = li.series_id
+		    WHERE ei.target = $1 AND ei.schema_path = '`+flowEgressIfPath+`' AND li.v_text = $2
+		      AND EXISTS (SELECT 1 FROM latest lq JOIN series eq ON eq.id = lq.series_id
+		                  WHERE eq.target = $1 AND eq.keys = ei.keys AND eq.schema_path = '`+flowEgressQueuePth+`'
+		                    AND COALESCE(lq.v_int, lq.v_num) = $3)
+		), per_flow AS (
+		    SELECT date_trunc('second', v.ts) AS second, v.keys, avg(v.value_num) AS bps
+		    FROM series_values v JOIN f ON f.keys = v.keys
+		    WHERE v.target = $1 AND v.schema_path = '`+flowArrivalPath+`' AND v.ts > $4 AND NOT v.deleted
+		    GROUP BY 1, 2
+		)
+		SELECT extract(epoch FROM second)::float8, sum(bps)::float8, count(*)::float8
+		FROM per_flow GROUP BY second ORDER BY second`, args...); err != nil {
+		return out, fmt.Errorf("flow arrival rates: %w", err)
+	}
+	if out.Notifications, err = readNotifications(ctx, db, args...); err != nil {
+		return out, fmt.Errorf("notifications_per_second: %w", err)
+	}
+	if out.Alpha, err = readColumns(ctx, db, []string{"alpha"}, `
+		SELECT extract(epoch FROM ts)::float8, value_num::float8
+		FROM series_values
+		WHERE target = $1 AND keys = jsonb_build_object('name', $2::text, 'id', ($3::integer)::text)
+		  AND schema_path = '`+alphaPath+`' AND ts > $4 AND NOT deleted
+		ORDER BY ts`, args...); err != nil {
+		return out, fmt.Errorf("alpha: %w", err)
+	}
+	// Decisions for this queue or for the whole switch; no upper bound, so a
+	// decision taken after the switch's newest sample still shows.
+	if out.Tuner, err = tunerActions(ctx, db, `
+		WHERE target = $1 AND (interface IS NULL OR interface = $2) AND (queue IS NULL OR queue = $3) AND ts > $4
+		ORDER BY ts, id`, args...); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// readColumns runs a query whose first column is the time (Unix seconds) and
+// the others the named values, in order.
+func readColumns(ctx context.Context, db Querier, names []string, sql string, args ...any) (Columns, error) {
+	c := newColumns(names...)
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return c, err
+	}
+	defer rows.Close()
+	dest := make([]any, 1+len(names))
+	var t float64
+	dest[0] = &t
+	vals := make([]*float64, len(names))
+	for i := range vals {
+		dest[i+1] = &vals[i]
+	}
+	for rows.Next() {
+		for i := range vals {
+			vals[i] = nil
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return c, err
+		}
+		c.T = append(c.T, t)
+		for i, n := range names {
+			c.Values[n] = append(c.Values[n], vals[i])
+		}
+	}
+	return c, rows.Err()
+}
+
+// readNotifications pivots notifications_per_second (one row per second and
+// action) into one column per action; a second without an action's row has
+// zero of it.
+func readNotifications(ctx context.Context, db Querier, args ...any) (Columns, error) {
+	c := newColumns(Actions[:]...)
+	rows, err := db.Query(ctx, `
+		SELECT extract(epoch FROM second)::float8, action, COALESCE(rate_per_second, notifications)::float8
+		FROM notifications_per_second
+		WHERE target = $1 AND interface = $2 AND queue = $3 AND second > $4 AND action IS NOT NULL
+		ORDER BY second`, args...)
+	if err != nil {
+		return c, err
+	}
+	perSecond := map[float64]map[string]float64{}
+	for rows.Next() {
+		var t, v float64
+		var action string
+		if err := rows.Scan(&t, &action, &v); err != nil {
+			rows.Close()
+			return c, err
+		}
+		if perSecond[t] == nil {
+			perSecond[t] = map[string]float64{}
+		}
+		perSecond[t][action] += v
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return c, err
+	}
+	for t := range perSecond {
+		c.T = append(c.T, t)
+	}
+	sort.Float64s(c.T)
+	for _, t := range c.T {
+		for _, a := range Actions {
+			v := perSecond[t][a]
+			c.Values[a] = append(c.Values[a], &v)
+		}
+	}
+	return c, nil
+}
+
+func unix(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }

@@ -1,0 +1,175 @@
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/openconfig/ygot/ygot"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/gen/oc"
+)
+
+// fastWithLongHaul is why a node refuses Fast CNP with a Long-haul CNP
+// format: both would notify the sender of the same congestion (two cuts
+// per event) and both drive the port's ECN marking.
+const fastWithLongHaul = "Fast CNP and Long-haul CNP cannot both run on one node (each would notify the sender of the same congestion); turn long-haul-cnp-icmpv6 and long-haul-cnp-rocev2 off first"
+
+// FastCNPConfig translates the Fast CNP leaves (global fast-cnp-enabled,
+// /lhcnp/fast-cnp) into the Fast CNP configuration; the shared leaves
+// (source address, CNP DSCP, code points, flow table) come from lc, the
+// translated Long-haul CNP configuration. Errors name the YANG path.
+func FastCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fastcnp.Config, error) {
+	c := fastcnp.DefaultConfig()
+	c.SourceAddress = lc.SourceAddress
+	c.CNPDSCP = lc.CNPDSCP
+	c.CodePoints = lc.CodePoints
+	c.FlowTable = lc.FlowTable
+	if l == nil {
+		return c, nil
+	}
+	c.Enabled = l.GetGlobal().GetConfig().GetFastCnpEnabled()
+	const at = "/lhcnp/fast-cnp/config"
+	if f := l.GetFastCnp().GetConfig(); f != nil {
+		setBool(&c.MarkUnknown, f.EcnMarkAlongside)
+		setBool(&c.IOAM, f.IoamTrace)
+		if f.CongestionThreshold != nil {
+			c.KMaxBytes = int64(*f.CongestionThreshold)
+		}
+		if f.MarkingThreshold != nil {
+			c.KMinBytes = int64(*f.MarkingThreshold)
+			if c.KMinBytes >= c.KMaxBytes {
+				return c, invalid(at+"/marking-threshold", "%d bytes is not below congestion-threshold %d", c.KMinBytes, c.KMaxBytes)
+			}
+		}
+		if f.EcnPmax != nil {
+			c.PMax = *f.EcnPmax
+		}
+		if f.MinCnpInterval != nil {
+			c.MinCNPInterval = usec(*f.MinCnpInterval)
+		}
+		if f.PortCnpRate != nil {
+			c.PortCNPRatePerSec = int64(*f.PortCnpRate)
+		}
+		if f.PortCnpBurst != nil {
+			c.PortCNPBurst = int64(*f.PortCnpBurst)
+		}
+		if f.MaxFlowsPerTrigger != nil {
+			c.MaxFlowsPerTrigger = int(*f.MaxFlowsPerTrigger)
+		}
+	}
+	if sp := l.GetFastCnp().GetSourcePrefixes(); sp != nil {
+		for _, k := range sortedKeys(sp.SourcePrefix) {
+			p, err := netip.ParsePrefix(k)
+			if err != nil {
+				return c, invalid("/lhcnp/fast-cnp/source-prefixes/source-prefix[prefix="+k+"]", "%v", err)
+			}
+			c.Domain = append(c.Domain, p.Masked())
+			if sp.SourcePrefix[k].GetConfig().GetSenderCapable() {
+				c.CapableSenders = append(c.CapableSenders, p.Masked())
+			}
+		}
+	}
+	if c.Enabled && c.SourceAddress.IsValid() && !c.SourceAddress.Is6() {
+		return c, invalid("/lhcnp/global/config/source-address", "%v is not IPv6: Fast CNP is IPv6 only", c.SourceAddress)
+	}
+	if err := c.Validate(); err != nil {
+		return c, invalid(at, "%v", err)
+	}
+	return c, nil
+}
+
+// fastFunction is the Fast CNP function of a switch whose node the target
+// drives: the node wrapped (fastcnp.Wrap) and a Fast CNP receiver in front
+// of every host's control handler, trusting the switch. It is created the
+// first time Fast CNP is configured on; until then the switch runs exactly
+// as built.
+type fastFunction struct {
+	node  *fastcnp.Node
+	recvs []*fastcnp.Receiver
+}
+
+func newFastFunction(lh *lhcnp.Node) (*fastFunction, error) {
+	f := &fastFunction{node: fastcnp.Wrap(lh)}
+	net := lh.Switch().Network()
+	for _, h := range net.Hosts() {
+		rv, err := fastcnp.NewReceiver(net, fastcnp.ReceiverConfig{})
+		if err != nil {
+			return nil, err
+		}
+		if prev := h.ControlHandler(); prev != nil {
+			h.SetControlHandler(firstOf{rv, prev})
+		} else {
+			h.SetControlHandler(rv)
+		}
+		f.recvs = append(f.recvs, rv)
+	}
+	return f, nil
+}
+
+// apply sets the switch's mode and the hosts' access list (the switch's
+// own address and its configured source address).
+func (f *fastFunction) apply(fc fastcnp.Config, lc lhcnp.Config) error {
+	if err := f.node.Apply(fc, lc); err != nil {
+		return err
+	}
+	var acl []netip.Prefix
+	for _, a := range []netip.Addr{f.node.Switch().Addr(), fc.SourceAddress} {
+		if a.IsValid() {
+			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	rc := fastcnp.ReceiverConfig{Enabled: fc.Enabled, AccessList: acl, CodePoints: fc.CodePoints}
+	for _, rv := range f.recvs {
+		if err := rv.ApplyConfig(rc); err != nil {
+			return fmt.Errorf("dataplane: fast cnp receiver: %w", err)
+		}
+	}
+	return nil
+}
+
+// firstOf offers a control packet to a, then to b.
+type firstOf struct{ a, b netsim.ControlHandler }
+
+func (f firstOf) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	return f.a.HandleControl(h, p) || f.b.HandleControl(h, p)
+}
+
+// fastCNPState writes the Fast CNP configuration in use and the counters
+// into the state tree.
+func fastCNPState(root *oc.Root, c fastcnp.Config, n fastcnp.Counters) {
+	l := root.GetOrCreateLhcnp()
+	l.GetOrCreateGlobal().GetOrCreateState().FastCnpEnabled = ygot.Bool(c.Enabled)
+	f := l.GetOrCreateFastCnp()
+	s := f.GetOrCreateState()
+	s.EcnMarkAlongside = ygot.Bool(c.MarkUnknown)
+	s.IoamTrace = ygot.Bool(c.IOAM)
+	s.CongestionThreshold = ygot.Uint64(uint64(c.KMaxBytes))
+	if c.KMinBytes > 0 {
+		s.MarkingThreshold = ygot.Uint64(uint64(c.KMinBytes))
+	}
+	s.EcnPmax = ygot.Float64(c.PMax)
+	s.MinCnpInterval = ygot.Uint32(uint32(c.MinCNPInterval / engine.Microsecond))
+	s.PortCnpRate = ygot.Uint32(uint32(c.PortCNPRatePerSec))
+	s.PortCnpBurst = ygot.Uint32(uint32(c.PortCNPBurst))
+	s.MaxFlowsPerTrigger = ygot.Uint16(uint16(c.MaxFlowsPerTrigger))
+	k := s.GetOrCreateCounters()
+	k.Sent = ygot.Uint64(uint64(n.Sent))
+	k.SentWithIoam = ygot.Uint64(uint64(n.SentIOAM))
+	k.EcnMarkedAlongside = ygot.Uint64(uint64(n.MarkedAlongside))
+	k.EcnMarksWithheld = ygot.Uint64(uint64(n.MarksWithheld))
+	k.OutsideDomain = ygot.Uint64(uint64(n.OutsideDomain))
+	k.NotIpv6 = ygot.Uint64(uint64(n.NotIPv6))
+	capable := map[netip.Prefix]bool{}
+	for _, p := range c.CapableSenders {
+		capable[p] = true
+	}
+	for _, p := range c.Domain {
+		sp := f.GetOrCreateSourcePrefixes().GetOrCreateSourcePrefix(p.String()).GetOrCreateState()
+		sp.Prefix = ygot.String(p.String())
+		sp.SenderCapable = ygot.Bool(capable[p])
+	}
+}

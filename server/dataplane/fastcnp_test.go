@@ -1,0 +1,73 @@
+package dataplane_test
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+)
+
+// fastConfig runs Fast CNP on n1 for the IPv6 line: the whole 2001:db8::/32
+// is the domain and its senders process Fast CNP.
+const fastConfig = `{
+  "global": {"config": {"enabled": true, "long-haul-cnp-rocev2": false, "long-haul-cnp-icmpv6": false,
+    "fast-cnp-enabled": true}},
+  "fast-cnp": {
+    "config": {"congestion-threshold": "1000000", "min-cnp-interval": 100},
+    "source-prefixes": {"source-prefix": [{"prefix": "2001:db8::/32",
+      "config": {"prefix": "2001:db8::/32", "sender-capable": true}}]}
+  }
+}`
+
+// TestSetFastCNP: Fast CNP configured through gNMI runs on the switch: the
+// senders get Fast CNPs (state counters), the capable senders' packets are
+// not marked, and the sources slow down. Turning it on beside a Long-haul
+// CNP format is refused naming fast-cnp-enabled (the two cannot run on one
+// node), and so is a marking threshold above the congestion threshold;
+// neither changes anything.
+func TestSetFastCNP(t *testing.T) {
+	r := newRigFrom(t, "testdata/line6.yaml", lineConfig)
+	r.run(t, 2*engine.Millisecond)
+
+	err := r.setJSON(t, "/lhcnp/global/config/fast-cnp-enabled", "true")
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "fast-cnp-enabled") ||
+		!strings.Contains(err.Error(), "cannot both run on one node") {
+		t.Fatalf("fast cnp beside long-haul cnp: %v, want InvalidArgument naming fast-cnp-enabled", err)
+	}
+	if !r.sw.Node.Config().FormatRoCEv2 {
+		t.Fatalf("a refused Set changed the node")
+	}
+
+	if err := r.setIETF("/lhcnp", fastConfig, true); err != nil {
+		t.Fatalf("replace with fast cnp: %v", err)
+	}
+	r.run(t, 8*engine.Millisecond)
+	const c = "/lhcnp/fast-cnp/state/counters"
+	if got := r.uint(t, c+"/sent"); got == 0 {
+		t.Errorf("%s/sent = 0, want Fast CNPs", c)
+	}
+	if got := r.uint(t, c+"/ecn-marks-withheld"); got == 0 {
+		t.Errorf("%s/ecn-marks-withheld = 0: capable senders' packets must not be marked", c)
+	}
+	if got := r.uint(t, "/lhcnp/fast-cnp/state/congestion-threshold"); got != 1_000_000 {
+		t.Errorf("state congestion-threshold = %d", got)
+	}
+	for _, h := range r.sw.Net.Hosts() {
+		for _, q := range h.SendQPs() {
+			if q.RateBps() >= q.LineRateBps() {
+				t.Errorf("%s QP %d at line rate: no Fast CNP slowed it", h.Name(), q.QPN)
+			}
+		}
+	}
+
+	err = r.setJSON(t, "/lhcnp/fast-cnp/config/marking-threshold", `"2000000"`)
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "/lhcnp/fast-cnp/config/marking-threshold") {
+		t.Fatalf("marking threshold above congestion threshold: %v, want InvalidArgument naming it", err)
+	}
+	if got := r.uint(t, "/lhcnp/fast-cnp/state/congestion-threshold"); got != 1_000_000 {
+		t.Errorf("after a refused Set: congestion-threshold %d", got)
+	}
+}

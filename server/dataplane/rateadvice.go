@@ -1,0 +1,199 @@
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/openconfig/ygot/ygot"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
+	"github.com/lhcnp/lhcnp/gen/oc"
+)
+
+// RateAdviceConfig translates the Rate Advice leaves (global
+// rate-advice-enabled, /lhcnp/rate-advice) into the node's configuration;
+// the shared leaves (source address, CNP DSCP, code points) come from lc.
+// Errors name the YANG path.
+func RateAdviceConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (rateadvice.Config, error) {
+	c := rateadvice.DefaultConfig()
+	c.SourceAddress = lc.SourceAddress
+	c.DSCP = lc.CNPDSCP
+	c.CodePoints = lc.CodePoints
+	if l == nil {
+		return c, nil
+	}
+	c.Enabled = l.GetGlobal().GetConfig().GetRateAdviceEnabled()
+	if r := l.GetRateAdvice().GetConfig(); r != nil {
+		setBool(&c.QueueBased, r.QueueBased)
+		if r.MinAdviceInterval != nil {
+			c.MinAdviceInterval = usec(*r.MinAdviceInterval)
+		}
+	}
+	if ps := l.GetRateAdvice().GetPolicies(); ps != nil {
+		for _, name := range sortedKeys(ps.Policy) {
+			at := "/lhcnp/rate-advice/policies/policy[name=" + name + "]/config"
+			pc := ps.Policy[name].GetConfig()
+			p := rateadvice.Policy{Name: name, Precedence: 100, RateMbps: pc.GetRate(), DstQP: pc.GetDestinationQp()}
+			if pc.Precedence != nil {
+				p.Precedence = *pc.Precedence
+			}
+			if p.RateMbps == 0 {
+				return c, invalid(at+"/rate", "a policy needs its rate")
+			}
+			for _, f := range []struct {
+				leaf string
+				v    *string
+				dst  *netip.Prefix
+			}{{"source-prefix", pc.SourcePrefix, &p.Src}, {"destination-prefix", pc.DestinationPrefix, &p.Dst}} {
+				if f.v == nil {
+					continue
+				}
+				pr, err := netip.ParsePrefix(*f.v)
+				if err != nil {
+					return c, invalid(at+"/"+f.leaf, "%q: %v", *f.v, err)
+				}
+				*f.dst = pr.Masked()
+			}
+			c.Policies = append(c.Policies, p)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return c, invalid("/lhcnp/rate-advice", "%v", err)
+	}
+	return c, nil
+}
+
+// adviceFunction is the Rate Advice function of a switch the target
+// drives: the node beside the switch's other observer and a receiver in
+// front of every host's handler, announcing the capability and trusting
+// the switch. Created the first time Rate Advice is configured on.
+type adviceFunction struct {
+	node  *rateadvice.Node
+	recvs []*rateadvice.Receiver
+}
+
+func newAdviceFunction(sw *netsim.Switch, cfg rateadvice.Config) (*adviceFunction, error) {
+	n, err := rateadvice.New(sw.Network(), sw, cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := &adviceFunction{node: n}
+	var acl []netip.Prefix
+	for _, a := range []netip.Addr{sw.Addr(), cfg.SourceAddress} {
+		if a.IsValid() {
+			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	for _, h := range sw.Network().Hosts() {
+		rv, err := rateadvice.NewReceiver(h, rateadvice.ReceiverConfig{Capable: true, AccessList: acl, CodePoints: cfg.CodePoints})
+		if err != nil {
+			return nil, fmt.Errorf("dataplane: rate advice receiver: %w", err)
+		}
+		if prev := h.ControlHandler(); prev != nil {
+			h.SetControlHandler(firstOf{rv, prev})
+		} else {
+			h.SetControlHandler(rv)
+		}
+		f.recvs = append(f.recvs, rv)
+	}
+	return f, nil
+}
+
+// beside makes every port of sw report to base (the node, or its Fast CNP
+// wrapper) and then to the Rate Advice node; marks are filtered by base.
+func (f *adviceFunction) beside(sw *netsim.Switch, base netsim.PortObserver) {
+	sw.SetObserver(pair{base, f.node})
+}
+
+// pair gives every port event to a, then b; a filters the marks.
+type pair struct {
+	a netsim.PortObserver
+	b *rateadvice.Node
+}
+
+func (p pair) OnEnqueue(pt *netsim.Port, x *netsim.Packet, q int64) {
+	p.a.OnEnqueue(pt, x, q)
+	p.b.OnEnqueue(pt, x, q)
+}
+func (p pair) OnDequeue(pt *netsim.Port, x *netsim.Packet, q int64) { p.a.OnDequeue(pt, x, q) }
+func (p pair) OnMark(pt *netsim.Port, x *netsim.Packet, q int64)    { p.a.OnMark(pt, x, q) }
+func (p pair) OnDrop(pt *netsim.Port, x *netsim.Packet, q int64)    { p.a.OnDrop(pt, x, q) }
+func (p pair) AllowMark(pt *netsim.Port, x *netsim.Packet) bool {
+	if m, ok := p.a.(netsim.MarkFilter); ok {
+		return m.AllowMark(pt, x)
+	}
+	return true
+}
+
+// rateAdviceState writes the configuration in use, the counters and the
+// flows' advice into the state tree.
+func rateAdviceState(root *oc.Root, st rateadvice.State, wallNS func(engine.Time) uint64) {
+	l := root.GetOrCreateLhcnp()
+	l.GetOrCreateGlobal().GetOrCreateState().RateAdviceEnabled = ygot.Bool(st.Config.Enabled)
+	ra := l.GetOrCreateRateAdvice()
+	s := ra.GetOrCreateState()
+	s.QueueBased = ygot.Bool(st.Config.QueueBased)
+	s.MinAdviceInterval = ygot.Uint32(uint32(st.Config.MinAdviceInterval / engine.Microsecond))
+	k := s.GetOrCreateCounters()
+	k.MessagesSent = ygot.Uint64(uint64(st.Counters.Sent))
+	k.PolicyAdvice = ygot.Uint64(uint64(st.Counters.PolicyAdvice))
+	k.QueueAdvice = ygot.Uint64(uint64(st.Counters.QueueAdvice))
+	for _, p := range st.Config.Policies {
+		ps := ra.GetOrCreatePolicies().GetOrCreatePolicy(p.Name).GetOrCreateState()
+		ps.Name, ps.Precedence, ps.Rate = ygot.String(p.Name), ygot.Uint32(p.Precedence), ygot.Uint32(p.RateMbps)
+		if p.Src.IsValid() {
+			ps.SourcePrefix = ygot.String(p.Src.String())
+		}
+		if p.Dst.IsValid() {
+			ps.DestinationPrefix = ygot.String(p.Dst.String())
+		}
+		if p.DstQP != 0 {
+			ps.DestinationQp = ygot.Uint32(p.DstQP)
+		}
+	}
+	for _, f := range st.Flows {
+		if f.Sent == 0 {
+			continue
+		}
+		fs := ra.GetOrCreateFlows().GetOrCreateFlow(f.Src.String(), f.Dst.String(), f.SrcQP, f.DstQP).GetOrCreateState()
+		fs.SourceAddress, fs.DestinationAddress = ygot.String(f.Src.String()), ygot.String(f.Dst.String())
+		fs.SourceQp, fs.DestinationQp = ygot.Uint32(f.SrcQP), ygot.Uint32(f.DstQP)
+		fs.AdvisedRate = ygot.Uint32(f.RateMbps)
+		fs.Basis = oc.LhcnpTypes_RateAdviceBasis_QUEUE_STATE
+		if f.Basis == rateadvice.BasisPolicy {
+			fs.Basis = oc.LhcnpTypes_RateAdviceBasis_POLICY
+			fs.Policy = ygot.String(f.Policy)
+		}
+		fs.LastSentTime = ygot.Uint64(wallNS(f.LastSent))
+		fs.GetOrCreateCounters().MessagesSent = ygot.Uint64(uint64(f.Sent))
+	}
+}
+
+// applyAdvice creates the Rate Advice function on first use, applies rc
+// and puts the node beside the switch's observer (the Fast CNP wrapper or
+// the Long-haul CNP node), on the engine goroutine. A node that was never
+// enabled stays absent.
+func (b *Binding) applyAdvice(rc rateadvice.Config) error {
+	sw := b.node.Switch()
+	if b.advice == nil {
+		if !rc.Enabled {
+			return nil
+		}
+		f, err := newAdviceFunction(sw, rc)
+		if err != nil {
+			return err
+		}
+		b.advice = f
+	} else if err := b.advice.node.ApplyConfig(rc); err != nil {
+		return err
+	}
+	var base netsim.PortObserver = b.node
+	if b.fast != nil {
+		base = b.fast.node
+	}
+	b.advice.beside(sw, base)
+	return nil
+}

@@ -1,0 +1,401 @@
+// Package fabric runs several switches of a scenario in one process: one
+// engine paced to the wall clock, a Long-haul CNP node and a gNMI target
+// (its own listener, store and publisher) per served switch, and a UDP wire
+// (package udpwire) for every link whose far end runs in another process.
+// With no wires it is the embedded default: the whole scenario in one
+// process, deterministic given the seed. With wires, each process runs the
+// part of the scenario its switches reach without crossing a wire, and the
+// processes keep one clock: they share an epoch (the wall-clock time of
+// simulated time 0) and a speed, and a process that starts late adopts
+// the earliest epoch its peers announce (docs/lab.md).
+//
+// It must not be imported by dataplane-sim/: it is where the simulator
+// meets gNMI.
+package fabric
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/udpwire"
+	"github.com/lhcnp/lhcnp/server/dataplane"
+	"github.com/lhcnp/lhcnp/server/metrics"
+	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/server/subscribe"
+	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+)
+
+// Switch is one served switch.
+type Switch struct {
+	// Name is the scenario's switch.
+	Name string
+	// Listen is the gNMI address, host:port (port 0: any free port).
+	Listen string
+	// Config is the initial YANG configuration, RFC 7951 JSON; ConfigName
+	// names it in errors (its file).
+	Config     []byte
+	ConfigName string
+	// Interfaces names the switch's interfaces: YANG name -> link name.
+	Interfaces map[string]string
+}
+
+// Wire is one link whose far end runs in another process.
+type Wire struct {
+	// Link is the scenario's link name.
+	Link string
+	// Listen is the local UDP address; Peer the far end's (host:port).
+	Listen string
+	Peer   string
+	// Capture, if set, receives a pcap of the frames on the wire.
+	Capture io.Writer
+}
+
+// Config is a fabric process.
+type Config struct {
+	Scenario *scenario.Scenario
+	Switches []Switch
+	Wires    []Wire
+	// Speed is simulated seconds per wall-clock second (default 1).
+	Speed float64
+	// PublishInterval is how often state is published (default
+	// dataplane.DefaultInterval).
+	PublishInterval time.Duration
+	// Epoch is the wall-clock time of simulated time 0 (default: when Run
+	// starts; a peer's earlier epoch is adopted).
+	Epoch time.Time
+	// Keepalive, DeadAfter and MaxLate tune the wires (udpwire.Config).
+	Keepalive, DeadAfter time.Duration
+	MaxLate              engine.Time
+	// StartWait is how long the engine waits for every wire's link to
+	// come up before it starts anyway (default DefaultStartWait): the
+	// hosts' first frames (the CM exchange, retried only after the CM
+	// response timeout of about 4.3 s) must not go into a link that is
+	// still down.
+	StartWait time.Duration
+	// TargetOptions are the security options of every gNMI target
+	// (target.WithAuth, WithTLS or WithInsecure).
+	TargetOptions []target.Option
+	// Metrics, if set, receives each target's RPC, Set, Subscribe and
+	// commit metrics (labelled switch=NAME when it is metrics.NewShared, as
+	// it must be for more than one switch) and the engine's lag.
+	Metrics *metrics.Metrics
+	// Log receives link state changes and clock adoptions.
+	Log *slog.Logger
+}
+
+// Served is one running switch.
+type Served struct {
+	Name    string
+	Binding *dataplane.Binding
+	Handler *target.Handler
+	Store   *store.Store
+	pub     *dataplane.Publisher
+	srv     *target.Server
+	lis     net.Listener
+}
+
+// Addr returns the gNMI listen address.
+func (s *Served) Addr() net.Addr { return s.lis.Addr() }
+
+// Fabric is a built fabric process, listening and ready to Run.
+type Fabric struct {
+	cfg      Config
+	net      *dataplane.Network
+	switches []*Served
+	wires    []*udpwire.Wire
+	log      *slog.Logger
+	clockMu  sync.Mutex
+}
+
+// New builds the network, the nodes with their initial configuration, the
+// gNMI targets (listening) and the wires (not yet open). Close it if Run
+// is not called.
+func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
+	if cfg.Scenario == nil || len(cfg.Switches) == 0 {
+		return nil, errors.New("fabric: need a scenario and at least one switch")
+	}
+	if cfg.Speed == 0 {
+		cfg.Speed = 1
+	}
+	if !(cfg.Speed > 0) {
+		return nil, fmt.Errorf("fabric: speed %g must be positive", cfg.Speed)
+	}
+	if cfg.PublishInterval <= 0 {
+		cfg.PublishInterval = dataplane.DefaultInterval
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	served := make([]dataplane.Served, len(cfg.Switches))
+	for i, s := range cfg.Switches {
+		served[i] = dataplane.Served{Name: s.Name, Interfaces: s.Interfaces}
+	}
+	var wired []string
+	for _, w := range cfg.Wires {
+		if slices.Contains(wired, w.Link) {
+			return nil, fmt.Errorf("fabric: wire %s listed twice", w.Link)
+		}
+		wired = append(wired, w.Link)
+	}
+	n, err := dataplane.BuildNetwork(cfg.Scenario, served, dataplane.BuildOptions{Wired: wired})
+	if err != nil {
+		return nil, err
+	}
+	f := &Fabric{cfg: cfg, net: n, log: log}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	sch, err := schema.New()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Metrics != nil {
+		cfg.Metrics.SetEngineLagFunc(f.EngineLag)
+	}
+	for i, s := range cfg.Switches {
+		sw := n.Switches[i]
+		st := store.New()
+		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports, dataplane.WithSpeed(cfg.Speed))
+		pub := dataplane.NewPublisher(sch, st, b, dataplane.WithInterval(cfg.PublishInterval))
+		h := target.NewHandler(sch, st, b, target.WithStatePublisher(pub), target.WithLogger(log.With("switch", s.Name)))
+		if len(s.Config) > 0 {
+			if err := h.LoadJSON(ctx, s.Config); err != nil {
+				return nil, fmt.Errorf("switch %s: %s: %w", s.Name, s.ConfigName, err)
+			}
+		} else if err := pub.PublishNow(ctx); err != nil {
+			return nil, err
+		}
+		sub := subscribe.New(st,
+			subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
+			subscribe.WithPathRewrite(schema.StripModules),
+			subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }),
+			subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, sch.ValueEncoder(gnmi.Encoding_JSON_IETF)),
+			subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)))
+		opts := append(slices.Clone(cfg.TargetOptions),
+			target.WithCapabilities(h), target.WithGet(h), target.WithSet(h), target.WithSubscribe(sub))
+		if m := cfg.Metrics; m != nil {
+			if m.Shared() {
+				m = m.ForSwitch(s.Name)
+			}
+			m.WatchSubscriptions(sub)
+			m.SetCommitPendingFunc(func() bool { _, _, ok := h.PendingCommit(); return ok })
+			opts = append(opts, target.WithOuterInterceptors(
+				[]grpc.UnaryServerInterceptor{m.UnaryInterceptor()},
+				[]grpc.StreamServerInterceptor{m.StreamInterceptor()}))
+		}
+		srv, err := target.New(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
+		}
+		lis, err := net.Listen("tcp", s.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("switch %s: gnmi: %w", s.Name, err)
+		}
+		f.switches = append(f.switches, &Served{Name: s.Name, Binding: b, Handler: h, Store: st, pub: pub, srv: srv, lis: lis})
+	}
+	for _, w := range cfg.Wires {
+		lap, err := udpwire.ResolveAddr(ctx, w.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("fabric: wire %s: listen %q: %w", w.Link, w.Listen, err)
+		}
+		opts := []udpwire.Option{udpwire.WithLogger(log), udpwire.WithHello(f.hello)}
+		if w.Capture != nil {
+			opts = append(opts, udpwire.WithCapture(w.Capture))
+		}
+		uw, err := udpwire.New(n.Net, n.Wired[w.Link], udpwire.Config{Name: w.Link, Listen: lap, Peer: w.Peer, Speed: cfg.Speed,
+			VNI: linkVNI(cfg.Scenario, w.Link), Keepalive: cfg.Keepalive, DeadAfter: cfg.DeadAfter, MaxLate: cfg.MaxLate}, opts...)
+		if err != nil {
+			return nil, err
+		}
+		f.wires = append(f.wires, uw)
+	}
+	return f, nil
+}
+
+// linkVNI numbers a link by its place in the scenario, from 1: the same
+// in every process that loads the scenario.
+func linkVNI(sc *scenario.Scenario, link string) uint32 {
+	return uint32(slices.IndexFunc(sc.Links, func(l scenario.Link) bool { return l.Name == link }) + 1)
+}
+
+// hello judges a peer's keepalive: a different speed is refused; an
+// earlier epoch is adopted (this engine jumps forward), a later one is
+// left to the peer, which adopts ours.
+func (f *Fabric) hello(link string, h udpwire.Hello) error {
+	if h.Speed != f.cfg.Speed {
+		return fmt.Errorf("peer runs at speed %g, this process at %g: start both with the same --speed", h.Speed, f.cfg.Speed)
+	}
+	f.clockMu.Lock()
+	defer f.clockMu.Unlock()
+	ours := f.net.Sim.Epoch()
+	if peer := time.Unix(0, h.Epoch); !ours.IsZero() && ours.Sub(peer) > clockTolerance {
+		f.log.Info("fabric: adopting the peer's clock", "link", link, "epoch", peer, "ahead", ours.Sub(peer))
+		f.net.Sim.SetEpoch(peer)
+	}
+	return nil
+}
+
+// DefaultStartWait is how long Run waits for the wires before it starts
+// the engine.
+const DefaultStartWait = 10 * time.Second
+
+// clockTolerance is the epoch difference (wall clock) below which two
+// processes count as sharing a clock.
+const clockTolerance = 100 * time.Microsecond
+
+// Switches returns the served switches, in the order configured.
+func (f *Fabric) Switches() []*Served { return f.switches }
+
+// Switch returns the served switch name, or nil.
+func (f *Fabric) Switch(name string) *Served {
+	for _, s := range f.switches {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Wires returns the wires.
+func (f *Fabric) Wires() []*udpwire.Wire { return f.wires }
+
+// Sim returns the engine.
+func (f *Fabric) Sim() *engine.Sim { return f.net.Sim }
+
+// Network returns the built network.
+func (f *Fabric) Network() *dataplane.Network { return f.net }
+
+// EngineLag is the engine's lag behind the wall clock (the engine-lag
+// leaf; a metrics gauge).
+func (f *Fabric) EngineLag() time.Duration { return f.net.Sim.Lag().Duration() }
+
+// waitForWires returns when every wire is up, after StartWait, or when
+// ctx ends.
+func (f *Fabric) waitForWires(ctx context.Context) {
+	if len(f.wires) == 0 {
+		return
+	}
+	wait := f.cfg.StartWait
+	if wait <= 0 {
+		wait = DefaultStartWait
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		down := []string{}
+		for _, w := range f.wires {
+			if !w.Up() {
+				down = append(down, w.Name())
+			}
+		}
+		if len(down) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			f.log.Warn("fabric: starting with wires down", "links", down, "waited", wait)
+			return
+		case <-tick.C: // polling the wires' state
+		}
+	}
+}
+
+// Close releases the listeners of a fabric that will not Run.
+func (f *Fabric) Close() {
+	for _, s := range f.switches {
+		s.lis.Close()
+	}
+}
+
+// Run paces the engine to the wall clock and serves gNMI on every switch
+// and frames on every wire until ctx ends (nil then), or until a server,
+// a wire or the engine fails.
+func (f *Fabric) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	epoch := f.cfg.Epoch
+	if epoch.IsZero() {
+		epoch = time.Now()
+	}
+	f.net.Sim.SetEpoch(epoch)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(f.switches)+len(f.wires)+1)
+	for _, s := range f.switches {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := s.srv.Serve(s.lis); err != nil {
+				errs <- fmt.Errorf("switch %s: gnmi: %w", s.Name, err)
+			}
+			cancel()
+		}()
+		go func() {
+			defer wg.Done()
+			_ = s.pub.Run(ctx)
+		}()
+	}
+	for _, w := range f.wires {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(ctx); err != nil {
+				errs <- err
+				cancel()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f.waitForWires(ctx)
+		err := f.net.Sim.RunRealtime(ctx, f.cfg.Speed, engine.Never)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, engine.ErrStopped) {
+			errs <- fmt.Errorf("engine: %w", err)
+		}
+		cancel()
+	}()
+	<-ctx.Done()
+	// Subscribe streams end only when their clients go: stop, not
+	// GracefulStop, after giving unary RPCs a moment to finish.
+	var stops sync.WaitGroup
+	for _, s := range f.switches {
+		stops.Add(1)
+		go func() {
+			defer stops.Done()
+			stopped := make(chan struct{})
+			go func() { s.srv.GracefulStop(); close(stopped) }()
+			select {
+			case <-stopped:
+			case <-time.After(time.Second):
+				s.srv.Stop()
+			}
+		}()
+	}
+	stops.Wait()
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}

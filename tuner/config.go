@@ -1,0 +1,126 @@
+package tuner
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lhcnp/lhcnp/tuner/policy"
+)
+
+// Config is the tuner's configuration (examples/tuner.yaml documents every
+// key).
+type Config struct {
+	// DB is the PostgreSQL connection string of the collector's database.
+	DB string `yaml:"db"`
+	// Period is how often the tuner decides; Window how much telemetry
+	// each decision reads (ending now).
+	Period time.Duration `yaml:"period"`
+	Window time.Duration `yaml:"window"`
+	// DryRun decides and records without pushing.
+	DryRun bool `yaml:"dry_run"`
+	// RollbackDuration is the Commit Confirmed rollback duration: a change
+	// not confirmed within it is rolled back by the switch. JudgeWindow is
+	// the telemetry after a change the tuner judges it on; it must end
+	// before the rollback does.
+	RollbackDuration time.Duration `yaml:"rollback_duration"`
+	JudgeWindow      time.Duration `yaml:"judge_window"`
+	// SwitchTimeout bounds the time one switch may take in a period (reads
+	// and gNMI calls), so a hanging switch does not stall the others.
+	SwitchTimeout time.Duration `yaml:"switch_timeout"`
+	// Switches are the switches tuned: Name is the collector's target name
+	// (the `target` column of the views).
+	Switches []SwitchConfig `yaml:"switches"`
+	Policy   policy.Config  `yaml:"policy"`
+}
+
+// SwitchConfig is how the tuner reaches one switch over gNMI.
+type SwitchConfig struct {
+	Name       string `yaml:"name"`
+	Address    string `yaml:"address"`
+	Insecure   bool   `yaml:"insecure"`
+	SkipVerify bool   `yaml:"skip_verify"`
+	CAFile     string `yaml:"ca_file"`
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+	ServerName string `yaml:"server_name"`
+	Username   string `yaml:"username"`
+	Password   string `yaml:"password"`
+	// Interfaces, when not empty, restricts the tuner to these interfaces.
+	Interfaces []string `yaml:"interfaces"`
+}
+
+// DefaultConfig is the configuration examples/tuner.yaml starts from.
+func DefaultConfig() Config {
+	return Config{
+		Period:           5 * time.Second,
+		Window:           10 * time.Second,
+		RollbackDuration: 30 * time.Second,
+		JudgeWindow:      10 * time.Second,
+		SwitchTimeout:    10 * time.Second,
+		Policy:           policy.DefaultConfig(),
+	}
+}
+
+// Validate checks the configuration, naming the key at fault.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.DB == "" {
+		bad("db", "missing (the collector's PostgreSQL, e.g. postgres://user@host/lhcnp)")
+	}
+	if c.Period <= 0 {
+		bad("period", "%v must be positive", c.Period)
+	}
+	if c.Window <= 0 {
+		bad("window", "%v must be positive", c.Window)
+	}
+	if c.JudgeWindow <= 0 {
+		bad("judge_window", "%v must be positive", c.JudgeWindow)
+	}
+	if c.RollbackDuration <= c.JudgeWindow+c.Period {
+		bad("rollback_duration", "%v must exceed judge_window + period (%v): the tuner needs that long to confirm",
+			c.RollbackDuration, c.JudgeWindow+c.Period)
+	}
+	if c.SwitchTimeout <= 0 {
+		bad("switch_timeout", "%v must be positive", c.SwitchTimeout)
+	}
+	if len(c.Switches) == 0 {
+		bad("switches", "none: list the switches to tune")
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Switches {
+		key := fmt.Sprintf("switches[%d]", i)
+		switch {
+		case s.Name == "":
+			bad(key+".name", "missing (the collector's target name)")
+		case seen[s.Name]:
+			bad(key+".name", "%q listed twice", s.Name)
+		}
+		seen[s.Name] = true
+		if s.Address == "" {
+			bad(key+".address", "missing (host:port of the switch's gNMI)")
+		}
+		if !s.Insecure && s.CAFile == "" && !s.SkipVerify {
+			bad(key+".ca_file", "missing: give ca_file, skip_verify or insecure")
+		}
+	}
+	if err := c.Policy.Validate(); err != nil {
+		errs = append(errs, prefixErr("policy.", err))
+	}
+	return errors.Join(errs...)
+}
+
+// prefixErr prefixes every joined error's key.
+func prefixErr(prefix string, err error) error {
+	var out []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = append(out, fmt.Errorf("%s%w", prefix, e))
+		}
+		return errors.Join(out...)
+	}
+	return fmt.Errorf("%s%w", prefix, err)
+}

@@ -1,0 +1,235 @@
+package tuner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
+	"github.com/lhcnp/lhcnp/server/auth"
+	"github.com/lhcnp/lhcnp/tuner/policy"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"github.com/openconfig/ygnmi/ygnmi"
+	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Change is one queue's new settings.
+type Change struct {
+	Interface string
+	Queue     uint8
+	Before    policy.Settings
+	After     policy.Settings
+}
+
+// Pusher writes changes to switches under Commit Confirmed.
+type Pusher interface {
+	// Commit applies the changes of one switch in one Set, to be rolled
+	// back by the switch unless confirmed within rollback.
+	Commit(ctx context.Context, target, id string, changes []Change, rollback time.Duration) error
+	// Confirm makes the commit id permanent; Cancel rolls it back now.
+	Confirm(ctx context.Context, target, id string) error
+	Cancel(ctx context.Context, target, id string) error
+}
+
+// GNMIPusher is the Pusher over gNMI: one gRPC connection per switch,
+// opened on first use.
+type GNMIPusher struct {
+	switches map[string]SwitchConfig
+	mu       sync.Mutex
+	conns    map[string]*grpc.ClientConn
+}
+
+// NewGNMIPusher returns a pusher of the switches, by target name.
+func NewGNMIPusher(switches []SwitchConfig) *GNMIPusher {
+	p := &GNMIPusher{switches: map[string]SwitchConfig{}, conns: map[string]*grpc.ClientConn{}}
+	for _, s := range switches {
+		p.switches[s.Name] = s
+	}
+	return p
+}
+
+// Close closes every connection.
+func (p *GNMIPusher) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for name, c := range p.conns {
+		errs = append(errs, c.Close())
+		delete(p.conns, name)
+	}
+	return errors.Join(errs...)
+}
+
+func (p *GNMIPusher) client(target string) (gnmi.GNMIClient, SwitchConfig, error) {
+	s, ok := p.switches[target]
+	if !ok {
+		return nil, s, fmt.Errorf("switch %q: not in the tuner's configuration", target)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.conns[target]; ok {
+		return gnmi.NewGNMIClient(c), s, nil
+	}
+	var creds credentials.TransportCredentials
+	if s.Insecure {
+		creds = insecure.NewCredentials()
+	} else {
+		tc, err := auth.ClientTLS(s.CAFile, s.CertFile, s.KeyFile, s.ServerName)
+		if err != nil {
+			return nil, s, fmt.Errorf("switch %q: %w", target, err)
+		}
+		tc.InsecureSkipVerify = s.SkipVerify
+		creds = credentials.NewTLS(tc)
+	}
+	c, err := grpc.NewClient(s.Address, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, s, fmt.Errorf("switch %q at %s: %w", target, s.Address, err)
+	}
+	p.conns[target] = c
+	return gnmi.NewGNMIClient(c), s, nil
+}
+
+func (p *GNMIPusher) outgoing(ctx context.Context, s SwitchConfig) context.Context {
+	if s.Username == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, auth.MetadataUsername, s.Username, auth.MetadataPassword, s.Password)
+}
+
+// withExtensions adds gNMI extensions to every SetRequest: ygnmi's
+// SetBatch has no option for them.
+type withExtensions struct {
+	gnmi.GNMIClient
+	ext []*gnmi_ext.Extension
+}
+
+func (c withExtensions) Set(ctx context.Context, req *gnmi.SetRequest, opts ...grpc.CallOption) (*gnmi.SetResponse, error) {
+	req = proto.Clone(req).(*gnmi.SetRequest)
+	req.Extension = append(req.Extension, c.ext...)
+	return c.GNMIClient.Set(ctx, req, opts...)
+}
+
+func commitExt(id string, action any) *gnmi_ext.Extension {
+	c := &gnmi_ext.Commit{Id: id}
+	switch a := action.(type) {
+	case *gnmi_ext.CommitRequest:
+		c.Action = &gnmi_ext.Commit_Commit{Commit: a}
+	case *gnmi_ext.CommitConfirm:
+		c.Action = &gnmi_ext.Commit_Confirm{Confirm: a}
+	case *gnmi_ext.CommitCancel:
+		c.Action = &gnmi_ext.Commit_Cancel{Cancel: a}
+	}
+	return &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_Commit{Commit: c}}
+}
+
+// ValidateChange checks the new settings against the generated model
+// (ygot validation of the queue's config container: ranges and types)
+// and alpha's fraction digits, which ygot does not check: nothing the
+// switch would refuse is pushed.
+func ValidateChange(c Change) error {
+	cfg := &oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config{Id: ygot.Uint8(c.Queue)}
+	a := c.After
+	switch a.KMaxMode {
+	case policy.KMaxBDP:
+		if math.Abs(math.Round(a.Alpha*1000)-a.Alpha*1000) > 1e-6 {
+			return fmt.Errorf("interface %s queue %d: alpha %v has more than 3 fraction digits", c.Interface, c.Queue, a.Alpha)
+		}
+		if a.Alpha < policy.YANGAlphaMin || a.Alpha > policy.YANGAlphaMax {
+			return fmt.Errorf("interface %s queue %d: alpha %v outside the model's range %v..%v", c.Interface, c.Queue,
+				a.Alpha, policy.YANGAlphaMin, policy.YANGAlphaMax)
+		}
+		cfg.Alpha = ygot.Float64(a.Alpha)
+	case policy.KMaxExplicit:
+		if a.KMaxBytes < policy.YANGKMaxMinBytes {
+			return fmt.Errorf("interface %s queue %d: kmax %d outside the model's range 1..max", c.Interface, c.Queue, a.KMaxBytes)
+		}
+		cfg.Kmax = ygot.Uint64(uint64(a.KMaxBytes))
+		cfg.KmaxMode = oc.LhcnpTypes_KmaxMode_EXPLICIT
+	default:
+		return fmt.Errorf("interface %s queue %d: kmax-mode %q unknown", c.Interface, c.Queue, a.KMaxMode)
+	}
+	if a.VGrowthBps < policy.YANGVGrowthMinBps {
+		return fmt.Errorf("interface %s queue %d: v-growth %d outside the model's range 1..max", c.Interface, c.Queue, a.VGrowthBps)
+	}
+	cfg.VGrowth = ygot.Uint64(uint64(a.VGrowthBps))
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("interface %s queue %d: %w", c.Interface, c.Queue, err)
+	}
+	return nil
+}
+
+// Commit implements Pusher: one Set of the changed leaves (alpha or
+// kmax, v-growth) of every queue, with the Commit extension.
+func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Change, rollback time.Duration) error {
+	var errs []error
+	for _, c := range changes {
+		errs = append(errs, ValidateChange(c))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("switch %q: not pushed: %w", target, err)
+	}
+	gc, s, err := p.client(target)
+	if err != nil {
+		return err
+	}
+	ext := commitExt(id, &gnmi_ext.CommitRequest{RollbackDuration: durationpb.New(rollback)})
+	yc, err := ygnmi.NewClient(withExtensions{gc, []*gnmi_ext.Extension{ext}})
+	if err != nil {
+		return err
+	}
+	b := &ygnmi.SetBatch{}
+	for _, c := range changes {
+		q := ocpath.Root().Lhcnp().Interfaces().Interface(c.Interface).Queues().Queue(c.Queue).Config()
+		switch {
+		case c.After.KMaxMode == policy.KMaxExplicit:
+			if c.Before.KMaxMode != policy.KMaxExplicit {
+				ygnmi.BatchUpdate(b, q.KmaxMode(), oc.LhcnpTypes_KmaxMode_EXPLICIT)
+			}
+			if c.After.KMaxBytes != c.Before.KMaxBytes {
+				ygnmi.BatchUpdate(b, q.Kmax(), uint64(c.After.KMaxBytes))
+			}
+		case c.After.Alpha != c.Before.Alpha:
+			ygnmi.BatchUpdate(b, q.Alpha(), c.After.Alpha)
+		}
+		if c.After.VGrowthBps != c.Before.VGrowthBps {
+			ygnmi.BatchUpdate(b, q.VGrowth(), uint64(c.After.VGrowthBps))
+		}
+	}
+	if _, err := b.Set(p.outgoing(ctx, s), yc); err != nil {
+		return fmt.Errorf("switch %q: set: %w", target, err)
+	}
+	return nil
+}
+
+// Confirm implements Pusher.
+func (p *GNMIPusher) Confirm(ctx context.Context, target, id string) error {
+	return p.commitAction(ctx, target, id, &gnmi_ext.CommitConfirm{})
+}
+
+// Cancel implements Pusher.
+func (p *GNMIPusher) Cancel(ctx context.Context, target, id string) error {
+	return p.commitAction(ctx, target, id, &gnmi_ext.CommitCancel{})
+}
+
+func (p *GNMIPusher) commitAction(ctx context.Context, target, id string, action any) error {
+	gc, s, err := p.client(target)
+	if err != nil {
+		return err
+	}
+	req := &gnmi.SetRequest{Extension: []*gnmi_ext.Extension{commitExt(id, action)}}
+	if _, err := gc.Set(p.outgoing(ctx, s), req); err != nil {
+		return fmt.Errorf("switch %q: commit %s: %w", target, id, err)
+	}
+	return nil
+}

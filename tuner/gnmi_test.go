@@ -1,0 +1,158 @@
+package tuner
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
+	"github.com/lhcnp/lhcnp/tuner/policy"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygnmi/ygnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+func ygnmiClient(t *testing.T, addr string) *ygnmi.Client {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c, err := ygnmi.NewClient(gnmi.NewGNMIClient(conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestGNMIPusherCommit: the pusher's Set reaches a real switch target over
+// loopback and the node's effective K_max follows the new alpha.
+func TestGNMIPusherCommit(t *testing.T) {
+	ctx := context.Background()
+	addr, pub := testSwitch(t)
+	yc := ygnmiClient(t, addr)
+	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0)
+	before, err := ygnmi.Get(ctx, yc, q.State().EffectiveKmax(), ygnmi.WithUseGet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
+	defer p.Close()
+	ch := Change{Interface: "wan0", Queue: 0,
+		Before: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 1_250_000_000},
+		After:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBps: 625_000_000}}
+	if err := p.Commit(ctx, "n1", "c1", []Change{ch}, time.Minute); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if err := pub.PublishNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	alpha, err := ygnmi.Get(ctx, yc, q.State().Alpha(), ygnmi.WithUseGet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vg, err := ygnmi.Get(ctx, yc, q.State().VGrowth(), ygnmi.WithUseGet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := ygnmi.Get(ctx, yc, q.State().EffectiveKmax(), ygnmi.WithUseGet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alpha != 0.5 || vg != 625_000_000 {
+		t.Errorf("config after the Set: alpha %v, v-growth %v; want 0.5, 625000000", alpha, vg)
+	}
+	if after == before {
+		t.Errorf("effective-kmax stayed %d after alpha 1 -> 0.5", after)
+	}
+}
+
+// TestGNMIPusherRefusesOutOfModel: values outside the YANG ranges are
+// never sent.
+func TestGNMIPusherRefusesOutOfModel(t *testing.T) {
+	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: "127.0.0.1:1", Insecure: true}})
+	defer p.Close()
+	tests := []struct {
+		desc  string
+		after policy.Settings
+		want  string
+	}{
+		{"alpha above 1000", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 2000, VGrowthBps: 1}, "alpha 2000 outside the model's range"},
+		{"alpha with 4 digits", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.1234, VGrowthBps: 1}, "more than 3 fraction digits"},
+		{"v-growth 0", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 0}, "v-growth 0 outside the model's range"},
+		{"kmax 0", policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 0, VGrowthBps: 1}, "kmax 0 outside"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			err := p.Commit(context.Background(), "n1", "c", []Change{{Interface: "wan0", After: tt.after}}, time.Minute)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "not pushed") {
+				t.Errorf("Commit: %v, want an error saying %q and not pushed", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestGNMIPusherRollbackAndConfirm: against the real target's Commit
+// Confirmed, an unconfirmed commit is rolled back by the switch when its
+// rollback duration ends; a confirmed one stays, and the switch takes a
+// new commit at once (none is pending).
+func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	yc := ygnmiClient(t, addr)
+	alpha := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).State().Alpha()
+	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
+	defer p.Close()
+	ch := Change{Interface: "wan0", Queue: 0,
+		Before: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 1_250_000_000},
+		After:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBps: 1_250_000_000}}
+
+	if err := p.Commit(ctx, "n1", "unconfirmed", []Change{ch}, 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet()); err != nil || a != 0.5 {
+		t.Fatalf("alpha during the commit: %v, %v; want 0.5", a, err)
+	}
+	// A second commit while one is pending is refused by the switch.
+	if err := p.Commit(ctx, "n1", "second", []Change{ch}, time.Minute); err == nil || !strings.Contains(err.Error(), "FailedPrecondition") {
+		t.Errorf("second commit while one is pending: %v, want FailedPrecondition", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alpha still %v 20 s after a 200 ms rollback duration: the switch did not roll back", a)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	if err := p.Confirm(ctx, "n1", "unconfirmed"); err == nil {
+		t.Error("confirming a commit the switch rolled back succeeded")
+	}
+
+	if err := p.Commit(ctx, "n1", "kept", []Change{ch}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Confirm(ctx, "n1", "kept"); err != nil {
+		t.Fatalf("Confirm: %v", err)
+	}
+	back := ch
+	back.Before, back.After = ch.After, ch.Before
+	if err := p.Commit(ctx, "n1", "next", []Change{back}, time.Minute); err != nil {
+		t.Fatalf("a commit after the confirm: %v (still pending?)", err)
+	}
+	if err := p.Cancel(ctx, "n1", "next"); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet()); err != nil || a != 0.5 {
+		t.Errorf("alpha after confirm then a cancelled commit: %v, %v; want the confirmed 0.5", a, err)
+	}
+}

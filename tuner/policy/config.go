@@ -1,0 +1,199 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// The YANG model's ranges of the leaves the tuner writes
+// (yang/lhcnp.yang, queue config): alpha is a decimal64 with 3 fraction
+// digits in 0.001..1000; kmax and v-growth are uint64 in 1..max.
+const (
+	YANGAlphaMin           = 0.001
+	YANGAlphaMax           = 1000
+	YANGAlphaFractionDigit = 3
+	YANGKMaxMinBytes       = 1
+	YANGVGrowthMinBps      = 1
+)
+
+// Weights are the objective's weights (docs/tuner.md): the objective is
+//
+//	J = Utilisation·(1 − u) + Delay·d + Loss·l + Notifications·n
+//
+// with u the queue's share of the port rate, d the mean queueing delay in
+// RTT_est, l the dropped and paused packets per forwarded packet and n the
+// notifications sent per RTT_est. Lower is better.
+type Weights struct {
+	Utilisation   float64 `yaml:"utilisation"`
+	Delay         float64 `yaml:"delay"`
+	Loss          float64 `yaml:"loss"`
+	Notifications float64 `yaml:"notifications"`
+}
+
+// DefaultWeights: a fully idle link costs 1, as much as a standing queue of
+// two RTT_est, one percent of packets dropped or paused, or a thousand
+// notifications per RTT_est.
+func DefaultWeights() Weights {
+	return Weights{Utilisation: 1, Delay: 0.5, Loss: 100, Notifications: 0.001}
+}
+
+// Config is the policy's tuning. Durations are wall time for the service
+// and simulated time for the simulator; the policy only compares them.
+type Config struct {
+	Weights Weights `yaml:"weights"`
+
+	// Bounds of what the policy may set, inside the YANG ranges.
+	AlphaMin      float64 `yaml:"alpha_min"`
+	AlphaMax      float64 `yaml:"alpha_max"`
+	KMaxMinBytes  int64   `yaml:"kmax_min_bytes"`
+	KMaxMaxBytes  int64   `yaml:"kmax_max_bytes"`
+	VGrowthMinBps int64   `yaml:"v_growth_min_bytes_per_second"`
+	VGrowthMaxBps int64   `yaml:"v_growth_max_bytes_per_second"`
+	TuneVGrowth   bool    `yaml:"tune_v_growth"`
+	// VGrowthEnableShare is the V_growth, as a share of R_port, a
+	// tightening gives a queue whose QGR trigger is off (v-growth 0,
+	// possible in the simulator only); 0 leaves the trigger off.
+	VGrowthEnableShare float64       `yaml:"v_growth_enable_share"`
+	TuneKMax           bool          `yaml:"tune_kmax"`
+	MaxStep            float64       `yaml:"max_step"`
+	MinStep            float64       `yaml:"min_step"`
+	Cooldown           time.Duration `yaml:"cooldown"`
+	MinSamples         int           `yaml:"min_samples"`
+	MaxGap             time.Duration `yaml:"max_gap"`
+
+	// The rules' thresholds; the pairs (UtilisationLow, DelayLowRTT) and
+	// DelayHighRTT leave a dead band in which the policy holds.
+	LossHigh     float64 `yaml:"loss_high"`
+	DelayHighRTT float64 `yaml:"delay_high_rtt"`
+	// GrowthTrendRTT: a queue adding more than this delay per RTT_est is
+	// growing (the growth rule), not standing.
+	GrowthTrendRTT float64 `yaml:"growth_trend_rtt"`
+	DelayLowRTT    float64 `yaml:"delay_low_rtt"`
+	UtilisationLow float64 `yaml:"utilisation_low"`
+	// UtilisationUnder: the under-use rule needs the link below it (below
+	// UtilisationLow: the dead band between the two is hysteresis).
+	UtilisationUnder        float64 `yaml:"utilisation_under"`
+	NotificationsHighPerRTT float64 `yaml:"notifications_high_per_rtt"`
+	// WorseTolerance is the relative rise of the objective after a change
+	// that still counts as "not worse" (Judge).
+	WorseTolerance float64 `yaml:"worse_tolerance"`
+	// AttributeWorsening keeps a change after which the objective got
+	// worse only through terms the change cannot worsen (Judge).
+	AttributeWorsening bool `yaml:"attribute_worsening"`
+}
+
+// DefaultConfig is the configuration docs/tuner.md documents.
+func DefaultConfig() Config {
+	return Config{
+		Weights:                 DefaultWeights(),
+		AlphaMin:                0.1,
+		AlphaMax:                10,
+		KMaxMinBytes:            16 << 10,
+		KMaxMaxBytes:            1 << 30,
+		VGrowthMinBps:           1_250_000,       // 10 Mbit/s
+		VGrowthMaxBps:           125_000_000_000, // 1 Tbit/s
+		TuneVGrowth:             true,
+		VGrowthEnableShare:      0.1, // the YANG default's share of a 100 Gbit/s port
+		TuneKMax:                true,
+		MaxStep:                 2,
+		MinStep:                 1.1,
+		Cooldown:                5 * time.Second,
+		MinSamples:              3,
+		MaxGap:                  3 * time.Second,
+		LossHigh:                1e-4,
+		DelayHighRTT:            0.5,
+		DelayLowRTT:             0.1,
+		GrowthTrendRTT:          0.25,
+		UtilisationLow:          0.9,
+		UtilisationUnder:        0.75,
+		NotificationsHighPerRTT: 500,
+		WorseTolerance:          0.02,
+		AttributeWorsening:      true,
+	}
+}
+
+// Validate checks the configuration, naming the offending key (its YAML
+// name) in the error. Bounds outside the YANG model's ranges are refused,
+// so the policy never proposes a value a switch would refuse.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	for _, w := range []struct {
+		key string
+		v   float64
+	}{{"weights.utilisation", c.Weights.Utilisation}, {"weights.delay", c.Weights.Delay},
+		{"weights.loss", c.Weights.Loss}, {"weights.notifications", c.Weights.Notifications}} {
+		if !finite(w.v) || w.v < 0 {
+			bad(w.key, "%v is not a finite weight ≥ 0", w.v)
+		}
+	}
+	if !finite(c.AlphaMin) || c.AlphaMin < YANGAlphaMin || c.AlphaMin > YANGAlphaMax {
+		bad("alpha_min", "%v is outside the YANG range of alpha %v..%v", c.AlphaMin, YANGAlphaMin, YANGAlphaMax)
+	}
+	if !finite(c.AlphaMax) || c.AlphaMax < YANGAlphaMin || c.AlphaMax > YANGAlphaMax {
+		bad("alpha_max", "%v is outside the YANG range of alpha %v..%v", c.AlphaMax, YANGAlphaMin, YANGAlphaMax)
+	}
+	if c.AlphaMin > c.AlphaMax {
+		bad("alpha_min", "%v is above alpha_max %v", c.AlphaMin, c.AlphaMax)
+	}
+	if c.KMaxMinBytes < YANGKMaxMinBytes {
+		bad("kmax_min_bytes", "%d is outside the YANG range of kmax 1..max", c.KMaxMinBytes)
+	}
+	if c.KMaxMaxBytes < c.KMaxMinBytes {
+		bad("kmax_max_bytes", "%d is below kmax_min_bytes %d", c.KMaxMaxBytes, c.KMaxMinBytes)
+	}
+	if c.VGrowthMinBps < YANGVGrowthMinBps {
+		bad("v_growth_min_bytes_per_second", "%d is outside the YANG range of v-growth 1..max", c.VGrowthMinBps)
+	}
+	if !finite(c.VGrowthEnableShare) || c.VGrowthEnableShare < 0 {
+		bad("v_growth_enable_share", "%v is not a finite share ≥ 0", c.VGrowthEnableShare)
+	}
+	if c.VGrowthMaxBps < c.VGrowthMinBps {
+		bad("v_growth_max_bytes_per_second", "%d is below v_growth_min_bytes_per_second %d", c.VGrowthMaxBps, c.VGrowthMinBps)
+	}
+	if !finite(c.MaxStep) || c.MaxStep <= 1 {
+		bad("max_step", "%v must be a factor above 1", c.MaxStep)
+	}
+	if !finite(c.MinStep) || c.MinStep <= 1 || c.MinStep > c.MaxStep {
+		bad("min_step", "%v must be a factor above 1 and at most max_step", c.MinStep)
+	}
+	if c.Cooldown < 0 {
+		bad("cooldown", "%v is negative", c.Cooldown)
+	}
+	if c.MinSamples < 2 {
+		bad("min_samples", "%d: a rate needs at least 2 samples", c.MinSamples)
+	}
+	if c.MaxGap <= 0 {
+		bad("max_gap", "%v must be positive", c.MaxGap)
+	}
+	if !finite(c.LossHigh) || c.LossHigh < 0 {
+		bad("loss_high", "%v is not a finite share ≥ 0", c.LossHigh)
+	}
+	if !finite(c.DelayLowRTT) || c.DelayLowRTT < 0 {
+		bad("delay_low_rtt", "%v is not a finite delay ≥ 0", c.DelayLowRTT)
+	}
+	if !finite(c.DelayHighRTT) || c.DelayHighRTT <= c.DelayLowRTT {
+		bad("delay_high_rtt", "%v must be above delay_low_rtt %v (the dead band)", c.DelayHighRTT, c.DelayLowRTT)
+	}
+	if !finite(c.GrowthTrendRTT) || c.GrowthTrendRTT <= 0 {
+		bad("growth_trend_rtt", "%v must be positive", c.GrowthTrendRTT)
+	}
+	if !finite(c.UtilisationLow) || c.UtilisationLow <= 0 || c.UtilisationLow > 1 {
+		bad("utilisation_low", "%v is not a share in (0, 1]", c.UtilisationLow)
+	}
+	if !finite(c.UtilisationUnder) || c.UtilisationUnder <= 0 || c.UtilisationUnder > c.UtilisationLow {
+		bad("utilisation_under", "%v must be a share in (0, utilisation_low %v] (the dead band)", c.UtilisationUnder, c.UtilisationLow)
+	}
+	if !finite(c.NotificationsHighPerRTT) || c.NotificationsHighPerRTT <= 0 {
+		bad("notifications_high_per_rtt", "%v must be positive", c.NotificationsHighPerRTT)
+	}
+	if !finite(c.WorseTolerance) || c.WorseTolerance < 0 {
+		bad("worse_tolerance", "%v is not a finite share ≥ 0", c.WorseTolerance)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,342 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Rule names the rule that made a decision; tuner_actions stores it.
+type Rule string
+
+// The rules, in the order Decide applies them (docs/tuner.md).
+const (
+	RuleNoData   Rule = "no-data"   // too few samples or an unknown input
+	RuleGap      Rule = "gap"       // samples missing inside the window
+	RuleCooldown Rule = "cool-down" // too soon after the last change
+	RuleLoss     Rule = "loss"      // drops or pauses: tighten
+	RuleGrowth   Rule = "growth"    // a queue growing towards delay_high_rtt: tighten V_growth
+	RuleDelay    Rule = "delay"     // standing queue on a full link: tighten K_max
+	RuleUnderUse Rule = "under-use" // link under-used while senders are throttled: loosen
+	RuleOverhead Rule = "overhead"  // many notifications on a full link: raise V_growth
+	RuleRejected Rule = "rejected"  // the direction was just rolled back
+	RuleBound    Rule = "bound"     // the change is already at its bound
+	RuleSteady   Rule = "steady"    // inside the dead band: nothing to do
+)
+
+// Direction is the sense of a change: Tighten lowers K_max and V_growth
+// (earlier signals, shorter queues), Loosen raises them.
+type Direction int
+
+// Directions.
+const (
+	Hold    Direction = 0
+	Tighten Direction = -1
+	Loosen  Direction = 1
+)
+
+func (d Direction) String() string {
+	switch d {
+	case Tighten:
+		return "tighten"
+	case Loosen:
+		return "loosen"
+	}
+	return "hold"
+}
+
+// Memory is what the policy remembers about one queue between decisions.
+// The zero value is a queue never changed.
+type Memory struct {
+	// LastChange is the end of the window of the last change (zero: none).
+	LastChange time.Time
+	Direction  Direction
+	// Step is the multiplicative step of the next change (0: MaxStep). It
+	// halves (in log) when the direction reverses or a change is rolled
+	// back, and doubles back towards MaxStep while the direction holds.
+	Step float64
+	// Rejected is a direction rolled back, refused until RejectedUntil.
+	Rejected      Direction
+	RejectedUntil time.Time
+	Changes       int
+}
+
+// Decision is the outcome of one call of Decide.
+type Decision struct {
+	Change bool
+	Rule   Rule
+	// Direction of the change (or of the rule that held it back).
+	Direction Direction
+	Reason    string
+	Before    Settings
+	After     Settings
+	Metrics   Metrics
+	Objective float64
+	// Step is the multiplicative step used.
+	Step float64
+}
+
+// Decide is the policy: one decision for one queue's window. It returns
+// the memory to keep for the next call. Rules, first match wins:
+// missing data or gaps, cool-down, loss, delay, under-use, overhead,
+// otherwise steady; a direction just rolled back is held for four
+// cool-downs (except against loss); a change is one step (at most MaxStep) of alpha (or the
+// explicit K_max) and V_growth, clamped to the bounds.
+func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
+	d := Decision{Before: w.Config, After: w.Config}
+	if rule, reason := Check(cfg, w); rule != "" {
+		d.Rule, d.Reason = rule, reason
+		return d, mem
+	}
+	d.Metrics = Measure(w)
+	d.Objective = Objective(d.Metrics, cfg.Weights)
+	if !mem.LastChange.IsZero() {
+		if since := w.End.Sub(mem.LastChange); since < cfg.Cooldown {
+			d.Rule = RuleCooldown
+			d.Reason = fmt.Sprintf("last change %v ago, cool-down %v", since, cfg.Cooldown)
+			return d, mem
+		}
+	}
+	dir, rule, reason := classify(cfg, d.Metrics)
+	d.Direction, d.Rule, d.Reason = dir, rule, reason
+	if dir == Hold {
+		return d, mem
+	}
+	if dir == mem.Rejected && w.End.Before(mem.RejectedUntil) && rule != RuleLoss {
+		d.Rule = RuleRejected
+		d.Reason = fmt.Sprintf("%s; but the last %s was rolled back: held until %s", reason, dir,
+			mem.RejectedUntil.Format(time.RFC3339Nano))
+		return d, mem
+	}
+	step := nextStep(cfg, mem, dir)
+	d.Step = step
+	after, notes := apply(cfg, w, dir, rule, step)
+	d.After = after
+	if after == w.Config {
+		d.Rule = RuleBound
+		d.Reason = fmt.Sprintf("%s; but %s", reason, notes)
+		return d, mem
+	}
+	d.Change = true
+	if notes != "" {
+		d.Reason += "; " + notes
+	}
+	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
+		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil}
+}
+
+// classify picks the rule. The thresholds leave a dead band (hysteresis):
+// the queue is tightened above DelayHighRTT and loosened only below
+// DelayLowRTT with the link below UtilisationUnder. A queue growing fast
+// towards the threshold (one RTT_est ahead at the window's pace) is the
+// growth rule's, which tightens the growth trigger: it catches the growth
+// with small early cuts, where a lower K_max under a growing queue would
+// cut every flow at every interval. A standing queue is the delay rule's,
+// which lowers K_max. Tightening looks at the window's mean and its last
+// sample (fast attack); loosening needs both below (slow release).
+func classify(cfg Config, m Metrics) (Direction, Rule, string) {
+	throttled := m.Notifications.Total() > 0 || m.ECNMarkingPercent > 0
+	delay := math.Max(m.DelayRTT, m.LastDelayRTT)
+	ahead := m.LastDelayRTT + m.TrendRTT // one RTT_est ahead at the window's pace
+	switch {
+	case m.Loss > cfg.LossHigh:
+		return Tighten, RuleLoss, fmt.Sprintf("%.3g of packets dropped or paused (loss_high %.3g)", m.Loss, cfg.LossHigh)
+	case m.TrendRTT > cfg.GrowthTrendRTT && ahead > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
+		return Tighten, RuleGrowth, fmt.Sprintf("queue growing by %.3g RTT_est per RTT_est (growth_trend_rtt %.3g): %.3g RTT_est one RTT_est ahead, above delay_high_rtt %.3g, with the link %.1f%% used",
+			m.TrendRTT, cfg.GrowthTrendRTT, ahead, cfg.DelayHighRTT, 100*m.Utilisation)
+	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
+		return Tighten, RuleDelay, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g with the link %.1f%% used",
+			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, 100*m.Utilisation)
+	case m.Utilisation < cfg.UtilisationUnder && delay < cfg.DelayLowRTT && throttled:
+		return Loosen, RuleUnderUse, fmt.Sprintf("link %.1f%% used (utilisation_under %.1f%%), queue %.3g RTT_est (delay_low_rtt %.3g), while %d notifications and %.2f%% ECN marks throttle senders",
+			100*m.Utilisation, 100*cfg.UtilisationUnder, delay, cfg.DelayLowRTT, m.Notifications.Total(), m.ECNMarkingPercent)
+	case m.NotificationsPerRTT > cfg.NotificationsHighPerRTT && m.Utilisation >= cfg.UtilisationLow:
+		return Loosen, RuleOverhead, fmt.Sprintf("%.3g notifications per RTT_est (notifications_high_per_rtt %.3g) on a link %.1f%% used",
+			m.NotificationsPerRTT, cfg.NotificationsHighPerRTT, 100*m.Utilisation)
+	}
+	return Hold, RuleSteady, fmt.Sprintf("inside the dead band: link %.1f%% used, queue %.3g RTT_est, %.3g lost, %.3g notifications per RTT_est",
+		100*m.Utilisation, m.DelayRTT, m.Loss, m.NotificationsPerRTT)
+}
+
+// nextStep adapts the step: halved (in log) on a reversal, doubled back
+// towards MaxStep while the direction holds.
+func nextStep(cfg Config, mem Memory, dir Direction) float64 {
+	step := mem.Step
+	if step == 0 {
+		return cfg.MaxStep
+	}
+	switch mem.Direction {
+	case dir:
+		step = 1 + (step-1)*2
+	case -dir:
+		step = 1 + (step-1)/2
+	}
+	return math.Min(cfg.MaxStep, math.Max(cfg.MinStep, step))
+}
+
+// apply computes the settings after one step in dir. The overhead rule
+// moves V_growth only. notes says what a bound or the K_base floor held.
+func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settings, string) {
+	after := w.Config
+	factor := step
+	if dir == Tighten {
+		factor = 1 / step
+	}
+	var notes []string
+	// The lowest K_max a tightening may set (no cut storm: a K_max under
+	// the queue makes the QD trigger cut every flow at every interval
+	// until the queue drains): a growing queue's depth one window ahead at
+	// its pace; a queue that is not growing, its depth; the current K_max
+	// when the queue is above it already (the node is cutting).
+	last, first := w.Samples[len(w.Samples)-1].QueueDepthBytes, w.Samples[0].QueueDepthBytes
+	kmaxNow := w.EffectiveKMaxBytes
+	if w.Config.KMaxMode == KMaxExplicit {
+		kmaxNow = w.Config.KMaxBytes
+	}
+	var floorBytes int64
+	switch {
+	case last > first:
+		floorBytes = 2*last - first
+	case kmaxNow > 0 && last >= kmaxNow:
+		floorBytes = kmaxNow
+	default:
+		floorBytes = last
+	}
+	// Which knobs: the growth and overhead rules move V_growth (the growth
+	// rule K_max when V_growth cannot move), the delay rule K_max (V_growth
+	// when K_max cannot move), loss and under-use both.
+	kmaxKnob := rule != RuleOverhead && rule != RuleGrowth
+	vgKnob := rule != RuleDelay
+	if rule == RuleGrowth && (!cfg.TuneVGrowth || !vgCanMove(cfg, w.Config.VGrowthBps, dir)) {
+		kmaxKnob = true
+	}
+	if cfg.TuneKMax && kmaxKnob {
+		switch w.Config.KMaxMode {
+		case KMaxBDP:
+			bdpBytes := float64(w.PortRateBps) * w.RTTEst.Seconds() / 8
+			lo, hi := ceil3(cfg.AlphaMin), floor3(cfg.AlphaMax)
+			// Rounded to the YANG model's 3 digits towards the current
+			// value, so a step never exceeds max-step.
+			a := floor3(w.Config.Alpha * factor)
+			floor := 0.0
+			if dir == Tighten {
+				a = ceil3(w.Config.Alpha * factor)
+				floor = ceil3(float64(floorBytes) / bdpBytes)
+				a = math.Max(a, floor)
+			}
+			switch a = math.Min(hi, math.Max(lo, a)); {
+			case dir == Tighten && w.Config.Alpha*bdpBytes <= float64(w.KBaseBytes):
+				notes = append(notes, fmt.Sprintf("K_max is at its K_base floor %d B: alpha kept", w.KBaseBytes))
+			case dir == Tighten && a >= w.Config.Alpha && floor >= w.Config.Alpha:
+				notes = append(notes, fmt.Sprintf("the queue (%d B, %d B one window ahead) is above the K_max a lower alpha would give: alpha kept", last, floorBytes))
+			case a == w.Config.Alpha:
+				notes = append(notes, fmt.Sprintf("alpha at its bound %v", a))
+			default:
+				after.Alpha = a
+			}
+		case KMaxExplicit:
+			k := int64(math.Round(float64(w.Config.KMaxBytes) * factor))
+			if dir == Tighten {
+				k = min(w.Config.KMaxBytes, max(k, floorBytes)) // no cut storm (above)
+			}
+			k = min(cfg.KMaxMaxBytes, max(cfg.KMaxMinBytes, k))
+			if k == w.Config.KMaxBytes {
+				notes = append(notes, fmt.Sprintf("kmax at its bound %d B", k))
+			}
+			after.KMaxBytes = k
+		}
+	}
+	if rule == RuleDelay && after == w.Config {
+		vgKnob = true // K_max cannot move: the growth trigger instead
+	}
+	switch {
+	case !vgKnob:
+	case cfg.TuneVGrowth && w.Config.VGrowthBps == 0 && dir == Tighten && cfg.VGrowthEnableShare > 0:
+		// The QGR trigger off (a simulator node): tightening switches it
+		// on at a share of R_port (the YANG default is a tenth of a
+		// 100 Gbit/s port).
+		v := int64(cfg.VGrowthEnableShare * float64(w.PortRateBps) / 8)
+		after.VGrowthBps = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
+	case cfg.TuneVGrowth && w.Config.VGrowthBps > 0:
+		v := int64(math.Round(float64(w.Config.VGrowthBps) * factor))
+		v = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
+		if v == w.Config.VGrowthBps {
+			notes = append(notes, fmt.Sprintf("v-growth at its bound %d B/s", v))
+		}
+		after.VGrowthBps = v
+	}
+	return after, strings.Join(notes, ", ")
+}
+
+// vgCanMove says whether V_growth can move in dir within its bounds.
+func vgCanMove(cfg Config, v int64, dir Direction) bool {
+	switch {
+	case v == 0:
+		return dir == Tighten && cfg.VGrowthEnableShare > 0
+	case dir == Tighten:
+		return v > cfg.VGrowthMinBps
+	default:
+		return v < cfg.VGrowthMaxBps
+	}
+}
+
+// Reverted is the memory after the change decided at mem.LastChange was
+// rolled back at the given time: the cool-down restarts, the step halves,
+// and the direction is refused for four cool-downs.
+func (c Config) Reverted(mem Memory, at time.Time) Memory {
+	out := mem
+	out.LastChange = at
+	out.Rejected = mem.Direction
+	out.RejectedUntil = at.Add(4 * c.Cooldown)
+	out.Direction = Hold
+	if mem.Step > 0 {
+		out.Step = math.Max(c.MinStep, 1+(mem.Step-1)/2)
+	}
+	return out
+}
+
+// Verdict is the judgement of a change from the metrics before and after.
+type Verdict struct {
+	Keep          bool
+	Before, After float64 // objectives
+	Reason        string
+}
+
+// Judge says whether a change in direction dir is kept. It is kept when
+// the objective after it is not worse than before by more than
+// WorseTolerance (relative, with an absolute floor of 0.001 so a
+// near-zero objective does not flap). With AttributeWorsening, a worse
+// objective is still kept when the terms that got worse are not the ones
+// the change can worsen: a tightening costs utilisation, a loosening
+// costs delay and loss (the notifications a tightening brings are how it
+// works; they are judged through what they do); a tightening followed
+// by a longer queue (the traffic grew) is not rolled back, since a
+// rollback would make that worse still.
+func Judge(cfg Config, dir Direction, before, after Metrics) Verdict {
+	w := cfg.Weights
+	jb, ja := Objective(before, w), Objective(after, w)
+	tol := math.Max(cfg.WorseTolerance*math.Abs(jb), 0.001)
+	if ja <= jb+tol {
+		return Verdict{Keep: true, Before: jb, After: ja,
+			Reason: fmt.Sprintf("objective %.4g after, %.4g before: not worse", ja, jb)}
+	}
+	if cfg.AttributeWorsening {
+		cost := func(m Metrics) float64 { // what dir can make worse
+			if dir == Tighten {
+				return w.Utilisation * (1 - math.Min(m.Utilisation, 1))
+			}
+			return w.Delay*m.DelayRTT + w.Loss*m.Loss
+		}
+		if cb, ca := cost(before), cost(after); dir != Hold && ca <= cb+tol {
+			return Verdict{Keep: true, Before: jb, After: ja,
+				Reason: fmt.Sprintf("objective %.4g after, %.4g before, but not through what a %s costs (%.4g after, %.4g before): the traffic changed",
+					ja, jb, dir, ca, cb)}
+		}
+	}
+	return Verdict{Keep: false, Before: jb, After: ja,
+		Reason: fmt.Sprintf("objective %.4g after, %.4g before: worse by more than %.3g", ja, jb, cfg.WorseTolerance)}
+}
+
+func ceil3(v float64) float64  { return math.Ceil(v*1000-1e-9) / 1000 }
+func floor3(v float64) float64 { return math.Floor(v*1000+1e-9) / 1000 }

@@ -1,0 +1,46 @@
+package policy
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// FuzzDecide: whatever the telemetry says, Decide does not panic, and a
+// change stays inside the configured bounds (so inside the YANG ranges)
+// and moves by at most max-step.
+func FuzzDecide(f *testing.F) {
+	f.Add(int64(1_000_000), int64(500_000_000), 0.5, int64(10), int64(0), 1.0, int64(1_250_000_000), int64(100_000_000_000), int64(10_000_000))
+	f.Add(int64(-5), int64(0), math.NaN(), int64(-1), int64(7), 0.001, int64(1), int64(1), int64(1))
+	f.Fuzz(func(t *testing.T, depth, tx int64, emr float64, notifies, drops int64, alpha float64, vgrowth, rate, rttNs int64) {
+		cfg := DefaultConfig()
+		w := Window{Start: t0, End: t0.Add(4 * time.Second), KBaseBytes: 65536, RTTEst: time.Duration(rttNs),
+			PortRateBps: rate, Config: Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBps: vgrowth}}
+		for i := range 5 {
+			w.Samples = append(w.Samples, Sample{Time: t0.Add(time.Duration(i) * time.Second),
+				QueueDepthBytes: depth * int64(i), ECNMarkingPercent: emr, TxBytes: tx, Packets: tx / 1000,
+				Drops: drops, Notifications: Notifications{Notify: notifies}})
+		}
+		d, _ := Decide(cfg, w, Memory{})
+		if !d.Change {
+			return
+		}
+		a := d.After
+		if a.Alpha != w.Config.Alpha && (a.Alpha < cfg.AlphaMin || a.Alpha > cfg.AlphaMax) {
+			t.Errorf("alpha %v outside [%v, %v]", a.Alpha, cfg.AlphaMin, cfg.AlphaMax)
+		}
+		if a.Alpha != w.Config.Alpha && math.Abs(math.Round(a.Alpha*1000)-a.Alpha*1000) > 1e-6 {
+			t.Errorf("alpha %v has more than 3 fraction digits", a.Alpha)
+		}
+		if a.VGrowthBps != w.Config.VGrowthBps && (a.VGrowthBps < cfg.VGrowthMinBps || a.VGrowthBps > cfg.VGrowthMaxBps) {
+			t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBps, cfg.VGrowthMinBps, cfg.VGrowthMaxBps)
+		}
+		if r := a.Alpha / w.Config.Alpha; r > cfg.MaxStep*1.001 || r < 1/cfg.MaxStep/1.001 {
+			// rounding to 3 digits may move a tiny alpha further; only
+			// values the bounds allow reach here
+			if w.Config.Alpha >= cfg.AlphaMin && w.Config.Alpha <= cfg.AlphaMax {
+				t.Errorf("alpha %v -> %v: more than max-step %v", w.Config.Alpha, a.Alpha, cfg.MaxStep)
+			}
+		}
+	})
+}

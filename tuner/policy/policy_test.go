@@ -1,0 +1,571 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+
+// A 100 Gbit/s port with RTT_est 10 ms: one RTT_est of queue is 125 MB.
+const (
+	rateBps  = 100_000_000_000
+	rtt      = 10 * time.Millisecond
+	bdpBytes = rateBps / 8 / 100
+)
+
+// queue describes a steady queue; window turns it into five samples a
+// second apart.
+type queue struct {
+	util      float64 // share of the port rate forwarded
+	delayRTT  float64 // queue depth in RTT_est
+	lastRTT   float64 // the last sample's depth, when not 0
+	lossShare float64 // drops per forwarded packet
+	notifies  int64   // per second
+	emr       float64
+}
+
+func window(q queue, cfg Settings) Window {
+	w := Window{Start: t0, End: t0.Add(4 * time.Second), Config: cfg, KBaseBytes: 65536,
+		RTTEst: rtt, PortRateBps: rateBps}
+	w.EffectiveKMaxBytes = int64(cfg.Alpha * bdpBytes)
+	for i := range 5 {
+		tx := int64(q.util * rateBps / 8)
+		pkts := tx / 1000
+		w.Samples = append(w.Samples, Sample{
+			Time:              t0.Add(time.Duration(i) * time.Second),
+			QueueDepthBytes:   int64(q.delayRTT * bdpBytes),
+			ECNMarkingPercent: q.emr,
+			TxBytes:           tx, Packets: pkts, Drops: int64(q.lossShare * float64(pkts)),
+			Notifications: Notifications{Notify: q.notifies},
+		})
+	}
+	if q.lastRTT > 0 {
+		w.Samples[4].QueueDepthBytes = int64(q.lastRTT * bdpBytes)
+	}
+	return w
+}
+
+// growing is a queue rising from 0.1 to 0.4 RTT_est over one RTT_est
+// (10 ms): one RTT_est ahead it is at 0.7.
+func growing(cfg Settings) Window {
+	w := window(queue{util: 0.99}, cfg)
+	w.End = t0.Add(10 * time.Millisecond)
+	for i := range w.Samples {
+		w.Samples[i].Time = t0.Add(time.Duration(i) * 2500 * time.Microsecond)
+		w.Samples[i].QueueDepthBytes = int64((0.1 + 0.075*float64(i)) * bdpBytes)
+		w.Samples[i].TxBytes = int64(0.99 * rateBps / 8 * 0.0025)
+	}
+	return w
+}
+
+func bdp(alpha float64, vgrowth int64) Settings {
+	return Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBps: vgrowth}
+}
+
+const vg = 1_250_000_000
+
+func TestDecide(t *testing.T) {
+	type result struct {
+		Change bool
+		Rule   Rule
+		After  Settings
+		Memory Memory
+	}
+	full := queue{util: 0.97, delayRTT: 0.3, notifies: 10, emr: 5}
+	tests := []struct {
+		desc   string
+		cfg    func(*Config)
+		window func() Window
+		mem    Memory
+		want   result
+		reason string // a substring of the reason
+	}{
+		{
+			desc:   "steady inside the dead band: no change",
+			window: func() Window { return window(full, bdp(1, vg)) },
+			want:   result{Rule: RuleSteady, After: bdp(1, vg)},
+			reason: "dead band",
+		},
+		{
+			desc: "too few samples: no decision",
+			window: func() Window {
+				w := window(full, bdp(1, vg))
+				w.Samples = w.Samples[:2]
+				w.End = w.Samples[1].Time
+				return w
+			},
+			want:   result{Rule: RuleNoData, After: bdp(1, vg)},
+			reason: "2 samples in the window, 3 needed",
+		},
+		{
+			desc:   "no port rate: no decision",
+			window: func() Window { w := window(full, bdp(1, vg)); w.PortRateBps = 0; return w },
+			want:   result{Rule: RuleNoData, After: bdp(1, vg)},
+			reason: "no port rate",
+		},
+		{
+			desc:   "alpha unknown: no decision",
+			window: func() Window { return window(full, bdp(0, vg)) },
+			want:   result{Rule: RuleNoData, After: bdp(0, vg)},
+			reason: "alpha 0 unknown",
+		},
+		{
+			desc:   "v-growth unknown: no decision",
+			window: func() Window { return window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, -1)) },
+			want:   result{Rule: RuleNoData, After: bdp(1, -1)},
+			reason: "v-growth -1 unknown",
+		},
+		{
+			desc:   "the QGR trigger off (v-growth 0): a standing queue lowers alpha, the trigger stays off",
+			window: func() Window { return window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, 0)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, 0),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "a growing queue: V_growth tightened, K_max kept",
+			window: func() Window { return growing(bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "queue growing by 0.3 RTT_est per RTT_est",
+		},
+		{
+			desc:   "a growing queue with the QGR trigger off: switched on at the YANG default",
+			window: func() Window { return growing(bdp(1, 0)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "a growing queue with V_growth at its minimum: alpha instead",
+			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
+			window: func() Window { return growing(bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(0.7, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "the QGR trigger off: loosening leaves it off",
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, 0)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 0),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "the QGR trigger off and v_growth_enable 0: a growing queue lowers alpha instead",
+			cfg:    func(c *Config) { c.VGrowthEnableShare = 0 },
+			window: func() Window { return growing(bdp(1, 0)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(0.7, 0),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc: "gap inside the window: no decision",
+			cfg:  func(c *Config) { c.MaxGap = 2 * time.Second },
+			window: func() Window {
+				w := window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, vg))
+				w.Samples = append(w.Samples[:2:2], w.Samples[4])
+				return w
+			},
+			want:   result{Rule: RuleGap, After: bdp(1, vg)},
+			reason: "gap of 3s",
+		},
+		{
+			desc: "no sample near the window's end: no decision",
+			window: func() Window {
+				w := window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, vg))
+				w.End = w.End.Add(10 * time.Second)
+				return w
+			},
+			want:   result{Rule: RuleGap, After: bdp(1, vg)},
+			reason: "before the window's end",
+		},
+		{
+			desc: "samples out of order: no decision",
+			window: func() Window {
+				w := window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, vg))
+				w.Samples[2].Time = w.Samples[1].Time
+				return w
+			},
+			want:   result{Rule: RuleGap, After: bdp(1, vg)},
+			reason: "out of time order",
+		},
+		{
+			desc:   "standing queue on a full link: tighten by the full step",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "queueing delay 1.66 RTT_est",
+		},
+		{
+			desc: "fast attack: a queue growing through delay_high_rtt is tightened in the window it crosses it",
+			window: func() Window {
+				w := window(queue{util: 0.99, delayRTT: 0.2}, bdp(1, vg))
+				w.Samples[4].QueueDepthBytes = bdpBytes * 3 / 4 // mean 0.31, last 0.75 RTT_est
+				return w
+			},
+			// One window ahead the queue is at 1.3 RTT_est: above K_max,
+			// so alpha stays; V_growth is tightened.
+			want: result{Change: true, Rule: RuleDelay, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "mean 0.31, last 0.75",
+		},
+		{
+			desc: "slow release: an under-used link whose queue rose again in the last sample holds",
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.02, notifies: 20}, bdp(1, vg))
+				w.Samples[4].QueueDepthBytes = bdpBytes / 2
+				return w
+			},
+			want: result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
+			desc:   "a queue above K_max: alpha kept (no cut storm), V_growth tightened",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 1.5}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "above the K_max a lower alpha would give",
+		},
+		{
+			desc: "explicit K_max over a growing queue: no lower than the queue one window ahead",
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
+			},
+			want: result{Change: true, Rule: RuleDelay,
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes * 8 / 10, VGrowthBps: vg},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "a standing queue under K_max: no lower than the queue",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc: "explicit K_max over a standing queue: no lower than the queue",
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 0.8}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
+			},
+			want: result{Change: true, Rule: RuleDelay,
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes * 8 / 10, VGrowthBps: vg},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "drops: tighten even with a short queue",
+			window: func() Window { return window(queue{util: 0.8, delayRTT: 0.1, lossShare: 0.01}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "0.01 of packets dropped or paused",
+		},
+		{
+			desc:   "under-used link with throttled senders: loosen",
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 2*vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+			reason: "link 60.0% used",
+		},
+		{
+			desc:   "under-used link without notifications or marks: no demand, no change",
+			window: func() Window { return window(queue{util: 0.3, delayRTT: 0}, bdp(1, vg)) },
+			want:   result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
+			desc:   "many notifications on a full link: V_growth up only",
+			window: func() Window { return window(queue{util: 0.97, delayRTT: 0.3, notifies: 100_000}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleOverhead, After: bdp(1, 2*vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+			reason: "1e+03 notifications per RTT_est",
+		},
+		{
+			desc:   "hysteresis: a queue between delay-low and delay-high with a full link holds",
+			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.4, notifies: 10}, bdp(1, vg)) },
+			want:   result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
+			desc:   "hysteresis: a link between utilisation_under and utilisation_low with a short queue holds",
+			window: func() Window { return window(queue{util: 0.85, delayRTT: 0.02, notifies: 20}, bdp(1, vg)) },
+			want:   result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
+			desc:   "hysteresis: an under-used link with a queue above delay-low holds",
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.2, notifies: 10}, bdp(1, vg)) },
+			want:   result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
+			desc:   "cool-down: no change one second after the last",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(3 * time.Second), Direction: Tighten, Step: 2, Changes: 1},
+			want: result{Rule: RuleCooldown, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(3 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "last change 1s ago, cool-down 5s",
+		},
+		{
+			desc:   "cool-down over: the same direction again with the step at most max_step",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(-2 * time.Second), Direction: Tighten, Step: 1.5, Changes: 1},
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2}},
+		},
+		{
+			desc:   "a reversal halves the step",
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(-2 * time.Second), Direction: Tighten, Step: 2, Changes: 1},
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1.5, 1_875_000_000),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 1.5, Changes: 2}},
+		},
+		{
+			desc:   "the step never goes below min_step",
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(-2 * time.Second), Direction: Tighten, Step: 1.1, Changes: 5},
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1.1, 1_375_000_000),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 1.1, Changes: 6}},
+		},
+		{
+			desc:   "alpha at alpha_min and v-growth at its minimum: no change",
+			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, bdp(0.1, vg)) },
+			want:   result{Rule: RuleBound, After: bdp(0.1, vg)},
+			reason: "alpha at its bound 0.1, v-growth at its bound",
+		},
+		{
+			desc:   "a step clamped at alpha_max",
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(7, vg)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(10, 2*vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "alpha rounded to the YANG model's 3 fraction digits",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, bdp(0.333, vg)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.167, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc: "K_max at its K_base floor: alpha kept, V_growth tightened",
+			window: func() Window {
+				w := window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(0.1, vg))
+				w.KBaseBytes = 20 << 20 // above 0.1 BDP (12.5 MB)
+				return w
+			},
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "K_base floor",
+		},
+		{
+			desc: "explicit K_max: the explicit value is stepped, within kmax bounds",
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 20_000, VGrowthBps: vg})
+			},
+			want: result{Change: true, Rule: RuleDelay,
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: 16 << 10, VGrowthBps: vg},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "v-growth tuning off: only alpha moves",
+			cfg:    func(c *Config) { c.TuneVGrowth = false },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "a direction rolled back is held for four cool-downs",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
+			mem: Memory{LastChange: t0.Add(-10 * time.Second), Step: 1.5, Changes: 1,
+				Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)},
+			want: result{Rule: RuleRejected, After: bdp(1, vg), Memory: Memory{LastChange: t0.Add(-10 * time.Second),
+				Step: 1.5, Changes: 1, Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)}},
+			reason: "rolled back",
+		},
+		{
+			desc: "loss overrides a rejected tightening",
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3, lossShare: 0.01}, bdp(1, vg))
+			},
+			mem: Memory{LastChange: t0.Add(-10 * time.Second), Step: 1.5, Changes: 1,
+				Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(0.667, 833_333_333),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 2,
+					Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)}},
+		},
+		{
+			desc:   "a rejected direction does not hold the other",
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
+			mem: Memory{LastChange: t0.Add(-10 * time.Second), Step: 1.5, Changes: 1,
+				Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)},
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1.5, 1_875_000_000),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 1.5, Changes: 2,
+					Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Fatalf("config: %v", err)
+			}
+			d, mem := Decide(cfg, tt.window(), tt.mem)
+			got := result{Change: d.Change, Rule: d.Rule, After: d.After, Memory: mem}
+			want := tt.want
+			if !want.Change && want.Memory == (Memory{}) {
+				want.Memory = tt.mem
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s\nreason: %s", diff, d.Reason)
+			}
+			if !strings.Contains(d.Reason, tt.reason) {
+				t.Errorf("reason %q does not say %q", d.Reason, tt.reason)
+			}
+			if d.Before != tt.window().Config {
+				t.Errorf("Before = %+v, want the window's config", d.Before)
+			}
+		})
+	}
+}
+
+// TestDecideDeterministic: the same inputs give the same decision, and a
+// changed window never changes what was passed in.
+func TestDecideDeterministic(t *testing.T) {
+	cfg := DefaultConfig()
+	w := window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg))
+	before := append([]Sample(nil), w.Samples...)
+	d1, m1 := Decide(cfg, w, Memory{})
+	d2, m2 := Decide(cfg, w, Memory{})
+	if diff := cmp.Diff(d1, d2); diff != "" {
+		t.Errorf("second decision differs (-first +second):\n%s", diff)
+	}
+	if diff := cmp.Diff(m1, m2); diff != "" {
+		t.Errorf("second memory differs (-first +second):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, w.Samples); diff != "" {
+		t.Errorf("window changed (-before +after):\n%s", diff)
+	}
+}
+
+// TestNoOscillation: a controller fed alternately a congested and an
+// under-used window changes at most once per cool-down, with a step that
+// shrinks on every reversal down to min_step.
+func TestNoOscillation(t *testing.T) {
+	cfg := DefaultConfig()
+	settings := bdp(1, vg)
+	var mem Memory
+	changes := 0
+	var steps []float64
+	for i := range 60 { // 60 windows one second apart
+		q := queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}
+		if i%2 == 1 {
+			q = queue{util: 0.5, delayRTT: 0.01, notifies: 50}
+		}
+		w := window(q, settings)
+		shift := time.Duration(i) * time.Second
+		w.Start, w.End = w.Start.Add(shift), w.End.Add(shift)
+		for j := range w.Samples {
+			w.Samples[j].Time = w.Samples[j].Time.Add(shift)
+		}
+		d, m := Decide(cfg, w, mem)
+		mem = m
+		if d.Change {
+			changes++
+			steps = append(steps, d.Step)
+			settings = d.After
+		}
+	}
+	if max := 60/int(cfg.Cooldown/time.Second) + 1; changes > max {
+		t.Errorf("%d changes in 60 s, want at most %d (one per cool-down)", changes, max)
+	}
+	if len(steps) < 3 {
+		t.Fatalf("only %d changes: the alternating input should reverse the direction", len(steps))
+	}
+	if last := steps[len(steps)-1]; last != cfg.MinStep {
+		t.Errorf("last step %v, want it shrunk to min_step %v (steps %v)", last, cfg.MinStep, steps)
+	}
+}
+
+func TestReverted(t *testing.T) {
+	cfg := DefaultConfig()
+	mem := Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 3}
+	got := cfg.Reverted(mem, t0.Add(7*time.Second))
+	want := Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 3,
+		Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Reverted (-want +got):\n%s", diff)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	cfg := DefaultConfig()
+	tests := []struct {
+		desc          string
+		strict        bool
+		dir           Direction
+		before, after Metrics
+		keep          bool
+	}{
+		{desc: "better", dir: Tighten, before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.95, DelayRTT: 0.5}, keep: true},
+		{desc: "the same", dir: Tighten, before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.9, DelayRTT: 2}, keep: true},
+		{desc: "worse within the tolerance", dir: Tighten, before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.89, DelayRTT: 2}, keep: true},
+		{desc: "tightening lost utilisation", dir: Tighten, before: Metrics{Utilisation: 0.99, DelayRTT: 0.5}, after: Metrics{Utilisation: 0.7, DelayRTT: 0.1}, keep: false},
+		{desc: "loosening brought drops", dir: Loosen, before: Metrics{Utilisation: 0.99}, after: Metrics{Utilisation: 0.99, Loss: 0.001}, keep: false},
+		{desc: "tightening, then drops: the traffic grew, kept", dir: Tighten, before: Metrics{Utilisation: 1, DelayRTT: 0.4}, after: Metrics{Utilisation: 1, DelayRTT: 1.8, Loss: 0.2}, keep: true},
+		{desc: "tightening, then drops, strict: rolled back", strict: true, dir: Tighten, before: Metrics{Utilisation: 1, DelayRTT: 0.4}, after: Metrics{Utilisation: 1, DelayRTT: 1.8, Loss: 0.2}, keep: false},
+		{desc: "loosening, then the link idles: the demand fell, kept", dir: Loosen, before: Metrics{Utilisation: 0.6}, after: Metrics{Utilisation: 0.2}, keep: true},
+		{desc: "near-zero objective does not flap", dir: Loosen, before: Metrics{Utilisation: 1}, after: Metrics{Utilisation: 0.9995}, keep: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := cfg
+			cfg.AttributeWorsening = !tt.strict
+			v := Judge(cfg, tt.dir, tt.before, tt.after)
+			if v.Keep != tt.keep {
+				t.Errorf("Keep = %v, want %v (%s)", v.Keep, tt.keep, v.Reason)
+			}
+		})
+	}
+}
+
+func TestMeasure(t *testing.T) {
+	w := window(queue{util: 0.5, delayRTT: 1, lossShare: 0.001, notifies: 100, emr: 10}, bdp(1, vg))
+	got := Measure(w)
+	want := Metrics{Utilisation: 0.5, DelayRTT: 1, LastDelayRTT: 1, MeanQueueBytes: bdpBytes, PeakQueueBytes: bdpBytes,
+		ECNMarkingPercent: 10, Packets: 4 * 6_250_000, Drops: 4 * 6_250, Notifications: Notifications{Notify: 400},
+		Loss: 0.001, NotificationsPerRTT: 1, Duration: 4 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Measure (-want +got):\n%s", diff)
+	}
+	if j, want := Objective(got, DefaultWeights()), 0.5+0.5+0.1+0.001; j < want-1e-9 || j > want+1e-9 {
+		t.Errorf("Objective = %v, want %v", j, want)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		desc string
+		edit func(*Config)
+		want string // substring of the error, "" for none
+	}{
+		{desc: "defaults", edit: func(*Config) {}},
+		{desc: "alpha_min below the YANG range", edit: func(c *Config) { c.AlphaMin = 0.0001 }, want: "alpha_min: 0.0001 is outside the YANG range of alpha 0.001..1000"},
+		{desc: "alpha_max above the YANG range", edit: func(c *Config) { c.AlphaMax = 2000 }, want: "alpha_max: 2000 is outside the YANG range"},
+		{desc: "alpha_min above alpha_max", edit: func(c *Config) { c.AlphaMin, c.AlphaMax = 4, 2 }, want: "alpha_min: 4 is above alpha_max 2"},
+		{desc: "v-growth minimum 0", edit: func(c *Config) { c.VGrowthMinBps = 0 }, want: "v_growth_min_bytes_per_second: 0 is outside the YANG range of v-growth 1..max"},
+		{desc: "kmax minimum 0", edit: func(c *Config) { c.KMaxMinBytes = 0 }, want: "kmax_min_bytes: 0 is outside the YANG range"},
+		{desc: "a step of 1", edit: func(c *Config) { c.MaxStep = 1 }, want: "max_step: 1 must be a factor above 1"},
+		{desc: "no dead band", edit: func(c *Config) { c.DelayHighRTT = c.DelayLowRTT }, want: "delay_high_rtt"},
+		{desc: "negative weight", edit: func(c *Config) { c.Weights.Delay = -1 }, want: "weights.delay: -1"},
+		{desc: "one sample", edit: func(c *Config) { c.MinSamples = 1 }, want: "min_samples"},
+		{desc: "no utilisation dead band", edit: func(c *Config) { c.UtilisationUnder = 0.95 }, want: "utilisation_under: 0.95 must be a share in (0, utilisation_low 0.9]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.edit(&c)
+			err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate: %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate: %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+}

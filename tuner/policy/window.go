@@ -1,0 +1,196 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// KMaxMode is how the queue obtains K_max: the YANG enum's names.
+type KMaxMode string
+
+// K_max modes.
+const (
+	KMaxBDP      KMaxMode = "BDP_ADAPTIVE"
+	KMaxExplicit KMaxMode = "EXPLICIT"
+)
+
+// Settings are the values the tuner writes to a queue.
+type Settings struct {
+	KMaxMode KMaxMode `json:"kmax_mode"`
+	// Alpha is used in BDP_ADAPTIVE mode, KMaxBytes in EXPLICIT mode.
+	Alpha     float64 `json:"alpha"`
+	KMaxBytes int64   `json:"kmax_bytes,omitempty"`
+	// VGrowthBps 0 is a node whose QGR trigger is off (the simulator's
+	// nodes allow it; the YANG model does not): it is left off.
+	VGrowthBps int64 `json:"v_growth_bytes_per_second"`
+}
+
+// Notifications counts the Long-haul CNPs a queue sent, by action.
+type Notifications struct {
+	Notify     int64 `json:"notify"`
+	Pause      int64 `json:"pause"`
+	RateReduce int64 `json:"rate_reduce"`
+	Resume     int64 `json:"resume"`
+}
+
+// Total is the sum over the actions.
+func (n Notifications) Total() int64 { return n.Notify + n.Pause + n.RateReduce + n.Resume }
+
+// Sample is the queue's telemetry at one instant. The counts (TxBytes,
+// Packets, Drops, Pauses, Notifications) are what happened since the
+// previous sample of the window; the first sample's counts are ignored.
+type Sample struct {
+	Time                  time.Time
+	QueueDepthBytes       int64
+	PeakQueueDepthBytes   int64
+	GrowthRateBytesPerSec int64
+	ECNMarkingPercent     float64
+	TxBytes               int64
+	Packets               int64
+	Drops                 int64
+	Pauses                int64
+	Notifications         Notifications
+}
+
+// Window is one queue's telemetry over [Start, End] and what it was
+// configured with. Samples are in time order.
+type Window struct {
+	Start, End time.Time
+	Samples    []Sample
+	Config     Settings
+	// KBaseBytes is the K_max floor; EffectiveKMaxBytes the K_max the
+	// switch reports in use.
+	KBaseBytes         int64
+	EffectiveKMaxBytes int64
+	// RTTEst and PortRateBps are the port's effective RTT_est and R_port.
+	RTTEst      time.Duration
+	PortRateBps int64
+}
+
+// Metrics are the figures the objective weighs, measured over a window.
+type Metrics struct {
+	// Utilisation is the share of R_port the queue forwarded.
+	Utilisation float64 `json:"utilisation"`
+	// DelayRTT is the mean queue depth as queueing delay, in RTT_est.
+	DelayRTT float64 `json:"delay_rtt"`
+	// LastDelayRTT is the last sample's queue depth as delay, in RTT_est.
+	LastDelayRTT float64 `json:"last_delay_rtt"`
+	// TrendRTT is the queueing delay the queue adds per RTT_est at the
+	// window's pace (last minus first sample, scaled to one RTT_est).
+	TrendRTT          float64       `json:"trend_rtt"`
+	MeanQueueBytes    float64       `json:"mean_queue_bytes"`
+	PeakQueueBytes    int64         `json:"peak_queue_bytes"`
+	MeanGrowthBps     float64       `json:"mean_growth_bytes_per_second"`
+	ECNMarkingPercent float64       `json:"ecn_marking_percent"`
+	Packets           int64         `json:"packets"`
+	Drops             int64         `json:"drops"`
+	Pauses            int64         `json:"pauses"`
+	Notifications     Notifications `json:"notifications"`
+	// Loss is dropped plus paused packets per forwarded packet.
+	Loss float64 `json:"loss"`
+	// NotificationsPerRTT is the notifications sent per RTT_est.
+	NotificationsPerRTT float64 `json:"notifications_per_rtt"`
+	// Duration is the time the counts cover.
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Check says why a window cannot be decided on (the rule and the reason),
+// or "" when it can.
+func Check(cfg Config, w Window) (rule Rule, reason string) {
+	if len(w.Samples) < cfg.MinSamples {
+		return RuleNoData, fmt.Sprintf("%d samples in the window, %d needed", len(w.Samples), cfg.MinSamples)
+	}
+	if w.PortRateBps <= 0 || w.RTTEst <= 0 {
+		return RuleNoData, fmt.Sprintf("no port rate (%d bit/s) or RTT_est (%v)", w.PortRateBps, w.RTTEst)
+	}
+	switch w.Config.KMaxMode {
+	case KMaxBDP:
+		if !(w.Config.Alpha > 0) {
+			return RuleNoData, fmt.Sprintf("alpha %v unknown", w.Config.Alpha)
+		}
+	case KMaxExplicit:
+		if w.Config.KMaxBytes <= 0 {
+			return RuleNoData, "explicit kmax unknown"
+		}
+	default:
+		return RuleNoData, fmt.Sprintf("kmax-mode %q unknown", w.Config.KMaxMode)
+	}
+	if w.Config.VGrowthBps < 0 {
+		return RuleNoData, fmt.Sprintf("v-growth %d unknown", w.Config.VGrowthBps)
+	}
+	if d := w.Samples[0].Time.Sub(w.Start); d > cfg.MaxGap {
+		return RuleGap, fmt.Sprintf("no sample for %v after the window's start (max-gap %v)", d, cfg.MaxGap)
+	}
+	if d := w.End.Sub(w.Samples[len(w.Samples)-1].Time); d > cfg.MaxGap {
+		return RuleGap, fmt.Sprintf("no sample for %v before the window's end (max-gap %v)", d, cfg.MaxGap)
+	}
+	for i := 1; i < len(w.Samples); i++ {
+		d := w.Samples[i].Time.Sub(w.Samples[i-1].Time)
+		if d <= 0 {
+			return RuleGap, fmt.Sprintf("samples %d and %d out of time order", i-1, i)
+		}
+		if d > cfg.MaxGap {
+			return RuleGap, fmt.Sprintf("gap of %v between samples at %s (max-gap %v)", d,
+				w.Samples[i-1].Time.Format(time.RFC3339Nano), cfg.MaxGap)
+		}
+	}
+	return "", ""
+}
+
+// Measure computes the window's metrics. The window must hold at least
+// two samples in time order and a positive port rate and RTT_est
+// (Decide checks that first).
+func Measure(w Window) Metrics {
+	var m Metrics
+	var depth, growth, emr float64
+	for i, s := range w.Samples {
+		depth += float64(s.QueueDepthBytes)
+		growth += float64(s.GrowthRateBytesPerSec)
+		emr += s.ECNMarkingPercent
+		m.PeakQueueBytes = max(m.PeakQueueBytes, s.PeakQueueDepthBytes, s.QueueDepthBytes)
+		if i == 0 {
+			continue
+		}
+		m.Packets += s.Packets
+		m.Drops += s.Drops
+		m.Pauses += s.Pauses
+		m.Notifications.Notify += s.Notifications.Notify
+		m.Notifications.Pause += s.Notifications.Pause
+		m.Notifications.RateReduce += s.Notifications.RateReduce
+		m.Notifications.Resume += s.Notifications.Resume
+		m.Utilisation += float64(s.TxBytes)
+	}
+	n := float64(len(w.Samples))
+	m.MeanQueueBytes = depth / n
+	m.MeanGrowthBps = growth / n
+	m.ECNMarkingPercent = emr / n
+	rtt := w.RTTEst.Seconds()
+	m.DelayRTT = m.MeanQueueBytes * 8 / float64(w.PortRateBps) / rtt
+	m.LastDelayRTT = float64(w.Samples[len(w.Samples)-1].QueueDepthBytes) * 8 / float64(w.PortRateBps) / rtt
+	first := float64(w.Samples[0].QueueDepthBytes) * 8 / float64(w.PortRateBps) / rtt
+	if span := w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time).Seconds(); span > 0 {
+		m.TrendRTT = (m.LastDelayRTT - first) * rtt / span
+	}
+	m.Duration = w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time)
+	if secs := m.Duration.Seconds(); secs > 0 {
+		m.Utilisation = m.Utilisation * 8 / float64(w.PortRateBps) / secs
+		m.NotificationsPerRTT = float64(m.Notifications.Total()) * rtt / secs
+	} else {
+		m.Utilisation = 0
+	}
+	switch lost := m.Drops + m.Pauses; {
+	case lost == 0:
+	case m.Packets > 0:
+		m.Loss = float64(lost) / float64(m.Packets)
+	default:
+		m.Loss = 1
+	}
+	return m
+}
+
+// Objective is J of docs/tuner.md for the metrics: lower is better.
+func Objective(m Metrics, w Weights) float64 {
+	return w.Utilisation*(1-math.Min(m.Utilisation, 1)) + w.Delay*m.DelayRTT + w.Loss*m.Loss +
+		w.Notifications*m.NotificationsPerRTT
+}

@@ -1,0 +1,210 @@
+package tuner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/tuner/policy"
+)
+
+// PGSource reads windows from the collector's views (docs/collector.md,
+// "Views"): queue_latest for each queue's settings and its port's R_port
+// and RTT_est, queue_congestion for the queue samples, counter_increases
+// for the counts between samples (bytes, packets, drops, pauses and
+// notifications by action). It never reads the collector's tables.
+type PGSource struct {
+	pool *pgxpool.Pool
+}
+
+// NewPGSource returns a source reading through pool.
+func NewPGSource(pool *pgxpool.Pool) *PGSource { return &PGSource{pool: pool} }
+
+type qk struct {
+	iface string
+	queue int
+}
+
+// Windows implements Source.
+func (s *PGSource) Windows(ctx context.Context, target string, start, end time.Time) ([]QueueWindow, error) {
+	wins := map[qk]*QueueWindow{}
+	// The queues and their settings: the latest value of each leaf.
+	rows, err := s.pool.Query(ctx, sqlLatest, target)
+	if err != nil {
+		return nil, fmt.Errorf("queue_latest: %w", err)
+	}
+	var keys []qk
+	for rows.Next() {
+		var k qk
+		var alpha *float64
+		var vgrowth, kmax, kbase, eff, rate, rttUs *int64
+		var mode *string
+		if err := rows.Scan(&k.iface, &k.queue, &alpha, &vgrowth, &mode, &kmax, &kbase, &eff, &rate, &rttUs); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("queue_latest: %w", err)
+		}
+		w := policy.Window{Start: start, End: end}
+		m := deref(mode, string(policy.KMaxBDP))
+		if i := strings.LastIndexByte(m, ':'); i >= 0 {
+			m = m[i+1:] // a module-qualified identity or enum name
+		}
+		w.Config.KMaxMode = policy.KMaxMode(m)
+		w.Config.Alpha = deref(alpha, 0)
+		w.Config.VGrowthBps = deref(vgrowth, 0)
+		w.Config.KMaxBytes = deref(kmax, 0)
+		w.KBaseBytes = deref(kbase, 0)
+		w.EffectiveKMaxBytes = deref(eff, 0)
+		w.PortRateBps = deref(rate, 0)
+		w.RTTEst = time.Duration(deref(rttUs, 0)) * time.Microsecond
+		wins[k] = &QueueWindow{Interface: k.iface, Queue: uint8(k.queue), Window: w}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queue_latest: %w", err)
+	}
+
+	// The samples.
+	rows, err = s.pool.Query(ctx, sqlSamples, target, start, end)
+	if err != nil {
+		return nil, fmt.Errorf("queue_congestion: %w", err)
+	}
+	for rows.Next() {
+		var k qk
+		var sm policy.Sample
+		var depth, peak, growth *int64
+		var emr *float64
+		if err := rows.Scan(&k.iface, &k.queue, &sm.Time, &depth, &peak, &growth, &emr); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("queue_congestion: %w", err)
+		}
+		w := wins[k]
+		if w == nil || depth == nil {
+			continue
+		}
+		sm.QueueDepthBytes, sm.PeakQueueDepthBytes = *depth, deref(peak, *depth)
+		sm.GrowthRateBytesPerSec, sm.ECNMarkingPercent = deref(growth, 0), deref(emr, 0)
+		w.Window.Samples = append(w.Window.Samples, sm)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queue_congestion: %w", err)
+	}
+
+	// The counts between samples: each per-second or per-sample count goes
+	// to the first sample at or after it.
+	add := func(k qk, at time.Time, f func(*policy.Sample)) {
+		w := wins[k]
+		if w == nil {
+			return
+		}
+		ss := w.Window.Samples
+		i, _ := slices.BinarySearchFunc(ss, at, func(s policy.Sample, t time.Time) int { return s.Time.Compare(t) })
+		if i == 0 || i == len(ss) {
+			return // before the first sample (its counts are ignored) or after the last
+		}
+		f(&ss[i])
+	}
+	if err := s.each(ctx, sqlCounts, target, start, end, func(r pgx.Rows) error {
+		var k qk
+		var at time.Time
+		var leaf string
+		var inc float64
+		if err := r.Scan(&k.iface, &k.queue, &at, &leaf, &inc); err != nil {
+			return err
+		}
+		n := int64(inc + 0.5)
+		add(k, at, func(s *policy.Sample) {
+			switch leaf {
+			case "bytes":
+				s.TxBytes += n
+			case "packets":
+				s.Packets += n
+			case "dropped-packets":
+				s.Drops += n
+			case "pfc-pause-frames":
+				s.Pauses += n
+			case "cnp-notify-sent":
+				s.Notifications.Notify += n
+			case "cnp-pause-sent":
+				s.Notifications.Pause += n
+			case "cnp-rate-reduce-sent":
+				s.Notifications.RateReduce += n
+			case "cnp-resume-sent":
+				s.Notifications.Resume += n
+			}
+		})
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("counter_increases: %w", err)
+	}
+
+	slices.SortFunc(keys, func(a, b qk) int {
+		if a.iface != b.iface {
+			if a.iface < b.iface {
+				return -1
+			}
+			return 1
+		}
+		return a.queue - b.queue
+	})
+	out := make([]QueueWindow, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *wins[k])
+	}
+	return out, nil
+}
+
+func (s *PGSource) each(ctx context.Context, sql, target string, start, end time.Time, f func(pgx.Rows) error) error {
+	rows, err := s.pool.Query(ctx, sql, target, start, end)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := f(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// The queries, one per view (migrations/003_views.sql).
+const (
+	sqlLatest = `
+SELECT interface, queue, alpha::float8, v_growth_bytes_per_second, kmax_mode, (state ->> 'kmax')::bigint,
+       k_base_bytes, kmax_bytes, port_rate_bps, rtt_est_us
+FROM queue_latest WHERE target = $1`
+	sqlSamples = `
+SELECT interface, queue, ts, queue_depth_bytes, peak_queue_depth_bytes, growth_rate_bytes_per_second,
+       ecn_marking_rate_percent::float8
+FROM queue_congestion WHERE target = $1 AND ts BETWEEN $2 AND $3
+ORDER BY interface, queue, ts`
+	// The increases of the queue counters the policy counts, by leaf.
+	sqlCounts = `
+SELECT keys ->> 'name', (keys ->> 'id')::integer, ts,
+       substr(schema_path, length('/lhcnp/interfaces/interface/queues/queue/state/counters/') + 1),
+       increase::float8
+FROM counter_increases
+WHERE target = $1 AND ts > $2 AND ts <= $3 AND increase IS NOT NULL
+  AND schema_path IN ('/lhcnp/interfaces/interface/queues/queue/state/counters/bytes',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/packets',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/dropped-packets',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/pfc-pause-frames',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-notify-sent',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-pause-sent',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-rate-reduce-sent',
+                      '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-resume-sent')`
+)

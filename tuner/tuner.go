@@ -1,0 +1,346 @@
+package tuner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lhcnp/lhcnp/tuner/policy"
+)
+
+// QueueWindow is the telemetry window of one queue of a switch.
+type QueueWindow struct {
+	Interface string
+	Queue     uint8
+	Window    policy.Window
+}
+
+// Source reads telemetry windows.
+type Source interface {
+	// Windows returns the window [start, end] of every queue of the target
+	// that has telemetry, in (interface, queue) order.
+	Windows(ctx context.Context, target string, start, end time.Time) ([]QueueWindow, error)
+}
+
+// Outcome is what became of a decision (tuner_actions.outcome).
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeDryRun     Outcome = "dry-run"     // decided, not pushed (--dry-run)
+	OutcomePushed     Outcome = "pushed"      // committed, awaiting confirmation
+	OutcomeConfirmed  Outcome = "confirmed"   // applied, not worse, confirmed
+	OutcomeRolledBack Outcome = "rolled-back" // not confirmed: the switch rolled it back
+	OutcomeRefused    Outcome = "refused"     // the switch (or the model check) refused the Set
+	OutcomeError      Outcome = "error"       // the tuner could not finish (confirm failed, ...)
+)
+
+// Action is one row of tuner_actions.
+type Action struct {
+	Time      time.Time
+	Target    string
+	Interface string
+	Queue     uint8
+	// Inputs is what the policy saw (JSON in the table).
+	Inputs  Inputs
+	Rule    policy.Rule
+	Reason  string
+	Before  policy.Settings
+	After   policy.Settings
+	Outcome Outcome
+	DryRun  bool
+	Error   string
+}
+
+// Inputs are the decision's inputs as recorded.
+type Inputs struct {
+	WindowStart        time.Time      `json:"window_start"`
+	WindowEnd          time.Time      `json:"window_end"`
+	Samples            int            `json:"samples"`
+	Rule               policy.Rule    `json:"rule"`
+	Metrics            policy.Metrics `json:"metrics"`
+	Objective          float64        `json:"objective"`
+	KBaseBytes         int64          `json:"k_base_bytes"`
+	EffectiveKMaxBytes int64          `json:"effective_kmax_bytes"`
+	RTTEstNs           int64          `json:"rtt_est_ns"`
+	PortRateBps        int64          `json:"port_rate_bps"`
+	Step               float64        `json:"step,omitempty"`
+	Memory             policy.Memory  `json:"memory"`
+}
+
+// Recorder writes the audit trail.
+type Recorder interface {
+	// Record stores a decision and returns its id.
+	Record(ctx context.Context, a Action) (int64, error)
+	// SetOutcome updates a decision's outcome, appending to its reason.
+	SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string) error
+}
+
+type queueKey struct {
+	target, iface string
+	queue         uint8
+}
+
+// pending is a commit awaiting confirmation on one switch.
+type pending struct {
+	id       string
+	pushedAt time.Time
+	deadline time.Time
+	changes  []pendingChange
+	// worse holds the judgement when the tuner decided not to confirm.
+	worse string
+}
+
+type pendingChange struct {
+	key       queueKey
+	change    Change
+	actionID  int64
+	dir       policy.Direction
+	before    policy.Metrics
+	beforeEff int64
+}
+
+// Tuner is the service's loop. It is not safe for concurrent use: Run
+// calls Cycle once per period.
+type Tuner struct {
+	cfg  Config
+	src  Source
+	push Pusher
+	rec  Recorder
+	log  *slog.Logger
+
+	mem      map[queueKey]policy.Memory
+	lastRule map[queueKey]policy.Rule
+	pending  map[string]*pending
+}
+
+// Option configures New.
+type Option func(*Tuner)
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(t *Tuner) { t.log = l } }
+
+// New returns a tuner. push may be nil only in dry-run mode.
+func New(cfg Config, src Source, push Pusher, rec Recorder, opts ...Option) (*Tuner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if push == nil && !cfg.DryRun {
+		return nil, errors.New("tuner: no pusher outside dry-run")
+	}
+	t := &Tuner{cfg: cfg, src: src, push: push, rec: rec, log: slog.Default(),
+		mem: map[queueKey]policy.Memory{}, lastRule: map[queueKey]policy.Rule{}, pending: map[string]*pending{}}
+	for _, o := range opts {
+		o(t)
+	}
+	return t, nil
+}
+
+// Run calls Cycle every period until ctx ends. Errors of one cycle are
+// logged; the loop goes on.
+func (t *Tuner) Run(ctx context.Context) error {
+	tick := time.NewTicker(t.cfg.Period)
+	defer tick.Stop()
+	for {
+		if err := t.Cycle(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			t.log.Warn("tuner cycle", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Cycle serves every switch once, at time now: follows its pending
+// commit, or decides and pushes. A failing switch does not stop the
+// others; the errors are returned joined.
+func (t *Tuner) Cycle(ctx context.Context, now time.Time) error {
+	var errs []error
+	for _, s := range t.cfg.Switches {
+		sctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
+		var err error
+		if p := t.pending[s.Name]; p != nil {
+			err = t.follow(sctx, s, p, now)
+		} else {
+			err = t.decide(sctx, s, now)
+		}
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Pending reports whether a commit awaits confirmation on the switch.
+func (t *Tuner) Pending(target string) bool { return t.pending[target] != nil }
+
+func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error {
+	wins, err := t.src.Windows(ctx, s.Name, now.Add(-t.cfg.Window), now)
+	if err != nil {
+		return fmt.Errorf("switch %q: reading telemetry: %w", s.Name, err)
+	}
+	var changes []pendingChange
+	var errs []error
+	for _, qw := range wins {
+		if len(s.Interfaces) > 0 && !slices.Contains(s.Interfaces, qw.Interface) {
+			continue
+		}
+		k := queueKey{s.Name, qw.Interface, qw.Queue}
+		d, mem := policy.Decide(t.cfg.Policy, qw.Window, t.mem[k])
+		a := t.action(now, k, qw.Window, d, t.mem[k])
+		if !d.Change {
+			// Telemetry that cannot be decided on is recorded as an error
+			// when it starts (not every period); other holds are logged.
+			if (d.Rule == policy.RuleNoData || d.Rule == policy.RuleGap) && t.lastRule[k] != d.Rule {
+				a.Outcome, a.Error = OutcomeError, "telemetry: "+d.Reason
+				if _, err := t.rec.Record(ctx, a); err != nil {
+					errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
+				}
+			}
+			if t.lastRule[k] != d.Rule {
+				t.log.Debug("tuner hold", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
+					"rule", d.Rule, "reason", d.Reason)
+			}
+			t.lastRule[k] = d.Rule
+			continue
+		}
+		t.lastRule[k] = d.Rule
+		a.Outcome = OutcomePushed
+		if t.cfg.DryRun {
+			a.Outcome = OutcomeDryRun
+		}
+		id, err := t.rec.Record(ctx, a)
+		if err != nil {
+			// Nothing is pushed that is not in the audit trail.
+			errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
+			continue
+		}
+		t.mem[k] = mem
+		t.log.Info("tuner decision", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
+			"rule", d.Rule, "reason", d.Reason, "dry_run", t.cfg.DryRun)
+		changes = append(changes, pendingChange{key: k, actionID: id, dir: d.Direction, before: d.Metrics,
+			beforeEff: qw.Window.EffectiveKMaxBytes,
+			change:    Change{Interface: qw.Interface, Queue: qw.Queue, Before: d.Before, After: d.After}})
+	}
+	if len(changes) == 0 || t.cfg.DryRun {
+		return errors.Join(errs...)
+	}
+	p := &pending{id: fmt.Sprintf("lhcnp-tuner-%s-%d", s.Name, now.UnixNano()), pushedAt: now,
+		deadline: now.Add(t.cfg.RollbackDuration), changes: changes}
+	cs := make([]Change, len(changes))
+	for i, c := range changes {
+		cs[i] = c.change
+	}
+	if err := t.push.Commit(ctx, s.Name, p.id, cs, t.cfg.RollbackDuration); err != nil {
+		for _, c := range changes {
+			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now)
+			if rerr := t.rec.SetOutcome(ctx, c.actionID, OutcomeRefused, "", err.Error()); rerr != nil {
+				errs = append(errs, rerr)
+			}
+		}
+		return errors.Join(append(errs, err)...)
+	}
+	t.pending[s.Name] = p
+	return errors.Join(errs...)
+}
+
+func (t *Tuner) action(now time.Time, k queueKey, w policy.Window, d policy.Decision, mem policy.Memory) Action {
+	return Action{Time: now, Target: k.target, Interface: k.iface, Queue: k.queue, Rule: d.Rule, Reason: d.Reason,
+		Before: d.Before, After: d.After, DryRun: t.cfg.DryRun,
+		Inputs: Inputs{WindowStart: w.Start, WindowEnd: w.End, Samples: len(w.Samples), Rule: d.Rule,
+			Metrics: d.Metrics, Objective: d.Objective, KBaseBytes: w.KBaseBytes,
+			EffectiveKMaxBytes: w.EffectiveKMaxBytes, RTTEstNs: int64(w.RTTEst), PortRateBps: w.PortRateBps,
+			Step: d.Step, Memory: mem}}
+}
+
+// follow advances a pending commit: once the judge window after the push
+// is complete and telemetry shows every change applied, the commit is
+// confirmed if no queue's objective got worse; otherwise the tuner does
+// not confirm and the switch rolls the commit back at its deadline.
+func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time.Time) error {
+	if !now.Before(p.deadline) {
+		reason := p.worse
+		if reason == "" {
+			reason = "not confirmed within the rollback duration: telemetry did not show the change applied with a complete judge window"
+		}
+		return t.finish(ctx, s, p, now, OutcomeRolledBack, reason, "")
+	}
+	if p.worse != "" || now.Sub(p.pushedAt) < t.cfg.JudgeWindow {
+		return nil
+	}
+	start := now.Add(-t.cfg.JudgeWindow)
+	wins, err := t.src.Windows(ctx, s.Name, start, now)
+	if err != nil {
+		return fmt.Errorf("switch %q: reading telemetry to judge commit %s: %w", s.Name, p.id, err)
+	}
+	var verdicts []string
+	worse := false
+	for _, c := range p.changes {
+		i := slices.IndexFunc(wins, func(w QueueWindow) bool { return w.Interface == c.key.iface && w.Queue == c.key.queue })
+		if i < 0 {
+			return nil // no telemetry yet: wait
+		}
+		w := wins[i].Window
+		if !applied(c, w) {
+			return nil
+		}
+		if rule, _ := policy.Check(t.cfg.Policy, w); rule != "" {
+			return nil // gaps: wait for a complete window
+		}
+		v := policy.Judge(t.cfg.Policy, c.dir, c.before, policy.Measure(w))
+		verdicts = append(verdicts, fmt.Sprintf("%s queue %d: %s", c.key.iface, c.key.queue, v.Reason))
+		worse = worse || !v.Keep
+	}
+	reason := strings.Join(verdicts, "; ")
+	if worse {
+		p.worse = "not confirmed, rolled back by the switch: " + reason
+		t.log.Info("tuner: change made things worse; letting the switch roll it back", "target", s.Name,
+			"commit", p.id, "reason", reason)
+		return nil
+	}
+	if err := t.push.Confirm(ctx, s.Name, p.id); err != nil {
+		ferr := t.finish(ctx, s, p, now, OutcomeError, "confirm failed", err.Error())
+		return errors.Join(err, ferr)
+	}
+	return t.finish(ctx, s, p, now, OutcomeConfirmed, "applied and "+reason, "")
+}
+
+// applied: the window's settings are the new ones, and the switch's
+// effective K_max moved when K_max was changed.
+func applied(c pendingChange, w policy.Window) bool {
+	a, b := c.change.After, c.change.Before
+	if w.Config.VGrowthBps != a.VGrowthBps || w.Config.KMaxMode != a.KMaxMode {
+		return false
+	}
+	switch a.KMaxMode {
+	case policy.KMaxBDP:
+		if w.Config.Alpha != a.Alpha {
+			return false
+		}
+		return a.Alpha == b.Alpha || w.EffectiveKMaxBytes != c.beforeEff || w.EffectiveKMaxBytes == w.KBaseBytes
+	default:
+		return w.Config.KMaxBytes == a.KMaxBytes && w.EffectiveKMaxBytes == a.KMaxBytes
+	}
+}
+
+func (t *Tuner) finish(ctx context.Context, s SwitchConfig, p *pending, now time.Time, o Outcome, reason, errText string) error {
+	delete(t.pending, s.Name)
+	var errs []error
+	for _, c := range p.changes {
+		if o != OutcomeConfirmed {
+			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now)
+		}
+		if err := t.rec.SetOutcome(ctx, c.actionID, o, reason, errText); err != nil {
+			errs = append(errs, fmt.Errorf("switch %q: recording outcome: %w", s.Name, err))
+		}
+	}
+	t.log.Info("tuner commit", "target", s.Name, "commit", p.id, "outcome", o, "reason", reason, "err", errText)
+	return errors.Join(errs...)
+}

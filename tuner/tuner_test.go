@@ -1,0 +1,391 @@
+package tuner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
+	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/tuner/policy"
+	"github.com/openconfig/ygnmi/ygnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// memRecorder keeps the audit trail in memory, for the loop's tests (the
+// PostgreSQL recorder has its own test).
+type memRecorder struct {
+	mu      sync.Mutex
+	actions []Action
+	fail    error
+}
+
+func (r *memRecorder) Record(_ context.Context, a Action) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return 0, r.fail
+	}
+	r.actions = append(r.actions, a)
+	return int64(len(r.actions)), nil
+}
+
+func (r *memRecorder) SetOutcome(_ context.Context, id int64, o Outcome, reason, errText string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := &r.actions[id-1]
+	a.Outcome, a.Error = o, errText
+	if reason != "" {
+		a.Reason += "; " + reason
+	}
+	return nil
+}
+
+// row is what the tests compare of an action.
+type row struct {
+	Target  string
+	Rule    policy.Rule
+	Outcome Outcome
+	After   policy.Settings
+}
+
+func (r *memRecorder) rows() []row {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []row
+	for _, a := range r.actions {
+		out = append(out, row{a.Target, a.Rule, a.Outcome, a.After})
+	}
+	return out
+}
+
+// traffic is the telemetry of the switch's one queue the scriptSource
+// makes up: the queue's depth in RTT_est and the share of the port used.
+type traffic struct{ delayRTT, util float64 }
+
+// scriptSource reads each switch's real settings over gNMI (alpha,
+// v-growth, kmax-mode, k-base, effective-kmax of wan0 queue 0) and makes
+// up its traffic from a script, so the loop's decisions and judgements are
+// chosen by the test while the pushes and their effect are real.
+type scriptSource struct {
+	clients map[string]*ygnmi.Client
+	traffic func(target string, settings policy.Settings) traffic
+	fail    map[string]error
+	// gaps drops the window's middle samples.
+	gaps bool
+}
+
+const (
+	srcRTT  = 10 * time.Millisecond
+	srcRate = 10_000_000_000
+)
+
+func (s *scriptSource) Windows(ctx context.Context, target string, start, end time.Time) ([]QueueWindow, error) {
+	if err := s.fail[target]; err != nil {
+		return nil, err
+	}
+	c := s.clients[target]
+	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).State()
+	st, err := ygnmi.Get(ctx, c, q, ygnmi.WithUseGet())
+	if err != nil {
+		return nil, err
+	}
+	cfg := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBps: int64(st.GetVGrowth())}
+	if st.GetKmaxMode() == oc.LhcnpTypes_KmaxMode_EXPLICIT {
+		cfg.KMaxMode, cfg.KMaxBytes = policy.KMaxExplicit, int64(st.GetKmax())
+	}
+	tr := s.traffic(target, cfg)
+	w := policy.Window{Start: start, End: end, Config: cfg, KBaseBytes: int64(st.GetKBase()),
+		EffectiveKMaxBytes: int64(st.GetEffectiveKmax()), RTTEst: srcRTT, PortRateBps: srcRate}
+	step := end.Sub(start) / 4
+	for i := range 5 {
+		tx := int64(tr.util * srcRate / 8 * step.Seconds())
+		w.Samples = append(w.Samples, policy.Sample{Time: start.Add(time.Duration(i) * step),
+			QueueDepthBytes: int64(tr.delayRTT * srcRate / 8 * srcRTT.Seconds()), TxBytes: tx, Packets: tx / 1000,
+			Notifications: policy.Notifications{RateReduce: 10}, ECNMarkingPercent: 5})
+	}
+	if s.gaps {
+		w.Samples = append(w.Samples[:2], w.Samples[4])
+	}
+	return []QueueWindow{{Interface: "wan0", Queue: 0, Window: w}}, nil
+}
+
+func testConfig(switches ...SwitchConfig) Config {
+	cfg := DefaultConfig()
+	cfg.DB = "postgres://unused"
+	cfg.Switches = switches
+	cfg.Policy.TuneVGrowth = false
+	return cfg
+}
+
+// refuseSet is a target interceptor that refuses every Set.
+func refuseSet(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if strings.HasSuffix(info.FullMethod, "/Set") {
+		return nil, status.Error(codes.PermissionDenied, "set refused by test")
+	}
+	return h(ctx, req)
+}
+
+var (
+	congested = traffic{delayRTT: 0.8, util: 0.99}
+	better    = traffic{delayRTT: 0.3, util: 0.98}
+	worse     = traffic{delayRTT: 3, util: 0.5}
+	t1        = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+)
+
+func bdpSettings(alpha float64) policy.Settings {
+	return policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: alpha, VGrowthBps: 1_250_000_000}
+}
+
+func newLoop(t *testing.T, cfg Config, src Source, rec Recorder) (*Tuner, *GNMIPusher) {
+	t.Helper()
+	p := NewGNMIPusher(cfg.Switches)
+	t.Cleanup(func() { p.Close() })
+	var push Pusher = p
+	if cfg.DryRun {
+		push = nil
+	}
+	tu, err := New(cfg, src, push, rec, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tu, p
+}
+
+// TestTunerConfirms: a congested queue gets a smaller alpha; once the
+// judge window shows it applied and better, the commit is confirmed.
+func TestTunerConfirms(t *testing.T) {
+	ctx := context.Background()
+	addr, pub := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
+		traffic: func(_ string, s policy.Settings) traffic {
+			if s.Alpha < 1 {
+				return better
+			}
+			return congested
+		}}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	if err := tu.Cycle(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	if !tu.Pending("n1") {
+		t.Fatal("no commit pending after a change")
+	}
+	if err := pub.PublishNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Before the judge window is complete: still pending.
+	if err := tu.Cycle(ctx, t1.Add(cfg.Period)); err != nil {
+		t.Fatal(err)
+	}
+	if !tu.Pending("n1") {
+		t.Fatal("confirmed before the judge window was complete")
+	}
+	if err := tu.Cycle(ctx, t1.Add(cfg.JudgeWindow)); err != nil {
+		t.Fatal(err)
+	}
+	if tu.Pending("n1") {
+		t.Fatal("still pending after a complete, better judge window")
+	}
+	want := []row{{"n1", policy.RuleDelay, OutcomeConfirmed, bdpSettings(0.8)}}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+}
+
+// TestTunerLetsWorseRollBack: a change after which the objective is worse
+// is not confirmed; at the rollback deadline it is recorded rolled back
+// and the direction is held.
+func TestTunerLetsWorseRollBack(t *testing.T) {
+	ctx := context.Background()
+	addr, pub := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
+		traffic: func(_ string, s policy.Settings) traffic {
+			if s.Alpha < 1 {
+				return worse
+			}
+			return congested
+		}}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	for _, at := range []time.Duration{0, cfg.JudgeWindow, cfg.JudgeWindow + cfg.Period} {
+		if err := tu.Cycle(ctx, t1.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+		if err := pub.PublishNow(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !tu.Pending("n1") {
+		t.Fatal("not pending before the rollback deadline")
+	}
+	if err := tu.Cycle(ctx, t1.Add(cfg.RollbackDuration)); err != nil {
+		t.Fatal(err)
+	}
+	if tu.Pending("n1") {
+		t.Fatal("still pending after the rollback deadline")
+	}
+	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(0.8)}}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+	if r := rec.actions[0].Reason; !strings.Contains(r, "worse") {
+		t.Errorf("reason %q does not say the change made things worse", r)
+	}
+}
+
+// TestTunerServesOthers: one switch refusing Set and one whose telemetry
+// cannot be read do not stop the third from being tuned.
+func TestTunerServesOthers(t *testing.T) {
+	ctx := context.Background()
+	good, _ := testSwitch(t)
+	refusing, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{refuseSet}, nil))
+	unread, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "refusing", Address: refusing, Insecure: true},
+		SwitchConfig{Name: "unread", Address: unread, Insecure: true},
+		SwitchConfig{Name: "good", Address: good, Insecure: true})
+	src := &scriptSource{
+		clients: map[string]*ygnmi.Client{"good": ygnmiClient(t, good), "refusing": ygnmiClient(t, refusing),
+			"unread": ygnmiClient(t, unread)},
+		traffic: func(string, policy.Settings) traffic { return congested },
+		fail:    map[string]error{"unread": errors.New("connection refused")},
+	}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	err := tu.Cycle(ctx, t1)
+	for _, want := range []string{`switch "refusing": set:`, "set refused by test", `switch "unread": reading telemetry: connection refused`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Cycle error %v does not say %q", err, want)
+		}
+	}
+	want := []row{
+		{"refusing", policy.RuleDelay, OutcomeRefused, bdpSettings(0.8)},
+		{"good", policy.RuleDelay, OutcomePushed, bdpSettings(0.8)},
+	}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+	if !tu.Pending("good") || tu.Pending("refusing") {
+		t.Errorf("pending: good %v refusing %v; want true, false", tu.Pending("good"), tu.Pending("refusing"))
+	}
+}
+
+// TestTunerDryRun records the decision and pushes nothing.
+func TestTunerDryRun(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	cfg.DryRun = true
+	yc := ygnmiClient(t, addr)
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
+		traffic: func(string, policy.Settings) traffic { return congested }}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	for i := range 3 { // a cool-down apart: three decisions, nothing pushed
+		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Policy.Cooldown)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alpha, err := ygnmi.Get(ctx, yc, ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).State().Alpha(), ygnmi.WithUseGet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alpha != 1 {
+		t.Errorf("alpha on the switch %v after a dry run, want 1 (untouched)", alpha)
+	}
+	want := []row{
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
+	}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+}
+
+// TestTunerGapsRecordedOnce: telemetry with gaps is recorded as an error
+// when the gap starts, not every period; a steady queue is not recorded.
+func TestTunerGapsRecordedOnce(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	steady := traffic{delayRTT: 0.3, util: 0.95}
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
+		traffic: func(string, policy.Settings) traffic { return steady }}
+	src.gaps = true
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	for i := range 4 {
+		if i == 3 {
+			src.gaps = false
+		}
+		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []row{{"n1", policy.RuleGap, OutcomeError, bdpSettings(1)}}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+}
+
+// TestTunerNothingPushedUnrecorded: when the audit trail cannot be
+// written, nothing is pushed.
+func TestTunerNothingPushedUnrecorded(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
+		traffic: func(string, policy.Settings) traffic { return congested }}
+	rec := &memRecorder{fail: fmt.Errorf("database down")}
+	tu, _ := newLoop(t, cfg, src, rec)
+	if err := tu.Cycle(ctx, t1); err == nil || !strings.Contains(err.Error(), "database down") {
+		t.Errorf("Cycle: %v, want the recording error", err)
+	}
+	if tu.Pending("n1") {
+		t.Error("a change was pushed without its tuner_actions row")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		desc string
+		edit func(*Config)
+		want string
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"no db", func(c *Config) { c.DB = "" }, "db: missing"},
+		{"no switches", func(c *Config) { c.Switches = nil }, "switches: none"},
+		{"switch without address", func(c *Config) { c.Switches[0].Address = "" }, "switches[0].address: missing"},
+		{"switch twice", func(c *Config) { c.Switches = append(c.Switches, c.Switches[0]) }, `switches[1].name: "n1" listed twice`},
+		{"TLS without CA", func(c *Config) { c.Switches[0].Insecure = false }, "switches[0].ca_file: missing"},
+		{"rollback shorter than judging", func(c *Config) { c.RollbackDuration = c.JudgeWindow }, "rollback_duration"},
+		{"policy outside the model", func(c *Config) { c.Policy.AlphaMax = 5000 }, "policy.alpha_max: 5000 is outside the YANG range"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := testConfig(SwitchConfig{Name: "n1", Address: "127.0.0.1:9339", Insecure: true})
+			tt.edit(&c)
+			err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate: %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
