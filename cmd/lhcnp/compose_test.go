@@ -278,14 +278,7 @@ func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, ar
 // TestComposeGrafanaSpeed: the Grafana dashboard divides counter rates by
 // the speed the compose switches run at.
 func TestComposeGrafanaSpeed(t *testing.T) {
-	b, err := os.ReadFile("../../deploy/grafana/dashboards/lhcnp-lab.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := grafanasql.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := grafanaDashboard(t)
 	f, err := loadSwitchFile("../../deploy/fabric.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -294,4 +287,18 @@ func TestComposeGrafanaSpeed(t *testing.T) {
 	if i < 0 || d.Variables[i].Type != "constant" || d.Variables[i].Query != fmt.Sprint(f.Speed) {
 		t.Errorf("dashboard variable speed %+v, want the constant %v of deploy/fabric.yaml", d.Variables, f.Speed)
 	}
+}
+
+// grafanaDashboard reads the compose lab's Grafana dashboard.
+func grafanaDashboard(t *testing.T) grafanasql.Dashboard {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/grafana/dashboards/lhcnp-lab.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := grafanasql.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

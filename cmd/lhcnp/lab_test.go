@@ -18,10 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/deploy/grafanasql"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/lab"
 	"github.com/lhcnp/lhcnp/lab/dashboard"
 )
 
@@ -228,14 +230,7 @@ func TestLabStarts(t *testing.T) {
 	}
 
 	// The compose lab's Grafana panels, on this lab's database.
-	b, err := os.ReadFile("../../deploy/grafana/dashboards/lhcnp-lab.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := grafanasql.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := grafanaDashboard(t)
 	pool, err := pgxpool.New(context.Background(), l.dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -274,5 +269,36 @@ func TestLabStarts(t *testing.T) {
 	}
 	if again < samples {
 		t.Errorf("second start: %d samples, the first run stored %d", again, samples)
+	}
+}
+
+// TestREADMELabBanner: the gnmic commands the README's tour shows are the
+// ones `lhcnp lab` prints for the default addresses of examples/lab.yaml
+// (TestLabStarts runs what it prints).
+func TestREADMELabBanner(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tour, _ := strings.Cut(string(b), "## A five-minute tour")
+	tour, _, _ = strings.Cut(tour, "\n## ")
+	_, banner, _ := strings.Cut(tour, "```text")
+	banner, _, _ = strings.Cut(banner, "```")
+	var shown []string
+	for _, l := range strings.Split(banner, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "gnmic ") {
+			shown = append(shown, l)
+		}
+	}
+	f, err := loadSwitchFile("../../examples/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := lab.Addresses{Switches: map[string]string{}}
+	for _, s := range f.Switches {
+		a.Switches[s.Name] = s.Listen
+	}
+	if diff := cmp.Diff(labGnmicCommands(a), shown); diff != "" {
+		t.Errorf("README's tour and the lab's banner differ (-banner +README):\n%s", diff)
 	}
 }
