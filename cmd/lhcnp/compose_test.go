@@ -267,10 +267,32 @@ func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, ar
 	if !strings.Contains(cfg.DB, "@postgres:5432/") {
 		t.Errorf("db %q does not reach the postgres service", cfg.DB)
 	}
+	fab, err := loadSwitchFile("../../deploy/fabric.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, sw := range cfg.Switches {
 		host, _, _ := net.SplitHostPort(sw.Address)
 		if _, ok := p.Services[host]; !ok || host != sw.Name {
 			t.Errorf("switch %s: address %s is not its service", sw.Name, sw.Address)
+		}
+		// The interfaces it tunes are those the switch runs Long-haul CNP
+		// on, as `lhcnp lab` chooses them.
+		i := slices.IndexFunc(fab.Switches, func(s fileSwitch) bool { return s.Name == sw.Name })
+		if i < 0 || fab.Switches[i].Config == "" {
+			t.Errorf("switch %s: no configuration in deploy/fabric.yaml", sw.Name)
+			continue
+		}
+		js, err := os.ReadFile(fab.Switches[i].Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := configuredInterfaces(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(sw.Interfaces, want) {
+			t.Errorf("switch %s: tunes interfaces %v, its configuration sets %v", sw.Name, sw.Interfaces, want)
 		}
 	}
 }
