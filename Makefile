@@ -10,6 +10,16 @@ all: build
 build:
 	$(GO) build -o bin/lhcnp ./cmd/lhcnp
 
+# The whole system on this machine, the main job (docs/lab.md): a private
+# PostgreSQL in .lhcnp-lab, the lab topology's switches, the collector, the
+# tuner and the dashboard on http://127.0.0.1:8080/. Ctrl-C stops it.
+# LAB_FLAGS passes flags (lhcnp lab -h), e.g. LAB_FLAGS="--http 127.0.0.1:9000".
+.PHONY: lab
+lab:
+	./scripts/deps.sh lab
+	$(GO) build -o bin/lhcnp ./cmd/lhcnp
+	./bin/lhcnp lab $(LAB_FLAGS)
+
 # Everything CI checks, in about ten minutes on two cores.
 test: deps fmt-check vet check-gen yanglint fuzz-short race unit
 

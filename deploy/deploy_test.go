@@ -74,8 +74,8 @@ func TestGrafanaQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Variables) != 3 || len(results) < 9 {
-		t.Errorf("%d variables and %d queries, want target, interface, queue and every panel's", len(d.Variables), len(results))
+	if len(d.Variables) != 4 || len(results) < 9 {
+		t.Errorf("%d variables and %d queries, want target, interface, queue, speed and every panel's", len(d.Variables), len(results))
 	}
 	checkResults(t, results)
 

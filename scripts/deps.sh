@@ -26,6 +26,15 @@ fi
 if ! ls /usr/share/postgresql/*/extension/pg_partman.control >/dev/null 2>&1; then
   missing+=(postgresql-15-partman)
 fi
+# `deps.sh lab` (make lab): only what the lab itself runs, PostgreSQL, so
+# that it comes up fast on a fresh machine; the test tools come with make test.
+if [ "${1:-}" = lab ]; then
+  lab=()
+  for p in "${missing[@]}"; do
+    case $p in postgresql|postgresql-15-partman) lab+=("$p") ;; esac
+  done
+  missing=("${lab[@]}")
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

@@ -24,6 +24,7 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
+		"lab":    {"run the whole lab in one process: PostgreSQL, switches, collector, tuner, dashboard (lab probe: a health check)", runLab},
 		"decode": {"print every frame of a pcap in lhcnp's formats (text or --json)", runDecode},
 		"sim":    {"run simulation scenarios (sim run SCENARIO --out DIR)", runSim},
 		"tuner":  {"tune K_max and V_growth from the collector's telemetry over gNMI Set (tuner --config FILE)", runTuner},

@@ -28,9 +28,11 @@ type Query struct {
 	Datasource string // the data source's uid
 }
 
-// Variable is a template variable, whose query gives its choices.
+// Variable is a template variable, whose query gives its choices (a
+// constant's query is its value).
 type Variable struct {
 	Name  string
+	Type  string
 	Query string
 }
 
@@ -145,6 +147,10 @@ type Result struct {
 func Run(ctx context.Context, db Querier, d Dashboard, from, to time.Time, choose map[string]string) ([]Result, error) {
 	vars := map[string]string{}
 	for _, v := range d.Variables {
+		if v.Type == "constant" {
+			vars[v.Name] = v.Query
+			continue
+		}
 		sql, err := Expand(v.Query, from, to, vars)
 		if err != nil {
 			return nil, fmt.Errorf("variable %s: %w", v.Name, err)

@@ -39,6 +39,7 @@ type options struct {
 	defaultWindow time.Duration
 	maxWindow     time.Duration
 	queryTimeout  time.Duration
+	speed         float64
 }
 
 // Option configures a Server.
@@ -53,6 +54,19 @@ func WithRefresh(d time.Duration) Option { return func(o *options) { o.refresh =
 // WithDefaultWindow sets the time span the page shows at first (default 5
 // minutes).
 func WithDefaultWindow(d time.Duration) Option { return func(o *options) { o.defaultWindow = d } }
+
+// WithSpeed sets the switches' simulated seconds per wall-clock second
+// (default 1): rates computed from counters over wall-clock time (a
+// queue's output, notifications per second) are divided by it, so that
+// every rate on the page is per simulated second, as the switches' own
+// rate leaves (growth rate, flows' arrival rate) are.
+func WithSpeed(speed float64) Option {
+	return func(o *options) {
+		if speed > 0 {
+			o.speed = speed
+		}
+	}
+}
 
 // Server is the dashboard's http.Handler.
 type Server struct {
@@ -69,6 +83,7 @@ func New(db Querier, opts ...Option) *Server {
 		defaultWindow: 5 * time.Minute,
 		maxWindow:     24 * time.Hour,
 		queryTimeout:  10 * time.Second,
+		speed:         1,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -91,14 +106,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 // Config is what the page needs before its first query.
 type Config struct {
-	RefreshMillis       int64 `json:"refresh_ms"`
-	DefaultWindowSecond int64 `json:"default_window_s"`
+	RefreshMillis       int64   `json:"refresh_ms"`
+	DefaultWindowSecond int64   `json:"default_window_s"`
+	Speed               float64 `json:"speed"`
 }
 
 func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, Config{
 		RefreshMillis:       s.opts.refresh.Milliseconds(),
 		DefaultWindowSecond: int64(s.opts.defaultWindow / time.Second),
+		Speed:               s.opts.speed,
 	})
 }
 
@@ -144,7 +161,7 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 // Go duration) from the query string.
 func (s *Server) parseQueueRequest(r *http.Request) (QueueRequest, error) {
 	v := r.URL.Query()
-	q := QueueRequest{Target: v.Get("target"), Interface: v.Get("interface"), Window: s.opts.defaultWindow}
+	q := QueueRequest{Target: v.Get("target"), Interface: v.Get("interface"), Window: s.opts.defaultWindow, Speed: s.opts.speed}
 	if q.Target == "" || q.Interface == "" {
 		return q, errors.New("query parameters target and interface are required")
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/lab/dashboard"
@@ -28,6 +29,11 @@ const fixtureSeconds = 60
 
 // filled returns a dashboard server on a database holding labtest's fixture.
 func filled(t *testing.T, opts ...dashboard.Option) (*httptest.Server, labtest.Fixture, func(sql string, args ...any)) {
+	srv, fx, exec, _ := filledPool(t, opts...)
+	return srv, fx, exec
+}
+
+func filledPool(t *testing.T, opts ...dashboard.Option) (*httptest.Server, labtest.Fixture, func(sql string, args ...any), *pgxpool.Pool) {
 	t.Helper()
 	pool, _ := pgtest.New(t)
 	ctx := context.Background()
@@ -43,7 +49,7 @@ func filled(t *testing.T, opts ...dashboard.Option) (*httptest.Server, labtest.F
 			t.Fatal(err)
 		}
 	}
-	return srv, fx, exec
+	return srv, fx, exec, pool
 }
 
 func getJSON(t *testing.T, url string, v any) {
@@ -76,7 +82,7 @@ func nonNull(col []*float64) int {
 // of the congested one over the window, and the tuner's decision with the
 // K_max it caused.
 func TestAPI(t *testing.T) {
-	srv, fx, _ := filled(t)
+	srv, fx, _, pool := filledPool(t)
 
 	var qs dashboard.QueuesResponse
 	getJSON(t, srv.URL+"/api/queues", &qs)
@@ -134,6 +140,22 @@ func TestAPI(t *testing.T) {
 	}
 	if len(q.Tuner) != 1 || q.Tuner[0].Outcome != "confirmed" || *q.Tuner[0].Interface != c.Interface {
 		t.Errorf("queue's tuner decisions = %+v", q.Tuner)
+	}
+
+	// At another speed, rates over wall-clock time become rates per
+	// simulated second; the switch's own values stay.
+	slow := httptest.NewServer(dashboard.New(pool, dashboard.WithSpeed(0.5)))
+	defer slow.Close()
+	var sq dashboard.QueueResponse
+	getJSON(t, slow.URL+"/api/queue?target=n1&interface=n1-wan&queue=3&window=10m", &sq)
+	if got, want := *sq.Rates.Values["queue_bps"][1], 2**q.Rates.Values["queue_bps"][1]; got != want {
+		t.Errorf("speed 0.5: queue rate %v, want %v", got, want)
+	}
+	if got, want := *sq.Notifications.Values["NOTIFY"][0], 2**q.Notifications.Values["NOTIFY"][0]; got != want {
+		t.Errorf("speed 0.5: NOTIFY rate %v, want %v", got, want)
+	}
+	if got, want := *sq.Flows.Values["arrival_bps"][0], *q.Flows.Values["arrival_bps"][0]; got != want {
+		t.Errorf("speed 0.5: flows' arrival rate %v, want %v (a switch value, not scaled)", got, want)
 	}
 
 	// A short window keeps only its end.

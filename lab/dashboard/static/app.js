@@ -197,8 +197,14 @@
       state.selected = { target: busiest.target, interface: busiest.interface, queue: busiest.queue };
     }
     if (state.selected) sel.value = key(state.selected);
+    // The busy queues, unless asked for all: a lab has eight queues on
+    // every interface of every switch, most of them idle.
+    const all = $("#all-queues").checked;
+    const busy = (q) => (q.notifications || 0) > 0 || (q.peak_queue_depth_bytes || 0) > (q.kmin_bytes || 0) / 10;
+    const shown = resp.queues.filter((q) => all || busy(q) || (state.selected && key(q) === key(state.selected)));
+    $("#queues-count").textContent = `${shown.length} of ${resp.queues.length} queues`;
     tbody.innerHTML = "";
-    for (const q of resp.queues) {
+    for (const q of shown) {
       const tr = document.createElement("tr");
       if (state.selected && key(q) === key(state.selected)) tr.className = "selected";
       const cells = [
@@ -285,6 +291,9 @@
       const cfg = await getJSON("api/config");
       state.refreshMs = cfg.refresh_ms;
       state.windowS = cfg.default_window_s;
+      if (cfg.speed && cfg.speed !== 1) {
+        $("#speed").textContent = `speed ${cfg.speed}: rates per simulated second`;
+      }
     } catch (e) { /* the defaults do */ }
     const ws = $("#window-select");
     if (![...ws.options].some((o) => Number(o.value) === state.windowS)) {
@@ -295,6 +304,7 @@
     }
     ws.value = String(state.windowS);
     ws.addEventListener("change", () => { state.windowS = Number(ws.value); refresh(); });
+    $("#all-queues").addEventListener("change", () => { if (state.queues) drawQueues(state.queues); });
     $("#queue-select").addEventListener("change", (ev) => {
       const [target, iface, queue] = ev.target.value.split("|");
       select({ target, interface: iface, queue: Number(queue) });

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	composecli "github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/deploy/grafanasql"
+	"github.com/lhcnp/lhcnp/internal/cliconf"
+)
+
+// imageShare is where the Dockerfile puts scenarios/, examples/ and deploy/.
+const imageShare = "/usr/share/lhcnp/"
+
+// loadCompose loads the top-level docker-compose.yml with compose-go, the
+// library docker compose itself uses: schema validation, interpolation,
+// anchors and merges, as `docker compose config` would.
+func loadCompose(t *testing.T) *types.Project {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := composecli.NewProjectOptions([]string{filepath.Join(root, "docker-compose.yml")},
+		composecli.WithWorkingDirectory(root), composecli.WithEnv(nil), composecli.WithInterpolation(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	return p
+}
+
+// repoPath maps a path inside the image to the repository.
+func repoPath(t *testing.T, p string) string {
+	t.Helper()
+	rel, ok := strings.CutPrefix(p, imageShare)
+	if !ok {
+		t.Fatalf("%s: not under %s (the image's copy of the repository files)", p, imageShare)
+	}
+	return filepath.Join("../..", rel)
+}
+
+// flagValue returns the value of --name in args.
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == "--"+name && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// parses runs the binary's own command-line parsing on args with -h
+// appended: every flag must be known and its value well formed; -h then
+// stops the command before it does anything. The exit status is 0 only
+// when parsing reached -h.
+func parses(t *testing.T, args []string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(append(slices.Clone(args), "-h"), &stdout, &stderr)
+	if code != 0 {
+		t.Errorf("lhcnp %s: the binary's flag parsing refuses it (exit %d):\n%s", strings.Join(args, " "), code, stderr.String())
+	}
+}
+
+// TestComposeFile loads docker-compose.yml and checks the lab it describes:
+// the services, their order (healthchecks and depends_on conditions), and
+// every lhcnp command line parsed by the binary's own flag parser, with
+// the files it names (fabric, collector, tuner) loaded as the commands
+// load them.
+func TestComposeFile(t *testing.T) {
+	p := loadCompose(t)
+	names := p.ServiceNames()
+	sort.Strings(names)
+	want := []string{"collector", "grafana", "n1", "n2", "postgres", "prometheus", "t1", "tuner"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("services %v, want %v", names, want)
+	}
+
+	// Start order: what each service waits for, and how.
+	deps := map[string]map[string]string{
+		"collector":  {"postgres": "service_healthy", "t1": "service_healthy", "n1": "service_healthy", "n2": "service_healthy"},
+		"tuner":      {"collector": "service_healthy"},
+		"prometheus": {"collector": "service_healthy"},
+		"grafana":    {"collector": "service_healthy", "prometheus": "service_healthy"},
+	}
+	for _, name := range names {
+		s := p.Services[name]
+		got := map[string]string{}
+		for dep, d := range s.DependsOn {
+			got[dep] = d.Condition
+		}
+		if w := deps[name]; len(w) > 0 || len(got) > 0 {
+			if fmt.Sprint(w) != fmt.Sprint(got) {
+				t.Errorf("%s: depends_on %v, want %v", name, got, w)
+			}
+		}
+		// Everything another service waits on for health has a healthcheck.
+		for _, d := range deps {
+			if d[name] == "service_healthy" && (s.HealthCheck == nil || len(s.HealthCheck.Test) == 0) {
+				t.Errorf("%s: others wait for it to be healthy, but it has no healthcheck", name)
+			}
+		}
+	}
+	if pg := p.Services["postgres"]; !strings.HasPrefix(pg.Image, "postgres:") || len(pg.Volumes) == 0 || pg.Volumes[0].Type != "volume" {
+		t.Errorf("postgres: image %q volumes %+v, want the official image with a named volume", pg.Image, pg.Volumes)
+	}
+
+	for _, name := range names {
+		s := p.Services[name]
+		if s.Build == nil {
+			continue // postgres, prometheus, grafana: official images
+		}
+		if s.Build.Context == "" || s.Build.Dockerfile != "Dockerfile" {
+			t.Errorf("%s: build %+v, want the top-level Dockerfile", name, s.Build)
+		}
+		t.Run(name, func(t *testing.T) {
+			args := []string(s.Command)
+			if _, ok := commands()[args[0]]; !ok {
+				t.Fatalf("command %q: lhcnp has no such subcommand", args[0])
+			}
+			parses(t, args)
+			if hc := s.HealthCheck; hc != nil && len(hc.Test) > 1 && hc.Test[1] == "/usr/local/bin/lhcnp" {
+				parses(t, hc.Test[2:])
+			}
+			switch args[0] {
+			case "switch":
+				checkComposeSwitch(t, p, name, args)
+			case "collector":
+				checkComposeCollector(t, p, s, args)
+			case "tuner":
+				checkComposeTuner(t, p, s, args)
+			default:
+				t.Errorf("no check for subcommand %s", args[0])
+			}
+		})
+	}
+}
+
+// checkComposeSwitch: the fabric file loads as `lhcnp switch` loads it, the
+// service runs the switch named like itself, and the wires' ends are the
+// fixed addresses of the services running them.
+func checkComposeSwitch(t *testing.T, p *types.Project, name string, args []string) {
+	f, err := loadSwitchFile(repoPath(t, flagValue(args, "config")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flagValue(args, "switches") != name {
+		t.Errorf("--switches %q, want the service's name %q", flagValue(args, "switches"), name)
+	}
+	if _, port, _ := net.SplitHostPort(flagValue(args, "metrics")); port != "9464" {
+		t.Errorf("--metrics %q: prometheus.yml scrapes port 9464", flagValue(args, "metrics"))
+	}
+	ip := map[string]string{} // service -> fixed address
+	for svc, s := range p.Services {
+		for _, n := range s.Networks {
+			if n != nil && n.Ipv4Address != "" {
+				ip[svc] = n.Ipv4Address
+			}
+		}
+	}
+	sw := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
+	if sw < 0 {
+		t.Fatalf("%s has no switch %s", flagValue(args, "config"), name)
+	}
+	if host, _, _ := net.SplitHostPort(f.Switches[sw].Listen); host != ip[name] {
+		t.Errorf("fabric file: %s listens on %s, the service's address is %s", name, f.Switches[sw].Listen, ip[name])
+	}
+	owner := map[string]string{} // ip -> service
+	for svc, a := range ip {
+		owner[a] = svc
+	}
+	for _, w := range f.Wires {
+		for _, end := range []string{w.A, w.B} {
+			host, _, err := net.SplitHostPort(end)
+			if err != nil || owner[host] == "" {
+				t.Errorf("wire %s: end %s is not the address of a service", w.Link, end)
+			}
+		}
+	}
+	for _, path := range []string{f.Scenario, f.Switches[sw].Config} {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// checkComposeCollector: the collector's file, the service's LHCNP_COLLECTOR_
+// variables and its flags layer as `lhcnp collector` layers them, and the
+// result is a valid configuration whose targets are the switch services.
+func checkComposeCollector(t *testing.T, p *types.Project, s types.ServiceConfig, args []string) {
+	var env []string
+	for k, v := range s.Environment {
+		if v != nil {
+			env = append(env, k+"="+*v)
+		}
+	}
+	fs := flag.NewFlagSet("collector", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "")
+	fs.Bool("v", false, "")
+	cfg := config.Defaults()
+	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix("LHCNP_COLLECTOR_"), cliconf.WithEnviron(func() []string { return env }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Load(repoPath(t, *cfgPath)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cfg.DB.DSN, "@postgres:5432/") {
+		t.Errorf("db.dsn %q does not reach the postgres service", cfg.DB.DSN)
+	}
+	if _, port, _ := net.SplitHostPort(cfg.Metrics.Listen); port != "9273" {
+		t.Errorf("metrics.listen %q: prometheus.yml and the healthcheck use port 9273", cfg.Metrics.Listen)
+	}
+	for _, tg := range cfg.Targets {
+		host, _, _ := net.SplitHostPort(tg.Address)
+		if _, ok := p.Services[host]; !ok {
+			t.Errorf("target %s: address %s is not a service", tg.Name, tg.Address)
+		}
+	}
+	if len(cfg.Targets) != 3 {
+		t.Errorf("%d targets, want the three switches", len(cfg.Targets))
+	}
+}
+
+// checkComposeTuner: the tuner's file loads as `lhcnp tuner` loads it, with
+// the service's LHCNP_TUNER_DB, into a valid configuration whose switches
+// are switch services.
+func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, args []string) {
+	cfg, err := loadTunerFile(repoPath(t, flagValue(args, "config")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Environment["LHCNP_TUNER_DB"]; v != nil {
+		cfg.DB = *v
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cfg.DB, "@postgres:5432/") {
+		t.Errorf("db %q does not reach the postgres service", cfg.DB)
+	}
+	fab, err := loadSwitchFile("../../deploy/fabric.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sw := range cfg.Switches {
+		host, _, _ := net.SplitHostPort(sw.Address)
+		if _, ok := p.Services[host]; !ok || host != sw.Name {
+			t.Errorf("switch %s: address %s is not its service", sw.Name, sw.Address)
+		}
+		// The interfaces it tunes are those the switch runs Long-haul CNP
+		// on, as `lhcnp lab` chooses them.
+		i := slices.IndexFunc(fab.Switches, func(s fileSwitch) bool { return s.Name == sw.Name })
+		if i < 0 || fab.Switches[i].Config == "" {
+			t.Errorf("switch %s: no configuration in deploy/fabric.yaml", sw.Name)
+			continue
+		}
+		js, err := os.ReadFile(fab.Switches[i].Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := configuredInterfaces(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(sw.Interfaces, want) {
+			t.Errorf("switch %s: tunes interfaces %v, its configuration sets %v", sw.Name, sw.Interfaces, want)
+		}
+	}
+}
+
+// TestComposeGrafanaSpeed: the Grafana dashboard divides counter rates by
+// the speed the compose switches run at.
+func TestComposeGrafanaSpeed(t *testing.T) {
+	d := grafanaDashboard(t)
+	f, err := loadSwitchFile("../../deploy/fabric.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(d.Variables, func(v grafanasql.Variable) bool { return v.Name == "speed" })
+	if i < 0 || d.Variables[i].Type != "constant" || d.Variables[i].Query != fmt.Sprint(f.Speed) {
+		t.Errorf("dashboard variable speed %+v, want the constant %v of deploy/fabric.yaml", d.Variables, f.Speed)
+	}
+}
+
+// grafanaDashboard reads the compose lab's Grafana dashboard.
+func grafanaDashboard(t *testing.T) grafanasql.Dashboard {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/grafana/dashboards/lhcnp-lab.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := grafanasql.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/internal/cliconf"
+	"github.com/lhcnp/lhcnp/internal/pgserver"
+	"github.com/lhcnp/lhcnp/lab"
+	"github.com/lhcnp/lhcnp/server/auth"
+	"github.com/lhcnp/lhcnp/server/fabric"
+	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/tuner"
+)
+
+// labFile is `lhcnp lab`'s configuration: every key is a flag (--state-dir)
+// and an LHCNP_LAB_ variable (LHCNP_LAB_STATE_DIR); docs/lab.md.
+type labFile struct {
+	StateDir      string        `yaml:"state_dir" help:"state directory: lock, PostgreSQL cluster, collector spill, lab.log (reused by the next start)"`
+	Postgres      string        `yaml:"postgres" help:"PostgreSQL DSN to use instead of a private cluster in the state directory"`
+	HTTP          string        `yaml:"http" help:"dashboard address (host:port)"`
+	Fabric        string        `yaml:"fabric" help:"fabric file with the lab topology's switches (all run in this process)"`
+	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports (default: the fabric file's)"`
+	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second (0: the fabric file's)"`
+	Horizon       time.Duration `yaml:"horizon" help:"wall-clock time the traffic keeps running"`
+	Period        time.Duration `yaml:"period" help:"simulated period of the repeated bursts (the §7 pattern)"`
+	WebSearchLoad float64       `yaml:"websearch_load" help:"web-search mix, share of each sender's link rate (0: none)"`
+	Tuner         bool          `yaml:"tuner" help:"run the tuner on the Long-haul CNP switches"`
+	DryRun        bool          `yaml:"dry_run" help:"the tuner decides and records without pushing"`
+}
+
+func defaultLabFile() labFile {
+	return labFile{
+		StateDir:      ".lhcnp-lab",
+		HTTP:          lab.DefaultHTTPAddr,
+		Fabric:        "examples/lab.yaml",
+		Horizon:       time.Hour,
+		Period:        4 * time.Second,
+		WebSearchLoad: 0.02,
+		Tuner:         true,
+	}
+}
+
+// runLab implements `lhcnp lab`: the whole system in one process (package
+// lab), or `lhcnp lab probe` (a health check for containers). It prints
+// the addresses and gnmic commands to try, and stops on SIGINT/SIGTERM.
+func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "probe" {
+		return runLabProbe(ctx, args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "lab configuration file (YAML; every key is also a flag)")
+	cfg := defaultLabFile()
+	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix("LHCNP_LAB_"))
+	if err != nil {
+		return err
+	}
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lhcnp lab [--state-dir DIR] [--postgres DSN] [--http ADDR] [--fabric FILE] [...]")
+		fmt.Fprintln(stderr, "       lhcnp lab probe (--http URL | --gnmi ADDR)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if err := cc.Load(*cfgPath); err != nil {
+		return err
+	}
+	if cfg.Horizon <= 0 || cfg.Period < 0 || cfg.WebSearchLoad < 0 || cfg.WebSearchLoad > 1 || cfg.Speed < 0 {
+		return usageError{"--horizon must be positive, --period and --speed not negative, --websearch-load within [0, 1]"}
+	}
+	if _, err := pgserver.FindBinaries(); err != nil && cfg.Postgres == "" {
+		return fmt.Errorf("%w (or give --postgres DSN)", err)
+	}
+	lc, err := labConfig(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return err
+	}
+	logPath := filepath.Join(cfg.StateDir, "lab.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	lc.Logger = slog.New(slog.NewTextHandler(logFile, nil))
+	lc.Fabric.Log = lc.Logger.With("part", "switches")
+
+	fmt.Fprintln(stdout, "lhcnp lab: starting (PostgreSQL, switches, collector, tuner, dashboard)...")
+	l, err := lab.Start(ctx, lc)
+	if err != nil {
+		return err
+	}
+	printLab(stdout, l.Addresses(), logPath, lc.Fabric.Speed)
+	err = l.Run(ctx)
+	fmt.Fprintln(stdout, "lhcnp lab: stopped")
+	return err
+}
+
+// labConfig builds the lab from the fabric file: its switches all in this
+// process (no wires), its scenario with the looping traffic.
+func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
+	f, err := loadSwitchFile(cfg.Fabric)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return lab.Config{}, fmt.Errorf("--fabric %s: %w (run from the repository, or give the lab topology's fabric file)", cfg.Fabric, err)
+		}
+		return lab.Config{}, err
+	}
+	speed := cfg.Speed
+	if speed == 0 {
+		speed = f.Speed
+	}
+	if speed == 0 {
+		speed = 1
+	}
+	horizon := time.Duration(float64(cfg.Horizon) * speed)
+	sc, err := lab.LoopScenario(f.Scenario, lab.Traffic{Horizon: horizon, Period: cfg.Period, WebSearchLoad: cfg.WebSearchLoad})
+	if err != nil {
+		return lab.Config{}, err
+	}
+	fc := fabric.Config{Scenario: sc, Speed: speed, PublishInterval: f.PublishInterval, Keepalive: f.Keepalive,
+		DeadAfter: f.DeadAfter, MaxLate: engine.FromDuration(f.MaxLate),
+		TargetOptions: []target.Option{target.WithAuth(auth.New(nil)), target.WithInsecure()}}
+	var tuned []tuner.SwitchConfig
+	for _, s := range f.Switches {
+		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(cfg.Listen, s.Listen, "127.0.0.1:0"), Interfaces: s.Interfaces}
+		if s.Config != "" {
+			if fsw.Config, err = os.ReadFile(s.Config); err != nil {
+				return lab.Config{}, err
+			}
+			fsw.ConfigName = s.Config
+			// A switch with a configuration runs Long-haul CNP on the
+			// interfaces whose queues it configures: the tuner's.
+			ifaces, err := configuredInterfaces(fsw.Config)
+			if err != nil {
+				return lab.Config{}, fmt.Errorf("%s: %w", s.Config, err)
+			}
+			tuned = append(tuned, tuner.SwitchConfig{Name: s.Name, Interfaces: ifaces})
+		}
+		fc.Switches = append(fc.Switches, fsw)
+	}
+	// Queues and interfaces sampled every second (the dashboard's and the
+	// tuner's resolution); the flow table, larger, every five.
+	second := config.Duration(time.Second)
+	subs := []config.Subscription{
+		{Paths: []string{"/lhcnp/interfaces"}, Mode: "sample", SampleInterval: second},
+		{Paths: []string{"/lhcnp/global"}, Mode: "on_change"},
+		{Paths: []string{"/lhcnp/flow-table"}, Mode: "sample", SampleInterval: 5 * second},
+	}
+	lc := lab.Config{StateDir: cfg.StateDir, PostgresDSN: cfg.Postgres, HTTPAddr: cfg.HTTP, Fabric: fc, Subscriptions: subs}
+	if lc.CollectorDB, err = collectorDB(); err != nil {
+		return lab.Config{}, err
+	}
+	if cfg.Tuner {
+		lc.Tuner = tuner.DefaultConfig()
+		lc.Tuner.DryRun = cfg.DryRun
+		lc.Tuner.Switches = tuned
+	}
+	return lc, nil
+}
+
+// configuredInterfaces returns the interfaces whose queues a switch's
+// initial configuration (RFC 7951 JSON) sets.
+func configuredInterfaces(cfgJSON []byte) ([]string, error) {
+	var doc struct {
+		Root struct {
+			Interfaces struct {
+				Interface []struct {
+					Name   string `json:"name"`
+					Queues *struct {
+						Queue []json.RawMessage `json:"queue"`
+					} `json:"queues"`
+				} `json:"interface"`
+			} `json:"interfaces"`
+		} `json:"lhcnp:lhcnp"`
+	}
+	if err := json.Unmarshal(cfgJSON, &doc); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, i := range doc.Root.Interfaces.Interface {
+		if i.Queues != nil && len(i.Queues.Queue) > 0 {
+			out = append(out, i.Name)
+		}
+	}
+	return out, nil
+}
+
+// labGnmicCommands are the commands printed to try: each works as printed
+// against a running lab (TestLabStarts runs them).
+func labGnmicCommands(a lab.Addresses) []string {
+	n1 := a.Switches["n1"]
+	n2 := a.Switches["n2"]
+	q := "/lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]"
+	return []string{
+		fmt.Sprintf("gnmic -a %s --insecure capabilities", n1),
+		fmt.Sprintf("gnmic -a %s --insecure get --type state -e json_ietf --path '%s/state/effective-kmax' --path '%s/state/queue-depth'", n1, q, q),
+		fmt.Sprintf("gnmic -a %s --insecure subscribe --mode stream --stream-mode sample --sample-interval 1s -e json_ietf --path '%s/state/queue-depth'", n1, q),
+		fmt.Sprintf("gnmic -a %s --insecure set -e json_ietf --update-path '%s/config/alpha' --update-value 0.5", n1, q),
+		fmt.Sprintf("gnmic -a %s --insecure get --type state -e json_ietf --path /lhcnp/global/state/engine-lag --path '/lhcnp/interfaces/interface[name=to-dest]/queues/queue[id=0]/state/counters'", n2),
+	}
+}
+
+func printLab(w io.Writer, a lab.Addresses, logPath string, speed float64) {
+	fmt.Fprintf(w, "\n  dashboard   %s\n", a.Dashboard)
+	for _, name := range a.Names {
+		fmt.Fprintf(w, "  switch %-4s gNMI %s (insecure)\n", name, a.Switches[name])
+	}
+	pg := a.PostgresDSN
+	if a.PrivatePG {
+		pg += "   (private cluster in " + filepath.Join(a.StateDir, "postgres") + ")"
+	}
+	fmt.Fprintf(w, "  postgresql  %s\n", pg)
+	if a.Metrics != "" {
+		fmt.Fprintf(w, "  collector   %s\n", a.Metrics)
+	}
+	fmt.Fprintf(w, "  logs        %s\n  speed       %g simulated seconds per second\n", logPath, speed)
+	fmt.Fprintln(w, "\nTry (gnmic: https://gnmic.openconfig.net, or ../shared/tools/gnmic):")
+	for _, c := range labGnmicCommands(a) {
+		fmt.Fprintln(w, "  "+c)
+	}
+	fmt.Fprintln(w, "\nCtrl-C stops the lab; the next start reuses "+a.StateDir+".")
+	fmt.Fprintln(w, strings.Repeat("-", 60))
+}

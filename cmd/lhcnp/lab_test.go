@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/deploy/grafanasql"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/lab"
+	"github.com/lhcnp/lhcnp/lab/dashboard"
+)
+
+// startedLab is a `lhcnp lab` running in this test process.
+type startedLab struct {
+	cancel    func()
+	done      chan error
+	out       *io.PipeReader
+	dashboard string   // http://127.0.0.1:PORT/
+	dsn       string   // the collector's database
+	gnmic     []string // the commands printed to try
+	switches  map[string]string
+	once      sync.Once
+	err       error
+}
+
+// startLab runs runLab in-process on a state directory and free ports, and
+// reads what it prints up to the line that ends its banner.
+func startLab(t *testing.T, stateDir string, extra ...string) *startedLab {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	l := &startedLab{cancel: cancel, done: make(chan error, 1), out: pr, switches: map[string]string{}}
+	args := append([]string{"--state-dir", stateDir, "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
+		"--fabric", "../../examples/lab.yaml", "--horizon", "30m"}, extra...)
+	go func() {
+		err := runLab(ctx, args, pw, pw)
+		if err != nil {
+			fmt.Fprintf(pw, "lhcnp lab: %v\n", err)
+		}
+		pw.CloseWithError(io.EOF)
+		l.done <- err
+	}()
+	t.Cleanup(func() { _ = l.stop() })
+	sc := bufio.NewScanner(pr)
+	sw := regexp.MustCompile(`^\s+switch (\S+)\s+gNMI (\S+)`)
+	deadline := time.AfterFunc(60*time.Second, func() { pr.CloseWithError(fmt.Errorf("no banner within 60s")) })
+	defer deadline.Stop()
+	for sc.Scan() {
+		line := sc.Text()
+		t.Log(line)
+		switch f := strings.Fields(line); {
+		case len(f) >= 2 && f[0] == "dashboard":
+			l.dashboard = f[1]
+		case len(f) >= 2 && f[0] == "postgresql":
+			l.dsn = f[1]
+		case len(f) > 0 && f[0] == "gnmic":
+			l.gnmic = append(l.gnmic, strings.TrimSpace(line))
+		case sw.MatchString(line):
+			m := sw.FindStringSubmatch(line)
+			l.switches[m[1]] = m[2]
+		}
+		if strings.HasPrefix(line, "-----") {
+			go func() { _, _ = io.Copy(io.Discard, pr) }()
+			return l
+		}
+	}
+	t.Fatalf("lhcnp lab ended before its banner: %v", sc.Err())
+	return nil
+}
+
+// stop ends the lab as Ctrl-C does, waits for it and returns its error.
+func (l *startedLab) stop() error {
+	l.once.Do(func() {
+		l.cancel()
+		l.err = <-l.done
+	})
+	return l.err
+}
+
+func getLabJSON(t *testing.T, url string, v any) error {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// runPrinted runs a command line exactly as the lab printed it, through
+// bash, with gnmic on the PATH.
+func runPrinted(t *testing.T, line string, timeout time.Duration) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Symlink(needGnmic(t), filepath.Join(dir, "gnmic")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", line)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// kmaxOf reads effective-kmax from the output of the printed get command.
+func kmaxOf(t *testing.T, out string) int64 {
+	t.Helper()
+	m := regexp.MustCompile(`effective-kmax"?\s*:\s*"?(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no effective-kmax in:\n%s", out)
+	}
+	v, _ := strconv.ParseInt(m[1], 10, 64)
+	return v
+}
+
+// TestLabStarts runs `lhcnp lab` in this process with its real parts (a
+// private PostgreSQL, the lab topology's switches, the collector, the
+// tuner, the dashboard) for a short while: the dashboard's API has data of
+// both congestion points, every gnmic command the lab prints works as
+// printed (the alpha it sets moves K_max), every Grafana query of the
+// compose lab returns rows from the lab's database, Ctrl-C stops it, and a
+// second start reuses the state directory.
+func TestLabStarts(t *testing.T) {
+	pgtest.Require(t)
+	if testing.Short() {
+		t.Skip("skipping the lab run in -short mode")
+	}
+	// As root the cluster runs as the postgres user, who must reach the
+	// state directory (t.TempDir's are 0700).
+	state := t.TempDir()
+	for _, d := range []string{filepath.Dir(state), state} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The tuner decides without pushing: the alpha set below must be the
+	// only change of K_max.
+	l := startLab(t, state, "--dry-run")
+	if l.dashboard == "" || l.dsn == "" || len(l.switches) != 3 || len(l.gnmic) != 5 {
+		t.Fatalf("banner: dashboard %q, postgresql %q, switches %v, %d gnmic commands", l.dashboard, l.dsn, l.switches, len(l.gnmic))
+	}
+
+	// The dashboard has data of both congestion points.
+	deadline := time.Now().Add(90 * time.Second)
+	busy := map[string]bool{}
+	for len(busy) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("dashboard: queues with notifications %v after 90s, want n1 wan and n2 to-dest", busy)
+		}
+		var qs dashboard.QueuesResponse
+		if err := getLabJSON(t, l.dashboard+"api/queues", &qs); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs.Queues {
+			if q.Notifications != nil && *q.Notifications > 0 {
+				busy[q.Target+" "+q.Interface] = true
+			}
+		}
+		time.Sleep(500 * time.Millisecond) // polling the lab's own pace, with the deadline above
+	}
+	for _, want := range []string{"n1 wan", "n2 to-dest"} {
+		if !busy[want] {
+			t.Errorf("no notifications on %s (busy: %v)", want, busy)
+		}
+	}
+	var q dashboard.QueueResponse
+	if err := getLabJSON(t, l.dashboard+"api/queue?target=n1&interface=wan&queue=0", &q); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Congestion.T) < 3 || len(q.Notifications.T) == 0 {
+		t.Errorf("n1 wan q0: %d congestion samples, %d seconds of notifications", len(q.Congestion.T), len(q.Notifications.T))
+	}
+
+	// The five gnmic commands, exactly as printed.
+	if out, err := runPrinted(t, l.gnmic[0], 30*time.Second); err != nil || !strings.Contains(out, "lhcnp") {
+		t.Errorf("%s: %v\n%s", l.gnmic[0], err, out)
+	}
+	out, err := runPrinted(t, l.gnmic[1], 30*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", l.gnmic[1], err, out)
+	}
+	before := kmaxOf(t, out)
+	// A stream subscription runs until stopped: it must deliver a value.
+	out, _ = runPrinted(t, l.gnmic[2], 8*time.Second)
+	if !strings.Contains(out, "queue-depth") {
+		t.Errorf("%s: no queue-depth update in 8s:\n%s", l.gnmic[2], out)
+	}
+	if out, err := runPrinted(t, l.gnmic[3], 30*time.Second); err != nil {
+		t.Fatalf("%s: %v\n%s", l.gnmic[3], err, out)
+	}
+	var after int64
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		out, err := runPrinted(t, l.gnmic[1], 30*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", l.gnmic[1], err, out)
+		}
+		if after = kmaxOf(t, out); after != before || time.Now().After(deadline) {
+			break
+		}
+	}
+	if after*2 != before {
+		t.Errorf("effective-kmax %d before alpha 0.5 and %d after, want it halved (alpha was 1)", before, after)
+	}
+	if out, err := runPrinted(t, l.gnmic[4], 30*time.Second); err != nil || !strings.Contains(out, "engine-lag") {
+		t.Errorf("%s: %v\n%s", l.gnmic[4], err, out)
+	}
+
+	// The compose lab's Grafana panels, on this lab's database.
+	d := grafanaDashboard(t)
+	pool, err := pgxpool.New(context.Background(), l.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := grafanasql.Run(context.Background(), pool, d, time.Now().Add(-10*time.Minute), time.Now().Add(time.Minute),
+		map[string]string{"target": "n1", "interface": "wan", "queue": "0"})
+	if err != nil {
+		pool.Close()
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Err != nil || r.Rows == 0 {
+			t.Errorf("grafana %s: %d rows, %v", r.Where, r.Rows, r.Err)
+		}
+	}
+	var samples int64
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM samples`).Scan(&samples); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+
+	// Ctrl-C, then a second start on the same state directory finds the
+	// first one's data.
+	if err := l.stop(); err != nil {
+		t.Errorf("lab stopped with %v", err)
+	}
+	l2 := startLab(t, state, "--tuner=false")
+	pool2, err := pgxpool.New(context.Background(), l2.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool2.Close()
+	var again int64
+	if err := pool2.QueryRow(context.Background(), `SELECT count(*) FROM samples`).Scan(&again); err != nil {
+		t.Fatal(err)
+	}
+	if again < samples {
+		t.Errorf("second start: %d samples, the first run stored %d", again, samples)
+	}
+}
+
+// TestREADMELabBanner: the gnmic commands the README's tour shows are the
+// ones `lhcnp lab` prints for the default addresses of examples/lab.yaml
+// (TestLabStarts runs what it prints).
+func TestREADMELabBanner(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tour, _ := strings.Cut(string(b), "## A five-minute tour")
+	tour, _, _ = strings.Cut(tour, "\n## ")
+	_, banner, _ := strings.Cut(tour, "```text")
+	banner, _, _ = strings.Cut(banner, "```")
+	var shown []string
+	for _, l := range strings.Split(banner, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "gnmic ") {
+			shown = append(shown, l)
+		}
+	}
+	f, err := loadSwitchFile("../../examples/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := lab.Addresses{Switches: map[string]string{}}
+	for _, s := range f.Switches {
+		a.Switches[s.Name] = s.Listen
+	}
+	if diff := cmp.Diff(labGnmicCommands(a), shown); diff != "" {
+		t.Errorf("README's tour and the lab's banner differ (-banner +README):\n%s", diff)
+	}
+}

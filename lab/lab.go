@@ -1,0 +1,333 @@
+// Package lab runs the whole lhcnp system in one process, the embedded
+// default of `lhcnp lab`: a PostgreSQL (a private cluster from the installed
+// binaries in the state directory, or a given DSN), the switches of the lab
+// topology on one engine with a gNMI target each (server/fabric), the
+// collector subscribed to them, the tuner, and the web dashboard
+// (lab/dashboard) on 127.0.0.1. Start brings the parts up in that order,
+// failing early and cleanly (nothing started is left running) on a state
+// directory or port already in use; Run keeps them until its context ends
+// and stops them in reverse order.
+//
+// It wires existing packages together and holds no logic of theirs; it
+// must not be imported by any of them. It does not print: the command
+// prints what Addresses returns.
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/internal/pgserver"
+	"github.com/lhcnp/lhcnp/lab/dashboard"
+	"github.com/lhcnp/lhcnp/server/fabric"
+	"github.com/lhcnp/lhcnp/tuner"
+)
+
+// DefaultHTTPAddr is where the dashboard listens by default.
+const DefaultHTTPAddr = "127.0.0.1:8080"
+
+// Config is one lab.
+type Config struct {
+	// StateDir holds the lab's lock, its PostgreSQL cluster (postgres/,
+	// unless PostgresDSN is set) and the collector's spill (collector/).
+	// A second start reuses it.
+	StateDir string
+	// PostgresDSN, when set, is used instead of a private cluster.
+	PostgresDSN string
+	// PostgresPort is the private cluster's port on 127.0.0.1 (0: a free
+	// one).
+	PostgresPort int
+	// HTTPAddr is the dashboard's address (default DefaultHTTPAddr).
+	HTTPAddr string
+	// Fabric is the switches: every one runs in this process.
+	Fabric fabric.Config
+	// CollectorDB gives the collector the schema (migrations), partition
+	// maintenance and the YANG type of new series.
+	CollectorDB collector.DB
+	// Subscriptions are the collector's subscriptions to every switch
+	// (default config.DefaultSubscriptions).
+	Subscriptions []config.Subscription
+	// Tuner is the tuner's configuration; its DB is set by the lab. Tuner
+	// switches that name no address get the fabric switch's. No switches:
+	// no tuner.
+	Tuner tuner.Config
+	// DashboardRefresh is how often the page polls (default 1s).
+	DashboardRefresh time.Duration
+	// Logger receives the parts' logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// Addresses is what a user of the lab needs.
+type Addresses struct {
+	Dashboard   string            // http://host:port/
+	PostgresDSN string            // the collector's database
+	Switches    map[string]string // switch name -> gNMI host:port
+	Names       []string          // switch names in the fabric's order
+	Metrics     string            // the collector's /metrics, "" when off
+	StateDir    string
+	PrivatePG   bool // the lab runs its own PostgreSQL
+}
+
+// Lab is a started lab.
+type Lab struct {
+	cfg    Config
+	log    *slog.Logger
+	lock   *stateLock
+	httpLn net.Listener
+	pg     *pgserver.Server
+	dsn    string
+	pool   *pgxpool.Pool
+	fab    *fabric.Fabric
+	coll   *collector.Collector
+	tun    *tuner.Tuner
+	tpool  *pgxpool.Pool
+	pusher *tuner.GNMIPusher
+	addrs  Addresses
+	ran    bool
+	closed sync.Once
+}
+
+// Start brings the lab up: lock the state directory, listen for the
+// dashboard, start (or reach) PostgreSQL, build the switches (listening),
+// the collector (migrating the schema) and the tuner. Nothing runs yet
+// but PostgreSQL; Run starts the rest. On error everything started is
+// stopped again.
+func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
+	if cfg.StateDir == "" {
+		return nil, errors.New("lab: no state directory")
+	}
+	if cfg.HTTPAddr == "" {
+		cfg.HTTPAddr = DefaultHTTPAddr
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.DashboardRefresh <= 0 {
+		cfg.DashboardRefresh = time.Second
+	}
+	l := &Lab{cfg: cfg, log: cfg.Logger}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
+	stateDir, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if l.lock, err = lockStateDir(stateDir); err != nil {
+		return nil, err
+	}
+	if l.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("dashboard address %s is %w (or another program): choose another with --http", cfg.HTTPAddr, ErrInUse)
+		}
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	l.addrs = Addresses{Dashboard: "http://" + l.httpLn.Addr().String() + "/", StateDir: stateDir,
+		Switches: map[string]string{}}
+
+	l.dsn = cfg.PostgresDSN
+	if l.dsn == "" {
+		opts := []pgserver.Option{pgserver.WithDataDir(filepath.Join(stateDir, "postgres"))}
+		if cfg.PostgresPort != 0 {
+			opts = append(opts, pgserver.WithPort(cfg.PostgresPort))
+		}
+		if l.pg, err = pgserver.Start(ctx, opts...); err != nil {
+			return nil, fmt.Errorf("postgresql: %w", err)
+		}
+		if err := l.pg.CreateDatabase(ctx, "lhcnp", ""); err != nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "42P04" { // duplicate_database: a second start
+				return nil, fmt.Errorf("postgresql: %w", err)
+			}
+		}
+		l.dsn = l.pg.DSN("lhcnp")
+		l.addrs.PrivatePG = true
+	}
+	l.addrs.PostgresDSN = l.dsn
+
+	if l.fab, err = fabric.New(ctx, cfg.Fabric); err != nil {
+		return nil, err
+	}
+	for _, s := range l.fab.Switches() {
+		l.addrs.Switches[s.Name] = s.Addr().String()
+		l.addrs.Names = append(l.addrs.Names, s.Name)
+	}
+
+	if len(cfg.Tuner.Switches) > 0 {
+		tc := cfg.Tuner
+		tc.DB = l.dsn
+		tc.Switches = append([]tuner.SwitchConfig(nil), cfg.Tuner.Switches...)
+		for i, s := range tc.Switches {
+			if s.Address == "" {
+				addr, ok := l.addrs.Switches[s.Name]
+				if !ok {
+					return nil, fmt.Errorf("tuner: switch %s is not in the lab", s.Name)
+				}
+				tc.Switches[i].Address, tc.Switches[i].Insecure = addr, true
+			}
+		}
+		if err := tc.Validate(); err != nil {
+			return nil, fmt.Errorf("tuner: %w", err)
+		}
+		if l.tpool, err = pgxpool.New(ctx, l.dsn); err != nil {
+			return nil, fmt.Errorf("tuner: db: %w", err)
+		}
+		var push tuner.Pusher
+		if !tc.DryRun {
+			l.pusher = tuner.NewGNMIPusher(tc.Switches)
+			push = l.pusher
+		}
+		if l.tun, err = tuner.New(tc, tuner.NewPGSource(l.tpool), push, tuner.NewPGRecorder(l.tpool),
+			tuner.WithLogger(l.log.With("part", "tuner"))); err != nil {
+			return nil, fmt.Errorf("tuner: %w", err)
+		}
+	}
+	// The collector last: once built it holds a pool, a spill and a
+	// listener that only its Run releases.
+	cc := config.Defaults()
+	cc.DB.DSN = l.dsn
+	cc.DB.Migrate = true
+	cc.DB.TargetsTable = true
+	cc.StateDir = filepath.Join(stateDir, "collector")
+	cc.ID = collector.DefaultID(cc.StateDir)
+	cc.Metrics.Listen = "127.0.0.1:0"
+	subs := cfg.Subscriptions
+	for _, name := range l.addrs.Names {
+		cc.Targets = append(cc.Targets, config.Target{Name: name, Address: l.addrs.Switches[name], Insecure: true,
+			Subscriptions: subs})
+	}
+	if l.coll, err = collector.New(ctx, cc, collector.WithLogger(l.log.With("part", "collector")),
+		collector.WithDB(cfg.CollectorDB)); err != nil {
+		return nil, fmt.Errorf("collector: %w", err)
+	}
+	l.pool = l.coll.Pool()
+	l.addrs.Metrics = "http://" + l.coll.Addr() + "/metrics"
+
+	return l, nil
+}
+
+// Addresses returns where the lab's parts answer.
+func (l *Lab) Addresses() Addresses { return l.addrs }
+
+// Pool returns a pool on the lab's database.
+func (l *Lab) Pool() *pgxpool.Pool { return l.pool }
+
+// Run runs the switches, the collector, the tuner and the dashboard until
+// ctx ends or one of them fails, then stops them (tuner and dashboard
+// first, then the collector, which drains, then the switches) and
+// PostgreSQL, and releases the state directory.
+func (l *Lab) Run(ctx context.Context) error {
+	l.ran = true
+	defer l.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var errs []error
+	var mu sync.Mutex
+	fail := func(part string, err error) {
+		if err != nil && ctx.Err() == nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("%s: %w", part, err))
+			mu.Unlock()
+		}
+		cancel()
+	}
+	// Three stages stopped in order: the consumers of the database and the
+	// switches, then the collector, then the switches.
+	fabCtx, stopFab := context.WithCancel(context.WithoutCancel(ctx))
+	collCtx, stopColl := context.WithCancel(context.WithoutCancel(ctx))
+	var fabDone, collDone, restDone sync.WaitGroup
+	fabDone.Add(1)
+	go func() {
+		defer fabDone.Done()
+		err := l.fab.Run(fabCtx)
+		fail("switches", err)
+	}()
+	collDone.Add(1)
+	go func() {
+		defer collDone.Done()
+		err := l.coll.Run(collCtx)
+		fail("collector", err)
+	}()
+	if l.tun != nil {
+		restDone.Add(1)
+		go func() {
+			defer restDone.Done()
+			err := l.tun.Run(ctx)
+			if errors.Is(err, context.Canceled) {
+				err = nil
+			}
+			fail("tuner", err)
+		}()
+	}
+	srv := &http.Server{
+		Handler:           dashboard.New(l.pool, dashboard.WithRefresh(l.cfg.DashboardRefresh), dashboard.WithSpeed(l.cfg.Fabric.Speed), dashboard.WithLogger(l.log.With("part", "dashboard"))),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	restDone.Add(1)
+	go func() {
+		defer restDone.Done()
+		err := srv.Serve(l.httpLn)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		fail("dashboard", err)
+	}()
+	<-ctx.Done()
+	shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	_ = srv.Shutdown(shutdown)
+	restDone.Wait()
+	stopColl()
+	collDone.Wait()
+	stopFab()
+	fabDone.Wait()
+	return errors.Join(errs...)
+}
+
+// Close stops whatever Start started and Run did not stop: the tuner's
+// connections, the collector's pool, the switches' listeners, PostgreSQL,
+// the dashboard's listener, the lock. Safe to call more than once.
+func (l *Lab) Close() {
+	l.closed.Do(func() {
+		if l.coll != nil && !l.ran {
+			// Run with an ended context: it drains at once and releases
+			// the collector's pool, spill and listener.
+			ended, cancel := context.WithCancel(context.Background())
+			cancel()
+			_ = l.coll.Run(ended)
+		}
+		if l.pusher != nil {
+			l.pusher.Close()
+		}
+		if l.tpool != nil {
+			l.tpool.Close()
+		}
+		if l.fab != nil {
+			l.fab.Close()
+		}
+		if l.pg != nil {
+			if err := l.pg.Close(); err != nil {
+				l.log.Error("stopping postgresql", "err", err)
+			}
+		}
+		if l.httpLn != nil {
+			l.httpLn.Close()
+		}
+		l.lock.release()
+	})
+}
