@@ -19,6 +19,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/deploy/grafanasql"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
+	"github.com/lhcnp/lhcnp/tuner"
 )
 
 // imageShare is where the Dockerfile puts scenarios/, examples/ and deploy/.
@@ -254,12 +255,26 @@ func checkComposeCollector(t *testing.T, p *types.Project, s types.ServiceConfig
 // the service's LHCNP_TUNER_DB, into a valid configuration whose switches
 // are switch services.
 func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, args []string) {
-	cfg, err := loadTunerFile(repoPath(t, flagValue(args, "config")))
+	var env []string
+	for k, v := range s.Environment {
+		if v != nil {
+			env = append(env, k+"="+*v)
+		}
+	}
+	fs := flag.NewFlagSet("tuner", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "")
+	fs.Bool("once", false, "")
+	fs.Bool("verbose", false, "")
+	cfg := tuner.DefaultConfig()
+	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix("LHCNP_TUNER_"), cliconf.WithEnviron(func() []string { return env }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := s.Environment["LHCNP_TUNER_DB"]; v != nil {
-		cfg.DB = *v
+	if err := fs.Parse(args[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Load(repoPath(t, *cfgPath)); err != nil {
+		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

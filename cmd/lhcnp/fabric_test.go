@@ -157,9 +157,9 @@ func (r *readers) counter(ctx context.Context, addr, iface, leaf string) uint64 
 	return 0
 }
 
-// labFile writes a fabric file of the lab with free wire ports and gNMI on
+// labFabricFile writes a fabric file of the lab with free wire ports and gNMI on
 // any free port, at a speed a shared test machine keeps up with.
-func labFile(t *testing.T) string {
+func labFabricFile(t *testing.T) string {
 	t.Helper()
 	ports := freeUDP(t, 4)
 	abs := func(p string) string {
@@ -210,7 +210,7 @@ func TestProcessesJoinedByWires(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			file := labFile(t)
+			file := labFabricFile(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
 			rd := &readers{t: t, m: map[string]gnmi.GNMIClient{}}
