@@ -61,12 +61,12 @@ type mux struct {
 
 	sendMu sync.Mutex // one Send at a time on the RPC
 
-	mu    sync.Mutex
-	subs  map[string]*subStream
-	want  int // sync_responses owed to the client: 1, plus one per poll
-	sent  int // sync_responses sent
-	wg    sync.WaitGroup
-	errc  chan error // the first error of a switch's stream
+	mu   sync.Mutex
+	subs map[string]*subStream
+	want int // sync_responses owed to the client: 1, plus one per poll
+	sent int // sync_responses sent
+	wg   sync.WaitGroup
+	errc chan error // the first error of a switch's stream
 }
 
 // subStream is the gnmi.GNMI_SubscribeServer one switch's subscribe.Server
