@@ -30,8 +30,10 @@ import (
 //   - range (mode STREAM): unless updates_only, the tree as it was just
 //     before start (as a snapshot); then every stored change in the
 //     half-open interval [start, end) in time order, deletes as deletes;
-//     then sync_response, and the RPC ends. An end in the future is served
-//     up to now (what is stored when the request arrives).
+//     then sync_response. The stream then stays open, idle, until the
+//     client cancels or closes its side (the reference says the server
+//     closes it; gnmic re-subscribes a STREAM that ends). An end in the
+//     future is served up to now (what is stored when the request arrives).
 //
 // Errors: another mode, start after end, or a malformed request is
 // INVALID_ARGUMENT; a snapshot or a start in the future is UNIMPLEMENTED
@@ -65,10 +67,9 @@ type series struct {
 
 // row is one sample.
 type row struct {
-	ts  time.Time
-	s   *series
-	tv  *gnmi.TypedValue // nil: a delete
-	seq int              // order within a query, for a stable sort
+	ts time.Time
+	s  *series
+	tv *gnmi.TypedValue // nil: a delete
 }
 
 func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionList, h *gnmi_ext.History) error {
@@ -136,12 +137,33 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 			return err
 		}
 	}
-	if !snapshot {
-		if err := s.rangeRows(ctx, set, start, end, send); err != nil {
-			return err
-		}
+	if snapshot {
+		return rpc.Send(syncResponse) // ONCE: the RPC ends here
 	}
-	return rpc.Send(syncResponse)
+	if err := s.rangeRows(ctx, set, start, end, send); err != nil {
+		return err
+	}
+	if err := rpc.Send(syncResponse); err != nil {
+		return err
+	}
+	// The range is complete. The stream stays open, idle, until the client
+	// cancels or closes its side: a STREAM that ends is re-subscribed by
+	// gnmic (every --retry, printing the range again), and gnmic loses the
+	// last messages of a stream closed right behind them.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if _, err := rpc.Recv(); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-ctx.Done():
+	case <-done:
+	}
+	return nil
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -289,13 +311,24 @@ func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.T
 		return status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
 	}
 	buf := make([]row, 0, rangeBatch)
+	flush := func() error {
+		// Within a timestamp, a container's leaves together.
+		sort.SliceStable(buf, func(i, j int) bool {
+			if !buf[i].ts.Equal(buf[j].ts) {
+				return buf[i].ts.Before(buf[j].ts)
+			}
+			return buf[i].s.parent < buf[j].s.parent
+		})
+		err := send(buf)
+		buf = buf[:0]
+		return err
+	}
 	err = scanRows(rs, set, func(r row) error {
 		// Flush only between timestamps, so a notification is never split.
 		if len(buf) >= rangeBatch && !buf[len(buf)-1].ts.Equal(r.ts) {
-			if err := send(buf); err != nil {
+			if err := flush(); err != nil {
 				return err
 			}
-			buf = buf[:0]
 		}
 		buf = append(buf, r)
 		return nil
@@ -303,7 +336,7 @@ func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.T
 	if err != nil {
 		return err
 	}
-	return send(buf)
+	return flush()
 }
 
 // scanRows reads sample rows into typed values.
