@@ -2461,8 +2461,11 @@ func (*Lhcnp_Lhcnp_Fcn) ΛBelongingModule() string {
 
 // Lhcnp_Lhcnp_Fcn_Config represents the /lhcnp/lhcnp/fcn/config YANG schema element.
 type Lhcnp_Lhcnp_Fcn_Config struct {
-	AgingTimeout *uint32 `path:"aging-timeout" module:"lhcnp"`
-	MaxMappings  *uint32 `path:"max-mappings" module:"lhcnp"`
+	AgingTimeout        *uint32  `path:"aging-timeout" module:"lhcnp"`
+	CongestionThreshold *uint64  `path:"congestion-threshold" module:"lhcnp"`
+	Domain              []string `path:"domain" module:"lhcnp"`
+	MaxMappings         *uint32  `path:"max-mappings" module:"lhcnp"`
+	MinCnpInterval      *uint32  `path:"min-cnp-interval" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_Fcn_Config implements the yang.GoStruct
@@ -2486,6 +2489,38 @@ func (t *Lhcnp_Lhcnp_Fcn_Config) GetAgingTimeout() uint32 {
 	return *t.AgingTimeout
 }
 
+// GetCongestionThreshold retrieves the value of the leaf CongestionThreshold from the Lhcnp_Lhcnp_Fcn_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if CongestionThreshold is set, it can
+// safely use t.GetCongestionThreshold() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.CongestionThreshold == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_Config) GetCongestionThreshold() uint64 {
+	if t == nil || t.CongestionThreshold == nil {
+		return 100000
+	}
+	return *t.CongestionThreshold
+}
+
+// GetDomain retrieves the value of the leaf Domain from the Lhcnp_Lhcnp_Fcn_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Domain is set, it can
+// safely use t.GetDomain() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Domain == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_Config) GetDomain() []string {
+	if t == nil || t.Domain == nil {
+		return nil
+	}
+	return t.Domain
+}
+
 // GetMaxMappings retrieves the value of the leaf MaxMappings from the Lhcnp_Lhcnp_Fcn_Config
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -2502,16 +2537,50 @@ func (t *Lhcnp_Lhcnp_Fcn_Config) GetMaxMappings() uint32 {
 	return *t.MaxMappings
 }
 
+// GetMinCnpInterval retrieves the value of the leaf MinCnpInterval from the Lhcnp_Lhcnp_Fcn_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MinCnpInterval is set, it can
+// safely use t.GetMinCnpInterval() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MinCnpInterval == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_Config) GetMinCnpInterval() uint32 {
+	if t == nil || t.MinCnpInterval == nil {
+		return 50
+	}
+	return *t.MinCnpInterval
+}
+
 // SetAgingTimeout sets the value of the leaf AgingTimeout in the Lhcnp_Lhcnp_Fcn_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Fcn_Config) SetAgingTimeout(v uint32) {
 	t.AgingTimeout = &v
 }
 
+// SetCongestionThreshold sets the value of the leaf CongestionThreshold in the Lhcnp_Lhcnp_Fcn_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_Config) SetCongestionThreshold(v uint64) {
+	t.CongestionThreshold = &v
+}
+
+// SetDomain sets the value of the leaf Domain in the Lhcnp_Lhcnp_Fcn_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_Config) SetDomain(v []string) {
+	t.Domain = v
+}
+
 // SetMaxMappings sets the value of the leaf MaxMappings in the Lhcnp_Lhcnp_Fcn_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Fcn_Config) SetMaxMappings(v uint32) {
 	t.MaxMappings = &v
+}
+
+// SetMinCnpInterval sets the value of the leaf MinCnpInterval in the Lhcnp_Lhcnp_Fcn_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_Config) SetMinCnpInterval(v uint32) {
+	t.MinCnpInterval = &v
 }
 
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_Fcn_Config
@@ -2526,9 +2595,17 @@ func (t *Lhcnp_Lhcnp_Fcn_Config) PopulateDefaults() {
 		var v uint32 = 60
 		t.AgingTimeout = &v
 	}
+	if t.CongestionThreshold == nil {
+		var v uint64 = 100000
+		t.CongestionThreshold = &v
+	}
 	if t.MaxMappings == nil {
 		var v uint32 = 65536
 		t.MaxMappings = &v
+	}
+	if t.MinCnpInterval == nil {
+		var v uint32 = 50
+		t.MinCnpInterval = &v
 	}
 }
 
@@ -3147,10 +3224,13 @@ func (*Lhcnp_Lhcnp_Fcn_Mappings_Mapping_State_Counters) ΛBelongingModule() stri
 
 // Lhcnp_Lhcnp_Fcn_State represents the /lhcnp/lhcnp/fcn/state YANG schema element.
 type Lhcnp_Lhcnp_Fcn_State struct {
-	AgingTimeout *uint32                         `path:"aging-timeout" module:"lhcnp"`
-	Counters     *Lhcnp_Lhcnp_Fcn_State_Counters `path:"counters" module:"lhcnp"`
-	MappingCount *uint32                         `path:"mapping-count" module:"lhcnp"`
-	MaxMappings  *uint32                         `path:"max-mappings" module:"lhcnp"`
+	AgingTimeout        *uint32                         `path:"aging-timeout" module:"lhcnp"`
+	CongestionThreshold *uint64                         `path:"congestion-threshold" module:"lhcnp"`
+	Counters            *Lhcnp_Lhcnp_Fcn_State_Counters `path:"counters" module:"lhcnp"`
+	Domain              []string                        `path:"domain" module:"lhcnp"`
+	MappingCount        *uint32                         `path:"mapping-count" module:"lhcnp"`
+	MaxMappings         *uint32                         `path:"max-mappings" module:"lhcnp"`
+	MinCnpInterval      *uint32                         `path:"min-cnp-interval" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_Fcn_State implements the yang.GoStruct
@@ -3194,6 +3274,38 @@ func (t *Lhcnp_Lhcnp_Fcn_State) GetAgingTimeout() uint32 {
 	return *t.AgingTimeout
 }
 
+// GetCongestionThreshold retrieves the value of the leaf CongestionThreshold from the Lhcnp_Lhcnp_Fcn_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if CongestionThreshold is set, it can
+// safely use t.GetCongestionThreshold() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.CongestionThreshold == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_State) GetCongestionThreshold() uint64 {
+	if t == nil || t.CongestionThreshold == nil {
+		return 100000
+	}
+	return *t.CongestionThreshold
+}
+
+// GetDomain retrieves the value of the leaf Domain from the Lhcnp_Lhcnp_Fcn_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Domain is set, it can
+// safely use t.GetDomain() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Domain == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_State) GetDomain() []string {
+	if t == nil || t.Domain == nil {
+		return nil
+	}
+	return t.Domain
+}
+
 // GetMappingCount retrieves the value of the leaf MappingCount from the Lhcnp_Lhcnp_Fcn_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -3226,10 +3338,38 @@ func (t *Lhcnp_Lhcnp_Fcn_State) GetMaxMappings() uint32 {
 	return *t.MaxMappings
 }
 
+// GetMinCnpInterval retrieves the value of the leaf MinCnpInterval from the Lhcnp_Lhcnp_Fcn_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MinCnpInterval is set, it can
+// safely use t.GetMinCnpInterval() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MinCnpInterval == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_State) GetMinCnpInterval() uint32 {
+	if t == nil || t.MinCnpInterval == nil {
+		return 50
+	}
+	return *t.MinCnpInterval
+}
+
 // SetAgingTimeout sets the value of the leaf AgingTimeout in the Lhcnp_Lhcnp_Fcn_State
 // struct.
 func (t *Lhcnp_Lhcnp_Fcn_State) SetAgingTimeout(v uint32) {
 	t.AgingTimeout = &v
+}
+
+// SetCongestionThreshold sets the value of the leaf CongestionThreshold in the Lhcnp_Lhcnp_Fcn_State
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_State) SetCongestionThreshold(v uint64) {
+	t.CongestionThreshold = &v
+}
+
+// SetDomain sets the value of the leaf Domain in the Lhcnp_Lhcnp_Fcn_State
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_State) SetDomain(v []string) {
+	t.Domain = v
 }
 
 // SetMappingCount sets the value of the leaf MappingCount in the Lhcnp_Lhcnp_Fcn_State
@@ -3244,6 +3384,12 @@ func (t *Lhcnp_Lhcnp_Fcn_State) SetMaxMappings(v uint32) {
 	t.MaxMappings = &v
 }
 
+// SetMinCnpInterval sets the value of the leaf MinCnpInterval in the Lhcnp_Lhcnp_Fcn_State
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_State) SetMinCnpInterval(v uint32) {
+	t.MinCnpInterval = &v
+}
+
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_Fcn_State
 // with default values as specified in the YANG schema, instantiating any nil
 // container fields.
@@ -3256,9 +3402,17 @@ func (t *Lhcnp_Lhcnp_Fcn_State) PopulateDefaults() {
 		var v uint32 = 60
 		t.AgingTimeout = &v
 	}
+	if t.CongestionThreshold == nil {
+		var v uint64 = 100000
+		t.CongestionThreshold = &v
+	}
 	if t.MaxMappings == nil {
 		var v uint32 = 65536
 		t.MaxMappings = &v
+	}
+	if t.MinCnpInterval == nil {
+		var v uint32 = 50
+		t.MinCnpInterval = &v
 	}
 	t.Counters.PopulateDefaults()
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
 	"github.com/lhcnp/lhcnp/gen/oc"
@@ -55,6 +56,7 @@ type Binding struct {
 	simStart engine.Time
 	fast     *fastFunction   // created when Fast CNP is first configured on
 	advice   *adviceFunction // created when Rate Advice is first configured on
+	pe       *fcn.PE         // created when FCN's ingress PE is first configured on
 }
 
 var _ target.Dataplane = (*Binding)(nil)
@@ -105,19 +107,13 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err != nil {
 		return err
 	}
+	pc, err := FCNConfig(l, &cfg)
+	if err != nil {
+		return err
+	}
 	var aerr error
 	b.sim.Do(func() {
-		if fc.Enabled && b.fast == nil {
-			if b.fast, aerr = newFastFunction(b.node); aerr != nil {
-				return
-			}
-		}
-		if b.fast != nil {
-			aerr = b.fast.apply(fc, cfg)
-		} else {
-			aerr = b.node.ApplyConfig(cfg)
-		}
-		if aerr != nil {
+		if aerr = b.applyMode(fc, pc, cfg); aerr != nil {
 			return
 		}
 		aerr = b.applyAdvice(rc)
@@ -139,8 +135,14 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	var fc fastcnp.Config
 	var fn fastcnp.Counters
 	var ra rateadvice.State
-	fast, advice := false, false
+	var pc fcn.Config
+	var pn fcn.PECounters
+	var pm []fcn.Mapping
+	fast, advice, pe := false, false, false
 	b.sim.Do(func() {
+		if pe = b.pe != nil; pe {
+			pc, pn, pm = b.pe.Config(), b.pe.Counters(), b.pe.Mappings()
+		}
 		st = b.node.State(!b.o.noFlows)
 		cfg = b.node.Config()
 		if fast = b.fast != nil; fast {
@@ -156,6 +158,9 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	}
 	if advice {
 		rateAdviceState(root, ra, b.WallNS)
+	}
+	if pe {
+		fcnState(root, pc, pn, pm, b.WallNS)
 	}
 	return root, nil
 }

@@ -7334,6 +7334,44 @@ func (n *Lhcnp_Lhcnp_Fcn_Config_AgingTimeoutPath) PathOriginName() string {
 	return ""
 }
 
+// Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPath represents the /lhcnp/lhcnp/fcn/config/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/config/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_Config_DomainPath represents the /lhcnp/lhcnp/fcn/config/domain YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_DomainPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[[]string]
+}
+
+// Lhcnp_Lhcnp_Fcn_Config_DomainPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/config/domain YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_DomainPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[[]string]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_Config_DomainPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Fcn_Config_MaxMappingsPath represents the /lhcnp/lhcnp/fcn/config/max-mappings YANG schema element.
 type Lhcnp_Lhcnp_Fcn_Config_MaxMappingsPath struct {
 	*ygnmi.NodePath
@@ -7350,6 +7388,25 @@ type Lhcnp_Lhcnp_Fcn_Config_MaxMappingsPathAny struct {
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Fcn_Config_MaxMappingsPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPath represents the /lhcnp/lhcnp/fcn/config/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/config/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPath) PathOriginName() string {
 	return ""
 }
 
@@ -7466,6 +7523,196 @@ func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) AgingTimeout() *Lhcnp_Lhcnp_Fcn_Config_A
 	return ps
 }
 
+// CongestionThreshold (leaf): The queue depth above which the node reports congestion: a
+// transit node sends FCN messages, an ingress PE a standard CNP to
+// the sender directly.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fcn/config/congestion-threshold"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPath) CongestionThreshold() *Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPath {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// CongestionThreshold (leaf): The queue depth above which the node reports congestion: a
+// transit node sends FCN messages, an ingress PE a standard CNP to
+// the sender directly.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fcn/config/congestion-threshold"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) CongestionThreshold() *Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Domain (leaf-list): The controlled domain: an ingress PE accepts FCN messages only
+// from sources in these prefixes (the WAN's nodes). Empty: from
+// none.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "domain"
+//	Path from root:       "/lhcnp/fcn/config/domain"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPath) Domain() *Lhcnp_Lhcnp_Fcn_Config_DomainPath {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_DomainPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"domain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[[]string](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).Domain
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Domain (leaf-list): The controlled domain: an ingress PE accepts FCN messages only
+// from sources in these prefixes (the WAN's nodes). Empty: from
+// none.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "domain"
+//	Path from root:       "/lhcnp/fcn/config/domain"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) Domain() *Lhcnp_Lhcnp_Fcn_Config_DomainPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_DomainPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"domain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[[]string](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).Domain
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE.
 //
 //	Defining module:      "lhcnp"
@@ -7539,6 +7786,100 @@ func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) MaxMappings() *Lhcnp_Lhcnp_Fcn_Config_Ma
 		ps,
 		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
 			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).MaxMappings
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two reports for one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fcn/config/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPath) MinCnpInterval() *Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPath {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint32](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two reports for one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fcn/config/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) MinCnpInterval() *Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).MinCnpInterval
 			if ret == nil {
 				var zero uint32
 				return zero, false
@@ -9200,6 +9541,44 @@ func (n *Lhcnp_Lhcnp_Fcn_State_AgingTimeoutPath) PathOriginName() string {
 	return ""
 }
 
+// Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPath represents the /lhcnp/lhcnp/fcn/state/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/state/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_State_DomainPath represents the /lhcnp/lhcnp/fcn/state/domain YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_DomainPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[[]string]
+}
+
+// Lhcnp_Lhcnp_Fcn_State_DomainPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/state/domain YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_DomainPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[[]string]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_State_DomainPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Fcn_State_MappingCountPath represents the /lhcnp/lhcnp/fcn/state/mapping-count YANG schema element.
 type Lhcnp_Lhcnp_Fcn_State_MappingCountPath struct {
 	*ygnmi.NodePath
@@ -9235,6 +9614,25 @@ type Lhcnp_Lhcnp_Fcn_State_MaxMappingsPathAny struct {
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Fcn_State_MaxMappingsPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPath represents the /lhcnp/lhcnp/fcn/state/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/state/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPath) PathOriginName() string {
 	return ""
 }
 
@@ -9351,6 +9749,104 @@ func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) AgingTimeout() *Lhcnp_Lhcnp_Fcn_State_Agi
 	return ps
 }
 
+// CongestionThreshold (leaf): The queue depth above which the node reports congestion: a
+// transit node sends FCN messages, an ingress PE a standard CNP to
+// the sender directly.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fcn/state/congestion-threshold"
+func (n *Lhcnp_Lhcnp_Fcn_StatePath) CongestionThreshold() *Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPath {
+	ps := &Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// CongestionThreshold (leaf): The queue depth above which the node reports congestion: a
+// transit node sends FCN messages, an ingress PE a standard CNP to
+// the sender directly.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fcn/state/congestion-threshold"
+func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) CongestionThreshold() *Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // Counters (container): FCN counters.
 //
 //	Defining module:      "lhcnp"
@@ -9415,6 +9911,98 @@ func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) Counters() *Lhcnp_Lhcnp_Fcn_State_Counter
 		ps,
 		nil,
 		nil,
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Domain (leaf-list): The controlled domain: an ingress PE accepts FCN messages only
+// from sources in these prefixes (the WAN's nodes). Empty: from
+// none.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "domain"
+//	Path from root:       "/lhcnp/fcn/state/domain"
+func (n *Lhcnp_Lhcnp_Fcn_StatePath) Domain() *Lhcnp_Lhcnp_Fcn_State_DomainPath {
+	ps := &Lhcnp_Lhcnp_Fcn_State_DomainPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"domain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[[]string](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).Domain
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Domain (leaf-list): The controlled domain: an ingress PE accepts FCN messages only
+// from sources in these prefixes (the WAN's nodes). Empty: from
+// none.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "domain"
+//	Path from root:       "/lhcnp/fcn/state/domain"
+func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) Domain() *Lhcnp_Lhcnp_Fcn_State_DomainPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_State_DomainPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"domain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[[]string](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).Domain
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
 		func() *ytypes.Schema {
 			return &ytypes.Schema{
 				Root:       &oc.Root{},
@@ -9596,6 +10184,100 @@ func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) MaxMappings() *Lhcnp_Lhcnp_Fcn_State_MaxM
 		ps,
 		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
 			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).MaxMappings
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two reports for one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fcn/state/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_Fcn_StatePath) MinCnpInterval() *Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPath {
+	ps := &Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint32](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two reports for one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fcn/state/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) MinCnpInterval() *Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).MinCnpInterval
 			if ret == nil {
 				var zero uint32
 				return zero, false
