@@ -20,6 +20,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
+	"github.com/lhcnp/lhcnp/dataplane-sim/switchcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/target"
 )
@@ -57,6 +58,7 @@ type Binding struct {
 	fast     *fastFunction   // created when Fast CNP is first configured on
 	advice   *adviceFunction // created when Rate Advice is first configured on
 	pe       *fcn.PE         // created when FCN's ingress PE is first configured on
+	wp       *switchcnp.Node // created when the switch CNP is first configured on
 }
 
 var _ target.Dataplane = (*Binding)(nil)
@@ -111,9 +113,13 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err != nil {
 		return err
 	}
+	wc, err := SwitchCNPConfig(l, &cfg)
+	if err != nil {
+		return err
+	}
 	var aerr error
 	b.sim.Do(func() {
-		if aerr = b.applyMode(fc, pc, cfg); aerr != nil {
+		if aerr = b.applyMode(fc, pc, wc, cfg); aerr != nil {
 			return
 		}
 		aerr = b.applyAdvice(rc)
@@ -138,8 +144,14 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	var pc fcn.Config
 	var pn fcn.PECounters
 	var pm []fcn.Mapping
-	fast, advice, pe := false, false, false
+	var wc switchcnp.Config
+	var wn switchcnp.Counters
+	var wsent int64
+	fast, advice, pe, wp := false, false, false, false
 	b.sim.Do(func() {
+		if wp = b.wp != nil; wp {
+			wc, wn, wsent = b.wp.Config(), b.wp.Counters(), b.wp.Sent()
+		}
 		if pe = b.pe != nil; pe {
 			pc, pn, pm = b.pe.Config(), b.pe.Counters(), b.pe.Mappings()
 		}
@@ -161,6 +173,9 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	}
 	if pe {
 		fcnState(root, pc, pn, pm, b.WallNS)
+	}
+	if wp {
+		switchCNPState(root, wc, wn, wsent)
 	}
 	return root, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/switchcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 )
 
@@ -119,13 +120,13 @@ func fcnState(root *oc.Root, c fcn.Config, n fcn.PECounters, ms []fcn.Mapping, w
 }
 
 // applyMode puts the served switch in the mode the configuration asks
-// for, on the engine goroutine: Fast CNP (fc), FCN's ingress PE (pc) or
-// Long-haul CNP (lc) as configured; the wrappers are created on first use
-// and the others are switched off first. The translation refused the
-// combinations that cannot coexist. Then the switch's observer is the
-// active wrapper (the Fast CNP one also when off: it keeps filtering
-// nothing) with Rate Advice beside it.
-func (b *Binding) applyMode(fc fastcnp.Config, pc fcn.Config, lc lhcnp.Config) error {
+// for, on the engine goroutine: Fast CNP (fc), FCN's ingress PE (pc), the
+// white paper's switch CNP (wc) or Long-haul CNP (lc) as configured. The
+// translation refused the combinations that cannot coexist, so at most one
+// is on. Its wrapper is created on first use, the other wrappers are
+// switched off first, and the switch's observer is the active wrapper (the
+// node itself for Long-haul CNP); Rate Advice goes beside it afterwards.
+func (b *Binding) applyMode(fc fastcnp.Config, pc fcn.Config, wc switchcnp.Config, lc lhcnp.Config) error {
 	var err error
 	if fc.Enabled && b.fast == nil {
 		if b.fast, err = newFastFunction(b.node); err != nil {
@@ -135,48 +136,64 @@ func (b *Binding) applyMode(fc fastcnp.Config, pc fcn.Config, lc lhcnp.Config) e
 	if pc.Enabled && b.pe == nil {
 		b.pe = fcn.WrapPE(b.node, tunnelPorts(b.node.Switch()))
 	}
-	off := fc
-	off.Enabled = false
-	offPE := pc
-	offPE.Enabled = false
-	switch {
-	case fc.Enabled:
-		if b.pe != nil {
-			if err := b.pe.Apply(offPE, lc); err != nil {
+	if wc.Enabled && b.wp == nil {
+		b.wp = switchcnp.Wrap(b.node)
+	}
+	fcOff, pcOff, wcOff := fc, pc, wc
+	fcOff.Enabled, pcOff.Enabled, wcOff.Enabled = false, false, false
+	// Off first, the active one last: each Apply sets the node's mode.
+	type mode struct {
+		exists, on bool
+		apply      func(on bool) error
+		obs        netsim.PortObserver
+	}
+	var modes []mode
+	if b.fast != nil {
+		modes = append(modes, mode{true, fc.Enabled, func(on bool) error {
+			if on {
+				return b.fast.apply(fc, lc)
+			}
+			return b.fast.apply(fcOff, lc)
+		}, b.fast.node})
+	}
+	if b.pe != nil {
+		modes = append(modes, mode{true, pc.Enabled, func(on bool) error {
+			if on {
+				return b.pe.Apply(pc, lc)
+			}
+			return b.pe.Apply(pcOff, lc)
+		}, b.pe})
+	}
+	if b.wp != nil {
+		modes = append(modes, mode{true, wc.Enabled, func(on bool) error {
+			if on {
+				return b.wp.Apply(wc, lc)
+			}
+			return b.wp.Apply(wcOff, lc)
+		}, b.wp})
+	}
+	var active netsim.PortObserver = b.node
+	for _, m := range modes {
+		if !m.on {
+			if err := m.apply(false); err != nil {
 				return err
 			}
 		}
-		err = b.fast.apply(fc, lc)
-	case pc.Enabled:
-		if b.fast != nil {
-			if err := b.fast.apply(off, lc); err != nil {
+	}
+	done := false
+	for _, m := range modes {
+		if m.on {
+			if err := m.apply(true); err != nil {
 				return err
 			}
-		}
-		err = b.pe.Apply(pc, lc)
-	default:
-		switch {
-		case b.fast != nil:
-			err = b.fast.apply(off, lc)
-			if err == nil && b.pe != nil {
-				err = b.pe.Apply(offPE, lc)
-			}
-		case b.pe != nil:
-			err = b.pe.Apply(offPE, lc)
-		default:
-			err = b.node.ApplyConfig(lc)
+			active, done = m.obs, true
 		}
 	}
-	if err != nil {
-		return err
+	if !done && len(modes) == 0 {
+		if err := b.node.ApplyConfig(lc); err != nil {
+			return err
+		}
 	}
-	var base netsim.PortObserver = b.node
-	switch {
-	case pc.Enabled:
-		base = b.pe
-	case b.fast != nil:
-		base = b.fast.node
-	}
-	b.node.Switch().SetObserver(base)
+	b.node.Switch().SetObserver(active)
 	return nil
 }
