@@ -157,8 +157,8 @@ func TestComposeFile(t *testing.T) {
 }
 
 // checkComposeSwitch: the fabric file loads as `lhcnp switch` loads it, the
-// service runs the switch named like itself, and the wires' ends are the
-// fixed addresses of the services running them.
+// service runs the switch named like itself, listens where the others
+// reach it, and the wires' ends are the services running them.
 func checkComposeSwitch(t *testing.T, p *types.Project, name string, args []string) {
 	f, err := loadSwitchFile(repoPath(t, flagValue(args, "config")))
 	if err != nil {
@@ -170,30 +170,28 @@ func checkComposeSwitch(t *testing.T, p *types.Project, name string, args []stri
 	if _, port, _ := net.SplitHostPort(flagValue(args, "metrics")); port != "9464" {
 		t.Errorf("--metrics %q: prometheus.yml scrapes port 9464", flagValue(args, "metrics"))
 	}
-	ip := map[string]string{} // service -> fixed address
-	for svc, s := range p.Services {
-		for _, n := range s.Networks {
-			if n != nil && n.Ipv4Address != "" {
-				ip[svc] = n.Ipv4Address
-			}
-		}
-	}
 	sw := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
 	if sw < 0 {
 		t.Fatalf("%s has no switch %s", flagValue(args, "config"), name)
 	}
-	if host, _, _ := net.SplitHostPort(f.Switches[sw].Listen); host != ip[name] {
-		t.Errorf("fabric file: %s listens on %s, the service's address is %s", name, f.Switches[sw].Listen, ip[name])
+	// gNMI listens on every interface of the container, on the port the
+	// compose file publishes.
+	host, port, _ := net.SplitHostPort(firstOf(flagValue(args, "listen"), f.Switches[sw].Listen))
+	if host != "0.0.0.0" && host != name {
+		t.Errorf("%s: gNMI listens on host %q, unreachable from the other containers", name, host)
 	}
-	owner := map[string]string{} // ip -> service
-	for svc, a := range ip {
-		owner[a] = svc
+	svc := p.Services[name]
+	if len(svc.Ports) != 1 || fmt.Sprint(svc.Ports[0].Target) != port {
+		t.Errorf("%s: publishes %+v, gNMI listens on port %s", name, svc.Ports, port)
 	}
+	// A wire's ends are switch services, each running the switch it names.
 	for _, w := range f.Wires {
 		for _, end := range []string{w.A, w.B} {
-			host, _, err := net.SplitHostPort(end)
-			if err != nil || owner[host] == "" {
-				t.Errorf("wire %s: end %s is not the address of a service", w.Link, end)
+			h, _, err := net.SplitHostPort(end)
+			_, isService := p.Services[h]
+			isSwitch := slices.ContainsFunc(f.Switches, func(s fileSwitch) bool { return s.Name == h })
+			if err != nil || !isService || !isSwitch {
+				t.Errorf("wire %s: end %s is not a switch service", w.Link, end)
 			}
 		}
 	}
@@ -282,7 +280,7 @@ func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, ar
 	if !strings.Contains(cfg.DB, "@postgres:5432/") {
 		t.Errorf("db %q does not reach the postgres service", cfg.DB)
 	}
-	fab, err := loadSwitchFile("../../deploy/fabric.yaml")
+	fab, err := loadSwitchFile("../../examples/lab-containers.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +293,7 @@ func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, ar
 		// on, as `lhcnp lab` chooses them.
 		i := slices.IndexFunc(fab.Switches, func(s fileSwitch) bool { return s.Name == sw.Name })
 		if i < 0 || fab.Switches[i].Config == "" {
-			t.Errorf("switch %s: no configuration in deploy/fabric.yaml", sw.Name)
+			t.Errorf("switch %s: no configuration in examples/lab-containers.yaml", sw.Name)
 			continue
 		}
 		js, err := os.ReadFile(fab.Switches[i].Config)
@@ -316,13 +314,13 @@ func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, ar
 // the speed the compose switches run at.
 func TestComposeGrafanaSpeed(t *testing.T) {
 	d := grafanaDashboard(t)
-	f, err := loadSwitchFile("../../deploy/fabric.yaml")
+	f, err := loadSwitchFile("../../examples/lab-containers.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(d.Variables, func(v grafanasql.Variable) bool { return v.Name == "speed" })
 	if i < 0 || d.Variables[i].Type != "constant" || d.Variables[i].Query != fmt.Sprint(f.Speed) {
-		t.Errorf("dashboard variable speed %+v, want the constant %v of deploy/fabric.yaml", d.Variables, f.Speed)
+		t.Errorf("dashboard variable speed %+v, want the constant %v of examples/lab-containers.yaml", d.Variables, f.Speed)
 	}
 }
 
