@@ -14,9 +14,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/lhcnp/lhcnp/collector/northbound"
+	"github.com/lhcnp/lhcnp/server/auth"
 	"github.com/lhcnp/lhcnp/server/schema"
 	"github.com/lhcnp/lhcnp/server/store"
 	"github.com/lhcnp/lhcnp/server/target"
@@ -211,4 +213,59 @@ func TestMux(t *testing.T) {
 			t.Errorf("get of a leaf no switch has: %v, want NOT_FOUND", err)
 		}
 	})
+}
+
+// TestNorthboundUsers: the northbound's users are a switch's: a read-only
+// user reads, and its Set is refused before it is forwarded.
+func TestNorthboundUsers(t *testing.T) {
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(pw string) []byte {
+		h, err := auth.HashPassword(pw, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []byte(h)
+	}
+	users := auth.NewUsers(auth.User{Name: "noc", Role: auth.ReadOnly, Hash: hash("ro-secret")})
+	forwarded := false
+	nb := northbound.New(sch, northbound.WithDialer(func(ctx context.Context, name string) (*grpc.ClientConn, context.Context, bool, error) {
+		forwarded = true
+		return nil, nil, false, nil
+	}))
+	nb.Observe("n1", kmaxNotification(time.Now().UnixNano(), 1))
+	srv, err := target.New(target.WithInsecure(), target.WithAuth(auth.New(users)), target.WithCapabilities(nb),
+		target.WithGet(nb), target.WithSet(nb), target.WithSubscribe(nb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis) //nolint:errcheck // ends with Stop
+	defer srv.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := gnmi.NewGNMIClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	get := &gnmi.GetRequest{Prefix: &gnmi.Path{Target: "n1"}, Encoding: gnmi.Encoding_PROTO,
+		Path: []*gnmi.Path{store.MustPath(wanQ0 + "/state/effective-kmax")}}
+	if _, err := c.Get(ctx, get); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("get without credentials: %v, want UNAUTHENTICATED", err)
+	}
+	ctx = metadata.AppendToOutgoingContext(ctx, auth.MetadataUsername, "noc", auth.MetadataPassword, "ro-secret")
+	if _, err := c.Get(ctx, get); err != nil {
+		t.Errorf("read-only get: %v", err)
+	}
+	_, err = c.Set(ctx, &gnmi.SetRequest{Prefix: &gnmi.Path{Target: "n1"}})
+	if status.Code(err) != codes.PermissionDenied || forwarded {
+		t.Errorf("read-only set: %v (forwarded: %v), want PERMISSION_DENIED, not forwarded", err, forwarded)
+	}
 }
