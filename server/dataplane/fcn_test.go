@@ -21,13 +21,13 @@ func TestSetFCNIngressPE(t *testing.T) {
 		{"INGRESS_PE", "cannot both run on one node"},
 		{"TRANSIT", "TRANSIT is not driven by this target"},
 	} {
-		err := r.setJSON(t, "/lhcnp/global/config/fcn-role", `"lhcnp-types:`+tt.role+`"`)
+		err := r.setJSON(t, "/lhcnp/global/config/fcn-role", `"`+tt.role+`"`)
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "fcn-role") || !strings.Contains(err.Error(), tt.why) {
 			t.Errorf("fcn-role %s: %v, want InvalidArgument naming fcn-role (%s)", tt.role, err, tt.why)
 		}
 	}
 	if err := r.setIETF("/lhcnp", `{
-  "global": {"config": {"enabled": true, "long-haul-cnp-rocev2": false, "fcn-role": "lhcnp-types:INGRESS_PE"}},
+  "global": {"config": {"enabled": true, "long-haul-cnp-rocev2": false, "fcn-role": "INGRESS_PE"}},
   "fcn": {"config": {"congestion-threshold": "1000000", "domain": ["2001:db8::/32"]}}
 }`, true); err != nil {
 		t.Fatalf("replace with an ingress PE: %v", err)
