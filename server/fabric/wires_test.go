@@ -141,7 +141,10 @@ func TestRestartedPeerDetected(t *testing.T) {
 	pollUntil(ctx, t, "link up again with the new peer and traffic through it", func() (bool, error) {
 		return w.Up() && f3.Wires()[0].Stats().RxFrames > 0, nil
 	})
-	if st := w.Stats(); st.Ups != 2 || st.Downs != 1 {
-		t.Errorf("ups %d, downs %d; want 2 and 1", st.Ups, st.Downs)
+	// At least the restart's down and up; a machine too loaded to send
+	// hellos within dead_after may add a flap of its own, never an up
+	// without its down.
+	if st := w.Stats(); st.Downs < 1 || st.Ups != st.Downs+1 {
+		t.Errorf("ups %d, downs %d; want one more up than downs, and at least one down", st.Ups, st.Downs)
 	}
 }
