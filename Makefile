@@ -64,7 +64,7 @@ bench:
 	$(GO) tool benchstat bench.txt
 
 # docs/results.md and docs/results/*.png: mechanisms side by side on the
-# comparison scenarios (a few seconds).
+# comparison scenarios (about three minutes on two shared cores: 80 runs plus the DCQCN grid).
 results:
 	$(GO) run ./cmd/lhcnp sim compare --out out/compare --markdown docs/results.md
 

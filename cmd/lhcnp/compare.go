@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
@@ -19,8 +20,13 @@ import (
 // defaultCompareScenarios are compared when no file is given.
 var defaultCompareScenarios = []string{
 	"scenarios/compare/near-source-incast.yaml",
+	"scenarios/compare/mid-wan.yaml",
+	"scenarios/compare/far-end.yaml",
 	"scenarios/compare/two-node-congestion.yaml",
 	"scenarios/compare/rtt-step.yaml",
+	"scenarios/compare/websearch-30.yaml",
+	"scenarios/compare/websearch-50.yaml",
+	"scenarios/compare/websearch-70.yaml",
 }
 
 // runCompare implements `lhcnp sim compare [SCENARIO...] --out DIR
@@ -33,8 +39,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("sim compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "directory for the runs, the table and the plots (created if needed); required")
-	mechs := fs.String("mechanisms", strings.Join(compare.DefaultMechanisms, ","),
-		"mechanisms to compare, comma-separated; the first is the baseline (dcqcn, none, long-haul-cnp, long-haul-cnp"+compare.DefaultsSuffix+")")
+	mechs := fs.String("mechanisms", "dcqcn,"+strings.Join(slices.DeleteFunc(compare.DefaultMechanisms(), func(s string) bool { return s == "dcqcn" }), ","),
+		"mechanisms to compare, comma-separated; the first is the baseline ("+strings.Join(compare.DefaultMechanisms(), ", ")+", long-haul-cnp"+compare.BestStaticSuffix+")")
 	var dur durationFlag
 	fs.Var(&dur, "duration", "run every scenario for this long instead of its duration")
 	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots")
@@ -159,8 +165,21 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	var variants []compare.Variant
+	for _, m := range opts.Mechanisms {
+		for _, v := range append(compare.DefaultVariants(), compare.TunerVariant()) {
+			if v.Name == m {
+				variants = append(variants, v)
+			}
+		}
+	}
+	var infos []compare.ScenarioInfo
+	for i, sc := range scs {
+		infos = append(infos, compare.ScenarioInfo{Name: sc.Name, File: files[i], Description: sc.Description})
+	}
 	doc := compare.Doc{Result: res, BarSets: sets, Section7: steps, Section7Scenario: *s7, Tuner: td,
-		Unstaged: unstaged, UnstagedScenario: *s7u,
+		Unstaged: unstaged, UnstagedScenario: *s7u, Variants: variants, Scenarios: infos,
+		Reference: "long-haul-cnp", Reading: compare.Reading(res, "long-haul-cnp"),
 		PlotDir: filepath.Base(plotDir), Command: "lhcnp sim compare --out " + *out + " --markdown " + *md}
 	if err := compare.WriteDocument(f, doc); err != nil {
 		f.Close()

@@ -118,6 +118,8 @@ var addressRE = regexp.MustCompile(`(^|\s)(-a|--address|-address)(\s+|=)(\S+)`)
 var docTargets = map[string]func(t *testing.T) string{
 	// `lhcnp switch --config examples/switch.yaml --insecure`
 	"127.0.0.1:9339": func(t *testing.T) string { return startSwitch(t).addr },
+	// a collector's northbound over two switches n1 and n2 (docs/collector.md)
+	"127.0.0.1:9350": startCollectorNorthbound,
 }
 
 // docFileTargets overrides docTargets for one file: docs/lab.md talks to the

@@ -313,7 +313,7 @@ func TestFabricFileErrors(t *testing.T) {
 		{"wire without ends", "switches: [{name: n1}]\nwires: [{link: wan}]\nscenario: " + sc, nil, "wires[0]: need link, a and b"},
 		{"no such link", "switches: [{name: n1, listen: 127.0.0.1:0}]\nwires: [{link: nope, a: 127.0.0.1:1, b: 127.0.0.1:2}]\nscenario: " + sc, nil, `no link "nope"`},
 		{"no such switch", "switches: [{name: n1}]\nscenario: " + sc, []string{"--switches", "n9"}, `no switch "n9"`},
-		{"listen with two switches", "switches: [{name: n1}, {name: n2}]\nscenario: " + sc, []string{"--listen", "127.0.0.1:0"}, "exactly one switch"},
+		{"listen with two switches", "switches: [{name: n1}, {name: n2}]\nscenario: " + sc, []string{"--listen", "127.0.0.1:9"}, "exactly one switch"},
 		{"wire address taken", "switches: [{name: n1, listen: 127.0.0.1:0}, {name: n2, listen: 127.0.0.1:0}]\nwires: [{link: wan, a: " +
 			taken.LocalAddr().String() + ", b: 127.0.0.1:9}]\nscenario: " + sc, []string{"--switches", "n1"}, "address already in use"},
 	}

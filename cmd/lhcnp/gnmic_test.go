@@ -8,34 +8,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lhcnp/lhcnp/internal/gnmicbin"
 )
 
 // gnmicPath finds gnmic as docs/gnmi-target.md says: $GNMIC, else gnmic on
 // the PATH, else ../shared/tools/gnmic next to the repository (a build of
 // its public source that unpacks itself on first use; it needs xz).
 var gnmicPath = sync.OnceValues(func() (string, error) {
-	if p := os.Getenv("GNMIC"); p != "" {
-		return p, nil
-	}
-	if p, err := exec.LookPath("gnmic"); err == nil {
-		return p, nil
-	}
-	root, err := filepath.Abs("../..") // the repository, from cmd/lhcnp
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(root, "..", "shared", "tools", "gnmic")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("gnmic not found: set GNMIC, put gnmic on the PATH or install %s", p)
-	}
-	return p, nil
+	return gnmicbin.Path("../..") // the repository, from cmd/lhcnp
 })
 
 // needGnmic returns gnmic's path or skips the test, saying why.

@@ -6,29 +6,48 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/migrations"
 )
 
-// runMigrate implements `lhcnp migrate [up|down|status] --db DSN`: the
+// migrateFile is `lhcnp migrate`'s configuration: every key is a flag and
+// an LHCNP_MIGRATE_ variable (internal/cliconf), db.dsn named as in the
+// collector's file; --db and LHCNP_DB are its older names (docs/collector.md).
+type migrateFile struct {
+	DB           migrateDB     `yaml:"db"`
+	Steps        int           `yaml:"steps" help:"down: how many migrations to undo"`
+	Partitioning string        `yaml:"partitioning" help:"up: who keeps the daily partitions of samples: auto (pg_partman when the server has it), pg_partman or lhcnp (plain SQL)"`
+	Retention    string        `yaml:"retention" help:"up: keep samples, events and ledger rows this long (a Go duration such as 720h, or 0 for ever); default: unchanged (30 days on a new schema)"`
+	Timeout      time.Duration `yaml:"timeout" help:"give up after this long (connecting, waiting for the lock, migrating)"`
+}
+
+// migrateDB is the db: section, as in the collector's file.
+type migrateDB struct {
+	DSN string `yaml:"dsn" help:"PostgreSQL connection string (postgres://... or key=value); also --db, LHCNP_DB"`
+}
+
+// runMigrate implements `lhcnp migrate [up|down|status] --db.dsn DSN`: the
 // schema of migrations/ applied, undone or reported, under tern's advisory
 // lock (collectors starting meanwhile wait).
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	db := fs.String("db", os.Getenv("LHCNP_DB"), "PostgreSQL connection string (URL or key=value); default $LHCNP_DB")
-	steps := fs.Int("steps", 1, "down: how many migrations to undo")
-	partitioning := fs.String("partitioning", "auto", "up: who keeps the daily partitions of samples: auto (pg_partman when the server has it), pg_partman or lhcnp (plain SQL)")
-	retention := fs.String("retention", "", "up: keep samples, events and ledger rows this long (a Go duration such as 720h, or 0 for ever); default: unchanged (30 days on a new schema)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long (connecting, waiting for the lock, migrating)")
+	cfgPath := fs.String("config", "", "migrate configuration file (YAML; every key is also a flag)")
+	mf := migrateFile{Steps: 1, Partitioning: "auto", Timeout: 5 * time.Minute}
+	cc, err := cliconf.Register(fs, &mf, cliconf.WithEnvPrefix("LHCNP_MIGRATE_"),
+		cliconf.WithFlagAlias("db", "db.dsn"), cliconf.WithEnvAlias("LHCNP_DB", "db.dsn"))
+	if err != nil {
+		return err
+	}
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp migrate [up|down|status] --db DSN [flags]")
+		fmt.Fprintln(stderr, "usage: lhcnp migrate [up|down|status] --db.dsn DSN [flags]")
+		fmt.Fprintln(stderr, "Every key is a flag and an LHCNP_MIGRATE_ variable (LHCNP_MIGRATE_DB_DSN); --db and LHCNP_DB are older names of db.dsn.")
 		fs.PrintDefaults()
 	}
 	action := "up"
@@ -48,31 +67,42 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return usageError{fmt.Sprintf("unknown action %q: want up, down or status", action)}
 	}
-	if *db == "" {
-		fs.Usage()
-		return usageError{"--db: a connection string is required (or set LHCNP_DB)"}
+	if err := cc.Load(*cfgPath); err != nil {
+		return err
 	}
-	if *steps < 1 {
-		return usageError{fmt.Sprintf("--steps %d: want 1 or more", *steps)}
+	// Messages name the flag or variable the user gave, or the key.
+	dsnFrom := cc.Origin("db.dsn")
+	switch {
+	case dsnFrom == "":
+		dsnFrom = "db.dsn"
+	case cc.InFile("db.dsn") && dsnFrom == *cfgPath:
+		dsnFrom = *cfgPath + ": db.dsn"
+	}
+	if mf.DB.DSN == "" {
+		fs.Usage()
+		return usageError{dsnFrom + ": a connection string is required (--db.dsn or --db, LHCNP_MIGRATE_DB_DSN or LHCNP_DB)"}
+	}
+	if mf.Steps < 1 {
+		return usageError{fmt.Sprintf("--steps %d: want 1 or more", mf.Steps)}
 	}
 	var keep time.Duration
-	if *retention != "" {
-		d, err := time.ParseDuration(*retention)
+	if mf.Retention != "" {
+		d, err := time.ParseDuration(mf.Retention)
 		if err != nil || d < 0 {
-			return usageError{fmt.Sprintf("--retention %q: want a duration such as 720h, or 0 for ever", *retention)}
+			return usageError{fmt.Sprintf("--retention %q: want a duration such as 720h, or 0 for ever", mf.Retention)}
 		}
 		keep = d
 	}
-	cfg, err := pgx.ParseConfig(*db)
+	cfg, err := pgx.ParseConfig(mf.DB.DSN)
 	if err != nil {
-		return usageError{fmt.Sprintf("--db: %v", err)}
+		return usageError{fmt.Sprintf("%s: %v", dsnFrom, err)}
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, mf.Timeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		// pgx lists every address tried on its own line; a CLI error is one.
-		return fmt.Errorf("--db: connect to %s: %s", describeDB(cfg), strings.Join(strings.Fields(err.Error()), " "))
+		return fmt.Errorf("%s: connect to %s: %s", dsnFrom, describeDB(cfg), strings.Join(strings.Fields(err.Error()), " "))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 
@@ -81,10 +111,10 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	})
 	switch action {
 	case "up":
-		if err := migrations.Up(ctx, conn, progress, migrations.WithPartitionManager(*partitioning)); err != nil {
+		if err := migrations.Up(ctx, conn, progress, migrations.WithPartitionManager(mf.Partitioning)); err != nil {
 			return err
 		}
-		if *retention != "" {
+		if mf.Retention != "" {
 			if err := migrations.SetRetention(ctx, conn, keep); err != nil {
 				return err
 			}
@@ -93,7 +123,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	case "down":
-		if err := migrations.Down(ctx, conn, *steps, progress); err != nil {
+		if err := migrations.Down(ctx, conn, mf.Steps, progress); err != nil {
 			return err
 		}
 	}

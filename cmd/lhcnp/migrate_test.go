@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -81,4 +83,63 @@ func TestMigrateCommand(t *testing.T) {
 			}
 		})
 	}
+
+	// db.dsn is the collector's key name: --db.dsn, LHCNP_MIGRATE_DB_DSN and
+	// a file's db: {dsn: ...}; --db and LHCNP_DB are its older names, still
+	// read. Flags win over variables, the prefixed variable over LHCNP_DB,
+	// variables over the file; a refused connection names the name the DSN
+	// came from.
+	t.Run("dsn names", func(t *testing.T) {
+		unreachable := "postgres://postgres@127.0.0.1:1/x?connect_timeout=5"
+		dir := t.TempDir()
+		good := filepath.Join(dir, "good.yaml")
+		bad := filepath.Join(dir, "bad.yaml")
+		typo := filepath.Join(dir, "typo.yaml")
+		for p, body := range map[string]string{good: "db:\n  dsn: " + dsn + "\n", bad: "db:\n  dsn: " + unreachable + "\n", typo: "db:\n  dns: x\n"} {
+			if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tt := range []struct {
+			desc     string
+			env      map[string]string
+			args     []string
+			wantCode int
+			wantErr  string
+		}{
+			{desc: "--db.dsn", args: []string{"--db.dsn", dsn}},
+			{desc: "LHCNP_MIGRATE_DB_DSN", env: map[string]string{"LHCNP_MIGRATE_DB_DSN": dsn}},
+			{desc: "LHCNP_DB", env: map[string]string{"LHCNP_DB": dsn}},
+			{desc: "the file's db.dsn", args: []string{"--config", good}},
+			{desc: "LHCNP_MIGRATE_DB_DSN over LHCNP_DB", env: map[string]string{"LHCNP_DB": unreachable, "LHCNP_MIGRATE_DB_DSN": dsn}},
+			{desc: "LHCNP_DB over the file", env: map[string]string{"LHCNP_DB": dsn}, args: []string{"--config", bad}},
+			{desc: "--db over the variables", env: map[string]string{"LHCNP_DB": unreachable, "LHCNP_MIGRATE_DB_DSN": unreachable}, args: []string{"--db", dsn}},
+			{desc: "--db.dsn over the variables", env: map[string]string{"LHCNP_MIGRATE_DB_DSN": unreachable}, args: []string{"--db.dsn=" + dsn}},
+			{desc: "LHCNP_MIGRATE_DB_DSN named", env: map[string]string{"LHCNP_MIGRATE_DB_DSN": unreachable}, wantCode: 1,
+				wantErr: "LHCNP_MIGRATE_DB_DSN: connect to postgres@127.0.0.1:1/x"},
+			{desc: "LHCNP_DB named", env: map[string]string{"LHCNP_DB": unreachable}, wantCode: 1, wantErr: "LHCNP_DB: connect to postgres@127.0.0.1:1/x"},
+			{desc: "the file named", args: []string{"--config", bad}, wantCode: 1, wantErr: bad + ": db.dsn: connect to postgres@127.0.0.1:1/x"},
+			{desc: "--db.dsn named", args: []string{"--db.dsn", unreachable}, wantCode: 1, wantErr: "--db.dsn: connect to postgres@127.0.0.1:1/x"},
+			{desc: "both flags", args: []string{"--db", dsn, "--db.dsn", dsn}, wantCode: 1, wantErr: "flags --db and --db.dsn both set db.dsn: give one"},
+			{desc: "none", wantCode: 2, wantErr: "db.dsn: a connection string is required (--db.dsn or --db, LHCNP_MIGRATE_DB_DSN or LHCNP_DB)"},
+			{desc: "unknown key", args: []string{"--config", typo}, wantCode: 1, wantErr: typo + ":2: unknown key dns"},
+			{desc: "unknown variable", env: map[string]string{"LHCNP_MIGRATE_DSN": dsn}, wantCode: 1, wantErr: "environment: unknown variable LHCNP_MIGRATE_DSN"},
+		} {
+			t.Run(tt.desc, func(t *testing.T) {
+				for _, name := range []string{"LHCNP_DB", "LHCNP_MIGRATE_DB_DSN", "LHCNP_MIGRATE_DSN"} {
+					t.Setenv(name, tt.env[name]) // restored after the test
+					if _, ok := tt.env[name]; !ok {
+						os.Unsetenv(name)
+					}
+				}
+				code, out, errOut := migrate(append([]string{"status"}, tt.args...)...)
+				if code != tt.wantCode || !strings.Contains(errOut, tt.wantErr) {
+					t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errOut, tt.wantCode, tt.wantErr)
+				}
+				if tt.wantCode == 0 && !strings.Contains(out, fmt.Sprintf("schema version %d of %d", latest, latest)) {
+					t.Errorf("status of the test database:\n%s", out)
+				}
+			})
+		}
+	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -17,29 +16,35 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/server/auth"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/server/fabric"
 	"github.com/lhcnp/lhcnp/server/target"
-	"gopkg.in/yaml.v3"
 )
 
 // switchFile is the switch configuration file (docs/gnmi-target.md,
 // docs/lab.md, examples/switch.yaml, examples/lab.yaml). Paths in it are
 // relative to the file. It names one switch (switch, listen, config,
-// interfaces) or a fabric of several (switches, wires).
+// interfaces) or a fabric of several (switches, wires). Every scalar key is
+// also a flag and an LHCNP_SWITCH_ variable (internal/cliconf): flags win
+// over variables, variables over the file; the lists and the interfaces map
+// are file only.
 type switchFile struct {
 	// Switch is the switch of the scenario this process serves (one-switch
 	// form).
-	Switch string `yaml:"switch"`
+	Switch string `yaml:"switch" help:"the scenario's switch to run (one-switch form; a fabric file lists switches: instead)"`
 	// Scenario is the scenario file: topology, hosts and their traffic.
-	Scenario string `yaml:"scenario"`
+	Scenario string `yaml:"scenario" help:"scenario file: topology, hosts and their traffic"`
 	// Config is the initial YANG configuration, RFC 7951 JSON (JSON_IETF).
-	Config string `yaml:"config"`
-	// Listen, Speed and PublishInterval are the defaults of the flags.
-	Listen          string        `yaml:"listen"`
-	Speed           float64       `yaml:"speed"`
-	PublishInterval time.Duration `yaml:"publish_interval"`
+	// Its flag is --initial-config: --config is the switch file.
+	Config string `yaml:"config" flag:"initial-config" help:"initial YANG configuration of the one switch, RFC 7951 JSON (variable LHCNP_SWITCH_CONFIG)"`
+	// Listen is the one switch's gNMI address; as a flag or variable it
+	// overrides the file's addresses (one switch run, or HOST:0).
+	Listen string `yaml:"listen" help:"gNMI address, host:port; over a fabric file: when one switch runs, or HOST:0 for a free port each (default 127.0.0.1:9339)"`
+	// Speed and PublishInterval pace the engine and the publishers.
+	Speed           float64       `yaml:"speed" help:"simulated seconds per wall-clock second"`
+	PublishInterval time.Duration `yaml:"publish_interval" help:"state publication interval"`
 	// Interfaces names the switch's interfaces: YANG name → link name.
 	Interfaces map[string]string `yaml:"interfaces"`
 	// Switches is the fabric form: every switch with its gNMI address.
@@ -49,9 +54,16 @@ type switchFile struct {
 	// in-engine links.
 	Wires []fileWire `yaml:"wires"`
 	// Keepalive, DeadAfter and MaxLate tune the wires (docs/lab.md).
-	Keepalive time.Duration `yaml:"keepalive"`
-	DeadAfter time.Duration `yaml:"dead_after"`
-	MaxLate   time.Duration `yaml:"max_late"`
+	Keepalive time.Duration `yaml:"keepalive" help:"wires: keepalive period (0: the wire's default)"`
+	DeadAfter time.Duration `yaml:"dead_after" help:"wires: link down after this long without a frame (0: the wire's default)"`
+	MaxLate   time.Duration `yaml:"max_late" help:"wires: frames later than this are dropped (0: the wire's default)"`
+}
+
+// switchEnvPrefix is the variables' prefix of lhcnp switch.
+const switchEnvPrefix = "LHCNP_SWITCH_"
+
+func defaultSwitchFile() switchFile {
+	return switchFile{Speed: 1, PublishInterval: dataplane.DefaultInterval}
 }
 
 type fileSwitch struct {
@@ -69,45 +81,57 @@ type fileWire struct {
 	B    string `yaml:"b"`
 }
 
+// loadSwitchFile reads a switch or fabric file alone: no flags, no
+// variables (lhcnp lab, tests).
 func loadSwitchFile(path string) (*switchFile, error) {
-	data, err := os.ReadFile(path)
+	f := defaultSwitchFile()
+	cc, err := cliconf.Register(flag.NewFlagSet("switch", flag.ContinueOnError), &f)
 	if err != nil {
 		return nil, err
 	}
-	var f switchFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := cc.Load(path); err != nil {
+		return nil, err
 	}
+	if err := f.resolve(path, cc); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// resolve checks the layered configuration (loaded by cc from path, ""
+// for none) and fills Switches in the one-switch form. Paths from the file
+// are made relative to it; those from flags and variables stay as given.
+func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
+	from := func(key string) string { // where a value came from, for messages
+		if o := cc.Origin(key); o != "" && o != path {
+			return " (" + o + ")"
+		}
+		return ""
+	}
+	missing := func(key, what string) error {
+		if path == "" {
+			return usageError{fmt.Sprintf("--config FILE, or --%s: %s, is required", cc.Flag(key), what)}
+		}
+		return fmt.Errorf("%s: %s: missing (%s)", path, key, what)
+	}
+	fabricForm := len(f.Switches) > 0
 	switch {
-	case f.Switch == "" && len(f.Switches) == 0:
-		return nil, fmt.Errorf("%s: switch: missing (the name of the scenario's switch to run, or a switches: list)", path)
-	case f.Switch != "" && len(f.Switches) > 0:
-		return nil, fmt.Errorf("%s: switch and switches: give one switch or a list, not both", path)
-	case len(f.Switches) > 0 && (f.Listen != "" || f.Config != "" || len(f.Interfaces) > 0):
-		return nil, fmt.Errorf("%s: listen, config and interfaces belong to each entry of switches:", path)
+	case f.Switch == "" && !fabricForm:
+		return missing("switch", "the name of the scenario's switch to run, or a switches: list")
+	case f.Switch != "" && fabricForm && cc.InFile("switch"):
+		return fmt.Errorf("%s: switch and switches: give one switch or a list, not both", path)
+	case f.Switch != "" && fabricForm:
+		return usageError{fmt.Sprintf("switch %s%s: %s lists switches: choose among them with --switches", f.Switch, from("switch"), path)}
+	case fabricForm && (cc.InFile("listen") || cc.InFile("config") || len(f.Interfaces) > 0):
+		return fmt.Errorf("%s: listen, config and interfaces belong to each entry of switches:", path)
+	case fabricForm && f.Config != "":
+		return usageError{fmt.Sprintf("config%s: %s lists switches: each entry has its own config", from("config"), path)}
 	}
 	if f.Scenario == "" {
-		return nil, fmt.Errorf("%s: scenario: missing (the scenario file with the topology and traffic)", path)
+		return missing("scenario", "the scenario file with the topology and traffic")
 	}
-	if f.Switch != "" {
-		f.Switches = []fileSwitch{{Name: f.Switch, Listen: f.Listen, Config: f.Config, Interfaces: f.Interfaces}}
-	}
-	seen := map[string]bool{}
-	for i, s := range f.Switches {
-		if s.Name == "" {
-			return nil, fmt.Errorf("%s: switches[%d]: name missing", path, i)
-		}
-		if seen[s.Name] {
-			return nil, fmt.Errorf("%s: switches[%d]: switch %s listed twice", path, i, s.Name)
-		}
-		seen[s.Name] = true
-	}
-	for i, w := range f.Wires {
-		if w.Link == "" || w.A == "" || w.B == "" {
-			return nil, fmt.Errorf("%s: wires[%d]: need link, a and b (udp ip:port of each end)", path, i)
-		}
+	if !(f.Speed > 0) {
+		return usageError{fmt.Sprintf("speed %g%s: must be positive", f.Speed, from("speed"))}
 	}
 	dir := filepath.Dir(path)
 	rel := func(p string) string {
@@ -116,88 +140,130 @@ func loadSwitchFile(path string) (*switchFile, error) {
 		}
 		return filepath.Join(dir, p)
 	}
-	f.Scenario = rel(f.Scenario)
-	for i := range f.Switches {
-		f.Switches[i].Config = rel(f.Switches[i].Config)
+	if cc.Origin("scenario") == path {
+		f.Scenario = rel(f.Scenario)
 	}
-	return &f, nil
+	if f.Switch != "" {
+		c := f.Config
+		if cc.Origin("config") == path {
+			c = rel(c)
+		}
+		f.Switches = []fileSwitch{{Name: f.Switch, Listen: f.Listen, Config: c, Interfaces: f.Interfaces}}
+	} else {
+		for i := range f.Switches {
+			f.Switches[i].Config = rel(f.Switches[i].Config)
+		}
+	}
+	seen := map[string]bool{}
+	for i, s := range f.Switches {
+		if s.Name == "" {
+			return fmt.Errorf("%s: switches[%d]: name missing", path, i)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("%s: switches[%d]: switch %s listed twice", path, i, s.Name)
+		}
+		seen[s.Name] = true
+	}
+	for i, w := range f.Wires {
+		if w.Link == "" || w.A == "" || w.B == "" {
+			return fmt.Errorf("%s: wires[%d]: need link, a and b (udp ip:port of each end)", path, i)
+		}
+	}
+	return nil
 }
 
-// runSwitch implements `lhcnp switch --config FILE`: the switches of a
+// switchFlags are lhcnp switch's command-line-only flags: the file itself,
+// the choice among its switches, the transport and the outputs.
+type switchFlags struct {
+	config, switches                 string
+	insecure                         bool
+	tlsCert, tlsKey, clientCA, users string
+	capture, metrics                 string
+}
+
+// parseSwitchArgs parses lhcnp switch's arguments and layers the switch
+// file (--config, if any) < the LHCNP_SWITCH_ variables of environ < the
+// flags, checked and resolved.
+func parseSwitchArgs(args []string, environ func() []string, stderr io.Writer) (*switchFile, *switchFlags, *cliconf.Config, error) {
+	fs := flag.NewFlagSet("switch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var fl switchFlags
+	fs.StringVar(&fl.config, "config", "", "switch or fabric configuration file (YAML); paths in it are relative to it")
+	fs.StringVar(&fl.switches, "switches", "", "comma-separated switches of the file to run in this process (default: all)")
+	fs.BoolVar(&fl.insecure, "insecure", false, "serve gNMI without TLS (labs only)")
+	fs.StringVar(&fl.tlsCert, "tls-cert", "", "server certificate (PEM)")
+	fs.StringVar(&fl.tlsKey, "tls-key", "", "server private key (PEM)")
+	fs.StringVar(&fl.clientCA, "client-ca", "", "CA of client certificates: mutual TLS")
+	fs.StringVar(&fl.users, "users", "", "users file (name:role:bcrypt-hash; see lhcnp passwd); none: anonymous read-write")
+	fs.StringVar(&fl.capture, "capture", "", "directory for a pcap of every wire's frames (LINK.pcap)")
+	fs.StringVar(&fl.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
+	f := defaultSwitchFile()
+	cc, err := cliconf.Register(fs, &f, cliconf.WithEnvPrefix(switchEnvPrefix), cliconf.WithEnviron(environ))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lhcnp switch (--config FILE | --switch NAME --scenario FILE) [--switches N1,N2] [--listen ADDR] (--insecure | --tls-cert F --tls-key F [--client-ca F]) [--users FILE] [--speed X] [--capture DIR] [--metrics ADDR] [--KEY VALUE ...]")
+		fmt.Fprintln(stderr, "Every scalar key of the file is a flag and an "+switchEnvPrefix+" variable (the key upper-cased: LHCNP_SWITCH_PUBLISH_INTERVAL);")
+		fmt.Fprintln(stderr, "flags win over variables, variables over the file. switches:, wires: and interfaces: are file only;")
+		fmt.Fprintln(stderr, "the key config (initial YANG configuration) is the flag --initial-config, --config being the file.")
+		fs.PrintDefaults()
+	}
+	usage := func(msg string) (*switchFile, *switchFlags, *cliconf.Config, error) {
+		fs.Usage()
+		return nil, nil, nil, usageError{msg}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, nil, err
+	}
+	if fs.NArg() > 0 {
+		return usage(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	}
+	if fl.insecure == (fl.tlsCert != "") || (fl.tlsCert == "") != (fl.tlsKey == "") {
+		return usage("choose --insecure or --tls-cert with --tls-key")
+	}
+	if fl.clientCA != "" && fl.insecure {
+		return nil, nil, nil, usageError{"--client-ca needs TLS"}
+	}
+	if err := cc.Load(fl.config); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := f.resolve(fl.config, cc); err != nil {
+		if u, ok := err.(usageError); ok {
+			return usage(u.msg)
+		}
+		return nil, nil, nil, err
+	}
+	return &f, &fl, cc, nil
+}
+
+// runSwitch implements `lhcnp switch [--config FILE]`: the switches of a
 // scenario (all those of the file, or --switches), their dataplane paced
 // to the wall clock on one engine, a gNMI target each, and a UDP wire for
 // every link of the file's wires whose other end another process runs.
 // It returns when ctx ends (SIGINT, SIGTERM), after stopping the gRPC
 // servers, the publishers, the wires and the engine.
 func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("switch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "switch or fabric configuration file (YAML); required")
-	listen := fs.String("listen", "", "gNMI address, host:port, when one switch runs; HOST:0 gives every switch a free port (default: the file's listen, else 127.0.0.1:9339)")
-	only := fs.String("switches", "", "comma-separated switches of the file to run in this process (default: all)")
-	insecureFlag := fs.Bool("insecure", false, "serve gNMI without TLS (labs only)")
-	cert := fs.String("tls-cert", "", "server certificate (PEM)")
-	key := fs.String("tls-key", "", "server private key (PEM)")
-	clientCA := fs.String("client-ca", "", "CA of client certificates: mutual TLS")
-	users := fs.String("users", "", "users file (name:role:bcrypt-hash; see lhcnp passwd); none: anonymous read-write")
-	speed := fs.Float64("speed", 0, "simulated seconds per wall-clock second (default: the file's speed, else 1)")
-	every := fs.Duration("publish-interval", 0, "state publication interval (default: the file's, else 100ms)")
-	capture := fs.String("capture", "", "directory for a pcap of every wire's frames (LINK.pcap)")
-	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp switch --config FILE [--switches N1,N2] [--listen ADDR] (--insecure | --tls-cert F --tls-key F [--client-ca F]) [--users FILE] [--speed X] [--capture DIR] [--metrics ADDR]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
-	if *cfgPath == "" {
-		fs.Usage()
-		return usageError{"--config FILE is required"}
-	}
-	if *insecureFlag == (*cert != "") || (*cert == "") != (*key == "") {
-		fs.Usage()
-		return usageError{"choose --insecure or --tls-cert with --tls-key"}
-	}
-	if *clientCA != "" && *insecureFlag {
-		return usageError{"--client-ca needs TLS"}
-	}
-	f, err := loadSwitchFile(*cfgPath)
+	f, fl, cc, err := parseSwitchArgs(args, os.Environ, stderr)
 	if err != nil {
 		return err
 	}
+	listen := f.Listen // over the file's addresses, from any layer
 	run := f.Switches
-	if *only != "" {
+	if fl.switches != "" {
 		run = nil
-		for _, name := range strings.Split(*only, ",") {
+		for _, name := range strings.Split(fl.switches, ",") {
 			i := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
 			if i < 0 {
-				return usageError{fmt.Sprintf("--switches: %s has no switch %q", *cfgPath, name)}
+				return usageError{fmt.Sprintf("--switches: %s has no switch %q", sourceOf(fl.config), name)}
 			}
 			run = append(run, f.Switches[i])
 		}
 	}
-	if *listen != "" && len(run) != 1 && !strings.HasSuffix(*listen, ":0") {
-		return usageError{"--listen needs exactly one switch, or port 0 (a free port each); the file gives each switch its listen"}
+	if listen != "" && len(run) != 1 && !strings.HasSuffix(listen, ":0") {
+		return usageError{fmt.Sprintf("listen %s (%s) needs exactly one switch, or port 0 (a free port each); the file gives each switch its listen", f.Listen, cc.Origin("listen"))}
 	}
-	sp := *speed
-	if sp == 0 {
-		sp = f.Speed
-	}
-	if sp == 0 {
-		sp = 1
-	}
-	if sp < 0 {
-		return usageError{"--speed must be positive"}
-	}
-	iv := *every
-	if iv == 0 {
-		iv = f.PublishInterval
-	}
+	sp, iv := f.Speed, f.PublishInterval
 
 	sc, err := scenario.LoadFile(f.Scenario)
 	if err != nil {
@@ -206,7 +272,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg := fabric.Config{Scenario: sc, Speed: sp, PublishInterval: iv, Keepalive: f.Keepalive, DeadAfter: f.DeadAfter,
 		MaxLate: engine.FromDuration(f.MaxLate), Log: slog.New(slog.NewTextHandler(stderr, nil))}
 	for _, s := range run {
-		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(*listen, s.Listen, "127.0.0.1:9339"), Interfaces: s.Interfaces}
+		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(listen, s.Listen, "127.0.0.1:9339"), Interfaces: s.Interfaces}
 		if s.Config != "" {
 			if fsw.Config, err = os.ReadFile(s.Config); err != nil {
 				return err
@@ -217,11 +283,11 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	wires, err := localWires(sc, f, run)
 	if err != nil {
-		return fmt.Errorf("%s: %w", *cfgPath, err)
+		return fmt.Errorf("%s: %w", sourceOf(fl.config), err)
 	}
 	for _, w := range wires {
-		if *capture != "" {
-			pf, err := os.Create(filepath.Join(*capture, w.Link+".pcap"))
+		if fl.capture != "" {
+			pf, err := os.Create(filepath.Join(fl.capture, w.Link+".pcap"))
 			if err != nil {
 				return err
 			}
@@ -232,24 +298,24 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	var u *auth.Users
-	if *users != "" {
-		if u, err = auth.LoadUsers(*users); err != nil {
+	if fl.users != "" {
+		if u, err = auth.LoadUsers(fl.users); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client is the anonymous read-write user")
 	}
 	cfg.TargetOptions = []target.Option{target.WithAuth(auth.New(u))}
-	if *insecureFlag {
+	if fl.insecure {
 		cfg.TargetOptions = append(cfg.TargetOptions, target.WithInsecure())
 	} else {
-		tc, err := auth.ServerTLS(*cert, *key, *clientCA)
+		tc, err := auth.ServerTLS(fl.tlsCert, fl.tlsKey, fl.clientCA)
 		if err != nil {
 			return err
 		}
 		cfg.TargetOptions = append(cfg.TargetOptions, target.WithTLS(tc))
 	}
-	sm, err := newSwitchMetrics(*metricsAddr, len(cfg.Switches), stdout)
+	sm, err := newSwitchMetrics(fl.metrics, len(cfg.Switches), stdout)
 	if err != nil {
 		return err
 	}
@@ -308,6 +374,14 @@ func localWires(sc *scenario.Scenario, f *switchFile, run []fileSwitch) ([]fabri
 		}
 	}
 	return out, nil
+}
+
+// sourceOf names the configuration in messages: its file, if any.
+func sourceOf(path string) string {
+	if path == "" {
+		return "the configuration"
+	}
+	return path
 }
 
 func firstOf(s ...string) string {

@@ -65,13 +65,20 @@ type running struct {
 // port, at a speed low enough for a shared test machine.
 func startSwitch(t *testing.T, extra ...string) *running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &addrWriter{addr: make(chan string, 1)}
-	done := make(chan error, 1)
 	args := append([]string{"--config", "../../examples/switch.yaml", "--listen", "127.0.0.1:0", "--speed", "0.01"}, extra...)
 	if !slices.Contains(extra, "--tls-cert") {
 		args = append(args, "--insecure")
 	}
+	return startSwitchArgs(t, args...)
+}
+
+// startSwitchArgs runs `lhcnp switch` with exactly args and waits for its
+// first switch to listen; it is stopped at the end of the test.
+func startSwitchArgs(t *testing.T, args ...string) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &addrWriter{addr: make(chan string, 1)}
+	done := make(chan error, 1)
 	go func() { done <- runSwitch(ctx, args, out, io.Discard) }()
 	var addr string
 	select {

@@ -189,8 +189,12 @@ func BenchmarkHistoryRange(b *testing.B) {
 }
 
 func serveNorthbound(b *testing.B, nb *northbound.Server) string {
-	srv, err := target.New(target.WithInsecure(), target.WithCapabilities(nb), target.WithGet(nb),
-		target.WithSet(nb), target.WithSubscribe(nb))
+	return serveTarget(b, target.WithCapabilities(nb), target.WithGet(nb), target.WithSet(nb), target.WithSubscribe(nb))
+}
+
+// serveTarget serves a gNMI target on loopback until the benchmark ends.
+func serveTarget(b *testing.B, opts ...target.Option) string {
+	srv, err := target.New(append([]target.Option{target.WithInsecure()}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -312,18 +316,9 @@ func BenchmarkFanOut(b *testing.B) {
 		}
 	}
 	swPublish(0)
-	swSrv, err := target.New(target.WithInsecure(), target.WithSubscribe(subscribe.New(st,
+	swAddr := serveTarget(b, target.WithSubscribe(subscribe.New(st,
 		subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin), subscribe.WithPathRewrite(schema.StripModules),
 		subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }))))
-	if err != nil {
-		b.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go swSrv.Serve(lis) //nolint:errcheck // ends with Stop
-	defer swSrv.Stop()
 
 	// (2) The northbound, fed what that switch would send the collector:
 	// one notification per container, leaf names under its prefix.
@@ -343,7 +338,7 @@ func BenchmarkFanOut(b *testing.B) {
 	nbAddr := serveNorthbound(b, nb)
 
 	sides := []*fanSide{
-		{publish: swPublish, subs: subscribeAll(lis.Addr().String(), "sw1")},
+		{publish: swPublish, subs: subscribeAll(swAddr, "sw1")},
 		{publish: nbPublish, subs: subscribeAll(nbAddr, "*")},
 	}
 	round := func(sd *fanSide, r uint64) {

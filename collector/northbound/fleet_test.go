@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/northbound"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/internal/gnmicbin"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/server/fabric"
 	"github.com/lhcnp/lhcnp/server/schema"
@@ -228,22 +228,12 @@ func (fl *fleet) ygnmi(t *testing.T, addr, target string) *ygnmi.Client {
 	return c
 }
 
-// gnmicPath finds gnmic as docs/gnmi-target.md says: $GNMIC, else gnmic on
-// the PATH, else ../shared/tools/gnmic next to the repository.
+// gnmicPath finds gnmic (internal/gnmicbin) or skips the test, saying why.
 func gnmicPath(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("GNMIC"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("gnmic"); err == nil {
-		return p
-	}
-	p, err := filepath.Abs("../../../shared/tools/gnmic")
+	p, err := gnmicbin.Path("../..")
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("SKIPPED: gnmic not found: set GNMIC, put gnmic on the PATH or install %s", p)
+		t.Skipf("SKIPPED: %v", err)
 	}
 	return p
 }

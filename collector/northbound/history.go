@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/goyang/pkg/yang"
@@ -301,15 +302,16 @@ func (s *Server) snapshotRows(ctx context.Context, set seriesSet, at time.Time) 
 // container's leaves that share a timestamp.
 const rangeBatch = 4096
 
+// rangeChunk is the span of one query of a range: PostgreSQL sorts each
+// chunk's rows by time in memory (work_mem), instead of sorting the whole
+// range on disk before the first row comes.
+const rangeChunk = time.Minute
+
 // rangeRows streams the rows of [start, end) in time order to send, in
-// batches; rows with the same timestamp are ordered by series so that a
+// batches; rows with the same timestamp are ordered by container so that a
 // container's leaves come together.
 func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.Time, send func([]row) error) error {
-	rs, err := s.o.pool.Query(ctx, `SELECT `+sampleCols+`
-		FROM samples WHERE series_id = ANY($1) AND ts >= $2 AND ts < $3 ORDER BY ts, series_id`, set.ids(), start, end)
-	if err != nil {
-		return status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
-	}
+	ids := set.ids()
 	buf := make([]row, 0, rangeBatch)
 	flush := func() error {
 		// Within a timestamp, a container's leaves together.
@@ -323,18 +325,30 @@ func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.T
 		buf = buf[:0]
 		return err
 	}
-	err = scanRows(rs, set, func(r row) error {
-		// Flush only between timestamps, so a notification is never split.
-		if len(buf) >= rangeBatch && !buf[len(buf)-1].ts.Equal(r.ts) {
-			if err := flush(); err != nil {
-				return err
-			}
+	for from := start; from.Before(end); {
+		to := from.Add(rangeChunk)
+		if to.After(end) {
+			to = end
 		}
-		buf = append(buf, r)
-		return nil
-	})
-	if err != nil {
-		return err
+		rs, err := s.o.pool.Query(ctx, `SELECT `+sampleCols+`
+			FROM samples WHERE series_id = ANY($1) AND ts >= $2 AND ts < $3 ORDER BY ts`, ids, from, to)
+		if err != nil {
+			return status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
+		}
+		err = scanRows(rs, set, func(r row) error {
+			// Flush only between timestamps, so a notification is never split.
+			if len(buf) >= rangeBatch && !buf[len(buf)-1].ts.Equal(r.ts) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			buf = append(buf, r)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		from = to
 	}
 	return flush()
 }
@@ -345,11 +359,11 @@ func scanRows(rs pgx.Rows, set seriesSet, fn func(row) error) error {
 	var (
 		ts    time.Time
 		id    int64
-		vInt  *int64
-		vFlt  *float64
-		vNum  *string
-		vBool *bool
-		vText *string
+		vInt  pgtype.Int8
+		vFlt  pgtype.Float8
+		vNum  pgtype.Text
+		vBool pgtype.Bool
+		vText pgtype.Text
 		flags int16
 	)
 	for rs.Next() {
@@ -385,7 +399,7 @@ const deletedFlag = 1 << 1
 // switch sent (PROTO encoding): integers as uint_val or int_val by the
 // leaf's YANG type, decimal64 and floats as double_val, booleans, and
 // strings (enumerations by name) as string_val.
-func typedValue(l *schema.Leaf, vInt *int64, vFlt *float64, vNum *string, vBool *bool, vText *string) (*gnmi.TypedValue, error) {
+func typedValue(l *schema.Leaf, vInt pgtype.Int8, vFlt pgtype.Float8, vNum pgtype.Text, vBool pgtype.Bool, vText pgtype.Text) (*gnmi.TypedValue, error) {
 	var kind yang.TypeKind
 	if l != nil && l.Type != nil {
 		kind = l.Type.Kind
@@ -398,32 +412,32 @@ func typedValue(l *schema.Leaf, vInt *int64, vFlt *float64, vNum *string, vBool 
 		return false
 	}
 	switch {
-	case vInt != nil:
+	case vInt.Valid:
 		if kind == yang.Ybool {
-			return &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: *vInt != 0}}, nil
+			return &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: vInt.Int64 != 0}}, nil
 		}
-		if unsigned() && *vInt >= 0 {
-			return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: uint64(*vInt)}}, nil
+		if unsigned() && vInt.Int64 >= 0 {
+			return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: uint64(vInt.Int64)}}, nil
 		}
-		return &gnmi.TypedValue{Value: &gnmi.TypedValue_IntVal{IntVal: *vInt}}, nil
-	case vFlt != nil:
-		return &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: *vFlt}}, nil
-	case vNum != nil:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_IntVal{IntVal: vInt.Int64}}, nil
+	case vFlt.Valid:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: vFlt.Float64}}, nil
+	case vNum.Valid:
 		if unsigned() {
-			u, err := strconv.ParseUint(*vNum, 10, 64)
+			u, err := strconv.ParseUint(vNum.String, 10, 64)
 			if err == nil {
 				return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: u}}, nil
 			}
 		}
-		f, err := strconv.ParseFloat(*vNum, 64)
+		f, err := strconv.ParseFloat(vNum.String, 64)
 		if err != nil || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("numeric value %q", *vNum)
+			return nil, fmt.Errorf("numeric value %q", vNum.String)
 		}
 		return &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: f}}, nil
-	case vBool != nil:
-		return &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: *vBool}}, nil
-	case vText != nil:
-		return &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: *vText}}, nil
+	case vBool.Valid:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: vBool.Bool}}, nil
+	case vText.Valid:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: vText.String}}, nil
 	}
 	return nil, fmt.Errorf("no value column is set")
 }
@@ -442,9 +456,14 @@ func sendRows(rpc gnmi.GNMI_SubscribeServer, rows []row, enc subscribe.ValueEnco
 		el := r0.s.path.GetElem()
 		n := &gnmi.Notification{Timestamp: r0.ts.UnixNano(),
 			Prefix: &gnmi.Path{Target: r0.s.target, Origin: origin, Elem: el[:len(el)-1]}}
-		for _, r := range rows[i:j] {
+		// The paths and updates of a notification, allocated together.
+		paths := make([]gnmi.Path, j-i)
+		ups := make([]gnmi.Update, 0, j-i)
+		n.Update = make([]*gnmi.Update, 0, j-i)
+		for k, r := range rows[i:j] {
 			rel := r.s.path.GetElem()
-			p := &gnmi.Path{Elem: rel[len(rel)-1:]}
+			p := &paths[k]
+			p.Elem = rel[len(rel)-1:]
 			if r.tv == nil {
 				n.Delete = append(n.Delete, p)
 				continue
@@ -453,7 +472,8 @@ func sendRows(rpc gnmi.GNMI_SubscribeServer, rows []row, enc subscribe.ValueEnco
 			if err != nil {
 				return status.Errorf(codes.Internal, "encoding %s: %v", store.PathString(r.s.path), err)
 			}
-			n.Update = append(n.Update, &gnmi.Update{Path: p, Val: tv})
+			ups = append(ups, gnmi.Update{Path: p, Val: tv})
+			n.Update = append(n.Update, &ups[len(ups)-1])
 		}
 		if err := rpc.Send(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}}); err != nil {
 			return err

@@ -33,15 +33,22 @@ import (
 // defaults (scenario.DefaultLongHaulCNP) on the same nodes.
 const DefaultsSuffix = ":defaults"
 
-// DefaultMechanisms is what Run compares when given none.
-var DefaultMechanisms = []string{"dcqcn", "long-haul-cnp", "long-haul-cnp" + DefaultsSuffix,
-	"long-haul-cnp" + TunerSuffix, "long-haul-cnp" + BestStaticSuffix}
+// DefaultMechanisms is what Run compares when given none: every variant,
+// then the tuner's row (its best-static grid runs in the tuner's section,
+// TunerMechanisms, as it costs a grid of runs per scenario).
+func DefaultMechanisms() []string {
+	return append(VariantNames(), "long-haul-cnp"+TunerSuffix)
+}
 
 // Options configure Run.
 type Options struct {
 	// Mechanisms to run, in table order; the first is the baseline that
-	// picks each scenario's bottleneck. Empty: DefaultMechanisms.
+	// picks each scenario's bottleneck. Empty: every variant's name
+	// (VariantNames).
 	Mechanisms []string
+	// Variants are rows of the caller's own, looked up by name before
+	// DefaultVariants.
+	Variants []Variant
 	// Duration overrides every scenario's duration when positive.
 	Duration time.Duration
 	// Plots writes the PNG plots (and each run's own plots).
@@ -85,6 +92,16 @@ type Row struct {
 	RunUtilisation       float64 // bottleneck, over the whole run
 	Jain                 float64
 	LongHaulCNPs, RxCNPs int64 // notifications sent
+	// Notifications counts what the mechanism's nodes sent (every kind
+	// but the receivers' cnp); PFCPausedNs the time switch ports were
+	// held by PFC, summed over ports.
+	Notifications int64
+	PFCPausedNs   int64
+	// Buckets are the FCT slowdowns of finite flows by size (web-search
+	// mixes; empty when the scenario has no finite flow).
+	Buckets []Bucket
+	// Note is what the variant chose (the tuned thresholds).
+	Note string
 	// The tuner's objective of the run at the bottleneck (Objective), and
 	// for the best static setting its name and every grid run.
 	Metrics   policy.Metrics
@@ -93,13 +110,20 @@ type Row struct {
 	Grid      []GridRun
 }
 
+// Bucket is the FCT slowdown of one flow-size class.
+type Bucket struct {
+	Name            string
+	Flows, Finished int
+	P50, P99        float64
+}
+
 // Run simulates every scenario with every mechanism, writing each run
 // into outDir/<scenario>/<mechanism>/ and, with Plots, the comparison plots
 // into outDir/<scenario>-queue.png and outDir/<scenario>-rate.png.
 func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o Options) (*Result, error) {
 	mechs := o.Mechanisms
 	if len(mechs) == 0 {
-		mechs = DefaultMechanisms
+		mechs = DefaultMechanisms()
 	}
 	res := &Result{}
 	for _, sc := range scenarios {
@@ -113,11 +137,15 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 				rows = append(rows, row)
 				continue
 			}
-			msc, err := withMechanism(sc, m)
+			v, ok := lookupVariant(o.Variants, m)
+			if !ok {
+				return nil, fmt.Errorf("compare: unknown mechanism %q (want one of: %s)", m, strings.Join(VariantNames(), ", "))
+			}
+			dir := filepath.Join(sc.Name, dirName(m))
+			msc, note, err := v.Apply(ctx, sc, filepath.Join(outDir, dir+"-grid"))
 			if err != nil {
 				return nil, err
 			}
-			dir := filepath.Join(sc.Name, dirName(m))
 			if o.Progress != nil {
 				o.Progress(sc.Name, m)
 			}
@@ -132,7 +160,7 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 			if err != nil {
 				return nil, fmt.Errorf("compare: %s with %s: %w", sc.Name, m, err)
 			}
-			rows = append(rows, Row{Scenario: sc.Name, Mechanism: m, Dir: dir, Summary: sum})
+			rows = append(rows, Row{Scenario: sc.Name, Mechanism: m, Dir: dir, Summary: sum, Note: note})
 		}
 		node, peer := bottleneck(rows)
 		for i := range rows {
@@ -153,40 +181,6 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 
 func dirName(m string) string { return strings.ReplaceAll(m, ":", "-") }
 
-// withMechanism returns a copy of sc that runs mechanism m.
-func withMechanism(sc *scenario.Scenario, m string) (*scenario.Scenario, error) {
-	c := *sc
-	if base, ok := strings.CutSuffix(m, TunerSuffix); ok && scenario.MechanismKind(base) == scenario.MechanismLongHaulCNP {
-		if sc.Mechanism.Kind != scenario.MechanismLongHaulCNP || len(sc.Mechanism.Nodes) == 0 {
-			return nil, fmt.Errorf("compare: scenario %s: %s needs the file to name its congestion-aware nodes", sc.Name, m)
-		}
-		return withTuner(sc), nil
-	}
-	kind, defaults := strings.CutSuffix(m, DefaultsSuffix)
-	switch k := scenario.MechanismKind(kind); k {
-	case scenario.MechanismDCQCN, scenario.MechanismNone:
-		if defaults {
-			return nil, fmt.Errorf("compare: mechanism %q: %s applies to long-haul-cnp only", m, DefaultsSuffix)
-		}
-		c.Mechanism = scenario.Mechanism{Kind: k}
-		c.Switches = make([]scenario.Switch, len(sc.Switches))
-		for i, s := range sc.Switches {
-			s.CongestionAware = false
-			c.Switches[i] = s
-		}
-	case scenario.MechanismLongHaulCNP:
-		if sc.Mechanism.Kind != k || len(sc.Mechanism.Nodes) == 0 {
-			return nil, fmt.Errorf("compare: scenario %s: long-haul-cnp needs the file to name its congestion-aware nodes (mechanism.kind long-haul-cnp, nodes)", sc.Name)
-		}
-		if defaults {
-			c.Mechanism.LongHaulCNP = scenario.DefaultLongHaulCNP()
-		}
-	default:
-		return nil, fmt.Errorf("compare: unknown mechanism %q (want dcqcn, none, long-haul-cnp or long-haul-cnp%s)", m, DefaultsSuffix)
-	}
-	return &c, nil
-}
-
 // bottleneck returns the port with the highest peak queue in the first
 // run (the baseline); ties go to the first port.
 func bottleneck(rows []Row) (node, peer string) {
@@ -206,6 +200,14 @@ func fill(r *Row, node, peer string) {
 	r.Jain = float64(s.Totals.JainFairness)
 	r.RxCNPs = s.Notifications["cnp"]
 	r.LongHaulCNPs = s.Notifications["long-haul-cnp"]
+	r.Notifications = 0
+	for k, n := range s.Notifications {
+		if k != "cnp" {
+			r.Notifications += n
+		}
+	}
+	r.PFCPausedNs = s.Totals.PFCPausedNs
+	r.Buckets = buckets(s)
 	if fb := s.Feedback; fb != nil {
 		r.FeedbackSignal = fb.Signal
 		r.FeedbackSenders = fb.Senders
@@ -279,8 +281,8 @@ func (r *Result) find(sc, m string) (Row, bool) {
 // WriteMarkdown writes the comparison table.
 func (r *Result) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("| scenario | mechanism | bottleneck | feedback latency mean / max (senders) | reaction time mean / max | peak queue | drops at bottleneck / total | utilisation congested / run | Jain | Long-haul CNPs | receiver CNPs |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | mechanism | bottleneck | feedback latency mean / max (senders) | reaction time mean / max | peak queue | drops at bottleneck / total | PFC pause time | utilisation congested / run | Jain | notifications sent | receiver CNPs |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		fb := "—"
 		if row.FeedbackSenders > 0 {
@@ -294,9 +296,39 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 		if row.CongestedNs > 0 {
 			util = fmt.Sprintf("%.2f%% over %s", 100*row.Utilisation, dur(float64(row.CongestedNs)))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s→%s | %s | %s | %s | %d / %d | %s / %.2f%% | %.3f | %d | %d |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s→%s | %s | %s | %s | %d / %d | %s | %s / %.2f%% | %.3f | %d | %d |\n",
 			row.Scenario, row.Mechanism, row.BottleneckNode, row.BottleneckPeer, fb, react, mb(row.PeakQueueBytes),
-			row.BottleneckDrops, row.Drops, util, 100*row.RunUtilisation, row.Jain, row.LongHaulCNPs, row.RxCNPs)
+			row.BottleneckDrops, row.Drops, dur(float64(row.PFCPausedNs)), util, 100*row.RunUtilisation, row.Jain,
+			row.Notifications, row.RxCNPs)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteFCTMarkdown writes the FCT slowdowns by flow size of the rows that
+// have finite flows (nothing when none has).
+func (r *Result) WriteFCTMarkdown(w io.Writer) error {
+	var b strings.Builder
+	for _, row := range r.Rows {
+		if len(row.Buckets) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("| scenario | mechanism |")
+			for _, bk := range row.Buckets {
+				fmt.Fprintf(&b, " %s p50 / p99 (finished/flows) |", bk.Name)
+			}
+			b.WriteString("\n|---|---|---|---|---|\n")
+		}
+		fmt.Fprintf(&b, "| %s | %s |", row.Scenario, row.Mechanism)
+		for _, bk := range row.Buckets {
+			if bk.Finished == 0 {
+				fmt.Fprintf(&b, " — (0/%d) |", bk.Flows)
+				continue
+			}
+			fmt.Fprintf(&b, " %.2f / %.2f (%d/%d) |", bk.P50, bk.P99, bk.Finished, bk.Flows)
+		}
+		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -321,7 +353,8 @@ func WriteBarsMarkdown(w io.Writer, bars []Bar) error {
 var CSVHeader = []string{"scenario", "mechanism", "bottleneck_node", "bottleneck_port", "feedback_signal",
 	"feedback_senders", "feedback_mean_ns", "feedback_max_ns", "reaction_mean_ns", "reaction_max_ns",
 	"peak_queue_bytes", "bottleneck_drops", "drops", "congested_ns", "utilisation_congested", "utilisation_run",
-	"jain", "long_haul_cnps", "receiver_cnps"}
+	"jain", "long_haul_cnps", "receiver_cnps", "notifications", "pfc_paused_ns",
+	"small_p50", "small_p99", "medium_p50", "medium_p99", "large_p50", "large_p99", "note"}
 
 // WriteCSV writes one line per run.
 func (r *Result) WriteCSV(w io.Writer) error {
@@ -335,7 +368,16 @@ func (r *Result) WriteCSV(w io.Writer) error {
 		rec := []string{row.Scenario, row.Mechanism, row.BottleneckNode, row.BottleneckPeer, row.FeedbackSignal,
 			strconv.Itoa(row.FeedbackSenders), f(row.FeedbackMeanNs), i(row.FeedbackMaxNs), f(row.ReactionMeanNs),
 			i(row.ReactionMaxNs), i(row.PeakQueueBytes), i(row.BottleneckDrops), i(row.Drops), i(row.CongestedNs),
-			f(row.Utilisation), f(row.RunUtilisation), f(row.Jain), i(row.LongHaulCNPs), i(row.RxCNPs)}
+			f(row.Utilisation), f(row.RunUtilisation), f(row.Jain), i(row.LongHaulCNPs), i(row.RxCNPs),
+			i(row.Notifications), i(row.PFCPausedNs)}
+		for k := range 3 {
+			if k < len(row.Buckets) {
+				rec = append(rec, f(row.Buckets[k].P50), f(row.Buckets[k].P99))
+			} else {
+				rec = append(rec, "", "")
+			}
+		}
+		rec = append(rec, row.Note)
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

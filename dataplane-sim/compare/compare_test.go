@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,39 +67,66 @@ func TestNearSourceIncastBars(t *testing.T) {
 	}
 }
 
+// TestMechanismNames: every default variant applies to a shipped
+// scenario, unknown names are refused, and applying never changes the
+// caller's scenario.
 func TestMechanismNames(t *testing.T) {
 	sc := loadScenario(t, "rtt-step.yaml")
 	for _, tt := range []struct {
 		desc, mech string
+		kind       scenario.MechanismKind
 		ok         bool
 	}{
-		{"baseline", "dcqcn", true},
-		{"file params", "long-haul-cnp", true},
-		{"draft defaults", "long-haul-cnp:defaults", true},
-		{"defaults of dcqcn", "dcqcn:defaults", false},
-		{"unknown", "fcn-ish", false},
+		{"pfc only", "pfc", scenario.MechanismNone, true},
+		{"baseline", "dcqcn", scenario.MechanismDCQCN, true},
+		{"fast cnp", "fast-cnp", scenario.MechanismFastCNP, true},
+		{"white paper", "switch-cnp", scenario.MechanismSwitchCNP, true},
+		{"fcn", "fcn", scenario.MechanismFCN, true},
+		{"rate advice", "rate-advice", scenario.MechanismRateAdvice, true},
+		{"file params", "long-haul-cnp", scenario.MechanismLongHaulCNP, true},
+		{"icmpv6", "long-haul-cnp:icmpv6", scenario.MechanismLongHaulCNP, true},
+		{"draft defaults", "long-haul-cnp:defaults", scenario.MechanismLongHaulCNP, true},
+		{"defaults of dcqcn", "dcqcn:defaults", "", false},
+		{"unknown", "fcn-ish", "", false},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			c, err := withMechanism(sc, tt.mech)
-			if (err == nil) != tt.ok {
-				t.Fatalf("withMechanism(%q) = %v", tt.mech, err)
+			v, ok := lookupVariant(nil, tt.mech)
+			if ok != tt.ok {
+				t.Fatalf("lookup(%q) = %v", tt.mech, ok)
 			}
-			if err != nil {
+			if !ok {
 				return
 			}
-			if tt.mech == "dcqcn" {
+			c, _, err := v.Apply(context.Background(), sc, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Mechanism.Kind != tt.kind {
+				t.Errorf("kind %s, want %s", c.Mechanism.Kind, tt.kind)
+			}
+			if !sc.Switches[0].CongestionAware || sc.Mechanism.Kind != scenario.MechanismLongHaulCNP {
+				t.Errorf("the caller's scenario was changed")
+			}
+			switch tt.mech {
+			case "dcqcn", "pfc":
 				for _, s := range c.Switches {
-					if s.CongestionAware {
-						t.Errorf("switch %s still congestion-aware under dcqcn", s.Name)
+					if s.CongestionAware || (tt.mech == "pfc") != s.Queue.PFC.Enabled {
+						t.Errorf("switch %s: congestion-aware %v, pfc %v", s.Name, s.CongestionAware, s.Queue.PFC.Enabled)
 					}
 				}
-				if !sc.Switches[0].CongestionAware {
-					t.Errorf("the caller's scenario was changed")
+			case "long-haul-cnp:defaults":
+				if c.Mechanism.LongHaulCNP != scenario.DefaultLongHaulCNP() {
+					t.Errorf("defaults not applied: %+v", c.Mechanism.LongHaulCNP)
+				}
+			case "long-haul-cnp:icmpv6":
+				if c.Mechanism.LongHaulCNP.Format != "icmpv6" {
+					t.Errorf("format %q", c.Mechanism.LongHaulCNP.Format)
 				}
 			}
-			if tt.mech == "long-haul-cnp:defaults" && c.Mechanism.LongHaulCNP != scenario.DefaultLongHaulCNP() {
-				t.Errorf("defaults not applied: %+v", c.Mechanism.LongHaulCNP)
-			}
 		})
+	}
+	if _, err := Run(context.Background(), []*scenario.Scenario{sc}, t.TempDir(), Options{Mechanisms: []string{"hpcc"}}); err == nil ||
+		!strings.Contains(err.Error(), `unknown mechanism "hpcc"`) {
+		t.Errorf("Run with an unknown mechanism: %v", err)
 	}
 }

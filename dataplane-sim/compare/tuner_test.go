@@ -68,7 +68,11 @@ func TestTunerRows(t *testing.T) {
 
 func TestTunerMechanismNames(t *testing.T) {
 	sc := loadScenario(t, "rtt-step.yaml")
-	c, err := withMechanism(sc, "long-haul-cnp"+TunerSuffix)
+	v, ok := lookupVariant(nil, "long-haul-cnp"+TunerSuffix)
+	if !ok {
+		t.Fatal("no long-haul-cnp+tuner variant")
+	}
+	c, _, err := v.Apply(context.Background(), sc, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +87,7 @@ func TestTunerMechanismNames(t *testing.T) {
 	if sc.Tuner != nil {
 		t.Error("the caller's scenario was changed")
 	}
-	if _, err := withMechanism(sc, "dcqcn"+TunerSuffix); err == nil {
+	if _, ok := lookupVariant(nil, "dcqcn"+TunerSuffix); ok {
 		t.Error("dcqcn+tuner accepted")
 	}
 	if _, err := runBestStatic(context.Background(), sc, "dcqcn"+BestStaticSuffix, t.TempDir(), Options{}, nil); err == nil {

@@ -321,3 +321,37 @@ func TestControlledDomain(t *testing.T) {
 		t.Errorf("pe %+v: want every message from t1 dropped as untrusted", c)
 	}
 }
+
+// TestWrapPE: a Long-haul CNP node wrapped as an ingress PE keeps its own
+// mode until Apply enables FCN (then it learns mappings and translates),
+// and a refused Apply changes nothing.
+func TestWrapPE(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	lc := lhcnp.DefaultConfig()
+	lc.Enabled, lc.FormatICMPv6 = true, true
+	lh, err := lhcnp.Attach(r.net, r.pe1, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pe := WrapPE(lh, []*netsim.Port{r.pe1.Ports()[2]})
+	tr, err := AttachTransit(r.net, r.t1, *enabled(), PEs{pe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sim.Run(2 * engine.Millisecond)
+	if len(pe.Mappings()) != 0 {
+		t.Fatalf("a disabled PE learned %d mappings", len(pe.Mappings()))
+	}
+	bad := *enabled()
+	bad.MaxMappings = 0
+	if err := pe.Apply(bad, lc); !errors.Is(err, ErrConfig) || pe.Config().Enabled {
+		t.Fatalf("Apply(bad) = %v, enabled %v", err, pe.Config().Enabled)
+	}
+	if err := pe.Apply(*enabled(), lc); err != nil {
+		t.Fatal(err)
+	}
+	r.sim.Run(6 * engine.Millisecond)
+	if c := pe.Counters(); c.MappingsCreated != 2 || c.CNPTranslated == 0 || tr.Counters().FCNSent == 0 {
+		t.Errorf("pe %+v, transit %+v: want mappings and translated CNPs", c, tr.Counters())
+	}
+}

@@ -62,20 +62,8 @@ func AttachPE(net *netsim.Network, sw *netsim.Switch, cfg Config, tunnel []*nets
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("fcn: switch %s: %w", sw.Name(), err)
 	}
-	pe := &PE{net: net, sim: net.Sim(), sw: sw, cfg: cfg, tunnel: map[*netsim.Port]bool{},
-		byKey: map[lhcnp.FlowKey]*Mapping{}, byLabel: map[uint32]*Mapping{}, dec: wire.Decoder{CodePoints: cfg.CodePoints}}
-	for _, pt := range tunnel {
-		pe.tunnel[pt] = true
-	}
-	pe.snd = switchcnp.NewSender(net, sw, cfg.CNPDSCP, cfg.CNPPrio)
-	direct := notifierFunc(func(x *lhcnp.Notification) bool {
-		if pe.snd.Notify(x) {
-			pe.counters.DirectCNPs++
-			return true
-		}
-		return false
-	})
-	lh, err := lhcnp.Attach(net, sw, cfg.nodeConfig(), append(opts, lhcnp.WithNotifier(direct))...)
+	pe := newPE(net, sw, cfg, tunnel)
+	lh, err := lhcnp.Attach(net, sw, cfg.nodeConfig(), append(opts, lhcnp.WithNotifier(pe.direct()))...)
 	if err != nil {
 		return nil, fmt.Errorf("fcn: %w", err)
 	}
@@ -85,6 +73,68 @@ func AttachPE(net *netsim.Network, sw *netsim.Switch, cfg Config, tunnel []*nets
 	pe.scheduleAging()
 	return pe, nil
 }
+
+func newPE(net *netsim.Network, sw *netsim.Switch, cfg Config, tunnel []*netsim.Port) *PE {
+	pe := &PE{net: net, sim: net.Sim(), sw: sw, cfg: cfg, tunnel: map[*netsim.Port]bool{},
+		byKey: map[lhcnp.FlowKey]*Mapping{}, byLabel: map[uint32]*Mapping{}, dec: wire.Decoder{CodePoints: cfg.CodePoints}}
+	for _, pt := range tunnel {
+		pe.tunnel[pt] = true
+	}
+	pe.snd = switchcnp.NewSender(net, sw, cfg.CNPDSCP, cfg.CNPPrio)
+	return pe
+}
+
+// direct is the notifier of the PE's own congestion: a standard CNP.
+func (pe *PE) direct() lhcnp.Notifier {
+	return notifierFunc(func(x *lhcnp.Notification) bool {
+		if pe.snd.Notify(x) {
+			pe.counters.DirectCNPs++
+			return true
+		}
+		return false
+	})
+}
+
+// WrapPE puts an ingress PE function, disabled, around a Long-haul CNP
+// node that is already attached (a switch whose management chooses its
+// mechanism, Apply): disabled, the node runs as configured.
+func WrapPE(lh *lhcnp.Node, tunnel []*netsim.Port) *PE {
+	sw := lh.Switch()
+	pe := newPE(sw.Network(), sw, DefaultConfig(), tunnel)
+	pe.lh = lh
+	sw.SetObserver(pe)
+	sw.SetLocalHandler(pe)
+	return pe
+}
+
+// Apply sets the switch's mode: with cfg enabled it is an ingress PE (the
+// Long-haul CNP configuration lc is not used), disabled it runs Long-haul
+// CNP with lc. Both are validated first; on error nothing changes.
+func (pe *PE) Apply(cfg Config, lc lhcnp.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("fcn: switch %s: %w", pe.sw.Name(), err)
+	}
+	var err error
+	if cfg.Enabled {
+		err = pe.lh.SetNotifier(pe.direct(), cfg.nodeConfig())
+	} else {
+		err = pe.lh.SetNotifier(nil, lc)
+	}
+	if err != nil {
+		return fmt.Errorf("fcn: %w", err)
+	}
+	aging := cfg.AgingTimeout != pe.cfg.AgingTimeout || pe.agingGen == 0
+	pe.cfg = cfg
+	pe.dec = wire.Decoder{CodePoints: cfg.CodePoints}
+	pe.snd.DSCP, pe.snd.Prio = cfg.CNPDSCP, cfg.CNPPrio
+	if aging {
+		pe.scheduleAging()
+	}
+	return nil
+}
+
+// Config returns the running configuration.
+func (pe *PE) Config() Config { return pe.cfg }
 
 type notifierFunc func(*lhcnp.Notification) bool
 

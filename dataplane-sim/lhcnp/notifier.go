@@ -60,13 +60,23 @@ func WithNotifier(nf Notifier) Option { return func(o *options) { o.notifier = n
 // mode first: on error nothing changes. A switch whose management turns
 // Fast CNP on or off at run time goes through here.
 func (n *Node) SetNotifier(nf Notifier, cfg Config) error {
+	return n.setMode(nf, false, cfg)
+}
+
+// SetExternalMode is SetNotifier for a mechanism that also detects
+// congestion itself (WithExternalTriggers): on, the node's own triggers
+// and ECN programming are off until a SetNotifier.
+func (n *Node) SetExternalMode(nf Notifier, cfg Config) error { return n.setMode(nf, true, cfg) }
+
+func (n *Node) setMode(nf Notifier, external bool, cfg Config) error {
 	if err := cfg.validate(nf != nil); err != nil {
 		return fmt.Errorf("lhcnp: switch %s: %w", n.sw.Name(), err)
 	}
-	old := n.opts.notifier
+	old, oldExt := n.opts.notifier, n.opts.externalTriggers
 	n.opts.notifier = nf
+	n.opts.externalTriggers = external && nf != nil
 	if err := n.ApplyConfig(cfg); err != nil {
-		n.opts.notifier = old
+		n.opts.notifier, n.opts.externalTriggers = old, oldExt
 		return err
 	}
 	return nil

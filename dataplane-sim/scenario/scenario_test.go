@@ -304,6 +304,11 @@ func TestShippedScenarios(t *testing.T) {
 	if err != nil || len(files) < 3 {
 		t.Fatalf("scenarios: %v %v", files, err)
 	}
+	cmp, err := filepath.Glob("../../scenarios/compare/*.yaml")
+	if err != nil || len(cmp) < 8 {
+		t.Fatalf("scenarios/compare: %v %v", cmp, err)
+	}
+	files = append(files, cmp...)
 	for _, f := range files {
 		if _, err := LoadFile(f); err != nil {
 			t.Errorf("%v", err)

@@ -163,6 +163,46 @@ func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...lhcnp.Op
 	return n, nil
 }
 
+// Wrap puts the white paper's practice, disabled, around a Long-haul CNP
+// node that is already attached (a switch whose management chooses its
+// mechanism, Apply); disabled it is transparent.
+func Wrap(lh *lhcnp.Node) *Node {
+	sw := lh.Switch()
+	cfg := DefaultConfig()
+	n := &Node{sw: sw, lh: lh, cfg: cfg, snd: NewSender(sw.Network(), sw, cfg.DSCP, cfg.Prio),
+		enq: map[*netsim.Port]*[netsim.NumPrio]ring{}}
+	for _, pt := range sw.Ports() {
+		n.enq[pt] = new([netsim.NumPrio]ring)
+	}
+	sw.SetObserver(n)
+	return n
+}
+
+// Apply sets the switch's mode: with cfg enabled the node runs the white
+// paper's practice (the Long-haul CNP configuration lc is not used),
+// disabled it runs Long-haul CNP with lc. Both are validated first; on
+// error nothing changes.
+func (n *Node) Apply(cfg Config, lc lhcnp.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("switchcnp: switch %s: %w", n.sw.Name(), err)
+	}
+	var err error
+	if cfg.Enabled {
+		err = n.lh.SetExternalMode(n.snd, cfg.nodeConfig())
+	} else {
+		err = n.lh.SetNotifier(nil, lc)
+	}
+	if err != nil {
+		return fmt.Errorf("switchcnp: %w", err)
+	}
+	n.cfg = cfg
+	n.snd.DSCP, n.snd.Prio = cfg.DSCP, cfg.Prio
+	return nil
+}
+
+// Config returns the running configuration.
+func (n *Node) Config() Config { return n.cfg }
+
 // Counters returns the counters; Sent the CNPs sent.
 func (n *Node) Counters() Counters { return n.counters }
 

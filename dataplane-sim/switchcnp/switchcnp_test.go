@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -216,5 +217,48 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate: %v, want ErrConfig starting with %q", err, tt.key+":")
 			}
 		})
+	}
+}
+
+// TestWrapSwitchesMode: a Long-haul CNP node wrapped by Wrap runs as
+// configured (it marks with its own thresholds) until Apply enables the
+// white paper's practice (standard CNPs, the port's own marking), and
+// again after Apply disables it.
+func TestWrapSwitchesMode(t *testing.T) {
+	r := newRig(t, nil, 4<<20)
+	lc := lhcnp.DefaultConfig()
+	lc.Enabled, lc.FormatRoCEv2 = true, true
+	lc.RoCEv2Receivers = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	lh, err := lhcnp.Attach(r.net, r.n1, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := Wrap(lh)
+	r.sim.Run(2 * engine.Millisecond)
+	if e := r.out.Config().ECN[0]; !e.Enabled {
+		t.Fatalf("Long-haul CNP mode: the port is not marking (%+v)", e)
+	}
+	if err := n.Apply(*enabled(), lc); err != nil {
+		t.Fatal(err)
+	}
+	if e := r.out.Config().ECN[0]; e.Enabled {
+		t.Errorf("white paper mode: the node still programs marking (%+v); the port's own (none here) applies", e)
+	}
+	r.sim.Run(5 * engine.Millisecond)
+	if n.Sent() == 0 || n.Counters().Confirmed == 0 {
+		t.Errorf("sent %d, counters %+v: want standard CNPs", n.Sent(), n.Counters())
+	}
+	off := *enabled()
+	off.Enabled = false
+	if err := n.Apply(off, lc); err != nil {
+		t.Fatal(err)
+	}
+	sent := n.Sent()
+	if e := r.out.Config().ECN[0]; !e.Enabled {
+		t.Errorf("back in Long-haul CNP mode: the port is not marking")
+	}
+	r.sim.Run(8 * engine.Millisecond)
+	if n.Sent() != sent {
+		t.Errorf("%d standard CNPs after the practice was turned off", n.Sent()-sent)
 	}
 }

@@ -142,6 +142,7 @@ type Lhcnp_Lhcnp struct {
 	Global                   *Lhcnp_Lhcnp_Global                   `path:"global" module:"lhcnp"`
 	Interfaces               *Lhcnp_Lhcnp_Interfaces               `path:"interfaces" module:"lhcnp"`
 	RateAdvice               *Lhcnp_Lhcnp_RateAdvice               `path:"rate-advice" module:"lhcnp"`
+	SwitchCnp                *Lhcnp_Lhcnp_SwitchCnp                `path:"switch-cnp" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp implements the yang.GoStruct
@@ -219,6 +220,16 @@ func (t *Lhcnp_Lhcnp) GetOrCreateRateAdvice() *Lhcnp_Lhcnp_RateAdvice {
 	return t.RateAdvice
 }
 
+// GetOrCreateSwitchCnp retrieves the value of the SwitchCnp field
+// or returns the existing field if it already exists.
+func (t *Lhcnp_Lhcnp) GetOrCreateSwitchCnp() *Lhcnp_Lhcnp_SwitchCnp {
+	if t.SwitchCnp != nil {
+		return t.SwitchCnp
+	}
+	t.SwitchCnp = &Lhcnp_Lhcnp_SwitchCnp{}
+	return t.SwitchCnp
+}
+
 // GetCollaborativeSuppression returns the value of the CollaborativeSuppression struct pointer
 // from Lhcnp_Lhcnp. If the receiver or the field CollaborativeSuppression is nil, nil
 // is returned such that the Get* methods can be safely chained.
@@ -289,6 +300,16 @@ func (t *Lhcnp_Lhcnp) GetRateAdvice() *Lhcnp_Lhcnp_RateAdvice {
 	return nil
 }
 
+// GetSwitchCnp returns the value of the SwitchCnp struct pointer
+// from Lhcnp_Lhcnp. If the receiver or the field SwitchCnp is nil, nil
+// is returned such that the Get* methods can be safely chained.
+func (t *Lhcnp_Lhcnp) GetSwitchCnp() *Lhcnp_Lhcnp_SwitchCnp {
+	if t != nil && t.SwitchCnp != nil {
+		return t.SwitchCnp
+	}
+	return nil
+}
+
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp
 // with default values as specified in the YANG schema, instantiating any nil
 // container fields.
@@ -304,6 +325,7 @@ func (t *Lhcnp_Lhcnp) PopulateDefaults() {
 	t.Global.PopulateDefaults()
 	t.Interfaces.PopulateDefaults()
 	t.RateAdvice.PopulateDefaults()
+	t.SwitchCnp.PopulateDefaults()
 }
 
 // Validate validates s against the YANG schema corresponding to its type.
@@ -2461,8 +2483,11 @@ func (*Lhcnp_Lhcnp_Fcn) ΛBelongingModule() string {
 
 // Lhcnp_Lhcnp_Fcn_Config represents the /lhcnp/lhcnp/fcn/config YANG schema element.
 type Lhcnp_Lhcnp_Fcn_Config struct {
-	AgingTimeout *uint32 `path:"aging-timeout" module:"lhcnp"`
-	MaxMappings  *uint32 `path:"max-mappings" module:"lhcnp"`
+	AgingTimeout        *uint32  `path:"aging-timeout" module:"lhcnp"`
+	CongestionThreshold *uint64  `path:"congestion-threshold" module:"lhcnp"`
+	Domain              []string `path:"domain" module:"lhcnp"`
+	MaxMappings         *uint32  `path:"max-mappings" module:"lhcnp"`
+	MinCnpInterval      *uint32  `path:"min-cnp-interval" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_Fcn_Config implements the yang.GoStruct
@@ -2486,6 +2511,38 @@ func (t *Lhcnp_Lhcnp_Fcn_Config) GetAgingTimeout() uint32 {
 	return *t.AgingTimeout
 }
 
+// GetCongestionThreshold retrieves the value of the leaf CongestionThreshold from the Lhcnp_Lhcnp_Fcn_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if CongestionThreshold is set, it can
+// safely use t.GetCongestionThreshold() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.CongestionThreshold == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_Config) GetCongestionThreshold() uint64 {
+	if t == nil || t.CongestionThreshold == nil {
+		return 100000
+	}
+	return *t.CongestionThreshold
+}
+
+// GetDomain retrieves the value of the leaf Domain from the Lhcnp_Lhcnp_Fcn_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Domain is set, it can
+// safely use t.GetDomain() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Domain == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_Config) GetDomain() []string {
+	if t == nil || t.Domain == nil {
+		return nil
+	}
+	return t.Domain
+}
+
 // GetMaxMappings retrieves the value of the leaf MaxMappings from the Lhcnp_Lhcnp_Fcn_Config
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -2502,16 +2559,50 @@ func (t *Lhcnp_Lhcnp_Fcn_Config) GetMaxMappings() uint32 {
 	return *t.MaxMappings
 }
 
+// GetMinCnpInterval retrieves the value of the leaf MinCnpInterval from the Lhcnp_Lhcnp_Fcn_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MinCnpInterval is set, it can
+// safely use t.GetMinCnpInterval() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MinCnpInterval == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_Config) GetMinCnpInterval() uint32 {
+	if t == nil || t.MinCnpInterval == nil {
+		return 50
+	}
+	return *t.MinCnpInterval
+}
+
 // SetAgingTimeout sets the value of the leaf AgingTimeout in the Lhcnp_Lhcnp_Fcn_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Fcn_Config) SetAgingTimeout(v uint32) {
 	t.AgingTimeout = &v
 }
 
+// SetCongestionThreshold sets the value of the leaf CongestionThreshold in the Lhcnp_Lhcnp_Fcn_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_Config) SetCongestionThreshold(v uint64) {
+	t.CongestionThreshold = &v
+}
+
+// SetDomain sets the value of the leaf Domain in the Lhcnp_Lhcnp_Fcn_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_Config) SetDomain(v []string) {
+	t.Domain = v
+}
+
 // SetMaxMappings sets the value of the leaf MaxMappings in the Lhcnp_Lhcnp_Fcn_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Fcn_Config) SetMaxMappings(v uint32) {
 	t.MaxMappings = &v
+}
+
+// SetMinCnpInterval sets the value of the leaf MinCnpInterval in the Lhcnp_Lhcnp_Fcn_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_Config) SetMinCnpInterval(v uint32) {
+	t.MinCnpInterval = &v
 }
 
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_Fcn_Config
@@ -2526,9 +2617,17 @@ func (t *Lhcnp_Lhcnp_Fcn_Config) PopulateDefaults() {
 		var v uint32 = 60
 		t.AgingTimeout = &v
 	}
+	if t.CongestionThreshold == nil {
+		var v uint64 = 100000
+		t.CongestionThreshold = &v
+	}
 	if t.MaxMappings == nil {
 		var v uint32 = 65536
 		t.MaxMappings = &v
+	}
+	if t.MinCnpInterval == nil {
+		var v uint32 = 50
+		t.MinCnpInterval = &v
 	}
 }
 
@@ -3147,10 +3246,13 @@ func (*Lhcnp_Lhcnp_Fcn_Mappings_Mapping_State_Counters) ΛBelongingModule() stri
 
 // Lhcnp_Lhcnp_Fcn_State represents the /lhcnp/lhcnp/fcn/state YANG schema element.
 type Lhcnp_Lhcnp_Fcn_State struct {
-	AgingTimeout *uint32                         `path:"aging-timeout" module:"lhcnp"`
-	Counters     *Lhcnp_Lhcnp_Fcn_State_Counters `path:"counters" module:"lhcnp"`
-	MappingCount *uint32                         `path:"mapping-count" module:"lhcnp"`
-	MaxMappings  *uint32                         `path:"max-mappings" module:"lhcnp"`
+	AgingTimeout        *uint32                         `path:"aging-timeout" module:"lhcnp"`
+	CongestionThreshold *uint64                         `path:"congestion-threshold" module:"lhcnp"`
+	Counters            *Lhcnp_Lhcnp_Fcn_State_Counters `path:"counters" module:"lhcnp"`
+	Domain              []string                        `path:"domain" module:"lhcnp"`
+	MappingCount        *uint32                         `path:"mapping-count" module:"lhcnp"`
+	MaxMappings         *uint32                         `path:"max-mappings" module:"lhcnp"`
+	MinCnpInterval      *uint32                         `path:"min-cnp-interval" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_Fcn_State implements the yang.GoStruct
@@ -3194,6 +3296,38 @@ func (t *Lhcnp_Lhcnp_Fcn_State) GetAgingTimeout() uint32 {
 	return *t.AgingTimeout
 }
 
+// GetCongestionThreshold retrieves the value of the leaf CongestionThreshold from the Lhcnp_Lhcnp_Fcn_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if CongestionThreshold is set, it can
+// safely use t.GetCongestionThreshold() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.CongestionThreshold == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_State) GetCongestionThreshold() uint64 {
+	if t == nil || t.CongestionThreshold == nil {
+		return 100000
+	}
+	return *t.CongestionThreshold
+}
+
+// GetDomain retrieves the value of the leaf Domain from the Lhcnp_Lhcnp_Fcn_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Domain is set, it can
+// safely use t.GetDomain() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Domain == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_State) GetDomain() []string {
+	if t == nil || t.Domain == nil {
+		return nil
+	}
+	return t.Domain
+}
+
 // GetMappingCount retrieves the value of the leaf MappingCount from the Lhcnp_Lhcnp_Fcn_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -3226,10 +3360,38 @@ func (t *Lhcnp_Lhcnp_Fcn_State) GetMaxMappings() uint32 {
 	return *t.MaxMappings
 }
 
+// GetMinCnpInterval retrieves the value of the leaf MinCnpInterval from the Lhcnp_Lhcnp_Fcn_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MinCnpInterval is set, it can
+// safely use t.GetMinCnpInterval() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MinCnpInterval == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_State) GetMinCnpInterval() uint32 {
+	if t == nil || t.MinCnpInterval == nil {
+		return 50
+	}
+	return *t.MinCnpInterval
+}
+
 // SetAgingTimeout sets the value of the leaf AgingTimeout in the Lhcnp_Lhcnp_Fcn_State
 // struct.
 func (t *Lhcnp_Lhcnp_Fcn_State) SetAgingTimeout(v uint32) {
 	t.AgingTimeout = &v
+}
+
+// SetCongestionThreshold sets the value of the leaf CongestionThreshold in the Lhcnp_Lhcnp_Fcn_State
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_State) SetCongestionThreshold(v uint64) {
+	t.CongestionThreshold = &v
+}
+
+// SetDomain sets the value of the leaf Domain in the Lhcnp_Lhcnp_Fcn_State
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_State) SetDomain(v []string) {
+	t.Domain = v
 }
 
 // SetMappingCount sets the value of the leaf MappingCount in the Lhcnp_Lhcnp_Fcn_State
@@ -3244,6 +3406,12 @@ func (t *Lhcnp_Lhcnp_Fcn_State) SetMaxMappings(v uint32) {
 	t.MaxMappings = &v
 }
 
+// SetMinCnpInterval sets the value of the leaf MinCnpInterval in the Lhcnp_Lhcnp_Fcn_State
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_State) SetMinCnpInterval(v uint32) {
+	t.MinCnpInterval = &v
+}
+
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_Fcn_State
 // with default values as specified in the YANG schema, instantiating any nil
 // container fields.
@@ -3256,9 +3424,17 @@ func (t *Lhcnp_Lhcnp_Fcn_State) PopulateDefaults() {
 		var v uint32 = 60
 		t.AgingTimeout = &v
 	}
+	if t.CongestionThreshold == nil {
+		var v uint64 = 100000
+		t.CongestionThreshold = &v
+	}
 	if t.MaxMappings == nil {
 		var v uint32 = 65536
 		t.MaxMappings = &v
+	}
+	if t.MinCnpInterval == nil {
+		var v uint32 = 50
+		t.MinCnpInterval = &v
 	}
 	t.Counters.PopulateDefaults()
 }
@@ -12632,6 +12808,527 @@ func (t *Lhcnp_Lhcnp_RateAdvice_State_Counters) ΛEnumTypeMap() map[string][]ref
 // ΛBelongingModule returns the name of the module that defines the namespace
 // of Lhcnp_Lhcnp_RateAdvice_State_Counters.
 func (*Lhcnp_Lhcnp_RateAdvice_State_Counters) ΛBelongingModule() string {
+	return "lhcnp"
+}
+
+// Lhcnp_Lhcnp_SwitchCnp represents the /lhcnp/lhcnp/switch-cnp YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp struct {
+	Config *Lhcnp_Lhcnp_SwitchCnp_Config `path:"config" module:"lhcnp"`
+	State  *Lhcnp_Lhcnp_SwitchCnp_State  `path:"state" module:"lhcnp"`
+}
+
+// IsYANGGoStruct ensures that Lhcnp_Lhcnp_SwitchCnp implements the yang.GoStruct
+// interface. This allows functions that need to handle this struct to
+// identify it as being generated by ygen.
+func (*Lhcnp_Lhcnp_SwitchCnp) IsYANGGoStruct() {}
+
+// GetOrCreateConfig retrieves the value of the Config field
+// or returns the existing field if it already exists.
+func (t *Lhcnp_Lhcnp_SwitchCnp) GetOrCreateConfig() *Lhcnp_Lhcnp_SwitchCnp_Config {
+	if t.Config != nil {
+		return t.Config
+	}
+	t.Config = &Lhcnp_Lhcnp_SwitchCnp_Config{}
+	return t.Config
+}
+
+// GetOrCreateState retrieves the value of the State field
+// or returns the existing field if it already exists.
+func (t *Lhcnp_Lhcnp_SwitchCnp) GetOrCreateState() *Lhcnp_Lhcnp_SwitchCnp_State {
+	if t.State != nil {
+		return t.State
+	}
+	t.State = &Lhcnp_Lhcnp_SwitchCnp_State{}
+	return t.State
+}
+
+// GetConfig returns the value of the Config struct pointer
+// from Lhcnp_Lhcnp_SwitchCnp. If the receiver or the field Config is nil, nil
+// is returned such that the Get* methods can be safely chained.
+func (t *Lhcnp_Lhcnp_SwitchCnp) GetConfig() *Lhcnp_Lhcnp_SwitchCnp_Config {
+	if t != nil && t.Config != nil {
+		return t.Config
+	}
+	return nil
+}
+
+// GetState returns the value of the State struct pointer
+// from Lhcnp_Lhcnp_SwitchCnp. If the receiver or the field State is nil, nil
+// is returned such that the Get* methods can be safely chained.
+func (t *Lhcnp_Lhcnp_SwitchCnp) GetState() *Lhcnp_Lhcnp_SwitchCnp_State {
+	if t != nil && t.State != nil {
+		return t.State
+	}
+	return nil
+}
+
+// PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_SwitchCnp
+// with default values as specified in the YANG schema, instantiating any nil
+// container fields.
+func (t *Lhcnp_Lhcnp_SwitchCnp) PopulateDefaults() {
+	if t == nil {
+		return
+	}
+	ygot.BuildEmptyTree(t)
+	t.Config.PopulateDefaults()
+	t.State.PopulateDefaults()
+}
+
+// Validate validates s against the YANG schema corresponding to its type.
+func (t *Lhcnp_Lhcnp_SwitchCnp) ΛValidate(opts ...ygot.ValidationOption) error {
+	if err := ytypes.Validate(SchemaTree["Lhcnp_Lhcnp_SwitchCnp"], t, opts...); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Validate validates s against the YANG schema corresponding to its type.
+func (t *Lhcnp_Lhcnp_SwitchCnp) Validate(opts ...ygot.ValidationOption) error {
+	return t.ΛValidate(opts...)
+}
+
+// ΛEnumTypeMap returns a map, keyed by YANG schema path, of the enumerated types
+// that are included in the generated code.
+func (t *Lhcnp_Lhcnp_SwitchCnp) ΛEnumTypeMap() map[string][]reflect.Type { return ΛEnumTypes }
+
+// ΛBelongingModule returns the name of the module that defines the namespace
+// of Lhcnp_Lhcnp_SwitchCnp.
+func (*Lhcnp_Lhcnp_SwitchCnp) ΛBelongingModule() string {
+	return "lhcnp"
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_Config represents the /lhcnp/lhcnp/switch-cnp/config YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_Config struct {
+	BufferShare    *uint8  `path:"buffer-share" module:"lhcnp"`
+	DelayThreshold *uint32 `path:"delay-threshold" module:"lhcnp"`
+	Enabled        *bool   `path:"enabled" module:"lhcnp"`
+	MinCnpInterval *uint32 `path:"min-cnp-interval" module:"lhcnp"`
+}
+
+// IsYANGGoStruct ensures that Lhcnp_Lhcnp_SwitchCnp_Config implements the yang.GoStruct
+// interface. This allows functions that need to handle this struct to
+// identify it as being generated by ygen.
+func (*Lhcnp_Lhcnp_SwitchCnp_Config) IsYANGGoStruct() {}
+
+// GetBufferShare retrieves the value of the leaf BufferShare from the Lhcnp_Lhcnp_SwitchCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if BufferShare is set, it can
+// safely use t.GetBufferShare() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.BufferShare == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) GetBufferShare() uint8 {
+	if t == nil || t.BufferShare == nil {
+		return 1
+	}
+	return *t.BufferShare
+}
+
+// GetDelayThreshold retrieves the value of the leaf DelayThreshold from the Lhcnp_Lhcnp_SwitchCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if DelayThreshold is set, it can
+// safely use t.GetDelayThreshold() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.DelayThreshold == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) GetDelayThreshold() uint32 {
+	if t == nil || t.DelayThreshold == nil {
+		return 20
+	}
+	return *t.DelayThreshold
+}
+
+// GetEnabled retrieves the value of the leaf Enabled from the Lhcnp_Lhcnp_SwitchCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Enabled is set, it can
+// safely use t.GetEnabled() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Enabled == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) GetEnabled() bool {
+	if t == nil || t.Enabled == nil {
+		return false
+	}
+	return *t.Enabled
+}
+
+// GetMinCnpInterval retrieves the value of the leaf MinCnpInterval from the Lhcnp_Lhcnp_SwitchCnp_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MinCnpInterval is set, it can
+// safely use t.GetMinCnpInterval() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MinCnpInterval == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) GetMinCnpInterval() uint32 {
+	if t == nil || t.MinCnpInterval == nil {
+		return 50
+	}
+	return *t.MinCnpInterval
+}
+
+// SetBufferShare sets the value of the leaf BufferShare in the Lhcnp_Lhcnp_SwitchCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) SetBufferShare(v uint8) {
+	t.BufferShare = &v
+}
+
+// SetDelayThreshold sets the value of the leaf DelayThreshold in the Lhcnp_Lhcnp_SwitchCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) SetDelayThreshold(v uint32) {
+	t.DelayThreshold = &v
+}
+
+// SetEnabled sets the value of the leaf Enabled in the Lhcnp_Lhcnp_SwitchCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) SetEnabled(v bool) {
+	t.Enabled = &v
+}
+
+// SetMinCnpInterval sets the value of the leaf MinCnpInterval in the Lhcnp_Lhcnp_SwitchCnp_Config
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) SetMinCnpInterval(v uint32) {
+	t.MinCnpInterval = &v
+}
+
+// PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_SwitchCnp_Config
+// with default values as specified in the YANG schema, instantiating any nil
+// container fields.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) PopulateDefaults() {
+	if t == nil {
+		return
+	}
+	ygot.BuildEmptyTree(t)
+	if t.BufferShare == nil {
+		var v uint8 = 1
+		t.BufferShare = &v
+	}
+	if t.DelayThreshold == nil {
+		var v uint32 = 20
+		t.DelayThreshold = &v
+	}
+	if t.Enabled == nil {
+		var v bool = false
+		t.Enabled = &v
+	}
+	if t.MinCnpInterval == nil {
+		var v uint32 = 50
+		t.MinCnpInterval = &v
+	}
+}
+
+// Validate validates s against the YANG schema corresponding to its type.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) ΛValidate(opts ...ygot.ValidationOption) error {
+	if err := ytypes.Validate(SchemaTree["Lhcnp_Lhcnp_SwitchCnp_Config"], t, opts...); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Validate validates s against the YANG schema corresponding to its type.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) Validate(opts ...ygot.ValidationOption) error {
+	return t.ΛValidate(opts...)
+}
+
+// ΛEnumTypeMap returns a map, keyed by YANG schema path, of the enumerated types
+// that are included in the generated code.
+func (t *Lhcnp_Lhcnp_SwitchCnp_Config) ΛEnumTypeMap() map[string][]reflect.Type { return ΛEnumTypes }
+
+// ΛBelongingModule returns the name of the module that defines the namespace
+// of Lhcnp_Lhcnp_SwitchCnp_Config.
+func (*Lhcnp_Lhcnp_SwitchCnp_Config) ΛBelongingModule() string {
+	return "lhcnp"
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State represents the /lhcnp/lhcnp/switch-cnp/state YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State struct {
+	BufferShare    *uint8                                `path:"buffer-share" module:"lhcnp"`
+	Counters       *Lhcnp_Lhcnp_SwitchCnp_State_Counters `path:"counters" module:"lhcnp"`
+	DelayThreshold *uint32                               `path:"delay-threshold" module:"lhcnp"`
+	Enabled        *bool                                 `path:"enabled" module:"lhcnp"`
+	MinCnpInterval *uint32                               `path:"min-cnp-interval" module:"lhcnp"`
+}
+
+// IsYANGGoStruct ensures that Lhcnp_Lhcnp_SwitchCnp_State implements the yang.GoStruct
+// interface. This allows functions that need to handle this struct to
+// identify it as being generated by ygen.
+func (*Lhcnp_Lhcnp_SwitchCnp_State) IsYANGGoStruct() {}
+
+// GetOrCreateCounters retrieves the value of the Counters field
+// or returns the existing field if it already exists.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) GetOrCreateCounters() *Lhcnp_Lhcnp_SwitchCnp_State_Counters {
+	if t.Counters != nil {
+		return t.Counters
+	}
+	t.Counters = &Lhcnp_Lhcnp_SwitchCnp_State_Counters{}
+	return t.Counters
+}
+
+// GetCounters returns the value of the Counters struct pointer
+// from Lhcnp_Lhcnp_SwitchCnp_State. If the receiver or the field Counters is nil, nil
+// is returned such that the Get* methods can be safely chained.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) GetCounters() *Lhcnp_Lhcnp_SwitchCnp_State_Counters {
+	if t != nil && t.Counters != nil {
+		return t.Counters
+	}
+	return nil
+}
+
+// GetBufferShare retrieves the value of the leaf BufferShare from the Lhcnp_Lhcnp_SwitchCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if BufferShare is set, it can
+// safely use t.GetBufferShare() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.BufferShare == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) GetBufferShare() uint8 {
+	if t == nil || t.BufferShare == nil {
+		return 1
+	}
+	return *t.BufferShare
+}
+
+// GetDelayThreshold retrieves the value of the leaf DelayThreshold from the Lhcnp_Lhcnp_SwitchCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if DelayThreshold is set, it can
+// safely use t.GetDelayThreshold() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.DelayThreshold == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) GetDelayThreshold() uint32 {
+	if t == nil || t.DelayThreshold == nil {
+		return 20
+	}
+	return *t.DelayThreshold
+}
+
+// GetEnabled retrieves the value of the leaf Enabled from the Lhcnp_Lhcnp_SwitchCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Enabled is set, it can
+// safely use t.GetEnabled() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Enabled == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) GetEnabled() bool {
+	if t == nil || t.Enabled == nil {
+		return false
+	}
+	return *t.Enabled
+}
+
+// GetMinCnpInterval retrieves the value of the leaf MinCnpInterval from the Lhcnp_Lhcnp_SwitchCnp_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if MinCnpInterval is set, it can
+// safely use t.GetMinCnpInterval() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.MinCnpInterval == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) GetMinCnpInterval() uint32 {
+	if t == nil || t.MinCnpInterval == nil {
+		return 50
+	}
+	return *t.MinCnpInterval
+}
+
+// SetBufferShare sets the value of the leaf BufferShare in the Lhcnp_Lhcnp_SwitchCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) SetBufferShare(v uint8) {
+	t.BufferShare = &v
+}
+
+// SetDelayThreshold sets the value of the leaf DelayThreshold in the Lhcnp_Lhcnp_SwitchCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) SetDelayThreshold(v uint32) {
+	t.DelayThreshold = &v
+}
+
+// SetEnabled sets the value of the leaf Enabled in the Lhcnp_Lhcnp_SwitchCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) SetEnabled(v bool) {
+	t.Enabled = &v
+}
+
+// SetMinCnpInterval sets the value of the leaf MinCnpInterval in the Lhcnp_Lhcnp_SwitchCnp_State
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) SetMinCnpInterval(v uint32) {
+	t.MinCnpInterval = &v
+}
+
+// PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_SwitchCnp_State
+// with default values as specified in the YANG schema, instantiating any nil
+// container fields.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) PopulateDefaults() {
+	if t == nil {
+		return
+	}
+	ygot.BuildEmptyTree(t)
+	if t.BufferShare == nil {
+		var v uint8 = 1
+		t.BufferShare = &v
+	}
+	if t.DelayThreshold == nil {
+		var v uint32 = 20
+		t.DelayThreshold = &v
+	}
+	if t.Enabled == nil {
+		var v bool = false
+		t.Enabled = &v
+	}
+	if t.MinCnpInterval == nil {
+		var v uint32 = 50
+		t.MinCnpInterval = &v
+	}
+	t.Counters.PopulateDefaults()
+}
+
+// Validate validates s against the YANG schema corresponding to its type.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) ΛValidate(opts ...ygot.ValidationOption) error {
+	if err := ytypes.Validate(SchemaTree["Lhcnp_Lhcnp_SwitchCnp_State"], t, opts...); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Validate validates s against the YANG schema corresponding to its type.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) Validate(opts ...ygot.ValidationOption) error {
+	return t.ΛValidate(opts...)
+}
+
+// ΛEnumTypeMap returns a map, keyed by YANG schema path, of the enumerated types
+// that are included in the generated code.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State) ΛEnumTypeMap() map[string][]reflect.Type { return ΛEnumTypes }
+
+// ΛBelongingModule returns the name of the module that defines the namespace
+// of Lhcnp_Lhcnp_SwitchCnp_State.
+func (*Lhcnp_Lhcnp_SwitchCnp_State) ΛBelongingModule() string {
+	return "lhcnp"
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_Counters represents the /lhcnp/lhcnp/switch-cnp/state/counters YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_Counters struct {
+	CongestionConfirmed *uint64 `path:"congestion-confirmed" module:"lhcnp"`
+	DelayedPackets      *uint64 `path:"delayed-packets" module:"lhcnp"`
+	Sent                *uint64 `path:"sent" module:"lhcnp"`
+}
+
+// IsYANGGoStruct ensures that Lhcnp_Lhcnp_SwitchCnp_State_Counters implements the yang.GoStruct
+// interface. This allows functions that need to handle this struct to
+// identify it as being generated by ygen.
+func (*Lhcnp_Lhcnp_SwitchCnp_State_Counters) IsYANGGoStruct() {}
+
+// GetCongestionConfirmed retrieves the value of the leaf CongestionConfirmed from the Lhcnp_Lhcnp_SwitchCnp_State_Counters
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if CongestionConfirmed is set, it can
+// safely use t.GetCongestionConfirmed() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.CongestionConfirmed == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State_Counters) GetCongestionConfirmed() uint64 {
+	if t == nil || t.CongestionConfirmed == nil {
+		return 0
+	}
+	return *t.CongestionConfirmed
+}
+
+// GetDelayedPackets retrieves the value of the leaf DelayedPackets from the Lhcnp_Lhcnp_SwitchCnp_State_Counters
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if DelayedPackets is set, it can
+// safely use t.GetDelayedPackets() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.DelayedPackets == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State_Counters) GetDelayedPackets() uint64 {
+	if t == nil || t.DelayedPackets == nil {
+		return 0
+	}
+	return *t.DelayedPackets
+}
+
+// GetSent retrieves the value of the leaf Sent from the Lhcnp_Lhcnp_SwitchCnp_State_Counters
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if Sent is set, it can
+// safely use t.GetSent() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.Sent == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State_Counters) GetSent() uint64 {
+	if t == nil || t.Sent == nil {
+		return 0
+	}
+	return *t.Sent
+}
+
+// SetCongestionConfirmed sets the value of the leaf CongestionConfirmed in the Lhcnp_Lhcnp_SwitchCnp_State_Counters
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State_Counters) SetCongestionConfirmed(v uint64) {
+	t.CongestionConfirmed = &v
+}
+
+// SetDelayedPackets sets the value of the leaf DelayedPackets in the Lhcnp_Lhcnp_SwitchCnp_State_Counters
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State_Counters) SetDelayedPackets(v uint64) {
+	t.DelayedPackets = &v
+}
+
+// SetSent sets the value of the leaf Sent in the Lhcnp_Lhcnp_SwitchCnp_State_Counters
+// struct.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State_Counters) SetSent(v uint64) {
+	t.Sent = &v
+}
+
+// PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_SwitchCnp_State_Counters
+// with default values as specified in the YANG schema, instantiating any nil
+// container fields.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State_Counters) PopulateDefaults() {
+	if t == nil {
+		return
+	}
+	ygot.BuildEmptyTree(t)
+}
+
+// Validate validates s against the YANG schema corresponding to its type.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State_Counters) ΛValidate(opts ...ygot.ValidationOption) error {
+	if err := ytypes.Validate(SchemaTree["Lhcnp_Lhcnp_SwitchCnp_State_Counters"], t, opts...); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Validate validates s against the YANG schema corresponding to its type.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State_Counters) Validate(opts ...ygot.ValidationOption) error {
+	return t.ΛValidate(opts...)
+}
+
+// ΛEnumTypeMap returns a map, keyed by YANG schema path, of the enumerated types
+// that are included in the generated code.
+func (t *Lhcnp_Lhcnp_SwitchCnp_State_Counters) ΛEnumTypeMap() map[string][]reflect.Type {
+	return ΛEnumTypes
+}
+
+// ΛBelongingModule returns the name of the module that defines the namespace
+// of Lhcnp_Lhcnp_SwitchCnp_State_Counters.
+func (*Lhcnp_Lhcnp_SwitchCnp_State_Counters) ΛBelongingModule() string {
 	return "lhcnp"
 }
 

@@ -10,9 +10,23 @@
 //   - an environment variable: the prefix, then the key upper-cased with "."
 //     and "-" turned into "_" (LHCNP_COLLECTOR_WRITER_BATCH_ROWS).
 //
+// This is the one rule for names across lhcnp's commands: key, flag and
+// variable are the same words, and a command's prefix is LHCNP_ and its
+// name (LHCNP_COLLECTOR_, LHCNP_TUNER_, LHCNP_LAB_, LHCNP_SWITCH_,
+// LHCNP_MIGRATE_). Two exceptions exist, both visible in the struct or the
+// Register call:
+//
+//   - a `flag:"name"` tag renames a key's flag when the command already has
+//     a flag of that name (the switch file's config key is --initial-config,
+//     --config being the file itself); Register refuses a taken flag name;
+//   - WithFlagAlias and WithEnvAlias keep an older flag or variable working
+//     for a key (migrate's --db and LHCNP_DB for db.dsn). An alias flag is
+//     the flag's layer (setting both is an error); an alias variable lies
+//     under the key's own variable.
+//
 // Lists and maps (a collector's targets) are file-only: they have no
 // sensible one-line form. The struct's values when Register is called are
-// the defaults.
+// the defaults. After Load, Origin tells which layer gave a key its value.
 //
 // The file is decoded strictly first (gopkg.in/yaml.v3 with KnownFields) so
 // an unknown or mistyped key is an error naming the file and line; an
@@ -59,11 +73,20 @@ type Config struct {
 	flagKey map[string]string
 	envKey  map[string]string
 	keys    []string
+	// flagOf is each key's flag; envAlias the alias variables (name → key).
+	flagOf   map[string]string
+	envAlias map[string]string
+	fields   map[string]field
+	// origin and inFile are filled by Load.
+	origin map[string]string
+	inFile map[string]bool
 }
 
 type options struct {
-	prefix  string
-	environ func() []string
+	prefix     string
+	environ    func() []string
+	flagAlias  [][2]string // name, key
+	envAliases [][2]string // name, key
 }
 
 // Option configures Register.
@@ -75,6 +98,19 @@ func WithEnvPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 
 // WithEnviron replaces os.Environ (tests).
 func WithEnviron(fn func() []string) Option { return func(o *options) { o.environ = fn } }
+
+// WithFlagAlias registers a second flag, name, for a scalar key (an older
+// spelling that must keep working). Giving both flags is an error.
+func WithFlagAlias(name, key string) Option {
+	return func(o *options) { o.flagAlias = append(o.flagAlias, [2]string{name, key}) }
+}
+
+// WithEnvAlias reads the variable name (any name, outside the prefix too)
+// for a scalar key, under the key's own variable: the older name keeps
+// working, the prefixed one wins when both are set.
+func WithEnvAlias(name, key string) Option {
+	return func(o *options) { o.envAliases = append(o.envAliases, [2]string{name, key}) }
+}
 
 // Register adds a flag for every scalar key of *dst to fs, with the value
 // in *dst as its default. dst must be a pointer to a struct.
@@ -88,11 +124,35 @@ func Register(fs *flag.FlagSet, dst any, opts ...Option) (*Config, error) {
 		return nil, fmt.Errorf("cliconf: want a pointer to a struct, got %T", dst)
 	}
 	c := &Config{dst: dst, fs: fs, prefix: o.prefix, environ: o.environ,
-		flagKey: map[string]string{}, envKey: map[string]string{}}
+		flagKey: map[string]string{}, envKey: map[string]string{},
+		flagOf: map[string]string{}, envAlias: map[string]string{}, fields: map[string]field{}}
 	if err := c.walk(v.Elem(), ""); err != nil {
 		return nil, err
 	}
+	for _, a := range o.flagAlias {
+		name, key := a[0], a[1]
+		f, ok := c.fields[key]
+		if !ok {
+			return nil, fmt.Errorf("cliconf: flag alias --%s: no scalar key %s", name, key)
+		}
+		if err := c.define(name, f.v, "alias of --"+c.flagOf[key], f.typ); err != nil {
+			return nil, err
+		}
+		c.flagKey[name] = key
+	}
+	for _, a := range o.envAliases {
+		if _, ok := c.fields[a[1]]; !ok {
+			return nil, fmt.Errorf("cliconf: variable alias %s: no scalar key %s", a[0], a[1])
+		}
+		c.envAlias[a[0]] = a[1]
+	}
 	return c, nil
+}
+
+// field is a scalar key's value in the struct and its type.
+type field struct {
+	v   reflect.Value
+	typ reflect.Type
 }
 
 // Keys returns the scalar keys (those with a flag and a variable), sorted.
@@ -107,8 +167,21 @@ func (c *Config) EnvName(key string) string {
 	return c.prefix + strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(key))
 }
 
-// FlagName returns the flag of a key.
+// FlagName returns the flag of a key by the rule ("_" turned into "-");
+// Flag gives the flag a Config registered, which a `flag` tag may rename.
 func FlagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
+
+// Flag returns the flag registered for a key (without the dashes).
+func (c *Config) Flag(key string) string { return c.flagOf[key] }
+
+// Origin names the layer that gave a key its value in the last Load: ""
+// (the default), the file's path, the variable (LHCNP_SWITCH_SPEED) or the
+// flag (--speed). Messages about a value use it to say where it came from.
+func (c *Config) Origin(key string) string { return c.origin[key] }
+
+// InFile reports whether the file of the last Load sets the key, whatever
+// a variable or flag made of it.
+func (c *Config) InFile(key string) bool { return c.inFile[key] }
 
 var durationType = reflect.TypeFor[time.Duration]()
 
@@ -140,31 +213,57 @@ func (c *Config) walk(v reflect.Value, prefix string) error {
 			}
 			continue
 		}
-		usage := sf.Tag.Get("help")
-		fname := FlagName(key)
-		switch {
-		case sf.Type == durationType:
-			c.fs.Duration(fname, time.Duration(fv.Int()), usage)
-		case sf.Type.Kind() == reflect.String:
-			c.fs.String(fname, fv.String(), usage)
-		case sf.Type.Kind() == reflect.Bool:
-			c.fs.Bool(fname, fv.Bool(), usage)
-		case fv.CanInt():
-			c.fs.Int64(fname, fv.Int(), usage)
-		case fv.CanUint():
-			c.fs.Uint64(fname, fv.Uint(), usage)
-		case fv.CanFloat():
-			c.fs.Float64(fname, fv.Float(), usage)
-		default:
+		if !scalar(sf.Type) {
 			continue // lists and maps: file only
+		}
+		fname := FlagName(key)
+		if t := sf.Tag.Get("flag"); t != "" {
+			fname = t
+		}
+		if err := c.define(fname, fv, sf.Tag.Get("help"), sf.Type); err != nil {
+			return fmt.Errorf("%w (key %s)", err, key)
 		}
 		env := c.EnvName(key)
 		if other, dup := c.envKey[env]; dup {
 			return fmt.Errorf("cliconf: keys %s and %s share the variable %s", other, key, env)
 		}
 		c.flagKey[fname] = key
+		c.flagOf[key] = fname
 		c.envKey[env] = key
+		c.fields[key] = field{v: fv, typ: sf.Type}
 		c.keys = append(c.keys, key)
+	}
+	return nil
+}
+
+func scalar(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// define registers the flag name of a scalar field, its value the default.
+// A name the flag set already has is an error, not flag's panic.
+func (c *Config) define(name string, fv reflect.Value, usage string, t reflect.Type) error {
+	if c.fs.Lookup(name) != nil {
+		return fmt.Errorf("cliconf: flag --%s is already defined", name)
+	}
+	switch {
+	case t == durationType:
+		c.fs.Duration(name, time.Duration(fv.Int()), usage)
+	case t.Kind() == reflect.String:
+		c.fs.String(name, fv.String(), usage)
+	case t.Kind() == reflect.Bool:
+		c.fs.Bool(name, fv.Bool(), usage)
+	case fv.CanInt():
+		c.fs.Int64(name, fv.Int(), usage)
+	case fv.CanUint():
+		c.fs.Uint64(name, fv.Uint(), usage)
+	default:
+		c.fs.Float64(name, fv.Float(), usage)
 	}
 	return nil
 }
@@ -173,6 +272,7 @@ func (c *Config) walk(v reflect.Value, prefix string) error {
 // set on the command line (fs must have been parsed) onto the struct.
 func (c *Config) Load(path string) error {
 	k := koanf.New(".")
+	c.origin, c.inFile = map[string]string{}, map[string]bool{}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -183,6 +283,27 @@ func (c *Config) Load(path string) error {
 		}
 		if err := k.Load(rawbytes.Provider(data), kyaml.Parser()); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
+		}
+		for _, key := range c.keys {
+			if k.Exists(key) {
+				c.origin[key], c.inFile[key] = path, true
+			}
+		}
+	}
+	aliases := make([]string, 0, len(c.envAlias))
+	for name := range c.envAlias {
+		aliases = append(aliases, name)
+	}
+	sort.Strings(aliases)
+	for _, name := range aliases {
+		for _, kv := range c.environ() {
+			if n, val, ok := strings.Cut(kv, "="); ok && n == name {
+				key := c.envAlias[name]
+				if err := k.Set(key, val); err != nil {
+					return fmt.Errorf("environment: %s: %w", name, err)
+				}
+				c.origin[key] = name
+			}
 		}
 	}
 	if c.prefix != "" {
@@ -196,6 +317,7 @@ func (c *Config) Load(path string) error {
 					unknown = append(unknown, name)
 					return "", nil
 				}
+				c.origin[key] = name
 				return key, val
 			},
 		}), nil)
@@ -208,7 +330,23 @@ func (c *Config) Load(path string) error {
 		}
 	}
 	set := map[string]bool{}
-	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	byKey := map[string]string{} // key → the flag that set it
+	var both error
+	c.fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
+		key, ok := c.flagKey[f.Name]
+		if !ok {
+			return
+		}
+		if other, dup := byKey[key]; dup && both == nil {
+			both = fmt.Errorf("flags --%s and --%s both set %s: give one", other, f.Name, key)
+		}
+		byKey[key] = f.Name
+		c.origin[key] = "--" + f.Name
+	})
+	if both != nil {
+		return both
+	}
 	err := k.Load(basicflag.ProviderWithValue(c.fs, ".", func(name, val string) (string, any) {
 		key, ok := c.flagKey[name]
 		if !ok || !set[name] {
@@ -219,8 +357,27 @@ func (c *Config) Load(path string) error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkValues(k, path); err != nil {
+		return err
+	}
 	if err := k.UnmarshalWithConf("", c.dst, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
 		return fmt.Errorf("%s: %w", sourceName(path), err)
+	}
+	return nil
+}
+
+// checkValues decodes every scalar key alone, so that a value that is not
+// of its key's type is an error naming where it came from (a variable: the
+// file was checked by type already, flags by the flag package).
+func (c *Config) checkValues(k *koanf.Koanf, path string) error {
+	for _, key := range c.keys {
+		if !k.Exists(key) || c.origin[key] == path {
+			continue
+		}
+		f := c.fields[key]
+		if err := k.UnmarshalWithConf(key, reflect.New(f.typ).Interface(), koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
+			return fmt.Errorf("%s=%q: not of type %s", c.origin[key], fmt.Sprint(k.Get(key)), f.typ)
+		}
 	}
 	return nil
 }
@@ -236,7 +393,7 @@ func sourceName(path string) string {
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
 // notFound matches yaml.v3's unknown-field message.
-var notFound = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+var notFound = regexp.MustCompile(`^field (\S+) not found in type .+$`)
 
 // checkStrict decodes data into a fresh value of type t with unknown
 // fields refused, and turns yaml.v3's messages into "FILE:LINE: ..." lines.

@@ -46,6 +46,28 @@ func writeFile(t *testing.T, body string) string {
 	return p
 }
 
+// layer registers dst on fs with the prefix T_ and env, parses flags and
+// loads body as the file (none if ""); it returns the Config and the path.
+func layer(t *testing.T, fs *flag.FlagSet, dst any, body string, env, flags []string, opts ...cliconf.Option) (*cliconf.Config, string) {
+	t.Helper()
+	opts = append([]cliconf.Option{cliconf.WithEnvPrefix("T_"), cliconf.WithEnviron(func() []string { return env })}, opts...)
+	c, err := cliconf.Register(fs, dst, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Parse(flags); err != nil {
+		t.Fatal(err)
+	}
+	path := ""
+	if body != "" {
+		path = writeFile(t, body)
+	}
+	if err := c.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	return c, path
+}
+
 const file = `dsn: from-file
 writer:
   batch_rows: 200
@@ -95,21 +117,7 @@ func TestLayers(t *testing.T) {
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			got := defaults()
-			fs := flag.NewFlagSet("t", flag.ContinueOnError)
-			c, err := cliconf.Register(fs, &got, cliconf.WithEnvPrefix("T_"), cliconf.WithEnviron(func() []string { return tt.env }))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := fs.Parse(tt.flags); err != nil {
-				t.Fatal(err)
-			}
-			path := ""
-			if tt.file != "" {
-				path = writeFile(t, tt.file)
-			}
-			if err := c.Load(path); err != nil {
-				t.Fatal(err)
-			}
+			layer(t, flag.NewFlagSet("t", flag.ContinueOnError), &got, tt.file, tt.env, tt.flags)
 			want := defaults()
 			tt.want(&want)
 			if d := cmp.Diff(want, got); d != "" {
@@ -133,6 +141,8 @@ func TestErrors(t *testing.T) {
 		{desc: "bad duration", file: "writer:\n  batch_interval: soon\n", want: "FILE:2: cannot unmarshal !!str `soon` into time.Duration"},
 		{desc: "syntax", file: "dsn: [x\n", want: "FILE:1: did not find expected ',' or ']'"},
 		{desc: "unknown variable", env: []string{"T_DSNN=x"}, want: "environment: unknown variable T_DSNN (known: T_...)"},
+		{desc: "variable not of its key's type", env: []string{"T_WRITER_BATCH_ROWS=many"}, want: `T_WRITER_BATCH_ROWS="many": not of type int`},
+		{desc: "variable not a duration", file: "dsn: x\n", env: []string{"T_WRITER_BATCH_INTERVAL=soon"}, want: `T_WRITER_BATCH_INTERVAL="soon": not of type time.Duration`},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			got := defaults()
@@ -185,5 +195,125 @@ func TestFlagsAndVariables(t *testing.T) {
 	}
 	if _, err := cliconf.Register(fs, got); err == nil {
 		t.Error("Register of a non-pointer: no error")
+	}
+}
+
+// renamed has a key whose flag the command already uses for its file.
+type renamed struct {
+	Config string `yaml:"config" flag:"initial-config"`
+	DB     struct {
+		DSN string `yaml:"dsn"`
+	} `yaml:"db"`
+	Speed float64       `yaml:"speed"`
+	Every time.Duration `yaml:"every"`
+}
+
+// TestRenamesAliasesOrigins: a flag tag renames a key's flag (the variable
+// keeps the key's name), aliases keep older names working under the key's
+// own, and Origin names the layer of each value.
+func TestRenamesAliasesOrigins(t *testing.T) {
+	for _, tt := range []struct {
+		desc       string
+		file       string
+		env, flags []string
+		want       renamed
+		origin     map[string]string // key → origin, FILE for the file
+		inFile     []string
+	}{
+		{desc: "renamed flag", flags: []string{"--initial-config=c.json"}, want: renamed{Config: "c.json"},
+			origin: map[string]string{"config": "--initial-config", "db.dsn": "", "speed": ""}},
+		{desc: "renamed key's variable", env: []string{"T_CONFIG=e.json"}, want: renamed{Config: "e.json"},
+			origin: map[string]string{"config": "T_CONFIG"}},
+		{desc: "alias variable", env: []string{"OLD_DB=old"}, want: renamed{DB: struct {
+			DSN string `yaml:"dsn"`
+		}{"old"}},
+			origin: map[string]string{"db.dsn": "OLD_DB"}},
+		{desc: "alias variable over the file", file: "db: {dsn: file}\n", env: []string{"OLD_DB=old"},
+			want: renamed{DB: struct {
+				DSN string `yaml:"dsn"`
+			}{"old"}}, origin: map[string]string{"db.dsn": "OLD_DB"}, inFile: []string{"db.dsn"}},
+		{desc: "the key's variable over the alias", env: []string{"OLD_DB=old", "T_DB_DSN=new"},
+			want: renamed{DB: struct {
+				DSN string `yaml:"dsn"`
+			}{"new"}}, origin: map[string]string{"db.dsn": "T_DB_DSN"}},
+		{desc: "alias flag over variables", env: []string{"OLD_DB=old", "T_DB_DSN=new"}, flags: []string{"--db", "flag"},
+			want: renamed{DB: struct {
+				DSN string `yaml:"dsn"`
+			}{"flag"}}, origin: map[string]string{"db.dsn": "--db"}},
+		{desc: "file < env < flag", file: "speed: 2\nevery: 1s\n", env: []string{"T_SPEED=3", "T_EVERY=2s"}, flags: []string{"--every=3s"},
+			want: renamed{Speed: 3, Every: 3 * time.Second}, origin: map[string]string{"speed": "T_SPEED", "every": "--every"},
+			inFile: []string{"every", "speed"}},
+		{desc: "file only", file: "speed: 2\n", want: renamed{Speed: 2}, origin: map[string]string{"speed": "FILE", "every": ""},
+			inFile: []string{"speed"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var got renamed
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			fs.String("config", "", "the command's own file")
+			c, path := layer(t, fs, &got, tt.file, tt.env, tt.flags,
+				cliconf.WithFlagAlias("db", "db.dsn"), cliconf.WithEnvAlias("OLD_DB", "db.dsn"))
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("config (-want +got):\n%s", d)
+			}
+			for key, want := range tt.origin {
+				if got := c.Origin(key); got != strings.ReplaceAll(want, "FILE", path) {
+					t.Errorf("Origin(%s) = %q, want %q", key, got, want)
+				}
+			}
+			var inFile []string
+			for _, k := range c.Keys() {
+				if c.InFile(k) {
+					inFile = append(inFile, k)
+				}
+			}
+			if d := cmp.Diff(tt.inFile, inFile); d != "" {
+				t.Errorf("keys in the file (-want +got):\n%s", d)
+			}
+			if c.Flag("config") != "initial-config" || c.EnvName("config") != "T_CONFIG" {
+				t.Errorf("config: flag %q, variable %q; want initial-config, T_CONFIG", c.Flag("config"), c.EnvName("config"))
+			}
+		})
+	}
+}
+
+func TestRenamesAliasesErrors(t *testing.T) {
+	var v renamed
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c, err := cliconf.Register(fs, &v, cliconf.WithFlagAlias("db", "db.dsn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Parse([]string{"--db=a", "--db.dsn=b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err, want := c.Load(""), "flags --db and --db.dsn both set db.dsn: give one"; err == nil || err.Error() != want {
+		t.Errorf("both flags: %v, want %q", err, want)
+	}
+	for _, tt := range []struct {
+		desc string
+		fs   func() *flag.FlagSet
+		opts []cliconf.Option
+		want string
+	}{
+		{"taken flag", func() *flag.FlagSet {
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			fs.String("speed", "", "")
+			return fs
+		}, nil, "cliconf: flag --speed is already defined (key speed)"},
+		{"alias of no key", func() *flag.FlagSet { return flag.NewFlagSet("t", flag.ContinueOnError) },
+			[]cliconf.Option{cliconf.WithFlagAlias("x", "db")}, "cliconf: flag alias --x: no scalar key db"},
+		{"alias taking a flag", func() *flag.FlagSet { return flag.NewFlagSet("t", flag.ContinueOnError) },
+			[]cliconf.Option{cliconf.WithFlagAlias("speed", "db.dsn")}, "cliconf: flag --speed is already defined"},
+		{"variable alias of no key", func() *flag.FlagSet { return flag.NewFlagSet("t", flag.ContinueOnError) },
+			[]cliconf.Option{cliconf.WithEnvAlias("X", "nope")}, "cliconf: variable alias X: no scalar key nope"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var v renamed
+			_, err := cliconf.Register(tt.fs(), &v, tt.opts...)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Register: %v, want %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -17,8 +17,10 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
+	"github.com/lhcnp/lhcnp/dataplane-sim/switchcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/target"
 	"github.com/openconfig/ygot/ygot"
@@ -56,6 +58,8 @@ type Binding struct {
 	simStart engine.Time
 	fast     *fastFunction   // created when Fast CNP is first configured on
 	advice   *adviceFunction // created when Rate Advice is first configured on
+	pe       *fcn.PE         // created when FCN's ingress PE is first configured on
+	wp       *switchcnp.Node // created when the switch CNP is first configured on
 }
 
 var _ target.Dataplane = (*Binding)(nil)
@@ -116,19 +120,17 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err != nil {
 		return err
 	}
+	pc, err := FCNConfig(l, &cfg)
+	if err != nil {
+		return err
+	}
+	wc, err := SwitchCNPConfig(l, &cfg)
+	if err != nil {
+		return err
+	}
 	var aerr error
 	b.sim.Do(func() {
-		if fc.Enabled && b.fast == nil {
-			if b.fast, aerr = newFastFunction(b.node); aerr != nil {
-				return
-			}
-		}
-		if b.fast != nil {
-			aerr = b.fast.apply(fc, cfg)
-		} else {
-			aerr = b.node.ApplyConfig(cfg)
-		}
-		if aerr != nil {
+		if aerr = b.applyMode(fc, pc, wc, cfg); aerr != nil {
 			return
 		}
 		aerr = b.applyAdvice(rc)
@@ -150,8 +152,20 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	var fc fastcnp.Config
 	var fn fastcnp.Counters
 	var ra rateadvice.State
-	fast, advice := false, false
+	var pc fcn.Config
+	var pn fcn.PECounters
+	var pm []fcn.Mapping
+	var wc switchcnp.Config
+	var wn switchcnp.Counters
+	var wsent int64
+	fast, advice, pe, wp := false, false, false, false
 	b.sim.Do(func() {
+		if wp = b.wp != nil; wp {
+			wc, wn, wsent = b.wp.Config(), b.wp.Counters(), b.wp.Sent()
+		}
+		if pe = b.pe != nil; pe {
+			pc, pn, pm = b.pe.Config(), b.pe.Counters(), b.pe.Mappings()
+		}
 		st = b.node.State(!b.o.noFlows)
 		cfg = b.node.Config()
 		if fast = b.fast != nil; fast {
@@ -168,6 +182,12 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	}
 	if advice {
 		rateAdviceState(root, ra, b.WallNS)
+	}
+	if pe {
+		fcnState(root, pc, pn, pm, b.WallNS)
+	}
+	if wp {
+		switchCNPState(root, wc, wn, wsent)
 	}
 	return root, nil
 }

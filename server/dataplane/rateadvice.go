@@ -190,9 +190,13 @@ func (b *Binding) applyAdvice(rc rateadvice.Config) error {
 	} else if err := b.advice.node.ApplyConfig(rc); err != nil {
 		return err
 	}
-	var base netsim.PortObserver = b.node
-	if b.fast != nil {
-		base = b.fast.node
+	// Beside whatever applyMode made the switch's observer.
+	if len(sw.Ports()) == 0 {
+		return nil
+	}
+	base := sw.Ports()[0].Observer()
+	if p, ok := base.(pair); ok {
+		base = p.a
 	}
 	b.advice.beside(sw, base)
 	return nil

@@ -110,9 +110,6 @@ func ToConfig(l *oc.Lhcnp_Lhcnp, ports *Ports) (lhcnp.Config, error) {
 		if g.GetFastCnpEnabled() && (g.GetLongHaulCnpIcmpv6() || g.GetLongHaulCnpRocev2()) {
 			return c, invalid("/lhcnp/global/config/fast-cnp-enabled", "%s", fastWithLongHaul)
 		}
-		if r := g.FcnRole; r != oc.LhcnpTypes_FcnRole_UNSET && r != oc.LhcnpTypes_FcnRole_DISABLED {
-			return c, invalid("/lhcnp/global/config/fcn-role", "FCN is not modelled by this dataplane")
-		}
 
 	}
 	if cp := l.GetGlobal().GetCodePoints().GetConfig(); cp != nil {

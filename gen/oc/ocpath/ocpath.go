@@ -587,6 +587,84 @@ func (n *Lhcnp_LhcnpPathAny) RateAdvice() *Lhcnp_Lhcnp_RateAdvicePathAny {
 	return ps
 }
 
+// SwitchCnp (container): The Data Center Fast CNP white paper's practice.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "switch-cnp"
+//	Path from root:       "/lhcnp/switch-cnp"
+func (n *Lhcnp_LhcnpPath) SwitchCnp() *Lhcnp_Lhcnp_SwitchCnpPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnpPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"switch-cnp"},
+			map[string]interface{}{},
+			n,
+		),
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[*oc.Lhcnp_Lhcnp_SwitchCnp](
+		"Lhcnp_Lhcnp_SwitchCnp",
+		true,
+		false,
+		false,
+		false,
+		false,
+		false,
+		ps,
+		nil,
+		nil,
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// SwitchCnp (container): The Data Center Fast CNP white paper's practice.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "switch-cnp"
+//	Path from root:       "/lhcnp/switch-cnp"
+func (n *Lhcnp_LhcnpPathAny) SwitchCnp() *Lhcnp_Lhcnp_SwitchCnpPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnpPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"switch-cnp"},
+			map[string]interface{}{},
+			n,
+		),
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[*oc.Lhcnp_Lhcnp_SwitchCnp](
+		"Lhcnp_Lhcnp_SwitchCnp",
+		true,
+		false,
+		false,
+		false,
+		false,
+		false,
+		ps,
+		nil,
+		nil,
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 func binarySliceToFloatSlice(in []oc.Binary) []float32 {
 	converted := make([]float32, 0, len(in))
 	for _, binary := range in {
@@ -7334,6 +7412,44 @@ func (n *Lhcnp_Lhcnp_Fcn_Config_AgingTimeoutPath) PathOriginName() string {
 	return ""
 }
 
+// Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPath represents the /lhcnp/lhcnp/fcn/config/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/config/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_Config_DomainPath represents the /lhcnp/lhcnp/fcn/config/domain YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_DomainPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[[]string]
+}
+
+// Lhcnp_Lhcnp_Fcn_Config_DomainPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/config/domain YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_DomainPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[[]string]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_Config_DomainPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Fcn_Config_MaxMappingsPath represents the /lhcnp/lhcnp/fcn/config/max-mappings YANG schema element.
 type Lhcnp_Lhcnp_Fcn_Config_MaxMappingsPath struct {
 	*ygnmi.NodePath
@@ -7350,6 +7466,25 @@ type Lhcnp_Lhcnp_Fcn_Config_MaxMappingsPathAny struct {
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Fcn_Config_MaxMappingsPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPath represents the /lhcnp/lhcnp/fcn/config/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/config/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPath) PathOriginName() string {
 	return ""
 }
 
@@ -7466,6 +7601,196 @@ func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) AgingTimeout() *Lhcnp_Lhcnp_Fcn_Config_A
 	return ps
 }
 
+// CongestionThreshold (leaf): The queue depth above which the node reports congestion: a
+// transit node sends FCN messages, an ingress PE a standard CNP to
+// the sender directly.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fcn/config/congestion-threshold"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPath) CongestionThreshold() *Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPath {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// CongestionThreshold (leaf): The queue depth above which the node reports congestion: a
+// transit node sends FCN messages, an ingress PE a standard CNP to
+// the sender directly.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fcn/config/congestion-threshold"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) CongestionThreshold() *Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_CongestionThresholdPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Domain (leaf-list): The controlled domain: an ingress PE accepts FCN messages only
+// from sources in these prefixes (the WAN's nodes). Empty: from
+// none.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "domain"
+//	Path from root:       "/lhcnp/fcn/config/domain"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPath) Domain() *Lhcnp_Lhcnp_Fcn_Config_DomainPath {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_DomainPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"domain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[[]string](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).Domain
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Domain (leaf-list): The controlled domain: an ingress PE accepts FCN messages only
+// from sources in these prefixes (the WAN's nodes). Empty: from
+// none.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "domain"
+//	Path from root:       "/lhcnp/fcn/config/domain"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) Domain() *Lhcnp_Lhcnp_Fcn_Config_DomainPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_DomainPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"domain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[[]string](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).Domain
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE.
 //
 //	Defining module:      "lhcnp"
@@ -7539,6 +7864,100 @@ func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) MaxMappings() *Lhcnp_Lhcnp_Fcn_Config_Ma
 		ps,
 		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
 			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).MaxMappings
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two reports for one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fcn/config/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPath) MinCnpInterval() *Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPath {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint32](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two reports for one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fcn/config/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) MinCnpInterval() *Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_Config_MinCnpIntervalPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_Fcn_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_Config).MinCnpInterval
 			if ret == nil {
 				var zero uint32
 				return zero, false
@@ -9200,6 +9619,44 @@ func (n *Lhcnp_Lhcnp_Fcn_State_AgingTimeoutPath) PathOriginName() string {
 	return ""
 }
 
+// Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPath represents the /lhcnp/lhcnp/fcn/state/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/state/congestion-threshold YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_State_DomainPath represents the /lhcnp/lhcnp/fcn/state/domain YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_DomainPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[[]string]
+}
+
+// Lhcnp_Lhcnp_Fcn_State_DomainPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/state/domain YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_DomainPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[[]string]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_State_DomainPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Fcn_State_MappingCountPath represents the /lhcnp/lhcnp/fcn/state/mapping-count YANG schema element.
 type Lhcnp_Lhcnp_Fcn_State_MappingCountPath struct {
 	*ygnmi.NodePath
@@ -9235,6 +9692,25 @@ type Lhcnp_Lhcnp_Fcn_State_MaxMappingsPathAny struct {
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Fcn_State_MaxMappingsPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPath represents the /lhcnp/lhcnp/fcn/state/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/state/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPath) PathOriginName() string {
 	return ""
 }
 
@@ -9351,6 +9827,104 @@ func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) AgingTimeout() *Lhcnp_Lhcnp_Fcn_State_Agi
 	return ps
 }
 
+// CongestionThreshold (leaf): The queue depth above which the node reports congestion: a
+// transit node sends FCN messages, an ingress PE a standard CNP to
+// the sender directly.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fcn/state/congestion-threshold"
+func (n *Lhcnp_Lhcnp_Fcn_StatePath) CongestionThreshold() *Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPath {
+	ps := &Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// CongestionThreshold (leaf): The queue depth above which the node reports congestion: a
+// transit node sends FCN messages, an ingress PE a standard CNP to
+// the sender directly.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-threshold"
+//	Path from root:       "/lhcnp/fcn/state/congestion-threshold"
+func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) CongestionThreshold() *Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_State_CongestionThresholdPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).CongestionThreshold
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // Counters (container): FCN counters.
 //
 //	Defining module:      "lhcnp"
@@ -9415,6 +9989,98 @@ func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) Counters() *Lhcnp_Lhcnp_Fcn_State_Counter
 		ps,
 		nil,
 		nil,
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Domain (leaf-list): The controlled domain: an ingress PE accepts FCN messages only
+// from sources in these prefixes (the WAN's nodes). Empty: from
+// none.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "domain"
+//	Path from root:       "/lhcnp/fcn/state/domain"
+func (n *Lhcnp_Lhcnp_Fcn_StatePath) Domain() *Lhcnp_Lhcnp_Fcn_State_DomainPath {
+	ps := &Lhcnp_Lhcnp_Fcn_State_DomainPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"domain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[[]string](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).Domain
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Domain (leaf-list): The controlled domain: an ingress PE accepts FCN messages only
+// from sources in these prefixes (the WAN's nodes). Empty: from
+// none.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "domain"
+//	Path from root:       "/lhcnp/fcn/state/domain"
+func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) Domain() *Lhcnp_Lhcnp_Fcn_State_DomainPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_State_DomainPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"domain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[[]string](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).Domain
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
 		func() *ytypes.Schema {
 			return &ytypes.Schema{
 				Root:       &oc.Root{},
@@ -9596,6 +10262,100 @@ func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) MaxMappings() *Lhcnp_Lhcnp_Fcn_State_MaxM
 		ps,
 		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
 			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).MaxMappings
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two reports for one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fcn/state/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_Fcn_StatePath) MinCnpInterval() *Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPath {
+	ps := &Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint32](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two reports for one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/fcn/state/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) MinCnpInterval() *Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_State_MinCnpIntervalPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_Fcn_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State).MinCnpInterval
 			if ret == nil {
 				var zero uint32
 				return zero, false
@@ -40858,6 +41618,1563 @@ func (n *Lhcnp_Lhcnp_RateAdvice_State_CountersPathAny) QueueAdvice() *Lhcnp_Lhcn
 			return *ret, true
 		},
 		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_RateAdvice_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Lhcnp_Lhcnp_SwitchCnpPath represents the /lhcnp/lhcnp/switch-cnp YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnpPath struct {
+	*ygnmi.NodePath
+	ygnmi.ConfigQuery[*oc.Lhcnp_Lhcnp_SwitchCnp]
+}
+
+// Lhcnp_Lhcnp_SwitchCnpPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnpPathAny struct {
+	*ygnmi.NodePath
+	ygnmi.WildcardQuery[*oc.Lhcnp_Lhcnp_SwitchCnp]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnpPath) PathOriginName() string {
+	return "openconfig"
+}
+
+// Config (container): Configuration of the switch CNP.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config"
+//	Path from root:       "/lhcnp/switch-cnp/config"
+func (n *Lhcnp_Lhcnp_SwitchCnpPath) Config() *Lhcnp_Lhcnp_SwitchCnp_ConfigPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_ConfigPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"config"},
+			map[string]interface{}{},
+			n,
+		),
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_Config](
+		"Lhcnp_Lhcnp_SwitchCnp_Config",
+		true,
+		false,
+		false,
+		false,
+		false,
+		false,
+		ps,
+		nil,
+		nil,
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Config (container): Configuration of the switch CNP.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config"
+//	Path from root:       "/lhcnp/switch-cnp/config"
+func (n *Lhcnp_Lhcnp_SwitchCnpPathAny) Config() *Lhcnp_Lhcnp_SwitchCnp_ConfigPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_ConfigPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"config"},
+			map[string]interface{}{},
+			n,
+		),
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_Config](
+		"Lhcnp_Lhcnp_SwitchCnp_Config",
+		true,
+		false,
+		false,
+		false,
+		false,
+		false,
+		ps,
+		nil,
+		nil,
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// State (container): State of the switch CNP.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state"
+//	Path from root:       "/lhcnp/switch-cnp/state"
+func (n *Lhcnp_Lhcnp_SwitchCnpPath) State() *Lhcnp_Lhcnp_SwitchCnp_StatePath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_StatePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state"},
+			map[string]interface{}{},
+			n,
+		),
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_State](
+		"Lhcnp_Lhcnp_SwitchCnp_State",
+		true,
+		false,
+		false,
+		false,
+		false,
+		false,
+		ps,
+		nil,
+		nil,
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// State (container): State of the switch CNP.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state"
+//	Path from root:       "/lhcnp/switch-cnp/state"
+func (n *Lhcnp_Lhcnp_SwitchCnpPathAny) State() *Lhcnp_Lhcnp_SwitchCnp_StatePathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_StatePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state"},
+			map[string]interface{}{},
+			n,
+		),
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_State](
+		"Lhcnp_Lhcnp_SwitchCnp_State",
+		true,
+		false,
+		false,
+		false,
+		false,
+		false,
+		ps,
+		nil,
+		nil,
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_Config_BufferSharePath represents the /lhcnp/lhcnp/switch-cnp/config/buffer-share YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_Config_BufferSharePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint8]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_Config_BufferSharePathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/config/buffer-share YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_Config_BufferSharePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint8]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_Config_BufferSharePath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_Config_DelayThresholdPath represents the /lhcnp/lhcnp/switch-cnp/config/delay-threshold YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_Config_DelayThresholdPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_Config_DelayThresholdPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/config/delay-threshold YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_Config_DelayThresholdPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_Config_DelayThresholdPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_Config_EnabledPath represents the /lhcnp/lhcnp/switch-cnp/config/enabled YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_Config_EnabledPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[bool]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_Config_EnabledPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/config/enabled YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_Config_EnabledPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_Config_EnabledPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_Config_MinCnpIntervalPath represents the /lhcnp/lhcnp/switch-cnp/config/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_Config_MinCnpIntervalPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_Config_MinCnpIntervalPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/config/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_Config_MinCnpIntervalPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_Config_MinCnpIntervalPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_ConfigPath represents the /lhcnp/lhcnp/switch-cnp/config YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_ConfigPath struct {
+	*ygnmi.NodePath
+	ygnmi.ConfigQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_Config]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_ConfigPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/config YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_ConfigPathAny struct {
+	*ygnmi.NodePath
+	ygnmi.WildcardQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_Config]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_ConfigPath) PathOriginName() string {
+	return "openconfig"
+}
+
+// BufferShare (leaf): A recorded delay, converted to a queue depth at the port rate,
+// confirms congestion when it is at least this share of the
+// queue's available buffer.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "buffer-share"
+//	Path from root:       "/lhcnp/switch-cnp/config/buffer-share"
+func (n *Lhcnp_Lhcnp_SwitchCnp_ConfigPath) BufferShare() *Lhcnp_Lhcnp_SwitchCnp_Config_BufferSharePath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_Config_BufferSharePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"buffer-share"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint8](
+		"Lhcnp_Lhcnp_SwitchCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint8, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_Config).BufferShare
+			if ret == nil {
+				var zero uint8
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// BufferShare (leaf): A recorded delay, converted to a queue depth at the port rate,
+// confirms congestion when it is at least this share of the
+// queue's available buffer.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "buffer-share"
+//	Path from root:       "/lhcnp/switch-cnp/config/buffer-share"
+func (n *Lhcnp_Lhcnp_SwitchCnp_ConfigPathAny) BufferShare() *Lhcnp_Lhcnp_SwitchCnp_Config_BufferSharePathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_Config_BufferSharePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"buffer-share"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint8](
+		"Lhcnp_Lhcnp_SwitchCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint8, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_Config).BufferShare
+			if ret == nil {
+				var zero uint8
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// DelayThreshold (leaf): Packets forwarded slower than this are recorded.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "delay-threshold"
+//	Path from root:       "/lhcnp/switch-cnp/config/delay-threshold"
+func (n *Lhcnp_Lhcnp_SwitchCnp_ConfigPath) DelayThreshold() *Lhcnp_Lhcnp_SwitchCnp_Config_DelayThresholdPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_Config_DelayThresholdPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"delay-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint32](
+		"Lhcnp_Lhcnp_SwitchCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_Config).DelayThreshold
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// DelayThreshold (leaf): Packets forwarded slower than this are recorded.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "delay-threshold"
+//	Path from root:       "/lhcnp/switch-cnp/config/delay-threshold"
+func (n *Lhcnp_Lhcnp_SwitchCnp_ConfigPathAny) DelayThreshold() *Lhcnp_Lhcnp_SwitchCnp_Config_DelayThresholdPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_Config_DelayThresholdPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"delay-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_SwitchCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_Config).DelayThreshold
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Enabled (leaf): Send standard CNPs on congestion confirmed by forwarding delay.
+// Cannot be on with Fast CNP, FCN or a Long-haul CNP format.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "enabled"
+//	Path from root:       "/lhcnp/switch-cnp/config/enabled"
+func (n *Lhcnp_Lhcnp_SwitchCnp_ConfigPath) Enabled() *Lhcnp_Lhcnp_SwitchCnp_Config_EnabledPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_Config_EnabledPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"enabled"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Lhcnp_SwitchCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_Config).Enabled
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Enabled (leaf): Send standard CNPs on congestion confirmed by forwarding delay.
+// Cannot be on with Fast CNP, FCN or a Long-haul CNP format.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "enabled"
+//	Path from root:       "/lhcnp/switch-cnp/config/enabled"
+func (n *Lhcnp_Lhcnp_SwitchCnp_ConfigPathAny) Enabled() *Lhcnp_Lhcnp_SwitchCnp_Config_EnabledPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_Config_EnabledPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"enabled"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_SwitchCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_Config).Enabled
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two CNPs to one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/switch-cnp/config/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_SwitchCnp_ConfigPath) MinCnpInterval() *Lhcnp_Lhcnp_SwitchCnp_Config_MinCnpIntervalPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_Config_MinCnpIntervalPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[uint32](
+		"Lhcnp_Lhcnp_SwitchCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_Config).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two CNPs to one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/switch-cnp/config/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_SwitchCnp_ConfigPathAny) MinCnpInterval() *Lhcnp_Lhcnp_SwitchCnp_Config_MinCnpIntervalPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_Config_MinCnpIntervalPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_SwitchCnp_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_Config).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_BufferSharePath represents the /lhcnp/lhcnp/switch-cnp/state/buffer-share YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_BufferSharePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint8]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_BufferSharePathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/state/buffer-share YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_BufferSharePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint8]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_BufferSharePath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_DelayThresholdPath represents the /lhcnp/lhcnp/switch-cnp/state/delay-threshold YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_DelayThresholdPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_DelayThresholdPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/state/delay-threshold YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_DelayThresholdPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_DelayThresholdPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_EnabledPath represents the /lhcnp/lhcnp/switch-cnp/state/enabled YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_EnabledPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[bool]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_EnabledPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/state/enabled YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_EnabledPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_EnabledPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_MinCnpIntervalPath represents the /lhcnp/lhcnp/switch-cnp/state/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_MinCnpIntervalPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint32]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_MinCnpIntervalPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/state/min-cnp-interval YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_MinCnpIntervalPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint32]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_MinCnpIntervalPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_StatePath represents the /lhcnp/lhcnp/switch-cnp/state YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_StatePath struct {
+	*ygnmi.NodePath
+	ygnmi.SingletonQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_State]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_StatePathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/state YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_StatePathAny struct {
+	*ygnmi.NodePath
+	ygnmi.WildcardQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_State]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePath) PathOriginName() string {
+	return "openconfig"
+}
+
+// BufferShare (leaf): A recorded delay, converted to a queue depth at the port rate,
+// confirms congestion when it is at least this share of the
+// queue's available buffer.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "buffer-share"
+//	Path from root:       "/lhcnp/switch-cnp/state/buffer-share"
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePath) BufferShare() *Lhcnp_Lhcnp_SwitchCnp_State_BufferSharePath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_BufferSharePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"buffer-share"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint8](
+		"Lhcnp_Lhcnp_SwitchCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint8, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State).BufferShare
+			if ret == nil {
+				var zero uint8
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// BufferShare (leaf): A recorded delay, converted to a queue depth at the port rate,
+// confirms congestion when it is at least this share of the
+// queue's available buffer.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "buffer-share"
+//	Path from root:       "/lhcnp/switch-cnp/state/buffer-share"
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePathAny) BufferShare() *Lhcnp_Lhcnp_SwitchCnp_State_BufferSharePathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_BufferSharePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"buffer-share"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint8](
+		"Lhcnp_Lhcnp_SwitchCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint8, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State).BufferShare
+			if ret == nil {
+				var zero uint8
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Counters (container): Switch CNP counters.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "counters"
+//	Path from root:       "/lhcnp/switch-cnp/state/counters"
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePath) Counters() *Lhcnp_Lhcnp_SwitchCnp_State_CountersPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_CountersPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"counters"},
+			map[string]interface{}{},
+			n,
+		),
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters](
+		"Lhcnp_Lhcnp_SwitchCnp_State_Counters",
+		true,
+		false,
+		false,
+		false,
+		false,
+		false,
+		ps,
+		nil,
+		nil,
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Counters (container): Switch CNP counters.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "counters"
+//	Path from root:       "/lhcnp/switch-cnp/state/counters"
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePathAny) Counters() *Lhcnp_Lhcnp_SwitchCnp_State_CountersPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_CountersPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"counters"},
+			map[string]interface{}{},
+			n,
+		),
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters](
+		"Lhcnp_Lhcnp_SwitchCnp_State_Counters",
+		true,
+		false,
+		false,
+		false,
+		false,
+		false,
+		ps,
+		nil,
+		nil,
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// DelayThreshold (leaf): Packets forwarded slower than this are recorded.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "delay-threshold"
+//	Path from root:       "/lhcnp/switch-cnp/state/delay-threshold"
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePath) DelayThreshold() *Lhcnp_Lhcnp_SwitchCnp_State_DelayThresholdPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_DelayThresholdPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"delay-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint32](
+		"Lhcnp_Lhcnp_SwitchCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State).DelayThreshold
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// DelayThreshold (leaf): Packets forwarded slower than this are recorded.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "delay-threshold"
+//	Path from root:       "/lhcnp/switch-cnp/state/delay-threshold"
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePathAny) DelayThreshold() *Lhcnp_Lhcnp_SwitchCnp_State_DelayThresholdPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_DelayThresholdPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"delay-threshold"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_SwitchCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State).DelayThreshold
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Enabled (leaf): Send standard CNPs on congestion confirmed by forwarding delay.
+// Cannot be on with Fast CNP, FCN or a Long-haul CNP format.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "enabled"
+//	Path from root:       "/lhcnp/switch-cnp/state/enabled"
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePath) Enabled() *Lhcnp_Lhcnp_SwitchCnp_State_EnabledPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_EnabledPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"enabled"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Lhcnp_SwitchCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State).Enabled
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Enabled (leaf): Send standard CNPs on congestion confirmed by forwarding delay.
+// Cannot be on with Fast CNP, FCN or a Long-haul CNP format.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "enabled"
+//	Path from root:       "/lhcnp/switch-cnp/state/enabled"
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePathAny) Enabled() *Lhcnp_Lhcnp_SwitchCnp_State_EnabledPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_EnabledPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"enabled"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_SwitchCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State).Enabled
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two CNPs to one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/switch-cnp/state/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePath) MinCnpInterval() *Lhcnp_Lhcnp_SwitchCnp_State_MinCnpIntervalPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_MinCnpIntervalPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint32](
+		"Lhcnp_Lhcnp_SwitchCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// MinCnpInterval (leaf): The minimum time between two CNPs to one flow.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "min-cnp-interval"
+//	Path from root:       "/lhcnp/switch-cnp/state/min-cnp-interval"
+func (n *Lhcnp_Lhcnp_SwitchCnp_StatePathAny) MinCnpInterval() *Lhcnp_Lhcnp_SwitchCnp_State_MinCnpIntervalPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_MinCnpIntervalPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"min-cnp-interval"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint32](
+		"Lhcnp_Lhcnp_SwitchCnp_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint32, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State).MinCnpInterval
+			if ret == nil {
+				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_Counters_CongestionConfirmedPath represents the /lhcnp/lhcnp/switch-cnp/state/counters/congestion-confirmed YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_Counters_CongestionConfirmedPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_Counters_CongestionConfirmedPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/state/counters/congestion-confirmed YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_Counters_CongestionConfirmedPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_Counters_CongestionConfirmedPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_Counters_DelayedPacketsPath represents the /lhcnp/lhcnp/switch-cnp/state/counters/delayed-packets YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_Counters_DelayedPacketsPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_Counters_DelayedPacketsPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/state/counters/delayed-packets YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_Counters_DelayedPacketsPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_Counters_DelayedPacketsPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_Counters_SentPath represents the /lhcnp/lhcnp/switch-cnp/state/counters/sent YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_Counters_SentPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_Counters_SentPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/state/counters/sent YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_Counters_SentPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_Counters_SentPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_CountersPath represents the /lhcnp/lhcnp/switch-cnp/state/counters YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_CountersPath struct {
+	*ygnmi.NodePath
+	ygnmi.SingletonQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters]
+}
+
+// Lhcnp_Lhcnp_SwitchCnp_State_CountersPathAny represents the wildcard version of the /lhcnp/lhcnp/switch-cnp/state/counters YANG schema element.
+type Lhcnp_Lhcnp_SwitchCnp_State_CountersPathAny struct {
+	*ygnmi.NodePath
+	ygnmi.WildcardQuery[*oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_CountersPath) PathOriginName() string {
+	return "openconfig"
+}
+
+// CongestionConfirmed (leaf): Recorded packets whose converted depth confirmed congestion.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-confirmed"
+//	Path from root:       "/lhcnp/switch-cnp/state/counters/congestion-confirmed"
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_CountersPath) CongestionConfirmed() *Lhcnp_Lhcnp_SwitchCnp_State_Counters_CongestionConfirmedPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_Counters_CongestionConfirmedPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-confirmed"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_SwitchCnp_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters).CongestionConfirmed
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// CongestionConfirmed (leaf): Recorded packets whose converted depth confirmed congestion.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "congestion-confirmed"
+//	Path from root:       "/lhcnp/switch-cnp/state/counters/congestion-confirmed"
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_CountersPathAny) CongestionConfirmed() *Lhcnp_Lhcnp_SwitchCnp_State_Counters_CongestionConfirmedPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_Counters_CongestionConfirmedPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"congestion-confirmed"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_SwitchCnp_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters).CongestionConfirmed
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// DelayedPackets (leaf): Packets forwarded slower than delay-threshold.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "delayed-packets"
+//	Path from root:       "/lhcnp/switch-cnp/state/counters/delayed-packets"
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_CountersPath) DelayedPackets() *Lhcnp_Lhcnp_SwitchCnp_State_Counters_DelayedPacketsPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_Counters_DelayedPacketsPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"delayed-packets"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_SwitchCnp_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters).DelayedPackets
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// DelayedPackets (leaf): Packets forwarded slower than delay-threshold.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "delayed-packets"
+//	Path from root:       "/lhcnp/switch-cnp/state/counters/delayed-packets"
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_CountersPathAny) DelayedPackets() *Lhcnp_Lhcnp_SwitchCnp_State_Counters_DelayedPacketsPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_Counters_DelayedPacketsPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"delayed-packets"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_SwitchCnp_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters).DelayedPackets
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Sent (leaf): Standard CNPs sent.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "sent"
+//	Path from root:       "/lhcnp/switch-cnp/state/counters/sent"
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_CountersPath) Sent() *Lhcnp_Lhcnp_SwitchCnp_State_Counters_SentPath {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_Counters_SentPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"sent"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_SwitchCnp_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters).Sent
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// Sent (leaf): Standard CNPs sent.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "sent"
+//	Path from root:       "/lhcnp/switch-cnp/state/counters/sent"
+func (n *Lhcnp_Lhcnp_SwitchCnp_State_CountersPathAny) Sent() *Lhcnp_Lhcnp_SwitchCnp_State_Counters_SentPathAny {
+	ps := &Lhcnp_Lhcnp_SwitchCnp_State_Counters_SentPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"sent"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_SwitchCnp_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters).Sent
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_SwitchCnp_State_Counters) },
 		func() *ytypes.Schema {
 			return &ytypes.Schema{
 				Root:       &oc.Root{},

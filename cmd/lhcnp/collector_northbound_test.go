@@ -1,0 +1,109 @@
+//go:build !lhcnpstub
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+)
+
+// startCollectorNorthbound runs what the collector commands of the docs
+// talk to (docs/collector.md, "Northbound gNMI", 127.0.0.1:9350): two
+// switches named n1 and n2 (each examples/switch.yaml), and `lhcnp
+// collector` subscribed to both, with a database of its own and
+// northbound.listen. It returns the northbound's address once both
+// switches' values are in it and some are stored at least four seconds
+// ago (the History examples ask for the last seconds).
+func startCollectorNorthbound(t *testing.T) string {
+	t.Helper()
+	pool, dsn := pgtest.New(t)
+	a, b := startSwitch(t), startSwitch(t)
+	file := collectorFile(t, fmt.Sprintf(`
+db: {dsn: '%s', targets_table: false}
+state_dir: %s
+writer: {batch_interval: 50ms}
+northbound: {listen: 127.0.0.1:0, insecure: true}
+targets:
+  - {name: n1, address: %s, insecure: true, subscriptions: [{paths: [/lhcnp], mode: on_change}]}
+  - {name: n2, address: %s, insecure: true, subscriptions: [{paths: [/lhcnp], mode: on_change}]}
+`, dsn, t.TempDir(), a.addr, b.addr))
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &addrWriter{addr: make(chan string, 1), re: regexp.MustCompile(`northbound gNMI on (\S+)\n`)}
+	logs := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- runCollector(ctx, []string{"--config", file}, out, logs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("collector: %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Error("the collector did not stop within 60 s of cancel")
+		}
+	})
+	var addr string
+	select {
+	case addr = <-out.addr:
+	case err := <-done:
+		t.Fatalf("the collector returned before serving: %v\n%s", err, logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the collector's northbound did not start within 60 s:\n%s", logs.String())
+	}
+	waitNorthbound(t, pool, addr, logs)
+	return addr
+}
+
+// waitNorthbound waits until the northbound answers a Get for both
+// switches and the database holds samples of both at least 4 s old.
+func waitNorthbound(t *testing.T, pool *pgxpool.Pool, addr string, logs *lockedBuffer) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := gnmi.NewGNMIClient(conn)
+	ctx := context.Background()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := c.Get(ctx, &gnmi.GetRequest{Prefix: &gnmi.Path{Target: "*"}, Encoding: gnmi.Encoding_JSON_IETF,
+			Path: []*gnmi.Path{{Elem: []*gnmi.PathElem{{Name: "lhcnp"}, {Name: "global"}}}}})
+		var old int
+		qerr := pool.QueryRow(ctx, `SELECT count(DISTINCT s.target) FROM samples x JOIN series s ON s.id = x.series_id
+			WHERE x.ts < now() - interval '4 seconds'`).Scan(&old)
+		if err == nil && len(resp.GetNotification()) == 2 && qerr == nil && old == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("northbound not ready (get: %v, %d notifications; stored switches 4 s ago: %d, %v):\n%s",
+				err, len(resp.GetNotification()), old, qerr, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestCollectorNorthboundConfig: the northbound's transport must be chosen,
+// as a switch's.
+func TestCollectorNorthboundConfig(t *testing.T) {
+	_, dsn := pgtest.New(t)
+	var stderr lockedBuffer
+	code := run([]string{"collector", "--db.dsn", dsn, "--state-dir", t.TempDir(), "--db.targets-table=false",
+		"--northbound.listen", "127.0.0.1:0"}, io.Discard, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "northbound.insecure: exactly one of northbound.insecure and northbound.tls_cert") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}

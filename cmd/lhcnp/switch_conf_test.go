@@ -1,0 +1,163 @@
+//go:build !lhcnpstub
+
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/gnmi/proto/gnmi"
+)
+
+// switchLayerFile is a one-switch file beside its scenario: relative
+// paths from it are relative to its directory.
+const switchLayerFile = `switch: n1
+scenario: sc.yaml
+config: n1.json
+listen: 127.0.0.1:9339
+speed: 0.1
+publish_interval: 100ms
+`
+
+// TestSwitchLayers: lhcnp switch layers its file < LHCNP_SWITCH_
+// variables < flags for every scalar key (speed and publish_interval
+// here), paths from the file are relative to it and those from a flag or
+// variable are not, and a fabric file takes a listen from a flag or
+// variable as the override it always was.
+func TestSwitchLayers(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "switch.yaml")
+	if err := os.WriteFile(file, []byte(switchLayerFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fabricFile := filepath.Join(dir, "fabric.yaml")
+	if err := os.WriteFile(fabricFile, []byte("scenario: sc.yaml\nswitches: [{name: n1, listen: 127.0.0.1:1}, {name: n2, listen: 127.0.0.1:2}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		Speed           float64
+		PublishInterval time.Duration
+		Scenario        string
+		Switches        []fileSwitch
+		SpeedFrom       string
+	}
+	one := func(config, listen string) []fileSwitch {
+		return []fileSwitch{{Name: "n1", Listen: listen, Config: config}}
+	}
+	j := func(p string) string { return filepath.Join(dir, p) }
+	for _, tt := range []struct {
+		desc  string
+		env   []string
+		flags []string
+		want  got
+	}{
+		{desc: "file", flags: []string{"--config", file},
+			want: got{0.1, 100 * time.Millisecond, j("sc.yaml"), one(j("n1.json"), "127.0.0.1:9339"), file}},
+		{desc: "variables over the file", flags: []string{"--config", file},
+			env:  []string{"LHCNP_SWITCH_SPEED=0.5", "LHCNP_SWITCH_PUBLISH_INTERVAL=250ms", "LHCNP_SWITCH_CONFIG=other.json", "OTHER_SPEED=9"},
+			want: got{0.5, 250 * time.Millisecond, j("sc.yaml"), one("other.json", "127.0.0.1:9339"), "LHCNP_SWITCH_SPEED"}},
+		{desc: "flags over variables", flags: []string{"--config", file, "--speed", "2", "--publish-interval=1s", "--initial-config", "flag.json", "--listen", "127.0.0.1:0"},
+			env:  []string{"LHCNP_SWITCH_SPEED=0.5", "LHCNP_SWITCH_PUBLISH_INTERVAL=250ms", "LHCNP_SWITCH_CONFIG=other.json"},
+			want: got{2, time.Second, j("sc.yaml"), one("flag.json", "127.0.0.1:0"), "--speed"}},
+		{desc: "a variable's scenario is not relative to the file", flags: []string{"--config", file},
+			env:  []string{"LHCNP_SWITCH_SCENARIO=scenarios/lab.yaml"},
+			want: got{0.1, 100 * time.Millisecond, "scenarios/lab.yaml", one(j("n1.json"), "127.0.0.1:9339"), file}},
+		{desc: "no file: flags and variables only", flags: []string{"--switch", "n1", "--scenario", "s.yaml"},
+			env:  []string{"LHCNP_SWITCH_PUBLISH_INTERVAL=50ms"},
+			want: got{1, 50 * time.Millisecond, "s.yaml", one("", ""), ""}},
+		{desc: "fabric file: a variable's listen is kept for the override", flags: []string{"--config", fabricFile},
+			env: []string{"LHCNP_SWITCH_LISTEN=127.0.0.1:0"},
+			want: got{1, 100 * time.Millisecond, j("sc.yaml"),
+				[]fileSwitch{{Name: "n1", Listen: "127.0.0.1:1"}, {Name: "n2", Listen: "127.0.0.1:2"}}, ""}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			f, _, cc, err := parseSwitchArgs(append(tt.flags, "--insecure"), func() []string { return tt.env }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := got{f.Speed, f.PublishInterval, f.Scenario, f.Switches, cc.Origin("speed")}
+			if d := cmp.Diff(tt.want, g); d != "" {
+				t.Errorf("configuration (-want +got):\n%s", d)
+			}
+			if strings.Contains(tt.desc, "listen") && f.Listen != "127.0.0.1:0" {
+				t.Errorf("listen override %q, want 127.0.0.1:0", f.Listen)
+			}
+		})
+	}
+}
+
+// TestSwitchLayerErrors: unknown keys and variables, and values that do
+// not fit the file, named with where they came from.
+func TestSwitchLayerErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	one := write("one.yaml", "switch: n1\nscenario: sc.yaml\n")
+	fab := write("fabric.yaml", "scenario: sc.yaml\nswitches: [{name: n1}]\n")
+	bogus := write("bogus.yaml", "switch: n1\nscenario: sc.yaml\npublish_intervall: 1s\n")
+	nested := write("nested.yaml", "scenario: sc.yaml\nswitches:\n  - name: n1\n    listn: x\n")
+	for _, tt := range []struct {
+		desc  string
+		env   []string
+		flags []string
+		want  string
+		usage bool
+	}{
+		{desc: "unknown key", flags: []string{"--config", bogus}, want: bogus + ":3: unknown key publish_intervall"},
+		{desc: "unknown key in switches", flags: []string{"--config", nested}, want: nested + ":4: unknown key listn"},
+		{desc: "unknown variable", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_PUBLISH_INTERVALL=1s"},
+			want: "environment: unknown variable LHCNP_SWITCH_PUBLISH_INTERVALL (known: LHCNP_SWITCH_...)"},
+		{desc: "bad variable", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SPEED=fast"}, want: `LHCNP_SWITCH_SPEED="fast": not of type float64`},
+		{desc: "zero speed", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SPEED=0"},
+			want: "speed 0 (LHCNP_SWITCH_SPEED): must be positive", usage: true},
+		{desc: "switch over a fabric", flags: []string{"--config", fab, "--switch", "n1"},
+			want: "switch n1 (--switch): " + fab + " lists switches: choose among them with --switches", usage: true},
+		{desc: "config over a fabric", flags: []string{"--config", fab}, env: []string{"LHCNP_SWITCH_CONFIG=x.json"},
+			want: "config (LHCNP_SWITCH_CONFIG): " + fab + " lists switches: each entry has its own config", usage: true},
+		{desc: "no file, no scenario", flags: []string{"--switch", "n1"},
+			want: "--config FILE, or --scenario: the scenario file with the topology and traffic, is required", usage: true},
+		{desc: "the file's own flag is not a key's", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SWITCHES=n1"},
+			want: "environment: unknown variable LHCNP_SWITCH_SWITCHES (known: LHCNP_SWITCH_...)"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, _, _, err := parseSwitchArgs(append(tt.flags, "--insecure"), func() []string { return tt.env }, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("parseSwitchArgs: %v, want an error containing %q", err, tt.want)
+			}
+			if _, ok := err.(usageError); ok != tt.usage {
+				t.Errorf("usage error %v, want %v", ok, tt.usage)
+			}
+		})
+	}
+}
+
+// TestSwitchReadsEnvironment: runSwitch itself reads LHCNP_SWITCH_
+// variables (the process environment), under the flags.
+func TestSwitchReadsEnvironment(t *testing.T) {
+	t.Setenv("LHCNP_SWITCH_SPEED", "0.02")
+	t.Setenv("LHCNP_SWITCH_LISTEN", "127.0.0.1:0")
+	r := startSwitchArgs(t, "--config", "../../examples/switch.yaml", "--insecure")
+	// Served, then stopped: a request answered before the stop.
+	if _, err := gnmi.NewGNMIClient(dialGNMI(t, r.addr)).Capabilities(testCtx(t), &gnmi.CapabilityRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	out := r.out
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if s := out.buf.String(); !strings.Contains(s, ", speed 0.02\n") || strings.Contains(s, ":9339") {
+		t.Errorf("output %q: want the speed and listen of LHCNP_SWITCH_SPEED and LHCNP_SWITCH_LISTEN", s)
+	}
+}

@@ -1,0 +1,41 @@
+package dataplane_test
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+)
+
+// TestSetSwitchCNP: the white paper's practice configured through gNMI
+// runs on the switch and its counters are published; beside Long-haul CNP
+// it is refused naming the leaf.
+func TestSetSwitchCNP(t *testing.T) {
+	r := newRig(t)
+	r.run(t, engine.Millisecond)
+	err := r.setJSON(t, "/lhcnp/switch-cnp/config/enabled", "true")
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "/lhcnp/switch-cnp/config/enabled") ||
+		!strings.Contains(err.Error(), "cannot both run on one node") {
+		t.Fatalf("switch cnp beside long-haul cnp: %v, want InvalidArgument naming the leaf", err)
+	}
+	if err := r.setIETF("/lhcnp", `{
+  "global": {"config": {"enabled": true, "long-haul-cnp-rocev2": false, "cnp-dscp": 26}},
+  "switch-cnp": {"config": {"enabled": true, "delay-threshold": 20, "buffer-share": 1}}
+}`, true); err != nil {
+		t.Fatalf("replace with the switch cnp: %v", err)
+	}
+	r.run(t, 6*engine.Millisecond)
+	const c = "/lhcnp/switch-cnp/state/counters"
+	if got := r.uint(t, c+"/sent"); got == 0 {
+		t.Errorf("%s/sent = 0, want standard CNPs", c)
+	}
+	if d, k := r.uint(t, c+"/delayed-packets"), r.uint(t, c+"/congestion-confirmed"); d == 0 || k == 0 || k > d {
+		t.Errorf("delayed %d, confirmed %d", d, k)
+	}
+	if got := r.uint(t, "/lhcnp/switch-cnp/state/buffer-share"); got != 1 {
+		t.Errorf("state buffer-share %d", got)
+	}
+}
