@@ -302,3 +302,49 @@ func TestREADMELabBanner(t *testing.T) {
 		t.Errorf("README's tour and the lab's banner differ (-banner +README):\n%s", diff)
 	}
 }
+
+// FuzzConfiguredInterfaces: any bytes give interface names or an error,
+// never a panic.
+func FuzzConfiguredInterfaces(f *testing.F) {
+	for _, name := range []string{"../../examples/lab-n1.json", "../../examples/lab-n2.json"} {
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"lhcnp:lhcnp": {"interfaces": {"interface": [{"name": "x", "queues": null}]}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		names, err := configuredInterfaces(data)
+		if err != nil && names != nil {
+			t.Errorf("error %v with names %v", err, names)
+		}
+	})
+}
+
+// TestConfiguredInterfaces: the tuner gets the interfaces whose queues a
+// switch's configuration sets.
+func TestConfiguredInterfaces(t *testing.T) {
+	for _, tt := range []struct {
+		desc, file string
+		want       []string
+	}{
+		{"n1", "../../examples/lab-n1.json", []string{"wan"}},
+		{"n2", "../../examples/lab-n2.json", []string{"to-dest"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			b, err := os.ReadFile(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := configuredInterfaces(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := configuredInterfaces([]byte(`{"lhcnp:lhcnp": 3}`)); err == nil {
+		t.Error("a configuration that is not an object: no error")
+	}
+}
