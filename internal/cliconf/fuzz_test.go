@@ -33,3 +33,28 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEnv feeds arbitrary values to the variables of keys of every kind,
+// their alias and a renamed flag's key: an error naming the variable, or
+// a value, never a panic.
+func FuzzEnv(f *testing.F) {
+	f.Add("200", "2s", "0.25", "x")
+	f.Add("many", "soon", "NaN", "")
+	f.Add("-1", "1h", "1e400", "postgres://u@h/db")
+	f.Fuzz(func(t *testing.T, rows, every, ratio, alias string) {
+		env := []string{"T_WRITER_BATCH_ROWS=" + rows, "T_WRITER_BATCH_INTERVAL=" + every, "T_RATIO=" + ratio, "OLD_DSN=" + alias}
+		got := defaults()
+		c, err := cliconf.Register(flag.NewFlagSet("f", flag.ContinueOnError), &got, cliconf.WithEnvPrefix("T_"),
+			cliconf.WithEnviron(func() []string { return env }), cliconf.WithEnvAlias("OLD_DSN", "dsn"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Load("")
+		if err != nil && !strings.Contains(err.Error(), "T_") {
+			t.Errorf("error without the variable: %v", err)
+		}
+		if err == nil && got.DSN != alias {
+			t.Errorf("dsn %q, want the alias variable's %q", got.DSN, alias)
+		}
+	})
+}
