@@ -97,7 +97,6 @@ type switchView struct {
 	st   *store.Store
 	get  *target.Handler
 	sub  *subscribe.Server
-	b    store.Batch // Observe's scratch (one loop per target calls it)
 }
 
 // New returns a server with no targets; they appear as Observe sees them.
@@ -175,15 +174,14 @@ func (s *Server) AddTarget(name string) { s.view(name) }
 // updates with the notification's timestamp and the leaf's kind from the
 // schema (what a switch's publisher gives), deletes as deletes. The
 // collector's loop of that target calls it for every response it
-// receives; calls for one target must not be concurrent.
+// receives. It is safe for concurrent use.
 func (s *Server) Observe(name string, r *gnmi.SubscribeResponse) {
 	n := r.GetUpdate()
 	if n == nil {
 		return
 	}
 	v := s.view(name)
-	b := &v.b
-	b.Reset()
+	var b store.Batch
 	pre := n.GetPrefix().GetElem()
 	join := func(p *gnmi.Path) *gnmi.Path {
 		if len(pre) == 0 {
@@ -206,10 +204,9 @@ func (s *Server) Observe(name string, r *gnmi.SubscribeResponse) {
 	if b.Len() == 0 {
 		return
 	}
-	if _, err := v.st.Apply(b, n.GetTimestamp()); err != nil {
+	if _, err := v.st.Apply(&b, n.GetTimestamp()); err != nil {
 		s.o.log.Debug("northbound: notification not stored", "target", name, "err", err)
 	}
-	b.Reset()
 }
 
 // resolveTargets returns the views a prefix target addresses: one by name,
