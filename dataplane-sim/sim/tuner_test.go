@@ -102,7 +102,7 @@ func TestTunerRollsBackWorse(t *testing.T) {
 	sc.Tuner = &scenario.Tuner{}
 	run := func(observe func(*LongHaulCNP, *Env)) []TunerChange {
 		var m *LongHaulCNP
-		if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(40*time.Millisecond), WithoutPlots(),
+		if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(50*time.Millisecond), WithoutPlots(),
 			WithLongHaulCNP(func(x *LongHaulCNP, env *Env) {
 				m = x
 				if observe != nil {
