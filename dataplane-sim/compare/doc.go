@@ -126,6 +126,12 @@ func WriteDocument(w io.Writer, d Doc) error {
 	}
 	if fct.Len() > 0 {
 		p("## FCT slowdown by flow size (web-search mixes)\n\n%s\n", fct.String())
+		for _, f := range d.Result.Plots {
+			if name, ok := strings.CutSuffix(f, "-fct.png"); ok {
+				p("![%s: FCT slowdown p50 to p99 by flow size and mechanism](%s)\n", name, path.Join(d.PlotDir, f))
+			}
+		}
+		p("\n")
 	}
 	if d.Reference != "" {
 		p("## Who wins where\n\n")
@@ -148,9 +154,12 @@ func WriteDocument(w io.Writer, d Doc) error {
 	}
 	if len(d.Result.Plots) > 0 {
 		p("## Plots\n\n")
-		for i := 0; i+1 < len(d.Result.Plots); i += 2 {
-			q, r := d.Result.Plots[i], d.Result.Plots[i+1]
-			name := strings.TrimSuffix(q, "-queue.png")
+		for _, q := range d.Result.Plots {
+			name, ok := strings.CutSuffix(q, "-queue.png")
+			if !ok {
+				continue
+			}
+			r := name + "-rate.png"
 			p("**%s**\n\n![%s: bottleneck queue](%s)\n![%s: total sending rate](%s)\n\n", name, name,
 				path.Join(d.PlotDir, q), name, path.Join(d.PlotDir, r))
 		}
