@@ -55,8 +55,10 @@ func WriteDocument(w io.Writer, d Doc) error {
 	p("simulator (same build, same scenarios, same seeds: same numbers). Scenarios: `scenarios/compare/` and\n")
 	p("`%s`; each run's CSV, `summary.json` and plots are in the output directory.\n\n", d.Section7Scenario)
 	p("## Mechanisms\n\n")
-	p("Every row runs the same hosts, links and traffic; the RNICs run DCQCN (NVIDIA defaults, docs/engine.md) in\n")
-	p("every row but pfc. The node mechanisms run on the congestion-aware nodes each scenario file names.\n\n")
+	p("Every row runs the same hosts, links and traffic; the RNICs run DCQCN with NVIDIA's firmware defaults in\n")
+	p("every row but pfc (alpha updated every 1 µs with g = 5/1024, a cut at most every 4 µs, a receiver CNP per QP\n")
+	p("at most every 4 µs; docs/engine.md, \"DCQCN parameters\"). The node mechanisms run on the congestion-aware\n")
+	p("nodes each scenario file names.\n\n")
 	for _, v := range d.Variants {
 		p("- **%s**: %s.\n", v.Name, v.Doc)
 	}

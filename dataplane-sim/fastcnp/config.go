@@ -80,8 +80,9 @@ type Config struct {
 // DefaultConfig returns the defaults: disabled (§5), the first option
 // type, every sender of unknown capability (marked), K_max 100 KB (the
 // ECN K_min of the scenarios' RED: where a receiver's CNP loop would
-// start), one CNP per flow per 50 µs (an RNIC's default CNP interval, so a
-// sender gets Fast CNPs no faster than its receiver's CNPs) and at most
+// start), one CNP per flow per 50 µs (the DCQCN paper's receiver CNP
+// interval N; NVIDIA's receivers allow one per 4 µs, which a switch
+// notifying many flows has less reason to match) and at most
 // one per microsecond per port, bursts of 100: a bound against a flood
 // (§5) that still lets a 100-flow incast be notified every 100 µs.
 func DefaultConfig() Config {
