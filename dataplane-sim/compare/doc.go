@@ -55,8 +55,10 @@ func WriteDocument(w io.Writer, d Doc) error {
 	p("simulator (same build, same scenarios, same seeds: same numbers). Scenarios: `scenarios/compare/` and\n")
 	p("`%s`; each run's CSV, `summary.json` and plots are in the output directory.\n\n", d.Section7Scenario)
 	p("## Mechanisms\n\n")
-	p("Every row runs the same hosts, links and traffic; the RNICs run DCQCN (NVIDIA defaults, docs/engine.md) in\n")
-	p("every row but pfc. The node mechanisms run on the congestion-aware nodes each scenario file names.\n\n")
+	p("Every row runs the same hosts, links and traffic; the RNICs run DCQCN with NVIDIA's firmware defaults in\n")
+	p("every row but pfc (alpha updated every 1 µs with g = 5/1024, a cut at most every 4 µs, a receiver CNP per QP\n")
+	p("at most every 4 µs; docs/engine.md, \"DCQCN parameters\"). The node mechanisms run on the congestion-aware\n")
+	p("nodes each scenario file names.\n\n")
 	for _, v := range d.Variants {
 		p("- **%s**: %s.\n", v.Name, v.Doc)
 	}
@@ -126,6 +128,12 @@ func WriteDocument(w io.Writer, d Doc) error {
 	}
 	if fct.Len() > 0 {
 		p("## FCT slowdown by flow size (web-search mixes)\n\n%s\n", fct.String())
+		for _, f := range d.Result.Plots {
+			if name, ok := strings.CutSuffix(f, "-fct.png"); ok {
+				p("![%s: FCT slowdown p50 to p99 by flow size and mechanism](%s)\n", name, path.Join(d.PlotDir, f))
+			}
+		}
+		p("\n")
 	}
 	if d.Reference != "" {
 		p("## Who wins where\n\n")
@@ -148,9 +156,12 @@ func WriteDocument(w io.Writer, d Doc) error {
 	}
 	if len(d.Result.Plots) > 0 {
 		p("## Plots\n\n")
-		for i := 0; i+1 < len(d.Result.Plots); i += 2 {
-			q, r := d.Result.Plots[i], d.Result.Plots[i+1]
-			name := strings.TrimSuffix(q, "-queue.png")
+		for _, q := range d.Result.Plots {
+			name, ok := strings.CutSuffix(q, "-queue.png")
+			if !ok {
+				continue
+			}
+			r := name + "-rate.png"
 			p("**%s**\n\n![%s: bottleneck queue](%s)\n![%s: total sending rate](%s)\n\n", name, name,
 				path.Join(d.PlotDir, q), name, path.Join(d.PlotDir, r))
 		}

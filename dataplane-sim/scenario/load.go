@@ -992,20 +992,30 @@ func (l *loader) dcqcn(n *yaml.Node) {
 	o := l.d.object(n, "dcqcn", "enabled", "g", "alpha_update_period", "initial_alpha", "rate_on_first_cnp",
 		"min_dec_fac_percent", "min_rate", "gd", "rate_reduce_monitor_period", "clamp_target_rate",
 		"clamp_target_after_time_inc", "time_reset", "byte_reset", "threshold", "max_rate", "rate_ai",
-		"rate_hai", "cnp_interval", "cnp_prio")
+		"rate_hai", "cnp_interval", "cnp_prio", "profile", "alpha_per_cnp")
 	if o == nil {
 		return
 	}
 	p := &l.sc.DCQCN
+	if fn := o.get("profile"); fn != nil {
+		if s, ok := l.d.scalar(fn, o.field("profile")); ok {
+			if s != DCQCNProfileNVIDIA && s != DCQCNProfilePaper {
+				l.d.errAt(fn, o.field("profile"), "unknown profile %q (want %s or %s)", s, DCQCNProfileNVIDIA, DCQCNProfilePaper)
+			} else {
+				p.Profile = s
+			}
+		}
+	}
+	p.AlphaPerCNP = optBool(o, "alpha_per_cnp")
 	p.Enabled = optBool(o, "enabled")
 	p.G = optInt(o, "g", 0, 1024)
 	p.AlphaUpdatePeriod = optDuration(o, "alpha_update_period", true)
-	p.InitialAlpha = optInt(o, "initial_alpha", 0, 1023)
+	p.InitialAlpha = optInt(o, "initial_alpha", 0, 1024)
 	p.RateOnFirstCNP = optRate(o, "rate_on_first_cnp", false)
 	p.MinDecFacPercent = optInt(o, "min_dec_fac_percent", 0, 100)
 	p.MinRate = optRate(o, "min_rate", true)
 	p.GD = optInt(o, "gd", 0, 30)
-	p.RateReduceMonitorPeriod = optDuration(o, "rate_reduce_monitor_period", true)
+	p.RateReduceMonitorPeriod = optDuration(o, "rate_reduce_monitor_period", false)
 	p.ClampTargetRate = optBool(o, "clamp_target_rate")
 	p.ClampTargetAfterTimeInc = optBool(o, "clamp_target_after_time_inc")
 	p.TimeReset = optDuration(o, "time_reset", true)
