@@ -15,6 +15,10 @@ type SwitchConfig struct {
 // SwitchStats are a switch's counters.
 type SwitchStats struct {
 	NoRouteDrops int64 // packets for a destination with no route
+	// Decapsulated: tunnelled packets whose tunnel ended here;
+	// DecapECNDrops: those dropped for a CE mark on a Not-ECT inner packet
+	// (RFC 6040).
+	Decapsulated, DecapECNDrops int64
 }
 
 // Switch forwards by a static table, destination node to egress port (no
@@ -29,6 +33,7 @@ type Switch struct {
 	routes []int32 // by destination NodeID; -1: none
 	stats  SwitchStats
 	local  LocalHandler // packets addressed to the switch itself
+	hook   ForwardHook  // rewrites forwarded packets (a tunnel's ingress)
 }
 
 // ID returns the node id.
@@ -87,6 +92,9 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 		in.handlePFC(p)
 		return
 	}
+	if p.fb != nil && p.Kind == KindRoCE && s.terminate(p) {
+		return
+	}
 	if p.Dst == s.id && s.local != nil {
 		s.local.HandleLocal(s, p)
 		s.net.FreePacket(p)
@@ -99,6 +107,9 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 		return
 	}
 	p.inPort = in
+	if s.hook != nil {
+		s.hook.OnForward(s, p, in, out)
+	}
 	out.enqueue(p)
 }
 
