@@ -141,6 +141,7 @@ func count(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int64 {
 // increasing timestamps, and remembers what it published.
 type publisher struct {
 	sw    *switchtest.Switch
+	ts0   int64 // round r is published at ts0 + r ms
 	ts    int64
 	n     uint64
 	paths []string
@@ -148,7 +149,8 @@ type publisher struct {
 
 func newPublisher(sw *switchtest.Switch, iface string) *publisher {
 	q := switchtest.Queue(iface, 0)
-	return &publisher{sw: sw, ts: time.Now().UnixNano(), paths: []string{
+	now := time.Now().UnixNano()
+	return &publisher{sw: sw, ts0: now, ts: now, paths: []string{
 		q + "/state/queue-depth", q + "/state/counters/packets"}}
 }
 
