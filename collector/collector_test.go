@@ -393,7 +393,8 @@ func TestTargetsTable(t *testing.T) {
 	p.round()
 	cfg := testConfig(t, dsn)
 	cfg.DB.TargetsReread = time.Hour // only LISTEN/NOTIFY can bring it in time
-	c := start(t, cfg)
+	gone := make(chan string, 10)
+	c := start(t, cfg, collector.WithTargetGone(func(name string) { gone <- name }))
 	waitFor(t, 10*time.Second, "LISTEN", func() (bool, string) {
 		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN lhcnp_targets'`) > 0, ""
 	})
@@ -418,6 +419,14 @@ func TestTargetsTable(t *testing.T) {
 	waitFor(t, 30*time.Second, "the disabled target stopped", func() (bool, string) {
 		return len(c.Running()) == 0, fmt.Sprint(c.Running())
 	})
+	select {
+	case name := <-gone:
+		if name != sw.Name {
+			t.Errorf("WithTargetGone called with %q, want %q", name, sw.Name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("WithTargetGone not called for the disabled target")
+	}
 	c.stop(t)
 }
 
