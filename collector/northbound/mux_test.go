@@ -114,17 +114,24 @@ func sorted(evs []string) []string {
 	return out
 }
 
-// TestMux: several switches in one Subscribe (target * or none): one
-// sync_response for all in ONCE, STREAM and per poll; a switch that
-// appears later joins a STREAM with its initial data; a switch by name;
-// an unknown one.
-func TestMux(t *testing.T) {
+// twoSwitches starts a northbound holding n1 (effective-kmax 1) and n2 (2)
+// at ts, with a client and a context for the test.
+func twoSwitches(t *testing.T) (*northbound.Server, gnmi.GNMIClient, int64, context.Context) {
 	nb, c := startNB(t)
 	ts := time.Now().UnixNano()
 	nb.Observe("n1", kmaxNotification(ts, 1))
 	nb.Observe("n2", kmaxNotification(ts, 2))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
+	return nb, c, ts, ctx
+}
+
+// TestMux: several switches in one Subscribe (target * or none): one
+// sync_response for all in ONCE, STREAM and per poll; a switch that
+// appears later joins a STREAM with its initial data; a switch by name;
+// an unknown one.
+func TestMux(t *testing.T) {
+	nb, c, ts, ctx := twoSwitches(t)
 
 	t.Run("once", func(t *testing.T) {
 		for _, tgt := range []string{"*", ""} {
@@ -220,12 +227,7 @@ func TestMux(t *testing.T) {
 // naming it answer NOT_FOUND, the other switches are untouched, and it
 // comes back when it is observed again.
 func TestRemoveTarget(t *testing.T) {
-	nb, c := startNB(t)
-	ts := time.Now().UnixNano()
-	nb.Observe("n1", kmaxNotification(ts, 1))
-	nb.Observe("n2", kmaxNotification(ts, 2))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	nb, c, ts, ctx := twoSwitches(t)
 	sc := subscribeTo(t, ctx, c, gnmi.SubscriptionList_STREAM, "*")
 	if diff := cmp.Diff([]string{"n1=1", "n2=2", "sync"}, sorted(read(t, sc, 3))); diff != "" {
 		t.Fatalf("initial (-want +got):\n%s", diff)
