@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
-	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/lab"
 	"github.com/lhcnp/lhcnp/server/auth"
@@ -51,6 +49,28 @@ func defaultLabFile() labFile {
 	}
 }
 
+// parseLab parses lhcnp lab's arguments: every key of labFile is a flag
+// (--state-dir) and an LHCNP_LAB_ variable of environ
+// (LHCNP_LAB_STATE_DIR); flags win over variables, variables over the
+// --config file. The values are checked.
+func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFile, error) {
+	cfg := defaultLabFile()
+	c, err := newCLI(cliSpec{name: "lab", prefix: "LHCNP_LAB_", configHelp: "lab configuration file (YAML; every key is also a flag)",
+		usage: []string{"usage: lhcnp lab [--state-dir DIR] [--postgres DSN] [--http ADDR] [--fabric FILE] [...]",
+			"       lhcnp lab probe (--http URL | --gnmi ADDR)"}},
+		&cfg, environ, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.parse(args, nil); err != nil {
+		return nil, err
+	}
+	if cfg.Horizon < 0 || cfg.Period < 0 || cfg.WebSearchLoad < 0 || cfg.WebSearchLoad > 1 || cfg.Speed < 0 {
+		return nil, usageError{"--horizon, --period and --speed must not be negative, --websearch-load within [0, 1]"}
+	}
+	return &cfg, nil
+}
+
 // runLab implements `lhcnp lab`: the whole system in one process (package
 // lab), or `lhcnp lab probe` (a health check for containers). It prints
 // the addresses and gnmic commands to try, and stops on SIGINT/SIGTERM.
@@ -58,32 +78,11 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(args) > 0 && args[0] == "probe" {
 		return runLabProbe(ctx, args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "lab configuration file (YAML; every key is also a flag)")
-	cfg := defaultLabFile()
-	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix("LHCNP_LAB_"))
+	lf, err := parseLab(args, os.Environ, stderr)
 	if err != nil {
 		return err
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp lab [--state-dir DIR] [--postgres DSN] [--http ADDR] [--fabric FILE] [...]")
-		fmt.Fprintln(stderr, "       lhcnp lab probe (--http URL | --gnmi ADDR)")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
-	if err := cc.Load(*cfgPath); err != nil {
-		return err
-	}
-	if cfg.Horizon < 0 || cfg.Period < 0 || cfg.WebSearchLoad < 0 || cfg.WebSearchLoad > 1 || cfg.Speed < 0 {
-		return usageError{"--horizon, --period and --speed must not be negative, --websearch-load within [0, 1]"}
-	}
+	cfg := *lf
 	if _, err := pgserver.FindBinaries(); err != nil && cfg.Postgres == "" {
 		return fmt.Errorf("%w (or give --postgres DSN)", err)
 	}
