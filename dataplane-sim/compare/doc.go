@@ -209,8 +209,9 @@ func WriteDocument(w io.Writer, d Doc) error {
 	if len(d.Unstaged) > 0 {
 		p("## The §7 topology without staging\n\n")
 		p("`%s`, run by `dataplane-sim/sim.TestSection7Unstaged`: the links and nodes of §7, DCQCN on at every\n", d.UnstagedScenario)
-		p("RNIC, every Long-haul CNP parameter at its default (the draft's: QD trigger only, no trigger persistence,\n")
-		p("per-flow gap RTT_est, Rate Reduce 30, Resume 50, no Pause) and ordinary traffic: QP 100 at line rate\n")
+		p("RNIC, every Long-haul CNP parameter at its default (the draft's, and a real node's where the draft gives no\n")
+		p("value: V_ecn 20 %%, V_growth 10 Gb/s; no trigger persistence, per-flow gap RTT_est, Rate Reduce 30, Resume 50,\n")
+		p("no Pause) and ordinary traffic: QP 100 at line rate\n")
 		p("from the start, four hosts at N1 joining at 20, 25, 30 and 35 ms, a DC-B host sending to Dest from 60 ms.\n")
 		p("Nothing is asserted about what the nodes should do; this is what they did:\n\n")
 		for _, l := range d.Unstaged {

@@ -108,3 +108,22 @@ func (c *Config) nodeConfig() lhcnp.Config {
 	q.Action.MaxFlowsPerTrigger = c.MaxFlowsPerTrigger
 	return lc
 }
+
+// setMode validates cfg and sets the mode of the detection node lh: with
+// cfg enabled it notifies through n with cfg's node configuration,
+// disabled it runs Long-haul CNP with lc. On error nothing changes.
+func setMode(lh *lhcnp.Node, n lhcnp.Notifier, cfg Config, lc lhcnp.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("fcn: switch %s: %w", lh.Switch().Name(), err)
+	}
+	var err error
+	if cfg.Enabled {
+		err = lh.SetNotifier(n, cfg.nodeConfig())
+	} else {
+		err = lh.SetNotifier(nil, lc)
+	}
+	if err != nil {
+		return fmt.Errorf("fcn: %w", err)
+	}
+	return nil
+}

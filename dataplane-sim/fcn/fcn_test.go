@@ -109,7 +109,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	if o.cfg != nil {
 		r.pe, err = AttachPE(r.net, r.pe1, *o.cfg, []*netsim.Port{tun})
 		must(err)
-		r.tr, err = AttachTransit(r.net, r.t1, *o.cfg, PEs{r.pe})
+		r.tr, err = AttachTransit(r.net, r.t1, *o.cfg)
 		must(err)
 		r.tr.OnSent = func(k lhcnp.FlowKey, _ *netsim.Switch) { r.fcnSeen = append(r.fcnSeen, k) }
 	}
@@ -334,7 +334,7 @@ func TestWrapPE(t *testing.T) {
 		t.Fatal(err)
 	}
 	pe := WrapPE(lh, []*netsim.Port{r.pe1.Ports()[2]})
-	tr, err := AttachTransit(r.net, r.t1, *enabled(), PEs{pe})
+	tr, err := AttachTransit(r.net, r.t1, *enabled())
 	if err != nil {
 		t.Fatal(err)
 	}

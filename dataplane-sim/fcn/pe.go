@@ -29,21 +29,32 @@ type Mapping struct {
 type PECounters struct {
 	FCNReceived, CNPTranslated, UnknownFlowLabel int64
 	MappingsCreated, MappingsAged, TableFull     int64
+	// Encapsulated: packets sent into the tunnel with the outer IPv6
+	// header; NoTunnelEnd: packets for the tunnel whose destination has no
+	// switch at the far end (sent as they are); EncapErrors: packets the
+	// header could not be written for (an IPv4 PE address).
+	Encapsulated, NoTunnelEnd, EncapErrors int64
 	// DirectCNPs: standard CNPs for the PE's own congestion.
 	DirectCNPs int64
 	// Malformed FCN messages; Untrusted: from outside the Domain.
 	Malformed, Untrusted int64
 }
 
-// PE is an ingress PE: the ports' observer and the switch's local handler.
+// PE is an ingress PE: the switch's forward hook (it encapsulates), the
+// ports' observer and the switch's local handler.
 type PE struct {
-	net      *netsim.Network
-	sim      *engine.Sim
-	sw       *netsim.Switch
-	cfg      Config
-	lh       *lhcnp.Node
-	snd      *switchcnp.Sender
-	tunnel   map[*netsim.Port]bool
+	net    *netsim.Network
+	sim    *engine.Sim
+	sw     *netsim.Switch
+	cfg    Config
+	lh     *lhcnp.Node
+	snd    *switchcnp.Sender
+	tunnel []*netsim.Port
+	// egress caches the far end of the tunnel by destination node:
+	// egressUnknown until looked up, egressNone when there is none.
+	egress   []netsim.NodeID
+	enc      wire.Encoder
+	head     [wire.EthernetLen + 2*wire.IPv6Len]byte
 	byKey    map[lhcnp.FlowKey]*Mapping
 	byLabel  map[uint32]*Mapping
 	order    []*Mapping
@@ -70,16 +81,14 @@ func AttachPE(net *netsim.Network, sw *netsim.Switch, cfg Config, tunnel []*nets
 	pe.lh = lh
 	sw.SetObserver(pe)
 	sw.SetLocalHandler(pe)
+	sw.SetForwardHook(pe)
 	pe.scheduleAging()
 	return pe, nil
 }
 
 func newPE(net *netsim.Network, sw *netsim.Switch, cfg Config, tunnel []*netsim.Port) *PE {
-	pe := &PE{net: net, sim: net.Sim(), sw: sw, cfg: cfg, tunnel: map[*netsim.Port]bool{},
+	pe := &PE{net: net, sim: net.Sim(), sw: sw, cfg: cfg, tunnel: slices.Clone(tunnel),
 		byKey: map[lhcnp.FlowKey]*Mapping{}, byLabel: map[uint32]*Mapping{}, dec: wire.Decoder{CodePoints: cfg.CodePoints}}
-	for _, pt := range tunnel {
-		pe.tunnel[pt] = true
-	}
 	pe.snd = switchcnp.NewSender(net, sw, cfg.CNPDSCP, cfg.CNPPrio)
 	return pe
 }
@@ -104,6 +113,7 @@ func WrapPE(lh *lhcnp.Node, tunnel []*netsim.Port) *PE {
 	pe.lh = lh
 	sw.SetObserver(pe)
 	sw.SetLocalHandler(pe)
+	sw.SetForwardHook(pe)
 	return pe
 }
 
@@ -111,20 +121,12 @@ func WrapPE(lh *lhcnp.Node, tunnel []*netsim.Port) *PE {
 // Long-haul CNP configuration lc is not used), disabled it runs Long-haul
 // CNP with lc. Both are validated first; on error nothing changes.
 func (pe *PE) Apply(cfg Config, lc lhcnp.Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("fcn: switch %s: %w", pe.sw.Name(), err)
-	}
-	var err error
-	if cfg.Enabled {
-		err = pe.lh.SetNotifier(pe.direct(), cfg.nodeConfig())
-	} else {
-		err = pe.lh.SetNotifier(nil, lc)
-	}
-	if err != nil {
-		return fmt.Errorf("fcn: %w", err)
+	if err := setMode(pe.lh, pe.direct(), cfg, lc); err != nil {
+		return err
 	}
 	aging := cfg.AgingTimeout != pe.cfg.AgingTimeout || pe.agingGen == 0
 	pe.cfg = cfg
+	pe.egress = pe.egress[:0] // routes may have changed since
 	pe.dec = wire.Decoder{CodePoints: cfg.CodePoints}
 	pe.snd.DSCP, pe.snd.Prio = cfg.CNPDSCP, cfg.CNPPrio
 	if aging {
@@ -155,8 +157,8 @@ func (pe *PE) Mappings() []Mapping {
 	return out
 }
 
-// Label returns the flow label of a flow the PE tunnels: what a WAN node
-// reads in the outer IPv6 header of the flow's packets (Resolver).
+// Label returns the flow label the PE assigned to a flow it tunnels: what
+// it writes into the outer IPv6 header of the flow's packets.
 func (pe *PE) Label(k lhcnp.FlowKey) (uint32, bool) {
 	if m := pe.byKey[k]; m != nil {
 		return m.FlowLabel, true
@@ -174,36 +176,126 @@ func (pe *PE) newLabel() uint32 {
 	}
 }
 
-// OnEnqueue implements netsim.PortObserver: a data packet going into the
-// tunnel creates or refreshes its flow's mapping (§4.1).
-func (pe *PE) OnEnqueue(pt *netsim.Port, p *netsim.Packet, q int64) {
-	pe.lh.OnEnqueue(pt, p, q)
-	if !pe.cfg.Enabled || !pe.tunnel[pt] || p.Kind != netsim.KindRoCE || p.HdrLen < wire.BTHLen {
+// isTunnel reports whether pt is one of the PE's ports into the tunnel.
+func (pe *PE) isTunnel(pt *netsim.Port) bool {
+	for _, t := range pe.tunnel {
+		if t == pt {
+			return true
+		}
+	}
+	return false
+}
+
+// Sentinels of the egress cache.
+const (
+	egressUnknown netsim.NodeID = -1
+	egressNone    netsim.NodeID = -2
+)
+
+// tunnelEnd returns the egress PE of the tunnel towards node dst, which
+// leaves through port out: the last switch on the route, the one the
+// destination hangs off (the egress PE of the WANs modelled here). nil
+// when the route ends nowhere, loops or reaches a switch without an IPv6
+// address.
+func (pe *PE) tunnelEnd(dst netsim.NodeID, out *netsim.Port) *netsim.Switch {
+	for len(pe.egress) <= int(dst) {
+		pe.egress = append(pe.egress, egressUnknown)
+	}
+	if id := pe.egress[dst]; id != egressUnknown {
+		if id == egressNone {
+			return nil
+		}
+		sw, _ := pe.net.Node(id).(*netsim.Switch)
+		return sw
+	}
+	var last *netsim.Switch
+	node := out.Peer().Node()
+	for range len(pe.net.Nodes()) + 1 {
+		sw, ok := node.(*netsim.Switch)
+		if !ok {
+			break
+		}
+		last = sw
+		pt := sw.Route(dst)
+		if pt == nil {
+			last = nil
+			break
+		}
+		node = pt.Peer().Node()
+	}
+	if _, atHost := node.(*netsim.Host); !atHost || last == nil || !last.Addr().Is6() {
+		pe.egress[dst] = egressNone
+		return nil
+	}
+	pe.egress[dst] = last.ID()
+	return last
+}
+
+// OnForward implements netsim.ForwardHook: a RoCEv2 data packet from the
+// DC side going into the tunnel creates or refreshes its flow's mapping
+// and is encapsulated (§4.1): the outer IPv6 header from the PE to the
+// tunnel's far end with the flow's label and the inner traffic class (the
+// ECN with it) copied, next header 41 or 4 (wire.EncapHead); the packet
+// grows by the header's 40 bytes. Acknowledgements, CNPs and CM MADs
+// cross the WAN as they are (they belong to no mapped flow).
+func (pe *PE) OnForward(_ *netsim.Switch, p *netsim.Packet, in, out *netsim.Port) {
+	if !pe.cfg.Enabled || p.Kind != netsim.KindRoCE || p.HdrLen < wire.BTHLen || p.Frame() != nil ||
+		!pe.isTunnel(out) || pe.isTunnel(in) {
 		return
 	}
-	if op := p.Opcode(); op >= 0x20 || op == wire.OpRCAck || p.DestQP() == wire.GSIQP {
+	op := p.Opcode()
+	if op >= 0x20 || op == wire.OpRCAck || p.DestQP() == wire.GSIQP {
 		return
 	}
 	src, dst := pe.net.Node(p.Src), pe.net.Node(p.Dst)
 	if src == nil || dst == nil {
 		return
 	}
+	end := pe.tunnelEnd(p.Dst, out)
+	if end == nil {
+		pe.counters.NoTunnelEnd++
+		return
+	}
 	k := lhcnp.FlowKey{Src: src.Addr(), Dst: dst.Addr(), SrcQP: p.SrcQP, DstQP: p.DestQP()}
+	var label uint32 // a full table: tunnelled without a label
+	if m := pe.learn(k, p.Src); m != nil {
+		label = m.FlowLabel
+	}
+	a := wire.Addressing{SrcIP: k.Src, DstIP: k.Dst, TOS: p.ECN, Tunnel: wire.Tunnel{
+		Present: true, Src: pe.sw.Addr(), Dst: end.Addr(), TrafficClass: p.ECN, FlowLabel: label}}
+	n, err := pe.enc.EncapHead(pe.head[:], &a, wire.RoCEUDPLen(op, int(p.PayloadBytes)))
+	if err == nil {
+		err = pe.net.SetFrame(p, pe.head[:n])
+	}
+	if err != nil {
+		pe.counters.EncapErrors++
+		return
+	}
+	p.SizeBytes += wire.TunnelOverheadBytes
+	pe.counters.Encapsulated++
+}
+
+// learn creates or refreshes the mapping of k; nil when the table is full.
+func (pe *PE) learn(k lhcnp.FlowKey, srcNode netsim.NodeID) *Mapping {
 	now := pe.sim.Now()
 	m := pe.byKey[k]
 	if m == nil {
 		if len(pe.order) >= pe.cfg.MaxMappings {
 			pe.counters.TableFull++
-			return
+			return nil
 		}
-		m = &Mapping{Flow: k, FlowLabel: pe.newLabel(), Created: now, srcNode: p.Src}
+		m = &Mapping{Flow: k, FlowLabel: pe.newLabel(), Created: now, srcNode: srcNode}
 		pe.byKey[k], pe.byLabel[m.FlowLabel] = m, m
 		pe.order = append(pe.order, m)
 		pe.counters.MappingsCreated++
 	}
 	m.LastSeen = now
 	m.Packets++
+	return m
 }
+
+// OnEnqueue implements netsim.PortObserver.
+func (pe *PE) OnEnqueue(pt *netsim.Port, p *netsim.Packet, q int64) { pe.lh.OnEnqueue(pt, p, q) }
 
 // OnDequeue implements netsim.PortObserver.
 func (pe *PE) OnDequeue(pt *netsim.Port, p *netsim.Packet, q int64) { pe.lh.OnDequeue(pt, p, q) }

@@ -44,7 +44,12 @@
 // (the Long-haul CNP reaction point) and acts through QP.SetRate,
 // QP.SetCeiling (a cut DCQCN cannot undo), QP.PauseUntil and QP.ApplyCNP,
 // after QP.Active; QP.AdminStop, FlowConfig.MaxRateBps and the exact
-// PortStats.PFCPausedNs serve the scenario runner.
+// PortStats.PFCPausedNs serve the scenario runner. ForwardHook on a Switch
+// rewrites packets between the route lookup and the egress queue (FCN's
+// ingress PE encapsulates there: the data packet then carries the head of
+// its tunnelled frame, wire.EncapHead); a switch ends a tunnel addressed
+// to it (the outer header off, SizeBytes 40 less, the ECN by RFC 6040),
+// and marking CE marks the outermost IP header of a packet's frame.
 //
 // # Cables to other processes
 //

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // ECNConfig is RED-style ECN marking of one egress queue, as DCQCN switches
@@ -380,6 +381,11 @@ func (pt *Port) maybeMark(p *Packet, prio int, q int64) {
 		}
 	}
 	p.ECN = ECNCE
+	if p.fb != nil {
+		// A packet that carries its frame is marked in its bytes too: the
+		// outermost IP header, a tunnel's outer one.
+		_ = wire.SetOuterECN(p.Frame(), ECNCE)
+	}
 	pt.stats.ECNMarks++
 	if pt.observer != nil {
 		pt.observer.OnMark(pt, p, q)

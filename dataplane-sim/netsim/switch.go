@@ -16,6 +16,10 @@ type SwitchConfig struct {
 type SwitchStats struct {
 	NoRouteDrops int64 // packets for a destination with no route
 	FilterDrops  int64 // packets the forward filter refused
+	// Decapsulated: tunnelled packets whose tunnel ended here;
+	// DecapECNDrops: those dropped for a CE mark on a Not-ECT inner packet
+	// (RFC 6040).
+	Decapsulated, DecapECNDrops int64
 }
 
 // Switch forwards by a static table, destination node to egress port (no
@@ -31,6 +35,7 @@ type Switch struct {
 	stats  SwitchStats
 	local  LocalHandler  // packets addressed to the switch itself
 	filter ForwardFilter // asked before every enqueue; nil: none
+	hook   ForwardHook   // rewrites forwarded packets (a tunnel's ingress)
 }
 
 // ID returns the node id.
@@ -96,6 +101,9 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 		in.handlePFC(p)
 		return
 	}
+	if p.fb != nil && p.Kind == KindRoCE && s.terminate(p) {
+		return
+	}
 	if p.Dst == s.id && s.local != nil {
 		s.local.HandleLocal(s, p)
 		s.net.FreePacket(p)
@@ -113,6 +121,9 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 		return
 	}
 	p.inPort = in
+	if s.hook != nil {
+		s.hook.OnForward(s, p, in, out)
+	}
 	out.enqueue(p)
 }
 

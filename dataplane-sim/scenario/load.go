@@ -200,12 +200,19 @@ func DefaultQueue() Queue {
 }
 
 // DefaultLongHaulCNP are the Long-haul CNP parameters when the file sets
-// none: the draft's recommendations and its §7 example.
+// none: the draft's recommendations and its §7 example where it gives a
+// value, and a real node's own defaults where it does not — V_ecn and
+// V_growth (§5.4 "a configured threshold", no value) are those of
+// lhcnp.DefaultQueueConfig and the YANG model (v-ecn 20 %, v-growth
+// 10 Gb/s), so a simulated node starts as `lhcnp switch` does
+// (TestDefaultsAreTheNodes).
 func DefaultLongHaulCNP() LongHaulCNP {
 	return LongHaulCNP{
 		KBase:          64 * KB,
 		Alpha:          1.0,
 		KMinFraction:   0.5,
+		VECN:           0.2,
+		VGrowth:        10 * Gbps,
 		GrowthInterval: 100 * time.Microsecond,
 		ReducePercent:  30,
 		PauseFactor:    1.5,

@@ -41,7 +41,7 @@ func installFCN(env *Env) error {
 			cfg.Domain = append(cfg.Domain, netip.PrefixFrom(a, a.BitLen()))
 		}
 	}
-	var pes fcn.PEs
+	var pes []*fcn.PE
 	var transits []*fcn.Transit
 	record := func(node string, k lhcnp.FlowKey) {
 		if env.meter != nil {
@@ -78,7 +78,7 @@ func installFCN(env *Env) error {
 			continue
 		}
 		name := sw.Name()
-		tr, err := fcn.AttachTransit(env.Net, sw, cfg, pes)
+		tr, err := fcn.AttachTransit(env.Net, sw, cfg)
 		if err != nil {
 			return err
 		}
@@ -105,6 +105,9 @@ func installFCN(env *Env) error {
 		}
 		for _, tr := range transits {
 			counts["fcn_not_tunnelled"] += tr.Counters().NotTunnelled
+		}
+		for _, pe := range pes {
+			counts["fcn_encapsulated"] += pe.Counters().Encapsulated
 		}
 	})
 	return nil

@@ -85,6 +85,47 @@ type layout struct {
 // (proto ProtoUDP) or ICMPv6 message after its 4-byte header (ProtoICMPv6)
 // is bodyLen bytes. fc, if not nil, adds a Fast CNP destination option.
 func (e *Encoder) open(b []byte, a *Addressing, proto uint8, fc *FastCNPOption, dstPort uint16, bodyLen int, cp *CodePoints) (layout, error) {
+	l, err := e.plan(a, proto, fc, bodyLen)
+	if err != nil {
+		return l, err
+	}
+	if len(b) < l.frame {
+		return l, fmt.Errorf("encode: frame needs %d bytes, have %d: %w", l.frame, len(b), ErrShortBuffer)
+	}
+	if err := e.writeIP(b, a, &l, fc, cp); err != nil {
+		return l, err
+	}
+	l4 := b[l.l4:]
+	if proto == ProtoUDP {
+		if a.DstPort != 0 {
+			dstPort = a.DstPort
+		}
+		binary.BigEndian.PutUint16(l4[0:], a.SrcPort)
+		binary.BigEndian.PutUint16(l4[2:], dstPort)
+		binary.BigEndian.PutUint16(l4[4:], uint16(l.end-l.l4))
+		l4[6], l4[7] = 0, 0
+	} else {
+		l4[2], l4[3] = 0, 0
+	}
+	return l, nil
+}
+
+// head writes the Ethernet, tunnel and IP headers of a frame whose
+// transport (proto) is bodyLen bytes after its UDP or ICMPv6 header, and
+// returns where the transport starts: the head of the frame open writes.
+func (e *Encoder) head(b []byte, a *Addressing, proto uint8, bodyLen int) (int, error) {
+	l, err := e.plan(a, proto, nil, bodyLen)
+	if err != nil {
+		return 0, err
+	}
+	if len(b) < l.l4 {
+		return 0, fmt.Errorf("encode: headers need %d bytes, have %d: %w", l.l4, len(b), ErrShortBuffer)
+	}
+	return l.l4, e.writeIP(b, a, &l, nil, e.codePoints())
+}
+
+// plan validates a and lays the frame out.
+func (e *Encoder) plan(a *Addressing, proto uint8, fc *FastCNPOption, bodyLen int) (layout, error) {
 	var l layout
 	if !a.SrcIP.IsValid() || !a.DstIP.IsValid() || a.SrcIP.Is4() != a.DstIP.Is4() {
 		return l, fmt.Errorf("addressing: source %v and destination %v must both be ipv4 or both ipv6: %w", a.SrcIP, a.DstIP, ErrInvalid)
@@ -104,11 +145,6 @@ func (e *Encoder) open(b []byte, a *Addressing, proto uint8, fc *FastCNPOption, 
 	if tun && (!a.Tunnel.Src.Is6() || !a.Tunnel.Dst.Is6()) {
 		return l, fmt.Errorf("addressing: tunnel endpoints %v, %v must be ipv6: %w", a.Tunnel.Src, a.Tunnel.Dst, ErrInvalid)
 	}
-	ttl := a.TTL
-	if ttl == 0 {
-		ttl = DefaultTTL
-	}
-
 	ethLen := EthernetLen
 	if a.VLAN.Present {
 		ethLen += VLANTagLen
@@ -133,9 +169,22 @@ func (e *Encoder) open(b []byte, a *Addressing, proto uint8, fc *FastCNPOption, 
 	if l.end-l.ip > 0xFFFF {
 		return l, fmt.Errorf("addressing: ip packet of %d bytes: %w", l.end-l.ip, ErrInvalid)
 	}
-	if len(b) < l.frame {
-		return l, fmt.Errorf("encode: frame needs %d bytes, have %d: %w", l.frame, len(b), ErrShortBuffer)
+	return l, nil
+}
+
+// writeIP writes the Ethernet header, the tunnel's outer IPv6 header and
+// the IP header (with a Fast CNP option, fc) of the layout l.
+func (e *Encoder) writeIP(b []byte, a *Addressing, l *layout, fc *FastCNPOption, cp *CodePoints) error {
+	tun := a.Tunnel.Present
+	ttl := a.TTL
+	if ttl == 0 {
+		ttl = DefaultTTL
 	}
+	ethLen := EthernetLen
+	if a.VLAN.Present {
+		ethLen += VLANTagLen
+	}
+	proto := l.proto
 
 	// The Ethernet header, as encodeEthernet writes it (without building an
 	// Ethernet on the stack).
@@ -172,7 +221,7 @@ func (e *Encoder) open(b []byte, a *Addressing, proto uint8, fc *FastCNPOption, 
 		if fc != nil {
 			nh = ProtoDestOpts
 			if _, err := fc.EncodeDestOpts(ip[IPv6Len:l.l4-l.ip], proto, cp); err != nil {
-				return l, err
+				return err
 			}
 		}
 		src, dst := a.SrcIP.As16(), a.DstIP.As16()
@@ -191,19 +240,7 @@ func (e *Encoder) open(b []byte, a *Addressing, proto uint8, fc *FastCNPOption, 
 		copy(ip[16:20], dst[:])
 		binary.BigEndian.PutUint16(ip[10:], Checksum(ip[:IPv4MinLen]))
 	}
-	l4 := b[l.l4:]
-	if proto == ProtoUDP {
-		if a.DstPort != 0 {
-			dstPort = a.DstPort
-		}
-		binary.BigEndian.PutUint16(l4[0:], a.SrcPort)
-		binary.BigEndian.PutUint16(l4[2:], dstPort)
-		binary.BigEndian.PutUint16(l4[4:], uint16(l.end-l.l4))
-		l4[6], l4[7] = 0, 0
-	} else {
-		l4[2], l4[3] = 0, 0
-	}
-	return l, nil
+	return nil
 }
 
 // close computes the ICRC (roce), then the UDP or ICMPv6 checksum, pads the

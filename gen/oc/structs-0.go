@@ -3510,12 +3510,16 @@ func (*Lhcnp_Lhcnp_Fcn_State) ΛBelongingModule() string {
 
 // Lhcnp_Lhcnp_Fcn_State_Counters represents the /lhcnp/lhcnp/fcn/state/counters YANG schema element.
 type Lhcnp_Lhcnp_Fcn_State_Counters struct {
-	CnpTranslated    *uint64 `path:"cnp-translated" module:"lhcnp"`
-	FcnReceived      *uint64 `path:"fcn-received" module:"lhcnp"`
-	FcnSent          *uint64 `path:"fcn-sent" module:"lhcnp"`
-	MappingsAged     *uint64 `path:"mappings-aged" module:"lhcnp"`
-	MappingsCreated  *uint64 `path:"mappings-created" module:"lhcnp"`
-	UnknownFlowLabel *uint64 `path:"unknown-flow-label" module:"lhcnp"`
+	CnpTranslated       *uint64 `path:"cnp-translated" module:"lhcnp"`
+	EncapsulatedPackets *uint64 `path:"encapsulated-packets" module:"lhcnp"`
+	FcnReceived         *uint64 `path:"fcn-received" module:"lhcnp"`
+	FcnSent             *uint64 `path:"fcn-sent" module:"lhcnp"`
+	MappingsAged        *uint64 `path:"mappings-aged" module:"lhcnp"`
+	MappingsCreated     *uint64 `path:"mappings-created" module:"lhcnp"`
+	NotEcnCapable       *uint64 `path:"not-ecn-capable" module:"lhcnp"`
+	NotTunnelled        *uint64 `path:"not-tunnelled" module:"lhcnp"`
+	TunnelledPackets    *uint64 `path:"tunnelled-packets" module:"lhcnp"`
+	UnknownFlowLabel    *uint64 `path:"unknown-flow-label" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_Fcn_State_Counters implements the yang.GoStruct
@@ -3537,6 +3541,22 @@ func (t *Lhcnp_Lhcnp_Fcn_State_Counters) GetCnpTranslated() uint64 {
 		return 0
 	}
 	return *t.CnpTranslated
+}
+
+// GetEncapsulatedPackets retrieves the value of the leaf EncapsulatedPackets from the Lhcnp_Lhcnp_Fcn_State_Counters
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if EncapsulatedPackets is set, it can
+// safely use t.GetEncapsulatedPackets() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.EncapsulatedPackets == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_State_Counters) GetEncapsulatedPackets() uint64 {
+	if t == nil || t.EncapsulatedPackets == nil {
+		return 0
+	}
+	return *t.EncapsulatedPackets
 }
 
 // GetFcnReceived retrieves the value of the leaf FcnReceived from the Lhcnp_Lhcnp_Fcn_State_Counters
@@ -3603,6 +3623,54 @@ func (t *Lhcnp_Lhcnp_Fcn_State_Counters) GetMappingsCreated() uint64 {
 	return *t.MappingsCreated
 }
 
+// GetNotEcnCapable retrieves the value of the leaf NotEcnCapable from the Lhcnp_Lhcnp_Fcn_State_Counters
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if NotEcnCapable is set, it can
+// safely use t.GetNotEcnCapable() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.NotEcnCapable == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_State_Counters) GetNotEcnCapable() uint64 {
+	if t == nil || t.NotEcnCapable == nil {
+		return 0
+	}
+	return *t.NotEcnCapable
+}
+
+// GetNotTunnelled retrieves the value of the leaf NotTunnelled from the Lhcnp_Lhcnp_Fcn_State_Counters
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if NotTunnelled is set, it can
+// safely use t.GetNotTunnelled() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.NotTunnelled == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_State_Counters) GetNotTunnelled() uint64 {
+	if t == nil || t.NotTunnelled == nil {
+		return 0
+	}
+	return *t.NotTunnelled
+}
+
+// GetTunnelledPackets retrieves the value of the leaf TunnelledPackets from the Lhcnp_Lhcnp_Fcn_State_Counters
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if TunnelledPackets is set, it can
+// safely use t.GetTunnelledPackets() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.TunnelledPackets == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Fcn_State_Counters) GetTunnelledPackets() uint64 {
+	if t == nil || t.TunnelledPackets == nil {
+		return 0
+	}
+	return *t.TunnelledPackets
+}
+
 // GetUnknownFlowLabel retrieves the value of the leaf UnknownFlowLabel from the Lhcnp_Lhcnp_Fcn_State_Counters
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -3623,6 +3691,12 @@ func (t *Lhcnp_Lhcnp_Fcn_State_Counters) GetUnknownFlowLabel() uint64 {
 // struct.
 func (t *Lhcnp_Lhcnp_Fcn_State_Counters) SetCnpTranslated(v uint64) {
 	t.CnpTranslated = &v
+}
+
+// SetEncapsulatedPackets sets the value of the leaf EncapsulatedPackets in the Lhcnp_Lhcnp_Fcn_State_Counters
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_State_Counters) SetEncapsulatedPackets(v uint64) {
+	t.EncapsulatedPackets = &v
 }
 
 // SetFcnReceived sets the value of the leaf FcnReceived in the Lhcnp_Lhcnp_Fcn_State_Counters
@@ -3647,6 +3721,24 @@ func (t *Lhcnp_Lhcnp_Fcn_State_Counters) SetMappingsAged(v uint64) {
 // struct.
 func (t *Lhcnp_Lhcnp_Fcn_State_Counters) SetMappingsCreated(v uint64) {
 	t.MappingsCreated = &v
+}
+
+// SetNotEcnCapable sets the value of the leaf NotEcnCapable in the Lhcnp_Lhcnp_Fcn_State_Counters
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_State_Counters) SetNotEcnCapable(v uint64) {
+	t.NotEcnCapable = &v
+}
+
+// SetNotTunnelled sets the value of the leaf NotTunnelled in the Lhcnp_Lhcnp_Fcn_State_Counters
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_State_Counters) SetNotTunnelled(v uint64) {
+	t.NotTunnelled = &v
+}
+
+// SetTunnelledPackets sets the value of the leaf TunnelledPackets in the Lhcnp_Lhcnp_Fcn_State_Counters
+// struct.
+func (t *Lhcnp_Lhcnp_Fcn_State_Counters) SetTunnelledPackets(v uint64) {
+	t.TunnelledPackets = &v
 }
 
 // SetUnknownFlowLabel sets the value of the leaf UnknownFlowLabel in the Lhcnp_Lhcnp_Fcn_State_Counters

@@ -59,6 +59,7 @@ type Binding struct {
 	fast     *fastFunction   // created when Fast CNP is first configured on
 	advice   *adviceFunction // created when Rate Advice is first configured on
 	pe       *fcn.PE         // created when FCN's ingress PE is first configured on
+	transit  *fcn.Transit    // created when FCN's transit role is first configured on
 	wp       *switchcnp.Node // created when the switch CNP is first configured on
 }
 
@@ -120,7 +121,7 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err != nil {
 		return err
 	}
-	pc, err := FCNConfig(l, &cfg)
+	pc, tc, err := FCNConfig(l, &cfg)
 	if err != nil {
 		return err
 	}
@@ -130,7 +131,7 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	}
 	var aerr error
 	b.sim.Do(func() {
-		if aerr = b.applyMode(fc, pc, wc, cfg); aerr != nil {
+		if aerr = b.applyMode(fc, pc, tc, wc, cfg); aerr != nil {
 			return
 		}
 		aerr = b.applyAdvice(rc)
@@ -152,19 +153,22 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	var fc fastcnp.Config
 	var fn fastcnp.Counters
 	var ra rateadvice.State
-	var pc fcn.Config
-	var pn fcn.PECounters
-	var pm []fcn.Mapping
+	var fv fcnView
 	var wc switchcnp.Config
 	var wn switchcnp.Counters
 	var wsent int64
-	fast, advice, pe, wp := false, false, false, false
+	fast, advice, fcnOn, wp := false, false, false, false
 	b.sim.Do(func() {
 		if wp = b.wp != nil; wp {
 			wc, wn, wsent = b.wp.Config(), b.wp.Counters(), b.wp.Sent()
 		}
-		if pe = b.pe != nil; pe {
-			pc, pn, pm = b.pe.Config(), b.pe.Counters(), b.pe.Mappings()
+		if b.pe != nil {
+			fcnOn = true
+			fv.pe, fv.pn, fv.mappings = b.pe.Config(), b.pe.Counters(), b.pe.Mappings()
+		}
+		if b.transit != nil {
+			fcnOn = true
+			fv.transit, fv.tn = b.transit.Config(), b.transit.Counters()
 		}
 		st = b.node.State(!b.o.noFlows)
 		cfg = b.node.Config()
@@ -183,8 +187,8 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	if advice {
 		rateAdviceState(root, ra, b.WallNS)
 	}
-	if pe {
-		fcnState(root, pc, pn, pm, b.WallNS)
+	if fcnOn {
+		fcnState(root, &fv, b.WallNS)
 	}
 	if wp {
 		switchCNPState(root, wc, wn, wsent)

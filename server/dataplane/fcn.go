@@ -14,15 +14,32 @@ import (
 
 const fcnRolePath = "/lhcnp/global/config/fcn-role"
 
-// FCNConfig translates the FCN leaves (global fcn-role, /lhcnp/fcn) into an
-// ingress PE's configuration. The switch process drives the INGRESS_PE role
-// only: a TRANSIT node reads each flow's label from the outer IPv6 header,
-// which the simulated packets do not carry (package fcn resolves it
-// through the PE's mapping, in one simulation); TRANSIT is refused naming
-// the leaf. FCN with Fast CNP or a Long-haul CNP format is refused: they
-// would notify the sender of the same congestion. Errors name the YANG
-// path.
-func FCNConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fcn.Config, error) {
+// FCNConfig translates the FCN leaves (global fcn-role, /lhcnp/fcn) into
+// the configuration of the node's role: pe for INGRESS_PE, transit for
+// TRANSIT (a WAN node reads each tunnelled packet's flow label from its
+// outer IPv6 header, which the ingress PE's encapsulation puts in the
+// frames); at most one is enabled, both carry the /lhcnp/fcn parameters.
+// FCN with Fast CNP or a Long-haul CNP format is refused: they would
+// notify the sender of the same congestion. Errors name the YANG path.
+func FCNConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (pe, transit fcn.Config, err error) {
+	c, err := fcnParams(l, lc)
+	if err != nil {
+		return c, c, err
+	}
+	pe, transit = c, c
+	pe.Enabled, transit.Enabled = false, false
+	switch l.GetGlobal().GetConfig().GetFcnRole() {
+	case oc.LhcnpTypes_FcnRole_INGRESS_PE:
+		pe.Enabled = true
+	case oc.LhcnpTypes_FcnRole_TRANSIT:
+		transit.Enabled = true
+	}
+	return pe, transit, nil
+}
+
+// fcnParams reads /lhcnp/fcn and checks that the role can run beside the
+// other mechanisms configured.
+func fcnParams(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fcn.Config, error) {
 	c := fcn.DefaultConfig()
 	c.CNPDSCP = lc.CNPDSCP
 	c.CodePoints = lc.CodePoints
@@ -30,12 +47,7 @@ func FCNConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fcn.Config, error) {
 		return c, nil
 	}
 	g := l.GetGlobal().GetConfig()
-	switch g.GetFcnRole() {
-	case oc.LhcnpTypes_FcnRole_INGRESS_PE:
-		c.Enabled = true
-	case oc.LhcnpTypes_FcnRole_TRANSIT:
-		return c, invalid(fcnRolePath, "TRANSIT is not driven by this target: a transit node reads the flow label from the outer IPv6 header, which the simulated packets do not carry (INGRESS_PE is)")
-	}
+	c.Enabled = g.GetFcnRole() == oc.LhcnpTypes_FcnRole_INGRESS_PE || g.GetFcnRole() == oc.LhcnpTypes_FcnRole_TRANSIT
 	if c.Enabled && g.GetFastCnpEnabled() {
 		return c, invalid(fcnRolePath, "FCN and Fast CNP cannot both run on one node (each would notify the sender of the same congestion)")
 	}
@@ -82,13 +94,27 @@ func tunnelPorts(sw *netsim.Switch) []*netsim.Port {
 	return out
 }
 
-// fcnState writes the ingress PE's configuration, counters and mappings
-// into the state tree.
-func fcnState(root *oc.Root, c fcn.Config, n fcn.PECounters, ms []fcn.Mapping, wallNS func(engine.Time) uint64) {
+// fcnView is what the state tree shows of FCN: the ingress PE's
+// configuration, counters and mappings, the transit function's
+// configuration and counters (each zero when the switch never had it).
+type fcnView struct {
+	pe       fcn.Config
+	pn       fcn.PECounters
+	mappings []fcn.Mapping
+	transit  fcn.Config
+	tn       fcn.TransitCounters
+}
+
+// fcnState writes the configuration of the role in use, the counters
+// and the mappings into the state tree.
+func fcnState(root *oc.Root, v *fcnView, wallNS func(engine.Time) uint64) {
 	l := root.GetOrCreateLhcnp()
-	role := oc.LhcnpTypes_FcnRole_DISABLED
-	if c.Enabled {
+	role, c := oc.LhcnpTypes_FcnRole_DISABLED, v.pe
+	switch {
+	case v.pe.Enabled:
 		role = oc.LhcnpTypes_FcnRole_INGRESS_PE
+	case v.transit.Enabled:
+		role, c = oc.LhcnpTypes_FcnRole_TRANSIT, v.transit
 	}
 	l.GetOrCreateGlobal().GetOrCreateState().FcnRole = role
 	f := l.GetOrCreateFcn()
@@ -100,15 +126,20 @@ func fcnState(root *oc.Root, c fcn.Config, n fcn.PECounters, ms []fcn.Mapping, w
 	for _, p := range c.Domain {
 		s.Domain = append(s.Domain, p.String())
 	}
-	s.MappingCount = ygot.Uint32(uint32(len(ms)))
+	s.MappingCount = ygot.Uint32(uint32(len(v.mappings)))
 	k := s.GetOrCreateCounters()
+	n, tn := &v.pn, &v.tn
 	k.FcnReceived = ygot.Uint64(uint64(n.FCNReceived))
 	k.CnpTranslated = ygot.Uint64(uint64(n.CNPTranslated))
 	k.UnknownFlowLabel = ygot.Uint64(uint64(n.UnknownFlowLabel))
 	k.MappingsCreated = ygot.Uint64(uint64(n.MappingsCreated))
 	k.MappingsAged = ygot.Uint64(uint64(n.MappingsAged))
-	k.FcnSent = ygot.Uint64(0)
-	for _, m := range ms {
+	k.EncapsulatedPackets = ygot.Uint64(uint64(n.Encapsulated))
+	k.FcnSent = ygot.Uint64(uint64(tn.FCNSent))
+	k.TunnelledPackets = ygot.Uint64(uint64(tn.TunnelledPackets))
+	k.NotTunnelled = ygot.Uint64(uint64(tn.NotTunnelled))
+	k.NotEcnCapable = ygot.Uint64(uint64(tn.NotECNCapable))
+	for _, m := range v.mappings {
 		ms := f.GetOrCreateMappings().GetOrCreateMapping(m.FlowLabel).GetOrCreateState()
 		ms.FlowLabel = ygot.Uint32(m.FlowLabel)
 		ms.SourceAddress, ms.DestinationAddress = ygot.String(m.Flow.Src.String()), ygot.String(m.Flow.Dst.String())
@@ -120,13 +151,14 @@ func fcnState(root *oc.Root, c fcn.Config, n fcn.PECounters, ms []fcn.Mapping, w
 }
 
 // applyMode puts the served switch in the mode the configuration asks
-// for, on the engine goroutine: Fast CNP (fc), FCN's ingress PE (pc), the
-// white paper's switch CNP (wc) or Long-haul CNP (lc) as configured. The
+// for, on the engine goroutine: Fast CNP (fc), FCN's ingress PE (pc) or
+// transit node (tc), the white paper's switch CNP (wc) or Long-haul CNP
+// (lc) as configured. The
 // translation refused the combinations that cannot coexist, so at most one
 // is on. Its wrapper is created on first use, the other wrappers are
 // switched off first, and the switch's observer is the active wrapper (the
 // node itself for Long-haul CNP); Rate Advice goes beside it afterwards.
-func (b *Binding) applyMode(fc fastcnp.Config, pc fcn.Config, wc switchcnp.Config, lc lhcnp.Config) error {
+func (b *Binding) applyMode(fc fastcnp.Config, pc, tc fcn.Config, wc switchcnp.Config, lc lhcnp.Config) error {
 	var err error
 	if fc.Enabled && b.fast == nil {
 		if b.fast, err = newFastFunction(b.node); err != nil {
@@ -136,11 +168,14 @@ func (b *Binding) applyMode(fc fastcnp.Config, pc fcn.Config, wc switchcnp.Confi
 	if pc.Enabled && b.pe == nil {
 		b.pe = fcn.WrapPE(b.node, tunnelPorts(b.node.Switch()))
 	}
+	if tc.Enabled && b.transit == nil {
+		b.transit = fcn.WrapTransit(b.node)
+	}
 	if wc.Enabled && b.wp == nil {
 		b.wp = switchcnp.Wrap(b.node)
 	}
-	fcOff, pcOff, wcOff := fc, pc, wc
-	fcOff.Enabled, pcOff.Enabled, wcOff.Enabled = false, false, false
+	fcOff, pcOff, tcOff, wcOff := fc, pc, tc, wc
+	fcOff.Enabled, pcOff.Enabled, tcOff.Enabled, wcOff.Enabled = false, false, false, false
 	// Off first, the active one last: each Apply sets the node's mode.
 	type mode struct {
 		exists, on bool
@@ -163,6 +198,14 @@ func (b *Binding) applyMode(fc fastcnp.Config, pc fcn.Config, wc switchcnp.Confi
 			}
 			return b.pe.Apply(pcOff, lc)
 		}, b.pe})
+	}
+	if b.transit != nil {
+		modes = append(modes, mode{true, tc.Enabled, func(on bool) error {
+			if on {
+				return b.transit.Apply(tc, lc)
+			}
+			return b.transit.Apply(tcOff, lc)
+		}, b.transit})
 	}
 	if b.wp != nil {
 		modes = append(modes, mode{true, wc.Enabled, func(on bool) error {

@@ -10632,6 +10632,25 @@ func (n *Lhcnp_Lhcnp_Fcn_State_Counters_CnpTranslatedPath) PathOriginName() stri
 	return ""
 }
 
+// Lhcnp_Lhcnp_Fcn_State_Counters_EncapsulatedPacketsPath represents the /lhcnp/lhcnp/fcn/state/counters/encapsulated-packets YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_Counters_EncapsulatedPacketsPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Fcn_State_Counters_EncapsulatedPacketsPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/state/counters/encapsulated-packets YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_Counters_EncapsulatedPacketsPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_State_Counters_EncapsulatedPacketsPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Fcn_State_Counters_FcnReceivedPath represents the /lhcnp/lhcnp/fcn/state/counters/fcn-received YANG schema element.
 type Lhcnp_Lhcnp_Fcn_State_Counters_FcnReceivedPath struct {
 	*ygnmi.NodePath
@@ -10705,6 +10724,63 @@ type Lhcnp_Lhcnp_Fcn_State_Counters_MappingsCreatedPathAny struct {
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Fcn_State_Counters_MappingsCreatedPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_State_Counters_NotEcnCapablePath represents the /lhcnp/lhcnp/fcn/state/counters/not-ecn-capable YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_Counters_NotEcnCapablePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Fcn_State_Counters_NotEcnCapablePathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/state/counters/not-ecn-capable YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_Counters_NotEcnCapablePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_State_Counters_NotEcnCapablePath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_State_Counters_NotTunnelledPath represents the /lhcnp/lhcnp/fcn/state/counters/not-tunnelled YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_Counters_NotTunnelledPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Fcn_State_Counters_NotTunnelledPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/state/counters/not-tunnelled YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_Counters_NotTunnelledPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_State_Counters_NotTunnelledPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Fcn_State_Counters_TunnelledPacketsPath represents the /lhcnp/lhcnp/fcn/state/counters/tunnelled-packets YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_Counters_TunnelledPacketsPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Fcn_State_Counters_TunnelledPacketsPathAny represents the wildcard version of the /lhcnp/lhcnp/fcn/state/counters/tunnelled-packets YANG schema element.
+type Lhcnp_Lhcnp_Fcn_State_Counters_TunnelledPacketsPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Fcn_State_Counters_TunnelledPacketsPath) PathOriginName() string {
 	return ""
 }
 
@@ -10817,6 +10893,104 @@ func (n *Lhcnp_Lhcnp_Fcn_State_CountersPathAny) CnpTranslated() *Lhcnp_Lhcnp_Fcn
 		ps,
 		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
 			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State_Counters).CnpTranslated
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EncapsulatedPackets (leaf): RoCEv2 data packets sent into the tunnel with the outer IPv6
+// header (next header 41 or 4), carrying their flow's label and
+// the inner ECN (INGRESS_PE role).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "encapsulated-packets"
+//	Path from root:       "/lhcnp/fcn/state/counters/encapsulated-packets"
+func (n *Lhcnp_Lhcnp_Fcn_State_CountersPath) EncapsulatedPackets() *Lhcnp_Lhcnp_Fcn_State_Counters_EncapsulatedPacketsPath {
+	ps := &Lhcnp_Lhcnp_Fcn_State_Counters_EncapsulatedPacketsPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"encapsulated-packets"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State_Counters).EncapsulatedPackets
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EncapsulatedPackets (leaf): RoCEv2 data packets sent into the tunnel with the outer IPv6
+// header (next header 41 or 4), carrying their flow's label and
+// the inner ECN (INGRESS_PE role).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "encapsulated-packets"
+//	Path from root:       "/lhcnp/fcn/state/counters/encapsulated-packets"
+func (n *Lhcnp_Lhcnp_Fcn_State_CountersPathAny) EncapsulatedPackets() *Lhcnp_Lhcnp_Fcn_State_Counters_EncapsulatedPacketsPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_State_Counters_EncapsulatedPacketsPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"encapsulated-packets"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State_Counters).EncapsulatedPackets
 			if ret == nil {
 				var zero uint64
 				return zero, false
@@ -11193,6 +11367,296 @@ func (n *Lhcnp_Lhcnp_Fcn_State_CountersPathAny) MappingsCreated() *Lhcnp_Lhcnp_F
 		ps,
 		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
 			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State_Counters).MappingsCreated
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// NotEcnCapable (leaf): Reports not sent because the outer ECN field of the congesting
+// flow's packets was Not-ECT: the sender does not support
+// congestion management (TRANSIT role).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "not-ecn-capable"
+//	Path from root:       "/lhcnp/fcn/state/counters/not-ecn-capable"
+func (n *Lhcnp_Lhcnp_Fcn_State_CountersPath) NotEcnCapable() *Lhcnp_Lhcnp_Fcn_State_Counters_NotEcnCapablePath {
+	ps := &Lhcnp_Lhcnp_Fcn_State_Counters_NotEcnCapablePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"not-ecn-capable"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State_Counters).NotEcnCapable
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// NotEcnCapable (leaf): Reports not sent because the outer ECN field of the congesting
+// flow's packets was Not-ECT: the sender does not support
+// congestion management (TRANSIT role).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "not-ecn-capable"
+//	Path from root:       "/lhcnp/fcn/state/counters/not-ecn-capable"
+func (n *Lhcnp_Lhcnp_Fcn_State_CountersPathAny) NotEcnCapable() *Lhcnp_Lhcnp_Fcn_State_Counters_NotEcnCapablePathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_State_Counters_NotEcnCapablePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"not-ecn-capable"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State_Counters).NotEcnCapable
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// NotTunnelled (leaf): Reports not sent because the congesting flow's packets carried
+// no outer header with a flow label (TRANSIT role).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "not-tunnelled"
+//	Path from root:       "/lhcnp/fcn/state/counters/not-tunnelled"
+func (n *Lhcnp_Lhcnp_Fcn_State_CountersPath) NotTunnelled() *Lhcnp_Lhcnp_Fcn_State_Counters_NotTunnelledPath {
+	ps := &Lhcnp_Lhcnp_Fcn_State_Counters_NotTunnelledPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"not-tunnelled"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State_Counters).NotTunnelled
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// NotTunnelled (leaf): Reports not sent because the congesting flow's packets carried
+// no outer header with a flow label (TRANSIT role).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "not-tunnelled"
+//	Path from root:       "/lhcnp/fcn/state/counters/not-tunnelled"
+func (n *Lhcnp_Lhcnp_Fcn_State_CountersPathAny) NotTunnelled() *Lhcnp_Lhcnp_Fcn_State_Counters_NotTunnelledPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_State_Counters_NotTunnelledPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"not-tunnelled"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State_Counters).NotTunnelled
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// TunnelledPackets (leaf): Packets queued at this node whose outer IPv6 header carried a
+// flow label (TRANSIT role).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "tunnelled-packets"
+//	Path from root:       "/lhcnp/fcn/state/counters/tunnelled-packets"
+func (n *Lhcnp_Lhcnp_Fcn_State_CountersPath) TunnelledPackets() *Lhcnp_Lhcnp_Fcn_State_Counters_TunnelledPacketsPath {
+	ps := &Lhcnp_Lhcnp_Fcn_State_Counters_TunnelledPacketsPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"tunnelled-packets"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State_Counters).TunnelledPackets
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Fcn_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// TunnelledPackets (leaf): Packets queued at this node whose outer IPv6 header carried a
+// flow label (TRANSIT role).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "tunnelled-packets"
+//	Path from root:       "/lhcnp/fcn/state/counters/tunnelled-packets"
+func (n *Lhcnp_Lhcnp_Fcn_State_CountersPathAny) TunnelledPackets() *Lhcnp_Lhcnp_Fcn_State_Counters_TunnelledPacketsPathAny {
+	ps := &Lhcnp_Lhcnp_Fcn_State_Counters_TunnelledPacketsPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"tunnelled-packets"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Fcn_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Fcn_State_Counters).TunnelledPackets
 			if ret == nil {
 				var zero uint64
 				return zero, false

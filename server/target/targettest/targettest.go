@@ -28,18 +28,25 @@ import (
 // the test ends.
 func Client(t testing.TB, srv *target.Server) gnmi.GNMIClient {
 	t.Helper()
+	conn, err := grpc.NewClient(Serve(t, srv), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return gnmi.NewGNMIClient(conn)
+}
+
+// Serve serves srv on 127.0.0.1 at a free port until the test ends and
+// returns the address (for clients such as gnmic).
+func Serve(t testing.TB, srv *target.Server) string {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return gnmi.NewGNMIClient(conn)
+	return lis.Addr().String()
 }
 
 // SelfSignedTLS writes a self-signed ECDSA certificate for 127.0.0.1 and

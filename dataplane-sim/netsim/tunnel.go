@@ -1,0 +1,56 @@
+package netsim
+
+import "github.com/lhcnp/lhcnp/dataplane-sim/wire"
+
+// ForwardHook sees every packet a switch forwards, after the route lookup
+// and before the egress queue (Switch.SetForwardHook): it may rewrite the
+// packet, size included, as a tunnel's ingress encapsulates (FCN's ingress
+// PE adds the outer IPv6 header, Network.SetFrame and SizeBytes). in is
+// the ingress port, out the egress port. It runs inside the simulation
+// and must not keep p.
+type ForwardHook interface {
+	OnForward(s *Switch, p *Packet, in, out *Port)
+}
+
+// SetForwardHook installs h (nil removes it).
+func (s *Switch) SetForwardHook(h ForwardHook) { s.hook = h }
+
+// ForwardHook returns the installed hook (nil: none), so that another can
+// be chained with it.
+func (s *Switch) ForwardHook() ForwardHook { return s.hook }
+
+// terminate ends the tunnel of a RoCEv2 packet that carries the head of
+// a tunnelled frame (wire.DecodeEncap) addressed to s: the switch is the
+// tunnel's egress (RFC 2473; FCN's egress PE) whatever else it runs. The
+// outer header goes, SizeBytes loses wire.TunnelOverheadBytes and the
+// packet's ECN becomes what RFC 6040 gives for the inner and outer fields
+// (wire.DecapECN). A head that is only the encapsulation (what FCN's
+// ingress PE puts on a data packet) is removed with the frame; a longer
+// frame keeps its inner part. It reports whether p was consumed (dropped:
+// a CE mark on a Not-ECT packet cannot be passed on).
+func (s *Switch) terminate(p *Packet) (consumed bool) {
+	fr := p.Frame()
+	var h wire.Encap
+	if wire.DecodeEncap(fr, &h) != nil || h.Outer.Dst != s.addr {
+		return false
+	}
+	inner, drop, err := wire.Decapsulate(fr)
+	if err != nil {
+		return false // DecodeEncap accepted it: cannot happen
+	}
+	if drop {
+		s.stats.DecapECNDrops++
+		s.net.FreePacket(p)
+		return true
+	}
+	s.stats.Decapsulated++
+	ecn, _, _ := wire.DecapECN(h.InnerTOS, h.Outer.TrafficClass)
+	p.ECN = ecn
+	p.SizeBytes -= wire.TunnelOverheadBytes
+	if len(inner) <= h.HeadLen-wire.TunnelOverheadBytes {
+		_ = s.net.SetFrame(p, nil)
+	} else {
+		p.frameLen = uint16(copy(p.fb[:], inner))
+	}
+	return false
+}

@@ -1,0 +1,181 @@
+package dataplane_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/internal/gnmicbin"
+	"github.com/lhcnp/lhcnp/server/dataplane"
+	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/server/target/targettest"
+)
+
+// servedSwitch is one switch of a network with its own gNMI target
+// listening on loopback.
+type servedSwitch struct {
+	pub  *dataplane.Publisher
+	addr string
+}
+
+// serveNetwork builds the scenario file for one process serving the named
+// switches (their flows and the WAN between them run on one engine) and
+// starts a gNMI target for each on 127.0.0.1, with no initial
+// configuration (every mechanism off).
+func serveNetwork(t *testing.T, file string, names ...string) (*dataplane.Network, []servedSwitch) {
+	t.Helper()
+	sc, err := scenario.LoadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served []dataplane.Served
+	for _, n := range names {
+		served = append(served, dataplane.Served{Name: n})
+	}
+	nw, err := dataplane.BuildNetwork(sc, served, dataplane.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []servedSwitch
+	for _, sw := range nw.Switches {
+		st := store.New()
+		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports)
+		pub := dataplane.NewPublisher(s, st, b)
+		h := target.NewHandler(s, st, b, target.WithStatePublisher(pub))
+		srv, err := target.New(target.WithInsecure(), target.WithGet(h), target.WithSet(h), target.WithCapabilities(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, servedSwitch{pub: pub, addr: targettest.Serve(t, srv)})
+	}
+	return nw, out
+}
+
+// runGnmic runs gnmic against addr (insecure) and returns its output.
+func runGnmic(t *testing.T, addr string, args ...string) (string, error) {
+	t.Helper()
+	bin, err := gnmicbin.Path("../..")
+	if err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, append([]string{"-a", addr, "--insecure", "--timeout", "20s"}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// gnmicAt runs gnmic and fails the test when it fails.
+func gnmicAt(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	out, err := runGnmic(t, addr, args...)
+	if err != nil {
+		t.Fatalf("gnmic %q: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+// fcnCounters reads /lhcnp/fcn/state/counters with gnmic (JSON_IETF).
+func fcnCounters(t *testing.T, addr string) map[string]uint64 {
+	t.Helper()
+	out := gnmicAt(t, addr, "get", "-e", "json_ietf", "--type", "state", "--path", "/lhcnp/fcn/state/counters")
+	var resp []struct {
+		Updates []struct {
+			Values map[string]map[string]json.RawMessage `json:"values"`
+		} `json:"updates"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp) != 1 || len(resp[0].Updates) != 1 {
+		t.Fatalf("gnmic get: %v\n%s", err, out)
+	}
+	got := map[string]uint64{}
+	for _, v := range resp[0].Updates[0].Values {
+		for k, raw := range v {
+			var n json.Number
+			if err := json.Unmarshal(raw, &n); err != nil {
+				var s string
+				if err := json.Unmarshal(raw, &s); err != nil {
+					t.Fatalf("%s = %s", k, raw)
+				}
+				n = json.Number(s)
+			}
+			u, err := n.Int64()
+			if err != nil {
+				t.Fatalf("%s = %s: %v", k, raw, err)
+			}
+			got[strings.TrimPrefix(k, "lhcnp:")] = uint64(u)
+		}
+	}
+	return got
+}
+
+// TestSetFCNTransit: FCN's TRANSIT role set through gNMI with gnmic over a
+// real socket. pe1 (its own target) is the ingress PE, t1 the congested
+// WAN node: before t1 takes the role it reports nothing; after, it reads
+// the outer header of the tunnelled packets, sends FCN messages to pe1,
+// which translates them into CNPs for the senders, as both targets'
+// counters show. FCN beside Long-haul CNP is refused naming fcn-role.
+func TestSetFCNTransit(t *testing.T) {
+	nw, sw := serveNetwork(t, "testdata/wan6.yaml", "pe1", "t1")
+	pe, tr := sw[0], sw[1]
+	run := func(until engine.Time) {
+		t.Helper()
+		nw.Sim.Run(until)
+		for _, s := range sw {
+			if err := s.pub.PublishNow(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	gnmicAt(t, pe.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp", "--update-value",
+		`{"global": {"config": {"enabled": true, "fcn-role": "INGRESS_PE"}}, "fcn": {"config": {"domain": ["2001:db8:f::/48"], "congestion-threshold": "100000000"}}}`)
+	run(2 * engine.Millisecond)
+	if c := fcnCounters(t, pe.addr); c["mappings-created"] != 2 || c["encapsulated-packets"] == 0 || c["fcn-received"] != 0 {
+		t.Fatalf("pe1 before t1 is a transit node: %v, want 2 mappings, packets encapsulated, no FCN", c)
+	}
+
+	refused := gnmicRefused(t, tr.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp/global/config", "--update-value",
+		`{"enabled": true, "long-haul-cnp-rocev2": true, "fcn-role": "TRANSIT"}`)
+	if !strings.Contains(refused, "InvalidArgument") || !strings.Contains(refused, "fcn-role") || !strings.Contains(refused, "cannot both run on one node") {
+		t.Errorf("TRANSIT beside Long-haul CNP: want InvalidArgument naming fcn-role:\n%s", refused)
+	}
+
+	gnmicAt(t, tr.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp", "--update-value",
+		`{"global": {"config": {"enabled": true, "fcn-role": "TRANSIT"}}, "fcn": {"config": {"congestion-threshold": "200000"}}}`)
+	if role := gnmicAt(t, tr.addr, "get", "-e", "json_ietf", "--type", "state", "--path", "/lhcnp/global/state/fcn-role"); !strings.Contains(role, "TRANSIT") {
+		t.Errorf("fcn-role state: %s", role)
+	}
+	before := fcnCounters(t, tr.addr)
+	if before["fcn-sent"] != 0 {
+		t.Fatalf("t1 at the start of its role: %v", before)
+	}
+	run(8 * engine.Millisecond)
+	tc, pc := fcnCounters(t, tr.addr), fcnCounters(t, pe.addr)
+	// A trigger may pick a flow whose packets the node has not queued
+	// since it took the role (at most the two flows, once each).
+	if tc["fcn-sent"] == 0 || tc["tunnelled-packets"] == 0 || tc["not-tunnelled"] > 2 {
+		t.Errorf("t1 as a transit node: %v, want FCN messages sent from tunnelled packets", tc)
+	}
+	if pc["fcn-received"] == 0 || pc["cnp-translated"] == 0 || pc["fcn-received"] > tc["fcn-sent"] || pc["unknown-flow-label"] != 0 {
+		t.Errorf("pe1: %v (t1 sent %d): want the FCN messages received and translated", pc, tc["fcn-sent"])
+	}
+}
+
+// gnmicRefused runs gnmic expecting it to fail and returns its output.
+func gnmicRefused(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	out, err := runGnmic(t, addr, args...)
+	if err == nil {
+		t.Errorf("gnmic %q succeeded:\n%s", args, out)
+	}
+	return out
+}
