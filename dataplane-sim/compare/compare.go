@@ -33,6 +33,10 @@ import (
 // defaults (scenario.DefaultLongHaulCNP) on the same nodes.
 const DefaultsSuffix = ":defaults"
 
+// PaperSuffix appended to "dcqcn" runs DCQCN with the paper's parameter set
+// (scenario dcqcn.profile paper) instead of NVIDIA's firmware defaults.
+const PaperSuffix = ":paper"
+
 // DefaultMechanisms is what Run compares when given none: every variant,
 // then the tuner's row and the best static setting it is measured against
 // (issue 10: within 5 % on every comparison scenario, shown in
