@@ -48,6 +48,9 @@ func (r *replayTarget) Subscribe(st gnmi.GNMI_SubscribeServer) error {
 			return err
 		}
 	}
+	// Only the encoded bytes are kept: a switch is another machine, its
+	// messages are not heap the collector's garbage collector must scan.
+	r.rest = nil
 	close(r.ready)
 	<-r.start
 	for _, m := range msgs {

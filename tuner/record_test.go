@@ -3,10 +3,14 @@ package tuner
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/migrations"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
@@ -59,5 +63,58 @@ func TestPGRecorder(t *testing.T) {
 		Outcome: "rolled-back", Before: bdpSettings(1), After: bdpSettings(0.5), Objective: 1.25, Utilisation: 0.99}
 	if diff := cmp.Diff(want, g); diff != "" {
 		t.Errorf("tuner_actions row (-want +got):\n%s", diff)
+	}
+}
+
+// TestPGRecorderHold: migration 005 lets tuner_actions hold the outcome
+// "hold" (a decision not to change, recorded once per episode) and still
+// refuses an outcome it does not know; taken down to 004, the holds go and
+// the old constraint refuses them again; up again, they are accepted.
+func TestPGRecorderHold(t *testing.T) {
+	ctx := context.Background()
+	pool, dsn := pgtest.New(t)
+	rec := NewPGRecorder(pool)
+	hold := Action{Time: t1, Target: "n1", Interface: "wan0", Queue: 3, Rule: policy.RuleSteady,
+		Reason: "inside the dead band", Before: bdpSettings(1), After: bdpSettings(1), Outcome: OutcomeHold}
+	id, err := rec.Record(ctx, hold)
+	if err != nil {
+		t.Fatalf("recording a hold: %v", err)
+	}
+	var outcome, reason string
+	if err := pool.QueryRow(ctx, `SELECT outcome, reason FROM tuner_actions WHERE id = $1`, id).Scan(&outcome, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if outcome != "hold" || reason != "steady: inside the dead band" {
+		t.Errorf("row: outcome %q, reason %q", outcome, reason)
+	}
+	bogus := hold
+	bogus.Outcome = "held"
+	if _, err := rec.Record(ctx, bogus); err == nil || !strings.Contains(err.Error(), "tuner_actions_outcome_check") {
+		t.Errorf("recording outcome %q: %v, want the CHECK constraint's refusal", bogus.Outcome, err)
+	}
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := migrations.To(ctx, conn, 4); err != nil {
+		t.Fatal(err)
+	}
+	var holds int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM tuner_actions WHERE outcome = 'hold'`).Scan(&holds); err != nil {
+		t.Fatal(err)
+	}
+	if holds != 0 {
+		t.Errorf("%d holds left after migrating down to 004", holds)
+	}
+	if _, err := rec.Record(ctx, hold); err == nil {
+		t.Error("a hold was accepted by the schema of 004")
+	}
+	if err := migrations.Up(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Record(ctx, hold); err != nil {
+		t.Errorf("recording a hold after migrating up again: %v", err)
 	}
 }

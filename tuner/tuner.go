@@ -37,7 +37,23 @@ const (
 	OutcomeRolledBack Outcome = "rolled-back" // not confirmed: the switch rolled it back
 	OutcomeRefused    Outcome = "refused"     // the switch (or the model check) refused the Set
 	OutcomeError      Outcome = "error"       // the tuner could not finish (confirm failed, ...)
+	// OutcomeHold is a decision not to change (rule steady, cool-down,
+	// firing, bound, rejected, ...), recorded once per episode: when the
+	// queue's rule becomes it, not every period (migration 005); and the
+	// end of a no-data or gap episode.
+	OutcomeHold Outcome = "hold"
 )
+
+// holdEpisode is a run of periods in which a queue held for one rule.
+type holdEpisode struct {
+	rule    policy.Rule
+	since   time.Time
+	periods int
+}
+
+// telemetryRule reports whether rule holds for want of telemetry (no-data
+// or gap): its start is recorded as an error, its end as a hold.
+func telemetryRule(rule policy.Rule) bool { return rule == policy.RuleNoData || rule == policy.RuleGap }
 
 // Action is one row of tuner_actions.
 type Action struct {
@@ -113,9 +129,9 @@ type Tuner struct {
 	rec  Recorder
 	log  *slog.Logger
 
-	mem      map[queueKey]policy.Memory
-	lastRule map[queueKey]policy.Rule
-	pending  map[string]*pending
+	mem     map[queueKey]policy.Memory
+	holds   map[queueKey]holdEpisode
+	pending map[string]*pending
 }
 
 // Option configures New.
@@ -133,7 +149,7 @@ func New(cfg Config, src Source, push Pusher, rec Recorder, opts ...Option) (*Tu
 		return nil, errors.New("tuner: no pusher outside dry-run")
 	}
 	t := &Tuner{cfg: cfg, src: src, push: push, rec: rec, log: slog.Default(),
-		mem: map[queueKey]policy.Memory{}, lastRule: map[queueKey]policy.Rule{}, pending: map[string]*pending{}}
+		mem: map[queueKey]policy.Memory{}, holds: map[queueKey]holdEpisode{}, pending: map[string]*pending{}}
 	for _, o := range opts {
 		o(t)
 	}
@@ -195,23 +211,12 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		k := queueKey{s.Name, qw.Interface, qw.Queue}
 		d, mem := policy.Decide(t.cfg.Policy, qw.Window, t.mem[k])
 		a := t.action(now, k, qw.Window, d, t.mem[k])
+		if err := t.episode(ctx, k, a, d, now); err != nil {
+			errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
+		}
 		if !d.Change {
-			// Telemetry that cannot be decided on is recorded as an error
-			// when it starts (not every period); other holds are logged.
-			if (d.Rule == policy.RuleNoData || d.Rule == policy.RuleGap) && t.lastRule[k] != d.Rule {
-				a.Outcome, a.Error = OutcomeError, "telemetry: "+d.Reason
-				if _, err := t.rec.Record(ctx, a); err != nil {
-					errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
-				}
-			}
-			if t.lastRule[k] != d.Rule {
-				t.log.Debug("tuner hold", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
-					"rule", d.Rule, "reason", d.Reason)
-			}
-			t.lastRule[k] = d.Rule
 			continue
 		}
-		t.lastRule[k] = d.Rule
 		a.Outcome = OutcomePushed
 		if t.cfg.DryRun {
 			a.Outcome = OutcomeDryRun
@@ -248,6 +253,47 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		return errors.Join(append(errs, err)...)
 	}
 	t.pending[s.Name] = p
+	return errors.Join(errs...)
+}
+
+// episode records the holds of a queue once per episode (not every
+// period: under load a row per period filled the table with holds): a
+// hold when the queue's rule becomes a holding one — an error when it is
+// a telemetry rule (no-data, gap), since nothing can be decided — and,
+// when a telemetry episode ends, a hold saying how long it lasted.
+func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Decision, now time.Time) error {
+	ep, ok := t.holds[k]
+	if ok && !d.Change && ep.rule == d.Rule {
+		ep.periods++
+		t.holds[k] = ep
+		return nil
+	}
+	var errs []error
+	if ok && telemetryRule(ep.rule) {
+		end := a
+		end.Rule, end.Outcome = ep.rule, OutcomeHold
+		next := "a change"
+		if !d.Change {
+			next = "rule " + string(d.Rule)
+		}
+		end.Reason = fmt.Sprintf("ended after %v (%d periods): the window is complete again, now %s", now.Sub(ep.since), ep.periods, next)
+		if _, err := t.rec.Record(ctx, end); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	delete(t.holds, k)
+	if d.Change {
+		return errors.Join(errs...)
+	}
+	t.holds[k] = holdEpisode{rule: d.Rule, since: now, periods: 1}
+	t.log.Debug("tuner hold", "target", k.target, "interface", k.iface, "queue", k.queue, "rule", d.Rule, "reason", d.Reason)
+	a.Outcome = OutcomeHold
+	if telemetryRule(d.Rule) {
+		a.Outcome, a.Error = OutcomeError, "telemetry: "+d.Reason
+	}
+	if _, err := t.rec.Record(ctx, a); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

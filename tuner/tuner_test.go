@@ -317,7 +317,8 @@ func TestTunerDryRun(t *testing.T) {
 }
 
 // TestTunerGapsRecordedOnce: telemetry with gaps is recorded as an error
-// when the gap starts, not every period; a steady queue is not recorded.
+// when the gap starts, not every period, and as a hold when it ends; the
+// steady queue after it once.
 func TestTunerGapsRecordedOnce(t *testing.T) {
 	ctx := context.Background()
 	addr, _ := testSwitch(t)
@@ -328,7 +329,7 @@ func TestTunerGapsRecordedOnce(t *testing.T) {
 	src.gaps = true
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
-	for i := range 4 {
+	for i := range 6 {
 		if i == 3 {
 			src.gaps = false
 		}
@@ -336,7 +337,50 @@ func TestTunerGapsRecordedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []row{{"n1", policy.RuleGap, OutcomeError, bdpSettings(1)}}
+	// The gap when it starts (an error: nothing can be decided) and when
+	// it ends; then the steady queue's hold, once for its three periods.
+	want := []row{
+		{"n1", policy.RuleGap, OutcomeError, bdpSettings(1)},
+		{"n1", policy.RuleGap, OutcomeHold, bdpSettings(1)},
+		{"n1", policy.RuleSteady, OutcomeHold, bdpSettings(1)},
+	}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+	if got, want := rec.actions[1].Reason, fmt.Sprintf("ended after %v (3 periods)", 3*cfg.Period); !strings.Contains(got, want) {
+		t.Errorf("the gap's end: reason %q, want %q", got, want)
+	}
+}
+
+// TestTunerHoldsRecordedOnce: a hold is recorded when the queue's rule
+// becomes it, not every period: a steady queue for five periods is one
+// row; then the congested queue's changes.
+func TestTunerHoldsRecordedOnce(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	cfg.DryRun = true
+	tr := traffic{delayRTT: 0.3, util: 0.95}
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
+		traffic: func(string, policy.Settings) traffic { return tr }}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	for i := range 8 {
+		if i == 5 {
+			tr = congested
+		}
+		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Dry-run: the switch keeps alpha 1, so the congested queue is decided
+	// on again every period (TestTunerDryRun).
+	want := []row{
+		{"n1", policy.RuleSteady, OutcomeHold, bdpSettings(1)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
+	}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}

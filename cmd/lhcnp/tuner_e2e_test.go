@@ -32,7 +32,7 @@ type tunerRow struct {
 
 func tunerRows(ctx context.Context, pool *pgxpool.Pool) ([]tunerRow, error) {
 	rows, err := pool.Query(ctx, `SELECT id, target, outcome, reason, before, after FROM tuner_actions
-		WHERE outcome <> 'error' ORDER BY id`)
+		WHERE outcome NOT IN ('error', 'hold') ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}

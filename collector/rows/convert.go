@@ -29,6 +29,7 @@ type Converter struct {
 	// notification.
 	pending []queueKey
 	scratch gnmi.Path // prefix + path of the update being converted
+	tHash   uint64    // the hash state of series ids after the target
 }
 
 type seriesState struct {
@@ -36,6 +37,13 @@ type seriesState struct {
 	counter uint64 // last counter value (counters only)
 	hasCtr  bool
 	written bool // the series row was emitted (or exists in the database)
+	// What the path is, looked up once per series: its schema leaf
+	// (known: the path is in the schema) and whether it is a leaf of a
+	// queue's last-cnp.
+	described bool
+	leaf      *schema.Leaf
+	known     bool
+	lastCNP   bool
 }
 
 type queueKey struct {
@@ -71,7 +79,8 @@ func WithDescriber(d Describer) Option { return func(c *Converter) { c.describer
 
 // NewConverter returns a converter for the named target.
 func NewConverter(target string, sch *schema.Schema, opts ...Option) *Converter {
-	c := &Converter{target: target, sch: sch, series: map[int64]*seriesState{}, queues: map[queueKey]*cnpState{}}
+	c := &Converter{target: target, sch: sch, series: map[int64]*seriesState{}, queues: map[queueKey]*cnpState{},
+		tHash: targetHash(target)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -124,20 +133,13 @@ func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
 	if !c.synced {
 		flags = Initial
 	}
-	pre := n.GetPrefix()
-	// join reuses one scratch path: leaf uses it within the call only.
-	join := func(p *gnmi.Path) *gnmi.Path {
-		if len(pre.GetElem()) == 0 {
-			return p
-		}
-		c.scratch.Elem = append(append(c.scratch.Elem[:0], pre.GetElem()...), p.GetElem()...)
-		return &c.scratch
-	}
+	pre := n.GetPrefix().GetElem()
+	afterPrefix := fnvElems(c.tHash, pre)
 	for _, d := range n.GetDelete() {
-		c.leaf(join(d), nil, ts, flags|Deleted, b, s)
+		c.leaf(pre, afterPrefix, d, nil, ts, flags|Deleted, b, s)
 	}
 	for _, u := range n.GetUpdate() {
-		c.leaf(join(u.GetPath()), u.GetVal(), ts, flags, b, s)
+		c.leaf(pre, afterPrefix, u.GetPath(), u.GetVal(), ts, flags, b, s)
 	}
 	for _, q := range c.pending {
 		c.event(q, b)
@@ -146,20 +148,39 @@ func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
 	c.pending = c.pending[:0]
 }
 
-func (c *Converter) leaf(p *gnmi.Path, tv *gnmi.TypedValue, ts int64, flags Flags, b *Batch, s *Stats) {
-	id := pathID(c.target, p)
+// join returns prefix + p in a scratch path, valid within the call.
+func (c *Converter) join(pre []*gnmi.PathElem, p *gnmi.Path) *gnmi.Path {
+	if len(pre) == 0 {
+		return p
+	}
+	c.scratch.Elem = append(append(c.scratch.Elem[:0], pre...), p.GetElem()...)
+	return &c.scratch
+}
+
+// leaf converts the update (or, tv nil, the delete) of path p under the
+// prefix pre, whose series-id hash state is afterPrefix. The full path is
+// built only the first time a series is seen (and for last-cnp leaves).
+func (c *Converter) leaf(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path, tv *gnmi.TypedValue, ts int64, flags Flags, b *Batch, s *Stats) {
+	id := joinedID(afterPrefix, len(pre), p.GetElem())
 	st := c.state(id)
 	if ts <= st.ts {
 		s.Duplicates++
 		return
 	}
-	l, known := c.sch.LeafAt(p)
+	if !st.described {
+		full := c.join(pre, p)
+		st.leaf, st.known = c.sch.LeafAt(full)
+		n := len(full.GetElem())
+		st.lastCNP = n >= 2 && full.Elem[n-2].GetName() == "last-cnp"
+		st.described = true
+		if !st.written {
+			b.Series = append(b.Series, c.describe(id, store.PathString(full), full, st.leaf, ts))
+			st.written = true
+		}
+	}
+	l, known := st.leaf, st.known
 	if !known {
 		s.Unknown++
-	}
-	if !st.written {
-		b.Series = append(b.Series, c.describe(id, store.PathString(p), p, l, ts))
-		st.written = true
 	}
 	smp := Sample{TS: ts, SeriesID: id, Flags: flags}
 	if tv != nil {
@@ -176,8 +197,8 @@ func (c *Converter) leaf(p *gnmi.Path, tv *gnmi.TypedValue, ts int64, flags Flag
 	st.ts = ts
 	b.Samples = append(b.Samples, smp)
 	s.Samples++
-	if n := len(p.GetElem()); n >= 2 && p.Elem[n-2].GetName() == "last-cnp" {
-		c.lastCNP(p, smp)
+	if st.lastCNP {
+		c.lastCNP(c.join(pre, p), smp)
 	}
 }
 

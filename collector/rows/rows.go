@@ -136,27 +136,31 @@ func SeriesID(target, path string) int64 {
 	return int64(h.Sum64() & math.MaxInt64)
 }
 
-// pathID is SeriesID(target, store.PathString(p)) without building the
-// string: the same bytes go through the same hash.
-func pathID(target string, p *gnmi.Path) int64 {
-	const offset, prime = 14695981039346656037, 1099511628211
-	h := uint64(offset)
-	add := func(s string) {
-		for i := 0; i < len(s); i++ {
-			h = (h ^ uint64(s[i])) * prime
-		}
+// FNV-1a 64-bit, the hash of series ids, fed piecewise so a notification's
+// prefix is hashed once for all its updates.
+const (
+	fnvOffset uint64 = 14695981039346656037
+	fnvPrime  uint64 = 1099511628211
+)
+
+func fnvByte(h uint64, c byte) uint64 { return (h ^ uint64(c)) * fnvPrime }
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
 	}
-	addByte := func(c byte) { h = (h ^ uint64(c)) * prime }
-	add(target)
-	addByte(0)
-	if len(p.GetElem()) == 0 {
-		addByte('/')
-	}
+	return h
+}
+
+// targetHash is the hash state after the target and its NUL.
+func targetHash(target string) uint64 { return fnvByte(fnvString(fnvOffset, target), 0) }
+
+// fnvElems adds the elements as store.PathString writes them.
+func fnvElems(h uint64, elems []*gnmi.PathElem) uint64 {
 	var arr [4]string
 	names := arr[:0]
-	for _, e := range p.GetElem() {
-		addByte('/')
-		add(e.GetName())
+	for _, e := range elems {
+		h = fnvString(fnvByte(h, '/'), e.GetName())
 		keys := e.GetKey()
 		if len(keys) == 0 {
 			continue
@@ -169,26 +173,41 @@ func pathID(target string, p *gnmi.Path) int64 {
 			slices.Sort(names)
 		}
 		for _, k := range names {
-			addByte('[')
-			add(k)
-			addByte('=')
+			h = fnvByte(fnvString(fnvByte(h, '['), k), '=')
 			for _, r := range keys[k] {
 				if r == ']' || r == '\\' {
-					addByte('\\')
+					h = fnvByte(h, '\\')
 				}
 				if r < utf8.RuneSelf {
-					addByte(byte(r))
+					h = fnvByte(h, byte(r))
 					continue
 				}
 				var buf [utf8.UTFMax]byte
 				for _, c := range utf8.AppendRune(buf[:0], r) {
-					addByte(c)
+					h = fnvByte(h, c)
 				}
 			}
-			addByte(']')
+			h = fnvByte(h, ']')
 		}
 	}
-	return int64(h & math.MaxInt64)
+	return h
+}
+
+// joinedID is SeriesID(target, store.PathString(prefix + path)) from the
+// hash state after the target and the prefix (pre: the prefix's element
+// count), without building the path or its string.
+func joinedID(afterPrefix uint64, pre int, p []*gnmi.PathElem) int64 {
+	h := afterPrefix
+	if pre == 0 && len(p) == 0 {
+		h = fnvByte(h, '/')
+	}
+	return int64(fnvElems(h, p) & math.MaxInt64)
+}
+
+// pathID is SeriesID(target, store.PathString(p)) without building the
+// string: the same bytes go through the same hash.
+func pathID(target string, p *gnmi.Path) int64 {
+	return joinedID(targetHash(target), 0, p.GetElem())
 }
 
 // FormatValue renders a sample's value as text (dead letters, logs).

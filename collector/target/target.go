@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/collector/decode"
 	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/server/auth"
@@ -52,6 +53,12 @@ type Loop struct {
 
 	mu      sync.Mutex
 	lastErr error
+
+	// lastRows is the size of the last batch sent (session goroutines, under
+	// the session's lock): the next one starts with room for a little more,
+	// so a busy target's batch is not grown by copying, and an idle one's
+	// is not the size of a full one.
+	lastRows int
 }
 
 type options struct {
@@ -212,7 +219,15 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 	if l.t.Username != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, auth.MetadataUsername, l.t.Username, auth.MetadataPassword, l.t.Password)
 	}
-	stream, err := gnmi.NewGNMIClient(conn).Subscribe(ctx)
+	// Without an observer nothing keeps the messages after they became
+	// rows: the stream decodes into one reused set (collector/decode).
+	var dec *decode.Decoder
+	var opts []grpc.CallOption
+	if l.observe == nil {
+		dec = decode.New()
+		opts = append(opts, decode.CallOption())
+	}
+	stream, err := gnmi.NewGNMIClient(conn).Subscribe(ctx, opts...)
 	if err != nil {
 		return false, fmt.Errorf("subscribe: %w", err)
 	}
@@ -226,81 +241,93 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 	l.m.Resubscribes.WithLabelValues(l.t.Name).Inc()
 	l.conv.Resubscribed()
 	l.m.SetState(l.t.Name, "syncing")
-
-	// Receive in its own goroutine so a partial batch leaves on time.
-	type msg struct {
-		r   *gnmi.SubscribeResponse
-		err error
+	recv := func() (*gnmi.SubscribeResponse, error) {
+		if dec == nil {
+			return stream.Recv()
+		}
+		if err := stream.RecvMsg(dec); err != nil {
+			return nil, err
+		}
+		return dec.Response(), nil
 	}
-	in := make(chan msg, 64)
-	go func() {
+
+	// This goroutine receives and converts; a ticker sends a partial batch
+	// on time while the stream is quiet. They share the batch under mu, so
+	// a response goes from the socket to rows without a hand-off.
+	var mu sync.Mutex
+	b := l.newBatch()
+	tickDone := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(l.every)
+		defer tick.Stop()
 		for {
-			r, err := stream.Recv()
 			select {
-			case in <- msg{r, err}:
-			case <-ctx.Done():
+			case <-tickDone:
 				return
-			}
-			if err != nil {
-				return
+			case <-tick.C:
+				mu.Lock()
+				if b.Rows() > 0 {
+					l.flush(b)
+					b = l.newBatch()
+				}
+				mu.Unlock()
 			}
 		}
+	})
+	defer func() {
+		close(tickDone)
+		wg.Wait()
+		l.flush(b)
 	}()
-	tick := time.NewTicker(l.every)
-	defer tick.Stop()
-	b := l.newBatch()
-	defer func() { l.flush(b) }()
 	notes := l.m.Notifications.WithLabelValues(l.t.Name)
 	dups := l.m.DroppedRows.WithLabelValues(metrics.DropDuplicate)
 	for {
-		select {
-		case <-ctx.Done():
-			return synced, ctx.Err()
-		case <-tick.C:
-			if b.Rows() > 0 {
-				l.flush(b)
-				b = l.newBatch()
+		r, err := recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return synced, ctx.Err()
 			}
-		case m := <-in:
-			if m.err != nil {
-				if errors.Is(m.err, io.EOF) {
-					m.err = errors.New("stream closed by the target")
-				}
-				return synced, m.err
+			if errors.Is(err, io.EOF) {
+				err = errors.New("stream closed by the target")
 			}
-			if _, ok := m.r.GetResponse().(*gnmi.SubscribeResponse_Update); ok {
-				notes.Inc()
-			}
-			if l.observe != nil {
-				l.observe(l.t.Name, m.r)
-			}
-			st := l.conv.Add(m.r, b)
-			if st.Duplicates > 0 {
-				dups.Add(float64(st.Duplicates))
-			}
-			if !synced && l.conv.Synced() {
-				synced = true
-				l.setErr(nil)
-				l.m.SetState(l.t.Name, "streaming")
-				l.log.Info("streaming")
-			}
-			if b.Rows() >= l.batchRows {
-				l.flush(b)
-				b = l.newBatch()
-			}
+			return synced, err
+		}
+		if _, ok := r.GetResponse().(*gnmi.SubscribeResponse_Update); ok {
+			notes.Inc()
+		}
+		if l.observe != nil {
+			l.observe(l.t.Name, r)
+		}
+		mu.Lock()
+		st := l.conv.Add(r, b)
+		if b.Rows() >= l.batchRows {
+			l.flush(b)
+			b = l.newBatch()
+		}
+		mu.Unlock()
+		if st.Duplicates > 0 {
+			dups.Add(float64(st.Duplicates))
+		}
+		if !synced && l.conv.Synced() {
+			synced = true
+			l.setErr(nil)
+			l.m.SetState(l.t.Name, "streaming")
+			l.log.Info("streaming")
 		}
 	}
 }
 
 func (l *Loop) newBatch() *rows.Batch {
 	return &rows.Batch{ID: rows.NewBatchID(), Collector: l.collector, Target: l.t.Name, Epoch: l.epoch,
-		Samples: make([]rows.Sample, 0, min(l.batchRows, 1024))}
+		Samples: make([]rows.Sample, 0, min(l.batchRows+256, max(64, l.lastRows+l.lastRows/4)))}
 }
 
 func (l *Loop) flush(b *rows.Batch) {
 	if b.Rows() == 0 && len(b.Series) == 0 {
 		return
 	}
+	l.lastRows = len(b.Samples)
 	if err := l.sink(b); err != nil {
 		l.log.Warn("batch not queued", "err", err)
 	}

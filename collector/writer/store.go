@@ -153,7 +153,7 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 		events += len(b.Events)
 	}
 	if samples > 0 {
-		if _, err := pc.CopyFrom(ctx, pgx.Identifier{"samples"}, sampleColumns, &sampleSource{bs: bs}); err != nil {
+		if _, err := copySamples(ctx, pc.PgConn(), bs); err != nil {
 			return err
 		}
 	}
@@ -164,7 +164,7 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 	}
 	bt = &pgx.Batch{}
 	var series []rows.Series
-	all := make([]rows.Sample, 0, samples)
+	all := make([][]rows.Sample, 0, len(bs))
 	for _, b := range bs {
 		first, last := b.TSRange()
 		var firstTS, lastTS any
@@ -173,17 +173,13 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 		}
 		bt.Queue(ledgerStrictSQL, b.ID, b.Collector, b.Target, b.Epoch, b.Rows(), firstTS, lastTS)
 		series = append(series, b.Series...)
-		if len(bs) > 1 {
-			all = append(all, b.Samples...)
-		} else {
-			all = b.Samples
-		}
+		all = append(all, b.Samples)
 	}
 	if len(series) > 0 {
 		bt.Queue(seriesSQL, seriesArgs(series)...)
 	}
-	if len(all) > 0 {
-		bt.Queue(latestSQL, latestArgs(all)...)
+	if samples > 0 {
+		bt.Queue(latestSQL, latestArgs(all...)...)
 	}
 	bt.Queue("COMMIT")
 	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
@@ -264,7 +260,7 @@ func writeSamples(ctx context.Context, tx pgx.Tx, b *rows.Batch, series []rows.S
 	if len(samples) == 0 {
 		return nil
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"samples"}, sampleColumns, &sampleSource{bs: []*rows.Batch{{ID: b.ID, Samples: samples}}}); err != nil {
+	if _, err := copySamples(ctx, tx.Conn().PgConn(), []*rows.Batch{{ID: b.ID, Samples: samples}}); err != nil {
 		return err
 	}
 	return writeLatest(ctx, tx, samples)
@@ -290,17 +286,25 @@ func writeLatest(ctx context.Context, tx pgx.Tx, samples []rows.Sample) error {
 	return err
 }
 
-// latestArgs are the arrays of latestSQL: the last sample of each series.
-func latestArgs(samples []rows.Sample) []any {
-	last := make(map[int64]int, len(samples)/4+1)
-	order := make([]int64, 0, len(samples)/4+1)
-	for i := range samples {
-		j, ok := last[samples[i].SeriesID]
-		if !ok {
-			order = append(order, samples[i].SeriesID)
-		}
-		if !ok || samples[i].TS >= samples[j].TS {
-			last[samples[i].SeriesID] = i
+// latestArgs are the arrays of latestSQL: the last sample of each series
+// in the samples of one or more batches (not copied into one slice).
+func latestArgs(batches ...[]rows.Sample) []any {
+	var total int
+	for _, samples := range batches {
+		total += len(samples)
+	}
+	last := make(map[int64]*rows.Sample, total/4+1)
+	order := make([]int64, 0, total/4+1)
+	for _, samples := range batches {
+		for i := range samples {
+			s := &samples[i]
+			prev, ok := last[s.SeriesID]
+			if !ok {
+				order = append(order, s.SeriesID)
+			}
+			if !ok || s.TS >= prev.TS {
+				last[s.SeriesID] = s
+			}
 		}
 	}
 	n := len(order)
@@ -308,7 +312,7 @@ func latestArgs(samples []rows.Sample) []any {
 	ts := make([]time.Time, n)
 	ints, floats, nums, bools, texts := make([]*int64, n), make([]*float64, n), make([]*string, n), make([]*bool, n), make([]*string, n)
 	for k, id := range order {
-		s := &samples[last[id]]
+		s := last[id]
 		ids[k], ts[k], flags[k] = id, tsOf(s.TS), int16(s.Flags)
 		switch s.Kind {
 		case rows.ValInt:
@@ -342,50 +346,6 @@ func keysJSON(keys []rows.Key) string {
 	}
 	data, _ := json.Marshal(m)
 	return string(data)
-}
-
-// sampleSource feeds CopyFrom the samples of batches, without building a
-// [][]any.
-type sampleSource struct {
-	bs  []*rows.Batch
-	b   int // current batch
-	i   int // next sample in it
-	cur *rows.Sample
-	row [9]any
-}
-
-func (c *sampleSource) Next() bool {
-	for c.b < len(c.bs) {
-		if c.i < len(c.bs[c.b].Samples) {
-			c.cur = &c.bs[c.b].Samples[c.i]
-			c.i++
-			return true
-		}
-		c.b, c.i = c.b+1, 0
-	}
-	return false
-}
-
-func (c *sampleSource) Err() error { return nil }
-
-func (c *sampleSource) Values() ([]any, error) {
-	s := c.cur
-	r := c.row[:]
-	r[0], r[1], r[7], r[8] = tsOf(s.TS), s.SeriesID, int16(s.Flags), c.bs[c.b].ID
-	r[2], r[3], r[4], r[5], r[6] = nil, nil, nil, nil, nil
-	switch s.Kind {
-	case rows.ValInt:
-		r[2] = s.Int
-	case rows.ValFloat:
-		r[3] = s.Float
-	case rows.ValNum:
-		r[4] = s.Text
-	case rows.ValBool:
-		r[5] = s.Int != 0
-	case rows.ValText:
-		r[6] = s.Text
-	}
-	return r, nil
 }
 
 // eventSource feeds CopyFrom the events of batches.

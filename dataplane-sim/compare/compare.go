@@ -60,7 +60,9 @@ type Options struct {
 // Result is a comparison: one Row per scenario and mechanism.
 type Result struct {
 	Rows []Row
-	// Plots are the PNG files written, relative to the output directory.
+	// Plots are the PNG files written, relative to the output directory:
+	// <scenario>-queue.png and -rate.png for every scenario, -fct.png for
+	// those with finite flows.
 	Plots []string
 }
 
@@ -119,7 +121,8 @@ type Bucket struct {
 
 // Run simulates every scenario with every mechanism, writing each run
 // into outDir/<scenario>/<mechanism>/ and, with Plots, the comparison plots
-// into outDir/<scenario>-queue.png and outDir/<scenario>-rate.png.
+// into outDir/<scenario>-queue.png and outDir/<scenario>-rate.png, and
+// outDir/<scenario>-fct.png for a scenario with finite flows.
 func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o Options) (*Result, error) {
 	mechs := o.Mechanisms
 	if len(mechs) == 0 {
@@ -173,6 +176,13 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 				return nil, err
 			}
 			res.Plots = append(res.Plots, files...)
+			fct, err := writeFCTPlot(outDir, sc.Name, rows)
+			if err != nil {
+				return nil, err
+			}
+			if fct != "" {
+				res.Plots = append(res.Plots, fct)
+			}
 		}
 		res.Rows = append(res.Rows, rows...)
 	}

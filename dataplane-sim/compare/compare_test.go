@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,5 +129,38 @@ func TestMechanismNames(t *testing.T) {
 	if _, err := Run(context.Background(), []*scenario.Scenario{sc}, t.TempDir(), Options{Mechanisms: []string{"hpcc"}}); err == nil ||
 		!strings.Contains(err.Error(), `unknown mechanism "hpcc"`) {
 		t.Errorf("Run with an unknown mechanism: %v", err)
+	}
+}
+
+// The FCT plot is drawn for a scenario with finite flows and linked from the
+// FCT section of the document; a scenario without finite flows has none.
+func TestFCTPlot(t *testing.T) {
+	dir := t.TempDir()
+	mix := []Row{
+		{Scenario: "mix", Mechanism: "dcqcn", Buckets: []Bucket{{Name: "small", Flows: 3, Finished: 3, P50: 1.1, P99: 2},
+			{Name: "medium", Flows: 2, Finished: 2, P50: 1.5, P99: 4}, {Name: "large", Flows: 1}}},
+		{Scenario: "mix", Mechanism: "long-haul-cnp", Buckets: []Bucket{{Name: "small", Flows: 3, Finished: 3, P50: 1.05, P99: 1.5},
+			{Name: "medium", Flows: 2, Finished: 2, P50: 1.2, P99: 3}, {Name: "large", Flows: 1, Finished: 1, P50: 9, P99: 9}}},
+	}
+	f, err := writeFCTPlot(dir, "mix", mix)
+	if err != nil || f != "mix-fct.png" {
+		t.Fatalf("writeFCTPlot = %q, %v; want mix-fct.png", f, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := writeFCTPlot(dir, "long", []Row{{Scenario: "long", Mechanism: "dcqcn"}}); f != "" || err != nil {
+		t.Errorf("without finite flows: %q, %v; want no plot", f, err)
+	}
+	var b strings.Builder
+	doc := Doc{Result: &Result{Rows: mix, Plots: []string{"mix-queue.png", "mix-rate.png", "mix-fct.png"}}, PlotDir: "results"}
+	if err := WriteDocument(&b, doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"![mix: FCT slowdown p50 to p99 by flow size and mechanism](results/mix-fct.png)",
+		"![mix: bottleneck queue](results/mix-queue.png)", "![mix: total sending rate](results/mix-rate.png)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("document lacks %q", want)
+		}
 	}
 }

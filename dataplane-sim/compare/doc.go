@@ -55,8 +55,10 @@ func WriteDocument(w io.Writer, d Doc) error {
 	p("simulator (same build, same scenarios, same seeds: same numbers). Scenarios: `scenarios/compare/` and\n")
 	p("`%s`; each run's CSV, `summary.json` and plots are in the output directory.\n\n", d.Section7Scenario)
 	p("## Mechanisms\n\n")
-	p("Every row runs the same hosts, links and traffic; the RNICs run DCQCN (NVIDIA defaults, docs/engine.md) in\n")
-	p("every row but pfc. The node mechanisms run on the congestion-aware nodes each scenario file names.\n\n")
+	p("Every row runs the same hosts, links and traffic; the RNICs run DCQCN with NVIDIA's firmware defaults in\n")
+	p("every row but pfc (alpha updated every 1 µs with g = 5/1024, a cut at most every 4 µs, a receiver CNP per QP\n")
+	p("at most every 4 µs; docs/engine.md, \"DCQCN parameters\"). The node mechanisms run on the congestion-aware\n")
+	p("nodes each scenario file names.\n\n")
 	for _, v := range d.Variants {
 		p("- **%s**: %s.\n", v.Name, v.Doc)
 	}
@@ -126,6 +128,12 @@ func WriteDocument(w io.Writer, d Doc) error {
 	}
 	if fct.Len() > 0 {
 		p("## FCT slowdown by flow size (web-search mixes)\n\n%s\n", fct.String())
+		for _, f := range d.Result.Plots {
+			if name, ok := strings.CutSuffix(f, "-fct.png"); ok {
+				p("![%s: FCT slowdown p50 to p99 by flow size and mechanism](%s)\n", name, path.Join(d.PlotDir, f))
+			}
+		}
+		p("\n")
 	}
 	if d.Reference != "" {
 		p("## Who wins where\n\n")
@@ -148,9 +156,12 @@ func WriteDocument(w io.Writer, d Doc) error {
 	}
 	if len(d.Result.Plots) > 0 {
 		p("## Plots\n\n")
-		for i := 0; i+1 < len(d.Result.Plots); i += 2 {
-			q, r := d.Result.Plots[i], d.Result.Plots[i+1]
-			name := strings.TrimSuffix(q, "-queue.png")
+		for _, q := range d.Result.Plots {
+			name, ok := strings.CutSuffix(q, "-queue.png")
+			if !ok {
+				continue
+			}
+			r := name + "-rate.png"
 			p("**%s**\n\n![%s: bottleneck queue](%s)\n![%s: total sending rate](%s)\n\n", name, name,
 				path.Join(d.PlotDir, q), name, path.Join(d.PlotDir, r))
 		}
@@ -198,8 +209,9 @@ func WriteDocument(w io.Writer, d Doc) error {
 	if len(d.Unstaged) > 0 {
 		p("## The §7 topology without staging\n\n")
 		p("`%s`, run by `dataplane-sim/sim.TestSection7Unstaged`: the links and nodes of §7, DCQCN on at every\n", d.UnstagedScenario)
-		p("RNIC, every Long-haul CNP parameter at its default (the draft's: QD trigger only, no trigger persistence,\n")
-		p("per-flow gap RTT_est, Rate Reduce 30, Resume 50, no Pause) and ordinary traffic: QP 100 at line rate\n")
+		p("RNIC, every Long-haul CNP parameter at its default (the draft's, and a real node's where the draft gives no\n")
+		p("value: V_ecn 20 %%, V_growth 10 Gb/s; no trigger persistence, per-flow gap RTT_est, Rate Reduce 30, Resume 50,\n")
+		p("no Pause) and ordinary traffic: QP 100 at line rate\n")
 		p("from the start, four hosts at N1 joining at 20, 25, 30 and 35 ms, a DC-B host sending to Dest from 60 ms.\n")
 		p("Nothing is asserted about what the nodes should do; this is what they did:\n\n")
 		for _, l := range d.Unstaged {

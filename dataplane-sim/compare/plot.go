@@ -105,3 +105,40 @@ func ints(a, b string) (int64, int64, error) {
 	y, err := strconv.ParseInt(b, 10, 64)
 	return x, y, err
 }
+
+// writeFCTPlot draws, for a scenario with finite flows (the web-search
+// mixes), the FCT slowdown p50 to p99 of each flow-size class, one bar per
+// mechanism; "" when no row has finite flows.
+func writeFCTPlot(outDir, name string, rows []Row) (string, error) {
+	var groups []string
+	var series []string
+	var low, high [][]float64
+	for _, row := range rows {
+		if len(row.Buckets) == 0 {
+			continue
+		}
+		if groups == nil {
+			for _, bk := range row.Buckets {
+				groups = append(groups, bk.Name)
+			}
+		}
+		lo, hi := make([]float64, len(groups)), make([]float64, len(groups))
+		for g, bk := range row.Buckets {
+			if g < len(groups) && bk.Finished > 0 {
+				lo[g], hi[g] = bk.P50, bk.P99
+			}
+		}
+		series = append(series, row.Mechanism)
+		low, high = append(low, lo), append(high, hi)
+	}
+	if len(series) == 0 {
+		return "", nil
+	}
+	file := name + "-fct.png"
+	sp := report.IntervalSpec{File: file, Title: name + ": FCT slowdown by flow size, p50 (lower mark) to p99 (upper)",
+		YLabel: "FCT slowdown (log)", Groups: groups, Series: series, Low: low, High: high, LogY: true}
+	if err := report.WriteIntervalPlot(filepath.Join(outDir, file), sp); err != nil {
+		return "", fmt.Errorf("compare: plot %s: %w", file, err)
+	}
+	return file, nil
+}

@@ -51,7 +51,7 @@ const nearSources = `Every switch-originated mechanism answers within about a mi
 	`incasts, fills and drops. Rate Advice keeps the ` +
 	`smallest queue of all (the fair share is set before a queue exists) at a few percent of utilisation; PFC ` +
 	`alone keeps queues small and drops nothing by holding the senders' ports paused for long stretches. The ` +
-	`draft's defaults (QD trigger only, a 10 ms per-flow gap) are too slow here: see the bar tables.`
+	`draft's defaults (a 10 ms per-flow gap) are too slow here: see the bar tables.`
 
 const farther = `Here Long-haul CNP loses clearly: its congested-period utilisation is among the lowest ` +
 	`of all rows. A node 2.5 or 5 ms from the senders cuts each flow by 30% every millisecond (the comparison's ` +

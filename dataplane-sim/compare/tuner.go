@@ -20,7 +20,8 @@ import (
 
 // The tuner's mechanisms (docs/tuner.md, "In the simulator"): TunerSuffix
 // runs the file's params with alpha and V_growth at the draft's defaults
-// (1.0, QGR trigger off) and the closed-loop tuner (scenario key tuner,
+// (scenario.DefaultLongHaulCNP: 1.0 and 10 Gb/s, what a real node starts
+// with) and the closed-loop tuner (scenario key tuner,
 // the file's own tuner block if it has one); BestStaticSuffix runs every
 // static setting of the grid (GridAlphas × GridVGrowths, the file's other
 // params) and keeps the one with the lowest objective.
@@ -31,8 +32,7 @@ const (
 
 // The grid of the best static setting: alpha, and V_growth as a share of
 // the rate of the link between the congestion-aware nodes (0: the QGR
-// trigger off, as the draft's defaults have it; 0.1 is the YANG default
-// at 100 Gb/s).
+// trigger off, as §7 has it; 0.1 is the default, 10 Gb/s, at 100 Gb/s).
 var (
 	GridAlphas        = []float64{0.25, 0.5, 1, 2, 4}
 	GridVGrowthShares = []float64{0, 0.1, 1}
@@ -318,7 +318,8 @@ func (r *Result) WriteTunerMarkdown(w io.Writer) error {
 		case row.Mechanism == "long-haul-cnp":
 			setting = "the file's params"
 		case strings.HasSuffix(row.Mechanism, TunerSuffix):
-			setting = "from alpha=1,v_growth=off"
+			d := scenario.DefaultLongHaulCNP()
+			setting = "from " + gridName(d.Alpha, d.VGrowth)
 			mc := row.Summary.MechanismCounters
 			changes = fmt.Sprintf("%d (%d / %d)", mc["tuner_changes"], mc["tuner_confirmed"], mc["tuner_rolled-back"])
 		}
@@ -350,10 +351,12 @@ func WriteTuner(w io.Writer, d TunerDoc) error {
 	p("measured over the whole run at the bottleneck (delay in the bottleneck's RTT at the start, packets counted as\n")
 	p("sent bytes / %d). Rows:\n\n", packetBytes)
 	p("- **long-haul-cnp**: the scenario file's params, as in the comparison above;\n")
-	p("- **long-haul-cnp%s**: the file's params with alpha and V_growth at the draft's defaults (1.0, QGR trigger\n", TunerSuffix)
-	p("  off) and the closed-loop tuner (scenario key `tuner`): tuner/policy on each queue's own telemetry every\n")
-	p("  RTT_est / 10, its changes applied through the node's configuration %s later (the gNMI target's measured\n", sim.DefaultSetDelay)
-	p("  Set latency) and judged over the next RTT_est like a commit-confirmed Set; nothing in it knows the scenario;\n")
+	def := scenario.DefaultLongHaulCNP()
+	p("- **long-haul-cnp%s**: the file's params with alpha and V_growth at the draft's defaults (%g and %s, what\n", TunerSuffix, def.Alpha, def.VGrowth)
+	p("  a real node starts with) and the closed-loop tuner (scenario key `tuner`): tuner/policy on each queue's own\n")
+	p("  telemetry every RTT_est / 10, its changes applied through the node's configuration %s later (the measured\n", sim.DefaultSetDelay)
+	p("  p50 of the tuner's Set with Commit Confirmed against a real switch, docs/tuner.md) and judged over the next\n")
+	p("  RTT_est like a commit-confirmed Set; nothing in it knows the scenario;\n")
 	p("- **long-haul-cnp%s**: every static setting of the grid alpha ∈ %v × V_growth ∈ %v of the\n", BestStaticSuffix, GridAlphas, GridVGrowthShares)
 	p("  WAN's rate (0: the trigger off), the file's other params; the row is the setting with the lowest J.\n\n")
 	p("Scenarios: %s.\n\n", strings.Join(d.Scenarios, ", "))

@@ -59,7 +59,7 @@ func TestTunerRows(t *testing.T) {
 	if err := WriteTuner(&md, TunerDoc{Results: []*Result{res}, BarSets: []BarSet{{Title: "rtt-step", Bars: bars}}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| rtt-step | long-haul-cnp+tuner | from alpha=1,v_growth=off |", "| rtt-step | long-haul-cnp:best-static | " + best.Setting + " |"} {
+	for _, s := range []string{"| rtt-step | long-haul-cnp+tuner | from alpha=1,v_growth=10Gbps |", "| rtt-step | long-haul-cnp:best-static | " + best.Setting + " |"} {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("tuner section lacks %q:\n%s", s, md.String())
 		}

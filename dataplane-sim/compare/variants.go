@@ -34,7 +34,7 @@ func DefaultVariants() []Variant {
 		{"rate-advice", "SCONE Rate Advice (package rateadvice) on the same nodes: the fair share of each egress port as the senders' ceiling, every RNIC capable; DCQCN and receiver CNPs stay", applyNodal(scenario.MechanismRateAdvice, nil)},
 		{"long-haul-cnp", "Long-haul CNP (package lhcnp) on the same nodes with the file's params, RoCEv2 format, and a reaction point on every host", applyLongHaul("", false)},
 		{"long-haul-cnp:icmpv6", "the same with the ICMPv6 format (IPv6 sources)", applyLongHaul("icmpv6", false)},
-		{"long-haul-cnp" + DefaultsSuffix, "the same nodes with the draft's defaults (`scenario.DefaultLongHaulCNP`): QD trigger only, per-flow gap one RTT_est, Rate Reduce 30%, no Pause", applyLongHaul("", true)},
+		{"long-haul-cnp" + DefaultsSuffix, "the same nodes with the draft's defaults (`scenario.DefaultLongHaulCNP`; a real node's V_ecn 20 % and V_growth 10 Gb/s, where the draft gives no value): per-flow gap one RTT_est, Rate Reduce 30%, no Pause", applyLongHaul("", true)},
 	}
 }
 

@@ -67,13 +67,22 @@ type Config struct {
 	FlowTable lhcnp.FlowTableConfig
 	// CodePoints hold the option types (TBD1, TBD2).
 	CodePoints wire.CodePoints
+	// BorderPorts name the switch's ports that face outside the controlled
+	// domain (netsim Port.Name; YANG border-interface): a Fast CNP arriving
+	// on one is dropped, and so is one that would leave through one (§5:
+	// "A deployment MUST ensure that border-filtering drops inbound Fast
+	// CNP from outside of the domain and that drops outbound Fast CNP
+	// leaving the domain"). It works whether or not the switch sends Fast
+	// CNP itself (Enabled): a border router need not.
+	BorderPorts []string
 }
 
 // DefaultConfig returns the defaults: disabled (§5), the first option
 // type, every sender of unknown capability (marked), K_max 100 KB (the
 // ECN K_min of the scenarios' RED: where a receiver's CNP loop would
-// start), one CNP per flow per 50 µs (an RNIC's default CNP interval, so a
-// sender gets Fast CNPs no faster than its receiver's CNPs) and at most
+// start), one CNP per flow per 50 µs (the DCQCN paper's receiver CNP
+// interval N; NVIDIA's receivers allow one per 4 µs, which a switch
+// notifying many flows has less reason to match) and at most
 // one per microsecond per port, bursts of 100: a bound against a flood
 // (§5) that still lets a 100-flow incast be notified every 100 µs.
 func DefaultConfig() Config {
@@ -107,6 +116,16 @@ func (c *Config) Validate() error {
 		if !p.IsValid() {
 			return cfgErr(fmt.Sprintf("capable-senders[%d]", i), "invalid prefix")
 		}
+	}
+	seen := map[string]bool{}
+	for i, name := range c.BorderPorts {
+		switch {
+		case name == "":
+			return cfgErr(fmt.Sprintf("border-interface[%d]", i), "empty name")
+		case seen[name]:
+			return cfgErr(fmt.Sprintf("border-interface[%d]", i), "%q listed twice", name)
+		}
+		seen[name] = true
 	}
 	if c.KMaxBytes <= 0 {
 		return cfgErr("kmax", "%d bytes, must be positive", c.KMaxBytes)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/internal/mechtest"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -57,87 +58,58 @@ type rigOpts struct {
 	dcqcn bool
 }
 
-// tap decodes what reaches a sender, then lets the receiver act.
-type tap struct {
-	r    *rig
-	name string
-	dec  wire.Decoder
-	in   *Receiver
-}
-
-func (t *tap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
-	if fr := p.Frame(); fr != nil && p.Kind == netsim.KindRoCE && p.Opcode() == wire.OpCNP {
-		var f wire.Frame
-		if err := t.dec.Decode(fr, &f); err == nil && f.HasFastCNP {
-			rec := received{at: t.r.sim.Now(), host: t.name, frame: f, raw: append([]byte(nil), fr...), ioam: append([]byte(nil), f.FastCNP.IOAMData...)}
-			rec.frame.FastCNP.IOAMData = nil
-			t.r.got = append(t.r.got, rec)
-		}
-	}
-	return t.in.HandleControl(h, p)
-}
-
 func newRig(t testing.TB, o rigOpts) *rig {
 	t.Helper()
-	must := func(err error) {
-		t.Helper()
+	hc := netsim.DefaultHostConfig()
+	hc.DCQCN.Enabled = o.dcqcn
+	addr := func(a netip.Addr, v4 string) string {
+		if o.v4 {
+			return v4
+		}
+		return a.String()
+	}
+	ecn := netsim.ECNConfig{Enabled: true, KMinBytes: 20_000, KMaxBytes: 200_000, PMax: 0.2}
+	sc := netsim.SwitchConfig{Port: netsim.PortConfig{ECN: netsim.SameECN(ecn)}}
+	link := func(a, b string, d engine.Time) mechtest.Link {
+		return mechtest.Link{A: a, B: b, RateBps: 10e9, Delay: d}
+	}
+	flow := func(name, from, to string, src, dst uint32) mechtest.Flow {
+		return mechtest.Flow{From: from, To: to, Config: netsim.FlowConfig{Name: name, SrcQPN: src, DstQPN: dst}}
+	}
+	n := mechtest.Build(t, mechtest.Spec{
+		Host: hc,
+		Hosts: []mechtest.Node{{Name: "s1", Addr: addr(addrS1, "10.0.0.1")}, {Name: "s2", Addr: addr(addrS2, "10.0.0.2")},
+			{Name: "r1", Addr: addr(addrR1, "10.0.4.1")}, {Name: "r2", Addr: addr(addrR2, "10.0.4.2")}},
+		Switches: []mechtest.Node{{Name: "n1", Addr: addr(addrN1, "10.0.1.1"), Switch: sc}, {Name: "n2", Addr: addr(addrN2, "10.0.2.1"), Switch: sc}},
+		Links: []mechtest.Link{link("s1", "n1", engine.Microsecond), link("s2", "n1", engine.Microsecond),
+			link("n1", "n2", 20*engine.Microsecond), link("n2", "r1", engine.Microsecond), link("n2", "r2", engine.Microsecond)},
+		Flows: []mechtest.Flow{flow("a", "s1", "r1", 100, 200), flow("b", "s1", "r2", 101, 200), flow("c", "s2", "r1", 102, 201)},
+	})
+	r := &rig{sim: n.Sim, net: n.Net, s1: n.Hosts["s1"], s2: n.Hosts["s2"], r1: n.Hosts["r1"], r2: n.Hosts["r2"],
+		n1: n.Switches["n1"], out: n.Ports[[2]string{"n1", "n2"}], a: n.Flows["a"], b: n.Flows["b"], c: n.Flows["c"],
+		recv: map[string]*Receiver{}}
+	if o.cfg != nil {
+		var err error
+		r.node, err = Attach(r.net, r.n1, *o.cfg, lhcnp.WithEvents(func(e lhcnp.Event) { r.events = append(r.events, e) }))
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	r := &rig{sim: engine.New(engine.WithSeed(1)), recv: map[string]*Receiver{}}
-	r.net = netsim.New(r.sim)
-	hc := netsim.DefaultHostConfig()
-	hc.DCQCN.Enabled = o.dcqcn
-	addr := func(a netip.Addr, v4 string) netip.Addr {
-		if o.v4 {
-			return netip.MustParseAddr(v4)
-		}
-		return a
-	}
-	var err error
-	r.s1, err = r.net.AddHost("s1", addr(addrS1, "10.0.0.1"), hc)
-	must(err)
-	r.s2, err = r.net.AddHost("s2", addr(addrS2, "10.0.0.2"), hc)
-	must(err)
-	r.r1, err = r.net.AddHost("r1", addr(addrR1, "10.0.4.1"), hc)
-	must(err)
-	r.r2, err = r.net.AddHost("r2", addr(addrR2, "10.0.4.2"), hc)
-	must(err)
-	ecn := netsim.ECNConfig{Enabled: true, KMinBytes: 20_000, KMaxBytes: 200_000, PMax: 0.2}
-	sc := netsim.SwitchConfig{Port: netsim.PortConfig{ECN: netsim.SameECN(ecn)}}
-	r.n1, err = r.net.AddSwitch("n1", addr(addrN1, "10.0.1.1"), sc)
-	must(err)
-	n2, err := r.net.AddSwitch("n2", addr(addrN2, "10.0.2.1"), sc)
-	must(err)
-	lc := netsim.LinkConfig{RateBps: 10e9, Delay: engine.Microsecond}
-	for _, h := range []*netsim.Host{r.s1, r.s2} {
-		_, _, err = r.net.Connect(h, r.n1, lc)
-		must(err)
-	}
-	r.out, _, err = r.net.Connect(r.n1, n2, netsim.LinkConfig{RateBps: 10e9, Delay: 20 * engine.Microsecond})
-	must(err)
-	for _, h := range []*netsim.Host{r.r1, r.r2} {
-		_, _, err = r.net.Connect(n2, h, lc)
-		must(err)
-	}
-	r.net.ComputeRoutes()
-	r.a, err = r.net.AddFlow(netsim.FlowConfig{Name: "a", Src: r.s1, Dst: r.r1, SrcQPN: 100, DstQPN: 200})
-	must(err)
-	r.b, err = r.net.AddFlow(netsim.FlowConfig{Name: "b", Src: r.s1, Dst: r.r2, SrcQPN: 101, DstQPN: 200})
-	must(err)
-	r.c, err = r.net.AddFlow(netsim.FlowConfig{Name: "c", Src: r.s2, Dst: r.r1, SrcQPN: 102, DstQPN: 201})
-	must(err)
-	if o.cfg != nil {
-		r.node, err = Attach(r.net, r.n1, *o.cfg, lhcnp.WithEvents(func(e lhcnp.Event) { r.events = append(r.events, e) }))
-		must(err)
-	}
 	for _, h := range []*netsim.Host{r.s1, r.s2} {
 		rv, err := NewReceiver(r.net, o.rc)
-		must(err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		r.recv[h.Name()] = rv
-		h.SetControlHandler(&tap{r: r, name: h.Name(), in: rv})
 	}
+	// Every Fast CNP a sender gets is recorded (frame, raw bytes, IOAM
+	// data), then the sender's receiver acts on it.
+	isFast := func(p *netsim.Packet, f *wire.Frame) bool { return mechtest.IsCNP(p, f) && f.HasFastCNP }
+	n.TapHosts(func(h *netsim.Host, f *wire.Frame, raw []byte) {
+		rec := received{at: r.sim.Now(), host: h.Name(), frame: *f, raw: append([]byte(nil), raw...), ioam: append([]byte(nil), f.FastCNP.IOAMData...)}
+		rec.frame.FastCNP.IOAMData = nil
+		r.got = append(r.got, rec)
+	}, isFast, func(h *netsim.Host) netsim.ControlHandler { return r.recv[h.Name()] }, "s1", "s2")
 	return r
 }
 

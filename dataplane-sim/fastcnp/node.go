@@ -28,7 +28,16 @@ type Counters struct {
 	// packets of capable senders (or of every sender without
 	// MarkUnknown), not applied (§4 MUST NOT).
 	MarksWithheld int64
+	// BorderDroppedIn: Fast CNPs dropped on arrival through a border port
+	// (from outside the domain); BorderDroppedOut: Fast CNPs, transiting
+	// or the node's own, dropped before leaving through one (§5). YANG
+	// border-dropped is their sum.
+	BorderDroppedIn, BorderDroppedOut int64
 }
+
+// BorderDropped is the YANG border-dropped counter: Fast CNPs dropped at
+// a border port either way.
+func (c Counters) BorderDropped() int64 { return c.BorderDroppedIn + c.BorderDroppedOut }
 
 // State is a snapshot of the node.
 type State struct {
@@ -47,6 +56,9 @@ type Node struct {
 	cfg Config
 
 	addrs    map[netsim.NodeID]netip.Addr
+	border   map[*netsim.Port]bool // BorderPorts resolved
+	dec      wire.Decoder          // recognises a Fast CNP at a border port
+	frame    wire.Frame
 	buf      [netsim.FrameCap]byte
 	ioam     [ioamDataLen]byte
 	counters Counters
@@ -60,13 +72,18 @@ func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...lhcnp.Op
 		return nil, fmt.Errorf("fastcnp: switch %s: %w", sw.Name(), err)
 	}
 	n := &Node{net: net, sw: sw, cfg: cfg, addrs: map[netsim.NodeID]netip.Addr{}}
+	if err := n.setBorder(&cfg); err != nil {
+		return nil, err
+	}
 	lh, err := lhcnp.Attach(net, sw, cfg.nodeConfig(), append(opts, lhcnp.WithNotifier(n))...)
 	if err != nil {
 		return nil, fmt.Errorf("fastcnp: %w", err)
 	}
 	n.lh = lh
-	// The node is the ports' observer: it forwards to lh and filters marks.
+	// The node is the ports' observer: it forwards to lh and filters marks;
+	// and the switch's forward filter, for border filtering.
 	sw.SetObserver(n)
+	sw.SetForwardFilter(n)
 	return n, nil
 }
 
@@ -77,7 +94,9 @@ func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...lhcnp.Op
 func Wrap(lh *lhcnp.Node) *Node {
 	sw := lh.Switch()
 	n := &Node{net: sw.Network(), sw: sw, lh: lh, cfg: DefaultConfig(), addrs: map[netsim.NodeID]netip.Addr{}}
+	n.dec = wire.Decoder{CodePoints: n.cfg.CodePoints}
 	sw.SetObserver(n)
+	sw.SetForwardFilter(n)
 	return n
 }
 
@@ -89,7 +108,10 @@ func (n *Node) Apply(cfg Config, lh lhcnp.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("fastcnp: switch %s: %w", n.sw.Name(), err)
 	}
-	var err error
+	border, err := n.borderPorts(&cfg)
+	if err != nil {
+		return err
+	}
 	if cfg.Enabled {
 		err = n.lh.SetNotifier(n, cfg.nodeConfig())
 	} else {
@@ -98,7 +120,7 @@ func (n *Node) Apply(cfg Config, lh lhcnp.Config) error {
 	if err != nil {
 		return fmt.Errorf("fastcnp: %w", err)
 	}
-	n.cfg = cfg
+	n.cfg, n.border, n.dec = cfg, border, wire.Decoder{CodePoints: cfg.CodePoints}
 	return nil
 }
 
@@ -113,11 +135,76 @@ func (n *Node) ApplyConfig(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("fastcnp: switch %s: %w", n.sw.Name(), err)
 	}
+	border, err := n.borderPorts(&cfg)
+	if err != nil {
+		return err
+	}
 	if err := n.lh.ApplyConfig(cfg.nodeConfig()); err != nil {
 		return fmt.Errorf("fastcnp: %w", err)
 	}
-	n.cfg = cfg
+	n.cfg, n.border, n.dec = cfg, border, wire.Decoder{CodePoints: cfg.CodePoints}
 	return nil
+}
+
+// borderPorts resolves cfg.BorderPorts on the node's switch.
+func (n *Node) borderPorts(cfg *Config) (map[*netsim.Port]bool, error) {
+	if len(cfg.BorderPorts) == 0 {
+		return nil, nil
+	}
+	byName := map[string]*netsim.Port{}
+	for _, pt := range n.sw.Ports() {
+		byName[pt.Name()] = pt
+	}
+	m := map[*netsim.Port]bool{}
+	for i, name := range cfg.BorderPorts {
+		pt, ok := byName[name]
+		if !ok {
+			return nil, fmt.Errorf("fastcnp: switch %s: %w", n.sw.Name(),
+				cfgErr(fmt.Sprintf("border-interface[%d]", i), "no port %q on this switch", name))
+		}
+		m[pt] = true
+	}
+	return m, nil
+}
+
+// setBorder resolves the border ports of the configuration the node starts
+// with.
+func (n *Node) setBorder(cfg *Config) error {
+	border, err := n.borderPorts(cfg)
+	if err != nil {
+		return err
+	}
+	n.border, n.dec = border, wire.Decoder{CodePoints: cfg.CodePoints}
+	return nil
+}
+
+// AllowForward implements netsim.ForwardFilter: border filtering (§5). A
+// Fast CNP (a CNP whose frame carries the Fast CNP destination option,
+// decodable or not) that arrived on a border port, or would leave through
+// one, is dropped and counted; every other packet passes. Only CNPs with a
+// frame at a border port are decoded.
+func (n *Node) AllowForward(in, out *netsim.Port, p *netsim.Packet) bool {
+	if n.border == nil || p.Kind != netsim.KindRoCE || p.Opcode() != wire.OpCNP {
+		return true
+	}
+	inB, outB := in != nil && n.border[in], n.border[out]
+	if !inB && !outB {
+		return true
+	}
+	fr := p.Frame()
+	if fr == nil {
+		return true
+	}
+	_ = n.dec.Decode(fr, &n.frame) // a malformed Fast CNP is still one
+	if !n.frame.HasFastCNP {
+		return true
+	}
+	if inB {
+		n.counters.BorderDroppedIn++
+	} else {
+		n.counters.BorderDroppedOut++
+	}
+	return false
 }
 
 // State returns a snapshot; withFlows includes the flow-table entries.

@@ -2,6 +2,7 @@ package netsim
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 )
@@ -10,18 +11,30 @@ import (
 // parameter names. Defaults (DefaultDCQCN) are NVIDIA's documented firmware
 // defaults, from "DCQCN CC Parameters" (NVIDIA DOCA SDK documentation,
 // networking-docs.nvidia.com/doca/.../dcqcn-cc-parameters, and the older
-// Mellanox community page DOC-2790 "DCQCN Parameters"); docs/engine.md has the
-// table with sources. Rates are bits per second; alpha is fixed point with 10
-// fraction bits (1024 = 1.0), as in the firmware.
+// Mellanox community page DOC-2790 "DCQCN Parameters"); PaperDCQCN is the
+// parameter set of the DCQCN paper (Zhu et al., SIGCOMM 2015). docs/engine.md
+// has the table with sources. Rates are bits per second; G and InitialAlpha
+// are fixed point with 10 fraction bits (1024 = 1.0), as in the firmware.
 type DCQCNConfig struct {
 	Enabled bool
 
-	// Alpha update. Every AlphaUpdatePeriod (dce_tcp_rtt), alpha becomes
-	// alpha*G/1024 + (1024-G) if a CNP arrived in the period, alpha*G/1024
-	// otherwise (dce_tcp_g).
-	G                 uint32      // dce_tcp_g, default 1019
-	AlphaUpdatePeriod engine.Time // dce_tcp_rtt, default 1 µs
-	InitialAlpha      uint32      // initial_alpha_value, default 1023
+	// Alpha update, the rule both sources share: with g = (1024-G)/1024,
+	// alpha becomes (1-g)*alpha + g for a CNP and (1-g)*alpha for a period
+	// of AlphaUpdatePeriod without one (DOC-2790: "alpha = G/1024*alpha +
+	// (1024-G)" with a CNP in the period, "G/1024*alpha" without; the
+	// paper: "alpha = (1-g)alpha + g" on a CNP, "(1-g)alpha" after K without
+	// feedback). Alpha itself is kept with 30 fraction bits: 10-bit
+	// truncation would take at least 1/1024 off per period below 0.2 and
+	// zero alpha within microseconds of a CNP, which neither source does.
+	G                 uint32      // dce_tcp_g, default 1019 (g = 5/1024); the paper's g = 1/256 is G = 1020
+	AlphaUpdatePeriod engine.Time // dce_tcp_rtt, default 1 µs; the paper's K = 55 µs
+	InitialAlpha      uint32      // initial_alpha_value, default 1023; the paper's 1.0 is 1024
+	// AlphaPerCNP selects the paper's timing: every CNP updates alpha at
+	// once (after the cut it causes) and restarts the K timer, and alpha
+	// decays once per K without a CNP. Without it, the firmware's: alpha is
+	// updated at the end of every AlphaUpdatePeriod, counted from the first
+	// CNP, with the CNP term if at least one CNP arrived in the period.
+	AlphaPerCNP bool
 
 	// Rate decrease, at most once per RateReduceMonitorPeriod while CNPs
 	// arrive: Rc -= Rc*alpha/2^GD, bounded below by Rc*MinDecFacPercent/100
@@ -69,6 +82,35 @@ func DefaultDCQCN() DCQCNConfig {
 	}
 }
 
+// PaperDCQCN returns the reaction point of the DCQCN paper (Zhu et al.,
+// "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015, §3.1
+// and its parameter table): on every CNP Rt = Rc, Rc = Rc(1 - α/2), then
+// α = (1-g)α + g with g = 1/256; α = (1-g)α after K = 55 µs without a CNP;
+// α starts at 1; rate increase by a 55 µs timer and a 10 MB byte counter,
+// F = 5, R_AI = 40 Mb/s, R_HAI = 200 Mb/s. Pair it with PaperNP (N = 50 µs).
+// The paper has no monitor period (every CNP cuts) and no min_dec_fac
+// (α ≤ 1 already bounds a cut at one half).
+func PaperDCQCN() DCQCNConfig {
+	c := DefaultDCQCN()
+	c.G = 1020 // 1 - 1020/1024 = 1/256
+	c.AlphaUpdatePeriod = 55 * engine.Microsecond
+	c.InitialAlpha = 1024
+	c.AlphaPerCNP = true
+	c.MinDecFacPercent = 0
+	c.RateReduceMonitorPeriod = 0
+	c.ClampTargetRate = true
+	c.TimeReset = 55 * engine.Microsecond
+	c.ByteResetBytes = 10_000_000
+	c.Threshold = 5
+	c.AIRateBps = 40_000_000
+	c.HAIRateBps = 200_000_000
+	return c
+}
+
+// PaperNP returns the paper's notification point: at most one CNP per QP
+// per N = 50 µs.
+func PaperNP() NPConfig { return NPConfig{CNPInterval: 50 * engine.Microsecond, CNPPrio: 6} }
+
 // Validate checks for values that cannot work.
 func (c *DCQCNConfig) Validate() error {
 	if !c.Enabled {
@@ -79,14 +121,16 @@ func (c *DCQCNConfig) Validate() error {
 		return fmt.Errorf("dcqcn: g %d above 1024", c.G)
 	case c.AlphaUpdatePeriod <= 0:
 		return fmt.Errorf("dcqcn: alpha update period %v must be positive", c.AlphaUpdatePeriod)
-	case c.InitialAlpha > 1023:
-		return fmt.Errorf("dcqcn: initial alpha %d above 1023", c.InitialAlpha)
+	case c.InitialAlpha > 1024:
+		return fmt.Errorf("dcqcn: initial alpha %d above 1024 (1.0)", c.InitialAlpha)
 	case c.MinDecFacPercent < 0 || c.MinDecFacPercent > 100:
 		return fmt.Errorf("dcqcn: min_dec_fac %d%% outside 0..100", c.MinDecFacPercent)
 	case c.MinRateBps <= 0:
 		return fmt.Errorf("dcqcn: min rate %d must be positive", c.MinRateBps)
 	case c.GD > 30:
 		return fmt.Errorf("dcqcn: rpg_gd %d too large", c.GD)
+	case c.RateReduceMonitorPeriod < 0:
+		return fmt.Errorf("dcqcn: rate reduce monitor period %v is negative", c.RateReduceMonitorPeriod)
 	case c.TimeReset <= 0:
 		return fmt.Errorf("dcqcn: time reset %v must be positive", c.TimeReset)
 	case c.ByteResetBytes < 0 || c.Threshold < 0 || c.AIRateBps < 0 || c.HAIRateBps < 0 || c.MaxRateBps < 0:
@@ -97,13 +141,14 @@ func (c *DCQCNConfig) Validate() error {
 
 // dcqcn is the reaction-point state of one QP.
 type dcqcn struct {
-	active bool  // a CNP has arrived: the rate limiter is engaged
-	rc, rt int64 // current and target rate, bps
-	alpha  uint32
+	active bool   // a CNP has arrived: the rate limiter is engaged
+	rc, rt int64  // current and target rate, bps
+	alpha  uint64 // fixed point, alphaFracBits fraction bits
 
-	// Alpha is updated lazily: periods are aligned to alphaT0 and applied
-	// when someone needs alpha (a CNP, a decrease, a snapshot). This is
-	// exactly the per-period timer of the firmware without an event per µs.
+	// Alpha is updated lazily: periods are counted from alphaT0 (the first
+	// CNP; with AlphaPerCNP the last one) and applied when someone needs
+	// alpha (a CNP, a decrease, a snapshot). This is exactly the
+	// per-period timer without an event per period.
 	alphaT0     engine.Time
 	alphaPeriod int64 // periods already applied
 	cnpInPeriod bool
@@ -120,6 +165,33 @@ type dcqcn struct {
 	cnpRx    int64
 	rateCuts int64
 }
+
+// Alpha arithmetic: 30 fraction bits, so that a product of two values of
+// at most 1.0 fits in 60 bits.
+const (
+	alphaFracBits = 30
+	alphaOne      = uint64(1) << alphaFracBits
+)
+
+// fixMul multiplies two alpha fixed-point values, rounding to nearest.
+func fixMul(a, b uint64) uint64 { return (a*b + alphaOne/2) >> alphaFracBits }
+
+// fixPow raises x (at most 1.0) to the n-th power by squaring: n periods of
+// decay cost log2(n) multiplications, not n.
+func fixPow(x uint64, n int64) uint64 {
+	r := alphaOne
+	for n > 0 && r > 0 {
+		if n&1 == 1 {
+			r = fixMul(r, x)
+		}
+		x = fixMul(x, x)
+		n >>= 1
+	}
+	return r
+}
+
+// from1024 converts a 10-bit firmware fraction (1024 = 1.0).
+func from1024(v uint32) uint64 { return uint64(v) << (alphaFracBits - 10) }
 
 // QP timer kinds.
 const (
@@ -147,27 +219,41 @@ func (q *QP) maxRate() int64 {
 
 func (q *QP) cc() *DCQCNConfig { return &q.host.cfg.DCQCN }
 
-// alphaCatchUp applies the alpha updates of all periods that ended by now.
+// alphaCatchUp applies the alpha updates of all periods that ended by now:
+// the CNP term for the first if a CNP arrived in it (firmware timing), the
+// decay (G/1024)^n for the others.
 func (q *QP) alphaCatchUp(now engine.Time) {
 	s := &q.dc
 	c := q.cc()
-	k := int64((now - s.alphaT0) / c.AlphaUpdatePeriod)
-	for s.alphaPeriod < k {
-		if s.cnpInPeriod {
-			s.alpha = (c.G*s.alpha)>>10 + (1024 - c.G)
-			if s.alpha > 1023 {
-				s.alpha = 1023
-			}
-			s.cnpInPeriod = false
-		} else {
-			if s.alpha == 0 {
-				s.alphaPeriod = k
-				break
-			}
-			s.alpha = (c.G * s.alpha) >> 10
-		}
+	k := int64((now - s.alphaT0) / max(c.AlphaUpdatePeriod, 1))
+	if s.alphaPeriod >= k {
+		return
+	}
+	r := from1024(c.G)
+	if s.cnpInPeriod {
+		s.alpha = fixMul(s.alpha, r) + (alphaOne - r)
+		s.cnpInPeriod = false
 		s.alphaPeriod++
 	}
+	if n := k - s.alphaPeriod; n > 0 && s.alpha > 0 {
+		s.alpha = fixMul(s.alpha, fixPow(r, n))
+	}
+	s.alphaPeriod = k
+}
+
+// alphaOnCNP enters one CNP into alpha: at once with AlphaPerCNP (the
+// paper), else at the end of the current period (the firmware).
+func (q *QP) alphaOnCNP(now engine.Time) {
+	s := &q.dc
+	c := q.cc()
+	if !c.AlphaPerCNP {
+		s.cnpInPeriod = true
+		return
+	}
+	q.alphaCatchUp(now)
+	r := from1024(c.G)
+	s.alpha = fixMul(s.alpha, r) + (alphaOne - r)
+	s.alphaT0, s.alphaPeriod = now, 0 // the K timer restarts
 }
 
 // ApplyCNP runs DCQCN's reaction to one congestion notification, as if a
@@ -183,7 +269,7 @@ func (q *QP) ApplyCNP() {
 	}
 	if !s.active {
 		s.active = true
-		s.alpha = c.InitialAlpha
+		s.alpha = from1024(c.InitialAlpha)
 		s.alphaT0 = now
 		s.alphaPeriod = 0
 		s.cnpInPeriod = false
@@ -194,11 +280,17 @@ func (q *QP) ApplyCNP() {
 		}
 	}
 	q.alphaCatchUp(now)
-	s.cnpInPeriod = true
 	s.cnpSinceDec = true
 	if now-s.lastDecrease >= c.RateReduceMonitorPeriod {
+		// Both sources cut with the alpha the CNP finds, then let the CNP
+		// into alpha (the paper's Rc = Rc(1 - α/2) before α = (1-g)α + g;
+		// the firmware's update at the end of the CNP's period).
 		q.decrease(now)
-	} else if !s.decreasePending {
+		q.alphaOnCNP(now)
+		return
+	}
+	q.alphaOnCNP(now)
+	if !s.decreasePending {
 		s.decreasePending = true
 		q.host.net.sim.At(s.lastDecrease+c.RateReduceMonitorPeriod, q, evQPDecrease, 0)
 	}
@@ -215,7 +307,7 @@ func (q *QP) decrease(now engine.Time) {
 	if clamp || s.rateCuts == 0 {
 		s.rt = s.rc
 	}
-	cut := (s.rc * int64(s.alpha)) >> c.GD
+	cut := alphaCut(s.rc, s.alpha, c.GD)
 	nr := s.rc - cut
 	if floor := s.rc * c.MinDecFacPercent / 100; nr < floor {
 		nr = floor
@@ -231,6 +323,18 @@ func (q *QP) decrease(now engine.Time) {
 	s.incRunning = true
 	q.host.net.sim.At(now+c.TimeReset, q, evQPIncTimer, s.incGen)
 	q.rateChanged()
+}
+
+// alphaCut is Rc*alpha/2^GD with alpha in 10-bit units (1024 = 1.0), as
+// the firmware's rpg_gd defines it, computed in 128 bits from the 30-bit
+// alpha.
+func alphaCut(rcBps int64, alpha uint64, gd uint) int64 {
+	hi, lo := bits.Mul64(uint64(rcBps), alpha)
+	sh := gd + alphaFracBits - 10
+	if sh >= 64 {
+		return int64(hi >> (sh - 64))
+	}
+	return int64(hi<<(64-sh) | lo>>sh)
 }
 
 // increase runs one rate-increase event (timer or byte counter).

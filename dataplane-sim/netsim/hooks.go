@@ -88,3 +88,14 @@ type MarkFilter interface {
 type LocalHandler interface {
 	HandleLocal(s *Switch, p *Packet)
 }
+
+// ForwardFilter is asked before a switch queues a packet on an egress port
+// (Switch.SetForwardFilter): in is the port it arrived on, nil for a packet
+// the switch originates (Switch.Send). Returning false drops the packet,
+// counted in SwitchStats.FilterDrops. Fast CNP's border filtering uses it
+// (draft-xiao-rtgwg-rocev2-fast-cnp §5: a deployment MUST drop Fast CNP
+// entering or leaving the domain). It runs inside the simulation for every
+// forwarded packet of the switch, so it must be cheap, and must not keep p.
+type ForwardFilter interface {
+	AllowForward(in, out *Port, p *Packet) bool
+}

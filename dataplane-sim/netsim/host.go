@@ -12,8 +12,9 @@ import (
 // receiver's ACK policy.
 type NPConfig struct {
 	// CNPInterval is the minimum time between two CNPs for the same QP
-	// (NVIDIA: min_time_between_cnps; the DCQCN paper's N = 50 µs, our
-	// default). 0 sends a CNP for every CE-marked packet.
+	// (NVIDIA: min_time_between_cnps, firmware default 4 µs, our default;
+	// the DCQCN paper's N = 50 µs is PaperNP). 0 sends a CNP for every
+	// CE-marked packet.
 	CNPInterval engine.Time
 	// CNPPrio is the 802.1p priority of CNPs (NVIDIA cnp_802p_prio, default 6).
 	CNPPrio uint8
@@ -37,12 +38,13 @@ type HostConfig struct {
 	Port PortConfig
 }
 
-// DefaultHostConfig returns an RNIC with NVIDIA DCQCN defaults, CNPs every
-// 50 µs at most per QP, a 4096-byte MTU and an ACK every 16 packets.
+// DefaultHostConfig returns an RNIC with NVIDIA's DCQCN firmware defaults
+// (reaction point DefaultDCQCN, at most one CNP per QP per 4 µs), a
+// 4096-byte MTU and an ACK every 16 packets.
 func DefaultHostConfig() HostConfig {
 	return HostConfig{
 		DCQCN:           DefaultDCQCN(),
-		NP:              NPConfig{CNPInterval: 50 * engine.Microsecond, CNPPrio: 6},
+		NP:              NPConfig{CNPInterval: 4 * engine.Microsecond, CNPPrio: 6},
 		MTUBytes:        4096,
 		AckEveryPackets: 16,
 	}
@@ -412,7 +414,7 @@ func (q *QP) Alpha() float64 {
 	if q.dc.active {
 		q.alphaCatchUp(q.host.net.sim.Now())
 	}
-	return float64(q.dc.alpha) / 1024
+	return float64(q.dc.alpha) / float64(alphaOne)
 }
 
 // SentBytes returns the payload bytes sent so far.

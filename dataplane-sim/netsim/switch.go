@@ -15,6 +15,7 @@ type SwitchConfig struct {
 // SwitchStats are a switch's counters.
 type SwitchStats struct {
 	NoRouteDrops int64 // packets for a destination with no route
+	FilterDrops  int64 // packets the forward filter refused
 	// Decapsulated: tunnelled packets whose tunnel ended here;
 	// DecapECNDrops: those dropped for a CE mark on a Not-ECT inner packet
 	// (RFC 6040).
@@ -32,8 +33,9 @@ type Switch struct {
 	ports  []*Port
 	routes []int32 // by destination NodeID; -1: none
 	stats  SwitchStats
-	local  LocalHandler // packets addressed to the switch itself
-	hook   ForwardHook  // rewrites forwarded packets (a tunnel's ingress)
+	local  LocalHandler  // packets addressed to the switch itself
+	filter ForwardFilter // asked before every enqueue; nil: none
+	hook   ForwardHook   // rewrites forwarded packets (a tunnel's ingress)
 }
 
 // ID returns the node id.
@@ -86,6 +88,13 @@ func (s *Switch) SetObserver(o PortObserver) {
 	}
 }
 
+// SetForwardFilter installs f (nil removes it): it sees every packet the
+// switch forwards or originates before its egress port does.
+func (s *Switch) SetForwardFilter(f ForwardFilter) { s.filter = f }
+
+// ForwardFilter returns the installed forward filter, or nil.
+func (s *Switch) ForwardFilter() ForwardFilter { return s.filter }
+
 // Receive forwards p, arrived on in.
 func (s *Switch) Receive(p *Packet, in *Port) {
 	if p.Kind == KindPFC {
@@ -106,6 +115,11 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 		s.net.FreePacket(p)
 		return
 	}
+	if s.filter != nil && !s.filter.AllowForward(in, out, p) {
+		s.stats.FilterDrops++
+		s.net.FreePacket(p)
+		return
+	}
 	p.inPort = in
 	if s.hook != nil {
 		s.hook.OnForward(s, p, in, out)
@@ -115,11 +129,17 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 
 // Send routes a packet the switch itself originates (a Long-haul CNP, for
 // example) and queues it on the egress port. It reports false, and frees p,
-// when there is no route. p.Src should be s.ID().
+// when there is no route or the forward filter refuses it. p.Src should be
+// s.ID().
 func (s *Switch) Send(p *Packet) bool {
 	out := s.Route(p.Dst)
 	if out == nil {
 		s.stats.NoRouteDrops++
+		s.net.FreePacket(p)
+		return false
+	}
+	if s.filter != nil && !s.filter.AllowForward(nil, out, p) {
+		s.stats.FilterDrops++
 		s.net.FreePacket(p)
 		return false
 	}

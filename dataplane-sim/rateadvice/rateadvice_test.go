@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/internal/mechtest"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -39,62 +40,31 @@ type rigOpts struct {
 	noAccess bool
 }
 
-type tap struct {
-	r   *rig
-	dec wire.Decoder
-	in  *Receiver
-}
-
-func (t *tap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
-	if fr := p.Frame(); fr != nil {
-		var f wire.Frame
-		if err := t.dec.Decode(fr, &f); err == nil && f.Kind == wire.KindRateAdvice {
-			f.Payload, f.Pad, f.Trailer = nil, nil, nil
-			t.r.got = append(t.r.got, f)
-		}
-	}
-	return t.in.HandleControl(h, p)
-}
-
 func newRig(t *testing.T, o rigOpts) *rig {
 	t.Helper()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := &rig{sim: engine.New(engine.WithSeed(1)), recv: map[string]*Receiver{}}
-	r.net = netsim.New(r.sim)
 	hc := netsim.DefaultHostConfig()
 	hc.DCQCN.Enabled = o.dcqcn
-	var err error
-	r.s1, err = r.net.AddHost("s1", netip.MustParseAddr("10.0.0.1"), hc)
-	must(err)
-	r.s2, err = r.net.AddHost("s2", netip.MustParseAddr("10.0.0.2"), hc)
-	must(err)
-	dst, err := r.net.AddHost("r", netip.MustParseAddr("10.0.4.1"), hc)
-	must(err)
 	sc := netsim.SwitchConfig{}
 	if o.ecn {
 		sc.Port.ECN = netsim.SameECN(netsim.ECNConfig{Enabled: true, KMinBytes: 20_000, KMaxBytes: 200_000, PMax: 0.2})
 	}
-	r.n1, err = r.net.AddSwitch("n1", addrN1, sc)
-	must(err)
-	for _, h := range []*netsim.Host{r.s1, r.s2} {
-		_, _, err = r.net.Connect(h, r.n1, netsim.LinkConfig{RateBps: 25e9, Delay: engine.Microsecond})
-		must(err)
-	}
-	r.out, _, err = r.net.Connect(r.n1, dst, netsim.LinkConfig{RateBps: 10e9, Delay: 20 * engine.Microsecond})
-	must(err)
-	r.net.ComputeRoutes()
-	r.a, err = r.net.AddFlow(netsim.FlowConfig{Name: "a", Src: r.s1, Dst: dst, SrcQPN: 100, DstQPN: 200})
-	must(err)
-	r.b, err = r.net.AddFlow(netsim.FlowConfig{Name: "b", Src: r.s2, Dst: dst, SrcQPN: 101, DstQPN: 201})
-	must(err)
+	n := mechtest.Build(t, mechtest.Spec{
+		Host:     hc,
+		Hosts:    []mechtest.Node{{Name: "s1", Addr: "10.0.0.1"}, {Name: "s2", Addr: "10.0.0.2"}, {Name: "r", Addr: "10.0.4.1"}},
+		Switches: []mechtest.Node{{Name: "n1", Addr: addrN1.String(), Switch: sc}},
+		Links: []mechtest.Link{{A: "s1", B: "n1", RateBps: 25e9, Delay: engine.Microsecond},
+			{A: "s2", B: "n1", RateBps: 25e9, Delay: engine.Microsecond},
+			{A: "n1", B: "r", RateBps: 10e9, Delay: 20 * engine.Microsecond}},
+		Flows: []mechtest.Flow{{From: "s1", To: "r", Config: netsim.FlowConfig{Name: "a", SrcQPN: 100, DstQPN: 200}},
+			{From: "s2", To: "r", Config: netsim.FlowConfig{Name: "b", SrcQPN: 101, DstQPN: 201}}},
+	})
+	r := &rig{sim: n.Sim, net: n.Net, s1: n.Hosts["s1"], s2: n.Hosts["s2"], n1: n.Switches["n1"],
+		out: n.Ports[[2]string{"n1", "r"}], a: n.Flows["a"], b: n.Flows["b"], recv: map[string]*Receiver{}}
 	if o.cfg != nil {
-		r.node, err = New(r.net, r.n1, *o.cfg)
-		must(err)
+		var err error
+		if r.node, err = New(r.net, r.n1, *o.cfg); err != nil {
+			t.Fatal(err)
+		}
 		r.n1.SetObserver(r.node)
 	}
 	acl := []netip.Prefix{netip.PrefixFrom(addrN1, 32)}
@@ -103,10 +73,18 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	}
 	for i, h := range []*netsim.Host{r.s1, r.s2} {
 		rv, err := NewReceiver(h, ReceiverConfig{Capable: o.capable[i], AccessList: acl, CodePoints: wire.DefaultCodePoints()})
-		must(err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		r.recv[h.Name()] = rv
-		h.SetControlHandler(&tap{r: r, in: rv})
 	}
+	// Every Rate Advice a sender gets is recorded, then its receiver acts.
+	isAdvice := func(_ *netsim.Packet, f *wire.Frame) bool { return f.Kind == wire.KindRateAdvice }
+	n.TapHosts(func(_ *netsim.Host, f *wire.Frame, _ []byte) {
+		g := *f
+		g.Payload, g.Pad, g.Trailer = nil, nil, nil
+		r.got = append(r.got, g)
+	}, isAdvice, func(h *netsim.Host) netsim.ControlHandler { return r.recv[h.Name()] }, "s1", "s2")
 	return r
 }
 

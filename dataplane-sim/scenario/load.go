@@ -200,12 +200,19 @@ func DefaultQueue() Queue {
 }
 
 // DefaultLongHaulCNP are the Long-haul CNP parameters when the file sets
-// none: the draft's recommendations and its §7 example.
+// none: the draft's recommendations and its §7 example where it gives a
+// value, and a real node's own defaults where it does not — V_ecn and
+// V_growth (§5.4 "a configured threshold", no value) are those of
+// lhcnp.DefaultQueueConfig and the YANG model (v-ecn 20 %, v-growth
+// 10 Gb/s), so a simulated node starts as `lhcnp switch` does
+// (TestDefaultsAreTheNodes).
 func DefaultLongHaulCNP() LongHaulCNP {
 	return LongHaulCNP{
 		KBase:          64 * KB,
 		Alpha:          1.0,
 		KMinFraction:   0.5,
+		VECN:           0.2,
+		VGrowth:        10 * Gbps,
 		GrowthInterval: 100 * time.Microsecond,
 		ReducePercent:  30,
 		PauseFactor:    1.5,
@@ -985,20 +992,30 @@ func (l *loader) dcqcn(n *yaml.Node) {
 	o := l.d.object(n, "dcqcn", "enabled", "g", "alpha_update_period", "initial_alpha", "rate_on_first_cnp",
 		"min_dec_fac_percent", "min_rate", "gd", "rate_reduce_monitor_period", "clamp_target_rate",
 		"clamp_target_after_time_inc", "time_reset", "byte_reset", "threshold", "max_rate", "rate_ai",
-		"rate_hai", "cnp_interval", "cnp_prio")
+		"rate_hai", "cnp_interval", "cnp_prio", "profile", "alpha_per_cnp")
 	if o == nil {
 		return
 	}
 	p := &l.sc.DCQCN
+	if fn := o.get("profile"); fn != nil {
+		if s, ok := l.d.scalar(fn, o.field("profile")); ok {
+			if s != DCQCNProfileNVIDIA && s != DCQCNProfilePaper {
+				l.d.errAt(fn, o.field("profile"), "unknown profile %q (want %s or %s)", s, DCQCNProfileNVIDIA, DCQCNProfilePaper)
+			} else {
+				p.Profile = s
+			}
+		}
+	}
+	p.AlphaPerCNP = optBool(o, "alpha_per_cnp")
 	p.Enabled = optBool(o, "enabled")
 	p.G = optInt(o, "g", 0, 1024)
 	p.AlphaUpdatePeriod = optDuration(o, "alpha_update_period", true)
-	p.InitialAlpha = optInt(o, "initial_alpha", 0, 1023)
+	p.InitialAlpha = optInt(o, "initial_alpha", 0, 1024)
 	p.RateOnFirstCNP = optRate(o, "rate_on_first_cnp", false)
 	p.MinDecFacPercent = optInt(o, "min_dec_fac_percent", 0, 100)
 	p.MinRate = optRate(o, "min_rate", true)
 	p.GD = optInt(o, "gd", 0, 30)
-	p.RateReduceMonitorPeriod = optDuration(o, "rate_reduce_monitor_period", true)
+	p.RateReduceMonitorPeriod = optDuration(o, "rate_reduce_monitor_period", false)
 	p.ClampTargetRate = optBool(o, "clamp_target_rate")
 	p.ClampTargetAfterTimeInc = optBool(o, "clamp_target_after_time_inc")
 	p.TimeReset = optDuration(o, "time_reset", true)

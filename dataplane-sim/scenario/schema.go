@@ -297,10 +297,15 @@ type LongHaulCNP struct {
 // network model's default (NVIDIA's firmware defaults, see netsim's
 // DefaultDCQCN and docs/engine.md); the names follow NVIDIA's parameters.
 type DCQCN struct {
+	// Profile is the base the other fields override: DCQCNProfileNVIDIA
+	// (the default, "") or DCQCNProfilePaper (netsim.PaperDCQCN and
+	// PaperNP: the SIGCOMM 2015 parameters and alpha timing).
+	Profile                 string
+	AlphaPerCNP             *bool          // the paper's alpha timing (see netsim.DCQCNConfig)
 	Enabled                 *bool          // DCQCN rate control on/off
 	G                       *int           // dce_tcp_g, alpha gain in 1/1024
 	AlphaUpdatePeriod       *time.Duration // dce_tcp_rtt
-	InitialAlpha            *int           // initial_alpha_value, 0..1023
+	InitialAlpha            *int           // initial_alpha_value, 0..1024 (1.0)
 	RateOnFirstCNP          *Rate          // rate_to_set_on_first_cnp
 	MinDecFacPercent        *int           // rpg_min_dec_fac
 	MinRate                 *Rate          // rpg_min_rate
@@ -318,6 +323,12 @@ type DCQCN struct {
 	CNPInterval *time.Duration // min_time_between_cnps per QP
 	CNPPrio     *int           // cnp_802p_prio
 }
+
+// DCQCN profiles: the base parameter set of the dcqcn block.
+const (
+	DCQCNProfileNVIDIA = "nvidia"
+	DCQCNProfilePaper  = "paper"
+)
 
 // NIC holds the file's overrides of the RNIC; nil keeps the model default.
 type NIC struct {

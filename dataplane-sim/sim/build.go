@@ -175,6 +175,10 @@ func portConfig(q scenario.Queue, bufferBytes int64) netsim.PortConfig {
 func hostConfig(sc *scenario.Scenario) (netsim.HostConfig, error) {
 	c := netsim.DefaultHostConfig()
 	d, rp := sc.DCQCN, &c.DCQCN
+	if d.Profile == scenario.DCQCNProfilePaper {
+		c.DCQCN, c.NP = netsim.PaperDCQCN(), netsim.PaperNP()
+	}
+	set(&rp.AlphaPerCNP, d.AlphaPerCNP, func(v bool) bool { return v })
 	set(&rp.Enabled, d.Enabled, func(v bool) bool { return v })
 	set(&rp.G, d.G, func(v int) uint32 { return uint32(v) })
 	set(&rp.AlphaUpdatePeriod, d.AlphaUpdatePeriod, engine.FromDuration)

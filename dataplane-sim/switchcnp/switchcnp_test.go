@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/internal/mechtest"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -30,61 +31,34 @@ type rig struct {
 
 var addrN1 = netip.MustParseAddr("10.0.1.1")
 
-type tap struct {
-	r   *rig
-	dec wire.Decoder
-}
-
-func (t *tap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
-	if fr := p.Frame(); fr != nil && p.Kind == netsim.KindRoCE && p.Opcode() == wire.OpCNP {
-		var f wire.Frame
-		if err := t.dec.Decode(fr, &f); err == nil {
-			f.Payload, f.Pad, f.Trailer = nil, nil, nil
-			t.r.got = append(t.r.got, f)
-			t.r.at = append(t.r.at, t.r.sim.Now())
-		}
-	}
-	return false // DCQCN applies it
-}
-
 func newRig(t *testing.T, cfg *Config, buffer int64) *rig {
 	t.Helper()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
+	link := func(a, b string, d engine.Time) mechtest.Link {
+		return mechtest.Link{A: a, B: b, RateBps: 10e9, Delay: d}
+	}
+	n := mechtest.Build(t, mechtest.Spec{
+		Host:     netsim.DefaultHostConfig(),
+		Hosts:    []mechtest.Node{{Name: "s1", Addr: "10.0.0.1"}, {Name: "s2", Addr: "10.0.0.2"}, {Name: "r", Addr: "10.0.4.1"}},
+		Switches: []mechtest.Node{{Name: "n1", Addr: addrN1.String(), Switch: netsim.SwitchConfig{Port: netsim.PortConfig{BufferBytes: buffer}}}},
+		Links:    []mechtest.Link{link("s1", "n1", engine.Microsecond), link("s2", "n1", engine.Microsecond), link("n1", "r", 20*engine.Microsecond)},
+		Flows: []mechtest.Flow{{From: "s1", To: "r", Config: netsim.FlowConfig{Name: "a", SrcQPN: 100, DstQPN: 200}},
+			{From: "s2", To: "r", Config: netsim.FlowConfig{Name: "b", SrcQPN: 101, DstQPN: 201}}},
+	})
+	r := &rig{sim: n.Sim, net: n.Net, s1: n.Hosts["s1"], s2: n.Hosts["s2"], n1: n.Switches["n1"],
+		out: n.Ports[[2]string{"n1", "r"}], a: n.Flows["a"], b: n.Flows["b"]}
+	if cfg != nil {
+		var err error
+		if r.node, err = Attach(r.net, r.n1, *cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r := &rig{sim: engine.New(engine.WithSeed(1))}
-	r.net = netsim.New(r.sim)
-	hc := netsim.DefaultHostConfig()
-	var err error
-	r.s1, err = r.net.AddHost("s1", netip.MustParseAddr("10.0.0.1"), hc)
-	must(err)
-	r.s2, err = r.net.AddHost("s2", netip.MustParseAddr("10.0.0.2"), hc)
-	must(err)
-	dst, err := r.net.AddHost("r", netip.MustParseAddr("10.0.4.1"), hc)
-	must(err)
-	r.n1, err = r.net.AddSwitch("n1", addrN1, netsim.SwitchConfig{Port: netsim.PortConfig{BufferBytes: buffer}})
-	must(err)
-	for _, h := range []*netsim.Host{r.s1, r.s2} {
-		_, _, err = r.net.Connect(h, r.n1, netsim.LinkConfig{RateBps: 10e9, Delay: engine.Microsecond})
-		must(err)
-	}
-	r.out, _, err = r.net.Connect(r.n1, dst, netsim.LinkConfig{RateBps: 10e9, Delay: 20 * engine.Microsecond})
-	must(err)
-	r.net.ComputeRoutes()
-	r.a, err = r.net.AddFlow(netsim.FlowConfig{Name: "a", Src: r.s1, Dst: dst, SrcQPN: 100, DstQPN: 200})
-	must(err)
-	r.b, err = r.net.AddFlow(netsim.FlowConfig{Name: "b", Src: r.s2, Dst: dst, SrcQPN: 101, DstQPN: 201})
-	must(err)
-	if cfg != nil {
-		r.node, err = Attach(r.net, r.n1, *cfg)
-		must(err)
-	}
-	for _, h := range []*netsim.Host{r.s1, r.s2} {
-		h.SetControlHandler(&tap{r: r})
-	}
+	// Every CNP a sender gets is recorded, then DCQCN applies it.
+	n.TapHosts(func(_ *netsim.Host, f *wire.Frame, _ []byte) {
+		g := *f
+		g.Payload, g.Pad, g.Trailer = nil, nil, nil
+		r.got = append(r.got, g)
+		r.at = append(r.at, r.sim.Now())
+	}, nil, nil, "s1", "s2")
 	return r
 }
 

@@ -113,7 +113,7 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	fc, err := FastCNPConfig(l, &cfg)
+	fc, err := FastCNPConfig(l, &cfg, b.ports)
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	root := StateTree(&st, &cfg, b.ports, b.WallNS)
 	root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState().EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
 	if fast {
-		fastCNPState(root, fc, fn)
+		fastCNPState(root, fc, fn, b.ports)
 	}
 	if advice {
 		rateAdviceState(root, ra, b.WallNS)

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/openconfig/ygot/ygot"
 
@@ -21,8 +22,9 @@ const fastWithLongHaul = "Fast CNP and Long-haul CNP cannot both run on one node
 // FastCNPConfig translates the Fast CNP leaves (global fast-cnp-enabled,
 // /lhcnp/fast-cnp) into the Fast CNP configuration; the shared leaves
 // (source address, CNP DSCP, code points, flow table) come from lc, the
-// translated Long-haul CNP configuration. Errors name the YANG path.
-func FastCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fastcnp.Config, error) {
+// translated Long-haul CNP configuration, and border-interface names map
+// to ports through ports. Errors name the YANG path.
+func FastCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) (fastcnp.Config, error) {
 	c := fastcnp.DefaultConfig()
 	c.SourceAddress = lc.SourceAddress
 	c.CNPDSCP = lc.CNPDSCP
@@ -59,6 +61,13 @@ func FastCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fastcnp.Config, error) 
 		}
 		if f.MaxFlowsPerTrigger != nil {
 			c.MaxFlowsPerTrigger = int(*f.MaxFlowsPerTrigger)
+		}
+		for _, name := range f.BorderInterface {
+			port, ok := ports.Port(name)
+			if !ok {
+				return c, invalid(at+"/border-interface", "%q: no such interface on this switch (interfaces: %s)", name, strings.Join(ports.Names(), ", "))
+			}
+			c.BorderPorts = append(c.BorderPorts, port)
 		}
 	}
 	if sp := l.GetFastCnp().GetSourcePrefixes(); sp != nil {
@@ -140,7 +149,7 @@ func (f firstOf) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 
 // fastCNPState writes the Fast CNP configuration in use and the counters
 // into the state tree.
-func fastCNPState(root *oc.Root, c fastcnp.Config, n fastcnp.Counters) {
+func fastCNPState(root *oc.Root, c fastcnp.Config, n fastcnp.Counters, ports *Ports) {
 	l := root.GetOrCreateLhcnp()
 	l.GetOrCreateGlobal().GetOrCreateState().FastCnpEnabled = ygot.Bool(c.Enabled)
 	f := l.GetOrCreateFastCnp()
@@ -156,6 +165,12 @@ func fastCNPState(root *oc.Root, c fastcnp.Config, n fastcnp.Counters) {
 	s.PortCnpRate = ygot.Uint32(uint32(c.PortCNPRatePerSec))
 	s.PortCnpBurst = ygot.Uint32(uint32(c.PortCNPBurst))
 	s.MaxFlowsPerTrigger = ygot.Uint16(uint16(c.MaxFlowsPerTrigger))
+	s.BorderInterface = nil
+	for _, port := range c.BorderPorts {
+		if name, ok := ports.Interface(port); ok {
+			s.BorderInterface = append(s.BorderInterface, name)
+		}
+	}
 	k := s.GetOrCreateCounters()
 	k.Sent = ygot.Uint64(uint64(n.Sent))
 	k.SentWithIoam = ygot.Uint64(uint64(n.SentIOAM))
@@ -163,6 +178,7 @@ func fastCNPState(root *oc.Root, c fastcnp.Config, n fastcnp.Counters) {
 	k.EcnMarksWithheld = ygot.Uint64(uint64(n.MarksWithheld))
 	k.OutsideDomain = ygot.Uint64(uint64(n.OutsideDomain))
 	k.NotIpv6 = ygot.Uint64(uint64(n.NotIPv6))
+	k.BorderDropped = ygot.Uint64(uint64(n.BorderDropped()))
 	capable := map[netip.Prefix]bool{}
 	for _, p := range c.CapableSenders {
 		capable[p] = true

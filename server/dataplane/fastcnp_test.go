@@ -71,3 +71,46 @@ func TestSetFastCNP(t *testing.T) {
 		t.Errorf("after a refused Set: congestion-threshold %d", got)
 	}
 }
+
+// TestFastCNPBorderThroughGNMI: border-interface makes a port a border of
+// the domain (draft §5 border filtering): the Fast CNPs that would leave
+// through it are dropped and counted in border-dropped, the others still go
+// out; the state echoes the interfaces; an unknown interface is refused
+// naming the leaf.
+func TestFastCNPBorderThroughGNMI(t *testing.T) {
+	r := newRigFrom(t, "testdata/line6.yaml", lineConfig)
+	var border string // the interface towards the host "source"
+	for _, name := range r.sw.Ports.Names() {
+		if port, _ := r.sw.Ports.Port(name); port == "n1:0" {
+			border = name
+		}
+	}
+	if border == "" {
+		t.Fatalf("no interface on port n1:0 (interfaces %v)", r.sw.Ports.Names())
+	}
+	cfg := strings.Replace(fastConfig, `"min-cnp-interval": 100}`, `"min-cnp-interval": 100, "border-interface": ["`+border+`"]}`, 1)
+	if err := r.setIETF("/lhcnp", cfg, true); err != nil {
+		t.Fatalf("replace with fast cnp and a border: %v", err)
+	}
+	r.run(t, 8*engine.Millisecond)
+	const c = "/lhcnp/fast-cnp/state/counters"
+	dropped, sent := r.uint(t, c+"/border-dropped"), r.uint(t, c+"/sent")
+	if dropped == 0 || sent == 0 {
+		t.Errorf("border-dropped %d, sent %d: want Fast CNPs to source dropped at the border and those to a1 sent", dropped, sent)
+	}
+	if got := r.getJSON(t, "/lhcnp/fast-cnp/state/border-interface"); !strings.Contains(got, border) {
+		t.Errorf("state border-interface = %s, want %q", got, border)
+	}
+	for _, h := range r.sw.Net.Hosts() {
+		for _, q := range h.SendQPs() {
+			slowed := q.RateBps() < q.LineRateBps()
+			if want := h.Name() != "source"; slowed != want {
+				t.Errorf("%s QP %d slowed %v, want %v (its Fast CNPs cross the border: %v)", h.Name(), q.QPN, slowed, want, !want)
+			}
+		}
+	}
+	err := r.setJSON(t, "/lhcnp/fast-cnp/config/border-interface", `["nowhere"]`)
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "/lhcnp/fast-cnp/config/border-interface") {
+		t.Fatalf("unknown border interface: %v, want InvalidArgument naming the leaf", err)
+	}
+}

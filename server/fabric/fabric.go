@@ -117,6 +117,16 @@ type Fabric struct {
 	wires    []*udpwire.Wire
 	log      *slog.Logger
 	clockMu  sync.Mutex
+	// onStage, set by tests, is called as Run passes each stage of its
+	// start-up (stage names in Run), so a test can cancel at every one.
+	onStage func(stage string)
+}
+
+// stage reports a stage of Run's start-up to the test hook.
+func (f *Fabric) stage(name string) {
+	if f.onStage != nil {
+		f.onStage(name)
+	}
 }
 
 // New builds the network, the nodes with their initial configuration, the
@@ -337,13 +347,17 @@ func (f *Fabric) Run(ctx context.Context) error {
 		epoch = time.Now()
 	}
 	f.net.Sim.SetEpoch(epoch)
+	f.stage("epoch")
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*len(f.switches)+len(f.wires)+1)
 	for _, s := range f.switches {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if err := s.srv.Serve(s.lis); err != nil {
+			// Cancelled before this goroutine reached Serve, the server is
+			// already stopped (below) and Serve says so: that is the
+			// clean end asked for, not a failure.
+			if err := s.srv.Serve(s.lis); err != nil && !(errors.Is(err, grpc.ErrServerStopped) && ctx.Err() != nil) {
 				errs <- fmt.Errorf("switch %s: gnmi: %w", s.Name, err)
 			}
 			cancel()
@@ -366,13 +380,16 @@ func (f *Fabric) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		f.stage("wires")
 		f.waitForWires(ctx)
+		f.stage("engine")
 		err := f.net.Sim.RunRealtime(ctx, f.cfg.Speed, engine.Never)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, engine.ErrStopped) {
 			errs <- fmt.Errorf("engine: %w", err)
 		}
 		cancel()
 	}()
+	f.stage("running")
 	<-ctx.Done()
 	// Subscribe streams end only when their clients go: stop, not
 	// GracefulStop, after giving unary RPCs a moment to finish.

@@ -20,6 +20,7 @@ const (
 	RuleDelay    Rule = "delay"     // standing queue on a full link: tighten K_max
 	RuleUnderUse Rule = "under-use" // link under-used while senders are throttled: loosen
 	RuleOverhead Rule = "overhead"  // many notifications on a full link: raise V_growth
+	RuleFiring   Rule = "firing"    // a tightening while the node's own trigger fires: hold
 	RuleRejected Rule = "rejected"  // the direction was just rolled back
 	RuleBound    Rule = "bound"     // the change is already at its bound
 	RuleSteady   Rule = "steady"    // inside the dead band: nothing to do
@@ -79,10 +80,12 @@ type Decision struct {
 
 // Decide is the policy: one decision for one queue's window. It returns
 // the memory to keep for the next call. Rules, first match wins:
-// missing data or gaps, cool-down, loss, delay, under-use, overhead,
-// otherwise steady; a direction just rolled back is held for four
-// cool-downs (except against loss); a change is one step (at most MaxStep) of alpha (or the
-// explicit K_max) and V_growth, clamped to the bounds.
+// missing data or gaps, cool-down, loss, growth, delay, under-use,
+// overhead, otherwise steady; a growth or delay tightening is held while
+// the node's own trigger for it fires (firing); a direction just rolled
+// back is held for four cool-downs (except against loss); a change is one
+// step (at most MaxStep) of alpha (or the explicit K_max) and V_growth,
+// clamped to the bounds.
 func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	d := Decision{Before: w.Config, After: w.Config}
 	if rule, reason := Check(cfg, w); rule != "" {
@@ -101,6 +104,11 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	dir, rule, reason := classify(cfg, d.Metrics)
 	d.Direction, d.Rule, d.Reason = dir, rule, reason
 	if dir == Hold {
+		return d, mem
+	}
+	if why := firing(w, d.Metrics); why != "" && (rule == RuleGrowth || rule == RuleDelay) {
+		d.Rule = RuleFiring
+		d.Reason = fmt.Sprintf("%s; but %s: the node is cutting already, a lower threshold would only cut deeper once the queue is back", reason, why)
 		return d, mem
 	}
 	if dir == mem.Rejected && w.End.Before(mem.RejectedUntil) && rule != RuleLoss {
@@ -159,6 +167,31 @@ func classify(cfg Config, m Metrics) (Direction, Rule, string) {
 		100*m.Utilisation, m.DelayRTT, m.Loss, m.NotificationsPerRTT)
 }
 
+// firing says which of the node's second-level triggers the window shows
+// firing, "" when none: the queue at or above its effective K_max (QD >
+// K_max), or growing faster than V_growth (QGR > V_growth, the window's
+// mean growth from its first to its last sample). The thresholds decide
+// when a node starts cutting; while it cuts, the cuts and the senders'
+// reaction decide, and a threshold lowered then only over-cuts once the
+// queue has drained (in the simulator, a V_growth halved under a 3:1
+// incast that had fired it already cost 6.4 points of utilisation over
+// the run, docs/tuner.md).
+func firing(w Window, m Metrics) string {
+	last := w.Samples[len(w.Samples)-1].QueueDepthBytes
+	kmax := w.EffectiveKMaxBytes
+	if w.Config.KMaxMode == KMaxExplicit {
+		kmax = w.Config.KMaxBytes
+	}
+	if kmax > 0 && last >= kmax {
+		return fmt.Sprintf("the queue (%d B) is at or above K_max (%d B): the QD trigger fires", last, kmax)
+	}
+	growthBps := m.TrendRTT * float64(w.PortRateBps) / 8
+	if v := w.Config.VGrowthBps; v > 0 && growthBps > float64(v) {
+		return fmt.Sprintf("the queue grows at %.4g B/s, above V_growth (%d B/s): the QGR trigger fires", growthBps, v)
+	}
+	return ""
+}
+
 // nextStep adapts the step: halved (in log) on a reversal, doubled back
 // towards MaxStep while the direction holds.
 func nextStep(cfg Config, mem Memory, dir Direction) float64 {
@@ -178,12 +211,10 @@ func nextStep(cfg Config, mem Memory, dir Direction) float64 {
 // apply computes the settings after one step in dir. The overhead rule
 // moves V_growth only. notes says what a bound or the K_base floor held.
 func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settings, string) {
-	after := w.Config
 	factor := step
 	if dir == Tighten {
 		factor = 1 / step
 	}
-	var notes []string
 	// The lowest K_max a tightening may set (no cut storm: a K_max under
 	// the queue makes the QD trigger cut every flow at every interval
 	// until the queue drains): a growing queue's depth one window ahead at
@@ -203,11 +234,57 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 	default:
 		floorBytes = last
 	}
+	// The growth and delay rules first keep K_max at twice that: the queue
+	// at most at K_min (K_max / 2), inside the ECN range of the
+	// first-level response, never just under K_max, where any burst fires
+	// the QD trigger on every flow until the queue drains (in the
+	// simulator, K_max set 4 % above a standing queue under a 2:1 incast
+	// left the link 23 % used 18 ms later). Only when that moves nothing and V_growth
+	// cannot move either, K_max goes down to the queue itself.
+	gentle := rule == RuleGrowth || rule == RuleDelay
+	after, notes := tighterKMax(cfg, w, dir, rule, factor, floorBytes, gentle)
+	if gentle && after == w.Config && !(cfg.TuneVGrowth && vgCanMove(cfg, w.Config.VGrowthBps, dir)) {
+		after, notes = tighterKMax(cfg, w, dir, rule, factor, floorBytes, false)
+	}
+	vgKnob := rule != RuleDelay
+	if rule == RuleDelay && after == w.Config {
+		vgKnob = true // K_max cannot move: the growth trigger instead
+	}
+	switch {
+	case !vgKnob:
+	case cfg.TuneVGrowth && w.Config.VGrowthBps == 0 && dir == Tighten && cfg.VGrowthEnableShare > 0:
+		// The QGR trigger off (a simulator node): tightening switches it
+		// on at a share of R_port (the YANG default is a tenth of a
+		// 100 Gbit/s port).
+		v := int64(cfg.VGrowthEnableShare * float64(w.PortRateBps) / 8)
+		after.VGrowthBps = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
+	case cfg.TuneVGrowth && w.Config.VGrowthBps > 0:
+		v := int64(math.Round(float64(w.Config.VGrowthBps) * factor))
+		v = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
+		if v == w.Config.VGrowthBps {
+			notes = append(notes, fmt.Sprintf("v-growth at its bound %d B/s", v))
+		}
+		after.VGrowthBps = v
+	}
+	return after, strings.Join(notes, ", ")
+}
+
+// tighterKMax moves K_max (alpha, or the explicit kmax) by factor when the
+// rule moves it, never below floorBytes (twice that when gentle) on a
+// tightening; notes say what a bound or floor held.
+func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64, floorBytes int64, gentle bool) (Settings, []string) {
+	after := w.Config
+	var notes []string
+	last := w.Samples[len(w.Samples)-1].QueueDepthBytes
+	ahead := fmt.Sprintf("the queue (%d B, %d B one window ahead)", last, floorBytes)
+	if gentle {
+		floorBytes *= 2
+		ahead = fmt.Sprintf("twice the queue (%d B, %d B one window ahead: K_min at the queue)", last, floorBytes/2)
+	}
 	// Which knobs: the growth and overhead rules move V_growth (the growth
 	// rule K_max when V_growth cannot move), the delay rule K_max (V_growth
 	// when K_max cannot move), loss and under-use both.
 	kmaxKnob := rule != RuleOverhead && rule != RuleGrowth
-	vgKnob := rule != RuleDelay
 	if rule == RuleGrowth && (!cfg.TuneVGrowth || !vgCanMove(cfg, w.Config.VGrowthBps, dir)) {
 		kmaxKnob = true
 	}
@@ -229,7 +306,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 			case dir == Tighten && w.Config.Alpha*bdpBytes <= float64(w.KBaseBytes):
 				notes = append(notes, fmt.Sprintf("K_max is at its K_base floor %d B: alpha kept", w.KBaseBytes))
 			case dir == Tighten && a >= w.Config.Alpha && floor >= w.Config.Alpha:
-				notes = append(notes, fmt.Sprintf("the queue (%d B, %d B one window ahead) is above the K_max a lower alpha would give: alpha kept", last, floorBytes))
+				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower alpha would give: alpha kept", ahead))
 			case a == w.Config.Alpha:
 				notes = append(notes, fmt.Sprintf("alpha at its bound %v", a))
 			default:
@@ -247,26 +324,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 			after.KMaxBytes = k
 		}
 	}
-	if rule == RuleDelay && after == w.Config {
-		vgKnob = true // K_max cannot move: the growth trigger instead
-	}
-	switch {
-	case !vgKnob:
-	case cfg.TuneVGrowth && w.Config.VGrowthBps == 0 && dir == Tighten && cfg.VGrowthEnableShare > 0:
-		// The QGR trigger off (a simulator node): tightening switches it
-		// on at a share of R_port (the YANG default is a tenth of a
-		// 100 Gbit/s port).
-		v := int64(cfg.VGrowthEnableShare * float64(w.PortRateBps) / 8)
-		after.VGrowthBps = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
-	case cfg.TuneVGrowth && w.Config.VGrowthBps > 0:
-		v := int64(math.Round(float64(w.Config.VGrowthBps) * factor))
-		v = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
-		if v == w.Config.VGrowthBps {
-			notes = append(notes, fmt.Sprintf("v-growth at its bound %d B/s", v))
-		}
-		after.VGrowthBps = v
-	}
-	return after, strings.Join(notes, ", ")
+	return after, notes
 }
 
 // vgCanMove says whether V_growth can move in dir within its bounds.

@@ -120,17 +120,32 @@ func TestDecide(t *testing.T) {
 			reason: "v-growth -1 unknown",
 		},
 		{
-			desc:   "the QGR trigger off (v-growth 0): a standing queue lowers alpha, the trigger stays off",
+			desc:   "the QGR trigger off (v-growth 0): a standing queue lowers alpha to twice the queue, the trigger stays off",
 			window: func() Window { return window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, 0)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, 0),
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.6, 0),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
-			desc:   "a growing queue: V_growth tightened, K_max kept",
-			window: func() Window { return growing(bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg/2),
+			desc:   "a queue growing below V_growth: V_growth tightened, K_max kept",
+			window: func() Window { return growing(bdp(1, 4*vg)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, 2*vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 			reason: "queue growing by 0.3 RTT_est per RTT_est",
+		},
+		{
+			desc:   "a queue growing faster than V_growth: the QGR trigger fires, hold",
+			window: func() Window { return growing(bdp(1, vg)) },
+			want:   result{Rule: RuleFiring, After: bdp(1, vg)},
+			reason: "the QGR trigger fires",
+		},
+		{
+			desc: "loss with the queue above K_max: tightened all the same, V_growth only (no cut storm)",
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 1.5, lossShare: 0.01}, bdp(1, vg))
+			},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "above the K_max a lower alpha would give",
 		},
 		{
 			desc:   "a growing queue with the QGR trigger off: switched on at the YANG default",
@@ -139,10 +154,10 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
-			desc:   "a growing queue with V_growth at its minimum: alpha instead",
-			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
-			window: func() Window { return growing(bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleGrowth, After: bdp(0.7, vg),
+			desc:   "a growing queue with V_growth at its minimum: alpha instead, down to the queue one window ahead",
+			cfg:    func(c *Config) { c.VGrowthMinBps = 4 * vg },
+			window: func() Window { return growing(bdp(1, 4*vg)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(0.7, 4*vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
@@ -191,10 +206,10 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "standing queue on a full link: tighten by the full step",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.1}, bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
-			reason: "queueing delay 1.66 RTT_est",
+			reason: "queueing delay 1.62 RTT_est",
 		},
 		{
 			desc: "fast attack: a queue growing through delay_high_rtt is tightened in the window it crosses it",
@@ -219,29 +234,44 @@ func TestDecide(t *testing.T) {
 			want: result{Rule: RuleSteady, After: bdp(1, vg)},
 		},
 		{
-			desc:   "a queue above K_max: alpha kept (no cut storm), V_growth tightened",
+			desc:   "a queue above K_max: the QD trigger fires, hold",
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 1.5}, bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(1, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
-			reason: "above the K_max a lower alpha would give",
+			want:   result{Rule: RuleFiring, After: bdp(1, vg)},
+			reason: "the QD trigger fires",
 		},
 		{
-			desc: "explicit K_max over a growing queue: no lower than the queue one window ahead",
+			desc: "explicit K_max over a growing queue: no lower than twice the queue one window ahead, V_growth instead",
 			window: func() Window {
 				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
 			},
 			want: result{Change: true, Rule: RuleDelay,
-				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes * 8 / 10, VGrowthBps: vg},
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg / 2},
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
-			desc:   "a standing queue under K_max: no lower than the queue",
+			desc:   "a standing queue above K_min: K_max no lower than twice the queue, V_growth instead",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			reason: "twice the queue",
+		},
+		{
+			desc:   "a standing queue above K_min, V_growth at its minimum: K_max down to the queue",
+			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
-			desc: "explicit K_max over a standing queue: no lower than the queue",
+			desc:   "a standing queue above K_min, V_growth not tuned: K_max down to the queue",
+			cfg:    func(c *Config) { c.TuneVGrowth = false },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc: "explicit K_max over a standing queue, V_growth not tuned: no lower than the queue",
+			cfg:  func(c *Config) { c.TuneVGrowth = false },
 			window: func() Window {
 				return window(queue{util: 0.99, delayRTT: 0.8}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
 			},
@@ -300,7 +330,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "cool-down over: the same direction again with the step at most max_step",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.1}, bdp(1, vg)) },
 			mem:    Memory{LastChange: t0.Add(-2 * time.Second), Direction: Tighten, Step: 1.5, Changes: 1},
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2}},
@@ -341,8 +371,9 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "K_max at its K_base floor: alpha kept, V_growth tightened",
 			window: func() Window {
-				w := window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(0.1, vg))
+				w := window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.1}, bdp(0.1, vg))
 				w.KBaseBytes = 20 << 20 // above 0.1 BDP (12.5 MB)
+				w.EffectiveKMaxBytes = w.KBaseBytes
 				return w
 			},
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.1, vg/2),
@@ -352,7 +383,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "explicit K_max: the explicit value is stepped, within kmax bounds",
 			window: func() Window {
-				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 20_000, VGrowthBps: vg})
+				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.00001}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 20_000, VGrowthBps: vg})
 			},
 			want: result{Change: true, Rule: RuleDelay,
 				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: 16 << 10, VGrowthBps: vg},
@@ -361,7 +392,7 @@ func TestDecide(t *testing.T) {
 		{
 			desc:   "v-growth tuning off: only alpha moves",
 			cfg:    func(c *Config) { c.TuneVGrowth = false },
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.3}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.1}, bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.5, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},

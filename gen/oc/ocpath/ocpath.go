@@ -3078,6 +3078,25 @@ func (n *Lhcnp_Lhcnp_FastCnpPathAny) State() *Lhcnp_Lhcnp_FastCnp_StatePathAny {
 	return ps
 }
 
+// Lhcnp_Lhcnp_FastCnp_Config_BorderInterfacePath represents the /lhcnp/lhcnp/fast-cnp/config/border-interface YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_BorderInterfacePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[[]string]
+}
+
+// Lhcnp_Lhcnp_FastCnp_Config_BorderInterfacePathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/config/border-interface YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_Config_BorderInterfacePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[[]string]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_Config_BorderInterfacePath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPath represents the /lhcnp/lhcnp/fast-cnp/config/congestion-threshold YANG schema element.
 type Lhcnp_Lhcnp_FastCnp_Config_CongestionThresholdPath struct {
 	*ygnmi.NodePath
@@ -3264,6 +3283,104 @@ type Lhcnp_Lhcnp_FastCnp_ConfigPathAny struct {
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) PathOriginName() string {
 	return "openconfig"
+}
+
+// BorderInterface (leaf-list): Interfaces of this switch that face outside the controlled
+// domain (names as in /lhcnp/interfaces). A Fast CNP arriving on
+// one is dropped, and so is one, transiting or originated here,
+// that would leave through one; other traffic passes. Border
+// filtering works whether or not the switch sends Fast CNP itself
+// (fast-cnp-enabled).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "border-interface"
+//	Path from root:       "/lhcnp/fast-cnp/config/border-interface"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPath) BorderInterface() *Lhcnp_Lhcnp_FastCnp_Config_BorderInterfacePath {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_BorderInterfacePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"border-interface"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[[]string](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).BorderInterface
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// BorderInterface (leaf-list): Interfaces of this switch that face outside the controlled
+// domain (names as in /lhcnp/interfaces). A Fast CNP arriving on
+// one is dropped, and so is one, transiting or originated here,
+// that would leave through one; other traffic passes. Border
+// filtering works whether or not the switch sends Fast CNP itself
+// (fast-cnp-enabled).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "border-interface"
+//	Path from root:       "/lhcnp/fast-cnp/config/border-interface"
+func (n *Lhcnp_Lhcnp_FastCnp_ConfigPathAny) BorderInterface() *Lhcnp_Lhcnp_FastCnp_Config_BorderInterfacePathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_Config_BorderInterfacePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"border-interface"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[[]string](
+		"Lhcnp_Lhcnp_FastCnp_Config",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_Config).BorderInterface
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
 }
 
 // CongestionThreshold (leaf): The queue depth above which the node sends Fast CNP to the
@@ -5190,6 +5307,25 @@ func (n *Lhcnp_Lhcnp_FastCnp_SourcePrefixes_SourcePrefix_StatePathAny) SenderCap
 	return ps
 }
 
+// Lhcnp_Lhcnp_FastCnp_State_BorderInterfacePath represents the /lhcnp/lhcnp/fast-cnp/state/border-interface YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_BorderInterfacePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[[]string]
+}
+
+// Lhcnp_Lhcnp_FastCnp_State_BorderInterfacePathAny represents the wildcard version of the /lhcnp/lhcnp/fast-cnp/state/border-interface YANG schema element.
+type Lhcnp_Lhcnp_FastCnp_State_BorderInterfacePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[[]string]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FastCnp_State_BorderInterfacePath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPath represents the /lhcnp/lhcnp/fast-cnp/state/congestion-threshold YANG schema element.
 type Lhcnp_Lhcnp_FastCnp_State_CongestionThresholdPath struct {
 	*ygnmi.NodePath
@@ -5376,6 +5512,104 @@ type Lhcnp_Lhcnp_FastCnp_StatePathAny struct {
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_FastCnp_StatePath) PathOriginName() string {
 	return "openconfig"
+}
+
+// BorderInterface (leaf-list): Interfaces of this switch that face outside the controlled
+// domain (names as in /lhcnp/interfaces). A Fast CNP arriving on
+// one is dropped, and so is one, transiting or originated here,
+// that would leave through one; other traffic passes. Border
+// filtering works whether or not the switch sends Fast CNP itself
+// (fast-cnp-enabled).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "border-interface"
+//	Path from root:       "/lhcnp/fast-cnp/state/border-interface"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePath) BorderInterface() *Lhcnp_Lhcnp_FastCnp_State_BorderInterfacePath {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_BorderInterfacePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"border-interface"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[[]string](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).BorderInterface
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// BorderInterface (leaf-list): Interfaces of this switch that face outside the controlled
+// domain (names as in /lhcnp/interfaces). A Fast CNP arriving on
+// one is dropped, and so is one, transiting or originated here,
+// that would leave through one; other traffic passes. Border
+// filtering works whether or not the switch sends Fast CNP itself
+// (fast-cnp-enabled).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "border-interface"
+//	Path from root:       "/lhcnp/fast-cnp/state/border-interface"
+func (n *Lhcnp_Lhcnp_FastCnp_StatePathAny) BorderInterface() *Lhcnp_Lhcnp_FastCnp_State_BorderInterfacePathAny {
+	ps := &Lhcnp_Lhcnp_FastCnp_State_BorderInterfacePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"border-interface"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[[]string](
+		"Lhcnp_Lhcnp_FastCnp_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) ([]string, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FastCnp_State).BorderInterface
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FastCnp_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
 }
 
 // CongestionThreshold (leaf): The queue depth above which the node sends Fast CNP to the
@@ -6476,8 +6710,9 @@ func (n *Lhcnp_Lhcnp_FastCnp_State_CountersPath) PathOriginName() string {
 	return "openconfig"
 }
 
-// BorderDropped (leaf): Received Fast CNPs dropped because their source lies outside the
-// source access list (border filtering).
+// BorderDropped (leaf): Fast CNPs dropped at a border interface (border-interface):
+// arriving on one from outside the domain, or about to leave the
+// domain through one.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -6524,8 +6759,9 @@ func (n *Lhcnp_Lhcnp_FastCnp_State_CountersPath) BorderDropped() *Lhcnp_Lhcnp_Fa
 	return ps
 }
 
-// BorderDropped (leaf): Received Fast CNPs dropped because their source lies outside the
-// source access list (border filtering).
+// BorderDropped (leaf): Fast CNPs dropped at a border interface (border-interface):
+// arriving on one from outside the domain, or about to leave the
+// domain through one.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"

@@ -1,0 +1,194 @@
+package netsim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+)
+
+// loneQP is one sender at 100 Gb/s with nothing marking: every CNP comes
+// from the test, at the instant it names.
+func loneQP(t *testing.T, rp DCQCNConfig) (*incast, *QP) {
+	t.Helper()
+	h := DefaultHostConfig()
+	h.DCQCN = rp
+	in := newIncast(t, incastCfg{senders: 1, rateBps: 100e9, accessDelay: engine.Microsecond,
+		bnDelay: engine.Microsecond, port: PortConfig{BufferBytes: 64 << 20}, host: h})
+	in.sim.Run(100 * engine.Microsecond) // connected, sending at line rate
+	return in, in.flows[0].Sender
+}
+
+// cnpAt delivers a CNP at the instant at and returns the rate just before
+// and just after it.
+func cnpAt(in *incast, q *QP, at engine.Time) (beforeBps, afterBps int64) {
+	in.sim.AtFunc(at, func() {
+		beforeBps = q.RateBps()
+		q.ApplyCNP()
+		afterBps = q.RateBps()
+	})
+	in.sim.Run(at)
+	return beforeBps, afterBps
+}
+
+// An isolated CNP after a silence cuts Rc by alpha/2, alpha as the cited
+// update rule leaves it after the silence. The want column is computed here
+// from the formulas, in floating point, not from the model:
+//   - NVIDIA (DOC-2790): per dce_tcp_rtt period alpha = G/1024*alpha +
+//     (1024-G)/1024 if a CNP arrived in it, G/1024*alpha otherwise; the
+//     first CNP finds initial_alpha_value; a cut is Rc*alpha/2^rpg_gd with
+//     alpha in 1/1024 (rpg_gd 11: alpha/2).
+//   - The paper (§3.1): on a CNP Rc = Rc(1 - alpha/2), then alpha = (1-g)alpha
+//   - g; alpha = (1-g)alpha for every K without a CNP; alpha starts at 1.
+func TestDCQCNIsolatedCNPCut(t *testing.T) {
+	const t1 = 200 * engine.Microsecond
+	nv, paper := DefaultDCQCN(), PaperDCQCN()
+	// NVIDIA: the first CNP's period [t1, t1+1µs) carries the CNP term;
+	// every later period up to the second CNP only decays.
+	nvidiaAlpha := func(silence engine.Time) float64 {
+		r := float64(nv.G) / 1024
+		a1 := float64(nv.InitialAlpha)/1024*r + (1 - r)
+		periods := int64(silence / nv.AlphaUpdatePeriod) // ended before the second CNP
+		return a1 * math.Pow(r, float64(periods-1))
+	}
+	// The paper: after the first cut alpha = (1-g)*1 + g = 1, then one
+	// decay per whole K of silence.
+	paperAlpha := func(silence engine.Time) float64 {
+		g := 1.0 / 256
+		return math.Pow(1-g, float64(silence/(55*engine.Microsecond)))
+	}
+	tests := []struct {
+		desc      string
+		rp        DCQCNConfig
+		silence   engine.Time
+		wantFirst float64 // cut fraction of the first CNP
+		wantAlpha float64 // alpha the second CNP cuts with
+	}{
+		{desc: "nvidia defaults, 50 µs (the paper's CNP spacing)", rp: nv, silence: 50*engine.Microsecond + 500,
+			wantFirst: 1023.0 / 2048, wantAlpha: nvidiaAlpha(50*engine.Microsecond + 500)},
+		{desc: "nvidia defaults, 300 µs (one rpg_time_reset)", rp: nv, silence: 300*engine.Microsecond + 500,
+			wantFirst: 1023.0 / 2048, wantAlpha: nvidiaAlpha(300*engine.Microsecond + 500)},
+		{desc: "nvidia defaults, 2 ms: alpha has all but vanished", rp: nv, silence: 2*engine.Millisecond + 500,
+			wantFirst: 1023.0 / 2048, wantAlpha: nvidiaAlpha(2*engine.Millisecond + 500)},
+		{desc: "paper, 1 ms: 18 periods of K", rp: paper, silence: engine.Millisecond,
+			wantFirst: 0.5, wantAlpha: paperAlpha(engine.Millisecond)},
+		{desc: "paper, 10 ms", rp: paper, silence: 10 * engine.Millisecond,
+			wantFirst: 0.5, wantAlpha: paperAlpha(10 * engine.Millisecond)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			in, q := loneQP(t, tt.rp)
+			b1, a1 := cnpAt(in, q, t1)
+			if got := 1 - float64(a1)/float64(b1); math.Abs(got-tt.wantFirst) > 1e-6 {
+				t.Errorf("first CNP cut %.7f of Rc, want %.7f", got, tt.wantFirst)
+			}
+			b2, a2 := cnpAt(in, q, t1+tt.silence)
+			got, want := float64(b2-a2), float64(b2)*tt.wantAlpha/2
+			if math.Abs(got-want) > 1e-6*float64(b2)+2 {
+				t.Errorf("isolated CNP after %v: cut %.0f b/s of %d (%.3g), want %.0f (alpha %.6g / 2)",
+					tt.silence, got, b2, got/float64(b2), want, tt.wantAlpha)
+			}
+			t.Logf("after %v of silence: Rc %.3f -> %.3f Gb/s, alpha %.6g", tt.silence, float64(b2)/1e9, float64(a2)/1e9, tt.wantAlpha)
+		})
+	}
+}
+
+// A train of CNPs drives alpha as the cited rule says, checked against the
+// closed form of the recurrence.
+func TestDCQCNAlphaConvergesUnderCNPTrain(t *testing.T) {
+	const t1 = 200 * engine.Microsecond
+	nv := DefaultDCQCN()
+	nv.InitialAlpha = 0
+	paper := PaperDCQCN()
+	paper.InitialAlpha = 512
+	r := float64(nv.G) / 1024
+	// NVIDIA, a CNP every 4 µs (min_time_between_cnps); periods count from
+	// the first CNP, so each CNP opens a 1 µs period: alpha when CNP j+1
+	// is due is (alpha_j*r + 1-r)*r^3, so alpha_j = a*(1 - r^(4j)) with
+	// a = (1-r)r^3/(1-r^4).
+	nvFixed := (1 - r) * r * r * r / (1 - math.Pow(r, 4))
+	nvAlpha := func(j int) float64 { return nvFixed * (1 - math.Pow(r, float64(4*j))) }
+	// The paper, a CNP every 50 µs (N < K: no decay): after n CNPs
+	// alpha_n = 1 - (1-alpha_0)(1-g)^n.
+	paperAlpha := func(n int) float64 { return 1 - 0.5*math.Pow(1-1.0/256, float64(n)) }
+	tests := []struct {
+		desc    string
+		rp      DCQCNConfig
+		spacing engine.Time
+		read    engine.Time // when alpha is read relative to a CNP
+		want    map[int]float64
+	}{
+		{desc: "nvidia, one CNP per 4 µs, read when the next is due", rp: nv, spacing: 4 * engine.Microsecond,
+			read: 4 * engine.Microsecond, want: map[int]float64{1: nvAlpha(1), 10: nvAlpha(10), 250: nvAlpha(250), 1000: nvAlpha(1000)}},
+		{desc: "paper, one CNP per 50 µs, read just after it", rp: paper, spacing: 50 * engine.Microsecond,
+			read: 0, want: map[int]float64{1: paperAlpha(1), 10: paperAlpha(10), 100: paperAlpha(100), 400: paperAlpha(400)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			in, q := loneQP(t, tt.rp)
+			last := 0
+			for n := range tt.want {
+				last = max(last, n)
+			}
+			got := map[int]float64{}
+			for n := 1; n <= last; n++ {
+				at := t1 + engine.Time(n-1)*tt.spacing
+				cnpAt(in, q, at)
+				if _, ok := tt.want[n]; ok {
+					in.sim.AtFunc(at+tt.read, func() { got[n] = q.Alpha() })
+					in.sim.Run(at + tt.read)
+				}
+			}
+			for n, want := range tt.want {
+				if math.Abs(got[n]-want) > 1e-6 {
+					t.Errorf("alpha after %d CNPs %.7f, want %.7f", n, got[n], want)
+				}
+			}
+			t.Logf("alpha %v (want %v)", got, tt.want)
+		})
+	}
+}
+
+// Alpha decays exactly without CNPs: far below 1/1024 it keeps the
+// geometric decay instead of dropping to zero (10-bit truncation would take
+// at least 1/1024 per period below 0.2).
+func TestDCQCNAlphaDecayPrecision(t *testing.T) {
+	in, q := loneQP(t, DefaultDCQCN())
+	cnpAt(in, q, 200*engine.Microsecond)
+	r := 1019.0 / 1024
+	a1 := 1023.0/1024*r + (1 - r)
+	for _, d := range []engine.Time{100 * engine.Microsecond, 700 * engine.Microsecond, 1500 * engine.Microsecond} {
+		var got float64
+		at := 200*engine.Microsecond + d
+		in.sim.AtFunc(at, func() { got = q.Alpha() })
+		in.sim.Run(at)
+		want := a1 * math.Pow(r, float64(d/engine.Microsecond-1))
+		if math.Abs(got-want) > 1e-8+1e-6*want {
+			t.Errorf("alpha %v after the CNP: %.10g, want %.10g", d, got, want)
+		}
+	}
+}
+
+func TestDCQCNValidate(t *testing.T) {
+	tests := []struct {
+		desc    string
+		mod     func(*DCQCNConfig)
+		wantErr bool
+	}{
+		{desc: "nvidia defaults", mod: func(*DCQCNConfig) {}},
+		{desc: "paper", mod: func(c *DCQCNConfig) { *c = PaperDCQCN() }},
+		{desc: "initial alpha 1.0", mod: func(c *DCQCNConfig) { c.InitialAlpha = 1024 }},
+		{desc: "initial alpha above 1.0", mod: func(c *DCQCNConfig) { c.InitialAlpha = 1025 }, wantErr: true},
+		{desc: "g above 1024", mod: func(c *DCQCNConfig) { c.G = 1025 }, wantErr: true},
+		{desc: "negative monitor period", mod: func(c *DCQCNConfig) { c.RateReduceMonitorPeriod = -1 }, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := DefaultDCQCN()
+			tt.mod(&c)
+			if err := c.Validate(); (err != nil) != tt.wantErr {
+				t.Errorf("Validate() = %v, want error %v", err, tt.wantErr)
+			}
+		})
+	}
+}
