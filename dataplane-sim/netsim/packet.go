@@ -236,7 +236,13 @@ type packetPool struct {
 	alloc  int64
 	frames []*frameBuf // free frame buffers of FrameCap bytes
 	small  []*frameBuf // free frame buffers of SmallFrameCap bytes
+	// slab holds small buffers never used yet: they are allocated
+	// smallSlab at a time (one allocation, neighbours in memory).
+	slab []smallFrame
 }
+
+// smallSlab is how many small frame buffers are allocated at once.
+const smallSlab = 256
 
 const poolChunk = 1024
 
@@ -291,7 +297,11 @@ func (pp *packetPool) getFrame(small bool) *frameBuf {
 		return b
 	}
 	if small {
-		f := new(smallFrame)
+		if len(pp.slab) == 0 {
+			pp.slab = make([]smallFrame, smallSlab)
+		}
+		f := &pp.slab[0]
+		pp.slab = pp.slab[1:]
 		f.b = f.data[:]
 		return &f.frameBuf
 	}
