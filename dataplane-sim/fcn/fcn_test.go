@@ -1,6 +1,7 @@
 package fcn
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"strings"
@@ -172,9 +173,10 @@ func TestTransitToPEToSender(t *testing.T) {
 // node decodes to the PE's label for the flow.
 func TestFCNMessage(t *testing.T) {
 	r := newRig(t, rigOpts{cfg: enabled()})
-	var frames [][]byte
+	var frames, hdrs [][]byte
 	r.pe1.SetLocalHandler(localFunc(func(_ *netsim.Switch, p *netsim.Packet) {
 		frames = append(frames, append([]byte(nil), p.Frame()...))
+		hdrs = append(hdrs, append([]byte(nil), p.Hdr[:p.HdrLen]...))
 		r.pe.HandleLocal(r.pe1, p)
 	}))
 	r.sim.Run(4 * engine.Millisecond)
@@ -190,6 +192,11 @@ func TestFCNMessage(t *testing.T) {
 	if !ok || f.FCN.FlowLabel != label || src != r.nodeAddr["t1"] || dst != r.nodeAddr["pe1"] ||
 		f.UDP.DstPort != wire.DefaultCodePoints().FCNPort || f.FCN.Level < 1 || f.FCN.Level > 7 {
 		t.Errorf("message %+v from %v to %v, want label %#x (%v) from t1 to pe1, level 1..7", f.FCN, src, dst, label, ok)
+	}
+	// The packet's header bytes are its transport part, as for every
+	// packet: the message after the UDP header.
+	if want := frames[0][wire.EthernetLen+wire.IPv6Len+wire.UDPLen:][:wire.FCNMessageLen]; !bytes.Equal(hdrs[0], want) {
+		t.Errorf("Hdr %x, want the message %x", hdrs[0], want)
 	}
 }
 
