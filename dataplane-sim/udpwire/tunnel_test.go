@@ -19,7 +19,7 @@ import (
 // tunnelled makes a1's next data packet to b as FCN's ingress PE sends it
 // into the tunnel: the head (Ethernet, outer IPv6 from s1 to s2 with a
 // flow label, the inner IPv4 header) as its frame, 40 bytes more.
-func tunnelled(t *testing.T, h *halves, outerECN uint8) *netsim.Packet {
+func tunnelled(t testing.TB, h *halves, outerECN uint8) *netsim.Packet {
 	t.Helper()
 	p := h.net.NewPacket()
 	a1 := h.net.NodeByName("a1")
