@@ -39,8 +39,8 @@ COMMENT ON FUNCTION lhcnp_speed_at(text, timestamptz) IS
 -- rates per simulated second appended.
 CREATE OR REPLACE VIEW notifications_per_second AS
 SELECT n.*,
-       lhcnp_speed_at(n.target, n.second) AS speed,
-       n.rate_per_second / lhcnp_speed_at(n.target, n.second) AS rate_per_simulated_second
+       sp.speed,
+       n.rate_per_second / sp.speed AS rate_per_simulated_second
 FROM (
     SELECT date_trunc('second', ts) AS second,
            target,
@@ -63,13 +63,14 @@ FROM (
                           '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-resume-sent')
       AND increase IS NOT NULL
     GROUP BY 1, 2, 3, 4, 5
-) n;
+) n
+CROSS JOIN LATERAL (SELECT lhcnp_speed_at(n.target, n.second) AS speed) sp;
 
 CREATE OR REPLACE VIEW drops_and_pauses AS
 SELECT d.*,
-       lhcnp_speed_at(d.target, d.ts) AS speed,
-       d.dropped_packets_per_second / lhcnp_speed_at(d.target, d.ts) AS dropped_packets_per_simulated_second,
-       d.pfc_pause_frames_per_second / lhcnp_speed_at(d.target, d.ts) AS pfc_pause_frames_per_simulated_second
+       sp.speed,
+       d.dropped_packets_per_second / sp.speed AS dropped_packets_per_simulated_second,
+       d.pfc_pause_frames_per_second / sp.speed AS pfc_pause_frames_per_simulated_second
 FROM (
     SELECT ts,
            target,
@@ -84,7 +85,8 @@ FROM (
     WHERE schema_path IN ('/lhcnp/interfaces/interface/queues/queue/state/counters/dropped-packets',
                           '/lhcnp/interfaces/interface/queues/queue/state/counters/pfc-pause-frames')
     GROUP BY ts, target, keys
-) d;
+) d
+CROSS JOIN LATERAL (SELECT lhcnp_speed_at(d.target, d.ts) AS speed) sp;
 
 -- utilisation_percent compares the queue's output with its port's rate, a
 -- rate of the dataplane's clock: it is now computed per simulated second
@@ -96,12 +98,13 @@ SELECT c.ts,
        lhcnp_queue_id(c.keys) AS queue,
        (c.increase * 8 / NULLIF(c.seconds, 0)::numeric)::double precision AS bits_per_second,
        lhcnp_int(rate.value_num) AS port_rate_bps,
-       (c.increase * 800 / NULLIF(c.seconds * lhcnp_speed_at(c.target, c.ts), 0)::numeric / NULLIF(rate.value_num, 0))::double precision AS utilisation_percent,
-       lhcnp_speed_at(c.target, c.ts) AS speed,
-       (c.increase * 8 / NULLIF(c.seconds * lhcnp_speed_at(c.target, c.ts), 0)::numeric)::double precision AS bits_per_simulated_second
+       (c.increase * 800 / NULLIF(c.seconds * sp.speed, 0)::numeric / NULLIF(rate.value_num, 0))::double precision AS utilisation_percent,
+       sp.speed,
+       (c.increase * 8 / NULLIF(c.seconds * sp.speed, 0)::numeric)::double precision AS bits_per_simulated_second
 FROM counter_increases c
 LEFT JOIN LATERAL lhcnp_leaf_at(c.target, jsonb_build_object('name', c.keys ->> 'name'),
                                 '/lhcnp/interfaces/interface/state/effective-port-rate', c.ts) rate ON true
+CROSS JOIN LATERAL (SELECT lhcnp_speed_at(c.target, c.ts) AS speed) sp
 WHERE c.schema_path = '/lhcnp/interfaces/interface/queues/queue/state/counters/bytes'
   AND c.increase IS NOT NULL;
 
