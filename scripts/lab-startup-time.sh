@@ -47,7 +47,7 @@ stamp() {
 }
 # A process group of its own, so that SIGINT reaches the lab under make.
 setsid make lab LAB_FLAGS="--state-dir $state --http 127.0.0.1:$port --listen 127.0.0.1:0" \
-  > >(stamp | tee "$tmp/out" | grep -E 'go build|bin/lhcnp lab|lhcnp lab:|dashboard  |Ctrl-C|rror') 2>&1 &
+  > >(stamp | tee "$tmp/out" | grep -E 'go build|deps|bin/lhcnp lab|lhcnp lab:|dashboard  |Ctrl-C|rror') 2>&1 &
 lab_pid=$!
 
 deadline=$(( $(date +%s) + 600 ))
