@@ -1,6 +1,7 @@
 package fcn
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/internal/mechtest"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -34,22 +36,6 @@ type rig struct {
 	nodeAddr map[string]netip.Addr
 }
 
-type tap struct {
-	r   *rig
-	dec wire.Decoder
-}
-
-func (t *tap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
-	if fr := p.Frame(); fr != nil && p.Kind == netsim.KindRoCE && p.Opcode() == wire.OpCNP {
-		var f wire.Frame
-		if err := t.dec.Decode(fr, &f); err == nil {
-			f.Payload, f.Pad, f.Trailer = nil, nil, nil
-			t.r.cnps = append(t.r.cnps, f)
-		}
-	}
-	return false // DCQCN applies it
-}
-
 type rigOpts struct {
 	cfg      *Config
 	wanRate  int64
@@ -59,63 +45,46 @@ type rigOpts struct {
 
 func newRig(t *testing.T, o rigOpts) *rig {
 	t.Helper()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	if o.wanRate == 0 {
 		o.wanRate = 10e9
 	}
 	if o.tunnel == 0 {
 		o.tunnel = 100e9
 	}
-	r := &rig{sim: engine.New(engine.WithSeed(1)), nodeAddr: map[string]netip.Addr{}}
-	r.net = netsim.New(r.sim)
-	hc := netsim.DefaultHostConfig()
-	ip := func(name, a string) netip.Addr {
-		r.nodeAddr[name] = netip.MustParseAddr(a)
-		return r.nodeAddr[name]
+	flow := func(name, from string, src, dst uint32) mechtest.Flow {
+		return mechtest.Flow{From: from, To: "r", Config: netsim.FlowConfig{Name: name, SrcQPN: src, DstQPN: dst, Bytes: o.flowSize}}
 	}
-	var err error
-	r.s1, err = r.net.AddHost("s1", ip("s1", "2001:db8:a::1"), hc)
-	must(err)
-	r.s2, err = r.net.AddHost("s2", ip("s2", "2001:db8:a::2"), hc)
-	must(err)
-	dst, err := r.net.AddHost("r", ip("r", "2001:db8:b::1"), hc)
-	must(err)
-	r.pe1, err = r.net.AddSwitch("pe1", ip("pe1", "2001:db8:f::1"), netsim.SwitchConfig{})
-	must(err)
-	r.t1, err = r.net.AddSwitch("t1", ip("t1", "2001:db8:f::2"), netsim.SwitchConfig{})
-	must(err)
-	pe2, err := r.net.AddSwitch("pe2", ip("pe2", "2001:db8:f::3"), netsim.SwitchConfig{})
-	must(err)
-	for _, h := range []*netsim.Host{r.s1, r.s2} {
-		_, _, err = r.net.Connect(h, r.pe1, netsim.LinkConfig{RateBps: 10e9, Delay: engine.Microsecond})
-		must(err)
-	}
-	tun, _, err := r.net.Connect(r.pe1, r.t1, netsim.LinkConfig{RateBps: o.tunnel, Delay: 100 * engine.Microsecond})
-	must(err)
-	_, _, err = r.net.Connect(r.t1, pe2, netsim.LinkConfig{RateBps: o.wanRate, Delay: 100 * engine.Microsecond})
-	must(err)
-	_, _, err = r.net.Connect(pe2, dst, netsim.LinkConfig{RateBps: 10e9, Delay: engine.Microsecond})
-	must(err)
-	r.net.ComputeRoutes()
-	r.a, err = r.net.AddFlow(netsim.FlowConfig{Name: "a", Src: r.s1, Dst: dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowSize})
-	must(err)
-	r.b, err = r.net.AddFlow(netsim.FlowConfig{Name: "b", Src: r.s2, Dst: dst, SrcQPN: 101, DstQPN: 201, Bytes: o.flowSize})
-	must(err)
+	n := mechtest.Build(t, mechtest.Spec{
+		Host:  netsim.DefaultHostConfig(),
+		Hosts: []mechtest.Node{{Name: "s1", Addr: "2001:db8:a::1"}, {Name: "s2", Addr: "2001:db8:a::2"}, {Name: "r", Addr: "2001:db8:b::1"}},
+		Switches: []mechtest.Node{{Name: "pe1", Addr: "2001:db8:f::1"}, {Name: "t1", Addr: "2001:db8:f::2"},
+			{Name: "pe2", Addr: "2001:db8:f::3"}},
+		Links: []mechtest.Link{{A: "s1", B: "pe1", RateBps: 10e9, Delay: engine.Microsecond},
+			{A: "s2", B: "pe1", RateBps: 10e9, Delay: engine.Microsecond},
+			{A: "pe1", B: "t1", RateBps: o.tunnel, Delay: 100 * engine.Microsecond},
+			{A: "t1", B: "pe2", RateBps: o.wanRate, Delay: 100 * engine.Microsecond},
+			{A: "pe2", B: "r", RateBps: 10e9, Delay: engine.Microsecond}},
+		Flows: []mechtest.Flow{flow("a", "s1", 100, 200), flow("b", "s2", 101, 201)},
+	})
+	r := &rig{sim: n.Sim, net: n.Net, s1: n.Hosts["s1"], s2: n.Hosts["s2"], pe1: n.Switches["pe1"], t1: n.Switches["t1"],
+		a: n.Flows["a"], b: n.Flows["b"], nodeAddr: n.Addrs}
 	if o.cfg != nil {
-		r.pe, err = AttachPE(r.net, r.pe1, *o.cfg, []*netsim.Port{tun})
-		must(err)
-		r.tr, err = AttachTransit(r.net, r.t1, *o.cfg)
-		must(err)
+		var err error
+		if r.pe, err = AttachPE(r.net, r.pe1, *o.cfg, []*netsim.Port{n.Ports[[2]string{"pe1", "t1"}]}); err != nil {
+			t.Fatal(err)
+		}
+		if r.tr, err = AttachTransit(r.net, r.t1, *o.cfg); err != nil {
+			t.Fatal(err)
+		}
 		r.tr.OnSent = func(k lhcnp.FlowKey, _ *netsim.Switch) { r.fcnSeen = append(r.fcnSeen, k) }
 	}
-	for _, h := range []*netsim.Host{r.s1, r.s2} {
-		h.SetControlHandler(&tap{r: r})
-	}
+	// Every standard CNP a sender gets from a switch (with its frame) is
+	// recorded, then DCQCN applies it.
+	n.TapHosts(func(_ *netsim.Host, f *wire.Frame, _ []byte) {
+		g := *f
+		g.Payload, g.Pad, g.Trailer = nil, nil, nil
+		r.cnps = append(r.cnps, g)
+	}, nil, nil, "s1", "s2")
 	return r
 }
 
@@ -204,9 +173,10 @@ func TestTransitToPEToSender(t *testing.T) {
 // node decodes to the PE's label for the flow.
 func TestFCNMessage(t *testing.T) {
 	r := newRig(t, rigOpts{cfg: enabled()})
-	var frames [][]byte
+	var frames, hdrs [][]byte
 	r.pe1.SetLocalHandler(localFunc(func(_ *netsim.Switch, p *netsim.Packet) {
 		frames = append(frames, append([]byte(nil), p.Frame()...))
+		hdrs = append(hdrs, append([]byte(nil), p.Hdr[:p.HdrLen]...))
 		r.pe.HandleLocal(r.pe1, p)
 	}))
 	r.sim.Run(4 * engine.Millisecond)
@@ -222,6 +192,11 @@ func TestFCNMessage(t *testing.T) {
 	if !ok || f.FCN.FlowLabel != label || src != r.nodeAddr["t1"] || dst != r.nodeAddr["pe1"] ||
 		f.UDP.DstPort != wire.DefaultCodePoints().FCNPort || f.FCN.Level < 1 || f.FCN.Level > 7 {
 		t.Errorf("message %+v from %v to %v, want label %#x (%v) from t1 to pe1, level 1..7", f.FCN, src, dst, label, ok)
+	}
+	// The packet's header bytes are its transport part, as for every
+	// packet: the message after the UDP header.
+	if want := frames[0][wire.EthernetLen+wire.IPv6Len+wire.UDPLen:][:wire.FCNMessageLen]; !bytes.Equal(hdrs[0], want) {
+		t.Errorf("Hdr %x, want the message %x", hdrs[0], want)
 	}
 }
 

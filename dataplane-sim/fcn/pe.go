@@ -23,6 +23,12 @@ type Mapping struct {
 	Packets, FCNReceived int64
 
 	srcNode netsim.NodeID
+	// head is the encapsulation of the flow's last packet (wire.EncapHead
+	// for headTOS and headL4): the next one with the same traffic class
+	// and length takes a copy.
+	head            [wire.EthernetLen + 2*wire.IPv6Len]byte
+	headLen, headL4 int
+	headTOS         uint8
 }
 
 // PECounters are the ingress PE's counters (YANG /lhcnp/fcn/state).
@@ -127,6 +133,9 @@ func (pe *PE) Apply(cfg Config, lc lhcnp.Config) error {
 	aging := cfg.AgingTimeout != pe.cfg.AgingTimeout || pe.agingGen == 0
 	pe.cfg = cfg
 	pe.egress = pe.egress[:0] // routes may have changed since
+	for _, m := range pe.order {
+		m.headLen = 0
+	}
 	pe.dec = wire.Decoder{CodePoints: cfg.CodePoints}
 	pe.snd.DSCP, pe.snd.Prio = cfg.CNPDSCP, cfg.CNPPrio
 	if aging {
@@ -257,15 +266,26 @@ func (pe *PE) OnForward(_ *netsim.Switch, p *netsim.Packet, in, out *netsim.Port
 		return
 	}
 	k := lhcnp.FlowKey{Src: src.Addr(), Dst: dst.Addr(), SrcQP: p.SrcQP, DstQP: p.DestQP()}
-	var label uint32 // a full table: tunnelled without a label
-	if m := pe.learn(k, p.Src); m != nil {
-		label = m.FlowLabel
-	}
-	a := wire.Addressing{SrcIP: k.Src, DstIP: k.Dst, TOS: p.ECN, Tunnel: wire.Tunnel{
-		Present: true, Src: pe.sw.Addr(), Dst: end.Addr(), TrafficClass: p.ECN, FlowLabel: label}}
-	n, err := pe.enc.EncapHead(pe.head[:], &a, wire.RoCEUDPLen(op, int(p.PayloadBytes)))
-	if err == nil {
-		err = pe.net.SetFrame(p, pe.head[:n])
+	l4 := wire.RoCEUDPLen(op, int(p.PayloadBytes))
+	m := pe.learn(k, p.Src)
+	var err error
+	if m != nil && m.headLen > 0 && m.headL4 == l4 && m.headTOS == p.ECN {
+		err = pe.net.SetFrame(p, m.head[:m.headLen])
+	} else {
+		var label uint32 // a full table: tunnelled without a label
+		if m != nil {
+			label = m.FlowLabel
+		}
+		a := wire.Addressing{SrcIP: k.Src, DstIP: k.Dst, TOS: p.ECN, Tunnel: wire.Tunnel{
+			Present: true, Src: pe.sw.Addr(), Dst: end.Addr(), TrafficClass: p.ECN, FlowLabel: label}}
+		var n int
+		n, err = pe.enc.EncapHead(pe.head[:], &a, l4)
+		if err == nil {
+			err = pe.net.SetFrame(p, pe.head[:n])
+		}
+		if err == nil && m != nil {
+			m.headLen, m.headL4, m.headTOS = copy(m.head[:], pe.head[:n]), l4, p.ECN
+		}
 	}
 	if err != nil {
 		pe.counters.EncapErrors++

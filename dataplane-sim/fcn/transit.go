@@ -200,7 +200,9 @@ func (t *Transit) Notify(x *lhcnp.Notification) bool {
 	p.Prio = t.cfg.CNPPrio
 	p.ECN = netsim.ECNNotECT
 	p.Kind = netsim.KindOther
-	p.HdrLen = uint8(copy(p.Hdr[:], t.buf[:min(n, netsim.HdrCap)]))
+	// Hdr holds the transport part, as for every packet: the FCN message
+	// after the UDP header (what a wire between processes rebuilds).
+	p.HdrLen = uint8(copy(p.Hdr[:], t.buf[wire.EthernetLen+wire.IPv6Len+wire.UDPLen:n]))
 	if !t.sw.Send(p) {
 		t.counters.NoRoute++
 		return false

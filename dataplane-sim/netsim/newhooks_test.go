@@ -189,11 +189,32 @@ func TestPacketFrame(t *testing.T) {
 	if q.Frame() != nil {
 		t.Error("a recycled packet kept its frame")
 	}
-	if err := n.SetFrame(q, frame[:10]); err != nil {
+	if err := n.SetFrame(q, frame[:200]); err != nil {
 		t.Fatal(err)
 	}
 	if &q.Frame()[0] != buf {
 		t.Error("frame buffer not reused")
+	}
+	n.FreePacket(q)
+	// A frame that fits SmallFrameCap takes a small buffer, reused too.
+	q = n.NewPacket()
+	if err := n.SetFrame(q, frame[:SmallFrameCap]); err != nil {
+		t.Fatal(err)
+	}
+	small := &q.Frame()[0]
+	if got := q.Frame(); cap(got) != SmallFrameCap || got[SmallFrameCap-1] != SmallFrameCap-1 {
+		t.Errorf("small frame cap %d", cap(got))
+	}
+	n.FreePacket(q)
+	q = n.NewPacket()
+	if err := n.SetFrame(q, frame[:10]); err != nil {
+		t.Fatal(err)
+	}
+	if &q.Frame()[0] != small {
+		t.Error("small frame buffer not reused")
+	}
+	if err := n.SetFrame(q, frame[:300]); err != nil || len(q.Frame()) != 300 || q.Frame()[299] != byte(299%256) {
+		t.Errorf("a longer frame in a packet with a small buffer: %v, %d bytes", err, len(q.Frame()))
 	}
 	n.FreePacket(q)
 	if n.LivePackets() != 0 {

@@ -111,8 +111,27 @@ type Packet struct {
 	inPort *Port     // switch ingress port, for PFC accounting
 }
 
-// frameBuf is a pooled frame buffer.
-type frameBuf [FrameCap]byte
+// SmallFrameCap is the room of the small frame buffers SetFrame uses for
+// frames that fit: the head of a tunnelled data packet (Ethernet, outer
+// and inner IPv6: 94 bytes), an FCN message, a standard CNP. Many such
+// frames are in flight at once (one per tunnelled packet); a buffer of
+// their size keeps them in the caches, where FrameCap-sized ones would
+// take the memory of the whole frames.
+const SmallFrameCap = 128
+
+// frameBuf is a pooled frame buffer: b is the array allocated with it
+// (smallFrame or largeFrame), so one allocation holds both.
+type frameBuf struct{ b []byte }
+
+type smallFrame struct {
+	frameBuf
+	data [SmallFrameCap]byte
+}
+
+type largeFrame struct {
+	frameBuf
+	data [FrameCap]byte
+}
 
 // Frame returns the whole encoded frame (Ethernet header to the end of the
 // IP packet, padding included, FCS excluded) of a control packet that
@@ -122,7 +141,7 @@ func (p *Packet) Frame() []byte {
 	if p.fb == nil {
 		return nil
 	}
-	return p.fb[:p.frameLen]
+	return p.fb.b[:p.frameLen]
 }
 
 // SetFrame copies frame into p's frame buffer (taken from the network's
@@ -140,17 +159,28 @@ func (n *Network) SetFrame(p *Packet, frame []byte) error {
 		}
 		return nil
 	}
-	p.frameLen = uint16(copy(n.frameBuf(p), frame))
+	if p.fb != nil && len(p.fb.b) < len(frame) {
+		n.pool.putFrame(p.fb)
+		p.fb = nil
+	}
+	if p.fb == nil {
+		p.fb = n.pool.getFrame(len(frame) <= SmallFrameCap)
+	}
+	p.frameLen = uint16(copy(p.fb.b, frame))
 	return nil
 }
 
-// frameBuf attaches a frame buffer to p and returns all of it (FrameCap
-// bytes) for encoding in place; set p.frameLen to the encoded length after.
+// frameBuf attaches a frame buffer of FrameCap bytes to p and returns all
+// of it for encoding in place; set p.frameLen to the encoded length after.
 func (n *Network) frameBuf(p *Packet) []byte {
-	if p.fb == nil {
-		p.fb = n.pool.getFrame()
+	if p.fb != nil && len(p.fb.b) < FrameCap {
+		n.pool.putFrame(p.fb)
+		p.fb = nil
 	}
-	return p.fb[:]
+	if p.fb == nil {
+		p.fb = n.pool.getFrame(false)
+	}
+	return p.fb.b
 }
 
 // Opcode reads the BTH opcode (KindRoCE only).
@@ -204,8 +234,15 @@ type packetPool struct {
 	spare  []*Packet   // an empty chunk kept for the next push
 	live   int64
 	alloc  int64
-	frames []*frameBuf // free frame buffers
+	frames []*frameBuf // free frame buffers of FrameCap bytes
+	small  []*frameBuf // free frame buffers of SmallFrameCap bytes
+	// slab holds small buffers never used yet: they are allocated
+	// smallSlab at a time (one allocation, neighbours in memory).
+	slab []smallFrame
 }
+
+// smallSlab is how many small frame buffers are allocated at once.
+const smallSlab = 256
 
 const poolChunk = 1024
 
@@ -249,13 +286,34 @@ func (pp *packetPool) put(p *Packet) {
 	pp.live--
 }
 
-func (pp *packetPool) getFrame() *frameBuf {
-	if k := len(pp.frames); k > 0 {
-		b := pp.frames[k-1]
-		pp.frames = pp.frames[:k-1]
+func (pp *packetPool) getFrame(small bool) *frameBuf {
+	free := &pp.frames
+	if small {
+		free = &pp.small
+	}
+	if k := len(*free); k > 0 {
+		b := (*free)[k-1]
+		*free = (*free)[:k-1]
 		return b
 	}
-	return new(frameBuf)
+	if small {
+		if len(pp.slab) == 0 {
+			pp.slab = make([]smallFrame, smallSlab)
+		}
+		f := &pp.slab[0]
+		pp.slab = pp.slab[1:]
+		f.b = f.data[:]
+		return &f.frameBuf
+	}
+	f := new(largeFrame)
+	f.b = f.data[:]
+	return &f.frameBuf
 }
 
-func (pp *packetPool) putFrame(b *frameBuf) { pp.frames = append(pp.frames, b) }
+func (pp *packetPool) putFrame(b *frameBuf) {
+	if len(b.b) == SmallFrameCap {
+		pp.small = append(pp.small, b)
+		return
+	}
+	pp.frames = append(pp.frames, b)
+}

@@ -30,8 +30,11 @@ func (s *Switch) ForwardHook() ForwardHook { return s.hook }
 // a CE mark on a Not-ECT packet cannot be passed on).
 func (s *Switch) terminate(p *Packet) (consumed bool) {
 	fr := p.Frame()
+	if dst, ok := wire.OuterDst(fr); !ok || dst != s.addr.As16() || !s.addr.Is6() {
+		return false
+	}
 	var h wire.Encap
-	if wire.DecodeEncap(fr, &h) != nil || h.Outer.Dst != s.addr {
+	if wire.DecodeEncap(fr, &h) != nil {
 		return false
 	}
 	inner, drop, err := wire.Decapsulate(fr)
@@ -50,7 +53,7 @@ func (s *Switch) terminate(p *Packet) (consumed bool) {
 	if len(inner) <= h.HeadLen-wire.TunnelOverheadBytes {
 		_ = s.net.SetFrame(p, nil)
 	} else {
-		p.frameLen = uint16(copy(p.fb[:], inner))
+		p.frameLen = uint16(copy(p.fb.b, inner))
 	}
 	return false
 }

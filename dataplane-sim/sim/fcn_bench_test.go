@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
@@ -61,8 +63,11 @@ func benchFCN(b *testing.B, name string, simMS int) {
 	sc := fcnScenario(b, name, fmt.Sprintf("%dms", simMS))
 	b.ReportAllocs()
 	var events uint64
+	var cpu time.Duration
 	for b.Loop() {
+		c0 := processCPU()
 		sum, err := Run(context.Background(), sc, b.TempDir(), WithoutPlots())
+		cpu += processCPU() - c0
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -74,4 +79,18 @@ func benchFCN(b *testing.B, name string, simMS int) {
 	secs := b.Elapsed().Seconds()
 	b.ReportMetric(float64(events)/secs, "events/s")
 	b.ReportMetric(float64(simMS*b.N)/secs, "sim-ms/s")
+	// CPU time, apart from the wait for a core on a shared machine; per
+	// event, apart from how many events the run's dynamics make.
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(events), "cpu-ns/event")
+}
+
+// processCPU returns the CPU time of the process, user and system, all
+// threads (GC included); 0 where getrusage is missing.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -10,7 +10,10 @@
 // beside the bytes (the simulated send time, a sequence number, the model's
 // frame size, flow and source QP), and the payload is the Ethernet frame:
 // the RoCEv2 data packet, ACK or CNP with its BTH and ICRC, the IB CM MAD,
-// the Long-haul CNP as the node encoded it, or an 802.1Qbb PFC frame.
+// the Long-haul CNP as the node encoded it, or an 802.1Qbb PFC frame. A
+// data packet FCN's ingress PE tunnelled travels whole inside its outer
+// IPv6 header (the head it carries, wire.EncapHead), and arrives with that
+// head and the outer ECN field as the packet's.
 // tshark dissects a capture of the wire with `-d udp.port==PORT,geneve`;
 // the frames alone are written to pcap with WithCapture.
 //

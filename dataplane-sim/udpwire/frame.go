@@ -49,13 +49,17 @@ func nodeMAC(id netsim.NodeID) wire.MAC {
 // appendFrame appends p's frame to dst and fills m (all but SentAt and
 // Seq). A packet that carries its frame (CM MADs, Long-haul CNPs) sends
 // it as it is; data, ACKs and CNPs are encoded from their BTH with zero
-// payload bytes; PFC frames as 802.1Qbb frames.
+// payload bytes, a tunnelled one (its frame the head FCN's ingress PE
+// wrote, wire.EncapHead) inside that head's outer header; PFC frames as
+// 802.1Qbb frames.
 func (c *codec) appendFrame(dst []byte, p *netsim.Packet, m *Meta) ([]byte, error) {
 	*m = Meta{SentAt: m.SentAt, Seq: m.Seq, SizeBytes: p.SizeBytes, PayloadBytes: p.PayloadBytes,
 		Flow: int32(p.Flow), SrcQP: p.SrcQP, Kind: uint8(p.Kind), Prio: p.Prio, HdrLen: p.HdrLen}
-	if f := p.Frame(); f != nil {
+	head := p.Frame()
+	var h wire.Encap
+	if head != nil && (p.Kind != netsim.KindRoCE || wire.DecodeEncap(head, &h) != nil || h.HeadLen != len(head)) {
 		m.ModelFrame = true
-		return append(dst, f...), nil
+		return append(dst, head...), nil
 	}
 	if p.Kind == netsim.KindPFC {
 		var b [wire.MinFrameLen]byte
@@ -83,6 +87,9 @@ func (c *codec) appendFrame(dst []byte, p *netsim.Packet, m *Meta) ([]byte, erro
 	}
 	a := wire.Addressing{SrcMAC: nodeMAC(p.Src), DstMAC: nodeMAC(p.Dst), SrcIP: src.Addr(), DstIP: dst1.Addr(),
 		TOS: p.ECN & 3, SrcPort: 0xC000 | uint16(p.SrcQP&0x3FFF)}
+	if head != nil {
+		tunnelAddressing(&a, head, &h)
+	}
 	// Payload: the RDMA payload of data opcodes; the body after the BTH
 	// of others (a CNP's 16 reserved bytes) as the model sizes it.
 	body := int(p.PayloadBytes)
@@ -93,12 +100,28 @@ func (c *codec) appendFrame(dst []byte, p *netsim.Packet, m *Meta) ([]byte, erro
 		return dst, fmt.Errorf("udpwire: packet of %d bytes with %d payload bytes", p.SizeBytes, p.PayloadBytes)
 	}
 	n := len(dst)
-	dst = append(dst, c.zeros[:wire.EthernetLen+wire.IPv6Len+wire.UDPLen+wire.BTHLen+32+body+8+wire.ICRCLen]...)
+	dst = append(dst, c.zeros[:wire.EthernetLen+2*wire.IPv6Len+wire.UDPLen+wire.BTHLen+32+body+8+wire.ICRCLen]...)
 	size, err := c.enc.RoCE(dst[n:], &a, &bth, nil, c.zeros[:body])
 	if err != nil {
 		return dst[:n], fmt.Errorf("udpwire: %w", err)
 	}
 	return dst[:n+size], nil
+}
+
+// tunnelAddressing makes a encode the head h of a tunnelled packet
+// (read from head) again: its MACs, the inner header's fields and the
+// outer header.
+func tunnelAddressing(a *wire.Addressing, head []byte, h *wire.Encap) {
+	a.DstMAC, a.SrcMAC = wire.MAC(head[0:6]), wire.MAC(head[6:12])
+	a.SrcIP, a.DstIP, a.TOS, a.FlowLabel = h.InnerSrc, h.InnerDst, h.InnerTOS, h.InnerFlowLabel
+	in := head[h.InnerOff:]
+	if h.InnerVersion == 4 {
+		a.TTL, a.IPv4ID, a.DF = in[8], binary.BigEndian.Uint16(in[4:]), in[6]&0x40 != 0
+	} else {
+		a.TTL = in[7]
+	}
+	a.Tunnel = wire.Tunnel{Present: true, Src: h.Outer.Src, Dst: h.Outer.Dst, TrafficClass: h.Outer.TrafficClass,
+		FlowLabel: h.Outer.FlowLabel, HopLimit: h.Outer.HopLimit}
 }
 
 // rxFrame is a received frame checked off the engine goroutine, ready to
@@ -164,6 +187,9 @@ func (c *codec) check(d *Datagram, f *wire.Frame, r *rxFrame) error {
 		return fmt.Errorf("%w: destination %v is no node of the scenario", ErrMalformed, dstIP)
 	}
 	r.ecn = f.TOS() & 3
+	if f.Tunneled {
+		r.ecn = f.Outer.TrafficClass & 3 // what the switches mark
+	}
 	off, err := transportOffset(b)
 	if err != nil {
 		return err
@@ -173,6 +199,14 @@ func (c *codec) check(d *Datagram, f *wire.Frame, r *rxFrame) error {
 	}
 	copy(r.hdr[:], b[off:off+int(m.HdrLen)])
 	r.frame = nil
+	if f.Tunneled && !m.ModelFrame {
+		// A tunnelled data packet: the model keeps the head.
+		var h wire.Encap
+		if err := wire.DecodeEncap(b, &h); err != nil {
+			return fmt.Errorf("%w: tunnel: %w", ErrMalformed, err)
+		}
+		r.frame = append([]byte(nil), b[:h.HeadLen]...)
+	}
 	if m.ModelFrame {
 		if len(b) > netsim.FrameCap {
 			return fmt.Errorf("%w: %d-byte control frame", ErrMalformed, len(b))
@@ -238,6 +272,22 @@ func transportOffset(b []byte) (int, error) {
 			}
 			proto = b[off]
 			off += (int(b[off+1]) + 1) * 8
+		}
+		// A tunnel (FCN's ingress PE): the transport follows the inner
+		// header.
+		switch proto {
+		case wire.ProtoIPv6:
+			if len(b) < off+wire.IPv6Len {
+				return bad("short inner ipv6 header")
+			}
+			proto = b[off+6]
+			off += wire.IPv6Len
+		case wire.ProtoIPv4:
+			if len(b) < off+wire.IPv4MinLen {
+				return bad("short inner ipv4 header")
+			}
+			proto = b[off+9]
+			off += int(b[off]&0x0F) * 4
 		}
 	default:
 		return bad(fmt.Sprintf("ethertype %#04x", et))

@@ -283,6 +283,11 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(AppendData(nil, 3, &m, frame))
+	// A data packet FCN's ingress PE tunnelled.
+	if frame, err = c.appendFrame(nil, tunnelled(f, h, netsim.ECNCE), &m); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(AppendData(nil, 3, &m, frame))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var d Datagram
 		if err := Decode(b, &d); err != nil || d.Control {

@@ -144,6 +144,23 @@ func DecodeEncap(b []byte, h *Encap) error {
 	return nil
 }
 
+// OuterDst returns the destination address of the outer IPv6 header of a
+// tunnelled frame, for a switch to tell quickly whether a tunnel ends at
+// it: ok is false unless b holds an Ethernet header (one 802.1Q tag
+// allowed) and an IPv6 header whose next header is 41 or 4. It checks no
+// more than that; DecodeEncap reads and checks the head.
+func OuterDst(b []byte) (dst [16]byte, ok bool) {
+	off := EthernetLen
+	if len(b) >= EthernetLen && binary.BigEndian.Uint16(b[12:]) == EtherTypeVLAN {
+		off += VLANTagLen
+	}
+	if len(b) < off+IPv6Len || binary.BigEndian.Uint16(b[off-2:]) != EtherTypeIPv6 || b[off]>>4 != 6 ||
+		b[off+6] != ProtoIPv6 && b[off+6] != ProtoIPv4 {
+		return dst, false
+	}
+	return [16]byte(b[off+24 : off+40]), true
+}
+
 // ipOffset returns the offset of the IP header of an Ethernet frame and
 // its version.
 func ipOffset(b []byte) (int, uint8, error) {
