@@ -42,10 +42,11 @@ unit:
 race:
 	$(GO) test -count=1 -race -short ./dataplane-sim/engine/... ./server/... ./collector/...
 
-# The collector's fault tests at the issue's full length (PostgreSQL stopped
-# for 30 s under load; make test stops it for 3 s).
+# The collector's fault tests at the issue's full length under the race
+# detector (make test runs the 30 s PostgreSQL outage in its unit step and a
+# 3 s one in its -short race step), five times over.
 test-long:
-	$(GO) test -count=1 -v -run 'TestPostgresOutage' ./collector/ -args -long
+	$(GO) test -count=5 -race -v -run 'TestPostgresOutage|TestLeasesShareTargets|TestKillMidBatch' ./collector/
 
 # The collector's benchmarks (docs/collector.md#benchmarks).
 bench-collector:

@@ -59,6 +59,7 @@ type options struct {
 	metrics  *metrics.Metrics
 	listener net.Listener
 	observe  func(target string, r *gnmi.SubscribeResponse)
+	gone     func(target string)
 }
 
 // Option configures New.
@@ -88,6 +89,12 @@ func WithMetricsListener(lis net.Listener) Option { return func(o *options) { o.
 func WithObserver(f func(target string, r *gnmi.SubscribeResponse)) Option {
 	return func(o *options) { o.observe = f }
 }
+
+// WithTargetGone calls f with the name of a target this collector stopped
+// collecting (taken out of the file or the targets table, disabled, or
+// handed to another collector by the leases), once its loop has ended: the
+// northbound drops what it holds of it (northbound.Server.RemoveTarget).
+func WithTargetGone(f func(target string)) Option { return func(o *options) { o.gone = f } }
 
 // Collector is a running collector.
 type Collector struct {
@@ -456,6 +463,7 @@ func (c *Collector) reconcile(ctx context.Context) {
 		if _, ok := wanted[r.t.Name]; !ok {
 			c.m.SetState(r.t.Name, "")
 			c.log.Info("target stopped", "target", r.t.Name)
+			c.targetGone(r.t.Name)
 		}
 	}
 	c.mu.Lock()
@@ -540,6 +548,13 @@ func (c *Collector) handOver(ctx context.Context, name string) {
 	delete(c.held, name)
 	c.m.SetState(name, "")
 	c.log.Info("target handed over", "target", name)
+	c.targetGone(name)
+}
+
+func (c *Collector) targetGone(name string) {
+	if c.o.gone != nil {
+		c.o.gone(name)
+	}
 }
 
 func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int64) {

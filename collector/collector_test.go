@@ -141,6 +141,7 @@ func count(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int64 {
 // increasing timestamps, and remembers what it published.
 type publisher struct {
 	sw    *switchtest.Switch
+	ts0   int64 // round r is published at ts0 + r ms
 	ts    int64
 	n     uint64
 	paths []string
@@ -148,7 +149,8 @@ type publisher struct {
 
 func newPublisher(sw *switchtest.Switch, iface string) *publisher {
 	q := switchtest.Queue(iface, 0)
-	return &publisher{sw: sw, ts: time.Now().UnixNano(), paths: []string{
+	now := time.Now().UnixNano()
+	return &publisher{sw: sw, ts0: now, ts: now, paths: []string{
 		q + "/state/queue-depth", q + "/state/counters/packets"}}
 }
 
@@ -391,7 +393,8 @@ func TestTargetsTable(t *testing.T) {
 	p.round()
 	cfg := testConfig(t, dsn)
 	cfg.DB.TargetsReread = time.Hour // only LISTEN/NOTIFY can bring it in time
-	c := start(t, cfg)
+	gone := make(chan string, 10)
+	c := start(t, cfg, collector.WithTargetGone(func(name string) { gone <- name }))
 	waitFor(t, 10*time.Second, "LISTEN", func() (bool, string) {
 		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN lhcnp_targets'`) > 0, ""
 	})
@@ -416,6 +419,14 @@ func TestTargetsTable(t *testing.T) {
 	waitFor(t, 30*time.Second, "the disabled target stopped", func() (bool, string) {
 		return len(c.Running()) == 0, fmt.Sprint(c.Running())
 	})
+	select {
+	case name := <-gone:
+		if name != sw.Name {
+			t.Errorf("WithTargetGone called with %q, want %q", name, sw.Name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("WithTargetGone not called for the disabled target")
+	}
 	c.stop(t)
 }
 

@@ -54,6 +54,9 @@ type Config struct {
 	HTTPAddr string
 	// Fabric is the switches: every one runs in this process.
 	Fabric fabric.Config
+	// Traffic, if set, keeps the traffic running: its windows are added
+	// to the fabric's engine (Fabric.Scenario must be Traffic.Scenario()).
+	Traffic *Loop
 	// CollectorDB gives the collector the schema (migrations), partition
 	// maintenance and the YANG type of new series.
 	CollectorDB collector.DB
@@ -162,6 +165,10 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 
 	if l.fab, err = fabric.New(ctx, cfg.Fabric); err != nil {
 		return nil, err
+	}
+	if cfg.Traffic != nil {
+		tlog := l.log.With("part", "traffic")
+		cfg.Traffic.Install(l.fab.Network(), func(err error) { tlog.Error("window skipped", "err", err) })
 	}
 	for _, s := range l.fab.Switches() {
 		l.addrs.Switches[s.Name] = s.Addr().String()

@@ -2,47 +2,53 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
-	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
-// runCollector implements `lhcnp collector --config FILE`: every key of the
-// file is also a flag (--writer.batch-rows) and an LHCNP_COLLECTOR_
-// variable (LHCNP_COLLECTOR_WRITER_BATCH_ROWS); flags win over variables,
-// variables over the file (docs/collector.md, examples/collector.yaml).
+// collectorArgs is lhcnp collector's parsed command line.
+type collectorArgs struct {
+	cfg     config.File
+	config  string // the file, "" for none
+	verbose bool
+}
+
+// parseCollector parses lhcnp collector's arguments: every key of the file
+// is also a flag (--writer.batch-rows) and an LHCNP_COLLECTOR_ variable
+// (LHCNP_COLLECTOR_WRITER_BATCH_ROWS) of environ; flags win over
+// variables, variables over the file (docs/collector.md,
+// examples/collector.yaml).
+func parseCollector(args []string, environ func() []string, stderr io.Writer) (*collectorArgs, error) {
+	a := &collectorArgs{cfg: config.Defaults()}
+	c, err := newCLI(cliSpec{name: "collector", prefix: "LHCNP_COLLECTOR_", configHelp: "collector configuration file (YAML)",
+		usage: []string{"usage: lhcnp collector [--config FILE] [--KEY VALUE ...]",
+			"Every key of the file is a flag and an LHCNP_COLLECTOR_ variable; targets are file or table only."}},
+		&a.cfg, environ, stderr)
+	if err != nil {
+		return nil, err
+	}
+	c.fs.BoolVar(&a.verbose, "v", false, "log debug messages")
+	if err := c.parse(args, nil); err != nil {
+		return nil, err
+	}
+	a.config = c.config
+	return a, nil
+}
+
+// runCollector implements `lhcnp collector --config FILE`.
 func runCollector(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("collector", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "collector configuration file (YAML)")
-	verbose := fs.Bool("v", false, "log debug messages")
-	cfg := config.Defaults()
-	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix("LHCNP_COLLECTOR_"))
+	a, err := parseCollector(args, os.Environ, stderr)
 	if err != nil {
 		return err
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp collector [--config FILE] [--KEY VALUE ...]")
-		fmt.Fprintln(stderr, "Every key of the file is a flag and an LHCNP_COLLECTOR_ variable; targets are file or table only.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
-	if err := cc.Load(*cfgPath); err != nil {
-		return err
-	}
+	cfg := a.cfg
 	level := slog.LevelInfo
-	if *verbose {
+	if a.verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))

@@ -33,7 +33,7 @@ func (n *collectorNorthbound) observer(cfg config.File) []collector.Option {
 	if cfg.Northbound.Listen == "" {
 		return nil
 	}
-	return []collector.Option{collector.WithObserver(func(t string, r *gnmi.SubscribeResponse) { n.nb.Observe(t, r) })}
+	return []collector.Option{collector.WithObserver(func(t string, r *gnmi.SubscribeResponse) { n.nb.Observe(t, r) }), collector.WithTargetGone(func(t string) { n.nb.RemoveTarget(t) })}
 }
 
 // start serves the northbound until ctx ends; stop closes it.

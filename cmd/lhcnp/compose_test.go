@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,10 +16,7 @@ import (
 	composecli "github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 
-	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/deploy/grafanasql"
-	"github.com/lhcnp/lhcnp/internal/cliconf"
-	"github.com/lhcnp/lhcnp/tuner"
 )
 
 // imageShare is where the Dockerfile puts scenarios/, examples/ and deploy/.
@@ -67,6 +64,33 @@ func flagValue(args []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// serviceEnv is a service's environment as os.Environ gives it.
+func serviceEnv(s types.ServiceConfig) func() []string {
+	var env []string
+	for k, v := range s.Environment {
+		if v != nil {
+			env = append(env, k+"="+*v)
+		}
+	}
+	sort.Strings(env)
+	return func() []string { return env }
+}
+
+// inRepo returns a service's arguments (after the subcommand) with the
+// --config file mapped from the image to the repository.
+func inRepo(t *testing.T, args []string) []string {
+	t.Helper()
+	out := slices.Clone(args[1:])
+	for i, a := range out {
+		if a == "--config" && i+1 < len(out) {
+			out[i+1] = repoPath(t, out[i+1])
+		} else if v, ok := strings.CutPrefix(a, "--config="); ok {
+			out[i] = "--config=" + repoPath(t, v)
+		}
+	}
+	return out
 }
 
 // parses runs the binary's own command-line parsing on args with -h
@@ -142,9 +166,11 @@ func TestComposeFile(t *testing.T) {
 			if hc := s.HealthCheck; hc != nil && len(hc.Test) > 1 && hc.Test[1] == "/usr/local/bin/lhcnp" {
 				parses(t, hc.Test[2:])
 			}
+			// The command's own parser, on the service's arguments and
+			// environment: the same layering the container runs.
 			switch args[0] {
 			case "switch":
-				checkComposeSwitch(t, p, name, args)
+				checkComposeSwitch(t, p, name, s, args)
 			case "collector":
 				checkComposeCollector(t, p, s, args)
 			case "tuner":
@@ -156,19 +182,20 @@ func TestComposeFile(t *testing.T) {
 	}
 }
 
-// checkComposeSwitch: the fabric file loads as `lhcnp switch` loads it, the
-// service runs the switch named like itself, listens where the others
-// reach it, and the wires' ends are the services running them.
-func checkComposeSwitch(t *testing.T, p *types.Project, name string, args []string) {
-	f, err := loadSwitchFile(repoPath(t, flagValue(args, "config")))
+// checkComposeSwitch: the service's command line and environment parse as
+// `lhcnp switch` parses them, the service runs the switch named like
+// itself, listens where the others reach it, and the wires' ends are the
+// services running them.
+func checkComposeSwitch(t *testing.T, p *types.Project, name string, s types.ServiceConfig, args []string) {
+	f, _, _, err := parseSwitchArgs(inRepo(t, args), serviceEnv(s), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if flagValue(args, "switches") != name {
-		t.Errorf("--switches %q, want the service's name %q", flagValue(args, "switches"), name)
+	if f.Run != name {
+		t.Errorf("runs switches %q, want the service's name %q", f.Run, name)
 	}
-	if _, port, _ := net.SplitHostPort(flagValue(args, "metrics")); port != "9464" {
-		t.Errorf("--metrics %q: prometheus.yml scrapes port 9464", flagValue(args, "metrics"))
+	if _, port, _ := net.SplitHostPort(f.Metrics); port != "9464" {
+		t.Errorf("metrics %q: prometheus.yml scrapes port 9464", f.Metrics)
 	}
 	sw := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
 	if sw < 0 {
@@ -176,7 +203,7 @@ func checkComposeSwitch(t *testing.T, p *types.Project, name string, args []stri
 	}
 	// gNMI listens on every interface of the container, on the port the
 	// compose file publishes.
-	host, port, _ := net.SplitHostPort(firstOf(flagValue(args, "listen"), f.Switches[sw].Listen))
+	host, port, _ := net.SplitHostPort(firstOf(f.Listen, f.Switches[sw].Listen))
 	if host != "0.0.0.0" && host != name {
 		t.Errorf("%s: gNMI listens on host %q, unreachable from the other containers", name, host)
 	}
@@ -205,30 +232,15 @@ func checkComposeSwitch(t *testing.T, p *types.Project, name string, args []stri
 	}
 }
 
-// checkComposeCollector: the collector's file, the service's LHCNP_COLLECTOR_
-// variables and its flags layer as `lhcnp collector` layers them, and the
-// result is a valid configuration whose targets are the switch services.
+// checkComposeCollector: the service's command line and LHCNP_COLLECTOR_
+// variables, parsed by parseCollector as `lhcnp collector` parses them,
+// give a valid configuration whose targets are the switch services.
 func checkComposeCollector(t *testing.T, p *types.Project, s types.ServiceConfig, args []string) {
-	var env []string
-	for k, v := range s.Environment {
-		if v != nil {
-			env = append(env, k+"="+*v)
-		}
-	}
-	fs := flag.NewFlagSet("collector", flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "")
-	fs.Bool("v", false, "")
-	cfg := config.Defaults()
-	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix("LHCNP_COLLECTOR_"), cliconf.WithEnviron(func() []string { return env }))
+	a, err := parseCollector(inRepo(t, args), serviceEnv(s), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		t.Fatal(err)
-	}
-	if err := cc.Load(repoPath(t, *cfgPath)); err != nil {
-		t.Fatal(err)
-	}
+	cfg := a.cfg
 	if err := cfg.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -249,34 +261,15 @@ func checkComposeCollector(t *testing.T, p *types.Project, s types.ServiceConfig
 	}
 }
 
-// checkComposeTuner: the tuner's file loads as `lhcnp tuner` loads it, with
-// the service's LHCNP_TUNER_DB, into a valid configuration whose switches
-// are switch services.
+// checkComposeTuner: the service's command line and LHCNP_TUNER_DB, parsed
+// by parseTuner as `lhcnp tuner` parses them, give a valid configuration
+// whose switches are switch services.
 func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, args []string) {
-	var env []string
-	for k, v := range s.Environment {
-		if v != nil {
-			env = append(env, k+"="+*v)
-		}
-	}
-	fs := flag.NewFlagSet("tuner", flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "")
-	fs.Bool("once", false, "")
-	fs.Bool("verbose", false, "")
-	cfg := tuner.DefaultConfig()
-	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix("LHCNP_TUNER_"), cliconf.WithEnviron(func() []string { return env }))
+	a, err := parseTuner(inRepo(t, args), serviceEnv(s), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		t.Fatal(err)
-	}
-	if err := cc.Load(repoPath(t, *cfgPath)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	cfg := a.cfg
 	if !strings.Contains(cfg.DB, "@postgres:5432/") {
 		t.Errorf("db %q does not reach the postgres service", cfg.DB)
 	}

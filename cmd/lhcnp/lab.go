@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
-	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/lab"
 	"github.com/lhcnp/lhcnp/server/auth"
@@ -33,7 +31,7 @@ type labFile struct {
 	Fabric        string        `yaml:"fabric" help:"fabric file with the lab topology's switches (all run in this process)"`
 	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports (default: the fabric file's)"`
 	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second (0: the fabric file's)"`
-	Horizon       time.Duration `yaml:"horizon" help:"wall-clock time the traffic keeps running"`
+	Horizon       time.Duration `yaml:"horizon" help:"wall-clock time after which no new window of traffic starts (0: the traffic loops for ever)"`
 	Period        time.Duration `yaml:"period" help:"simulated period of the repeated bursts (the §7 pattern)"`
 	WebSearchLoad float64       `yaml:"websearch_load" help:"web-search mix, share of each sender's link rate (0: none)"`
 	Tuner         bool          `yaml:"tuner" help:"run the tuner on the Long-haul CNP switches"`
@@ -45,11 +43,32 @@ func defaultLabFile() labFile {
 		StateDir:      ".lhcnp-lab",
 		HTTP:          lab.DefaultHTTPAddr,
 		Fabric:        "examples/lab.yaml",
-		Horizon:       time.Hour,
 		Period:        4 * time.Second,
 		WebSearchLoad: 0.02,
 		Tuner:         true,
 	}
+}
+
+// parseLab parses lhcnp lab's arguments: every key of labFile is a flag
+// (--state-dir) and an LHCNP_LAB_ variable of environ
+// (LHCNP_LAB_STATE_DIR); flags win over variables, variables over the
+// --config file. The values are checked.
+func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFile, error) {
+	cfg := defaultLabFile()
+	c, err := newCLI(cliSpec{name: "lab", prefix: "LHCNP_LAB_", configHelp: "lab configuration file (YAML; every key is also a flag)",
+		usage: []string{"usage: lhcnp lab [--state-dir DIR] [--postgres DSN] [--http ADDR] [--fabric FILE] [...]",
+			"       lhcnp lab probe (--http URL | --gnmi ADDR)"}},
+		&cfg, environ, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.parse(args, nil); err != nil {
+		return nil, err
+	}
+	if cfg.Horizon < 0 || cfg.Period < 0 || cfg.WebSearchLoad < 0 || cfg.WebSearchLoad > 1 || cfg.Speed < 0 {
+		return nil, usageError{"--horizon, --period and --speed must not be negative, --websearch-load within [0, 1]"}
+	}
+	return &cfg, nil
 }
 
 // runLab implements `lhcnp lab`: the whole system in one process (package
@@ -59,32 +78,11 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(args) > 0 && args[0] == "probe" {
 		return runLabProbe(ctx, args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "lab configuration file (YAML; every key is also a flag)")
-	cfg := defaultLabFile()
-	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix("LHCNP_LAB_"))
+	lf, err := parseLab(args, os.Environ, stderr)
 	if err != nil {
 		return err
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp lab [--state-dir DIR] [--postgres DSN] [--http ADDR] [--fabric FILE] [...]")
-		fmt.Fprintln(stderr, "       lhcnp lab probe (--http URL | --gnmi ADDR)")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
-	if err := cc.Load(*cfgPath); err != nil {
-		return err
-	}
-	if cfg.Horizon <= 0 || cfg.Period < 0 || cfg.WebSearchLoad < 0 || cfg.WebSearchLoad > 1 || cfg.Speed < 0 {
-		return usageError{"--horizon must be positive, --period and --speed not negative, --websearch-load within [0, 1]"}
-	}
+	cfg := *lf
 	if _, err := pgserver.FindBinaries(); err != nil && cfg.Postgres == "" {
 		return fmt.Errorf("%w (or give --postgres DSN)", err)
 	}
@@ -132,12 +130,12 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 	if speed == 0 {
 		speed = 1
 	}
-	horizon := time.Duration(float64(cfg.Horizon) * speed)
-	sc, err := lab.LoopScenario(f.Scenario, lab.Traffic{Horizon: horizon, Period: cfg.Period, WebSearchLoad: cfg.WebSearchLoad})
+	until := time.Duration(float64(cfg.Horizon) * speed)
+	loop, err := lab.NewLoop(f.Scenario, lab.Traffic{Period: cfg.Period, WebSearchLoad: cfg.WebSearchLoad, Until: until})
 	if err != nil {
 		return lab.Config{}, err
 	}
-	fc := fabric.Config{Scenario: sc, Speed: speed, PublishInterval: f.PublishInterval, Keepalive: f.Keepalive,
+	fc := fabric.Config{Scenario: loop.Scenario(), Speed: speed, PublishInterval: f.PublishInterval, Keepalive: f.Keepalive,
 		DeadAfter: f.DeadAfter, MaxLate: engine.FromDuration(f.MaxLate),
 		TargetOptions: []target.Option{target.WithAuth(auth.New(nil)), target.WithInsecure()}}
 	var tuned []tuner.SwitchConfig
@@ -166,7 +164,7 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 		{Paths: []string{"/lhcnp/global"}, Mode: "on_change"},
 		{Paths: []string{"/lhcnp/flow-table"}, Mode: "sample", SampleInterval: 5 * second},
 	}
-	lc := lab.Config{StateDir: cfg.StateDir, PostgresDSN: cfg.Postgres, HTTPAddr: cfg.HTTP, Fabric: fc, Subscriptions: subs}
+	lc := lab.Config{StateDir: cfg.StateDir, PostgresDSN: cfg.Postgres, HTTPAddr: cfg.HTTP, Fabric: fc, Traffic: loop, Subscriptions: subs}
 	if lc.CollectorDB, err = collectorDB(); err != nil {
 		return lab.Config{}, err
 	}

@@ -48,7 +48,7 @@ func startLab(t *testing.T, stateDir string, extra ...string) *startedLab {
 	pr, pw := io.Pipe()
 	l := &startedLab{cancel: cancel, done: make(chan error, 1), out: pr, switches: map[string]string{}}
 	args := append([]string{"--state-dir", stateDir, "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
-		"--fabric", "../../examples/lab.yaml", "--horizon", "30m"}, extra...)
+		"--fabric", "../../examples/lab.yaml"}, extra...)
 	go func() {
 		err := runLab(ctx, args, pw, pw)
 		if err != nil {

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -32,67 +32,74 @@ type migrateDB struct {
 	DSN string `yaml:"dsn" help:"PostgreSQL connection string (postgres://... or key=value); also --db, LHCNP_DB"`
 }
 
+// migrateArgs is lhcnp migrate's parsed and checked command line.
+type migrateArgs struct {
+	action  string // up, down or status
+	mf      migrateFile
+	dsnFrom string        // where db.dsn came from, for messages
+	keep    time.Duration // the retention, when mf.Retention is set
+}
+
+// parseMigrate parses lhcnp migrate's arguments: the action, then every
+// key of migrateFile as a flag and an LHCNP_MIGRATE_ variable of environ
+// (internal/cliconf), db.dsn also as --db and LHCNP_DB, its older names.
+func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*migrateArgs, error) {
+	a := &migrateArgs{action: "up", mf: migrateFile{Steps: 1, Partitioning: "auto", Timeout: 5 * time.Minute}}
+	c, err := newCLI(cliSpec{name: "migrate", prefix: "LHCNP_MIGRATE_", configHelp: "migrate configuration file (YAML; every key is also a flag)",
+		usage: []string{"usage: lhcnp migrate [up|down|status] --db.dsn DSN [flags]",
+			"Every key is a flag and an LHCNP_MIGRATE_ variable (LHCNP_MIGRATE_DB_DSN); --db and LHCNP_DB are older names of db.dsn."},
+		opts: []cliconf.Option{cliconf.WithFlagAlias("db", "db.dsn"), cliconf.WithEnvAlias("LHCNP_DB", "db.dsn")}},
+		&a.mf, environ, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		a.action, args = args[0], args[1:]
+	}
+	err = c.parse(args, func() error {
+		switch a.action {
+		case "up", "down", "status":
+			return nil
+		}
+		return c.usageError(fmt.Sprintf("unknown action %q: want up, down or status", a.action))
+	})
+	if err != nil {
+		return nil, err
+	}
+	mf := &a.mf
+	// Messages name the flag or variable the user gave, or the key.
+	a.dsnFrom = c.cc.Origin("db.dsn")
+	switch {
+	case a.dsnFrom == "":
+		a.dsnFrom = "db.dsn"
+	case c.cc.InFile("db.dsn") && a.dsnFrom == c.config:
+		a.dsnFrom = c.config + ": db.dsn"
+	}
+	if mf.DB.DSN == "" {
+		return nil, c.usageError(a.dsnFrom + ": a connection string is required (--db.dsn or --db, LHCNP_MIGRATE_DB_DSN or LHCNP_DB)")
+	}
+	if mf.Steps < 1 {
+		return nil, usageError{fmt.Sprintf("--steps %d: want 1 or more", mf.Steps)}
+	}
+	if mf.Retention != "" {
+		d, err := time.ParseDuration(mf.Retention)
+		if err != nil || d < 0 {
+			return nil, usageError{fmt.Sprintf("--retention %q: want a duration such as 720h, or 0 for ever", mf.Retention)}
+		}
+		a.keep = d
+	}
+	return a, nil
+}
+
 // runMigrate implements `lhcnp migrate [up|down|status] --db.dsn DSN`: the
 // schema of migrations/ applied, undone or reported, under tern's advisory
 // lock (collectors starting meanwhile wait).
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "migrate configuration file (YAML; every key is also a flag)")
-	mf := migrateFile{Steps: 1, Partitioning: "auto", Timeout: 5 * time.Minute}
-	cc, err := cliconf.Register(fs, &mf, cliconf.WithEnvPrefix("LHCNP_MIGRATE_"),
-		cliconf.WithFlagAlias("db", "db.dsn"), cliconf.WithEnvAlias("LHCNP_DB", "db.dsn"))
+	a, err := parseMigrate(args, os.Environ, stderr)
 	if err != nil {
 		return err
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp migrate [up|down|status] --db.dsn DSN [flags]")
-		fmt.Fprintln(stderr, "Every key is a flag and an LHCNP_MIGRATE_ variable (LHCNP_MIGRATE_DB_DSN); --db and LHCNP_DB are older names of db.dsn.")
-		fs.PrintDefaults()
-	}
-	action := "up"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		action, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
-	switch action {
-	case "up", "down", "status":
-	default:
-		fs.Usage()
-		return usageError{fmt.Sprintf("unknown action %q: want up, down or status", action)}
-	}
-	if err := cc.Load(*cfgPath); err != nil {
-		return err
-	}
-	// Messages name the flag or variable the user gave, or the key.
-	dsnFrom := cc.Origin("db.dsn")
-	switch {
-	case dsnFrom == "":
-		dsnFrom = "db.dsn"
-	case cc.InFile("db.dsn") && dsnFrom == *cfgPath:
-		dsnFrom = *cfgPath + ": db.dsn"
-	}
-	if mf.DB.DSN == "" {
-		fs.Usage()
-		return usageError{dsnFrom + ": a connection string is required (--db.dsn or --db, LHCNP_MIGRATE_DB_DSN or LHCNP_DB)"}
-	}
-	if mf.Steps < 1 {
-		return usageError{fmt.Sprintf("--steps %d: want 1 or more", mf.Steps)}
-	}
-	var keep time.Duration
-	if mf.Retention != "" {
-		d, err := time.ParseDuration(mf.Retention)
-		if err != nil || d < 0 {
-			return usageError{fmt.Sprintf("--retention %q: want a duration such as 720h, or 0 for ever", mf.Retention)}
-		}
-		keep = d
-	}
+	mf, action, dsnFrom, keep := a.mf, a.action, a.dsnFrom, a.keep
 	cfg, err := pgx.ParseConfig(mf.DB.DSN)
 	if err != nil {
 		return usageError{fmt.Sprintf("%s: %v", dsnFrom, err)}

@@ -57,6 +57,20 @@ type switchFile struct {
 	Keepalive time.Duration `yaml:"keepalive" help:"wires: keepalive period (0: the wire's default)"`
 	DeadAfter time.Duration `yaml:"dead_after" help:"wires: link down after this long without a frame (0: the wire's default)"`
 	MaxLate   time.Duration `yaml:"max_late" help:"wires: frames later than this are dropped (0: the wire's default)"`
+
+	// Run chooses among the file's switches (all when empty); its flag is
+	// --switches, the key switches being the file's list.
+	Run string `yaml:"run" flag:"switches" help:"comma-separated switches of the file to run in this process (default: all; variable LHCNP_SWITCH_RUN)"`
+	// The transport: plain gRPC (labs only) or TLS, mutual with ClientCA;
+	// Users is the users file (none: anonymous read-write).
+	Insecure bool   `yaml:"insecure" help:"serve gNMI without TLS (labs only)"`
+	TLSCert  string `yaml:"tls_cert" help:"server certificate (PEM)"`
+	TLSKey   string `yaml:"tls_key" help:"server private key (PEM)"`
+	ClientCA string `yaml:"client_ca" help:"CA of client certificates: mutual TLS"`
+	Users    string `yaml:"users" help:"users file (name:role:bcrypt-hash; see lhcnp passwd); none: anonymous read-write"`
+	// The outputs: a pcap per wire, Prometheus metrics.
+	Capture string `yaml:"capture" help:"directory for a pcap of every wire's frames (LINK.pcap)"`
+	Metrics string `yaml:"metrics" help:"serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)"`
 }
 
 // switchEnvPrefix is the variables' prefix of lhcnp switch.
@@ -140,8 +154,11 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 		}
 		return filepath.Join(dir, p)
 	}
-	if cc.Origin("scenario") == path {
-		f.Scenario = rel(f.Scenario)
+	for key, p := range map[string]*string{"scenario": &f.Scenario, "tls_cert": &f.TLSCert, "tls_key": &f.TLSKey,
+		"client_ca": &f.ClientCA, "users": &f.Users, "capture": &f.Capture} {
+		if cc.Origin(key) == path {
+			*p = rel(*p)
+		}
 	}
 	if f.Switch != "" {
 		c := f.Config
@@ -172,69 +189,45 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 	return nil
 }
 
-// switchFlags are lhcnp switch's command-line-only flags: the file itself,
-// the choice among its switches, the transport and the outputs.
-type switchFlags struct {
-	config, switches                 string
-	insecure                         bool
-	tlsCert, tlsKey, clientCA, users string
-	capture, metrics                 string
-}
-
 // parseSwitchArgs parses lhcnp switch's arguments and layers the switch
 // file (--config, if any) < the LHCNP_SWITCH_ variables of environ < the
-// flags, checked and resolved.
-func parseSwitchArgs(args []string, environ func() []string, stderr io.Writer) (*switchFile, *switchFlags, *cliconf.Config, error) {
-	fs := flag.NewFlagSet("switch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var fl switchFlags
-	fs.StringVar(&fl.config, "config", "", "switch or fabric configuration file (YAML); paths in it are relative to it")
-	fs.StringVar(&fl.switches, "switches", "", "comma-separated switches of the file to run in this process (default: all)")
-	fs.BoolVar(&fl.insecure, "insecure", false, "serve gNMI without TLS (labs only)")
-	fs.StringVar(&fl.tlsCert, "tls-cert", "", "server certificate (PEM)")
-	fs.StringVar(&fl.tlsKey, "tls-key", "", "server private key (PEM)")
-	fs.StringVar(&fl.clientCA, "client-ca", "", "CA of client certificates: mutual TLS")
-	fs.StringVar(&fl.users, "users", "", "users file (name:role:bcrypt-hash; see lhcnp passwd); none: anonymous read-write")
-	fs.StringVar(&fl.capture, "capture", "", "directory for a pcap of every wire's frames (LINK.pcap)")
-	fs.StringVar(&fl.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
+// flags, checked and resolved; it returns the --config path too.
+func parseSwitchArgs(args []string, environ func() []string, stderr io.Writer) (*switchFile, string, *cliconf.Config, error) {
 	f := defaultSwitchFile()
-	cc, err := cliconf.Register(fs, &f, cliconf.WithEnvPrefix(switchEnvPrefix), cliconf.WithEnviron(environ))
+	c, err := newCLI(cliSpec{name: "switch", prefix: switchEnvPrefix,
+		configHelp: "switch or fabric configuration file (YAML); paths in it are relative to it",
+		usage: []string{"usage: lhcnp switch (--config FILE | --switch NAME --scenario FILE) [--switches N1,N2] [--listen ADDR] (--insecure | --tls-cert F --tls-key F [--client-ca F]) [--users FILE] [--speed X] [--capture DIR] [--metrics ADDR] [--KEY VALUE ...]",
+			"Every scalar key of the file is a flag and an " + switchEnvPrefix + " variable (the key upper-cased: LHCNP_SWITCH_PUBLISH_INTERVAL);",
+			"flags win over variables, variables over the file. switches:, wires: and interfaces: are file only;",
+			"the key config (initial YANG configuration) is the flag --initial-config, --config being the file;",
+			"the key run (the switches to run) is the flag --switches."}},
+		&f, environ, stderr)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, "", nil, err
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp switch (--config FILE | --switch NAME --scenario FILE) [--switches N1,N2] [--listen ADDR] (--insecure | --tls-cert F --tls-key F [--client-ca F]) [--users FILE] [--speed X] [--capture DIR] [--metrics ADDR] [--KEY VALUE ...]")
-		fmt.Fprintln(stderr, "Every scalar key of the file is a flag and an "+switchEnvPrefix+" variable (the key upper-cased: LHCNP_SWITCH_PUBLISH_INTERVAL);")
-		fmt.Fprintln(stderr, "flags win over variables, variables over the file. switches:, wires: and interfaces: are file only;")
-		fmt.Fprintln(stderr, "the key config (initial YANG configuration) is the flag --initial-config, --config being the file.")
-		fs.PrintDefaults()
+	if err := c.parse(args, nil); err != nil {
+		return nil, "", nil, err
 	}
-	usage := func(msg string) (*switchFile, *switchFlags, *cliconf.Config, error) {
-		fs.Usage()
-		return nil, nil, nil, usageError{msg}
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, nil, err
-	}
-	if fs.NArg() > 0 {
-		return usage(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
-	}
-	if fl.insecure == (fl.tlsCert != "") || (fl.tlsCert == "") != (fl.tlsKey == "") {
-		return usage("choose --insecure or --tls-cert with --tls-key")
-	}
-	if fl.clientCA != "" && fl.insecure {
-		return nil, nil, nil, usageError{"--client-ca needs TLS"}
-	}
-	if err := cc.Load(fl.config); err != nil {
-		return nil, nil, nil, err
-	}
-	if err := f.resolve(fl.config, cc); err != nil {
-		if u, ok := err.(usageError); ok {
-			return usage(u.msg)
+	from := func(key string) string {
+		if o := c.cc.Origin(key); o != "" {
+			return " (" + o + ")"
 		}
-		return nil, nil, nil, err
+		return ""
 	}
-	return &f, &fl, cc, nil
+	if f.Insecure == (f.TLSCert != "") || (f.TLSCert == "") != (f.TLSKey == "") {
+		return nil, "", nil, c.usageError(fmt.Sprintf("choose --insecure or --tls-cert with --tls-key (insecure %v%s, tls_cert %q%s, tls_key %q%s)",
+			f.Insecure, from("insecure"), f.TLSCert, from("tls_cert"), f.TLSKey, from("tls_key")))
+	}
+	if f.ClientCA != "" && f.Insecure {
+		return nil, "", nil, usageError{"--client-ca needs TLS"}
+	}
+	if err := f.resolve(c.config, c.cc); err != nil {
+		if u, ok := err.(usageError); ok {
+			return nil, "", nil, c.usageError(u.msg)
+		}
+		return nil, "", nil, err
+	}
+	return &f, c.config, c.cc, nil
 }
 
 // runSwitch implements `lhcnp switch [--config FILE]`: the switches of a
@@ -244,18 +237,18 @@ func parseSwitchArgs(args []string, environ func() []string, stderr io.Writer) (
 // It returns when ctx ends (SIGINT, SIGTERM), after stopping the gRPC
 // servers, the publishers, the wires and the engine.
 func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f, fl, cc, err := parseSwitchArgs(args, os.Environ, stderr)
+	f, config, cc, err := parseSwitchArgs(args, os.Environ, stderr)
 	if err != nil {
 		return err
 	}
 	listen := f.Listen // over the file's addresses, from any layer
 	run := f.Switches
-	if fl.switches != "" {
+	if f.Run != "" {
 		run = nil
-		for _, name := range strings.Split(fl.switches, ",") {
+		for _, name := range strings.Split(f.Run, ",") {
 			i := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
 			if i < 0 {
-				return usageError{fmt.Sprintf("--switches: %s has no switch %q", sourceOf(fl.config), name)}
+				return usageError{fmt.Sprintf("%s: %s has no switch %q", cc.Origin("run"), sourceOf(config), name)}
 			}
 			run = append(run, f.Switches[i])
 		}
@@ -283,11 +276,11 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	wires, err := localWires(sc, f, run)
 	if err != nil {
-		return fmt.Errorf("%s: %w", sourceOf(fl.config), err)
+		return fmt.Errorf("%s: %w", sourceOf(config), err)
 	}
 	for _, w := range wires {
-		if fl.capture != "" {
-			pf, err := os.Create(filepath.Join(fl.capture, w.Link+".pcap"))
+		if f.Capture != "" {
+			pf, err := os.Create(filepath.Join(f.Capture, w.Link+".pcap"))
 			if err != nil {
 				return err
 			}
@@ -298,24 +291,24 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	var u *auth.Users
-	if fl.users != "" {
-		if u, err = auth.LoadUsers(fl.users); err != nil {
+	if f.Users != "" {
+		if u, err = auth.LoadUsers(f.Users); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client is the anonymous read-write user")
 	}
 	cfg.TargetOptions = []target.Option{target.WithAuth(auth.New(u))}
-	if fl.insecure {
+	if f.Insecure {
 		cfg.TargetOptions = append(cfg.TargetOptions, target.WithInsecure())
 	} else {
-		tc, err := auth.ServerTLS(fl.tlsCert, fl.tlsKey, fl.clientCA)
+		tc, err := auth.ServerTLS(f.TLSCert, f.TLSKey, f.ClientCA)
 		if err != nil {
 			return err
 		}
 		cfg.TargetOptions = append(cfg.TargetOptions, target.WithTLS(tc))
 	}
-	sm, err := newSwitchMetrics(fl.metrics, len(cfg.Switches), stdout)
+	sm, err := newSwitchMetrics(f.Metrics, len(cfg.Switches), stdout)
 	if err != nil {
 		return err
 	}

@@ -126,7 +126,7 @@ func TestSwitchLayerErrors(t *testing.T) {
 			want: "config (LHCNP_SWITCH_CONFIG): " + fab + " lists switches: each entry has its own config", usage: true},
 		{desc: "no file, no scenario", flags: []string{"--switch", "n1"},
 			want: "--config FILE, or --scenario: the scenario file with the topology and traffic, is required", usage: true},
-		{desc: "the file's own flag is not a key's", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SWITCHES=n1"},
+		{desc: "the file's list switches: has no variable (the key run does)", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SWITCHES=n1"},
 			want: "environment: unknown variable LHCNP_SWITCH_SWITCHES (known: LHCNP_SWITCH_...)"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -159,5 +159,81 @@ func TestSwitchReadsEnvironment(t *testing.T) {
 	defer out.mu.Unlock()
 	if s := out.buf.String(); !strings.Contains(s, ", speed 0.02\n") || strings.Contains(s, ":9339") {
 		t.Errorf("output %q: want the speed and listen of LHCNP_SWITCH_SPEED and LHCNP_SWITCH_LISTEN", s)
+	}
+}
+
+// TestSwitchEveryFlagHasAVariable: every flag of lhcnp switch but --config
+// (the file itself) is a key, with an LHCNP_SWITCH_ variable layered under
+// the flags and over the file: the transport (TLS, mutual TLS, insecure),
+// the users file, the wires' captures, the metrics address and the choice
+// of switches too. A path from a variable stays as given; the same key
+// from the file is relative to the file.
+func TestSwitchEveryFlagHasAVariable(t *testing.T) {
+	var usage strings.Builder
+	if _, _, _, err := parseSwitchArgs([]string{"-h"}, func() []string { return nil }, &usage); err == nil {
+		t.Fatal("-h: no error")
+	}
+	_, _, cc, err := parseSwitchArgs([]string{"--switch", "n1", "--scenario", "s.yaml", "--insecure"}, func() []string { return nil }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byFlag := map[string]string{}
+	for _, k := range cc.Keys() {
+		byFlag[cc.Flag(k)] = k
+	}
+	var flags []string
+	for _, l := range strings.Split(usage.String(), "\n") {
+		if name, ok := strings.CutPrefix(l, "  -"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			flags = append(flags, name)
+		}
+	}
+	if len(flags) < 15 {
+		t.Fatalf("read %d flags from the usage, want them all:\n%s", len(flags), usage.String())
+	}
+	for _, fl := range flags {
+		if _, ok := byFlag[fl]; !ok && fl != "config" {
+			t.Errorf("flag --%s has no key, so no %s variable", fl, switchEnvPrefix)
+		}
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "fabric.yaml")
+	body := "scenario: sc.yaml\nswitches: [{name: n1}, {name: n2}]\ntls_cert: c.pem\ntls_key: k.pem\nusers: users.txt\n"
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		Run, TLSCert, TLSKey, ClientCA, Users, Capture, Metrics string
+		Insecure                                                bool
+	}
+	j := func(p string) string { return filepath.Join(dir, p) }
+	for _, tt := range []struct {
+		desc  string
+		env   []string
+		flags []string
+		want  got
+	}{
+		{desc: "the file's, relative to it", want: got{TLSCert: j("c.pem"), TLSKey: j("k.pem"), Users: j("users.txt")}},
+		{desc: "variables over the file",
+			env: []string{"LHCNP_SWITCH_RUN=n2", "LHCNP_SWITCH_TLS_CERT=/etc/c.pem", "LHCNP_SWITCH_TLS_KEY=k2.pem",
+				"LHCNP_SWITCH_CLIENT_CA=ca.pem", "LHCNP_SWITCH_USERS=u", "LHCNP_SWITCH_CAPTURE=pcaps", "LHCNP_SWITCH_METRICS=127.0.0.1:9464"},
+			want: got{Run: "n2", TLSCert: "/etc/c.pem", TLSKey: "k2.pem", ClientCA: "ca.pem", Users: "u", Capture: "pcaps", Metrics: "127.0.0.1:9464"}},
+		{desc: "plain gRPC from a variable", env: []string{"LHCNP_SWITCH_INSECURE=true", "LHCNP_SWITCH_TLS_CERT=", "LHCNP_SWITCH_TLS_KEY="},
+			want: got{Insecure: true, Users: j("users.txt")}},
+		{desc: "flags over variables", env: []string{"LHCNP_SWITCH_RUN=n2", "LHCNP_SWITCH_METRICS=127.0.0.1:1"},
+			flags: []string{"--switches", "n1", "--metrics", "127.0.0.1:2", "--users", "f.txt"},
+			want:  got{Run: "n1", TLSCert: j("c.pem"), TLSKey: j("k.pem"), Users: "f.txt", Metrics: "127.0.0.1:2"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			f, _, _, err := parseSwitchArgs(append([]string{"--config", file}, tt.flags...), func() []string { return tt.env }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := got{f.Run, f.TLSCert, f.TLSKey, f.ClientCA, f.Users, f.Capture, f.Metrics, f.Insecure}
+			if d := cmp.Diff(tt.want, g); d != "" {
+				t.Errorf("configuration (-want +got):\n%s", d)
+			}
+		})
 	}
 }

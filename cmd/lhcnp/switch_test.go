@@ -163,7 +163,7 @@ func TestSwitchUsage(t *testing.T) {
 	}{
 		{"no config", []string{"--insecure"}},
 		{"no transport", []string{"--config", "../../examples/switch.yaml"}},
-		{"both transports", []string{"--config", "x", "--insecure", "--tls-cert", "c", "--tls-key", "k"}},
+		{"both transports", []string{"--config", "../../examples/switch.yaml", "--insecure", "--tls-cert", "c", "--tls-key", "k"}},
 		{"argument", []string{"--config", "x", "--insecure", "extra"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

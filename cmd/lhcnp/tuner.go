@@ -2,58 +2,67 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/tuner"
 )
+
+// tunerArgs is lhcnp tuner's parsed and validated command line.
+type tunerArgs struct {
+	cfg     tuner.Config
+	config  string
+	once    bool
+	verbose bool
+}
+
+// parseTuner parses lhcnp tuner's arguments: every scalar key of the file
+// is also a flag (--policy.alpha-max) and an LHCNP_TUNER_ variable
+// (LHCNP_TUNER_POLICY_ALPHA_MAX) of environ, through internal/cliconf:
+// flags win over variables, variables over the file. The result is
+// validated.
+func parseTuner(args []string, environ func() []string, stderr io.Writer) (*tunerArgs, error) {
+	a := &tunerArgs{cfg: tuner.DefaultConfig()}
+	c, err := newCLI(cliSpec{name: "tuner", prefix: "LHCNP_TUNER_", configHelp: "tuner configuration file (YAML, examples/tuner.yaml); required",
+		usage: []string{"usage: lhcnp tuner --config FILE [--dry-run] [--db DSN] [--once] [--verbose] [--KEY VALUE ...]",
+			"Every key of the file is a flag and an LHCNP_TUNER_ variable; switches are file only."}},
+		&a.cfg, environ, stderr)
+	if err != nil {
+		return nil, err
+	}
+	c.fs.BoolVar(&a.once, "once", false, "run one period and exit (scripts, tests)")
+	c.fs.BoolVar(&a.verbose, "verbose", false, "log every hold of the policy too (debug level)")
+	err = c.parse(args, func() error {
+		if c.config == "" {
+			return c.usageError("--config FILE is required")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.config = c.config
+	if err := a.cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", a.config, err)
+	}
+	return a, nil
+}
 
 // runTuner implements `lhcnp tuner --config FILE [--dry-run] [--db DSN]`:
 // every period, read the queues' telemetry from the collector's database,
 // decide, push with gNMI Set + Commit Confirmed, record in tuner_actions
-// (docs/tuner.md). Every scalar key of the file is also a flag
-// (--policy.alpha-max) and an LHCNP_TUNER_ variable
-// (LHCNP_TUNER_POLICY_ALPHA_MAX), through internal/cliconf: flags win over
-// variables, variables over the file. It returns when ctx ends.
+// (docs/tuner.md). It returns when ctx ends.
 func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tuner", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "tuner configuration file (YAML, examples/tuner.yaml); required")
-	once := fs.Bool("once", false, "run one period and exit (scripts, tests)")
-	verbose := fs.Bool("verbose", false, "log every hold of the policy too (debug level)")
-	cfg := tuner.DefaultConfig()
-	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix("LHCNP_TUNER_"))
+	a, err := parseTuner(args, os.Environ, stderr)
 	if err != nil {
 		return err
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp tuner --config FILE [--dry-run] [--db DSN] [--once] [--verbose] [--KEY VALUE ...]")
-		fmt.Fprintln(stderr, "Every key of the file is a flag and an LHCNP_TUNER_ variable; switches are file only.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
-	if *cfgPath == "" {
-		fs.Usage()
-		return usageError{"--config FILE is required"}
-	}
-	if err := cc.Load(*cfgPath); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", *cfgPath, err)
-	}
+	cfg := a.cfg
 	pool, err := pgxpool.New(ctx, cfg.DB)
 	if err != nil {
 		return fmt.Errorf("db: %w", err)
@@ -69,7 +78,7 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		push = p
 	}
 	level := slog.LevelInfo
-	if *verbose {
+	if a.verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -82,7 +91,7 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		mode = "dry run: recording, not pushing"
 	}
 	fmt.Fprintf(stdout, "lhcnp tuner: %d switches, every %v, %s\n", len(cfg.Switches), cfg.Period, mode)
-	if *once {
+	if a.once {
 		return t.Cycle(ctx, time.Now())
 	}
 	return t.Run(ctx)

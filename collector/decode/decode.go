@@ -17,12 +17,14 @@
 // error, is always exactly what proto.Unmarshal gives (FuzzDecode checks
 // it).
 //
-// A decoded response is valid until the next Decode: a caller that keeps
-// messages (the collector's northbound store does) must use proto
-// messages of its own. It depends on gnmi, protobuf and grpc only.
+// A decoded response is valid until the next Decode (but for notification
+// prefixes, which are cached by their encoding and never modified): a
+// caller that keeps messages (the collector's northbound store does) must
+// use proto messages of its own, and no caller may modify them. It depends on gnmi, protobuf and grpc only.
 package decode
 
 import (
+	"maps"
 	"math"
 	"unicode/utf8"
 
@@ -42,6 +44,11 @@ const (
 	internMaxBytes   = 64
 	internMaxEntries = 1 << 14
 )
+
+// prefixMaxEntries bounds the cache of decoded prefixes: a switch sends a
+// few thousand containers, each notification with its container as the
+// prefix, the same bytes every time.
+const prefixMaxEntries = 1 << 12
 
 // Decoder decodes responses into storage it reuses. It is used by one
 // goroutine.
@@ -63,6 +70,9 @@ type Decoder struct {
 	arena   []byte // bytes values of the current response
 	scratch []byte // a response received in several buffers, joined
 	intern  map[string]string
+	// prefixes maps a notification prefix's encoding to its decoded path,
+	// a copy of its own that no later Decode overwrites.
+	prefixes map[string]*gnmi.Path
 }
 
 type pathItem struct {
@@ -107,7 +117,9 @@ func (s *slab[T]) next() *T {
 }
 
 // New returns a Decoder.
-func New() *Decoder { return &Decoder{intern: map[string]string{}} }
+func New() *Decoder {
+	return &Decoder{intern: map[string]string{}, prefixes: map[string]*gnmi.Path{}}
+}
 
 func (d *Decoder) reset() {
 	d.ups.n, d.paths.n, d.elems.n, d.tvs.n = 0, 0, 0, 0
@@ -269,7 +281,7 @@ func (d *Decoder) notification(b []byte) bool {
 				if n.Prefix != nil {
 					return false // merged by proto
 				}
-				n.Prefix, ok = d.path(v)
+				n.Prefix, ok = d.prefix(v)
 			case 4:
 				var u *gnmi.Update
 				if u, ok = d.update(v); ok {
@@ -297,6 +309,30 @@ func (d *Decoder) notification(b []byte) bool {
 		n.Delete = d.deletes
 	}
 	return true
+}
+
+// prefix decodes a notification's prefix, from the cache when the same
+// bytes were decoded before.
+func (d *Decoder) prefix(v []byte) (*gnmi.Path, bool) {
+	if p, ok := d.prefixes[string(v)]; ok {
+		return p, true
+	}
+	p, ok := d.path(v)
+	if !ok {
+		return nil, false
+	}
+	own := &gnmi.Path{Origin: p.Origin, Target: p.Target}
+	if len(p.Elem) > 0 {
+		own.Elem = make([]*gnmi.PathElem, len(p.Elem))
+		for i, e := range p.Elem {
+			own.Elem[i] = &gnmi.PathElem{Name: e.Name, Key: maps.Clone(e.Key)}
+		}
+	}
+	if len(d.prefixes) >= prefixMaxEntries {
+		clear(d.prefixes)
+	}
+	d.prefixes[string(v)] = own
+	return own, true
 }
 
 // update decodes path = 1, val = 3, duplicates = 4.

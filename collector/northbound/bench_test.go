@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"net"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector/northbound"
 	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/internal/benchtest"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/server/schema"
 	"github.com/lhcnp/lhcnp/server/store"
@@ -216,22 +216,17 @@ func gnmiClient(b *testing.B, addr string) gnmi.GNMIClient {
 	return gnmi.NewGNMIClient(conn)
 }
 
-// fanSide is one server of BenchmarkFanOut: how a round is published, and
-// the subscribers that must each receive it.
-type fanSide struct {
-	publish  func(round uint64)
-	subs     []*fanSub
-	elapsed  time.Duration
-	received int
-}
-
+// fanSub is one subscriber of BenchmarkFanOut (a benchtest.Subscriber).
 type fanSub struct {
 	sc      gnmi.GNMI_SubscribeClient
 	updates int
 }
 
-// until reads until the done leaf carries round.
-func (s *fanSub) until(round uint64) error {
+// Updates is the leaf updates received.
+func (s *fanSub) Updates() int { return s.updates }
+
+// Until reads until the done leaf carries round.
+func (s *fanSub) Until(round uint64) error {
 	for {
 		r, err := s.sc.Recv()
 		if err != nil {
@@ -278,8 +273,8 @@ func BenchmarkFanOut(b *testing.B) {
 	subPath := store.MustPath("/lhcnp/interfaces")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	subscribeAll := func(addr, tgt string) []*fanSub {
-		var out []*fanSub
+	subscribeAll := func(addr, tgt string) []benchtest.Subscriber {
+		var out []benchtest.Subscriber
 		for range subs {
 			sc, err := gnmiClient(b, addr).Subscribe(ctx)
 			if err != nil {
@@ -337,50 +332,17 @@ func BenchmarkFanOut(b *testing.B) {
 	nbPublish(0)
 	nbAddr := serveNorthbound(b, nb)
 
-	sides := []*fanSide{
-		{publish: swPublish, subs: subscribeAll(swAddr, "sw1")},
-		{publish: nbPublish, subs: subscribeAll(nbAddr, "*")},
+	sides := []*benchtest.Side{
+		{Publish: swPublish, Subs: subscribeAll(swAddr, "sw1")},
+		{Publish: nbPublish, Subs: subscribeAll(nbAddr, "*")},
 	}
-	round := func(sd *fanSide, r uint64) {
-		t0 := time.Now()
-		sd.publish(r)
-		var wg sync.WaitGroup
-		errs := make(chan error, subs)
-		for _, s := range sd.subs {
-			wg.Add(1)
-			go func() { defer wg.Done(); errs <- s.until(r) }()
-		}
-		wg.Wait()
-		sd.elapsed += time.Since(t0)
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for r := uint64(1); r <= uint64(b.N); r++ {
-		if r%2 == 1 {
-			round(sides[0], r)
-			round(sides[1], r)
-		} else {
-			round(sides[1], r)
-			round(sides[0], r)
-		}
-	}
-	b.StopTimer()
+	benchtest.Interleave(b, sides...)
 	rate := make([]float64, len(sides))
 	for i, sd := range sides {
-		var updates int
-		for _, s := range sd.subs {
-			updates += s.updates
-		}
-		rate[i] = float64(updates) / sd.elapsed.Seconds()
+		rate[i] = sd.Rate()
 		name := []string{"switch", "northbound"}[i]
 		b.ReportMetric(rate[i], name+"-updates/s")
-		b.ReportMetric(float64(updates)/float64(b.N*len(containers)*len(counters)*subs)*100, name+"-%delivered")
+		b.ReportMetric(float64(sd.Updates())/float64(b.N*len(containers)*len(counters)*subs)*100, name+"-%delivered")
 	}
 	b.ReportMetric(rate[1]/rate[0], "x-switch")
 }

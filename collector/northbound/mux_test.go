@@ -114,17 +114,24 @@ func sorted(evs []string) []string {
 	return out
 }
 
-// TestMux: several switches in one Subscribe (target * or none): one
-// sync_response for all in ONCE, STREAM and per poll; a switch that
-// appears later joins a STREAM with its initial data; a switch by name;
-// an unknown one.
-func TestMux(t *testing.T) {
+// twoSwitches starts a northbound holding n1 (effective-kmax 1) and n2 (2)
+// at ts, with a client and a context for the test.
+func twoSwitches(t *testing.T) (*northbound.Server, gnmi.GNMIClient, int64, context.Context) {
 	nb, c := startNB(t)
 	ts := time.Now().UnixNano()
 	nb.Observe("n1", kmaxNotification(ts, 1))
 	nb.Observe("n2", kmaxNotification(ts, 2))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
+	return nb, c, ts, ctx
+}
+
+// TestMux: several switches in one Subscribe (target * or none): one
+// sync_response for all in ONCE, STREAM and per poll; a switch that
+// appears later joins a STREAM with its initial data; a switch by name;
+// an unknown one.
+func TestMux(t *testing.T) {
+	nb, c, ts, ctx := twoSwitches(t)
 
 	t.Run("once", func(t *testing.T) {
 		for _, tgt := range []string{"*", ""} {
@@ -213,6 +220,50 @@ func TestMux(t *testing.T) {
 			t.Errorf("get of a leaf no switch has: %v, want NOT_FOUND", err)
 		}
 	})
+}
+
+// TestRemoveTarget: a switch the collector stopped collecting leaves the
+// northbound: its subscribers get a delete of its data, Get and Subscribe
+// naming it answer NOT_FOUND, the other switches are untouched, and it
+// comes back when it is observed again.
+func TestRemoveTarget(t *testing.T) {
+	nb, c, ts, ctx := twoSwitches(t)
+	sc := subscribeTo(t, ctx, c, gnmi.SubscriptionList_STREAM, "*")
+	if diff := cmp.Diff([]string{"n1=1", "n2=2", "sync"}, sorted(read(t, sc, 3))); diff != "" {
+		t.Fatalf("initial (-want +got):\n%s", diff)
+	}
+
+	nb.RemoveTarget("n2")
+	r, err := sc.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := r.GetUpdate()
+	var deleted []string
+	for _, d := range n.GetDelete() {
+		deleted = append(deleted, store.PathString(&gnmi.Path{Elem: append(append([]*gnmi.PathElem(nil), n.GetPrefix().GetElem()...), d.GetElem()...)}))
+	}
+	if diff := cmp.Diff([]string{wanQ0 + "/state/effective-kmax"}, deleted); n.GetPrefix().GetTarget() != "n2" || len(n.GetUpdate()) != 0 || diff != "" {
+		t.Errorf("after RemoveTarget(n2): %v, want a delete of n2's effective-kmax (-want +got):\n%s", r, diff)
+	}
+	if diff := cmp.Diff([]string{"n1"}, nb.Targets()); diff != "" {
+		t.Errorf("Targets (-want +got):\n%s", diff)
+	}
+	p := store.MustPath(wanQ0 + "/state/effective-kmax")
+	if _, err := c.Get(ctx, &gnmi.GetRequest{Prefix: &gnmi.Path{Target: "n2"}, Path: []*gnmi.Path{p}, Encoding: gnmi.Encoding_PROTO}); status.Code(err) != codes.NotFound {
+		t.Errorf("get of the removed switch: %v, want NOT_FOUND", err)
+	}
+	if _, err := subscribeTo(t, ctx, c, gnmi.SubscriptionList_ONCE, "n2").Recv(); status.Code(err) != codes.NotFound {
+		t.Errorf("subscribe to the removed switch: %v, want NOT_FOUND", err)
+	}
+	nb.Observe("n1", kmaxNotification(ts+1, 11))
+	if diff := cmp.Diff([]string{"n1=11"}, read(t, sc, 1)); diff != "" {
+		t.Errorf("the other switch (-want +got):\n%s", diff)
+	}
+	nb.Observe("n2", kmaxNotification(ts+2, 222))
+	if diff := cmp.Diff([]string{"n2=222", "sync"}, read(t, subscribeTo(t, ctx, c, gnmi.SubscriptionList_ONCE, "n2"), 2)); diff != "" {
+		t.Errorf("observed again (-want +got):\n%s", diff)
+	}
 }
 
 // TestNorthboundUsers: the northbound's users are a switch's: a read-only

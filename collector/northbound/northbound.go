@@ -170,6 +170,28 @@ func (s *Server) Store(name string) *store.Store {
 // requests naming it find it (empty) instead of NOT_FOUND.
 func (s *Server) AddTarget(name string) { s.view(name) }
 
+// RemoveTarget drops what the northbound holds of a switch the collector
+// stopped collecting (taken out of its configuration or the targets table,
+// disabled, or moved to another collector by the leases): its values are
+// deleted, so its subscribers get a delete of every path, as from a switch
+// whose data is gone, and then it is forgotten: Get, and Subscribe naming
+// it, answer NOT_FOUND until it is observed again. Without it a switch's
+// last values stayed served until the collector restarted.
+func (s *Server) RemoveTarget(name string) {
+	s.mu.Lock()
+	v := s.targets[name]
+	delete(s.targets, name)
+	s.mu.Unlock()
+	if v == nil {
+		return
+	}
+	var b store.Batch
+	b.Delete(&gnmi.Path{})
+	if _, err := v.st.Apply(&b, 0); err != nil {
+		s.o.log.Debug("northbound: target not cleared", "target", name, "err", err)
+	}
+}
+
 // Observe applies one response of a target's subscription to its store:
 // updates with the notification's timestamp and the leaf's kind from the
 // schema (what a switch's publisher gives), deletes as deletes. The

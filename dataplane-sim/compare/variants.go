@@ -28,6 +28,7 @@ func DefaultVariants() []Variant {
 		{"pfc", "no end-to-end congestion control: DCQCN off at every RNIC, PFC (XOFF 1 MB, XON 512 KB unless the file says) on every switch port; lossless by back-pressure alone", applyPFC},
 		{"dcqcn", "DCQCN at the RNICs with receiver CNPs only (NVIDIA defaults, docs/engine.md); every switch port marks ECN with the file's RED thresholds, the WAN ports included", applyPlain(scenario.MechanismDCQCN)},
 		{"dcqcn:wan-tuned", "DCQCN with the best static RED thresholds for the scenario, found by a grid search over K_min ∈ {100 KB, 1 MB, 5 MB, 20 MB} (K_max = 4 K_min) and P_max ∈ {0.01, 0.2}: fewest drops, then the highest congested-period utilisation (for web-search mixes the lowest p99 FCT slowdown), then the lowest peak queue; the choice is stated per scenario below", applyTunedDCQCN},
+		{"dcqcn" + PaperSuffix, "DCQCN with the SIGCOMM 2015 paper's parameters instead of NVIDIA's (`dcqcn.profile: paper`: g = 1/256 per K = 55 µs, alpha updated on every CNP, a cut per CNP, receiver CNPs at most every 50 µs; docs/engine.md), the file's RED thresholds: how much of DCQCN's result is its parameters", applyDCQCNPaper},
 		{"fast-cnp", "Fast CNP (package fastcnp) on the file's congestion-aware nodes with its defaults: Fast CNP above 100 KB to the queue's largest flows, one per flow per 50 µs, every host known capable (never marked) and processing it; DCQCN reacts", applyNodal(scenario.MechanismFastCNP, nil)},
 		{"switch-cnp", "the white paper's practice (package switchcnp) on the same nodes: standard CNPs from the switch, congestion confirmed by forwarding delay (20 µs, 1% of the available buffer)", applyNodal(scenario.MechanismSwitchCNP, nil)},
 		{"fcn", "FCN over WAN tunnels (package fcn): the first congestion-aware node is the ingress PE, the others transit nodes; transit nodes report to the PE above 100 KB, the PE sends standard CNPs (and on its own congestion directly)", applyNodal(scenario.MechanismFCN, nil)},
@@ -89,6 +90,12 @@ func applyPlain(kind scenario.MechanismKind) func(context.Context, *scenario.Sce
 	return func(_ context.Context, sc *scenario.Scenario, _ string) (*scenario.Scenario, string, error) {
 		return plain(sc, kind), "", nil
 	}
+}
+
+func applyDCQCNPaper(_ context.Context, sc *scenario.Scenario, _ string) (*scenario.Scenario, string, error) {
+	c := plain(sc, scenario.MechanismDCQCN)
+	c.DCQCN.Profile = scenario.DCQCNProfilePaper
+	return c, "", nil
 }
 
 func applyPFC(_ context.Context, sc *scenario.Scenario, _ string) (*scenario.Scenario, string, error) {

@@ -20,10 +20,10 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/lhcnp/lhcnp/internal/benchtest"
 	"github.com/lhcnp/lhcnp/server/store"
 	"github.com/lhcnp/lhcnp/server/subscribe"
 	"github.com/openconfig/gnmi/cache"
@@ -159,6 +159,12 @@ func subscribeStream(b *testing.B, ctx context.Context, addr string, sub *gnmi.S
 	}
 }
 
+// Updates is the leaf updates received (benchtest.Subscriber).
+func (s *subscriber) Updates() int { return s.updates }
+
+// Until reads until the done leaf carries want (benchtest.Subscriber).
+func (s *subscriber) Until(want uint64) error { return s.until(want) }
+
 func (s *subscriber) until(want uint64) error {
 	for {
 		r, err := s.sc.Recv()
@@ -194,64 +200,23 @@ func BenchmarkStream(b *testing.B) {
 		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			type side struct {
-				srv      *impl
-				ss       []*subscriber
-				elapsed  time.Duration
-				pubTime  time.Duration
-				received int
-			}
-			sides := []*side{{srv: newOurs(b, leaves)}, {srv: newReference(b, leaves)}}
-			for _, sd := range sides {
-				defer sd.srv.stop()
+			impls := []*impl{newOurs(b, leaves), newReference(b, leaves)}
+			sides := make([]*benchtest.Side, len(impls))
+			for i, srv := range impls {
+				defer srv.stop()
+				sides[i] = &benchtest.Side{Publish: srv.publish}
 				for range subs {
-					sd.ss = append(sd.ss, subscribeStream(b, ctx, sd.srv.addr, &gnmi.Subscription{Path: &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "interfaces"}}}, Mode: gnmi.SubscriptionMode_ON_CHANGE}))
+					sides[i].Subs = append(sides[i].Subs, subscribeStream(b, ctx, srv.addr, &gnmi.Subscription{Path: &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "interfaces"}}}, Mode: gnmi.SubscriptionMode_ON_CHANGE}))
 				}
 			}
-			round := func(sd *side, r uint64) {
-				t0 := time.Now()
-				sd.srv.publish(r)
-				sd.pubTime += time.Since(t0)
-				var wg sync.WaitGroup
-				errs := make(chan error, subs)
-				for _, s := range sd.ss {
-					wg.Add(1)
-					go func() { defer wg.Done(); errs <- s.until(r) }()
-				}
-				wg.Wait()
-				sd.elapsed += time.Since(t0)
-				close(errs)
-				for err := range errs {
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for r := uint64(1); r <= uint64(b.N); r++ {
-				if r%2 == 1 {
-					round(sides[0], r)
-					round(sides[1], r)
-				} else {
-					round(sides[1], r)
-					round(sides[0], r)
-				}
-			}
-			b.StopTimer()
-			rate := make([]float64, len(sides))
+			benchtest.Interleave(b, sides...)
 			for i, sd := range sides {
-				var updates int
-				for _, s := range sd.ss {
-					updates += s.updates
-				}
-				rate[i] = float64(updates) / sd.elapsed.Seconds()
 				name := []string{"lhcnp", "ref"}[i]
-				b.ReportMetric(rate[i], name+"-updates/s")
-				b.ReportMetric(float64(updates)/float64(b.N*(leaves+1)*subs)*100, name+"-%delivered")
-				b.ReportMetric(float64(b.N*(leaves+1))/sd.pubTime.Seconds(), name+"-pub-leaves/s")
+				b.ReportMetric(sd.Rate(), name+"-updates/s")
+				b.ReportMetric(float64(sd.Updates())/float64(b.N*(leaves+1)*subs)*100, name+"-%delivered")
+				b.ReportMetric(float64(b.N*(leaves+1))/sd.PubTime.Seconds(), name+"-pub-leaves/s")
 			}
-			b.ReportMetric(rate[0]/rate[1], "x-reference")
+			b.ReportMetric(sides[0].Rate()/sides[1].Rate(), "x-reference")
 		})
 	}
 }
@@ -277,29 +242,13 @@ func BenchmarkStreamShape(b *testing.B) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				ss := make([]*subscriber, subs)
+				side := &benchtest.Side{Publish: srv.publish}
 				for i := range ss {
 					ss[i] = subscribeStream(b, ctx, srv.addr, &gnmi.Subscription{Path: &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "interfaces"}}}, Mode: gnmi.SubscriptionMode_ON_CHANGE})
+					side.Subs = append(side.Subs, ss[i])
 				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for r := uint64(1); r <= uint64(b.N); r++ {
-					srv.publish(r)
-					var wg sync.WaitGroup
-					errs := make(chan error, subs)
-					for _, s := range ss {
-						wg.Add(1)
-						go func() { defer wg.Done(); errs <- s.until(r) }()
-					}
-					wg.Wait()
-					close(errs)
-					for err := range errs {
-						if err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				elapsed := b.Elapsed()
-				b.StopTimer()
+				benchtest.Interleave(b, side)
+				elapsed := side.Elapsed
 				var updates, msgs int
 				for _, s := range ss {
 					updates += s.updates

@@ -144,7 +144,9 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 // which lowers K_max. Tightening looks at the window's mean and its last
 // sample (fast attack); loosening needs both below (slow release).
 func classify(cfg Config, m Metrics) (Direction, Rule, string) {
-	throttled := m.Notifications.Total() > 0 || m.ECNMarkingPercent > 0
+	// Resume releases senders: only the cutting actions and ECN marks say
+	// they are being throttled.
+	throttled := m.Notifications.Total()-m.Notifications.Resume > 0 || m.ECNMarkingPercent > 0
 	delay := math.Max(m.DelayRTT, m.LastDelayRTT)
 	ahead := m.LastDelayRTT + m.TrendRTT // one RTT_est ahead at the window's pace
 	switch {

@@ -294,6 +294,17 @@ func TestDecide(t *testing.T) {
 			reason: "link 60.0% used",
 		},
 		{
+			desc: "under-used link whose only notifications are Resumes: the node is releasing the senders, no change",
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05}, bdp(1, vg))
+				for i := range w.Samples {
+					w.Samples[i].Notifications = Notifications{Resume: 20}
+				}
+				return w
+			},
+			want: result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
 			desc:   "under-used link without notifications or marks: no demand, no change",
 			window: func() Window { return window(queue{util: 0.3, delayRTT: 0}, bdp(1, vg)) },
 			want:   result{Rule: RuleSteady, After: bdp(1, vg)},

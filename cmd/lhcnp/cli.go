@@ -1,0 +1,78 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/lhcnp/lhcnp/internal/cliconf"
+)
+
+// cmdLine is the command line of one of lhcnp's configured commands (collector,
+// tuner, lab, switch, migrate): a flag set holding a flag for every scalar
+// key of the command's configuration struct (internal/cliconf) and the
+// command's own flags, --config naming the file, the command's variables
+// (its LHCNP_NAME_ prefix) and its usage lines. Each command's parseX
+// builds one, and the tests call the same parseX (compose_test: every
+// service's command line), so a command line and its check cannot drift.
+type cmdLine struct {
+	fs     *flag.FlagSet
+	cc     *cliconf.Config
+	config string // the --config file, "" for none
+}
+
+// cliSpec describes a command's command line.
+type cliSpec struct {
+	name       string   // the subcommand
+	prefix     string   // its variables' prefix, LHCNP_NAME_
+	configHelp string   // the help of --config
+	usage      []string // lines printed before the flags
+	opts       []cliconf.Option
+}
+
+// newCLI registers the keys of *cfg (a pointer to the configuration
+// struct, holding the defaults) and --config on a new flag set writing to
+// stderr; environ gives the variables (os.Environ, or a test's). The
+// caller adds its own flags to c.fs before parse.
+func newCLI(spec cliSpec, cfg any, environ func() []string, stderr io.Writer) (*cmdLine, error) {
+	c := &cmdLine{fs: flag.NewFlagSet(spec.name, flag.ContinueOnError)}
+	c.fs.SetOutput(stderr)
+	c.fs.StringVar(&c.config, "config", "", spec.configHelp)
+	opts := append([]cliconf.Option{cliconf.WithEnvPrefix(spec.prefix), cliconf.WithEnviron(environ)}, spec.opts...)
+	var err error
+	if c.cc, err = cliconf.Register(c.fs, cfg, opts...); err != nil {
+		return nil, err
+	}
+	c.fs.Usage = func() {
+		for _, l := range spec.usage {
+			fmt.Fprintln(stderr, l)
+		}
+		c.fs.PrintDefaults()
+	}
+	return c, nil
+}
+
+// parse parses args, refuses positional arguments, runs check (if set:
+// checks of the command's own flags that need no file), and layers the
+// file < the variables < the flags onto the configuration struct.
+func (c *cmdLine) parse(args []string, check func() error) error {
+	if err := c.fs.Parse(args); err != nil {
+		return err
+	}
+	if c.fs.NArg() > 0 {
+		return c.usageError(fmt.Sprintf("unexpected argument %q", c.fs.Arg(0)))
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return c.cc.Load(c.config)
+}
+
+// usageError prints the usage and returns a usage error (exit status 2)
+// saying msg.
+func (c *cmdLine) usageError(msg string) error {
+	c.fs.Usage()
+	return usageError{msg}
+}

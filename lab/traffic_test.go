@@ -1,0 +1,203 @@
+package lab
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/server/dataplane"
+)
+
+const labScenario = "../scenarios/lab.yaml"
+
+// labNetwork builds the lab topology from the loop's window 0, all three
+// switches in this process, and installs the loop.
+func labNetwork(t *testing.T, loop *Loop) *dataplane.Network {
+	t.Helper()
+	n, err := dataplane.BuildNetwork(loop.Scenario(), []dataplane.Served{{Name: "t1"}, {Name: "n1"}, {Name: "n2"}}, dataplane.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLoopWindows: window 0 is the file's flows and the first period of
+// web-search; window k is the file's sized flows moved by k periods, with
+// fresh names and queue pairs left to the hosts, and web-search flows of
+// its own period only; the long-lived flow is never repeated; a window is
+// the same every time it is made.
+func TestLoopWindows(t *testing.T) {
+	base, err := scenario.LoadFile(labScenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const period = 4 * time.Second
+	loop, err := NewLoop(labScenario, Traffic{Period: period, WebSearchLoad: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sized []scenario.Flow
+	for _, f := range base.Flows {
+		if f.Group == "" && !f.LongLived() {
+			sized = append(sized, f)
+		}
+	}
+	var web0 int
+	for _, f := range loop.Scenario().Flows {
+		if f.Group == webSearchGroup {
+			web0++
+			if f.Start >= period {
+				t.Errorf("window 0: web-search flow %s starts at %v, after the window", f.Name, f.Start)
+			}
+		}
+	}
+	if got, want := len(loop.Scenario().Flows), len(base.Flows)+web0; web0 == 0 || got != want {
+		t.Errorf("window 0: %d flows (%d web-search), want the file's %d and some web-search", got, web0, len(base.Flows))
+	}
+	for _, k := range []int{1, 2, 45, 1000} {
+		flows, err := loop.Window(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := loop.Window(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(flows, again); d != "" {
+			t.Errorf("window %d made twice differs (-first +second):\n%s", k, d)
+		}
+		lo, hi := time.Duration(k)*period, time.Duration(k+1)*period
+		var gotSized, web int
+		for _, f := range flows {
+			if f.SrcQP != 0 || f.DstQP != 0 {
+				t.Errorf("window %d: flow %s has queue pairs %d/%d, want them left to the hosts", k, f.Name, f.SrcQP, f.DstQP)
+			}
+			if f.LongLived() {
+				t.Errorf("window %d: long-lived flow %s repeated", k, f.Name)
+			}
+			if f.Group == webSearchGroup {
+				web++
+				if f.Start < lo || f.Start >= hi || !strings.HasPrefix(f.Name, webSearchGroup+"-w") {
+					t.Errorf("window %d: web-search flow %s at %v, want within [%v, %v)", k, f.Name, f.Start, lo, hi)
+				}
+				continue
+			}
+			orig := sized[gotSized]
+			gotSized++
+			want := orig
+			want.Name = orig.Name + "-w" + strconv.Itoa(k)
+			want.Start = orig.Start + lo
+			want.SrcQP, want.DstQP = 0, 0
+			if d := cmp.Diff(want, f); d != "" {
+				t.Errorf("window %d: sized flow (-want +got):\n%s", k, d)
+			}
+		}
+		if gotSized != len(sized) || web == 0 {
+			t.Errorf("window %d: %d sized and %d web-search flows, want %d sized and some web-search", k, gotSized, web, len(sized))
+		}
+	}
+}
+
+// TestLoopRunsInTheEngine: on the engine, the flows of every window start
+// and send. Ten windows of 100 ms of simulated time (the file's bursts move
+// by a window each time, so they overlap: a busy lab), and in each window
+// some of its repeated flows and some of its web-search flows connect and
+// send. Simulated time only.
+func TestLoopRunsInTheEngine(t *testing.T) {
+	const period = 100 * time.Millisecond
+	loop, err := NewLoop(labScenario, Traffic{Period: period, WebSearchLoad: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := labNetwork(t, loop)
+	var errs []error
+	loop.Install(n, func(err error) { errs = append(errs, err) })
+	n.Sim.Run(engine.FromDuration(10 * period))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	// Per window (by the flows' names), the flows that connected and sent.
+	sized, web := map[int]int{}, map[int]int{}
+	for _, f := range n.Net.Flows() {
+		m := windowRE.FindStringSubmatch(f.Name)
+		if m == nil || f.Sender.ConnectedAt() < 0 || f.Sender.SentBytes() == 0 {
+			continue
+		}
+		k, _ := strconv.Atoi(m[1])
+		if strings.HasPrefix(f.Name, webSearchGroup) {
+			web[k]++
+		} else {
+			sized[k]++
+		}
+	}
+	// The first repeated flows of window k start at k·100 ms + 100 ms
+	// (the file's first burst) and cross the WAN (10 ms of round trip and
+	// the bursts' queue): windows 1 to 7 have had the time.
+	for k := 1; k <= 7; k++ {
+		if sized[k] == 0 || web[k] == 0 {
+			t.Errorf("window %d: %d repeated and %d web-search flows connected and sent, want some of each (repeated %v, web-search %v)", k, sized[k], web[k], sized, web)
+		}
+	}
+}
+
+// TestLoopPastTheOldHorizon: the traffic no longer ends. Before, the lab
+// expanded its windows up to --horizon (1 h of wall clock, 180 s of
+// simulated time at speed 0.05) and after that only the long-lived flow
+// ran; now every window is added while the engine runs. The generator is
+// run alone to 200 s of simulated time (the flows held: their senders
+// stopped, so the engine has only the generator's events) and every
+// window up to the end has its flows, past 180 s too; with Until the
+// windows stop there.
+func TestLoopPastTheOldHorizon(t *testing.T) {
+	const period = 4 * time.Second
+	const oldHorizon = 180 * time.Second
+	for _, tt := range []struct {
+		desc  string
+		until time.Duration
+	}{
+		{desc: "for ever"},
+		{desc: "until 100s", until: 100 * time.Second},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			loop, err := NewLoop(labScenario, Traffic{Period: period, WebSearchLoad: 0.02, Until: tt.until})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := labNetwork(t, loop)
+			for _, f := range n.Net.Flows() {
+				f.Sender.AdminStop()
+			}
+			// Every flow added from here on is dormant: no packets.
+			held := *n
+			held.Local = map[string]bool{}
+			loop.Install(&held, func(err error) { t.Error(err) })
+			end := oldHorizon + 20*time.Second
+			n.Sim.Run(engine.FromDuration(end))
+			// Flows per window, by their names (NAME-wK, lab-websearch-wK/N).
+			last := map[int]int{}
+			for _, f := range n.Net.Flows() {
+				if m := windowRE.FindStringSubmatch(f.Name); m != nil {
+					k, _ := strconv.Atoi(m[1])
+					last[k]++
+				}
+			}
+			stopAt := int(end / period)
+			if tt.until > 0 {
+				stopAt = int(tt.until / period)
+			}
+			for w := 1; w < int(end/period); w++ {
+				if (w < stopAt) != (last[w] > 0) {
+					t.Errorf("window %d (from %v): %d flows; windows stop at %d", w, time.Duration(w)*period, last[w], stopAt)
+				}
+			}
+		})
+	}
+}
+
+var windowRE = regexp.MustCompile(`-w([0-9]+)(/|$)`)
