@@ -20,7 +20,11 @@
 // A decoded response is valid until the next Decode (but for prefixes and
 // update paths, which are cached by their encoding and never modified): a
 // caller that keeps messages (the collector's northbound store does) must
-// use proto messages of its own, and no caller may modify them. It depends on gnmi, protobuf and grpc only.
+// use proto messages of its own, and no caller may modify them. A Decoder
+// keeps storage for its largest response so far, and at most 4096 cached
+// paths and 16384 interned strings.
+//
+// It depends on gnmi, protobuf and grpc only.
 package decode
 
 import (
