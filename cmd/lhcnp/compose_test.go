@@ -115,7 +115,7 @@ func TestComposeFile(t *testing.T) {
 	p := loadCompose(t)
 	names := p.ServiceNames()
 	sort.Strings(names)
-	want := []string{"collector", "grafana", "n1", "n2", "postgres", "prometheus", "t1", "tuner"}
+	want := []string{"collector", "grafana", "n1", "n2", "postgres", "prometheus", "speeds", "t1", "tuner"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("services %v, want %v", names, want)
 	}
@@ -125,7 +125,8 @@ func TestComposeFile(t *testing.T) {
 		"collector":  {"postgres": "service_healthy", "t1": "service_healthy", "n1": "service_healthy", "n2": "service_healthy"},
 		"tuner":      {"collector": "service_healthy"},
 		"prometheus": {"collector": "service_healthy"},
-		"grafana":    {"collector": "service_healthy", "prometheus": "service_healthy"},
+		"grafana":    {"collector": "service_healthy", "prometheus": "service_healthy", "speeds": "service_completed_successfully"},
+		"speeds":     {"collector": "service_healthy"},
 	}
 	for _, name := range names {
 		s := p.Services[name]
@@ -303,17 +304,43 @@ func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, ar
 	}
 }
 
-// TestComposeGrafanaSpeed: the Grafana dashboard divides counter rates by
-// the speed the compose switches run at.
-func TestComposeGrafanaSpeed(t *testing.T) {
-	d := grafanaDashboard(t)
+// TestComposeRecordsSpeeds: the one-shot service speeds records the speed
+// the compose switches run at (examples/lab-containers.yaml's) for every
+// switch service, with the SQL file deploy_test runs against the real
+// schema; Grafana reads the views' rates per simulated second, so no panel
+// divides by a speed of its own.
+func TestComposeRecordsSpeeds(t *testing.T) {
+	p := loadCompose(t)
 	f, err := loadSwitchFile("../../examples/lab-containers.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(d.Variables, func(v grafanasql.Variable) bool { return v.Name == "speed" })
-	if i < 0 || d.Variables[i].Type != "constant" || d.Variables[i].Query != fmt.Sprint(f.Speed) {
-		t.Errorf("dashboard variable speed %+v, want the constant %v of examples/lab-containers.yaml", d.Variables, f.Speed)
+	s := p.Services["speeds"]
+	args := []string(s.Command)
+	if len(args) == 0 || args[0] != "psql" || !slices.Contains(args, "speed="+fmt.Sprint(f.Speed)) ||
+		!slices.Contains(args, "ON_ERROR_STOP=1") || !slices.Contains(args, "/deploy/target-speeds.sql") {
+		t.Errorf("speeds: command %q, want psql -v ON_ERROR_STOP=1 -v speed=%v -f /deploy/target-speeds.sql", args, f.Speed)
+	}
+	if !strings.Contains(args[1], "@postgres:5432/") {
+		t.Errorf("speeds: %q does not reach the postgres service", args[1])
+	}
+	if len(s.Volumes) != 1 || s.Volumes[0].Target != "/deploy/target-speeds.sql" {
+		t.Fatalf("speeds: volumes %+v, want deploy/target-speeds.sql mounted", s.Volumes)
+	}
+	sql, err := os.ReadFile(s.Volumes[0].Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sw := range f.Switches {
+		if !strings.Contains(string(sql), "'"+sw.Name+"'") {
+			t.Errorf("%s: no row for switch %s", s.Volumes[0].Source, sw.Name)
+		}
+	}
+	d := grafanaDashboard(t)
+	for _, v := range d.Variables {
+		if v.Name == "speed" {
+			t.Errorf("the Grafana dashboard has a speed variable: the views give rates per simulated second")
+		}
 	}
 }
 

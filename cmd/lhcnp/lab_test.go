@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/deploy/grafanasql"
@@ -257,6 +259,12 @@ func TestLabStarts(t *testing.T) {
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM samples`).Scan(&samples); err != nil {
 		t.Fatal(err)
 	}
+	// The lab recorded its switches' speed, for the views' rates per
+	// simulated second.
+	wantSpeeds := []string{"n1 0.05", "n2 0.05", "t1 0.05"}
+	if got := labSpeeds(t, pool); !slices.Equal(got, wantSpeeds) {
+		t.Errorf("target_speeds %v, want %v (examples/lab.yaml's speed)", got, wantSpeeds)
+	}
 	pool.Close()
 
 	// Ctrl-C, then a second start on the same state directory finds the
@@ -277,6 +285,24 @@ func TestLabStarts(t *testing.T) {
 	if again < samples {
 		t.Errorf("second start: %d samples, the first run stored %d", again, samples)
 	}
+	// At the same speed, no new row.
+	if got := labSpeeds(t, pool2); !slices.Equal(got, wantSpeeds) {
+		t.Errorf("second start: target_speeds %v, want %v", got, wantSpeeds)
+	}
+}
+
+// labSpeeds lists target_speeds as "target speed".
+func labSpeeds(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT target || ' ' || speed FROM target_speeds ORDER BY target, since`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // TestREADMELabBanner: the gnmic commands the README's tour shows are the

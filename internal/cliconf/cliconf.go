@@ -18,7 +18,8 @@
 //
 //   - a `flag:"name"` tag renames a key's flag when the command already has
 //     a flag of that name (the switch file's config key is --initial-config,
-//     --config being the file itself); Register refuses a taken flag name;
+//     --config being the file itself; its run key is --switches, switches
+//     being the file's list); Register refuses a taken flag name;
 //   - WithFlagAlias and WithEnvAlias keep an older flag or variable working
 //     for a key (migrate's --db and LHCNP_DB for db.dsn). An alias flag is
 //     the flag's layer (setting both is an error); an alias variable lies

@@ -55,11 +55,11 @@ func WithRefresh(d time.Duration) Option { return func(o *options) { o.refresh =
 // minutes).
 func WithDefaultWindow(d time.Duration) Option { return func(o *options) { o.defaultWindow = d } }
 
-// WithSpeed sets the switches' simulated seconds per wall-clock second
-// (default 1): rates computed from counters over wall-clock time (a
-// queue's output, notifications per second) are divided by it, so that
-// every rate on the page is per simulated second, as the switches' own
-// rate leaves (growth rate, flows' arrival rate) are.
+// WithSpeed sets the speed the page shows (simulated seconds per
+// wall-clock second, default 1). It changes no number: every rate on the
+// page is per simulated second, the views' columns per simulated second
+// (divided by each target's speed in target_speeds) next to the switches'
+// own rate leaves (growth rate, flows' arrival rate).
 func WithSpeed(speed float64) Option {
 	return func(o *options) {
 		if speed > 0 {
@@ -161,7 +161,7 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 // Go duration) from the query string.
 func (s *Server) parseQueueRequest(r *http.Request) (QueueRequest, error) {
 	v := r.URL.Query()
-	q := QueueRequest{Target: v.Get("target"), Interface: v.Get("interface"), Window: s.opts.defaultWindow, Speed: s.opts.speed}
+	q := QueueRequest{Target: v.Get("target"), Interface: v.Get("interface"), Window: s.opts.defaultWindow}
 	if q.Target == "" || q.Interface == "" {
 		return q, errors.New("query parameters target and interface are required")
 	}

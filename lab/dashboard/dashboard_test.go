@@ -142,12 +142,16 @@ func TestAPI(t *testing.T) {
 		t.Errorf("queue's tuner decisions = %+v", q.Tuner)
 	}
 
-	// At another speed, rates over wall-clock time become rates per
-	// simulated second; the switch's own values stay.
-	slow := httptest.NewServer(dashboard.New(pool, dashboard.WithSpeed(0.5)))
-	defer slow.Close()
+	// At another speed (the switch's row in target_speeds, as the lab
+	// records it), rates over wall-clock time become rates per simulated
+	// second; the switch's own values stay.
+	if _, err := pool.Exec(context.Background(), `INSERT INTO target_speeds (target, since, speed) VALUES ('n1', $1, 0.5)`,
+		fx.Start.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Exec(context.Background(), `DELETE FROM target_speeds`)
 	var sq dashboard.QueueResponse
-	getJSON(t, slow.URL+"/api/queue?target=n1&interface=n1-wan&queue=3&window=10m", &sq)
+	getJSON(t, srv.URL+"/api/queue?target=n1&interface=n1-wan&queue=3&window=10m", &sq)
 	if got, want := *sq.Rates.Values["queue_bps"][1], 2**q.Rates.Values["queue_bps"][1]; got != want {
 		t.Errorf("speed 0.5: queue rate %v, want %v", got, want)
 	}

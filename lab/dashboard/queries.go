@@ -119,8 +119,6 @@ type QueueRequest struct {
 	Interface string
 	Queue     int
 	Window    time.Duration
-	// Speed divides the rates computed over wall-clock time (default 1).
-	Speed float64
 }
 
 // Columns is a set of series sharing one time axis, in uPlot's layout: T in
@@ -175,9 +173,6 @@ func QueueSeries(ctx context.Context, db Querier, q QueueRequest) (QueueResponse
 	from := to.Add(-q.Window)
 	out.From, out.To = unix(from), unix(to)
 
-	if q.Speed <= 0 {
-		q.Speed = 1
-	}
 	args := []any{q.Target, q.Interface, q.Queue, from}
 	if out.Congestion, err = readColumns(ctx, db, []string{"depth", "kmin", "kmax", "growth", "emr"}, `
 		SELECT extract(epoch FROM ts)::float8, queue_depth_bytes::float8, kmin_bytes::float8, kmax_bytes::float8,
@@ -188,10 +183,10 @@ func QueueSeries(ctx context.Context, db Querier, q QueueRequest) (QueueResponse
 		return out, fmt.Errorf("queue_congestion: %w", err)
 	}
 	if out.Rates, err = readColumns(ctx, db, []string{"queue_bps", "port_bps"}, `
-		SELECT extract(epoch FROM ts)::float8, bits_per_second / $5, port_rate_bps::float8
+		SELECT extract(epoch FROM ts)::float8, bits_per_simulated_second, port_rate_bps::float8
 		FROM queue_utilisation
 		WHERE target = $1 AND interface = $2 AND queue = $3 AND ts > $4
-		ORDER BY ts`, append(args, q.Speed)...); err != nil {
+		ORDER BY ts`, args...); err != nil {
 		return out, fmt.Errorf("queue_utilisation: %w", err)
 	}
 	if out.Flows, err = readColumns(ctx, db, []string{"arrival_bps", "flows"}, `
@@ -212,7 +207,7 @@ func QueueSeries(ctx context.Context, db Querier, q QueueRequest) (QueueResponse
 		FROM per_flow GROUP BY second ORDER BY second`, args...); err != nil {
 		return out, fmt.Errorf("flow arrival rates: %w", err)
 	}
-	if out.Notifications, err = readNotifications(ctx, db, append(args, q.Speed)...); err != nil {
+	if out.Notifications, err = readNotifications(ctx, db, args...); err != nil {
 		return out, fmt.Errorf("notifications_per_second: %w", err)
 	}
 	if out.Alpha, err = readColumns(ctx, db, []string{"alpha"}, `
@@ -265,12 +260,13 @@ func readColumns(ctx context.Context, db Querier, names []string, sql string, ar
 }
 
 // readNotifications pivots notifications_per_second (one row per second and
-// action) into one column per action, per simulated second (args[4] is the
-// speed); a second without an action's row has zero of it.
+// action) into one column per action, per simulated second (the view's
+// rate_per_simulated_second); a second without an action's row has zero of
+// it.
 func readNotifications(ctx context.Context, db Querier, args ...any) (Columns, error) {
 	c := newColumns(Actions[:]...)
 	rows, err := db.Query(ctx, `
-		SELECT extract(epoch FROM second)::float8, action, COALESCE(rate_per_second, notifications)::float8 / $5
+		SELECT extract(epoch FROM second)::float8, action, COALESCE(rate_per_simulated_second, notifications / speed)::float8
 		FROM notifications_per_second
 		WHERE target = $1 AND interface = $2 AND queue = $3 AND second > $4 AND action IS NOT NULL
 		ORDER BY second`, args...)
