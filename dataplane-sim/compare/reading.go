@@ -63,18 +63,22 @@ const nearSources = `Fast CNP is the strongest of the mechanisms that act throug
 	`senders' ports for long stretches. The draft's defaults (QD trigger only, a 10 ms per-flow gap) are too ` +
 	`slow in the incast: see the bar tables.`
 
-const farther = `Here Long-haul CNP loses clearly. In the middle of the WAN the tuned DCQCN (its K_min ` +
-	`at 20 MB) keeps the link fullest, Fast CNP next; Long-haul CNP runs the bottleneck at about two thirds with ` +
-	`a deeper queue than Fast CNP. At the far end every mechanism's feedback is about the same, and Long-haul ` +
-	`CNP's utilisation is the lowest of all rows. A node 2.5 or 5 ms from the senders cuts each flow by 30 % ` +
+const farther = `Here Long-haul CNP loses with the comparison's params. In the middle of the WAN the ` +
+	`tuned DCQCN (its K_min at 20 MB) keeps the link fullest, Fast CNP next; Long-haul CNP runs the bottleneck ` +
+	`at about two thirds with a deeper queue than Fast CNP. A node 2.5 ms from the senders cuts each flow by 30 % ` +
 	`every millisecond (the comparison's per-flow gap, tuned for the near-source loop) while the receivers' ` +
-	`CNPs keep cutting too (DCQCN stays on), and its held ceilings come back slowly (recovery after 2 RTT_est, ` +
-	`then 1 Gb/s per tick), so the bottleneck runs far below capacity. The per-flow gap and the recovery that ` +
-	`suit a node next to the senders do not suit one a WAN away: a node should take both from the round trip ` +
-	`to each flow's source, which is not implemented. FCN's 1 µs feedback in these rows (and in the mixes) is ` +
-	`its ingress PE's own: the tunnel's 40-byte outer header takes the senders' 100 Gb/s about 1 % over the ` +
-	`PE's 100 Gb/s tunnel port, so the PE, next to the senders, congests and sends its direct CNPs before the ` +
-	`transit node's report comes back; the WAN loop itself is as slow as for the other switch mechanisms.`
+	`CNPs for its first-level marks keep cutting too (DCQCN stays on), and its held ceilings come back slowly ` +
+	`(recovery after 2 RTT_est, then 1 Gb/s per tick). That loss is the params', not the mechanism's: the ` +
+	`tuner's grid finds a static setting (the long-haul-cnp:best-static row, alpha 4 and V_growth 20 Gb/s: a ` +
+	`higher K_max, so far fewer marks and receiver CNPs) that keeps the link as full as the tuned DCQCN, which ` +
+	`the closed-loop tuner does not reach. At the far end every mechanism's feedback is the receiver's round ` +
+	`trip, and Long-haul CNP's utilisation is the lowest of all rows whatever its setting: a node 5 ms from ` +
+	`the senders whose cuts add to the receivers' leaves the bottleneck idle. A node should take its per-flow ` +
+	`gap and its recovery from the round trip to each flow's source, which is not implemented. FCN's 1 µs ` +
+	`feedback at the far end (and in the busier mixes) is its ingress PE's own: the tunnel's 40-byte outer ` +
+	`header takes the senders' 100 Gb/s about 1 % over the PE's 100 Gb/s tunnel port, so the PE, next to the ` +
+	`senders, congests and sends its direct CNPs before the transit node's report comes back (mid-wan gives ` +
+	`the PE a 200 Gb/s port, and there FCN's feedback is the WAN loop's, like the others').`
 
 const webMixes = `Most flows are small and finish within a round trip or two; at 30 % load nothing ` +
 	`queues for long and no mechanism changes the completion times much. At 50 and 70 % Rate Advice gives ` +
