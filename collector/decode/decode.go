@@ -17,10 +17,14 @@
 // error, is always exactly what proto.Unmarshal gives (FuzzDecode checks
 // it).
 //
-// A decoded response is valid until the next Decode (but for notification
-// prefixes, which are cached by their encoding and never modified): a
+// A decoded response is valid until the next Decode (but for prefixes and
+// update paths, which are cached by their encoding and never modified): a
 // caller that keeps messages (the collector's northbound store does) must
-// use proto messages of its own, and no caller may modify them. It depends on gnmi, protobuf and grpc only.
+// use proto messages of its own, and no caller may modify them. A Decoder
+// keeps storage for its largest response so far, and at most 4096 cached
+// paths and 16384 interned strings.
+//
+// It depends on gnmi, protobuf and grpc only.
 package decode
 
 import (
@@ -45,10 +49,10 @@ const (
 	internMaxEntries = 1 << 14
 )
 
-// prefixMaxEntries bounds the cache of decoded prefixes: a switch sends a
-// few thousand containers, each notification with its container as the
-// prefix, the same bytes every time.
-const prefixMaxEntries = 1 << 12
+// pathMaxEntries bounds the cache of decoded paths: a switch sends a few
+// thousand containers, each notification with its container as the
+// prefix and its leaves' names as the paths, the same bytes every time.
+const pathMaxEntries = 1 << 12
 
 // Decoder decodes responses into storage it reuses. It is used by one
 // goroutine.
@@ -70,9 +74,9 @@ type Decoder struct {
 	arena   []byte // bytes values of the current response
 	scratch []byte // a response received in several buffers, joined
 	intern  map[string]string
-	// prefixes maps a notification prefix's encoding to its decoded path,
-	// a copy of its own that no later Decode overwrites.
-	prefixes map[string]*gnmi.Path
+	// cache maps the encoding of a prefix or an update's path to its
+	// decoded path, a copy of its own that no later Decode overwrites.
+	cache map[string]*gnmi.Path
 }
 
 type pathItem struct {
@@ -118,7 +122,7 @@ func (s *slab[T]) next() *T {
 
 // New returns a Decoder.
 func New() *Decoder {
-	return &Decoder{intern: map[string]string{}, prefixes: map[string]*gnmi.Path{}}
+	return &Decoder{intern: map[string]string{}, cache: map[string]*gnmi.Path{}}
 }
 
 func (d *Decoder) reset() {
@@ -281,7 +285,7 @@ func (d *Decoder) notification(b []byte) bool {
 				if n.Prefix != nil {
 					return false // merged by proto
 				}
-				n.Prefix, ok = d.prefix(v)
+				n.Prefix, ok = d.cachedPath(v)
 			case 4:
 				var u *gnmi.Update
 				if u, ok = d.update(v); ok {
@@ -311,10 +315,11 @@ func (d *Decoder) notification(b []byte) bool {
 	return true
 }
 
-// prefix decodes a notification's prefix, from the cache when the same
-// bytes were decoded before.
-func (d *Decoder) prefix(v []byte) (*gnmi.Path, bool) {
-	if p, ok := d.prefixes[string(v)]; ok {
+// cachedPath decodes a notification's prefix or an update's path, from the
+// cache when the same bytes were decoded before: a switch sends the same
+// containers as prefixes and the same leaf names under them.
+func (d *Decoder) cachedPath(v []byte) (*gnmi.Path, bool) {
+	if p, ok := d.cache[string(v)]; ok {
 		return p, true
 	}
 	p, ok := d.path(v)
@@ -328,10 +333,10 @@ func (d *Decoder) prefix(v []byte) (*gnmi.Path, bool) {
 			own.Elem[i] = &gnmi.PathElem{Name: e.Name, Key: maps.Clone(e.Key)}
 		}
 	}
-	if len(d.prefixes) >= prefixMaxEntries {
-		clear(d.prefixes)
+	if len(d.cache) >= pathMaxEntries {
+		clear(d.cache)
 	}
-	d.prefixes[string(v)] = own
+	d.cache[string(v)] = own
 	return own, true
 }
 
@@ -358,7 +363,7 @@ func (d *Decoder) update(b []byte) (*gnmi.Update, bool) {
 			}
 			switch {
 			case num == 1 && u.Path == nil:
-				u.Path, ok = d.path(v)
+				u.Path, ok = d.cachedPath(v)
 			case num == 3 && u.Val == nil:
 				u.Val, ok = d.typedValue(v)
 			default:

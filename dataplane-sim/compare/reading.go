@@ -32,41 +32,55 @@ const why = `Feedback latency is set by where the notifying node sits: every swi
 	`build is set by when it acts and how hard it cuts: Fast CNP, switch CNP and FCN act at 100 KB with DCQCN's ` +
 	`cut, Long-haul CNP acts at its BDP-scaled K_max or when the queue grows faster than V_growth, with its own ` +
 	`Rate Reduce held until recovery, and Rate Advice caps every capable sender at its fair share before any ` +
-	`queue exists (which also caps a flow whose competitors went idle, until the next advice). PFC alone never ` +
-	`drops but holds whole ports, and pauses spread upstream.`
+	`queue exists (which also caps a flow whose competitors went idle, until the next advice). Whether the ` +
+	`congested port keeps marking ECN matters as much: Fast CNP never marks a sender known to process it (§4 ` +
+	`MUST NOT), so its senders hear of the congestion once; the switch CNP and FCN leave the port's marking on, ` +
+	`so a sender is cut by the switch's CNPs and then, a path round trip later, again by its receiver's CNPs ` +
+	`for the same congestion. DCQCN runs NVIDIA's firmware defaults: a receiver sends a CNP every 4 µs while ` +
+	`marked packets arrive, and over a WAN the marks of one episode keep arriving for a whole round trip after ` +
+	`the sender has cut, so DCQCN alone overshoots both ways (a deep queue first, an under-used link after); ` +
+	`the paper's parameters (dcqcn:paper: alpha near 1, every CNP halves the rate) cut harder still. PFC alone ` +
+	`never drops but holds whole ports, and pauses spread upstream.`
 
-const caveats = `The DCQCN reaction point of the network model (netsim) cuts by an alpha that decays with ` +
-	`integer arithmetic between CNPs and is raised only at the next alpha period, so a CNP arriving long after ` +
-	`the previous period cuts by almost nothing while resetting the increase timer: the rate of a sender that ` +
-	`receives isolated CNPs can freeze (docs/engine.md). Every row whose senders react through DCQCN (dcqcn, ` +
-	`Fast CNP, switch CNP, FCN, the receivers' CNPs under Rate Advice) inherits it; Long-haul CNP's own Rate ` +
-	`Reduce does not. FCN's tunnel header is modelled, not encoded (no 40-byte overhead). Fast CNP and the ` +
-	`ICMPv6 format need IPv6 hosts: the comparison scenarios are IPv6.`
+// caveats are the limits of the models that bear on the numbers.
+const caveats = `DCQCN is NVIDIA's firmware as documented (docs/engine.md, "DCQCN parameters"): its alpha ` +
+	`decays by 0.5 % per microsecond, so an isolated CNP after a few hundred microseconds of silence cuts almost ` +
+	`nothing, a property of the firmware's parameters, not of the model; the paper's set is the dcqcn:paper row. ` +
+	`Fast CNP and the ICMPv6 format need IPv6 hosts: the comparison scenarios are IPv6. The FCT slowdown ranks ` +
+	`finished flows only: a row that leaves large flows running at the end (the finished/flows counts) looks ` +
+	`better in p99 than it is.`
 
-const nearSources = `Every switch-originated mechanism answers within about a microsecond. Long-haul ` +
-	`CNP with the comparison's params is the one that also holds the WAN queue to tens of megabytes and drops ` +
-	`nothing in all three, because its Rate Reduce is a ceiling held until recovery; Fast CNP, the switch CNP ` +
-	`and FCN's PE deliver their CNPs as early, but the senders react through DCQCN, whose cuts after the first ` +
-	`are tiny in this model (caveats), so the queue grows far deeper than under Long-haul CNP and, in the ` +
-	`incasts, fills and drops. Rate Advice keeps the ` +
-	`smallest queue of all (the fair share is set before a queue exists) at a few percent of utilisation; PFC ` +
-	`alone keeps queues small and drops nothing by holding the senders' ports paused for long stretches. The ` +
-	`draft's defaults (a 10 ms per-flow gap) are too slow here: see the bar tables.`
+const nearSources = `Fast CNP is the strongest of the mechanisms that act through DCQCN: the congested ` +
+	`node itself notifies within a microsecond and no ECN mark follows, and it holds the queue to 21 MB in the ` +
+	`incast, 5 MB with two congestion points and under 2 MB after the RTT step, at 98–99 % utilisation without ` +
+	`a drop. Long-haul CNP with the comparison's params also drops nothing and keeps the link the fullest ` +
+	`(100 %, 99.6 %, 94 %) but lets the queue grow two to five times deeper than Fast CNP (43, 27 and 7 MB): it ` +
+	`acts at its BDP-scaled K_max or on the growth trigger, not at 100 KB, and its Rate Reduce is a ceiling held ` +
+	`until recovery. The switch CNP and FCN notify as early but lose a third to three quarters of the link to ` +
+	`the double cut (the marks stay on). DCQCN alone, its feedback a 10 ms round trip late, fills the 256 MB ` +
+	`buffer and drops in the incast, tuned or not. Rate Advice keeps the smallest queue of all (under 2.5 MB; ` +
+	`the fair share is set before a queue exists) at 84–95 %; PFC alone keeps queues small by pausing the ` +
+	`senders' ports for long stretches. The draft's defaults (QD trigger only, a 10 ms per-flow gap) are too ` +
+	`slow in the incast: see the bar tables.`
 
-const farther = `Here Long-haul CNP loses clearly: its congested-period utilisation is among the lowest ` +
-	`of all rows. A node 2.5 or 5 ms from the senders cuts each flow by 30% every millisecond (the comparison's ` +
-	`per-flow gap, tuned for the near-source loop) while the receivers' CNPs keep cutting too (DCQCN stays on), ` +
-	`and its held ceilings come back slowly (recovery after 2 RTT_est, then 1 Gb/s per tick), so the bottleneck ` +
-	`runs far below capacity; DCQCN, tuned or not, keeps the link fuller. Its feedback is as early as the other ` +
-	`switch-originated mechanisms', and at the far end no mechanism gains much over the receiver's CNP. The ` +
-	`per-flow gap and the recovery that suit a node next to the senders do not suit one a WAN away: a node ` +
-	`should take both from the round trip to each flow's source, which is not implemented.`
+const farther = `Here Long-haul CNP loses clearly. In the middle of the WAN the tuned DCQCN (its K_min ` +
+	`at 20 MB) keeps the link fullest, Fast CNP next; Long-haul CNP runs the bottleneck at about two thirds with ` +
+	`a deeper queue than Fast CNP. At the far end every mechanism's feedback is about the same, and Long-haul ` +
+	`CNP's utilisation is the lowest of all rows. A node 2.5 or 5 ms from the senders cuts each flow by 30 % ` +
+	`every millisecond (the comparison's per-flow gap, tuned for the near-source loop) while the receivers' ` +
+	`CNPs keep cutting too (DCQCN stays on), and its held ceilings come back slowly (recovery after 2 RTT_est, ` +
+	`then 1 Gb/s per tick), so the bottleneck runs far below capacity. The per-flow gap and the recovery that ` +
+	`suit a node next to the senders do not suit one a WAN away: a node should take both from the round trip ` +
+	`to each flow's source, which is not implemented. FCN's 1 µs feedback in these rows (and in the mixes) is ` +
+	`its ingress PE's own: the tunnel's 40-byte outer header takes the senders' 100 Gb/s about 1 % over the ` +
+	`PE's 100 Gb/s tunnel port, so the PE, next to the senders, congests and sends its direct CNPs before the ` +
+	`transit node's report comes back; the WAN loop itself is as slow as for the other switch mechanisms.`
 
-const webMixes = `Most flows are small and finish within a round trip or two; no mechanism changes their ` +
-	`completion much, Rate Advice a little (the best small-flow p99: it keeps queues near empty). Long-haul ` +
-	`CNP is competitive on small and medium flows, but its held rate reductions hurt the large flows: their ` +
-	`p99 slowdown is among the worst at 30 and 50% load and mid-table at 70%, where a tuned DCQCN does best. ` +
-	`Rate Advice also costs the large flows (a fair-share ceiling stays while competitors come and go): at 70% ` +
-	`only PFC alone does worse on them. FCN's ` +
-	`feedback is the earliest on these mixes because N1, next to the senders, is its ingress PE and reports ` +
-	`its own congestion directly.`
+const webMixes = `Most flows are small and finish within a round trip or two; at 30 % load nothing ` +
+	`queues for long and no mechanism changes the completion times much. At 50 and 70 % Rate Advice gives ` +
+	`small flows the lowest p99 (queues near empty) and Long-haul CNP the next lowest, but both cost the large ` +
+	`flows: a fair-share ceiling or a held Rate Reduce stays while competitors come and go. Long-haul CNP's ` +
+	`large flows are the slowest at 50 % (several still running at the end, the finished ones' p99 among the ` +
+	`worst) and mid-table at 70 %, and its congested-period utilisation is the lowest at 50 %. The tuned DCQCN ` +
+	`gives the large flows the best p99 at 50 and 70 %, Fast CNP (and at 70 % the switch CNP) close behind. ` +
+	`PFC alone is the worst for small and medium flows above 30 %.`

@@ -102,12 +102,16 @@ func TestDCQCNAlphaConvergesUnderCNPTrain(t *testing.T) {
 	paper := PaperDCQCN()
 	paper.InitialAlpha = 512
 	r := float64(nv.G) / 1024
-	// NVIDIA, a CNP every 4 µs (min_time_between_cnps); periods count from
-	// the first CNP, so each CNP opens a 1 µs period: alpha when CNP j+1
-	// is due is (alpha_j*r + 1-r)*r^3, so alpha_j = a*(1 - r^(4j)) with
-	// a = (1-r)r^3/(1-r^4).
-	nvFixed := (1 - r) * r * r * r / (1 - math.Pow(r, 4))
-	nvAlpha := func(j int) float64 { return nvFixed * (1 - math.Pow(r, float64(4*j))) }
+	// NVIDIA, a CNP every s periods (4 µs: min_time_between_cnps); periods
+	// count from the first CNP, so each CNP opens a 1 µs period: alpha when
+	// CNP j+1 is due is (alpha_j*r + 1-r)*r^(s-1), so alpha_j =
+	// a*(1 - r^(s*j)) with a = (1-r)r^(s-1)/(1-r^s).
+	nvTrain := func(spacing int) func(j int) float64 {
+		s := float64(spacing)
+		fixed := (1 - r) * math.Pow(r, s-1) / (1 - math.Pow(r, s))
+		return func(j int) float64 { return fixed * (1 - math.Pow(r, s*float64(j))) }
+	}
+	nvAlpha, nvAlpha50 := nvTrain(4), nvTrain(50)
 	// The paper, a CNP every 50 µs (N < K: no decay): after n CNPs
 	// alpha_n = 1 - (1-alpha_0)(1-g)^n.
 	paperAlpha := func(n int) float64 { return 1 - 0.5*math.Pow(1-1.0/256, float64(n)) }
@@ -120,6 +124,10 @@ func TestDCQCNAlphaConvergesUnderCNPTrain(t *testing.T) {
 	}{
 		{desc: "nvidia, one CNP per 4 µs, read when the next is due", rp: nv, spacing: 4 * engine.Microsecond,
 			read: 4 * engine.Microsecond, want: map[int]float64{1: nvAlpha(1), 10: nvAlpha(10), 250: nvAlpha(250), 1000: nvAlpha(1000)}},
+		// Fast CNP's default gap: 10-bit truncation used to zero alpha
+		// between these CNPs (the freeze); the fixed point is about 0.022.
+		{desc: "nvidia, one CNP per 50 µs, read when the next is due", rp: nv, spacing: 50 * engine.Microsecond,
+			read: 50 * engine.Microsecond, want: map[int]float64{1: nvAlpha50(1), 5: nvAlpha50(5), 40: nvAlpha50(40)}},
 		{desc: "paper, one CNP per 50 µs, read just after it", rp: paper, spacing: 50 * engine.Microsecond,
 			read: 0, want: map[int]float64{1: paperAlpha(1), 10: paperAlpha(10), 100: paperAlpha(100), 400: paperAlpha(400)}},
 	}

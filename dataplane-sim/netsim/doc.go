@@ -50,6 +50,8 @@
 // its tunnelled frame, wire.EncapHead); a switch ends a tunnel addressed
 // to it (the outer header off, SizeBytes 40 less, the ECN by RFC 6040),
 // and marking CE marks the outermost IP header of a packet's frame.
+// ForwardFilter on a Switch may drop a packet before its egress port sees
+// it (Fast CNP's border filtering; counted in SwitchStats.FilterDrops).
 //
 // # Cables to other processes
 //

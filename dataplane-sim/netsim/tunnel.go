@@ -37,23 +37,24 @@ func (s *Switch) terminate(p *Packet) (consumed bool) {
 	if wire.DecodeEncap(fr, &h) != nil {
 		return false
 	}
-	inner, drop, err := wire.Decapsulate(fr)
-	if err != nil {
-		return false // DecodeEncap accepted it: cannot happen
-	}
+	ecn, drop, _ := wire.DecapECN(h.InnerTOS, h.Outer.TrafficClass)
 	if drop {
 		s.stats.DecapECNDrops++
 		s.net.FreePacket(p)
 		return true
 	}
 	s.stats.Decapsulated++
-	ecn, _, _ := wire.DecapECN(h.InnerTOS, h.Outer.TrafficClass)
 	p.ECN = ecn
 	p.SizeBytes -= wire.TunnelOverheadBytes
-	if len(inner) <= h.HeadLen-wire.TunnelOverheadBytes {
-		_ = s.net.SetFrame(p, nil)
-	} else {
-		p.frameLen = uint16(copy(p.fb.b, inner))
+	if len(fr) == h.HeadLen {
+		_ = s.net.SetFrame(p, nil) // only the encapsulation: the data packet carries no frame
+		return false
 	}
+	inner, _, err := wire.Decapsulate(fr) // a whole frame: its inner part stays
+	if err != nil {
+		_ = s.net.SetFrame(p, nil) // DecodeEncap accepted it: cannot happen
+		return false
+	}
+	p.frameLen = uint16(copy(p.fb.b, inner))
 	return false
 }

@@ -99,6 +99,11 @@ func WriteIntervalPlot(path string, sp IntervalSpec) error {
 		p.Legend.Add(name, sc)
 	}
 	p.X.Min, p.X.Max = -0.5, float64(len(sp.Groups))+0.5 // the last column holds the legend
+	if sp.LogY && any && p.Y.Min > 0 {
+		// Down to the power of ten below the data, so that 1 (no slowdown)
+		// is on the axis.
+		p.Y.Min = math.Pow(10, math.Floor(math.Log10(p.Y.Min)))
+	}
 	if !any {
 		p.Title.Text += " (nothing to plot)"
 		p.Y.Scale = plot.LinearScale{}
@@ -107,23 +112,35 @@ func WriteIntervalPlot(path string, sp IntervalSpec) error {
 	return p.Save(10*vg.Inch, 5*vg.Inch, path)
 }
 
-// ticks125 marks 1, 2, 5, 10, 20, 50, ... on a log axis, each labelled: a
-// reader of slowdowns wants to read 2 and 5, not only powers of ten.
+// ticks125 marks 1, 2, 5, 10, 20, 50, ... on a log axis, each labelled (a
+// reader of slowdowns wants to read 2 and 5, not only powers of ten), and
+// finer steps (1.5, 3, ... or 1.2, 1.5, 2, 2.5, ...) when the range is too
+// narrow for four of those.
 type ticks125 struct{}
 
+var tickSteps = [][]float64{
+	{1, 2, 5},
+	{1, 1.5, 2, 3, 5, 7},
+	{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8},
+	{1, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2, 2.2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9},
+}
+
 func (ticks125) Ticks(lo, hi float64) []plot.Tick {
-	var ts []plot.Tick
 	if lo <= 0 {
 		lo = 1e-3
 	}
-	if hi/lo < 20 { // less than a decade or so: linear ticks read better
-		return plot.DefaultTicks{}.Ticks(lo, hi)
-	}
-	for d := math.Pow(10, math.Floor(math.Log10(lo))); d <= hi; d *= 10 {
-		for _, m := range []float64{1, 2, 5} {
-			if v := d * m; v >= lo && v <= hi {
-				ts = append(ts, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
+	var ts []plot.Tick
+	for _, steps := range tickSteps {
+		ts = ts[:0]
+		for d := math.Pow(10, math.Floor(math.Log10(lo))); d <= hi; d *= 10 {
+			for _, m := range steps {
+				if v := d * m; v >= lo*(1-1e-9) && v <= hi*(1+1e-9) {
+					ts = append(ts, plot.Tick{Value: v, Label: fmt.Sprintf("%.3g", v)})
+				}
 			}
+		}
+		if len(ts) >= 4 {
+			break
 		}
 	}
 	return ts

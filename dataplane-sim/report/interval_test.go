@@ -66,12 +66,25 @@ func rows(n int, v []float64) [][]float64 {
 }
 
 func TestTicks125(t *testing.T) {
-	got := ticks125{}.Ticks(0.9, 250)
-	var labels []string
-	for _, tk := range got {
-		labels = append(labels, tk.Label)
+	tests := []struct {
+		desc   string
+		lo, hi float64
+		want   string
+	}{
+		{desc: "two decades and more", lo: 0.9, hi: 250, want: "1 2 5 10 20 50 100 200"},
+		{desc: "one to four", lo: 1, hi: 4.3, want: "1 1.5 2 3"},
+		{desc: "one to two and a half", lo: 0.98, hi: 2.6, want: "1 1.2 1.5 2 2.5"},
+		{desc: "a narrow range", lo: 1.0, hi: 1.35, want: "1 1.1 1.2 1.3"},
 	}
-	if want := "1 2 5 10 20 50 100 200"; strings.Join(labels, " ") != want {
-		t.Errorf("ticks %v, want %s", labels, want)
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			var labels []string
+			for _, tk := range (ticks125{}).Ticks(tt.lo, tt.hi) {
+				labels = append(labels, tk.Label)
+			}
+			if got := strings.Join(labels, " "); got != tt.want {
+				t.Errorf("ticks %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -92,13 +92,14 @@ func TestTunerSettingsOf(t *testing.T) {
 	}
 }
 
-// TestTunerRollsBackWorse: on the near-source 4:1 incast one of the
-// tuner's changes (a lower alpha) is judged worse and rolled back: the
-// previous alpha is in the node's configuration the Set delay after the
-// judgement, as a switch restores an unconfirmed commit.
+// TestTunerRollsBackWorse: on the near-source 4:1 incast with alpha 0.25
+// and the QGR trigger off, the tuner's first change (switching the trigger
+// on) is judged worse and rolled back: the previous V_growth is in the
+// node's configuration the Set delay after the judgement, as a switch
+// restores an unconfirmed commit.
 func TestTunerRollsBackWorse(t *testing.T) {
 	sc := load(t, "compare/near-source-incast.yaml")
-	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = scenario.DefaultLongHaulCNP().Alpha, 0
+	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = 0.25, 0
 	sc.Tuner = &scenario.Tuner{}
 	run := func(observe func(*LongHaulCNP, *Env)) []TunerChange {
 		var m *LongHaulCNP
@@ -127,13 +128,16 @@ func TestTunerRollsBackWorse(t *testing.T) {
 		t.Errorf("judgement %q does not say worse", back.Judgement)
 	}
 	delay := engine.FromDuration(DefaultSetDelay)
-	var during, after float64
+	if back.Before == back.After {
+		t.Fatalf("rolled-back change %+v changed nothing", back)
+	}
+	var during, after policy.Settings
 	run(func(m *LongHaulCNP, env *Env) {
 		n := m.Node(back.Node)
-		env.Sim.AtFunc(back.JudgedAt+delay-1, func() { during = queueConfig(n.Config(), back.Port, back.Prio).Alpha })
-		env.Sim.AtFunc(back.JudgedAt+delay+1, func() { after = queueConfig(n.Config(), back.Port, back.Prio).Alpha })
+		env.Sim.AtFunc(back.JudgedAt+delay-1, func() { during = settingsOf(queueConfig(n.Config(), back.Port, back.Prio)) })
+		env.Sim.AtFunc(back.JudgedAt+delay+1, func() { after = settingsOf(queueConfig(n.Config(), back.Port, back.Prio)) })
 	})
-	if during != back.After.Alpha || after != back.Before.Alpha {
-		t.Errorf("alpha before / after the rollback's Set delay: %v / %v, want %v / %v", during, after, back.After.Alpha, back.Before.Alpha)
+	if during != back.After || after != back.Before {
+		t.Errorf("settings before / after the rollback's Set delay: %+v / %+v, want %+v / %+v", during, after, back.After, back.Before)
 	}
 }

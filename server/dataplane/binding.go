@@ -188,6 +188,7 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 		rateAdviceState(root, ra, b.WallNS)
 	}
 	if fcnOn {
+		fv.queues, fv.ports = st.Ports, b.ports
 		fcnState(root, &fv, b.WallNS)
 	}
 	if wp {

@@ -103,6 +103,10 @@ type fcnView struct {
 	mappings []fcn.Mapping
 	transit  fcn.Config
 	tn       fcn.TransitCounters
+	// queues are the node's queue states (for the transit node's messages
+	// per queue) and ports the interface names.
+	queues []lhcnp.PortState
+	ports  *Ports
 }
 
 // fcnState writes the configuration of the role in use, the counters
@@ -139,6 +143,22 @@ func fcnState(root *oc.Root, v *fcnView, wallNS func(engine.Time) uint64) {
 	k.TunnelledPackets = ygot.Uint64(uint64(tn.TunnelledPackets))
 	k.NotTunnelled = ygot.Uint64(uint64(tn.NotTunnelled))
 	k.NotEcnCapable = ygot.Uint64(uint64(tn.NotECNCapable))
+	if v.transit.Enabled {
+		// A transit node's notifications are its FCN messages: per queue,
+		// what the detection node sent through its notifier.
+		for i := range v.queues {
+			ps := &v.queues[i]
+			name, ok := v.ports.Interface(ps.Name)
+			if !ok {
+				continue
+			}
+			for qi := range ps.Queues {
+				qs := &ps.Queues[qi]
+				q := l.GetOrCreateInterfaces().GetOrCreateInterface(name).GetOrCreateQueues().GetOrCreateQueue(qs.ID)
+				q.GetOrCreateState().GetOrCreateCounters().FcnSent = ygot.Uint64(uint64(qs.Counters.SentExternal))
+			}
+		}
+	}
 	for _, m := range v.mappings {
 		ms := f.GetOrCreateMappings().GetOrCreateMapping(m.FlowLabel).GetOrCreateState()
 		ms.FlowLabel = ygot.Uint32(m.FlowLabel)

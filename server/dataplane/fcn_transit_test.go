@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +124,8 @@ func fcnCounters(t *testing.T, addr string) map[string]uint64 {
 // WAN node: before t1 takes the role it reports nothing; after, it reads
 // the outer header of the tunnelled packets, sends FCN messages to pe1,
 // which translates them into CNPs for the senders, as both targets'
-// counters show. FCN beside Long-haul CNP is refused naming fcn-role.
+// counters show (t1's per queue too). FCN beside Long-haul CNP is refused
+// naming fcn-role.
 func TestSetFCNTransit(t *testing.T) {
 	nw, sw := serveNetwork(t, "testdata/wan6.yaml", "pe1", "t1")
 	pe, tr := sw[0], sw[1]
@@ -164,6 +166,11 @@ func TestSetFCNTransit(t *testing.T) {
 	// since it took the role (at most the two flows, once each).
 	if tc["fcn-sent"] == 0 || tc["tunnelled-packets"] == 0 || tc["not-tunnelled"] > 2 {
 		t.Errorf("t1 as a transit node: %v, want FCN messages sent from tunnelled packets", tc)
+	}
+	perQueue := gnmicAt(t, tr.addr, "get", "-e", "json_ietf", "--type", "state", "--path",
+		"/lhcnp/interfaces/interface[name=wan2]/queues/queue[id=0]/state/counters/fcn-sent")
+	if !regexp.MustCompile(`fcn-sent": "?[1-9]`).MatchString(perQueue) {
+		t.Errorf("t1's queue towards pe2: want its fcn-sent above 0:\n%s", perQueue)
 	}
 	if pc["fcn-received"] == 0 || pc["cnp-translated"] == 0 || pc["fcn-received"] > tc["fcn-sent"] || pc["unknown-flow-label"] != 0 {
 		t.Errorf("pe1: %v (t1 sent %d): want the FCN messages received and translated", pc, tc["fcn-sent"])

@@ -21,6 +21,7 @@ const (
 	RuleUnderUse Rule = "under-use" // link under-used while senders are throttled: loosen
 	RuleOverhead Rule = "overhead"  // many notifications on a full link: raise V_growth
 	RuleFiring   Rule = "firing"    // a tightening while the node's own trigger fires: hold
+	RuleDraining Rule = "draining"  // a queue above the threshold that drains below it within RTT_est: hold
 	RuleRejected Rule = "rejected"  // the direction was just rolled back
 	RuleBound    Rule = "bound"     // the change is already at its bound
 	RuleSteady   Rule = "steady"    // inside the dead band: nothing to do
@@ -155,6 +156,9 @@ func classify(cfg Config, m Metrics) (Direction, Rule, string) {
 	case m.TrendRTT > cfg.GrowthTrendRTT && ahead > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
 		return Tighten, RuleGrowth, fmt.Sprintf("queue growing by %.3g RTT_est per RTT_est (growth_trend_rtt %.3g): %.3g RTT_est one RTT_est ahead, above delay_high_rtt %.3g, with the link %.1f%% used",
 			m.TrendRTT, cfg.GrowthTrendRTT, ahead, cfg.DelayHighRTT, 100*m.Utilisation)
+	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && m.TrendRTT < -cfg.GrowthTrendRTT && ahead <= cfg.DelayHighRTT:
+		return Hold, RuleDraining, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g, but draining by %.3g RTT_est per RTT_est: %.3g one RTT_est ahead",
+			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, -m.TrendRTT, ahead)
 	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
 		return Tighten, RuleDelay, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g with the link %.1f%% used",
 			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, 100*m.Utilisation)
@@ -245,7 +249,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 	// cannot move either, K_max goes down to the queue itself.
 	gentle := rule == RuleGrowth || rule == RuleDelay
 	after, notes := tighterKMax(cfg, w, dir, rule, factor, floorBytes, gentle)
-	if gentle && after == w.Config && !(cfg.TuneVGrowth && vgCanMove(cfg, w.Config.VGrowthBps, dir)) {
+	if gentle && after == w.Config && !(cfg.TuneVGrowth && vgCanMove(cfg, w.Config.VGrowthBps, w.PortRateBps, dir)) {
 		after, notes = tighterKMax(cfg, w, dir, rule, factor, floorBytes, false)
 	}
 	vgKnob := rule != RuleDelay
@@ -254,8 +258,8 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 	}
 	switch {
 	case !vgKnob:
-	case cfg.TuneVGrowth && w.Config.VGrowthBps == 0 && dir == Tighten && cfg.VGrowthEnableShare > 0:
-		// The QGR trigger off (a simulator node): tightening switches it
+	case cfg.TuneVGrowth && qgrOff(w.Config.VGrowthBps, w.PortRateBps) && dir == Tighten && cfg.VGrowthEnableShare > 0:
+		// The QGR trigger off, or as good as off: tightening switches it
 		// on at a share of R_port (the YANG default is a tenth of a
 		// 100 Gbit/s port).
 		v := int64(cfg.VGrowthEnableShare * float64(w.PortRateBps) / 8)
@@ -287,7 +291,7 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 	// rule K_max when V_growth cannot move), the delay rule K_max (V_growth
 	// when K_max cannot move), loss and under-use both.
 	kmaxKnob := rule != RuleOverhead && rule != RuleGrowth
-	if rule == RuleGrowth && (!cfg.TuneVGrowth || !vgCanMove(cfg, w.Config.VGrowthBps, dir)) {
+	if rule == RuleGrowth && (!cfg.TuneVGrowth || !vgCanMove(cfg, w.Config.VGrowthBps, w.PortRateBps, dir)) {
 		kmaxKnob = true
 	}
 	if cfg.TuneKMax && kmaxKnob {
@@ -329,11 +333,22 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 	return after, notes
 }
 
+// qgrOff says whether a V_growth (bytes/s) leaves the QGR trigger off, or
+// as good as off on a port of the given rate (bit/s): 0, or at least the
+// port's rate — the queue then grows that fast only when more than twice
+// the port rate arrives, so a 2:1 incast grows it unseen (the YANG default,
+// 10 Gbit/s, on a 10 Gbit/s port).
+func qgrOff(vBps, portRateBps int64) bool {
+	return vBps == 0 || (portRateBps > 0 && vBps*8 >= portRateBps)
+}
+
 // vgCanMove says whether V_growth can move in dir within its bounds.
-func vgCanMove(cfg Config, v int64, dir Direction) bool {
+func vgCanMove(cfg Config, v, portRateBps int64, dir Direction) bool {
 	switch {
+	case dir == Tighten && qgrOff(v, portRateBps) && cfg.VGrowthEnableShare > 0:
+		return true
 	case v == 0:
-		return dir == Tighten && cfg.VGrowthEnableShare > 0
+		return false
 	case dir == Tighten:
 		return v > cfg.VGrowthMinBps
 	default:

@@ -62,6 +62,16 @@ func growing(cfg Settings) Window {
 	return w
 }
 
+// draining is a queue falling from 0.9 to 0.6 RTT_est over one RTT_est:
+// one RTT_est ahead at that pace it is at 0.3, below delay_high_rtt.
+func draining(cfg Settings) Window {
+	w := growing(cfg)
+	for i := range w.Samples {
+		w.Samples[i].QueueDepthBytes = int64((0.9 - 0.075*float64(i)) * bdpBytes)
+	}
+	return w
+}
+
 func bdp(alpha float64, vgrowth int64) Settings {
 	return Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBps: vgrowth}
 }
@@ -146,6 +156,37 @@ func TestDecide(t *testing.T) {
 			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 			reason: "above the K_max a lower alpha would give",
+		},
+		{
+			desc:   "V_growth at the port rate (a 2:1 incast grows the queue unseen): a growing queue switches it to the enable share at once",
+			window: func() Window { return growing(bdp(1, rateBps/8)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "V_growth just under the port rate: one step",
+			window: func() Window { return growing(bdp(1, rateBps/8-vg)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, (rateBps/8-vg)/2),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "a queue above delay_high_rtt draining below it within one RTT_est: hold",
+			window: func() Window { return draining(bdp(1, vg)) },
+			want:   result{Rule: RuleDraining, After: bdp(1, vg)},
+			reason: "draining by 0.3 RTT_est per RTT_est",
+		},
+		{
+			desc: "a queue above delay_high_rtt draining, but not below it within one RTT_est: tightened",
+			window: func() Window {
+				w := draining(bdp(4, vg))
+				for i := range w.Samples {
+					w.Samples[i].QueueDepthBytes += bdpBytes // 1.9 to 1.6 RTT_est
+				}
+				return w
+			},
+			// K_max no lower than twice the queue: 3.2 RTT_est.
+			want: result{Change: true, Rule: RuleDelay, After: bdp(3.2, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc:   "a growing queue with the QGR trigger off: switched on at the YANG default",
