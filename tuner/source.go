@@ -17,7 +17,8 @@ import (
 // "Views"): queue_latest for each queue's settings and its port's R_port
 // and RTT_est, queue_congestion for the queue samples, counter_increases
 // for the counts between samples (bytes, packets, drops, pauses and
-// notifications by action). It never reads the collector's tables.
+// notifications by action), lhcnp_speed_at for the switch's simulated
+// seconds per wall-clock second. It never reads the collector's tables.
 type PGSource struct {
 	pool *pgxpool.Pool
 }
@@ -67,6 +68,16 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("queue_latest: %w", err)
+	}
+
+	// The switch's speed (target_speeds, migration 006): a simulated switch
+	// paced below the wall clock stamps wall time on simulated-time rates.
+	var speed float64
+	if err := s.pool.QueryRow(ctx, sqlSpeed, target, end).Scan(&speed); err != nil {
+		return nil, fmt.Errorf("lhcnp_speed_at: %w", err)
+	}
+	for _, w := range wins {
+		w.Window.Speed = speed
 	}
 
 	// The samples.
@@ -181,8 +192,10 @@ func deref[T any](p *T, def T) T {
 	return *p
 }
 
-// The queries, one per view (migrations/003_views.sql).
+// The queries, one per view (migrations/003_views.sql) and the speed
+// function of migrations/006_time_base.sql.
 const (
+	sqlSpeed  = `SELECT lhcnp_speed_at($1, $2)`
 	sqlLatest = `
 SELECT interface, queue, alpha::float8, v_growth_bytes_per_second, kmax_mode, (state ->> 'kmax')::bigint,
        k_base_bytes, kmax_bytes, port_rate_bps, rtt_est_us

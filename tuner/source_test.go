@@ -112,9 +112,23 @@ func TestPGSource(t *testing.T) {
 		Start: t1, End: t1.Add(3 * time.Second), Samples: samples,
 		Config:     policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBps: 1_250_000_000},
 		KBaseBytes: 64000, EffectiveKMaxBytes: 6_250_000, RTTEst: 10 * time.Millisecond, PortRateBps: 10_000_000_000,
+		Speed: 1,
 	}}}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("Windows (-want +got):\n%s", diff)
+	}
+	// A switch simulated at a twentieth of the wall clock (the lab records
+	// it in target_speeds): the window carries its speed.
+	if _, err := pool.Exec(ctx, `INSERT INTO target_speeds (target, since, speed) VALUES ('n1', $1, 0.05)`, t1.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got, err = NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[0].Window.Speed = 0.05
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Errorf("Windows at speed 0.05 (-want +got):\n%s", diff)
 	}
 	// A target without telemetry has no windows; a closed pool is an error.
 	if w, err := NewPGSource(pool).Windows(ctx, "n9", t1, t1.Add(time.Second)); err != nil || len(w) != 0 {

@@ -40,7 +40,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "directory for the runs, the table and the plots (created if needed); required")
 	mechs := fs.String("mechanisms", "dcqcn,"+strings.Join(slices.DeleteFunc(compare.DefaultMechanisms(), func(s string) bool { return s == "dcqcn" }), ","),
-		"mechanisms to compare, comma-separated; the first is the baseline ("+strings.Join(compare.DefaultMechanisms(), ", ")+", long-haul-cnp"+compare.BestStaticSuffix+")")
+		"mechanisms to compare, comma-separated; the first is the baseline ("+strings.Join(compare.DefaultMechanisms(), ", ")+")")
 	var dur durationFlag
 	fs.Var(&dur, "duration", "run every scenario for this long instead of its duration")
 	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots")

@@ -1,11 +1,14 @@
 package policy
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 var t0 = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
@@ -617,6 +620,31 @@ func TestMeasure(t *testing.T) {
 	}
 	if j, want := Objective(got, DefaultWeights()), 0.5+0.5+0.1+0.001; j < want-1e-9 || j > want+1e-9 {
 		t.Errorf("Objective = %v, want %v", j, want)
+	}
+}
+
+// TestMeasureSpeed: a switch simulated at a tenth of the wall clock stamps
+// its samples in wall time; the same counts over ten times the wall span
+// are the same rates in the switch's own time.
+func TestMeasureSpeed(t *testing.T) {
+	w := window(queue{util: 0.5, delayRTT: 1, lossShare: 0.001, notifies: 100, emr: 10}, bdp(1, vg))
+	want := Measure(w)
+	slow := w
+	slow.Samples = slices.Clone(w.Samples)
+	s0 := w.Samples[0].Time
+	for i := range slow.Samples {
+		slow.Samples[i].Time = s0.Add(10 * slow.Samples[i].Time.Sub(s0))
+	}
+	slow.Start, slow.End = s0.Add(10*w.Start.Sub(s0)), s0.Add(10*w.End.Sub(s0))
+	slow.Speed = 0.1
+	got := Measure(slow)
+	want.Duration *= 10
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("Measure at speed 0.1 (-want +got):\n%s", diff)
+	}
+	slow.Speed = 0 // read as real time: a tenth of the rates
+	if got := Measure(slow); math.Abs(got.Utilisation-0.05) > 1e-9 {
+		t.Errorf("Measure at speed 0: utilisation %v, want 0.05", got.Utilisation)
 	}
 }
 

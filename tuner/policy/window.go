@@ -66,6 +66,20 @@ type Window struct {
 	// RTTEst and PortRateBps are the port's effective RTT_est and R_port.
 	RTTEst      time.Duration
 	PortRateBps int64
+	// Speed is the simulated seconds per second of the samples' timestamps:
+	// a simulated switch paced at a fraction of the wall clock (the lab)
+	// stamps its samples in wall time while its rates, RTT_est and counters
+	// run in simulated time. 0 or 1: real time.
+	Speed float64
+}
+
+// simSeconds is d, a span of the samples' timestamps, in the switch's own
+// (simulated) seconds.
+func (w Window) simSeconds(d time.Duration) float64 {
+	if w.Speed > 0 {
+		return d.Seconds() * w.Speed
+	}
+	return d.Seconds()
 }
 
 // Metrics are the figures the objective weighs, measured over a window.
@@ -91,7 +105,8 @@ type Metrics struct {
 	Loss float64 `json:"loss"`
 	// NotificationsPerRTT is the notifications sent per RTT_est.
 	NotificationsPerRTT float64 `json:"notifications_per_rtt"`
-	// Duration is the time the counts cover.
+	// Duration is the time the counts cover, in the samples' timestamps
+	// (wall time for a simulated switch; see Window.Speed).
 	Duration time.Duration `json:"duration_ns"`
 }
 
@@ -169,11 +184,11 @@ func Measure(w Window) Metrics {
 	m.DelayRTT = m.MeanQueueBytes * 8 / float64(w.PortRateBps) / rtt
 	m.LastDelayRTT = float64(w.Samples[len(w.Samples)-1].QueueDepthBytes) * 8 / float64(w.PortRateBps) / rtt
 	first := float64(w.Samples[0].QueueDepthBytes) * 8 / float64(w.PortRateBps) / rtt
-	if span := w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time).Seconds(); span > 0 {
+	if span := w.simSeconds(w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time)); span > 0 {
 		m.TrendRTT = (m.LastDelayRTT - first) * rtt / span
 	}
 	m.Duration = w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time)
-	if secs := m.Duration.Seconds(); secs > 0 {
+	if secs := w.simSeconds(m.Duration); secs > 0 {
 		m.Utilisation = m.Utilisation * 8 / float64(w.PortRateBps) / secs
 		m.NotificationsPerRTT = float64(m.Notifications.Total()) * rtt / secs
 	} else {
