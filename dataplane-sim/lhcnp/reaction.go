@@ -189,6 +189,10 @@ func (rp *ReactionPoint) Attach(h *netsim.Host) { h.SetControlHandler(rp) }
 // Counters returns the counters.
 func (rp *ReactionPoint) Counters() ReactionCounters { return rp.counters }
 
+// TrackedQPs returns the number of QPs the reaction point keeps a state
+// for (those that got a Long-haul CNP and are not retired).
+func (rp *ReactionPoint) TrackedQPs() int { return len(rp.qps) }
+
 // QP returns the reaction state of q.
 func (rp *ReactionPoint) QP(q *netsim.QP) (QPReaction, bool) {
 	i, ok := rp.qps[q]

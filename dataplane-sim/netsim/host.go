@@ -700,6 +700,9 @@ type RecvQP struct {
 	firstRx, lastRx    engine.Time
 }
 
+// Host returns the receiver QP's host.
+func (r *RecvQP) Host() *Host { return r.host }
+
 // RxBytes returns the payload bytes received.
 func (r *RecvQP) RxBytes() int64 { return r.rxBytes }
 

@@ -52,12 +52,21 @@ type retirement struct {
 // evRetire is the retirement timer of a flow (arg: its FlowID).
 const evRetire uint32 = 1
 
+// retireFallbackFactor: a flow whose CM disconnect does not complete (its
+// DREQ or DREP lost: the hosts do not resend them) is retired this many
+// retirement delays after its last ACK.
+const retireFallbackFactor = 10
+
 // RetireFinished makes the network retire each finite flow after it is
-// over: after its last byte is acknowledged (QP.Done) and another after
-// of simulated time, which leaves the CM disconnect (DREQ, DREP) and any
-// CNP still on its way time to arrive (make it at least a round trip of
-// the longest path; a packet for a retired QP that arrives later is
-// counted in HostStats.UnknownDropped, as for any unknown QP). Retiring a
+// over: after of simulated time after its last byte is acknowledged
+// (QP.Done) or, for a flow that connected with the CM, after its sender
+// got the DREP that ends the disconnect (then nothing of the flow is left
+// in the network: its receiver saw every byte and the DREQ). A CM flow
+// whose DREQ or DREP is lost is retired 10·after after its last ACK.
+// The delay covers what may still be on its way (a CNP sent with the last
+// ACK): make it a round trip of the longest path; a packet for a retired
+// QP that arrives later is counted in HostStats.UnknownDropped, as for any
+// unknown QP. Retiring a
 // flow removes its sender QP from its host's scheduling list and both QPs
 // from their hosts' tables, tells the RetireObservers, adds the QPs' final
 // counters to the hosts' RetiredStats and clears Flow.Sender and
@@ -115,9 +124,22 @@ func (h *Host) LiveQPs() (send, recv int) { return len(h.sendQPs), len(h.recv) }
 func (h *Host) Retired() RetiredStats { return h.retired }
 
 // flowFinished runs when q's last byte is acknowledged: it schedules the
-// flow's retirement when the network retires flows.
+// flow's retirement when the network retires flows (for a CM flow, the
+// fallback should its disconnect not complete).
 func (n *Network) flowFinished(q *QP) {
 	if n.retire == nil || n.retire.after < 0 {
+		return
+	}
+	d := n.retire.after
+	if q.cm.on {
+		d *= retireFallbackFactor
+	}
+	n.sim.After(d, n, evRetire, uint64(q.flow.ID))
+}
+
+// flowClosed runs when q's CM disconnect completes (the DREP arrived).
+func (n *Network) flowClosed(q *QP) {
+	if n.retire == nil || n.retire.after < 0 || !q.finished {
 		return
 	}
 	n.sim.After(n.retire.after, n, evRetire, uint64(q.flow.ID))
