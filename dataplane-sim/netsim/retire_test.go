@@ -198,6 +198,16 @@ func TestRetireFinishedBounded(t *testing.T) {
 			t.Errorf("%s: %d packets for unknown QPs: a retired flow got a packet", h.Name(), d)
 		}
 	}
+	// A snapshot lists the live flows and carries the retired flows' sums.
+	snap := on.net.Snapshot()
+	if len(snap.Flows) != 1 || snap.Flows[0].Name != "long" {
+		t.Errorf("snapshot: %d flows, want the long flow only", len(snap.Flows))
+	}
+	for i, h := range on.net.Hosts() {
+		if diff := cmp.Diff(h.Retired(), snap.Hosts[i].Retired); diff != "" {
+			t.Errorf("snapshot of %s: retired counters (-host +snapshot):\n%s", h.Name(), diff)
+		}
+	}
 	if on.net.LivePackets() != off.net.LivePackets() {
 		t.Errorf("live packets %d with retirement, %d without", on.net.LivePackets(), off.net.LivePackets())
 	}
