@@ -32,6 +32,13 @@ type Traffic struct {
 	// Until, when positive, is the simulated time after which no new
 	// window starts; 0 loops for ever.
 	Until time.Duration
+	// RetireFinished drops the queue pairs of each finished flow
+	// (netsim.Network.RetireFinished, RetireAfter), so that memory and the
+	// hosts' per-packet work stay bounded by the flows running however long
+	// the lab runs; the hosts' counters keep the retired flows' counts
+	// (netsim.Host.Retired). A retired flow stays in Flows with a nil
+	// Sender and Receiver.
+	RetireFinished bool
 }
 
 // Loop is the lab's traffic: the scenario's long-lived flows as they are,
@@ -43,9 +50,10 @@ type Traffic struct {
 // Traffic and the window's number (its web-search flows are drawn with the
 // scenario's seed and the window number), so a run is deterministic.
 //
-// The engine keeps every flow it has run (its queue pairs and counters),
-// so memory grows with the flows started: about 15 web-search flows per
-// sender and simulated second at the lab's defaults (docs/lab.md).
+// Without Traffic.RetireFinished the engine keeps every flow it has run
+// (its queue pairs and counters), so memory grows with the flows started:
+// about 15 web-search flows per sender and simulated second at the lab's
+// defaults (docs/lab.md).
 type Loop struct {
 	path      string
 	doc       map[string]any // the file, as YAML values
@@ -187,8 +195,15 @@ func (l *Loop) parse(doc map[string]any) (*scenario.Scenario, error) {
 // Scenario: each window's flows are added half a period before it starts,
 // on the engine's goroutine, until Until (for ever when 0). A window that
 // cannot be made (its CDF file gone) is reported to onErr and skipped.
+// With Traffic.RetireFinished it also makes the network retire finished
+// flows (window 0's too) RetireAfter after their last acknowledgement.
 // Call it before the engine runs.
 func (l *Loop) Install(n *dataplane.Network, onErr func(error)) {
+	if l.t.RetireFinished {
+		if err := n.Net.RetireFinished(RetireAfter(n.Net)); err != nil && onErr != nil {
+			onErr(fmt.Errorf("lab traffic: %w", err))
+		}
+	}
 	if l.t.Period <= 0 {
 		return
 	}
@@ -226,6 +241,20 @@ func (l *Loop) addWindow(n *dataplane.Network, k int) error {
 		}
 	}
 	return nil
+}
+
+// RetireAfter is how long the lab keeps a finished flow before retiring
+// it: twice the sum of the delays of every link in both directions (so
+// more than any round trip on a shortest path, with as much again for
+// queueing), at least a millisecond. The CM disconnect (DREQ, DREP) and
+// any CNP still on its way arrive before it; at the lab's delays (a 5 ms
+// WAN) it is a few tens of milliseconds of simulated time.
+func RetireAfter(n *netsim.Network) engine.Time {
+	var sum engine.Time
+	for _, l := range n.Links() {
+		sum += l.Delay()
+	}
+	return max(2*sum, engine.Millisecond)
 }
 
 // yamlDuration writes d in the scenario grammar's units (no minutes).

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 )
@@ -201,3 +202,99 @@ func TestLoopPastTheOldHorizon(t *testing.T) {
 }
 
 var windowRE = regexp.MustCompile(`-w([0-9]+)(/|$)`)
+
+// TestLoopRetiresFinishedFlows: with Traffic.RetireFinished the lab's
+// network drops the queue pairs of finished flows. Twenty windows of
+// 100 ms of simulated time: the hosts' QP tables and scheduling lists
+// stay at what a few windows run at once while the flows ever run grow
+// window after window, the reaction point keeps no state for a retired QP,
+// and the run is the run without retirement: every flow finishes at the
+// same time, every switch port counts the same, and every host's
+// counters (live QPs plus Retired) add up to the same totals.
+func TestLoopRetiresFinishedFlows(t *testing.T) {
+	const period = 100 * time.Millisecond
+	const windows = 20
+	type result struct {
+		done        map[string]engine.Time
+		ports       []netsim.PortStats
+		hosts       map[string][2]int64 // sent, received payload bytes
+		maxSendQPs  int
+		maxTracked  int
+		flows       int
+		retired     int64
+		unknownDrop int64
+	}
+	run := func(retire bool) result {
+		loop, err := NewLoop(labScenario, Traffic{Period: period, WebSearchLoad: 0.1, RetireFinished: retire})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := labNetwork(t, loop)
+		loop.Install(n, func(err error) { t.Error(err) })
+		var res result
+		n.Sim.Every(0, engine.FromDuration(period/10), func(engine.Time) {
+			for _, h := range n.Net.Hosts() {
+				s, _ := h.LiveQPs()
+				res.maxSendQPs = max(res.maxSendQPs, s)
+			}
+			if n.Reaction != nil {
+				res.maxTracked = max(res.maxTracked, n.Reaction.TrackedQPs())
+			}
+		})
+		n.Sim.Run(engine.FromDuration(windows * period))
+		res.done = map[string]engine.Time{}
+		for _, f := range n.Net.Flows() {
+			if ok, at := f.Done(); ok {
+				res.done[f.Name] = at
+			}
+		}
+		for _, pt := range n.Net.Ports() {
+			res.ports = append(res.ports, pt.Stats())
+		}
+		res.hosts = map[string][2]int64{}
+		for _, h := range n.Net.Hosts() {
+			r := h.Retired()
+			sent, recv := r.SentBytes, r.RxBytes
+			for _, q := range h.SendQPs() {
+				sent += q.SentBytes()
+			}
+			for _, f := range n.Net.Flows() {
+				if f.Receiver != nil && f.Receiver.Host() == h {
+					recv += f.Receiver.RxBytes()
+				}
+			}
+			res.hosts[h.Name()] = [2]int64{sent, recv}
+			res.unknownDrop += h.Stats().UnknownDropped
+		}
+		res.flows = len(n.Net.Flows())
+		res.retired = n.Net.RetiredFlows()
+		return res
+	}
+	on, off := run(true), run(false)
+	t.Logf("%d flows, %d retired; sender QPs on a host at most %d with retirement, %d without; reaction states at most %d with, %d without",
+		on.flows, on.retired, on.maxSendQPs, off.maxSendQPs, on.maxTracked, off.maxTracked)
+	if on.retired < int64(on.flows)/2 {
+		t.Errorf("%d of %d flows retired, want most", on.retired, on.flows)
+	}
+	if on.maxSendQPs*3 > off.maxSendQPs {
+		t.Errorf("sender QPs on a host at most %d with retirement, %d without: want a third or less", on.maxSendQPs, off.maxSendQPs)
+	}
+	if on.maxTracked > off.maxTracked {
+		t.Errorf("reaction point states at most %d with retirement, more than %d without", on.maxTracked, off.maxTracked)
+	}
+	if len(on.done) == 0 {
+		t.Fatal("no flow finished")
+	}
+	if diff := cmp.Diff(off.done, on.done); diff != "" {
+		t.Errorf("flow completion times (-without +with retirement):\n%s", diff)
+	}
+	if diff := cmp.Diff(off.ports, on.ports); diff != "" {
+		t.Errorf("port counters (-without +with retirement):\n%s", diff)
+	}
+	if diff := cmp.Diff(off.hosts, on.hosts); diff != "" {
+		t.Errorf("hosts' sent and received bytes (-without +with retirement):\n%s", diff)
+	}
+	if on.unknownDrop != off.unknownDrop {
+		t.Errorf("packets for unknown QPs: %d with retirement, %d without (a retired QP got a packet)", on.unknownDrop, off.unknownDrop)
+	}
+}

@@ -36,6 +36,7 @@ type labFile struct {
 	WebSearchLoad float64       `yaml:"websearch_load" help:"web-search mix, share of each sender's link rate (0: none)"`
 	Tuner         bool          `yaml:"tuner" help:"run the tuner on the Long-haul CNP switches"`
 	DryRun        bool          `yaml:"dry_run" help:"the tuner decides and records without pushing"`
+	Retire        bool          `yaml:"retire_finished_flows" help:"drop each finished flow's queue pairs (counters kept in the hosts' totals), so a lab runs for days in bounded memory"`
 }
 
 func defaultLabFile() labFile {
@@ -46,6 +47,7 @@ func defaultLabFile() labFile {
 		Period:        4 * time.Second,
 		WebSearchLoad: 0.02,
 		Tuner:         true,
+		Retire:        true,
 	}
 }
 
@@ -131,7 +133,8 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 		speed = 1
 	}
 	until := time.Duration(float64(cfg.Horizon) * speed)
-	loop, err := lab.NewLoop(f.Scenario, lab.Traffic{Period: cfg.Period, WebSearchLoad: cfg.WebSearchLoad, Until: until})
+	loop, err := lab.NewLoop(f.Scenario, lab.Traffic{Period: cfg.Period, WebSearchLoad: cfg.WebSearchLoad, Until: until,
+		RetireFinished: cfg.Retire})
 	if err != nil {
 		return lab.Config{}, err
 	}

@@ -147,6 +147,7 @@ type ReactionPoint struct {
 	frame    wire.Frame
 	qps      map[*netsim.QP]int
 	states   []*qpState
+	free     []int // slots of states whose QP was retired (OnRetire)
 	counters ReactionCounters
 }
 
@@ -159,6 +160,7 @@ func NewReactionPoint(net *netsim.Network, cfg ReactionConfig) (*ReactionPoint, 
 	if err := rp.ApplyConfig(cfg); err != nil {
 		return nil, err
 	}
+	net.AddRetireObserver(rp)
 	return rp, nil
 }
 
@@ -186,6 +188,10 @@ func (rp *ReactionPoint) Attach(h *netsim.Host) { h.SetControlHandler(rp) }
 
 // Counters returns the counters.
 func (rp *ReactionPoint) Counters() ReactionCounters { return rp.counters }
+
+// TrackedQPs returns the number of QPs the reaction point keeps a state
+// for (those that got a Long-haul CNP and are not retired).
+func (rp *ReactionPoint) TrackedQPs() int { return len(rp.qps) }
 
 // QP returns the reaction state of q.
 func (rp *ReactionPoint) QP(q *netsim.QP) (QPReaction, bool) {
@@ -337,10 +343,35 @@ func (rp *ReactionPoint) state(q *netsim.QP) *qpState {
 	if i, ok := rp.qps[q]; ok {
 		return rp.states[i]
 	}
+	if k := len(rp.free); k > 0 {
+		// A retired QP's slot: its generation moves on, so the timers it
+		// left behind find nothing to do.
+		i := rp.free[k-1]
+		rp.free = rp.free[:k-1]
+		s := rp.states[i]
+		*s = qpState{q: q, recGen: s.recGen + 1}
+		rp.qps[q] = i
+		return s
+	}
 	s := &qpState{q: q}
 	rp.qps[q] = len(rp.states)
 	rp.states = append(rp.states, s)
 	return s
+}
+
+// OnRetire implements netsim.RetireObserver: the reaction state of a
+// retired flow's QP is dropped and its slot reused, so the reaction point
+// keeps no reference to the QP and its state stays bounded by the flows
+// running.
+func (rp *ReactionPoint) OnRetire(f *netsim.Flow) {
+	i, ok := rp.qps[f.Sender]
+	if !ok {
+		return
+	}
+	delete(rp.qps, f.Sender)
+	s := rp.states[i]
+	*s = qpState{recGen: s.recGen + 1}
+	rp.free = append(rp.free, i)
 }
 
 // apply runs the action on the QP (§5.6 step 3).
@@ -460,7 +491,7 @@ func (rp *ReactionPoint) Handle(kind uint32, arg uint64) {
 	r := &s.r
 	switch kind {
 	case evRecover, evStep:
-		if gen != s.recGen&0xFFFFFFFF || !r.Reduced {
+		if s.q == nil || gen != s.recGen&0xFFFFFFFF || !r.Reduced {
 			return
 		}
 		if kind == evRecover {

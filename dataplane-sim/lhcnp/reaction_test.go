@@ -427,3 +427,55 @@ func TestReactionRecoveryStepBps(t *testing.T) {
 		t.Errorf("rates after the recovery timer, tick by tick (-want +got):\n%s", diff)
 	}
 }
+
+// TestReactionForgetsRetiredQP: when the network retires a finished flow
+// (netsim.Network.RetireFinished), the reaction point drops the state it
+// kept for the flow's QP and holds no reference to it; the recovery timer
+// the reduction left behind does nothing when it fires; the next QP that
+// gets a notification reuses the slot and reacts as usual.
+func TestReactionForgetsRetiredQP(t *testing.T) {
+	rc := DefaultReactionConfig()
+	rc.TrustedSources = trusted(false)
+	rc.RTTEst = 2 * engine.Millisecond
+	l := newLine(t, lineOpts{dcqcn: true, rc: rc, flowBytes: 1 << 20, noCM: true})
+	if err := l.net.RetireFinished(engine.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	waitActive(t, l)
+	q := l.flow.Sender
+	rr := wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}
+	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2, rr))
+	if got := l.rp.TrackedQPs(); got != 1 || q.RateBps() != 7e9 {
+		t.Fatalf("after a Rate Reduce: %d QPs tracked, rate %d; want 1 and 7 Gb/s", got, q.RateBps())
+	}
+	// The flow ends, is retired a millisecond later, and the recovery
+	// timer (2 x RTT_est after the cut) fires after that.
+	l.sim.Run(l.sim.Now() + 10*rc.RTTEst)
+	if !l.flow.Retired() {
+		t.Fatal("flow not retired")
+	}
+	if _, ok := l.rp.QP(q); ok || l.rp.TrackedQPs() != 0 {
+		t.Errorf("the reaction point still tracks the retired QP (%d tracked)", l.rp.TrackedQPs())
+	}
+	for _, s := range l.rp.states {
+		if s.q == q {
+			t.Error("a state still references the retired QP")
+		}
+	}
+	// A new flow from the same source: its notification reuses the slot.
+	f2, err := l.net.AddFlow(netsim.FlowConfig{Name: "f2", Src: l.src, Dst: l.dst, SrcQPN: 101, DstQPN: 201, NoCM: true,
+		Start: l.sim.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.sim.Run(l.sim.Now() + 100*engine.Microsecond)
+	rr.SourceQP = 101
+	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2, rr))
+	if got := f2.Sender.RateBps(); got != 7e9 || len(l.rp.states) != 1 || l.rp.TrackedQPs() != 1 {
+		t.Errorf("new QP: rate %d, %d state slots, %d tracked; want 7 Gb/s, 1 slot reused, 1 tracked",
+			got, len(l.rp.states), l.rp.TrackedQPs())
+	}
+	if r, ok := l.rp.QP(f2.Sender); !ok || !r.Reduced {
+		t.Errorf("new QP's reaction %+v (tracked %v), want reduced", r, ok)
+	}
+}

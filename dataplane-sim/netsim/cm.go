@@ -250,6 +250,7 @@ func (h *Host) receiveCM(p *Packet) {
 		if q := h.cmSend[m.RemoteCommID]; q != nil && q.cm.state == cmDreqSent {
 			q.cm.state = cmClosed
 			delete(h.cmSend, q.cm.local)
+			n.flowClosed(q)
 		}
 	default:
 		h.stats.UnknownDropped++ // REJ, MRA: the hosts never send them

@@ -91,6 +91,7 @@ type Host struct {
 	nextQPN uint32
 	control ControlHandler
 	stats   HostStats
+	retired RetiredStats // the final counters of retired flows
 
 	// CM: receiver QPs by (peer node, peer QPN) for incoming REQs; QPs by
 	// this host's communication ID for the other messages.
@@ -351,6 +352,8 @@ type Flow struct {
 	Name     string
 	Sender   *QP
 	Receiver *RecvQP
+
+	finishedAt engine.Time // the sender's Done time, kept when retired
 }
 
 // QP is a sender queue pair: a DCQCN reaction point with a pacer. Its
@@ -496,15 +499,23 @@ func (q *QP) ClearCeiling() {
 // AdminStop stops the QP administratively (a scenario's flow-stop): it
 // sends no data until AdminStart, whatever PauseUntil says, so a Long-haul
 // CNP Resume cannot restart it. ACKs and CNPs are still processed and the
-// QP stays connected.
+// QP stays connected. On a nil QP (the Sender of a retired flow) it does
+// nothing.
 func (q *QP) AdminStop() {
+	if q == nil {
+		return
+	}
 	q.stopped = true
 	q.updateSending()
 }
 
 // AdminStart lifts AdminStop (a scenario's flow-start). A QP that is not
-// connected yet starts when it is.
+// connected yet starts when it is. On a nil QP (the Sender of a retired
+// flow) it does nothing.
 func (q *QP) AdminStart() {
+	if q == nil {
+		return
+	}
 	q.stopped = false
 	q.updateSending()
 }
@@ -666,6 +677,7 @@ func (q *QP) onAck(psn uint32) {
 		if q.cm.on {
 			q.sendDREQ()
 		}
+		q.host.net.flowFinished(q)
 	}
 }
 
@@ -687,6 +699,9 @@ type RecvQP struct {
 	lastCNP            engine.Time
 	firstRx, lastRx    engine.Time
 }
+
+// Host returns the receiver QP's host.
+func (r *RecvQP) Host() *Host { return r.host }
 
 // RxBytes returns the payload bytes received.
 func (r *RecvQP) RxBytes() int64 { return r.rxBytes }

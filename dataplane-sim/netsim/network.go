@@ -23,6 +23,7 @@ type Network struct {
 	links    []*Link
 	flows    []*Flow
 	pool     packetPool
+	retire   *retirement // nil: finished flows are kept (RetireFinished)
 
 	// Scratch for the hosts' CM processing (one goroutine drives a Network).
 	cmDec   wire.Decoder

@@ -10,7 +10,7 @@ type Snapshot struct {
 	Now    engine.Time
 	Events uint64
 	Ports  []PortState
-	Flows  []FlowState
+	Flows  []FlowState // the flows not retired (Network.RetireFinished)
 	Hosts  []HostState
 }
 
@@ -60,12 +60,13 @@ type FlowState struct {
 type HostState struct {
 	Node string
 	HostStats
+	Retired RetiredStats // the summed counters of the host's retired flows
 }
 
 // Snapshot copies the current state. Call it from the engine goroutine.
 func (n *Network) Snapshot() *Snapshot {
 	s := &Snapshot{Now: n.sim.Now(), Events: n.sim.Events(),
-		Ports: make([]PortState, len(n.ports)), Flows: make([]FlowState, len(n.flows)),
+		Ports: make([]PortState, len(n.ports)), Flows: make([]FlowState, 0, len(n.flows)),
 		Hosts: make([]HostState, len(n.hosts))}
 	for i, pt := range n.ports {
 		s.Ports[i] = PortState{
@@ -75,19 +76,22 @@ func (n *Network) Snapshot() *Snapshot {
 			Paused: pt.paused, PauseSent: pt.pauseSent, ECN: pt.cfg.ECN, PortStats: pt.Stats(),
 		}
 	}
-	for i, f := range n.flows {
+	for _, f := range n.flows {
 		q, r := f.Sender, f.Receiver
-		s.Flows[i] = FlowState{
+		if q == nil {
+			continue // retired
+		}
+		s.Flows = append(s.Flows, FlowState{
 			ID: f.ID, Name: f.Name, Src: q.host.name, Dst: r.host.name, SrcQPN: q.QPN, DstQPN: r.QPN,
 			RateBps: q.dc.rc, TargetRateBps: q.dc.rt, Alpha: q.Alpha(),
 			SentBytes: q.sentBytes, AckedBytes: q.ackedBytes, RxBytes: r.rxBytes, RxPackets: r.rxPackets,
 			MarkedRx: r.markedRx, LostPackets: r.lostPackets, CNPTx: r.cnpTx, CNPRx: q.dc.cnpRx,
 			RateCuts: q.dc.rateCuts, Done: q.finished, FinishedAt: q.finishedAt,
 			Active: q.Active(), AdminStopped: q.stopped, MaxRateBps: q.maxRate(), CeilingBps: q.ceilingBps,
-		}
+		})
 	}
 	for i, h := range n.hosts {
-		s.Hosts[i] = HostState{Node: h.name, HostStats: h.stats}
+		s.Hosts[i] = HostState{Node: h.name, HostStats: h.stats, Retired: h.retired}
 	}
 	return s
 }

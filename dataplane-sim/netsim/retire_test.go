@@ -1,0 +1,255 @@
+package netsim
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+)
+
+// windows is a host pair behind a marking switch and a traffic of windows:
+// every window, flowsPerWindow short flows from a to b (and one from b to
+// a, so both hosts send and receive) start, staggered. A long-lived flow
+// from a runs throughout. Everything is simulated time.
+type windows struct {
+	sim   *engine.Sim
+	net   *Network
+	a, b  *Host
+	flows []*Flow
+}
+
+const (
+	retireWindow     = 2 * engine.Millisecond
+	retireFlowsPerWn = 20
+	retireFlowBytes  = 64 << 10
+)
+
+func newWindows(tb testing.TB, nWindows int, retire bool) *windows {
+	tb.Helper()
+	must := func(err error) {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	sim := engine.New(engine.WithSeed(7))
+	n := New(sim)
+	w := &windows{sim: sim, net: n}
+	sw, err := n.AddSwitch("sw", netip.MustParseAddr("10.0.0.254"), SwitchConfig{Port: dcqcnPort(20_000, 80_000, 4<<20)})
+	must(err)
+	w.a, err = n.AddHost("a", netip.MustParseAddr("10.0.0.1"), DefaultHostConfig())
+	must(err)
+	w.b, err = n.AddHost("b", netip.MustParseAddr("10.0.0.2"), DefaultHostConfig())
+	must(err)
+	_, _, err = n.Connect(w.a, sw, LinkConfig{RateBps: 100e9, Delay: 2 * engine.Microsecond})
+	must(err)
+	// A slower link towards b: a queue, ECN marks and CNPs.
+	_, _, err = n.Connect(sw, w.b, LinkConfig{RateBps: 25e9, Delay: 10 * engine.Microsecond})
+	must(err)
+	n.ComputeRoutes()
+	if retire {
+		must(n.RetireFinished(100 * engine.Microsecond))
+	}
+	add := func(fc FlowConfig) {
+		f, err := n.AddFlow(fc)
+		must(err)
+		w.flows = append(w.flows, f)
+	}
+	add(FlowConfig{Name: "long", Src: w.a, Dst: w.b, MaxRateBps: 5e9})
+	// Each window's flows are added half a window before it starts, as
+	// the lab adds them to its running engine.
+	addWindow := func(k int) {
+		t0 := engine.Time(k) * retireWindow
+		for i := 0; i < retireFlowsPerWn; i++ {
+			add(FlowConfig{Name: fmt.Sprintf("w%d/%d", k, i), Src: w.a, Dst: w.b, Bytes: retireFlowBytes,
+				Start: t0 + engine.Time(i)*20*engine.Microsecond})
+		}
+		add(FlowConfig{Name: fmt.Sprintf("w%d/back", k), Src: w.b, Dst: w.a, Bytes: retireFlowBytes, Start: t0})
+	}
+	addWindow(0)
+	for k := 1; k < nWindows; k++ {
+		sim.AtFunc(engine.Time(k)*retireWindow-retireWindow/2, func() { addWindow(k) })
+	}
+	return w
+}
+
+// totals are the counters a collector reads from the hosts: the live QPs'
+// and the retired flows' together.
+type totals struct {
+	SentBytes, AckedBytes, SenderCNPs, RateCuts int64
+	RxBytes, RxPackets, Marked, NPCNPs, Lost    int64
+	Host                                        HostStats
+}
+
+func (w *windows) totals() map[string]totals {
+	out := map[string]totals{}
+	for _, h := range []*Host{w.a, w.b} {
+		r := h.Retired()
+		t := totals{SentBytes: r.SentBytes, AckedBytes: r.AckedBytes, SenderCNPs: r.CNPsRx, RateCuts: r.RateCuts,
+			RxBytes: r.RxBytes, RxPackets: r.RxPackets, Marked: r.MarkedPackets, NPCNPs: r.CNPsTx, Lost: r.LostPackets,
+			Host: h.Stats()}
+		for _, q := range h.SendQPs() {
+			t.SentBytes += q.SentBytes()
+			t.AckedBytes += q.AckedBytes()
+			t.SenderCNPs += q.CNPs()
+			t.RateCuts += q.RateCuts()
+		}
+		for _, f := range w.flows {
+			if rq := f.Receiver; rq != nil && rq.host == h {
+				t.RxBytes += rq.RxBytes()
+				t.RxPackets += rq.RxPackets()
+				t.Marked += rq.MarkedPackets()
+				t.NPCNPs += rq.CNPs()
+				t.Lost += rq.LostPackets()
+			}
+		}
+		out[h.Name()] = t
+	}
+	return out
+}
+
+// notBelow reports the first counter of now that is below before.
+func notBelow(before, now totals) string {
+	b := []int64{before.SentBytes, before.AckedBytes, before.SenderCNPs, before.RateCuts, before.RxBytes,
+		before.RxPackets, before.Marked, before.NPCNPs, before.Lost, before.Host.CNPTx, before.Host.CNPRx,
+		before.Host.AckTx, before.Host.AckRx, before.Host.CMTx, before.Host.CMRx, before.Host.UnknownDropped}
+	n := []int64{now.SentBytes, now.AckedBytes, now.SenderCNPs, now.RateCuts, now.RxBytes,
+		now.RxPackets, now.Marked, now.NPCNPs, now.Lost, now.Host.CNPTx, now.Host.CNPRx,
+		now.Host.AckTx, now.Host.AckRx, now.Host.CMTx, now.Host.CMRx, now.Host.UnknownDropped}
+	for i := range b {
+		if n[i] < b[i] {
+			return fmt.Sprintf("counter %d went from %d to %d", i, b[i], n[i])
+		}
+	}
+	return ""
+}
+
+// TestRetireFinishedBounded: 60 windows of 21 short flows (1,261 flows)
+// with retirement: the hosts' QP tables and the sender's scheduling list
+// (what it scans for every packet) stay below a few windows' worth while
+// the flows ever run grow; every counter a reader sums (live QPs plus
+// Retired) only grows; and the run is the same run as without retirement:
+// every flow finishes at the same time, the totals at the end are equal,
+// and no packet arrives for a retired QP.
+func TestRetireFinishedBounded(t *testing.T) {
+	const nWindows = 60
+	end := engine.Time(nWindows+2) * retireWindow
+	run := func(retire bool) (*windows, int, int) {
+		w := newWindows(t, nWindows, retire)
+		maxSend, maxRecv := 0, 0
+		prev := w.totals()
+		w.sim.Every(0, 50*engine.Microsecond, func(engine.Time) {
+			for _, h := range []*Host{w.a, w.b} {
+				s, r := h.LiveQPs()
+				maxSend, maxRecv = max(maxSend, s), max(maxRecv, r)
+			}
+			now := w.totals()
+			for name := range now {
+				if msg := notBelow(prev[name], now[name]); msg != "" {
+					t.Fatalf("retire %v, %s at %v: %s", retire, name, w.sim.Now(), msg)
+				}
+			}
+			prev = now
+		})
+		w.sim.Run(end)
+		return w, maxSend, maxRecv
+	}
+	on, maxSend, maxRecv := run(true)
+	off, offSend, _ := run(false)
+
+	t.Logf("live QPs on a host at most: %d sender, %d receiver with retirement; %d sender without (of %d flows)",
+		maxSend, maxRecv, offSend, len(on.flows))
+	if tb := on.totals()["b"]; tb.Marked == 0 || tb.NPCNPs == 0 || on.totals()["a"].SenderCNPs == 0 {
+		t.Errorf("no ECN marks or CNPs: the traffic does not exercise the counters (%+v)", tb)
+	}
+	if got := on.net.RetiredFlows(); got != int64(len(on.flows)-1) {
+		t.Errorf("retired %d flows, want every finite one: %d", got, len(on.flows)-1)
+	}
+	// Three windows' worth: a window's flows end within the next window,
+	// and the next window's are added half a window early.
+	if bound := 3 * (retireFlowsPerWn + 1); maxSend > bound || maxRecv > bound {
+		t.Errorf("with retirement, at most %d sender and %d receiver QPs on a host, want at most %d", maxSend, maxRecv, bound)
+	}
+	if offSend != len(off.flows)-nWindows { // a's: the long flow and every window's forward flows
+		t.Errorf("without retirement, at most %d sender QPs on a host, want %d (every flow kept)", offSend, len(off.flows)-nWindows)
+	}
+	if s, _ := on.a.LiveQPs(); s != 1 {
+		t.Errorf("after the last window %d sender QPs on a, want 1 (the long flow)", s)
+	}
+	for i, f := range on.flows {
+		gotDone, gotAt := f.Done()
+		wantDone, wantAt := off.flows[i].Done()
+		if gotDone != wantDone || gotAt != wantAt {
+			t.Errorf("flow %s: done %v at %v with retirement, %v at %v without", f.Name, gotDone, gotAt, wantDone, wantAt)
+		}
+		if f.Retired() == (f.Name == "long") {
+			t.Errorf("flow %s: retired %v", f.Name, f.Retired())
+		}
+	}
+	if diff := cmp.Diff(off.totals(), on.totals()); diff != "" {
+		t.Errorf("totals at the end (-without +with retirement):\n%s", diff)
+	}
+	for _, h := range []*Host{on.a, on.b} {
+		if d := h.Stats().UnknownDropped; d != 0 {
+			t.Errorf("%s: %d packets for unknown QPs: a retired flow got a packet", h.Name(), d)
+		}
+	}
+	// A snapshot lists the live flows and carries the retired flows' sums.
+	snap := on.net.Snapshot()
+	if len(snap.Flows) != 1 || snap.Flows[0].Name != "long" {
+		t.Errorf("snapshot: %d flows, want the long flow only", len(snap.Flows))
+	}
+	for i, h := range on.net.Hosts() {
+		if diff := cmp.Diff(h.Retired(), snap.Hosts[i].Retired); diff != "" {
+			t.Errorf("snapshot of %s: retired counters (-host +snapshot):\n%s", h.Name(), diff)
+		}
+	}
+	if on.net.LivePackets() != off.net.LivePackets() {
+		t.Errorf("live packets %d with retirement, %d without", on.net.LivePackets(), off.net.LivePackets())
+	}
+}
+
+// TestRetireFinishedRejectsNegative: a negative delay is an error naming it.
+func TestRetireFinishedRejectsNegative(t *testing.T) {
+	n := New(engine.New())
+	if err := n.RetireFinished(-1); err == nil {
+		t.Fatal("RetireFinished(-1): no error")
+	}
+}
+
+// TestRetiredFlowAdmin: a scenario event for a retired flow (flow-stop
+// after it ended) does nothing.
+func TestRetiredFlowAdmin(t *testing.T) {
+	w := newWindows(t, 1, true)
+	w.sim.Run(4 * retireWindow)
+	f := w.flows[1]
+	if !f.Retired() {
+		t.Fatalf("flow %s not retired", f.Name)
+	}
+	f.Sender.AdminStop()
+	f.Sender.AdminStart()
+}
+
+// BenchmarkRetireManyFlows: 200 windows of 21 short flows on one host pair,
+// with and without retirement: events per second of wall clock (without,
+// the sender scans every flow it ever ran for each packet).
+func BenchmarkRetireManyFlows(b *testing.B) {
+	for _, retire := range []bool{false, true} {
+		b.Run(fmt.Sprintf("retire=%v", retire), func(b *testing.B) {
+			var events uint64
+			var wall time.Duration
+			for i := 0; i < b.N; i++ {
+				w := newWindows(b, 200, retire)
+				start := time.Now()
+				w.sim.Run(202 * retireWindow)
+				wall += time.Since(start)
+				events += w.sim.Events()
+			}
+			b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
+		})
+	}
+}
