@@ -60,7 +60,7 @@ const nearSources = `Fast CNP is the strongest of the mechanisms that act throug
 	`the double cut (the marks stay on). DCQCN alone, its feedback a 10 ms round trip late, fills the 256 MB ` +
 	`buffer and drops in the incast, tuned or not. Rate Advice keeps the smallest queue of all (under 2.5 MB; ` +
 	`the fair share is set before a queue exists) at 84–95 %; PFC alone keeps queues small by pausing the ` +
-	`senders' ports for long stretches. The draft's defaults (QD trigger only, a 10 ms per-flow gap) are too ` +
+	`senders' ports for long stretches. The draft's defaults (a 10 ms per-flow gap, Rate Reduce 30 %, no Pause) are too ` +
 	`slow in the incast: see the bar tables.`
 
 const farther = `Here Long-haul CNP loses with the comparison's params. In the middle of the WAN the ` +
