@@ -183,6 +183,10 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState().EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
 	if fast {
 		fastCNPState(root, fc, fn, b.ports)
+		// The node's notifications are its Fast CNPs.
+		queueSentExternal(root, st.Ports, b.ports, func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) {
+			k.FastCnpSent = n
+		})
 	}
 	if advice {
 		rateAdviceState(root, ra, b.WallNS)
@@ -195,4 +199,24 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 		switchCNPState(root, wc, wn, wsent)
 	}
 	return root, nil
+}
+
+// queueSentExternal writes, per queue, the notifications the detection
+// node handed to the mechanism that sends them (lhcnp.WithNotifier: Fast
+// CNP, an FCN transit) into the queue's counter set chooses.
+func queueSentExternal(root *oc.Root, queues []lhcnp.PortState, ports *Ports,
+	set func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64)) {
+	ifs := root.GetOrCreateLhcnp().GetOrCreateInterfaces()
+	for i := range queues {
+		ps := &queues[i]
+		name, ok := ports.Interface(ps.Name)
+		if !ok {
+			continue
+		}
+		for qi := range ps.Queues {
+			qs := &ps.Queues[qi]
+			q := ifs.GetOrCreateInterface(name).GetOrCreateQueues().GetOrCreateQueue(qs.ID)
+			set(q.GetOrCreateState().GetOrCreateCounters(), ygot.Uint64(uint64(qs.Counters.SentExternal)))
+		}
+	}
 }

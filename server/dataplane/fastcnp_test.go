@@ -23,7 +23,7 @@ const fastConfig = `{
 }`
 
 // TestSetFastCNP: Fast CNP configured through gNMI runs on the switch: the
-// senders get Fast CNPs (state counters), the capable senders' packets are
+// senders get Fast CNPs (state counters, the node's and the queue's), the capable senders' packets are
 // not marked, and the sources slow down. Turning it on beside a Long-haul
 // CNP format is refused naming fast-cnp-enabled (the two cannot run on one
 // node), and so is a marking threshold above the congestion threshold;
@@ -48,6 +48,11 @@ func TestSetFastCNP(t *testing.T) {
 	const c = "/lhcnp/fast-cnp/state/counters"
 	if got := r.uint(t, c+"/sent"); got == 0 {
 		t.Errorf("%s/sent = 0, want Fast CNPs", c)
+	}
+	// Per queue: the Fast CNPs sent for congestion on the WAN queue, here
+	// every one the node sent (one congested queue).
+	if got, want := r.uint(t, q0+"/state/counters/fast-cnp-sent"), r.uint(t, c+"/sent"); got != want {
+		t.Errorf("%s/state/counters/fast-cnp-sent = %d, want the node's %d", q0, got, want)
 	}
 	if got := r.uint(t, c+"/ecn-marks-withheld"); got == 0 {
 		t.Errorf("%s/ecn-marks-withheld = 0: capable senders' packets must not be marked", c)

@@ -144,20 +144,10 @@ func fcnState(root *oc.Root, v *fcnView, wallNS func(engine.Time) uint64) {
 	k.NotTunnelled = ygot.Uint64(uint64(tn.NotTunnelled))
 	k.NotEcnCapable = ygot.Uint64(uint64(tn.NotECNCapable))
 	if v.transit.Enabled {
-		// A transit node's notifications are its FCN messages: per queue,
-		// what the detection node sent through its notifier.
-		for i := range v.queues {
-			ps := &v.queues[i]
-			name, ok := v.ports.Interface(ps.Name)
-			if !ok {
-				continue
-			}
-			for qi := range ps.Queues {
-				qs := &ps.Queues[qi]
-				q := l.GetOrCreateInterfaces().GetOrCreateInterface(name).GetOrCreateQueues().GetOrCreateQueue(qs.ID)
-				q.GetOrCreateState().GetOrCreateCounters().FcnSent = ygot.Uint64(uint64(qs.Counters.SentExternal))
-			}
-		}
+		// A transit node's notifications are its FCN messages.
+		queueSentExternal(root, v.queues, v.ports, func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) {
+			k.FcnSent = n
+		})
 	}
 	for _, m := range v.mappings {
 		ms := f.GetOrCreateMappings().GetOrCreateMapping(m.FlowLabel).GetOrCreateState()
