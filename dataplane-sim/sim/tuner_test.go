@@ -2,6 +2,10 @@ package sim
 
 import (
 	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +144,64 @@ func TestTunerRollsBackWorse(t *testing.T) {
 	if during != back.After || after != back.Before {
 		t.Errorf("settings before / after the rollback's Set delay: %+v / %+v, want %+v / %+v", during, after, back.After, back.Before)
 	}
+}
+
+// TestTunerDecisionsCSV: every decision, held or not, is in
+// TunerDecisions and tuner.csv with its rule and reason: the change and
+// its judgement among them, holds in between.
+func TestTunerDecisionsCSV(t *testing.T) {
+	dir := t.TempDir()
+	var m *LongHaulCNP
+	if _, err := Run(context.Background(), tunedRTTStep(t), dir, WithDuration(40*time.Millisecond), WithoutPlots(),
+		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tuner) == 0 {
+		t.Fatal("no change")
+	}
+	first := m.Tuner[0]
+	var change, judged, held int
+	for _, d := range m.TunerDecisions {
+		switch {
+		case d.Change && d.At == first.At && d.Rule == first.Rule && d.Settings == first.After:
+			change++
+		case d.Rule == ruleJudge && d.Node == first.Node:
+			judged++
+		case !d.Change && d.Reason != "":
+			held++
+		}
+	}
+	if change != 1 || judged == 0 || held == 0 {
+		t.Errorf("decisions: %d matching the first change (want 1), %d judgements, %d holds", change, judged, held)
+	}
+	rows, err := csv.NewReader(mustOpen(t, filepath.Join(dir, TunerCSV))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(m.TunerDecisions)+1 {
+		t.Fatalf("%s has %d rows, want a header and %d decisions", TunerCSV, len(rows), len(m.TunerDecisions))
+	}
+	want := []string{strconv.FormatInt(first.At.Nanos(), 10), first.Node, first.Port, strconv.Itoa(first.Prio), string(first.Rule), "tighten", "true"}
+	for _, r := range rows[1:] {
+		if r[0] == want[0] && r[6] == "true" {
+			if diff := cmp.Diff(want, r[:7]); diff != "" {
+				t.Errorf("the first change's row (-want +got):\n%s", diff)
+			}
+			if r[len(r)-1] != first.Reason {
+				t.Errorf("reason %q, want %q", r[len(r)-1], first.Reason)
+			}
+			return
+		}
+	}
+	t.Errorf("no row for the first change at %d", first.At.Nanos())
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
