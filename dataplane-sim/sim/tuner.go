@@ -295,7 +295,7 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 			return
 		}
 		after := policy.Measure(w)
-		v := policy.Judge(cfg, (*log)[p.log].Direction, p.before, after)
+		v := policy.Judge(cfg, (*log)[p.log].Direction, p.before, after, policy.Lag(w, simTime((*log)[p.log].At)))
 		(*log)[p.log].Judgement = v.Reason
 		outcome := "rolled-back"
 		if v.Keep {

@@ -96,14 +96,17 @@ func TestTunerSettingsOf(t *testing.T) {
 	}
 }
 
-// TestTunerRollsBackWorse: on the near-source 4:1 incast with alpha 0.25
-// and the QGR trigger off, the tuner's first change (switching the trigger
-// on) is judged worse and rolled back: the previous V_growth is in the
-// node's configuration the Set delay after the judgement, as a switch
-// restores an unconfirmed commit.
+// TestTunerRollsBackWorse: on mid-wan from the draft's defaults, the
+// tuner lifts K_max through the overload (overrun) and, once the queue is
+// back under the K_max of before, steps it back (settle); the link idles
+// right after that step, the objective over the judge window is worse, and
+// the change is rolled back: the previous settings are in the node's
+// configuration the Set delay after the judgement, as a switch restores an
+// unconfirmed commit.
 func TestTunerRollsBackWorse(t *testing.T) {
-	sc := load(t, "compare/near-source-incast.yaml")
-	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = 0.25, 0
+	sc := load(t, "compare/mid-wan.yaml")
+	d := scenario.DefaultLongHaulCNP()
+	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = d.Alpha, d.VGrowth
 	sc.Tuner = &scenario.Tuner{}
 	run := func(observe func(*LongHaulCNP, *Env)) []TunerChange {
 		var m *LongHaulCNP
@@ -118,8 +121,13 @@ func TestTunerRollsBackWorse(t *testing.T) {
 		}
 		return m.Tuner
 	}
+	log := run(nil)
+	if len(log) == 0 || log[0].Rule != policy.RuleOverrun || log[0].Node != "m1" ||
+		log[0].After.Alpha <= log[0].Before.Alpha || log[0].After.VGrowthBps != log[0].Before.VGrowthBps {
+		t.Fatalf("first change %+v: want m1's overrun raising alpha, V_growth kept", log)
+	}
 	var back *TunerChange
-	for _, c := range run(nil) {
+	for _, c := range log {
 		if c.Outcome == "rolled-back" {
 			back = &c
 			break
