@@ -137,6 +137,11 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		reason = fmt.Sprintf("%s; %s", reason, over)
 		d.Direction, d.Rule, d.Reason = dir, rule, reason
 	}
+	if mem.Lifted.KMaxMode != "" && (rule == RuleGrowth || rule == RuleDelay) {
+		d.Rule = RuleFiring
+		d.Reason = fmt.Sprintf("%s; but K_max is lifted for an overload the node is cutting (overrun): the thresholds are tightened, if at all, once it is settled", reason)
+		return d, mem
+	}
 	if dir == mem.Rejected && w.End.Before(mem.RejectedUntil) && rule != RuleLoss {
 		d.Rule = RuleRejected
 		d.Reason = fmt.Sprintf("%s; but the last %s was rolled back: held until %s", reason, dir,

@@ -232,6 +232,23 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)}},
 		},
 		{
+			desc:   "while K_max is lifted, a standing queue above the K_max of before is the overload's: no tightening",
+			window: func() Window { return window(queue{util: 0.95, delayRTT: 1.5}, bdp(4, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			want: result{Rule: RuleFiring, After: bdp(4, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)}},
+			reason: "K_max is lifted",
+		},
+		{
+			desc: "while K_max is lifted, loss still tightens",
+			window: func() Window {
+				return window(queue{util: 0.95, delayRTT: 0.3, lossShare: 0.01}, bdp(4, vg))
+			},
+			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(2.667, 833_333_333),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 3, Lifted: bdp(1, vg)}},
+		},
+		{
 			desc:   "settle: not while the queue still grows faster than V_growth",
 			window: func() Window { return growing(bdp(4, vg)) },
 			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
