@@ -91,7 +91,8 @@ type Decision struct {
 // for is over, K_max goes back (settle) whatever the other rules but loss
 // say; a growth or delay tightening is held while the node's own trigger
 // for it fires (firing), except that a growth the QGR trigger cuts already
-// but that will outgrow K_max raises K_max instead (overrun); a direction
+// but that will outgrow K_max raises K_max instead (overrun), and is held
+// while K_max is lifted for an overload (firing too); a direction
 // just rolled back is held for four cool-downs (except against loss); a
 // change is one step (at most MaxStep) of alpha (or the explicit K_max)
 // and V_growth, clamped to the bounds.
@@ -502,9 +503,9 @@ type Verdict struct {
 // where that pace takes it aheadRTT RTT_est after the decision window's
 // end (the middle of the judge window, Lag): a change decided on a growing
 // queue is not blamed for the growth under way, and one decided on a
-// draining queue does not take credit for the drain. With AttributeWorsening, a worse
-// objective is still kept when the terms that got worse are not the ones
-// the change can worsen: a tightening costs utilisation, a loosening
+// draining queue does not take credit for the drain. With
+// AttributeWorsening, a worse objective is still kept when the terms that
+// got worse are not the ones the change can worsen: a tightening costs utilisation, a loosening
 // costs delay and loss (the notifications a tightening brings are how it
 // works; they are judged through what they do); a tightening followed
 // by a longer queue (the traffic grew) is not rolled back, since a
