@@ -70,8 +70,9 @@ const farther = `Here Long-haul CNP loses with the comparison's params. In the m
 	`CNPs for its first-level marks keep cutting too (DCQCN stays on), and its held ceilings come back slowly ` +
 	`(recovery after 2 RTT_est, then 1 Gb/s per tick). That loss is the params', not the mechanism's: the ` +
 	`tuner's grid finds a static setting (the long-haul-cnp:best-static row, alpha 4 and V_growth 20 Gb/s: a ` +
-	`higher K_max, so far fewer marks and receiver CNPs) that keeps the link as full as the tuned DCQCN, which ` +
-	`the closed-loop tuner does not reach. At the far end every mechanism's feedback is the receiver's round ` +
+	`higher K_max, so far fewer marks and receiver CNPs) that keeps the link as full as the tuned DCQCN; the ` +
+	`closed-loop tuner, which lifts K_max while the growth trigger cuts (rule overrun, docs/tuner.md), keeps it ` +
+	`69 % used with a lower objective than that setting (the tuner's rows below). At the far end every mechanism's feedback is the receiver's round ` +
 	`trip, and Long-haul CNP's utilisation is the lowest of all rows whatever its setting: a node 5 ms from ` +
 	`the senders whose cuts add to the receivers' leaves the bottleneck idle. A node should take its per-flow ` +
 	`gap and its recovery from the round trip to each flow's source, which is not implemented. FCN's 1 µs ` +
