@@ -17,6 +17,7 @@ import (
 	"github.com/openconfig/ygnmi/ygnmi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
@@ -62,7 +63,9 @@ func (r *recorder) observe(t string, resp *gnmi.SubscribeResponse) {
 		r.vals = append(r.vals, published{target: t, path: join(d), ts: n.GetTimestamp()})
 	}
 	for _, u := range n.GetUpdate() {
-		r.vals = append(r.vals, published{target: t, path: join(u.GetPath()), ts: n.GetTimestamp(), val: u.GetVal()})
+		// The collector reuses the messages it decodes: keep a copy.
+		r.vals = append(r.vals, published{target: t, path: join(u.GetPath()), ts: n.GetTimestamp(),
+			val: proto.Clone(u.GetVal()).(*gnmi.TypedValue)})
 	}
 	if r.seen == nil {
 		r.seen = map[string]int64{}
