@@ -17,6 +17,7 @@ import (
 	"github.com/openconfig/ygnmi/ygnmi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
@@ -43,18 +44,25 @@ type published struct {
 // recorder keeps every notification the collector's loops received: what
 // the switches published to it, in order.
 type recorder struct {
-	mu   sync.Mutex
-	vals []published
-	seen map[string]int64 // last timestamp per target
+	mu     sync.Mutex
+	vals   []published
+	seen   map[string]int64 // last timestamp per target
+	synced map[string]bool  // the target's stream delivered its sync_response
 }
 
 func (r *recorder) observe(t string, resp *gnmi.SubscribeResponse) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if resp.GetSyncResponse() {
+		if r.synced == nil {
+			r.synced = map[string]bool{}
+		}
+		r.synced[t] = true
+	}
 	n := resp.GetUpdate()
 	if n == nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	join := func(p *gnmi.Path) string {
 		return store.PathString(&gnmi.Path{Elem: append(append([]*gnmi.PathElem(nil), n.GetPrefix().GetElem()...), p.GetElem()...)})
 	}
@@ -62,7 +70,9 @@ func (r *recorder) observe(t string, resp *gnmi.SubscribeResponse) {
 		r.vals = append(r.vals, published{target: t, path: join(d), ts: n.GetTimestamp()})
 	}
 	for _, u := range n.GetUpdate() {
-		r.vals = append(r.vals, published{target: t, path: join(u.GetPath()), ts: n.GetTimestamp(), val: u.GetVal()})
+		// The collector reuses the messages it decodes: keep a copy.
+		r.vals = append(r.vals, published{target: t, path: join(u.GetPath()), ts: n.GetTimestamp(),
+			val: proto.Clone(u.GetVal()).(*gnmi.TypedValue)})
 	}
 	if r.seen == nil {
 		r.seen = map[string]int64{}
@@ -74,6 +84,15 @@ func (r *recorder) snapshot() []published {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]published(nil), r.vals...)
+}
+
+// isSynced: the collector has received the target's whole initial state
+// (and so has the northbound: the observer applied every notification
+// before the sync_response to it).
+func (r *recorder) isSynced(t string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.synced[t]
 }
 
 func (r *recorder) lastTS(t string) int64 {
@@ -189,9 +208,12 @@ func startFleet(t *testing.T, retention time.Duration) *fleet {
 		conns.Close() //nolint:errcheck // closing
 		f.Close()
 	})
-	// Both switches streaming into the northbound.
-	waitFor(t, 60*time.Second, "both switches in the northbound", func() bool {
-		return fl.rec.lastTS("n1") > 0 && fl.rec.lastTS("n2") > 0 && len(fl.nb.Targets()) == 2
+	// Both switches streaming into the northbound, with their whole
+	// initial state: a switch's first notifications are not all of it
+	// (under load the rest follows tens of milliseconds later, and a Get
+	// of a leaf not yet there leaves that switch out).
+	waitFor(t, 60*time.Second, "both switches' initial state in the northbound", func() bool {
+		return fl.rec.isSynced("n1") && fl.rec.isSynced("n2") && len(fl.nb.Targets()) == 2
 	})
 	return fl
 }

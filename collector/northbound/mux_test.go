@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/lhcnp/lhcnp/collector/northbound"
 	"github.com/lhcnp/lhcnp/server/auth"
@@ -318,5 +320,43 @@ func TestNorthboundUsers(t *testing.T) {
 	_, err = c.Set(ctx, &gnmi.SetRequest{Prefix: &gnmi.Path{Target: "n1"}})
 	if status.Code(err) != codes.PermissionDenied || forwarded {
 		t.Errorf("read-only set: %v (forwarded: %v), want PERMISSION_DENIED, not forwarded", err, forwarded)
+	}
+}
+
+// TestObserveCopiesValues: the collector's loop decodes into messages it
+// reuses, so what Observe keeps must be its own: changing the observed
+// message afterwards (as the next decode does) changes nothing served.
+func TestObserveCopiesValues(t *testing.T) {
+	nb, c := startNB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		desc  string
+		val   *gnmi.TypedValue
+		reuse func(*gnmi.TypedValue)
+	}{
+		{"uint", &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: 7}},
+			func(tv *gnmi.TypedValue) { tv.Value.(*gnmi.TypedValue_UintVal).UintVal = 99 }},
+		{"json bytes", &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: []byte("7")}},
+			func(tv *gnmi.TypedValue) { tv.Value.(*gnmi.TypedValue_JsonIetfVal).JsonIetfVal[0] = '9' }},
+		{"the message's oneof replaced", &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: 7}},
+			func(tv *gnmi.TypedValue) { tv.Value = &gnmi.TypedValue_StringVal{StringVal: "x"} }},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			want := proto.Clone(tt.val).(*gnmi.TypedValue)
+			r := kmaxNotification(time.Now().UnixNano(), 0)
+			r.GetUpdate().Update[0].Val = tt.val
+			nb.Observe("n1", r)
+			tt.reuse(tt.val)
+			resp, err := c.Get(ctx, &gnmi.GetRequest{Prefix: &gnmi.Path{Target: "n1"},
+				Path: []*gnmi.Path{store.MustPath(wanQ0 + "/state/effective-kmax")}, Encoding: gnmi.Encoding_PROTO})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := resp.GetNotification()[0].GetUpdate()[0].GetVal()
+			if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
+				t.Errorf("served after the message was reused (-want +got):\n%s", d)
+			}
+		})
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lhcnp/lhcnp/server/clock"
 	"github.com/lhcnp/lhcnp/server/schema"
@@ -212,7 +213,10 @@ func (s *Server) RemoveTarget(name string) {
 // updates with the notification's timestamp and the leaf's kind from the
 // schema (what a switch's publisher gives), deletes as deletes. The
 // collector's loop of that target calls it for every response it
-// receives. It is safe for concurrent use.
+// receives, decoded into messages the loop reuses (collector/decode):
+// Observe keeps copies of the values, and of nothing else (the store copies
+// path elements; decoded paths are never modified). It is safe for
+// concurrent use.
 func (s *Server) Observe(name string, r *gnmi.SubscribeResponse) {
 	n := r.GetUpdate()
 	if n == nil {
@@ -237,7 +241,7 @@ func (s *Server) Observe(name string, r *gnmi.SubscribeResponse) {
 		if l, ok := s.sch.LeafAt(p); ok {
 			kind = l.Kind
 		}
-		b.Update(p, u.GetVal(), kind)
+		b.Update(p, ownValue(u.GetVal()), kind)
 	}
 	if b.Len() == 0 {
 		return
@@ -245,6 +249,27 @@ func (s *Server) Observe(name string, r *gnmi.SubscribeResponse) {
 	if _, err := v.st.Apply(&b, n.GetTimestamp()); err != nil {
 		s.o.log.Debug("northbound: notification not stored", "target", name, "err", err)
 	}
+}
+
+// ownValue copies a typed value the caller may reuse. The scalar kinds a
+// switch sends are copied by hand (proto.Clone goes through reflection);
+// the others, and JSON and bytes whose buffers are reused, are cloned.
+func ownValue(tv *gnmi.TypedValue) *gnmi.TypedValue {
+	switch v := tv.GetValue().(type) {
+	case *gnmi.TypedValue_UintVal:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: v.UintVal}}
+	case *gnmi.TypedValue_IntVal:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_IntVal{IntVal: v.IntVal}}
+	case *gnmi.TypedValue_StringVal:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: v.StringVal}}
+	case *gnmi.TypedValue_BoolVal:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: v.BoolVal}}
+	case *gnmi.TypedValue_DoubleVal:
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: v.DoubleVal}}
+	case nil:
+		return tv
+	}
+	return proto.Clone(tv).(*gnmi.TypedValue)
 }
 
 // resolveTargets returns the views a prefix target addresses: one by name,

@@ -131,8 +131,10 @@ func WithBackoff(initial, max time.Duration) Option {
 
 // WithObserver calls f with every response the target sends, on the
 // receiving goroutine, before it becomes rows (the collector's northbound
-// keeps the latest values from it). f must not keep r's messages for
-// modification, and must not block.
+// keeps the latest values from it). r is decoded into reused messages
+// (collector/decode): they are valid during the call only, so f copies
+// what it keeps (paths excepted: decoded paths are never modified); f must
+// not modify them, and must not block.
 func WithObserver(f func(target string, r *gnmi.SubscribeResponse)) Option {
 	return func(o *options) { o.observe = f }
 }
@@ -348,15 +350,11 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 	if l.t.Username != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, auth.MetadataUsername, l.t.Username, auth.MetadataPassword, l.t.Password)
 	}
-	// Without an observer nothing keeps the messages after they became
-	// rows: the stream decodes into one reused set (collector/decode).
-	var dec *decode.Decoder
-	var opts []grpc.CallOption
-	if l.observe == nil {
-		dec = decode.New()
-		opts = append(opts, decode.CallOption())
-	}
-	stream, err := gnmi.NewGNMIClient(conn).Subscribe(ctx, opts...)
+	// Nothing keeps the messages after they became rows (an observer
+	// copies what it keeps): the stream decodes into one reused set
+	// (collector/decode).
+	dec := decode.New()
+	stream, err := gnmi.NewGNMIClient(conn).Subscribe(ctx, decode.CallOption())
 	if err != nil {
 		return false, fmt.Errorf("subscribe: %w", err)
 	}
@@ -376,9 +374,6 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 	l.bmu.Unlock()
 	l.m.SetState(l.t.Name, "syncing")
 	recv := func() (*gnmi.SubscribeResponse, error) {
-		if dec == nil {
-			return stream.Recv()
-		}
 		if err := stream.RecvMsg(dec); err != nil {
 			return nil, err
 		}
