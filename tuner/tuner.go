@@ -118,6 +118,8 @@ type pendingChange struct {
 	dir       policy.Direction
 	before    policy.Metrics
 	beforeEff int64
+	// decided is the end of the window the change was decided on.
+	decided time.Time
 }
 
 // Tuner is the service's loop. It is not safe for concurrent use: Run
@@ -231,8 +233,8 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		t.log.Info("tuner decision", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
 			"rule", d.Rule, "reason", d.Reason, "dry_run", t.cfg.DryRun)
 		changes = append(changes, pendingChange{key: k, actionID: id, dir: d.Direction, before: d.Metrics,
-			beforeEff: qw.Window.EffectiveKMaxBytes,
-			change:    Change{Interface: qw.Interface, Queue: qw.Queue, Before: d.Before, After: d.After}})
+			beforeEff: qw.Window.EffectiveKMaxBytes, decided: qw.Window.End,
+			change: Change{Interface: qw.Interface, Queue: qw.Queue, Before: d.Before, After: d.After}})
 	}
 	if len(changes) == 0 || t.cfg.DryRun {
 		return errors.Join(errs...)
@@ -340,7 +342,7 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		if rule, _ := policy.Check(t.cfg.Policy, w); rule != "" {
 			return nil // gaps: wait for a complete window
 		}
-		v := policy.Judge(t.cfg.Policy, c.dir, c.before, policy.Measure(w))
+		v := policy.Judge(t.cfg.Policy, c.dir, c.before, policy.Measure(w), policy.Lag(w, c.decided))
 		verdicts = append(verdicts, fmt.Sprintf("%s queue %d: %s", c.key.iface, c.key.queue, v.Reason))
 		worse = worse || !v.Keep
 	}

@@ -54,12 +54,12 @@ const nearSources = `Fast CNP is the strongest of the mechanisms that act throug
 	`node itself notifies within a microsecond and no ECN mark follows, and it holds the queue to 21 MB in the ` +
 	`incast, 5 MB with two congestion points and under 2 MB after the RTT step, at 98–99 % utilisation without ` +
 	`a drop. Long-haul CNP with the comparison's params also drops nothing and keeps the link the fullest ` +
-	`(100 %, 99.6 %, 94 %) but lets the queue grow two to five times deeper than Fast CNP (43, 27 and 7 MB): it ` +
+	`(100 %, 100 %, 94 %) but lets the queue grow two to five times deeper than Fast CNP (43, 26 and 6 MB): it ` +
 	`acts at its BDP-scaled K_max or on the growth trigger, not at 100 KB, and its Rate Reduce is a ceiling held ` +
 	`until recovery. The switch CNP and FCN notify as early but lose a third to three quarters of the link to ` +
 	`the double cut (the marks stay on). DCQCN alone, its feedback a 10 ms round trip late, fills the 256 MB ` +
-	`buffer and drops in the incast, tuned or not. Rate Advice keeps the smallest queue of all (under 2.5 MB; ` +
-	`the fair share is set before a queue exists) at 84–95 %; PFC alone keeps queues small by pausing the ` +
+	`buffer and drops in the incast, tuned or not. Rate Advice keeps the smallest queue of all (under 1.5 MB; ` +
+	`the fair share is set before a queue exists) at 94–95 %; PFC alone keeps queues small by pausing the ` +
 	`senders' ports for long stretches. The draft's defaults (a 10 ms per-flow gap, Rate Reduce 30 %, no Pause) are too ` +
 	`slow in the incast: see the bar tables.`
 
@@ -70,8 +70,9 @@ const farther = `Here Long-haul CNP loses with the comparison's params. In the m
 	`CNPs for its first-level marks keep cutting too (DCQCN stays on), and its held ceilings come back slowly ` +
 	`(recovery after 2 RTT_est, then 1 Gb/s per tick). That loss is the params', not the mechanism's: the ` +
 	`tuner's grid finds a static setting (the long-haul-cnp:best-static row, alpha 4 and V_growth 20 Gb/s: a ` +
-	`higher K_max, so far fewer marks and receiver CNPs) that keeps the link as full as the tuned DCQCN, which ` +
-	`the closed-loop tuner does not reach. At the far end every mechanism's feedback is the receiver's round ` +
+	`higher K_max, so far fewer marks and receiver CNPs) that keeps the link as full as the tuned DCQCN; the ` +
+	`closed-loop tuner, which lifts K_max while the growth trigger cuts (rule overrun, docs/tuner.md), keeps it ` +
+	`69 % used with a lower objective than that setting (the tuner's rows below). At the far end every mechanism's feedback is the receiver's round ` +
 	`trip, and Long-haul CNP's utilisation is the lowest of all rows whatever its setting: a node 5 ms from ` +
 	`the senders whose cuts add to the receivers' leaves the bottleneck idle. A node should take its per-flow ` +
 	`gap and its recovery from the round trip to each flow's source, which is not implemented. FCN's 1 µs ` +

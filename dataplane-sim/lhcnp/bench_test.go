@@ -15,7 +15,7 @@ func hotPath(tb testing.TB) (*line, *netsim.Packet) {
 	l.sim.Run(20 * engine.Microsecond) // learn the flow
 	p := l.net.NewPacket()
 	p.Kind = netsim.KindRoCE
-	p.SizeBytes = 4096 + netsim.RoCEOverheadBytes
+	p.SizeBytes = 4096 + netsim.RoCEOverheadBytes(l.src.Addr())
 	p.Src, p.Dst = l.src.ID(), l.dst.ID()
 	p.SrcQP = 100
 	p.ECN = netsim.ECNECT0

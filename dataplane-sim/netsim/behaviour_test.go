@@ -156,7 +156,7 @@ func TestPFCPreventsDrops(t *testing.T) {
 	if pauses == 0 {
 		t.Errorf("PFC on: no pause frames sent")
 	}
-	if rx < 0.95*rate*4096/(4096+RoCEOverheadBytes) {
+	if rx < 0.95*rate*4096/(4096+RoCEv4OverheadBytes) {
 		t.Errorf("PFC on: goodput %.2f Gb/s, want the bottleneck's line rate", rx/1e9)
 	}
 	drops0, _, _ := run(false)

@@ -92,6 +92,7 @@ type Host struct {
 	control ControlHandler
 	stats   HostStats
 	retired RetiredStats // the final counters of retired flows
+	resv7   uint8        // SetReservedBits: what every new sending QP starts with
 
 	// CM: receiver QPs by (peer node, peer QPN) for incoming REQs; QPs by
 	// this host's communication ID for the other messages.
@@ -247,7 +248,7 @@ func (h *Host) receiveData(p *Packet) {
 			h.stats.CNPTx++
 			c := h.net.NewPacket()
 			c.Kind = KindRoCE
-			c.SizeBytes = CNPBytes
+			c.SizeBytes = CNPBytes(h.addr)
 			c.Src, c.Dst = h.id, p.Src
 			c.Flow = p.Flow
 			c.SrcQP = r.QPN
@@ -261,7 +262,7 @@ func (h *Host) receiveData(p *Packet) {
 		h.stats.AckTx++
 		a := h.net.NewPacket()
 		a.Kind = KindRoCE
-		a.SizeBytes = AckBytes
+		a.SizeBytes = AckBytes(h.addr)
 		a.Src, a.Dst = h.id, p.Src
 		a.Flow = p.Flow
 		a.SrcQP = r.QPN
@@ -613,19 +614,17 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	first := q.msgOff == 0
 	last := payload == left
 	var op wire.Opcode
-	size := int32(payload) + RoCEOverheadBytes
 	switch {
 	case first && last:
 		op = wire.OpRCWriteOnly
-		size += 16 // RETH
 	case first:
 		op = wire.OpRCWriteFirst
-		size += 16
 	case last:
 		op = wire.OpRCWriteLast
 	default:
 		op = wire.OpRCWriteMiddle
 	}
+	size := DataBytes(h.addr, int32(payload), first) // a RETH on FIRST and ONLY
 	q.npkts++
 	ackReq := last || (h.cfg.AckEveryPackets > 0 && q.npkts%h.cfg.AckEveryPackets == 0)
 
@@ -638,7 +637,8 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	p.SrcQP = q.QPN
 	p.Prio = q.prio
 	p.ECN = ECNECT0
-	p.SetBTH(&wire.BTH{Opcode: op, PKey: 0xFFFF, DestQP: q.PeerQPN, PSN: q.psn, AckReq: ackReq, Resv7: q.resv7})
+	p.SetBTH(&wire.BTH{Opcode: op, PKey: 0xFFFF, DestQP: q.PeerQPN, PSN: q.psn, AckReq: ackReq,
+		PadCount: uint8(-payload & 3), Resv7: q.resv7})
 
 	q.sentBytes += payload
 	if ackReq {

@@ -21,11 +21,11 @@ func TestLoneFlowLineRate(t *testing.T) {
 	rx := in.flows[0].Receiver.RxBytes() - rx0
 	gotBps := float64(rx*8) / (end - warm).Seconds()
 	// Goodput of a 4096-byte payload in a 4158-byte frame.
-	wantBps := rate * 4096 / float64(4096+RoCEOverheadBytes)
+	wantBps := rate * 4096 / float64(4096+RoCEv4OverheadBytes)
 	if gotBps < 0.995*wantBps || gotBps > 1.001*wantBps {
 		t.Errorf("goodput %.3f Gb/s, want %.3f Gb/s (line rate less headers)", gotBps/1e9, wantBps/1e9)
 	}
-	if maxQ > 2*(4096+RoCEOverheadBytes+16) {
+	if maxQ > 2*(4096+RoCEv4OverheadBytes+16) {
 		t.Errorf("standing queue: max %d bytes after warm-up, want at most two frames", maxQ)
 	}
 	if m := in.bottleneck.Stats().ECNMarks; m != 0 {

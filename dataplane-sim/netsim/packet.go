@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -58,17 +59,59 @@ const FrameCap = 14 + 4 + 1500
 // ErrFrameTooLong is returned by Network.SetFrame for a frame above FrameCap.
 var ErrFrameTooLong = errors.New("frame longer than netsim.FrameCap")
 
-// Frame sizes on the wire, in bytes, Ethernet header to FCS inclusive.
-// Eth 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4 = 62 for every RoCEv2
-// packet; an ACK adds the 4-byte AETH; a CNP adds 16 reserved bytes after the
-// BTH (IBA Annex A17); a PFC frame is a minimum 64-byte MAC control frame.
+// Frame sizes on the wire, in bytes, Ethernet header to FCS inclusive, as
+// wire.Encoder lays the frames out (plus the 4-byte FCS it leaves out).
+// Every RoCEv2 packet has Eth 14 + IP + UDP 8 + BTH 12 + ICRC 4 + FCS 4:
+// 62 bytes with an IPv4 header (20), 82 with an IPv6 one (40). The IP
+// header is the one of the sending host's address (RoCEOverheadBytes); a
+// host without an address is sized as IPv4. An ACK adds the 4-byte AETH;
+// a CNP adds 16 reserved bytes after the BTH (IBA Annex A17); a data
+// packet adds its RETH (FIRST and ONLY) and its payload padded to 4 bytes
+// (DataBytes); a CM MAD adds the DETH and the 256-byte MAD. A PFC frame is
+// a minimum 64-byte MAC control frame.
 const (
-	RoCEOverheadBytes = 14 + 20 + 8 + wire.BTHLen + 4 + 4
-	AckBytes          = RoCEOverheadBytes + 4
-	CNPBytes          = RoCEOverheadBytes + 16
-	PFCFrameBytes     = 64
-	CMBytes           = RoCEOverheadBytes + wire.DETHLen + wire.MADLen
+	FCSBytes            = 4
+	RoCEv4OverheadBytes = wire.EthernetLen + wire.IPv4MinLen + wire.UDPLen + wire.BTHLen + wire.ICRCLen + FCSBytes
+	RoCEv6OverheadBytes = wire.EthernetLen + wire.IPv6Len + wire.UDPLen + wire.BTHLen + wire.ICRCLen + FCSBytes
+	PFCFrameBytes       = 64
 )
+
+// RoCEOverheadBytes returns the bytes of a RoCEv2 frame sent from addr
+// around what follows its BTH: RoCEv6OverheadBytes for an IPv6 address
+// (an IPv4-mapped one included: wire.Encoder writes an IPv6 header for
+// it), RoCEv4OverheadBytes otherwise.
+func RoCEOverheadBytes(addr netip.Addr) int32 {
+	if addr.IsValid() && !addr.Is4() {
+		return RoCEv6OverheadBytes
+	}
+	return RoCEv4OverheadBytes
+}
+
+// roceFrameBytes is the size of a RoCEv2 frame from addr with bodyBytes
+// after the BTH, padded as wire.Encoder pads short frames.
+func roceFrameBytes(addr netip.Addr, bodyBytes int32) int32 {
+	return max(RoCEOverheadBytes(addr)+bodyBytes, wire.MinFrameLen+FCSBytes)
+}
+
+// AckBytes is the size of an ACK (BTH and AETH) sent from addr.
+func AckBytes(addr netip.Addr) int32 { return roceFrameBytes(addr, wire.AETHLen) }
+
+// CNPBytes is the size of a standard RoCEv2 CNP sent from addr.
+func CNPBytes(addr netip.Addr) int32 { return roceFrameBytes(addr, wire.CNPReservedLen) }
+
+// CMBytes is the size of a CM MAD sent from addr (UD SEND_ONLY to QP1).
+func CMBytes(addr netip.Addr) int32 { return roceFrameBytes(addr, wire.DETHLen+wire.MADLen) }
+
+// DataBytes is the size of an RDMA WRITE packet sent from addr with
+// payloadBytes of payload, with a RETH (FIRST, ONLY) or without: the
+// payload is padded to a multiple of 4 bytes (BTH PadCnt).
+func DataBytes(addr netip.Addr, payloadBytes int32, reth bool) int32 {
+	body := payloadBytes + -payloadBytes&3
+	if reth {
+		body += wire.RETHLen
+	}
+	return roceFrameBytes(addr, body)
+}
 
 // Packet is one frame in flight or in a queue. Packets are pooled per
 // Network: get one with Network.NewPacket and return it with

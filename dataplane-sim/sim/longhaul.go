@@ -27,6 +27,9 @@ type LongHaulCNP struct {
 	Events []lhcnp.Event
 	// Tuner is every change of the closed-loop tuner (scenario key tuner).
 	Tuner []TunerChange
+	// TunerDecisions is every decision of the closed-loop tuner, held or
+	// not, and every judgement of a change, in time order (tuner.csv).
+	TunerDecisions []TunerDecision
 }
 
 // Node returns the node on the named switch.

@@ -162,28 +162,17 @@ func (r *runner) idealFCT(src, dst *netsim.Host, size int64) int64 {
 		pt = sw.Route(dst.ID())
 	}
 	mtu := int64(src.Config().MTUBytes)
-	ideal := report.IdealFCT(size, mtu, netsim.RoCEOverheadBytes, 2*oneWay.Nanos(), rates)
+	ideal := report.IdealFCT(size, mtu, int64(netsim.RoCEOverheadBytes(src.Addr())), 2*oneWay.Nanos(), rates)
 	// The FCT counts from the flow's start, and the flow first connects
 	// with the CM exchange (the runner never sets FlowConfig.NoCM; netsim
 	// skips CM only between hosts without addresses of one family): the
 	// REQ out and the REP back, each stored and forwarded at every hop,
 	// before the first data packet leaves.
 	if sa, da := src.Addr(), dst.Addr(); sa.IsValid() && da.IsValid() && sa.Is4() == da.Is4() {
-		mad := int64(cmMADFrameBytesV6)
-		if sa.Is4() {
-			mad = cmMADFrameBytesV4
-		}
-		ideal += report.CMConnectNs(mad, 2*oneWay.Nanos(), rates)
+		ideal += report.CMConnectNs(int64(netsim.CMBytes(sa)), 2*oneWay.Nanos(), rates)
 	}
 	return ideal
 }
-
-// The frames of netsim's CM MADs (UD SEND_ONLY to QP1 with DETH, a
-// 256-byte MAD, ICRC and FCS; docs/engine.md).
-const (
-	cmMADFrameBytesV4 = 326
-	cmMADFrameBytesV6 = 346
-)
 
 func (r *runner) summarize() *report.Summary {
 	in := report.Input{

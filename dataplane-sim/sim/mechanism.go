@@ -43,6 +43,7 @@ type Env struct {
 	meter        *meter
 	counters     map[string]int64
 	summaryHooks []func(*report.Input)
+	writeHooks   []func(outDir string) error
 }
 
 // mechCounters returns the run's mechanism counters (summary.json
@@ -57,6 +58,10 @@ func (e *Env) mechCounters() map[string]int64 {
 // onSummary registers f to add to the summary's input at the end of the
 // run.
 func (e *Env) onSummary(f func(*report.Input)) { e.summaryHooks = append(e.summaryHooks, f) }
+
+// onWrite registers f to write a file of its own into the run's output
+// directory, after the summary.
+func (e *Env) onWrite(f func(outDir string) error) { e.writeHooks = append(e.writeHooks, f) }
 
 // finishSummary runs the summary hooks; the runner calls it last before
 // summarising.

@@ -101,6 +101,13 @@ func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Opti
 	if err := sum.WriteFile(outDir); err != nil {
 		return nil, err
 	}
+	if r.env != nil {
+		for _, f := range r.env.writeHooks {
+			if err := f(outDir); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if o.plots {
 		if err := r.rec.WritePlots(outDir, sc.Name); err != nil {
 			return nil, fmt.Errorf("plots: %w", err)

@@ -1,8 +1,12 @@
 package sim
 
 import (
+	"encoding/csv"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -40,6 +44,24 @@ type TunerChange struct {
 	JudgedAt  engine.Time
 	Judgement string
 }
+
+// TunerDecision is one decision of the closed-loop tuner on one queue's
+// window, held or not, or the judgement of a change (Rule "judge").
+type TunerDecision struct {
+	At         engine.Time
+	Node, Port string
+	Prio       int
+	Rule       policy.Rule
+	Direction  policy.Direction
+	Change     bool
+	Metrics    policy.Metrics
+	Objective  float64
+	Settings   policy.Settings // in effect when decided (after, for a change)
+	Reason     string
+}
+
+// TunerCSV is the file of a run's tuner decisions (TunerDecisions).
+const TunerCSV = "tuner.csv"
 
 // The derived durations, in the queue's RTT_est: the tuner decides ten
 // times per round trip on the last tenth (the first decision as soon as a
@@ -135,6 +157,7 @@ func installTuner(env *Env, m *LongHaulCNP, spec scenario.Tuner) {
 		}
 	})
 	env.onSummary(func(*report.Input) { t.summarize() })
+	env.onWrite(t.writeCSV)
 }
 
 func simTime(t engine.Time) time.Time { return time.Unix(0, t.Nanos()).UTC() }
@@ -203,9 +226,25 @@ func (t *tunerLoop) period(rtt engine.Time) engine.Time {
 	return max(orRTT(t.spec.Period, rtt, periodRTT), t.interval)
 }
 
+// windowLen is the length of a decision's window: the scenario's, or
+// RTT_est / 10, and never shorter than min_samples samples span (a DC-side
+// port's RTT_est of 2 µs would give a window with one sample, and its
+// queue, however long, would never be decided on).
+func (t *tunerLoop) windowLen(rtt engine.Time) engine.Time {
+	return max(orRTT(t.spec.Window, rtt, windowRTT), t.minSpan())
+}
+
+// judgeLen is the length of a judge window, with the same floor.
+func (t *tunerLoop) judgeLen(rtt engine.Time) engine.Time {
+	return max(orRTT(t.spec.JudgeWindow, rtt, judgeRTT), t.minSpan())
+}
+
+// minSpan is the time min_samples samples span.
+func (t *tunerLoop) minSpan() engine.Time { return engine.Time(t.base.MinSamples-1) * t.interval }
+
 // trim keeps the samples a window or a judge window can still need.
 func (t *tunerLoop) trim(q *tunedQueue, now, rtt engine.Time) {
-	keep := 2*max(orRTT(t.spec.Window, rtt, windowRTT), orRTT(t.spec.JudgeWindow, rtt, judgeRTT)) + 2*t.interval
+	keep := 2*max(t.windowLen(rtt), t.judgeLen(rtt)) + 2*t.interval
 	from := simTime(now - keep)
 	i := 0
 	for i < len(q.samples) && q.samples[i].Time.Before(from) {
@@ -250,11 +289,20 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 				return
 			}
 			// No complete window in time: the commit is not confirmed.
+			t.trace(q, now, TunerDecision{Rule: ruleJudge, Direction: (*log)[p.log].Direction, Settings: w.Config,
+				Reason: "rolled-back: no complete window to judge on"})
 			t.restore(q, p, now, cfg, "rolled-back")
 			return
 		}
-		v := policy.Judge(cfg, (*log)[p.log].Direction, p.before, policy.Measure(w))
+		after := policy.Measure(w)
+		v := policy.Judge(cfg, (*log)[p.log].Direction, p.before, after, policy.Lag(w, simTime((*log)[p.log].At)))
 		(*log)[p.log].Judgement = v.Reason
+		outcome := "rolled-back"
+		if v.Keep {
+			outcome = "confirmed"
+		}
+		t.trace(q, now, TunerDecision{Rule: ruleJudge, Direction: (*log)[p.log].Direction, Metrics: after,
+			Objective: v.After, Settings: w.Config, Reason: outcome + ": " + v.Reason})
 		if v.Keep {
 			(*log)[p.log].Outcome, (*log)[p.log].JudgedAt = "confirmed", now
 			q.pending = nil
@@ -263,9 +311,11 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 		t.restore(q, p, now, cfg, "rolled-back")
 		return
 	}
-	w := t.window(q, max(q.born, now-orRTT(t.spec.Window, rtt, windowRTT)), now, ps, qs)
+	w := t.window(q, max(q.born, now-t.windowLen(rtt)), now, ps, qs)
 	d, mem := policy.Decide(cfg, w, q.mem)
 	q.mem = mem
+	t.trace(q, now, TunerDecision{Rule: d.Rule, Direction: d.Direction, Change: d.Change, Metrics: d.Metrics,
+		Objective: d.Objective, Settings: d.After, Reason: d.Reason})
 	if !d.Change {
 		return
 	}
@@ -273,11 +323,48 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 	*log = append(*log, TunerChange{At: now, Node: q.name, Port: q.port, Prio: q.prio, Rule: d.Rule, Direction: d.Direction, Reason: d.Reason,
 		Before: d.Before, After: d.After, Outcome: "pending"})
 	delay := engine.FromDuration(t.spec.SetDelay)
-	judge := orRTT(t.spec.JudgeWindow, rtt, judgeRTT)
+	judge := t.judgeLen(rtt)
 	q.pending = &tunerPending{log: len(*log) - 1, before: d.Metrics, settings: d.Before, appliedAt: now + delay,
 		judgeAt: now + delay + judge, giveUp: now + delay + 3*judge}
 	after := d.After
 	t.env.Sim.AtFunc(now+delay, func() { t.apply(q, after) })
+}
+
+// ruleJudge names the judgement of a change in TunerDecisions.
+const ruleJudge policy.Rule = "judge"
+
+// trace records one decision or judgement of q.
+func (t *tunerLoop) trace(q *tunedQueue, now engine.Time, d TunerDecision) {
+	d.At, d.Node, d.Port, d.Prio = now, q.name, q.port, q.prio
+	t.m.TunerDecisions = append(t.m.TunerDecisions, d)
+}
+
+// writeCSV writes every decision and judgement into tuner.csv: what the
+// tuner saw (the window's metrics), which rule decided and why.
+func (t *tunerLoop) writeCSV(outDir string) error {
+	f, err := os.Create(filepath.Join(outDir, TunerCSV))
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"time_ns", "node", "port", "queue", "rule", "direction", "change", "objective",
+		"utilisation", "delay_rtt", "last_delay_rtt", "trend_rtt", "peak_queue_bytes", "ecn_marking_percent",
+		"notifications", "loss", "kmax_mode", "alpha", "kmax_bytes", "v_growth_bytes_per_second", "reason"})
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+	for _, d := range t.m.TunerDecisions {
+		m, s := d.Metrics, d.Settings
+		_ = w.Write([]string{strconv.FormatInt(d.At.Nanos(), 10), d.Node, d.Port, strconv.Itoa(d.Prio), string(d.Rule),
+			d.Direction.String(), strconv.FormatBool(d.Change), g(d.Objective), g(m.Utilisation), g(m.DelayRTT),
+			g(m.LastDelayRTT), g(m.TrendRTT), strconv.FormatInt(m.PeakQueueBytes, 10), g(m.ECNMarkingPercent),
+			strconv.FormatInt(m.Notifications.Total(), 10), g(m.Loss), string(s.KMaxMode), g(s.Alpha),
+			strconv.FormatInt(s.KMaxBytes, 10), strconv.FormatInt(s.VGrowthBps, 10), d.Reason})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return fmt.Errorf("sim: %s: %w", TunerCSV, err)
+	}
+	return f.Close()
 }
 
 // restore brings the previous settings back after the Set delay, as the

@@ -2,6 +2,10 @@ package sim
 
 import (
 	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,14 +96,17 @@ func TestTunerSettingsOf(t *testing.T) {
 	}
 }
 
-// TestTunerRollsBackWorse: on the near-source 4:1 incast with alpha 0.25
-// and the QGR trigger off, the tuner's first change (switching the trigger
-// on) is judged worse and rolled back: the previous V_growth is in the
-// node's configuration the Set delay after the judgement, as a switch
-// restores an unconfirmed commit.
+// TestTunerRollsBackWorse: on mid-wan from the draft's defaults, the
+// tuner lifts K_max through the overload (overrun) and, once the queue is
+// back under the K_max of before, steps it back (settle); the link idles
+// right after that step, the objective over the judge window is worse, and
+// the change is rolled back: the previous settings are in the node's
+// configuration the Set delay after the judgement, as a switch restores an
+// unconfirmed commit.
 func TestTunerRollsBackWorse(t *testing.T) {
-	sc := load(t, "compare/near-source-incast.yaml")
-	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = 0.25, 0
+	sc := load(t, "compare/mid-wan.yaml")
+	d := scenario.DefaultLongHaulCNP()
+	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = d.Alpha, d.VGrowth
 	sc.Tuner = &scenario.Tuner{}
 	run := func(observe func(*LongHaulCNP, *Env)) []TunerChange {
 		var m *LongHaulCNP
@@ -114,8 +121,13 @@ func TestTunerRollsBackWorse(t *testing.T) {
 		}
 		return m.Tuner
 	}
+	log := run(nil)
+	if len(log) == 0 || log[0].Rule != policy.RuleOverrun || log[0].Node != "m1" ||
+		log[0].After.Alpha <= log[0].Before.Alpha || log[0].After.VGrowthBps != log[0].Before.VGrowthBps {
+		t.Fatalf("first change %+v: want m1's overrun raising alpha, V_growth kept", log)
+	}
 	var back *TunerChange
-	for _, c := range run(nil) {
+	for _, c := range log {
 		if c.Outcome == "rolled-back" {
 			back = &c
 			break
@@ -140,4 +152,64 @@ func TestTunerRollsBackWorse(t *testing.T) {
 	if during != back.After || after != back.Before {
 		t.Errorf("settings before / after the rollback's Set delay: %+v / %+v, want %+v / %+v", during, after, back.After, back.Before)
 	}
+}
+
+// TestTunerDecisionsCSV: every decision, held or not, is in
+// TunerDecisions and tuner.csv with its rule and reason: the change and
+// its judgement among them, holds in between.
+func TestTunerDecisionsCSV(t *testing.T) {
+	dir := t.TempDir()
+	var m *LongHaulCNP
+	if _, err := Run(context.Background(), tunedRTTStep(t), dir, WithDuration(40*time.Millisecond), WithoutPlots(),
+		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tuner) == 0 {
+		t.Fatal("no change")
+	}
+	first := m.Tuner[0]
+	var change, judged, held int
+	for _, d := range m.TunerDecisions {
+		switch {
+		case d.Change && d.At == first.At && d.Rule == first.Rule && d.Settings == first.After:
+			change++
+		case d.Rule == ruleJudge && d.Node == first.Node:
+			judged++
+		case !d.Change && d.Reason != "":
+			held++
+		}
+	}
+	if change != 1 || judged == 0 || held == 0 {
+		t.Errorf("decisions: %d matching the first change (want 1), %d judgements, %d holds", change, judged, held)
+	}
+	rows, err := csv.NewReader(mustOpen(t, filepath.Join(dir, TunerCSV))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(m.TunerDecisions)+1 {
+		t.Fatalf("%s has %d rows, want a header and %d decisions", TunerCSV, len(rows), len(m.TunerDecisions))
+	}
+	want := []string{strconv.FormatInt(first.At.Nanos(), 10), first.Node, first.Port, strconv.Itoa(first.Prio), string(first.Rule), "tighten", "true"}
+	for _, r := range rows[1:] {
+		if r[0] == want[0] && r[6] == "true" {
+			if diff := cmp.Diff(want, r[:7]); diff != "" {
+				t.Errorf("the first change's row (-want +got):\n%s", diff)
+			}
+			if r[len(r)-1] != first.Reason {
+				t.Errorf("reason %q, want %q", r[len(r)-1], first.Reason)
+			}
+			return
+		}
+	}
+	t.Errorf("no row for the first change at %d", first.At.Nanos())
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -94,7 +94,10 @@ func (c *codec) appendFrame(dst []byte, p *netsim.Packet, m *Meta) ([]byte, erro
 	// of others (a CNP's 16 reserved bytes) as the model sizes it.
 	body := int(p.PayloadBytes)
 	if _, known := wire.OpcodeHeaders(bth.Opcode); !known {
-		body = int(p.SizeBytes) - netsim.RoCEOverheadBytes
+		body = int(p.SizeBytes - netsim.RoCEOverheadBytes(src.Addr()))
+		if head != nil {
+			body -= wire.TunnelOverheadBytes
+		}
 	}
 	if body < 0 || body > len(c.zeros) {
 		return dst, fmt.Errorf("udpwire: packet of %d bytes with %d payload bytes", p.SizeBytes, p.PayloadBytes)

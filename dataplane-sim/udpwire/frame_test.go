@@ -23,6 +23,18 @@ type halves struct {
 
 func buildHalves(t testing.TB, sim *engine.Sim, local string) *halves {
 	t.Helper()
+	return buildHalvesOf(t, sim, local, false)
+}
+
+// buildHalvesOf builds the halves with IPv6 addresses (v6) or IPv4 ones.
+func buildHalvesOf(t testing.TB, sim *engine.Sim, local string, v6 bool) *halves {
+	t.Helper()
+	addr := func(net, i byte) netip.Addr {
+		if v6 {
+			return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 9, 0, net, 15: i})
+		}
+		return netip.AddrFrom4([4]byte{10, 9, net, i})
+	}
 	n := netsim.New(sim)
 	must := func(err error) {
 		t.Helper()
@@ -37,15 +49,15 @@ func buildHalves(t testing.TB, sim *engine.Sim, local string) *halves {
 	}
 	h := &halves{net: n}
 	var err error
-	h.s1, err = n.AddSwitch("s1", netip.MustParseAddr("10.9.0.1"), netsim.SwitchConfig{Port: port})
+	h.s1, err = n.AddSwitch("s1", addr(0, 1), netsim.SwitchConfig{Port: port})
 	must(err)
-	h.s2, err = n.AddSwitch("s2", netip.MustParseAddr("10.9.0.2"), netsim.SwitchConfig{Port: port})
+	h.s2, err = n.AddSwitch("s2", addr(0, 2), netsim.SwitchConfig{Port: port})
 	must(err)
 	hc := netsim.DefaultHostConfig()
 	hc.MTUBytes = 1024
 	var hosts []*netsim.Host
 	for i, name := range []string{"a1", "a2", "b"} {
-		x, err := n.AddHost(name, netip.AddrFrom4([4]byte{10, 9, 1, byte(i + 1)}), hc)
+		x, err := n.AddHost(name, addr(1, byte(i+1)), hc)
 		must(err)
 		hosts = append(hosts, x)
 	}
@@ -78,6 +90,7 @@ type byteWire struct {
 	vni      uint32
 	seq      uint32
 	kinds    map[string]int
+	missized map[string]int // kinds whose frame length differed from SizeBytes (reported once)
 	buf      []byte
 }
 
@@ -88,6 +101,10 @@ func (w *byteWire) Send(l *netsim.Link, p *netsim.Packet, txEnd engine.Time) {
 	frame, err := w.from.appendFrame(nil, p, &m)
 	if err != nil {
 		w.t.Fatalf("encode %s: %v", kindName(p), err)
+	}
+	if got := int32(len(frame)) + netsim.FCSBytes; got != p.SizeBytes && w.missized[kindName(p)] == 0 {
+		w.missized[kindName(p)]++
+		w.t.Errorf("%s packet sized %d bytes, its frame is %d with the FCS", kindName(p), p.SizeBytes, got)
 	}
 	w.buf = AppendData(w.buf[:0], w.vni, &m, frame)
 	fromID, toID := l.From().Node().ID(), l.To().Node().ID()
@@ -168,18 +185,26 @@ func portStats(sws ...*netsim.Switch) map[string]netsim.PortStats {
 
 // TestFramesCarryTheModel: the network cut at the WAN link, each half on
 // its own Network, the packets crossing as encoded datagrams (every kind:
-// data, ACK, CNP, CM, PFC), behaves exactly as the whole network.
+// data, ACK, CNP, CM, PFC), behaves exactly as the whole network, over
+// IPv4 and IPv6; every frame is as long as the packet's SizeBytes says
+// (byteWire checks it).
 func TestFramesCarryTheModel(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ipv4", true: "ipv6"}[v6], func(t *testing.T) { framesCarryTheModel(t, v6) })
+	}
+}
+
+func framesCarryTheModel(t *testing.T, v6 bool) {
 	const until = 8 * engine.Millisecond
 	wholeSim := engine.New(engine.WithSeed(3))
-	whole := buildHalves(t, wholeSim, "")
+	whole := buildHalvesOf(t, wholeSim, "", v6)
 	wholeSim.Run(until)
 
 	sim := engine.New(engine.WithSeed(3))
-	h1, h2 := buildHalves(t, sim, "s1"), buildHalves(t, sim, "s2")
+	h1, h2 := buildHalvesOf(t, sim, "s1", v6), buildHalvesOf(t, sim, "s2", v6)
 	c1, c2 := newCodec(h1.net), newCodec(h2.net)
-	w12 := &byteWire{t: t, from: c1, to: c2, toLink: h2.wan[0].Out(), vni: 7, kinds: map[string]int{}}
-	w21 := &byteWire{t: t, from: c2, to: c1, toLink: h1.wan[1].Out(), vni: 7, kinds: map[string]int{}}
+	w12 := &byteWire{t: t, from: c1, to: c2, toLink: h2.wan[0].Out(), vni: 7, kinds: map[string]int{}, missized: map[string]int{}}
+	w21 := &byteWire{t: t, from: c2, to: c1, toLink: h1.wan[1].Out(), vni: 7, kinds: map[string]int{}, missized: map[string]int{}}
 	h1.wan[0].Out().SetWire(w12)
 	h2.wan[1].Out().SetWire(w21)
 	sim.Run(until)
@@ -275,7 +300,7 @@ func FuzzDecode(f *testing.F) {
 	hello := AppendHello(nil, 3, &Hello{Epoch: 1, Speed: 0.1, Now: 5, Instance: 9})
 	f.Add(hello)
 	p := h.net.NewPacket()
-	p.Kind, p.SizeBytes, p.Src, p.Dst = netsim.KindRoCE, netsim.CNPBytes, 4, 2
+	p.Kind, p.SizeBytes, p.Src, p.Dst = netsim.KindRoCE, netsim.CNPBytes(h.net.Node(4).Addr()), 4, 2
 	p.SetBTH(&wire.BTH{Opcode: wire.OpCNP, PKey: 0xFFFF, Byte4: wire.BTHBECN, DestQP: 100})
 	m := Meta{SentAt: 10, Seq: 2}
 	frame, err := c.appendFrame(nil, p, &m)

@@ -26,7 +26,7 @@ func tunnelled(t testing.TB, h *halves, outerECN uint8) *netsim.Packet {
 	p.Kind, p.Src, p.Dst, p.Flow, p.SrcQP, p.Prio, p.ECN = netsim.KindRoCE, a1.ID(), h.b.ID(), 0, 101, 3, netsim.ECNECT0
 	p.PayloadBytes = 1024
 	p.SetBTH(&wire.BTH{Opcode: wire.OpRCWriteOnly, PKey: 0xFFFF, DestQP: 201, PSN: 77})
-	p.SizeBytes = netsim.RoCEOverheadBytes + 16 + 1024 + wire.TunnelOverheadBytes // RETH
+	p.SizeBytes = netsim.DataBytes(a1.Addr(), 1024, true) + wire.TunnelOverheadBytes // RETH
 	a := wire.Addressing{SrcIP: a1.Addr(), DstIP: h.b.Addr(), TOS: netsim.ECNECT0, Tunnel: wire.Tunnel{Present: true,
 		Src: netip.MustParseAddr("2001:db8:f::1"), Dst: netip.MustParseAddr("2001:db8:f::2"), TrafficClass: netsim.ECNECT0, FlowLabel: 0x5EED5}}
 	head := make([]byte, 128)

@@ -21,6 +21,8 @@ const (
 	RuleUnderUse Rule = "under-use" // link under-used while senders are throttled: loosen
 	RuleOverhead Rule = "overhead"  // many notifications on a full link: raise V_growth
 	RuleFiring   Rule = "firing"    // a tightening while the node's own trigger fires: hold
+	RuleOverrun  Rule = "overrun"   // a queue outgrowing K_max while the QGR trigger cuts: raise K_max
+	RuleSettle   Rule = "settle"    // the overload an overrun lifted K_max for is over: K_max back
 	RuleDraining Rule = "draining"  // a queue above the threshold that drains below it within RTT_est: hold
 	RuleRejected Rule = "rejected"  // the direction was just rolled back
 	RuleBound    Rule = "bound"     // the change is already at its bound
@@ -62,6 +64,9 @@ type Memory struct {
 	Rejected      Direction
 	RejectedUntil time.Time
 	Changes       int
+	// Lifted is the setting an overrun raised K_max from (zero: none):
+	// once the overload is over K_max goes back to it (rule settle).
+	Lifted Settings
 }
 
 // Decision is the outcome of one call of Decide.
@@ -82,11 +87,15 @@ type Decision struct {
 // Decide is the policy: one decision for one queue's window. It returns
 // the memory to keep for the next call. Rules, first match wins:
 // missing data or gaps, cool-down, loss, growth, delay, under-use,
-// overhead, otherwise steady; a growth or delay tightening is held while
-// the node's own trigger for it fires (firing); a direction just rolled
-// back is held for four cool-downs (except against loss); a change is one
-// step (at most MaxStep) of alpha (or the explicit K_max) and V_growth,
-// clamped to the bounds.
+// overhead, otherwise steady; once the overload an overrun lifted K_max
+// for is over, K_max goes back (settle) whatever the other rules but loss
+// say; a growth or delay tightening is held while the node's own trigger
+// for it fires (firing), except that a growth the QGR trigger cuts already
+// but that will outgrow K_max raises K_max instead (overrun), and is held
+// while K_max is lifted for an overload (firing too); a direction
+// just rolled back is held for four cool-downs (except against loss); a
+// change is one step (at most MaxStep) of alpha (or the explicit K_max)
+// and V_growth, clamped to the bounds.
 func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	d := Decision{Before: w.Config, After: w.Config}
 	if rule, reason := Check(cfg, w); rule != "" {
@@ -102,14 +111,36 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			return d, mem
 		}
 	}
-	dir, rule, reason := classify(cfg, d.Metrics)
+	if mem.Lifted.KMaxMode != "" && (mem.Lifted.KMaxMode != w.Config.KMaxMode || kmaxOf(w.Config) <= kmaxOf(mem.Lifted)) {
+		mem.Lifted = Settings{} // K_max is back (rolled back, or moved by another rule)
+	}
+	dir, rule, reason := classify(cfg, w, d.Metrics)
+	if rule != RuleLoss && mem.Lifted.KMaxMode != "" {
+		if why := settled(w, d.Metrics, mem.Lifted); why != "" {
+			dir, rule, reason = Tighten, RuleSettle, why
+		}
+	}
 	d.Direction, d.Rule, d.Reason = dir, rule, reason
 	if dir == Hold {
 		return d, mem
 	}
 	if why := firing(w, d.Metrics); why != "" && (rule == RuleGrowth || rule == RuleDelay) {
+		over := ""
+		if rule == RuleGrowth {
+			over = overrun(w, d.Metrics)
+		}
+		if over == "" {
+			d.Rule = RuleFiring
+			d.Reason = fmt.Sprintf("%s; but %s: the node is cutting already, a lower threshold would only cut deeper once the queue is back", reason, why)
+			return d, mem
+		}
+		dir, rule = Loosen, RuleOverrun
+		reason = fmt.Sprintf("%s; %s", reason, over)
+		d.Direction, d.Rule, d.Reason = dir, rule, reason
+	}
+	if mem.Lifted.KMaxMode != "" && (rule == RuleGrowth || rule == RuleDelay) {
 		d.Rule = RuleFiring
-		d.Reason = fmt.Sprintf("%s; but %s: the node is cutting already, a lower threshold would only cut deeper once the queue is back", reason, why)
+		d.Reason = fmt.Sprintf("%s; but K_max is lifted for an overload the node is cutting (overrun): the thresholds are tightened, if at all, once it is settled", reason)
 		return d, mem
 	}
 	if dir == mem.Rejected && w.End.Before(mem.RejectedUntil) && rule != RuleLoss {
@@ -121,6 +152,15 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	step := nextStep(cfg, mem, dir)
 	d.Step = step
 	after, notes := apply(cfg, w, dir, rule, step)
+	if rule == RuleSettle && kmaxOf(after) < kmaxOf(mem.Lifted) {
+		// Not below the setting the overrun started from (within bounds).
+		switch after.KMaxMode {
+		case KMaxExplicit:
+			after.KMaxBytes = max(after.KMaxBytes, min(mem.Lifted.KMaxBytes, cfg.KMaxMaxBytes))
+		default:
+			after.Alpha = math.Max(after.Alpha, math.Min(ceil3(mem.Lifted.Alpha), floor3(cfg.AlphaMax)))
+		}
+	}
 	d.After = after
 	if after == w.Config {
 		d.Rule = RuleBound
@@ -131,8 +171,43 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if notes != "" {
 		d.Reason += "; " + notes
 	}
+	lifted := mem.Lifted
+	switch {
+	case rule == RuleOverrun && lifted.KMaxMode == "":
+		lifted = w.Config
+	case rule == RuleSettle && kmaxOf(after) <= kmaxOf(lifted):
+		lifted = Settings{}
+	}
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
-		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil}
+		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: lifted}
+}
+
+// kmaxOf orders settings by K_max: alpha, or the explicit K_max.
+func kmaxOf(s Settings) float64 {
+	if s.KMaxMode == KMaxExplicit {
+		return float64(s.KMaxBytes)
+	}
+	return s.Alpha
+}
+
+// settled says why the overload an overrun lifted K_max for is over, ""
+// while it is not: the queue no longer grows faster than V_growth and is
+// below the K_max it was lifted from.
+func settled(w Window, m Metrics, lifted Settings) string {
+	growthBps := m.TrendRTT * float64(w.PortRateBps) / 8
+	if w.Config.VGrowthBps > 0 && growthBps > float64(w.Config.VGrowthBps) {
+		return ""
+	}
+	rttBytes := float64(w.PortRateBps) / 8 * w.RTTEst.Seconds()
+	old := lifted.Alpha * rttBytes
+	if lifted.KMaxMode == KMaxExplicit {
+		old = float64(lifted.KMaxBytes)
+	}
+	last := float64(w.Samples[len(w.Samples)-1].QueueDepthBytes)
+	if last >= old || kmaxOf(w.Config) <= kmaxOf(lifted) {
+		return ""
+	}
+	return fmt.Sprintf("the overload is over (growth %.4g B/s, the queue at %.3g RTT_est under the K_max of before the overrun): K_max back", growthBps, last/rttBytes)
 }
 
 // classify picks the rule. The thresholds leave a dead band (hysteresis):
@@ -144,22 +219,30 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 // cut every flow at every interval. A standing queue is the delay rule's,
 // which lowers K_max. Tightening looks at the window's mean and its last
 // sample (fast attack); loosening needs both below (slow release).
-func classify(cfg Config, m Metrics) (Direction, Rule, string) {
+func classify(cfg Config, w Window, m Metrics) (Direction, Rule, string) {
 	// Resume releases senders: only the cutting actions and ECN marks say
-	// they are being throttled.
-	throttled := m.Notifications.Total()-m.Notifications.Resume > 0 || m.ECNMarkingPercent > 0
+	// they are being throttled. Marks need packets: a node's marking rate
+	// is the share of the packets it forwarded, and one that forwarded
+	// none may still report the last share it measured (the simulator's
+	// nodes do).
+	throttled := m.Notifications.Total()-m.Notifications.Resume > 0 || (m.ECNMarkingPercent > 0 && m.Packets > 0)
 	delay := math.Max(m.DelayRTT, m.LastDelayRTT)
 	ahead := m.LastDelayRTT + m.TrendRTT // one RTT_est ahead at the window's pace
+	// A queue under K_base, the node's sensitivity floor (the draft's "at
+	// least one maximum-sized frame"), is no congestion to tighten for: on
+	// a DC-side port with an RTT_est of 2 µs one 4 KB packet is 1.7 RTT_est.
+	rttBytes := float64(w.PortRateBps) / 8 * w.RTTEst.Seconds()
+	aboveBase := func(delayRTT float64) bool { return delayRTT*rttBytes > float64(w.KBaseBytes) }
 	switch {
 	case m.Loss > cfg.LossHigh:
 		return Tighten, RuleLoss, fmt.Sprintf("%.3g of packets dropped or paused (loss_high %.3g)", m.Loss, cfg.LossHigh)
-	case m.TrendRTT > cfg.GrowthTrendRTT && ahead > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
+	case m.TrendRTT > cfg.GrowthTrendRTT && ahead > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && aboveBase(ahead):
 		return Tighten, RuleGrowth, fmt.Sprintf("queue growing by %.3g RTT_est per RTT_est (growth_trend_rtt %.3g): %.3g RTT_est one RTT_est ahead, above delay_high_rtt %.3g, with the link %.1f%% used",
 			m.TrendRTT, cfg.GrowthTrendRTT, ahead, cfg.DelayHighRTT, 100*m.Utilisation)
-	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && m.TrendRTT < -cfg.GrowthTrendRTT && ahead <= cfg.DelayHighRTT:
+	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && aboveBase(delay) && m.TrendRTT < -cfg.GrowthTrendRTT && ahead <= cfg.DelayHighRTT:
 		return Hold, RuleDraining, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g, but draining by %.3g RTT_est per RTT_est: %.3g one RTT_est ahead",
 			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, -m.TrendRTT, ahead)
-	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow:
+	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && aboveBase(delay):
 		return Tighten, RuleDelay, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g with the link %.1f%% used",
 			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, 100*m.Utilisation)
 	case m.Utilisation < cfg.UtilisationUnder && delay < cfg.DelayLowRTT && throttled:
@@ -196,6 +279,36 @@ func firing(w Window, m Metrics) string {
 		return fmt.Sprintf("the queue grows at %.4g B/s, above V_growth (%d B/s): the QGR trigger fires", growthBps, v)
 	}
 	return ""
+}
+
+// overrun says why a queue that grows faster than V_growth (the QGR
+// trigger fires: the node cuts the senders itself, the second level of
+// §5.4 in control) will outgrow K_max one RTT_est ahead at the window's
+// pace, "" when it will not. Above K_max every packet is ECN-marked, and
+// the receivers' CNPs for those marks cut the senders again a whole path
+// round trip later, after the direct cuts took effect: the senders end up
+// far below the port rate and the link idles once the queue is gone (in
+// the simulator's mid-wan, K_max at one BDP under a 2.5:1 overload left
+// 19 ms of 100 % marking, 12450 receiver CNPs and the link idle for the
+// last 18 ms of the run). Raising K_max keeps the marks proportional
+// while the QGR trigger does the cutting.
+func overrun(w Window, m Metrics) string {
+	v := w.Config.VGrowthBps
+	growthBps := m.TrendRTT * float64(w.PortRateBps) / 8
+	if v <= 0 || growthBps <= float64(v) {
+		return ""
+	}
+	kmax := w.EffectiveKMaxBytes
+	if w.Config.KMaxMode == KMaxExplicit {
+		kmax = w.Config.KMaxBytes
+	}
+	rttBytes := float64(w.PortRateBps) / 8 * w.RTTEst.Seconds()
+	ahead := m.LastDelayRTT + m.TrendRTT
+	if kmax <= 0 || ahead*rttBytes <= float64(kmax) {
+		return ""
+	}
+	return fmt.Sprintf("the QGR trigger cuts the senders already (growth %.4g B/s above V_growth %d B/s), and the queue outgrows K_max (%.3g RTT_est) one RTT_est ahead: above it every packet is marked and the receivers' CNPs would cut the senders again a path round trip later, so K_max is raised",
+		growthBps, v, float64(kmax)/rttBytes)
 }
 
 // nextStep adapts the step: halved (in log) on a reversal, doubled back
@@ -252,7 +365,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 	if gentle && after == w.Config && !(cfg.TuneVGrowth && vgCanMove(cfg, w.Config.VGrowthBps, w.PortRateBps, dir)) {
 		after, notes = tighterKMax(cfg, w, dir, rule, factor, floorBytes, false)
 	}
-	vgKnob := rule != RuleDelay
+	vgKnob := rule != RuleDelay && rule != RuleOverrun && rule != RuleSettle
 	if rule == RuleDelay && after == w.Config {
 		vgKnob = true // K_max cannot move: the growth trigger instead
 	}
@@ -289,7 +402,8 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 	}
 	// Which knobs: the growth and overhead rules move V_growth (the growth
 	// rule K_max when V_growth cannot move), the delay rule K_max (V_growth
-	// when K_max cannot move), loss and under-use both.
+	// when K_max cannot move), the overrun rule K_max only, loss and
+	// under-use both.
 	kmaxKnob := rule != RuleOverhead && rule != RuleGrowth
 	if rule == RuleGrowth && (!cfg.TuneVGrowth || !vgCanMove(cfg, w.Config.VGrowthBps, w.PortRateBps, dir)) {
 		kmaxKnob = true
@@ -311,6 +425,8 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 			switch a = math.Min(hi, math.Max(lo, a)); {
 			case dir == Tighten && w.Config.Alpha*bdpBytes <= float64(w.KBaseBytes):
 				notes = append(notes, fmt.Sprintf("K_max is at its K_base floor %d B: alpha kept", w.KBaseBytes))
+			case dir == Loosen && a*bdpBytes <= float64(w.KBaseBytes):
+				notes = append(notes, fmt.Sprintf("K_max stays at its K_base floor %d B: alpha kept", w.KBaseBytes))
 			case dir == Tighten && a >= w.Config.Alpha && floor >= w.Config.Alpha:
 				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower alpha would give: alpha kept", ahead))
 			case a == w.Config.Alpha:
@@ -379,22 +495,34 @@ type Verdict struct {
 }
 
 // Judge says whether a change in direction dir is kept. It is kept when
-// the objective after it is not worse than before by more than
-// WorseTolerance (relative, with an absolute floor of 0.001 so a
-// near-zero objective does not flap). With AttributeWorsening, a worse
-// objective is still kept when the terms that got worse are not the ones
-// the change can worsen: a tightening costs utilisation, a loosening
+// the objective after it is not worse than the one expected without it
+// by more than WorseTolerance (relative, with an absolute floor of 0.001
+// so a near-zero objective does not flap). Expected is the objective
+// before, except for a queue in transit: one that grew or drained by more
+// than GrowthTrendRTT per RTT_est when the decision was taken is expected
+// where that pace takes it aheadRTT RTT_est after the decision window's
+// end (the middle of the judge window, Lag): a change decided on a growing
+// queue is not blamed for the growth under way, and one decided on a
+// draining queue does not take credit for the drain. With
+// AttributeWorsening, a worse objective is still kept when the terms that
+// got worse are not the ones the change can worsen: a tightening costs utilisation, a loosening
 // costs delay and loss (the notifications a tightening brings are how it
 // works; they are judged through what they do); a tightening followed
 // by a longer queue (the traffic grew) is not rolled back, since a
 // rollback would make that worse still.
-func Judge(cfg Config, dir Direction, before, after Metrics) Verdict {
+func Judge(cfg Config, dir Direction, before, after Metrics, aheadRTT float64) Verdict {
 	w := cfg.Weights
+	was := "before"
+	if math.Abs(before.TrendRTT) > cfg.GrowthTrendRTT && aheadRTT > 0 {
+		jb0 := Objective(before, w)
+		before.DelayRTT = math.Max(0, before.LastDelayRTT+before.TrendRTT*aheadRTT)
+		was = fmt.Sprintf("expected at the queue's pace of %.3g RTT_est per RTT_est (%.4g before)", before.TrendRTT, jb0)
+	}
 	jb, ja := Objective(before, w), Objective(after, w)
 	tol := math.Max(cfg.WorseTolerance*math.Abs(jb), 0.001)
 	if ja <= jb+tol {
 		return Verdict{Keep: true, Before: jb, After: ja,
-			Reason: fmt.Sprintf("objective %.4g after, %.4g before: not worse", ja, jb)}
+			Reason: fmt.Sprintf("objective %.4g after, %.4g %s: not worse", ja, jb, was)}
 	}
 	if cfg.AttributeWorsening {
 		cost := func(m Metrics) float64 { // what dir can make worse
@@ -405,12 +533,23 @@ func Judge(cfg Config, dir Direction, before, after Metrics) Verdict {
 		}
 		if cb, ca := cost(before), cost(after); dir != Hold && ca <= cb+tol {
 			return Verdict{Keep: true, Before: jb, After: ja,
-				Reason: fmt.Sprintf("objective %.4g after, %.4g before, but not through what a %s costs (%.4g after, %.4g before): the traffic changed",
-					ja, jb, dir, ca, cb)}
+				Reason: fmt.Sprintf("objective %.4g after, %.4g %s, but not through what a %s costs (%.4g after, %.4g before): the traffic changed",
+					ja, jb, was, dir, ca, cb)}
 		}
 	}
 	return Verdict{Keep: false, Before: jb, After: ja,
-		Reason: fmt.Sprintf("objective %.4g after, %.4g before: worse by more than %.3g", ja, jb, cfg.WorseTolerance)}
+		Reason: fmt.Sprintf("objective %.4g after, %.4g %s: worse by more than %.3g", ja, jb, was, cfg.WorseTolerance)}
+}
+
+// Lag is how far, in RTT_est, the middle of the judge window w lies after
+// decided, the end of the window a change was decided on: how far ahead
+// Judge expects a queue in transit to have moved at its pace.
+func Lag(w Window, decided time.Time) float64 {
+	if w.RTTEst <= 0 {
+		return 0
+	}
+	mid := w.Start.Add(w.End.Sub(w.Start) / 2)
+	return w.simSeconds(mid.Sub(decided)) / w.RTTEst.Seconds()
 }
 
 func ceil3(v float64) float64  { return math.Ceil(v*1000-1e-9) / 1000 }

@@ -22,25 +22,57 @@ func FuzzDecide(f *testing.F) {
 				Drops: drops, Notifications: Notifications{Notify: notifies}})
 		}
 		d, _ := Decide(cfg, w, Memory{})
-		if !d.Change {
-			return
+		checkChange(t, cfg, w, d)
+	})
+}
+
+// FuzzDecideLifted: the same with a queue growing or draining at any pace
+// after an overrun lifted K_max from any setting: no panic, changes inside
+// the bounds and max_step, and a settle never below the lifted-from K_max
+// (as far as the bounds allow).
+func FuzzDecideLifted(f *testing.F) {
+	f.Add(int64(2_000_000), int64(-100_000), 4.0, 1.0, int64(1_250_000_000))
+	f.Add(int64(0), int64(5_000_000), 0.5, 2.0, int64(0))
+	f.Fuzz(func(t *testing.T, depth, slope int64, alpha, lifted float64, vgrowth int64) {
+		cfg := DefaultConfig()
+		w := Window{Start: t0, End: t0.Add(4 * time.Millisecond), KBaseBytes: 65536, RTTEst: 10 * time.Millisecond,
+			PortRateBps: 10_000_000_000, Config: Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBps: vgrowth}}
+		w.EffectiveKMaxBytes = int64(alpha * 12_500_000)
+		for i := range 5 {
+			w.Samples = append(w.Samples, Sample{Time: t0.Add(time.Duration(i) * time.Millisecond),
+				QueueDepthBytes: max(0, depth+slope*int64(i)), TxBytes: 1_250_000, Packets: 300})
 		}
-		a := d.After
-		if a.Alpha != w.Config.Alpha && (a.Alpha < cfg.AlphaMin || a.Alpha > cfg.AlphaMax) {
-			t.Errorf("alpha %v outside [%v, %v]", a.Alpha, cfg.AlphaMin, cfg.AlphaMax)
-		}
-		if a.Alpha != w.Config.Alpha && math.Abs(math.Round(a.Alpha*1000)-a.Alpha*1000) > 1e-6 {
-			t.Errorf("alpha %v has more than 3 fraction digits", a.Alpha)
-		}
-		if a.VGrowthBps != w.Config.VGrowthBps && (a.VGrowthBps < cfg.VGrowthMinBps || a.VGrowthBps > cfg.VGrowthMaxBps) {
-			t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBps, cfg.VGrowthMinBps, cfg.VGrowthMaxBps)
-		}
-		if r := a.Alpha / w.Config.Alpha; r > cfg.MaxStep*1.001 || r < 1/cfg.MaxStep/1.001 {
-			// rounding to 3 digits may move a tiny alpha further; only
-			// values the bounds allow reach here
-			if w.Config.Alpha >= cfg.AlphaMin && w.Config.Alpha <= cfg.AlphaMax {
-				t.Errorf("alpha %v -> %v: more than max-step %v", w.Config.Alpha, a.Alpha, cfg.MaxStep)
-			}
+		mem := Memory{LastChange: t0.Add(-time.Minute), Lifted: Settings{KMaxMode: KMaxBDP, Alpha: lifted, VGrowthBps: vgrowth}}
+		d, _ := Decide(cfg, w, mem)
+		checkChange(t, cfg, w, d)
+		if d.Change && d.Rule == RuleSettle && d.After.Alpha < math.Min(lifted, cfg.AlphaMax)-1e-9 {
+			t.Errorf("settle to alpha %v, below the lifted-from %v (alpha_max %v)", d.After.Alpha, lifted, cfg.AlphaMax)
 		}
 	})
+}
+
+// checkChange fails t when a change leaves the bounds or moves by more
+// than max_step.
+func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
+	t.Helper()
+	if !d.Change {
+		return
+	}
+	a := d.After
+	if a.Alpha != w.Config.Alpha && (a.Alpha < cfg.AlphaMin || a.Alpha > cfg.AlphaMax) {
+		t.Errorf("alpha %v outside [%v, %v]", a.Alpha, cfg.AlphaMin, cfg.AlphaMax)
+	}
+	if a.Alpha != w.Config.Alpha && math.Abs(math.Round(a.Alpha*1000)-a.Alpha*1000) > 1e-6 {
+		t.Errorf("alpha %v has more than 3 fraction digits", a.Alpha)
+	}
+	if a.VGrowthBps != w.Config.VGrowthBps && (a.VGrowthBps < cfg.VGrowthMinBps || a.VGrowthBps > cfg.VGrowthMaxBps) {
+		t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBps, cfg.VGrowthMinBps, cfg.VGrowthMaxBps)
+	}
+	if r := a.Alpha / w.Config.Alpha; r > cfg.MaxStep*1.001 || r < 1/cfg.MaxStep/1.001 {
+		// rounding to 3 digits may move a tiny alpha further; only
+		// values the bounds allow reach here
+		if w.Config.Alpha >= cfg.AlphaMin && w.Config.Alpha <= cfg.AlphaMax {
+			t.Errorf("alpha %v -> %v: more than max-step %v", w.Config.Alpha, a.Alpha, cfg.MaxStep)
+		}
+	}
 }

@@ -173,6 +173,119 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
+			desc:   "overrun: a queue the QGR trigger cuts that outgrows K_max one RTT_est ahead: K_max raised, V_growth kept",
+			window: func() Window { return growing(bdp(0.5, vg)) }, // 0.7 RTT_est ahead, K_max 0.5
+			want: result{Change: true, Rule: RuleOverrun, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
+					Lifted: bdp(0.5, vg)}},
+			reason: "K_max is raised",
+		},
+		{
+			desc:   "overrun: a second step keeps the setting the overload started from",
+			window: func() Window { return growing(bdp(0.3, vg)) },
+			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 1,
+				Lifted: bdp(0.15, vg)},
+			want: result{Change: true, Rule: RuleOverrun, After: bdp(0.6, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 2,
+					Lifted: bdp(0.15, vg)}},
+		},
+		{
+			desc:   "overrun: held by the cool-down like any change",
+			window: func() Window { return growing(bdp(0.5, vg)) },
+			mem:    Memory{LastChange: t0.Add(8 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1, Lifted: bdp(0.25, vg)},
+			want: result{Rule: RuleCooldown, After: bdp(0.5, vg),
+				Memory: Memory{LastChange: t0.Add(8 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1, Lifted: bdp(0.25, vg)}},
+		},
+		{
+			desc:   "overrun: not while a loosening is rejected",
+			window: func() Window { return growing(bdp(0.5, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1, Rejected: Loosen, RejectedUntil: t0.Add(time.Minute)},
+			want: result{Rule: RuleRejected, After: bdp(0.5, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Changes: 1, Rejected: Loosen, RejectedUntil: t0.Add(time.Minute)}},
+		},
+		{
+			desc:   "no overrun when K_max stays above the queue one RTT_est ahead: the QGR trigger fires, hold",
+			window: func() Window { return growing(bdp(0.8, vg)) },
+			want:   result{Rule: RuleFiring, After: bdp(0.8, vg)},
+		},
+		{
+			desc:   "settle: the overload over, the queue under the K_max of before: K_max back by a step",
+			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			// A reversal: the step halves to 1.5.
+			want: result{Change: true, Rule: RuleSettle, After: bdp(2.667, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 3, Lifted: bdp(1, vg)}},
+			reason: "the overload is over",
+		},
+		{
+			desc:   "settle: never below the setting of before, which ends the episode",
+			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.3}, bdp(1.2, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 3, Lifted: bdp(1, vg)},
+			want: result{Change: true, Rule: RuleSettle, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4}},
+		},
+		{
+			desc:   "settle: not while the queue is above the K_max of before",
+			window: func() Window { return window(queue{util: 0.8, delayRTT: 1.5}, bdp(4, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			want: result{Rule: RuleSteady, After: bdp(4, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)}},
+		},
+		{
+			desc:   "while K_max is lifted, a standing queue above the K_max of before is the overload's: no tightening",
+			window: func() Window { return window(queue{util: 0.95, delayRTT: 1.5}, bdp(4, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			want: result{Rule: RuleFiring, After: bdp(4, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)}},
+			reason: "K_max is lifted",
+		},
+		{
+			desc: "while K_max is lifted, loss still tightens",
+			window: func() Window {
+				return window(queue{util: 0.95, delayRTT: 0.3, lossShare: 0.01}, bdp(4, vg))
+			},
+			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(2.667, 833_333_333),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 3, Lifted: bdp(1, vg)}},
+		},
+		{
+			desc:   "settle: not while the queue still grows faster than V_growth",
+			window: func() Window { return growing(bdp(4, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			want: result{Rule: RuleFiring, After: bdp(4, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)}},
+		},
+		{
+			desc:   "settle: an overrun rolled back (K_max back already) ends the episode without a change",
+			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.3}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1, Lifted: bdp(1, vg)},
+			want: result{Rule: RuleSteady, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Changes: 1}},
+		},
+		{
+			desc: "a queue under K_base is no congestion: a one-packet queue on a 2 µs port holds",
+			window: func() Window {
+				w := window(queue{util: 0.99}, bdp(1, vg))
+				w.RTTEst = 2 * time.Microsecond // one RTT_est is 25 kB at 100 Gbit/s
+				w.Samples[4].QueueDepthBytes = 4158
+				w.EffectiveKMaxBytes = w.KBaseBytes
+				return w
+			},
+			want: result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
+			desc: "loosening alpha that leaves K_max on its K_base floor: alpha kept",
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg))
+				w.KBaseBytes = 4 * bdpBytes
+				w.EffectiveKMaxBytes = w.KBaseBytes
+				return w
+			},
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1, 2*vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+			reason: "K_max stays at its K_base floor",
+		},
+		{
 			desc:   "a queue above delay_high_rtt draining below it within one RTT_est: hold",
 			window: func() Window { return draining(bdp(1, vg)) },
 			want:   result{Rule: RuleDraining, After: bdp(1, vg)},
@@ -343,6 +456,17 @@ func TestDecide(t *testing.T) {
 				w := window(queue{util: 0.6, delayRTT: 0.05}, bdp(1, vg))
 				for i := range w.Samples {
 					w.Samples[i].Notifications = Notifications{Resume: 20}
+				}
+				return w
+			},
+			want: result{Rule: RuleSteady, After: bdp(1, vg)},
+		},
+		{
+			desc: "an idle link whose node still reports the marking rate it last measured: no packets, no marks, no change",
+			window: func() Window {
+				w := window(queue{util: 0, delayRTT: 0, emr: 100}, bdp(1, vg))
+				for i := range w.Samples {
+					w.Samples[i].Packets = 0
 				}
 				return w
 			},
@@ -585,6 +709,7 @@ func TestJudge(t *testing.T) {
 		strict        bool
 		dir           Direction
 		before, after Metrics
+		aheadRTT      float64
 		keep          bool
 	}{
 		{desc: "better", dir: Tighten, before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.95, DelayRTT: 0.5}, keep: true},
@@ -596,16 +721,47 @@ func TestJudge(t *testing.T) {
 		{desc: "tightening, then drops, strict: rolled back", strict: true, dir: Tighten, before: Metrics{Utilisation: 1, DelayRTT: 0.4}, after: Metrics{Utilisation: 1, DelayRTT: 1.8, Loss: 0.2}, keep: false},
 		{desc: "loosening, then the link idles: the demand fell, kept", dir: Loosen, before: Metrics{Utilisation: 0.6}, after: Metrics{Utilisation: 0.2}, keep: true},
 		{desc: "near-zero objective does not flap", dir: Loosen, before: Metrics{Utilisation: 1}, after: Metrics{Utilisation: 0.9995}, keep: true},
+		{desc: "loosening decided on a growing queue: judged against where the growth was taking it, kept", dir: Loosen,
+			before: Metrics{Utilisation: 1, DelayRTT: 0.1, LastDelayRTT: 0.12, TrendRTT: 1.5}, after: Metrics{Utilisation: 1, DelayRTT: 1.2},
+			aheadRTT: 1, keep: true},
+		{desc: "the same judged against the window before: rolled back", dir: Loosen,
+			before: Metrics{Utilisation: 1, DelayRTT: 0.1, LastDelayRTT: 0.12, TrendRTT: 1.5}, after: Metrics{Utilisation: 1, DelayRTT: 1.2},
+			keep: false},
+		{desc: "a queue growing faster than the expectation after a loosening: rolled back", dir: Loosen,
+			before: Metrics{Utilisation: 1, DelayRTT: 0.1, LastDelayRTT: 0.12, TrendRTT: 1.5}, after: Metrics{Utilisation: 1, DelayRTT: 2.5},
+			aheadRTT: 1, keep: false},
+		{desc: "a change decided on a draining queue takes no credit for the drain", dir: Loosen,
+			before: Metrics{Utilisation: 1, DelayRTT: 1, LastDelayRTT: 0.9, TrendRTT: -1}, after: Metrics{Utilisation: 1, DelayRTT: 0.6},
+			aheadRTT: 0.5, keep: false},
+		{desc: "a queue within growth_trend_rtt is judged against the window before", dir: Loosen,
+			before: Metrics{Utilisation: 1, DelayRTT: 0.5, LastDelayRTT: 0.5, TrendRTT: 0.2}, after: Metrics{Utilisation: 1, DelayRTT: 0.5},
+			aheadRTT: 3, keep: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			cfg := cfg
 			cfg.AttributeWorsening = !tt.strict
-			v := Judge(cfg, tt.dir, tt.before, tt.after)
+			v := Judge(cfg, tt.dir, tt.before, tt.after, tt.aheadRTT)
 			if v.Keep != tt.keep {
 				t.Errorf("Keep = %v, want %v (%s)", v.Keep, tt.keep, v.Reason)
 			}
 		})
+	}
+}
+
+// TestLag: the middle of the judge window, in RTT_est after the decision,
+// in the switch's own time.
+func TestLag(t *testing.T) {
+	w := Window{Start: t0.Add(20 * time.Millisecond), End: t0.Add(30 * time.Millisecond), RTTEst: rtt}
+	if got := Lag(w, t0); math.Abs(got-2.5) > 1e-9 {
+		t.Errorf("Lag = %v, want 2.5 RTT_est", got)
+	}
+	w.Speed = 0.1
+	if got := Lag(w, t0); math.Abs(got-0.25) > 1e-9 {
+		t.Errorf("Lag at speed 0.1 = %v, want 0.25 RTT_est", got)
+	}
+	if got := Lag(Window{}, t0); got != 0 {
+		t.Errorf("Lag without RTT_est = %v, want 0", got)
 	}
 }
 
