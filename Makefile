@@ -9,7 +9,7 @@ all: build
 
 # bin/lhcnp (make build, make lab) is built without cgo (nothing in it needs
 # it: Go's own DNS resolver and os/user) and without DWARF debug information,
-# which the compiler otherwise writes for every package: a sixth of the CPU
+# which the compiler otherwise writes for every package: 13 % of the CPU
 # time of a build from empty caches (docs/lab.md, "How fast it comes up").
 # Panics, stack dumps and pprof still name functions, files and lines; for a
 # debugger: make build BUILD_FLAGS=. Tests build as go test does (-race
