@@ -5,7 +5,8 @@
 // plus a periodic re-read), shares targets with other collectors through
 // leases when asked (collector/lease), serves /metrics and /healthz, and
 // drains on shutdown: loops stopped, queued batches stored (or spilled),
-// leases released.
+// leases released. A target changes collector make-before-break: the new
+// owner streams on standby first, the old one stops once it is ready.
 //
 // Migrations and partition maintenance are given as functions (the
 // migrations package), so this package does not depend on the schema's
@@ -114,11 +115,26 @@ type Collector struct {
 
 	mu      sync.Mutex
 	running map[string]*running
+	standby map[string]*running // targets whose lease another collector still holds
+	ready   map[string]ready    // target → the collector ready to take it (HandoverChannel)
 	convs   map[string]*rows.Converter
 	table   map[string]config.Target // the targets table, last read
 	tableOK bool
 	held    map[string]int64 // leases held: target → epoch (reconcile loop only)
-	dbErr   error
+	// handing: since when a held target should move to another collector
+	// (reconcile loop only).
+	handing map[string]time.Time
+	// handoverWake: a handover message arrived or a standby stream synced.
+	handoverWake chan struct{}
+	dbErr        error
+}
+
+// ready is a collector's announcement that it streams a target on standby
+// (lease.Handover).
+type ready struct {
+	by        string
+	syncPoint int64
+	at        time.Time
 }
 
 type seed struct {
@@ -178,7 +194,8 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	}
 	c := &Collector{cfg: cfg, o: o, pool: pool, sch: sch, log: o.log, wake: make(chan struct{}, 1),
 		seeds: map[string]map[int64]seed{}, running: map[string]*running{}, convs: map[string]*rows.Converter{},
-		held: map[string]int64{}}
+		held: map[string]int64{}, standby: map[string]*running{}, ready: map[string]ready{},
+		handing: map[string]time.Time{}, handoverWake: make(chan struct{}, 1)}
 	c.m = o.metrics
 	if c.m == nil {
 		c.m = metrics.New()
@@ -273,11 +290,22 @@ func (c *Collector) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	// The listener outlives ctx: a draining collector hears when the
+	// collectors taking its targets over are ready.
+	lctx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopListen()
+	var channels []string
 	if c.cfg.DB.TargetsTable {
+		channels = append(channels, targetsChannel)
+	}
+	if c.lm != nil {
+		channels = append(channels, lease.HandoverChannel)
+	}
+	if len(channels) > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.listen(ctx)
+			c.listen(lctx, channels)
 		}()
 	}
 	if c.o.db.Maintain != nil {
@@ -289,8 +317,13 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 	c.reconcileLoop(ctx)
 
-	// Drain: loops stop and hand over their last batch, the writer stores
-	// what it holds (or spills it when the drain time is up), leases go.
+	// Drain: targets go make-before-break to the collectors that take them
+	// over (bounded by the drain time and leases.ttl), the other loops stop
+	// and hand over their last batch, the writer stores what it holds (or
+	// spills it when the drain time is up), leases go.
+	if c.lm != nil {
+		c.drainLeases()
+	}
 	c.stopAll(nil)
 	c.w.Close()
 	select {
@@ -311,6 +344,7 @@ func (c *Collector) Run(ctx context.Context) error {
 		c.m.Leases.Set(0)
 		cancel()
 	}
+	stopListen()
 	wg.Wait()
 	return nil
 }
@@ -356,6 +390,7 @@ func (c *Collector) reconcileLoop(ctx context.Context) {
 		case <-tick.C:
 		case <-c.wake:
 			reread = true
+		case <-c.handoverWake:
 		}
 	}
 }
@@ -470,7 +505,7 @@ func (c *Collector) reconcile(ctx context.Context) {
 	defer c.mu.Unlock()
 	for _, name := range sortedKeys(wanted) {
 		if _, ok := c.running[name]; !ok {
-			c.startLocked(ctx, desired[name], wanted[name])
+			c.startLocked(ctx, desired[name], wanted[name], false)
 		}
 	}
 }
@@ -497,42 +532,249 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 	}
 	for _, name := range sortedKeys(desired) {
 		epoch, held := c.held[name]
-		mine := lease.Owner(members, name) == c.lm.ID()
+		owner := lease.Owner(members, name)
+		mine := owner == c.lm.ID()
 		switch {
 		case mine && held:
-			ok, err := c.lm.Renew(lctx, name, epoch)
-			if err == nil && !ok {
-				c.log.Warn("lease lost", "target", name, "epoch", epoch)
-				delete(c.held, name)
-				continue
+			delete(c.handing, name)
+			if c.renew(lctx, name, epoch) {
+				wanted[name] = epoch
 			}
-			wanted[name] = epoch
 		case mine:
 			e, ok, err := c.lm.Acquire(lctx, name)
-			if err != nil || !ok {
-				continue // held by another until it expires or is released
+			if err != nil {
+				continue
+			}
+			if !ok {
+				// Held by another until it lets go (or its lease
+				// expires): stream on standby meanwhile, and say when
+				// ready.
+				c.keepStandby(ctx, lctx, desired[name])
+				continue
 			}
 			c.held[name] = e
 			wanted[name] = e
-			c.log.Info("lease taken", "target", name, "epoch", e)
+			if c.promote(lctx, desired[name], e) {
+				c.log.Info("lease taken, standby stream promoted", "target", name, "epoch", e)
+			} else {
+				c.log.Info("lease taken", "target", name, "epoch", e)
+			}
 		case held:
-			c.handOver(ctx, name)
+			c.stopStandby(name)
+			syncPoint, ready := c.successorReady(name, owner)
+			switch since, ok := c.handing[name]; {
+			case ready:
+				c.handOver(ctx, name, metrics.HandoverMakeBeforeBreak, syncPoint)
+			case ok && time.Since(since) > c.cfg.Leases.TTL:
+				c.log.Warn("the new owner did not stream within leases.ttl: handing over anyway", "target", name, "to", owner)
+				c.handOver(ctx, name, metrics.HandoverBreakBeforeMake, 0)
+			default:
+				// Keep collecting until the new owner streams.
+				if !ok {
+					c.handing[name] = time.Now()
+				}
+				if c.renew(lctx, name, epoch) {
+					wanted[name] = epoch
+				}
+			}
+		default:
+			c.stopStandby(name)
 		}
 	}
 	for name := range c.held {
 		if _, ok := desired[name]; !ok {
-			c.handOver(ctx, name)
+			c.handOver(ctx, name, "", 0)
+		}
+	}
+	for _, name := range c.standbyNames() {
+		if _, ok := desired[name]; !ok {
+			c.stopStandby(name)
 		}
 	}
 	c.m.Leases.Set(float64(len(c.held)))
 }
 
+// renew renews a lease we hold; false when it was lost (its loop then
+// stops: another collector owns the target).
+func (c *Collector) renew(ctx context.Context, name string, epoch int64) bool {
+	ok, err := c.lm.Renew(ctx, name, epoch)
+	if err == nil && !ok {
+		c.log.Warn("lease lost", "target", name, "epoch", epoch)
+		delete(c.held, name)
+		delete(c.handing, name)
+		return false
+	}
+	return true
+}
+
+// successorReady: owner, the collector rendezvous hashing now names for
+// the target, streams it on standby (announced within two renewals), from
+// the sync point it returns.
+func (c *Collector) successorReady(name, owner string) (syncPoint int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.ready[name]
+	if !ok || r.by != owner || time.Since(r.at) > 2*c.cfg.Leases.Renew {
+		return 0, false
+	}
+	return r.syncPoint, true
+}
+
+// keepStandby runs a standby loop for a target whose lease another
+// collector holds, and once its stream has synced announces that this
+// collector is ready to take the target over.
+func (c *Collector) keepStandby(ctx, lctx context.Context, t config.Target) {
+	c.mu.Lock()
+	r := c.standby[t.Name]
+	c.mu.Unlock()
+	if r != nil && !reflect.DeepEqual(r.t, t) {
+		c.stopStandby(t.Name)
+		r = nil
+	}
+	if r == nil {
+		c.mu.Lock()
+		c.standby[t.Name] = c.startLocked(ctx, t, 0, true)
+		c.mu.Unlock()
+		return
+	}
+	if r.loop.Synced() {
+		if err := c.lm.Ready(lctx, t.Name, r.loop.SyncPoint()); err != nil {
+			c.log.Warn("handover: ready not announced", "target", t.Name, "err", err)
+		}
+	}
+}
+
+func (c *Collector) standbyNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sortedKeys(c.standby)
+}
+
+// stopStandby stops a target's standby loop, if any; what it held is
+// dropped (the owner stores it) and the northbound forgets the target.
+func (c *Collector) stopStandby(name string) {
+	c.mu.Lock()
+	r := c.standby[name]
+	delete(c.standby, name)
+	c.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+	c.m.SetState(name, "")
+	c.targetGone(name)
+}
+
+// promote turns the target's standby loop, if it streams with the
+// configuration t, into its running loop at epoch: it drops what the
+// previous owner already stored (the latest table, read now that the lease
+// is ours and the old owner's transactions are over) and sends the rest.
+func (c *Collector) promote(ctx context.Context, t config.Target, epoch int64) bool {
+	c.mu.Lock()
+	r := c.standby[t.Name]
+	c.mu.Unlock()
+	if r == nil {
+		return false
+	}
+	select {
+	case <-r.done:
+		c.stopStandby(t.Name)
+		return false
+	default:
+	}
+	type stored struct {
+		id, ts    int64
+		v         uint64
+		isCounter bool
+	}
+	var latest []stored
+	floor := map[int64]int64{}
+	err := c.readLatest(ctx, t.Name, func(id, ts int64, v uint64, isCounter bool) {
+		latest = append(latest, stored{id, ts, v, isCounter})
+		floor[id] = ts
+	})
+	if err != nil || !reflect.DeepEqual(r.t, t) {
+		if err != nil {
+			c.log.Warn("handover: standby not promoted", "target", t.Name, "err", err)
+		}
+		c.stopStandby(t.Name)
+		return false
+	}
+	samples, events := r.loop.Promote(epoch, floor, func(conv *rows.Converter) {
+		for _, s := range latest {
+			conv.Seed(s.id, s.ts, s.v, s.isCounter)
+		}
+	})
+	r.epoch = epoch
+	c.mu.Lock()
+	delete(c.standby, t.Name)
+	c.running[t.Name] = r
+	c.mu.Unlock()
+	c.m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak).Inc()
+	c.log.Info("handover: rows the previous owner stored skipped", "target", t.Name, "samples", samples, "events", events)
+	return true
+}
+
+// drainLeases, at shutdown, hands this collector's targets over
+// make-before-break: it leaves the members (so the others take its
+// targets), keeps streaming and renewing, and stops each target once its
+// new owner streams it — until none is left, nobody else is alive, or the
+// drain time (at most leases.ttl) is up.
+func (c *Collector) drainLeases() {
+	if len(c.held) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(c.o.drain, c.cfg.Leases.TTL))
+	defer cancel()
+	if err := c.lm.Leave(ctx); err != nil {
+		c.log.Warn("drain: cannot leave the members", "err", err)
+		return
+	}
+	tick := time.NewTicker(c.cfg.Leases.Renew)
+	defer tick.Stop()
+	for len(c.held) > 0 {
+		members, err := c.lm.Members(ctx)
+		if err != nil || len(members) == 0 {
+			return
+		}
+		for _, name := range sortedKeys(c.held) {
+			if syncPoint, ok := c.successorReady(name, lease.Owner(members, name)); ok {
+				c.handOver(ctx, name, metrics.HandoverMakeBeforeBreak, syncPoint)
+				continue
+			}
+			c.renew(ctx, name, c.held[name])
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-c.handoverWake:
+		}
+	}
+}
+
 // handOver stops a target we should no longer own, waits (bounded) until
 // its batches are stored, and releases its lease so the new owner takes it
-// at once.
-func (c *Collector) handOver(ctx context.Context, name string) {
+// at once. kind is the handover's metric label ("" for a target no longer
+// collected at all). Make-before-break, the new owner streams the target
+// from the switch timestamp syncPoint on: the loop stops once it has
+// received as far (bounded by leases.ttl/2; past that the handover counts
+// as break-before-make).
+func (c *Collector) handOver(ctx context.Context, name, kind string, syncPoint int64) {
 	c.mu.Lock()
 	r := c.running[name]
+	c.mu.Unlock()
+	if r != nil && kind == metrics.HandoverMakeBeforeBreak {
+		wctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.TTL/2)
+		if err := r.loop.WaitReceived(wctx, syncPoint); err != nil {
+			kind = metrics.HandoverBreakBeforeMake
+			c.log.Warn("handover: this stream did not reach the new owner's sync point", "target", name,
+				"sync_point", syncPoint, "received", r.loop.LastReceived(), "err", err)
+		}
+		cancel()
+	}
+	c.mu.Lock()
 	delete(c.running, name)
 	c.mu.Unlock()
 	if r != nil {
@@ -546,8 +788,12 @@ func (c *Collector) handOver(ctx context.Context, name string) {
 		c.log.Warn("lease not released", "target", name, "err", err)
 	}
 	delete(c.held, name)
+	delete(c.handing, name)
 	c.m.SetState(name, "")
-	c.log.Info("target handed over", "target", name)
+	if kind != "" {
+		c.m.Handovers.WithLabelValues("given", kind).Inc()
+	}
+	c.log.Info("target handed over", "target", name, "kind", kind)
 	c.targetGone(name)
 }
 
@@ -557,7 +803,9 @@ func (c *Collector) targetGone(name string) {
 	}
 }
 
-func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int64) {
+// startLocked starts the loop of t at epoch (under mu) and records it in
+// running, or, on standby, returns it for the caller to record.
+func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int64, standby bool) *running {
 	conv := c.convs[t.Name]
 	if conv == nil {
 		var opts []rows.Option
@@ -567,16 +815,24 @@ func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int6
 		conv = rows.NewConverter(t.Name, c.sch, opts...)
 		c.convs[t.Name] = conv
 	}
-	lctx, cancel := context.WithCancel(ctx)
+	// A loop ends when stopped (cancel), not with ctx: a draining
+	// collector streams on until its targets' new owners stream.
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &running{t: t, epoch: epoch, cancel: cancel, done: make(chan struct{})}
-	r.loop = target.New(t, conv, c.w.Enqueue,
-		target.WithCollector(c.cfg.ID, epoch),
+	opts := []target.Option{target.WithCollector(c.cfg.ID, epoch),
 		target.WithBatch(c.cfg.Writer.BatchRows, c.cfg.Writer.BatchInterval),
 		target.WithMetrics(c.m), target.WithLogger(c.log),
-		target.WithBackoff(c.o.backoff[0], c.o.backoff[1]), target.WithObserver(c.o.observe))
-	c.running[t.Name] = r
+		target.WithBackoff(c.o.backoff[0], c.o.backoff[1]), target.WithObserver(c.o.observe)}
+	if standby {
+		// The owner stores what this loop holds until it is promoted;
+		// its sync wakes the reconcile loop to announce it.
+		opts = append(opts, target.WithStandby(c.cfg.Writer.QueueRows), target.WithOnSync(c.wakeHandover))
+	} else {
+		c.running[t.Name] = r
+	}
+	r.loop = target.New(t, conv, c.w.Enqueue, opts...)
 	c.m.SetState(t.Name, "connecting")
-	c.log.Info("target started", "target", t.Name, "address", t.Address, "epoch", epoch)
+	c.log.Info("target started", "target", t.Name, "address", t.Address, "epoch", epoch, "standby", standby)
 	go func() {
 		defer close(r.done)
 		if err := c.seed(lctx, t.Name, conv); err != nil {
@@ -584,6 +840,14 @@ func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int6
 		}
 		r.loop.Run(lctx)
 	}()
+	return r
+}
+
+func (c *Collector) wakeHandover() {
+	select {
+	case c.handoverWake <- struct{}{}:
+	default:
+	}
 }
 
 const seedSQL = `SELECT l.series_id, l.ts, coalesce(l.v_int, 0), s.path FROM latest l JOIN series s ON s.id = l.series_id WHERE s.target = $1`
@@ -618,6 +882,14 @@ func (c *Collector) seed(ctx context.Context, name string, conv *rows.Converter)
 }
 
 func (c *Collector) seedOnce(ctx context.Context, name string, conv *rows.Converter) error {
+	return c.readLatest(ctx, name, conv.Seed)
+}
+
+// readLatest calls f with what the latest table holds of each series of a
+// target: the id, the timestamp rounded up within its microsecond (what
+// PostgreSQL keeps; anything in the same microsecond is the stored value),
+// the integer value and whether the series is a counter.
+func (c *Collector) readLatest(ctx context.Context, name string, f func(id, ts int64, v uint64, isCounter bool)) error {
 	rs, err := c.pool.Query(ctx, seedSQL, name)
 	if err != nil {
 		return err
@@ -632,9 +904,7 @@ func (c *Collector) seedOnce(ctx context.Context, name string, conv *rows.Conver
 				counter = true
 			}
 		}
-		// PostgreSQL keeps microseconds: anything in the same
-		// microsecond is the stored value.
-		conv.Seed(id, ts.UnixNano()/1000*1000+999, uint64(v), counter)
+		f(id, ts.UnixNano()/1000*1000+999, uint64(v), counter)
 		return nil
 	})
 	return err
@@ -643,11 +913,14 @@ func (c *Collector) seedOnce(ctx context.Context, name string, conv *rows.Conver
 // stopAll stops every loop (each hands its last batch to the writer).
 func (c *Collector) stopAll(_ map[string]bool) {
 	c.mu.Lock()
-	rs := make([]*running, 0, len(c.running))
+	rs := make([]*running, 0, len(c.running)+len(c.standby))
 	for _, r := range c.running {
 		rs = append(rs, r)
 	}
-	c.running = map[string]*running{}
+	for _, r := range c.standby {
+		rs = append(rs, r)
+	}
+	c.running, c.standby = map[string]*running{}, map[string]*running{}
 	c.mu.Unlock()
 	for _, r := range rs {
 		r.cancel()
@@ -657,9 +930,14 @@ func (c *Collector) stopAll(_ map[string]bool) {
 	}
 }
 
-// listen wakes the reconcile loop on every NOTIFY lhcnp_targets; the
-// periodic re-read covers notifications lost while it reconnects.
-func (c *Collector) listen(ctx context.Context) {
+// targetsChannel is the NOTIFY channel of the targets table's trigger.
+const targetsChannel = "lhcnp_targets"
+
+// listen LISTENs on channels: a NOTIFY lhcnp_targets wakes the reconcile
+// loop to re-read the table (the periodic re-read covers notifications lost
+// while it reconnects); a handover message records who is ready to take a
+// target and wakes the reconcile (or drain) loop.
+func (c *Collector) listen(ctx context.Context, channels []string) {
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.MaxInterval = 200*time.Millisecond, c.cfg.Writer.RetryMax
 	for ctx.Err() == nil {
@@ -669,10 +947,12 @@ func (c *Collector) listen(ctx context.Context) {
 				return err
 			}
 			defer conn.Release()
-			if _, err := conn.Exec(ctx, "LISTEN lhcnp_targets"); err != nil {
-				return err
+			for _, ch := range channels { // our own constant names
+				if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+					return err
+				}
 			}
-			defer conn.Exec(context.Background(), "UNLISTEN lhcnp_targets")
+			defer conn.Exec(context.Background(), "UNLISTEN *")
 			c.Wake() // changes made while we were not listening
 			bo.Reset()
 			for {
@@ -681,6 +961,10 @@ func (c *Collector) listen(ctx context.Context) {
 					conn.Conn().Close(context.Background()) // do not return a broken LISTEN conn to the pool
 					return err
 				}
+				if n.Channel == lease.HandoverChannel {
+					c.handoverMessage(n.Payload)
+					continue
+				}
 				c.log.Debug("targets table changed", "target", n.Payload)
 				c.Wake()
 			}
@@ -688,7 +972,7 @@ func (c *Collector) listen(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		c.log.Warn("LISTEN lhcnp_targets interrupted", "err", err)
+		c.log.Warn("LISTEN interrupted", "channels", channels, "err", err)
 		t := time.NewTimer(bo.NextBackOff())
 		select {
 		case <-ctx.Done():
@@ -697,6 +981,25 @@ func (c *Collector) listen(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// handoverMessage records a collector ready to take a target over, and
+// wakes the loop that hands targets over or takes them.
+func (c *Collector) handoverMessage(payload string) {
+	h, err := lease.ParseHandover(payload)
+	if err != nil {
+		c.log.Warn("handover message ignored", "payload", payload, "err", err)
+		return
+	}
+	if h.Ready == c.cfg.ID || h.Released == c.cfg.ID {
+		return // our own
+	}
+	if h.Ready != "" {
+		c.mu.Lock()
+		c.ready[h.Target] = ready{by: h.Ready, syncPoint: h.SyncPoint, at: time.Now()}
+		c.mu.Unlock()
+	}
+	c.wakeHandover()
 }
 
 func (c *Collector) maintain(ctx context.Context) {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 	"github.com/lhcnp/lhcnp/collector/lease"
+	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/spill"
 )
@@ -332,14 +334,14 @@ func TestKillMidBatch(t *testing.T) {
 	t.Logf("%d samples acknowledged to the spill before SIGKILL, all stored once", len(acked))
 }
 
-// TestLeasesShareTargets runs two collectors over six switches: each target
-// is collected by the collector rendezvous hashing names, exactly once;
-// when one collector drains, the other takes its targets over with a new
-// fencing epoch. No sample is stored twice; a target that stayed put has
-// every sample; a target that moved has every sample but those a handover
-// can lose (docs/collector.md, "Several collectors: leases"): values
-// superseded between the last one the old owner received and the one the
-// new owner's initial sync delivers.
+// TestLeasesShareTargets runs two collectors over six switches that
+// publish a round every 10 ms throughout: collector a alone first, then b
+// joins (rendezvous hashing moves its share of the targets to it), then a
+// drains (b takes the rest). Both moves are make-before-break (b streams on
+// standby before a stops; b skips what a stored), so every round every
+// switch published is stored exactly once; and the fencing epochs keep one
+// writer per target: per target, every batch of a was committed before the
+// first of b, and b's epoch is above a's.
 func TestLeasesShareTargets(t *testing.T) {
 	pool, dsn := newDB(t)
 	var sws []*switchtest.Switch
@@ -356,49 +358,59 @@ func TestLeasesShareTargets(t *testing.T) {
 		cfg.Leases = config.Leases{Enabled: true, TTL: 3 * time.Second, Renew: 200 * time.Millisecond}
 		return cfg
 	}
-	a := start(t, mk("collector-a"))
-	b := start(t, mk("collector-b"))
-	members := []string{"collector-a", "collector-b"}
-	waitFor(t, 30*time.Second, "the targets placed by rendezvous hashing", func() (bool, string) {
-		var wantA, wantB []string
+	names := func(want string, members ...string) []string {
+		var out []string
 		for _, sw := range sws {
-			if lease.Owner(members, sw.Name) == "collector-a" {
-				wantA = append(wantA, sw.Name)
-			} else {
-				wantB = append(wantB, sw.Name)
+			if lease.Owner(members, sw.Name) == want {
+				out = append(out, sw.Name)
 			}
 		}
-		ra, rb := a.Running(), b.Running()
-		return fmt.Sprint(ra) == fmt.Sprint(wantA) && fmt.Sprint(rb) == fmt.Sprint(wantB) && allStreaming(a) && allStreaming(b),
-			fmt.Sprintf("a runs %v (want %v), b runs %v (want %v)", ra, wantA, rb, wantB)
-	})
-	movedFromA := a.Running()
+		return out
+	}
+	placed := func(what string, cs map[*runningCollector][]string) {
+		waitFor(t, 30*time.Second, what, func() (bool, string) {
+			var got []string
+			ok := true
+			for c, want := range cs {
+				r := c.Running()
+				ok = ok && fmt.Sprint(r) == fmt.Sprint(want) && allStreaming(c)
+				got = append(got, fmt.Sprintf("%s runs %v (want %v), states %v", c.ID(), r, want, c.Metrics().TargetStates()))
+			}
+			return ok, strings.Join(got, "; ")
+		})
+	}
+	// more waits until every switch has n more rounds stored than now.
+	more := func(what string, n int) {
+		base := map[string]int64{}
+		for _, p := range pubs {
+			base[p.sw.Name] = samplesOf(t, pool, p.sw.Name)
+		}
+		waitFor(t, 30*time.Second, what, func() (bool, string) {
+			for _, p := range pubs {
+				if got := samplesOf(t, pool, p.sw.Name) - base[p.sw.Name]; got < int64(n*len(p.paths)) {
+					return false, fmt.Sprintf("%s: %d more samples stored", p.sw.Name, got)
+				}
+			}
+			return true, ""
+		})
+	}
+
+	a := start(t, mk("collector-a"))
+	placed("a alone to take every target", map[*runningCollector][]string{a: names("collector-a", "collector-a")})
 	pu := startPump(pubs, 10*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // load on both
-	// Pause the load for the handover: a drain stops a's streams at once,
-	// and what the switches published but had not yet delivered on them
-	// (a loaded machine lags) reaches neither collector, but for each
-	// leaf's latest value, which b's initial sync delivers.
+	defer pu.stop()
+	more("rounds stored from a", 5)
+
+	b := start(t, mk("collector-b"))
+	toB := names("collector-b", "collector-a", "collector-b")
+	placed("the targets placed by rendezvous hashing", map[*runningCollector][]string{
+		a: names("collector-a", "collector-a", "collector-b"), b: toB})
+	more("rounds stored from both", 5)
+
+	a.stop(t) // drain: b takes a's targets, make-before-break
+	placed("b to take every target", map[*runningCollector][]string{b: names("collector-b", "collector-b")})
+	more("rounds stored from b", 5)
 	pu.stop()
-	beforeDrain := map[string]int{}
-	for _, p := range pubs {
-		beforeDrain[p.sw.Name] = int(p.n)
-	}
-	a.stop(t) // drain: store, release the leases, leave
-	var takeover time.Time
-	if err := pool.QueryRow(context.Background(), `SELECT now()`).Scan(&takeover); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "b to take every target", func() (bool, string) {
-		return len(b.Running()) == len(sws) && allStreaming(b), fmt.Sprint(b.Metrics().TargetStates())
-	})
-	pu = startPump(pubs, 10*time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
-	pu.stop()
-	moved := map[string]bool{}
-	for _, name := range movedFromA {
-		moved[name] = true
-	}
 	for _, p := range pubs {
 		// Complete once the last round is stored (b stores in order).
 		waitFor(t, 30*time.Second, p.sw.Name+"'s last round", func() (bool, string) {
@@ -412,35 +424,70 @@ func TestLeasesShareTargets(t *testing.T) {
 		})
 	}
 	b.stop(t)
+
 	noDuplicates(t, pool)
 	for _, p := range pubs {
 		rs := storedRounds(t, pool, p)
 		for _, leaf := range p.paths {
-			got := rs[leaf]
-			if !moved[p.sw.Name] {
-				if len(got) != int(p.n) {
-					t.Errorf("%s %s (not moved): %d of %d rounds stored", p.sw.Name, leaf, len(got), p.n)
-				}
-				continue
-			}
-			lost, err := handoverLoss(got, beforeDrain[p.sw.Name], int(p.n))
-			if err != "" {
-				t.Errorf("%s %s (moved from a): %s", p.sw.Name, leaf, err)
-			}
-			if lost > 0 {
-				t.Logf("%s %s: the handover lost %d superseded values (rounds in flight to a when it drained)", p.sw.Name, leaf, lost)
+			if missing := missingRounds(rs[leaf], int(p.n)); len(missing) > 0 {
+				t.Errorf("%s %s: rounds %v of 1..%d not stored (the switch coalesced %d values on its streams)",
+					p.sw.Name, leaf, missing, p.n, p.sw.Stats().Coalesced)
 			}
 		}
 	}
-	for _, name := range movedFromA {
-		if n := count(t, pool, `SELECT count(*) FROM ingest_ledger WHERE target = $1 AND collector = 'collector-b' AND committed_at > $2`, name, takeover); n == 0 {
-			t.Errorf("%s: no batch of b after the takeover", name)
+	for _, tt := range []struct {
+		c         *runningCollector
+		direction string
+		want      int
+	}{
+		{a, "given", len(sws)}, // toB when b joined, the rest when a drained
+		{b, "taken", len(sws)},
+	} {
+		m := tt.c.Metrics()
+		if got := testutil.ToFloat64(m.Handovers.WithLabelValues(tt.direction, metrics.HandoverMakeBeforeBreak)); int(got) != tt.want {
+			t.Errorf("%s: %v targets %s make-before-break, want %d", tt.c.ID(), got, tt.direction, tt.want)
 		}
-		if n := count(t, pool, `SELECT count(*) FROM ingest_ledger l WHERE target = $1 AND collector = 'collector-b' AND committed_at > $2
-			AND epoch <= (SELECT max(epoch) FROM ingest_ledger WHERE target = $1 AND collector = 'collector-a')`, name, takeover); n != 0 {
-			t.Errorf("%s: %d of b's batches after the takeover carry an epoch not above a's", name, n)
+		if got := testutil.ToFloat64(m.Handovers.WithLabelValues(tt.direction, metrics.HandoverBreakBeforeMake)); got != 0 {
+			t.Errorf("%s: %v targets %s break-before-make, want 0", tt.c.ID(), got, tt.direction)
+		}
+		if got := testutil.ToFloat64(m.DroppedRows.WithLabelValues(metrics.DropStaleEpoch)); got != 0 {
+			t.Errorf("%s: %v rows refused as stale", tt.c.ID(), got)
 		}
 	}
+	for _, sw := range sws {
+		// One writer per target at a time: a's batches, then b's.
+		var aLast, bFirst time.Time
+		var aEpoch, bEpoch int64
+		if err := pool.QueryRow(context.Background(), `SELECT
+			  coalesce(max(committed_at) FILTER (WHERE collector = 'collector-a'), '-infinity'),
+			  coalesce(min(committed_at) FILTER (WHERE collector = 'collector-b'), 'infinity'),
+			  coalesce(max(epoch) FILTER (WHERE collector = 'collector-a'), 0),
+			  coalesce(min(epoch) FILTER (WHERE collector = 'collector-b'), 0)
+			FROM ingest_ledger WHERE target = $1`, sw.Name).Scan(&aLast, &bFirst, &aEpoch, &bEpoch); err != nil {
+			t.Fatal(err)
+		}
+		if !aLast.Before(bFirst) {
+			t.Errorf("%s: a committed a batch at %v, after b's first at %v", sw.Name, aLast, bFirst)
+		}
+		if bEpoch <= aEpoch {
+			t.Errorf("%s: b's epoch %d not above a's %d", sw.Name, bEpoch, aEpoch)
+		}
+	}
+}
+
+// missingRounds returns the rounds of 1..n not in got.
+func missingRounds(got []int, n int) []int {
+	have := make(map[int]bool, len(got))
+	for _, r := range got {
+		have[r] = true
+	}
+	var out []int
+	for r := 1; r <= n; r++ {
+		if !have[r] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // storedRounds returns, per leaf path of p, the rounds stored, in order.
@@ -467,26 +514,6 @@ func storedRounds(t testing.TB, pool interface {
 }
 
 func tail(r []int) []int { return r[max(0, len(r)-3):] }
-
-// handoverLoss checks the rounds stored of a leaf whose target moved when
-// round k was the last published before the drain, n the last of all:
-// rounds 1..l (what the old owner received) and then k..n (k from the new
-// owner's initial sync, the rest streamed), for some l < k. It returns how
-// many rounds are missing (k-1-l), or what is wrong.
-func handoverLoss(got []int, k, n int) (lost int, problem string) {
-	l := 0
-	for l < len(got) && got[l] == l+1 {
-		l++
-	}
-	var want []int
-	for r := max(l+1, k); r <= n; r++ {
-		want = append(want, r)
-	}
-	if rest := got[l:]; fmt.Sprint(rest) != fmt.Sprint(want) {
-		return 0, fmt.Sprintf("rounds 1..%d stored, then %v; want then %d..%d (the latest before the drain, %d, and all after)", l, tail(rest), max(l+1, k), n, k)
-	}
-	return max(0, k-1-l), ""
-}
 
 // TestFencingRefusesStaleEpoch moves a target's lease behind the
 // collector's back: its batches with the old epoch are refused in their

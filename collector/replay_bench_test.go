@@ -12,7 +12,10 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 
+	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
+	"github.com/lhcnp/lhcnp/collector/northbound"
+	"github.com/lhcnp/lhcnp/server/schema"
 	"github.com/lhcnp/lhcnp/server/store"
 )
 
@@ -121,7 +124,22 @@ func newReplayTarget(b *testing.B, rounds int) (*replayTarget, string) {
 // notification's timestamp to its batch's transaction... measured on the
 // rows' own timestamps shifted to the send start (the replayed timestamps
 // are synthetic).
-func BenchmarkCollector(b *testing.B) {
+func BenchmarkCollector(b *testing.B) { benchCollector(b) }
+
+// BenchmarkCollectorNorthbound is BenchmarkCollector with the northbound's
+// store fed from every response (collector.WithObserver, as `lhcnp
+// collector` does with northbound.listen set): the receive side's cost of
+// serving the fleet northbound.
+func BenchmarkCollectorNorthbound(b *testing.B) {
+	sch, err := schema.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	nb := northbound.New(sch)
+	benchCollector(b, collector.WithObserver(nb.Observe), collector.WithTargetGone(nb.RemoveTarget))
+}
+
+func benchCollector(b *testing.B, opts ...collector.Option) {
 	const targets, rounds, leaves = 2, 400, 256
 	for range b.N {
 		pool, dsn := newDB(b)
@@ -132,7 +150,7 @@ func BenchmarkCollector(b *testing.B) {
 			rts = append(rts, rt)
 			cfg.Targets = append(cfg.Targets, onChange(fmt.Sprintf("replay%d", i), addr))
 		}
-		c := start(b, cfg)
+		c := start(b, cfg, opts...)
 		for _, rt := range rts {
 			<-rt.ready
 		}

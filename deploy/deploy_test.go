@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/lhcnp/lhcnp/deploy/grafanasql"
 	"github.com/lhcnp/lhcnp/internal/pgtest"

@@ -3,7 +3,7 @@
 # yang/ with the generators pinned in go.mod.
 #
 # It regenerates from scratch in a temporary copy of the module (go.mod,
-# go.sum, yang/ and gen/ without its generated oc/ tree), so it neither touches
+# go.sum, yang/ and gen/ without its generated oc/ and client/ trees), so it neither touches
 # the working tree nor depends on what git has committed, and catches stale,
 # hand-edited, missing and extra files alike. It then checks that gen/ is
 # gofmt-clean and builds.
@@ -20,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 cp go.mod go.sum "$tmp/"
 cp -r yang "$tmp/yang"
 cp -r gen "$tmp/gen"
-rm -rf "$tmp/gen/oc"
+rm -rf "$tmp/gen/oc" "$tmp/gen/client"
 
 (cd "$tmp" && go generate ./gen/...)
 

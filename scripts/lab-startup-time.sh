@@ -12,7 +12,9 @@
 #   STATE=DIR scripts/lab-startup-time.sh warm   # reuse a state directory
 #
 # The lab is stopped (SIGINT) once the data is there; the temporary caches
-# and state directory are removed. Prints the load average before and after.
+# and state directory are removed. Prints the load average before and after,
+# and the CPU time (user + system) of everything make ran: on a shared
+# machine the wall clock depends on the others' load, the CPU time hardly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,7 +53,9 @@ setsid make lab LAB_FLAGS="--state-dir $state --http 127.0.0.1:$port --listen 12
 lab_pid=$!
 
 deadline=$(( $(date +%s) + 600 ))
-until curl -fs "http://127.0.0.1:$port/api/queues" 2>/dev/null \
+# The dashboard is asked only once the lab printed it: polling during the
+# build would take CPU time from the build.
+until grep -q 'dashboard  ' "$tmp/out" 2>/dev/null && curl -fs "http://127.0.0.1:$port/api/queues" 2>/dev/null \
     | python3 -c 'import json,sys; q=json.load(sys.stdin)["queues"]; sys.exit(0 if any(x["target"]=="n1" and x.get("queue_depth_bytes") is not None for x in q) else 1)' 2>/dev/null; do
   if ! kill -0 "$lab_pid" 2>/dev/null; then
     echo "make lab ended before the dashboard had data" >&2
@@ -68,3 +72,7 @@ kill -INT -- "-$lab_pid"
 wait "$lab_pid" || true
 lab_pid=
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+# bash's times: this shell's CPU time, then its children's (make and all it
+# ran, the build and the lab until stopped, and the polls).
+times >"$tmp/times" # not in a pipe: a subshell has no children
+sed -n 2p "$tmp/times" | sed 's/^/CPU time of make lab (user, system): /'

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lhcnp/lhcnp/gen/oc"
-	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
+	"github.com/lhcnp/lhcnp/gen/client/oc"
+	"github.com/lhcnp/lhcnp/gen/client/oc/ocpath"
 	"github.com/lhcnp/lhcnp/server/auth"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -134,11 +134,11 @@ func commitExt(id string, action any) *gnmi_ext.Extension {
 }
 
 // ValidateChange checks the new settings against the generated model
-// (ygot validation of the queue's config container: ranges and types)
+// (ygot validation of the queue's GoStruct: ranges and types)
 // and alpha's fraction digits, which ygot does not check: nothing the
 // switch would refuse is pushed.
 func ValidateChange(c Change) error {
-	cfg := &oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config{Id: ygot.Uint8(c.Queue)}
+	cfg := &oc.Lhcnp_Interface_Queue{Id: ygot.Uint8(c.Queue)}
 	a := c.After
 	switch a.KMaxMode {
 	case policy.KMaxBDP:
@@ -170,7 +170,9 @@ func ValidateChange(c Change) error {
 }
 
 // Commit implements Pusher: one Set of the changed leaves (alpha or
-// kmax, v-growth) of every queue, with the Commit extension.
+// kmax, v-growth) of every queue, with the Commit extension. The paths are
+// gen/client's compressed ones (quicker to compile); on the wire they are
+// the queue's config/ leaves, as with the uncompressed gen/oc/ocpath.
 func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Change, rollback time.Duration) error {
 	var errs []error
 	for _, c := range changes {
@@ -190,20 +192,20 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 	}
 	b := &ygnmi.SetBatch{}
 	for _, c := range changes {
-		q := ocpath.Root().Lhcnp().Interfaces().Interface(c.Interface).Queues().Queue(c.Queue).Config()
+		q := ocpath.Root().Lhcnp().Interface(c.Interface).Queue(c.Queue)
 		switch {
 		case c.After.KMaxMode == policy.KMaxExplicit:
 			if c.Before.KMaxMode != policy.KMaxExplicit {
-				ygnmi.BatchUpdate(b, q.KmaxMode(), oc.LhcnpTypes_KmaxMode_EXPLICIT)
+				ygnmi.BatchUpdate(b, q.KmaxMode().Config(), oc.LhcnpTypes_KmaxMode_EXPLICIT)
 			}
 			if c.After.KMaxBytes != c.Before.KMaxBytes {
-				ygnmi.BatchUpdate(b, q.Kmax(), uint64(c.After.KMaxBytes))
+				ygnmi.BatchUpdate(b, q.Kmax().Config(), uint64(c.After.KMaxBytes))
 			}
 		case c.After.Alpha != c.Before.Alpha:
-			ygnmi.BatchUpdate(b, q.Alpha(), c.After.Alpha)
+			ygnmi.BatchUpdate(b, q.Alpha().Config(), c.After.Alpha)
 		}
 		if c.After.VGrowthBps != c.Before.VGrowthBps {
-			ygnmi.BatchUpdate(b, q.VGrowth(), uint64(c.After.VGrowthBps))
+			ygnmi.BatchUpdate(b, q.VGrowth().Config(), uint64(c.After.VGrowthBps))
 		}
 	}
 	if _, err := b.Set(p.outgoing(ctx, s), yc); err != nil {

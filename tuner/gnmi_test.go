@@ -3,15 +3,23 @@ package tuner
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
+	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/gen/client/oc/ocpath"
+	"github.com/lhcnp/lhcnp/gen/oc"
+	uncompressed "github.com/lhcnp/lhcnp/gen/oc/ocpath"
+	"github.com/lhcnp/lhcnp/server/target"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/ygnmi/ygnmi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 func ygnmiClient(t *testing.T, addr string) *ygnmi.Client {
@@ -34,8 +42,8 @@ func TestGNMIPusherCommit(t *testing.T) {
 	ctx := context.Background()
 	addr, pub := testSwitch(t)
 	yc := ygnmiClient(t, addr)
-	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0)
-	before, err := ygnmi.Get(ctx, yc, q.State().EffectiveKmax(), ygnmi.WithUseGet())
+	q := ocpath.Root().Lhcnp().Interface("wan0").Queue(0)
+	before, err := ygnmi.Get(ctx, yc, q.EffectiveKmax().State(), ygnmi.WithUseGet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,15 +58,15 @@ func TestGNMIPusherCommit(t *testing.T) {
 	if err := pub.PublishNow(ctx); err != nil {
 		t.Fatal(err)
 	}
-	alpha, err := ygnmi.Get(ctx, yc, q.State().Alpha(), ygnmi.WithUseGet())
+	alpha, err := ygnmi.Get(ctx, yc, q.Alpha().State(), ygnmi.WithUseGet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	vg, err := ygnmi.Get(ctx, yc, q.State().VGrowth(), ygnmi.WithUseGet())
+	vg, err := ygnmi.Get(ctx, yc, q.VGrowth().State(), ygnmi.WithUseGet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := ygnmi.Get(ctx, yc, q.State().EffectiveKmax(), ygnmi.WithUseGet())
+	after, err := ygnmi.Get(ctx, yc, q.EffectiveKmax().State(), ygnmi.WithUseGet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +111,7 @@ func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 	ctx := context.Background()
 	addr, _ := testSwitch(t)
 	yc := ygnmiClient(t, addr)
-	alpha := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).State().Alpha()
+	alpha := ocpath.Root().Lhcnp().Interface("wan0").Queue(0).Alpha().State()
 	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
 	defer p.Close()
 	ch := Change{Interface: "wan0", Queue: 0,
@@ -154,5 +162,108 @@ func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 	}
 	if a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet()); err != nil || a != 0.5 {
 		t.Errorf("alpha after confirm then a cancelled commit: %v, %v; want the confirmed 0.5", a, err)
+	}
+}
+
+// setRecorder is a server interceptor that keeps every SetRequest the
+// switch receives.
+type setRecorder struct {
+	mu   sync.Mutex
+	reqs []*gnmi.SetRequest
+}
+
+func (r *setRecorder) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if s, ok := req.(*gnmi.SetRequest); ok {
+		r.mu.Lock()
+		r.reqs = append(r.reqs, s)
+		r.mu.Unlock()
+	}
+	return h(ctx, req)
+}
+
+func (r *setRecorder) only(t *testing.T) *gnmi.SetRequest {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.reqs) != 1 {
+		t.Fatalf("the switch received %d SetRequests, want 1", len(r.reqs))
+	}
+	return r.reqs[0]
+}
+
+// TestClientPathsOnTheWire: the pusher's Set, built on the compressed
+// paths of gen/client, is on the wire exactly the Set the uncompressed
+// gen/oc/ocpath builds for the same leaves (config/alpha, config/v-growth,
+// config/kmax-mode, config/kmax: every leaf the tuner sets), values and
+// extensions included, and both real switches accept it.
+func TestClientPathsOnTheWire(t *testing.T) {
+	ctx := context.Background()
+	const id, rollback = "c1", time.Minute
+	bdp := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 1_250_000_000}
+	explicit := policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 4_000_000, VGrowthBps: 1_250_000_000}
+	q := uncompressed.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).Config()
+	tests := []struct {
+		desc   string
+		before policy.Settings
+		after  policy.Settings
+		// want builds the same Set with the uncompressed paths.
+		want func(b *ygnmi.SetBatch)
+	}{{
+		desc:   "alpha and v-growth",
+		before: bdp,
+		after:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBps: 625_000_000},
+		want: func(b *ygnmi.SetBatch) {
+			ygnmi.BatchUpdate(b, q.Alpha(), 0.5)
+			ygnmi.BatchUpdate(b, q.VGrowth(), uint64(625_000_000))
+		},
+	}, {
+		desc:   "to explicit kmax",
+		before: bdp,
+		after:  policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 3_000_000, VGrowthBps: 2_500_000_000},
+		want: func(b *ygnmi.SetBatch) {
+			ygnmi.BatchUpdate(b, q.KmaxMode(), oc.LhcnpTypes_KmaxMode_EXPLICIT)
+			ygnmi.BatchUpdate(b, q.Kmax(), uint64(3_000_000))
+			ygnmi.BatchUpdate(b, q.VGrowth(), uint64(2_500_000_000))
+		},
+	}, {
+		desc:   "explicit kmax only",
+		before: explicit,
+		after:  policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 2_000_000, VGrowthBps: 1_250_000_000},
+		want: func(b *ygnmi.SetBatch) {
+			ygnmi.BatchUpdate(b, q.Kmax(), uint64(2_000_000))
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			var got, want setRecorder
+			gotAddr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{got.intercept}, nil))
+			wantAddr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{want.intercept}, nil))
+
+			p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: gotAddr, Insecure: true}})
+			defer p.Close()
+			if err := p.Commit(ctx, "n1", id, []Change{{Interface: "wan0", Queue: 0, Before: tt.before, After: tt.after}}, rollback); err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+
+			conn, err := grpc.NewClient(wantAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			ext := commitExt(id, &gnmi_ext.CommitRequest{RollbackDuration: durationpb.New(rollback)})
+			yc, err := ygnmi.NewClient(withExtensions{gnmi.NewGNMIClient(conn), []*gnmi_ext.Extension{ext}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &ygnmi.SetBatch{}
+			tt.want(b)
+			if _, err := b.Set(ctx, yc); err != nil {
+				t.Fatalf("the uncompressed Set: %v", err)
+			}
+
+			if diff := cmp.Diff(want.only(t), got.only(t), protocmp.Transform()); diff != "" {
+				t.Errorf("SetRequest on the wire (-uncompressed +compressed):\n%s", diff)
+			}
+		})
 	}
 }

@@ -58,8 +58,10 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 		}
 		return cc, ctx, true, err
 	}
+	// Its metrics are served on the collector's /metrics.
+	m := northbound.NewMetrics(c.Metrics().Registry)
 	n.nb = northbound.New(sch, northbound.WithHistory(c.Pool(), cfg.DB.Retention), northbound.WithDialer(dial),
-		northbound.WithLogger(log.With("component", "northbound")))
+		northbound.WithLogger(log.With("component", "northbound")), northbound.WithMetrics(m))
 	var u *auth.Users
 	if nc.Users != "" {
 		if u, err = auth.LoadUsers(nc.Users); err != nil {
@@ -69,7 +71,8 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client is the anonymous read-write user")
 	}
 	opts := []target.Option{target.WithAuth(auth.New(u)), target.WithCapabilities(n.nb), target.WithGet(n.nb),
-		target.WithSet(n.nb), target.WithSubscribe(n.nb)}
+		target.WithSet(n.nb), target.WithSubscribe(n.nb),
+		target.WithOuterInterceptors([]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()})}
 	if nc.Insecure {
 		opts = append(opts, target.WithInsecure())
 	} else {

@@ -28,12 +28,24 @@ import (
 // ago (the History examples ask for the last seconds).
 func startCollectorNorthbound(t *testing.T) string {
 	t.Helper()
+	addr, _ := startCollectorNorthboundMetrics(t)
+	return addr
+}
+
+var collectorMetricsRE = regexp.MustCompile(`metrics on "(\S+)"`)
+
+// startCollectorNorthboundMetrics is startCollectorNorthbound with the
+// collector's /metrics on a free port; it returns the northbound's address
+// and the metrics' (host:port).
+func startCollectorNorthboundMetrics(t *testing.T) (northbound, metrics string) {
+	t.Helper()
 	pool, dsn := pgtest.New(t)
 	a, b := startSwitch(t), startSwitch(t)
 	file := collectorFile(t, fmt.Sprintf(`
 db: {dsn: '%s', targets_table: false}
 state_dir: %s
 writer: {batch_interval: 50ms}
+metrics: {listen: 127.0.0.1:0}
 northbound: {listen: 127.0.0.1:0, insecure: true}
 targets:
   - {name: n1, address: %s, insecure: true, subscriptions: [{paths: [/lhcnp], mode: on_change}]}
@@ -64,7 +76,13 @@ targets:
 		t.Fatalf("the collector's northbound did not start within 60 s:\n%s", logs.String())
 	}
 	waitNorthbound(t, pool, addr, logs)
-	return addr
+	out.mu.Lock()
+	m := collectorMetricsRE.FindStringSubmatch(out.buf.String())
+	out.mu.Unlock()
+	if m == nil {
+		t.Fatalf("the collector did not print its metrics address:\n%s", logs.String())
+	}
+	return addr, m[1]
 }
 
 // waitNorthbound waits until the northbound answers a Get for both

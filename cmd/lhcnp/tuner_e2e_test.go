@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,8 +112,8 @@ func startService(t *testing.T, name string, run func(context.Context, []string,
 // changes, tuner_actions has the rows of both switches, and the outcome
 // matches the switch (confirmed: the new alpha stays past the rollback
 // deadline; rolled back: the old alpha is back). Then, with the collector
-// stopped right after a push, the tuner cannot see the change applied:
-// the switch rolls the unconfirmed commit back and the row says so.
+// stopped before a new tuner pushes, the tuner cannot see the change
+// applied: the switch rolls the unconfirmed commit back and the row says so.
 func TestTunerEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: tens of seconds")
@@ -170,13 +171,15 @@ targets:
 
 	// The switches run at half speed: utilisation over wall-clock seconds
 	// is half the simulated one, hence utilisation_low 0.3.
-	tunerConfig := func(judge string) string {
+	// window and maxGap: how far back the tuner reads telemetry, and the
+	// longest time without a sample it decides on.
+	tunerConfig := func(window, maxGap string) string {
 		p := filepath.Join(t.TempDir(), "tuner.yaml")
 		body := fmt.Sprintf(`
 db: %s
 period: 500ms
-window: 3s
-judge_window: %s
+window: %s
+judge_window: 3s
 rollback_duration: 8s
 switch_timeout: 5s
 switches:
@@ -184,20 +187,20 @@ switches:
   - {name: sw-b, address: %s, insecure: true}
 policy:
   cooldown: 1s
-  max_gap: 2s
+  max_gap: %s
   delay_high_rtt: 0.3
   delay_low_rtt: 0.05
   utilisation_low: 0.3
   utilisation_under: 0.2
   tune_v_growth: false
-`, dsn, judge, sw["sw-a"].addr, sw["sw-b"].addr)
+`, dsn, window, sw["sw-a"].addr, sw["sw-b"].addr, maxGap)
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
 	tunerLogs := &lockedBuffer{}
-	stopTuner := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("3s"), "--verbose"}, tunerLogs)
+	stopTuner := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("3s", "2s"), "--verbose"}, tunerLogs)
 
 	// Phase 1: both switches get a decision, pushed with Commit Confirmed.
 	var first tunerRow
@@ -243,12 +246,21 @@ policy:
 	})
 	t.Logf("phase 1: %s: alpha %v -> %v, %s", outcome, first.Before.Alpha, first.After.Alpha, reason)
 
-	// Phase 2: a new tuner pushes; the collector stops right away, so no
-	// telemetry shows the change applied: the switch rolls it back.
-	before, _ := tunerRows(ctx, pool)
-	stopTuner2 := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("3s"), "--verbose"}, tunerLogs)
+	// Phase 2: the collector stops, then a new tuner decides on what it
+	// stored (a window and max_gap reaching back past the stop) and
+	// pushes. No telemetry can show that change applied, so the tuner
+	// never confirms and the switch rolls it back. (Stopping the collector
+	// only once the push was seen raced with the tuner: under load the
+	// collector stored a judge window of the applied change first and the
+	// tuner rightly confirmed it.)
+	before, err := tunerRows(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopCollector()
+	stopTuner2 := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("20s", "20s"), "--verbose"}, tunerLogs)
 	var pushed tunerRow
-	waitFor(t, "a second pushed decision", 90*time.Second, func() (bool, string) {
+	waitFor(t, "a second pushed decision", 60*time.Second, func() (bool, string) {
 		rows, err := tunerRows(ctx, pool)
 		if err != nil {
 			return false, err.Error()
@@ -261,7 +273,6 @@ policy:
 		}
 		return false, fmt.Sprintf("new rows %+v\ntuner log:\n%s\ncollector log:\n%s", rows[len(before):], tunerLogs, collectorLogs)
 	})
-	stopCollector()
 	if a, _ := state(pushed.Target); a != pushed.After.Alpha {
 		t.Errorf("%s: alpha %v while the commit is pending, want %v", pushed.Target, a, pushed.After.Alpha)
 	}
@@ -269,10 +280,15 @@ policy:
 		a, _ := state(pushed.Target)
 		return a == pushed.Before.Alpha, fmt.Sprintf("alpha %v", a)
 	})
+	var why string
 	waitFor(t, "the row rolled back", 20*time.Second, func() (bool, string) {
 		var o string
-		err := pool.QueryRow(ctx, `SELECT outcome FROM tuner_actions WHERE id = $1`, pushed.ID).Scan(&o)
+		err := pool.QueryRow(ctx, `SELECT outcome, reason FROM tuner_actions WHERE id = $1`, pushed.ID).Scan(&o, &why)
 		return err == nil && o == "rolled-back", fmt.Sprintf("outcome %q (%v)", o, err)
 	})
+	if !strings.Contains(why, "did not show the change applied") {
+		t.Errorf("rolled-back row's reason %q, want that telemetry did not show the change applied", why)
+	}
 	stopTuner2()
+	t.Logf("phase 2: %s: alpha %v -> %v, %s; rolled back: %s", pushed.Target, pushed.Before.Alpha, pushed.After.Alpha, pushed.Reason, why)
 }

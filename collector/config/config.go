@@ -18,7 +18,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/server/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // File is the collector configuration. Scalar keys are also flags and

@@ -5,13 +5,16 @@
 // row per target with a fencing epoch says who does own it. The epoch goes
 // up on every change of owner; the writer stores it in each ledger row and
 // refuses, in the same transaction, a batch whose epoch is no longer the
-// lease's.
+// lease's. A handover is announced on a NOTIFY channel (HandoverChannel):
+// the new owner says when its stream is ready, the old owner when it has
+// released the lease, so neither has to wait for its next renewal.
 //
 // It depends on pgx only; it knows neither gNMI nor the write path.
 package lease
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"hash/fnv"
 	"time"
@@ -79,9 +82,51 @@ WHERE leases.owner = EXCLUDED.owner OR leases.expires_at < now()
 RETURNING epoch`
 	renewSQL = `UPDATE leases SET expires_at = now() + $4 * interval '1 millisecond'
 WHERE target = $1 AND owner = $2 AND epoch = $3`
-	releaseSQL = `UPDATE leases SET expires_at = now() - interval '1 millisecond' WHERE target = $1 AND owner = $2`
-	leaveSQL   = `DELETE FROM collectors WHERE id = $1`
+	releaseSQL = `WITH r AS (UPDATE leases SET expires_at = now() - interval '1 millisecond' WHERE target = $1 AND owner = $2 RETURNING target)
+SELECT pg_notify($3, $4) FROM r`
+	leaveSQL  = `DELETE FROM collectors WHERE id = $1`
+	notifySQL = `SELECT pg_notify($1, $2)`
 )
+
+// HandoverChannel is the NOTIFY channel of handovers; its payloads are
+// Handover values in JSON.
+const HandoverChannel = "lhcnp_handover"
+
+// Handover is a message on HandoverChannel: Ready names the collector
+// whose stream of Target has reached its sync_response and waits for the
+// lease, SyncPoint the newest switch timestamp (ns) of that stream's
+// initial values; Released the collector that has just released the lease.
+type Handover struct {
+	Target    string `json:"target"`
+	Ready     string `json:"ready,omitempty"`
+	SyncPoint int64  `json:"sync_point,omitempty"`
+	Released  string `json:"released,omitempty"`
+}
+
+// ParseHandover decodes a HandoverChannel payload.
+func ParseHandover(payload string) (Handover, error) {
+	var h Handover
+	if err := json.Unmarshal([]byte(payload), &h); err != nil {
+		return Handover{}, err
+	}
+	if h.Target == "" {
+		return Handover{}, errors.New("handover without a target")
+	}
+	return h, nil
+}
+
+func (h Handover) payload() string {
+	data, _ := json.Marshal(h)
+	return string(data)
+}
+
+// Ready announces that this collector streams target and is ready to take
+// its lease over (make-before-break): the owner may stop and release once
+// its own stream has received up to syncPoint.
+func (m *Manager) Ready(ctx context.Context, target string, syncPoint int64) error {
+	_, err := m.pool.Exec(ctx, notifySQL, HandoverChannel, Handover{Target: target, Ready: m.id, SyncPoint: syncPoint}.payload())
+	return err
+}
 
 func (m *Manager) ms() int64 { return m.ttl.Milliseconds() }
 
@@ -118,9 +163,10 @@ func (m *Manager) Renew(ctx context.Context, target string, epoch int64) (ok boo
 	return tag.RowsAffected() == 1, err
 }
 
-// Release lets another collector take the lease at once.
+// Release lets another collector take the lease at once, and says so on
+// HandoverChannel.
 func (m *Manager) Release(ctx context.Context, target string) error {
-	_, err := m.pool.Exec(ctx, releaseSQL, target, m.id)
+	_, err := m.pool.Exec(ctx, releaseSQL, target, m.id, HandoverChannel, Handover{Target: target, Released: m.id}.payload())
 	return err
 }
 

@@ -32,10 +32,27 @@ const (
 	DropSpillCorrupt = "spill_corrupt" // a spilled record failed its CRC
 	DropStaleEpoch   = "stale_epoch"   // the target's lease moved to another collector
 	DropDuplicate    = "duplicate"     // a re-sent value already stored (not a loss)
+	// DropHandoverBuffer: a collector taking a target over buffers what
+	// its new stream delivers until the old owner lets go; past
+	// writer.queue_rows the oldest buffered rows (which the old owner is
+	// still storing) are dropped.
+	DropHandoverBuffer = "handover_buffer"
+)
+
+// Handover kinds (label kind of Handovers).
+const (
+	// HandoverMakeBeforeBreak: the new owner's stream had reached its
+	// sync_response before the old owner stopped.
+	HandoverMakeBeforeBreak = "make_before_break"
+	// HandoverBreakBeforeMake: the old owner stopped first (its successor
+	// did not sync within leases.ttl, or a lease expired).
+	HandoverBreakBeforeMake = "break_before_make"
 )
 
 // Target states (label state of TargetState).
-var States = []string{"connecting", "syncing", "streaming", "backoff", "stopped"}
+// standby: streaming, but its rows are held until this collector takes the
+// target's lease over from the collector that still owns it.
+var States = []string{"connecting", "syncing", "streaming", "standby", "backoff", "stopped"}
 
 // Metrics are the collector's metrics.
 type Metrics struct {
@@ -57,6 +74,7 @@ type Metrics struct {
 	RoundTrip     prometheus.Histogram   // one batch transaction, begin to commit
 	Lag           prometheus.Histogram   // switch timestamp to commit, per sample
 	Leases        prometheus.Gauge
+	Handovers     *prometheus.CounterVec // direction (given, taken), kind
 
 	mu     sync.Mutex
 	states map[string]string
@@ -68,7 +86,7 @@ func New() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		TargetState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: Prefix + "target_state",
-			Help: "1 for the current state of each target's subscription (connecting, syncing, streaming, backoff, stopped)."}, []string{"target", "state"}),
+			Help: "1 for the current state of each target's subscription (connecting, syncing, streaming, standby, backoff, stopped)."}, []string{"target", "state"}),
 		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "notifications_received_total",
 			Help: "gNMI notifications received, per target."}, []string{"target"}),
 		Resubscribes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "subscribes_total",
@@ -80,7 +98,7 @@ func New() *Metrics {
 		DeadLetters: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "dead_letters_total",
 			Help: "Rows PostgreSQL refused, stored in dead_letters with the error."}),
 		DroppedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "dropped_rows_total",
-			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch; duplicate counts re-sent values already stored)."}, []string{"reason"}),
+			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch, handover_buffer; duplicate counts re-sent values already stored)."}, []string{"reason"}),
 		QueueRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_rows",
 			Help: "Rows in the in-memory queue."}),
 		QueueBatches: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_batches",
@@ -99,13 +117,15 @@ func New() *Metrics {
 			Help: "From a sample's switch timestamp to its commit.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}),
 		Leases: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "leases_held",
 			Help: "Target leases this collector holds."}),
+		Handovers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "handovers_total",
+			Help: "Targets handed to another collector (direction given) or taken from one (taken), by kind (make_before_break: the new owner streamed before the old one stopped; break_before_make)."}, []string{"direction", "kind"}),
 		states: map[string]string{},
 	}
 	m.Registry.MustRegister(m.TargetState, m.Notifications, m.Resubscribes, m.RowsWritten, m.Batches,
 		m.DeadLetters, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
-		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases,
+		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropDuplicate} {
+	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropDuplicate, DropHandoverBuffer} {
 		m.DroppedRows.WithLabelValues(r)
 	}
 	return m

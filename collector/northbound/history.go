@@ -124,7 +124,13 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 		return err
 	}
 	origin := sl.GetPrefix().GetOrigin()
-	send := func(rows []row) error { return sendRows(rpc, rows, enc, origin) }
+	send := func(rows []row) error {
+		if err := sendRows(rpc, rows, enc, origin); err != nil {
+			return err
+		}
+		s.o.m.historySent(len(rows))
+		return nil
+	}
 	if snapshot || !sl.GetUpdatesOnly() {
 		at := start
 		if !snapshot {

@@ -34,13 +34,13 @@ func kmaxNotification(ts int64, v uint64) *gnmi.SubscribeResponse {
 
 // startNB serves a northbound without database or switches: targets come
 // from Observe, as the collector's loops feed it.
-func startNB(t *testing.T) (*northbound.Server, gnmi.GNMIClient) {
+func startNB(t *testing.T, opts ...northbound.Option) (*northbound.Server, gnmi.GNMIClient) {
 	t.Helper()
 	sch, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	nb := northbound.New(sch)
+	nb := northbound.New(sch, opts...)
 	srv, err := target.New(target.WithInsecure(), target.WithCapabilities(nb), target.WithGet(nb),
 		target.WithSet(nb), target.WithSubscribe(nb))
 	if err != nil {

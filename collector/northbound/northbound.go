@@ -51,6 +51,7 @@ type options struct {
 	clk       clock.Clock
 	log       *slog.Logger
 	subOpts   []subscribe.Option
+	m         *Metrics
 }
 
 // Option configures a Server.
@@ -73,6 +74,10 @@ func WithClock(c clock.Clock) Option { return func(o *options) { o.clk = c } }
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
+// WithMetrics counts the outcomes of Set in m (NewMetrics); its
+// interceptors count the RPCs and the subscriptions.
+func WithMetrics(m *Metrics) Option { return func(o *options) { o.m = m } }
+
 // WithSubscribeOptions adds options to every target's subscribe.Server.
 func WithSubscribeOptions(opts ...subscribe.Option) Option {
 	return func(o *options) { o.subOpts = append(o.subOpts, opts...) }
@@ -88,6 +93,10 @@ type Server struct {
 	mu      sync.RWMutex
 	targets map[string]*switchView
 	watch   map[chan struct{}]struct{} // closed when a target appears
+	// retired: removed targets whose subscribe server still serves a
+	// stream; goneUpdates: what the others had sent (metrics).
+	retired     []*switchView
+	goneUpdates uint64
 }
 
 // switchView is what the northbound holds of one switch: its latest values
@@ -105,8 +114,12 @@ func New(sch *schema.Schema, opts ...Option) *Server {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Server{sch: sch, o: o, targets: map[string]*switchView{},
+	s := &Server{sch: sch, o: o, targets: map[string]*switchView{},
 		watch: map[chan struct{}]struct{}{}, caps: target.NewHandler(sch, store.New(), nil)}
+	if o.m != nil {
+		o.m.srv.Store(s)
+	}
+	return s
 }
 
 // view returns the view of a target, creating it.
@@ -181,6 +194,9 @@ func (s *Server) RemoveTarget(name string) {
 	s.mu.Lock()
 	v := s.targets[name]
 	delete(s.targets, name)
+	if v != nil {
+		s.retired = append(s.retired, v)
+	}
 	s.mu.Unlock()
 	if v == nil {
 		return
@@ -318,6 +334,7 @@ func getFor(req *gnmi.GetRequest, name string) *gnmi.GetRequest {
 func (s *Server) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetResponse, error) {
 	t := req.GetPrefix().GetTarget()
 	if t == "" || t == AllTargets {
+		s.o.m.set("", SetNoTarget)
 		return nil, status.Errorf(codes.InvalidArgument, "set: the prefix's target must name one switch (got %q); known: %v", t, s.Targets())
 	}
 	if s.o.dial == nil {
@@ -325,18 +342,29 @@ func (s *Server) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetRespon
 	}
 	conn, cctx, ok, err := s.o.dial(ctx, t)
 	if !ok {
+		s.o.m.set("", SetUnknownTarget)
 		return nil, status.Errorf(codes.NotFound, "set: target %q: not a switch of this collector (known: %v)", t, s.Targets())
 	}
 	if err != nil {
+		s.o.m.set(t, SetUnreachable)
 		return nil, status.Errorf(codes.Unavailable, "set: target %q: %v", t, err)
 	}
 	resp, err := gnmi.NewGNMIClient(conn).Set(cctx, req)
 	if err != nil {
 		if _, isStatus := status.FromError(err); !isStatus || errors.Is(err, context.Canceled) {
+			s.o.m.set(t, SetUnreachable)
 			return nil, status.Errorf(codes.Unavailable, "set: target %q: %v", t, err)
+		}
+		// A switch that cannot be reached gives UNAVAILABLE from the
+		// client's transport too.
+		if status.Code(err) == codes.Unavailable {
+			s.o.m.set(t, SetUnreachable)
+		} else {
+			s.o.m.set(t, SetRefused)
 		}
 		return nil, err
 	}
+	s.o.m.set(t, SetApplied)
 	return resp, nil
 }
 

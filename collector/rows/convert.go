@@ -416,3 +416,46 @@ func stripModule(s string) string {
 func (b *Batch) String() string {
 	return fmt.Sprintf("batch %d of %s: %d samples, %d events, %d new series", b.ID, b.Target, len(b.Samples), len(b.Events), len(b.Series))
 }
+
+// Skip drops from b the samples at or before floor[series id] — rows
+// another collector already stored, received here too while both streamed
+// (a handover) — and the Long-haul CNP events those samples made. Series
+// rows stay (storing one again changes nothing). It returns how many
+// samples and events it dropped. Like Add, it runs on the loop's goroutine
+// or under its lock.
+func (c *Converter) Skip(b *Batch, floor map[int64]int64) (samples, events int) {
+	type cnpSample struct{ series, value int64 }
+	var gone map[cnpSample]bool
+	kept := b.Samples[:0]
+	for _, s := range b.Samples {
+		if f, ok := floor[s.SeriesID]; ok && s.TS <= f {
+			if st := c.series[s.SeriesID]; st != nil && st.lastCNP && s.Kind == ValInt {
+				if gone == nil {
+					gone = map[cnpSample]bool{}
+				}
+				gone[cnpSample{s.SeriesID, s.Int}] = true
+			}
+			continue
+		}
+		kept = append(kept, s)
+	}
+	samples = len(b.Samples) - len(kept)
+	b.Samples = kept
+	if gone == nil {
+		return samples, 0
+	}
+	keptEv := b.Events[:0]
+	for _, e := range b.Events {
+		// An event is made from its queue's last-cnp timestamp sample,
+		// whose value is the event's TS.
+		if cs := c.queues[queueKey{e.Interface, strconv.FormatInt(e.Queue, 10)}]; cs != nil {
+			if src, ok := cs.leaves["timestamp"]; ok && gone[cnpSample{src.SeriesID, e.TS}] {
+				continue
+			}
+		}
+		keptEv = append(keptEv, e)
+	}
+	events = len(b.Events) - len(keptEv)
+	b.Events = keptEv
+	return samples, events
+}

@@ -183,3 +183,67 @@ func TestCodecRoundTrip(t *testing.T) {
 		t.Errorf("short input: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestSkip: after a handover, the rows another collector stored (at or
+// before each series' floor) leave a batch, with the CNP events their
+// last-cnp timestamps made; the rest stays.
+func TestSkip(t *testing.T) {
+	lc := q + "/state/last-cnp/"
+	depth, stamp := q+"/state/queue-depth", lc+"timestamp"
+	note := func(ts int64, cnp uint64) *gnmi.SubscribeResponse {
+		n := &gnmi.Notification{Timestamp: ts, Update: []*gnmi.Update{
+			{Path: store.MustPath(depth), Val: uintv(uint64(ts))},
+			{Path: store.MustPath(stamp), Val: uintv(cnp)},
+			{Path: store.MustPath(lc + "action"), Val: strv("PAUSE")},
+		}}
+		return &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}}
+	}
+	type kept struct {
+		Depth  []int64 // timestamps of the queue-depth samples kept
+		Events []int64 // TS of the events kept
+	}
+	for _, tt := range []struct {
+		desc  string
+		floor map[string]int64 // path → floor
+		want  kept
+	}{
+		{"no floor", nil, kept{[]int64{100, 200, 300}, []int64{10, 20, 30}}},
+		{"the first two stored", map[string]int64{depth: 200, stamp: 200}, kept{[]int64{300}, []int64{30}}},
+		{"a floor at a timestamp keeps what follows", map[string]int64{depth: 100, stamp: 100}, kept{[]int64{200, 300}, []int64{20, 30}}},
+		{"the event goes with its timestamp sample", map[string]int64{stamp: 300}, kept{[]int64{100, 200, 300}, nil}},
+		{"everything stored", map[string]int64{depth: 1000, stamp: 1000}, kept{nil, nil}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := newConverter(t)
+			var b rows.Batch
+			for i, ts := range []int64{100, 200, 300} {
+				c.Add(note(ts, uint64(10*(i+1))), &b)
+			}
+			floor := map[int64]int64{}
+			for p, ts := range tt.floor {
+				floor[rows.SeriesID("sw1", p)] = ts
+			}
+			series := len(b.Series)
+			samples, events := len(b.Samples), len(b.Events)
+			ds, de := c.Skip(&b, floor)
+			var got kept
+			for _, s := range b.Samples {
+				if s.SeriesID == rows.SeriesID("sw1", depth) {
+					got.Depth = append(got.Depth, s.TS)
+				}
+			}
+			for _, e := range b.Events {
+				got.Events = append(got.Events, e.TS)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("kept (-want +got):\n%s", d)
+			}
+			if ds != samples-len(b.Samples) || de != events-len(b.Events) {
+				t.Errorf("Skip says %d samples and %d events dropped; %d and %d were", ds, de, samples-len(b.Samples), events-len(b.Events))
+			}
+			if len(b.Series) != series {
+				t.Errorf("%d series rows kept, want all %d", len(b.Series), series)
+			}
+		})
+	}
+}

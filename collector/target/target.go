@@ -6,6 +6,11 @@
 // back-off (cenkalti/backoff); the back-off resets once a stream has
 // delivered its sync_response.
 //
+// A loop can start on standby (WithStandby): it streams and converts, but
+// holds its batches until Promote gives it the target's lease epoch and
+// what the previous owner stored, so a collector taking a target over
+// subscribes before the old owner lets go (make-before-break).
+//
 // It knows gNMI and rows, not the database: the sink decides where
 // batches go.
 package target
@@ -18,6 +23,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -43,22 +49,43 @@ type Loop struct {
 	conv      *rows.Converter
 	sink      Sink
 	collector string
-	epoch     int64
 	batchRows int
 	every     time.Duration
 	m         *metrics.Metrics
 	log       *slog.Logger
 	backoff   func() *backoff.ExponentialBackOff
 	observe   func(target string, r *gnmi.SubscribeResponse)
+	onSync    func()
 
 	mu      sync.Mutex
 	lastErr error
 
-	// lastRows is the size of the last batch sent (session goroutines, under
-	// the session's lock): the next one starts with room for a little more,
-	// so a busy target's batch is not grown by copying, and an idle one's
-	// is not the size of a full one.
+	// The batch in progress and what a standby loop holds, under bmu: the
+	// receiving goroutine, the ticker and Promote share them.
+	bmu      sync.Mutex
+	cur      *rows.Batch
+	epoch    int64
+	held     []*rows.Batch
+	heldRows int
+	maxHeld  int
+	// lastRows is the size of the last batch sent (under bmu): the next
+	// one starts with room for a little more, so a busy target's batch is
+	// not grown by copying, and an idle one's is not the size of a full
+	// one.
 	lastRows int
+
+	standby atomic.Bool // written under bmu
+	synced  atomic.Bool // the current stream reached its sync_response
+	// lastTS is the newest notification timestamp received (any stream),
+	// syncTS the newest one before the current stream's sync_response
+	// (its sync point); waiter is a WaitReceived in progress.
+	lastTS, syncTS atomic.Int64
+	waiter         atomic.Pointer[tsWaiter]
+}
+
+type tsWaiter struct {
+	ts int64
+	ch chan struct{}
 }
 
 type options struct {
@@ -71,6 +98,8 @@ type options struct {
 	initial   time.Duration
 	max       time.Duration
 	observe   func(target string, r *gnmi.SubscribeResponse)
+	standby   int
+	onSync    func()
 }
 
 // Option configures a Loop.
@@ -108,6 +137,16 @@ func WithObserver(f func(target string, r *gnmi.SubscribeResponse)) Option {
 	return func(o *options) { o.observe = f }
 }
 
+// WithStandby starts the loop on standby: its batches are held, not sent,
+// until Promote. It holds at most maxRows rows: past that the oldest held
+// batches are dropped (counted as handover_buffer), as the collector that
+// still owns the target stores those rows.
+func WithStandby(maxRows int) Option { return func(o *options) { o.standby = max(1, maxRows) } }
+
+// WithOnSync calls f (on the receiving goroutine; it must not block) each
+// time a stream reaches its sync_response.
+func WithOnSync(f func()) Option { return func(o *options) { o.onSync = f } }
+
 // New returns the loop of target t, converting with conv (whose state
 // survives reconnects) and sending batches to sink.
 func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop {
@@ -120,13 +159,103 @@ func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop
 		o.m = metrics.New()
 	}
 	l := &Loop{t: t, conv: conv, sink: sink, collector: o.collector, epoch: o.epoch, batchRows: o.batchRows,
-		every: o.every, m: o.m, log: o.log.With("target", t.Name), observe: o.observe}
+		every: o.every, m: o.m, log: o.log.With("target", t.Name), observe: o.observe, maxHeld: o.standby,
+		onSync: o.onSync}
+	l.standby.Store(o.standby > 0)
 	l.backoff = func() *backoff.ExponentialBackOff {
 		b := backoff.NewExponentialBackOff()
 		b.InitialInterval, b.MaxInterval = o.initial, o.max
 		return b
 	}
 	return l
+}
+
+// Synced reports whether the current stream has delivered its
+// sync_response (a standby loop is then ready to take over).
+func (l *Loop) Synced() bool { return l.synced.Load() }
+
+// SyncPoint is the newest timestamp of the notifications the current
+// stream delivered before its sync_response (valid once Synced): a
+// collector that still owns the target stops only once its own stream has
+// received as far (WaitReceived), so that every value is in one of the two
+// streams.
+func (l *Loop) SyncPoint() int64 { return l.syncTS.Load() }
+
+// LastReceived is the newest notification timestamp received.
+func (l *Loop) LastReceived() int64 { return l.lastTS.Load() }
+
+// WaitReceived waits until the loop has received a notification with a
+// timestamp at or after ts (the switch sends in order, so everything before
+// it has been received too), or ctx ends.
+func (l *Loop) WaitReceived(ctx context.Context, ts int64) error {
+	if l.lastTS.Load() >= ts {
+		return nil
+	}
+	w := &tsWaiter{ts: ts, ch: make(chan struct{})}
+	l.waiter.Store(w)
+	defer l.waiter.CompareAndSwap(w, nil)
+	if l.lastTS.Load() >= ts {
+		return nil
+	}
+	select {
+	case <-w.ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// received records the timestamp of a notification received.
+func (l *Loop) received(ts int64, syncing bool) {
+	// Only the receiving goroutine writes these.
+	if syncing && ts > l.syncTS.Load() {
+		l.syncTS.Store(ts)
+	}
+	if ts <= l.lastTS.Load() {
+		return
+	}
+	l.lastTS.Store(ts)
+	if w := l.waiter.Load(); w != nil && ts >= w.ts && l.waiter.CompareAndSwap(w, nil) {
+		close(w.ch)
+	}
+}
+
+// Standby reports whether the loop still holds its batches.
+func (l *Loop) Standby() bool { return l.standby.Load() }
+
+// Promote ends the standby: from now on batches carry epoch and go to the
+// sink. floor is, per series, the last timestamp the previous owner stored
+// (rounded up within its microsecond); the held batches and the one in
+// progress lose their samples at or before it (and the events those made),
+// then go to the sink in order. seed, called first, hands the converter
+// what the database holds (Converter.Seed), so the stream's values at or
+// before it are dropped as duplicates from now on. It returns the samples
+// and events skipped.
+func (l *Loop) Promote(epoch int64, floor map[int64]int64, seed func(*rows.Converter)) (samples, events int) {
+	l.bmu.Lock()
+	defer l.bmu.Unlock()
+	if seed != nil {
+		seed(l.conv)
+	}
+	l.epoch = epoch
+	for _, b := range append(l.held, l.cur) {
+		if b == nil {
+			continue
+		}
+		s, e := l.conv.Skip(b, floor)
+		samples, events = samples+s, events+e
+		b.Epoch = epoch
+	}
+	l.m.DroppedRows.WithLabelValues(metrics.DropDuplicate).Add(float64(samples + events))
+	l.standby.Store(false)
+	for _, b := range l.held {
+		l.flushLocked(b)
+	}
+	l.held, l.heldRows = nil, 0
+	if l.synced.Load() {
+		l.m.SetState(l.t.Name, "streaming")
+	}
+	return samples, events
 }
 
 // LastError returns the error that ended the last attempt (nil while a
@@ -239,7 +368,12 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 		return false, fmt.Errorf("subscribe: %w", err)
 	}
 	l.m.Resubscribes.WithLabelValues(l.t.Name).Inc()
+	l.synced.Store(false)
+	l.syncTS.Store(0)
+	l.bmu.Lock()
 	l.conv.Resubscribed()
+	l.cur = l.newBatch()
+	l.bmu.Unlock()
 	l.m.SetState(l.t.Name, "syncing")
 	recv := func() (*gnmi.SubscribeResponse, error) {
 		if dec == nil {
@@ -252,10 +386,8 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 	}
 
 	// This goroutine receives and converts; a ticker sends a partial batch
-	// on time while the stream is quiet. They share the batch under mu, so
-	// a response goes from the socket to rows without a hand-off.
-	var mu sync.Mutex
-	b := l.newBatch()
+	// on time while the stream is quiet. They share the batch under bmu,
+	// so a response goes from the socket to rows without a hand-off.
 	tickDone := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -266,19 +398,22 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 			case <-tickDone:
 				return
 			case <-tick.C:
-				mu.Lock()
-				if b.Rows() > 0 {
-					l.flush(b)
-					b = l.newBatch()
+				l.bmu.Lock()
+				if l.cur.Rows() > 0 {
+					l.flushLocked(l.cur)
+					l.cur = l.newBatch()
 				}
-				mu.Unlock()
+				l.bmu.Unlock()
 			}
 		}
 	})
 	defer func() {
 		close(tickDone)
 		wg.Wait()
-		l.flush(b)
+		l.bmu.Lock()
+		l.flushLocked(l.cur)
+		l.cur = nil
+		l.bmu.Unlock()
 	}()
 	notes := l.m.Notifications.WithLabelValues(l.t.Name)
 	dups := l.m.DroppedRows.WithLabelValues(metrics.DropDuplicate)
@@ -293,41 +428,64 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 			}
 			return synced, err
 		}
-		if _, ok := r.GetResponse().(*gnmi.SubscribeResponse_Update); ok {
+		if u, ok := r.GetResponse().(*gnmi.SubscribeResponse_Update); ok {
 			notes.Inc()
+			l.received(u.Update.GetTimestamp(), !synced)
 		}
 		if l.observe != nil {
 			l.observe(l.t.Name, r)
 		}
-		mu.Lock()
-		st := l.conv.Add(r, b)
-		if b.Rows() >= l.batchRows {
-			l.flush(b)
-			b = l.newBatch()
+		l.bmu.Lock()
+		st := l.conv.Add(r, l.cur)
+		if l.cur.Rows() >= l.batchRows {
+			l.flushLocked(l.cur)
+			l.cur = l.newBatch()
 		}
-		mu.Unlock()
+		nowSynced := !synced && l.conv.Synced()
+		l.bmu.Unlock()
 		if st.Duplicates > 0 {
 			dups.Add(float64(st.Duplicates))
 		}
-		if !synced && l.conv.Synced() {
+		if nowSynced {
 			synced = true
+			l.synced.Store(true)
 			l.setErr(nil)
-			l.m.SetState(l.t.Name, "streaming")
-			l.log.Info("streaming")
+			if l.standby.Load() {
+				l.m.SetState(l.t.Name, "standby")
+				l.log.Info("streaming on standby")
+			} else {
+				l.m.SetState(l.t.Name, "streaming")
+				l.log.Info("streaming")
+			}
+			if l.onSync != nil {
+				l.onSync()
+			}
 		}
 	}
 }
 
+// newBatch starts a batch (under bmu).
 func (l *Loop) newBatch() *rows.Batch {
 	return &rows.Batch{ID: rows.NewBatchID(), Collector: l.collector, Target: l.t.Name, Epoch: l.epoch,
 		Samples: make([]rows.Sample, 0, min(l.batchRows+256, max(64, l.lastRows+l.lastRows/4)))}
 }
 
-func (l *Loop) flush(b *rows.Batch) {
-	if b.Rows() == 0 && len(b.Series) == 0 {
+// flushLocked sends b to the sink, or holds it on standby (under bmu).
+func (l *Loop) flushLocked(b *rows.Batch) {
+	if b == nil || b.Rows() == 0 && len(b.Series) == 0 {
 		return
 	}
 	l.lastRows = len(b.Samples)
+	if l.standby.Load() {
+		l.held = append(l.held, b)
+		l.heldRows += b.Rows()
+		for l.heldRows > l.maxHeld && len(l.held) > 1 {
+			old := l.held[0]
+			l.held, l.heldRows = l.held[1:], l.heldRows-old.Rows()
+			l.m.DroppedRows.WithLabelValues(metrics.DropHandoverBuffer).Add(float64(old.Rows()))
+		}
+		return
+	}
 	if err := l.sink(b); err != nil {
 		l.log.Warn("batch not queued", "err", err)
 	}

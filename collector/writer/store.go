@@ -153,12 +153,12 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 		events += len(b.Events)
 	}
 	if samples > 0 {
-		if _, err := copySamples(ctx, pc.PgConn(), bs); err != nil {
+		if _, err := copySamples(ctx, pc, bs); err != nil {
 			return err
 		}
 	}
 	if events > 0 {
-		if _, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{bs: bs}); err != nil {
+		if _, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{batchCursor{bs: bs}}); err != nil {
 			return err
 		}
 	}
@@ -260,7 +260,7 @@ func writeSamples(ctx context.Context, tx pgx.Tx, b *rows.Batch, series []rows.S
 	if len(samples) == 0 {
 		return nil
 	}
-	if _, err := copySamples(ctx, tx.Conn().PgConn(), []*rows.Batch{{ID: b.ID, Samples: samples}}); err != nil {
+	if _, err := copySamples(ctx, tx.Conn(), []*rows.Batch{{ID: b.ID, Samples: samples}}); err != nil {
 		return err
 	}
 	return writeLatest(ctx, tx, samples)
@@ -335,7 +335,7 @@ func writeEvents(ctx context.Context, tx pgx.Tx, b *rows.Batch, events []rows.Ev
 	if len(events) == 0 {
 		return nil
 	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{bs: []*rows.Batch{{ID: b.ID, Events: events}}})
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{batchCursor{bs: []*rows.Batch{{ID: b.ID, Events: events}}}})
 	return err
 }
 
@@ -346,34 +346,6 @@ func keysJSON(keys []rows.Key) string {
 	}
 	data, _ := json.Marshal(m)
 	return string(data)
-}
-
-// eventSource feeds CopyFrom the events of batches.
-type eventSource struct {
-	bs  []*rows.Batch
-	b   int
-	i   int
-	cur *rows.Event
-}
-
-func (c *eventSource) Next() bool {
-	for c.b < len(c.bs) {
-		if c.i < len(c.bs[c.b].Events) {
-			c.cur = &c.bs[c.b].Events[c.i]
-			c.i++
-			return true
-		}
-		c.b, c.i = c.b+1, 0
-	}
-	return false
-}
-
-func (c *eventSource) Err() error { return nil }
-
-func (c *eventSource) Values() ([]any, error) {
-	e := c.cur
-	return []any{tsOf(e.TS), e.Target, e.Kind, e.Interface, e.Queue, e.Action, e.Parameter, e.CongestionLevel,
-		e.SourceAddress, e.DestinationAddress, e.SourceQP, e.DestinationQP, e.Details, c.bs[c.b].ID}, nil
 }
 
 // storeSafe stores a batch that PostgreSQL refused: samples and events are

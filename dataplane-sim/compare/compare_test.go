@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,5 +163,34 @@ func TestFCTPlot(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("document lacks %q", want)
 		}
+	}
+}
+
+// The Mechanisms list describes long-haul-cnp:best-static, right after the
+// tuner's row, when the tables have such rows; without them it does not.
+func TestDocumentListsBestStatic(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		rows []Row
+		want bool
+	}{
+		{"with best-static rows", []Row{{Scenario: "s", Mechanism: "dcqcn"}, {Scenario: "s", Mechanism: "long-haul-cnp" + BestStaticSuffix}}, true},
+		{"without", []Row{{Scenario: "s", Mechanism: "dcqcn"}}, false},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var b strings.Builder
+			doc := Doc{Result: &Result{Rows: tt.rows}, Variants: []Variant{DefaultVariants()[0], TunerVariant()}}
+			if err := WriteDocument(&b, doc); err != nil {
+				t.Fatal(err)
+			}
+			tuner := "- **" + TunerVariant().Name + "**: " + TunerVariant().Doc + ".\n"
+			line := "- **long-haul-cnp" + BestStaticSuffix + "**: Long-haul CNP with the best static alpha and V_growth"
+			if got := strings.Contains(b.String(), tuner+line); got != tt.want {
+				t.Errorf("best-static line after the tuner's: %v, want %v\n%s", got, tt.want, b.String()[:min(len(b.String()), 3000)])
+			}
+			if tt.want && !strings.Contains(b.String(), fmt.Sprintf("(alpha ∈ %v × V_growth ∈ %v of the WAN's rate", GridAlphas, GridVGrowthShares)) {
+				t.Error("the line does not state the grid")
+			}
+		})
 	}
 }

@@ -59,8 +59,18 @@ func WriteDocument(w io.Writer, d Doc) error {
 	p("every row but pfc (alpha updated every 1 µs with g = 5/1024, a cut at most every 4 µs, a receiver CNP per QP\n")
 	p("at most every 4 µs; docs/engine.md, \"DCQCN parameters\"). The node mechanisms run on the congestion-aware\n")
 	p("nodes each scenario file names.\n\n")
+	bestStatic := "long-haul-cnp" + BestStaticSuffix
 	for _, v := range d.Variants {
 		p("- **%s**: %s.\n", v.Name, v.Doc)
+		// The best static setting is a row of the tables but no Variant
+		// (the tuner's comparison adds it): its line goes next to the
+		// tuner's.
+		if v.Name == tunerVariant.Name && d.Result.hasMechanism(bestStatic) {
+			p("- **%s**: Long-haul CNP with the best static alpha and V_growth for the scenario: every setting of the "+
+				"tuner's grid (alpha ∈ %v × V_growth ∈ %v of the WAN's rate, 0: the trigger off; the file's other params) "+
+				"is run, and the row is the one with the lowest objective J (\"The tuner\" below): what the tuner should reach.\n",
+				bestStatic, GridAlphas, GridVGrowthShares)
+		}
 	}
 	p("\n")
 	p("### The Long-haul CNP per-flow gap: a tuned value\n\n")
@@ -221,4 +231,14 @@ func WriteDocument(w io.Writer, d Doc) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// hasMechanism reports whether any row of r runs mechanism m.
+func (r *Result) hasMechanism(m string) bool {
+	for _, row := range r.Rows {
+		if row.Mechanism == m {
+			return true
+		}
+	}
+	return false
 }

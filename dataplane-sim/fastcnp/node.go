@@ -81,9 +81,9 @@ func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...lhcnp.Op
 	}
 	n.lh = lh
 	// The node is the ports' observer: it forwards to lh and filters marks;
-	// and the switch's forward filter, for border filtering.
+	// and the switch's forwarder at the filter stage, for border filtering.
 	sw.SetObserver(n)
-	sw.SetForwardFilter(n)
+	sw.SetForwarder(netsim.StageFilter, n)
 	return n, nil
 }
 
@@ -96,7 +96,7 @@ func Wrap(lh *lhcnp.Node) *Node {
 	n := &Node{net: sw.Network(), sw: sw, lh: lh, cfg: DefaultConfig(), addrs: map[netsim.NodeID]netip.Addr{}}
 	n.dec = wire.Decoder{CodePoints: n.cfg.CodePoints}
 	sw.SetObserver(n)
-	sw.SetForwardFilter(n)
+	sw.SetForwarder(netsim.StageFilter, n)
 	return n
 }
 
@@ -178,12 +178,14 @@ func (n *Node) setBorder(cfg *Config) error {
 	return nil
 }
 
-// AllowForward implements netsim.ForwardFilter: border filtering (§5). A
-// Fast CNP (a CNP whose frame carries the Fast CNP destination option,
-// decodable or not) that arrived on a border port, or would leave through
-// one, is dropped and counted; every other packet passes. Only CNPs with a
-// frame at a border port are decoded.
-func (n *Node) AllowForward(in, out *netsim.Port, p *netsim.Packet) bool {
+// Forward implements netsim.Forwarder at netsim.StageFilter: border
+// filtering (§5), on the packet as it arrived (before FCN's ingress PE,
+// at StageRewrite, could encapsulate anything). A Fast CNP (a CNP whose
+// frame carries the Fast CNP destination option, decodable or not) that
+// arrived on a border port, or would leave through one, is dropped and
+// counted; every other packet passes. Only CNPs with a frame at a border
+// port are decoded.
+func (n *Node) Forward(_ *netsim.Switch, p *netsim.Packet, in, out *netsim.Port) bool {
 	if n.border == nil || p.Kind != netsim.KindRoCE || p.Opcode() != wire.OpCNP {
 		return true
 	}

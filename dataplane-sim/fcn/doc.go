@@ -7,9 +7,10 @@
 // (its ports towards other FCN nodes): the four-tuple, a randomly assigned,
 // locally unique 20-bit flow label, aging when the flow goes quiet. It
 // encapsulates the flow's data packets as they are forwarded into the
-// tunnel (a netsim.ForwardHook): the packet's frame then carries the outer
-// IPv6 header built by package wire (wire.EncapHead), from the PE to the
-// tunnel's far end (the switch the destination hangs off: the egress PE),
+// tunnel (a netsim.Forwarder at StageRewrite): the packet's frame then
+// carries the outer IPv6 header built by package wire (wire.EncapHead),
+// from the PE to the tunnel's far end (the switch the destination hangs
+// off: the egress PE),
 // the label in its Flow Label, the inner traffic class and so the ECN
 // copied, next header 41 (IPv6 inner) or 4 (IPv4 inner) as RFC 2473 and
 // SRv6's reduced encapsulation with one segment send it (the draft leaves

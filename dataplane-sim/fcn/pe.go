@@ -46,7 +46,7 @@ type PECounters struct {
 	Malformed, Untrusted int64
 }
 
-// PE is an ingress PE: the switch's forward hook (it encapsulates), the
+// PE is an ingress PE: the switch's rewrite-stage Forwarder (it encapsulates), the
 // ports' observer and the switch's local handler.
 type PE struct {
 	net    *netsim.Network
@@ -87,7 +87,7 @@ func AttachPE(net *netsim.Network, sw *netsim.Switch, cfg Config, tunnel []*nets
 	pe.lh = lh
 	sw.SetObserver(pe)
 	sw.SetLocalHandler(pe)
-	sw.SetForwardHook(pe)
+	sw.SetForwarder(netsim.StageRewrite, pe)
 	pe.scheduleAging()
 	return pe, nil
 }
@@ -119,7 +119,7 @@ func WrapPE(lh *lhcnp.Node, tunnel []*netsim.Port) *PE {
 	pe.lh = lh
 	sw.SetObserver(pe)
 	sw.SetLocalHandler(pe)
-	sw.SetForwardHook(pe)
+	sw.SetForwarder(netsim.StageRewrite, pe)
 	return pe
 }
 
@@ -240,14 +240,25 @@ func (pe *PE) tunnelEnd(dst netsim.NodeID, out *netsim.Port) *netsim.Switch {
 	return last
 }
 
-// OnForward implements netsim.ForwardHook: a RoCEv2 data packet from the
-// DC side going into the tunnel creates or refreshes its flow's mapping
-// and is encapsulated (§4.1): the outer IPv6 header from the PE to the
-// tunnel's far end with the flow's label and the inner traffic class (the
-// ECN with it) copied, next header 41 or 4 (wire.EncapHead); the packet
-// grows by the header's 40 bytes. Acknowledgements, CNPs and CM MADs
-// cross the WAN as they are (they belong to no mapped flow).
-func (pe *PE) OnForward(_ *netsim.Switch, p *netsim.Packet, in, out *netsim.Port) {
+// Forward implements netsim.Forwarder at netsim.StageRewrite: a RoCEv2
+// data packet from the DC side going into the tunnel creates or refreshes
+// its flow's mapping and is encapsulated (§4.1): the outer IPv6 header from
+// the PE to the tunnel's far end with the flow's label and the inner
+// traffic class (the ECN with it) copied, next header 41 or 4
+// (wire.EncapHead); the packet grows by the header's 40 bytes.
+// Acknowledgements, CNPs and CM MADs cross the WAN as they are (they
+// belong to no mapped flow), and so do the packets the switch originates
+// (in nil: its own notifications go to the senders, never into the
+// tunnel). It drops nothing.
+func (pe *PE) Forward(_ *netsim.Switch, p *netsim.Packet, in, out *netsim.Port) bool {
+	if in != nil {
+		pe.encapsulate(p, in, out)
+	}
+	return true
+}
+
+// encapsulate is Forward for a packet the switch forwards.
+func (pe *PE) encapsulate(p *netsim.Packet, in, out *netsim.Port) {
 	if !pe.cfg.Enabled || p.Kind != netsim.KindRoCE || p.HdrLen < wire.BTHLen || p.Frame() != nil ||
 		!pe.isTunnel(out) || pe.isTunnel(in) {
 		return

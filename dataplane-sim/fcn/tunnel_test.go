@@ -188,9 +188,9 @@ func TestTransitReadsTheFrame(t *testing.T) {
 // management: a sender whose packets are Not-ECT gets no FCN.
 func TestTransitNotECNCapable(t *testing.T) {
 	r := newRig(t, rigOpts{cfg: enabled()})
-	r.pe1.SetForwardHook(forwardFunc(func(s *netsim.Switch, p *netsim.Packet, in, out *netsim.Port) {
+	r.pe1.SetForwarder(netsim.StageRewrite, forwardFunc(func(s *netsim.Switch, p *netsim.Packet, in, out *netsim.Port) bool {
 		p.ECN = netsim.ECNNotECT // the senders' packets, as they enter the PE
-		r.pe.OnForward(s, p, in, out)
+		return r.pe.Forward(s, p, in, out)
 	}))
 	r.sim.Run(4 * engine.Millisecond)
 	if c := r.tr.Counters(); c.FCNSent != 0 || c.NotECNCapable == 0 || c.TunnelledPackets == 0 {
@@ -198,10 +198,10 @@ func TestTransitNotECNCapable(t *testing.T) {
 	}
 }
 
-type forwardFunc func(*netsim.Switch, *netsim.Packet, *netsim.Port, *netsim.Port)
+type forwardFunc func(*netsim.Switch, *netsim.Packet, *netsim.Port, *netsim.Port) bool
 
-func (f forwardFunc) OnForward(s *netsim.Switch, p *netsim.Packet, in, out *netsim.Port) {
-	f(s, p, in, out)
+func (f forwardFunc) Forward(s *netsim.Switch, p *netsim.Packet, in, out *netsim.Port) bool {
+	return f(s, p, in, out)
 }
 
 // TestTunnelECN: a congested node inside the tunnel marks the outer

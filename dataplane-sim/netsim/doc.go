@@ -44,14 +44,15 @@
 // (the Long-haul CNP reaction point) and acts through QP.SetRate,
 // QP.SetCeiling (a cut DCQCN cannot undo), QP.PauseUntil and QP.ApplyCNP,
 // after QP.Active; QP.AdminStop, FlowConfig.MaxRateBps and the exact
-// PortStats.PFCPausedNs serve the scenario runner. ForwardHook on a Switch
-// rewrites packets between the route lookup and the egress queue (FCN's
-// ingress PE encapsulates there: the data packet then carries the head of
-// its tunnelled frame, wire.EncapHead); a switch ends a tunnel addressed
-// to it (the outer header off, SizeBytes 40 less, the ECN by RFC 6040),
-// and marking CE marks the outermost IP header of a packet's frame.
-// ForwardFilter on a Switch may drop a packet before its egress port sees
-// it (Fast CNP's border filtering; counted in SwitchStats.FilterDrops).
+// PortStats.PFCPausedNs serve the scenario runner. A Switch runs one
+// Forwarder per ForwardStage, in stage order, on every packet between the
+// route lookup and the egress queue: StageFilter may drop it (Fast CNP's
+// border filtering; counted in SwitchStats.FilterDrops), then
+// StageRewrite may rewrite it (FCN's ingress PE encapsulates there: the
+// data packet then carries the head of its tunnelled frame,
+// wire.EncapHead). A switch ends a tunnel addressed to it (the outer
+// header off, SizeBytes 40 less, the ECN by RFC 6040), and marking CE
+// marks the outermost IP header of a packet's frame.
 //
 // # Cables to other processes
 //

@@ -1,6 +1,7 @@
 package netsim
 
 import (
+	"fmt"
 	"net/netip"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -89,13 +90,47 @@ type LocalHandler interface {
 	HandleLocal(s *Switch, p *Packet)
 }
 
-// ForwardFilter is asked before a switch queues a packet on an egress port
-// (Switch.SetForwardFilter): in is the port it arrived on, nil for a packet
-// the switch originates (Switch.Send). Returning false drops the packet,
-// counted in SwitchStats.FilterDrops. Fast CNP's border filtering uses it
-// (draft-xiao-rtgwg-rocev2-fast-cnp §5: a deployment MUST drop Fast CNP
-// entering or leaving the domain). It runs inside the simulation for every
-// forwarded packet of the switch, so it must be cheap, and must not keep p.
-type ForwardFilter interface {
-	AllowForward(in, out *Port, p *Packet) bool
+// Forwarder sees every packet a switch forwards or originates, after the
+// route lookup and before the egress port queues it (Switch.SetForwarder):
+// in is the port it arrived on, nil for a packet the switch originates
+// (Switch.Send); out is the egress port. It may rewrite p, size included,
+// as a tunnel's ingress encapsulates (Network.SetFrame and SizeBytes), and
+// returns false to drop it: the switch counts it in SwitchStats.FilterDrops
+// and frees it, and no later stage sees it. It runs inside the simulation
+// for every packet of the switch, so it must be cheap, and must not keep p.
+type Forwarder interface {
+	Forward(s *Switch, p *Packet, in, out *Port) bool
+}
+
+// ForwardStage is a Forwarder's place on a switch. A switch has one
+// Forwarder per stage and runs them in stage order, so the order of two
+// functions on one switch is fixed by what they do, not by which was
+// installed first.
+type ForwardStage uint8
+
+// Forward stages, in the order they run.
+const (
+	// StageFilter sees the packet as it arrived, before any rewrite, and
+	// drops what must not pass: Fast CNP's border filtering
+	// (draft-xiao-rtgwg-rocev2-fast-cnp §5: a deployment MUST drop Fast
+	// CNP entering or leaving the domain). It comes first so that it
+	// judges the packet the sender sent, not an encapsulation of it, and
+	// so that nothing it drops was rewritten (and counted as such).
+	StageFilter ForwardStage = iota
+	// StageRewrite changes what passed the filter: FCN's ingress PE
+	// encapsulates the packets it sends into the WAN tunnel.
+	StageRewrite
+	// NumForwardStages is the number of stages.
+	NumForwardStages
+)
+
+// String names the stage.
+func (st ForwardStage) String() string {
+	switch st {
+	case StageFilter:
+		return "filter"
+	case StageRewrite:
+		return "rewrite"
+	}
+	return fmt.Sprintf("stage(%d)", uint8(st))
 }

@@ -92,6 +92,7 @@ type Host struct {
 	control ControlHandler
 	stats   HostStats
 	retired RetiredStats // the final counters of retired flows
+	resv7   uint8        // SetReservedBits: what every new sending QP starts with
 
 	// CM: receiver QPs by (peer node, peer QPN) for incoming REQs; QPs by
 	// this host's communication ID for the other messages.

@@ -211,7 +211,8 @@ func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	}
 	line := src.port.out.rateBps
 	q := &QP{host: src, flow: f, QPN: sq, PeerQPN: dq, dst: dst.id, prio: fc.Prio,
-		lineRateBps: line, maxRateBps: fc.MaxRateBps, totalBytes: fc.Bytes, msgBytes: msg, start_: fc.Start}
+		lineRateBps: line, maxRateBps: fc.MaxRateBps, totalBytes: fc.Bytes, msgBytes: msg, start_: fc.Start,
+		resv7: src.resv7}
 	// The flow's and DCQCN's maximum bound the rate from the start.
 	r0 := max(q.maxRate(), src.cfg.DCQCN.MinRateBps)
 	q.dc.rc, q.dc.rt = r0, r0

@@ -15,6 +15,21 @@ func (h *Host) ControlHandler() ControlHandler { return h.control }
 // implementation; package rateadvice uses one bit).
 func (q *QP) SetReservedBits(bits uint8) { q.resv7 = bits & 0x7F }
 
+// SetReservedBits sets the seven reserved BTH bits of the data packets of
+// every sending QP the host has and of every one added to it later
+// (Network.AddFlow; QP.SetReservedBits changes one QP afterwards): a
+// capability the RNIC announces on all its QPs, also for flows that start
+// after it was configured (a lab's looping traffic adds flows for days).
+func (h *Host) SetReservedBits(bits uint8) {
+	h.resv7 = bits & 0x7F
+	for _, q := range h.sendQPs {
+		q.SetReservedBits(bits)
+	}
+}
+
+// ReservedBits returns the bits SetReservedBits set (0 by default).
+func (h *Host) ReservedBits() uint8 { return h.resv7 }
+
 // SetLocalHandler installs h for the packets addressed to the switch
 // itself (nil removes it).
 func (s *Switch) SetLocalHandler(h LocalHandler) { s.local = h }

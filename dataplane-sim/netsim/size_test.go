@@ -10,7 +10,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
-// sizeRecorder is a forward filter that keeps, per packet kind, every
+// sizeRecorder is a Forwarder that keeps, per packet kind, every
 // (SizeBytes, encoded length) pair the switch forwards: the encoded length
 // is what wire.Encoder writes for the same packet, plus the FCS.
 type sizeRecorder struct {
@@ -21,7 +21,7 @@ type sizeRecorder struct {
 	seen map[string]map[[2]int32]int
 }
 
-func (r *sizeRecorder) AllowForward(_, _ *Port, p *Packet) bool {
+func (r *sizeRecorder) Forward(_ *Switch, p *Packet, _, _ *Port) bool {
 	if p.Kind != KindRoCE {
 		return true
 	}
@@ -150,7 +150,7 @@ func runSizes(t *testing.T, addr func(byte) netip.Addr) *sizeRecorder {
 		must(err)
 	}
 	rec := &sizeRecorder{t: t, net: n, buf: make([]byte, FrameCap), seen: map[string]map[[2]int32]int{}}
-	sw.SetForwardFilter(rec)
+	sw.SetForwarder(StageFilter, rec)
 	sim.Run(20 * engine.Millisecond)
 	for _, f := range n.Flows() {
 		if done, _ := f.Sender.Done(); !done {

@@ -15,7 +15,7 @@ type SwitchConfig struct {
 // SwitchStats are a switch's counters.
 type SwitchStats struct {
 	NoRouteDrops int64 // packets for a destination with no route
-	FilterDrops  int64 // packets the forward filter refused
+	FilterDrops  int64 // packets a Forwarder refused
 	// Decapsulated: tunnelled packets whose tunnel ended here;
 	// DecapECNDrops: those dropped for a CE mark on a Not-ECT inner packet
 	// (RFC 6040).
@@ -33,9 +33,11 @@ type Switch struct {
 	ports  []*Port
 	routes []int32 // by destination NodeID; -1: none
 	stats  SwitchStats
-	local  LocalHandler  // packets addressed to the switch itself
-	filter ForwardFilter // asked before every enqueue; nil: none
-	hook   ForwardHook   // rewrites forwarded packets (a tunnel's ingress)
+	local  LocalHandler // packets addressed to the switch itself
+	// fwd holds the Forwarder of each stage (nil: none); active the
+	// installed ones in stage order, what the forwarding path runs.
+	fwd    [NumForwardStages]Forwarder
+	active []Forwarder
 }
 
 // ID returns the node id.
@@ -88,12 +90,43 @@ func (s *Switch) SetObserver(o PortObserver) {
 	}
 }
 
-// SetForwardFilter installs f (nil removes it): it sees every packet the
-// switch forwards or originates before its egress port does.
-func (s *Switch) SetForwardFilter(f ForwardFilter) { s.filter = f }
+// SetForwarder installs f at stage st (nil removes it), replacing the
+// Forwarder the stage had. Forwarders see every packet the switch forwards
+// or originates, in stage order, before its egress port does. A stage
+// out of range is a bug in the caller: it panics.
+func (s *Switch) SetForwarder(st ForwardStage, f Forwarder) {
+	if st >= NumForwardStages {
+		panic(fmt.Sprintf("netsim: switch %s: forward %v: no such stage", s.name, st))
+	}
+	s.fwd[st] = f
+	s.active = s.active[:0]
+	for _, x := range s.fwd {
+		if x != nil {
+			s.active = append(s.active, x)
+		}
+	}
+}
 
-// ForwardFilter returns the installed forward filter, or nil.
-func (s *Switch) ForwardFilter() ForwardFilter { return s.filter }
+// Forwarder returns the Forwarder installed at stage st, or nil.
+func (s *Switch) Forwarder(st ForwardStage) Forwarder {
+	if st >= NumForwardStages {
+		return nil
+	}
+	return s.fwd[st]
+}
+
+// forward runs the installed Forwarders on p, which leaves by out; false:
+// one dropped it (counted and freed).
+func (s *Switch) forward(p *Packet, in, out *Port) bool {
+	for _, f := range s.active {
+		if !f.Forward(s, p, in, out) {
+			s.stats.FilterDrops++
+			s.net.FreePacket(p)
+			return false
+		}
+	}
+	return true
+}
 
 // Receive forwards p, arrived on in.
 func (s *Switch) Receive(p *Packet, in *Port) {
@@ -115,21 +148,16 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 		s.net.FreePacket(p)
 		return
 	}
-	if s.filter != nil && !s.filter.AllowForward(in, out, p) {
-		s.stats.FilterDrops++
-		s.net.FreePacket(p)
+	if len(s.active) > 0 && !s.forward(p, in, out) {
 		return
 	}
 	p.inPort = in
-	if s.hook != nil {
-		s.hook.OnForward(s, p, in, out)
-	}
 	out.enqueue(p)
 }
 
 // Send routes a packet the switch itself originates (a Long-haul CNP, for
 // example) and queues it on the egress port. It reports false, and frees p,
-// when there is no route or the forward filter refuses it. p.Src should be
+// when there is no route or a Forwarder refuses it. p.Src should be
 // s.ID().
 func (s *Switch) Send(p *Packet) bool {
 	out := s.Route(p.Dst)
@@ -138,9 +166,7 @@ func (s *Switch) Send(p *Packet) bool {
 		s.net.FreePacket(p)
 		return false
 	}
-	if s.filter != nil && !s.filter.AllowForward(nil, out, p) {
-		s.stats.FilterDrops++
-		s.net.FreePacket(p)
+	if len(s.active) > 0 && !s.forward(p, nil, out) {
 		return false
 	}
 	p.inPort = nil

@@ -2,23 +2,6 @@ package netsim
 
 import "github.com/lhcnp/lhcnp/dataplane-sim/wire"
 
-// ForwardHook sees every packet a switch forwards, after the route lookup
-// and before the egress queue (Switch.SetForwardHook): it may rewrite the
-// packet, size included, as a tunnel's ingress encapsulates (FCN's ingress
-// PE adds the outer IPv6 header, Network.SetFrame and SizeBytes). in is
-// the ingress port, out the egress port. It runs inside the simulation
-// and must not keep p.
-type ForwardHook interface {
-	OnForward(s *Switch, p *Packet, in, out *Port)
-}
-
-// SetForwardHook installs h (nil removes it).
-func (s *Switch) SetForwardHook(h ForwardHook) { s.hook = h }
-
-// ForwardHook returns the installed hook (nil: none), so that another can
-// be chained with it.
-func (s *Switch) ForwardHook() ForwardHook { return s.hook }
-
 // terminate ends the tunnel of a RoCEv2 packet that carries the head of
 // a tunnelled frame (wire.DecodeEncap) addressed to s: the switch is the
 // tunnel's egress (RFC 2473; FCN's egress PE) whatever else it runs. The

@@ -48,11 +48,22 @@ type FlowAdvice struct {
 	LastSent     engine.Time
 }
 
+// PortSent counts the messages sent for the flows through one egress port,
+// per queue (the flows' priority): YANG .../queues/queue/state/counters/
+// rate-advice-sent. The counts only grow; a sum of the per-flow counts
+// (FlowAdvice.Sent) would fall when idle flows are forgotten.
+type PortSent struct {
+	Port   string
+	Queues [netsim.NumPrio]int64
+}
+
 // State is a snapshot of the node.
 type State struct {
 	Config   Config
 	Counters Counters
 	Flows    []FlowAdvice
+	// Ports: every port of the switch, in its order.
+	Ports []PortSent
 }
 
 type flowKey struct {
@@ -65,6 +76,7 @@ type flowState struct {
 	adv      FlowAdvice
 	srcNode  netsim.NodeID
 	port     *portState
+	prio     uint8 // the queue of the flow's last packet on port
 	lastSeen engine.Time
 	active   bool
 	hasSent  bool
@@ -72,7 +84,8 @@ type flowState struct {
 
 type portState struct {
 	pt     *netsim.Port
-	active int // flows seen within MinAdviceInterval
+	active int                   // flows seen within MinAdviceInterval
+	sent   [netsim.NumPrio]int64 // messages sent for its flows, by queue
 }
 
 // Node is the Rate Advice function of one switch: a netsim.PortObserver.
@@ -83,6 +96,7 @@ type Node struct {
 	cfg      Config
 	policies []Policy
 	ports    map[*netsim.Port]*portState
+	portList []*portState // in the switch's port order
 	flows    map[flowKey]*flowState
 	order    []*flowState // creation order, for sweeps and snapshots
 	buf      [netsim.FrameCap]byte
@@ -102,7 +116,9 @@ func New(net *netsim.Network, sw *netsim.Switch, cfg Config) (*Node, error) {
 	}
 	n := &Node{net: net, sim: net.Sim(), sw: sw, ports: map[*netsim.Port]*portState{}, flows: map[flowKey]*flowState{}}
 	for _, pt := range sw.Ports() {
-		n.ports[pt] = &portState{pt: pt}
+		ps := &portState{pt: pt}
+		n.ports[pt] = ps
+		n.portList = append(n.portList, ps)
 	}
 	n.apply(cfg)
 	return n, nil
@@ -139,6 +155,9 @@ func (n *Node) State() State {
 	s := State{Config: n.cfg, Counters: n.counters}
 	for _, f := range n.order {
 		s.Flows = append(s.Flows, f.adv)
+	}
+	for _, ps := range n.portList {
+		s.Ports = append(s.Ports, PortSent{Port: ps.pt.Name(), Queues: ps.sent})
 	}
 	return s
 }
@@ -223,6 +242,7 @@ func (n *Node) OnEnqueue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 		n.order = append(n.order, f)
 	}
 	f.lastSeen = now
+	f.prio = p.Prio
 	if !f.active {
 		f.active = true
 		ps.active++
@@ -249,6 +269,7 @@ func (n *Node) OnEnqueue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	f.hasSent = true
 	f.adv.RateMbps, f.adv.Basis, f.adv.Policy, f.adv.LastSent = rate, basis, policy, now
 	f.adv.Sent++
+	f.port.sent[f.prio]++
 	n.counters.Sent++
 	if n.onSent != nil {
 		n.onSent(f.adv)

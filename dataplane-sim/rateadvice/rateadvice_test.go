@@ -226,6 +226,90 @@ func TestCapabilityPerQP(t *testing.T) {
 	}
 }
 
+// TestCapabilityForLaterFlows: a capable RNIC announces the capability on
+// the QPs of flows added after its receiver was set up (a lab adds flows
+// while it runs), and they are advised; a flow added later on the RNIC that
+// is not capable is not.
+func TestCapabilityForLaterFlows(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled(), capable: [2]bool{true, false}})
+	var late [2]*netsim.Flow
+	r.sim.AtFunc(engine.Millisecond, func() {
+		for i, h := range []*netsim.Host{r.s1, r.s2} {
+			f, err := r.net.AddFlow(netsim.FlowConfig{Name: "late-" + h.Name(), Src: h, Dst: r.net.NodeByName("r").(*netsim.Host),
+				SrcQPN: 110 + uint32(i), DstQPN: 210 + uint32(i), Start: r.sim.Now()})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			late[i] = f
+		}
+	})
+	r.sim.Run(4 * engine.Millisecond)
+	if late[0] == nil {
+		t.Fatal("no flow added")
+	}
+	if got, want := r.s1.ReservedBits(), CapabilityBit; got != want {
+		t.Errorf("s1's reserved bits %#x, want the capability bit %#x", got, want)
+	}
+	advised := map[uint32]int{}
+	for _, f := range r.got {
+		advised[f.RateAdvice.DestQP]++
+	}
+	if advised[110] == 0 || late[0].Sender.CeilingBps() == 0 {
+		t.Errorf("advice by QP %v, late flow's ceiling %d: want QP 110, added after the receiver, advised",
+			advised, late[0].Sender.CeilingBps())
+	}
+	if advised[111] != 0 || late[1].Sender.CeilingBps() != 0 {
+		t.Errorf("advice by QP %v, ceiling %d: QP 111's RNIC is not capable", advised, late[1].Sender.CeilingBps())
+	}
+}
+
+// TestPortSentMonotonic: the node counts its messages per egress port and
+// queue (YANG rate-advice-sent); the count is the node's total here (one
+// port, one queue), and it stays when the flows go idle and are forgotten,
+// which takes their per-flow counts away.
+func TestPortSentMonotonic(t *testing.T) {
+	cfg := enabled()
+	cfg.IdleTimeout = 2 * engine.Millisecond
+	r := newRig(t, rigOpts{cfg: cfg, capable: [2]bool{true, true}})
+	r.sim.Run(3 * engine.Millisecond)
+	queueSent := func() (st State, out int64, others int64) {
+		st = r.node.State()
+		for _, p := range st.Ports {
+			for q, n := range p.Queues {
+				if p.Port == r.out.Name() && q == 0 {
+					out = n
+				} else {
+					others += n
+				}
+			}
+		}
+		return st, out, others
+	}
+	st, sent, others := queueSent()
+	if sent == 0 || sent != st.Counters.Sent || others != 0 || len(st.Ports) != len(r.n1.Ports()) {
+		t.Fatalf("queue 0 of %s: %d sent, elsewhere %d, node %d, %d ports: want all the node's on that queue",
+			r.out.Name(), sent, others, st.Counters.Sent, len(st.Ports))
+	}
+	var perFlow int64
+	for _, f := range st.Flows {
+		perFlow += f.Sent
+	}
+	if perFlow != sent {
+		t.Errorf("per-flow counts sum to %d, the queue's to %d", perFlow, sent)
+	}
+	r.a.Sender.AdminStop()
+	r.b.Sender.AdminStop()
+	r.sim.Run(8 * engine.Millisecond)
+	st, after, _ := queueSent()
+	if len(st.Flows) != 0 {
+		t.Fatalf("%d flows still known after the idle timeout", len(st.Flows))
+	}
+	if after != st.Counters.Sent || after < sent {
+		t.Errorf("after the flows were forgotten: queue count %d, node %d, before %d: want it kept", after, st.Counters.Sent, sent)
+	}
+}
+
 // TestCNPCutsBelowAdvice: §3, a sender gets both CNPs and advice and
 // gives CNP priority: with ECN marking and DCQCN on, the rate falls below
 // the advised ceiling.

@@ -50,16 +50,15 @@ type Receiver struct {
 }
 
 // NewReceiver returns a receiver with cfg and, when capable, announces the
-// capability on every sending QP h has now.
+// capability (CapabilityBit) on every sending QP of h: those it has now and
+// those added to it later (netsim.Host.SetReservedBits).
 func NewReceiver(h *netsim.Host, cfg ReceiverConfig) (*Receiver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("rateadvice: receiver: %w", err)
 	}
 	r := &Receiver{cfg: cfg, dec: wire.Decoder{CodePoints: cfg.CodePoints}}
 	if cfg.Capable {
-		for _, q := range h.SendQPs() {
-			q.SetReservedBits(CapabilityBit)
-		}
+		h.SetReservedBits(h.ReservedBits() | CapabilityBit)
 	}
 	return r, nil
 }

@@ -114,13 +114,14 @@ func WriteIntervalPlot(path string, sp IntervalSpec) error {
 
 // ticks125 marks 1, 2, 5, 10, 20, 50, ... on a log axis, each labelled (a
 // reader of slowdowns wants to read 2 and 5, not only powers of ten), and
-// finer steps (1.5, 3, ... or 1.2, 1.5, 2, 2.5, ...) when the range is too
-// narrow for four of those.
+// finer steps (1.5, 2, 3, 4, ... or 1.2, 1.5, 2, 2.5, ...) when the range
+// is too narrow for four of those; 1 (no slowdown) is always marked when
+// the axis reaches it.
 type ticks125 struct{}
 
 var tickSteps = [][]float64{
 	{1, 2, 5},
-	{1, 1.5, 2, 3, 5, 7},
+	{1, 1.5, 2, 3, 4, 5, 7},
 	{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8},
 	{1, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2, 2.2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9},
 }

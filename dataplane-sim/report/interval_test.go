@@ -72,7 +72,9 @@ func TestTicks125(t *testing.T) {
 		want   string
 	}{
 		{desc: "two decades and more", lo: 0.9, hi: 250, want: "1 2 5 10 20 50 100 200"},
-		{desc: "one to four", lo: 1, hi: 4.3, want: "1 1.5 2 3"},
+		{desc: "one to four", lo: 1, hi: 4.3, want: "1 1.5 2 3 4"},
+		{desc: "one to a little over two", lo: 1, hi: 2.4, want: "1 1.2 1.5 2"},
+		{desc: "one to seven", lo: 1, hi: 7.5, want: "1 1.5 2 3 4 5 7"},
 		{desc: "one to two and a half", lo: 0.98, hi: 2.6, want: "1 1.2 1.5 2 2.5"},
 		{desc: "a narrow range", lo: 1.0, hi: 1.35, want: "1 1.1 1.2 1.3"},
 	}

@@ -14,7 +14,7 @@
 // from the seeds), and computes a route for every flow. The result holds
 // plain values and no references to yaml nodes.
 //
-// The package depends on the standard library and gopkg.in/yaml.v3 only. It
+// The package depends on the standard library and go.yaml.in/yaml/v3 only. It
 // must not import the engine or the network models: the runner in package
 // sim translates a Scenario into them.
 package scenario

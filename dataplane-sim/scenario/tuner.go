@@ -3,7 +3,7 @@ package scenario
 import (
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Tuner is the closed-loop tuner of the scenario's Long-haul CNP nodes

@@ -155,3 +155,101 @@ func (w *teeWire) Send(l *netsim.Link, p *netsim.Packet, txEnd engine.Time) {
 	w.to.Arrive(p, txEnd)
 	w.to.SetWire(w)
 }
+
+// sizeWire records every frame it carries (as the codec writes it, FCS
+// excluded) with the model's SizeBytes, and delivers the packet back to
+// the same link.
+type sizeWire struct {
+	c      *codec
+	to     *netsim.Link
+	frames [][]byte
+	sizes  []int32
+}
+
+func (w *sizeWire) Send(l *netsim.Link, p *netsim.Packet, txEnd engine.Time) {
+	var m Meta
+	frame, err := w.c.appendFrame(nil, p, &m)
+	if err != nil {
+		panic(err)
+	}
+	w.frames, w.sizes = append(w.frames, frame), append(w.sizes, p.SizeBytes)
+	w.to.SetWire(nil)
+	w.to.Arrive(p, txEnd)
+	w.to.SetWire(w)
+}
+
+// TestTsharkFrameLengthIsSizeBytes: tshark, reading the frames the wire
+// carries (every kind: data, ACK, CNP, CM, PFC) from a capture, finds each
+// as long as the model sized it, less the 4-byte FCS a capture leaves
+// out, over IPv4 and over IPv6 (whose header is 20 bytes longer: the model
+// once sized IPv6 packets as IPv4 ones).
+func TestTsharkFrameLengthIsSizeBytes(t *testing.T) {
+	tshark := needTshark(t)
+	for _, v6 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ipv4", true: "ipv6"}[v6], func(t *testing.T) {
+			sim := engine.New(engine.WithSeed(3))
+			h := buildHalvesOf(t, sim, "", v6)
+			c := newCodec(h.net)
+			var ws []*sizeWire
+			for _, pt := range h.wan {
+				w := &sizeWire{c: c, to: pt.Out()}
+				pt.Out().SetWire(w)
+				ws = append(ws, w)
+			}
+			sim.Run(3 * engine.Millisecond)
+			var buf bytes.Buffer
+			pw, err := wire.NewPcapWriter(&buf, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sizes []int32
+			for _, w := range ws {
+				for i, f := range w.frames {
+					if err := pw.WritePacket(time.Unix(1, int64(len(sizes))*1000), f); err != nil {
+						t.Fatal(err)
+					}
+					sizes = append(sizes, w.sizes[i])
+				}
+			}
+			path := filepath.Join(t.TempDir(), "frames.pcap")
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(tshark, "-r", path, "-T", "fields", "-E", "separator=|",
+				"-e", "frame.len", "-e", "ip.version", "-e", "ipv6.version", "-e", "infiniband.bth.opcode", "-e", "macc.opcode").Output()
+			if err != nil {
+				t.Fatalf("tshark: %v", err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != len(sizes) || len(sizes) == 0 {
+				t.Fatalf("tshark printed %d lines for %d frames", len(lines), len(sizes))
+			}
+			kinds := map[string]int{}
+			for i, line := range lines {
+				f := strings.Split(line, "|")
+				n, err := strconv.Atoi(f[0])
+				if err != nil {
+					t.Fatalf("frame %d: %q", i, line)
+				}
+				kind := "pfc" // a MAC control frame, else the BTH opcode
+				if f[4] == "" {
+					op, _ := strconv.ParseUint(f[3], 0, 8)
+					kind = fmt.Sprintf("%#02x", op)
+				}
+				if kind != "pfc" && (f[1] == "6" || f[2] == "6") != v6 {
+					t.Errorf("frame %d (%s): ip version %q/%q, want ipv6 %v", i, kind, f[1], f[2], v6)
+				}
+				if int32(n)+netsim.FCSBytes != sizes[i] && kinds["bad "+kind] == 0 {
+					kinds["bad "+kind]++
+					t.Errorf("frame %d (opcode %s): tshark reads %d bytes + 4 FCS, the model sized it %d", i, kind, n, sizes[i])
+				}
+				kinds[kind]++
+			}
+			for _, k := range []string{"pfc", "0x81", "0x11", "0x64", "0x06", "0x07"} {
+				if kinds[k] == 0 {
+					t.Errorf("no frame of kind %s in the capture (%v)", k, kinds)
+				}
+			}
+		})
+	}
+}

@@ -29,9 +29,10 @@
 // sensible one-line form. The struct's values when Register is called are
 // the defaults. After Load, Origin tells which layer gave a key its value.
 //
-// The file is decoded strictly first (gopkg.in/yaml.v3 with KnownFields) so
-// an unknown or mistyped key is an error naming the file and line; an
-// unknown variable under the prefix is an error naming the variable.
+// The file is decoded strictly first (go.yaml.in/yaml/v3, the library of
+// koanf's yaml parser, with KnownFields) so an unknown or mistyped key is an
+// error naming the file and line; an unknown variable under the prefix is an
+// error naming the variable.
 //
 // The layering is github.com/knadh/koanf/v2 with its rawbytes, yaml, env
 // and basicflag providers, chosen over viper because koanf takes a stdlib
@@ -61,7 +62,7 @@ import (
 	"github.com/knadh/koanf/providers/env/v2"
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Config binds one struct to a flag set, an environment prefix and a file.

@@ -189,7 +189,7 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 		})
 	}
 	if advice {
-		rateAdviceState(root, ra, b.WallNS)
+		rateAdviceState(root, ra, b.ports, b.WallNS)
 	}
 	if fcnOn {
 		fv.queues, fv.ports = st.Ports, b.ports
@@ -206,17 +206,23 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 // CNP, an FCN transit) into the queue's counter set chooses.
 func queueSentExternal(root *oc.Root, queues []lhcnp.PortState, ports *Ports,
 	set func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64)) {
-	ifs := root.GetOrCreateLhcnp().GetOrCreateInterfaces()
 	for i := range queues {
 		ps := &queues[i]
-		name, ok := ports.Interface(ps.Name)
-		if !ok {
-			continue
-		}
 		for qi := range ps.Queues {
 			qs := &ps.Queues[qi]
-			q := ifs.GetOrCreateInterface(name).GetOrCreateQueues().GetOrCreateQueue(qs.ID)
-			set(q.GetOrCreateState().GetOrCreateCounters(), ygot.Uint64(uint64(qs.Counters.SentExternal)))
+			setQueueCount(root, ports, ps.Name, qs.ID, qs.Counters.SentExternal, set)
 		}
 	}
+}
+
+// setQueueCount writes n into the counter set chooses of queue id of the
+// interface on the model's port (nothing for a port without one).
+func setQueueCount(root *oc.Root, ports *Ports, port string, id uint8, n int64,
+	set func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64)) {
+	name, ok := ports.Interface(port)
+	if !ok {
+		return
+	}
+	q := root.GetOrCreateLhcnp().GetOrCreateInterfaces().GetOrCreateInterface(name).GetOrCreateQueues().GetOrCreateQueue(id)
+	set(q.GetOrCreateState().GetOrCreateCounters(), ygot.Uint64(uint64(n)))
 }

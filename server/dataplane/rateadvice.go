@@ -128,9 +128,18 @@ func (p pair) AllowMark(pt *netsim.Port, x *netsim.Packet) bool {
 	return true
 }
 
-// rateAdviceState writes the configuration in use, the counters and the
-// flows' advice into the state tree.
-func rateAdviceState(root *oc.Root, st rateadvice.State, wallNS func(engine.Time) uint64) {
+// rateAdviceState writes the configuration in use, the counters, the
+// flows' advice and each queue's rate-advice-sent (the node's monotonic
+// per-queue count, not a sum of the per-flow counts, which age out) into
+// the state tree.
+func rateAdviceState(root *oc.Root, st rateadvice.State, ports *Ports, wallNS func(engine.Time) uint64) {
+	for _, p := range st.Ports {
+		for q, n := range p.Queues {
+			setQueueCount(root, ports, p.Port, uint8(q), n, func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) {
+				k.RateAdviceSent = n
+			})
+		}
+	}
 	l := root.GetOrCreateLhcnp()
 	l.GetOrCreateGlobal().GetOrCreateState().RateAdviceEnabled = ygot.Bool(st.Config.Enabled)
 	ra := l.GetOrCreateRateAdvice()

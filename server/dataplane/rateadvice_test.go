@@ -1,6 +1,9 @@
 package dataplane_test
 
 import (
+	"context"
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,5 +47,49 @@ func TestSetRateAdvice(t *testing.T) {
 	}
 	if !r.sw.Node.Config().FormatRoCEv2 {
 		t.Errorf("Long-haul CNP was turned off")
+	}
+}
+
+// TestRateAdviceSentPerQueue: the per-queue rate-advice-sent counter, read
+// with gnmic over a real socket, is filled: here every message the node
+// sent was for flows through the WAN queue, so it equals the node's
+// messages-sent (as fast-cnp-sent does for Fast CNP).
+func TestRateAdviceSentPerQueue(t *testing.T) {
+	nw, sw := serveNetwork(t, "testdata/line.yaml", "n1")
+	n1 := sw[0]
+	gnmicAt(t, n1.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp", "--update-value",
+		`{"global": {"config": {"rate-advice-enabled": true}}, "rate-advice": {"policies": {"policy": [{"name": "p1", "config": {"name": "p1", "rate": 3000}}]}}}`)
+	nw.Sim.Run(4 * engine.Millisecond)
+	if err := n1.pub.PublishNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) uint64 {
+		t.Helper()
+		out := gnmicAt(t, n1.addr, "get", "-e", "json_ietf", "--type", "state", "--path", path)
+		var resp []struct {
+			Updates []struct {
+				Values map[string]json.RawMessage `json:"values"`
+			} `json:"updates"`
+		}
+		if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp) != 1 || len(resp[0].Updates) != 1 || len(resp[0].Updates[0].Values) != 1 {
+			t.Fatalf("gnmic get %s: %v\n%s", path, err, out)
+		}
+		for _, raw := range resp[0].Updates[0].Values {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				s = string(raw)
+			}
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				t.Fatalf("gnmic get %s: %s", path, raw)
+			}
+			return n
+		}
+		return 0
+	}
+	sent := get("/lhcnp/rate-advice/state/counters/messages-sent")
+	perQueue := get(q0 + "/state/counters/rate-advice-sent")
+	if sent == 0 || perQueue != sent {
+		t.Errorf("%s/state/counters/rate-advice-sent = %d, want the node's messages-sent %d (> 0)", q0, perQueue, sent)
 	}
 }

@@ -13,11 +13,13 @@ import (
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 )
 
-// TestCopyStoresWhatPgxStores: the writer's binary COPY stores every kind
-// of value (and timestamps before 2000 and the Unix epoch, to the
-// microsecond rounded down) as pgx's CopyFrom stores the same values:
+// TestSampleSourceStoresEveryKind: the writer's COPY source, which refills
+// one set of values for every row, stores every kind of value in its column
+// with NULL in the others (kinds alternate, so a value left over from the
+// previous row would show), and timestamps before 2000 and the Unix epoch,
+// as pgx's CopyFrom stores the same values given one plain []any per row:
 // the samples' text forms, read back from both tables, are equal.
-func TestCopyStoresWhatPgxStores(t *testing.T) {
+func TestSampleSourceStoresEveryKind(t *testing.T) {
 	pool, _ := pgtest.New(t)
 	ctx := context.Background()
 	id := rows.SeriesID("sw1", "/x")

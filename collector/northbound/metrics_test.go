@@ -1,0 +1,76 @@
+package northbound_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lhcnp/lhcnp/collector/northbound"
+)
+
+// TestUpdatesSentCounter: updates_sent_total counts what the switches'
+// subscribe servers send to northbound clients, and never goes back when a
+// switch is removed (its server's count is kept while a stream still uses
+// it, then folded into the total).
+func TestUpdatesSentCounter(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	nb, c := startNB(t, northbound.WithMetrics(northbound.NewMetrics(reg)))
+	ts := time.Now().UnixNano()
+	nb.Observe("n1", kmaxNotification(ts, 1))
+	nb.Observe("n2", kmaxNotification(ts, 2))
+	sent := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == northbound.MetricsPrefix+"updates_sent_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("no updates_sent_total")
+		return 0
+	}
+	// The count follows the send: poll it.
+	waitSent := func(want float64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for sent() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("updates_sent_total %v, want %v", sent(), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sc := subscribeTo(t, ctx, c, gnmi.SubscriptionList_STREAM, "*")
+	if d := cmp.Diff([]string{"n1=1", "n2=2", "sync"}, sorted(read(t, sc, 3))); d != "" {
+		t.Fatalf("initial (-want +got):\n%s", d)
+	}
+	waitSent(2)
+	nb.RemoveTarget("n2") // its subscribers get the delete: one more
+	if _, err := sc.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	waitSent(3)
+	nb.Observe("n1", kmaxNotification(ts+1, 11))
+	read(t, sc, 1)
+	waitSent(4)
+	// While the stream ends on the server (and the removed switch's count
+	// is folded into the total) the counter never goes back.
+	cancel()
+	prev := sent()
+	for range 200 {
+		got := sent()
+		if got < prev {
+			t.Fatalf("updates_sent_total went back from %v to %v", prev, got)
+		}
+		prev = got
+		time.Sleep(time.Millisecond)
+	}
+}
