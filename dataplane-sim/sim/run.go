@@ -64,7 +64,8 @@ const (
 )
 
 // Run simulates sc and writes queues.csv, rates.csv, counters.csv,
-// summary.json, queues.png and rates.png into outDir (created if needed).
+// summary.json, queues.png and rates.png into outDir (created if needed),
+// and tuner.csv when the scenario has a tuner block.
 // It returns the summary. When ctx ends, Run stops between slices of
 // simulated time and returns ctx's error without writing anything.
 func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Option) (*report.Summary, error) {

@@ -213,3 +213,46 @@ func mustOpen(t *testing.T, path string) *os.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+// TestTunerOverrunSettles: under the load step of tuner-load-step (2:1 to
+// 8:1 at 200 ms) from the draft's defaults, N1 lifts K_max while its
+// growth trigger cuts the 8:1 overload (overrun) and, once the overload is
+// over, steps it back to where it was (settle): the run ends with alpha
+// where the overload found it, and nothing moved V_growth in between.
+func TestTunerOverrunSettles(t *testing.T) {
+	sc := load(t, "tuner/load-step.yaml")
+	d := scenario.DefaultLongHaulCNP()
+	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = d.Alpha, d.VGrowth
+	sc.Tuner = &scenario.Tuner{}
+	var m *LongHaulCNP
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(300*time.Millisecond), WithoutPlots(),
+		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+		t.Fatal(err)
+	}
+	var lifted, settled []TunerChange
+	for _, c := range m.Tuner {
+		if c.Node != "n1" || c.At < engine.FromDuration(200*time.Millisecond) {
+			continue
+		}
+		switch c.Rule {
+		case policy.RuleOverrun:
+			lifted = append(lifted, c)
+		case policy.RuleSettle:
+			settled = append(settled, c)
+		default:
+			t.Errorf("change %+v during the overload episode: want overrun and settle only", c)
+		}
+	}
+	if len(lifted) == 0 || len(settled) == 0 {
+		t.Fatalf("after the step: %d overrun and %d settle changes, want both (changes %+v)", len(lifted), len(settled), m.Tuner)
+	}
+	from, last := lifted[0].Before, settled[len(settled)-1]
+	if last.After != from || last.Outcome != "confirmed" {
+		t.Errorf("last settle %+v: want it confirmed back at %+v", last, from)
+	}
+	for _, c := range append(lifted, settled...) {
+		if c.After.VGrowthBps != c.Before.VGrowthBps {
+			t.Errorf("change %+v moved V_growth", c)
+		}
+	}
+}

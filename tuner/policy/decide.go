@@ -274,11 +274,21 @@ func firing(w Window, m Metrics) string {
 	if kmax > 0 && last >= kmax {
 		return fmt.Sprintf("the queue (%d B) is at or above K_max (%d B): the QD trigger fires", last, kmax)
 	}
-	growthBps := m.TrendRTT * float64(w.PortRateBps) / 8
-	if v := w.Config.VGrowthBps; v > 0 && growthBps > float64(v) {
-		return fmt.Sprintf("the queue grows at %.4g B/s, above V_growth (%d B/s): the QGR trigger fires", growthBps, v)
+	if qgrFires(w, m) {
+		return fmt.Sprintf("the queue grows at %.4g B/s, above V_growth (%d B/s): the QGR trigger fires",
+			m.TrendRTT*float64(w.PortRateBps)/8, w.Config.VGrowthBps)
 	}
 	return ""
+}
+
+// qgrFires says whether the queue grows faster than V_growth over the
+// window, with a V_growth that is on: one at or above R_port is as good
+// as off (qgrOff), and a queue growing past it is the growth rule's to
+// switch the trigger on, not a trigger to rely on (a 2:1 incast grows the
+// queue at R_port itself, one sample's noise above or below V_growth).
+func qgrFires(w Window, m Metrics) bool {
+	v := w.Config.VGrowthBps
+	return !qgrOff(v, w.PortRateBps) && m.TrendRTT*float64(w.PortRateBps)/8 > float64(v)
 }
 
 // overrun says why a queue that grows faster than V_growth (the QGR
@@ -293,11 +303,11 @@ func firing(w Window, m Metrics) string {
 // last 18 ms of the run). Raising K_max keeps the marks proportional
 // while the QGR trigger does the cutting.
 func overrun(w Window, m Metrics) string {
-	v := w.Config.VGrowthBps
-	growthBps := m.TrendRTT * float64(w.PortRateBps) / 8
-	if v <= 0 || growthBps <= float64(v) {
+	if !qgrFires(w, m) {
 		return ""
 	}
+	v := w.Config.VGrowthBps
+	growthBps := m.TrendRTT * float64(w.PortRateBps) / 8
 	kmax := w.EffectiveKMaxBytes
 	if w.Config.KMaxMode == KMaxExplicit {
 		kmax = w.Config.KMaxBytes

@@ -167,6 +167,18 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
+			desc: "V_growth at the port rate and a queue growing faster than that: the trigger is as good as off, switched on (not firing, not overrun)",
+			window: func() Window {
+				w := growing(bdp(2, rateBps/8)) // K_max 2 RTT_est: above the queue, under it one RTT_est ahead
+				for i := range w.Samples {
+					w.Samples[i].QueueDepthBytes = int64((0.1 + 0.3*float64(i)) * bdpBytes) // 1.2 RTT_est per RTT_est
+				}
+				return w
+			},
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(2, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
 			desc:   "V_growth just under the port rate: one step",
 			window: func() Window { return growing(bdp(1, rateBps/8-vg)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, (rateBps/8-vg)/2),
