@@ -248,7 +248,8 @@ type queueState struct {
 	qd, peak int64
 	qgrT     engine.Time
 	qgrQD    int64
-	qgr      int64 // bytes per second, last interval
+	qdT      engine.Time // when qd last changed
+	qgr      int64       // bytes per second, last interval
 	emrT     engine.Time
 	emrPkts  int64
 	emrMarks int64
@@ -501,7 +502,7 @@ func (n *Node) OnEnqueue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	now := n.sim.Now()
 	prio := int(p.Prio)
 	q := &ps.queues[prio]
-	q.qd = qBytes
+	q.qd, q.qdT = qBytes, now
 	if qBytes > q.peak {
 		q.peak = qBytes
 	}
@@ -536,7 +537,7 @@ func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	}
 	now := n.sim.Now()
 	q := &ps.queues[p.Prio]
-	q.qd = qBytes
+	q.qd, q.qdT = qBytes, now
 	if p.Kind == netsim.KindRoCE && isData(p.Opcode()) && p.DestQP() != wire.GSIQP {
 		n.rollEMR(q, now)
 		q.emrPkts++
@@ -576,16 +577,28 @@ func (n *Node) OnDrop(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 // rollQGR closes the measurement interval when it is over: QGR is the
 // change of QD over the interval, in bytes per second (§5.3.1).
 func (n *Node) rollQGR(q *queueState, now engine.Time) {
-	iv := q.cfg.MeasurementInterval
-	if now-q.qgrT < iv {
+	if now-q.qgrT < q.cfg.MeasurementInterval {
 		return
 	}
-	dt := now - q.qgrT
-	if q.qgrT == 0 && q.qgrQD == 0 && q.qgr == 0 && now < iv {
-		dt = iv
-	}
-	q.qgr = (q.qd - q.qgrQD) * int64(engine.Second) / int64(dt)
+	q.qgr = (q.qd - q.qgrQD) * int64(engine.Second) / int64(now-q.qgrT)
 	q.qgrT, q.qgrQD = now, q.qd
+}
+
+// qgrAt is the QGR State reports at now, changing nothing: 0 when the
+// queue has not changed for a whole interval (no packet since: the growth
+// over the last interval is none), otherwise the last interval's, or,
+// once an interval is over, what rollQGR would compute then. So an idle
+// queue does not keep reporting the growth of its last busy interval.
+func (q *queueState) qgrAt(now engine.Time) int64 {
+	iv := q.cfg.MeasurementInterval
+	switch dt := now - q.qgrT; {
+	case now-q.qdT >= iv:
+		return 0
+	case dt < iv:
+		return q.qgr
+	default:
+		return (q.qd - q.qgrQD) * int64(engine.Second) / int64(dt)
+	}
 }
 
 // rollEMR closes the EMR window when it is over: EMR is the share of the
@@ -594,16 +607,23 @@ func (n *Node) rollEMR(q *queueState, now engine.Time) {
 	if now-q.emrT < q.cfg.EMRWindow {
 		return
 	}
-	if q.emrPkts > 0 {
-		q.emr = 100 * float64(q.emrMarks) / float64(q.emrPkts)
-	} else {
-		q.emr = 0
-	}
-	if now-q.emrT >= 2*q.cfg.EMRWindow {
-		// A whole window without traffic in between.
-		q.emr = 0
-	}
+	q.emr = q.emrAt(now)
 	q.emrT, q.emrPkts, q.emrMarks = now, 0, 0
+}
+
+// emrAt is the EMR the node has at now, changing nothing: the last
+// window's, or, once a window is over, what rollEMR would compute then (0
+// after a whole window without traffic). State reports it, so an idle port
+// does not keep reporting the marking rate of its last busy window.
+func (q *queueState) emrAt(now engine.Time) float64 {
+	switch d := now - q.emrT; {
+	case d < q.cfg.EMRWindow:
+		return q.emr
+	case d >= 2*q.cfg.EMRWindow || q.emrPkts == 0:
+		// A whole window without traffic in between.
+		return 0
+	}
+	return 100 * float64(q.emrMarks) / float64(q.emrPkts)
 }
 
 // lookupData finds the entry of a data packet.

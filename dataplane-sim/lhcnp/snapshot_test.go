@@ -76,3 +76,37 @@ func entries(n *Node) []flowEntry {
 	}
 	return out
 }
+
+// TestIdleStateDecays: once a port's traffic stops, State reports the ECN
+// marking rate and queue growth rate the node would compute now (0), not
+// those of the last busy window, which it would otherwise report for ever
+// (the tuner read an idle port as 100 % marked).
+func TestIdleStateDecays(t *testing.T) {
+	cfg := testConfig(100_000, 500*engine.Microsecond)
+	cfg.Interface.Queue.Action.ResumeEnabled = false
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg, flowBytes: 4_000_000})
+	var busyEMR float64
+	var busyQGR int64
+	l.sim.Every(0, 50*engine.Microsecond, func(engine.Time) {
+		for _, p := range l.node1.State(false).Ports {
+			for _, q := range p.Queues {
+				busyEMR = max(busyEMR, q.ECNMarkingPercent)
+				busyQGR = max(busyQGR, q.QueueGrowthBps)
+			}
+		}
+	})
+	l.sim.Run(30 * engine.Millisecond)
+	if done, _ := l.flow.Done(); !done {
+		t.Fatalf("the flow has not finished in 30 ms")
+	}
+	if busyEMR == 0 || busyQGR == 0 {
+		t.Fatalf("while busy: EMR %v %%, QGR %v B/s; want both above 0 (the test shows nothing otherwise)", busyEMR, busyQGR)
+	}
+	for _, p := range l.node1.State(false).Ports {
+		for _, q := range p.Queues {
+			if q.QueueBytes != 0 || q.ECNMarkingPercent != 0 || q.QueueGrowthBps != 0 {
+				t.Errorf("%s queue %d idle: %d B, EMR %v %%, QGR %d B/s; want 0, 0, 0", p.Name, q.ID, q.QueueBytes, q.ECNMarkingPercent, q.QueueGrowthBps)
+			}
+		}
+	}
+}

@@ -174,7 +174,7 @@ func (n *Node) State(withFlows bool) State {
 				ID: uint8(prio), Enabled: q.cfg.Enabled, KMaxBytes: q.kmax, KMinBytes: q.kmin,
 				MinCNPInterval: q.minInterval, ResumeHold: q.resumeHold,
 				QueueBytes: ps.pt.QueueBytes(prio), PeakQueueBytes: q.peak,
-				ECNMarkingPercent: q.emr, QueueGrowthBps: q.qgr, CongLevel: levelQD(ps.pt.QueueBytes(prio), q.kmin, q.kmax),
+				ECNMarkingPercent: q.emrAt(now), QueueGrowthBps: q.qgrAt(now), CongLevel: levelQD(ps.pt.QueueBytes(prio), q.kmin, q.kmax),
 				ECNMarkingActive: ps.pt.QueueBytes(prio) > q.kmin, QDAboveKMax: q.qdAbove, EMRAboveVECN: q.emrAbove,
 				QGRAboveVGrowth: q.qgrAbove, Flows: len(q.flows), LastCNP: q.last, Counters: q.counters,
 			}
