@@ -76,6 +76,15 @@ type Config struct {
 	// UtilisationLow: the dead band between the two is hysteresis).
 	UtilisationUnder        float64 `yaml:"utilisation_under"`
 	NotificationsHighPerRTT float64 `yaml:"notifications_high_per_rtt"`
+	// SettleGrowthShare: settle needs the queue to grow slower than this
+	// share of V_growth, where overrun needs it faster than V_growth (the
+	// dead band between the two keeps them from flipping on one sample's
+	// noise).
+	SettleGrowthShare float64 `yaml:"settle_growth_share"`
+	// JudgeAheadMaxRTT caps how far ahead, in RTT_est, Judge expects a
+	// queue in transit at its pace (a DC-side port's RTT_est is a few µs,
+	// its judge window many of them).
+	JudgeAheadMaxRTT float64 `yaml:"judge_ahead_max_rtt"`
 	// WorseTolerance is the relative rise of the objective after a change
 	// that still counts as "not worse" (Judge).
 	WorseTolerance float64 `yaml:"worse_tolerance"`
@@ -109,6 +118,8 @@ func DefaultConfig() Config {
 		UtilisationLow:          0.9,
 		UtilisationUnder:        0.75,
 		NotificationsHighPerRTT: 500,
+		SettleGrowthShare:       0.8,
+		JudgeAheadMaxRTT:        4,
 		WorseTolerance:          0.02,
 		AttributeWorsening:      true,
 	}
@@ -191,6 +202,12 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.NotificationsHighPerRTT) || c.NotificationsHighPerRTT <= 0 {
 		bad("notifications_high_per_rtt", "%v must be positive", c.NotificationsHighPerRTT)
+	}
+	if !finite(c.SettleGrowthShare) || c.SettleGrowthShare <= 0 || c.SettleGrowthShare > 1 {
+		bad("settle_growth_share", "%v is not a share in (0, 1]", c.SettleGrowthShare)
+	}
+	if !finite(c.JudgeAheadMaxRTT) || c.JudgeAheadMaxRTT <= 0 {
+		bad("judge_ahead_max_rtt", "%v must be a positive delay", c.JudgeAheadMaxRTT)
 	}
 	if !finite(c.WorseTolerance) || c.WorseTolerance < 0 {
 		bad("worse_tolerance", "%v is not a finite share ≥ 0", c.WorseTolerance)

@@ -116,7 +116,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	}
 	dir, rule, reason := classify(cfg, w, d.Metrics)
 	if rule != RuleLoss && mem.Lifted.KMaxMode != "" {
-		if why := settled(w, d.Metrics, mem.Lifted); why != "" {
+		if why := settled(cfg, w, d.Metrics, mem.Lifted); why != "" {
 			dir, rule, reason = Tighten, RuleSettle, why
 		}
 	}
@@ -165,6 +165,13 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if after == w.Config {
 		d.Rule = RuleBound
 		d.Reason = fmt.Sprintf("%s; but %s", reason, notes)
+		if rule == RuleSettle {
+			// K_max cannot go back (the K_base floor, a bound): the
+			// episode ends here, or the lift would hold every growth and
+			// delay tightening as firing for ever.
+			mem.Lifted = Settings{}
+			d.Reason += "; the overrun's lift is dropped: K_max stays where it is"
+		}
 		return d, mem
 	}
 	d.Change = true
@@ -191,11 +198,13 @@ func kmaxOf(s Settings) float64 {
 }
 
 // settled says why the overload an overrun lifted K_max for is over, ""
-// while it is not: the queue no longer grows faster than V_growth and is
-// below the K_max it was lifted from.
-func settled(w Window, m Metrics, lifted Settings) string {
+// while it is not: the queue grows slower than settle_growth_share of
+// V_growth (overrun needs it faster than V_growth: the band between keeps
+// the two from flipping on one sample's noise) and is below the K_max it
+// was lifted from.
+func settled(cfg Config, w Window, m Metrics, lifted Settings) string {
 	growthBps := m.TrendRTT * float64(w.PortRateBps) / 8
-	if w.Config.VGrowthBps > 0 && growthBps > float64(w.Config.VGrowthBps) {
+	if w.Config.VGrowthBps > 0 && growthBps >= cfg.SettleGrowthShare*float64(w.Config.VGrowthBps) {
 		return ""
 	}
 	rttBytes := float64(w.PortRateBps) / 8 * w.RTTEst.Seconds()
@@ -207,7 +216,7 @@ func settled(w Window, m Metrics, lifted Settings) string {
 	if last >= old || kmaxOf(w.Config) <= kmaxOf(lifted) {
 		return ""
 	}
-	return fmt.Sprintf("the overload is over (growth %.4g B/s, the queue at %.3g RTT_est under the K_max of before the overrun): K_max back", growthBps, last/rttBytes)
+	return fmt.Sprintf("the overload is over (growth %.4g B/s under settle_growth_share of V_growth, the queue at %.3g RTT_est under the K_max of before the overrun): K_max back", growthBps, last/rttBytes)
 }
 
 // classify picks the rule. The thresholds leave a dead band (hysteresis):
@@ -267,10 +276,7 @@ func classify(cfg Config, w Window, m Metrics) (Direction, Rule, string) {
 // the run, docs/tuner.md).
 func firing(w Window, m Metrics) string {
 	last := w.Samples[len(w.Samples)-1].QueueDepthBytes
-	kmax := w.EffectiveKMaxBytes
-	if w.Config.KMaxMode == KMaxExplicit {
-		kmax = w.Config.KMaxBytes
-	}
+	kmax := kmaxBytes(w)
 	if kmax > 0 && last >= kmax {
 		return fmt.Sprintf("the queue (%d B) is at or above K_max (%d B): the QD trigger fires", last, kmax)
 	}
@@ -308,10 +314,7 @@ func overrun(w Window, m Metrics) string {
 	}
 	v := w.Config.VGrowthBps
 	growthBps := m.TrendRTT * float64(w.PortRateBps) / 8
-	kmax := w.EffectiveKMaxBytes
-	if w.Config.KMaxMode == KMaxExplicit {
-		kmax = w.Config.KMaxBytes
-	}
+	kmax := kmaxBytes(w)
 	rttBytes := float64(w.PortRateBps) / 8 * w.RTTEst.Seconds()
 	ahead := m.LastDelayRTT + m.TrendRTT
 	if kmax <= 0 || ahead*rttBytes <= float64(kmax) {
@@ -350,10 +353,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 	// its pace; a queue that is not growing, its depth; the current K_max
 	// when the queue is above it already (the node is cutting).
 	last, first := w.Samples[len(w.Samples)-1].QueueDepthBytes, w.Samples[0].QueueDepthBytes
-	kmaxNow := w.EffectiveKMaxBytes
-	if w.Config.KMaxMode == KMaxExplicit {
-		kmaxNow = w.Config.KMaxBytes
-	}
+	kmaxNow := kmaxBytes(w)
 	var floorBytes int64
 	switch {
 	case last > first:
@@ -511,7 +511,7 @@ type Verdict struct {
 // before, except for a queue in transit: one that grew or drained by more
 // than GrowthTrendRTT per RTT_est when the decision was taken is expected
 // where that pace takes it aheadRTT RTT_est after the decision window's
-// end (the middle of the judge window, Lag): a change decided on a growing
+// end (the middle of the judge window, Lag), JudgeAheadMaxRTT at most: a change decided on a growing
 // queue is not blamed for the growth under way, and one decided on a
 // draining queue does not take credit for the drain. With
 // AttributeWorsening, a worse objective is still kept when the terms that
@@ -525,8 +525,17 @@ func Judge(cfg Config, dir Direction, before, after Metrics, aheadRTT float64) V
 	was := "before"
 	if math.Abs(before.TrendRTT) > cfg.GrowthTrendRTT && aheadRTT > 0 {
 		jb0 := Objective(before, w)
-		before.DelayRTT = math.Max(0, before.LastDelayRTT+before.TrendRTT*aheadRTT)
-		was = fmt.Sprintf("expected at the queue's pace of %.3g RTT_est per RTT_est (%.4g before)", before.TrendRTT, jb0)
+		// A pace holds for a few RTT_est at most (the senders react within
+		// one, the node's triggers within less): on a DC-side port a judge
+		// window lies hundreds of RTT_est after the decision, and the pace
+		// extrapolated that far expects an absurd queue (every change on a
+		// growing one kept) or an empty one (every change on a draining one
+		// rolled back). Not capped at K_max: a queue outgrows it by the
+		// round trip the cuts take (mid-wan: 80 MB over a K_max of 25 MB),
+		// and an overrun judged against K_max is rolled back (docs/tuner.md).
+		ahead := math.Min(aheadRTT, cfg.JudgeAheadMaxRTT)
+		before.DelayRTT = math.Max(0, before.LastDelayRTT+before.TrendRTT*ahead)
+		was = fmt.Sprintf("expected %.3g RTT_est ahead at the queue's pace of %.3g RTT_est per RTT_est (%.4g before)", ahead, before.TrendRTT, jb0)
 	}
 	jb, ja := Objective(before, w), Objective(after, w)
 	tol := math.Max(cfg.WorseTolerance*math.Abs(jb), 0.001)

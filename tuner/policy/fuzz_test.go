@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,17 +39,58 @@ func FuzzDecideLifted(f *testing.F) {
 		w := Window{Start: t0, End: t0.Add(4 * time.Millisecond), KBaseBytes: 65536, RTTEst: 10 * time.Millisecond,
 			PortRateBps: 10_000_000_000, Config: Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBps: vgrowth}}
 		w.EffectiveKMaxBytes = int64(alpha * 12_500_000)
-		for i := range 5 {
-			w.Samples = append(w.Samples, Sample{Time: t0.Add(time.Duration(i) * time.Millisecond),
-				QueueDepthBytes: max(0, depth+slope*int64(i)), TxBytes: 1_250_000, Packets: 300})
-		}
+		w.Samples = paced(depth, slope)
 		mem := Memory{LastChange: t0.Add(-time.Minute), Lifted: Settings{KMaxMode: KMaxBDP, Alpha: lifted, VGrowthBps: vgrowth}}
-		d, _ := Decide(cfg, w, mem)
+		d, got := Decide(cfg, w, mem)
 		checkChange(t, cfg, w, d)
 		if d.Change && d.Rule == RuleSettle && d.After.Alpha < math.Min(lifted, cfg.AlphaMax)-1e-9 {
 			t.Errorf("settle to alpha %v, below the lifted-from %v (alpha_max %v)", d.After.Alpha, lifted, cfg.AlphaMax)
 		}
+		checkSettleBound(t, d, got)
 	})
+}
+
+// FuzzDecideExplicit: the same in explicit K_max mode, with any kmax and
+// any kmax an overrun lifted it from: no panic, a kmax inside
+// [kmax_min_bytes, kmax_max_bytes], a settle never below the lifted-from
+// kmax (as far as the bounds allow).
+func FuzzDecideExplicit(f *testing.F) {
+	f.Add(int64(2_000_000), int64(-100_000), int64(50_000_000), int64(12_500_000), int64(1_250_000_000))
+	f.Add(int64(0), int64(5_000_000), int64(1), int64(1<<40), int64(0))
+	f.Fuzz(func(t *testing.T, depth, slope, kmax, lifted, vgrowth int64) {
+		cfg := DefaultConfig()
+		w := Window{Start: t0, End: t0.Add(4 * time.Millisecond), KBaseBytes: 65536, RTTEst: 10 * time.Millisecond,
+			PortRateBps: 10_000_000_000, Config: Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBps: vgrowth}}
+		w.EffectiveKMaxBytes = kmax
+		w.Samples = paced(depth, slope)
+		mem := Memory{LastChange: t0.Add(-time.Minute), Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: lifted, VGrowthBps: vgrowth}}
+		d, got := Decide(cfg, w, mem)
+		checkChange(t, cfg, w, d)
+		if d.Change && d.Rule == RuleSettle && d.After.KMaxBytes < min(lifted, cfg.KMaxMaxBytes) {
+			t.Errorf("settle to kmax %d, below the lifted-from %d (kmax_max_bytes %d)", d.After.KMaxBytes, lifted, cfg.KMaxMaxBytes)
+		}
+		checkSettleBound(t, d, got)
+	})
+}
+
+// paced is five samples a millisecond apart of a queue moving by slope
+// bytes per sample on a full 10 Gbit/s link.
+func paced(depth, slope int64) []Sample {
+	var out []Sample
+	for i := range 5 {
+		out = append(out, Sample{Time: t0.Add(time.Duration(i) * time.Millisecond),
+			QueueDepthBytes: max(0, depth+slope*int64(i)), TxBytes: 1_250_000, Packets: 300})
+	}
+	return out
+}
+
+// checkSettleBound fails t when a settle that cannot move K_max keeps the
+// lift (it would hold every growth and delay tightening for ever).
+func checkSettleBound(t *testing.T, d Decision, mem Memory) {
+	t.Helper()
+	if d.Rule == RuleBound && strings.Contains(d.Reason, "the overload is over") && mem.Lifted != (Settings{}) {
+		t.Errorf("settle ended in bound (%s) with the lift kept: %+v", d.Reason, mem.Lifted)
+	}
 }
 
 // checkChange fails t when a change leaves the bounds or moves by more
@@ -64,6 +106,9 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 	}
 	if a.Alpha != w.Config.Alpha && math.Abs(math.Round(a.Alpha*1000)-a.Alpha*1000) > 1e-6 {
 		t.Errorf("alpha %v has more than 3 fraction digits", a.Alpha)
+	}
+	if a.KMaxBytes != w.Config.KMaxBytes && (a.KMaxBytes < cfg.KMaxMinBytes || a.KMaxBytes > cfg.KMaxMaxBytes) {
+		t.Errorf("kmax %v outside [%v, %v]", a.KMaxBytes, cfg.KMaxMinBytes, cfg.KMaxMaxBytes)
 	}
 	if a.VGrowthBps != w.Config.VGrowthBps && (a.VGrowthBps < cfg.VGrowthMinBps || a.VGrowthBps > cfg.VGrowthMaxBps) {
 		t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBps, cfg.VGrowthMinBps, cfg.VGrowthMaxBps)

@@ -275,6 +275,77 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(-time.Minute), Changes: 1}},
 		},
 		{
+			desc: "settle at the K_base floor: K_max cannot go back, the lift is dropped (no firing for ever)",
+			window: func() Window {
+				w := window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg))
+				w.KBaseBytes = 5 * bdpBytes // RTT_est fell: K_max on its K_base floor
+				w.EffectiveKMaxBytes = w.KBaseBytes
+				return w
+			},
+			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			want: result{Rule: RuleBound, After: bdp(4, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2}},
+			reason: "the overrun's lift is dropped",
+		},
+		{
+			desc: "settle band: a queue growing between settle_growth_share·V_growth and V_growth neither settles nor overruns",
+			// growth 3.75 GB/s, V_growth 4.2 GB/s: 0.89 of it
+			window: func() Window { return growing(bdp(4, 4_200_000_000)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(0.5, 4_200_000_000)},
+			want: result{Rule: RuleFiring, After: bdp(4, 4_200_000_000),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(0.5, 4_200_000_000)}},
+			reason: "K_max is lifted",
+		},
+		{
+			desc:   "settle band: the same growth under settle_growth_share·V_growth settles",
+			window: func() Window { return growing(bdp(4, 5_000_000_000)) }, // 0.75 of V_growth
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(0.5, 5_000_000_000)},
+			want: result{Change: true, Rule: RuleSettle, After: bdp(2.667, 5_000_000_000),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 1.5, Changes: 3, Lifted: bdp(0.5, 5_000_000_000)}},
+			reason: "under settle_growth_share",
+		},
+		{
+			desc: "settle in explicit K_max mode: kmax back by a step",
+			window: func() Window {
+				return window(queue{util: 0.95, delayRTT: 0.3}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBps: vg})
+			},
+			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2,
+				Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg}},
+			want: result{Change: true, Rule: RuleSettle, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 333_333_333, VGrowthBps: vg},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 3,
+					Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg}}},
+			reason: "the overload is over",
+		},
+		{
+			desc: "settle in explicit K_max mode: never below the kmax of before, which ends the episode",
+			window: func() Window {
+				return window(queue{util: 0.95, delayRTT: 0.3}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 150_000_000, VGrowthBps: vg})
+			},
+			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 3,
+				Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg}},
+			want: result{Change: true, Rule: RuleSettle, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4}},
+		},
+		{
+			desc: "the lift is cleared by a K_max mode change (alpha lifted, the queue now in explicit mode)",
+			window: func() Window {
+				return window(queue{util: 0.95, delayRTT: 0.3}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBps: vg})
+			},
+			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			want: result{Rule: RuleSteady, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBps: vg},
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2}},
+		},
+		{
+			desc:   "settle held by a rejected tightening: no change, the lift kept",
+			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg)) },
+			mem: Memory{LastChange: t0.Add(-time.Minute), Changes: 2, Lifted: bdp(1, vg),
+				Rejected: Tighten, RejectedUntil: t0.Add(time.Minute)},
+			want: result{Rule: RuleRejected, After: bdp(4, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Changes: 2, Lifted: bdp(1, vg),
+					Rejected: Tighten, RejectedUntil: t0.Add(time.Minute)}},
+			reason: "K_max back; but the last tighten was rolled back",
+		},
+		{
 			desc: "a queue under K_base is no congestion: a one-packet queue on a 2 µs port holds",
 			window: func() Window {
 				w := window(queue{util: 0.99}, bdp(1, vg))
@@ -722,6 +793,7 @@ func TestJudge(t *testing.T) {
 		dir           Direction
 		before, after Metrics
 		aheadRTT      float64
+		aheadMax      float64 // judge_ahead_max_rtt, when not the default
 		keep          bool
 	}{
 		{desc: "better", dir: Tighten, before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.95, DelayRTT: 0.5}, keep: true},
@@ -745,6 +817,18 @@ func TestJudge(t *testing.T) {
 		{desc: "a change decided on a draining queue takes no credit for the drain", dir: Loosen,
 			before: Metrics{Utilisation: 1, DelayRTT: 1, LastDelayRTT: 0.9, TrendRTT: -1}, after: Metrics{Utilisation: 1, DelayRTT: 0.6},
 			aheadRTT: 0.5, keep: false},
+		{desc: "DC-side port, judged 500 RTT_est after a loosening on a growing queue: expected judge_ahead_max_rtt ahead, not 500, a longer queue rolled back", dir: Loosen,
+			before: Metrics{Utilisation: 1, DelayRTT: 0.5, LastDelayRTT: 1, TrendRTT: 1}, after: Metrics{Utilisation: 1, DelayRTT: 20},
+			aheadRTT: 500, keep: false},
+		{desc: "DC-side port, the same queue where the pace takes it in judge_ahead_max_rtt: kept", dir: Loosen,
+			before: Metrics{Utilisation: 1, DelayRTT: 0.5, LastDelayRTT: 1, TrendRTT: 1}, after: Metrics{Utilisation: 1, DelayRTT: 5},
+			aheadRTT: 500, keep: true},
+		{desc: "DC-side port, judged 500 RTT_est after a tightening on a slowly draining queue: not expected empty, kept", dir: Tighten,
+			before: Metrics{Utilisation: 1, DelayRTT: 2.2, LastDelayRTT: 2, TrendRTT: -0.3}, after: Metrics{Utilisation: 0.99, DelayRTT: 0.5},
+			aheadRTT: 500, keep: true},
+		{desc: "DC-side port, the same with judge_ahead_max_rtt 500: the old reading, rolled back", aheadMax: 500, dir: Tighten,
+			before: Metrics{Utilisation: 1, DelayRTT: 2.2, LastDelayRTT: 2, TrendRTT: -0.3}, after: Metrics{Utilisation: 0.99, DelayRTT: 0.5},
+			aheadRTT: 500, keep: false},
 		{desc: "a queue within growth_trend_rtt is judged against the window before", dir: Loosen,
 			before: Metrics{Utilisation: 1, DelayRTT: 0.5, LastDelayRTT: 0.5, TrendRTT: 0.2}, after: Metrics{Utilisation: 1, DelayRTT: 0.5},
 			aheadRTT: 3, keep: true},
@@ -753,6 +837,9 @@ func TestJudge(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			cfg := cfg
 			cfg.AttributeWorsening = !tt.strict
+			if tt.aheadMax > 0 {
+				cfg.JudgeAheadMaxRTT = tt.aheadMax
+			}
 			v := Judge(cfg, tt.dir, tt.before, tt.after, tt.aheadRTT)
 			if v.Keep != tt.keep {
 				t.Errorf("Keep = %v, want %v (%s)", v.Keep, tt.keep, v.Reason)
@@ -771,6 +858,12 @@ func TestLag(t *testing.T) {
 	w.Speed = 0.1
 	if got := Lag(w, t0); math.Abs(got-0.25) > 1e-9 {
 		t.Errorf("Lag at speed 0.1 = %v, want 0.25 RTT_est", got)
+	}
+	// A DC-side port (RTT_est 2 µs) judged over the next millisecond: 500
+	// RTT_est ahead, which Judge caps (TestJudge, "DC-side port" cases).
+	dc := Window{Start: t0.Add(500 * time.Microsecond), End: t0.Add(1500 * time.Microsecond), RTTEst: 2 * time.Microsecond}
+	if got := Lag(dc, t0); math.Abs(got-500) > 1e-6 {
+		t.Errorf("Lag on a DC-side port = %v, want 500 RTT_est", got)
 	}
 	if got := Lag(Window{}, t0); got != 0 {
 		t.Errorf("Lag without RTT_est = %v, want 0", got)
@@ -832,6 +925,8 @@ func TestValidate(t *testing.T) {
 		{desc: "no dead band", edit: func(c *Config) { c.DelayHighRTT = c.DelayLowRTT }, want: "delay_high_rtt"},
 		{desc: "negative weight", edit: func(c *Config) { c.Weights.Delay = -1 }, want: "weights.delay: -1"},
 		{desc: "one sample", edit: func(c *Config) { c.MinSamples = 1 }, want: "min_samples"},
+		{desc: "settle band above V_growth", edit: func(c *Config) { c.SettleGrowthShare = 1.2 }, want: "settle_growth_share: 1.2 is not a share in (0, 1]"},
+		{desc: "no judge horizon", edit: func(c *Config) { c.JudgeAheadMaxRTT = 0 }, want: "judge_ahead_max_rtt: 0 must be a positive delay"},
 		{desc: "no utilisation dead band", edit: func(c *Config) { c.UtilisationUnder = 0.95 }, want: "utilisation_under: 0.95 must be a share in (0, utilisation_low 0.9]"},
 	}
 	for _, tt := range tests {

@@ -110,6 +110,15 @@ type Metrics struct {
 	Duration time.Duration `json:"duration_ns"`
 }
 
+// kmaxBytes is the K_max in use: the explicit kmax, or the effective K_max
+// the switch reports (0: unknown).
+func kmaxBytes(w Window) int64 {
+	if w.Config.KMaxMode == KMaxExplicit {
+		return w.Config.KMaxBytes
+	}
+	return w.EffectiveKMaxBytes
+}
+
 // Check says why a window cannot be decided on (the rule and the reason),
 // or "" when it can.
 func Check(cfg Config, w Window) (rule Rule, reason string) {
