@@ -141,8 +141,8 @@ func WithObserver(f func(target string, r *gnmi.SubscribeResponse)) Option {
 
 // WithStandby starts the loop on standby: its batches are held, not sent,
 // until Promote. It holds at most maxRows rows: past that the oldest held
-// batches are dropped (counted as handover_buffer), as the collector that
-// still owns the target stores those rows.
+// batches are let go of (counted by standby_discarded_rows_total, not as
+// dropped rows), as the collector that still owns the target stores them.
 func WithStandby(maxRows int) Option { return func(o *options) { o.standby = max(1, maxRows) } }
 
 // WithOnSync calls f (on the receiving goroutine; it must not block) each
@@ -477,7 +477,7 @@ func (l *Loop) flushLocked(b *rows.Batch) {
 		for l.heldRows > l.maxHeld && len(l.held) > 1 {
 			old := l.held[0]
 			l.held, l.heldRows = l.held[1:], l.heldRows-old.Rows()
-			l.m.DroppedRows.WithLabelValues(metrics.DropHandoverBuffer).Add(float64(old.Rows()))
+			l.m.StandbyDiscarded.Add(float64(old.Rows()))
 		}
 		return
 	}
