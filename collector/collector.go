@@ -61,6 +61,9 @@ type options struct {
 	listener net.Listener
 	observe  func(target string, r *gnmi.SubscribeResponse)
 	gone     func(target string)
+	// readLatestFault, when set, is called before each read of the
+	// latest table on promotion; an error fails that read (tests).
+	readLatestFault func(target string) error
 }
 
 // Option configures New.
@@ -147,6 +150,7 @@ type running struct {
 	t      config.Target
 	epoch  int64
 	loop   *target.Loop
+	conv   *rows.Converter // the loop's (a standby loop has its own)
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -666,6 +670,9 @@ func (c *Collector) stopStandby(name string) {
 	c.targetGone(name)
 }
 
+// promoteTries bounds the reads of the latest table on promotion.
+const promoteTries = 4
+
 // promote turns the target's standby loop, if it streams with the
 // configuration t, into its running loop at epoch: it drops what the
 // previous owner already stored (the latest table, read now that the lease
@@ -689,11 +696,27 @@ func (c *Collector) promote(ctx context.Context, t config.Target, epoch int64) b
 		isCounter bool
 	}
 	var latest []stored
-	floor := map[int64]int64{}
-	err := c.readLatest(ctx, t.Name, func(id, ts int64, v uint64, isCounter bool) {
-		latest = append(latest, stored{id, ts, v, isCounter})
-		floor[id] = ts
-	})
+	var floor map[int64]int64
+	// The standby's rows are dropped if this read fails: retry a little
+	// (each attempt with its own timeout) before giving up.
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = 100*time.Millisecond, time.Second
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		latest, floor = nil, map[int64]int64{}
+		if f := c.o.readLatestFault; f != nil {
+			if err := f(t.Name); err != nil {
+				return struct{}{}, err
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.Renew)
+		defer cancel()
+		return struct{}{}, c.readLatest(rctx, t.Name, func(id, ts int64, v uint64, isCounter bool) {
+			latest = append(latest, stored{id, ts, v, isCounter})
+			floor[id] = ts
+		})
+	}, backoff.WithBackOff(bo), backoff.WithMaxTries(promoteTries), backoff.WithNotify(func(err error, d time.Duration) {
+		c.log.Warn("handover: latest table not read, retrying", "target", t.Name, "in", d, "err", err)
+	}))
 	if err != nil || !reflect.DeepEqual(r.t, t) {
 		if err != nil {
 			c.log.Warn("handover: standby not promoted", "target", t.Name, "err", err)
@@ -710,6 +733,7 @@ func (c *Collector) promote(ctx context.Context, t config.Target, epoch int64) b
 	c.mu.Lock()
 	delete(c.standby, t.Name)
 	c.running[t.Name] = r
+	c.convs[t.Name] = r.conv // the promoted stream's state is the target's now
 	c.mu.Unlock()
 	c.m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak).Inc()
 	c.log.Info("handover: rows the previous owner stored skipped", "target", t.Name, "samples", samples, "events", events)
@@ -804,21 +828,27 @@ func (c *Collector) targetGone(name string) {
 }
 
 // startLocked starts the loop of t at epoch (under mu) and records it in
-// running, or, on standby, returns it for the caller to record.
+// running, or, on standby, returns it for the caller to record. A standby
+// loop converts with a converter of its own, adopted as the target's only
+// when it is promoted: a standby stopped without promotion leaves nothing
+// behind (its newest timestamps would make the next loop drop the new
+// stream's initial values as duplicates).
 func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int64, standby bool) *running {
 	conv := c.convs[t.Name]
-	if conv == nil {
+	if conv == nil || standby {
 		var opts []rows.Option
 		if c.o.db.Describe != nil {
 			opts = append(opts, rows.WithDescriber(c.o.db.Describe))
 		}
 		conv = rows.NewConverter(t.Name, c.sch, opts...)
-		c.convs[t.Name] = conv
+		if !standby {
+			c.convs[t.Name] = conv
+		}
 	}
 	// A loop ends when stopped (cancel), not with ctx: a draining
 	// collector streams on until its targets' new owners stream.
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &running{t: t, epoch: epoch, cancel: cancel, done: make(chan struct{})}
+	r := &running{t: t, epoch: epoch, conv: conv, cancel: cancel, done: make(chan struct{})}
 	opts := []target.Option{target.WithCollector(c.cfg.ID, epoch),
 		target.WithBatch(c.cfg.Writer.BatchRows, c.cfg.Writer.BatchInterval),
 		target.WithMetrics(c.m), target.WithLogger(c.log),

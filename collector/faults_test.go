@@ -412,16 +412,7 @@ func TestLeasesShareTargets(t *testing.T) {
 	more("rounds stored from b", 5)
 	pu.stop()
 	for _, p := range pubs {
-		// Complete once the last round is stored (b stores in order).
-		waitFor(t, 30*time.Second, p.sw.Name+"'s last round", func() (bool, string) {
-			rs := storedRounds(t, pool, p)
-			for _, leaf := range p.paths {
-				if r := rs[leaf]; len(r) == 0 || r[len(r)-1] != int(p.n) {
-					return false, fmt.Sprintf("%s: rounds stored %v, last published %d", leaf, tail(r), p.n)
-				}
-			}
-			return true, ""
-		})
+		waitLastRound(t, pool, p) // complete once the last round is stored
 	}
 	b.stop(t)
 

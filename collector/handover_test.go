@@ -1,0 +1,94 @@
+package collector_test
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
+	"github.com/lhcnp/lhcnp/collector/metrics"
+)
+
+// leaseConfig is testConfig with leases on, for collector id.
+func leaseConfig(t testing.TB, dsn, id string, sws ...*switchtest.Switch) config.File {
+	cfg := testConfig(t, dsn, sws...)
+	cfg.ID = id
+	cfg.Leases = config.Leases{Enabled: true, TTL: 3 * time.Second, Renew: 200 * time.Millisecond}
+	return cfg
+}
+
+// waitLastRound waits until the last round p published is stored (a
+// collector stores a target's rows in order: the others are stored too).
+func waitLastRound(t testing.TB, pool *pgxpool.Pool, p *publisher) {
+	t.Helper()
+	waitFor(t, 30*time.Second, p.sw.Name+"'s last round", func() (bool, string) {
+		rs := storedRounds(t, pool, p)
+		for _, leaf := range p.paths {
+			if r := rs[leaf]; len(r) == 0 || r[len(r)-1] != int(p.n) {
+				return false, fmt.Sprintf("%s: rounds stored %v, last published %d", leaf, tail(r), p.n)
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestFailedPromotionLosesNothing: the collector taking a target over
+// (make-before-break, a drains) cannot read the latest table the first
+// time it promotes its standby stream. It retries: the standby is promoted
+// all the same, and every round the switch published is stored exactly
+// once.
+func TestFailedPromotionLosesNothing(t *testing.T) {
+	pool, dsn := newDB(t)
+	sw := switchtest.Start(t, "sw-promote")
+	p := newPublisher(sw, "n1-n2")
+	p.round()
+	a := start(t, leaseConfig(t, dsn, "collector-a", sw))
+	waitFor(t, 30*time.Second, "a streaming", func() (bool, string) {
+		return fmt.Sprint(a.Running()) == "[sw-promote]" && allStreaming(a), fmt.Sprint(a.Metrics().TargetStates())
+	})
+	var reads atomic.Int64
+	b := start(t, leaseConfig(t, dsn, "collector-b", sw), collector.WithReadLatestFault(func(string) error {
+		if reads.Add(1) == 1 {
+			return errors.New("injected: latest table not readable")
+		}
+		return nil
+	}))
+	pu := startPump([]*publisher{p}, 10*time.Millisecond)
+	defer pu.stop()
+	waitFor(t, 30*time.Second, "rows flowing", func() (bool, string) { return samplesOf(t, pool, sw.Name) > 20, "" })
+
+	a.stop(t) // drain: b becomes the owner and promotes its standby stream
+	waitFor(t, 30*time.Second, "b to take the target", func() (bool, string) {
+		return fmt.Sprint(b.Running()) == "[sw-promote]" && allStreaming(b), fmt.Sprint(b.Metrics().TargetStates())
+	})
+	base := samplesOf(t, pool, sw.Name)
+	waitFor(t, 30*time.Second, "rounds stored from b", func() (bool, string) {
+		n := samplesOf(t, pool, sw.Name) - base
+		return n >= int64(5*len(p.paths)), fmt.Sprintf("%d more samples", n)
+	})
+	pu.stop()
+	waitLastRound(t, pool, p)
+	b.stop(t)
+
+	if got := reads.Load(); got < 2 {
+		t.Errorf("latest table read %d times on promotion, want a failure and a retry", got)
+	}
+	m := b.Metrics()
+	if got := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak)); got != 1 {
+		t.Errorf("b took %v targets make-before-break, want 1", got)
+	}
+	noDuplicates(t, pool)
+	rs := storedRounds(t, pool, p)
+	for _, leaf := range p.paths {
+		if missing := missingRounds(rs[leaf], int(p.n)); len(missing) > 0 {
+			t.Errorf("%s: rounds %v of 1..%d not stored", leaf, missing, p.n)
+		}
+	}
+}
