@@ -147,12 +147,16 @@ type seed struct {
 }
 
 type running struct {
-	t      config.Target
-	epoch  int64
-	loop   *target.Loop
-	conv   *rows.Converter // the loop's (a standby loop has its own)
-	cancel context.CancelFunc
-	done   chan struct{}
+	t     config.Target
+	epoch int64
+	loop  *target.Loop
+	conv  *rows.Converter // the loop's (a standby loop has its own)
+	// announced: the standby stream last announced Ready, and when
+	// (reconcile loop only).
+	announced   target.Sync
+	announcedAt time.Time
+	cancel      context.CancelFunc
+	done        chan struct{}
 }
 
 // New checks the configuration, connects to PostgreSQL (a one-line error
@@ -641,11 +645,21 @@ func (c *Collector) keepStandby(ctx, lctx context.Context, t config.Target) {
 		c.mu.Unlock()
 		return
 	}
-	if r.loop.Synced() {
-		if err := c.lm.Ready(lctx, t.Name, r.loop.SyncPoint()); err != nil {
-			c.log.Warn("handover: ready not announced", "target", t.Name, "err", err)
-		}
+	s, ok := r.loop.Synced()
+	if !ok {
+		return
 	}
+	// Once per synced stream, then again once per renewal (the owner
+	// counts on an announcement for two renewals): not on every pass.
+	if s == r.announced && time.Since(r.announcedAt) < c.cfg.Leases.Renew*9/10 {
+		return
+	}
+	if err := c.lm.Ready(lctx, t.Name, s.Point); err != nil {
+		c.log.Warn("handover: ready not announced", "target", t.Name, "err", err)
+		return
+	}
+	r.announced, r.announcedAt = s, time.Now()
+	c.m.ReadyAnnounced.Inc()
 }
 
 func (c *Collector) standbyNames() []string {
@@ -1014,7 +1028,10 @@ func (c *Collector) listen(ctx context.Context, channels []string) {
 }
 
 // handoverMessage records a collector ready to take a target over, and
-// wakes the loop that hands targets over or takes them.
+// wakes the loop that hands targets over or takes them when the message
+// concerns it: a Ready for a target this collector runs, a Released for a
+// target it streams on standby. (Waking on every message would make
+// collectors waiting on standby wake each other without end.)
 func (c *Collector) handoverMessage(payload string) {
 	h, err := lease.ParseHandover(payload)
 	if err != nil {
@@ -1024,12 +1041,16 @@ func (c *Collector) handoverMessage(payload string) {
 	if h.Ready == c.cfg.ID || h.Released == c.cfg.ID {
 		return // our own
 	}
+	c.mu.Lock()
+	_, runs := c.running[h.Target]
+	_, waits := c.standby[h.Target]
 	if h.Ready != "" {
-		c.mu.Lock()
 		c.ready[h.Target] = ready{by: h.Ready, syncPoint: h.SyncPoint, at: time.Now()}
-		c.mu.Unlock()
 	}
-	c.wakeHandover()
+	c.mu.Unlock()
+	if h.Ready != "" && runs || h.Released != "" && waits {
+		c.wakeHandover()
+	}
 }
 
 func (c *Collector) maintain(ctx context.Context) {

@@ -1,6 +1,7 @@
 package collector_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
+	"github.com/lhcnp/lhcnp/collector/lease"
 	"github.com/lhcnp/lhcnp/collector/metrics"
 )
 
@@ -91,4 +93,64 @@ func TestFailedPromotionLosesNothing(t *testing.T) {
 			t.Errorf("%s: rounds %v of 1..%d not stored", leaf, missing, p.n)
 		}
 	}
+}
+
+// TestCrashedHolderNoWakeStorm: collector a crashed holding the leases of
+// two targets; b and c, which rendezvous hashing now gives one each, stream
+// them on standby until a's leases expire (leases.ttl). Each announces that
+// it is ready once its stream syncs and then at most once per renewal — a
+// Ready from one does not wake the other (which would announce again, and
+// wake the first...) — and each takes its target when the lease expires.
+func TestCrashedHolderNoWakeStorm(t *testing.T) {
+	pool, dsn := newDB(t)
+	ids := []string{"collector-b", "collector-c"}
+	var sws []*switchtest.Switch
+	var pubs []*publisher
+	for i := 0; len(sws) < len(ids); i++ {
+		name := fmt.Sprintf("sw-crash%d", i)
+		if lease.Owner(ids, name) == ids[len(sws)] {
+			sw := switchtest.Start(t, name)
+			sws = append(sws, sw)
+			pubs = append(pubs, newPublisher(sw, "n1-n2"))
+		}
+	}
+	const ttl, renew = 3 * time.Second, 200 * time.Millisecond
+	for _, sw := range sws {
+		// What a crashed collector leaves: leases that run until they
+		// expire.
+		if _, err := pool.Exec(context.Background(), `INSERT INTO leases (target, owner, epoch, expires_at)
+			VALUES ($1, 'collector-a', 1, now() + $2 * interval '1 millisecond')`, sw.Name, ttl.Milliseconds()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cs []*runningCollector
+	for _, id := range ids {
+		cfg := leaseConfig(t, dsn, id, sws...)
+		cfg.Leases.TTL, cfg.Leases.Renew = ttl, renew
+		cs = append(cs, start(t, cfg))
+	}
+	for i, c := range cs {
+		waitFor(t, 30*time.Second, c.ID()+" to take "+sws[i].Name, func() (bool, string) {
+			return fmt.Sprint(c.Running()) == fmt.Sprint([]string{sws[i].Name}) && allStreaming(c),
+				fmt.Sprint(c.Metrics().TargetStates())
+		})
+	}
+	// One announcement when the standby stream synced, then one per
+	// renewal at most, for as long as the lease ran (plus slack for the
+	// passes on either side).
+	bound := float64(ttl/renew + 3)
+	for _, c := range cs {
+		got := testutil.ToFloat64(c.Metrics().ReadyAnnounced)
+		if got < 1 || got > bound {
+			t.Errorf("%s announced Ready %v times while a's lease ran, want 1..%v", c.ID(), got, bound)
+		}
+	}
+	for _, p := range pubs {
+		p.round()
+		waitLastRound(t, pool, p)
+	}
+	for _, c := range cs {
+		c.stop(t)
+	}
+	noDuplicates(t, pool)
 }

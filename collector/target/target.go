@@ -75,7 +75,11 @@ type Loop struct {
 	lastRows int
 
 	standby atomic.Bool // written under bmu
-	synced  atomic.Bool // the current stream reached its sync_response
+	// sync is the current stream's once it reached its sync_response (nil
+	// while none has: connecting, syncing, in back-off); sessions counts
+	// the streams started.
+	sync     atomic.Pointer[Sync]
+	sessions atomic.Uint64
 	// lastTS is the newest notification timestamp received (any stream),
 	// syncTS the newest one before the current stream's sync_response
 	// (its sync point); waiter is a WaitReceived in progress.
@@ -146,7 +150,8 @@ func WithObserver(f func(target string, r *gnmi.SubscribeResponse)) Option {
 func WithStandby(maxRows int) Option { return func(o *options) { o.standby = max(1, maxRows) } }
 
 // WithOnSync calls f (on the receiving goroutine; it must not block) each
-// time a stream reaches its sync_response.
+// time Synced changes: a stream reaches its sync_response, or a stream
+// that had ends.
 func WithOnSync(f func()) Option { return func(o *options) { o.onSync = f } }
 
 // New returns the loop of target t, converting with conv (whose state
@@ -172,16 +177,27 @@ func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop
 	return l
 }
 
-// Synced reports whether the current stream has delivered its
-// sync_response (a standby loop is then ready to take over).
-func (l *Loop) Synced() bool { return l.synced.Load() }
+// Sync identifies a stream that has delivered its sync_response.
+type Sync struct {
+	// Session numbers the loop's streams (1 for the first): a stream that
+	// drops and comes back is a new session.
+	Session uint64
+	// Point is the newest timestamp of the notifications the stream
+	// delivered before its sync_response: a collector that still owns the
+	// target stops only once its own stream has received as far
+	// (WaitReceived), so that every value is in one of the two streams.
+	Point int64
+}
 
-// SyncPoint is the newest timestamp of the notifications the current
-// stream delivered before its sync_response (valid once Synced): a
-// collector that still owns the target stops only once its own stream has
-// received as far (WaitReceived), so that every value is in one of the two
-// streams.
-func (l *Loop) SyncPoint() int64 { return l.syncTS.Load() }
+// Synced returns the current stream's Sync; ok is false while no stream is
+// up past its sync_response (a standby loop is then not ready to take
+// over).
+func (l *Loop) Synced() (s Sync, ok bool) {
+	if p := l.sync.Load(); p != nil {
+		return *p, true
+	}
+	return Sync{}, false
+}
 
 // LastReceived is the newest notification timestamp received.
 func (l *Loop) LastReceived() int64 { return l.lastTS.Load() }
@@ -254,7 +270,7 @@ func (l *Loop) Promote(epoch int64, floor map[int64]int64, seed func(*rows.Conve
 		l.flushLocked(b)
 	}
 	l.held, l.heldRows = nil, 0
-	if l.synced.Load() {
+	if l.sync.Load() != nil {
 		l.m.SetState(l.t.Name, "streaming")
 	}
 	return samples, events
@@ -366,8 +382,14 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 		return false, fmt.Errorf("subscribe: %w", err)
 	}
 	l.m.Resubscribes.WithLabelValues(l.t.Name).Inc()
-	l.synced.Store(false)
+	session := l.sessions.Add(1)
 	l.syncTS.Store(0)
+	defer func() {
+		// The stream is gone: nobody may count on it any more.
+		if l.sync.Swap(nil) != nil && l.onSync != nil {
+			l.onSync()
+		}
+	}()
 	l.bmu.Lock()
 	l.conv.Resubscribed()
 	l.cur = l.newBatch()
@@ -443,7 +465,7 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 		}
 		if nowSynced {
 			synced = true
-			l.synced.Store(true)
+			l.sync.Store(&Sync{Session: session, Point: l.syncTS.Load()})
 			l.setErr(nil)
 			if l.standby.Load() {
 				l.m.SetState(l.t.Name, "standby")
