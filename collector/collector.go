@@ -136,6 +136,7 @@ type Collector struct {
 // (lease.Handover).
 type ready struct {
 	by        string
+	session   uint64 // the announcing collector's stream of the target
 	syncPoint int64
 	at        time.Time
 }
@@ -569,13 +570,17 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 			}
 		case held:
 			c.stopStandby(name)
-			syncPoint, ready := c.successorReady(name, owner)
+			succ, isReady := c.successorReady(name, owner)
 			switch since, ok := c.handing[name]; {
-			case ready:
-				c.handOver(ctx, name, metrics.HandoverMakeBeforeBreak, syncPoint)
+			case isReady && c.handOver(ctx, name, metrics.HandoverMakeBeforeBreak, succ):
+			case isReady:
+				// The successor's stream dropped: wait for its next.
+				if c.renew(lctx, name, epoch) {
+					wanted[name] = epoch
+				}
 			case ok && time.Since(since) > c.cfg.Leases.TTL:
 				c.log.Warn("the new owner did not stream within leases.ttl: handing over anyway", "target", name, "to", owner)
-				c.handOver(ctx, name, metrics.HandoverBreakBeforeMake, 0)
+				c.handOver(ctx, name, metrics.HandoverBreakBeforeMake, ready{})
 			default:
 				// Keep collecting until the new owner streams.
 				if !ok {
@@ -591,7 +596,7 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 	}
 	for name := range c.held {
 		if _, ok := desired[name]; !ok {
-			c.handOver(ctx, name, "", 0)
+			c.handOver(ctx, name, "", ready{})
 		}
 	}
 	for _, name := range c.standbyNames() {
@@ -616,16 +621,25 @@ func (c *Collector) renew(ctx context.Context, name string, epoch int64) bool {
 }
 
 // successorReady: owner, the collector rendezvous hashing now names for
-// the target, streams it on standby (announced within two renewals), from
-// the sync point it returns.
-func (c *Collector) successorReady(name, owner string) (syncPoint int64, ok bool) {
+// the target, streams it on standby (announced within two renewals and
+// not withdrawn), in the stream and from the sync point it returns.
+func (c *Collector) successorReady(name, owner string) (ready, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.ready[name]
 	if !ok || r.by != owner || time.Since(r.at) > 2*c.cfg.Leases.Renew {
-		return 0, false
+		return ready{}, false
 	}
-	return r.syncPoint, true
+	return r, true
+}
+
+// stillReady: the announcement r is the newest of its collector's and
+// not withdrawn (its standby stream has not dropped meanwhile).
+func (c *Collector) stillReady(name string, r ready) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur, ok := c.ready[name]
+	return ok && cur.by == r.by && cur.session == r.session
 }
 
 // keepStandby runs a standby loop for a target whose lease another
@@ -647,6 +661,15 @@ func (c *Collector) keepStandby(ctx, lctx context.Context, t config.Target) {
 	}
 	s, ok := r.loop.Synced()
 	if !ok {
+		if r.announced != (target.Sync{}) {
+			// The announced stream dropped: withdraw, so the owner does
+			// not stop while this collector has no stream.
+			if err := c.lm.NotReady(lctx, t.Name, r.announced.Session); err != nil {
+				c.log.Warn("handover: ready not withdrawn", "target", t.Name, "err", err)
+				return
+			}
+			r.announced = target.Sync{}
+		}
 		return
 	}
 	// Once per synced stream, then again once per renewal (the owner
@@ -654,7 +677,7 @@ func (c *Collector) keepStandby(ctx, lctx context.Context, t config.Target) {
 	if s == r.announced && time.Since(r.announcedAt) < c.cfg.Leases.Renew*9/10 {
 		return
 	}
-	if err := c.lm.Ready(lctx, t.Name, s.Point); err != nil {
+	if err := c.lm.Ready(lctx, t.Name, s.Session, s.Point); err != nil {
 		c.log.Warn("handover: ready not announced", "target", t.Name, "err", err)
 		return
 	}
@@ -777,8 +800,8 @@ func (c *Collector) drainLeases() {
 			return
 		}
 		for _, name := range sortedKeys(c.held) {
-			if syncPoint, ok := c.successorReady(name, lease.Owner(members, name)); ok {
-				c.handOver(ctx, name, metrics.HandoverMakeBeforeBreak, syncPoint)
+			if succ, ok := c.successorReady(name, lease.Owner(members, name)); ok &&
+				c.handOver(ctx, name, metrics.HandoverMakeBeforeBreak, succ) {
 				continue
 			}
 			c.renew(ctx, name, c.held[name])
@@ -796,21 +819,28 @@ func (c *Collector) drainLeases() {
 // its batches are stored, and releases its lease so the new owner takes it
 // at once. kind is the handover's metric label ("" for a target no longer
 // collected at all). Make-before-break, the new owner streams the target
-// from the switch timestamp syncPoint on: the loop stops once it has
+// from the switch timestamp succ.syncPoint on: the loop stops once it has
 // received as far (bounded by leases.ttl/2; past that the handover counts
-// as break-before-make).
-func (c *Collector) handOver(ctx context.Context, name, kind string, syncPoint int64) {
+// as break-before-make) — unless the new owner withdrew that stream or
+// announced a newer one meanwhile: then nothing is stopped and handOver
+// returns false (the next announcement starts another handover).
+func (c *Collector) handOver(ctx context.Context, name, kind string, succ ready) bool {
 	c.mu.Lock()
 	r := c.running[name]
 	c.mu.Unlock()
 	if r != nil && kind == metrics.HandoverMakeBeforeBreak {
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.TTL/2)
-		if err := r.loop.WaitReceived(wctx, syncPoint); err != nil {
+		if err := r.loop.WaitReceived(wctx, succ.syncPoint); err != nil {
 			kind = metrics.HandoverBreakBeforeMake
 			c.log.Warn("handover: this stream did not reach the new owner's sync point", "target", name,
-				"sync_point", syncPoint, "received", r.loop.LastReceived(), "err", err)
+				"sync_point", succ.syncPoint, "received", r.loop.LastReceived(), "err", err)
 		}
 		cancel()
+		if !c.stillReady(name, succ) {
+			c.log.Info("handover: the new owner's announced stream is gone; collecting on until it announces again",
+				"target", name, "to", succ.by, "session", succ.session)
+			return false
+		}
 	}
 	c.mu.Lock()
 	delete(c.running, name)
@@ -833,6 +863,7 @@ func (c *Collector) handOver(ctx context.Context, name, kind string, syncPoint i
 	}
 	c.log.Info("target handed over", "target", name, "kind", kind)
 	c.targetGone(name)
+	return true
 }
 
 func (c *Collector) targetGone(name string) {
@@ -1038,14 +1069,21 @@ func (c *Collector) handoverMessage(payload string) {
 		c.log.Warn("handover message ignored", "payload", payload, "err", err)
 		return
 	}
-	if h.Ready == c.cfg.ID || h.Released == c.cfg.ID {
+	if h.Ready == c.cfg.ID || h.Released == c.cfg.ID || h.NotReady == c.cfg.ID {
 		return // our own
 	}
 	c.mu.Lock()
 	_, runs := c.running[h.Target]
 	_, waits := c.standby[h.Target]
-	if h.Ready != "" {
-		c.ready[h.Target] = ready{by: h.Ready, syncPoint: h.SyncPoint, at: time.Now()}
+	switch {
+	case h.Ready != "":
+		// Messages of one collector arrive in the order it sent them:
+		// the last one is its newest stream.
+		c.ready[h.Target] = ready{by: h.Ready, session: h.Session, syncPoint: h.SyncPoint, at: time.Now()}
+	case h.NotReady != "":
+		if r, ok := c.ready[h.Target]; ok && r.by == h.NotReady {
+			delete(c.ready, h.Target)
+		}
 	}
 	c.mu.Unlock()
 	if h.Ready != "" && runs || h.Released != "" && waits {

@@ -2,6 +2,7 @@ package collector_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -152,5 +153,79 @@ func TestCrashedHolderNoWakeStorm(t *testing.T) {
 	for _, c := range cs {
 		c.stop(t)
 	}
+	noDuplicates(t, pool)
+}
+
+// TestStaleReadyIgnored: the collector that should take a target over
+// (here b, a member whose messages the test sends) announces its standby
+// stream, then withdraws it (the stream dropped). The owner, a, which was
+// waiting for its own stream to reach the announced sync point, collects on
+// past it; it hands over only on b's next announcement (a new stream
+// session).
+func TestStaleReadyIgnored(t *testing.T) {
+	pool, dsn := newDB(t)
+	var sw *switchtest.Switch
+	for i := 0; sw == nil; i++ {
+		if name := fmt.Sprintf("sw-stale%d", i); lease.Owner([]string{"collector-a", "collector-b"}, name) == "collector-b" {
+			sw = switchtest.Start(t, name)
+		}
+	}
+	p := newPublisher(sw, "n1-n2")
+	p.round()
+	cfg := leaseConfig(t, dsn, "collector-a", sw)
+	cfg.Leases.TTL = time.Minute // no break-before-make during the test
+	a := start(t, cfg)
+	waitFor(t, 30*time.Second, "a streaming", func() (bool, string) {
+		return fmt.Sprint(a.Running()) == "["+sw.Name+"]" && allStreaming(a), fmt.Sprint(a.Metrics().TargetStates())
+	})
+	ctx := context.Background()
+	// b joins (its heartbeat stays valid for the test).
+	if _, err := pool.Exec(ctx, `INSERT INTO collectors (id, heartbeat_at) VALUES ('collector-b', now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	notify := func(h lease.Handover) {
+		t.Helper()
+		data, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `SELECT pg_notify($1, $2)`, lease.HandoverChannel, string(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readyOf := func(want uint64) func() (bool, string) {
+		return func() (bool, string) {
+			by, session, ok := a.ReadyOf(sw.Name)
+			return ok == (want != 0) && session == want, fmt.Sprintf("ready %v: %s session %d", ok, by, session)
+		}
+	}
+	// b's first stream synced at round 10, which a has not received yet.
+	notify(lease.Handover{Target: sw.Name, Ready: "collector-b", Session: 1, SyncPoint: p.ts0 + 10*int64(time.Millisecond)})
+	waitFor(t, 10*time.Second, "a to hear b's announcement", readyOf(1))
+	notify(lease.Handover{Target: sw.Name, NotReady: "collector-b", Session: 1})
+	waitFor(t, 10*time.Second, "a to hear b's withdrawal", readyOf(0))
+	for p.n < 20 {
+		p.round()
+	}
+	waitLastRound(t, pool, p)
+	if got := a.Running(); fmt.Sprint(got) != "["+sw.Name+"]" {
+		t.Fatalf("a runs %v after b withdrew its announcement, want [%s]", got, sw.Name)
+	}
+	if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak)); got != 0 {
+		t.Fatalf("a handed %v targets over on a withdrawn announcement", got)
+	}
+
+	// b's next stream: a hands over once it has received as far.
+	notify(lease.Handover{Target: sw.Name, Ready: "collector-b", Session: 2, SyncPoint: p.ts})
+	waitFor(t, 10*time.Second, "a to hand the target over", func() (bool, string) {
+		return len(a.Running()) == 0, fmt.Sprint(a.Running())
+	})
+	if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak)); got != 1 {
+		t.Errorf("a handed %v targets over make-before-break, want 1", got)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM leases WHERE target = $1 AND expires_at > now()`, sw.Name); n != 0 {
+		t.Errorf("a's lease of %s not released", sw.Name)
+	}
+	waitLastRound(t, pool, p)
 	noDuplicates(t, pool)
 }
