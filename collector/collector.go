@@ -127,9 +127,14 @@ type Collector struct {
 	// handing: since when a held target should move to another collector
 	// (reconcile loop only).
 	handing map[string]time.Time
-	// handoverWake: a handover message arrived or a standby stream synced.
+	// handoverWake: a handover message arrived, a standby stream synced or
+	// dropped, or a handover ended.
 	handoverWake chan struct{}
-	dbErr        error
+	// handoffs: the handovers in progress, each in a goroutine of its own
+	// (reconcile loop only; see startHandOver); hctx is their context.
+	handoffs map[string]*handoff
+	hctx     context.Context
+	dbErr    error
 }
 
 // ready is a collector's announcement that it streams a target on standby
@@ -204,7 +209,8 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	c := &Collector{cfg: cfg, o: o, pool: pool, sch: sch, log: o.log, wake: make(chan struct{}, 1),
 		seeds: map[string]map[int64]seed{}, running: map[string]*running{}, convs: map[string]*rows.Converter{},
 		held: map[string]int64{}, standby: map[string]*running{}, ready: map[string]ready{},
-		handing: map[string]time.Time{}, handoverWake: make(chan struct{}, 1)}
+		handing: map[string]time.Time{}, handoverWake: make(chan struct{}, 1), handoffs: map[string]*handoff{},
+		hctx: context.Background()}
 	c.m = o.metrics
 	if c.m == nil {
 		c.m = metrics.New()
@@ -324,6 +330,11 @@ func (c *Collector) Run(ctx context.Context) error {
 			c.maintain(ctx)
 		}()
 	}
+	// Handovers in progress finish (each bounded by leases.ttl) even when
+	// ctx ends: the drain waits for them.
+	hctx, stopHandoffs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHandoffs()
+	c.hctx = hctx
 	c.reconcileLoop(ctx)
 
 	// Drain: targets go make-before-break to the collectors that take them
@@ -332,6 +343,10 @@ func (c *Collector) Run(ctx context.Context) error {
 	// spills it when the drain time is up), leases go.
 	if c.lm != nil {
 		c.drainLeases()
+		// The drain is over: handovers still in progress are cut short
+		// (their leases are released below).
+		stopHandoffs()
+		c.waitHandoffs()
 	}
 	c.stopAll(nil)
 	c.w.Close()
@@ -494,6 +509,9 @@ func (c *Collector) reconcile(ctx context.Context) {
 	c.mu.Lock()
 	var stop []*running
 	for name, r := range c.running {
+		if _, busy := c.handoffs[name]; busy {
+			continue // its handover stops it
+		}
 		epoch, ok := wanted[name]
 		if !ok || epoch != r.epoch || !reflect.DeepEqual(desired[name], r.t) {
 			stop = append(stop, r)
@@ -513,20 +531,28 @@ func (c *Collector) reconcile(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, name := range sortedKeys(wanted) {
+		if _, busy := c.handoffs[name]; busy {
+			continue
+		}
 		if _, ok := c.running[name]; !ok {
 			c.startLocked(ctx, desired[name], wanted[name], false)
 		}
 	}
 }
 
+// reconcileLeases decides, per target, whether this collector owns it
+// (wanted), streams it on standby, or hands it over. Each database call
+// has a timeout of its own (leases.renew); a handover runs in a goroutine
+// of its own, so a slow one holds up neither the others nor the renewals.
 func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]config.Target, wanted map[string]int64) {
-	lctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.Renew)
-	defer cancel()
+	c.handoffsDone()
 	members, err := func() ([]string, error) {
-		if err := c.lm.Heartbeat(lctx); err != nil {
+		dctx, cancel := c.dbCtx(ctx)
+		defer cancel()
+		if err := c.lm.Heartbeat(dctx); err != nil {
 			return nil, err
 		}
-		return c.lm.Members(lctx)
+		return c.lm.Members(dctx)
 	}()
 	if err != nil {
 		// The database is away: keep what we hold; the writer's fencing
@@ -543,27 +569,36 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 		epoch, held := c.held[name]
 		owner := lease.Owner(members, name)
 		mine := owner == c.lm.ID()
+		if _, busy := c.handoffs[name]; busy {
+			c.renewHandingOver(ctx, name, epoch)
+			continue
+		}
 		switch {
 		case mine && held:
 			delete(c.handing, name)
-			if c.renew(lctx, name, epoch) {
+			if c.renew(ctx, name, epoch) {
 				wanted[name] = epoch
 			}
 		case mine:
-			e, ok, err := c.lm.Acquire(lctx, name)
+			e, ok, err := func() (int64, bool, error) {
+				dctx, cancel := c.dbCtx(ctx)
+				defer cancel()
+				return c.lm.Acquire(dctx, name)
+			}()
 			if err != nil {
+				c.log.Warn("lease not acquired", "target", name, "err", err)
 				continue
 			}
 			if !ok {
 				// Held by another until it lets go (or its lease
 				// expires): stream on standby meanwhile, and say when
 				// ready.
-				c.keepStandby(ctx, lctx, desired[name])
+				c.keepStandby(ctx, desired[name])
 				continue
 			}
 			c.held[name] = e
 			wanted[name] = e
-			if c.promote(lctx, desired[name], e) {
+			if c.promote(ctx, desired[name], e) {
 				c.log.Info("lease taken, standby stream promoted", "target", name, "epoch", e)
 			} else {
 				c.log.Info("lease taken", "target", name, "epoch", e)
@@ -572,21 +607,18 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 			c.stopStandby(name)
 			succ, isReady := c.successorReady(name, owner)
 			switch since, ok := c.handing[name]; {
-			case isReady && c.handOver(ctx, name, metrics.HandoverMakeBeforeBreak, succ):
 			case isReady:
-				// The successor's stream dropped: wait for its next.
-				if c.renew(lctx, name, epoch) {
-					wanted[name] = epoch
-				}
+				c.startHandOver(name, metrics.HandoverMakeBeforeBreak, succ)
+				c.renewHandingOver(ctx, name, epoch)
 			case ok && time.Since(since) > c.cfg.Leases.TTL:
 				c.log.Warn("the new owner did not stream within leases.ttl: handing over anyway", "target", name, "to", owner)
-				c.handOver(ctx, name, metrics.HandoverBreakBeforeMake, ready{})
+				c.startHandOver(name, metrics.HandoverBreakBeforeMake, ready{})
 			default:
 				// Keep collecting until the new owner streams.
 				if !ok {
 					c.handing[name] = time.Now()
 				}
-				if c.renew(lctx, name, epoch) {
+				if c.renew(ctx, name, epoch) {
 					wanted[name] = epoch
 				}
 			}
@@ -596,7 +628,7 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 	}
 	for name := range c.held {
 		if _, ok := desired[name]; !ok {
-			c.handOver(ctx, name, "", ready{})
+			c.startHandOver(name, "", ready{})
 		}
 	}
 	for _, name := range c.standbyNames() {
@@ -607,17 +639,46 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 	c.m.Leases.Set(float64(len(c.held)))
 }
 
+// dbCtx bounds one database call of the lease work (leases.renew).
+func (c *Collector) dbCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.Leases.Renew)
+}
+
 // renew renews a lease we hold; false when it was lost (its loop then
-// stops: another collector owns the target).
+// stops: another collector owns the target). When the database does not
+// answer, the lease is not renewed (logged, counted as an error) but kept:
+// were it to expire meanwhile and move, the writer's fencing refuses this
+// collector's batches, and a database blip does not stop every target.
 func (c *Collector) renew(ctx context.Context, name string, epoch int64) bool {
-	ok, err := c.lm.Renew(ctx, name, epoch)
-	if err == nil && !ok {
+	dctx, cancel := c.dbCtx(ctx)
+	defer cancel()
+	ok, err := c.lm.Renew(dctx, name, epoch)
+	switch {
+	case err != nil:
+		c.m.LeaseRenewals.WithLabelValues("error").Inc()
+		c.log.Warn("lease not renewed: the database did not answer", "target", name, "epoch", epoch, "err", err)
+		return true
+	case !ok:
+		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
 		c.log.Warn("lease lost", "target", name, "epoch", epoch)
 		delete(c.held, name)
 		delete(c.handing, name)
 		return false
 	}
+	c.m.LeaseRenewals.WithLabelValues("renewed").Inc()
 	return true
+}
+
+// renewHandingOver keeps the lease of a target being handed over until
+// its handover releases it (then the renewal finds nothing: not a loss).
+func (c *Collector) renewHandingOver(ctx context.Context, name string, epoch int64) {
+	dctx, cancel := c.dbCtx(ctx)
+	defer cancel()
+	if ok, err := c.lm.Renew(dctx, name, epoch); err != nil {
+		c.m.LeaseRenewals.WithLabelValues("error").Inc()
+	} else if ok {
+		c.m.LeaseRenewals.WithLabelValues("renewed").Inc()
+	}
 }
 
 // successorReady: owner, the collector rendezvous hashing now names for
@@ -645,7 +706,7 @@ func (c *Collector) stillReady(name string, r ready) bool {
 // keepStandby runs a standby loop for a target whose lease another
 // collector holds, and once its stream has synced announces that this
 // collector is ready to take the target over.
-func (c *Collector) keepStandby(ctx, lctx context.Context, t config.Target) {
+func (c *Collector) keepStandby(ctx context.Context, t config.Target) {
 	c.mu.Lock()
 	r := c.standby[t.Name]
 	c.mu.Unlock()
@@ -664,7 +725,9 @@ func (c *Collector) keepStandby(ctx, lctx context.Context, t config.Target) {
 		if r.announced != (target.Sync{}) {
 			// The announced stream dropped: withdraw, so the owner does
 			// not stop while this collector has no stream.
-			if err := c.lm.NotReady(lctx, t.Name, r.announced.Session); err != nil {
+			dctx, cancel := c.dbCtx(ctx)
+			defer cancel()
+			if err := c.lm.NotReady(dctx, t.Name, r.announced.Session); err != nil {
 				c.log.Warn("handover: ready not withdrawn", "target", t.Name, "err", err)
 				return
 			}
@@ -677,7 +740,9 @@ func (c *Collector) keepStandby(ctx, lctx context.Context, t config.Target) {
 	if s == r.announced && time.Since(r.announcedAt) < c.cfg.Leases.Renew*9/10 {
 		return
 	}
-	if err := c.lm.Ready(lctx, t.Name, s.Session, s.Point); err != nil {
+	dctx, cancel := c.dbCtx(ctx)
+	defer cancel()
+	if err := c.lm.Ready(dctx, t.Name, s.Session, s.Point); err != nil {
 		c.log.Warn("handover: ready not announced", "target", t.Name, "err", err)
 		return
 	}
@@ -780,8 +845,9 @@ func (c *Collector) promote(ctx context.Context, t config.Target, epoch int64) b
 // drainLeases, at shutdown, hands this collector's targets over
 // make-before-break: it leaves the members (so the others take its
 // targets), keeps streaming and renewing, and stops each target once its
-// new owner streams it — until none is left, nobody else is alive, or the
-// drain time (at most leases.ttl) is up.
+// new owner streams it (the handovers run side by side) — until none is
+// left, nobody else is alive, or the drain time (at most leases.ttl) is
+// up.
 func (c *Collector) drainLeases() {
 	if len(c.held) == 0 {
 		return
@@ -794,14 +860,27 @@ func (c *Collector) drainLeases() {
 	}
 	tick := time.NewTicker(c.cfg.Leases.Renew)
 	defer tick.Stop()
-	for len(c.held) > 0 {
-		members, err := c.lm.Members(ctx)
+	for {
+		c.handoffsDone()
+		if len(c.held) == 0 {
+			return
+		}
+		members, err := func() ([]string, error) {
+			dctx, cancel := c.dbCtx(ctx)
+			defer cancel()
+			return c.lm.Members(dctx)
+		}()
 		if err != nil || len(members) == 0 {
 			return
 		}
 		for _, name := range sortedKeys(c.held) {
-			if succ, ok := c.successorReady(name, lease.Owner(members, name)); ok &&
-				c.handOver(ctx, name, metrics.HandoverMakeBeforeBreak, succ) {
+			if _, busy := c.handoffs[name]; busy {
+				c.renewHandingOver(ctx, name, c.held[name])
+				continue
+			}
+			if succ, ok := c.successorReady(name, lease.Owner(members, name)); ok {
+				c.startHandOver(name, metrics.HandoverMakeBeforeBreak, succ)
+				c.renewHandingOver(ctx, name, c.held[name])
 				continue
 			}
 			c.renew(ctx, name, c.held[name])
@@ -815,15 +894,65 @@ func (c *Collector) drainLeases() {
 	}
 }
 
+// handoff is a handover in progress, in a goroutine of its own.
+type handoff struct {
+	done     chan struct{}
+	released bool // the lease was released (written before done closes)
+}
+
+// startHandOver runs handOver for name in a goroutine of its own, unless
+// one runs already (reconcile loop only). Its end wakes the reconcile loop,
+// which then forgets the lease (handoffsDone).
+func (c *Collector) startHandOver(name, kind string, succ ready) {
+	if _, busy := c.handoffs[name]; busy {
+		return
+	}
+	h := &handoff{done: make(chan struct{})}
+	c.handoffs[name] = h
+	go func() {
+		defer c.wakeHandover()
+		defer close(h.done)
+		h.released = c.handOver(c.hctx, name, kind, succ)
+	}()
+}
+
+// handoffsDone forgets the handovers that ended, and the leases they
+// released (reconcile loop only).
+func (c *Collector) handoffsDone() {
+	for name, h := range c.handoffs {
+		select {
+		case <-h.done:
+		default:
+			continue
+		}
+		delete(c.handoffs, name)
+		if h.released {
+			delete(c.held, name)
+			delete(c.handing, name)
+		}
+	}
+}
+
+// waitHandoffs waits for the handovers in progress (each bounded by
+// leases.ttl and the drain time) and forgets them.
+func (c *Collector) waitHandoffs() {
+	for _, h := range c.handoffs {
+		<-h.done
+	}
+	c.handoffsDone()
+}
+
 // handOver stops a target we should no longer own, waits (bounded) until
 // its batches are stored, and releases its lease so the new owner takes it
-// at once. kind is the handover's metric label ("" for a target no longer
+// at once; it returns whether the lease was released (the caller then
+// forgets it). It does not touch held or handing (see startHandOver). kind is the handover's metric label ("" for a target no longer
 // collected at all). Make-before-break, the new owner streams the target
 // from the switch timestamp succ.syncPoint on: the loop stops once it has
 // received as far (bounded by leases.ttl/2; past that the handover counts
 // as break-before-make) — unless the new owner withdrew that stream or
 // announced a newer one meanwhile: then nothing is stopped and handOver
 // returns false (the next announcement starts another handover).
+// Every database call has its own timeout.
 func (c *Collector) handOver(ctx context.Context, name, kind string, succ ready) bool {
 	c.mu.Lock()
 	r := c.running[name]
@@ -852,12 +981,15 @@ func (c *Collector) handOver(ctx context.Context, name, kind string, succ ready)
 	wctx, cancel := context.WithTimeout(ctx, min(c.o.drain, c.cfg.Leases.TTL/2))
 	c.w.WaitTarget(wctx, name)
 	cancel()
-	if err := c.lm.Release(ctx, name); err != nil {
-		c.log.Warn("lease not released", "target", name, "err", err)
-	}
-	delete(c.held, name)
-	delete(c.handing, name)
 	c.m.SetState(name, "")
+	dctx, cancel := c.dbCtx(ctx)
+	defer cancel()
+	if err := c.lm.Release(dctx, name); err != nil {
+		// Still ours: the next pass tries again (or the lease expires).
+		c.log.Warn("lease not released", "target", name, "err", err)
+		c.targetGone(name)
+		return false
+	}
 	if kind != "" {
 		c.m.Handovers.WithLabelValues("given", kind).Inc()
 	}

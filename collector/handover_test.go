@@ -178,21 +178,8 @@ func TestStaleReadyIgnored(t *testing.T) {
 	waitFor(t, 30*time.Second, "a streaming", func() (bool, string) {
 		return fmt.Sprint(a.Running()) == "["+sw.Name+"]" && allStreaming(a), fmt.Sprint(a.Metrics().TargetStates())
 	})
-	ctx := context.Background()
-	// b joins (its heartbeat stays valid for the test).
-	if _, err := pool.Exec(ctx, `INSERT INTO collectors (id, heartbeat_at) VALUES ('collector-b', now() + interval '1 hour')`); err != nil {
-		t.Fatal(err)
-	}
-	notify := func(h lease.Handover) {
-		t.Helper()
-		data, err := json.Marshal(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pool.Exec(ctx, `SELECT pg_notify($1, $2)`, lease.HandoverChannel, string(data)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	joinFake(t, pool, "collector-b")
+	notify := func(h lease.Handover) { notifyHandover(t, pool, h) }
 	readyOf := func(want uint64) func() (bool, string) {
 		return func() (bool, string) {
 			by, session, ok := a.ReadyOf(sw.Name)
@@ -220,12 +207,114 @@ func TestStaleReadyIgnored(t *testing.T) {
 	waitFor(t, 10*time.Second, "a to hand the target over", func() (bool, string) {
 		return len(a.Running()) == 0, fmt.Sprint(a.Running())
 	})
-	if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak)); got != 1 {
-		t.Errorf("a handed %v targets over make-before-break, want 1", got)
-	}
+	waitHandedOver(t, a, 1)
 	if n := count(t, pool, `SELECT count(*) FROM leases WHERE target = $1 AND expires_at > now()`, sw.Name); n != 0 {
 		t.Errorf("a's lease of %s not released", sw.Name)
 	}
 	waitLastRound(t, pool, p)
 	noDuplicates(t, pool)
+}
+
+// notifyHandover sends h on the handover channel, as a collector would.
+func notifyHandover(t testing.TB, pool *pgxpool.Pool, h lease.Handover) {
+	t.Helper()
+	data, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(context.Background(), `SELECT pg_notify($1, $2)`, lease.HandoverChannel, string(data)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// joinFake makes id a member of the collectors (its heartbeat stays valid
+// for an hour); the test speaks for it (notifyHandover).
+func joinFake(t testing.TB, pool *pgxpool.Pool, id string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `INSERT INTO collectors (id, heartbeat_at) VALUES ($1, now() + interval '1 hour')`, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSlowHandoverDoesNotStallRenewals: a handover waits (here until the
+// owner's stream reaches the new owner's sync point, which the switch has
+// not published yet) in a goroutine of its own: meanwhile the owner renews
+// its leases, that of the target being handed over and that of the target
+// it keeps. Once the stream gets there, the target goes make-before-break.
+func TestSlowHandoverDoesNotStallRenewals(t *testing.T) {
+	pool, dsn := newDB(t)
+	members := []string{"collector-a", "collector-b"}
+	var move, keep *switchtest.Switch
+	for i := 0; move == nil || keep == nil; i++ {
+		name := fmt.Sprintf("sw-slow%d", i)
+		switch owner := lease.Owner(members, name); {
+		case owner == "collector-b" && move == nil:
+			move = switchtest.Start(t, name)
+		case owner == "collector-a" && keep == nil:
+			keep = switchtest.Start(t, name)
+		}
+	}
+	p := newPublisher(move, "n1-n2")
+	p.round()
+	newPublisher(keep, "n1-n2").round()
+	cfg := leaseConfig(t, dsn, "collector-a", move, keep)
+	cfg.Leases.TTL = time.Minute // the handover may wait 30 s for the sync point
+	a := start(t, cfg)
+	waitFor(t, 30*time.Second, "a streaming both", func() (bool, string) {
+		return len(a.Running()) == 2 && allStreaming(a), fmt.Sprint(a.Metrics().TargetStates())
+	})
+	joinFake(t, pool, "collector-b")
+	expiry := func(name string) time.Time {
+		var at time.Time
+		if err := pool.QueryRow(context.Background(), `SELECT expires_at FROM leases WHERE target = $1`, name).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	notifyHandover(t, pool, lease.Handover{Target: move.Name, Ready: "collector-b", Session: 1, SyncPoint: p.ts0 + 30*int64(time.Millisecond)})
+	waitFor(t, 10*time.Second, "a to hear b's announcement", func() (bool, string) {
+		_, session, _ := a.ReadyOf(move.Name)
+		return session == 1, ""
+	})
+	before := map[string]time.Time{move.Name: expiry(move.Name), keep.Name: expiry(keep.Name)}
+	waitFor(t, 10*time.Second, "both leases renewed for a second while the handover waits", func() (bool, string) {
+		var got []string
+		ok := true
+		for name, at := range before {
+			d := expiry(name).Sub(at)
+			ok = ok && d > time.Second
+			got = append(got, fmt.Sprintf("%s renewed by %v", name, d))
+		}
+		return ok, fmt.Sprint(got)
+	})
+	if got := a.Running(); len(got) != 2 {
+		t.Fatalf("a runs %v while its stream has not reached the sync point, want both", got)
+	}
+	for p.n < 30 {
+		p.round()
+	}
+	waitFor(t, 10*time.Second, "a to hand "+move.Name+" over", func() (bool, string) {
+		return fmt.Sprint(a.Running()) == "["+keep.Name+"]", fmt.Sprint(a.Running())
+	})
+	waitHandedOver(t, a, 1)
+	if got := testutil.ToFloat64(a.Metrics().LeaseRenewals.WithLabelValues("error")); got != 0 {
+		t.Errorf("%v lease renewals failed", got)
+	}
+	waitLastRound(t, pool, p)
+	noDuplicates(t, pool)
+	// b leaves: a, alone, drains at once.
+	if _, err := pool.Exec(context.Background(), `DELETE FROM collectors WHERE id = 'collector-b'`); err != nil {
+		t.Fatal(err)
+	}
+	a.stop(t)
+}
+
+// waitHandedOver waits until c has released n leases make-before-break
+// (the handovers_total metric goes up once the lease is released).
+func waitHandedOver(t testing.TB, c *runningCollector, n float64) {
+	t.Helper()
+	waitFor(t, 10*time.Second, c.ID()+" to release the lease", func() (bool, string) {
+		got := testutil.ToFloat64(c.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak))
+		return got == n, fmt.Sprintf("%v given make-before-break", got)
+	})
 }
