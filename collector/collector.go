@@ -700,7 +700,9 @@ func (c *Collector) stillReady(name string, r ready) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur, ok := c.ready[name]
-	return ok && cur.by == r.by && cur.session == r.session
+	// (A standby loop started again counts its sessions from 1 again: the
+	// sync point tells its streams from the previous loop's.)
+	return ok && cur.by == r.by && cur.session == r.session && cur.syncPoint == r.syncPoint
 }
 
 // keepStandby runs a standby loop for a target whose lease another
@@ -757,7 +759,8 @@ func (c *Collector) standbyNames() []string {
 }
 
 // stopStandby stops a target's standby loop, if any; what it held is
-// dropped (the owner stores it) and the northbound forgets the target.
+// dropped (the owner stores it), its Ready, if announced, is withdrawn, and
+// the northbound forgets the target.
 func (c *Collector) stopStandby(name string) {
 	c.mu.Lock()
 	r := c.standby[name]
@@ -768,6 +771,13 @@ func (c *Collector) stopStandby(name string) {
 	}
 	r.cancel()
 	<-r.done
+	if r.announced != (target.Sync{}) {
+		dctx, cancel := c.dbCtx(context.Background())
+		defer cancel()
+		if err := c.lm.NotReady(dctx, name, r.announced.Session); err != nil {
+			c.log.Warn("handover: ready not withdrawn", "target", name, "err", err)
+		}
+	}
 	c.m.SetState(name, "")
 	c.targetGone(name)
 }

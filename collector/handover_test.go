@@ -318,3 +318,60 @@ func waitHandedOver(t testing.TB, c *runningCollector, n float64) {
 		return got == n, fmt.Sprintf("%v given make-before-break", got)
 	})
 }
+
+// TestStandbyWithdrawsReady: a collector streaming a target on standby
+// (another collector's lease runs) announces Ready for its stream; when
+// the stream drops (the switch goes down) it withdraws the announcement,
+// and announces the next stream, a new session, once it has synced.
+func TestStandbyWithdrawsReady(t *testing.T) {
+	pool, dsn := newDB(t)
+	sw := switchtest.Start(t, "sw-withdraw")
+	newPublisher(sw, "n1-n2").round()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+lease.HandoverChannel); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at)
+		VALUES ($1, 'collector-a', 1, now() + interval '1 hour')`, sw.Name); err != nil {
+		t.Fatal(err)
+	}
+	// next returns the next message of b that is not a repeat of last.
+	var last lease.Handover
+	next := func() lease.Handover {
+		t.Helper()
+		for {
+			n, err := conn.Conn().WaitForNotification(ctx)
+			if err != nil {
+				t.Fatalf("no handover message (the last: %+v): %v", last, err)
+			}
+			h, err := lease.ParseHandover(n.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h != last {
+				last = h
+				return h
+			}
+		}
+	}
+	b := start(t, leaseConfig(t, dsn, "collector-b", sw))
+	if h := next(); h.Ready != "collector-b" || h.Session != 1 || h.SyncPoint == 0 {
+		t.Fatalf("first message %+v, want b ready in session 1", h)
+	}
+	sw.Stop()
+	if h := next(); h.NotReady != "collector-b" || h.Session != 1 {
+		t.Fatalf("after the stream dropped: %+v, want b's session 1 withdrawn", h)
+	}
+	sw.Restart()
+	newPublisher(sw, "n1-n2").round()
+	if h := next(); h.Ready != "collector-b" || h.Session != 2 {
+		t.Fatalf("after the switch came back: %+v, want b ready in session 2", h)
+	}
+	b.stop(t)
+}
