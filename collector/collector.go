@@ -134,7 +134,10 @@ type Collector struct {
 	// (reconcile loop only; see startHandOver); hctx is their context.
 	handoffs map[string]*handoff
 	hctx     context.Context
-	dbErr    error
+	// standbyBudget bounds the rows the standby loops hold together
+	// (writer.queue_rows).
+	standbyBudget *target.StandbyBudget
+	dbErr         error
 }
 
 // ready is a collector's announcement that it streams a target on standby
@@ -210,7 +213,7 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 		seeds: map[string]map[int64]seed{}, running: map[string]*running{}, convs: map[string]*rows.Converter{},
 		held: map[string]int64{}, standby: map[string]*running{}, ready: map[string]ready{},
 		handing: map[string]time.Time{}, handoverWake: make(chan struct{}, 1), handoffs: map[string]*handoff{},
-		hctx: context.Background()}
+		hctx: context.Background(), standbyBudget: target.NewStandbyBudget(cfg.Writer.QueueRows)}
 	c.m = o.metrics
 	if c.m == nil {
 		c.m = metrics.New()
@@ -1043,7 +1046,7 @@ func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int6
 	if standby {
 		// The owner stores what this loop holds until it is promoted;
 		// its sync wakes the reconcile loop to announce it.
-		opts = append(opts, target.WithStandby(c.cfg.Writer.QueueRows), target.WithOnSync(c.wakeHandover))
+		opts = append(opts, target.WithStandby(c.standbyBudget), target.WithOnSync(c.wakeHandover))
 	} else {
 		c.running[t.Name] = r
 	}

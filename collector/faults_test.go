@@ -344,14 +344,7 @@ func TestKillMidBatch(t *testing.T) {
 // first of b, and b's epoch is above a's.
 func TestLeasesShareTargets(t *testing.T) {
 	pool, dsn := newDB(t)
-	var sws []*switchtest.Switch
-	var pubs []*publisher
-	for i := range 6 {
-		sw := switchtest.Start(t, fmt.Sprintf("sw%d", i))
-		sws = append(sws, sw)
-		pubs = append(pubs, newPublisher(sw, "n1-n2"))
-		pubs[i].round()
-	}
+	sws, pubs := startSwitches(t, "sw", 6)
 	mk := func(id string) config.File {
 		cfg := testConfig(t, dsn, sws...)
 		cfg.ID = id

@@ -116,14 +116,7 @@ func TestCrashedHolderNoWakeStorm(t *testing.T) {
 		}
 	}
 	const ttl, renew = 3 * time.Second, 200 * time.Millisecond
-	for _, sw := range sws {
-		// What a crashed collector leaves: leases that run until they
-		// expire.
-		if _, err := pool.Exec(context.Background(), `INSERT INTO leases (target, owner, epoch, expires_at)
-			VALUES ($1, 'collector-a', 1, now() + $2 * interval '1 millisecond')`, sw.Name, ttl.Milliseconds()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	holdLeases(t, pool, ttl, sws...)
 	var cs []*runningCollector
 	for _, id := range ids {
 		cfg := leaseConfig(t, dsn, id, sws...)
@@ -337,10 +330,7 @@ func TestStandbyWithdrawsReady(t *testing.T) {
 	if _, err := conn.Exec(ctx, "LISTEN "+lease.HandoverChannel); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at)
-		VALUES ($1, 'collector-a', 1, now() + interval '1 hour')`, sw.Name); err != nil {
-		t.Fatal(err)
-	}
+	holdLeases(t, pool, time.Hour, sw)
 	// next returns the next message of b that is not a repeat of last.
 	var last lease.Handover
 	next := func() lease.Handover {
@@ -374,4 +364,74 @@ func TestStandbyWithdrawsReady(t *testing.T) {
 		t.Fatalf("after the switch came back: %+v, want b ready in session 2", h)
 	}
 	b.stop(t)
+}
+
+// TestStandbyBudgetShared: the standby streams of a collector hold at most
+// writer.queue_rows rows together (not each); past that they let go of
+// their oldest, counted by standby_discarded_rows_total, not as dropped
+// rows (the owner stores them).
+func TestStandbyBudgetShared(t *testing.T) {
+	pool, dsn := newDB(t)
+	sws, pubs := startSwitches(t, "sw-budget", 2)
+	holdLeases(t, pool, time.Hour, sws...)
+	cfg := leaseConfig(t, dsn, "collector-b", sws...)
+	cfg.Writer.QueueRows, cfg.Writer.BatchRows = 100, 10
+	b := start(t, cfg)
+	waitFor(t, 30*time.Second, "both on standby", func() (bool, string) {
+		s := b.Metrics().TargetStates()
+		return s[sws[0].Name] == "standby" && s[sws[1].Name] == "standby", fmt.Sprint(s)
+	})
+	for range 150 {
+		for _, p := range pubs {
+			p.round()
+		}
+	}
+	var published float64
+	for _, p := range pubs {
+		published += float64(p.published())
+	}
+	m := b.Metrics()
+	waitFor(t, 30*time.Second, "every row held or let go of", func() (bool, string) {
+		held, discarded := testutil.ToFloat64(m.StandbyRows), testutil.ToFloat64(m.StandbyDiscarded)
+		return held+discarded >= published, fmt.Sprintf("%v held, %v let go of, %v published", held, discarded, published)
+	})
+	// Each loop keeps its newest batch: up to a batch over the budget each.
+	if held := testutil.ToFloat64(m.StandbyRows); held > float64(cfg.Writer.QueueRows+2*cfg.Writer.BatchRows) {
+		t.Errorf("the standby streams hold %v rows together, budget %d", held, cfg.Writer.QueueRows)
+	}
+	for _, reason := range []string{metrics.DropSpillFull, metrics.DropSpillError, metrics.DropSpillCorrupt, metrics.DropStaleEpoch} {
+		if got := testutil.ToFloat64(m.DroppedRows.WithLabelValues(reason)); got != 0 {
+			t.Errorf("%v rows dropped as %s", got, reason)
+		}
+	}
+	b.stop(t)
+	if held := testutil.ToFloat64(m.StandbyRows); held != 0 {
+		t.Errorf("%v rows held after the standby loops stopped", held)
+	}
+}
+
+// holdLeases gives the leases of sws to collector-a, not a member (what a
+// crashed collector leaves), for d.
+func holdLeases(t testing.TB, pool *pgxpool.Pool, d time.Duration, sws ...*switchtest.Switch) {
+	t.Helper()
+	for _, sw := range sws {
+		if _, err := pool.Exec(context.Background(), `INSERT INTO leases (target, owner, epoch, expires_at)
+			VALUES ($1, 'collector-a', 1, now() + $2 * interval '1 millisecond')`, sw.Name, d.Milliseconds()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// startSwitches starts n switches named prefix0... with a publisher each
+// (one round published).
+func startSwitches(t testing.TB, prefix string, n int) ([]*switchtest.Switch, []*publisher) {
+	var sws []*switchtest.Switch
+	var pubs []*publisher
+	for i := range n {
+		sw := switchtest.Start(t, fmt.Sprintf("%s%d", prefix, i))
+		sws = append(sws, sw)
+		pubs = append(pubs, newPublisher(sw, "n1-n2"))
+		pubs[i].round()
+	}
+	return sws, pubs
 }

@@ -74,6 +74,9 @@ type Metrics struct {
 	// target over) let go of past writer.queue_rows, oldest first. Not a
 	// loss: the collector that still owns the target stores them.
 	StandbyDiscarded prometheus.Counter
+	// StandbyRows: rows the standby loops hold now (at most
+	// writer.queue_rows together).
+	StandbyRows prometheus.Gauge
 	// ReadyAnnounced: handover Ready messages sent (once per synced
 	// standby stream, then at most once per leases.renew).
 	ReadyAnnounced prometheus.Counter
@@ -126,6 +129,8 @@ func New() *Metrics {
 			Help: "Targets handed to another collector (direction given) or taken from one (taken), by kind (make_before_break: the new owner streamed before the old one stopped; break_before_make)."}, []string{"direction", "kind"}),
 		StandbyDiscarded: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "standby_discarded_rows_total",
 			Help: "Rows a standby stream let go of past writer.queue_rows while the target's owner still stores them (not a loss)."}),
+		StandbyRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "standby_rows",
+			Help: "Rows the standby streams hold until this collector takes their targets over (at most writer.queue_rows together)."}),
 		ReadyAnnounced: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "handover_ready_sent_total",
 			Help: "Handover Ready messages sent by this collector's standby streams."}),
 		LeaseRenewals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "lease_renewals_total",
@@ -134,7 +139,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.TargetState, m.Notifications, m.Resubscribes, m.RowsWritten, m.Batches,
 		m.DeadLetters, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
-		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers, m.StandbyDiscarded, m.ReadyAnnounced, m.LeaseRenewals,
+		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers, m.StandbyDiscarded, m.StandbyRows, m.ReadyAnnounced, m.LeaseRenewals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropDuplicate} {
 		m.DroppedRows.WithLabelValues(r)

@@ -67,7 +67,7 @@ type Loop struct {
 	epoch    int64
 	held     []*rows.Batch
 	heldRows int
-	maxHeld  int
+	budget   *StandbyBudget
 	// lastRows is the size of the last batch sent (under bmu): the next
 	// one starts with room for a little more, so a busy target's batch is
 	// not grown by copying, and an idle one's is not the size of a full
@@ -102,9 +102,29 @@ type options struct {
 	initial   time.Duration
 	max       time.Duration
 	observe   func(target string, r *gnmi.SubscribeResponse)
-	standby   int
+	standby   *StandbyBudget
 	onSync    func()
 }
+
+// StandbyBudget bounds the rows the standby loops sharing it hold
+// together (a collector shares one between its standby loops).
+type StandbyBudget struct {
+	max  int64
+	rows atomic.Int64
+}
+
+// NewStandbyBudget returns a budget of maxRows rows (at least 1).
+func NewStandbyBudget(maxRows int) *StandbyBudget {
+	return &StandbyBudget{max: int64(max(1, maxRows))}
+}
+
+// Rows is the number of rows the loops hold now.
+func (b *StandbyBudget) Rows() int64 { return b.rows.Load() }
+
+// add counts n more rows held (n < 0: fewer).
+func (b *StandbyBudget) add(n int) { b.rows.Add(int64(n)) }
+
+func (b *StandbyBudget) over() bool { return b.rows.Load() > b.max }
 
 // Option configures a Loop.
 type Option func(*options)
@@ -144,10 +164,11 @@ func WithObserver(f func(target string, r *gnmi.SubscribeResponse)) Option {
 }
 
 // WithStandby starts the loop on standby: its batches are held, not sent,
-// until Promote. It holds at most maxRows rows: past that the oldest held
-// batches are let go of (counted by standby_discarded_rows_total, not as
-// dropped rows), as the collector that still owns the target stores them.
-func WithStandby(maxRows int) Option { return func(o *options) { o.standby = max(1, maxRows) } }
+// until Promote. The loops sharing budget hold at most its rows together:
+// past that each lets go of its oldest held batches (keeping its newest;
+// counted by standby_discarded_rows_total, not as dropped rows), as the
+// collector that still owns the target stores them.
+func WithStandby(budget *StandbyBudget) Option { return func(o *options) { o.standby = budget } }
 
 // WithOnSync calls f (on the receiving goroutine; it must not block) each
 // time Synced changes: a stream reaches its sync_response, or a stream
@@ -166,9 +187,9 @@ func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop
 		o.m = metrics.New()
 	}
 	l := &Loop{t: t, conv: conv, sink: sink, collector: o.collector, epoch: o.epoch, batchRows: o.batchRows,
-		every: o.every, m: o.m, log: o.log.With("target", t.Name), observe: o.observe, maxHeld: o.standby,
+		every: o.every, m: o.m, log: o.log.With("target", t.Name), observe: o.observe, budget: o.standby,
 		onSync: o.onSync}
-	l.standby.Store(o.standby > 0)
+	l.standby.Store(o.standby != nil)
 	l.backoff = func() *backoff.ExponentialBackOff {
 		b := backoff.NewExponentialBackOff()
 		b.InitialInterval, b.MaxInterval = o.initial, o.max
@@ -269,7 +290,7 @@ func (l *Loop) Promote(epoch int64, floor map[int64]int64, seed func(*rows.Conve
 	for _, b := range l.held {
 		l.flushLocked(b)
 	}
-	l.held, l.heldRows = nil, 0
+	l.releaseHeldLocked()
 	if l.sync.Load() != nil {
 		l.m.SetState(l.t.Name, "streaming")
 	}
@@ -294,6 +315,14 @@ func (l *Loop) setErr(err error) {
 // progress is handed to the sink before Run returns.
 func (l *Loop) Run(ctx context.Context) {
 	defer l.m.SetState(l.t.Name, "stopped")
+	defer func() {
+		// A standby stopped without promotion: its rows go.
+		l.bmu.Lock()
+		if l.standby.Load() {
+			l.releaseHeldLocked()
+		}
+		l.bmu.Unlock()
+	}()
 	req, err := l.t.SubscribeRequest()
 	if err != nil {
 		l.setErr(err)
@@ -487,6 +516,16 @@ func (l *Loop) newBatch() *rows.Batch {
 		Samples: make([]rows.Sample, 0, min(l.batchRows+256, max(64, l.lastRows+l.lastRows/4)))}
 }
 
+// releaseHeldLocked forgets the held batches and gives their rows back to
+// the budget (under bmu).
+func (l *Loop) releaseHeldLocked() {
+	if l.budget != nil {
+		l.budget.add(-l.heldRows)
+		l.m.StandbyRows.Set(float64(l.budget.Rows()))
+	}
+	l.held, l.heldRows = nil, 0
+}
+
 // flushLocked sends b to the sink, or holds it on standby (under bmu).
 func (l *Loop) flushLocked(b *rows.Batch) {
 	if b == nil || b.Rows() == 0 && len(b.Series) == 0 {
@@ -496,11 +535,14 @@ func (l *Loop) flushLocked(b *rows.Batch) {
 	if l.standby.Load() {
 		l.held = append(l.held, b)
 		l.heldRows += b.Rows()
-		for l.heldRows > l.maxHeld && len(l.held) > 1 {
+		l.budget.add(b.Rows())
+		for l.budget.over() && len(l.held) > 1 {
 			old := l.held[0]
 			l.held, l.heldRows = l.held[1:], l.heldRows-old.Rows()
+			l.budget.add(-old.Rows())
 			l.m.StandbyDiscarded.Add(float64(old.Rows()))
 		}
+		l.m.StandbyRows.Set(float64(l.budget.Rows()))
 		return
 	}
 	if err := l.sink(b); err != nil {
