@@ -61,6 +61,9 @@ type options struct {
 	listener net.Listener
 	observe  func(target string, r *gnmi.SubscribeResponse)
 	gone     func(target string)
+	// readLatestFault, when set, is called before each read of the
+	// latest table on promotion; an error fails that read (tests).
+	readLatestFault func(target string) error
 }
 
 // Option configures New.
@@ -124,15 +127,24 @@ type Collector struct {
 	// handing: since when a held target should move to another collector
 	// (reconcile loop only).
 	handing map[string]time.Time
-	// handoverWake: a handover message arrived or a standby stream synced.
+	// handoverWake: a handover message arrived, a standby stream synced or
+	// dropped, or a handover ended.
 	handoverWake chan struct{}
-	dbErr        error
+	// handoffs: the handovers in progress, each in a goroutine of its own
+	// (reconcile loop only; see startHandOver); hctx is their context.
+	handoffs map[string]*handoff
+	hctx     context.Context
+	// standbyBudget bounds the rows the standby loops hold together
+	// (writer.queue_rows).
+	standbyBudget *target.StandbyBudget
+	dbErr         error
 }
 
 // ready is a collector's announcement that it streams a target on standby
 // (lease.Handover).
 type ready struct {
 	by        string
+	session   uint64 // the announcing collector's stream of the target
 	syncPoint int64
 	at        time.Time
 }
@@ -144,11 +156,16 @@ type seed struct {
 }
 
 type running struct {
-	t      config.Target
-	epoch  int64
-	loop   *target.Loop
-	cancel context.CancelFunc
-	done   chan struct{}
+	t     config.Target
+	epoch int64
+	loop  *target.Loop
+	conv  *rows.Converter // the loop's (a standby loop has its own)
+	// announced: the standby stream last announced Ready, and when
+	// (reconcile loop only).
+	announced   target.Sync
+	announcedAt time.Time
+	cancel      context.CancelFunc
+	done        chan struct{}
 }
 
 // New checks the configuration, connects to PostgreSQL (a one-line error
@@ -195,7 +212,8 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	c := &Collector{cfg: cfg, o: o, pool: pool, sch: sch, log: o.log, wake: make(chan struct{}, 1),
 		seeds: map[string]map[int64]seed{}, running: map[string]*running{}, convs: map[string]*rows.Converter{},
 		held: map[string]int64{}, standby: map[string]*running{}, ready: map[string]ready{},
-		handing: map[string]time.Time{}, handoverWake: make(chan struct{}, 1)}
+		handing: map[string]time.Time{}, handoverWake: make(chan struct{}, 1), handoffs: map[string]*handoff{},
+		hctx: context.Background(), standbyBudget: target.NewStandbyBudget(cfg.Writer.QueueRows)}
 	c.m = o.metrics
 	if c.m == nil {
 		c.m = metrics.New()
@@ -315,6 +333,11 @@ func (c *Collector) Run(ctx context.Context) error {
 			c.maintain(ctx)
 		}()
 	}
+	// Handovers in progress finish (each bounded by leases.ttl) even when
+	// ctx ends: the drain waits for them.
+	hctx, stopHandoffs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHandoffs()
+	c.hctx = hctx
 	c.reconcileLoop(ctx)
 
 	// Drain: targets go make-before-break to the collectors that take them
@@ -323,6 +346,10 @@ func (c *Collector) Run(ctx context.Context) error {
 	// spills it when the drain time is up), leases go.
 	if c.lm != nil {
 		c.drainLeases()
+		// The drain is over: handovers still in progress are cut short
+		// (their leases are released below).
+		stopHandoffs()
+		c.waitHandoffs()
 	}
 	c.stopAll(nil)
 	c.w.Close()
@@ -485,6 +512,9 @@ func (c *Collector) reconcile(ctx context.Context) {
 	c.mu.Lock()
 	var stop []*running
 	for name, r := range c.running {
+		if _, busy := c.handoffs[name]; busy {
+			continue // its handover stops it
+		}
 		epoch, ok := wanted[name]
 		if !ok || epoch != r.epoch || !reflect.DeepEqual(desired[name], r.t) {
 			stop = append(stop, r)
@@ -504,20 +534,28 @@ func (c *Collector) reconcile(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, name := range sortedKeys(wanted) {
+		if _, busy := c.handoffs[name]; busy {
+			continue
+		}
 		if _, ok := c.running[name]; !ok {
 			c.startLocked(ctx, desired[name], wanted[name], false)
 		}
 	}
 }
 
+// reconcileLeases decides, per target, whether this collector owns it
+// (wanted), streams it on standby, or hands it over. Each database call
+// has a timeout of its own (leases.renew); a handover runs in a goroutine
+// of its own, so a slow one holds up neither the others nor the renewals.
 func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]config.Target, wanted map[string]int64) {
-	lctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.Renew)
-	defer cancel()
+	c.handoffsDone()
 	members, err := func() ([]string, error) {
-		if err := c.lm.Heartbeat(lctx); err != nil {
+		dctx, cancel := c.dbCtx(ctx)
+		defer cancel()
+		if err := c.lm.Heartbeat(dctx); err != nil {
 			return nil, err
 		}
-		return c.lm.Members(lctx)
+		return c.lm.Members(dctx)
 	}()
 	if err != nil {
 		// The database is away: keep what we hold; the writer's fencing
@@ -534,46 +572,56 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 		epoch, held := c.held[name]
 		owner := lease.Owner(members, name)
 		mine := owner == c.lm.ID()
+		if _, busy := c.handoffs[name]; busy {
+			c.renewHandingOver(ctx, name, epoch)
+			continue
+		}
 		switch {
 		case mine && held:
 			delete(c.handing, name)
-			if c.renew(lctx, name, epoch) {
+			if c.renew(ctx, name, epoch) {
 				wanted[name] = epoch
 			}
 		case mine:
-			e, ok, err := c.lm.Acquire(lctx, name)
+			e, ok, err := func() (int64, bool, error) {
+				dctx, cancel := c.dbCtx(ctx)
+				defer cancel()
+				return c.lm.Acquire(dctx, name)
+			}()
 			if err != nil {
+				c.log.Warn("lease not acquired", "target", name, "err", err)
 				continue
 			}
 			if !ok {
 				// Held by another until it lets go (or its lease
 				// expires): stream on standby meanwhile, and say when
 				// ready.
-				c.keepStandby(ctx, lctx, desired[name])
+				c.keepStandby(ctx, desired[name])
 				continue
 			}
 			c.held[name] = e
 			wanted[name] = e
-			if c.promote(lctx, desired[name], e) {
+			if c.promote(ctx, desired[name], e) {
 				c.log.Info("lease taken, standby stream promoted", "target", name, "epoch", e)
 			} else {
 				c.log.Info("lease taken", "target", name, "epoch", e)
 			}
 		case held:
 			c.stopStandby(name)
-			syncPoint, ready := c.successorReady(name, owner)
+			succ, isReady := c.successorReady(name, owner)
 			switch since, ok := c.handing[name]; {
-			case ready:
-				c.handOver(ctx, name, metrics.HandoverMakeBeforeBreak, syncPoint)
+			case isReady:
+				c.startHandOver(name, metrics.HandoverMakeBeforeBreak, succ)
+				c.renewHandingOver(ctx, name, epoch)
 			case ok && time.Since(since) > c.cfg.Leases.TTL:
 				c.log.Warn("the new owner did not stream within leases.ttl: handing over anyway", "target", name, "to", owner)
-				c.handOver(ctx, name, metrics.HandoverBreakBeforeMake, 0)
+				c.startHandOver(name, metrics.HandoverBreakBeforeMake, ready{})
 			default:
 				// Keep collecting until the new owner streams.
 				if !ok {
 					c.handing[name] = time.Now()
 				}
-				if c.renew(lctx, name, epoch) {
+				if c.renew(ctx, name, epoch) {
 					wanted[name] = epoch
 				}
 			}
@@ -583,7 +631,7 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 	}
 	for name := range c.held {
 		if _, ok := desired[name]; !ok {
-			c.handOver(ctx, name, "", 0)
+			c.startHandOver(name, "", ready{})
 		}
 	}
 	for _, name := range c.standbyNames() {
@@ -594,36 +642,76 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 	c.m.Leases.Set(float64(len(c.held)))
 }
 
+// dbCtx bounds one database call of the lease work (leases.renew).
+func (c *Collector) dbCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.Leases.Renew)
+}
+
 // renew renews a lease we hold; false when it was lost (its loop then
-// stops: another collector owns the target).
+// stops: another collector owns the target). When the database does not
+// answer, the lease is not renewed (logged, counted as an error) but kept:
+// were it to expire meanwhile and move, the writer's fencing refuses this
+// collector's batches, and a database blip does not stop every target.
 func (c *Collector) renew(ctx context.Context, name string, epoch int64) bool {
-	ok, err := c.lm.Renew(ctx, name, epoch)
-	if err == nil && !ok {
+	dctx, cancel := c.dbCtx(ctx)
+	defer cancel()
+	ok, err := c.lm.Renew(dctx, name, epoch)
+	switch {
+	case err != nil:
+		c.m.LeaseRenewals.WithLabelValues("error").Inc()
+		c.log.Warn("lease not renewed: the database did not answer", "target", name, "epoch", epoch, "err", err)
+		return true
+	case !ok:
+		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
 		c.log.Warn("lease lost", "target", name, "epoch", epoch)
 		delete(c.held, name)
 		delete(c.handing, name)
 		return false
 	}
+	c.m.LeaseRenewals.WithLabelValues("renewed").Inc()
 	return true
 }
 
+// renewHandingOver keeps the lease of a target being handed over until
+// its handover releases it (then the renewal finds nothing: not a loss).
+func (c *Collector) renewHandingOver(ctx context.Context, name string, epoch int64) {
+	dctx, cancel := c.dbCtx(ctx)
+	defer cancel()
+	if ok, err := c.lm.Renew(dctx, name, epoch); err != nil {
+		c.m.LeaseRenewals.WithLabelValues("error").Inc()
+	} else if ok {
+		c.m.LeaseRenewals.WithLabelValues("renewed").Inc()
+	}
+}
+
 // successorReady: owner, the collector rendezvous hashing now names for
-// the target, streams it on standby (announced within two renewals), from
-// the sync point it returns.
-func (c *Collector) successorReady(name, owner string) (syncPoint int64, ok bool) {
+// the target, streams it on standby (announced within two renewals and
+// not withdrawn), in the stream and from the sync point it returns.
+func (c *Collector) successorReady(name, owner string) (ready, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.ready[name]
 	if !ok || r.by != owner || time.Since(r.at) > 2*c.cfg.Leases.Renew {
-		return 0, false
+		return ready{}, false
 	}
-	return r.syncPoint, true
+	return r, true
+}
+
+// stillReady: the announcement r is the newest of its collector's and
+// not withdrawn (its standby stream has not dropped meanwhile).
+func (c *Collector) stillReady(name string, r ready) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur, ok := c.ready[name]
+	// (A standby loop started again counts its sessions from 1 again: the
+	// sync point tells its streams from the previous loop's.)
+	return ok && cur.by == r.by && cur.session == r.session && cur.syncPoint == r.syncPoint
 }
 
 // keepStandby runs a standby loop for a target whose lease another
 // collector holds, and once its stream has synced announces that this
 // collector is ready to take the target over.
-func (c *Collector) keepStandby(ctx, lctx context.Context, t config.Target) {
+func (c *Collector) keepStandby(ctx context.Context, t config.Target) {
 	c.mu.Lock()
 	r := c.standby[t.Name]
 	c.mu.Unlock()
@@ -637,11 +725,34 @@ func (c *Collector) keepStandby(ctx, lctx context.Context, t config.Target) {
 		c.mu.Unlock()
 		return
 	}
-	if r.loop.Synced() {
-		if err := c.lm.Ready(lctx, t.Name, r.loop.SyncPoint()); err != nil {
-			c.log.Warn("handover: ready not announced", "target", t.Name, "err", err)
+	s, ok := r.loop.Synced()
+	if !ok {
+		if r.announced != (target.Sync{}) {
+			// The announced stream dropped: withdraw, so the owner does
+			// not stop while this collector has no stream.
+			dctx, cancel := c.dbCtx(ctx)
+			defer cancel()
+			if err := c.lm.NotReady(dctx, t.Name, r.announced.Session); err != nil {
+				c.log.Warn("handover: ready not withdrawn", "target", t.Name, "err", err)
+				return
+			}
+			r.announced = target.Sync{}
 		}
+		return
 	}
+	// Once per synced stream, then again once per renewal (the owner
+	// counts on an announcement for two renewals): not on every pass.
+	if s == r.announced && time.Since(r.announcedAt) < c.cfg.Leases.Renew*9/10 {
+		return
+	}
+	dctx, cancel := c.dbCtx(ctx)
+	defer cancel()
+	if err := c.lm.Ready(dctx, t.Name, s.Session, s.Point); err != nil {
+		c.log.Warn("handover: ready not announced", "target", t.Name, "err", err)
+		return
+	}
+	r.announced, r.announcedAt = s, time.Now()
+	c.m.ReadyAnnounced.Inc()
 }
 
 func (c *Collector) standbyNames() []string {
@@ -651,7 +762,8 @@ func (c *Collector) standbyNames() []string {
 }
 
 // stopStandby stops a target's standby loop, if any; what it held is
-// dropped (the owner stores it) and the northbound forgets the target.
+// dropped (the owner stores it), its Ready, if announced, is withdrawn, and
+// the northbound forgets the target.
 func (c *Collector) stopStandby(name string) {
 	c.mu.Lock()
 	r := c.standby[name]
@@ -662,9 +774,19 @@ func (c *Collector) stopStandby(name string) {
 	}
 	r.cancel()
 	<-r.done
+	if r.announced != (target.Sync{}) {
+		dctx, cancel := c.dbCtx(context.Background())
+		defer cancel()
+		if err := c.lm.NotReady(dctx, name, r.announced.Session); err != nil {
+			c.log.Warn("handover: ready not withdrawn", "target", name, "err", err)
+		}
+	}
 	c.m.SetState(name, "")
 	c.targetGone(name)
 }
+
+// promoteTries bounds the reads of the latest table on promotion.
+const promoteTries = 4
 
 // promote turns the target's standby loop, if it streams with the
 // configuration t, into its running loop at epoch: it drops what the
@@ -689,11 +811,27 @@ func (c *Collector) promote(ctx context.Context, t config.Target, epoch int64) b
 		isCounter bool
 	}
 	var latest []stored
-	floor := map[int64]int64{}
-	err := c.readLatest(ctx, t.Name, func(id, ts int64, v uint64, isCounter bool) {
-		latest = append(latest, stored{id, ts, v, isCounter})
-		floor[id] = ts
-	})
+	var floor map[int64]int64
+	// The standby's rows are dropped if this read fails: retry a little
+	// (each attempt with its own timeout) before giving up.
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = 100*time.Millisecond, time.Second
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		latest, floor = nil, map[int64]int64{}
+		if f := c.o.readLatestFault; f != nil {
+			if err := f(t.Name); err != nil {
+				return struct{}{}, err
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.Renew)
+		defer cancel()
+		return struct{}{}, c.readLatest(rctx, t.Name, func(id, ts int64, v uint64, isCounter bool) {
+			latest = append(latest, stored{id, ts, v, isCounter})
+			floor[id] = ts
+		})
+	}, backoff.WithBackOff(bo), backoff.WithMaxTries(promoteTries), backoff.WithNotify(func(err error, d time.Duration) {
+		c.log.Warn("handover: latest table not read, retrying", "target", t.Name, "in", d, "err", err)
+	}))
 	if err != nil || !reflect.DeepEqual(r.t, t) {
 		if err != nil {
 			c.log.Warn("handover: standby not promoted", "target", t.Name, "err", err)
@@ -710,6 +848,7 @@ func (c *Collector) promote(ctx context.Context, t config.Target, epoch int64) b
 	c.mu.Lock()
 	delete(c.standby, t.Name)
 	c.running[t.Name] = r
+	c.convs[t.Name] = r.conv // the promoted stream's state is the target's now
 	c.mu.Unlock()
 	c.m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak).Inc()
 	c.log.Info("handover: rows the previous owner stored skipped", "target", t.Name, "samples", samples, "events", events)
@@ -719,8 +858,9 @@ func (c *Collector) promote(ctx context.Context, t config.Target, epoch int64) b
 // drainLeases, at shutdown, hands this collector's targets over
 // make-before-break: it leaves the members (so the others take its
 // targets), keeps streaming and renewing, and stops each target once its
-// new owner streams it — until none is left, nobody else is alive, or the
-// drain time (at most leases.ttl) is up.
+// new owner streams it (the handovers run side by side) — until none is
+// left, nobody else is alive, or the drain time (at most leases.ttl) is
+// up.
 func (c *Collector) drainLeases() {
 	if len(c.held) == 0 {
 		return
@@ -733,14 +873,27 @@ func (c *Collector) drainLeases() {
 	}
 	tick := time.NewTicker(c.cfg.Leases.Renew)
 	defer tick.Stop()
-	for len(c.held) > 0 {
-		members, err := c.lm.Members(ctx)
+	for {
+		c.handoffsDone()
+		if len(c.held) == 0 {
+			return
+		}
+		members, err := func() ([]string, error) {
+			dctx, cancel := c.dbCtx(ctx)
+			defer cancel()
+			return c.lm.Members(dctx)
+		}()
 		if err != nil || len(members) == 0 {
 			return
 		}
 		for _, name := range sortedKeys(c.held) {
-			if syncPoint, ok := c.successorReady(name, lease.Owner(members, name)); ok {
-				c.handOver(ctx, name, metrics.HandoverMakeBeforeBreak, syncPoint)
+			if _, busy := c.handoffs[name]; busy {
+				c.renewHandingOver(ctx, name, c.held[name])
+				continue
+			}
+			if succ, ok := c.successorReady(name, lease.Owner(members, name)); ok {
+				c.startHandOver(name, metrics.HandoverMakeBeforeBreak, succ)
+				c.renewHandingOver(ctx, name, c.held[name])
 				continue
 			}
 			c.renew(ctx, name, c.held[name])
@@ -754,25 +907,82 @@ func (c *Collector) drainLeases() {
 	}
 }
 
+// handoff is a handover in progress, in a goroutine of its own.
+type handoff struct {
+	done     chan struct{}
+	released bool // the lease was released (written before done closes)
+}
+
+// startHandOver runs handOver for name in a goroutine of its own, unless
+// one runs already (reconcile loop only). Its end wakes the reconcile loop,
+// which then forgets the lease (handoffsDone).
+func (c *Collector) startHandOver(name, kind string, succ ready) {
+	if _, busy := c.handoffs[name]; busy {
+		return
+	}
+	h := &handoff{done: make(chan struct{})}
+	c.handoffs[name] = h
+	go func() {
+		defer c.wakeHandover()
+		defer close(h.done)
+		h.released = c.handOver(c.hctx, name, kind, succ)
+	}()
+}
+
+// handoffsDone forgets the handovers that ended, and the leases they
+// released (reconcile loop only).
+func (c *Collector) handoffsDone() {
+	for name, h := range c.handoffs {
+		select {
+		case <-h.done:
+		default:
+			continue
+		}
+		delete(c.handoffs, name)
+		if h.released {
+			delete(c.held, name)
+			delete(c.handing, name)
+		}
+	}
+}
+
+// waitHandoffs waits for the handovers in progress (each bounded by
+// leases.ttl and the drain time) and forgets them.
+func (c *Collector) waitHandoffs() {
+	for _, h := range c.handoffs {
+		<-h.done
+	}
+	c.handoffsDone()
+}
+
 // handOver stops a target we should no longer own, waits (bounded) until
 // its batches are stored, and releases its lease so the new owner takes it
-// at once. kind is the handover's metric label ("" for a target no longer
+// at once; it returns whether the lease was released (the caller then
+// forgets it). It does not touch held or handing (see startHandOver). kind is the handover's metric label ("" for a target no longer
 // collected at all). Make-before-break, the new owner streams the target
-// from the switch timestamp syncPoint on: the loop stops once it has
+// from the switch timestamp succ.syncPoint on: the loop stops once it has
 // received as far (bounded by leases.ttl/2; past that the handover counts
-// as break-before-make).
-func (c *Collector) handOver(ctx context.Context, name, kind string, syncPoint int64) {
+// as break-before-make) — unless the new owner withdrew that stream or
+// announced a newer one meanwhile: then nothing is stopped and handOver
+// returns false (the next announcement starts another handover).
+// Every database call has its own timeout.
+func (c *Collector) handOver(ctx context.Context, name, kind string, succ ready) bool {
 	c.mu.Lock()
 	r := c.running[name]
 	c.mu.Unlock()
 	if r != nil && kind == metrics.HandoverMakeBeforeBreak {
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.TTL/2)
-		if err := r.loop.WaitReceived(wctx, syncPoint); err != nil {
+		if err := r.loop.WaitReceived(wctx, succ.syncPoint); err != nil {
 			kind = metrics.HandoverBreakBeforeMake
 			c.log.Warn("handover: this stream did not reach the new owner's sync point", "target", name,
-				"sync_point", syncPoint, "received", r.loop.LastReceived(), "err", err)
+				"sync_point", succ.syncPoint, "received", r.loop.LastReceived(), "err", err)
 		}
 		cancel()
+		if !c.stillReady(name, succ) {
+			c.log.Info("handover: the new owner's announced stream is gone; collecting on until it announces again",
+				"target", name, "to", succ.by, "session", succ.session)
+			return false
+		}
 	}
 	c.mu.Lock()
 	delete(c.running, name)
@@ -784,17 +994,21 @@ func (c *Collector) handOver(ctx context.Context, name, kind string, syncPoint i
 	wctx, cancel := context.WithTimeout(ctx, min(c.o.drain, c.cfg.Leases.TTL/2))
 	c.w.WaitTarget(wctx, name)
 	cancel()
-	if err := c.lm.Release(ctx, name); err != nil {
-		c.log.Warn("lease not released", "target", name, "err", err)
-	}
-	delete(c.held, name)
-	delete(c.handing, name)
 	c.m.SetState(name, "")
+	dctx, cancel := c.dbCtx(ctx)
+	defer cancel()
+	if err := c.lm.Release(dctx, name); err != nil {
+		// Still ours: the next pass tries again (or the lease expires).
+		c.log.Warn("lease not released", "target", name, "err", err)
+		c.targetGone(name)
+		return false
+	}
 	if kind != "" {
 		c.m.Handovers.WithLabelValues("given", kind).Inc()
 	}
 	c.log.Info("target handed over", "target", name, "kind", kind)
 	c.targetGone(name)
+	return true
 }
 
 func (c *Collector) targetGone(name string) {
@@ -804,21 +1018,27 @@ func (c *Collector) targetGone(name string) {
 }
 
 // startLocked starts the loop of t at epoch (under mu) and records it in
-// running, or, on standby, returns it for the caller to record.
+// running, or, on standby, returns it for the caller to record. A standby
+// loop converts with a converter of its own, adopted as the target's only
+// when it is promoted: a standby stopped without promotion leaves nothing
+// behind (its newest timestamps would make the next loop drop the new
+// stream's initial values as duplicates).
 func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int64, standby bool) *running {
 	conv := c.convs[t.Name]
-	if conv == nil {
+	if conv == nil || standby {
 		var opts []rows.Option
 		if c.o.db.Describe != nil {
 			opts = append(opts, rows.WithDescriber(c.o.db.Describe))
 		}
 		conv = rows.NewConverter(t.Name, c.sch, opts...)
-		c.convs[t.Name] = conv
+		if !standby {
+			c.convs[t.Name] = conv
+		}
 	}
 	// A loop ends when stopped (cancel), not with ctx: a draining
 	// collector streams on until its targets' new owners stream.
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &running{t: t, epoch: epoch, cancel: cancel, done: make(chan struct{})}
+	r := &running{t: t, epoch: epoch, conv: conv, cancel: cancel, done: make(chan struct{})}
 	opts := []target.Option{target.WithCollector(c.cfg.ID, epoch),
 		target.WithBatch(c.cfg.Writer.BatchRows, c.cfg.Writer.BatchInterval),
 		target.WithMetrics(c.m), target.WithLogger(c.log),
@@ -826,7 +1046,7 @@ func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int6
 	if standby {
 		// The owner stores what this loop holds until it is promoted;
 		// its sync wakes the reconcile loop to announce it.
-		opts = append(opts, target.WithStandby(c.cfg.Writer.QueueRows), target.WithOnSync(c.wakeHandover))
+		opts = append(opts, target.WithStandby(c.standbyBudget), target.WithOnSync(c.wakeHandover))
 	} else {
 		c.running[t.Name] = r
 	}
@@ -984,22 +1204,36 @@ func (c *Collector) listen(ctx context.Context, channels []string) {
 }
 
 // handoverMessage records a collector ready to take a target over, and
-// wakes the loop that hands targets over or takes them.
+// wakes the loop that hands targets over or takes them when the message
+// concerns it: a Ready for a target this collector runs, a Released for a
+// target it streams on standby. (Waking on every message would make
+// collectors waiting on standby wake each other without end.)
 func (c *Collector) handoverMessage(payload string) {
 	h, err := lease.ParseHandover(payload)
 	if err != nil {
 		c.log.Warn("handover message ignored", "payload", payload, "err", err)
 		return
 	}
-	if h.Ready == c.cfg.ID || h.Released == c.cfg.ID {
+	if h.Ready == c.cfg.ID || h.Released == c.cfg.ID || h.NotReady == c.cfg.ID {
 		return // our own
 	}
-	if h.Ready != "" {
-		c.mu.Lock()
-		c.ready[h.Target] = ready{by: h.Ready, syncPoint: h.SyncPoint, at: time.Now()}
-		c.mu.Unlock()
+	c.mu.Lock()
+	_, runs := c.running[h.Target]
+	_, waits := c.standby[h.Target]
+	switch {
+	case h.Ready != "":
+		// Messages of one collector arrive in the order it sent them:
+		// the last one is its newest stream.
+		c.ready[h.Target] = ready{by: h.Ready, session: h.Session, syncPoint: h.SyncPoint, at: time.Now()}
+	case h.NotReady != "":
+		if r, ok := c.ready[h.Target]; ok && r.by == h.NotReady {
+			delete(c.ready, h.Target)
+		}
 	}
-	c.wakeHandover()
+	c.mu.Unlock()
+	if h.Ready != "" && runs || h.Released != "" && waits {
+		c.wakeHandover()
+	}
 }
 
 func (c *Collector) maintain(ctx context.Context) {

@@ -344,14 +344,7 @@ func TestKillMidBatch(t *testing.T) {
 // first of b, and b's epoch is above a's.
 func TestLeasesShareTargets(t *testing.T) {
 	pool, dsn := newDB(t)
-	var sws []*switchtest.Switch
-	var pubs []*publisher
-	for i := range 6 {
-		sw := switchtest.Start(t, fmt.Sprintf("sw%d", i))
-		sws = append(sws, sw)
-		pubs = append(pubs, newPublisher(sw, "n1-n2"))
-		pubs[i].round()
-	}
+	sws, pubs := startSwitches(t, "sw", 6)
 	mk := func(id string) config.File {
 		cfg := testConfig(t, dsn, sws...)
 		cfg.ID = id
@@ -412,16 +405,7 @@ func TestLeasesShareTargets(t *testing.T) {
 	more("rounds stored from b", 5)
 	pu.stop()
 	for _, p := range pubs {
-		// Complete once the last round is stored (b stores in order).
-		waitFor(t, 30*time.Second, p.sw.Name+"'s last round", func() (bool, string) {
-			rs := storedRounds(t, pool, p)
-			for _, leaf := range p.paths {
-				if r := rs[leaf]; len(r) == 0 || r[len(r)-1] != int(p.n) {
-					return false, fmt.Sprintf("%s: rounds stored %v, last published %d", leaf, tail(r), p.n)
-				}
-			}
-			return true, ""
-		})
+		waitLastRound(t, pool, p) // complete once the last round is stored
 	}
 	b.stop(t)
 

@@ -15,6 +15,10 @@ func TestParseHandover(t *testing.T) {
 	}{
 		{"ready", Handover{Target: "sw1", Ready: "c2", SyncPoint: 1_700_000_000_123_456_789}.payload(),
 			Handover{Target: "sw1", Ready: "c2", SyncPoint: 1_700_000_000_123_456_789}, false},
+		{"ready, stream session 3", `{"target":"sw1","ready":"c2","session":3,"sync_point":42}`,
+			Handover{Target: "sw1", Ready: "c2", Session: 3, SyncPoint: 42}, false},
+		{"not ready", Handover{Target: "sw1", NotReady: "c2", Session: 3}.payload(), Handover{Target: "sw1", NotReady: "c2", Session: 3}, false},
+		{"a negative session", `{"target":"sw1","ready":"c2","session":-1}`, Handover{}, true},
 		{"released", Handover{Target: "sw1", Released: "c1"}.payload(), Handover{Target: "sw1", Released: "c1"}, false},
 		{"an unknown member is ignored", `{"target":"sw1","ready":"c2","later":true}`, Handover{Target: "sw1", Ready: "c2"}, false},
 		{"no target", `{"ready":"c2"}`, Handover{}, true},
@@ -38,6 +42,7 @@ func TestParseHandover(t *testing.T) {
 func FuzzParseHandover(f *testing.F) {
 	f.Add(Handover{Target: "sw1", Ready: "c2", SyncPoint: 42}.payload())
 	f.Add(`{"target":"","released":"x"}`)
+	f.Add(Handover{Target: "sw1", NotReady: "c2", Session: 7}.payload())
 	f.Add(`null`)
 	f.Fuzz(func(t *testing.T, payload string) {
 		h, err := ParseHandover(payload)

@@ -94,12 +94,17 @@ const HandoverChannel = "lhcnp_handover"
 
 // Handover is a message on HandoverChannel: Ready names the collector
 // whose stream of Target has reached its sync_response and waits for the
-// lease, SyncPoint the newest switch timestamp (ns) of that stream's
-// initial values; Released the collector that has just released the lease.
+// lease, Session that stream (the collector's count of its streams of the
+// target: a stream that dropped and came back is a new one), SyncPoint the
+// newest switch timestamp (ns) of that stream's initial values; NotReady
+// the collector whose announced stream has dropped (until it announces
+// again); Released the collector that has just released the lease.
 type Handover struct {
 	Target    string `json:"target"`
 	Ready     string `json:"ready,omitempty"`
+	Session   uint64 `json:"session,omitempty"`
 	SyncPoint int64  `json:"sync_point,omitempty"`
+	NotReady  string `json:"not_ready,omitempty"`
 	Released  string `json:"released,omitempty"`
 }
 
@@ -120,11 +125,21 @@ func (h Handover) payload() string {
 	return string(data)
 }
 
-// Ready announces that this collector streams target and is ready to take
-// its lease over (make-before-break): the owner may stop and release once
-// its own stream has received up to syncPoint.
-func (m *Manager) Ready(ctx context.Context, target string, syncPoint int64) error {
-	_, err := m.pool.Exec(ctx, notifySQL, HandoverChannel, Handover{Target: target, Ready: m.id, SyncPoint: syncPoint}.payload())
+// Ready announces that this collector streams target (its stream
+// session) and is ready to take its lease over (make-before-break): the
+// owner may stop and release once its own stream has received up to
+// syncPoint.
+func (m *Manager) Ready(ctx context.Context, target string, session uint64, syncPoint int64) error {
+	return m.notify(ctx, Handover{Target: target, Ready: m.id, Session: session, SyncPoint: syncPoint})
+}
+
+// NotReady withdraws a Ready: the stream session it announced has dropped.
+func (m *Manager) NotReady(ctx context.Context, target string, session uint64) error {
+	return m.notify(ctx, Handover{Target: target, NotReady: m.id, Session: session})
+}
+
+func (m *Manager) notify(ctx context.Context, h Handover) error {
+	_, err := m.pool.Exec(ctx, notifySQL, HandoverChannel, h.payload())
 	return err
 }
 

@@ -32,11 +32,6 @@ const (
 	DropSpillCorrupt = "spill_corrupt" // a spilled record failed its CRC
 	DropStaleEpoch   = "stale_epoch"   // the target's lease moved to another collector
 	DropDuplicate    = "duplicate"     // a re-sent value already stored (not a loss)
-	// DropHandoverBuffer: a collector taking a target over buffers what
-	// its new stream delivers until the old owner lets go; past
-	// writer.queue_rows the oldest buffered rows (which the old owner is
-	// still storing) are dropped.
-	DropHandoverBuffer = "handover_buffer"
 )
 
 // Handover kinds (label kind of Handovers).
@@ -75,6 +70,19 @@ type Metrics struct {
 	Lag           prometheus.Histogram   // switch timestamp to commit, per sample
 	Leases        prometheus.Gauge
 	Handovers     *prometheus.CounterVec // direction (given, taken), kind
+	// StandbyDiscarded: rows a standby loop (a collector waiting to take a
+	// target over) let go of past writer.queue_rows, oldest first. Not a
+	// loss: the collector that still owns the target stores them.
+	StandbyDiscarded prometheus.Counter
+	// StandbyRows: rows the standby loops hold now (at most
+	// writer.queue_rows together).
+	StandbyRows prometheus.Gauge
+	// ReadyAnnounced: handover Ready messages sent (once per synced
+	// standby stream, then at most once per leases.renew).
+	ReadyAnnounced prometheus.Counter
+	// LeaseRenewals: lease renewals by result (renewed, lost, error: the
+	// database did not answer; the lease is kept, the fencing guards it).
+	LeaseRenewals *prometheus.CounterVec
 
 	mu     sync.Mutex
 	states map[string]string
@@ -98,7 +106,7 @@ func New() *Metrics {
 		DeadLetters: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "dead_letters_total",
 			Help: "Rows PostgreSQL refused, stored in dead_letters with the error."}),
 		DroppedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "dropped_rows_total",
-			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch, handover_buffer; duplicate counts re-sent values already stored)."}, []string{"reason"}),
+			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch; duplicate counts re-sent values already stored)."}, []string{"reason"}),
 		QueueRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_rows",
 			Help: "Rows in the in-memory queue."}),
 		QueueBatches: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_batches",
@@ -119,13 +127,21 @@ func New() *Metrics {
 			Help: "Target leases this collector holds."}),
 		Handovers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "handovers_total",
 			Help: "Targets handed to another collector (direction given) or taken from one (taken), by kind (make_before_break: the new owner streamed before the old one stopped; break_before_make)."}, []string{"direction", "kind"}),
+		StandbyDiscarded: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "standby_discarded_rows_total",
+			Help: "Rows a standby stream let go of past writer.queue_rows while the target's owner still stores them (not a loss)."}),
+		StandbyRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "standby_rows",
+			Help: "Rows the standby streams hold until this collector takes their targets over (at most writer.queue_rows together)."}),
+		ReadyAnnounced: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "handover_ready_sent_total",
+			Help: "Handover Ready messages sent by this collector's standby streams."}),
+		LeaseRenewals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "lease_renewals_total",
+			Help: "Lease renewals by result (renewed; lost: another collector owns the target; error: the database did not answer, the lease is kept)."}, []string{"result"}),
 		states: map[string]string{},
 	}
 	m.Registry.MustRegister(m.TargetState, m.Notifications, m.Resubscribes, m.RowsWritten, m.Batches,
 		m.DeadLetters, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
-		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers,
+		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers, m.StandbyDiscarded, m.StandbyRows, m.ReadyAnnounced, m.LeaseRenewals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropDuplicate, DropHandoverBuffer} {
+	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropDuplicate} {
 		m.DroppedRows.WithLabelValues(r)
 	}
 	return m

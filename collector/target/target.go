@@ -67,7 +67,7 @@ type Loop struct {
 	epoch    int64
 	held     []*rows.Batch
 	heldRows int
-	maxHeld  int
+	budget   *StandbyBudget
 	// lastRows is the size of the last batch sent (under bmu): the next
 	// one starts with room for a little more, so a busy target's batch is
 	// not grown by copying, and an idle one's is not the size of a full
@@ -75,7 +75,11 @@ type Loop struct {
 	lastRows int
 
 	standby atomic.Bool // written under bmu
-	synced  atomic.Bool // the current stream reached its sync_response
+	// sync is the current stream's once it reached its sync_response (nil
+	// while none has: connecting, syncing, in back-off); sessions counts
+	// the streams started.
+	sync     atomic.Pointer[Sync]
+	sessions atomic.Uint64
 	// lastTS is the newest notification timestamp received (any stream),
 	// syncTS the newest one before the current stream's sync_response
 	// (its sync point); waiter is a WaitReceived in progress.
@@ -98,9 +102,29 @@ type options struct {
 	initial   time.Duration
 	max       time.Duration
 	observe   func(target string, r *gnmi.SubscribeResponse)
-	standby   int
+	standby   *StandbyBudget
 	onSync    func()
 }
+
+// StandbyBudget bounds the rows the standby loops sharing it hold
+// together (a collector shares one between its standby loops).
+type StandbyBudget struct {
+	max  int64
+	rows atomic.Int64
+}
+
+// NewStandbyBudget returns a budget of maxRows rows (at least 1).
+func NewStandbyBudget(maxRows int) *StandbyBudget {
+	return &StandbyBudget{max: int64(max(1, maxRows))}
+}
+
+// Rows is the number of rows the loops hold now.
+func (b *StandbyBudget) Rows() int64 { return b.rows.Load() }
+
+// add counts n more rows held (n < 0: fewer).
+func (b *StandbyBudget) add(n int) { b.rows.Add(int64(n)) }
+
+func (b *StandbyBudget) over() bool { return b.rows.Load() > b.max }
 
 // Option configures a Loop.
 type Option func(*options)
@@ -140,13 +164,15 @@ func WithObserver(f func(target string, r *gnmi.SubscribeResponse)) Option {
 }
 
 // WithStandby starts the loop on standby: its batches are held, not sent,
-// until Promote. It holds at most maxRows rows: past that the oldest held
-// batches are dropped (counted as handover_buffer), as the collector that
-// still owns the target stores those rows.
-func WithStandby(maxRows int) Option { return func(o *options) { o.standby = max(1, maxRows) } }
+// until Promote. The loops sharing budget hold at most its rows together:
+// past that each lets go of its oldest held batches (keeping its newest;
+// counted by standby_discarded_rows_total, not as dropped rows), as the
+// collector that still owns the target stores them.
+func WithStandby(budget *StandbyBudget) Option { return func(o *options) { o.standby = budget } }
 
 // WithOnSync calls f (on the receiving goroutine; it must not block) each
-// time a stream reaches its sync_response.
+// time Synced changes: a stream reaches its sync_response, or a stream
+// that had ends.
 func WithOnSync(f func()) Option { return func(o *options) { o.onSync = f } }
 
 // New returns the loop of target t, converting with conv (whose state
@@ -161,9 +187,9 @@ func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop
 		o.m = metrics.New()
 	}
 	l := &Loop{t: t, conv: conv, sink: sink, collector: o.collector, epoch: o.epoch, batchRows: o.batchRows,
-		every: o.every, m: o.m, log: o.log.With("target", t.Name), observe: o.observe, maxHeld: o.standby,
+		every: o.every, m: o.m, log: o.log.With("target", t.Name), observe: o.observe, budget: o.standby,
 		onSync: o.onSync}
-	l.standby.Store(o.standby > 0)
+	l.standby.Store(o.standby != nil)
 	l.backoff = func() *backoff.ExponentialBackOff {
 		b := backoff.NewExponentialBackOff()
 		b.InitialInterval, b.MaxInterval = o.initial, o.max
@@ -172,16 +198,27 @@ func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop
 	return l
 }
 
-// Synced reports whether the current stream has delivered its
-// sync_response (a standby loop is then ready to take over).
-func (l *Loop) Synced() bool { return l.synced.Load() }
+// Sync identifies a stream that has delivered its sync_response.
+type Sync struct {
+	// Session numbers the loop's streams (1 for the first): a stream that
+	// drops and comes back is a new session.
+	Session uint64
+	// Point is the newest timestamp of the notifications the stream
+	// delivered before its sync_response: a collector that still owns the
+	// target stops only once its own stream has received as far
+	// (WaitReceived), so that every value is in one of the two streams.
+	Point int64
+}
 
-// SyncPoint is the newest timestamp of the notifications the current
-// stream delivered before its sync_response (valid once Synced): a
-// collector that still owns the target stops only once its own stream has
-// received as far (WaitReceived), so that every value is in one of the two
-// streams.
-func (l *Loop) SyncPoint() int64 { return l.syncTS.Load() }
+// Synced returns the current stream's Sync; ok is false while no stream is
+// up past its sync_response (a standby loop is then not ready to take
+// over).
+func (l *Loop) Synced() (s Sync, ok bool) {
+	if p := l.sync.Load(); p != nil {
+		return *p, true
+	}
+	return Sync{}, false
+}
 
 // LastReceived is the newest notification timestamp received.
 func (l *Loop) LastReceived() int64 { return l.lastTS.Load() }
@@ -253,8 +290,8 @@ func (l *Loop) Promote(epoch int64, floor map[int64]int64, seed func(*rows.Conve
 	for _, b := range l.held {
 		l.flushLocked(b)
 	}
-	l.held, l.heldRows = nil, 0
-	if l.synced.Load() {
+	l.releaseHeldLocked()
+	if l.sync.Load() != nil {
 		l.m.SetState(l.t.Name, "streaming")
 	}
 	return samples, events
@@ -278,6 +315,14 @@ func (l *Loop) setErr(err error) {
 // progress is handed to the sink before Run returns.
 func (l *Loop) Run(ctx context.Context) {
 	defer l.m.SetState(l.t.Name, "stopped")
+	defer func() {
+		// A standby stopped without promotion: its rows go.
+		l.bmu.Lock()
+		if l.standby.Load() {
+			l.releaseHeldLocked()
+		}
+		l.bmu.Unlock()
+	}()
 	req, err := l.t.SubscribeRequest()
 	if err != nil {
 		l.setErr(err)
@@ -366,8 +411,14 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 		return false, fmt.Errorf("subscribe: %w", err)
 	}
 	l.m.Resubscribes.WithLabelValues(l.t.Name).Inc()
-	l.synced.Store(false)
+	session := l.sessions.Add(1)
 	l.syncTS.Store(0)
+	defer func() {
+		// The stream is gone: nobody may count on it any more.
+		if l.sync.Swap(nil) != nil && l.onSync != nil {
+			l.onSync()
+		}
+	}()
 	l.bmu.Lock()
 	l.conv.Resubscribed()
 	l.cur = l.newBatch()
@@ -443,7 +494,7 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 		}
 		if nowSynced {
 			synced = true
-			l.synced.Store(true)
+			l.sync.Store(&Sync{Session: session, Point: l.syncTS.Load()})
 			l.setErr(nil)
 			if l.standby.Load() {
 				l.m.SetState(l.t.Name, "standby")
@@ -465,6 +516,16 @@ func (l *Loop) newBatch() *rows.Batch {
 		Samples: make([]rows.Sample, 0, min(l.batchRows+256, max(64, l.lastRows+l.lastRows/4)))}
 }
 
+// releaseHeldLocked forgets the held batches and gives their rows back to
+// the budget (under bmu).
+func (l *Loop) releaseHeldLocked() {
+	if l.budget != nil {
+		l.budget.add(-l.heldRows)
+		l.m.StandbyRows.Set(float64(l.budget.Rows()))
+	}
+	l.held, l.heldRows = nil, 0
+}
+
 // flushLocked sends b to the sink, or holds it on standby (under bmu).
 func (l *Loop) flushLocked(b *rows.Batch) {
 	if b == nil || b.Rows() == 0 && len(b.Series) == 0 {
@@ -474,11 +535,14 @@ func (l *Loop) flushLocked(b *rows.Batch) {
 	if l.standby.Load() {
 		l.held = append(l.held, b)
 		l.heldRows += b.Rows()
-		for l.heldRows > l.maxHeld && len(l.held) > 1 {
+		l.budget.add(b.Rows())
+		for l.budget.over() && len(l.held) > 1 {
 			old := l.held[0]
 			l.held, l.heldRows = l.held[1:], l.heldRows-old.Rows()
-			l.m.DroppedRows.WithLabelValues(metrics.DropHandoverBuffer).Add(float64(old.Rows()))
+			l.budget.add(-old.Rows())
+			l.m.StandbyDiscarded.Add(float64(old.Rows()))
 		}
+		l.m.StandbyRows.Set(float64(l.budget.Rows()))
 		return
 	}
 	if err := l.sink(b); err != nil {

@@ -1,0 +1,437 @@
+package collector_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
+	"github.com/lhcnp/lhcnp/collector/lease"
+	"github.com/lhcnp/lhcnp/collector/metrics"
+)
+
+// leaseConfig is testConfig with leases on, for collector id.
+func leaseConfig(t testing.TB, dsn, id string, sws ...*switchtest.Switch) config.File {
+	cfg := testConfig(t, dsn, sws...)
+	cfg.ID = id
+	cfg.Leases = config.Leases{Enabled: true, TTL: 3 * time.Second, Renew: 200 * time.Millisecond}
+	return cfg
+}
+
+// waitLastRound waits until the last round p published is stored (a
+// collector stores a target's rows in order: the others are stored too).
+func waitLastRound(t testing.TB, pool *pgxpool.Pool, p *publisher) {
+	t.Helper()
+	waitFor(t, 30*time.Second, p.sw.Name+"'s last round", func() (bool, string) {
+		rs := storedRounds(t, pool, p)
+		for _, leaf := range p.paths {
+			if r := rs[leaf]; len(r) == 0 || r[len(r)-1] != int(p.n) {
+				return false, fmt.Sprintf("%s: rounds stored %v, last published %d", leaf, tail(r), p.n)
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestFailedPromotionLosesNothing: the collector taking a target over
+// (make-before-break, a drains) cannot read the latest table the first
+// time it promotes its standby stream. It retries: the standby is promoted
+// all the same, and every round the switch published is stored exactly
+// once.
+func TestFailedPromotionLosesNothing(t *testing.T) {
+	pool, dsn := newDB(t)
+	sw := switchtest.Start(t, "sw-promote")
+	p := newPublisher(sw, "n1-n2")
+	p.round()
+	a := start(t, leaseConfig(t, dsn, "collector-a", sw))
+	waitFor(t, 30*time.Second, "a streaming", func() (bool, string) {
+		return fmt.Sprint(a.Running()) == "[sw-promote]" && allStreaming(a), fmt.Sprint(a.Metrics().TargetStates())
+	})
+	var reads atomic.Int64
+	b := start(t, leaseConfig(t, dsn, "collector-b", sw), collector.WithReadLatestFault(func(string) error {
+		if reads.Add(1) == 1 {
+			return errors.New("injected: latest table not readable")
+		}
+		return nil
+	}))
+	pu := startPump([]*publisher{p}, 10*time.Millisecond)
+	defer pu.stop()
+	waitFor(t, 30*time.Second, "rows flowing", func() (bool, string) { return samplesOf(t, pool, sw.Name) > 20, "" })
+
+	a.stop(t) // drain: b becomes the owner and promotes its standby stream
+	waitFor(t, 30*time.Second, "b to take the target", func() (bool, string) {
+		return fmt.Sprint(b.Running()) == "[sw-promote]" && allStreaming(b), fmt.Sprint(b.Metrics().TargetStates())
+	})
+	base := samplesOf(t, pool, sw.Name)
+	waitFor(t, 30*time.Second, "rounds stored from b", func() (bool, string) {
+		n := samplesOf(t, pool, sw.Name) - base
+		return n >= int64(5*len(p.paths)), fmt.Sprintf("%d more samples", n)
+	})
+	pu.stop()
+	waitLastRound(t, pool, p)
+	b.stop(t)
+
+	if got := reads.Load(); got < 2 {
+		t.Errorf("latest table read %d times on promotion, want a failure and a retry", got)
+	}
+	m := b.Metrics()
+	if got := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak)); got != 1 {
+		t.Errorf("b took %v targets make-before-break, want 1", got)
+	}
+	noDuplicates(t, pool)
+	rs := storedRounds(t, pool, p)
+	for _, leaf := range p.paths {
+		if missing := missingRounds(rs[leaf], int(p.n)); len(missing) > 0 {
+			t.Errorf("%s: rounds %v of 1..%d not stored", leaf, missing, p.n)
+		}
+	}
+}
+
+// TestCrashedHolderNoWakeStorm: collector a crashed holding the leases of
+// two targets; b and c, which rendezvous hashing now gives one each, stream
+// them on standby until a's leases expire (leases.ttl). Each announces that
+// it is ready once its stream syncs and then at most once per renewal — a
+// Ready from one does not wake the other (which would announce again, and
+// wake the first...) — and each takes its target when the lease expires.
+func TestCrashedHolderNoWakeStorm(t *testing.T) {
+	pool, dsn := newDB(t)
+	ids := []string{"collector-b", "collector-c"}
+	var sws []*switchtest.Switch
+	var pubs []*publisher
+	for i := 0; len(sws) < len(ids); i++ {
+		name := fmt.Sprintf("sw-crash%d", i)
+		if lease.Owner(ids, name) == ids[len(sws)] {
+			sw := switchtest.Start(t, name)
+			sws = append(sws, sw)
+			pubs = append(pubs, newPublisher(sw, "n1-n2"))
+		}
+	}
+	const ttl, renew = 3 * time.Second, 200 * time.Millisecond
+	holdLeases(t, pool, ttl, sws...)
+	var cs []*runningCollector
+	for _, id := range ids {
+		cfg := leaseConfig(t, dsn, id, sws...)
+		cfg.Leases.TTL, cfg.Leases.Renew = ttl, renew
+		cs = append(cs, start(t, cfg))
+	}
+	for i, c := range cs {
+		waitFor(t, 30*time.Second, c.ID()+" to take "+sws[i].Name, func() (bool, string) {
+			return fmt.Sprint(c.Running()) == fmt.Sprint([]string{sws[i].Name}) && allStreaming(c),
+				fmt.Sprint(c.Metrics().TargetStates())
+		})
+	}
+	// One announcement when the standby stream synced, then one per
+	// renewal at most, for as long as the lease ran (plus slack for the
+	// passes on either side).
+	bound := float64(ttl/renew + 3)
+	for _, c := range cs {
+		got := testutil.ToFloat64(c.Metrics().ReadyAnnounced)
+		if got < 1 || got > bound {
+			t.Errorf("%s announced Ready %v times while a's lease ran, want 1..%v", c.ID(), got, bound)
+		}
+	}
+	for _, p := range pubs {
+		p.round()
+		waitLastRound(t, pool, p)
+	}
+	for _, c := range cs {
+		c.stop(t)
+	}
+	noDuplicates(t, pool)
+}
+
+// TestStaleReadyIgnored: the collector that should take a target over
+// (here b, a member whose messages the test sends) announces its standby
+// stream, then withdraws it (the stream dropped). The owner, a, which was
+// waiting for its own stream to reach the announced sync point, collects on
+// past it; it hands over only on b's next announcement (a new stream
+// session).
+func TestStaleReadyIgnored(t *testing.T) {
+	pool, dsn := newDB(t)
+	var sw *switchtest.Switch
+	for i := 0; sw == nil; i++ {
+		if name := fmt.Sprintf("sw-stale%d", i); lease.Owner([]string{"collector-a", "collector-b"}, name) == "collector-b" {
+			sw = switchtest.Start(t, name)
+		}
+	}
+	p := newPublisher(sw, "n1-n2")
+	p.round()
+	cfg := leaseConfig(t, dsn, "collector-a", sw)
+	cfg.Leases.TTL = time.Minute // no break-before-make during the test
+	a := start(t, cfg)
+	waitFor(t, 30*time.Second, "a streaming", func() (bool, string) {
+		return fmt.Sprint(a.Running()) == "["+sw.Name+"]" && allStreaming(a), fmt.Sprint(a.Metrics().TargetStates())
+	})
+	joinFake(t, pool, "collector-b")
+	notify := func(h lease.Handover) { notifyHandover(t, pool, h) }
+	readyOf := func(want uint64) func() (bool, string) {
+		return func() (bool, string) {
+			by, session, ok := a.ReadyOf(sw.Name)
+			return ok == (want != 0) && session == want, fmt.Sprintf("ready %v: %s session %d", ok, by, session)
+		}
+	}
+	// b's first stream synced at round 10, which a has not received yet.
+	notify(lease.Handover{Target: sw.Name, Ready: "collector-b", Session: 1, SyncPoint: p.ts0 + 10*int64(time.Millisecond)})
+	waitFor(t, 10*time.Second, "a to hear b's announcement", readyOf(1))
+	notify(lease.Handover{Target: sw.Name, NotReady: "collector-b", Session: 1})
+	waitFor(t, 10*time.Second, "a to hear b's withdrawal", readyOf(0))
+	for p.n < 20 {
+		p.round()
+	}
+	waitLastRound(t, pool, p)
+	if got := a.Running(); fmt.Sprint(got) != "["+sw.Name+"]" {
+		t.Fatalf("a runs %v after b withdrew its announcement, want [%s]", got, sw.Name)
+	}
+	if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak)); got != 0 {
+		t.Fatalf("a handed %v targets over on a withdrawn announcement", got)
+	}
+
+	// b's next stream: a hands over once it has received as far.
+	notify(lease.Handover{Target: sw.Name, Ready: "collector-b", Session: 2, SyncPoint: p.ts})
+	waitFor(t, 10*time.Second, "a to hand the target over", func() (bool, string) {
+		return len(a.Running()) == 0, fmt.Sprint(a.Running())
+	})
+	waitHandedOver(t, a, 1)
+	if n := count(t, pool, `SELECT count(*) FROM leases WHERE target = $1 AND expires_at > now()`, sw.Name); n != 0 {
+		t.Errorf("a's lease of %s not released", sw.Name)
+	}
+	waitLastRound(t, pool, p)
+	noDuplicates(t, pool)
+}
+
+// notifyHandover sends h on the handover channel, as a collector would.
+func notifyHandover(t testing.TB, pool *pgxpool.Pool, h lease.Handover) {
+	t.Helper()
+	data, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(context.Background(), `SELECT pg_notify($1, $2)`, lease.HandoverChannel, string(data)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// joinFake makes id a member of the collectors (its heartbeat stays valid
+// for an hour); the test speaks for it (notifyHandover).
+func joinFake(t testing.TB, pool *pgxpool.Pool, id string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `INSERT INTO collectors (id, heartbeat_at) VALUES ($1, now() + interval '1 hour')`, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSlowHandoverDoesNotStallRenewals: a handover waits (here until the
+// owner's stream reaches the new owner's sync point, which the switch has
+// not published yet) in a goroutine of its own: meanwhile the owner renews
+// its leases, that of the target being handed over and that of the target
+// it keeps. Once the stream gets there, the target goes make-before-break.
+func TestSlowHandoverDoesNotStallRenewals(t *testing.T) {
+	pool, dsn := newDB(t)
+	members := []string{"collector-a", "collector-b"}
+	var move, keep *switchtest.Switch
+	for i := 0; move == nil || keep == nil; i++ {
+		name := fmt.Sprintf("sw-slow%d", i)
+		switch owner := lease.Owner(members, name); {
+		case owner == "collector-b" && move == nil:
+			move = switchtest.Start(t, name)
+		case owner == "collector-a" && keep == nil:
+			keep = switchtest.Start(t, name)
+		}
+	}
+	p := newPublisher(move, "n1-n2")
+	p.round()
+	newPublisher(keep, "n1-n2").round()
+	cfg := leaseConfig(t, dsn, "collector-a", move, keep)
+	cfg.Leases.TTL = time.Minute // the handover may wait 30 s for the sync point
+	a := start(t, cfg)
+	waitFor(t, 30*time.Second, "a streaming both", func() (bool, string) {
+		return len(a.Running()) == 2 && allStreaming(a), fmt.Sprint(a.Metrics().TargetStates())
+	})
+	joinFake(t, pool, "collector-b")
+	expiry := func(name string) time.Time {
+		var at time.Time
+		if err := pool.QueryRow(context.Background(), `SELECT expires_at FROM leases WHERE target = $1`, name).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	notifyHandover(t, pool, lease.Handover{Target: move.Name, Ready: "collector-b", Session: 1, SyncPoint: p.ts0 + 30*int64(time.Millisecond)})
+	waitFor(t, 10*time.Second, "a to hear b's announcement", func() (bool, string) {
+		_, session, _ := a.ReadyOf(move.Name)
+		return session == 1, ""
+	})
+	before := map[string]time.Time{move.Name: expiry(move.Name), keep.Name: expiry(keep.Name)}
+	waitFor(t, 10*time.Second, "both leases renewed for a second while the handover waits", func() (bool, string) {
+		var got []string
+		ok := true
+		for name, at := range before {
+			d := expiry(name).Sub(at)
+			ok = ok && d > time.Second
+			got = append(got, fmt.Sprintf("%s renewed by %v", name, d))
+		}
+		return ok, fmt.Sprint(got)
+	})
+	if got := a.Running(); len(got) != 2 {
+		t.Fatalf("a runs %v while its stream has not reached the sync point, want both", got)
+	}
+	for p.n < 30 {
+		p.round()
+	}
+	waitFor(t, 10*time.Second, "a to hand "+move.Name+" over", func() (bool, string) {
+		return fmt.Sprint(a.Running()) == "["+keep.Name+"]", fmt.Sprint(a.Running())
+	})
+	waitHandedOver(t, a, 1)
+	if got := testutil.ToFloat64(a.Metrics().LeaseRenewals.WithLabelValues("error")); got != 0 {
+		t.Errorf("%v lease renewals failed", got)
+	}
+	waitLastRound(t, pool, p)
+	noDuplicates(t, pool)
+	// b leaves: a, alone, drains at once.
+	if _, err := pool.Exec(context.Background(), `DELETE FROM collectors WHERE id = 'collector-b'`); err != nil {
+		t.Fatal(err)
+	}
+	a.stop(t)
+}
+
+// waitHandedOver waits until c has released n leases make-before-break
+// (the handovers_total metric goes up once the lease is released).
+func waitHandedOver(t testing.TB, c *runningCollector, n float64) {
+	t.Helper()
+	waitFor(t, 10*time.Second, c.ID()+" to release the lease", func() (bool, string) {
+		got := testutil.ToFloat64(c.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak))
+		return got == n, fmt.Sprintf("%v given make-before-break", got)
+	})
+}
+
+// TestStandbyWithdrawsReady: a collector streaming a target on standby
+// (another collector's lease runs) announces Ready for its stream; when
+// the stream drops (the switch goes down) it withdraws the announcement,
+// and announces the next stream, a new session, once it has synced.
+func TestStandbyWithdrawsReady(t *testing.T) {
+	pool, dsn := newDB(t)
+	sw := switchtest.Start(t, "sw-withdraw")
+	newPublisher(sw, "n1-n2").round()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+lease.HandoverChannel); err != nil {
+		t.Fatal(err)
+	}
+	holdLeases(t, pool, time.Hour, sw)
+	// next returns the next message of b that is not a repeat of last.
+	var last lease.Handover
+	next := func() lease.Handover {
+		t.Helper()
+		for {
+			n, err := conn.Conn().WaitForNotification(ctx)
+			if err != nil {
+				t.Fatalf("no handover message (the last: %+v): %v", last, err)
+			}
+			h, err := lease.ParseHandover(n.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h != last {
+				last = h
+				return h
+			}
+		}
+	}
+	b := start(t, leaseConfig(t, dsn, "collector-b", sw))
+	if h := next(); h.Ready != "collector-b" || h.Session != 1 || h.SyncPoint == 0 {
+		t.Fatalf("first message %+v, want b ready in session 1", h)
+	}
+	sw.Stop()
+	if h := next(); h.NotReady != "collector-b" || h.Session != 1 {
+		t.Fatalf("after the stream dropped: %+v, want b's session 1 withdrawn", h)
+	}
+	sw.Restart()
+	newPublisher(sw, "n1-n2").round()
+	if h := next(); h.Ready != "collector-b" || h.Session != 2 {
+		t.Fatalf("after the switch came back: %+v, want b ready in session 2", h)
+	}
+	b.stop(t)
+}
+
+// TestStandbyBudgetShared: the standby streams of a collector hold at most
+// writer.queue_rows rows together (not each); past that they let go of
+// their oldest, counted by standby_discarded_rows_total, not as dropped
+// rows (the owner stores them).
+func TestStandbyBudgetShared(t *testing.T) {
+	pool, dsn := newDB(t)
+	sws, pubs := startSwitches(t, "sw-budget", 2)
+	holdLeases(t, pool, time.Hour, sws...)
+	cfg := leaseConfig(t, dsn, "collector-b", sws...)
+	cfg.Writer.QueueRows, cfg.Writer.BatchRows = 100, 10
+	b := start(t, cfg)
+	waitFor(t, 30*time.Second, "both on standby", func() (bool, string) {
+		s := b.Metrics().TargetStates()
+		return s[sws[0].Name] == "standby" && s[sws[1].Name] == "standby", fmt.Sprint(s)
+	})
+	for range 150 {
+		for _, p := range pubs {
+			p.round()
+		}
+	}
+	var published float64
+	for _, p := range pubs {
+		published += float64(p.published())
+	}
+	m := b.Metrics()
+	waitFor(t, 30*time.Second, "every row held or let go of", func() (bool, string) {
+		held, discarded := testutil.ToFloat64(m.StandbyRows), testutil.ToFloat64(m.StandbyDiscarded)
+		return held+discarded >= published, fmt.Sprintf("%v held, %v let go of, %v published", held, discarded, published)
+	})
+	// Each loop keeps its newest batch: up to a batch over the budget each.
+	if held := testutil.ToFloat64(m.StandbyRows); held > float64(cfg.Writer.QueueRows+2*cfg.Writer.BatchRows) {
+		t.Errorf("the standby streams hold %v rows together, budget %d", held, cfg.Writer.QueueRows)
+	}
+	for _, reason := range []string{metrics.DropSpillFull, metrics.DropSpillError, metrics.DropSpillCorrupt, metrics.DropStaleEpoch} {
+		if got := testutil.ToFloat64(m.DroppedRows.WithLabelValues(reason)); got != 0 {
+			t.Errorf("%v rows dropped as %s", got, reason)
+		}
+	}
+	b.stop(t)
+	if held := testutil.ToFloat64(m.StandbyRows); held != 0 {
+		t.Errorf("%v rows held after the standby loops stopped", held)
+	}
+}
+
+// holdLeases gives the leases of sws to collector-a, not a member (what a
+// crashed collector leaves), for d.
+func holdLeases(t testing.TB, pool *pgxpool.Pool, d time.Duration, sws ...*switchtest.Switch) {
+	t.Helper()
+	for _, sw := range sws {
+		if _, err := pool.Exec(context.Background(), `INSERT INTO leases (target, owner, epoch, expires_at)
+			VALUES ($1, 'collector-a', 1, now() + $2 * interval '1 millisecond')`, sw.Name, d.Milliseconds()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// startSwitches starts n switches named prefix0... with a publisher each
+// (one round published).
+func startSwitches(t testing.TB, prefix string, n int) ([]*switchtest.Switch, []*publisher) {
+	var sws []*switchtest.Switch
+	var pubs []*publisher
+	for i := range n {
+		sw := switchtest.Start(t, fmt.Sprintf("%s%d", prefix, i))
+		sws = append(sws, sw)
+		pubs = append(pubs, newPublisher(sw, "n1-n2"))
+		pubs[i].round()
+	}
+	return sws, pubs
+}
