@@ -388,10 +388,10 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 		v := int64(cfg.VGrowthEnableShare * float64(w.PortRateBps) / 8)
 		after.VGrowthBps = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
 	case cfg.TuneVGrowth && w.Config.VGrowthBps > 0:
-		v := int64(math.Round(float64(w.Config.VGrowthBps) * factor))
-		v = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
-		if v == w.Config.VGrowthBps {
-			notes = append(notes, fmt.Sprintf("v-growth at its bound %d B/s", v))
+		v, note := bounded("v-growth", "B/s", dir, w.Config.VGrowthBps,
+			int64(math.Round(float64(w.Config.VGrowthBps)*factor)), cfg.VGrowthMinBps, cfg.VGrowthMaxBps)
+		if note != "" {
+			notes = append(notes, note)
 		}
 		after.VGrowthBps = v
 	}
@@ -433,6 +433,9 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				a = math.Max(a, floor)
 			}
 			switch a = math.Min(hi, math.Max(lo, a)); {
+			case outside(dir, w.Config.Alpha, lo, hi):
+				notes = append(notes, fmt.Sprintf("alpha %v is outside its bounds [%v, %v], and bringing it back would %s the other way: alpha kept",
+					w.Config.Alpha, lo, hi, dir))
 			case dir == Tighten && w.Config.Alpha*bdpBytes <= float64(w.KBaseBytes):
 				notes = append(notes, fmt.Sprintf("K_max is at its K_base floor %d B: alpha kept", w.KBaseBytes))
 			case dir == Loosen && a*bdpBytes <= float64(w.KBaseBytes):
@@ -449,14 +452,37 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 			if dir == Tighten {
 				k = min(w.Config.KMaxBytes, max(k, floorBytes)) // no cut storm (above)
 			}
-			k = min(cfg.KMaxMaxBytes, max(cfg.KMaxMinBytes, k))
-			if k == w.Config.KMaxBytes {
-				notes = append(notes, fmt.Sprintf("kmax at its bound %d B", k))
+			k, note := bounded("kmax", "B", dir, w.Config.KMaxBytes, k, cfg.KMaxMinBytes, cfg.KMaxMaxBytes)
+			if note != "" {
+				notes = append(notes, note)
 			}
 			after.KMaxBytes = k
 		}
 	}
 	return after, notes
+}
+
+// bounded is a step of an integer knob from cur to next, clamped to [lo,
+// hi]; a cur outside the bound dir moves towards is kept (outside), and
+// note says what held the knob.
+func bounded(name, unit string, dir Direction, cur, next, lo, hi int64) (v int64, note string) {
+	next = min(hi, max(lo, next))
+	switch {
+	case outside(dir, float64(cur), float64(lo), float64(hi)):
+		return cur, fmt.Sprintf("%s %d %s is outside its bounds [%d, %d] %s, and bringing it back would %s the other way: %s kept",
+			name, cur, unit, lo, hi, unit, dir, name)
+	case next == cur:
+		return cur, fmt.Sprintf("%s at its bound %d %s", name, cur, unit)
+	}
+	return next, ""
+}
+
+// outside says whether a value set outside the tuner's bounds [lo, hi]
+// (by an operator) lies beyond the bound dir moves towards: clamping the
+// step would then move it the other way (a loosening that lowers K_max, a
+// tightening that raises it), so it is left where it is.
+func outside(dir Direction, v, lo, hi float64) bool {
+	return (dir == Loosen && v > hi) || (dir == Tighten && v < lo)
 }
 
 // qgrOff says whether a V_growth (bytes/s) leaves the QGR trigger off, or

@@ -113,6 +113,13 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 	if a.VGrowthBps != w.Config.VGrowthBps && (a.VGrowthBps < cfg.VGrowthMinBps || a.VGrowthBps > cfg.VGrowthMaxBps) {
 		t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBps, cfg.VGrowthMinBps, cfg.VGrowthMaxBps)
 	}
+	// A change never moves K_max against its direction (a bound that
+	// clamps an operator's value back would).
+	if d.Direction == Loosen && (a.Alpha < w.Config.Alpha || a.KMaxBytes < w.Config.KMaxBytes) ||
+		d.Direction == Tighten && (a.Alpha > w.Config.Alpha || a.KMaxBytes > w.Config.KMaxBytes) {
+		t.Errorf("a %s moved K_max the other way: alpha %v -> %v, kmax %d -> %d (%s)",
+			d.Direction, w.Config.Alpha, a.Alpha, w.Config.KMaxBytes, a.KMaxBytes, d.Reason)
+	}
 	if r := a.Alpha / w.Config.Alpha; r > cfg.MaxStep*1.001 || r < 1/cfg.MaxStep/1.001 {
 		// rounding to 3 digits may move a tiny alpha further; only
 		// values the bounds allow reach here

@@ -619,6 +619,20 @@ func TestDecide(t *testing.T) {
 			reason: "alpha at its bound 0.1, v-growth at its bound",
 		},
 		{
+			desc:   "alpha set above alpha_max by hand: a loosening keeps it (clamping would lower K_max), v-growth still moves",
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(20, vg)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(20, 2*vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+			reason: "alpha 20 is outside its bounds [0.1, 10], and bringing it back would loosen the other way: alpha kept",
+		},
+		{
+			desc:   "alpha above alpha_max and v-growth above its maximum: a loosening changes nothing",
+			cfg:    func(c *Config) { c.VGrowthMaxBps = vg },
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(20, 2*vg)) },
+			want:   result{Rule: RuleBound, After: bdp(20, 2*vg)},
+			reason: "v-growth 2500000000 B/s is outside its bounds",
+		},
+		{
 			desc:   "a step clamped at alpha_max",
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(7, vg)) },
 			want: result{Change: true, Rule: RuleUnderUse, After: bdp(10, 2*vg),
