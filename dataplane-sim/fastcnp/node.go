@@ -329,7 +329,7 @@ func (n *Node) Notify(x *lhcnp.Notification) bool {
 		return false
 	}
 	bth := wire.EthernetLen + 40 + o.DestOptsLen() + wire.UDPLen
-	p.SizeBytes = int32(size + 4)
+	p.SizeBytes = netsim.LinkBytes(size)
 	p.Src, p.Dst = n.sw.ID(), x.SrcNode
 	p.Flow = netsim.NoFlow
 	p.Prio = n.cfg.CNPPrio

@@ -194,7 +194,7 @@ func (t *Transit) Notify(x *lhcnp.Notification) bool {
 		t.counters.EncodeErrors++
 		return false
 	}
-	p.SizeBytes = int32(n + 4)
+	p.SizeBytes = netsim.LinkBytes(n)
 	p.Src, p.Dst = t.sw.ID(), pe.ID()
 	p.Flow = netsim.NoFlow
 	p.Prio = t.cfg.CNPPrio

@@ -227,7 +227,7 @@ func (n *Node) sendLongHaul(e *flowEntry, src, dst netip.Addr, m *wire.LongHaul,
 		n.counters.EncodeErrors++
 		return FormatNone
 	}
-	p.SizeBytes = int32(len(frame) + 4) // + FCS
+	p.SizeBytes = netsim.LinkBytes(len(frame))
 	p.Src, p.Dst = n.sw.ID(), e.srcNode
 	p.Flow = netsim.NoFlow
 	p.Prio = n.cfg.CNPPrio

@@ -116,7 +116,7 @@ func (h *Host) sendCM(dst NodeID, prio uint8, flow FlowID, m *wire.CMMessage) {
 	}
 	p.frameLen = uint16(size)
 	p.Kind = KindRoCE
-	p.SizeBytes = int32(size) + 4 // FCS
+	p.SizeBytes = LinkBytes(size)
 	p.Src, p.Dst = h.id, dst
 	p.Flow = flow
 	p.SrcQP = wire.GSIQP

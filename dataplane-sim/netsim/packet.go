@@ -187,6 +187,11 @@ func (p *Packet) Frame() []byte {
 	return p.fb.b[:p.frameLen]
 }
 
+// LinkBytes is the size a frame of frameLen bytes (as wire's encoder
+// writes it) has on a link: the frame and its FCS. Every packet built from
+// an encoded frame sets its SizeBytes with it.
+func LinkBytes(frameLen int) int32 { return int32(frameLen) + FCSBytes }
+
 // SetFrame copies frame into p's frame buffer (taken from the network's
 // pool on first use; FreePacket returns it). It does not touch SizeBytes,
 // Kind or Hdr: set them as for any packet (SizeBytes is len(frame) plus

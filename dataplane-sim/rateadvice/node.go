@@ -309,7 +309,7 @@ func (n *Node) send(f *flowState, mbps uint32) bool {
 		ip = 20
 	}
 	off := wire.EthernetLen + ip + wire.UDPLen
-	p.SizeBytes = int32(size + 4)
+	p.SizeBytes = netsim.LinkBytes(size)
 	p.Src, p.Dst = n.sw.ID(), f.srcNode
 	p.Flow = netsim.NoFlow
 	p.Prio = n.cfg.Prio

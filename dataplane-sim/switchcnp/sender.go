@@ -51,7 +51,7 @@ func (s *Sender) Send(src netip.Addr, srcQP uint32, srcNode netsim.NodeID) bool 
 	if src.Is4() {
 		ip = 20
 	}
-	p.SizeBytes = int32(n + 4)
+	p.SizeBytes = netsim.LinkBytes(n)
 	p.Src, p.Dst = s.sw.ID(), srcNode
 	p.Flow = netsim.NoFlow
 	p.Prio = s.Prio
