@@ -16,14 +16,14 @@ const (
 	RuleGap      Rule = "gap"       // samples missing inside the window
 	RuleCooldown Rule = "cool-down" // too soon after the last change
 	RuleLoss     Rule = "loss"      // drops or pauses: tighten
+	RuleSettle   Rule = "settle"    // the overload an overrun lifted K_max for is over: K_max back
+	RuleOverrun  Rule = "overrun"   // a queue outgrowing K_max while the QGR trigger cuts: raise K_max
 	RuleGrowth   Rule = "growth"    // a queue growing towards delay_high_rtt: tighten V_growth
+	RuleDraining Rule = "draining"  // a queue above the threshold that drains below it within RTT_est: hold
 	RuleDelay    Rule = "delay"     // standing queue on a full link: tighten K_max
 	RuleUnderUse Rule = "under-use" // link under-used while senders are throttled: loosen
 	RuleOverhead Rule = "overhead"  // many notifications on a full link: raise V_growth
 	RuleFiring   Rule = "firing"    // a tightening while the node's own trigger fires: hold
-	RuleOverrun  Rule = "overrun"   // a queue outgrowing K_max while the QGR trigger cuts: raise K_max
-	RuleSettle   Rule = "settle"    // the overload an overrun lifted K_max for is over: K_max back
-	RuleDraining Rule = "draining"  // a queue above the threshold that drains below it within RTT_est: hold
 	RuleRejected Rule = "rejected"  // the direction was just rolled back
 	RuleBound    Rule = "bound"     // the change is already at its bound
 	RuleSteady   Rule = "steady"    // inside the dead band: nothing to do
@@ -85,14 +85,14 @@ type Decision struct {
 }
 
 // Decide is the policy: one decision for one queue's window. It returns
-// the memory to keep for the next call. Rules, first match wins:
-// missing data or gaps, cool-down, loss, growth, delay, under-use,
-// overhead, otherwise steady; once the overload an overrun lifted K_max
-// for is over, K_max goes back (settle) whatever the other rules but loss
-// say; a growth or delay tightening is held while the node's own trigger
-// for it fires (firing), except that a growth the QGR trigger cuts already
-// but that will outgrow K_max raises K_max instead (overrun), and is held
-// while K_max is lifted for an overload (firing too); a direction
+// the memory to keep for the next call. Rules, first match wins
+// (classify): loss; settle, once the overload an overrun lifted K_max for
+// is over (K_max goes back whatever the other rules but loss say);
+// overrun, a growth the QGR trigger cuts already but that will outgrow
+// K_max (K_max raised); growth, draining, delay, under-use, overhead,
+// otherwise steady. Missing data, gaps and the cool-down come first. A
+// growth or delay tightening is held while the node's own trigger for it
+// fires, or while K_max is lifted for an overload (firing); a direction
 // just rolled back is held for four cool-downs (except against loss); a
 // change is one step (at most MaxStep) of alpha (or the explicit K_max)
 // and V_growth, clamped to the bounds.
@@ -114,34 +114,25 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if mem.Lifted.KMaxMode != "" && (mem.Lifted.KMaxMode != w.Config.KMaxMode || kmaxOf(w.Config) <= kmaxOf(mem.Lifted)) {
 		mem.Lifted = Settings{} // K_max is back (rolled back, or moved by another rule)
 	}
-	dir, rule, reason := classify(cfg, w, d.Metrics)
-	if rule != RuleLoss && mem.Lifted.KMaxMode != "" {
-		if why := settled(cfg, w, d.Metrics, mem.Lifted); why != "" {
-			dir, rule, reason = Tighten, RuleSettle, why
-		}
-	}
+	dir, rule, reason := classify(cfg, w, d.Metrics, mem.Lifted)
 	d.Direction, d.Rule, d.Reason = dir, rule, reason
 	if dir == Hold {
 		return d, mem
 	}
-	if why := firing(w, d.Metrics); why != "" && (rule == RuleGrowth || rule == RuleDelay) {
-		over := ""
-		if rule == RuleGrowth {
-			over = overrun(w, d.Metrics)
-		}
-		if over == "" {
+	if rule == RuleGrowth || rule == RuleDelay {
+		// A tightening is held while the node cuts: its own trigger for
+		// it fires (an overrun, classified first, is the exception), or
+		// K_max is lifted for an overload.
+		if why := firing(w, d.Metrics); why != "" {
 			d.Rule = RuleFiring
 			d.Reason = fmt.Sprintf("%s; but %s: the node is cutting already, a lower threshold would only cut deeper once the queue is back", reason, why)
 			return d, mem
 		}
-		dir, rule = Loosen, RuleOverrun
-		reason = fmt.Sprintf("%s; %s", reason, over)
-		d.Direction, d.Rule, d.Reason = dir, rule, reason
-	}
-	if mem.Lifted.KMaxMode != "" && (rule == RuleGrowth || rule == RuleDelay) {
-		d.Rule = RuleFiring
-		d.Reason = fmt.Sprintf("%s; but K_max is lifted for an overload the node is cutting (overrun): the thresholds are tightened, if at all, once it is settled", reason)
-		return d, mem
+		if mem.Lifted.KMaxMode != "" {
+			d.Rule = RuleFiring
+			d.Reason = fmt.Sprintf("%s; but K_max is lifted for an overload the node is cutting (overrun): the thresholds are tightened, if at all, once it is settled", reason)
+			return d, mem
+		}
 	}
 	if dir == mem.Rejected && w.End.Before(mem.RejectedUntil) && rule != RuleLoss {
 		d.Rule = RuleRejected
@@ -219,7 +210,10 @@ func settled(cfg Config, w Window, m Metrics, lifted Settings) string {
 	return fmt.Sprintf("the overload is over (growth %.4g B/s under settle_growth_share of V_growth, the queue at %.3g RTT_est under the K_max of before the overrun): K_max back", growthBps, last/rttBytes)
 }
 
-// classify picks the rule. The thresholds leave a dead band (hysteresis):
+// classify picks the rule, the first that matches: loss; settle (lifted
+// is the setting an overrun raised K_max from, zero when none); overrun;
+// growth; draining; delay; under-use; overhead; steady. The firing hold
+// comes after it, in Decide. The thresholds leave a dead band (hysteresis):
 // the queue is tightened above DelayHighRTT and loosened only below
 // DelayLowRTT with the link below UtilisationUnder. A queue growing fast
 // towards the threshold (one RTT_est ahead at the window's pace) is the
@@ -228,7 +222,7 @@ func settled(cfg Config, w Window, m Metrics, lifted Settings) string {
 // cut every flow at every interval. A standing queue is the delay rule's,
 // which lowers K_max. Tightening looks at the window's mean and its last
 // sample (fast attack); loosening needs both below (slow release).
-func classify(cfg Config, w Window, m Metrics) (Direction, Rule, string) {
+func classify(cfg Config, w Window, m Metrics, lifted Settings) (Direction, Rule, string) {
 	// Resume releases senders: only the cutting actions and ECN marks say
 	// they are being throttled. Marks need packets: a node's marking rate
 	// is the share of the packets it forwarded, and one that forwarded
@@ -242,12 +236,30 @@ func classify(cfg Config, w Window, m Metrics) (Direction, Rule, string) {
 	// a DC-side port with an RTT_est of 2 µs one 4 KB packet is 1.7 RTT_est.
 	rttBytes := float64(w.PortRateBps) / 8 * w.RTTEst.Seconds()
 	aboveBase := func(delayRTT float64) bool { return delayRTT*rttBytes > float64(w.KBaseBytes) }
+	growing := m.TrendRTT > cfg.GrowthTrendRTT && ahead > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && aboveBase(ahead)
+	growth := func() string {
+		return fmt.Sprintf("queue growing by %.3g RTT_est per RTT_est (growth_trend_rtt %.3g): %.3g RTT_est one RTT_est ahead, above delay_high_rtt %.3g, with the link %.1f%% used",
+			m.TrendRTT, cfg.GrowthTrendRTT, ahead, cfg.DelayHighRTT, 100*m.Utilisation)
+	}
+	var settle, over string
+	if lifted.KMaxMode != "" {
+		settle = settled(cfg, w, m, lifted)
+	}
+	if growing {
+		over = overrun(w, m)
+	}
 	switch {
 	case m.Loss > cfg.LossHigh:
 		return Tighten, RuleLoss, fmt.Sprintf("%.3g of packets dropped or paused (loss_high %.3g)", m.Loss, cfg.LossHigh)
-	case m.TrendRTT > cfg.GrowthTrendRTT && ahead > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && aboveBase(ahead):
-		return Tighten, RuleGrowth, fmt.Sprintf("queue growing by %.3g RTT_est per RTT_est (growth_trend_rtt %.3g): %.3g RTT_est one RTT_est ahead, above delay_high_rtt %.3g, with the link %.1f%% used",
-			m.TrendRTT, cfg.GrowthTrendRTT, ahead, cfg.DelayHighRTT, 100*m.Utilisation)
+	case settle != "":
+		// Before every rule but loss: the lift is for the overload only.
+		return Tighten, RuleSettle, settle
+	case over != "":
+		// A growth the QGR trigger cuts already, outgrowing K_max: K_max
+		// is in the way, not too high (overrun).
+		return Loosen, RuleOverrun, growth() + "; " + over
+	case growing:
+		return Tighten, RuleGrowth, growth()
 	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && aboveBase(delay) && m.TrendRTT < -cfg.GrowthTrendRTT && ahead <= cfg.DelayHighRTT:
 		return Hold, RuleDraining, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g, but draining by %.3g RTT_est per RTT_est: %.3g one RTT_est ahead",
 			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, -m.TrendRTT, ahead)
