@@ -142,16 +142,13 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	}
 	step := nextStep(cfg, mem, dir)
 	d.Step = step
-	after, notes := apply(cfg, w, dir, rule, step)
-	if rule == RuleSettle && kmaxOf(after) < kmaxOf(mem.Lifted) {
-		// Not below the setting the overrun started from (within bounds).
-		switch after.KMaxMode {
-		case KMaxExplicit:
-			after.KMaxBytes = max(after.KMaxBytes, min(mem.Lifted.KMaxBytes, cfg.KMaxMaxBytes))
-		default:
-			after.Alpha = math.Max(after.Alpha, math.Min(ceil3(mem.Lifted.Alpha), floor3(cfg.AlphaMax)))
-		}
+	// A settle goes back to the setting the overrun started from, never
+	// below it.
+	var back Settings
+	if rule == RuleSettle {
+		back = mem.Lifted
 	}
+	after, notes := apply(cfg, w, dir, rule, step, back)
 	d.After = after
 	if after == w.Config {
 		d.Rule = RuleBound
@@ -353,8 +350,9 @@ func nextStep(cfg Config, mem Memory, dir Direction) float64 {
 }
 
 // apply computes the settings after one step in dir. The overhead rule
-// moves V_growth only. notes says what a bound or the K_base floor held.
-func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settings, string) {
+// moves V_growth only. A tightening never takes K_max below back's (zero
+// Settings: no such floor). notes says what a bound or a floor held.
+func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Settings) (Settings, string) {
 	factor := step
 	if dir == Tighten {
 		factor = 1 / step
@@ -383,9 +381,9 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 	// left the link 23 % used 18 ms later). Only when that moves nothing and V_growth
 	// cannot move either, K_max goes down to the queue itself.
 	gentle := rule == RuleGrowth || rule == RuleDelay
-	after, notes := tighterKMax(cfg, w, dir, rule, factor, floorBytes, gentle)
+	after, notes := tighterKMax(cfg, w, dir, rule, factor, floorBytes, gentle, back)
 	if gentle && after == w.Config && !(cfg.TuneVGrowth && vgCanMove(cfg, w.Config.VGrowthBps, w.PortRateBps, dir)) {
-		after, notes = tighterKMax(cfg, w, dir, rule, factor, floorBytes, false)
+		after, notes = tighterKMax(cfg, w, dir, rule, factor, floorBytes, false, back)
 	}
 	vgKnob := rule != RuleDelay && rule != RuleOverrun && rule != RuleSettle
 	if rule == RuleDelay && after == w.Config {
@@ -411,9 +409,11 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64) (Settin
 }
 
 // tighterKMax moves K_max (alpha, or the explicit kmax) by factor when the
-// rule moves it, never below floorBytes (twice that when gentle) on a
-// tightening; notes say what a bound or floor held.
-func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64, floorBytes int64, gentle bool) (Settings, []string) {
+// rule moves it; a tightening never below floorBytes (twice that when
+// gentle), nor below back's K_max (a settle: the setting an overrun
+// started from, as far as the bounds allow; zero Settings: none), nor
+// above the K_max it started from. notes say what a bound or floor held.
+func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64, floorBytes int64, gentle bool, back Settings) (Settings, []string) {
 	after := w.Config
 	var notes []string
 	last := w.Samples[len(w.Samples)-1].QueueDepthBytes
@@ -438,11 +438,14 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 			// Rounded to the YANG model's 3 digits towards the current
 			// value, so a step never exceeds max-step.
 			a := floor3(w.Config.Alpha * factor)
-			floor := 0.0
+			floor, backAlpha := 0.0, 0.0
 			if dir == Tighten {
 				a = ceil3(w.Config.Alpha * factor)
 				floor = ceil3(float64(floorBytes) / bdpBytes)
-				a = math.Max(a, floor)
+				if back.KMaxMode == KMaxBDP {
+					backAlpha = math.Min(ceil3(back.Alpha), hi)
+				}
+				a = math.Max(a, math.Max(floor, backAlpha))
 			}
 			switch a = math.Min(hi, math.Max(lo, a)); {
 			case outside(dir, w.Config.Alpha, lo, hi):
@@ -454,6 +457,8 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				notes = append(notes, fmt.Sprintf("K_max stays at its K_base floor %d B: alpha kept", w.KBaseBytes))
 			case dir == Tighten && a >= w.Config.Alpha && floor >= w.Config.Alpha:
 				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower alpha would give: alpha kept", ahead))
+			case dir == Tighten && backAlpha >= w.Config.Alpha:
+				notes = append(notes, fmt.Sprintf("alpha %v is at the setting of before the overrun (%v, rounded up): alpha kept", w.Config.Alpha, back.Alpha))
 			case a == w.Config.Alpha:
 				notes = append(notes, fmt.Sprintf("alpha at its bound %v", a))
 			default:
@@ -462,7 +467,11 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 		case KMaxExplicit:
 			k := int64(math.Round(float64(w.Config.KMaxBytes) * factor))
 			if dir == Tighten {
-				k = min(w.Config.KMaxBytes, max(k, floorBytes)) // no cut storm (above)
+				backBytes := int64(0)
+				if back.KMaxMode == KMaxExplicit {
+					backBytes = min(back.KMaxBytes, cfg.KMaxMaxBytes)
+				}
+				k = min(w.Config.KMaxBytes, max(k, floorBytes, backBytes)) // no cut storm (above)
 			}
 			k, note := bounded("kmax", "B", dir, w.Config.KMaxBytes, k, cfg.KMaxMinBytes, cfg.KMaxMaxBytes)
 			if note != "" {

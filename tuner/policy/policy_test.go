@@ -288,6 +288,22 @@ func TestDecide(t *testing.T) {
 			reason: "the overrun's lift is dropped",
 		},
 		{
+			desc:   "settle to an alpha of before that rounds up to the current one (3 digits): alpha kept, the lift dropped",
+			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.3}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(0.9995, vg)},
+			want: result{Rule: RuleBound, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2}},
+			reason: "alpha 1 is at the setting of before the overrun (0.9995, rounded up): alpha kept; the overrun's lift is dropped",
+		},
+		{
+			desc:   "settle never raises K_max: an alpha of before rounding up above the current one keeps it (the floor used to be patched in after the step, to 1)",
+			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.3}, bdp(0.9995, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(0.9991, vg)},
+			want: result{Rule: RuleBound, After: bdp(0.9995, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2}},
+			reason: "alpha kept; the overrun's lift is dropped",
+		},
+		{
 			desc: "settle band: a queue growing between settle_growth_share·V_growth and V_growth neither settles nor overruns",
 			// growth 3.75 GB/s, V_growth 4.2 GB/s: 0.89 of it
 			window: func() Window { return growing(bdp(4, 4_200_000_000)) },
