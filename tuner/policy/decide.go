@@ -66,6 +66,7 @@ type Memory struct {
 	Changes       int
 	// Lifted is the setting an overrun raised K_max from (zero: none):
 	// once the overload is over K_max goes back to it (rule settle).
+	// Memory.endLift is the one place that ends the episode, with why.
 	Lifted Settings
 }
 
@@ -111,9 +112,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			return d, mem
 		}
 	}
-	if mem.Lifted.KMaxMode != "" && (mem.Lifted.KMaxMode != w.Config.KMaxMode || kmaxOf(w.Config) <= kmaxOf(mem.Lifted)) {
-		mem.Lifted = Settings{} // K_max is back (rolled back, or moved by another rule)
-	}
+	mem.endLift(w.Config, false)
 	dir, rule, reason := classify(cfg, w, d.Metrics, mem.Lifted)
 	d.Direction, d.Rule, d.Reason = dir, rule, reason
 	if dir == Hold {
@@ -150,14 +149,13 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	}
 	after, notes := apply(cfg, w, dir, rule, step, back)
 	d.After = after
+	if rule == RuleSettle {
+		mem.endLift(after, after == w.Config)
+	}
 	if after == w.Config {
 		d.Rule = RuleBound
 		d.Reason = fmt.Sprintf("%s; but %s", reason, notes)
 		if rule == RuleSettle {
-			// K_max cannot go back (the K_base floor, a bound): the
-			// episode ends here, or the lift would hold every growth and
-			// delay tightening as firing for ever.
-			mem.Lifted = Settings{}
 			d.Reason += "; the overrun's lift is dropped: K_max stays where it is"
 		}
 		return d, mem
@@ -166,15 +164,34 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if notes != "" {
 		d.Reason += "; " + notes
 	}
-	lifted := mem.Lifted
-	switch {
-	case rule == RuleOverrun && lifted.KMaxMode == "":
-		lifted = w.Config
-	case rule == RuleSettle && kmaxOf(after) <= kmaxOf(lifted):
-		lifted = Settings{}
+	if rule == RuleOverrun && mem.Lifted.KMaxMode == "" {
+		mem.Lifted = w.Config // the first overrun of the episode: the setting to go back to
 	}
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
-		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: lifted}
+		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted}
+}
+
+// endLift ends the overload episode an overrun started (clears Lifted)
+// when it is over, with the queue's K_max at cur; stuck is a settle that
+// cannot move K_max. It is over when
+//   - the K_max mode is no longer the one lifted: the two settings no
+//     longer compare;
+//   - K_max is at or under the setting of before: the overrun was rolled
+//     back, another rule moved K_max there, or a settle brought it back
+//     (Decide asks at the start of a decision, with the queue's settings,
+//     and after a settle, with the settle's: a change of another rule is
+//     seen in the next window, once applied, so one rolled back leaves the
+//     lift as it was);
+//   - a settle cannot move K_max (stuck: the K_base floor, when RTT_est
+//     fell, or a bound): kept, the lift would hold every growth and delay
+//     tightening as firing for ever.
+func (m *Memory) endLift(cur Settings, stuck bool) {
+	switch l := m.Lifted; {
+	case l.KMaxMode == "":
+		return
+	case l.KMaxMode != cur.KMaxMode, kmaxOf(cur) <= kmaxOf(l), stuck:
+		m.Lifted = Settings{}
+	}
 }
 
 // kmaxOf orders settings by K_max: alpha, or the explicit K_max.
