@@ -208,12 +208,11 @@ func kmaxOf(s Settings) float64 {
 // the two from flipping on one sample's noise) and is below the K_max it
 // was lifted from.
 func settled(cfg Config, w Window, m Metrics, lifted Settings) string {
-	growthBps := m.TrendRTT * float64(w.PortRateBps) / 8
+	growthBps := w.growthBps(m)
 	if w.Config.VGrowthBps > 0 && growthBps >= cfg.SettleGrowthShare*float64(w.Config.VGrowthBps) {
 		return ""
 	}
-	rttBytes := float64(w.PortRateBps) / 8 * w.RTTEst.Seconds()
-	old := lifted.Alpha * rttBytes
+	old := w.bdpBytes(lifted.Alpha)
 	if lifted.KMaxMode == KMaxExplicit {
 		old = float64(lifted.KMaxBytes)
 	}
@@ -221,7 +220,7 @@ func settled(cfg Config, w Window, m Metrics, lifted Settings) string {
 	if last >= old || kmaxOf(w.Config) <= kmaxOf(lifted) {
 		return ""
 	}
-	return fmt.Sprintf("the overload is over (growth %.4g B/s under settle_growth_share of V_growth, the queue at %.3g RTT_est under the K_max of before the overrun): K_max back", growthBps, last/rttBytes)
+	return fmt.Sprintf("the overload is over (growth %.4g B/s under settle_growth_share of V_growth, the queue at %.3g RTT_est under the K_max of before the overrun): K_max back", growthBps, last/w.bdpBytes(1))
 }
 
 // classify picks the rule, the first that matches: loss; settle (lifted
@@ -248,8 +247,7 @@ func classify(cfg Config, w Window, m Metrics, lifted Settings) (Direction, Rule
 	// A queue under K_base, the node's sensitivity floor (the draft's "at
 	// least one maximum-sized frame"), is no congestion to tighten for: on
 	// a DC-side port with an RTT_est of 2 µs one 4 KB packet is 1.7 RTT_est.
-	rttBytes := float64(w.PortRateBps) / 8 * w.RTTEst.Seconds()
-	aboveBase := func(delayRTT float64) bool { return delayRTT*rttBytes > float64(w.KBaseBytes) }
+	aboveBase := func(delayRTT float64) bool { return w.bdpBytes(delayRTT) > float64(w.KBaseBytes) }
 	growing := m.TrendRTT > cfg.GrowthTrendRTT && ahead > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && aboveBase(ahead)
 	growth := func() string {
 		return fmt.Sprintf("queue growing by %.3g RTT_est per RTT_est (growth_trend_rtt %.3g): %.3g RTT_est one RTT_est ahead, above delay_high_rtt %.3g, with the link %.1f%% used",
@@ -308,7 +306,7 @@ func firing(w Window, m Metrics) string {
 	}
 	if qgrFires(w, m) {
 		return fmt.Sprintf("the queue grows at %.4g B/s, above V_growth (%d B/s): the QGR trigger fires",
-			m.TrendRTT*float64(w.PortRateBps)/8, w.Config.VGrowthBps)
+			w.growthBps(m), w.Config.VGrowthBps)
 	}
 	return ""
 }
@@ -320,7 +318,7 @@ func firing(w Window, m Metrics) string {
 // queue at R_port itself, one sample's noise above or below V_growth).
 func qgrFires(w Window, m Metrics) bool {
 	v := w.Config.VGrowthBps
-	return !qgrOff(v, w.PortRateBps) && m.TrendRTT*float64(w.PortRateBps)/8 > float64(v)
+	return !qgrOff(v, w.PortRateBps) && w.growthBps(m) > float64(v)
 }
 
 // overrun says why a queue that grows faster than V_growth (the QGR
@@ -339,15 +337,13 @@ func overrun(w Window, m Metrics) string {
 		return ""
 	}
 	v := w.Config.VGrowthBps
-	growthBps := m.TrendRTT * float64(w.PortRateBps) / 8
 	kmax := kmaxBytes(w)
-	rttBytes := float64(w.PortRateBps) / 8 * w.RTTEst.Seconds()
 	ahead := m.LastDelayRTT + m.TrendRTT
-	if kmax <= 0 || ahead*rttBytes <= float64(kmax) {
+	if kmax <= 0 || w.bdpBytes(ahead) <= float64(kmax) {
 		return ""
 	}
 	return fmt.Sprintf("the QGR trigger cuts the senders already (growth %.4g B/s above V_growth %d B/s), and the queue outgrows K_max (%.3g RTT_est) one RTT_est ahead: above it every packet is marked and the receivers' CNPs would cut the senders again a path round trip later, so K_max is raised",
-		growthBps, v, float64(kmax)/rttBytes)
+		w.growthBps(m), v, float64(kmax)/w.bdpBytes(1))
 }
 
 // nextStep adapts the step: halved (in log) on a reversal, doubled back
@@ -450,7 +446,7 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 	if cfg.TuneKMax && kmaxKnob {
 		switch w.Config.KMaxMode {
 		case KMaxBDP:
-			bdpBytes := float64(w.PortRateBps) * w.RTTEst.Seconds() / 8
+			bdpBytes := w.bdpBytes(1)
 			lo, hi := ceil3(cfg.AlphaMin), floor3(cfg.AlphaMax)
 			// Rounded to the YANG model's 3 digits towards the current
 			// value, so a step never exceeds max-step.

@@ -119,6 +119,21 @@ func kmaxBytes(w Window) int64 {
 	return w.EffectiveKMaxBytes
 }
 
+// bdpBytes is the K_max of §5.3.2 without its K_base floor, alpha ·
+// R_port · RTT_est / 8: the bytes of alpha RTT_est of queue at R_port
+// (alpha 1: one RTT_est of queue, the unit of the policy's delays). The
+// one place the policy writes it; the node's own (dataplane-sim/lhcnp)
+// keeps its order of operations, this one the policy's.
+func (w Window) bdpBytes(alpha float64) float64 {
+	return alpha * (float64(w.PortRateBps) * w.RTTEst.Seconds() / 8)
+}
+
+// growthBps is the queue's growth at the window's pace (m.TrendRTT, in
+// RTT_est per RTT_est) in bytes per second, the unit of V_growth.
+func (w Window) growthBps(m Metrics) float64 {
+	return m.TrendRTT * float64(w.PortRateBps) / 8
+}
+
 // Check says why a window cannot be decided on (the rule and the reason),
 // or "" when it can.
 func Check(cfg Config, w Window) (rule Rule, reason string) {
