@@ -58,14 +58,11 @@ func nodesLinkRate(sc *scenario.Scenario) scenario.Rate {
 	return best
 }
 
-// packetBytes converts bytes sent into packets for the loss term: the
-// RNICs' 4096-byte MTU plus headers.
-const packetBytes = 4096 + 58
-
 // Objective is the tuner's objective (tuner/policy.Objective, default
 // weights) of a whole run at one port: its utilisation, its mean queue as
-// delay in rtt, its drops and PFC pauses per packet sent, and the
-// Long-haul CNPs of the run per rtt.
+// delay in rtt, its drops and PFC pauses per packet it sent (the frames
+// the port counted, IPv4 and IPv6, small and PFC alike: not bytes over a
+// frame size), and the Long-haul CNPs of the run per rtt.
 func Objective(s *report.Summary, node, peer string, rtt time.Duration, w policy.Weights) (policy.Metrics, float64) {
 	var m policy.Metrics
 	for _, p := range s.Ports {
@@ -78,7 +75,7 @@ func Objective(s *report.Summary, node, peer string, rtt time.Duration, w policy
 		if p.RateBps > 0 && rtt > 0 {
 			m.DelayRTT = m.MeanQueueBytes * 8 / float64(p.RateBps) / rtt.Seconds()
 		}
-		m.Packets = p.TxBytes / packetBytes
+		m.Packets = p.TxPackets
 		m.Drops, m.Pauses = p.DropPackets, p.PFCPauseFrames
 		if lost := m.Drops + m.Pauses; lost > 0 {
 			m.Loss = float64(lost) / float64(max(m.Packets, 1))
@@ -348,8 +345,8 @@ func WriteTuner(w io.Writer, d TunerDoc) error {
 	p("## The tuner\n\n")
 	p("docs/tuner.md describes the policy and its objective J = (1 − u) + 0.5·d + 100·l + 0.001·n (utilisation,\n")
 	p("queueing delay in RTT, dropped and paused packets per packet, Long-haul CNPs per RTT; lower is better), here\n")
-	p("measured over the whole run at the bottleneck (delay in the bottleneck's RTT at the start, packets counted as\n")
-	p("sent bytes / %d). Rows:\n\n", packetBytes)
+	p("measured over the whole run at the bottleneck (delay in the bottleneck's RTT at the start, loss per frame the\n")
+	p("bottleneck's port sent). Rows:\n\n")
 	p("- **long-haul-cnp**: the scenario file's params, as in the comparison above;\n")
 	def := scenario.DefaultLongHaulCNP()
 	p("- **long-haul-cnp%s**: the file's params with alpha and V_growth at the draft's defaults (%g and %s, what\n", TunerSuffix, def.Alpha, def.VGrowth)

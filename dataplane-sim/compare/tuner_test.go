@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 )
@@ -39,6 +40,17 @@ func TestTunerRows(t *testing.T) {
 	}
 	if _, j := Objective(best.Summary, best.BottleneckNode, best.BottleneckPeer, 10*time.Millisecond, policy.DefaultWeights()); j != best.Objective {
 		t.Errorf("best static row's objective %v, recomputed %v", best.Objective, j)
+	}
+	// The loss term's packets are the frames the run counted at the
+	// bottleneck: a mean between a PFC frame and a full data frame (a
+	// 4096-byte payload in an IPv6 frame with its FCS is 4182 bytes).
+	for _, p := range best.Summary.Ports {
+		if p.Node != best.BottleneckNode || p.Port != best.BottleneckPeer {
+			continue
+		}
+		if p.TxPackets != best.Metrics.Packets || p.TxPackets == 0 || p.TxBytes/p.TxPackets < 64 || p.TxBytes/p.TxPackets > 4182 {
+			t.Errorf("bottleneck port sent %d bytes in %d frames, the objective counted %d packets", p.TxBytes, p.TxPackets, best.Metrics.Packets)
+		}
 	}
 	if tuned.Summary.MechanismCounters["tuner_queues"] == 0 {
 		t.Errorf("tuned row without tuner counters: %v", tuned.Summary.MechanismCounters)
@@ -92,5 +104,39 @@ func TestTunerMechanismNames(t *testing.T) {
 	}
 	if _, err := runBestStatic(context.Background(), sc, "dcqcn"+BestStaticSuffix, t.TempDir(), Options{}, nil); err == nil {
 		t.Error("dcqcn:best-static accepted")
+	}
+}
+
+// TestObjectiveLoss: the loss term is drops and PFC pauses per frame the
+// bottleneck port sent, counted, not estimated from its bytes: small
+// frames (ACKs, CNPs) and IPv6 frames count one each.
+func TestObjectiveLoss(t *testing.T) {
+	port := func(txBytes, txPackets, drops, pauses int64) report.PortSummary {
+		return report.PortSummary{Node: "n1", Port: "n2", RateBps: 10_000_000_000, Utilisation: 1,
+			TxBytes: txBytes, TxPackets: txPackets, DropPackets: drops, PFCPauseFrames: pauses}
+	}
+	tests := []struct {
+		desc string
+		port report.PortSummary
+		want policy.Metrics
+	}{
+		{desc: "4178-byte IPv6 frames: one packet each", port: port(1000*4178, 1000, 10, 0),
+			want: policy.Metrics{Utilisation: 1, Packets: 1000, Drops: 10, Loss: 0.01}},
+		{desc: "half the frames small: they count too", port: port(500*4154+500*78, 1000, 5, 5),
+			want: policy.Metrics{Utilisation: 1, Packets: 1000, Drops: 5, Pauses: 5, Loss: 0.01}},
+		{desc: "nothing lost", port: port(4154, 1, 0, 0),
+			want: policy.Metrics{Utilisation: 1, Packets: 1}},
+		{desc: "drops and nothing sent: loss is the drops (per at least one packet)", port: port(0, 0, 3, 0),
+			want: policy.Metrics{Utilisation: 1, Drops: 3, Loss: 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			s := &report.Summary{Ports: []report.PortSummary{port(1, 1, 1, 1), tt.port}}
+			s.Ports[0].Port = "h1" // another port of the node: not counted
+			got, _ := Objective(s, "n1", "n2", 0, policy.DefaultWeights())
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Objective metrics (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -102,7 +102,7 @@ func TestSummarize(t *testing.T) {
 	in := Input{
 		Scenario: "x", Mechanism: "dcqcn", Seed: 1, DurationNs: 1_000_000, SampleNs: 1000, Recorder: r,
 		Ports: []PortInput{{Node: "tor", Port: "h0", Queue: q, RateBps: 25e9, CapacityBits: 25e9 * 1e-3,
-			TxBytes: 3_200_000, PeakQueueBytes: 2000, DropPackets: 2, ECNMarks: 5}},
+			TxBytes: 3_200_000, TxPackets: 800, PeakQueueBytes: 2000, DropPackets: 2, ECNMarks: 5}},
 		Flows: []FlowInput{
 			{Name: "a", Src: "h1", Dst: "h0", SizeBytes: 1000, StartNs: 0, Finished: true, FinishNs: 4000, IdealFCTNs: 2000, RxBytes: 1000},
 			{Name: "b", Src: "h2", Dst: "h0", StartNs: 0, RxBytes: 125_000},
@@ -111,7 +111,7 @@ func TestSummarize(t *testing.T) {
 	}
 	s := Summarize(in)
 	p := s.Ports[0]
-	if p.PeakQueueBytes != 2000 || p.P99QueueBytes != 980 || p.Utilisation != 1 {
+	if p.PeakQueueBytes != 2000 || p.P99QueueBytes != 980 || p.Utilisation != 1 || p.TxPackets != 800 {
 		t.Errorf("port = %+v", p)
 	}
 	a := s.Flows[0]

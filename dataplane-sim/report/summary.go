@@ -37,8 +37,11 @@ type PortInput struct {
 	RateBps int64
 	// CapacityBits is the integral of the port's rate over the run, so that
 	// utilisation stays right when an event changes the rate.
-	CapacityBits   float64
+	CapacityBits float64
+	// TxBytes and TxPackets are the frames the port sent on its link,
+	// PFC frames included.
 	TxBytes        int64
+	TxPackets      int64
 	PeakQueueBytes int64 // the model's exact peak; the sampled one if larger
 	DropPackets    int64
 	DropBytes      int64
@@ -141,6 +144,7 @@ type PortSummary struct {
 	MeanQueueBytes Float  `json:"mean_queue_bytes"`
 	Utilisation    Float  `json:"utilisation"`
 	TxBytes        int64  `json:"tx_bytes"`
+	TxPackets      int64  `json:"tx_packets"`
 	DropPackets    int64  `json:"drop_packets"`
 	DropBytes      int64  `json:"drop_bytes"`
 	ECNMarks       int64  `json:"ecn_marks"`
@@ -199,7 +203,7 @@ func Summarize(in Input) *Summary {
 			PeakQueueBytes: max(p.PeakQueueBytes, maxOf(samples)),
 			P99QueueBytes:  Percentile(samples, 0.99),
 			MeanQueueBytes: Float(mean(samples)),
-			TxBytes:        p.TxBytes, DropPackets: p.DropPackets, DropBytes: p.DropBytes,
+			TxBytes:        p.TxBytes, TxPackets: p.TxPackets, DropPackets: p.DropPackets, DropBytes: p.DropBytes,
 			ECNMarks: p.ECNMarks, PFCPauseFrames: p.PFCPauseFrames, PFCPausedNs: p.PFCPausedNs,
 		}
 		if p.CapacityBits > 0 {

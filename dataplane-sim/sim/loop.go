@@ -184,7 +184,7 @@ func (r *runner) summarize() *report.Summary {
 		st := pr.pt.Stats()
 		in.Ports = append(in.Ports, report.PortInput{
 			Node: pr.node, Port: pr.peer, Queue: pr.queue, RateBps: pr.pt.RateBps(), CapacityBits: pr.capBits,
-			TxBytes: st.TxBytes, PeakQueueBytes: st.PeakQueueBytes, DropPackets: st.DropPackets, DropBytes: st.DropBytes,
+			TxBytes: st.TxBytes, TxPackets: st.TxPackets, PeakQueueBytes: st.PeakQueueBytes, DropPackets: st.DropPackets, DropBytes: st.DropBytes,
 			ECNMarks: st.ECNMarks, PFCPauseFrames: st.PFCPauseTx, PFCPausedNs: st.PFCPausedNs,
 		})
 	}
