@@ -34,6 +34,9 @@ func FuzzDecide(f *testing.F) {
 func FuzzDecideLifted(f *testing.F) {
 	f.Add(int64(2_000_000), int64(-100_000), 4.0, 1.0, int64(1_250_000_000))
 	f.Add(int64(0), int64(5_000_000), 0.5, 2.0, int64(0))
+	// A setting of before rounding up (3 digits) above the current alpha:
+	// settle's floor patched in after the step raised alpha to 1.
+	f.Add(int64(3_750_000), int64(0), 0.9995, 0.9991, int64(1_250_000_000))
 	f.Fuzz(func(t *testing.T, depth, slope int64, alpha, lifted float64, vgrowth int64) {
 		cfg := DefaultConfig()
 		w := Window{Start: t0, End: t0.Add(4 * time.Millisecond), KBaseBytes: 65536, RTTEst: 10 * time.Millisecond,
