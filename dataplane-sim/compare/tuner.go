@@ -73,7 +73,7 @@ func Objective(s *report.Summary, node, peer string, rtt time.Duration, w policy
 		m.MeanQueueBytes = float64(p.MeanQueueBytes)
 		m.PeakQueueBytes = p.PeakQueueBytes
 		if p.RateBps > 0 && rtt > 0 {
-			m.DelayRTT = m.MeanQueueBytes * 8 / float64(p.RateBps) / rtt.Seconds()
+			m.DelayRTT = policy.DelayRTT(m.MeanQueueBytes, p.RateBps, rtt)
 		}
 		m.Packets = p.TxPackets
 		m.Drops, m.Pauses = p.DropPackets, p.PFCPauseFrames

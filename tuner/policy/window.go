@@ -205,9 +205,9 @@ func Measure(w Window) Metrics {
 	m.MeanGrowthBps = growth / n
 	m.ECNMarkingPercent = emr / n
 	rtt := w.RTTEst.Seconds()
-	m.DelayRTT = m.MeanQueueBytes * 8 / float64(w.PortRateBps) / rtt
-	m.LastDelayRTT = float64(w.Samples[len(w.Samples)-1].QueueDepthBytes) * 8 / float64(w.PortRateBps) / rtt
-	first := float64(w.Samples[0].QueueDepthBytes) * 8 / float64(w.PortRateBps) / rtt
+	m.DelayRTT = DelayRTT(m.MeanQueueBytes, w.PortRateBps, w.RTTEst)
+	m.LastDelayRTT = DelayRTT(float64(w.Samples[len(w.Samples)-1].QueueDepthBytes), w.PortRateBps, w.RTTEst)
+	first := DelayRTT(float64(w.Samples[0].QueueDepthBytes), w.PortRateBps, w.RTTEst)
 	if span := w.simSeconds(w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time)); span > 0 {
 		m.TrendRTT = (m.LastDelayRTT - first) * rtt / span
 	}
@@ -226,6 +226,13 @@ func Measure(w Window) Metrics {
 		m.Loss = 1
 	}
 	return m
+}
+
+// DelayRTT is a queue of queueBytes as queueing delay at rateBps (bit/s),
+// in units of rtt: the objective's d, in the policy's windows and in the
+// simulator's whole runs (dataplane-sim/compare) alike.
+func DelayRTT(queueBytes float64, rateBps int64, rtt time.Duration) float64 {
+	return queueBytes * 8 / float64(rateBps) / rtt.Seconds()
 }
 
 // Objective is J of docs/tuner.md for the metrics: lower is better.
