@@ -3,7 +3,7 @@ GO ?= go
 SHELL := /bin/bash
 export LHCNP_ORACLES ?= required
 
-.PHONY: all build test deps unit race fuzz-short fuzz bench results generate check-gen yanglint vet fmt-check test-long bench-collector
+.PHONY: all build test deps unit race fuzz-short fuzz bench results tuner-phases generate check-gen yanglint vet fmt-check test-long bench-collector
 
 all: build
 
@@ -85,6 +85,12 @@ bench:
 # comparison scenarios (about three minutes on two shared cores: 80 runs plus the DCQCN grid).
 results:
 	$(GO) run ./cmd/lhcnp sim compare --out out/compare --markdown docs/results.md
+
+# docs/tuner-phases.md: the tuner's step scenarios with their steps shifted by
+# 0..9 ms, the tuned run against every static setting at each phase (about
+# two minutes on two cores: 320 runs; docs/tuner.md "The step bars at ten phases").
+tuner-phases:
+	$(GO) run ./cmd/lhcnp sim phases --out out/phases --markdown docs/tuner-phases.md
 
 generate:
 	$(GO) generate ./gen/...

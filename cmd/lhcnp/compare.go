@@ -49,24 +49,14 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tunerFiles := fs.String("tuner-scenarios", strings.Join(defaultTunerScenarios, ","),
 		"the tuner's step scenarios for --markdown (with the §7 scenario), comma-separated")
 	s7u := fs.String("section7-unstaged", "scenarios/section7-unstaged.yaml", "the unstaged §7 run for --markdown (\"\" for none)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp sim compare [SCENARIO...] --out DIR [--mechanisms LIST] [--duration D] [--no-plots] [--markdown FILE]")
-		fmt.Fprintln(stderr, "\nRuns each scenario with each mechanism and writes results.md, results.csv and")
-		fmt.Fprintln(stderr, "<scenario>-queue.png / -rate.png into DIR. Without scenarios: "+strings.Join(defaultCompareScenarios, " "))
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	var files []string
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		rest = fs.Args()[1:]
+	fs.Usage = flagUsage(stderr, fs,
+		"usage: lhcnp sim compare [SCENARIO...] --out DIR [--mechanisms LIST] [--duration D] [--no-plots] [--markdown FILE]",
+		"",
+		"Runs each scenario with each mechanism and writes results.md, results.csv and",
+		"<scenario>-queue.png / -rate.png into DIR. Without scenarios: "+strings.Join(defaultCompareScenarios, " "))
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
 	}
 	if *out == "" {
 		fs.Usage()

@@ -32,3 +32,39 @@ func TestCompareCommand(t *testing.T) {
 		t.Errorf("runCompare without --out succeeded")
 	}
 }
+
+// TestPhasesCommand: `lhcnp sim phases` runs a step scenario at two
+// phases and writes the table; bad arguments are refused with the reason.
+func TestPhasesCommand(t *testing.T) {
+	dir := t.TempDir()
+	md := filepath.Join(dir, "phases.md")
+	var stdout, stderr bytes.Buffer
+	args := []string{"../../scenarios/compare/rtt-step.yaml", "--out", dir, "--duration", "35ms", "--phases", "2",
+		"--phase-step", "2ms", "--markdown", md}
+	if err := runPhases(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("runPhases: %v\nstderr: %s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "rtt-step: tuner J") {
+		t.Errorf("stdout: %q", stdout.String())
+	}
+	b, err := os.ReadFile(md)
+	if err != nil || !strings.Contains(string(b), "| 2ms | ") {
+		t.Errorf("%s: %v\n%s", md, err, b)
+	}
+	for _, tc := range []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"no out", []string{"../../scenarios/compare/rtt-step.yaml"}, "--out DIR is required"},
+		{"one phase", []string{"--out", dir, "--phases", "1"}, "want at least 2"},
+		{"step after the end", []string{"../../scenarios/compare/rtt-step.yaml", "--out", dir, "--phase-step", "40ms"},
+			"a step comes at or after the run's end"},
+		{"bad step", []string{"--out", dir, "--phase-step", "soon"}, "soon"},
+	} {
+		err := runPhases(context.Background(), tc.args, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want it to say %q", tc.desc, err, tc.want)
+		}
+	}
+}

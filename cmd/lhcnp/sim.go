@@ -23,6 +23,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(args) > 0 && args[0] == "compare" {
 		return runCompare(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "phases" {
+		return runPhases(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "run" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			simUsage(stderr, nil)
@@ -40,18 +43,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots")
 	fs.Usage = func() { simUsage(stderr, fs) }
 
-	// Flags may come before or after the scenario file.
-	var pos []string
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return err
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -110,9 +104,38 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func simUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "usage: lhcnp sim run SCENARIO --out DIR [--duration D] [--seed N] [--no-plots]")
 	fmt.Fprintln(w, "       lhcnp sim compare [--out DIR] [--mechanisms LIST] [SCENARIO ...]")
+	fmt.Fprintln(w, "       lhcnp sim phases [--out DIR] [--phases N] [--phase-step D] [SCENARIO ...]")
 	fmt.Fprintln(w, "\nRuns a scenario (see docs/scenarios.md) and writes queues.csv, rates.csv,")
 	fmt.Fprintln(w, "counters.csv, summary.json, queues.png and rates.png into DIR.")
 	if fs != nil {
+		fmt.Fprintln(w)
+		fs.PrintDefaults()
+	}
+}
+
+// parseInterspersed parses args with fs, flags before, between or after
+// the positional arguments, and returns the positional ones in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// flagUsage returns a usage function that prints lines, a blank line and
+// fs's flags to w.
+func flagUsage(w io.Writer, fs *flag.FlagSet, lines ...string) func() {
+	return func() {
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
 		fmt.Fprintln(w)
 		fs.PrintDefaults()
 	}
