@@ -90,7 +90,15 @@ func RoCEOverheadBytes(addr netip.Addr) int32 {
 // roceFrameBytes is the size of a RoCEv2 frame from addr with bodyBytes
 // after the BTH, padded as wire.Encoder pads short frames.
 func roceFrameBytes(addr netip.Addr, bodyBytes int32) int32 {
-	return max(RoCEOverheadBytes(addr)+bodyBytes, wire.MinFrameLen+FCSBytes)
+	return frameAround(RoCEOverheadBytes(addr), bodyBytes)
+}
+
+// frameAround is the size of a RoCEv2 frame of overheadBytes
+// (RoCEOverheadBytes of its sender) around bodyBytes after the BTH, padded
+// as wire.Encoder pads short frames. Hosts call it with the overhead they
+// keep, not to re-derive it from their address for every packet.
+func frameAround(overheadBytes, bodyBytes int32) int32 {
+	return max(overheadBytes+bodyBytes, wire.MinFrameLen+FCSBytes)
 }
 
 // AckBytes is the size of an ACK (BTH and AETH) sent from addr.
@@ -106,11 +114,17 @@ func CMBytes(addr netip.Addr) int32 { return roceFrameBytes(addr, wire.DETHLen+w
 // payloadBytes of payload, with a RETH (FIRST, ONLY) or without: the
 // payload is padded to a multiple of 4 bytes (BTH PadCnt).
 func DataBytes(addr netip.Addr, payloadBytes int32, reth bool) int32 {
+	return roceFrameBytes(addr, dataBodyBytes(payloadBytes, reth))
+}
+
+// dataBodyBytes is what follows the BTH of an RDMA WRITE packet: its RETH
+// (FIRST, ONLY) and its payload padded to a multiple of 4 bytes.
+func dataBodyBytes(payloadBytes int32, reth bool) int32 {
 	body := payloadBytes + -payloadBytes&3
 	if reth {
 		body += wire.RETHLen
 	}
-	return roceFrameBytes(addr, body)
+	return body
 }
 
 // Packet is one frame in flight or in a queue. Packets are pooled per
