@@ -504,23 +504,17 @@ func (q *QP) ClearCeiling() {
 // AdminStop stops the QP administratively (a scenario's flow-stop): it
 // sends no data until AdminStart, whatever PauseUntil says, so a Long-haul
 // CNP Resume cannot restart it. ACKs and CNPs are still processed and the
-// QP stays connected. On a nil QP (the Sender of a retired flow) it does
-// nothing.
+// QP stays connected. A retired flow has no QP (Flow.Sender is nil): its
+// callers check Flow.Retired first.
 func (q *QP) AdminStop() {
-	if q == nil {
-		return
-	}
 	q.stopped = true
 	q.updateSending()
 }
 
 // AdminStart lifts AdminStop (a scenario's flow-start). A QP that is not
-// connected yet starts when it is. On a nil QP (the Sender of a retired
-// flow) it does nothing.
+// connected yet starts when it is. As for AdminStop, a retired flow has
+// no QP to start.
 func (q *QP) AdminStart() {
-	if q == nil {
-		return
-	}
 	q.stopped = false
 	q.updateSending()
 }
