@@ -127,6 +127,41 @@ func dataBodyBytes(payloadBytes int32, reth bool) int32 {
 	return body
 }
 
+// FlowFrameBytes returns what a flow of payloadBytes puts on the wire as a
+// host sends it from addr: packets of at most mtuBytes of payload
+// (HostConfig.MTUBytes), one RDMA WRITE message per messageBytes
+// (FlowConfig.MessageBytes; 0: the whole flow), each message's first
+// packet with a RETH, each packet's payload padded to 4 bytes (DataBytes
+// each). totalBytes is the sum of the flow's data frames, firstBytes the
+// size of its first frame; both 0 for no payload or no MTU.
+func FlowFrameBytes(addr netip.Addr, payloadBytes, mtuBytes, messageBytes int64) (totalBytes, firstBytes int64) {
+	if payloadBytes <= 0 || mtuBytes <= 0 {
+		return 0, 0
+	}
+	msg := messageBytes
+	if msg <= 0 || msg > payloadBytes {
+		msg = payloadBytes
+	}
+	ov := RoCEOverheadBytes(addr)
+	frame := func(payload int64, reth bool) int64 {
+		return int64(frameAround(ov, dataBodyBytes(int32(payload), reth)))
+	}
+	// message is the bytes of one message of m > 0 bytes: a first packet
+	// with the RETH, full middle packets, a last packet with the rest.
+	message := func(m int64) int64 {
+		pkts := (m + mtuBytes - 1) / mtuBytes
+		if pkts == 1 {
+			return frame(m, true)
+		}
+		return frame(mtuBytes, true) + (pkts-2)*frame(mtuBytes, false) + frame(m-(pkts-1)*mtuBytes, false)
+	}
+	totalBytes = payloadBytes / msg * message(msg)
+	if rest := payloadBytes % msg; rest > 0 {
+		totalBytes += message(rest)
+	}
+	return totalBytes, frame(min(msg, mtuBytes), true)
+}
+
 // Packet is one frame in flight or in a queue. Packets are pooled per
 // Network: get one with Network.NewPacket and return it with
 // Network.FreePacket; a model that receives a packet owns it until it passes
