@@ -298,3 +298,37 @@ func TestLoopRetiresFinishedFlows(t *testing.T) {
 		t.Errorf("packets for unknown QPs: %d with retirement, %d without (a retired QP got a packet)", on.unknownDrop, off.unknownDrop)
 	}
 }
+
+// TestLoopRetiredFlowStop: a sized flow that ends long before its stop,
+// in window 0 and in the repeated windows: with
+// Traffic.RetireFinished each window's copy finishes, is retired, and its
+// stop then finds no queue pair (Flow.Sender is nil) and does nothing.
+func TestLoopRetiredFlowStop(t *testing.T) {
+	const path = "../server/dataplane/testdata/retired.yaml"
+	const period = 100 * time.Millisecond
+	loop, err := NewLoop(path, Traffic{Period: period, RetireFinished: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := dataplane.BuildNetwork(loop.Scenario(), []dataplane.Served{{Name: "n1"}}, dataplane.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop.Install(n, func(err error) { t.Error(err) })
+	// Past the stops of windows 0, 1 and 2 (window 3 is added, not begun)
+	// and window 0's flow-stop and flow-start events.
+	n.Sim.Run(engine.FromDuration(3*period - period/4))
+	var stopped []string
+	for _, f := range n.Net.Flows() {
+		if f.Name == "short-w3" {
+			continue
+		}
+		if done, at := f.Done(); !done || !f.Retired() {
+			t.Errorf("flow %s: done %v at %v, retired %v: want each copy done and retired before its stop", f.Name, done, at, f.Retired())
+		}
+		stopped = append(stopped, f.Name)
+	}
+	if diff := cmp.Diff([]string{"short", "short-w1", "short-w2"}, stopped); diff != "" {
+		t.Errorf("flows past their stop (-want +got):\n%s", diff)
+	}
+}

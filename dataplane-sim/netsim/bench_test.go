@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/internal/cputime"
 )
 
 // BenchmarkBottleneck: 8 DCQCN senders at 100 Gb/s into one 100 Gb/s port,
@@ -18,10 +19,10 @@ func BenchmarkBottleneck(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		in := newIncast(b, incastCfg{senders: 8, rateBps: 100e9, accessDelay: engine.Microsecond,
 			bnDelay: 2 * engine.Microsecond, port: dcqcnPort(100_000, 400_000, 32<<20), host: DefaultHostConfig()})
-		start, c0 := time.Now(), cpuTime()
+		start, c0 := time.Now(), cputime.Process()
 		in.sim.Run(10 * engine.Millisecond)
 		wall += time.Since(start)
-		cpu += cpuTime() - c0
+		cpu += cputime.Process() - c0
 		events += in.sim.Events()
 	}
 	b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
@@ -82,10 +83,10 @@ func BenchmarkSection7(b *testing.B) {
 			var wall, cpu time.Duration
 			for i := 0; i < b.N; i++ {
 				sim, _ := buildSection7(b, mtu, 1)
-				start, c0 := time.Now(), cpuTime()
+				start, c0 := time.Now(), cputime.Process()
 				sim.Run(100 * engine.Millisecond)
 				wall += time.Since(start)
-				cpu += cpuTime() - c0
+				cpu += cputime.Process() - c0
 				events += sim.Events()
 			}
 			if cpu > 0 {

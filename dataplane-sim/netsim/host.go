@@ -94,6 +94,10 @@ type Host struct {
 	retired RetiredStats // the final counters of retired flows
 	resv7   uint8        // SetReservedBits: what every new sending QP starts with
 
+	// overheadBytes is RoCEOverheadBytes(addr), computed once with addr:
+	// every data packet, ACK and CNP the host sends is sized from it.
+	overheadBytes int32
+
 	// CM: receiver QPs by (peer node, peer QPN) for incoming REQs; QPs by
 	// this host's communication ID for the other messages.
 	recvByPeer map[peerQP]*RecvQP
@@ -248,7 +252,7 @@ func (h *Host) receiveData(p *Packet) {
 			h.stats.CNPTx++
 			c := h.net.NewPacket()
 			c.Kind = KindRoCE
-			c.SizeBytes = CNPBytes(h.addr)
+			c.SizeBytes = frameAround(h.overheadBytes, wire.CNPReservedLen) // CNPBytes
 			c.Src, c.Dst = h.id, p.Src
 			c.Flow = p.Flow
 			c.SrcQP = r.QPN
@@ -262,7 +266,7 @@ func (h *Host) receiveData(p *Packet) {
 		h.stats.AckTx++
 		a := h.net.NewPacket()
 		a.Kind = KindRoCE
-		a.SizeBytes = AckBytes(h.addr)
+		a.SizeBytes = frameAround(h.overheadBytes, wire.AETHLen) // AckBytes
 		a.Src, a.Dst = h.id, p.Src
 		a.Flow = p.Flow
 		a.SrcQP = r.QPN
@@ -500,23 +504,17 @@ func (q *QP) ClearCeiling() {
 // AdminStop stops the QP administratively (a scenario's flow-stop): it
 // sends no data until AdminStart, whatever PauseUntil says, so a Long-haul
 // CNP Resume cannot restart it. ACKs and CNPs are still processed and the
-// QP stays connected. On a nil QP (the Sender of a retired flow) it does
-// nothing.
+// QP stays connected. A retired flow has no QP (Flow.Sender is nil): its
+// callers check Flow.Retired first.
 func (q *QP) AdminStop() {
-	if q == nil {
-		return
-	}
 	q.stopped = true
 	q.updateSending()
 }
 
 // AdminStart lifts AdminStop (a scenario's flow-start). A QP that is not
-// connected yet starts when it is. On a nil QP (the Sender of a retired
-// flow) it does nothing.
+// connected yet starts when it is. As for AdminStop, a retired flow has
+// no QP to start.
 func (q *QP) AdminStart() {
-	if q == nil {
-		return
-	}
 	q.stopped = false
 	q.updateSending()
 }
@@ -624,7 +622,7 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	default:
 		op = wire.OpRCWriteMiddle
 	}
-	size := DataBytes(h.addr, int32(payload), first) // a RETH on FIRST and ONLY
+	size := frameAround(h.overheadBytes, dataBodyBytes(int32(payload), first)) // DataBytes: a RETH on FIRST and ONLY
 	q.npkts++
 	ackReq := last || (h.cfg.AckEveryPackets > 0 && q.npkts%h.cfg.AckEveryPackets == 0)
 

@@ -72,8 +72,11 @@ func (l *Link) SetRateBps(r int64) {
 
 // SetDelay changes the propagation delay for packets sent from now on (a
 // scenario's "RTT change"). Packets never overtake each other: a shorter delay
-// holds new packets behind the ones already in flight. Observers are told
-// after the change. A negative d is ignored.
+// holds new packets behind the ones already in flight, so those sent within
+// the difference arrive in one instant with the last packet sent on the old
+// delay (a reroute's excess without its reordering); a longer one leaves a
+// gap of the difference. Observers are told after the change. A negative d
+// is ignored.
 func (l *Link) SetDelay(d engine.Time) {
 	if d < 0 || d == l.delay {
 		return

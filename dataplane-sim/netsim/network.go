@@ -81,7 +81,7 @@ func (n *Network) AddHost(name string, addr netip.Addr, cfg HostConfig) (*Host, 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("host %s: %w", name, err)
 	}
-	h := &Host{net: n, id: NodeID(len(n.nodes)), name: name, addr: addr, cfg: cfg,
+	h := &Host{net: n, id: NodeID(len(n.nodes)), name: name, addr: addr, overheadBytes: RoCEOverheadBytes(addr), cfg: cfg,
 		qps: map[uint32]*QP{}, recv: map[uint32]*RecvQP{},
 		recvByPeer: map[peerQP]*RecvQP{}, cmSend: map[uint32]*QP{}, cmRecv: map[uint32]*RecvQP{}}
 	if err := n.addNode(name, h); err != nil {

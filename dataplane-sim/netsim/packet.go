@@ -90,7 +90,15 @@ func RoCEOverheadBytes(addr netip.Addr) int32 {
 // roceFrameBytes is the size of a RoCEv2 frame from addr with bodyBytes
 // after the BTH, padded as wire.Encoder pads short frames.
 func roceFrameBytes(addr netip.Addr, bodyBytes int32) int32 {
-	return max(RoCEOverheadBytes(addr)+bodyBytes, wire.MinFrameLen+FCSBytes)
+	return frameAround(RoCEOverheadBytes(addr), bodyBytes)
+}
+
+// frameAround is the size of a RoCEv2 frame of overheadBytes
+// (RoCEOverheadBytes of its sender) around bodyBytes after the BTH, padded
+// as wire.Encoder pads short frames. Hosts call it with the overhead they
+// keep, not to re-derive it from their address for every packet.
+func frameAround(overheadBytes, bodyBytes int32) int32 {
+	return max(overheadBytes+bodyBytes, wire.MinFrameLen+FCSBytes)
 }
 
 // AckBytes is the size of an ACK (BTH and AETH) sent from addr.
@@ -106,11 +114,52 @@ func CMBytes(addr netip.Addr) int32 { return roceFrameBytes(addr, wire.DETHLen+w
 // payloadBytes of payload, with a RETH (FIRST, ONLY) or without: the
 // payload is padded to a multiple of 4 bytes (BTH PadCnt).
 func DataBytes(addr netip.Addr, payloadBytes int32, reth bool) int32 {
+	return roceFrameBytes(addr, dataBodyBytes(payloadBytes, reth))
+}
+
+// dataBodyBytes is what follows the BTH of an RDMA WRITE packet: its RETH
+// (FIRST, ONLY) and its payload padded to a multiple of 4 bytes.
+func dataBodyBytes(payloadBytes int32, reth bool) int32 {
 	body := payloadBytes + -payloadBytes&3
 	if reth {
 		body += wire.RETHLen
 	}
-	return roceFrameBytes(addr, body)
+	return body
+}
+
+// FlowFrameBytes returns what a flow of payloadBytes puts on the wire as a
+// host sends it from addr: packets of at most mtuBytes of payload
+// (HostConfig.MTUBytes), one RDMA WRITE message per messageBytes
+// (FlowConfig.MessageBytes; 0: the whole flow), each message's first
+// packet with a RETH, each packet's payload padded to 4 bytes (DataBytes
+// each). totalBytes is the sum of the flow's data frames, firstBytes the
+// size of its first frame; both 0 for no payload or no MTU.
+func FlowFrameBytes(addr netip.Addr, payloadBytes, mtuBytes, messageBytes int64) (totalBytes, firstBytes int64) {
+	if payloadBytes <= 0 || mtuBytes <= 0 {
+		return 0, 0
+	}
+	msg := messageBytes
+	if msg <= 0 || msg > payloadBytes {
+		msg = payloadBytes
+	}
+	ov := RoCEOverheadBytes(addr)
+	frame := func(payload int64, reth bool) int64 {
+		return int64(frameAround(ov, dataBodyBytes(int32(payload), reth)))
+	}
+	// message is the bytes of one message of m > 0 bytes: a first packet
+	// with the RETH, full middle packets, a last packet with the rest.
+	message := func(m int64) int64 {
+		pkts := (m + mtuBytes - 1) / mtuBytes
+		if pkts == 1 {
+			return frame(m, true)
+		}
+		return frame(mtuBytes, true) + (pkts-2)*frame(mtuBytes, false) + frame(m-(pkts-1)*mtuBytes, false)
+	}
+	totalBytes = payloadBytes / msg * message(msg)
+	if rest := payloadBytes % msg; rest > 0 {
+		totalBytes += message(rest)
+	}
+	return totalBytes, frame(min(msg, mtuBytes), true)
 }
 
 // Packet is one frame in flight or in a queue. Packets are pooled per

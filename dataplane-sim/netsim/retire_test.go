@@ -221,19 +221,6 @@ func TestRetireFinishedRejectsNegative(t *testing.T) {
 	}
 }
 
-// TestRetiredFlowAdmin: a scenario event for a retired flow (flow-stop
-// after it ended) does nothing.
-func TestRetiredFlowAdmin(t *testing.T) {
-	w := newWindows(t, 1, true)
-	w.sim.Run(4 * retireWindow)
-	f := w.flows[1]
-	if !f.Retired() {
-		t.Fatalf("flow %s not retired", f.Name)
-	}
-	f.Sender.AdminStop()
-	f.Sender.AdminStart()
-}
-
 // BenchmarkRetireManyFlows: 200 windows of 21 short flows on one host pair,
 // with and without retirement: events per second of wall clock (without,
 // the sender scans every flow it ever ran for each packet).

@@ -159,3 +159,108 @@ func runSizes(t *testing.T, addr func(byte) netip.Addr) *sizeRecorder {
 	}
 	return rec
 }
+
+// TestFlowFrameBytes: FlowFrameBytes of a flow is the sum of the frames
+// wire.Encoder writes for its packets (with the FCS), built here packet by
+// packet as an RNIC segments RDMA WRITEs (a RETH on each message's FIRST or
+// ONLY, the payload padded to 4 bytes), and what the sender's port really
+// transmits for it; its first frame is the encoder's first frame.
+func TestFlowFrameBytes(t *testing.T) {
+	v4 := netip.MustParseAddr("10.0.0.1")
+	v6 := netip.MustParseAddr("2001:db8::1")
+	for _, tt := range []struct {
+		desc              string
+		addr              netip.Addr
+		payload, mtu, msg int64
+		wantPkts          int
+	}{
+		{desc: "one padded packet", addr: v4, payload: 1001, mtu: 1024, wantPkts: 1},
+		{desc: "one byte", addr: v4, payload: 1, mtu: 1024, wantPkts: 1},
+		{desc: "full packets", addr: v4, payload: 8192, mtu: 4096, wantPkts: 2},
+		{desc: "padded last packet", addr: v4, payload: 10_001, mtu: 1024, wantPkts: 10},
+		{desc: "ipv6", addr: v6, payload: 10_001, mtu: 1024, wantPkts: 10},
+		{desc: "messages", addr: v4, payload: 10_000, mtu: 1024, msg: 3000, wantPkts: 10},
+		{desc: "messages of one packet", addr: v6, payload: 4099, mtu: 4096, msg: 1000, wantPkts: 5},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			a := wire.Addressing{SrcIP: tt.addr, DstIP: tt.addr, SrcPort: 0xC000}
+			var enc wire.Encoder
+			buf := make([]byte, 8192) // room for a 4096-byte payload
+			var total, first int64
+			pkts := 0
+			msg := tt.msg
+			if msg == 0 {
+				msg = tt.payload
+			}
+			for off := int64(0); off < tt.payload; off += msg {
+				m := min(msg, tt.payload-off)
+				for moff := int64(0); moff < m; moff += tt.mtu {
+					p := min(tt.mtu, m-moff)
+					op := wire.OpRCWriteMiddle
+					switch isFirst, isLast := moff == 0, moff+p == m; {
+					case isFirst && isLast:
+						op = wire.OpRCWriteOnly
+					case isFirst:
+						op = wire.OpRCWriteFirst
+					case isLast:
+						op = wire.OpRCWriteLast
+					}
+					n, err := enc.RoCE(buf, &a, &wire.BTH{Opcode: op, PKey: 0xFFFF, DestQP: 7}, nil, make([]byte, p))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if pkts == 0 {
+						first = int64(LinkBytes(n))
+					}
+					total += int64(LinkBytes(n))
+					pkts++
+				}
+			}
+			if pkts != tt.wantPkts {
+				t.Fatalf("test segments into %d packets, want %d", pkts, tt.wantPkts)
+			}
+			gotTotal, gotFirst := FlowFrameBytes(tt.addr, tt.payload, tt.mtu, tt.msg)
+			if diff := cmp.Diff([2]int64{total, first}, [2]int64{gotTotal, gotFirst}); diff != "" {
+				t.Errorf("FlowFrameBytes (total, first) (-encoder +got):\n%s", diff)
+			}
+			if tx := sentFrameBytes(t, tt.addr, tt.payload, tt.mtu, tt.msg); tx != gotTotal {
+				t.Errorf("the sender's port transmitted %d bytes for the flow, FlowFrameBytes says %d", tx, gotTotal)
+			}
+		})
+	}
+	if total, first := FlowFrameBytes(v4, 0, 1024, 0); total != 0 || first != 0 {
+		t.Errorf("FlowFrameBytes of no payload = %d, %d; want 0, 0", total, first)
+	}
+}
+
+// sentFrameBytes runs one flow without the CM exchange from a host at
+// addr to a receiver and returns the bytes the sender's port transmitted:
+// its data frames alone (the sender sends no ACK or CNP).
+func sentFrameBytes(t *testing.T, addr netip.Addr, payload, mtu, msg int64) int64 {
+	t.Helper()
+	sim := engine.New(engine.WithSeed(1))
+	n := New(sim)
+	hc := DefaultHostConfig()
+	hc.MTUBytes = int32(mtu)
+	src, err := n.AddHost("src", addr, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := n.AddHost("dst", addr.Next(), hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.Connect(src, dst, LinkConfig{RateBps: 100e9, Delay: engine.Microsecond}); err != nil {
+		t.Fatal(err)
+	}
+	n.ComputeRoutes()
+	f, err := n.AddFlow(FlowConfig{Src: src, Dst: dst, Bytes: payload, MessageBytes: msg, NoCM: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.Run(engine.Millisecond)
+	if done, _ := f.Done(); !done {
+		t.Fatalf("flow of %d bytes did not finish", payload)
+	}
+	return src.Port().Stats().TxBytes
+}

@@ -302,20 +302,19 @@ func rank(n int, p float64) int {
 
 // IdealFCT is the completion time of a flow alone on its path: one base
 // RTT (the propagation delay there and back) plus the time to serialise the
-// flow's frames at the bottleneck rate, plus one frame's store-and-forward
-// delay at every other hop. payload is the flow size, mtu the payload per
-// packet and overhead the header bytes of each frame.
-func IdealFCT(payload, mtu, overhead int64, baseRTTNs int64, hopRatesBps []int64) int64 {
-	if payload <= 0 || mtu <= 0 || len(hopRatesBps) == 0 {
+// flow's frames at the bottleneck rate, plus its first frame's
+// store-and-forward delay at every other hop. wireBytes is the sum of the
+// flow's frames and firstFrameBytes the size of its first one, as the
+// sender frames them (headers, RETH, pad bytes and FCS: the runner takes
+// them from netsim.FlowFrameBytes); 0 for a long-lived flow (no bytes).
+func IdealFCT(wireBytes, firstFrameBytes, baseRTTNs int64, hopRatesBps []int64) int64 {
+	if wireBytes <= 0 || len(hopRatesBps) == 0 {
 		return 0
 	}
-	pkts := (payload + mtu - 1) / mtu
-	wire := payload + pkts*overhead
 	bottleneck := slices.Min(hopRatesBps)
-	ns := float64(baseRTTNs) + float64(wire)*8e9/float64(bottleneck)
-	frame := min(payload, mtu) + overhead
+	ns := float64(baseRTTNs) + float64(wireBytes)*8e9/float64(bottleneck)
 	for _, r := range hopRatesBps[1:] {
-		ns += float64(frame) * 8e9 / float64(r)
+		ns += float64(firstFrameBytes) * 8e9 / float64(r)
 	}
 	return int64(math.Ceil(ns))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/internal/cputime"
 	"github.com/lhcnp/lhcnp/server/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 )
@@ -50,5 +51,40 @@ func BenchmarkSetLatency(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)-1])/float64(time.Millisecond), "max-ms")
 	if testing.Verbose() {
 		fmt.Printf("set latency over %d: p50 %.2f ms, p99 %.2f ms\n", len(lat), pct(0.5), pct(0.99))
+	}
+}
+
+// BenchmarkSnapshot is one state snapshot of the served switch as the
+// publisher takes it (Binding.Snapshot: the node's state copied between two
+// events and translated into the YANG state tree), on the IPv6 line after
+// 8 ms of congestion, with Long-haul CNP and with Fast CNP (whose
+// notifications are counted per queue, fast-cnp-sent).
+func BenchmarkSnapshot(b *testing.B) {
+	for _, tc := range []struct {
+		desc   string
+		config string
+	}{
+		{desc: "mode=long-haul-cnp", config: lineConfig},
+		{desc: "mode=fast-cnp", config: `{"lhcnp:lhcnp": ` + fastConfig + `}`},
+	} {
+		b.Run(tc.desc, func(b *testing.B) {
+			r := newRigFrom(b, "testdata/line6.yaml", tc.config)
+			r.sw.Sim.Run(8 * engine.Millisecond)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			start, c0 := time.Now(), cputime.Process()
+			for i := 0; i < b.N; i++ {
+				if _, err := r.b.Snapshot(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "snapshots/s")
+			// CPU time (all threads, the GC's too) apart from the wait for
+			// a core on a shared machine.
+			if cpu := cputime.Process() - c0; cpu > 0 {
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/snapshot")
+			}
+		})
 	}
 }

@@ -179,40 +179,31 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 			ra = b.advice.node.State()
 		}
 	})
-	root := StateTree(&st, &cfg, b.ports, b.WallNS)
+	// The notifications the node hands to another mechanism are that
+	// mechanism's, counted per queue in its leaf (at most one mode is on):
+	// Fast CNP's, or an FCN transit node's messages.
+	var external func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64)
+	switch {
+	case fast:
+		external = func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FastCnpSent = n }
+	case fcnOn && fv.transit.Enabled:
+		external = func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FcnSent = n }
+	}
+	root := stateTree(&st, &cfg, b.ports, b.WallNS, external)
 	root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState().EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
 	if fast {
 		fastCNPState(root, fc, fn, b.ports)
-		// The node's notifications are its Fast CNPs.
-		queueSentExternal(root, st.Ports, b.ports, func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) {
-			k.FastCnpSent = n
-		})
 	}
 	if advice {
 		rateAdviceState(root, ra, b.ports, b.WallNS)
 	}
 	if fcnOn {
-		fv.queues, fv.ports = st.Ports, b.ports
 		fcnState(root, &fv, b.WallNS)
 	}
 	if wp {
 		switchCNPState(root, wc, wn, wsent)
 	}
 	return root, nil
-}
-
-// queueSentExternal writes, per queue, the notifications the detection
-// node handed to the mechanism that sends them (lhcnp.WithNotifier: Fast
-// CNP, an FCN transit) into the queue's counter set chooses.
-func queueSentExternal(root *oc.Root, queues []lhcnp.PortState, ports *Ports,
-	set func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64)) {
-	for i := range queues {
-		ps := &queues[i]
-		for qi := range ps.Queues {
-			qs := &ps.Queues[qi]
-			setQueueCount(root, ports, ps.Name, qs.ID, qs.Counters.SentExternal, set)
-		}
-	}
 }
 
 // setQueueCount writes n into the counter set chooses of queue id of the

@@ -227,7 +227,11 @@ func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Netw
 		}
 		flows[f.Name] = nf
 		if f.Stop > 0 {
-			sim.AtFunc(engine.FromDuration(f.Stop), func() { nf.Sender.AdminStop() })
+			sim.AtFunc(engine.FromDuration(f.Stop), func() {
+				if !nf.Retired() { // finished and retired (lab traffic): nothing left to stop
+					nf.Sender.AdminStop()
+				}
+			})
 		}
 	}
 	for _, ev := range sc.Events {
@@ -324,11 +328,11 @@ func applyEvent(ev scenario.Event, links map[string][2]*netsim.Port, flows map[s
 			}
 		}
 	case scenario.EventFlowStop:
-		if f := flows[ev.Target]; f != nil {
+		if f := flows[ev.Target]; f != nil && !f.Retired() {
 			f.Sender.AdminStop()
 		}
 	case scenario.EventFlowStart:
-		if f := flows[ev.Target]; f != nil {
+		if f := flows[ev.Target]; f != nil && !f.Retired() {
 			f.Sender.AdminStart()
 		}
 	}

@@ -34,6 +34,7 @@ type rig struct {
 	sw  *dataplane.Switch
 	st  *store.Store
 	pub *dataplane.Publisher
+	b   *dataplane.Binding
 	c   gnmi.GNMIClient
 }
 
@@ -69,7 +70,7 @@ func newRigFrom(t testing.TB, file, config string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{sw: sw, st: st, pub: pub, c: targettest.Client(t, srv)}
+	return &rig{sw: sw, st: st, pub: pub, b: b, c: targettest.Client(t, srv)}
 }
 
 // run advances the simulation to t (the engine runs on the test goroutine;

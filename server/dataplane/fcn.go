@@ -103,10 +103,6 @@ type fcnView struct {
 	mappings []fcn.Mapping
 	transit  fcn.Config
 	tn       fcn.TransitCounters
-	// queues are the node's queue states (for the transit node's messages
-	// per queue) and ports the interface names.
-	queues []lhcnp.PortState
-	ports  *Ports
 }
 
 // fcnState writes the configuration of the role in use, the counters
@@ -143,12 +139,6 @@ func fcnState(root *oc.Root, v *fcnView, wallNS func(engine.Time) uint64) {
 	k.TunnelledPackets = ygot.Uint64(uint64(tn.TunnelledPackets))
 	k.NotTunnelled = ygot.Uint64(uint64(tn.NotTunnelled))
 	k.NotEcnCapable = ygot.Uint64(uint64(tn.NotECNCapable))
-	if v.transit.Enabled {
-		// A transit node's notifications are its FCN messages.
-		queueSentExternal(root, v.queues, v.ports, func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) {
-			k.FcnSent = n
-		})
-	}
 	for _, m := range v.mappings {
 		ms := f.GetOrCreateMappings().GetOrCreateMapping(m.FlowLabel).GetOrCreateState()
 		ms.FlowLabel = ygot.Uint32(m.FlowLabel)

@@ -14,6 +14,15 @@ import (
 // time to nanoseconds since the Unix epoch (the timeticks64 leaves).
 // Interfaces are named with ports; ports without a name are left out.
 func StateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(engine.Time) uint64) *oc.Root {
+	return stateTree(st, cfg, ports, wallNS, nil)
+}
+
+// stateTree is StateTree that also writes, with external (when not nil),
+// each queue's notifications the node handed to the mechanism that sends
+// them (lhcnp.WithNotifier: Fast CNP, an FCN transit) into the queue's
+// counter external chooses, in the same walk over the queues.
+func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(engine.Time) uint64,
+	external func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64)) *oc.Root {
 	root := &oc.Root{}
 	l := root.GetOrCreateLhcnp()
 
@@ -79,7 +88,11 @@ func StateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		sent += uint64(ps.Counters.NotificationsSent)
 		for qi := range ps.Queues {
 			qs := &ps.Queues[qi]
-			queueState(it.GetOrCreateQueues().GetOrCreateQueue(qs.ID), qs, queueFor(&ic, qs.ID), wallNS)
+			q := it.GetOrCreateQueues().GetOrCreateQueue(qs.ID)
+			queueState(q, qs, queueFor(&ic, qs.ID), wallNS)
+			if external != nil {
+				external(q.GetState().GetCounters(), ygot.Uint64(uint64(qs.Counters.SentExternal)))
+			}
 			suppressed += uint64(qs.Counters.SuppressedFlowInterval + qs.Counters.SuppressedPortLimit + qs.Counters.SuppressedDeferral)
 		}
 	}

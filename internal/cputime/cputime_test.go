@@ -1,0 +1,30 @@
+package cputime
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestProcessGrows: work done on this goroutine shows in the process's CPU
+// time within a few seconds (on Linux; elsewhere Process is 0).
+func TestProcessGrows(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		if got := Process(); got != 0 {
+			t.Fatalf("Process() = %v off Linux, want 0", got)
+		}
+		return
+	}
+	before := Process()
+	deadline := time.Now().Add(10 * time.Second)
+	x := uint64(1)
+	for Process() <= before {
+		if time.Now().After(deadline) {
+			t.Fatalf("CPU time still %v after 10 s of work", before)
+		}
+		for range 1_000_000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	t.Logf("CPU time %v -> %v (%d)", before, Process(), x&1)
+}
