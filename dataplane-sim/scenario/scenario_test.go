@@ -308,7 +308,11 @@ func TestShippedScenarios(t *testing.T) {
 	if err != nil || len(cmp) < 8 {
 		t.Fatalf("scenarios/compare: %v %v", cmp, err)
 	}
-	files = append(files, cmp...)
+	checks, err := filepath.Glob("../../scenarios/checks/*.yaml")
+	if err != nil || len(checks) < 1 {
+		t.Fatalf("scenarios/checks: %v %v", checks, err)
+	}
+	files = append(append(files, cmp...), checks...)
 	for _, f := range files {
 		if _, err := LoadFile(f); err != nil {
 			t.Errorf("%v", err)
