@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/internal/cputime"
 )
 
 // fcnScenario is scenarios/compare/<name>.yaml with FCN as the mechanism
@@ -65,9 +65,9 @@ func benchFCN(b *testing.B, name string, simMS int) {
 	var events uint64
 	var cpu time.Duration
 	for b.Loop() {
-		c0 := processCPU()
+		c0 := cputime.Process()
 		sum, err := Run(context.Background(), sc, b.TempDir(), WithoutPlots())
-		cpu += processCPU() - c0
+		cpu += cputime.Process() - c0
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -83,14 +83,4 @@ func benchFCN(b *testing.B, name string, simMS int) {
 	// event, apart from how many events the run's dynamics make.
 	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(events), "cpu-ns/event")
-}
-
-// processCPU returns the CPU time of the process, user and system, all
-// threads (GC included); 0 where getrusage is missing.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
