@@ -58,13 +58,17 @@ func TestPhasesCommand(t *testing.T) {
 	}{
 		{"no out", []string{"../../scenarios/compare/rtt-step.yaml"}, "--out DIR is required"},
 		{"one phase", []string{"--out", dir, "--phases", "1"}, "want at least 2"},
-		{"step after the end", []string{"../../scenarios/compare/rtt-step.yaml", "--out", dir, "--phase-step", "40ms"},
-			"a step comes at or after the run's end"},
+		{"event after the end", []string{"../../scenarios/compare/rtt-step.yaml", "--out", dir, "--phase-step", "40ms"},
+			"the rtt event on wan shifted by 40ms comes at 70ms, at or after the run's end (60ms)"},
+		{"flows after the end", []string{"../../scenarios/tuner/load-step.yaml", "--out", dir, "--phases", "2", "--phase-step", "301ms"},
+			"flow s3's start shifted by 301ms comes at 501ms"},
 		{"bad step", []string{"--out", dir, "--phase-step", "soon"}, "soon"},
 	} {
-		err := runPhases(context.Background(), tc.args, &stdout, &stderr)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err %v, want it to say %q", tc.desc, err, tc.want)
-		}
+		t.Run(tc.desc, func(t *testing.T) {
+			err := runPhases(context.Background(), tc.args, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want it to say %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -59,6 +59,9 @@ type Options struct {
 	Duration time.Duration
 	// Plots writes the PNG plots (and each run's own plots).
 	Plots bool
+	// SummaryOnly writes each run's summary.json and tuner.csv only, not
+	// its time series (sim.WithoutSeries); Plots must be off.
+	SummaryOnly bool
 	// Progress, if set, is told when a run starts.
 	Progress func(scenario, mechanism string)
 }
@@ -130,6 +133,9 @@ type Bucket struct {
 // into outDir/<scenario>-queue.png and outDir/<scenario>-rate.png, and
 // outDir/<scenario>-fct.png for a scenario with finite flows.
 func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o Options) (*Result, error) {
+	if o.Plots && o.SummaryOnly {
+		return nil, errors.New("compare: plots need the runs' time series: Plots and SummaryOnly together")
+	}
 	mechs := o.Mechanisms
 	if len(mechs) == 0 {
 		mechs = DefaultMechanisms()
@@ -164,6 +170,9 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 			}
 			if !o.Plots {
 				opts = append(opts, sim.WithoutPlots())
+			}
+			if o.SummaryOnly {
+				opts = append(opts, sim.WithoutSeries())
 			}
 			sum, err := sim.Run(ctx, msc, filepath.Join(outDir, dir), opts...)
 			if err != nil {

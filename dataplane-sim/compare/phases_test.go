@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"strings"
@@ -15,17 +16,24 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
 
-// TestShift: the steps (timed events, flows starting after the first)
-// come later by the offset; the first flows and the file's scenario do
-// not move.
+// TestShift: the steps (timed events after 0, written-out flows starting
+// after the first, groups starting after the first flow as a whole, stops)
+// come later by the offset; the first flows, a group running from the
+// start and an event at 0 do not move, nor does the file's scenario; a
+// step of the run shifted past its end is an error naming it.
 func TestShift(t *testing.T) {
-	sc, err := scenario.LoadFile(filepath.Join("..", "..", "scenarios", "tuner", "load-step.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	ms := time.Millisecond
+	sc := &scenario.Scenario{Name: "x", Duration: 500 * ms,
+		Flows: []scenario.Flow{
+			{Name: "a", Start: 1 * ms, Stop: 300 * ms},
+			{Name: "b", Start: 1 * ms},
+			{Name: "c", Start: 200 * ms, Stop: 400 * ms},
+			{Name: "g1", Start: 1 * ms, Group: "bg"}, {Name: "g2", Start: 50 * ms, Group: "bg"},
+			{Name: "i1", Start: 100 * ms, Group: "incast"}, {Name: "i2", Start: 120 * ms, Group: "incast"},
+		},
+		Events: []scenario.Event{{At: 0, Kind: scenario.EventRTT, Target: "wan"}, {At: 150 * ms, Kind: scenario.EventRTT, Target: "wan"}},
 	}
-	sc.Events = append(sc.Events, scenario.Event{At: 300 * time.Millisecond, Kind: scenario.EventFlowStop, Target: "s3"})
-	sc.Flows[2].Stop = 400 * time.Millisecond
-	starts := func(s *scenario.Scenario) (out []time.Duration) {
+	times := func(s *scenario.Scenario) (out []time.Duration) {
 		for _, f := range s.Flows {
 			out = append(out, f.Start, f.Stop)
 		}
@@ -34,19 +42,34 @@ func TestShift(t *testing.T) {
 		}
 		return out
 	}
-	before := starts(sc)
-	got := starts(Shift(sc, 3*time.Millisecond))
-	ms := time.Millisecond
-	want := []time.Duration{1 * ms, 0, 1 * ms, 0, 203 * ms, 403 * ms}
-	for range 5 {
-		want = append(want, 203*ms, 0)
+	before := times(sc)
+	shifted, err := Shift(sc, 3*ms, sc.Duration)
+	if err != nil {
+		t.Fatal(err)
 	}
-	want = append(want, 303*ms)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("shifted starts, stops and events (-want +got):\n%s", diff)
+	want := []time.Duration{1 * ms, 303 * ms, 1 * ms, 0, 203 * ms, 403 * ms, 1 * ms, 0, 50 * ms, 0, 103 * ms, 0, 123 * ms, 0, 0, 153 * ms}
+	if diff := cmp.Diff(want, times(shifted)); diff != "" {
+		t.Errorf("shifted starts and stops of a b c g1 g2 i1 i2, then events (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(before, starts(sc)); diff != "" {
+	if diff := cmp.Diff(before, times(sc)); diff != "" {
 		t.Errorf("Shift changed its input (-before +after):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		desc string
+		d    time.Duration
+		end  time.Duration
+		want string
+	}{
+		{"a stop past the end", 101 * ms, 500 * ms, "flow c's stop shifted by 101ms comes at 501ms"},
+		{"a start past a shorter run's end", 3 * ms, 202 * ms, "flow c's start shifted by 3ms comes at 203ms"},
+		{"an event past the end", 3 * ms, 152 * ms, "at or after the run's end (152ms)"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Shift(sc, tc.d, tc.end)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Shift: %v, want an error saying %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -65,8 +88,8 @@ func TestPhaseStats(t *testing.T) {
 	// 1/sqrt(3), relative to a's mean: half). b: mean 2; differences 0.5,
 	// -0.5, 0. The means tie: the stable order keeps the grid's.
 	want := []PhaseStat{
-		{Setting: "a", Mean: 2, SE: 0, Wins: 1, Diff: 0, DiffSE: 1 / math.Sqrt(3) / 2},
-		{Setting: "b", Mean: 2, SE: stdErr([]float64{0.5, 2.5, 3}), Wins: 1, Diff: 0, DiffSE: stdErr([]float64{0.5, -0.5, 0}) / 2},
+		{Setting: "a", Mean: 2, SE: 0, Wins: 1, DiffShare: 0, DiffSEShare: 1 / math.Sqrt(3) / 2},
+		{Setting: "b", Mean: 2, SE: stdErr([]float64{0.5, 2.5, 3}), Wins: 1, DiffShare: 0, DiffSEShare: stdErr([]float64{0.5, -0.5, 0}) / 2},
 	}
 	if diff := cmp.Diff(want, stats, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
@@ -93,11 +116,31 @@ func stdErr(xs []float64) float64 {
 func TestRunPhases(t *testing.T) {
 	sc := loadScenario(t, "rtt-step.yaml")
 	o := Options{Duration: 40 * time.Millisecond}
-	p, err := RunPhases(context.Background(), sc, []time.Duration{0, 3 * time.Millisecond}, t.TempDir(), o)
+	out := t.TempDir()
+	p, err := RunPhases(context.Background(), sc, []time.Duration{0, 3 * time.Millisecond}, out, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Mechanisms = TunerMechanisms
+	// Summaries and the tuner's decisions only, no time series.
+	var summaries, series, tuner int
+	filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		switch filepath.Base(path) {
+		case "summary.json":
+			summaries++
+		case "tuner.csv":
+			tuner++
+		case "queues.csv", "rates.csv", "counters.csv":
+			series++
+		}
+		return err
+	})
+	if want := 2 * (2 + len(GridAlphas)*len(GridVGrowthShares)); summaries != want || tuner != 2 || series != 0 {
+		t.Errorf("%d summaries (want %d), %d tuner.csv (want 2), %d time series (want 0)", summaries, want, tuner, series)
+	}
+	if _, err := Run(context.Background(), []*scenario.Scenario{sc}, t.TempDir(), Options{Plots: true, SummaryOnly: true}); err == nil {
+		t.Errorf("Run with Plots and SummaryOnly: no error")
+	}
+	o.Mechanisms = PhaseMechanisms
 	res, err := Run(context.Background(), []*scenario.Scenario{sc}, t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -161,6 +161,9 @@ func runBestStatic(ctx context.Context, sc *scenario.Scenario, m, outDir string,
 		o.Progress(sc.Name, m)
 	}
 	opts := []sim.Option{sim.WithoutPlots()}
+	if o.SummaryOnly {
+		opts = append(opts, sim.WithoutSeries())
+	}
 	if o.Duration > 0 {
 		opts = append(opts, sim.WithDuration(o.Duration))
 	}

@@ -133,7 +133,10 @@ func (r *runner) apply(ev scenario.Event) {
 }
 
 // stopFlow holds the sender until a flow-start event: an administrative
-// stop, which a Long-haul CNP Resume cannot lift.
+// stop, which a Long-haul CNP Resume cannot lift. The runner never retires
+// a flow (netsim's RetireFinished is off), so its queue pair is always
+// there; a runner that retires flows must check Flow.Retired first, as
+// server/dataplane and lab do.
 func (r *runner) stopFlow(fr *flowRun) {
 	fr.stopped = true
 	fr.nf.Sender.AdminStop()

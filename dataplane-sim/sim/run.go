@@ -21,6 +21,7 @@ type options struct {
 	progress   func(Progress)
 	mechanisms map[scenario.MechanismKind]Mechanism
 	plots      bool
+	series     bool
 }
 
 // WithDuration runs for d instead of the scenario's duration (to shorten a
@@ -53,6 +54,12 @@ func WithMechanism(kind scenario.MechanismKind, m Mechanism) Option {
 // WithoutPlots skips the PNG files.
 func WithoutPlots() Option { return func(o *options) { o.plots = false } }
 
+// WithoutSeries skips the time series (queues.csv, rates.csv,
+// counters.csv) and the plots drawn from them: summary.json and the
+// mechanism's own files (tuner.csv) are written. A run of many is a few
+// megabytes less (lhcnp sim phases: 4.7 GB less over its 340 runs).
+func WithoutSeries() Option { return func(o *options) { o.series, o.plots = false, false } }
+
 // Output file names, in outDir.
 const (
 	QueuesCSV   = "queues.csv"
@@ -69,7 +76,7 @@ const (
 // It returns the summary. When ctx ends, Run stops between slices of
 // simulated time and returns ctx's error without writing anything.
 func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Option) (*report.Summary, error) {
-	o := options{duration: sc.Duration, plots: true, mechanisms: defaultMechanisms()}
+	o := options{duration: sc.Duration, plots: true, series: true, mechanisms: defaultMechanisms()}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -96,8 +103,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Opti
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := r.rec.WriteCSV(outDir); err != nil {
-		return nil, err
+	if o.series {
+		if err := r.rec.WriteCSV(outDir); err != nil {
+			return nil, err
+		}
 	}
 	if err := sum.WriteFile(outDir); err != nil {
 		return nil, err

@@ -189,9 +189,19 @@ func (m *Memory) endLift(cur Settings, stuck bool) {
 	switch l := m.Lifted; {
 	case l.KMaxMode == "":
 		return
-	case l.KMaxMode != cur.KMaxMode, kmaxOf(cur) <= kmaxOf(l), stuck:
+	case l.KMaxMode != cur.KMaxMode, kmaxOf(cur) <= kmaxBack(l), stuck:
 		m.Lifted = Settings{}
 	}
+}
+
+// kmaxBack is where a settle brings K_max back to for an overrun lifted
+// from l: l's alpha rounded up to the model's 3 digits (the floor
+// tighterKMax enforces), or l's explicit K_max.
+func kmaxBack(l Settings) float64 {
+	if l.KMaxMode == KMaxExplicit {
+		return float64(l.KMaxBytes)
+	}
+	return ceil3(l.Alpha)
 }
 
 // kmaxOf orders settings by K_max: alpha, or the explicit K_max.
@@ -470,8 +480,6 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				notes = append(notes, fmt.Sprintf("K_max stays at its K_base floor %d B: alpha kept", w.KBaseBytes))
 			case dir == Tighten && a >= w.Config.Alpha && floor >= w.Config.Alpha:
 				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower alpha would give: alpha kept", ahead))
-			case dir == Tighten && backAlpha >= w.Config.Alpha:
-				notes = append(notes, fmt.Sprintf("alpha %v is at the setting of before the overrun (%v, rounded up): alpha kept", w.Config.Alpha, back.Alpha))
 			case a == w.Config.Alpha:
 				notes = append(notes, fmt.Sprintf("alpha at its bound %v", a))
 			default:
