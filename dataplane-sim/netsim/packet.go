@@ -127,16 +127,22 @@ func dataBodyBytes(payloadBytes int32, reth bool) int32 {
 	return body
 }
 
+// FlowFrames is what a flow puts on the wire (FlowFrameBytes): the sum of
+// its data frames and the sizes of its first and last frames, in bytes on
+// the link (netsim.LinkBytes).
+type FlowFrames struct {
+	TotalBytes, FirstBytes, LastBytes int64
+}
+
 // FlowFrameBytes returns what a flow of payloadBytes puts on the wire as a
 // host sends it from addr: packets of at most mtuBytes of payload
 // (HostConfig.MTUBytes), one RDMA WRITE message per messageBytes
 // (FlowConfig.MessageBytes; 0: the whole flow), each message's first
 // packet with a RETH, each packet's payload padded to 4 bytes (DataBytes
-// each). totalBytes is the sum of the flow's data frames, firstBytes the
-// size of its first frame; both 0 for no payload or no MTU.
-func FlowFrameBytes(addr netip.Addr, payloadBytes, mtuBytes, messageBytes int64) (totalBytes, firstBytes int64) {
+// each). The zero FlowFrames for no payload or no MTU.
+func FlowFrameBytes(addr netip.Addr, payloadBytes, mtuBytes, messageBytes int64) FlowFrames {
 	if payloadBytes <= 0 || mtuBytes <= 0 {
-		return 0, 0
+		return FlowFrames{}
 	}
 	msg := messageBytes
 	if msg <= 0 || msg > payloadBytes {
@@ -146,20 +152,25 @@ func FlowFrameBytes(addr netip.Addr, payloadBytes, mtuBytes, messageBytes int64)
 	frame := func(payload int64, reth bool) int64 {
 		return int64(frameAround(ov, dataBodyBytes(int32(payload), reth)))
 	}
-	// message is the bytes of one message of m > 0 bytes: a first packet
-	// with the RETH, full middle packets, a last packet with the rest.
-	message := func(m int64) int64 {
+	// message is the bytes of one message of m > 0 bytes (a first packet
+	// with the RETH, full middle packets, a last packet with the rest) and
+	// the size of its last frame.
+	message := func(m int64) (total, last int64) {
 		pkts := (m + mtuBytes - 1) / mtuBytes
 		if pkts == 1 {
-			return frame(m, true)
+			return frame(m, true), frame(m, true)
 		}
-		return frame(mtuBytes, true) + (pkts-2)*frame(mtuBytes, false) + frame(m-(pkts-1)*mtuBytes, false)
+		last = frame(m-(pkts-1)*mtuBytes, false)
+		return frame(mtuBytes, true) + (pkts-2)*frame(mtuBytes, false) + last, last
 	}
-	totalBytes = payloadBytes / msg * message(msg)
+	whole, last := message(msg)
+	f := FlowFrames{TotalBytes: payloadBytes / msg * whole, FirstBytes: frame(min(msg, mtuBytes), true), LastBytes: last}
 	if rest := payloadBytes % msg; rest > 0 {
-		totalBytes += message(rest)
+		t, l := message(rest)
+		f.TotalBytes += t
+		f.LastBytes = l
 	}
-	return totalBytes, frame(min(msg, mtuBytes), true)
+	return f
 }
 
 // Packet is one frame in flight or in a queue. Packets are pooled per

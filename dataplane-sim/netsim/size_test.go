@@ -164,7 +164,7 @@ func runSizes(t *testing.T, addr func(byte) netip.Addr) *sizeRecorder {
 // wire.Encoder writes for its packets (with the FCS), built here packet by
 // packet as an RNIC segments RDMA WRITEs (a RETH on each message's FIRST or
 // ONLY, the payload padded to 4 bytes), and what the sender's port really
-// transmits for it; its first frame is the encoder's first frame.
+// transmits for it; its first and last frames are the encoder's.
 func TestFlowFrameBytes(t *testing.T) {
 	v4 := netip.MustParseAddr("10.0.0.1")
 	v6 := netip.MustParseAddr("2001:db8::1")
@@ -186,7 +186,7 @@ func TestFlowFrameBytes(t *testing.T) {
 			a := wire.Addressing{SrcIP: tt.addr, DstIP: tt.addr, SrcPort: 0xC000}
 			var enc wire.Encoder
 			buf := make([]byte, 8192) // room for a 4096-byte payload
-			var total, first int64
+			var want FlowFrames
 			pkts := 0
 			msg := tt.msg
 			if msg == 0 {
@@ -210,26 +210,27 @@ func TestFlowFrameBytes(t *testing.T) {
 						t.Fatal(err)
 					}
 					if pkts == 0 {
-						first = int64(LinkBytes(n))
+						want.FirstBytes = int64(LinkBytes(n))
 					}
-					total += int64(LinkBytes(n))
+					want.LastBytes = int64(LinkBytes(n))
+					want.TotalBytes += int64(LinkBytes(n))
 					pkts++
 				}
 			}
 			if pkts != tt.wantPkts {
 				t.Fatalf("test segments into %d packets, want %d", pkts, tt.wantPkts)
 			}
-			gotTotal, gotFirst := FlowFrameBytes(tt.addr, tt.payload, tt.mtu, tt.msg)
-			if diff := cmp.Diff([2]int64{total, first}, [2]int64{gotTotal, gotFirst}); diff != "" {
-				t.Errorf("FlowFrameBytes (total, first) (-encoder +got):\n%s", diff)
+			got := FlowFrameBytes(tt.addr, tt.payload, tt.mtu, tt.msg)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("FlowFrameBytes (-encoder +got):\n%s", diff)
 			}
-			if tx := sentFrameBytes(t, tt.addr, tt.payload, tt.mtu, tt.msg); tx != gotTotal {
-				t.Errorf("the sender's port transmitted %d bytes for the flow, FlowFrameBytes says %d", tx, gotTotal)
+			if tx := sentFrameBytes(t, tt.addr, tt.payload, tt.mtu, tt.msg); tx != got.TotalBytes {
+				t.Errorf("the sender's port transmitted %d bytes for the flow, FlowFrameBytes says %d", tx, got.TotalBytes)
 			}
 		})
 	}
-	if total, first := FlowFrameBytes(v4, 0, 1024, 0); total != 0 || first != 0 {
-		t.Errorf("FlowFrameBytes of no payload = %d, %d; want 0, 0", total, first)
+	if f := FlowFrameBytes(v4, 0, 1024, 0); f != (FlowFrames{}) {
+		t.Errorf("FlowFrameBytes of no payload = %+v, want zero", f)
 	}
 }
 

@@ -82,32 +82,39 @@ func TestJainPercentile(t *testing.T) {
 
 func TestIdealFCT(t *testing.T) {
 	for _, tt := range []struct {
-		desc                       string
-		wireBytes, firstFrameBytes int64
-		baseRTTNs                  int64
-		hopRatesBps                []int64
-		want                       int64
+		desc                                       string
+		wireBytes, firstFrameBytes, lastFrameBytes int64
+		baseRTTNs                                  int64
+		hopRatesBps                                []int64
+		want                                       int64
 	}{
 		{
 			// 1 MB in 1000 frames of 1000 bytes of payload and 62 of
 			// headers, the first with a 16-byte RETH, over two 100 Gb/s
-			// hops, 10 us base RTT: 1_062_016 bytes at 100 Gb/s =
-			// 84961.28 ns, plus the 1078-byte first frame at the second
-			// hop (86.24 ns) and the RTT.
-			desc: "two hops", wireBytes: 1_062_016, firstFrameBytes: 1078, baseRTTNs: 10_000,
-			hopRatesBps: []int64{100e9, 100e9}, want: 10_000 + 85_048,
+			// hops, 10 us base RTT: 1_062_016 bytes at 100 Gb/s (the
+			// first hop, the first of equals) = 84961.28 ns, plus the
+			// 1062-byte last frame at the second hop (84.96 ns) and the
+			// RTT.
+			desc: "two hops", wireBytes: 1_062_016, firstFrameBytes: 1078, lastFrameBytes: 1062, baseRTTNs: 10_000,
+			hopRatesBps: []int64{100e9, 100e9}, want: 10_000 + 85_047,
 		},
 		{
 			// The bottleneck (10 Gb/s) serialises everything; the 100 Gb/s
-			// hops after it add the first frame each.
-			desc: "bottleneck first", wireBytes: 10_000, firstFrameBytes: 1000, baseRTTNs: 0,
-			hopRatesBps: []int64{10e9, 100e9, 100e9}, want: 8_000 + 2*80,
+			// hops after it add the last frame each.
+			desc: "bottleneck first", wireBytes: 10_000, firstFrameBytes: 1000, lastFrameBytes: 500, baseRTTNs: 0,
+			hopRatesBps: []int64{10e9, 100e9, 100e9}, want: 8_000 + 2*40,
 		},
-		{desc: "long-lived flow", wireBytes: 0, firstFrameBytes: 0, baseRTTNs: 1, hopRatesBps: []int64{1}, want: 0},
-		{desc: "no path", wireBytes: 100, firstFrameBytes: 100, baseRTTNs: 1, want: 0},
+		{
+			// A 40 Gb/s hop before the 10 Gb/s bottleneck adds the first
+			// frame (200 ns), the 100 Gb/s one after it the last (40 ns).
+			desc: "bottleneck in the middle", wireBytes: 10_000, firstFrameBytes: 1000, lastFrameBytes: 500, baseRTTNs: 0,
+			hopRatesBps: []int64{40e9, 10e9, 100e9}, want: 8_000 + 200 + 40,
+		},
+		{desc: "long-lived flow", wireBytes: 0, baseRTTNs: 1, hopRatesBps: []int64{1}, want: 0},
+		{desc: "no path", wireBytes: 100, firstFrameBytes: 100, lastFrameBytes: 100, baseRTTNs: 1, want: 0},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			got := IdealFCT(tt.wireBytes, tt.firstFrameBytes, tt.baseRTTNs, tt.hopRatesBps)
+			got := IdealFCT(tt.wireBytes, tt.firstFrameBytes, tt.lastFrameBytes, tt.baseRTTNs, tt.hopRatesBps)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("IdealFCT (-want +got):\n%s", diff)
 			}

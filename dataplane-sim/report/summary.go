@@ -301,20 +301,32 @@ func rank(n int, p float64) int {
 }
 
 // IdealFCT is the completion time of a flow alone on its path: one base
-// RTT (the propagation delay there and back) plus the time to serialise the
-// flow's frames at the bottleneck rate, plus its first frame's
-// store-and-forward delay at every other hop. wireBytes is the sum of the
-// flow's frames and firstFrameBytes the size of its first one, as the
-// sender frames them (headers, RETH, pad bytes and FCS: the runner takes
-// them from netsim.FlowFrameBytes); 0 for a long-lived flow (no bytes).
-func IdealFCT(wireBytes, firstFrameBytes, baseRTTNs int64, hopRatesBps []int64) int64 {
+// RTT (the propagation delay there and back), the time to serialise the
+// flow's frames at the bottleneck (the slowest hop, the first of equals),
+// the first frame's store-and-forward delay at every hop before it and the
+// last frame's at every hop after it. wireBytes is the sum of the flow's
+// frames, firstFrameBytes and lastFrameBytes the sizes of its first and
+// last, as the sender frames them (headers, RETH, pad bytes and FCS: the
+// runner takes them from netsim.FlowFrameBytes); 0 for a long-lived flow
+// (no bytes).
+func IdealFCT(wireBytes, firstFrameBytes, lastFrameBytes, baseRTTNs int64, hopRatesBps []int64) int64 {
 	if wireBytes <= 0 || len(hopRatesBps) == 0 {
 		return 0
 	}
-	bottleneck := slices.Min(hopRatesBps)
-	ns := float64(baseRTTNs) + float64(wireBytes)*8e9/float64(bottleneck)
-	for _, r := range hopRatesBps[1:] {
-		ns += float64(firstFrameBytes) * 8e9 / float64(r)
+	b := 0
+	for i, r := range hopRatesBps {
+		if r < hopRatesBps[b] {
+			b = i
+		}
+	}
+	ns := float64(baseRTTNs) + float64(wireBytes)*8e9/float64(hopRatesBps[b])
+	for i, r := range hopRatesBps {
+		switch {
+		case i < b:
+			ns += float64(firstFrameBytes) * 8e9 / float64(r)
+		case i > b:
+			ns += float64(lastFrameBytes) * 8e9 / float64(r)
+		}
 	}
 	return int64(math.Ceil(ns))
 }

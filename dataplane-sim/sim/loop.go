@@ -166,8 +166,8 @@ func (r *runner) idealFCT(src, dst *netsim.Host, size int64) int64 {
 	}
 	// The frames as the sender makes them (one message: the runner never
 	// sets FlowConfig.MessageBytes).
-	wireBytes, firstBytes := netsim.FlowFrameBytes(src.Addr(), size, int64(src.Config().MTUBytes), 0)
-	ideal := report.IdealFCT(wireBytes, firstBytes, 2*oneWay.Nanos(), rates)
+	fr := netsim.FlowFrameBytes(src.Addr(), size, int64(src.Config().MTUBytes), 0)
+	ideal := report.IdealFCT(fr.TotalBytes, fr.FirstBytes, fr.LastBytes, 2*oneWay.Nanos(), rates)
 	// The FCT counts from the flow's start, and the flow first connects
 	// with the CM exchange (the runner never sets FlowConfig.NoCM; netsim
 	// skips CM only between hosts without addresses of one family): the
