@@ -51,9 +51,11 @@ END $$;
 -- it, else the leaf's first value (the rows of a bucket that starts before
 -- the switch's first publication, e.g. notifications_per_second's whole
 -- seconds), else 1. A value that is not a positive number (a deleted leaf,
--- a bogus switch) is skipped: the views divide by the speed.
-CREATE OR REPLACE FUNCTION lhcnp_speed_at(p_target text, p_at timestamptz) RETURNS double precision
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
+-- a bogus switch) is skipped: the views divide by the speed. A set-returning
+-- SQL function so that the planner inlines it into the views' LATERAL
+-- joins, as it does lhcnp_leaf_at: index lookups, no function call per row.
+CREATE FUNCTION lhcnp_speed_of(p_target text, p_at timestamptz) RETURNS TABLE (speed double precision)
+LANGUAGE sql STABLE AS $$
     SELECT COALESCE(
         (SELECT l.value_num::double precision
          FROM lhcnp_leaf_at(p_target, '{}', '/lhcnp/global/state/engine-speed', p_at) l
@@ -68,14 +70,99 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
          ORDER BY x.ts
          LIMIT 1),
         1)
+    -- Keeps the inlined subquery a subquery: pulled up, its expression
+    -- would be copied into every column that uses the speed and looked
+    -- up once per use.
+    OFFSET 0
+$$;
+COMMENT ON FUNCTION lhcnp_speed_of(text, timestamptz) IS
+    'one row: the speed of a target at an instant (its /lhcnp/global/state/engine-speed leaf; 1 when it never published one), for LATERAL joins';
+
+-- The same as a scalar, for the tuner and an NMS (schema 6's name).
+CREATE OR REPLACE FUNCTION lhcnp_speed_at(p_target text, p_at timestamptz) RETURNS double precision
+LANGUAGE sql STABLE AS $$
+    SELECT s.speed FROM lhcnp_speed_of(p_target, p_at) s
 $$;
 COMMENT ON FUNCTION lhcnp_speed_at(text, timestamptz) IS
     'simulated seconds per wall-clock second of a target at an instant (its /lhcnp/global/state/engine-speed leaf; 1 when it never published one)';
+
+-- The rate views of schema 6, their columns unchanged, the speed joined
+-- through lhcnp_speed_of.
+CREATE OR REPLACE VIEW notifications_per_second AS
+SELECT n.*,
+       sp.speed,
+       n.rate_per_second / sp.speed AS rate_per_simulated_second
+FROM (
+    SELECT date_trunc('second', ts) AS second,
+           target,
+           keys ->> 'name' AS interface,
+           lhcnp_queue_id(keys) AS queue,
+           CASE schema_path
+               WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-notify-sent' THEN 'NOTIFY'
+               WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-pause-sent' THEN 'PAUSE'
+               WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-rate-reduce-sent' THEN 'RATE_REDUCE'
+               WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-resume-sent' THEN 'RESUME'
+           END AS action,
+           lhcnp_int(sum(increase)) AS notifications,
+           sum(seconds) AS sampled_seconds,
+           (sum(increase) / NULLIF(sum(seconds), 0))::double precision AS rate_per_second,
+           bool_or(reset) AS counter_reset
+    FROM counter_increases
+    WHERE schema_path IN ('/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-notify-sent',
+                          '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-pause-sent',
+                          '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-rate-reduce-sent',
+                          '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-resume-sent')
+      AND increase IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5
+) n
+CROSS JOIN LATERAL lhcnp_speed_of(n.target, n.second) sp;
+
+CREATE OR REPLACE VIEW drops_and_pauses AS
+SELECT d.*,
+       sp.speed,
+       d.dropped_packets_per_second / sp.speed AS dropped_packets_per_simulated_second,
+       d.pfc_pause_frames_per_second / sp.speed AS pfc_pause_frames_per_simulated_second
+FROM (
+    SELECT ts,
+           target,
+           keys ->> 'name' AS interface,
+           lhcnp_queue_id(keys) AS queue,
+           lhcnp_int(max(value) FILTER (WHERE schema_path LIKE '%/dropped-packets')) AS dropped_packets,
+           lhcnp_int(max(value) FILTER (WHERE schema_path LIKE '%/pfc-pause-frames')) AS pfc_pause_frames,
+           max(increase / NULLIF(seconds, 0)::numeric) FILTER (WHERE schema_path LIKE '%/dropped-packets')::double precision AS dropped_packets_per_second,
+           max(increase / NULLIF(seconds, 0)::numeric) FILTER (WHERE schema_path LIKE '%/pfc-pause-frames')::double precision AS pfc_pause_frames_per_second,
+           bool_or(reset) AS counter_reset
+    FROM counter_increases
+    WHERE schema_path IN ('/lhcnp/interfaces/interface/queues/queue/state/counters/dropped-packets',
+                          '/lhcnp/interfaces/interface/queues/queue/state/counters/pfc-pause-frames')
+    GROUP BY ts, target, keys
+) d
+CROSS JOIN LATERAL lhcnp_speed_of(d.target, d.ts) sp;
+
+CREATE OR REPLACE VIEW queue_utilisation AS
+SELECT c.ts,
+       c.target,
+       c.keys ->> 'name' AS interface,
+       lhcnp_queue_id(c.keys) AS queue,
+       (c.increase * 8 / NULLIF(c.seconds, 0)::numeric)::double precision AS bits_per_second,
+       lhcnp_int(rate.value_num) AS port_rate_bps,
+       (c.increase * 800 / NULLIF(c.seconds * sp.speed, 0)::numeric / NULLIF(rate.value_num, 0))::double precision AS utilisation_percent,
+       sp.speed,
+       (c.increase * 8 / NULLIF(c.seconds * sp.speed, 0)::numeric)::double precision AS bits_per_simulated_second
+FROM counter_increases c
+LEFT JOIN LATERAL lhcnp_leaf_at(c.target, jsonb_build_object('name', c.keys ->> 'name'),
+                                '/lhcnp/interfaces/interface/state/effective-port-rate', c.ts) rate ON true
+CROSS JOIN LATERAL lhcnp_speed_of(c.target, c.ts) sp
+WHERE c.schema_path = '/lhcnp/interfaces/interface/queues/queue/state/counters/bytes'
+  AND c.increase IS NOT NULL;
 
 DROP TABLE target_speeds;
 
 COMMENT ON VIEW notifications_per_second IS
     'Long-haul CNPs sent per queue, action and wall-clock second; rate_per_second is per wall-clock second, rate_per_simulated_second per second of the dataplane''s clock (speed: the switch''s engine-speed leaf).';
+COMMENT ON COLUMN notifications_per_second.speed IS 'simulated seconds per wall-clock second (the switch''s engine-speed leaf, lhcnp_speed_of; 1 for a real switch)';
+COMMENT ON COLUMN drops_and_pauses.speed IS 'simulated seconds per wall-clock second (the switch''s engine-speed leaf, lhcnp_speed_of; 1 for a real switch)';
+COMMENT ON COLUMN queue_utilisation.speed IS 'simulated seconds per wall-clock second (the switch''s engine-speed leaf, lhcnp_speed_of; 1 for a real switch)';
 
 ---- create above / drop below ----
 
@@ -125,3 +212,78 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 $$;
 COMMENT ON FUNCTION lhcnp_speed_at(text, timestamptz) IS
     'simulated seconds per wall-clock second of a target at an instant (target_speeds; 1 without a row)';
+
+-- Schema 6's views, with their comments.
+CREATE OR REPLACE VIEW notifications_per_second AS
+SELECT n.*,
+       sp.speed,
+       n.rate_per_second / sp.speed AS rate_per_simulated_second
+FROM (
+    SELECT date_trunc('second', ts) AS second,
+           target,
+           keys ->> 'name' AS interface,
+           lhcnp_queue_id(keys) AS queue,
+           CASE schema_path
+               WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-notify-sent' THEN 'NOTIFY'
+               WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-pause-sent' THEN 'PAUSE'
+               WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-rate-reduce-sent' THEN 'RATE_REDUCE'
+               WHEN '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-resume-sent' THEN 'RESUME'
+           END AS action,
+           lhcnp_int(sum(increase)) AS notifications,
+           sum(seconds) AS sampled_seconds,
+           (sum(increase) / NULLIF(sum(seconds), 0))::double precision AS rate_per_second,
+           bool_or(reset) AS counter_reset
+    FROM counter_increases
+    WHERE schema_path IN ('/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-notify-sent',
+                          '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-pause-sent',
+                          '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-rate-reduce-sent',
+                          '/lhcnp/interfaces/interface/queues/queue/state/counters/cnp-resume-sent')
+      AND increase IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5
+) n
+CROSS JOIN LATERAL (SELECT lhcnp_speed_at(n.target, n.second) AS speed) sp;
+
+CREATE OR REPLACE VIEW drops_and_pauses AS
+SELECT d.*,
+       sp.speed,
+       d.dropped_packets_per_second / sp.speed AS dropped_packets_per_simulated_second,
+       d.pfc_pause_frames_per_second / sp.speed AS pfc_pause_frames_per_simulated_second
+FROM (
+    SELECT ts,
+           target,
+           keys ->> 'name' AS interface,
+           lhcnp_queue_id(keys) AS queue,
+           lhcnp_int(max(value) FILTER (WHERE schema_path LIKE '%/dropped-packets')) AS dropped_packets,
+           lhcnp_int(max(value) FILTER (WHERE schema_path LIKE '%/pfc-pause-frames')) AS pfc_pause_frames,
+           max(increase / NULLIF(seconds, 0)::numeric) FILTER (WHERE schema_path LIKE '%/dropped-packets')::double precision AS dropped_packets_per_second,
+           max(increase / NULLIF(seconds, 0)::numeric) FILTER (WHERE schema_path LIKE '%/pfc-pause-frames')::double precision AS pfc_pause_frames_per_second,
+           bool_or(reset) AS counter_reset
+    FROM counter_increases
+    WHERE schema_path IN ('/lhcnp/interfaces/interface/queues/queue/state/counters/dropped-packets',
+                          '/lhcnp/interfaces/interface/queues/queue/state/counters/pfc-pause-frames')
+    GROUP BY ts, target, keys
+) d
+CROSS JOIN LATERAL (SELECT lhcnp_speed_at(d.target, d.ts) AS speed) sp;
+
+CREATE OR REPLACE VIEW queue_utilisation AS
+SELECT c.ts,
+       c.target,
+       c.keys ->> 'name' AS interface,
+       lhcnp_queue_id(c.keys) AS queue,
+       (c.increase * 8 / NULLIF(c.seconds, 0)::numeric)::double precision AS bits_per_second,
+       lhcnp_int(rate.value_num) AS port_rate_bps,
+       (c.increase * 800 / NULLIF(c.seconds * sp.speed, 0)::numeric / NULLIF(rate.value_num, 0))::double precision AS utilisation_percent,
+       sp.speed,
+       (c.increase * 8 / NULLIF(c.seconds * sp.speed, 0)::numeric)::double precision AS bits_per_simulated_second
+FROM counter_increases c
+LEFT JOIN LATERAL lhcnp_leaf_at(c.target, jsonb_build_object('name', c.keys ->> 'name'),
+                                '/lhcnp/interfaces/interface/state/effective-port-rate', c.ts) rate ON true
+CROSS JOIN LATERAL (SELECT lhcnp_speed_at(c.target, c.ts) AS speed) sp
+WHERE c.schema_path = '/lhcnp/interfaces/interface/queues/queue/state/counters/bytes'
+  AND c.increase IS NOT NULL;
+
+COMMENT ON COLUMN notifications_per_second.speed IS 'simulated seconds per wall-clock second (lhcnp_speed_at; 1 for a real switch)';
+COMMENT ON COLUMN drops_and_pauses.speed IS 'simulated seconds per wall-clock second (lhcnp_speed_at; 1 for a real switch)';
+COMMENT ON COLUMN queue_utilisation.speed IS 'simulated seconds per wall-clock second (lhcnp_speed_at; 1 for a real switch)';
+
+DROP FUNCTION lhcnp_speed_of(text, timestamptz);
