@@ -50,7 +50,9 @@ END $$;
 -- The speed of a target at an instant: its engine-speed leaf at or before
 -- it, else the leaf's first value (the rows of a bucket that starts before
 -- the switch's first publication, e.g. notifications_per_second's whole
--- seconds), else 1. A value that is not a positive number (a deleted leaf,
+-- seconds), else its value in latest (a switch publishes its speed once per
+-- subscription: past the retention, the partition holding that sample is
+-- gone while the switch still runs at that speed), else 1. A value that is not a positive number (a deleted leaf,
 -- a bogus switch) is skipped: the views divide by the speed. A set-returning
 -- SQL function so that the planner inlines it into the views' LATERAL
 -- joins, as it does lhcnp_leaf_at: index lookups, no function call per row.
@@ -69,6 +71,13 @@ LANGUAGE sql STABLE AS $$
            AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) < 'Infinity'
          ORDER BY x.ts
          LIMIT 1),
+        (SELECT COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric)::double precision
+         FROM latest x
+         WHERE x.series_id = (SELECT k.id FROM series k
+                              WHERE k.target = p_target AND k.keys = '{}' AND k.schema_path = '/lhcnp/global/state/engine-speed')
+           AND x.flags & 2 = 0
+           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) > 0
+           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) < 'Infinity'),
         1)
     -- Keeps the inlined subquery a subquery: pulled up, its expression
     -- would be copied into every column that uses the speed and looked

@@ -91,7 +91,8 @@ func wantSpeedRows(at func(time.Duration) time.Time) speedRows {
 // second (the switch's timestamps) and per simulated second, divided by the
 // target's speed: its engine-speed leaf at that instant (lhcnp_leaf_at),
 // else the leaf's first value (a bucket that starts before the switch's
-// first publication), else 1 (a target that never published it).
+// first publication), else its value in latest (the sample is past the
+// retention), else 1 (a target that never published it).
 // Utilisation compares the simulated rate with the port's. The units are in
 // the catalogue (COMMENT ON).
 func TestRatesPerSimulatedSecond(t *testing.T) {
@@ -112,7 +113,14 @@ func TestRatesPerSimulatedSecond(t *testing.T) {
 		}
 		f.add(f.series("bogus", engineSpeed, "", -1), time.Duration(i)*time.Second, v, flags)
 	}
+	// "old" published 0.25 so long ago that retention dropped the sample:
+	// latest still has it.
+	old := f.series("old", engineSpeed, "", -1)
+	f.add(old, 0, num("0.25"), flagSync)
 	f.commit()
+	if _, err := f.pool.Exec(ctx, `DELETE FROM samples WHERE series_id = $1`, old); err != nil {
+		t.Fatal(err)
+	}
 	at := func(d time.Duration) time.Time { return f.t0.Add(d) }
 
 	if d := cmp.Diff(wantSpeedRows(at), readSpeedRows(t, f.pool, at(time.Second))); d != "" {
@@ -124,7 +132,7 @@ func TestRatesPerSimulatedSecond(t *testing.T) {
 		want   float64
 	}{
 		{"sim", 0, 0.05}, {"sim", 1999 * ms, 0.05}, {"sim", 2 * time.Second, 0.5}, {"sim", time.Hour, 0.5},
-		{"real", time.Second, 1}, {"bogus", 3 * time.Second, 1}, {"nobody", 0, 1},
+		{"real", time.Second, 1}, {"bogus", 3 * time.Second, 1}, {"nobody", 0, 1}, {"old", time.Hour, 0.25},
 	} {
 		var got float64
 		if err := f.pool.QueryRow(ctx, `SELECT lhcnp_speed_at($1, $2)`, c.target, at(c.at)).Scan(&got); err != nil || got != c.want {
