@@ -16,6 +16,7 @@ import (
 	composecli "github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/deploy/grafanasql"
 )
 
@@ -234,7 +235,8 @@ func checkComposeSwitch(t *testing.T, p *types.Project, name string, s types.Ser
 
 // checkComposeCollector: the service's command line and LHCNP_COLLECTOR_
 // variables, parsed by parseCollector as `lhcnp collector` parses them,
-// give a valid configuration whose targets are the switch services.
+// give a valid configuration whose targets are the switch services, each
+// subscribed to its engine-speed leaf.
 func checkComposeCollector(t *testing.T, p *types.Project, s types.ServiceConfig, args []string) {
 	a, err := parseCollector(inRepo(t, args), serviceEnv(s), io.Discard)
 	if err != nil {
@@ -258,6 +260,19 @@ func checkComposeCollector(t *testing.T, p *types.Project, s types.ServiceConfig
 	}
 	if len(cfg.Targets) != 3 {
 		t.Errorf("%d targets, want the three switches", len(cfg.Targets))
+	}
+	// Each switch's speed is collected: the views divide by it.
+	const speedLeaf = "/lhcnp/global/state/engine-speed"
+	for _, tg := range cfg.Targets {
+		subs := tg.Subscriptions
+		if len(subs) == 0 {
+			subs = config.DefaultSubscriptions()
+		}
+		if !slices.ContainsFunc(subs, func(s config.Subscription) bool {
+			return slices.ContainsFunc(s.Paths, func(p string) bool { return strings.HasPrefix(speedLeaf+"/", strings.TrimSuffix(p, "/")+"/") })
+		}) {
+			t.Errorf("target %s: subscriptions %+v leave out %s", tg.Name, subs, speedLeaf)
+		}
 	}
 }
 
