@@ -1,19 +1,23 @@
 -- lhcnp schema 7: a target's speed is a leaf it publishes. Every switch
 -- publishes /lhcnp/global/state/engine-speed (simulated seconds per
 -- wall-clock second, 1 for real time) like its other state, the collector
--- stores it like any other leaf, and lhcnp_speed_at, which the rate views
--- (notifications_per_second, drops_and_pauses, queue_utilisation) and the
--- tuner call, reads it through lhcnp_leaf_at, as queue_utilisation reads
--- the port's rate. The table target_speeds of schema 6 and its two writers
--- (lhcnp lab, the compose lab's `speeds` service) are gone: nobody has to
--- tell the database a speed the switch already knows.
+-- stores it like any other leaf, and the rate views (notifications_per_second,
+-- drops_and_pauses, queue_utilisation) join lhcnp_speed_of, which reads it
+-- through lhcnp_leaf_at as queue_utilisation reads the port's rate; the
+-- tuner calls lhcnp_speed_at, the same as a scalar. The table target_speeds
+-- of schema 6 and its two writers (lhcnp lab, the compose lab's `speeds`
+-- service) are gone: nobody has to tell the database a speed the switch
+-- already knows.
 --
 -- Data stored before this migration keeps the speeds it had: each row of
 -- target_speeds becomes a sample of the target's engine-speed leaf at its
 -- `since` (batch_id 0: written by this migration, not by a collector), so
 -- the views answer for old data exactly as schema 6 did. A target that
--- never published the leaf and had no row runs at 1 (real time), as
--- before. docs/collector.md ("Views"), docs/lab.md ("Rates and speed").
+-- never publishes the leaf is at 1 (real time), as a target without a row
+-- was. One that had no row but publishes the leaf after the upgrade (a
+-- simulated switch nobody had written a row for) has its older data read
+-- at the leaf's first value, as schema 6 read data older than a first row.
+-- docs/collector.md ("Rates and time base"), docs/lab.md ("Rates and speed").
 
 -- The rows of target_speeds as samples of the leaf. The series id is the
 -- collector's (collector/rows.SeriesID): FNV-1a 64 of the target, a NUL and
