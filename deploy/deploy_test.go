@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lhcnp/lhcnp/deploy/grafanasql"
@@ -105,36 +103,6 @@ func TestGrafanaQueries(t *testing.T) {
 	}
 	if len(captions) != 5 {
 		t.Errorf("page has %d charts, want 5", len(captions))
-	}
-}
-
-// TestTargetSpeedsSQL: the compose lab's target-speeds.sql, as psql runs
-// it with -v speed=0.05, records the three switches' speed in the real
-// schema; run again it adds nothing; the views then give their rates per
-// simulated second.
-func TestTargetSpeedsSQL(t *testing.T) {
-	b, err := os.ReadFile("target-speeds.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, _ := pgtest.New(t)
-	ctx := context.Background()
-	sql := strings.ReplaceAll(string(b), ":speed", "0.05") // psql's -v speed=0.05
-	for range 2 {
-		if _, err := pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rows, err := pool.Query(ctx, `SELECT target || ' ' || speed FROM target_speeds ORDER BY target`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff([]string{"n1 0.05", "n2 0.05", "t1 0.05"}, got); d != "" {
-		t.Errorf("target_speeds (-want +got):\n%s", d)
 	}
 }
 

@@ -224,9 +224,6 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	}
 	l.pool = l.coll.Pool()
 	l.addrs.Metrics = "http://" + l.coll.Addr() + "/metrics"
-	if err := recordSpeeds(ctx, l.pool, l.addrs.Names, cfg.Fabric.Speed); err != nil {
-		return nil, fmt.Errorf("collector database: %w", err)
-	}
 
 	return l, nil
 }
@@ -340,21 +337,4 @@ func (l *Lab) Close() {
 		}
 		l.lock.release()
 	})
-}
-
-// recordSpeeds records the switches' speed in target_speeds (migration 6),
-// so that the views' rates per simulated second are right for them: a row
-// from now on for each switch whose speed differs from the one in force.
-func recordSpeeds(ctx context.Context, pool *pgxpool.Pool, switches []string, speed float64) error {
-	if speed <= 0 {
-		speed = 1
-	}
-	for _, name := range switches {
-		if _, err := pool.Exec(ctx, `
-			INSERT INTO target_speeds (target, speed) SELECT $1, $2
-			WHERE lhcnp_speed_at($1, now()) IS DISTINCT FROM $2`, name, speed); err != nil {
-			return fmt.Errorf("target_speeds: %w", err)
-		}
-	}
-	return nil
 }

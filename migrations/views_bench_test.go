@@ -28,6 +28,11 @@ func BenchmarkViews(b *testing.B) {
 		                   'counters/cnp-notify-sent', 'counters/dropped-packets', 'counters/pfc-pause-frames']) WITH ORDINALITY AS l(leaf, i)`,
 		`INSERT INTO samples (ts, series_id, v_int, batch_id)
 		 SELECT $1::timestamptz - (n * interval '100 ms'), s, 1000000 - n, 1 FROM generate_series(0, 863999) n, generate_series(1, 7) s`,
+		// The switch's speed, as it publishes it once (the rate views
+		// divide by it on every row).
+		`INSERT INTO series (id, target, path, schema_path, keys)
+		 VALUES (8, 'sw1', '/lhcnp/global/state/engine-speed', '/lhcnp/global/state/engine-speed', '{}')`,
+		`INSERT INTO samples (ts, series_id, v_float, batch_id) VALUES ($1::timestamptz - interval '1 day', 8, 0.05, 1)`,
 		`ANALYZE samples`,
 	}
 	for _, sql := range setup {

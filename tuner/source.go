@@ -70,8 +70,9 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		return nil, fmt.Errorf("queue_latest: %w", err)
 	}
 
-	// The switch's speed (target_speeds, migration 006): a simulated switch
-	// paced below the wall clock stamps wall time on simulated-time rates.
+	// The switch's speed (its engine-speed leaf, migration 007): a
+	// simulated switch paced below the wall clock stamps wall time on
+	// simulated-time rates.
 	var speed float64
 	if err := s.pool.QueryRow(ctx, sqlSpeed, target, end).Scan(&speed); err != nil {
 		return nil, fmt.Errorf("lhcnp_speed_at: %w", err)

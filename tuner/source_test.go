@@ -117,9 +117,13 @@ func TestPGSource(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("Windows (-want +got):\n%s", diff)
 	}
-	// A switch simulated at a twentieth of the wall clock (the lab records
-	// it in target_speeds): the window carries its speed.
-	if _, err := pool.Exec(ctx, `INSERT INTO target_speeds (target, since, speed) VALUES ('n1', $1, 0.05)`, t1.Add(-time.Hour)); err != nil {
+	// A switch simulated at a twentieth of the wall clock (it publishes
+	// engine-speed 0.05 with its state): the window carries its speed.
+	const speedLeaf = "/lhcnp/global/state/engine-speed"
+	if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path, keys) VALUES (1000, 'n1', $1, $1, '{}')`, speedLeaf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_float, batch_id) VALUES ($1, 1000, 0.05, 1)`, t1.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	got, err = NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(3*time.Second))

@@ -16,6 +16,7 @@ import (
 	composecli "github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/deploy/grafanasql"
 )
 
@@ -115,7 +116,7 @@ func TestComposeFile(t *testing.T) {
 	p := loadCompose(t)
 	names := p.ServiceNames()
 	sort.Strings(names)
-	want := []string{"collector", "grafana", "n1", "n2", "postgres", "prometheus", "speeds", "t1", "tuner"}
+	want := []string{"collector", "grafana", "n1", "n2", "postgres", "prometheus", "t1", "tuner"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("services %v, want %v", names, want)
 	}
@@ -125,8 +126,7 @@ func TestComposeFile(t *testing.T) {
 		"collector":  {"postgres": "service_healthy", "t1": "service_healthy", "n1": "service_healthy", "n2": "service_healthy"},
 		"tuner":      {"collector": "service_healthy"},
 		"prometheus": {"collector": "service_healthy"},
-		"grafana":    {"collector": "service_healthy", "prometheus": "service_healthy", "speeds": "service_completed_successfully"},
-		"speeds":     {"collector": "service_healthy"},
+		"grafana":    {"collector": "service_healthy", "prometheus": "service_healthy"},
 	}
 	for _, name := range names {
 		s := p.Services[name]
@@ -235,7 +235,8 @@ func checkComposeSwitch(t *testing.T, p *types.Project, name string, s types.Ser
 
 // checkComposeCollector: the service's command line and LHCNP_COLLECTOR_
 // variables, parsed by parseCollector as `lhcnp collector` parses them,
-// give a valid configuration whose targets are the switch services.
+// give a valid configuration whose targets are the switch services, each
+// subscribed to its engine-speed leaf.
 func checkComposeCollector(t *testing.T, p *types.Project, s types.ServiceConfig, args []string) {
 	a, err := parseCollector(inRepo(t, args), serviceEnv(s), io.Discard)
 	if err != nil {
@@ -259,6 +260,19 @@ func checkComposeCollector(t *testing.T, p *types.Project, s types.ServiceConfig
 	}
 	if len(cfg.Targets) != 3 {
 		t.Errorf("%d targets, want the three switches", len(cfg.Targets))
+	}
+	// Each switch's speed is collected: the views divide by it.
+	const speedLeaf = "/lhcnp/global/state/engine-speed"
+	for _, tg := range cfg.Targets {
+		subs := tg.Subscriptions
+		if len(subs) == 0 {
+			subs = config.DefaultSubscriptions()
+		}
+		if !slices.ContainsFunc(subs, func(s config.Subscription) bool {
+			return slices.ContainsFunc(s.Paths, func(p string) bool { return strings.HasPrefix(speedLeaf+"/", strings.TrimSuffix(p, "/")+"/") })
+		}) {
+			t.Errorf("target %s: subscriptions %+v leave out %s", tg.Name, subs, speedLeaf)
+		}
 	}
 }
 
@@ -304,37 +318,30 @@ func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, ar
 	}
 }
 
-// TestComposeRecordsSpeeds: the one-shot service speeds records the speed
-// the compose switches run at (examples/lab-containers.yaml's) for every
-// switch service, with the SQL file deploy_test runs against the real
-// schema; Grafana reads the views' rates per simulated second, so no panel
-// divides by a speed of its own.
-func TestComposeRecordsSpeeds(t *testing.T) {
+// TestComposeSpeedFromSwitches: the compose switches publish the speed
+// they run at (examples/lab-containers.yaml's) in their engine-speed leaf,
+// which the collector stores and the views read: no service writes a speed
+// into the database, and Grafana reads the views' rates per simulated
+// second, so no panel divides by a speed of its own.
+func TestComposeSpeedFromSwitches(t *testing.T) {
 	p := loadCompose(t)
+	for _, name := range p.ServiceNames() {
+		s := p.Services[name]
+		if args := []string(s.Command); len(args) > 0 && args[0] == "psql" {
+			t.Errorf("%s: runs psql %q: the switches publish their speed, nothing writes it to the database", name, args)
+		}
+		for _, v := range s.Volumes {
+			if strings.HasSuffix(v.Source, ".sql") {
+				t.Errorf("%s: mounts %s", name, v.Source)
+			}
+		}
+	}
 	f, err := loadSwitchFile("../../examples/lab-containers.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := p.Services["speeds"]
-	args := []string(s.Command)
-	if len(args) == 0 || args[0] != "psql" || !slices.Contains(args, "speed="+fmt.Sprint(f.Speed)) ||
-		!slices.Contains(args, "ON_ERROR_STOP=1") || !slices.Contains(args, "/deploy/target-speeds.sql") {
-		t.Errorf("speeds: command %q, want psql -v ON_ERROR_STOP=1 -v speed=%v -f /deploy/target-speeds.sql", args, f.Speed)
-	}
-	if !strings.Contains(args[1], "@postgres:5432/") {
-		t.Errorf("speeds: %q does not reach the postgres service", args[1])
-	}
-	if len(s.Volumes) != 1 || s.Volumes[0].Target != "/deploy/target-speeds.sql" {
-		t.Fatalf("speeds: volumes %+v, want deploy/target-speeds.sql mounted", s.Volumes)
-	}
-	sql, err := os.ReadFile(s.Volumes[0].Source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sw := range f.Switches {
-		if !strings.Contains(string(sql), "'"+sw.Name+"'") {
-			t.Errorf("%s: no row for switch %s", s.Volumes[0].Source, sw.Name)
-		}
+	if !(f.Speed > 0 && f.Speed < 1) {
+		t.Errorf("examples/lab-containers.yaml: speed %v, want a simulated speed below real time", f.Speed)
 	}
 	d := grafanaDashboard(t)
 	for _, v := range d.Variables {

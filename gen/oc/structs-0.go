@@ -6773,6 +6773,7 @@ type Lhcnp_Lhcnp_Global_State struct {
 	DeviceIdentifier   *string                            `path:"device-identifier" module:"lhcnp"`
 	Enabled            *bool                              `path:"enabled" module:"lhcnp"`
 	EngineLag          *uint64                            `path:"engine-lag" module:"lhcnp"`
+	EngineSpeed        *float64                           `path:"engine-speed" module:"lhcnp"`
 	FastCnpEnabled     *bool                              `path:"fast-cnp-enabled" module:"lhcnp"`
 	FcnRole            E_LhcnpTypes_FcnRole               `path:"fcn-role" module:"lhcnp"`
 	LongHaulCnpIcmpv6  *bool                              `path:"long-haul-cnp-icmpv6" module:"lhcnp"`
@@ -6872,6 +6873,22 @@ func (t *Lhcnp_Lhcnp_Global_State) GetEngineLag() uint64 {
 		return 0
 	}
 	return *t.EngineLag
+}
+
+// GetEngineSpeed retrieves the value of the leaf EngineSpeed from the Lhcnp_Lhcnp_Global_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if EngineSpeed is set, it can
+// safely use t.GetEngineSpeed() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.EngineSpeed == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Global_State) GetEngineSpeed() float64 {
+	if t == nil || t.EngineSpeed == nil {
+		return 0.0
+	}
+	return *t.EngineSpeed
 }
 
 // GetFastCnpEnabled retrieves the value of the leaf FastCnpEnabled from the Lhcnp_Lhcnp_Global_State
@@ -7056,6 +7073,12 @@ func (t *Lhcnp_Lhcnp_Global_State) SetEnabled(v bool) {
 // struct.
 func (t *Lhcnp_Lhcnp_Global_State) SetEngineLag(v uint64) {
 	t.EngineLag = &v
+}
+
+// SetEngineSpeed sets the value of the leaf EngineSpeed in the Lhcnp_Lhcnp_Global_State
+// struct.
+func (t *Lhcnp_Lhcnp_Global_State) SetEngineSpeed(v float64) {
+	t.EngineSpeed = &v
 }
 
 // SetFastCnpEnabled sets the value of the leaf FastCnpEnabled in the Lhcnp_Lhcnp_Global_State

@@ -58,7 +58,7 @@ func WithDefaultWindow(d time.Duration) Option { return func(o *options) { o.def
 // WithSpeed sets the speed the page shows (simulated seconds per
 // wall-clock second, default 1). It changes no number: every rate on the
 // page is per simulated second, the views' columns per simulated second
-// (divided by each target's speed in target_speeds) next to the switches'
+// (divided by each target's speed, its engine-speed leaf) next to the switches'
 // own rate leaves (growth rate, flows' arrival rate).
 func WithSpeed(speed float64) Option {
 	return func(o *options) {

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/lab/dashboard"
 	"github.com/lhcnp/lhcnp/lab/labtest"
@@ -142,14 +143,20 @@ func TestAPI(t *testing.T) {
 		t.Errorf("queue's tuner decisions = %+v", q.Tuner)
 	}
 
-	// At another speed (the switch's row in target_speeds, as the lab
-	// records it), rates over wall-clock time become rates per simulated
+	// At another speed (the switch's engine-speed leaf, as the collector
+	// stores it), rates over wall-clock time become rates per simulated
 	// second; the switch's own values stay.
-	if _, err := pool.Exec(context.Background(), `INSERT INTO target_speeds (target, since, speed) VALUES ('n1', $1, 0.5)`,
-		fx.Start.Add(-time.Hour)); err != nil {
+	const speedLeaf = "/lhcnp/global/state/engine-speed"
+	speedID := rows.SeriesID("n1", speedLeaf)
+	if _, err := pool.Exec(context.Background(), `INSERT INTO series (id, target, path, schema_path, keys) VALUES ($1, 'n1', $2, $2, '{}')`,
+		speedID, speedLeaf); err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Exec(context.Background(), `DELETE FROM target_speeds`)
+	if _, err := pool.Exec(context.Background(), `INSERT INTO samples (ts, series_id, v_float, batch_id) VALUES ($1, $2, 0.5, 1)`,
+		fx.Start.Add(-time.Hour), speedID); err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Exec(context.Background(), `DELETE FROM samples WHERE series_id = $1`, speedID)
 	var sq dashboard.QueueResponse
 	getJSON(t, srv.URL+"/api/queue?target=n1&interface=n1-wan&queue=3&window=10m", &sq)
 	if got, want := *sq.Rates.Values["queue_bps"][1], 2**q.Rates.Values["queue_bps"][1]; got != want {

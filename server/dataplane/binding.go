@@ -26,6 +26,12 @@ import (
 	"github.com/openconfig/ygot/ygot"
 )
 
+// The speeds the engine-speed leaf (decimal64, 9 fraction digits) holds.
+const (
+	MinSpeed = 1e-9
+	MaxSpeed = 9e9
+)
+
 type bindingOptions struct {
 	speed     float64
 	wallStart time.Time
@@ -37,7 +43,9 @@ type BindingOption func(*bindingOptions)
 
 // WithSpeed is the realtime factor the engine runs at (simulated seconds
 // per wall-clock second, default 1), for converting simulated times into
-// wall-clock timestamps.
+// wall-clock timestamps. It is published as /lhcnp/global/state/engine-speed,
+// so the collector's views turn rates per wall-clock second into rates per
+// simulated second; the leaf holds MinSpeed to MaxSpeed.
 func WithSpeed(s float64) BindingOption { return func(o *bindingOptions) { o.speed = s } }
 
 // WithWallStart sets the wall-clock time of the engine's current simulated
@@ -71,7 +79,7 @@ func NewBinding(sim *engine.Sim, node *lhcnp.Node, ports *Ports, opts ...Binding
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.speed <= 0 {
+	if !(o.speed > 0) {
 		o.speed = 1
 	}
 	b := &Binding{sim: sim, node: node, ports: ports, o: o}
@@ -190,7 +198,9 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 		external = func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FcnSent = n }
 	}
 	root := stateTree(&st, &cfg, b.ports, b.WallNS, external)
-	root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState().EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
+	gs := root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState()
+	gs.EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
+	gs.EngineSpeed = ygot.Float64(b.o.speed)
 	if fast {
 		fastCNPState(root, fc, fn, b.ports)
 	}

@@ -142,6 +142,10 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 	if !(cfg.Speed > 0) {
 		return nil, fmt.Errorf("fabric: speed %g must be positive", cfg.Speed)
 	}
+	if cfg.Speed < dataplane.MinSpeed || cfg.Speed > dataplane.MaxSpeed {
+		// The engine-speed leaf could not hold it.
+		return nil, fmt.Errorf("fabric: speed %g outside %g..%g", cfg.Speed, dataplane.MinSpeed, dataplane.MaxSpeed)
+	}
 	if cfg.PublishInterval <= 0 {
 		cfg.PublishInterval = dataplane.DefaultInterval
 	}

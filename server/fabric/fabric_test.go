@@ -13,8 +13,10 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	lhsim "github.com/lhcnp/lhcnp/dataplane-sim/sim"
+	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
 	"github.com/lhcnp/lhcnp/server/target"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygnmi/ygnmi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -98,7 +100,7 @@ func getUint(ctx context.Context, t *testing.T, c gnmi.GNMIClient, p *gnmi.Path)
 
 // TestThreeSwitchesAnswerGNMI: the lab's three switches in one process on
 // one engine, each with its own gNMI target: a real gRPC client per switch
-// reads its own interfaces and the engine lag, and the traffic that
+// reads its own interfaces, the engine lag and speed, and the traffic that
 // crosses all three advances the counters of n1's WAN queue and n2's
 // queue towards dest.
 func TestThreeSwitchesAnswerGNMI(t *testing.T) {
@@ -151,6 +153,15 @@ func TestThreeSwitchesAnswerGNMI(t *testing.T) {
 		}
 		if _, err := getUint(ctx, t, c, path(t, "lhcnp", "global", "state", "engine-lag")); err != nil {
 			t.Errorf("switch %s: engine-lag: %v", s.Name, err)
+		}
+		// The speed the switch was started with, through ygnmi's typed
+		// query (decimal64 on the wire): what the collector's views read.
+		yc, err := ygnmi.NewClient(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if speed, err := ygnmi.Get(ctx, yc, ocpath.Root().Lhcnp().Global().State().EngineSpeed()); err != nil || speed != 0.02 {
+			t.Errorf("switch %s: engine-speed %v (%v), want 0.02", s.Name, speed, err)
 		}
 	}
 	wanPkts := path(t, "lhcnp", "interfaces", "interface[name=wan]", "queues", "queue[id=0]", "state", "counters", "packets")
@@ -290,5 +301,28 @@ func TestFabricDeterministic(t *testing.T) {
 	}
 	if sent[0] != sent[1] || sent[0] == 0 {
 		t.Errorf("notifications taken by the sources: %d and %d; want equal and not zero", sent[0], sent[1])
+	}
+}
+
+// TestSpeedOutOfRange: a speed the engine-speed leaf cannot hold (decimal64,
+// 9 fraction digits) is refused before anything starts.
+func TestSpeedOutOfRange(t *testing.T) {
+	sc := loadLab(t)
+	for _, tt := range []struct {
+		desc  string
+		speed float64
+	}{
+		{"negative", -1},
+		{"below a nanosecond per second", 1e-10},
+		{"above the leaf's range", 1e10},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			f, err := New(context.Background(), Config{Scenario: sc, Speed: tt.speed,
+				Switches: []Switch{{Name: "t1", Listen: "127.0.0.1:0"}}})
+			if err == nil {
+				f.Close()
+				t.Fatalf("speed %g accepted", tt.speed)
+			}
+		})
 	}
 }

@@ -3583,6 +3583,7 @@ type Lhcnp_Global struct {
 	DeviceIdentifier   *string                           `path:"state/device-identifier" module:"lhcnp/lhcnp" shadow-path:"config/device-identifier" shadow-module:"lhcnp/lhcnp"`
 	Enabled            *bool                             `path:"state/enabled" module:"lhcnp/lhcnp" shadow-path:"config/enabled" shadow-module:"lhcnp/lhcnp"`
 	EngineLag          *uint64                           `path:"state/engine-lag" module:"lhcnp/lhcnp"`
+	EngineSpeed        *float64                          `path:"state/engine-speed" module:"lhcnp/lhcnp"`
 	FastCnpEnabled     *bool                             `path:"state/fast-cnp-enabled" module:"lhcnp/lhcnp" shadow-path:"config/fast-cnp-enabled" shadow-module:"lhcnp/lhcnp"`
 	FcnRole            E_LhcnpTypes_FcnRole              `path:"state/fcn-role" module:"lhcnp/lhcnp" shadow-path:"config/fcn-role" shadow-module:"lhcnp/lhcnp"`
 	LongHaulCnpIcmpv6  *bool                             `path:"state/long-haul-cnp-icmpv6" module:"lhcnp/lhcnp" shadow-path:"config/long-haul-cnp-icmpv6" shadow-module:"lhcnp/lhcnp"`
@@ -3832,6 +3833,22 @@ func (t *Lhcnp_Global) GetEngineLag() uint64 {
 	return *t.EngineLag
 }
 
+// GetEngineSpeed retrieves the value of the leaf EngineSpeed from the Lhcnp_Global
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if EngineSpeed is set, it can
+// safely use t.GetEngineSpeed() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.EngineSpeed == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Global) GetEngineSpeed() float64 {
+	if t == nil || t.EngineSpeed == nil {
+		return 0.0
+	}
+	return *t.EngineSpeed
+}
+
 // GetFastCnpEnabled retrieves the value of the leaf FastCnpEnabled from the Lhcnp_Global
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -4014,6 +4031,12 @@ func (t *Lhcnp_Global) SetEnabled(v bool) {
 // struct.
 func (t *Lhcnp_Global) SetEngineLag(v uint64) {
 	t.EngineLag = &v
+}
+
+// SetEngineSpeed sets the value of the leaf EngineSpeed in the Lhcnp_Global
+// struct.
+func (t *Lhcnp_Global) SetEngineSpeed(v float64) {
+	t.EngineSpeed = &v
 }
 
 // SetFastCnpEnabled sets the value of the leaf FastCnpEnabled in the Lhcnp_Global

@@ -20984,6 +20984,25 @@ func (n *Lhcnp_Lhcnp_Global_State_EngineLagPath) PathOriginName() string {
 	return ""
 }
 
+// Lhcnp_Lhcnp_Global_State_EngineSpeedPath represents the /lhcnp/lhcnp/global/state/engine-speed YANG schema element.
+type Lhcnp_Lhcnp_Global_State_EngineSpeedPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[float64]
+}
+
+// Lhcnp_Lhcnp_Global_State_EngineSpeedPathAny represents the wildcard version of the /lhcnp/lhcnp/global/state/engine-speed YANG schema element.
+type Lhcnp_Lhcnp_Global_State_EngineSpeedPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[float64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Global_State_EngineSpeedPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Global_State_FastCnpEnabledPath represents the /lhcnp/lhcnp/global/state/fast-cnp-enabled YANG schema element.
 type Lhcnp_Lhcnp_Global_State_FastCnpEnabledPath struct {
 	*ygnmi.NodePath
@@ -21644,6 +21663,116 @@ func (n *Lhcnp_Lhcnp_Global_StatePathAny) EngineLag() *Lhcnp_Lhcnp_Global_State_
 			ret := gs.(*oc.Lhcnp_Lhcnp_Global_State).EngineLag
 			if ret == nil {
 				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Global_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EngineSpeed (leaf): The speed the dataplane's clock runs at: simulated seconds per
+// wall-clock second. 1 means real time (a hardware switch, whose
+// rates per second of its own clock are rates per wall-clock
+// second); a simulated switch paced slower than real time reports
+// less than 1 (lhcnp lab: 0.05). Timestamps are wall-clock time,
+// while rate leaves such as queue-growth-rate are per second of the
+// dataplane's clock: a rate computed from counters between two
+// timestamps, divided by this speed, is per simulated second. The
+// collector's views read it (docs/collector.md).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "engine-speed"
+//	Path from root:       "/lhcnp/global/state/engine-speed"
+func (n *Lhcnp_Lhcnp_Global_StatePath) EngineSpeed() *Lhcnp_Lhcnp_Global_State_EngineSpeedPath {
+	ps := &Lhcnp_Lhcnp_Global_State_EngineSpeedPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"engine-speed"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[float64](
+		"Lhcnp_Lhcnp_Global_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (float64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Global_State).EngineSpeed
+			if ret == nil {
+				var zero float64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Global_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// EngineSpeed (leaf): The speed the dataplane's clock runs at: simulated seconds per
+// wall-clock second. 1 means real time (a hardware switch, whose
+// rates per second of its own clock are rates per wall-clock
+// second); a simulated switch paced slower than real time reports
+// less than 1 (lhcnp lab: 0.05). Timestamps are wall-clock time,
+// while rate leaves such as queue-growth-rate are per second of the
+// dataplane's clock: a rate computed from counters between two
+// timestamps, divided by this speed, is per simulated second. The
+// collector's views read it (docs/collector.md).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "engine-speed"
+//	Path from root:       "/lhcnp/global/state/engine-speed"
+func (n *Lhcnp_Lhcnp_Global_StatePathAny) EngineSpeed() *Lhcnp_Lhcnp_Global_State_EngineSpeedPathAny {
+	ps := &Lhcnp_Lhcnp_Global_State_EngineSpeedPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"engine-speed"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[float64](
+		"Lhcnp_Lhcnp_Global_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (float64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Global_State).EngineSpeed
+			if ret == nil {
+				var zero float64
 				return zero, false
 			}
 			return *ret, true

@@ -16637,6 +16637,105 @@ func (n *Lhcnp_Global_EngineLagPathAny) State() ygnmi.WildcardQuery[uint64] {
 	)
 }
 
+// Lhcnp_Global_EngineSpeedPath represents the /lhcnp/lhcnp/global/state/engine-speed YANG schema element.
+type Lhcnp_Global_EngineSpeedPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_Global_EngineSpeedPathAny represents the wildcard version of the /lhcnp/lhcnp/global/state/engine-speed YANG schema element.
+type Lhcnp_Global_EngineSpeedPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Global_EngineSpeedPath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/engine-speed"
+//	Path from root:       "/lhcnp/global/state/engine-speed"
+func (n *Lhcnp_Global_EngineSpeedPath) State() ygnmi.SingletonQuery[float64] {
+	return ygnmi.NewSingletonQuery[float64](
+		"Lhcnp_Global",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "engine-speed"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (float64, bool) {
+			ret := gs.(*oc.Lhcnp_Global).EngineSpeed
+			if ret == nil {
+				var zero float64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Global) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/engine-speed"
+//	Path from root:       "/lhcnp/global/state/engine-speed"
+func (n *Lhcnp_Global_EngineSpeedPathAny) State() ygnmi.WildcardQuery[float64] {
+	return ygnmi.NewWildcardQuery[float64](
+		"Lhcnp_Global",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "engine-speed"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (float64, bool) {
+			ret := gs.(*oc.Lhcnp_Global).EngineSpeed
+			if ret == nil {
+				var zero float64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Global) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
 // Lhcnp_Global_FastCnpEnabledPath represents the /lhcnp/lhcnp/global/state/fast-cnp-enabled YANG schema element.
 type Lhcnp_Global_FastCnpEnabledPath struct {
 	*ygnmi.NodePath
@@ -18660,6 +18759,58 @@ func (n *Lhcnp_GlobalPathAny) EngineLag() *Lhcnp_Global_EngineLagPathAny {
 	ps := &Lhcnp_Global_EngineLagPathAny{
 		NodePath: ygnmi.NewNodePath(
 			[]string{"state", "engine-lag"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// EngineSpeed (leaf): The speed the dataplane's clock runs at: simulated seconds per
+// wall-clock second. 1 means real time (a hardware switch, whose
+// rates per second of its own clock are rates per wall-clock
+// second); a simulated switch paced slower than real time reports
+// less than 1 (lhcnp lab: 0.05). Timestamps are wall-clock time,
+// while rate leaves such as queue-growth-rate are per second of the
+// dataplane's clock: a rate computed from counters between two
+// timestamps, divided by this speed, is per simulated second. The
+// collector's views read it (docs/collector.md).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/engine-speed"
+//	Path from root:       "/lhcnp/global/state/engine-speed"
+func (n *Lhcnp_GlobalPath) EngineSpeed() *Lhcnp_Global_EngineSpeedPath {
+	ps := &Lhcnp_Global_EngineSpeedPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state", "engine-speed"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// EngineSpeed (leaf): The speed the dataplane's clock runs at: simulated seconds per
+// wall-clock second. 1 means real time (a hardware switch, whose
+// rates per second of its own clock are rates per wall-clock
+// second); a simulated switch paced slower than real time reports
+// less than 1 (lhcnp lab: 0.05). Timestamps are wall-clock time,
+// while rate leaves such as queue-growth-rate are per second of the
+// dataplane's clock: a rate computed from counters between two
+// timestamps, divided by this speed, is per simulated second. The
+// collector's views read it (docs/collector.md).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/engine-speed"
+//	Path from root:       "/lhcnp/global/state/engine-speed"
+func (n *Lhcnp_GlobalPathAny) EngineSpeed() *Lhcnp_Global_EngineSpeedPathAny {
+	ps := &Lhcnp_Global_EngineSpeedPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state", "engine-speed"},
 			map[string]interface{}{},
 			n,
 		),
