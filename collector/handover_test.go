@@ -250,7 +250,15 @@ func TestSlowHandoverDoesNotStallRenewals(t *testing.T) {
 	if got := testutil.ToFloat64(a.Metrics().LeaseRenewals.WithLabelValues("error")); got != 0 {
 		t.Errorf("%v lease renewals failed", got)
 	}
-	waitLastRound(t, pool, p)
+	// a stored every round before b's sync point (round 30); the values at
+	// it are in b's initial sync. (The switch sends a round as a
+	// notification per leaf: a may stop after the first leaf of round 30.)
+	rs := storedRounds(t, pool, p)
+	for _, leaf := range p.paths {
+		if missing := missingRounds(rs[leaf], 29); len(missing) > 0 {
+			t.Errorf("%s: rounds %v of 1..29 not stored by a", leaf, missing)
+		}
+	}
 	noDuplicates(t, pool)
 	// b leaves: a, alone, drains at once.
 	if _, err := pool.Exec(context.Background(), `DELETE FROM collectors WHERE id = 'collector-b'`); err != nil {

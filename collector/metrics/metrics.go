@@ -75,7 +75,9 @@ type Metrics struct {
 	Handovers     *prometheus.CounterVec // direction (given, taken), kind
 	// StandbyDiscarded: rows a standby loop (a collector waiting to take a
 	// target over) let go of past writer.queue_rows, oldest first. Not a
-	// loss: the collector that still owns the target stores them.
+	// loss: the collector that still owns the target stores them (should
+	// one be newer than what it stored when the lease moves, the takeover
+	// counts as break-before-make).
 	StandbyDiscarded prometheus.Counter
 	// StandbyRows: rows the standby loops hold now (at most
 	// writer.queue_rows together).
