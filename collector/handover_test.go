@@ -446,6 +446,11 @@ func TestFailedPromotionLosesNothing(t *testing.T) {
 			pu := startPump([]*publisher{p}, 10*time.Millisecond)
 			defer pu.stop()
 			waitFor(t, 30*time.Second, "rows flowing", func() (bool, string) { return samplesOf(t, pool, sw.Name) > 20, "" })
+			// b is a member before a drains (else a, alone, stops at once and
+			// b takes a free lease: no standby to promote).
+			waitFor(t, 30*time.Second, "b to join", func() (bool, string) {
+				return count(t, pool, `SELECT count(*) FROM collectors WHERE id = 'collector-b'`) == 1, ""
+			})
 
 			a.stop(t) // drain: b takes the lease and promotes its standby stream
 			select {
