@@ -598,13 +598,13 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 		owner := lease.Owner(members, name)
 		mine := owner == c.lm.ID()
 		if _, busy := c.handoffs[name]; busy {
-			c.renew(ctx, name, epoch, true)
+			c.renew(ctx, name, epoch)
 			continue
 		}
 		switch {
 		case mine && held:
 			delete(c.handing, name)
-			if c.renew(ctx, name, epoch, false) {
+			if c.renew(ctx, name, epoch) {
 				wanted[name] = epoch
 			}
 		case mine:
@@ -637,7 +637,7 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 			switch since, ok := c.handing[name]; {
 			case isReady:
 				c.startHandOver(name, metrics.HandoverMakeBeforeBreak, succ)
-				c.renew(ctx, name, epoch, true)
+				c.renew(ctx, name, epoch)
 			case ok && time.Since(since) > c.cfg.Leases.TTL:
 				c.log.Warn("the new owner did not stream within leases.ttl: handing over anyway", "target", name, "to", owner)
 				c.startHandOver(name, metrics.HandoverBreakBeforeMake, ready{})
@@ -646,7 +646,7 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 				if !ok {
 					c.handing[name] = time.Now()
 				}
-				if c.renew(ctx, name, epoch, false) {
+				if c.renew(ctx, name, epoch) {
 					wanted[name] = epoch
 				}
 			}
@@ -677,10 +677,19 @@ func (c *Collector) dbCtx(ctx context.Context) (context.Context, context.CancelF
 // answer, the lease is not renewed (logged, counted as an error) but kept:
 // were it to expire meanwhile and move, the writer's fencing refuses this
 // collector's batches, and a database blip does not stop every target.
-// A target being handed over (handingOver) keeps its lease until its
-// handover releases it: a renewal that then finds nothing is not a loss,
-// and the handover's end forgets the lease (handoffsDone).
-func (c *Collector) renew(ctx context.Context, name string, epoch int64, handingOver bool) bool {
+// A target being handed over keeps its lease until its handover releases
+// it (and is not renewed from then on): a renewal that finds nothing is
+// not a loss, and the handover's end forgets the lease (handoffsDone).
+// Reconcile (or drain) loop only.
+func (c *Collector) renew(ctx context.Context, name string, epoch int64) bool {
+	h := c.handoffs[name]
+	if h != nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.releasing {
+			return false
+		}
+	}
 	dctx, cancel := c.dbCtx(ctx)
 	defer cancel()
 	ok, err := c.lm.Renew(dctx, name, epoch)
@@ -689,7 +698,7 @@ func (c *Collector) renew(ctx context.Context, name string, epoch int64, handing
 		c.m.LeaseRenewals.WithLabelValues("error").Inc()
 		c.log.Warn("lease not renewed: the database did not answer", "target", name, "epoch", epoch, "err", err)
 		return true
-	case !ok && handingOver:
+	case !ok && h != nil:
 		return false
 	case !ok:
 		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
@@ -963,15 +972,15 @@ func (c *Collector) drainLeases() {
 		}
 		for _, name := range sortedKeys(c.held) {
 			if _, busy := c.handoffs[name]; busy {
-				c.renew(ctx, name, c.held[name], true)
+				c.renew(ctx, name, c.held[name])
 				continue
 			}
 			if succ, ok := c.successorReady(name, lease.Owner(members, name)); ok {
 				c.startHandOver(name, metrics.HandoverMakeBeforeBreak, succ)
-				c.renew(ctx, name, c.held[name], true)
+				c.renew(ctx, name, c.held[name])
 				continue
 			}
-			c.renew(ctx, name, c.held[name], false)
+			c.renew(ctx, name, c.held[name])
 		}
 		select {
 		case <-ctx.Done():
@@ -986,6 +995,12 @@ func (c *Collector) drainLeases() {
 type handoff struct {
 	done     chan struct{}
 	released bool // the lease was released (written before done closes)
+	// releasing, under mu, is set before the lease is released: from
+	// then on the renewals leave the lease alone (a renewal the database
+	// ran after the release would take the released lease back until
+	// leases.ttl). A renewal holds mu for its database call.
+	mu        sync.Mutex
+	releasing bool
 }
 
 // startHandOver runs handOver for name in a goroutine of its own, unless
@@ -1000,7 +1015,7 @@ func (c *Collector) startHandOver(name, kind string, succ ready) {
 	go func() {
 		defer c.wakeHandover()
 		defer close(h.done)
-		h.released = c.handOver(c.hctx, name, kind, succ)
+		h.released = c.handOver(c.hctx, h, name, kind, succ)
 	}()
 }
 
@@ -1041,7 +1056,7 @@ func (c *Collector) waitHandoffs() {
 // announced a newer one meanwhile: then nothing is stopped and handOver
 // returns false (the next announcement starts another handover).
 // Every database call has its own timeout.
-func (c *Collector) handOver(ctx context.Context, name, kind string, succ ready) bool {
+func (c *Collector) handOver(ctx context.Context, h *handoff, name, kind string, succ ready) bool {
 	c.mu.Lock()
 	r := c.running[name]
 	c.mu.Unlock()
@@ -1072,6 +1087,9 @@ func (c *Collector) handOver(ctx context.Context, name, kind string, succ ready)
 	c.w.WaitTarget(wctx, name)
 	cancel()
 	c.m.SetState(name, "")
+	h.mu.Lock() // waits for a renewal in progress
+	h.releasing = true
+	h.mu.Unlock()
 	dctx, cancel := c.dbCtx(ctx)
 	defer cancel()
 	if err := c.lm.Release(dctx, name); err != nil {
