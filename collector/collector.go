@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
 
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/lease"
@@ -62,8 +63,13 @@ type options struct {
 	observe  func(target string, r *gnmi.SubscribeResponse)
 	gone     func(target string)
 	// readLatestFault, when set, is called before each read of the
-	// latest table on promotion; an error fails that read (tests).
-	readLatestFault func(target string) error
+	// latest table (phase: latestSeed or latestPromote); an error fails
+	// that read (tests).
+	readLatestFault func(target, phase string) error
+	// handedOff, when set, is called by a handover once the loop it
+	// stopped has ended, before the lease is released (tests).
+	handedOff func(target string)
+	dialOpts  []grpc.DialOption
 }
 
 // Option configures New.
@@ -157,15 +163,35 @@ type seed struct {
 
 type running struct {
 	t     config.Target
-	epoch int64
+	epoch int64 // reconcile loop only
 	loop  *target.Loop
 	conv  *rows.Converter // the loop's (a standby loop has its own)
 	// announced: the standby stream last announced Ready, and when
 	// (reconcile loop only).
 	announced   target.Sync
 	announcedAt time.Time
-	cancel      context.CancelFunc
-	done        chan struct{}
+	// ctx is the loop's: it ends when the loop is stopped (cancel).
+	ctx    context.Context
+	cancel context.CancelFunc
+	// seeded is closed once the converter holds what the database and
+	// the spill hold of the target; done when the loop has ended;
+	// promoted (nil unless the loop was a standby being promoted) when
+	// its promotion has ended.
+	seeded, done, promoted chan struct{}
+}
+
+// stop stops the loop and waits until it (and its promotion) ended.
+func (r *running) stop() {
+	r.cancel()
+	r.wait()
+}
+
+// wait waits until the loop (and its promotion) ended.
+func (r *running) wait() {
+	<-r.done
+	if r.promoted != nil {
+		<-r.promoted
+	}
 }
 
 // New checks the configuration, connects to PostgreSQL (a one-line error
@@ -523,8 +549,7 @@ func (c *Collector) reconcile(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	for _, r := range stop {
-		r.cancel()
-		<-r.done
+		r.stop()
 		if _, ok := wanted[r.t.Name]; !ok {
 			c.m.SetState(r.t.Name, "")
 			c.log.Info("target stopped", "target", r.t.Name)
@@ -573,7 +598,7 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 		owner := lease.Owner(members, name)
 		mine := owner == c.lm.ID()
 		if _, busy := c.handoffs[name]; busy {
-			c.renewHandingOver(ctx, name, epoch)
+			c.renew(ctx, name, epoch)
 			continue
 		}
 		switch {
@@ -601,8 +626,8 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 			}
 			c.held[name] = e
 			wanted[name] = e
-			if c.promote(ctx, desired[name], e) {
-				c.log.Info("lease taken, standby stream promoted", "target", name, "epoch", e)
+			if c.promote(desired[name], e) {
+				c.log.Info("lease taken, promoting the standby stream", "target", name, "epoch", e)
 			} else {
 				c.log.Info("lease taken", "target", name, "epoch", e)
 			}
@@ -612,7 +637,7 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 			switch since, ok := c.handing[name]; {
 			case isReady:
 				c.startHandOver(name, metrics.HandoverMakeBeforeBreak, succ)
-				c.renewHandingOver(ctx, name, epoch)
+				c.renew(ctx, name, epoch)
 			case ok && time.Since(since) > c.cfg.Leases.TTL:
 				c.log.Warn("the new owner did not stream within leases.ttl: handing over anyway", "target", name, "to", owner)
 				c.startHandOver(name, metrics.HandoverBreakBeforeMake, ready{})
@@ -652,7 +677,19 @@ func (c *Collector) dbCtx(ctx context.Context) (context.Context, context.CancelF
 // answer, the lease is not renewed (logged, counted as an error) but kept:
 // were it to expire meanwhile and move, the writer's fencing refuses this
 // collector's batches, and a database blip does not stop every target.
+// A target being handed over keeps its lease until its handover releases
+// it (and is not renewed from then on): a renewal that finds nothing is
+// not a loss, and the handover's end forgets the lease (handoffsDone).
+// Reconcile (or drain) loop only.
 func (c *Collector) renew(ctx context.Context, name string, epoch int64) bool {
+	h := c.handoffs[name]
+	if h != nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.releasing {
+			return false
+		}
+	}
 	dctx, cancel := c.dbCtx(ctx)
 	defer cancel()
 	ok, err := c.lm.Renew(dctx, name, epoch)
@@ -661,6 +698,8 @@ func (c *Collector) renew(ctx context.Context, name string, epoch int64) bool {
 		c.m.LeaseRenewals.WithLabelValues("error").Inc()
 		c.log.Warn("lease not renewed: the database did not answer", "target", name, "epoch", epoch, "err", err)
 		return true
+	case !ok && h != nil:
+		return false
 	case !ok:
 		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
 		c.log.Warn("lease lost", "target", name, "epoch", epoch)
@@ -670,18 +709,6 @@ func (c *Collector) renew(ctx context.Context, name string, epoch int64) bool {
 	}
 	c.m.LeaseRenewals.WithLabelValues("renewed").Inc()
 	return true
-}
-
-// renewHandingOver keeps the lease of a target being handed over until
-// its handover releases it (then the renewal finds nothing: not a loss).
-func (c *Collector) renewHandingOver(ctx context.Context, name string, epoch int64) {
-	dctx, cancel := c.dbCtx(ctx)
-	defer cancel()
-	if ok, err := c.lm.Renew(dctx, name, epoch); err != nil {
-		c.m.LeaseRenewals.WithLabelValues("error").Inc()
-	} else if ok {
-		c.m.LeaseRenewals.WithLabelValues("renewed").Inc()
-	}
 }
 
 // successorReady: owner, the collector rendezvous hashing now names for
@@ -727,17 +754,9 @@ func (c *Collector) keepStandby(ctx context.Context, t config.Target) {
 	}
 	s, ok := r.loop.Synced()
 	if !ok {
-		if r.announced != (target.Sync{}) {
-			// The announced stream dropped: withdraw, so the owner does
-			// not stop while this collector has no stream.
-			dctx, cancel := c.dbCtx(ctx)
-			defer cancel()
-			if err := c.lm.NotReady(dctx, t.Name, r.announced.Session); err != nil {
-				c.log.Warn("handover: ready not withdrawn", "target", t.Name, "err", err)
-				return
-			}
-			r.announced = target.Sync{}
-		}
+		// The announced stream dropped: withdraw, so the owner does not
+		// stop while this collector has no stream.
+		c.withdrawReady(ctx, t.Name, r)
 		return
 	}
 	// Once per synced stream, then again once per renewal (the owner
@@ -772,27 +791,35 @@ func (c *Collector) stopStandby(name string) {
 	if r == nil {
 		return
 	}
-	r.cancel()
-	<-r.done
-	if r.announced != (target.Sync{}) {
-		dctx, cancel := c.dbCtx(context.Background())
-		defer cancel()
-		if err := c.lm.NotReady(dctx, name, r.announced.Session); err != nil {
-			c.log.Warn("handover: ready not withdrawn", "target", name, "err", err)
-		}
-	}
+	r.stop()
+	c.withdrawReady(context.Background(), name, r)
 	c.m.SetState(name, "")
 	c.targetGone(name)
 }
 
-// promoteTries bounds the reads of the latest table on promotion.
-const promoteTries = 4
+// withdrawReady withdraws the Ready the standby loop r announced, if any
+// (reconcile loop only); when the database does not answer, the next pass
+// tries again.
+func (c *Collector) withdrawReady(ctx context.Context, name string, r *running) {
+	if r.announced == (target.Sync{}) {
+		return
+	}
+	dctx, cancel := c.dbCtx(ctx)
+	defer cancel()
+	if err := c.lm.NotReady(dctx, name, r.announced.Session); err != nil {
+		c.log.Warn("handover: ready not withdrawn", "target", name, "err", err)
+		return
+	}
+	r.announced = target.Sync{}
+}
 
 // promote turns the target's standby loop, if it streams with the
-// configuration t, into its running loop at epoch: it drops what the
-// previous owner already stored (the latest table, read now that the lease
-// is ours and the old owner's transactions are over) and sends the rest.
-func (c *Collector) promote(ctx context.Context, t config.Target, epoch int64) bool {
+// configuration t, into its running loop at epoch (reconcile loop only),
+// and finishes the promotion in a goroutine of its own (finishPromotion):
+// the loop holds its batches until then. It returns false when there is no
+// standby loop to promote; one that cannot be (it ended, or t changed) is
+// stopped and the takeover counted as break-before-make.
+func (c *Collector) promote(t config.Target, epoch int64) bool {
 	c.mu.Lock()
 	r := c.standby[t.Name]
 	c.mu.Unlock()
@@ -801,58 +828,115 @@ func (c *Collector) promote(ctx context.Context, t config.Target, epoch int64) b
 	}
 	select {
 	case <-r.done:
-		c.stopStandby(t.Name)
-		return false
 	default:
-	}
-	type stored struct {
-		id, ts    int64
-		v         uint64
-		isCounter bool
-	}
-	var latest []stored
-	var floor map[int64]int64
-	// The standby's rows are dropped if this read fails: retry a little
-	// (each attempt with its own timeout) before giving up.
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval = 100*time.Millisecond, time.Second
-	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		latest, floor = nil, map[int64]int64{}
-		if f := c.o.readLatestFault; f != nil {
-			if err := f(t.Name); err != nil {
-				return struct{}{}, err
-			}
+		if reflect.DeepEqual(r.t, t) {
+			r.epoch, r.promoted = epoch, make(chan struct{})
+			c.mu.Lock()
+			delete(c.standby, t.Name)
+			c.running[t.Name] = r
+			c.mu.Unlock()
+			go c.finishPromotion(r, epoch)
+			return true
 		}
-		rctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.Renew)
-		defer cancel()
-		return struct{}{}, c.readLatest(rctx, t.Name, func(id, ts int64, v uint64, isCounter bool) {
-			latest = append(latest, stored{id, ts, v, isCounter})
-			floor[id] = ts
-		})
-	}, backoff.WithBackOff(bo), backoff.WithMaxTries(promoteTries), backoff.WithNotify(func(err error, d time.Duration) {
-		c.log.Warn("handover: latest table not read, retrying", "target", t.Name, "in", d, "err", err)
-	}))
-	if err != nil || !reflect.DeepEqual(r.t, t) {
-		if err != nil {
-			c.log.Warn("handover: standby not promoted", "target", t.Name, "err", err)
-		}
-		c.stopStandby(t.Name)
-		return false
+	}
+	c.stopStandby(t.Name)
+	c.m.Handovers.WithLabelValues("taken", metrics.HandoverBreakBeforeMake).Inc()
+	c.log.Warn("handover: the standby stream could not be promoted; the target starts afresh", "target", t.Name)
+	return false
+}
+
+// finishPromotion reads what the previous owner stored (the latest table,
+// read now that the lease is ours and the old owner's transactions are
+// over), retrying for as long as the loop runs (the lease is ours), and
+// promotes the loop: what the previous owner stored is skipped, the rest
+// sent at epoch. It then counts the takeover: make-before-break when the
+// loop's stream (the one up now, or the next to sync) synced at or before
+// the newest value the previous owner stored, and no held batch newer than
+// that was let go of — every value is then in what the previous owner
+// stored or in this stream; else break-before-make (the values superseded
+// in between are in neither). A promotion cut short (the loop stopped:
+// lease lost, target gone, drain) drops the held batches and counts as
+// break-before-make.
+func (c *Collector) finishPromotion(r *running, epoch int64) {
+	defer close(r.promoted)
+	name := r.t.Name
+	kind := metrics.HandoverBreakBeforeMake
+	defer func() { c.m.Handovers.WithLabelValues("taken", kind).Inc() }()
+	select {
+	case <-r.seeded: // the standby's own seeding is over: the converter is ours
+	case <-r.ctx.Done():
+		return
+	}
+	latest, err := c.latestOf(r.ctx, name, latestPromote)
+	if err != nil {
+		c.log.Warn("handover: standby stopped before it was promoted; its rows are dropped", "target", name, "err", err)
+		return
+	}
+	floor := make(map[int64]int64, len(latest))
+	var stored int64 // the newest value the previous owner stored
+	for _, s := range latest {
+		floor[s.id] = s.ts
+		stored = max(stored, s.ts)
 	}
 	samples, events := r.loop.Promote(epoch, floor, func(conv *rows.Converter) {
 		for _, s := range latest {
 			conv.Seed(s.id, s.ts, s.v, s.isCounter)
 		}
 	})
-	r.epoch = epoch
 	c.mu.Lock()
-	delete(c.standby, t.Name)
-	c.running[t.Name] = r
-	c.convs[t.Name] = r.conv // the promoted stream's state is the target's now
+	if c.running[name] == r {
+		c.convs[name] = r.conv // the promoted stream's state is the target's now
+	}
 	c.mu.Unlock()
-	c.m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak).Inc()
-	c.log.Info("handover: rows the previous owner stored skipped", "target", t.Name, "samples", samples, "events", events)
-	return true
+	c.log.Info("handover: standby promoted, rows the previous owner stored skipped", "target", name, "epoch", epoch,
+		"samples", samples, "events", events)
+	s, err := r.loop.WaitSynced(r.ctx)
+	switch discarded := r.loop.DiscardedUpTo(); {
+	case err != nil:
+		c.log.Warn("handover: stopped before a stream synced", "target", name)
+	case s.Point > stored:
+		// The announced stream dropped after the old owner's last look
+		// (or no stream was announced: the lease expired); the stream
+		// that replaced it started past what the old owner stored.
+		c.log.Warn("handover: break-before-make: values superseded between the previous owner's last stored and this stream's sync point are lost",
+			"target", name, "stored_up_to", stored, "sync_point", s.Point, "session", s.Session)
+	case discarded > stored:
+		c.log.Warn("handover: break-before-make: held rows newer than the previous owner's were let go of past writer.queue_rows",
+			"target", name, "stored_up_to", stored, "discarded_up_to", discarded)
+	default:
+		kind = metrics.HandoverMakeBeforeBreak
+	}
+}
+
+// Phases of a read of the latest table (label phase of LatestReadErrors).
+const (
+	latestSeed    = "seed"    // a loop starts: what is stored is not stored again
+	latestPromote = "promote" // a standby loop is promoted
+)
+
+// latestReadTimeout bounds one read of the latest table.
+const latestReadTimeout = 10 * time.Second
+
+// latestOf reads what the latest table holds of a target (readLatest),
+// retrying with back-off (100 ms up to writer.retry_max, each attempt
+// with a timeout of its own) until it succeeds or ctx ends. phase labels
+// the failures in the logs and latest_read_errors_total.
+func (c *Collector) latestOf(ctx context.Context, name, phase string) ([]storedValue, error) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = 100*time.Millisecond, c.cfg.Writer.RetryMax
+	return backoff.Retry(ctx, func() ([]storedValue, error) {
+		if f := c.o.readLatestFault; f != nil {
+			if err := f(name, phase); err != nil {
+				return nil, err
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, latestReadTimeout)
+		defer cancel()
+		return c.readLatest(rctx, name)
+	}, backoff.WithBackOff(bo), backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, d time.Duration) {
+		c.m.LatestReadErrors.WithLabelValues(phase).Inc()
+		c.log.Warn("latest table not read, retrying", "target", name, "phase", phase, "in", d, "err", err)
+	}))
 }
 
 // drainLeases, at shutdown, hands this collector's targets over
@@ -888,12 +972,12 @@ func (c *Collector) drainLeases() {
 		}
 		for _, name := range sortedKeys(c.held) {
 			if _, busy := c.handoffs[name]; busy {
-				c.renewHandingOver(ctx, name, c.held[name])
+				c.renew(ctx, name, c.held[name])
 				continue
 			}
 			if succ, ok := c.successorReady(name, lease.Owner(members, name)); ok {
 				c.startHandOver(name, metrics.HandoverMakeBeforeBreak, succ)
-				c.renewHandingOver(ctx, name, c.held[name])
+				c.renew(ctx, name, c.held[name])
 				continue
 			}
 			c.renew(ctx, name, c.held[name])
@@ -911,6 +995,12 @@ func (c *Collector) drainLeases() {
 type handoff struct {
 	done     chan struct{}
 	released bool // the lease was released (written before done closes)
+	// releasing, under mu, is set before the lease is released: from
+	// then on the renewals leave the lease alone (a renewal the database
+	// ran after the release would take the released lease back until
+	// leases.ttl). A renewal holds mu for its database call.
+	mu        sync.Mutex
+	releasing bool
 }
 
 // startHandOver runs handOver for name in a goroutine of its own, unless
@@ -925,7 +1015,7 @@ func (c *Collector) startHandOver(name, kind string, succ ready) {
 	go func() {
 		defer c.wakeHandover()
 		defer close(h.done)
-		h.released = c.handOver(c.hctx, name, kind, succ)
+		h.released = c.handOver(c.hctx, h, name, kind, succ)
 	}()
 }
 
@@ -966,7 +1056,7 @@ func (c *Collector) waitHandoffs() {
 // announced a newer one meanwhile: then nothing is stopped and handOver
 // returns false (the next announcement starts another handover).
 // Every database call has its own timeout.
-func (c *Collector) handOver(ctx context.Context, name, kind string, succ ready) bool {
+func (c *Collector) handOver(ctx context.Context, h *handoff, name, kind string, succ ready) bool {
 	c.mu.Lock()
 	r := c.running[name]
 	c.mu.Unlock()
@@ -988,13 +1078,18 @@ func (c *Collector) handOver(ctx context.Context, name, kind string, succ ready)
 	delete(c.running, name)
 	c.mu.Unlock()
 	if r != nil {
-		r.cancel()
-		<-r.done
+		r.stop()
+	}
+	if c.o.handedOff != nil {
+		c.o.handedOff(name)
 	}
 	wctx, cancel := context.WithTimeout(ctx, min(c.o.drain, c.cfg.Leases.TTL/2))
 	c.w.WaitTarget(wctx, name)
 	cancel()
 	c.m.SetState(name, "")
+	h.mu.Lock() // waits for a renewal in progress
+	h.releasing = true
+	h.mu.Unlock()
 	dctx, cancel := c.dbCtx(ctx)
 	defer cancel()
 	if err := c.lm.Release(dctx, name); err != nil {
@@ -1038,11 +1133,13 @@ func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int6
 	// A loop ends when stopped (cancel), not with ctx: a draining
 	// collector streams on until its targets' new owners stream.
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &running{t: t, epoch: epoch, conv: conv, cancel: cancel, done: make(chan struct{})}
+	r := &running{t: t, epoch: epoch, conv: conv, ctx: lctx, cancel: cancel, seeded: make(chan struct{}),
+		done: make(chan struct{})}
 	opts := []target.Option{target.WithCollector(c.cfg.ID, epoch),
 		target.WithBatch(c.cfg.Writer.BatchRows, c.cfg.Writer.BatchInterval),
 		target.WithMetrics(c.m), target.WithLogger(c.log),
-		target.WithBackoff(c.o.backoff[0], c.o.backoff[1]), target.WithObserver(c.o.observe)}
+		target.WithBackoff(c.o.backoff[0], c.o.backoff[1]), target.WithObserver(c.o.observe),
+		target.WithDialOptions(c.o.dialOpts...)}
 	if standby {
 		// The owner stores what this loop holds until it is promoted;
 		// its sync wakes the reconcile loop to announce it.
@@ -1058,6 +1155,7 @@ func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int6
 		if err := c.seed(lctx, t.Name, conv); err != nil {
 			return
 		}
+		close(r.seeded)
 		r.loop.Run(lctx)
 	}()
 	return r
@@ -1076,21 +1174,12 @@ const seedSQL = `SELECT l.series_id, l.ts, coalesce(l.v_int, 0), s.path FROM lat
 // converter, so values the switch sends again are not stored twice. It
 // retries until the database answers or ctx ends.
 func (c *Collector) seed(ctx context.Context, name string, conv *rows.Converter) error {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval = 200*time.Millisecond, c.cfg.Writer.RetryMax
-	for {
-		err := c.seedOnce(ctx, name, conv)
-		if err == nil {
-			break
-		}
-		c.log.Warn("target waits for the database", "target", name, "err", err)
-		t := time.NewTimer(bo.NextBackOff())
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
+	latest, err := c.latestOf(ctx, name, latestSeed)
+	if err != nil {
+		return err
+	}
+	for _, s := range latest {
+		conv.Seed(s.id, s.ts, s.v, s.isCounter)
 	}
 	c.mu.Lock()
 	for id, s := range c.seeds[name] {
@@ -1101,19 +1190,23 @@ func (c *Collector) seed(ctx context.Context, name string, conv *rows.Converter)
 	return nil
 }
 
-func (c *Collector) seedOnce(ctx context.Context, name string, conv *rows.Converter) error {
-	return c.readLatest(ctx, name, conv.Seed)
+// storedValue is what the latest table holds of a series: its id, the
+// timestamp rounded up within its microsecond (what PostgreSQL keeps;
+// anything in the same microsecond is the stored value), the integer value
+// and whether the series is a counter.
+type storedValue struct {
+	id, ts    int64
+	v         uint64
+	isCounter bool
 }
 
-// readLatest calls f with what the latest table holds of each series of a
-// target: the id, the timestamp rounded up within its microsecond (what
-// PostgreSQL keeps; anything in the same microsecond is the stored value),
-// the integer value and whether the series is a counter.
-func (c *Collector) readLatest(ctx context.Context, name string, f func(id, ts int64, v uint64, isCounter bool)) error {
+// readLatest reads what the latest table holds of each series of a target.
+func (c *Collector) readLatest(ctx context.Context, name string) ([]storedValue, error) {
 	rs, err := c.pool.Query(ctx, seedSQL, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []storedValue
 	var id, v int64
 	var ts time.Time
 	var path string
@@ -1124,10 +1217,10 @@ func (c *Collector) readLatest(ctx context.Context, name string, f func(id, ts i
 				counter = true
 			}
 		}
-		f(id, ts.UnixNano()/1000*1000+999, uint64(v), counter)
+		out = append(out, storedValue{id: id, ts: ts.UnixNano()/1000*1000 + 999, v: uint64(v), isCounter: counter})
 		return nil
 	})
-	return err
+	return out, err
 }
 
 // stopAll stops every loop (each hands its last batch to the writer).
@@ -1146,7 +1239,7 @@ func (c *Collector) stopAll(_ map[string]bool) {
 		r.cancel()
 	}
 	for _, r := range rs {
-		<-r.done
+		r.wait()
 	}
 }
 

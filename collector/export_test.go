@@ -1,9 +1,28 @@
 package collector
 
+import "google.golang.org/grpc"
+
 // WithReadLatestFault calls f before each read of the latest table on a
 // standby's promotion; an error fails that read.
 func WithReadLatestFault(f func(target string) error) Option {
-	return func(o *options) { o.readLatestFault = f }
+	return func(o *options) {
+		o.readLatestFault = func(target, phase string) error {
+			if phase != latestPromote {
+				return nil
+			}
+			return f(target)
+		}
+	}
+}
+
+// WithHandedOff calls f when a handover of target has stopped the loop,
+// before it releases the lease; the handover waits for f.
+func WithHandedOff(f func(target string)) Option { return func(o *options) { o.handedOff = f } }
+
+// WithDialOptions adds gRPC dial options to the targets' connections (a
+// test's interceptors).
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOpts = append(o.dialOpts, opts...) }
 }
 
 // ReadyOf is the announcement the collector holds of a collector ready to

@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
@@ -40,60 +45,6 @@ func waitLastRound(t testing.TB, pool *pgxpool.Pool, p *publisher) {
 		}
 		return true, ""
 	})
-}
-
-// TestFailedPromotionLosesNothing: the collector taking a target over
-// (make-before-break, a drains) cannot read the latest table the first
-// time it promotes its standby stream. It retries: the standby is promoted
-// all the same, and every round the switch published is stored exactly
-// once.
-func TestFailedPromotionLosesNothing(t *testing.T) {
-	pool, dsn := newDB(t)
-	sw := switchtest.Start(t, "sw-promote")
-	p := newPublisher(sw, "n1-n2")
-	p.round()
-	a := start(t, leaseConfig(t, dsn, "collector-a", sw))
-	waitFor(t, 30*time.Second, "a streaming", func() (bool, string) {
-		return fmt.Sprint(a.Running()) == "[sw-promote]" && allStreaming(a), fmt.Sprint(a.Metrics().TargetStates())
-	})
-	var reads atomic.Int64
-	b := start(t, leaseConfig(t, dsn, "collector-b", sw), collector.WithReadLatestFault(func(string) error {
-		if reads.Add(1) == 1 {
-			return errors.New("injected: latest table not readable")
-		}
-		return nil
-	}))
-	pu := startPump([]*publisher{p}, 10*time.Millisecond)
-	defer pu.stop()
-	waitFor(t, 30*time.Second, "rows flowing", func() (bool, string) { return samplesOf(t, pool, sw.Name) > 20, "" })
-
-	a.stop(t) // drain: b becomes the owner and promotes its standby stream
-	waitFor(t, 30*time.Second, "b to take the target", func() (bool, string) {
-		return fmt.Sprint(b.Running()) == "[sw-promote]" && allStreaming(b), fmt.Sprint(b.Metrics().TargetStates())
-	})
-	base := samplesOf(t, pool, sw.Name)
-	waitFor(t, 30*time.Second, "rounds stored from b", func() (bool, string) {
-		n := samplesOf(t, pool, sw.Name) - base
-		return n >= int64(5*len(p.paths)), fmt.Sprintf("%d more samples", n)
-	})
-	pu.stop()
-	waitLastRound(t, pool, p)
-	b.stop(t)
-
-	if got := reads.Load(); got < 2 {
-		t.Errorf("latest table read %d times on promotion, want a failure and a retry", got)
-	}
-	m := b.Metrics()
-	if got := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak)); got != 1 {
-		t.Errorf("b took %v targets make-before-break, want 1", got)
-	}
-	noDuplicates(t, pool)
-	rs := storedRounds(t, pool, p)
-	for _, leaf := range p.paths {
-		if missing := missingRounds(rs[leaf], int(p.n)); len(missing) > 0 {
-			t.Errorf("%s: rounds %v of 1..%d not stored", leaf, missing, p.n)
-		}
-	}
 }
 
 // TestCrashedHolderNoWakeStorm: collector a crashed holding the leases of
@@ -157,21 +108,15 @@ func TestCrashedHolderNoWakeStorm(t *testing.T) {
 // session).
 func TestStaleReadyIgnored(t *testing.T) {
 	pool, dsn := newDB(t)
-	var sw *switchtest.Switch
-	for i := 0; sw == nil; i++ {
-		if name := fmt.Sprintf("sw-stale%d", i); lease.Owner([]string{"collector-a", "collector-b"}, name) == "collector-b" {
-			sw = switchtest.Start(t, name)
-		}
-	}
+	sw := switchOwnedBy(t, "sw-stale", "collector-b", "collector-a", "collector-b")
 	p := newPublisher(sw, "n1-n2")
 	p.round()
 	cfg := leaseConfig(t, dsn, "collector-a", sw)
 	cfg.Leases.TTL = time.Minute // no break-before-make during the test
 	a := start(t, cfg)
-	waitFor(t, 30*time.Second, "a streaming", func() (bool, string) {
-		return fmt.Sprint(a.Running()) == "["+sw.Name+"]" && allStreaming(a), fmt.Sprint(a.Metrics().TargetStates())
-	})
+	waitStreaming(t, a, sw)
 	joinFake(t, pool, "collector-b")
+	waitListening(t, pool, a)
 	notify := func(h lease.Handover) { notifyHandover(t, pool, h) }
 	readyOf := func(want uint64) func() (bool, string) {
 		return func() (bool, string) {
@@ -220,6 +165,17 @@ func notifyHandover(t testing.TB, pool *pgxpool.Pool, h lease.Handover) {
 	}
 }
 
+// waitListening waits until c LISTENs on the handover channel (a message
+// sent before would be lost): its listening connection's last statement.
+func waitListening(t testing.TB, pool *pgxpool.Pool, c *runningCollector) {
+	t.Helper()
+	waitFor(t, 30*time.Second, c.ID()+" to listen", func() (bool, string) {
+		n := count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND query = $2`,
+			"lhcnp-collector "+c.ID(), "LISTEN "+lease.HandoverChannel)
+		return n == 1, ""
+	})
+}
+
 // joinFake makes id a member of the collectors (its heartbeat stays valid
 // for an hour); the test speaks for it (notifyHandover).
 func joinFake(t testing.TB, pool *pgxpool.Pool, id string) {
@@ -264,6 +220,7 @@ func TestSlowHandoverDoesNotStallRenewals(t *testing.T) {
 		}
 		return at
 	}
+	waitListening(t, pool, a)
 	notifyHandover(t, pool, lease.Handover{Target: move.Name, Ready: "collector-b", Session: 1, SyncPoint: p.ts0 + 30*int64(time.Millisecond)})
 	waitFor(t, 10*time.Second, "a to hear b's announcement", func() (bool, string) {
 		_, session, _ := a.ReadyOf(move.Name)
@@ -293,7 +250,15 @@ func TestSlowHandoverDoesNotStallRenewals(t *testing.T) {
 	if got := testutil.ToFloat64(a.Metrics().LeaseRenewals.WithLabelValues("error")); got != 0 {
 		t.Errorf("%v lease renewals failed", got)
 	}
-	waitLastRound(t, pool, p)
+	// a stored every round before b's sync point (round 30); the values at
+	// it are in b's initial sync. (The switch sends a round as a
+	// notification per leaf: a may stop after the first leaf of round 30.)
+	rs := storedRounds(t, pool, p)
+	for _, leaf := range p.paths {
+		if missing := missingRounds(rs[leaf], 29); len(missing) > 0 {
+			t.Errorf("%s: rounds %v of 1..29 not stored by a", leaf, missing)
+		}
+	}
 	noDuplicates(t, pool)
 	// b leaves: a, alone, drains at once.
 	if _, err := pool.Exec(context.Background(), `DELETE FROM collectors WHERE id = 'collector-b'`); err != nil {
@@ -434,4 +399,271 @@ func startSwitches(t testing.TB, prefix string, n int) ([]*switchtest.Switch, []
 		pubs[i].round()
 	}
 	return sws, pubs
+}
+
+// TestFailedPromotionLosesNothing: the collector taking a target over
+// (b, as a drains) cannot read the latest table when it promotes its
+// standby stream: once, or more often than the four tries a promotion once
+// had (after which it dropped its standby stream, and the values replaced
+// before a fresh stream synced were lost). It retries for as long as it
+// holds the lease, its standby stream holding the rows meanwhile; once
+// the table answers, the standby is promoted and every round the switch
+// published throughout is stored exactly once. The failed reads are
+// counted (latest_read_errors_total{phase="promote"}) and the handover is
+// make-before-break on both sides.
+func TestFailedPromotionLosesNothing(t *testing.T) {
+	for _, tt := range []struct {
+		desc     string
+		failures int64
+	}{
+		{"the first read fails", 1},
+		{"six reads fail", 6},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			pool, dsn := newDB(t)
+			sw := switchOwnedBy(t, "sw-promote", "collector-a", "collector-a", "collector-b") // a keeps it until it drains
+			p := newPublisher(sw, "n1-n2")
+			p.round()
+			a := start(t, leaseConfig(t, dsn, "collector-a", sw))
+			waitStreaming(t, a, sw)
+			// The last failing read waits for the test to look at b.
+			var reads atomic.Int64
+			failing, resume := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			release := func() { once.Do(func() { close(resume) }) }
+			b := start(t, leaseConfig(t, dsn, "collector-b", sw), collector.WithReadLatestFault(func(string) error {
+				switch n := reads.Add(1); {
+				case n == tt.failures:
+					close(failing)
+					<-resume
+					fallthrough
+				case n < tt.failures:
+					return errors.New("injected: latest table not readable")
+				}
+				return nil
+			}))
+			t.Cleanup(release)
+			pu := startPump([]*publisher{p}, 10*time.Millisecond)
+			defer pu.stop()
+			waitFor(t, 30*time.Second, "rows flowing", func() (bool, string) { return samplesOf(t, pool, sw.Name) > 20, "" })
+			// b is a member before a drains (else a, alone, stops at once and
+			// b takes a free lease: no standby to promote).
+			waitFor(t, 30*time.Second, "b to join", func() (bool, string) {
+				return count(t, pool, `SELECT count(*) FROM collectors WHERE id = 'collector-b'`) == 1, ""
+			})
+
+			a.stop(t) // drain: b takes the lease and promotes its standby stream
+			select {
+			case <-failing:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("b did not fail %d reads of the latest table within 30 s: %d reads", tt.failures, reads.Load())
+			}
+			if got, want := fmt.Sprint(b.Running()), "["+sw.Name+"]"; got != want {
+				t.Errorf("b runs %s while its promotion retries, want %s (the lease is b's)", got, want)
+			}
+			if st := b.Metrics().TargetStates()[sw.Name]; st != "standby" {
+				t.Errorf("%s is %q on b while its promotion retries, want standby (rows held)", sw.Name, st)
+			}
+			if n := count(t, pool, `SELECT count(*) FROM leases WHERE target = $1 AND owner = 'collector-b' AND expires_at > now()`, sw.Name); n != 1 {
+				t.Errorf("b does not hold the lease of %s while its promotion retries", sw.Name)
+			}
+			release()
+			waitStreaming(t, b, sw)
+			m := b.Metrics()
+			waitTaken(t, b)
+			base := samplesOf(t, pool, sw.Name)
+			waitFor(t, 30*time.Second, "rounds stored from b", func() (bool, string) {
+				n := samplesOf(t, pool, sw.Name) - base
+				return n >= int64(5*len(p.paths)), fmt.Sprintf("%d more samples", n)
+			})
+			pu.stop()
+			waitLastRound(t, pool, p)
+			b.stop(t)
+
+			if got := testutil.ToFloat64(m.LatestReadErrors.WithLabelValues("promote")); got != float64(tt.failures) {
+				t.Errorf("%v failed reads of the latest table counted on promotion, want %d", got, tt.failures)
+			}
+			if got := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak)); got != 1 {
+				t.Errorf("b took %v targets make-before-break, want 1", got)
+			}
+			if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak)); got != 1 {
+				t.Errorf("a gave %v targets make-before-break, want 1", got)
+			}
+			noDuplicates(t, pool)
+			rs := storedRounds(t, pool, p)
+			for _, leaf := range p.paths {
+				if missing := missingRounds(rs[leaf], int(p.n)); len(missing) > 0 {
+					t.Errorf("%s: rounds %v of 1..%d not stored", leaf, missing, p.n)
+				}
+			}
+		})
+	}
+}
+
+// waitTaken waits until c has counted one takeover (of either kind).
+func waitTaken(t testing.TB, c *runningCollector) {
+	t.Helper()
+	m := c.Metrics()
+	waitFor(t, 30*time.Second, c.ID()+" to count the takeover", func() (bool, string) {
+		mbb := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak))
+		bbm := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", metrics.HandoverBreakBeforeMake))
+		return mbb+bbm == 1, fmt.Sprintf("taken %v make-before-break, %v break-before-make", mbb, bbm)
+	})
+}
+
+// streamCutter is a gRPC client interceptor that cuts a collector's
+// streams on demand and refuses new ones until allowed: the collector's
+// path to the switch breaks, while other clients' stays up.
+type streamCutter struct {
+	mu      sync.Mutex
+	refuse  bool
+	cancels []context.CancelFunc
+}
+
+func (c *streamCutter) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+	streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	c.mu.Lock()
+	if c.refuse {
+		c.mu.Unlock()
+		return nil, status.Error(codes.Unavailable, "injected: the switch cannot be reached")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c.cancels = append(c.cancels, cancel)
+	c.mu.Unlock()
+	return streamer(ctx, desc, cc, method, opts...)
+}
+
+// cut breaks the streams open and refuses new ones.
+func (c *streamCutter) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refuse = true
+	for _, cancel := range c.cancels {
+		cancel()
+	}
+	c.cancels = nil
+}
+
+// allow lets new streams through again.
+func (c *streamCutter) allow() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refuse = false
+}
+
+// TestStandbyDropAfterFinalCheck: the stream a collector announced on
+// standby (b's) drops just after the owner (a) took its last look at the
+// announcement — a has stopped its own stream and is about to release the
+// lease. b takes the lease and promotes its loop all the same, and judges
+// the junction from the stream it streams next: when the switch published
+// nothing meanwhile, that stream syncs at or before the newest value a
+// stored, nothing is lost, and b counts the takeover make-before-break;
+// when the switch published three rounds meanwhile, b's next stream
+// re-syncs with the last of them (stored), the two before it are in
+// neither stream, and b counts a break-before-make. a, which could not
+// see the drop, counts what it saw: make-before-break.
+func TestStandbyDropAfterFinalCheck(t *testing.T) {
+	for _, tt := range []struct {
+		desc     string
+		gap      int // rounds published while neither collector streams
+		wantKind string
+	}{
+		{"nothing published meanwhile", 0, metrics.HandoverMakeBeforeBreak},
+		{"three rounds published meanwhile", 3, metrics.HandoverBreakBeforeMake},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			pool, dsn := newDB(t)
+			sw := switchOwnedBy(t, "sw-drop", "collector-b", "collector-a", "collector-b")
+			p := newPublisher(sw, "n1-n2")
+			p.round()
+			stopped, resume := make(chan struct{}), make(chan struct{})
+			cfg := leaseConfig(t, dsn, "collector-a", sw)
+			cfg.Leases.TTL = time.Minute // no lease expires during the test
+			a := start(t, cfg, collector.WithHandedOff(func(string) {
+				close(stopped)
+				<-resume
+			}))
+			waitStreaming(t, a, sw)
+			for range 4 {
+				p.round()
+			}
+			waitLastRound(t, pool, p)
+			cut := &streamCutter{}
+			cfg = leaseConfig(t, dsn, "collector-b", sw)
+			cfg.Leases.TTL = time.Minute
+			b := start(t, cfg, collector.WithDialOptions(grpc.WithStreamInterceptor(cut.intercept)))
+			select {
+			case <-stopped:
+			case <-time.After(30 * time.Second):
+				t.Fatal("a did not hand the target over within 30 s")
+			}
+			// a has checked b's announcement and stopped its stream: b's
+			// stream drops now, and the switch publishes while neither
+			// streams.
+			cut.cut()
+			waitFor(t, 10*time.Second, "b's stream to drop", func() (bool, string) {
+				st := b.Metrics().TargetStates()[sw.Name]
+				return st == "backoff" || st == "connecting", st
+			})
+			last := int(p.n)
+			for range tt.gap {
+				p.round()
+			}
+			close(resume)
+			waitFor(t, 30*time.Second, "b to take the lease", func() (bool, string) {
+				n := count(t, pool, `SELECT count(*) FROM leases WHERE target = $1 AND owner = 'collector-b' AND expires_at > now()`, sw.Name)
+				return n == 1 && fmt.Sprint(b.Running()) == "["+sw.Name+"]", fmt.Sprint(b.Running())
+			})
+			cut.allow()
+			m := b.Metrics()
+			waitTaken(t, b)
+			for range 3 {
+				p.round()
+			}
+			waitLastRound(t, pool, p)
+			a.stop(t)
+			b.stop(t)
+
+			if got := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", tt.wantKind)); got != 1 {
+				t.Errorf("b took the target %v times as %s, want 1", got, tt.wantKind)
+			}
+			if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak)); got != 1 {
+				t.Errorf("a gave %v targets make-before-break, want 1", got)
+			}
+			noDuplicates(t, pool)
+			var want []int // the rounds superseded in the gap, in neither stream
+			for r := last + 1; r < last+tt.gap; r++ {
+				want = append(want, r)
+			}
+			rs := storedRounds(t, pool, p)
+			for _, leaf := range p.paths {
+				if d := cmp.Diff(want, missingRounds(rs[leaf], int(p.n))); d != "" {
+					t.Errorf("%s: rounds not stored (-want +got):\n%s", leaf, d)
+				}
+			}
+		})
+	}
+}
+
+// switchOwnedBy starts a switch named prefix0, prefix1, ... : the first
+// that rendezvous hashing gives owner among members.
+func switchOwnedBy(t testing.TB, prefix, owner string, members ...string) *switchtest.Switch {
+	t.Helper()
+	for i := 0; ; i++ {
+		if name := fmt.Sprintf("%s%d", prefix, i); lease.Owner(members, name) == owner {
+			return switchtest.Start(t, name)
+		}
+	}
+}
+
+// waitStreaming waits until c runs exactly sws, all streaming.
+func waitStreaming(t testing.TB, c *runningCollector, sws ...*switchtest.Switch) {
+	t.Helper()
+	var want []string
+	for _, sw := range sws {
+		want = append(want, sw.Name)
+	}
+	waitFor(t, 30*time.Second, c.ID()+" streaming "+fmt.Sprint(want), func() (bool, string) {
+		return fmt.Sprint(c.Running()) == fmt.Sprint(want) && allStreaming(c), fmt.Sprint(c.Metrics().TargetStates())
+	})
 }

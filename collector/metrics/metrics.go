@@ -41,6 +41,9 @@ const (
 	HandoverMakeBeforeBreak = "make_before_break"
 	// HandoverBreakBeforeMake: the old owner stopped first (its successor
 	// did not sync within leases.ttl, or a lease expired).
+	// A collector taking a target over judges its side from what the
+	// previous owner stored: break-before-make when its stream synced past
+	// it (an announced stream dropped after the old owner's last look).
 	HandoverBreakBeforeMake = "break_before_make"
 )
 
@@ -72,7 +75,9 @@ type Metrics struct {
 	Handovers     *prometheus.CounterVec // direction (given, taken), kind
 	// StandbyDiscarded: rows a standby loop (a collector waiting to take a
 	// target over) let go of past writer.queue_rows, oldest first. Not a
-	// loss: the collector that still owns the target stores them.
+	// loss: the collector that still owns the target stores them (should
+	// one be newer than what it stored when the lease moves, the takeover
+	// counts as break-before-make).
 	StandbyDiscarded prometheus.Counter
 	// StandbyRows: rows the standby loops hold now (at most
 	// writer.queue_rows together).
@@ -83,6 +88,10 @@ type Metrics struct {
 	// LeaseRenewals: lease renewals by result (renewed, lost, error: the
 	// database did not answer; the lease is kept, the fencing guards it).
 	LeaseRenewals *prometheus.CounterVec
+	// LatestReadErrors: reads of the latest table that failed and are
+	// retried, by phase (seed: a loop starts; promote: a standby loop is
+	// promoted, retried for as long as the lease is held).
+	LatestReadErrors *prometheus.CounterVec
 
 	mu     sync.Mutex
 	states map[string]string
@@ -135,11 +144,14 @@ func New() *Metrics {
 			Help: "Handover Ready messages sent by this collector's standby streams."}),
 		LeaseRenewals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "lease_renewals_total",
 			Help: "Lease renewals by result (renewed; lost: another collector owns the target; error: the database did not answer, the lease is kept)."}, []string{"result"}),
+		LatestReadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "latest_read_errors_total",
+			Help: "Reads of the latest table that failed and are retried, by phase (seed: a target's loop starts; promote: a standby stream is promoted after its lease was taken)."}, []string{"phase"}),
 		states: map[string]string{},
 	}
 	m.Registry.MustRegister(m.TargetState, m.Notifications, m.Resubscribes, m.RowsWritten, m.Batches,
 		m.DeadLetters, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
 		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers, m.StandbyDiscarded, m.StandbyRows, m.ReadyAnnounced, m.LeaseRenewals,
+		m.LatestReadErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropDuplicate} {
 		m.DroppedRows.WithLabelValues(r)

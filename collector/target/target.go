@@ -56,6 +56,7 @@ type Loop struct {
 	backoff   func() *backoff.ExponentialBackOff
 	observe   func(target string, r *gnmi.SubscribeResponse)
 	onSync    func()
+	dialOpts  []grpc.DialOption
 
 	mu      sync.Mutex
 	lastErr error
@@ -68,6 +69,9 @@ type Loop struct {
 	held     []*rows.Batch
 	heldRows int
 	budget   *StandbyBudget
+	// discardedTS is the newest sample timestamp of the held batches let
+	// go of past the budget (under bmu).
+	discardedTS int64
 	// lastRows is the size of the last batch sent (under bmu): the next
 	// one starts with room for a little more, so a busy target's batch is
 	// not grown by copying, and an idle one's is not the size of a full
@@ -76,15 +80,23 @@ type Loop struct {
 
 	standby atomic.Bool // written under bmu
 	// sync is the current stream's once it reached its sync_response (nil
-	// while none has: connecting, syncing, in back-off); sessions counts
-	// the streams started.
+	// while none has: connecting, syncing, in back-off), written under
+	// smu; syncWait, under smu, is closed when a stream next syncs
+	// (WaitSynced); sessions counts the streams started.
+	smu      sync.Mutex
 	sync     atomic.Pointer[Sync]
+	syncWait *syncWaiter
 	sessions atomic.Uint64
-	// lastTS is the newest notification timestamp received (any stream),
-	// syncTS the newest one before the current stream's sync_response
-	// (its sync point); waiter is a WaitReceived in progress.
-	lastTS, syncTS atomic.Int64
-	waiter         atomic.Pointer[tsWaiter]
+	// lastTS is the newest notification timestamp received (any stream);
+	// waiter is a WaitReceived in progress.
+	lastTS atomic.Int64
+	waiter atomic.Pointer[tsWaiter]
+}
+
+// syncWaiter is closed by the next stream to sync, which it records.
+type syncWaiter struct {
+	s  Sync
+	ch chan struct{}
 }
 
 type tsWaiter struct {
@@ -104,6 +116,7 @@ type options struct {
 	observe   func(target string, r *gnmi.SubscribeResponse)
 	standby   *StandbyBudget
 	onSync    func()
+	dialOpts  []grpc.DialOption
 }
 
 // StandbyBudget bounds the rows the standby loops sharing it hold
@@ -175,6 +188,12 @@ func WithStandby(budget *StandbyBudget) Option { return func(o *options) { o.sta
 // that had ends.
 func WithOnSync(f func()) Option { return func(o *options) { o.onSync = f } }
 
+// WithDialOptions adds gRPC dial options to the target's connections
+// (after the transport credentials): keepalive parameters, interceptors.
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOpts = append(o.dialOpts, opts...) }
+}
+
 // New returns the loop of target t, converting with conv (whose state
 // survives reconnects) and sending batches to sink.
 func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop {
@@ -188,7 +207,7 @@ func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop
 	}
 	l := &Loop{t: t, conv: conv, sink: sink, collector: o.collector, epoch: o.epoch, batchRows: o.batchRows,
 		every: o.every, m: o.m, log: o.log.With("target", t.Name), observe: o.observe, budget: o.standby,
-		onSync: o.onSync}
+		onSync: o.onSync, dialOpts: o.dialOpts}
 	l.standby.Store(o.standby != nil)
 	l.backoff = func() *backoff.ExponentialBackOff {
 		b := backoff.NewExponentialBackOff()
@@ -220,6 +239,50 @@ func (l *Loop) Synced() (s Sync, ok bool) {
 	return Sync{}, false
 }
 
+// WaitSynced returns the Sync of the current stream, or waits until a
+// stream reaches its sync_response (or ctx ends).
+func (l *Loop) WaitSynced(ctx context.Context) (Sync, error) {
+	l.smu.Lock()
+	if p := l.sync.Load(); p != nil {
+		l.smu.Unlock()
+		return *p, nil
+	}
+	if l.syncWait == nil {
+		l.syncWait = &syncWaiter{ch: make(chan struct{})}
+	}
+	w := l.syncWait
+	l.smu.Unlock()
+	select {
+	case <-w.ch:
+		// That stream may have dropped since: it was up from its sync
+		// point on.
+		return w.s, nil
+	case <-ctx.Done():
+		return Sync{}, ctx.Err()
+	}
+}
+
+// setSync records the current stream's Sync (nil: no stream is synced),
+// waking WaitSynced on a sync.
+func (l *Loop) setSync(s *Sync) (had bool) {
+	l.smu.Lock()
+	defer l.smu.Unlock()
+	if s != nil && l.syncWait != nil {
+		l.syncWait.s = *s
+		close(l.syncWait.ch)
+		l.syncWait = nil
+	}
+	return l.sync.Swap(s) != nil
+}
+
+// DiscardedUpTo is the newest sample timestamp of the batches the loop
+// let go of on standby past its budget (0: none).
+func (l *Loop) DiscardedUpTo() int64 {
+	l.bmu.Lock()
+	defer l.bmu.Unlock()
+	return l.discardedTS
+}
+
 // LastReceived is the newest notification timestamp received.
 func (l *Loop) LastReceived() int64 { return l.lastTS.Load() }
 
@@ -245,11 +308,8 @@ func (l *Loop) WaitReceived(ctx context.Context, ts int64) error {
 }
 
 // received records the timestamp of a notification received.
-func (l *Loop) received(ts int64, syncing bool) {
-	// Only the receiving goroutine writes these.
-	if syncing && ts > l.syncTS.Load() {
-		l.syncTS.Store(ts)
-	}
+func (l *Loop) received(ts int64) {
+	// Only the receiving goroutine writes lastTS.
 	if ts <= l.lastTS.Load() {
 		return
 	}
@@ -354,8 +414,9 @@ func (l *Loop) Run(ctx context.Context) {
 	}
 }
 
-// Dial opens a client connection to a target.
-func Dial(t config.Target) (*grpc.ClientConn, error) {
+// Dial opens a client connection to a target; opts come after the
+// transport credentials.
+func Dial(t config.Target, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	var creds credentials.TransportCredentials
 	switch {
 	case t.Insecure:
@@ -378,14 +439,14 @@ func Dial(t config.Target) (*grpc.ClientConn, error) {
 		}
 		creds = credentials.NewTLS(tc)
 	}
-	return grpc.NewClient(t.Address, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	return grpc.NewClient(t.Address, append([]grpc.DialOption{grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20))}, opts...)...)
 }
 
 // session runs one Subscribe stream; synced reports whether it got as far
 // as its sync_response.
 func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced bool, err error) {
-	conn, err := Dial(l.t)
+	conn, err := Dial(l.t, l.dialOpts...)
 	if err != nil {
 		return false, err
 	}
@@ -412,10 +473,12 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 	}
 	l.m.Resubscribes.WithLabelValues(l.t.Name).Inc()
 	session := l.sessions.Add(1)
-	l.syncTS.Store(0)
+	// syncPoint is the newest timestamp received before the stream's
+	// sync_response.
+	var syncPoint int64
 	defer func() {
 		// The stream is gone: nobody may count on it any more.
-		if l.sync.Swap(nil) != nil && l.onSync != nil {
+		if l.setSync(nil) && l.onSync != nil {
 			l.onSync()
 		}
 	}()
@@ -476,7 +539,11 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 		}
 		if u, ok := r.GetResponse().(*gnmi.SubscribeResponse_Update); ok {
 			notes.Inc()
-			l.received(u.Update.GetTimestamp(), !synced)
+			ts := u.Update.GetTimestamp()
+			if !synced {
+				syncPoint = max(syncPoint, ts)
+			}
+			l.received(ts)
 		}
 		if l.observe != nil {
 			l.observe(l.t.Name, r)
@@ -494,7 +561,7 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 		}
 		if nowSynced {
 			synced = true
-			l.sync.Store(&Sync{Session: session, Point: l.syncTS.Load()})
+			l.setSync(&Sync{Session: session, Point: syncPoint})
 			l.setErr(nil)
 			if l.standby.Load() {
 				l.m.SetState(l.t.Name, "standby")
@@ -539,6 +606,8 @@ func (l *Loop) flushLocked(b *rows.Batch) {
 		for l.budget.over() && len(l.held) > 1 {
 			old := l.held[0]
 			l.held, l.heldRows = l.held[1:], l.heldRows-old.Rows()
+			_, last := old.TSRange()
+			l.discardedTS = max(l.discardedTS, last)
 			l.budget.add(-old.Rows())
 			l.m.StandbyDiscarded.Add(float64(old.Rows()))
 		}
