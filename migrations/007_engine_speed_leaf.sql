@@ -51,21 +51,41 @@ BEGIN
     END LOOP;
 END $$;
 
--- The speed of a target at an instant: its engine-speed leaf at or before
--- it, else the leaf's first value (the rows of a bucket that starts before
--- the switch's first publication, e.g. notifications_per_second's whole
--- seconds), else its value in latest (a switch publishes its speed once per
--- subscription: past the retention, the partition holding that sample is
--- gone while the switch still runs at that speed), else 1. A value that is not a positive number (a deleted leaf,
--- a bogus switch) is skipped: the views divide by the speed. A set-returning
--- SQL function so that the planner inlines it into the views' LATERAL
--- joins, as it does lhcnp_leaf_at: index lookups, no function call per row.
+-- The speed of a target at an instant: the newest valid value of its
+-- engine-speed leaf at or before it (from latest when that is the newest
+-- value, the usual case of data after the last publication: one primary-key
+-- lookup; else from samples), else the leaf's first valid value (the rows
+-- of a bucket that starts before the switch's first publication, e.g.
+-- notifications_per_second's whole seconds), else its value in latest (a
+-- switch publishes its speed once per subscription: past the retention, the
+-- partition holding that sample is gone while the switch still runs at that
+-- speed), else 1. A value that is not a positive number (a deleted leaf, a
+-- bogus switch) is skipped, the previous valid one read instead: the views
+-- divide by the speed. A set-returning SQL function so that the planner
+-- inlines it into the views' LATERAL joins, as it does lhcnp_leaf_at: index
+-- lookups, no function call per row; PARALLEL SAFE (it only reads), or the
+-- views lose their parallel plans.
 CREATE FUNCTION lhcnp_speed_of(p_target text, p_at timestamptz) RETURNS TABLE (speed double precision)
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT COALESCE(
-        (SELECT l.value_num::double precision
-         FROM lhcnp_leaf_at(p_target, '{}', '/lhcnp/global/state/engine-speed', p_at) l
-         WHERE l.value_num > 0 AND l.value_num < 'Infinity'),
+        (SELECT COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric)::double precision
+         FROM latest x
+         WHERE x.series_id = (SELECT k.id FROM series k
+                              WHERE k.target = p_target AND k.keys = '{}' AND k.schema_path = '/lhcnp/global/state/engine-speed')
+           AND x.ts <= p_at
+           AND x.flags & 2 = 0
+           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) > 0
+           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) < 'Infinity'),
+        (SELECT COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric)::double precision
+         FROM samples x
+         WHERE x.series_id = (SELECT k.id FROM series k
+                              WHERE k.target = p_target AND k.keys = '{}' AND k.schema_path = '/lhcnp/global/state/engine-speed')
+           AND x.ts <= p_at
+           AND x.flags & 2 = 0
+           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) > 0
+           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) < 'Infinity'
+         ORDER BY x.ts DESC
+         LIMIT 1),
         (SELECT COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric)::double precision
          FROM samples x
          WHERE x.series_id = (SELECT k.id FROM series k
@@ -93,7 +113,7 @@ COMMENT ON FUNCTION lhcnp_speed_of(text, timestamptz) IS
 
 -- The same as a scalar, for the tuner and an NMS (schema 6's name).
 CREATE OR REPLACE FUNCTION lhcnp_speed_at(p_target text, p_at timestamptz) RETURNS double precision
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT s.speed FROM lhcnp_speed_of(p_target, p_at) s
 $$;
 COMMENT ON FUNCTION lhcnp_speed_at(text, timestamptz) IS

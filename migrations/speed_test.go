@@ -113,6 +113,12 @@ func TestRatesPerSimulatedSecond(t *testing.T) {
 		}
 		f.add(f.series("bogus", engineSpeed, "", -1), time.Duration(i)*time.Second, v, flags)
 	}
+	// "lapse" published 0.2 after 0.05, then its leaf was deleted: the
+	// last valid value holds, not the first.
+	lapse := f.series("lapse", engineSpeed, "", -1)
+	f.add(lapse, 0, num("0.05"), flagSync)
+	f.add(lapse, time.Second, num("0.2"), 0)
+	f.add(lapse, 2*time.Second, nil, flagDelete)
 	// "old" published 0.25 so long ago that retention dropped the sample:
 	// latest still has it.
 	old := f.series("old", engineSpeed, "", -1)
@@ -133,6 +139,7 @@ func TestRatesPerSimulatedSecond(t *testing.T) {
 	}{
 		{"sim", 0, 0.05}, {"sim", 1999 * ms, 0.05}, {"sim", 2 * time.Second, 0.5}, {"sim", time.Hour, 0.5},
 		{"real", time.Second, 1}, {"bogus", 3 * time.Second, 1}, {"nobody", 0, 1}, {"old", time.Hour, 0.25},
+		{"lapse", 500 * ms, 0.05}, {"lapse", 3 * time.Second, 0.2},
 	} {
 		var got float64
 		if err := f.pool.QueryRow(ctx, `SELECT lhcnp_speed_at($1, $2)`, c.target, at(c.at)).Scan(&got); err != nil || got != c.want {
@@ -153,6 +160,14 @@ func TestRatesPerSimulatedSecond(t *testing.T) {
 			FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attname = $2`, c.view, c.column).Scan(&got)
 		if err != nil || got == nil || *got != c.want {
 			t.Errorf("comment on %s.%s = %v (%v), want %q", c.view, c.column, got, err, c.want)
+		}
+	}
+	// Both speed functions are PARALLEL SAFE: the views keep their
+	// parallel plans.
+	for _, fn := range []string{"lhcnp_speed_of", "lhcnp_speed_at"} {
+		var par string
+		if err := f.pool.QueryRow(ctx, `SELECT proparallel::text FROM pg_proc WHERE proname = $1`, fn).Scan(&par); err != nil || par != "s" {
+			t.Errorf("%s: proparallel %q (%v), want s (safe)", fn, par, err)
 		}
 	}
 	var table *string
