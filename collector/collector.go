@@ -389,7 +389,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	if c.lm != nil {
 		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		for _, t := range sortedKeys(c.held) {
-			if err := c.lm.Release(dctx, t); err != nil {
+			if _, err := c.lm.Release(dctx, t); err != nil {
 				c.log.Warn("lease not released", "target", t, "err", err)
 			}
 		}
@@ -699,6 +699,11 @@ func (c *Collector) renew(ctx context.Context, name string, epoch int64) bool {
 		c.log.Warn("lease not renewed: the database did not answer", "target", name, "epoch", epoch, "err", err)
 		return true
 	case !ok && h != nil:
+		// Gone before the handover released it (a renewal and a release
+		// never overlap: the lock above): expired and taken meanwhile. The
+		// handover's end forgets it.
+		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
+		c.log.Warn("lease lost while handing the target over", "target", name, "epoch", epoch)
 		return false
 	case !ok:
 		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
@@ -1059,7 +1064,21 @@ func (c *Collector) waitHandoffs() {
 func (c *Collector) handOver(ctx context.Context, h *handoff, name, kind string, succ ready) bool {
 	c.mu.Lock()
 	r := c.running[name]
+	promoting := false
+	if r != nil && r.promoted != nil {
+		select {
+		case <-r.promoted:
+		default:
+			promoting = true
+		}
+	}
 	c.mu.Unlock()
+	if promoting && kind == metrics.HandoverMakeBeforeBreak {
+		// Still a standby whose promotion retries: its held rows were
+		// never stored, and stopping it drops them.
+		kind = metrics.HandoverBreakBeforeMake
+		c.log.Warn("handover: the loop is still being promoted; the rows it holds are dropped", "target", name)
+	}
 	if r != nil && kind == metrics.HandoverMakeBeforeBreak {
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.TTL/2)
 		if err := r.loop.WaitReceived(wctx, succ.syncPoint); err != nil {
@@ -1092,11 +1111,20 @@ func (c *Collector) handOver(ctx context.Context, h *handoff, name, kind string,
 	h.mu.Unlock()
 	dctx, cancel := c.dbCtx(ctx)
 	defer cancel()
-	if err := c.lm.Release(dctx, name); err != nil {
+	released, err := c.lm.Release(dctx, name)
+	if err != nil {
 		// Still ours: the next pass tries again (or the lease expires).
 		c.log.Warn("lease not released", "target", name, "err", err)
 		c.targetGone(name)
 		return false
+	}
+	if !released {
+		// Not ours any more (expired and taken meanwhile): no handover
+		// of ours to count.
+		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
+		c.log.Warn("lease not ours any more when handing the target over", "target", name, "kind", kind)
+		c.targetGone(name)
+		return true
 	}
 	if kind != "" {
 		c.m.Handovers.WithLabelValues("given", kind).Inc()

@@ -179,10 +179,11 @@ func (m *Manager) Renew(ctx context.Context, target string, epoch int64) (ok boo
 }
 
 // Release lets another collector take the lease at once, and says so on
-// HandoverChannel.
-func (m *Manager) Release(ctx context.Context, target string) error {
-	_, err := m.pool.Exec(ctx, releaseSQL, target, m.id, HandoverChannel, Handover{Target: target, Released: m.id}.payload())
-	return err
+// HandoverChannel. released is false when the lease was not this
+// collector's any more (it expired and another took it): nothing changed.
+func (m *Manager) Release(ctx context.Context, target string) (released bool, err error) {
+	tag, err := m.pool.Exec(ctx, releaseSQL, target, m.id, HandoverChannel, Handover{Target: target, Released: m.id}.payload())
+	return err == nil && tag.RowsAffected() == 1, err
 }
 
 // Leave removes this collector from the members.
