@@ -124,6 +124,10 @@ type options struct {
 type StandbyBudget struct {
 	max  int64
 	rows atomic.Int64
+	// mu orders the gauge's updates with the counts: loops of different
+	// targets change rows concurrently, and a gauge set from a count read
+	// before another loop's change would keep a stale value.
+	mu sync.Mutex
 }
 
 // NewStandbyBudget returns a budget of maxRows rows (at least 1).
@@ -134,8 +138,13 @@ func NewStandbyBudget(maxRows int) *StandbyBudget {
 // Rows is the number of rows the loops hold now.
 func (b *StandbyBudget) Rows() int64 { return b.rows.Load() }
 
-// add counts n more rows held (n < 0: fewer).
-func (b *StandbyBudget) add(n int) { b.rows.Add(int64(n)) }
+// add counts n more rows held (n < 0: fewer) and sets gauge to the rows
+// held now.
+func (b *StandbyBudget) add(n int, gauge interface{ Set(float64) }) {
+	b.mu.Lock()
+	gauge.Set(float64(b.rows.Add(int64(n))))
+	b.mu.Unlock()
+}
 
 func (b *StandbyBudget) over() bool { return b.rows.Load() > b.max }
 
@@ -587,8 +596,7 @@ func (l *Loop) newBatch() *rows.Batch {
 // the budget (under bmu).
 func (l *Loop) releaseHeldLocked() {
 	if l.budget != nil {
-		l.budget.add(-l.heldRows)
-		l.m.StandbyRows.Set(float64(l.budget.Rows()))
+		l.budget.add(-l.heldRows, l.m.StandbyRows)
 	}
 	l.held, l.heldRows = nil, 0
 }
@@ -602,16 +610,15 @@ func (l *Loop) flushLocked(b *rows.Batch) {
 	if l.standby.Load() {
 		l.held = append(l.held, b)
 		l.heldRows += b.Rows()
-		l.budget.add(b.Rows())
+		l.budget.add(b.Rows(), l.m.StandbyRows)
 		for l.budget.over() && len(l.held) > 1 {
 			old := l.held[0]
 			l.held, l.heldRows = l.held[1:], l.heldRows-old.Rows()
 			_, last := old.TSRange()
 			l.discardedTS = max(l.discardedTS, last)
-			l.budget.add(-old.Rows())
+			l.budget.add(-old.Rows(), l.m.StandbyRows)
 			l.m.StandbyDiscarded.Add(float64(old.Rows()))
 		}
-		l.m.StandbyRows.Set(float64(l.budget.Rows()))
 		return
 	}
 	if err := l.sink(b); err != nil {
