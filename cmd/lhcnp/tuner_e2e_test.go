@@ -282,7 +282,8 @@ policy:
 	})
 	waitFor(t, "the switch's rollback of the unconfirmed commit", 20*time.Second, func() (bool, string) {
 		a, _ := state(pushed.Target)
-		return a == pushed.Before.Alpha, fmt.Sprintf("alpha %v", a)
+		rows, _ := tunerRows(ctx, pool)
+		return a == pushed.Before.Alpha, fmt.Sprintf("alpha %v; pushed %+v\nrows since phase 1: %+v\ntuner log:\n%s", a, pushed, rows[len(before):], tunerLogs)
 	})
 	var why string
 	waitFor(t, "the row rolled back", 20*time.Second, func() (bool, string) {
