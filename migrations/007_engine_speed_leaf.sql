@@ -65,44 +65,33 @@ END $$;
 -- inlines it into the views' LATERAL joins, as it does lhcnp_leaf_at: index
 -- lookups, no function call per row; PARALLEL SAFE (it only reads), or the
 -- views lose their parallel plans.
+-- A stored value of the leaf as a speed: NULL for a deleted leaf or a value
+-- that is not a positive finite number (an expression the planner inlines).
+CREATE FUNCTION lhcnp_valid_speed(p_num numeric, p_float double precision, p_int bigint, p_flags smallint)
+RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN p_flags & 2 = 0 AND COALESCE(p_num, p_float::numeric, p_int::numeric) > 0
+                     AND COALESCE(p_num, p_float::numeric, p_int::numeric) < 'Infinity'
+                THEN COALESCE(p_num, p_float::numeric, p_int::numeric)::double precision END
+$$;
+
 CREATE FUNCTION lhcnp_speed_of(p_target text, p_at timestamptz) RETURNS TABLE (speed double precision)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT COALESCE(
-        (SELECT COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric)::double precision
-         FROM latest x
-         WHERE x.series_id = (SELECT k.id FROM series k
-                              WHERE k.target = p_target AND k.keys = '{}' AND k.schema_path = '/lhcnp/global/state/engine-speed')
-           AND x.ts <= p_at
-           AND x.flags & 2 = 0
-           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) > 0
-           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) < 'Infinity'),
-        (SELECT COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric)::double precision
+        (SELECT lhcnp_valid_speed(x.v_num, x.v_float, x.v_int, x.flags)
+         FROM latest x WHERE x.series_id = k.id AND x.ts <= p_at),
+        (SELECT lhcnp_valid_speed(x.v_num, x.v_float, x.v_int, x.flags)
          FROM samples x
-         WHERE x.series_id = (SELECT k.id FROM series k
-                              WHERE k.target = p_target AND k.keys = '{}' AND k.schema_path = '/lhcnp/global/state/engine-speed')
-           AND x.ts <= p_at
-           AND x.flags & 2 = 0
-           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) > 0
-           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) < 'Infinity'
-         ORDER BY x.ts DESC
-         LIMIT 1),
-        (SELECT COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric)::double precision
+         WHERE x.series_id = k.id AND x.ts <= p_at AND lhcnp_valid_speed(x.v_num, x.v_float, x.v_int, x.flags) IS NOT NULL
+         ORDER BY x.ts DESC LIMIT 1),
+        (SELECT lhcnp_valid_speed(x.v_num, x.v_float, x.v_int, x.flags)
          FROM samples x
-         WHERE x.series_id = (SELECT k.id FROM series k
-                              WHERE k.target = p_target AND k.keys = '{}' AND k.schema_path = '/lhcnp/global/state/engine-speed')
-           AND x.flags & 2 = 0
-           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) > 0
-           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) < 'Infinity'
-         ORDER BY x.ts
-         LIMIT 1),
-        (SELECT COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric)::double precision
-         FROM latest x
-         WHERE x.series_id = (SELECT k.id FROM series k
-                              WHERE k.target = p_target AND k.keys = '{}' AND k.schema_path = '/lhcnp/global/state/engine-speed')
-           AND x.flags & 2 = 0
-           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) > 0
-           AND COALESCE(x.v_num, x.v_float::numeric, x.v_int::numeric) < 'Infinity'),
+         WHERE x.series_id = k.id AND lhcnp_valid_speed(x.v_num, x.v_float, x.v_int, x.flags) IS NOT NULL
+         ORDER BY x.ts LIMIT 1),
+        (SELECT lhcnp_valid_speed(x.v_num, x.v_float, x.v_int, x.flags)
+         FROM latest x WHERE x.series_id = k.id),
         1)
+    FROM (SELECT (SELECT s.id FROM series s
+                  WHERE s.target = p_target AND s.keys = '{}' AND s.schema_path = '/lhcnp/global/state/engine-speed') AS id) k
     -- Keeps the inlined subquery a subquery: pulled up, its expression
     -- would be copied into every column that uses the speed and looked
     -- up once per use.
@@ -320,3 +309,4 @@ COMMENT ON COLUMN drops_and_pauses.speed IS 'simulated seconds per wall-clock se
 COMMENT ON COLUMN queue_utilisation.speed IS 'simulated seconds per wall-clock second (lhcnp_speed_at; 1 for a real switch)';
 
 DROP FUNCTION lhcnp_speed_of(text, timestamptz);
+DROP FUNCTION lhcnp_valid_speed(numeric, double precision, bigint, smallint);
