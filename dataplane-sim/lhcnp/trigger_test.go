@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
@@ -86,5 +87,43 @@ func TestPauseNeedsSevereQueue(t *testing.T) {
 	}
 	if pauses == 0 {
 		t.Errorf("no pause with the queue at %d KB", sent[len(sent)-1].MetricValue)
+	}
+}
+
+// TestIdleEMRDoesNotTrigger: the EMR trigger reads the marking rate the
+// node has when a packet arrives, not that of the last window it closed.
+// A flow marked heavily ends; 5 ms later (50 EMR windows, no packet in
+// between) a second flow starts at a fifth of the port rate, which
+// neither queues nor marks: its first packet found the last busy
+// window's EMR and fired a Rate Reduce at it.
+func TestIdleEMRDoesNotTrigger(t *testing.T) {
+	// K_min and K_max one and two packets: every packet dequeued from a
+	// queue of more is marked, so the window the first flow's last
+	// packets leave in is marked almost wholly.
+	cfg := testConfig(8_400, 400*engine.Microsecond)
+	q := &cfg.Interface.Queue
+	q.KMinMode, q.KMinBytes, q.PMax, q.VECNPercent = KMinExplicit, 4_200, 1, 10
+	q.Action.ResumeEnabled = false
+	// No reaction point: the notifications do not slow the first flow down.
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg, flowBytes: 1_000_000, noRP: true, noCM: true})
+	const start2 = 20 * engine.Millisecond
+	if _, err := l.net.AddFlow(netsim.FlowConfig{Name: "g", Src: l.src, Dst: l.dst, SrcQPN: 101, DstQPN: 201,
+		Start: start2, MaxRateBps: 1e9, NoCM: true}); err != nil {
+		t.Fatal(err)
+	}
+	l.sim.Run(start2 - engine.Nanosecond)
+	if done, _ := l.flow.Done(); !done {
+		t.Fatal("the first flow has not finished before the second starts")
+	}
+	qs := &l.node1.portOf(l.n1Out).queues[0]
+	if qs.emr <= q.VECNPercent || qs.counters.EMRTriggers == 0 {
+		t.Fatalf("before the second flow: last window's EMR %v %%, %d EMR triggers; want above V_ecn %v %% and some (the test shows nothing otherwise)",
+			qs.emr, qs.counters.EMRTriggers, q.VECNPercent)
+	}
+	before := len(eventsOf(l.events1, EventCNPSent))
+	l.sim.Run(start2 + 2*engine.Millisecond)
+	if sent := eventsOf(l.events1, EventCNPSent)[before:]; len(sent) != 0 {
+		t.Errorf("the uncongested second flow got %d notifications, the first at %v by trigger %v (EMR of the last busy window)",
+			len(sent), sent[0].Time, sent[0].Trigger)
 	}
 }
