@@ -147,7 +147,10 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if rule == RuleSettle {
 		back = mem.Lifted
 	}
-	after, notes := apply(cfg, w, dir, rule, step, back)
+	// A queue whose window's mean is above delay_high_rtt stands: the
+	// delay rule moves K_max only (apply).
+	standing := rule == RuleDelay && d.Metrics.DelayRTT > cfg.DelayHighRTT
+	after, notes := apply(cfg, w, dir, rule, step, back, standing)
 	d.After = after
 	if rule == RuleSettle {
 		mem.endLift(after, after == w.Config)
@@ -374,8 +377,11 @@ func nextStep(cfg Config, mem Memory, dir Direction) float64 {
 
 // apply computes the settings after one step in dir. The overhead rule
 // moves V_growth only. A tightening never takes K_max below back's (zero
-// Settings: no such floor). notes says what a bound or a floor held.
-func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Settings) (Settings, string) {
+// Settings: no such floor). standing is a delay decision on a queue that
+// stands (its window's mean above delay_high_rtt, not only its last
+// sample): K_max only, never V_growth. notes says what a bound or a floor
+// held.
+func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Settings, standing bool) (Settings, string) {
 	factor := step
 	if dir == Tighten {
 		factor = 1 / step
@@ -402,15 +408,24 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 	// the QD trigger on every flow until the queue drains (in the
 	// simulator, K_max set 4 % above a standing queue under a 2:1 incast
 	// left the link 23 % used 18 ms later). Only when that moves nothing and V_growth
-	// cannot move either, K_max goes down to the queue itself.
+	// cannot move either, K_max goes down to the queue itself. A standing
+	// queue is the exception: the growth trigger cannot shorten a queue
+	// that does not grow (it only cuts the next small burst: in the
+	// simulator, V_growth halved twice for a queue standing at 0.55 RTT_est
+	// after an 8:1 load step left the link 68-72 % used), and K_max at the
+	// queue fires the QD trigger on every burst; so when twice the queue
+	// is above the K_max a step would give, nothing moves (bound).
 	gentle := rule == RuleGrowth || rule == RuleDelay
 	after, notes := tighterKMax(cfg, w, dir, rule, factor, floorBytes, gentle, back)
-	if gentle && after == w.Config && !(cfg.TuneVGrowth && vgCanMove(cfg, w.Config.VGrowthBps, w.PortRateBps, dir)) {
+	if gentle && !standing && after == w.Config && !(cfg.TuneVGrowth && vgCanMove(cfg, w.Config.VGrowthBps, w.PortRateBps, dir)) {
 		after, notes = tighterKMax(cfg, w, dir, rule, factor, floorBytes, false, back)
 	}
 	vgKnob := rule != RuleDelay && rule != RuleOverrun && rule != RuleSettle
-	if rule == RuleDelay && after == w.Config {
-		vgKnob = true // K_max cannot move: the growth trigger instead
+	switch {
+	case rule == RuleDelay && standing && after == w.Config:
+		notes = append(notes, "the queue stands (the window's mean above delay_high_rtt): V_growth would not shorten it, V_growth kept")
+	case rule == RuleDelay && after == w.Config:
+		vgKnob = true // a queue crossing the threshold, K_max cannot move: the growth trigger instead
 	}
 	switch {
 	case !vgKnob:

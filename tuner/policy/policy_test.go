@@ -505,35 +505,30 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
-			desc:   "a standing queue above K_min: K_max no lower than twice the queue, V_growth instead",
+			desc:   "a standing queue above K_min: K_max no lower than twice the queue, and V_growth would not shorten it: nothing moves",
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(1, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
-			reason: "twice the queue",
+			want:   result{Rule: RuleBound, After: bdp(1, vg)},
+			reason: "twice the queue (100000000 B, 100000000 B one window ahead: K_min at the queue) is above the K_max a lower alpha would give: alpha kept, the queue stands (the window's mean above delay_high_rtt): V_growth would not shorten it, V_growth kept",
 		},
 		{
-			desc:   "a standing queue above K_min, V_growth at its minimum: K_max down to the queue",
+			desc:   "a standing queue above K_min, V_growth at its minimum: K_max not down to the queue either",
 			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			want:   result{Rule: RuleBound, After: bdp(1, vg)},
 		},
 		{
-			desc:   "a standing queue above K_min, V_growth not tuned: K_max down to the queue",
+			desc:   "a standing queue above K_min, V_growth not tuned: K_max not down to the queue",
 			cfg:    func(c *Config) { c.TuneVGrowth = false },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			want:   result{Rule: RuleBound, After: bdp(1, vg)},
 		},
 		{
-			desc: "explicit K_max over a standing queue, V_growth not tuned: no lower than the queue",
+			desc: "explicit K_max over a standing queue, V_growth not tuned: no lower than twice the queue, so kept",
 			cfg:  func(c *Config) { c.TuneVGrowth = false },
 			window: func() Window {
 				return window(queue{util: 0.99, delayRTT: 0.8}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
 			},
-			want: result{Change: true, Rule: RuleDelay,
-				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes * 8 / 10, VGrowthBps: vg},
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+			want: result{Rule: RuleBound, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg}},
 		},
 		{
 			desc:   "drops: tighten even with a short queue",
@@ -632,7 +627,7 @@ func TestDecide(t *testing.T) {
 			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, bdp(0.1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(0.1, vg)},
-			reason: "alpha at its bound 0.1, v-growth at its bound",
+			reason: "alpha at its bound 0.1, the queue stands",
 		},
 		{
 			desc:   "alpha set above alpha_max by hand: a loosening keeps it (clamping would lower K_max), v-growth still moves",
@@ -661,16 +656,15 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
-			desc: "K_max at its K_base floor: alpha kept, V_growth tightened",
+			desc: "K_max at its K_base floor: alpha kept, and V_growth kept for a standing queue",
 			window: func() Window {
 				w := window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.1}, bdp(0.1, vg))
 				w.KBaseBytes = 20 << 20 // above 0.1 BDP (12.5 MB)
 				w.EffectiveKMaxBytes = w.KBaseBytes
 				return w
 			},
-			want: result{Change: true, Rule: RuleDelay, After: bdp(0.1, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
-			reason: "K_base floor",
+			want:   result{Rule: RuleBound, After: bdp(0.1, vg)},
+			reason: "K_max is at its K_base floor 20971520 B: alpha kept, the queue stands",
 		},
 		{
 			desc: "explicit K_max: the explicit value is stepped, within kmax bounds",
