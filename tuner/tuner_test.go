@@ -71,7 +71,9 @@ func (r *memRecorder) rows() []row {
 
 // traffic is the telemetry of the switch's one queue the scriptSource
 // makes up: the queue's depth in RTT_est and the share of the port used.
-type traffic struct{ delayRTT, util float64 }
+// traffic is a window's queue (every sample at delayRTT, the last at
+// lastRTT when set) and utilisation.
+type traffic struct{ delayRTT, lastRTT, util float64 }
 
 // scriptSource reads each switch's real settings over gNMI (alpha,
 // v-growth, kmax-mode, k-base, effective-kmax of wan0 queue 0) and makes
@@ -110,8 +112,12 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 	step := end.Sub(start) / 4
 	for i := range 5 {
 		tx := int64(tr.util * srcRate / 8 * step.Seconds())
+		d := tr.delayRTT
+		if i == 4 && tr.lastRTT > 0 {
+			d = tr.lastRTT
+		}
 		w.Samples = append(w.Samples, policy.Sample{Time: start.Add(time.Duration(i) * step),
-			QueueDepthBytes: int64(tr.delayRTT * srcRate / 8 * srcRTT.Seconds()), TxBytes: tx, Packets: tx / 1000,
+			QueueDepthBytes: int64(d * srcRate / 8 * srcRTT.Seconds()), TxBytes: tx, Packets: tx / 1000,
 			Notifications: policy.Notifications{RateReduce: 10}, ECNMarkingPercent: 5})
 	}
 	if s.gaps {
@@ -137,7 +143,11 @@ func refuseSet(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.
 }
 
 var (
-	congested = traffic{delayRTT: 0.8, util: 0.99}
+	// A queue the window catches rising through delay_high_rtt (0.5):
+	// mean 0.48, last 0.6 RTT_est. With V_growth not tuned the delay rule
+	// takes K_max down to where the queue will be one window ahead (0.75
+	// RTT_est); a standing queue would keep alpha (twice it is above K_max).
+	congested = traffic{delayRTT: 0.45, lastRTT: 0.6, util: 0.99}
 	better    = traffic{delayRTT: 0.3, util: 0.98}
 	worse     = traffic{delayRTT: 3, util: 0.5}
 	t1        = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
@@ -199,7 +209,7 @@ func TestTunerConfirms(t *testing.T) {
 	if tu.Pending("n1") {
 		t.Fatal("still pending after a complete, better judge window")
 	}
-	want := []row{{"n1", policy.RuleDelay, OutcomeConfirmed, bdpSettings(0.8)}}
+	want := []row{{"n1", policy.RuleDelay, OutcomeConfirmed, bdpSettings(0.75)}}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}
@@ -238,7 +248,7 @@ func TestTunerLetsWorseRollBack(t *testing.T) {
 	if tu.Pending("n1") {
 		t.Fatal("still pending after the rollback deadline")
 	}
-	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(0.8)}}
+	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(0.75)}}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}
@@ -272,8 +282,8 @@ func TestTunerServesOthers(t *testing.T) {
 		}
 	}
 	want := []row{
-		{"refusing", policy.RuleDelay, OutcomeRefused, bdpSettings(0.8)},
-		{"good", policy.RuleDelay, OutcomePushed, bdpSettings(0.8)},
+		{"refusing", policy.RuleDelay, OutcomeRefused, bdpSettings(0.75)},
+		{"good", policy.RuleDelay, OutcomePushed, bdpSettings(0.75)},
 	}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
@@ -307,9 +317,9 @@ func TestTunerDryRun(t *testing.T) {
 		t.Errorf("alpha on the switch %v after a dry run, want 1 (untouched)", alpha)
 	}
 	want := []row{
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
 	}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
@@ -377,9 +387,9 @@ func TestTunerHoldsRecordedOnce(t *testing.T) {
 	// on again every period (TestTunerDryRun).
 	want := []row{
 		{"n1", policy.RuleSteady, OutcomeHold, bdpSettings(1)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.8)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
 	}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
