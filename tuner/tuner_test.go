@@ -70,9 +70,8 @@ func (r *memRecorder) rows() []row {
 }
 
 // traffic is the telemetry of the switch's one queue the scriptSource
-// makes up: the queue's depth in RTT_est and the share of the port used.
-// traffic is a window's queue (every sample at delayRTT, the last at
-// lastRTT when set) and utilisation.
+// makes up: the queue's depth in RTT_est (every sample at delayRTT, the
+// last at lastRTT when set) and the share of the port used.
 type traffic struct{ delayRTT, lastRTT, util float64 }
 
 // scriptSource reads each switch's real settings over gNMI (alpha,

@@ -772,9 +772,9 @@ func (n *Node) evaluate(ps *portState, q *queueState, now engine.Time) {
 	qd := q.qd > q.kmax
 	// The EMR now, not that of the last window closed: its window closes
 	// at a dequeue or a mark, so the first packet after an idle spell
-	// would find the marking rate of the last busy window (after a burst,
-	// 100 %) and fire on it (§3: the fraction of packets marked per unit
-	// time).
+	// longer than a window would find the marking rate of the last busy
+	// window (after a burst, 100 %) and fire on it (§3: the fraction of
+	// packets marked per unit time).
 	q.emr = q.emrAt(now)
 	emr := q.cfg.VECNPercent > 0 && q.emr > q.cfg.VECNPercent
 	qgr := q.cfg.VGrowthBytesPerSec > 0 && q.qgr > q.cfg.VGrowthBytesPerSec

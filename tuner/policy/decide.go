@@ -20,7 +20,7 @@ const (
 	RuleOverrun  Rule = "overrun"   // a queue outgrowing K_max while the QGR trigger cuts: raise K_max
 	RuleGrowth   Rule = "growth"    // a queue growing towards delay_high_rtt: tighten V_growth
 	RuleDraining Rule = "draining"  // a queue above the threshold that drains below it within RTT_est: hold
-	RuleDelay    Rule = "delay"     // standing queue on a full link: tighten K_max
+	RuleDelay    Rule = "delay"     // a queue above delay_high_rtt on a full link: tighten K_max
 	RuleUnderUse Rule = "under-use" // link under-used while senders are throttled: loosen
 	RuleOverhead Rule = "overhead"  // many notifications on a full link: raise V_growth
 	RuleFiring   Rule = "firing"    // a tightening while the node's own trigger fires: hold
@@ -462,8 +462,8 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 	}
 	// Which knobs: the growth and overhead rules move V_growth (the growth
 	// rule K_max when V_growth cannot move), the delay rule K_max (V_growth
-	// when K_max cannot move), the overrun rule K_max only, loss and
-	// under-use both.
+	// when K_max cannot move, for a queue crossing the threshold only: apply),
+	// the overrun rule K_max only, loss and under-use both.
 	kmaxKnob := rule != RuleOverhead && rule != RuleGrowth
 	if rule == RuleGrowth && (!cfg.TuneVGrowth || !vgCanMove(cfg, w.Config.VGrowthBps, w.PortRateBps, dir)) {
 		kmaxKnob = true
@@ -508,6 +508,10 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 					backBytes = min(back.KMaxBytes, cfg.KMaxMaxBytes)
 				}
 				k = min(w.Config.KMaxBytes, max(k, floorBytes, backBytes)) // no cut storm (above)
+			}
+			if dir == Tighten && k == w.Config.KMaxBytes && floorBytes >= k && w.Config.KMaxBytes >= cfg.KMaxMinBytes {
+				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower kmax would give: kmax kept", ahead))
+				break
 			}
 			k, note := bounded("kmax", "B", dir, w.Config.KMaxBytes, k, cfg.KMaxMinBytes, cfg.KMaxMaxBytes)
 			if note != "" {

@@ -481,6 +481,17 @@ func TestDecide(t *testing.T) {
 			reason: "mean 0.31, last 0.75",
 		},
 		{
+			desc: "a queue crossing delay_high_rtt, V_growth at its minimum: K_max down to where the queue will be",
+			cfg:  func(c *Config) { c.VGrowthMinBps = vg },
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, bdp(1, vg))
+			},
+			// Mean 0.44, last 0.6: crossing, not standing. One window ahead
+			// the queue is at 0.8 RTT_est (2·last − first).
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
 			desc: "slow release: an under-used link whose queue rose again in the last sample holds",
 			window: func() Window {
 				w := window(queue{util: 0.6, delayRTT: 0.02, notifies: 20}, bdp(1, vg))
@@ -496,7 +507,7 @@ func TestDecide(t *testing.T) {
 			reason: "the QD trigger fires",
 		},
 		{
-			desc: "explicit K_max over a growing queue: no lower than twice the queue one window ahead, V_growth instead",
+			desc: "explicit K_max over a queue crossing delay_high_rtt: no lower than twice the queue one window ahead, V_growth instead",
 			window: func() Window {
 				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
 			},
@@ -528,7 +539,8 @@ func TestDecide(t *testing.T) {
 			window: func() Window {
 				return window(queue{util: 0.99, delayRTT: 0.8}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
 			},
-			want: result{Rule: RuleBound, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg}},
+			want:   result{Rule: RuleBound, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg}},
+			reason: "is above the K_max a lower kmax would give: kmax kept, the queue stands",
 		},
 		{
 			desc:   "drops: tighten even with a short queue",
