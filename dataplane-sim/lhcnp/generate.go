@@ -85,6 +85,9 @@ func metric(ps *portState, q *queueState, t wire.MetricType) (wire.MetricType, u
 
 // severity returns the congestion level and the metric of a trigger.
 func (n *Node) severity(ps *portState, q *queueState, t Trigger) (uint8, wire.MetricType, uint32) {
+	// The EMR of the moment (as evaluate reads it): a Resume or an
+	// externally fired notification may come after an idle spell.
+	q.emr = q.emrAt(n.sim.Now())
 	var level uint8
 	mt := wire.MetricQueueDepth
 	switch t {
