@@ -186,8 +186,9 @@ func (t *Tuner) Run(ctx context.Context) error {
 // switches run and a tuner started next decides on settings the switches
 // really have. A cancel that fails (the switch unreachable, the commit
 // already rolled back) is recorded with its error: the switch rolls the
-// commit back at its deadline all the same. Each switch is bounded by
-// switch_timeout; ctx should outlive the one that stopped Run.
+// commit back at its deadline all the same. The cancel and the record are
+// each bounded by switch_timeout; ctx should outlive the one that stopped
+// Run.
 func (t *Tuner) Release(ctx context.Context, now time.Time) error {
 	var errs []error
 	for _, s := range t.cfg.Switches {
@@ -195,15 +196,17 @@ func (t *Tuner) Release(ctx context.Context, now time.Time) error {
 		if p == nil {
 			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
 		reason, errText := "cancelled: the tuner stopped before it could judge the change", ""
-		if err := t.push.Cancel(sctx, s.Name, p.id); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
+		if err := t.push.Cancel(cctx, s.Name, p.id); err != nil {
 			reason = fmt.Sprintf("the tuner stopped before it could judge the change; its cancel failed, the switch rolls it back at %s",
 				p.deadline.UTC().Format(time.RFC3339))
 			errText = err.Error()
 			errs = append(errs, err)
 		}
-		errs = append(errs, t.finish(sctx, s, p, now, OutcomeRolledBack, reason, errText))
+		cancel()
+		rctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
+		errs = append(errs, t.finish(rctx, s, p, now, OutcomeRolledBack, reason, errText))
 		cancel()
 	}
 	return errors.Join(errs...)
@@ -284,13 +287,17 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		if ctx.Err() != nil {
 			// The Set's answer was lost (switch_timeout, or the tuner
 			// stopping): the switch may have applied it. Cancel it there
-			// so that no commit this tuner does not follow stays pending.
-			ctx = context.WithoutCancel(ctx)
-			cctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
+			// so that no commit this tuner does not follow stays pending,
+			// and record the outcome, each within a switch_timeout of its
+			// own.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SwitchTimeout)
 			if cerr := t.push.Cancel(cctx, s.Name, p.id); cerr == nil {
 				outcome, reason = OutcomeRolledBack, "the Set's answer was lost, but the switch had applied it: cancelled"
 			}
 			cancel()
+			var rcancel context.CancelFunc
+			ctx, rcancel = context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SwitchTimeout)
+			defer rcancel()
 		}
 		for _, c := range changes {
 			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now)
