@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -190,6 +191,9 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 	if err != nil {
 		return err
 	}
+	if err := p.checkBefore(p.outgoing(ctx, s), yc, changes); err != nil {
+		return fmt.Errorf("switch %q: not pushed: %w", target, err)
+	}
 	b := &ygnmi.SetBatch{}
 	for _, c := range changes {
 		q := ocpath.Root().Lhcnp().Interface(c.Interface).Queue(c.Queue)
@@ -212,6 +216,59 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 		return fmt.Errorf("switch %q: set: %w", target, err)
 	}
 	return nil
+}
+
+// ErrNotBefore is wrapped by Commit's error when a queue of the switch
+// does not run the settings the change was decided on.
+var ErrNotBefore = errors.New("the switch does not run the settings the decision was taken on")
+
+// checkBefore reads each changed queue's settings from the switch (a Get
+// of the queue's state, where the switch shows what it runs) and refuses
+// the changes unless every queue runs its Change.Before. A decision is
+// taken on stored telemetry, which can be behind the switch (the collector
+// stopped or lagging, a commit cancelled or rolled back since): pushed
+// anyway, the audit trail would record a before the switch never had, and
+// the switch would roll back to settings that differ from it. What another
+// client sets between this Get and the Set is not seen (gNMI has no
+// conditional Set); a pending commit of anyone makes the Set fail.
+func (p *GNMIPusher) checkBefore(ctx context.Context, yc *ygnmi.Client, changes []Change) error {
+	var errs []error
+	for _, c := range changes {
+		st, err := ygnmi.Get(ctx, yc, ocpath.Root().Lhcnp().Interface(c.Interface).Queue(c.Queue).State(), ygnmi.WithUseGet())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("interface %s queue %d: reading its settings: %w", c.Interface, c.Queue, err))
+			continue
+		}
+		runs := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBps: int64(st.GetVGrowth())}
+		if st.GetKmaxMode() == oc.LhcnpTypes_KmaxMode_EXPLICIT {
+			runs.KMaxMode, runs.KMaxBytes = policy.KMaxExplicit, int64(st.GetKmax())
+		}
+		if d := settingsDiff(c.Before, runs); d != "" {
+			errs = append(errs, fmt.Errorf("%w: interface %s queue %d: %s (telemetry behind the switch)", ErrNotBefore, c.Interface, c.Queue, d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// settingsDiff names the settings a queue runs that differ from want, ""
+// when none does; only the settings of the queue's mode count (alpha in
+// BDP_ADAPTIVE mode, kmax in EXPLICIT mode).
+func settingsDiff(want, runs policy.Settings) string {
+	var d []string
+	if runs.KMaxMode != want.KMaxMode {
+		d = append(d, fmt.Sprintf("kmax-mode %s, decided on %s", runs.KMaxMode, want.KMaxMode))
+	} else if runs.KMaxMode == policy.KMaxExplicit && runs.KMaxBytes != want.KMaxBytes {
+		d = append(d, fmt.Sprintf("kmax %d, decided on %d", runs.KMaxBytes, want.KMaxBytes))
+	} else if runs.KMaxMode == policy.KMaxBDP && runs.Alpha != want.Alpha {
+		d = append(d, fmt.Sprintf("alpha %v, decided on %v", runs.Alpha, want.Alpha))
+	}
+	if runs.VGrowthBps != want.VGrowthBps {
+		d = append(d, fmt.Sprintf("v-growth %d, decided on %d", runs.VGrowthBps, want.VGrowthBps))
+	}
+	if len(d) == 0 {
+		return ""
+	}
+	return "it runs " + strings.Join(d, ", ")
 }
 
 // Confirm implements Pusher.

@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -124,8 +125,11 @@ func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 	if a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet()); err != nil || a != 0.5 {
 		t.Fatalf("alpha during the commit: %v, %v; want 0.5", a, err)
 	}
-	// A second commit while one is pending is refused by the switch.
-	if err := p.Commit(ctx, "n1", "second", []Change{ch}, time.Minute); err == nil || !strings.Contains(err.Error(), "FailedPrecondition") {
+	// A second commit while one is pending (decided on the pending
+	// commit's settings) is refused by the switch.
+	second := Change{Interface: "wan0", Queue: 0, Before: ch.After,
+		After: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.25, VGrowthBps: 1_250_000_000}}
+	if err := p.Commit(ctx, "n1", "second", []Change{second}, time.Minute); err == nil || !strings.Contains(err.Error(), "FailedPrecondition") {
 		t.Errorf("second commit while one is pending: %v, want FailedPrecondition", err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -165,6 +169,61 @@ func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 	}
 }
 
+// TestGNMIPusherChecksBefore: a change decided on settings the switch
+// does not run (telemetry behind the switch) is not pushed, and the error
+// names the queue and what it runs; a change decided on what it runs is.
+func TestGNMIPusherChecksBefore(t *testing.T) {
+	ctx := context.Background()
+	runs := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 1_250_000_000}
+	tests := []struct {
+		desc   string
+		before policy.Settings
+		want   string // "" when pushed
+	}{
+		{"what the switch runs", runs, ""},
+		{"another alpha", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.978, VGrowthBps: 1_250_000_000},
+			"interface wan0 queue 0: it runs alpha 1, decided on 0.978"},
+		{"another v-growth", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 625_000_000},
+			"interface wan0 queue 0: it runs v-growth 1250000000, decided on 625000000"},
+		{"another mode", policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 4_000_000, VGrowthBps: 1_250_000_000},
+			"interface wan0 queue 0: it runs kmax-mode BDP_ADAPTIVE, decided on EXPLICIT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			var sets setRecorder
+			addr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{sets.intercept}, nil))
+			yc := ygnmiClient(t, addr)
+			p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
+			defer p.Close()
+			after := tt.before
+			after.Alpha, after.KMaxBytes = 0.5, 0
+			if tt.before.KMaxMode == policy.KMaxExplicit {
+				after.Alpha, after.KMaxBytes = 0, 2_000_000
+			}
+			err := p.Commit(ctx, "n1", "c1", []Change{{Interface: "wan0", Queue: 0, Before: tt.before, After: after}}, time.Minute)
+			alpha, gerr := ygnmi.Get(ctx, yc, ocpath.Root().Lhcnp().Interface("wan0").Queue(0).Alpha().State(), ygnmi.WithUseGet())
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			if tt.want == "" {
+				if err != nil || alpha != 0.5 {
+					t.Errorf("Commit: %v, alpha %v; want it pushed (alpha 0.5)", err, alpha)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotBefore) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `switch "n1": not pushed`) {
+				t.Errorf("Commit: %v, want ErrNotBefore saying %q", err, tt.want)
+			}
+			sets.mu.Lock()
+			n := len(sets.reqs)
+			sets.mu.Unlock()
+			if n != 0 || alpha != 1 {
+				t.Errorf("the switch received %d Sets and runs alpha %v; want none and alpha 1", n, alpha)
+			}
+		})
+	}
+}
+
 // setRecorder is a server interceptor that keeps every SetRequest the
 // switch receives.
 type setRecorder struct {
@@ -179,6 +238,12 @@ func (r *setRecorder) intercept(ctx context.Context, req any, info *grpc.UnarySe
 		r.mu.Unlock()
 	}
 	return h(ctx, req)
+}
+
+func (r *setRecorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = nil
 }
 
 func (r *setRecorder) only(t *testing.T) *gnmi.SetRequest {
@@ -206,6 +271,9 @@ func TestClientPathsOnTheWire(t *testing.T) {
 		desc   string
 		before policy.Settings
 		after  policy.Settings
+		// prepare, if set, is a plain Set (uncompressed paths) both
+		// switches get first, so that they run before.
+		prepare func(b *ygnmi.SetBatch)
 		// want builds the same Set with the uncompressed paths.
 		want func(b *ygnmi.SetBatch)
 	}{{
@@ -229,6 +297,10 @@ func TestClientPathsOnTheWire(t *testing.T) {
 		desc:   "explicit kmax only",
 		before: explicit,
 		after:  policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 2_000_000, VGrowthBps: 1_250_000_000},
+		prepare: func(b *ygnmi.SetBatch) {
+			ygnmi.BatchUpdate(b, q.KmaxMode(), oc.LhcnpTypes_KmaxMode_EXPLICIT)
+			ygnmi.BatchUpdate(b, q.Kmax(), uint64(explicit.KMaxBytes))
+		},
 		want: func(b *ygnmi.SetBatch) {
 			ygnmi.BatchUpdate(b, q.Kmax(), uint64(2_000_000))
 		},
@@ -238,6 +310,19 @@ func TestClientPathsOnTheWire(t *testing.T) {
 			var got, want setRecorder
 			gotAddr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{got.intercept}, nil))
 			wantAddr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{want.intercept}, nil))
+			if tt.prepare != nil {
+				for _, r := range []struct {
+					addr string
+					rec  *setRecorder
+				}{{gotAddr, &got}, {wantAddr, &want}} {
+					b := &ygnmi.SetBatch{}
+					tt.prepare(b)
+					if _, err := b.Set(ctx, ygnmiClient(t, r.addr)); err != nil {
+						t.Fatalf("preparing the switch: %v", err)
+					}
+					r.rec.reset()
+				}
+			}
 
 			p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: gotAddr, Insecure: true}})
 			defer p.Close()

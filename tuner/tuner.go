@@ -159,7 +159,8 @@ func New(cfg Config, src Source, push Pusher, rec Recorder, opts ...Option) (*Tu
 }
 
 // Run calls Cycle every period until ctx ends. Errors of one cycle are
-// logged; the loop goes on.
+// logged; the loop goes on. When ctx ends, the commits still pending are
+// cancelled (Release) before Run returns.
 func (t *Tuner) Run(ctx context.Context) error {
 	tick := time.NewTicker(t.cfg.Period)
 	defer tick.Stop()
@@ -169,10 +170,46 @@ func (t *Tuner) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			if err := t.Release(context.WithoutCancel(ctx), time.Now()); err != nil {
+				t.log.Warn("tuner: releasing pending commits", "err", err)
+			}
 			return nil
 		case <-tick.C:
 		}
 	}
+}
+
+// Release ends every commit still pending, as a tuner that stops must: no
+// one else can judge or confirm it. Each is cancelled on its switch (the
+// switch restores the settings of before at once, not at its deadline)
+// and recorded rolled-back, so that the audit trail says what the
+// switches run and a tuner started next decides on settings the switches
+// really have. A cancel that fails (the switch unreachable, the commit
+// already rolled back) is recorded with its error: the switch rolls the
+// commit back at its deadline all the same. The cancel and the record are
+// each bounded by switch_timeout; ctx should outlive the one that stopped
+// Run.
+func (t *Tuner) Release(ctx context.Context, now time.Time) error {
+	var errs []error
+	for _, s := range t.cfg.Switches {
+		p := t.pending[s.Name]
+		if p == nil {
+			continue
+		}
+		reason, errText := "cancelled: the tuner stopped before it could judge the change", ""
+		cctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
+		if err := t.push.Cancel(cctx, s.Name, p.id); err != nil {
+			reason = fmt.Sprintf("the tuner stopped before it could judge the change; its cancel failed, the switch rolls it back at %s",
+				p.deadline.UTC().Format(time.RFC3339))
+			errText = err.Error()
+			errs = append(errs, err)
+		}
+		cancel()
+		rctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
+		errs = append(errs, t.finish(rctx, s, p, now, OutcomeRolledBack, reason, errText))
+		cancel()
+	}
+	return errors.Join(errs...)
 }
 
 // Cycle serves every switch once, at time now: follows its pending
@@ -246,9 +283,25 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		cs[i] = c.change
 	}
 	if err := t.push.Commit(ctx, s.Name, p.id, cs, t.cfg.RollbackDuration); err != nil {
+		outcome, reason := OutcomeRefused, ""
+		if ctx.Err() != nil {
+			// The Set's answer was lost (switch_timeout, or the tuner
+			// stopping): the switch may have applied it. Cancel it there
+			// so that no commit this tuner does not follow stays pending,
+			// and record the outcome, each within a switch_timeout of its
+			// own.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SwitchTimeout)
+			if cerr := t.push.Cancel(cctx, s.Name, p.id); cerr == nil {
+				outcome, reason = OutcomeRolledBack, "the Set's answer was lost, but the switch had applied it: cancelled"
+			}
+			cancel()
+			var rcancel context.CancelFunc
+			ctx, rcancel = context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SwitchTimeout)
+			defer rcancel()
+		}
 		for _, c := range changes {
 			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now)
-			if rerr := t.rec.SetOutcome(ctx, c.actionID, OutcomeRefused, "", err.Error()); rerr != nil {
+			if rerr := t.rec.SetOutcome(ctx, c.actionID, outcome, reason, err.Error()); rerr != nil {
 				errs = append(errs, rerr)
 			}
 		}

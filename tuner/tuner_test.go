@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
 	"github.com/lhcnp/lhcnp/server/target"
 	"github.com/lhcnp/lhcnp/tuner/policy"
+	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygnmi/ygnmi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -84,6 +86,9 @@ type scriptSource struct {
 	fail    map[string]error
 	// gaps drops the window's middle samples.
 	gaps bool
+	// stale, if set, are the settings the window shows instead of the
+	// switch's (telemetry behind the switch).
+	stale *policy.Settings
 }
 
 const (
@@ -104,6 +109,9 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 	cfg := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBps: int64(st.GetVGrowth())}
 	if st.GetKmaxMode() == oc.LhcnpTypes_KmaxMode_EXPLICIT {
 		cfg.KMaxMode, cfg.KMaxBytes = policy.KMaxExplicit, int64(st.GetKmax())
+	}
+	if s.stale != nil {
+		cfg = *s.stale
 	}
 	tr := s.traffic(target, cfg)
 	w := policy.Window{Start: start, End: end, Config: cfg, KBaseBytes: int64(st.GetKBase()),
@@ -392,6 +400,164 @@ func TestTunerHoldsRecordedOnce(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+}
+
+// switchAlpha reads the alpha wan0 queue 0 runs.
+func switchAlpha(t *testing.T, yc *ygnmi.Client) float64 {
+	t.Helper()
+	a, err := ygnmi.Get(context.Background(), yc, ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).State().Alpha(), ygnmi.WithUseGet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// noCommitPending fails the test unless the switch takes a plain Set
+// (which it refuses while a commit waits for confirmation).
+func noCommitPending(t *testing.T, yc *ygnmi.Client) {
+	t.Helper()
+	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).Config().Alpha()
+	if _, err := ygnmi.Replace(context.Background(), yc, q, 1.0); err != nil {
+		t.Errorf("a plain Set: %v; want none pending", err)
+	}
+}
+
+// TestTunerReleasesPendingOnStop: when Run's context ends with a commit
+// pending, the tuner cancels it on the switch (the old alpha is back at
+// once, nothing stays pending) and records it rolled back; a cancel the
+// switch refuses is recorded with its error.
+func TestTunerReleasesPendingOnStop(t *testing.T) {
+	for _, tt := range []struct {
+		desc         string
+		refuseCancel bool
+		wantAlpha    float64
+		wantReason   string
+	}{
+		{"cancelled", false, 1, "cancelled: the tuner stopped before it could judge the change"},
+		{"cancel refused", true, 0.8, "its cancel failed, the switch rolls it back at"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var refusing atomic.Bool
+			refuse := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if refusing.Load() {
+					return refuseSet(ctx, req, info, h)
+				}
+				return h(ctx, req)
+			}
+			addr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{refuse}, nil))
+			cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+			cfg.Period, cfg.RollbackDuration = time.Hour, 2*time.Hour // one cycle: the first, at once
+			yc := ygnmiClient(t, addr)
+			src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
+				traffic: func(string, policy.Settings) traffic { return congested }}
+			rec := &memRecorder{}
+			tu, _ := newLoop(t, cfg, src, rec)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- tu.Run(ctx) }()
+			deadline := time.Now().Add(20 * time.Second)
+			for switchAlpha(t, yc) != 0.8 {
+				if time.Now().After(deadline) {
+					t.Fatal("the first cycle pushed nothing within 20 s")
+				}
+				time.Sleep(10 * time.Millisecond) // polling with a deadline
+			}
+			refusing.Store(tt.refuseCancel)
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			refusing.Store(false)
+			if a := switchAlpha(t, yc); a != tt.wantAlpha {
+				t.Errorf("alpha %v after Run returned, want %v", a, tt.wantAlpha)
+			}
+			if !tt.refuseCancel {
+				noCommitPending(t, yc)
+			}
+			want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(0.8)}}
+			if diff := cmp.Diff(want, rec.rows()); diff != "" {
+				t.Errorf("tuner_actions (-want +got):\n%s", diff)
+			}
+			if r := rec.actions[0].Reason; !strings.Contains(r, tt.wantReason) {
+				t.Errorf("reason %q, want %q", r, tt.wantReason)
+			}
+			if e := rec.actions[0].Error; tt.refuseCancel != (e != "") {
+				t.Errorf("error %q; want one only when the cancel failed", e)
+			}
+		})
+	}
+}
+
+// TestTunerCancelsCommitWhoseAnswerWasLost: a Set the switch applied but
+// whose answer did not come within switch_timeout is cancelled on the
+// switch, not left pending for no one, and recorded rolled back.
+func TestTunerCancelsCommitWhoseAnswerWasLost(t *testing.T) {
+	// Commit requests are applied, then answered only when the client has
+	// given up; confirm and cancel pass.
+	slow := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		resp, err := h(ctx, req)
+		if s, ok := req.(*gnmi.SetRequest); ok && err == nil {
+			for _, e := range s.GetExtension() {
+				if e.GetCommit().GetCommit() != nil {
+					<-ctx.Done()
+					return nil, status.FromContextError(ctx.Err()).Err()
+				}
+			}
+		}
+		return resp, err
+	}
+	addr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{slow}, nil))
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	cfg.SwitchTimeout = 500 * time.Millisecond
+	yc := ygnmiClient(t, addr)
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
+		traffic: func(string, policy.Settings) traffic { return congested }}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	if err := tu.Cycle(context.Background(), t1); err == nil {
+		t.Error("Cycle: no error for a Set without an answer")
+	}
+	if tu.Pending("n1") {
+		t.Error("the tuner follows a commit it has no answer for")
+	}
+	if a := switchAlpha(t, yc); a != 1 {
+		t.Errorf("alpha %v, want 1: the applied commit cancelled", a)
+	}
+	noCommitPending(t, yc)
+	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(0.8)}}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+	if r := rec.actions[0].Reason; !strings.Contains(r, "the Set's answer was lost, but the switch had applied it: cancelled") {
+		t.Errorf("reason %q does not say the lost Set was cancelled", r)
+	}
+}
+
+// TestTunerRefusesStaleDecision: a decision taken on telemetry behind the
+// switch (it shows alpha 0.978, the switch runs 1) is not pushed: refused,
+// with an error naming what the switch runs, and the switch untouched.
+func TestTunerRefusesStaleDecision(t *testing.T) {
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	yc := ygnmiClient(t, addr)
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
+		traffic: func(string, policy.Settings) traffic { return congested }, stale: &policy.Settings{}}
+	*src.stale = bdpSettings(0.978)
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	err := tu.Cycle(context.Background(), t1)
+	if !errors.Is(err, ErrNotBefore) {
+		t.Errorf("Cycle: %v, want ErrNotBefore", err)
+	}
+	if tu.Pending("n1") {
+		t.Error("a stale decision is pending")
+	}
+	if a := switchAlpha(t, yc); a != 1 {
+		t.Errorf("alpha %v after a stale decision, want 1 (untouched)", a)
+	}
+	if len(rec.actions) != 1 || rec.actions[0].Outcome != OutcomeRefused || !strings.Contains(rec.actions[0].Error, "it runs alpha 1, decided on 0.978") {
+		t.Errorf("tuner_actions %+v, want one refused row naming alpha 1 and 0.978", rec.actions)
 	}
 }
 

@@ -105,6 +105,14 @@ func startService(t *testing.T, name string, run func(context.Context, []string,
 	return stop
 }
 
+// deref formats a nullable value.
+func deref[T any](p *T) string {
+	if p == nil {
+		return "NULL"
+	}
+	return fmt.Sprint(*p)
+}
+
 // TestTunerEndToEnd: a private PostgreSQL, the collector, two `lhcnp
 // switch` targets on loopback whose WAN queue is congested by a 2:1
 // incast (testdata/tuner), and `lhcnp tuner`. A congested queue gets a new
@@ -232,6 +240,9 @@ policy:
 	if err := pool.QueryRow(ctx, `SELECT outcome, reason FROM tuner_actions WHERE id = $1`, first.ID).Scan(&outcome, &reason); err != nil {
 		t.Fatal(err)
 	}
+	// The tuner cancels what it still has pending when it stops (a later
+	// decision on sw-a, sw-b's first): what the switches run now is what
+	// tuner_actions says.
 	stopTuner()
 	want := first.Before.Alpha
 	if outcome == "confirmed" {
@@ -253,9 +264,30 @@ policy:
 	// only once the push was seen raced with the tuner: under load the
 	// collector stored a judge window of the applied change first and the
 	// tuner rightly confirmed it.)
+	//
+	// The collector stops only once it has stored what each switch runs
+	// now: the tuner decides on those settings, and pushes only when the
+	// switch still runs them (tuner.ErrNotBefore). Before both, the first
+	// tuner left sw-b's commit pending when it stopped; the new tuner,
+	// refused while it was, pushed once the switch had rolled it back,
+	// with the stored alpha of that commit as its before: the switch then
+	// rolled back, rightly, to the alpha 1 it had, not to the row's before.
+	for name := range sw {
+		waitFor(t, name+"'s settings stored by the collector", 30*time.Second, func() (bool, string) {
+			a, _ := state(name)
+			var stored *float64
+			err := pool.QueryRow(ctx, `SELECT alpha::float8 FROM queue_latest WHERE target = $1 AND interface = 'wan0' AND queue = 0`, name).Scan(&stored)
+			return err == nil && stored != nil && *stored == a, fmt.Sprintf("the switch runs alpha %v, stored %v (%v)\ncollector log:\n%s", a, deref(stored), err, collectorLogs)
+		})
+	}
 	before, err := tunerRows(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, r := range before {
+		if r.Outcome == "pushed" {
+			t.Errorf("row %+v still pushed after its tuner stopped: want it cancelled (rolled-back)", r)
+		}
 	}
 	stopCollector()
 	stopTuner2 := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("20s", "20s"), "--verbose"}, tunerLogs)
@@ -276,9 +308,16 @@ policy:
 	// The row is recorded as pushed before the Set goes out (nothing is
 	// pushed that is not in the audit trail): the switch shows the change
 	// once the Set arrives.
+	outcomeOf := func(id int64) string {
+		var o, e string
+		if err := pool.QueryRow(ctx, `SELECT outcome, coalesce(error, '') FROM tuner_actions WHERE id = $1`, id).Scan(&o, &e); err != nil {
+			return err.Error()
+		}
+		return o + " " + e
+	}
 	waitFor(t, fmt.Sprintf("%s's alpha %v while the commit is pending", pushed.Target, pushed.After.Alpha), 15*time.Second, func() (bool, string) {
 		a, _ := state(pushed.Target)
-		return a == pushed.After.Alpha, fmt.Sprintf("alpha %v", a)
+		return a == pushed.After.Alpha, fmt.Sprintf("alpha %v; the row now %s\ntuner log:\n%s", a, outcomeOf(pushed.ID), tunerLogs)
 	})
 	waitFor(t, "the switch's rollback of the unconfirmed commit", 20*time.Second, func() (bool, string) {
 		a, _ := state(pushed.Target)

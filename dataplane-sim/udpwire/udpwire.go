@@ -406,11 +406,19 @@ func (w *Wire) writer(ctx context.Context) {
 func (w *Wire) keepalive(ctx context.Context) {
 	t := time.NewTicker(w.cfg.Keepalive)
 	defer t.Stop()
+	rounds := int(w.cfg.DeadAfter / w.cfg.Keepalive)
+	// silent counts the rounds of this loop since the last datagram.
+	heard, silent := w.lastHeard.Load(), 0
 	for {
 		w.sendHello()
-		if w.up.Load() && time.Since(time.Unix(0, w.lastHeard.Load())) > w.cfg.DeadAfter {
+		if h := w.lastHeard.Load(); h != heard {
+			heard, silent = h, 0
+		} else {
+			silent++
+		}
+		if w.up.Load() && peerSilent(time.Since(time.Unix(0, heard)), silent, w.cfg.DeadAfter, rounds) {
 			w.peerInst.Store(0)
-			w.setUp(false, fmt.Sprintf("nothing heard for %v", w.cfg.DeadAfter))
+			w.setUp(false, fmt.Sprintf("nothing heard for %v (%d keepalives)", w.cfg.DeadAfter, silent))
 		}
 		select {
 		case <-ctx.Done():
@@ -419,6 +427,19 @@ func (w *Wire) keepalive(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// peerSilent judges the peer dead: nothing heard for the dead interval
+// (quiet), and for as many of this wire's own keepalive rounds as the
+// interval holds. A process starved of CPU (a loaded machine; a stopped
+// container) runs one round where it should have run ten, and its reader
+// has not yet read what waits in its socket: the silence is its own, not
+// the peer's, and taking the link down for it lost the frames in flight
+// (a flap during a flow's CM exchange costs its 4.3 s retry, minutes of
+// wall-clock time at a low speed). A peer that is really gone is still
+// found after the dead interval when this process runs.
+func peerSilent(quiet time.Duration, silentRounds int, deadAfter time.Duration, rounds int) bool {
+	return quiet > deadAfter && silentRounds >= rounds
 }
 
 // sendHello sends a keepalive (once the engine has an epoch).

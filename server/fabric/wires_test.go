@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -126,7 +127,8 @@ func TestRestartedPeerDetected(t *testing.T) {
 	defer cancel()
 	w := f1.Wires()[0]
 	pollUntil(ctx, t, "data crosses the wire", func() (bool, error) {
-		return w.Up() && f2.Wires()[0].Stats().RxFrames > 100, nil
+		s1, s2 := w.Stats(), f2.Wires()[0].Stats()
+		return w.Up() && s2.RxFrames > 100, fmt.Errorf("n1's wire %+v; n2's wire %+v", s1, s2)
 	})
 	stop2()
 	pollUntil(ctx, t, "link down after the peer left", func() (bool, error) { return !w.Up(), nil })
@@ -144,6 +146,7 @@ func TestRestartedPeerDetected(t *testing.T) {
 	// At least the restart's down and up; a machine too loaded to send
 	// hellos within dead_after may add a flap of its own, never an up
 	// without its down.
+	t.Logf("n1's wire at the end: %+v", w.Stats())
 	if st := w.Stats(); st.Downs < 1 || st.Ups != st.Downs+1 {
 		t.Errorf("ups %d, downs %d; want one more up than downs, and at least one down", st.Ups, st.Downs)
 	}
