@@ -73,8 +73,8 @@ const (
 	heartbeatSQL = `INSERT INTO collectors (id, address, heartbeat_at) VALUES ($1, $2, now())
 ON CONFLICT (id) DO UPDATE SET address = EXCLUDED.address, heartbeat_at = now()`
 	membersSQL = `SELECT id FROM collectors WHERE heartbeat_at > now() - $1 * interval '1 millisecond' ORDER BY id`
-	// acquireSQL runs after lockSQL, in its transaction: the previous
-	// owner read there is the one this statement replaces.
+	// acquireSQL runs after lockSQL, in its transaction (Acquire's batch):
+	// the previous owner read there is the one this statement replaces.
 	lockSQL    = `SELECT owner FROM leases WHERE target = $1 FOR UPDATE`
 	acquireSQL = `INSERT INTO leases (target, owner, epoch, expires_at)
 VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
@@ -185,24 +185,28 @@ type Lease struct {
 // Acquire takes the lease of target when it is free, expired, released or
 // already ours. ok is false when another collector holds it.
 func (m *Manager) Acquire(ctx context.Context, target string) (l Lease, ok bool, err error) {
-	err = pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
-		var prev string
-		if err := tx.QueryRow(ctx, lockSQL, target).Scan(&prev); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	// One round trip: the statements of a batch run in one implicit
+	// transaction, so the row lockSQL reads stays locked for acquireSQL.
+	b := &pgx.Batch{}
+	var prev string
+	b.Queue(lockSQL, target).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&prev); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
-		}
-		if err := tx.QueryRow(ctx, acquireSQL, target, m.id, m.ms()).Scan(&l.Epoch); err != nil {
-			return err
-		}
-		if prev != m.id {
-			l.From = prev
 		}
 		return nil
 	})
+	b.Queue(acquireSQL, target, m.id, m.ms()).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&l.Epoch)
+	})
+	err = m.pool.SendBatch(ctx, b).Close()
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, false, nil
 	}
 	if err != nil {
 		return Lease{}, false, err
+	}
+	if prev != m.id {
+		l.From = prev
 	}
 	return l, true, nil
 }
