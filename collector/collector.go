@@ -608,7 +608,7 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 				wanted[name] = epoch
 			}
 		case mine:
-			e, ok, err := func() (int64, bool, error) {
+			l, ok, err := func() (lease.Lease, bool, error) {
 				dctx, cancel := c.dbCtx(ctx)
 				defer cancel()
 				return c.lm.Acquire(dctx, name)
@@ -624,11 +624,22 @@ func (c *Collector) reconcileLeases(ctx context.Context, desired map[string]conf
 				c.keepStandby(ctx, desired[name])
 				continue
 			}
+			e := l.Epoch
 			c.held[name] = e
 			wanted[name] = e
-			if c.promote(desired[name], e) {
+			switch promoted, hadStandby := c.promote(desired[name], e); {
+			case promoted:
 				c.log.Info("lease taken, promoting the standby stream", "target", name, "epoch", e)
-			} else {
+			case !hadStandby && l.From != "":
+				// Taken from another collector with no standby stream to
+				// promote (it died or released the lease before this one
+				// streamed): what the switch published between the
+				// previous owner's last stored value and this loop's sync
+				// is lost.
+				c.m.Handovers.WithLabelValues("taken", metrics.HandoverTakeover).Inc()
+				c.log.Warn("handover: lease taken over with no standby stream; values the switch published since the previous owner's last stored one are lost",
+					"target", name, "epoch", e, "from", l.From)
+			default:
 				c.log.Info("lease taken", "target", name, "epoch", e)
 			}
 		case held:
@@ -692,20 +703,26 @@ func (c *Collector) renew(ctx context.Context, name string, epoch int64) bool {
 	}
 	dctx, cancel := c.dbCtx(ctx)
 	defer cancel()
-	ok, err := c.lm.Renew(dctx, name, epoch)
+	res, err := c.lm.Renew(dctx, name, epoch)
 	switch {
 	case err != nil:
 		c.m.LeaseRenewals.WithLabelValues("error").Inc()
 		c.log.Warn("lease not renewed: the database did not answer", "target", name, "epoch", epoch, "err", err)
 		return true
-	case !ok && h != nil:
+	case res == lease.Reacquired:
+		// It had expired (the database was away for longer than
+		// leases.ttl) and nobody took it: ours again, same epoch.
+		c.m.LeaseRenewals.WithLabelValues("reacquired").Inc()
+		c.log.Info("lease had expired and was taken again", "target", name, "epoch", epoch)
+		return true
+	case res == lease.Lost && h != nil:
 		// Gone before the handover released it (a renewal and a release
 		// never overlap: the lock above): expired and taken meanwhile. The
 		// handover's end forgets it.
 		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
 		c.log.Warn("lease lost while handing the target over", "target", name, "epoch", epoch)
 		return false
-	case !ok:
+	case res == lease.Lost:
 		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
 		c.log.Warn("lease lost", "target", name, "epoch", epoch)
 		delete(c.held, name)
@@ -822,14 +839,15 @@ func (c *Collector) withdrawReady(ctx context.Context, name string, r *running) 
 // configuration t, into its running loop at epoch (reconcile loop only),
 // and finishes the promotion in a goroutine of its own (finishPromotion):
 // the loop holds its batches until then. It returns false when there is no
-// standby loop to promote; one that cannot be (it ended, or t changed) is
-// stopped and the takeover counted as break-before-make.
-func (c *Collector) promote(t config.Target, epoch int64) bool {
+// standby loop to promote (hadStandby says whether there was one); one that
+// cannot be (it ended, or t changed) is stopped and the takeover counted as
+// break-before-make.
+func (c *Collector) promote(t config.Target, epoch int64) (promoted, hadStandby bool) {
 	c.mu.Lock()
 	r := c.standby[t.Name]
 	c.mu.Unlock()
 	if r == nil {
-		return false
+		return false, false
 	}
 	select {
 	case <-r.done:
@@ -841,13 +859,13 @@ func (c *Collector) promote(t config.Target, epoch int64) bool {
 			c.running[t.Name] = r
 			c.mu.Unlock()
 			go c.finishPromotion(r, epoch)
-			return true
+			return true, true
 		}
 	}
 	c.stopStandby(t.Name)
 	c.m.Handovers.WithLabelValues("taken", metrics.HandoverBreakBeforeMake).Inc()
 	c.log.Warn("handover: the standby stream could not be promoted; the target starts afresh", "target", t.Name)
-	return false
+	return false, true
 }
 
 // finishPromotion reads what the previous owner stored (the latest table,

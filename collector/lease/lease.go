@@ -73,6 +73,9 @@ const (
 	heartbeatSQL = `INSERT INTO collectors (id, address, heartbeat_at) VALUES ($1, $2, now())
 ON CONFLICT (id) DO UPDATE SET address = EXCLUDED.address, heartbeat_at = now()`
 	membersSQL = `SELECT id FROM collectors WHERE heartbeat_at > now() - $1 * interval '1 millisecond' ORDER BY id`
+	// acquireSQL runs after lockSQL, in its transaction (Acquire's batch):
+	// the previous owner read there is the one this statement replaces.
+	lockSQL    = `SELECT owner FROM leases WHERE target = $1 FOR UPDATE`
 	acquireSQL = `INSERT INTO leases (target, owner, epoch, expires_at)
 VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
 ON CONFLICT (target) DO UPDATE SET
@@ -80,9 +83,18 @@ ON CONFLICT (target) DO UPDATE SET
   owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
 WHERE leases.owner = EXCLUDED.owner OR leases.expires_at < now()
 RETURNING epoch`
+	// renewSQL extends only a lease still held: a renewal the server runs
+	// late (its client gave up waiting; pgx does not cancel the statement)
+	// must not take back a lease released or expired meanwhile.
 	renewSQL = `UPDATE leases SET expires_at = now() + $4 * interval '1 millisecond'
-WHERE target = $1 AND owner = $2 AND epoch = $3`
-	releaseSQL = `WITH r AS (UPDATE leases SET expires_at = now() - interval '1 millisecond' WHERE target = $1 AND owner = $2 RETURNING target)
+WHERE target = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()`
+	// reacquireSQL takes again a lease that expired with nobody taking it
+	// (same owner and epoch), but not one its owner released: released
+	// leases expire at -infinity, so that no late statement of the old
+	// owner can tell them from a lapse and take them back.
+	reacquireSQL = `UPDATE leases SET expires_at = now() + $4 * interval '1 millisecond'
+WHERE target = $1 AND owner = $2 AND epoch = $3 AND expires_at > '-infinity'`
+	releaseSQL = `WITH r AS (UPDATE leases SET expires_at = '-infinity' WHERE target = $1 AND owner = $2 AND expires_at > '-infinity' RETURNING target)
 SELECT pg_notify($3, $4) FROM r`
 	leaveSQL  = `DELETE FROM collectors WHERE id = $1`
 	notifySQL = `SELECT pg_notify($1, $2)`
@@ -160,27 +172,99 @@ func (m *Manager) Members(ctx context.Context) ([]string, error) {
 	return pgx.CollectRows(rs, pgx.RowTo[string])
 }
 
-// Acquire takes the lease of target when it is free, expired or already
-// ours. ok is false when another collector holds it. The epoch is the
-// lease's fencing token: unchanged when we already held it, one more when
-// it changes hands.
-func (m *Manager) Acquire(ctx context.Context, target string) (epoch int64, ok bool, err error) {
-	err = m.pool.QueryRow(ctx, acquireSQL, target, m.id, m.ms()).Scan(&epoch)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	return epoch, err == nil, err
+// Lease is a lease Acquire took.
+type Lease struct {
+	// Epoch is the lease's fencing token: unchanged when this collector
+	// already held it, one more when it changed hands.
+	Epoch int64
+	// From is the collector it was taken from (its lease had expired, or
+	// it had released it); "" when the lease was new or already ours.
+	From string
 }
 
-// Renew extends a lease we hold at epoch; ok is false when it was lost.
-func (m *Manager) Renew(ctx context.Context, target string, epoch int64) (ok bool, err error) {
+// Acquire takes the lease of target when it is free, expired, released or
+// already ours. ok is false when another collector holds it.
+func (m *Manager) Acquire(ctx context.Context, target string) (l Lease, ok bool, err error) {
+	// One round trip: the statements of a batch run in one implicit
+	// transaction, so the row lockSQL reads stays locked for acquireSQL.
+	b := &pgx.Batch{}
+	var prev string
+	b.Queue(lockSQL, target).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&prev); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return nil
+	})
+	b.Queue(acquireSQL, target, m.id, m.ms()).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&l.Epoch)
+	})
+	err = m.pool.SendBatch(ctx, b).Close()
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, false, nil
+	}
+	if err != nil {
+		return Lease{}, false, err
+	}
+	if prev != m.id {
+		l.From = prev
+	}
+	return l, true, nil
+}
+
+// Renewal is what Renew did.
+type Renewal int
+
+const (
+	// Lost: another collector holds the lease, or this one released it.
+	Lost Renewal = iota
+	// Renewed: the lease was still held and is extended.
+	Renewed
+	// Reacquired: the lease had expired (the database was away longer
+	// than the TTL, say) and nobody took it: it is this collector's
+	// again, at the same epoch.
+	Reacquired
+)
+
+func (r Renewal) String() string {
+	switch r {
+	case Renewed:
+		return "renewed"
+	case Reacquired:
+		return "reacquired"
+	}
+	return "lost"
+}
+
+// Renew extends a lease we hold at epoch. A lease that expired meanwhile
+// with nobody taking it is taken again (Reacquired); one that another
+// collector took, or that this one released, is Lost.
+//
+// The client orders its renewals and its release of a lease, but a
+// renewal it gave up waiting for may still run on the server after the
+// release: renewSQL then finds the lease not held, and reacquireSQL (run
+// only once the renewal has answered) never takes a released lease back.
+func (m *Manager) Renew(ctx context.Context, target string, epoch int64) (Renewal, error) {
 	tag, err := m.pool.Exec(ctx, renewSQL, target, m.id, epoch, m.ms())
-	return tag.RowsAffected() == 1, err
+	if err != nil {
+		return Lost, err
+	}
+	if tag.RowsAffected() == 1 {
+		return Renewed, nil
+	}
+	tag, err = m.pool.Exec(ctx, reacquireSQL, target, m.id, epoch, m.ms())
+	if err != nil {
+		return Lost, err
+	}
+	if tag.RowsAffected() == 1 {
+		return Reacquired, nil
+	}
+	return Lost, nil
 }
 
 // Release lets another collector take the lease at once, and says so on
 // HandoverChannel. released is false when the lease was not this
-// collector's any more (it expired and another took it): nothing changed.
+// collector's any more (it expired and another took it) or was released
+// already: nothing changed. A released lease expires at -infinity.
 func (m *Manager) Release(ctx context.Context, target string) (released bool, err error) {
 	tag, err := m.pool.Exec(ctx, releaseSQL, target, m.id, HandoverChannel, Handover{Target: target, Released: m.id}.payload())
 	return err == nil && tag.RowsAffected() == 1, err

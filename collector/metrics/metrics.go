@@ -45,6 +45,13 @@ const (
 	// previous owner stored: break-before-make when its stream synced past
 	// it (an announced stream dropped after the old owner's last look).
 	HandoverBreakBeforeMake = "break_before_make"
+	// HandoverTakeover: a lease taken from another collector with no
+	// standby stream to promote (taker's side only): the previous owner
+	// died (its lease expired) or released the lease before this
+	// collector streamed the target. Nothing judges the junction: values
+	// published between the previous owner's last stored one and the new
+	// stream's sync are lost.
+	HandoverTakeover = "takeover"
 )
 
 // Target states (label state of TargetState).
@@ -85,8 +92,9 @@ type Metrics struct {
 	// ReadyAnnounced: handover Ready messages sent (once per synced
 	// standby stream, then at most once per leases.renew).
 	ReadyAnnounced prometheus.Counter
-	// LeaseRenewals: lease renewals by result (renewed, lost, error: the
-	// database did not answer; the lease is kept, the fencing guards it).
+	// LeaseRenewals: lease renewals by result (renewed; reacquired: it had
+	// expired with nobody taking it; lost; error: the database did not
+	// answer, the lease is kept, the fencing guards it).
 	LeaseRenewals *prometheus.CounterVec
 	// LatestReadErrors: reads of the latest table that failed and are
 	// retried, by phase (seed: a loop starts; promote: a standby loop is
@@ -135,7 +143,7 @@ func New() *Metrics {
 		Leases: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "leases_held",
 			Help: "Target leases this collector holds."}),
 		Handovers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "handovers_total",
-			Help: "Targets handed to another collector (direction given) or taken from one (taken), by kind (make_before_break: the new owner streamed before the old one stopped; break_before_make)."}, []string{"direction", "kind"}),
+			Help: "Targets handed to another collector (direction given) or taken from one (taken), by kind (make_before_break: the new owner streamed before the old one stopped; break_before_make; takeover: taken with no standby stream, the previous owner dead or gone)."}, []string{"direction", "kind"}),
 		StandbyDiscarded: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "standby_discarded_rows_total",
 			Help: "Rows a standby stream let go of past writer.queue_rows while the target's owner still stores them (not a loss)."}),
 		StandbyRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "standby_rows",
@@ -143,7 +151,7 @@ func New() *Metrics {
 		ReadyAnnounced: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "handover_ready_sent_total",
 			Help: "Handover Ready messages sent by this collector's standby streams."}),
 		LeaseRenewals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "lease_renewals_total",
-			Help: "Lease renewals by result (renewed; lost: another collector owns the target; error: the database did not answer, the lease is kept)."}, []string{"result"}),
+			Help: "Lease renewals by result (renewed; reacquired: it had expired with nobody taking it, taken again at the same epoch; lost: another collector owns the target, or it was released; error: the database did not answer, the lease is kept)."}, []string{"result"}),
 		LatestReadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "latest_read_errors_total",
 			Help: "Reads of the latest table that failed and are retried, by phase (seed: a target's loop starts; promote: a standby stream is promoted after its lease was taken)."}, []string{"phase"}),
 		states: map[string]string{},

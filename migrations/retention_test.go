@@ -1,0 +1,194 @@
+package migrations_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/migrations"
+)
+
+// retentionFixture is a fixture on a fresh database migrated with manager,
+// its t0 five UTC days ago at midnight, with daily partitions for the days
+// since then (as a collector running all along would have had made).
+func retentionFixture(t *testing.T, manager string) *fixture {
+	ctx := context.Background()
+	dsn := emptyDB(t)
+	if err := migrations.Up(ctx, connect(t, dsn), migrations.WithPartitionManager(manager)); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	t0 := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -5)
+	for d := range 4 {
+		if _, err := pool.Exec(ctx, `SELECT lhcnp_create_daily_partition('samples', $1::date)`, t0.AddDate(0, 0, d).Format("2006-01-02")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &fixture{t: t, pool: pool, t0: t0, ids: map[string]int64{}}
+}
+
+// viewRows is every view's answer (as JSON rows) for the rows a retention
+// keeps and whose inputs it keeps: from horizon for the views that read the
+// leaves at an instant; from after the first kept sample of each counter
+// for the counter views (the first kept sample's increase needs the
+// previous one, which is dropped).
+func viewRows(t *testing.T, pool *pgxpool.Pool, horizon time.Time) map[string][]string {
+	t.Helper()
+	counters := horizon.Add(time.Hour)
+	queries := map[string]struct {
+		sql  string
+		from time.Time
+	}{
+		"queue_congestion":         {`SELECT * FROM queue_congestion WHERE ts >= $1 ORDER BY target, interface, queue, ts`, horizon},
+		"queue_congestion_between": {`SELECT * FROM queue_congestion_between($1, now() + interval '1 day') ORDER BY target, interface, queue, ts`, horizon},
+		"queue_utilisation":        {`SELECT * FROM queue_utilisation WHERE ts > $1 ORDER BY target, interface, queue, ts`, counters},
+		"drops_and_pauses":         {`SELECT * FROM drops_and_pauses WHERE ts > $1 ORDER BY target, interface, queue, ts`, counters},
+		"notifications_per_second": {`SELECT * FROM notifications_per_second WHERE second > $1 ORDER BY target, interface, queue, action, second`, counters},
+		"counter_increases":        {`SELECT * FROM counter_increases WHERE ts > $1 ORDER BY series_id, ts`, counters},
+		"lhcnp_speed_at": {`SELECT t, lhcnp_speed_at('sim', t) AS speed
+			FROM generate_series($1, now(), interval '30 minutes') t ORDER BY t`, horizon},
+		"lhcnp_leaf_at (port rate)": {`SELECT t, r.value_num FROM generate_series($1, now(), interval '30 minutes') t
+			LEFT JOIN LATERAL lhcnp_leaf_at('sim', '{"name": "wan"}', '/lhcnp/interfaces/interface/state/effective-port-rate', t) r ON true
+			ORDER BY t`, horizon},
+	}
+	got := map[string][]string{}
+	for name, q := range queries {
+		rs := query[struct{ Row string }](t, pool, `SELECT row_to_json(v)::text AS row FROM (`+q.sql+`) v`, q.from)
+		for _, r := range rs {
+			got[name] = append(got[name], r.Row)
+		}
+		if len(got[name]) == 0 {
+			t.Fatalf("%s: no rows", name)
+		}
+	}
+	return got
+}
+
+// TestRetentionKeepsValuesRead: a switch's engine speed and port rate
+// changed in days the retention then drops (and its speed changes again
+// later); so did its queue's K_max, K_min, growth rate, peak depth and
+// marking rate (deleted, at last). After the maintenance pass that drops
+// those days, with either partition manager, every view answers for the
+// kept rows exactly as before: the last value of each leaf the views read
+// at an instant was carried to the oldest kept day's start (flag bit 3).
+// Without it the utilisation lost its port rate (NULL) and the rates the
+// switch's speed (read as the next remaining value, or latest's).
+func TestRetentionKeepsValuesRead(t *testing.T) {
+	for _, manager := range managers {
+		t.Run(manager, func(t *testing.T) {
+			f := retentionFixture(t, manager)
+			ctx := context.Background()
+			const h = time.Hour
+			queue := func(name string) int64 { return f.series("sim", queueState+name, "wan", 0) }
+			speed := f.series("sim", engineSpeed, "", -1)
+			f.add(speed, 1*h, 0.05, flagSync)
+			f.add(speed, 25*h, 0.5, 0)
+			f.add(speed, 26*h, nil, flagDelete) // skipped by the views: they read 0.5 on
+			f.add(speed, 84*h, 2.0, 0)          // a kept day
+			port := f.series("sim", ifState+"effective-port-rate", "wan", -1)
+			f.add(port, 1*h, 100_000_000, flagSync)
+			f.add(port, 25*h, 40_000_000, 0)
+			f.add(queue("effective-kmax"), 0, 1000, flagSync)
+			f.add(queue("effective-kmax"), 27*h, 2000, 0)
+			f.add(queue("effective-kmin"), 2*h, 500, flagSync)
+			f.add(queue("ecn-marking-rate"), 2*h, num("12.5"), flagSync)
+			f.add(queue("ecn-marking-rate"), 30*h, nil, flagDelete)
+			f.add(queue("peak-queue-depth"), 4*h, 9000, flagSync)
+			f.add(queue("queue-growth-rate"), 5*h, -100, flagSync)
+			f.add(queue("queue-growth-rate"), 60*h, 300, 0)
+			// Counters and depth every 6 hours, until an hour before today.
+			for k := 0; k < 20; k++ {
+				at := 30*time.Minute + time.Duration(k)*6*h
+				f.add(queue("counters/cnp-notify-sent"), at, 10*k, 0)
+				f.add(queue("counters/dropped-packets"), at, 2*k, 0)
+				f.add(queue("counters/pfc-pause-frames"), at, k, 0)
+				f.add(queue("counters/bytes"), at, 2_700_000_000*k, 0) // 1 Mb/s
+				f.add(queue("queue-depth"), at+150*time.Minute, 100*k, 0)
+			}
+			f.commit()
+
+			var horizon time.Time
+			if err := f.pool.QueryRow(ctx, `SELECT lhcnp_retention_horizon('3 days')`).Scan(&horizon); err != nil {
+				t.Fatal(err)
+			}
+			if want := f.t0.AddDate(0, 0, 2); !horizon.Equal(want) {
+				t.Fatalf("retention horizon of 3 days %v, want %v (the start of the day 3 days ago)", horizon, want)
+			}
+			before := viewRows(t, f.pool, horizon)
+			if err := migrations.SetRetention(ctx, f.pool, 3*24*time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := migrations.Maintain(ctx, f.pool); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(t, connect(t, f.pool.Config().ConnString()), `SELECT count(*) FROM samples WHERE ts < $1`, horizon); n != 0 {
+				t.Fatalf("%d samples older than the horizon after the pass", n)
+			}
+			after := viewRows(t, f.pool, horizon)
+			if d := cmp.Diff(before, after); d != "" {
+				t.Errorf("the views for the kept rows changed with the retention (-before +after):\n%s", d)
+			}
+
+			// What they say: the carried values, and the kept change.
+			type util struct {
+				Ts          time.Time
+				PortRateBps *int64
+				Speed       float64
+			}
+			for _, u := range query[util](t, f.pool, `SELECT ts, port_rate_bps, speed FROM queue_utilisation ORDER BY ts`) {
+				wantSpeed := 0.5
+				if !u.Ts.Before(f.t0.Add(84 * h)) {
+					wantSpeed = 2
+				}
+				if u.PortRateBps == nil || *u.PortRateBps != 40_000_000 || u.Speed != wantSpeed {
+					t.Errorf("queue_utilisation at %v: port rate %v, speed %v; want 40000000, %v", u.Ts, fmtPtr(u.PortRateBps), u.Speed, wantSpeed)
+				}
+			}
+			type carried struct {
+				SchemaPath string
+				Ts         time.Time
+				Value      *string
+				Flags      int16
+			}
+			got := query[carried](t, f.pool, `SELECT se.schema_path, x.ts, COALESCE(x.v_text, x.v_int::text, x.v_num::text, x.v_float::text) AS value, x.flags
+				FROM samples x JOIN series se ON se.id = x.series_id WHERE x.flags & 8 <> 0 ORDER BY se.schema_path COLLATE "C"`)
+			str := func(s string) *string { return &s }
+			want := []carried{
+				{engineSpeed, horizon, str("0.5"), 8},
+				{queueState + "ecn-marking-rate", horizon, nil, flagDelete | 8},
+				{queueState + "effective-kmax", horizon, str("2000"), 8},
+				{queueState + "effective-kmin", horizon, str("500"), flagSync | 8},
+				{queueState + "peak-queue-depth", horizon, str("9000"), flagSync | 8},
+				{queueState + "queue-growth-rate", horizon, str("-100"), flagSync | 8},
+				{ifState + "effective-port-rate", horizon, str("40000000"), 8},
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("carried samples (-want +got):\n%s", d)
+			}
+
+			// Another pass carries nothing more (the values are at the
+			// horizon already).
+			if err := migrations.Maintain(ctx, f.pool); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(query[carried](t, f.pool, `SELECT '' AS schema_path, ts, NULL AS value, flags FROM samples WHERE flags & 8 <> 0`)); n != len(want) {
+				t.Errorf("%d carried samples after a second pass, want %d", n, len(want))
+			}
+		})
+	}
+}
+
+func fmtPtr[T any](v *T) string {
+	if v == nil {
+		return "NULL"
+	}
+	return fmt.Sprint(*v)
+}
