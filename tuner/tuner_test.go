@@ -155,9 +155,11 @@ var (
 	// takes K_max down to where the queue will be one window ahead (0.75
 	// RTT_est); a standing queue would keep alpha (twice it is above K_max).
 	congested = traffic{delayRTT: 0.45, lastRTT: 0.6, util: 0.99}
-	better    = traffic{delayRTT: 0.3, util: 0.98}
-	worse     = traffic{delayRTT: 3, util: 0.5}
-	t1        = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	// congestedAlpha is the alpha the delay rule gives congested from 1.
+	congestedAlpha = 0.75
+	better         = traffic{delayRTT: 0.3, util: 0.98}
+	worse          = traffic{delayRTT: 3, util: 0.5}
+	t1             = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 )
 
 func bdpSettings(alpha float64) policy.Settings {
@@ -216,7 +218,7 @@ func TestTunerConfirms(t *testing.T) {
 	if tu.Pending("n1") {
 		t.Fatal("still pending after a complete, better judge window")
 	}
-	want := []row{{"n1", policy.RuleDelay, OutcomeConfirmed, bdpSettings(0.75)}}
+	want := []row{{"n1", policy.RuleDelay, OutcomeConfirmed, bdpSettings(congestedAlpha)}}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}
@@ -255,7 +257,7 @@ func TestTunerLetsWorseRollBack(t *testing.T) {
 	if tu.Pending("n1") {
 		t.Fatal("still pending after the rollback deadline")
 	}
-	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(0.75)}}
+	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(congestedAlpha)}}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}
@@ -289,8 +291,8 @@ func TestTunerServesOthers(t *testing.T) {
 		}
 	}
 	want := []row{
-		{"refusing", policy.RuleDelay, OutcomeRefused, bdpSettings(0.75)},
-		{"good", policy.RuleDelay, OutcomePushed, bdpSettings(0.75)},
+		{"refusing", policy.RuleDelay, OutcomeRefused, bdpSettings(congestedAlpha)},
+		{"good", policy.RuleDelay, OutcomePushed, bdpSettings(congestedAlpha)},
 	}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
@@ -324,9 +326,9 @@ func TestTunerDryRun(t *testing.T) {
 		t.Errorf("alpha on the switch %v after a dry run, want 1 (untouched)", alpha)
 	}
 	want := []row{
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(congestedAlpha)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(congestedAlpha)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(congestedAlpha)},
 	}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
@@ -394,9 +396,9 @@ func TestTunerHoldsRecordedOnce(t *testing.T) {
 	// on again every period (TestTunerDryRun).
 	want := []row{
 		{"n1", policy.RuleSteady, OutcomeHold, bdpSettings(1)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
-		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(0.75)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(congestedAlpha)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(congestedAlpha)},
+		{"n1", policy.RuleDelay, OutcomeDryRun, bdpSettings(congestedAlpha)},
 	}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
@@ -435,7 +437,7 @@ func TestTunerReleasesPendingOnStop(t *testing.T) {
 		wantReason   string
 	}{
 		{"cancelled", false, 1, "cancelled: the tuner stopped before it could judge the change"},
-		{"cancel refused", true, 0.8, "its cancel failed, the switch rolls it back at"},
+		{"cancel refused", true, congestedAlpha, "its cancel failed, the switch rolls it back at"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			var refusing atomic.Bool
@@ -457,7 +459,7 @@ func TestTunerReleasesPendingOnStop(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- tu.Run(ctx) }()
 			deadline := time.Now().Add(20 * time.Second)
-			for switchAlpha(t, yc) != 0.8 {
+			for switchAlpha(t, yc) != congestedAlpha {
 				if time.Now().After(deadline) {
 					t.Fatal("the first cycle pushed nothing within 20 s")
 				}
@@ -475,7 +477,7 @@ func TestTunerReleasesPendingOnStop(t *testing.T) {
 			if !tt.refuseCancel {
 				noCommitPending(t, yc)
 			}
-			want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(0.8)}}
+			want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(congestedAlpha)}}
 			if diff := cmp.Diff(want, rec.rows()); diff != "" {
 				t.Errorf("tuner_actions (-want +got):\n%s", diff)
 			}
@@ -525,7 +527,7 @@ func TestTunerCancelsCommitWhoseAnswerWasLost(t *testing.T) {
 		t.Errorf("alpha %v, want 1: the applied commit cancelled", a)
 	}
 	noCommitPending(t, yc)
-	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(0.8)}}
+	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(congestedAlpha)}}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}
