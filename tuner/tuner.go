@@ -293,6 +293,13 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SwitchTimeout)
 			if cerr := t.push.Cancel(cctx, s.Name, p.id); cerr == nil {
 				outcome, reason = OutcomeRolledBack, "the Set's answer was lost, but the switch had applied it: cancelled"
+			} else {
+				// No commit to cancel (the Set never landed), or the cancel
+				// itself failed, or the Set lands after it: whichever, the
+				// switch does not keep the change past the deadline.
+				outcome = OutcomeRolledBack
+				reason = fmt.Sprintf("the Set's answer was lost and its cancel failed (%v): if the switch applied it, it rolls it back at %s",
+					cerr, p.deadline.UTC().Format(time.RFC3339))
 			}
 			cancel()
 			var rcancel context.CancelFunc
@@ -406,11 +413,20 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 			"commit", p.id, "reason", reason)
 		return nil
 	}
-	if err := t.push.Confirm(ctx, s.Name, p.id); err != nil {
-		ferr := t.finish(ctx, s, p, now, OutcomeError, "confirm failed", err.Error())
+	err = t.push.Confirm(ctx, s.Name, p.id)
+	// The record gets a switch_timeout of its own: the Confirm may have
+	// used up ctx's, or the tuner be stopping.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SwitchTimeout)
+	defer cancel()
+	if err != nil {
+		why := "confirm failed: the switch rolls the change back at " + p.deadline.UTC().Format(time.RFC3339)
+		if ctx.Err() != nil {
+			why = "the confirm's answer was lost: the switch either confirmed it or rolls it back at " + p.deadline.UTC().Format(time.RFC3339)
+		}
+		ferr := t.finish(rctx, s, p, now, OutcomeError, why, err.Error())
 		return errors.Join(err, ferr)
 	}
-	return t.finish(ctx, s, p, now, OutcomeConfirmed, "applied and "+reason, "")
+	return t.finish(rctx, s, p, now, OutcomeConfirmed, "applied and "+reason, "")
 }
 
 // applied: the window's settings are the new ones, and the switch's

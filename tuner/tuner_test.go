@@ -42,7 +42,10 @@ func (r *memRecorder) Record(_ context.Context, a Action) (int64, error) {
 	return int64(len(r.actions)), nil
 }
 
-func (r *memRecorder) SetOutcome(_ context.Context, id int64, o Outcome, reason, errText string) error {
+func (r *memRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string) error {
+	if err := ctx.Err(); err != nil {
+		return err // as a database would: nothing recorded on an expired context
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := &r.actions[id-1]
@@ -455,19 +458,19 @@ func TestTunerReleasesPendingOnStop(t *testing.T) {
 				traffic: func(string, policy.Settings) traffic { return congested }}
 			rec := &memRecorder{}
 			tu, _ := newLoop(t, cfg, src, rec)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- tu.Run(ctx) }()
-			deadline := time.Now().Add(20 * time.Second)
-			for switchAlpha(t, yc) != congestedAlpha {
-				if time.Now().After(deadline) {
-					t.Fatal("the first cycle pushed nothing within 20 s")
-				}
-				time.Sleep(10 * time.Millisecond) // polling with a deadline
+			// The first cycle ends with its Set answered (a commit
+			// pending), so stopping Run cannot catch a Set in flight.
+			if err := tu.Cycle(context.Background(), time.Now()); err != nil { // Run's clock: the commit's deadline ahead
+				t.Fatalf("Cycle: %v", err)
+			}
+			if !tu.Pending("n1") || switchAlpha(t, yc) != congestedAlpha {
+				t.Fatalf("after the first cycle: pending %v, alpha %v; want a commit of alpha %v pending",
+					tu.Pending("n1"), switchAlpha(t, yc), congestedAlpha)
 			}
 			refusing.Store(tt.refuseCancel)
-			cancel()
-			if err := <-done; err != nil {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // Run serves one cycle (it follows the pending commit) and stops
+			if err := tu.Run(ctx); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			refusing.Store(false)
@@ -511,7 +514,7 @@ func TestTunerCancelsCommitWhoseAnswerWasLost(t *testing.T) {
 	}
 	addr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{slow}, nil))
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
-	cfg.SwitchTimeout = 500 * time.Millisecond
+	cfg.SwitchTimeout = 3 * time.Second
 	yc := ygnmiClient(t, addr)
 	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
 		traffic: func(string, policy.Settings) traffic { return congested }}

@@ -195,15 +195,25 @@ func (m *Manager) Acquire(ctx context.Context, target string) (l Lease, ok bool,
 		}
 		return nil
 	})
+	// A lease held by another collector returns no row: handled here, as
+	// an error out of the batch would make pgx drop both prepared
+	// statements from the connection (prepared again at the next poll).
+	taken := false
 	b.Queue(acquireSQL, target, m.id, m.ms()).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&l.Epoch)
+		switch err := row.Scan(&l.Epoch); {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
+		}
+		taken = true
+		return nil
 	})
-	err = m.pool.SendBatch(ctx, b).Close()
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Lease{}, false, nil
-	}
-	if err != nil {
+	if err = m.pool.SendBatch(ctx, b).Close(); err != nil {
 		return Lease{}, false, err
+	}
+	if !taken {
+		return Lease{}, false, nil
 	}
 	if prev != m.id {
 		l.From = prev

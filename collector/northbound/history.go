@@ -71,6 +71,9 @@ type row struct {
 	ts time.Time
 	s  *series
 	tv *gnmi.TypedValue // nil: a delete
+	// carried: a copy retention made at its horizon (rows.Carried), a
+	// starting value and not a change the switch sent.
+	carried bool
 }
 
 func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionList, h *gnmi_ext.History) error {
@@ -342,6 +345,9 @@ func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.T
 			return status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
 		}
 		err = scanRows(rs, set, func(r row) error {
+			if r.carried {
+				return nil // not a change: a snapshot reads it as the value at the horizon
+			}
 			// Flush only between timestamps, so a notification is never split.
 			if len(buf) >= rangeBatch && !buf[len(buf)-1].ts.Equal(r.ts) {
 				if err := flush(); err != nil {
@@ -380,7 +386,7 @@ func scanRows(rs pgx.Rows, set seriesSet, fn func(row) error) error {
 		if se == nil {
 			continue
 		}
-		r := row{ts: ts, s: se}
+		r := row{ts: ts, s: se, carried: flags&carriedFlag != 0}
 		if flags&deletedFlag == 0 {
 			tv, err := typedValue(se.leaf, vInt, vFlt, vNum, vBool, vText)
 			if err != nil {
@@ -398,8 +404,9 @@ func scanRows(rs pgx.Rows, set seriesSet, fn func(row) error) error {
 	return nil
 }
 
-// deletedFlag is bit 1 of samples.flags: a gNMI delete.
-const deletedFlag = 1 << 1
+// deletedFlag is bit 1 of samples.flags: a gNMI delete; carriedFlag bit
+// 3, a copy retention made (collector/rows: Deleted, Carried).
+const deletedFlag, carriedFlag = 1 << 1, 1 << 3
 
 // typedValue turns a sample's value columns back into the typed value the
 // switch sent (PROTO encoding): integers as uint_val or int_val by the

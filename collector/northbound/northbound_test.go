@@ -282,6 +282,20 @@ func TestNorthboundFleet(t *testing.T) {
 		return err == nil && n >= len(inWindow)
 	})
 
+	// A row retention carried forward (migration 008: flags bit 3, the
+	// series' last value copied to the horizon) inside the window: History
+	// reads it as a value to start from, never as a change the switch sent
+	// (a series that changes again before b: the snapshot at b is its
+	// later, real value).
+	mid := a.Add(b.Sub(a) / 2)
+	if tag, err := pool.Exec(context.Background(), `INSERT INTO samples (ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, batch_id)
+		SELECT $1, y.series_id, y.v_int, y.v_float, y.v_num, y.v_bool, y.v_text, y.flags | 8, 0 FROM samples y
+		JOIN series se ON se.id = y.series_id WHERE se.schema_path LIKE '%/queues/queue/state/%' AND y.ts < $1
+		  AND EXISTS (SELECT 1 FROM samples z WHERE z.series_id = y.series_id AND z.ts > $1 AND z.ts < $2)
+		ORDER BY y.ts DESC LIMIT 1`, mid, b); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("inserting a carried row: %v, %v", tag, err)
+	}
+
 	t.Run("history range", func(t *testing.T) {
 		out := gnmicUntil(t, 60*time.Second, func(out string) bool { return strings.HasSuffix(out, `{"syncResponse":true}`) },
 			append(nb, "subscribe", "--target", "*", "--mode", "stream", "--updates-only", "-e", "proto", "--format", "protojson",

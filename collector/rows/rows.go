@@ -35,6 +35,12 @@ const (
 	// Reset marks a counter lower than its previous sample (the switch
 	// restarted): a rate must not be computed across it.
 	Reset Flags = 1 << 2
+	// Carried marks a copy retention made (migration 008,
+	// lhcnp_carry_forward): a series' last value before the retention
+	// horizon, stamped at the horizon so that the rows kept still find it.
+	// The switch never sent it at that time: a value to start from, not a
+	// change.
+	Carried Flags = 1 << 3
 )
 
 // ValueKind says which value column of a sample holds its value.

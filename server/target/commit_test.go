@@ -1,6 +1,7 @@
 package target_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -343,5 +344,27 @@ func TestCommitConfirmedErrors(t *testing.T) {
 			}
 			e.none(t)
 		})
+	}
+}
+
+// TestSetOfACallerThatGaveUpIsNotApplied: a Set (a commit or a plain one)
+// whose caller gave up before it got the lock is refused with the
+// context's status and changes nothing: a tuner whose Set timed out
+// cancels it, and the Set must not land after that cancel and stay
+// pending for no one.
+func TestSetOfACallerThatGaveUpIsNotApplied(t *testing.T) {
+	e := newCommitEnv(t)
+	before := configLeaves(t, e.env)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, req := range []*gnmi.SetRequest{commitReq("late", time.Minute, alphaHalf), {Update: []*gnmi.Update{alphaHalf}}} {
+		_, err := e.h.Set(gone, req)
+		if status.Code(err) != codes.Canceled {
+			t.Errorf("Set with a cancelled context: %v, want Canceled", err)
+		}
+	}
+	e.none(t)
+	if diff := cmp.Diff(before, configLeaves(t, e.env)); diff != "" {
+		t.Errorf("config changed (-before +after):\n%s", diff)
 	}
 }

@@ -76,6 +76,12 @@ func (h *Handler) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetRespo
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// A caller that gave up while the Set waited for the lock gets no
+	// change applied behind its back (it may have sent a cancel already,
+	// which ran first: a commit applied now would stay pending for no one).
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
 	if cm != nil {
 		return h.commitAction(ctx, req, ops, cm)
 	}
