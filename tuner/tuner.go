@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/tuner/policy"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // QueueWindow is the telemetry window of one queue of a switch.
@@ -284,7 +286,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	}
 	if err := t.push.Commit(ctx, s.Name, p.id, cs, t.cfg.RollbackDuration); err != nil {
 		outcome, reason := OutcomeRefused, ""
-		if ctx.Err() != nil {
+		if answerLost(ctx, err) {
 			// The Set's answer was lost (switch_timeout, or the tuner
 			// stopping): the switch may have applied it. Cancel it there
 			// so that no commit this tuner does not follow stays pending,
@@ -460,4 +462,21 @@ func (t *Tuner) finish(ctx context.Context, s SwitchConfig, p *pending, now time
 	}
 	t.log.Info("tuner commit", "target", s.Name, "commit", p.id, "outcome", o, "reason", reason, "err", errText)
 	return errors.Join(errs...)
+}
+
+// answerLost says whether a Set that failed may still have been applied:
+// the tuner's context ended (switch_timeout, or the tuner stopping), or
+// the call ended without the switch's answer — a deadline or a cancel
+// (the switch's side of the call ends at the deadline the tuner's
+// context gave it, a moment before the tuner's own context does), or the
+// connection lost after the request went out.
+func answerLost(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Canceled, codes.Unavailable:
+		return true
+	}
+	return false
 }
