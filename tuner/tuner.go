@@ -214,6 +214,22 @@ func (t *Tuner) Release(ctx context.Context, now time.Time) error {
 	return errors.Join(errs...)
 }
 
+// Abandon records every commit still pending as left to its switch's
+// rollback, without cancelling it: `lhcnp tuner --once` pushes and exits,
+// and no one follows the commit after it (the switch rolls it back at its
+// deadline). The rows would otherwise stay `pushed` for ever.
+func (t *Tuner) Abandon(ctx context.Context, now time.Time) error {
+	var errs []error
+	for _, s := range t.cfg.Switches {
+		if p := t.pending[s.Name]; p != nil {
+			reason := fmt.Sprintf("left to the switch: the tuner ran once and does not follow it; the switch rolls it back at %s",
+				p.deadline.UTC().Format(time.RFC3339))
+			errs = append(errs, t.finish(ctx, s, p, now, OutcomeRolledBack, reason, ""))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Cycle serves every switch once, at time now: follows its pending
 // commit, or decides and pushes. A failing switch does not stop the
 // others; the errors are returned joined.

@@ -614,3 +614,36 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestTunerAbandonLeavesTheCommitToTheSwitch: what `lhcnp tuner --once`
+// does at its end: the pushed commit stays pending on the switch (its
+// rollback is the switch's), and the row says so instead of staying
+// pushed for ever.
+func TestTunerAbandonLeavesTheCommitToTheSwitch(t *testing.T) {
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	yc := ygnmiClient(t, addr)
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
+		traffic: func(string, policy.Settings) traffic { return congested }}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	if err := tu.Cycle(context.Background(), time.Now()); err != nil {
+		t.Fatalf("Cycle: %v", err)
+	}
+	if err := tu.Abandon(context.Background(), time.Now()); err != nil {
+		t.Fatalf("Abandon: %v", err)
+	}
+	if tu.Pending("n1") {
+		t.Error("the tuner still follows the commit it abandoned")
+	}
+	if a := switchAlpha(t, yc); a != congestedAlpha {
+		t.Errorf("alpha %v, want %v: the commit left on the switch", a, congestedAlpha)
+	}
+	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(congestedAlpha)}}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+	if r := rec.actions[0].Reason; !strings.Contains(r, "the tuner ran once and does not follow it; the switch rolls it back at") {
+		t.Errorf("reason %q does not say the commit is left to the switch", r)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -92,7 +93,8 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "lhcnp tuner: %d switches, every %v, %s\n", len(cfg.Switches), cfg.Period, mode)
 	if a.once {
-		return t.Cycle(ctx, time.Now())
+		err := t.Cycle(ctx, time.Now())
+		return errors.Join(err, t.Abandon(context.WithoutCancel(ctx), time.Now()))
 	}
 	return t.Run(ctx)
 }
