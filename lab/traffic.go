@@ -237,11 +237,7 @@ func (l *Loop) addWindow(n *dataplane.Network, k int) error {
 			return fmt.Errorf("flow %s: %w", f.Name, err)
 		}
 		if f.Stop > 0 && n.Local[f.Src] {
-			n.Sim.AtFunc(engine.FromDuration(f.Stop), func() {
-				if !nf.Retired() { // finished and retired before its stop
-					nf.Sender.AdminStop()
-				}
-			})
+			n.Sim.AtFunc(engine.FromDuration(f.Stop), nf.AdminStop) // a no-op once finished and retired
 		}
 	}
 	return nil

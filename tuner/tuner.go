@@ -113,6 +113,9 @@ type pending struct {
 	worse string
 }
 
+// rollsBackAt is when the switch rolls the commit back unless confirmed.
+func (p *pending) rollsBackAt() string { return p.deadline.UTC().Format(time.RFC3339) }
+
 type pendingChange struct {
 	key       queueKey
 	change    Change
@@ -172,7 +175,7 @@ func (t *Tuner) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			if err := t.Release(context.WithoutCancel(ctx), time.Now()); err != nil {
+			if err := t.Release(ctx, time.Now()); err != nil {
 				t.log.Warn("tuner: releasing pending commits", "err", err)
 			}
 			return nil
@@ -188,30 +191,10 @@ func (t *Tuner) Run(ctx context.Context) error {
 // switches run and a tuner started next decides on settings the switches
 // really have. A cancel that fails (the switch unreachable, the commit
 // already rolled back) is recorded with its error: the switch rolls the
-// commit back at its deadline all the same. The cancel and the record are
-// each bounded by switch_timeout; ctx should outlive the one that stopped
-// Run.
+// commit back at its deadline all the same. The cancel and the record each
+// get a switch_timeout of their own, whether ctx has ended or not.
 func (t *Tuner) Release(ctx context.Context, now time.Time) error {
-	var errs []error
-	for _, s := range t.cfg.Switches {
-		p := t.pending[s.Name]
-		if p == nil {
-			continue
-		}
-		reason, errText := "cancelled: the tuner stopped before it could judge the change", ""
-		cctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
-		if err := t.push.Cancel(cctx, s.Name, p.id); err != nil {
-			reason = fmt.Sprintf("the tuner stopped before it could judge the change; its cancel failed, the switch rolls it back at %s",
-				p.deadline.UTC().Format(time.RFC3339))
-			errText = err.Error()
-			errs = append(errs, err)
-		}
-		cancel()
-		rctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
-		errs = append(errs, t.finish(rctx, s, p, now, OutcomeRolledBack, reason, errText))
-		cancel()
-	}
-	return errors.Join(errs...)
+	return t.endPending(ctx, now, true)
 }
 
 // Abandon records every commit still pending as left to its switch's
@@ -219,15 +202,47 @@ func (t *Tuner) Release(ctx context.Context, now time.Time) error {
 // and no one follows the commit after it (the switch rolls it back at its
 // deadline). The rows would otherwise stay `pushed` for ever.
 func (t *Tuner) Abandon(ctx context.Context, now time.Time) error {
+	return t.endPending(ctx, now, false)
+}
+
+// endPending ends every commit still pending, cancelling it on its switch
+// (Release) or leaving it to the switch's rollback (Abandon), and records
+// it rolled-back.
+func (t *Tuner) endPending(ctx context.Context, now time.Time, cancel bool) error {
 	var errs []error
 	for _, s := range t.cfg.Switches {
-		if p := t.pending[s.Name]; p != nil {
-			reason := fmt.Sprintf("left to the switch: the tuner ran once and does not follow it; the switch rolls it back at %s",
-				p.deadline.UTC().Format(time.RFC3339))
-			errs = append(errs, t.finish(ctx, s, p, now, OutcomeRolledBack, reason, ""))
+		p := t.pending[s.Name]
+		if p == nil {
+			continue
 		}
+		reason, errText := "left to the switch: the tuner ran once and does not follow it; the switch rolls it back at "+p.rollsBackAt(), ""
+		if cancel {
+			reason = "cancelled: the tuner stopped before it could judge the change"
+			if err := t.cancelCommit(ctx, s.Name, p); err != nil {
+				reason = "the tuner stopped before it could judge the change; its cancel failed, the switch rolls it back at " + p.rollsBackAt()
+				errText = err.Error()
+				errs = append(errs, err)
+			}
+		}
+		rctx, done := t.ownTimeout(ctx)
+		errs = append(errs, t.finish(rctx, s, p, now, OutcomeRolledBack, reason, errText))
+		done()
 	}
 	return errors.Join(errs...)
+}
+
+// ownTimeout is a switch_timeout of its own, whether ctx ended or not: a
+// record or a cancel after the cycle's budget was used up, or the tuner
+// stopped.
+func (t *Tuner) ownTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SwitchTimeout)
+}
+
+// cancelCommit cancels p on its switch, within a switch_timeout of its own.
+func (t *Tuner) cancelCommit(ctx context.Context, target string, p *pending) error {
+	cctx, done := t.ownTimeout(ctx)
+	defer done()
+	return t.push.Cancel(cctx, target, p.id)
 }
 
 // Cycle serves every switch once, at time now: follows its pending
@@ -308,8 +323,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			// so that no commit this tuner does not follow stays pending,
 			// and record the outcome, each within a switch_timeout of its
 			// own.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SwitchTimeout)
-			if cerr := t.push.Cancel(cctx, s.Name, p.id); cerr == nil {
+			if cerr := t.cancelCommit(ctx, s.Name, p); cerr == nil {
 				outcome, reason = OutcomeRolledBack, "the Set's answer was lost, but the switch had applied it: cancelled"
 			} else {
 				// No commit to cancel (the Set never landed), or the cancel
@@ -317,12 +331,11 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 				// switch does not keep the change past the deadline.
 				outcome = OutcomeRolledBack
 				reason = fmt.Sprintf("the Set's answer was lost and its cancel failed (%v): if the switch applied it, it rolls it back at %s",
-					cerr, p.deadline.UTC().Format(time.RFC3339))
+					cerr, p.rollsBackAt())
 			}
-			cancel()
-			var rcancel context.CancelFunc
-			ctx, rcancel = context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SwitchTimeout)
-			defer rcancel()
+			var done context.CancelFunc
+			ctx, done = t.ownTimeout(ctx)
+			defer done()
 		}
 		for _, c := range changes {
 			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now)
@@ -434,12 +447,12 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 	err = t.push.Confirm(ctx, s.Name, p.id)
 	// The record gets a switch_timeout of its own: the Confirm may have
 	// used up ctx's, or the tuner be stopping.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SwitchTimeout)
-	defer cancel()
+	rctx, done := t.ownTimeout(ctx)
+	defer done()
 	if err != nil {
-		why := "confirm failed: the switch rolls the change back at " + p.deadline.UTC().Format(time.RFC3339)
+		why := "confirm failed: the switch rolls the change back at " + p.rollsBackAt()
 		if ctx.Err() != nil {
-			why = "the confirm's answer was lost: the switch either confirmed it or rolls it back at " + p.deadline.UTC().Format(time.RFC3339)
+			why = "the confirm's answer was lost: the switch either confirmed it or rolls it back at " + p.rollsBackAt()
 		}
 		ferr := t.finish(rctx, s, p, now, OutcomeError, why, err.Error())
 		return errors.Join(err, ferr)

@@ -94,7 +94,7 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "lhcnp tuner: %d switches, every %v, %s\n", len(cfg.Switches), cfg.Period, mode)
 	if a.once {
 		err := t.Cycle(ctx, time.Now())
-		return errors.Join(err, t.Abandon(context.WithoutCancel(ctx), time.Now()))
+		return errors.Join(err, t.Abandon(ctx, time.Now()))
 	}
 	return t.Run(ctx)
 }

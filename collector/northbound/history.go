@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/server/schema"
 	"github.com/lhcnp/lhcnp/server/store"
 	"github.com/lhcnp/lhcnp/server/subscribe"
@@ -386,8 +387,8 @@ func scanRows(rs pgx.Rows, set seriesSet, fn func(row) error) error {
 		if se == nil {
 			continue
 		}
-		r := row{ts: ts, s: se, carried: flags&carriedFlag != 0}
-		if flags&deletedFlag == 0 {
+		r := row{ts: ts, s: se, carried: rows.Flags(flags)&rows.Carried != 0}
+		if rows.Flags(flags)&rows.Deleted == 0 {
 			tv, err := typedValue(se.leaf, vInt, vFlt, vNum, vBool, vText)
 			if err != nil {
 				return status.Errorf(codes.Internal, "history: %s at %s: %v", store.PathString(se.path), stamp(ts), err)
@@ -403,10 +404,6 @@ func scanRows(rs pgx.Rows, set seriesSet, fn func(row) error) error {
 	}
 	return nil
 }
-
-// deletedFlag is bit 1 of samples.flags: a gNMI delete; carriedFlag bit
-// 3, a copy retention made (collector/rows: Deleted, Carried).
-const deletedFlag, carriedFlag = 1 << 1, 1 << 3
 
 // typedValue turns a sample's value columns back into the typed value the
 // switch sent (PROTO encoding): integers as uint_val or int_val by the

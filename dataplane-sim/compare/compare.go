@@ -66,6 +66,22 @@ type Options struct {
 	Progress func(scenario, mechanism string)
 }
 
+// simOptions are the options of one run: the duration, no plots unless
+// plots, no time series with SummaryOnly.
+func (o Options) simOptions(plots bool) []sim.Option {
+	var opts []sim.Option
+	if o.Duration > 0 {
+		opts = append(opts, sim.WithDuration(o.Duration))
+	}
+	if !plots {
+		opts = append(opts, sim.WithoutPlots())
+	}
+	if o.SummaryOnly {
+		opts = append(opts, sim.WithoutSeries())
+	}
+	return opts
+}
+
 // Result is a comparison: one Row per scenario and mechanism.
 type Result struct {
 	Rows []Row
@@ -164,17 +180,7 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 			if o.Progress != nil {
 				o.Progress(sc.Name, m)
 			}
-			var opts []sim.Option
-			if o.Duration > 0 {
-				opts = append(opts, sim.WithDuration(o.Duration))
-			}
-			if !o.Plots {
-				opts = append(opts, sim.WithoutPlots())
-			}
-			if o.SummaryOnly {
-				opts = append(opts, sim.WithoutSeries())
-			}
-			sum, err := sim.Run(ctx, msc, filepath.Join(outDir, dir), opts...)
+			sum, err := sim.Run(ctx, msc, filepath.Join(outDir, dir), o.simOptions(o.Plots)...)
 			if err != nil {
 				return nil, fmt.Errorf("compare: %s with %s: %w", sc.Name, m, err)
 			}

@@ -160,13 +160,7 @@ func runBestStatic(ctx context.Context, sc *scenario.Scenario, m, outDir string,
 	if o.Progress != nil {
 		o.Progress(sc.Name, m)
 	}
-	opts := []sim.Option{sim.WithoutPlots()}
-	if o.SummaryOnly {
-		opts = append(opts, sim.WithoutSeries())
-	}
-	if o.Duration > 0 {
-		opts = append(opts, sim.WithDuration(o.Duration))
-	}
+	opts := o.simOptions(false)
 	var runs []GridRun
 	for _, a := range GridAlphas {
 		for _, share := range GridVGrowthShares {

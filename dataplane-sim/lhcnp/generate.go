@@ -66,15 +66,15 @@ func clampLevel(l float64) uint8 {
 // metric returns the metric type and value of t at the queue (§10.4 units:
 // QD in kilobytes of 1000 bytes, QGR in kilobytes per millisecond, EMR in
 // percent, RTT in microseconds), capped at 24 bits.
-func metric(ps *portState, q *queueState, t wire.MetricType) (wire.MetricType, uint32) {
+func metric(ps *portState, q *queueState, t wire.MetricType, now engine.Time) (wire.MetricType, uint32) {
 	var v int64
 	switch t {
 	case wire.MetricQueueDepth:
 		v = q.qd / 1000
 	case wire.MetricQueueGrowth:
-		v = max(0, q.qgr) / 1_000_000
+		v = max(0, q.qgrAt(now)) / 1_000_000
 	case wire.MetricECNMarkingRate:
-		v = int64(math.Round(q.emr))
+		v = int64(math.Round(q.emrAt(now)))
 	case wire.MetricRTT:
 		v = int64(ps.rtt / engine.Microsecond)
 	default:
@@ -85,19 +85,19 @@ func metric(ps *portState, q *queueState, t wire.MetricType) (wire.MetricType, u
 
 // severity returns the congestion level and the metric of a trigger.
 func (n *Node) severity(ps *portState, q *queueState, t Trigger) (uint8, wire.MetricType, uint32) {
-	// The EMR of the moment (as evaluate reads it): a Resume or an
-	// externally fired notification may come after an idle spell.
-	q.emr = q.emrAt(n.sim.Now())
+	// The EMR and QGR of the moment (as evaluate reads them): a Resume or
+	// an externally fired notification may come after an idle spell.
+	now := n.sim.Now()
 	var level uint8
 	mt := wire.MetricQueueDepth
 	switch t {
 	case TriggerQD, TriggerResume:
 		level = levelQD(q.qd, q.kmin, q.kmax)
 	case TriggerQGR:
-		level = levelRatio(float64(q.qgr), float64(q.cfg.VGrowthBytesPerSec))
+		level = levelRatio(float64(q.qgrAt(now)), float64(q.cfg.VGrowthBytesPerSec))
 		mt = wire.MetricQueueGrowth
 	case TriggerEMR:
-		level = levelRatio(q.emr, q.cfg.VECNPercent)
+		level = levelRatio(q.emrAt(now), q.cfg.VECNPercent)
 		mt = wire.MetricECNMarkingRate
 	}
 	if !n.cfg.MetricDisclosure {
@@ -107,7 +107,7 @@ func (n *Node) severity(ps *portState, q *queueState, t Trigger) (uint8, wire.Me
 	if n.cfg.MetricType != wire.MetricUnspecified {
 		mt = n.cfg.MetricType
 	}
-	mt, mv := metric(ps, q, mt)
+	mt, mv := metric(ps, q, mt, now)
 	return level, mt, mv
 }
 

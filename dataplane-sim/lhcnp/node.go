@@ -775,8 +775,7 @@ func (n *Node) evaluate(ps *portState, q *queueState, now engine.Time) {
 	// longer than a window would find the marking rate of the last busy
 	// window (after a burst, 100 %) and fire on it (§3: the fraction of
 	// packets marked per unit time).
-	q.emr = q.emrAt(now)
-	emr := q.cfg.VECNPercent > 0 && q.emr > q.cfg.VECNPercent
+	emr := q.cfg.VECNPercent > 0 && q.emrAt(now) > q.cfg.VECNPercent
 	qgr := q.cfg.VGrowthBytesPerSec > 0 && q.qgr > q.cfg.VGrowthBytesPerSec
 	q.level = levelQD(q.qd, q.kmin, q.kmax)
 	if n.opts.externalTriggers {

@@ -173,13 +173,13 @@ func TestSeverityMapping(t *testing.T) {
 	if act, p := policy(&a, 224); act != wire.ActionPause || p != 1000 {
 		t.Errorf("level 224: %v %d, want pause 1000 µs", act, p)
 	}
-	if _, v := metric(&portState{}, &queueState{qd: 130_000_000}, wire.MetricQueueDepth); v != 130000 {
+	if _, v := metric(&portState{}, &queueState{qd: 130_000_000}, wire.MetricQueueDepth, 0); v != 130000 {
 		t.Errorf("metric value %d, want 130000 KB (§7 step 4)", v)
 	}
-	if _, v := metric(&portState{}, &queueState{qd: 30_000_000}, wire.MetricQueueDepth); v != 30000 {
+	if _, v := metric(&portState{}, &queueState{qd: 30_000_000}, wire.MetricQueueDepth, 0); v != 30000 {
 		t.Errorf("metric value %d, want 30000 KB (§7 step 8)", v)
 	}
-	if _, v := metric(&portState{}, &queueState{qgr: 625_000_000}, wire.MetricQueueGrowth); v != 625 {
+	if _, v := metric(&portState{}, &queueState{qgr: 625_000_000, cfg: QueueConfig{MeasurementInterval: 100 * engine.Microsecond}}, wire.MetricQueueGrowth, 0); v != 625 {
 		t.Errorf("qgr metric %d, want 625 KB/ms", v)
 	}
 }

@@ -106,6 +106,22 @@ func (n *Network) RetiredFlows() int64 {
 // Retired reports whether the flow has been retired (its QPs dropped).
 func (f *Flow) Retired() bool { return f.Sender == nil }
 
+// AdminStop holds the flow's sender (QP.AdminStop); a retired flow has
+// nothing left to stop.
+func (f *Flow) AdminStop() {
+	if !f.Retired() {
+		f.Sender.AdminStop()
+	}
+}
+
+// AdminStart releases the flow's sender (QP.AdminStart); a retired flow
+// has nothing left to start.
+func (f *Flow) AdminStart() {
+	if !f.Retired() {
+		f.Sender.AdminStart()
+	}
+}
+
 // Done reports whether all bytes of the flow are acknowledged, and when
 // (QP.Done), whether or not the flow has been retired since: the flow
 // completion time survives retirement.

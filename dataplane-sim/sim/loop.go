@@ -127,19 +127,17 @@ func (r *runner) apply(ev scenario.Event) {
 	case scenario.EventFlowStart:
 		if fr, ok := r.flows[ev.Target]; ok && fr.stopped {
 			fr.stopped = false
-			fr.nf.Sender.AdminStart()
+			fr.nf.AdminStart()
 		}
 	}
 }
 
 // stopFlow holds the sender until a flow-start event: an administrative
-// stop, which a Long-haul CNP Resume cannot lift. The runner never retires
-// a flow (netsim's RetireFinished is off), so its queue pair is always
-// there; a runner that retires flows must check Flow.Retired first, as
-// server/dataplane and lab do.
+// stop, which a Long-haul CNP Resume cannot lift (Flow.AdminStop: a
+// no-op for a retired flow; this runner retires none).
 func (r *runner) stopFlow(fr *flowRun) {
 	fr.stopped = true
-	fr.nf.Sender.AdminStop()
+	fr.nf.AdminStop()
 }
 
 // idealFCT walks the routing tables from src to dst and returns the

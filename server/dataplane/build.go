@@ -227,11 +227,7 @@ func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Netw
 		}
 		flows[f.Name] = nf
 		if f.Stop > 0 {
-			sim.AtFunc(engine.FromDuration(f.Stop), func() {
-				if !nf.Retired() { // finished and retired (lab traffic): nothing left to stop
-					nf.Sender.AdminStop()
-				}
-			})
+			sim.AtFunc(engine.FromDuration(f.Stop), nf.AdminStop) // a no-op once finished and retired (lab traffic)
 		}
 	}
 	for _, ev := range sc.Events {
@@ -328,12 +324,12 @@ func applyEvent(ev scenario.Event, links map[string][2]*netsim.Port, flows map[s
 			}
 		}
 	case scenario.EventFlowStop:
-		if f := flows[ev.Target]; f != nil && !f.Retired() {
-			f.Sender.AdminStop()
+		if f := flows[ev.Target]; f != nil {
+			f.AdminStop()
 		}
 	case scenario.EventFlowStart:
-		if f := flows[ev.Target]; f != nil && !f.Retired() {
-			f.Sender.AdminStart()
+		if f := flows[ev.Target]; f != nil {
+			f.AdminStart()
 		}
 	}
 }

@@ -230,7 +230,7 @@ func settled(cfg Config, w Window, m Metrics, lifted Settings) string {
 		old = float64(lifted.KMaxBytes)
 	}
 	last := float64(w.Samples[len(w.Samples)-1].QueueDepthBytes)
-	if last >= old || kmaxOf(w.Config) <= kmaxOf(lifted) {
+	if last >= old { // K_max at or under the setting of before has ended the lift already (endLift)
 		return ""
 	}
 	return fmt.Sprintf("the overload is over (growth %.4g B/s under settle_growth_share of V_growth, the queue at %.3g RTT_est under the K_max of before the overrun): K_max back", growthBps, last/w.bdpBytes(1))
@@ -481,7 +481,7 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				a = ceil3(w.Config.Alpha * factor)
 				floor = ceil3(float64(floorBytes) / bdpBytes)
 				if back.KMaxMode == KMaxBDP {
-					backAlpha = math.Min(ceil3(back.Alpha), hi)
+					backAlpha = math.Min(kmaxBack(back), hi)
 				}
 				a = math.Max(a, math.Max(floor, backAlpha))
 			}
@@ -505,7 +505,7 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 			if dir == Tighten {
 				backBytes := int64(0)
 				if back.KMaxMode == KMaxExplicit {
-					backBytes = min(back.KMaxBytes, cfg.KMaxMaxBytes)
+					backBytes = min(int64(kmaxBack(back)), cfg.KMaxMaxBytes)
 				}
 				k = min(w.Config.KMaxBytes, max(k, floorBytes, backBytes)) // no cut storm (above)
 			}
