@@ -88,7 +88,7 @@ results:
 
 # docs/tuner-phases.md: the tuner's step scenarios with their steps shifted by
 # 0, 5, ... 45 ms, the tuned run against every static setting at each phase
-# (about two and a half minutes on two cores: 340 runs, summaries only;
+# (about a minute on two cores: 340 runs, summaries only;
 # docs/tuner.md "The step bars at ten phases").
 tuner-phases:
 	$(GO) run ./cmd/lhcnp sim phases --out out/phases --markdown docs/tuner-phases.md

@@ -218,6 +218,9 @@ func (t *Tuner) endPending(ctx context.Context, now time.Time, cancel bool) erro
 		reason, errText := "left to the switch: the tuner ran once and does not follow it; the switch rolls it back at "+p.rollsBackAt(), ""
 		if cancel {
 			reason = "cancelled: the tuner stopped before it could judge the change"
+			if p.worse != "" { // judged already, waiting for the switch's rollback
+				reason = p.worse + "; cancelled when the tuner stopped"
+			}
 			if err := t.cancelCommit(ctx, s.Name, p); err != nil {
 				reason = "the tuner stopped before it could judge the change; its cancel failed, the switch rolls it back at " + p.rollsBackAt()
 				errText = err.Error()

@@ -647,3 +647,41 @@ func TestTunerAbandonLeavesTheCommitToTheSwitch(t *testing.T) {
 		t.Errorf("reason %q does not say the commit is left to the switch", r)
 	}
 }
+
+// TestTunerReleaseKeepsTheJudgement: a commit judged worse (waiting for
+// the switch's rollback) that the stopping tuner cancels keeps its
+// judgement in the row, not "before it could judge".
+func TestTunerReleaseKeepsTheJudgement(t *testing.T) {
+	ctx := context.Background()
+	addr, pub := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
+		traffic: func(_ string, s policy.Settings) traffic {
+			if s.Alpha < 1 {
+				return worse
+			}
+			return congested
+		}}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	for _, at := range []time.Duration{0, cfg.JudgeWindow, cfg.JudgeWindow + cfg.Period} {
+		if err := tu.Cycle(ctx, t1.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+		if err := pub.PublishNow(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !tu.Pending("n1") {
+		t.Fatal("not pending before the rollback deadline")
+	}
+	if err := tu.Release(ctx, t1.Add(cfg.JudgeWindow+2*cfg.Period)); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	r := rec.actions[0].Reason
+	for _, want := range []string{"not confirmed, rolled back by the switch: ", "worse", "; cancelled when the tuner stopped"} {
+		if !strings.Contains(r, want) {
+			t.Errorf("reason %q does not say %q", r, want)
+		}
+	}
+}

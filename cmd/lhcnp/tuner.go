@@ -91,7 +91,11 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.DryRun {
 		mode = "dry run: recording, not pushing"
 	}
-	fmt.Fprintf(stdout, "lhcnp tuner: %d switches, every %v, %s\n", len(cfg.Switches), cfg.Period, mode)
+	every := fmt.Sprintf("every %v", cfg.Period)
+	if a.once {
+		every = "one period"
+	}
+	fmt.Fprintf(stdout, "lhcnp tuner: %d switch(es), %s, %s\n", len(cfg.Switches), every, mode)
 	if a.once {
 		err := t.Cycle(ctx, time.Now())
 		return errors.Join(err, t.Abandon(ctx, time.Now()))
