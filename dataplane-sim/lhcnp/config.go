@@ -302,7 +302,7 @@ func DefaultInterfaceConfig() InterfaceConfig {
 func DefaultQueueConfig() QueueConfig {
 	return QueueConfig{
 		Enabled:             true,
-		KBaseBytes:          64_000, // the draft's 64KB (§7), KB = 1000 bytes
+		KBaseBytes:          DefaultKBaseBytes,
 		Alpha:               1.0,
 		KMaxMode:            KMaxBDP,
 		KMinMode:            KMinDerived,
@@ -454,10 +454,13 @@ func (q *QueueConfig) validate(path string) error {
 		return cfgErr(path+".k-min-mode", "unknown mode %d", q.KMinMode)
 	case q.KMinMode == KMinExplicit && q.KMinBytes < 0:
 		return cfgErr(path+".k-min-bytes", "negative")
-	case q.KMinMode == KMinExplicit && q.KMaxMode == KMaxExplicit && q.KMinBytes >= q.KMaxBytes:
-		return cfgErr(path+".k-min-bytes", "%d not below k-max-bytes %d (§5.3.2: K_min MUST be less than K_max)", q.KMinBytes, q.KMaxBytes)
-	case q.KMinMode == KMinExplicit && q.KMaxMode == KMaxBDP && q.KMinBytes >= q.KBaseBytes:
-		return cfgErr(path+".k-min-bytes", "%d not below k-base-bytes %d, the smallest K_max (§5.3.2)", q.KMinBytes, q.KBaseBytes)
+	}
+	if q.KMinMode == KMinExplicit {
+		if err := CheckKMin(q.KMinBytes, q.KMaxMode, q.KMaxBytes, q.KBaseBytes); err != nil {
+			return cfgErr(path+".k-min-bytes", "%v", err)
+		}
+	}
+	switch {
 	case q.PMax < 0 || q.PMax > 1:
 		return cfgErr(path+".p-max", "%g outside [0,1]", q.PMax)
 	case q.VECNPercent < 0 || q.VECNPercent > 100:

@@ -379,8 +379,7 @@ func thresholds(qc *QueueConfig, rateBps int64, rtt engine.Time) (kmax, kmin int
 	if qc.KMaxMode == KMaxExplicit {
 		kmax = qc.KMaxBytes
 	} else {
-		bdp := qc.Alpha * float64(rateBps) * rtt.Seconds() / 8
-		kmax = max(qc.KBaseBytes, int64(bdp))
+		kmax = BDPKMaxBytes(qc.KBaseBytes, qc.Alpha, rateBps, rtt.Duration())
 	}
 	if qc.KMinMode == KMinExplicit {
 		kmin = qc.KMinBytes

@@ -2,9 +2,11 @@ package schema
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 )
 
@@ -17,10 +19,6 @@ type RuleError struct {
 }
 
 func (e *RuleError) Error() string { return e.Path + ": " + e.Reason }
-
-// DefaultKBase is the YANG default of queue config/k-base (bytes): the
-// draft's 64KB, KB = 1000 bytes.
-const DefaultKBase = 64000
 
 // NormalizeKeys makes the key leaves of list entries agree with their keys.
 // OpenConfig lists are keyed by a leafref to config/<key>; a client that
@@ -98,7 +96,8 @@ func fixKey[T comparable](key, cfg **T, want T, at string) error {
 //
 //   - kmax must be set when kmax-mode is EXPLICIT, kmin when kmin-mode is;
 //   - K_min must be below K_max (draft §5.3.2): an explicit kmin below an
-//     explicit kmax, or below k-base (the smallest BDP-adaptive K_max);
+//     explicit kmax, or below k-base (the smallest BDP-adaptive K_max),
+//     the node's own rule (lhcnp.CheckKMin) applied to the leaves;
 //   - an action policy's default-action, and the collaborative escalation
 //     action, must be a congestion action, not RESUME (§5.5.1).
 //
@@ -144,17 +143,16 @@ func checkQueue(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at string) 
 		return &RuleError{Path: at + "/config/kmax", Reason: "must be set when kmax-mode is EXPLICIT"}
 	case kminExplicit && c.Kmin == nil:
 		return &RuleError{Path: at + "/config/kmin", Reason: "must be set when kmin-mode is EXPLICIT"}
-	case kminExplicit && kmaxExplicit && c.GetKmin() >= c.GetKmax():
-		return &RuleError{Path: at + "/config/kmin",
-			Reason: fmt.Sprintf("%d is not below kmax %d (K_min must be less than K_max, draft §5.3.2)", c.GetKmin(), c.GetKmax())}
-	case kminExplicit && !kmaxExplicit:
-		kbase := uint64(DefaultKBase)
-		if c.KBase != nil {
-			kbase = *c.KBase
+	case kminExplicit:
+		mode, kbase := lhcnp.KMaxBDP, int64(lhcnp.DefaultKBaseBytes)
+		if kmaxExplicit {
+			mode = lhcnp.KMaxExplicit
 		}
-		if c.GetKmin() >= kbase {
-			return &RuleError{Path: at + "/config/kmin",
-				Reason: fmt.Sprintf("%d is not below k-base %d, the smallest BDP-adaptive K_max (K_min must be less than K_max, draft §5.3.2)", c.GetKmin(), kbase)}
+		if c.KBase != nil {
+			kbase = clampInt64(*c.KBase)
+		}
+		if err := lhcnp.CheckKMin(clampInt64(c.GetKmin()), mode, clampInt64(c.GetKmax()), kbase); err != nil {
+			return &RuleError{Path: at + "/config/kmin", Reason: err.Error()}
 		}
 	}
 	if q.GetActionPolicy().GetConfig().GetDefaultAction() == oc.LhcnpTypes_CnpAction_RESUME {
@@ -165,6 +163,10 @@ func checkQueue(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at string) 
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// clampInt64 is a uint64 leaf as the node's int64, the values above the
+// node's range held at its top (they compare the same way).
+func clampInt64(v uint64) int64 { return int64(min(v, math.MaxInt64)) }
 
 func interfaces(l *oc.Lhcnp_Lhcnp) map[string]*oc.Lhcnp_Lhcnp_Interfaces_Interface {
 	if l.GetInterfaces() == nil {

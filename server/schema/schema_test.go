@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/schema"
 	"github.com/lhcnp/lhcnp/server/store"
@@ -218,6 +219,14 @@ func TestRules(t *testing.T) {
 		{"explicit kmin against a set k-base", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
 			c := q.GetOrCreateConfig()
 			c.KBase, c.KminMode, c.Kmin = ygot.Uint64(1000), oc.LhcnpTypes_KminMode_EXPLICIT, ygot.Uint64(1000)
+		}, q3 + "/config/kmin"},
+		{"explicit kmin below the default k-base", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			c := q.GetOrCreateConfig()
+			c.KminMode, c.Kmin = oc.LhcnpTypes_KminMode_EXPLICIT, ygot.Uint64(lhcnp.DefaultKBaseBytes-1)
+		}, ""},
+		{"explicit kmin at the default k-base", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			c := q.GetOrCreateConfig()
+			c.KminMode, c.Kmin = oc.LhcnpTypes_KminMode_EXPLICIT, ygot.Uint64(lhcnp.DefaultKBaseBytes)
 		}, q3 + "/config/kmin"},
 		{"kmax missing", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
 			q.GetOrCreateConfig().KmaxMode = oc.LhcnpTypes_KmaxMode_EXPLICIT

@@ -195,13 +195,13 @@ func TestSetFailuresChangeNothing(t *testing.T) {
 			upd(q3+"/config/kmin-mode", strVal("EXPLICIT")),
 			upd(q3+"/config/kmin", uintVal(200000)),
 		}},
-		code: codes.InvalidArgument, msg: []string{q3 + "/config/kmin", "not below kmax 100000", "§5.3.2"}, failed: 3,
+		code: codes.InvalidArgument, msg: []string{q3 + "/config/kmin", "not below K_max 100000", "§5.3.2"}, failed: 3,
 	}, {
 		desc: "explicit K_min at or above k-base in BDP mode",
 		req: &gnmi.SetRequest{Update: []*gnmi.Update{
 			upd(q3+"/config/kmin-mode", strVal("EXPLICIT")), upd(q3+"/config/kmin", uintVal(64000)),
 		}},
-		code: codes.InvalidArgument, msg: []string{q3 + "/config/kmin", "k-base 64000"}, failed: 1,
+		code: codes.InvalidArgument, msg: []string{q3 + "/config/kmin", "K_base 64000"}, failed: 1,
 	}, {
 		desc: "EXPLICIT kmax-mode without kmax",
 		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/kmax-mode", strVal("EXPLICIT"))}},

@@ -1,0 +1,65 @@
+package lhcnp
+
+import (
+	"fmt"
+	"time"
+)
+
+// The node's formulas and rules that other layers apply too. The node owns
+// them; the gNMI target's schema checks (server/schema) and the tuner's
+// policy (tuner/policy) call these instead of restating them, so that a
+// Set the node would refuse is refused naming the leaf, and the K_max the
+// tuner reasons with is the one the node computes.
+
+// DefaultKBaseBytes is the default K_base: the draft's 64KB (§7), KB =
+// 1000 bytes. The YANG default of queue config/k-base is checked equal to
+// it by a test (server/dataplane), not kept equal by hand.
+const DefaultKBaseBytes = 64_000
+
+// BDPBytes is alpha · R_port · RTT_est / 8 in bytes: the BDP-adaptive
+// K_max before its K_base floor (§5.3.2). With alpha 1 it is one RTT_est
+// of queue at R_port.
+func BDPBytes(alpha float64, rateBps int64, rtt time.Duration) float64 {
+	return alpha * float64(rateBps) * (float64(rtt) / float64(time.Second)) / 8
+}
+
+// BDPKMaxBytes is K_max in the BDP-adaptive mode (§5.3.2): max(K_base,
+// alpha · R_port · RTT_est / 8), in whole bytes.
+func BDPKMaxBytes(kbaseBytes int64, alpha float64, rateBps int64, rtt time.Duration) int64 {
+	return max(kbaseBytes, int64(BDPBytes(alpha, rateBps, rtt)))
+}
+
+// KMinError is an explicit K_min that is not below K_max (§5.3.2: K_min
+// MUST be less than K_max).
+type KMinError struct {
+	KMinBytes int64
+	// BoundBytes is the K_max it must be below: the explicit K_max, or,
+	// when K_max is BDP-adaptive (KBase), K_base, the smallest it can be.
+	BoundBytes int64
+	KBase      bool
+}
+
+func (e *KMinError) Error() string {
+	if e.KBase {
+		return fmt.Sprintf("%d is not below K_base %d, the smallest BDP-adaptive K_max (K_min must be less than K_max, draft §5.3.2)",
+			e.KMinBytes, e.BoundBytes)
+	}
+	return fmt.Sprintf("%d is not below K_max %d (K_min must be less than K_max, draft §5.3.2)", e.KMinBytes, e.BoundBytes)
+}
+
+// CheckKMin checks an explicit K_min of kminBytes against the K_max it
+// must stay below: kmaxBytes in KMaxExplicit mode, kbaseBytes in KMaxBDP
+// mode. A derived K_min (K_max / 2) needs no check. It returns nil or a
+// *KMinError.
+func CheckKMin(kminBytes int64, kmaxMode KMaxMode, kmaxBytes, kbaseBytes int64) error {
+	if kmaxMode == KMaxExplicit {
+		if kminBytes >= kmaxBytes {
+			return &KMinError{KMinBytes: kminBytes, BoundBytes: kmaxBytes}
+		}
+		return nil
+	}
+	if kminBytes >= kbaseBytes {
+		return &KMinError{KMinBytes: kminBytes, BoundBytes: kbaseBytes, KBase: true}
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package lhcnp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestBDPKMaxBytes(t *testing.T) {
+	for _, tt := range []struct {
+		desc    string
+		kbase   int64
+		alpha   float64
+		rateBps int64
+		rtt     time.Duration
+		want    int64
+	}{
+		{desc: "§7: 100 Gbit/s, 10 ms", kbase: DefaultKBaseBytes, alpha: 1, rateBps: 100e9, rtt: 10 * time.Millisecond, want: 125_000_000},
+		{desc: "alpha scales the BDP", kbase: DefaultKBaseBytes, alpha: 0.5, rateBps: 100e9, rtt: 10 * time.Millisecond, want: 62_500_000},
+		{desc: "the K_base floor", kbase: DefaultKBaseBytes, alpha: 1, rateBps: 100e9, rtt: 2 * time.Microsecond, want: DefaultKBaseBytes},
+		{desc: "whole bytes, truncated", kbase: 1, alpha: 1, rateBps: 12, rtt: time.Second, want: 1},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, BDPKMaxBytes(tt.kbase, tt.alpha, tt.rateBps, tt.rtt)); diff != "" {
+				t.Errorf("BDPKMaxBytes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckKMin(t *testing.T) {
+	for _, tt := range []struct {
+		desc              string
+		kmin, kmax, kbase int64
+		mode              KMaxMode
+		want              *KMinError
+	}{
+		{desc: "below an explicit K_max", kmin: 9, kmax: 10, kbase: 64_000, mode: KMaxExplicit},
+		{desc: "at an explicit K_max", kmin: 10, kmax: 10, kbase: 64_000, mode: KMaxExplicit,
+			want: &KMinError{KMinBytes: 10, BoundBytes: 10}},
+		{desc: "an explicit K_max ignores K_base", kmin: 70_000, kmax: 100_000, kbase: 64_000, mode: KMaxExplicit},
+		{desc: "below K_base, the smallest BDP-adaptive K_max", kmin: 63_999, kbase: 64_000, mode: KMaxBDP},
+		{desc: "at K_base", kmin: 64_000, kbase: 64_000, mode: KMaxBDP,
+			want: &KMinError{KMinBytes: 64_000, BoundBytes: 64_000, KBase: true}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var got *KMinError
+			if err := CheckKMin(tt.kmin, tt.mode, tt.kmax, tt.kbase); err != nil {
+				got = err.(*KMinError)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("CheckKMin (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
