@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
@@ -138,8 +139,7 @@ func BDPThresholds(p scenario.LongHaulCNP, rateBps int64, oneWay time.Duration) 
 	if rtt == 0 {
 		rtt = 2 * oneWay
 	}
-	bdp := p.Alpha * float64(rateBps) * rtt.Seconds() / 8
-	kmax = max(int64(p.KBase), int64(bdp))
+	kmax = lhcnp.BDPKMaxBytes(int64(p.KBase), p.Alpha, rateBps, rtt)
 	kmin = int64(p.KMinFraction * float64(kmax))
 	return kmax, kmin
 }

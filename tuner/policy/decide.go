@@ -489,9 +489,9 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 			case outside(dir, w.Config.Alpha, lo, hi):
 				notes = append(notes, fmt.Sprintf("alpha %v is outside its bounds [%v, %v], and bringing it back would %s the other way: alpha kept",
 					w.Config.Alpha, lo, hi, dir))
-			case dir == Tighten && w.Config.Alpha*bdpBytes <= float64(w.KBaseBytes):
+			case dir == Tighten && w.atKBaseFloor(w.Config.Alpha):
 				notes = append(notes, fmt.Sprintf("K_max is at its K_base floor %d B: alpha kept", w.KBaseBytes))
-			case dir == Loosen && a*bdpBytes <= float64(w.KBaseBytes):
+			case dir == Loosen && w.atKBaseFloor(a):
 				notes = append(notes, fmt.Sprintf("K_max stays at its K_base floor %d B: alpha kept", w.KBaseBytes))
 			case dir == Tighten && a >= w.Config.Alpha && floor >= w.Config.Alpha:
 				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower alpha would give: alpha kept", ahead))

@@ -13,6 +13,9 @@
 // loop (dataplane-sim/sim) run exactly the same controller.
 //
 // It must not depend on gNMI, YANG-generated code, the database or the
-// simulator; its bounds are plain numbers that Config.Validate checks
-// against the YANG model's ranges, written down here as constants.
+// simulator's engine; its bounds are plain numbers that Config.Validate
+// checks against the YANG model's ranges, written down here as constants
+// (a test reads them from the model). The node's own formulas it takes
+// from the node (dataplane-sim/lhcnp: K_max), so that the policy cannot
+// reason with a K_max the switch does not compute.
 package policy

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 )
 
 // KMaxMode is how the queue obtains K_max: the YANG enum's names.
@@ -122,10 +124,15 @@ func kmaxBytes(w Window) int64 {
 // bdpBytes is the K_max of §5.3.2 without its K_base floor, alpha ·
 // R_port · RTT_est / 8: the bytes of alpha RTT_est of queue at R_port
 // (alpha 1: one RTT_est of queue, the unit of the policy's delays). The
-// one place the policy writes it; the node's own (dataplane-sim/lhcnp)
-// keeps its order of operations, this one the policy's.
+// node's formula (lhcnp.BDPBytes), not a copy of it.
 func (w Window) bdpBytes(alpha float64) float64 {
-	return alpha * (float64(w.PortRateBps) * w.RTTEst.Seconds() / 8)
+	return lhcnp.BDPBytes(alpha, w.PortRateBps, w.RTTEst)
+}
+
+// atKBaseFloor says whether alpha gives the BDP-adaptive K_max its K_base
+// floor, as the node computes it (lhcnp.BDPKMaxBytes).
+func (w Window) atKBaseFloor(alpha float64) bool {
+	return lhcnp.BDPKMaxBytes(w.KBaseBytes, alpha, w.PortRateBps, w.RTTEst) <= w.KBaseBytes
 }
 
 // growthBps is the queue's growth at the window's pace (m.TrendRTT, in
