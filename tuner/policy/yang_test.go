@@ -1,0 +1,61 @@
+package policy
+
+import (
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/goyang/pkg/yang"
+
+	"github.com/lhcnp/lhcnp/gen/oc"
+)
+
+// TestYANGRanges: the YANG ranges written down as constants (the policy
+// does not depend on generated code) are the model's, read from the
+// generated schema: a change of the model fails here, not at a switch
+// refusing the tuner's Set.
+func TestYANGRanges(t *testing.T) {
+	tree, err := oc.UnzipSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tree["Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config"]
+	if cfg == nil {
+		t.Fatal("no queue config in the generated schema")
+	}
+	type bounds struct {
+		Min, Max       float64
+		FractionDigits int
+	}
+	leaf := func(name string) bounds {
+		e := cfg.Dir[name]
+		if e == nil || e.Type == nil || len(e.Type.Range) != 1 {
+			t.Fatalf("queue config/%s: no leaf with one range in the generated schema", name)
+		}
+		r := e.Type.Range[0]
+		num := func(n yang.Number) float64 {
+			f, err := strconv.ParseFloat(n.String(), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		return bounds{Min: num(r.Min), Max: num(r.Max), FractionDigits: int(e.Type.FractionDigits)}
+	}
+	for _, tt := range []struct {
+		desc string
+		leaf string
+		want bounds
+	}{
+		{desc: "alpha", leaf: "alpha", want: bounds{Min: YANGAlphaMin, Max: YANGAlphaMax, FractionDigits: YANGAlphaFractionDigit}},
+		{desc: "kmax", leaf: "kmax", want: bounds{Min: YANGKMaxMinBytes, Max: math.MaxUint64}},
+		{desc: "v-growth", leaf: "v-growth", want: bounds{Min: YANGVGrowthMinBps, Max: math.MaxUint64}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, leaf(tt.leaf)); diff != "" {
+				t.Errorf("queue config/%s (-want constants +got model):\n%s", tt.leaf, diff)
+			}
+		})
+	}
+}
