@@ -117,14 +117,10 @@ type pending struct {
 func (p *pending) rollsBackAt() string { return p.deadline.UTC().Format(time.RFC3339) }
 
 type pendingChange struct {
-	key       queueKey
-	change    Change
-	actionID  int64
-	dir       policy.Direction
-	before    policy.Metrics
-	beforeEff int64
-	// decided is the end of the window the change was decided on.
-	decided time.Time
+	key      queueKey
+	change   Change
+	actionID int64
+	commit   policy.Commit
 }
 
 // Tuner is the service's loop. It is not safe for concurrent use: Run
@@ -305,8 +301,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		t.mem[k] = mem
 		t.log.Info("tuner decision", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
 			"rule", d.Rule, "reason", d.Reason, "dry_run", t.cfg.DryRun)
-		changes = append(changes, pendingChange{key: k, actionID: id, dir: d.Direction, before: d.Metrics,
-			beforeEff: qw.Window.EffectiveKMaxBytes, decided: qw.Window.End,
+		changes = append(changes, pendingChange{key: k, actionID: id, commit: policy.CommitOf(d, qw.Window),
 			change: Change{Interface: qw.Interface, Queue: qw.Queue, Before: d.Before, After: d.After}})
 	}
 	if len(changes) == 0 || t.cfg.DryRun {
@@ -430,15 +425,15 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 			return nil // no telemetry yet: wait
 		}
 		w := wins[i].Window
-		if !applied(c, w) {
+		if !c.commit.Applied(w) {
 			return nil
 		}
-		if rule, _ := policy.Check(t.cfg.Policy, w); rule != "" {
+		j := c.commit.Judge(t.cfg.Policy, w)
+		if j.Wait {
 			return nil // gaps: wait for a complete window
 		}
-		v := policy.Judge(t.cfg.Policy, c.dir, c.before, policy.Measure(w), policy.Lag(w, c.decided))
-		verdicts = append(verdicts, fmt.Sprintf("%s queue %d: %s", c.key.iface, c.key.queue, v.Reason))
-		worse = worse || !v.Keep
+		verdicts = append(verdicts, fmt.Sprintf("%s queue %d: %s", c.key.iface, c.key.queue, j.Reason))
+		worse = worse || !j.Keep
 	}
 	reason := strings.Join(verdicts, "; ")
 	if worse {
@@ -461,24 +456,6 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		return errors.Join(err, ferr)
 	}
 	return t.finish(rctx, s, p, now, OutcomeConfirmed, "applied and "+reason, "")
-}
-
-// applied: the window's settings are the new ones, and the switch's
-// effective K_max moved when K_max was changed.
-func applied(c pendingChange, w policy.Window) bool {
-	a, b := c.change.After, c.change.Before
-	if w.Config.VGrowthBps != a.VGrowthBps || w.Config.KMaxMode != a.KMaxMode {
-		return false
-	}
-	switch a.KMaxMode {
-	case policy.KMaxBDP:
-		if w.Config.Alpha != a.Alpha {
-			return false
-		}
-		return a.Alpha == b.Alpha || w.EffectiveKMaxBytes != c.beforeEff || w.EffectiveKMaxBytes == w.KBaseBytes
-	default:
-		return w.Config.KMaxBytes == a.KMaxBytes && w.EffectiveKMaxBytes == a.KMaxBytes
-	}
 }
 
 func (t *Tuner) finish(ctx context.Context, s SwitchConfig, p *pending, now time.Time, o Outcome, reason, errText string) error {

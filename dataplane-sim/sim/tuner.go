@@ -119,8 +119,7 @@ type tunedQueue struct {
 
 type tunerPending struct {
 	log       int // index into LongHaulCNP.Tuner
-	before    policy.Metrics
-	settings  policy.Settings // to restore
+	commit    policy.Commit
 	appliedAt engine.Time
 	judgeAt   engine.Time
 	giveUp    engine.Time
@@ -284,26 +283,25 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 			return
 		}
 		w := t.window(q, p.appliedAt, now, ps, qs)
-		if rule, _ := policy.Check(cfg, w); rule != "" {
+		j := p.commit.Judge(cfg, w)
+		if j.Wait {
 			if now < p.giveUp {
 				return
 			}
 			// No complete window in time: the commit is not confirmed.
-			t.trace(q, now, TunerDecision{Rule: ruleJudge, Direction: (*log)[p.log].Direction, Settings: w.Config,
+			t.trace(q, now, TunerDecision{Rule: ruleJudge, Direction: p.commit.Direction, Settings: w.Config,
 				Reason: "rolled-back: no complete window to judge on"})
 			t.restore(q, p, now, cfg, "rolled-back")
 			return
 		}
-		after := policy.Measure(w)
-		v := policy.Judge(cfg, (*log)[p.log].Direction, p.before, after, policy.Lag(w, simTime((*log)[p.log].At)))
-		(*log)[p.log].Judgement = v.Reason
+		(*log)[p.log].Judgement = j.Reason
 		outcome := "rolled-back"
-		if v.Keep {
+		if j.Keep {
 			outcome = "confirmed"
 		}
-		t.trace(q, now, TunerDecision{Rule: ruleJudge, Direction: (*log)[p.log].Direction, Metrics: after,
-			Objective: v.After, Settings: w.Config, Reason: outcome + ": " + v.Reason})
-		if v.Keep {
+		t.trace(q, now, TunerDecision{Rule: ruleJudge, Direction: p.commit.Direction, Metrics: j.Metrics,
+			Objective: j.After, Settings: w.Config, Reason: outcome + ": " + j.Reason})
+		if j.Keep {
 			(*log)[p.log].Outcome, (*log)[p.log].JudgedAt = "confirmed", now
 			q.pending = nil
 			return
@@ -324,7 +322,7 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 		Before: d.Before, After: d.After, Outcome: "pending"})
 	delay := engine.FromDuration(t.spec.SetDelay)
 	judge := t.judgeLen(rtt)
-	q.pending = &tunerPending{log: len(*log) - 1, before: d.Metrics, settings: d.Before, appliedAt: now + delay,
+	q.pending = &tunerPending{log: len(*log) - 1, commit: policy.CommitOf(d, w), appliedAt: now + delay,
 		judgeAt: now + delay + judge, giveUp: now + delay + 3*judge}
 	after := d.After
 	t.env.Sim.AtFunc(now+delay, func() { t.apply(q, after) })
@@ -374,7 +372,7 @@ func (t *tunerLoop) restore(q *tunedQueue, p *tunerPending, now engine.Time, cfg
 	e.Outcome, e.JudgedAt = outcome, now
 	q.mem = cfg.Reverted(q.mem, simTime(now))
 	q.pending = nil
-	s := p.settings
+	s := p.commit.From
 	t.env.Sim.AtFunc(now+engine.FromDuration(t.spec.SetDelay), func() { t.apply(q, s) })
 }
 

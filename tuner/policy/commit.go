@@ -1,0 +1,72 @@
+package policy
+
+import "time"
+
+// Commit is a change made to one queue and awaiting its judgement. The
+// tuner service (a confirmed commit on the switch: confirmed when kept, the
+// switch's rollback otherwise) and the simulator's closed loop (which
+// restores the settings itself) both judge it here, so they cannot differ
+// in what they keep.
+type Commit struct {
+	Direction Direction
+	// From and To are the queue's settings before and after the change.
+	From, To Settings
+	// Before are the metrics of the window the change was decided on,
+	// DecidedAt that window's end, and FromEffectiveKMaxBytes the K_max
+	// the switch reported in it.
+	Before                 Metrics
+	DecidedAt              time.Time
+	FromEffectiveKMaxBytes int64
+}
+
+// CommitOf is the commit of decision d, decided on window w.
+func CommitOf(d Decision, w Window) Commit {
+	return Commit{Direction: d.Direction, From: d.Before, To: d.After, Before: d.Metrics, DecidedAt: w.End,
+		FromEffectiveKMaxBytes: w.EffectiveKMaxBytes}
+}
+
+// Judgement is a commit's judgement on one judge window.
+type Judgement struct {
+	// Keep, the objectives and Reason are Judge's verdict.
+	Verdict
+	// Wait: the window cannot be judged on (Check's reason is in Reason);
+	// the caller waits for a later one or, past its deadline, rolls the
+	// change back unjudged.
+	Wait bool
+	// Metrics are the judge window's.
+	Metrics Metrics
+}
+
+// Judge judges the commit on w, a window after the change took effect:
+// kept when the objective over w is not worse than expected without the
+// change (Judge, with the queue's pace extrapolated by Lag from the
+// decision to the middle of w), rolled back otherwise.
+func (c Commit) Judge(cfg Config, w Window) Judgement {
+	if rule, reason := Check(cfg, w); rule != "" {
+		return Judgement{Wait: true, Verdict: Verdict{Reason: reason}}
+	}
+	m := Measure(w)
+	return Judgement{Metrics: m, Verdict: Judge(cfg, c.Direction, c.Before, m, Lag(w, c.DecidedAt))}
+}
+
+// Applied says whether telemetry window w shows the change in effect: the
+// window's settings are To, and, when alpha changed, the switch's
+// effective K_max moved (or sits at its K_base floor, where a change of
+// alpha does not move it); an explicit K_max is in effect when the switch
+// reports it. A switch's telemetry lags its configuration: a window before
+// the change took effect judges the old settings.
+func (c Commit) Applied(w Window) bool {
+	a, b := c.To, c.From
+	if w.Config.VGrowthBps != a.VGrowthBps || w.Config.KMaxMode != a.KMaxMode {
+		return false
+	}
+	switch a.KMaxMode {
+	case KMaxBDP:
+		if w.Config.Alpha != a.Alpha {
+			return false
+		}
+		return a.Alpha == b.Alpha || w.EffectiveKMaxBytes != c.FromEffectiveKMaxBytes || w.EffectiveKMaxBytes == w.KBaseBytes
+	default:
+		return w.Config.KMaxBytes == a.KMaxBytes && w.EffectiveKMaxBytes == a.KMaxBytes
+	}
+}

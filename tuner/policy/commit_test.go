@@ -1,0 +1,83 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestCommitJudge: the judgement of a commit on its judge window, as the
+// tuner service and the simulator's closed loop both take it.
+func TestCommitJudge(t *testing.T) {
+	cfg := DefaultConfig()
+	from, to := bdp(1, vg), bdp(0.5, vg)
+	decided := window(queue{util: 0.99, delayRTT: 0.5}, from)
+	c := Commit{Direction: Tighten, From: from, To: to, Before: Measure(decided), DecidedAt: decided.End,
+		FromEffectiveKMaxBytes: decided.EffectiveKMaxBytes}
+	short := window(queue{util: 0.99, delayRTT: 0.1}, to)
+	short.Samples = short.Samples[:cfg.MinSamples-1]
+	type got struct {
+		Wait, Keep bool
+	}
+	for _, tt := range []struct {
+		desc   string
+		w      Window
+		want   got
+		reason string // a part of the reason
+	}{
+		{desc: "too few samples: wait", w: short, want: got{Wait: true}, reason: "samples"},
+		{desc: "the queue shorter at the same utilisation: kept", w: window(queue{util: 0.99, delayRTT: 0.1}, to),
+			want: got{Keep: true}, reason: "not worse"},
+		{desc: "a tightening that cost utilisation: rolled back", w: window(queue{util: 0.7, delayRTT: 0.1}, to),
+			want: got{}, reason: "worse by more than"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			j := c.Judge(cfg, tt.w)
+			if diff := cmp.Diff(tt.want, got{j.Wait, j.Keep}); diff != "" {
+				t.Errorf("Judge (-want +got):\n%s\nreason: %s", diff, j.Reason)
+			}
+			if !strings.Contains(j.Reason, tt.reason) {
+				t.Errorf("Judge: reason %q, want it to say %q", j.Reason, tt.reason)
+			}
+			if !j.Wait {
+				want := Judge(cfg, c.Direction, c.Before, Measure(tt.w), Lag(tt.w, c.DecidedAt))
+				if diff := cmp.Diff(want, j.Verdict); diff != "" {
+					t.Errorf("Judge's verdict is not Judge's (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestCommitApplied: a judge window is one after the change took effect
+// only when the switch's telemetry shows it.
+func TestCommitApplied(t *testing.T) {
+	const kbase, effBefore = 64_000, 1_000_000
+	explicit := func(kmax int64) Settings { return Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBps: vg} }
+	for _, tt := range []struct {
+		desc     string
+		from, to Settings
+		runs     Settings // the window's settings
+		eff      int64    // and its effective K_max
+		want     bool
+	}{
+		{desc: "alpha in effect, K_max moved", from: bdp(1, vg), to: bdp(0.5, vg), runs: bdp(0.5, vg), eff: effBefore / 2, want: true},
+		{desc: "alpha set, K_max not moved yet", from: bdp(1, vg), to: bdp(0.5, vg), runs: bdp(0.5, vg), eff: effBefore},
+		{desc: "alpha set, K_max at its K_base floor", from: bdp(1, vg), to: bdp(0.5, vg), runs: bdp(0.5, vg), eff: kbase, want: true},
+		{desc: "the old alpha", from: bdp(1, vg), to: bdp(0.5, vg), runs: bdp(1, vg), eff: effBefore / 2},
+		{desc: "v-growth only: K_max need not move", from: bdp(1, vg), to: bdp(1, vg/2), runs: bdp(1, vg/2), eff: effBefore, want: true},
+		{desc: "the old v-growth", from: bdp(1, vg), to: bdp(1, vg/2), runs: bdp(1, vg), eff: effBefore},
+		{desc: "the old mode", from: bdp(1, vg), to: explicit(500_000), runs: bdp(1, vg), eff: 500_000},
+		{desc: "explicit K_max in effect", from: explicit(1_000_000), to: explicit(500_000), runs: explicit(500_000), eff: 500_000, want: true},
+		{desc: "explicit K_max set, not in effect yet", from: explicit(1_000_000), to: explicit(500_000), runs: explicit(500_000), eff: 1_000_000},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := Commit{From: tt.from, To: tt.to, FromEffectiveKMaxBytes: effBefore}
+			w := Window{Config: tt.runs, KBaseBytes: kbase, EffectiveKMaxBytes: tt.eff}
+			if diff := cmp.Diff(tt.want, c.Applied(w)); diff != "" {
+				t.Errorf("Applied (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
