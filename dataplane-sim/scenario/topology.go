@@ -58,50 +58,29 @@ func (l *loader) queue(n *yaml.Node, path string, q *Queue) {
 	}
 }
 
+// topology reads the topology block: nodes first, so that links and
+// routes can refer to them, then links, then routes, which need the links.
 func (l *loader) topology(n *yaml.Node, defQueue Queue) {
-	d, sc := l.d, l.sc
-	o := d.object(n, "topology", "hosts", "switches", "links", "routes")
+	o := l.d.object(n, "topology", "hosts", "switches", "links", "routes")
 	if o == nil {
 		return
 	}
-	usedIP := map[netip.Addr]string{}
-	// Addresses are assigned after all explicit ones are known, through an
-	// accessor: the slices may still grow, so no pointers are kept.
-	var autoIP []func()
-	ipOf := func(obj *object, name string, dst func() *netip.Addr) {
-		if ipn := obj.get("ip"); ipn != nil {
-			s, ok := d.scalar(ipn, obj.field("ip"))
-			if !ok {
-				return
-			}
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				d.errAt(ipn, obj.field("ip"), "%q is not an IP address", s)
-				return
-			}
-			if other, dup := usedIP[a]; dup {
-				d.errAt(ipn, obj.field("ip"), "address %v is already used by %s", a, other)
-				return
-			}
-			usedIP[a] = name
-			*dst() = a
-			return
-		}
-		autoIP = append(autoIP, func() { *dst() = nextFreeIP(usedIP, name) })
+	l.nodesOf(o, defQueue)
+	links := l.d.list(o.must("links"), "topology.links")
+	l.hostLnk = map[string][]int{}
+	for i, ln := range links {
+		l.link(ln, index("topology.links", i))
 	}
-	addNode := func(nameNode *yaml.Node, field string, kind nodeKind, idx int) (string, bool) {
-		name, ok := d.name(nameNode, field)
-		if !ok {
-			return "", false
-		}
-		if prev, dup := l.nodes[name]; dup {
-			d.errAt(nameNode, field, "duplicate node name %q (first defined at line %d)", name, prev.n.Line)
-			return "", false
-		}
-		l.nodes[name] = nodeInfo{kind: kind, index: idx, n: nameNode}
-		return name, true
+	l.checkHostLinks(len(links) > 0)
+	for i, rn := range l.d.list(o.get("routes"), "topology.routes") {
+		l.route(rn, index("topology.routes", i))
 	}
+}
 
+// nodesOf reads topology.hosts and topology.switches.
+func (l *loader) nodesOf(o *object, defQueue Queue) {
+	d, sc := l.d, l.sc
+	ips := addrs{d: d, used: map[netip.Addr]string{}}
 	hosts := d.list(o.must("hosts"), "topology.hosts")
 	for i, hn := range hosts {
 		path := index("topology.hosts", i)
@@ -109,13 +88,13 @@ func (l *loader) topology(n *yaml.Node, defQueue Queue) {
 		if h == nil {
 			continue
 		}
-		name, ok := addNode(h.must("name"), h.field("name"), kindHost, len(sc.Hosts))
+		name, ok := l.addNode(h.must("name"), h.field("name"), kindHost, len(sc.Hosts))
 		if !ok {
 			continue
 		}
 		i := len(sc.Hosts)
 		sc.Hosts = append(sc.Hosts, Host{Name: name})
-		ipOf(h, name, func() *netip.Addr { return &sc.Hosts[i].IP })
+		ips.read(h, name, func() *netip.Addr { return &sc.Hosts[i].IP })
 	}
 	if len(hosts) == 0 && o.get("hosts") != nil {
 		d.errAt(o.get("hosts"), "topology.hosts", "no hosts")
@@ -128,7 +107,7 @@ func (l *loader) topology(n *yaml.Node, defQueue Queue) {
 		if s == nil {
 			continue
 		}
-		name, ok := addNode(s.must("name"), s.field("name"), kindSwitch, len(sc.Switches))
+		name, ok := l.addNode(s.must("name"), s.field("name"), kindSwitch, len(sc.Switches))
 		if !ok {
 			continue
 		}
@@ -136,141 +115,211 @@ func (l *loader) topology(n *yaml.Node, defQueue Queue) {
 		l.queue(s.get("queue"), s.field("queue"), &sw.Queue)
 		j := len(sc.Switches)
 		sc.Switches = append(sc.Switches, sw)
-		ipOf(s, name, func() *netip.Addr { return &sc.Switches[j].IP })
+		ips.read(s, name, func() *netip.Addr { return &sc.Switches[j].IP })
 	}
-	for _, f := range autoIP {
+	ips.assign()
+}
+
+// addNode defines a host or a switch; node names are one namespace.
+func (l *loader) addNode(nameNode *yaml.Node, field string, kind nodeKind, idx int) (string, bool) {
+	name, ok := l.d.name(nameNode, field)
+	if !ok {
+		return "", false
+	}
+	if prev, dup := l.nodes[name]; dup {
+		l.d.errAt(nameNode, field, "duplicate node name %q (first defined at line %d)", name, prev.n.Line)
+		return "", false
+	}
+	l.nodes[name] = nodeInfo{kind: kind, index: idx, n: nameNode}
+	return name, true
+}
+
+// addrs gives the nodes their addresses: a node's own ip, checked unique,
+// or, for a node without one, the first free address from 10.0.0.1 once
+// all explicit ones are known.
+type addrs struct {
+	d    *decoder
+	used map[netip.Addr]string // address -> node
+	// auto assigns the addresses of nodes without one, through an
+	// accessor: the slices may still grow, so no pointers are kept.
+	auto []func()
+}
+
+// read takes obj's ip, or queues an automatic address for name.
+func (a *addrs) read(obj *object, name string, dst func() *netip.Addr) {
+	d := a.d
+	if ipn := obj.get("ip"); ipn != nil {
+		s, ok := d.scalar(ipn, obj.field("ip"))
+		if !ok {
+			return
+		}
+		addr, err := netip.ParseAddr(s)
+		if err != nil {
+			d.errAt(ipn, obj.field("ip"), "%q is not an IP address", s)
+			return
+		}
+		if other, dup := a.used[addr]; dup {
+			d.errAt(ipn, obj.field("ip"), "address %v is already used by %s", addr, other)
+			return
+		}
+		a.used[addr] = name
+		*dst() = addr
+		return
+	}
+	a.auto = append(a.auto, func() { *dst() = nextFreeIP(a.used, name) })
+}
+
+// assign gives the nodes without an ip theirs, in file order.
+func (a *addrs) assign() {
+	for _, f := range a.auto {
 		f()
-	}
-
-	l.hostLnk = map[string][]int{}
-	links := d.list(o.must("links"), "topology.links")
-	for i, ln := range links {
-		path := index("topology.links", i)
-		lo := d.object(ln, path, "name", "a", "b", "rate", "delay", "buffer")
-		if lo == nil {
-			continue
-		}
-		var lk Link
-		okA, okB := false, false
-		if an := lo.must("a"); an != nil {
-			lk.A, okA = l.nodeRef(an, lo.field("a"), 0)
-		}
-		if bn := lo.must("b"); bn != nil {
-			lk.B, okB = l.nodeRef(bn, lo.field("b"), 0)
-		}
-		if okA && okB && lk.A == lk.B {
-			d.errAt(lo.get("b"), lo.field("b"), "link from %s to itself", lk.A)
-			okB = false
-		}
-		if v, ok := d.positiveRate(lo.must("rate"), lo.field("rate")); ok {
-			lk.Rate = v
-		}
-		if v, ok := d.duration(lo.must("delay"), lo.field("delay")); ok {
-			lk.Delay = v
-		}
-		lo.setSize("buffer", &lk.Buffer, false)
-		if okA && okB {
-			lk.Name = lk.A + "-" + lk.B
-		}
-		if nn := lo.get("name"); nn != nil {
-			if v, ok := d.name(nn, lo.field("name")); ok {
-				lk.Name = v
-			}
-		}
-		if !okA || !okB || lk.Name == "" {
-			continue
-		}
-		at, field := lo.get("name"), lo.field("name")
-		if at == nil {
-			at, field = lo.node, path
-		}
-		if prev, dup := l.links[lk.Name]; dup {
-			d.errAt(at, field, "duplicate link name %q (first is topology.links[%d])", lk.Name, prev)
-			continue
-		}
-		pair := [2]string{min(lk.A, lk.B), max(lk.A, lk.B)}
-		if prev, dup := l.pairs[pair]; dup {
-			d.errAt(lo.get("b"), lo.field("b"), "%s and %s are already linked by %s; parallel links are not supported", lk.A, lk.B, sc.Links[prev].Name)
-			continue
-		}
-		idx := len(sc.Links)
-		l.links[lk.Name] = idx
-		l.pairs[pair] = idx
-		for _, end := range []string{lk.A, lk.B} {
-			if l.nodes[end].kind == kindHost {
-				l.hostLnk[end] = append(l.hostLnk[end], idx)
-			}
-		}
-		sc.Links = append(sc.Links, lk)
-	}
-	for _, h := range sc.Hosts {
-		info := l.nodes[h.Name]
-		switch n := len(l.hostLnk[h.Name]); {
-		case n == 0 && len(links) > 0:
-			d.errAt(info.n, fmt.Sprintf("topology.hosts[%d].name", info.index), "host %s has no link", h.Name)
-		case n > 1:
-			d.errAt(info.n, fmt.Sprintf("topology.hosts[%d].name", info.index), "host %s has %d links; a host has one NIC port", h.Name, n)
-		}
-	}
-
-	for i, rn := range d.list(o.get("routes"), "topology.routes") {
-		path := index("topology.routes", i)
-		ro := d.object(rn, path, "src", "dst", "path")
-		if ro == nil {
-			continue
-		}
-		src, okS := l.nodeRef(ro.must("src"), ro.field("src"), kindHost)
-		dst, okD := l.nodeRef(ro.must("dst"), ro.field("dst"), kindHost)
-		pn := ro.must("path")
-		hops := d.list(pn, ro.field("path"))
-		var p []string
-		okP := pn != nil
-		for j, hn := range hops {
-			name, ok := l.nodeRef(hn, index(ro.field("path"), j), 0)
-			if !ok {
-				okP = false
-				continue
-			}
-			p = append(p, name)
-		}
-		if !okS || !okD || !okP {
-			continue
-		}
-		if src == dst {
-			d.errAt(ro.get("dst"), ro.field("dst"), "route from %s to itself", src)
-			continue
-		}
-		if err := l.checkPath(p, src, dst); err != "" {
-			d.errAt(pn, ro.field("path"), "%s", err)
-			continue
-		}
-		clash := ""
-		for j, other := range l.explicit {
-			if other.Dst != dst {
-				continue
-			}
-			if other.Src == src {
-				clash = fmt.Sprintf("second route from %s to %s (first is topology.routes[%d])", src, dst, j)
-				break
-			}
-			for a := 0; a+1 < len(other.Path) && clash == ""; a++ {
-				for b := 0; b+1 < len(p); b++ {
-					if other.Path[a] == p[b] && other.Path[a+1] != p[b+1] {
-						clash = fmt.Sprintf("%s forwards towards %s by destination only: this route leaves it to %s, topology.routes[%d] to %s",
-							p[b], dst, p[b+1], j, other.Path[a+1])
-						break
-					}
-				}
-			}
-		}
-		if clash != "" {
-			d.errAt(pn, ro.field("path"), "%s", clash)
-			continue
-		}
-		l.explicit = append(l.explicit, Route{Src: src, Dst: dst, Path: p, Explicit: true})
 	}
 }
 
+// link reads one item of topology.links at path. A link joins two
+// distinct nodes, at most one link a pair; its name defaults to "a-b".
+func (l *loader) link(ln *yaml.Node, path string) {
+	d, sc := l.d, l.sc
+	lo := d.object(ln, path, "name", "a", "b", "rate", "delay", "buffer")
+	if lo == nil {
+		return
+	}
+	var lk Link
+	okA, okB := false, false
+	if an := lo.must("a"); an != nil {
+		lk.A, okA = l.nodeRef(an, lo.field("a"), 0)
+	}
+	if bn := lo.must("b"); bn != nil {
+		lk.B, okB = l.nodeRef(bn, lo.field("b"), 0)
+	}
+	if okA && okB && lk.A == lk.B {
+		d.errAt(lo.get("b"), lo.field("b"), "link from %s to itself", lk.A)
+		okB = false
+	}
+	if v, ok := d.positiveRate(lo.must("rate"), lo.field("rate")); ok {
+		lk.Rate = v
+	}
+	if v, ok := d.duration(lo.must("delay"), lo.field("delay")); ok {
+		lk.Delay = v
+	}
+	lo.setSize("buffer", &lk.Buffer, false)
+	if okA && okB {
+		lk.Name = lk.A + "-" + lk.B
+	}
+	if nn := lo.get("name"); nn != nil {
+		if v, ok := d.name(nn, lo.field("name")); ok {
+			lk.Name = v
+		}
+	}
+	if !okA || !okB || lk.Name == "" {
+		return
+	}
+	at, field := lo.get("name"), lo.field("name")
+	if at == nil {
+		at, field = lo.node, path
+	}
+	if prev, dup := l.links[lk.Name]; dup {
+		d.errAt(at, field, "duplicate link name %q (first is topology.links[%d])", lk.Name, prev)
+		return
+	}
+	pair := [2]string{min(lk.A, lk.B), max(lk.A, lk.B)}
+	if prev, dup := l.pairs[pair]; dup {
+		d.errAt(lo.get("b"), lo.field("b"), "%s and %s are already linked by %s; parallel links are not supported", lk.A, lk.B, sc.Links[prev].Name)
+		return
+	}
+	idx := len(sc.Links)
+	l.links[lk.Name] = idx
+	l.pairs[pair] = idx
+	for _, end := range []string{lk.A, lk.B} {
+		if l.nodes[end].kind == kindHost {
+			l.hostLnk[end] = append(l.hostLnk[end], idx)
+		}
+	}
+	sc.Links = append(sc.Links, lk)
+}
+
+// checkHostLinks checks that every host has its one NIC port linked
+// (anyLinks: the file lists links; without any, the missing list is the
+// error already).
+func (l *loader) checkHostLinks(anyLinks bool) {
+	for _, h := range l.sc.Hosts {
+		info := l.nodes[h.Name]
+		switch n := len(l.hostLnk[h.Name]); {
+		case n == 0 && anyLinks:
+			l.d.errAt(info.n, fmt.Sprintf("topology.hosts[%d].name", info.index), "host %s has no link", h.Name)
+		case n > 1:
+			l.d.errAt(info.n, fmt.Sprintf("topology.hosts[%d].name", info.index), "host %s has %d links; a host has one NIC port", h.Name, n)
+		}
+	}
+}
+
+// route reads one item of topology.routes at path: a path of linked nodes
+// from a host to another that no earlier route contradicts.
+func (l *loader) route(rn *yaml.Node, path string) {
+	d := l.d
+	ro := d.object(rn, path, "src", "dst", "path")
+	if ro == nil {
+		return
+	}
+	src, okS := l.nodeRef(ro.must("src"), ro.field("src"), kindHost)
+	dst, okD := l.nodeRef(ro.must("dst"), ro.field("dst"), kindHost)
+	pn := ro.must("path")
+	hops := d.list(pn, ro.field("path"))
+	var p []string
+	okP := pn != nil
+	for j, hn := range hops {
+		name, ok := l.nodeRef(hn, index(ro.field("path"), j), 0)
+		if !ok {
+			okP = false
+			continue
+		}
+		p = append(p, name)
+	}
+	if !okS || !okD || !okP {
+		return
+	}
+	if src == dst {
+		d.errAt(ro.get("dst"), ro.field("dst"), "route from %s to itself", src)
+		return
+	}
+	if err := l.checkPath(p, src, dst); err != "" {
+		d.errAt(pn, ro.field("path"), "%s", err)
+		return
+	}
+	if clash := l.routeClash(p, src, dst); clash != "" {
+		d.errAt(pn, ro.field("path"), "%s", clash)
+		return
+	}
+	l.explicit = append(l.explicit, Route{Src: src, Dst: dst, Path: p, Explicit: true})
+}
+
+// routeClash says why path p from src to dst cannot join the explicit
+// routes read so far, or "": a second route for the pair (said first,
+// whatever else clashes), or a switch that would have to forward towards
+// dst on two ways (switches forward by destination only).
+func (l *loader) routeClash(p []string, src, dst string) string {
+	clash := ""
+	for j, other := range l.explicit {
+		if other.Dst != dst {
+			continue
+		}
+		if other.Src == src {
+			return fmt.Sprintf("second route from %s to %s (first is topology.routes[%d])", src, dst, j)
+		}
+		for a := 0; a+1 < len(other.Path) && clash == ""; a++ {
+			for b := 0; b+1 < len(p); b++ {
+				if other.Path[a] == p[b] && other.Path[a+1] != p[b+1] {
+					clash = fmt.Sprintf("%s forwards towards %s by destination only: this route leaves it to %s, topology.routes[%d] to %s",
+						p[b], dst, p[b+1], j, other.Path[a+1])
+					break
+				}
+			}
+		}
+	}
+	return clash
+}
+
+// nextFreeIP takes the first address from 10.0.0.1 that no node uses.
 func nextFreeIP(used map[netip.Addr]string, name string) netip.Addr {
 	a := netip.MustParseAddr("10.0.0.1")
 	for {
