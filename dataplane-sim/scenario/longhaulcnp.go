@@ -36,7 +36,7 @@ func DefaultLongHaulCNP() LongHaulCNP {
 }
 
 // longHaulParams reads the typed parameters of long-haul-cnp; unknown keys
-// are errors here, while kinds without a model yet accept any key.
+// are errors.
 func (l *loader) longHaulParams(n *yaml.Node, path string, p *LongHaulCNP) {
 	if n == nil {
 		return
