@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/internal/gnmicbin"
+	"github.com/lhcnp/lhcnp/internal/oracle"
 )
 
 // gnmicPath finds gnmic as docs/gnmi-target.md says: $GNMIC, else gnmic on
@@ -24,12 +25,13 @@ var gnmicPath = sync.OnceValues(func() (string, error) {
 	return gnmicbin.Path("../..") // the repository, from cmd/lhcnp
 })
 
-// needGnmic returns gnmic's path or skips the test, saying why.
+// needGnmic returns gnmic's path or skips the test, saying why (fails it
+// when the oracles are required: internal/oracle).
 func needGnmic(t *testing.T) string {
 	t.Helper()
 	p, err := gnmicPath()
 	if err != nil {
-		t.Skipf("SKIPPED: %v", err)
+		oracle.Missing(t, err)
 	}
 	return p
 }

@@ -1,7 +1,8 @@
 // Command lhcnp is the one binary of the project, with a subcommand per role:
-// decode (read pcaps of our formats) and sim (batch experiments) today; switch,
-// collector, tuner, lab and migrate as they land. Flags and wiring only: the
-// logic lives in the packages.
+// switch, collector, tuner and lab (all of them in one process), sim (batch
+// experiments), decode (read pcaps of our formats), migrate (the PostgreSQL
+// schema) and passwd (a users-file line). Flags and wiring only: the logic
+// lives in the packages.
 package main
 
 import (

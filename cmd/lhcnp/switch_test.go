@@ -19,6 +19,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
+	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/lhcnp/lhcnp/server/auth"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygnmi/ygnmi"
@@ -218,7 +219,7 @@ func cli(t *testing.T, addr string, args ...string) string {
 	t.Helper()
 	bin, err := gnmiCLI()
 	if err != nil {
-		t.Skipf("gnmi_cli unavailable: %v", err)
+		oracle.Missing(t, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -273,7 +274,7 @@ func TestInteropGNMICLI(t *testing.T) {
 	t.Run("set error", func(t *testing.T) {
 		bin, err := gnmiCLI()
 		if err != nil {
-			t.Skip(err)
+			oracle.Missing(t, err)
 		}
 		cmd := exec.Command(bin, "-address", r.addr, "-insecure", "-set", "-proto",
 			`update: <path: <`+q0+` elem: <name: "config"> elem: <name: "kmin-mode">> val: <string_val: "EXPLICIT">>`)
@@ -307,7 +308,7 @@ func cliUntil(t *testing.T, addr string, n int, marker string, args ...string) s
 	t.Helper()
 	bin, err := gnmiCLI()
 	if err != nil {
-		t.Skipf("gnmi_cli unavailable: %v", err)
+		oracle.Missing(t, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

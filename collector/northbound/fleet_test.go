@@ -24,6 +24,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/northbound"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/gnmicbin"
+	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/server/fabric"
 	"github.com/lhcnp/lhcnp/server/schema"
@@ -250,12 +251,13 @@ func (fl *fleet) ygnmi(t *testing.T, addr, target string) *ygnmi.Client {
 	return c
 }
 
-// gnmicPath finds gnmic (internal/gnmicbin) or skips the test, saying why.
+// gnmicPath finds gnmic (internal/gnmicbin) or skips the test, saying why
+// (fails it when the oracles are required: internal/oracle).
 func gnmicPath(t *testing.T) string {
 	t.Helper()
 	p, err := gnmicbin.Path("../..")
 	if err != nil {
-		t.Skipf("SKIPPED: %v", err)
+		oracle.Missing(t, err)
 	}
 	return p
 }

@@ -144,8 +144,9 @@ type Mechanism struct {
 	SwitchCNP SwitchCNP
 	// FCN holds the parameters of kind fcn (defaults filled in).
 	FCN FCN
-	// Params holds the parameters of the other node kinds as written
-	// (scalar text by key), for models that do not exist yet.
+	// Params holds the params block of kinds dcqcn and none as written
+	// (scalar text by key); neither takes any, so the loader refuses a
+	// non-empty one.
 	Params map[string]string
 	// With are further mechanisms on the same network (mechanism.with),
 	// each with its own nodes; two blocks share a node only when their

@@ -12,6 +12,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/gnmicbin"
+	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/server/schema"
 	"github.com/lhcnp/lhcnp/server/store"
@@ -68,7 +69,7 @@ func runGnmic(t *testing.T, addr string, args ...string) (string, error) {
 	t.Helper()
 	bin, err := gnmicbin.Path("../..")
 	if err != nil {
-		t.Skipf("SKIPPED: %v", err)
+		oracle.Missing(t, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -1,7 +1,7 @@
 // Package store is the telemetry tree of one gNMI target: leaves keyed by
 // gNMI path, each holding a typed value, a timestamp and a Kind. Publishers
-// (the state publisher bound to the dataplane, and later Set) write through
-// Apply; Subscribe and Get read through Walk and Watch.
+// (the state publisher bound to the dataplane, and Set for the configuration)
+// write through Apply; Subscribe and Get read through Walk and Watch.
 //
 // The store is schema-agnostic: it knows paths and values, not YANG. It must
 // not depend on gen/, on the dataplane or on any RPC handler.

@@ -1,0 +1,179 @@
+package lhcnp
+
+// Collaborative suppression (§5.7). Each flow entry keeps its arrival rate
+// per measurement interval and the peak rate of the observation window
+// (rollRate, peak). Before a notification, collaborate defers it when the
+// flow's rate fell by ArrivalRateDropPercent within the window (an upstream
+// node acted; a fall this node caused itself does not count), lets an
+// upstream peer on the flow's route respond first once per episode
+// (UpstreamFirst, Peers), and escalates when the queue kept growing for a
+// whole window while the node deferred.
+
+import (
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+)
+
+// rollRate closes the flow's arrival-rate interval when it is over and
+// keeps the peak rate of the observation window in two buckets.
+func (e *flowEntry) rollRate(now, iv, win engine.Time) {
+	if now-e.winStart < iv {
+		return
+	}
+	dt := now - e.winStart
+	e.rateBps = e.winBytes * 8 * int64(engine.Second) / int64(dt)
+	e.rateValid = true
+	e.winStart, e.winBytes = now, 0
+	if now-e.peakStart >= win {
+		if now-e.peakStart >= 2*win {
+			e.peakPrev = 0
+		} else {
+			e.peakPrev = e.peakCur
+		}
+		e.peakCur = 0
+		e.peakStart = now
+	}
+	e.peakCur = max(e.peakCur, e.rateBps)
+}
+
+// rateNow closes the interval if it is over and returns the arrival rate,
+// counting the time since the last packet (a paused flow's rate falls to
+// zero without packets). Only decisions call it: it changes the windows.
+func (e *flowEntry) rateNow(now, iv, win engine.Time) int64 {
+	e.rollRate(now, iv, win)
+	return e.rateBps
+}
+
+// rateAt is the rate rateNow would return at now, without closing the
+// interval: what snapshots report.
+func (e *flowEntry) rateAt(now, iv engine.Time) int64 {
+	if dt := now - e.winStart; dt >= iv && dt > 0 {
+		return e.winBytes * 8 * int64(engine.Second) / int64(dt)
+	}
+	return e.rateBps
+}
+
+// peak returns the highest arrival rate of the observation window.
+func (e *flowEntry) peak() int64 { return max(e.peakCur, e.peakPrev) }
+
+// obsWindow returns the collaborative observation window of a port.
+func (n *Node) obsWindow(ps *portState) engine.Time {
+	if w := n.cfg.Collaborative.ObservationWindow; w > 0 {
+		return w
+	}
+	return ps.rtt
+}
+
+// collaborate applies §5.7 to flow e: defer when its arrival rate fell
+// within the observation window (an upstream node acted), escalate when
+// the queue kept growing for a whole window while deferring.
+func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engine.Time) (deferNow, escalate bool) {
+	cs := &n.cfg.Collaborative
+	if !cs.Enabled {
+		e.deferring, e.waiting = false, false
+		return false, false
+	}
+	win := n.obsWindow(ps)
+	rate := e.rateNow(now, q.cfg.MeasurementInterval, win)
+	peak := e.peak()
+	dropped := e.rateValid && peak > 0 && rate*100 <= peak*int64(100-cs.ArrivalRateDropPercent)
+	// A fall this node caused itself is not upstream control.
+	own := e.hasCNP && now-e.lastCNP < win+ps.rtt
+	if e.deferring {
+		if now-e.deferStart < win {
+			return true, false
+		}
+		if e.waiting {
+			// The upstream-priority wait is over. A fall in the flow's
+			// rate means the upstream node responded: defer to it from
+			// now, as §5.7 says (escalating if the queue keeps growing);
+			// otherwise respond.
+			e.waiting, e.waitEnd = false, now
+			if dropped && !own {
+				e.deferStart, e.deferQD = now, q.qd
+				return true, false
+			}
+			e.deferring = false
+			return false, false
+		}
+		if q.qd > e.deferQD {
+			// Worse after a whole window: upstream control is not enough.
+			e.deferring = false
+			return false, true
+		}
+		if dropped && !own {
+			e.deferStart, e.deferQD = now, q.qd
+			return true, false
+		}
+		e.deferring = false
+		return false, false
+	}
+	// Upstream priority (§5.7): the first response of an episode (none
+	// from this node and no wait within a window and an RTT_est) waits
+	// for a congestion-aware node between the source and this one.
+	wait := cs.UpstreamFirst && !own && !dropped && (e.waitEnd == 0 || now-e.waitEnd >= win+ps.rtt) &&
+		n.upstreamPeer(e)
+	if (dropped && !own) || wait {
+		e.deferring, e.waiting = true, wait
+		e.deferStart, e.deferQD = now, q.qd
+		q.counters.Deferrals++
+		n.emit(Event{Kind: EventDeferral, Time: now, Port: ps.name, Queue: q.prio, Flow: e.key, Upstream: wait})
+		return true, false
+	}
+	return false, false
+}
+
+// Values of flowEntry.upstream.
+const (
+	upstreamUnknown uint8 = iota
+	upstreamYes
+	upstreamNo
+)
+
+// upstreamPeer reports whether a peer (Collaborative.Peers) lies on the
+// route from e's source to this node, looking it up once per entry.
+func (n *Node) upstreamPeer(e *flowEntry) bool {
+	if len(n.cfg.Collaborative.Peers) == 0 {
+		return false
+	}
+	if e.upstream == upstreamUnknown {
+		e.upstream = upstreamNo
+		if n.findUpstreamPeer(e) {
+			e.upstream = upstreamYes
+		}
+	}
+	return e.upstream == upstreamYes
+}
+
+// findUpstreamPeer walks the route from e's source host towards this
+// switch.
+func (n *Node) findUpstreamPeer(e *flowEntry) bool {
+	if e.srcNode < 0 {
+		return false
+	}
+	h, ok := n.net.Node(e.srcNode).(*netsim.Host)
+	if !ok || h.Port() == nil {
+		return false
+	}
+	found := false
+	pt := h.Port()
+	for range 64 {
+		next := pt.Peer().Node()
+		if next == netsim.Node(n.sw) {
+			return found
+		}
+		sw, ok := next.(*netsim.Switch)
+		if !ok {
+			return false
+		}
+		for _, p := range n.cfg.Collaborative.Peers {
+			if a := sw.Addr(); a.IsValid() && p.Contains(a) {
+				found = true
+			}
+		}
+		if pt = sw.Route(n.sw.ID()); pt == nil {
+			return false
+		}
+	}
+	return false
+}

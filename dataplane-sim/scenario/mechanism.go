@@ -1,0 +1,188 @@
+package scenario
+
+// The mechanism block: the mechanism under test, the switches it runs on
+// and its params, and the node mechanisms added beside it (with), placed
+// so that no node runs two that cannot coexist (CanCoexist). Each kind's
+// typed params, with their defaults, are read in a file of its own:
+// longhaulcnp.go, fastcnp.go, fcn.go, switchcnp.go and rateadvice.go.
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func (l *loader) mechanism(n *yaml.Node) {
+	sc := l.sc
+	sc.Mechanism = Mechanism{Kind: MechanismDCQCN}
+	if n == nil {
+		return
+	}
+	m, o, ok := l.mechanismBlock(n, "mechanism", true)
+	if !ok {
+		return
+	}
+	sc.Mechanism = m
+	// Which block runs on which node: two mechanisms that cannot coexist
+	// on one node (CanCoexist) are refused at the second one's entry.
+	type onNode struct {
+		kind  MechanismKind
+		field string
+	}
+	placed := map[string][]onNode{}
+	check := func(b *Mechanism, path string, nodes *yaml.Node) {
+		for i, name := range b.Nodes {
+			field := index(join(path, "nodes"), i)
+			for _, o := range placed[name] {
+				if !CanCoexist(o.kind, b.Kind) {
+					l.d.errAt(nodeAt(nodes, i), field, "%s already runs %s (%s); %s", name, o.kind, o.field, coexistReason(o.kind, b.Kind))
+				}
+			}
+			placed[name] = append(placed[name], onNode{b.Kind, field})
+		}
+	}
+	check(&sc.Mechanism, "mechanism", o.get("nodes"))
+	wn := o.get("with")
+	for i, x := range l.d.list(wn, "mechanism.with") {
+		path := index("mechanism.with", i)
+		w, wo, ok := l.mechanismBlock(x, path, false)
+		if !ok {
+			continue
+		}
+		if w.Kind == MechanismDCQCN || w.Kind == MechanismNone {
+			l.d.errAt(x, join(path, "kind"), "%s is not a node mechanism (mechanism.with adds congestion-aware nodes)", w.Kind)
+			continue
+		}
+		if sc.Mechanism.Kind == MechanismNone {
+			l.d.errAt(x, path, "mechanism kind none turns the RNICs' rate control off; nothing could react to %s", w.Kind)
+			continue
+		}
+		check(&w, path, wo.get("nodes"))
+		sc.Mechanism.With = append(sc.Mechanism.With, w)
+	}
+}
+
+// nodeAt returns the i-th item of a nodes list, or the list itself.
+func nodeAt(list *yaml.Node, i int) *yaml.Node {
+	if list != nil && list.Kind == yaml.SequenceNode && i < len(list.Content) {
+		return list.Content[i]
+	}
+	return list
+}
+
+// CanCoexist reports whether mechanisms a and b can run on one node. Rate
+// Advice sets a ceiling that a CNP still cuts below, so it runs beside any
+// notification mechanism; two notification mechanisms (Long-haul CNP,
+// Fast CNP, FCN) on one node would each notify the sender of the same
+// congestion, cutting it twice per event, and both would own the port's
+// ECN marking and its observer.
+func CanCoexist(a, b MechanismKind) bool {
+	return a != b && (a == MechanismRateAdvice || b == MechanismRateAdvice)
+}
+
+func coexistReason(a, b MechanismKind) string {
+	if a == b {
+		return fmt.Sprintf("%s is listed twice on the node", a)
+	}
+	return fmt.Sprintf("%s and %s cannot both run on one node: each would notify the sender of the same congestion (two cuts per event) and both would drive the port's ECN marking; only rate-advice coexists with a notification mechanism", a, b)
+}
+
+// mechanismBlock reads one mechanism block (kind, nodes, params and, at
+// the top, with) at path.
+func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism, *object, bool) {
+	d, sc := l.d, l.sc
+	keys := []string{"kind", "nodes", "params"}
+	if top {
+		keys = append(keys, "with")
+	}
+	o := d.object(n, path, keys...)
+	if o == nil {
+		return Mechanism{}, nil, false
+	}
+	kn := o.must("kind")
+	if kn == nil {
+		return Mechanism{}, nil, false
+	}
+	k, ok := d.scalar(kn, join(path, "kind"))
+	if !ok {
+		return Mechanism{}, nil, false
+	}
+	kind := MechanismKind(k)
+	if !contains(mechanismKinds, kind) {
+		names := make([]string, len(mechanismKinds))
+		for i, m := range mechanismKinds {
+			names[i] = string(m)
+		}
+		d.errAt(kn, join(path, "kind"), "unknown mechanism %q (want one of: %s)", k, strings.Join(names, ", "))
+		return Mechanism{}, nil, false
+	}
+	m := Mechanism{Kind: kind}
+	nodal := kind != MechanismDCQCN && kind != MechanismNone
+	nn := o.get("nodes")
+	switch {
+	case nodal && nn == nil:
+		d.errAt(o.node, join(path, "nodes"), "missing required field: %s needs its congestion-aware switches", kind)
+	case !nodal && nn != nil:
+		d.errAt(nn, join(path, "nodes"), "%s has no congestion-aware nodes", kind)
+	case nodal:
+		seen := map[string]bool{}
+		for i, x := range d.list(nn, join(path, "nodes")) {
+			field := index(join(path, "nodes"), i)
+			name, ok := l.nodeRef(x, field, kindSwitch)
+			if !ok {
+				continue
+			}
+			if seen[name] {
+				d.errAt(x, field, "%s is listed twice", name)
+				continue
+			}
+			seen[name] = true
+			m.Nodes = append(m.Nodes, name)
+			sc.Switches[l.nodes[name].index].CongestionAware = true
+		}
+		if len(m.Nodes) == 0 && len(nn.Content) == 0 {
+			d.errAt(nn, join(path, "nodes"), "no nodes")
+		}
+	}
+	pn := o.get("params")
+	pp := join(path, "params")
+	switch kind {
+	case MechanismLongHaulCNP:
+		m.LongHaulCNP = DefaultLongHaulCNP()
+		l.longHaulParams(pn, pp, &m.LongHaulCNP)
+	case MechanismFastCNP:
+		m.FastCNP = DefaultFastCNP()
+		l.fastCNPParams(pn, pp, &m.FastCNP)
+	case MechanismRateAdvice:
+		m.RateAdvice = DefaultRateAdvice()
+		l.rateAdviceParams(pn, pp, &m.RateAdvice)
+	case MechanismSwitchCNP:
+		m.SwitchCNP = DefaultSwitchCNP()
+		l.switchCNPParams(pn, pp, &m.SwitchCNP)
+	case MechanismFCN:
+		m.FCN = DefaultFCN()
+		l.fcnParams(pn, pp, &m.FCN, m.Nodes)
+	default:
+		if pn == nil {
+			return m, o, true
+		}
+		po := d.object(pn, pp, nil...)
+		if po == nil {
+			return m, o, true
+		}
+		m.Params = map[string]string{}
+		for i := 0; i+1 < len(po.node.Content); i += 2 {
+			k, v := po.node.Content[i], resolve(po.node.Content[i+1])
+			if s, ok := d.scalar(v, join(pp, k.Value)); ok {
+				m.Params[k.Value] = s
+			}
+		}
+		if kind == MechanismDCQCN || kind == MechanismNone {
+			if len(m.Params) > 0 {
+				d.errAt(pn, pp, "%s takes no params (DCQCN is tuned in the top-level dcqcn block)", kind)
+			}
+		}
+	}
+	return m, o, true
+}

@@ -1,0 +1,455 @@
+package scenario
+
+// The topology block: hosts and switches with their addresses, the links
+// between them, explicit routes, and the switches' queues (the top-level
+// queue block is every switch's default). The routes the file does not give
+// are computed here as the network model computes them (routeTable), so
+// that every flow's path is known at load time.
+
+import (
+	"fmt"
+	"net/netip"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultQueue is the switch queue configuration when the file has none:
+// the ECN thresholds HPCC's ns-3 configuration uses for 100 Gb/s ports,
+// PFC off.
+func DefaultQueue() Queue {
+	return Queue{
+		ECN: ECN{Enabled: true, KMin: 100 * KB, KMax: 400 * KB, PMax: 0.2},
+		PFC: PFC{Enabled: false, XOff: 1 * MB, XOn: 512 * KB},
+	}
+}
+
+func (l *loader) queue(n *yaml.Node, path string, q *Queue) {
+	if n == nil {
+		return
+	}
+	o := l.d.object(n, path, "ecn", "pfc")
+	if e := l.d.object(o.get("ecn"), join(path, "ecn"), "enabled", "k_min", "k_max", "p_max"); e != nil {
+		e.setBool("enabled", &q.ECN.Enabled)
+		e.setSize("k_min", &q.ECN.KMin, false)
+		e.setSize("k_max", &q.ECN.KMax, true)
+		e.setFloat("p_max", &q.ECN.PMax, 0, 1)
+		if q.ECN.Enabled && q.ECN.KMin >= q.ECN.KMax {
+			field, at := e.field("k_min"), e.get("k_min")
+			if at == nil {
+				field, at = e.field("k_max"), e.get("k_max")
+			}
+			if at == nil {
+				at = e.node
+			}
+			l.d.errAt(at, field, "k_min (%v) must be less than k_max (%v)", q.ECN.KMin, q.ECN.KMax)
+		}
+	}
+	if p := l.d.object(o.get("pfc"), join(path, "pfc"), "enabled", "xoff", "xon"); p != nil {
+		p.setBool("enabled", &q.PFC.Enabled)
+		p.setSize("xoff", &q.PFC.XOff, true)
+		p.setSize("xon", &q.PFC.XOn, false)
+		if q.PFC.Enabled && q.PFC.XOn >= q.PFC.XOff {
+			at, field := p.get("xon"), p.field("xon")
+			if at == nil {
+				at, field = p.node, p.path
+			}
+			l.d.errAt(at, field, "xon (%v) must be less than xoff (%v)", q.PFC.XOn, q.PFC.XOff)
+		}
+	}
+}
+
+// topology reads the topology block: nodes first, so that links and
+// routes can refer to them, then links, then routes, which need the links.
+func (l *loader) topology(n *yaml.Node, defQueue Queue) {
+	o := l.d.object(n, "topology", "hosts", "switches", "links", "routes")
+	if o == nil {
+		return
+	}
+	l.nodesOf(o, defQueue)
+	links := l.d.list(o.must("links"), "topology.links")
+	l.hostLnk = map[string][]int{}
+	for i, ln := range links {
+		l.link(ln, index("topology.links", i))
+	}
+	l.checkHostLinks(len(links) > 0)
+	for i, rn := range l.d.list(o.get("routes"), "topology.routes") {
+		l.route(rn, index("topology.routes", i))
+	}
+}
+
+// nodesOf reads topology.hosts and topology.switches.
+func (l *loader) nodesOf(o *object, defQueue Queue) {
+	d, sc := l.d, l.sc
+	ips := addrs{d: d, used: map[netip.Addr]string{}}
+	hosts := d.list(o.must("hosts"), "topology.hosts")
+	for i, hn := range hosts {
+		path := index("topology.hosts", i)
+		h := d.object(hn, path, "name", "ip")
+		if h == nil {
+			continue
+		}
+		name, ok := l.addNode(h.must("name"), h.field("name"), kindHost, len(sc.Hosts))
+		if !ok {
+			continue
+		}
+		i := len(sc.Hosts)
+		sc.Hosts = append(sc.Hosts, Host{Name: name})
+		ips.read(h, name, func() *netip.Addr { return &sc.Hosts[i].IP })
+	}
+	if len(hosts) == 0 && o.get("hosts") != nil {
+		d.errAt(o.get("hosts"), "topology.hosts", "no hosts")
+	}
+	switches := d.list(o.get("switches"), "topology.switches")
+	sc.Switches = make([]Switch, 0, len(switches))
+	for i, sn := range switches {
+		path := index("topology.switches", i)
+		s := d.object(sn, path, "name", "ip", "queue")
+		if s == nil {
+			continue
+		}
+		name, ok := l.addNode(s.must("name"), s.field("name"), kindSwitch, len(sc.Switches))
+		if !ok {
+			continue
+		}
+		sw := Switch{Name: name, Queue: defQueue}
+		l.queue(s.get("queue"), s.field("queue"), &sw.Queue)
+		j := len(sc.Switches)
+		sc.Switches = append(sc.Switches, sw)
+		ips.read(s, name, func() *netip.Addr { return &sc.Switches[j].IP })
+	}
+	ips.assign()
+}
+
+// addNode defines a host or a switch; node names are one namespace.
+func (l *loader) addNode(nameNode *yaml.Node, field string, kind nodeKind, idx int) (string, bool) {
+	name, ok := l.d.name(nameNode, field)
+	if !ok {
+		return "", false
+	}
+	if prev, dup := l.nodes[name]; dup {
+		l.d.errAt(nameNode, field, "duplicate node name %q (first defined at line %d)", name, prev.n.Line)
+		return "", false
+	}
+	l.nodes[name] = nodeInfo{kind: kind, index: idx, n: nameNode}
+	return name, true
+}
+
+// addrs gives the nodes their addresses: a node's own ip, checked unique,
+// or, for a node without one, the first free address from 10.0.0.1 once
+// all explicit ones are known.
+type addrs struct {
+	d    *decoder
+	used map[netip.Addr]string // address -> node
+	// auto assigns the addresses of nodes without one, through an
+	// accessor: the slices may still grow, so no pointers are kept.
+	auto []func()
+}
+
+// read takes obj's ip, or queues an automatic address for name.
+func (a *addrs) read(obj *object, name string, dst func() *netip.Addr) {
+	d := a.d
+	if ipn := obj.get("ip"); ipn != nil {
+		s, ok := d.scalar(ipn, obj.field("ip"))
+		if !ok {
+			return
+		}
+		addr, err := netip.ParseAddr(s)
+		if err != nil {
+			d.errAt(ipn, obj.field("ip"), "%q is not an IP address", s)
+			return
+		}
+		if other, dup := a.used[addr]; dup {
+			d.errAt(ipn, obj.field("ip"), "address %v is already used by %s", addr, other)
+			return
+		}
+		a.used[addr] = name
+		*dst() = addr
+		return
+	}
+	a.auto = append(a.auto, func() { *dst() = nextFreeIP(a.used, name) })
+}
+
+// assign gives the nodes without an ip theirs, in file order.
+func (a *addrs) assign() {
+	for _, f := range a.auto {
+		f()
+	}
+}
+
+// link reads one item of topology.links at path. A link joins two
+// distinct nodes, at most one link a pair; its name defaults to "a-b".
+func (l *loader) link(ln *yaml.Node, path string) {
+	d, sc := l.d, l.sc
+	lo := d.object(ln, path, "name", "a", "b", "rate", "delay", "buffer")
+	if lo == nil {
+		return
+	}
+	var lk Link
+	okA, okB := false, false
+	if an := lo.must("a"); an != nil {
+		lk.A, okA = l.nodeRef(an, lo.field("a"), 0)
+	}
+	if bn := lo.must("b"); bn != nil {
+		lk.B, okB = l.nodeRef(bn, lo.field("b"), 0)
+	}
+	if okA && okB && lk.A == lk.B {
+		d.errAt(lo.get("b"), lo.field("b"), "link from %s to itself", lk.A)
+		okB = false
+	}
+	if v, ok := d.positiveRate(lo.must("rate"), lo.field("rate")); ok {
+		lk.Rate = v
+	}
+	if v, ok := d.duration(lo.must("delay"), lo.field("delay")); ok {
+		lk.Delay = v
+	}
+	lo.setSize("buffer", &lk.Buffer, false)
+	if okA && okB {
+		lk.Name = lk.A + "-" + lk.B
+	}
+	if nn := lo.get("name"); nn != nil {
+		if v, ok := d.name(nn, lo.field("name")); ok {
+			lk.Name = v
+		}
+	}
+	if !okA || !okB || lk.Name == "" {
+		return
+	}
+	at, field := lo.get("name"), lo.field("name")
+	if at == nil {
+		at, field = lo.node, path
+	}
+	if prev, dup := l.links[lk.Name]; dup {
+		d.errAt(at, field, "duplicate link name %q (first is topology.links[%d])", lk.Name, prev)
+		return
+	}
+	pair := [2]string{min(lk.A, lk.B), max(lk.A, lk.B)}
+	if prev, dup := l.pairs[pair]; dup {
+		d.errAt(lo.get("b"), lo.field("b"), "%s and %s are already linked by %s; parallel links are not supported", lk.A, lk.B, sc.Links[prev].Name)
+		return
+	}
+	idx := len(sc.Links)
+	l.links[lk.Name] = idx
+	l.pairs[pair] = idx
+	for _, end := range []string{lk.A, lk.B} {
+		if l.nodes[end].kind == kindHost {
+			l.hostLnk[end] = append(l.hostLnk[end], idx)
+		}
+	}
+	sc.Links = append(sc.Links, lk)
+}
+
+// checkHostLinks checks that every host has its one NIC port linked
+// (anyLinks: the file lists links; without any, the missing list is the
+// error already).
+func (l *loader) checkHostLinks(anyLinks bool) {
+	for _, h := range l.sc.Hosts {
+		info := l.nodes[h.Name]
+		switch n := len(l.hostLnk[h.Name]); {
+		case n == 0 && anyLinks:
+			l.d.errAt(info.n, fmt.Sprintf("topology.hosts[%d].name", info.index), "host %s has no link", h.Name)
+		case n > 1:
+			l.d.errAt(info.n, fmt.Sprintf("topology.hosts[%d].name", info.index), "host %s has %d links; a host has one NIC port", h.Name, n)
+		}
+	}
+}
+
+// route reads one item of topology.routes at path: a path of linked nodes
+// from a host to another that no earlier route contradicts.
+func (l *loader) route(rn *yaml.Node, path string) {
+	d := l.d
+	ro := d.object(rn, path, "src", "dst", "path")
+	if ro == nil {
+		return
+	}
+	src, okS := l.nodeRef(ro.must("src"), ro.field("src"), kindHost)
+	dst, okD := l.nodeRef(ro.must("dst"), ro.field("dst"), kindHost)
+	pn := ro.must("path")
+	hops := d.list(pn, ro.field("path"))
+	var p []string
+	okP := pn != nil
+	for j, hn := range hops {
+		name, ok := l.nodeRef(hn, index(ro.field("path"), j), 0)
+		if !ok {
+			okP = false
+			continue
+		}
+		p = append(p, name)
+	}
+	if !okS || !okD || !okP {
+		return
+	}
+	if src == dst {
+		d.errAt(ro.get("dst"), ro.field("dst"), "route from %s to itself", src)
+		return
+	}
+	if err := l.checkPath(p, src, dst); err != "" {
+		d.errAt(pn, ro.field("path"), "%s", err)
+		return
+	}
+	if clash := l.routeClash(p, src, dst); clash != "" {
+		d.errAt(pn, ro.field("path"), "%s", clash)
+		return
+	}
+	l.explicit = append(l.explicit, Route{Src: src, Dst: dst, Path: p, Explicit: true})
+}
+
+// routeClash says why path p from src to dst cannot join the explicit
+// routes read so far, or "": a second route for the pair (said first,
+// whatever else clashes), or a switch that would have to forward towards
+// dst on two ways (switches forward by destination only).
+func (l *loader) routeClash(p []string, src, dst string) string {
+	clash := ""
+	for j, other := range l.explicit {
+		if other.Dst != dst {
+			continue
+		}
+		if other.Src == src {
+			return fmt.Sprintf("second route from %s to %s (first is topology.routes[%d])", src, dst, j)
+		}
+		for a := 0; a+1 < len(other.Path) && clash == ""; a++ {
+			for b := 0; b+1 < len(p); b++ {
+				if other.Path[a] == p[b] && other.Path[a+1] != p[b+1] {
+					clash = fmt.Sprintf("%s forwards towards %s by destination only: this route leaves it to %s, topology.routes[%d] to %s",
+						p[b], dst, p[b+1], j, other.Path[a+1])
+					break
+				}
+			}
+		}
+	}
+	return clash
+}
+
+// nextFreeIP takes the first address from 10.0.0.1 that no node uses.
+func nextFreeIP(used map[netip.Addr]string, name string) netip.Addr {
+	a := netip.MustParseAddr("10.0.0.1")
+	for {
+		if _, taken := used[a]; !taken {
+			used[a] = name
+			return a
+		}
+		a = a.Next()
+	}
+}
+
+// nodeRef resolves a reference to a node; want 0 accepts hosts and
+// switches.
+func (l *loader) nodeRef(n *yaml.Node, field string, want nodeKind) (string, bool) {
+	if n == nil {
+		return "", false
+	}
+	name, ok := l.d.name(n, field)
+	if !ok {
+		return "", false
+	}
+	info, ok := l.nodes[name]
+	if !ok {
+		l.d.errAt(n, field, "undefined node %q", name)
+		return "", false
+	}
+	switch {
+	case want == kindHost && info.kind != kindHost:
+		l.d.errAt(n, field, "%s is a switch, not a host", name)
+		return "", false
+	case want == kindSwitch && info.kind != kindSwitch:
+		l.d.errAt(n, field, "%s is a host, not a switch", name)
+		return "", false
+	}
+	return name, true
+}
+
+func (l *loader) checkPath(p []string, src, dst string) string {
+	if len(p) < 2 || p[0] != src || p[len(p)-1] != dst {
+		return fmt.Sprintf("path must start at %s and end at %s", src, dst)
+	}
+	seen := map[string]bool{}
+	for i, hop := range p {
+		if seen[hop] {
+			return fmt.Sprintf("path visits %s twice", hop)
+		}
+		seen[hop] = true
+		if i > 0 && i < len(p)-1 && l.nodes[hop].kind != kindSwitch {
+			return fmt.Sprintf("path goes through host %s", hop)
+		}
+		if i > 0 {
+			if _, ok := l.pairs[[2]string{min(p[i-1], hop), max(p[i-1], hop)}]; !ok {
+				return fmt.Sprintf("no link between %s and %s", p[i-1], hop)
+			}
+		}
+	}
+	return ""
+}
+
+// routeTable is how the switches forward towards dst: node -> next node.
+// It mirrors the network model (netsim.Network.ComputeRoutes): fewest hops,
+// hosts do not forward, ties broken by the switch's lowest port, ports
+// numbered in the order of topology.links. Explicit routes then override the
+// next hop at every switch on their path.
+func (l *loader) routeTable(dst string) map[string]string {
+	dist := map[string]int{dst: 0}
+	queue := []string{dst}
+	adj := l.adjacency()
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		if x != dst && l.nodes[x].kind == kindHost {
+			continue
+		}
+		for _, y := range adj[x] {
+			if _, seen := dist[y]; !seen {
+				dist[y] = dist[x] + 1
+				queue = append(queue, y)
+			}
+		}
+	}
+	next := map[string]string{}
+	for x, nbrs := range adj {
+		dx, ok := dist[x]
+		if !ok || x == dst {
+			continue
+		}
+		for _, y := range nbrs {
+			if dy, ok := dist[y]; ok && dy == dx-1 {
+				next[x] = y
+				break
+			}
+		}
+	}
+	for _, r := range l.explicit {
+		if r.Dst != dst {
+			continue
+		}
+		for i := 0; i+1 < len(r.Path); i++ {
+			next[r.Path[i]] = r.Path[i+1]
+		}
+	}
+	return next
+}
+
+// adjacency lists each node's neighbours in port order (file order of
+// links).
+func (l *loader) adjacency() map[string][]string {
+	if l.adj == nil {
+		l.adj = map[string][]string{}
+		for _, lk := range l.sc.Links {
+			l.adj[lk.A] = append(l.adj[lk.A], lk.B)
+			l.adj[lk.B] = append(l.adj[lk.B], lk.A)
+		}
+	}
+	return l.adj
+}
+
+// walk follows table from src to dst; nil when there is no way or a loop.
+func walk(table map[string]string, src, dst string) []string {
+	p := []string{src}
+	seen := map[string]bool{src: true}
+	for at := src; at != dst; {
+		nx, ok := table[at]
+		if !ok || seen[nx] {
+			return nil
+		}
+		seen[nx] = true
+		p = append(p, nx)
+		at = nx
+	}
+	return p
+}
