@@ -945,8 +945,7 @@ const latestReadTimeout = 10 * time.Second
 // with a timeout of its own) until it succeeds or ctx ends. phase labels
 // the failures in the logs and latest_read_errors_total.
 func (c *Collector) latestOf(ctx context.Context, name, phase string) ([]writer.Stored, error) {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval = 100*time.Millisecond, c.cfg.Writer.RetryMax
+	bo := writer.NewBackOff(100*time.Millisecond, c.cfg.Writer.RetryMax)
 	return backoff.Retry(ctx, func() ([]writer.Stored, error) {
 		if f := c.o.readLatestFault; f != nil {
 			if err := f(name, phase); err != nil {
@@ -1274,8 +1273,7 @@ const targetsChannel = "lhcnp_targets"
 // while it reconnects); a handover message records who is ready to take a
 // target and wakes the reconcile (or drain) loop.
 func (c *Collector) listen(ctx context.Context, channels []string) {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval = 200*time.Millisecond, c.cfg.Writer.RetryMax
+	bo := writer.NewBackOff(200*time.Millisecond, c.cfg.Writer.RetryMax)
 	for ctx.Err() == nil {
 		err := func() error {
 			conn, err := c.pool.Acquire(ctx)
