@@ -903,7 +903,7 @@ func (c *Collector) finishPromotion(r *running, epoch int64) {
 	}
 	samples, events := r.loop.Promote(epoch, floor, func(conv *rows.Converter) {
 		for _, s := range latest {
-			conv.Seed(s.ID, s.TS, s.V, s.IsCounter)
+			seedConverter(conv, s)
 		}
 	})
 	c.mu.Lock()
@@ -1222,7 +1222,7 @@ func (c *Collector) seed(ctx context.Context, name string, conv *rows.Converter)
 		return err
 	}
 	for _, s := range latest {
-		conv.Seed(s.ID, s.TS, s.V, s.IsCounter)
+		seedConverter(conv, s)
 	}
 	c.mu.Lock()
 	for id, s := range c.seeds[name] {
