@@ -18,6 +18,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 	"github.com/lhcnp/lhcnp/collector/lease"
+	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
 
@@ -407,4 +408,42 @@ func TestHandoverDuringOutage(t *testing.T) {
 	noDuplicates(t, pool)
 	t.Logf("handover during an outage: %v; gap %v, of which rounds %d..%d reached a before it stopped (its spill: %v rows refused as stale_epoch)",
 		tl, gaps, stored+1, received, stale)
+}
+
+// TestHandoverStoresEventsOnce: collector a drains and b takes its switch
+// over make-before-break while the switch publishes every 5 ms and sends
+// a CNP every 20 rounds: b's standby stream met the CNPs a stored (its
+// initial sync, and everything since), yet every sample and every CNP is
+// stored exactly once — none lost, there is no gap — and no event is made
+// again.
+func TestHandoverStoresEventsOnce(t *testing.T) {
+	pool, dsn := newDB(t)
+	members := []string{"collector-a", "collector-b"}
+	name := "sw-handover"
+	for i := 0; lease.Owner(members, name) != "collector-a"; i++ {
+		name = fmt.Sprintf("sw-handover-%d", i)
+	}
+	sw := switchtest.Start(t, name)
+	f := newCNPFeed(sw)
+	a := start(t, leaseConfig(t, dsn, "collector-a", sw))
+	waitStreaming(t, a, sw)
+	b := start(t, leaseConfig(t, dsn, "collector-b", sw))
+	pu := startPump([]*cnpFeed{f}, 5*time.Millisecond)
+	defer pu.stop()
+	f.more(t, pool, 3*cnpEvery)
+	a.stop(t) // drain: b takes the target, make-before-break
+	waitStreaming(t, b, sw)
+	f.more(t, pool, 3*cnpEvery)
+	pu.stop()
+	waitLastRound(t, pool, f.p)
+	b.stop(t)
+	tl := f.count(t, pool, nil)
+	if tl.dupRows != 0 || tl.eventsDup != 0 || conflicts(a, b) != 0 {
+		t.Errorf("stored twice: %d samples, %d events; event_conflicts_total %v", tl.dupRows, tl.eventsDup, conflicts(a, b))
+	}
+	if got := testutil.ToFloat64(b.Metrics().Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak)); got != 1 {
+		t.Errorf("b took %v targets make-before-break, want 1", got)
+	}
+	noDuplicates(t, pool)
+	t.Logf("handover: %v", tl)
 }
