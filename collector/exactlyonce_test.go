@@ -17,7 +17,6 @@ import (
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
-	"github.com/lhcnp/lhcnp/collector/lease"
 	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
@@ -222,6 +221,19 @@ func (f *cnpFeed) more(t *testing.T, pool *pgxpool.Pool, n int) {
 	})
 }
 
+// check counts what is stored against what f published (count) and
+// reports any sample or event stored twice, or made again by a collector
+// of cs (event_conflicts_total).
+func (f *cnpFeed) check(t *testing.T, pool *pgxpool.Pool, gaps []gap, cs ...*runningCollector) tally {
+	t.Helper()
+	tl := f.count(t, pool, gaps)
+	if tl.dupRows != 0 || tl.eventsDup != 0 || conflicts(cs...) != 0 {
+		t.Errorf("stored twice: %d samples, %d events; event_conflicts_total %v", tl.dupRows, tl.eventsDup, conflicts(cs...))
+	}
+	noDuplicates(t, pool)
+	return tl
+}
+
 // conflicts sums event_conflicts_total over collectors: an event the
 // converter made again, refused by the database's unique key.
 func conflicts(cs ...*runningCollector) float64 {
@@ -261,11 +273,7 @@ func TestThreeRestartsInARow(t *testing.T) {
 	pu.stop()
 	waitLastRound(t, pool, f.p)
 	c.stop(t)
-	tl := f.count(t, pool, gaps)
-	if tl.dupRows != 0 || tl.eventsDup != 0 || conflicts(all...) != 0 {
-		t.Errorf("stored twice: %d samples, %d events; event_conflicts_total %v", tl.dupRows, tl.eventsDup, conflicts(all...))
-	}
-	noDuplicates(t, pool)
+	tl := f.check(t, pool, gaps, all...)
 	t.Logf("three restarts: %v; gaps %v", tl, gaps)
 }
 
@@ -335,11 +343,7 @@ func TestRestartDuringSpillReplay(t *testing.T) {
 		return testutil.ToFloat64(c.Metrics().SpillBatches) == 0, ""
 	})
 	c.stop(t)
-	tl := f.count(t, pool, gaps)
-	if tl.dupRows != 0 || tl.eventsDup != 0 || conflicts(all...) != 0 {
-		t.Errorf("stored twice: %d samples, %d events; event_conflicts_total %v", tl.dupRows, tl.eventsDup, conflicts(all...))
-	}
-	noDuplicates(t, pool)
+	tl := f.check(t, pool, gaps, all...)
 	t.Logf("two restarts with %v spilled batches, the second during their replay: %v; gaps %v", spilled, tl, gaps)
 }
 
@@ -355,12 +359,7 @@ func TestRestartDuringSpillReplay(t *testing.T) {
 // reported.
 func TestHandoverDuringOutage(t *testing.T) {
 	srv, pool, dsn := newPrivateDB(t)
-	members := []string{"collector-a", "collector-b"}
-	name := "sw-outage"
-	for i := 0; lease.Owner(members, name) != "collector-a"; i++ {
-		name = fmt.Sprintf("sw-outage-%d", i)
-	}
-	sw := switchtest.Start(t, name)
+	sw := switchOwnedBy(t, "sw-outage", "collector-a", "collector-a", "collector-b")
 	f := newCNPFeed(sw)
 	cfgA, cfgB := leaseConfig(t, dsn, "collector-a", sw), leaseConfig(t, dsn, "collector-b", sw)
 	short := collector.WithDrainTimeout(2 * time.Second)
@@ -368,7 +367,7 @@ func TestHandoverDuringOutage(t *testing.T) {
 	waitStreaming(t, a, sw)
 	b := start(t, cfgB, short)
 	waitFor(t, 30*time.Second, "b to join, a to keep the target", func() (bool, string) {
-		return count(t, pool, `SELECT count(*) FROM collectors`) == 2 && fmt.Sprint(a.Running()) == fmt.Sprint([]string{name}), ""
+		return count(t, pool, `SELECT count(*) FROM collectors`) == 2 && fmt.Sprint(a.Running()) == fmt.Sprint([]string{sw.Name}), ""
 	})
 	pu := startPump([]*cnpFeed{f}, 5*time.Millisecond)
 	defer pu.stop()
@@ -401,11 +400,7 @@ func TestHandoverDuringOutage(t *testing.T) {
 	stale := testutil.ToFloat64(a.Metrics().DroppedRows.WithLabelValues("stale_epoch"))
 	a.stop(t)
 	b.stop(t)
-	tl := f.count(t, pool, gaps)
-	if tl.dupRows != 0 || tl.eventsDup != 0 || conflicts(a, b) != 0 {
-		t.Errorf("stored twice: %d samples, %d events; event_conflicts_total %v", tl.dupRows, tl.eventsDup, conflicts(a, b))
-	}
-	noDuplicates(t, pool)
+	tl := f.check(t, pool, gaps, a, b)
 	t.Logf("handover during an outage: %v; gap %v, of which rounds %d..%d reached a before it stopped (its spill: %v rows refused as stale_epoch)",
 		tl, gaps, stored+1, received, stale)
 }
@@ -418,12 +413,7 @@ func TestHandoverDuringOutage(t *testing.T) {
 // again.
 func TestHandoverStoresEventsOnce(t *testing.T) {
 	pool, dsn := newDB(t)
-	members := []string{"collector-a", "collector-b"}
-	name := "sw-handover"
-	for i := 0; lease.Owner(members, name) != "collector-a"; i++ {
-		name = fmt.Sprintf("sw-handover-%d", i)
-	}
-	sw := switchtest.Start(t, name)
+	sw := switchOwnedBy(t, "sw-handover", "collector-a", "collector-a", "collector-b")
 	f := newCNPFeed(sw)
 	a := start(t, leaseConfig(t, dsn, "collector-a", sw))
 	waitStreaming(t, a, sw)
@@ -437,13 +427,9 @@ func TestHandoverStoresEventsOnce(t *testing.T) {
 	pu.stop()
 	waitLastRound(t, pool, f.p)
 	b.stop(t)
-	tl := f.count(t, pool, nil)
-	if tl.dupRows != 0 || tl.eventsDup != 0 || conflicts(a, b) != 0 {
-		t.Errorf("stored twice: %d samples, %d events; event_conflicts_total %v", tl.dupRows, tl.eventsDup, conflicts(a, b))
-	}
+	tl := f.check(t, pool, nil, a, b)
 	if got := testutil.ToFloat64(b.Metrics().Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak)); got != 1 {
 		t.Errorf("b took %v targets make-before-break, want 1", got)
 	}
-	noDuplicates(t, pool)
 	t.Logf("handover: %v", tl)
 }
