@@ -191,7 +191,7 @@ func WithClock(c clock.Clock) Option { return func(o *options) { o.clk = c } }
 // notifications (the collector's northbound): every update keeps the
 // timestamp it comes with, an unchanged value included, and an update older
 // than the one the leaf holds is dropped (a target's initial sync is not in
-// time order), never restamped.
+// time order), never restamped. Deletes apply whatever their timestamp.
 func WithSourceTimestamps() Option { return func(o *options) { o.source = true } }
 
 // New returns an empty store.
