@@ -898,12 +898,12 @@ func (c *Collector) finishPromotion(r *running, epoch int64) {
 	floor := make(map[int64]int64, len(latest))
 	var stored int64 // the newest value the previous owner stored
 	for _, s := range latest {
-		floor[s.id] = s.ts
-		stored = max(stored, s.ts)
+		floor[s.ID] = s.TS
+		stored = max(stored, s.TS)
 	}
 	samples, events := r.loop.Promote(epoch, floor, func(conv *rows.Converter) {
 		for _, s := range latest {
-			conv.Seed(s.id, s.ts, s.v, s.isCounter)
+			seedConverter(conv, s)
 		}
 	})
 	c.mu.Lock()
@@ -944,10 +944,9 @@ const latestReadTimeout = 10 * time.Second
 // retrying with back-off (100 ms up to writer.retry_max, each attempt
 // with a timeout of its own) until it succeeds or ctx ends. phase labels
 // the failures in the logs and latest_read_errors_total.
-func (c *Collector) latestOf(ctx context.Context, name, phase string) ([]storedValue, error) {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval = 100*time.Millisecond, c.cfg.Writer.RetryMax
-	return backoff.Retry(ctx, func() ([]storedValue, error) {
+func (c *Collector) latestOf(ctx context.Context, name, phase string) ([]writer.Stored, error) {
+	bo := writer.NewBackOff(100*time.Millisecond, c.cfg.Writer.RetryMax)
+	return backoff.Retry(ctx, func() ([]writer.Stored, error) {
 		if f := c.o.readLatestFault; f != nil {
 			if err := f(name, phase); err != nil {
 				return nil, err
@@ -1214,8 +1213,6 @@ func (c *Collector) wakeHandover() {
 	}
 }
 
-const seedSQL = `SELECT l.series_id, l.ts, coalesce(l.v_int, 0), s.path FROM latest l JOIN series s ON s.id = l.series_id WHERE s.target = $1`
-
 // seed loads what the database and the spill hold for a target into its
 // converter, so values the switch sends again are not stored twice. It
 // retries until the database answers or ctx ends.
@@ -1225,7 +1222,7 @@ func (c *Collector) seed(ctx context.Context, name string, conv *rows.Converter)
 		return err
 	}
 	for _, s := range latest {
-		conv.Seed(s.id, s.ts, s.v, s.isCounter)
+		seedConverter(conv, s)
 	}
 	c.mu.Lock()
 	for id, s := range c.seeds[name] {
@@ -1236,37 +1233,16 @@ func (c *Collector) seed(ctx context.Context, name string, conv *rows.Converter)
 	return nil
 }
 
-// storedValue is what the latest table holds of a series: its id, the
-// timestamp rounded up within its microsecond (what PostgreSQL keeps;
-// anything in the same microsecond is the stored value), the integer value
-// and whether the series is a counter.
-type storedValue struct {
-	id, ts    int64
-	v         uint64
-	isCounter bool
-}
-
 // readLatest reads what the latest table holds of each series of a target.
-func (c *Collector) readLatest(ctx context.Context, name string) ([]storedValue, error) {
-	rs, err := c.pool.Query(ctx, seedSQL, name)
-	if err != nil {
-		return nil, err
-	}
-	var out []storedValue
-	var id, v int64
-	var ts time.Time
-	var path string
-	_, err = pgx.ForEachRow(rs, []any{&id, &ts, &v, &path}, func() error {
-		counter := false
-		if p, err := store.ParsePath(path); err == nil {
-			if l, ok := c.sch.LeafAt(p); ok && l.Kind == store.Counter {
-				counter = true
-			}
+func (c *Collector) readLatest(ctx context.Context, name string) ([]writer.Stored, error) {
+	return writer.ReadLatest(ctx, c.pool, name, func(path string) bool {
+		p, err := store.ParsePath(path)
+		if err != nil {
+			return false
 		}
-		out = append(out, storedValue{id: id, ts: ts.UnixNano()/1000*1000 + 999, v: uint64(v), isCounter: counter})
-		return nil
+		l, ok := c.sch.LeafAt(p)
+		return ok && l.Kind == store.Counter
 	})
-	return out, err
 }
 
 // stopAll stops every loop (each hands its last batch to the writer).
@@ -1297,8 +1273,7 @@ const targetsChannel = "lhcnp_targets"
 // while it reconnects); a handover message records who is ready to take a
 // target and wakes the reconcile (or drain) loop.
 func (c *Collector) listen(ctx context.Context, channels []string) {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval = 200*time.Millisecond, c.cfg.Writer.RetryMax
+	bo := writer.NewBackOff(200*time.Millisecond, c.cfg.Writer.RetryMax)
 	for ctx.Err() == nil {
 		err := func() error {
 			conn, err := c.pool.Acquire(ctx)

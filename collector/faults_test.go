@@ -75,7 +75,7 @@ type pump struct {
 	done     chan struct{}
 }
 
-func startPump(ps []*publisher, every time.Duration) *pump {
+func startPump[P interface{ round() }](ps []P, every time.Duration) *pump {
 	p := &pump{stopc: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)

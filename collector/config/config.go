@@ -75,8 +75,9 @@ type Writer struct {
 	// Fsync: "batch" syncs each spilled batch before it is acknowledged,
 	// "none" leaves it to the kernel.
 	Fsync string `yaml:"fsync" help:"spill durability: batch (fsync each batch) or none"`
-	// RetryMax is the longest back-off between failed writes.
-	RetryMax time.Duration `yaml:"retry_max" help:"longest back-off between failed writes"`
+	// RetryMax is the longest back-off between failed writes (and failed
+	// reads of the latest table, and LISTEN reconnections), jitter included.
+	RetryMax time.Duration `yaml:"retry_max" help:"longest back-off between failed writes, jitter included"`
 }
 
 // Leases is scale-out: targets shared by several collectors.

@@ -100,6 +100,9 @@ type Metrics struct {
 	// retried, by phase (seed: a loop starts; promote: a standby loop is
 	// promoted, retried for as long as the lease is held).
 	LatestReadErrors *prometheus.CounterVec
+	// EventConflicts: events the database already held (its unique key on
+	// an event's identity refused them): 0 unless an event was met twice.
+	EventConflicts prometheus.Counter
 
 	mu     sync.Mutex
 	states map[string]string
@@ -154,12 +157,14 @@ func New() *Metrics {
 			Help: "Lease renewals by result (renewed; reacquired: it had expired with nobody taking it, taken again at the same epoch; lost: another collector owns the target, or it was released; error: the database did not answer, the lease is kept)."}, []string{"result"}),
 		LatestReadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "latest_read_errors_total",
 			Help: "Reads of the latest table that failed and are retried, by phase (seed: a target's loop starts; promote: a standby stream is promoted after its lease was taken)."}, []string{"phase"}),
+		EventConflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "event_conflicts_total",
+			Help: "Events not stored because the events table already held one of the same identity (target, kind, ts, interface, queue): 0 unless an event was met twice."}),
 		states: map[string]string{},
 	}
 	m.Registry.MustRegister(m.TargetState, m.Notifications, m.Resubscribes, m.RowsWritten, m.Batches,
 		m.DeadLetters, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
 		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers, m.StandbyDiscarded, m.StandbyRows, m.ReadyAnnounced, m.LeaseRenewals,
-		m.LatestReadErrors,
+		m.LatestReadErrors, m.EventConflicts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropDuplicate} {
 		m.DroppedRows.WithLabelValues(r)

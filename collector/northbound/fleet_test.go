@@ -49,6 +49,10 @@ type recorder struct {
 	vals   []published
 	seen   map[string]int64 // last timestamp per target
 	synced map[string]bool  // the target's stream delivered its sync_response
+	// syncTS: per target, the newest timestamp of its initial data (a leaf's
+	// timestamp is the time its value last changed: the initial data is
+	// not stamped with one time).
+	syncTS map[string]int64
 }
 
 func (r *recorder) observe(t string, resp *gnmi.SubscribeResponse) {
@@ -56,9 +60,10 @@ func (r *recorder) observe(t string, resp *gnmi.SubscribeResponse) {
 	defer r.mu.Unlock()
 	if resp.GetSyncResponse() {
 		if r.synced == nil {
-			r.synced = map[string]bool{}
+			r.synced, r.syncTS = map[string]bool{}, map[string]int64{}
 		}
 		r.synced[t] = true
+		r.syncTS[t] = r.seen[t]
 	}
 	n := resp.GetUpdate()
 	if n == nil {
@@ -94,6 +99,21 @@ func (r *recorder) isSynced(t string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.synced[t]
+}
+
+// initialUpTo returns the newest timestamp of the targets' initial data,
+// once every one of them synced.
+func (r *recorder) initialUpTo(targets ...string) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ts int64
+	for _, t := range targets {
+		if !r.synced[t] {
+			return 0, false
+		}
+		ts = max(ts, r.syncTS[t])
+	}
+	return ts, true
 }
 
 func (r *recorder) lastTS(t string) int64 {

@@ -136,7 +136,7 @@ func (s *Server) view(name string) *switchView {
 	if v = s.targets[name]; v != nil {
 		return v
 	}
-	st := store.New(store.WithClock(s.o.clk))
+	st := store.New(store.WithClock(s.o.clk), store.WithSourceTimestamps())
 	sch := s.sch
 	subOpts := append([]subscribe.Option{
 		subscribe.WithClock(s.o.clk),
@@ -211,7 +211,10 @@ func (s *Server) RemoveTarget(name string) {
 
 // Observe applies one response of a target's subscription to its store:
 // updates with the notification's timestamp and the leaf's kind from the
-// schema (what a switch's publisher gives), deletes as deletes. The
+// schema (what a switch's publisher gives), deletes as deletes. Timestamps
+// pass through unchanged, per leaf (store.WithSourceTimestamps): an update
+// older than the one a leaf holds (a switch's initial sync is not in time
+// order) is dropped, and no leaf's timestamp moves another's. The
 // collector's loop of that target calls it for every response it
 // receives, decoded into messages the loop reuses (collector/decode):
 // Observe keeps copies of the values, and of nothing else (the store copies

@@ -252,9 +252,12 @@ func TestNorthboundFleet(t *testing.T) {
 	// starts at a queue's change after the initial data.
 	var a time.Time
 	waitFor(t, 60*time.Second, "a queue's state changing", func() bool {
-		vals := fl.rec.snapshot()
-		for _, p := range vals {
-			if p.ts > vals[0].ts && underQueueState(p.path) {
+		initial, ok := fl.rec.initialUpTo("n1", "n2")
+		if !ok {
+			return false
+		}
+		for _, p := range fl.rec.snapshot() {
+			if p.ts > initial && underQueueState(p.path) {
 				a = usTime(p.ts)
 				return true
 			}

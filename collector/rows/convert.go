@@ -99,6 +99,26 @@ func (c *Converter) Seed(seriesID, ts int64, counter uint64, isCounter bool) {
 	}
 }
 
+// SeedValue records the stored value of a series by its path: for a leaf
+// of a queue's last-cnp, the queue's last CNP as the database holds it
+// (from the latest table, at start and at a takeover), so the CNP a switch
+// sends again on resubscription is not taken for a new one, and the next
+// CNP, whose notification carries only the leaves that changed, gets the
+// others from it. Other paths are ignored.
+func (c *Converter) SeedValue(path string, smp Sample) {
+	if !strings.Contains(path, "/last-cnp/") {
+		return
+	}
+	p, err := store.ParsePath(path)
+	if err != nil {
+		return
+	}
+	if n := len(p.GetElem()); n < 2 || p.Elem[n-2].GetName() != "last-cnp" {
+		return
+	}
+	c.recordCNP(p, smp)
+}
+
 // Resubscribed is called when a new Subscribe stream starts: values until
 // its sync_response are flagged Initial.
 func (c *Converter) Resubscribed() { c.synced = false }
@@ -163,10 +183,6 @@ func (c *Converter) join(pre []*gnmi.PathElem, p *gnmi.Path) *gnmi.Path {
 func (c *Converter) leaf(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path, tv *gnmi.TypedValue, ts int64, flags Flags, b *Batch, s *Stats) {
 	id := joinedID(afterPrefix, len(pre), p.GetElem())
 	st := c.state(id)
-	if ts <= st.ts {
-		s.Duplicates++
-		return
-	}
 	if !st.described {
 		full := c.join(pre, p)
 		st.leaf, st.known = c.sch.LeafAt(full)
@@ -177,6 +193,17 @@ func (c *Converter) leaf(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path,
 			b.Series = append(b.Series, c.describe(id, store.PathString(full), full, st.leaf, ts))
 			st.written = true
 		}
+	}
+	if ts <= st.ts {
+		s.Duplicates++
+		if st.lastCNP && tv != nil {
+			// A CNP already stored, sent again (a resubscription): its
+			// queue's state learns it, so that it makes no event.
+			smp := Sample{TS: ts, SeriesID: id}
+			value(tv, st.leaf, &smp)
+			c.recordCNP(c.join(pre, p), smp)
+		}
+		return
 	}
 	l, known := st.leaf, st.known
 	if !known {
@@ -240,7 +267,21 @@ func sortedKeys(m map[string]string) []string {
 // lastCNP records a last-cnp leaf of a queue; a new non-zero timestamp
 // makes the queue's notification an event.
 func (c *Converter) lastCNP(p *gnmi.Path, smp Sample) {
-	var q queueKey
+	q, isNew := c.recordCNP(p, smp)
+	if !isNew {
+		return
+	}
+	for _, k := range c.pending {
+		if k == q {
+			return
+		}
+	}
+	c.pending = append(c.pending, q)
+}
+
+// recordCNP records a last-cnp leaf in its queue's state; isNew reports a
+// timestamp leaf of a CNP other than the queue's last.
+func (c *Converter) recordCNP(p *gnmi.Path, smp Sample) (q queueKey, isNew bool) {
 	for _, e := range p.GetElem() {
 		switch e.GetName() {
 		case "interface":
@@ -257,17 +298,13 @@ func (c *Converter) lastCNP(p *gnmi.Path, smp Sample) {
 	leaf := p.Elem[len(p.Elem)-1].GetName()
 	cs.leaves[leaf] = smp
 	if leaf != "timestamp" || smp.Kind != ValInt || smp.Flags&Deleted != 0 {
-		return
+		return q, false
 	}
 	if v := uint64(smp.Int); v != 0 && v != cs.ts {
 		cs.ts = v
-		for _, k := range c.pending {
-			if k == q {
-				return
-			}
-		}
-		c.pending = append(c.pending, q)
+		return q, true
 	}
+	return q, false
 }
 
 func (c *Converter) event(q queueKey, b *Batch) {

@@ -64,3 +64,31 @@ func BenchmarkWriter(b *testing.B) {
 		b.ReportMetric(ours/rawRate, "ratio")
 	}
 }
+
+// BenchmarkWriterEvents stores the batches of BenchmarkWriter with and
+// without Long-haul CNP events (10 per batch of 5000 samples, far more than
+// a switch sends): events go in one INSERT ... ON CONFLICT DO NOTHING in
+// the commit's pipeline, and must not slow the samples' path.
+func BenchmarkWriterEvents(b *testing.B) {
+	for _, perBatch := range []int{0, 10} {
+		b.Run(fmt.Sprintf("events=%d", perBatch), func(b *testing.B) {
+			for range b.N {
+				pool, _ := pgtest.New(b)
+				batches := benchBatches(40)
+				for i, bt := range batches {
+					for j := range perBatch {
+						bt.Events = append(bt.Events, rows.Event{TS: bt.Samples[j].TS, Target: "sw", Kind: "cnp",
+							Interface: "wan", Queue: int64(i), Action: "PAUSE", Details: "{}"})
+					}
+				}
+				w, _, stop := newWriter(b, pool)
+				start := time.Now()
+				for _, bt := range batches {
+					w.Enqueue(bt)
+				}
+				stop()
+				b.ReportMetric(float64(40*5000)/time.Since(start).Seconds(), "rows/s")
+			}
+		})
+	}
+}

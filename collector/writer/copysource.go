@@ -89,17 +89,3 @@ func (c *sampleSource) Values() ([]any, error) {
 	}
 	return v[:], nil
 }
-
-// eventSource feeds CopyFrom the events of batches.
-type eventSource struct{ batchCursor }
-
-func (c *eventSource) Next() bool { return c.next(func(b *rows.Batch) int { return len(b.Events) }) }
-
-func (c *eventSource) Err() error { return nil }
-
-func (c *eventSource) Values() ([]any, error) {
-	b := c.bs[c.b]
-	e := &b.Events[c.i-1]
-	return []any{tsOf(e.TS), e.Target, e.Kind, e.Interface, e.Queue, e.Action, e.Parameter, e.CongestionLevel,
-		e.SourceAddress, e.DestinationAddress, e.SourceQP, e.DestinationQP, e.Details, b.ID}, nil
-}

@@ -17,8 +17,6 @@ import (
 // The columns written, in the schema's names (migrations/).
 var (
 	sampleColumns = []string{"ts", "series_id", "v_int", "v_float", "v_num", "v_bool", "v_text", "flags", "batch_id"}
-	eventColumns  = []string{"ts", "target", "kind", "interface", "queue", "action", "parameter", "congestion_level",
-		"source_address", "destination_address", "source_qp", "destination_qp", "details", "batch_id"}
 )
 
 const (
@@ -157,11 +155,6 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 			return err
 		}
 	}
-	if events > 0 {
-		if _, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{batchCursor{bs: bs}}); err != nil {
-			return err
-		}
-	}
 	bt = &pgx.Batch{}
 	var series []rows.Series
 	all := make([][]rows.Sample, 0, len(bs))
@@ -181,6 +174,13 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 	if samples > 0 {
 		bt.Queue(latestSQL, latestArgs(all...)...)
 	}
+	var stored int
+	if events > 0 {
+		bt.Queue(eventsSQL, eventsArgs(bs)...).Exec(func(tag pgconn.CommandTag) error {
+			stored = int(tag.RowsAffected())
+			return nil
+		})
+	}
 	bt.Queue("COMMIT")
 	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
 		var pe *pgconn.PgError
@@ -191,8 +191,9 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 	}
 	open = false
 	for _, b := range bs {
-		w.committed(b, start, "stored", len(b.Samples), len(b.Events))
+		w.committed(b, start, "stored", len(b.Samples))
 	}
+	w.eventsStored(events, stored)
 	return nil
 }
 
@@ -237,12 +238,13 @@ func (w *Writer) replayOrCollision(ctx context.Context, b *rows.Batch) error {
 	return errRetryNow
 }
 
-func (w *Writer) committed(b *rows.Batch, start time.Time, outcome string, samples, events int) {
+// committed counts a committed batch and its samples (the caller counts its
+// events: eventsStored).
+func (w *Writer) committed(b *rows.Batch, start time.Time, outcome string, samples int) {
 	now := time.Now()
 	w.o.m.RoundTrip.Observe(now.Sub(start).Seconds())
 	w.o.m.Batches.WithLabelValues(outcome).Inc()
 	w.o.m.RowsWritten.WithLabelValues("samples").Add(float64(samples))
-	w.o.m.RowsWritten.WithLabelValues("events").Add(float64(events))
 	nowNS := now.UnixNano()
 	for i := range b.Samples {
 		w.o.m.Lag.Observe(float64(nowNS-b.Samples[i].TS) / 1e9)
@@ -331,14 +333,6 @@ func latestArgs(batches ...[]rows.Sample) []any {
 	return []any{ids, ts, ints, floats, nums, bools, texts, flags}
 }
 
-func writeEvents(ctx context.Context, tx pgx.Tx, b *rows.Batch, events []rows.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, &eventSource{batchCursor{bs: []*rows.Batch{{ID: b.ID, Events: events}}}})
-	return err
-}
-
 func keysJSON(keys []rows.Key) string {
 	m := make(map[string]string, len(keys))
 	for _, k := range keys {
@@ -368,7 +362,7 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 		seriesByID[s.ID] = s
 	}
 	var dead []deadRow
-	var okSamples, okEvents int
+	var okSamples, okEvents, storedEvents int
 	var split func(samples []rows.Sample) error
 	split = func(samples []rows.Sample) error {
 		if len(samples) == 0 {
@@ -404,9 +398,15 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 		if len(events) == 0 {
 			return nil
 		}
-		err := savepoint(ctx, tx, func(tx pgx.Tx) error { return writeEvents(ctx, tx, b, events) })
+		var stored int
+		err := savepoint(ctx, tx, func(tx pgx.Tx) error {
+			var err error
+			stored, err = writeEvents(ctx, tx, b.ID, events)
+			return err
+		})
 		if err == nil {
 			okEvents += len(events)
+			storedEvents += stored
 			return nil
 		}
 		if Classify(err) == Temporary {
@@ -444,7 +444,8 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 			w.o.log.Warn("row dead-lettered", "target", b.Target, "batch", b.ID, "table", d.table, "err", d.err)
 		}
 	}
-	w.committed(b, start, outcome, okSamples, okEvents)
+	w.committed(b, start, outcome, okSamples)
+	w.eventsStored(okEvents, storedEvents)
 	return nil
 }
 

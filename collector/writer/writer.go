@@ -57,7 +57,8 @@ func WithQueueRows(n int) Option { return func(o *options) { o.queueRows = n } }
 // (group commit; default 20 000). 0 stores one batch per transaction.
 func WithGroupRows(n int) Option { return func(o *options) { o.groupRows = n } }
 
-// WithRetryMax sets the longest back-off between failed writes (default 10 s).
+// WithRetryMax sets the longest back-off between failed writes, jitter
+// included (default 10 s).
 func WithRetryMax(d time.Duration) Option { return func(o *options) { o.retryMax = d } }
 
 // WithFencing checks every batch's epoch against the leases table in its
@@ -372,10 +373,7 @@ func (w *Writer) spillMemory() {
 }
 
 func (w *Writer) newBackOff() *backoff.ExponentialBackOff {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 50 * time.Millisecond
-	bo.MaxInterval = w.o.retryMax
-	return bo
+	return NewBackOff(50*time.Millisecond, w.o.retryMax)
 }
 
 // writeRetrying stores b, retrying temporary errors until ctx ends.

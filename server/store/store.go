@@ -6,9 +6,15 @@
 // The store is schema-agnostic: it knows paths and values, not YANG. It must
 // not depend on gen/, on the dataplane or on any RPC handler.
 //
-// Timestamps are monotonic per store: an Apply never stamps a value older
-// than the previous Apply (an older or zero timestamp is clamped), so a
-// subscriber never sees time go backwards for a leaf.
+// A leaf's timestamp is the time its value last changed (gNMI's ON_CHANGE
+// meaning), whatever the subscription mode: an update that brings the value
+// the leaf holds leaves its timestamp (and version) alone, so the same leaf
+// read through two subscriptions started apart carries the same timestamp.
+// Timestamps are monotonic per leaf: an update older than the leaf's value
+// is stamped with the leaf's timestamp (a clock that stepped back), or, in a
+// store that mirrors another target's notifications (WithSourceTimestamps),
+// dropped, as openconfig/gnmi's cache does; one leaf's timestamp never moves
+// another's.
 package store
 
 import (
@@ -57,7 +63,9 @@ func (k Kind) String() string {
 // its TypedValue: it is shared with every subscriber queue holding it.
 type Value struct {
 	TV *gnmi.TypedValue
-	// TS is when the value was last published, in ns since the Unix epoch.
+	// TS is when the value last changed (in a WithSourceTimestamps store:
+	// the timestamp of the newest update received), in ns since the Unix
+	// epoch.
 	TS int64
 	// Ver is the store sequence number of the Apply that last changed TV;
 	// equal Ver means equal value (suppress_redundant uses it).
@@ -117,6 +125,7 @@ type Store struct {
 	seq    uint64
 	lastTS int64
 	clk    clock.Clock
+	source bool // WithSourceTimestamps
 
 	watches *mnode
 	stamp   uint64
@@ -168,7 +177,8 @@ func (l *level) same(pe *gnmi.PathElem) bool {
 }
 
 type options struct {
-	clk clock.Clock
+	clk    clock.Clock
+	source bool
 }
 
 // Option configures a Store.
@@ -177,13 +187,20 @@ type Option func(*options)
 // WithClock sets the clock that stamps an Apply given a zero timestamp.
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clk = c } }
 
+// WithSourceTimestamps makes the store a mirror of another target's
+// notifications (the collector's northbound): every update keeps the
+// timestamp it comes with, an unchanged value included, and an update older
+// than the one the leaf holds is dropped (a target's initial sync is not in
+// time order), never restamped. Deletes apply whatever their timestamp.
+func WithSourceTimestamps() Option { return func(o *options) { o.source = true } }
+
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	o := options{clk: clock.Real{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Store{root: &Node{children: map[childKey]*Node{}}, clk: o.clk, watches: &mnode{}}
+	return &Store{root: &Node{children: map[childKey]*Node{}}, clk: o.clk, source: o.source, watches: &mnode{}}
 }
 
 // Batch is a list of updates and deletes applied together with one
@@ -241,8 +258,8 @@ func (s *Store) Delete(p *gnmi.Path, ts int64) (int64, error) {
 }
 
 // Apply applies a batch in order with timestamp ts (ns since the Unix epoch;
-// zero means now). A ts older than the last Apply's is clamped to it. It
-// returns the timestamp used. Watchers are notified only of real changes:
+// zero means now), per leaf as the package comment says. It returns ts (the
+// clock's time when zero). Watchers are notified only of real changes:
 // a new leaf, a different value, or a deleted leaf. An operation that fails
 // (a path through an existing leaf, a nil value) is skipped and reported;
 // the others still apply.
@@ -252,10 +269,7 @@ func (s *Store) Apply(b *Batch, ts int64) (int64, error) {
 	if ts <= 0 {
 		ts = s.clk.Now().UnixNano()
 	}
-	if ts < s.lastTS {
-		ts = s.lastTS
-	}
-	s.lastTS = ts
+	s.lastTS = max(s.lastTS, ts)
 	s.seq++
 	seq := s.seq
 	changes := s.changes[:0]
@@ -352,10 +366,19 @@ func (s *Store) updateLocked(o *op, ts int64, seq uint64) (Change, bool, error) 
 	if n.val == nil {
 		return Change{}, false, fmt.Errorf("%w: %s is not a leaf", ErrPath, PathString(o.path))
 	}
+	if ts < n.val.TS {
+		if s.source {
+			return Change{}, false, nil // older than what the leaf holds
+		}
+		ts = n.val.TS
+	}
 	n.kind = o.kind
 	if EqualValues(n.val.TV, o.val) {
-		// Unchanged: only the timestamp moves, so samples show freshness.
-		n.val = &Value{TV: n.val.TV, TS: ts, Ver: n.val.Ver}
+		// Unchanged: the leaf keeps the time its value changed, except
+		// in a mirror, which keeps its source's timestamps.
+		if s.source && ts != n.val.TS {
+			n.val = &Value{TV: n.val.TV, TS: ts, Ver: n.val.Ver}
+		}
 		return Change{}, false, nil
 	}
 	n.val = &Value{TV: o.val, TS: ts, Ver: seq}
@@ -424,7 +447,7 @@ func (s *Store) Len() int {
 	return s.leaves
 }
 
-// LastTimestamp returns the timestamp of the last Apply.
+// LastTimestamp returns the newest timestamp an Apply was given.
 func (s *Store) LastTimestamp() int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

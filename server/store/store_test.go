@@ -258,13 +258,75 @@ func TestGetAndVersions(t *testing.T) {
 	}
 	s.Update(p, u(1), Counter, 3000)
 	v2, _, _ := s.Get(p)
-	if v2.Ver != v1.Ver || v2.TS != 3000 {
-		t.Errorf("unchanged value: Ver %d→%d, TS %d; want same Ver, TS 3000", v1.Ver, v2.Ver, v2.TS)
+	if v2.Ver != v1.Ver {
+		t.Errorf("unchanged value: Ver %d→%d; want the same", v1.Ver, v2.Ver)
 	}
 	s.Update(p, u(2), Counter, 4000)
 	v3, _, _ := s.Get(p)
 	if v3.Ver == v1.Ver {
 		t.Errorf("changed value kept Ver %d", v3.Ver)
+	}
+}
+
+// TestLeafTimestamps: a leaf's timestamp is its own (the time its value
+// changed, or in a mirror its source's), whatever the other leaves' are.
+func TestLeafTimestamps(t *testing.T) {
+	const (
+		in0 = "/interfaces/interface[name=eth0]/state/counters/in-octets"
+		in1 = "/interfaces/interface[name=eth1]/state/counters/in-octets"
+	)
+	type upd struct {
+		path string
+		v    uint64
+		ts   int64
+	}
+	tests := []struct {
+		desc   string
+		source bool
+		apply  []upd
+		want   map[string]int64 // leaf → timestamp after the updates
+		wantV  map[string]uint64
+	}{
+		{desc: "unchanged value keeps the time it changed", apply: []upd{{in0, 1, 3000}, {in0, 1, 5000}},
+			want: map[string]int64{in0: 1000, in1: 1000}, wantV: map[string]uint64{in0: 1, in1: 1}},
+		{desc: "a change takes its update's time", apply: []upd{{in0, 5, 3000}, {in0, 5, 5000}},
+			want: map[string]int64{in0: 3000, in1: 1000}, wantV: map[string]uint64{in0: 5, in1: 1}},
+		{desc: "an older change is clamped to the leaf's time, not to another leaf's", apply: []upd{{in1, 7, 9000}, {in0, 5, 500}},
+			want: map[string]int64{in0: 1000, in1: 9000}, wantV: map[string]uint64{in0: 5, in1: 7}},
+		{desc: "mirror: unchanged value takes its source's timestamp", source: true, apply: []upd{{in0, 1, 3000}},
+			want: map[string]int64{in0: 3000, in1: 1000}, wantV: map[string]uint64{in0: 1, in1: 1}},
+		{desc: "mirror: out of order across leaves, each keeps its own", source: true, apply: []upd{{in1, 7, 9000}, {in0, 5, 2000}},
+			want: map[string]int64{in0: 2000, in1: 9000}, wantV: map[string]uint64{in0: 5, in1: 7}},
+		{desc: "mirror: an older update of a leaf is dropped", source: true, apply: []upd{{in0, 5, 3000}, {in0, 6, 2000}},
+			want: map[string]int64{in0: 3000, in1: 1000}, wantV: map[string]uint64{in0: 5, in1: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			var opts []Option
+			if tt.source {
+				opts = append(opts, WithSourceTimestamps())
+			}
+			s := New(opts...)
+			for _, p := range []string{in0, in1} {
+				s.Update(MustPath(p), u(1), Counter, 1000)
+			}
+			for _, a := range tt.apply {
+				if _, err := s.Update(MustPath(a.path), u(a.v), Counter, a.ts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, gotV := map[string]int64{}, map[string]uint64{}
+			for _, p := range []string{in0, in1} {
+				v, _, _ := s.Get(MustPath(p))
+				got[p], gotV[p] = v.TS, v.TV.GetUintVal()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("timestamps (-want, +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantV, gotV); diff != "" {
+				t.Errorf("values (-want, +got):\n%s", diff)
+			}
+		})
 	}
 }
 

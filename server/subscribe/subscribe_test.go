@@ -262,7 +262,7 @@ func TestStreamOnChange(t *testing.T) {
 		{"outside the subscription then inside", 400, func(b *store.Batch) {
 			b.Update(store.MustPath(in1), u(7), store.Counter).Update(store.MustPath(mtu0), u(1500), store.Config)
 		}, []string{"update @400 " + mtu0 + "=1500"}},
-		{"older timestamp is clamped", 50, func(b *store.Batch) { b.Update(store.MustPath(in0), u(6), store.Counter) }, []string{"update @400 " + in0 + "=6"}},
+		{"older timestamp is clamped to the leaf's", 50, func(b *store.Batch) { b.Update(store.MustPath(in0), u(6), store.Counter) }, []string{"update @200 " + in0 + "=6"}},
 		{"a flow ages out", 500, func(b *store.Batch) { b.Delete(store.MustPath("/flows/flow[id=1]")) }, []string{"delete @500 " + rate1}},
 		{"a new flow", 600, func(b *store.Batch) { b.Update(store.MustPath("/flows/flow[id=2]/state/rate"), u(3), store.Gauge) },
 			[]string{"update @600 /flows/flow[id=2]/state/rate=3"}},
@@ -339,8 +339,8 @@ func TestSample(t *testing.T) {
 			publish func(b *store.Batch)
 			want    []string
 		}{
-			{func(b *store.Batch) { b.Update(store.MustPath(in0), u(1), store.Counter) }, nil}, // same value, fresher timestamp
-			{nil, []string{"update @100 " + oper0 + "=UP", "update @200 " + in0 + "=1"}},
+			{func(b *store.Batch) { b.Update(store.MustPath(in0), u(1), store.Counter) }, nil}, // same value, published again
+			{nil, []string{"update @100 " + in0 + "=1", "update @100 " + oper0 + "=UP"}},       // still stamped when it changed
 		}},
 	}
 	for _, tt := range tests {
