@@ -11,8 +11,9 @@
 // Its files go by job: collector.go the type, New and Run; reconcile.go
 // the targets to collect (file, targets table) and their loops; listen.go
 // the LISTEN on the targets and handover channels; leases.go, standby.go
-// and handover.go the leases, the standby streams and the handovers
-// (collector/lease holds the SQL); drain.go the shutdown.
+// and handover.go carry out what collector/placement decides about leases,
+// standby streams and handovers (collector/lease holds the SQL); drain.go
+// the shutdown.
 //
 // Migrations and partition maintenance are given as functions (the
 // migrations package), so this package does not depend on the schema's
@@ -40,6 +41,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/lease"
 	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/placement"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/spill"
 	"github.com/lhcnp/lhcnp/collector/target"
@@ -120,7 +122,7 @@ type Collector struct {
 	w     *writer.Writer
 	m     *metrics.Metrics
 	sch   *schema.Schema
-	lm    *lease.Manager
+	lm    locker // nil without leases
 	log   *slog.Logger
 	addr  string
 	lis   net.Listener
@@ -130,34 +132,24 @@ type Collector struct {
 	mu      sync.Mutex
 	running map[string]*running
 	standby map[string]*running // targets whose lease another collector still holds
-	ready   map[string]ready    // target → the collector ready to take it (HandoverChannel)
 	convs   map[string]*rows.Converter
 	table   map[string]config.Target // the targets table, last read
 	tableOK bool
-	held    map[string]int64 // leases held: target → epoch (reconcile loop only)
-	// handing: since when a held target should move to another collector
-	// (reconcile loop only).
-	handing map[string]time.Time
+	// pl decides about the leases held, the handovers and the
+	// announcements heard (under mu).
+	pl *placement.Placement
 	// handoverWake: a handover message arrived, a standby stream synced or
 	// dropped, or a handover ended.
 	handoverWake chan struct{}
-	// handoffs: the handovers in progress, each in a goroutine of its own
-	// (reconcile loop only; see startHandOver); hctx is their context.
+	// handoffs: the handovers in progress (placement.Step.HandOver), each
+	// in a goroutine of its own (reconcile loop only; see startHandOver);
+	// hctx is their context.
 	handoffs map[string]*handoff
 	hctx     context.Context
 	// standbyBudget bounds the rows the standby loops hold together
 	// (writer.queue_rows).
 	standbyBudget *target.StandbyBudget
 	dbErr         error
-}
-
-// ready is a collector's announcement that it streams a target on standby
-// (lease.Handover).
-type ready struct {
-	by        string
-	session   uint64 // the announcing collector's stream of the target
-	syncPoint int64
-	at        time.Time
 }
 
 type seed struct {
@@ -173,7 +165,7 @@ type running struct {
 	conv  *rows.Converter // the loop's (a standby loop has its own)
 	// announced: the standby stream last announced Ready, and when
 	// (reconcile loop only).
-	announced   target.Sync
+	announced   placement.Stream
 	announcedAt time.Time
 	// ctx is the loop's: it ends when the loop is stopped (cancel).
 	ctx    context.Context
@@ -242,8 +234,8 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	}
 	c := &Collector{cfg: cfg, o: o, pool: pool, sch: sch, log: o.log, wake: make(chan struct{}, 1),
 		seeds: map[string]map[int64]seed{}, running: map[string]*running{}, convs: map[string]*rows.Converter{},
-		held: map[string]int64{}, standby: map[string]*running{}, ready: map[string]ready{},
-		handing: map[string]time.Time{}, handoverWake: make(chan struct{}, 1), handoffs: map[string]*handoff{},
+		standby: map[string]*running{}, pl: placement.New(cfg.ID, cfg.Leases.TTL, cfg.Leases.Renew),
+		handoverWake: make(chan struct{}, 1), handoffs: map[string]*handoff{},
 		hctx: context.Background(), standbyBudget: target.NewStandbyBudget(cfg.Writer.QueueRows)}
 	c.m = o.metrics
 	if c.m == nil {

@@ -3,9 +3,6 @@ package collector
 import (
 	"context"
 	"time"
-
-	"github.com/lhcnp/lhcnp/collector/lease"
-	"github.com/lhcnp/lhcnp/collector/metrics"
 )
 
 // drain, once Run's context has ended: targets go make-before-break to
@@ -33,7 +30,7 @@ func (c *Collector) drain(wdone <-chan struct{}, stopWriter, stopHandoffs contex
 	}
 	if c.lm != nil {
 		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		for _, t := range sortedKeys(c.held) {
+		for _, t := range c.heldNames() {
 			if _, err := c.lm.Release(dctx, t); err != nil {
 				c.log.Warn("lease not released", "target", t, "err", err)
 			}
@@ -51,7 +48,7 @@ func (c *Collector) drain(wdone <-chan struct{}, stopWriter, stopHandoffs contex
 // left, nobody else is alive, or the drain time (at most leases.ttl) is
 // up.
 func (c *Collector) drainLeases() {
-	if len(c.held) == 0 {
+	if len(c.heldNames()) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), min(c.o.drain, c.cfg.Leases.TTL))
@@ -64,7 +61,7 @@ func (c *Collector) drainLeases() {
 	defer tick.Stop()
 	for {
 		c.handoffsDone()
-		if len(c.held) == 0 {
+		if len(c.heldNames()) == 0 {
 			return
 		}
 		members, err := func() ([]string, error) {
@@ -75,17 +72,11 @@ func (c *Collector) drainLeases() {
 		if err != nil || len(members) == 0 {
 			return
 		}
-		for _, name := range sortedKeys(c.held) {
-			if _, busy := c.handoffs[name]; busy {
-				c.renew(ctx, name, c.held[name])
-				continue
-			}
-			if succ, ok := c.successorReady(name, lease.Owner(members, name)); ok {
-				c.startHandOver(name, metrics.HandoverMakeBeforeBreak, succ)
-				c.renew(ctx, name, c.held[name])
-				continue
-			}
-			c.renew(ctx, name, c.held[name])
+		for _, name := range c.heldNames() {
+			c.mu.Lock()
+			s := c.pl.Draining(name, members, time.Now())
+			c.mu.Unlock()
+			c.carryOut(ctx, name, s, nil, nil)
 		}
 		select {
 		case <-ctx.Done():

@@ -6,39 +6,36 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/collector/lease"
-	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/placement"
 )
 
-// handoff is a handover in progress, in a goroutine of its own.
+// handoff is a handover in progress, in a goroutine of its own (its state
+// is the placement's).
 type handoff struct {
-	done     chan struct{}
-	released bool // the lease was released (written before done closes)
-	// releasing, under mu, is set before the lease is released: from
-	// then on the renewals leave the lease alone (a renewal the database
-	// ran after the release would take the released lease back until
-	// leases.ttl). A renewal holds mu for its database call.
-	mu        sync.Mutex
-	releasing bool
+	done chan struct{}
+	// mu orders the lease's renewals and its release: a renewal holds it
+	// for its database call, and the handover holds it to say that it
+	// releases the lease (placement.Releasing), after which the lease is
+	// not renewed (a renewal the database ran after the release would
+	// take the released lease back until leases.ttl).
+	mu sync.Mutex
 }
 
-// startHandOver runs handOver for name in a goroutine of its own, unless
-// one runs already (reconcile loop only). Its end wakes the reconcile loop,
-// which then forgets the lease (handoffsDone).
-func (c *Collector) startHandOver(name, kind string, succ ready) {
-	if _, busy := c.handoffs[name]; busy {
-		return
-	}
+// startHandOver runs handOver for name, whose handover the placement
+// began, in a goroutine of its own (reconcile loop only). Its end wakes the
+// reconcile loop, which then ends it (handoffsDone).
+func (c *Collector) startHandOver(name string) {
 	h := &handoff{done: make(chan struct{})}
 	c.handoffs[name] = h
 	go func() {
 		defer c.wakeHandover()
 		defer close(h.done)
-		h.released = c.handOver(c.hctx, h, name, kind, succ)
+		c.handOver(c.hctx, h, name)
 	}()
 }
 
-// handoffsDone forgets the handovers that ended, and the leases they
-// released (reconcile loop only).
+// handoffsDone ends the handovers whose goroutine ended: the placement
+// forgets the leases they released (reconcile loop only).
 func (c *Collector) handoffsDone() {
 	for name, h := range c.handoffs {
 		select {
@@ -47,10 +44,9 @@ func (c *Collector) handoffsDone() {
 			continue
 		}
 		delete(c.handoffs, name)
-		if h.released {
-			delete(c.held, name)
-			delete(c.handing, name)
-		}
+		c.mu.Lock()
+		c.pl.HandOverDone(name)
+		c.mu.Unlock()
 	}
 }
 
@@ -65,16 +61,15 @@ func (c *Collector) waitHandoffs() {
 
 // handOver stops a target we should no longer own, waits (bounded) until
 // its batches are stored, and releases its lease so the new owner takes it
-// at once; it returns whether the lease was released (the caller then
-// forgets it). It does not touch held or handing (see startHandOver). kind is the handover's metric label ("" for a target no longer
-// collected at all). Make-before-break, the new owner streams the target
-// from the switch timestamp succ.syncPoint on: the loop stops once it has
+// at once. Make-before-break, the new owner streams the target from the
+// switch timestamp of its announcement on: the loop stops once it has
 // received as far (bounded by leases.ttl/2; past that the handover counts
 // as break-before-make) — unless the new owner withdrew that stream or
-// announced a newer one meanwhile: then nothing is stopped and handOver
-// returns false (the next announcement starts another handover).
-// Every database call has its own timeout.
-func (c *Collector) handOver(ctx context.Context, h *handoff, name, kind string, succ ready) bool {
+// announced a newer one meanwhile: then nothing is stopped (the next
+// announcement starts another handover). The placement decides each of
+// these steps and the handover's kind. Every database call has its own
+// timeout.
+func (c *Collector) handOver(ctx context.Context, h *handoff, name string) {
 	c.mu.Lock()
 	r := c.running[name]
 	promoting := false
@@ -85,25 +80,26 @@ func (c *Collector) handOver(ctx context.Context, h *handoff, name, kind string,
 			promoting = true
 		}
 	}
+	s := c.pl.Stopping(name, r != nil, promoting)
 	c.mu.Unlock()
-	if promoting && kind == metrics.HandoverMakeBeforeBreak {
-		// Still a standby whose promotion retries: its held rows were
-		// never stored, and stopping it drops them.
-		kind = metrics.HandoverBreakBeforeMake
+	if s.DropsHeld {
 		c.log.Warn("handover: the loop is still being promoted; the rows it holds are dropped", "target", name)
 	}
-	if r != nil && kind == metrics.HandoverMakeBeforeBreak {
+	if s.Wait {
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.Leases.TTL/2)
-		if err := r.loop.WaitReceived(wctx, succ.syncPoint); err != nil {
-			kind = metrics.HandoverBreakBeforeMake
+		err := r.loop.WaitReceived(wctx, s.SyncPoint)
+		if err != nil {
 			c.log.Warn("handover: this stream did not reach the new owner's sync point", "target", name,
-				"sync_point", succ.syncPoint, "received", r.loop.LastReceived(), "err", err)
+				"sync_point", s.SyncPoint, "received", r.loop.LastReceived(), "err", err)
 		}
 		cancel()
-		if !c.stillReady(name, succ) {
+		c.mu.Lock()
+		goOn := c.pl.Reached(name, err == nil)
+		c.mu.Unlock()
+		if !goOn {
 			c.log.Info("handover: the new owner's announced stream is gone; collecting on until it announces again",
-				"target", name, "to", succ.by, "session", succ.session)
-			return false
+				"target", name, "to", s.To.By, "session", s.To.Session)
+			return
 		}
 	}
 	c.mu.Lock()
@@ -120,31 +116,29 @@ func (c *Collector) handOver(ctx context.Context, h *handoff, name, kind string,
 	cancel()
 	c.m.SetState(name, "")
 	h.mu.Lock() // waits for a renewal in progress
-	h.releasing = true
+	c.mu.Lock()
+	c.pl.Releasing(name)
+	c.mu.Unlock()
 	h.mu.Unlock()
 	dctx, cancel := c.dbCtx(ctx)
 	defer cancel()
 	released, err := c.lm.Release(dctx, name)
-	if err != nil {
-		// Still ours: the next pass tries again (or the lease expires).
+	c.mu.Lock()
+	res, kind := c.pl.Released(name, released, err)
+	c.mu.Unlock()
+	switch res {
+	case placement.ReleaseFailed:
 		c.log.Warn("lease not released", "target", name, "err", err)
-		c.targetGone(name)
-		return false
-	}
-	if !released {
-		// Not ours any more (expired and taken meanwhile): no handover
-		// of ours to count.
+	case placement.ReleaseLost:
 		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
-		c.log.Warn("lease not ours any more when handing the target over", "target", name, "kind", kind)
-		c.targetGone(name)
-		return true
+		c.log.Warn("lease not ours any more when handing the target over", "target", name, "kind", string(kind))
+	case placement.Given:
+		if kind != placement.Retired {
+			c.m.Handovers.WithLabelValues("given", string(kind)).Inc()
+		}
+		c.log.Info("target handed over", "target", name, "kind", string(kind))
 	}
-	if kind != "" {
-		c.m.Handovers.WithLabelValues("given", kind).Inc()
-	}
-	c.log.Info("target handed over", "target", name, "kind", kind)
 	c.targetGone(name)
-	return true
 }
 
 func (c *Collector) wakeHandover() {
@@ -154,35 +148,21 @@ func (c *Collector) wakeHandover() {
 	}
 }
 
-// handoverMessage records a collector ready to take a target over, and
-// wakes the loop that hands targets over or takes them when the message
-// concerns it: a Ready for a target this collector runs, a Released for a
-// target it streams on standby. (Waking on every message would make
-// collectors waiting on standby wake each other without end.)
+// handoverMessage records what a handover message says (the placement
+// keeps the announcements), and wakes the loop that hands targets over or
+// takes them when the message concerns it (placement.Hear).
 func (c *Collector) handoverMessage(payload string) {
 	h, err := lease.ParseHandover(payload)
 	if err != nil {
 		c.log.Warn("handover message ignored", "payload", payload, "err", err)
 		return
 	}
-	if h.Ready == c.cfg.ID || h.Released == c.cfg.ID || h.NotReady == c.cfg.ID {
-		return // our own
-	}
 	c.mu.Lock()
 	_, runs := c.running[h.Target]
 	_, waits := c.standby[h.Target]
-	switch {
-	case h.Ready != "":
-		// Messages of one collector arrive in the order it sent them:
-		// the last one is its newest stream.
-		c.ready[h.Target] = ready{by: h.Ready, session: h.Session, syncPoint: h.SyncPoint, at: time.Now()}
-	case h.NotReady != "":
-		if r, ok := c.ready[h.Target]; ok && r.by == h.NotReady {
-			delete(c.ready, h.Target)
-		}
-	}
+	wake := c.pl.Hear(h, time.Now(), runs, waits)
 	c.mu.Unlock()
-	if h.Ready != "" && runs || h.Released != "" && waits {
+	if wake {
 		c.wakeHandover()
 	}
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/placement"
 	"github.com/lhcnp/lhcnp/collector/rows"
-	"github.com/lhcnp/lhcnp/collector/target"
 )
 
 // keepStandby runs a standby loop for a target whose lease another
@@ -28,16 +28,16 @@ func (c *Collector) keepStandby(ctx context.Context, t config.Target) {
 		c.mu.Unlock()
 		return
 	}
-	s, ok := r.loop.Synced()
-	if !ok {
-		// The announced stream dropped: withdraw, so the owner does not
-		// stop while this collector has no stream.
+	got, ok := r.loop.Synced()
+	s := placement.Stream(got)
+	c.mu.Lock()
+	say := c.pl.Announce(s, ok, r.announced, r.announcedAt, time.Now())
+	c.mu.Unlock()
+	switch say {
+	case placement.AnnounceWithdraw:
 		c.withdrawReady(ctx, t.Name, r)
 		return
-	}
-	// Once per synced stream, then again once per renewal (the owner
-	// counts on an announcement for two renewals): not on every pass.
-	if s == r.announced && time.Since(r.announcedAt) < c.cfg.Leases.Renew*9/10 {
+	case placement.AnnounceNothing:
 		return
 	}
 	dctx, cancel := c.dbCtx(ctx)
@@ -77,7 +77,7 @@ func (c *Collector) stopStandby(name string) {
 // (reconcile loop only); when the database does not answer, the next pass
 // tries again.
 func (c *Collector) withdrawReady(ctx context.Context, name string, r *running) {
-	if r.announced == (target.Sync{}) {
+	if r.announced == (placement.Stream{}) {
 		return
 	}
 	dctx, cancel := c.dbCtx(ctx)
@@ -86,40 +86,41 @@ func (c *Collector) withdrawReady(ctx context.Context, name string, r *running) 
 		c.log.Warn("handover: ready not withdrawn", "target", name, "err", err)
 		return
 	}
-	r.announced = target.Sync{}
+	r.announced = placement.Stream{}
 }
 
-// promote turns the target's standby loop, if it streams with the
-// configuration t, into its running loop at epoch (reconcile loop only),
-// and finishes the promotion in a goroutine of its own (finishPromotion):
-// the loop holds its batches until then. It returns false when there is no
-// standby loop to promote (hadStandby says whether there was one); one that
-// cannot be (it ended, or t changed) is stopped and the takeover counted as
-// break-before-make.
-func (c *Collector) promote(t config.Target, epoch int64) (promoted, hadStandby bool) {
+// standbyOf says whether the target's standby loop, if any, can be
+// promoted: it still runs, with the configuration t.
+func (c *Collector) standbyOf(t config.Target) placement.Standby {
 	c.mu.Lock()
 	r := c.standby[t.Name]
 	c.mu.Unlock()
 	if r == nil {
-		return false, false
+		return placement.NoStandby
 	}
 	select {
 	case <-r.done:
+		return placement.StandbyUnusable
 	default:
-		if reflect.DeepEqual(r.t, t) {
-			r.epoch, r.promoted = epoch, make(chan struct{})
-			c.mu.Lock()
-			delete(c.standby, t.Name)
-			c.running[t.Name] = r
-			c.mu.Unlock()
-			go c.finishPromotion(r, epoch)
-			return true, true
-		}
 	}
-	c.stopStandby(t.Name)
-	c.m.Handovers.WithLabelValues("taken", metrics.HandoverBreakBeforeMake).Inc()
-	c.log.Warn("handover: the standby stream could not be promoted; the target starts afresh", "target", t.Name)
-	return false, true
+	if !reflect.DeepEqual(r.t, t) {
+		return placement.StandbyUnusable
+	}
+	return placement.StandbyStreaming
+}
+
+// promote turns the target's standby loop (standbyOf: streaming) into its
+// running loop at epoch (reconcile loop only), and finishes the promotion
+// in a goroutine of its own (finishPromotion): the loop holds its batches
+// until then.
+func (c *Collector) promote(name string, epoch int64) {
+	c.mu.Lock()
+	r := c.standby[name]
+	r.epoch, r.promoted = epoch, make(chan struct{})
+	delete(c.standby, name)
+	c.running[name] = r
+	c.mu.Unlock()
+	go c.finishPromotion(r, epoch)
 }
 
 // finishPromotion reads what the previous owner stored (the latest table,
@@ -168,19 +169,16 @@ func (c *Collector) finishPromotion(r *running, epoch int64) {
 	c.log.Info("handover: standby promoted, rows the previous owner stored skipped", "target", name, "epoch", epoch,
 		"samples", samples, "events", events)
 	s, err := r.loop.WaitSynced(r.ctx)
-	switch discarded := r.loop.DiscardedUpTo(); {
-	case err != nil:
+	discarded := r.loop.DiscardedUpTo()
+	p := placement.Promoted(err == nil, placement.Stream(s), stored, discarded)
+	switch kind = string(p.Kind()); p {
+	case placement.PromotionCut:
 		c.log.Warn("handover: stopped before a stream synced", "target", name)
-	case s.Point > stored:
-		// The announced stream dropped after the old owner's last look
-		// (or no stream was announced: the lease expired); the stream
-		// that replaced it started past what the old owner stored.
+	case placement.PromotionLateSync:
 		c.log.Warn("handover: break-before-make: values superseded between the previous owner's last stored and this stream's sync point are lost",
 			"target", name, "stored_up_to", stored, "sync_point", s.Point, "session", s.Session)
-	case discarded > stored:
+	case placement.PromotionDiscarded:
 		c.log.Warn("handover: break-before-make: held rows newer than the previous owner's were let go of past writer.queue_rows",
 			"target", name, "stored_up_to", stored, "discarded_up_to", discarded)
-	default:
-		kind = metrics.HandoverMakeBeforeBreak
 	}
 }
