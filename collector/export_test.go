@@ -30,6 +30,6 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 func (c *Collector) ReadyOf(target string) (by string, session uint64, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.ready[target]
-	return r.by, r.session, ok
+	r, ok := c.pl.ReadyOf(target)
+	return r.By, r.Session, ok
 }
