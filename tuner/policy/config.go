@@ -122,7 +122,7 @@ func DefaultConfig() Config {
 		VGrowthMinBps:           1_250_000,       // 10 Mbit/s
 		VGrowthMaxBps:           125_000_000_000, // 1 Tbit/s
 		TuneVGrowth:             true,
-		VGrowthEnableShare:      0.1, // the YANG default's share of a 100 Gbit/s port
+		VGrowthEnableShare:      0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthEnableShareIsTheDefault)
 		TuneKMax:                true,
 		MaxStep:                 2,
 		MinStep:                 1.1,
