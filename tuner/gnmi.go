@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"time"
@@ -143,8 +142,9 @@ func ValidateChange(c Change) error {
 	a := c.After
 	switch a.KMaxMode {
 	case policy.KMaxBDP:
-		if math.Abs(math.Round(a.Alpha*1000)-a.Alpha*1000) > 1e-6 {
-			return fmt.Errorf("interface %s queue %d: alpha %v has more than 3 fraction digits", c.Interface, c.Queue, a.Alpha)
+		if policy.AlphaHasExtraDigits(a.Alpha) {
+			return fmt.Errorf("interface %s queue %d: alpha %v has more than %d fraction digits", c.Interface, c.Queue,
+				a.Alpha, policy.YANGAlphaFractionDigit)
 		}
 		if a.Alpha < policy.YANGAlphaMin || a.Alpha > policy.YANGAlphaMax {
 			return fmt.Errorf("interface %s queue %d: alpha %v outside the model's range %v..%v", c.Interface, c.Queue,

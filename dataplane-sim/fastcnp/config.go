@@ -91,7 +91,7 @@ func DefaultConfig() Config {
 		MarkUnknown:        true,
 		KMaxBytes:          100_000,
 		PMax:               0.2,
-		MinCNPInterval:     50 * engine.Microsecond,
+		MinCNPInterval:     netsim.PaperNP().CNPInterval,
 		PortCNPRatePerSec:  1_000_000,
 		PortCNPBurst:       100,
 		MaxFlowsPerTrigger: 4,

@@ -291,7 +291,7 @@ func DefaultInterfaceConfig() InterfaceConfig {
 	return InterfaceConfig{
 		Enabled:       true,
 		RTTSource:     RTTStatic,
-		RTTEst:        engine.Millisecond,
+		RTTEst:        DefaultRTTEst,
 		CNPRatePerSec: 10000,
 		CNPBurst:      100,
 		Queue:         DefaultQueueConfig(),

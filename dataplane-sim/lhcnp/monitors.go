@@ -79,19 +79,6 @@ type linkWatch struct {
 // OnLinkChange implements netsim.LinkObserver.
 func (w linkWatch) OnLinkChange(*netsim.Link) { _ = w.n.recompute(w.ps, w.n.sim.Now()) }
 
-// isData reports whether an opcode carries RDMA data (RC/UC send and write,
-// UD send); ACKs, read requests, CNPs and vendor opcodes do not.
-func isData(op wire.Opcode) bool {
-	switch op.Class() {
-	case wire.ClassRC, wire.ClassUC:
-		low := op & 0x1F
-		return low <= 0x0B || low == 0x16 || low == 0x17
-	case wire.ClassUD:
-		return true
-	}
-	return false
-}
-
 // OnEnqueue implements netsim.PortObserver: flow learning and refresh,
 // per-queue counters, the QD and QGR monitors and the triggers.
 func (n *Node) OnEnqueue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
@@ -106,7 +93,7 @@ func (n *Node) OnEnqueue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	if qBytes > q.peak {
 		q.peak = qBytes
 	}
-	if p.Kind == netsim.KindRoCE && isData(p.Opcode()) {
+	if p.Kind == netsim.KindRoCE && p.Opcode().IsData() {
 		if p.DestQP() != wire.GSIQP {
 			size := int64(p.SizeBytes)
 			q.counters.Packets++
@@ -138,7 +125,7 @@ func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	now := n.sim.Now()
 	q := &ps.queues[p.Prio]
 	q.qd, q.qdT = qBytes, now
-	if p.Kind == netsim.KindRoCE && isData(p.Opcode()) && p.DestQP() != wire.GSIQP {
+	if p.Kind == netsim.KindRoCE && p.Opcode().IsData() && p.DestQP() != wire.GSIQP {
 		n.rollEMR(q, now)
 		q.emrPkts++
 		if e := n.lookupData(p); e != nil {

@@ -61,7 +61,7 @@ type ReactionConfig struct {
 func DefaultReactionConfig() ReactionConfig {
 	return ReactionConfig{
 		CodePoints:               wire.DefaultCodePoints(),
-		RTTEst:                   engine.Millisecond,
+		RTTEst:                   DefaultRTTEst,
 		RecoveryStepPercent:      5,
 		MaxResumeIncreasePercent: 50,
 		MaxPause:                 65535 * engine.Microsecond,

@@ -3,6 +3,8 @@ package lhcnp
 import (
 	"fmt"
 	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 )
 
 // The node's formulas and rules that other layers apply too. The node owns
@@ -15,6 +17,12 @@ import (
 // 1000 bytes. The YANG default of queue config/k-base is checked equal to
 // it by a test (server/dataplane), not kept equal by hand.
 const DefaultKBaseBytes = 64_000
+
+// DefaultRTTEst is the RTT_est a port starts with until configured or
+// measured (§5.3.1), and a reaction point's until told its own: 1 ms. The
+// YANG default of interface config/rtt-est (1000 µs) is checked equal to
+// it by a test (server/dataplane).
+const DefaultRTTEst = engine.Millisecond
 
 // BDPBytes is alpha · R_port · RTT_est / 8 in bytes: the BDP-adaptive
 // K_max before its K_base floor (§5.3.2). With alpha 1 it is one RTT_est

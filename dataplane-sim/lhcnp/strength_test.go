@@ -147,7 +147,7 @@ type markSample struct {
 
 func (r *markRecorder) OnDequeue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	r.Node.OnDequeue(pt, p, qBytes)
-	if pt == r.port && p.Kind == netsim.KindRoCE && isData(p.Opcode()) && p.DestQP() != wire.GSIQP {
+	if pt == r.port && p.Kind == netsim.KindRoCE && p.Opcode().IsData() && p.DestQP() != wire.GSIQP {
 		r.samples = append(r.samples, markSample{qBytes, p.ECN == netsim.ECNCE})
 	}
 }

@@ -22,7 +22,7 @@ type arrivalLog struct {
 }
 
 func (a *arrivalLog) Forward(_ *Switch, p *Packet, _, _ *Port) bool {
-	if p.Kind == KindRoCE && p.Src == a.src && isData(p.Opcode()) {
+	if p.Kind == KindRoCE && p.Src == a.src && p.Opcode().IsData() {
 		a.got = append(a.got, arrival{psn: p.PSN(), sentAt: p.SentAt, at: a.sim.Now()})
 	}
 	return true

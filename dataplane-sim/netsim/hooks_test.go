@@ -21,7 +21,7 @@ func (o *countObserver) OnEnqueue(_ *Port, p *Packet, _ int64) {
 		}
 		// QP1 carries CM MADs, not data: a node learns flows from data
 		// (and from the MADs' contents), not from the GSI QP.
-		if isData(p.Opcode()) && p.DestQP() != wire.GSIQP {
+		if p.Opcode().IsData() && p.DestQP() != wire.GSIQP {
 			o.srcQPs[[2]uint32{uint32(p.Src), p.SrcQP}] = true
 		}
 	}

@@ -184,7 +184,7 @@ func (h *Host) Receive(p *Packet, in *Port) {
 	case KindRoCE:
 		op := p.Opcode()
 		switch {
-		case isData(op):
+		case op.IsData():
 			h.receiveData(p)
 		case op == wire.OpRCAck:
 			h.stats.AckRx++

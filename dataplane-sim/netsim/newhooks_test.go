@@ -35,7 +35,7 @@ func (w *cmWatcher) OnEnqueue(_ *Port, p *Packet, _ int64) {
 		return
 	}
 	if p.DestQP() != wire.GSIQP {
-		if isData(p.Opcode()) && w.firstData < 0 {
+		if p.Opcode().IsData() && w.firstData < 0 {
 			w.firstData = w.sim.Now()
 		}
 		return

@@ -319,18 +319,6 @@ func (p *Packet) SetBTH(h *wire.BTH) {
 	p.HdrLen = uint8(n)
 }
 
-// isData reports whether a BTH opcode carries RDMA data (RC/UC send or write).
-func isData(op wire.Opcode) bool {
-	switch op.Class() {
-	case wire.ClassRC, wire.ClassUC:
-		low := op & 0x1F
-		return low <= 0x0B || low == 0x16 || low == 0x17
-	case wire.ClassUD:
-		return true
-	}
-	return false
-}
-
 // packetPool is a free list. It is not a sync.Pool: a simulation is driven
 // by one goroutine, and a plain stack is faster and keeps no per-P state.
 // The stack is a list of fixed-size chunks (a Packet has no room for an

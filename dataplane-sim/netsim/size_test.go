@@ -49,7 +49,7 @@ func (r *sizeRecorder) Forward(_ *Switch, p *Packet, _, _ *Port) bool {
 	case op == wire.OpRCAck:
 		kind = "ack"
 		n, err = r.enc.RoCE(r.buf, &a, &bth, nil, nil)
-	case isData(op):
+	case op.IsData():
 		kind = fmt.Sprintf("data %v", op)
 		n, err = r.enc.RoCE(r.buf, &a, &bth, nil, make([]byte, p.PayloadBytes))
 		if p.PayloadBytes%4 != 0 {

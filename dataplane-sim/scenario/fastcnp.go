@@ -11,8 +11,9 @@ import (
 )
 
 // DefaultFastCNP returns the fast-cnp defaults (docs/scenarios.md): the
-// package's (fastcnp.DefaultConfig), on, every RNIC processing Fast CNP
-// and known to the nodes as capable.
+// package's (fastcnp.DefaultConfig, TestParamDefaultsAreTheNodes) but a
+// flow_aging of 1 s, on, every RNIC processing Fast CNP and known to the
+// nodes as capable.
 func DefaultFastCNP() FastCNP {
 	return FastCNP{
 		KMax: 100 * KB, PMax: 0.2, CNPInterval: 50 * time.Microsecond, PortCNPRate: 1_000_000, PortCNPBurst: 100,

@@ -10,8 +10,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// DefaultFCN returns the fcn defaults (fcn.DefaultConfig; the ingress PE
-// is the block's first node unless ingress says otherwise).
+// DefaultFCN returns the fcn defaults (fcn.DefaultConfig,
+// TestParamDefaultsAreTheNodes; the ingress PE is the block's first node
+// unless ingress says otherwise).
 func DefaultFCN() FCN {
 	return FCN{KMax: 100 * KB, CNPInterval: 50 * time.Microsecond, Aging: 60 * time.Second, MaxMappings: 65536}
 }

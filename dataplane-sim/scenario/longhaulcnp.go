@@ -14,8 +14,11 @@ import (
 // value, and a real node's own defaults where it does not — V_ecn and
 // V_growth (§5.4 "a configured threshold", no value) are those of
 // lhcnp.DefaultQueueConfig and the YANG model (v-ecn 20 %, v-growth
-// 10 Gb/s), so a simulated node starts as `lhcnp switch` does
-// (TestDefaultsAreTheNodes).
+// 10 Gb/s), so a simulated node starts as `lhcnp switch` does. The
+// package may not import lhcnp: TestParamDefaultsAreTheNodes keeps every
+// value that stands for a node default equal to the node's, and says
+// which differ on purpose (format, pause, flow_aging, recovery_step);
+// sim's TestDefaultsAreTheNodes checks the configured nodes.
 func DefaultLongHaulCNP() LongHaulCNP {
 	return LongHaulCNP{
 		KBase:          64 * KB,

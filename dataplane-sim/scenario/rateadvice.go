@@ -10,7 +10,8 @@ import (
 )
 
 // DefaultRateAdvice returns the rate-advice defaults (docs/scenarios.md):
-// the package's (rateadvice.DefaultConfig), every RNIC capable.
+// the package's (rateadvice.DefaultConfig, TestParamDefaultsAreTheNodes),
+// every RNIC capable.
 func DefaultRateAdvice() RateAdvice {
 	return RateAdvice{QueueBased: true, Interval: 100 * time.Microsecond, DrainInterval: time.Millisecond,
 		ChangePercent: 10, Capable: "all"}

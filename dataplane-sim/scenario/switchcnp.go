@@ -9,8 +9,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// DefaultSwitchCNP returns the switch-cnp defaults (the package's,
-// switchcnp.DefaultConfig).
+// DefaultSwitchCNP returns the switch-cnp defaults: the package's
+// (switchcnp.DefaultConfig, TestParamDefaultsAreTheNodes) but a
+// flow_aging of 1 s.
 func DefaultSwitchCNP() SwitchCNP {
 	return SwitchCNP{DSCP: 48, DelayThreshold: 20 * time.Microsecond, BufferShare: 1, CNPInterval: 50 * time.Microsecond,
 		FlowAging: time.Second, MaxEntries: 65536}

@@ -19,6 +19,7 @@
 // Sender, the standard-CNP builder, is also what an FCN ingress PE sends on
 // its own congestion and after translating an FCN message (package fcn).
 //
-// The package depends on engine, netsim, wire, lhcnp and the standard
-// library. It must not import gNMI, YANG or generated code.
+// The package depends on engine, netsim, wire, lhcnp, fastcnp (its
+// default limits) and the standard library. It must not import gNMI,
+// YANG or generated code.
 package switchcnp

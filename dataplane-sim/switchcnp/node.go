@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 )
@@ -42,13 +43,13 @@ type Config struct {
 
 // DefaultConfig returns the defaults: off, DSCP 48, packets delayed more
 // than 20 µs recorded, congestion when their depth is 1% of the available
-// buffer, the Fast CNP defaults for the limits.
+// buffer, the Fast CNP defaults (fastcnp.DefaultConfig) for the limits.
 func DefaultConfig() Config {
-	lc := lhcnp.DefaultConfig()
+	lc, fc := lhcnp.DefaultConfig(), fastcnp.DefaultConfig()
 	return Config{
 		DSCP: lc.CNPDSCP, Prio: lc.CNPPrio, DelayThreshold: 20 * engine.Microsecond, BufferSharePercent: 1,
-		AssumedBufferBytes: 32 << 20, MinCNPInterval: 50 * engine.Microsecond, PortCNPRatePerSec: 1_000_000,
-		PortCNPBurst: 100, MaxFlowsPerTrigger: 4, FlowTable: lc.FlowTable,
+		AssumedBufferBytes: 32 << 20, MinCNPInterval: fc.MinCNPInterval, PortCNPRatePerSec: fc.PortCNPRatePerSec,
+		PortCNPBurst: fc.PortCNPBurst, MaxFlowsPerTrigger: fc.MaxFlowsPerTrigger, FlowTable: lc.FlowTable,
 	}
 }
 

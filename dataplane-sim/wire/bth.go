@@ -73,6 +73,22 @@ const (
 // Class returns the transport class bits of the opcode.
 func (o Opcode) Class() uint8 { return uint8(o) & 0xE0 }
 
+// IsData reports whether the opcode carries RDMA data: RC and UC send and
+// write (with or without immediate or invalidate), and UD send. ACKs, read
+// requests and responses, atomics, CNPs and vendor opcodes do not. The
+// network model counts a flow's data packets and lhcnp's monitors its
+// marking rate with it.
+func (o Opcode) IsData() bool {
+	switch o.Class() {
+	case ClassRC, ClassUC:
+		low := o & 0x1F
+		return low <= 0x0B || low == 0x16 || low == 0x17
+	case ClassUD:
+		return true
+	}
+	return false
+}
+
 // BTH byte-4 bits. The Long-haul CNP E bit is the most significant of the six
 // reserved bits after BECN (draft-tian-ccwg-long-haul-cnp §6.2.1).
 const (

@@ -18,6 +18,24 @@ const (
 	YANGVGrowthMinBps      = 1
 )
 
+// alphaScale is 10^YANGAlphaFractionDigit: an alpha the model takes is a
+// whole number of 1/alphaScale.
+func alphaScale() float64 { return math.Pow10(YANGAlphaFractionDigit) }
+
+// AlphaHasExtraDigits reports whether alpha has more than
+// YANGAlphaFractionDigit fraction digits (by more than a millionth of the
+// last digit, for the float's rounding): ygot's validation does not check
+// fraction digits, the switch does.
+func AlphaHasExtraDigits(alpha float64) bool {
+	s := alphaScale()
+	return math.Abs(math.Round(alpha*s)-alpha*s) > 1e-6
+}
+
+// ceilAlpha and floorAlpha round v up and down to the model's fraction
+// digits; a v within 1e-9 of a step is that step.
+func ceilAlpha(v float64) float64  { s := alphaScale(); return math.Ceil(v*s-1e-9) / s }
+func floorAlpha(v float64) float64 { s := alphaScale(); return math.Floor(v*s+1e-9) / s }
+
 // Weights are the objective's weights (docs/tuner.md): the objective is
 //
 //	J = Utilisation·(1 − u) + Delay·d + Loss·l + Notifications·n
@@ -104,7 +122,7 @@ func DefaultConfig() Config {
 		VGrowthMinBps:           1_250_000,       // 10 Mbit/s
 		VGrowthMaxBps:           125_000_000_000, // 1 Tbit/s
 		TuneVGrowth:             true,
-		VGrowthEnableShare:      0.1, // the YANG default's share of a 100 Gbit/s port
+		VGrowthEnableShare:      0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthEnableShareIsTheDefault)
 		TuneKMax:                true,
 		MaxStep:                 2,
 		MinStep:                 1.1,

@@ -204,7 +204,7 @@ func kmaxBack(l Settings) float64 {
 	if l.KMaxMode == KMaxExplicit {
 		return float64(l.KMaxBytes)
 	}
-	return ceil3(l.Alpha)
+	return ceilAlpha(l.Alpha)
 }
 
 // kmaxOf orders settings by K_max: alpha, or the explicit K_max.
@@ -472,14 +472,14 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 		switch w.Config.KMaxMode {
 		case KMaxBDP:
 			bdpBytes := w.bdpBytes(1)
-			lo, hi := ceil3(cfg.AlphaMin), floor3(cfg.AlphaMax)
+			lo, hi := ceilAlpha(cfg.AlphaMin), floorAlpha(cfg.AlphaMax)
 			// Rounded to the YANG model's 3 digits towards the current
 			// value, so a step never exceeds max-step.
-			a := floor3(w.Config.Alpha * factor)
+			a := floorAlpha(w.Config.Alpha * factor)
 			floor, backAlpha := 0.0, 0.0
 			if dir == Tighten {
-				a = ceil3(w.Config.Alpha * factor)
-				floor = ceil3(float64(floorBytes) / bdpBytes)
+				a = ceilAlpha(w.Config.Alpha * factor)
+				floor = ceilAlpha(float64(floorBytes) / bdpBytes)
 				if back.KMaxMode == KMaxBDP {
 					backAlpha = math.Min(kmaxBack(back), hi)
 				}
@@ -657,6 +657,3 @@ func Lag(w Window, decided time.Time) float64 {
 	mid := w.Start.Add(w.End.Sub(w.Start) / 2)
 	return w.simSeconds(mid.Sub(decided)) / w.RTTEst.Seconds()
 }
-
-func ceil3(v float64) float64  { return math.Ceil(v*1000-1e-9) / 1000 }
-func floor3(v float64) float64 { return math.Floor(v*1000+1e-9) / 1000 }

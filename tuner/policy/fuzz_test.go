@@ -107,8 +107,8 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 	if a.Alpha != w.Config.Alpha && (a.Alpha < cfg.AlphaMin || a.Alpha > cfg.AlphaMax) {
 		t.Errorf("alpha %v outside [%v, %v]", a.Alpha, cfg.AlphaMin, cfg.AlphaMax)
 	}
-	if a.Alpha != w.Config.Alpha && math.Abs(math.Round(a.Alpha*1000)-a.Alpha*1000) > 1e-6 {
-		t.Errorf("alpha %v has more than 3 fraction digits", a.Alpha)
+	if a.Alpha != w.Config.Alpha && AlphaHasExtraDigits(a.Alpha) {
+		t.Errorf("alpha %v has more than %d fraction digits", a.Alpha, YANGAlphaFractionDigit)
 	}
 	if a.KMaxBytes != w.Config.KMaxBytes && (a.KMaxBytes < cfg.KMaxMinBytes || a.KMaxBytes > cfg.KMaxMaxBytes) {
 		t.Errorf("kmax %v outside [%v, %v]", a.KMaxBytes, cfg.KMaxMinBytes, cfg.KMaxMaxBytes)

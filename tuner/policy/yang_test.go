@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/goyang/pkg/yang"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 )
 
@@ -57,5 +58,18 @@ func TestYANGRanges(t *testing.T) {
 				t.Errorf("queue config/%s (-want constants +got model):\n%s", tt.leaf, diff)
 			}
 		})
+	}
+}
+
+// TestVGrowthEnableShareIsTheDefault: the V_growth a tightening gives a
+// queue whose QGR trigger is off is, on a 100 Gbit/s port, the node's
+// default (lhcnp.DefaultQueueConfig, which server/dataplane's
+// TestYANGDefaultsAreTheNodes ties to the YANG default v-growth): the
+// share is written as a share, and kept equal to the default here.
+func TestVGrowthEnableShareIsTheDefault(t *testing.T) {
+	const portRateBps = 100e9
+	got := int64(DefaultConfig().VGrowthEnableShare * portRateBps / 8)
+	if want := lhcnp.DefaultQueueConfig().VGrowthBytesPerSec; got != want {
+		t.Errorf("V_growth of the enable share on a 100 Gbit/s port = %d B/s, want the node's default %d B/s", got, want)
 	}
 }
