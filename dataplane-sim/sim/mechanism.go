@@ -87,22 +87,14 @@ func (e *Env) Warn(format string, args ...any) {
 // OnLinkChange registers f to run, inside the simulation, after an event
 // changed a link's rate or delay (the Long-haul CNP node recomputes
 // K_max on an RTT change).
-func (e *Env) OnLinkChange(f func(link *scenario.Link, a, b *netsim.Port)) {
-	e.r.linkHooks = append(e.r.linkHooks, f)
-}
+func (e *Env) OnLinkChange(f func(link *scenario.Link, a, b *netsim.Port)) { e.r.b.OnLinkChange(f) }
 
 // LinkPorts returns the two ports of the named link, in the scenario's a, b
 // order.
-func (e *Env) LinkPorts(name string) (a, b *netsim.Port, ok bool) {
-	lp, ok := e.r.linkPorts[name]
-	return lp[0], lp[1], ok
-}
+func (e *Env) LinkPorts(name string) (a, b *netsim.Port, ok bool) { return e.r.b.LinkPorts(name) }
 
 // PortLink returns the scenario link a port belongs to.
-func (e *Env) PortLink(pt *netsim.Port) (*scenario.Link, bool) {
-	l, ok := e.r.portLink[pt]
-	return l, ok
-}
+func (e *Env) PortLink(pt *netsim.Port) (*scenario.Link, bool) { return e.r.b.PortLink(pt) }
 
 func defaultMechanisms() map[scenario.MechanismKind]Mechanism {
 	return map[scenario.MechanismKind]Mechanism{
