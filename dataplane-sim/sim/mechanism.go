@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
@@ -53,6 +54,17 @@ func (e *Env) mechCounters() map[string]int64 {
 		e.counters = map[string]int64{}
 	}
 	return e.counters
+}
+
+// countFunctions adds the counters of fs (mechanism.Function.Counters) to
+// the run's mechanism counters at the end of the run.
+func (e *Env) countFunctions(fs []mechanism.Function) {
+	counts := e.mechCounters()
+	e.onSummary(func(*report.Input) {
+		for _, f := range fs {
+			mechanism.AddCounters(counts, f.Counters())
+		}
+	})
 }
 
 // onSummary registers f to add to the summary's input at the end of the
