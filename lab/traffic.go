@@ -229,15 +229,8 @@ func (l *Loop) addWindow(n *dataplane.Network, k int) error {
 		return err
 	}
 	for _, f := range flows {
-		src, _ := n.Net.NodeByName(f.Src).(*netsim.Host)
-		dst, _ := n.Net.NodeByName(f.Dst).(*netsim.Host)
-		nf, err := n.Net.AddFlow(netsim.FlowConfig{Name: f.Name, Src: src, Dst: dst, Bytes: int64(f.Size),
-			Start: engine.FromDuration(f.Start), MaxRateBps: int64(f.Rate), Dormant: !n.Local[f.Src]})
-		if err != nil {
-			return fmt.Errorf("flow %s: %w", f.Name, err)
-		}
-		if f.Stop > 0 && n.Local[f.Src] {
-			n.Sim.AtFunc(engine.FromDuration(f.Stop), nf.AdminStop) // a no-op once finished and retired
+		if err := n.AddFlow(f); err != nil {
+			return err
 		}
 	}
 	return nil

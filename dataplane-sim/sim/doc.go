@@ -1,12 +1,14 @@
-// Package sim runs a scenario: it builds the network models (package
-// netsim) on a deterministic engine from a scenario.Scenario, installs the
+// Package sim runs a scenario: it has package build turn a
+// scenario.Scenario into the network models (package netsim) on a
+// deterministic engine, as a switch's gNMI target does, installs the
 // mechanism under test, schedules the timed events and the sampling, runs to
 // the scenario's duration and writes what package report produces (CSV time
 // series, summary.json, PNG plots).
 //
 // Mechanisms beyond DCQCN plug in through the Mechanism interface, looked
 // up by kind among the defaults and those passed with WithMechanism; the
-// runner never switches on a mechanism's name.
+// runner never switches on a mechanism's name. An installer counts its
+// switches' functions through mechanism.Function.Counters.
 //
 // The package does not print. Progress goes to a callback (WithProgress);
 // the command decides how to show it.

@@ -7,6 +7,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
@@ -48,7 +49,7 @@ func installFastCNP(env *Env) error {
 		}
 	}
 	cfg := FastCNPConfig(p, hosts)
-	var nodes []*fastcnp.Node
+	var fns []mechanism.Function
 	var acl []netip.Prefix
 	for _, sw := range env.Nodes {
 		name := sw.Name()
@@ -65,7 +66,7 @@ func installFastCNP(env *Env) error {
 			return err
 		}
 		env.tapSwitch(sw, n)
-		nodes = append(nodes, n)
+		fns = append(fns, fastcnp.FunctionOf(n))
 		if a := sw.Addr(); a.IsValid() {
 			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
 		}
@@ -86,27 +87,8 @@ func installFastCNP(env *Env) error {
 	if env.meter != nil {
 		env.meter.signal = "fast-cnp"
 	}
+	env.countFunctions(fns)
 	counts := env.mechCounters()
-	env.onSummary(func(*report.Input) {
-		for _, n := range nodes {
-			c := n.Counters()
-			counts["fast_cnp_ioam"] += c.SentIOAM
-			counts["fast_cnp_not_ipv6"] += c.NotIPv6
-			counts["marks_withheld"] += c.MarksWithheld
-			for _, ps := range n.State(false).Node.Ports {
-				for _, q := range ps.Queues {
-					counts["suppressed_flow_interval"] += q.Counters.SuppressedFlowInterval
-					counts["suppressed_port_limit"] += q.Counters.SuppressedPortLimit
-				}
-			}
-		}
-		for _, rv := range recvs {
-			c := rv.Counters()
-			counts["rnic_accepted"] += c.Accepted
-			counts["rnic_discarded"] += c.Discarded
-			counts["rnic_untrusted"] += c.Untrusted
-			counts["rnic_no_qp"] += c.NoQP + c.Inactive + c.Malformed
-		}
-	})
+	env.onSummary(func(*report.Input) { fastcnp.AddReceiverCounters(counts, recvs) })
 	return nil
 }

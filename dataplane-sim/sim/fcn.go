@@ -7,8 +7,8 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
-	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
 
@@ -41,8 +41,7 @@ func installFCN(env *Env) error {
 			cfg.Domain = append(cfg.Domain, netip.PrefixFrom(a, a.BitLen()))
 		}
 	}
-	var pes []*fcn.PE
-	var transits []*fcn.Transit
+	var fns []mechanism.Function
 	record := func(node string, k lhcnp.FlowKey) {
 		if env.meter != nil {
 			env.meter.longHaulEvent(&lhcnp.Event{Kind: lhcnp.EventCNPSent, Time: env.Sim.Now(), Node: node, Flow: k})
@@ -71,7 +70,7 @@ func installFCN(env *Env) error {
 		}
 		pe.OnTranslated = func(lhcnp.FlowKey) { env.Count(name, "fcn-cnp", 1) }
 		env.tapSwitch(sw, pe)
-		pes = append(pes, pe)
+		fns = append(fns, fcn.FunctionOf(pe, nil))
 	}
 	for _, sw := range env.Nodes {
 		if slices.Contains(p.Ingress, sw.Name()) {
@@ -87,28 +86,12 @@ func installFCN(env *Env) error {
 			record(pe.Name(), k)
 		}
 		env.tapSwitch(sw, tr.Observer())
-		transits = append(transits, tr)
+		fns = append(fns, fcn.FunctionOf(nil, tr))
 	}
 	if env.meter != nil {
 		env.meter.signal = "fcn"
 		env.meter.switchCNP = true
 	}
-	counts := env.mechCounters()
-	env.onSummary(func(*report.Input) {
-		for _, pe := range pes {
-			c := pe.Counters()
-			counts["fcn_received"] += c.FCNReceived
-			counts["fcn_translated"] += c.CNPTranslated
-			counts["fcn_unknown_label"] += c.UnknownFlowLabel
-			counts["fcn_direct_cnp"] += c.DirectCNPs
-			counts["fcn_mappings"] += c.MappingsCreated
-		}
-		for _, tr := range transits {
-			counts["fcn_not_tunnelled"] += tr.Counters().NotTunnelled
-		}
-		for _, pe := range pes {
-			counts["fcn_encapsulated"] += pe.Counters().Encapsulated
-		}
-	})
+	env.countFunctions(fns)
 	return nil
 }

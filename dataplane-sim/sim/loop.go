@@ -7,7 +7,6 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
-	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
 
 // progressSlices is how many slices the run is cut into: the context is
@@ -62,15 +61,15 @@ func (r *runner) sample(now engine.Time) {
 		rec.Counters.Add(t, sc.id, sc.n)
 	}
 	for _, fr := range r.flowOrder {
-		if now < engine.FromDuration(fr.f.Start) {
+		if now < engine.FromDuration(fr.Scenario.Start) {
 			continue
 		}
-		q := fr.nf.Sender
+		q := fr.Net.Sender
 		if done, at := q.Done(); done && at < now {
 			continue
 		}
 		rate := q.RateBps()
-		if fr.stopped || q.PausedUntil() > now {
+		if fr.Stopped || q.PausedUntil() > now {
 			rate = 0
 		}
 		rec.Rates.Add(t, fr.rate, rate)
@@ -89,55 +88,6 @@ func (r *runner) portRun(pt *netsim.Port) *portRun {
 		}
 	}
 	return nil
-}
-
-// apply carries out a timed event.
-func (r *runner) apply(ev scenario.Event) {
-	now := r.sim.Now()
-	switch ev.Kind {
-	case scenario.EventLinkRate, scenario.EventLinkDelay, scenario.EventRTT:
-		ports := r.linkPorts[ev.Target]
-		lk := r.portLink[ports[0]]
-		for _, pt := range ports {
-			switch ev.Kind {
-			case scenario.EventLinkRate:
-				r.advanceCapacity(r.portRun(pt), now)
-				pt.Out().SetRateBps(int64(ev.Rate))
-			case scenario.EventLinkDelay:
-				pt.Out().SetDelay(engine.FromDuration(ev.Delay))
-			case scenario.EventRTT:
-				pt.Out().SetDelay(engine.FromDuration(ev.Delay / 2))
-			}
-		}
-		switch ev.Kind {
-		case scenario.EventLinkRate:
-			lk.Rate = ev.Rate
-		case scenario.EventLinkDelay:
-			lk.Delay = ev.Delay
-		case scenario.EventRTT:
-			lk.Delay = ev.Delay / 2
-		}
-		for _, h := range r.linkHooks {
-			h(lk, ports[0], ports[1])
-		}
-	case scenario.EventFlowStop:
-		if fr, ok := r.flows[ev.Target]; ok {
-			r.stopFlow(fr)
-		}
-	case scenario.EventFlowStart:
-		if fr, ok := r.flows[ev.Target]; ok && fr.stopped {
-			fr.stopped = false
-			fr.nf.AdminStart()
-		}
-	}
-}
-
-// stopFlow holds the sender until a flow-start event: an administrative
-// stop, which a Long-haul CNP Resume cannot lift (Flow.AdminStop: a
-// no-op for a retired flow; this runner retires none).
-func (r *runner) stopFlow(fr *flowRun) {
-	fr.stopped = true
-	fr.nf.AdminStop()
 }
 
 // idealFCT walks the routing tables from src to dst and returns the
@@ -200,7 +150,7 @@ func (r *runner) summarize() *report.Summary {
 		in.Notifications[k] = v
 	}
 	for _, fr := range r.flowOrder {
-		f, q, rq := fr.f, fr.nf.Sender, fr.nf.Receiver
+		f, q, rq := fr.Scenario, fr.Net.Sender, fr.Net.Receiver
 		done, at := q.Done()
 		fi := report.FlowInput{
 			Name: f.Name, Src: f.Src, Dst: f.Dst, SrcQP: q.QPN, DstQP: q.PeerQPN, Group: f.Group,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
@@ -56,6 +57,17 @@ func (e *Env) mechCounters() map[string]int64 {
 	return e.counters
 }
 
+// countFunctions adds the counters of fs (mechanism.Function.Counters) to
+// the run's mechanism counters at the end of the run.
+func (e *Env) countFunctions(fs []mechanism.Function) {
+	counts := e.mechCounters()
+	e.onSummary(func(*report.Input) {
+		for _, f := range fs {
+			mechanism.AddCounters(counts, f.Counters())
+		}
+	})
+}
+
 // onSummary registers f to add to the summary's input at the end of the
 // run.
 func (e *Env) onSummary(f func(*report.Input)) { e.summaryHooks = append(e.summaryHooks, f) }
@@ -88,22 +100,14 @@ func (e *Env) Warn(format string, args ...any) {
 // OnLinkChange registers f to run, inside the simulation, after an event
 // changed a link's rate or delay (the Long-haul CNP node recomputes
 // K_max on an RTT change).
-func (e *Env) OnLinkChange(f func(link *scenario.Link, a, b *netsim.Port)) {
-	e.r.linkHooks = append(e.r.linkHooks, f)
-}
+func (e *Env) OnLinkChange(f func(link *scenario.Link, a, b *netsim.Port)) { e.r.b.OnLinkChange(f) }
 
 // LinkPorts returns the two ports of the named link, in the scenario's a, b
 // order.
-func (e *Env) LinkPorts(name string) (a, b *netsim.Port, ok bool) {
-	lp, ok := e.r.linkPorts[name]
-	return lp[0], lp[1], ok
-}
+func (e *Env) LinkPorts(name string) (a, b *netsim.Port, ok bool) { return e.r.b.LinkPorts(name) }
 
 // PortLink returns the scenario link a port belongs to.
-func (e *Env) PortLink(pt *netsim.Port) (*scenario.Link, bool) {
-	l, ok := e.r.portLink[pt]
-	return l, ok
-}
+func (e *Env) PortLink(pt *netsim.Port) (*scenario.Link, bool) { return e.r.b.PortLink(pt) }
 
 func defaultMechanisms() map[scenario.MechanismKind]Mechanism {
 	return map[scenario.MechanismKind]Mechanism{

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
@@ -32,7 +33,7 @@ func RateAdviceConfig(p scenario.RateAdvice) rateadvice.Config {
 func installRateAdvice(env *Env) error {
 	p := env.Mech.RateAdvice
 	cfg := RateAdviceConfig(p)
-	var nodes []*rateadvice.Node
+	var fns []mechanism.Function
 	var acl []netip.Prefix
 	for _, sw := range env.Nodes {
 		n, err := rateadvice.New(env.Net, sw, cfg)
@@ -42,7 +43,7 @@ func installRateAdvice(env *Env) error {
 		name := sw.Name()
 		n.OnSent(func(rateadvice.FlowAdvice) { env.Count(name, "rate-advice", 1) })
 		env.tapSwitch(sw, n)
-		nodes = append(nodes, n)
+		fns = append(fns, rateadvice.FunctionOf(n))
 		if a := sw.Addr(); a.IsValid() {
 			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
 		}
@@ -57,14 +58,9 @@ func installRateAdvice(env *Env) error {
 		env.tapHost(h, rv)
 		recvs = append(recvs, rv)
 	}
+	env.countFunctions(fns)
 	counts := env.mechCounters()
 	env.onSummary(func(*report.Input) {
-		for _, n := range nodes {
-			c := n.Counters()
-			counts["advice_policy"] += c.PolicyAdvice
-			counts["advice_queue"] += c.QueueAdvice
-			counts["advice_not_capable"] += c.NotCapable
-		}
 		for _, rv := range recvs {
 			c := rv.Counters()
 			counts["rnic_advice_applied"] += c.Applied

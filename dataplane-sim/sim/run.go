@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/build"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
@@ -83,16 +84,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Opti
 	if o.duration <= 0 {
 		return nil, fmt.Errorf("sim: duration %v must be positive", o.duration)
 	}
-	seed := sc.Seed
-	if o.seed != nil {
-		seed = *o.seed
-	}
-	r := &runner{
-		sc: sc, opts: o, seed: seed, end: engine.FromDuration(o.duration),
-		rec: report.NewRecorder(), linkPorts: map[string][2]*netsim.Port{},
-		portLink: map[*netsim.Port]*scenario.Link{}, flows: map[string]*flowRun{},
-		sent: map[string]int64{}, sentSeries: map[[2]string]int{},
-	}
+	r := newRunner(sc, o)
 	if err := r.build(); err != nil {
 		return nil, err
 	}
@@ -126,6 +118,19 @@ func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Opti
 	return sum, nil
 }
 
+// newRunner prepares the run of sc with options o (the seed: o's or the
+// scenario's).
+func newRunner(sc *scenario.Scenario, o options) *runner {
+	seed := sc.Seed
+	if o.seed != nil {
+		seed = *o.seed
+	}
+	return &runner{
+		sc: sc, opts: o, seed: seed, end: engine.FromDuration(o.duration),
+		rec: report.NewRecorder(), sent: map[string]int64{}, sentSeries: map[[2]string]int{},
+	}
+}
+
 // runner is the state of one run.
 type runner struct {
 	sc   *scenario.Scenario
@@ -133,19 +138,15 @@ type runner struct {
 	seed int64
 	end  engine.Time
 
-	sim *engine.Sim
-	net *netsim.Network
+	b   *build.Network
+	sim *engine.Sim     // b.Sim
+	net *netsim.Network // b.Net
 	env *Env
 	rec *report.Recorder
 
-	links     []scenario.Link
-	linkPorts map[string][2]*netsim.Port
-	portLink  map[*netsim.Port]*scenario.Link
 	ports     []*portRun
-	flows     map[string]*flowRun
 	flowOrder []*flowRun
 	hosts     []*hostRun
-	linkHooks []func(*scenario.Link, *netsim.Port, *netsim.Port)
 
 	sent       map[string]int64 // notifications by kind
 	sentBy     []sentCounter
@@ -171,10 +172,8 @@ type portRun struct {
 }
 
 type flowRun struct {
-	f        scenario.Flow
-	nf       *netsim.Flow
+	*build.Flow
 	rate     report.SeriesID
-	stopped  bool
 	idealFCT int64
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/build"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
@@ -141,7 +142,7 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		wanIdx := wan.Index()
 		st := n1.State(false)
 		res.KMaxBytes, res.KMinBytes = st.Ports[wanIdx].Queues[0].KMaxBytes, st.Ports[wanIdx].Queues[0].KMinBytes
-		res.N1ToSourceDelay = portTowards(n1.Switch(), s7Source).Out().Delay()
+		res.N1ToSourceDelay = build.PortTowards(n1.Switch(), s7Source).Out().Delay()
 		env.Sim.Every(0, res.PollInterval, func(now engine.Time) {
 			qs := n1.State(false).Ports[wanIdx].Queues[0]
 			r, _ := rp.QP(q)

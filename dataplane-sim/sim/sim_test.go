@@ -140,9 +140,7 @@ func TestRoutesMatchModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &runner{sc: sc, opts: options{mechanisms: defaultMechanisms()}, end: 1, rec: report.NewRecorder(),
-			linkPorts: map[string][2]*netsim.Port{}, portLink: map[*netsim.Port]*scenario.Link{},
-			flows: map[string]*flowRun{}, sent: map[string]int64{}, sentSeries: map[[2]string]int{}}
+		r := newRunner(sc, options{duration: 1, mechanisms: defaultMechanisms()})
 		sc.Mechanism.Kind = scenario.MechanismDCQCN
 		if err := r.build(); err != nil {
 			t.Fatal(err)
@@ -180,9 +178,7 @@ func TestBDPThresholds(t *testing.T) {
 		t.Errorf("DC link: K_max %d, K_min %d; want 64000, 32000", kmax, kmin)
 	}
 	// Installed on the ports of the congestion-aware nodes.
-	r := &runner{sc: sc, opts: options{mechanisms: defaultMechanisms()}, end: 1, rec: report.NewRecorder(),
-		linkPorts: map[string][2]*netsim.Port{}, portLink: map[*netsim.Port]*scenario.Link{},
-		flows: map[string]*flowRun{}, sent: map[string]int64{}, sentSeries: map[[2]string]int{}}
+	r := newRunner(sc, options{duration: 1, mechanisms: defaultMechanisms()})
 	if err := r.build(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package sim
 import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
-	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/dataplane-sim/switchcnp"
 )
@@ -28,7 +28,7 @@ func SwitchCNPConfig(p scenario.SwitchCNP) switchcnp.Config {
 // sent_switch-cnp; the meter times them as the block's signal.
 func installSwitchCNP(env *Env) error {
 	cfg := SwitchCNPConfig(env.Mech.SwitchCNP)
-	var nodes []*switchcnp.Node
+	var fns []mechanism.Function
 	for _, sw := range env.Nodes {
 		name := sw.Name()
 		onEvent := func(ev lhcnp.Event) {
@@ -44,20 +44,12 @@ func installSwitchCNP(env *Env) error {
 			return err
 		}
 		env.tapSwitch(sw, n)
-		nodes = append(nodes, n)
+		fns = append(fns, switchcnp.FunctionOf(n))
 	}
 	if env.meter != nil {
 		env.meter.signal = "switch-cnp"
 		env.meter.switchCNP = true
 	}
-	counts := env.mechCounters()
-	env.onSummary(func(*report.Input) {
-		for _, n := range nodes {
-			c := n.Counters()
-			counts["delayed_packets"] += c.Delayed
-			counts["congestion_confirmed"] += c.Confirmed
-			counts["max_delay_ns"] = max(counts["max_delay_ns"], c.MaxDelay.Nanos())
-		}
-	})
+	env.countFunctions(fns)
 	return nil
 }

@@ -6,6 +6,12 @@
 // one store leaf per YANG leaf with its kind, deleting the leaves of what
 // vanished (aged flows).
 //
+// The other mechanisms a switch can run (Fast CNP, FCN, the switch CNP,
+// Rate Advice) are each one file here that registers its kind
+// (mechanisms.go): how its YANG leaves translate into the plain
+// configuration of its dataplane package, which mechanism.Function it
+// creates on the node, and how that function's state is written back.
+//
 // It is the only place where gen/ meets dataplane-sim/: the dataplane
 // knows nothing of YANG, the target nothing of the simulator.
 package dataplane
@@ -16,11 +22,8 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
-	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
-	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
-	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
-	"github.com/lhcnp/lhcnp/dataplane-sim/switchcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/target"
 	"github.com/openconfig/ygot/ygot"
@@ -64,11 +67,9 @@ type Binding struct {
 	ports    *Ports
 	o        bindingOptions
 	simStart engine.Time
-	fast     *fastFunction   // created when Fast CNP is first configured on
-	advice   *adviceFunction // created when Rate Advice is first configured on
-	pe       *fcn.PE         // created when FCN's ingress PE is first configured on
-	transit  *fcn.Transit    // created when FCN's transit role is first configured on
-	wp       *switchcnp.Node // created when the switch CNP is first configured on
+	// funcs are the mechanisms beside the node (registry), by name, each
+	// created the first time it is configured on.
+	funcs map[string]mechanism.Function
 }
 
 var _ target.Dataplane = (*Binding)(nil)
@@ -82,7 +83,7 @@ func NewBinding(sim *engine.Sim, node *lhcnp.Node, ports *Ports, opts ...Binding
 	if !(o.speed > 0) {
 		o.speed = 1
 	}
-	b := &Binding{sim: sim, node: node, ports: ports, o: o}
+	b := &Binding{sim: sim, node: node, ports: ports, o: o, funcs: map[string]mechanism.Function{}}
 	sim.Do(func() { b.simStart = sim.Now() })
 	if b.o.wallStart.IsZero() {
 		b.o.wallStart = time.Now()
@@ -121,29 +122,12 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	fc, err := FastCNPConfig(l, &cfg, b.ports)
-	if err != nil {
-		return err
-	}
-	rc, err := RateAdviceConfig(l, &cfg)
-	if err != nil {
-		return err
-	}
-	pc, tc, err := FCNConfig(l, &cfg)
-	if err != nil {
-		return err
-	}
-	wc, err := SwitchCNPConfig(l, &cfg)
+	ts, err := translateAll(l, &cfg, b.ports)
 	if err != nil {
 		return err
 	}
 	var aerr error
-	b.sim.Do(func() {
-		if aerr = b.applyMode(fc, pc, tc, wc, cfg); aerr != nil {
-			return
-		}
-		aerr = b.applyAdvice(rc)
-	})
+	b.sim.Do(func() { aerr = b.applyMechanisms(ts, cfg) })
 	if aerr != nil {
 		return fmt.Errorf("%w: %w", target.ErrInvalidConfig, aerr)
 	}
@@ -158,68 +142,41 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	}
 	var st lhcnp.State
 	var cfg lhcnp.Config
-	var fc fastcnp.Config
-	var fn fastcnp.Counters
-	var ra rateadvice.State
-	var fv fcnView
-	var wc switchcnp.Config
-	var wn switchcnp.Counters
-	var wsent int64
-	fast, advice, fcnOn, wp := false, false, false, false
+	states := map[string]any{}
 	b.sim.Do(func() {
-		if wp = b.wp != nil; wp {
-			wc, wn, wsent = b.wp.Config(), b.wp.Counters(), b.wp.Sent()
-		}
-		if b.pe != nil {
-			fcnOn = true
-			fv.pe, fv.pn, fv.mappings = b.pe.Config(), b.pe.Counters(), b.pe.Mappings()
-		}
-		if b.transit != nil {
-			fcnOn = true
-			fv.transit, fv.tn = b.transit.Config(), b.transit.Counters()
+		for name, f := range b.funcs {
+			states[name] = f.State()
 		}
 		st = b.node.State(!b.o.noFlows)
 		cfg = b.node.Config()
-		if fast = b.fast != nil; fast {
-			fc, fn = b.fast.node.Config(), b.fast.node.Counters()
-		}
-		if advice = b.advice != nil; advice {
-			ra = b.advice.node.State()
-		}
 	})
 	// The notifications the node hands to another mechanism are that
 	// mechanism's, counted per queue in its leaf (at most one mode is on):
-	// Fast CNP's, or an FCN transit node's messages.
-	var external func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64)
-	switch {
-	case fast:
-		external = func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FastCnpSent = n }
-	case fcnOn && fv.transit.Enabled:
-		external = func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FcnSent = n }
+	// the first kind that claims them.
+	var external queueCounter
+	for _, k := range kinds() {
+		if s, ok := states[k.name]; ok && k.queueCount != nil {
+			if external = k.queueCount(s); external != nil {
+				break
+			}
+		}
 	}
 	root := stateTree(&st, &cfg, b.ports, b.WallNS, external)
 	gs := root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState()
 	gs.EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
 	gs.EngineSpeed = ygot.Float64(b.o.speed)
-	if fast {
-		fastCNPState(root, fc, fn, b.ports)
-	}
-	if advice {
-		rateAdviceState(root, ra, b.ports, b.WallNS)
-	}
-	if fcnOn {
-		fcnState(root, &fv, b.WallNS)
-	}
-	if wp {
-		switchCNPState(root, wc, wn, wsent)
+	env := stateEnv{ports: b.ports, wallNS: b.WallNS}
+	for _, k := range kinds() {
+		if s, ok := states[k.name]; ok {
+			k.state(root, s, env)
+		}
 	}
 	return root, nil
 }
 
 // setQueueCount writes n into the counter set chooses of queue id of the
 // interface on the model's port (nothing for a port without one).
-func setQueueCount(root *oc.Root, ports *Ports, port string, id uint8, n int64,
-	set func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64)) {
+func setQueueCount(root *oc.Root, ports *Ports, port string, id uint8, n int64, set queueCounter) {
 	name, ok := ports.Interface(port)
 	if !ok {
 		return

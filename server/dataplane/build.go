@@ -7,11 +7,11 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/build"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
-	lhsim "github.com/lhcnp/lhcnp/dataplane-sim/sim"
 )
 
 // Switch is one switch of a scenario, built for a gNMI target: the
@@ -48,6 +48,8 @@ type Network struct {
 	// Wired maps each wired link's name to this process's port on it.
 	Wired    map[string]*netsim.Port
 	Reaction *lhcnp.ReactionPoint
+
+	build *build.Network
 }
 
 // Served names a switch to serve and its YANG interface names (YANG name
@@ -78,9 +80,8 @@ func Build(sc *scenario.Scenario, name string, o BuildOptions) (*Switch, error) 
 
 // BuildNetwork builds the network of sc for one process serving the
 // given switches; o.Wired names the links that cross to other processes.
-// The hosts and switches are configured as the batch simulator configures
-// them (sim.HostConfig, sim.PortConfig), so the same scenario and seed give
-// the same run.
+// The network is built as the batch simulator builds it (package build),
+// so the same scenario and seed give the same run.
 func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Network, error) {
 	if len(served) == 0 {
 		return nil, errors.New("dataplane: no switch to serve")
@@ -103,74 +104,17 @@ func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Netw
 	if err != nil {
 		return nil, err
 	}
-	sim := engine.New(engine.WithSeed(uint64(sc.Seed)))
-	net := netsim.New(sim)
-	hc, err := lhsim.HostConfig(sc)
+	b, err := build.New(sc, build.Options{Seed: sc.Seed, Local: local})
 	if err != nil {
 		return nil, fmt.Errorf("dataplane: %w", err)
 	}
-	for _, h := range sc.Hosts {
-		if _, err := net.AddHost(h.Name, h.IP, hc); err != nil {
-			return nil, fmt.Errorf("dataplane: %w", err)
-		}
-	}
-	servedSw := make([]*netsim.Switch, len(served))
-	for _, s := range sc.Switches {
-		ns, err := net.AddSwitch(s.Name, s.IP, netsim.SwitchConfig{Port: lhsim.PortConfig(s.Queue, 0)})
-		if err != nil {
-			return nil, fmt.Errorf("dataplane: %w", err)
-		}
-		if i, ok := servedIdx[s.Name]; ok {
-			servedSw[i] = ns
-		}
-	}
-	linkOf := make([]map[string]*netsim.Port, len(served)) // per served switch: link name → its port
-	for i := range linkOf {
-		linkOf[i] = map[string]*netsim.Port{}
-	}
-	linkPorts := map[string][2]*netsim.Port{}
-	wired := map[string]*netsim.Port{}
-	isWired := map[string]bool{}
+	sim, net := b.Sim, b.Net
+	out := &Network{Sim: sim, Net: net, Local: local, Wired: map[string]*netsim.Port{}, build: b}
 	for _, w := range o.Wired {
-		isWired[w] = true
-	}
-	for _, lk := range sc.Links {
-		pa, pb, err := net.Connect(net.NodeByName(lk.A), net.NodeByName(lk.B),
-			netsim.LinkConfig{RateBps: int64(lk.Rate), Delay: engine.FromDuration(lk.Delay)})
-		if err != nil {
-			return nil, fmt.Errorf("dataplane: link %s: %w", lk.Name, err)
-		}
-		for _, pt := range []*netsim.Port{pa, pb} {
-			if _, isSwitch := pt.Node().(*netsim.Switch); isSwitch && lk.Buffer > 0 {
-				c := pt.Config()
-				c.BufferBytes = int64(lk.Buffer)
-				if err := pt.SetConfig(c); err != nil {
-					return nil, fmt.Errorf("dataplane: link %s: %w", lk.Name, err)
-				}
-			}
-			if i, ok := servedIdx[pt.Node().Name()]; ok {
-				linkOf[i][lk.Name] = pt
-			}
-			if isWired[lk.Name] && local[pt.Node().Name()] {
-				wired[lk.Name] = pt
-			}
-		}
-		linkPorts[lk.Name] = [2]*netsim.Port{pa, pb}
-	}
-	net.ComputeRoutes()
-	for _, rt := range sc.Routes {
-		if !rt.Explicit {
-			continue
-		}
-		dst := net.NodeByName(rt.Dst)
-		for i := 1; i+1 < len(rt.Path); i++ {
-			sw := net.NodeByName(rt.Path[i]).(*netsim.Switch)
-			for _, pt := range sw.Ports() {
-				if pt.Peer().Node().Name() == rt.Path[i+1] {
-					if err := sw.SetRoute(dst.ID(), pt.Index()); err != nil {
-						return nil, fmt.Errorf("dataplane: route %s->%s: %w", rt.Src, rt.Dst, err)
-					}
-				}
+		a, z, _ := b.LinkPorts(w)
+		for _, pt := range []*netsim.Port{a, z} {
+			if local[pt.Node().Name()] {
+				out.Wired[w] = pt
 			}
 		}
 	}
@@ -179,19 +123,28 @@ func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Netw
 	if o.Events != nil {
 		nopts = append(nopts, lhcnp.WithEvents(o.Events))
 	}
-	out := &Network{Sim: sim, Net: net, Local: local, Wired: wired}
 	var nodes []*lhcnp.Node
-	for i, sv := range served {
-		ports, err := interfaceNames(sc, servedSw[i], linkOf[i], sv.Interfaces)
+	for _, sv := range served {
+		sw := net.NodeByName(sv.Name).(*netsim.Switch)
+		linkOf := map[string]*netsim.Port{} // link name → the switch's port
+		for _, lk := range sc.Links {
+			a, z, _ := b.LinkPorts(lk.Name)
+			for _, pt := range []*netsim.Port{a, z} {
+				if pt.Node() == netsim.Node(sw) {
+					linkOf[lk.Name] = pt
+				}
+			}
+		}
+		ports, err := interfaceNames(sc, sw, linkOf, sv.Interfaces)
 		if err != nil {
 			return nil, err
 		}
-		node, err := lhcnp.Attach(net, servedSw[i], lhcnp.DefaultConfig(), nopts...)
+		node, err := lhcnp.Attach(net, sw, lhcnp.DefaultConfig(), nopts...)
 		if err != nil {
 			return nil, fmt.Errorf("dataplane: %w", err)
 		}
 		nodes = append(nodes, node)
-		out.Switches = append(out.Switches, &Switch{Sim: sim, Net: net, Switch: servedSw[i], Node: node, Ports: ports})
+		out.Switches = append(out.Switches, &Switch{Sim: sim, Net: net, Switch: sw, Node: node, Ports: ports})
 	}
 	rc := lhcnp.DefaultReactionConfig()
 	for _, s := range sc.Switches {
@@ -211,29 +164,30 @@ func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Netw
 		sw.Reaction = rp
 	}
 
-	flows := map[string]*netsim.Flow{}
-	for _, f := range sc.Flows {
-		src, _ := net.NodeByName(f.Src).(*netsim.Host)
-		dst, _ := net.NodeByName(f.Dst).(*netsim.Host)
-		// A flow's rate is its maximum rate (DCQCN's increases stop there);
-		// a stop is administrative, so a Long-haul CNP Resume cannot lift it.
-		nf, err := net.AddFlow(netsim.FlowConfig{Name: f.Name, Src: src, Dst: dst, SrcQPN: f.SrcQP, DstQPN: f.DstQP,
-			Bytes: int64(f.Size), Start: engine.FromDuration(f.Start), MaxRateBps: int64(f.Rate), Dormant: !local[f.Src]})
-		if err != nil {
-			return nil, fmt.Errorf("dataplane: flow %s: %w", f.Name, err)
-		}
-		if !local[f.Src] {
-			continue
-		}
-		flows[f.Name] = nf
-		if f.Stop > 0 {
-			sim.AtFunc(engine.FromDuration(f.Stop), nf.AdminStop) // a no-op once finished and retired (lab traffic)
-		}
+	if err := b.AddFlows(); err != nil {
+		return nil, fmt.Errorf("dataplane: %w", err)
 	}
-	for _, ev := range sc.Events {
-		sim.AtFunc(engine.FromDuration(ev.At), func() { applyEvent(ev, linkPorts, flows, nodes) })
-	}
+	// The nodes watch their ports' links; an event's change is also
+	// handed to them at once (lhcnp.Node.LinkChanged).
+	b.OnLinkChange(func(_ *scenario.Link, a, z *netsim.Port) {
+		for _, pt := range []*netsim.Port{a, z} {
+			for _, node := range nodes {
+				if pt.Node() == netsim.Node(node.Switch()) {
+					node.LinkChanged(pt)
+				}
+			}
+		}
+	})
+	b.ScheduleEvents()
 	return out, nil
+}
+
+// AddFlow adds a flow that is not the scenario's (the lab's later windows
+// of traffic) as BuildNetwork adds the scenario's: dormant when its sender
+// runs in another process, stopped at its stop time.
+func (n *Network) AddFlow(f scenario.Flow) error {
+	_, err := n.build.AddFlow(f)
+	return err
 }
 
 // Reachable returns the nodes reachable from the served switches without
@@ -303,35 +257,6 @@ func localNodes(sc *scenario.Scenario, served []Served, wired []string) (map[str
 		}
 	}
 	return local, nil
-}
-
-func applyEvent(ev scenario.Event, links map[string][2]*netsim.Port, flows map[string]*netsim.Flow, nodes []*lhcnp.Node) {
-	switch ev.Kind {
-	case scenario.EventLinkRate, scenario.EventLinkDelay, scenario.EventRTT:
-		for _, pt := range links[ev.Target] {
-			switch ev.Kind {
-			case scenario.EventLinkRate:
-				pt.Out().SetRateBps(int64(ev.Rate))
-			case scenario.EventLinkDelay:
-				pt.Out().SetDelay(engine.FromDuration(ev.Delay))
-			case scenario.EventRTT:
-				pt.Out().SetDelay(engine.FromDuration(ev.Delay / 2))
-			}
-			for _, node := range nodes {
-				if pt.Node() == netsim.Node(node.Switch()) {
-					node.LinkChanged(pt)
-				}
-			}
-		}
-	case scenario.EventFlowStop:
-		if f := flows[ev.Target]; f != nil {
-			f.AdminStop()
-		}
-	case scenario.EventFlowStart:
-		if f := flows[ev.Target]; f != nil {
-			f.AdminStart()
-		}
-	}
 }
 
 // interfaceNames names the served switch's ports: by link name, or by the

@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"fmt"
 	"net/netip"
 	"strings"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
-	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/gen/oc"
 )
 
@@ -91,60 +90,24 @@ func FastCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) (fastcnp.C
 	return c, nil
 }
 
-// fastFunction is the Fast CNP function of a switch whose node the target
-// drives: the node wrapped (fastcnp.Wrap) and a Fast CNP receiver in front
-// of every host's control handler, trusting the switch. It is created the
-// first time Fast CNP is configured on; until then the switch runs exactly
-// as built.
-type fastFunction struct {
-	node  *fastcnp.Node
-	recvs []*fastcnp.Receiver
-}
-
-func newFastFunction(lh *lhcnp.Node) (*fastFunction, error) {
-	f := &fastFunction{node: fastcnp.Wrap(lh)}
-	net := lh.Switch().Network()
-	for _, h := range net.Hosts() {
-		rv, err := fastcnp.NewReceiver(net, fastcnp.ReceiverConfig{})
-		if err != nil {
-			return nil, err
-		}
-		if prev := h.ControlHandler(); prev != nil {
-			h.SetControlHandler(firstOf{rv, prev})
-		} else {
-			h.SetControlHandler(rv)
-		}
-		f.recvs = append(f.recvs, rv)
-	}
-	return f, nil
-}
-
-// apply sets the switch's mode and the hosts' access list (the switch's
-// own address and its configured source address).
-func (f *fastFunction) apply(fc fastcnp.Config, lc lhcnp.Config) error {
-	if err := f.node.Apply(fc, lc); err != nil {
-		return err
-	}
-	var acl []netip.Prefix
-	for _, a := range []netip.Addr{f.node.Switch().Addr(), fc.SourceAddress} {
-		if a.IsValid() {
-			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
-		}
-	}
-	rc := fastcnp.ReceiverConfig{Enabled: fc.Enabled, AccessList: acl, CodePoints: fc.CodePoints}
-	for _, rv := range f.recvs {
-		if err := rv.ApplyConfig(rc); err != nil {
-			return fmt.Errorf("dataplane: fast cnp receiver: %w", err)
-		}
-	}
-	return nil
-}
-
-// firstOf offers a control packet to a, then to b.
-type firstOf struct{ a, b netsim.ControlHandler }
-
-func (f firstOf) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
-	return f.a.HandleControl(h, p) || f.b.HandleControl(h, p)
+func init() {
+	register(mechanismKind{
+		name: "fast-cnp",
+		translate: func(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) (any, bool, error) {
+			c, err := FastCNPConfig(l, lc, ports)
+			return c, c.Enabled, err
+		},
+		create: func(node *lhcnp.Node, _ any) (mechanism.Function, error) { return fastcnp.NewFunction(node) },
+		state: func(root *oc.Root, st any, v stateEnv) {
+			s := st.(fastcnp.State)
+			fastCNPState(root, s.Config, s.Counters, v.ports)
+		},
+		// Once the switch has had Fast CNP, the node's notifications
+		// count as Fast CNPs.
+		queueCount: func(any) queueCounter {
+			return func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FastCnpSent = n }
+		},
+	})
 }
 
 // fastCNPState writes the Fast CNP configuration in use and the counters

@@ -4,13 +4,33 @@ import (
 	"github.com/openconfig/ygot/ygot"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
-	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
-	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
-	"github.com/lhcnp/lhcnp/dataplane-sim/switchcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/gen/oc"
 )
+
+func init() {
+	register(mechanismKind{
+		name: "fcn",
+		translate: func(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, _ *Ports) (any, bool, error) {
+			pe, transit, err := FCNConfig(l, lc)
+			return fcn.Roles{PE: pe, Transit: transit}, pe.Enabled || transit.Enabled, err
+		},
+		create: func(node *lhcnp.Node, _ any) (mechanism.Function, error) { return fcn.NewFunction(node), nil },
+		state: func(root *oc.Root, st any, v stateEnv) {
+			s := st.(fcn.State)
+			fcnState(root, &s, v.wallNS)
+		},
+		// A transit node's notifications are FCN messages.
+		queueCount: func(st any) queueCounter {
+			if !st.(fcn.State).Transit.Enabled {
+				return nil
+			}
+			return func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FcnSent = n }
+		},
+	})
+}
 
 const fcnRolePath = "/lhcnp/global/config/fcn-role"
 
@@ -82,39 +102,16 @@ func fcnParams(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fcn.Config, error) {
 	return c, nil
 }
 
-// tunnelPorts are the served switch's ports towards other switches: an
-// ingress PE's tunnel into the WAN.
-func tunnelPorts(sw *netsim.Switch) []*netsim.Port {
-	var out []*netsim.Port
-	for _, pt := range sw.Ports() {
-		if _, ok := pt.Peer().Node().(*netsim.Switch); ok {
-			out = append(out, pt)
-		}
-	}
-	return out
-}
-
-// fcnView is what the state tree shows of FCN: the ingress PE's
-// configuration, counters and mappings, the transit function's
-// configuration and counters (each zero when the switch never had it).
-type fcnView struct {
-	pe       fcn.Config
-	pn       fcn.PECounters
-	mappings []fcn.Mapping
-	transit  fcn.Config
-	tn       fcn.TransitCounters
-}
-
 // fcnState writes the configuration of the role in use, the counters
 // and the mappings into the state tree.
-func fcnState(root *oc.Root, v *fcnView, wallNS func(engine.Time) uint64) {
+func fcnState(root *oc.Root, v *fcn.State, wallNS func(engine.Time) uint64) {
 	l := root.GetOrCreateLhcnp()
-	role, c := oc.LhcnpTypes_FcnRole_DISABLED, v.pe
+	role, c := oc.LhcnpTypes_FcnRole_DISABLED, v.PE
 	switch {
-	case v.pe.Enabled:
+	case v.PE.Enabled:
 		role = oc.LhcnpTypes_FcnRole_INGRESS_PE
-	case v.transit.Enabled:
-		role, c = oc.LhcnpTypes_FcnRole_TRANSIT, v.transit
+	case v.Transit.Enabled:
+		role, c = oc.LhcnpTypes_FcnRole_TRANSIT, v.Transit
 	}
 	l.GetOrCreateGlobal().GetOrCreateState().FcnRole = role
 	f := l.GetOrCreateFcn()
@@ -126,9 +123,9 @@ func fcnState(root *oc.Root, v *fcnView, wallNS func(engine.Time) uint64) {
 	for _, p := range c.Domain {
 		s.Domain = append(s.Domain, p.String())
 	}
-	s.MappingCount = ygot.Uint32(uint32(len(v.mappings)))
+	s.MappingCount = ygot.Uint32(uint32(len(v.Mappings)))
 	k := s.GetOrCreateCounters()
-	n, tn := &v.pn, &v.tn
+	n, tn := &v.PECounters, &v.TransitCounters
 	k.FcnReceived = ygot.Uint64(uint64(n.FCNReceived))
 	k.CnpTranslated = ygot.Uint64(uint64(n.CNPTranslated))
 	k.UnknownFlowLabel = ygot.Uint64(uint64(n.UnknownFlowLabel))
@@ -139,7 +136,7 @@ func fcnState(root *oc.Root, v *fcnView, wallNS func(engine.Time) uint64) {
 	k.TunnelledPackets = ygot.Uint64(uint64(tn.TunnelledPackets))
 	k.NotTunnelled = ygot.Uint64(uint64(tn.NotTunnelled))
 	k.NotEcnCapable = ygot.Uint64(uint64(tn.NotECNCapable))
-	for _, m := range v.mappings {
+	for _, m := range v.Mappings {
 		ms := f.GetOrCreateMappings().GetOrCreateMapping(m.FlowLabel).GetOrCreateState()
 		ms.FlowLabel = ygot.Uint32(m.FlowLabel)
 		ms.SourceAddress, ms.DestinationAddress = ygot.String(m.Flow.Src.String()), ygot.String(m.Flow.Dst.String())
@@ -148,95 +145,4 @@ func fcnState(root *oc.Root, v *fcnView, wallNS func(engine.Time) uint64) {
 		mc := ms.GetOrCreateCounters()
 		mc.Packets, mc.FcnReceived = ygot.Uint64(uint64(m.Packets)), ygot.Uint64(uint64(m.FCNReceived))
 	}
-}
-
-// applyMode puts the served switch in the mode the configuration asks
-// for, on the engine goroutine: Fast CNP (fc), FCN's ingress PE (pc) or
-// transit node (tc), the white paper's switch CNP (wc) or Long-haul CNP
-// (lc) as configured. The
-// translation refused the combinations that cannot coexist, so at most one
-// is on. Its wrapper is created on first use, the other wrappers are
-// switched off first, and the switch's observer is the active wrapper (the
-// node itself for Long-haul CNP); Rate Advice goes beside it afterwards.
-func (b *Binding) applyMode(fc fastcnp.Config, pc, tc fcn.Config, wc switchcnp.Config, lc lhcnp.Config) error {
-	var err error
-	if fc.Enabled && b.fast == nil {
-		if b.fast, err = newFastFunction(b.node); err != nil {
-			return err
-		}
-	}
-	if pc.Enabled && b.pe == nil {
-		b.pe = fcn.WrapPE(b.node, tunnelPorts(b.node.Switch()))
-	}
-	if tc.Enabled && b.transit == nil {
-		b.transit = fcn.WrapTransit(b.node)
-	}
-	if wc.Enabled && b.wp == nil {
-		b.wp = switchcnp.Wrap(b.node)
-	}
-	fcOff, pcOff, tcOff, wcOff := fc, pc, tc, wc
-	fcOff.Enabled, pcOff.Enabled, tcOff.Enabled, wcOff.Enabled = false, false, false, false
-	// Off first, the active one last: each Apply sets the node's mode.
-	type mode struct {
-		exists, on bool
-		apply      func(on bool) error
-		obs        netsim.PortObserver
-	}
-	var modes []mode
-	if b.fast != nil {
-		modes = append(modes, mode{true, fc.Enabled, func(on bool) error {
-			if on {
-				return b.fast.apply(fc, lc)
-			}
-			return b.fast.apply(fcOff, lc)
-		}, b.fast.node})
-	}
-	if b.pe != nil {
-		modes = append(modes, mode{true, pc.Enabled, func(on bool) error {
-			if on {
-				return b.pe.Apply(pc, lc)
-			}
-			return b.pe.Apply(pcOff, lc)
-		}, b.pe})
-	}
-	if b.transit != nil {
-		modes = append(modes, mode{true, tc.Enabled, func(on bool) error {
-			if on {
-				return b.transit.Apply(tc, lc)
-			}
-			return b.transit.Apply(tcOff, lc)
-		}, b.transit})
-	}
-	if b.wp != nil {
-		modes = append(modes, mode{true, wc.Enabled, func(on bool) error {
-			if on {
-				return b.wp.Apply(wc, lc)
-			}
-			return b.wp.Apply(wcOff, lc)
-		}, b.wp})
-	}
-	var active netsim.PortObserver = b.node
-	for _, m := range modes {
-		if !m.on {
-			if err := m.apply(false); err != nil {
-				return err
-			}
-		}
-	}
-	done := false
-	for _, m := range modes {
-		if m.on {
-			if err := m.apply(true); err != nil {
-				return err
-			}
-			active, done = m.obs, true
-		}
-	}
-	if !done && len(modes) == 0 {
-		if err := b.node.ApplyConfig(lc); err != nil {
-			return err
-		}
-	}
-	b.node.Switch().SetObserver(active)
-	return nil
 }

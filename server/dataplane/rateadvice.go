@@ -1,14 +1,13 @@
 package dataplane
 
 import (
-	"fmt"
 	"net/netip"
 
 	"github.com/openconfig/ygot/ygot"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
-	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
 	"github.com/lhcnp/lhcnp/gen/oc"
 )
@@ -66,66 +65,21 @@ func RateAdviceConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (rateadvice.Config, e
 	return c, nil
 }
 
-// adviceFunction is the Rate Advice function of a switch the target
-// drives: the node beside the switch's other observer and a receiver in
-// front of every host's handler, announcing the capability and trusting
-// the switch. Created the first time Rate Advice is configured on.
-type adviceFunction struct {
-	node  *rateadvice.Node
-	recvs []*rateadvice.Receiver
-}
-
-func newAdviceFunction(sw *netsim.Switch, cfg rateadvice.Config) (*adviceFunction, error) {
-	n, err := rateadvice.New(sw.Network(), sw, cfg)
-	if err != nil {
-		return nil, err
-	}
-	f := &adviceFunction{node: n}
-	var acl []netip.Prefix
-	for _, a := range []netip.Addr{sw.Addr(), cfg.SourceAddress} {
-		if a.IsValid() {
-			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
-		}
-	}
-	for _, h := range sw.Network().Hosts() {
-		rv, err := rateadvice.NewReceiver(h, rateadvice.ReceiverConfig{Capable: true, AccessList: acl, CodePoints: cfg.CodePoints})
-		if err != nil {
-			return nil, fmt.Errorf("dataplane: rate advice receiver: %w", err)
-		}
-		if prev := h.ControlHandler(); prev != nil {
-			h.SetControlHandler(firstOf{rv, prev})
-		} else {
-			h.SetControlHandler(rv)
-		}
-		f.recvs = append(f.recvs, rv)
-	}
-	return f, nil
-}
-
-// beside makes every port of sw report to base (the node, or its Fast CNP
-// wrapper) and then to the Rate Advice node; marks are filtered by base.
-func (f *adviceFunction) beside(sw *netsim.Switch, base netsim.PortObserver) {
-	sw.SetObserver(pair{base, f.node})
-}
-
-// pair gives every port event to a, then b; a filters the marks.
-type pair struct {
-	a netsim.PortObserver
-	b *rateadvice.Node
-}
-
-func (p pair) OnEnqueue(pt *netsim.Port, x *netsim.Packet, q int64) {
-	p.a.OnEnqueue(pt, x, q)
-	p.b.OnEnqueue(pt, x, q)
-}
-func (p pair) OnDequeue(pt *netsim.Port, x *netsim.Packet, q int64) { p.a.OnDequeue(pt, x, q) }
-func (p pair) OnMark(pt *netsim.Port, x *netsim.Packet, q int64)    { p.a.OnMark(pt, x, q) }
-func (p pair) OnDrop(pt *netsim.Port, x *netsim.Packet, q int64)    { p.a.OnDrop(pt, x, q) }
-func (p pair) AllowMark(pt *netsim.Port, x *netsim.Packet) bool {
-	if m, ok := p.a.(netsim.MarkFilter); ok {
-		return m.AllowMark(pt, x)
-	}
-	return true
+func init() {
+	register(mechanismKind{
+		name:   "rate-advice",
+		beside: true,
+		translate: func(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, _ *Ports) (any, bool, error) {
+			c, err := RateAdviceConfig(l, lc)
+			return c, c.Enabled, err
+		},
+		create: func(node *lhcnp.Node, cfg any) (mechanism.Function, error) {
+			return rateadvice.NewFunction(node.Switch(), cfg.(rateadvice.Config))
+		},
+		state: func(root *oc.Root, st any, v stateEnv) {
+			rateAdviceState(root, st.(rateadvice.State), v.ports, v.wallNS)
+		},
+	})
 }
 
 // rateAdviceState writes the configuration in use, the counters, the
@@ -179,34 +133,4 @@ func rateAdviceState(root *oc.Root, st rateadvice.State, ports *Ports, wallNS fu
 		fs.LastSentTime = ygot.Uint64(wallNS(f.LastSent))
 		fs.GetOrCreateCounters().MessagesSent = ygot.Uint64(uint64(f.Sent))
 	}
-}
-
-// applyAdvice creates the Rate Advice function on first use, applies rc
-// and puts the node beside the switch's observer (the Fast CNP wrapper or
-// the Long-haul CNP node), on the engine goroutine. A node that was never
-// enabled stays absent.
-func (b *Binding) applyAdvice(rc rateadvice.Config) error {
-	sw := b.node.Switch()
-	if b.advice == nil {
-		if !rc.Enabled {
-			return nil
-		}
-		f, err := newAdviceFunction(sw, rc)
-		if err != nil {
-			return err
-		}
-		b.advice = f
-	} else if err := b.advice.node.ApplyConfig(rc); err != nil {
-		return err
-	}
-	// Beside whatever applyMode made the switch's observer.
-	if len(sw.Ports()) == 0 {
-		return nil
-	}
-	base := sw.Ports()[0].Observer()
-	if p, ok := base.(pair); ok {
-		base = p.a
-	}
-	b.advice.beside(sw, base)
-	return nil
 }

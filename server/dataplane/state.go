@@ -22,7 +22,7 @@ func StateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 // them (lhcnp.WithNotifier: Fast CNP, an FCN transit) into the queue's
 // counter external chooses, in the same walk over the queues.
 func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(engine.Time) uint64,
-	external func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64)) *oc.Root {
+	external queueCounter) *oc.Root {
 	root := &oc.Root{}
 	l := root.GetOrCreateLhcnp()
 

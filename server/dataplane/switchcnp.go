@@ -5,9 +5,25 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/switchcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 )
+
+func init() {
+	register(mechanismKind{
+		name: "switch-cnp",
+		translate: func(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, _ *Ports) (any, bool, error) {
+			c, err := SwitchCNPConfig(l, lc)
+			return c, c.Enabled, err
+		},
+		create: func(node *lhcnp.Node, _ any) (mechanism.Function, error) { return switchcnp.NewFunction(node), nil },
+		state: func(root *oc.Root, st any, _ stateEnv) {
+			s := st.(switchcnp.State)
+			switchCNPState(root, s.Config, s.Counters, s.Sent)
+		},
+	})
+}
 
 const switchCNPPath = "/lhcnp/switch-cnp/config/enabled"
 

@@ -1,0 +1,120 @@
+package fastcnp
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+)
+
+// Function is Fast CNP as a mechanism.Function: a node and, on a switch
+// whose management turns it on (NewFunction), a Fast CNP receiver in
+// front of every host's control handler, trusting the switch. Its
+// configuration is a Config.
+type Function struct {
+	node  *Node
+	recvs []*Receiver
+}
+
+var _ mechanism.Function = (*Function)(nil)
+
+// NewFunction wraps the Long-haul CNP node lh (Wrap), disabled, and puts
+// a receiver, disabled, in front of every host of lh's network: until
+// Configure turns it on the switch runs as before.
+func NewFunction(lh *lhcnp.Node) (*Function, error) {
+	f := &Function{node: Wrap(lh)}
+	net := lh.Switch().Network()
+	for _, h := range net.Hosts() {
+		rv, err := NewReceiver(net, ReceiverConfig{})
+		if err != nil {
+			return nil, err
+		}
+		mechanism.ChainControl(h, rv)
+		f.recvs = append(f.recvs, rv)
+	}
+	return f, nil
+}
+
+// FunctionOf is the Function of a node attached on its own (Attach),
+// whose receivers the caller installs.
+func FunctionOf(n *Node) *Function { return &Function{node: n} }
+
+// Node returns the node.
+func (f *Function) Node() *Node { return f.node }
+
+// Validate implements mechanism.Function.
+func (f *Function) Validate(cfg any) error {
+	if err := mechanism.Validate[Config](cfg, "fastcnp: switch "+f.node.sw.Name()); err != nil {
+		return err
+	}
+	c := cfg.(Config)
+	_, err := f.node.borderPorts(&c)
+	return err
+}
+
+// Configure sets the switch's mode (Node.Apply) and the receivers' access
+// list: the switch's own address and its configured source address.
+func (f *Function) Configure(cfg any, lc lhcnp.Config) error {
+	c, err := mechanism.ConfigAs[Config](cfg)
+	if err != nil {
+		return err
+	}
+	if err := f.node.Apply(c, lc); err != nil {
+		return err
+	}
+	var acl []netip.Prefix
+	for _, a := range []netip.Addr{f.node.Switch().Addr(), c.SourceAddress} {
+		if a.IsValid() {
+			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	rc := ReceiverConfig{Enabled: c.Enabled, AccessList: acl, CodePoints: c.CodePoints}
+	for _, rv := range f.recvs {
+		if err := rv.ApplyConfig(rc); err != nil {
+			return fmt.Errorf("fastcnp: receiver: %w", err)
+		}
+	}
+	return nil
+}
+
+// Observer implements mechanism.Function: the node.
+func (f *Function) Observer() netsim.PortObserver { return f.node }
+
+// State implements mechanism.Function: a State without the flow table.
+func (f *Function) State() any { return f.node.State(false) }
+
+// Counters implements mechanism.Function: the node's notifications and
+// suppressions, and its receivers'.
+func (f *Function) Counters() map[string]int64 {
+	c := f.node.Counters()
+	out := map[string]int64{
+		"fast_cnp_ioam":            c.SentIOAM,
+		"fast_cnp_not_ipv6":        c.NotIPv6,
+		"marks_withheld":           c.MarksWithheld,
+		"suppressed_flow_interval": 0,
+		"suppressed_port_limit":    0,
+	}
+	for _, ps := range f.node.State(false).Node.Ports {
+		for _, q := range ps.Queues {
+			out["suppressed_flow_interval"] += q.Counters.SuppressedFlowInterval
+			out["suppressed_port_limit"] += q.Counters.SuppressedPortLimit
+		}
+	}
+	if len(f.recvs) > 0 {
+		AddReceiverCounters(out, f.recvs)
+	}
+	return out
+}
+
+// AddReceiverCounters adds the counters of receivers rs into out.
+func AddReceiverCounters(out map[string]int64, rs []*Receiver) {
+	for _, rv := range rs {
+		c := rv.Counters()
+		out["rnic_accepted"] += c.Accepted
+		out["rnic_discarded"] += c.Discarded
+		out["rnic_untrusted"] += c.Untrusted
+		out["rnic_no_qp"] += c.NoQP + c.Inactive + c.Malformed
+	}
+}

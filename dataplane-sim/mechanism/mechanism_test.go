@@ -1,0 +1,71 @@
+package mechanism
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The batch runner sums the functions' counters over the switches; a
+// max_ counter keeps the largest.
+func TestAddCounters(t *testing.T) {
+	tests := []struct {
+		desc       string
+		into, from map[string]int64
+		want       map[string]int64
+	}{
+		{desc: "into nothing", into: map[string]int64{}, from: map[string]int64{"sent": 2, "max_delay_ns": 5},
+			want: map[string]int64{"sent": 2, "max_delay_ns": 5}},
+		{desc: "sums and the largest", into: map[string]int64{"sent": 3, "max_delay_ns": 7}, from: map[string]int64{"sent": 2, "max_delay_ns": 5},
+			want: map[string]int64{"sent": 5, "max_delay_ns": 7}},
+		{desc: "a zero counter is there", into: map[string]int64{}, from: map[string]int64{"dropped": 0},
+			want: map[string]int64{"dropped": 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			AddCounters(tt.into, tt.from)
+			if diff := cmp.Diff(tt.want, tt.into); diff != "" {
+				t.Errorf("counters (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+type testConfig struct{ N int }
+
+func (c *testConfig) Validate() error {
+	if c.N < 0 {
+		return errNegative
+	}
+	return nil
+}
+
+var errNegative = errors.New("n must not be negative")
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		desc    string
+		cfg     any
+		wantErr string
+	}{
+		{desc: "valid", cfg: testConfig{N: 1}},
+		{desc: "invalid", cfg: testConfig{N: -1}, wantErr: "test: switch s1: n must not be negative"},
+		{desc: "another mechanism's type", cfg: 3, wantErr: "test: switch s1: configuration of type int, want mechanism.testConfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			err := Validate[testConfig](tt.cfg, "test: switch s1")
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Validate = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

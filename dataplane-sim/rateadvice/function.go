@@ -1,0 +1,82 @@
+package rateadvice
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+)
+
+// Function is Rate Advice as a mechanism.Function, beside the switch's
+// mode (mechanism.Beside): a node and, on a switch whose management turns
+// it on (NewFunction), a receiver in front of every host's control
+// handler. Its configuration is a Config, its state a State.
+type Function struct {
+	node  *Node
+	recvs []*Receiver
+}
+
+var _ mechanism.Function = (*Function)(nil)
+
+// NewFunction creates a node on sw with cfg and a receiver in front of
+// every host of sw's network, announcing the capability and trusting the
+// switch (its address and cfg's source address).
+func NewFunction(sw *netsim.Switch, cfg Config) (*Function, error) {
+	n, err := New(sw.Network(), sw, cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := &Function{node: n}
+	var acl []netip.Prefix
+	for _, a := range []netip.Addr{sw.Addr(), cfg.SourceAddress} {
+		if a.IsValid() {
+			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	for _, h := range sw.Network().Hosts() {
+		rv, err := NewReceiver(h, ReceiverConfig{Capable: true, AccessList: acl, CodePoints: cfg.CodePoints})
+		if err != nil {
+			return nil, fmt.Errorf("rateadvice: receiver: %w", err)
+		}
+		mechanism.ChainControl(h, rv)
+		f.recvs = append(f.recvs, rv)
+	}
+	return f, nil
+}
+
+// FunctionOf is the Function of a node created on its own (New), whose
+// receivers the caller installs.
+func FunctionOf(n *Node) *Function { return &Function{node: n} }
+
+// Validate implements mechanism.Function.
+func (f *Function) Validate(cfg any) error {
+	return mechanism.Validate[Config](cfg, "rateadvice: switch "+f.node.sw.Name())
+}
+
+// Configure implements mechanism.Function (Node.ApplyConfig); lc is not
+// used: Rate Advice runs beside the node, whatever its mode.
+func (f *Function) Configure(cfg any, _ lhcnp.Config) error {
+	c, err := mechanism.ConfigAs[Config](cfg)
+	if err != nil {
+		return err
+	}
+	return f.node.ApplyConfig(c)
+}
+
+// Observer implements mechanism.Function: the node.
+func (f *Function) Observer() netsim.PortObserver { return f.node }
+
+// State implements mechanism.Function: the node's State.
+func (f *Function) State() any { return f.node.State() }
+
+// Counters implements mechanism.Function: the node's advice.
+func (f *Function) Counters() map[string]int64 {
+	c := f.node.Counters()
+	return map[string]int64{
+		"advice_policy":      c.PolicyAdvice,
+		"advice_queue":       c.QueueAdvice,
+		"advice_not_capable": c.NotCapable,
+	}
+}
