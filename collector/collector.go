@@ -44,7 +44,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/spill"
 	"github.com/lhcnp/lhcnp/collector/target"
 	"github.com/lhcnp/lhcnp/collector/writer"
-	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 )
 
 // DB is what the collector needs of the database package: applying the

@@ -21,7 +21,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
-	"github.com/lhcnp/lhcnp/server/auth"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
 )
 
 // testConfig is a collector configuration for tests: small batches, short

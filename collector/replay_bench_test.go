@@ -15,8 +15,8 @@ import (
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 	"github.com/lhcnp/lhcnp/collector/northbound"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
 // replayTarget is a gNMI target that answers Subscribe with notifications

@@ -8,7 +8,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/writer"
-	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
 // seedConverter records in conv what the latest table holds of a series:

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/gen/client/oc"
 	"github.com/lhcnp/lhcnp/gen/client/oc/ocpath"
-	"github.com/lhcnp/lhcnp/server/auth"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"

@@ -12,7 +12,7 @@ import (
 	"github.com/lhcnp/lhcnp/gen/client/oc/ocpath"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	uncompressed "github.com/lhcnp/lhcnp/gen/oc/ocpath"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
@@ -191,7 +191,7 @@ func TestGNMIPusherChecksBefore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			var sets setRecorder
-			addr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{sets.intercept}, nil))
+			addr, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{sets.intercept}, nil))
 			yc := ygnmiClient(t, addr)
 			p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
 			defer p.Close()
@@ -308,8 +308,8 @@ func TestClientPathsOnTheWire(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			var got, want setRecorder
-			gotAddr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{got.intercept}, nil))
-			wantAddr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{want.intercept}, nil))
+			gotAddr, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{got.intercept}, nil))
+			wantAddr, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{want.intercept}, nil))
 			if tt.prepare != nil {
 				for _, r := range []struct {
 					addr string

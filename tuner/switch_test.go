@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
-	"github.com/lhcnp/lhcnp/server/auth"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/server/dataplane"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // testSwitch serves the example switch (examples/switch.yaml: n1 of the
@@ -19,7 +19,7 @@ import (
 // binding, the engine not running: a Set reaches the node and the state
 // published afterwards shows its effect (effective-kmax). opts add to the
 // target's options (interceptors that make it misbehave).
-func testSwitch(t *testing.T, opts ...target.Option) (addr string, pub *dataplane.Publisher) {
+func testSwitch(t *testing.T, opts ...service.Option) (addr string, pub *dataplane.Publisher) {
 	t.Helper()
 	ctx := context.Background()
 	sc, err := scenario.LoadFile("../examples/switch-scenario.yaml")
@@ -37,7 +37,7 @@ func testSwitch(t *testing.T, opts ...target.Option) (addr string, pub *dataplan
 	st := store.New()
 	b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports)
 	pub = dataplane.NewPublisher(sch, st, b)
-	h := target.NewHandler(sch, st, b, target.WithStatePublisher(pub))
+	h := service.NewHandler(sch, st, b, service.WithStatePublisher(pub))
 	data, err := os.ReadFile("../examples/switch.json")
 	if err != nil {
 		t.Fatal(err)
@@ -45,8 +45,8 @@ func testSwitch(t *testing.T, opts ...target.Option) (addr string, pub *dataplan
 	if err := h.LoadJSON(ctx, data); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := target.New(append([]target.Option{target.WithInsecure(), target.WithAuth(auth.New(nil)),
-		target.WithCapabilities(h), target.WithGet(h), target.WithSet(h)}, opts...)...)
+	srv, err := service.New(append([]service.Option{service.WithInsecure(), service.WithAuth(auth.New(nil)),
+		service.WithCapabilities(h), service.WithGet(h), service.WithSet(h)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygnmi/ygnmi"
@@ -274,7 +274,7 @@ func TestTunerLetsWorseRollBack(t *testing.T) {
 func TestTunerServesOthers(t *testing.T) {
 	ctx := context.Background()
 	good, _ := testSwitch(t)
-	refusing, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{refuseSet}, nil))
+	refusing, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{refuseSet}, nil))
 	unread, _ := testSwitch(t)
 	cfg := testConfig(SwitchConfig{Name: "refusing", Address: refusing, Insecure: true},
 		SwitchConfig{Name: "unread", Address: unread, Insecure: true},
@@ -450,7 +450,7 @@ func TestTunerReleasesPendingOnStop(t *testing.T) {
 				}
 				return h(ctx, req)
 			}
-			addr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{refuse}, nil))
+			addr, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{refuse}, nil))
 			cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 			cfg.Period, cfg.RollbackDuration = time.Hour, 2*time.Hour // one cycle: the first, at once
 			yc := ygnmiClient(t, addr)
@@ -512,7 +512,7 @@ func TestTunerCancelsCommitWhoseAnswerWasLost(t *testing.T) {
 		}
 		return resp, err
 	}
-	addr, _ := testSwitch(t, target.WithInterceptors([]grpc.UnaryServerInterceptor{slow}, nil))
+	addr, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{slow}, nil))
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 	cfg.SwitchTimeout = 3 * time.Second
 	yc := ygnmiClient(t, addr)

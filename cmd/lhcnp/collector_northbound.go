@@ -15,9 +15,9 @@ import (
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/northbound"
 	ctarget "github.com/lhcnp/lhcnp/collector/target"
-	"github.com/lhcnp/lhcnp/server/auth"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // collectorNorthbound is the collector's gNMI endpoint (northbound.listen):
@@ -70,19 +70,19 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 	} else {
 		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client is the anonymous read-write user")
 	}
-	opts := []target.Option{target.WithAuth(auth.New(u)), target.WithCapabilities(n.nb), target.WithGet(n.nb),
-		target.WithSet(n.nb), target.WithSubscribe(n.nb),
-		target.WithOuterInterceptors([]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()})}
+	opts := []service.Option{service.WithAuth(auth.New(u)), service.WithCapabilities(n.nb), service.WithGet(n.nb),
+		service.WithSet(n.nb), service.WithSubscribe(n.nb),
+		service.WithOuterInterceptors([]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()})}
 	if nc.Insecure {
-		opts = append(opts, target.WithInsecure())
+		opts = append(opts, service.WithInsecure())
 	} else {
 		tc, err := auth.ServerTLS(nc.TLSCert, nc.TLSKey, nc.ClientCA)
 		if err != nil {
 			return nil, fmt.Errorf("northbound.tls_cert: %w", err)
 		}
-		opts = append(opts, target.WithTLS(tc))
+		opts = append(opts, service.WithTLS(tc))
 	}
-	srv, err := target.New(opts...)
+	srv, err := service.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("northbound: %w", err)
 	}

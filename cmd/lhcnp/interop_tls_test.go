@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lhcnp/lhcnp/server/auth"
-	"github.com/lhcnp/lhcnp/server/target/targettest"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
 )
 
 // TestInteropGnmicTLSUsers drives a switch served over TLS with a users
@@ -19,7 +19,7 @@ import (
 func TestInteropGnmicTLSUsers(t *testing.T) {
 	needGnmic(t)
 	dir := t.TempDir()
-	cert, key := targettest.SelfSignedTLS(t, dir)
+	cert, key := servicetest.SelfSignedTLS(t, dir)
 	var lines []string
 	for _, u := range []struct {
 		name string

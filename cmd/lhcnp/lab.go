@@ -16,9 +16,9 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/lab"
-	"github.com/lhcnp/lhcnp/server/auth"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/server/fabric"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/tuner"
 )
 
@@ -140,7 +140,7 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 	}
 	fc := fabric.Config{Scenario: loop.Scenario(), Speed: speed, PublishInterval: f.PublishInterval, Keepalive: f.Keepalive,
 		DeadAfter: f.DeadAfter, MaxLate: engine.FromDuration(f.MaxLate),
-		TargetOptions: []target.Option{target.WithAuth(auth.New(nil)), target.WithInsecure()}}
+		TargetOptions: []service.Option{service.WithAuth(auth.New(nil)), service.WithInsecure()}}
 	var tuned []tuner.SwitchConfig
 	for _, s := range f.Switches {
 		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(cfg.Listen, s.Listen, "127.0.0.1:0"), Interfaces: s.Interfaces}

@@ -17,10 +17,10 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
-	"github.com/lhcnp/lhcnp/server/auth"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/server/fabric"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // switchFile is the switch configuration file (docs/gnmi-target.md,
@@ -298,15 +298,15 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client is the anonymous read-write user")
 	}
-	cfg.TargetOptions = []target.Option{target.WithAuth(auth.New(u))}
+	cfg.TargetOptions = []service.Option{service.WithAuth(auth.New(u))}
 	if f.Insecure {
-		cfg.TargetOptions = append(cfg.TargetOptions, target.WithInsecure())
+		cfg.TargetOptions = append(cfg.TargetOptions, service.WithInsecure())
 	} else {
 		tc, err := auth.ServerTLS(f.TLSCert, f.TLSKey, f.ClientCA)
 		if err != nil {
 			return err
 		}
-		cfg.TargetOptions = append(cfg.TargetOptions, target.WithTLS(tc))
+		cfg.TargetOptions = append(cfg.TargetOptions, service.WithTLS(tc))
 	}
 	sm, err := newSwitchMetrics(f.Metrics, len(cfg.Switches), stdout)
 	if err != nil {

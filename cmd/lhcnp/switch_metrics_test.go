@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"

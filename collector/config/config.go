@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"go.yaml.in/yaml/v3"
 )

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/lhcnp/lhcnp/collector/config"
-	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
 func valid() config.File {

@@ -29,10 +29,10 @@ import (
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/internal/benchtest"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/subscribe"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // queueLeaves returns the leaves of one queue's state container (its
@@ -189,12 +189,12 @@ func BenchmarkHistoryRange(b *testing.B) {
 }
 
 func serveNorthbound(b *testing.B, nb *northbound.Server) string {
-	return serveTarget(b, target.WithCapabilities(nb), target.WithGet(nb), target.WithSet(nb), target.WithSubscribe(nb))
+	return serveTarget(b, service.WithCapabilities(nb), service.WithGet(nb), service.WithSet(nb), service.WithSubscribe(nb))
 }
 
 // serveTarget serves a gNMI target on loopback until the benchmark ends.
-func serveTarget(b *testing.B, opts ...target.Option) string {
-	srv, err := target.New(append([]target.Option{target.WithInsecure()}, opts...)...)
+func serveTarget(b *testing.B, opts ...service.Option) string {
+	srv, err := service.New(append([]service.Option{service.WithInsecure()}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func BenchmarkFanOut(b *testing.B) {
 		}
 	}
 	swPublish(0)
-	swAddr := serveTarget(b, target.WithSubscribe(subscribe.New(st,
+	swAddr := serveTarget(b, service.WithSubscribe(subscribe.New(st,
 		subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin), subscribe.WithPathRewrite(schema.StripModules),
 		subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }))))
 

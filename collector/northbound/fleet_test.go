@@ -27,9 +27,9 @@ import (
 	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/server/fabric"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -153,7 +153,7 @@ func startFleet(t *testing.T, retention time.Duration) *fleet {
 	ctx, cancel := context.WithCancel(context.Background())
 	fl := &fleet{rec: &recorder{}, sw: map[string]string{}, dsn: dsn, pool: pool, cancel: cancel}
 	f, err := fabric.New(ctx, fabric.Config{Scenario: sc, Speed: 0.05, PublishInterval: 100 * time.Millisecond,
-		TargetOptions: []target.Option{target.WithInsecure()},
+		TargetOptions: []service.Option{service.WithInsecure()},
 		Switches: []fabric.Switch{
 			{Name: "n1", Listen: "127.0.0.1:0", Config: read("../../examples/lab-n1.json"), ConfigName: "lab-n1.json"},
 			{Name: "n2", Listen: "127.0.0.1:0", Config: read("../../examples/lab-n2.json"), ConfigName: "lab-n2.json",
@@ -211,8 +211,8 @@ func startFleet(t *testing.T, retention time.Duration) *fleet {
 			t.Errorf("collector: %v", err)
 		}
 	}()
-	srv, err := target.New(target.WithInsecure(), target.WithCapabilities(fl.nb), target.WithGet(fl.nb),
-		target.WithSet(fl.nb), target.WithSubscribe(fl.nb))
+	srv, err := service.New(service.WithInsecure(), service.WithCapabilities(fl.nb), service.WithGet(fl.nb),
+		service.WithSet(fl.nb), service.WithSubscribe(fl.nb))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/subscribe"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
 )
 
 // The History extension (openconfig/reference gnmi-history.md 0.1.0),

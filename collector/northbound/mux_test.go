@@ -20,10 +20,10 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/lhcnp/lhcnp/collector/northbound"
-	"github.com/lhcnp/lhcnp/server/auth"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // kmaxNotification is what a switch sends for its queue 0's effective-kmax.
@@ -43,8 +43,8 @@ func startNB(t *testing.T, opts ...northbound.Option) (*northbound.Server, gnmi.
 		t.Fatal(err)
 	}
 	nb := northbound.New(sch, opts...)
-	srv, err := target.New(target.WithInsecure(), target.WithCapabilities(nb), target.WithGet(nb),
-		target.WithSet(nb), target.WithSubscribe(nb))
+	srv, err := service.New(service.WithInsecure(), service.WithCapabilities(nb), service.WithGet(nb),
+		service.WithSet(nb), service.WithSubscribe(nb))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,8 +289,8 @@ func TestNorthboundUsers(t *testing.T) {
 		return nil, nil, false, nil
 	}))
 	nb.Observe("n1", kmaxNotification(time.Now().UnixNano(), 1))
-	srv, err := target.New(target.WithInsecure(), target.WithAuth(auth.New(users)), target.WithCapabilities(nb),
-		target.WithGet(nb), target.WithSet(nb), target.WithSubscribe(nb))
+	srv, err := service.New(service.WithInsecure(), service.WithAuth(auth.New(users)), service.WithCapabilities(nb),
+		service.WithGet(nb), service.WithSet(nb), service.WithSubscribe(nb))
 	if err != nil {
 		t.Fatal(err)
 	}

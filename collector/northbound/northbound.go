@@ -29,11 +29,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/lhcnp/lhcnp/server/clock"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/subscribe"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/clock"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // AllTargets in a prefix's target addresses every switch (so does an
@@ -89,7 +89,7 @@ func WithSubscribeOptions(opts ...subscribe.Option) Option {
 type Server struct {
 	sch  *schema.Schema
 	o    options
-	caps *target.Handler // Capabilities: the schema's, without a switch
+	caps *service.Handler // Capabilities: the schema's, without a switch
 
 	mu      sync.RWMutex
 	targets map[string]*switchView
@@ -105,7 +105,7 @@ type Server struct {
 type switchView struct {
 	name string
 	st   *store.Store
-	get  *target.Handler
+	get  *service.Handler
 	sub  *subscribe.Server
 }
 
@@ -116,7 +116,7 @@ func New(sch *schema.Schema, opts ...Option) *Server {
 		opt(&o)
 	}
 	s := &Server{sch: sch, o: o, targets: map[string]*switchView{},
-		watch: map[chan struct{}]struct{}{}, caps: target.NewHandler(sch, store.New(), nil)}
+		watch: map[chan struct{}]struct{}{}, caps: service.NewHandler(sch, store.New(), nil)}
 	if o.m != nil {
 		o.m.srv.Store(s)
 	}
@@ -147,7 +147,7 @@ func (s *Server) view(name string) *switchView {
 		subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)),
 	}, s.o.subOpts...)
 	v = &switchView{name: name, st: st,
-		get: target.NewHandler(sch, st, nil, target.WithHandlerClock(s.o.clk)),
+		get: service.NewHandler(sch, st, nil, service.WithHandlerClock(s.o.clk)),
 		sub: subscribe.New(st, subOpts...)}
 	s.targets[name] = v
 	for c := range s.watch {

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/gnmi/proto/gnmi"
 
-	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
 // TestObserveKeepsTimestamps: the northbound serves every leaf with the

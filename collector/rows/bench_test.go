@@ -7,8 +7,8 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
 // BenchmarkConvert: notifications of 256 queue leaves, as a switch sends

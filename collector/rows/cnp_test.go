@@ -7,7 +7,7 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
-	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
 // TestCNPEventOnceAcrossStreams: a converter that starts again (a collector

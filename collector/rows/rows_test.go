@@ -8,8 +8,8 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
 const q = "/lhcnp/interfaces/interface[name=n1-n2]/queues/queue[id=0]"

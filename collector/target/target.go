@@ -37,7 +37,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/decode"
 	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
-	"github.com/lhcnp/lhcnp/server/auth"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
 )
 
 // Sink takes a formed batch. It must not block on the database.

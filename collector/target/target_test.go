@@ -20,8 +20,8 @@ import (
 	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/target"
-	"github.com/lhcnp/lhcnp/server/auth"
-	"github.com/lhcnp/lhcnp/server/schema"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 )
 
 // wait is how long a test waits for something the loop does at once on

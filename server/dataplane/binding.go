@@ -25,7 +25,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/gen/oc"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/openconfig/ygot/ygot"
 )
 
@@ -72,7 +72,7 @@ type Binding struct {
 	funcs map[string]mechanism.Function
 }
 
-var _ target.Dataplane = (*Binding)(nil)
+var _ service.Dataplane = (*Binding)(nil)
 
 // NewBinding binds node, driven by sim, with the interface names of ports.
 func NewBinding(sim *engine.Sim, node *lhcnp.Node, ports *Ports, opts ...BindingOption) *Binding {
@@ -129,7 +129,7 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	var aerr error
 	b.sim.Do(func() { aerr = b.applyMechanisms(ts, cfg) })
 	if aerr != nil {
-		return fmt.Errorf("%w: %w", target.ErrInvalidConfig, aerr)
+		return fmt.Errorf("%w: %w", service.ErrInvalidConfig, aerr)
 	}
 	return nil
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/server/dataplane"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/target"
-	"github.com/lhcnp/lhcnp/server/target/targettest"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -62,15 +62,15 @@ func newRigFrom(t testing.TB, file, config string) *rig {
 	st := store.New()
 	b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports)
 	pub := dataplane.NewPublisher(s, st, b)
-	h := target.NewHandler(s, st, b, target.WithStatePublisher(pub))
+	h := service.NewHandler(s, st, b, service.WithStatePublisher(pub))
 	if err := h.LoadJSON(context.Background(), []byte(config)); err != nil {
 		t.Fatalf("initial config: %v", err)
 	}
-	srv, err := target.New(target.WithInsecure(), target.WithGet(h), target.WithSet(h), target.WithCapabilities(h))
+	srv, err := service.New(service.WithInsecure(), service.WithGet(h), service.WithSet(h), service.WithCapabilities(h))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{sw: sw, st: st, pub: pub, b: b, c: targettest.Client(t, srv)}
+	return &rig{sw: sw, st: st, pub: pub, b: b, c: servicetest.Client(t, srv)}
 }
 
 // run advances the simulation to t (the engine runs on the test goroutine;

@@ -14,10 +14,10 @@ import (
 	"github.com/lhcnp/lhcnp/internal/gnmicbin"
 	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/lhcnp/lhcnp/server/dataplane"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/target"
-	"github.com/lhcnp/lhcnp/server/target/targettest"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
 )
 
 // servedSwitch is one switch of a network with its own gNMI target
@@ -54,12 +54,12 @@ func serveNetwork(t *testing.T, file string, names ...string) (*dataplane.Networ
 		st := store.New()
 		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports)
 		pub := dataplane.NewPublisher(s, st, b)
-		h := target.NewHandler(s, st, b, target.WithStatePublisher(pub))
-		srv, err := target.New(target.WithInsecure(), target.WithGet(h), target.WithSet(h), target.WithCapabilities(h))
+		h := service.NewHandler(s, st, b, service.WithStatePublisher(pub))
+		srv, err := service.New(service.WithInsecure(), service.WithGet(h), service.WithSet(h), service.WithCapabilities(h))
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, servedSwitch{pub: pub, addr: targettest.Serve(t, srv)})
+		out = append(out, servedSwitch{pub: pub, addr: servicetest.Serve(t, srv)})
 	}
 	return nw, out
 }

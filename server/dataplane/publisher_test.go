@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
-	"github.com/lhcnp/lhcnp/server/clock"
+	"github.com/lhcnp/lhcnp/gnmi/clock"
 	"github.com/lhcnp/lhcnp/server/dataplane"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/ygot/ygot"
 )
 

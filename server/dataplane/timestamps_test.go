@@ -10,13 +10,13 @@ import (
 	"github.com/openconfig/ygot/ygot"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
-	"github.com/lhcnp/lhcnp/server/clock"
+	"github.com/lhcnp/lhcnp/gnmi/clock"
 	"github.com/lhcnp/lhcnp/server/dataplane"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/subscribe"
-	"github.com/lhcnp/lhcnp/server/target"
-	"github.com/lhcnp/lhcnp/server/target/targettest"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
 )
 
 // TestTimestampIsTheLastChange: a leaf's notification timestamp is the time
@@ -34,11 +34,11 @@ func TestTimestampIsTheLastChange(t *testing.T) {
 	st := store.New(store.WithClock(clk))
 	src := treeSource{trees: make(chan *oc.Root, 1)}
 	p := dataplane.NewPublisher(s, st, src, dataplane.WithClock(clk))
-	srv, err := target.New(target.WithInsecure(), target.WithSubscribe(subscribe.New(st, subscribe.WithClock(clk))))
+	srv, err := service.New(service.WithInsecure(), service.WithSubscribe(subscribe.New(st, subscribe.WithClock(clk))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := targettest.Client(t, srv)
+	c := servicetest.Client(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

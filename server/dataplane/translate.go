@@ -11,7 +11,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 	"github.com/lhcnp/lhcnp/gen/oc"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // Ports maps the YANG interface names of a switch to the netsim port names
@@ -58,7 +58,7 @@ func (p *Ports) Interface(port string) (string, bool) {
 func (p *Ports) Names() []string { return slices.Clone(p.order) }
 
 func invalid(path, format string, args ...any) error {
-	return fmt.Errorf("%s: %s: %w", path, fmt.Sprintf(format, args...), target.ErrInvalidConfig)
+	return fmt.Errorf("%s: %s: %w", path, fmt.Sprintf(format, args...), service.ErrInvalidConfig)
 }
 
 // usec converts a YANG microseconds leaf to simulated time.

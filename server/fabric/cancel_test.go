@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // TestCancelAtEveryStage: a fabric cancelled at any stage of its start-up
@@ -33,7 +33,7 @@ func TestCancelAtEveryStage(t *testing.T) {
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			for range 10 {
-				cfg := Config{Scenario: loadLab(t), Speed: 0.01, TargetOptions: []target.Option{target.WithInsecure()},
+				cfg := Config{Scenario: loadLab(t), Speed: 0.01, TargetOptions: []service.Option{service.WithInsecure()},
 					Switches: []Switch{{Name: "t1", Listen: "127.0.0.1:0"}, {Name: "n1", Listen: "127.0.0.1:0"}}}
 				if tt.wired {
 					// No peer answers: the wire stays down; Run waits

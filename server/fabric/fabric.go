@@ -29,10 +29,10 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/udpwire"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/server/metrics"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/subscribe"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 )
@@ -86,7 +86,7 @@ type Config struct {
 	StartWait time.Duration
 	// TargetOptions are the security options of every gNMI target
 	// (target.WithAuth, WithTLS or WithInsecure).
-	TargetOptions []target.Option
+	TargetOptions []service.Option
 	// Metrics, if set, receives each target's RPC, Set, Subscribe and
 	// commit metrics (labelled switch=NAME when it is metrics.NewShared, as
 	// it must be for more than one switch) and the engine's lag.
@@ -99,10 +99,10 @@ type Config struct {
 type Served struct {
 	Name    string
 	Binding *dataplane.Binding
-	Handler *target.Handler
+	Handler *service.Handler
 	Store   *store.Store
 	pub     *dataplane.Publisher
-	srv     *target.Server
+	srv     *service.Server
 	lis     net.Listener
 }
 
@@ -186,7 +186,7 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 		st := store.New()
 		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports, dataplane.WithSpeed(cfg.Speed))
 		pub := dataplane.NewPublisher(sch, st, b, dataplane.WithInterval(cfg.PublishInterval))
-		h := target.NewHandler(sch, st, b, target.WithStatePublisher(pub), target.WithLogger(log.With("switch", s.Name)))
+		h := service.NewHandler(sch, st, b, service.WithStatePublisher(pub), service.WithLogger(log.With("switch", s.Name)))
 		if len(s.Config) > 0 {
 			if err := h.LoadJSON(ctx, s.Config); err != nil {
 				return nil, fmt.Errorf("switch %s: %s: %w", s.Name, s.ConfigName, err)
@@ -201,18 +201,18 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 			subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, sch.ValueEncoder(gnmi.Encoding_JSON_IETF)),
 			subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)))
 		opts := append(slices.Clone(cfg.TargetOptions),
-			target.WithCapabilities(h), target.WithGet(h), target.WithSet(h), target.WithSubscribe(sub))
+			service.WithCapabilities(h), service.WithGet(h), service.WithSet(h), service.WithSubscribe(sub))
 		if m := cfg.Metrics; m != nil {
 			if m.Shared() {
 				m = m.ForSwitch(s.Name)
 			}
 			m.WatchSubscriptions(sub)
 			m.SetCommitPendingFunc(func() bool { _, _, ok := h.PendingCommit(); return ok })
-			opts = append(opts, target.WithOuterInterceptors(
+			opts = append(opts, service.WithOuterInterceptors(
 				[]grpc.UnaryServerInterceptor{m.UnaryInterceptor()},
 				[]grpc.StreamServerInterceptor{m.StreamInterceptor()}))
 		}
-		srv, err := target.New(opts...)
+		srv, err := service.New(opts...)
 		if err != nil {
 			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 		}

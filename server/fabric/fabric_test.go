@@ -14,7 +14,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	lhsim "github.com/lhcnp/lhcnp/dataplane-sim/sim"
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygnmi/ygnmi"
 	"google.golang.org/grpc"
@@ -108,7 +108,7 @@ func TestThreeSwitchesAnswerGNMI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	f, err := New(ctx, Config{Scenario: sc, Speed: 0.02, PublishInterval: 50 * time.Millisecond,
-		TargetOptions: []target.Option{target.WithInsecure()},
+		TargetOptions: []service.Option{service.WithInsecure()},
 		Switches: []Switch{
 			{Name: "t1", Listen: "127.0.0.1:0"},
 			{Name: "n1", Listen: "127.0.0.1:0", Config: readFile(t, "../../examples/lab-n1.json"), ConfigName: "lab-n1.json"},
@@ -251,7 +251,7 @@ func TestFabricMatchesBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f, err := New(context.Background(), Config{Scenario: sc, TargetOptions: []target.Option{target.WithInsecure()},
+	f, err := New(context.Background(), Config{Scenario: sc, TargetOptions: []service.Option{service.WithInsecure()},
 		Switches: []Switch{{Name: "t1", Listen: "127.0.0.1:0"}, {Name: "n1", Listen: "127.0.0.1:0"}, {Name: "n2", Listen: "127.0.0.1:0"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestFabricMatchesBatch(t *testing.T) {
 // included.
 func TestFabricDeterministic(t *testing.T) {
 	build := func() *Fabric {
-		f, err := New(context.Background(), Config{Scenario: loadLab(t), TargetOptions: []target.Option{target.WithInsecure()},
+		f, err := New(context.Background(), Config{Scenario: loadLab(t), TargetOptions: []service.Option{service.WithInsecure()},
 			Switches: []Switch{
 				{Name: "t1", Listen: "127.0.0.1:0"},
 				{Name: "n1", Listen: "127.0.0.1:0", Config: readFile(t, "../../examples/lab-n1.json"), ConfigName: "lab-n1.json"},

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // fcnScenario is server/dataplane's FCN test network: s1, s2 -> pe1 ==
@@ -36,7 +36,7 @@ func TestFCNAcrossAWire(t *testing.T) {
 		t.Helper()
 		sw.Listen = "127.0.0.1:0"
 		f, err := New(context.Background(), Config{Scenario: sc, Speed: 0.05, Keepalive: 20 * time.Millisecond,
-			DeadAfter: 2 * time.Second, StartWait: 30 * time.Second, TargetOptions: []target.Option{target.WithInsecure()},
+			DeadAfter: 2 * time.Second, StartWait: 30 * time.Second, TargetOptions: []service.Option{service.WithInsecure()},
 			Switches: []Switch{sw}, Wires: []Wire{{Link: "wan1", Listen: listen, Peer: peer}}})
 		if err != nil {
 			t.Fatal(err)

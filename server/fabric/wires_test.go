@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // udpPair returns two loopback UDP addresses free a moment ago.
@@ -35,7 +35,7 @@ func halfLab(t *testing.T, side string, speed float64, epoch time.Time, a, b str
 	t.Helper()
 	cfg := Config{Scenario: loadLab(t), Speed: speed, Epoch: epoch, Keepalive: 20 * time.Millisecond,
 		DeadAfter: 200 * time.Millisecond, StartWait: 30 * time.Second,
-		TargetOptions: []target.Option{target.WithInsecure()}}
+		TargetOptions: []service.Option{service.WithInsecure()}}
 	if side == "n1" {
 		cfg.Switches = []Switch{{Name: "t1", Listen: "127.0.0.1:0"}, {Name: "n1", Listen: "127.0.0.1:0"}}
 		cfg.Wires = []Wire{{Link: "wan", Listen: a, Peer: b}}

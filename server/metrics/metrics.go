@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lhcnp/lhcnp/server/subscribe"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"

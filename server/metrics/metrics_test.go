@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
-	"github.com/lhcnp/lhcnp/server/auth"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/server/metrics"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/subscribe"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
@@ -118,7 +118,7 @@ func TestMetricsOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := store.New()
-	h := target.NewHandler(sch, st, nopDataplane{})
+	h := service.NewHandler(sch, st, nopDataplane{})
 	if err := h.LoadJSON(context.Background(), []byte(`{"lhcnp:lhcnp":{"global":{"config":{"enabled":true}}}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +138,10 @@ func TestMetricsOverHTTP(t *testing.T) {
 	m.SetEngineLagFunc(func() time.Duration { return 1500 * time.Millisecond })
 	m.SetCommitPendingFunc(func() bool { _, _, ok := h.PendingCommit(); return ok })
 
-	srv, err := target.New(target.WithInsecure(),
-		target.WithAuth(auth.New(auth.NewUsers(user(t, "ops", auth.ReadWrite), user(t, "nms", auth.ReadOnly)))),
-		target.WithOuterInterceptors([]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()}),
-		target.WithCapabilities(h), target.WithGet(h), target.WithSet(h), target.WithSubscribe(sub))
+	srv, err := service.New(service.WithInsecure(),
+		service.WithAuth(auth.New(auth.NewUsers(user(t, "ops", auth.ReadWrite), user(t, "nms", auth.ReadOnly)))),
+		service.WithOuterInterceptors([]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()}),
+		service.WithCapabilities(h), service.WithGet(h), service.WithSet(h), service.WithSubscribe(sub))
 	if err != nil {
 		t.Fatal(err)
 	}

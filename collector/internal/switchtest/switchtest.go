@@ -16,11 +16,11 @@ import (
 
 	"github.com/openconfig/gnmi/proto/gnmi"
 
-	"github.com/lhcnp/lhcnp/server/auth"
-	"github.com/lhcnp/lhcnp/server/schema"
-	"github.com/lhcnp/lhcnp/server/store"
-	"github.com/lhcnp/lhcnp/server/subscribe"
-	"github.com/lhcnp/lhcnp/server/target"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // Switch is one test target.
@@ -32,7 +32,7 @@ type Switch struct {
 	mu    sync.Mutex
 	st    *store.Store
 	sub   *subscribe.Server
-	srv   *target.Server
+	srv   *service.Server
 	users *auth.Users
 	tls   *tls.Config
 	// published counts updates applied per leaf path.
@@ -66,11 +66,11 @@ func Start(t testing.TB, name string, opts ...Option) *Switch {
 
 func (s *Switch) serve(lis net.Listener) {
 	s.sub = subscribe.New(s.st, subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin))
-	transport := target.WithInsecure()
+	transport := service.WithInsecure()
 	if s.tls != nil {
-		transport = target.WithTLS(s.tls)
+		transport = service.WithTLS(s.tls)
 	}
-	srv, err := target.New(transport, target.WithAuth(auth.New(s.users)), target.WithSubscribe(s.sub))
+	srv, err := service.New(transport, service.WithAuth(auth.New(s.users)), service.WithSubscribe(s.sub))
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -1,0 +1,395 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/lhcnp/lhcnp/gnmi/jsonval"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
+)
+
+// ValueError is a value that does not fit the schema node it was sent for.
+// Path is where in the value the fault is, relative to the node the value
+// was sent for ("" for the node itself, "queues/queue[id=3]/config/alpha"
+// inside a subtree), so that the caller can prefix the request's path.
+type ValueError struct {
+	Path   string
+	Reason string
+}
+
+func (e *ValueError) Error() string {
+	if e.Path == "" {
+		return e.Reason
+	}
+	return e.Path + ": " + e.Reason
+}
+
+// DecodeValue checks a value a client sent for the schema node e (a leaf, a
+// container or one list entry) and returns it as the RFC 7951 JSON that
+// ygot unmarshals, as a json_ietf_val. It is liberal in what it accepts, as
+// common targets are:
+//
+//   - json_val (the JSON encoding, gnmic's default) and json_ietf_val alike,
+//     for leaves and subtrees; member names with or without a module prefix
+//     (one of our modules);
+//   - for 64-bit integers and decimal64 a JSON number or a string (RFC 7951
+//     wants a string; JSON and most clients send a number); for the other
+//     integer types a number or a string of digits; for booleans true/false
+//     or the strings "true"/"false"; for strings and enumerations a string
+//     (a number is taken as its text);
+//   - PROTO scalars of any numeric kind for a numeric leaf, a string_val of
+//     digits, a decimal_val, a double_val.
+//
+// It is strict about what the YANG type allows: an integer must be an
+// integer within the range of its type (0.5 is not a uint8, whatever
+// float-to-int conversion would make of it), a decimal64 must be finite and
+// have at most the type's fraction digits, a member must be in the schema.
+// Ranges and patterns of the model are left to ygot's validation.
+func (s *Schema) DecodeValue(e *yang.Entry, v *gnmi.TypedValue) (*gnmi.TypedValue, error) {
+	var text []byte
+	switch x := v.GetValue().(type) {
+	case *gnmi.TypedValue_JsonVal:
+		text = x.JsonVal
+	case *gnmi.TypedValue_JsonIetfVal:
+		text = x.JsonIetfVal
+	case *gnmi.TypedValue_AnyVal, *gnmi.TypedValue_AsciiVal, *gnmi.TypedValue_ProtoBytes:
+		return nil, &ValueError{Reason: fmt.Sprintf("a %s value is not supported: send PROTO scalars, JSON or JSON_IETF", valueKind(v))}
+	default:
+		b, err := jsonval.Marshal(v, jsonval.Style{})
+		if err != nil {
+			return nil, &ValueError{Reason: err.Error()}
+		}
+		text = b
+	}
+	out, err := DecodeJSON(e, text)
+	if err != nil {
+		return nil, err
+	}
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: out}}, nil
+}
+
+func valueKind(v *gnmi.TypedValue) string {
+	switch v.GetValue().(type) {
+	case *gnmi.TypedValue_AnyVal:
+		return "any_val"
+	case *gnmi.TypedValue_AsciiVal:
+		return "ascii_val"
+	case *gnmi.TypedValue_ProtoBytes:
+		return "proto_bytes"
+	}
+	return fmt.Sprintf("%T", v.GetValue())
+}
+
+// DecodeJSON is DecodeValue for JSON text: it parses data as the value of
+// the schema node e and writes it back in RFC 7951 form (64-bit integers and
+// decimal64 as strings, other numbers as numbers, member names without
+// module prefixes). A malformed document or one that does not fit the
+// schema is a *ValueError; it never panics.
+func DecodeJSON(e *yang.Entry, data []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, &ValueError{Reason: "malformed JSON: " + jsonErr(err)}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &ValueError{Reason: "malformed JSON: data after the value"}
+	}
+	var out any
+	var err error
+	if e.IsDir() {
+		// A container, the root, or one list entry (a path with every
+		// key): an object of members.
+		out, err = decodeDir(e, v, "")
+	} else {
+		out, err = decodeNode(e, v, "")
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, merr := json.Marshal(out)
+	if merr != nil {
+		return nil, &ValueError{Reason: merr.Error()}
+	}
+	return b, nil
+}
+
+func jsonErr(err error) string {
+	if errors.Is(err, io.EOF) {
+		return "empty value"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "/" + name
+}
+
+// decodeNode decodes the value of a member whose schema node is e.
+func decodeNode(e *yang.Entry, v any, path string) (any, error) {
+	switch {
+	case e.IsList():
+		arr, ok := v.([]any)
+		if !ok {
+			return nil, &ValueError{Path: path, Reason: fmt.Sprintf("list %s takes a JSON array of entries, not %s", e.Name, jsonKind(v))}
+		}
+		out := make([]any, len(arr))
+		for i, el := range arr {
+			d, err := decodeDir(e, el, path+listLabel(e, el, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = d
+		}
+		return out, nil
+	case e.IsDir():
+		return decodeDir(e, v, path)
+	case e.IsLeafList():
+		arr, ok := v.([]any)
+		if !ok {
+			return nil, &ValueError{Path: path, Reason: fmt.Sprintf("leaf-list %s takes a JSON array, not %s", e.Name, jsonKind(v))}
+		}
+		out := make([]any, len(arr))
+		for i, el := range arr {
+			d, err := decodeLeaf(resolveType(e), el, fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = d
+		}
+		return out, nil
+	case e.IsLeaf():
+		return decodeLeaf(resolveType(e), v, path)
+	}
+	return v, nil
+}
+
+// listLabel names a list entry in errors by its keys when the entry has
+// them ("[name=wan0]"), else by its index ("[2]").
+func listLabel(e *yang.Entry, el any, i int) string {
+	obj, _ := el.(map[string]any)
+	var kv []string
+	for _, k := range strings.Fields(e.Key) {
+		for name, v := range obj {
+			if stripModule(name) == k {
+				kv = append(kv, fmt.Sprintf("%s=%v", k, v))
+			}
+		}
+	}
+	if len(kv) == 0 {
+		return fmt.Sprintf("[%d]", i)
+	}
+	return "[" + strings.Join(kv, ",") + "]"
+}
+
+// decodeDir decodes an object whose members are e's children.
+func decodeDir(e *yang.Entry, v any, path string) (any, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		what := "container"
+		if e.IsList() {
+			what = "list entry"
+		}
+		return nil, &ValueError{Path: path, Reason: fmt.Sprintf("%s %s takes a JSON object, not %s", what, e.Name, jsonKind(v))}
+	}
+	names := make([]string, 0, len(obj))
+	for k := range obj {
+		names = append(names, k)
+	}
+	sort.Strings(names) // deterministic errors
+	out := make(map[string]any, len(obj))
+	for _, member := range names {
+		name := member
+		if i := strings.IndexByte(member, ':'); i >= 0 {
+			mod := member[:i]
+			if mod != ModuleName && mod != TypesModuleName {
+				return nil, &ValueError{Path: join(path, member), Reason: fmt.Sprintf("module %q is not served (use %q or no prefix)", mod, ModuleName)}
+			}
+			name = member[i+1:]
+		}
+		c := e.Dir[name]
+		if c == nil {
+			return nil, &ValueError{Path: join(path, name), Reason: ErrUnknown.Error()}
+		}
+		if _, dup := out[name]; dup {
+			return nil, &ValueError{Path: join(path, name), Reason: "member given twice (with and without module prefix)"}
+		}
+		d, err := decodeNode(c, obj[member], join(path, name))
+		if err != nil {
+			return nil, err
+		}
+		out[name] = d
+	}
+	return out, nil
+}
+
+func jsonKind(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "the number " + string(x)
+	case string:
+		return fmt.Sprintf("the string %q", x)
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// decodeLeaf checks a scalar against the leaf's type and returns it in
+// RFC 7951 form.
+func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
+	if t == nil {
+		return v, nil
+	}
+	bad := func(format string, args ...any) error {
+		return &ValueError{Path: path, Reason: fmt.Sprintf(format, args...)}
+	}
+	// A number or a string of one: the text of the number.
+	numText := func() (string, bool) {
+		switch x := v.(type) {
+		case json.Number:
+			return string(x), true
+		case string:
+			return strings.TrimSpace(x), true
+		}
+		return "", false
+	}
+	switch t.Kind {
+	case yang.Yint8, yang.Yint16, yang.Yint32, yang.Yint64,
+		yang.Yuint8, yang.Yuint16, yang.Yuint32, yang.Yuint64:
+		s, ok := numText()
+		if !ok {
+			return nil, bad("%s is not a %s", jsonKind(v), t.Kind)
+		}
+		bits, signed := intType(t.Kind)
+		var err error
+		if signed {
+			_, err = strconv.ParseInt(s, 10, bits)
+		} else {
+			_, err = strconv.ParseUint(s, 10, bits)
+		}
+		if err != nil {
+			_, ierr := strconv.ParseInt(s, 10, 64)
+			if errors.Is(err, strconv.ErrRange) || !signed && (ierr == nil || errors.Is(ierr, strconv.ErrRange)) {
+				return nil, bad("%s is out of the range of %s", s, t.Kind)
+			}
+			if _, ferr := strconv.ParseFloat(s, 64); ferr == nil {
+				return nil, bad("%s is not an integer (%s)", s, t.Kind)
+			}
+			return nil, bad("%s is not a %s", jsonKind(v), t.Kind)
+		}
+		if err := checkRange(t, s); err != nil {
+			return nil, &ValueError{Path: path, Reason: err.Error()}
+		}
+		if bits == 64 {
+			return s, nil // RFC 7951 §6.1: a string
+		}
+		return json.Number(s), nil
+	case yang.Ydecimal64:
+		s, ok := numText()
+		if !ok {
+			return nil, bad("%s is not a decimal64 number", jsonKind(v))
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) || strings.ContainsAny(s, "xXpP_") {
+			return nil, bad("%s is not a decimal64 number", jsonKind(v))
+		}
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, bad("%s is not a finite decimal64 number", s)
+		}
+		// Plain decimal notation, as RFC 7951 writes decimal64.
+		d := strconv.FormatFloat(f, 'f', -1, 64)
+		if fd := t.FractionDigits; fd > 0 {
+			if i := strings.IndexByte(d, '.'); i >= 0 && len(d)-i-1 > fd {
+				return nil, bad("%s has more than the %d fraction digits of its type", s, fd)
+			}
+		}
+		if err := checkRange(t, d); err != nil {
+			return nil, &ValueError{Path: path, Reason: err.Error()}
+		}
+		return d, nil
+	case yang.Ybool:
+		switch x := v.(type) {
+		case bool:
+			return x, nil
+		case string:
+			if b, err := strconv.ParseBool(x); err == nil && (x == "true" || x == "false") {
+				return b, nil
+			}
+		}
+		return nil, bad("%s is not a boolean", jsonKind(v))
+	case yang.Ystring, yang.Yenum, yang.Yunion:
+		switch x := v.(type) {
+		case string:
+			if t.Kind == yang.Yenum && t.Enum != nil && !t.Enum.IsDefined(x) {
+				names := t.Enum.Names()
+				sort.Strings(names)
+				return nil, bad("%q is not one of %s", x, strings.Join(names, ", "))
+			}
+			return x, nil
+		case json.Number:
+			if t.Kind == yang.Yenum {
+				return nil, bad("%s is not an enumeration name", jsonKind(v))
+			}
+			return string(x), nil
+		}
+		return nil, bad("%s is not a %s", jsonKind(v), t.Kind)
+	}
+	return v, nil
+}
+
+// checkRange checks a number's text against the type's YANG range (the
+// model's, as "0..100"); a number goyang cannot parse is left to ygot.
+func checkRange(t *yang.YangType, s string) error {
+	if len(t.Range) == 0 {
+		return nil
+	}
+	var n yang.Number
+	var err error
+	if t.Kind == yang.Ydecimal64 {
+		n, err = yang.ParseDecimal(s, uint8(t.FractionDigits))
+	} else {
+		n, err = yang.ParseInt(s)
+	}
+	if err != nil || t.Range.Contains(yang.YangRange{{Min: n, Max: n}}) {
+		return nil
+	}
+	return fmt.Errorf("%s is outside the range %s of its type", s, t.Range)
+}
+
+func intType(k yang.TypeKind) (bits int, signed bool) {
+	switch k {
+	case yang.Yint8:
+		return 8, true
+	case yang.Yint16:
+		return 16, true
+	case yang.Yint32:
+		return 32, true
+	case yang.Yint64:
+		return 64, true
+	case yang.Yuint8:
+		return 8, false
+	case yang.Yuint16:
+		return 16, false
+	case yang.Yuint32:
+		return 32, false
+	}
+	return 64, false
+}

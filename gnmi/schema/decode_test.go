@@ -1,0 +1,164 @@
+package schema_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
+)
+
+func entryAt(t *testing.T, s *schema.Schema, path string) *yang.Entry {
+	t.Helper()
+	res, err := s.Resolve(store.MustPath(path))
+	if err != nil || res.Entry == nil {
+		t.Fatalf("resolve %s: %v", path, err)
+	}
+	return res.Entry
+}
+
+func jsonVal(s string) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: []byte(s)}}
+}
+
+func ietfVal(s string) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: []byte(s)}}
+}
+
+// TestDecodeValueAccepts: the forms clients send for each type become the
+// RFC 7951 form ygot reads.
+func TestDecodeValueAccepts(t *testing.T) {
+	s := newSchema(t)
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=0]"
+	for _, tt := range []struct {
+		desc string
+		path string
+		val  *gnmi.TypedValue
+		want string
+	}{
+		{"decimal64 as a JSON number (gnmic's json_val)", q + "/config/alpha", jsonVal(`0.5`), `"0.5"`},
+		{"decimal64 as a JSON number in json_ietf_val (gnmic -e json_ietf)", q + "/config/alpha", ietfVal(`0.5`), `"0.5"`},
+		{"decimal64 as an RFC 7951 string", q + "/config/alpha", ietfVal(`"0.5"`), `"0.5"`},
+		{"decimal64 with an exponent", q + "/config/alpha", jsonVal(`5e-1`), `"0.5"`},
+		{"decimal64 as double_val", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: 0.25}}, `"0.25"`},
+		{"decimal64 as decimal_val", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 125, Precision: 2}}}, `"1.25"`},
+		{"decimal64 as uint_val", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: 2}}, `"2"`},
+		{"uint64 as a JSON number", q + "/config/v-growth", jsonVal(`2500000000`), `"2500000000"`},
+		{"uint64 as a string", q + "/config/v-growth", ietfVal(`"2500000000"`), `"2500000000"`},
+		{"uint64 at its maximum", q + "/config/v-growth", jsonVal(`18446744073709551615`), `"18446744073709551615"`},
+		{"uint64 as uint_val", q + "/config/v-growth", &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: 7}}, `"7"`},
+		{"uint64 as a string_val of digits", q + "/config/v-growth", &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: "7"}}, `"7"`},
+		{"uint8 as a number", q + "/config/id", jsonVal(`0`), `0`},
+		{"uint8 as a string", q + "/config/id", ietfVal(`"0"`), `0`},
+		{"uint32 as a number", "/lhcnp/interfaces/interface[name=wan0]/config/rtt-est", jsonVal(`10000`), `10000`},
+		{"boolean", "/lhcnp/global/config/enabled", jsonVal(`true`), `true`},
+		{"boolean as a string", "/lhcnp/global/config/enabled", jsonVal(`"false"`), `false`},
+		{"enumeration", q + "/config/kmax-mode", jsonVal(`"EXPLICIT"`), `"EXPLICIT"`},
+		{"enumeration as string_val", q + "/config/kmax-mode", &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: "EXPLICIT"}}, `"EXPLICIT"`},
+		{"string key as a number", "/lhcnp/interfaces/interface[name=7]/config/name", jsonVal(`7`), `"7"`},
+		{"container in plain JSON, numbers as numbers", q + "/config",
+			jsonVal(`{"id": 0, "alpha": 0.5, "v-growth": 2500000000, "kmax-mode": "BDP_ADAPTIVE"}`),
+			`{"alpha":"0.5","id":0,"kmax-mode":"BDP_ADAPTIVE","v-growth":"2500000000"}`},
+		{"container in RFC 7951 with module-qualified names", q + "/config",
+			ietfVal(`{"lhcnp:id": 0, "lhcnp:alpha": "0.5"}`), `{"alpha":"0.5","id":0}`},
+		{"list entry with nested lists", "/lhcnp/interfaces/interface[name=wan0]",
+			jsonVal(`{"name":"wan0","config":{"name":"wan0","rtt-est":20000},"queues":{"queue":[{"id":1,"config":{"id":1,"kmax":2000000}}]}}`),
+			`{"config":{"name":"wan0","rtt-est":20000},"name":"wan0","queues":{"queue":[{"config":{"id":1,"kmax":"2000000"},"id":1}]}}`},
+		{"the root", "/", ietfVal(`{"lhcnp:lhcnp":{"global":{"config":{"enabled":true}}}}`), `{"lhcnp":{"global":{"config":{"enabled":true}}}}`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			got, err := s.DecodeValue(entryAt(t, s, tt.path), tt.val)
+			if err != nil {
+				t.Fatalf("DecodeValue: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, string(got.GetJsonIetfVal())); diff != "" {
+				t.Errorf("DecodeValue (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecodeValueRefuses: values that do not fit the type are refused with
+// the YANG path of the fault and the reason, never converted silently.
+func TestDecodeValueRefuses(t *testing.T) {
+	s := newSchema(t)
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=0]"
+	for _, tt := range []struct {
+		desc string
+		path string
+		val  *gnmi.TypedValue
+		want string
+	}{
+		{"fraction for an integer", q + "/config/id", jsonVal(`0.5`), `0.5 is not an integer (uint8)`},
+		{"out of range", q + "/config/id", jsonVal(`256`), `256 is out of the range of uint8`},
+		{"negative unsigned", q + "/config/v-growth", jsonVal(`-1`), `-1 is out of the range of uint64`},
+		{"word for a number", q + "/config/v-growth", ietfVal(`"lots"`), `the string "lots" is not a uint64`},
+		{"boolean for a number", q + "/config/id", jsonVal(`true`), `a boolean is not a uint8`},
+		{"too many fraction digits", q + "/config/alpha", jsonVal(`0.1234567`), `0.1234567 has more than the 3 fraction digits of its type`},
+		{"NaN decimal", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: nanVal()}}, `NaN is not a finite decimal64 number`},
+		{"hex decimal", q + "/config/alpha", ietfVal(`"0x1p-2"`), `the string "0x1p-2" is not a decimal64 number`},
+		{"number for an enumeration", q + "/config/kmax-mode", jsonVal(`1`), `the number 1 is not an enumeration name`},
+		{"unknown enumeration name", q + "/config/kmax-mode", jsonVal(`"SOMETIMES"`), `"SOMETIMES" is not one of BDP_ADAPTIVE, EXPLICIT`},
+		{"decimal64 outside the model's range", q + "/config/alpha", jsonVal(`5000`), `5000 is outside the range 0.001..1000.000 of its type`},
+		{"integer outside the model's range", q + "/action-policy/config/rate-reduce-percent", jsonVal(`101`), `101 is outside the range 1..100 of its type`},
+		{"yes for a boolean", "/lhcnp/global/config/enabled", jsonVal(`"yes"`), `the string "yes" is not a boolean`},
+		{"unknown member, named by its path", q, jsonVal(`{"config":{"bogus":1}}`), `config/bogus: not in the schema`},
+		{"bad value deep in a subtree", "/lhcnp/interfaces/interface[name=wan0]",
+			jsonVal(`{"queues":{"queue":[{"id":1,"config":{"alpha":"x"}}]}}`),
+			`queues/queue[id=1]/config/alpha: the string "x" is not a decimal64 number`},
+		{"list not an array", "/lhcnp/interfaces", jsonVal(`{"interface":{"name":"a"}}`), `interface: list interface takes a JSON array of entries, not an object`},
+		{"container not an object", q + "/config", jsonVal(`5`), `container config takes a JSON object, not the number 5`},
+		{"foreign module", q + "/config", ietfVal(`{"openconfig-if:alpha":"1"}`), `openconfig-if:alpha: module "openconfig-if" is not served (use "lhcnp" or no prefix)`},
+		{"same member twice", q + "/config", ietfVal(`{"lhcnp:alpha":"1","alpha":"2"}`), `alpha: member given twice (with and without module prefix)`},
+		{"malformed JSON", q + "/config", jsonVal(`{"alpha":`), `malformed JSON: unexpected EOF`},
+		{"trailing data", q + "/config/id", jsonVal(`1 2`), `malformed JSON: data after the value`},
+		{"empty", q + "/config/id", jsonVal(``), `malformed JSON: empty value`},
+		{"ascii_val", q + "/config/id", &gnmi.TypedValue{Value: &gnmi.TypedValue_AsciiVal{AsciiVal: "1"}}, `a ascii_val value is not supported: send PROTO scalars, JSON or JSON_IETF`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, err := s.DecodeValue(entryAt(t, s, tt.path), tt.val)
+			var ve *schema.ValueError
+			if !errors.As(err, &ve) {
+				t.Fatalf("DecodeValue: %v, want a *ValueError", err)
+			}
+			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func nanVal() float64 { var z float64; return z / z }
+
+// BenchmarkDecodeValue: the cost Set pays to accept every value form, for a
+// leaf (gnmic's json_val number) and a queue's config subtree.
+func BenchmarkDecodeValue(b *testing.B) {
+	s, err := schema.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=0]"
+	for _, bc := range []struct {
+		name, path string
+		val        *gnmi.TypedValue
+	}{
+		{"leaf", q + "/config/alpha", jsonVal(`0.5`)},
+		{"subtree", q + "/config", jsonVal(`{"id":0,"alpha":0.5,"v-growth":2500000000,"kmax-mode":"EXPLICIT","kmax":2000000}`)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			res, err := s.Resolve(store.MustPath(bc.path))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.DecodeValue(res.Entry, bc.val); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,226 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gnmi/jsonval"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
+	"github.com/openconfig/ygot/ygot"
+	"github.com/openconfig/ygot/ytypes"
+)
+
+// Value is one leaf: its full data path and its typed (PROTO) value.
+type Value struct {
+	Path *gnmi.Path
+	Val  *gnmi.TypedValue
+}
+
+// Values flattens a tree into its leaves, with PROTO-typed values: unsigned
+// integers as uint_val, signed as int_val, decimal64 as double_val,
+// enumerations as their YANG names in string_val (what
+// ygot.TogNMINotifications gives, faster; see flatten).
+func (s *Schema) Values(root *oc.Root) ([]Value, error) {
+	var out []Value
+	err := flatten(reflect.ValueOf(root), nil, func(p *gnmi.Path, tv *gnmi.TypedValue) {
+		out = append(out, Value{Path: p, Val: tv})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("schema: flatten: %w", err)
+	}
+	return out, nil
+}
+
+// Build makes a tree from leaves (the inverse of Values).
+func (s *Schema) Build(vals []Value) (*oc.Root, error) {
+	root := &oc.Root{}
+	for _, v := range vals {
+		if err := s.SetLeaf(root, v.Path, v.Val); err != nil {
+			return nil, err
+		}
+	}
+	return root, nil
+}
+
+// SetLeaf sets one leaf in a tree, creating the containers and list entries
+// on the way.
+func (s *Schema) SetLeaf(root *oc.Root, p *gnmi.Path, v *gnmi.TypedValue) error {
+	if err := ytypes.SetNode(s.root, root, p, v, &ytypes.InitMissingElements{}); err != nil {
+		return fmt.Errorf("schema: %s: %w", PathString(p), err)
+	}
+	return nil
+}
+
+// Encoding reports whether enc is one the target serves.
+func Encoding(enc gnmi.Encoding) bool {
+	return enc == gnmi.Encoding_JSON || enc == gnmi.Encoding_JSON_IETF || enc == gnmi.Encoding_PROTO
+}
+
+// EncodeLeaf encodes a leaf's stored (PROTO) value in enc. For JSON_IETF it
+// follows RFC 7951 §6: 64-bit integers and decimal64 as strings,
+// enumerations by name.
+func (s *Schema) EncodeLeaf(l *Leaf, v *gnmi.TypedValue, enc gnmi.Encoding) (*gnmi.TypedValue, error) {
+	switch enc {
+	case gnmi.Encoding_PROTO:
+		return v, nil
+	case gnmi.Encoding_JSON:
+		b, err := leafJSON(l, v, false)
+		if err != nil {
+			return nil, err
+		}
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: b}}, nil
+	case gnmi.Encoding_JSON_IETF:
+		b, err := leafJSON(l, v, true)
+		if err != nil {
+			return nil, err
+		}
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
+	}
+	return nil, fmt.Errorf("encoding %v is not supported", enc)
+}
+
+// leafJSON writes v as JSON in the style RFC 7951 gives l's YANG type for
+// JSON_IETF (64-bit integers and decimal64 as strings), or as plain JSON.
+func leafJSON(l *Leaf, v *gnmi.TypedValue, ietf bool) ([]byte, error) {
+	var st jsonval.Style
+	if ietf {
+		var kind yang.TypeKind
+		if l != nil && l.Type != nil {
+			kind = l.Type.Kind
+		}
+		st = jsonval.Style{
+			QuoteUint:    kind == yang.Yuint64 || kind == yang.Ydecimal64,
+			QuoteInt:     kind == yang.Yint64 || kind == yang.Ydecimal64,
+			QuoteFloat:   kind == yang.Ydecimal64,
+			QuoteDecimal: true,
+		}
+	}
+	return jsonval.Marshal(v, st)
+}
+
+// EncodeNode encodes the subtree at the concrete data path p of root as one
+// JSON or JSON_IETF value (module-qualified member names for JSON_IETF, as
+// RFC 7951 wants at the top level). A leaf is encoded like EncodeLeaf.
+func (s *Schema) EncodeNode(root *oc.Root, p *gnmi.Path, enc gnmi.Encoding) (*gnmi.TypedValue, error) {
+	var data any = root
+	if len(p.GetElem()) > 0 {
+		nodes, err := ytypes.GetNode(s.root, root, p)
+		if err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+		}
+		if len(nodes) != 1 {
+			return nil, fmt.Errorf("schema: %s: %d nodes, want 1", PathString(p), len(nodes))
+		}
+		data = nodes[0].Data
+	}
+	gs, ok := data.(ygot.GoStruct)
+	if !ok {
+		l, isLeaf := s.LeafAt(p)
+		if !isLeaf {
+			return nil, fmt.Errorf("schema: %s: neither a container nor a leaf", PathString(p))
+		}
+		tv, err := ygot.EncodeTypedValue(data, gnmi.Encoding_PROTO)
+		if err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+		}
+		return s.EncodeLeaf(l, tv, enc)
+	}
+	switch enc {
+	case gnmi.Encoding_JSON_IETF:
+		b, err := ygot.Marshal7951(gs, &ygot.RFC7951JSONConfig{AppendModuleName: true})
+		if err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+		}
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
+	case gnmi.Encoding_JSON:
+		// The shape of RFC 7951 (lists as arrays of entries, which Set
+		// takes back as it is), without module names and with every
+		// number a JSON number. ygot's own JSON form (lists as objects
+		// keyed by their keys) is its internal one, which no client reads.
+		b, err := ygot.Marshal7951(gs)
+		if err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+		}
+		e, err := s.entryAt(p)
+		if err != nil {
+			return nil, err
+		}
+		if b, err = plainNumbers(e, b); err != nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+		}
+		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: b}}, nil
+	}
+	return nil, fmt.Errorf("encoding %v has no subtree form", enc)
+}
+
+// ValueEncoder encodes stored leaf values for one encoding with the schema's
+// types; it has the method set of server/subscribe's ValueEncoder, so the
+// Subscribe handler can send schema-correct JSON_IETF.
+type ValueEncoder struct {
+	s   *Schema
+	enc gnmi.Encoding
+}
+
+// ValueEncoder returns the encoder of enc.
+func (s *Schema) ValueEncoder(enc gnmi.Encoding) ValueEncoder { return ValueEncoder{s: s, enc: enc} }
+
+// EncodeValue encodes the value of the leaf at p.
+func (e ValueEncoder) EncodeValue(p *gnmi.Path, v *gnmi.TypedValue) (*gnmi.TypedValue, error) {
+	l, _ := e.s.LeafAt(p)
+	return e.s.EncodeLeaf(l, v, e.enc)
+}
+
+// entryAt returns the schema node of a concrete data path.
+func (s *Schema) entryAt(p *gnmi.Path) (*yang.Entry, error) {
+	e := s.root
+	for _, el := range p.GetElem() {
+		if e = e.Dir[el.GetName()]; e == nil {
+			return nil, fmt.Errorf("schema: %s: %w", PathString(p), ErrUnknown)
+		}
+	}
+	return e, nil
+}
+
+// plainNumbers rewrites RFC 7951 JSON of the node e with the numbers RFC
+// 7951 quotes (64-bit integers, decimal64) as JSON numbers: the JSON
+// encoding.
+func plainNumbers(e *yang.Entry, data []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var walk func(e *yang.Entry, v any) any
+	walk = func(e *yang.Entry, v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				if ce := e.Dir[stripModule(k)]; ce != nil {
+					x[k] = walk(ce, c)
+				}
+			}
+		case []any:
+			for i, c := range x {
+				x[i] = walk(e, c)
+			}
+		case string:
+			if !e.IsLeaf() && !e.IsLeafList() {
+				return v
+			}
+			switch t := resolveType(e); t.Kind {
+			case yang.Yint64, yang.Yuint64, yang.Ydecimal64:
+				if _, err := strconv.ParseFloat(x, 64); err == nil {
+					return json.Number(x)
+				}
+			}
+		}
+		return v
+	}
+	return json.Marshal(walk(e, v))
+}

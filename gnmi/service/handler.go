@@ -1,0 +1,189 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gnmi/clock"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// Dataplane is what the target programs: one switch's congestion-aware node.
+// server/dataplane binds the simulator's node; tests use fakes.
+type Dataplane interface {
+	// ApplyConfig validates the whole intended configuration, translates
+	// it and applies it atomically: when it returns an error the dataplane
+	// runs exactly as before. An error that wraps ErrInvalidConfig is the
+	// configuration's fault (INVALID_ARGUMENT); any other is the
+	// dataplane's (INTERNAL, or the context's code).
+	ApplyConfig(ctx context.Context, intended *oc.Lhcnp_Lhcnp) error
+}
+
+// StatePublisher writes the dataplane's state into the store. The target
+// calls PublishNow after every commit, so that a Get right after a Set sees
+// the applied values (config/x and state/x agree, effective-* recomputed).
+type StatePublisher interface {
+	PublishNow(ctx context.Context) error
+}
+
+// ErrInvalidConfig is wrapped by Dataplane errors that reject the
+// configuration itself.
+var ErrInvalidConfig = errors.New("invalid configuration")
+
+type handlerOptions struct {
+	pub     StatePublisher
+	clk     clock.Clock
+	log     *slog.Logger
+	onEvent func(CommitEvent)
+}
+
+// WithLogger sets the logger of events no RPC reports, such as an automatic
+// rollback (default: none).
+func WithLogger(l *slog.Logger) HandlerOption { return func(o *handlerOptions) { o.log = l } }
+
+// WithCommitObserver calls f on every commit-confirmed event, with h.mu
+// held: f must not call the Handler.
+func WithCommitObserver(f func(CommitEvent)) HandlerOption {
+	return func(o *handlerOptions) { o.onEvent = f }
+}
+
+// HandlerOption configures a Handler.
+type HandlerOption func(*handlerOptions)
+
+// WithStatePublisher sets the publisher run after each commit.
+func WithStatePublisher(p StatePublisher) HandlerOption {
+	return func(o *handlerOptions) { o.pub = p }
+}
+
+// WithHandlerClock sets the clock of response timestamps when nothing was
+// published (default: real time).
+func WithHandlerClock(c clock.Clock) HandlerOption { return func(o *handlerOptions) { o.clk = c } }
+
+// Handler serves Capabilities, Get and Set for one switch: the intended
+// configuration is an *oc.Root (config containers only), Set changes it as
+// a transaction and applies it to the Dataplane, and Get reads the store,
+// where config is published on commit and state by the StatePublisher.
+type Handler struct {
+	s   *schema.Schema
+	st  *store.Store
+	dp  Dataplane
+	o   handlerOptions
+	ver string
+
+	mu        sync.Mutex // serialises Set and Load
+	intended  *oc.Root
+	published map[string]*gnmi.Path // config leaves in the store, by PathString
+	pending   *pendingCommit        // the commit waiting for confirmation (gnmi_ext.Commit)
+	expired   expiredCommit         // the last commit rolled back by its timer
+}
+
+// NewHandler returns a handler with an empty intended configuration; call
+// Load to apply the initial one.
+func NewHandler(s *schema.Schema, st *store.Store, dp Dataplane, opts ...HandlerOption) *Handler {
+	o := handlerOptions{clk: clock.Real{}, log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Handler{s: s, st: st, dp: dp, o: o, ver: gnmiVersion(),
+		intended: &oc.Root{}, published: map[string]*gnmi.Path{}}
+}
+
+// gnmiVersion is the gnmi_service option of the gnmi.proto we are built
+// with ("0.10.0" for openconfig/gnmi v0.14.1).
+func gnmiVersion() string {
+	opts := gnmi.File_github_com_openconfig_gnmi_proto_gnmi_gnmi_proto.Options()
+	if v, ok := proto.GetExtension(opts, gnmi.E_GnmiService).(string); ok && v != "" {
+		return v
+	}
+	return "0.10.0"
+}
+
+// Intended returns a copy of the intended configuration.
+func (h *Handler) Intended() (*oc.Root, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, err := ygot.DeepCopy(h.intended)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*oc.Root), nil
+}
+
+// Load replaces the intended configuration with root (as a Set replacing
+// "/" would): checked, applied to the dataplane and published. It is how
+// the initial configuration of a switch is applied.
+func (h *Handler) Load(ctx context.Context, root *oc.Root) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, err := ygot.DeepCopy(root)
+	if err != nil {
+		return err
+	}
+	cand := c.(*oc.Root)
+	if _, err := h.commit(ctx, cand); err != nil {
+		return err.err
+	}
+	return nil
+}
+
+// LoadJSON is Load from a JSON document of the root: RFC 7951 (what a Get
+// of "/" in JSON_IETF returns) or plain JSON, in the forms Set accepts
+// (schema.DecodeValue); errors name the YANG path.
+func (h *Handler) LoadJSON(ctx context.Context, data []byte) error {
+	ietf, err := schema.DecodeJSON(h.s.Root(), data)
+	if err != nil {
+		return fmt.Errorf("initial configuration: %w", err)
+	}
+	root := &oc.Root{}
+	if err := oc.Unmarshal(ietf, root); err != nil {
+		return fmt.Errorf("initial configuration: %w", err)
+	}
+	return h.Load(ctx, root)
+}
+
+// Capabilities reports our modules, encodings and gNMI version (gNMI 3.2).
+func (h *Handler) Capabilities(ctx context.Context, req *gnmi.CapabilityRequest) (*gnmi.CapabilityResponse, error) {
+	return &gnmi.CapabilityResponse{
+		SupportedModels:    schema.Models(),
+		SupportedEncodings: schema.Encodings(),
+		GNMIVersion:        h.ver,
+	}, nil
+}
+
+// opError is a failed transaction: the gRPC code and message, and the index
+// of the operation at fault (-1 when the whole candidate is).
+type opError struct {
+	code codes.Code
+	op   int
+	err  error
+}
+
+func (e *opError) status(req *gnmi.SetRequest, ops []setOp) error {
+	st := status.New(e.code, e.err.Error())
+	// Details: one UpdateResult per operation, the failed one with its
+	// error and the others ABORTED (gNMI 3.4.7).
+	resp := &gnmi.SetResponse{Prefix: req.GetPrefix()}
+	for i, o := range ops {
+		r := &gnmi.UpdateResult{Path: o.path, Op: o.kind}
+		if i == e.op {
+			r.Message = &gnmi.Error{Code: uint32(e.code), Message: e.err.Error()}
+		} else {
+			r.Message = &gnmi.Error{Code: uint32(codes.Aborted), Message: "aborted: another operation failed"}
+		}
+		resp.Response = append(resp.Response, r)
+	}
+	if d, err := st.WithDetails(resp); err == nil {
+		st = d
+	}
+	return st.Err()
+}

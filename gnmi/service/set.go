@@ -1,0 +1,316 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+	"github.com/openconfig/ygot/ytypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// setOp is one operation of a SetRequest, in the order applied.
+type setOp struct {
+	kind gnmi.UpdateResult_Operation
+	name string     // "delete[0]", "update[2]": how errors name the operation
+	path *gnmi.Path // as the client sent it
+	full *gnmi.Path // prefix + path, module qualifiers stripped
+	val  *gnmi.TypedValue
+}
+
+// Set applies a SetRequest as one transaction (gNMI 3.4): deletes, then
+// replaces, then updates, in request order, on a copy of the intended
+// configuration; then the key leaves are reconciled, the whole candidate is
+// validated by ygot and by the model's own rules (schema.CheckRules), and
+// applied to the dataplane, which validates again and applies atomically.
+// Only then is the candidate committed and its leaves published. Any
+// failure leaves config, state and dataplane exactly as they were.
+//
+// Codes (3.4.7): a path the schema does not have is NOT_FOUND; a malformed
+// path, a wildcard or partial-key update/replace, a value of the wrong type,
+// a write to read-only state, a ygot validation error, a rule of the model
+// (K_min below K_max, kmax/kmin required by EXPLICIT modes, no RESUME as a
+// trigger action) and a dataplane rejection are INVALID_ARGUMENT: they are
+// all faults of the request, whatever the state of the switch, so
+// FAILED_PRECONDITION does not fit. union_replace is UNIMPLEMENTED. The
+// message names the operation, the path and the reason, and the status
+// details carry a SetResponse with one UpdateResult per operation (the
+// failed one with its error, the others ABORTED).
+//
+// With the gnmi_ext.Commit extension the Set is a confirmed commit (see
+// commitAction); while one waits for confirmation, a Set without the
+// extension is FAILED_PRECONDITION.
+func (h *Handler) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetResponse, error) {
+	if len(req.GetUnionReplace()) > 0 {
+		return nil, status.Error(codes.Unimplemented, "union_replace is not supported")
+	}
+	prefix := req.GetPrefix()
+	if err := schema.CheckOrigin(prefix.GetOrigin()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "prefix: %v", err)
+	}
+	var ops []setOp
+	for i, p := range req.GetDelete() {
+		ops = append(ops, setOp{kind: gnmi.UpdateResult_DELETE, name: fmt.Sprintf("delete[%d]", i), path: p})
+	}
+	for i, u := range req.GetReplace() {
+		ops = append(ops, setOp{kind: gnmi.UpdateResult_REPLACE, name: fmt.Sprintf("replace[%d]", i), path: u.GetPath(), val: u.GetVal()})
+	}
+	for i, u := range req.GetUpdate() {
+		ops = append(ops, setOp{kind: gnmi.UpdateResult_UPDATE, name: fmt.Sprintf("update[%d]", i), path: u.GetPath(), val: u.GetVal()})
+	}
+	for i := range ops {
+		ops[i].full = schema.Normalize(schema.Join(prefix, ops[i].path))
+	}
+	cm, err := commitExtension(req)
+	if err != nil {
+		return nil, err
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// A caller that gave up while the Set waited for the lock gets no
+	// change applied behind its back (it may have sent a cancel already,
+	// which ran first: a commit applied now would stay pending for no one).
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	if cm != nil {
+		return h.commitAction(ctx, req, ops, cm)
+	}
+	if h.pending != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "commit %q is waiting for confirmation until %s: confirm or cancel it before another Set",
+			h.pending.id, h.pending.deadline.UTC().Format(time.RFC3339))
+	}
+	return h.set(ctx, req, ops)
+}
+
+// set applies the operations as one transaction; h.mu is held.
+func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp) (*gnmi.SetResponse, error) {
+	prefix := req.GetPrefix()
+	c, err := ygot.DeepCopy(h.intended)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "copy of the intended configuration: %v", err)
+	}
+	cand := c.(*oc.Root)
+	for i := range ops {
+		if err := h.applyOp(cand, &ops[i]); err != nil {
+			err.op = i
+			return nil, err.status(req, ops)
+		}
+	}
+	ts, oerr := h.commit(ctx, cand)
+	if oerr != nil {
+		if oerr.op = blame(ops, oerr.err); oerr.op >= 0 {
+			oerr.err = fmt.Errorf("%s %w", ops[oerr.op].name, oerr.err)
+		}
+		return nil, oerr.status(req, ops)
+	}
+	resp := &gnmi.SetResponse{Prefix: prefix, Timestamp: ts}
+	for _, o := range ops {
+		resp.Response = append(resp.Response, &gnmi.UpdateResult{Path: o.path, Op: o.kind, Timestamp: ts})
+	}
+	return resp, nil
+}
+
+func opErr(code codes.Code, o *setOp, format string, args ...any) *opError {
+	return &opError{code: code, err: fmt.Errorf("%s %s: %s", o.name, schema.PathString(o.full), fmt.Sprintf(format, args...))}
+}
+
+// applyOp applies one operation to the candidate.
+func (h *Handler) applyOp(cand *oc.Root, o *setOp) *opError {
+	if err := schema.CheckOrigin(o.path.GetOrigin()); err != nil {
+		return opErr(codes.InvalidArgument, o, "%v", err)
+	}
+	res, err := h.s.Resolve(o.full)
+	switch {
+	case errors.Is(err, schema.ErrUnknown):
+		return opErr(codes.NotFound, o, "%v", err)
+	case err != nil:
+		return opErr(codes.InvalidArgument, o, "%v", err)
+	case res.ReadOnly:
+		return opErr(codes.InvalidArgument, o, "read-only state cannot be changed")
+	}
+	ys := &ytypes.Schema{Root: cand, SchemaTree: h.s.YTypes().SchemaTree}
+	if o.kind == gnmi.UpdateResult_DELETE {
+		if !res.Wildcard {
+			if err := ytypes.DeleteNode(h.s.Root(), cand, o.full); err != nil {
+				return opErr(codes.InvalidArgument, o, "%v", err)
+			}
+			return nil
+		}
+		// Expand the wildcards over the data (3.4.6), partial keys
+		// included; a delete that matches nothing is accepted.
+		vals, err := h.s.Values(cand)
+		if err != nil {
+			return opErr(codes.Internal, o, "%v", err)
+		}
+		seen := map[string]bool{}
+		var nodes []*gnmi.Path
+		for _, v := range vals {
+			n, ok := schema.MatchPrefix(o.full, v.Path)
+			if !ok {
+				continue
+			}
+			node := &gnmi.Path{Elem: v.Path.GetElem()[:n]}
+			if k := schema.PathString(node); !seen[k] {
+				seen[k] = true
+				nodes = append(nodes, node)
+			}
+		}
+		for _, n := range nodes {
+			if err := ytypes.DeleteNode(h.s.Root(), cand, n); err != nil {
+				return opErr(codes.InvalidArgument, o, "%s: %v", schema.PathString(n), err)
+			}
+		}
+		return nil
+	}
+	if res.Wildcard || res.PartialKeys {
+		return opErr(codes.InvalidArgument, o, "%s must name exactly one node: no wildcards, every list key given (gNMI 3.4.5)", strings.ToLower(o.kind.String()))
+	}
+	if o.val == nil || o.val.GetValue() == nil {
+		return opErr(codes.InvalidArgument, o, "no value")
+	}
+	if res.Entry == nil {
+		return opErr(codes.InvalidArgument, o, "%s must name exactly one node", strings.ToLower(o.kind.String()))
+	}
+	// Every value form a client may send (PROTO scalars, json_val,
+	// json_ietf_val with numbers or strings) becomes RFC 7951 JSON checked
+	// against the node's types, so that errors name the YANG path.
+	val, err := h.s.DecodeValue(res.Entry, o.val)
+	if err != nil {
+		return opErr(codes.InvalidArgument, o, "invalid value: %v", err)
+	}
+	u := &gnmi.Update{Path: o.full, Val: val}
+	sr := &gnmi.SetRequest{}
+	if o.kind == gnmi.UpdateResult_REPLACE {
+		sr.Replace = []*gnmi.Update{u}
+	} else {
+		sr.Update = []*gnmi.Update{u}
+	}
+	if err := ytypes.UnmarshalSetRequest(ys, sr); err != nil {
+		return opErr(codes.InvalidArgument, o, "invalid value: %v", cleanYgot(err))
+	}
+	// Validate what this operation wrote, so that a value out of range is
+	// blamed on it; the whole candidate is validated again at commit.
+	nodes, err := ytypes.GetNode(h.s.Root(), cand, o.full)
+	if err == nil && len(nodes) == 1 && res.Entry != nil {
+		if verr := ytypes.Validate(res.Entry, nodes[0].Data, &ytypes.LeafrefOptions{IgnoreMissingData: true}); verr != nil {
+			return opErr(codes.InvalidArgument, o, "invalid value: %v", cleanYgot(verr))
+		}
+	}
+	return nil
+}
+
+// commit checks the candidate, applies it to the dataplane and makes it the
+// intended configuration, publishing its leaves. It returns the timestamp
+// of the publication.
+func (h *Handler) commit(ctx context.Context, cand *oc.Root) (int64, *opError) {
+	invalid := func(err error) *opError { return &opError{code: codes.InvalidArgument, op: -1, err: err} }
+	if err := schema.NormalizeKeys(cand); err != nil {
+		return 0, invalid(err)
+	}
+	vals, err := h.s.Values(cand)
+	if err != nil {
+		return 0, &opError{code: codes.Internal, op: -1, err: err}
+	}
+	for _, v := range vals {
+		l, ok := h.s.LeafAt(v.Path)
+		if !ok || l.Class != schema.ClassConfig {
+			return 0, invalid(&schema.RuleError{Path: schema.PathString(v.Path), Reason: "read-only state cannot be changed"})
+		}
+	}
+	// Validate below the fake root: ygot then skips its walk of every
+	// leafref from the root, the costliest part of a Set. The model's only
+	// leafrefs are list keys pointing at config/<key>, which NormalizeKeys
+	// has just made consistent.
+	if err := cand.GetOrCreateLhcnp().Validate(); err != nil {
+		return 0, invalid(fmt.Errorf("validation: %v", cleanYgot(err)))
+	}
+	if err := schema.CheckRules(cand); err != nil {
+		return 0, invalid(err)
+	}
+	if err := h.dp.ApplyConfig(ctx, cand.GetOrCreateLhcnp()); err != nil {
+		if errors.Is(err, ErrInvalidConfig) {
+			return 0, invalid(fmt.Errorf("rejected by the dataplane: %w", err))
+		}
+		return 0, &opError{code: errCode(err), op: -1, err: fmt.Errorf("dataplane: %w", err)}
+	}
+	// Committed: from here on nothing fails.
+	h.intended = cand
+	var b store.Batch
+	cur := make(map[string]*gnmi.Path, len(vals))
+	for _, v := range vals {
+		cur[schema.PathString(v.Path)] = v.Path
+		b.Update(v.Path, v.Val, store.Config)
+	}
+	for k, p := range h.published {
+		if _, ok := cur[k]; !ok {
+			b.Delete(p)
+		}
+	}
+	ts, _ := h.st.Apply(&b, 0)
+	h.published = cur
+	if h.o.pub != nil {
+		// The state tree catches up now rather than at the next tick; a
+		// failure here does not undo the commit (the next tick retries).
+		_ = h.o.pub.PublishNow(ctx)
+	}
+	return ts, nil
+}
+
+// blame returns the index of the operation at fault for a rule violation:
+// the last one whose path is the violating leaf, one of its ancestors, a
+// descendant, or a sibling leaf (an update of kmax can make kmin wrong).
+// It returns -1 when none is (all operations are then reported ABORTED).
+func blame(ops []setOp, err error) int {
+	var re *schema.RuleError
+	if !errors.As(err, &re) {
+		return -1
+	}
+	parent := re.Path
+	if i := strings.LastIndexByte(parent, '/'); i > 0 {
+		parent = parent[:i]
+	}
+	for i := len(ops) - 1; i >= 0; i-- {
+		p := schema.PathString(ops[i].full)
+		if p == "/" || p == re.Path || strings.HasPrefix(re.Path, p+"/") ||
+			strings.HasPrefix(p, re.Path+"/") || strings.HasPrefix(p, parent+"/") {
+			return i
+		}
+	}
+	return -1
+}
+
+// cleanYgot shortens ygot's wrapped errors: no "setNode:" or gRPC status
+// wrapping, and a validation error chain ("/root/a: /root/a/b: /root/a/b/c:
+// schema "c": reason") reduced to its last path and the reason.
+func cleanYgot(err error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, "setNode: ")
+	if strings.HasPrefix(s, `schema "`) {
+		// schema "alpha": reason → reason (the path is in the message).
+		if i := strings.Index(s, `": `); i >= 0 {
+			s = s[i+3:]
+		}
+	}
+	s = strings.ReplaceAll(s, "rpc error: code = Unknown desc = ", "")
+	if i := strings.LastIndex(s, "/root/"); i >= 0 {
+		rest := s[i+len("/root"):]
+		if j := strings.Index(rest, ": "); j >= 0 {
+			path, reason := rest[:j], rest[j+2:]
+			if k := strings.Index(reason, "\": "); strings.HasPrefix(reason, "schema \"") && k >= 0 {
+				reason = reason[k+3:]
+			}
+			return path + ": " + reason
+		}
+	}
+	return s
+}

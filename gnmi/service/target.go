@@ -1,0 +1,198 @@
+// Package target assembles the gNMI target's gRPC server: transport security
+// (TLS or an explicit insecure mode), the auth interceptors, message limits,
+// and one gnmi.GNMIServer whose RPCs delegate to handlers, each given by its
+// own option: Subscribe from server/subscribe, Capabilities, Get and Set
+// from this package's schema-bound Handler (NewHandler). An RPC without a
+// handler is UNIMPLEMENTED (a server that only streams, as the collector's
+// test switches, has Subscribe alone).
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+
+	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// DefaultMaxRecvMsgSize is the largest request accepted (gRPC's default);
+// a larger one is RESOURCE_EXHAUSTED.
+const DefaultMaxRecvMsgSize = 4 << 20
+
+// The handler interfaces, one per RPC, so each can come from its own package.
+type (
+	CapabilitiesHandler interface {
+		Capabilities(context.Context, *gnmi.CapabilityRequest) (*gnmi.CapabilityResponse, error)
+	}
+	GetHandler interface {
+		Get(context.Context, *gnmi.GetRequest) (*gnmi.GetResponse, error)
+	}
+	SetHandler interface {
+		Set(context.Context, *gnmi.SetRequest) (*gnmi.SetResponse, error)
+	}
+	SubscribeHandler interface {
+		Subscribe(gnmi.GNMI_SubscribeServer) error
+	}
+)
+
+type options struct {
+	tls        *tls.Config
+	insecure   bool
+	auth       *auth.Authenticator
+	maxRecv    int
+	caps       CapabilitiesHandler
+	get        GetHandler
+	set        SetHandler
+	sub        SubscribeHandler
+	grpcOpts   []grpc.ServerOption
+	unaryInts  []grpc.UnaryServerInterceptor
+	streamInts []grpc.StreamServerInterceptor
+	unaryOut   []grpc.UnaryServerInterceptor
+	streamOut  []grpc.StreamServerInterceptor
+}
+
+// Option configures a Server.
+type Option func(*options)
+
+// WithTLS serves over TLS with cfg (see auth.ServerTLS).
+func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
+
+// WithInsecure serves plaintext; it must be asked for explicitly (labs).
+func WithInsecure() Option { return func(o *options) { o.insecure = true } }
+
+// WithAuth installs the authenticator's interceptors.
+func WithAuth(a *auth.Authenticator) Option { return func(o *options) { o.auth = a } }
+
+// WithMaxRecvMsgSize sets the largest request in bytes.
+func WithMaxRecvMsgSize(n int) Option { return func(o *options) { o.maxRecv = n } }
+
+// WithCapabilities, WithGet, WithSet and WithSubscribe set the RPC handlers.
+func WithCapabilities(h CapabilitiesHandler) Option { return func(o *options) { o.caps = h } }
+
+// WithGet sets the Get handler.
+func WithGet(h GetHandler) Option { return func(o *options) { o.get = h } }
+
+// WithSet sets the Set handler.
+func WithSet(h SetHandler) Option { return func(o *options) { o.set = h } }
+
+// WithSubscribe sets the Subscribe handler (a *subscribe.Server).
+func WithSubscribe(h SubscribeHandler) Option { return func(o *options) { o.sub = h } }
+
+// WithInterceptors adds interceptors that run after authentication (fault
+// injection in tests, metrics).
+func WithInterceptors(u []grpc.UnaryServerInterceptor, s []grpc.StreamServerInterceptor) Option {
+	return func(o *options) {
+		o.unaryInts = append(o.unaryInts, u...)
+		o.streamInts = append(o.streamInts, s...)
+	}
+}
+
+// WithOuterInterceptors adds interceptors that run before authentication,
+// so that they see every RPC, refused ones included (metrics).
+func WithOuterInterceptors(u []grpc.UnaryServerInterceptor, s []grpc.StreamServerInterceptor) Option {
+	return func(o *options) {
+		o.unaryOut = append(o.unaryOut, u...)
+		o.streamOut = append(o.streamOut, s...)
+	}
+}
+
+// WithGRPCOptions adds raw gRPC server options (keepalive and the like).
+func WithGRPCOptions(opts ...grpc.ServerOption) Option {
+	return func(o *options) { o.grpcOpts = append(o.grpcOpts, opts...) }
+}
+
+// Server is a gNMI target's gRPC server.
+type Server struct {
+	g *grpc.Server
+}
+
+// ErrTransport is returned when neither or both of TLS and insecure are set.
+var ErrTransport = errors.New("target: exactly one of WithTLS and WithInsecure is required")
+
+// New builds the server.
+func New(opts ...Option) (*Server, error) {
+	o := options{maxRecv: DefaultMaxRecvMsgSize}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if (o.tls == nil) == !o.insecure {
+		return nil, ErrTransport
+	}
+	creds := insecure.NewCredentials()
+	if o.tls != nil {
+		creds = credentials.NewTLS(o.tls)
+	}
+	unary := append([]grpc.UnaryServerInterceptor(nil), o.unaryOut...)
+	stream := append([]grpc.StreamServerInterceptor(nil), o.streamOut...)
+	if o.auth != nil {
+		unary = append(unary, o.auth.UnaryInterceptor())
+		stream = append(stream, o.auth.StreamInterceptor())
+	}
+	unary = append(unary, o.unaryInts...)
+	stream = append(stream, o.streamInts...)
+	gopts := append([]grpc.ServerOption{
+		grpc.Creds(creds),
+		grpc.MaxRecvMsgSize(o.maxRecv),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+	}, o.grpcOpts...)
+	g := grpc.NewServer(gopts...)
+	gnmi.RegisterGNMIServer(g, &service{caps: o.caps, get: o.get, set: o.set, sub: o.sub})
+	return &Server{g: g}, nil
+}
+
+// Serve serves on lis until Stop.
+func (s *Server) Serve(lis net.Listener) error { return s.g.Serve(lis) }
+
+// Stop closes every connection and stream now.
+func (s *Server) Stop() { s.g.Stop() }
+
+// GracefulStop waits for RPCs to finish; Subscribe streams end only when
+// their clients cancel, so prefer Stop for those.
+func (s *Server) GracefulStop() { s.g.GracefulStop() }
+
+// GRPC returns the underlying server, to register more services.
+func (s *Server) GRPC() *grpc.Server { return s.g }
+
+type service struct {
+	gnmi.UnimplementedGNMIServer
+	caps CapabilitiesHandler
+	get  GetHandler
+	set  SetHandler
+	sub  SubscribeHandler
+}
+
+func (s *service) Capabilities(ctx context.Context, req *gnmi.CapabilityRequest) (*gnmi.CapabilityResponse, error) {
+	if s.caps == nil {
+		return nil, status.Error(codes.Unimplemented, "capabilities is not implemented yet")
+	}
+	return s.caps.Capabilities(ctx, req)
+}
+
+func (s *service) Get(ctx context.Context, req *gnmi.GetRequest) (*gnmi.GetResponse, error) {
+	if s.get == nil {
+		return nil, status.Error(codes.Unimplemented, "get is not implemented yet")
+	}
+	return s.get.Get(ctx, req)
+}
+
+func (s *service) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetResponse, error) {
+	if s.set == nil {
+		return nil, status.Error(codes.Unimplemented, "set is not implemented yet")
+	}
+	return s.set.Set(ctx, req)
+}
+
+func (s *service) Subscribe(stream gnmi.GNMI_SubscribeServer) error {
+	if s.sub == nil {
+		return status.Error(codes.Unimplemented, "subscribe is not implemented")
+	}
+	return s.sub.Subscribe(stream)
+}
