@@ -352,11 +352,11 @@ func TestRestartDuringSpillReplay(t *testing.T) {
 // drained during the outage (it cannot hand the target over: its rows
 // spill), PostgreSQL comes back and b takes the target over once a's lease
 // expires; a then starts again on its spill. No sample and no event is
-// stored twice and no event is made again; lost are the rounds published
-// while no collector streamed, and what a received during the outage but
-// could not store before its lease moved (its spilled batches carry the old
-// lease epoch: the fencing refuses them, counted as stale_epoch) — both
-// reported.
+// stored twice and no event is made again; what a received during the
+// outage is stored although its lease moved meanwhile (its spilled batches
+// carry the old epoch: the writer merges what b had not stored, none
+// refused as stale_epoch); lost are only the rounds published while no
+// collector streamed, reported.
 func TestHandoverDuringOutage(t *testing.T) {
 	srv, pool, dsn := newPrivateDB(t)
 	sw := switchOwnedBy(t, "sw-outage", "collector-a", "collector-a", "collector-b")
@@ -387,7 +387,7 @@ func TestHandoverDuringOutage(t *testing.T) {
 	pool = restartServer(t, srv)
 	stored := lastStored(t, pool, f.p)
 	waitStreaming(t, b, sw)
-	gaps := []gap{{after: stored, upTo: f.rounds()}}
+	gaps := []gap{{after: received, upTo: f.rounds()}} // a's spill is stored
 	f.more(t, pool, 2*cnpEvery)
 	a = start(t, cfgA, short) // on its spill; rendezvous hashing gives it the target back
 	waitFor(t, 60*time.Second, "a's spill replayed", func() (bool, string) {
@@ -397,12 +397,20 @@ func TestHandoverDuringOutage(t *testing.T) {
 	f.more(t, pool, 2*cnpEvery)
 	pu.stop()
 	waitLastRound(t, pool, f.p)
-	stale := testutil.ToFloat64(a.Metrics().DroppedRows.WithLabelValues("stale_epoch"))
+	am := a.Metrics()
+	refused := testutil.ToFloat64(am.DroppedRows.WithLabelValues(metrics.DropStaleEpoch))
+	merged := testutil.ToFloat64(am.StaleMerged.WithLabelValues("samples"))
+	mergedEvents := testutil.ToFloat64(am.StaleMerged.WithLabelValues("events"))
+	dups := testutil.ToFloat64(am.DroppedRows.WithLabelValues(metrics.DropStaleDuplicate))
 	a.stop(t)
 	b.stop(t)
 	tl := f.check(t, pool, gaps, a, b)
-	t.Logf("handover during an outage: %v; gap %v, of which rounds %d..%d reached a before it stopped (its spill: %v rows refused as stale_epoch)",
-		tl, gaps, stored+1, received, stale)
+	if refused != 0 || merged == 0 {
+		t.Errorf("a's stale spill: %v rows refused as stale_epoch, %v samples merged; want 0 refused, some merged", refused, merged)
+	}
+	t.Logf("handover during an outage: %v; gap %v; rounds %d..%d reached a before it stopped, spilled and stored after "+
+		"the lease moved: %v samples and %v events merged, %v rows b had stored, %v refused",
+		tl, gaps, stored+1, received, merged, mergedEvents, dups, refused)
 }
 
 // TestHandoverStoresEventsOnce: collector a drains and b takes its switch

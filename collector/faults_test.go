@@ -434,8 +434,8 @@ func TestLeasesShareTargets(t *testing.T) {
 		if got := testutil.ToFloat64(m.Handovers.WithLabelValues(tt.direction, metrics.HandoverBreakBeforeMake)); got != 0 {
 			t.Errorf("%s: %v targets %s break-before-make, want 0", tt.c.ID(), got, tt.direction)
 		}
-		if got := testutil.ToFloat64(m.DroppedRows.WithLabelValues(metrics.DropStaleEpoch)); got != 0 {
-			t.Errorf("%s: %v rows refused as stale", tt.c.ID(), got)
+		if got := testutil.ToFloat64(m.Batches.WithLabelValues("stale")); got != 0 {
+			t.Errorf("%s: %v batches refused as stale (merged)", tt.c.ID(), got)
 		}
 	}
 	for _, sw := range sws {
@@ -501,7 +501,9 @@ func tail(r []int) []int { return r[max(0, len(r)-3):] }
 
 // TestFencingRefusesStaleEpoch moves a target's lease behind the
 // collector's back: its batches with the old epoch are refused in their
-// transaction and counted, and the collector takes the lease again.
+// transaction and merged (writer.storeStale), where every row is refused
+// and counted as stale_epoch: each is newer than anything stored of its
+// series, and the owner (which stores nothing here) may still hold it.
 func TestFencingRefusesStaleEpoch(t *testing.T) {
 	pool, dsn := newDB(t)
 	sw := switchtest.Start(t, "sw1")

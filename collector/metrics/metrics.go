@@ -30,8 +30,16 @@ const (
 	DropSpillFull    = "spill_full"    // the spill reached writer.spill_bytes
 	DropSpillError   = "spill_error"   // the spill could not be written (disk error)
 	DropSpillCorrupt = "spill_corrupt" // a spilled record failed its CRC
-	DropStaleEpoch   = "stale_epoch"   // the target's lease moved to another collector
-	DropDuplicate    = "duplicate"     // a re-sent value already stored (not a loss)
+	// DropStaleEpoch: rows of a batch whose target's lease moved (a
+	// stale epoch) that the writer's merge could not store without risking
+	// a second copy: samples newer than anything stored of their series
+	// (the owner's stream may still carry them), or a whole batch when the
+	// merge cannot run (no lease row; a row PostgreSQL refuses).
+	DropStaleEpoch = "stale_epoch"
+	// DropStaleDuplicate: rows of a stale batch already stored (by the
+	// target's owner, or by an earlier replay of the batch): not a loss.
+	DropStaleDuplicate = "stale_duplicate"
+	DropDuplicate      = "duplicate" // a re-sent value already stored (not a loss)
 )
 
 // Handover kinds (label kind of Handovers).
@@ -103,6 +111,10 @@ type Metrics struct {
 	// EventConflicts: events the database already held (its unique key on
 	// an event's identity refused them): 0 unless an event was met twice.
 	EventConflicts prometheus.Counter
+	// StaleMerged: rows of stale batches (their lease epoch no longer the
+	// target's) stored by the writer's merge, by table: values only this
+	// collector received.
+	StaleMerged *prometheus.CounterVec
 
 	mu     sync.Mutex
 	states map[string]string
@@ -122,11 +134,11 @@ func New() *Metrics {
 		RowsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "rows_written_total",
 			Help: "Rows committed, per table (rate() gives rows per second)."}, []string{"table"}),
 		Batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "batches_total",
-			Help: "Batches handled by the writer, by outcome (stored, replayed: already in the ledger, partial: some rows dead-lettered, stale: lease lost)."}, []string{"outcome"}),
+			Help: "Batches handled by the writer, by outcome (stored, replayed: already in the ledger, partial: some rows dead-lettered, stale: its lease had moved, its rows merged)."}, []string{"outcome"}),
 		DeadLetters: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "dead_letters_total",
 			Help: "Rows PostgreSQL refused, stored in dead_letters with the error."}),
 		DroppedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "dropped_rows_total",
-			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch; duplicate counts re-sent values already stored)."}, []string{"reason"}),
+			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch: rows of a stale batch the merge could not store; duplicate and stale_duplicate count values already stored, not a loss)."}, []string{"reason"}),
 		QueueRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_rows",
 			Help: "Rows in the in-memory queue."}),
 		QueueBatches: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_batches",
@@ -159,15 +171,20 @@ func New() *Metrics {
 			Help: "Reads of the latest table that failed and are retried, by phase (seed: a target's loop starts; promote: a standby stream is promoted after its lease was taken)."}, []string{"phase"}),
 		EventConflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "event_conflicts_total",
 			Help: "Events not stored because the events table already held one of the same identity (target, kind, ts, interface, queue): 0 unless an event was met twice."}),
+		StaleMerged: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "stale_merged_rows_total",
+			Help: "Rows of batches whose target's lease had moved (stale epoch) stored by the writer's merge, per table: values the target's owner had not stored."}, []string{"table"}),
 		states: map[string]string{},
 	}
 	m.Registry.MustRegister(m.TargetState, m.Notifications, m.Resubscribes, m.RowsWritten, m.Batches,
 		m.DeadLetters, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
 		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers, m.StandbyDiscarded, m.StandbyRows, m.ReadyAnnounced, m.LeaseRenewals,
-		m.LatestReadErrors, m.EventConflicts,
+		m.LatestReadErrors, m.EventConflicts, m.StaleMerged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropDuplicate} {
+	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropStaleDuplicate, DropDuplicate} {
 		m.DroppedRows.WithLabelValues(r)
+	}
+	for _, t := range []string{"samples", "events"} {
+		m.StaleMerged.WithLabelValues(t)
 	}
 	return m
 }

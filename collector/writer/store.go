@@ -58,6 +58,18 @@ func (w *Writer) begin(ctx context.Context, b *rows.Batch) (tx pgx.Tx, stored bo
 			return nil, false, err
 		}
 	}
+	stored, err = w.claimLedger(ctx, tx, b)
+	if err != nil || stored {
+		tx.Rollback(ctx)
+		return nil, stored, err
+	}
+	return tx, false, nil
+}
+
+// claimLedger writes b's ledger row in tx; stored is true when the ledger
+// already has the batch (a replay). Another batch that drew the same id
+// gets a new one.
+func (w *Writer) claimLedger(ctx context.Context, tx pgx.Tx, b *rows.Batch) (stored bool, err error) {
 	first, last := b.TSRange()
 	var firstTS, lastTS any
 	if len(b.Samples) > 0 {
@@ -66,25 +78,21 @@ func (w *Writer) begin(ctx context.Context, b *rows.Batch) (tx pgx.Tx, stored bo
 	for {
 		tag, err := tx.Exec(ctx, ledgerSQL, b.ID, b.Collector, b.Target, b.Epoch, b.Rows(), firstTS, lastTS)
 		if err != nil {
-			tx.Rollback(ctx)
-			return nil, false, err
+			return false, err
 		}
 		if tag.RowsAffected() == 1 {
-			return tx, false, nil
+			return false, nil
 		}
 		// The id is in the ledger: this batch (a replay) or another one
 		// that drew the same random id.
 		var target string
 		var n int
 		var f, l *time.Time
-		err = tx.QueryRow(ctx, ledgerCheckSQL, b.ID).Scan(&target, &n, &f, &l)
-		if err != nil {
-			tx.Rollback(ctx)
-			return nil, false, err
+		if err := tx.QueryRow(ctx, ledgerCheckSQL, b.ID).Scan(&target, &n, &f, &l); err != nil {
+			return false, err
 		}
 		if target == b.Target && n == b.Rows() && sameTS(f, firstTS) && sameTS(l, lastTS) {
-			tx.Rollback(ctx)
-			return nil, true, nil
+			return true, nil
 		}
 		w.o.log.Warn("batch id collision, drawing another", "batch", b.ID, "target", b.Target)
 		b.ID = rows.NewBatchID()
@@ -309,13 +317,19 @@ func latestArgs(batches ...[]rows.Sample) []any {
 			}
 		}
 	}
-	n := len(order)
+	return sampleArrays(len(order), func(k int) *rows.Sample { return last[order[k]] })
+}
+
+// sampleArrays are n samples (the k-th is at(k)) as the arrays of an
+// unnest: series ids, timestamps, v_int, v_float, v_num, v_bool, v_text
+// (a value column set, the others NULL) and flags.
+func sampleArrays(n int, at func(k int) *rows.Sample) []any {
 	ids, flags := make([]int64, n), make([]int16, n)
 	ts := make([]time.Time, n)
 	ints, floats, nums, bools, texts := make([]*int64, n), make([]*float64, n), make([]*string, n), make([]*bool, n), make([]*string, n)
-	for k, id := range order {
-		s := last[id]
-		ids[k], ts[k], flags[k] = id, tsOf(s.TS), int16(s.Flags)
+	for k := range n {
+		s := at(k)
+		ids[k], ts[k], flags[k] = s.SeriesID, tsOf(s.TS), int16(s.Flags)
 		switch s.Kind {
 		case rows.ValInt:
 			ints[k] = &s.Int

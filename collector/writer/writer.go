@@ -4,7 +4,9 @@
 // PostgreSQL transaction (COPY into samples and events, series inserted on
 // first sight, latest upserted, and the ingest_ledger row with the lease
 // epoch). A ledger conflict means the batch is already stored (a replay
-// after a crash): it is skipped. Errors are classified: temporary ones
+// after a crash): it is skipped. A batch whose epoch is no longer its
+// target's (the lease moved) is merged instead (stale.go): what it holds
+// that is not stored yet is stored, never a second copy. Errors are classified: temporary ones
 // (connection, serialization, shutdown) are retried with jittered
 // exponential back-off; a bad row is split out of the batch (binary search
 // under savepoints) into dead_letters and the rest is stored.
@@ -34,7 +36,8 @@ import (
 // nor spilled; its rows are counted under a drop reason.
 var ErrDropped = errors.New("writer: batch dropped")
 
-// errStale: the batch's lease epoch is no longer the target's.
+// errStale: the batch's lease epoch is no longer the target's (it is
+// merged: storeStale).
 var errStale = errors.New("writer: stale lease epoch")
 
 type options struct {
@@ -62,7 +65,8 @@ func WithGroupRows(n int) Option { return func(o *options) { o.groupRows = n } }
 func WithRetryMax(d time.Duration) Option { return func(o *options) { o.retryMax = d } }
 
 // WithFencing checks every batch's epoch against the leases table in its
-// transaction (scale-out); a stale batch is refused and counted.
+// transaction (scale-out); a stale batch is merged (storeStale): only what
+// is not stored yet, and nothing the owner may still store.
 func WithFencing(on bool) Option { return func(o *options) { o.fencing = on } }
 
 // WithLogger sets the logger (default: discard).
@@ -378,12 +382,15 @@ func (w *Writer) newBackOff() *backoff.ExponentialBackOff {
 
 // writeRetrying stores b, retrying temporary errors until ctx ends.
 func (w *Writer) writeRetrying(ctx context.Context, b *rows.Batch, bo *backoff.ExponentialBackOff) error {
-	safe := false
+	safe, stale := false, false
 	for {
 		var err error
-		if safe {
+		switch {
+		case stale:
+			err = w.storeStale(ctx, b)
+		case safe:
 			err = w.storeSafe(ctx, b)
-		} else {
+		default:
 			err = w.store(ctx, b)
 		}
 		switch {
@@ -394,10 +401,10 @@ func (w *Writer) writeRetrying(ctx context.Context, b *rows.Batch, bo *backoff.E
 		case errors.Is(err, errRetryNow):
 			continue
 		case errors.Is(err, errStale):
-			w.o.m.Batches.WithLabelValues("stale").Inc()
-			w.o.m.DroppedRows.WithLabelValues(metrics.DropStaleEpoch).Add(float64(b.Rows()))
-			w.o.log.Warn("batch refused: lease moved", "target", b.Target, "epoch", b.Epoch, "rows", b.Rows())
-			return nil
+			// The lease moved: merge what the batch holds that is not
+			// stored (storeStale), from now on.
+			stale = true
+			continue
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}

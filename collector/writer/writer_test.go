@@ -48,14 +48,15 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func newWriter(t testing.TB, pool *pgxpool.Pool) (*writer.Writer, *metrics.Metrics, func()) {
+func newWriter(t testing.TB, pool *pgxpool.Pool, opts ...writer.Option) (*writer.Writer, *metrics.Metrics, func()) {
 	t.Helper()
 	sp, err := spill.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := metrics.New()
-	w := writer.New(pool, sp, writer.WithMetrics(m), writer.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+	opts = append([]writer.Option{writer.WithMetrics(m), writer.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil)))}, opts...)
+	w := writer.New(pool, sp, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

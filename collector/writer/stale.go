@@ -1,0 +1,154 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/rows"
+)
+
+// A stale batch — its lease epoch is no longer its target's: the lease
+// moved while the batch waited (in the spill during an outage), or its
+// collector still streams after losing the lease (a zombie) — is merged:
+// what it holds that is not stored yet is stored, never a second copy.
+//
+// A switch stamps a leaf with the time its value last changed, so a
+// sample's (series_id, ts) names one change of one leaf. Of a stale
+// batch's samples:
+//   - one whose (series_id, ts) is in samples is a duplicate (the owner
+//     stored it, or an earlier merge);
+//   - one at or before its series' latest.ts and not in samples is a
+//     value only this collector received (superseded before the owner's
+//     stream synced): stored;
+//   - one newer than its series' latest.ts (or of a series latest does not
+//     hold) is refused: the owner may hold it in a batch not yet committed
+//     (a zombie receives what the owner receives, at the same time), and
+//     the owner's COPY does not look before it writes. The owner's pending
+//     rows of a series are all newer than that series' latest.ts: its
+//     promotion skipped what latest held, its stream goes forward in time,
+//     and a merge never raises latest (it stores nothing newer). So the
+//     rows a merge stores are never among the owner's pending ones.
+//
+// The merge holds the target's lease row FOR NO KEY UPDATE: it waits for
+// the owner's transaction in flight (whose fencing check holds the row FOR
+// SHARE) and the owner's next one waits for it, and two merges of the
+// target (two zombies, or a replay beside a zombie) run one after the
+// other, so the anti-join sees every row committed before it. The lease
+// row, not an advisory lock: the owner already takes that row in every
+// transaction, so the normal path pays nothing; an advisory lock would
+// need the owner to take it too. Renewals and acquisitions of that one
+// lease wait for the merge, as they wait for the owner's transactions.
+//
+// Events have their own unique key (events_identity): every event of a
+// stale batch is offered with ON CONFLICT DO NOTHING.
+//
+// The ledger row (the batch's own epoch and rows) is written in the same
+// transaction: a replay of the batch is recognised and skipped, and a
+// replay under another id stores nothing twice either (the anti-join).
+const (
+	staleLockSQL    = `SELECT owner, epoch FROM leases WHERE target = $1 FOR NO KEY UPDATE`
+	staleSamplesSQL = `WITH s AS (
+  SELECT DISTINCT ON (series_id, ts) * FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::float8[],
+    $5::numeric[], $6::bool[], $7::text[], $8::smallint[]) AS s (series_id, ts, v_int, v_float, v_num, v_bool, v_text, flags)
+), c AS (
+  SELECT s.*, EXISTS (SELECT FROM samples x WHERE x.series_id = s.series_id AND x.ts = s.ts) AS stored,
+    EXISTS (SELECT FROM latest l WHERE l.series_id = s.series_id AND l.ts >= s.ts) AS passed
+  FROM s
+), m AS (
+  INSERT INTO samples (ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, batch_id)
+  SELECT ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, $9 FROM c WHERE passed AND NOT stored
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM m), count(*) FILTER (WHERE NOT passed AND NOT stored) FROM c`
+)
+
+// storeStale merges a stale batch (above) and counts what became of its
+// rows. It returns only errors worth retrying; a row PostgreSQL refuses
+// (a permanent error) leaves the batch refused, counted as stale_epoch.
+func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
+	start := time.Now()
+	res, err := w.mergeStale(ctx, b)
+	if err != nil {
+		if Classify(err) == Temporary {
+			return err
+		}
+		w.o.m.WriteErrors.WithLabelValues(Permanent.String()).Inc()
+		res = staleResult{refused: b.Rows()}
+		w.o.log.Warn("stale batch refused: its merge failed", "target", b.Target, "epoch", b.Epoch, "rows", b.Rows(), "err", err)
+	}
+	w.o.m.RoundTrip.Observe(time.Since(start).Seconds())
+	if res.replayed {
+		w.o.m.Batches.WithLabelValues("replayed").Inc()
+		return nil
+	}
+	w.o.m.Batches.WithLabelValues("stale").Inc()
+	m := w.o.m
+	m.RowsWritten.WithLabelValues("samples").Add(float64(res.samples))
+	m.RowsWritten.WithLabelValues("events").Add(float64(res.events))
+	m.StaleMerged.WithLabelValues("samples").Add(float64(res.samples))
+	m.StaleMerged.WithLabelValues("events").Add(float64(res.events))
+	dup := b.Rows() - res.samples - res.events - res.refused
+	m.DroppedRows.WithLabelValues(metrics.DropStaleDuplicate).Add(float64(dup))
+	m.DroppedRows.WithLabelValues(metrics.DropStaleEpoch).Add(float64(res.refused))
+	log := w.o.log.Info
+	if res.refused > 0 {
+		log = w.o.log.Warn
+	}
+	log("stale batch merged: its lease had moved", "target", b.Target, "epoch", b.Epoch, "owner", res.owner,
+		"owner_epoch", res.epoch, "samples", res.samples, "events", res.events, "duplicates", dup, "refused", res.refused)
+	return nil
+}
+
+// staleResult is what a merge did: samples and events stored, rows
+// refused (newer than what is stored: the owner may store them), whether
+// the ledger held the batch already, and the lease's owner and epoch.
+type staleResult struct {
+	samples, events, refused int
+	replayed                 bool
+	owner                    string
+	epoch                    int64
+}
+
+// mergeStale runs the merge's transaction.
+func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch) (staleResult, error) {
+	var res staleResult
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer tx.Rollback(ctx)
+	err = tx.QueryRow(ctx, staleLockSQL, b.Target).Scan(&res.owner, &res.epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// No lease row (leases are never deleted; someone did): nothing to
+		// order the merge with the writes of a next owner.
+		w.o.log.Warn("stale batch refused: its target has no lease", "target", b.Target, "epoch", b.Epoch)
+		return staleResult{refused: b.Rows()}, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	if res.replayed, err = w.claimLedger(ctx, tx, b); err != nil || res.replayed {
+		return res, err
+	}
+	if len(b.Series) > 0 {
+		if _, err := tx.Exec(ctx, seriesSQL, seriesArgs(b.Series)...); err != nil {
+			return res, err
+		}
+	}
+	if len(b.Samples) > 0 {
+		args := append(sampleArrays(len(b.Samples), func(k int) *rows.Sample { return &b.Samples[k] }), b.ID)
+		var merged, refused int64
+		if err := tx.QueryRow(ctx, staleSamplesSQL, args...).Scan(&merged, &refused); err != nil {
+			return res, err
+		}
+		res.samples, res.refused = int(merged), int(refused)
+	}
+	if res.events, err = writeEvents(ctx, tx, b.ID, b.Events); err != nil {
+		return res, err
+	}
+	return res, tx.Commit(ctx)
+}

@@ -1,0 +1,242 @@
+package writer_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/collector/writer"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+)
+
+// staleSeries is how many series the batches of the stale tests carry.
+const staleSeries = 5
+
+// staleBatch is a batch of target sw1 formed by collector at epoch: every
+// series has a sample at each step (ms after base, the value the step),
+// and a CNP event at each of events.
+func staleBatch(base int64, collector string, epoch int64, steps []int, events ...int) *rows.Batch {
+	b := &rows.Batch{ID: rows.NewBatchID(), Collector: collector, Target: "sw1", Epoch: epoch}
+	at := func(step int) int64 { return base + int64(step)*int64(time.Millisecond) }
+	for i := range staleSeries {
+		path := fmt.Sprintf("/x[i=%d]", i)
+		id := rows.SeriesID("sw1", path)
+		b.Series = append(b.Series, rows.Series{ID: id, Target: "sw1", Path: path, FirstSeen: base})
+		for _, s := range steps {
+			b.Samples = append(b.Samples, rows.Sample{TS: at(s), SeriesID: id, Kind: rows.ValInt, Int: int64(s)})
+		}
+	}
+	for _, e := range events {
+		b.Events = append(b.Events, rows.Event{TS: at(e), Target: "sw1", Kind: "cnp", Interface: "wan", Action: "PAUSE", Details: "{}"})
+	}
+	return b
+}
+
+// staleCounts are a writer's counters of stale batches.
+type staleCounts struct {
+	Merged, MergedEvents, Duplicates, Refused, Stale, Replayed float64
+}
+
+func staleCountsOf(m *metrics.Metrics) staleCounts {
+	return staleCounts{
+		Merged:       testutil.ToFloat64(m.StaleMerged.WithLabelValues("samples")),
+		MergedEvents: testutil.ToFloat64(m.StaleMerged.WithLabelValues("events")),
+		Duplicates:   testutil.ToFloat64(m.DroppedRows.WithLabelValues(metrics.DropStaleDuplicate)),
+		Refused:      testutil.ToFloat64(m.DroppedRows.WithLabelValues(metrics.DropStaleEpoch)),
+		Stale:        testutil.ToFloat64(m.Batches.WithLabelValues("stale")),
+		Replayed:     testutil.ToFloat64(m.Batches.WithLabelValues("replayed")),
+	}
+}
+
+// storedSteps is how many samples of each step (value) samples holds,
+// and whether any (series_id, ts) is there twice.
+func storedSteps(t *testing.T, pool *pgxpool.Pool) (map[int64]int64, bool) {
+	t.Helper()
+	rs, err := pool.Query(context.Background(), `SELECT v_int, count(*) FROM samples GROUP BY v_int`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]int64{}
+	var v, n int64
+	if _, err := pgx.ForEachRow(rs, []any{&v, &n}, func() error { got[v] = n; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	twice := count(t, pool, `SELECT count(*) FROM (SELECT 1 FROM samples GROUP BY series_id, ts HAVING count(*) > 1) d`) > 0
+	return got, twice
+}
+
+// waitLockWaiters waits until n backends wait for a lock while running a
+// statement containing query.
+func waitLockWaiters(t *testing.T, pool *pgxpool.Pool, query string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, query)
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backends wait for a lock in %q, want %d", got, query, n)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// staleOwner starts the test of a stale batch: a database where collector
+// b holds sw1's lease at epoch, and b's writer (fencing on), which stored
+// the steps 1 and 3 of every series (and a CNP at each of events). It
+// returns the pool, b's writer, the time base and wait (until a writer has
+// no batch of sw1 pending).
+func staleOwner(t *testing.T, epoch int64, events ...int) (*pgxpool.Pool, *writer.Writer, int64, func(*writer.Writer)) {
+	t.Helper()
+	pool, _ := pgtest.New(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ('sw1', 'b', $1, now() + interval '1 hour')`, epoch); err != nil {
+		t.Fatal(err)
+	}
+	owner, _, stop := newWriter(t, pool, writer.WithFencing(true))
+	t.Cleanup(stop)
+	wait := func(w *writer.Writer) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := w.WaitTarget(wctx, "sw1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := time.Now().Truncate(time.Millisecond).UnixNano()
+	owner.Enqueue(staleBatch(base, "b", epoch, []int{1, 3}, events...))
+	wait(owner)
+	return pool, owner, base, wait
+}
+
+// TestStaleBatchMerged: collector a lost sw1's lease to b (a zombie still
+// writing, or its spill replayed after the lease moved); its batch's
+// epoch is stale. While b's next batch is in flight (its transaction holds
+// the lease row FOR SHARE, held up on the ledger by the test), a's batch
+// waits; then of its samples those b stored (steps 1 and 4, 4 committed
+// by the batch it waited for) are duplicates, those only a received and
+// older than what b stored (2, 5) are stored, and those newer than
+// anything stored (7: b may still hold them) are refused; of its CNPs the
+// one b stored is a duplicate, the other stored. Replayed (same id, or
+// another id the ledger does not know), nothing is stored twice.
+func TestStaleBatchMerged(t *testing.T) {
+	pool, owner, base, wait := staleOwner(t, 2, 1)
+	ctx := context.Background()
+	zombie, zm, stopZombie := newWriter(t, pool, writer.WithFencing(true))
+	defer stopZombie()
+
+	hold, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx) //nolint:errcheck // committed by then
+	if _, err := hold.Exec(ctx, `LOCK TABLE ingest_ledger IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	owner.Enqueue(staleBatch(base, "b", 2, []int{4, 6}))
+	waitLockWaiters(t, pool, "INSERT INTO ingest_ledger", 1)
+	stale := staleBatch(base, "a", 1, []int{1, 2, 4, 5, 7}, 1, 2)
+	zombie.Enqueue(stale)
+	waitLockWaiters(t, pool, "FOR NO KEY UPDATE", 1)
+	if got, _ := storedSteps(t, pool); got[2] != 0 {
+		t.Errorf("%d samples of the stale batch stored while the owner's transaction was in flight", got[2])
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wait(owner)
+	wait(zombie)
+
+	const n = staleSeries
+	want := map[int64]int64{1: n, 2: n, 3: n, 4: n, 5: n, 6: n}
+	for _, tt := range []struct {
+		desc  string
+		batch func() *rows.Batch
+		want  staleCounts
+	}{
+		{"merged behind the owner's batch in flight", nil,
+			staleCounts{Merged: 2 * n, MergedEvents: 1, Duplicates: 2*n + 1, Refused: n, Stale: 1}},
+		{"the same batch again (a spill replayed): the ledger has it", func() *rows.Batch { b := *stale; return &b },
+			staleCounts{Merged: 2 * n, MergedEvents: 1, Duplicates: 2*n + 1, Refused: n, Stale: 1, Replayed: 1}},
+		{"and again", func() *rows.Batch { b := *stale; return &b },
+			staleCounts{Merged: 2 * n, MergedEvents: 1, Duplicates: 2*n + 1, Refused: n, Stale: 1, Replayed: 2}},
+		{"under another id: the ledger does not know it, the anti-join does", func() *rows.Batch {
+			b := *stale
+			b.ID = rows.NewBatchID()
+			return &b
+		}, staleCounts{Merged: 2 * n, MergedEvents: 1, Duplicates: 2*n + 1 + 4*n + 2, Refused: 2 * n, Stale: 2, Replayed: 2}},
+	} {
+		if tt.batch != nil {
+			zombie.Enqueue(tt.batch())
+			wait(zombie)
+		}
+		if diff := cmp.Diff(tt.want, staleCountsOf(zm)); diff != "" {
+			t.Errorf("%s: counters (-want, +got):\n%s", tt.desc, diff)
+		}
+		got, twice := storedSteps(t, pool)
+		if diff := cmp.Diff(want, got); diff != "" || twice {
+			t.Errorf("%s: samples per step (-want, +got):\n%s; a (series_id, ts) stored twice: %v", tt.desc, diff, twice)
+		}
+		if n := count(t, pool, `SELECT count(*) FROM events`); n != 2 {
+			t.Errorf("%s: %d events, want 2", tt.desc, n)
+		}
+		if n := count(t, pool, `SELECT count(*) FROM latest WHERE v_int <> 6`); n != 0 {
+			t.Errorf("%s: %d series' latest not the owner's newest value", tt.desc, n)
+		}
+	}
+	if n := count(t, pool, `SELECT count(*) FROM ingest_ledger WHERE collector = 'a' AND epoch = 1`); n != 2 {
+		t.Errorf("%d ledger rows of a's stale batches, want 2 (the batch, and its copy under another id)", n)
+	}
+}
+
+// TestStaleMergesSerialised: two collectors that lost sw1's lease (two
+// zombies) merge stale batches holding the same values only they received,
+// at the same moment (both waited for the owner's transaction in flight,
+// here the test's FOR SHARE on the lease row): the lease row's lock runs
+// one merge after the other, so each value is stored once.
+func TestStaleMergesSerialised(t *testing.T) {
+	pool, _, base, wait := staleOwner(t, 3)
+	ctx := context.Background()
+	hold, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx) //nolint:errcheck // committed by then
+	if _, err := hold.Exec(ctx, `SELECT epoch FROM leases WHERE target = 'sw1' AND owner = 'b' FOR SHARE`); err != nil {
+		t.Fatal(err)
+	}
+	var ms []*metrics.Metrics
+	var ws []*writer.Writer
+	for i, c := range []string{"a", "c"} {
+		w, m, stop := newWriter(t, pool, writer.WithFencing(true))
+		defer stop()
+		w.Enqueue(staleBatch(base, c, int64(i+1), []int{2}))
+		ms, ws = append(ms, m), append(ws, w)
+	}
+	waitLockWaiters(t, pool, "FOR NO KEY UPDATE", 2)
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var sum staleCounts
+	for i, w := range ws {
+		wait(w)
+		c := staleCountsOf(ms[i])
+		sum.Merged, sum.Duplicates, sum.Stale = sum.Merged+c.Merged, sum.Duplicates+c.Duplicates, sum.Stale+c.Stale
+	}
+	if diff := cmp.Diff(staleCounts{Merged: staleSeries, Duplicates: staleSeries, Stale: 2}, sum); diff != "" {
+		t.Errorf("both zombies' counters (-want, +got):\n%s", diff)
+	}
+	got, twice := storedSteps(t, pool)
+	if diff := cmp.Diff(map[int64]int64{1: staleSeries, 2: staleSeries, 3: staleSeries}, got); diff != "" || twice {
+		t.Errorf("samples per step (-want, +got):\n%s; a (series_id, ts) stored twice: %v", diff, twice)
+	}
+}
