@@ -8,10 +8,10 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
-	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
-	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/server/dataplane"
 )
 
 // testSwitch serves the example switch (examples/switch.yaml: n1 of the

@@ -14,11 +14,11 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/lab"
-	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/server/fabric"
-	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/tuner"
 )
 

@@ -16,11 +16,11 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
-	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/server/fabric"
-	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // switchFile is the switch configuration file (docs/gnmi-target.md,

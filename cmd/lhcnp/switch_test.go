@@ -19,8 +19,8 @@ import (
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
-	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygnmi/ygnmi"
 	"google.golang.org/grpc"

@@ -27,12 +27,12 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector/northbound"
 	"github.com/lhcnp/lhcnp/collector/rows"
-	"github.com/lhcnp/lhcnp/internal/benchtest"
-	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
-	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/internal/benchtest"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
 )
 
 // queueLeaves returns the leaves of one queue's state container (its

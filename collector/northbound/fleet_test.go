@@ -23,13 +23,13 @@ import (
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/northbound"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/internal/gnmicbin"
 	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/server/fabric"
-	"github.com/lhcnp/lhcnp/gnmi/schema"
-	"github.com/lhcnp/lhcnp/gnmi/store"
-	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

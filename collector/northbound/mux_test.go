@@ -22,8 +22,8 @@ import (
 	"github.com/lhcnp/lhcnp/collector/northbound"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
-	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
 // kmaxNotification is what a switch sends for its queue 0's effective-kmax.

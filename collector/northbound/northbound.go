@@ -31,9 +31,9 @@ import (
 
 	"github.com/lhcnp/lhcnp/gnmi/clock"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
-	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // AllTargets in a prefix's target addresses every switch (so does an

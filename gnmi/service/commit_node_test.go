@@ -11,10 +11,10 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/gnmi/clock"
-	"github.com/lhcnp/lhcnp/server/dataplane"
-	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/openconfig/gnmi/proto/gnmi"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/clock"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
-	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
 )

@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhcnp/lhcnp/internal/benchtest"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/internal/benchtest"
 	"github.com/openconfig/gnmi/cache"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	refsub "github.com/openconfig/gnmi/subscribe"

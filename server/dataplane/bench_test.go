@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
-	"github.com/lhcnp/lhcnp/internal/cputime"
 	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/internal/cputime"
 	"github.com/openconfig/gnmi/proto/gnmi"
 )
 

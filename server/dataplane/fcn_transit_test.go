@@ -11,13 +11,13 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/internal/gnmicbin"
 	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/lhcnp/lhcnp/server/dataplane"
-	"github.com/lhcnp/lhcnp/gnmi/schema"
-	"github.com/lhcnp/lhcnp/gnmi/store"
-	"github.com/lhcnp/lhcnp/gnmi/service"
-	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
 )
 
 // servedSwitch is one switch of a network with its own gNMI target

@@ -7,9 +7,9 @@ import (
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/clock"
-	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/openconfig/ygot/ygot"
 )
 

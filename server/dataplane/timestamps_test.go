@@ -11,12 +11,12 @@ import (
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/clock"
-	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
-	"github.com/lhcnp/lhcnp/gnmi/store"
-	"github.com/lhcnp/lhcnp/gnmi/subscribe"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/server/dataplane"
 )
 
 // TestTimestampIsTheLastChange: a leaf's notification timestamp is the time

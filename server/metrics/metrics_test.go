@@ -12,11 +12,11 @@ import (
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
-	"github.com/lhcnp/lhcnp/server/metrics"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
-	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/server/metrics"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"

@@ -18,9 +18,9 @@ import (
 
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
-	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
 // Switch is one test target.
