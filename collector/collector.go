@@ -1,5 +1,5 @@
 // Package collector is the collector's runtime: it opens the database and
-// the spill, runs one subscription loop per target (collector/target)
+// the spill, runs one subscription loop per target (collector/stream)
 // feeding the writer (collector/writer), keeps the set of targets in step
 // with the configuration file and the targets table (LISTEN lhcnp_targets
 // plus a periodic re-read), shares targets with other collectors through
@@ -36,13 +36,13 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/lease"
-	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/placement"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/spill"
-	"github.com/lhcnp/lhcnp/collector/target"
+	"github.com/lhcnp/lhcnp/collector/stream"
 	"github.com/lhcnp/lhcnp/collector/writer"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 )
@@ -62,7 +62,7 @@ type options struct {
 	db       DB
 	drain    time.Duration
 	backoff  [2]time.Duration
-	metrics  *metrics.Metrics
+	metrics  *collectormetrics.Metrics
 	listener net.Listener
 	observe  func(target string, r *gnmi.SubscribeResponse)
 	gone     func(target string)
@@ -117,7 +117,7 @@ type Collector struct {
 	pool  *pgxpool.Pool
 	sp    *spill.Spill
 	w     *writer.Writer
-	m     *metrics.Metrics
+	m     *collectormetrics.Metrics
 	sch   *schema.Schema
 	lm    locker // nil without leases
 	log   *slog.Logger
@@ -145,7 +145,7 @@ type Collector struct {
 	hctx     context.Context
 	// standbyBudget bounds the rows the standby loops hold together
 	// (writer.queue_rows).
-	standbyBudget *target.StandbyBudget
+	standbyBudget *stream.StandbyBudget
 	dbErr         error
 }
 
@@ -158,7 +158,7 @@ type seed struct {
 type running struct {
 	t     config.Target
 	epoch int64 // reconcile loop only
-	loop  *target.Loop
+	loop  *stream.Loop
 	conv  *rows.Converter // the loop's (a standby loop has its own)
 	// announced: the standby stream last announced Ready, and when
 	// (reconcile loop only).
@@ -233,10 +233,10 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 		seeds: map[string]map[int64]seed{}, running: map[string]*running{}, convs: map[string]*rows.Converter{},
 		standby: map[string]*running{}, pl: placement.New(cfg.ID, cfg.Leases.TTL, cfg.Leases.Renew),
 		handoverWake: make(chan struct{}, 1), handoffs: map[string]*handoff{},
-		hctx: context.Background(), standbyBudget: target.NewStandbyBudget(cfg.Writer.QueueRows)}
+		hctx: context.Background(), standbyBudget: stream.NewStandbyBudget(cfg.Writer.QueueRows)}
 	c.m = o.metrics
 	if c.m == nil {
-		c.m = metrics.New()
+		c.m = collectormetrics.New()
 	}
 	c.sp, err = spill.Open(filepath.Join(cfg.StateDir, "spill"),
 		spill.WithMaxBytes(cfg.Writer.SpillBytes), spill.WithSegmentBytes(cfg.Writer.SegmentBytes),
@@ -280,7 +280,7 @@ func DefaultID(stateDir string) string {
 func (c *Collector) ID() string { return c.cfg.ID }
 
 // Metrics returns the collector's metrics.
-func (c *Collector) Metrics() *metrics.Metrics { return c.m }
+func (c *Collector) Metrics() *collectormetrics.Metrics { return c.m }
 
 // Pool returns the database pool.
 func (c *Collector) Pool() *pgxpool.Pool { return c.pool }
@@ -371,8 +371,8 @@ func (c *Collector) maintain(ctx context.Context) {
 
 // health answers /healthz: ok while the database takes writes; each
 // target's state; the errors of targets not streaming.
-func (c *Collector) health() metrics.Health {
-	h := metrics.Health{Targets: c.m.TargetStates()}
+func (c *Collector) health() collectormetrics.Health {
+	h := collectormetrics.Health{Targets: c.m.TargetStates()}
 	c.mu.Lock()
 	for name, r := range c.running {
 		if err := r.loop.LastError(); err != nil {

@@ -17,9 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
-	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 )
@@ -305,7 +305,7 @@ func TestResubscribeDoesNotDuplicate(t *testing.T) {
 	})
 	c2.stop(t)
 	noDuplicates(t, pool)
-	if d := testutil.ToFloat64(c2.Metrics().DroppedRows.WithLabelValues(metrics.DropDuplicate)); d != 2 {
+	if d := testutil.ToFloat64(c2.Metrics().DroppedRows.WithLabelValues(collectormetrics.DropDuplicate)); d != 2 {
 		t.Errorf("duplicates dropped by the second collector: %v, want 2", d)
 	}
 }

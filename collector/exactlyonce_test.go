@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
-	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
 
@@ -398,10 +398,10 @@ func TestHandoverDuringOutage(t *testing.T) {
 	pu.stop()
 	waitLastRound(t, pool, f.p)
 	am := a.Metrics()
-	refused := testutil.ToFloat64(am.DroppedRows.WithLabelValues(metrics.DropStaleEpoch))
+	refused := testutil.ToFloat64(am.DroppedRows.WithLabelValues(collectormetrics.DropStaleEpoch))
 	merged := testutil.ToFloat64(am.StaleMerged.WithLabelValues("samples"))
 	mergedEvents := testutil.ToFloat64(am.StaleMerged.WithLabelValues("events"))
-	dups := testutil.ToFloat64(am.DroppedRows.WithLabelValues(metrics.DropStaleDuplicate))
+	dups := testutil.ToFloat64(am.DroppedRows.WithLabelValues(collectormetrics.DropStaleDuplicate))
 	a.stop(t)
 	b.stop(t)
 	tl := f.check(t, pool, gaps, a, b)
@@ -436,7 +436,7 @@ func TestHandoverStoresEventsOnce(t *testing.T) {
 	waitLastRound(t, pool, f.p)
 	b.stop(t)
 	tl := f.check(t, pool, nil, a, b)
-	if got := testutil.ToFloat64(b.Metrics().Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak)); got != 1 {
+	if got := testutil.ToFloat64(b.Metrics().Handovers.WithLabelValues("taken", collectormetrics.HandoverMakeBeforeBreak)); got != 1 {
 		t.Errorf("b took %v targets make-before-break, want 1", got)
 	}
 	t.Logf("handover: %v", tl)

@@ -20,10 +20,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 	"github.com/lhcnp/lhcnp/collector/lease"
-	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/spill"
 )
@@ -428,10 +428,10 @@ func TestLeasesShareTargets(t *testing.T) {
 		{b, "taken", len(sws)},
 	} {
 		m := tt.c.Metrics()
-		if got := testutil.ToFloat64(m.Handovers.WithLabelValues(tt.direction, metrics.HandoverMakeBeforeBreak)); int(got) != tt.want {
+		if got := testutil.ToFloat64(m.Handovers.WithLabelValues(tt.direction, collectormetrics.HandoverMakeBeforeBreak)); int(got) != tt.want {
 			t.Errorf("%s: %v targets %s make-before-break, want %d", tt.c.ID(), got, tt.direction, tt.want)
 		}
-		if got := testutil.ToFloat64(m.Handovers.WithLabelValues(tt.direction, metrics.HandoverBreakBeforeMake)); got != 0 {
+		if got := testutil.ToFloat64(m.Handovers.WithLabelValues(tt.direction, collectormetrics.HandoverBreakBeforeMake)); got != 0 {
 			t.Errorf("%s: %v targets %s break-before-make, want 0", tt.c.ID(), got, tt.direction)
 		}
 		if got := testutil.ToFloat64(m.Batches.WithLabelValues("stale")); got != 0 {

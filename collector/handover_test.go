@@ -18,10 +18,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 	"github.com/lhcnp/lhcnp/collector/lease"
-	"github.com/lhcnp/lhcnp/collector/metrics"
 )
 
 // leaseConfig is testConfig with leases on, for collector id.
@@ -136,7 +136,7 @@ func TestStaleReadyIgnored(t *testing.T) {
 	if got := a.Running(); fmt.Sprint(got) != "["+sw.Name+"]" {
 		t.Fatalf("a runs %v after b withdrew its announcement, want [%s]", got, sw.Name)
 	}
-	if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak)); got != 0 {
+	if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", collectormetrics.HandoverMakeBeforeBreak)); got != 0 {
 		t.Fatalf("a handed %v targets over on a withdrawn announcement", got)
 	}
 
@@ -272,7 +272,7 @@ func TestSlowHandoverDoesNotStallRenewals(t *testing.T) {
 func waitHandedOver(t testing.TB, c *runningCollector, n float64) {
 	t.Helper()
 	waitFor(t, 10*time.Second, c.ID()+" to release the lease", func() (bool, string) {
-		got := testutil.ToFloat64(c.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak))
+		got := testutil.ToFloat64(c.Metrics().Handovers.WithLabelValues("given", collectormetrics.HandoverMakeBeforeBreak))
 		return got == n, fmt.Sprintf("%v given make-before-break", got)
 	})
 }
@@ -364,7 +364,7 @@ func TestStandbyBudgetShared(t *testing.T) {
 	if held := testutil.ToFloat64(m.StandbyRows); held > float64(cfg.Writer.QueueRows+2*cfg.Writer.BatchRows) {
 		t.Errorf("the standby streams hold %v rows together, budget %d", held, cfg.Writer.QueueRows)
 	}
-	for _, reason := range []string{metrics.DropSpillFull, metrics.DropSpillError, metrics.DropSpillCorrupt, metrics.DropStaleEpoch} {
+	for _, reason := range []string{collectormetrics.DropSpillFull, collectormetrics.DropSpillError, collectormetrics.DropSpillCorrupt, collectormetrics.DropStaleEpoch} {
 		if got := testutil.ToFloat64(m.DroppedRows.WithLabelValues(reason)); got != 0 {
 			t.Errorf("%v rows dropped as %s", got, reason)
 		}
@@ -483,10 +483,10 @@ func TestFailedPromotionLosesNothing(t *testing.T) {
 			if got := testutil.ToFloat64(m.LatestReadErrors.WithLabelValues("promote")); got != float64(tt.failures) {
 				t.Errorf("%v failed reads of the latest table counted on promotion, want %d", got, tt.failures)
 			}
-			if got := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak)); got != 1 {
+			if got := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", collectormetrics.HandoverMakeBeforeBreak)); got != 1 {
 				t.Errorf("b took %v targets make-before-break, want 1", got)
 			}
-			if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak)); got != 1 {
+			if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", collectormetrics.HandoverMakeBeforeBreak)); got != 1 {
 				t.Errorf("a gave %v targets make-before-break, want 1", got)
 			}
 			noDuplicates(t, pool)
@@ -505,8 +505,8 @@ func waitTaken(t testing.TB, c *runningCollector) {
 	t.Helper()
 	m := c.Metrics()
 	waitFor(t, 30*time.Second, c.ID()+" to count the takeover", func() (bool, string) {
-		mbb := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", metrics.HandoverMakeBeforeBreak))
-		bbm := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", metrics.HandoverBreakBeforeMake))
+		mbb := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", collectormetrics.HandoverMakeBeforeBreak))
+		bbm := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", collectormetrics.HandoverBreakBeforeMake))
 		return mbb+bbm == 1, fmt.Sprintf("taken %v make-before-break, %v break-before-make", mbb, bbm)
 	})
 }
@@ -568,8 +568,8 @@ func TestStandbyDropAfterFinalCheck(t *testing.T) {
 		gap      int // rounds published while neither collector streams
 		wantKind string
 	}{
-		{"nothing published meanwhile", 0, metrics.HandoverMakeBeforeBreak},
-		{"three rounds published meanwhile", 3, metrics.HandoverBreakBeforeMake},
+		{"nothing published meanwhile", 0, collectormetrics.HandoverMakeBeforeBreak},
+		{"three rounds published meanwhile", 3, collectormetrics.HandoverBreakBeforeMake},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			pool, dsn := newDB(t)
@@ -627,7 +627,7 @@ func TestStandbyDropAfterFinalCheck(t *testing.T) {
 			if got := testutil.ToFloat64(m.Handovers.WithLabelValues("taken", tt.wantKind)); got != 1 {
 				t.Errorf("b took the target %v times as %s, want 1", got, tt.wantKind)
 			}
-			if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", metrics.HandoverMakeBeforeBreak)); got != 1 {
+			if got := testutil.ToFloat64(a.Metrics().Handovers.WithLabelValues("given", collectormetrics.HandoverMakeBeforeBreak)); got != 1 {
 				t.Errorf("a gave %v targets make-before-break, want 1", got)
 			}
 			noDuplicates(t, pool)

@@ -3,21 +3,21 @@ package collector
 import (
 	"testing"
 
-	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/placement"
 )
 
 // TestHandoverKindsAreMetricLabels: the collector counts a handover under
-// its placement.Kind, which must be the label collector/metrics documents.
+// its placement.Kind, which must be the label collector/collectormetrics documents.
 func TestHandoverKindsAreMetricLabels(t *testing.T) {
 	for _, tt := range []struct {
 		desc  string
 		kind  placement.Kind
 		label string
 	}{
-		{"make-before-break", placement.MakeBeforeBreak, metrics.HandoverMakeBeforeBreak},
-		{"break-before-make", placement.BreakBeforeMake, metrics.HandoverBreakBeforeMake},
-		{"takeover", placement.Takeover, metrics.HandoverTakeover},
+		{"make-before-break", placement.MakeBeforeBreak, collectormetrics.HandoverMakeBeforeBreak},
+		{"break-before-make", placement.BreakBeforeMake, collectormetrics.HandoverBreakBeforeMake},
+		{"takeover", placement.Takeover, collectormetrics.HandoverTakeover},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			if string(tt.kind) != tt.label {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/rows"
-	"github.com/lhcnp/lhcnp/collector/target"
+	"github.com/lhcnp/lhcnp/collector/stream"
 )
 
 // Wake asks for a reconcile now (a targets-table notification).
@@ -199,19 +199,19 @@ func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int6
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &running{t: t, epoch: epoch, conv: conv, ctx: lctx, cancel: cancel, seeded: make(chan struct{}),
 		done: make(chan struct{})}
-	opts := []target.Option{target.WithCollector(c.cfg.ID, epoch),
-		target.WithBatch(c.cfg.Writer.BatchRows, c.cfg.Writer.BatchInterval),
-		target.WithMetrics(c.m), target.WithLogger(c.log),
-		target.WithBackoff(c.o.backoff[0], c.o.backoff[1]), target.WithObserver(c.o.observe),
-		target.WithDialOptions(c.o.dialOpts...)}
+	opts := []stream.Option{stream.WithCollector(c.cfg.ID, epoch),
+		stream.WithBatch(c.cfg.Writer.BatchRows, c.cfg.Writer.BatchInterval),
+		stream.WithMetrics(c.m), stream.WithLogger(c.log),
+		stream.WithBackoff(c.o.backoff[0], c.o.backoff[1]), stream.WithObserver(c.o.observe),
+		stream.WithDialOptions(c.o.dialOpts...)}
 	if standby {
 		// The owner stores what this loop holds until it is promoted;
 		// its sync wakes the reconcile loop to announce it.
-		opts = append(opts, target.WithStandby(c.standbyBudget), target.WithOnSync(c.wakeHandover))
+		opts = append(opts, stream.WithStandby(c.standbyBudget), stream.WithOnSync(c.wakeHandover))
 	} else {
 		c.running[t.Name] = r
 	}
-	r.loop = target.New(t, conv, c.w.Enqueue, opts...)
+	r.loop = stream.New(t, conv, c.w.Enqueue, opts...)
 	c.m.SetState(t.Name, "connecting")
 	c.log.Info("target started", "target", t.Name, "address", t.Address, "epoch", epoch, "standby", standby)
 	go func() {

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/config"
-	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/placement"
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
@@ -138,7 +138,7 @@ func (c *Collector) promote(name string, epoch int64) {
 func (c *Collector) finishPromotion(r *running, epoch int64) {
 	defer close(r.promoted)
 	name := r.t.Name
-	kind := metrics.HandoverBreakBeforeMake
+	kind := collectormetrics.HandoverBreakBeforeMake
 	defer func() { c.m.Handovers.WithLabelValues("taken", kind).Inc() }()
 	select {
 	case <-r.seeded: // the standby's own seeding is over: the converter is ours

@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
-	"github.com/lhcnp/lhcnp/collector/metrics"
 )
 
 // handoversOf reads a collector's handovers_total by direction and kind
@@ -18,7 +18,7 @@ import (
 func handoversOf(c *runningCollector) map[string]float64 {
 	got := map[string]float64{}
 	for _, dir := range []string{"given", "taken"} {
-		for _, kind := range []string{metrics.HandoverMakeBeforeBreak, metrics.HandoverBreakBeforeMake, metrics.HandoverTakeover} {
+		for _, kind := range []string{collectormetrics.HandoverMakeBeforeBreak, collectormetrics.HandoverBreakBeforeMake, collectormetrics.HandoverTakeover} {
 			if n := testutil.ToFloat64(c.Metrics().Handovers.WithLabelValues(dir, kind)); n != 0 {
 				got[dir+"/"+kind] = n
 			}
@@ -41,9 +41,9 @@ func TestTakeoverWithoutStandby(t *testing.T) {
 		want      map[string]float64
 	}{
 		{"a dead owner's expired lease", `INSERT INTO leases VALUES ($1, 'collector-dead', 3, now() - interval '1 second')`,
-			4, map[string]float64{"taken/" + metrics.HandoverTakeover: 1}},
+			4, map[string]float64{"taken/" + collectormetrics.HandoverTakeover: 1}},
 		{"a lease released by a collector gone", `INSERT INTO leases VALUES ($1, 'collector-gone', 3, '-infinity')`,
-			4, map[string]float64{"taken/" + metrics.HandoverTakeover: 1}},
+			4, map[string]float64{"taken/" + collectormetrics.HandoverTakeover: 1}},
 		{"no lease yet", "", 1, map[string]float64{}},
 		{"its own lease from before a restart", `INSERT INTO leases VALUES ($1, 'collector-b', 3, now() - interval '1 second')`,
 			3, map[string]float64{}},

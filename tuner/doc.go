@@ -13,6 +13,6 @@
 // logged and recorded, and the other switches are still served.
 //
 // The package must not depend on server/ (except the TLS helper of
-// server/auth), on the collector's code or on the simulator: it talks to
+// gnmi/auth), on the collector's code or on the simulator: it talks to
 // switches over gNMI and to the collector through SQL views.
 package tuner

@@ -14,7 +14,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/northbound"
-	ctarget "github.com/lhcnp/lhcnp/collector/target"
+	ctarget "github.com/lhcnp/lhcnp/collector/stream"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/service"

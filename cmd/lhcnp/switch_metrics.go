@@ -6,14 +6,14 @@ import (
 	"io"
 	"net"
 
-	"github.com/lhcnp/lhcnp/server/metrics"
+	"github.com/lhcnp/lhcnp/server/switchmetrics"
 )
 
 // switchMetrics is the Prometheus endpoint of `lhcnp switch --metrics ADDR`
 // (docs/gnmi-target.md, "Metrics"). A nil *switchMetrics (no --metrics) does
 // nothing.
 type switchMetrics struct {
-	m   *metrics.Metrics
+	m   *switchmetrics.Metrics
 	lis net.Listener
 }
 
@@ -29,15 +29,15 @@ func newSwitchMetrics(addr string, switches int, stdout io.Writer) (*switchMetri
 		return nil, fmt.Errorf("--metrics: %w", err)
 	}
 	fmt.Fprintf(stdout, "lhcnp switch: metrics on http://%s/metrics\n", lis.Addr())
-	m := metrics.New()
+	m := switchmetrics.New()
 	if switches > 1 {
-		m = metrics.NewShared()
+		m = switchmetrics.NewShared()
 	}
 	return &switchMetrics{m: m, lis: lis}, nil
 }
 
 // metrics is what fabric.Config.Metrics takes (nil without --metrics).
-func (sm *switchMetrics) metrics() *metrics.Metrics {
+func (sm *switchMetrics) metrics() *switchmetrics.Metrics {
 	if sm == nil {
 		return nil
 	}

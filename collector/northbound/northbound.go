@@ -1,9 +1,9 @@
 // Package northbound is the collector's own gNMI endpoint: one address for
 // the whole fleet. It keeps the latest values of every switch the collector
-// subscribes to in a server/store tree per target (the store a switch
+// subscribes to in a gnmi/store tree per target (the store a switch
 // serves from), fed by the collector's subscription loops (Observe), and
 // serves them through the switch's own code: Capabilities and Get from
-// server/target's Handler, Subscribe from server/subscribe, with the
+// gnmi/service's Handler, Subscribe from gnmi/subscribe, with the
 // prefix's target choosing the switch ("*" or empty: all of them). The
 // gNMI History extension (gnmi_ext.History) is answered from PostgreSQL
 // (history.go), and Set is forwarded to the switch the prefix names, its
@@ -85,7 +85,7 @@ func WithSubscribeOptions(opts ...subscribe.Option) Option {
 }
 
 // Server serves the fleet. It implements the handler interfaces of
-// server/target (Capabilities, Get, Set, Subscribe).
+// gnmi/service (Capabilities, Get, Set, Subscribe).
 type Server struct {
 	sch  *schema.Schema
 	o    options
@@ -311,7 +311,7 @@ func (s *Server) Capabilities(ctx context.Context, req *gnmi.CapabilityRequest) 
 }
 
 // Get answers from the latest values, through each addressed switch's Get
-// (server/target) with the prefix's target set to the switch's name: the
+// (gnmi/service) with the prefix's target set to the switch's name: the
 // notifications of every switch, in name order. For several switches, one
 // without data of the path is left out; NOT_FOUND only when none has any.
 func (s *Server) Get(ctx context.Context, req *gnmi.GetRequest) (*gnmi.GetResponse, error) {

@@ -8,7 +8,7 @@
 // It is a state machine without I/O: the members, the results of the lease
 // calls, the handover announcements and the time come in; what to do comes
 // out, and the collector carries it out (SQL through collector/lease's
-// Manager, gNMI subscriptions through collector/target). It starts no
+// Manager, gNMI subscriptions through collector/stream). It starts no
 // goroutine, reads no clock and waits for nothing: its caller serialises
 // the calls and passes the time. It uses collector/lease's values (Owner,
 // Lease, Renewal, Handover), none of its SQL.
@@ -23,7 +23,7 @@ import (
 )
 
 // Kind is the kind of a handover (label kind of the collector's
-// handovers_total; collector/metrics names the same values).
+// handovers_total; collector/collectormetrics names the same values).
 type Kind string
 
 const (
@@ -49,7 +49,7 @@ type Ready struct {
 }
 
 // Stream is a stream's sync: its session and the newest switch timestamp
-// of its initial values (collector/target's Sync).
+// of its initial values (collector/stream's Sync).
 type Stream struct {
 	Session uint64
 	Point   int64

@@ -5,7 +5,7 @@
 // timestamp (so a re-sent value is dropped, never stored twice) and the
 // last counter value (so a counter going backwards is flagged as a reset).
 //
-// It knows the schema (server/schema) but neither the database nor gRPC
+// It knows the schema (gnmi/schema) but neither the database nor gRPC
 // streams: batches are plain values, written by collector/writer and
 // spilled by collector/spill.
 package rows

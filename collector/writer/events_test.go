@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/spill"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
@@ -27,7 +27,7 @@ func TestEventsStoredOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := metrics.New()
+	m := collectormetrics.New()
 	w := New(pool, sp, WithMetrics(m), WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
 	ctx := context.Background()
 	base := time.Now().UnixNano()

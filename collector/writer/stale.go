@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
 
@@ -92,8 +92,8 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 	m.StaleMerged.WithLabelValues("samples").Add(float64(res.samples))
 	m.StaleMerged.WithLabelValues("events").Add(float64(res.events))
 	dup := b.Rows() - res.samples - res.events - res.refused
-	m.DroppedRows.WithLabelValues(metrics.DropStaleDuplicate).Add(float64(dup))
-	m.DroppedRows.WithLabelValues(metrics.DropStaleEpoch).Add(float64(res.refused))
+	m.DroppedRows.WithLabelValues(collectormetrics.DropStaleDuplicate).Add(float64(dup))
+	m.DroppedRows.WithLabelValues(collectormetrics.DropStaleEpoch).Add(float64(res.refused))
 	log := w.o.log.Info
 	if res.refused > 0 {
 		log = w.o.log.Warn

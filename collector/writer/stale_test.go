@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/writer"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
@@ -45,12 +45,12 @@ type staleCounts struct {
 	Merged, MergedEvents, Duplicates, Refused, Stale, Replayed float64
 }
 
-func staleCountsOf(m *metrics.Metrics) staleCounts {
+func staleCountsOf(m *collectormetrics.Metrics) staleCounts {
 	return staleCounts{
 		Merged:       testutil.ToFloat64(m.StaleMerged.WithLabelValues("samples")),
 		MergedEvents: testutil.ToFloat64(m.StaleMerged.WithLabelValues("events")),
-		Duplicates:   testutil.ToFloat64(m.DroppedRows.WithLabelValues(metrics.DropStaleDuplicate)),
-		Refused:      testutil.ToFloat64(m.DroppedRows.WithLabelValues(metrics.DropStaleEpoch)),
+		Duplicates:   testutil.ToFloat64(m.DroppedRows.WithLabelValues(collectormetrics.DropStaleDuplicate)),
+		Refused:      testutil.ToFloat64(m.DroppedRows.WithLabelValues(collectormetrics.DropStaleEpoch)),
 		Stale:        testutil.ToFloat64(m.Batches.WithLabelValues("stale")),
 		Replayed:     testutil.ToFloat64(m.Batches.WithLabelValues("replayed")),
 	}
@@ -214,7 +214,7 @@ func TestStaleMergesSerialised(t *testing.T) {
 	if _, err := hold.Exec(ctx, `SELECT epoch FROM leases WHERE target = 'sw1' AND owner = 'b' FOR SHARE`); err != nil {
 		t.Fatal(err)
 	}
-	var ms []*metrics.Metrics
+	var ms []*collectormetrics.Metrics
 	var ws []*writer.Writer
 	for i, c := range []string{"a", "c"} {
 		w, m, stop := newWriter(t, pool, writer.WithFencing(true))

@@ -27,7 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/spill"
 )
@@ -46,7 +46,7 @@ type options struct {
 	retryMax  time.Duration
 	fencing   bool
 	log       *slog.Logger
-	m         *metrics.Metrics
+	m         *collectormetrics.Metrics
 	onCommit  func(b *rows.Batch)
 }
 
@@ -73,7 +73,7 @@ func WithFencing(on bool) Option { return func(o *options) { o.fencing = on } }
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithMetrics sets the metrics to update.
-func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.m = m } }
+func WithMetrics(m *collectormetrics.Metrics) Option { return func(o *options) { o.m = m } }
 
 // WithOnCommit calls fn after each batch is stored (or found stored).
 func WithOnCommit(fn func(b *rows.Batch)) Option { return func(o *options) { o.onCommit = fn } }
@@ -104,7 +104,7 @@ func New(pool *pgxpool.Pool, sp *spill.Spill, opts ...Option) *Writer {
 		opt(&o)
 	}
 	if o.m == nil {
-		o.m = metrics.New()
+		o.m = collectormetrics.New()
 	}
 	w := &Writer{pool: pool, spill: sp, o: o, wake: make(chan struct{}, 1), pending: map[string]int{}}
 	w.idle = sync.NewCond(&w.mu)
@@ -137,9 +137,9 @@ func (w *Writer) Enqueue(b *rows.Batch) error {
 func (w *Writer) spillLocked(b *rows.Batch) error {
 	err := w.spill.Append(rows.AppendBatch(nil, b))
 	if err != nil {
-		reason := metrics.DropSpillError
+		reason := collectormetrics.DropSpillError
 		if errors.Is(err, spill.ErrFull) {
-			reason = metrics.DropSpillFull
+			reason = collectormetrics.DropSpillFull
 		}
 		w.o.m.DroppedRows.WithLabelValues(reason).Add(float64(b.Rows()))
 		w.o.log.Warn("batch dropped", "target", b.Target, "rows", b.Rows(), "reason", reason, "err", err)
@@ -220,7 +220,7 @@ func (w *Writer) next() (item, bool, error) {
 		rec, ok, err := w.spill.Next()
 		if err != nil {
 			// Corrupt records: counted by the spill; the rows are unknown.
-			w.o.m.DroppedRows.WithLabelValues(metrics.DropSpillCorrupt).Add(1)
+			w.o.m.DroppedRows.WithLabelValues(collectormetrics.DropSpillCorrupt).Add(1)
 			w.o.log.Error("spill", "err", err)
 			continue
 		}
@@ -233,7 +233,7 @@ func (w *Writer) next() (item, bool, error) {
 		b, err := rows.DecodeBatch(rec.Payload)
 		if err != nil {
 			w.spill.Done(rec)
-			w.o.m.DroppedRows.WithLabelValues(metrics.DropSpillCorrupt).Add(1)
+			w.o.m.DroppedRows.WithLabelValues(collectormetrics.DropSpillCorrupt).Add(1)
 			w.o.log.Error("spill record", "err", err)
 			continue
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/lhcnp/lhcnp/collector/metrics"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/spill"
 	"github.com/lhcnp/lhcnp/collector/writer"
@@ -48,13 +48,13 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func newWriter(t testing.TB, pool *pgxpool.Pool, opts ...writer.Option) (*writer.Writer, *metrics.Metrics, func()) {
+func newWriter(t testing.TB, pool *pgxpool.Pool, opts ...writer.Option) (*writer.Writer, *collectormetrics.Metrics, func()) {
 	t.Helper()
 	sp, err := spill.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := metrics.New()
+	m := collectormetrics.New()
 	opts = append([]writer.Option{writer.WithMetrics(m), writer.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil)))}, opts...)
 	w := writer.New(pool, sp, opts...)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -8,7 +8,7 @@ import (
 )
 
 // The node's formulas and rules that other layers apply too. The node owns
-// them; the gNMI target's schema checks (server/schema) and the tuner's
+// them; the gNMI target's schema checks (gnmi/schema) and the tuner's
 // policy (tuner/policy) call these instead of restating them, so that a
 // Set the node would refuse is refused naming the leaf, and the K_max the
 // tuner reasons with is the one the node computes.

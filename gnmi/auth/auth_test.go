@@ -113,7 +113,7 @@ func (okGet) Get(ctx context.Context, _ *gnmi.GetRequest) (*gnmi.GetResponse, er
 	return &gnmi.GetResponse{}, nil
 }
 
-// gnmiService routes each RPC to its handler, as server/target does.
+// gnmiService routes each RPC to its handler, as gnmi/service does.
 type gnmiService struct {
 	gnmi.UnimplementedGNMIServer
 	sub *subscribe.Server

@@ -1,7 +1,7 @@
 // Package jsonval writes a gNMI TypedValue as JSON text, for the json_val and
 // json_ietf_val encodings. What RFC 7951 wants quoted depends on the leaf's
 // YANG type, which only a caller with the schema knows, so the caller says it
-// with a Style. Used by server/schema (schema-aware) and server/subscribe
+// with a Style. Used by gnmi/schema (schema-aware) and gnmi/subscribe
 // (its schema-less default).
 //
 // It depends on the gNMI protos only.

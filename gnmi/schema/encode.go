@@ -159,7 +159,7 @@ func (s *Schema) EncodeNode(root *oc.Root, p *gnmi.Path, enc gnmi.Encoding) (*gn
 }
 
 // ValueEncoder encodes stored leaf values for one encoding with the schema's
-// types; it has the method set of server/subscribe's ValueEncoder, so the
+// types; it has the method set of gnmi/subscribe's ValueEncoder, so the
 // Subscribe handler can send schema-correct JSON_IETF.
 type ValueEncoder struct {
 	s   *Schema

@@ -5,7 +5,7 @@
 // GoStructs, and encodes values and subtrees in JSON, JSON_IETF and PROTO.
 //
 // It knows the schema but neither RPCs nor the dataplane: status codes are
-// chosen by the caller (server/target), and the only data it touches is what
+// chosen by the caller (gnmi/service), and the only data it touches is what
 // it is given.
 package schema
 

@@ -4,7 +4,7 @@ package subscribe_test
 // and subscribe packages, serving the same leaves on another loopback server
 // in the same binary. Run with:
 //
-//	go test ./server/subscribe -run '^$' -bench . -benchtime 100x
+//	go test ./gnmi/subscribe -run '^$' -bench . -benchtime 100x
 //
 // Metrics: updates/s and notifs/s delivered to all subscribers together,
 // pub-leaves/s offered by the publisher; for SAMPLE, the deviation of each

@@ -78,7 +78,7 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 	return h
 }
 
-// service serves Subscribe only, without server/target's assembly.
+// service serves Subscribe only, without gnmi/service's assembly.
 type service struct {
 	gnmi.UnimplementedGNMIServer
 	srv *Server

@@ -1,5 +1,5 @@
 // Package benchtest runs the rounds of fan-out benchmarks that compare gNMI
-// servers side by side (server/subscribe against the reference, the
+// servers side by side (gnmi/subscribe against the reference, the
 // collector's northbound against a switch): each round is published on a
 // side and timed until every subscriber of that side has received it, so
 // nothing is coalesced and every update is counted; the sides' rounds are

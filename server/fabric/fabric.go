@@ -32,7 +32,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
 	"github.com/lhcnp/lhcnp/server/dataplane"
-	"github.com/lhcnp/lhcnp/server/metrics"
+	"github.com/lhcnp/lhcnp/server/switchmetrics"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 )
@@ -90,7 +90,7 @@ type Config struct {
 	// Metrics, if set, receives each target's RPC, Set, Subscribe and
 	// commit metrics (labelled switch=NAME when it is metrics.NewShared, as
 	// it must be for more than one switch) and the engine's lag.
-	Metrics *metrics.Metrics
+	Metrics *switchmetrics.Metrics
 	// Log receives link state changes and clock adoptions.
 	Log *slog.Logger
 }

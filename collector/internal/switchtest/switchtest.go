@@ -1,6 +1,6 @@
 // Package switchtest runs gNMI targets for the collector's tests: the
-// switch's own serving code (server/store, server/subscribe,
-// server/target, server/auth) on a loopback port, with a store the test
+// switch's own serving code (gnmi/store, gnmi/subscribe,
+// gnmi/service, gnmi/auth) on a loopback port, with a store the test
 // publishes into deterministically, so it can count exactly what the
 // switch published. The switch can be stopped and started again on the
 // same address (a switch restart). Test support only.

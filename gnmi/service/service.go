@@ -1,7 +1,7 @@
 // Package target assembles the gNMI target's gRPC server: transport security
 // (TLS or an explicit insecure mode), the auth interceptors, message limits,
 // and one gnmi.GNMIServer whose RPCs delegate to handlers, each given by its
-// own option: Subscribe from server/subscribe, Capabilities, Get and Set
+// own option: Subscribe from gnmi/subscribe, Capabilities, Get and Set
 // from this package's schema-bound Handler (NewHandler). An RPC without a
 // handler is UNIMPLEMENTED (a server that only streams, as the collector's
 // test switches, has Subscribe alone).

@@ -13,7 +13,7 @@
 //
 // It knows gNMI and rows, not the database: the sink decides where
 // batches go.
-package target
+package stream
 
 import (
 	"context"
@@ -33,9 +33,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/decode"
-	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 )
@@ -51,7 +51,7 @@ type Loop struct {
 	collector string
 	batchRows int
 	every     time.Duration
-	m         *metrics.Metrics
+	m         *collectormetrics.Metrics
 	log       *slog.Logger
 	backoff   func() *backoff.ExponentialBackOff
 	observe   func(target string, r *gnmi.SubscribeResponse)
@@ -109,7 +109,7 @@ type options struct {
 	epoch     int64
 	batchRows int
 	every     time.Duration
-	m         *metrics.Metrics
+	m         *collectormetrics.Metrics
 	log       *slog.Logger
 	initial   time.Duration
 	max       time.Duration
@@ -164,7 +164,7 @@ func WithBatch(rows int, every time.Duration) Option {
 }
 
 // WithMetrics sets the metrics to update.
-func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.m = m } }
+func WithMetrics(m *collectormetrics.Metrics) Option { return func(o *options) { o.m = m } }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
@@ -212,7 +212,7 @@ func New(t config.Target, conv *rows.Converter, sink Sink, opts ...Option) *Loop
 		opt(&o)
 	}
 	if o.m == nil {
-		o.m = metrics.New()
+		o.m = collectormetrics.New()
 	}
 	l := &Loop{t: t, conv: conv, sink: sink, collector: o.collector, epoch: o.epoch, batchRows: o.batchRows,
 		every: o.every, m: o.m, log: o.log.With("target", t.Name), observe: o.observe, budget: o.standby,
@@ -354,7 +354,7 @@ func (l *Loop) Promote(epoch int64, floor map[int64]int64, seed func(*rows.Conve
 		samples, events = samples+s, events+e
 		b.Epoch = epoch
 	}
-	l.m.DroppedRows.WithLabelValues(metrics.DropDuplicate).Add(float64(samples + events))
+	l.m.DroppedRows.WithLabelValues(collectormetrics.DropDuplicate).Add(float64(samples + events))
 	l.standby.Store(false)
 	for _, b := range l.held {
 		l.flushLocked(b)
@@ -534,7 +534,7 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 		l.bmu.Unlock()
 	}()
 	notes := l.m.Notifications.WithLabelValues(l.t.Name)
-	dups := l.m.DroppedRows.WithLabelValues(metrics.DropDuplicate)
+	dups := l.m.DroppedRows.WithLabelValues(collectormetrics.DropDuplicate)
 	for {
 		r, err := recv()
 		if err != nil {

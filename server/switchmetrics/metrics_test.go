@@ -1,4 +1,4 @@
-package metrics_test
+package switchmetrics_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
-	"github.com/lhcnp/lhcnp/server/metrics"
+	"github.com/lhcnp/lhcnp/server/switchmetrics"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
@@ -133,7 +133,7 @@ func TestMetricsOverHTTP(t *testing.T) {
 	}
 	sub := subscribe.New(st)
 
-	m := metrics.New()
+	m := switchmetrics.New()
 	m.WatchSubscriptions(sub)
 	m.SetEngineLagFunc(func() time.Duration { return 1500 * time.Millisecond })
 	m.SetCommitPendingFunc(func() bool { _, _, ok := h.PendingCommit(); return ok })
@@ -246,7 +246,7 @@ lhcnp_gnmi_commit_pending 0
 	// Prometheus' own naming rules (what promtool check metrics applies).
 	var ours []*dto.MetricFamily
 	for name, f := range mf {
-		if strings.HasPrefix(name, metrics.Namespace+"_") {
+		if strings.HasPrefix(name, switchmetrics.Namespace+"_") {
 			ours = append(ours, f)
 		}
 	}
@@ -288,10 +288,10 @@ lhcnp_gnmi_commit_pending 0
 // RPC counters with its switch label, on the one registry, and the engine
 // lag once, without the label.
 func TestForSwitch(t *testing.T) {
-	m := metrics.NewShared()
+	m := switchmetrics.NewShared()
 	m.SetEngineLagFunc(func() time.Duration { return 3 * time.Millisecond })
 	n1, n2 := m.ForSwitch("n1"), m.ForSwitch("n2")
-	call := func(mm *metrics.Metrics, code codes.Code) {
+	call := func(mm *switchmetrics.Metrics, code codes.Code) {
 		_, _ = mm.UnaryInterceptor()(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/gnmi.gNMI/Get"},
 			func(context.Context, any) (any, error) { return nil, status.Error(code, "x") })
 	}

@@ -8,7 +8,7 @@
 // It depends on gRPC and on the small interfaces it declares; it must not
 // depend on the schema, the target's handlers or the dataplane: the caller
 // hands it functions to read.
-package metrics
+package switchmetrics
 
 import (
 	"context"

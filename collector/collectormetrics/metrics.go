@@ -4,7 +4,7 @@
 //
 // It is a leaf package: the runtime, the writer and the target loops update
 // it; it must not depend on them.
-package metrics
+package collectormetrics
 
 import (
 	"context"

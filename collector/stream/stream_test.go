@@ -1,4 +1,4 @@
-package target_test
+package stream_test
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
-	"github.com/lhcnp/lhcnp/collector/metrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
-	"github.com/lhcnp/lhcnp/collector/target"
+	"github.com/lhcnp/lhcnp/collector/stream"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 )
@@ -113,18 +113,18 @@ func (r *recorder) waitSamples(t *testing.T, n int) []sample {
 
 // newLoop builds the loop of sw's target with a converter of the switch's
 // schema.
-func newLoop(t *testing.T, tg config.Target, sink target.Sink, opts ...target.Option) *target.Loop {
+func newLoop(t *testing.T, tg config.Target, sink stream.Sink, opts ...stream.Option) *stream.Loop {
 	t.Helper()
 	sch, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return target.New(tg, rows.NewConverter(tg.Name, sch), sink, opts...)
+	return stream.New(tg, rows.NewConverter(tg.Name, sch), sink, opts...)
 }
 
 // run runs l until the returned stop is called (or the test ends); stop
 // returns once Run has.
-func run(t *testing.T, l *target.Loop) (stop func()) {
+func run(t *testing.T, l *stream.Loop) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -160,7 +160,7 @@ func poll(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func waitSynced(t *testing.T, l *target.Loop) target.Sync {
+func waitSynced(t *testing.T, l *stream.Loop) stream.Sync {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -171,7 +171,7 @@ func waitSynced(t *testing.T, l *target.Loop) target.Sync {
 	return s
 }
 
-func waitReceived(t *testing.T, l *target.Loop, ts int64) {
+func waitReceived(t *testing.T, l *stream.Loop, ts int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -229,16 +229,16 @@ func TestStreamsRows(t *testing.T) {
 	ts1 := t0
 	sw.Publish(ts1, map[string]*gnmi.TypedValue{depth: switchtest.Uint(10)})
 	rec := newRecorder()
-	m := metrics.New()
+	m := collectormetrics.New()
 	syncs := make(signals, 4)
-	l := newLoop(t, onChange(sw), rec.sink, target.WithCollector("c1", 3), target.WithBatch(1000, 5*time.Millisecond),
-		target.WithMetrics(m), target.WithOnSync(syncs.fire))
+	l := newLoop(t, onChange(sw), rec.sink, stream.WithCollector("c1", 3), stream.WithBatch(1000, 5*time.Millisecond),
+		stream.WithMetrics(m), stream.WithOnSync(syncs.fire))
 	if _, ok := l.Synced(); ok {
 		t.Error("Synced before Run")
 	}
 	stop := run(t, l)
 
-	if diff := cmp.Diff(target.Sync{Session: 1, Point: ts1}, waitSynced(t, l)); diff != "" {
+	if diff := cmp.Diff(stream.Sync{Session: 1, Point: ts1}, waitSynced(t, l)); diff != "" {
 		t.Errorf("sync (-want +got):\n%s", diff)
 	}
 	syncs.next(t, "onSync at the sync_response")
@@ -300,7 +300,7 @@ func TestStreamsRows(t *testing.T) {
 func TestWaitSyncedEndsWithContext(t *testing.T) {
 	sw := switchtest.Start(t, "down")
 	sw.Stop()
-	l := newLoop(t, onChange(sw), newRecorder().sink, target.WithBackoff(time.Millisecond, time.Millisecond))
+	l := newLoop(t, onChange(sw), newRecorder().sink, stream.WithBackoff(time.Millisecond, time.Millisecond))
 	run(t, l)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -329,7 +329,7 @@ func TestBatches(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			sw := switchtest.Start(t, "sw1")
 			rec := newRecorder()
-			l := newLoop(t, onChange(sw), rec.sink, target.WithBatch(tt.batchRows, tt.every))
+			l := newLoop(t, onChange(sw), rec.sink, stream.WithBatch(tt.batchRows, tt.every))
 			stop := run(t, l)
 			waitSynced(t, l)
 			ts := t0
@@ -362,7 +362,7 @@ func TestBatches(t *testing.T) {
 func TestPartialBatchOnTime(t *testing.T) {
 	sw := switchtest.Start(t, "sw1")
 	rec := newRecorder()
-	l := newLoop(t, onChange(sw), rec.sink, target.WithBatch(1000, time.Millisecond))
+	l := newLoop(t, onChange(sw), rec.sink, stream.WithBatch(1000, time.Millisecond))
 	run(t, l)
 	waitSynced(t, l)
 	publishOne(t, sw, rec, 7)
@@ -375,10 +375,10 @@ func TestPartialBatchOnTime(t *testing.T) {
 func TestResubscribes(t *testing.T) {
 	sw := switchtest.Start(t, "sw1")
 	rec := newRecorder()
-	m := metrics.New()
+	m := collectormetrics.New()
 	syncs := make(signals, 4)
-	l := newLoop(t, onChange(sw), rec.sink, target.WithBatch(1, time.Hour), target.WithMetrics(m),
-		target.WithBackoff(time.Millisecond, 5*time.Millisecond), target.WithOnSync(syncs.fire))
+	l := newLoop(t, onChange(sw), rec.sink, stream.WithBatch(1, time.Hour), stream.WithMetrics(m),
+		stream.WithBackoff(time.Millisecond, 5*time.Millisecond), stream.WithOnSync(syncs.fire))
 	run(t, l)
 	if s := waitSynced(t, l); s.Session != 1 {
 		t.Errorf("first session %d, want 1", s.Session)
@@ -398,7 +398,7 @@ func TestResubscribes(t *testing.T) {
 	}
 
 	sw.Restart()
-	if diff := cmp.Diff(target.Sync{Session: 2}, waitSynced(t, l)); diff != "" {
+	if diff := cmp.Diff(stream.Sync{Session: 2}, waitSynced(t, l)); diff != "" {
 		t.Errorf("second sync (-want +got):\n%s", diff)
 	}
 	syncs.next(t, "the second sync")
@@ -440,8 +440,8 @@ func TestBackoff(t *testing.T) {
 	sw := switchtest.Start(t, "sw1")
 	sw.Stop()
 	waits := make(retries, 1000)
-	l := newLoop(t, onChange(sw), newRecorder().sink, target.WithBackoff(initial, longest),
-		target.WithLogger(slog.New(waits)))
+	l := newLoop(t, onChange(sw), newRecorder().sink, stream.WithBackoff(initial, longest),
+		stream.WithLogger(slog.New(waits)))
 	run(t, l)
 
 	next := func() time.Duration {
@@ -510,9 +510,9 @@ func TestErrors(t *testing.T) {
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			sw := switchtest.Start(t, "sw1", switchtest.WithUsers(users(t)))
-			m := metrics.New()
-			l := newLoop(t, tt.target(sw), newRecorder().sink, target.WithMetrics(m),
-				target.WithBackoff(time.Millisecond, 5*time.Millisecond), target.WithOnSync(func() { t.Error("onSync") }))
+			m := collectormetrics.New()
+			l := newLoop(t, tt.target(sw), newRecorder().sink, stream.WithMetrics(m),
+				stream.WithBackoff(time.Millisecond, 5*time.Millisecond), stream.WithOnSync(func() { t.Error("onSync") }))
 			if tt.stops {
 				ctx, cancel := context.WithTimeout(context.Background(), wait)
 				defer cancel()
@@ -551,7 +551,7 @@ func TestTLS(t *testing.T) {
 	tg.CAFile, tg.CertFile, tg.KeyFile = pki.CAFile, pki.ClientCert, pki.ClientKey
 	tg.Username, tg.Password = "collector", "s3cret"
 	rec := newRecorder()
-	l := newLoop(t, tg, rec.sink, target.WithBatch(1, time.Hour))
+	l := newLoop(t, tg, rec.sink, stream.WithBatch(1, time.Hour))
 	run(t, l)
 	waitSynced(t, l)
 	publishOne(t, sw, rec, 3)
@@ -582,10 +582,10 @@ func TestStandby(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			sw := switchtest.Start(t, "sw1")
 			rec := newRecorder()
-			m := metrics.New()
-			budget := target.NewStandbyBudget(tt.budget)
-			l := newLoop(t, onChange(sw), rec.sink, target.WithBatch(1, time.Hour), target.WithMetrics(m),
-				target.WithCollector("c2", 1), target.WithStandby(budget))
+			m := collectormetrics.New()
+			budget := stream.NewStandbyBudget(tt.budget)
+			l := newLoop(t, onChange(sw), rec.sink, stream.WithBatch(1, time.Hour), stream.WithMetrics(m),
+				stream.WithCollector("c2", 1), stream.WithStandby(budget))
 			run(t, l)
 			waitSynced(t, l)
 			poll(t, "the state standby", func() bool { return m.TargetStates()["sw1"] == "standby" })
