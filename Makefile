@@ -57,7 +57,7 @@ unit:
 
 # The packages that share state across goroutines, under the race detector.
 race:
-	$(GO) test -count=1 -race -short ./dataplane-sim/engine/... ./server/... ./collector/...
+	$(GO) test -count=1 -race -short ./dataplane-sim/engine/... ./gnmi/... ./server/... ./collector/...
 
 # The collector's fault tests at the issue's full length under the race
 # detector (make test runs the 30 s PostgreSQL outage in its unit step and a
@@ -78,7 +78,7 @@ fuzz:
 # Benchmarks compared with benchstat (the reference implementations run in the
 # same benchmark binaries).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./dataplane-sim/... ./server/... | tee bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./dataplane-sim/... ./gnmi/... ./server/... | tee bench.txt
 	$(GO) tool benchstat bench.txt
 
 # docs/results.md and docs/results/*.png: mechanisms side by side on the
