@@ -139,17 +139,17 @@ func TestRetentionKeepsValuesRead(t *testing.T) {
 
 			// What they say: the carried values, and the kept change.
 			type util struct {
-				Ts          time.Time
-				PortRateBps *int64
-				Speed       float64
+				Ts                 time.Time
+				PortRateBitsPerSec *int64
+				Speed              float64
 			}
 			for _, u := range query[util](t, f.pool, `SELECT ts, port_rate_bps, speed FROM queue_utilisation ORDER BY ts`) {
 				wantSpeed := 0.5
 				if !u.Ts.Before(f.t0.Add(84 * h)) {
 					wantSpeed = 2
 				}
-				if u.PortRateBps == nil || *u.PortRateBps != 40_000_000 || u.Speed != wantSpeed {
-					t.Errorf("queue_utilisation at %v: port rate %v, speed %v; want 40000000, %v", u.Ts, fmtPtr(u.PortRateBps), u.Speed, wantSpeed)
+				if u.PortRateBitsPerSec == nil || *u.PortRateBitsPerSec != 40_000_000 || u.Speed != wantSpeed {
+					t.Errorf("queue_utilisation at %v: port rate %v, speed %v; want 40000000, %v", u.Ts, fmtPtr(u.PortRateBitsPerSec), u.Speed, wantSpeed)
 				}
 			}
 			type carried struct {

@@ -160,10 +160,10 @@ func ValidateChange(c Change) error {
 	default:
 		return fmt.Errorf("interface %s queue %d: kmax-mode %q unknown", c.Interface, c.Queue, a.KMaxMode)
 	}
-	if a.VGrowthBps < policy.YANGVGrowthMinBps {
-		return fmt.Errorf("interface %s queue %d: v-growth %d outside the model's range 1..max", c.Interface, c.Queue, a.VGrowthBps)
+	if a.VGrowthBytesPerSec < policy.YANGVGrowthMinBytesPerSec {
+		return fmt.Errorf("interface %s queue %d: v-growth %d outside the model's range 1..max", c.Interface, c.Queue, a.VGrowthBytesPerSec)
 	}
-	cfg.VGrowth = ygot.Uint64(uint64(a.VGrowthBps))
+	cfg.VGrowth = ygot.Uint64(uint64(a.VGrowthBytesPerSec))
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("interface %s queue %d: %w", c.Interface, c.Queue, err)
 	}
@@ -208,8 +208,8 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 		case c.After.Alpha != c.Before.Alpha:
 			ygnmi.BatchUpdate(b, q.Alpha().Config(), c.After.Alpha)
 		}
-		if c.After.VGrowthBps != c.Before.VGrowthBps {
-			ygnmi.BatchUpdate(b, q.VGrowth().Config(), uint64(c.After.VGrowthBps))
+		if c.After.VGrowthBytesPerSec != c.Before.VGrowthBytesPerSec {
+			ygnmi.BatchUpdate(b, q.VGrowth().Config(), uint64(c.After.VGrowthBytesPerSec))
 		}
 	}
 	if _, err := b.Set(p.outgoing(ctx, s), yc); err != nil {
@@ -239,7 +239,7 @@ func (p *GNMIPusher) checkBefore(ctx context.Context, yc *ygnmi.Client, changes 
 			errs = append(errs, fmt.Errorf("interface %s queue %d: reading its settings: %w", c.Interface, c.Queue, err))
 			continue
 		}
-		runs := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBps: int64(st.GetVGrowth())}
+		runs := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBytesPerSec: int64(st.GetVGrowth())}
 		if st.GetKmaxMode() == oc.LhcnpTypes_KmaxMode_EXPLICIT {
 			runs.KMaxMode, runs.KMaxBytes = policy.KMaxExplicit, int64(st.GetKmax())
 		}
@@ -262,8 +262,8 @@ func settingsDiff(want, runs policy.Settings) string {
 	} else if runs.KMaxMode == policy.KMaxBDP && runs.Alpha != want.Alpha {
 		d = append(d, fmt.Sprintf("alpha %v, decided on %v", runs.Alpha, want.Alpha))
 	}
-	if runs.VGrowthBps != want.VGrowthBps {
-		d = append(d, fmt.Sprintf("v-growth %d, decided on %d", runs.VGrowthBps, want.VGrowthBps))
+	if runs.VGrowthBytesPerSec != want.VGrowthBytesPerSec {
+		d = append(d, fmt.Sprintf("v-growth %d, decided on %d", runs.VGrowthBytesPerSec, want.VGrowthBytesPerSec))
 	}
 	if len(d) == 0 {
 		return ""

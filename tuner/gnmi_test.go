@@ -51,8 +51,8 @@ func TestGNMIPusherCommit(t *testing.T) {
 	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
 	defer p.Close()
 	ch := Change{Interface: "wan0", Queue: 0,
-		Before: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 1_250_000_000},
-		After:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBps: 625_000_000}}
+		Before: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 1_250_000_000},
+		After:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBytesPerSec: 625_000_000}}
 	if err := p.Commit(ctx, "n1", "c1", []Change{ch}, time.Minute); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -89,10 +89,10 @@ func TestGNMIPusherRefusesOutOfModel(t *testing.T) {
 		after policy.Settings
 		want  string
 	}{
-		{"alpha above 1000", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 2000, VGrowthBps: 1}, "alpha 2000 outside the model's range"},
-		{"alpha with 4 digits", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.1234, VGrowthBps: 1}, "more than 3 fraction digits"},
-		{"v-growth 0", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 0}, "v-growth 0 outside the model's range"},
-		{"kmax 0", policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 0, VGrowthBps: 1}, "kmax 0 outside"},
+		{"alpha above 1000", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 2000, VGrowthBytesPerSec: 1}, "alpha 2000 outside the model's range"},
+		{"alpha with 4 digits", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.1234, VGrowthBytesPerSec: 1}, "more than 3 fraction digits"},
+		{"v-growth 0", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 0}, "v-growth 0 outside the model's range"},
+		{"kmax 0", policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 0, VGrowthBytesPerSec: 1}, "kmax 0 outside"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -116,8 +116,8 @@ func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
 	defer p.Close()
 	ch := Change{Interface: "wan0", Queue: 0,
-		Before: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 1_250_000_000},
-		After:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBps: 1_250_000_000}}
+		Before: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 1_250_000_000},
+		After:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBytesPerSec: 1_250_000_000}}
 
 	if err := p.Commit(ctx, "n1", "unconfirmed", []Change{ch}, 200*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 	// A second commit while one is pending (decided on the pending
 	// commit's settings) is refused by the switch.
 	second := Change{Interface: "wan0", Queue: 0, Before: ch.After,
-		After: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.25, VGrowthBps: 1_250_000_000}}
+		After: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.25, VGrowthBytesPerSec: 1_250_000_000}}
 	if err := p.Commit(ctx, "n1", "second", []Change{second}, time.Minute); err == nil || !strings.Contains(err.Error(), "FailedPrecondition") {
 		t.Errorf("second commit while one is pending: %v, want FailedPrecondition", err)
 	}
@@ -174,18 +174,18 @@ func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 // names the queue and what it runs; a change decided on what it runs is.
 func TestGNMIPusherChecksBefore(t *testing.T) {
 	ctx := context.Background()
-	runs := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 1_250_000_000}
+	runs := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 1_250_000_000}
 	tests := []struct {
 		desc   string
 		before policy.Settings
 		want   string // "" when pushed
 	}{
 		{"what the switch runs", runs, ""},
-		{"another alpha", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.978, VGrowthBps: 1_250_000_000},
+		{"another alpha", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.978, VGrowthBytesPerSec: 1_250_000_000},
 			"interface wan0 queue 0: it runs alpha 1, decided on 0.978"},
-		{"another v-growth", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 625_000_000},
+		{"another v-growth", policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 625_000_000},
 			"interface wan0 queue 0: it runs v-growth 1250000000, decided on 625000000"},
-		{"another mode", policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 4_000_000, VGrowthBps: 1_250_000_000},
+		{"another mode", policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 4_000_000, VGrowthBytesPerSec: 1_250_000_000},
 			"interface wan0 queue 0: it runs kmax-mode BDP_ADAPTIVE, decided on EXPLICIT"},
 	}
 	for _, tt := range tests {
@@ -264,8 +264,8 @@ func (r *setRecorder) only(t *testing.T) *gnmi.SetRequest {
 func TestClientPathsOnTheWire(t *testing.T) {
 	ctx := context.Background()
 	const id, rollback = "c1", time.Minute
-	bdp := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 1_250_000_000}
-	explicit := policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 4_000_000, VGrowthBps: 1_250_000_000}
+	bdp := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 1_250_000_000}
+	explicit := policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 4_000_000, VGrowthBytesPerSec: 1_250_000_000}
 	q := uncompressed.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).Config()
 	tests := []struct {
 		desc   string
@@ -279,7 +279,7 @@ func TestClientPathsOnTheWire(t *testing.T) {
 	}{{
 		desc:   "alpha and v-growth",
 		before: bdp,
-		after:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBps: 625_000_000},
+		after:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBytesPerSec: 625_000_000},
 		want: func(b *ygnmi.SetBatch) {
 			ygnmi.BatchUpdate(b, q.Alpha(), 0.5)
 			ygnmi.BatchUpdate(b, q.VGrowth(), uint64(625_000_000))
@@ -287,7 +287,7 @@ func TestClientPathsOnTheWire(t *testing.T) {
 	}, {
 		desc:   "to explicit kmax",
 		before: bdp,
-		after:  policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 3_000_000, VGrowthBps: 2_500_000_000},
+		after:  policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 3_000_000, VGrowthBytesPerSec: 2_500_000_000},
 		want: func(b *ygnmi.SetBatch) {
 			ygnmi.BatchUpdate(b, q.KmaxMode(), oc.LhcnpTypes_KmaxMode_EXPLICIT)
 			ygnmi.BatchUpdate(b, q.Kmax(), uint64(3_000_000))
@@ -296,7 +296,7 @@ func TestClientPathsOnTheWire(t *testing.T) {
 	}, {
 		desc:   "explicit kmax only",
 		before: explicit,
-		after:  policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 2_000_000, VGrowthBps: 1_250_000_000},
+		after:  policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 2_000_000, VGrowthBytesPerSec: 1_250_000_000},
 		prepare: func(b *ygnmi.SetBatch) {
 			ygnmi.BatchUpdate(b, q.KmaxMode(), oc.LhcnpTypes_KmaxMode_EXPLICIT)
 			ygnmi.BatchUpdate(b, q.Kmax(), uint64(explicit.KMaxBytes))

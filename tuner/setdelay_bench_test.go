@@ -83,8 +83,8 @@ func BenchmarkSetCommitConfirmed(b *testing.B) {
 	defer p.Close()
 	ctx := context.Background()
 	settings := []policy.Settings{
-		{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBps: 1_250_000_000},
-		{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBps: 625_000_000},
+		{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 1_250_000_000},
+		{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBytesPerSec: 625_000_000},
 	}
 	commit := make([]time.Duration, 0, b.N)
 	confirm := make([]time.Duration, 0, b.N)

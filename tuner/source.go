@@ -56,11 +56,11 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		}
 		w.Config.KMaxMode = policy.KMaxMode(m)
 		w.Config.Alpha = deref(alpha, 0)
-		w.Config.VGrowthBps = deref(vgrowth, 0)
+		w.Config.VGrowthBytesPerSec = deref(vgrowth, 0)
 		w.Config.KMaxBytes = deref(kmax, 0)
 		w.KBaseBytes = deref(kbase, 0)
 		w.EffectiveKMaxBytes = deref(eff, 0)
-		w.PortRateBps = deref(rate, 0)
+		w.PortRateBitsPerSec = deref(rate, 0)
 		w.RTTEst = time.Duration(deref(rttUs, 0)) * time.Microsecond
 		wins[k] = &QueueWindow{Interface: k.iface, Queue: uint8(k.queue), Window: w}
 		keys = append(keys, k)

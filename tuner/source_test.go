@@ -110,8 +110,8 @@ func TestPGSource(t *testing.T) {
 	}
 	want := []QueueWindow{{Interface: "wan0", Queue: 0, Window: policy.Window{
 		Start: t1, End: t1.Add(3 * time.Second), Samples: samples,
-		Config:     policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBps: 1_250_000_000},
-		KBaseBytes: 64000, EffectiveKMaxBytes: 6_250_000, RTTEst: 10 * time.Millisecond, PortRateBps: 10_000_000_000,
+		Config:     policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBytesPerSec: 1_250_000_000},
+		KBaseBytes: 64000, EffectiveKMaxBytes: 6_250_000, RTTEst: 10 * time.Millisecond, PortRateBitsPerSec: 10_000_000_000,
 		Speed: 1,
 	}}}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {

@@ -85,7 +85,7 @@ type Inputs struct {
 	KBaseBytes         int64          `json:"k_base_bytes"`
 	EffectiveKMaxBytes int64          `json:"effective_kmax_bytes"`
 	RTTEstNs           int64          `json:"rtt_est_ns"`
-	PortRateBps        int64          `json:"port_rate_bps"`
+	PortRateBitsPerSec int64          `json:"port_rate_bps"`
 	Step               float64        `json:"step,omitempty"`
 	Memory             policy.Memory  `json:"memory"`
 }
@@ -393,7 +393,7 @@ func (t *Tuner) action(now time.Time, k queueKey, w policy.Window, d policy.Deci
 		Before: d.Before, After: d.After, DryRun: t.cfg.DryRun,
 		Inputs: Inputs{WindowStart: w.Start, WindowEnd: w.End, Samples: len(w.Samples), Rule: d.Rule,
 			Metrics: d.Metrics, Objective: d.Objective, KBaseBytes: w.KBaseBytes,
-			EffectiveKMaxBytes: w.EffectiveKMaxBytes, RTTEstNs: int64(w.RTTEst), PortRateBps: w.PortRateBps,
+			EffectiveKMaxBytes: w.EffectiveKMaxBytes, RTTEstNs: int64(w.RTTEst), PortRateBitsPerSec: w.PortRateBitsPerSec,
 			Step: d.Step, Memory: mem}}
 }
 

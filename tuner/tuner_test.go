@@ -109,7 +109,7 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 	if err != nil {
 		return nil, err
 	}
-	cfg := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBps: int64(st.GetVGrowth())}
+	cfg := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBytesPerSec: int64(st.GetVGrowth())}
 	if st.GetKmaxMode() == oc.LhcnpTypes_KmaxMode_EXPLICIT {
 		cfg.KMaxMode, cfg.KMaxBytes = policy.KMaxExplicit, int64(st.GetKmax())
 	}
@@ -118,7 +118,7 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 	}
 	tr := s.traffic(target, cfg)
 	w := policy.Window{Start: start, End: end, Config: cfg, KBaseBytes: int64(st.GetKBase()),
-		EffectiveKMaxBytes: int64(st.GetEffectiveKmax()), RTTEst: srcRTT, PortRateBps: srcRate}
+		EffectiveKMaxBytes: int64(st.GetEffectiveKmax()), RTTEst: srcRTT, PortRateBitsPerSec: srcRate}
 	step := end.Sub(start) / 4
 	for i := range 5 {
 		tx := int64(tr.util * srcRate / 8 * step.Seconds())
@@ -166,7 +166,7 @@ var (
 )
 
 func bdpSettings(alpha float64) policy.Settings {
-	return policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: alpha, VGrowthBps: 1_250_000_000}
+	return policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: alpha, VGrowthBytesPerSec: 1_250_000_000}
 }
 
 func newLoop(t *testing.T, cfg Config, src Source, rec Recorder) (*Tuner, *GNMIPusher) {

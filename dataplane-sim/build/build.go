@@ -88,7 +88,7 @@ func New(sc *scenario.Scenario, o Options) (*Network, error) {
 	for i := range n.Links {
 		lk := &n.Links[i]
 		pa, pb, err := n.Net.Connect(n.Net.NodeByName(lk.A), n.Net.NodeByName(lk.B),
-			netsim.LinkConfig{RateBps: int64(lk.Rate), Delay: engine.FromDuration(lk.Delay)})
+			netsim.LinkConfig{RateBitsPerSec: int64(lk.Rate), Delay: engine.FromDuration(lk.Delay)})
 		if err != nil {
 			return nil, fmt.Errorf("build: link %s: %w", lk.Name, err)
 		}
@@ -164,7 +164,7 @@ func (n *Network) AddFlow(f scenario.Flow) (*Flow, error) {
 	// A flow's rate is its maximum rate (DCQCN's increases stop there);
 	// a stop is administrative, so a Long-haul CNP Resume cannot lift it.
 	nf, err := n.Net.AddFlow(netsim.FlowConfig{Name: f.Name, Src: src, Dst: dst, SrcQPN: f.SrcQP, DstQPN: f.DstQP,
-		Bytes: int64(f.Size), Start: engine.FromDuration(f.Start), MaxRateBps: int64(f.Rate), Dormant: !local})
+		Bytes: int64(f.Size), Start: engine.FromDuration(f.Start), MaxRateBitsPerSec: int64(f.Rate), Dormant: !local})
 	if err != nil {
 		return nil, fmt.Errorf("build: flow %s: %w", f.Name, err)
 	}
@@ -235,7 +235,7 @@ func (n *Network) Apply(ev scenario.Event) {
 				for _, f := range n.beforeRate {
 					f(pt)
 				}
-				pt.Out().SetRateBps(int64(ev.Rate))
+				pt.Out().SetRateBitsPerSec(int64(ev.Rate))
 			case scenario.EventLinkDelay:
 				pt.Out().SetDelay(engine.FromDuration(ev.Delay))
 			case scenario.EventRTT:

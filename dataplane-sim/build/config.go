@@ -33,9 +33,9 @@ func hostConfig(sc *scenario.Scenario) (netsim.HostConfig, error) {
 	set(&rp.G, d.G, func(v int) uint32 { return uint32(v) })
 	set(&rp.AlphaUpdatePeriod, d.AlphaUpdatePeriod, engine.FromDuration)
 	set(&rp.InitialAlpha, d.InitialAlpha, func(v int) uint32 { return uint32(v) })
-	set(&rp.RateOnFirstCNPBps, d.RateOnFirstCNP, rateBps)
+	set(&rp.RateOnFirstCNPBitsPerSec, d.RateOnFirstCNP, rateBitsPerSec)
 	set(&rp.MinDecFacPercent, d.MinDecFacPercent, func(v int) int64 { return int64(v) })
-	set(&rp.MinRateBps, d.MinRate, rateBps)
+	set(&rp.MinRateBitsPerSec, d.MinRate, rateBitsPerSec)
 	set(&rp.GD, d.GD, func(v int) uint { return uint(v) })
 	set(&rp.RateReduceMonitorPeriod, d.RateReduceMonitorPeriod, engine.FromDuration)
 	set(&rp.ClampTargetRate, d.ClampTargetRate, func(v bool) bool { return v })
@@ -43,9 +43,9 @@ func hostConfig(sc *scenario.Scenario) (netsim.HostConfig, error) {
 	set(&rp.TimeReset, d.TimeReset, engine.FromDuration)
 	set(&rp.ByteResetBytes, d.ByteReset, func(v scenario.Size) int64 { return int64(v) })
 	set(&rp.Threshold, d.Threshold, func(v int) int { return v })
-	set(&rp.MaxRateBps, d.MaxRate, rateBps)
-	set(&rp.AIRateBps, d.RateAI, rateBps)
-	set(&rp.HAIRateBps, d.RateHAI, rateBps)
+	set(&rp.MaxRateBitsPerSec, d.MaxRate, rateBitsPerSec)
+	set(&rp.AIRateBitsPerSec, d.RateAI, rateBitsPerSec)
+	set(&rp.HAIRateBitsPerSec, d.RateHAI, rateBitsPerSec)
 	set(&c.NP.CNPInterval, d.CNPInterval, engine.FromDuration)
 	set(&c.NP.CNPPrio, d.CNPPrio, func(v int) uint8 { return uint8(v) })
 	set(&c.MTUBytes, sc.NIC.MTU, func(v scenario.Size) int32 { return int32(v) })
@@ -56,7 +56,7 @@ func hostConfig(sc *scenario.Scenario) (netsim.HostConfig, error) {
 	return c, nil
 }
 
-func rateBps(r scenario.Rate) int64 { return int64(r) }
+func rateBitsPerSec(r scenario.Rate) int64 { return int64(r) }
 
 // set assigns conv(*v) to dst when the scenario overrides the field.
 func set[S, D any](dst *D, v *S, conv func(S) D) {

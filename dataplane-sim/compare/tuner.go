@@ -72,8 +72,8 @@ func Objective(s *report.Summary, node, peer string, rtt time.Duration, w policy
 		m.Utilisation = float64(p.Utilisation)
 		m.MeanQueueBytes = float64(p.MeanQueueBytes)
 		m.PeakQueueBytes = p.PeakQueueBytes
-		if p.RateBps > 0 && rtt > 0 {
-			m.DelayRTT = policy.DelayRTT(m.MeanQueueBytes, p.RateBps, rtt)
+		if p.RateBitsPerSec > 0 && rtt > 0 {
+			m.DelayRTT = policy.DelayRTT(m.MeanQueueBytes, p.RateBitsPerSec, rtt)
 		}
 		m.Packets = p.TxPackets
 		m.Drops, m.Pauses = p.DropPackets, p.PFCPauseFrames

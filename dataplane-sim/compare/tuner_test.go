@@ -112,7 +112,7 @@ func TestTunerMechanismNames(t *testing.T) {
 // frames (ACKs, CNPs) and IPv6 frames count one each.
 func TestObjectiveLoss(t *testing.T) {
 	port := func(txBytes, txPackets, drops, pauses int64) report.PortSummary {
-		return report.PortSummary{Node: "n1", Port: "n2", RateBps: 10_000_000_000, Utilisation: 1,
+		return report.PortSummary{Node: "n1", Port: "n2", RateBitsPerSec: 10_000_000_000, Utilisation: 1,
 			TxBytes: txBytes, TxPackets: txPackets, DropPackets: drops, PFCPauseFrames: pauses}
 	}
 	tests := []struct {

@@ -59,15 +59,15 @@ func ParseTime(s string) (Time, error) {
 	return FromDuration(d), nil
 }
 
-// TxTime returns the serialisation time of sizeBytes at rateBps, rounded up
+// TxTime returns the serialisation time of sizeBytes at rateBitsPerSec, rounded up
 // to a whole nanosecond. Links that must hold an exact long-run rate use a
 // Serializer instead, which carries the rounding remainder.
-func TxTime(sizeBytes int64, rateBps int64) Time {
-	if rateBps <= 0 {
+func TxTime(sizeBytes int64, rateBitsPerSec int64) Time {
+	if rateBitsPerSec <= 0 {
 		return Never
 	}
 	bits := sizeBytes * 8 * int64(Second)
-	return Time((bits + rateBps - 1) / rateBps)
+	return Time((bits + rateBitsPerSec - 1) / rateBitsPerSec)
 }
 
 // Serializer turns packet sizes into transmission times at a given rate
@@ -77,13 +77,13 @@ type Serializer struct {
 	remainder int64 // bit-nanoseconds not yet turned into a whole ns
 }
 
-// TxTime returns the transmission time of sizeBytes at rateBps.
-func (s *Serializer) TxTime(sizeBytes int64, rateBps int64) Time {
-	if rateBps <= 0 {
+// TxTime returns the transmission time of sizeBytes at rateBitsPerSec.
+func (s *Serializer) TxTime(sizeBytes int64, rateBitsPerSec int64) Time {
+	if rateBitsPerSec <= 0 {
 		return Never
 	}
 	num := sizeBytes*8*int64(Second) + s.remainder
-	t := num / rateBps
-	s.remainder = num % rateBps
+	t := num / rateBitsPerSec
+	s.remainder = num % rateBitsPerSec
 	return Time(t)
 }

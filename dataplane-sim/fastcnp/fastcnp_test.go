@@ -278,7 +278,7 @@ func TestSenderSlowsDown(t *testing.T) {
 				if acc == 0 || cuts == 0 {
 					t.Fatalf("accepted %d Fast CNPs, %d rate cuts; want both", acc, cuts)
 				}
-				if rate := r.a.Sender.RateBps() + r.b.Sender.RateBps() + r.c.Sender.RateBps(); rate >= 20e9 {
+				if rate := r.a.Sender.RateBitsPerSec() + r.b.Sender.RateBitsPerSec() + r.c.Sender.RateBitsPerSec(); rate >= 20e9 {
 					t.Errorf("senders at %d b/s, want below the 20 Gb/s offered", rate)
 				}
 				return

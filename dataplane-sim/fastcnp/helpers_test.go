@@ -71,7 +71,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	ecn := netsim.ECNConfig{Enabled: true, KMinBytes: 20_000, KMaxBytes: 200_000, PMax: 0.2}
 	sc := netsim.SwitchConfig{Port: netsim.PortConfig{ECN: netsim.SameECN(ecn)}}
 	link := func(a, b string, d engine.Time) mechtest.Link {
-		return mechtest.Link{A: a, B: b, RateBps: 10e9, Delay: d}
+		return mechtest.Link{A: a, B: b, RateBitsPerSec: 10e9, Delay: d}
 	}
 	flow := func(name, from, to string, src, dst uint32) mechtest.Flow {
 		return mechtest.Flow{From: from, To: to, Config: netsim.FlowConfig{Name: name, SrcQPN: src, DstQPN: dst}}

@@ -144,12 +144,12 @@ func TestUpstreamPriority(t *testing.T) {
 		must(err)
 		n2, err := net.AddSwitch("n2", addrN24, netsim.SwitchConfig{})
 		must(err)
-		lc := netsim.LinkConfig{RateBps: 10e9, Delay: engine.Microsecond}
+		lc := netsim.LinkConfig{RateBitsPerSec: 10e9, Delay: engine.Microsecond}
 		for _, c := range [][2]netsim.Node{{src, n1}, {x1, n1}, {x2, n2}, {n2, dst}} {
 			_, _, err := net.Connect(c[0], c[1], lc)
 			must(err)
 		}
-		out1, _, err := net.Connect(n1, n2, netsim.LinkConfig{RateBps: 10e9, Delay: 100 * engine.Microsecond})
+		out1, _, err := net.Connect(n1, n2, netsim.LinkConfig{RateBitsPerSec: 10e9, Delay: 100 * engine.Microsecond})
 		must(err)
 		net.ComputeRoutes()
 		out2 := n2.Route(dst.ID())

@@ -21,7 +21,7 @@ func (e *flowEntry) rollRate(now, iv, win engine.Time) {
 		return
 	}
 	dt := now - e.winStart
-	e.rateBps = e.winBytes * 8 * int64(engine.Second) / int64(dt)
+	e.rateBitsPerSec = e.winBytes * 8 * int64(engine.Second) / int64(dt)
 	e.rateValid = true
 	e.winStart, e.winBytes = now, 0
 	if now-e.peakStart >= win {
@@ -33,7 +33,7 @@ func (e *flowEntry) rollRate(now, iv, win engine.Time) {
 		e.peakCur = 0
 		e.peakStart = now
 	}
-	e.peakCur = max(e.peakCur, e.rateBps)
+	e.peakCur = max(e.peakCur, e.rateBitsPerSec)
 }
 
 // rateNow closes the interval if it is over and returns the arrival rate,
@@ -41,7 +41,7 @@ func (e *flowEntry) rollRate(now, iv, win engine.Time) {
 // zero without packets). Only decisions call it: it changes the windows.
 func (e *flowEntry) rateNow(now, iv, win engine.Time) int64 {
 	e.rollRate(now, iv, win)
-	return e.rateBps
+	return e.rateBitsPerSec
 }
 
 // rateAt is the rate rateNow would return at now, without closing the
@@ -50,7 +50,7 @@ func (e *flowEntry) rateAt(now, iv engine.Time) int64 {
 	if dt := now - e.winStart; dt >= iv && dt > 0 {
 		return e.winBytes * 8 * int64(engine.Second) / int64(dt)
 	}
-	return e.rateBps
+	return e.rateBitsPerSec
 }
 
 // peak returns the highest arrival rate of the observation window.

@@ -128,9 +128,9 @@ type Config struct {
 // InterfaceConfig configures one egress port.
 type InterfaceConfig struct {
 	Enabled bool
-	// PortRateBps is R_port; 0 means the port's operational rate.
-	PortRateBps int64
-	RTTSource   RTTSource
+	// PortRateBitsPerSec is R_port; 0 means the port's operational rate.
+	PortRateBitsPerSec int64
+	RTTSource          RTTSource
 	// RTTEst is the configured RTT_est (the initial value for probed and
 	// reported sources).
 	RTTEst engine.Time
@@ -405,7 +405,7 @@ func (c *Config) validate(external bool) error {
 }
 
 func (ic *InterfaceConfig) validate(path string) error {
-	if ic.PortRateBps < 0 {
+	if ic.PortRateBitsPerSec < 0 {
 		return cfgErr(path+".port-rate-bps", "negative")
 	}
 	if ic.RTTSource > RTTReported {

@@ -57,22 +57,22 @@ type flowEntry struct {
 
 	// Arrival rate over the measurement interval, and its peak over the
 	// observation window (two buckets, for collaborative suppression).
-	winStart      engine.Time
-	winBytes      int64
-	rateBps       int64
-	rateValid     bool
-	peakStart     engine.Time
-	peakCur       int64
-	peakPrev      int64
-	lastCNP       engine.Time
-	hasCNP        bool
-	notifications int64
-	lastAction    wire.Action
-	lastLevel     uint8
-	needResume    bool
-	deferring     bool
-	deferStart    engine.Time
-	deferQD       int64
+	winStart       engine.Time
+	winBytes       int64
+	rateBitsPerSec int64
+	rateValid      bool
+	peakStart      engine.Time
+	peakCur        int64
+	peakPrev       int64
+	lastCNP        engine.Time
+	hasCNP         bool
+	notifications  int64
+	lastAction     wire.Action
+	lastLevel      uint8
+	needResume     bool
+	deferring      bool
+	deferStart     engine.Time
+	deferQD        int64
 	// §5.7 upstream priority: upstream is 0 until looked up, then
 	// upstreamYes or upstreamNo; waiting says the deferral is the wait
 	// for an upstream node's first response, waitEnd when the last one

@@ -30,7 +30,7 @@ type lineOpts struct {
 	midDelay                  engine.Time
 	dcqcn                     bool
 	flowBytes                 int64
-	flowRateBps               int64   // the flow's maximum rate (0: line rate)
+	flowRateBitsPerSec        int64   // the flow's maximum rate (0: line rate)
 	cfg1, cfg2                *Config // nil: no node on that switch
 	rc                        ReactionConfig
 	noRP                      bool
@@ -91,20 +91,20 @@ func newLine(t testing.TB, o lineOpts) *line {
 	if o.midDelay == 0 {
 		o.midDelay = 100 * engine.Microsecond
 	}
-	_, _, err = l.net.Connect(l.src, l.n1, netsim.LinkConfig{RateBps: o.srcRate, Delay: engine.Microsecond})
+	_, _, err = l.net.Connect(l.src, l.n1, netsim.LinkConfig{RateBitsPerSec: o.srcRate, Delay: engine.Microsecond})
 	must(err)
-	l.n1Out, _, err = l.net.Connect(l.n1, l.n2, netsim.LinkConfig{RateBps: o.midRate, Delay: o.midDelay})
+	l.n1Out, _, err = l.net.Connect(l.n1, l.n2, netsim.LinkConfig{RateBitsPerSec: o.midRate, Delay: o.midDelay})
 	must(err)
-	l.n2Out, _, err = l.net.Connect(l.n2, l.dst, netsim.LinkConfig{RateBps: o.dstRate, Delay: engine.Microsecond})
+	l.n2Out, _, err = l.net.Connect(l.n2, l.dst, netsim.LinkConfig{RateBitsPerSec: o.dstRate, Delay: engine.Microsecond})
 	must(err)
 	if o.rogue {
 		l.rogue, err = l.net.AddSwitch("rogue", ar, netsim.SwitchConfig{})
 		must(err)
-		_, _, err = l.net.Connect(l.rogue, l.n1, netsim.LinkConfig{RateBps: o.srcRate, Delay: engine.Microsecond})
+		_, _, err = l.net.Connect(l.rogue, l.n1, netsim.LinkConfig{RateBitsPerSec: o.srcRate, Delay: engine.Microsecond})
 		must(err)
 	}
 	l.net.ComputeRoutes()
-	l.flow, err = l.net.AddFlow(netsim.FlowConfig{Name: "f", Src: l.src, Dst: l.dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowBytes, NoCM: o.noCM, MaxRateBps: o.flowRateBps})
+	l.flow, err = l.net.AddFlow(netsim.FlowConfig{Name: "f", Src: l.src, Dst: l.dst, SrcQPN: 100, DstQPN: 200, Bytes: o.flowBytes, NoCM: o.noCM, MaxRateBitsPerSec: o.flowRateBitsPerSec})
 	must(err)
 	if o.cfg1 != nil {
 		l.node1, err = Attach(l.net, l.n1, *o.cfg1, WithEvents(func(e Event) { l.events1 = append(l.events1, e) }))

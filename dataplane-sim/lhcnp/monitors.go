@@ -23,10 +23,10 @@ import (
 
 // portRate returns R_port for ps under ic.
 func (n *Node) portRate(ps *portState, ic *InterfaceConfig) int64 {
-	if ic.PortRateBps > 0 {
-		return ic.PortRateBps
+	if ic.PortRateBitsPerSec > 0 {
+		return ic.PortRateBitsPerSec
 	}
-	return ps.pt.RateBps()
+	return ps.pt.RateBitsPerSec()
 }
 
 // probeBytes is the size of the simulated RTT probe.
@@ -37,7 +37,7 @@ func (n *Node) rttFor(ps *portState, ic *InterfaceConfig) engine.Time {
 	switch ic.RTTSource {
 	case RTTProbed:
 		l := ps.pt.Out()
-		return 2*l.Delay() + 2*engine.TxTime(probeBytes, l.RateBps())
+		return 2*l.Delay() + 2*engine.TxTime(probeBytes, l.RateBitsPerSec())
 	case RTTReported:
 		if ps.reportedRTT > 0 {
 			return ps.reportedRTT

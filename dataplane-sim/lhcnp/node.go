@@ -200,11 +200,11 @@ type portState struct {
 	name string
 	ic   InterfaceConfig
 
-	rateBps     int64       // R_port in use
-	rtt         engine.Time // RTT_est in use
-	reportedRTT engine.Time
-	rttUpdates  int64
-	rttUpdateAt engine.Time
+	rateBitsPerSec int64       // R_port in use
+	rtt            engine.Time // RTT_est in use
+	reportedRTT    engine.Time
+	rttUpdates     int64
+	rttUpdateAt    engine.Time
 
 	tokens     int64 // nano-tokens: 1e9 per notification
 	lastRefill engine.Time
@@ -333,11 +333,11 @@ func (n *Node) nodeOf(a netip.Addr) (netsim.NodeID, bool) {
 }
 
 // thresholds computes K_max and K_min (§5.3.2).
-func thresholds(qc *QueueConfig, rateBps int64, rtt engine.Time) (kmax, kmin int64) {
+func thresholds(qc *QueueConfig, rateBitsPerSec int64, rtt engine.Time) (kmax, kmin int64) {
 	if qc.KMaxMode == KMaxExplicit {
 		kmax = qc.KMaxBytes
 	} else {
-		kmax = BDPKMaxBytes(qc.KBaseBytes, qc.Alpha, rateBps, rtt.Duration())
+		kmax = BDPKMaxBytes(qc.KBaseBytes, qc.Alpha, rateBitsPerSec, rtt.Duration())
 	}
 	if qc.KMinMode == KMinExplicit {
 		kmin = qc.KMinBytes
@@ -381,7 +381,7 @@ func (n *Node) recompute(ps *portState, now engine.Time) error {
 		ps.rtt = rtt
 		ps.rttUpdateAt = now
 	}
-	ps.rateBps = rate
+	ps.rateBitsPerSec = rate
 	c := ps.pt.Config()
 	for prio := range netsim.NumPrio {
 		q := &ps.queues[prio]

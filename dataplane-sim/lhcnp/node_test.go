@@ -51,11 +51,11 @@ func TestEndToEndRateReduce(t *testing.T) {
 				t.Fatalf("reaction counters %+v", c)
 			}
 			r, ok := l.rp.QP(l.flow.Sender)
-			if !ok || !r.Reduced || r.NormalBps != 10e9 {
+			if !ok || !r.Reduced || r.NormalBitsPerSec != 10e9 {
 				t.Fatalf("qp reaction %+v", r)
 			}
-			if got := l.flow.Sender.RateBps(); got != 7e9 || l.flow.Sender.CeilingBps() != 7e9 {
-				t.Errorf("rate %d, ceiling %d after rate reduce, want 7 Gb/s held", got, l.flow.Sender.CeilingBps())
+			if got := l.flow.Sender.RateBitsPerSec(); got != 7e9 || l.flow.Sender.CeilingBitsPerSec() != 7e9 {
+				t.Errorf("rate %d, ceiling %d after rate reduce, want 7 Gb/s held", got, l.flow.Sender.CeilingBitsPerSec())
 			}
 		})
 	}
@@ -124,7 +124,7 @@ func TestKMaxRecompute(t *testing.T) {
 	}
 	// The port slows down: recomputed at once too (LinkChanged on top
 	// changes nothing and counts no second RTT update).
-	l.n1Out.Out().SetRateBps(1e9)
+	l.n1Out.Out().SetRateBitsPerSec(1e9)
 	rtt = 10*engine.Millisecond + 2*engine.TxTime(64, 1e9)
 	if got, want := kmax(), int64(1e9*rtt.Seconds()/8); got != want {
 		t.Errorf("after rate change K_max %d, want %d", got, want)

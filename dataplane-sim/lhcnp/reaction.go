@@ -26,14 +26,14 @@ type ReactionConfig struct {
 	// RTTEst is the source's RTT estimate; RecoveryInterval (0 = 2 x
 	// RTTEst) is the per-QP timer after which, without a new notification,
 	// the rate rises every RecoveryStepInterval (0 = RTTEst / 10) until it
-	// is back: by RecoveryStepBps when set (an absolute step, the unit of
+	// is back: by RecoveryStepBitsPerSec when set (an absolute step, the unit of
 	// a scenario's recovery_step), else by RecoveryStepPercent of the
 	// QP's normal rate.
-	RTTEst               engine.Time
-	RecoveryInterval     engine.Time
-	RecoveryStepInterval engine.Time
-	RecoveryStepPercent  int
-	RecoveryStepBps      int64
+	RTTEst                 engine.Time
+	RecoveryInterval       engine.Time
+	RecoveryStepInterval   engine.Time
+	RecoveryStepPercent    int
+	RecoveryStepBitsPerSec int64
 	// MaxResumeIncreasePercent caps what one Resume with a percentage may
 	// restore, as a share of the normal rate (§9 Resume Action Abuse).
 	MaxResumeIncreasePercent int
@@ -79,9 +79,9 @@ func (c *ReactionConfig) Validate() error {
 		return cfgErr("reaction.recovery-interval", "negative")
 	case c.RecoveryStepInterval < 0:
 		return cfgErr("reaction.recovery-step-interval", "negative")
-	case c.RecoveryStepBps < 0:
+	case c.RecoveryStepBitsPerSec < 0:
 		return cfgErr("reaction.recovery-step-bps", "negative")
-	case c.RecoveryStepBps == 0 && (c.RecoveryStepPercent < 1 || c.RecoveryStepPercent > 100):
+	case c.RecoveryStepBitsPerSec == 0 && (c.RecoveryStepPercent < 1 || c.RecoveryStepPercent > 100):
 		return cfgErr("reaction.recovery-step-percent", "%d outside 1..100", c.RecoveryStepPercent)
 	case c.MaxResumeIncreasePercent < 1 || c.MaxResumeIncreasePercent > 100:
 		return cfgErr("reaction.max-resume-increase-percent", "%d outside 1..100", c.MaxResumeIncreasePercent)
@@ -119,16 +119,16 @@ type ReactionCounters struct {
 
 // QPReaction is the reaction state of one QP.
 type QPReaction struct {
-	// NormalBps is the rate before the first cut of the current episode,
-	// PreCutBps the rate before the last cut, LastReductionBps what the
+	// NormalBitsPerSec is the rate before the first cut of the current episode,
+	// PreCutBitsPerSec the rate before the last cut, LastReductionBitsPerSec what the
 	// last cut took away; Reduced says an episode is open.
-	NormalBps, PreCutBps, LastReductionBps int64
-	Reduced                                bool
-	LastCNP                                engine.Time
-	Recovering                             bool
-	// CeilingBps is the rate the hold keeps DCQCN below, the QP's netsim
+	NormalBitsPerSec, PreCutBitsPerSec, LastReductionBitsPerSec int64
+	Reduced                                                     bool
+	LastCNP                                                     engine.Time
+	Recovering                                                  bool
+	// CeilingBitsPerSec is the rate the hold keeps DCQCN below, the QP's netsim
 	// ceiling (0 = none).
-	CeilingBps int64
+	CeilingBitsPerSec int64
 }
 
 type qpState struct {
@@ -392,15 +392,15 @@ func (rp *ReactionPoint) apply(q *netsim.QP, m *wire.LongHaul) {
 		rp.armRecovery(s, idx, now)
 	case wire.ActionRateReduce:
 		rp.counters.AcceptedRateReduce++
-		cur := q.RateBps()
+		cur := q.RateBitsPerSec()
 		if !r.Reduced {
-			r.NormalBps = cur
+			r.NormalBitsPerSec = cur
 			r.Reduced = true
 		}
 		next := cur * int64(100-m.Parameter) / 100
 		q.SetRate(next, next)
-		next = q.RateBps() // clamped to the minimum rate
-		r.PreCutBps, r.LastReductionBps = cur, cur-next
+		next = q.RateBitsPerSec() // clamped to the minimum rate
+		r.PreCutBitsPerSec, r.LastReductionBitsPerSec = cur, cur-next
 		r.Recovering = false
 		rp.setCeiling(s, next)
 		rp.armRecovery(s, idx, now)
@@ -414,18 +414,18 @@ func (rp *ReactionPoint) apply(q *netsim.QP, m *wire.LongHaul) {
 		if !r.Reduced {
 			return
 		}
-		cur := q.RateBps()
-		inc := r.LastReductionBps * int64(m.Parameter) / 100
+		cur := q.RateBitsPerSec()
+		inc := r.LastReductionBitsPerSec * int64(m.Parameter) / 100
 		capped := true
 		if m.Parameter == 0 {
-			inc = r.NormalBps - cur // §5.5.1: unconditional resume to the original rate
+			inc = r.NormalBitsPerSec - cur // §5.5.1: unconditional resume to the original rate
 			capped = rp.cfg.CapUnconditionalResume
 		}
-		if limit := r.NormalBps * int64(rp.cfg.MaxResumeIncreasePercent) / 100; capped && inc > limit {
+		if limit := r.NormalBitsPerSec * int64(rp.cfg.MaxResumeIncreasePercent) / 100; capped && inc > limit {
 			inc = limit
 			rp.counters.ResumeCapped++
 		}
-		rp.raise(s, min(r.NormalBps, cur+inc))
+		rp.raise(s, min(r.NormalBitsPerSec, cur+inc))
 		if r.Reduced {
 			// The recovery timer restarts from the Resume: the resumed
 			// rate is held (its ceiling) for another recovery interval
@@ -441,13 +441,13 @@ func (rp *ReactionPoint) apply(q *netsim.QP, m *wire.LongHaul) {
 // ceiling moves first: SetRate is clamped to it.
 func (rp *ReactionPoint) raise(s *qpState, rate int64) {
 	q, r := s.q, &s.r
-	if rate >= r.NormalBps {
+	if rate >= r.NormalBitsPerSec {
 		r.Reduced, r.Recovering = false, false
 		rp.setCeiling(s, 0)
 	} else {
 		rp.setCeiling(s, rate)
 	}
-	q.SetRate(rate, max(rate, q.TargetRateBps()))
+	q.SetRate(rate, max(rate, q.TargetRateBitsPerSec()))
 }
 
 // Reaction point timer kinds.
@@ -470,10 +470,10 @@ func (rp *ReactionPoint) setCeiling(s *qpState, c int64) {
 	if !rp.cfg.HoldRate {
 		c = 0
 	}
-	if c == s.r.CeilingBps {
+	if c == s.r.CeilingBitsPerSec {
 		return
 	}
-	s.r.CeilingBps = c
+	s.r.CeilingBitsPerSec = c
 	if c > 0 {
 		s.q.SetCeiling(c)
 	} else {
@@ -498,12 +498,12 @@ func (rp *ReactionPoint) Handle(kind uint32, arg uint64) {
 			r.Recovering = true
 			rp.counters.Recoveries++
 		}
-		step := rp.cfg.RecoveryStepBps
+		step := rp.cfg.RecoveryStepBitsPerSec
 		if step == 0 {
-			step = max(r.NormalBps*int64(rp.cfg.RecoveryStepPercent)/100, 1)
+			step = max(r.NormalBitsPerSec*int64(rp.cfg.RecoveryStepPercent)/100, 1)
 		}
 		rp.counters.RecoverySteps++
-		rp.raise(s, min(r.NormalBps, s.q.RateBps()+step))
+		rp.raise(s, min(r.NormalBitsPerSec, s.q.RateBitsPerSec()+step))
 		if r.Reduced {
 			rp.sim.After(rp.stepInterval(), rp, evStep, arg)
 		}

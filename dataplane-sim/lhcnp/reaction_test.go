@@ -118,8 +118,8 @@ func TestReactionActions(t *testing.T) {
 			if !tt.check(c) {
 				t.Errorf("counters %+v", c)
 			}
-			if tt.wantRate >= 0 && q.RateBps() != tt.wantRate {
-				t.Errorf("rate %d, want %d", q.RateBps(), tt.wantRate)
+			if tt.wantRate >= 0 && q.RateBitsPerSec() != tt.wantRate {
+				t.Errorf("rate %d, want %d", q.RateBitsPerSec(), tt.wantRate)
 			}
 			if paused := q.PausedUntil() > l.sim.Now(); paused != tt.wantPause {
 				t.Errorf("paused until %v at %v, want paused %v", q.PausedUntil(), l.sim.Now(), tt.wantPause)
@@ -144,7 +144,7 @@ func TestReactionMalformed(t *testing.T) {
 	if c := l.rp.Counters(); c.Malformed != 1 || c.AcceptedRateReduce != 0 {
 		t.Errorf("counters %+v", c)
 	}
-	if r := l.flow.Sender.RateBps(); r != 10e9 {
+	if r := l.flow.Sender.RateBitsPerSec(); r != 10e9 {
 		t.Errorf("rate %d", r)
 	}
 }
@@ -167,31 +167,31 @@ func TestReactionRecovery(t *testing.T) {
 	}
 	send()
 	t0 := l.sim.Now()
-	if q.RateBps() != 7e9 {
-		t.Fatalf("rate %d after the cut", q.RateBps())
+	if q.RateBitsPerSec() != 7e9 {
+		t.Fatalf("rate %d after the cut", q.RateBitsPerSec())
 	}
 	// Half-way, a second notification restarts the timer.
 	l.sim.Run(t0 + rtt)
 	send()
 	t1 := l.sim.Now()
-	if q.RateBps() != 4.9e9 {
-		t.Fatalf("rate %d after the second cut", q.RateBps())
+	if q.RateBitsPerSec() != 4.9e9 {
+		t.Fatalf("rate %d after the second cut", q.RateBitsPerSec())
 	}
 	l.sim.Run(t1 + 2*rtt - 100*engine.Microsecond)
-	if q.RateBps() != 4.9e9 || q.CeilingBps() != 4.9e9 {
+	if q.RateBitsPerSec() != 4.9e9 || q.CeilingBitsPerSec() != 4.9e9 {
 		t.Errorf("rate %d, ceiling %d before 2 x RTT_est without a notification: want 4.9 Gb/s held",
-			q.RateBps(), q.CeilingBps())
+			q.RateBitsPerSec(), q.CeilingBitsPerSec())
 	}
 	l.sim.Run(t1 + 2*rtt + rtt/10 + engine.Microsecond)
-	if got := q.RateBps(); got <= 4.9e9 || got > 4.9e9+2*5e8 {
+	if got := q.RateBitsPerSec(); got <= 4.9e9 || got > 4.9e9+2*5e8 {
 		t.Errorf("rate %d just after 2 x RTT_est: want one or two additive steps of 5%% of 10 Gb/s", got)
 	}
 	l.sim.Run(t1 + 2*rtt + 20*rtt/10)
-	if got := q.RateBps(); got != 10e9 {
+	if got := q.RateBitsPerSec(); got != 10e9 {
 		t.Errorf("rate %d after recovery, want 10 Gb/s", got)
 	}
 	r, _ := l.rp.QP(q)
-	if r.Reduced || l.rp.Counters().Recoveries != 1 || q.CeilingBps() != 0 || r.CeilingBps != 0 {
+	if r.Reduced || l.rp.Counters().Recoveries != 1 || q.CeilingBitsPerSec() != 0 || r.CeilingBitsPerSec != 0 {
 		t.Errorf("reaction %+v, counters %+v", r, l.rp.Counters())
 	}
 }
@@ -240,7 +240,7 @@ func TestReactionNoFrame(t *testing.T) {
 	if c := l.rp.Counters(); c.Malformed != 1 || c.AcceptedRateReduce != 0 {
 		t.Errorf("counters %+v", c)
 	}
-	if r := l.flow.Sender.RateBps(); r != 10e9 {
+	if r := l.flow.Sender.RateBitsPerSec(); r != 10e9 {
 		t.Errorf("rate %d", r)
 	}
 }
@@ -258,12 +258,12 @@ func TestReactionNoHold(t *testing.T) {
 	q := l.flow.Sender
 	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
 		wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}))
-	if q.RateBps() != 7e9 || q.CeilingBps() != 0 {
-		t.Fatalf("rate %d ceiling %d", q.RateBps(), q.CeilingBps())
+	if q.RateBitsPerSec() != 7e9 || q.CeilingBitsPerSec() != 0 {
+		t.Fatalf("rate %d ceiling %d", q.RateBitsPerSec(), q.CeilingBitsPerSec())
 	}
 	l.sim.Run(l.sim.Now() + 5*engine.Millisecond)
-	if q.RateBps() <= 7e9 {
-		t.Errorf("rate %d: DCQCN did not raise it without the hold", q.RateBps())
+	if q.RateBitsPerSec() <= 7e9 {
+		t.Errorf("rate %d: DCQCN did not raise it without the hold", q.RateBitsPerSec())
 	}
 
 	rc.HoldRate = true
@@ -272,8 +272,8 @@ func TestReactionNoHold(t *testing.T) {
 	q = l.flow.Sender
 	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
 		wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}))
-	if q.CeilingBps() != 7e9 {
-		t.Fatalf("ceiling %d with the hold", q.CeilingBps())
+	if q.CeilingBitsPerSec() != 7e9 {
+		t.Fatalf("ceiling %d with the hold", q.CeilingBitsPerSec())
 	}
 	rc.HoldRate = false
 	if err := l.rp.ApplyConfig(rc); err != nil {
@@ -281,8 +281,8 @@ func TestReactionNoHold(t *testing.T) {
 	}
 	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
 		wire.LongHaul{CongLevel: 20, Action: wire.ActionResume, Parameter: 10, SourceQP: 100}))
-	if q.CeilingBps() != 0 {
-		t.Errorf("ceiling %d after the hold was turned off", q.CeilingBps())
+	if q.CeilingBitsPerSec() != 0 {
+		t.Errorf("ceiling %d after the hold was turned off", q.CeilingBitsPerSec())
 	}
 }
 
@@ -394,23 +394,23 @@ func TestReactionIgnoresReservedBits(t *testing.T) {
 			if got := l.rp.frame.LongHaul.ActionReserved; got != 0x3F {
 				t.Errorf("decoded reserved bits %#x, want 0x3f (the frame really carried them)", got)
 			}
-			if got := l.flow.Sender.RateBps(); got != 7e9 {
+			if got := l.flow.Sender.RateBitsPerSec(); got != 7e9 {
 				t.Errorf("rate %d, want 7 Gb/s", got)
 			}
 		})
 	}
 }
 
-// TestReactionRecoveryStepBps: with RecoveryStepBps the additive step is
+// TestReactionRecoveryStepBitsPerSec: with RecoveryStepBitsPerSec the additive step is
 // that many bits per second per tick, whatever the QP's rates (a
 // scenario's recovery_step, end to end): 7 -> 8 -> 9 -> 10 Gb/s with
 // 1 Gb/s steps every RTT_est / 10.
-func TestReactionRecoveryStepBps(t *testing.T) {
+func TestReactionRecoveryStepBitsPerSec(t *testing.T) {
 	const rtt = 2 * engine.Millisecond
 	rc := DefaultReactionConfig()
 	rc.TrustedSources = trusted(false)
 	rc.RTTEst = rtt
-	rc.RecoveryStepBps = 1e9
+	rc.RecoveryStepBitsPerSec = 1e9
 	l := newLine(t, lineOpts{dcqcn: true, rc: rc})
 	waitActive(t, l)
 	q := l.flow.Sender
@@ -421,7 +421,7 @@ func TestReactionRecoveryStepBps(t *testing.T) {
 	for i := range 4 {
 		// Just after the timer (2 x RTT_est) and each tick (RTT_est / 10).
 		l.sim.Run(t0 + 2*rtt + engine.Time(i)*rtt/10 + engine.Microsecond)
-		got = append(got, q.RateBps())
+		got = append(got, q.RateBitsPerSec())
 	}
 	if diff := cmp.Diff([]int64{8e9, 9e9, 10e9, 10e9}, got); diff != "" {
 		t.Errorf("rates after the recovery timer, tick by tick (-want +got):\n%s", diff)
@@ -445,8 +445,8 @@ func TestReactionForgetsRetiredQP(t *testing.T) {
 	q := l.flow.Sender
 	rr := wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}
 	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2, rr))
-	if got := l.rp.TrackedQPs(); got != 1 || q.RateBps() != 7e9 {
-		t.Fatalf("after a Rate Reduce: %d QPs tracked, rate %d; want 1 and 7 Gb/s", got, q.RateBps())
+	if got := l.rp.TrackedQPs(); got != 1 || q.RateBitsPerSec() != 7e9 {
+		t.Fatalf("after a Rate Reduce: %d QPs tracked, rate %d; want 1 and 7 Gb/s", got, q.RateBitsPerSec())
 	}
 	// The flow ends, is retired a millisecond later, and the recovery
 	// timer (2 x RTT_est after the cut) fires after that.
@@ -471,7 +471,7 @@ func TestReactionForgetsRetiredQP(t *testing.T) {
 	l.sim.Run(l.sim.Now() + 100*engine.Microsecond)
 	rr.SourceQP = 101
 	deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2, rr))
-	if got := f2.Sender.RateBps(); got != 7e9 || len(l.rp.states) != 1 || l.rp.TrackedQPs() != 1 {
+	if got := f2.Sender.RateBitsPerSec(); got != 7e9 || len(l.rp.states) != 1 || l.rp.TrackedQPs() != 1 {
 		t.Errorf("new QP: rate %d, %d state slots, %d tracked; want 7 Gb/s, 1 slot reused, 1 tracked",
 			got, len(l.rp.states), l.rp.TrackedQPs())
 	}

@@ -27,14 +27,14 @@ const DefaultRTTEst = engine.Millisecond
 // BDPBytes is alpha · R_port · RTT_est / 8 in bytes: the BDP-adaptive
 // K_max before its K_base floor (§5.3.2). With alpha 1 it is one RTT_est
 // of queue at R_port.
-func BDPBytes(alpha float64, rateBps int64, rtt time.Duration) float64 {
-	return alpha * float64(rateBps) * (float64(rtt) / float64(time.Second)) / 8
+func BDPBytes(alpha float64, rateBitsPerSec int64, rtt time.Duration) float64 {
+	return alpha * float64(rateBitsPerSec) * (float64(rtt) / float64(time.Second)) / 8
 }
 
 // BDPKMaxBytes is K_max in the BDP-adaptive mode (§5.3.2): max(K_base,
 // alpha · R_port · RTT_est / 8), in whole bytes.
-func BDPKMaxBytes(kbaseBytes int64, alpha float64, rateBps int64, rtt time.Duration) int64 {
-	return max(kbaseBytes, int64(BDPBytes(alpha, rateBps, rtt)))
+func BDPKMaxBytes(kbaseBytes int64, alpha float64, rateBitsPerSec int64, rtt time.Duration) int64 {
+	return max(kbaseBytes, int64(BDPBytes(alpha, rateBitsPerSec, rtt)))
 }
 
 // KMinError is an explicit K_min that is not below K_max (§5.3.2: K_min

@@ -9,20 +9,20 @@ import (
 
 func TestBDPKMaxBytes(t *testing.T) {
 	for _, tt := range []struct {
-		desc    string
-		kbase   int64
-		alpha   float64
-		rateBps int64
-		rtt     time.Duration
-		want    int64
+		desc           string
+		kbase          int64
+		alpha          float64
+		rateBitsPerSec int64
+		rtt            time.Duration
+		want           int64
 	}{
-		{desc: "§7: 100 Gbit/s, 10 ms", kbase: DefaultKBaseBytes, alpha: 1, rateBps: 100e9, rtt: 10 * time.Millisecond, want: 125_000_000},
-		{desc: "alpha scales the BDP", kbase: DefaultKBaseBytes, alpha: 0.5, rateBps: 100e9, rtt: 10 * time.Millisecond, want: 62_500_000},
-		{desc: "the K_base floor", kbase: DefaultKBaseBytes, alpha: 1, rateBps: 100e9, rtt: 2 * time.Microsecond, want: DefaultKBaseBytes},
-		{desc: "whole bytes, truncated", kbase: 1, alpha: 1, rateBps: 12, rtt: time.Second, want: 1},
+		{desc: "§7: 100 Gbit/s, 10 ms", kbase: DefaultKBaseBytes, alpha: 1, rateBitsPerSec: 100e9, rtt: 10 * time.Millisecond, want: 125_000_000},
+		{desc: "alpha scales the BDP", kbase: DefaultKBaseBytes, alpha: 0.5, rateBitsPerSec: 100e9, rtt: 10 * time.Millisecond, want: 62_500_000},
+		{desc: "the K_base floor", kbase: DefaultKBaseBytes, alpha: 1, rateBitsPerSec: 100e9, rtt: 2 * time.Microsecond, want: DefaultKBaseBytes},
+		{desc: "whole bytes, truncated", kbase: 1, alpha: 1, rateBitsPerSec: 12, rtt: time.Second, want: 1},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, BDPKMaxBytes(tt.kbase, tt.alpha, tt.rateBps, tt.rtt)); diff != "" {
+			if diff := cmp.Diff(tt.want, BDPKMaxBytes(tt.kbase, tt.alpha, tt.rateBitsPerSec, tt.rtt)); diff != "" {
 				t.Errorf("BDPKMaxBytes (-want +got):\n%s", diff)
 			}
 		})

@@ -55,7 +55,7 @@ func TestSnapshotsArePure(t *testing.T) {
 			})
 		}
 		l.sim.Run(12 * engine.Millisecond)
-		return run{events1: l.events1, events2: l.events2, rp: l.rp.Counters(), rate: l.flow.Sender.RateBps()}
+		return run{events1: l.events1, events2: l.events2, rp: l.rp.Counters(), rate: l.flow.Sender.RateBitsPerSec()}
 	}
 	quiet, polled := do(false), do(true)
 	if len(eventsOf(quiet.events2, EventDeferral)) == 0 || len(eventsOf(quiet.events1, EventFlowAged)) == 0 {
@@ -91,7 +91,7 @@ func TestIdleStateDecays(t *testing.T) {
 		for _, p := range l.node1.State(false).Ports {
 			for _, q := range p.Queues {
 				busyEMR = max(busyEMR, q.ECNMarkingPercent)
-				busyQGR = max(busyQGR, q.QueueGrowthBps)
+				busyQGR = max(busyQGR, q.QueueGrowthBytesPerSec)
 			}
 		}
 	})
@@ -104,8 +104,8 @@ func TestIdleStateDecays(t *testing.T) {
 	}
 	for _, p := range l.node1.State(false).Ports {
 		for _, q := range p.Queues {
-			if q.QueueBytes != 0 || q.ECNMarkingPercent != 0 || q.QueueGrowthBps != 0 {
-				t.Errorf("%s queue %d idle: %d B, EMR %v %%, QGR %d B/s; want 0, 0, 0", p.Name, q.ID, q.QueueBytes, q.ECNMarkingPercent, q.QueueGrowthBps)
+			if q.QueueBytes != 0 || q.ECNMarkingPercent != 0 || q.QueueGrowthBytesPerSec != 0 {
+				t.Errorf("%s queue %d idle: %d B, EMR %v %%, QGR %d B/s; want 0, 0, 0", p.Name, q.ID, q.QueueBytes, q.ECNMarkingPercent, q.QueueGrowthBytesPerSec)
 			}
 		}
 	}

@@ -82,14 +82,14 @@ type State struct {
 
 // PortState is one egress port.
 type PortState struct {
-	Name         string
-	Enabled      bool
-	PortRateBps  int64 // R_port in use
-	RTTSource    RTTSource
-	RTTEst       engine.Time // RTT_est in use
-	RTTUpdates   int64
-	RTTUpdatedAt engine.Time
-	Counters     PortCounters
+	Name               string
+	Enabled            bool
+	PortRateBitsPerSec int64 // R_port in use
+	RTTSource          RTTSource
+	RTTEst             engine.Time // RTT_est in use
+	RTTUpdates         int64
+	RTTUpdatedAt       engine.Time
+	Counters           PortCounters
 	// From the port model.
 	PFCPausesSent int64
 	Drops         int64
@@ -98,23 +98,23 @@ type PortState struct {
 
 // QueueState is one egress queue.
 type QueueState struct {
-	ID                   uint8
-	Enabled              bool
-	KMaxBytes, KMinBytes int64 // effective thresholds
-	MinCNPInterval       engine.Time
-	ResumeHold           engine.Time
-	QueueBytes           int64 // QD now
-	PeakQueueBytes       int64
-	ECNMarkingPercent    float64 // EMR, last window
-	QueueGrowthBps       int64   // QGR, bytes per second, last interval
-	CongLevel            uint8
-	ECNMarkingActive     bool // QD above K_min
-	QDAboveKMax          bool
-	EMRAboveVECN         bool
-	QGRAboveVGrowth      bool
-	Flows                int // flows egressing by this queue
-	LastCNP              LastCNP
-	Counters             QueueCounters
+	ID                     uint8
+	Enabled                bool
+	KMaxBytes, KMinBytes   int64 // effective thresholds
+	MinCNPInterval         engine.Time
+	ResumeHold             engine.Time
+	QueueBytes             int64 // QD now
+	PeakQueueBytes         int64
+	ECNMarkingPercent      float64 // EMR, last window
+	QueueGrowthBytesPerSec int64   // QGR, bytes per second, last interval
+	CongLevel              uint8
+	ECNMarkingActive       bool // QD above K_min
+	QDAboveKMax            bool
+	EMRAboveVECN           bool
+	QGRAboveVGrowth        bool
+	Flows                  int // flows egressing by this queue
+	LastCNP                LastCNP
+	Counters               QueueCounters
 }
 
 // FlowTableState is the flow table.
@@ -126,18 +126,18 @@ type FlowTableState struct {
 
 // FlowState is one flow-table entry.
 type FlowState struct {
-	Key                 FlowKey
-	Learned             LearnSource
-	EgressPort          string // "" until a data packet was seen
-	EgressQueue         uint8
-	FirstSeen, LastSeen engine.Time
-	Packets, Bytes      int64
-	QueuedBytes         int64
-	ArrivalRateBps      int64
-	LastCNPTime         engine.Time // 0: never
-	Notifications       int64
-	Deferring           bool
-	AwaitingResume      bool
+	Key                   FlowKey
+	Learned               LearnSource
+	EgressPort            string // "" until a data packet was seen
+	EgressQueue           uint8
+	FirstSeen, LastSeen   engine.Time
+	Packets, Bytes        int64
+	QueuedBytes           int64
+	ArrivalRateBitsPerSec int64
+	LastCNPTime           engine.Time // 0: never
+	Notifications         int64
+	Deferring             bool
+	AwaitingResume        bool
 }
 
 // CollaborativeState is the state of collaborative suppression.
@@ -164,7 +164,7 @@ func (n *Node) State(withFlows bool) State {
 	var win engine.Time
 	for i, ps := range n.ports {
 		st := n.sw.Ports()[ps.idx].Stats()
-		p := PortState{Name: ps.name, Enabled: ps.ic.Enabled, PortRateBps: ps.rateBps, RTTSource: ps.ic.RTTSource,
+		p := PortState{Name: ps.name, Enabled: ps.ic.Enabled, PortRateBitsPerSec: ps.rateBitsPerSec, RTTSource: ps.ic.RTTSource,
 			RTTEst: ps.rtt, RTTUpdates: ps.rttUpdates, RTTUpdatedAt: ps.rttUpdateAt, Counters: ps.counters,
 			PFCPausesSent: st.PFCPauseTx, Drops: st.DropPackets}
 		win = max(win, n.obsWindow(ps))
@@ -174,7 +174,7 @@ func (n *Node) State(withFlows bool) State {
 				ID: uint8(prio), Enabled: q.cfg.Enabled, KMaxBytes: q.kmax, KMinBytes: q.kmin,
 				MinCNPInterval: q.minInterval, ResumeHold: q.resumeHold,
 				QueueBytes: ps.pt.QueueBytes(prio), PeakQueueBytes: q.peak,
-				ECNMarkingPercent: q.emrAt(now), QueueGrowthBps: q.qgrAt(now), CongLevel: levelQD(ps.pt.QueueBytes(prio), q.kmin, q.kmax),
+				ECNMarkingPercent: q.emrAt(now), QueueGrowthBytesPerSec: q.qgrAt(now), CongLevel: levelQD(ps.pt.QueueBytes(prio), q.kmin, q.kmax),
 				ECNMarkingActive: ps.pt.QueueBytes(prio) > q.kmin, QDAboveKMax: q.qdAbove, EMRAboveVECN: q.emrAbove,
 				QGRAboveVGrowth: q.qgrAbove, Flows: len(q.flows), LastCNP: q.last, Counters: q.counters,
 			}
@@ -220,7 +220,7 @@ func (n *Node) flowState(e *flowEntry, now engine.Time) FlowState {
 	if e.port >= 0 {
 		ps := n.ports[e.port]
 		f.EgressPort, f.EgressQueue = ps.name, e.prio
-		f.ArrivalRateBps = e.rateAt(now, ps.queues[e.prio].cfg.MeasurementInterval)
+		f.ArrivalRateBitsPerSec = e.rateAt(now, ps.queues[e.prio].cfg.MeasurementInterval)
 	}
 	return f
 }

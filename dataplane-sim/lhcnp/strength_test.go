@@ -237,10 +237,10 @@ func TestSelectFlowsEndToEnd(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			cfg := testConfig(400_000, engine.Millisecond)
 			cfg.Interface.Queue.Action.MaxFlowsPerTrigger = tt.maxFlows
-			l := newLine(t, lineOpts{srcRate: 100e9, midRate: 5e9, cfg1: &cfg, noRP: true, noCM: true, flowRateBps: 0.5e9})
+			l := newLine(t, lineOpts{srcRate: 100e9, midRate: 5e9, cfg1: &cfg, noRP: true, noCM: true, flowRateBitsPerSec: 0.5e9})
 			for i, rate := range []int64{8e9, 4e9, 2e9} {
 				if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: uint32(101 + i), DstQPN: uint32(201 + i),
-					MaxRateBps: rate, NoCM: true}); err != nil {
+					MaxRateBitsPerSec: rate, NoCM: true}); err != nil {
 					t.Fatal(err)
 				}
 			}

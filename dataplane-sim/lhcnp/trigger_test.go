@@ -108,7 +108,7 @@ func TestIdleEMRDoesNotTrigger(t *testing.T) {
 	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg, flowBytes: 1_000_000, noRP: true, noCM: true})
 	const start2 = 20 * engine.Millisecond
 	if _, err := l.net.AddFlow(netsim.FlowConfig{Name: "g", Src: l.src, Dst: l.dst, SrcQPN: 101, DstQPN: 201,
-		Start: start2, MaxRateBps: 1e9, NoCM: true}); err != nil {
+		Start: start2, MaxRateBitsPerSec: 1e9, NoCM: true}); err != nil {
 		t.Fatal(err)
 	}
 	l.sim.Run(start2 - engine.Nanosecond)

@@ -15,7 +15,7 @@ func TestIncastQueueGrowth(t *testing.T) {
 	const rate = 25e9
 	const senders = 4
 	const kmin, kmax = 400_000, 1_600_000
-	in := newIncast(t, incastCfg{senders: senders, rateBps: rate, accessDelay: engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: senders, rateBitsPerSec: rate, accessDelay: engine.Microsecond,
 		bnDelay: 20 * engine.Microsecond, port: dcqcnPort(kmin, kmax, 64<<20), host: DefaultHostConfig()})
 	type sample struct {
 		t engine.Time
@@ -70,7 +70,7 @@ func TestDCQCNConvergence(t *testing.T) {
 		t.Skip("long simulation")
 	}
 	const rate = 25e9
-	in := newIncast(t, incastCfg{senders: 2, rateBps: rate, accessDelay: 2 * engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: 2, rateBitsPerSec: rate, accessDelay: 2 * engine.Microsecond,
 		bnDelay: 2 * engine.Microsecond, port: dcqcnPort(20_000, 200_000, 16<<20), host: DefaultHostConfig(),
 		starts: []engine.Time{0, 5 * engine.Millisecond}})
 	const from, to = 40 * engine.Millisecond, 60 * engine.Millisecond
@@ -105,7 +105,7 @@ func TestLongRTTOvershoot(t *testing.T) {
 	const rate = 25e9
 	const senders = 4
 	const oneWay = 5 * engine.Millisecond
-	in := newIncast(t, incastCfg{senders: senders, rateBps: rate, accessDelay: engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: senders, rateBitsPerSec: rate, accessDelay: engine.Microsecond,
 		bnDelay: oneWay, port: dcqcnPort(100_000, 400_000, 1<<30), host: DefaultHostConfig()})
 	in.sim.Run(25 * engine.Millisecond)
 	peak := in.bottleneck.Stats().PeakQueueBytes
@@ -128,7 +128,7 @@ func TestLongRTTOvershoot(t *testing.T) {
 // PFC prevents drops in an incast that overflows the buffer without it.
 func TestPFCPreventsDrops(t *testing.T) {
 	const rate = 25e9
-	run := func(pfc bool) (drops int64, rxBps float64, pauses int64) {
+	run := func(pfc bool) (drops int64, rxBitsPerSec float64, pauses int64) {
 		cfg := PortConfig{BufferBytes: 1 << 20}
 		if pfc {
 			cfg.PFC = PFCConfig{Enabled: true, XOFFBytes: 120_000, XONBytes: 100_000}
@@ -136,7 +136,7 @@ func TestPFCPreventsDrops(t *testing.T) {
 		hc := DefaultHostConfig()
 		hc.DCQCN.Enabled = false
 		hc.NP.Disabled = true
-		in := newIncast(t, incastCfg{senders: 4, rateBps: rate, accessDelay: engine.Microsecond,
+		in := newIncast(t, incastCfg{senders: 4, rateBitsPerSec: rate, accessDelay: engine.Microsecond,
 			bnDelay: engine.Microsecond, port: cfg, host: hc})
 		const end = 3 * engine.Millisecond
 		in.sim.Run(end)
@@ -169,7 +169,7 @@ func TestPFCPreventsDrops(t *testing.T) {
 // The same scenario and seed give the same trace, byte for byte.
 func TestDeterministic(t *testing.T) {
 	trace := func(seed uint64) [32]byte {
-		in := newIncast(t, incastCfg{senders: 3, rateBps: 25e9, accessDelay: engine.Microsecond,
+		in := newIncast(t, incastCfg{senders: 3, rateBitsPerSec: 25e9, accessDelay: engine.Microsecond,
 			bnDelay: 10 * engine.Microsecond, port: dcqcnPort(50_000, 200_000, 4<<20), host: DefaultHostConfig(),
 			seed: seed, starts: []engine.Time{0, 100 * engine.Microsecond, 300 * engine.Microsecond}})
 		h := sha256.New()
@@ -180,7 +180,7 @@ func TestDeterministic(t *testing.T) {
 				fmt.Fprintf(h, " %d %d %d", p.TotalBytes, p.ECNMarks, p.TxBytes)
 			}
 			for _, f := range s.Flows {
-				fmt.Fprintf(h, " %d %d %g %d", f.RateBps, f.TargetRateBps, f.Alpha, f.RxBytes)
+				fmt.Fprintf(h, " %d %d %g %d", f.RateBitsPerSec, f.TargetRateBitsPerSec, f.Alpha, f.RxBytes)
 			}
 			fmt.Fprintln(h)
 		})

@@ -17,7 +17,7 @@ func BenchmarkBottleneck(b *testing.B) {
 	var events uint64
 	var wall, cpu time.Duration
 	for i := 0; i < b.N; i++ {
-		in := newIncast(b, incastCfg{senders: 8, rateBps: 100e9, accessDelay: engine.Microsecond,
+		in := newIncast(b, incastCfg{senders: 8, rateBitsPerSec: 100e9, accessDelay: engine.Microsecond,
 			bnDelay: 2 * engine.Microsecond, port: dcqcnPort(100_000, 400_000, 32<<20), host: DefaultHostConfig()})
 		start, c0 := time.Now(), cputime.Process()
 		in.sim.Run(10 * engine.Millisecond)
@@ -48,16 +48,16 @@ func buildSection7(tb testing.TB, mtu int32, seed uint64) (*engine.Sim, *Network
 	n1, _ := n.AddSwitch("n1", netip.MustParseAddr("10.0.0.2"), SwitchConfig{Port: pc})
 	n2, _ := n.AddSwitch("n2", netip.MustParseAddr("10.0.0.3"), SwitchConfig{Port: pc})
 	dst, _ := n.AddHost("dest", netip.MustParseAddr("10.0.0.4"), hc)
-	if _, _, err := n.Connect(n1, n2, LinkConfig{RateBps: 100e9, Delay: 5 * engine.Millisecond}); err != nil {
+	if _, _, err := n.Connect(n1, n2, LinkConfig{RateBitsPerSec: 100e9, Delay: 5 * engine.Millisecond}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := n.Connect(n2, dst, LinkConfig{RateBps: 100e9, Delay: engine.Microsecond}); err != nil {
+	if _, _, err := n.Connect(n2, dst, LinkConfig{RateBitsPerSec: 100e9, Delay: engine.Microsecond}); err != nil {
 		tb.Fatal(err)
 	}
 	var srcs []*Host
 	for i := 0; i < 8; i++ {
 		h, _ := n.AddHost(fmt.Sprintf("src%d", i), netip.AddrFrom4([4]byte{10, 0, 1, byte(i + 1)}), hc)
-		if _, _, err := n.Connect(h, n1, LinkConfig{RateBps: 100e9, Delay: engine.Microsecond}); err != nil {
+		if _, _, err := n.Connect(h, n1, LinkConfig{RateBitsPerSec: 100e9, Delay: engine.Microsecond}); err != nil {
 			tb.Fatal(err)
 		}
 		srcs = append(srcs, h)

@@ -38,26 +38,26 @@ type DCQCNConfig struct {
 
 	// Rate decrease, at most once per RateReduceMonitorPeriod while CNPs
 	// arrive: Rc -= Rc*alpha/2^GD, bounded below by Rc*MinDecFacPercent/100
-	// and MinRateBps; the target rate Rt takes the old Rc first (see Clamp*).
-	RateOnFirstCNPBps       int64       // rate_to_set_on_first_cnp, 0 = no special first rate
-	MinDecFacPercent        int64       // rpg_min_dec_fac, default 50
-	MinRateBps              int64       // rpg_min_rate, default 1 Mb/s
-	GD                      uint        // rpg_gd, default 11 (Rc*alpha/2048 = Rc*α/2)
-	RateReduceMonitorPeriod engine.Time // rate_reduce_monitor_period, default 4 µs
-	ClampTargetRate         bool        // clamp_tgt_rate, default false
-	ClampTargetAfterTimeInc bool        // clamp_tgt_rate_after_time_inc, default true
+	// and MinRateBitsPerSec; the target rate Rt takes the old Rc first (see Clamp*).
+	RateOnFirstCNPBitsPerSec int64       // rate_to_set_on_first_cnp, 0 = no special first rate
+	MinDecFacPercent         int64       // rpg_min_dec_fac, default 50
+	MinRateBitsPerSec        int64       // rpg_min_rate, default 1 Mb/s
+	GD                       uint        // rpg_gd, default 11 (Rc*alpha/2048 = Rc*α/2)
+	RateReduceMonitorPeriod  engine.Time // rate_reduce_monitor_period, default 4 µs
+	ClampTargetRate          bool        // clamp_tgt_rate, default false
+	ClampTargetAfterTimeInc  bool        // clamp_tgt_rate_after_time_inc, default true
 
 	// Rate increase: a timer every TimeReset and a byte counter every
 	// ByteResetBytes each advance their stage counter and trigger an
 	// increase: fast recovery (Rc = (Rc+Rt)/2) while both stages are below
-	// Threshold, hyper increase (Rt += i*HAIRateBps) once both exceed it,
-	// additive increase (Rt += AIRateBps) in between.
-	TimeReset      engine.Time // rpg_time_reset, default 300 µs
-	ByteResetBytes int64       // rpg_byte_reset, default 32767 x 64 B = 2 MiB (0 disables)
-	Threshold      int         // rpg_threshold, default 1
-	MaxRateBps     int64       // rpg_max_rate, 0 = line rate
-	AIRateBps      int64       // rpg_ai_rate, default 5 Mb/s
-	HAIRateBps     int64       // rpg_hai_rate, default 50 Mb/s
+	// Threshold, hyper increase (Rt += i*HAIRateBitsPerSec) once both exceed it,
+	// additive increase (Rt += AIRateBitsPerSec) in between.
+	TimeReset         engine.Time // rpg_time_reset, default 300 µs
+	ByteResetBytes    int64       // rpg_byte_reset, default 32767 x 64 B = 2 MiB (0 disables)
+	Threshold         int         // rpg_threshold, default 1
+	MaxRateBitsPerSec int64       // rpg_max_rate, 0 = line rate
+	AIRateBitsPerSec  int64       // rpg_ai_rate, default 5 Mb/s
+	HAIRateBitsPerSec int64       // rpg_hai_rate, default 50 Mb/s
 }
 
 // DefaultDCQCN returns NVIDIA's default DCQCN reaction-point parameters.
@@ -68,17 +68,17 @@ func DefaultDCQCN() DCQCNConfig {
 		AlphaUpdatePeriod:       1 * engine.Microsecond,
 		InitialAlpha:            1023,
 		MinDecFacPercent:        50,
-		MinRateBps:              1_000_000,
+		MinRateBitsPerSec:       1_000_000,
 		GD:                      11,
 		RateReduceMonitorPeriod: 4 * engine.Microsecond,
 		ClampTargetAfterTimeInc: true,
 		TimeReset:               300 * engine.Microsecond,
 		// rpg_byte_reset is in units of 64 bytes: the default 32767 is
 		// about 2 MiB (Spirent's DCQCN profile shows the same 2 MB default).
-		ByteResetBytes: 32767 * 64,
-		Threshold:      1,
-		AIRateBps:      5_000_000,
-		HAIRateBps:     50_000_000,
+		ByteResetBytes:    32767 * 64,
+		Threshold:         1,
+		AIRateBitsPerSec:  5_000_000,
+		HAIRateBitsPerSec: 50_000_000,
 	}
 }
 
@@ -102,8 +102,8 @@ func PaperDCQCN() DCQCNConfig {
 	c.TimeReset = 55 * engine.Microsecond
 	c.ByteResetBytes = 10_000_000
 	c.Threshold = 5
-	c.AIRateBps = 40_000_000
-	c.HAIRateBps = 200_000_000
+	c.AIRateBitsPerSec = 40_000_000
+	c.HAIRateBitsPerSec = 200_000_000
 	return c
 }
 
@@ -125,15 +125,15 @@ func (c *DCQCNConfig) Validate() error {
 		return fmt.Errorf("dcqcn: initial alpha %d above 1024 (1.0)", c.InitialAlpha)
 	case c.MinDecFacPercent < 0 || c.MinDecFacPercent > 100:
 		return fmt.Errorf("dcqcn: min_dec_fac %d%% outside 0..100", c.MinDecFacPercent)
-	case c.MinRateBps <= 0:
-		return fmt.Errorf("dcqcn: min rate %d must be positive", c.MinRateBps)
+	case c.MinRateBitsPerSec <= 0:
+		return fmt.Errorf("dcqcn: min rate %d must be positive", c.MinRateBitsPerSec)
 	case c.GD > 30:
 		return fmt.Errorf("dcqcn: rpg_gd %d too large", c.GD)
 	case c.RateReduceMonitorPeriod < 0:
 		return fmt.Errorf("dcqcn: rate reduce monitor period %v is negative", c.RateReduceMonitorPeriod)
 	case c.TimeReset <= 0:
 		return fmt.Errorf("dcqcn: time reset %v must be positive", c.TimeReset)
-	case c.ByteResetBytes < 0 || c.Threshold < 0 || c.AIRateBps < 0 || c.HAIRateBps < 0 || c.MaxRateBps < 0:
+	case c.ByteResetBytes < 0 || c.Threshold < 0 || c.AIRateBitsPerSec < 0 || c.HAIRateBitsPerSec < 0 || c.MaxRateBitsPerSec < 0:
 		return fmt.Errorf("dcqcn: negative parameter")
 	}
 	return nil
@@ -204,15 +204,15 @@ const (
 // maxRate is the bound on Rc and Rt: the line rate, DCQCN's rpg_max_rate,
 // the flow's maximum and the ceiling, whichever is lowest.
 func (q *QP) maxRate() int64 {
-	r := q.lineRateBps
-	if c := q.cc().MaxRateBps; c > 0 && c < r {
+	r := q.lineRateBitsPerSec
+	if c := q.cc().MaxRateBitsPerSec; c > 0 && c < r {
 		r = c
 	}
-	if q.maxRateBps > 0 && q.maxRateBps < r {
-		r = q.maxRateBps
+	if q.maxRateBitsPerSec > 0 && q.maxRateBitsPerSec < r {
+		r = q.maxRateBitsPerSec
 	}
-	if q.ceilingBps > 0 && q.ceilingBps < r {
-		r = q.ceilingBps
+	if q.ceilingBitsPerSec > 0 && q.ceilingBitsPerSec < r {
+		r = q.ceilingBitsPerSec
 	}
 	return r
 }
@@ -274,8 +274,8 @@ func (q *QP) ApplyCNP() {
 		s.alphaPeriod = 0
 		s.cnpInPeriod = false
 		s.lastDecrease = now - c.RateReduceMonitorPeriod
-		if c.RateOnFirstCNPBps > 0 {
-			r := min(c.RateOnFirstCNPBps, q.maxRate())
+		if c.RateOnFirstCNPBitsPerSec > 0 {
+			r := min(c.RateOnFirstCNPBitsPerSec, q.maxRate())
 			s.rc, s.rt = r, r
 		}
 	}
@@ -312,8 +312,8 @@ func (q *QP) decrease(now engine.Time) {
 	if floor := s.rc * c.MinDecFacPercent / 100; nr < floor {
 		nr = floor
 	}
-	if nr < c.MinRateBps {
-		nr = c.MinRateBps
+	if nr < c.MinRateBitsPerSec {
+		nr = c.MinRateBitsPerSec
 	}
 	s.rc = nr
 	s.rateCuts++
@@ -328,8 +328,8 @@ func (q *QP) decrease(now engine.Time) {
 // alphaCut is Rc*alpha/2^GD with alpha in 10-bit units (1024 = 1.0), as
 // the firmware's rpg_gd defines it, computed in 128 bits from the 30-bit
 // alpha.
-func alphaCut(rcBps int64, alpha uint64, gd uint) int64 {
-	hi, lo := bits.Mul64(uint64(rcBps), alpha)
+func alphaCut(rcBitsPerSec int64, alpha uint64, gd uint) int64 {
+	hi, lo := bits.Mul64(uint64(rcBitsPerSec), alpha)
 	sh := gd + alphaFracBits - 10
 	if sh >= 64 {
 		return int64(hi >> (sh - 64))
@@ -353,9 +353,9 @@ func (q *QP) increase() {
 	switch {
 	case hi < f: // fast recovery
 	case lo > f: // hyper increase
-		s.rt += int64(lo-f) * c.HAIRateBps
+		s.rt += int64(lo-f) * c.HAIRateBitsPerSec
 	default: // additive increase
-		s.rt += c.AIRateBps
+		s.rt += c.AIRateBitsPerSec
 	}
 	if s.rt > maxR {
 		s.rt = maxR

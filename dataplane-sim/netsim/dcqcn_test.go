@@ -13,7 +13,7 @@ func loneQP(t *testing.T, rp DCQCNConfig) (*incast, *QP) {
 	t.Helper()
 	h := DefaultHostConfig()
 	h.DCQCN = rp
-	in := newIncast(t, incastCfg{senders: 1, rateBps: 100e9, accessDelay: engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: 1, rateBitsPerSec: 100e9, accessDelay: engine.Microsecond,
 		bnDelay: engine.Microsecond, port: PortConfig{BufferBytes: 64 << 20}, host: h})
 	in.sim.Run(100 * engine.Microsecond) // connected, sending at line rate
 	return in, in.flows[0].Sender
@@ -21,14 +21,14 @@ func loneQP(t *testing.T, rp DCQCNConfig) (*incast, *QP) {
 
 // cnpAt delivers a CNP at the instant at and returns the rate just before
 // and just after it.
-func cnpAt(in *incast, q *QP, at engine.Time) (beforeBps, afterBps int64) {
+func cnpAt(in *incast, q *QP, at engine.Time) (beforeBitsPerSec, afterBitsPerSec int64) {
 	in.sim.AtFunc(at, func() {
-		beforeBps = q.RateBps()
+		beforeBitsPerSec = q.RateBitsPerSec()
 		q.ApplyCNP()
-		afterBps = q.RateBps()
+		afterBitsPerSec = q.RateBitsPerSec()
 	})
 	in.sim.Run(at)
-	return beforeBps, afterBps
+	return beforeBitsPerSec, afterBitsPerSec
 }
 
 // An isolated CNP after a silence cuts Rc by alpha/2, alpha as the cited

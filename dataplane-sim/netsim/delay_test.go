@@ -50,11 +50,11 @@ func delayChangeRun(t *testing.T, newDelay engine.Time) []arrival {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pa, _, err := n.Connect(src, sw, LinkConfig{RateBps: 10e9, Delay: 10 * engine.Microsecond})
+	pa, _, err := n.Connect(src, sw, LinkConfig{RateBitsPerSec: 10e9, Delay: 10 * engine.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := n.Connect(sw, dst, LinkConfig{RateBps: 10e9, Delay: engine.Microsecond}); err != nil {
+	if _, _, err := n.Connect(sw, dst, LinkConfig{RateBitsPerSec: 10e9, Delay: engine.Microsecond}); err != nil {
 		t.Fatal(err)
 	}
 	n.ComputeRoutes()

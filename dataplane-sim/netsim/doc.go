@@ -23,15 +23,15 @@
 //	sw, _ := n.AddSwitch("n1", addr, netsim.SwitchConfig{Port: portCfg})
 //	a, _ := n.AddHost("a", addrA, netsim.DefaultHostConfig())
 //	b, _ := n.AddHost("b", addrB, netsim.DefaultHostConfig())
-//	n.Connect(a, sw, netsim.LinkConfig{RateBps: 100e9, Delay: engine.Microsecond})
-//	n.Connect(sw, b, netsim.LinkConfig{RateBps: 100e9, Delay: 5 * engine.Millisecond})
+//	n.Connect(a, sw, netsim.LinkConfig{RateBitsPerSec: 100e9, Delay: engine.Microsecond})
+//	n.Connect(sw, b, netsim.LinkConfig{RateBitsPerSec: 100e9, Delay: 5 * engine.Millisecond})
 //	n.ComputeRoutes()
 //	f, _ := n.AddFlow(netsim.FlowConfig{Src: a, Dst: b})
 //	sim.Every(0, 10*engine.Microsecond, func(now engine.Time) { sample(n) })
 //	sim.Run(100 * engine.Millisecond)
 //
 // State is read directly on the engine goroutine (Port.QueueBytes,
-// QP.RateBps, ...) or copied with Network.Snapshot.
+// QP.RateBitsPerSec, ...) or copied with Network.Snapshot.
 //
 // # Hooks for the Long-haul CNP layer
 //
@@ -43,7 +43,7 @@
 // ControlHandler on a Host receives CNPs and unknown control packets first
 // (the Long-haul CNP reaction point) and acts through QP.SetRate,
 // QP.SetCeiling (a cut DCQCN cannot undo), QP.PauseUntil and QP.ApplyCNP,
-// after QP.Active; QP.AdminStop, FlowConfig.MaxRateBps and the exact
+// after QP.Active; QP.AdminStop, FlowConfig.MaxRateBitsPerSec and the exact
 // PortStats.PFCPausedNs serve the scenario runner. A Switch runs one
 // Forwarder per ForwardStage, in stage order, on every packet between the
 // route lookup and the egress queue: StageFilter may drop it (Fast CNP's

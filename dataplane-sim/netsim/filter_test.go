@@ -28,7 +28,7 @@ func (d *dropFrom) Forward(_ *Switch, _ *Packet, in, out *Port) bool {
 // its ingress (nil for its own) and egress ports, and a refused packet is
 // dropped and counted, not queued; everything else is untouched.
 func TestForwardFilter(t *testing.T) {
-	in := newIncast(t, incastCfg{senders: 2, rateBps: 10e9, accessDelay: engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: 2, rateBitsPerSec: 10e9, accessDelay: engine.Microsecond,
 		bnDelay: engine.Microsecond, port: PortConfig{BufferBytes: 16 << 20}, host: DefaultHostConfig()})
 	s0 := in.senders[0].Port().Peer() // the switch's port towards sender 0
 	f := &dropFrom{in: s0, own: true}
@@ -102,7 +102,7 @@ func TestForwardStagesOrder(t *testing.T) {
 		{"rewrite installed first", true},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			in := newIncast(t, incastCfg{senders: 2, rateBps: 10e9, accessDelay: engine.Microsecond,
+			in := newIncast(t, incastCfg{senders: 2, rateBitsPerSec: 10e9, accessDelay: engine.Microsecond,
 				bnDelay: engine.Microsecond, port: PortConfig{BufferBytes: 16 << 20}, host: DefaultHostConfig()})
 			var log []string
 			s0 := in.senders[0].Port().Peer()

@@ -20,14 +20,14 @@ type incast struct {
 }
 
 type incastCfg struct {
-	senders     int
-	rateBps     int64
-	accessDelay engine.Time // sender <-> switch
-	bnDelay     engine.Time // switch <-> receiver
-	port        PortConfig
-	host        HostConfig
-	seed        uint64
-	starts      []engine.Time
+	senders        int
+	rateBitsPerSec int64
+	accessDelay    engine.Time // sender <-> switch
+	bnDelay        engine.Time // switch <-> receiver
+	port           PortConfig
+	host           HostConfig
+	seed           uint64
+	starts         []engine.Time
 }
 
 func newIncast(t testing.TB, c incastCfg) *incast {
@@ -48,13 +48,13 @@ func newIncast(t testing.TB, c incastCfg) *incast {
 	in := &incast{sim: sim, net: n, sw: sw}
 	in.recv, err = n.AddHost("recv", netip.MustParseAddr("10.0.1.1"), c.host)
 	must(err)
-	_, _, err = n.Connect(sw, in.recv, LinkConfig{RateBps: c.rateBps, Delay: c.bnDelay})
+	_, _, err = n.Connect(sw, in.recv, LinkConfig{RateBitsPerSec: c.rateBitsPerSec, Delay: c.bnDelay})
 	must(err)
 	in.bottleneck = sw.Ports()[0]
 	for i := 0; i < c.senders; i++ {
 		h, err := n.AddHost(fmt.Sprintf("s%d", i), netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), c.host)
 		must(err)
-		_, _, err = n.Connect(h, sw, LinkConfig{RateBps: c.rateBps, Delay: c.accessDelay})
+		_, _, err = n.Connect(h, sw, LinkConfig{RateBitsPerSec: c.rateBitsPerSec, Delay: c.accessDelay})
 		must(err)
 		in.senders = append(in.senders, h)
 	}

@@ -48,7 +48,7 @@ func (c *cnpTaker) HandleControl(h *Host, p *Packet) bool {
 // The observer sees all traffic of the congested port, CNPs go to the
 // control handler instead of DCQCN, and every header decodes.
 func TestHooks(t *testing.T) {
-	in := newIncast(t, incastCfg{senders: 2, rateBps: 25e9, accessDelay: engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: 2, rateBitsPerSec: 25e9, accessDelay: engine.Microsecond,
 		bnDelay: engine.Microsecond, port: dcqcnPort(10_000, 40_000, 1<<20), host: DefaultHostConfig()})
 	obs := &countObserver{srcQPs: map[[2]uint32]bool{}}
 	in.sw.SetObserver(obs)
@@ -70,8 +70,8 @@ func TestHooks(t *testing.T) {
 		t.Fatal("control handler saw no CNPs")
 	}
 	for i, f := range in.flows {
-		if f.Sender.CNPs() != 0 || f.Sender.RateBps() != 25e9 {
-			t.Errorf("flow %d: DCQCN processed %d CNPs (rate %d); the handler consumed them all", i, f.Sender.CNPs(), f.Sender.RateBps())
+		if f.Sender.CNPs() != 0 || f.Sender.RateBitsPerSec() != 25e9 {
+			t.Errorf("flow %d: DCQCN processed %d CNPs (rate %d); the handler consumed them all", i, f.Sender.CNPs(), f.Sender.RateBitsPerSec())
 		}
 	}
 	// Drive a QP by hand, as a Long-haul CNP reaction point would.
@@ -80,8 +80,8 @@ func TestHooks(t *testing.T) {
 		q.SetRate(5e9, 10e9)
 		q.PauseUntil(in.sim.Now() + 100*engine.Microsecond)
 	})
-	if q.RateBps() != 5e9 || q.TargetRateBps() != 10e9 {
-		t.Errorf("after SetRate: rc %d rt %d", q.RateBps(), q.TargetRateBps())
+	if q.RateBitsPerSec() != 5e9 || q.TargetRateBitsPerSec() != 10e9 {
+		t.Errorf("after SetRate: rc %d rt %d", q.RateBitsPerSec(), q.TargetRateBitsPerSec())
 	}
 	sent := q.SentBytes()
 	in.sim.Run(in.sim.Now() + 90*engine.Microsecond)

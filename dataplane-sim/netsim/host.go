@@ -332,10 +332,10 @@ type FlowConfig struct {
 	MessageBytes int64
 	Start        engine.Time
 	Prio         uint8 // 802.1p priority of data, ACKs and CM MADs (default 0)
-	// MaxRateBps caps the sender's rate (0: none): the flow starts at
-	// min(line rate, MaxRateBps) and DCQCN's increases never exceed it (a
+	// MaxRateBitsPerSec caps the sender's rate (0: none): the flow starts at
+	// min(line rate, MaxRateBitsPerSec) and DCQCN's increases never exceed it (a
 	// scenario's per-flow rate).
-	MaxRateBps int64
+	MaxRateBitsPerSec int64
 	// NoCM starts the flow without the IB CM exchange: data from Start, no
 	// MADs. By default (false) a flow connects first: the sender sends a
 	// REQ at Start, the receiver answers with a REP, the sender sends the
@@ -364,15 +364,15 @@ type Flow struct {
 // QP is a sender queue pair: a DCQCN reaction point with a pacer. Its
 // methods are the hooks a Long-haul CNP reaction point uses.
 type QP struct {
-	host        *Host
-	flow        *Flow
-	QPN         uint32 // this QP's number
-	PeerQPN     uint32 // the receiver's QP number (BTH DestQP of data)
-	dst         NodeID
-	prio        uint8
-	lineRateBps int64
-	maxRateBps  int64 // FlowConfig.MaxRateBps, 0: none
-	ceilingBps  int64 // SetCeiling, 0: none
+	host               *Host
+	flow               *Flow
+	QPN                uint32 // this QP's number
+	PeerQPN            uint32 // the receiver's QP number (BTH DestQP of data)
+	dst                NodeID
+	prio               uint8
+	lineRateBitsPerSec int64
+	maxRateBitsPerSec  int64 // FlowConfig.MaxRateBitsPerSec, 0: none
+	ceilingBitsPerSec  int64 // SetCeiling, 0: none
 
 	totalBytes int64 // 0: endless
 	msgBytes   int64
@@ -411,11 +411,11 @@ func (q *QP) Flow() *Flow { return q.flow }
 // Host returns the QP's host.
 func (q *QP) Host() *Host { return q.host }
 
-// RateBps returns the current sending rate Rc.
-func (q *QP) RateBps() int64 { return q.dc.rc }
+// RateBitsPerSec returns the current sending rate Rc.
+func (q *QP) RateBitsPerSec() int64 { return q.dc.rc }
 
-// TargetRateBps returns DCQCN's target rate Rt.
-func (q *QP) TargetRateBps() int64 { return q.dc.rt }
+// TargetRateBitsPerSec returns DCQCN's target rate Rt.
+func (q *QP) TargetRateBitsPerSec() int64 { return q.dc.rt }
 
 // Alpha returns DCQCN's alpha as a fraction 0..1 (updated to now).
 func (q *QP) Alpha() float64 {
@@ -439,16 +439,16 @@ func (q *QP) Done() (bool, engine.Time) { return q.finished, q.finishedAt }
 // administratively stopped or paused QP is still active. A nil QP is not.
 func (q *QP) Active() bool { return q != nil && q.connected && !q.finished }
 
-// LineRateBps returns the line rate the QP is bounded by (its host's link
-// rate; it follows Link.SetRateBps).
-func (q *QP) LineRateBps() int64 { return q.lineRateBps }
+// LineRateBitsPerSec returns the line rate the QP is bounded by (its host's link
+// rate; it follows Link.SetRateBitsPerSec).
+func (q *QP) LineRateBitsPerSec() int64 { return q.lineRateBitsPerSec }
 
-// MaxRateBps returns the rate the QP may not exceed now: the least of the
-// line rate, DCQCN's MaxRateBps, the flow's MaxRateBps and the ceiling.
-func (q *QP) MaxRateBps() int64 { return q.maxRate() }
+// MaxRateBitsPerSec returns the rate the QP may not exceed now: the least of the
+// line rate, DCQCN's MaxRateBitsPerSec, the flow's MaxRateBitsPerSec and the ceiling.
+func (q *QP) MaxRateBitsPerSec() int64 { return q.maxRate() }
 
-// CeilingBps returns the ceiling set by SetCeiling (0: none).
-func (q *QP) CeilingBps() int64 { return q.ceilingBps }
+// CeilingBitsPerSec returns the ceiling set by SetCeiling (0: none).
+func (q *QP) CeilingBitsPerSec() int64 { return q.ceilingBitsPerSec }
 
 // CNPs returns the number of CNPs DCQCN has processed for this QP.
 func (q *QP) CNPs() int64 { return q.dc.cnpRx }
@@ -457,32 +457,32 @@ func (q *QP) CNPs() int64 { return q.dc.cnpRx }
 func (q *QP) RateCuts() int64 { return q.dc.rateCuts }
 
 // SetRate sets the current and target rates (clamped to [min rate,
-// MaxRateBps], so below any ceiling) and engages the rate limiter, as a
+// MaxRateBitsPerSec], so below any ceiling) and engages the rate limiter, as a
 // Long-haul CNP "Rate Reduce" or "Resume" would. DCQCN's increase timers
 // continue from there: use SetCeiling for a cut DCQCN must not undo.
-func (q *QP) SetRate(rcBps, rtBps int64) {
+func (q *QP) SetRate(rcBitsPerSec, rtBitsPerSec int64) {
 	c := q.cc()
 	clampR := func(r int64) int64 {
-		return max(c.MinRateBps, min(r, q.maxRate()))
+		return max(c.MinRateBitsPerSec, min(r, q.maxRate()))
 	}
-	q.dc.rc, q.dc.rt = clampR(rcBps), clampR(rtBps)
+	q.dc.rc, q.dc.rt = clampR(rcBitsPerSec), clampR(rtBitsPerSec)
 	q.armIncrease()
 	q.rateChanged()
 }
 
-// SetCeiling caps the QP's rate at ceilingBps until ClearCeiling: Rc and
+// SetCeiling caps the QP's rate at ceilingBitsPerSec until ClearCeiling: Rc and
 // Rt are lowered to it if above, DCQCN's increases (timer, byte counter)
 // stop at it and SetRate is clamped to it. This is the rate cut DCQCN
 // cannot undo (a Long-haul CNP Rate Reduce held until Resume or recovery).
 // The other bounds stay (a ceiling above the line rate changes nothing; one
-// below DCQCN's MinRateBps holds the minimum rate). ceilingBps <= 0 clears.
-func (q *QP) SetCeiling(ceilingBps int64) {
-	if ceilingBps <= 0 {
+// below DCQCN's MinRateBitsPerSec holds the minimum rate). ceilingBitsPerSec <= 0 clears.
+func (q *QP) SetCeiling(ceilingBitsPerSec int64) {
+	if ceilingBitsPerSec <= 0 {
 		q.ClearCeiling()
 		return
 	}
-	q.ceilingBps = ceilingBps
-	m := max(q.maxRate(), q.cc().MinRateBps)
+	q.ceilingBitsPerSec = ceilingBitsPerSec
+	m := max(q.maxRate(), q.cc().MinRateBitsPerSec)
 	q.dc.rt = min(q.dc.rt, m)
 	if q.dc.rc > m {
 		q.dc.rc = m
@@ -494,10 +494,10 @@ func (q *QP) SetCeiling(ceilingBps int64) {
 // current rate (the increase timer restarts if it had stopped at the
 // ceiling).
 func (q *QP) ClearCeiling() {
-	if q.ceilingBps == 0 {
+	if q.ceilingBitsPerSec == 0 {
 		return
 	}
-	q.ceilingBps = 0
+	q.ceilingBitsPerSec = 0
 	q.armIncrease()
 }
 
@@ -539,8 +539,8 @@ func (q *QP) armIncrease() {
 // there.
 func (q *QP) setLineRate(r int64) {
 	free := !q.dc.active && q.dc.rc >= q.maxRate() && q.dc.rt >= q.maxRate()
-	q.lineRateBps = r
-	m := max(q.maxRate(), q.cc().MinRateBps)
+	q.lineRateBitsPerSec = r
+	m := max(q.maxRate(), q.cc().MinRateBitsPerSec)
 	if free {
 		q.dc.rc, q.dc.rt = m, m
 	} else {

@@ -5,8 +5,8 @@ import "github.com/lhcnp/lhcnp/dataplane-sim/engine"
 // LinkConfig describes one cable: both directions get the same rate and
 // propagation delay.
 type LinkConfig struct {
-	RateBps int64       // line rate, bits per second
-	Delay   engine.Time // one-way propagation delay
+	RateBitsPerSec int64       // line rate, bits per second
+	Delay          engine.Time // one-way propagation delay
 }
 
 // Link is one direction of a cable: the pipe between the transmitting port
@@ -14,10 +14,10 @@ type LinkConfig struct {
 // ordered by arrival, and keeps exactly one pending event, for the head
 // (htsim's design): the cost of a long fat pipe is its ring, not its events.
 type Link struct {
-	net      *Network
-	from, to *Port
-	rateBps  int64
-	delay    engine.Time
+	net            *Network
+	from, to       *Port
+	rateBitsPerSec int64
+	delay          engine.Time
 
 	inflight   ring[flight]
 	lastArrive engine.Time
@@ -43,8 +43,8 @@ func (l *Link) From() *Port { return l.from }
 // To returns the receiving port.
 func (l *Link) To() *Port { return l.to }
 
-// RateBps returns the line rate.
-func (l *Link) RateBps() int64 { return l.rateBps }
+// RateBitsPerSec returns the line rate.
+func (l *Link) RateBitsPerSec() int64 { return l.rateBitsPerSec }
 
 // Delay returns the one-way propagation delay.
 func (l *Link) Delay() engine.Time { return l.delay }
@@ -52,16 +52,16 @@ func (l *Link) Delay() engine.Time { return l.delay }
 // InFlight returns the number of packets on the wire.
 func (l *Link) InFlight() int { return l.inflight.len() }
 
-// SetRateBps changes the line rate; the packet being serialised keeps the old
+// SetRateBitsPerSec changes the line rate; the packet being serialised keeps the old
 // rate, the next one uses the new (a scenario's "link slowdown"). On a
 // host's egress link the host's sender QPs follow the new line rate
-// (QP.LineRateBps). Observers are told after the change. r must be
+// (QP.LineRateBitsPerSec). Observers are told after the change. r must be
 // positive; other values are ignored.
-func (l *Link) SetRateBps(r int64) {
-	if r <= 0 || r == l.rateBps {
+func (l *Link) SetRateBitsPerSec(r int64) {
+	if r <= 0 || r == l.rateBitsPerSec {
 		return
 	}
-	l.rateBps = r
+	l.rateBitsPerSec = r
 	if h := l.from.host; h != nil {
 		for _, q := range h.sendQPs {
 			q.setLineRate(r)

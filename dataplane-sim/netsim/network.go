@@ -94,9 +94,9 @@ func (n *Network) AddHost(name string, addr netip.Addr, cfg HostConfig) (*Host, 
 // Connect joins a and b with a cable: a new port on each and a Link in each
 // direction. A host has one port; connecting it twice is an error.
 func (n *Network) Connect(a, b Node, lc LinkConfig) (pa, pb *Port, err error) {
-	if lc.RateBps <= 0 || lc.Delay < 0 {
+	if lc.RateBitsPerSec <= 0 || lc.Delay < 0 {
 		return nil, nil, fmt.Errorf("link %s-%s: rate %d bps and delay %v: need rate > 0, delay >= 0",
-			a.Name(), b.Name(), lc.RateBps, lc.Delay)
+			a.Name(), b.Name(), lc.RateBitsPerSec, lc.Delay)
 	}
 	for _, x := range []Node{a, b} {
 		if h, ok := x.(*Host); ok && h.port != nil {
@@ -104,8 +104,8 @@ func (n *Network) Connect(a, b Node, lc LinkConfig) (pa, pb *Port, err error) {
 		}
 	}
 	pa, pb = n.newPort(a), n.newPort(b)
-	ab := &Link{net: n, from: pa, to: pb, rateBps: lc.RateBps, delay: lc.Delay}
-	ba := &Link{net: n, from: pb, to: pa, rateBps: lc.RateBps, delay: lc.Delay}
+	ab := &Link{net: n, from: pa, to: pb, rateBitsPerSec: lc.RateBitsPerSec, delay: lc.Delay}
+	ba := &Link{net: n, from: pb, to: pa, rateBitsPerSec: lc.RateBitsPerSec, delay: lc.Delay}
 	pa.out, pa.in = ab, ba
 	pb.out, pb.in = ba, ab
 	n.links = append(n.links, ab, ba)
@@ -182,9 +182,9 @@ func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	if fc.Src.port == nil || fc.Dst.port == nil {
 		return nil, fmt.Errorf("flow %s: hosts must be connected first", fc.Name)
 	}
-	if fc.Bytes < 0 || fc.MessageBytes < 0 || fc.Prio >= NumPrio || fc.MaxRateBps < 0 {
+	if fc.Bytes < 0 || fc.MessageBytes < 0 || fc.Prio >= NumPrio || fc.MaxRateBitsPerSec < 0 {
 		return nil, fmt.Errorf("flow %s: bytes %d, message %d, prio %d, max rate %d out of range",
-			fc.Name, fc.Bytes, fc.MessageBytes, fc.Prio, fc.MaxRateBps)
+			fc.Name, fc.Bytes, fc.MessageBytes, fc.Prio, fc.MaxRateBitsPerSec)
 	}
 	src, dst := fc.Src, fc.Dst
 	sq, dq := fc.SrcQPN, fc.DstQPN
@@ -209,12 +209,12 @@ func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	if f.Name == "" {
 		f.Name = fmt.Sprintf("flow%d", f.ID)
 	}
-	line := src.port.out.rateBps
+	line := src.port.out.rateBitsPerSec
 	q := &QP{host: src, flow: f, QPN: sq, PeerQPN: dq, dst: dst.id, prio: fc.Prio,
-		lineRateBps: line, maxRateBps: fc.MaxRateBps, totalBytes: fc.Bytes, msgBytes: msg, start_: fc.Start,
+		lineRateBitsPerSec: line, maxRateBitsPerSec: fc.MaxRateBitsPerSec, totalBytes: fc.Bytes, msgBytes: msg, start_: fc.Start,
 		resv7: src.resv7}
 	// The flow's and DCQCN's maximum bound the rate from the start.
-	r0 := max(q.maxRate(), src.cfg.DCQCN.MinRateBps)
+	r0 := max(q.maxRate(), src.cfg.DCQCN.MinRateBitsPerSec)
 	q.dc.rc, q.dc.rt = r0, r0
 	r := &RecvQP{host: dst, flow: f, QPN: dq, PeerQPN: sq, peer: src.id, prio: fc.Prio, firstRx: -1}
 	useCM := !fc.NoCM && src.addr.IsValid() && dst.addr.IsValid() && src.addr.Is4() == dst.addr.Is4()

@@ -67,7 +67,7 @@ func (w *cmWatcher) OnDrop(*Port, *Packet, int64)    {}
 // at the sender when the REP arrives, so the switch sees the RTU first.
 func TestCMExchange(t *testing.T) {
 	const delay = 10 * engine.Microsecond
-	in := newIncast(t, incastCfg{senders: 1, rateBps: 10e9, accessDelay: delay, bnDelay: delay,
+	in := newIncast(t, incastCfg{senders: 1, rateBitsPerSec: 10e9, accessDelay: delay, bnDelay: delay,
 		port: PortConfig{}, host: DefaultHostConfig()})
 	// A second, finite flow with fixed QPNs from the same sender.
 	f, err := in.net.AddFlow(FlowConfig{Src: in.senders[0], Dst: in.recv, SrcQPN: 100, DstQPN: 200,
@@ -136,7 +136,7 @@ func TestCMExchange(t *testing.T) {
 	}
 
 	t.Run("no cm", func(t *testing.T) {
-		in := newIncast(t, incastCfg{senders: 1, rateBps: 10e9, accessDelay: delay, bnDelay: delay,
+		in := newIncast(t, incastCfg{senders: 1, rateBitsPerSec: 10e9, accessDelay: delay, bnDelay: delay,
 			port: PortConfig{}, host: DefaultHostConfig()})
 		f, err := in.net.AddFlow(FlowConfig{Src: in.senders[0], Dst: in.recv, Bytes: 8192, Start: engine.Microsecond, NoCM: true})
 		if err != nil {
@@ -240,8 +240,8 @@ func near(r, want int64) bool { return r == want || r == want-1 }
 // A ceiling holds a cut against DCQCN's increases until it is cleared.
 func TestQPCeiling(t *testing.T) {
 	hc := DefaultHostConfig()
-	hc.DCQCN.AIRateBps = 200e6 // climb 3 -> 10 Gb/s within a few ms
-	in := newIncast(t, incastCfg{senders: 1, rateBps: 10e9, accessDelay: engine.Microsecond,
+	hc.DCQCN.AIRateBitsPerSec = 200e6 // climb 3 -> 10 Gb/s within a few ms
+	in := newIncast(t, incastCfg{senders: 1, rateBitsPerSec: 10e9, accessDelay: engine.Microsecond,
 		bnDelay: engine.Microsecond, port: PortConfig{}, host: hc})
 	q := in.flows[0].Sender
 	in.sim.Run(100 * engine.Microsecond)
@@ -251,62 +251,62 @@ func TestQPCeiling(t *testing.T) {
 	})
 	var maxSeen int64
 	in.sim.Every(in.sim.Now(), 10*engine.Microsecond, func(engine.Time) {
-		maxSeen = max(maxSeen, q.RateBps(), q.TargetRateBps())
+		maxSeen = max(maxSeen, q.RateBitsPerSec(), q.TargetRateBitsPerSec())
 	})
 	in.sim.Run(in.sim.Now() + 20*engine.Millisecond)
-	if !near(q.RateBps(), 4e9) || maxSeen != 4e9 {
-		t.Errorf("rate %d, highest seen %d: want DCQCN up to the 4 Gb/s ceiling and no further", q.RateBps(), maxSeen)
+	if !near(q.RateBitsPerSec(), 4e9) || maxSeen != 4e9 {
+		t.Errorf("rate %d, highest seen %d: want DCQCN up to the 4 Gb/s ceiling and no further", q.RateBitsPerSec(), maxSeen)
 	}
 	in.sim.Do(func() { q.SetRate(9e9, 9e9) })
-	if q.RateBps() != 4e9 || q.CeilingBps() != 4e9 || q.MaxRateBps() != 4e9 {
-		t.Errorf("SetRate above the ceiling: rate %d", q.RateBps())
+	if q.RateBitsPerSec() != 4e9 || q.CeilingBitsPerSec() != 4e9 || q.MaxRateBitsPerSec() != 4e9 {
+		t.Errorf("SetRate above the ceiling: rate %d", q.RateBitsPerSec())
 	}
 	in.sim.Do(func() { q.SetCeiling(2e9) })
-	if q.RateBps() != 2e9 || q.TargetRateBps() != 2e9 {
-		t.Errorf("lower ceiling: rc %d rt %d, want 2 Gb/s", q.RateBps(), q.TargetRateBps())
+	if q.RateBitsPerSec() != 2e9 || q.TargetRateBitsPerSec() != 2e9 {
+		t.Errorf("lower ceiling: rc %d rt %d, want 2 Gb/s", q.RateBitsPerSec(), q.TargetRateBitsPerSec())
 	}
 	in.sim.Do(q.ClearCeiling)
 	in.sim.Run(in.sim.Now() + 20*engine.Millisecond)
-	if q.RateBps() < 10e9-1000 || q.CeilingBps() != 0 {
-		t.Errorf("after ClearCeiling: rate %d, want back at line rate", q.RateBps())
+	if q.RateBitsPerSec() < 10e9-1000 || q.CeilingBitsPerSec() != 0 {
+		t.Errorf("after ClearCeiling: rate %d, want back at line rate", q.RateBitsPerSec())
 	}
 }
 
-// A flow's MaxRateBps bounds it from the start and through DCQCN's
+// A flow's MaxRateBitsPerSec bounds it from the start and through DCQCN's
 // increases.
 func TestFlowMaxRate(t *testing.T) {
 	hc := DefaultHostConfig()
-	hc.DCQCN.AIRateBps = 200e6
-	in := newIncast(t, incastCfg{senders: 1, rateBps: 10e9, accessDelay: engine.Microsecond,
+	hc.DCQCN.AIRateBitsPerSec = 200e6
+	in := newIncast(t, incastCfg{senders: 1, rateBitsPerSec: 10e9, accessDelay: engine.Microsecond,
 		bnDelay: engine.Microsecond, port: PortConfig{}, host: hc})
-	f, err := in.net.AddFlow(FlowConfig{Src: in.senders[0], Dst: in.recv, MaxRateBps: 2e9, NoCM: true})
+	f, err := in.net.AddFlow(FlowConfig{Src: in.senders[0], Dst: in.recv, MaxRateBitsPerSec: 2e9, NoCM: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := f.Sender
-	if q.RateBps() != 2e9 {
-		t.Fatalf("initial rate %d, want 2 Gb/s", q.RateBps())
+	if q.RateBitsPerSec() != 2e9 {
+		t.Fatalf("initial rate %d, want 2 Gb/s", q.RateBitsPerSec())
 	}
 	in.sim.Run(engine.Millisecond)
 	in.sim.Do(func() {
 		q.ApplyCNP()
 		q.SetRate(1e9, 10e9)
 	})
-	if q.TargetRateBps() != 2e9 {
-		t.Errorf("target %d, want clamped to 2 Gb/s", q.TargetRateBps())
+	if q.TargetRateBitsPerSec() != 2e9 {
+		t.Errorf("target %d, want clamped to 2 Gb/s", q.TargetRateBitsPerSec())
 	}
 	var maxSeen int64
-	in.sim.Every(in.sim.Now(), 10*engine.Microsecond, func(engine.Time) { maxSeen = max(maxSeen, q.RateBps()) })
+	in.sim.Every(in.sim.Now(), 10*engine.Microsecond, func(engine.Time) { maxSeen = max(maxSeen, q.RateBitsPerSec()) })
 	rx0, t0 := f.Receiver.RxBytes(), in.sim.Now()
 	in.sim.Run(t0 + 20*engine.Millisecond)
-	if !near(maxSeen, 2e9) || !near(q.RateBps(), 2e9) {
-		t.Errorf("rate %d, highest %d: want back to and never above 2 Gb/s", q.RateBps(), maxSeen)
+	if !near(maxSeen, 2e9) || !near(q.RateBitsPerSec(), 2e9) {
+		t.Errorf("rate %d, highest %d: want back to and never above 2 Gb/s", q.RateBitsPerSec(), maxSeen)
 	}
 	got := float64(f.Receiver.RxBytes()-rx0) * 8 / (in.sim.Now() - t0).Seconds()
 	if got > 2e9 {
 		t.Errorf("goodput %.3f Gb/s above the flow's 2 Gb/s", got/1e9)
 	}
-	if _, err := in.net.AddFlow(FlowConfig{Src: in.senders[0], Dst: in.recv, MaxRateBps: -1}); err == nil {
+	if _, err := in.net.AddFlow(FlowConfig{Src: in.senders[0], Dst: in.recv, MaxRateBitsPerSec: -1}); err == nil {
 		t.Error("negative max rate accepted")
 	}
 }
@@ -314,7 +314,7 @@ func TestFlowMaxRate(t *testing.T) {
 // An administrative stop holds a QP whatever PauseUntil says (a Long-haul
 // CNP Resume cannot restart it) until AdminStart.
 func TestQPAdminStop(t *testing.T) {
-	in := newIncast(t, incastCfg{senders: 1, rateBps: 10e9, accessDelay: engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: 1, rateBitsPerSec: 10e9, accessDelay: engine.Microsecond,
 		bnDelay: engine.Microsecond, port: PortConfig{}, host: DefaultHostConfig()})
 	q := in.flows[0].Sender
 	in.sim.Run(100 * engine.Microsecond)
@@ -344,24 +344,24 @@ func (o *linkLog) OnLinkChange(l *Link) {
 
 // Link observers hear every real change of rate or delay, once.
 func TestLinkObserver(t *testing.T) {
-	in := newIncast(t, incastCfg{senders: 1, rateBps: 10e9, accessDelay: engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: 1, rateBitsPerSec: 10e9, accessDelay: engine.Microsecond,
 		bnDelay: engine.Microsecond, port: PortConfig{}, host: DefaultHostConfig()})
 	l := in.bottleneck.Out()
 	a, b := &linkLog{}, &linkLog{}
 	l.AddObserver(a)
 	l.AddObserver(b)
-	l.SetRateBps(5e9)
-	l.SetRateBps(5e9) // no change
+	l.SetRateBitsPerSec(5e9)
+	l.SetRateBitsPerSec(5e9) // no change
 	l.SetDelay(3 * engine.Microsecond)
 	l.SetDelay(-1) // invalid: ignored
 	l.RemoveObserver(a)
-	l.SetRateBps(0) // invalid: ignored
-	l.SetRateBps(7e9)
+	l.SetRateBitsPerSec(0) // invalid: ignored
+	l.SetRateBitsPerSec(7e9)
 	if diff := cmp.Diff([]string{"sw:0", "sw:0"}, a.got); diff != "" {
 		t.Errorf("first observer (-want, +got):\n%s", diff)
 	}
-	if len(b.got) != 3 || l.RateBps() != 7e9 || l.Delay() != 3*engine.Microsecond {
-		t.Errorf("second observer %v, rate %d, delay %v", b.got, l.RateBps(), l.Delay())
+	if len(b.got) != 3 || l.RateBitsPerSec() != 7e9 || l.Delay() != 3*engine.Microsecond {
+		t.Errorf("second observer %v, rate %d, delay %v", b.got, l.RateBitsPerSec(), l.Delay())
 	}
 	if in.sw.Network() != in.net || in.recv.Network() != in.net {
 		t.Error("Network accessors")
@@ -371,35 +371,35 @@ func TestLinkObserver(t *testing.T) {
 // A host's QPs follow its link rate: a free QP moves to the new line rate,
 // a limited one is clamped and DCQCN climbs from there.
 func TestLineRateFollowsLink(t *testing.T) {
-	in := newIncast(t, incastCfg{senders: 2, rateBps: 10e9, accessDelay: engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: 2, rateBitsPerSec: 10e9, accessDelay: engine.Microsecond,
 		bnDelay: engine.Microsecond, port: PortConfig{}, host: DefaultHostConfig()})
 	free, cut := in.flows[0].Sender, in.flows[1].Sender
 	in.sim.Run(100 * engine.Microsecond)
 	in.sim.Do(func() {
 		cut.ApplyCNP() // engages DCQCN: 5 Gb/s
-		in.senders[0].Port().Out().SetRateBps(25e9)
-		in.senders[1].Port().Out().SetRateBps(25e9)
+		in.senders[0].Port().Out().SetRateBitsPerSec(25e9)
+		in.senders[1].Port().Out().SetRateBitsPerSec(25e9)
 	})
-	if free.LineRateBps() != 25e9 || free.RateBps() != 25e9 {
-		t.Errorf("free QP: line %d rate %d, want 25 Gb/s", free.LineRateBps(), free.RateBps())
+	if free.LineRateBitsPerSec() != 25e9 || free.RateBitsPerSec() != 25e9 {
+		t.Errorf("free QP: line %d rate %d, want 25 Gb/s", free.LineRateBitsPerSec(), free.RateBitsPerSec())
 	}
-	if cut.LineRateBps() != 25e9 || cut.RateBps() >= 10e9 {
-		t.Errorf("limited QP: line %d rate %d, want its cut rate", cut.LineRateBps(), cut.RateBps())
+	if cut.LineRateBitsPerSec() != 25e9 || cut.RateBitsPerSec() >= 10e9 {
+		t.Errorf("limited QP: line %d rate %d, want its cut rate", cut.LineRateBitsPerSec(), cut.RateBitsPerSec())
 	}
 	in.sim.Run(in.sim.Now() + 30*engine.Millisecond)
-	if cut.RateBps() <= 10e9 {
-		t.Errorf("limited QP at %d after 30 ms, want DCQCN above the old line rate", cut.RateBps())
+	if cut.RateBitsPerSec() <= 10e9 {
+		t.Errorf("limited QP at %d after 30 ms, want DCQCN above the old line rate", cut.RateBitsPerSec())
 	}
-	in.sim.Do(func() { in.senders[0].Port().Out().SetRateBps(1e9) })
-	if free.RateBps() != 1e9 || free.TargetRateBps() != 1e9 {
-		t.Errorf("slower link: rate %d target %d, want 1 Gb/s", free.RateBps(), free.TargetRateBps())
+	in.sim.Do(func() { in.senders[0].Port().Out().SetRateBitsPerSec(1e9) })
+	if free.RateBitsPerSec() != 1e9 || free.TargetRateBitsPerSec() != 1e9 {
+		t.Errorf("slower link: rate %d target %d, want 1 Gb/s", free.RateBitsPerSec(), free.TargetRateBitsPerSec())
 	}
 }
 
 // PFC paused time is exact: the sum of PAUSE-to-RESUME intervals, with the
 // pause under way counted up to now, per port and per priority.
 func TestPFCPausedTime(t *testing.T) {
-	in := newIncast(t, incastCfg{senders: 1, rateBps: 10e9, accessDelay: engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: 1, rateBitsPerSec: 10e9, accessDelay: engine.Microsecond,
 		bnDelay: engine.Microsecond, port: PortConfig{}, host: DefaultHostConfig()})
 	pt := in.senders[0].Port()
 	pfc := func(prio uint8, pause bool) func() {
@@ -437,7 +437,7 @@ func TestPFCPausedTimeIncast(t *testing.T) {
 	hc := DefaultHostConfig()
 	hc.DCQCN.Enabled = false
 	hc.NP.Disabled = true
-	in := newIncast(t, incastCfg{senders: 4, rateBps: 25e9, accessDelay: engine.Microsecond, bnDelay: engine.Microsecond,
+	in := newIncast(t, incastCfg{senders: 4, rateBitsPerSec: 25e9, accessDelay: engine.Microsecond, bnDelay: engine.Microsecond,
 		port: PortConfig{BufferBytes: 1 << 20, PFC: PFCConfig{Enabled: true, XOFFBytes: 120_000, XONBytes: 100_000}}, host: hc})
 	pt := in.senders[0].Port()
 	var sampled int64

@@ -165,8 +165,8 @@ func (pt *Port) In() *Link { return pt.in }
 // Peer returns the port at the other end of the cable.
 func (pt *Port) Peer() *Port { return pt.out.to }
 
-// RateBps returns the egress line rate.
-func (pt *Port) RateBps() int64 { return pt.out.rateBps }
+// RateBitsPerSec returns the egress line rate.
+func (pt *Port) RateBitsPerSec() int64 { return pt.out.rateBitsPerSec }
 
 // Config returns the port's configuration.
 func (pt *Port) Config() PortConfig { return pt.cfg }
@@ -484,7 +484,7 @@ func (pt *Port) tryTransmit() {
 	}
 	now := pt.net.sim.Now()
 	l := pt.out
-	tx := pt.ser.TxTime(int64(p.SizeBytes), l.rateBps)
+	tx := pt.ser.TxTime(int64(p.SizeBytes), l.rateBitsPerSec)
 	pt.busy = true
 	pt.stats.TxPackets++
 	pt.stats.TxBytes += int64(p.SizeBytes)

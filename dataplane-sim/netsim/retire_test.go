@@ -45,10 +45,10 @@ func newWindows(tb testing.TB, nWindows int, retire bool) *windows {
 	must(err)
 	w.b, err = n.AddHost("b", netip.MustParseAddr("10.0.0.2"), DefaultHostConfig())
 	must(err)
-	_, _, err = n.Connect(w.a, sw, LinkConfig{RateBps: 100e9, Delay: 2 * engine.Microsecond})
+	_, _, err = n.Connect(w.a, sw, LinkConfig{RateBitsPerSec: 100e9, Delay: 2 * engine.Microsecond})
 	must(err)
 	// A slower link towards b: a queue, ECN marks and CNPs.
-	_, _, err = n.Connect(sw, w.b, LinkConfig{RateBps: 25e9, Delay: 10 * engine.Microsecond})
+	_, _, err = n.Connect(sw, w.b, LinkConfig{RateBitsPerSec: 25e9, Delay: 10 * engine.Microsecond})
 	must(err)
 	n.ComputeRoutes()
 	if retire {
@@ -59,7 +59,7 @@ func newWindows(tb testing.TB, nWindows int, retire bool) *windows {
 		must(err)
 		w.flows = append(w.flows, f)
 	}
-	add(FlowConfig{Name: "long", Src: w.a, Dst: w.b, MaxRateBps: 5e9})
+	add(FlowConfig{Name: "long", Src: w.a, Dst: w.b, MaxRateBitsPerSec: 5e9})
 	// Each window's flows are added half a window before it starts, as
 	// the lab adds them to its running engine.
 	addWindow := func(k int) {

@@ -130,13 +130,13 @@ func runSizes(t *testing.T, addr func(byte) netip.Addr) *sizeRecorder {
 	hc.MTUBytes = 1024
 	recv, err := n.AddHost("recv", addr(100), hc)
 	must(err)
-	_, _, err = n.Connect(sw, recv, LinkConfig{RateBps: 10e9, Delay: engine.Microsecond})
+	_, _, err = n.Connect(sw, recv, LinkConfig{RateBitsPerSec: 10e9, Delay: engine.Microsecond})
 	must(err)
 	var senders []*Host
 	for i := range 2 {
 		h, err := n.AddHost(fmt.Sprintf("s%d", i), addr(byte(i+1)), hc)
 		must(err)
-		_, _, err = n.Connect(h, sw, LinkConfig{RateBps: 10e9, Delay: engine.Microsecond})
+		_, _, err = n.Connect(h, sw, LinkConfig{RateBitsPerSec: 10e9, Delay: engine.Microsecond})
 		must(err)
 		senders = append(senders, h)
 	}
@@ -251,7 +251,7 @@ func sentFrameBytes(t *testing.T, addr netip.Addr, payload, mtu, msg int64) int6
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := n.Connect(src, dst, LinkConfig{RateBps: 100e9, Delay: engine.Microsecond}); err != nil {
+	if _, _, err := n.Connect(src, dst, LinkConfig{RateBitsPerSec: 100e9, Delay: engine.Microsecond}); err != nil {
 		t.Fatal(err)
 	}
 	n.ComputeRoutes()

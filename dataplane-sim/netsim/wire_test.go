@@ -44,12 +44,12 @@ func newDumbbell(t *testing.T, sim *engine.Sim, local string) *dumbbell {
 		must(err)
 		hs = append(hs, h)
 	}
-	lc := LinkConfig{RateBps: 10e9, Delay: engine.Microsecond}
+	lc := LinkConfig{RateBitsPerSec: 10e9, Delay: engine.Microsecond}
 	for _, h := range hs[:2] {
 		_, _, err = n.Connect(h, d.s1, lc)
 		must(err)
 	}
-	d.wan[0], d.wan[1], err = n.Connect(d.s1, d.s2, LinkConfig{RateBps: 10e9, Delay: 200 * engine.Microsecond})
+	d.wan[0], d.wan[1], err = n.Connect(d.s1, d.s2, LinkConfig{RateBitsPerSec: 10e9, Delay: 200 * engine.Microsecond})
 	must(err)
 	_, _, err = n.Connect(d.s2, hs[2], lc)
 	must(err)

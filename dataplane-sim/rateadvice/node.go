@@ -204,7 +204,7 @@ func (n *Node) advice(f *flowState, qBytes int64) (mbps uint32, b Basis, policy 
 	if !n.cfg.QueueBased {
 		return 0, BasisQueue, "", false
 	}
-	rate := f.port.pt.RateBps()
+	rate := f.port.pt.RateBitsPerSec()
 	drain := qBytes * 8 * int64(engine.Second) / int64(n.cfg.DrainInterval)
 	share := max(rate-drain, rate/2) / int64(max(1, f.port.active))
 	return uint32(max(1, share/1_000_000)), BasisQueue, "", true

@@ -52,9 +52,9 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		Host:     hc,
 		Hosts:    []mechtest.Node{{Name: "s1", Addr: "10.0.0.1"}, {Name: "s2", Addr: "10.0.0.2"}, {Name: "r", Addr: "10.0.4.1"}},
 		Switches: []mechtest.Node{{Name: "n1", Addr: addrN1.String(), Switch: sc}},
-		Links: []mechtest.Link{{A: "s1", B: "n1", RateBps: 25e9, Delay: engine.Microsecond},
-			{A: "s2", B: "n1", RateBps: 25e9, Delay: engine.Microsecond},
-			{A: "n1", B: "r", RateBps: 10e9, Delay: 20 * engine.Microsecond}},
+		Links: []mechtest.Link{{A: "s1", B: "n1", RateBitsPerSec: 25e9, Delay: engine.Microsecond},
+			{A: "s2", B: "n1", RateBitsPerSec: 25e9, Delay: engine.Microsecond},
+			{A: "n1", B: "r", RateBitsPerSec: 10e9, Delay: 20 * engine.Microsecond}},
 		Flows: []mechtest.Flow{{From: "s1", To: "r", Config: netsim.FlowConfig{Name: "a", SrcQPN: 100, DstQPN: 200}},
 			{From: "s2", To: "r", Config: netsim.FlowConfig{Name: "b", SrcQPN: 101, DstQPN: 201}}},
 	})
@@ -153,8 +153,8 @@ func TestQueueBasedFairShare(t *testing.T) {
 		t.Errorf("last advice %d Mb/s, want the fair share of 10 Gb/s between two (2500..5000)", last)
 	}
 	for _, q := range []*netsim.QP{r.a.Sender, r.b.Sender} {
-		if c := q.CeilingBps(); c == 0 || c > 5e9 || q.RateBps() > c {
-			t.Errorf("QP %d: ceiling %d, rate %d; want a ceiling of at most 5 Gb/s and the rate under it", q.QPN, c, q.RateBps())
+		if c := q.CeilingBitsPerSec(); c == 0 || c > 5e9 || q.RateBitsPerSec() > c {
+			t.Errorf("QP %d: ceiling %d, rate %d; want a ceiling of at most 5 Gb/s and the rate under it", q.QPN, c, q.RateBitsPerSec())
 		}
 	}
 	if peak := r.out.Stats().PeakQueueBytes; peak > 5_000_000 {
@@ -184,7 +184,7 @@ func TestPolicy(t *testing.T) {
 	if diff := cmp.Diff(map[uint32]string{100: "policy/s1", 101: "policy/late"}, got); diff != "" {
 		t.Errorf("bases (-want +got):\n%s", diff)
 	}
-	if c := r.a.Sender.CeilingBps(); c != 2e9 {
+	if c := r.a.Sender.CeilingBitsPerSec(); c != 2e9 {
 		t.Errorf("s1's ceiling %d, want the policy's 2 Gb/s", c)
 	}
 
@@ -192,7 +192,7 @@ func TestPolicy(t *testing.T) {
 	cfg.QueueBased = false
 	r = newRig(t, rigOpts{cfg: cfg, capable: [2]bool{true, true}})
 	r.sim.Run(3 * engine.Millisecond)
-	if c := r.b.Sender.CeilingBps(); c != 0 {
+	if c := r.b.Sender.CeilingBitsPerSec(); c != 0 {
 		t.Errorf("s2 got a ceiling of %d without a policy or queue-based advice", c)
 	}
 	if c := r.node.Counters(); c.PolicyAdvice == 0 || c.QueueAdvice != 0 {
@@ -210,8 +210,8 @@ func TestCapabilityPerQP(t *testing.T) {
 			t.Errorf("advice to QP %d, which did not announce the capability", f.RateAdvice.DestQP)
 		}
 	}
-	if r.node.Counters().NotCapable == 0 || r.b.Sender.CeilingBps() != 0 {
-		t.Errorf("not-capable %d, s2 ceiling %d", r.node.Counters().NotCapable, r.b.Sender.CeilingBps())
+	if r.node.Counters().NotCapable == 0 || r.b.Sender.CeilingBitsPerSec() != 0 {
+		t.Errorf("not-capable %d, s2 ceiling %d", r.node.Counters().NotCapable, r.b.Sender.CeilingBitsPerSec())
 	}
 	// A capable QP on a host whose RNIC is told not to apply advice.
 	r = newRig(t, rigOpts{cfg: enabled(), capable: [2]bool{true, true}})
@@ -221,8 +221,8 @@ func TestCapabilityPerQP(t *testing.T) {
 	}
 	r.s2.SetControlHandler(rv)
 	r.sim.Run(3 * engine.Millisecond)
-	if rv.Counters().NotCapable == 0 || r.b.Sender.CeilingBps() != 0 {
-		t.Errorf("receiver %+v, ceiling %d: want advice dropped", rv.Counters(), r.b.Sender.CeilingBps())
+	if rv.Counters().NotCapable == 0 || r.b.Sender.CeilingBitsPerSec() != 0 {
+		t.Errorf("receiver %+v, ceiling %d: want advice dropped", rv.Counters(), r.b.Sender.CeilingBitsPerSec())
 	}
 }
 
@@ -255,12 +255,12 @@ func TestCapabilityForLaterFlows(t *testing.T) {
 	for _, f := range r.got {
 		advised[f.RateAdvice.DestQP]++
 	}
-	if advised[110] == 0 || late[0].Sender.CeilingBps() == 0 {
+	if advised[110] == 0 || late[0].Sender.CeilingBitsPerSec() == 0 {
 		t.Errorf("advice by QP %v, late flow's ceiling %d: want QP 110, added after the receiver, advised",
-			advised, late[0].Sender.CeilingBps())
+			advised, late[0].Sender.CeilingBitsPerSec())
 	}
-	if advised[111] != 0 || late[1].Sender.CeilingBps() != 0 {
-		t.Errorf("advice by QP %v, ceiling %d: QP 111's RNIC is not capable", advised, late[1].Sender.CeilingBps())
+	if advised[111] != 0 || late[1].Sender.CeilingBitsPerSec() != 0 {
+		t.Errorf("advice by QP %v, ceiling %d: QP 111's RNIC is not capable", advised, late[1].Sender.CeilingBitsPerSec())
 	}
 }
 
@@ -319,9 +319,9 @@ func TestCNPCutsBelowAdvice(t *testing.T) {
 	r := newRig(t, rigOpts{cfg: cfg, capable: [2]bool{true, true}, ecn: true, dcqcn: true})
 	r.sim.Run(5 * engine.Millisecond)
 	for _, q := range []*netsim.QP{r.a.Sender, r.b.Sender} {
-		if q.CeilingBps() != 8e9 || q.RateCuts() == 0 || q.RateBps() >= 8e9 {
+		if q.CeilingBitsPerSec() != 8e9 || q.RateCuts() == 0 || q.RateBitsPerSec() >= 8e9 {
 			t.Errorf("QP %d: ceiling %d, %d cuts, rate %d; want the 8 Gb/s advice and DCQCN cutting below it",
-				q.QPN, q.CeilingBps(), q.RateCuts(), q.RateBps())
+				q.QPN, q.CeilingBitsPerSec(), q.RateCuts(), q.RateBitsPerSec())
 		}
 	}
 }
@@ -331,8 +331,8 @@ func TestCNPCutsBelowAdvice(t *testing.T) {
 func TestUntrustedAdviceDropped(t *testing.T) {
 	r := newRig(t, rigOpts{cfg: enabled(), capable: [2]bool{true, true}, noAccess: true})
 	r.sim.Run(2 * engine.Millisecond)
-	if r.recv["s1"].Counters().Untrusted == 0 || r.a.Sender.CeilingBps() != 0 {
-		t.Errorf("receiver %+v, ceiling %d", r.recv["s1"].Counters(), r.a.Sender.CeilingBps())
+	if r.recv["s1"].Counters().Untrusted == 0 || r.a.Sender.CeilingBitsPerSec() != 0 {
+		t.Errorf("receiver %+v, ceiling %d", r.recv["s1"].Counters(), r.a.Sender.CeilingBitsPerSec())
 	}
 }
 

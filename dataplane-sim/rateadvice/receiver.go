@@ -99,13 +99,13 @@ func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	// The advice is a ceiling: DCQCN's increases stop at it, a CNP still
 	// cuts below it (§3: CNP first, the advice guides the rest).
 	ceil := int64(f.RateAdvice.RateMbps) * 1_000_000
-	switch old := q.CeilingBps(); {
+	switch old := q.CeilingBitsPerSec(); {
 	case old == 0 || ceil > old:
 		r.counters.Raised++
 	case ceil < old:
 		r.counters.Lowered++
 	}
-	if ceil >= q.LineRateBps() {
+	if ceil >= q.LineRateBitsPerSec() {
 		q.ClearCeiling()
 	} else {
 		q.SetCeiling(ceil)

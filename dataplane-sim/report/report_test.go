@@ -85,7 +85,7 @@ func TestIdealFCT(t *testing.T) {
 		desc                                       string
 		wireBytes, firstFrameBytes, lastFrameBytes int64
 		baseRTTNs                                  int64
-		hopRatesBps                                []int64
+		hopRatesBitsPerSec                         []int64
 		want                                       int64
 	}{
 		{
@@ -96,25 +96,25 @@ func TestIdealFCT(t *testing.T) {
 			// 1062-byte last frame at the second hop (84.96 ns) and the
 			// RTT.
 			desc: "two hops", wireBytes: 1_062_016, firstFrameBytes: 1078, lastFrameBytes: 1062, baseRTTNs: 10_000,
-			hopRatesBps: []int64{100e9, 100e9}, want: 10_000 + 85_047,
+			hopRatesBitsPerSec: []int64{100e9, 100e9}, want: 10_000 + 85_047,
 		},
 		{
 			// The bottleneck (10 Gb/s) serialises everything; the 100 Gb/s
 			// hops after it add the last frame each.
 			desc: "bottleneck first", wireBytes: 10_000, firstFrameBytes: 1000, lastFrameBytes: 500, baseRTTNs: 0,
-			hopRatesBps: []int64{10e9, 100e9, 100e9}, want: 8_000 + 2*40,
+			hopRatesBitsPerSec: []int64{10e9, 100e9, 100e9}, want: 8_000 + 2*40,
 		},
 		{
 			// A 40 Gb/s hop before the 10 Gb/s bottleneck adds the first
 			// frame (200 ns), the 100 Gb/s one after it the last (40 ns).
 			desc: "bottleneck in the middle", wireBytes: 10_000, firstFrameBytes: 1000, lastFrameBytes: 500, baseRTTNs: 0,
-			hopRatesBps: []int64{40e9, 10e9, 100e9}, want: 8_000 + 200 + 40,
+			hopRatesBitsPerSec: []int64{40e9, 10e9, 100e9}, want: 8_000 + 200 + 40,
 		},
-		{desc: "long-lived flow", wireBytes: 0, baseRTTNs: 1, hopRatesBps: []int64{1}, want: 0},
+		{desc: "long-lived flow", wireBytes: 0, baseRTTNs: 1, hopRatesBitsPerSec: []int64{1}, want: 0},
 		{desc: "no path", wireBytes: 100, firstFrameBytes: 100, lastFrameBytes: 100, baseRTTNs: 1, want: 0},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			got := IdealFCT(tt.wireBytes, tt.firstFrameBytes, tt.lastFrameBytes, tt.baseRTTNs, tt.hopRatesBps)
+			got := IdealFCT(tt.wireBytes, tt.firstFrameBytes, tt.lastFrameBytes, tt.baseRTTNs, tt.hopRatesBitsPerSec)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("IdealFCT (-want +got):\n%s", diff)
 			}
@@ -130,7 +130,7 @@ func TestSummarize(t *testing.T) {
 	}
 	in := Input{
 		Scenario: "x", Mechanism: "dcqcn", Seed: 1, DurationNs: 1_000_000, SampleNs: 1000, Recorder: r,
-		Ports: []PortInput{{Node: "tor", Port: "h0", Queue: q, RateBps: 25e9, CapacityBits: 25e9 * 1e-3,
+		Ports: []PortInput{{Node: "tor", Port: "h0", Queue: q, RateBitsPerSec: 25e9, CapacityBits: 25e9 * 1e-3,
 			TxBytes: 3_200_000, TxPackets: 800, PeakQueueBytes: 2000, DropPackets: 2, ECNMarks: 5}},
 		Flows: []FlowInput{
 			{Name: "a", Src: "h1", Dst: "h0", SizeBytes: 1000, StartNs: 0, Finished: true, FinishNs: 4000, IdealFCTNs: 2000, RxBytes: 1000},
@@ -147,7 +147,7 @@ func TestSummarize(t *testing.T) {
 	if a.FCTNs == nil || *a.FCTNs != 4000 || *a.Slowdown != 2 {
 		t.Errorf("flow a = %+v", a)
 	}
-	if s.Flows[1].FCTNs != nil || s.Flows[1].ThroughputBps != 1e9 {
+	if s.Flows[1].FCTNs != nil || s.Flows[1].ThroughputBitsPerSec != 1e9 {
 		t.Errorf("flow b = %+v", s.Flows[1])
 	}
 	if s.Totals.FlowsFinished != 1 || s.Totals.DropPackets != 2 {

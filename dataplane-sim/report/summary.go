@@ -33,8 +33,8 @@ type PortInput struct {
 	Node, Port string
 	// Queue is the series of this port in Recorder.Queues.
 	Queue SeriesID
-	// RateBps is the port's rate at the end (for the record).
-	RateBps int64
+	// RateBitsPerSec is the port's rate at the end (for the record).
+	RateBitsPerSec int64
 	// CapacityBits is the integral of the port's rate over the run, so that
 	// utilisation stays right when an event changes the rate.
 	CapacityBits float64
@@ -138,7 +138,7 @@ type Totals struct {
 type PortSummary struct {
 	Node           string `json:"node"`
 	Port           string `json:"port"`
-	RateBps        int64  `json:"rate_bps"`
+	RateBitsPerSec int64  `json:"rate_bps"`
 	PeakQueueBytes int64  `json:"peak_queue_bytes"`
 	P99QueueBytes  int64  `json:"p99_queue_bytes"`
 	MeanQueueBytes Float  `json:"mean_queue_bytes"`
@@ -160,22 +160,22 @@ type PortSummary struct {
 // FlowSummary is one flow. FCT, ideal FCT and slowdown are present for
 // finished flows only.
 type FlowSummary struct {
-	Name          string `json:"name"`
-	Group         string `json:"group,omitempty"`
-	Src           string `json:"src"`
-	Dst           string `json:"dst"`
-	SrcQP         uint32 `json:"src_qp"`
-	DstQP         uint32 `json:"dst_qp"`
-	SizeBytes     int64  `json:"size_bytes"`
-	StartNs       int64  `json:"start_ns"`
-	Finished      bool   `json:"finished"`
-	FCTNs         *int64 `json:"fct_ns,omitempty"`
-	IdealFCTNs    *int64 `json:"ideal_fct_ns,omitempty"`
-	Slowdown      *Float `json:"slowdown,omitempty"`
-	RxBytes       int64  `json:"rx_bytes"`
-	ThroughputBps Float  `json:"throughput_bps"`
-	LostPackets   int64  `json:"lost_packets"`
-	CNPs          int64  `json:"cnps"`
+	Name                 string `json:"name"`
+	Group                string `json:"group,omitempty"`
+	Src                  string `json:"src"`
+	Dst                  string `json:"dst"`
+	SrcQP                uint32 `json:"src_qp"`
+	DstQP                uint32 `json:"dst_qp"`
+	SizeBytes            int64  `json:"size_bytes"`
+	StartNs              int64  `json:"start_ns"`
+	Finished             bool   `json:"finished"`
+	FCTNs                *int64 `json:"fct_ns,omitempty"`
+	IdealFCTNs           *int64 `json:"ideal_fct_ns,omitempty"`
+	Slowdown             *Float `json:"slowdown,omitempty"`
+	RxBytes              int64  `json:"rx_bytes"`
+	ThroughputBitsPerSec Float  `json:"throughput_bps"`
+	LostPackets          int64  `json:"lost_packets"`
+	CNPs                 int64  `json:"cnps"`
 }
 
 // Summarize computes the summary. Ports and flows keep the input order.
@@ -199,7 +199,7 @@ func Summarize(in Input) *Summary {
 			samples = qv[p.Queue]
 		}
 		ps := PortSummary{
-			Node: p.Node, Port: p.Port, RateBps: p.RateBps,
+			Node: p.Node, Port: p.Port, RateBitsPerSec: p.RateBitsPerSec,
 			PeakQueueBytes: max(p.PeakQueueBytes, maxOf(samples)),
 			P99QueueBytes:  Percentile(samples, 0.99),
 			MeanQueueBytes: Float(mean(samples)),
@@ -249,7 +249,7 @@ func Summarize(in Input) *Summary {
 		}
 		if active := end - f.StartNs; f.StartNs < in.DurationNs && active > 0 {
 			tp := float64(f.RxBytes) * 8 / (float64(active) / 1e9)
-			fs.ThroughputBps = Float(tp)
+			fs.ThroughputBitsPerSec = Float(tp)
 			tputs = append(tputs, tp)
 		}
 		s.Flows = append(s.Flows, fs)
@@ -309,18 +309,18 @@ func rank(n int, p float64) int {
 // last, as the sender frames them (headers, RETH, pad bytes and FCS: the
 // runner takes them from netsim.FlowFrameBytes); 0 for a long-lived flow
 // (no bytes).
-func IdealFCT(wireBytes, firstFrameBytes, lastFrameBytes, baseRTTNs int64, hopRatesBps []int64) int64 {
-	if wireBytes <= 0 || len(hopRatesBps) == 0 {
+func IdealFCT(wireBytes, firstFrameBytes, lastFrameBytes, baseRTTNs int64, hopRatesBitsPerSec []int64) int64 {
+	if wireBytes <= 0 || len(hopRatesBitsPerSec) == 0 {
 		return 0
 	}
 	b := 0
-	for i, r := range hopRatesBps {
-		if r < hopRatesBps[b] {
+	for i, r := range hopRatesBitsPerSec {
+		if r < hopRatesBitsPerSec[b] {
 			b = i
 		}
 	}
-	ns := float64(baseRTTNs) + float64(wireBytes)*8e9/float64(hopRatesBps[b])
-	for i, r := range hopRatesBps {
+	ns := float64(baseRTTNs) + float64(wireBytes)*8e9/float64(hopRatesBitsPerSec[b])
+	for i, r := range hopRatesBitsPerSec {
 		switch {
 		case i < b:
 			ns += float64(firstFrameBytes) * 8e9 / float64(r)
@@ -334,9 +334,9 @@ func IdealFCT(wireBytes, firstFrameBytes, lastFrameBytes, baseRTTNs int64, hopRa
 // CMConnectNs is the time a connection set-up adds before the first data
 // packet of a flow that connects with CM: the REQ there and the REP back
 // (one base RTT), each frame of madBytes serialised at every hop.
-func CMConnectNs(madBytes, baseRTTNs int64, hopRatesBps []int64) int64 {
+func CMConnectNs(madBytes, baseRTTNs int64, hopRatesBitsPerSec []int64) int64 {
 	ns := float64(baseRTTNs)
-	for _, r := range hopRatesBps {
+	for _, r := range hopRatesBitsPerSec {
 		ns += 2 * float64(madBytes) * 8e9 / float64(r)
 	}
 	return int64(math.Ceil(ns))

@@ -142,8 +142,8 @@ mechanism:
 		t.Errorf("notifications %v, counters %v", sum.Notifications, c)
 	}
 	for _, f := range sum.Flows {
-		if f.ThroughputBps > 3e9 {
-			t.Errorf("flow %s at %v b/s, above its 2.5 Gb/s fair share", f.Name, f.ThroughputBps)
+		if f.ThroughputBitsPerSec > 3e9 {
+			t.Errorf("flow %s at %v b/s, above its 2.5 Gb/s fair share", f.Name, f.ThroughputBitsPerSec)
 		}
 	}
 	both := runYAML(t, incast6+`

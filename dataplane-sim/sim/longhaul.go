@@ -139,7 +139,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		rc.RTTEst = rtt
 		rc.RecoveryInterval = engine.FromDuration(p.RecoveryInterval)
 		// recovery_step is bits per second added per tick, as written.
-		rc.RecoveryStepBps = int64(p.RecoveryStep)
+		rc.RecoveryStepBitsPerSec = int64(p.RecoveryStep)
 		rp, err := lhcnp.NewReactionPoint(env.Net, rc)
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name(), err)
@@ -290,7 +290,7 @@ func setPortThresholds(c *lhcnp.Config, p scenario.LongHaulCNP, pt *netsim.Port)
 	}
 	ic.RTTEst = max(engine.FromDuration(rtt), engine.Microsecond)
 	if p.KMinFraction != 0.5 {
-		kmax, kmin := BDPThresholds(p, pt.RateBps(), pt.Out().Delay().Duration())
+		kmax, kmin := BDPThresholds(p, pt.RateBitsPerSec(), pt.Out().Delay().Duration())
 		q := ic.Queue
 		q.KMaxMode, q.KMaxBytes = lhcnp.KMaxExplicit, kmax
 		q.KMinMode, q.KMinBytes = lhcnp.KMinExplicit, min(kmin, kmax-1)

@@ -68,7 +68,7 @@ func (r *runner) sample(now engine.Time) {
 		if done, at := q.Done(); done && at < now {
 			continue
 		}
-		rate := q.RateBps()
+		rate := q.RateBitsPerSec()
 		if fr.Stopped || q.PausedUntil() > now {
 			rate = 0
 		}
@@ -77,7 +77,7 @@ func (r *runner) sample(now engine.Time) {
 }
 
 func (r *runner) advanceCapacity(pr *portRun, now engine.Time) {
-	pr.capBits += float64(pr.pt.RateBps()) * (now - pr.capFrom).Seconds()
+	pr.capBits += float64(pr.pt.RateBitsPerSec()) * (now - pr.capFrom).Seconds()
 	pr.capFrom = now
 }
 
@@ -100,7 +100,7 @@ func (r *runner) idealFCT(src, dst *netsim.Host, size int64) int64 {
 	var oneWay engine.Time
 	pt := src.Port()
 	for hops := 0; pt != nil && hops < 64; hops++ {
-		rates = append(rates, pt.RateBps())
+		rates = append(rates, pt.RateBitsPerSec())
 		oneWay += pt.Out().Delay()
 		next := pt.Peer().Node()
 		if next == netsim.Node(dst) {
@@ -136,7 +136,7 @@ func (r *runner) summarize() *report.Summary {
 	for _, pr := range r.ports {
 		st := pr.pt.Stats()
 		in.Ports = append(in.Ports, report.PortInput{
-			Node: pr.node, Port: pr.peer, Queue: pr.queue, RateBps: pr.pt.RateBps(), CapacityBits: pr.capBits,
+			Node: pr.node, Port: pr.peer, Queue: pr.queue, RateBitsPerSec: pr.pt.RateBitsPerSec(), CapacityBits: pr.capBits,
 			TxBytes: st.TxBytes, TxPackets: st.TxPackets, PeakQueueBytes: st.PeakQueueBytes, DropPackets: st.DropPackets, DropBytes: st.DropBytes,
 			ECNMarks: st.ECNMarks, PFCPauseFrames: st.PFCPauseTx, PFCPausedNs: st.PFCPausedNs,
 		})

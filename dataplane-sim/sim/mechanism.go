@@ -136,14 +136,14 @@ func installNone(env *Env) error {
 }
 
 // BDPThresholds returns K_max and K_min in bytes for a port of rate
-// rateBps whose link has one-way delay oneWay: RTT_est is the configured one
+// rateBitsPerSec whose link has one-way delay oneWay: RTT_est is the configured one
 // or, when zero, twice the link's delay.
-func BDPThresholds(p scenario.LongHaulCNP, rateBps int64, oneWay time.Duration) (kmax, kmin int64) {
+func BDPThresholds(p scenario.LongHaulCNP, rateBitsPerSec int64, oneWay time.Duration) (kmax, kmin int64) {
 	rtt := p.RTTEst
 	if rtt == 0 {
 		rtt = 2 * oneWay
 	}
-	kmax = lhcnp.BDPKMaxBytes(int64(p.KBase), p.Alpha, rateBps, rtt)
+	kmax = lhcnp.BDPKMaxBytes(int64(p.KBase), p.Alpha, rateBitsPerSec, rtt)
 	kmin = int64(p.KMinFraction * float64(kmax))
 	return kmax, kmin
 }

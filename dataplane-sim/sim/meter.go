@@ -64,16 +64,16 @@ type meter struct {
 }
 
 type flowMeter struct {
-	name       string
-	nf         *netsim.Flow
-	start      engine.Time
-	offeredBps int64
-	firstMark  engine.Time // first CE mark of one of its packets
-	firstCut   engine.Time // first DCQCN rate cut
-	lhSent     engine.Time // first Long-haul CNP sent to it
-	lhGen      engine.Time // generation of the Long-haul CNP that first reduced its rate
-	lhReact    engine.Time // ... and when it did
-	cutCheck   bool        // a DCQCN cut check is scheduled
+	name              string
+	nf                *netsim.Flow
+	start             engine.Time
+	offeredBitsPerSec int64
+	firstMark         engine.Time // first CE mark of one of its packets
+	firstCut          engine.Time // first DCQCN rate cut
+	lhSent            engine.Time // first Long-haul CNP sent to it
+	lhGen             engine.Time // generation of the Long-haul CNP that first reduced its rate
+	lhReact           engine.Time // ... and when it did
+	cutCheck          bool        // a DCQCN cut check is scheduled
 }
 
 type pendKey struct {
@@ -144,9 +144,9 @@ func newMeter(env *Env) *meter {
 		q := nf.Sender
 		src := q.Host()
 		fm := &flowMeter{name: nf.Name, nf: nf, start: engine.FromDuration(sf.Start),
-			offeredBps: src.Port().RateBps(), firstMark: unset, firstCut: unset, lhSent: unset, lhGen: unset, lhReact: unset}
+			offeredBitsPerSec: src.Port().RateBitsPerSec(), firstMark: unset, firstCut: unset, lhSent: unset, lhGen: unset, lhReact: unset}
 		if sf.Rate > 0 {
-			fm.offeredBps = min(fm.offeredBps, int64(sf.Rate))
+			fm.offeredBitsPerSec = min(fm.offeredBitsPerSec, int64(sf.Rate))
 		}
 		m.flows = append(m.flows, fm)
 		m.byQP[q] = fm
@@ -211,9 +211,9 @@ func (m *meter) sample(now engine.Time) {
 			if now < fm.start || !q.Active() || q.AdminStopped() || q.PausedUntil() == engine.Never {
 				continue
 			}
-			demand += fm.offeredBps
+			demand += fm.offeredBitsPerSec
 		}
-		pm.congested = demand > pm.pt.RateBps()
+		pm.congested = demand > pm.pt.RateBitsPerSec()
 	}
 }
 
@@ -227,7 +227,7 @@ func (m *meter) advance(now engine.Time) {
 					pm.everCongst, pm.firstCong = true, m.lastT
 				}
 				pm.congNs += int64(dt)
-				pm.congCap += float64(pm.pt.RateBps()) * dt.Seconds()
+				pm.congCap += float64(pm.pt.RateBitsPerSec()) * dt.Seconds()
 				pm.congTx += tx - pm.lastTx
 			}
 			pm.lastTx = tx
@@ -425,7 +425,7 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 		return t.inner != nil && t.inner.HandleControl(h, p)
 	}
 	now := m.env.Sim.Now()
-	rate, paused := q.RateBps(), q.PausedUntil()
+	rate, paused := q.RateBitsPerSec(), q.PausedUntil()
 	handled := t.inner != nil && t.inner.HandleControl(h, p)
 	if extended {
 		gen := unset
@@ -434,7 +434,7 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 			gen = pend[0]
 			m.pending[k] = pend[1:]
 		}
-		reduced := q.RateBps() < rate || q.PausedUntil() > max(now, paused)
+		reduced := q.RateBitsPerSec() < rate || q.PausedUntil() > max(now, paused)
 		if handled && reduced && fm.lhReact == unset && gen != unset {
 			fm.lhGen, fm.lhReact = gen, now
 		}
@@ -443,7 +443,7 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 			// returns, and a cut shows in its counter at once.
 			cuts := q.RateCuts()
 			m.env.Sim.AtFunc(now, func() {
-				if q.RateCuts() > cuts && q.RateBps() < rate && fm.lhReact == unset {
+				if q.RateCuts() > cuts && q.RateBitsPerSec() < rate && fm.lhReact == unset {
 					fm.lhGen, fm.lhReact = gen, now
 				}
 			})

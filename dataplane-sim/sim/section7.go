@@ -47,35 +47,35 @@ type Section7Result struct {
 	CNPValid       bool
 	SourceAccepted lhcnp.ReactionCounters
 	// Step 5: when the source reduced because of it, and the rates.
-	ReactedAt                   engine.Time
-	RateBeforeBps, RateAfterBps int64
-	N1ToSourceDelay             engine.Time
+	ReactedAt                                 engine.Time
+	RateBeforeBitsPerSec, RateAfterBitsPerSec int64
+	N1ToSourceDelay                           engine.Time
 	// Step 6: N2's deferral for the flow; the flow's arrival rate at N2
 	// (polled) at the deferral and its peak over the observation window
 	// before it.
-	Deferral                   lhcnp.Event
-	DeferralValid              bool
-	N2NotifiedFlow             int64 // notifications N2 sent to the flow
-	N2RateAtDeferralBps        int64
-	N2PeakBeforeDeferralBps    int64
-	N2ObservationWindow        engine.Time
-	N2ArrivalRateDropThreshold int // percent
+	Deferral                       lhcnp.Event
+	DeferralValid                  bool
+	N2NotifiedFlow                 int64 // notifications N2 sent to the flow
+	N2RateAtDeferralBitsPerSec     int64
+	N2PeakBeforeDeferralBitsPerSec int64
+	N2ObservationWindow            engine.Time
+	N2ArrivalRateDropThreshold     int // percent
 	// Step 7: the source's additive recovery.
 	RecoveryAt                  engine.Time
-	RateAtRecoveryBps           int64
-	RateRecoveryLaterBps        int64 // one recovery step interval and a poll later
+	RateAtRecoveryBitsPerSec    int64
+	RateRecoveryLaterBitsPerSec int64 // one recovery step interval and a poll later
 	NotificationsBeforeRecovery int64 // to the flow, after step 4's and before RecoveryAt
 	// Step 8: N1's Resume, how long QD had been below K_min, and the
 	// source's rate just before and just after the Resume arrived.
-	Resume              lhcnp.Event
-	ResumeValid         bool
-	BelowKMinFor        engine.Time
-	ResumeArrivedAt     engine.Time
-	RateBeforeResumeBps int64
-	RateAfterResumeBps  int64
-	LastReductionBps    int64
-	// RecoveryStepBps is one additive recovery step of the source.
-	RecoveryStepBps int64
+	Resume                     lhcnp.Event
+	ResumeValid                bool
+	BelowKMinFor               engine.Time
+	ResumeArrivedAt            engine.Time
+	RateBeforeResumeBitsPerSec int64
+	RateAfterResumeBitsPerSec  int64
+	LastReductionBitsPerSec    int64
+	// RecoveryStepBitsPerSec is one additive recovery step of the source.
+	RecoveryStepBitsPerSec int64
 	// PollInterval is how often queue, marks and rates were polled.
 	PollInterval engine.Time
 	// Events is every event the nodes reported, in time order.
@@ -146,16 +146,16 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		env.Sim.Every(0, res.PollInterval, func(now engine.Time) {
 			qs := n1.State(false).Ports[wanIdx].Queues[0]
 			r, _ := rp.QP(q)
-			rate := q.RateBps()
+			rate := q.RateBitsPerSec()
 			if q.PausedUntil() > now {
 				rate = 0
 			}
 			var n2Rate int64
 			if fs, ok := n2Node.Flow(res.Flow); ok {
-				n2Rate = fs.ArrivalRateBps
+				n2Rate = fs.ArrivalRateBitsPerSec
 			}
 			polls = append(polls, poll{t: now, qd: wan.QueueBytes(0), marks: qs.Counters.ECNMarked, rate: rate,
-				recovering: r.Recovering, lastCut: r.LastReductionBps, n2Rate: n2Rate})
+				recovering: r.Recovering, lastCut: r.LastReductionBitsPerSec, n2Rate: n2Rate})
 			if res.SourceConnectedAt < 0 && q.Active() {
 				res.SourceConnectedAt = q.ConnectedAt()
 			}
@@ -229,16 +229,16 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		}
 		if res.RecoveryAt < 0 && p.recovering {
 			res.RecoveryAt = p.t
-			res.RateAtRecoveryBps = p.rate
-			_, res.RateRecoveryLaterBps = rateAt(p.t + 1100*engine.Microsecond)
+			res.RateAtRecoveryBitsPerSec = p.rate
+			_, res.RateRecoveryLaterBitsPerSec = rateAt(p.t + 1100*engine.Microsecond)
 		}
 	}
 	if res.ReactedAt >= 0 {
-		res.RateBeforeBps, _ = rateAt(res.ReactedAt - 1)
-		_, res.RateAfterBps = rateAt(res.ReactedAt)
-		res.RecoveryStepBps = rpc.RecoveryStepBps
-		if res.RecoveryStepBps == 0 {
-			res.RecoveryStepBps = res.RateBeforeBps * int64(rpc.RecoveryStepPercent) / 100 // the normal rate's step
+		res.RateBeforeBitsPerSec, _ = rateAt(res.ReactedAt - 1)
+		_, res.RateAfterBitsPerSec = rateAt(res.ReactedAt)
+		res.RecoveryStepBitsPerSec = rpc.RecoveryStepBitsPerSec
+		if res.RecoveryStepBitsPerSec == 0 {
+			res.RecoveryStepBitsPerSec = res.RateBeforeBitsPerSec * int64(rpc.RecoveryStepPercent) / 100 // the normal rate's step
 		}
 	}
 	if res.CNPValid && res.RecoveryAt >= 0 {
@@ -255,20 +255,20 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 				lastAbove = p.t
 			}
 			if p.t <= res.Resume.Time {
-				res.LastReductionBps = p.lastCut
+				res.LastReductionBitsPerSec = p.lastCut
 			}
 		}
 		if lastAbove >= 0 {
 			res.BelowKMinFor = res.Resume.Time - lastAbove
 		}
 		res.ResumeArrivedAt = resumeRx
-		res.RateBeforeResumeBps, res.RateAfterResumeBps = rateAt(resumeRx)
+		res.RateBeforeResumeBitsPerSec, res.RateAfterResumeBitsPerSec = rateAt(resumeRx)
 	}
 	if res.DeferralValid {
 		for _, p := range polls {
 			if p.t >= res.Deferral.Time-res.N2ObservationWindow && p.t <= res.Deferral.Time {
-				res.N2PeakBeforeDeferralBps = max(res.N2PeakBeforeDeferralBps, p.n2Rate)
-				res.N2RateAtDeferralBps = p.n2Rate
+				res.N2PeakBeforeDeferralBitsPerSec = max(res.N2PeakBeforeDeferralBitsPerSec, p.n2Rate)
+				res.N2RateAtDeferralBitsPerSec = p.n2Rate
 			}
 		}
 	}
@@ -308,33 +308,33 @@ func (r *Section7Result) Steps() []Section7Step {
 	add("the source gets it within about half an RTT, 5 ms (4.9..5.1 ms: N1's one-way delay to the source plus at most 10 µs), and cuts QP 100 by 30% (±0.5 Gb/s)",
 		r.CNPValid && r.ReactedAt >= 0 && delay >= r.N1ToSourceDelay && delay <= r.N1ToSourceDelay+10*engine.Microsecond &&
 			delay >= 4900*engine.Microsecond && delay <= 5100*engine.Microsecond &&
-			near(r.RateAfterBps, r.RateBeforeBps*70/100, 500_000_000),
+			near(r.RateAfterBitsPerSec, r.RateBeforeBitsPerSec*70/100, 500_000_000),
 		"reduced at %s, %s after N1 sent it (one-way delay %s); %s -> %s",
-		ms(r.ReactedAt), ms(delay), ms(r.N1ToSourceDelay), gb(r.RateBeforeBps), gb(r.RateAfterBps))
+		ms(r.ReactedAt), ms(delay), ms(r.N1ToSourceDelay), gb(r.RateBeforeBitsPerSec), gb(r.RateAfterBitsPerSec))
 	d := r.Deferral
-	fell := r.N2PeakBeforeDeferralBps > 0 &&
-		r.N2RateAtDeferralBps*100 <= r.N2PeakBeforeDeferralBps*int64(100-r.N2ArrivalRateDropThreshold)
+	fell := r.N2PeakBeforeDeferralBitsPerSec > 0 &&
+		r.N2RateAtDeferralBitsPerSec*100 <= r.N2PeakBeforeDeferralBitsPerSec*int64(100-r.N2ArrivalRateDropThreshold)
 	add("N2 sees the flow's arrival rate fall (by at least the drop threshold below its peak within the observation window) and defers; no Long-haul CNP from N2 to QP 100",
 		r.DeferralValid && fell && r.N2NotifiedFlow == 0,
 		"deferral at %s on %s (%s): arrival rate %s, peak %s in the %s before (threshold %d%%); N2 notifications to the flow: %d",
-		ms(d.Time), d.Port, deferralKind(d), gb(r.N2RateAtDeferralBps), gb(r.N2PeakBeforeDeferralBps), ms(r.N2ObservationWindow),
+		ms(d.Time), d.Port, deferralKind(d), gb(r.N2RateAtDeferralBitsPerSec), gb(r.N2PeakBeforeDeferralBitsPerSec), ms(r.N2ObservationWindow),
 		r.N2ArrivalRateDropThreshold, r.N2NotifiedFlow)
 	rx := c.Time + r.N1ToSourceDelay
 	since := r.RecoveryAt - rx
 	add("20 ms (2 x RTT_est) without a new Long-haul CNP, then additive recovery (19.9..20.1 ms, rate rising)",
 		r.RecoveryAt >= 0 && r.NotificationsBeforeRecovery == 0 && since >= 20*engine.Millisecond-100*engine.Microsecond &&
-			since <= 20*engine.Millisecond+100*engine.Microsecond && r.RateRecoveryLaterBps > r.RateAtRecoveryBps,
+			since <= 20*engine.Millisecond+100*engine.Microsecond && r.RateRecoveryLaterBitsPerSec > r.RateAtRecoveryBitsPerSec,
 		"recovery from %s, %s after the Rate Reduce arrived (polled every %s); %s then %s a millisecond later; notifications in between: %d",
-		ms(r.RecoveryAt), ms(since), ms(r.PollInterval), gb(r.RateAtRecoveryBps), gb(r.RateRecoveryLaterBps), r.NotificationsBeforeRecovery)
+		ms(r.RecoveryAt), ms(since), ms(r.PollInterval), gb(r.RateAtRecoveryBitsPerSec), gb(r.RateRecoveryLaterBitsPerSec), r.NotificationsBeforeRecovery)
 	rs := r.Resume
-	inc := r.RateAfterResumeBps - r.RateBeforeResumeBps
+	inc := r.RateAfterResumeBitsPerSec - r.RateBeforeResumeBitsPerSec
 	add("QD below K_min for over 10 ms, then Resume 50, CongLevel 20 (17..23), MetricType 1, MetricValue 30000 (25000..35000); on its arrival the source adds 50% of the last reduction (± one recovery step, which may fall in the same 10 µs poll)",
 		r.ResumeValid && rs.Action == wire.ActionResume && rs.Parameter == 50 && rs.CongLevel >= 17 && rs.CongLevel <= 23 &&
 			rs.MetricType == wire.MetricQueueDepth && rs.MetricValue >= 25000 && rs.MetricValue <= 35000 &&
-			r.BelowKMinFor >= 10*engine.Millisecond && near(inc, r.LastReductionBps/2, r.RecoveryStepBps+1),
+			r.BelowKMinFor >= 10*engine.Millisecond && near(inc, r.LastReductionBitsPerSec/2, r.RecoveryStepBitsPerSec+1),
 		"%s at %s after %s below K_min: %v %d, level %d, metric type %d value %d; arrived at %s: source %s -> %s (+%s, last reduction %s)",
 		rs.Node, ms(rs.Time), ms(r.BelowKMinFor), rs.Action, rs.Parameter, rs.CongLevel, rs.MetricType, rs.MetricValue,
-		ms(r.ResumeArrivedAt), gb(r.RateBeforeResumeBps), gb(r.RateAfterResumeBps), gb(inc), gb(r.LastReductionBps))
+		ms(r.ResumeArrivedAt), gb(r.RateBeforeResumeBitsPerSec), gb(r.RateAfterResumeBitsPerSec), gb(inc), gb(r.LastReductionBitsPerSec))
 	return s
 }
 

@@ -41,7 +41,7 @@ func TestSection7(t *testing.T) {
 	}
 	// recovery_step is bits per second per tick (RTT_est / 10, 1 ms):
 	// the rate a millisecond after recovery began is one step higher.
-	if got, want := res.RateRecoveryLaterBps-res.RateAtRecoveryBps, int64(sc.Mechanism.LongHaulCNP.RecoveryStep); got != want {
+	if got, want := res.RateRecoveryLaterBitsPerSec-res.RateAtRecoveryBitsPerSec, int64(sc.Mechanism.LongHaulCNP.RecoveryStep); got != want {
 		t.Errorf("recovery rose by %d b/s in a tick, want recovery_step, %d", got, want)
 	}
 	for _, s := range res.Steps() {
@@ -132,7 +132,7 @@ func TestRecoveryStepUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, rp := range mech.ReactionPoints {
-		if got := rp.Config().RecoveryStepBps; got != int64(p.RecoveryStep) {
+		if got := rp.Config().RecoveryStepBitsPerSec; got != int64(p.RecoveryStep) {
 			t.Errorf("%s: recovery step %d b/s, want the scenario's %v", name, got, p.RecoveryStep)
 		}
 	}

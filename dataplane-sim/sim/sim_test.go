@@ -217,8 +217,8 @@ func TestEventsAndPluggedMechanism(t *testing.T) {
 		t.Errorf("installed %v, notifications %v", installed, sum.Notifications)
 	}
 	for _, p := range sum.Ports {
-		if p.Node == "s1" && p.Port == "s2" && p.RateBps != 50e9 {
-			t.Errorf("core rate at the end = %d, want 50e9 (link-rate event at 6ms)", p.RateBps)
+		if p.Node == "s1" && p.Port == "s2" && p.RateBitsPerSec != 50e9 {
+			t.Errorf("core rate at the end = %d, want 50e9 (link-rate event at 6ms)", p.RateBitsPerSec)
 		}
 	}
 	rates, err := os.ReadFile(filepath.Join(dir, RatesCSV))

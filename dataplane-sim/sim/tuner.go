@@ -190,7 +190,7 @@ func (t *tunerLoop) tick(now engine.Time) {
 				c := t.counts(q, &ps, qs)
 				q.samples = append(q.samples, policy.Sample{Time: simTime(now),
 					QueueDepthBytes: qs.QueueBytes, PeakQueueDepthBytes: qs.QueueBytes,
-					GrowthRateBytesPerSec: qs.QueueGrowthBps, ECNMarkingPercent: qs.ECNMarkingPercent,
+					GrowthRateBytesPerSec: qs.QueueGrowthBytesPerSec, ECNMarkingPercent: qs.ECNMarkingPercent,
 					TxBytes: c.tx - q.prev.tx, Packets: c.packets - q.prev.packets, Drops: c.drops - q.prev.drops,
 					Pauses: c.pauses - q.prev.pauses,
 					Notifications: policy.Notifications{Notify: c.notif.Notify - q.prev.notif.Notify,
@@ -265,7 +265,7 @@ func (t *tunerLoop) config(rtt engine.Time) policy.Config {
 func (t *tunerLoop) window(q *tunedQueue, from, to engine.Time, ps *lhcnp.PortState, qs *lhcnp.QueueState) policy.Window {
 	qc := queueConfig(q.node.Config(), q.port, q.prio)
 	w := policy.Window{Start: simTime(from), End: simTime(to), Config: settingsOf(qc), KBaseBytes: qc.KBaseBytes,
-		EffectiveKMaxBytes: qs.KMaxBytes, RTTEst: ps.RTTEst.Duration(), PortRateBps: ps.PortRateBps}
+		EffectiveKMaxBytes: qs.KMaxBytes, RTTEst: ps.RTTEst.Duration(), PortRateBitsPerSec: ps.PortRateBitsPerSec}
 	for _, s := range q.samples {
 		if !s.Time.Before(w.Start) && !s.Time.After(w.End) {
 			w.Samples = append(w.Samples, s)
@@ -355,7 +355,7 @@ func (t *tunerLoop) writeCSV(outDir string) error {
 			d.Direction.String(), strconv.FormatBool(d.Change), g(d.Objective), g(m.Utilisation), g(m.DelayRTT),
 			g(m.LastDelayRTT), g(m.TrendRTT), strconv.FormatInt(m.PeakQueueBytes, 10), g(m.ECNMarkingPercent),
 			strconv.FormatInt(m.Notifications.Total(), 10), g(m.Loss), string(s.KMaxMode), g(s.Alpha),
-			strconv.FormatInt(s.KMaxBytes, 10), strconv.FormatInt(s.VGrowthBps, 10), d.Reason})
+			strconv.FormatInt(s.KMaxBytes, 10), strconv.FormatInt(s.VGrowthBytesPerSec, 10), d.Reason})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
@@ -396,7 +396,7 @@ func (t *tunerLoop) apply(q *tunedQueue, s policy.Settings) {
 	default:
 		qc.KMaxMode, qc.Alpha = lhcnp.KMaxBDP, s.Alpha
 	}
-	qc.VGrowthBytesPerSec = s.VGrowthBps
+	qc.VGrowthBytesPerSec = s.VGrowthBytesPerSec
 	if _, ok := ic.Queues[uint8(q.prio)]; ok {
 		ic.Queues[uint8(q.prio)] = qc
 	} else {
@@ -493,7 +493,7 @@ func queueConfig(c lhcnp.Config, port string, prio int) lhcnp.QueueConfig {
 }
 
 func settingsOf(q lhcnp.QueueConfig) policy.Settings {
-	s := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: q.Alpha, VGrowthBps: q.VGrowthBytesPerSec}
+	s := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: q.Alpha, VGrowthBytesPerSec: q.VGrowthBytesPerSec}
 	if q.KMaxMode == lhcnp.KMaxExplicit {
 		s.KMaxMode, s.KMaxBytes = policy.KMaxExplicit, q.KMaxBytes
 	}

@@ -53,7 +53,7 @@ func TestTunerClosedLoop(t *testing.T) {
 		t.Fatal("the tuner changed nothing under a 2:1 incast")
 	}
 	first := log[0]
-	if first.Node != "n1" || first.Rule != policy.RuleGrowth || first.Before.VGrowthBps != 0 || first.After.VGrowthBps == 0 {
+	if first.Node != "n1" || first.Rule != policy.RuleGrowth || first.Before.VGrowthBytesPerSec != 0 || first.After.VGrowthBytesPerSec == 0 {
 		t.Errorf("first change %+v: want n1's growth rule switching the QGR trigger on", first)
 	}
 	if counters["tuner_changes"] != int64(len(log)) || counters["tuner_queues"] == 0 {
@@ -72,9 +72,9 @@ func TestTunerClosedLoop(t *testing.T) {
 	if diff := cmp.Diff(log, again); diff != "" {
 		t.Errorf("second run's changes differ (-first +second):\n%s", diff)
 	}
-	if before != first.Before.VGrowthBps || at != first.After.VGrowthBps {
+	if before != first.Before.VGrowthBytesPerSec || at != first.After.VGrowthBytesPerSec {
 		t.Errorf("V_growth 1 ns before / after the Set delay: %d / %d, want %d / %d", before, at,
-			first.Before.VGrowthBps, first.After.VGrowthBps)
+			first.Before.VGrowthBytesPerSec, first.After.VGrowthBytesPerSec)
 	}
 }
 
@@ -123,7 +123,7 @@ func TestTunerRollsBackWorse(t *testing.T) {
 	}
 	log := run(nil)
 	if len(log) == 0 || log[0].Rule != policy.RuleOverrun || log[0].Node != "m1" ||
-		log[0].After.Alpha <= log[0].Before.Alpha || log[0].After.VGrowthBps != log[0].Before.VGrowthBps {
+		log[0].After.Alpha <= log[0].Before.Alpha || log[0].After.VGrowthBytesPerSec != log[0].Before.VGrowthBytesPerSec {
 		t.Fatalf("first change %+v: want m1's overrun raising alpha, V_growth kept", log)
 	}
 	var back *TunerChange
@@ -251,7 +251,7 @@ func TestTunerOverrunSettles(t *testing.T) {
 		t.Errorf("last settle %+v: want it confirmed back at %+v", last, from)
 	}
 	for _, c := range append(lifted, settled...) {
-		if c.After.VGrowthBps != c.Before.VGrowthBps {
+		if c.After.VGrowthBytesPerSec != c.Before.VGrowthBytesPerSec {
 			t.Errorf("change %+v moved V_growth", c)
 		}
 	}

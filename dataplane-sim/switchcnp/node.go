@@ -240,7 +240,7 @@ func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, q int64) {
 	}
 	n.counters.Delayed++
 	n.counters.MaxDelay = max(n.counters.MaxDelay, d)
-	depth := int64(float64(d) * float64(pt.RateBps()) / 8e9)
+	depth := int64(float64(d) * float64(pt.RateBitsPerSec()) / 8e9)
 	buf := pt.Config().BufferBytes
 	if buf <= 0 {
 		buf = n.cfg.AssumedBufferBytes

@@ -34,7 +34,7 @@ var addrN1 = netip.MustParseAddr("10.0.1.1")
 func newRig(t *testing.T, cfg *Config, buffer int64) *rig {
 	t.Helper()
 	link := func(a, b string, d engine.Time) mechtest.Link {
-		return mechtest.Link{A: a, B: b, RateBps: 10e9, Delay: d}
+		return mechtest.Link{A: a, B: b, RateBitsPerSec: 10e9, Delay: d}
 	}
 	n := mechtest.Build(t, mechtest.Spec{
 		Host:     netsim.DefaultHostConfig(),

@@ -62,15 +62,15 @@ func buildHalvesOf(t testing.TB, sim *engine.Sim, local string, v6 bool) *halves
 		hosts = append(hosts, x)
 	}
 	h.b = hosts[2]
-	fast := netsim.LinkConfig{RateBps: 10e9, Delay: engine.Microsecond}
+	fast := netsim.LinkConfig{RateBitsPerSec: 10e9, Delay: engine.Microsecond}
 	for _, x := range hosts[:2] {
 		_, _, err = n.Connect(x, h.s1, fast)
 		must(err)
 	}
-	h.wan[0], h.wan[1], err = n.Connect(h.s1, h.s2, netsim.LinkConfig{RateBps: 10e9, Delay: 100 * engine.Microsecond})
+	h.wan[0], h.wan[1], err = n.Connect(h.s1, h.s2, netsim.LinkConfig{RateBitsPerSec: 10e9, Delay: 100 * engine.Microsecond})
 	must(err)
 	// b's link is slower: s2 -> b congests, s2 pauses s1 with PFC.
-	_, _, err = n.Connect(h.s2, h.b, netsim.LinkConfig{RateBps: 5e9, Delay: engine.Microsecond})
+	_, _, err = n.Connect(h.s2, h.b, netsim.LinkConfig{RateBitsPerSec: 5e9, Delay: engine.Microsecond})
 	must(err)
 	n.ComputeRoutes()
 	for i, x := range hosts[:2] {

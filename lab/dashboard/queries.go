@@ -37,7 +37,7 @@ type QueueSummary struct {
 	CongestionLevel      *float64 `json:"congestion_level"`
 	Alpha                *float64 `json:"alpha"`
 	Notifications        *float64 `json:"notifications"` // sum of the cnp-*-sent counters
-	PortRateBps          *float64 `json:"port_rate_bps"`
+	PortRateBitsPerSec   *float64 `json:"port_rate_bps"`
 }
 
 // TunerAction is one row of tuner_actions.
@@ -81,7 +81,7 @@ func Queues(ctx context.Context, db Querier) (QueuesResponse, error) {
 		var q QueueSummary
 		err := r.Scan(&q.Target, &q.Interface, &q.Queue, &q.Time, &q.QueueDepthBytes, &q.PeakQueueDepthBytes,
 			&q.KMaxBytes, &q.KMinBytes, &q.GrowthBytesPerSecond, &q.ECNMarkingPercent, &q.CongestionLevel,
-			&q.Alpha, &q.Notifications, &q.PortRateBps)
+			&q.Alpha, &q.Notifications, &q.PortRateBitsPerSec)
 		return q, err
 	})
 	if err != nil {

@@ -128,7 +128,7 @@ func Fill(ctx context.Context, db DB, start time.Time, seconds int) (Fixture, er
 	fx := Fixture{Start: start, End: start.Add(time.Duration(seconds-1) * time.Second),
 		Decision:       start.Add(time.Duration(decisionAt)*time.Second + 500*time.Millisecond),
 		DecisionReason: "kmax: queue above K_max for 3 windows; alpha 0.5 -> 0.25"}
-	const portBps = 100_000_000_000
+	const portBitsPerSec = 100_000_000_000
 	var bytes, notify, reduce, pause, resume [2]int64
 	for s := 0; s < seconds; s++ {
 		ts := start.Add(time.Duration(s) * time.Second)
@@ -146,7 +146,7 @@ func Fill(ctx context.Context, db DB, start time.Time, seconds int) (Fixture, er
 			if qi == 1 || s%12 == 11 {
 				growth = -40_000
 			}
-			bytes[qi] += portBps / 8 * int64(90-qi*60) / 100
+			bytes[qi] += portBitsPerSec / 8 * int64(90-qi*60) / 100
 			if depth > kmaxBytes {
 				notify[qi] += 40
 				reduce[qi] += 12
@@ -176,7 +176,7 @@ func Fill(ctx context.Context, db DB, start time.Time, seconds int) (Fixture, er
 			w.queueLeaf(ts, q, "counters/dropped-packets", sample{vInt: i64(int64(s / 20))})
 			w.queueLeaf(ts, q, "counters/pfc-pause-frames", sample{vInt: i64(int64(s / 7))})
 			w.queueLeaf(ts, q, "config/alpha", sample{vNum: num(alpha)})
-			w.ifLeaf(ts, q, "effective-port-rate", sample{vInt: i64(portBps)})
+			w.ifLeaf(ts, q, "effective-port-rate", sample{vInt: i64(portBitsPerSec)})
 			w.ifLeaf(ts, q, "effective-rtt-est", sample{vInt: i64(20_000)})
 			for f := 0; f < 2; f++ {
 				w.flowLeaf(ts, q.Target, f, "egress-interface", sample{vText: text(q.Interface)})

@@ -62,7 +62,7 @@ func TestSetFastCNP(t *testing.T) {
 	}
 	for _, h := range r.sw.Net.Hosts() {
 		for _, q := range h.SendQPs() {
-			if q.RateBps() >= q.LineRateBps() {
+			if q.RateBitsPerSec() >= q.LineRateBitsPerSec() {
 				t.Errorf("%s QP %d at line rate: no Fast CNP slowed it", h.Name(), q.QPN)
 			}
 		}
@@ -108,7 +108,7 @@ func TestFastCNPBorderThroughGNMI(t *testing.T) {
 	}
 	for _, h := range r.sw.Net.Hosts() {
 		for _, q := range h.SendQPs() {
-			slowed := q.RateBps() < q.LineRateBps()
+			slowed := q.RateBitsPerSec() < q.LineRateBitsPerSec()
 			if want := h.Name() != "source"; slowed != want {
 				t.Errorf("%s QP %d slowed %v, want %v (its Fast CNPs cross the border: %v)", h.Name(), q.QPN, slowed, want, !want)
 			}

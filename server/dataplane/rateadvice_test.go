@@ -37,8 +37,8 @@ func TestSetRateAdvice(t *testing.T) {
 	}
 	for _, h := range r.sw.Net.Hosts() {
 		for _, q := range h.SendQPs() {
-			if q.CeilingBps() != 3e9 {
-				t.Errorf("%s QP %d: ceiling %d, want the policy's 3 Gb/s", h.Name(), q.QPN, q.CeilingBps())
+			if q.CeilingBitsPerSec() != 3e9 {
+				t.Errorf("%s QP %d: ceiling %d, want the policy's 3 Gb/s", h.Name(), q.QPN, q.CeilingBitsPerSec())
 			}
 		}
 	}

@@ -69,14 +69,14 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		is := it.GetOrCreateState()
 		is.Name = ygot.String(name)
 		is.Enabled = ygot.Bool(ps.Enabled)
-		if ic.PortRateBps > 0 {
-			is.PortRate = ygot.Uint64(uint64(ic.PortRateBps))
+		if ic.PortRateBitsPerSec > 0 {
+			is.PortRate = ygot.Uint64(uint64(ic.PortRateBitsPerSec))
 		}
 		is.RttSource = rttSourceFromNode(ps.RTTSource)
 		is.RttEst = ygot.Uint32(micros(ic.RTTEst))
 		is.CnpRateLimit = ygot.Uint32(uint32(ic.CNPRatePerSec))
 		is.CnpBurst = ygot.Uint32(uint32(ic.CNPBurst))
-		is.EffectivePortRate = ygot.Uint64(uint64(ps.PortRateBps))
+		is.EffectivePortRate = ygot.Uint64(uint64(ps.PortRateBitsPerSec))
 		is.EffectiveRttEst = ygot.Uint32(micros(ps.RTTEst))
 		if ps.RTTUpdates > 0 {
 			is.RttEstUpdateTime = ygot.Uint64(wallNS(ps.RTTUpdatedAt))
@@ -141,7 +141,7 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		}
 		fs.FirstSeen = ygot.Uint64(wallNS(f.FirstSeen))
 		fs.LastSeen = ygot.Uint64(wallNS(f.LastSeen))
-		fs.ArrivalRate = ygot.Uint64(uint64(f.ArrivalRateBps))
+		fs.ArrivalRate = ygot.Uint64(uint64(f.ArrivalRateBitsPerSec))
 		if f.LastCNPTime > 0 {
 			fs.LastCnpTime = ygot.Uint64(wallNS(f.LastCNPTime))
 		}
@@ -203,7 +203,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	s.QueueDepth = ygot.Uint64(uint64(qs.QueueBytes))
 	s.PeakQueueDepth = ygot.Uint64(uint64(qs.PeakQueueBytes))
 	s.EcnMarkingRate = ygot.Float64(round2(qs.ECNMarkingPercent))
-	s.QueueGrowthRate = ygot.Int64(qs.QueueGrowthBps)
+	s.QueueGrowthRate = ygot.Int64(qs.QueueGrowthBytesPerSec)
 	s.CongestionLevel = ygot.Uint8(qs.CongLevel)
 	s.EcnMarkingActive = ygot.Bool(qs.ECNMarkingActive)
 	s.QdAboveKmax = ygot.Bool(qs.QDAboveKMax)

@@ -197,7 +197,7 @@ func interfaceConfig(i *oc.Lhcnp_Lhcnp_Interfaces_Interface, at string) (lhcnp.I
 	if cf := i.GetConfig(); cf != nil {
 		setBool(&ic.Enabled, cf.Enabled)
 		if cf.PortRate != nil {
-			ic.PortRateBps = int64(*cf.PortRate)
+			ic.PortRateBitsPerSec = int64(*cf.PortRate)
 		}
 		if cf.RttSource != oc.LhcnpTypes_RttSource_UNSET {
 			ic.RTTSource = rttSources.toNode(cf.RttSource, ic.RTTSource)

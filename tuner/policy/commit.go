@@ -57,7 +57,7 @@ func (c Commit) Judge(cfg Config, w Window) Judgement {
 // the change took effect judges the old settings.
 func (c Commit) Applied(w Window) bool {
 	a, b := c.To, c.From
-	if w.Config.VGrowthBps != a.VGrowthBps || w.Config.KMaxMode != a.KMaxMode {
+	if w.Config.VGrowthBytesPerSec != a.VGrowthBytesPerSec || w.Config.KMaxMode != a.KMaxMode {
 		return false
 	}
 	switch a.KMaxMode {

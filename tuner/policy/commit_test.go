@@ -54,7 +54,9 @@ func TestCommitJudge(t *testing.T) {
 // only when the switch's telemetry shows it.
 func TestCommitApplied(t *testing.T) {
 	const kbase, effBefore = 64_000, 1_000_000
-	explicit := func(kmax int64) Settings { return Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBps: vg} }
+	explicit := func(kmax int64) Settings {
+		return Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBytesPerSec: vg}
+	}
 	for _, tt := range []struct {
 		desc     string
 		from, to Settings

@@ -11,11 +11,11 @@ import (
 // (yang/lhcnp.yang, queue config): alpha is a decimal64 with 3 fraction
 // digits in 0.001..1000; kmax and v-growth are uint64 in 1..max.
 const (
-	YANGAlphaMin           = 0.001
-	YANGAlphaMax           = 1000
-	YANGAlphaFractionDigit = 3
-	YANGKMaxMinBytes       = 1
-	YANGVGrowthMinBps      = 1
+	YANGAlphaMin              = 0.001
+	YANGAlphaMax              = 1000
+	YANGAlphaFractionDigit    = 3
+	YANGKMaxMinBytes          = 1
+	YANGVGrowthMinBytesPerSec = 1
 )
 
 // alphaScale is 10^YANGAlphaFractionDigit: an alpha the model takes is a
@@ -63,13 +63,13 @@ type Config struct {
 	Weights Weights `yaml:"weights"`
 
 	// Bounds of what the policy may set, inside the YANG ranges.
-	AlphaMin      float64 `yaml:"alpha_min"`
-	AlphaMax      float64 `yaml:"alpha_max"`
-	KMaxMinBytes  int64   `yaml:"kmax_min_bytes"`
-	KMaxMaxBytes  int64   `yaml:"kmax_max_bytes"`
-	VGrowthMinBps int64   `yaml:"v_growth_min_bytes_per_second"`
-	VGrowthMaxBps int64   `yaml:"v_growth_max_bytes_per_second"`
-	TuneVGrowth   bool    `yaml:"tune_v_growth"`
+	AlphaMin              float64 `yaml:"alpha_min"`
+	AlphaMax              float64 `yaml:"alpha_max"`
+	KMaxMinBytes          int64   `yaml:"kmax_min_bytes"`
+	KMaxMaxBytes          int64   `yaml:"kmax_max_bytes"`
+	VGrowthMinBytesPerSec int64   `yaml:"v_growth_min_bytes_per_second"`
+	VGrowthMaxBytesPerSec int64   `yaml:"v_growth_max_bytes_per_second"`
+	TuneVGrowth           bool    `yaml:"tune_v_growth"`
 	// VGrowthEnableShare is the V_growth, as a share of R_port, a
 	// tightening gives a queue whose QGR trigger is off (v-growth 0,
 	// possible in the simulator only); 0 leaves the trigger off.
@@ -119,8 +119,8 @@ func DefaultConfig() Config {
 		AlphaMax:                10,
 		KMaxMinBytes:            16 << 10,
 		KMaxMaxBytes:            1 << 30,
-		VGrowthMinBps:           1_250_000,       // 10 Mbit/s
-		VGrowthMaxBps:           125_000_000_000, // 1 Tbit/s
+		VGrowthMinBytesPerSec:   1_250_000,       // 10 Mbit/s
+		VGrowthMaxBytesPerSec:   125_000_000_000, // 1 Tbit/s
 		TuneVGrowth:             true,
 		VGrowthEnableShare:      0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthEnableShareIsTheDefault)
 		TuneKMax:                true,
@@ -176,14 +176,14 @@ func (c Config) Validate() error {
 	if c.KMaxMaxBytes < c.KMaxMinBytes {
 		bad("kmax_max_bytes", "%d is below kmax_min_bytes %d", c.KMaxMaxBytes, c.KMaxMinBytes)
 	}
-	if c.VGrowthMinBps < YANGVGrowthMinBps {
-		bad("v_growth_min_bytes_per_second", "%d is outside the YANG range of v-growth 1..max", c.VGrowthMinBps)
+	if c.VGrowthMinBytesPerSec < YANGVGrowthMinBytesPerSec {
+		bad("v_growth_min_bytes_per_second", "%d is outside the YANG range of v-growth 1..max", c.VGrowthMinBytesPerSec)
 	}
 	if !finite(c.VGrowthEnableShare) || c.VGrowthEnableShare < 0 {
 		bad("v_growth_enable_share", "%v is not a finite share ≥ 0", c.VGrowthEnableShare)
 	}
-	if c.VGrowthMaxBps < c.VGrowthMinBps {
-		bad("v_growth_max_bytes_per_second", "%d is below v_growth_min_bytes_per_second %d", c.VGrowthMaxBps, c.VGrowthMinBps)
+	if c.VGrowthMaxBytesPerSec < c.VGrowthMinBytesPerSec {
+		bad("v_growth_max_bytes_per_second", "%d is below v_growth_min_bytes_per_second %d", c.VGrowthMaxBytesPerSec, c.VGrowthMinBytesPerSec)
 	}
 	if !finite(c.MaxStep) || c.MaxStep <= 1 {
 		bad("max_step", "%v must be a factor above 1", c.MaxStep)

@@ -221,8 +221,8 @@ func kmaxOf(s Settings) float64 {
 // the two from flipping on one sample's noise) and is below the K_max it
 // was lifted from.
 func settled(cfg Config, w Window, m Metrics, lifted Settings) string {
-	growthBps := w.growthBps(m)
-	if w.Config.VGrowthBps > 0 && growthBps >= cfg.SettleGrowthShare*float64(w.Config.VGrowthBps) {
+	growthBytesPerSec := w.growthBytesPerSec(m)
+	if w.Config.VGrowthBytesPerSec > 0 && growthBytesPerSec >= cfg.SettleGrowthShare*float64(w.Config.VGrowthBytesPerSec) {
 		return ""
 	}
 	old := w.bdpBytes(lifted.Alpha)
@@ -233,7 +233,7 @@ func settled(cfg Config, w Window, m Metrics, lifted Settings) string {
 	if last >= old { // K_max at or under the setting of before has ended the lift already (endLift)
 		return ""
 	}
-	return fmt.Sprintf("the overload is over (growth %.4g B/s under settle_growth_share of V_growth, the queue at %.3g RTT_est under the K_max of before the overrun): K_max back", growthBps, last/w.bdpBytes(1))
+	return fmt.Sprintf("the overload is over (growth %.4g B/s under settle_growth_share of V_growth, the queue at %.3g RTT_est under the K_max of before the overrun): K_max back", growthBytesPerSec, last/w.bdpBytes(1))
 }
 
 // classify picks the rule, the first that matches: loss; settle (lifted
@@ -319,7 +319,7 @@ func firing(w Window, m Metrics) string {
 	}
 	if qgrFires(w, m) {
 		return fmt.Sprintf("the queue grows at %.4g B/s, above V_growth (%d B/s): the QGR trigger fires",
-			w.growthBps(m), w.Config.VGrowthBps)
+			w.growthBytesPerSec(m), w.Config.VGrowthBytesPerSec)
 	}
 	return ""
 }
@@ -330,8 +330,8 @@ func firing(w Window, m Metrics) string {
 // switch the trigger on, not a trigger to rely on (a 2:1 incast grows the
 // queue at R_port itself, one sample's noise above or below V_growth).
 func qgrFires(w Window, m Metrics) bool {
-	v := w.Config.VGrowthBps
-	return !qgrOff(v, w.PortRateBps) && w.growthBps(m) > float64(v)
+	v := w.Config.VGrowthBytesPerSec
+	return !qgrOff(v, w.PortRateBitsPerSec) && w.growthBytesPerSec(m) > float64(v)
 }
 
 // overrun says why a queue that grows faster than V_growth (the QGR
@@ -349,14 +349,14 @@ func overrun(w Window, m Metrics) string {
 	if !qgrFires(w, m) {
 		return ""
 	}
-	v := w.Config.VGrowthBps
+	v := w.Config.VGrowthBytesPerSec
 	kmax := kmaxBytes(w)
 	ahead := m.LastDelayRTT + m.TrendRTT
 	if kmax <= 0 || w.bdpBytes(ahead) <= float64(kmax) {
 		return ""
 	}
 	return fmt.Sprintf("the QGR trigger cuts the senders already (growth %.4g B/s above V_growth %d B/s), and the queue outgrows K_max (%.3g RTT_est) one RTT_est ahead: above it every packet is marked and the receivers' CNPs would cut the senders again a path round trip later, so K_max is raised",
-		w.growthBps(m), v, float64(kmax)/w.bdpBytes(1))
+		w.growthBytesPerSec(m), v, float64(kmax)/w.bdpBytes(1))
 }
 
 // nextStep adapts the step: halved (in log) on a reversal, doubled back
@@ -417,7 +417,7 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 	// is above the K_max a step would give, nothing moves (bound).
 	gentle := rule == RuleGrowth || rule == RuleDelay
 	after, notes := tighterKMax(cfg, w, dir, rule, factor, floorBytes, gentle, back)
-	if gentle && !standing && after == w.Config && !(cfg.TuneVGrowth && vgCanMove(cfg, w.Config.VGrowthBps, w.PortRateBps, dir)) {
+	if gentle && !standing && after == w.Config && !(cfg.TuneVGrowth && vgCanMove(cfg, w.Config.VGrowthBytesPerSec, w.PortRateBitsPerSec, dir)) {
 		after, notes = tighterKMax(cfg, w, dir, rule, factor, floorBytes, false, back)
 	}
 	vgKnob := rule != RuleDelay && rule != RuleOverrun && rule != RuleSettle
@@ -429,19 +429,19 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 	}
 	switch {
 	case !vgKnob:
-	case cfg.TuneVGrowth && qgrOff(w.Config.VGrowthBps, w.PortRateBps) && dir == Tighten && cfg.VGrowthEnableShare > 0:
+	case cfg.TuneVGrowth && qgrOff(w.Config.VGrowthBytesPerSec, w.PortRateBitsPerSec) && dir == Tighten && cfg.VGrowthEnableShare > 0:
 		// The QGR trigger off, or as good as off: tightening switches it
 		// on at a share of R_port (the YANG default is a tenth of a
 		// 100 Gbit/s port).
-		v := int64(cfg.VGrowthEnableShare * float64(w.PortRateBps) / 8)
-		after.VGrowthBps = min(cfg.VGrowthMaxBps, max(cfg.VGrowthMinBps, v))
-	case cfg.TuneVGrowth && w.Config.VGrowthBps > 0:
-		v, note := bounded("v-growth", "B/s", dir, w.Config.VGrowthBps,
-			int64(math.Round(float64(w.Config.VGrowthBps)*factor)), cfg.VGrowthMinBps, cfg.VGrowthMaxBps)
+		v := int64(cfg.VGrowthEnableShare * float64(w.PortRateBitsPerSec) / 8)
+		after.VGrowthBytesPerSec = min(cfg.VGrowthMaxBytesPerSec, max(cfg.VGrowthMinBytesPerSec, v))
+	case cfg.TuneVGrowth && w.Config.VGrowthBytesPerSec > 0:
+		v, note := bounded("v-growth", "B/s", dir, w.Config.VGrowthBytesPerSec,
+			int64(math.Round(float64(w.Config.VGrowthBytesPerSec)*factor)), cfg.VGrowthMinBytesPerSec, cfg.VGrowthMaxBytesPerSec)
 		if note != "" {
 			notes = append(notes, note)
 		}
-		after.VGrowthBps = v
+		after.VGrowthBytesPerSec = v
 	}
 	return after, strings.Join(notes, ", ")
 }
@@ -465,7 +465,7 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 	// when K_max cannot move, for a queue crossing the threshold only: apply),
 	// the overrun rule K_max only, loss and under-use both.
 	kmaxKnob := rule != RuleOverhead && rule != RuleGrowth
-	if rule == RuleGrowth && (!cfg.TuneVGrowth || !vgCanMove(cfg, w.Config.VGrowthBps, w.PortRateBps, dir)) {
+	if rule == RuleGrowth && (!cfg.TuneVGrowth || !vgCanMove(cfg, w.Config.VGrowthBytesPerSec, w.PortRateBitsPerSec, dir)) {
 		kmaxKnob = true
 	}
 	if cfg.TuneKMax && kmaxKnob {
@@ -551,21 +551,21 @@ func outside(dir Direction, v, lo, hi float64) bool {
 // port's rate — the queue then grows that fast only when more than twice
 // the port rate arrives, so a 2:1 incast grows it unseen (the YANG default,
 // 10 Gbit/s, on a 10 Gbit/s port).
-func qgrOff(vBps, portRateBps int64) bool {
-	return vBps == 0 || (portRateBps > 0 && vBps*8 >= portRateBps)
+func qgrOff(vBytesPerSec, portRateBitsPerSec int64) bool {
+	return vBytesPerSec == 0 || (portRateBitsPerSec > 0 && vBytesPerSec*8 >= portRateBitsPerSec)
 }
 
 // vgCanMove says whether V_growth can move in dir within its bounds.
-func vgCanMove(cfg Config, v, portRateBps int64, dir Direction) bool {
+func vgCanMove(cfg Config, v, portRateBitsPerSec int64, dir Direction) bool {
 	switch {
-	case dir == Tighten && qgrOff(v, portRateBps) && cfg.VGrowthEnableShare > 0:
+	case dir == Tighten && qgrOff(v, portRateBitsPerSec) && cfg.VGrowthEnableShare > 0:
 		return true
 	case v == 0:
 		return false
 	case dir == Tighten:
-		return v > cfg.VGrowthMinBps
+		return v > cfg.VGrowthMinBytesPerSec
 	default:
-		return v < cfg.VGrowthMaxBps
+		return v < cfg.VGrowthMaxBytesPerSec
 	}
 }
 

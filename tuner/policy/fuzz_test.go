@@ -16,7 +16,7 @@ func FuzzDecide(f *testing.F) {
 	f.Fuzz(func(t *testing.T, depth, tx int64, emr float64, notifies, drops int64, alpha float64, vgrowth, rate, rttNs int64) {
 		cfg := DefaultConfig()
 		w := Window{Start: t0, End: t0.Add(4 * time.Second), KBaseBytes: 65536, RTTEst: time.Duration(rttNs),
-			PortRateBps: rate, Config: Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBps: vgrowth}}
+			PortRateBitsPerSec: rate, Config: Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBytesPerSec: vgrowth}}
 		for i := range 5 {
 			w.Samples = append(w.Samples, Sample{Time: t0.Add(time.Duration(i) * time.Second),
 				QueueDepthBytes: depth * int64(i), ECNMarkingPercent: emr, TxBytes: tx, Packets: tx / 1000,
@@ -40,10 +40,10 @@ func FuzzDecideLifted(f *testing.F) {
 	f.Fuzz(func(t *testing.T, depth, slope int64, alpha, lifted float64, vgrowth int64) {
 		cfg := DefaultConfig()
 		w := Window{Start: t0, End: t0.Add(4 * time.Millisecond), KBaseBytes: 65536, RTTEst: 10 * time.Millisecond,
-			PortRateBps: 10_000_000_000, Config: Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBps: vgrowth}}
+			PortRateBitsPerSec: 10_000_000_000, Config: Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBytesPerSec: vgrowth}}
 		w.EffectiveKMaxBytes = int64(alpha * 12_500_000)
 		w.Samples = paced(depth, slope)
-		mem := Memory{LastChange: t0.Add(-time.Minute), Lifted: Settings{KMaxMode: KMaxBDP, Alpha: lifted, VGrowthBps: vgrowth}}
+		mem := Memory{LastChange: t0.Add(-time.Minute), Lifted: Settings{KMaxMode: KMaxBDP, Alpha: lifted, VGrowthBytesPerSec: vgrowth}}
 		d, got := Decide(cfg, w, mem)
 		checkChange(t, cfg, w, d)
 		if d.Change && d.Rule == RuleSettle && d.After.Alpha < math.Min(lifted, cfg.AlphaMax)-1e-9 {
@@ -63,10 +63,10 @@ func FuzzDecideExplicit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, depth, slope, kmax, lifted, vgrowth int64) {
 		cfg := DefaultConfig()
 		w := Window{Start: t0, End: t0.Add(4 * time.Millisecond), KBaseBytes: 65536, RTTEst: 10 * time.Millisecond,
-			PortRateBps: 10_000_000_000, Config: Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBps: vgrowth}}
+			PortRateBitsPerSec: 10_000_000_000, Config: Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBytesPerSec: vgrowth}}
 		w.EffectiveKMaxBytes = kmax
 		w.Samples = paced(depth, slope)
-		mem := Memory{LastChange: t0.Add(-time.Minute), Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: lifted, VGrowthBps: vgrowth}}
+		mem := Memory{LastChange: t0.Add(-time.Minute), Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: lifted, VGrowthBytesPerSec: vgrowth}}
 		d, got := Decide(cfg, w, mem)
 		checkChange(t, cfg, w, d)
 		if d.Change && d.Rule == RuleSettle && d.After.KMaxBytes < min(lifted, cfg.KMaxMaxBytes) {
@@ -113,8 +113,8 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 	if a.KMaxBytes != w.Config.KMaxBytes && (a.KMaxBytes < cfg.KMaxMinBytes || a.KMaxBytes > cfg.KMaxMaxBytes) {
 		t.Errorf("kmax %v outside [%v, %v]", a.KMaxBytes, cfg.KMaxMinBytes, cfg.KMaxMaxBytes)
 	}
-	if a.VGrowthBps != w.Config.VGrowthBps && (a.VGrowthBps < cfg.VGrowthMinBps || a.VGrowthBps > cfg.VGrowthMaxBps) {
-		t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBps, cfg.VGrowthMinBps, cfg.VGrowthMaxBps)
+	if a.VGrowthBytesPerSec != w.Config.VGrowthBytesPerSec && (a.VGrowthBytesPerSec < cfg.VGrowthMinBytesPerSec || a.VGrowthBytesPerSec > cfg.VGrowthMaxBytesPerSec) {
+		t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBytesPerSec, cfg.VGrowthMinBytesPerSec, cfg.VGrowthMaxBytesPerSec)
 	}
 	// A change never moves K_max against its direction (a bound that
 	// clamps an operator's value back would).

@@ -15,9 +15,9 @@ var t0 = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 
 // A 100 Gbit/s port with RTT_est 10 ms: one RTT_est of queue is 125 MB.
 const (
-	rateBps  = 100_000_000_000
-	rtt      = 10 * time.Millisecond
-	bdpBytes = rateBps / 8 / 100
+	rateBitsPerSec = 100_000_000_000
+	rtt            = 10 * time.Millisecond
+	bdpBytes       = rateBitsPerSec / 8 / 100
 )
 
 // queue describes a steady queue; window turns it into five samples a
@@ -33,10 +33,10 @@ type queue struct {
 
 func window(q queue, cfg Settings) Window {
 	w := Window{Start: t0, End: t0.Add(4 * time.Second), Config: cfg, KBaseBytes: 65536,
-		RTTEst: rtt, PortRateBps: rateBps}
+		RTTEst: rtt, PortRateBitsPerSec: rateBitsPerSec}
 	w.EffectiveKMaxBytes = int64(cfg.Alpha * bdpBytes)
 	for i := range 5 {
-		tx := int64(q.util * rateBps / 8)
+		tx := int64(q.util * rateBitsPerSec / 8)
 		pkts := tx / 1000
 		w.Samples = append(w.Samples, Sample{
 			Time:              t0.Add(time.Duration(i) * time.Second),
@@ -60,7 +60,7 @@ func growing(cfg Settings) Window {
 	for i := range w.Samples {
 		w.Samples[i].Time = t0.Add(time.Duration(i) * 2500 * time.Microsecond)
 		w.Samples[i].QueueDepthBytes = int64((0.1 + 0.075*float64(i)) * bdpBytes)
-		w.Samples[i].TxBytes = int64(0.99 * rateBps / 8 * 0.0025)
+		w.Samples[i].TxBytes = int64(0.99 * rateBitsPerSec / 8 * 0.0025)
 	}
 	return w
 }
@@ -76,7 +76,7 @@ func draining(cfg Settings) Window {
 }
 
 func bdp(alpha float64, vgrowth int64) Settings {
-	return Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBps: vgrowth}
+	return Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBytesPerSec: vgrowth}
 }
 
 const vg = 1_250_000_000
@@ -116,7 +116,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "no port rate: no decision",
-			window: func() Window { w := window(full, bdp(1, vg)); w.PortRateBps = 0; return w },
+			window: func() Window { w := window(full, bdp(1, vg)); w.PortRateBitsPerSec = 0; return w },
 			want:   result{Rule: RuleNoData, After: bdp(1, vg)},
 			reason: "no port rate",
 		},
@@ -162,14 +162,14 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "V_growth at the port rate (a 2:1 incast grows the queue unseen): a growing queue switches it to the enable share at once",
-			window: func() Window { return growing(bdp(1, rateBps/8)) },
+			window: func() Window { return growing(bdp(1, rateBitsPerSec/8)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc: "V_growth at the port rate and a queue growing faster than that: the trigger is as good as off, switched on (not firing, not overrun)",
 			window: func() Window {
-				w := growing(bdp(2, rateBps/8)) // K_max 2 RTT_est: above the queue, under it one RTT_est ahead
+				w := growing(bdp(2, rateBitsPerSec/8)) // K_max 2 RTT_est: above the queue, under it one RTT_est ahead
 				for i := range w.Samples {
 					w.Samples[i].QueueDepthBytes = int64((0.1 + 0.3*float64(i)) * bdpBytes) // 1.2 RTT_est per RTT_est
 				}
@@ -180,8 +180,8 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "V_growth just under the port rate: one step",
-			window: func() Window { return growing(bdp(1, rateBps/8-vg)) },
-			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, (rateBps/8-vg)/2),
+			window: func() Window { return growing(bdp(1, rateBitsPerSec/8-vg)) },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, (rateBitsPerSec/8-vg)/2),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
@@ -323,32 +323,32 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "settle in explicit K_max mode: kmax back by a step",
 			window: func() Window {
-				return window(queue{util: 0.95, delayRTT: 0.3}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBps: vg})
+				return window(queue{util: 0.95, delayRTT: 0.3}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBytesPerSec: vg})
 			},
 			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2,
-				Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg}},
-			want: result{Change: true, Rule: RuleSettle, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 333_333_333, VGrowthBps: vg},
+				Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg}},
+			want: result{Change: true, Rule: RuleSettle, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 333_333_333, VGrowthBytesPerSec: vg},
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 3,
-					Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg}}},
+					Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg}}},
 			reason: "the overload is over",
 		},
 		{
 			desc: "settle in explicit K_max mode: never below the kmax of before, which ends the episode",
 			window: func() Window {
-				return window(queue{util: 0.95, delayRTT: 0.3}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 150_000_000, VGrowthBps: vg})
+				return window(queue{util: 0.95, delayRTT: 0.3}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 150_000_000, VGrowthBytesPerSec: vg})
 			},
 			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 3,
-				Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg}},
-			want: result{Change: true, Rule: RuleSettle, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg},
+				Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg}},
+			want: result{Change: true, Rule: RuleSettle, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg},
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4}},
 		},
 		{
 			desc: "the lift is cleared by a K_max mode change (alpha lifted, the queue now in explicit mode)",
 			window: func() Window {
-				return window(queue{util: 0.95, delayRTT: 0.3}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBps: vg})
+				return window(queue{util: 0.95, delayRTT: 0.3}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBytesPerSec: vg})
 			},
 			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
-			want: result{Rule: RuleSteady, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBps: vg},
+			want: result{Rule: RuleSteady, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBytesPerSec: vg},
 				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2}},
 		},
 		{
@@ -411,7 +411,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "a growing queue with V_growth at its minimum: alpha instead, down to the queue one window ahead",
-			cfg:    func(c *Config) { c.VGrowthMinBps = 4 * vg },
+			cfg:    func(c *Config) { c.VGrowthMinBytesPerSec = 4 * vg },
 			window: func() Window { return growing(bdp(1, 4*vg)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(0.7, 4*vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
@@ -482,7 +482,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc: "a queue crossing delay_high_rtt, V_growth at its minimum: K_max down to where the queue will be",
-			cfg:  func(c *Config) { c.VGrowthMinBps = vg },
+			cfg:  func(c *Config) { c.VGrowthMinBytesPerSec = vg },
 			window: func() Window {
 				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, bdp(1, vg))
 			},
@@ -509,10 +509,10 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "explicit K_max over a queue crossing delay_high_rtt: no lower than twice the queue one window ahead, V_growth instead",
 			window: func() Window {
-				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
+				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg})
 			},
 			want: result{Change: true, Rule: RuleDelay,
-				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg / 2},
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg / 2},
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
@@ -523,7 +523,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "a standing queue above K_min, V_growth at its minimum: K_max not down to the queue either",
-			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
+			cfg:    func(c *Config) { c.VGrowthMinBytesPerSec = vg },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(1, vg)},
 		},
@@ -537,9 +537,9 @@ func TestDecide(t *testing.T) {
 			desc: "explicit K_max over a standing queue, V_growth not tuned: no lower than twice the queue, so kept",
 			cfg:  func(c *Config) { c.TuneVGrowth = false },
 			window: func() Window {
-				return window(queue{util: 0.99, delayRTT: 0.8}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg})
+				return window(queue{util: 0.99, delayRTT: 0.8}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg})
 			},
-			want:   result{Rule: RuleBound, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBps: vg}},
+			want:   result{Rule: RuleBound, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg}},
 			reason: "is above the K_max a lower kmax would give: kmax kept, the queue stands",
 		},
 		{
@@ -636,7 +636,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "alpha at alpha_min and v-growth at its minimum: no change",
-			cfg:    func(c *Config) { c.VGrowthMinBps = vg },
+			cfg:    func(c *Config) { c.VGrowthMinBytesPerSec = vg },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, bdp(0.1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(0.1, vg)},
 			reason: "alpha at its bound 0.1, the queue stands",
@@ -650,7 +650,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "alpha above alpha_max and v-growth above its maximum: a loosening changes nothing",
-			cfg:    func(c *Config) { c.VGrowthMaxBps = vg },
+			cfg:    func(c *Config) { c.VGrowthMaxBytesPerSec = vg },
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(20, 2*vg)) },
 			want:   result{Rule: RuleBound, After: bdp(20, 2*vg)},
 			reason: "v-growth 2500000000 B/s is outside its bounds",
@@ -681,10 +681,10 @@ func TestDecide(t *testing.T) {
 		{
 			desc: "explicit K_max: the explicit value is stepped, within kmax bounds",
 			window: func() Window {
-				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.00001}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 20_000, VGrowthBps: vg})
+				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.00001}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 20_000, VGrowthBytesPerSec: vg})
 			},
 			want: result{Change: true, Rule: RuleDelay,
-				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: 16 << 10, VGrowthBps: vg},
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: 16 << 10, VGrowthBytesPerSec: vg},
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
@@ -955,7 +955,7 @@ func TestValidate(t *testing.T) {
 		{desc: "alpha_min below the YANG range", edit: func(c *Config) { c.AlphaMin = 0.0001 }, want: "alpha_min: 0.0001 is outside the YANG range of alpha 0.001..1000"},
 		{desc: "alpha_max above the YANG range", edit: func(c *Config) { c.AlphaMax = 2000 }, want: "alpha_max: 2000 is outside the YANG range"},
 		{desc: "alpha_min above alpha_max", edit: func(c *Config) { c.AlphaMin, c.AlphaMax = 4, 2 }, want: "alpha_min: 4 is above alpha_max 2"},
-		{desc: "v-growth minimum 0", edit: func(c *Config) { c.VGrowthMinBps = 0 }, want: "v_growth_min_bytes_per_second: 0 is outside the YANG range of v-growth 1..max"},
+		{desc: "v-growth minimum 0", edit: func(c *Config) { c.VGrowthMinBytesPerSec = 0 }, want: "v_growth_min_bytes_per_second: 0 is outside the YANG range of v-growth 1..max"},
 		{desc: "kmax minimum 0", edit: func(c *Config) { c.KMaxMinBytes = 0 }, want: "kmax_min_bytes: 0 is outside the YANG range"},
 		{desc: "a step of 1", edit: func(c *Config) { c.MaxStep = 1 }, want: "max_step: 1 must be a factor above 1"},
 		{desc: "no dead band", edit: func(c *Config) { c.DelayHighRTT = c.DelayLowRTT }, want: "delay_high_rtt"},

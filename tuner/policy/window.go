@@ -23,9 +23,9 @@ type Settings struct {
 	// Alpha is used in BDP_ADAPTIVE mode, KMaxBytes in EXPLICIT mode.
 	Alpha     float64 `json:"alpha"`
 	KMaxBytes int64   `json:"kmax_bytes,omitempty"`
-	// VGrowthBps 0 is a node whose QGR trigger is off (the simulator's
+	// VGrowthBytesPerSec 0 is a node whose QGR trigger is off (the simulator's
 	// nodes allow it; the YANG model does not): it is left off.
-	VGrowthBps int64 `json:"v_growth_bytes_per_second"`
+	VGrowthBytesPerSec int64 `json:"v_growth_bytes_per_second"`
 }
 
 // Notifications counts the Long-haul CNPs a queue sent, by action.
@@ -65,9 +65,9 @@ type Window struct {
 	// switch reports in use.
 	KBaseBytes         int64
 	EffectiveKMaxBytes int64
-	// RTTEst and PortRateBps are the port's effective RTT_est and R_port.
-	RTTEst      time.Duration
-	PortRateBps int64
+	// RTTEst and PortRateBitsPerSec are the port's effective RTT_est and R_port.
+	RTTEst             time.Duration
+	PortRateBitsPerSec int64
 	// Speed is the simulated seconds per second of the samples' timestamps:
 	// a simulated switch paced at a fraction of the wall clock (the lab)
 	// stamps its samples in wall time while its rates, RTT_est and counters
@@ -94,15 +94,15 @@ type Metrics struct {
 	LastDelayRTT float64 `json:"last_delay_rtt"`
 	// TrendRTT is the queueing delay the queue adds per RTT_est at the
 	// window's pace (last minus first sample, scaled to one RTT_est).
-	TrendRTT          float64       `json:"trend_rtt"`
-	MeanQueueBytes    float64       `json:"mean_queue_bytes"`
-	PeakQueueBytes    int64         `json:"peak_queue_bytes"`
-	MeanGrowthBps     float64       `json:"mean_growth_bytes_per_second"`
-	ECNMarkingPercent float64       `json:"ecn_marking_percent"`
-	Packets           int64         `json:"packets"`
-	Drops             int64         `json:"drops"`
-	Pauses            int64         `json:"pauses"`
-	Notifications     Notifications `json:"notifications"`
+	TrendRTT              float64       `json:"trend_rtt"`
+	MeanQueueBytes        float64       `json:"mean_queue_bytes"`
+	PeakQueueBytes        int64         `json:"peak_queue_bytes"`
+	MeanGrowthBytesPerSec float64       `json:"mean_growth_bytes_per_second"`
+	ECNMarkingPercent     float64       `json:"ecn_marking_percent"`
+	Packets               int64         `json:"packets"`
+	Drops                 int64         `json:"drops"`
+	Pauses                int64         `json:"pauses"`
+	Notifications         Notifications `json:"notifications"`
 	// Loss is dropped plus paused packets per forwarded packet.
 	Loss float64 `json:"loss"`
 	// NotificationsPerRTT is the notifications sent per RTT_est.
@@ -126,19 +126,19 @@ func kmaxBytes(w Window) int64 {
 // (alpha 1: one RTT_est of queue, the unit of the policy's delays). The
 // node's formula (lhcnp.BDPBytes), not a copy of it.
 func (w Window) bdpBytes(alpha float64) float64 {
-	return lhcnp.BDPBytes(alpha, w.PortRateBps, w.RTTEst)
+	return lhcnp.BDPBytes(alpha, w.PortRateBitsPerSec, w.RTTEst)
 }
 
 // atKBaseFloor says whether alpha gives the BDP-adaptive K_max its K_base
 // floor, as the node computes it (lhcnp.BDPKMaxBytes).
 func (w Window) atKBaseFloor(alpha float64) bool {
-	return lhcnp.BDPKMaxBytes(w.KBaseBytes, alpha, w.PortRateBps, w.RTTEst) <= w.KBaseBytes
+	return lhcnp.BDPKMaxBytes(w.KBaseBytes, alpha, w.PortRateBitsPerSec, w.RTTEst) <= w.KBaseBytes
 }
 
-// growthBps is the queue's growth at the window's pace (m.TrendRTT, in
+// growthBytesPerSec is the queue's growth at the window's pace (m.TrendRTT, in
 // RTT_est per RTT_est) in bytes per second, the unit of V_growth.
-func (w Window) growthBps(m Metrics) float64 {
-	return m.TrendRTT * float64(w.PortRateBps) / 8
+func (w Window) growthBytesPerSec(m Metrics) float64 {
+	return m.TrendRTT * float64(w.PortRateBitsPerSec) / 8
 }
 
 // Check says why a window cannot be decided on (the rule and the reason),
@@ -147,8 +147,8 @@ func Check(cfg Config, w Window) (rule Rule, reason string) {
 	if len(w.Samples) < cfg.MinSamples {
 		return RuleNoData, fmt.Sprintf("%d samples in the window, %d needed", len(w.Samples), cfg.MinSamples)
 	}
-	if w.PortRateBps <= 0 || w.RTTEst <= 0 {
-		return RuleNoData, fmt.Sprintf("no port rate (%d bit/s) or RTT_est (%v)", w.PortRateBps, w.RTTEst)
+	if w.PortRateBitsPerSec <= 0 || w.RTTEst <= 0 {
+		return RuleNoData, fmt.Sprintf("no port rate (%d bit/s) or RTT_est (%v)", w.PortRateBitsPerSec, w.RTTEst)
 	}
 	switch w.Config.KMaxMode {
 	case KMaxBDP:
@@ -162,8 +162,8 @@ func Check(cfg Config, w Window) (rule Rule, reason string) {
 	default:
 		return RuleNoData, fmt.Sprintf("kmax-mode %q unknown", w.Config.KMaxMode)
 	}
-	if w.Config.VGrowthBps < 0 {
-		return RuleNoData, fmt.Sprintf("v-growth %d unknown", w.Config.VGrowthBps)
+	if w.Config.VGrowthBytesPerSec < 0 {
+		return RuleNoData, fmt.Sprintf("v-growth %d unknown", w.Config.VGrowthBytesPerSec)
 	}
 	if d := w.Samples[0].Time.Sub(w.Start); d > cfg.MaxGap {
 		return RuleGap, fmt.Sprintf("no sample for %v after the window's start (max-gap %v)", d, cfg.MaxGap)
@@ -209,18 +209,18 @@ func Measure(w Window) Metrics {
 	}
 	n := float64(len(w.Samples))
 	m.MeanQueueBytes = depth / n
-	m.MeanGrowthBps = growth / n
+	m.MeanGrowthBytesPerSec = growth / n
 	m.ECNMarkingPercent = emr / n
 	rtt := w.RTTEst.Seconds()
-	m.DelayRTT = DelayRTT(m.MeanQueueBytes, w.PortRateBps, w.RTTEst)
-	m.LastDelayRTT = DelayRTT(float64(w.Samples[len(w.Samples)-1].QueueDepthBytes), w.PortRateBps, w.RTTEst)
-	first := DelayRTT(float64(w.Samples[0].QueueDepthBytes), w.PortRateBps, w.RTTEst)
+	m.DelayRTT = DelayRTT(m.MeanQueueBytes, w.PortRateBitsPerSec, w.RTTEst)
+	m.LastDelayRTT = DelayRTT(float64(w.Samples[len(w.Samples)-1].QueueDepthBytes), w.PortRateBitsPerSec, w.RTTEst)
+	first := DelayRTT(float64(w.Samples[0].QueueDepthBytes), w.PortRateBitsPerSec, w.RTTEst)
 	if span := w.simSeconds(w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time)); span > 0 {
 		m.TrendRTT = (m.LastDelayRTT - first) * rtt / span
 	}
 	m.Duration = w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time)
 	if secs := w.simSeconds(m.Duration); secs > 0 {
-		m.Utilisation = m.Utilisation * 8 / float64(w.PortRateBps) / secs
+		m.Utilisation = m.Utilisation * 8 / float64(w.PortRateBitsPerSec) / secs
 		m.NotificationsPerRTT = float64(m.Notifications.Total()) * rtt / secs
 	} else {
 		m.Utilisation = 0
@@ -235,11 +235,11 @@ func Measure(w Window) Metrics {
 	return m
 }
 
-// DelayRTT is a queue of queueBytes as queueing delay at rateBps (bit/s),
+// DelayRTT is a queue of queueBytes as queueing delay at rateBitsPerSec (bit/s),
 // in units of rtt: the objective's d, in the policy's windows and in the
 // simulator's whole runs (dataplane-sim/compare) alike.
-func DelayRTT(queueBytes float64, rateBps int64, rtt time.Duration) float64 {
-	return queueBytes * 8 / float64(rateBps) / rtt.Seconds()
+func DelayRTT(queueBytes float64, rateBitsPerSec int64, rtt time.Duration) float64 {
+	return queueBytes * 8 / float64(rateBitsPerSec) / rtt.Seconds()
 }
 
 // Objective is J of docs/tuner.md for the metrics: lower is better.

@@ -51,7 +51,7 @@ func TestYANGRanges(t *testing.T) {
 	}{
 		{desc: "alpha", leaf: "alpha", want: bounds{Min: YANGAlphaMin, Max: YANGAlphaMax, FractionDigits: YANGAlphaFractionDigit}},
 		{desc: "kmax", leaf: "kmax", want: bounds{Min: YANGKMaxMinBytes, Max: math.MaxUint64}},
-		{desc: "v-growth", leaf: "v-growth", want: bounds{Min: YANGVGrowthMinBps, Max: math.MaxUint64}},
+		{desc: "v-growth", leaf: "v-growth", want: bounds{Min: YANGVGrowthMinBytesPerSec, Max: math.MaxUint64}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, leaf(tt.leaf)); diff != "" {
@@ -67,8 +67,8 @@ func TestYANGRanges(t *testing.T) {
 // TestYANGDefaultsAreTheNodes ties to the YANG default v-growth): the
 // share is written as a share, and kept equal to the default here.
 func TestVGrowthEnableShareIsTheDefault(t *testing.T) {
-	const portRateBps = 100e9
-	got := int64(DefaultConfig().VGrowthEnableShare * portRateBps / 8)
+	const portRateBitsPerSec = 100e9
+	got := int64(DefaultConfig().VGrowthEnableShare * portRateBitsPerSec / 8)
 	if want := lhcnp.DefaultQueueConfig().VGrowthBytesPerSec; got != want {
 		t.Errorf("V_growth of the enable share on a 100 Gbit/s port = %d B/s, want the node's default %d B/s", got, want)
 	}

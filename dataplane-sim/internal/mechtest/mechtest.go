@@ -47,9 +47,9 @@ type Node struct {
 
 // Link connects A to B (the A side's port first).
 type Link struct {
-	A, B    string
-	RateBps int64
-	Delay   engine.Time
+	A, B           string
+	RateBitsPerSec int64
+	Delay          engine.Time
 }
 
 // Net is a built Spec.
@@ -110,7 +110,7 @@ func Build(t testing.TB, s Spec) *Net {
 		return nil
 	}
 	for _, l := range s.Links {
-		pa, _, err := n.Net.Connect(node(l.A), node(l.B), netsim.LinkConfig{RateBps: l.RateBps, Delay: l.Delay})
+		pa, _, err := n.Net.Connect(node(l.A), node(l.B), netsim.LinkConfig{RateBitsPerSec: l.RateBitsPerSec, Delay: l.Delay})
 		must(err)
 		n.Ports[[2]string{l.A, l.B}] = pa
 	}
