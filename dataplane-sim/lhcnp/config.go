@@ -390,8 +390,8 @@ func (c *Config) validate(external bool) error {
 	if cs.ArrivalRateDropPercent < 1 || cs.ArrivalRateDropPercent > 100 {
 		return cfgErr("collaborative.arrival-rate-drop-percent", "%d outside 1..100", cs.ArrivalRateDropPercent)
 	}
-	if cs.EscalationAction == wire.ActionResume || cs.EscalationAction > wire.ActionResume {
-		return cfgErr("collaborative.escalation-action", "%v is not a congestion action", cs.EscalationAction)
+	if err := CheckCongestionAction(cs.EscalationAction); err != nil {
+		return cfgErr("collaborative.escalation-action", "%v", err)
 	}
 	if cs.EscalationLevel < 0 || cs.EscalationLevel > 255 {
 		return cfgErr("collaborative.escalation-level", "%d outside 0..255", cs.EscalationLevel)
@@ -477,9 +477,10 @@ func (q *QueueConfig) validate(path string) error {
 		return cfgErr(path+".trigger-persistence", "negative")
 	}
 	a := &q.Action
+	if err := CheckCongestionAction(a.DefaultAction); err != nil {
+		return cfgErr(path+".action.default-action", "%v", err)
+	}
 	switch {
-	case a.DefaultAction == wire.ActionResume || a.DefaultAction > wire.ActionResume:
-		return cfgErr(path+".action.default-action", "%v is not a trigger action", a.DefaultAction)
 	case a.RateReducePercent < 1 || a.RateReducePercent > 100:
 		return cfgErr(path+".action.rate-reduce-percent", "%d outside 1..100", a.RateReducePercent)
 	case a.PauseDuration < engine.Microsecond || a.PauseDuration > 65535*engine.Microsecond:

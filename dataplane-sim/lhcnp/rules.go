@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // The node's formulas and rules that other layers apply too. The node owns
@@ -68,6 +69,29 @@ func CheckKMin(kminBytes int64, kmaxMode KMaxMode, kmaxBytes, kbaseBytes int64) 
 	}
 	if kminBytes >= kbaseBytes {
 		return &KMinError{KMinBytes: kminBytes, BoundBytes: kbaseBytes, KBase: true}
+	}
+	return nil
+}
+
+// ActionError is an action that a congestion response may not request: a
+// trigger's (ActionPolicy.DefaultAction) and an escalation's
+// (CollaborativeConfig.EscalationAction) is Notify, Pause or Rate Reduce
+// (§5.5.1); Resume says that congestion has subsided, and §5.7 escalates
+// to a stricter action.
+type ActionError struct {
+	Action wire.Action
+}
+
+func (e *ActionError) Error() string {
+	return fmt.Sprintf("%v is not a congestion action (draft §5.5.1: notify, pause or rate-reduce; resume is sent when congestion has subsided)", e.Action)
+}
+
+// CheckCongestionAction checks an action the node would send for
+// congestion (a trigger's default action, an escalation). It returns nil
+// or an *ActionError.
+func CheckCongestionAction(a wire.Action) error {
+	if a >= wire.ActionResume {
+		return &ActionError{Action: a}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 func TestBDPKMaxBytes(t *testing.T) {
@@ -51,6 +52,30 @@ func TestCheckKMin(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("CheckKMin (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckCongestionAction(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		a    wire.Action
+		want *ActionError
+	}{
+		{desc: "notify", a: wire.ActionNotify},
+		{desc: "pause", a: wire.ActionPause},
+		{desc: "rate reduce", a: wire.ActionRateReduce},
+		{desc: "resume", a: wire.ActionResume, want: &ActionError{Action: wire.ActionResume}},
+		{desc: "no such action", a: wire.ActionResume + 1, want: &ActionError{Action: wire.ActionResume + 1}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var got *ActionError
+			if err := CheckCongestionAction(tt.a); err != nil {
+				got = err.(*ActionError)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("CheckCongestionAction (-want +got):\n%s", diff)
 			}
 		})
 	}
