@@ -193,7 +193,7 @@ type ActionPolicy struct {
 	RateReducePercent uint16
 	// PauseDuration is the Pause parameter (whole microseconds, at most
 	// 65535 µs); PauseLevel the congestion level from which Pause replaces
-	// the default action (256 = never).
+	// the default action (PauseLevelNever: never).
 	PauseDuration engine.Time
 	PauseLevel    int
 	// ResumeEnabled sends Resume to the flows this node slowed once the
@@ -485,8 +485,8 @@ func (q *QueueConfig) validate(path string) error {
 		return cfgErr(path+".action.rate-reduce-percent", "%d outside 1..100", a.RateReducePercent)
 	case a.PauseDuration < engine.Microsecond || a.PauseDuration > 65535*engine.Microsecond:
 		return cfgErr(path+".action.pause-duration", "%v outside 1µs..65535µs (16-bit parameter)", a.PauseDuration)
-	case a.PauseLevel < 0 || a.PauseLevel > 256:
-		return cfgErr(path+".action.pause-level", "%d outside 0..256", a.PauseLevel)
+	case a.PauseLevel < 0 || a.PauseLevel > PauseLevelNever:
+		return cfgErr(path+".action.pause-level", "%d outside 0..%d", a.PauseLevel, PauseLevelNever)
 	case a.ResumePercent > 100:
 		return cfgErr(path+".action.resume-percent", "%d above 100", a.ResumePercent)
 	case a.ResumeHold < 0:

@@ -25,6 +25,15 @@ const DefaultKBaseBytes = 64_000
 // it by a test (server/dataplane).
 const DefaultRTTEst = engine.Millisecond
 
+// PauseLevelNever is the ActionPolicy.PauseLevel that never pauses: one
+// above the highest congestion level (255, §6.1). The model's
+// pause-congestion-level, a uint8, cannot say it: such a policy has none.
+const PauseLevelNever = 256
+
+// KMinDerivedFraction is K_min / K_max in KMinDerived mode: the draft's
+// RECOMMENDED K_min = K_max / 2 (§5.3.2).
+const KMinDerivedFraction = 0.5
+
 // BDPBytes is alpha · R_port · RTT_est / 8 in bytes: the BDP-adaptive
 // K_max before its K_base floor (§5.3.2). With alpha 1 it is one RTT_est
 // of queue at R_port.
