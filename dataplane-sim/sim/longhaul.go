@@ -101,7 +101,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			switch ev.Kind {
 			case lhcnp.EventCNPSent:
 				env.Count(name, "long-haul-cnp", 1)
-				env.Count(name, "long-haul-cnp/"+actionName(ev.Action), 1)
+				env.Count(name, "long-haul-cnp/"+ev.Action.String(), 1)
 				if ev.Escalated {
 					counts["escalations"]++
 				}
@@ -302,18 +302,4 @@ func switchOf(sc *scenario.Scenario, name string) (scenario.Switch, bool) {
 		}
 	}
 	return scenario.Switch{}, false
-}
-
-func actionName(a wire.Action) string {
-	switch a {
-	case wire.ActionNotify:
-		return "notify"
-	case wire.ActionPause:
-		return "pause"
-	case wire.ActionRateReduce:
-		return "rate-reduce"
-	case wire.ActionResume:
-		return "resume"
-	}
-	return "unknown"
 }
