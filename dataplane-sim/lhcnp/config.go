@@ -193,7 +193,7 @@ type ActionPolicy struct {
 	RateReducePercent uint16
 	// PauseDuration is the Pause parameter (whole microseconds, at most
 	// 65535 µs); PauseLevel the congestion level from which Pause replaces
-	// the default action (256 = never).
+	// the default action (PauseLevelNever: never).
 	PauseDuration engine.Time
 	PauseLevel    int
 	// ResumeEnabled sends Resume to the flows this node slowed once the
@@ -390,8 +390,8 @@ func (c *Config) validate(external bool) error {
 	if cs.ArrivalRateDropPercent < 1 || cs.ArrivalRateDropPercent > 100 {
 		return cfgErr("collaborative.arrival-rate-drop-percent", "%d outside 1..100", cs.ArrivalRateDropPercent)
 	}
-	if cs.EscalationAction == wire.ActionResume || cs.EscalationAction > wire.ActionResume {
-		return cfgErr("collaborative.escalation-action", "%v is not a congestion action", cs.EscalationAction)
+	if err := CheckCongestionAction(cs.EscalationAction); err != nil {
+		return cfgErr("collaborative.escalation-action", "%v", err)
 	}
 	if cs.EscalationLevel < 0 || cs.EscalationLevel > 255 {
 		return cfgErr("collaborative.escalation-level", "%d outside 0..255", cs.EscalationLevel)
@@ -477,15 +477,16 @@ func (q *QueueConfig) validate(path string) error {
 		return cfgErr(path+".trigger-persistence", "negative")
 	}
 	a := &q.Action
+	if err := CheckCongestionAction(a.DefaultAction); err != nil {
+		return cfgErr(path+".action.default-action", "%v", err)
+	}
 	switch {
-	case a.DefaultAction == wire.ActionResume || a.DefaultAction > wire.ActionResume:
-		return cfgErr(path+".action.default-action", "%v is not a trigger action", a.DefaultAction)
 	case a.RateReducePercent < 1 || a.RateReducePercent > 100:
 		return cfgErr(path+".action.rate-reduce-percent", "%d outside 1..100", a.RateReducePercent)
 	case a.PauseDuration < engine.Microsecond || a.PauseDuration > 65535*engine.Microsecond:
 		return cfgErr(path+".action.pause-duration", "%v outside 1µs..65535µs (16-bit parameter)", a.PauseDuration)
-	case a.PauseLevel < 0 || a.PauseLevel > 256:
-		return cfgErr(path+".action.pause-level", "%d outside 0..256", a.PauseLevel)
+	case a.PauseLevel < 0 || a.PauseLevel > PauseLevelNever:
+		return cfgErr(path+".action.pause-level", "%d outside 0..%d", a.PauseLevel, PauseLevelNever)
 	case a.ResumePercent > 100:
 		return cfgErr(path+".action.resume-percent", "%d above 100", a.ResumePercent)
 	case a.ResumeHold < 0:

@@ -25,6 +25,7 @@ func TestValidate(t *testing.T) {
 		{"no port limit", "interface.cnp-rate-per-sec", func(c *Config) { c.Interface.CNPRatePerSec = 0 }},
 		{"pause too long", "interface.queue.action.pause-duration", func(c *Config) { c.Interface.Queue.Action.PauseDuration = 70 * engine.Millisecond }},
 		{"resume as default action", "interface.queue.action.default-action", func(c *Config) { c.Interface.Queue.Action.DefaultAction = wire.ActionResume }},
+		{"resume as escalation", "collaborative.escalation-action", func(c *Config) { c.Collaborative.EscalationAction = wire.ActionResume }},
 		{"per-port queue override", "interfaces[n1:1].queues[3].alpha", func(c *Config) {
 			ic := DefaultInterfaceConfig()
 			q := DefaultQueueConfig()

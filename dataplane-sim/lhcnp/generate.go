@@ -39,9 +39,22 @@ func levelQD(qd, kmin, kmax int64) uint8 {
 	case qd <= kmax:
 		l = levelAtKMin + (levelAtKMax-levelAtKMin)*float64(qd-kmin)/float64(kmax-kmin)
 	default:
-		l = levelAtKMax + 255*float64(qd-kmax)/float64(kmax)
+		l = levelOverKMax(float64(qd-kmax), float64(kmax))
 	}
 	return clampLevel(l)
+}
+
+// levelOverKMax is the level, before rounding and capping, of a queue
+// over bytes (of any unit) above a K_max of kmax.
+func levelOverKMax(over, kmax float64) float64 {
+	return levelAtKMax + 255*over/kmax
+}
+
+// LevelAtKMaxFactor is the congestion level the node gives a queue of f
+// times K_max, f >= 1: 170 at K_max, 255 from 4/3 K_max on. With it a
+// PauseLevel says "Pause from f times K_max".
+func LevelAtKMaxFactor(f float64) uint8 {
+	return clampLevel(levelOverKMax(f-1, 1))
 }
 
 // levelRatio maps a metric against its trigger threshold.

@@ -342,7 +342,7 @@ func thresholds(qc *QueueConfig, rateBitsPerSec int64, rtt engine.Time) (kmax, k
 	if qc.KMinMode == KMinExplicit {
 		kmin = qc.KMinBytes
 	} else {
-		kmin = kmax / 2
+		kmin = kmax / 2 // KMinDerivedFraction
 	}
 	// K_min MUST be less than K_max (§5.3.2).
 	if kmin >= kmax {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // The node's formulas and rules that other layers apply too. The node owns
@@ -23,6 +24,15 @@ const DefaultKBaseBytes = 64_000
 // YANG default of interface config/rtt-est (1000 µs) is checked equal to
 // it by a test (server/dataplane).
 const DefaultRTTEst = engine.Millisecond
+
+// PauseLevelNever is the ActionPolicy.PauseLevel that never pauses: one
+// above the highest congestion level (255, §6.1). The model's
+// pause-congestion-level, a uint8, cannot say it: such a policy has none.
+const PauseLevelNever = 256
+
+// KMinDerivedFraction is K_min / K_max in KMinDerived mode: the draft's
+// RECOMMENDED K_min = K_max / 2 (§5.3.2).
+const KMinDerivedFraction = 0.5
 
 // BDPBytes is alpha · R_port · RTT_est / 8 in bytes: the BDP-adaptive
 // K_max before its K_base floor (§5.3.2). With alpha 1 it is one RTT_est
@@ -68,6 +78,29 @@ func CheckKMin(kminBytes int64, kmaxMode KMaxMode, kmaxBytes, kbaseBytes int64) 
 	}
 	if kminBytes >= kbaseBytes {
 		return &KMinError{KMinBytes: kminBytes, BoundBytes: kbaseBytes, KBase: true}
+	}
+	return nil
+}
+
+// ActionError is an action that a congestion response may not request: a
+// trigger's (ActionPolicy.DefaultAction) and an escalation's
+// (CollaborativeConfig.EscalationAction) is Notify, Pause or Rate Reduce
+// (§5.5.1); Resume says that congestion has subsided, and §5.7 escalates
+// to a stricter action.
+type ActionError struct {
+	Action wire.Action
+}
+
+func (e *ActionError) Error() string {
+	return fmt.Sprintf("%v is not a congestion action (draft §5.5.1: notify, pause or rate-reduce; resume is sent when congestion has subsided)", e.Action)
+}
+
+// CheckCongestionAction checks an action the node would send for
+// congestion (a trigger's default action, an escalation). It returns nil
+// or an *ActionError.
+func CheckCongestionAction(a wire.Action) error {
+	if a >= wire.ActionResume {
+		return &ActionError{Action: a}
 	}
 	return nil
 }

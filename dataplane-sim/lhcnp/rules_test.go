@@ -1,10 +1,12 @@
 package lhcnp
 
 import (
+	"math"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 func TestBDPKMaxBytes(t *testing.T) {
@@ -53,5 +55,68 @@ func TestCheckKMin(t *testing.T) {
 				t.Errorf("CheckKMin (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestCheckCongestionAction(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		a    wire.Action
+		want *ActionError
+	}{
+		{desc: "notify", a: wire.ActionNotify},
+		{desc: "pause", a: wire.ActionPause},
+		{desc: "rate reduce", a: wire.ActionRateReduce},
+		{desc: "resume", a: wire.ActionResume, want: &ActionError{Action: wire.ActionResume}},
+		{desc: "no such action", a: wire.ActionResume + 1, want: &ActionError{Action: wire.ActionResume + 1}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var got *ActionError
+			if err := CheckCongestionAction(tt.a); err != nil {
+				got = err.(*ActionError)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("CheckCongestionAction (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLevelAtKMaxFactor: the level of f times K_max is the one the node
+// gives such a queue (levelQD), whatever K_max.
+func TestLevelAtKMaxFactor(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		f    float64
+		want uint8
+	}{
+		{desc: "at K_max", f: 1, want: 170},
+		{desc: "1.2 K_max", f: 1.2, want: 221},
+		{desc: "rounded", f: 1.25, want: 234},
+		{desc: "4/3 K_max", f: 4.0 / 3, want: 255},
+		{desc: "capped", f: 1.5, want: 255},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			got := LevelAtKMaxFactor(tt.f)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("LevelAtKMaxFactor(%g) (-want +got):\n%s", tt.f, diff)
+			}
+			for _, kmax := range []int64{255_000, 125_000_000} {
+				qd := int64(math.Round(tt.f * float64(kmax)))
+				if l := levelQD(qd, kmax/2, kmax); l != got {
+					t.Errorf("levelQD(%d, K_max %d) = %d, want %d", qd, kmax, l, got)
+				}
+			}
+		})
+	}
+}
+
+// TestKMinDerivedFraction: the derived K_min is K_max times the fraction.
+func TestKMinDerivedFraction(t *testing.T) {
+	qc := DefaultQueueConfig()
+	qc.KMaxMode, qc.KMaxBytes = KMaxExplicit, 125_000_000
+	_, kmin := thresholds(&qc, 100e9, DefaultRTTEst)
+	if want := int64(KMinDerivedFraction * float64(qc.KMaxBytes)); kmin != want {
+		t.Errorf("derived K_min %d, want %d", kmin, want)
 	}
 }

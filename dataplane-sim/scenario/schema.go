@@ -261,7 +261,9 @@ type LongHaulCNP struct {
 	// 0 means RTT_est (derived, §5.5).
 	CNPInterval time.Duration
 	// PortCNPInterval is the minimum time between Long-haul CNPs on one
-	// egress port; 0 means no per-port limit.
+	// egress port (a token bucket of one); 0 keeps the node's own limit
+	// (lhcnp.DefaultInterfaceConfig: 10000 per second, burst 100), since
+	// §9 requires a per-port limit.
 	PortCNPInterval time.Duration
 	// ReducePercent is the Parameter of a Rate Reduce action.
 	ReducePercent int

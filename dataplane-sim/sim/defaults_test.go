@@ -10,14 +10,16 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // TestDefaultsAreTheNodes: a scenario that sets no Long-haul CNP parameter
 // (section7-unstaged.yaml sets only k_base, the default value) configures
-// every queue of its nodes with the thresholds a real node starts with
-// (lhcnp.DefaultQueueConfig, which dataplane.TestQueueDefaultsAreTheDrafts
-// and modeltest.TestDefaults tie to the YANG model): "the draft's defaults"
-// are the same in the simulator, the switch and the tuner's starting point.
+// every port and queue of its nodes with the values a real node starts with
+// (lhcnp.DefaultInterfaceConfig and DefaultQueueConfig, which
+// dataplane.TestQueueDefaultsAreTheDrafts and modeltest.TestDefaults tie
+// to the YANG model): "the draft's defaults" are the same in the
+// simulator, the switch and the tuner's starting point.
 // The §7 scenario states its departure (QD trigger alone) in its YAML.
 func TestDefaultsAreTheNodes(t *testing.T) {
 	type thresholds struct {
@@ -29,12 +31,19 @@ func TestDefaultsAreTheNodes(t *testing.T) {
 		VGrowthBytesPerSec  int64
 		MeasurementInterval engine.Time
 		TriggerPersistence  engine.Time
+		PMax                float64
+		DefaultAction       wire.Action
 		RateReducePercent   uint16
+		ResumeEnabled       bool
 		ResumePercent       uint16
+		// The port's bucket: port_cnp_interval 0 keeps the node's (§9).
+		CNPRatePerSec, CNPBurst int64
 	}
-	pick := func(q lhcnp.QueueConfig) thresholds {
+	pick := func(ic lhcnp.InterfaceConfig) thresholds {
+		q := ic.Queue
 		return thresholds{q.KBaseBytes, q.Alpha, q.KMaxMode, q.KMinMode, q.VECNPercent, q.VGrowthBytesPerSec,
-			q.MeasurementInterval, q.TriggerPersistence, q.Action.RateReducePercent, q.Action.ResumePercent}
+			q.MeasurementInterval, q.TriggerPersistence, q.PMax, q.Action.DefaultAction, q.Action.RateReducePercent,
+			q.Action.ResumeEnabled, q.Action.ResumePercent, ic.CNPRatePerSec, ic.CNPBurst}
 	}
 	run := func(sc *scenario.Scenario) map[string]thresholds {
 		var m *LongHaulCNP
@@ -45,14 +54,14 @@ func TestDefaultsAreTheNodes(t *testing.T) {
 		got := map[string]thresholds{}
 		for _, n := range m.Nodes {
 			c := n.Config()
-			got[n.Switch().Name()] = pick(c.Interface.Queue)
+			got[n.Switch().Name()] = pick(c.Interface)
 			for port, ic := range c.Interfaces {
-				got[n.Switch().Name()+":"+port] = pick(ic.Queue)
+				got[n.Switch().Name()+":"+port] = pick(ic)
 			}
 		}
 		return got
 	}
-	node := pick(lhcnp.DefaultQueueConfig())
+	node := pick(lhcnp.DefaultInterfaceConfig())
 	section7 := node
 	section7.VECNPercent, section7.VGrowthBytesPerSec = 0, 0
 	section7.TriggerPersistence = engine.FromDuration(100 * time.Microsecond)

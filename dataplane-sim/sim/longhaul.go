@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"net/netip"
 	"time"
 
@@ -102,7 +101,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			switch ev.Kind {
 			case lhcnp.EventCNPSent:
 				env.Count(name, "long-haul-cnp", 1)
-				env.Count(name, "long-haul-cnp/"+actionName(ev.Action), 1)
+				env.Count(name, "long-haul-cnp/"+ev.Action.String(), 1)
 				if ev.Escalated {
 					counts["escalations"]++
 				}
@@ -131,7 +130,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 	// and recovery are about (§5.6: recovery after 2 * RTT_est).
 	rtt := engine.FromDuration(p.RTTEst)
 	if rtt == 0 {
-		rtt = max(maxRTT, engine.Millisecond)
+		rtt = max(maxRTT, lhcnp.DefaultRTTEst)
 	}
 	for _, h := range env.Net.Hosts() {
 		rc := lhcnp.DefaultReactionConfig()
@@ -241,7 +240,6 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	q := &ic.Queue
 	q.KBaseBytes = int64(p.KBase)
 	q.Alpha = p.Alpha
-	q.PMax = 0.2
 	if sc, ok := switchOf(env.Scenario, sw.Name()); ok && sc.Queue.ECN.PMax > 0 {
 		q.PMax = sc.Queue.ECN.PMax
 	}
@@ -254,19 +252,17 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	q.TriggerPersistence = engine.FromDuration(p.TriggerPersistence)
 	q.MinCNPInterval = engine.FromDuration(p.CNPInterval)
 	a := &q.Action
-	a.DefaultAction = wire.ActionRateReduce
 	a.RateReducePercent = uint16(p.ReducePercent)
-	a.PauseLevel = 256 // never
+	a.PauseLevel = lhcnp.PauseLevelNever
 	c.Collaborative.EscalationAction = wire.ActionRateReduce
 	if p.PauseDuration > 0 {
 		a.PauseDuration = engine.FromDuration(p.PauseDuration)
 		// The node's level is 170 at K_max and 255 at 4/3 K_max
 		// (docs/longhaul.md); above that the pause factor cannot be told
 		// apart and Pause starts at level 255.
-		a.PauseLevel = int(min(255, math.Round(170+255*(p.PauseFactor-1))))
+		a.PauseLevel = int(lhcnp.LevelAtKMaxFactor(p.PauseFactor))
 		c.Collaborative.EscalationAction = wire.ActionPause
 	}
-	a.ResumeEnabled = true
 	a.ResumePercent = uint16(p.ResumePercent)
 	a.ResumeHold = engine.FromDuration(p.ResumeAfter)
 
@@ -289,7 +285,7 @@ func setPortThresholds(c *lhcnp.Config, p scenario.LongHaulCNP, pt *netsim.Port)
 		rtt = 2 * pt.Out().Delay().Duration()
 	}
 	ic.RTTEst = max(engine.FromDuration(rtt), engine.Microsecond)
-	if p.KMinFraction != 0.5 {
+	if p.KMinFraction != lhcnp.KMinDerivedFraction {
 		kmax, kmin := BDPThresholds(p, pt.RateBitsPerSec(), pt.Out().Delay().Duration())
 		q := ic.Queue
 		q.KMaxMode, q.KMaxBytes = lhcnp.KMaxExplicit, kmax
@@ -306,18 +302,4 @@ func switchOf(sc *scenario.Scenario, name string) (scenario.Switch, bool) {
 		}
 	}
 	return scenario.Switch{}, false
-}
-
-func actionName(a wire.Action) string {
-	switch a {
-	case wire.ActionNotify:
-		return "notify"
-	case wire.ActionPause:
-		return "pause"
-	case wire.ActionRateReduce:
-		return "rate-reduce"
-	case wire.ActionResume:
-		return "resume"
-	}
-	return "unknown"
 }

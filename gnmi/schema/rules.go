@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 	"github.com/lhcnp/lhcnp/gen/oc"
 )
 
@@ -99,7 +100,8 @@ func fixKey[T comparable](key, cfg **T, want T, at string) error {
 //     explicit kmax, or below k-base (the smallest BDP-adaptive K_max),
 //     the node's own rule (lhcnp.CheckKMin) applied to the leaves;
 //   - an action policy's default-action, and the collaborative escalation
-//     action, must be a congestion action, not RESUME (§5.5.1).
+//     action, must be a congestion action, not RESUME (§5.5.1): the node's
+//     rule (lhcnp.CheckCongestionAction) applied to the leaves.
 //
 // The first violation, in path order, is returned as a *RuleError.
 func CheckRules(root *oc.Root) error {
@@ -107,9 +109,9 @@ func CheckRules(root *oc.Root) error {
 	if l == nil {
 		return nil
 	}
-	if a := l.GetCollaborativeSuppression().GetConfig().GetEscalationAction(); a == oc.LhcnpTypes_CnpAction_RESUME {
-		return &RuleError{Path: "/lhcnp/collaborative-suppression/config/escalation-action",
-			Reason: "RESUME is not a congestion action (draft §5.7 escalates to a stricter action)"}
+	if err := checkAction(l.GetCollaborativeSuppression().GetConfig().GetEscalationAction(),
+		"/lhcnp/collaborative-suppression/config/escalation-action"); err != nil {
+		return err
 	}
 	ifs := interfaces(l)
 	names := make([]string, 0, len(ifs))
@@ -155,11 +157,55 @@ func checkQueue(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at string) 
 			return &RuleError{Path: at + "/config/kmin", Reason: err.Error()}
 		}
 	}
-	if q.GetActionPolicy().GetConfig().GetDefaultAction() == oc.LhcnpTypes_CnpAction_RESUME {
-		return &RuleError{Path: at + "/action-policy/config/default-action",
-			Reason: "RESUME is not an action for a trigger (draft §5.5.1: NOTIFY, PAUSE or RATE_REDUCE)"}
+	return checkAction(q.GetActionPolicy().GetConfig().GetDefaultAction(), at+"/action-policy/config/default-action")
+}
+
+// checkAction applies the node's lhcnp.CheckCongestionAction to the
+// cnp-action leaf at path; UNSET (the node's default) passes.
+func checkAction(a oc.E_LhcnpTypes_CnpAction, path string) error {
+	n, ok := NodeAction(a)
+	if !ok {
+		return nil
+	}
+	if err := lhcnp.CheckCongestionAction(n); err != nil {
+		return &RuleError{Path: path, Reason: a.String() + ": " + err.Error()}
 	}
 	return nil
+}
+
+// nodeActions pairs every cnp-action of the model with the node's action.
+// It is the one table of them: the rules here and the dataplane's
+// translation (server/dataplane) read it, in both directions.
+var nodeActions = []struct {
+	model oc.E_LhcnpTypes_CnpAction
+	node  wire.Action
+}{
+	{oc.LhcnpTypes_CnpAction_NOTIFY, wire.ActionNotify},
+	{oc.LhcnpTypes_CnpAction_PAUSE, wire.ActionPause},
+	{oc.LhcnpTypes_CnpAction_RATE_REDUCE, wire.ActionRateReduce},
+	{oc.LhcnpTypes_CnpAction_RESUME, wire.ActionResume},
+}
+
+// NodeAction returns the node's action for the model's a; ok is false when
+// a has none (UNSET).
+func NodeAction(a oc.E_LhcnpTypes_CnpAction) (n wire.Action, ok bool) {
+	for _, p := range nodeActions {
+		if p.model == a {
+			return p.node, true
+		}
+	}
+	return 0, false
+}
+
+// ModelAction returns the model's cnp-action for the node's a, or UNSET
+// when the model has none.
+func ModelAction(a wire.Action) oc.E_LhcnpTypes_CnpAction {
+	for _, p := range nodeActions {
+		if p.node == a {
+			return p.model
+		}
+	}
+	return oc.LhcnpTypes_CnpAction_UNSET
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -234,6 +235,15 @@ func TestRules(t *testing.T) {
 		{"escalation RESUME", func(r *oc.Root, _ *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
 			r.GetLhcnp().GetOrCreateCollaborativeSuppression().GetOrCreateConfig().EscalationAction = oc.LhcnpTypes_CnpAction_RESUME
 		}, "/lhcnp/collaborative-suppression/config/escalation-action"},
+		{"escalation PAUSE", func(r *oc.Root, _ *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			r.GetLhcnp().GetOrCreateCollaborativeSuppression().GetOrCreateConfig().EscalationAction = oc.LhcnpTypes_CnpAction_PAUSE
+		}, ""},
+		{"default-action RESUME", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			q.GetOrCreateActionPolicy().GetOrCreateConfig().DefaultAction = oc.LhcnpTypes_CnpAction_RESUME
+		}, q3 + "/action-policy/config/default-action"},
+		{"default-action NOTIFY", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			q.GetOrCreateActionPolicy().GetOrCreateConfig().DefaultAction = oc.LhcnpTypes_CnpAction_NOTIFY
+		}, ""},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			r, q := base()
@@ -247,5 +257,36 @@ func TestRules(t *testing.T) {
 				t.Errorf("CheckRules: %v, want a RuleError at %s", err, tt.path)
 			}
 		})
+	}
+}
+
+// TestActions: the table of actions covers every cnp-action of the
+// generated model (UNSET aside), each pair reads back the same both ways,
+// and the model's name is the node's (wire.Action's String, in the
+// model's spelling).
+func TestActions(t *testing.T) {
+	values := oc.LhcnpTypes_CnpAction_UNSET.ΛMap()["E_LhcnpTypes_CnpAction"]
+	if len(values) == 0 {
+		t.Fatal("no cnp-action values in the generated ΛMap")
+	}
+	for v, def := range values {
+		a := oc.E_LhcnpTypes_CnpAction(v)
+		n, ok := schema.NodeAction(a)
+		if a == oc.LhcnpTypes_CnpAction_UNSET {
+			if ok {
+				t.Errorf("NodeAction(UNSET) = %v, want none", n)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("NodeAction(%s): none", def.Name)
+			continue
+		}
+		if got := strings.ToUpper(strings.ReplaceAll(n.String(), "-", "_")); got != def.Name {
+			t.Errorf("NodeAction(%s) = %v, want the node's action of that name", def.Name, n)
+		}
+		if got := schema.ModelAction(n); got != a {
+			t.Errorf("ModelAction(%v) = %v, want %s", n, got, def.Name)
+		}
 	}
 }

@@ -33,7 +33,6 @@ func checkEnumMap[Y interface {
 }
 
 func TestEnumMaps(t *testing.T) {
-	checkEnumMap(t, "E_LhcnpTypes_CnpAction", actions)
 	checkEnumMap(t, "E_LhcnpTypes_MetricType", metrics)
 	checkEnumMap(t, "E_LhcnpTypes_RttSource", rttSources)
 }

@@ -252,7 +252,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	a.DefaultAction = actionFromWire(qc.Action.DefaultAction)
 	a.RateReducePercent = ygot.Uint8(uint8(qc.Action.RateReducePercent))
 	a.PauseDuration = ygot.Uint16(uint16(micros(qc.Action.PauseDuration)))
-	if qc.Action.PauseLevel <= 255 {
+	if qc.Action.PauseLevel < lhcnp.PauseLevelNever {
 		a.PauseCongestionLevel = ygot.Uint8(uint8(qc.Action.PauseLevel))
 	}
 	a.ResumeEnabled = ygot.Bool(qc.Action.ResumeEnabled)

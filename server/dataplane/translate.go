@@ -11,6 +11,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
@@ -345,12 +346,6 @@ func (m enumMap[Y, D]) fromNode(d D, def Y) Y {
 }
 
 var (
-	actions = enumMap[oc.E_LhcnpTypes_CnpAction, wire.Action]{
-		{oc.LhcnpTypes_CnpAction_NOTIFY, wire.ActionNotify},
-		{oc.LhcnpTypes_CnpAction_PAUSE, wire.ActionPause},
-		{oc.LhcnpTypes_CnpAction_RATE_REDUCE, wire.ActionRateReduce},
-		{oc.LhcnpTypes_CnpAction_RESUME, wire.ActionResume},
-	}
 	metrics = enumMap[oc.E_LhcnpTypes_MetricType, wire.MetricType]{
 		{oc.LhcnpTypes_MetricType_UNSPECIFIED, wire.MetricUnspecified},
 		{oc.LhcnpTypes_MetricType_QUEUE_DEPTH, wire.MetricQueueDepth},
@@ -365,13 +360,17 @@ var (
 	}
 )
 
-// actionToWire: an unset action is the draft's usual Rate Reduce.
+// actionToWire: an unset action is the draft's usual Rate Reduce. The
+// actions' table is gnmi/schema's, whose rules check them too.
 func actionToWire(a oc.E_LhcnpTypes_CnpAction) wire.Action {
-	return actions.toNode(a, wire.ActionRateReduce)
+	if n, ok := schema.NodeAction(a); ok {
+		return n
+	}
+	return wire.ActionRateReduce
 }
 
 func actionFromWire(a wire.Action) oc.E_LhcnpTypes_CnpAction {
-	return actions.fromNode(a, oc.LhcnpTypes_CnpAction_UNSET)
+	return schema.ModelAction(a)
 }
 
 func metricToWire(m oc.E_LhcnpTypes_MetricType) wire.MetricType {
