@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -167,11 +166,11 @@ func (h *Handler) Load(ctx context.Context, root *oc.Root) error {
 func (h *Handler) LoadJSON(ctx context.Context, data []byte) error {
 	ietf, err := schema.DecodeJSON(h.s.Root(), data)
 	if err != nil {
-		return fmt.Errorf("initial configuration: %w", err)
+		return err
 	}
 	root := &oc.Root{}
 	if err := oc.Unmarshal(ietf, root); err != nil {
-		return fmt.Errorf("initial configuration: %w", err)
+		return err
 	}
 	return h.Load(ctx, root)
 }
