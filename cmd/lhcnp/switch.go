@@ -46,9 +46,11 @@ type switchFile struct {
 	Listen string `yaml:"listen" help:"gNMI address, host:port; over a fabric file: when one switch runs, or HOST:0 for a free port each (default 127.0.0.1:9339)"`
 	// StateDir keeps each switch's startup configuration, NAME.json: the
 	// configuration it was last committed with, which the next start
-	// loads instead of Config (package server/startup). IgnoreStartup
-	// starts from Config instead, and keeps that.
-	StateDir      string `yaml:"state_dir" help:"directory of the switches' startup configurations (NAME.json: the configuration each was last committed with, loaded at the next start)"`
+	// loads instead of Config (package server/startup). By default it is
+	// lhcnp-switch/SCENARIO (the scenario's name), so that the n1 of one
+	// scenario never starts from the n1 of another. IgnoreStartup starts
+	// from Config instead, and keeps that.
+	StateDir      string `yaml:"state_dir" help:"directory of the switches' startup configurations (NAME.json: the configuration each was last committed with, loaded at the next start; default lhcnp-switch/SCENARIO, the scenario's name)"`
 	IgnoreStartup bool   `yaml:"ignore_startup" help:"start every switch from its initial configuration (config), not from its startup configuration in state_dir, and keep that"`
 	// Speed and PublishInterval pace the engine and the publishers.
 	Speed           float64       `yaml:"speed" help:"simulated seconds per wall-clock second"`
@@ -82,14 +84,25 @@ type switchFile struct {
 }
 
 // DefaultSwitchStateDir is where lhcnp switch keeps the startup
-// configurations by default, relative to the working directory.
+// configurations by default, relative to the working directory: one
+// directory per scenario below it.
 const DefaultSwitchStateDir = "lhcnp-switch"
+
+// defaultStateDir is the state directory of a scenario's switches when
+// none is given.
+func defaultStateDir(scenarioName string) string {
+	name := scenarioName
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+		name = "scenario"
+	}
+	return filepath.Join(DefaultSwitchStateDir, name)
+}
 
 // switchEnvPrefix is the variables' prefix of lhcnp switch.
 const switchEnvPrefix = "LHCNP_SWITCH_"
 
 func defaultSwitchFile() switchFile {
-	return switchFile{Speed: 1, PublishInterval: dataplane.DefaultInterval, StateDir: DefaultSwitchStateDir}
+	return switchFile{Speed: 1, PublishInterval: dataplane.DefaultInterval}
 }
 
 type fileSwitch struct {
@@ -155,9 +168,6 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 	}
 	if f.Scenario == "" {
 		return missing("scenario", "the scenario file with the topology and traffic")
-	}
-	if f.StateDir == "" {
-		return usageError{fmt.Sprintf("state_dir%s: empty: a switch keeps its startup configuration there", from("state_dir"))}
 	}
 	if !(f.Speed > 0) {
 		return usageError{fmt.Sprintf("speed %g%s: must be positive", f.Speed, from("speed"))}
@@ -276,6 +286,9 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sc, err := scenario.LoadFile(f.Scenario)
 	if err != nil {
 		return err
+	}
+	if f.StateDir == "" {
+		f.StateDir = defaultStateDir(sc.Name)
 	}
 	cfg := fabric.Config{Scenario: sc, Speed: sp, PublishInterval: iv, Keepalive: f.Keepalive, DeadAfter: f.DeadAfter,
 		MaxLate: engine.FromDuration(f.MaxLate), Log: slog.New(slog.NewTextHandler(stderr, nil)),

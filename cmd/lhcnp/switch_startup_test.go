@@ -281,3 +281,21 @@ func TestSwitchStartupProcess(t *testing.T) {
 		}
 	})
 }
+
+// TestDefaultStateDir: without state_dir, each scenario's switches keep
+// their startup files apart (the n1 of switch.yaml is not the lab's n1).
+func TestDefaultStateDir(t *testing.T) {
+	for _, tt := range []struct {
+		desc, scenario, want string
+	}{
+		{desc: "a scenario's name", scenario: "lab", want: "lhcnp-switch/lab"},
+		{desc: "no name", scenario: "", want: "lhcnp-switch/scenario"},
+		{desc: "a name that is a path", scenario: "../x", want: "lhcnp-switch/scenario"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if got := defaultStateDir(tt.scenario); got != tt.want {
+				t.Errorf("defaultStateDir(%q) = %q, want %q", tt.scenario, got, tt.want)
+			}
+		})
+	}
+}

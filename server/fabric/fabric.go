@@ -124,6 +124,7 @@ type Fabric struct {
 	net      *dataplane.Network
 	switches []*Served
 	wires    []*udpwire.Wire
+	locks    []*startup.Lock // of the startup files, held until Close or the end of Run
 	log      *slog.Logger
 	clockMu  sync.Mutex
 	// onStage, set by tests, is called as Run passes each stage of its
@@ -199,6 +200,11 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 		var sf *startup.File
 		if cfg.StartupDir != "" {
 			sf = startup.New(startup.FileName(cfg.StartupDir, s.Name))
+			lk, err := sf.Lock()
+			if err != nil {
+				return nil, fmt.Errorf("switch %s: %w", s.Name, err)
+			}
+			f.locks = append(f.locks, lk)
 			hopts = append(hopts, service.WithPersister(sf))
 		}
 		h := service.NewHandler(sch, st, b, hopts...)
@@ -376,10 +382,18 @@ func (f *Fabric) waitForWires(ctx context.Context) {
 	}
 }
 
-// Close releases the listeners of a fabric that will not Run.
+// Close releases the listeners of a fabric that will not Run, and the
+// startup files' locks.
 func (f *Fabric) Close() {
 	for _, s := range f.switches {
 		s.lis.Close()
+	}
+	f.releaseLocks()
+}
+
+func (f *Fabric) releaseLocks() {
+	for _, l := range f.locks {
+		l.Release()
 	}
 }
 
@@ -387,6 +401,7 @@ func (f *Fabric) Close() {
 // and frames on every wire until ctx ends (nil then), or until a server,
 // a wire or the engine fails.
 func (f *Fabric) Run(ctx context.Context) error {
+	defer f.releaseLocks()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	epoch := f.cfg.Epoch

@@ -3,6 +3,7 @@ package fabric
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/server/startup"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -122,6 +124,24 @@ func TestStartupConfiguration(t *testing.T) {
 				t.Errorf("alpha after a second restart = %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStartupFileInUse: a second fabric running the same switch with the
+// same startup file is refused; once the first is closed, it starts.
+func TestStartupFileInUse(t *testing.T) {
+	dir := t.TempDir()
+	first, err := startN1(t, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = startN1(t, dir, false)
+	if !errors.Is(err, startup.ErrInUse) || !strings.Contains(err.Error(), "another state directory") {
+		t.Fatalf("second start: %v, want ErrInUse", err)
+	}
+	first.Close()
+	if _, err := startN1(t, dir, false); err != nil {
+		t.Fatalf("after the first closed: %v", err)
 	}
 }
 
