@@ -85,7 +85,9 @@ func commitExtension(req *gnmi.SetRequest) (*gnmi_ext.Commit, error) {
 // (gnmi-commit-confirmed.md): commit applies the request's operations now
 // and rolls them back unless confirmed within the rollback duration;
 // confirm keeps them; cancel rolls back at once; set_rollback_duration moves
-// the deadline. h.mu is held.
+// the deadline. Only a confirmation persists the configuration
+// (WithPersister): a pending commit, its cancel and its rollback never do.
+// h.mu is held.
 //
 // Codes as the document gives them: a commit while another is pending, or
 // a confirm, cancel or new duration with none pending, is

@@ -43,7 +43,8 @@ type setOp struct {
 // FAILED_PRECONDITION does not fit. union_replace is UNIMPLEMENTED. The
 // message names the operation, the path and the reason, and the status
 // details carry a SetResponse with one UpdateResult per operation (the
-// failed one with its error, the others ABORTED).
+// failed one with its error, the others ABORTED). A configuration the
+// Persister (WithPersister) cannot keep is INTERNAL and changes nothing.
 //
 // With the gnmi_ext.Commit extension the Set is a confirmed commit (see
 // commitAction); while one waits for confirmation, a Set without the
