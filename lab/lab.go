@@ -42,8 +42,9 @@ const DefaultHTTPAddr = "127.0.0.1:8080"
 // Config is one lab.
 type Config struct {
 	// StateDir holds the lab's lock, its PostgreSQL cluster (postgres/,
-	// unless PostgresDSN is set) and the collector's spill (collector/).
-	// A second start reuses it.
+	// unless PostgresDSN is set), the collector's spill (collector/) and
+	// the switches' startup configurations (switches/NAME.json, unless
+	// Fabric.StartupDir is set). A second start reuses it.
 	StateDir string
 	// PostgresDSN, when set, is used instead of a private cluster.
 	PostgresDSN string
@@ -81,7 +82,8 @@ type Addresses struct {
 	Names       []string          // switch names in the fabric's order
 	Metrics     string            // the collector's /metrics, "" when off
 	StateDir    string
-	PrivatePG   bool // the lab runs its own PostgreSQL
+	StartupDir  string // the switches' startup configurations, NAME.json
+	PrivatePG   bool   // the lab runs its own PostgreSQL
 }
 
 // Lab is a started lab.
@@ -163,6 +165,10 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	}
 	l.addrs.PostgresDSN = l.dsn
 
+	if cfg.Fabric.StartupDir == "" {
+		cfg.Fabric.StartupDir = filepath.Join(stateDir, "switches")
+	}
+	l.addrs.StartupDir = cfg.Fabric.StartupDir
 	if l.fab, err = fabric.New(ctx, cfg.Fabric); err != nil {
 		return nil, err
 	}

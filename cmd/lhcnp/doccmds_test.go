@@ -136,9 +136,8 @@ func startLabSwitch(t *testing.T, name string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &addrWriter{addr: make(chan string, 1), re: regexp.MustCompile(`switch ` + name + `: gNMI on (\S+),`)}
 	done := make(chan error, 1)
-	go func() {
-		done <- runSwitch(ctx, []string{"--config", "../../examples/lab.yaml", "--listen", "127.0.0.1:0", "--insecure"}, out, io.Discard)
-	}()
+	args := withStateDir(t, []string{"--config", "../../examples/lab.yaml", "--listen", "127.0.0.1:0", "--insecure"})
+	go func() { done <- runSwitch(ctx, args, out, io.Discard) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

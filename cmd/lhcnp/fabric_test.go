@@ -51,7 +51,7 @@ type proc struct {
 func startSwitchProc(t *testing.T, args ...string) *proc {
 	t.Helper()
 	p := &proc{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], append([]string{"switch"}, args...)...)
+	p.cmd = exec.Command(os.Args[0], append([]string{"switch"}, withStateDir(t, args)...)...)
 	p.cmd.Env = append(os.Environ(), "LHCNP_TEST_AS_LHCNP=1")
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -327,7 +327,7 @@ func TestFabricFileErrors(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			err := runSwitch(ctx, append([]string{"--config", file, "--insecure"}, tt.args...), &bytes.Buffer{}, &bytes.Buffer{})
+			err := runSwitch(ctx, withStateDir(t, append([]string{"--config", file, "--insecure"}, tt.args...)), &bytes.Buffer{}, &bytes.Buffer{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("runSwitch: %v, want an error containing %q", err, tt.want)
 			}

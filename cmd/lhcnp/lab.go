@@ -37,6 +37,7 @@ type labFile struct {
 	Tuner         bool          `yaml:"tuner" help:"run the tuner on the Long-haul CNP switches"`
 	DryRun        bool          `yaml:"dry_run" help:"the tuner decides and records without pushing"`
 	Retire        bool          `yaml:"retire_finished_flows" help:"drop each finished flow's queue pairs (counters kept in the hosts' totals), so a lab runs for days in bounded memory"`
+	IgnoreStartup bool          `yaml:"ignore_startup" help:"start every switch from the fabric file's configuration, not from the one it was last committed with (state_dir/switches/NAME.json), and keep that"`
 }
 
 func defaultLabFile() labFile {
@@ -139,7 +140,7 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 		return lab.Config{}, err
 	}
 	fc := fabric.Config{Scenario: loop.Scenario(), Speed: speed, PublishInterval: f.PublishInterval, Keepalive: f.Keepalive,
-		DeadAfter: f.DeadAfter, MaxLate: engine.FromDuration(f.MaxLate),
+		DeadAfter: f.DeadAfter, MaxLate: engine.FromDuration(f.MaxLate), IgnoreStartup: cfg.IgnoreStartup,
 		TargetOptions: []service.Option{service.WithAuth(auth.New(nil)), service.WithInsecure()}}
 	var tuned []tuner.SwitchConfig
 	for _, s := range f.Switches {
@@ -235,6 +236,8 @@ func printLab(w io.Writer, a lab.Addresses, logPath string, speed float64) {
 		fmt.Fprintf(w, "  collector   %s\n", a.Metrics)
 	}
 	fmt.Fprintf(w, "  logs        %s\n  speed       %g simulated seconds per second\n", logPath, speed)
+	fmt.Fprintf(w, "  startup     %s (each switch's last committed configuration; --ignore-startup starts from the fabric file's)\n",
+		filepath.Join(a.StartupDir, "NAME.json"))
 	fmt.Fprintln(w, "\nTry (gnmic: https://gnmic.openconfig.net, or ../shared/tools/gnmic):")
 	for _, c := range labGnmicCommands(a) {
 		fmt.Fprintln(w, "  "+c)

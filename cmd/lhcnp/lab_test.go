@@ -288,6 +288,16 @@ func TestLabStarts(t *testing.T) {
 	if got := labSpeeds(t, pool2); !slices.Equal(got, wantSpeeds) {
 		t.Errorf("second start: speeds %v, want %v", got, wantSpeeds)
 	}
+	// n1 kept the alpha 0.5 it was committed with (its startup
+	// configuration in the state directory): K_max is still halved.
+	if out, err := runPrinted(t, l2.gnmic[1], 30*time.Second); err != nil {
+		t.Errorf("second start: %s: %v\n%s", l2.gnmic[1], err, out)
+	} else if got := kmaxOf(t, out); got != after {
+		t.Errorf("second start: effective-kmax %d, want %d (alpha 0.5 kept across the restart)", got, after)
+	}
+	if _, err := os.Stat(filepath.Join(state, "switches", "n1.json")); err != nil {
+		t.Errorf("n1's startup configuration: %v", err)
+	}
 }
 
 // labSpeeds lists, as "target speed", the speed the views use now for each

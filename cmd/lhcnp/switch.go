@@ -21,6 +21,7 @@ import (
 	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/server/fabric"
+	"github.com/lhcnp/lhcnp/server/startup"
 )
 
 // switchFile is the switch configuration file (docs/gnmi-target.md,
@@ -36,12 +37,21 @@ type switchFile struct {
 	Switch string `yaml:"switch" help:"the scenario's switch to run (one-switch form; a fabric file lists switches: instead)"`
 	// Scenario is the scenario file: topology, hosts and their traffic.
 	Scenario string `yaml:"scenario" help:"scenario file: topology, hosts and their traffic"`
-	// Config is the initial YANG configuration, RFC 7951 JSON (JSON_IETF).
-	// Its flag is --initial-config: --config is the switch file.
+	// Config is the initial YANG configuration, RFC 7951 JSON (JSON_IETF):
+	// what a switch runs on its first start, or with IgnoreStartup. Its
+	// flag is --initial-config: --config is the switch file.
 	Config string `yaml:"config" flag:"initial-config" help:"initial YANG configuration of the one switch, RFC 7951 JSON (variable LHCNP_SWITCH_CONFIG)"`
 	// Listen is the one switch's gNMI address; as a flag or variable it
 	// overrides the file's addresses (one switch run, or HOST:0).
 	Listen string `yaml:"listen" help:"gNMI address, host:port; over a fabric file: when one switch runs, or HOST:0 for a free port each (default 127.0.0.1:9339)"`
+	// StateDir keeps each switch's startup configuration, NAME.json: the
+	// configuration it was last committed with, which the next start
+	// loads instead of Config (package server/startup). By default it is
+	// lhcnp-switch/SCENARIO (the scenario's name), so that the n1 of one
+	// scenario never starts from the n1 of another. IgnoreStartup starts
+	// from Config instead, and keeps that.
+	StateDir      string `yaml:"state_dir" help:"directory of the switches' startup configurations (NAME.json: the configuration each was last committed with, loaded at the next start; default lhcnp-switch/SCENARIO, the scenario's name)"`
+	IgnoreStartup bool   `yaml:"ignore_startup" help:"start every switch from its initial configuration (config), not from its startup configuration in state_dir, and keep that"`
 	// Speed and PublishInterval pace the engine and the publishers.
 	Speed           float64       `yaml:"speed" help:"simulated seconds per wall-clock second"`
 	PublishInterval time.Duration `yaml:"publish_interval" help:"state publication interval"`
@@ -71,6 +81,21 @@ type switchFile struct {
 	// The outputs: a pcap per wire, Prometheus metrics.
 	Capture string `yaml:"capture" help:"directory for a pcap of every wire's frames (LINK.pcap)"`
 	Metrics string `yaml:"metrics" help:"serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)"`
+}
+
+// DefaultSwitchStateDir is where lhcnp switch keeps the startup
+// configurations by default, relative to the working directory: one
+// directory per scenario below it.
+const DefaultSwitchStateDir = "lhcnp-switch"
+
+// defaultStateDir is the state directory of a scenario's switches when
+// none is given.
+func defaultStateDir(scenarioName string) string {
+	name := scenarioName
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+		name = "scenario"
+	}
+	return filepath.Join(DefaultSwitchStateDir, name)
 }
 
 // switchEnvPrefix is the variables' prefix of lhcnp switch.
@@ -155,7 +180,7 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 		return filepath.Join(dir, p)
 	}
 	for key, p := range map[string]*string{"scenario": &f.Scenario, "tls_cert": &f.TLSCert, "tls_key": &f.TLSKey,
-		"client_ca": &f.ClientCA, "users": &f.Users, "capture": &f.Capture} {
+		"client_ca": &f.ClientCA, "users": &f.Users, "capture": &f.Capture, "state_dir": &f.StateDir} {
 		if cc.Origin(key) == path {
 			*p = rel(*p)
 		}
@@ -196,7 +221,7 @@ func parseSwitchArgs(args []string, environ func() []string, stderr io.Writer) (
 	f := defaultSwitchFile()
 	c, err := newCLI(cliSpec{name: "switch", prefix: switchEnvPrefix,
 		configHelp: "switch or fabric configuration file (YAML); paths in it are relative to it",
-		usage: []string{"usage: lhcnp switch (--config FILE | --switch NAME --scenario FILE) [--switches N1,N2] [--listen ADDR] (--insecure | --tls-cert F --tls-key F [--client-ca F]) [--users FILE] [--speed X] [--capture DIR] [--metrics ADDR] [--KEY VALUE ...]",
+		usage: []string{"usage: lhcnp switch (--config FILE | --switch NAME --scenario FILE) [--switches N1,N2] [--listen ADDR] (--insecure | --tls-cert F --tls-key F [--client-ca F]) [--users FILE] [--speed X] [--state-dir DIR] [--ignore-startup] [--capture DIR] [--metrics ADDR] [--KEY VALUE ...]",
 			"Every scalar key of the file is a flag and an " + switchEnvPrefix + " variable (the key upper-cased: LHCNP_SWITCH_PUBLISH_INTERVAL);",
 			"flags win over variables, variables over the file. switches:, wires: and interfaces: are file only;",
 			"the key config (initial YANG configuration) is the flag --initial-config, --config being the file;",
@@ -262,8 +287,12 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if f.StateDir == "" {
+		f.StateDir = defaultStateDir(sc.Name)
+	}
 	cfg := fabric.Config{Scenario: sc, Speed: sp, PublishInterval: iv, Keepalive: f.Keepalive, DeadAfter: f.DeadAfter,
-		MaxLate: engine.FromDuration(f.MaxLate), Log: slog.New(slog.NewTextHandler(stderr, nil))}
+		MaxLate: engine.FromDuration(f.MaxLate), Log: slog.New(slog.NewTextHandler(stderr, nil)),
+		StartupDir: f.StateDir, IgnoreStartup: f.IgnoreStartup}
 	for _, s := range run {
 		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(listen, s.Listen, "127.0.0.1:9339"), Interfaces: s.Interfaces}
 		if s.Config != "" {
@@ -319,7 +348,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	for _, s := range fab.Switches() {
-		fmt.Fprintf(stdout, "lhcnp switch %s: gNMI on %s, %d interfaces, speed %g\n", s.Name, s.Addr(), len(s.Binding.Ports().Names()), sp)
+		fmt.Fprintf(stdout, "lhcnp switch %s: gNMI on %s, %d interfaces, speed %g, startup configuration %s\n", s.Name, s.Addr(),
+			len(s.Binding.Ports().Names()), sp, startup.FileName(f.StateDir, s.Name))
 	}
 	for _, w := range cfg.Wires {
 		fmt.Fprintf(stdout, "lhcnp switch: wire %s: udp %s <-> %s\n", w.Link, w.Listen, w.Peer)

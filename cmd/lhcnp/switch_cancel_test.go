@@ -76,7 +76,7 @@ func runCancelled(t *testing.T, args []string, n int, last string) *cancelWriter
 	if n < 0 {
 		cancel()
 	}
-	err := runSwitch(ctx, args, w, w)
+	err := runSwitch(ctx, withStateDir(t, args), w, w)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled at line %d: %v\noutput:\n%s", n, err, w.out.String())
 	}

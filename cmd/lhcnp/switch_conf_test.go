@@ -157,7 +157,7 @@ func TestSwitchReadsEnvironment(t *testing.T) {
 	out := r.out
 	out.mu.Lock()
 	defer out.mu.Unlock()
-	if s := out.buf.String(); !strings.Contains(s, ", speed 0.02\n") || strings.Contains(s, ":9339") {
+	if s := out.buf.String(); !strings.Contains(s, ", speed 0.02, ") || strings.Contains(s, ":9339") {
 		t.Errorf("output %q: want the speed and listen of LHCNP_SWITCH_SPEED and LHCNP_SWITCH_LISTEN", s)
 	}
 }

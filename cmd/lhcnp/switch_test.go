@@ -73,10 +73,12 @@ func startSwitch(t *testing.T, extra ...string) *running {
 	return startSwitchArgs(t, args...)
 }
 
-// startSwitchArgs runs `lhcnp switch` with exactly args and waits for its
-// first switch to listen; it is stopped at the end of the test.
+// startSwitchArgs runs `lhcnp switch` with args (and a state directory of
+// the test's own unless args give one) and waits for its first switch to
+// listen; it is stopped at the end of the test.
 func startSwitchArgs(t *testing.T, args ...string) *running {
 	t.Helper()
+	args = withStateDir(t, args)
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &addrWriter{addr: make(chan string, 1)}
 	done := make(chan error, 1)
@@ -202,11 +204,32 @@ var gnmiCLI = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// withStateDir adds a state directory of the test's own to lhcnp switch's
+// args unless they give one: no test starts from another's startup
+// configuration.
+func withStateDir(t *testing.T, args []string) []string {
+	if slices.Contains(args, "--state-dir") {
+		return args
+	}
+	return append(slices.Clone(args), "--state-dir", t.TempDir())
+}
+
 func TestMain(m *testing.M) {
 	// The test binary doubles as the lhcnp command, for tests that run
 	// switches as separate processes (fabric_test.go).
 	if os.Getenv("LHCNP_TEST_AS_LHCNP") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	// A switch started without --state-dir keeps its startup
+	// configuration here, not in the package's directory.
+	if os.Getenv(switchEnvPrefix+"STATE_DIR") == "" {
+		dir, err := os.MkdirTemp("", "lhcnp-switch-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Setenv(switchEnvPrefix+"STATE_DIR", dir)
+		defer os.RemoveAll(dir)
 	}
 	code := m.Run()
 	if bin, err := gnmiCLI(); err == nil {

@@ -85,7 +85,9 @@ func commitExtension(req *gnmi.SetRequest) (*gnmi_ext.Commit, error) {
 // (gnmi-commit-confirmed.md): commit applies the request's operations now
 // and rolls them back unless confirmed within the rollback duration;
 // confirm keeps them; cancel rolls back at once; set_rollback_duration moves
-// the deadline. h.mu is held.
+// the deadline. Only a confirmation persists the configuration
+// (WithPersister): a pending commit, its cancel and its rollback never do.
+// h.mu is held.
 //
 // Codes as the document gives them: a commit while another is pending, or
 // a confirm, cancel or new duration with none pending, is
@@ -110,7 +112,7 @@ func (h *Handler) commitAction(ctx context.Context, req *gnmi.SetRequest, ops []
 			}
 		}
 		before := h.intended
-		resp, err := h.set(ctx, req, ops)
+		resp, err := h.set(ctx, req, ops, false)
 		if err != nil {
 			return nil, err
 		}
@@ -141,6 +143,11 @@ func (h *Handler) commitAction(ctx context.Context, req *gnmi.SetRequest, ops []
 	}
 	switch action {
 	case "confirm":
+		// The confirmation makes the commit durable: kept first, so that
+		// a failure leaves it pending (and its timer running).
+		if err := h.persist(ctx, h.intended); err != nil {
+			return nil, status.Errorf(codes.Internal, "commit %q: confirm: startup configuration: %v; the commit is still waiting for confirmation", id, err)
+		}
 		h.endPending()
 		h.event(CommitEvent{ID: id, Kind: "confirm"})
 	case "cancel":
@@ -203,7 +210,9 @@ func (h *Handler) await(p *pendingCommit) {
 // commit stays pending (and applied).
 func (h *Handler) rollback(ctx context.Context) *opError {
 	p := h.pending
-	if _, err := h.commit(ctx, p.before); err != nil {
+	// Not persisted: the startup configuration is still the one before
+	// the commit (only a confirmation persists).
+	if _, err := h.commit(ctx, p.before, false); err != nil {
 		err.err = fmt.Errorf("rollback of commit %q: %w", p.id, err.err)
 		if err.code == codes.InvalidArgument {
 			// The configuration was in force before: its refusal now is

@@ -1,9 +1,10 @@
 package service
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -40,12 +41,33 @@ type StatePublisher interface {
 // configuration itself.
 var ErrInvalidConfig = errors.New("invalid configuration")
 
+// Persister keeps the startup configuration: the configuration a switch
+// was last committed with, which it starts from after a restart. The
+// Handler calls Persist, with its lock held, whenever a configuration
+// becomes durable: a Set, a Load, a confirmed commit (never a commit
+// still waiting for confirmation: a restart then rolls it back, as its
+// timer would). config is JSON_IETF of the whole configuration tree, as a
+// Get of "/" with type CONFIG returns it and LoadJSON reads it back.
+//
+// When Persist returns nil the configuration must survive a crash; when
+// it returns an error the previous one must still be there: the Handler
+// then fails the Set (INTERNAL) and puts the dataplane back. server/
+// implements it with a file; this package does no file I/O.
+type Persister interface {
+	Persist(ctx context.Context, config []byte) error
+}
+
 type handlerOptions struct {
 	pub     StatePublisher
+	persist Persister
 	clk     clock.Clock
 	log     *slog.Logger
 	onEvent func(CommitEvent)
 }
+
+// WithPersister keeps every durable configuration with p (default: none,
+// a restart starts from the initial configuration).
+func WithPersister(p Persister) HandlerOption { return func(o *handlerOptions) { o.persist = p } }
 
 // WithLogger sets the logger of events no RPC reports, such as an automatic
 // rollback (default: none).
@@ -120,8 +142,9 @@ func (h *Handler) Intended() (*oc.Root, error) {
 }
 
 // Load replaces the intended configuration with root (as a Set replacing
-// "/" would): checked, applied to the dataplane and published. It is how
-// the initial configuration of a switch is applied.
+// "/" would): checked, applied to the dataplane, published and persisted
+// (WithPersister). It is how the initial or startup configuration of a
+// switch is applied.
 func (h *Handler) Load(ctx context.Context, root *oc.Root) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -130,25 +153,44 @@ func (h *Handler) Load(ctx context.Context, root *oc.Root) error {
 		return err
 	}
 	cand := c.(*oc.Root)
-	if _, err := h.commit(ctx, cand); err != nil {
+	if _, err := h.commit(ctx, cand, true); err != nil {
 		return err.err
 	}
 	return nil
 }
 
 // LoadJSON is Load from a JSON document of the root: RFC 7951 (what a Get
-// of "/" in JSON_IETF returns) or plain JSON, in the forms Set accepts
-// (schema.DecodeValue); errors name the YANG path.
+// of "/" in JSON_IETF returns, and what a Persister is given) or plain
+// JSON, in the forms Set accepts (schema.DecodeValue); errors name the
+// YANG path.
 func (h *Handler) LoadJSON(ctx context.Context, data []byte) error {
 	ietf, err := schema.DecodeJSON(h.s.Root(), data)
 	if err != nil {
-		return fmt.Errorf("initial configuration: %w", err)
+		return err
 	}
 	root := &oc.Root{}
 	if err := oc.Unmarshal(ietf, root); err != nil {
-		return fmt.Errorf("initial configuration: %w", err)
+		return err
 	}
 	return h.Load(ctx, root)
+}
+
+// persist hands root to the Persister, if any, as JSON_IETF (indented, so
+// that the file an operator opens reads). h.mu is held.
+func (h *Handler) persist(ctx context.Context, root *oc.Root) error {
+	if h.o.persist == nil {
+		return nil
+	}
+	tv, err := h.s.EncodeNode(root, &gnmi.Path{}, gnmi.Encoding_JSON_IETF)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, tv.GetJsonIetfVal(), "", "  "); err != nil {
+		return err
+	}
+	b.WriteByte('\n')
+	return h.o.persist.Persist(ctx, b.Bytes())
 }
 
 // Capabilities reports our modules, encodings and gNMI version (gNMI 3.2).

@@ -43,7 +43,8 @@ type setOp struct {
 // FAILED_PRECONDITION does not fit. union_replace is UNIMPLEMENTED. The
 // message names the operation, the path and the reason, and the status
 // details carry a SetResponse with one UpdateResult per operation (the
-// failed one with its error, the others ABORTED).
+// failed one with its error, the others ABORTED). A configuration the
+// Persister (WithPersister) cannot keep is INTERNAL and changes nothing.
 //
 // With the gnmi_ext.Commit extension the Set is a confirmed commit (see
 // commitAction); while one waits for confirmation, a Set without the
@@ -89,11 +90,12 @@ func (h *Handler) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetRespo
 		return nil, status.Errorf(codes.FailedPrecondition, "commit %q is waiting for confirmation until %s: confirm or cancel it before another Set",
 			h.pending.id, h.pending.deadline.UTC().Format(time.RFC3339))
 	}
-	return h.set(ctx, req, ops)
+	return h.set(ctx, req, ops, true)
 }
 
-// set applies the operations as one transaction; h.mu is held.
-func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp) (*gnmi.SetResponse, error) {
+// set applies the operations as one transaction, persisted when durable
+// (not a commit waiting for confirmation); h.mu is held.
+func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp, durable bool) (*gnmi.SetResponse, error) {
 	prefix := req.GetPrefix()
 	c, err := ygot.DeepCopy(h.intended)
 	if err != nil {
@@ -106,7 +108,7 @@ func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp) (*
 			return nil, err.status(req, ops)
 		}
 	}
-	ts, oerr := h.commit(ctx, cand)
+	ts, oerr := h.commit(ctx, cand, durable)
 	if oerr != nil {
 		if oerr.op = blame(ops, oerr.err); oerr.op >= 0 {
 			oerr.err = fmt.Errorf("%s %w", ops[oerr.op].name, oerr.err)
@@ -209,10 +211,10 @@ func (h *Handler) applyOp(cand *oc.Root, o *setOp) *opError {
 	return nil
 }
 
-// commit checks the candidate, applies it to the dataplane and makes it the
-// intended configuration, publishing its leaves. It returns the timestamp
-// of the publication.
-func (h *Handler) commit(ctx context.Context, cand *oc.Root) (int64, *opError) {
+// commit checks the candidate, applies it to the dataplane, persists it
+// when durable and makes it the intended configuration, publishing its
+// leaves. It returns the timestamp of the publication.
+func (h *Handler) commit(ctx context.Context, cand *oc.Root, durable bool) (int64, *opError) {
 	invalid := func(err error) *opError { return &opError{code: codes.InvalidArgument, op: -1, err: err} }
 	if err := schema.NormalizeKeys(cand); err != nil {
 		return 0, invalid(err)
@@ -242,6 +244,16 @@ func (h *Handler) commit(ctx context.Context, cand *oc.Root) (int64, *opError) {
 			return 0, invalid(fmt.Errorf("rejected by the dataplane: %w", err))
 		}
 		return 0, &opError{code: errCode(err), op: -1, err: fmt.Errorf("dataplane: %w", err)}
+	}
+	if durable {
+		if err := h.persist(ctx, cand); err != nil {
+			// Not kept, not committed: the dataplane goes back to the
+			// intended configuration, which it ran a moment ago.
+			if rerr := h.dp.ApplyConfig(context.WithoutCancel(ctx), h.intended.GetOrCreateLhcnp()); rerr != nil {
+				h.o.log.Error("startup configuration not written; restoring the dataplane failed", "err", rerr)
+			}
+			return 0, &opError{code: codes.Internal, op: -1, err: fmt.Errorf("startup configuration: %w", err)}
+		}
 	}
 	// Committed: from here on nothing fails.
 	h.intended = cand

@@ -32,6 +32,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
 	"github.com/lhcnp/lhcnp/server/dataplane"
+	"github.com/lhcnp/lhcnp/server/startup"
 	"github.com/lhcnp/lhcnp/server/switchmetrics"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
@@ -87,6 +88,14 @@ type Config struct {
 	// TargetOptions are the security options of every gNMI target
 	// (target.WithAuth, WithTLS or WithInsecure).
 	TargetOptions []service.Option
+	// StartupDir, if set, keeps each switch's startup configuration,
+	// NAME.json (package startup): every Set and confirmed commit is
+	// written there, and a switch starts from it rather than from its
+	// Config when it is there. IgnoreStartup starts every switch from its
+	// Config (none: the dataplane's defaults) instead, and overwrites the
+	// file (removes it when there is no Config).
+	StartupDir    string
+	IgnoreStartup bool
 	// Metrics, if set, receives each target's RPC, Set, Subscribe and
 	// commit metrics (labelled switch=NAME when it is metrics.NewShared, as
 	// it must be for more than one switch) and the engine's lag.
@@ -115,6 +124,7 @@ type Fabric struct {
 	net      *dataplane.Network
 	switches []*Served
 	wires    []*udpwire.Wire
+	locks    []*startup.Lock // of the startup files, held until Close or the end of Run
 	log      *slog.Logger
 	clockMu  sync.Mutex
 	// onStage, set by tests, is called as Run passes each stage of its
@@ -186,13 +196,20 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 		st := store.New()
 		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports, dataplane.WithSpeed(cfg.Speed))
 		pub := dataplane.NewPublisher(sch, st, b, dataplane.WithInterval(cfg.PublishInterval))
-		h := service.NewHandler(sch, st, b, service.WithStatePublisher(pub), service.WithLogger(log.With("switch", s.Name)))
-		if len(s.Config) > 0 {
-			if err := h.LoadJSON(ctx, s.Config); err != nil {
-				return nil, fmt.Errorf("switch %s: %s: %w", s.Name, s.ConfigName, err)
+		hopts := []service.HandlerOption{service.WithStatePublisher(pub), service.WithLogger(log.With("switch", s.Name))}
+		var sf *startup.File
+		if cfg.StartupDir != "" {
+			sf = startup.New(startup.FileName(cfg.StartupDir, s.Name))
+			lk, err := sf.Lock()
+			if err != nil {
+				return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 			}
-		} else if err := pub.PublishNow(ctx); err != nil {
-			return nil, err
+			f.locks = append(f.locks, lk)
+			hopts = append(hopts, service.WithPersister(sf))
+		}
+		h := service.NewHandler(sch, st, b, hopts...)
+		if err := loadConfig(ctx, h, pub, s, sf, cfg.IgnoreStartup); err != nil {
+			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 		}
 		sub := subscribe.New(st,
 			subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
@@ -239,6 +256,38 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 		f.wires = append(f.wires, uw)
 	}
 	return f, nil
+}
+
+// loadConfig applies a switch's configuration at start: its startup file
+// when it has one (and ignore is false), else its initial Config (which is
+// then persisted), else none. A startup file that does not load is an
+// error naming it, never a silent start from defaults.
+func loadConfig(ctx context.Context, h *service.Handler, pub *dataplane.Publisher, s Switch, sf *startup.File, ignore bool) error {
+	if sf != nil && !ignore {
+		data, ok, err := sf.Read()
+		if err != nil {
+			return fmt.Errorf("startup configuration: %w", err)
+		}
+		if ok {
+			if err := h.LoadJSON(ctx, data); err != nil {
+				return fmt.Errorf("startup configuration %s: %w (correct or remove the file, or start with --ignore-startup to start from the initial configuration)",
+					sf.Path(), err)
+			}
+			return nil
+		}
+	}
+	if len(s.Config) > 0 {
+		if err := h.LoadJSON(ctx, s.Config); err != nil {
+			return fmt.Errorf("%s: initial configuration: %w", s.ConfigName, err)
+		}
+		return nil
+	}
+	if sf != nil {
+		if err := sf.Remove(); err != nil {
+			return fmt.Errorf("startup configuration: %w", err)
+		}
+	}
+	return pub.PublishNow(ctx)
 }
 
 // linkVNI numbers a link by its place in the scenario, from 1: the same
@@ -333,10 +382,18 @@ func (f *Fabric) waitForWires(ctx context.Context) {
 	}
 }
 
-// Close releases the listeners of a fabric that will not Run.
+// Close releases the listeners of a fabric that will not Run, and the
+// startup files' locks.
 func (f *Fabric) Close() {
 	for _, s := range f.switches {
 		s.lis.Close()
+	}
+	f.releaseLocks()
+}
+
+func (f *Fabric) releaseLocks() {
+	for _, l := range f.locks {
+		l.Release()
 	}
 }
 
@@ -344,6 +401,7 @@ func (f *Fabric) Close() {
 // and frames on every wire until ctx ends (nil then), or until a server,
 // a wire or the engine fails.
 func (f *Fabric) Run(ctx context.Context) error {
+	defer f.releaseLocks()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	epoch := f.cfg.Epoch

@@ -1,0 +1,195 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/server/startup"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+const wanQ0 = "/lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/alpha"
+
+// startN1 builds (without running) a fabric of n1 with its lab
+// configuration and the startup files in dir.
+func startN1(t *testing.T, dir string, ignore bool) (*Fabric, error) {
+	t.Helper()
+	f, err := New(context.Background(), Config{Scenario: loadLab(t), Speed: 0.02, StartupDir: dir, IgnoreStartup: ignore,
+		TargetOptions: []service.Option{service.WithInsecure()},
+		Switches:      []Switch{{Name: "n1", Listen: "127.0.0.1:0", Config: readFile(t, "../../examples/lab-n1.json"), ConfigName: "lab-n1.json"}}})
+	if err == nil {
+		t.Cleanup(f.Close)
+	}
+	return f, err
+}
+
+func alphaPath(t *testing.T) *gnmi.Path {
+	return path(t, "lhcnp", "interfaces", "interface[name=wan]", "queues", "queue[id=0]", "config", "alpha")
+}
+
+// alphaOf reads n1's WAN queue alpha with Get (type CONFIG).
+func alphaOf(t *testing.T, f *Fabric) string {
+	t.Helper()
+	resp, err := f.Switch("n1").Handler.Get(context.Background(), &gnmi.GetRequest{Path: []*gnmi.Path{alphaPath(t)},
+		Type: gnmi.GetRequest_CONFIG, Encoding: gnmi.Encoding_JSON_IETF})
+	if err != nil {
+		t.Fatalf("Get alpha: %v", err)
+	}
+	var a string
+	if err := json.Unmarshal(resp.GetNotification()[0].GetUpdate()[0].GetVal().GetJsonIetfVal(), &a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func alphaUpdate(t *testing.T, v string) []*gnmi.Update {
+	return []*gnmi.Update{{Path: alphaPath(t), Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`"` + v + `"`)}}}}
+}
+
+func commitExt(c *gnmi_ext.Commit) []*gnmi_ext.Extension {
+	return []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_Commit{Commit: c}}}
+}
+
+// TestStartupConfiguration: a switch with a state directory starts from
+// the configuration it was last committed with: a Set and a confirmed
+// commit survive a restart, a commit never confirmed does not,
+// IgnoreStartup starts from the initial configuration (and keeps that).
+func TestStartupConfiguration(t *testing.T) {
+	set := func(t *testing.T, f *Fabric, req *gnmi.SetRequest) {
+		t.Helper()
+		if _, err := f.Switch("n1").Handler.Set(context.Background(), req); err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+	}
+	commit := func(t *testing.T, f *Fabric, v string) {
+		set(t, f, &gnmi.SetRequest{Update: alphaUpdate(t, v), Extension: commitExt(&gnmi_ext.Commit{Id: "c1",
+			Action: &gnmi_ext.Commit_Commit{Commit: &gnmi_ext.CommitRequest{RollbackDuration: durationpb.New(time.Hour)}}})})
+	}
+	tests := []struct {
+		desc   string
+		change func(t *testing.T, f *Fabric)
+		ignore bool // the restart ignores the startup file
+		want   string
+	}{
+		{desc: "nothing changed", change: func(*testing.T, *Fabric) {}, want: "1"},
+		{desc: "a set", change: func(t *testing.T, f *Fabric) { set(t, f, &gnmi.SetRequest{Update: alphaUpdate(t, "0.5")}) }, want: "0.5"},
+		{desc: "a confirmed commit", change: func(t *testing.T, f *Fabric) {
+			commit(t, f, "0.5")
+			set(t, f, &gnmi.SetRequest{Extension: commitExt(&gnmi_ext.Commit{Id: "c1", Action: &gnmi_ext.Commit_Confirm{Confirm: &gnmi_ext.CommitConfirm{}}})})
+		}, want: "0.5"},
+		{desc: "a commit never confirmed", change: func(t *testing.T, f *Fabric) {
+			set(t, f, &gnmi.SetRequest{Update: alphaUpdate(t, "0.75")})
+			commit(t, f, "0.5")
+		}, want: "0.75"},
+		{desc: "a cancelled commit", change: func(t *testing.T, f *Fabric) {
+			commit(t, f, "0.5")
+			set(t, f, &gnmi.SetRequest{Extension: commitExt(&gnmi_ext.Commit{Id: "c1", Action: &gnmi_ext.Commit_Cancel{Cancel: &gnmi_ext.CommitCancel{}}})})
+		}, want: "1"},
+		{desc: "a set, restarted ignoring it", change: func(t *testing.T, f *Fabric) { set(t, f, &gnmi.SetRequest{Update: alphaUpdate(t, "0.5")}) },
+			ignore: true, want: "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "switches")
+			f, err := startN1(t, dir, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.change(t, f)
+			f.Close()
+			again, err := startN1(t, dir, tt.ignore)
+			if err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+			if got := alphaOf(t, again); got != tt.want {
+				t.Errorf("alpha after the restart = %s, want %s", got, tt.want)
+			}
+			again.Close()
+			// What the switch runs is what it starts from next time.
+			third, err := startN1(t, dir, false)
+			if err != nil {
+				t.Fatalf("second restart: %v", err)
+			}
+			if got := alphaOf(t, third); got != tt.want {
+				t.Errorf("alpha after a second restart = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestStartupFileInUse: a second fabric running the same switch with the
+// same startup file is refused; once the first is closed, it starts.
+func TestStartupFileInUse(t *testing.T) {
+	dir := t.TempDir()
+	first, err := startN1(t, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = startN1(t, dir, false)
+	if !errors.Is(err, startup.ErrInUse) || !strings.Contains(err.Error(), "another state directory") {
+		t.Fatalf("second start: %v, want ErrInUse", err)
+	}
+	first.Close()
+	if _, err := startN1(t, dir, false); err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+}
+
+// TestBadStartupFile: a startup file that does not load stops the start
+// with an error naming the file and the path or reason; it never falls
+// back to defaults silently.
+func TestBadStartupFile(t *testing.T) {
+	good := string(readFile(t, "../../examples/lab-n1.json"))
+	tests := []struct {
+		desc string
+		file string
+		want []string // in the error
+	}{
+		{desc: "truncated", file: good[:len(good)/2], want: []string{"malformed JSON"}},
+		{desc: "a value of the wrong type", file: strings.Replace(good, `"alpha": "1.0"`, `"alpha": "fast"`, 1), want: []string{"alpha"}},
+		{desc: "an unknown leaf", file: strings.Replace(good, `"alpha": "1.0"`, `"alfa": "1.0"`, 1), want: []string{"alfa"}},
+		{desc: "a rule of the model", file: strings.Replace(good, `"k-base": "65536"`, `"k-base": "65536", "kmax-mode": "EXPLICIT"`, 1),
+			want: []string{"/config/kmax: must be set"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "n1.json")
+			if err := os.WriteFile(file, []byte(tt.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := startN1(t, dir, false)
+			if err == nil {
+				t.Fatal("start with a bad startup file succeeded")
+			}
+			t.Logf("error: %v", err)
+			for _, w := range append([]string{"switch n1: startup configuration " + file + ": ", "--ignore-startup"}, tt.want...) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			// The file is left as it was, for the operator to read.
+			if diff := cmp.Diff(tt.file, string(readFile(t, file))); diff != "" {
+				t.Errorf("bad file changed (-before +after):\n%s", diff)
+			}
+			// Started ignoring it, the switch runs its initial configuration.
+			f, err := startN1(t, dir, true)
+			if err != nil {
+				t.Fatalf("start ignoring the bad file: %v", err)
+			}
+			if got := alphaOf(t, f); got != "1" {
+				t.Errorf("alpha = %s, want the initial 1", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,172 @@
+// Package startup keeps one switch's startup configuration in a file: the
+// configuration the switch was last committed with (JSON_IETF of its
+// config tree, as gNMI Get CONFIG returns it), which it loads again when
+// it starts, as a real switch boots from its saved configuration.
+//
+// A File is the service.Persister of a switch's gNMI handler. A write is
+// atomic and durable: the new document goes to a temporary file in the
+// same directory, is synced, renamed over the old one and the directory
+// synced, so that after a crash at any instant the file holds either the
+// old document or the new one, whole. It holds no policy of what to keep
+// (gnmi/service decides: never a commit waiting for confirmation).
+package startup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/lhcnp/lhcnp/gnmi/service"
+)
+
+// File is a startup configuration file.
+type File struct {
+	path string
+}
+
+var _ service.Persister = (*File)(nil)
+
+// FileName is the startup file of switch name in a state directory.
+func FileName(dir, name string) string { return filepath.Join(dir, name+".json") }
+
+// New returns the startup file at path (it need not exist yet).
+func New(path string) *File { return &File{path: path} }
+
+// Path returns the file's path.
+func (f *File) Path() string { return f.path }
+
+// tempPrefix starts the name of a write in progress, beside the file.
+func (f *File) tempPrefix() string { return "." + filepath.Base(f.path) + ".tmp-" }
+
+// Read returns the saved configuration; ok is false when there is none.
+// Writes a crash interrupted (temporary files) are removed.
+func (f *File) Read() (data []byte, ok bool, err error) {
+	dir := filepath.Dir(f.path)
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), f.tempPrefix()) {
+				_ = os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	data, err = os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+// Persist replaces the file's content with config atomically and durably
+// (service.Persister). ctx is not consulted: a write once begun is
+// finished, it takes a few milliseconds.
+func (f *File) Persist(_ context.Context, config []byte) (err error) {
+	dir := filepath.Dir(f.path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, f.tempPrefix()+"*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(config); err != nil {
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), f.path); err != nil {
+		return err
+	}
+	// The rename is durable once the directory is. (Should this sync
+	// fail, the new document may or may not survive a crash.)
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Remove deletes the file (a start from the initial configuration when
+// there is none to save).
+func (f *File) Remove() error {
+	if err := os.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// ErrInUse is returned (wrapped) by Lock when another process, or another
+// fabric of this one, runs the switch with the same startup file.
+var ErrInUse = errors.New("in use")
+
+// Lock is a running switch's hold on its startup file: an exclusive flock
+// on PATH.lock, released by the kernel when the process ends however it
+// ends (a killed switch leaves no stale lock). Two switches writing one
+// file would each start from the other's configuration.
+type Lock struct {
+	f *os.File
+}
+
+// Lock takes the file's lock, creating its directory; a file locked by a
+// running switch is refused with ErrInUse naming that process.
+func (f *File) Lock() (*Lock, error) {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+		return nil, err
+	}
+	path := f.path + ".lock"
+	lf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		lf.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder := "another switch"
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+				holder = fmt.Sprintf("the switch of pid %d", pid)
+			}
+			return nil, fmt.Errorf("startup configuration %s is %w by %s: stop it, or give this one another state directory (--state-dir)", f.path, ErrInUse, holder)
+		}
+		return nil, fmt.Errorf("startup configuration %s: lock: %w", f.path, err)
+	}
+	if err := lf.Truncate(0); err == nil {
+		_, _ = lf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &Lock{f: lf}, nil
+}
+
+// Release drops the lock (the lock file stays: removing it would race with
+// a switch that opened it meanwhile). Safe to call more than once.
+func (l *Lock) Release() {
+	if l == nil || l.f == nil {
+		return
+	}
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	l.f.Close()
+	l.f = nil
+}
