@@ -4,9 +4,12 @@
 // or discrete value), turns GoStructs into leaves and leaves back into
 // GoStructs, and encodes values and subtrees in JSON, JSON_IETF and PROTO.
 //
-// It knows the schema but neither RPCs nor the dataplane: status codes are
-// chosen by the caller (gnmi/service), and the only data it touches is what
-// it is given.
+// It knows the schema and the node's rules, not RPCs or a running
+// dataplane: the model's rules (K_min below K_max, which actions a trigger
+// may take) are the node's own (dataplane-sim/lhcnp), applied here to the
+// YANG leaves through the one YANG-to-node action table (NodeAction), so
+// that errors name the path; status codes are chosen by the caller
+// (gnmi/service), and the only data it touches is what it is given.
 package schema
 
 import (
