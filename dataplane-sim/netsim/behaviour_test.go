@@ -145,7 +145,15 @@ func TestPFCPreventsDrops(t *testing.T) {
 			rx += f.Receiver.RxBytes()
 		}
 		for _, p := range in.sw.Ports() {
-			pauses += p.Stats().PFCPauseTx
+			st := p.Stats()
+			pauses += st.PFCPauseTx
+			var byPrio int64
+			for _, n := range st.PFCPauseTxPrio {
+				byPrio += n
+			}
+			if byPrio != st.PFCPauseTx {
+				t.Errorf("port %s: %d PAUSE frames by priority, %d in all", p.Name(), byPrio, st.PFCPauseTx)
+			}
 		}
 		return in.bottleneck.Stats().DropPackets, float64(rx*8) / end.Seconds(), pauses
 	}

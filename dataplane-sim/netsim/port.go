@@ -79,13 +79,14 @@ func (c *PortConfig) Validate() error {
 
 // PortStats are a port's counters since the start of the simulation.
 type PortStats struct {
-	TxPackets, TxBytes      int64 // frames sent on the egress link (incl. PFC)
-	RxPackets, RxBytes      int64 // frames received from the ingress link
-	DropPackets, DropBytes  int64 // tail drops at this egress
-	ECNMarks                int64 // packets this egress marked CE
-	PFCPauseTx, PFCResumeTx int64 // PFC frames this port sent upstream
-	PFCPauseRx              int64 // PAUSE frames received (egress held)
-	PeakQueueBytes          int64 // highest total egress occupancy seen
+	TxPackets, TxBytes      int64          // frames sent on the egress link (incl. PFC)
+	RxPackets, RxBytes      int64          // frames received from the ingress link
+	DropPackets, DropBytes  int64          // tail drops at this egress
+	ECNMarks                int64          // packets this egress marked CE
+	PFCPauseTx, PFCResumeTx int64          // PFC frames this port sent upstream
+	PFCPauseTxPrio          [NumPrio]int64 // PFCPauseTx by priority
+	PFCPauseRx              int64          // PAUSE frames received (egress held)
+	PeakQueueBytes          int64          // highest total egress occupancy seen
 	// PFCPausedNs is the simulated time during which the peer held at
 	// least one egress priority of this port (PAUSE to RESUME), and
 	// PFCPausedPrioNs the same per priority; both include the pause under
@@ -402,6 +403,7 @@ func (pt *Port) ingressAdd(prio int, size int64) {
 	if !pt.pauseSent[prio] && pt.ingressBytes[prio] >= c.XOFFBytes && c.covers(prio) {
 		pt.pauseSent[prio] = true
 		pt.stats.PFCPauseTx++
+		pt.stats.PFCPauseTxPrio[prio]++
 		pt.sendPFC(prio, true)
 	}
 }

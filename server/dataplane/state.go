@@ -247,6 +247,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	c.EmrTriggers = ygot.Uint64(uint64(qcnt.EMRTriggers))
 	c.QgrTriggers = ygot.Uint64(uint64(qcnt.QGRTriggers))
 	c.DroppedPackets = ygot.Uint64(uint64(qcnt.Drops))
+	c.PfcPauseFrames = ygot.Uint64(uint64(qs.PFCPauseFrames))
 
 	a := q.GetOrCreateActionPolicy().GetOrCreateState()
 	a.DefaultAction = actionFromWire(qc.Action.DefaultAction)
