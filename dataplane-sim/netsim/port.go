@@ -85,8 +85,11 @@ type PortStats struct {
 	ECNMarks                int64          // packets this egress marked CE
 	PFCPauseTx, PFCResumeTx int64          // PFC frames this port sent upstream
 	PFCPauseTxPrio          [NumPrio]int64 // PFCPauseTx by priority
-	PFCPauseRx              int64          // PAUSE frames received (egress held)
-	PeakQueueBytes          int64          // highest total egress occupancy seen
+	// TxPrioPackets and TxPrioBytes are the frames sent from each
+	// priority's queue (TxPackets and TxBytes less the control frames).
+	TxPrioPackets, TxPrioBytes [NumPrio]int64
+	PFCPauseRx                 int64 // PAUSE frames received (egress held)
+	PeakQueueBytes             int64 // highest total egress occupancy seen
 	// PFCPausedNs is the simulated time during which the peer held at
 	// least one egress priority of this port (PAUSE to RESUME), and
 	// PFCPausedPrioNs the same per priority; both include the pause under
@@ -474,7 +477,8 @@ func (pt *Port) tryTransmit() {
 		return
 	}
 	var p *Packet
-	if pt.ctrl.n > 0 {
+	ctrl := pt.ctrl.n > 0
+	if ctrl {
 		p = pt.ctrl.pop()
 	} else if p = pt.dequeue(); p == nil {
 		if pt.host == nil {
@@ -490,6 +494,10 @@ func (pt *Port) tryTransmit() {
 	pt.busy = true
 	pt.stats.TxPackets++
 	pt.stats.TxBytes += int64(p.SizeBytes)
+	if !ctrl && int(p.Prio) < NumPrio {
+		pt.stats.TxPrioPackets[p.Prio]++
+		pt.stats.TxPrioBytes[p.Prio] += int64(p.SizeBytes)
+	}
 	p.SentAt = now
 	l.send(p, now+tx)
 	pt.net.sim.At(now+tx, pt, evTxDone, 0)

@@ -10,14 +10,20 @@ import (
 
 // A queue's pfc-pause-frames counter is published: the PAUSE frames its
 // port sent upstream for the queue's priority (it was never set, so the
-// collector's drops_and_pauses.pfc_pause_frames was NULL everywhere).
-func TestQueueStatePFCPauseFrames(t *testing.T) {
+// collector's drops_and_pauses.pfc_pause_frames was NULL everywhere); and
+// its packets and bytes are those transmitted from the queue, as the
+// leaves say, not the node's count of data packets enqueued (more than the
+// port sends while the queue grows: queue_utilisation read over 100 %).
+func TestQueueStateCounters(t *testing.T) {
 	for _, n := range []int64{0, 7} {
 		q := &oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue{}
-		queueState(q, &lhcnp.QueueState{ID: 3, PFCPauseFrames: n}, lhcnp.QueueConfig{}, func(engine.Time) uint64 { return 0 })
+		qs := lhcnp.QueueState{ID: 3, PFCPauseFrames: n, TxPackets: 2 * n, TxBytes: 1000 * n,
+			Counters: lhcnp.QueueCounters{Packets: 3 * n, Bytes: 5000 * n}}
+		queueState(q, &qs, lhcnp.QueueConfig{}, func(engine.Time) uint64 { return 0 })
 		c := q.GetState().GetCounters()
-		if c.PfcPauseFrames == nil || *c.PfcPauseFrames != uint64(n) {
-			t.Errorf("PFCPauseFrames %d: pfc-pause-frames %v, want %d", n, c.PfcPauseFrames, n)
+		got := [3]uint64{c.GetPfcPauseFrames(), c.GetPackets(), c.GetBytes()}
+		if want := [3]uint64{uint64(n), uint64(2 * n), uint64(1000 * n)}; got != want || c.PfcPauseFrames == nil {
+			t.Errorf("pfc-pause-frames, packets, bytes %v, want %v", got, want)
 		}
 	}
 }
