@@ -2,7 +2,9 @@ package compare
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,17 +14,39 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
 )
 
-// writePlots draws, for one scenario, the bottleneck's queue and the
-// senders' total sending rate over time, one line per mechanism, from the
-// runs' queues.csv and rates.csv.
+// writePlots draws, for one scenario, the bottleneck's queue (with the
+// K_min and K_max of the mechanisms that have them) and the senders' total
+// sending rate over time, one line per mechanism, from the runs'
+// queues.csv, thresholds.csv and rates.csv.
 func writePlots(outDir, name string, rows []Row) ([]string, error) {
 	queue := report.NewFamily("queue", "queue_bytes", "mechanism")
+	thresholds := report.NewFamily("thresholds", "bytes", "mechanism", "threshold")
 	rate := report.NewFamily("rate", "rate_bps", "mechanism")
 	for _, row := range rows {
 		qs := queue.Series(row.Mechanism)
 		rs := rate.Series(row.Mechanism)
+		ths := map[string]report.SeriesID{}
 		dir := filepath.Join(outDir, row.Dir)
-		err := readCSV(filepath.Join(dir, sim.QueuesCSV), func(f []string) error {
+		err := readCSV(filepath.Join(dir, sim.ThresholdsCSV), func(f []string) error {
+			if len(f) != 5 || f[1] != row.BottleneckNode || f[2] != row.BottleneckPeer {
+				return nil
+			}
+			t, v, err := ints(f[0], f[4])
+			if err != nil {
+				return err
+			}
+			id, ok := ths[f[3]]
+			if !ok {
+				id = thresholds.Series(row.Mechanism, f[3])
+				ths[f[3]] = id
+			}
+			thresholds.Add(t, id, v)
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		err = readCSV(filepath.Join(dir, sim.QueuesCSV), func(f []string) error {
 			if len(f) != 4 || f[1] != row.BottleneckNode || f[2] != row.BottleneckPeer {
 				return nil
 			}
@@ -63,7 +87,8 @@ func writePlots(outDir, name string, rows []Row) ([]string, error) {
 	files := []string{name + "-queue.png", name + "-rate.png"}
 	b := rows[0]
 	specs := []report.PlotSpec{
-		{Family: queue, File: files[0], Title: fmt.Sprintf("%s: queue at %s→%s", name, b.BottleneckNode, b.BottleneckPeer), YLabel: "queue (MB)", YScale: 1e-6},
+		{Family: queue, File: files[0], Title: fmt.Sprintf("%s: queue at %s→%s", name, b.BottleneckNode, b.BottleneckPeer), YLabel: "queue (MB)", YScale: 1e-6,
+			Thresholds: thresholds},
 		{Family: rate, File: files[1], Title: name + ": total sending rate of all flows", YLabel: "rate (Gb/s)", YScale: 1e-9, ByMean: true},
 	}
 	for _, sp := range specs {

@@ -115,6 +115,12 @@ type QueueState struct {
 	Flows                  int // flows egressing by this queue
 	LastCNP                LastCNP
 	Counters               QueueCounters
+	// PFCPauseFrames are the PFC PAUSE frames the port sent upstream for
+	// this queue's priority, and TxPackets and TxBytes the frames sent
+	// from this queue (from the port model; Counters counts data packets
+	// enqueued).
+	PFCPauseFrames     int64
+	TxPackets, TxBytes int64
 }
 
 // FlowTableState is the flow table.
@@ -177,6 +183,7 @@ func (n *Node) State(withFlows bool) State {
 				ECNMarkingPercent: q.emrAt(now), QueueGrowthBytesPerSec: q.qgrAt(now), CongLevel: levelQD(ps.pt.QueueBytes(prio), q.kmin, q.kmax),
 				ECNMarkingActive: ps.pt.QueueBytes(prio) > q.kmin, QDAboveKMax: q.qdAbove, EMRAboveVECN: q.emrAbove,
 				QGRAboveVGrowth: q.qgrAbove, Flows: len(q.flows), LastCNP: q.last, Counters: q.counters,
+				PFCPauseFrames: st.PFCPauseTxPrio[prio], TxPackets: st.TxPrioPackets[prio], TxBytes: st.TxPrioBytes[prio],
 			}
 			s.Collaborative.Deferrals += q.counters.Deferrals
 			s.Collaborative.Escalations += q.counters.Escalations

@@ -145,7 +145,23 @@ func TestPFCPreventsDrops(t *testing.T) {
 			rx += f.Receiver.RxBytes()
 		}
 		for _, p := range in.sw.Ports() {
-			pauses += p.Stats().PFCPauseTx
+			st := p.Stats()
+			pauses += st.PFCPauseTx
+			var byPrio int64
+			for _, n := range st.PFCPauseTxPrio {
+				byPrio += n
+			}
+			if byPrio != st.PFCPauseTx {
+				t.Errorf("port %s: %d PAUSE frames by priority, %d in all", p.Name(), byPrio, st.PFCPauseTx)
+			}
+			// A port that sent no PFC frame sent only from its queues.
+			var txBytes int64
+			for _, n := range st.TxPrioBytes {
+				txBytes += n
+			}
+			if st.PFCPauseTx+st.PFCResumeTx == 0 && txBytes != st.TxBytes {
+				t.Errorf("port %s: %d bytes sent by priority, %d in all", p.Name(), txBytes, st.TxBytes)
+			}
 		}
 		return in.bottleneck.Stats().DropPackets, float64(rx*8) / end.Seconds(), pauses
 	}

@@ -79,13 +79,17 @@ func (c *PortConfig) Validate() error {
 
 // PortStats are a port's counters since the start of the simulation.
 type PortStats struct {
-	TxPackets, TxBytes      int64 // frames sent on the egress link (incl. PFC)
-	RxPackets, RxBytes      int64 // frames received from the ingress link
-	DropPackets, DropBytes  int64 // tail drops at this egress
-	ECNMarks                int64 // packets this egress marked CE
-	PFCPauseTx, PFCResumeTx int64 // PFC frames this port sent upstream
-	PFCPauseRx              int64 // PAUSE frames received (egress held)
-	PeakQueueBytes          int64 // highest total egress occupancy seen
+	TxPackets, TxBytes      int64          // frames sent on the egress link (incl. PFC)
+	RxPackets, RxBytes      int64          // frames received from the ingress link
+	DropPackets, DropBytes  int64          // tail drops at this egress
+	ECNMarks                int64          // packets this egress marked CE
+	PFCPauseTx, PFCResumeTx int64          // PFC frames this port sent upstream
+	PFCPauseTxPrio          [NumPrio]int64 // PFCPauseTx by priority
+	// TxPrioPackets and TxPrioBytes are the frames sent from each
+	// priority's queue (TxPackets and TxBytes less the control frames).
+	TxPrioPackets, TxPrioBytes [NumPrio]int64
+	PFCPauseRx                 int64 // PAUSE frames received (egress held)
+	PeakQueueBytes             int64 // highest total egress occupancy seen
 	// PFCPausedNs is the simulated time during which the peer held at
 	// least one egress priority of this port (PAUSE to RESUME), and
 	// PFCPausedPrioNs the same per priority; both include the pause under
@@ -402,6 +406,7 @@ func (pt *Port) ingressAdd(prio int, size int64) {
 	if !pt.pauseSent[prio] && pt.ingressBytes[prio] >= c.XOFFBytes && c.covers(prio) {
 		pt.pauseSent[prio] = true
 		pt.stats.PFCPauseTx++
+		pt.stats.PFCPauseTxPrio[prio]++
 		pt.sendPFC(prio, true)
 	}
 }
@@ -472,7 +477,8 @@ func (pt *Port) tryTransmit() {
 		return
 	}
 	var p *Packet
-	if pt.ctrl.n > 0 {
+	ctrl := pt.ctrl.n > 0
+	if ctrl {
 		p = pt.ctrl.pop()
 	} else if p = pt.dequeue(); p == nil {
 		if pt.host == nil {
@@ -488,6 +494,10 @@ func (pt *Port) tryTransmit() {
 	pt.busy = true
 	pt.stats.TxPackets++
 	pt.stats.TxBytes += int64(p.SizeBytes)
+	if !ctrl && int(p.Prio) < NumPrio {
+		pt.stats.TxPrioPackets[p.Prio]++
+		pt.stats.TxPrioBytes[p.Prio] += int64(p.SizeBytes)
+	}
 	p.SentAt = now
 	l.send(p, now+tx)
 	pt.net.sim.At(now+tx, pt, evTxDone, 0)

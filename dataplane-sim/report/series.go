@@ -153,32 +153,38 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return file.Close()
 }
 
-// Recorder holds the three families every run writes:
+// Recorder holds the families every run writes:
 //
-//	queues.csv   time_ns,node,port,queue_bytes
-//	rates.csv    time_ns,flow,rate_bps
-//	counters.csv time_ns,node,port,counter,value
+//	queues.csv     time_ns,node,port,queue_bytes
+//	rates.csv      time_ns,flow,rate_bps
+//	counters.csv   time_ns,node,port,counter,value
+//	thresholds.csv time_ns,node,port,threshold,bytes
 //
 // A port is named by its node and the node at the other end of its link.
-// Counters are cumulative since the start of the run.
+// Counters are cumulative since the start of the run. Thresholds are the
+// congestion-aware ports' K_min and K_max (threshold "K_min", "K_max"),
+// recorded at the first sample and whenever they change; the queue plot
+// draws them.
 type Recorder struct {
-	Queues   *Family
-	Rates    *Family
-	Counters *Family
+	Queues     *Family
+	Rates      *Family
+	Counters   *Family
+	Thresholds *Family
 }
 
 // NewRecorder returns an empty recorder.
 func NewRecorder() *Recorder {
 	return &Recorder{
-		Queues:   NewFamily("queues", "queue_bytes", "node", "port"),
-		Rates:    NewFamily("rates", "rate_bps", "flow"),
-		Counters: NewFamily("counters", "value", "node", "port", "counter"),
+		Queues:     NewFamily("queues", "queue_bytes", "node", "port"),
+		Rates:      NewFamily("rates", "rate_bps", "flow"),
+		Counters:   NewFamily("counters", "value", "node", "port", "counter"),
+		Thresholds: NewFamily("thresholds", "bytes", "node", "port", "threshold"),
 	}
 }
 
-// WriteCSV writes the three CSV files into dir.
+// WriteCSV writes the four CSV files into dir.
 func (r *Recorder) WriteCSV(dir string) error {
-	for _, f := range []*Family{r.Queues, r.Rates, r.Counters} {
+	for _, f := range []*Family{r.Queues, r.Rates, r.Counters, r.Thresholds} {
 		if err := f.WriteFile(dir); err != nil {
 			return err
 		}

@@ -195,6 +195,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			counts["not_sent"] += nc.NoAddress + nc.NoFormat + nc.NoRoute + nc.EncodeErrors
 		}
 	})
+	env.onSample(thresholdRecorder(env.r.rec.Thresholds, m.Nodes))
 	if env.Scenario.Tuner != nil {
 		installTuner(env, m, *env.Scenario.Tuner)
 	}
@@ -202,6 +203,45 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		observe(m, env)
 	}
 	return nil
+}
+
+// thresholdRecorder returns a sample hook that records every node's ports'
+// K_min and K_max (their first queue's: the scenario configures every queue
+// of a port alike) into thresholds.csv when they change, so that the queue
+// plot draws them as steps (the tuner and link events move them).
+func thresholdRecorder(f *report.Family, nodes []*lhcnp.Node) func(engine.Time) {
+	type port struct {
+		kmin, kmax       report.SeriesID
+		lastMin, lastMax int64
+		recorded         bool
+	}
+	ports := map[string]*port{} // node + "\x00" + port name
+	return func(now engine.Time) {
+		for _, n := range nodes {
+			sw := n.Switch()
+			for _, ps := range n.State(false).Ports {
+				q := ps.Queues[0]
+				k := sw.Name() + "\x00" + ps.Name
+				p := ports[k]
+				if p == nil {
+					var peer string
+					for _, pt := range sw.Ports() {
+						if pt.Name() == ps.Name {
+							peer = pt.Peer().Node().Name()
+						}
+					}
+					p = &port{kmin: f.Series(sw.Name(), peer, "K_min"), kmax: f.Series(sw.Name(), peer, "K_max")}
+					ports[k] = p
+				}
+				if p.recorded && p.lastMin == q.KMinBytes && p.lastMax == q.KMaxBytes {
+					continue
+				}
+				p.recorded, p.lastMin, p.lastMax = true, q.KMinBytes, q.KMaxBytes
+				f.Add(now.Nanos(), p.kmin, q.KMinBytes)
+				f.Add(now.Nanos(), p.kmax, q.KMaxBytes)
+			}
+		}
+	}
 }
 
 // nodeConfig maps the scenario's parameters onto one node's configuration.

@@ -74,6 +74,11 @@ func (r *runner) sample(now engine.Time) {
 		}
 		rec.Rates.Add(t, fr.rate, rate)
 	}
+	if r.env != nil {
+		for _, f := range r.env.sampleHooks {
+			f(now)
+		}
+	}
 }
 
 func (r *runner) advanceCapacity(pr *portRun, now engine.Time) {

@@ -46,6 +46,7 @@ type Env struct {
 	counters     map[string]int64
 	summaryHooks []func(*report.Input)
 	writeHooks   []func(outDir string) error
+	sampleHooks  []func(now engine.Time)
 }
 
 // mechCounters returns the run's mechanism counters (summary.json
@@ -71,6 +72,10 @@ func (e *Env) countFunctions(fs []mechanism.Function) {
 // onSummary registers f to add to the summary's input at the end of the
 // run.
 func (e *Env) onSummary(f func(*report.Input)) { e.summaryHooks = append(e.summaryHooks, f) }
+
+// onSample registers f to record series of its own at every sample, after
+// the runner's.
+func (e *Env) onSample(f func(now engine.Time)) { e.sampleHooks = append(e.sampleHooks, f) }
 
 // onWrite registers f to write a file of its own into the run's output
 // directory, after the summary.

@@ -66,13 +66,15 @@ const (
 	QueuesCSV   = "queues.csv"
 	RatesCSV    = "rates.csv"
 	CountersCSV = "counters.csv"
-	SummaryJSON = "summary.json"
-	QueuesPNG   = "queues.png"
-	RatesPNG    = "rates.png"
+	// ThresholdsCSV holds the congestion-aware ports' K_min and K_max.
+	ThresholdsCSV = "thresholds.csv"
+	SummaryJSON   = "summary.json"
+	QueuesPNG     = "queues.png"
+	RatesPNG      = "rates.png"
 )
 
 // Run simulates sc and writes queues.csv, rates.csv, counters.csv,
-// summary.json, queues.png and rates.png into outDir (created if needed),
+// thresholds.csv, summary.json, queues.png and rates.png into outDir (created if needed),
 // and tuner.csv when the scenario has a tuner block.
 // It returns the summary. When ctx ends, Run stops between slices of
 // simulated time and returns ctx's error without writing anything.

@@ -5,11 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/lhcnp/lhcnp/lab/dashboard"
 )
@@ -82,7 +85,7 @@ func browser(t *testing.T) context.Context {
 const chartPoints = `(() => {
   const out = {};
   for (const [name, c] of Object.entries(window.lhcnpDashboard.charts)) {
-    out[name] = { x: c.data[0].length, series: c.data.slice(1).map((s) => s.filter((v) => v !== null).length) };
+    out[name] = { x: c.data[0].length, series: c.data.slice(1).map((s) => s.filter((v) => v !== null && v !== undefined).length) };
   }
   return out;
 })()`
@@ -130,33 +133,50 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("chart %s: no points", name)
 		}
 		for i, n := range p.Series {
-			if n == 0 {
+			if n == 0 && (name != "tuner" || i != 2) { // no operator's change yet
 				t.Errorf("chart %s: series %d has no points", name, i+1)
 			}
 		}
 	}
-	if p := got["tuner"]; len(p.Series) != 2 || p.Series[1] != 1 {
-		t.Errorf("tuner chart: %+v, want one decision point", p)
+	if p := got["tuner"]; len(p.Series) != 3 || p.Series[1] != 1 || p.Series[2] != 0 {
+		t.Errorf("tuner chart: %+v, want one decision point and no operator's change", p)
 	}
+	checkReadable(ctx, t)
 
 	row, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#tuner tbody tr.decision")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{fx.DecisionReason, "confirmed", "alpha 0.5 → 0.25"} {
+	for _, want := range []string{fx.DecisionReason, "confirmed", "alpha 0.5 → 0.25", "2" /* ISO date */} {
 		if !strings.Contains(row, want) {
 			t.Errorf("tuner table row %q lacks %q", row, want)
 		}
 	}
 
 	// Live: a decision recorded now shows up without a reload.
+	// Its reason is in words: the duration rounded with its unit, the
+	// tuner's key named.
 	exec(`INSERT INTO tuner_actions (target, interface, queue, reason, before, after, outcome, dry_run)
-		VALUES ('n1', 'n1-wan', 3, 'live: a second decision', '{"alpha": 0.25}', '{"alpha": 0.125}', 'dry-run', true)`)
+		VALUES ('n1', 'n1-wan', 3, 'live: last change 1m3.2843s ago, queue 1250000 B above delay_high_rtt', '{"alpha": 0.25}', '{"alpha": 0.125}', 'dry-run', true)`)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
-		`[...document.querySelectorAll("#tuner tbody tr")].some((r) => r.textContent.includes("live: a second decision")) &&
-		window.lhcnpDashboard.charts.tuner.data[2].filter((v) => v !== null).length === 2`,
+		`[...document.querySelectorAll("#tuner tbody tr")].some((r) => r.textContent.includes("live: last change 63 s ago, queue 1.25 MB above the high-delay limit")) &&
+		window.lhcnpDashboard.charts.tuner.data[2].filter((v) => v !== null && v !== undefined).length === 2`,
 		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
-		t.Fatalf("the decision recorded after the page loaded did not appear: %v", err)
+		t.Fatalf("the decision recorded after the page loaded did not appear in words: %v", err)
+	}
+
+	// An operator sets alpha to 0.75 for a moment: no decision of the tuner
+	// did, so the page marks it as an operator's change.
+	exec(`INSERT INTO samples (ts, series_id, v_num, flags, batch_id)
+		SELECT $1, id, 0.75, 0, 1 FROM series
+		WHERE target = 'n1' AND schema_path = '/lhcnp/interfaces/interface/queues/queue/state/alpha'
+		  AND keys = '{"name": "n1-wan", "id": "3"}'`, fx.End.Add(-2500*time.Millisecond))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
+		`[...document.querySelectorAll("#changes tbody tr.by-operator")].some((r) => r.textContent.includes("alpha 0.25 → 0.75")) &&
+		[...document.querySelectorAll("#changes tbody tr.by-tuner")].some((r) => r.textContent.includes("alpha 0.5 → 0.25")) &&
+		window.lhcnpDashboard.charts.tuner.data[3].filter((v) => v !== null && v !== undefined).length >= 1`,
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the operator's change is not marked apart from the tuner's: %v", err)
 	}
 
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -168,4 +188,154 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", file, len(shot))
+
+	// Simulated time on the x axis: the window's span times the speed,
+	// from 0, in units.
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#x-select"), "sim")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#x-select").dispatchEvent(new Event("change"))`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const u = window.lhcnpDashboard.charts.depth;
+			return !u.scales.x.time && u.scales.x.min === 0 && u.data[0].length > 0; })()`,
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("switching the x axis to simulated time: %v", err)
+	}
+	labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.lhcnpDashboard.charts.depth.axes[0]._values`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range labels {
+		if !regexp.MustCompile(`^-?[\d.]+ (µs|ms|s|min)$`).MatchString(l) {
+			t.Errorf("simulated x label %q is not a duration with a unit", l)
+		}
+	}
+	shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file = filepath.Join(outputDir(t), "dashboard-simulated-time.png")
+	if err := os.WriteFile(file, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", file, len(shot))
+}
+
+// readable is what checkReadable measures on the page.
+type readable struct {
+	// Overlaps lists x axis labels closer than their widths, per chart.
+	Overlaps []string `json:"overlaps"`
+	// FirstLabel is the depth chart's first x label.
+	FirstLabel string `json:"first_label"`
+	// Labels are all the depth chart's x labels.
+	Labels []string `json:"labels"`
+	// Legend holds each chart's legend values with the cursor off the
+	// chart, of the series it draws.
+	Legend map[string][]string `json:"legend"`
+	// Undrawn lists legend entries shown for series not drawn.
+	Undrawn []string `json:"undrawn"`
+	// RowGaps lists rows of charts that leave room on the right (px).
+	RowGaps []float64 `json:"row_gaps"`
+	// Narrow lists charts narrower than their figure.
+	Narrow []string `json:"narrow"`
+	// LevelNote is the note under the queues table.
+	LevelNote string `json:"level_note"`
+	// Gaps: restarts found in [0 1 2 3 20 21], and a step series with
+	// those gaps applied.
+	Gaps    [][]float64 `json:"gaps"`
+	GapData [][]any     `json:"gap_data"`
+	Stepped []string    `json:"stepped"`
+}
+
+const measureReadable = `(() => {
+  const d = window.lhcnpDashboard;
+  const out = { overlaps: [], legend: {}, undrawn: [], row_gaps: [], narrow: [] };
+  for (const [name, u] of Object.entries(d.charts)) {
+    const a = u.axes[0];
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.font = a.font[0];
+    const w = (l) => Math.max(...String(l).split("\n").map((s) => ctx.measureText(s).width)) / devicePixelRatio;
+    ctx.restore();
+    const pos = a._splits.map((v) => u.valToPos(v, "x"));
+    const vals = a._values;
+    for (let i = 1; i < vals.length; i++) {
+      if (pos[i] - pos[i - 1] < (w(vals[i]) + w(vals[i - 1])) / 2 + 4) out.overlaps.push(name + ": " + vals[i - 1] + " | " + vals[i]);
+    }
+    const rows = u.root.querySelectorAll(".u-legend .u-series");
+    out.legend[name] = [];
+    u.series.forEach((s, i) => {
+      if (i === 0 || !rows[i] || rows[i].style.display === "none") return;
+      if (!s.show) out.undrawn.push(name + ": " + s.label);
+      out.legend[name].push(s.label + "=" + rows[i].querySelector(".u-value").textContent);
+    });
+    if (u.width < u.root.parentElement.clientWidth - 2) out.narrow.push(name + ": " + u.width + " < " + u.root.parentElement.clientWidth);
+  }
+  const box = document.querySelector(".charts").getBoundingClientRect();
+  const rows = {};
+  for (const f of document.querySelectorAll(".charts figure")) {
+    const r = f.getBoundingClientRect();
+    rows[Math.round(r.top)] = Math.max(rows[Math.round(r.top)] || 0, r.right);
+  }
+  for (const right of Object.values(rows)) if (box.right - right > 2) out.row_gaps.push(box.right - right);
+  out.first_label = d.charts.depth.axes[0]._values[0];
+  out.labels = d.charts.depth.axes[0]._values;
+  out.level_note = document.querySelector("#level-note").textContent;
+  out.gaps = d.restarts([0, 1, 2, 3, 20, 21]);
+  out.gap_data = d.withGaps(out.gaps, [[0, 1, 2, 3, 20, 21], [5, 5, 5, 5, 5, 5], [0.5, null, undefined, 0.5, 0.25, 0.25]], [2])
+    .map((col) => col.map((v) => (v === undefined ? "undefined" : v)));
+  out.stepped = ["K_min", "K_max", "alpha"].filter((l) => Object.values(d.charts).some((u) => u.series.some((s) => s.label === l)));
+  return out;
+})()`
+
+// checkReadable checks the page reads at a glance: x labels that do not
+// overlap, an ISO date and 24-hour times, the legend's values without a
+// hover, every series in a legend drawn, the charts filling their rows,
+// the level column explained, and configuration values broken at a
+// restart.
+func checkReadable(ctx context.Context, t *testing.T) {
+	t.Helper()
+	r, err := chromedp.Run(ctx, chromedp.Evaluate[readable](measureReadable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Overlaps) > 0 {
+		t.Errorf("x labels overlap: %q", r.Overlaps)
+	}
+	if !regexp.MustCompile(`^\d\d:\d\d:\d\d\n\d{4}-\d\d-\d\d$`).MatchString(r.FirstLabel) {
+		t.Errorf("first x label %q, want HH:MM:SS and an ISO date", r.FirstLabel)
+	}
+	for _, l := range r.Labels[1:] {
+		if !regexp.MustCompile(`^([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\n\d{4}-\d\d-\d\d)?$`).MatchString(l) {
+			t.Errorf("x label %q is not a 24-hour time", l)
+		}
+	}
+	for name, vals := range r.Legend {
+		for _, v := range vals {
+			if strings.HasSuffix(v, "=–") || strings.HasSuffix(v, "=--") || strings.HasSuffix(v, "=") {
+				t.Errorf("chart %s: legend %q shows no value without a hover", name, v)
+			}
+		}
+	}
+	if len(r.Undrawn) > 0 {
+		t.Errorf("legend lists series that are not drawn: %q", r.Undrawn)
+	}
+	if len(r.RowGaps) > 0 || len(r.Narrow) > 0 {
+		t.Errorf("charts do not fill their rows: gaps %v px, narrow %q", r.RowGaps, r.Narrow)
+	}
+	if !strings.Contains(r.LevelNote, "170 at Kmax") || !strings.Contains(r.LevelNote, "0–255") {
+		t.Errorf("level note %q does not explain the level", r.LevelNote)
+	}
+	wantGapData := [][]any{
+		{0.0, 1.0, 2.0, 3.0, 3.001, 3.002, 20.0, 21.0},
+		{5.0, 5.0, 5.0, 5.0, "undefined", nil, 5.0, 5.0},
+		{0.5, nil, "undefined", 0.5, 0.5, nil, 0.25, 0.25},
+	}
+	if diff := cmp.Diff([][]float64{{3, 20}}, r.Gaps); diff != "" {
+		t.Errorf("restarts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantGapData, r.GapData, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("data across a restart (-want +got):\n%s", diff)
+	}
 }

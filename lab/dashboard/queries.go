@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -42,17 +43,20 @@ type QueueSummary struct {
 
 // TunerAction is one row of tuner_actions.
 type TunerAction struct {
-	ID        int64           `json:"id"`
-	Time      float64         `json:"t"` // Unix seconds
-	Target    string          `json:"target"`
-	Interface *string         `json:"interface"`
-	Queue     *int            `json:"queue"`
-	Reason    *string         `json:"reason"`
-	Outcome   string          `json:"outcome"`
-	DryRun    bool            `json:"dry_run"`
-	Before    json.RawMessage `json:"before"`
-	After     json.RawMessage `json:"after"`
-	Error     *string         `json:"error"`
+	ID        int64   `json:"id"`
+	Time      float64 `json:"t"` // Unix seconds
+	Target    string  `json:"target"`
+	Interface *string `json:"interface"`
+	Queue     *int    `json:"queue"`
+	Reason    *string `json:"reason"`
+	// ReasonText is Reason for a reader: rounded durations and sizes with
+	// units, the tuner's keys in words (ReadableReason).
+	ReasonText *string         `json:"reason_text"`
+	Outcome    string          `json:"outcome"`
+	DryRun     bool            `json:"dry_run"`
+	Before     json.RawMessage `json:"before"`
+	After      json.RawMessage `json:"after"`
+	Error      *string         `json:"error"`
 }
 
 // QueuesResponse is GET /api/queues.
@@ -105,6 +109,10 @@ func tunerActions(ctx context.Context, db Querier, where string, args ...any) ([
 		err := r.Scan(&a.ID, &a.Time, &a.Target, &a.Interface, &a.Queue, &a.Reason, &a.Outcome, &a.DryRun,
 			&before, &after, &a.Error)
 		a.Before, a.After = before, after
+		if a.Reason != nil {
+			text := ReadableReason(*a.Reason)
+			a.ReasonText = &text
+		}
 		return a, err
 	})
 	if err != nil {
@@ -153,9 +161,25 @@ type QueueResponse struct {
 	Flows Columns `json:"flows"`
 	// Notifications: Long-haul CNPs per second by action.
 	Notifications Columns `json:"notifications"`
-	// Alpha: the queue's alpha as reported.
+	// Alpha: the queue's alpha as reported: its value at the window's
+	// start (the switch reports a change, not every sample), then every
+	// change.
 	Alpha Columns       `json:"alpha"`
 	Tuner []TunerAction `json:"tuner"`
+	// Changes are the changes of alpha in the window, each the tuner's
+	// (a pushed or confirmed decision that set this value) or an
+	// operator's (none did).
+	Changes []ConfigChange `json:"changes"`
+}
+
+// ConfigChange is a configuration value that changed, and who changed it.
+type ConfigChange struct {
+	Time    float64 `json:"t"` // Unix seconds: the first sample of the new value
+	Setting string  `json:"setting"`
+	Before  float64 `json:"before"`
+	After   float64 `json:"after"`
+	By      string  `json:"by"`                 // "tuner", "rollback" (the switch undid a tuner's change) or "operator"
+	TunerID *int64  `json:"tuner_id,omitempty"` // the decision, when By is "tuner"
 }
 
 // QueueSeries reads one queue's series. The window ends at the newest sample
@@ -211,11 +235,16 @@ func QueueSeries(ctx context.Context, db Querier, q QueueRequest) (QueueResponse
 		return out, fmt.Errorf("notifications_per_second: %w", err)
 	}
 	if out.Alpha, err = readColumns(ctx, db, []string{"alpha"}, `
-		SELECT extract(epoch FROM ts)::float8, value_num::float8
-		FROM series_values
-		WHERE target = $1 AND keys = jsonb_build_object('name', $2::text, 'id', ($3::integer)::text)
-		  AND schema_path = '`+alphaPath+`' AND ts > $4 AND NOT deleted
-		ORDER BY ts`, args...); err != nil {
+		WITH a AS (
+		    SELECT ts, value_num, deleted
+		    FROM series_values
+		    WHERE target = $1 AND keys = jsonb_build_object('name', $2::text, 'id', ($3::integer)::text)
+		      AND schema_path = '`+alphaPath+`'
+		)
+		(SELECT extract(epoch FROM $4::timestamptz)::float8, value_num::float8
+		 FROM a WHERE ts <= $4 ORDER BY ts DESC LIMIT 1)
+		UNION ALL
+		(SELECT extract(epoch FROM ts)::float8, value_num::float8 FROM a WHERE ts > $4 AND NOT deleted ORDER BY ts)`, args...); err != nil {
 		return out, fmt.Errorf("alpha: %w", err)
 	}
 	// Decisions for this queue or for the whole switch; no upper bound, so a
@@ -225,7 +254,66 @@ func QueueSeries(ctx context.Context, db Querier, q QueueRequest) (QueueResponse
 		ORDER BY ts, id`, args...); err != nil {
 		return out, err
 	}
+	out.Changes = attribute("alpha", out.Alpha.T, out.Alpha.Values["alpha"], out.Tuner)
 	return out, nil
+}
+
+// attributionSlack is how long after a value first shows the decision that
+// set it may be recorded (the tuner records a row once its Set returns).
+const attributionSlack = 5.0 // seconds
+
+// attribute lists the changes of one setting's samples (t, v) and whose
+// they are: the tuner's when one of its applied decisions (pushed,
+// confirmed or rolled back; not a dry run) set the new value at most
+// attributionSlack after it first showed and after the previous change; a
+// rollback when the switch returned to the value a rolled-back decision had
+// replaced; else an operator's. A decision is matched once for each.
+func attribute(setting string, t []float64, v []*float64, acts []TunerAction) []ConfigChange {
+	out := []ConfigChange{}
+	usedAfter, usedBefore := map[int64]bool{}, map[int64]bool{}
+	value := func(raw json.RawMessage) (float64, bool) {
+		var m map[string]any
+		if json.Unmarshal(raw, &m) != nil {
+			return 0, false
+		}
+		x, ok := m[setting].(float64)
+		return x, ok
+	}
+	var prev *float64
+	prevT := math.Inf(-1)
+	for i := range t {
+		if v[i] == nil {
+			continue
+		}
+		if prev == nil || *prev == *v[i] {
+			if prev == nil {
+				prevT = t[i]
+			}
+			prev = v[i]
+			continue
+		}
+		c := ConfigChange{Time: t[i], Setting: setting, Before: *prev, After: *v[i], By: "operator"}
+		for _, a := range acts {
+			applied := a.Outcome == "pushed" || a.Outcome == "confirmed" || a.Outcome == "rolled-back"
+			if a.DryRun || !applied || a.Time > t[i]+attributionSlack {
+				continue
+			}
+			id := a.ID
+			if x, ok := value(a.After); ok && x == *v[i] && !usedAfter[id] && a.Time >= prevT {
+				c.By, c.TunerID = "tuner", &id
+				usedAfter[id] = true
+				break
+			}
+			if x, ok := value(a.Before); ok && x == *v[i] && a.Outcome == "rolled-back" && usedAfter[id] && !usedBefore[id] {
+				c.By, c.TunerID = "rollback", &id
+				usedBefore[id] = true
+				break
+			}
+		}
+		out = append(out, c)
+		prev, prevT = v[i], t[i]
+	}
+	return out
 }
 
 // readColumns runs a query whose first column is the time (Unix seconds) and

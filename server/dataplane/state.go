@@ -230,8 +230,11 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	}
 	c := s.GetOrCreateCounters()
 	qcnt := &qs.Counters
-	c.Packets = ygot.Uint64(uint64(qcnt.Packets))
-	c.Bytes = ygot.Uint64(uint64(qcnt.Bytes))
+	// Transmitted from the queue, as the leaves say (the node's own
+	// Packets and Bytes count data packets enqueued: above the port's
+	// rate while the queue grows, so queue_utilisation read over 100 %).
+	c.Packets = ygot.Uint64(uint64(qs.TxPackets))
+	c.Bytes = ygot.Uint64(uint64(qs.TxBytes))
 	c.EcnMarkedPackets = ygot.Uint64(uint64(qcnt.ECNMarked))
 	c.CnpNotifySent = ygot.Uint64(uint64(qcnt.SentNotify))
 	c.CnpPauseSent = ygot.Uint64(uint64(qcnt.SentPause))
@@ -247,6 +250,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	c.EmrTriggers = ygot.Uint64(uint64(qcnt.EMRTriggers))
 	c.QgrTriggers = ygot.Uint64(uint64(qcnt.QGRTriggers))
 	c.DroppedPackets = ygot.Uint64(uint64(qcnt.Drops))
+	c.PfcPauseFrames = ygot.Uint64(uint64(qs.PFCPauseFrames))
 
 	a := q.GetOrCreateActionPolicy().GetOrCreateState()
 	a.DefaultAction = actionFromWire(qc.Action.DefaultAction)

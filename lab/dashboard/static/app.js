@@ -13,8 +13,11 @@
     errors: 0,
     refreshMs: 2000,
     windowS: 300,
+    speed: 1,
+    xMode: "wall",     // "wall": wall-clock time; "sim": simulated time since the window's start
     from: 0,
     to: 0,
+    gaps: [],          // [from, to] Unix seconds where the switch published nothing (a restart)
   };
   window.lhcnpDashboard = state;
 
@@ -29,8 +32,42 @@
     return s + (unit || "");
   }
 
+  const pad = (n) => String(n).padStart(2, "0");
+  // ISO date and 24-hour time, in the browser's time zone.
+  function isoDate(d) { return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`; }
+  function hms(d) { return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`; }
   function fmtTime(t) {
-    return new Date(t * 1000).toLocaleTimeString();
+    const d = new Date(t * 1000);
+    return `${isoDate(d)} ${hms(d)}`;
+  }
+
+  // A duration in seconds with a unit: 250 ms, 1.5 s, 2 min.
+  function fmtDuration(s) {
+    const a = Math.abs(s);
+    const r = (v) => (Math.abs(v) >= 10 ? Math.round(v) : Math.round(v * 10) / 10);
+    if (a === 0) return "0 s";
+    if (a < 1e-3) return r(s * 1e6) + " µs";
+    if (a < 1) return r(s * 1e3) + " ms";
+    if (a < 120) return r(s) + " s";
+    return r(s / 60) + " min";
+  }
+
+  // The x value of a Unix time on the charts: itself, or simulated seconds
+  // since the window's start.
+  function xOf(t) { return state.xMode === "sim" ? (t - state.from) * state.speed : t; }
+
+  // x axis labels: 24-hour times, the ISO date on the first label and where
+  // the day changes; simulated seconds with their unit.
+  function xLabels(u, splits) {
+    if (state.xMode === "sim") return splits.map(fmtDuration);
+    let day = "";
+    return splits.map((t) => {
+      const d = new Date(t * 1000);
+      const date = isoDate(d);
+      const label = date !== day ? `${hms(d)}\n${date}` : hms(d);
+      day = date;
+      return label;
+    });
   }
 
   // Changed settings of a decision, "alpha 0.5 → 0.25".
@@ -56,7 +93,7 @@
           ctx.setLineDash([4, 4]);
           ctx.lineWidth = 1.5;
           for (const a of acts) {
-            const x = Math.round(u.valToPos(a.t, "x", true));
+            const x = Math.round(u.valToPos(xOf(a.t), "x", true));
             if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
             ctx.beginPath();
             ctx.moveTo(x, u.bbox.top);
@@ -73,18 +110,39 @@
     return Math.max(300, el.clientWidth || 600);
   }
 
+  // The legend shows every series' newest value while the cursor is off the
+  // chart (uPlot shows none then): the last non-null value of each series.
+  function showLatest(u) {
+    if (u.cursor.idx !== null && u.cursor.idx !== undefined) return;
+    const rows = u.root.querySelectorAll(".u-legend .u-series");
+    u.series.forEach((s, i) => {
+      if (i === 0 || !rows[i]) return;
+      const col = u.data[i] || [];
+      let v = null;
+      for (let j = col.length - 1; j >= 0; j--) if (col[j] !== null && col[j] !== undefined) { v = col[j]; break; }
+      const cell = rows[i].querySelector(".u-value");
+      if (cell) cell.textContent = v === null ? "none" : (s.value ? s.value(u, v, i, null) : String(v));
+    });
+    const x = rows[0] && rows[0].querySelector(".u-value");
+    if (x) x.textContent = "latest";
+  }
+
   function makeChart(name, series, extraScales, extraAxes) {
     const el = $("#chart-" + name);
     const opts = {
       width: width(el),
       height: 220,
       cursor: { sync: { key: "lhcnp" } },
+      legend: { live: true },
       scales: Object.assign({
-        x: { time: true, range: () => [state.from, state.to] },
+        x: { time: state.xMode !== "sim", range: () => [xOf(state.from), xOf(state.to)] },
       }, extraScales || {}),
-      axes: [{}, { size: 70, values: (u, vals) => vals.map((v) => si(v)) }].concat(extraAxes || []),
-      series: [{}].concat(series),
+      axes: [{ space: 100, size: 48, values: xLabels },
+        { size: 70, values: (u, vals) => vals.map((v) => si(v)) }].concat(extraAxes || []),
+      series: [{ label: state.xMode === "sim" ? "simulated" : "time",
+        value: (u, v) => (v === null || v === undefined ? "–" : (state.xMode === "sim" ? fmtDuration(v) : fmtTime(v))) }].concat(series),
       plugins: [decisionMarkers()],
+      hooks: { setLegend: [showLatest], setData: [showLatest] },
     };
     const data = [[]].concat(series.map(() => []));
     const chart = new uPlot(opts, data, el);
@@ -92,15 +150,23 @@
     return chart;
   }
 
+  // A measured series: a line that spans the samples the collector missed
+  // but stops at a restart (the gaps carry nulls).
   function line(label, stroke, extra) {
-    return Object.assign({ label, stroke, width: 1.5, spanGaps: true, value: (u, v) => si(v) }, extra || {});
+    return Object.assign({ label, stroke, width: 1.5, spanGaps: false, value: (u, v) => si(v) }, extra || {});
+  }
+
+  // A configuration value (K_min, K_max, alpha): it holds until it changes,
+  // so steps, never a slope, and a gap across a restart.
+  function step(label, stroke, extra) {
+    return line(label, stroke, Object.assign({ paths: uPlot.paths.stepped({ align: 1 }) }, extra || {}));
   }
 
   function createCharts() {
     makeChart("depth", [
       line("depth", "#1f77b4", { fill: "rgba(31,119,180,0.1)" }),
-      line("K_min", "#2ca02c", { dash: [6, 4] }),
-      line("K_max", "#d62728", { dash: [6, 4] }),
+      step("K_min", "#2ca02c", { dash: [6, 4] }),
+      step("K_max", "#d62728", { dash: [6, 4] }),
     ]);
     makeChart("growth", [
       line("growth (B/s)", "#ff7f0e"),
@@ -118,17 +184,34 @@
       line("RESUME", "#2ca02c"),
     ]);
     makeChart("tuner", [
-      line("alpha", "#17becf", { paths: uPlot.paths.stepped({ align: 1 }) }),
-      { label: "decision", stroke: "#8c3cc8", width: 0, paths: () => null,
+      step("alpha", "#17becf"),
+      { label: "tuner's decision", stroke: "#8c3cc8", width: 0, paths: () => null,
         points: { show: true, size: 10, fill: "#8c3cc8" }, value: (u, v) => (v === null ? "–" : v) },
+      { label: "operator's change", stroke: "#e67e00", width: 0, paths: () => null,
+        points: { show: true, size: 12, fill: "#e67e00" }, value: (u, v) => (v === null ? "–" : v) },
     ]);
-    window.addEventListener("resize", () => {
-      for (const [name, c] of Object.entries(state.charts)) c.setSize({ width: width($("#chart-" + name)), height: 220 });
-    });
+  }
+
+  // Every chart as wide as its figure, whenever the figure's width changes.
+  const resizer = new ResizeObserver((entries) => {
+    for (const e of entries) {
+      const name = e.target.id.replace("chart-", "");
+      const c = state.charts[name];
+      const w = width(e.target);
+      if (c && Math.abs(c.width - w) > 1) c.setSize({ width: w, height: 220 });
+    }
+  });
+
+  function recreateCharts() {
+    for (const c of Object.values(state.charts)) c.destroy();
+    state.charts = {};
+    createCharts();
+    if (state.queue) drawQueue(state.queue);
   }
 
   // align merges column sets with different time axes into uPlot's layout:
-  // one sorted x array, every series null where it has no sample.
+  // one sorted x array, every series undefined where it has no sample (uPlot
+  // spans those; a null is a gap).
   function align(sets) {
     const ts = new Set();
     for (const s of sets) for (const t of s.t) ts.add(t);
@@ -137,7 +220,7 @@
     const out = [x];
     for (const s of sets) {
       for (const col of s.cols) {
-        const arr = new Array(x.length).fill(null);
+        const arr = new Array(x.length).fill(undefined);
         s.t.forEach((t, i) => { arr[index.get(t)] = col[i]; });
         out.push(arr);
       }
@@ -157,22 +240,106 @@
     return y ?? 0;
   }
 
+  // restarts finds where the switch published nothing for much longer than
+  // its usual interval (a restart, a stopped lab): the queue depth is
+  // sampled all the time, so a hole in it is a hole in everything.
+  function restarts(t) {
+    if (t.length < 3) return [];
+    const d = [];
+    for (let i = 1; i < t.length; i++) d.push(t[i] - t[i - 1]);
+    const median = [...d].sort((a, b) => a - b)[Math.floor(d.length / 2)];
+    const limit = Math.max(5 * median, 3 * state.refreshMs / 1000, 3);
+    const gaps = [];
+    for (let i = 1; i < t.length; i++) if (t[i] - t[i - 1] > limit) gaps.push([t[i - 1], t[i]]);
+    return gaps;
+  }
+
+  // withGaps breaks uPlot data [x, ...series] at the gaps: a step series
+  // (indices in steps) holds its value to the gap's start, then every series
+  // has a null there, which uPlot draws as a gap (undefined, a series with
+  // no sample at that x, it spans).
+  function withGaps(data, steps) {
+    if (state.gaps.length === 0) return data;
+    const x = data[0];
+    const out = data.map(() => []);
+    const last = data.map(() => undefined);
+    let g = 0;
+    const cut = (a) => {
+      out[0].push(a + 1e-3, a + 2e-3);
+      for (let s = 1; s < data.length; s++) out[s].push(steps.includes(s) ? last[s] : undefined, null);
+    };
+    for (let i = 0; i < x.length; i++) {
+      for (; g < state.gaps.length && x[i] > state.gaps[g][0]; g++) cut(state.gaps[g][0]);
+      out[0].push(x[i]);
+      for (let s = 1; s < data.length; s++) {
+        out[s].push(data[s][i]);
+        if (data[s][i] !== null && data[s][i] !== undefined) last[s] = data[s][i];
+      }
+    }
+    return out;
+  }
+
+  function setData(name, data, steps) {
+    const d = withGaps(data, steps || []);
+    d[0] = d[0].map(xOf);
+    state.charts[name].setData(d);
+  }
+
+  // Long-haul CNP actions with none sent in the window are not drawn (they
+  // would lie at zero under the others): their legend entries are hidden
+  // and the caption names them.
+  function showActions(n) {
+    const u = state.charts.notifications;
+    const none = [];
+    const rows = u.root.querySelectorAll(".u-legend .u-series");
+    ["NOTIFY", "RATE_REDUCE", "PAUSE", "RESUME"].forEach((a, i) => {
+      const any = (n.values[a] || []).some((v) => v !== null && v > 0);
+      if (!any) none.push(a);
+      if (u.series[i + 1].show !== any) u.setSeries(i + 1, { show: any });
+      if (rows[i + 1]) rows[i + 1].style.display = any ? "" : "none";
+    });
+    $("#actions-none").textContent = none.length ? ` · none sent in this window: ${none.join(", ")}` : "";
+  }
+
+  function drawChanges(q) {
+    const tb = $("#changes tbody");
+    tb.innerHTML = "";
+    for (const c of [...q.changes].reverse()) {
+      const tr = document.createElement("tr");
+      tr.className = "change by-" + c.by;
+      const by = { tuner: "tuner", rollback: "switch (tuner's change rolled back)", operator: "operator" }[c.by] || c.by;
+      for (const [v, cls] of [[fmtTime(c.t), "text"], [by, "text"], [`${c.setting} ${c.before} → ${c.after}`, "text"]]) {
+        const td = document.createElement("td");
+        td.textContent = v;
+        td.className = cls;
+        tr.appendChild(td);
+      }
+      tb.appendChild(tr);
+    }
+    $("#changes-empty").style.display = q.changes.length ? "none" : "";
+  }
+
   function drawQueue(q) {
     state.from = q.from;
     state.to = Math.max(q.to, ...q.tuner.map((a) => a.t));
     const c = q.congestion;
-    state.charts.depth.setData([c.t, c.values.depth, c.values.kmin, c.values.kmax]);
-    state.charts.growth.setData([c.t, c.values.growth, c.values.emr]);
-    state.charts.rates.setData(align([
+    state.gaps = restarts(c.t);
+    setData("depth", [c.t, c.values.depth, c.values.kmin, c.values.kmax], [2, 3]);
+    setData("growth", [c.t, c.values.growth, c.values.emr]);
+    setData("rates", align([
       { t: q.rates.t, cols: [q.rates.values.queue_bps, q.rates.values.port_bps] },
       { t: q.flows.t, cols: [q.flows.values.arrival_bps] },
-    ]));
+    ]), [2]);
     const n = q.notifications;
-    state.charts.notifications.setData([n.t, n.values.NOTIFY, n.values.RATE_REDUCE, n.values.PAUSE, n.values.RESUME]);
-    state.charts.tuner.setData(align([
+    setData("notifications", [n.t, n.values.NOTIFY, n.values.RATE_REDUCE, n.values.PAUSE, n.values.RESUME]);
+    showActions(n);
+    const ops = (q.changes || []).filter((ch) => ch.by === "operator");
+    setData("tuner", align([
       { t: q.alpha.t, cols: [q.alpha.values.alpha] },
       { t: q.tuner.map((a) => a.t), cols: [q.tuner.map((a) => decisionY(a, q.alpha))] },
-    ]));
+      { t: ops.map((ch) => ch.t), cols: [ops.map((ch) => ch.after)] },
+    ]), [1]);
+    drawChanges(q);
     $("#charts-title").textContent = `Queue ${q.queue} of ${q.interface} on ${q.target}`;
   }
 
@@ -230,7 +397,7 @@
         [fmtTime(a.t), "text"], [a.target, "text"],
         [a.interface === null ? "–" : `${a.interface} q${a.queue}`, "text"],
         [a.outcome + (a.dry_run ? " (dry run)" : ""), "text outcome-" + a.outcome],
-        [change(a), "text"], [(a.reason || "") + (a.error ? ` (${a.error})` : ""), "text"],
+        [change(a), "text"], [(a.reason_text || a.reason || "") + (a.error ? ` (${a.error})` : ""), "text reason"],
       ];
       for (const [v, cls] of cells) {
         const td = document.createElement("td");
@@ -238,6 +405,8 @@
         td.className = cls;
         tr.appendChild(td);
       }
+      // The tuner's own words, on hover.
+      if (a.reason) tr.lastChild.title = a.reason;
       tt.appendChild(tr);
     }
   }
@@ -266,7 +435,7 @@
       state.updates++;
       const st = $("#status");
       st.className = "status";
-      st.textContent = state.selected ? `updated ${new Date().toLocaleTimeString()}` : "waiting for telemetry…";
+      st.textContent = state.selected ? `updated ${hms(new Date())}` : "waiting for telemetry…";
     } catch (e) {
       state.errors++;
       const st = $("#status");
@@ -291,6 +460,7 @@
       const cfg = await getJSON("api/config");
       state.refreshMs = cfg.refresh_ms;
       state.windowS = cfg.default_window_s;
+      if (cfg.speed) state.speed = cfg.speed;
       if (cfg.speed && cfg.speed !== 1) {
         $("#speed").textContent = `speed ${cfg.speed}: rates per simulated second`;
       }
@@ -309,9 +479,16 @@
       const [target, iface, queue] = ev.target.value.split("|");
       select({ target, interface: iface, queue: Number(queue) });
     });
+    const xs = $("#x-select");
+    xs.addEventListener("change", () => { state.xMode = xs.value; recreateCharts(); });
     createCharts();
+    for (const el of document.querySelectorAll(".chart")) resizer.observe(el);
     loop();
   }
+
+  // For the browser test: the gap logic on data of its own.
+  state.restarts = (t) => restarts(t);
+  state.withGaps = (gaps, data, steps) => { const keep = state.gaps; state.gaps = gaps; const out = withGaps(data, steps); state.gaps = keep; return out; };
 
   start();
 })();
