@@ -140,7 +140,7 @@ func TestRetentionKeepsValuesRead(t *testing.T) {
 			// What they say: the carried values, and the kept change.
 			type util struct {
 				Ts                 time.Time
-				PortRateBitsPerSec *int64
+				PortRateBitsPerSec *int64 `db:"port_rate_bps"`
 				Speed              float64
 			}
 			for _, u := range query[util](t, f.pool, `SELECT ts, port_rate_bps, speed FROM queue_utilisation ORDER BY ts`) {

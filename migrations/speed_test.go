@@ -58,7 +58,7 @@ type utilRow struct {
 	Ts                     time.Time
 	BitsPerSecond          float64
 	BitsPerSimulatedSecond float64
-	PortRateBitsPerSec     int64
+	PortRateBitsPerSec     int64 `db:"port_rate_bps"`
 	UtilisationPercent     float64
 }
 

@@ -308,7 +308,7 @@ func TestCounterViews(t *testing.T) {
 	type util struct {
 		Ts                 time.Time
 		BitsPerSecond      float64
-		PortRateBitsPerSec int64
+		PortRateBitsPerSec int64 `db:"port_rate_bps"`
 		UtilisationPercent float64
 	}
 	gotU := query[util](t, f.pool, `SELECT ts, bits_per_second, port_rate_bps, utilisation_percent FROM queue_utilisation`)
@@ -376,7 +376,7 @@ func TestLatestViews(t *testing.T) {
 		CongestionLevel       *int64
 		CnpNotifySent         *float64
 		RttEstUs              *int64
-		PortRateBitsPerSec    *int64
+		PortRateBitsPerSec    *int64 `db:"port_rate_bps"`
 		State                 map[string]any
 	}
 	got := query[ql](t, f.pool, `SELECT target, interface, queue, ts, queue_depth_bytes, kmax_bytes, kmin_bytes,
