@@ -237,23 +237,31 @@ func Citus(t testing.TB) *pgserver.Cluster {
 	return sharedCitus.c
 }
 
-// NewCitus returns a pool on a fresh distributed database with the full
-// schema, on the coordinator of the shared Citus cluster, and its DSN. The
-// database is dropped on every node when the test ends.
-func NewCitus(t testing.TB) (*pgxpool.Pool, string) {
+// EmptyCitus creates a database on the shared Citus cluster (on every
+// node, nodes registered) without lhcnp's schema and returns its DSN on the
+// coordinator. It is dropped on every node when the test ends.
+func EmptyCitus(t testing.TB) string {
 	t.Helper()
 	c := Citus(t)
-	ctx := context.Background()
 	name := dbName(t.Name(), shared.seq.Add(1))
 	t.Cleanup(func() {
 		if err := c.DropDatabase(context.Background(), name); err != nil {
 			t.Errorf("pgtest: %v", err)
 		}
 	})
-	if err := c.CreateDatabase(ctx, name); err != nil {
+	if err := c.CreateDatabase(context.Background(), name); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	dsn := c.DSN(name)
+	return c.DSN(name)
+}
+
+// NewCitus returns a pool on a fresh distributed database with the full
+// schema, on the coordinator of the shared Citus cluster, and its DSN. The
+// database is dropped on every node when the test ends.
+func NewCitus(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	dsn := EmptyCitus(t)
+	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
@@ -261,7 +269,7 @@ func NewCitus(t testing.TB) (*pgxpool.Pool, string) {
 	err = migrations.Up(ctx, conn)
 	conn.Close(ctx)
 	if err != nil {
-		t.Fatalf("pgtest: migrating %s on Citus: %v", name, err)
+		t.Fatalf("pgtest: migrating on Citus: %v", err)
 	}
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
@@ -269,4 +277,24 @@ func NewCitus(t testing.TB) (*pgxpool.Pool, string) {
 	}
 	t.Cleanup(pool.Close)
 	return pool, dsn
+}
+
+// PrivateCitus starts a Citus cluster of the test's own (a coordinator and
+// `workers` workers) without any database, for tests that stop its nodes or
+// make their own databases (Cluster.CreateDatabase). It is closed when the
+// test ends.
+func PrivateCitus(t testing.TB, workers int, opts ...pgserver.Option) *pgserver.Cluster {
+	t.Helper()
+	RequireCitus(t)
+	c, err := pgserver.StartCluster(context.Background(), workers,
+		append([]pgserver.Option{pgserver.WithoutDurability(), pgserver.WithSetting("citus.shard_count", "8")}, opts...)...)
+	if err != nil {
+		t.Fatalf("pgtest: private Citus cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return c
 }

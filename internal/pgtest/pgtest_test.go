@@ -48,8 +48,8 @@ func TestDBName(t *testing.T) {
 	}
 }
 
-// TestNewCitus: a database of the Citus cluster has the full schema and
-// every worker registered in it.
+// TestNewCitus: a database of the Citus cluster has the full schema,
+// every worker registered in it and samples distributed.
 func TestNewCitus(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := NewCitus(t)
@@ -65,5 +65,12 @@ func TestNewCitus(t *testing.T) {
 	}
 	if workers != CitusWorkers {
 		t.Errorf("%d active workers, want %d", workers, CitusWorkers)
+	}
+	var distributed bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM citus_tables WHERE table_name = 'samples'::regclass)`).Scan(&distributed); err != nil {
+		t.Fatal(err)
+	}
+	if !distributed {
+		t.Error("samples is not distributed")
 	}
 }
