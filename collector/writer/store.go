@@ -124,16 +124,7 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 	defer conn.Release()
 	pc := conn.Conn()
 	open := false
-	defer func() {
-		if !open {
-			return
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := pc.Exec(rctx, "ROLLBACK"); err != nil {
-			pc.Close(rctx) // the pool drops a closed connection
-		}
-	}()
+	defer rollbackIfOpen(ctx, pc, &open)
 
 	bt := &pgx.Batch{}
 	bt.Queue("BEGIN")
@@ -203,6 +194,20 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 	}
 	w.eventsStored(events, stored)
 	return nil
+}
+
+// rollbackIfOpen rolls back the transaction a pipeline left open on pc
+// (*open: an error came before COMMIT); a connection that cannot is closed,
+// and the pool drops it.
+func rollbackIfOpen(ctx context.Context, pc *pgx.Conn, open *bool) {
+	if !*open {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := pc.Exec(rctx, "ROLLBACK"); err != nil {
+		pc.Close(rctx)
+	}
 }
 
 // errLedgerConflict: a batch of the group is in the ledger already.

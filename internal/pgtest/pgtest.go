@@ -229,7 +229,11 @@ func Citus(t testing.TB) *pgserver.Cluster {
 		// has as many, and two cores migrate them.
 		sharedCitus.c, sharedCitus.err = pgserver.StartCluster(context.Background(), CitusWorkers,
 			pgserver.WithoutDurability(), pgserver.WithSetting("max_connections", "300"),
-			pgserver.WithSetting("citus.shard_count", "8"))
+			pgserver.WithSetting("citus.shard_count", "8"),
+			// Two-phase commits stay in pg_dist_transaction until a test
+			// recovers them (recover_prepared_transactions), so that a
+			// test can count them.
+			pgserver.WithSetting("citus.recover_2pc_interval", "-1"))
 	})
 	if sharedCitus.err != nil {
 		t.Fatalf("pgtest: shared Citus cluster: %v", sharedCitus.err)
