@@ -13,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/collector/writer"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/migrations"
 )
 
 // citusWorkload is a seeded workload of three switches: 12 batches each of
@@ -178,5 +180,76 @@ func TestCitusSameAsOneNode(t *testing.T) {
 		if d := cmp.Diff(want, results["citus"][name]); d != "" {
 			t.Errorf("%s differs (-one node +citus):\n%s", name, d)
 		}
+	}
+}
+
+// TestCitusWorkerDown: a worker of a private cluster is stopped while
+// batches arrive, so parts of a batch may commit (on the other worker) while
+// others fail; the writer retries, the worker is started again, and every
+// sample is stored exactly once.
+func TestCitusWorkerDown(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.PrivateCitus(t, 2)
+	if err := c.CreateDatabase(ctx, "lhcnp"); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, c.DSN("lhcnp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = migrations.Up(ctx, conn.Conn())
+	conn.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, m, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
+	bs := citusWorkload(11)
+	// The series first, with every node up (a reference table is written
+	// on all of them).
+	for _, b := range bs[:3] {
+		if err := w.Enqueue(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WaitTarget(ctx, "sw3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Workers[1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs[3:] {
+		if err := w.Enqueue(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Polling with a deadline: the writer retries the batch on its own.
+	deadline := time.After(60 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for testutil.ToFloat64(m.WriteErrors.WithLabelValues("temporary")) < 3 {
+		select {
+		case <-deadline:
+			t.Fatal("no failed write while a worker was down")
+		case <-tick.C:
+		}
+	}
+	if err := c.Workers[1].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	want := int64(len(bs) * 40)
+	if n := count(t, pool, `SELECT count(*) FROM samples`); n != want {
+		t.Errorf("%d samples, want %d", n, want)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM (SELECT DISTINCT series_id, ts FROM samples) d`); n != want {
+		t.Errorf("%d distinct samples, want %d (none lost, none twice)", n, want)
+	}
+	if n := count(t, pool, `SELECT count(DISTINCT batch_id) FROM ingest_ledger`); n != int64(len(bs)) {
+		t.Errorf("ledger has %d batches, want %d", n, len(bs))
 	}
 }
