@@ -252,9 +252,15 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 		// rows of a batch sum to its rows, as its one row on one node.
 		parts[0].events = len(b.Events)
 	}
-	stored, replayed := 0, 0
+	stored, replayed, deadRows := 0, 0, 0
 	for _, p := range parts {
 		done, err := w.storePart(ctx, b, p)
+		if err != nil && Classify(err) == Permanent && !errors.Is(err, errLedgerConflict) {
+			w.o.log.Warn("part refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
+			var n int
+			done, n, err = w.storePartSafe(ctx, b, p)
+			deadRows += n
+		}
 		switch {
 		case errors.Is(err, errLedgerConflict) && stored == 0 && replayed == 0:
 			// Another batch drew this id (nothing of this one is stored
@@ -270,23 +276,25 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 			stored += len(p.samples)
 		}
 	}
-	var storedEvents int
+	var storedEvents, deadEvents int
 	// Every part in the ledger: the batch was stored whole (its events
 	// come after its parts), and is skipped as on one node.
 	if len(b.Events) > 0 && replayed < len(parts) {
-		sql, args := eventsValues(b)
-		tag, err := w.pool.Exec(ctx, sql, args...)
-		if err != nil {
+		var err error
+		if storedEvents, deadEvents, err = w.storeEventsCitus(ctx, b); err != nil {
 			return err
 		}
-		storedEvents = int(tag.RowsAffected())
+		deadRows += deadEvents
 	}
 	outcome := "stored"
-	if replayed == len(parts) && len(parts) > 0 {
+	switch {
+	case replayed == len(parts) && len(parts) > 0:
 		outcome = "replayed"
+	case deadRows > 0:
+		outcome = "partial"
 	}
 	w.committed(b, start, outcome, stored)
-	w.eventsStored(len(b.Events), storedEvents)
+	w.eventsStored(len(b.Events)-deadEvents, storedEvents)
 	return nil
 }
 
@@ -353,4 +361,109 @@ func (w *Writer) partStored(ctx context.Context, b *rows.Batch, p part, firstTS,
 		return true, nil
 	}
 	return false, fmt.Errorf("%w: shard key %d", errLedgerConflict, p.key)
+}
+
+// storePartSafe stores a part PostgreSQL refused, as storeSafe does a
+// batch: the ledger row, then each sample under a savepoint; a refused one
+// goes to dead_letters (a reference table: this transaction then spans the
+// nodes, which a bad row may cost). done is as storePart's; dead counts
+// the rows dead-lettered.
+func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done bool, dead int, err error) {
+	var firstTS, lastTS any
+	if len(p.samples) > 0 {
+		first, last := (&rows.Batch{Samples: p.samples}).TSRange()
+		firstTS, lastTS = tsOf(first), tsOf(last)
+	}
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, ledgerPartSQL, p.key, b.ID, b.Collector, b.Target, b.Epoch, len(p.samples)+p.events, firstTS, lastTS); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			tx.Rollback(ctx)
+			done, err := w.partStored(ctx, b, p, firstTS, lastTS)
+			return done, 0, err
+		}
+		return false, 0, err
+	}
+	seriesByID := make(map[int64]rows.Series, len(b.Series))
+	for _, s := range b.Series {
+		seriesByID[s.ID] = s
+	}
+	var good []rows.Sample
+	var bad []deadRow
+	for i := range p.samples {
+		s := &p.samples[i]
+		err := savepoint(ctx, tx, func(tx pgx.Tx) error {
+			bt := &pgx.Batch{}
+			queueValues(bt, samplesValuesSQL, "", b.ID, 1, func(int) *rows.Sample { return s })
+			return tx.SendBatch(ctx, bt).Close()
+		})
+		switch {
+		case err == nil:
+			good = append(good, *s)
+		case Classify(err) == Temporary:
+			return false, 0, err
+		default:
+			bad = append(bad, deadRow{table: "samples", row: sampleRow(*s, seriesByID), err: err})
+		}
+	}
+	if len(good) > 0 {
+		bt := &pgx.Batch{}
+		newest := latestOf(good)
+		queueValues(bt, latestValuesSQL, latestConflictSQL, 0, len(newest), func(k int) *rows.Sample { return newest[k] })
+		if err := tx.SendBatch(ctx, bt).Close(); err != nil {
+			return false, 0, err
+		}
+	}
+	for _, d := range bad {
+		if _, err := tx.Exec(ctx, deadSQL, b.Target, b.ID, d.json(), d.err.Error()); err != nil {
+			return false, 0, fmt.Errorf("dead letter: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, 0, err
+	}
+	w.deadLettered(b, bad)
+	return false, len(bad), nil
+}
+
+// storeEventsCitus stores b's events in one INSERT; when PostgreSQL refuses
+// it, one by one, a refused event going to dead_letters. Events are stored
+// once by their identity; dead counts the refused ones. A dead letter of a replayed batch may be written
+// again (no ledger row guards the events on Citus).
+func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead int, err error) {
+	sql, args := eventsValues(b)
+	tag, err := w.pool.Exec(ctx, sql, args...)
+	if err == nil || Classify(err) == Temporary {
+		return int(tag.RowsAffected()), 0, err
+	}
+	var bad []deadRow
+	for _, e := range b.Events {
+		sql, args := eventsValues(&rows.Batch{ID: b.ID, Events: []rows.Event{e}})
+		tag, err := w.pool.Exec(ctx, sql, args...)
+		switch {
+		case err == nil:
+			stored += int(tag.RowsAffected())
+		case Classify(err) == Temporary:
+			return stored, len(bad), err
+		default:
+			if _, err2 := w.pool.Exec(ctx, deadSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error()); err2 != nil {
+				return stored, len(bad), fmt.Errorf("dead letter: %w", err2)
+			}
+			bad = append(bad, deadRow{table: "events", row: e, err: err})
+		}
+	}
+	w.deadLettered(b, bad)
+	return stored, len(bad), nil
+}
+
+// deadLettered counts and logs the rows of b that went to dead_letters.
+func (w *Writer) deadLettered(b *rows.Batch, dead []deadRow) {
+	w.o.m.DeadLetters.Add(float64(len(dead)))
+	for _, d := range dead {
+		w.o.log.Warn("row dead-lettered", "target", b.Target, "batch", b.ID, "table", d.table, "err", d.err)
+	}
 }

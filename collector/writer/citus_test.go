@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -251,5 +252,37 @@ func TestCitusWorkerDown(t *testing.T) {
 	}
 	if n := count(t, pool, `SELECT count(DISTINCT batch_id) FROM ingest_ledger`); n != int64(len(bs)) {
 		t.Errorf("ledger has %d batches, want %d", n, len(bs))
+	}
+}
+
+// TestCitusBadRows is TestBadRowsSplitOut on Citus: the bad rows of a part
+// go to dead_letters, one each, the rest of the batch is stored, and each
+// part has its ledger row.
+func TestCitusBadRows(t *testing.T) {
+	pool, _ := pgtest.NewCitus(t)
+	w, m, stop := newWriter(t, pool)
+	b := badBatch()
+	w.Enqueue(b)
+	stop()
+	for _, tt := range []struct {
+		desc, sql string
+		want      int64
+	}{
+		{"samples", `SELECT count(*) FROM samples`, 98},
+		{"events", `SELECT count(*) FROM events`, 1},
+		{"dead letters", `SELECT count(*) FROM dead_letters`, 3},
+		{"latest", `SELECT count(*) FROM latest`, 98},
+		{"ledger rows of the batch, summed", `SELECT sum(rows) FROM ingest_ledger WHERE batch_id = $1`, 102},
+	} {
+		var args []any
+		if strings.Contains(tt.sql, "$1") {
+			args = append(args, b.ID)
+		}
+		if n := count(t, pool, tt.sql, args...); n != tt.want {
+			t.Errorf("%s: %d, want %d", tt.desc, n, tt.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.Batches.WithLabelValues("partial")); got != 1 {
+		t.Errorf("batches_total{outcome=partial} = %v, want 1", got)
 	}
 }

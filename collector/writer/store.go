@@ -458,10 +458,7 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 	outcome := "stored"
 	if len(dead) > 0 {
 		outcome = "partial"
-		w.o.m.DeadLetters.Add(float64(len(dead)))
-		for _, d := range dead {
-			w.o.log.Warn("row dead-lettered", "target", b.Target, "batch", b.ID, "table", d.table, "err", d.err)
-		}
+		w.deadLettered(b, dead)
 	}
 	w.committed(b, start, outcome, okSamples)
 	w.eventsStored(okEvents, storedEvents)

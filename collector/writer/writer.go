@@ -420,7 +420,8 @@ func (w *Writer) writeRetrying(ctx context.Context, b *rows.Batch, bo *backoff.E
 		}
 		class := Classify(err)
 		w.o.m.WriteErrors.WithLabelValues(class.String()).Inc()
-		if class == Permanent && !safe {
+		// On Citus, storeCitus splits out bad rows itself.
+		if class == Permanent && !safe && !w.citus.on {
 			w.o.log.Warn("batch refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
 			safe = true
 			continue
