@@ -286,3 +286,38 @@ func TestCitusBadRows(t *testing.T) {
 		t.Errorf("batches_total{outcome=partial} = %v, want 1", got)
 	}
 }
+
+// TestCitusFencing: with fencing on, the lease check of every part (FOR
+// SHARE on leases, a reference table) adds no two-phase commit; a batch of
+// an epoch the lease has left is not stored on Citus yet (one node merges
+// it: stale.go) and does not stop the batches after it.
+func TestCitusFencing(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := pgtest.NewCitus(t)
+	if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at)
+		SELECT t, 'c', 1, now() + interval '1 hour' FROM unnest(ARRAY['sw1', 'sw2', 'sw3']) t`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `SELECT recover_prepared_transactions()`); err != nil {
+		t.Fatal(err)
+	}
+	w, m, stop := newWriter(t, pool, writer.WithFencing(true))
+	bs := citusWorkload(3)
+	stale := bs[len(bs)-4]
+	stale.Epoch = 0
+	for _, b := range bs {
+		if err := w.Enqueue(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	if n, want := count(t, pool, `SELECT count(*) FROM samples`), int64((len(bs)-1)*40); n != want {
+		t.Errorf("%d samples, want %d (all but the stale batch's)", n, want)
+	}
+	if n := count(t, pool, `SELECT count(DISTINCT regexp_replace(gid, '_[0-9]+$', '')) FROM pg_dist_transaction`); n != 3 {
+		t.Errorf("%d two-phase commits, want 3 (the series of each switch)", n)
+	}
+	if got := testutil.ToFloat64(m.Batches.WithLabelValues("stale")); got != 1 {
+		t.Errorf("batches_total{outcome=stale} = %v, want 1", got)
+	}
+}
