@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -175,6 +176,98 @@ func TestUpDownStatus(t *testing.T) {
 			}
 			if d := cmp.Diff(fullDump, schemaDump(t, dsn)); d != "" {
 				t.Errorf("up after a full down (-first up +again):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestUpDownStatusCitus walks the schema on a Citus coordinator with two
+// workers, with each partition manager: up to the latest (migration 011
+// distributes the tables: GetMode lists them), down one step (the tables
+// back on the coordinator) and up again, all the way down and up again,
+// comparing pg_dump --schema-only of the coordinator each time as
+// TestUpDownStatus does; and the schema's objects at the latest are those of
+// plain PostgreSQL, with Citus's extension and the single-node
+// lhcnp_carry_forward kept aside by 011. Partition maintenance (pg_partman
+// or the fallback, with the carry-forward of 008) runs on the distributed
+// samples.
+func TestUpDownStatusCitus(t *testing.T) {
+	plain := map[string][]string{}
+	for _, manager := range managers {
+		conn := connect(t, emptyDB(t))
+		if err := migrations.Up(context.Background(), conn, migrations.WithPartitionManager(manager)); err != nil {
+			t.Fatal(err)
+		}
+		plain[manager] = objects(t, conn)
+	}
+	for _, manager := range managers {
+		t.Run(manager, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := pgtest.EmptyCitus(t)
+			conn := connect(t, dsn)
+			opt := migrations.WithPartitionManager(manager)
+			latest := migrations.Latest()
+			if _, err := migrations.GetStatus(ctx, conn); err != nil { // creates the version table
+				t.Fatal(err)
+			}
+			empty := schemaDump(t, dsn)
+			if err := migrations.To(ctx, conn, 10, opt); err != nil {
+				t.Fatal(err)
+			}
+			mode, err := migrations.GetMode(ctx, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(migrations.Mode{CitusInstalled: true, Workers: pgtest.CitusWorkers}, mode); d != "" {
+				t.Errorf("mode at 10 (-want +got):\n%s", d)
+			}
+			at10 := schemaDump(t, dsn)
+			if err := migrations.Up(ctx, conn, opt); err != nil {
+				t.Fatal(err)
+			}
+			mode, err = migrations.GetMode(ctx, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := migrations.Mode{Citus: true, CitusInstalled: true, Workers: pgtest.CitusWorkers, Distributed: []string{
+				"collectors: reference", "dead_letters: reference", "events: by target", "ingest_ledger: by shard_key",
+				"latest: by series_id", "leases: reference", "lhcnp_carried_leaves: reference", "samples: by series_id",
+				"series: reference", "tuner_actions: reference"}}
+			if d := cmp.Diff(want, mode); d != "" {
+				t.Errorf("mode at the latest (-want +got):\n%s", d)
+			}
+			var colocated int
+			if err := conn.QueryRow(ctx, `SELECT count(DISTINCT colocation_id) FROM citus_tables
+				WHERE table_name IN ('samples'::regclass, 'latest'::regclass, 'ingest_ledger'::regclass)`).Scan(&colocated); err != nil {
+				t.Fatal(err)
+			}
+			if colocated != 1 {
+				t.Errorf("samples, latest and ingest_ledger in %d colocation groups, want 1", colocated)
+			}
+			got := objects(t, conn)
+			wantObjects := append(slices.Clone(plain[manager]), "extension citus", "extension citus_columnar",
+				"function lhcnp_carry_forward_single_node", "table citus_schemas", "table citus_tables")
+			slices.Sort(wantObjects)
+			slices.Sort(got)
+			if d := cmp.Diff(wantObjects, got); d != "" {
+				t.Errorf("objects on Citus (-plain PostgreSQL and Citus's +got):\n%s", d)
+			}
+			if _, err := conn.Exec(ctx, `SELECT lhcnp_set_retention('30 days'); SELECT lhcnp_maintain()`); err != nil {
+				t.Fatalf("maintenance on Citus: %v", err)
+			}
+			full := schemaDump(t, dsn)
+			for _, step := range []struct {
+				to   int32
+				want []string
+			}{
+				{10, at10}, {latest, full}, {0, empty}, {latest, full},
+			} {
+				if err := migrations.To(ctx, conn, step.to, opt); err != nil {
+					t.Fatalf("to %d: %v", step.to, err)
+				}
+				if d := cmp.Diff(step.want, schemaDump(t, dsn)); d != "" {
+					t.Errorf("at %d again, the catalogue differs (-before +after):\n%s", step.to, d)
+				}
 			}
 		})
 	}

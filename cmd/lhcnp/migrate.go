@@ -159,6 +159,11 @@ func printStatus(ctx context.Context, conn *pgx.Conn, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "  [%s] %s\n", mark, s.Name)
 	}
+	mode, err := migrations.GetMode(ctx, conn)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "mode: %s\n", mode)
 	var manager, retention string
 	var premake int
 	var last *time.Time

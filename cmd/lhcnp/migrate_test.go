@@ -39,7 +39,7 @@ func TestMigrateCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("up: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"up 001_tables.sql", "[x] 003_views.sql", "kept by lhcnp, 4 days ahead, retention 10 days, last maintained 2"} {
+	for _, want := range []string{"up 001_tables.sql", "[x] 003_views.sql", "\nmode: PostgreSQL, one node\n", "kept by lhcnp, 4 days ahead, retention 10 days, last maintained 2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("up: output lacks %q:\n%s", want, out)
 		}
@@ -142,4 +142,34 @@ func TestMigrateCommand(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestMigrateCitus: on a Citus coordinator, `lhcnp migrate up` distributes
+// the tables, status says so, and down one step puts them back on one node.
+func TestMigrateCitus(t *testing.T) {
+	c := pgtest.PrivateCitus(t, 2)
+	if err := c.CreateDatabase(context.Background(), "lhcnp"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := c.DSN("lhcnp")
+	migrate := func(args ...string) (code int, stdout, stderr string) {
+		var out, errOut bytes.Buffer
+		code = run(append([]string{"migrate"}, args...), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	for _, tt := range []struct {
+		desc     string
+		args     []string
+		wantMode string
+	}{
+		{"status before", []string{"status", "--db", dsn}, "mode: PostgreSQL, one node (citus installed, 2 workers, tables not distributed)\n"},
+		{"up", []string{"up", "--db", dsn}, "mode: Citus coordinator with 2 workers;"},
+		{"down to 10", []string{"down", "--db", dsn}, "mode: PostgreSQL, one node (citus installed, 2 workers, tables not distributed)\n"},
+		{"up again", []string{"up", "--db", dsn}, "mode: Citus coordinator with 2 workers;"},
+	} {
+		code, out, errOut := migrate(tt.args...)
+		if code != 0 || !strings.Contains(out, "\n"+tt.wantMode) {
+			t.Errorf("%s: exit %d, want 0 and %q in:\n%s%s", tt.desc, code, tt.wantMode, out, errOut)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
@@ -90,5 +91,46 @@ func BenchmarkWriterEvents(b *testing.B) {
 				b.ReportMetric(float64(40*5000)/time.Since(start).Seconds(), "rows/s")
 			}
 		})
+	}
+}
+
+// BenchmarkWriterCitus stores the batches of BenchmarkWriter through the
+// writer into one PostgreSQL and into a Citus coordinator with two workers
+// (all on this machine), in the same run, and COPYs the same rows raw into
+// the coordinator (what Citus takes without the ledger's single-shard
+// transactions, with a two-phase commit per COPY). docs/scaling.md, Step 3.
+func BenchmarkWriterCitus(b *testing.B) {
+	for range b.N {
+		rate := func(store func()) float64 {
+			start := time.Now()
+			store()
+			return float64(40*5000) / time.Since(start).Seconds()
+		}
+		batches := benchBatches(40)
+		through := func(pool *pgxpool.Pool) func() {
+			return func() {
+				w, _, stop := newWriter(b, pool)
+				for _, bt := range batches {
+					w.Enqueue(bt)
+				}
+				stop()
+			}
+		}
+		one, _ := pgtest.New(b)
+		citus, _ := pgtest.NewCitus(b)
+		raw, _ := pgtest.NewCitus(b)
+		b.ReportMetric(rate(through(one)), "one-node-rows/s")
+		b.ReportMetric(rate(through(citus)), "citus-rows/s")
+		b.ReportMetric(rate(func() {
+			for _, bt := range batches {
+				rs := make([][]any, len(bt.Samples))
+				for i, s := range bt.Samples {
+					rs[i] = []any{time.Unix(0, s.TS), s.SeriesID, s.Int, int16(0), bt.ID}
+				}
+				if _, err := raw.CopyFrom(context.Background(), pgx.Identifier{"samples"}, []string{"ts", "series_id", "v_int", "flags", "batch_id"}, pgx.CopyFromRows(rs)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}), "citus-raw-copy-rows/s")
 	}
 }

@@ -124,16 +124,7 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 	defer conn.Release()
 	pc := conn.Conn()
 	open := false
-	defer func() {
-		if !open {
-			return
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := pc.Exec(rctx, "ROLLBACK"); err != nil {
-			pc.Close(rctx) // the pool drops a closed connection
-		}
-	}()
+	defer rollbackIfOpen(ctx, pc, &open)
 
 	bt := &pgx.Batch{}
 	bt.Queue("BEGIN")
@@ -203,6 +194,20 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 	}
 	w.eventsStored(events, stored)
 	return nil
+}
+
+// rollbackIfOpen rolls back the transaction a pipeline left open on pc
+// (*open: an error came before COMMIT); a connection that cannot is closed,
+// and the pool drops it.
+func rollbackIfOpen(ctx context.Context, pc *pgx.Conn, open *bool) {
+	if !*open {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := pc.Exec(rctx, "ROLLBACK"); err != nil {
+		pc.Close(rctx)
+	}
 }
 
 // errLedgerConflict: a batch of the group is in the ledger already.
@@ -453,10 +458,7 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 	outcome := "stored"
 	if len(dead) > 0 {
 		outcome = "partial"
-		w.o.m.DeadLetters.Add(float64(len(dead)))
-		for _, d := range dead {
-			w.o.log.Warn("row dead-lettered", "target", b.Target, "batch", b.ID, "table", d.table, "err", d.err)
-		}
+		w.deadLettered(b, dead)
 	}
 	w.committed(b, start, outcome, okSamples)
 	w.eventsStored(okEvents, storedEvents)

@@ -95,6 +95,8 @@ type Writer struct {
 	// pending counts batches enqueued and not yet finished, per target.
 	pending map[string]int
 	idle    *sync.Cond
+
+	citus citusState // used by Run's goroutine only
 }
 
 // New returns a writer storing into pool, spilling into sp.
@@ -312,7 +314,10 @@ func (w *Writer) Run(ctx context.Context) error {
 // stale epochs and bad rows are settled batch by batch.
 // It returns how many batches of the group (a prefix) are stored.
 func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.ExponentialBackOff) (int, error) {
-	if len(group) > 1 {
+	// On Citus every batch is split by shard (storeCitus); a group of
+	// batches in one transaction would span every worker.
+	citus, cerr := w.isCitus(ctx)
+	if len(group) > 1 && cerr == nil && !citus {
 		bs := make([]*rows.Batch, len(group))
 		for i, it := range group {
 			bs[i] = it.b
@@ -391,7 +396,12 @@ func (w *Writer) writeRetrying(ctx context.Context, b *rows.Batch, bo *backoff.E
 		case safe:
 			err = w.storeSafe(ctx, b)
 		default:
-			err = w.store(ctx, b)
+			var citus bool
+			if citus, err = w.isCitus(ctx); err == nil && citus {
+				err = w.storeCitus(ctx, b)
+			} else if err == nil {
+				err = w.store(ctx, b)
+			}
 		}
 		switch {
 		case err == nil:
@@ -410,7 +420,8 @@ func (w *Writer) writeRetrying(ctx context.Context, b *rows.Batch, bo *backoff.E
 		}
 		class := Classify(err)
 		w.o.m.WriteErrors.WithLabelValues(class.String()).Inc()
-		if class == Permanent && !safe {
+		// On Citus, storeCitus splits out bad rows itself.
+		if class == Permanent && !safe && !w.citus.on {
 			w.o.log.Warn("batch refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
 			safe = true
 			continue

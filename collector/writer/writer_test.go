@@ -122,16 +122,23 @@ func TestLedgerSkipsReplay(t *testing.T) {
 	}
 }
 
+// badBatch is a batch of 100 samples and 2 events of which 2 samples
+// (numbers out of range, NUL in text) and an event (bad JSON) are refused.
+func badBatch() *rows.Batch {
+	b := batch("sw1", time.Now().UnixNano(), 100)
+	b.Samples[17] = rows.Sample{TS: b.Samples[17].TS, SeriesID: b.Samples[17].SeriesID, Kind: rows.ValText, Text: "a\x00b"}
+	b.Samples[63] = rows.Sample{TS: b.Samples[63].TS, SeriesID: b.Samples[63].SeriesID, Kind: rows.ValNum, Text: "not-a-number"}
+	b.Events = []rows.Event{{TS: b.Samples[0].TS, Target: "sw1", Kind: "cnp", Details: "{}"}, {TS: b.Samples[0].TS, Target: "sw1", Kind: "cnp", Details: "{bad json"}}
+	return b
+}
+
 // TestBadRowsSplitOut: several bad rows in one batch (numbers out of
 // range, NUL in text) go to dead_letters, one each; every other row is
 // stored and latest has the good values.
 func TestBadRowsSplitOut(t *testing.T) {
 	pool, _ := pgtest.New(t)
 	w, m, stop := newWriter(t, pool)
-	b := batch("sw1", time.Now().UnixNano(), 100)
-	b.Samples[17] = rows.Sample{TS: b.Samples[17].TS, SeriesID: b.Samples[17].SeriesID, Kind: rows.ValText, Text: "a\x00b"}
-	b.Samples[63] = rows.Sample{TS: b.Samples[63].TS, SeriesID: b.Samples[63].SeriesID, Kind: rows.ValNum, Text: "not-a-number"}
-	b.Events = []rows.Event{{TS: b.Samples[0].TS, Target: "sw1", Kind: "cnp", Details: "{}"}, {TS: b.Samples[0].TS, Target: "sw1", Kind: "cnp", Details: "{bad json"}}
+	b := badBatch()
 	w.Enqueue(b)
 	stop()
 	if n := count(t, pool, `SELECT count(*) FROM samples`); n != 98 {

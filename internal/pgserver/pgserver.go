@@ -636,13 +636,5 @@ func (s *Server) DropDatabase(ctx context.Context, name string) error {
 }
 
 func (s *Server) execAdmin(ctx context.Context, sql string) error {
-	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		return fmt.Errorf("%s: %w", sql, err)
-	}
-	return nil
+	return execOn(ctx, s.DSN("postgres"), sql)
 }

@@ -8,7 +8,12 @@
 // should the test binary die first, the server shuts itself down
 // (pgserver's parent-death signal).
 //
-// Without the server binaries a test is skipped with a message saying how to
+// NewCitus does the same on a Citus cluster (a coordinator and two workers,
+// one per test binary): the database is created on every node, the nodes
+// registered in it, and migrated through the coordinator (no template: Citus
+// keeps shards and metadata per node).
+//
+// Without the server binaries (or Citus, for NewCitus) a test is skipped with a message saying how to
 // install them, unless CI=true or LHCNP_ORACLES=required (the Makefile's
 // default), when it fails.
 //
@@ -48,6 +53,19 @@ type cluster struct {
 
 var shared cluster
 
+// citusCluster is the test binary's shared Citus cluster (a coordinator and
+// two workers), started on first use by Citus.
+type citusCluster struct {
+	once sync.Once
+	c    *pgserver.Cluster
+	err  error
+}
+
+var sharedCitus citusCluster
+
+// CitusWorkers is the number of workers of the shared Citus cluster.
+const CitusWorkers = 2
+
 // Main runs the tests (m.Run), stops the shared cluster and exits with the
 // tests' status. Call it from TestMain.
 func Main(m *testing.M) {
@@ -61,10 +79,16 @@ func Main(m *testing.M) {
 // Close stops the shared cluster, if one was started, and removes its
 // directory: for a TestMain that does more than Main, after m.Run.
 func Close() error {
-	if shared.srv == nil {
-		return nil
+	var err error
+	if sharedCitus.c != nil {
+		err = sharedCitus.c.Close()
 	}
-	return shared.srv.Close()
+	if shared.srv != nil {
+		if e := shared.srv.Close(); e != nil {
+			err = e
+		}
+	}
+	return err
 }
 
 // Require skips t when the PostgreSQL server binaries are missing, or fails
@@ -180,4 +204,101 @@ func Private(t testing.TB, opts ...pgserver.Option) (*pgserver.Server, string) {
 		t.Fatalf("pgtest: private cluster: %v", err)
 	}
 	return srv, srv.DSN("lhcnp")
+}
+
+// RequireCitus is Require for the Citus extension as well.
+func RequireCitus(t testing.TB) {
+	t.Helper()
+	Require(t)
+	if err := pgserver.FindCitus(); err != nil {
+		if required() {
+			t.Fatalf("pgtest: %v (required: CI=true or LHCNP_ORACLES=required)", err)
+		}
+		t.Skipf("pgtest: skipping, no Citus: %v", err)
+	}
+}
+
+// Citus returns the shared Citus cluster, starting it on first use. Tests
+// must not stop its nodes.
+func Citus(t testing.TB) *pgserver.Cluster {
+	t.Helper()
+	RequireCitus(t)
+	sharedCitus.once.Do(func() {
+		_, _ = pgserver.RemoveStaleTemp(time.Hour)
+		// 8 shards instead of Citus's 32: every daily partition of samples
+		// has as many, and two cores migrate them.
+		sharedCitus.c, sharedCitus.err = pgserver.StartCluster(context.Background(), CitusWorkers,
+			pgserver.WithoutDurability(), pgserver.WithSetting("max_connections", "300"),
+			pgserver.WithSetting("citus.shard_count", "8"),
+			// Two-phase commits stay in pg_dist_transaction until a test
+			// recovers them (recover_prepared_transactions), so that a
+			// test can count them.
+			pgserver.WithSetting("citus.recover_2pc_interval", "-1"))
+	})
+	if sharedCitus.err != nil {
+		t.Fatalf("pgtest: shared Citus cluster: %v", sharedCitus.err)
+	}
+	return sharedCitus.c
+}
+
+// EmptyCitus creates a database on the shared Citus cluster (on every
+// node, nodes registered) without lhcnp's schema and returns its DSN on the
+// coordinator. It is dropped on every node when the test ends.
+func EmptyCitus(t testing.TB) string {
+	t.Helper()
+	c := Citus(t)
+	name := dbName(t.Name(), shared.seq.Add(1))
+	t.Cleanup(func() {
+		if err := c.DropDatabase(context.Background(), name); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	if err := c.CreateDatabase(context.Background(), name); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return c.DSN(name)
+}
+
+// NewCitus returns a pool on a fresh distributed database with the full
+// schema, on the coordinator of the shared Citus cluster, and its DSN. The
+// database is dropped on every node when the test ends.
+func NewCitus(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	dsn := EmptyCitus(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	err = migrations.Up(ctx, conn)
+	conn.Close(ctx)
+	if err != nil {
+		t.Fatalf("pgtest: migrating on Citus: %v", err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, dsn
+}
+
+// PrivateCitus starts a Citus cluster of the test's own (a coordinator and
+// `workers` workers) without any database, for tests that stop its nodes or
+// make their own databases (Cluster.CreateDatabase). It is closed when the
+// test ends.
+func PrivateCitus(t testing.TB, workers int, opts ...pgserver.Option) *pgserver.Cluster {
+	t.Helper()
+	RequireCitus(t)
+	c, err := pgserver.StartCluster(context.Background(), workers,
+		append([]pgserver.Option{pgserver.WithoutDurability(), pgserver.WithSetting("citus.shard_count", "8")}, opts...)...)
+	if err != nil {
+		t.Fatalf("pgtest: private Citus cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return c
 }

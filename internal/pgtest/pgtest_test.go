@@ -3,6 +3,8 @@ package pgtest
 import (
 	"context"
 	"testing"
+
+	"github.com/lhcnp/lhcnp/migrations"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -43,5 +45,32 @@ func TestDBName(t *testing.T) {
 				t.Errorf("dbName(%q) = %q, want %q", tt.test, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNewCitus: a database of the Citus cluster has the full schema,
+// every worker registered in it and samples distributed.
+func TestNewCitus(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := NewCitus(t)
+	var version, workers int
+	if err := pool.QueryRow(ctx, `SELECT max(version) FROM lhcnp_schema_version`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if want := int(migrations.Latest()); version != want {
+		t.Errorf("schema version %d, want %d", version, want)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM citus_get_active_worker_nodes()`).Scan(&workers); err != nil {
+		t.Fatal(err)
+	}
+	if workers != CitusWorkers {
+		t.Errorf("%d active workers, want %d", workers, CitusWorkers)
+	}
+	var distributed bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM citus_tables WHERE table_name = 'samples'::regclass)`).Scan(&distributed); err != nil {
+		t.Fatal(err)
+	}
+	if !distributed {
+		t.Error("samples is not distributed")
 	}
 }

@@ -1,0 +1,469 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lhcnp/lhcnp/collector/rows"
+)
+
+// The write path on Citus (migration 011, docs/scaling.md Step 3): samples,
+// latest and ingest_ledger are distributed by series, co-located. A batch
+// is split by shard, and each part is stored in a transaction of its own
+// with its own ledger row, keyed (shard_key, batch_id) with shard_key a
+// series id of the part: every statement of that transaction goes to one
+// shard group on one worker, so Citus commits it there without a two-phase
+// commit. A part found in the ledger (a replay) is skipped; the others are
+// stored, so a batch whose parts a crash cut in two is completed by the
+// replay, never doubled. New series (a reference table, on every node) and
+// the events (distributed by target, stored once by their identity) are
+// written in transactions of their own, before and after the parts; both
+// are idempotent.
+
+const (
+	citusModeSQL = `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
+	AND EXISTS (SELECT 1 FROM pg_class WHERE relname = 'pg_dist_partition' AND relnamespace = 'pg_catalog'::regnamespace)`
+	citusSamplesSQL = `SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'public.samples'::regclass)`
+	shardIDsSQL     = `SELECT id, get_shard_id_for_distribution_column('public.samples', id) FROM unnest($1::bigint[]) id`
+	ledgerPartSQL   = `INSERT INTO ingest_ledger (shard_key, batch_id, collector, target, epoch, rows, first_ts, last_ts)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+	ledgerPartCheckSQL = `SELECT target, rows, first_ts, last_ts FROM ingest_ledger WHERE shard_key = $1 AND batch_id = $2`
+)
+
+// citusState is what the writer knows of the database's distribution; only
+// the goroutine of Run uses it.
+type citusState struct {
+	known bool            // on is settled
+	on    bool            // samples is distributed by Citus
+	shard map[int64]int64 // series id -> shard id of samples
+}
+
+// isCitus reports whether samples is distributed, asking the database the
+// first time.
+func (w *Writer) isCitus(ctx context.Context) (bool, error) {
+	if w.citus.known {
+		return w.citus.on, nil
+	}
+	var ext, on bool
+	if err := w.pool.QueryRow(ctx, citusModeSQL).Scan(&ext); err != nil {
+		return false, err
+	}
+	if ext {
+		if err := w.pool.QueryRow(ctx, citusSamplesSQL).Scan(&on); err != nil {
+			return false, err
+		}
+	}
+	w.citus = citusState{known: true, on: on, shard: map[int64]int64{}}
+	if on {
+		w.o.log.Info("samples distributed by Citus: batches are stored split by shard")
+	}
+	return on, nil
+}
+
+// shardsOf fills the shard cache for the series of samples (one query for
+// those not in it yet).
+func (w *Writer) shardsOf(ctx context.Context, samples []rows.Sample) error {
+	var missing []int64
+	seen := map[int64]bool{}
+	for i := range samples {
+		id := samples[i].SeriesID
+		if _, ok := w.citus.shard[id]; !ok && !seen[id] {
+			seen[id] = true
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	rs, err := w.pool.Query(ctx, shardIDsSQL, missing)
+	if err != nil {
+		return err
+	}
+	var id, shard int64
+	_, err = pgx.ForEachRow(rs, []any{&id, &shard}, func() error {
+		w.citus.shard[id] = shard
+		return nil
+	})
+	return err
+}
+
+// Citus commits with a two-phase commit whenever a transaction used COPY
+// or an INSERT ... SELECT it plans on the coordinator, even when every row
+// went to one shard; a multi-row INSERT ... VALUES whose rows are all of one
+// shard is routed to it as it is. So a part is written with such INSERTs,
+// valuesRows rows (9 parameters each, under PostgreSQL's 65 535) at a time.
+const (
+	samplesValuesSQL  = `INSERT INTO samples (series_id, ts, v_int, v_float, v_num, v_bool, v_text, flags, batch_id) VALUES `
+	latestValuesSQL   = `INSERT INTO latest (series_id, ts, v_int, v_float, v_num, v_bool, v_text, flags) VALUES `
+	latestConflictSQL = ` ON CONFLICT (series_id) DO UPDATE SET ts = EXCLUDED.ts, v_int = EXCLUDED.v_int, v_float = EXCLUDED.v_float,
+  v_num = EXCLUDED.v_num, v_bool = EXCLUDED.v_bool, v_text = EXCLUDED.v_text, flags = EXCLUDED.flags
+WHERE latest.ts <= EXCLUDED.ts`
+	valuesRows = 5000
+)
+
+// queueValues queues the INSERTs of n samples (the k-th is at(k)): prefix,
+// then the rows' values (with batch_id when batchID is not 0), then suffix.
+func queueValues(bt *pgx.Batch, prefix, suffix string, batchID int64, n int, at func(k int) *rows.Sample) {
+	cols := 8
+	if batchID != 0 {
+		cols = 9
+	}
+	for lo := 0; lo < n; lo += valuesRows {
+		hi := min(lo+valuesRows, n)
+		var sb strings.Builder
+		sb.WriteString(prefix)
+		args := make([]any, 0, (hi-lo)*cols)
+		arrays := sampleArrays(hi-lo, func(k int) *rows.Sample { return at(lo + k) })
+		for k := range hi - lo {
+			if k > 0 {
+				sb.WriteByte(',')
+			}
+			j := len(args)
+			fmt.Fprintf(&sb, "($%d::bigint,$%d::timestamptz,$%d::bigint,$%d::float8,$%d::numeric,$%d::bool,$%d::text,$%d::smallint",
+				j+1, j+2, j+3, j+4, j+5, j+6, j+7, j+8)
+			if batchID != 0 {
+				fmt.Fprintf(&sb, ",$%d::bigint", j+9)
+			}
+			sb.WriteByte(')')
+			for _, a := range arrays {
+				args = append(args, reflect.ValueOf(a).Index(k).Interface())
+			}
+			if batchID != 0 {
+				args = append(args, batchID)
+			}
+		}
+		sb.WriteString(suffix)
+		bt.Queue(sb.String(), args...)
+	}
+}
+
+// latestOf is the last sample of each series in samples, in the order the
+// series first appear (a later timestamp wins; at the same one, the later
+// sample, as latestArgs).
+func latestOf(samples []rows.Sample) []*rows.Sample {
+	idx := map[int64]int{}
+	var last []*rows.Sample
+	for i := range samples {
+		s := &samples[i]
+		k, ok := idx[s.SeriesID]
+		switch {
+		case !ok:
+			idx[s.SeriesID] = len(last)
+			last = append(last, s)
+		case s.TS >= last[k].TS:
+			last[k] = s
+		}
+	}
+	return last
+}
+
+// eventsValues is eventsSQL as a multi-row INSERT ... VALUES of b's events
+// (all of one target: one shard of events, no two-phase commit).
+func eventsValues(b *rows.Batch) (string, []any) {
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO events (ts, target, kind, interface, queue, action, parameter, congestion_level,
+  source_address, destination_address, source_qp, destination_qp, details, batch_id) VALUES `)
+	types := []string{"timestamptz", "text", "text", "text", "int", "text", "int", "int", "text", "text", "bigint", "bigint", "jsonb", "bigint"}
+	args := make([]any, 0, len(b.Events)*len(types))
+	for i, e := range b.Events {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('(')
+		for c, typ := range types {
+			if c > 0 {
+				sb.WriteByte(',')
+			}
+			fmt.Fprintf(&sb, "$%d::%s", len(args)+c+1, typ)
+		}
+		sb.WriteByte(')')
+		args = append(args, tsOf(e.TS), e.Target, e.Kind, e.Interface, e.Queue, e.Action, e.Parameter, e.CongestionLevel,
+			e.SourceAddress, e.DestinationAddress, e.SourceQP, e.DestinationQP, e.Details, b.ID)
+	}
+	sb.WriteString(" ON CONFLICT DO NOTHING")
+	return sb.String(), args
+}
+
+// part is the samples of a batch that fall on one shard.
+type part struct {
+	shard   int64
+	key     int64 // the ledger row's shard_key: the first series id of the part
+	samples []rows.Sample
+	events  int // the batch's events counted in this part's ledger row
+}
+
+// splitByShard groups samples by shard, in the order of the shards; each
+// part keeps the samples' order.
+func splitByShard(samples []rows.Sample, shardOf map[int64]int64) []part {
+	idx := map[int64]int{}
+	var parts []part
+	for _, s := range samples {
+		sh := shardOf[s.SeriesID]
+		i, ok := idx[sh]
+		if !ok {
+			i = len(parts)
+			idx[sh] = i
+			parts = append(parts, part{shard: sh, key: s.SeriesID})
+		}
+		parts[i].samples = append(parts[i].samples, s)
+	}
+	slices.SortFunc(parts, func(a, b part) int { return cmpInt64(a.shard, b.shard) })
+	return parts
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// storeCitus stores one batch on Citus: its new series, then each part in
+// a single-shard transaction with its ledger row, then its events.
+func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
+	start := time.Now()
+	if len(b.Series) > 0 {
+		if _, err := w.pool.Exec(ctx, seriesSQL, seriesArgs(b.Series)...); err != nil {
+			return err
+		}
+	}
+	if err := w.shardsOf(ctx, b.Samples); err != nil {
+		return err
+	}
+	parts := splitByShard(b.Samples, w.citus.shard)
+	if len(parts) == 0 && len(b.Events) > 0 {
+		// A batch of events only has a ledger row as on one node, of
+		// shard key 0.
+		parts = []part{{}}
+	}
+	if len(parts) > 0 {
+		// The first part's ledger row counts the events too: the ledger
+		// rows of a batch sum to its rows, as its one row on one node.
+		parts[0].events = len(b.Events)
+	}
+	stored, replayed, deadRows := 0, 0, 0
+	for _, p := range parts {
+		done, err := w.storePart(ctx, b, p)
+		if err != nil && Classify(err) == Permanent && !errors.Is(err, errLedgerConflict) {
+			w.o.log.Warn("part refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
+			var n int
+			done, n, err = w.storePartSafe(ctx, b, p)
+			deadRows += n
+		}
+		switch {
+		case errors.Is(err, errLedgerConflict) && stored == 0 && replayed == 0:
+			// Another batch drew this id (nothing of this one is stored
+			// under it): draw another, as store does.
+			w.o.log.Warn("batch id collision, drawing another", "batch", b.ID, "target", b.Target)
+			b.ID = rows.NewBatchID()
+			return errRetryNow
+		case err != nil:
+			return err
+		case done:
+			replayed++
+		default:
+			stored += len(p.samples)
+		}
+	}
+	var storedEvents, deadEvents int
+	// Every part in the ledger: the batch was stored whole (its events
+	// come after its parts), and is skipped as on one node.
+	if len(b.Events) > 0 && replayed < len(parts) {
+		var err error
+		if storedEvents, deadEvents, err = w.storeEventsCitus(ctx, b); err != nil {
+			return err
+		}
+		deadRows += deadEvents
+	}
+	outcome := "stored"
+	switch {
+	case replayed == len(parts) && len(parts) > 0:
+		outcome = "replayed"
+	case deadRows > 0:
+		outcome = "partial"
+	}
+	w.committed(b, start, outcome, stored)
+	w.eventsStored(len(b.Events)-deadEvents, storedEvents)
+	return nil
+}
+
+// storePart stores one part and its ledger row in one transaction; done is
+// true when the ledger already has the part (a replay). A ledger row of the
+// same key that is not this part's is errLedgerConflict.
+func (w *Writer) storePart(ctx context.Context, b *rows.Batch, p part) (done bool, err error) {
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	pc := conn.Conn()
+	open := false
+	defer rollbackIfOpen(ctx, pc, &open)
+	var firstTS, lastTS any
+	if len(p.samples) > 0 {
+		first, last := (&rows.Batch{Samples: p.samples}).TSRange()
+		firstTS, lastTS = tsOf(first), tsOf(last)
+	}
+	bt := &pgx.Batch{}
+	bt.Queue("BEGIN")
+	var epoch int64
+	if w.o.fencing {
+		bt.Queue(fenceSQL, b.Target, b.Collector).QueryRow(func(r pgx.Row) error { return r.Scan(&epoch) })
+	}
+	bt.Queue(ledgerPartSQL, p.key, b.ID, b.Collector, b.Target, b.Epoch, len(p.samples)+p.events, firstTS, lastTS)
+	open = true
+	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
+		var pe *pgconn.PgError
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return false, errStale
+		case errors.As(err, &pe) && pe.Code == "23505":
+			return w.partStored(ctx, b, p, firstTS, lastTS)
+		}
+		return false, err
+	}
+	if w.o.fencing && epoch != b.Epoch {
+		return false, errStale
+	}
+	bt = &pgx.Batch{}
+	queueValues(bt, samplesValuesSQL, "", b.ID, len(p.samples), func(k int) *rows.Sample { return &p.samples[k] })
+	newest := latestOf(p.samples)
+	queueValues(bt, latestValuesSQL, latestConflictSQL, 0, len(newest), func(k int) *rows.Sample { return newest[k] })
+	bt.Queue("COMMIT")
+	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
+		return false, err
+	}
+	open = false
+	return false, nil
+}
+
+// partStored settles a ledger conflict of a part: this part (a replay) or
+// another batch's (errLedgerConflict).
+func (w *Writer) partStored(ctx context.Context, b *rows.Batch, p part, firstTS, lastTS any) (bool, error) {
+	var target string
+	var n int
+	var f, l *time.Time
+	if err := w.pool.QueryRow(ctx, ledgerPartCheckSQL, p.key, b.ID).Scan(&target, &n, &f, &l); err != nil {
+		return false, err
+	}
+	if target == b.Target && n == len(p.samples)+p.events && sameTS(f, firstTS) && sameTS(l, lastTS) {
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: shard key %d", errLedgerConflict, p.key)
+}
+
+// storePartSafe stores a part PostgreSQL refused, as storeSafe does a
+// batch: the ledger row, then each sample under a savepoint; a refused one
+// goes to dead_letters (a reference table: this transaction then spans the
+// nodes, which a bad row may cost). done is as storePart's; dead counts
+// the rows dead-lettered.
+func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done bool, dead int, err error) {
+	var firstTS, lastTS any
+	if len(p.samples) > 0 {
+		first, last := (&rows.Batch{Samples: p.samples}).TSRange()
+		firstTS, lastTS = tsOf(first), tsOf(last)
+	}
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, ledgerPartSQL, p.key, b.ID, b.Collector, b.Target, b.Epoch, len(p.samples)+p.events, firstTS, lastTS); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			tx.Rollback(ctx)
+			done, err := w.partStored(ctx, b, p, firstTS, lastTS)
+			return done, 0, err
+		}
+		return false, 0, err
+	}
+	seriesByID := make(map[int64]rows.Series, len(b.Series))
+	for _, s := range b.Series {
+		seriesByID[s.ID] = s
+	}
+	var good []rows.Sample
+	var bad []deadRow
+	for i := range p.samples {
+		s := &p.samples[i]
+		err := savepoint(ctx, tx, func(tx pgx.Tx) error {
+			bt := &pgx.Batch{}
+			queueValues(bt, samplesValuesSQL, "", b.ID, 1, func(int) *rows.Sample { return s })
+			return tx.SendBatch(ctx, bt).Close()
+		})
+		switch {
+		case err == nil:
+			good = append(good, *s)
+		case Classify(err) == Temporary:
+			return false, 0, err
+		default:
+			bad = append(bad, deadRow{table: "samples", row: sampleRow(*s, seriesByID), err: err})
+		}
+	}
+	if len(good) > 0 {
+		bt := &pgx.Batch{}
+		newest := latestOf(good)
+		queueValues(bt, latestValuesSQL, latestConflictSQL, 0, len(newest), func(k int) *rows.Sample { return newest[k] })
+		if err := tx.SendBatch(ctx, bt).Close(); err != nil {
+			return false, 0, err
+		}
+	}
+	for _, d := range bad {
+		if _, err := tx.Exec(ctx, deadSQL, b.Target, b.ID, d.json(), d.err.Error()); err != nil {
+			return false, 0, fmt.Errorf("dead letter: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, 0, err
+	}
+	w.deadLettered(b, bad)
+	return false, len(bad), nil
+}
+
+// storeEventsCitus stores b's events in one INSERT; when PostgreSQL refuses
+// it, one by one, a refused event going to dead_letters. Events are stored
+// once by their identity; dead counts the refused ones. A dead letter of a replayed batch may be written
+// again (no ledger row guards the events on Citus).
+func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead int, err error) {
+	sql, args := eventsValues(b)
+	tag, err := w.pool.Exec(ctx, sql, args...)
+	if err == nil || Classify(err) == Temporary {
+		return int(tag.RowsAffected()), 0, err
+	}
+	var bad []deadRow
+	for _, e := range b.Events {
+		sql, args := eventsValues(&rows.Batch{ID: b.ID, Events: []rows.Event{e}})
+		tag, err := w.pool.Exec(ctx, sql, args...)
+		switch {
+		case err == nil:
+			stored += int(tag.RowsAffected())
+		case Classify(err) == Temporary:
+			return stored, len(bad), err
+		default:
+			if _, err2 := w.pool.Exec(ctx, deadSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error()); err2 != nil {
+				return stored, len(bad), fmt.Errorf("dead letter: %w", err2)
+			}
+			bad = append(bad, deadRow{table: "events", row: e, err: err})
+		}
+	}
+	w.deadLettered(b, bad)
+	return stored, len(bad), nil
+}
+
+// deadLettered counts and logs the rows of b that went to dead_letters.
+func (w *Writer) deadLettered(b *rows.Batch, dead []deadRow) {
+	w.o.m.DeadLetters.Add(float64(len(dead)))
+	for _, d := range dead {
+		w.o.log.Warn("row dead-lettered", "target", b.Target, "batch", b.ID, "table", d.table, "err", d.err)
+	}
+}

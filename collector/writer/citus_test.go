@@ -1,0 +1,323 @@
+package writer_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/collector/writer"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/migrations"
+)
+
+// citusWorkload is a seeded workload of three switches: 12 batches each of
+// 40 series (ints, floats, numerics, text; the series sent with a switch's
+// first batch only, as the collector does), a few CNP events per batch. The
+// same seed gives the same batches, ids included.
+func citusWorkload(seed uint64) []*rows.Batch {
+	r := rand.New(rand.NewPCG(seed, 1))
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+	var bs []*rows.Batch
+	for k := range 12 {
+		for _, target := range []string{"sw1", "sw2", "sw3"} {
+			b := &rows.Batch{ID: int64(r.Uint64() >> 1), Collector: "c", Target: target, Epoch: 1}
+			ts := t0 + int64(k)*int64(time.Second)
+			for i := range 40 {
+				path := fmt.Sprintf("/x[i=%d]", i)
+				id := rows.SeriesID(target, path)
+				if k == 0 {
+					b.Series = append(b.Series, rows.Series{ID: id, Target: target, Path: path, SchemaPath: "/x", FirstSeen: ts})
+				}
+				s := rows.Sample{TS: ts + int64(i)*int64(time.Millisecond), SeriesID: id}
+				switch i % 4 {
+				case 0:
+					s.Kind, s.Int = rows.ValInt, r.Int64N(1_000_000)
+				case 1:
+					s.Kind, s.Float = rows.ValFloat, r.Float64()
+				case 2:
+					s.Kind, s.Text = rows.ValNum, fmt.Sprint(r.Uint64())
+				default:
+					s.Kind, s.Text = rows.ValText, fmt.Sprintf("v%d", r.IntN(100))
+				}
+				b.Samples = append(b.Samples, s)
+			}
+			for q := range r.IntN(3) {
+				b.Events = append(b.Events, rows.Event{TS: ts, Target: target, Kind: "cnp", Interface: "wan", Queue: int64(q), Details: "{}"})
+			}
+			bs = append(bs, b)
+		}
+	}
+	return bs
+}
+
+// tableRows is every row of what the readers query, as a record's text in a
+// fixed order: samples, latest, series, events, the ledger summed per batch
+// (one row per batch on one node, one per part on Citus) and the view
+// series_values.
+func tableRows(t *testing.T, pool *pgxpool.Pool) map[string][]string {
+	t.Helper()
+	// The order is the outer query's: Citus keeps no order of a subquery
+	// (nor the names of its columns, which row_to_json would show).
+	queries := map[string]struct{ sql, order string }{
+		"samples": {`SELECT ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, batch_id FROM samples`, "series_id, ts, batch_id"},
+		"latest":  {`SELECT * FROM latest`, "series_id"},
+		"series":  {`SELECT id, target, path, schema_path, keys, yang_type, unit, first_seen FROM series`, "id"},
+		"events":  {`SELECT ts, target, kind, interface, queue, action, batch_id FROM events`, "target, ts, queue"},
+		"ledger": {`SELECT batch_id, collector, target, epoch, sum(rows) AS rows, min(first_ts) AS first_ts, max(last_ts) AS last_ts
+			FROM ingest_ledger GROUP BY 1, 2, 3, 4`, "batch_id"},
+		"series_values": {`SELECT * FROM series_values`, "series_id, ts"},
+	}
+	got := map[string][]string{}
+	for name, q := range queries {
+		rs, err := pool.Query(context.Background(), `SELECT v::text FROM (`+q.sql+`) v ORDER BY `+q.order)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got[name], err = pgx.CollectRows(rs, pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	return got
+}
+
+// TestCitusSameAsOneNode stores the same workload, with replays, into one
+// PostgreSQL and into a Citus coordinator with two workers, and compares
+// what the readers see row by row. On Citus every batch is split by shard,
+// one single-shard transaction per part: the only two-phase commits are the
+// inserts of new series (a reference table), one per switch. A batch of
+// which a crash kept one part only is completed by its replay, not doubled.
+func TestCitusSameAsOneNode(t *testing.T) {
+	ctx := context.Background()
+	plain, _ := pgtest.New(t)
+	citus, _ := pgtest.NewCitus(t)
+	results := map[string]map[string][]string{}
+	for _, db := range []struct {
+		name string
+		pool *pgxpool.Pool
+	}{{"postgresql", plain}, {"citus", citus}} {
+		if db.name == "citus" {
+			if _, err := db.pool.Exec(ctx, `SELECT recover_prepared_transactions()`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// pg_dist_transaction has a row per worker of each two-phase
+		// commit, its gid citus_<node>_<pid>_<transaction>_<connection>.
+		twoPC := func() int64 {
+			return count(t, db.pool, `SELECT count(DISTINCT regexp_replace(gid, '_[0-9]+$', '')) FROM pg_dist_transaction`)
+		}
+		var before int64
+		if db.name == "citus" {
+			before = twoPC()
+		}
+		w, m, stop := newWriter(t, db.pool)
+		bs := citusWorkload(7)
+		for i, b := range bs {
+			if err := w.Enqueue(b); err != nil {
+				t.Fatal(err)
+			}
+			if i%5 == 4 { // a replay (the spill after a crash), without its series
+				replay := *bs[i]
+				replay.Series = nil
+				if err := w.Enqueue(&replay); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		stop()
+		if got := testutil.ToFloat64(m.Batches.WithLabelValues("replayed")); got != float64(len(bs)/5) {
+			t.Errorf("%s: batches_total{outcome=replayed} = %v, want %d", db.name, got, len(bs)/5)
+		}
+		if db.name == "citus" {
+			if n := twoPC() - before; n != 3 {
+				t.Errorf("citus: %d two-phase commits, want 3 (the series of each switch)", n)
+			}
+			// A crash after the first part of the last batch: its other
+			// parts and their ledger rows are gone; the replay restores them.
+			last := bs[len(bs)-1]
+			var gone []int64
+			for _, x := range last.Samples {
+				var same bool
+				if err := db.pool.QueryRow(ctx, `SELECT get_shard_id_for_distribution_column('samples', $1::bigint)
+					= get_shard_id_for_distribution_column('samples', (SELECT min(shard_key) FROM ingest_ledger WHERE batch_id = $2))`,
+					x.SeriesID, last.ID).Scan(&same); err != nil {
+					t.Fatal(err)
+				}
+				if !same {
+					gone = append(gone, x.SeriesID)
+				}
+			}
+			if _, err := db.pool.Exec(ctx, `DELETE FROM samples WHERE batch_id = $1 AND series_id = ANY($2)`, last.ID, gone); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.pool.Exec(ctx, `DELETE FROM ingest_ledger WHERE batch_id = $1 AND shard_key = ANY($2)`, last.ID, gone); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(t, db.pool, `SELECT count(*) FROM samples WHERE batch_id = $1`, last.ID); n == 0 || n >= 40 {
+				t.Fatalf("citus: %d samples of the cut batch left, want some of its 40", n)
+			}
+			w, _, stop := newWriter(t, db.pool)
+			replay := *last
+			if err := w.Enqueue(&replay); err != nil {
+				t.Fatal(err)
+			}
+			stop()
+		}
+		results[db.name] = tableRows(t, db.pool)
+	}
+	for name, want := range results["postgresql"] {
+		if len(want) == 0 {
+			t.Errorf("%s: no rows on one node", name)
+		}
+		if d := cmp.Diff(want, results["citus"][name]); d != "" {
+			t.Errorf("%s differs (-one node +citus):\n%s", name, d)
+		}
+	}
+}
+
+// TestCitusWorkerDown: a worker of a private cluster is stopped while
+// batches arrive, so parts of a batch may commit (on the other worker) while
+// others fail; the writer retries, the worker is started again, and every
+// sample is stored exactly once.
+func TestCitusWorkerDown(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.PrivateCitus(t, 2)
+	if err := c.CreateDatabase(ctx, "lhcnp"); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, c.DSN("lhcnp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = migrations.Up(ctx, conn.Conn())
+	conn.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, m, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
+	bs := citusWorkload(11)
+	// The series first, with every node up (a reference table is written
+	// on all of them).
+	for _, b := range bs[:3] {
+		if err := w.Enqueue(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WaitTarget(ctx, "sw3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Workers[1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs[3:] {
+		if err := w.Enqueue(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Polling with a deadline: the writer retries the batch on its own.
+	deadline := time.After(60 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for testutil.ToFloat64(m.WriteErrors.WithLabelValues("temporary")) < 3 {
+		select {
+		case <-deadline:
+			t.Fatal("no failed write while a worker was down")
+		case <-tick.C:
+		}
+	}
+	if err := c.Workers[1].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	want := int64(len(bs) * 40)
+	if n := count(t, pool, `SELECT count(*) FROM samples`); n != want {
+		t.Errorf("%d samples, want %d", n, want)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM (SELECT DISTINCT series_id, ts FROM samples) d`); n != want {
+		t.Errorf("%d distinct samples, want %d (none lost, none twice)", n, want)
+	}
+	if n := count(t, pool, `SELECT count(DISTINCT batch_id) FROM ingest_ledger`); n != int64(len(bs)) {
+		t.Errorf("ledger has %d batches, want %d", n, len(bs))
+	}
+}
+
+// TestCitusBadRows is TestBadRowsSplitOut on Citus: the bad rows of a part
+// go to dead_letters, one each, the rest of the batch is stored, and each
+// part has its ledger row.
+func TestCitusBadRows(t *testing.T) {
+	pool, _ := pgtest.NewCitus(t)
+	w, m, stop := newWriter(t, pool)
+	b := badBatch()
+	w.Enqueue(b)
+	stop()
+	for _, tt := range []struct {
+		desc, sql string
+		want      int64
+	}{
+		{"samples", `SELECT count(*) FROM samples`, 98},
+		{"events", `SELECT count(*) FROM events`, 1},
+		{"dead letters", `SELECT count(*) FROM dead_letters`, 3},
+		{"latest", `SELECT count(*) FROM latest`, 98},
+		{"ledger rows of the batch, summed", `SELECT sum(rows) FROM ingest_ledger WHERE batch_id = $1`, 102},
+	} {
+		var args []any
+		if strings.Contains(tt.sql, "$1") {
+			args = append(args, b.ID)
+		}
+		if n := count(t, pool, tt.sql, args...); n != tt.want {
+			t.Errorf("%s: %d, want %d", tt.desc, n, tt.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.Batches.WithLabelValues("partial")); got != 1 {
+		t.Errorf("batches_total{outcome=partial} = %v, want 1", got)
+	}
+}
+
+// TestCitusFencing: with fencing on, the lease check of every part (FOR
+// SHARE on leases, a reference table) adds no two-phase commit; a batch of
+// an epoch the lease has left is not stored on Citus yet (one node merges
+// it: stale.go) and does not stop the batches after it.
+func TestCitusFencing(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := pgtest.NewCitus(t)
+	if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at)
+		SELECT t, 'c', 1, now() + interval '1 hour' FROM unnest(ARRAY['sw1', 'sw2', 'sw3']) t`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `SELECT recover_prepared_transactions()`); err != nil {
+		t.Fatal(err)
+	}
+	w, m, stop := newWriter(t, pool, writer.WithFencing(true))
+	bs := citusWorkload(3)
+	stale := bs[len(bs)-4]
+	stale.Epoch = 0
+	for _, b := range bs {
+		if err := w.Enqueue(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	if n, want := count(t, pool, `SELECT count(*) FROM samples`), int64((len(bs)-1)*40); n != want {
+		t.Errorf("%d samples, want %d (all but the stale batch's)", n, want)
+	}
+	if n := count(t, pool, `SELECT count(DISTINCT regexp_replace(gid, '_[0-9]+$', '')) FROM pg_dist_transaction`); n != 3 {
+		t.Errorf("%d two-phase commits, want 3 (the series of each switch)", n)
+	}
+	if got := testutil.ToFloat64(m.Batches.WithLabelValues("stale")); got != 1 {
+		t.Errorf("batches_total{outcome=stale} = %v, want 1", got)
+	}
+}

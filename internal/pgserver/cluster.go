@@ -1,0 +1,161 @@
+package pgserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrCitusNotInstalled is returned (wrapped) by FindCitus and StartCluster
+// when the Citus extension is not installed into the server found by
+// FindBinaries.
+var ErrCitusNotInstalled = errors.New("the Citus extension (citus.so, citus.control) is not installed into PostgreSQL; install it as root with scripts/deps.sh citus")
+
+// FindCitus checks that the server found by FindBinaries has the Citus
+// extension: its library in the server's lib directory and its control file
+// in the share directory (Debian's layout, which install.sh of the prebuilt
+// Citus follows). The error wraps ErrNotInstalled or ErrCitusNotInstalled.
+func FindCitus() error {
+	bin, err := FindBinaries()
+	if err != nil {
+		return err
+	}
+	return findCitus(bin)
+}
+
+func findCitus(binDir string) error {
+	version := filepath.Base(filepath.Dir(binDir))
+	lib := filepath.Join(filepath.Dir(binDir), "lib", "citus.so")
+	control := filepath.Join("/usr/share/postgresql", version, "extension", "citus.control")
+	for _, f := range []string{lib, control} {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("%w (no %s)", ErrCitusNotInstalled, f)
+		}
+	}
+	return nil
+}
+
+// Cluster is a private Citus cluster on this machine: a coordinator and
+// workers, each a Server of its own (data directory, free port), all with
+// shared_preload_libraries=citus. Citus keeps its metadata per database, so
+// a database is made distributed with CreateDatabase, which creates it on
+// every node and registers the nodes in it.
+type Cluster struct {
+	Coordinator *Server
+	Workers     []*Server
+}
+
+// StartCluster starts a coordinator and `workers` workers with opts
+// (WithDataDir and WithPort are not allowed: every node has its own). On an
+// error the nodes already started are closed.
+func StartCluster(ctx context.Context, workers int, opts ...Option) (*Cluster, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.dataDir != "" || o.port != 0 {
+		return nil, errors.New("pgserver: StartCluster: every node has its own data directory and port; WithDataDir and WithPort do not apply")
+	}
+	if workers < 1 {
+		return nil, fmt.Errorf("pgserver: StartCluster: %d workers, want at least 1", workers)
+	}
+	if err := FindCitus(); err != nil {
+		return nil, err
+	}
+	// The nodes talk to each other over 127.0.0.1 with trust authentication;
+	// without sslmode=disable libpq in a node run as root's postgres user
+	// would try root's client certificate.
+	nodeOpts := append(append([]Option(nil), opts...),
+		WithSetting("shared_preload_libraries", "citus"),
+		WithSetting("citus.node_conninfo", "sslmode=disable"))
+	c := &Cluster{}
+	for i := 0; i <= workers; i++ {
+		s, err := Start(ctx, nodeOpts...)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("citus node %d: %w", i, err)
+		}
+		if i == 0 {
+			c.Coordinator = s
+		} else {
+			c.Workers = append(c.Workers, s)
+		}
+	}
+	return c, nil
+}
+
+// Nodes is the coordinator followed by the workers.
+func (c *Cluster) Nodes() []*Server {
+	var nodes []*Server
+	if c.Coordinator != nil {
+		nodes = append(nodes, c.Coordinator)
+	}
+	return append(nodes, c.Workers...)
+}
+
+// DSN is the connection string of database dbname on the coordinator, the
+// node clients talk to.
+func (c *Cluster) DSN(dbname string) string { return c.Coordinator.DSN(dbname) }
+
+// CreateDatabase creates database name on every node with the citus
+// extension, then, on the coordinator, registers the coordinator
+// (citus_set_coordinator_host) and every worker (citus_add_node).
+func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
+	for _, s := range c.Nodes() {
+		if err := s.CreateDatabase(ctx, name, ""); err != nil {
+			return err
+		}
+		if err := execOn(ctx, s.DSN(name), "CREATE EXTENSION citus"); err != nil {
+			return err
+		}
+	}
+	conn, err := pgx.Connect(ctx, c.Coordinator.DSN(name))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "SELECT citus_set_coordinator_host('127.0.0.1', $1)", c.Coordinator.Port()); err != nil {
+		return fmt.Errorf("citus_set_coordinator_host: %w", err)
+	}
+	for _, w := range c.Workers {
+		if _, err := conn.Exec(ctx, "SELECT citus_add_node('127.0.0.1', $1)", w.Port()); err != nil {
+			return fmt.Errorf("citus_add_node port %d: %w", w.Port(), err)
+		}
+	}
+	return nil
+}
+
+// DropDatabase drops database name on every node, if it exists there.
+func (c *Cluster) DropDatabase(ctx context.Context, name string) error {
+	var errs []error
+	for _, s := range c.Nodes() {
+		errs = append(errs, s.DropDatabase(ctx, name))
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes every node (stops it, removes its temporary directory).
+// Close is idempotent.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, s := range c.Nodes() {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func execOn(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", sql, err)
+	}
+	return nil
+}
