@@ -11,6 +11,8 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
 // runLabProbe implements `lhcnp lab probe`: one health check, for the
@@ -27,12 +29,13 @@ func runLabProbe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintln(stderr, "usage: lhcnp lab probe (--http URL | --gnmi ADDR) [--timeout D]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := cliconf.ParseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
+	if len(pos) > 0 {
 		fs.Usage()
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+		return usageError{fmt.Sprintf("unexpected argument %q", pos[0])}
 	}
 	if (*httpURL == "") == (*gnmiAddr == "") {
 		fs.Usage()
