@@ -50,7 +50,10 @@ func SetRetention(ctx context.Context, db Execer, keep time.Duration) error {
 // read at an instant is first carried forward to the horizon
 // (lhcnp_carry_forward), so the kept rows read what they read before. The
 // deleted rows' space is reused by later rows once (auto)vacuum has run, so
-// a table trimmed every few minutes stays at the size of keep's rows. keep
+// a table trimmed every few minutes stays at the size of keep's rows. The
+// series (and latest rows) of leaves deleted before the horizon are
+// deleted too; a collector that still runs the subscription that deleted
+// one would not describe it again should the same path come back. keep
 // must be at least a second.
 func Trim(ctx context.Context, db Execer, keep time.Duration) error {
 	if keep < time.Second {
@@ -62,6 +65,12 @@ func Trim(ctx context.Context, db Execer, keep time.Duration) error {
 		"DELETE FROM samples WHERE ts < $1",
 		"DELETE FROM events WHERE ts < $1",
 		"DELETE FROM ingest_ledger WHERE committed_at < $1",
+		// A leaf the switch deleted before the horizon (a flow-table
+		// entry freed by its DREQ: the lab makes thousands an hour) has no
+		// sample left: its series and latest rows go too.
+		`WITH gone AS (DELETE FROM series se USING latest l
+			WHERE l.series_id = se.id AND l.flags & 2 = 2 AND l.ts < $1 RETURNING se.id)
+		DELETE FROM latest WHERE series_id IN (SELECT id FROM gone)`,
 	} {
 		if _, err := db.Exec(ctx, q, horizon); err != nil {
 			return fmt.Errorf("trim to %v: %w", keep, err)

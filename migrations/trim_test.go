@@ -21,6 +21,9 @@ func TestTrimBoundsDisk(t *testing.T) {
 	const slice, keep = 15 * time.Minute, 30 * time.Minute
 	kmax := f.series("sim", queueState+"effective-kmax", "wan", 0)
 	f.add(kmax, -3*time.Hour, 1000, flagSync) // set once, long ago: carried
+	gone := f.series("sim", queueState+"counters/bytes", "wan", 7)
+	f.add(gone, -3*time.Hour, 5, flagSync)
+	f.add(gone, -150*time.Minute, nil, flagDelete) // a leaf deleted long ago: its series goes
 	var depth []int64
 	for q := range 20 {
 		depth = append(depth, f.series("sim", queueState+"queue-depth", "wan", q))
@@ -68,6 +71,17 @@ func TestTrimBoundsDisk(t *testing.T) {
 		sizes = append(sizes, size())
 	}
 	t.Logf("samples after each pass: %v bytes", sizes)
+	var series, latest int
+	if err := f.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM series WHERE id = $1), (SELECT count(*) FROM latest WHERE series_id = $1)`,
+		gone).Scan(&series, &latest); err != nil {
+		t.Fatal(err)
+	}
+	if series != 0 || latest != 0 {
+		t.Errorf("a leaf deleted before the horizon: %d series and %d latest rows left, want none", series, latest)
+	}
+	if n := len(query[struct{ ID int64 }](t, f.pool, `SELECT id FROM series WHERE id = ANY($1)`, append(depth, kmax))); n != len(depth)+1 {
+		t.Errorf("%d of the %d live series left", n, len(depth)+1)
+	}
 	for _, s := range sizes[2:] {
 		if s > sizes[1]*21/20 {
 			t.Errorf("samples grew from %d to %d bytes while every pass trims as many rows as it adds: %v", sizes[1], s, sizes)
