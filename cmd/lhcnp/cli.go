@@ -86,3 +86,22 @@ func (c *cmdLine) usageError(msg string) error {
 	c.fs.Usage()
 	return usageError{msg}
 }
+
+// parseFlagsOnly parses the flags of a command that takes no positional
+// argument (before or after a stray one, which is refused by name), its
+// usage the line and fs's flags.
+func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer, usage string) error {
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	pos, err := cliconf.ParseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("unexpected argument %q", pos[0])}
+	}
+	return nil
+}

@@ -11,8 +11,6 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
 // runLabProbe implements `lhcnp lab probe`: one health check, for the
@@ -25,17 +23,8 @@ func runLabProbe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	httpURL := fs.String("http", "", "URL that must answer 2xx")
 	gnmiAddr := fs.String("gnmi", "", "gNMI address (host:port, plain gRPC) that must answer Capabilities")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp lab probe (--http URL | --gnmi ADDR) [--timeout D]")
-		fs.PrintDefaults()
-	}
-	pos, err := cliconf.ParseInterspersed(fs, args)
-	if err != nil {
+	if err := parseFlagsOnly(fs, args, stderr, "usage: lhcnp lab probe (--http URL | --gnmi ADDR) [--timeout D]"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("unexpected argument %q", pos[0])}
 	}
 	if (*httpURL == "") == (*gnmiAddr == "") {
 		fs.Usage()
