@@ -49,8 +49,13 @@ const (
 )
 
 // DefaultRetention is how much telemetry the lab keeps by default
-// (docs/lab.md says what it costs on disk).
-const DefaultRetention = time.Hour
+// (docs/lab.md, "Disk", says what it costs).
+const DefaultRetention = 30 * time.Minute
+
+// DefaultSpeed is the lab's speed, simulated seconds per wall-clock second,
+// in one process: a fifth of the highest speed measured to keep up (1) on
+// a loaded two-core machine (docs/lab.md, "Speed").
+const DefaultSpeed = 0.2
 
 // Config is one lab.
 type Config struct {

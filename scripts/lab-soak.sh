@@ -65,7 +65,7 @@ q() { psql "$dsn" -Atqc "$1" 2>/dev/null || echo NA; }
 printf 'seconds\tstate_bytes\twal_bytes\tdb_bytes\tlab_pss_kb\tpg_pss_kb\tlab_cpu_pct\tpg_cpu_pct\tengine_lag_max_ns\tsamples\n' | tee "$out"
 start=$(date +%s)
 last_lab=$(ticks "$lab_pid") last_pg=$(pg_ticks) last_t=$start
-end=$((start + minutes * 60))
+end=$((start + $(awk -v m="$minutes" 'BEGIN { print int(m * 60) }')))
 while :; do
   now=$(date +%s)
   [ "$now" -ge "$end" ] && break

@@ -33,7 +33,7 @@ type labFile struct {
 	Metrics       string        `yaml:"metrics" help:"the collector's /metrics and /healthz address (host:port; port 0: a free one, chosen once and kept)"`
 	Fabric        string        `yaml:"fabric" help:"fabric file with the lab topology's switches (all run in this process)"`
 	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports (default: the fabric file's)"`
-	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second (0: the fabric file's)"`
+	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second, all switches in this process (0: the fabric file's)"`
 	Horizon       time.Duration `yaml:"horizon" help:"wall-clock time after which no new window of traffic starts (0: the traffic loops for ever)"`
 	Period        time.Duration `yaml:"period" help:"simulated period of the repeated bursts (the §7 pattern)"`
 	WebSearchLoad float64       `yaml:"websearch_load" help:"web-search mix, share of each sender's link rate (0: none)"`
@@ -55,6 +55,7 @@ func defaultLabFile() labFile {
 		Tuner:         true,
 		Retire:        true,
 		Retention:     lab.DefaultRetention,
+		Speed:         lab.DefaultSpeed,
 	}
 }
 
