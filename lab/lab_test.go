@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestStateDirLocked: a second lab on a state directory in use is refused
@@ -109,6 +110,27 @@ func TestKeep(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			if got := keep(tt.configured, tt.kept); got != tt.want {
 				t.Errorf("keep(%q, %q) = %q, want %q", tt.configured, tt.kept, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRetentionPass: a pass every tenth of the retention, within [30 s,
+// 5 min], unless set.
+func TestRetentionPass(t *testing.T) {
+	tests := []struct {
+		desc             string
+		keep, pass, want time.Duration
+	}{
+		{desc: "a tenth", keep: 30 * time.Minute, want: 3 * time.Minute},
+		{desc: "at least 30 s", keep: 2 * time.Minute, want: 30 * time.Second},
+		{desc: "at most 5 min", keep: 24 * time.Hour, want: 5 * time.Minute},
+		{desc: "set", keep: 30 * time.Minute, pass: time.Second, want: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			if got := retentionPass(tt.keep, tt.pass); got != tt.want {
+				t.Errorf("retentionPass(%v, %v) = %v, want %v", tt.keep, tt.pass, got, tt.want)
 			}
 		})
 	}
