@@ -37,6 +37,13 @@ lab:
 	wait $$deps && [ $$built = 0 ]
 	./bin/lhcnp lab $(LAB_FLAGS)
 
+# The lab for LAB_SOAK_MINUTES (default 30) on free ports in a temporary state
+# directory: disk, memory, CPU and engine-lag every 30 s into lab-soak.tsv
+# (scripts/lab-soak.sh, docs/lab.md "Disk"). Not part of make test.
+.PHONY: lab-soak
+lab-soak: build
+	LAB_SOAK_MINUTES=$${LAB_SOAK_MINUTES:-30} ./scripts/lab-soak.sh
+
 # Everything CI checks, in about ten minutes on two cores.
 test: deps fmt-check vet check-gen yanglint fuzz-short race unit
 

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -32,12 +33,29 @@ import (
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/lab/dashboard"
+	"github.com/lhcnp/lhcnp/migrations"
 	"github.com/lhcnp/lhcnp/server/fabric"
 	"github.com/lhcnp/lhcnp/tuner"
 )
 
-// DefaultHTTPAddr is where the dashboard listens by default.
-const DefaultHTTPAddr = "127.0.0.1:8080"
+// The lab's fixed default addresses (docs/lab.md): the dashboard, the
+// private PostgreSQL's port on 127.0.0.1 (beside a system cluster's 5432 and
+// the 5433 of a second one) and the collector's /metrics (the compose
+// collector's port).
+const (
+	DefaultHTTPAddr     = "127.0.0.1:8080"
+	DefaultPostgresPort = 15432
+	DefaultMetricsAddr  = "127.0.0.1:9273"
+)
+
+// DefaultRetention is how much telemetry the lab keeps by default
+// (docs/lab.md, "Disk", says what it costs).
+const DefaultRetention = 30 * time.Minute
+
+// DefaultSpeed is the lab's speed, simulated seconds per wall-clock second,
+// in one process: a fifth of the highest speed measured to keep up (1) on
+// a loaded two-core machine (docs/lab.md, "Speed").
+const DefaultSpeed = 0.2
 
 // Config is one lab.
 type Config struct {
@@ -48,11 +66,16 @@ type Config struct {
 	StateDir string
 	// PostgresDSN, when set, is used instead of a private cluster.
 	PostgresDSN string
-	// PostgresPort is the private cluster's port on 127.0.0.1 (0: a free
-	// one).
+	// PostgresPort is the private cluster's port on 127.0.0.1 (0: the
+	// port of the last start, kept in AddressesFile, or a free one).
 	PostgresPort int
-	// HTTPAddr is the dashboard's address (default DefaultHTTPAddr).
+	// HTTPAddr is the dashboard's address (default DefaultHTTPAddr). Here
+	// and in MetricsAddr and the switches' Listen, port 0 is the port of
+	// the last start (AddressesFile), or a free one the first time.
 	HTTPAddr string
+	// MetricsAddr is the collector's /metrics and /healthz (default
+	// 127.0.0.1:0).
+	MetricsAddr string
 	// Fabric is the switches: every one runs in this process.
 	Fabric fabric.Config
 	// Traffic, if set, keeps the traffic running: its windows are added
@@ -61,6 +84,15 @@ type Config struct {
 	// CollectorDB gives the collector the schema (migrations), partition
 	// maintenance and the YANG type of new series.
 	CollectorDB collector.DB
+	// Retention bounds the database: every RetentionPass the samples,
+	// events and ledger rows older than this are deleted
+	// (migrations.Trim, after the collector's maintenance pass), and the
+	// private cluster reuses their space (pgserver.WithBoundedDisk). 0
+	// keeps everything (the collector's default retention, whole days).
+	Retention time.Duration
+	// RetentionPass is how often (default: a tenth of Retention, within
+	// 30 s and 5 min).
+	RetentionPass time.Duration
 	// Subscriptions are the collector's subscriptions to every switch
 	// (default config.DefaultSubscriptions).
 	Subscriptions []config.Subscription
@@ -74,35 +106,37 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Addresses is what a user of the lab needs.
+// Addresses is what a user of the lab needs. Start writes it to the state
+// directory (AddressesFile).
 type Addresses struct {
-	Dashboard   string            // http://host:port/
-	PostgresDSN string            // the collector's database
-	Switches    map[string]string // switch name -> gNMI host:port
-	Names       []string          // switch names in the fabric's order
-	Metrics     string            // the collector's /metrics, "" when off
-	StateDir    string
-	StartupDir  string // the switches' startup configurations, NAME.json
-	PrivatePG   bool   // the lab runs its own PostgreSQL
+	Dashboard   string            `json:"dashboard"`    // http://host:port/
+	PostgresDSN string            `json:"postgres_dsn"` // the collector's database
+	Switches    map[string]string `json:"switches"`     // switch name -> gNMI host:port
+	Names       []string          `json:"names"`        // switch names in the fabric's order
+	Metrics     string            `json:"metrics"`      // the collector's /metrics
+	StateDir    string            `json:"state_dir"`
+	StartupDir  string            `json:"startup_dir"`      // the switches' startup configurations, NAME.json
+	PrivatePG   bool              `json:"private_postgres"` // the lab runs its own PostgreSQL
 }
 
 // Lab is a started lab.
 type Lab struct {
-	cfg    Config
-	log    *slog.Logger
-	lock   *stateLock
-	httpLn net.Listener
-	pg     *pgserver.Server
-	dsn    string
-	pool   *pgxpool.Pool
-	fab    *fabric.Fabric
-	coll   *collector.Collector
-	tun    *tuner.Tuner
-	tpool  *pgxpool.Pool
-	pusher *tuner.GNMIPusher
-	addrs  Addresses
-	ran    bool
-	closed sync.Once
+	cfg       Config
+	log       *slog.Logger
+	lock      *stateLock
+	httpLn    net.Listener
+	metricsLn net.Listener
+	pg        *pgserver.Server
+	dsn       string
+	pool      *pgxpool.Pool
+	fab       *fabric.Fabric
+	coll      *collector.Collector
+	tun       *tuner.Tuner
+	tpool     *pgxpool.Pool
+	pusher    *tuner.GNMIPusher
+	addrs     Addresses
+	ran       bool
+	closed    sync.Once
 }
 
 // Start brings the lab up: lock the state directory, listen for the
@@ -136,20 +170,41 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	if l.lock, err = lockStateDir(stateDir); err != nil {
 		return nil, err
 	}
-	if l.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("dashboard address %s is %w (or another program): choose another with --http", cfg.HTTPAddr, ErrInUse)
-		}
-		return nil, fmt.Errorf("dashboard: %w", err)
+	// Every listener first, before anything starts: an address in use
+	// fails the start at once, naming the flag that chooses another.
+	kept := keptAddresses(stateDir)
+	if l.httpLn, err = listen(keep(cfg.HTTPAddr, kept.Dashboard), cfg.HTTPAddr, "dashboard", "--http", stateDir); err != nil {
+		return nil, err
+	}
+	if cfg.MetricsAddr == "" {
+		cfg.MetricsAddr = "127.0.0.1:0"
+	}
+	if l.metricsLn, err = listen(keep(cfg.MetricsAddr, kept.Metrics), cfg.MetricsAddr, "collector metrics", "--metrics", stateDir); err != nil {
+		return nil, err
 	}
 	l.addrs = Addresses{Dashboard: "http://" + l.httpLn.Addr().String() + "/", StateDir: stateDir,
 		Switches: map[string]string{}}
 
 	l.dsn = cfg.PostgresDSN
 	if l.dsn == "" {
-		opts := []pgserver.Option{pgserver.WithDataDir(filepath.Join(stateDir, "postgres"))}
-		if cfg.PostgresPort != 0 {
-			opts = append(opts, pgserver.WithPort(cfg.PostgresPort))
+		port := cfg.PostgresPort
+		if port == 0 && kept.PrivatePG {
+			port = portOf(kept.PostgresDSN)
+		}
+		opts := []pgserver.Option{pgserver.WithDataDir(filepath.Join(stateDir, "postgres")), pgserver.WithBoundedDisk()}
+		if port != 0 {
+			// PostgreSQL would only say so in its log: try the port first.
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+			configured := addr
+			if cfg.PostgresPort == 0 {
+				configured = "127.0.0.1:0"
+			}
+			probe, err := listen(addr, configured, "postgresql", "--postgres-port", stateDir)
+			if err != nil {
+				return nil, err
+			}
+			probe.Close()
+			opts = append(opts, pgserver.WithPort(port))
 		}
 		if l.pg, err = pgserver.Start(ctx, opts...); err != nil {
 			return nil, fmt.Errorf("postgresql: %w", err)
@@ -169,7 +224,16 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		cfg.Fabric.StartupDir = filepath.Join(stateDir, "switches")
 	}
 	l.addrs.StartupDir = cfg.Fabric.StartupDir
-	if l.fab, err = fabric.New(ctx, cfg.Fabric); err != nil {
+	fc := cfg.Fabric
+	fc.Switches = append([]fabric.Switch(nil), cfg.Fabric.Switches...)
+	for i, s := range fc.Switches {
+		fc.Switches[i].Listen = keep(s.Listen, kept.Switches[s.Name])
+	}
+	if l.fab, err = fabric.New(ctx, fc); err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("%w: choose other addresses with --listen (HOST:0: free ports, kept in %s) or the fabric file's listen keys",
+				err, filepath.Join(stateDir, AddressesFile))
+		}
 		return nil, err
 	}
 	if cfg.Traffic != nil {
@@ -218,20 +282,43 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	cc.DB.TargetsTable = true
 	cc.StateDir = filepath.Join(stateDir, "collector")
 	cc.ID = collector.DefaultID(cc.StateDir)
-	cc.Metrics.Listen = "127.0.0.1:0"
+	cc.Metrics.Listen = l.metricsLn.Addr().String()
+	db := cfg.CollectorDB
+	if keep := cfg.Retention; keep > 0 && db.Maintain != nil {
+		cc.DB.Retention = keep
+		cc.DB.MaintainInterval = retentionPass(keep, cfg.RetentionPass)
+		maintain := db.Maintain
+		db.Maintain = func(ctx context.Context, pool *pgxpool.Pool, retention time.Duration) error {
+			if err := maintain(ctx, pool, retention); err != nil {
+				return err
+			}
+			return migrations.Trim(ctx, pool, keep)
+		}
+	}
 	subs := cfg.Subscriptions
 	for _, name := range l.addrs.Names {
 		cc.Targets = append(cc.Targets, config.Target{Name: name, Address: l.addrs.Switches[name], Insecure: true,
 			Subscriptions: subs})
 	}
 	if l.coll, err = collector.New(ctx, cc, collector.WithLogger(l.log.With("part", "collector")),
-		collector.WithDB(cfg.CollectorDB)); err != nil {
+		collector.WithDB(db), collector.WithMetricsListener(l.metricsLn)); err != nil {
 		return nil, fmt.Errorf("collector: %w", err)
 	}
 	l.pool = l.coll.Pool()
 	l.addrs.Metrics = "http://" + l.coll.Addr() + "/metrics"
-
+	if err := writeAddresses(stateDir, l.addrs); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
 	return l, nil
+}
+
+// retentionPass is the period of the retention passes: pass, or a tenth of
+// keep within [30 s, 5 min].
+func retentionPass(keep, pass time.Duration) time.Duration {
+	if pass > 0 {
+		return pass
+	}
+	return min(max(keep/10, 30*time.Second), 5*time.Minute)
 }
 
 // Addresses returns where the lab's parts answer.
@@ -340,6 +427,9 @@ func (l *Lab) Close() {
 		}
 		if l.httpLn != nil {
 			l.httpLn.Close()
+		}
+		if l.metricsLn != nil {
+			l.metricsLn.Close() // the collector's, unless it was not built
 		}
 		l.lock.release()
 	})

@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestStateDirLocked: a second lab on a state directory in use is refused
@@ -30,26 +32,106 @@ func TestStateDirLocked(t *testing.T) {
 	again.release()
 }
 
-// TestStartRefusesBusyAddress: with the dashboard's address taken, Start
-// fails with ErrInUse before it starts PostgreSQL or anything else, and
-// leaves the state directory unlocked.
+// TestStartRefusesBusyAddress: with an address of the lab taken, Start
+// fails with ErrInUse naming the flag that chooses another (and the file
+// when the address was kept from an earlier start), before it starts
+// PostgreSQL or anything else, and leaves the state directory unlocked.
 func TestStartRefusesBusyAddress(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	dir := t.TempDir()
-	_, err = Start(context.Background(), Config{StateDir: dir, HTTPAddr: busy.Addr().String()})
-	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "--http") {
-		t.Fatalf("Start: %v, want ErrInUse saying to choose another --http", err)
+	taken := busy.Addr().String()
+	_, port, _ := net.SplitHostPort(taken)
+	takenPort, _ := strconv.Atoi(port)
+	free := "127.0.0.1:0"
+	tests := []struct {
+		desc string
+		cfg  Config
+		kept *Addresses // the addresses file of an earlier start
+		want []string
+	}{
+		{desc: "dashboard", cfg: Config{HTTPAddr: taken}, want: []string{"dashboard address " + taken, "--http"}},
+		{desc: "collector metrics", cfg: Config{HTTPAddr: free, MetricsAddr: taken}, want: []string{"collector metrics address " + taken, "--metrics"}},
+		{desc: "postgresql", cfg: Config{HTTPAddr: free, MetricsAddr: free, PostgresPort: takenPort},
+			want: []string{"postgresql address " + taken, "--postgres-port"}},
+		{desc: "kept dashboard", cfg: Config{HTTPAddr: free}, kept: &Addresses{Dashboard: "http://" + taken + "/"},
+			want: []string{"dashboard address " + taken, "--http", AddressesFile}},
+		{desc: "kept postgresql port", cfg: Config{HTTPAddr: free, MetricsAddr: free},
+			kept: &Addresses{PrivatePG: true, PostgresDSN: "postgres://postgres@" + taken + "/lhcnp?sslmode=disable"},
+			want: []string{"postgresql address " + taken, "--postgres-port", AddressesFile}},
 	}
-	if _, err := os.Stat(filepath.Join(dir, "postgres")); !os.IsNotExist(err) {
-		t.Errorf("a postgres directory was made (%v): nothing should start before the address is ours", err)
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.kept != nil {
+				if err := writeAddresses(dir, *tt.kept); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tt.cfg.StateDir = dir
+			_, err := Start(context.Background(), tt.cfg)
+			if !errors.Is(err, ErrInUse) {
+				t.Fatalf("Start: %v, want ErrInUse", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Start: %v, want it to name %q", err, w)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "postgres")); !os.IsNotExist(err) {
+				t.Errorf("a postgres directory was made (%v): nothing should start before the addresses are ours", err)
+			}
+			l, err := lockStateDir(dir)
+			if err != nil {
+				t.Fatalf("the failed start kept the state directory locked: %v", err)
+			}
+			l.release()
+		})
 	}
-	l, err := lockStateDir(dir)
-	if err != nil {
-		t.Fatalf("the failed start kept the state directory locked: %v", err)
+}
+
+// TestKeep: a port 0 takes the last start's address on the same host;
+// a fixed port stays.
+func TestKeep(t *testing.T) {
+	tests := []struct {
+		desc, configured, kept, want string
+	}{
+		{desc: "nothing kept", configured: "127.0.0.1:0", want: "127.0.0.1:0"},
+		{desc: "kept host:port", configured: "127.0.0.1:0", kept: "127.0.0.1:4242", want: "127.0.0.1:4242"},
+		{desc: "kept URL", configured: "127.0.0.1:0", kept: "http://127.0.0.1:4242/metrics", want: "127.0.0.1:4242"},
+		{desc: "kept DSN", configured: "127.0.0.1:0", kept: "postgres://postgres@127.0.0.1:4242/lhcnp?sslmode=disable", want: "127.0.0.1:4242"},
+		{desc: "another host", configured: "0.0.0.0:0", kept: "127.0.0.1:4242", want: "0.0.0.0:0"},
+		{desc: "a fixed port wins", configured: "127.0.0.1:8080", kept: "127.0.0.1:4242", want: "127.0.0.1:8080"},
+		{desc: "kept port 0", configured: "127.0.0.1:0", kept: "127.0.0.1:0", want: "127.0.0.1:0"},
 	}
-	l.release()
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			if got := keep(tt.configured, tt.kept); got != tt.want {
+				t.Errorf("keep(%q, %q) = %q, want %q", tt.configured, tt.kept, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRetentionPass: a pass every tenth of the retention, within [30 s,
+// 5 min], unless set.
+func TestRetentionPass(t *testing.T) {
+	tests := []struct {
+		desc             string
+		keep, pass, want time.Duration
+	}{
+		{desc: "a tenth", keep: 30 * time.Minute, want: 3 * time.Minute},
+		{desc: "at least 30 s", keep: 2 * time.Minute, want: 30 * time.Second},
+		{desc: "at most 5 min", keep: 24 * time.Hour, want: 5 * time.Minute},
+		{desc: "set", keep: 30 * time.Minute, pass: time.Second, want: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			if got := retentionPass(tt.keep, tt.pass); got != tt.want {
+				t.Errorf("retentionPass(%v, %v) = %v, want %v", tt.keep, tt.pass, got, tt.want)
+			}
+		})
+	}
 }

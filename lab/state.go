@@ -61,3 +61,20 @@ func (l *stateLock) release() {
 	l.f.Close()
 	l.f = nil
 }
+
+// lockHolder reports whether a lab holds dir's lock now, and its pid.
+func lockHolder(dir string) (pid int, held bool) {
+	path := filepath.Join(dir, "lock")
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return 0, false
+	}
+	b, _ := os.ReadFile(path)
+	pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid, true
+}

@@ -42,3 +42,39 @@ func SetRetention(ctx context.Context, db Execer, keep time.Duration) error {
 	}
 	return nil
 }
+
+// Trim deletes the samples, events and ledger rows older than keep, within
+// the days Maintain keeps (its retention drops whole days only): for a
+// retention shorter than a day, such as `lhcnp lab`'s. As a maintenance
+// pass does before it drops days, the last value of each leaf the views
+// read at an instant is first carried forward to the horizon
+// (lhcnp_carry_forward), so the kept rows read what they read before. The
+// deleted rows' space is reused by later rows once (auto)vacuum has run, so
+// a table trimmed every few minutes stays at the size of keep's rows. The
+// series (and latest rows) of leaves deleted before the horizon are
+// deleted too; a collector that still runs the subscription that deleted
+// one would not describe it again should the same path come back. keep
+// must be at least a second.
+func Trim(ctx context.Context, db Execer, keep time.Duration) error {
+	if keep < time.Second {
+		return fmt.Errorf("trim: keep %v: want at least 1s", keep)
+	}
+	horizon := time.Now().Add(-keep)
+	for _, q := range []string{
+		"SELECT lhcnp_carry_forward($1)",
+		"DELETE FROM samples WHERE ts < $1",
+		"DELETE FROM events WHERE ts < $1",
+		"DELETE FROM ingest_ledger WHERE committed_at < $1",
+		// A leaf the switch deleted before the horizon (a flow-table
+		// entry freed by its DREQ: the lab makes thousands an hour) has no
+		// sample left: its series and latest rows go too.
+		`WITH gone AS (DELETE FROM series se USING latest l
+			WHERE l.series_id = se.id AND l.flags & 2 = 2 AND l.ts < $1 RETURNING se.id)
+		DELETE FROM latest WHERE series_id IN (SELECT id FROM gone)`,
+	} {
+		if _, err := db.Exec(ctx, q, horizon); err != nil {
+			return fmt.Errorf("trim to %v: %w", keep, err)
+		}
+	}
+	return nil
+}

@@ -18,7 +18,8 @@ import (
 type cmdLine struct {
 	fs     *flag.FlagSet
 	cc     *cliconf.Config
-	config string // the --config file, "" for none
+	config string   // the --config file, "" for none
+	args   []string // the positional arguments, set by parseArgs
 }
 
 // cliSpec describes a command's command line.
@@ -56,12 +57,21 @@ func newCLI(spec cliSpec, cfg any, environ func() []string, stderr io.Writer) (*
 // checks of the command's own flags that need no file), and layers the
 // file < the variables < the flags onto the configuration struct.
 func (c *cmdLine) parse(args []string, check func() error) error {
-	if err := c.fs.Parse(args); err != nil {
+	return c.parseArgs(args, 0, check)
+}
+
+// parseArgs is parse taking up to maxArgs positional arguments, in c.args
+// when check runs. Flags may come before, between and after them
+// (cliconf.ParseInterspersed), as for every subcommand.
+func (c *cmdLine) parseArgs(args []string, maxArgs int, check func() error) error {
+	pos, err := cliconf.ParseInterspersed(c.fs, args)
+	if err != nil {
 		return err
 	}
-	if c.fs.NArg() > 0 {
-		return c.usageError(fmt.Sprintf("unexpected argument %q", c.fs.Arg(0)))
+	if len(pos) > maxArgs {
+		return c.usageError(fmt.Sprintf("unexpected argument %q", pos[maxArgs]))
 	}
+	c.args = pos
 	if check != nil {
 		if err := check(); err != nil {
 			return err
@@ -75,4 +85,23 @@ func (c *cmdLine) parse(args []string, check func() error) error {
 func (c *cmdLine) usageError(msg string) error {
 	c.fs.Usage()
 	return usageError{msg}
+}
+
+// parseFlagsOnly parses the flags of a command that takes no positional
+// argument (before or after a stray one, which is refused by name), its
+// usage the line and fs's flags.
+func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer, usage string) error {
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	pos, err := cliconf.ParseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("unexpected argument %q", pos[0])}
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
 // defaultCompareScenarios are compared when no file is given.
@@ -54,7 +55,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"",
 		"Runs each scenario with each mechanism and writes results.md, results.csv and",
 		"<scenario>-queue.png / -rate.png into DIR. Without scenarios: "+strings.Join(defaultCompareScenarios, " "))
-	files, err := parseInterspersed(fs, args)
+	files, err := cliconf.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire/describe"
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
 // runDecode implements `lhcnp decode FILE.pcap [--json]`: one line (or JSON
@@ -35,10 +36,11 @@ func runDecode(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, "usage: lhcnp decode [flags] FILE.pcap")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	files, err := cliconf.ParseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(files) != 1 {
 		fs.Usage()
 		return usageError{"want exactly one pcap file"}
 	}
@@ -59,7 +61,7 @@ func runDecode(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		},
 		Legacy: *legacy, SkipICRC: *noICRC, SkipChecksums: *noChecksums,
 	}
-	path := fs.Arg(0)
+	path := files[0]
 	file, err := os.Open(path)
 	if err != nil {
 		return err

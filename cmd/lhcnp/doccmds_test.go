@@ -122,10 +122,11 @@ var docTargets = map[string]func(t *testing.T) string{
 	"127.0.0.1:9350": startCollectorNorthbound,
 }
 
-// docFileTargets overrides docTargets for one file: docs/lab.md talks to the
-// lab fabric (`lhcnp switch --config examples/lab.yaml --insecure`), whose
-// n1 listens on 127.0.0.1:9339.
+// docFileTargets overrides docTargets for one file: README.md and
+// docs/lab.md talk to the lab fabric (`make lab`, `lhcnp switch --config
+// examples/lab.yaml --insecure`), whose n1 listens on 127.0.0.1:9339.
 var docFileTargets = map[string]map[string]func(t *testing.T) string{
+	"README.md":   {"127.0.0.1:9339": func(t *testing.T) string { return startLabSwitch(t, "n1") }},
 	"docs/lab.md": {"127.0.0.1:9339": func(t *testing.T) string { return startLabSwitch(t, "n1") }},
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,15 +28,18 @@ import (
 type labFile struct {
 	StateDir      string        `yaml:"state_dir" help:"state directory: lock, PostgreSQL cluster, collector spill, lab.log (reused by the next start)"`
 	Postgres      string        `yaml:"postgres" help:"PostgreSQL DSN to use instead of a private cluster in the state directory"`
-	HTTP          string        `yaml:"http" help:"dashboard address (host:port)"`
+	PostgresPort  int           `yaml:"postgres_port" help:"TCP port of the private PostgreSQL on 127.0.0.1 (0: a free one, chosen once and kept in the state directory)"`
+	HTTP          string        `yaml:"http" help:"dashboard address (host:port; port 0: a free one, chosen once and kept in the state directory)"`
+	Metrics       string        `yaml:"metrics" help:"the collector's /metrics and /healthz address (host:port; port 0: a free one, chosen once and kept)"`
 	Fabric        string        `yaml:"fabric" help:"fabric file with the lab topology's switches (all run in this process)"`
 	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports (default: the fabric file's)"`
-	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second (0: the fabric file's)"`
+	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second, all switches in this process (0: the fabric file's)"`
 	Horizon       time.Duration `yaml:"horizon" help:"wall-clock time after which no new window of traffic starts (0: the traffic loops for ever)"`
 	Period        time.Duration `yaml:"period" help:"simulated period of the repeated bursts (the §7 pattern)"`
 	WebSearchLoad float64       `yaml:"websearch_load" help:"web-search mix, share of each sender's link rate (0: none)"`
 	Tuner         bool          `yaml:"tuner" help:"run the tuner on the Long-haul CNP switches"`
 	DryRun        bool          `yaml:"dry_run" help:"the tuner decides and records without pushing"`
+	Retention     time.Duration `yaml:"retention" help:"keep this much telemetry in the database, deleting older rows every tenth of it (0: keep all)"`
 	Retire        bool          `yaml:"retire_finished_flows" help:"drop each finished flow's queue pairs (counters kept in the hosts' totals), so a lab runs for days in bounded memory"`
 	IgnoreStartup bool          `yaml:"ignore_startup" help:"start every switch from the fabric file's configuration, not from the one it was last committed with (state_dir/switches/NAME.json), and keep that"`
 }
@@ -43,12 +47,16 @@ type labFile struct {
 func defaultLabFile() labFile {
 	return labFile{
 		StateDir:      ".lhcnp-lab",
+		PostgresPort:  lab.DefaultPostgresPort,
 		HTTP:          lab.DefaultHTTPAddr,
+		Metrics:       lab.DefaultMetricsAddr,
 		Fabric:        "examples/lab.yaml",
 		Period:        4 * time.Second,
 		WebSearchLoad: 0.02,
 		Tuner:         true,
 		Retire:        true,
+		Retention:     lab.DefaultRetention,
+		Speed:         lab.DefaultSpeed,
 	}
 }
 
@@ -60,6 +68,7 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	cfg := defaultLabFile()
 	c, err := newCLI(cliSpec{name: "lab", prefix: "LHCNP_LAB_", configHelp: "lab configuration file (YAML; every key is also a flag)",
 		usage: []string{"usage: lhcnp lab [--state-dir DIR] [--postgres DSN] [--http ADDR] [--fabric FILE] [...]",
+			"       lhcnp lab status [--state-dir DIR]",
 			"       lhcnp lab probe (--http URL | --gnmi ADDR)"}},
 		&cfg, environ, stderr)
 	if err != nil {
@@ -68,8 +77,14 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	if err := c.parse(args, nil); err != nil {
 		return nil, err
 	}
+	if cfg.Retention != 0 && cfg.Retention < time.Minute {
+		return nil, usageError{fmt.Sprintf("--retention %v: want at least 1m, or 0 to keep everything", cfg.Retention)}
+	}
 	if cfg.Horizon < 0 || cfg.Period < 0 || cfg.WebSearchLoad < 0 || cfg.WebSearchLoad > 1 || cfg.Speed < 0 {
 		return nil, usageError{"--horizon, --period and --speed must not be negative, --websearch-load within [0, 1]"}
+	}
+	if cfg.PostgresPort < 0 || cfg.PostgresPort > 65535 {
+		return nil, usageError{fmt.Sprintf("--postgres-port %d: want 0-65535", cfg.PostgresPort)}
 	}
 	return &cfg, nil
 }
@@ -80,6 +95,9 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "probe" {
 		return runLabProbe(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "status" {
+		return runLabStatus(args[1:], stdout, stderr)
 	}
 	lf, err := parseLab(args, os.Environ, stderr)
 	if err != nil {
@@ -168,7 +186,8 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 		{Paths: []string{"/lhcnp/global"}, Mode: "on_change"},
 		{Paths: []string{"/lhcnp/flow-table"}, Mode: "sample", SampleInterval: 5 * second},
 	}
-	lc := lab.Config{StateDir: cfg.StateDir, PostgresDSN: cfg.Postgres, HTTPAddr: cfg.HTTP, Fabric: fc, Traffic: loop, Subscriptions: subs}
+	lc := lab.Config{StateDir: cfg.StateDir, PostgresDSN: cfg.Postgres, PostgresPort: cfg.PostgresPort, HTTPAddr: cfg.HTTP,
+		MetricsAddr: cfg.Metrics, Retention: cfg.Retention, Fabric: fc, Traffic: loop, Subscriptions: subs}
 	if lc.CollectorDB, err = collectorDB(); err != nil {
 		return lab.Config{}, err
 	}
@@ -223,7 +242,22 @@ func labGnmicCommands(a lab.Addresses) []string {
 }
 
 func printLab(w io.Writer, a lab.Addresses, logPath string, speed float64) {
-	fmt.Fprintf(w, "\n  dashboard   %s\n", a.Dashboard)
+	fmt.Fprintln(w)
+	printAddresses(w, a)
+	fmt.Fprintf(w, "  logs        %s\n  speed       %g simulated seconds per second\n", logPath, speed)
+	fmt.Fprintf(w, "  startup     %s (each switch's last committed configuration; --ignore-startup starts from the fabric file's)\n",
+		filepath.Join(a.StartupDir, "NAME.json"))
+	fmt.Fprintln(w, "\nTry (gnmic: https://gnmic.openconfig.net, or ../shared/tools/gnmic):")
+	for _, c := range labGnmicCommands(a) {
+		fmt.Fprintln(w, "  "+c)
+	}
+	fmt.Fprintln(w, "\nCtrl-C stops the lab; the next start reuses "+a.StateDir+" and these addresses (lhcnp lab status prints them).")
+	fmt.Fprintln(w, strings.Repeat("-", 60))
+}
+
+// printAddresses prints where the lab's parts answer, a line each.
+func printAddresses(w io.Writer, a lab.Addresses) {
+	fmt.Fprintf(w, "  dashboard   %s\n", a.Dashboard)
 	for _, name := range a.Names {
 		fmt.Fprintf(w, "  switch %-4s gNMI %s (insecure)\n", name, a.Switches[name])
 	}
@@ -235,13 +269,30 @@ func printLab(w io.Writer, a lab.Addresses, logPath string, speed float64) {
 	if a.Metrics != "" {
 		fmt.Fprintf(w, "  collector   %s\n", a.Metrics)
 	}
-	fmt.Fprintf(w, "  logs        %s\n  speed       %g simulated seconds per second\n", logPath, speed)
-	fmt.Fprintf(w, "  startup     %s (each switch's last committed configuration; --ignore-startup starts from the fabric file's)\n",
-		filepath.Join(a.StartupDir, "NAME.json"))
-	fmt.Fprintln(w, "\nTry (gnmic: https://gnmic.openconfig.net, or ../shared/tools/gnmic):")
-	for _, c := range labGnmicCommands(a) {
-		fmt.Fprintln(w, "  "+c)
+}
+
+// runLabStatus implements `lhcnp lab status`: the addresses of the lab of a
+// state directory (those of its last start, which the next start keeps)
+// and whether it runs.
+func runLabStatus(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("state-dir", defaultLabFile().StateDir, "the lab's state directory")
+	if err := parseFlagsOnly(fs, args, stderr, "usage: lhcnp lab status [--state-dir DIR]"); err != nil {
+		return err
 	}
-	fmt.Fprintln(w, "\nCtrl-C stops the lab; the next start reuses "+a.StateDir+".")
-	fmt.Fprintln(w, strings.Repeat("-", 60))
+	a, pid, running, err := lab.ReadAddresses(*dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: no lab has started there (no %s)", *dir, lab.AddressesFile)
+	}
+	if err != nil {
+		return err
+	}
+	if running {
+		fmt.Fprintf(stdout, "lab on %s: running (pid %d)\n", a.StateDir, pid)
+	} else {
+		fmt.Fprintf(stdout, "lab on %s: stopped; its next start listens on the same addresses\n", a.StateDir)
+	}
+	printAddresses(stdout, a)
+	return nil
 }

@@ -23,16 +23,8 @@ func runLabProbe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	httpURL := fs.String("http", "", "URL that must answer 2xx")
 	gnmiAddr := fs.String("gnmi", "", "gNMI address (host:port, plain gRPC) that must answer Capabilities")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lhcnp lab probe (--http URL | --gnmi ADDR) [--timeout D]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlagsOnly(fs, args, stderr, "usage: lhcnp lab probe (--http URL | --gnmi ADDR) [--timeout D]"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
 	if (*httpURL == "") == (*gnmiAddr == "") {
 		fs.Usage()

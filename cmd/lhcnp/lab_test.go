@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,6 +37,7 @@ type startedLab struct {
 	out       *io.PipeReader
 	dashboard string   // http://127.0.0.1:PORT/
 	dsn       string   // the collector's database
+	metrics   string   // the collector's /metrics
 	gnmic     []string // the commands printed to try
 	switches  map[string]string
 	once      sync.Once
@@ -50,7 +52,7 @@ func startLab(t *testing.T, stateDir string, extra ...string) *startedLab {
 	pr, pw := io.Pipe()
 	l := &startedLab{cancel: cancel, done: make(chan error, 1), out: pr, switches: map[string]string{}}
 	args := append([]string{"--state-dir", stateDir, "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
-		"--fabric", "../../examples/lab.yaml"}, extra...)
+		"--postgres-port", "0", "--metrics", "127.0.0.1:0", "--fabric", "../../examples/lab.yaml"}, extra...)
 	go func() {
 		err := runLab(ctx, args, pw, pw)
 		if err != nil {
@@ -72,6 +74,8 @@ func startLab(t *testing.T, stateDir string, extra ...string) *startedLab {
 			l.dashboard = f[1]
 		case len(f) >= 2 && f[0] == "postgresql":
 			l.dsn = f[1]
+		case len(f) >= 2 && f[0] == "collector":
+			l.metrics = f[1]
 		case len(f) > 0 && f[0] == "gnmic":
 			l.gnmic = append(l.gnmic, strings.TrimSpace(line))
 		case sw.MatchString(line):
@@ -261,9 +265,12 @@ func TestLabStarts(t *testing.T) {
 	}
 	// The switches published their speed (engine-speed), the collector
 	// stored it, and the views' rates per simulated second divide by it.
-	wantSpeeds := []string{"n1 0.05", "n2 0.05", "t1 0.05"}
+	var wantSpeeds []string
+	for _, n := range []string{"n1", "n2", "t1"} {
+		wantSpeeds = append(wantSpeeds, n+" "+strconv.FormatFloat(lab.DefaultSpeed, 'f', -1, 64))
+	}
 	if got := labSpeeds(t, pool); !slices.Equal(got, wantSpeeds) {
-		t.Errorf("speeds %v, want %v (examples/lab.yaml's speed)", got, wantSpeeds)
+		t.Errorf("speeds %v, want %v (the lab's default speed)", got, wantSpeeds)
 	}
 	pool.Close()
 
@@ -272,7 +279,26 @@ func TestLabStarts(t *testing.T) {
 	if err := l.stop(); err != nil {
 		t.Errorf("lab stopped with %v", err)
 	}
+	var status bytes.Buffer
+	if err := runLab(context.Background(), []string{"status", "--state-dir", state}, &status, io.Discard); err != nil {
+		t.Fatalf("lab status: %v", err)
+	}
+	for _, want := range []string{"stopped", l.dashboard, l.dsn, l.metrics, l.switches["n1"]} {
+		if !strings.Contains(status.String(), want) {
+			t.Errorf("lab status lacks %q:\n%s", want, status.String())
+		}
+	}
+	// The second start listens where the first did (ports 0: chosen once,
+	// kept in the state directory).
 	l2 := startLab(t, state, "--tuner=false")
+	type addrs struct {
+		Dashboard, DSN, Metrics string
+		Switches                map[string]string
+	}
+	first := addrs{l.dashboard, l.dsn, l.metrics, l.switches}
+	if diff := cmp.Diff(first, addrs{l2.dashboard, l2.dsn, l2.metrics, l2.switches}); diff != "" {
+		t.Errorf("second start's addresses differ (-first +second):\n%s", diff)
+	}
 	pool2, err := pgxpool.New(context.Background(), l2.dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -53,10 +53,10 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 	if err != nil {
 		return nil, err
 	}
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		a.action, args = args[0], args[1:]
-	}
-	err = c.parse(args, func() error {
+	err = c.parseArgs(args, 1, func() error {
+		if len(c.args) > 0 {
+			a.action = c.args[0]
+		}
 		switch a.action {
 		case "up", "down", "status":
 			return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
 // runPhases implements `lhcnp sim phases [SCENARIO...] --out DIR
@@ -35,7 +36,7 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"",
 		"Runs each step scenario with its steps shifted by 0, D, 2D... with the tuner and every",
 		"static setting of the grid, and compares them over the phases. Without scenarios: "+strings.Join(defaultTunerScenarios, " "))
-	files, err := parseInterspersed(fs, args)
+	files, err := cliconf.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}

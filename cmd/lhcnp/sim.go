@@ -13,6 +13,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
 // runSim implements `lhcnp sim run SCENARIO --out DIR [--duration D]
@@ -43,7 +44,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots")
 	fs.Usage = func() { simUsage(stderr, fs) }
 
-	pos, err := parseInterspersed(fs, args[1:])
+	pos, err := cliconf.ParseInterspersed(fs, args[1:])
 	if err != nil {
 		return err
 	}
@@ -110,22 +111,6 @@ func simUsage(w io.Writer, fs *flag.FlagSet) {
 	if fs != nil {
 		fmt.Fprintln(w)
 		fs.PrintDefaults()
-	}
-}
-
-// parseInterspersed parses args with fs, flags before, between or after
-// the positional arguments, and returns the positional ones in order.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
 	}
 }
 

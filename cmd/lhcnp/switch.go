@@ -424,10 +424,11 @@ func runPasswd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.SetOutput(stderr)
 	user := fs.String("user", "", "user name; required")
 	role := fs.String("role", "read-only", "read-only (ro) or read-write (rw)")
-	if err := fs.Parse(args); err != nil {
+	pos, err := cliconf.ParseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if *user == "" || fs.NArg() > 0 {
+	if *user == "" || len(pos) > 0 {
 		fs.Usage()
 		return usageError{"want: passwd --user NAME [--role ROLE], the password on stdin"}
 	}

@@ -131,6 +131,38 @@ func WithoutDurability() Option {
 	}
 }
 
+// WithBoundedDisk configures a long-running cluster whose disk must stay
+// small (`lhcnp lab`): at most about 64 MB of WAL (wal_level minimal, no
+// WAL senders, no archiving, max_wal_size 64MB, min_wal_size 32MB, a
+// checkpoint every 2 minutes or 64 MB, compressed full-page images), and
+// an autovacuum that comes back every 10 s and vacuums a table once 5 % of
+// it is dead or newly inserted, so the space of rows a retention deletes is
+// reused instead of the tables growing. Left at PostgreSQL's defaults the
+// WAL alone grows to 1 GB before the first checkpoint (max_wal_size).
+// Durability is unchanged: commits and checkpoints are synced.
+func WithBoundedDisk() Option {
+	return func(o *options) {
+		for _, kv := range boundedDiskSettings {
+			WithSetting(kv[0], kv[1])(o)
+		}
+	}
+}
+
+// boundedDiskSettings are WithBoundedDisk's settings.
+var boundedDiskSettings = [][2]string{
+	{"wal_level", "minimal"},
+	{"max_wal_senders", "0"},
+	{"archive_mode", "off"},
+	{"max_wal_size", "64MB"},
+	{"min_wal_size", "32MB"},
+	{"checkpoint_timeout", "2min"},
+	{"wal_compression", "on"}, // PostgreSQL 15 shows it as pglz
+	{"autovacuum_naptime", "10s"},
+	{"autovacuum_vacuum_scale_factor", "0.05"},
+	{"autovacuum_vacuum_insert_scale_factor", "0.05"},
+	{"autovacuum_analyze_scale_factor", "0.05"},
+}
+
 // WithStartTimeout bounds how long Start waits for the server to accept
 // connections (default 60 s; recovery after a crash can take a while).
 func WithStartTimeout(d time.Duration) Option { return func(o *options) { o.startTimeout = d } }

@@ -142,6 +142,35 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
+// TestBoundedDisk: WithBoundedDisk's settings are those the server runs
+// with.
+func TestBoundedDisk(t *testing.T) {
+	requireBinaries(t)
+	s, err := Start(context.Background(), WithoutDurability(), WithBoundedDisk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var got, want []string
+	withConn(t, s.DSN("postgres"), func(ctx context.Context, conn *pgx.Conn) error {
+		for _, kv := range boundedDiskSettings {
+			var v string
+			if err := conn.QueryRow(ctx, "SELECT current_setting($1)", kv[0]).Scan(&v); err != nil {
+				return err
+			}
+			if kv[0] == "wal_compression" && v == "pglz" {
+				v = "on" // PostgreSQL 15's name of on
+			}
+			got = append(got, kv[0]+"="+v)
+			want = append(want, kv[0]+"="+kv[1])
+		}
+		return nil
+	})
+	if !slices.Equal(got, want) {
+		t.Errorf("settings %v, want %v", got, want)
+	}
+}
+
 // TestReuseAndInUse: a lab's second start reuses its data directory; a
 // second server on a directory in use fails with ErrInUse and harms nothing.
 func TestReuseAndInUse(t *testing.T) {

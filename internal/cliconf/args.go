@@ -1,0 +1,26 @@
+package cliconf
+
+import "flag"
+
+// ParseInterspersed parses args with fs taking flags before, between and
+// after the positional arguments (`lhcnp decode FILE.pcap --json` as well
+// as `lhcnp decode --json FILE.pcap`), where fs.Parse stops at the first
+// non-flag; it returns the positional arguments in order. After "--" every
+// argument is positional, as for fs.Parse.
+func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
