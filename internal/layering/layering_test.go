@@ -23,7 +23,7 @@ var rules = []struct {
 	{"the batch runner's closed loop uses the pure policy", "dataplane-sim/sim", []string{"dataplane-sim/", "internal/", "tuner/policy"}},
 	{"comparisons run the closed loop too", "dataplane-sim/compare", []string{"dataplane-sim/", "internal/", "tuner/policy"}},
 	{"the gNMI libraries know no switch, collector or tuner", "gnmi/", []string{"gnmi/", "gen/", "internal/"}},
-	{"the schema calls the node's rules", "gnmi/schema", []string{"gnmi/", "gen/", "internal/", "dataplane-sim/lhcnp"}},
+	{"the schema calls the node's rules, in the node's types", "gnmi/schema", []string{"gnmi/", "gen/", "internal/", "dataplane-sim/lhcnp", "dataplane-sim/wire"}},
 	{"a switch is the gNMI libraries over a dataplane", "server/", []string{"server/", "gnmi/", "gen/", "internal/", "dataplane-sim/"}},
 	{"the collector talks gNMI, not to a switch's insides", "collector/", []string{"collector/", "gnmi/", "gen/", "internal/", "yang"}},
 	{"the tuner sees telemetry and gNMI only", "tuner/", []string{"tuner/", "gnmi/", "gen/", "internal/"}},
