@@ -157,10 +157,13 @@ func (n *Network) AddFlows() error {
 // AddFlow adds one flow that is not the scenario's (the lab's later
 // windows of traffic): dormant when its sender runs elsewhere, stopped at
 // its stop time. Events do not act on it.
-func (n *Network) AddFlow(f scenario.Flow) (*Flow, error) {
+func (n *Network) AddFlow(f scenario.Flow) (*Flow, error) { return n.AddFlowLocal(f, n.IsLocal(f.Src)) }
+
+// AddFlowLocal is AddFlow with the sender's locality given by the caller
+// (a switch's Network, whose Local map is the one its users see).
+func (n *Network) AddFlowLocal(f scenario.Flow, local bool) (*Flow, error) {
 	src, _ := n.Net.NodeByName(f.Src).(*netsim.Host)
 	dst, _ := n.Net.NodeByName(f.Dst).(*netsim.Host)
-	local := n.IsLocal(f.Src)
 	// A flow's rate is its maximum rate (DCQCN's increases stop there);
 	// a stop is administrative, so a Long-haul CNP Resume cannot lift it.
 	nf, err := n.Net.AddFlow(netsim.FlowConfig{Name: f.Name, Src: src, Dst: dst, SrcQPN: f.SrcQP, DstQPN: f.DstQP,

@@ -186,7 +186,7 @@ func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Netw
 // of traffic) as BuildNetwork adds the scenario's: dormant when its sender
 // runs in another process, stopped at its stop time.
 func (n *Network) AddFlow(f scenario.Flow) error {
-	_, err := n.build.AddFlow(f)
+	_, err := n.build.AddFlowLocal(f, n.Local[f.Src])
 	return err
 }
 
