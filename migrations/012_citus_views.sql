@@ -21,11 +21,13 @@
 --   use them, the comments and the grants.
 -- * queue_congestion and queue_utilisation would have Citus push the calls
 --   of lhcnp_leaf_at down to the shards, which cannot run a distributed
---   query ("cannot execute a distributed query from a query on a shard"):
---   their rows from the distributed tables come first, in a subquery
---   (OFFSET 0) that Citus computes on the workers, and the functions are
---   called on the coordinator. A filter on these views then applies after
---   all their rows came from the workers: correct, not fast.
+--   query ("cannot execute a distributed query from a query on a shard").
+--   queue_congestion becomes queue_congestion_between over all time.
+--   queue_utilisation reads its rows from the distributed tables first, in
+--   a subquery (OFFSET 0) that Citus computes on the workers, and calls
+--   the functions on the coordinator, a few queries per row. A filter on
+--   either view applies after all its rows were computed: correct, not
+--   fast (docs/scaling.md, Step 3).
 --
 -- Down puts back the SQL functions (PostgreSQL inlines them into the views
 -- on one node again) and the views of schemas 3 and 10.
@@ -162,7 +164,8 @@ BEGIN
         b_v    numeric[] := '{}';
     BEGIN
         -- Each carried leaf's last sample before the window, one series at
-        -- a time: Citus cannot plan the lateral LIMIT 1 of schema 4.
+        -- a time: Citus cannot plan the lateral LIMIT 1 of schema 4. None
+        -- before the beginning of time (queue_congestion).
         FOR r IN
             SELECT k.id FROM series q
             JOIN series k ON k.target = q.target AND k.keys = q.keys
@@ -172,6 +175,7 @@ BEGIN
                                     '/lhcnp/interfaces/interface/queues/queue/state/effective-kmin',
                                     '/lhcnp/interfaces/interface/queues/queue/state/queue-growth-rate',
                                     '/lhcnp/interfaces/interface/queues/queue/state/ecn-marking-rate')
+              AND p_from > '-infinity'
         LOOP
             FOR b IN
                 SELECT x.series_id, x.ts, x.flags, COALESCE(x.v_num, x.v_int::numeric, x.v_float::numeric) AS v
@@ -252,28 +256,22 @@ BEGIN
 
     -- The views that join those functions laterally: their rows from the
     -- distributed tables first.
+    -- queue_congestion as queue_congestion_between over all time (the same
+    -- rows: migrations/views_test.go): one pass over the samples of the
+    -- congestion leaves instead of five lookups, each a query of its own
+    -- from the coordinator, per queue-depth row.
     CREATE OR REPLACE VIEW queue_congestion AS
-    SELECT qd.ts,
-           qd.target,
-           qd.keys ->> 'name' AS interface,
-           lhcnp_queue_id(qd.keys) AS queue,
-           lhcnp_int(qd.value_num) AS queue_depth_bytes,
-           lhcnp_int(peak.value_num) AS peak_queue_depth_bytes,
-           lhcnp_int(kmax.value_num) AS kmax_bytes,
-           lhcnp_int(kmin.value_num) AS kmin_bytes,
-           lhcnp_int(growth.value_num) AS growth_rate_bytes_per_second,
-           emr.value_num AS ecn_marking_rate_percent
-    FROM (SELECT v.ts, v.target, v.keys, v.value_num FROM series_values v
-          WHERE v.schema_path = '/lhcnp/interfaces/interface/queues/queue/state/queue-depth'
-            AND NOT v.deleted
-          -- Kept a subquery that Citus computes first (from the workers), so
-          -- that the calls of lhcnp_leaf_at run on the coordinator.
-          OFFSET 0) qd
-    LEFT JOIN LATERAL lhcnp_leaf_at(qd.target, qd.keys, '/lhcnp/interfaces/interface/queues/queue/state/peak-queue-depth', qd.ts) peak ON true
-    LEFT JOIN LATERAL lhcnp_leaf_at(qd.target, qd.keys, '/lhcnp/interfaces/interface/queues/queue/state/effective-kmax', qd.ts) kmax ON true
-    LEFT JOIN LATERAL lhcnp_leaf_at(qd.target, qd.keys, '/lhcnp/interfaces/interface/queues/queue/state/effective-kmin', qd.ts) kmin ON true
-    LEFT JOIN LATERAL lhcnp_leaf_at(qd.target, qd.keys, '/lhcnp/interfaces/interface/queues/queue/state/queue-growth-rate', qd.ts) growth ON true
-    LEFT JOIN LATERAL lhcnp_leaf_at(qd.target, qd.keys, '/lhcnp/interfaces/interface/queues/queue/state/ecn-marking-rate', qd.ts) emr ON true;
+    SELECT c.ts,
+           c.target,
+           c.interface,
+           c.queue,
+           c.queue_depth_bytes,
+           c.peak_queue_depth_bytes,
+           c.kmax_bytes,
+           c.kmin_bytes,
+           c.growth_rate_bytes_per_second,
+           c.ecn_marking_rate_percent
+    FROM queue_congestion_between('-infinity', 'infinity') c;
 
     CREATE OR REPLACE VIEW queue_utilisation AS
     SELECT c.ts,
