@@ -43,9 +43,16 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	pool, _ := pgtest.New(t)
-	// Whole seconds, a minute ago: inside today's partitions, and the
-	// per-second buckets of the views line up with the offsets below.
-	t0 := time.Now().Truncate(time.Second).Add(-time.Minute)
+	return newFixtureOn(t, pool, fixtureStart())
+}
+
+// fixtureStart is whole seconds, a minute ago: inside today's partitions,
+// and the per-second buckets of the views line up with the offsets of the
+// workloads.
+func fixtureStart() time.Time { return time.Now().Truncate(time.Second).Add(-time.Minute) }
+
+// newFixtureOn writes into pool's database with samples at t0 and after.
+func newFixtureOn(t *testing.T, pool *pgxpool.Pool, t0 time.Time) *fixture {
 	return &fixture{t: t, pool: pool, t0: t0, ids: map[string]int64{}}
 }
 
@@ -150,11 +157,8 @@ func p[T any](v T) *T { return &v }
 
 const ms = time.Millisecond
 
-// TestQueueCongestion: one row per queue-depth sample; K_max, K_min and the
-// other leaves carried forward from their latest sample at or before it; a
-// deleted leaf reads NULL; queues and targets do not mix.
-func TestQueueCongestion(t *testing.T) {
-	f := newFixture(t)
+// congestionWorkload: the samples of TestQueueCongestion, committed.
+func congestionWorkload(f *fixture) {
 	leaf := func(target, name string, queue int) int64 { return f.series(target, queueState+name, "n1-n2", queue) }
 	qd := leaf("sw1", "queue-depth", 0)
 	for i, v := range []int{100, 2000, 5000, 300} {
@@ -177,10 +181,18 @@ func TestQueueCongestion(t *testing.T) {
 	// number. Its row shows NULLs; the view does not fail.
 	bogus := f.series("sw3", queueState+"queue-depth", "n1-n2", 0)
 	if _, err := f.pool.Exec(context.Background(), `UPDATE series SET keys = '{"name": "n1-n2", "id": "x"}' WHERE id = $1`, bogus); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	f.add(bogus, 0, num("18446744073709551615"), 0)
 	f.commit()
+}
+
+// TestQueueCongestion: one row per queue-depth sample; K_max, K_min and the
+// other leaves carried forward from their latest sample at or before it; a
+// deleted leaf reads NULL; queues and targets do not mix.
+func TestQueueCongestion(t *testing.T) {
+	f := newFixture(t)
+	congestionWorkload(f)
 
 	type row struct {
 		Ts                       time.Time
@@ -233,11 +245,8 @@ func TestQueueCongestion(t *testing.T) {
 	}
 }
 
-// TestCounterViews: notifications per second per action, drops and pauses
-// and utilisation, from successive counter samples; a reset (flagged, or a
-// counter going backwards) counts from zero and never gives a negative rate.
-func TestCounterViews(t *testing.T) {
-	f := newFixture(t)
+// counterWorkload: the samples of TestCounterViews, committed.
+func counterWorkload(f *fixture) {
 	counter := func(name string) int64 { return f.series("sw1", queueState+"counters/"+name, "n1-n2", 0) }
 	notify := counter("cnp-notify-sent")
 	f.add(notify, 0, 10, flagSync)
@@ -258,6 +267,14 @@ func TestCounterViews(t *testing.T) {
 	f.add(bytes, 1000*ms, 1_250_000, 0)
 	f.add(f.series("sw1", ifState+"effective-port-rate", "n1-n2", -1), 0, 100_000_000, 0)
 	f.commit()
+}
+
+// TestCounterViews: notifications per second per action, drops and pauses
+// and utilisation, from successive counter samples; a reset (flagged, or a
+// counter going backwards) counts from zero and never gives a negative rate.
+func TestCounterViews(t *testing.T) {
+	f := newFixture(t)
+	counterWorkload(f)
 
 	type nps struct {
 		Second         time.Time
@@ -326,11 +343,8 @@ func TestCounterViews(t *testing.T) {
 	}
 }
 
-// TestLatestViews: current_config shows the config leaves as last reported
-// (not deleted ones, not state); queue_latest pivots a queue's latest state
-// and joins its interface's RTT and port rate.
-func TestLatestViews(t *testing.T) {
-	f := newFixture(t)
+// latestWorkload: the samples of TestLatestViews, committed.
+func latestWorkload(f *fixture) {
 	q := func(leaf string) int64 { return f.series("sw1", queueState+leaf, "n1-n2", 0) }
 	c := func(leaf string) int64 { return f.series("sw1", queueConf+leaf, "n1-n2", 0) }
 	f.add(c("alpha"), 0, num("0.5"), flagSync)
@@ -350,6 +364,14 @@ func TestLatestViews(t *testing.T) {
 	f.add(q("counters/cnp-notify-sent"), 0, 2, 0)
 	f.add(f.series("sw1", ifState+"effective-rtt-est", "n1-n2", -1), 0, 10000, 0)
 	f.commit()
+}
+
+// TestLatestViews: current_config shows the config leaves as last reported
+// (not deleted ones, not state); queue_latest pivots a queue's latest state
+// and joins its interface's RTT and port rate.
+func TestLatestViews(t *testing.T) {
+	f := newFixture(t)
+	latestWorkload(f)
 
 	type cfg struct {
 		Path  string

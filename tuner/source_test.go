@@ -70,12 +70,8 @@ func (c *collectorRows) leaf(iface string, queue int, leaf string, ts time.Time,
 	}
 }
 
-// TestPGSource: a queue's telemetry written as the collector writes it
-// comes back through the views as the policy's window.
-func TestPGSource(t *testing.T) {
-	ctx := context.Background()
-	pool, _ := pgtest.New(t)
-	c := &collectorRows{t: t, pool: pool, target: "n1", ids: map[string]int64{}}
+// pgSourceWorkload: TestPGSource's telemetry of one queue of c's target.
+func pgSourceWorkload(c *collectorRows) {
 	c.leaf("wan0", -1, "effective-rtt-est", t1, 10000)
 	c.leaf("wan0", -1, "effective-port-rate", t1, 10_000_000_000)
 	c.leaf("wan0", 0, "alpha", t1, 0.5)
@@ -94,6 +90,65 @@ func TestPGSource(t *testing.T) {
 		c.leaf("wan0", 0, "counters/cnp-rate-reduce-sent", ts, 3*i)
 		c.leaf("wan0", 0, "counters/dropped-packets", ts, i/2)
 	}
+}
+
+// addSpeed stores an engine-speed sample of target n1 an hour before t1.
+func addSpeed(t *testing.T, pool *pgxpool.Pool, speed float64) {
+	t.Helper()
+	ctx := context.Background()
+	const speedLeaf = "/lhcnp/global/state/engine-speed"
+	if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path, keys) VALUES (1000, 'n1', $1, $1, '{}')`, speedLeaf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_float, batch_id) VALUES ($1, 1000, $2, 1)`, t1.Add(-time.Hour), speed); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPGSourceCitus: the tuner's reads through a Citus coordinator with two
+// workers give the windows that one PostgreSQL gives for the same rows,
+// before and after the switch published its speed.
+func TestPGSourceCitus(t *testing.T) {
+	ctx := context.Background()
+	one, _ := pgtest.New(t)
+	citus, _ := pgtest.NewCitus(t)
+	windows := func(pool *pgxpool.Pool) []QueueWindow {
+		t.Helper()
+		w, err := NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	for _, pool := range []*pgxpool.Pool{one, citus} {
+		pgSourceWorkload(&collectorRows{t: t, pool: pool, target: "n1", ids: map[string]int64{}})
+	}
+	want := windows(one)
+	if len(want) == 0 {
+		t.Fatal("no windows on one node")
+	}
+	if diff := cmp.Diff(want, windows(citus)); diff != "" {
+		t.Errorf("Windows on Citus (-one node +Citus):\n%s", diff)
+	}
+	for _, pool := range []*pgxpool.Pool{one, citus} {
+		addSpeed(t, pool, 0.05)
+	}
+	want = windows(one)
+	if len(want) == 0 || want[0].Window.Speed != 0.05 {
+		t.Fatalf("windows on one node %+v, want speed 0.05", want)
+	}
+	if diff := cmp.Diff(want, windows(citus)); diff != "" {
+		t.Errorf("Windows at speed 0.05 on Citus (-one node +Citus):\n%s", diff)
+	}
+}
+
+// TestPGSource: a queue's telemetry written as the collector writes it
+// comes back through the views as the policy's window.
+func TestPGSource(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := pgtest.New(t)
+	c := &collectorRows{t: t, pool: pool, target: "n1", ids: map[string]int64{}}
+	pgSourceWorkload(c)
 	got, err := NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(3*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -119,13 +174,7 @@ func TestPGSource(t *testing.T) {
 	}
 	// A switch simulated at a twentieth of the wall clock (it publishes
 	// engine-speed 0.05 with its state): the window carries its speed.
-	const speedLeaf = "/lhcnp/global/state/engine-speed"
-	if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path, keys) VALUES (1000, 'n1', $1, $1, '{}')`, speedLeaf); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_float, batch_id) VALUES ($1, 1000, 0.05, 1)`, t1.Add(-time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	addSpeed(t, pool, 0.05)
 	got, err = NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(3*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/goyang/pkg/yang"
@@ -86,22 +87,12 @@ func sampleRow(l *schema.Leaf, ts time.Time, id int64, i int) []any {
 	return r
 }
 
-// BenchmarkHistoryRange: one hour of one queue's leaves every 100 ms
-// (36 000 instants × every state leaf of a queue), loaded with COPY, then a
-// History range over all of it per iteration: updates/s delivered to a
-// gRPC client on loopback (PROTO), updates only.
-func BenchmarkHistoryRange(b *testing.B) {
-	pool, _ := pgtest.New(b)
+// storeQueue stores steps instants, step apart from start, of every leaf of
+// paths for target sw1 (sampleRow's values) with COPY, and returns the rows
+// stored.
+func storeQueue(tb testing.TB, pool *pgxpool.Pool, sch *schema.Schema, paths []*gnmi.Path, start time.Time, steps int, step time.Duration) int64 {
+	tb.Helper()
 	ctx := context.Background()
-	sch, err := schema.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	paths := queueLeaves(b, sch)
-	end := time.Now().Add(-time.Minute).Truncate(time.Second)
-	start := end.Add(-time.Hour)
-	const step = 100 * time.Millisecond
-	steps := int(time.Hour / step)
 	ids := make([]int64, len(paths))
 	leaves := make([]*schema.Leaf, len(paths))
 	for i, p := range paths {
@@ -109,15 +100,14 @@ func BenchmarkHistoryRange(b *testing.B) {
 		ids[i] = rows.SeriesID("sw1", ps)
 		l, ok := sch.LeafAt(p)
 		if !ok {
-			b.Fatalf("%s: not a leaf", ps)
+			tb.Fatalf("%s: not a leaf", ps)
 		}
 		leaves[i] = l
 		if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path) VALUES ($1, 'sw1', $2, $3)`,
 			ids[i], ps, l.SchemaPath); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	t0 := time.Now()
 	n, err := pool.CopyFrom(ctx, pgx.Identifier{"samples"},
 		[]string{"ts", "series_id", "v_int", "v_float", "v_num", "v_bool", "v_text", "flags", "batch_id"},
 		pgx.CopyFromFunc(func() func() ([]any, error) {
@@ -134,8 +124,29 @@ func BenchmarkHistoryRange(b *testing.B) {
 			}
 		}()))
 	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// BenchmarkHistoryRange: one hour of one queue's leaves every 100 ms
+// (36 000 instants × every state leaf of a queue), loaded with COPY, then a
+// History range over all of it per iteration: updates/s delivered to a
+// gRPC client on loopback (PROTO), updates only.
+func BenchmarkHistoryRange(b *testing.B) {
+	pool, _ := pgtest.New(b)
+	ctx := context.Background()
+	sch, err := schema.New()
+	if err != nil {
 		b.Fatal(err)
 	}
+	paths := queueLeaves(b, sch)
+	end := time.Now().Add(-time.Minute).Truncate(time.Second)
+	start := end.Add(-time.Hour)
+	const step = 100 * time.Millisecond
+	steps := int(time.Hour / step)
+	t0 := time.Now()
+	n := storeQueue(b, pool, sch, paths, start, steps, step)
 	b.Logf("loaded %d rows (%d leaves × %d instants) with COPY in %v", n, len(paths), steps, time.Since(t0).Round(time.Millisecond))
 	if _, err := pool.Exec(ctx, `ANALYZE samples`); err != nil {
 		b.Fatal(err)
@@ -188,12 +199,12 @@ func BenchmarkHistoryRange(b *testing.B) {
 	b.ReportMetric(float64(len(paths)), "leaves")
 }
 
-func serveNorthbound(b *testing.B, nb *northbound.Server) string {
+func serveNorthbound(b testing.TB, nb *northbound.Server) string {
 	return serveTarget(b, service.WithCapabilities(nb), service.WithGet(nb), service.WithSet(nb), service.WithSubscribe(nb))
 }
 
 // serveTarget serves a gNMI target on loopback until the benchmark ends.
-func serveTarget(b *testing.B, opts ...service.Option) string {
+func serveTarget(b testing.TB, opts ...service.Option) string {
 	srv, err := service.New(append([]service.Option{service.WithInsecure()}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
@@ -207,7 +218,7 @@ func serveTarget(b *testing.B, opts ...service.Option) string {
 	return lis.Addr().String()
 }
 
-func gnmiClient(b *testing.B, addr string) gnmi.GNMIClient {
+func gnmiClient(b testing.TB, addr string) gnmi.GNMIClient {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		b.Fatal(err)
