@@ -32,6 +32,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
+	"github.com/lhcnp/lhcnp/internal/pidlock"
 	"github.com/lhcnp/lhcnp/lab/dashboard"
 	"github.com/lhcnp/lhcnp/migrations"
 	"github.com/lhcnp/lhcnp/server/fabric"
@@ -123,7 +124,7 @@ type Addresses struct {
 type Lab struct {
 	cfg       Config
 	log       *slog.Logger
-	lock      *stateLock
+	lock      *pidlock.Lock
 	httpLn    net.Listener
 	metricsLn net.Listener
 	pg        *pgserver.Server
@@ -431,6 +432,6 @@ func (l *Lab) Close() {
 		if l.metricsLn != nil {
 			l.metricsLn.Close() // the collector's, unless it was not built
 		}
-		l.lock.release()
+		l.lock.Release()
 	})
 }

@@ -24,12 +24,12 @@ func TestStateDirLocked(t *testing.T) {
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "pid ") || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("second lock: %v, want ErrInUse naming the directory and the pid", err)
 	}
-	first.release()
+	first.Release()
 	again, err := lockStateDir(dir)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
-	again.release()
+	again.Release()
 }
 
 // TestStartRefusesBusyAddress: with an address of the lab taken, Start
@@ -87,7 +87,7 @@ func TestStartRefusesBusyAddress(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the failed start kept the state directory locked: %v", err)
 			}
-			l.release()
+			l.Release()
 		})
 	}
 }

@@ -94,7 +94,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "%s: %s, %v simulated, %d events; flows %d/%d finished, peak queue %d B, drops %d, ECN marks %d, PFC pauses %d, Jain %.3f\n",
 		sum.Scenario, sum.Mechanism, time.Duration(sum.DurationNs), sum.Events, t.FlowsFinished, t.Flows,
 		t.PeakQueueBytes, t.DropPackets, t.ECNMarks, t.PFCPauseFrames, float64(t.JainFairness))
-	files := []string{sim.QueuesCSV, sim.RatesCSV, sim.CountersCSV, sim.SummaryJSON}
+	files := []string{sim.QueuesCSV, sim.RatesCSV, sim.CountersCSV, sim.ThresholdsCSV, sim.SummaryJSON}
 	if !*noPlots {
 		files = append(files, sim.QueuesPNG, sim.RatesPNG)
 	}
@@ -107,7 +107,7 @@ func simUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "       lhcnp sim compare [--out DIR] [--mechanisms LIST] [SCENARIO ...]")
 	fmt.Fprintln(w, "       lhcnp sim phases [--out DIR] [--phases N] [--phase-step D] [SCENARIO ...]")
 	fmt.Fprintln(w, "\nRuns a scenario (see docs/scenarios.md) and writes queues.csv, rates.csv,")
-	fmt.Fprintln(w, "counters.csv, summary.json, queues.png and rates.png into DIR.")
+	fmt.Fprintln(w, "counters.csv, thresholds.csv, summary.json, queues.png and rates.png into DIR.")
 	if fs != nil {
 		fmt.Fprintln(w)
 		fs.PrintDefaults()

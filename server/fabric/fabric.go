@@ -31,6 +31,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/internal/pidlock"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/server/startup"
 	"github.com/lhcnp/lhcnp/server/switchmetrics"
@@ -124,7 +125,7 @@ type Fabric struct {
 	net      *dataplane.Network
 	switches []*Served
 	wires    []*udpwire.Wire
-	locks    []*startup.Lock // of the startup files, held until Close or the end of Run
+	locks    []*pidlock.Lock // of the startup files, held until Close or the end of Run
 	log      *slog.Logger
 	clockMu  sync.Mutex
 	// onStage, set by tests, is called as Run passes each stage of its

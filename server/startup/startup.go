@@ -17,11 +17,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/internal/pidlock"
 )
 
 // File is a startup configuration file.
@@ -123,50 +122,25 @@ func (f *File) Remove() error {
 // fabric of this one, runs the switch with the same startup file.
 var ErrInUse = errors.New("in use")
 
-// Lock is a running switch's hold on its startup file: an exclusive flock
-// on PATH.lock, released by the kernel when the process ends however it
-// ends (a killed switch leaves no stale lock). Two switches writing one
-// file would each start from the other's configuration.
-type Lock struct {
-	f *os.File
-}
-
-// Lock takes the file's lock, creating its directory; a file locked by a
-// running switch is refused with ErrInUse naming that process.
-func (f *File) Lock() (*Lock, error) {
+// Lock takes the file's lock (a pidlock on PATH.lock: two switches writing
+// one file would each start from the other's configuration), creating its
+// directory; a file locked by a running switch is refused with ErrInUse
+// naming that process. Release the lock with its Release.
+func (f *File) Lock() (*pidlock.Lock, error) {
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 		return nil, err
 	}
-	path := f.path + ".lock"
-	lf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(path)
-		lf.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			holder := "another switch"
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
-				holder = fmt.Sprintf("the switch of pid %d", pid)
-			}
-			return nil, fmt.Errorf("startup configuration %s is %w by %s: stop it, or give this one another state directory (--state-dir)", f.path, ErrInUse, holder)
+	l, err := pidlock.Acquire(f.path + ".lock")
+	var held *pidlock.HeldError
+	if errors.As(err, &held) {
+		holder := "another switch"
+		if held.PID != 0 {
+			holder = fmt.Sprintf("the switch of pid %d", held.PID)
 		}
+		return nil, fmt.Errorf("startup configuration %s is %w by %s: stop it, or give this one another state directory (--state-dir)", f.path, ErrInUse, holder)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("startup configuration %s: lock: %w", f.path, err)
 	}
-	if err := lf.Truncate(0); err == nil {
-		_, _ = lf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return &Lock{f: lf}, nil
-}
-
-// Release drops the lock (the lock file stays: removing it would race with
-// a switch that opened it meanwhile). Safe to call more than once.
-func (l *Lock) Release() {
-	if l == nil || l.f == nil {
-		return
-	}
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	l.f.Close()
-	l.f = nil
+	return l, nil
 }
