@@ -77,6 +77,9 @@ type Config struct {
 	// MetricsAddr is the collector's /metrics and /healthz (default
 	// 127.0.0.1:0).
 	MetricsAddr string
+	// Profile serves Go's profiles of the lab process under
+	// /debug/pprof/ on MetricsAddr (collector config metrics.profile).
+	Profile bool
 	// Fabric is the switches: every one runs in this process.
 	Fabric fabric.Config
 	// Traffic, if set, keeps the traffic running: its windows are added
@@ -284,6 +287,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	cc.StateDir = filepath.Join(stateDir, "collector")
 	cc.ID = collector.DefaultID(cc.StateDir)
 	cc.Metrics.Listen = l.metricsLn.Addr().String()
+	cc.Metrics.Profile = cfg.Profile
 	db := cfg.CollectorDB
 	if keep := cfg.Retention; keep > 0 && db.Maintain != nil {
 		cc.DB.Retention = keep

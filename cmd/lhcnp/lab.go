@@ -31,6 +31,7 @@ type labFile struct {
 	PostgresPort  int           `yaml:"postgres_port" help:"TCP port of the private PostgreSQL on 127.0.0.1 (0: a free one, chosen once and kept in the state directory)"`
 	HTTP          string        `yaml:"http" help:"dashboard address (host:port; port 0: a free one, chosen once and kept in the state directory)"`
 	Metrics       string        `yaml:"metrics" help:"the collector's /metrics and /healthz address (host:port; port 0: a free one, chosen once and kept)"`
+	Profile       bool          `yaml:"profile" help:"serve Go's profiles of the lab process under /debug/pprof/ on the metrics address"`
 	Fabric        string        `yaml:"fabric" help:"fabric file with the lab topology's switches (all run in this process)"`
 	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports (default: the fabric file's)"`
 	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second, all switches in this process (0: the fabric file's)"`
@@ -187,7 +188,7 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 		{Paths: []string{"/lhcnp/flow-table"}, Mode: "sample", SampleInterval: 5 * second},
 	}
 	lc := lab.Config{StateDir: cfg.StateDir, PostgresDSN: cfg.Postgres, PostgresPort: cfg.PostgresPort, HTTPAddr: cfg.HTTP,
-		MetricsAddr: cfg.Metrics, Retention: cfg.Retention, Fabric: fc, Traffic: loop, Subscriptions: subs}
+		MetricsAddr: cfg.Metrics, Profile: cfg.Profile, Retention: cfg.Retention, Fabric: fc, Traffic: loop, Subscriptions: subs}
 	if lc.CollectorDB, err = collectorDB(); err != nil {
 		return lab.Config{}, err
 	}
