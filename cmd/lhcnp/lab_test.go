@@ -38,6 +38,7 @@ type startedLab struct {
 	dashboard string   // http://127.0.0.1:PORT/
 	dsn       string   // the collector's database
 	metrics   string   // the collector's /metrics
+	banner    string   // every line up to the end of the banner
 	gnmic     []string // the commands printed to try
 	switches  map[string]string
 	once      sync.Once
@@ -64,11 +65,12 @@ func startLab(t *testing.T, stateDir string, extra ...string) *startedLab {
 	t.Cleanup(func() { _ = l.stop() })
 	sc := bufio.NewScanner(pr)
 	sw := regexp.MustCompile(`^\s+switch (\S+)\s+gNMI (\S+)`)
-	deadline := time.AfterFunc(60*time.Second, func() { pr.CloseWithError(fmt.Errorf("no banner within 60s")) })
+	deadline := time.AfterFunc(180*time.Second, func() { pr.CloseWithError(fmt.Errorf("no banner within 180s")) })
 	defer deadline.Stop()
 	for sc.Scan() {
 		line := sc.Text()
 		t.Log(line)
+		l.banner += line + "\n"
 		switch f := strings.Fields(line); {
 		case len(f) >= 2 && f[0] == "dashboard":
 			l.dashboard = f[1]
@@ -89,6 +91,19 @@ func startLab(t *testing.T, stateDir string, extra ...string) *startedLab {
 	}
 	t.Fatalf("lhcnp lab ended before its banner: %v", sc.Err())
 	return nil
+}
+
+// labStateDir is a state directory for a lab: as root the cluster runs as
+// the postgres user, who must reach it (t.TempDir's are 0700).
+func labStateDir(t *testing.T) string {
+	t.Helper()
+	state := t.TempDir()
+	for _, d := range []string{filepath.Dir(state), state} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return state
 }
 
 // stop ends the lab as Ctrl-C does, waits for it and returns its error.
@@ -155,14 +170,7 @@ func TestLabStarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping the lab run in -short mode")
 	}
-	// As root the cluster runs as the postgres user, who must reach the
-	// state directory (t.TempDir's are 0700).
-	state := t.TempDir()
-	for _, d := range []string{filepath.Dir(state), state} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	state := labStateDir(t)
 	// The tuner decides without pushing: the alpha set below must be the
 	// only change of K_max.
 	l := startLab(t, state, "--dry-run")
