@@ -15,14 +15,13 @@ import (
 
 // tunerHoldArgs is lhcnp tuner hold's and release's parsed command line.
 type tunerHoldArgs struct {
-	action    string // hold or release
-	cfg       tuner.Config
-	target    string
-	iface     string
-	queue     int
-	holdFor   time.Duration
-	why       string
-	configSrc string
+	action  string // hold or release
+	cfg     tuner.Config
+	target  string
+	iface   string
+	queue   int
+	holdFor time.Duration
+	why     string
 }
 
 // parseTunerHold parses `lhcnp tuner hold|release`: the tuner's
@@ -30,11 +29,11 @@ type tunerHoldArgs struct {
 // LHCNP_TUNER_ variables) and the queue.
 func parseTunerHold(action string, args []string, environ func() []string, stderr io.Writer) (*tunerHoldArgs, error) {
 	a := &tunerHoldArgs{action: action, cfg: tuner.DefaultConfig()}
-	usage := "usage: lhcnp tuner hold --config FILE --target NAME --interface NAME --queue N [--for DURATION] [--why TEXT]"
+	usage := "usage: lhcnp tuner hold (--config FILE | --db DSN) --target NAME --interface NAME --queue N [--for DURATION] [--why TEXT]"
 	if action == "release" {
-		usage = "usage: lhcnp tuner release --config FILE --target NAME --interface NAME --queue N [--why TEXT]"
+		usage = "usage: lhcnp tuner release (--config FILE | --db DSN) --target NAME --interface NAME --queue N [--why TEXT]"
 	}
-	c, err := newCLI(cliSpec{name: "tuner " + action, prefix: "LHCNP_TUNER_", configHelp: "the tuner's configuration file (its db and switches); required",
+	c, err := newCLI(cliSpec{name: "tuner " + action, prefix: "LHCNP_TUNER_", configHelp: "the tuner's configuration file (its db, and its switches to check --target against)",
 		usage: []string{usage, "Records the operator's " + action + " in tuner_actions (outcome operator); the running tuner reads it every period (docs/tuner.md, \"The operator\")."}},
 		&a.cfg, environ, stderr)
 	if err != nil {
@@ -49,8 +48,6 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 	}
 	err = c.parse(args, func() error {
 		switch {
-		case c.config == "":
-			return c.usageError("--config FILE is required")
 		case a.target == "":
 			return c.usageError("--target is required")
 		case a.iface == "":
@@ -65,11 +62,10 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 	if err != nil {
 		return nil, err
 	}
-	a.configSrc = c.config
 	if a.cfg.DB == "" {
-		return nil, fmt.Errorf("%s: db: missing (the collector's PostgreSQL)", c.config)
+		return nil, c.usageError("db: missing: give --config FILE (the tuner's) or --db DSN (the lab prints its postgresql)")
 	}
-	if !slices.ContainsFunc(a.cfg.Switches, func(s tuner.SwitchConfig) bool { return s.Name == a.target }) {
+	if len(a.cfg.Switches) > 0 && !slices.ContainsFunc(a.cfg.Switches, func(s tuner.SwitchConfig) bool { return s.Name == a.target }) {
 		var names []string
 		for _, s := range a.cfg.Switches {
 			names = append(names, s.Name)
@@ -95,6 +91,15 @@ func runTunerHold(ctx context.Context, action string, args []string, stdout, std
 		return fmt.Errorf("db: %w", err)
 	}
 	defer pool.Close()
+	var known bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM queue_latest WHERE target = $1 AND interface = $2 AND queue = $3)`,
+		a.target, a.iface, a.queue).Scan(&known); err != nil {
+		return fmt.Errorf("db: %w", err)
+	}
+	if !known {
+		fmt.Fprintf(stderr, "lhcnp tuner %s: no telemetry of %s %s queue %d in queue_latest (a typo?); recorded all the same\n",
+			action, a.target, a.iface, a.queue)
+	}
 	rec := tuner.NewPGRecorder(pool)
 	q := tuner.QueueID{Interface: a.iface, Queue: uint8(a.queue)}
 	now := time.Now()

@@ -49,7 +49,8 @@ func TestTunerHoldRelease(t *testing.T) {
 		t.Errorf("after hold: %+v (held %v); want wan0 queue 3 held for an hour, the reason kept", h, ok)
 	}
 	out.Reset()
-	if err := runTuner(ctx, append([]string{"release"}, q...), &out, io.Discard); err != nil {
+	// As in the lab: the database the lab prints, no tuner file.
+	if err := runTuner(ctx, []string{"release", "--db", dsn, "--target", "n1", "--interface", "wan0", "--queue", "3"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if got := holds(); len(got) != 0 || !strings.Contains(out.String(), "the tuner may tune it again") {
@@ -65,7 +66,7 @@ func TestTunerHoldRelease(t *testing.T) {
 		{"queue out of range", []string{"hold", "--config", cfg, "--target", "n1", "--interface", "wan0", "--queue", "300"}, "--queue 300: want a queue id 0-255"},
 		{"no queue", []string{"release", "--config", cfg, "--target", "n1", "--interface", "wan0"}, "--queue -1: want a queue id 0-255"},
 		{"no target", []string{"release", "--config", cfg}, "--target is required"},
-		{"no config", []string{"hold"}, "--config FILE is required"},
+		{"no database", []string{"hold", "--target", "n1", "--interface", "wan0", "--queue", "0"}, "db: missing: give --config FILE"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			err := runTuner(ctx, tt.args, io.Discard, io.Discard)
