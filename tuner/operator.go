@@ -89,24 +89,35 @@ func tunedDiff(cfg policy.Config, a, b policy.Settings) string {
 
 // observe compares the settings the telemetry shows for queue k with what
 // the tuner knows it runs. It returns the operator's change ("" when the
-// tuner explains what it sees) and the settings it replaced. The first
-// settings seen of a queue are taken as they are: what was set before the
-// tuner started is not the tuner's to judge.
+// tuner explains what it sees) and the settings it replaced. While the
+// telemetry catches up with the tuner's own change, each tuned leaf may
+// show either value (the collector may store one leaf of a Set before the
+// other). The first settings seen of a queue are taken as they are: what
+// was set before the tuner started is not the tuner's to judge.
 func (t *Tuner) observe(k queueKey, runs policy.Settings) (change string, from policy.Settings) {
 	s, ok := t.seen[k]
-	if !ok {
+	if !ok || tunedDiff(t.cfg.Policy, s.settled, runs) == "" {
 		t.seen[k] = seenSettings{settled: runs}
 		return "", runs
 	}
-	if tunedDiff(t.cfg.Policy, s.settled, runs) == "" {
-		t.seen[k] = seenSettings{settled: runs}
-		return "", runs
-	}
-	if s.transit != nil && tunedDiff(t.cfg.Policy, *s.transit, runs) == "" {
+	if s.transit != nil && explains(t.cfg.Policy, s.settled, *s.transit, runs) {
 		return "", runs // the telemetry is behind the tuner's own change
 	}
 	t.seen[k] = seenSettings{settled: runs}
 	return tunedDiff(t.cfg.Policy, s.settled, runs), s.settled
+}
+
+// explains says whether every tuned leaf of runs has its value in a or in
+// b.
+func explains(cfg policy.Config, a, b, runs policy.Settings) bool {
+	leaf := func(pick func(policy.Settings) policy.Settings) bool {
+		return tunedDiff(cfg, pick(a), pick(runs)) == "" || tunedDiff(cfg, pick(b), pick(runs)) == ""
+	}
+	kmax := func(s policy.Settings) policy.Settings { s.VGrowthBytesPerSec = 0; return s }
+	vgrowth := func(s policy.Settings) policy.Settings {
+		return policy.Settings{KMaxMode: policy.KMaxBDP, VGrowthBytesPerSec: s.VGrowthBytesPerSec}
+	}
+	return leaf(kmax) && leaf(vgrowth)
 }
 
 // expect tells observe that queue k runs to, or still from while the

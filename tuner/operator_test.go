@@ -227,3 +227,54 @@ func TestOperatorWins(t *testing.T) {
 		t.Errorf("OperatorHolds after the release: %v, %v; want none", held, err)
 	}
 }
+
+// TestObserve: what the tuner takes for an operator's change of a queue's
+// settings, and what it explains itself.
+func TestObserve(t *testing.T) {
+	a := func(alpha float64, vg int64) policy.Settings {
+		return policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: alpha, VGrowthBytesPerSec: vg}
+	}
+	explicit := policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 1 << 20, VGrowthBytesPerSec: 100}
+	type step struct {
+		runs       policy.Settings
+		wantChange string
+	}
+	for _, tt := range []struct {
+		desc        string
+		tuneVGrowth bool
+		commit      *[2]policy.Settings // the tuner's commit (from, to) after the first step
+		steps       []step
+	}{
+		{desc: "the first settings are the baseline", tuneVGrowth: true,
+			steps: []step{{a(2, 100), ""}, {a(2, 100), ""}}},
+		{desc: "another client's alpha", tuneVGrowth: true,
+			steps: []step{{a(1, 100), ""}, {a(0.5, 100), "alpha 1 → 0.5"}, {a(0.5, 100), ""}}},
+		{desc: "another client's mode", tuneVGrowth: true,
+			steps: []step{{a(1, 100), ""}, {explicit, "kmax-mode BDP_ADAPTIVE → EXPLICIT"}}},
+		{desc: "v-growth not tuned: its change is not the tuner's business", tuneVGrowth: false,
+			steps: []step{{a(1, 100), ""}, {a(1, 200), ""}}},
+		{desc: "v-growth tuned", tuneVGrowth: true,
+			steps: []step{{a(1, 100), ""}, {a(1, 200), "v-growth 100 → 200"}}},
+		{desc: "the tuner's commit, the telemetry catching up leaf by leaf", tuneVGrowth: true,
+			commit: &[2]policy.Settings{a(1, 100), a(0.5, 50)},
+			steps:  []step{{a(1, 100), ""}, {a(1, 100), ""}, {a(0.5, 100), ""}, {a(0.5, 50), ""}, {a(1, 100), "alpha 0.5 → 1, v-growth 50 → 100"}}},
+		{desc: "during the tuner's commit, a value neither had", tuneVGrowth: true,
+			commit: &[2]policy.Settings{a(1, 100), a(0.5, 100)},
+			steps:  []step{{a(1, 100), ""}, {a(2, 100), "alpha 0.5 → 2"}}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(SwitchConfig{Name: "n1", Address: "127.0.0.1:1", Insecure: true})
+			cfg.Policy.TuneVGrowth = tt.tuneVGrowth
+			tu := &Tuner{cfg: cfg, seen: map[queueKey]seenSettings{}}
+			k := queueKey{"n1", "wan0", 0}
+			for i, st := range tt.steps {
+				if got, _ := tu.observe(k, st.runs); got != st.wantChange {
+					t.Errorf("step %d (%+v): change %q, want %q", i, st.runs, got, st.wantChange)
+				}
+				if i == 0 && tt.commit != nil {
+					tu.expect(k, tt.commit[1], tt.commit[0])
+				}
+			}
+		})
+	}
+}
