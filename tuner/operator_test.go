@@ -3,6 +3,7 @@ package tuner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -12,8 +13,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygnmi/ygnmi"
+	"google.golang.org/grpc"
 
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/internal/gnmicbin"
 	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
@@ -276,5 +280,65 @@ func TestObserve(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOperatorSetDuringTheTunersSet: gnmic's Set lands after the tuner
+// checked the queue's settings and before its own Set arrives (the switch
+// lets it through first): gNMI has no conditional Set, so the commit
+// overwrites it, and the tuner, watching the queue's configuration around
+// its Set, sees a value that is neither its before nor its after: it
+// cancels its commit at once, the switch runs the operator's alpha again,
+// the row says why, and the next period records the operator's change and
+// holds the queue.
+func TestOperatorSetDuringTheTunersSet(t *testing.T) {
+	ctx := context.Background()
+	var addr string
+	var once sync.Once
+	var operatorErr error
+	operatorFirst := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if s, ok := req.(*gnmi.SetRequest); ok {
+			for _, e := range s.GetExtension() {
+				if e.GetCommit().GetCommit() != nil {
+					once.Do(func() {
+						if out, err := operatorSet(t, addr, "2"); err != nil {
+							operatorErr = fmt.Errorf("%v: %s", err, out)
+						}
+					})
+				}
+			}
+		}
+		return h(ctx, req)
+	}
+	addr, _ = testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{operatorFirst}, nil))
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	yc := ygnmiClient(t, addr)
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
+		traffic: func(string, policy.Settings) traffic { return congested }}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	err := tu.Cycle(ctx, t1)
+	if operatorErr != nil {
+		t.Fatalf("the operator's Set: %v", operatorErr)
+	}
+	if !errors.Is(err, ErrOperatorSet) || !strings.Contains(err.Error(), "interface wan0 queue 0: alpha 2") {
+		t.Errorf("Cycle: %v; want ErrOperatorSet naming alpha 2", err)
+	}
+	if tu.Pending("n1") {
+		t.Error("the tuner follows a commit that overwrote an operator's Set")
+	}
+	if a := switchAlpha(t, yc); a != 2 {
+		t.Errorf("alpha %v, want the operator's 2 back", a)
+	}
+	noCommitPendingAt(t, yc, 2)
+	if len(rec.actions) != 1 || rec.actions[0].Outcome != OutcomeRolledBack ||
+		!strings.Contains(rec.actions[0].Reason, "another client set the queue between the tuner's check and its Set: cancelled") {
+		t.Fatalf("tuner_actions %+v; want the decision rolled back, saying why", rec.actions)
+	}
+	if err := tu.Cycle(ctx, t1.Add(cfg.Period)); err != nil {
+		t.Fatal(err)
+	}
+	if a := rec.actions[len(rec.actions)-1]; a.Outcome != OutcomeOperator || a.After.Alpha != 2 || !a.HoldUntil.Equal(t1.Add(cfg.Period+cfg.OperatorHold)) {
+		t.Errorf("the next period's row %+v; want the operator's alpha 2, held for operator_hold", a)
 	}
 }

@@ -363,7 +363,12 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	}
 	if err := t.push.Commit(ctx, s.Name, p.id, cs, t.cfg.RollbackDuration); err != nil {
 		outcome, reason := OutcomeRefused, ""
-		if answerLost(ctx, err) {
+		if errors.Is(err, ErrOperatorSet) {
+			// Applied over another client's Set and cancelled at once: the
+			// other client's value stands, and the next period sees it
+			// (an operator's change: the queue is held).
+			outcome, reason = OutcomeRolledBack, "another client set the queue between the tuner's check and its Set: cancelled, the other client's value stands"
+		} else if answerLost(ctx, err) {
 			// The Set's answer was lost (switch_timeout, or the tuner
 			// stopping): the switch may have applied it. Cancel it there
 			// so that no commit this tuner does not follow stays pending,

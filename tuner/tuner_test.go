@@ -521,8 +521,15 @@ func switchAlpha(t *testing.T, yc *ygnmi.Client) float64 {
 // (which it refuses while a commit waits for confirmation).
 func noCommitPending(t *testing.T, yc *ygnmi.Client) {
 	t.Helper()
+	noCommitPendingAt(t, yc, 1)
+}
+
+// noCommitPendingAt is noCommitPending setting alpha (the value the queue
+// should keep).
+func noCommitPendingAt(t *testing.T, yc *ygnmi.Client, alpha float64) {
+	t.Helper()
 	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).Config().Alpha()
-	if _, err := ygnmi.Replace(context.Background(), yc, q, 1.0); err != nil {
+	if _, err := ygnmi.Replace(context.Background(), yc, q, alpha); err != nil {
 		t.Errorf("a plain Set: %v; want none pending", err)
 	}
 }
