@@ -494,29 +494,34 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 	if now.Sub(p.pushedAt) < t.cfg.JudgeWindow {
 		return nil
 	}
-	if now.Sub(p.pushedAt) >= t.cfg.JudgeBound() {
+	// wait is the answer while no judgement can be made: wait for a
+	// later period, or, at JudgeBound, cancel.
+	wait := func() error {
+		if now.Sub(p.pushedAt) < t.cfg.JudgeBound() {
+			return nil
+		}
 		return t.cancelJudged(ctx, s, p, now, fmt.Sprintf(
 			"not judged within judge_window + 2 periods (%v): telemetry did not show the change applied with a complete judge window", t.cfg.JudgeBound()))
 	}
 	start := now.Add(-t.cfg.JudgeWindow)
 	wins, err := t.src.Windows(ctx, s.Name, start, now)
 	if err != nil {
-		return fmt.Errorf("switch %q: reading telemetry to judge commit %s: %w", s.Name, p.id, err)
+		return errors.Join(fmt.Errorf("switch %q: reading telemetry to judge commit %s: %w", s.Name, p.id, err), wait())
 	}
 	var verdicts []string
 	worse := false
 	for _, c := range p.changes {
 		i := slices.IndexFunc(wins, func(w QueueWindow) bool { return w.Interface == c.key.iface && w.Queue == c.key.queue })
 		if i < 0 {
-			return nil // no telemetry yet: wait
+			return wait() // no telemetry yet
 		}
 		w := wins[i].Window
 		if !c.commit.Applied(w) {
-			return nil
+			return wait()
 		}
 		j := c.commit.Judge(t.cfg.Policy, w)
 		if j.Wait {
-			return nil // gaps: wait for a complete window
+			return wait() // gaps: a complete window may come
 		}
 		verdicts = append(verdicts, fmt.Sprintf("%s queue %d: %s", c.key.iface, c.key.queue, j.Reason))
 		worse = worse || !j.Keep
