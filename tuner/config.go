@@ -20,9 +20,10 @@ type Config struct {
 	// DryRun decides and records without pushing.
 	DryRun bool `yaml:"dry_run"`
 	// RollbackDuration is the Commit Confirmed rollback duration: a change
-	// not confirmed within it is rolled back by the switch. JudgeWindow is
-	// the telemetry after a change the tuner judges it on; it must end
-	// before the rollback does.
+	// not confirmed within it is rolled back by the switch (the tuner
+	// cancels its commits itself by JudgeBound; the switch's rollback is
+	// for a tuner that died). JudgeWindow is the telemetry after a change
+	// the tuner judges it on; it must end before the rollback does.
 	RollbackDuration time.Duration `yaml:"rollback_duration"`
 	JudgeWindow      time.Duration `yaml:"judge_window"`
 	// SwitchTimeout bounds the time one switch may take in a period (reads
