@@ -28,6 +28,7 @@ import (
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/lab"
 	"github.com/lhcnp/lhcnp/lab/dashboard"
+	"github.com/lhcnp/lhcnp/tuner"
 )
 
 // startedLab is a `lhcnp lab` running in this test process.
@@ -250,12 +251,39 @@ func TestLabStarts(t *testing.T) {
 		t.Errorf("%s: %v\n%s", l.gnmic[4], err, out)
 	}
 
-	// The compose lab's Grafana panels, on this lab's database.
-	d := grafanaDashboard(t)
 	pool, err := pgxpool.New(context.Background(), l.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The operator wins: the tuner records the alpha set above as an
+	// operator's change of n1 wan queue 0, held for operator_hold; and the
+	// start's first, short windows wrote holds, not errors.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var alpha *float64
+		var heldSeconds float64
+		err := pool.QueryRow(context.Background(), `SELECT (after ->> 'alpha')::float8, extract(epoch FROM hold_until - ts)::float8 FROM tuner_actions
+			WHERE target = 'n1' AND interface = 'wan' AND queue = 0 AND outcome = 'operator' ORDER BY id DESC LIMIT 1`).Scan(&alpha, &heldSeconds)
+		heldFor := time.Duration(heldSeconds * float64(time.Second))
+		if err == nil && alpha != nil && *alpha == 0.5 && heldFor == tuner.DefaultConfig().OperatorHold {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no operator row for alpha 0.5 on n1 wan queue 0 held for %v within 30s (alpha %v, held for %v, %v)",
+				tuner.DefaultConfig().OperatorHold, alpha != nil && *alpha == 0.5, heldFor, err)
+			break
+		}
+		time.Sleep(500 * time.Millisecond) // polling the tuner's period, with the deadline above
+	}
+	var errorRows int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM tuner_actions WHERE outcome = 'error'`).Scan(&errorRows); err != nil {
+		t.Fatal(err)
+	}
+	if errorRows != 0 {
+		t.Errorf("%d error rows in tuner_actions after a normal start, want none", errorRows)
+	}
+
+	// The compose lab's Grafana panels, on this lab's database.
+	d := grafanaDashboard(t)
 	results, err := grafanasql.Run(context.Background(), pool, d, time.Now().Add(-10*time.Minute), time.Now().Add(time.Minute),
 		map[string]string{"target": "n1", "interface": "wan", "queue": "0"})
 	if err != nil {
