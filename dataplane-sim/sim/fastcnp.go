@@ -41,7 +41,7 @@ func FastCNPConfig(p scenario.FastCNP, hosts []netip.Addr) fastcnp.Config {
 // nodes' addresses (the access list of §5); with rnic false the hosts
 // discard Fast CNPs. Notifications count as sent_fast-cnp.
 func installFastCNP(env *Env) error {
-	p := env.Mech.FastCNP
+	p := env.Mech.FastCNP()
 	var hosts []netip.Addr
 	for _, h := range env.Net.Hosts() {
 		if a := h.Addr(); a.IsValid() {

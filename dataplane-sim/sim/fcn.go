@@ -31,7 +31,7 @@ func FCNConfig(p scenario.FCN) fcn.Config {
 // sent_fcn-cnp (standard CNPs from the PEs); the meter times a sender's
 // cut from the moment the transit node (or the congested PE) reported.
 func installFCN(env *Env) error {
-	p := env.Mech.FCN
+	p := env.Mech.FCN()
 	cfg := FCNConfig(p)
 	inBlock := map[*netsim.Switch]bool{}
 	for _, sw := range env.Nodes {

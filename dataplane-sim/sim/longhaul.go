@@ -74,7 +74,7 @@ func WithLongHaulCNP(f func(m *LongHaulCNP, env *Env)) Option {
 // sent_long-haul-cnp/<action> in counters.csv), with deferrals and
 // escalations, in the summary's mechanism_counters.
 func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
-	p := env.Mech.LongHaulCNP
+	p := env.Mech.LongHaulCNP()
 	m := &LongHaulCNP{ReactionPoints: map[string]*lhcnp.ReactionPoint{}}
 	keep := observe != nil
 	counts := env.mechCounters()

@@ -31,7 +31,7 @@ func RateAdviceConfig(p scenario.RateAdvice) rateadvice.Config {
 // Rate Advice receiver on every host, trusting the nodes' addresses.
 // Messages count as sent_rate-advice.
 func installRateAdvice(env *Env) error {
-	p := env.Mech.RateAdvice
+	p := env.Mech.RateAdvice()
 	cfg := RateAdviceConfig(p)
 	var fns []mechanism.Function
 	var acl []netip.Prefix

@@ -168,7 +168,7 @@ func TestRoutesMatchModel(t *testing.T) {
 // with RTT_est 10 ms; K_base is the floor on a short link.
 func TestBDPThresholds(t *testing.T) {
 	sc := load(t, "section7.yaml")
-	p := sc.Mechanism.LongHaulCNP
+	p := sc.Mechanism.LongHaulCNP()
 	kmax, kmin := BDPThresholds(p, 100e9, 5*time.Millisecond)
 	if kmax != 125_000_000 || kmin != 62_500_000 {
 		t.Errorf("WAN: K_max %d, K_min %d; want 125000000, 62500000", kmax, kmin)

@@ -27,7 +27,7 @@ func SwitchCNPConfig(p scenario.SwitchCNP) switchcnp.Config {
 // standard ones their DCQCN reacts to. Notifications count as
 // sent_switch-cnp; the meter times them as the block's signal.
 func installSwitchCNP(env *Env) error {
-	cfg := SwitchCNPConfig(env.Mech.SwitchCNP)
+	cfg := SwitchCNPConfig(env.Mech.SwitchCNP())
 	var fns []mechanism.Function
 	for _, sw := range env.Nodes {
 		name := sw.Name()
