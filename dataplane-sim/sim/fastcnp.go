@@ -57,15 +57,13 @@ func installFastCNP(env *Env) error {
 			if ev.Kind == lhcnp.EventCNPSent {
 				env.Count(name, "fast-cnp", 1)
 			}
-			if env.meter != nil {
-				env.meter.longHaulEvent(&ev)
-			}
+			env.NodeEvent(&ev)
 		}
 		n, err := fastcnp.Attach(env.Net, sw, cfg, lhcnp.WithEvents(onEvent))
 		if err != nil {
 			return err
 		}
-		env.tapSwitch(sw, n)
+		env.TapSwitch(sw, n)
 		fns = append(fns, fastcnp.FunctionOf(n))
 		if a := sw.Addr(); a.IsValid() {
 			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
@@ -78,17 +76,13 @@ func installFastCNP(env *Env) error {
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name(), err)
 		}
-		env.tapHost(h, rv)
+		env.TapHost(h, rv)
 		recvs = append(recvs, rv)
-		if env.meter != nil {
-			env.meter.classify[h] = rv.SenderQP
-		}
+		env.Classify(h, rv.SenderQP)
 	}
-	if env.meter != nil {
-		env.meter.signal = "fast-cnp"
-	}
-	env.countFunctions(fns)
-	counts := env.mechCounters()
-	env.onSummary(func(*report.Input) { fastcnp.AddReceiverCounters(counts, recvs) })
+	env.Signal("fast-cnp", false)
+	env.CountFunctions(fns)
+	counts := env.Counters()
+	env.OnSummary(func(*report.Input) { fastcnp.AddReceiverCounters(counts, recvs) })
 	return nil
 }

@@ -43,9 +43,7 @@ func installFCN(env *Env) error {
 	}
 	var fns []mechanism.Function
 	record := func(node string, k lhcnp.FlowKey) {
-		if env.meter != nil {
-			env.meter.longHaulEvent(&lhcnp.Event{Kind: lhcnp.EventCNPSent, Time: env.Sim.Now(), Node: node, Flow: k})
-		}
+		env.NodeEvent(&lhcnp.Event{Kind: lhcnp.EventCNPSent, Time: env.Sim.Now(), Node: node, Flow: k})
 	}
 	for _, sw := range env.Nodes {
 		if !slices.Contains(p.Ingress, sw.Name()) {
@@ -69,7 +67,7 @@ func installFCN(env *Env) error {
 			return err
 		}
 		pe.OnTranslated = func(lhcnp.FlowKey) { env.Count(name, "fcn-cnp", 1) }
-		env.tapSwitch(sw, pe)
+		env.TapSwitch(sw, pe)
 		fns = append(fns, fcn.FunctionOf(pe, nil))
 	}
 	for _, sw := range env.Nodes {
@@ -85,13 +83,10 @@ func installFCN(env *Env) error {
 			env.Count(name, "fcn", 1)
 			record(pe.Name(), k)
 		}
-		env.tapSwitch(sw, tr.Observer())
+		env.TapSwitch(sw, tr.Observer())
 		fns = append(fns, fcn.FunctionOf(nil, tr))
 	}
-	if env.meter != nil {
-		env.meter.signal = "fcn"
-		env.meter.switchCNP = true
-	}
-	env.countFunctions(fns)
+	env.Signal("fcn", true)
+	env.CountFunctions(fns)
 	return nil
 }

@@ -77,7 +77,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 	p := env.Mech.LongHaulCNP()
 	m := &LongHaulCNP{ReactionPoints: map[string]*lhcnp.ReactionPoint{}}
 	keep := observe != nil
-	counts := env.mechCounters()
+	counts := env.Counters()
 
 	var trusted []netip.Prefix
 	var maxRTT engine.Time
@@ -110,9 +110,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			case lhcnp.EventFlowLearned:
 				counts["flows_learned"]++
 			}
-			if env.meter != nil {
-				env.meter.longHaulEvent(&ev)
-			}
+			env.NodeEvent(&ev)
 			if keep {
 				m.Events = append(m.Events, ev)
 			}
@@ -121,7 +119,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		if err != nil {
 			return err
 		}
-		env.tapSwitch(sw, node)
+		env.TapSwitch(sw, node)
 		m.Nodes = append(m.Nodes, node)
 	}
 
@@ -143,13 +141,11 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name(), err)
 		}
-		env.tapHost(h, rp)
+		env.TapHost(h, rp)
 		m.ReactionPoints[h.Name()] = rp
 	}
 
-	if env.meter != nil {
-		env.meter.signal = "long-haul-cnp"
-	}
+	env.Signal("long-haul-cnp", false)
 	// §5.3.2: recompute K_max when an event changes a link's RTT or rate.
 	env.OnLinkChange(func(_ *scenario.Link, a, b *netsim.Port) {
 		for i, node := range m.Nodes {
@@ -167,7 +163,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			}
 		}
 	})
-	env.onSummary(func(*report.Input) {
+	env.OnSummary(func(*report.Input) {
 		for _, rp := range m.ReactionPoints {
 			c := rp.Counters()
 			counts["rp_received"] += c.Received
@@ -195,7 +191,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			counts["not_sent"] += nc.NoAddress + nc.NoFormat + nc.NoRoute + nc.EncodeErrors
 		}
 	})
-	env.onSample(thresholdRecorder(env.r.rec.Thresholds, m.Nodes))
+	env.OnSample(thresholdRecorder(runOf(env).r.rec.Thresholds, m.Nodes))
 	if env.Scenario.Tuner != nil {
 		installTuner(env, m, *env.Scenario.Tuner)
 	}

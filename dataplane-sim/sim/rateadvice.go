@@ -42,7 +42,7 @@ func installRateAdvice(env *Env) error {
 		}
 		name := sw.Name()
 		n.OnSent(func(rateadvice.FlowAdvice) { env.Count(name, "rate-advice", 1) })
-		env.tapSwitch(sw, n)
+		env.TapSwitch(sw, n)
 		fns = append(fns, rateadvice.FunctionOf(n))
 		if a := sw.Addr(); a.IsValid() {
 			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
@@ -55,12 +55,12 @@ func installRateAdvice(env *Env) error {
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name(), err)
 		}
-		env.tapHost(h, rv)
+		env.TapHost(h, rv)
 		recvs = append(recvs, rv)
 	}
-	env.countFunctions(fns)
-	counts := env.mechCounters()
-	env.onSummary(func(*report.Input) {
+	env.CountFunctions(fns)
+	counts := env.Counters()
+	env.OnSummary(func(*report.Input) {
 		for _, rv := range recvs {
 			c := rv.Counters()
 			counts["rnic_advice_applied"] += c.Applied

@@ -140,7 +140,7 @@ func TestRoutesMatchModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := newRunner(sc, options{duration: 1, mechanisms: defaultMechanisms()})
+		r := newRunner(sc, options{duration: 1})
 		sc.Mechanism.Kind = scenario.MechanismDCQCN
 		if err := r.build(); err != nil {
 			t.Fatal(err)
@@ -178,7 +178,7 @@ func TestBDPThresholds(t *testing.T) {
 		t.Errorf("DC link: K_max %d, K_min %d; want 64000, 32000", kmax, kmin)
 	}
 	// Installed on the ports of the congestion-aware nodes.
-	r := newRunner(sc, options{duration: 1, mechanisms: defaultMechanisms()})
+	r := newRunner(sc, options{duration: 1})
 	if err := r.build(); err != nil {
 		t.Fatal(err)
 	}

@@ -35,21 +35,16 @@ func installSwitchCNP(env *Env) error {
 			if ev.Kind == lhcnp.EventCNPSent {
 				env.Count(name, "switch-cnp", 1)
 			}
-			if env.meter != nil {
-				env.meter.longHaulEvent(&ev)
-			}
+			env.NodeEvent(&ev)
 		}
 		n, err := switchcnp.Attach(env.Net, sw, cfg, lhcnp.WithEvents(onEvent))
 		if err != nil {
 			return err
 		}
-		env.tapSwitch(sw, n)
+		env.TapSwitch(sw, n)
 		fns = append(fns, switchcnp.FunctionOf(n))
 	}
-	if env.meter != nil {
-		env.meter.signal = "switch-cnp"
-		env.meter.switchCNP = true
-	}
-	env.countFunctions(fns)
+	env.Signal("switch-cnp", true)
+	env.CountFunctions(fns)
 	return nil
 }
