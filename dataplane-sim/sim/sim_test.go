@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
@@ -130,6 +131,15 @@ func TestNoModel(t *testing.T) {
 	_, err := Run(context.Background(), sc, t.TempDir(), WithDuration(10*time.Microsecond), WithoutPlots())
 	if !errors.Is(err, ErrNoModel) {
 		t.Errorf("Run(hpcc) = %v, want ErrNoModel", err)
+	}
+}
+
+// Every kind a scenario may name has an installer.
+func TestEveryKindHasAnInstaller(t *testing.T) {
+	for _, k := range scenario.MechanismKinds() {
+		if _, ok := install.Installer(k); !ok {
+			t.Errorf("mechanism %s: a scenario may name it, and nothing installs it", k)
+		}
 	}
 }
 
