@@ -6,6 +6,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
@@ -35,6 +36,8 @@ func FastCNPConfig(p scenario.FastCNP, hosts []netip.Addr) fastcnp.Config {
 	}
 	return c
 }
+
+func init() { install.RegisterInstaller(scenario.MechanismFastCNP, installFastCNP) }
 
 // installFastCNP attaches a Fast CNP node (package fastcnp) to every
 // switch of the block and a Fast CNP receiver to every host, trusting the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
@@ -23,6 +24,8 @@ func FCNConfig(p scenario.FCN) fcn.Config {
 	c.MaxMappings = p.MaxMappings
 	return c
 }
+
+func init() { install.RegisterInstaller(scenario.MechanismFCN, installFCN) }
 
 // installFCN attaches an ingress PE (package fcn) to the block's ingress
 // nodes, its tunnel being its ports towards the block's other nodes, and

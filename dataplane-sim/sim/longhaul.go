@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
@@ -49,6 +50,10 @@ func WithLongHaulCNP(f func(m *LongHaulCNP, env *Env)) Option {
 	return WithMechanism(scenario.MechanismLongHaulCNP, metered(MechanismFunc(func(env *Env) error {
 		return installLongHaulCNP(env, f)
 	})))
+}
+
+func init() {
+	install.RegisterInstaller(scenario.MechanismLongHaulCNP, func(env *Env) error { return installLongHaulCNP(env, nil) })
 }
 
 // installLongHaulCNP attaches a Long-haul CNP node (package lhcnp) to every

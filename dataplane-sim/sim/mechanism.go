@@ -33,16 +33,13 @@ var ErrNoModel = errors.New("no model for this mechanism")
 // mechanism's own package may import).
 type Env = install.Env
 
-// The installers of the kinds whose params package scenario holds; a kind
-// of another package registers its own with install.Register.
+// The installers of the kinds whose params package scenario holds
+// register from their files here (this one: DCQCN alone, which needs
+// nothing, and none); a kind of another package registers its own with
+// install.Register.
 func init() {
 	install.RegisterInstaller(scenario.MechanismDCQCN, func(*Env) error { return nil })
 	install.RegisterInstaller(scenario.MechanismNone, installNone)
-	install.RegisterInstaller(scenario.MechanismLongHaulCNP, func(env *Env) error { return installLongHaulCNP(env, nil) })
-	install.RegisterInstaller(scenario.MechanismFastCNP, installFastCNP)
-	install.RegisterInstaller(scenario.MechanismRateAdvice, installRateAdvice)
-	install.RegisterInstaller(scenario.MechanismSwitchCNP, installSwitchCNP)
-	install.RegisterInstaller(scenario.MechanismFCN, installFCN)
 }
 
 // mechanismFor returns the installer of kind: the one passed with

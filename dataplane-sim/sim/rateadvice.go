@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
@@ -25,6 +26,8 @@ func RateAdviceConfig(p scenario.RateAdvice) rateadvice.Config {
 	c.ChangePercent = p.ChangePercent
 	return c
 }
+
+func init() { install.RegisterInstaller(scenario.MechanismRateAdvice, installRateAdvice) }
 
 // installRateAdvice puts a Rate Advice node (package rateadvice) on every
 // switch of the block, beside any other block's observer there, and a

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
@@ -21,6 +22,8 @@ func SwitchCNPConfig(p scenario.SwitchCNP) switchcnp.Config {
 	c.FlowTable.MaxEntries = p.MaxEntries
 	return c
 }
+
+func init() { install.RegisterInstaller(scenario.MechanismSwitchCNP, installSwitchCNP) }
 
 // installSwitchCNP attaches the white paper's node (package switchcnp) to
 // every switch of the block. The hosts need nothing new: the CNPs are
