@@ -63,13 +63,28 @@ func ReadSummary(path string) (*Summary, error) {
 	return &s, nil
 }
 
-// WriteSummary writes s as indented JSON.
+// WriteSummary writes s as JSON, queues rounded to whole bytes and rates
+// to whole bits per second (what is stored is small and diffs well).
 func WriteSummary(path string, s *Summary) error {
-	b, err := json.MarshalIndent(s, "", " ")
+	c := *s
+	c.QueueBytes = rounded(s.QueueBytes)
+	c.Flows = slices.Clone(s.Flows)
+	for i := range c.Flows {
+		c.Flows[i].ThroughputBitsPerSec = rounded(c.Flows[i].ThroughputBitsPerSec)
+	}
+	b, err := json.Marshal(&c)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func rounded(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Round(x)
+	}
+	return out
 }
 
 // fctPercentiles sets FCTP50Ns and FCTP99Ns from the finished flows

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/build"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -150,7 +151,9 @@ func Translate(sc *scenario.Scenario, dir string, bn Bottleneck) (*Translation, 
 		t.FlowOrder = append(t.FlowOrder, f.Name)
 	}
 	flows := slices.Clone(sc.Flows)
-	sort.SliceStable(flows, func(i, j int) bool { return flows[i].Start < flows[j].Start })
+	sort.SliceStable(flows, func(i, j int) bool {
+		return flows[i].Start+setupRTT(sc, flows[i].Src, flows[i].Dst) < flows[j].Start+setupRTT(sc, flows[j].Src, flows[j].Dst)
+	})
 	var fl strings.Builder
 	fmt.Fprintf(&fl, "%d\n", len(flows))
 	nextSport := map[[2]int]uint16{}
@@ -172,7 +175,12 @@ func Translate(sc *scenario.Scenario, dir string, bn Bottleneck) (*Translation, 
 		}
 		nextSport[pair] = sport + 1
 		t.FlowKey[FlowKey{Src: s, Dst: d, Sport: sport}] = f.Name
-		fmt.Fprintf(&fl, "%d %d %d %d %d %.9f\n", s, d, refDataPG, refDport, size, f.Start.Seconds())
+		// Ours connects first (IB CM REQ, REP: one round trip) and sends
+		// after; the reference sends at its start time. Its flow starts
+		// one base round trip of the path later, so data leaves both at
+		// the same time (to within the MADs' serialisation).
+		start := f.Start + setupRTT(sc, f.Src, f.Dst)
+		fmt.Fprintf(&fl, "%d %d %d %d %d %.9f\n", s, d, refDataPG, refDport, size, start.Seconds())
 	}
 	t.Files["topology.txt"] = topo.String()
 	t.Files["flow.txt"] = fl.String()
@@ -295,7 +303,7 @@ func (t *Translation) dcqcn(sc *scenario.Scenario, hc netsim.HostConfig) (config
 	c.set("PINT_PROB", "1.0")
 	c.set("RATE_BOUND", "1")
 	c.set("ACK_HIGH_PRIO", "1") // our ACKs and CNPs go before data (priority 6 / control)
-	t.Notes = append(t.Notes, fmt.Sprintf("the reference has no connection setup: its flows send at their start time, ours after the CM handshake"))
+	t.Notes = append(t.Notes, "the reference has no connection setup: its flows start one base RTT of their path after ours, when ours have connected (IB CM REQ and REP)")
 	return c, nil
 }
 
@@ -375,6 +383,26 @@ func (t *Translation) queue(sc *scenario.Scenario, rates map[int64]bool, hdrms m
 	}
 	c.set("BUFFER_SIZE", fmt.Sprint(mb))
 	return nil
+}
+
+// setupRTT is the base round trip of the path from src to dst: twice the
+// links' one-way delays.
+func setupRTT(sc *scenario.Scenario, src, dst string) time.Duration {
+	delay := map[[2]string]time.Duration{}
+	for _, lk := range sc.Links {
+		delay[[2]string{lk.A, lk.B}], delay[[2]string{lk.B, lk.A}] = lk.Delay, lk.Delay
+	}
+	for _, rt := range sc.Routes {
+		if rt.Src != src || rt.Dst != dst {
+			continue
+		}
+		var d time.Duration
+		for i := 0; i+1 < len(rt.Path); i++ {
+			d += delay[[2]string{rt.Path[i], rt.Path[i+1]}]
+		}
+		return 2 * d
+	}
+	return 0
 }
 
 // loadedIngress counts the distinct switch ingress links that carry the
