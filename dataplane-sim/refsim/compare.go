@@ -69,7 +69,7 @@ func Compare(ours, ref []*Summary) []Figure {
 	}
 	figs := []Figure{
 		{Name: "queue, mean while busy (B)", Ours: meanAt(qo, busy), Ref: meanAt(qr, busy), Tol: tolQueue},
-		{Name: "queue series, mean |ours-ref| / ref mean", Ours: dist / max(refMean, 1), Tol: tolQueueSeries, Abs: true},
+		{Name: "queue series distance (mean abs. difference / ref. mean)", Ours: dist / max(refMean, 1), Tol: tolQueueSeries, Abs: true},
 		{Name: "bottleneck utilisation while busy", Ours: runMean(ours, func(s *Summary) float64 { return util(s, busy, lineRate) }),
 			Ref: runMean(ref, func(s *Summary) float64 { return util(s, busy, lineRate) }), Tol: tolUtil},
 		{Name: "Jain fairness of active flows while busy", Ours: runMean(ours, func(s *Summary) float64 { return fairness(s, busy) }),

@@ -62,6 +62,9 @@ func readTrace(r io.Reader, t *Translation, se *series) (drops int64, err error)
 		}
 		le := binary.LittleEndian
 		ts := le.Uint64(rec[offTime:])
+		if ts > 1<<62 {
+			return drops, fmt.Errorf("trace record %d: time %d ns out of range", i, ts)
+		}
 		if ts < lastT {
 			return drops, fmt.Errorf("trace record %d: time %d before %d", i, ts, lastT)
 		}

@@ -94,6 +94,7 @@ func TestParseErrors(t *testing.T) {
 		{desc: "short header", trace: "\x01", want: "trace header"},
 		{desc: "cut record", trace: string(traceBytes(record(0, evEnqu, 0, 1, 10000, 1000)[:30])), want: "trace record 0"},
 		{desc: "time backwards", trace: string(traceBytes(record(5, evEnqu, 0, 1, 10000, 1000), record(4, evEnqu, 0, 1, 10000, 1000))), want: "before"},
+		{desc: "time out of range", trace: string(traceBytes(record(1<<63, evEnqu, 0, 1, 10000, 1000))), want: "out of range"},
 		{desc: "fct fields", trace: string(traceBytes()), fct: "1 2 3\n", want: "fct line 1: 3 fields"},
 		{desc: "fct unknown flow", trace: string(traceBytes()), fct: "0b000901 0b000001 10000 100 1 0 1 1\n", want: "no flow 9->0"},
 		{desc: "pfc type", trace: string(traceBytes()), pfc: "1 1 0 1 7\n", want: "pfc line 1: type 7"},

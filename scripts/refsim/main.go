@@ -72,11 +72,13 @@ func run(args []string) error {
 	if *scPath == "" {
 		return errors.New("-scenario is required")
 	}
-	if *out == "" {
-		return errors.New("-o is required")
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
+	if args[0] != "translate" {
+		if *out == "" {
+			return errors.New("-o is required")
+		}
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return err
+		}
 	}
 	sc, err := scenario.LoadFile(*scPath)
 	if err != nil {
