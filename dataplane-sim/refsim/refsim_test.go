@@ -13,14 +13,13 @@ import (
 // explains, each with the bound on |difference| it was explained at, so
 // that a change that widens a known difference fails as well.
 var known = map[[2]string]float64{
-	{"incast-2-dcqcn", "queue series distance (mean abs. difference / ref. mean)"}: 0.70,
-	{"incast-8-dcqcn", "queue series distance (mean abs. difference / ref. mean)"}: 0.70,
-	{"incast-2-dcqcn", "FCT p99 (ns)"}:                                             0.15,
-	{"long-1ms-bursts", "bottleneck utilisation while busy"}:                       0.05,
+	{"incast-2-dcqcn", "queue series distance (mean abs. difference / ref. mean)"}: 0.40,
+	{"incast-8-dcqcn", "queue series distance (mean abs. difference / ref. mean)"}: 0.45,
 }
 
 // TestAgainstReference runs our side of every scenario whose reference
-// outputs are stored in testdata/ref (the RDMA ns-3, five runs each; the
+// outputs are stored in testdata/ref (the RDMA ns-3, 20 runs of each
+// scenario with DCQCN's random marking at one bottleneck, 5 of the others; the
 // command line and the simulator's repository and commit are in each
 // file) with as many seeds, and checks every figure against its tolerance
 // or its documented difference.
