@@ -12,7 +12,8 @@
 // from); its summarised outputs are, in testdata/, with the command line
 // that produced them.
 //
-// The package depends on build, netsim, scenario and the standard library.
+// The package depends on build, engine, netsim, scenario and the standard
+// library.
 package refsim
 
 import (
@@ -122,9 +123,6 @@ func Translate(sc *scenario.Scenario, dir string, bn Bottleneck) (*Translation, 
 	swPorts := map[string]int{}
 	t.BottleneckNode, t.BottleneckIf = -1, -1
 	for _, lk := range sc.Links {
-		if lk.Delay%time1ns != 0 {
-			return nil, fmt.Errorf("refsim: link %s: delay %v is not whole nanoseconds", lk.Name, lk.Delay)
-		}
 		fmt.Fprintf(&topo, "%d %d %dbps %dns 0\n", t.NodeID[lk.A], t.NodeID[lk.B], int64(lk.Rate), lk.Delay.Nanoseconds())
 		rates[int64(lk.Rate)] = true
 		for _, end := range [][2]string{{lk.A, lk.B}, {lk.B, lk.A}} {
@@ -201,8 +199,6 @@ func Translate(sc *scenario.Scenario, dir string, bn Bottleneck) (*Translation, 
 	t.Files["config.txt"] = cfg.String()
 	return t, nil
 }
-
-const time1ns = 1 // time.Duration unit
 
 func (t *Translation) isSwitch(sc *scenario.Scenario, name string) bool {
 	return slices.ContainsFunc(sc.Switches, func(s scenario.Switch) bool { return s.Name == name })
