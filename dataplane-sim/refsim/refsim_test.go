@@ -17,6 +17,10 @@ var known = map[[2]string]float64{
 	{"incast-8-dcqcn", "queue series distance (mean abs. difference / ref. mean)"}: 0.45,
 }
 
+// refSource is the reference simulator every stored output must come from
+// (docs/validation.md).
+const refSource = "github.com/alibaba-edu/High-Precision-Congestion-Control@9f4be2a9ead8a90e8bf732c66bd758c00e58e5be"
+
 // TestAgainstReference runs our side of every scenario whose reference
 // outputs are stored in testdata/ref (the RDMA ns-3, 20 runs of each
 // scenario with DCQCN's random marking at one bottleneck, 5 of the others; the
@@ -35,6 +39,11 @@ func TestAgainstReference(t *testing.T) {
 			ref, err := LoadRuns(dir)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for k, r := range ref {
+				if r.Source != refSource || r.Simulator != "reference" || r.Scenario != name {
+					t.Fatalf("run %d: %s from %q (%s), want the reference's %s from %s", k+1, r.Simulator, r.Source, r.Scenario, name, refSource)
+				}
 			}
 			sc, err := scenario.LoadFile(filepath.Join("../../scenarios/refsim", name+".yaml"))
 			if err != nil {
