@@ -2,9 +2,10 @@ package engine
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lhcnp/lhcnp/internal/cputime"
 )
 
 // benchNode is a node of the benchmark's cut model: it sets itself a
@@ -29,15 +30,6 @@ func (x *benchNode) Handle(uint32, uint64) {
 
 func (x *benchNode) Deliver(at Time, v any) {
 	x.g.Sim(x.part).At(at, v.(*benchNode), 0, 0)
-}
-
-// cpuTime returns the process's user and system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkGroup runs a model of two partitions of 64 nodes each, one
@@ -66,9 +58,9 @@ func BenchmarkGroup(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			wall, cpu := time.Now(), cpuTime()
+			wall, cpu := time.Now(), cputime.Process()
 			g.Run(Time(b.N)*Microsecond, threads)
-			w, c := time.Since(wall).Seconds(), (cpuTime() - cpu).Seconds()
+			w, c := time.Since(wall).Seconds(), (cputime.Process() - cpu).Seconds()
 			ev := float64(g.Events())
 			b.ReportMetric(ev/w, "events/s")
 			b.ReportMetric(ev/c, "events/cpu-s")
