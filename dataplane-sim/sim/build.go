@@ -13,7 +13,7 @@ import (
 // events, in that order.
 func (r *runner) build() error {
 	sc := r.sc
-	b, err := build.New(sc, build.Options{Seed: r.seed, End: r.end})
+	b, err := build.New(sc, build.Options{Seed: r.seed, End: r.end, Partitioned: true})
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
@@ -56,7 +56,7 @@ func (r *runner) build() error {
 	}
 
 	// The mechanism, then the events, in time order (ties: file order).
-	r.env = &Env{Scenario: sc, Sim: r.sim, Net: r.net, r: r}
+	r.env = &Env{Scenario: sc, Sim: r.sim, Group: b.Group, Net: r.net, r: r}
 	var aware []*netsim.Switch
 	for _, s := range sc.Switches {
 		if s.CongestionAware {
@@ -65,6 +65,9 @@ func (r *runner) build() error {
 	}
 	blocks := append([]scenario.Mechanism{sc.Mechanism}, sc.Mechanism.With...)
 	for i, blk := range blocks {
+		if b.Group.Len() > 1 && !cutSafe[blk.Kind] {
+			return fmt.Errorf("sim: mechanism %s: %w", blk.Kind, ErrNotPartitioned)
+		}
 		m, ok := r.opts.mechanisms[blk.Kind]
 		if !ok {
 			return fmt.Errorf("sim: mechanism %s: %w", blk.Kind, ErrNoModel)

@@ -29,11 +29,27 @@ func (f MechanismFunc) Install(env *Env) error { return f(env) }
 // ErrNoModel is returned for a mechanism kind nothing implements yet.
 var ErrNoModel = errors.New("no model for this mechanism")
 
+// ErrNotPartitioned is returned for a mechanism that cannot run yet on a
+// scenario cut into partitions: its models keep state that nodes of several
+// partitions share (flow tables fed by observers, counters of the run).
+var ErrNotPartitioned = errors.New("not supported yet on a scenario cut into partitions (topology partition keys)")
+
+// cutSafe are the mechanisms that run on a scenario cut into partitions:
+// their state is per host and per port, and the meter's is kept per
+// partition.
+var cutSafe = map[scenario.MechanismKind]bool{scenario.MechanismDCQCN: true, scenario.MechanismNone: true}
+
 // Env is what a Mechanism gets to work with.
 type Env struct {
 	Scenario *scenario.Scenario
-	Sim      *engine.Sim
-	Net      *netsim.Network
+	// Sim is the engine of a network that is not cut (partition 0's of
+	// one that is: models of a node use its own, Switch.Sim, Host.Sim).
+	Sim *engine.Sim
+	// Group runs the partitions (one when the scenario is not cut);
+	// samplers and work on several partitions go through its global
+	// events.
+	Group *engine.Group
+	Net   *netsim.Network
 	// Mech is the mechanism block being installed: the scenario's
 	// mechanism or one of its mechanism.with blocks.
 	Mech scenario.Mechanism
