@@ -58,6 +58,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		return usageError{"--out DIR is required"}
 	}
+	if *threads < 1 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("--threads %d: want at least 1", *threads)}
+	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
 
@@ -76,10 +80,6 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *noPlots {
 		runOpts = append(runOpts, sim.WithoutPlots())
-	}
-	if *threads < 1 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("--threads %d: want at least 1", *threads)}
 	}
 	runOpts = append(runOpts, sim.WithThreads(*threads))
 	var bar *progressLine
