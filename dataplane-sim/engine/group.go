@@ -3,7 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // A Group runs a model cut into partitions side by side: conservative
@@ -31,7 +34,16 @@ type Group struct {
 	// sendMin is the earliest arrival time a message sent now may have.
 	sendMin Time
 	windows uint64
-	stopped bool
+	stopped atomic.Bool
+
+	// mu is held by the driver for each step (a window, global events)
+	// and by Do; doWaiting makes the driver let go between steps.
+	mu        sync.Mutex
+	doWaiting atomic.Int32
+	wake      chan struct{}
+	// rt is the pacing of the running RunRealtime (nil: none).
+	rt       *pacing
+	lagNanos atomic.Int64
 }
 
 // part is one partition: its Sim and its outboxes.
@@ -83,7 +95,7 @@ func NewGroup(n int, seed uint64) *Group {
 	if n < 1 {
 		panic("engine: a group needs at least one partition")
 	}
-	g := &Group{sendMin: Never}
+	g := &Group{sendMin: Never, wake: make(chan struct{}, 1)}
 	for i := 0; i < n; i++ {
 		p := &part{id: i, sim: New(WithSeed(PartitionSeed(seed, i))), minOut: [2]Time{Never, Never}}
 		p.out[0] = make([][]message, n)
@@ -140,14 +152,18 @@ func (g *Group) Events() uint64 {
 // Windows returns the number of windows (barriers) run so far.
 func (g *Group) Windows() uint64 { return g.windows }
 
-// Stop makes Run return at its next barrier. Call it from a global event
-// (or, with one partition, from any handler).
+// Stop makes Run or RunRealtime return at the next barrier. Safe from any
+// goroutine, a handler or a global event.
 func (g *Group) Stop() {
 	if len(g.parts) == 1 {
 		g.parts[0].sim.Stop()
 		return
 	}
-	g.stopped = true
+	g.stopped.Store(true)
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Send hands v to r in partition to, for time at: the message sent from
@@ -223,49 +239,89 @@ func (g *Group) Run(until Time, threads int) {
 		w = startWorkers(g, threads)
 		defer w.stop()
 	}
-	g.stopped = false
-	for !g.stopped {
-		prev := g.cur ^ 1
-		t := Never
-		for _, p := range g.parts {
-			t = min(t, p.sim.NextAt(), p.minOut[prev])
-		}
-		gt := Never
-		if g.globals.len() > 0 {
-			gt = g.globals.peekAt()
-		}
-		if gt <= t && gt <= until {
-			g.runGlobals(gt)
-			continue
-		}
-		if t > until {
+	defer g.stopped.Store(false)
+	for !g.stopped.Load() {
+		g.waitDo()
+		g.mu.Lock()
+		more := g.stepLocked(until, w)
+		g.mu.Unlock()
+		if !more {
 			break
 		}
-		end := min(t+g.lookahead, gt, until+1)
-		g.windows++
-		g.now = t
-		g.sendMin = end
-		if w != nil {
-			w.window(end)
-		} else {
-			for _, p := range g.parts {
-				g.step(p, end)
-			}
-		}
-		g.flip()
 	}
-	g.sendMin = Never
-	if g.stopped {
+	if g.stopped.Load() {
 		return
 	}
-	// Messages still pending arrive after until; deliver them so that
-	// the next Run (or a snapshot) sees them in flight.
-	g.deliverAll()
-	g.now = until
+	g.mu.Lock()
+	g.finishLocked(until)
+	g.mu.Unlock()
+}
+
+// next returns the time of the earliest pending event or message and of
+// the earliest global event.
+func (g *Group) next() (t, gt Time) {
+	prev := g.cur ^ 1
+	t = Never
 	for _, p := range g.parts {
-		if p.sim.now < until {
-			p.sim.now = until
+		t = min(t, p.sim.NextAt(), p.minOut[prev])
+	}
+	gt = Never
+	if g.globals.len() > 0 {
+		gt = g.globals.peekAt()
+	}
+	return t, gt
+}
+
+// stepLocked runs the global events or the window due next, if any is at
+// or before until, and reports whether it ran one. g.mu is held.
+func (g *Group) stepLocked(until Time, w *workers) bool {
+	t, gt := g.next()
+	if gt <= t && gt <= until {
+		g.runGlobals(gt)
+		return true
+	}
+	if t > until {
+		return false
+	}
+	end := min(t+g.lookahead, gt, until+1)
+	g.windows++
+	g.now = t
+	g.sendMin = end
+	if w != nil {
+		w.window(end)
+	} else {
+		for _, p := range g.parts {
+			g.step(p, end)
 		}
+	}
+	g.sendMin = Never
+	g.flip()
+	return true
+}
+
+// finishLocked delivers the messages still pending (they arrive after
+// until: the next run, or a snapshot, sees them in flight) and sets every
+// partition's Now to until. g.mu is held.
+func (g *Group) finishLocked(until Time) {
+	g.deliverAll()
+	g.advanceLocked(until)
+}
+
+// advanceLocked moves the group and every partition to t, which no
+// pending event precedes. g.mu is held.
+func (g *Group) advanceLocked(t Time) {
+	g.now = max(g.now, t)
+	for _, p := range g.parts {
+		if p.sim.now < t {
+			p.sim.now = t
+		}
+	}
+}
+
+// waitDo gives goroutines blocked in Do a chance to take the lock.
+func (g *Group) waitDo() {
+	for g.doWaiting.Load() != 0 {
+		runtime.Gosched()
 	}
 }
 
@@ -287,7 +343,7 @@ func (g *Group) runGlobals(t Time) {
 			p.sim.now = t
 		}
 	}
-	for g.globals.len() > 0 && g.globals.peekAt() == t && !g.stopped {
+	for g.globals.len() > 0 && g.globals.peekAt() == t && !g.stopped.Load() {
 		_, e := g.globals.pop()
 		e.h.Handle(e.kind, e.arg)
 	}
