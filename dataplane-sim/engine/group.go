@@ -230,16 +230,8 @@ func (g *Group) Run(until Time, threads int) {
 		g.parts[0].sim.Run(until)
 		return
 	}
-	if g.lookahead <= 0 {
-		panic(ErrNoLookahead)
-	}
-	threads = max(1, min(threads, len(g.parts)))
-	var w *workers
-	if threads > 1 {
-		w = startWorkers(g, threads)
-		defer w.stop()
-	}
-	defer g.stopped.Store(false)
+	w := g.begin(threads)
+	defer g.end(w)
 	for !g.stopped.Load() {
 		g.waitDo()
 		g.mu.Lock()
@@ -255,6 +247,26 @@ func (g *Group) Run(until Time, threads int) {
 	g.mu.Lock()
 	g.finishLocked(until)
 	g.mu.Unlock()
+}
+
+// begin starts a run of several partitions on threads goroutines: the
+// workers beside the caller's (nil for one thread).
+func (g *Group) begin(threads int) *workers {
+	if g.lookahead <= 0 {
+		panic(ErrNoLookahead)
+	}
+	if threads = max(1, min(threads, len(g.parts))); threads > 1 {
+		return startWorkers(g, threads)
+	}
+	return nil
+}
+
+// end ends a run begun with begin.
+func (g *Group) end(w *workers) {
+	if w != nil {
+		w.stop()
+	}
+	g.stopped.Store(false)
 }
 
 // next returns the time of the earliest pending event or message and of

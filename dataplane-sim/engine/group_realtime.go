@@ -43,16 +43,8 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 	if speed <= 0 {
 		return errors.New("engine: realtime speed must be positive")
 	}
-	if g.lookahead <= 0 {
-		panic(ErrNoLookahead)
-	}
-	threads = max(1, min(threads, len(g.parts)))
-	var w *workers
-	if threads > 1 {
-		w = startWorkers(g, threads)
-		defer w.stop()
-	}
-	defer g.stopped.Store(false)
+	w := g.begin(threads)
+	defer g.end(w)
 	g.mu.Lock()
 	g.rt = &pacing{speed: speed, wallStart: time.Now(), simStart: g.now}
 	g.mu.Unlock()
@@ -61,8 +53,6 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 		g.rt = nil
 		g.mu.Unlock()
 	}()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -103,18 +93,13 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 		if wait <= 0 {
 			continue
 		}
-		timer.Reset(wait)
+		// Wake for the next event, a Do or Stop, or ctx (time.After's
+		// timer is collected once it fires or is dropped).
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-g.wake:
-		case <-timer.C:
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
+		case <-time.After(wait):
 		}
 	}
 }
