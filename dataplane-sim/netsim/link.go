@@ -79,7 +79,9 @@ func (l *Link) SetRateBitsPerSec(r int64) {
 // the difference arrive in one instant with the last packet sent on the old
 // delay (a reroute's excess without its reordering); a longer one leaves a
 // gap of the difference. Observers are told after the change. A negative d
-// is ignored.
+// is ignored. On a cut link (Cut) d must stay at least the group's
+// lookahead: a packet sent within it would land in the receiving
+// partition's past, and the engine panics.
 func (l *Link) SetDelay(d engine.Time) {
 	if d < 0 || d == l.delay {
 		return
