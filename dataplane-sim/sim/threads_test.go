@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/internal/cputime"
 )
 
 // runDir runs sc at threads into a fresh directory and returns its files.
@@ -98,5 +100,39 @@ func TestPartitionedMechanismRefused(t *testing.T) {
 	_, err := Run(context.Background(), sc, t.TempDir(), WithDuration(time.Millisecond), WithoutPlots())
 	if !errors.Is(err, ErrNotPartitioned) {
 		t.Errorf("long-haul-cnp on two-dc: %v, want ErrNotPartitioned", err)
+	}
+}
+
+// BenchmarkTwoDC runs scenarios/two-dc.yaml (two DCs cut at a 1 ms WAN,
+// 10 ms simulated, series written, no plots) at 1 and 2 threads in the
+// same benchmark run: events per wall second and per CPU second, the heap
+// in use after a run. The outputs are the same at both
+// (TestThreadsSameOutputs).
+func BenchmarkTwoDC(b *testing.B) {
+	sc := load(b, "two-dc.yaml")
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			b.ReportAllocs()
+			var events uint64
+			var heap uint64
+			var cpu time.Duration
+			for b.Loop() {
+				c0 := cputime.Process()
+				sum, err := Run(context.Background(), sc, b.TempDir(), WithoutPlots(), WithThreads(threads))
+				cpu += cputime.Process() - c0
+				if err != nil {
+					b.Fatal(err)
+				}
+				events += sum.Events
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				heap = max(heap, ms.HeapAlloc)
+			}
+			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+			if cpu > 0 {
+				b.ReportMetric(float64(events)/cpu.Seconds(), "events/cpu-s")
+			}
+			b.ReportMetric(float64(heap)/1e6, "heap-MB")
+		})
 	}
 }
