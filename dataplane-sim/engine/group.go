@@ -188,8 +188,10 @@ func (g *Group) Send(from, to int, at Time, r Receiver, v any) {
 // AtGlobal runs f at time t with every partition stopped there: all their
 // events before t have run, none at t yet. f may touch any partition's
 // model (a sampler, a scenario event acting on several partitions). Global
-// events at one time run in the order they were scheduled. With one
-// partition it is that partition's AtFunc.
+// events at one time run in the order they were scheduled. Call it
+// before the run, from a global event or from Do, never from a partition's
+// handler (the partitions run side by side). With one partition it is that
+// partition's AtFunc.
 func (g *Group) AtGlobal(t Time, f func()) {
 	if len(g.parts) == 1 {
 		g.parts[0].sim.AtFunc(t, f)
