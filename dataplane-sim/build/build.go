@@ -90,11 +90,15 @@ func New(sc *scenario.Scenario, o Options) (*Network, error) {
 	} else {
 		n.Net = netsim.NewPartitioned(n.Group)
 	}
-	place := func(x netsim.Node) error {
+	index := map[string]int{} // partition name -> index; "" is the first
+	for i, p := range sc.Partitions() {
+		index[p] = i
+	}
+	place := func(x netsim.Node, partition string) error {
 		if parts == 1 {
 			return nil
 		}
-		return n.Net.SetPartition(x, sc.PartitionOf(x.Name()))
+		return n.Net.SetPartition(x, index[partition])
 	}
 	hc, err := hostConfig(sc)
 	if err != nil {
@@ -103,7 +107,7 @@ func New(sc *scenario.Scenario, o Options) (*Network, error) {
 	for _, h := range sc.Hosts {
 		x, err := n.Net.AddHost(h.Name, h.IP, hc)
 		if err == nil {
-			err = place(x)
+			err = place(x, h.Partition)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("build: %w", err)
@@ -112,7 +116,7 @@ func New(sc *scenario.Scenario, o Options) (*Network, error) {
 	for _, s := range sc.Switches {
 		x, err := n.Net.AddSwitch(s.Name, s.IP, netsim.SwitchConfig{Port: portConfig(s.Queue, 0)})
 		if err == nil {
-			err = place(x)
+			err = place(x, s.Partition)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("build: %w", err)
