@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 )
 
 // runSim implements `lhcnp sim run SCENARIO --out DIR [--duration D]
-// [--seed N] [--no-plots]`: load and validate the scenario, run it, write
+// [--seed N] [--threads N] [--no-plots]`: load and validate the scenario, run it, write
 // CSV, summary.json and PNG plots into DIR. Progress is a line refreshed on
 // stderr when stderr is a terminal, nothing in a pipe.
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -42,6 +43,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Var(&dur, "duration", "run for this long instead of the scenario's duration (e.g. 5ms, 1.5s)")
 	seed := fs.Int64("seed", 0, "seed instead of the scenario's (generated traffic and ECN marking)")
 	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots")
+	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "goroutines for the partitions of a scenario cut into partitions (outputs do not depend on it)")
 	fs.Usage = func() { simUsage(stderr, fs) }
 
 	pos, err := cliconf.ParseInterspersed(fs, args[1:])
@@ -55,6 +57,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *out == "" {
 		fs.Usage()
 		return usageError{"--out DIR is required"}
+	}
+	if *threads < 1 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("--threads %d: want at least 1", *threads)}
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
@@ -75,6 +81,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *noPlots {
 		runOpts = append(runOpts, sim.WithoutPlots())
 	}
+	runOpts = append(runOpts, sim.WithThreads(*threads))
 	var bar *progressLine
 	if isTerminal(stderr) {
 		bar = &progressLine{w: stderr, name: sc.Name, start: time.Now()}
@@ -103,7 +110,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 func simUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintln(w, "usage: lhcnp sim run SCENARIO --out DIR [--duration D] [--seed N] [--no-plots]")
+	fmt.Fprintln(w, "usage: lhcnp sim run SCENARIO --out DIR [--duration D] [--seed N] [--threads N] [--no-plots]")
 	fmt.Fprintln(w, "       lhcnp sim compare [--out DIR] [--mechanisms LIST] [SCENARIO ...]")
 	fmt.Fprintln(w, "       lhcnp sim phases [--out DIR] [--phases N] [--phase-step D] [SCENARIO ...]")
 	fmt.Fprintln(w, "\nRuns a scenario (see docs/scenarios.md) and writes queues.csv, rates.csv,")

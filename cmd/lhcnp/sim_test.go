@@ -57,6 +57,7 @@ func TestRunSimErrors(t *testing.T) {
 		{"two scenarios", []string{"run", "a.yaml", "b.yaml", "--out", "d"}, true, "exactly one"},
 		{"bad duration", []string{"run", "a.yaml", "--out", "d", "--duration", "5"}, false, "no unit"},
 		{"scenario error", []string{"run", bad, "--out", "d"}, false, "bad_rate_unit.yaml:8:13: topology.links[0].rate"},
+		{"no threads", []string{"run", "a.yaml", "--out", "d", "--threads", "0"}, true, "--threads 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -76,5 +77,26 @@ func TestRunSimErrors(t *testing.T) {
 	}
 	if err := runSim(context.Background(), []string{"run", "-h"}, &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h = %v, want flag.ErrHelp", err)
+	}
+}
+
+// TestRunSimThreads: the two-DC scenario, cut into two partitions, writes
+// the same files at --threads 1 and 2.
+func TestRunSimThreads(t *testing.T) {
+	scen := filepath.Join("..", "..", "scenarios", "two-dc.yaml")
+	var outs [2]string
+	for i, th := range []string{"1", "2"} {
+		outs[i] = t.TempDir()
+		var stdout, stderr bytes.Buffer
+		if err := runSim(context.Background(), []string{"run", scen, "--out", outs[i], "--duration", "3ms", "--threads", th}, &stdout, &stderr); err != nil {
+			t.Fatalf("--threads %s: %v\nstderr: %s", th, err, stderr.String())
+		}
+	}
+	for _, f := range []string{"queues.csv", "rates.csv", "counters.csv", "thresholds.csv", "summary.json", "queues.png", "rates.png"} {
+		a, errA := os.ReadFile(filepath.Join(outs[0], f))
+		b, errB := os.ReadFile(filepath.Join(outs[1], f))
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between --threads 1 and 2 (%v, %v)", f, errA, errB)
+		}
 	}
 }

@@ -33,13 +33,23 @@ type Options struct {
 	// whose sender is elsewhere is added dormant, so that node, flow and
 	// QP numbers are the same in every process, and events leave it alone.
 	Local map[string]bool
+	// Partitioned runs the scenario's partitions (its partition keys) as
+	// partitions of an engine.Group, for the batch runner's threads.
+	// false: the whole network is one partition, whatever the file says
+	// (the paced engine of a switch and the lab runs one Sim).
+	Partitioned bool
 }
 
 // Network is a scenario built on an engine.
 type Network struct {
 	Scenario *scenario.Scenario
-	Sim      *engine.Sim
-	Net      *netsim.Network
+	// Group runs the network: one partition (Sim itself) unless the
+	// scenario cuts it into partitions (scenario.Scenario.Partitions).
+	Group *engine.Group
+	// Sim is partition 0's engine: the network's engine when it is not
+	// cut.
+	Sim *engine.Sim
+	Net *netsim.Network
 	// Links is the network's own copy of the scenario's links: events
 	// change their rates and delays, the caller's scenario stays as loaded.
 	Links []scenario.Link
@@ -67,20 +77,48 @@ type Flow struct {
 // New builds the hosts, switches, links and routes of sc on a fresh
 // engine. Flows come with AddFlows, events with ScheduleEvents.
 func New(sc *scenario.Scenario, o Options) (*Network, error) {
-	n := &Network{Scenario: sc, o: o, Sim: engine.New(engine.WithSeed(uint64(o.Seed))),
+	n := &Network{Scenario: sc, o: o,
 		linkPorts: map[string][2]*netsim.Port{}, portLink: map[*netsim.Port]*scenario.Link{}, flows: map[string]*Flow{}}
-	n.Net = netsim.New(n.Sim)
+	parts := 1
+	if o.Partitioned {
+		parts = max(1, len(sc.Partitions()))
+	}
+	n.Group = engine.NewGroup(parts, uint64(o.Seed))
+	n.Sim = n.Group.Sim(0)
+	if parts == 1 {
+		n.Net = netsim.New(n.Sim)
+	} else {
+		n.Net = netsim.NewPartitioned(n.Group)
+	}
+	index := map[string]int{} // partition name -> index; "" is the first
+	for i, p := range sc.Partitions() {
+		index[p] = i
+	}
+	place := func(x netsim.Node, partition string) error {
+		if parts == 1 {
+			return nil
+		}
+		return n.Net.SetPartition(x, index[partition])
+	}
 	hc, err := hostConfig(sc)
 	if err != nil {
 		return nil, err
 	}
 	for _, h := range sc.Hosts {
-		if _, err := n.Net.AddHost(h.Name, h.IP, hc); err != nil {
+		x, err := n.Net.AddHost(h.Name, h.IP, hc)
+		if err == nil {
+			err = place(x, h.Partition)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("build: %w", err)
 		}
 	}
 	for _, s := range sc.Switches {
-		if _, err := n.Net.AddSwitch(s.Name, s.IP, netsim.SwitchConfig{Port: portConfig(s.Queue, 0)}); err != nil {
+		x, err := n.Net.AddSwitch(s.Name, s.IP, netsim.SwitchConfig{Port: portConfig(s.Queue, 0)})
+		if err == nil {
+			err = place(x, s.Partition)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("build: %w", err)
 		}
 	}
@@ -103,6 +141,11 @@ func New(sc *scenario.Scenario, o Options) (*Network, error) {
 			n.portLink[pt] = lk
 		}
 		n.linkPorts[lk.Name] = [2]*netsim.Port{pa, pb}
+	}
+	if parts > 1 {
+		if err := n.Group.SetLookahead(n.lookahead()); err != nil {
+			return nil, fmt.Errorf("build: %w", err)
+		}
 	}
 	n.Net.ComputeRoutes()
 	for _, rt := range sc.Routes {
@@ -173,7 +216,7 @@ func (n *Network) AddFlowLocal(f scenario.Flow, local bool) (*Flow, error) {
 	}
 	fl := &Flow{Scenario: f, Net: nf}
 	if stop := engine.FromDuration(f.Stop); f.Stop > 0 && local && (n.o.End <= 0 || stop < n.o.End) {
-		n.Sim.AtFunc(stop, func() { n.stop(fl) })
+		src.Sim().AtFunc(stop, func() { n.stop(fl) })
 	}
 	return fl, nil
 }
@@ -197,7 +240,7 @@ func (n *Network) ScheduleEvents() {
 		if n.o.End > 0 && at > n.o.End {
 			continue
 		}
-		n.Sim.AtFunc(at, func() { n.Apply(ev) })
+		n.Group.AtGlobal(at, func() { n.Apply(ev) })
 	}
 }
 
@@ -266,4 +309,23 @@ func (n *Network) Apply(ev scenario.Event) {
 			fl.Net.AdminStart()
 		}
 	}
+}
+
+// lookahead is the least one-way delay a link between partitions has now
+// or is given by an event: the group's lookahead.
+func (n *Network) lookahead() engine.Time {
+	la := n.Net.Lookahead()
+	for _, ev := range n.Scenario.Events {
+		a, _, ok := n.LinkPorts(ev.Target)
+		if !ok || !a.Out().Cut() {
+			continue
+		}
+		switch ev.Kind {
+		case scenario.EventLinkDelay:
+			la = min(la, engine.FromDuration(ev.Delay))
+		case scenario.EventRTT:
+			la = min(la, engine.FromDuration(ev.Delay/2))
+		}
+	}
+	return la
 }

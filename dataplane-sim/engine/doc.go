@@ -22,5 +22,16 @@
 // and Published to pick up snapshots the simulation publishes from an Every
 // callback. Both are clean under the race detector.
 //
+// Parallel runs: a Group cuts a model into partitions, each an ordinary Sim
+// with its own queue and PCG (PartitionSeed), and runs them side by side in
+// windows of the lookahead (the least delay of anything that crosses
+// partitions), behind a barrier. What crosses is a message (Group.Send),
+// delivered before the window its time falls in, in the order (time,
+// source partition, source sequence); global events (AtGlobal) run at a
+// barrier with every partition stopped. Windows, messages and their order
+// are functions of the model only, so every partition runs the same events
+// in the same order for every thread count. A Group of one partition is its
+// Sim: Run is Sim.Run.
+//
 // The package depends on the standard library only.
 package engine

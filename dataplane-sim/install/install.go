@@ -39,39 +39,63 @@ type Kind struct {
 	Params func(b scenario.ParamsBlock) any
 	// Install installs one block of the kind.
 	Install Func
+	// Cut: the kind runs on a scenario cut into partitions (topology
+	// partition keys): its models keep state only per node and per port
+	// and schedule on their node's Sim (Switch.Sim, Host.Sim), and work
+	// on several partitions goes through Env.Group's global events. The
+	// batch runner refuses a kind without it on a cut scenario.
+	Cut bool
+}
+
+// installer is a kind's registered installer and whether it runs cut
+// (Kind.Cut).
+type installer struct {
+	f   Func
+	cut bool
 }
 
 // installers holds the registered installers by kind; written only by
-// Register and RegisterInstaller, from init functions.
-var installers = map[scenario.MechanismKind]Func{}
+// Register, RegisterInstaller and RegisterCutInstaller, from init
+// functions.
+var installers = map[scenario.MechanismKind]installer{}
 
 // Register makes a mechanism kind known to the scenario loader and the
 // batch runner: the one call a new mechanism's package makes, from an
 // init function. It panics on a duplicate kind or a missing installer.
 func Register(k Kind) {
 	scenario.RegisterMechanism(scenario.MechanismSpec{Kind: k.Name, Beside: k.Beside, Params: k.Params})
-	RegisterInstaller(k.Name, k.Install)
+	register(k.Name, k.Install, k.Cut)
 }
 
 // RegisterInstaller registers the installer of a kind that package
 // scenario registers itself (the kinds whose params types it holds:
 // dcqcn, none, long-haul-cnp, fast-cnp, fcn, rate-advice, switch-cnp),
 // from an init function.
-func RegisterInstaller(kind scenario.MechanismKind, f Func) {
+func RegisterInstaller(kind scenario.MechanismKind, f Func) { register(kind, f, false) }
+
+// RegisterCutInstaller is RegisterInstaller for a kind that runs on a
+// scenario cut into partitions (Kind.Cut).
+func RegisterCutInstaller(kind scenario.MechanismKind, f Func) { register(kind, f, true) }
+
+func register(kind scenario.MechanismKind, f Func, cut bool) {
 	if f == nil {
 		panic(fmt.Sprintf("install: mechanism %s without an installer", kind))
 	}
 	if _, dup := installers[kind]; dup {
 		panic(fmt.Sprintf("install: mechanism %s registered twice", kind))
 	}
-	installers[kind] = f
+	installers[kind] = installer{f: f, cut: cut}
 }
 
 // Installer returns the installer of kind.
 func Installer(kind scenario.MechanismKind) (Func, bool) {
-	f, ok := installers[kind]
-	return f, ok
+	in, ok := installers[kind]
+	return in.f, ok
 }
+
+// Cut reports whether kind is registered as one that runs on a scenario
+// cut into partitions (Kind.Cut).
+func Cut(kind scenario.MechanismKind) bool { return installers[kind].cut }
 
 // Runner is the batch runner's side of an Env, implemented by package
 // sim; an installer reaches it through Env's methods.
@@ -95,8 +119,14 @@ type Runner interface {
 // Env is what an installer gets to work with.
 type Env struct {
 	Scenario *scenario.Scenario
-	Sim      *engine.Sim
-	Net      *netsim.Network
+	// Sim is the engine of a network that is not cut (partition 0's of
+	// one that is: models of a node use its own, Switch.Sim, Host.Sim).
+	Sim *engine.Sim
+	// Group runs the partitions (one when the scenario is not cut);
+	// samplers and work on several partitions go through its global
+	// events.
+	Group *engine.Group
+	Net   *netsim.Network
 	// Mech is the mechanism block being installed: the scenario's
 	// mechanism or one of its mechanism.with blocks.
 	Mech scenario.Mechanism
@@ -107,10 +137,10 @@ type Env struct {
 	run Runner
 }
 
-// NewEnv returns the environment of a run of sc on s and n, whose runner
-// side is run (package sim's).
-func NewEnv(sc *scenario.Scenario, s *engine.Sim, n *netsim.Network, run Runner) *Env {
-	return &Env{Scenario: sc, Sim: s, Net: n, run: run}
+// NewEnv returns the environment of a run of sc on n, driven by g (s:
+// its partition 0), whose runner side is run (package sim's).
+func NewEnv(sc *scenario.Scenario, s *engine.Sim, g *engine.Group, n *netsim.Network, run Runner) *Env {
+	return &Env{Scenario: sc, Sim: s, Group: g, Net: n, run: run}
 }
 
 // Runner returns the runner side the Env was made with.

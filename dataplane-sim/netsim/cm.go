@@ -105,8 +105,8 @@ func pathMTU(mtu int32) uint8 {
 func (h *Host) sendCM(dst NodeID, prio uint8, flow FlowID, m *wire.CMMessage) {
 	n := h.net
 	peer := n.nodes[dst]
-	p := n.NewPacket()
-	b := n.frameBuf(p)
+	p := h.part.pool.get()
+	b := h.part.pool.frameBuf(p)
 	a := wire.Addressing{SrcIP: h.addr, DstIP: peer.Addr(), SrcPort: 0xC000 | wire.GSIQP}
 	size, err := (&wire.Encoder{}).CM(b, &a, h.gsiPSN, m)
 	if err != nil {
@@ -169,7 +169,7 @@ func (q *QP) transmitREQ() {
 		PrimaryHopLimit: wire.DefaultTTL, PrimarySL: q.prio, PrimaryLocalACKTimeout: cmAckTimeout,
 	}
 	h.sendCM(q.dst, q.prio, q.flow.ID, &m)
-	h.net.sim.After(cmResponseTime, q, evQPCMRetry, uint64(q.cm.local))
+	h.part.sim.After(cmResponseTime, q, evQPCMRetry, uint64(q.cm.local))
 }
 
 // sendDREQ closes the connection of a sender QP whose flow completed.
@@ -188,7 +188,7 @@ func (q *QP) sendDREQ() {
 
 // receiveCM runs the host's side of a CM MAD that arrived for QP1.
 func (h *Host) receiveCM(p *Packet) {
-	n := h.net
+	n := h.part
 	f := &n.cmFrame
 	if p.fb == nil || n.cmDec.Decode(p.Frame(), f) != nil || f.Kind != wire.KindCM {
 		h.stats.UnknownDropped++
@@ -250,7 +250,7 @@ func (h *Host) receiveCM(p *Packet) {
 		if q := h.cmSend[m.RemoteCommID]; q != nil && q.cm.state == cmDreqSent {
 			q.cm.state = cmClosed
 			delete(h.cmSend, q.cm.local)
-			n.flowClosed(q)
+			h.net.flowClosed(q)
 		}
 	default:
 		h.stats.UnknownDropped++ // REJ, MRA: the hosts never send them

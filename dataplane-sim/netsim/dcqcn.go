@@ -260,7 +260,7 @@ func (q *QP) alphaOnCNP(now engine.Time) {
 // standard CNP had arrived (what the host does by default; a Long-haul CNP
 // reaction point calls it for the Notify action or for legacy behaviour).
 func (q *QP) ApplyCNP() {
-	now := q.host.net.sim.Now()
+	now := q.host.part.sim.Now()
 	s := &q.dc
 	s.cnpRx++
 	c := q.cc()
@@ -292,7 +292,7 @@ func (q *QP) ApplyCNP() {
 	q.alphaOnCNP(now)
 	if !s.decreasePending {
 		s.decreasePending = true
-		q.host.net.sim.At(s.lastDecrease+c.RateReduceMonitorPeriod, q, evQPDecrease, 0)
+		q.host.part.sim.At(s.lastDecrease+c.RateReduceMonitorPeriod, q, evQPDecrease, 0)
 	}
 }
 
@@ -321,7 +321,7 @@ func (q *QP) decrease(now engine.Time) {
 	s.timeStage, s.byteStage, s.byteCounter = 0, 0, 0
 	s.incGen++
 	s.incRunning = true
-	q.host.net.sim.At(now+c.TimeReset, q, evQPIncTimer, s.incGen)
+	q.host.part.sim.At(now+c.TimeReset, q, evQPIncTimer, s.incGen)
 	q.rateChanged()
 }
 
@@ -396,7 +396,7 @@ func (q *QP) Handle(kind uint32, arg uint64) {
 	case evQPDecrease:
 		s.decreasePending = false
 		if s.cnpSinceDec {
-			q.decrease(q.host.net.sim.Now())
+			q.decrease(q.host.part.sim.Now())
 		}
 	case evQPIncTimer:
 		if arg != s.incGen {
@@ -409,6 +409,6 @@ func (q *QP) Handle(kind uint32, arg uint64) {
 		}
 		s.timeStage++
 		q.increase()
-		q.host.net.sim.After(q.cc().TimeReset, q, evQPIncTimer, s.incGen)
+		q.host.part.sim.After(q.cc().TimeReset, q, evQPIncTimer, s.incGen)
 	}
 }

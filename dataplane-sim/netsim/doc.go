@@ -63,6 +63,16 @@
 // lost and counted (PortStats.DownDropPackets). FlowConfig.Dormant keeps
 // the queue pairs of a flow whose sender runs elsewhere.
 //
+// # Partitions
+//
+// NewPartitioned puts the network on an engine.Group: SetPartition places
+// each node (before it is connected) in a partition, whose Sim its ports,
+// links and queue pairs schedule on and whose packet pool they use. A link
+// between two partitions is cut (Link.Cut): its transmitter hands each
+// packet to the receiving partition as a message for its arrival time, and
+// its delay is what the group's lookahead (Lookahead) is made of. A
+// network of one partition is exactly a network on one Sim.
+//
 // What is not modelled: loss recovery (drops are counted by the receiver as
 // PSN gaps, never retransmitted; of the CM MADs only a REQ is sent again,
 // after its response timeout), PFC pause quanta (a pause lasts until the

@@ -78,6 +78,7 @@ type HostStats struct {
 // send CNPs for CE-marked packets and ACKs for AckReq packets.
 type Host struct {
 	net     *Network
+	part    *partition
 	id      NodeID
 	name    string
 	addr    netip.Addr
@@ -208,7 +209,7 @@ func (h *Host) Receive(p *Packet, in *Port) {
 	default:
 		h.other(p)
 	}
-	h.net.FreePacket(p)
+	h.part.pool.put(p)
 }
 
 func (h *Host) other(p *Packet) {
@@ -231,7 +232,7 @@ func (h *Host) receiveData(p *Packet) {
 		h.stats.UnknownDropped++
 		return
 	}
-	now := h.net.sim.Now()
+	now := h.part.sim.Now()
 	psn := p.PSN()
 	if psn != r.expectPSN {
 		r.lostPackets += int64((psn - r.expectPSN) & 0xFFFFFF)
@@ -250,7 +251,7 @@ func (h *Host) receiveData(p *Packet) {
 			r.lastCNP = now
 			r.cnpTx++
 			h.stats.CNPTx++
-			c := h.net.NewPacket()
+			c := h.part.pool.get()
 			c.Kind = KindRoCE
 			c.SizeBytes = frameAround(h.overheadBytes, wire.CNPReservedLen) // CNPBytes
 			c.Src, c.Dst = h.id, p.Src
@@ -264,7 +265,7 @@ func (h *Host) receiveData(p *Packet) {
 	}
 	if p.AckReq() {
 		h.stats.AckTx++
-		a := h.net.NewPacket()
+		a := h.part.pool.get()
 		a.Kind = KindRoCE
 		a.SizeBytes = frameAround(h.overheadBytes, wire.AETHLen) // AckBytes
 		a.Src, a.Dst = h.id, p.Src
@@ -281,7 +282,7 @@ func (h *Host) receiveData(p *Packet) {
 // the QPs whose pacer allows a send now. With none ready it arranges a
 // wake-up for the earliest one and returns nil.
 func (h *Host) nextPacket(pt *Port) *Packet {
-	now := h.net.sim.Now()
+	now := h.part.sim.Now()
 	n := len(h.sendQPs)
 	next := engine.Never
 	for i := 0; i < n; i++ {
@@ -420,7 +421,7 @@ func (q *QP) TargetRateBitsPerSec() int64 { return q.dc.rt }
 // Alpha returns DCQCN's alpha as a fraction 0..1 (updated to now).
 func (q *QP) Alpha() float64 {
 	if q.dc.active {
-		q.alphaCatchUp(q.host.net.sim.Now())
+		q.alphaCatchUp(q.host.part.sim.Now())
 	}
 	return float64(q.dc.alpha) / float64(alphaOne)
 }
@@ -529,7 +530,7 @@ func (q *QP) armIncrease() {
 	if !q.dc.incRunning && (q.dc.rc < m || q.dc.rt < m) {
 		q.dc.incGen++
 		q.dc.incRunning = true
-		q.host.net.sim.After(q.cc().TimeReset, q, evQPIncTimer, q.dc.incGen)
+		q.host.part.sim.After(q.cc().TimeReset, q, evQPIncTimer, q.dc.incGen)
 	}
 }
 
@@ -570,7 +571,7 @@ func (q *QP) start() {
 		return
 	}
 	q.connected = true
-	q.cm.connectedAt = q.host.net.sim.Now()
+	q.cm.connectedAt = q.host.part.sim.Now()
 	q.updateSending()
 }
 
@@ -582,7 +583,7 @@ func (q *QP) updateSending() {
 	}
 	q.sending = s
 	if s {
-		if now := q.host.net.sim.Now(); q.nextSend < now {
+		if now := q.host.part.sim.Now(); q.nextSend < now {
 			q.nextSend = now
 		}
 		q.host.port.kick()
@@ -626,7 +627,7 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	q.npkts++
 	ackReq := last || (h.cfg.AckEveryPackets > 0 && q.npkts%h.cfg.AckEveryPackets == 0)
 
-	p := h.net.NewPacket()
+	p := h.part.pool.get()
 	p.Kind = KindRoCE
 	p.SizeBytes = size
 	p.PayloadBytes = int32(payload)
@@ -671,7 +672,7 @@ func (q *QP) onAck(psn uint32) {
 	}
 	if q.totalBytes > 0 && !q.finished && q.ackedBytes >= q.totalBytes {
 		q.finished = true
-		q.finishedAt = q.host.net.sim.Now()
+		q.finishedAt = q.host.part.sim.Now()
 		if q.cm.on {
 			q.sendDREQ()
 		}
@@ -716,3 +717,6 @@ func (r *RecvQP) CNPs() int64 { return r.cnpTx }
 // LostPackets returns the data packets missing from the PSN sequence
 // (dropped in the network; there is no retransmission).
 func (r *RecvQP) LostPackets() int64 { return r.lostPackets }
+
+// Sim returns the engine of the host's partition.
+func (h *Host) Sim() *engine.Sim { return h.part.sim }

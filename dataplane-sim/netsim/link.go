@@ -30,6 +30,9 @@ type Link struct {
 	// scheduled before the link last went down.
 	down bool
 	gen  uint64
+	// cut: from and to are in different partitions; what the
+	// transmitter sends goes over as a message (engine.Group.Send).
+	cut bool
 }
 
 type flight struct {
@@ -76,7 +79,9 @@ func (l *Link) SetRateBitsPerSec(r int64) {
 // the difference arrive in one instant with the last packet sent on the old
 // delay (a reroute's excess without its reordering); a longer one leaves a
 // gap of the difference. Observers are told after the change. A negative d
-// is ignored.
+// is ignored. On a cut link (Cut) d must stay at least the group's
+// lookahead: a packet sent within it would land in the receiving
+// partition's past, and the engine panics.
 func (l *Link) SetDelay(d engine.Time) {
 	if d < 0 || d == l.delay {
 		return
@@ -136,7 +141,7 @@ func (l *Link) SetUp(up bool) {
 	for l.inflight.len() > 0 {
 		f := l.inflight.pop()
 		l.from.countDown(f.p)
-		l.net.FreePacket(f.p)
+		l.to.part.pool.put(f.p)
 	}
 	l.lastArrive = 0
 	l.from.flushDown()
@@ -146,15 +151,29 @@ func (l *Link) SetUp(up bool) {
 func (l *Link) send(p *Packet, txEnd engine.Time) {
 	if l.down {
 		l.from.countDown(p)
-		l.net.FreePacket(p)
+		l.from.part.pool.put(p)
 		return
 	}
 	if l.wire != nil {
 		l.wire.Send(l, p, txEnd)
 		return
 	}
+	if l.cut {
+		// The far end runs in another partition: hand the packet over
+		// for its arrival time, which the lookahead puts beyond the
+		// current window.
+		l.net.group.Send(l.from.part.id, l.to.part.id, txEnd+l.delay, l, p)
+		return
+	}
 	l.arrive(p, txEnd+l.delay)
 }
+
+// Deliver implements engine.Receiver: a packet sent on a cut link arrives
+// in the receiving partition, behind the packets already in flight.
+func (l *Link) Deliver(at engine.Time, v any) { l.arrive(v.(*Packet), at) }
+
+// Cut reports whether l joins two partitions.
+func (l *Link) Cut() bool { return l.cut }
 
 // arrive queues p for delivery at at, after the packets already in flight.
 func (l *Link) arrive(p *Packet, at engine.Time) {
@@ -164,7 +183,7 @@ func (l *Link) arrive(p *Packet, at engine.Time) {
 	l.lastArrive = at
 	l.inflight.push(flight{p, at})
 	if l.inflight.len() == 1 {
-		l.net.sim.At(at, l, 0, l.gen)
+		l.to.part.sim.At(at, l, 0, l.gen)
 	}
 }
 
@@ -178,11 +197,11 @@ func (l *Link) arrive(p *Packet, at engine.Time) {
 func (l *Link) Arrive(p *Packet, txEnd engine.Time) (late engine.Time) {
 	if l.down {
 		l.from.countDown(p)
-		l.net.FreePacket(p)
+		l.to.part.pool.put(p)
 		return 0
 	}
 	at := txEnd + l.delay
-	if now := l.net.sim.Now(); at < now {
+	if now := l.to.part.sim.Now(); at < now {
 		late, at = now-at, now
 	}
 	l.arrive(p, at)
@@ -196,7 +215,7 @@ func (l *Link) Handle(_ uint32, gen uint64) {
 	}
 	f := l.inflight.pop()
 	if l.inflight.len() > 0 {
-		l.net.sim.At(l.inflight.front().at, l, 0, l.gen)
+		l.to.part.sim.At(l.inflight.front().at, l, 0, l.gen)
 	}
 	to := l.to
 	to.stats.RxPackets++

@@ -22,34 +22,125 @@ type Network struct {
 	ports    []*Port
 	links    []*Link
 	flows    []*Flow
-	pool     packetPool
 	retire   *retirement // nil: finished flows are kept (RetireFinished)
 
-	// Scratch for the hosts' CM processing (one goroutine drives a Network).
+	// parts are the partitions the nodes run in (one, parts[0], unless the
+	// network was made with NewPartitioned); group drives them then.
+	parts []*partition
+	group *engine.Group
+}
+
+// partition is what the nodes of one partition share and nothing outside
+// it touches while it runs: its engine, its packet pool, the hosts'
+// scratch for CM processing.
+type partition struct {
+	id      int
+	sim     *engine.Sim
+	pool    packetPool
 	cmDec   wire.Decoder
 	cmFrame wire.Frame
 }
 
 // New returns an empty network on sim.
 func New(sim *engine.Sim) *Network {
-	return &Network{sim: sim, byName: map[string]Node{}}
+	return &Network{sim: sim, byName: map[string]Node{}, parts: []*partition{{sim: sim}}}
 }
 
-// Sim returns the engine the network runs on.
+// NewPartitioned returns an empty network whose nodes run in the
+// partitions of g (SetPartition; a node starts in partition 0). A link
+// between two partitions is cut: its packets cross as messages of g, and
+// its delay must be at least g's lookahead (Lookahead computes it).
+// Global work (samplers, events on several partitions) goes through
+// g.AtGlobal. Flow retirement is not supported on such a network.
+func NewPartitioned(g *engine.Group) *Network {
+	n := &Network{sim: g.Sim(0), byName: map[string]Node{}, group: g}
+	for i := 0; i < g.Len(); i++ {
+		n.parts = append(n.parts, &partition{id: i, sim: g.Sim(i)})
+	}
+	return n
+}
+
+// Group returns the engine group of a partitioned network, or nil.
+func (n *Network) Group() *engine.Group { return n.group }
+
+// Sim returns the engine the network runs on (of a partitioned network:
+// partition 0's).
 func (n *Network) Sim() *engine.Sim { return n.sim }
 
-// Now returns the simulated time.
-func (n *Network) Now() engine.Time { return n.sim.Now() }
+// Now returns the simulated time (of a partitioned network: the group's).
+func (n *Network) Now() engine.Time {
+	if n.group != nil {
+		return n.group.Now()
+	}
+	return n.sim.Now()
+}
 
-// NewPacket returns a zeroed packet from the pool.
-func (n *Network) NewPacket() *Packet { return n.pool.get() }
+func (n *Network) events() uint64 {
+	if n.group != nil {
+		return n.group.Events()
+	}
+	return n.sim.Events()
+}
+
+func (n *Network) pool() *packetPool { return &n.parts[0].pool }
+
+// NewPacket returns a zeroed packet from the pool (of a partitioned
+// network: partition 0's; a node's model uses Switch.NewPacket).
+func (n *Network) NewPacket() *Packet { return n.pool().get() }
 
 // FreePacket returns p to the pool; p must not be used afterwards.
-func (n *Network) FreePacket(p *Packet) { n.pool.put(p) }
+func (n *Network) FreePacket(p *Packet) { n.pool().put(p) }
 
 // LivePackets returns the packets taken from the pool and not yet freed
 // (in queues, on links, or leaked).
-func (n *Network) LivePackets() int64 { return n.pool.live }
+func (n *Network) LivePackets() int64 {
+	var live int64
+	for _, pt := range n.parts {
+		live += pt.pool.live
+	}
+	return live
+}
+
+// SetPartition puts node x in partition i of a partitioned network.
+// Call it before x is connected.
+func (n *Network) SetPartition(x Node, i int) error {
+	if i < 0 || i >= len(n.parts) {
+		return fmt.Errorf("node %s: partition %d of %d", x.Name(), i, len(n.parts))
+	}
+	if len(x.Ports()) > 0 {
+		return fmt.Errorf("node %s: partition set after it was connected", x.Name())
+	}
+	switch v := x.(type) {
+	case *Switch:
+		v.part = n.parts[i]
+	case *Host:
+		v.part = n.parts[i]
+	}
+	return nil
+}
+
+// Partition returns the partition node x runs in.
+func (n *Network) Partition(x Node) int {
+	switch v := x.(type) {
+	case *Switch:
+		return v.part.id
+	case *Host:
+		return v.part.id
+	}
+	return 0
+}
+
+// Lookahead returns the smallest delay of a cut link (engine.Never when
+// no link is cut): the lookahead of the network's group.
+func (n *Network) Lookahead() engine.Time {
+	la := engine.Never
+	for _, l := range n.links {
+		if l.cut {
+			la = min(la, l.delay)
+		}
+	}
+	return la
+}
 
 // ErrDuplicateName is returned when a node name is taken.
 var ErrDuplicateName = errors.New("duplicate node name")
@@ -68,7 +159,7 @@ func (n *Network) AddSwitch(name string, addr netip.Addr, cfg SwitchConfig) (*Sw
 	if err := cfg.Port.Validate(); err != nil {
 		return nil, fmt.Errorf("switch %s: %w", name, err)
 	}
-	s := &Switch{net: n, id: NodeID(len(n.nodes)), name: name, addr: addr, cfg: cfg}
+	s := &Switch{net: n, part: n.parts[0], id: NodeID(len(n.nodes)), name: name, addr: addr, cfg: cfg}
 	if err := n.addNode(name, s); err != nil {
 		return nil, err
 	}
@@ -81,7 +172,7 @@ func (n *Network) AddHost(name string, addr netip.Addr, cfg HostConfig) (*Host, 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("host %s: %w", name, err)
 	}
-	h := &Host{net: n, id: NodeID(len(n.nodes)), name: name, addr: addr, overheadBytes: RoCEOverheadBytes(addr), cfg: cfg,
+	h := &Host{net: n, part: n.parts[0], id: NodeID(len(n.nodes)), name: name, addr: addr, overheadBytes: RoCEOverheadBytes(addr), cfg: cfg,
 		qps: map[uint32]*QP{}, recv: map[uint32]*RecvQP{},
 		recvByPeer: map[peerQP]*RecvQP{}, cmSend: map[uint32]*QP{}, cmRecv: map[uint32]*RecvQP{}}
 	if err := n.addNode(name, h); err != nil {
@@ -108,6 +199,9 @@ func (n *Network) Connect(a, b Node, lc LinkConfig) (pa, pb *Port, err error) {
 	ba := &Link{net: n, from: pb, to: pa, rateBitsPerSec: lc.RateBitsPerSec, delay: lc.Delay}
 	pa.out, pa.in = ab, ba
 	pb.out, pb.in = ba, ab
+	if pa.part != pb.part {
+		ab.cut, ba.cut = true, true
+	}
 	n.links = append(n.links, ab, ba)
 	return pa, pb, nil
 }
@@ -116,11 +210,13 @@ func (n *Network) newPort(x Node) *Port {
 	pt := &Port{net: n, node: x}
 	switch v := x.(type) {
 	case *Switch:
+		pt.part = v.part
 		pt.sw = v
 		pt.index = len(v.ports)
 		pt.cfg = v.cfg.Port
 		v.ports = append(v.ports, pt)
 	case *Host:
+		pt.part = v.part
 		pt.host = v
 		pt.cfg = v.cfg.Port
 		v.port = pt
@@ -227,7 +323,7 @@ func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	dst.recvByPeer[peerQP{src.id, sq}] = r
 	n.flows = append(n.flows, f)
 	if !fc.Dormant {
-		n.sim.At(fc.Start, q, evQPStart, 0)
+		src.part.sim.At(fc.Start, q, evQPStart, 0)
 	}
 	return f, nil
 }

@@ -484,15 +484,15 @@ func TestPacketPoolChunks(t *testing.T) {
 		delete(seen, p)
 		ps = append(ps, p)
 	}
-	if n.pool.alloc != k || n.LivePackets() != k {
-		t.Errorf("allocated %d, live %d, want %d", n.pool.alloc, n.LivePackets(), k)
+	if n.pool().alloc != k || n.LivePackets() != k {
+		t.Errorf("allocated %d, live %d, want %d", n.pool().alloc, n.LivePackets(), k)
 	}
 	// Two full chunks on the stack; x is freed onto a third and taken back.
 	for _, p := range ps[:2*poolChunk] {
 		n.FreePacket(p)
 	}
-	if len(n.pool.cur) != cap(n.pool.cur) {
-		t.Fatalf("top chunk %d of %d: the test wants it full", len(n.pool.cur), cap(n.pool.cur))
+	if len(n.pool().cur) != cap(n.pool().cur) {
+		t.Fatalf("top chunk %d of %d: the test wants it full", len(n.pool().cur), cap(n.pool().cur))
 	}
 	x := ps[2*poolChunk]
 	allocs := testing.AllocsPerRun(100, func() {

@@ -256,23 +256,25 @@ func LinkBytes(frameLen int) int32 { return int32(frameLen) + FCSBytes }
 // pool on first use; FreePacket returns it). It does not touch SizeBytes,
 // Kind or Hdr: set them as for any packet (SizeBytes is len(frame) plus
 // the 4-byte FCS). An empty frame removes the frame.
-func (n *Network) SetFrame(p *Packet, frame []byte) error {
+func (n *Network) SetFrame(p *Packet, frame []byte) error { return n.pool().setFrame(p, frame) }
+
+func (pp *packetPool) setFrame(p *Packet, frame []byte) error {
 	if len(frame) > FrameCap {
 		return fmt.Errorf("netsim: %d-byte frame: %w", len(frame), ErrFrameTooLong)
 	}
 	if len(frame) == 0 {
 		if p.fb != nil {
-			n.pool.putFrame(p.fb)
+			pp.putFrame(p.fb)
 			p.fb, p.frameLen = nil, 0
 		}
 		return nil
 	}
 	if p.fb != nil && len(p.fb.b) < len(frame) {
-		n.pool.putFrame(p.fb)
+		pp.putFrame(p.fb)
 		p.fb = nil
 	}
 	if p.fb == nil {
-		p.fb = n.pool.getFrame(len(frame) <= SmallFrameCap)
+		p.fb = pp.getFrame(len(frame) <= SmallFrameCap)
 	}
 	p.frameLen = uint16(copy(p.fb.b, frame))
 	return nil
@@ -280,13 +282,13 @@ func (n *Network) SetFrame(p *Packet, frame []byte) error {
 
 // frameBuf attaches a frame buffer of FrameCap bytes to p and returns all
 // of it for encoding in place; set p.frameLen to the encoded length after.
-func (n *Network) frameBuf(p *Packet) []byte {
+func (pp *packetPool) frameBuf(p *Packet) []byte {
 	if p.fb != nil && len(p.fb.b) < FrameCap {
-		n.pool.putFrame(p.fb)
+		pp.putFrame(p.fb)
 		p.fb = nil
 	}
 	if p.fb == nil {
-		p.fb = n.pool.getFrame(false)
+		p.fb = pp.getFrame(false)
 	}
 	return p.fb.b
 }

@@ -111,6 +111,7 @@ type PortStats struct {
 // plus, on hosts, a wake-up for the next paced send.
 type Port struct {
 	net   *Network
+	part  *partition
 	node  Node
 	sw    *Switch // owner if a switch
 	host  *Host   // owner if a host
@@ -216,7 +217,7 @@ func (pt *Port) Paused(prio int) bool { return pt.paused[prio] }
 func (pt *Port) Stats() PortStats {
 	st := pt.stats
 	if pt.pausedN > 0 {
-		now := pt.net.sim.Now()
+		now := pt.part.sim.Now()
 		st.PFCPausedNs += int64(now - pt.pausedSince)
 		for prio, held := range pt.paused {
 			if held {
@@ -257,7 +258,7 @@ func (pt *Port) scheduleWake(t engine.Time) {
 	pt.wakeGen++
 	pt.wakeAt = t
 	pt.wakePending = true
-	pt.net.sim.At(t, pt, evWake, pt.wakeGen)
+	pt.part.sim.At(t, pt, evWake, pt.wakeGen)
 }
 
 // enqueue adds p to its priority queue (switch forwarding, host control
@@ -270,7 +271,7 @@ func (pt *Port) enqueue(p *Packet) {
 		if pt.observer != nil {
 			pt.observer.OnDrop(pt, p, pt.qBytes[prio])
 		}
-		pt.net.FreePacket(p)
+		pt.part.pool.put(p)
 		return
 	}
 	if pt.cfg.BufferBytes > 0 && pt.totalBytes+size > pt.cfg.BufferBytes {
@@ -279,7 +280,7 @@ func (pt *Port) enqueue(p *Packet) {
 		if pt.observer != nil {
 			pt.observer.OnDrop(pt, p, pt.qBytes[prio])
 		}
-		pt.net.FreePacket(p)
+		pt.part.pool.put(p)
 		return
 	}
 	if pt.cfg.MarkOnEnqueue {
@@ -342,7 +343,7 @@ func (pt *Port) countDown(p *Packet) {
 // pauses the peer had sent are cleared, since no RESUME can arrive.
 func (pt *Port) flushDown() {
 	for pt.ctrl.n > 0 {
-		pt.net.FreePacket(pt.ctrl.pop())
+		pt.part.pool.put(pt.ctrl.pop())
 	}
 	for prio := range pt.paused {
 		pt.setPaused(prio, false)
@@ -364,7 +365,7 @@ func (pt *Port) flushDown() {
 				pt.observer.OnDequeue(pt, p, pt.qBytes[prio])
 				pt.observer.OnDrop(pt, p, pt.qBytes[prio])
 			}
-			pt.net.FreePacket(p)
+			pt.part.pool.put(p)
 		}
 	}
 }
@@ -380,7 +381,7 @@ func (pt *Port) maybeMark(p *Packet, prio int, q int64) {
 	}
 	if q < c.KMaxBytes {
 		prob := c.PMax * float64(q-c.KMinBytes) / float64(c.KMaxBytes-c.KMinBytes)
-		if pt.net.sim.Rand().Float64() >= prob {
+		if pt.part.sim.Rand().Float64() >= prob {
 			return
 		}
 	}
@@ -422,7 +423,7 @@ func (pt *Port) ingressSub(prio int, size int64) {
 
 // sendPFC queues a PFC frame to the peer, ahead of all data.
 func (pt *Port) sendPFC(prio int, pause bool) {
-	p := pt.net.NewPacket()
+	p := pt.part.pool.get()
 	p.Kind = KindPFC
 	p.SizeBytes = PFCFrameBytes
 	p.Src = pt.node.ID()
@@ -443,7 +444,7 @@ func (pt *Port) handlePFC(p *Packet) {
 		pt.stats.PFCPauseRx++
 	}
 	pt.setPaused(prio, p.PFCPause)
-	pt.net.FreePacket(p)
+	pt.part.pool.put(p)
 	if !pt.paused[prio] {
 		pt.kick()
 	}
@@ -453,7 +454,7 @@ func (pt *Port) handlePFC(p *Packet) {
 // time.
 func (pt *Port) setPaused(prio int, pause bool) {
 	if pause != pt.paused[prio] {
-		now := pt.net.sim.Now()
+		now := pt.part.sim.Now()
 		if pause {
 			pt.prioSince[prio] = now
 			if pt.pausedN == 0 {
@@ -488,7 +489,7 @@ func (pt *Port) tryTransmit() {
 			return
 		}
 	}
-	now := pt.net.sim.Now()
+	now := pt.part.sim.Now()
 	l := pt.out
 	tx := pt.ser.TxTime(int64(p.SizeBytes), l.rateBitsPerSec)
 	pt.busy = true
@@ -500,5 +501,5 @@ func (pt *Port) tryTransmit() {
 	}
 	p.SentAt = now
 	l.send(p, now+tx)
-	pt.net.sim.At(now+tx, pt, evTxDone, 0)
+	pt.part.sim.At(now+tx, pt, evTxDone, 0)
 }

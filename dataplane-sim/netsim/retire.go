@@ -1,6 +1,7 @@
 package netsim
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -77,6 +78,9 @@ const retireFallbackFactor = 10
 // (flows that finish before the call are not retired); after < 0 is an
 // error.
 func (n *Network) RetireFinished(after engine.Time) error {
+	if len(n.parts) > 1 {
+		return errors.New("netsim: retirement of flows on a network cut into partitions: not supported")
+	}
 	if after < 0 {
 		return fmt.Errorf("retire finished flows: delay %v is negative", after)
 	}
@@ -150,7 +154,7 @@ func (n *Network) flowFinished(q *QP) {
 	if q.cm.on {
 		d *= retireFallbackFactor
 	}
-	n.sim.After(d, n, evRetire, uint64(q.flow.ID))
+	q.host.part.sim.After(d, n, evRetire, uint64(q.flow.ID))
 }
 
 // flowClosed runs when q's CM disconnect completes (the DREP arrived).
@@ -158,7 +162,7 @@ func (n *Network) flowClosed(q *QP) {
 	if n.retire == nil || n.retire.after < 0 || !q.finished {
 		return
 	}
-	n.sim.After(n.retire.after, n, evRetire, uint64(q.flow.ID))
+	q.host.part.sim.After(n.retire.after, n, evRetire, uint64(q.flow.ID))
 }
 
 // Handle implements engine.Handler: the retirement timers.

@@ -65,7 +65,7 @@ type HostState struct {
 
 // Snapshot copies the current state. Call it from the engine goroutine.
 func (n *Network) Snapshot() *Snapshot {
-	s := &Snapshot{Now: n.sim.Now(), Events: n.sim.Events(),
+	s := &Snapshot{Now: n.Now(), Events: n.events(),
 		Ports: make([]PortState, len(n.ports)), Flows: make([]FlowState, 0, len(n.flows)),
 		Hosts: make([]HostState, len(n.hosts))}
 	for i, pt := range n.ports {

@@ -3,6 +3,8 @@ package netsim
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 )
 
 // SwitchConfig configures a switch.
@@ -26,6 +28,7 @@ type SwitchStats struct {
 // ECMP). Its ports do the queueing, marking, dropping and PFC.
 type Switch struct {
 	net    *Network
+	part   *partition
 	id     NodeID
 	name   string
 	addr   netip.Addr
@@ -121,7 +124,7 @@ func (s *Switch) forward(p *Packet, in, out *Port) bool {
 	for _, f := range s.active {
 		if !f.Forward(s, p, in, out) {
 			s.stats.FilterDrops++
-			s.net.FreePacket(p)
+			s.part.pool.put(p)
 			return false
 		}
 	}
@@ -139,13 +142,13 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 	}
 	if p.Dst == s.id && s.local != nil {
 		s.local.HandleLocal(s, p)
-		s.net.FreePacket(p)
+		s.part.pool.put(p)
 		return
 	}
 	out := s.Route(p.Dst)
 	if out == nil {
 		s.stats.NoRouteDrops++
-		s.net.FreePacket(p)
+		s.part.pool.put(p)
 		return
 	}
 	if len(s.active) > 0 && !s.forward(p, in, out) {
@@ -163,7 +166,7 @@ func (s *Switch) Send(p *Packet) bool {
 	out := s.Route(p.Dst)
 	if out == nil {
 		s.stats.NoRouteDrops++
-		s.net.FreePacket(p)
+		s.part.pool.put(p)
 		return false
 	}
 	if len(s.active) > 0 && !s.forward(p, nil, out) {
@@ -173,3 +176,18 @@ func (s *Switch) Send(p *Packet) bool {
 	out.enqueue(p)
 	return true
 }
+
+// Sim returns the engine of the switch's partition: what a model attached
+// to the switch (a mechanism) schedules on and draws from.
+func (s *Switch) Sim() *engine.Sim { return s.part.sim }
+
+// NewPacket returns a zeroed packet from the pool of the switch's
+// partition (Network.NewPacket on a network that is not cut).
+func (s *Switch) NewPacket() *Packet { return s.part.pool.get() }
+
+// FreePacket returns p to the pool of the switch's partition.
+func (s *Switch) FreePacket(p *Packet) { s.part.pool.put(p) }
+
+// SetFrame is Network.SetFrame with the frame buffers of the switch's
+// partition.
+func (s *Switch) SetFrame(p *Packet, frame []byte) error { return s.part.pool.setFrame(p, frame) }

@@ -23,19 +23,19 @@ func (s *Switch) terminate(p *Packet) (consumed bool) {
 	ecn, drop, _ := wire.DecapECN(h.InnerTOS, h.Outer.TrafficClass)
 	if drop {
 		s.stats.DecapECNDrops++
-		s.net.FreePacket(p)
+		s.part.pool.put(p)
 		return true
 	}
 	s.stats.Decapsulated++
 	p.ECN = ecn
 	p.SizeBytes -= wire.TunnelOverheadBytes
 	if len(fr) == h.HeadLen {
-		_ = s.net.SetFrame(p, nil) // only the encapsulation: the data packet carries no frame
+		_ = s.part.pool.setFrame(p, nil) // only the encapsulation: the data packet carries no frame
 		return false
 	}
 	inner, _, err := wire.Decapsulate(fr) // a whole frame: its inner part stays
 	if err != nil {
-		_ = s.net.SetFrame(p, nil) // DecodeEncap accepted it: cannot happen
+		_ = s.part.pool.setFrame(p, nil) // DecodeEncap accepted it: cannot happen
 		return false
 	}
 	p.frameLen = uint16(copy(p.fb.b, inner))

@@ -64,6 +64,14 @@ func (l *loader) events(n *yaml.Node) {
 			case EventRTT:
 				ev.Delay, good = d.positiveDuration(vn, o.field("value"))
 			}
+			oneWay := ev.Delay
+			if ev.Kind == EventRTT {
+				oneWay /= 2
+			}
+			if good && ev.Kind != EventLinkRate && l.cut[target] && oneWay <= 0 {
+				d.errAt(vn, o.field("value"), "link %s joins two partitions: its delay must stay positive (the parallel engine's lookahead)", target)
+				good = false
+			}
 			ok = ok && good
 		case EventFlowStart, EventFlowStop:
 			if good {

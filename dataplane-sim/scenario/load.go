@@ -122,8 +122,10 @@ type loader struct {
 	explicit []Route           // explicit routes in file order
 	adj      map[string][]string
 	flowSet  map[string]*yaml.Node
-	flowPos  []qpRef // per flow in sc.Flows before sorting: where to report it
-	qpPos    []qpRef // explicit queue pair numbers, in flow order
+	linkPos  []qpRef         // per link: its delay (or the link), where a cut is reported
+	cut      map[string]bool // links between partitions, by name
+	flowPos  []qpRef         // per flow in sc.Flows before sorting: where to report it
+	qpPos    []qpRef         // explicit queue pair numbers, in flow order
 }
 
 // qpRef is a place in the file and its field path.

@@ -41,12 +41,19 @@ type Scenario struct {
 type Host struct {
 	Name string
 	IP   netip.Addr
+	// Partition names the part of the network the parallel engine runs
+	// the host in (its own partition key, or its switch's); "" when the
+	// file cuts nothing. See Scenario.Partitions.
+	Partition string
 }
 
 // Switch is a switch; its egress ports are the ends of its links.
 type Switch struct {
 	Name string
 	IP   netip.Addr
+	// Partition names the part of the network the parallel engine runs
+	// the switch in; "" for the first one named (or when none is).
+	Partition string
 	// Queue is the effective queue configuration of every egress port of
 	// the switch: the file's top-level queue defaults overlaid with the
 	// switch's own queue block.

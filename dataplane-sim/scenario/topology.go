@@ -72,6 +72,7 @@ func (l *loader) topology(n *yaml.Node, defQueue Queue) {
 		l.link(ln, index("topology.links", i))
 	}
 	l.checkHostLinks(len(links) > 0)
+	l.cuts()
 	for i, rn := range l.d.list(o.get("routes"), "topology.routes") {
 		l.route(rn, index("topology.routes", i))
 	}
@@ -84,7 +85,7 @@ func (l *loader) nodesOf(o *object, defQueue Queue) {
 	hosts := d.list(o.must("hosts"), "topology.hosts")
 	for i, hn := range hosts {
 		path := index("topology.hosts", i)
-		h := d.object(hn, path, "name", "ip")
+		h := d.object(hn, path, "name", "ip", "partition")
 		if h == nil {
 			continue
 		}
@@ -93,7 +94,7 @@ func (l *loader) nodesOf(o *object, defQueue Queue) {
 			continue
 		}
 		i := len(sc.Hosts)
-		sc.Hosts = append(sc.Hosts, Host{Name: name})
+		sc.Hosts = append(sc.Hosts, Host{Name: name, Partition: l.partition(h)})
 		ips.read(h, name, func() *netip.Addr { return &sc.Hosts[i].IP })
 	}
 	if len(hosts) == 0 && o.get("hosts") != nil {
@@ -103,7 +104,7 @@ func (l *loader) nodesOf(o *object, defQueue Queue) {
 	sc.Switches = make([]Switch, 0, len(switches))
 	for i, sn := range switches {
 		path := index("topology.switches", i)
-		s := d.object(sn, path, "name", "ip", "queue")
+		s := d.object(sn, path, "name", "ip", "queue", "partition")
 		if s == nil {
 			continue
 		}
@@ -111,7 +112,7 @@ func (l *loader) nodesOf(o *object, defQueue Queue) {
 		if !ok {
 			continue
 		}
-		sw := Switch{Name: name, Queue: defQueue}
+		sw := Switch{Name: name, Queue: defQueue, Partition: l.partition(s)}
 		l.queue(s.get("queue"), s.field("queue"), &sw.Queue)
 		j := len(sc.Switches)
 		sc.Switches = append(sc.Switches, sw)
@@ -228,6 +229,11 @@ func (l *loader) link(ln *yaml.Node, path string) {
 		return
 	}
 	idx := len(sc.Links)
+	pos := qpRef{lo.get("delay"), lo.field("delay")}
+	if pos.n == nil {
+		pos = qpRef{lo.node, path}
+	}
+	l.linkPos = append(l.linkPos, pos)
 	l.links[lk.Name] = idx
 	l.pairs[pair] = idx
 	for _, end := range []string{lk.A, lk.B} {
@@ -452,4 +458,108 @@ func walk(table map[string]string, src, dst string) []string {
 		at = nx
 	}
 	return p
+}
+
+// partition reads a node's partition key ("" without one).
+func (l *loader) partition(o *object) string {
+	n := o.get("partition")
+	if n == nil {
+		return ""
+	}
+	v, _ := l.d.name(n, o.field("partition"))
+	return v
+}
+
+// cuts gives a host without a partition key its switch's partition and
+// rejects a cut link without delay: the parallel engine's lookahead is the
+// least delay of a link between two partitions (docs/engine.md).
+func (l *loader) cuts() {
+	sc := l.sc
+	if len(sc.Partitions()) < 2 {
+		return
+	}
+	part := map[string]string{}
+	for _, s := range sc.Switches {
+		part[s.Name] = s.Partition
+	}
+	for i := range sc.Hosts {
+		h := &sc.Hosts[i]
+		if h.Partition == "" {
+			for _, li := range l.hostLnk[h.Name] {
+				peer := sc.Links[li].A
+				if peer == h.Name {
+					peer = sc.Links[li].B
+				}
+				h.Partition = part[peer]
+			}
+		}
+	}
+	for _, h := range sc.Hosts {
+		part[h.Name] = h.Partition
+	}
+	first := sc.Partitions()[0]
+	name := func(p string) string {
+		if p == "" {
+			return first
+		}
+		return p
+	}
+	for i, lk := range sc.Links {
+		pa, pb := name(part[lk.A]), name(part[lk.B])
+		if pa == pb {
+			continue
+		}
+		if l.cut == nil {
+			l.cut = map[string]bool{}
+		}
+		l.cut[lk.Name] = true
+		if lk.Delay <= 0 {
+			pos := l.linkPos[i]
+			l.d.errAt(pos.n, pos.field, "link %s joins partitions %s and %s without delay: a link between partitions needs a positive delay, the parallel engine's lookahead", lk.Name, pa, pb)
+		}
+	}
+}
+
+// Partitions returns the names of the partitions the file cuts the network
+// into, in order of first appearance (hosts, then switches); nil when it
+// names none. A node without a partition runs in the first.
+func (sc *Scenario) Partitions() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, h := range sc.Hosts {
+		add(h.Partition)
+	}
+	for _, s := range sc.Switches {
+		add(s.Partition)
+	}
+	return out
+}
+
+// PartitionOf returns the index in Partitions of the named node's partition
+// (0 for a node without one).
+func (sc *Scenario) PartitionOf(node string) int {
+	ps := sc.Partitions()
+	p := ""
+	for _, h := range sc.Hosts {
+		if h.Name == node {
+			p = h.Partition
+		}
+	}
+	for _, s := range sc.Switches {
+		if s.Name == node {
+			p = s.Partition
+		}
+	}
+	for i, x := range ps {
+		if x == p {
+			return i
+		}
+	}
+	return 0
 }

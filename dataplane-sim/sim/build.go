@@ -14,7 +14,7 @@ import (
 // events, in that order.
 func (r *runner) build() error {
 	sc := r.sc
-	b, err := build.New(sc, build.Options{Seed: r.seed, End: r.end})
+	b, err := build.New(sc, build.Options{Seed: r.seed, End: r.end, Partitioned: true})
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
@@ -58,7 +58,7 @@ func (r *runner) build() error {
 
 	// The mechanism, then the events, in time order (ties: file order).
 	r.rt = &runEnv{r: r}
-	r.env = install.NewEnv(sc, r.sim, r.net, r.rt)
+	r.env = install.NewEnv(sc, r.sim, b.Group, r.net, r.rt)
 	var aware []*netsim.Switch
 	for _, s := range sc.Switches {
 		if s.CongestionAware {
@@ -67,6 +67,9 @@ func (r *runner) build() error {
 	}
 	blocks := append([]scenario.Mechanism{sc.Mechanism}, sc.Mechanism.With...)
 	for i, blk := range blocks {
+		if b.Group.Len() > 1 && !install.Cut(blk.Kind) {
+			return fmt.Errorf("sim: mechanism %s: %w", blk.Kind, ErrNotPartitioned)
+		}
 		m, ok := r.opts.mechanismFor(blk.Kind)
 		if !ok {
 			return fmt.Errorf("sim: mechanism %s: %w", blk.Kind, ErrNoModel)

@@ -15,16 +15,17 @@ const progressSlices = 200
 
 func (r *runner) run(ctx context.Context) error {
 	interval := engine.FromDuration(r.sc.SampleInterval)
-	r.sim.Every(0, interval, r.sample)
+	g := r.b.Group
+	g.EveryGlobal(0, interval, r.sample)
 	slice := max(r.end/progressSlices, 1)
 	for t := slice; ; t += slice {
 		t = min(t, r.end)
-		r.sim.Run(t)
+		g.Run(t, r.opts.threads)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if r.opts.progress != nil {
-			r.opts.progress(Progress{Now: t.Duration(), Total: r.end.Duration(), Events: r.sim.Events()})
+			r.opts.progress(Progress{Now: t.Duration(), Total: r.end.Duration(), Events: g.Events()})
 		}
 		if t == r.end {
 			break
@@ -33,7 +34,7 @@ func (r *runner) run(ctx context.Context) error {
 	for _, pr := range r.ports {
 		r.advanceCapacity(pr, r.end)
 	}
-	r.events = r.sim.Events()
+	r.events = g.Events()
 	return nil
 }
 

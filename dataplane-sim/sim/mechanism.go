@@ -29,17 +29,26 @@ func (f MechanismFunc) Install(env *Env) error { return f(env) }
 // ErrNoModel is returned for a mechanism kind nothing implements yet.
 var ErrNoModel = errors.New("no model for this mechanism")
 
+// ErrNotPartitioned is returned for a mechanism that cannot run yet on a
+// scenario cut into partitions: its kind is not registered as one that
+// runs cut (install.Kind.Cut), its models keeping state that nodes of
+// several partitions share (flow tables fed by observers, counters of the
+// run).
+var ErrNotPartitioned = errors.New("not supported yet on a scenario cut into partitions (topology partition keys)")
+
 // Env is what a Mechanism gets to work with (package install's, which a
 // mechanism's own package may import).
 type Env = install.Env
 
 // The installers of the kinds whose params package scenario holds
 // register from their files here (this one: DCQCN alone, which needs
-// nothing, and none); a kind of another package registers its own with
+// nothing, and none, both of which run on a scenario cut into partitions:
+// their state is per host and per port, and the meter's is kept per
+// partition); a kind of another package registers its own with
 // install.Register.
 func init() {
-	install.RegisterInstaller(scenario.MechanismDCQCN, func(*Env) error { return nil })
-	install.RegisterInstaller(scenario.MechanismNone, installNone)
+	install.RegisterCutInstaller(scenario.MechanismDCQCN, func(*Env) error { return nil })
+	install.RegisterCutInstaller(scenario.MechanismNone, installNone)
 }
 
 // mechanismFor returns the installer of kind: the one passed with

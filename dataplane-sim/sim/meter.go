@@ -75,6 +75,8 @@ type flowMeter struct {
 	lhGen             engine.Time // generation of the Long-haul CNP that first reduced its rate
 	lhReact           engine.Time // ... and when it did
 	cutCheck          bool        // a DCQCN cut check is scheduled
+	// markIn is firstMark per partition of a cut network (nil: not cut).
+	markIn []engine.Time
 }
 
 type pendKey struct {
@@ -119,7 +121,7 @@ func metered(m Mechanism) Mechanism {
 				h.SetControlHandler(&hostTap{m: mt})
 			}
 		}
-		env.Sim.Every(0, engine.FromDuration(env.Scenario.SampleInterval), mt.sample)
+		env.Group.EveryGlobal(0, engine.FromDuration(env.Scenario.SampleInterval), mt.sample)
 		env.OnSummary(mt.finish)
 		return nil
 	})
@@ -150,6 +152,12 @@ func newMeter(env *Env, end engine.Time) *meter {
 		if sf.Rate > 0 {
 			fm.offeredBitsPerSec = min(fm.offeredBitsPerSec, int64(sf.Rate))
 		}
+		if g := env.Group; g.Len() > 1 {
+			fm.markIn = make([]engine.Time, g.Len())
+			for i := range fm.markIn {
+				fm.markIn[i] = unset
+			}
+		}
 		m.flows = append(m.flows, fm)
 		m.byQP[q] = fm
 		dst := env.Net.NodeByName(sf.Dst)
@@ -174,11 +182,21 @@ func newMeter(env *Env, end engine.Time) *meter {
 }
 
 // mark records the first CE mark of a flow's packet.
-func (m *meter) mark(p *netsim.Packet) {
+func (m *meter) mark(pt *netsim.Port, p *netsim.Packet) {
 	if p.Flow < 0 || int(p.Flow) >= len(m.flows) {
 		return
 	}
-	if fm := m.flows[p.Flow]; fm.firstMark == unset {
+	fm := m.flows[p.Flow]
+	if fm.markIn != nil {
+		// A cut network: each partition keeps its own first mark (its
+		// switches run side by side); finish takes the earliest.
+		sw := pt.Node().(*netsim.Switch)
+		if i := m.env.Net.Partition(sw); fm.markIn[i] == unset {
+			fm.markIn[i] = sw.Sim().Now()
+		}
+		return
+	}
+	if fm.firstMark == unset {
 		fm.firstMark = m.env.Sim.Now()
 	}
 }
@@ -273,6 +291,9 @@ func (m *meter) finish(in *report.Input) {
 		return t.Nanos()
 	}
 	for _, fm := range m.flows {
+		for _, t := range fm.markIn {
+			fm.firstMark = min(fm.firstMark, t)
+		}
 		fi := report.FeedbackInput{Flow: fm.name, SignalNs: ns(fm.firstMark), ReactionNs: ns(fm.firstCut)}
 		if lh {
 			fi.SignalNs, fi.ReactionNs = ns(fm.lhGen), ns(fm.lhReact)
@@ -291,8 +312,8 @@ type markObserver struct{ m *meter }
 
 func (o markObserver) OnEnqueue(*netsim.Port, *netsim.Packet, int64) {}
 func (o markObserver) OnDequeue(*netsim.Port, *netsim.Packet, int64) {}
-func (o markObserver) OnMark(_ *netsim.Port, p *netsim.Packet, _ int64) {
-	o.m.mark(p)
+func (o markObserver) OnMark(pt *netsim.Port, p *netsim.Packet, _ int64) {
+	o.m.mark(pt, p)
 }
 func (o markObserver) OnDrop(*netsim.Port, *netsim.Packet, int64) {}
 
@@ -307,7 +328,7 @@ func (t teeObserver) OnEnqueue(pt *netsim.Port, p *netsim.Packet, q int64) { t.o
 func (t teeObserver) OnDequeue(pt *netsim.Port, p *netsim.Packet, q int64) { t.o.OnDequeue(pt, p, q) }
 func (t teeObserver) OnMark(pt *netsim.Port, p *netsim.Packet, q int64) {
 	t.o.OnMark(pt, p, q)
-	t.m.mark(p)
+	t.m.mark(pt, p)
 }
 func (t teeObserver) OnDrop(pt *netsim.Port, p *netsim.Packet, q int64) { t.o.OnDrop(pt, p, q) }
 
@@ -426,7 +447,8 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	if fm == nil {
 		return t.inner != nil && t.inner.HandleControl(h, p)
 	}
-	now := m.env.Sim.Now()
+	sim := h.Sim() // the host's partition's
+	now := sim.Now()
 	rate, paused := q.RateBitsPerSec(), q.PausedUntil()
 	handled := t.inner != nil && t.inner.HandleControl(h, p)
 	if extended {
@@ -444,7 +466,7 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 			// A standard CNP from a switch: DCQCN applies it after this
 			// returns, and a cut shows in its counter at once.
 			cuts := q.RateCuts()
-			m.env.Sim.AtFunc(now, func() {
+			sim.AtFunc(now, func() {
 				if q.RateCuts() > cuts && q.RateBitsPerSec() < rate && fm.lhReact == unset {
 					fm.lhGen, fm.lhReact = gen, now
 				}
@@ -457,7 +479,7 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 		// period).
 		cuts := q.RateCuts()
 		fm.cutCheck = true
-		m.env.Sim.AtFunc(now, func() {
+		sim.AtFunc(now, func() {
 			fm.cutCheck = false
 			if q.RateCuts() > cuts && fm.firstCut == unset {
 				fm.firstCut = now

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/build"
@@ -23,6 +24,7 @@ type options struct {
 	mechanisms map[scenario.MechanismKind]Mechanism
 	plots      bool
 	series     bool
+	threads    int
 }
 
 // WithDuration runs for d instead of the scenario's duration (to shorten a
@@ -52,6 +54,11 @@ func WithMechanism(kind scenario.MechanismKind, m Mechanism) Option {
 	return func(o *options) { o.mechanisms[kind] = m }
 }
 
+// WithThreads runs the partitions of a scenario cut into partitions on n
+// goroutines (default: GOMAXPROCS). The outputs do not depend on n; a
+// scenario that is not cut runs on one.
+func WithThreads(n int) Option { return func(o *options) { o.threads = n } }
+
 // WithoutPlots skips the PNG files.
 func WithoutPlots() Option { return func(o *options) { o.plots = false } }
 
@@ -79,7 +86,7 @@ const (
 // It returns the summary. When ctx ends, Run stops between slices of
 // simulated time and returns ctx's error without writing anything.
 func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Option) (*report.Summary, error) {
-	o := options{duration: sc.Duration, plots: true, series: true, mechanisms: map[scenario.MechanismKind]Mechanism{}}
+	o := options{duration: sc.Duration, plots: true, series: true, mechanisms: map[scenario.MechanismKind]Mechanism{}, threads: runtime.GOMAXPROCS(0)}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
 
-func load(t *testing.T, name string, opts ...scenario.Option) *scenario.Scenario {
+func load(t testing.TB, name string, opts ...scenario.Option) *scenario.Scenario {
 	t.Helper()
 	sc, err := scenario.LoadFile(filepath.Join("..", "..", "scenarios", name), opts...)
 	if err != nil {

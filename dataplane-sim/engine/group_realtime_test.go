@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// TestGroupRealtime: a paced run of a cut model reaches until, keeps each
+// partition's events in time order, and lets another goroutine read and
+// schedule through Do while it runs.
+func TestGroupRealtime(t *testing.T) {
+	m := newToy(3, 4, 5, 1000, []Time{1000, 1200, 1500})
+	const until = 200 * Microsecond
+	// A global event every 10 µs tells the test to call Do: the calls
+	// come while the group runs, at the pace of the run.
+	tick := make(chan struct{}, 1)
+	m.g.EveryGlobal(0, 10*Microsecond, func(Time) {
+		select {
+		case tick <- struct{}{}:
+		default:
+		}
+	})
+	done := make(chan error, 1)
+	go func() { done <- m.g.RunRealtime(context.Background(), 0.05, until, 2) }()
+
+	var dos, ran int
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		case <-tick:
+			m.g.Do(func() {
+				dos++
+				s := m.g.Sim(1)
+				if now := s.Now(); now > until {
+					t.Errorf("Do at %v, after until", now)
+				}
+				s.AtFunc(s.Now(), func() { ran++ })
+			})
+		}
+	}
+	if m.g.Now() != until || m.g.Sim(2).Now() != until {
+		t.Errorf("Now = %v, partition 2 at %v; want %v", m.g.Now(), m.g.Sim(2).Now(), until)
+	}
+	if dos == 0 || ran == 0 {
+		t.Errorf("Do ran %d times, its events %d", dos, ran)
+	}
+	for p, tr := range m.traces {
+		var last Time
+		for _, l := range tr {
+			var at Time
+			fmt.Sscan(l, &at)
+			if at < last {
+				t.Fatalf("partition %d: event at %v after %v", p, at, last)
+			}
+			last = at
+		}
+	}
+	if m.g.Events() < 1000 {
+		t.Errorf("only %d events", m.g.Events())
+	}
+}
+
+func TestGroupRealtimeCancelAndStop(t *testing.T) {
+	m := newToy(2, 2, 5, 1000, []Time{1000, 1000})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.g.RunRealtime(ctx, 1, Never, 2) }()
+	m.g.Do(func() {}) // it runs
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancel: %v", err)
+	}
+	go func() { done <- m.g.RunRealtime(context.Background(), 1, Never, 1) }()
+	m.g.Do(func() {})
+	m.g.Stop()
+	if err := <-done; !errors.Is(err, ErrStopped) {
+		t.Errorf("stop: %v", err)
+	}
+}
+
+// TestGroupDoDuringRun: Do calls that only read, made while Run drives the
+// group from another goroutine, leave the run as it is without them.
+func TestGroupDoDuringRun(t *testing.T) {
+	// Both runs have the global event that tells the test to call Do
+	// (global events end windows: they are part of the model).
+	tick := make(chan struct{}, 1)
+	ticking := func(m *toy) *toy {
+		m.g.EveryGlobal(5, 5*Microsecond, func(Time) {
+			select {
+			case tick <- struct{}{}:
+			default:
+			}
+		})
+		return m
+	}
+	want := ticking(newToy(3, 4, 11, 800, []Time{800, 900, 1000}))
+	want.g.Run(100*Microsecond, 2)
+	<-tick
+
+	m := ticking(newToy(3, 4, 11, 800, []Time{800, 900, 1000}))
+	done := make(chan struct{})
+	go func() {
+		m.g.Run(100*Microsecond, 2)
+		close(done)
+	}()
+	var seen []int
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-tick:
+			m.g.Do(func() { seen = append(seen, len(m.traces[0])) })
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("Do never ran")
+	}
+	if got, w := m.digest(), want.digest(); got != w {
+		t.Errorf("with Do %s, without %s", got, w)
+	}
+}
