@@ -80,7 +80,8 @@ func New(sc *scenario.Scenario, o Options) (*Network, error) {
 		}
 	}
 	for _, s := range sc.Switches {
-		if _, err := n.Net.AddSwitch(s.Name, s.IP, netsim.SwitchConfig{Port: portConfig(s.Queue, 0)}); err != nil {
+		if _, err := n.Net.AddSwitch(s.Name, s.IP, netsim.SwitchConfig{Port: portConfig(s.Queue, 0),
+			SharedBufferBytes: int64(s.SharedBuffer), SharedAlpha: s.SharedAlpha}); err != nil {
 			return nil, fmt.Errorf("build: %w", err)
 		}
 	}
@@ -104,6 +105,7 @@ func New(sc *scenario.Scenario, o Options) (*Network, error) {
 		}
 		n.linkPorts[lk.Name] = [2]*netsim.Port{pa, pb}
 	}
+	n.Net.SetECMP(sc.ECMP.Enabled, uint64(sc.ECMP.Seed))
 	n.Net.ComputeRoutes()
 	for _, rt := range sc.Routes {
 		if !rt.Explicit {

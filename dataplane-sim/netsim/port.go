@@ -273,7 +273,7 @@ func (pt *Port) enqueue(p *Packet) {
 		pt.net.FreePacket(p)
 		return
 	}
-	if pt.cfg.BufferBytes > 0 && pt.totalBytes+size > pt.cfg.BufferBytes {
+	if pt.cfg.BufferBytes > 0 && pt.totalBytes+size > pt.cfg.BufferBytes || pt.sw != nil && pt.sw.sharedFull(pt, size) {
 		pt.stats.DropPackets++
 		pt.stats.DropBytes += size
 		if pt.observer != nil {
@@ -288,6 +288,9 @@ func (pt *Port) enqueue(p *Packet) {
 	pt.queues[prio].push(p)
 	pt.qBytes[prio] += size
 	pt.totalBytes += size
+	if pt.sw != nil {
+		pt.sw.sharedUsed += size
+	}
 	if pt.totalBytes > pt.stats.PeakQueueBytes {
 		pt.stats.PeakQueueBytes = pt.totalBytes
 	}
@@ -313,6 +316,9 @@ func (pt *Port) dequeue() *Packet {
 		size := int64(p.SizeBytes)
 		pt.qBytes[prio] -= size
 		pt.totalBytes -= size
+		if pt.sw != nil {
+			pt.sw.sharedUsed -= size
+		}
 		if !pt.cfg.MarkOnEnqueue {
 			pt.maybeMark(p, prio, pt.qBytes[prio])
 		}
@@ -353,6 +359,9 @@ func (pt *Port) flushDown() {
 			size := int64(p.SizeBytes)
 			pt.qBytes[prio] -= size
 			pt.totalBytes -= size
+			if pt.sw != nil {
+				pt.sw.sharedUsed -= size
+			}
 			if in := p.inPort; in != nil {
 				p.inPort = nil
 				if in.cfg.PFC.Enabled {

@@ -162,7 +162,7 @@ func (l *loader) finish() {
 
 	// Routes, both directions of every flow (acknowledgements and CNPs
 	// travel back), then explicit routes no flow uses.
-	tables := map[string]map[string]string{}
+	tables := map[string]map[string][]string{}
 	have := map[[2]string]bool{}
 	addRoute := func(src, dst string, at *yaml.Node, field string) {
 		key := [2]string{src, dst}
@@ -175,7 +175,7 @@ func (l *loader) finish() {
 			t = l.routeTable(dst)
 			tables[dst] = t
 		}
-		p := walk(t, src, dst)
+		p := walk(t, src, dst, nil)
 		if p == nil {
 			if at != nil {
 				d.errAt(at, field, "no path from %s to %s", src, dst)
@@ -205,6 +205,16 @@ func (l *loader) finish() {
 	}
 	for _, r := range l.explicit {
 		addRoute(r.Src, r.Dst, nil, "")
+	}
+	// Each flow's own path: the pair's, or with ECMP the one its
+	// five-tuple hashes onto at every switch with a choice.
+	for i := range sc.Flows {
+		f := &sc.Flows[i]
+		if !sc.ECMP.Enabled {
+			f.Path, _ = sc.Route(f.Src, f.Dst)
+			continue
+		}
+		f.Path = walk(tables[f.Dst], f.Src, f.Dst, l.flowPicker(f.Src, f.Dst, f.SrcQP, f.DstQP))
 	}
 
 	sort.SliceStable(sc.Flows, func(i, j int) bool {

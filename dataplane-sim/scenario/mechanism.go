@@ -129,17 +129,19 @@ func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism,
 		seen := map[string]bool{}
 		for i, x := range d.list(nn, join(path, "nodes")) {
 			field := index(join(path, "nodes"), i)
-			name, ok := l.nodeRef(x, field, kindSwitch)
+			names, ok := l.groupRef(x, field, kindSwitch)
 			if !ok {
 				continue
 			}
-			if seen[name] {
-				d.errAt(x, field, "%s is listed twice", name)
-				continue
+			for _, name := range names {
+				if seen[name] {
+					d.errAt(x, field, "%s is listed twice", name)
+					continue
+				}
+				seen[name] = true
+				m.Nodes = append(m.Nodes, name)
+				sc.Switches[l.nodes[name].index].CongestionAware = true
 			}
-			seen[name] = true
-			m.Nodes = append(m.Nodes, name)
-			sc.Switches[l.nodes[name].index].CongestionAware = true
 		}
 		if len(m.Nodes) == 0 && len(nn.Content) == 0 {
 			d.errAt(nn, join(path, "nodes"), "no nodes")
