@@ -164,6 +164,7 @@ func (l *loader) finish() {
 	// travel back), then explicit routes no flow uses.
 	tables := map[string]map[string][]string{}
 	have := map[[2]string]bool{}
+	routeOf := map[[2]string]int{} // pair -> index in sc.Routes
 	addRoute := func(src, dst string, at *yaml.Node, field string) {
 		key := [2]string{src, dst}
 		if have[key] {
@@ -188,6 +189,7 @@ func (l *loader) finish() {
 				explicit = true
 			}
 		}
+		routeOf[key] = len(sc.Routes)
 		sc.Routes = append(sc.Routes, Route{Src: src, Dst: dst, Path: p, Explicit: explicit})
 	}
 	for i, f := range sc.Flows {
@@ -197,7 +199,7 @@ func (l *loader) finish() {
 			continue
 		}
 		// The reverse path is reported only if the forward one exists.
-		if _, fwd := sc.Route(f.Src, f.Dst); fwd {
+		if _, fwd := routeOf[[2]string{f.Src, f.Dst}]; fwd {
 			addRoute(f.Dst, f.Src, at.n, at.field)
 		} else {
 			addRoute(f.Dst, f.Src, nil, "")
@@ -211,7 +213,9 @@ func (l *loader) finish() {
 	for i := range sc.Flows {
 		f := &sc.Flows[i]
 		if !sc.ECMP.Enabled {
-			f.Path, _ = sc.Route(f.Src, f.Dst)
+			if i, ok := routeOf[[2]string{f.Src, f.Dst}]; ok {
+				f.Path = sc.Routes[i].Path
+			}
 			continue
 		}
 		f.Path = walk(tables[f.Dst], f.Src, f.Dst, l.flowPicker(f.Src, f.Dst, f.SrcQP, f.DstQP))

@@ -3,6 +3,8 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -262,6 +264,69 @@ func TestBadFabrics(t *testing.T) {
 			e := errs[0]
 			if e.File != "bad.yaml" || e.Line != tt.wantLine || e.Field != tt.wantField || !strings.Contains(e.Reason, tt.wantReason) {
 				t.Errorf("first error %q, want bad.yaml:%d: %s: ...%s...", e.Error(), tt.wantLine, tt.wantField, tt.wantReason)
+			}
+		})
+	}
+}
+
+// The examples of docs/scenarios.md, "Generated fabrics", load: the
+// topology and mechanism block, then the traffic block on it.
+func TestDocsFabricExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/scenarios.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(doc), "## Generated fabrics")
+	if !ok {
+		t.Fatal("docs/scenarios.md has no section Generated fabrics")
+	}
+	var blocks []string
+	for _, part := range strings.Split(sec, "```yaml\n")[1:] {
+		body, _, _ := strings.Cut(part, "```")
+		blocks = append(blocks, body)
+	}
+	if len(blocks) < 2 {
+		t.Fatalf("%d yaml examples in the section, want 2", len(blocks))
+	}
+	data := "duration: 10ms\nsample_interval: 100us\n" + blocks[0] + blocks[1]
+	// Named as a file of scenarios/fabric/, so that ../cdf/ resolves.
+	sc, err := Parse("../../scenarios/fabric/docs-example.yaml", []byte(data))
+	if err != nil {
+		t.Fatalf("docs example:\n%s\n%v", data, err)
+	}
+	if len(sc.Hosts) != 128+128 || len(sc.Fabrics) != 2 || len(sc.Flows) == 0 {
+		t.Errorf("%d hosts, %d fabrics, %d flows; want 256, 2 and some", len(sc.Hosts), len(sc.Fabrics), len(sc.Flows))
+	}
+}
+
+// Every shipped flow-size distribution loads, names its source in its
+// header, and has a positive mean.
+func TestShippedCDFs(t *testing.T) {
+	files, err := filepath.Glob("../../scenarios/cdf/*.txt")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("%v, %v: want websearch, hadoop, storage and rpc", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(data), "# ") || !strings.Contains(string(data), "traffic_gen/") {
+				t.Errorf("header does not name its source (traffic_gen/...)")
+			}
+			y := fmt.Sprintf("duration: 1ms\nsample_interval: 1ms\ntopology:\n  hosts: [{name: a}, {name: b}]\n  links: [{a: a, b: b, rate: 100G, delay: 1us}]\n"+
+				"traffic:\n  generated:\n    - {name: g, senders: [a], receivers: [b], load: 0.5, cdf_file: %s}\n", filepath.Base(f))
+			l := &loader{d: &decoder{file: f}, dir: filepath.Dir(f)}
+			c := l.cdfFile(nil, "cdf_file", filepath.Base(f))
+			if c == nil {
+				t.Fatalf("%v", l.d.errs)
+			}
+			if m := c.Mean(); m <= 0 {
+				t.Errorf("mean %g", m)
+			}
+			if _, err := Parse(f+".yaml", []byte(y)); err != nil {
+				t.Error(err)
 			}
 		})
 	}
