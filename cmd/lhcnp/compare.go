@@ -23,8 +23,8 @@ import (
 var defaultFabricScenarios = []string{"scenarios/fabric/two-dc-k4.yaml"}
 
 // fabricRuns compares mechs on the fabric scenarios files for the results
-// document, in outDir/fabrics, copying the plots into plotDir; nil for no
-// files.
+// document, in outDir/fabrics, copying the plot the document shows (the
+// FCT slowdown by class) into plotDir; nil for no files.
 func fabricRuns(ctx context.Context, files, mechs []string, outDir, plotDir string, o compare.Options) (*compare.FabricDoc, error) {
 	if len(files) == 0 {
 		return nil, nil
@@ -49,6 +49,9 @@ func fabricRuns(ctx context.Context, files, mechs []string, outDir, plotDir stri
 		return nil, err
 	}
 	for _, p := range res.Plots {
+		if !strings.HasSuffix(p, "-fabric-fct.png") {
+			continue // the document shows this one; the others stay in outDir
+		}
 		b, err := os.ReadFile(filepath.Join(dir, p))
 		if err != nil {
 			return nil, err

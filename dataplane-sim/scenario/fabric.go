@@ -140,9 +140,10 @@ func (l *loader) fabricNodes(o *object, defQueue Queue, ips *addrs) {
 		} else {
 			ok = false
 		}
-		f.setRate("uplink_rate", &fd.UplinkRate, true)
-		if n := f.get("uplink_rate"); n != nil && fd.UplinkRate == fd.Rate {
-			if _, good := d.positiveRate(n, f.field("uplink_rate")); !good {
+		if n := f.get("uplink_rate"); n != nil {
+			if v, good := d.positiveRate(n, f.field("uplink_rate")); good {
+				fd.UplinkRate = v
+			} else {
 				ok = false
 			}
 		}
