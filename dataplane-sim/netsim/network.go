@@ -127,6 +127,9 @@ func (n *Network) newPort(x Node) *Port {
 	switch v := x.(type) {
 	case *Switch:
 		pt.sw = v
+		if v.cfg.SharedBufferBytes > 0 {
+			pt.shared = v
+		}
 		pt.index = len(v.ports)
 		pt.cfg = v.cfg.Port
 		v.ports = append(v.ports, pt)

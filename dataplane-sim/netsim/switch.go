@@ -47,8 +47,8 @@ type Switch struct {
 	// port, routes says which); salt is the switch's address for the hash.
 	groups [][]int32
 	stats  SwitchStats
-	// sharedUsed is the bytes queued at all the switch's egress ports
-	// (what a shared buffer holds).
+	// sharedUsed is the bytes queued at all the switch's egress ports,
+	// counted only when it has a shared buffer (what the buffer holds).
 	sharedUsed int64
 	local      LocalHandler // packets addressed to the switch itself
 	// fwd holds the Forwarder of each stage (nil: none); active the
@@ -113,9 +113,12 @@ func (s *Switch) RouteFlow(src, dst NodeID, srcQP, dstQP uint32) *Port {
 	return s.Route(dst)
 }
 
-// route is the egress port of p: RouteFlow of its five-tuple (the BTH's
-// destination QP for RoCEv2 packets, 0 for others).
-func (s *Switch) route(p *Packet) *Port {
+// ecmpRoute is the egress port of p when the switch has equal-cost
+// groups (s.groups non-nil): RouteFlow of its five-tuple (the BTH's
+// destination QP for RoCEv2 packets, 0 for others) for a destination with
+// a group, def (its Route) for the others. The forwarding path tests
+// s.groups first, so that a switch without ECMP pays one comparison.
+func (s *Switch) ecmpRoute(p *Packet, def *Port) *Port {
 	if int(p.Dst) < len(s.groups) && s.groups[p.Dst] != nil {
 		var dqp uint32
 		if p.Kind == KindRoCE {
@@ -123,7 +126,7 @@ func (s *Switch) route(p *Packet) *Port {
 		}
 		return s.RouteFlow(p.Src, p.Dst, p.SrcQP, dqp)
 	}
-	return s.Route(p.Dst)
+	return def
 }
 
 func (s *Switch) growGroups(n int) {
@@ -142,15 +145,12 @@ func (s *Switch) growRoutes(n int) {
 // at pt (dynamic threshold: pt's queue after the packet would pass alpha
 // times the free buffer).
 func (s *Switch) sharedFull(pt *Port, size int64) bool {
-	b := s.cfg.SharedBufferBytes
-	if b <= 0 {
-		return false
-	}
-	free := b - s.sharedUsed
+	free := s.cfg.SharedBufferBytes - s.sharedUsed
 	return size > free || float64(pt.totalBytes+size) > s.cfg.SharedAlpha*float64(free)
 }
 
-// SharedBufferUsed returns the bytes queued at the switch's egress ports.
+// SharedBufferUsed returns the bytes its shared buffer holds (queued at
+// all its egress ports); 0 for a switch without one.
 func (s *Switch) SharedBufferUsed() int64 { return s.sharedUsed }
 
 // SetObserver installs o on every port of the switch.
@@ -212,7 +212,10 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 		s.net.FreePacket(p)
 		return
 	}
-	out := s.route(p)
+	out := s.Route(p.Dst)
+	if s.groups != nil {
+		out = s.ecmpRoute(p, out)
+	}
 	if out == nil {
 		s.stats.NoRouteDrops++
 		s.net.FreePacket(p)
@@ -230,7 +233,10 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 // when there is no route or a Forwarder refuses it. p.Src should be
 // s.ID().
 func (s *Switch) Send(p *Packet) bool {
-	out := s.route(p)
+	out := s.Route(p.Dst)
+	if s.groups != nil {
+		out = s.ecmpRoute(p, out)
+	}
 	if out == nil {
 		s.stats.NoRouteDrops++
 		s.net.FreePacket(p)
