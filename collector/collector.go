@@ -303,7 +303,7 @@ func (c *Collector) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := c.m.Serve(ctx, lis, c.health); err != nil {
+			if err := c.m.Serve(ctx, lis, c.cfg.Metrics.Profile, c.health); err != nil {
 				c.log.Error("metrics server", "err", err)
 			}
 		}()

@@ -70,6 +70,12 @@ type Config struct {
 	// PostgresPort is the private cluster's port on 127.0.0.1 (0: the
 	// port of the last start, kept in AddressesFile, or a free one).
 	PostgresPort int
+	// CitusWorkers, when above 0, makes the private cluster a Citus
+	// cluster (citus/ in the state directory): a coordinator on
+	// PostgresPort and this many workers on free ports, kept
+	// (citus/ports.json). The collector's migrations distribute the
+	// tables (docs/scaling.md). Needs Citus (scripts/deps.sh citus).
+	CitusWorkers int
 	// HTTPAddr is the dashboard's address (default DefaultHTTPAddr). Here
 	// and in MetricsAddr and the switches' Listen, port 0 is the port of
 	// the last start (AddressesFile), or a free one the first time.
@@ -77,6 +83,9 @@ type Config struct {
 	// MetricsAddr is the collector's /metrics and /healthz (default
 	// 127.0.0.1:0).
 	MetricsAddr string
+	// Profile serves Go's profiles of the lab process under
+	// /debug/pprof/ on MetricsAddr (collector config metrics.profile).
+	Profile bool
 	// Fabric is the switches: every one runs in this process.
 	Fabric fabric.Config
 	// Traffic, if set, keeps the traffic running: its windows are added
@@ -118,6 +127,9 @@ type Addresses struct {
 	StateDir    string            `json:"state_dir"`
 	StartupDir  string            `json:"startup_dir"`      // the switches' startup configurations, NAME.json
 	PrivatePG   bool              `json:"private_postgres"` // the lab runs its own PostgreSQL
+	// CitusWorkers is the private cluster's Citus workers (0: a single
+	// PostgreSQL).
+	CitusWorkers int `json:"citus_workers,omitempty"`
 }
 
 // Lab is a started lab.
@@ -128,6 +140,7 @@ type Lab struct {
 	httpLn    net.Listener
 	metricsLn net.Listener
 	pg        *pgserver.Server
+	cluster   *pgserver.Cluster
 	dsn       string
 	pool      *pgxpool.Pool
 	fab       *fabric.Fabric
@@ -192,7 +205,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		if port == 0 && kept.PrivatePG {
 			port = portOf(kept.PostgresDSN)
 		}
-		opts := []pgserver.Option{pgserver.WithDataDir(filepath.Join(stateDir, "postgres")), pgserver.WithBoundedDisk()}
+		opts := []pgserver.Option{pgserver.WithBoundedDisk()}
 		if port != 0 {
 			// PostgreSQL would only say so in its log: try the port first.
 			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -205,19 +218,34 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 				return nil, err
 			}
 			probe.Close()
-			opts = append(opts, pgserver.WithPort(port))
-		}
-		if l.pg, err = pgserver.Start(ctx, opts...); err != nil {
-			return nil, fmt.Errorf("postgresql: %w", err)
-		}
-		if err := l.pg.CreateDatabase(ctx, "lhcnp", ""); err != nil {
-			var pgErr *pgconn.PgError
-			if !errors.As(err, &pgErr) || pgErr.Code != "42P04" { // duplicate_database: a second start
-				return nil, fmt.Errorf("postgresql: %w", err)
+			if cfg.CitusWorkers == 0 {
+				opts = append(opts, pgserver.WithPort(port))
 			}
 		}
-		l.dsn = l.pg.DSN("lhcnp")
+		if cfg.CitusWorkers > 0 {
+			// Every node has its own data directory and port: the
+			// coordinator takes the lab's PostgreSQL port.
+			if l.cluster, err = pgserver.StartClusterIn(ctx, filepath.Join(stateDir, "citus"), port, cfg.CitusWorkers, pgserver.WithBoundedDisk()); err != nil {
+				return nil, fmt.Errorf("postgresql (citus, --citus-workers %d): %w", cfg.CitusWorkers, err)
+			}
+			if err := l.cluster.EnsureDatabase(ctx, "lhcnp"); err != nil {
+				return nil, fmt.Errorf("postgresql (citus): %w", err)
+			}
+			l.dsn = l.cluster.DSN("lhcnp")
+		} else {
+			if l.pg, err = pgserver.Start(ctx, append(opts, pgserver.WithDataDir(filepath.Join(stateDir, "postgres")))...); err != nil {
+				return nil, fmt.Errorf("postgresql: %w", err)
+			}
+			if err := l.pg.CreateDatabase(ctx, "lhcnp", ""); err != nil {
+				var pgErr *pgconn.PgError
+				if !errors.As(err, &pgErr) || pgErr.Code != "42P04" { // duplicate_database: a second start
+					return nil, fmt.Errorf("postgresql: %w", err)
+				}
+			}
+			l.dsn = l.pg.DSN("lhcnp")
+		}
 		l.addrs.PrivatePG = true
+		l.addrs.CitusWorkers = cfg.CitusWorkers
 	}
 	l.addrs.PostgresDSN = l.dsn
 
@@ -284,6 +312,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	cc.StateDir = filepath.Join(stateDir, "collector")
 	cc.ID = collector.DefaultID(cc.StateDir)
 	cc.Metrics.Listen = l.metricsLn.Addr().String()
+	cc.Metrics.Profile = cfg.Profile
 	db := cfg.CollectorDB
 	if keep := cfg.Retention; keep > 0 && db.Maintain != nil {
 		cc.DB.Retention = keep
@@ -424,6 +453,11 @@ func (l *Lab) Close() {
 		if l.pg != nil {
 			if err := l.pg.Close(); err != nil {
 				l.log.Error("stopping postgresql", "err", err)
+			}
+		}
+		if l.cluster != nil {
+			if err := l.cluster.Close(); err != nil {
+				l.log.Error("stopping the citus cluster", "err", err)
 			}
 		}
 		if l.httpLn != nil {

@@ -19,7 +19,7 @@ const labScenario = "../scenarios/lab.yaml"
 
 // labNetwork builds the lab topology from the loop's window 0, all three
 // switches in this process, and installs the loop.
-func labNetwork(t *testing.T, loop *Loop) *dataplane.Network {
+func labNetwork(t testing.TB, loop *Loop) *dataplane.Network {
 	t.Helper()
 	n, err := dataplane.BuildNetwork(loop.Scenario(), []dataplane.Served{{Name: "t1"}, {Name: "n1"}, {Name: "n2"}}, dataplane.BuildOptions{})
 	if err != nil {

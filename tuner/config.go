@@ -20,14 +20,19 @@ type Config struct {
 	// DryRun decides and records without pushing.
 	DryRun bool `yaml:"dry_run"`
 	// RollbackDuration is the Commit Confirmed rollback duration: a change
-	// not confirmed within it is rolled back by the switch. JudgeWindow is
-	// the telemetry after a change the tuner judges it on; it must end
-	// before the rollback does.
+	// not confirmed within it is rolled back by the switch (the tuner
+	// cancels its commits itself by JudgeBound; the switch's rollback is
+	// for a tuner that died). JudgeWindow is the telemetry after a change
+	// the tuner judges it on; it must end before the rollback does.
 	RollbackDuration time.Duration `yaml:"rollback_duration"`
 	JudgeWindow      time.Duration `yaml:"judge_window"`
 	// SwitchTimeout bounds the time one switch may take in a period (reads
 	// and gNMI calls), so a hanging switch does not stall the others.
 	SwitchTimeout time.Duration `yaml:"switch_timeout"`
+	// OperatorHold is how long the tuner leaves a queue alone after a
+	// change to a leaf it tunes that it did not make (another client's
+	// Set): the operator wins (docs/tuner.md, "The operator").
+	OperatorHold time.Duration `yaml:"operator_hold"`
 	// Switches are the switches tuned: Name is the collector's target name
 	// (the `target` column of the views).
 	Switches []SwitchConfig `yaml:"switches"`
@@ -58,6 +63,7 @@ func DefaultConfig() Config {
 		RollbackDuration: 30 * time.Second,
 		JudgeWindow:      10 * time.Second,
 		SwitchTimeout:    10 * time.Second,
+		OperatorHold:     15 * time.Minute,
 		Policy:           policy.DefaultConfig(),
 	}
 }
@@ -80,9 +86,12 @@ func (c Config) Validate() error {
 	if c.JudgeWindow <= 0 {
 		bad("judge_window", "%v must be positive", c.JudgeWindow)
 	}
-	if c.RollbackDuration <= c.JudgeWindow+c.Period {
-		bad("rollback_duration", "%v must exceed judge_window + period (%v): the tuner needs that long to confirm",
-			c.RollbackDuration, c.JudgeWindow+c.Period)
+	if c.RollbackDuration <= c.JudgeBound() {
+		bad("rollback_duration", "%v must exceed judge_window + 2 periods (%v): the tuner may need that long to judge a change",
+			c.RollbackDuration, c.JudgeBound())
+	}
+	if c.OperatorHold <= 0 {
+		bad("operator_hold", "%v must be positive", c.OperatorHold)
 	}
 	if c.SwitchTimeout <= 0 {
 		bad("switch_timeout", "%v must be positive", c.SwitchTimeout)
@@ -112,6 +121,14 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// JudgeBound is the longest the tuner keeps a commit pending: the judge
+// window after the push, and at most two periods more for the telemetry to
+// show the change applied with a complete window (the collector's samples
+// come well within a period). A commit not judged by then is cancelled, and
+// one judged worse is cancelled at once: an operator's Set is never refused
+// for longer because of the tuner.
+func (c Config) JudgeBound() time.Duration { return c.JudgeWindow + 2*c.Period }
 
 // prefixErr prefixes every joined error's key.
 func prefixErr(prefix string, err error) error {

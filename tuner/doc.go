@@ -4,7 +4,11 @@
 // gNMI Set (typed paths from gen/, through ygnmi) under the Commit
 // Confirmed extension, confirms the commit only once telemetry shows the
 // switch applied it and the objective did not get worse, and records every
-// decision and its outcome in tuner_actions.
+// decision and its outcome in tuner_actions. The operator wins: a change to
+// a tuned leaf the tuner did not make (seen in the telemetry, or in its
+// watch of a queue's configuration around its own Set) holds that queue
+// for operator_hold, and operators hold and release queues with rows of
+// tuner_actions (outcome operator; operator.go).
 //
 // The pieces meet through small interfaces declared here: Source (the
 // windows), Pusher (commit, confirm, cancel) and Recorder (the audit

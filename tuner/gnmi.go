@@ -191,6 +191,13 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 	if err != nil {
 		return err
 	}
+	// The queues' configuration watched from before the check to after the
+	// Set: another client's Set in between would be overwritten unseen.
+	w, err := watchConfig(p.outgoing(ctx, s), gc, changes)
+	if err != nil {
+		return fmt.Errorf("switch %q: not pushed: watching its configuration: %w", target, err)
+	}
+	defer w.close()
 	if err := p.checkBefore(p.outgoing(ctx, s), yc, changes); err != nil {
 		return fmt.Errorf("switch %q: not pushed: %w", target, err)
 	}
@@ -214,6 +221,16 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 	}
 	if _, err := b.Set(p.outgoing(ctx, s), yc); err != nil {
 		return fmt.Errorf("switch %q: set: %w", target, err)
+	}
+	if f := w.foreign(changes); f != "" {
+		// The commit replaced another client's value: cancelled, the
+		// switch restores the configuration of before the commit, which
+		// has it.
+		if err := p.Cancel(ctx, target, id); err != nil {
+			return fmt.Errorf("switch %q: %w (%s); cancelling commit %s failed, the switch rolls it back at its deadline: %v",
+				target, ErrOperatorSet, f, id, err)
+		}
+		return fmt.Errorf("switch %q: %w (%s): commit %s cancelled, the other client's value stands", target, ErrOperatorSet, f, id)
 	}
 	return nil
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
 // PGRecorder writes tuner_actions (migrations/, docs/collector.md).
@@ -22,11 +25,11 @@ func (r *PGRecorder) Record(ctx context.Context, a Action) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("tuner_actions: inputs: %w", err)
 	}
-	before, err := json.Marshal(a.Before)
+	before, err := settingsJSON(a.Before)
 	if err != nil {
 		return 0, fmt.Errorf("tuner_actions: before: %w", err)
 	}
-	after, err := json.Marshal(a.After)
+	after, err := settingsJSON(a.After)
 	if err != nil {
 		return 0, fmt.Errorf("tuner_actions: after: %w", err)
 	}
@@ -34,17 +37,86 @@ func (r *PGRecorder) Record(ctx context.Context, a Action) (int64, error) {
 	if a.Error != "" {
 		errText = &a.Error
 	}
+	var holdUntil *time.Time
+	if !a.HoldUntil.IsZero() {
+		holdUntil = &a.HoldUntil
+	}
 	var id int64
 	err = r.pool.QueryRow(ctx, `
-		INSERT INTO tuner_actions (ts, target, interface, queue, inputs, reason, before, after, outcome, dry_run, error)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		INSERT INTO tuner_actions (ts, target, interface, queue, inputs, reason, before, after, outcome, dry_run, error, hold_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 		RETURNING id`,
 		a.Time, a.Target, a.Interface, int(a.Queue), inputs, string(a.Rule)+": "+a.Reason, before, after,
-		string(a.Outcome), a.DryRun, errText).Scan(&id)
+		string(a.Outcome), a.DryRun, errText, holdUntil).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("tuner_actions: insert: %w", err)
 	}
 	return id, nil
+}
+
+// settingsJSON is the JSON of s, NULL for settings not known (an
+// operator's hold or release names no settings).
+func settingsJSON(s policy.Settings) ([]byte, error) {
+	if s == (policy.Settings{}) {
+		return nil, nil
+	}
+	return json.Marshal(s)
+}
+
+// OperatorHolds implements HoldReader: per queue of target, the newest
+// operator row (by ts, then id), if its hold_until is after now.
+func (r *PGRecorder) OperatorHolds(ctx context.Context, target string, now time.Time) (map[QueueID]OperatorHold, error) {
+	rows, err := r.pool.Query(ctx, `
+		SELECT interface, queue, id, hold_until, reason FROM (
+			SELECT DISTINCT ON (interface, queue) interface, queue, id, hold_until, reason
+			FROM tuner_actions
+			WHERE target = $1 AND outcome = 'operator' AND ts <= $2
+			ORDER BY interface, queue, ts DESC, id DESC) newest
+		WHERE hold_until > $2`, target, now)
+	if err != nil {
+		return nil, fmt.Errorf("tuner_actions: operators' holds: %w", err)
+	}
+	defer rows.Close()
+	out := map[QueueID]OperatorHold{}
+	for rows.Next() {
+		var q QueueID
+		var queue int
+		var h OperatorHold
+		var reason *string
+		if err := rows.Scan(&q.Interface, &queue, &h.ID, &h.Until, &reason); err != nil {
+			return nil, fmt.Errorf("tuner_actions: operators' holds: %w", err)
+		}
+		q.Queue, h.Reason = uint8(queue), deref(reason, "")
+		out[q] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tuner_actions: operators' holds: %w", err)
+	}
+	return out, nil
+}
+
+// Hold records an operator's hold of a queue (`lhcnp tuner hold`): the
+// tuner leaves it alone until until, or until a release. why is the
+// operator's text.
+func (r *PGRecorder) Hold(ctx context.Context, target string, q QueueID, now, until time.Time, why string) (int64, error) {
+	reason := "held by an operator until " + until.UTC().Format(time.RFC3339)
+	if why != "" {
+		reason += ": " + why
+	}
+	return r.Record(ctx, Action{Time: now, Target: target, Interface: q.Interface, Queue: q.Queue,
+		Rule: RuleOperatorHold, Reason: reason, Outcome: OutcomeOperator, HoldUntil: until})
+}
+
+// Release records an operator's release of a queue (`lhcnp tuner
+// release`): the tuner may tune it again from now, whatever held it (an
+// operator's hold, or an operator's change the tuner saw).
+func (r *PGRecorder) Release(ctx context.Context, target string, q QueueID, now time.Time, why string) (int64, error) {
+	reason := "released by an operator"
+	if why != "" {
+		reason += ": " + why
+	}
+	return r.Record(ctx, Action{Time: now, Target: target, Interface: q.Interface, Queue: q.Queue,
+		Rule: RuleOperatorRelease, Reason: reason, Outcome: OutcomeOperator, HoldUntil: now})
 }
 
 // SetOutcome implements Recorder.

@@ -77,8 +77,10 @@ func startLHCNPSwitch(b *testing.B, args ...string) string {
 // Set returns once the switch has applied the change, so the commit's
 // latency bounds the time from decision to effect.
 func BenchmarkSetCommitConfirmed(b *testing.B) {
+	// A state directory of its own: the switch keeps its last confirmed
+	// configuration there, and the next run must start from alpha 1 again.
 	addr := startLHCNPSwitch(b, "--config", "../cmd/lhcnp/testdata/tuner/switch.yaml",
-		"--listen", "127.0.0.1:0", "--insecure", "--speed", "1")
+		"--listen", "127.0.0.1:0", "--insecure", "--speed", "1", "--state-dir", b.TempDir())
 	p := NewGNMIPusher([]SwitchConfig{{Name: "sw", Address: addr, Insecure: true}})
 	defer p.Close()
 	ctx := context.Background()

@@ -11,7 +11,9 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
 	"github.com/lhcnp/lhcnp/server/dataplane"
+	"github.com/openconfig/gnmi/proto/gnmi"
 )
 
 // testSwitch serves the example switch (examples/switch.yaml: n1 of the
@@ -45,8 +47,13 @@ func testSwitch(t *testing.T, opts ...service.Option) (addr string, pub *datapla
 	if err := h.LoadJSON(ctx, data); err != nil {
 		t.Fatal(err)
 	}
+	// Subscribe as lhcnp switch serves it (server/fabric): the tuner
+	// watches the queues' configuration around its Set.
+	sub := subscribe.New(st, subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
+		subscribe.WithPathRewrite(schema.StripModules),
+		subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }))
 	srv, err := service.New(append([]service.Option{service.WithInsecure(), service.WithAuth(auth.New(nil)),
-		service.WithCapabilities(h), service.WithGet(h), service.WithSet(h)}, opts...)...)
+		service.WithCapabilities(h), service.WithGet(h), service.WithSet(h), service.WithSubscribe(sub)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

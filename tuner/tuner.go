@@ -51,11 +51,29 @@ type holdEpisode struct {
 	rule    policy.Rule
 	since   time.Time
 	periods int
+	// escalated: a telemetry episode recorded as an error, having lasted
+	// longer than telemetryEscalation.
+	escalated bool
 }
 
 // telemetryRule reports whether rule holds for want of telemetry (no-data
-// or gap): its start is recorded as an error, its end as a hold.
+// or gap): a hold, as any other, unless it lasts longer than the tuner
+// needs to fill a window (telemetryEscalation), when it becomes an error.
 func telemetryRule(rule policy.Rule) bool { return rule == policy.RuleNoData || rule == policy.RuleGap }
+
+// known says whether telemetry has shown every tuned leaf of a queue (the
+// YANG ranges of alpha, kmax and v-growth start above 0).
+func known(s policy.Settings) bool {
+	mode := s.KMaxMode == policy.KMaxBDP && s.Alpha > 0 || s.KMaxMode == policy.KMaxExplicit && s.KMaxBytes > 0
+	return mode && s.VGrowthBytesPerSec > 0
+}
+
+// telemetryEscalation is how long a no-data or gap episode is normal life
+// (a queue's first window after a start of the switch, the collector or the
+// tuner; a collector restarting) before it is recorded as an error, which
+// needs a person: a window and a period, by when a collector storing
+// the queue has filled a window.
+func (t *Tuner) telemetryEscalation() time.Duration { return t.cfg.Window + t.cfg.Period }
 
 // Action is one row of tuner_actions.
 type Action struct {
@@ -72,6 +90,9 @@ type Action struct {
 	Outcome Outcome
 	DryRun  bool
 	Error   string
+	// HoldUntil is set on an operator's row (OutcomeOperator): tuning of
+	// the queue is held until then.
+	HoldUntil time.Time
 }
 
 // Inputs are the decision's inputs as recorded.
@@ -90,8 +111,9 @@ type Inputs struct {
 	Memory             policy.Memory  `json:"memory"`
 }
 
-// Recorder writes the audit trail.
+// Recorder writes the audit trail, and reads the operators' holds from it.
 type Recorder interface {
+	HoldReader
 	// Record stores a decision and returns its id.
 	Record(ctx context.Context, a Action) (int64, error)
 	// SetOutcome updates a decision's outcome, appending to its reason.
@@ -135,6 +157,7 @@ type Tuner struct {
 	mem     map[queueKey]policy.Memory
 	holds   map[queueKey]holdEpisode
 	pending map[string]*pending
+	seen    map[queueKey]seenSettings
 }
 
 // Option configures New.
@@ -152,7 +175,8 @@ func New(cfg Config, src Source, push Pusher, rec Recorder, opts ...Option) (*Tu
 		return nil, errors.New("tuner: no pusher outside dry-run")
 	}
 	t := &Tuner{cfg: cfg, src: src, push: push, rec: rec, log: slog.Default(),
-		mem: map[queueKey]policy.Memory{}, holds: map[queueKey]holdEpisode{}, pending: map[string]*pending{}}
+		mem: map[queueKey]policy.Memory{}, holds: map[queueKey]holdEpisode{}, pending: map[string]*pending{},
+		seen: map[queueKey]seenSettings{}}
 	for _, o := range opts {
 		o(t)
 	}
@@ -269,6 +293,12 @@ func (t *Tuner) Cycle(ctx context.Context, now time.Time) error {
 func (t *Tuner) Pending(target string) bool { return t.pending[target] != nil }
 
 func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error {
+	// The operators' holds first: a queue whose hold cannot be read is
+	// not touched.
+	held, err := t.rec.OperatorHolds(ctx, s.Name, now)
+	if err != nil {
+		return fmt.Errorf("switch %q: reading the operators' holds: %w", s.Name, err)
+	}
 	wins, err := t.src.Windows(ctx, s.Name, now.Add(-t.cfg.Window), now)
 	if err != nil {
 		return fmt.Errorf("switch %q: reading telemetry: %w", s.Name, err)
@@ -280,6 +310,24 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			continue
 		}
 		k := queueKey{s.Name, qw.Interface, qw.Queue}
+		qid := QueueID{qw.Interface, qw.Queue}
+		if known(qw.Window.Config) {
+			if change, from := t.observe(k, qw.Window.Config); change != "" {
+				h, err := t.operatorChange(ctx, k, qw.Window, change, from, now)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
+				}
+				held[qid] = h
+			}
+		}
+		if h, ok := held[qid]; ok && now.Before(h.Until) {
+			// The operator's: no decision, and the episode starts anew
+			// when the hold ends.
+			delete(t.holds, k)
+			t.log.Debug("tuner: held by the operator", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
+				"until", h.Until, "why", h.Reason)
+			continue
+		}
 		d, mem := policy.Decide(t.cfg.Policy, qw.Window, t.mem[k])
 		a := t.action(now, k, qw.Window, d, t.mem[k])
 		if err := t.episode(ctx, k, a, d, now); err != nil {
@@ -315,7 +363,12 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	}
 	if err := t.push.Commit(ctx, s.Name, p.id, cs, t.cfg.RollbackDuration); err != nil {
 		outcome, reason := OutcomeRefused, ""
-		if answerLost(ctx, err) {
+		if errors.Is(err, ErrOperatorSet) {
+			// Applied over another client's Set and cancelled at once: the
+			// other client's value stands, and the next period sees it
+			// (an operator's change: the queue is held).
+			outcome, reason = OutcomeRolledBack, "another client set the queue between the tuner's check and its Set: cancelled, the other client's value stands"
+		} else if answerLost(ctx, err) {
 			// The Set's answer was lost (switch_timeout, or the tuner
 			// stopping): the switch may have applied it. Cancel it there
 			// so that no commit this tuner does not follow stays pending,
@@ -337,6 +390,9 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		}
 		for _, c := range changes {
 			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now)
+			if outcome == OutcomeRolledBack { // it may have been applied, and is undone
+				t.expect(c.key, c.change.Before, c.change.After)
+			}
 			if rerr := t.rec.SetOutcome(ctx, c.actionID, outcome, reason, err.Error()); rerr != nil {
 				errs = append(errs, rerr)
 			}
@@ -344,20 +400,36 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		return errors.Join(append(errs, err)...)
 	}
 	t.pending[s.Name] = p
+	for _, c := range changes {
+		t.expect(c.key, c.change.After, c.change.Before)
+	}
 	return errors.Join(errs...)
 }
 
 // episode records the holds of a queue once per episode (not every
 // period: under load a row per period filled the table with holds): a
-// hold when the queue's rule becomes a holding one — an error when it is
-// a telemetry rule (no-data, gap), since nothing can be decided — and,
-// when a telemetry episode ends, a hold saying how long it lasted.
+// hold when the queue's rule becomes a holding one; for a telemetry rule
+// (no-data, gap: nothing can be decided) an error once the episode has
+// lasted longer than filling a window takes (telemetryEscalation: the
+// first windows after a start are normal life), and, when it ends, a hold
+// saying how long it lasted.
 func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Decision, now time.Time) error {
 	ep, ok := t.holds[k]
 	if ok && !d.Change && ep.rule == d.Rule {
 		ep.periods++
+		var err error
+		if telemetryRule(ep.rule) && !ep.escalated && now.Sub(ep.since) > t.telemetryEscalation() {
+			// Longer than filling a window takes: the collector does not
+			// store this queue, or the switch does not publish it.
+			ep.escalated = true
+			a.Outcome = OutcomeError
+			a.Error = fmt.Sprintf("telemetry: no window to decide on for %v (%d periods; a window fills within %v): %s",
+				now.Sub(ep.since), ep.periods, t.telemetryEscalation(), d.Reason)
+			a.Reason = "telemetry missing for longer than a window: check the collector's subscription to this switch and its samples of the queue"
+			_, err = t.rec.Record(ctx, a)
+		}
 		t.holds[k] = ep
-		return nil
+		return err
 	}
 	var errs []error
 	if ok && telemetryRule(ep.rule) {
@@ -379,9 +451,6 @@ func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Deci
 	t.holds[k] = holdEpisode{rule: d.Rule, since: now, periods: 1}
 	t.log.Debug("tuner hold", "target", k.target, "interface", k.iface, "queue", k.queue, "rule", d.Rule, "reason", d.Reason)
 	a.Outcome = OutcomeHold
-	if telemetryRule(d.Rule) {
-		a.Outcome, a.Error = OutcomeError, "telemetry: "+d.Reason
-	}
 	if _, err := t.rec.Record(ctx, a); err != nil {
 		errs = append(errs, err)
 	}
@@ -399,48 +468,69 @@ func (t *Tuner) action(now time.Time, k queueKey, w policy.Window, d policy.Deci
 
 // follow advances a pending commit: once the judge window after the push
 // is complete and telemetry shows every change applied, the commit is
-// confirmed if no queue's objective got worse; otherwise the tuner does
-// not confirm and the switch rolls the commit back at its deadline.
+// confirmed if no queue's objective got worse, and cancelled at once if
+// one did. A commit the telemetry does not let the tuner judge within
+// Config.JudgeBound is cancelled too: the tuner never keeps a commit
+// pending (and other clients' Sets refused) longer than its judgement
+// needs. A cancel that fails is tried again every period; the switch rolls
+// the commit back at its deadline all the same.
 func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time.Time) error {
 	if !now.Before(p.deadline) {
 		reason := p.worse
 		if reason == "" {
 			reason = "not confirmed within the rollback duration: telemetry did not show the change applied with a complete judge window"
 		}
+		// The switch rolls it back at its deadline; a cancel all the same,
+		// in case its clock is behind the tuner's (an error here is the
+		// switch having rolled it back already).
+		if err := t.cancelCommit(ctx, s.Name, p); err != nil {
+			t.log.Debug("tuner: cancel at the deadline", "target", s.Name, "commit", p.id, "err", err)
+		}
 		return t.finish(ctx, s, p, now, OutcomeRolledBack, reason, "")
 	}
-	if p.worse != "" || now.Sub(p.pushedAt) < t.cfg.JudgeWindow {
+	if p.worse != "" {
+		return t.cancelJudged(ctx, s, p, now, p.worse)
+	}
+	if now.Sub(p.pushedAt) < t.cfg.JudgeWindow {
 		return nil
+	}
+	// wait is the answer while no judgement can be made: wait for a
+	// later period, or, at JudgeBound, cancel.
+	wait := func() error {
+		if now.Sub(p.pushedAt) < t.cfg.JudgeBound() {
+			return nil
+		}
+		return t.cancelJudged(ctx, s, p, now, fmt.Sprintf(
+			"not judged within judge_window + 2 periods (%v): telemetry did not show the change applied with a complete judge window", t.cfg.JudgeBound()))
 	}
 	start := now.Add(-t.cfg.JudgeWindow)
 	wins, err := t.src.Windows(ctx, s.Name, start, now)
 	if err != nil {
-		return fmt.Errorf("switch %q: reading telemetry to judge commit %s: %w", s.Name, p.id, err)
+		return errors.Join(fmt.Errorf("switch %q: reading telemetry to judge commit %s: %w", s.Name, p.id, err), wait())
 	}
 	var verdicts []string
 	worse := false
 	for _, c := range p.changes {
 		i := slices.IndexFunc(wins, func(w QueueWindow) bool { return w.Interface == c.key.iface && w.Queue == c.key.queue })
 		if i < 0 {
-			return nil // no telemetry yet: wait
+			return wait() // no telemetry yet
 		}
 		w := wins[i].Window
 		if !c.commit.Applied(w) {
-			return nil
+			return wait()
 		}
 		j := c.commit.Judge(t.cfg.Policy, w)
 		if j.Wait {
-			return nil // gaps: wait for a complete window
+			return wait() // gaps: a complete window may come
 		}
 		verdicts = append(verdicts, fmt.Sprintf("%s queue %d: %s", c.key.iface, c.key.queue, j.Reason))
 		worse = worse || !j.Keep
 	}
 	reason := strings.Join(verdicts, "; ")
 	if worse {
-		p.worse = "not confirmed, rolled back by the switch: " + reason
-		t.log.Info("tuner: change made things worse; letting the switch roll it back", "target", s.Name,
-			"commit", p.id, "reason", reason)
-		return nil
+		p.worse = "not confirmed: " + reason
+		t.log.Info("tuner: change made things worse; cancelling it", "target", s.Name, "commit", p.id, "reason", reason)
+		return t.cancelJudged(ctx, s, p, now, p.worse)
 	}
 	err = t.push.Confirm(ctx, s.Name, p.id)
 	// The record gets a switch_timeout of its own: the Confirm may have
@@ -458,12 +548,28 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 	return t.finish(rctx, s, p, now, OutcomeConfirmed, "applied and "+reason, "")
 }
 
+// cancelJudged cancels p on its switch, the tuner's judgement made (worse,
+// or none possible within JudgeBound), and records it rolled back with
+// why. When the cancel fails, p stays pending: the next period tries
+// again, and the switch rolls it back at its deadline anyway.
+func (t *Tuner) cancelJudged(ctx context.Context, s SwitchConfig, p *pending, now time.Time, why string) error {
+	if err := t.cancelCommit(ctx, s.Name, p); err != nil {
+		return fmt.Errorf("switch %q: cancelling commit %s (%s): %w", s.Name, p.id, why, err)
+	}
+	rctx, done := t.ownTimeout(ctx)
+	defer done()
+	return t.finish(rctx, s, p, now, OutcomeRolledBack, why+"; cancelled", "")
+}
+
 func (t *Tuner) finish(ctx context.Context, s SwitchConfig, p *pending, now time.Time, o Outcome, reason, errText string) error {
 	delete(t.pending, s.Name)
 	var errs []error
 	for _, c := range p.changes {
 		if o != OutcomeConfirmed {
 			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now)
+			t.expect(c.key, c.change.Before, c.change.After)
+		} else {
+			t.seen[c.key] = seenSettings{settled: c.change.After}
 		}
 		if err := t.rec.SetOutcome(ctx, c.actionID, o, reason, errText); err != nil {
 			errs = append(errs, fmt.Errorf("switch %q: recording outcome: %w", s.Name, err))

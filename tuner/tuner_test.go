@@ -56,6 +56,29 @@ func (r *memRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reaso
 	return nil
 }
 
+// OperatorHolds implements HoldReader as PGRecorder does: per queue, the
+// newest operator row at or before now, if it holds past now.
+func (r *memRecorder) OperatorHolds(_ context.Context, target string, now time.Time) (map[QueueID]OperatorHold, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	newest := map[QueueID]int{}
+	for i, a := range r.actions {
+		if a.Target == target && a.Outcome == OutcomeOperator && !a.Time.After(now) {
+			q := QueueID{a.Interface, a.Queue}
+			if j, ok := newest[q]; !ok || !a.Time.Before(r.actions[j].Time) {
+				newest[q] = i
+			}
+		}
+	}
+	out := map[QueueID]OperatorHold{}
+	for q, i := range newest {
+		if a := r.actions[i]; a.HoldUntil.After(now) {
+			out[q] = OperatorHold{Until: a.HoldUntil, ID: int64(i + 1), Reason: string(a.Rule) + ": " + a.Reason}
+		}
+	}
+	return out, nil
+}
+
 // row is what the tests compare of an action.
 type row struct {
 	Target  string
@@ -228,13 +251,15 @@ func TestTunerConfirms(t *testing.T) {
 }
 
 // TestTunerLetsWorseRollBack: a change after which the objective is worse
-// is not confirmed; at the rollback deadline it is recorded rolled back
-// and the direction is held.
+// is not confirmed but cancelled as soon as it is judged (not left pending
+// until the switch's deadline, refusing every other Set meanwhile): the
+// old alpha is back, the row rolled back, and the direction is held.
 func TestTunerLetsWorseRollBack(t *testing.T) {
 	ctx := context.Background()
 	addr, pub := testSwitch(t)
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
+	yc := ygnmiClient(t, addr)
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
 		traffic: func(_ string, s policy.Settings) traffic {
 			if s.Alpha < 1 {
 				return worse
@@ -243,7 +268,7 @@ func TestTunerLetsWorseRollBack(t *testing.T) {
 		}}
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
-	for _, at := range []time.Duration{0, cfg.JudgeWindow, cfg.JudgeWindow + cfg.Period} {
+	for _, at := range []time.Duration{0, cfg.JudgeWindow} {
 		if err := tu.Cycle(ctx, t1.Add(at)); err != nil {
 			t.Fatal(err)
 		}
@@ -251,21 +276,61 @@ func TestTunerLetsWorseRollBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !tu.Pending("n1") {
-		t.Fatal("not pending before the rollback deadline")
-	}
-	if err := tu.Cycle(ctx, t1.Add(cfg.RollbackDuration)); err != nil {
-		t.Fatal(err)
-	}
 	if tu.Pending("n1") {
-		t.Fatal("still pending after the rollback deadline")
+		t.Fatal("still pending after it was judged worse")
 	}
+	if a := switchAlpha(t, yc); a != 1 {
+		t.Errorf("alpha %v after a change judged worse, want 1 (cancelled)", a)
+	}
+	noCommitPending(t, yc)
 	want := []row{{"n1", policy.RuleDelay, OutcomeRolledBack, bdpSettings(congestedAlpha)}}
 	if diff := cmp.Diff(want, rec.rows()); diff != "" {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}
-	if r := rec.actions[0].Reason; !strings.Contains(r, "worse") {
-		t.Errorf("reason %q does not say the change made things worse", r)
+	if r := rec.actions[0].Reason; !strings.Contains(r, "worse") || !strings.HasSuffix(r, "; cancelled") {
+		t.Errorf("reason %q does not say the change made things worse and was cancelled", r)
+	}
+}
+
+// TestTunerPendingBound: a commit the telemetry never shows applied (the
+// collector stopped, say) is not left pending until the switch's
+// deadline: at judge_window + 2 periods after the push the tuner cancels
+// it and says why.
+func TestTunerPendingBound(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	yc := ygnmiClient(t, addr)
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
+		traffic: func(string, policy.Settings) traffic { return congested }, stale: &policy.Settings{}}
+	*src.stale = bdpSettings(1) // telemetry frozen at the settings of before
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	if err := tu.Cycle(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	// Pending while the judgement may still come.
+	for at := cfg.Period; at < cfg.JudgeBound(); at += cfg.Period {
+		if err := tu.Cycle(ctx, t1.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+		if !tu.Pending("n1") {
+			t.Fatalf("not pending %v after the push, before judge_window + 2 periods (%v)", at, cfg.JudgeBound())
+		}
+	}
+	if err := tu.Cycle(ctx, t1.Add(cfg.JudgeBound())); err != nil {
+		t.Fatal(err)
+	}
+	if tu.Pending("n1") {
+		t.Fatal("still pending at judge_window + 2 periods")
+	}
+	if a := switchAlpha(t, yc); a != 1 {
+		t.Errorf("alpha %v, want 1: the unjudged commit cancelled", a)
+	}
+	noCommitPending(t, yc)
+	if r := rec.actions[0].Reason; rec.actions[0].Outcome != OutcomeRolledBack ||
+		!strings.Contains(r, "not judged within judge_window + 2 periods (20s)") || !strings.HasSuffix(r, "; cancelled") {
+		t.Errorf("row %s: %q; want rolled-back, not judged within the bound, cancelled", rec.actions[0].Outcome, r)
 	}
 }
 
@@ -338,9 +403,10 @@ func TestTunerDryRun(t *testing.T) {
 	}
 }
 
-// TestTunerGapsRecordedOnce: telemetry with gaps is recorded as an error
-// when the gap starts, not every period, and as a hold when it ends; the
-// steady queue after it once.
+// TestTunerGapsRecordedOnce: telemetry with gaps is recorded as a hold
+// when the gap starts, not every period (a gap shorter than filling a
+// window takes is normal life: a start, a collector restarting), and as a
+// hold when it ends; the steady queue after it once.
 func TestTunerGapsRecordedOnce(t *testing.T) {
 	ctx := context.Background()
 	addr, _ := testSwitch(t)
@@ -362,7 +428,7 @@ func TestTunerGapsRecordedOnce(t *testing.T) {
 	// The gap when it starts (an error: nothing can be decided) and when
 	// it ends; then the steady queue's hold, once for its three periods.
 	want := []row{
-		{"n1", policy.RuleGap, OutcomeError, bdpSettings(1)},
+		{"n1", policy.RuleGap, OutcomeHold, bdpSettings(1)},
 		{"n1", policy.RuleGap, OutcomeHold, bdpSettings(1)},
 		{"n1", policy.RuleSteady, OutcomeHold, bdpSettings(1)},
 	}
@@ -371,6 +437,39 @@ func TestTunerGapsRecordedOnce(t *testing.T) {
 	}
 	if got, want := rec.actions[1].Reason, fmt.Sprintf("ended after %v (3 periods)", 3*cfg.Period); !strings.Contains(got, want) {
 		t.Errorf("the gap's end: reason %q, want %q", got, want)
+	}
+}
+
+// TestTunerTelemetryMissingIsAnError: a gap that lasts longer than filling
+// a window takes (window + period) is no longer the normal life of a start:
+// one error row, once, saying what to look at; its end a hold.
+func TestTunerTelemetryMissingIsAnError(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
+		traffic: func(string, policy.Settings) traffic { return traffic{delayRTT: 0.3, util: 0.95} }, gaps: true}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	for i := range 8 {
+		if i == 7 {
+			src.gaps = false
+		}
+		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []row{
+		{"n1", policy.RuleGap, OutcomeHold, bdpSettings(1)},
+		{"n1", policy.RuleGap, OutcomeError, bdpSettings(1)},
+		{"n1", policy.RuleGap, OutcomeHold, bdpSettings(1)},
+		{"n1", policy.RuleSteady, OutcomeHold, bdpSettings(1)},
+	}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+	if e := rec.actions[1].Error; !strings.Contains(e, "telemetry: no window to decide on for 20s (5 periods; a window fills within 15s)") {
+		t.Errorf("the error row's error %q", e)
 	}
 }
 
@@ -422,8 +521,15 @@ func switchAlpha(t *testing.T, yc *ygnmi.Client) float64 {
 // (which it refuses while a commit waits for confirmation).
 func noCommitPending(t *testing.T, yc *ygnmi.Client) {
 	t.Helper()
+	noCommitPendingAt(t, yc, 1)
+}
+
+// noCommitPendingAt is noCommitPending setting alpha (the value the queue
+// should keep).
+func noCommitPendingAt(t *testing.T, yc *ygnmi.Client, alpha float64) {
+	t.Helper()
 	q := ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).Config().Alpha()
-	if _, err := ygnmi.Replace(context.Background(), yc, q, 1.0); err != nil {
+	if _, err := ygnmi.Replace(context.Background(), yc, q, alpha); err != nil {
 		t.Errorf("a plain Set: %v; want none pending", err)
 	}
 }
@@ -452,7 +558,7 @@ func TestTunerReleasesPendingOnStop(t *testing.T) {
 			}
 			addr, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{refuse}, nil))
 			cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
-			cfg.Period, cfg.RollbackDuration = time.Hour, 2*time.Hour // one cycle: the first, at once
+			cfg.Period, cfg.RollbackDuration = time.Hour, 3*time.Hour // one cycle: the first, at once
 			yc := ygnmiClient(t, addr)
 			src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
 				traffic: func(string, policy.Settings) traffic { return congested }}
@@ -648,12 +754,30 @@ func TestTunerAbandonLeavesTheCommitToTheSwitch(t *testing.T) {
 	}
 }
 
-// TestTunerReleaseKeepsTheJudgement: a commit judged worse (waiting for
-// the switch's rollback) that the stopping tuner cancels keeps its
-// judgement in the row, not "before it could judge".
+// refuseCancel is a target interceptor that refuses a commit's cancel
+// while refusing is set.
+func refuseCancel(refusing *atomic.Bool) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if s, ok := req.(*gnmi.SetRequest); ok && refusing.Load() {
+			for _, e := range s.GetExtension() {
+				if e.GetCommit().GetCancel() != nil {
+					return nil, status.Error(codes.Unavailable, "cancel refused by test")
+				}
+			}
+		}
+		return h(ctx, req)
+	}
+}
+
+// TestTunerReleaseKeepsTheJudgement: a commit judged worse whose cancel
+// the switch refused stays pending (the next period tries again); the
+// stopping tuner that cancels it keeps the judgement in the row, not
+// "before it could judge".
 func TestTunerReleaseKeepsTheJudgement(t *testing.T) {
 	ctx := context.Background()
-	addr, pub := testSwitch(t)
+	var refusing atomic.Bool
+	refusing.Store(true)
+	addr, pub := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{refuseCancel(&refusing)}, nil))
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
 		traffic: func(_ string, s policy.Settings) traffic {
@@ -664,22 +788,24 @@ func TestTunerReleaseKeepsTheJudgement(t *testing.T) {
 		}}
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
-	for _, at := range []time.Duration{0, cfg.JudgeWindow, cfg.JudgeWindow + cfg.Period} {
-		if err := tu.Cycle(ctx, t1.Add(at)); err != nil {
-			t.Fatal(err)
+	for i, at := range []time.Duration{0, cfg.JudgeWindow, cfg.JudgeWindow + cfg.Period} {
+		err := tu.Cycle(ctx, t1.Add(at))
+		if i > 0 && (err == nil || !strings.Contains(err.Error(), "cancel refused by test")) {
+			t.Errorf("Cycle at %v: %v, want the refused cancel", at, err)
 		}
 		if err := pub.PublishNow(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if !tu.Pending("n1") {
-		t.Fatal("not pending before the rollback deadline")
+		t.Fatal("not pending although its cancel was refused")
 	}
+	refusing.Store(false)
 	if err := tu.Release(ctx, t1.Add(cfg.JudgeWindow+2*cfg.Period)); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	r := rec.actions[0].Reason
-	for _, want := range []string{"not confirmed, rolled back by the switch: ", "worse", "; cancelled when the tuner stopped"} {
+	for _, want := range []string{"not confirmed: ", "worse", "; cancelled when the tuner stopped"} {
 		if !strings.Contains(r, want) {
 			t.Errorf("reason %q does not say %q", r, want)
 		}

@@ -23,16 +23,21 @@ import (
 // imageShare is where the Dockerfile puts scenarios/, examples/ and deploy/.
 const imageShare = "/usr/share/lhcnp/"
 
-// loadCompose loads the top-level docker-compose.yml with compose-go, the
+// loadCompose loads the top-level docker-compose.yml, and the override
+// files given (paths in the repository) over it, with compose-go, the
 // library docker compose itself uses: schema validation, interpolation,
 // anchors and merges, as `docker compose config` would.
-func loadCompose(t *testing.T) *types.Project {
+func loadCompose(t *testing.T, overrides ...string) *types.Project {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := composecli.NewProjectOptions([]string{filepath.Join(root, "docker-compose.yml")},
+	files := []string{filepath.Join(root, "docker-compose.yml")}
+	for _, o := range overrides {
+		files = append(files, filepath.Join(root, o))
+	}
+	opts, err := composecli.NewProjectOptions(files,
 		composecli.WithWorkingDirectory(root), composecli.WithEnv(nil), composecli.WithInterpolation(true))
 	if err != nil {
 		t.Fatal(err)

@@ -29,8 +29,10 @@ type labFile struct {
 	StateDir      string        `yaml:"state_dir" help:"state directory: lock, PostgreSQL cluster, collector spill, lab.log (reused by the next start)"`
 	Postgres      string        `yaml:"postgres" help:"PostgreSQL DSN to use instead of a private cluster in the state directory"`
 	PostgresPort  int           `yaml:"postgres_port" help:"TCP port of the private PostgreSQL on 127.0.0.1 (0: a free one, chosen once and kept in the state directory)"`
+	CitusWorkers  int           `yaml:"citus_workers" help:"run the private PostgreSQL as a Citus cluster: a coordinator on postgres_port and this many workers (0: one PostgreSQL; needs scripts/deps.sh citus)"`
 	HTTP          string        `yaml:"http" help:"dashboard address (host:port; port 0: a free one, chosen once and kept in the state directory)"`
 	Metrics       string        `yaml:"metrics" help:"the collector's /metrics and /healthz address (host:port; port 0: a free one, chosen once and kept)"`
+	Profile       bool          `yaml:"profile" help:"serve Go's profiles of the lab process under /debug/pprof/ on the metrics address"`
 	Fabric        string        `yaml:"fabric" help:"fabric file with the lab topology's switches (all run in this process)"`
 	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports (default: the fabric file's)"`
 	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second, all switches in this process (0: the fabric file's)"`
@@ -82,6 +84,12 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	}
 	if cfg.Horizon < 0 || cfg.Period < 0 || cfg.WebSearchLoad < 0 || cfg.WebSearchLoad > 1 || cfg.Speed < 0 {
 		return nil, usageError{"--horizon, --period and --speed must not be negative, --websearch-load within [0, 1]"}
+	}
+	if cfg.CitusWorkers < 0 || cfg.CitusWorkers > 16 {
+		return nil, usageError{fmt.Sprintf("--citus-workers %d: want 0-16", cfg.CitusWorkers)}
+	}
+	if cfg.CitusWorkers > 0 && cfg.Postgres != "" {
+		return nil, usageError{"--citus-workers runs a private Citus cluster; with --postgres the lab uses that database as it is"}
 	}
 	if cfg.PostgresPort < 0 || cfg.PostgresPort > 65535 {
 		return nil, usageError{fmt.Sprintf("--postgres-port %d: want 0-65535", cfg.PostgresPort)}
@@ -186,8 +194,8 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 		{Paths: []string{"/lhcnp/global"}, Mode: "on_change"},
 		{Paths: []string{"/lhcnp/flow-table"}, Mode: "sample", SampleInterval: 5 * second},
 	}
-	lc := lab.Config{StateDir: cfg.StateDir, PostgresDSN: cfg.Postgres, PostgresPort: cfg.PostgresPort, HTTPAddr: cfg.HTTP,
-		MetricsAddr: cfg.Metrics, Retention: cfg.Retention, Fabric: fc, Traffic: loop, Subscriptions: subs}
+	lc := lab.Config{StateDir: cfg.StateDir, PostgresDSN: cfg.Postgres, PostgresPort: cfg.PostgresPort, CitusWorkers: cfg.CitusWorkers, HTTPAddr: cfg.HTTP,
+		MetricsAddr: cfg.Metrics, Profile: cfg.Profile, Retention: cfg.Retention, Fabric: fc, Traffic: loop, Subscriptions: subs}
 	if lc.CollectorDB, err = collectorDB(); err != nil {
 		return lab.Config{}, err
 	}
@@ -262,7 +270,10 @@ func printAddresses(w io.Writer, a lab.Addresses) {
 		fmt.Fprintf(w, "  switch %-4s gNMI %s (insecure)\n", name, a.Switches[name])
 	}
 	pg := a.PostgresDSN
-	if a.PrivatePG {
+	switch {
+	case a.PrivatePG && a.CitusWorkers > 0:
+		pg += fmt.Sprintf("   (private Citus cluster, coordinator and %d workers, in %s)", a.CitusWorkers, filepath.Join(a.StateDir, "citus"))
+	case a.PrivatePG:
 		pg += "   (private cluster in " + filepath.Join(a.StateDir, "postgres") + ")"
 	}
 	fmt.Fprintf(w, "  postgresql  %s\n", pg)

@@ -28,6 +28,7 @@ import (
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/lab"
 	"github.com/lhcnp/lhcnp/lab/dashboard"
+	"github.com/lhcnp/lhcnp/tuner"
 )
 
 // startedLab is a `lhcnp lab` running in this test process.
@@ -38,6 +39,7 @@ type startedLab struct {
 	dashboard string   // http://127.0.0.1:PORT/
 	dsn       string   // the collector's database
 	metrics   string   // the collector's /metrics
+	banner    string   // every line up to the end of the banner
 	gnmic     []string // the commands printed to try
 	switches  map[string]string
 	once      sync.Once
@@ -64,11 +66,12 @@ func startLab(t *testing.T, stateDir string, extra ...string) *startedLab {
 	t.Cleanup(func() { _ = l.stop() })
 	sc := bufio.NewScanner(pr)
 	sw := regexp.MustCompile(`^\s+switch (\S+)\s+gNMI (\S+)`)
-	deadline := time.AfterFunc(60*time.Second, func() { pr.CloseWithError(fmt.Errorf("no banner within 60s")) })
+	deadline := time.AfterFunc(180*time.Second, func() { pr.CloseWithError(fmt.Errorf("no banner within 180s")) })
 	defer deadline.Stop()
 	for sc.Scan() {
 		line := sc.Text()
 		t.Log(line)
+		l.banner += line + "\n"
 		switch f := strings.Fields(line); {
 		case len(f) >= 2 && f[0] == "dashboard":
 			l.dashboard = f[1]
@@ -89,6 +92,19 @@ func startLab(t *testing.T, stateDir string, extra ...string) *startedLab {
 	}
 	t.Fatalf("lhcnp lab ended before its banner: %v", sc.Err())
 	return nil
+}
+
+// labStateDir is a state directory for a lab: as root the cluster runs as
+// the postgres user, who must reach it (t.TempDir's are 0700).
+func labStateDir(t *testing.T) string {
+	t.Helper()
+	state := t.TempDir()
+	for _, d := range []string{filepath.Dir(state), state} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return state
 }
 
 // stop ends the lab as Ctrl-C does, waits for it and returns its error.
@@ -155,14 +171,7 @@ func TestLabStarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping the lab run in -short mode")
 	}
-	// As root the cluster runs as the postgres user, who must reach the
-	// state directory (t.TempDir's are 0700).
-	state := t.TempDir()
-	for _, d := range []string{filepath.Dir(state), state} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	state := labStateDir(t)
 	// The tuner decides without pushing: the alpha set below must be the
 	// only change of K_max.
 	l := startLab(t, state, "--dry-run")
@@ -242,12 +251,39 @@ func TestLabStarts(t *testing.T) {
 		t.Errorf("%s: %v\n%s", l.gnmic[4], err, out)
 	}
 
-	// The compose lab's Grafana panels, on this lab's database.
-	d := grafanaDashboard(t)
 	pool, err := pgxpool.New(context.Background(), l.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The operator wins: the tuner records the alpha set above as an
+	// operator's change of n1 wan queue 0, held for operator_hold; and the
+	// start's first, short windows wrote holds, not errors.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var alpha *float64
+		var heldSeconds float64
+		err := pool.QueryRow(context.Background(), `SELECT (after ->> 'alpha')::float8, extract(epoch FROM hold_until - ts)::float8 FROM tuner_actions
+			WHERE target = 'n1' AND interface = 'wan' AND queue = 0 AND outcome = 'operator' ORDER BY id DESC LIMIT 1`).Scan(&alpha, &heldSeconds)
+		heldFor := time.Duration(heldSeconds * float64(time.Second))
+		if err == nil && alpha != nil && *alpha == 0.5 && heldFor == tuner.DefaultConfig().OperatorHold {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no operator row for alpha 0.5 on n1 wan queue 0 held for %v within 30s (alpha %v, held for %v, %v)",
+				tuner.DefaultConfig().OperatorHold, alpha != nil && *alpha == 0.5, heldFor, err)
+			break
+		}
+		time.Sleep(500 * time.Millisecond) // polling the tuner's period, with the deadline above
+	}
+	var errorRows int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM tuner_actions WHERE outcome = 'error'`).Scan(&errorRows); err != nil {
+		t.Fatal(err)
+	}
+	if errorRows != 0 {
+		t.Errorf("%d error rows in tuner_actions after a normal start, want none", errorRows)
+	}
+
+	// The compose lab's Grafana panels, on this lab's database.
+	d := grafanaDashboard(t)
 	results, err := grafanasql.Run(context.Background(), pool, d, time.Now().Add(-10*time.Minute), time.Now().Add(time.Minute),
 		map[string]string{"target": "n1", "interface": "wan", "queue": "0"})
 	if err != nil {

@@ -28,7 +28,7 @@ func commands() map[string]command {
 		"lab":    {"run the whole lab in one process: PostgreSQL, switches, collector, tuner, dashboard (lab probe: a health check)", runLab},
 		"decode": {"print every frame of a pcap in lhcnp's formats (text or --json)", runDecode},
 		"sim":    {"run simulation scenarios (sim run SCENARIO --out DIR)", runSim},
-		"tuner":  {"tune K_max and V_growth from the collector's telemetry over gNMI Set (tuner --config FILE)", runTuner},
+		"tuner":  {"tune K_max and V_growth from the collector's telemetry over gNMI Set (tuner --config FILE; tuner hold|release: an operator's hold of a queue)", runTuner},
 		"switch": {"run one switch: its dataplane paced to the wall clock and its gNMI server", runSwitch},
 		"passwd": {"print a users-file line for a user, role and the password read from stdin", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runPasswd(ctx, args, os.Stdin, stdout, stderr)

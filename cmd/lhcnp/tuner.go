@@ -31,7 +31,8 @@ func parseTuner(args []string, environ func() []string, stderr io.Writer) (*tune
 	a := &tunerArgs{cfg: tuner.DefaultConfig()}
 	c, err := newCLI(cliSpec{name: "tuner", prefix: "LHCNP_TUNER_", configHelp: "tuner configuration file (YAML, examples/tuner.yaml); required",
 		usage: []string{"usage: lhcnp tuner --config FILE [--dry-run] [--db DSN] [--once] [--verbose] [--KEY VALUE ...]",
-			"Every key of the file is a flag and an LHCNP_TUNER_ variable; switches are file only."}},
+			"Every key of the file is a flag and an LHCNP_TUNER_ variable; switches are file only.",
+			"lhcnp tuner hold|release --config FILE --target NAME --interface NAME --queue N: an operator's hold of one queue (docs/tuner.md)."}},
 		&a.cfg, environ, stderr)
 	if err != nil {
 		return nil, err
@@ -57,8 +58,12 @@ func parseTuner(args []string, environ func() []string, stderr io.Writer) (*tune
 // runTuner implements `lhcnp tuner --config FILE [--dry-run] [--db DSN]`:
 // every period, read the queues' telemetry from the collector's database,
 // decide, push with gNMI Set + Commit Confirmed, record in tuner_actions
-// (docs/tuner.md). It returns when ctx ends.
+// (docs/tuner.md). It returns when ctx ends. `lhcnp tuner hold` and
+// `lhcnp tuner release` are runTunerHold.
 func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "hold" || args[0] == "release") {
+		return runTunerHold(ctx, args[0], args[1:], stdout, stderr)
+	}
 	a, err := parseTuner(args, os.Environ, stderr)
 	if err != nil {
 		return err

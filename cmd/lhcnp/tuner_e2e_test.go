@@ -334,5 +334,14 @@ policy:
 		t.Errorf("rolled-back row's reason %q, want that telemetry did not show the change applied", why)
 	}
 	stopTuner2()
+	// No one but the tuners set anything: none of their own changes,
+	// commits, confirms, rollbacks or cancels was taken for an operator's.
+	var operators int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM tuner_actions WHERE outcome = 'operator'`).Scan(&operators); err != nil {
+		t.Fatal(err)
+	}
+	if operators != 0 {
+		t.Errorf("%d operator rows, want none: the tuner took its own change for another client's", operators)
+	}
 	t.Logf("phase 2: %s: alpha %v -> %v, %s; rolled back: %s", pushed.Target, pushed.Before.Alpha, pushed.After.Alpha, pushed.Reason, why)
 }

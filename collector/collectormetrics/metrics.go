@@ -12,6 +12,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -231,9 +232,17 @@ type Health struct {
 }
 
 // Serve serves /metrics and /healthz on lis until ctx ends. health is
-// called for every /healthz; a Health with OK false answers 503.
-func (m *Metrics) Serve(ctx context.Context, lis net.Listener, health func() Health) error {
+// called for every /healthz; a Health with OK false answers 503. With
+// profile, Go's profiles are served under /debug/pprof/ too.
+func (m *Metrics) Serve(ctx context.Context, lis net.Listener, profile bool, health func() Health) error {
 	mux := http.NewServeMux()
+	if profile {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		h := health()

@@ -59,6 +59,10 @@ type DB struct {
 // Metrics is the HTTP endpoint of /metrics and /healthz.
 type Metrics struct {
 	Listen string `yaml:"listen" help:"address of /metrics and /healthz (empty: off)"`
+	// Profile adds Go's profiles (net/http/pprof) under /debug/pprof/ on
+	// the same address: off by default, as they show the process's
+	// insides to whoever reaches the port.
+	Profile bool `yaml:"profile" help:"serve Go's profiles under /debug/pprof/ beside /metrics"`
 }
 
 // Writer is the write path: queue, spill, batches.

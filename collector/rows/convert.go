@@ -227,6 +227,14 @@ func (c *Converter) leaf(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path,
 	if st.lastCNP {
 		c.lastCNP(c.join(pre, p), smp)
 	}
+	if tv == nil {
+		// The path stopped existing: a switch sends nothing more of it
+		// (a resubscription sends only what exists), and one that
+		// creates it again starts a new life of the series (its row
+		// already stored, ON CONFLICT DO NOTHING). Keeping its state
+		// would grow the converter with every flow a switch ever held.
+		delete(c.series, id)
+	}
 }
 
 func (c *Converter) describe(id int64, path string, p *gnmi.Path, l *schema.Leaf, ts int64) Series {

@@ -2,6 +2,7 @@ package rows_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -245,5 +246,34 @@ func TestSkip(t *testing.T) {
 				t.Errorf("%d series rows kept, want all %d", len(b.Series), series)
 			}
 		})
+	}
+}
+
+// TestDeletedSeriesForgotten: a switch's flow table adds and deletes
+// entries for ever (a lab runs for days); the converter keeps state only
+// for the series that exist, so its memory follows the table, not every
+// flow the switch ever held. A flow created again with the same key is a
+// new life of its series: stored again from its first value.
+func TestDeletedSeriesForgotten(t *testing.T) {
+	c := newConverter(t)
+	var b rows.Batch
+	flow := func(i int) string {
+		return fmt.Sprintf("/lhcnp/flow-table/flows/flow[source-address=10.0.0.1][destination-address=10.0.0.2][source-qp=%d][destination-qp=1]/state/source-qp", i)
+	}
+	for i := range 1000 {
+		c.Add(upd(int64(10*i+1), flow(i), uintv(1)), &b)
+		c.Add(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: &gnmi.Notification{
+			Timestamp: int64(10*i + 2), Delete: []*gnmi.Path{store.MustPath(flow(i))}}}}, &b)
+	}
+	if got := c.Tracked(); got != 0 {
+		t.Errorf("state kept for %d series after 1000 flows came and went, want 0", got)
+	}
+	if len(b.Samples) != 2000 || len(b.Series) != 1000 {
+		t.Fatalf("%d samples, %d series; want 2000, 1000", len(b.Samples), len(b.Series))
+	}
+	b = rows.Batch{}
+	c.Add(upd(100_000, flow(3), uintv(7)), &b)
+	if len(b.Samples) != 1 || b.Samples[0].Int != 7 {
+		t.Errorf("the flow created again stored %+v, want its first value", b.Samples)
 	}
 }

@@ -117,12 +117,12 @@ func TestMechanismNames(t *testing.T) {
 					}
 				}
 			case "long-haul-cnp:defaults":
-				if c.Mechanism.LongHaulCNP != scenario.DefaultLongHaulCNP() {
-					t.Errorf("defaults not applied: %+v", c.Mechanism.LongHaulCNP)
+				if c.Mechanism.LongHaulCNP() != scenario.DefaultLongHaulCNP() {
+					t.Errorf("defaults not applied: %+v", c.Mechanism.LongHaulCNP())
 				}
 			case "long-haul-cnp:icmpv6":
-				if c.Mechanism.LongHaulCNP.Format != "icmpv6" {
-					t.Errorf("format %q", c.Mechanism.LongHaulCNP.Format)
+				if c.Mechanism.LongHaulCNP().Format != "icmpv6" {
+					t.Errorf("format %q", c.Mechanism.LongHaulCNP().Format)
 				}
 			}
 		})

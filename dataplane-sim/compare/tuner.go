@@ -113,7 +113,7 @@ func gridName(alpha float64, vg scenario.Rate) string {
 func withTuner(sc *scenario.Scenario) *scenario.Scenario {
 	c := *sc
 	d := scenario.DefaultLongHaulCNP()
-	c.Mechanism.LongHaulCNP.Alpha, c.Mechanism.LongHaulCNP.VGrowth = d.Alpha, d.VGrowth
+	c.Mechanism = withLongHaul(c.Mechanism, d.Alpha, d.VGrowth)
 	if c.Tuner == nil {
 		c.Tuner = &scenario.Tuner{}
 	}
@@ -124,10 +124,19 @@ func withTuner(sc *scenario.Scenario) *scenario.Scenario {
 // params, and no tuner.
 func withStatic(sc *scenario.Scenario, alpha float64, vg scenario.Rate) *scenario.Scenario {
 	c := *sc
-	c.Mechanism.LongHaulCNP.Alpha = alpha
-	c.Mechanism.LongHaulCNP.VGrowth = vg
+	c.Mechanism = withLongHaul(c.Mechanism, alpha, vg)
 	c.Tuner = nil
 	return &c
+}
+
+// withLongHaul returns m with alpha and V_growth set when it is a
+// long-haul-cnp block; another kind's params are not Long-haul CNP's.
+func withLongHaul(m scenario.Mechanism, alpha float64, vg scenario.Rate) scenario.Mechanism {
+	if p, ok := m.Params.(scenario.LongHaulCNP); ok {
+		p.Alpha, p.VGrowth = alpha, vg
+		m.Params = p
+	}
+	return m
 }
 
 // GridRun is one static setting's run.

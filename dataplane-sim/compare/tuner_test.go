@@ -89,11 +89,11 @@ func TestTunerMechanismNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := scenario.DefaultLongHaulCNP()
-	if c.Tuner == nil || c.Mechanism.LongHaulCNP.Alpha != d.Alpha || c.Mechanism.LongHaulCNP.VGrowth != d.VGrowth {
+	if c.Tuner == nil || c.Mechanism.LongHaulCNP().Alpha != d.Alpha || c.Mechanism.LongHaulCNP().VGrowth != d.VGrowth {
 		t.Errorf("tuned scenario: tuner %v, alpha %v, v_growth %v; want a tuner from the draft's alpha and V_growth",
-			c.Tuner, c.Mechanism.LongHaulCNP.Alpha, c.Mechanism.LongHaulCNP.VGrowth)
+			c.Tuner, c.Mechanism.LongHaulCNP().Alpha, c.Mechanism.LongHaulCNP().VGrowth)
 	}
-	if c.Mechanism.LongHaulCNP.CNPInterval != sc.Mechanism.LongHaulCNP.CNPInterval {
+	if c.Mechanism.LongHaulCNP().CNPInterval != sc.Mechanism.LongHaulCNP().CNPInterval {
 		t.Error("the file's other params were not kept")
 	}
 	if sc.Tuner != nil {

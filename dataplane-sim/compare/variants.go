@@ -125,18 +125,9 @@ func applyNodal(kind scenario.MechanismKind, edit func(*scenario.Mechanism)) fun
 			return nil, "", err
 		}
 		c := *sc
-		m := scenario.Mechanism{Kind: kind, Nodes: ns}
-		switch kind {
-		case scenario.MechanismFastCNP:
-			m.FastCNP = scenario.DefaultFastCNP()
-		case scenario.MechanismSwitchCNP:
-			m.SwitchCNP = scenario.DefaultSwitchCNP()
-		case scenario.MechanismFCN:
-			m.FCN = scenario.DefaultFCN()
-			m.FCN.Ingress = ns[:1]
-		case scenario.MechanismRateAdvice:
-			m.RateAdvice = scenario.DefaultRateAdvice()
-		}
+		// The kind's defaults on these nodes (fcn: the first is the
+		// ingress PE).
+		m := scenario.Mechanism{Kind: kind, Nodes: ns, Params: scenario.DefaultParams(kind, ns)}
 		if edit != nil {
 			edit(&m)
 		}
@@ -152,14 +143,14 @@ func applyLongHaul(format string, defaults bool) func(context.Context, *scenario
 			return nil, "", err
 		}
 		c := *sc
-		p := sc.Mechanism.LongHaulCNP
+		p := sc.Mechanism.LongHaulCNP()
 		if sc.Mechanism.Kind != scenario.MechanismLongHaulCNP || defaults {
 			p = scenario.DefaultLongHaulCNP()
 		}
 		if format != "" {
 			p.Format = format
 		}
-		c.Mechanism = scenario.Mechanism{Kind: scenario.MechanismLongHaulCNP, Nodes: ns, LongHaulCNP: p}
+		c.Mechanism = scenario.Mechanism{Kind: scenario.MechanismLongHaulCNP, Nodes: ns, Params: p}
 		return &c, "", nil
 	}
 }

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -77,5 +80,85 @@ func TestSetEpochWhileRunning(t *testing.T) {
 	s.Stop()
 	if err := <-done; err != ErrStopped {
 		t.Fatalf("RunRealtime = %v, want ErrStopped", err)
+	}
+}
+
+// TestLagWhileDoInterrupts: a model far slower than its speed (a chain of
+// events a simulated millisecond apart, paced at a million times real
+// time) falls further behind the longer it runs. A goroutine that keeps
+// calling Do, as a switch's publisher does, interrupts its bursts; Lag
+// must still follow the shortfall as it grows, not stay at what the last
+// whole burst left (0, or an old figure).
+func TestLagWhileDoInterrupts(t *testing.T) {
+	s := New()
+	running := make(chan struct{})
+	var n atomic.Int64
+	var tick func()
+	tick = func() {
+		if n.Add(1) == 10_000 {
+			close(running)
+		}
+		s.AtFunc(s.Now()+Millisecond, tick)
+	}
+	s.AtFunc(0, tick)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.RunRealtime(ctx, 1e6, Never) }()
+	<-running
+	var first, last Time
+	for range 200 {
+		// Let the engine run a little between two Dos, as a publisher
+		// every few milliseconds does, so that it is a burst that Do
+		// interrupts.
+		for seen := n.Load(); n.Load() < seen+100; {
+			runtime.Gosched()
+		}
+		s.Do(func() {})
+		if first == 0 {
+			first = s.Lag()
+		}
+		last = s.Lag()
+	}
+	cancel()
+	<-done
+	if first <= 0 || last <= first {
+		t.Fatalf("Lag() went from %v to %v over 200 interrupted bursts of a model paced at 1e6× real time, want > 0 and growing", first, last)
+	}
+}
+
+// TestCancelStopsABurst: a model that has fallen far behind is in one long
+// burst of due events; cancelling the context ends RunRealtime within
+// moments, with the context's error, not when the burst is done.
+func TestCancelStopsABurst(t *testing.T) {
+	s := New()
+	ctx, cancel := context.WithCancel(context.Background())
+	n, chain := 0, true
+	var tick func()
+	tick = func() {
+		if n++; n == 1000 {
+			cancel()
+		}
+		if chain {
+			s.AtFunc(s.Now()+Nanosecond, tick)
+		}
+	}
+	s.AtFunc(0, tick)
+	// At 1e9× real time every event is due long before the loop looks at
+	// the wall clock again: the burst would last as long as the chain.
+	err := s.RunRealtime(ctx, 1e9, Never)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunRealtime = %v, want context.Canceled", err)
+	}
+	// Stop is called from the context's own goroutine, so how many
+	// events run before it is the scheduler's; a burst left to end by
+	// itself would run the chain's 10^9 events.
+	if n > 1_000_000 {
+		t.Errorf("%d events ran after the cancel, want the burst cut short", n-1000)
+	}
+	// The next run is not stopped by the last one's cancel.
+	chain = false
+	s.AtFunc(s.Now()+Second, func() {})
+	if err := s.RunRealtime(context.Background(), 1e9, s.Now()+Second); err != nil {
+		t.Fatalf("second RunRealtime = %v, want nil", err)
 	}
 }

@@ -245,6 +245,10 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 		return errors.New("engine: realtime speed must be positive")
 	}
 	defer s.stop.Store(false)
+	// A context that ends stops a burst too, within 64 events: a model
+	// that has fallen behind can spend seconds in one burst, and waiting
+	// for it kept a cancelled fabric from ending (seen at speed 2).
+	defer context.AfterFunc(ctx, s.Stop)()
 	s.mu.Lock()
 	s.rtActive = true
 	s.rtSpeed = speed
@@ -275,12 +279,20 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 		}
 		yielded := s.runLocked(target)
 		if yielded {
+			// A burst cut short by Do still says how far behind it is:
+			// a model that falls behind is the one whose bursts Do
+			// interrupts (a switch's publisher), and reading Lag only
+			// after a whole burst left it at 0 exactly then.
+			s.noteLagLocked(time.Now())
 			s.mu.Unlock()
 			s.waitDo()
 			continue
 		}
 		if s.stop.Load() {
 			s.mu.Unlock()
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			return ErrStopped
 		}
 		if s.now < target {
@@ -294,14 +306,8 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 		if next > until {
 			next = until
 		}
-		// Lag: how far behind the wall clock we are (0 when keeping up).
 		wallNow := time.Now()
-		paced := s.pacedNow(wallNow)
-		if lag := paced - s.now; lag > 0 && len(s.q.keys) > 0 && s.q.keys[0].at <= paced {
-			s.lagNanos.Store(int64(lag))
-		} else {
-			s.lagNanos.Store(0)
-		}
+		s.noteLagLocked(wallNow)
 		wait := s.wallUntil(next, wallNow)
 		s.mu.Unlock()
 
@@ -321,6 +327,18 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 			default:
 			}
 		}
+	}
+}
+
+// noteLagLocked records how far simulated time trails the wall clock at
+// wallNow: the paced time minus Now while an event is already due, else 0
+// (an engine waiting for its next event keeps up). s.mu is held.
+func (s *Sim) noteLagLocked(wallNow time.Time) {
+	paced := s.pacedNow(wallNow)
+	if lag := paced - s.now; lag > 0 && len(s.q.keys) > 0 && s.q.keys[0].at <= paced {
+		s.lagNanos.Store(int64(lag))
+	} else {
+		s.lagNanos.Store(0)
 	}
 }
 
@@ -417,7 +435,8 @@ func (s *Sim) wallUntil(t Time, wallNow time.Time) time.Duration {
 }
 
 // Lag reports how far simulated time trailed the wall-clock target at the
-// last pacing step of RunRealtime (0 when the model keeps up).
+// last pacing step of RunRealtime, a whole burst of due events or one that
+// Do interrupted (0 when the model keeps up).
 func (s *Sim) Lag() Time { return Time(s.lagNanos.Load()) }
 
 // Do runs f on the model, between events, and returns when f has returned.

@@ -4,11 +4,7 @@ package scenario
 // fastcnp on the congestion-aware switches and the RNICs): defaults and
 // reader.
 
-import (
-	"time"
-
-	"go.yaml.in/yaml/v3"
-)
+import "time"
 
 // DefaultFastCNP returns the fast-cnp defaults (docs/scenarios.md): the
 // package's (fastcnp.DefaultConfig, TestParamDefaultsAreTheNodes) but a
@@ -21,42 +17,34 @@ func DefaultFastCNP() FastCNP {
 	}
 }
 
+func init() { RegisterMechanism(MechanismSpec{Kind: MechanismFastCNP, Params: fastCNPParams}) }
+
 // fastCNPParams reads the typed parameters of fast-cnp.
-func (l *loader) fastCNPParams(n *yaml.Node, path string, p *FastCNP) {
-	if n == nil {
-		return
+func fastCNPParams(b ParamsBlock) any {
+	p := DefaultFastCNP()
+	if !b.Keys("k_max", "k_min", "p_max", "cnp_interval", "port_cnp_rate", "port_cnp_burst",
+		"max_flows", "ioam", "capable_senders", "mark_unknown", "rnic", "dscp", "flow_aging") {
+		return p
 	}
-	o := l.d.object(n, path, "k_max", "k_min", "p_max", "cnp_interval", "port_cnp_rate", "port_cnp_burst",
-		"max_flows", "ioam", "capable_senders", "mark_unknown", "rnic", "dscp", "flow_aging")
-	if o == nil {
-		return
-	}
-	o.setSize("k_max", &p.KMax, true)
-	o.setSize("k_min", &p.KMin, false)
-	o.setFloat("p_max", &p.PMax, 0, 1)
-	o.setDuration("cnp_interval", &p.CNPInterval, true)
-	o.setInt("port_cnp_rate", &p.PortCNPRate, 1, 1e9)
-	o.setInt("port_cnp_burst", &p.PortCNPBurst, 1, 1e6)
-	o.setInt("max_flows", &p.MaxFlows, 1, 1024)
-	o.setBool("ioam", &p.IOAM)
-	o.setBool("mark_unknown", &p.MarkUnknown)
-	o.setBool("rnic", &p.RNIC)
-	o.setInt("dscp", &p.DSCP, 0, 63)
-	o.setDuration("flow_aging", &p.FlowAging, true)
-	if cn := o.get("capable_senders"); cn != nil {
-		if s, ok := l.d.scalar(cn, o.field("capable_senders")); ok {
-			if s != "all" && s != "none" {
-				l.d.errAt(cn, o.field("capable_senders"), "unknown value %q (want all or none)", s)
-			} else {
-				p.CapableSenders = s
-			}
-		}
-	}
+	b.Size("k_max", &p.KMax, true)
+	b.Size("k_min", &p.KMin, false)
+	b.Float("p_max", &p.PMax, 0, 1)
+	b.Duration("cnp_interval", &p.CNPInterval, true)
+	b.Int("port_cnp_rate", &p.PortCNPRate, 1, 1e9)
+	b.Int("port_cnp_burst", &p.PortCNPBurst, 1, 1e6)
+	b.Int("max_flows", &p.MaxFlows, 1, 1024)
+	b.Bool("ioam", &p.IOAM)
+	b.Bool("mark_unknown", &p.MarkUnknown)
+	b.Bool("rnic", &p.RNIC)
+	b.Int("dscp", &p.DSCP, 0, 63)
+	b.Duration("flow_aging", &p.FlowAging, true)
+	b.OneOf("capable_senders", &p.CapableSenders, "value", "all", "none")
 	if p.KMin >= p.KMax {
-		at, field := o.get("k_min"), o.field("k_min")
-		if at == nil {
-			at, field = o.get("k_max"), o.field("k_max")
+		key := "k_min"
+		if !b.Has(key) {
+			key = "k_max"
 		}
-		l.d.errAt(at, field, "k_min %v must be below k_max %v", p.KMin, p.KMax)
+		b.Errorf(key, "k_min %v must be below k_max %v", p.KMin, p.KMax)
 	}
+	return p
 }

@@ -4,10 +4,9 @@ package scenario
 // ingress and transit PEs): defaults and reader.
 
 import (
+	"fmt"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // DefaultFCN returns the fcn defaults (fcn.DefaultConfig,
@@ -17,39 +16,34 @@ func DefaultFCN() FCN {
 	return FCN{KMax: 100 * KB, CNPInterval: 50 * time.Microsecond, Aging: 60 * time.Second, MaxMappings: 65536}
 }
 
+func init() { RegisterMechanism(MechanismSpec{Kind: MechanismFCN, Params: fcnParams}) }
+
 // fcnParams reads the typed parameters of fcn; ingress must name nodes of
 // the block.
-func (l *loader) fcnParams(n *yaml.Node, path string, p *FCN, nodes []string) {
+func fcnParams(b ParamsBlock) any {
+	p := DefaultFCN()
+	nodes := b.Nodes()
 	if len(nodes) > 0 {
 		p.Ingress = []string{nodes[0]}
 	}
-	if n == nil {
-		return
+	if !b.Keys("ingress", "k_max", "cnp_interval", "aging", "max_mappings") {
+		return p
 	}
-	o := l.d.object(n, path, "ingress", "k_max", "cnp_interval", "aging", "max_mappings")
-	if o == nil {
-		return
-	}
-	o.setSize("k_max", &p.KMax, true)
-	o.setDuration("cnp_interval", &p.CNPInterval, true)
-	o.setDuration("aging", &p.Aging, true)
-	o.setInt("max_mappings", &p.MaxMappings, 1, 1<<20-1)
-	if in := o.get("ingress"); in != nil {
-		p.Ingress = nil
-		for i, x := range l.d.list(in, o.field("ingress")) {
-			field := index(o.field("ingress"), i)
-			name, ok := l.d.scalar(x, field)
-			if !ok {
-				continue
-			}
+	b.Size("k_max", &p.KMax, true)
+	b.Duration("cnp_interval", &p.CNPInterval, true)
+	b.Duration("aging", &p.Aging, true)
+	b.Int("max_mappings", &p.MaxMappings, 1, 1<<20-1)
+	if b.Has("ingress") {
+		var items int
+		p.Ingress, items = b.Strings("ingress", func(name string) error {
 			if !contains(nodes, name) {
-				l.d.errAt(x, field, "%s is not one of the block's nodes (%s)", name, strings.Join(nodes, ", "))
-				continue
+				return fmt.Errorf("%s is not one of the block's nodes (%s)", name, strings.Join(nodes, ", "))
 			}
-			p.Ingress = append(p.Ingress, name)
-		}
-		if len(in.Content) == 0 {
-			l.d.errAt(in, o.field("ingress"), "no ingress PE")
+			return nil
+		})
+		if items == 0 {
+			b.Errorf("ingress", "no ingress PE")
 		}
 	}
+	return p
 }

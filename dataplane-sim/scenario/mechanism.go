@@ -2,9 +2,11 @@ package scenario
 
 // The mechanism block: the mechanism under test, the switches it runs on
 // and its params, and the node mechanisms added beside it (with), placed
-// so that no node runs two that cannot coexist (CanCoexist). Each kind's
-// typed params, with their defaults, are read in a file of its own:
-// longhaulcnp.go, fastcnp.go, fcn.go, switchcnp.go and rateadvice.go.
+// so that no node runs two that cannot coexist (CanCoexist). Each kind is
+// looked up among the registered ones (registry.go), whose reader returns
+// its typed params with their defaults: longhaulcnp.go, fastcnp.go,
+// fcn.go, switchcnp.go and rateadvice.go here, any other kind in its own
+// package.
 
 import (
 	"fmt"
@@ -50,7 +52,7 @@ func (l *loader) mechanism(n *yaml.Node) {
 		if !ok {
 			continue
 		}
-		if w.Kind == MechanismDCQCN || w.Kind == MechanismNone {
+		if mechanisms[w.Kind].Nodeless {
 			l.d.errAt(x, join(path, "kind"), "%s is not a node mechanism (mechanism.with adds congestion-aware nodes)", w.Kind)
 			continue
 		}
@@ -71,21 +73,34 @@ func nodeAt(list *yaml.Node, i int) *yaml.Node {
 	return list
 }
 
-// CanCoexist reports whether mechanisms a and b can run on one node. Rate
-// Advice sets a ceiling that a CNP still cuts below, so it runs beside any
-// notification mechanism; two notification mechanisms (Long-haul CNP,
-// Fast CNP, FCN) on one node would each notify the sender of the same
-// congestion, cutting it twice per event, and both would own the port's
-// ECN marking and its observer.
+// The kinds at the hosts only: DCQCN alone (the baseline every other
+// kind adds to) and none (no rate control at all). Neither takes params.
+func init() {
+	RegisterMechanism(MechanismSpec{Kind: MechanismNone, Nodeless: true})
+	RegisterMechanism(MechanismSpec{Kind: MechanismDCQCN, Nodeless: true})
+}
+
+// CanCoexist reports whether mechanisms a and b can run on one node. A
+// kind that runs beside the others (Rate Advice: it sets a ceiling that a
+// CNP still cuts below) runs beside any notification mechanism; two
+// notification mechanisms (Long-haul CNP, Fast CNP, FCN) on one node would
+// each notify the sender of the same congestion, cutting it twice per
+// event, and both would own the port's ECN marking and its observer.
 func CanCoexist(a, b MechanismKind) bool {
-	return a != b && (a == MechanismRateAdvice || b == MechanismRateAdvice)
+	return a != b && (mechanisms[a].Beside || mechanisms[b].Beside)
 }
 
 func coexistReason(a, b MechanismKind) string {
 	if a == b {
 		return fmt.Sprintf("%s is listed twice on the node", a)
 	}
-	return fmt.Sprintf("%s and %s cannot both run on one node: each would notify the sender of the same congestion (two cuts per event) and both would drive the port's ECN marking; only rate-advice coexists with a notification mechanism", a, b)
+	var beside []string
+	for _, k := range MechanismKinds() {
+		if mechanisms[k].Beside {
+			beside = append(beside, string(k))
+		}
+	}
+	return fmt.Sprintf("%s and %s cannot both run on one node: each would notify the sender of the same congestion (two cuts per event) and both would drive the port's ECN marking; only %s coexists with a notification mechanism", a, b, strings.Join(beside, ", "))
 }
 
 // mechanismBlock reads one mechanism block (kind, nodes, params and, at
@@ -109,16 +124,17 @@ func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism,
 		return Mechanism{}, nil, false
 	}
 	kind := MechanismKind(k)
-	if !contains(mechanismKinds, kind) {
-		names := make([]string, len(mechanismKinds))
-		for i, m := range mechanismKinds {
-			names[i] = string(m)
+	spec, ok := mechanisms[kind]
+	if !ok {
+		var names []string
+		for _, m := range MechanismKinds() {
+			names = append(names, string(m))
 		}
 		d.errAt(kn, join(path, "kind"), "unknown mechanism %q (want one of: %s)", k, strings.Join(names, ", "))
 		return Mechanism{}, nil, false
 	}
 	m := Mechanism{Kind: kind}
-	nodal := kind != MechanismDCQCN && kind != MechanismNone
+	nodal := !spec.Nodeless
 	nn := o.get("nodes")
 	switch {
 	case nodal && nn == nil:
@@ -149,41 +165,23 @@ func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism,
 	}
 	pn := o.get("params")
 	pp := join(path, "params")
-	switch kind {
-	case MechanismLongHaulCNP:
-		m.LongHaulCNP = DefaultLongHaulCNP()
-		l.longHaulParams(pn, pp, &m.LongHaulCNP)
-	case MechanismFastCNP:
-		m.FastCNP = DefaultFastCNP()
-		l.fastCNPParams(pn, pp, &m.FastCNP)
-	case MechanismRateAdvice:
-		m.RateAdvice = DefaultRateAdvice()
-		l.rateAdviceParams(pn, pp, &m.RateAdvice)
-	case MechanismSwitchCNP:
-		m.SwitchCNP = DefaultSwitchCNP()
-		l.switchCNPParams(pn, pp, &m.SwitchCNP)
-	case MechanismFCN:
-		m.FCN = DefaultFCN()
-		l.fcnParams(pn, pp, &m.FCN, m.Nodes)
-	default:
-		if pn == nil {
-			return m, o, true
-		}
-		po := d.object(pn, pp, nil...)
-		if po == nil {
-			return m, o, true
-		}
-		m.Params = map[string]string{}
+	if spec.Params != nil {
+		m.Params = spec.Params(&paramsBlock{d: d, n: resolve(pn), path: pp, nodes: m.Nodes})
+		return m, o, true
+	}
+	if po := d.object(pn, pp, nil...); po != nil {
+		given := 0
 		for i := 0; i+1 < len(po.node.Content); i += 2 {
-			k, v := po.node.Content[i], resolve(po.node.Content[i+1])
-			if s, ok := d.scalar(v, join(pp, k.Value)); ok {
-				m.Params[k.Value] = s
+			if _, ok := d.scalar(resolve(po.node.Content[i+1]), join(pp, po.node.Content[i].Value)); ok {
+				given++
 			}
 		}
-		if kind == MechanismDCQCN || kind == MechanismNone {
-			if len(m.Params) > 0 {
-				d.errAt(pn, pp, "%s takes no params (DCQCN is tuned in the top-level dcqcn block)", kind)
+		if given > 0 {
+			hint := ""
+			if spec.Nodeless {
+				hint = " (DCQCN is tuned in the top-level dcqcn block)"
 			}
+			d.errAt(pn, pp, "%s takes no params%s", kind, hint)
 		}
 	}
 	return m, o, true

@@ -166,7 +166,7 @@ func TestGood(t *testing.T) {
 	}
 	wantFC := DefaultFastCNP()
 	wantFC.KMax, wantFC.CNPInterval, wantFC.CapableSenders = 50*KB, 2*time.Microsecond, "none"
-	if diff := cmp.Diff(wantFC, sc.Mechanism.FastCNP); diff != "" {
+	if diff := cmp.Diff(wantFC, sc.Mechanism.FastCNP()); diff != "" {
 		t.Errorf("fast-cnp params (-want, +got):\n%s", diff)
 	}
 	lk, ok := sc.Link("core")
@@ -270,7 +270,7 @@ func TestSection7(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := sc.Mechanism.LongHaulCNP
+	p := sc.Mechanism.LongHaulCNP()
 	if sc.Mechanism.Kind != MechanismLongHaulCNP || p.KBase != 64*KB || p.Alpha != 1.0 || p.RTTEst != 0 {
 		t.Errorf("mechanism = %+v", sc.Mechanism)
 	}

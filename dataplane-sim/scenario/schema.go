@@ -134,7 +134,8 @@ type PFC struct {
 // MechanismKind names the congestion-notification mechanism under test.
 type MechanismKind string
 
-// The mechanisms a scenario can select.
+// The mechanisms of this package (registry.go); a kind of another
+// package registers its own name.
 const (
 	MechanismNone        MechanismKind = "none"
 	MechanismDCQCN       MechanismKind = "dcqcn"
@@ -147,11 +148,6 @@ const (
 	MechanismSwitchCNP MechanismKind = "switch-cnp"
 )
 
-var mechanismKinds = []MechanismKind{
-	MechanismNone, MechanismDCQCN, MechanismLongHaulCNP, MechanismFastCNP, MechanismFCN, MechanismRateAdvice,
-	MechanismSwitchCNP,
-}
-
 // Mechanism is the mechanism under test. DCQCN at the end hosts is always
 // present except with kind none; the other kinds add congestion-aware
 // intermediate nodes (Nodes) on top of it.
@@ -159,28 +155,42 @@ type Mechanism struct {
 	Kind MechanismKind
 	// Nodes are the congestion-aware switches; empty for dcqcn and none.
 	Nodes []string
-	// LongHaulCNP holds the parameters of kind long-haul-cnp (defaults
-	// filled in); zero for other kinds.
-	LongHaulCNP LongHaulCNP
-	// FastCNP holds the parameters of kind fast-cnp (defaults filled in).
-	FastCNP FastCNP
-	// RateAdvice holds the parameters of kind rate-advice (defaults
-	// filled in).
-	RateAdvice RateAdvice
-	// SwitchCNP holds the parameters of kind switch-cnp (defaults filled
-	// in).
-	SwitchCNP SwitchCNP
-	// FCN holds the parameters of kind fcn (defaults filled in).
-	FCN FCN
-	// Params holds the params block of kinds dcqcn and none as written
-	// (scalar text by key); neither takes any, so the loader refuses a
-	// non-empty one.
-	Params map[string]string
+	// Params are the kind's params as its reader returned them (defaults
+	// filled in): a LongHaulCNP for long-haul-cnp, a FastCNP for fast-cnp,
+	// ..., a value of its own package's type for a kind registered
+	// elsewhere; nil for a kind without params (dcqcn, none). A value, not
+	// a pointer, so that a copy of a Mechanism is a copy of its params.
+	Params any
 	// With are further mechanisms on the same network (mechanism.with),
 	// each with its own nodes; two blocks share a node only when their
 	// kinds can coexist there (CanCoexist). Only the top block has With.
 	With []Mechanism
 }
+
+// ParamsOf returns m's params as the kind's type P, or the zero P when m
+// is of another kind.
+func ParamsOf[P any](m Mechanism) P {
+	p, _ := m.Params.(P)
+	return p
+}
+
+// LongHaulCNP returns the params of a long-haul-cnp block (zero for
+// another kind).
+func (m Mechanism) LongHaulCNP() LongHaulCNP { return ParamsOf[LongHaulCNP](m) }
+
+// FastCNP returns the params of a fast-cnp block (zero for another kind).
+func (m Mechanism) FastCNP() FastCNP { return ParamsOf[FastCNP](m) }
+
+// RateAdvice returns the params of a rate-advice block (zero for another
+// kind).
+func (m Mechanism) RateAdvice() RateAdvice { return ParamsOf[RateAdvice](m) }
+
+// SwitchCNP returns the params of a switch-cnp block (zero for another
+// kind).
+func (m Mechanism) SwitchCNP() SwitchCNP { return ParamsOf[SwitchCNP](m) }
+
+// FCN returns the params of an fcn block (zero for another kind).
+func (m Mechanism) FCN() FCN { return ParamsOf[FCN](m) }
 
 // FCN are the parameters of FCN over WAN tunnels.
 type FCN struct {

@@ -3,11 +3,7 @@ package scenario
 // The params of switch-cnp (the Data Center Fast CNP white paper's
 // practice, run by package switchcnp): defaults and reader.
 
-import (
-	"time"
-
-	"go.yaml.in/yaml/v3"
-)
+import "time"
 
 // DefaultSwitchCNP returns the switch-cnp defaults: the package's
 // (switchcnp.DefaultConfig, TestParamDefaultsAreTheNodes) but a
@@ -17,19 +13,19 @@ func DefaultSwitchCNP() SwitchCNP {
 		FlowAging: time.Second, MaxEntries: 65536}
 }
 
+func init() { RegisterMechanism(MechanismSpec{Kind: MechanismSwitchCNP, Params: switchCNPParams}) }
+
 // switchCNPParams reads the typed parameters of switch-cnp.
-func (l *loader) switchCNPParams(n *yaml.Node, path string, p *SwitchCNP) {
-	if n == nil {
-		return
+func switchCNPParams(b ParamsBlock) any {
+	p := DefaultSwitchCNP()
+	if !b.Keys("dscp", "delay_threshold", "buffer_share", "cnp_interval", "flow_aging", "max_entries") {
+		return p
 	}
-	o := l.d.object(n, path, "dscp", "delay_threshold", "buffer_share", "cnp_interval", "flow_aging", "max_entries")
-	if o == nil {
-		return
-	}
-	o.setInt("dscp", &p.DSCP, 0, 63)
-	o.setDuration("delay_threshold", &p.DelayThreshold, true)
-	o.setInt("buffer_share", &p.BufferShare, 1, 100)
-	o.setDuration("cnp_interval", &p.CNPInterval, true)
-	o.setDuration("flow_aging", &p.FlowAging, true)
-	o.setInt("max_entries", &p.MaxEntries, 1, 1<<24)
+	b.Int("dscp", &p.DSCP, 0, 63)
+	b.Duration("delay_threshold", &p.DelayThreshold, true)
+	b.Int("buffer_share", &p.BufferShare, 1, 100)
+	b.Duration("cnp_interval", &p.CNPInterval, true)
+	b.Duration("flow_aging", &p.FlowAging, true)
+	b.Int("max_entries", &p.MaxEntries, 1, 1<<24)
+	return p
 }

@@ -11,19 +11,7 @@ import (
 // same node (a CNP still cuts below the advice), and every block's nodes
 // are congestion-aware.
 func TestWithCoexists(t *testing.T) {
-	sc, err := Parse("with.yaml", []byte(`name: with
-duration: 1ms
-sample_interval: 10us
-topology:
-  hosts: [{name: h1}, {name: h2}]
-  switches: [{name: s1}, {name: s2}, {name: s3}]
-  links:
-    - {a: h1, b: s1, rate: 10Gbps, delay: 1us}
-    - {a: s1, b: s2, rate: 10Gbps, delay: 1ms}
-    - {a: s2, b: s3, rate: 10Gbps, delay: 1us}
-    - {a: s3, b: h2, rate: 10Gbps, delay: 1us}
-mechanism:
-  kind: long-haul-cnp
+	sc, err := Parse("with.yaml", []byte(threeSwitches+`  kind: long-haul-cnp
   nodes: [s1]
   with:
     - {kind: rate-advice, nodes: [s1, s3]}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/build"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
@@ -56,7 +57,8 @@ func (r *runner) build() error {
 	}
 
 	// The mechanism, then the events, in time order (ties: file order).
-	r.env = &Env{Scenario: sc, Sim: r.sim, Net: r.net, r: r}
+	r.rt = &runEnv{r: r}
+	r.env = install.NewEnv(sc, r.sim, r.net, r.rt)
 	var aware []*netsim.Switch
 	for _, s := range sc.Switches {
 		if s.CongestionAware {
@@ -65,7 +67,7 @@ func (r *runner) build() error {
 	}
 	blocks := append([]scenario.Mechanism{sc.Mechanism}, sc.Mechanism.With...)
 	for i, blk := range blocks {
-		m, ok := r.opts.mechanisms[blk.Kind]
+		m, ok := r.opts.mechanismFor(blk.Kind)
 		if !ok {
 			return fmt.Errorf("sim: mechanism %s: %w", blk.Kind, ErrNoModel)
 		}

@@ -24,7 +24,7 @@ func TestFlowPathsMatchModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.Mechanism = scenario.Mechanism{Kind: scenario.MechanismDCQCN}
-	r := newRunner(sc, options{duration: sc.Duration, mechanisms: defaultMechanisms()})
+	r := newRunner(sc, options{duration: sc.Duration})
 	if err := r.build(); err != nil {
 		t.Fatal(err)
 	}

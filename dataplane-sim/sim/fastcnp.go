@@ -6,6 +6,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
@@ -36,12 +37,14 @@ func FastCNPConfig(p scenario.FastCNP, hosts []netip.Addr) fastcnp.Config {
 	return c
 }
 
+func init() { install.RegisterInstaller(scenario.MechanismFastCNP, installFastCNP) }
+
 // installFastCNP attaches a Fast CNP node (package fastcnp) to every
 // switch of the block and a Fast CNP receiver to every host, trusting the
 // nodes' addresses (the access list of §5); with rnic false the hosts
 // discard Fast CNPs. Notifications count as sent_fast-cnp.
 func installFastCNP(env *Env) error {
-	p := env.Mech.FastCNP
+	p := env.Mech.FastCNP()
 	var hosts []netip.Addr
 	for _, h := range env.Net.Hosts() {
 		if a := h.Addr(); a.IsValid() {
@@ -57,15 +60,13 @@ func installFastCNP(env *Env) error {
 			if ev.Kind == lhcnp.EventCNPSent {
 				env.Count(name, "fast-cnp", 1)
 			}
-			if env.meter != nil {
-				env.meter.longHaulEvent(&ev)
-			}
+			env.NodeEvent(&ev)
 		}
 		n, err := fastcnp.Attach(env.Net, sw, cfg, lhcnp.WithEvents(onEvent))
 		if err != nil {
 			return err
 		}
-		env.tapSwitch(sw, n)
+		env.TapSwitch(sw, n)
 		fns = append(fns, fastcnp.FunctionOf(n))
 		if a := sw.Addr(); a.IsValid() {
 			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
@@ -78,17 +79,13 @@ func installFastCNP(env *Env) error {
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name(), err)
 		}
-		env.tapHost(h, rv)
+		env.TapHost(h, rv)
 		recvs = append(recvs, rv)
-		if env.meter != nil {
-			env.meter.classify[h] = rv.SenderQP
-		}
+		env.Classify(h, rv.SenderQP)
 	}
-	if env.meter != nil {
-		env.meter.signal = "fast-cnp"
-	}
-	env.countFunctions(fns)
-	counts := env.mechCounters()
-	env.onSummary(func(*report.Input) { fastcnp.AddReceiverCounters(counts, recvs) })
+	env.Signal("fast-cnp", false)
+	env.CountFunctions(fns)
+	counts := env.Counters()
+	env.OnSummary(func(*report.Input) { fastcnp.AddReceiverCounters(counts, recvs) })
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
@@ -24,6 +25,8 @@ func FCNConfig(p scenario.FCN) fcn.Config {
 	return c
 }
 
+func init() { install.RegisterInstaller(scenario.MechanismFCN, installFCN) }
+
 // installFCN attaches an ingress PE (package fcn) to the block's ingress
 // nodes, its tunnel being its ports towards the block's other nodes, and
 // a transit node to the others. The hosts need nothing new (standard
@@ -31,7 +34,7 @@ func FCNConfig(p scenario.FCN) fcn.Config {
 // sent_fcn-cnp (standard CNPs from the PEs); the meter times a sender's
 // cut from the moment the transit node (or the congested PE) reported.
 func installFCN(env *Env) error {
-	p := env.Mech.FCN
+	p := env.Mech.FCN()
 	cfg := FCNConfig(p)
 	inBlock := map[*netsim.Switch]bool{}
 	for _, sw := range env.Nodes {
@@ -43,9 +46,7 @@ func installFCN(env *Env) error {
 	}
 	var fns []mechanism.Function
 	record := func(node string, k lhcnp.FlowKey) {
-		if env.meter != nil {
-			env.meter.longHaulEvent(&lhcnp.Event{Kind: lhcnp.EventCNPSent, Time: env.Sim.Now(), Node: node, Flow: k})
-		}
+		env.NodeEvent(&lhcnp.Event{Kind: lhcnp.EventCNPSent, Time: env.Sim.Now(), Node: node, Flow: k})
 	}
 	for _, sw := range env.Nodes {
 		if !slices.Contains(p.Ingress, sw.Name()) {
@@ -69,7 +70,7 @@ func installFCN(env *Env) error {
 			return err
 		}
 		pe.OnTranslated = func(lhcnp.FlowKey) { env.Count(name, "fcn-cnp", 1) }
-		env.tapSwitch(sw, pe)
+		env.TapSwitch(sw, pe)
 		fns = append(fns, fcn.FunctionOf(pe, nil))
 	}
 	for _, sw := range env.Nodes {
@@ -85,13 +86,10 @@ func installFCN(env *Env) error {
 			env.Count(name, "fcn", 1)
 			record(pe.Name(), k)
 		}
-		env.tapSwitch(sw, tr.Observer())
+		env.TapSwitch(sw, tr.Observer())
 		fns = append(fns, fcn.FunctionOf(nil, tr))
 	}
-	if env.meter != nil {
-		env.meter.signal = "fcn"
-		env.meter.switchCNP = true
-	}
-	env.countFunctions(fns)
+	env.Signal("fcn", true)
+	env.CountFunctions(fns)
 	return nil
 }

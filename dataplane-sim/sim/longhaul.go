@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
@@ -51,6 +52,10 @@ func WithLongHaulCNP(f func(m *LongHaulCNP, env *Env)) Option {
 	})))
 }
 
+func init() {
+	install.RegisterInstaller(scenario.MechanismLongHaulCNP, func(env *Env) error { return installLongHaulCNP(env, nil) })
+}
+
 // installLongHaulCNP attaches a Long-haul CNP node (package lhcnp) to every
 // congestion-aware switch and a reaction point to every host, configured
 // from the scenario's mechanism params (docs/scenarios.md):
@@ -74,10 +79,10 @@ func WithLongHaulCNP(f func(m *LongHaulCNP, env *Env)) Option {
 // sent_long-haul-cnp/<action> in counters.csv), with deferrals and
 // escalations, in the summary's mechanism_counters.
 func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
-	p := env.Mech.LongHaulCNP
+	p := env.Mech.LongHaulCNP()
 	m := &LongHaulCNP{ReactionPoints: map[string]*lhcnp.ReactionPoint{}}
 	keep := observe != nil
-	counts := env.mechCounters()
+	counts := env.Counters()
 
 	var trusted []netip.Prefix
 	var maxRTT engine.Time
@@ -110,9 +115,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			case lhcnp.EventFlowLearned:
 				counts["flows_learned"]++
 			}
-			if env.meter != nil {
-				env.meter.longHaulEvent(&ev)
-			}
+			env.NodeEvent(&ev)
 			if keep {
 				m.Events = append(m.Events, ev)
 			}
@@ -121,7 +124,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		if err != nil {
 			return err
 		}
-		env.tapSwitch(sw, node)
+		env.TapSwitch(sw, node)
 		m.Nodes = append(m.Nodes, node)
 	}
 
@@ -143,13 +146,11 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name(), err)
 		}
-		env.tapHost(h, rp)
+		env.TapHost(h, rp)
 		m.ReactionPoints[h.Name()] = rp
 	}
 
-	if env.meter != nil {
-		env.meter.signal = "long-haul-cnp"
-	}
+	env.Signal("long-haul-cnp", false)
 	// §5.3.2: recompute K_max when an event changes a link's RTT or rate.
 	env.OnLinkChange(func(_ *scenario.Link, a, b *netsim.Port) {
 		for i, node := range m.Nodes {
@@ -167,7 +168,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			}
 		}
 	})
-	env.onSummary(func(*report.Input) {
+	env.OnSummary(func(*report.Input) {
 		for _, rp := range m.ReactionPoints {
 			c := rp.Counters()
 			counts["rp_received"] += c.Received
@@ -195,7 +196,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			counts["not_sent"] += nc.NoAddress + nc.NoFormat + nc.NoRoute + nc.EncodeErrors
 		}
 	})
-	env.onSample(thresholdRecorder(env.r.rec.Thresholds, m.Nodes))
+	env.OnSample(thresholdRecorder(runOf(env).r.rec.Thresholds, m.Nodes))
 	if env.Scenario.Tuner != nil {
 		installTuner(env, m, *env.Scenario.Tuner)
 	}

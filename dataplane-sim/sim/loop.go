@@ -75,7 +75,7 @@ func (r *runner) sample(now engine.Time) {
 		rec.Rates.Add(t, fr.rate, rate)
 	}
 	if r.env != nil {
-		for _, f := range r.env.sampleHooks {
+		for _, f := range r.rt.sampleHooks {
 			f(now)
 		}
 	}
@@ -166,7 +166,7 @@ func (r *runner) summarize() *report.Summary {
 		}
 		in.Flows = append(in.Flows, fi)
 	}
-	r.env.finishSummary(&in)
+	r.rt.finishSummary(&in)
 	in.Warnings = slices.Clone(r.warnings)
 	return report.Summarize(in)
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
-	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
@@ -29,18 +29,34 @@ func (f MechanismFunc) Install(env *Env) error { return f(env) }
 // ErrNoModel is returned for a mechanism kind nothing implements yet.
 var ErrNoModel = errors.New("no model for this mechanism")
 
-// Env is what a Mechanism gets to work with.
-type Env struct {
-	Scenario *scenario.Scenario
-	Sim      *engine.Sim
-	Net      *netsim.Network
-	// Mech is the mechanism block being installed: the scenario's
-	// mechanism or one of its mechanism.with blocks.
-	Mech scenario.Mechanism
-	// Nodes are the congestion-aware switches of the block (its nodes),
-	// in scenario order.
-	Nodes []*netsim.Switch
+// Env is what a Mechanism gets to work with (package install's, which a
+// mechanism's own package may import).
+type Env = install.Env
 
+// The installers of the kinds whose params package scenario holds
+// register from their files here (this one: DCQCN alone, which needs
+// nothing, and none); a kind of another package registers its own with
+// install.Register.
+func init() {
+	install.RegisterInstaller(scenario.MechanismDCQCN, func(*Env) error { return nil })
+	install.RegisterInstaller(scenario.MechanismNone, installNone)
+}
+
+// mechanismFor returns the installer of kind: the one passed with
+// WithMechanism, else the registered one, metered.
+func (o *options) mechanismFor(kind scenario.MechanismKind) (Mechanism, bool) {
+	if m, ok := o.mechanisms[kind]; ok {
+		return m, true
+	}
+	if f, ok := install.Installer(kind); ok {
+		return metered(MechanismFunc(f)), true
+	}
+	return nil, false
+}
+
+// runEnv is the runner's side of the Env (install.Runner): the meter, the
+// mechanism counters and the hooks the installers registered.
+type runEnv struct {
 	r            *runner
 	meter        *meter
 	counters     map[string]int64
@@ -49,41 +65,24 @@ type Env struct {
 	sampleHooks  []func(now engine.Time)
 }
 
-// mechCounters returns the run's mechanism counters (summary.json
-// mechanism_counters), created on first use.
-func (e *Env) mechCounters() map[string]int64 {
+// runOf returns the runner side of env.
+func runOf(env *Env) *runEnv { return env.Runner().(*runEnv) }
+
+// Counters returns the run's mechanism counters, created on first use.
+func (e *runEnv) Counters() map[string]int64 {
 	if e.counters == nil {
 		e.counters = map[string]int64{}
 	}
 	return e.counters
 }
 
-// countFunctions adds the counters of fs (mechanism.Function.Counters) to
-// the run's mechanism counters at the end of the run.
-func (e *Env) countFunctions(fs []mechanism.Function) {
-	counts := e.mechCounters()
-	e.onSummary(func(*report.Input) {
-		for _, f := range fs {
-			mechanism.AddCounters(counts, f.Counters())
-		}
-	})
-}
-
-// onSummary registers f to add to the summary's input at the end of the
-// run.
-func (e *Env) onSummary(f func(*report.Input)) { e.summaryHooks = append(e.summaryHooks, f) }
-
-// onSample registers f to record series of its own at every sample, after
-// the runner's.
-func (e *Env) onSample(f func(now engine.Time)) { e.sampleHooks = append(e.sampleHooks, f) }
-
-// onWrite registers f to write a file of its own into the run's output
-// directory, after the summary.
-func (e *Env) onWrite(f func(outDir string) error) { e.writeHooks = append(e.writeHooks, f) }
+func (e *runEnv) OnSummary(f func(*report.Input))     { e.summaryHooks = append(e.summaryHooks, f) }
+func (e *runEnv) OnSample(f func(now engine.Time))    { e.sampleHooks = append(e.sampleHooks, f) }
+func (e *runEnv) OnWrite(f func(outDir string) error) { e.writeHooks = append(e.writeHooks, f) }
 
 // finishSummary runs the summary hooks; the runner calls it last before
 // summarising.
-func (e *Env) finishSummary(in *report.Input) {
+func (e *runEnv) finishSummary(in *report.Input) {
 	for _, f := range e.summaryHooks {
 		f(in)
 	}
@@ -92,37 +91,33 @@ func (e *Env) finishSummary(in *report.Input) {
 	}
 }
 
-// Count adds n notifications of kind sent by node; they appear in
-// counters.csv (counter "sent_<kind>", port "-") and in the summary's
-// notifications.
-func (e *Env) Count(node, kind string, n int64) { e.r.count(node, kind, n) }
+func (e *runEnv) Count(node, kind string, n int64) { e.r.count(node, kind, n) }
+func (e *runEnv) Warn(msg string)                  { e.r.warnings = append(e.r.warnings, msg) }
+func (e *runEnv) OnLinkChange(f func(link *scenario.Link, a, b *netsim.Port)) {
+	e.r.b.OnLinkChange(f)
+}
+func (e *runEnv) LinkPorts(name string) (a, b *netsim.Port, ok bool) { return e.r.b.LinkPorts(name) }
+func (e *runEnv) PortLink(pt *netsim.Port) (*scenario.Link, bool)    { return e.r.b.PortLink(pt) }
 
-// Warn records a caveat about the run in summary.json.
-func (e *Env) Warn(format string, args ...any) {
-	e.r.warnings = append(e.r.warnings, fmt.Sprintf(format, args...))
+// Signal names the block's notification for the meter.
+func (e *runEnv) Signal(name string, switchCNPs bool) {
+	if e.meter != nil {
+		e.meter.signal = name
+		e.meter.switchCNP = e.meter.switchCNP || switchCNPs
+	}
 }
 
-// OnLinkChange registers f to run, inside the simulation, after an event
-// changed a link's rate or delay (the Long-haul CNP node recomputes
-// K_max on an RTT change).
-func (e *Env) OnLinkChange(f func(link *scenario.Link, a, b *netsim.Port)) { e.r.b.OnLinkChange(f) }
+// NodeEvent hands a node's event to the meter.
+func (e *runEnv) NodeEvent(ev *lhcnp.Event) {
+	if e.meter != nil {
+		e.meter.longHaulEvent(ev)
+	}
+}
 
-// LinkPorts returns the two ports of the named link, in the scenario's a, b
-// order.
-func (e *Env) LinkPorts(name string) (a, b *netsim.Port, ok bool) { return e.r.b.LinkPorts(name) }
-
-// PortLink returns the scenario link a port belongs to.
-func (e *Env) PortLink(pt *netsim.Port) (*scenario.Link, bool) { return e.r.b.PortLink(pt) }
-
-func defaultMechanisms() map[scenario.MechanismKind]Mechanism {
-	return map[scenario.MechanismKind]Mechanism{
-		scenario.MechanismDCQCN:       metered(MechanismFunc(func(*Env) error { return nil })),
-		scenario.MechanismNone:        metered(MechanismFunc(installNone)),
-		scenario.MechanismLongHaulCNP: metered(MechanismFunc(func(env *Env) error { return installLongHaulCNP(env, nil) })),
-		scenario.MechanismFastCNP:     metered(MechanismFunc(installFastCNP)),
-		scenario.MechanismRateAdvice:  metered(MechanismFunc(installRateAdvice)),
-		scenario.MechanismSwitchCNP:   metered(MechanismFunc(installSwitchCNP)),
-		scenario.MechanismFCN:         metered(MechanismFunc(installFCN)),
+// Classify sets the meter's QP finder for h.
+func (e *runEnv) Classify(h *netsim.Host, f func(*netsim.Host, *netsim.Packet) *netsim.QP) {
+	if e.meter != nil {
+		e.meter.classify[h] = f
 	}
 }
 

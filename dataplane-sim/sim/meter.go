@@ -38,6 +38,7 @@ import (
 //     keeps such a port busy: 1.
 type meter struct {
 	env     *Env
+	end     engine.Time  // the run's
 	flows   []*flowMeter // by netsim.FlowID
 	byQP    map[*netsim.QP]*flowMeter
 	byKey   map[lhcnp.FlowKey]*flowMeter
@@ -96,16 +97,17 @@ type portMeter struct {
 const unset = engine.Never
 
 // metered wraps a mechanism with the meter: the meter's observers go in
-// first, the mechanism may chain them (Env.tapSwitch, Env.tapHost), and
+// first, the mechanism may chain them (Env.TapSwitch, Env.TapHost), and
 // whatever the mechanism left untouched is observed directly.
 func metered(m Mechanism) Mechanism {
 	return MechanismFunc(func(env *Env) error {
-		if env.meter != nil {
+		rt := runOf(env)
+		if rt.meter != nil {
 			// A mechanism.with block: the first block's meter measures.
 			return m.Install(env)
 		}
-		mt := newMeter(env)
-		env.meter = mt
+		mt := newMeter(env, rt.r.end)
+		rt.meter = mt
 		for _, sw := range env.Net.Switches() {
 			sw.SetObserver(markObserver{mt})
 		}
@@ -118,13 +120,13 @@ func metered(m Mechanism) Mechanism {
 			}
 		}
 		env.Sim.Every(0, engine.FromDuration(env.Scenario.SampleInterval), mt.sample)
-		env.onSummary(mt.finish)
+		env.OnSummary(mt.finish)
 		return nil
 	})
 }
 
-func newMeter(env *Env) *meter {
-	m := &meter{env: env, byQP: map[*netsim.QP]*flowMeter{}, byKey: map[lhcnp.FlowKey]*flowMeter{},
+func newMeter(env *Env, end engine.Time) *meter {
+	m := &meter{env: env, end: end, byQP: map[*netsim.QP]*flowMeter{}, byKey: map[lhcnp.FlowKey]*flowMeter{},
 		byPort: map[*netsim.Port]*portMeter{}, pending: map[pendKey][]engine.Time{}, tapped: map[*netsim.Host]bool{},
 		classify:  map[*netsim.Host]func(*netsim.Host, *netsim.Packet) *netsim.QP{},
 		switchObs: map[*netsim.Switch]netsim.PortObserver{}, hostCtl: map[*netsim.Host]netsim.ControlHandler{}}
@@ -243,7 +245,7 @@ func (m *meter) advance(now engine.Time) {
 // finish closes the last interval and hands the measurements to the
 // summary.
 func (m *meter) finish(in *report.Input) {
-	m.advance(m.env.r.end)
+	m.advance(m.end)
 	for i := range in.Ports {
 		p := &in.Ports[i]
 		for _, pm := range m.ports {
@@ -309,9 +311,9 @@ func (t teeObserver) OnMark(pt *netsim.Port, p *netsim.Packet, q int64) {
 }
 func (t teeObserver) OnDrop(pt *netsim.Port, p *netsim.Packet, q int64) { t.o.OnDrop(pt, p, q) }
 
-// tapSwitch installs o as the observer of sw's ports, with the meter
+// TapSwitch installs o as the observer of sw's ports, with the meter
 // behind it when the run is metered.
-func (e *Env) tapSwitch(sw *netsim.Switch, o netsim.PortObserver) {
+func (e *runEnv) TapSwitch(sw *netsim.Switch, o netsim.PortObserver) {
 	if e.meter == nil {
 		sw.SetObserver(o)
 		return
@@ -373,9 +375,9 @@ func (hs handlers) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	return hs[0].HandleControl(h, p) || hs[1].HandleControl(h, p)
 }
 
-// tapHost installs c as h's control handler, with the meter around it
+// TapHost installs c as h's control handler, with the meter around it
 // when the run is metered.
-func (e *Env) tapHost(h *netsim.Host, c netsim.ControlHandler) {
+func (e *runEnv) TapHost(h *netsim.Host, c netsim.ControlHandler) {
 	if e.meter == nil {
 		h.SetControlHandler(c)
 		return

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
@@ -26,12 +27,14 @@ func RateAdviceConfig(p scenario.RateAdvice) rateadvice.Config {
 	return c
 }
 
+func init() { install.RegisterInstaller(scenario.MechanismRateAdvice, installRateAdvice) }
+
 // installRateAdvice puts a Rate Advice node (package rateadvice) on every
 // switch of the block, beside any other block's observer there, and a
 // Rate Advice receiver on every host, trusting the nodes' addresses.
 // Messages count as sent_rate-advice.
 func installRateAdvice(env *Env) error {
-	p := env.Mech.RateAdvice
+	p := env.Mech.RateAdvice()
 	cfg := RateAdviceConfig(p)
 	var fns []mechanism.Function
 	var acl []netip.Prefix
@@ -42,7 +45,7 @@ func installRateAdvice(env *Env) error {
 		}
 		name := sw.Name()
 		n.OnSent(func(rateadvice.FlowAdvice) { env.Count(name, "rate-advice", 1) })
-		env.tapSwitch(sw, n)
+		env.TapSwitch(sw, n)
 		fns = append(fns, rateadvice.FunctionOf(n))
 		if a := sw.Addr(); a.IsValid() {
 			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
@@ -55,12 +58,12 @@ func installRateAdvice(env *Env) error {
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name(), err)
 		}
-		env.tapHost(h, rv)
+		env.TapHost(h, rv)
 		recvs = append(recvs, rv)
 	}
-	env.countFunctions(fns)
-	counts := env.mechCounters()
-	env.onSummary(func(*report.Input) {
+	env.CountFunctions(fns)
+	counts := env.Counters()
+	env.OnSummary(func(*report.Input) {
 		for _, rv := range recvs {
 			c := rv.Counters()
 			counts["rnic_advice_applied"] += c.Applied

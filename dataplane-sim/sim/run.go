@@ -46,8 +46,8 @@ type Progress struct {
 func WithProgress(f func(Progress)) Option { return func(o *options) { o.progress = f } }
 
 // WithMechanism installs m for scenarios of the given kind, replacing the
-// default (for long-haul-cnp, the default applies only the BDP-adaptive
-// ECN thresholds).
+// registered installer (package install), which is metered; m is not,
+// unless it says so.
 func WithMechanism(kind scenario.MechanismKind, m Mechanism) Option {
 	return func(o *options) { o.mechanisms[kind] = m }
 }
@@ -79,7 +79,7 @@ const (
 // It returns the summary. When ctx ends, Run stops between slices of
 // simulated time and returns ctx's error without writing anything.
 func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Option) (*report.Summary, error) {
-	o := options{duration: sc.Duration, plots: true, series: true, mechanisms: defaultMechanisms()}
+	o := options{duration: sc.Duration, plots: true, series: true, mechanisms: map[scenario.MechanismKind]Mechanism{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -105,8 +105,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Opti
 	if err := sum.WriteFile(outDir); err != nil {
 		return nil, err
 	}
-	if r.env != nil {
-		for _, f := range r.env.writeHooks {
+	if r.rt != nil {
+		for _, f := range r.rt.writeHooks {
 			if err := f(outDir); err != nil {
 				return nil, err
 			}
@@ -144,6 +144,7 @@ type runner struct {
 	sim *engine.Sim     // b.Sim
 	net *netsim.Network // b.Net
 	env *Env
+	rt  *runEnv // env's runner side
 	rec *report.Recorder
 
 	ports     []*portRun

@@ -41,7 +41,7 @@ func TestSection7(t *testing.T) {
 	}
 	// recovery_step is bits per second per tick (RTT_est / 10, 1 ms):
 	// the rate a millisecond after recovery began is one step higher.
-	if got, want := res.RateRecoveryLaterBitsPerSec-res.RateAtRecoveryBitsPerSec, int64(sc.Mechanism.LongHaulCNP.RecoveryStep); got != want {
+	if got, want := res.RateRecoveryLaterBitsPerSec-res.RateAtRecoveryBitsPerSec, int64(sc.Mechanism.LongHaulCNP().RecoveryStep); got != want {
 		t.Errorf("recovery rose by %d b/s in a tick, want recovery_step, %d", got, want)
 	}
 	for _, s := range res.Steps() {
@@ -97,7 +97,7 @@ func TestSection7Baseline(t *testing.T) {
 // Pause (§5.5.1) or a Resume. docs/results.md shows the report.
 func TestSection7Unstaged(t *testing.T) {
 	sc := load(t, "section7-unstaged.yaml")
-	if p := sc.Mechanism.LongHaulCNP; p.TriggerPersistence != 0 || p.RecoveryStep != scenario.DefaultLongHaulCNP().RecoveryStep {
+	if p := sc.Mechanism.LongHaulCNP(); p.TriggerPersistence != 0 || p.RecoveryStep != scenario.DefaultLongHaulCNP().RecoveryStep {
 		t.Errorf("params %+v: want the defaults", p)
 	}
 	r, err := RunLongHaulReport(context.Background(), sc, t.TempDir(), WithoutPlots())
@@ -125,7 +125,7 @@ func TestSection7Unstaged(t *testing.T) {
 // some rate), and its trigger_persistence reaches the nodes.
 func TestRecoveryStepUnit(t *testing.T) {
 	sc := load(t, "section7.yaml")
-	p := sc.Mechanism.LongHaulCNP
+	p := sc.Mechanism.LongHaulCNP()
 	var mech *LongHaulCNP
 	if _, err := Run(context.Background(), sc, t.TempDir(), WithoutPlots(), WithDuration(time.Millisecond),
 		WithLongHaulCNP(func(m *LongHaulCNP, _ *Env) { mech = m })); err != nil {

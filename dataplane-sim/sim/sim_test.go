@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
@@ -133,6 +134,15 @@ func TestNoModel(t *testing.T) {
 	}
 }
 
+// Every kind a scenario may name has an installer.
+func TestEveryKindHasAnInstaller(t *testing.T) {
+	for _, k := range scenario.MechanismKinds() {
+		if _, ok := install.Installer(k); !ok {
+			t.Errorf("mechanism %s: a scenario may name it, and nothing installs it", k)
+		}
+	}
+}
+
 // The scenario's routes are the paths the network model forwards on.
 func TestRoutesMatchModel(t *testing.T) {
 	for _, path := range []string{"../../scenarios/websearch.yaml", "../../scenarios/section7.yaml", "../scenario/testdata/good.yaml"} {
@@ -140,7 +150,7 @@ func TestRoutesMatchModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := newRunner(sc, options{duration: 1, mechanisms: defaultMechanisms()})
+		r := newRunner(sc, options{duration: 1})
 		sc.Mechanism.Kind = scenario.MechanismDCQCN
 		if err := r.build(); err != nil {
 			t.Fatal(err)
@@ -168,7 +178,7 @@ func TestRoutesMatchModel(t *testing.T) {
 // with RTT_est 10 ms; K_base is the floor on a short link.
 func TestBDPThresholds(t *testing.T) {
 	sc := load(t, "section7.yaml")
-	p := sc.Mechanism.LongHaulCNP
+	p := sc.Mechanism.LongHaulCNP()
 	kmax, kmin := BDPThresholds(p, 100e9, 5*time.Millisecond)
 	if kmax != 125_000_000 || kmin != 62_500_000 {
 		t.Errorf("WAN: K_max %d, K_min %d; want 125000000, 62500000", kmax, kmin)
@@ -178,7 +188,7 @@ func TestBDPThresholds(t *testing.T) {
 		t.Errorf("DC link: K_max %d, K_min %d; want 64000, 32000", kmax, kmin)
 	}
 	// Installed on the ports of the congestion-aware nodes.
-	r := newRunner(sc, options{duration: 1, mechanisms: defaultMechanisms()})
+	r := newRunner(sc, options{duration: 1})
 	if err := r.build(); err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,10 @@ func TestNotificationSizesMatchFrames(t *testing.T) {
 			sc.Duration = 8 * time.Millisecond // enough for every notification kind
 			tap := &sizeTap{t: t, seen: map[string]int{}, bad: map[string]int{}}
 			kind := sc.Mechanism.Kind
-			install := defaultMechanisms()[kind]
+			inst, ok := (&options{}).mechanismFor(kind)
+			if !ok {
+				t.Fatalf("no installer for %s", kind)
+			}
 			_, err = Run(context.Background(), sc, t.TempDir(), WithoutPlots(), WithMechanism(kind,
 				MechanismFunc(func(env *Env) error {
 					tap.net = env.Net
@@ -101,7 +104,7 @@ func TestNotificationSizesMatchFrames(t *testing.T) {
 							pt.Out().SetWire(tap)
 						}
 					}
-					return install.Install(env)
+					return inst.Install(env)
 				})))
 			if err != nil {
 				t.Fatal(err)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
@@ -22,12 +23,14 @@ func SwitchCNPConfig(p scenario.SwitchCNP) switchcnp.Config {
 	return c
 }
 
+func init() { install.RegisterInstaller(scenario.MechanismSwitchCNP, installSwitchCNP) }
+
 // installSwitchCNP attaches the white paper's node (package switchcnp) to
 // every switch of the block. The hosts need nothing new: the CNPs are
 // standard ones their DCQCN reacts to. Notifications count as
 // sent_switch-cnp; the meter times them as the block's signal.
 func installSwitchCNP(env *Env) error {
-	cfg := SwitchCNPConfig(env.Mech.SwitchCNP)
+	cfg := SwitchCNPConfig(env.Mech.SwitchCNP())
 	var fns []mechanism.Function
 	for _, sw := range env.Nodes {
 		name := sw.Name()
@@ -35,21 +38,16 @@ func installSwitchCNP(env *Env) error {
 			if ev.Kind == lhcnp.EventCNPSent {
 				env.Count(name, "switch-cnp", 1)
 			}
-			if env.meter != nil {
-				env.meter.longHaulEvent(&ev)
-			}
+			env.NodeEvent(&ev)
 		}
 		n, err := switchcnp.Attach(env.Net, sw, cfg, lhcnp.WithEvents(onEvent))
 		if err != nil {
 			return err
 		}
-		env.tapSwitch(sw, n)
+		env.TapSwitch(sw, n)
 		fns = append(fns, switchcnp.FunctionOf(n))
 	}
-	if env.meter != nil {
-		env.meter.signal = "switch-cnp"
-		env.meter.switchCNP = true
-	}
-	env.countFunctions(fns)
+	env.Signal("switch-cnp", true)
+	env.CountFunctions(fns)
 	return nil
 }

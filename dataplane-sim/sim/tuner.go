@@ -155,8 +155,8 @@ func installTuner(env *Env, m *LongHaulCNP, spec scenario.Tuner) {
 			}
 		}
 	})
-	env.onSummary(func(*report.Input) { t.summarize() })
-	env.onWrite(t.writeCSV)
+	env.OnSummary(func(*report.Input) { t.summarize() })
+	env.OnWrite(t.writeCSV)
 }
 
 func simTime(t engine.Time) time.Time { return time.Unix(0, t.Nanos()).UTC() }
@@ -414,7 +414,7 @@ func (t *tunerLoop) apply(q *tunedQueue, s policy.Settings) {
 }
 
 func (t *tunerLoop) summarize() {
-	c := t.env.mechCounters()
+	c := t.env.Counters()
 	var maxChanges int
 	for _, q := range t.order {
 		maxChanges = max(maxChanges, q.changes)

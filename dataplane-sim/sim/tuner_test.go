@@ -24,7 +24,7 @@ import (
 // tests need to watch the loop.
 func tunedRTTStep(t *testing.T) *scenario.Scenario {
 	sc := load(t, "compare/rtt-step.yaml")
-	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = scenario.DefaultLongHaulCNP().Alpha, 0
+	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = scenario.DefaultLongHaulCNP().Alpha, 0 })
 	sc.Tuner = &scenario.Tuner{}
 	return sc
 }
@@ -82,7 +82,7 @@ func TestTunerClosedLoop(t *testing.T) {
 // configuration, explicit K_max included.
 func TestTunerSettingsOf(t *testing.T) {
 	sc := tunedRTTStep(t)
-	sc.Mechanism.LongHaulCNP.KMinFraction = 0.25 // explicit K_max and K_min
+	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.KMinFraction = 0.25 }) // explicit K_max and K_min
 	var m *LongHaulCNP
 	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(20*time.Millisecond), WithoutPlots(),
 		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
@@ -106,7 +106,7 @@ func TestTunerSettingsOf(t *testing.T) {
 func TestTunerRollsBackWorse(t *testing.T) {
 	sc := load(t, "compare/mid-wan.yaml")
 	d := scenario.DefaultLongHaulCNP()
-	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = d.Alpha, d.VGrowth
+	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
 	sc.Tuner = &scenario.Tuner{}
 	run := func(observe func(*LongHaulCNP, *Env)) []TunerChange {
 		var m *LongHaulCNP
@@ -222,7 +222,7 @@ func mustOpen(t *testing.T, path string) *os.File {
 func TestTunerOverrunSettles(t *testing.T) {
 	sc := load(t, "tuner/load-step.yaml")
 	d := scenario.DefaultLongHaulCNP()
-	sc.Mechanism.LongHaulCNP.Alpha, sc.Mechanism.LongHaulCNP.VGrowth = d.Alpha, d.VGrowth
+	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
 	sc.Tuner = &scenario.Tuner{}
 	var m *LongHaulCNP
 	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(300*time.Millisecond), WithoutPlots(),
@@ -255,4 +255,11 @@ func TestTunerOverrunSettles(t *testing.T) {
 			t.Errorf("change %+v moved V_growth", c)
 		}
 	}
+}
+
+// editLongHaul changes the params of sc's long-haul-cnp block.
+func editLongHaul(sc *scenario.Scenario, edit func(*scenario.LongHaulCNP)) {
+	p := sc.Mechanism.LongHaulCNP()
+	edit(&p)
+	sc.Mechanism.Params = p
 }

@@ -2,12 +2,14 @@ package pgserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrCitusNotInstalled is returned (wrapped) by FindCitus and StartCluster
@@ -53,6 +55,89 @@ type Cluster struct {
 // (WithDataDir and WithPort are not allowed: every node has its own). On an
 // error the nodes already started are closed.
 func StartCluster(ctx context.Context, workers int, opts ...Option) (*Cluster, error) {
+	return StartClusterIn(ctx, "", 0, workers, opts...)
+}
+
+// StartClusterIn is StartCluster with the nodes' data directories under
+// dir (dir/coordinator, dir/worker-1, ...: kept, so the next start finds
+// the cluster and its data again) and the coordinator on port (0: a free
+// one). Every node's port is kept in dir/ports.json and taken again at
+// the next start (a coordinator port of 0 included), as Citus's metadata
+// names the workers by port: a kept port another program holds now fails
+// the start, naming it. dir "" is StartCluster's temporary directories.
+func StartClusterIn(ctx context.Context, dir string, port, workers int, opts ...Option) (*Cluster, error) {
+	var kept clusterPorts
+	if dir != "" {
+		// The nodes' data directories are below it: as root, the
+		// postgres user must reach them.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("pgserver: %w", err)
+		}
+		var err error
+		if kept, err = readClusterPorts(dir); err != nil {
+			return nil, err
+		}
+		if len(kept.Workers) > workers {
+			return nil, fmt.Errorf("pgserver: the cluster in %s has %d workers (%s); start it with as many", dir, len(kept.Workers), filepath.Join(dir, portsFile))
+		}
+		if port == 0 {
+			port = kept.Coordinator
+		}
+	}
+	c, err := startCluster(ctx, dir, port, kept.Workers, workers, opts...)
+	if err != nil || dir == "" {
+		return c, err
+	}
+	kept = clusterPorts{Coordinator: c.Coordinator.Port()}
+	for _, w := range c.Workers {
+		kept.Workers = append(kept.Workers, w.Port())
+	}
+	if err := writeClusterPorts(dir, kept); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// portsFile keeps a cluster's ports in its directory.
+const portsFile = "ports.json"
+
+type clusterPorts struct {
+	Coordinator int   `json:"coordinator"`
+	Workers     []int `json:"workers"`
+}
+
+func readClusterPorts(dir string) (clusterPorts, error) {
+	var p clusterPorts
+	b, err := os.ReadFile(filepath.Join(dir, portsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return p, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	if err != nil {
+		return p, fmt.Errorf("pgserver: %s: %w", filepath.Join(dir, portsFile), err)
+	}
+	return p, nil
+}
+
+func writeClusterPorts(dir string, p clusterPorts) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, portsFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("pgserver: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, portsFile)); err != nil {
+		return fmt.Errorf("pgserver: %w", err)
+	}
+	return nil
+}
+
+func startCluster(ctx context.Context, dir string, port int, workerPorts []int, workers int, opts ...Option) (*Cluster, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -74,7 +159,21 @@ func StartCluster(ctx context.Context, workers int, opts ...Option) (*Cluster, e
 		WithSetting("citus.node_conninfo", "sslmode=disable"))
 	c := &Cluster{}
 	for i := 0; i <= workers; i++ {
-		s, err := Start(ctx, nodeOpts...)
+		own := nodeOpts
+		if dir != "" {
+			name := "coordinator"
+			if i > 0 {
+				name = fmt.Sprintf("worker-%d", i)
+			}
+			own = append(append([]Option(nil), nodeOpts...), WithDataDir(filepath.Join(dir, name)))
+		}
+		if i == 0 && port != 0 {
+			own = append(append([]Option(nil), own...), WithPort(port))
+		}
+		if i > 0 && i <= len(workerPorts) {
+			own = append(append([]Option(nil), own...), WithPort(workerPorts[i-1]))
+		}
+		s, err := Start(ctx, own...)
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("citus node %d: %w", i, err)
@@ -127,6 +226,48 @@ func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
 		}
 	}
 	return nil
+}
+
+// EnsureDatabase is CreateDatabase for a cluster that may have it
+// already (a lab's second start, on the ports StartClusterIn kept): the
+// database and the extension are created where they are missing and the
+// workers pg_dist_node does not have are added.
+func (c *Cluster) EnsureDatabase(ctx context.Context, name string) error {
+	for _, s := range c.Nodes() {
+		if err := s.CreateDatabase(ctx, name, ""); err != nil && !isDuplicateDatabase(err) {
+			return err
+		}
+		if err := execOn(ctx, s.DSN(name), "CREATE EXTENSION IF NOT EXISTS citus"); err != nil {
+			return err
+		}
+	}
+	conn, err := pgx.Connect(ctx, c.Coordinator.DSN(name))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "SELECT citus_set_coordinator_host('127.0.0.1', $1)", c.Coordinator.Port()); err != nil {
+		return fmt.Errorf("citus_set_coordinator_host: %w", err)
+	}
+	for _, w := range c.Workers {
+		var known bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_dist_node WHERE nodename = '127.0.0.1' AND nodeport = $1)", w.Port()).Scan(&known); err != nil {
+			return err
+		}
+		if known {
+			continue
+		}
+		if _, err := conn.Exec(ctx, "SELECT citus_add_node('127.0.0.1', $1)", w.Port()); err != nil {
+			return fmt.Errorf("citus_add_node port %d: %w", w.Port(), err)
+		}
+	}
+	return nil
+}
+
+// isDuplicateDatabase reports PostgreSQL's duplicate_database (42P04).
+func isDuplicateDatabase(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42P04"
 }
 
 // DropDatabase drops database name on every node, if it exists there.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -109,4 +110,75 @@ func TestCluster(t *testing.T) {
 			t.Errorf("data directory %s not removed: %v", s.DataDir(), err)
 		}
 	}
+}
+
+// TestClusterInKeepsItsData: a cluster started in a directory (a lab's
+// state directory) comes back on the same ports, with its nodes and its
+// distributed rows, at the next start; EnsureDatabase is a no-op for what
+// exists. A start with fewer workers than the directory holds is refused.
+func TestClusterInKeepsItsData(t *testing.T) {
+	requireCitus(t)
+	ctx := context.Background()
+	dir := stateDir(t)
+	start := func() *Cluster {
+		t.Helper()
+		c, err := StartClusterIn(ctx, dir, 0, 2, WithoutDurability(), WithSetting("citus.shard_count", "4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.EnsureDatabase(ctx, "d"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := start()
+	if got, want := c.Workers[1].DataDir(), filepath.Join(dir, "worker-2"); got != want {
+		t.Errorf("second worker's data directory %s, want %s", got, want)
+	}
+	withConn(t, c.DSN("d"), func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, `CREATE TABLE t (id bigint PRIMARY KEY);
+			SELECT create_distributed_table('t', 'id');
+			INSERT INTO t SELECT generate_series(1, 1000)`)
+		return err
+	})
+	first := portsOf(c)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = start()
+	if got := portsOf(c); !slices.Equal(got, first) {
+		t.Errorf("ports %v at the second start, want the first's %v", got, first)
+	}
+	withConn(t, c.DSN("d"), func(ctx context.Context, conn *pgx.Conn) error {
+		var n, sum int64
+		if err := conn.QueryRow(ctx, "SELECT count(*), sum(id) FROM t").Scan(&n, &sum); err != nil {
+			return err
+		}
+		if n != 1000 || sum != 500500 {
+			t.Errorf("after a restart: count, sum = %d, %d; want 1000, 500500", n, sum)
+		}
+		var workers int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_dist_node WHERE groupid <> 0").Scan(&workers); err != nil {
+			return err
+		}
+		if workers != 2 {
+			t.Errorf("%d workers registered after a restart, want 2", workers)
+		}
+		return nil
+	})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StartClusterIn(ctx, dir, 0, 1); err == nil || !strings.Contains(err.Error(), "has 2 workers") {
+		t.Errorf("a start with 1 worker of 2: %v, want an error saying the cluster has 2 workers", err)
+	}
+}
+
+func portsOf(c *Cluster) []int {
+	var ports []int
+	for _, s := range c.Nodes() {
+		ports = append(ports, s.Port())
+	}
+	return ports
 }

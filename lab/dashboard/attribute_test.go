@@ -57,6 +57,20 @@ func TestAttribute(t *testing.T) {
 			acts: []TunerAction{act(4, 60, "confirmed", false, 0.5, 0.25)},
 			want: []ConfigChange{{Time: 10, Setting: "alpha", Before: 0.5, After: 0.25, By: "operator"}},
 		},
+		{
+			desc: "an operator's change the tuner saw: its operator row and hold",
+			t:    []float64{0, 10, 20},
+			v:    []*float64{f(0.5), f(0.25), f(0.75)},
+			acts: func() []TunerAction {
+				op := act(8, 24, "operator", false, 0.25, 0.75)
+				op.HoldUntil = f(924)
+				return []TunerAction{act(7, 9, "confirmed", false, 0.5, 0.25), op}
+			}(),
+			want: []ConfigChange{
+				{Time: 10, Setting: "alpha", Before: 0.5, After: 0.25, By: "tuner", TunerID: id(7)},
+				{Time: 20, Setting: "alpha", Before: 0.25, After: 0.75, By: "operator", TunerID: id(8), HoldUntil: f(924)},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {

@@ -178,6 +178,21 @@ func TestBrowser(t *testing.T) {
 		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Fatalf("the operator's change is not marked apart from the tuner's: %v", err)
 	}
+	// The tuner sees it: its operator row for alpha 0.75 says until when it
+	// leaves the queue alone, and is that change's mark (two operator's
+	// marks: to 0.75 and back), not a decision.
+	exec(`INSERT INTO tuner_actions (ts, target, interface, queue, reason, before, after, outcome, hold_until)
+		VALUES ($1, 'n1', 'n1-wan', 3, 'operator: alpha 0.25 → 0.75 set by another client (seen in telemetry)',
+		        '{"alpha": 0.25}', '{"alpha": 0.75}', 'operator', $1::timestamptz + interval '15 minutes')`, fx.End.Add(-time.Second))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
+		`[...document.querySelectorAll("#changes tbody tr.by-operator")].some((r) => r.textContent.includes("tuning held until")) &&
+		window.lhcnpDashboard.charts.tuner.data[2].filter((v) => v !== null && v !== undefined).length === 2 &&
+		window.lhcnpDashboard.charts.tuner.data[3].filter((v) => v !== null && v !== undefined).length === 2`,
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({rows: [...document.querySelectorAll("#changes tbody tr")].map((r) => r.className + ": " + r.textContent),
+			d2: window.lhcnpDashboard.charts.tuner.data[2], d3: window.lhcnpDashboard.charts.tuner.data[3]})`))
+		t.Fatalf("the tuner's operator row is not shown as the operator's change and its hold: %v\n%s", err, got)
+	}
 
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {

@@ -57,6 +57,10 @@ type TunerAction struct {
 	Before     json.RawMessage `json:"before"`
 	After      json.RawMessage `json:"after"`
 	Error      *string         `json:"error"`
+	// HoldUntil (Unix seconds) is set on an operator's row (outcome
+	// operator: a change the tuner did not make, a hold, a release): the
+	// tuner leaves the queue alone until then.
+	HoldUntil *float64 `json:"hold_until"`
 }
 
 // QueuesResponse is GET /api/queues.
@@ -98,7 +102,8 @@ func Queues(ctx context.Context, db Querier) (QueuesResponse, error) {
 func tunerActions(ctx context.Context, db Querier, where string, args ...any) ([]TunerAction, error) {
 	rows, err := db.Query(ctx, `
 		SELECT id, extract(epoch FROM ts)::float8, target, interface, queue, reason, outcome, dry_run,
-		       COALESCE(before, 'null'::jsonb), COALESCE(after, 'null'::jsonb), error
+		       COALESCE(before, 'null'::jsonb), COALESCE(after, 'null'::jsonb), error,
+		       extract(epoch FROM hold_until)::float8
 		FROM tuner_actions `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tuner_actions: %w", err)
@@ -107,7 +112,7 @@ func tunerActions(ctx context.Context, db Querier, where string, args ...any) ([
 		var a TunerAction
 		var before, after []byte
 		err := r.Scan(&a.ID, &a.Time, &a.Target, &a.Interface, &a.Queue, &a.Reason, &a.Outcome, &a.DryRun,
-			&before, &after, &a.Error)
+			&before, &after, &a.Error, &a.HoldUntil)
 		a.Before, a.After = before, after
 		if a.Reason != nil {
 			text := ReadableReason(*a.Reason)
@@ -168,7 +173,8 @@ type QueueResponse struct {
 	Tuner []TunerAction `json:"tuner"`
 	// Changes are the changes of alpha in the window, each the tuner's
 	// (a pushed or confirmed decision that set this value) or an
-	// operator's (none did).
+	// operator's (none did; the tuner's operator row for it, when it saw
+	// it, gives how long it leaves the queue alone).
 	Changes []ConfigChange `json:"changes"`
 }
 
@@ -179,7 +185,10 @@ type ConfigChange struct {
 	Before  float64 `json:"before"`
 	After   float64 `json:"after"`
 	By      string  `json:"by"`                 // "tuner", "rollback" (the switch undid a tuner's change) or "operator"
-	TunerID *int64  `json:"tuner_id,omitempty"` // the decision, when By is "tuner"
+	TunerID *int64  `json:"tuner_id,omitempty"` // the decision, when By is "tuner"; the tuner's operator row, when it saw an operator's
+	// HoldUntil (Unix seconds): the operator's change held the queue's
+	// tuning until then (the tuner's operator row).
+	HoldUntil *float64 `json:"hold_until,omitempty"`
 }
 
 // QueueSeries reads one queue's series. The window ends at the newest sample
@@ -267,7 +276,10 @@ const attributionSlack = 5.0 // seconds
 // confirmed or rolled back; not a dry run) set the new value at most
 // attributionSlack after it first showed and after the previous change; a
 // rollback when the switch returned to the value a rolled-back decision had
-// replaced; else an operator's. A decision is matched once for each.
+// replaced; else an operator's, matched with the first operator row the
+// tuner recorded for that value since the previous change (the tuner sees a
+// change a period or so after it shows), if any. A decision is matched once
+// for each.
 func attribute(setting string, t []float64, v []*float64, acts []TunerAction) []ConfigChange {
 	out := []ConfigChange{}
 	usedAfter, usedBefore := map[int64]bool{}, map[int64]bool{}
@@ -308,6 +320,16 @@ func attribute(setting string, t []float64, v []*float64, acts []TunerAction) []
 				c.By, c.TunerID = "rollback", &id
 				usedBefore[id] = true
 				break
+			}
+		}
+		if c.By == "operator" {
+			for _, a := range acts {
+				id := a.ID
+				if x, ok := value(a.After); ok && a.Outcome == "operator" && x == *v[i] && !usedAfter[id] && a.Time >= prevT {
+					c.TunerID, c.HoldUntil = &id, a.HoldUntil
+					usedAfter[id] = true
+					break
+				}
 			}
 		}
 		out = append(out, c)

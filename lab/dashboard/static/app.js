@@ -307,7 +307,8 @@
     for (const c of [...q.changes].reverse()) {
       const tr = document.createElement("tr");
       tr.className = "change by-" + c.by;
-      const by = { tuner: "tuner", rollback: "switch (tuner's change rolled back)", operator: "operator" }[c.by] || c.by;
+      let by = { tuner: "tuner", rollback: "switch (tuner's change rolled back)", operator: "operator" }[c.by] || c.by;
+      if (c.hold_until) by += `; tuning held until ${fmtTime(c.hold_until)}`;
       for (const [v, cls] of [[fmtTime(c.t), "text"], [by, "text"], [`${c.setting} ${c.before} → ${c.after}`, "text"]]) {
         const td = document.createElement("td");
         td.textContent = v;
@@ -333,11 +334,20 @@
     const n = q.notifications;
     setData("notifications", [n.t, n.values.NOTIFY, n.values.RATE_REDUCE, n.values.PAUSE, n.values.RESUME]);
     showActions(n);
-    const ops = (q.changes || []).filter((ch) => ch.by === "operator");
+    // Operator marks: the changes no decision of the tuner explains, and
+    // the operators' holds and releases the tuner recorded (outcome
+    // operator; its row of a change is that change's mark already).
+    const ops = (q.changes || []).filter((ch) => ch.by === "operator").map((ch) => ({ t: ch.t, y: ch.after }));
+    const seen = new Set((q.changes || []).map((ch) => ch.tuner_id).filter((id) => id));
+    for (const a of q.tuner) {
+      if (a.outcome === "operator" && !seen.has(a.id)) ops.push({ t: a.t, y: decisionY(a, q.alpha) });
+    }
+    ops.sort((a, b) => a.t - b.t);
+    const decisions = q.tuner.filter((a) => a.outcome !== "operator");
     setData("tuner", align([
       { t: q.alpha.t, cols: [q.alpha.values.alpha] },
-      { t: q.tuner.map((a) => a.t), cols: [q.tuner.map((a) => decisionY(a, q.alpha))] },
-      { t: ops.map((ch) => ch.t), cols: [ops.map((ch) => ch.after)] },
+      { t: decisions.map((a) => a.t), cols: [decisions.map((a) => decisionY(a, q.alpha))] },
+      { t: ops.map((o) => o.t), cols: [ops.map((o) => o.y)] },
     ]), [1]);
     drawChanges(q);
     $("#charts-title").textContent = `Queue ${q.queue} of ${q.interface} on ${q.target}`;

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/tuner"
+)
+
+// tunerHoldArgs is lhcnp tuner hold's and release's parsed command line.
+type tunerHoldArgs struct {
+	action  string // hold or release
+	cfg     tuner.Config
+	target  string
+	iface   string
+	queue   int
+	holdFor time.Duration
+	why     string
+}
+
+// parseTunerHold parses `lhcnp tuner hold|release`: the tuner's
+// configuration (for db and the switches' names: --config FILE, --db, the
+// LHCNP_TUNER_ variables) and the queue.
+func parseTunerHold(action string, args []string, environ func() []string, stderr io.Writer) (*tunerHoldArgs, error) {
+	a := &tunerHoldArgs{action: action, cfg: tuner.DefaultConfig()}
+	usage := "usage: lhcnp tuner hold (--config FILE | --db DSN) --target NAME --interface NAME --queue N [--for DURATION] [--why TEXT]"
+	if action == "release" {
+		usage = "usage: lhcnp tuner release (--config FILE | --db DSN) --target NAME --interface NAME --queue N [--why TEXT]"
+	}
+	c, err := newCLI(cliSpec{name: "tuner " + action, prefix: "LHCNP_TUNER_", configHelp: "the tuner's configuration file (its db, and its switches to check --target against)",
+		usage: []string{usage, "Records the operator's " + action + " in tuner_actions (outcome operator); the running tuner reads it every period (docs/tuner.md, \"The operator\")."}},
+		&a.cfg, environ, stderr)
+	if err != nil {
+		return nil, err
+	}
+	c.fs.StringVar(&a.target, "target", "", "the switch (its name in the tuner's switches)")
+	c.fs.StringVar(&a.iface, "interface", "", "the queue's interface")
+	c.fs.IntVar(&a.queue, "queue", -1, "the queue's id (0-255)")
+	c.fs.StringVar(&a.why, "why", "", "the operator's reason, kept in the row")
+	if action == "hold" {
+		c.fs.DurationVar(&a.holdFor, "for", 0, "how long the tuner leaves the queue alone (default: the configuration's operator_hold)")
+	}
+	err = c.parse(args, func() error {
+		switch {
+		case a.target == "":
+			return c.usageError("--target is required")
+		case a.iface == "":
+			return c.usageError("--interface is required")
+		case a.queue < 0 || a.queue > 255:
+			return c.usageError(fmt.Sprintf("--queue %d: want a queue id 0-255", a.queue))
+		case a.holdFor < 0:
+			return c.usageError(fmt.Sprintf("--for %v: want a positive duration", a.holdFor))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if a.cfg.DB == "" {
+		return nil, c.usageError("db: missing: give --config FILE (the tuner's) or --db DSN (the lab prints its postgresql)")
+	}
+	if len(a.cfg.Switches) > 0 && !slices.ContainsFunc(a.cfg.Switches, func(s tuner.SwitchConfig) bool { return s.Name == a.target }) {
+		var names []string
+		for _, s := range a.cfg.Switches {
+			names = append(names, s.Name)
+		}
+		return nil, fmt.Errorf("--target %q: not a switch of %s (switches: %v)", a.target, c.config, names)
+	}
+	if a.holdFor == 0 {
+		a.holdFor = a.cfg.OperatorHold
+	}
+	return a, nil
+}
+
+// runTunerHold implements `lhcnp tuner hold` and `lhcnp tuner release`:
+// one row of tuner_actions (outcome operator) that holds the queue's tuning
+// until then, or releases it now, whatever held it.
+func runTunerHold(ctx context.Context, action string, args []string, stdout, stderr io.Writer) error {
+	a, err := parseTunerHold(action, args, os.Environ, stderr)
+	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, a.cfg.DB)
+	if err != nil {
+		return fmt.Errorf("db: %w", err)
+	}
+	defer pool.Close()
+	var known bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM queue_latest WHERE target = $1 AND interface = $2 AND queue = $3)`,
+		a.target, a.iface, a.queue).Scan(&known); err != nil {
+		return fmt.Errorf("db: %w", err)
+	}
+	if !known {
+		fmt.Fprintf(stderr, "lhcnp tuner %s: no telemetry of %s %s queue %d in queue_latest (a typo?); recorded all the same\n",
+			action, a.target, a.iface, a.queue)
+	}
+	rec := tuner.NewPGRecorder(pool)
+	q := tuner.QueueID{Interface: a.iface, Queue: uint8(a.queue)}
+	now := time.Now()
+	if action == "release" {
+		id, err := rec.Release(ctx, a.target, q, now, a.why)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "lhcnp tuner release: %s %s queue %d: the tuner may tune it again (tuner_actions %d)\n", a.target, a.iface, a.queue, id)
+		return nil
+	}
+	until := now.Add(a.holdFor)
+	id, err := rec.Hold(ctx, a.target, q, now, until, a.why)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "lhcnp tuner hold: %s %s queue %d: held until %s (tuner_actions %d)\n", a.target, a.iface, a.queue,
+		until.UTC().Format(time.RFC3339), id)
+	return nil
+}

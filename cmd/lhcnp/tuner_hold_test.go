@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/tuner"
+)
+
+// TestTunerHoldRelease: `lhcnp tuner hold` records an operator's hold of
+// one queue in tuner_actions, which the tuner reads (OperatorHolds) as
+// holding it; `lhcnp tuner release` ends it. Mistakes name the flag.
+func TestTunerHoldRelease(t *testing.T) {
+	ctx := context.Background()
+	pool, dsn := pgtest.New(t)
+	cfg := filepath.Join(t.TempDir(), "tuner.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("db: %s\nswitches:\n  - {name: n1, address: 127.0.0.1:9339, insecure: true}\n", dsn)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q := []string{"--config", cfg, "--target", "n1", "--interface", "wan0", "--queue", "3"}
+	rec := tuner.NewPGRecorder(pool)
+	holds := func() map[tuner.QueueID]tuner.OperatorHold {
+		t.Helper()
+		h, err := rec.OperatorHolds(ctx, "n1", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+
+	var out bytes.Buffer
+	if err := runTuner(ctx, append([]string{"hold", "--for", "1h", "--why", "maintenance"}, q...), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "lhcnp tuner hold: n1 wan0 queue 3: held until ") {
+		t.Errorf("output %q", out.String())
+	}
+	h, ok := holds()[tuner.QueueID{Interface: "wan0", Queue: 3}]
+	if !ok || h.Until.Sub(time.Now()) < 59*time.Minute || !strings.Contains(h.Reason, "operator-hold: held by an operator until") ||
+		!strings.HasSuffix(h.Reason, ": maintenance") {
+		t.Errorf("after hold: %+v (held %v); want wan0 queue 3 held for an hour, the reason kept", h, ok)
+	}
+	out.Reset()
+	// As in the lab: the database the lab prints, no tuner file.
+	if err := runTuner(ctx, []string{"release", "--db", dsn, "--target", "n1", "--interface", "wan0", "--queue", "3"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got := holds(); len(got) != 0 || !strings.Contains(out.String(), "the tuner may tune it again") {
+		t.Errorf("after release: holds %+v, output %q; want none", got, out.String())
+	}
+
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"unknown switch", []string{"hold", "--config", cfg, "--target", "n9", "--interface", "wan0", "--queue", "0"}, `--target "n9": not a switch of`},
+		{"queue out of range", []string{"hold", "--config", cfg, "--target", "n1", "--interface", "wan0", "--queue", "300"}, "--queue 300: want a queue id 0-255"},
+		{"no queue", []string{"release", "--config", cfg, "--target", "n1", "--interface", "wan0"}, "--queue -1: want a queue id 0-255"},
+		{"no target", []string{"release", "--config", cfg}, "--target is required"},
+		{"no database", []string{"hold", "--target", "n1", "--interface", "wan0", "--queue", "0"}, "db: missing: give --config FILE"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			err := runTuner(ctx, tt.args, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

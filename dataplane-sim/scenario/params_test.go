@@ -1,0 +1,62 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+// threeSwitches is a line of three switches between two hosts, up to the
+// mechanism block (which starts at line 13).
+const threeSwitches = `name: three-switches
+duration: 1ms
+sample_interval: 10us
+topology:
+  hosts: [{name: h1}, {name: h2}]
+  switches: [{name: s1}, {name: s2}, {name: s3}]
+  links:
+    - {a: h1, b: s1, rate: 10Gbps, delay: 1us}
+    - {a: s1, b: s2, rate: 10Gbps, delay: 1ms}
+    - {a: s2, b: s3, rate: 10Gbps, delay: 1us}
+    - {a: s3, b: h2, rate: 10Gbps, delay: 1us}
+mechanism:
+`
+
+// TestParamsErrors: each kind's params reader, through the ParamsBlock,
+// reports its mistakes at the file, line and key they were before the
+// kinds were registered.
+func TestParamsErrors(t *testing.T) {
+	const line = 13 // the mechanism block's first line
+	for _, tt := range []struct {
+		desc, mech string
+		line       int // relative to the block
+		field      string
+		reason     string
+	}{
+		{"fcn without ingress", "  kind: fcn\n  nodes: [s1, s2]\n  params:\n    ingress: []\n", 3, "mechanism.params.ingress", "no ingress PE"},
+		{"fcn ingress not plain", "  kind: fcn\n  nodes: [s1, s2]\n  params:\n    ingress: [[s1]]\n", 3, "mechanism.params.ingress[0]", "want a single value"},
+		{"fast-cnp k_min above k_max", "  kind: fast-cnp\n  nodes: [s1]\n  params: {k_min: 200KB}\n", 2, "mechanism.params.k_min", "k_min 200KB must be below k_max 100KB"},
+		{"fast-cnp k_max below the default k_min", "  kind: fast-cnp\n  nodes: [s1]\n  params: {k_max: 0B}\n", 2, "mechanism.params.k_max", "greater than zero"},
+		{"long-haul-cnp format", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {format: udp}\n", 2, "mechanism.params.format", `unknown format "udp" (want rocev2 or icmpv6)`},
+		{"long-haul-cnp pause in ns", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {pause_duration: 1500ns}\n", 2, "mechanism.params.pause_duration", "must be whole microseconds"},
+		{"long-haul-cnp unknown key", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {k_bse: 64KB}\n", 2, "mechanism.params.k_bse", "unknown field"},
+		{"rate-advice advises nothing", "  kind: rate-advice\n  nodes: [s1]\n  params: {queue_based: false}\n", 2, "mechanism.params", "nothing would be advised"},
+		{"rate-advice below 1 Mb/s", "  kind: rate-advice\n  nodes: [s1]\n  params: {policy_rate: 10Kbps}\n", 2, "mechanism.params.policy_rate", "below 1Mbps"},
+		{"rate-advice capable", "  kind: rate-advice\n  nodes: [s1]\n  params: {capable: some}\n", 2, "mechanism.params.capable", `unknown value "some" (want all or none)`},
+		{"switch-cnp range", "  kind: switch-cnp\n  nodes: [s1]\n  params: {dscp: 64}\n", 2, "mechanism.params.dscp", "out of range"},
+		{"params not a mapping", "  kind: switch-cnp\n  nodes: [s1]\n  params: [dscp]\n", 2, "mechanism.params", "want a mapping"},
+		{"dcqcn takes none", "  kind: dcqcn\n  params: {k: 1}\n", 1, "mechanism.params", "dcqcn takes no params (DCQCN is tuned in the top-level dcqcn block)"},
+		{"unknown kind", "  kind: hpcc\n", 0, "mechanism.kind", `unknown mechanism "hpcc" (want one of: `},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, err := Parse("params.yaml", []byte(threeSwitches+tt.mech))
+			errs := Errors(err)
+			if len(errs) != 1 {
+				t.Fatalf("Parse = %v, want one error", err)
+			}
+			e := errs[0]
+			if e.File != "params.yaml" || e.Line != line+tt.line || e.Field != tt.field || !strings.Contains(e.Reason, tt.reason) {
+				t.Errorf("error %q, want params.yaml:%d: %s: ...%s...", e, line+tt.line, tt.field, tt.reason)
+			}
+		})
+	}
+}

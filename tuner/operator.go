@@ -1,0 +1,141 @@
+package tuner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lhcnp/lhcnp/tuner/policy"
+)
+
+// The operator wins (docs/tuner.md, "The operator"): a change to a leaf the
+// tuner tunes that the tuner did not make holds that queue for
+// Config.OperatorHold, and an operator holds and releases a queue with
+// `lhcnp tuner hold` and `lhcnp tuner release`. Both are rows of
+// tuner_actions with outcome operator and a hold_until (migration 013): the
+// hold survives a restart of the tuner and is in the audit trail.
+
+// OutcomeOperator is an operator's act on a queue: a change the tuner did
+// not make (rule operator), a hold or a release. The row's hold_until is
+// when tuning of the queue may resume.
+const OutcomeOperator Outcome = "operator"
+
+// The rules of the operator's rows (tuner_actions.reason starts with them).
+const (
+	// RuleOperator: a tuned leaf changed and the tuner did not change it.
+	RuleOperator policy.Rule = "operator"
+	// RuleOperatorHold: an operator held the queue (lhcnp tuner hold).
+	RuleOperatorHold policy.Rule = "operator-hold"
+	// RuleOperatorRelease: an operator released it (lhcnp tuner release).
+	RuleOperatorRelease policy.Rule = "operator-release"
+)
+
+// QueueID names a queue of a switch.
+type QueueID struct {
+	Interface string
+	Queue     uint8
+}
+
+// OperatorHold is an operator's hold of a queue's tuning.
+type OperatorHold struct {
+	Until time.Time
+	// ID and Reason are those of the tuner_actions row that holds it.
+	ID     int64
+	Reason string
+}
+
+// HoldReader reads the operators' holds of a switch's queues.
+type HoldReader interface {
+	// OperatorHolds returns the queues of target held at now: those whose
+	// newest operator row has a hold_until after now.
+	OperatorHolds(ctx context.Context, target string, now time.Time) (map[QueueID]OperatorHold, error)
+}
+
+// seenSettings is what the tuner knows a queue runs: settled, and while
+// the telemetry may not have caught up with the tuner's own change (its
+// commit, or the commit's rollback or cancel), transit, the settings of
+// before. Anything else the telemetry shows is an operator's.
+type seenSettings struct {
+	settled policy.Settings
+	transit *policy.Settings
+}
+
+// tunedDiff names the tuned leaves (policy.Config.TuneKMax: kmax-mode and
+// alpha or kmax; TuneVGrowth: v-growth) in which b differs from a, "" when
+// none does.
+func tunedDiff(cfg policy.Config, a, b policy.Settings) string {
+	var d string
+	add := func(s string) {
+		if d != "" {
+			d += ", "
+		}
+		d += s
+	}
+	if cfg.TuneKMax {
+		switch {
+		case a.KMaxMode != b.KMaxMode:
+			add(fmt.Sprintf("kmax-mode %s → %s", a.KMaxMode, b.KMaxMode))
+		case a.KMaxMode == policy.KMaxExplicit && a.KMaxBytes != b.KMaxBytes:
+			add(fmt.Sprintf("kmax %d → %d", a.KMaxBytes, b.KMaxBytes))
+		case a.KMaxMode != policy.KMaxExplicit && a.Alpha != b.Alpha:
+			add(fmt.Sprintf("alpha %v → %v", a.Alpha, b.Alpha))
+		}
+	}
+	if cfg.TuneVGrowth && a.VGrowthBytesPerSec != b.VGrowthBytesPerSec {
+		add(fmt.Sprintf("v-growth %d → %d", a.VGrowthBytesPerSec, b.VGrowthBytesPerSec))
+	}
+	return d
+}
+
+// observe compares the settings the telemetry shows for queue k with what
+// the tuner knows it runs. It returns the operator's change ("" when the
+// tuner explains what it sees) and the settings it replaced. While the
+// telemetry catches up with the tuner's own change, each tuned leaf may
+// show either value (the collector may store one leaf of a Set before the
+// other). The first settings seen of a queue are taken as they are: what
+// was set before the tuner started is not the tuner's to judge.
+func (t *Tuner) observe(k queueKey, runs policy.Settings) (change string, from policy.Settings) {
+	s, ok := t.seen[k]
+	if !ok || tunedDiff(t.cfg.Policy, s.settled, runs) == "" {
+		t.seen[k] = seenSettings{settled: runs}
+		return "", runs
+	}
+	if s.transit != nil && explains(t.cfg.Policy, s.settled, *s.transit, runs) {
+		return "", runs // the telemetry is behind the tuner's own change
+	}
+	t.seen[k] = seenSettings{settled: runs}
+	return tunedDiff(t.cfg.Policy, s.settled, runs), s.settled
+}
+
+// explains says whether every tuned leaf of runs has its value in a or in
+// b.
+func explains(cfg policy.Config, a, b, runs policy.Settings) bool {
+	leaf := func(pick func(policy.Settings) policy.Settings) bool {
+		return tunedDiff(cfg, pick(a), pick(runs)) == "" || tunedDiff(cfg, pick(b), pick(runs)) == ""
+	}
+	kmax := func(s policy.Settings) policy.Settings { s.VGrowthBytesPerSec = 0; return s }
+	vgrowth := func(s policy.Settings) policy.Settings {
+		return policy.Settings{KMaxMode: policy.KMaxBDP, VGrowthBytesPerSec: s.VGrowthBytesPerSec}
+	}
+	return leaf(kmax) && leaf(vgrowth)
+}
+
+// expect tells observe that queue k runs to, or still from while the
+// telemetry catches up (the tuner's commit or its rollback).
+func (t *Tuner) expect(k queueKey, to, from policy.Settings) {
+	t.seen[k] = seenSettings{settled: to, transit: &from}
+}
+
+// operatorChange records an operator's change of queue k, seen in window
+// w at now, and holds the queue for operator_hold.
+func (t *Tuner) operatorChange(ctx context.Context, k queueKey, w policy.Window, change string, from policy.Settings, now time.Time) (OperatorHold, error) {
+	until := now.Add(t.cfg.OperatorHold)
+	a := t.action(now, k, w, policy.Decision{Rule: RuleOperator, Before: from, After: w.Config}, t.mem[k])
+	a.Outcome, a.HoldUntil = OutcomeOperator, until
+	a.Reason = fmt.Sprintf("%s set by another client (seen in telemetry); the tuner leaves the queue alone until %s",
+		change, until.UTC().Format(time.RFC3339))
+	t.log.Info("tuner: operator's change", "target", k.target, "interface", k.iface, "queue", k.queue,
+		"change", change, "held_until", until)
+	id, err := t.rec.Record(ctx, a)
+	return OperatorHold{Until: until, ID: id, Reason: string(RuleOperator) + ": " + a.Reason}, err
+}

@@ -1,0 +1,344 @@
+package tuner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygnmi/ygnmi"
+	"google.golang.org/grpc"
+
+	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/internal/gnmicbin"
+	"github.com/lhcnp/lhcnp/internal/oracle"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/tuner/policy"
+)
+
+// operatorGnmic runs gnmic, the operator's client, against a switch;
+// without gnmic the test is skipped (failed under LHCNP_ORACLES=required).
+var gnmicPath = sync.OnceValues(func() (string, error) { return gnmicbin.Path("..") })
+
+func operatorSet(t *testing.T, addr string, alpha string) (string, error) {
+	t.Helper()
+	p, err := gnmicPath()
+	if err != nil {
+		oracle.Missing(t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, p, "-a", addr, "--insecure", "set", "--update-path",
+		"/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=0]/config/alpha", "--update-value", alpha).CombinedOutput()
+	return string(out), err
+}
+
+// dbRow is what TestOperatorWins compares of a tuner_actions row.
+type dbRow struct {
+	Rule, Outcome string
+	Before, After float64 // alpha
+	Held          bool    // hold_until set
+}
+
+func dbRows(t *testing.T, ctx context.Context, rec *PGRecorder, target string) []dbRow {
+	t.Helper()
+	rows, err := rec.pool.Query(ctx, `SELECT split_part(reason, ':', 1), outcome, before, after, hold_until IS NOT NULL
+		FROM tuner_actions WHERE target = $1 AND outcome <> 'hold' ORDER BY id`, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []dbRow
+	for rows.Next() {
+		var r dbRow
+		var before, after []byte
+		if err := rows.Scan(&r.Rule, &r.Outcome, &before, &after, &r.Held); err != nil {
+			t.Fatal(err)
+		}
+		var b, a policy.Settings
+		if before != nil {
+			json.Unmarshal(before, &b)
+		}
+		if after != nil {
+			json.Unmarshal(after, &a)
+		}
+		r.Before, r.After = b.Alpha, a.Alpha
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestOperatorWins: the operator's path end to end with real parts — a
+// private PostgreSQL (tuner_actions, migration 013), two switch targets on
+// loopback, the tuner (its clock the test's), gnmic as the operator:
+//
+//   - a Set while the tuner's commit is pending is refused with an answer
+//     naming the tuner's commit and when it ends at the latest;
+//   - a Set once it is confirmed is the operator's: the tuner records it
+//     (outcome operator, the alpha set, hold_until), leaves that queue
+//     alone for operator_hold while the other switch is still tuned, and
+//     tunes it again from the operator's value after the hold;
+//   - an operator's hold and release (lhcnp tuner hold/release) of the
+//     other switch's queue stop and resume its tuning.
+func TestOperatorWins(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := pgtest.New(t)
+	rec := NewPGRecorder(pool)
+	addrA, pubA := testSwitch(t)
+	addrB, pubB := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "sw-a", Address: addrA, Insecure: true},
+		SwitchConfig{Name: "sw-b", Address: addrB, Insecure: true})
+	ycA, ycB := ygnmiClient(t, addrA), ygnmiClient(t, addrB)
+	// The queue is congested at alpha 1 and above, fine below, except on
+	// sw-b once throttled is set: its senders held by the node's cuts on
+	// an under-used link, which the tuner answers by loosening.
+	throttled := map[string]bool{}
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"sw-a": ycA, "sw-b": ycB},
+		traffic: func(target string, s policy.Settings) traffic {
+			switch {
+			case throttled[target]:
+				return traffic{delayRTT: 0.05, util: 0.5}
+			case s.Alpha >= 1:
+				return congested
+			}
+			return better
+		}}
+	tu, _ := newLoop(t, cfg, src, rec)
+	cycle := func(at time.Time) {
+		t.Helper()
+		if err := tu.Cycle(ctx, at); err != nil {
+			t.Fatalf("Cycle at %v: %v", at.Sub(t1), err)
+		}
+		for _, p := range []interface{ PublishNow(context.Context) error }{pubA, pubB} {
+			if err := p.PublishNow(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// Both switches get the tuner's commit; the operator's Set meanwhile
+	// is refused, and the answer names the commit and its deadline.
+	cycle(t1)
+	if !tu.Pending("sw-a") || !tu.Pending("sw-b") {
+		t.Fatal("no commit pending after the first cycle")
+	}
+	out, err := operatorSet(t, addrA, "2")
+	commit := fmt.Sprintf("lhcnp-tuner-sw-a-%d", t1.UnixNano())
+	m := regexp.MustCompile(`commit "` + commit + `" is waiting for confirmation until (\S+): confirm or cancel it before another Set`).FindStringSubmatch(out)
+	if err == nil || m == nil {
+		t.Fatalf("gnmic set during the tuner's commit: %v\n%s\nwant a refusal naming commit %s and its deadline", err, out, commit)
+	}
+	if deadline, err := time.Parse(time.RFC3339, m[1]); err != nil || deadline.After(time.Now().Add(cfg.RollbackDuration)) {
+		t.Errorf("deadline %q (%v): want a time at most rollback_duration (%v) ahead", m[1], err, cfg.RollbackDuration)
+	}
+	if a := switchAlpha(t, ycA); a != congestedAlpha {
+		t.Errorf("alpha %v after the refused Set, want the tuner's %v", a, congestedAlpha)
+	}
+
+	cycle(t1.Add(cfg.JudgeWindow)) // judged better: confirmed
+	if tu.Pending("sw-a") || tu.Pending("sw-b") {
+		t.Fatal("still pending after a better judge window")
+	}
+
+	// The operator sets alpha 2 on sw-a: congested again, and the tuner
+	// would tighten it, but leaves it to the operator.
+	if out, err := operatorSet(t, addrA, "2"); err != nil {
+		t.Fatalf("gnmic set with nothing pending: %v\n%s", err, out)
+	}
+	t2 := t1.Add(cfg.JudgeWindow + cfg.Period)
+	cycle(t2)
+	hold := []dbRow{
+		{Rule: "delay", Outcome: "confirmed", Before: 1, After: congestedAlpha},
+		{Rule: "operator", Outcome: "operator", Before: congestedAlpha, After: 2, Held: true},
+	}
+	if d := cmp.Diff(hold, dbRows(t, ctx, rec, "sw-a")); d != "" {
+		t.Fatalf("sw-a's tuner_actions after the operator's Set (-want +got):\n%s", d)
+	}
+	var until time.Time
+	var reason string
+	if err := pool.QueryRow(ctx, `SELECT hold_until, reason FROM tuner_actions WHERE target = 'sw-a' AND outcome = 'operator'`).Scan(&until, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if !until.Equal(t2.Add(cfg.OperatorHold)) || !strings.Contains(reason, "alpha 0.75 → 2 set by another client") {
+		t.Errorf("operator row: hold_until %v, reason %q; want %v and the change", until, reason, t2.Add(cfg.OperatorHold))
+	}
+	// Held for the whole hold, a cool-down and more apart each time; the
+	// other switch is tuned meanwhile.
+	throttled["sw-b"] = true
+	for at := t2.Add(cfg.Period); at.Before(t2.Add(cfg.OperatorHold)); at = at.Add(cfg.OperatorHold / 4) {
+		cycle(at)
+		if tu.Pending("sw-a") || switchAlpha(t, ycA) != 2 {
+			t.Fatalf("%v into the hold: sw-a pending %v, alpha %v; want the operator's 2 untouched",
+				at.Sub(t2), tu.Pending("sw-a"), switchAlpha(t, ycA))
+		}
+	}
+	if d := cmp.Diff(hold, dbRows(t, ctx, rec, "sw-a")); d != "" {
+		t.Errorf("sw-a's tuner_actions during the hold (-want +got):\n%s", d)
+	}
+	if got := dbRows(t, ctx, rec, "sw-b"); len(got) < 2 || got[1].Outcome == "operator" {
+		t.Errorf("sw-b's tuner_actions %+v: want it tuned during sw-a's hold", got)
+	}
+	// The hold over, sw-a is tuned again, from the operator's alpha.
+	cycle(t2.Add(cfg.OperatorHold))
+	if !tu.Pending("sw-a") || switchAlpha(t, ycA) >= 2 {
+		t.Errorf("after the hold: sw-a pending %v, alpha %v; want a tightening of the operator's 2", tu.Pending("sw-a"), switchAlpha(t, ycA))
+	}
+	if got := dbRows(t, ctx, rec, "sw-a"); len(got) != 3 || got[2].Outcome != "pushed" || got[2].Before != 2 {
+		t.Errorf("sw-a's tuner_actions after the hold: %+v; want a third row, pushed from alpha 2", got)
+	}
+
+	// An operator's hold of sw-b's queue (lhcnp tuner hold), then its
+	// release (lhcnp tuner release): no decision between, tuned after.
+	t3 := t2.Add(cfg.OperatorHold + cfg.Period)
+	if err := tu.Release(ctx, t3); err != nil { // whatever is pending, cancelled
+		t.Fatal(err)
+	}
+	q := QueueID{"wan0", 0}
+	if _, err := rec.Hold(ctx, "sw-b", q, t3, t3.Add(time.Hour), "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	before := len(dbRows(t, ctx, rec, "sw-b"))
+	for i := 1; i <= 3; i++ {
+		cycle(t3.Add(time.Duration(i) * cfg.Policy.Cooldown))
+		if tu.Pending("sw-b") {
+			t.Fatal("sw-b tuned while an operator holds it")
+		}
+	}
+	if got := dbRows(t, ctx, rec, "sw-b"); len(got) != before {
+		t.Errorf("sw-b's tuner_actions while held: %+v; want no row after the hold's", got[before-1:])
+	}
+	t4 := t3.Add(5 * cfg.Policy.Cooldown) // past a rolled-back direction's hold (4 cool-downs)
+	if _, err := rec.Release(ctx, "sw-b", q, t4, ""); err != nil {
+		t.Fatal(err)
+	}
+	cycle(t4)
+	if !tu.Pending("sw-b") {
+		t.Error("sw-b not tuned after the operator's release")
+	}
+	held, err := rec.OperatorHolds(ctx, "sw-b", t4)
+	if err != nil || len(held) != 0 {
+		t.Errorf("OperatorHolds after the release: %v, %v; want none", held, err)
+	}
+}
+
+// TestObserve: what the tuner takes for an operator's change of a queue's
+// settings, and what it explains itself.
+func TestObserve(t *testing.T) {
+	a := func(alpha float64, vg int64) policy.Settings {
+		return policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: alpha, VGrowthBytesPerSec: vg}
+	}
+	explicit := policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 1 << 20, VGrowthBytesPerSec: 100}
+	type step struct {
+		runs       policy.Settings
+		wantChange string
+	}
+	for _, tt := range []struct {
+		desc        string
+		tuneVGrowth bool
+		commit      *[2]policy.Settings // the tuner's commit (from, to) after the first step
+		steps       []step
+	}{
+		{desc: "the first settings are the baseline", tuneVGrowth: true,
+			steps: []step{{a(2, 100), ""}, {a(2, 100), ""}}},
+		{desc: "another client's alpha", tuneVGrowth: true,
+			steps: []step{{a(1, 100), ""}, {a(0.5, 100), "alpha 1 → 0.5"}, {a(0.5, 100), ""}}},
+		{desc: "another client's mode", tuneVGrowth: true,
+			steps: []step{{a(1, 100), ""}, {explicit, "kmax-mode BDP_ADAPTIVE → EXPLICIT"}}},
+		{desc: "v-growth not tuned: its change is not the tuner's business", tuneVGrowth: false,
+			steps: []step{{a(1, 100), ""}, {a(1, 200), ""}}},
+		{desc: "v-growth tuned", tuneVGrowth: true,
+			steps: []step{{a(1, 100), ""}, {a(1, 200), "v-growth 100 → 200"}}},
+		{desc: "the tuner's commit, the telemetry catching up leaf by leaf", tuneVGrowth: true,
+			commit: &[2]policy.Settings{a(1, 100), a(0.5, 50)},
+			steps:  []step{{a(1, 100), ""}, {a(1, 100), ""}, {a(0.5, 100), ""}, {a(0.5, 50), ""}, {a(1, 100), "alpha 0.5 → 1, v-growth 50 → 100"}}},
+		{desc: "during the tuner's commit, a value neither had", tuneVGrowth: true,
+			commit: &[2]policy.Settings{a(1, 100), a(0.5, 100)},
+			steps:  []step{{a(1, 100), ""}, {a(2, 100), "alpha 0.5 → 2"}}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(SwitchConfig{Name: "n1", Address: "127.0.0.1:1", Insecure: true})
+			cfg.Policy.TuneVGrowth = tt.tuneVGrowth
+			tu := &Tuner{cfg: cfg, seen: map[queueKey]seenSettings{}}
+			k := queueKey{"n1", "wan0", 0}
+			for i, st := range tt.steps {
+				if got, _ := tu.observe(k, st.runs); got != st.wantChange {
+					t.Errorf("step %d (%+v): change %q, want %q", i, st.runs, got, st.wantChange)
+				}
+				if i == 0 && tt.commit != nil {
+					tu.expect(k, tt.commit[1], tt.commit[0])
+				}
+			}
+		})
+	}
+}
+
+// TestOperatorSetDuringTheTunersSet: gnmic's Set lands after the tuner
+// checked the queue's settings and before its own Set arrives (the switch
+// lets it through first): gNMI has no conditional Set, so the commit
+// overwrites it, and the tuner, watching the queue's configuration around
+// its Set, sees a value that is neither its before nor its after: it
+// cancels its commit at once, the switch runs the operator's alpha again,
+// the row says why, and the next period records the operator's change and
+// holds the queue.
+func TestOperatorSetDuringTheTunersSet(t *testing.T) {
+	ctx := context.Background()
+	var addr string
+	var once sync.Once
+	var operatorErr error
+	operatorFirst := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if s, ok := req.(*gnmi.SetRequest); ok {
+			for _, e := range s.GetExtension() {
+				if e.GetCommit().GetCommit() != nil {
+					once.Do(func() {
+						if out, err := operatorSet(t, addr, "2"); err != nil {
+							operatorErr = fmt.Errorf("%v: %s", err, out)
+						}
+					})
+				}
+			}
+		}
+		return h(ctx, req)
+	}
+	addr, _ = testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{operatorFirst}, nil))
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	yc := ygnmiClient(t, addr)
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
+		traffic: func(string, policy.Settings) traffic { return congested }}
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	err := tu.Cycle(ctx, t1)
+	if operatorErr != nil {
+		t.Fatalf("the operator's Set: %v", operatorErr)
+	}
+	if !errors.Is(err, ErrOperatorSet) || !strings.Contains(err.Error(), "interface wan0 queue 0: alpha 2") {
+		t.Errorf("Cycle: %v; want ErrOperatorSet naming alpha 2", err)
+	}
+	if tu.Pending("n1") {
+		t.Error("the tuner follows a commit that overwrote an operator's Set")
+	}
+	if a := switchAlpha(t, yc); a != 2 {
+		t.Errorf("alpha %v, want the operator's 2 back", a)
+	}
+	noCommitPendingAt(t, yc, 2)
+	if len(rec.actions) != 1 || rec.actions[0].Outcome != OutcomeRolledBack ||
+		!strings.Contains(rec.actions[0].Reason, "another client set the queue between the tuner's check and its Set: cancelled") {
+		t.Fatalf("tuner_actions %+v; want the decision rolled back, saying why", rec.actions)
+	}
+	if err := tu.Cycle(ctx, t1.Add(cfg.Period)); err != nil {
+		t.Fatal(err)
+	}
+	if a := rec.actions[len(rec.actions)-1]; a.Outcome != OutcomeOperator || a.After.Alpha != 2 || !a.HoldUntil.Equal(t1.Add(cfg.Period+cfg.OperatorHold)) {
+		t.Errorf("the next period's row %+v; want the operator's alpha 2, held for operator_hold", a)
+	}
+}
