@@ -252,6 +252,10 @@ func TestBadFabrics(t *testing.T) {
 		{"wan load without wan", "  fabrics:\n    - {name: f, kind: fat-tree, k: 2, rate: 100G, delay: 1us}\ntraffic:\n  generated:\n    - {name: x, senders: [f], receivers: [f], load_of: wan, load: 0.5, cdf: [[1KB, 0], [1KB, 1]]}\n", "traffic.generated[0].load_of", "no topology.wan links", 8},
 		{"cross-dc in one fabric", "  fabrics:\n    - {name: f, kind: fat-tree, k: 2, rate: 100G, delay: 1us}\ntraffic:\n  generated:\n    - {name: x, senders: [f], receivers: [f], pattern: cross-dc, load: 0.5, cdf: [[1KB, 0], [1KB, 1]]}\n", "traffic.generated[0].receivers", "no receiver in another fabric", 8},
 		{"fan_in too large", "  fabrics:\n    - {name: f, kind: fat-tree, k: 2, rate: 100G, delay: 1us}\ntraffic:\n  generated:\n    - {name: x, senders: [f], receivers: [f-h0-0-0], pattern: incast, fan_in: 9, load: 0.5, cdf: [[1KB, 0], [1KB, 1]]}\n", "traffic.generated[0].fan_in", "fan_in 9 is more than the 1 senders", 8},
+		// A group names several switches: a clash points at the group's
+		// own item, and the reason at the other block's.
+		{"group clashes with a node", "  fabrics:\n    - {name: f, kind: fat-tree, k: 4, rate: 100G, delay: 1us}\nmechanism:\n  kind: long-haul-cnp\n  nodes: [f-c1]\n  with:\n    - {kind: fast-cnp, nodes: [f-agg, f-core]}\n", "mechanism.with[0].nodes[1]", "f-c1 already runs long-haul-cnp (mechanism.nodes[0])", 10},
+		{"node clashes with a group", "  fabrics:\n    - {name: f, kind: fat-tree, k: 4, rate: 100G, delay: 1us}\nmechanism:\n  kind: long-haul-cnp\n  nodes: [f-agg, f-core]\n  with:\n    - {kind: fast-cnp, nodes: [f-c1]}\n", "mechanism.with[0].nodes[0]", "f-c1 already runs long-haul-cnp (mechanism.nodes[1])", 10},
 		{"unknown pattern", "  fabrics:\n    - {name: f, kind: fat-tree, k: 2, rate: 100G, delay: 1us}\ntraffic:\n  generated:\n    - {name: x, senders: [f], receivers: [f], pattern: ring, load: 0.5, cdf: [[1KB, 0], [1KB, 1]]}\n", "traffic.generated[0].pattern", `unknown pattern "ring"`, 8},
 	}
 	for _, tt := range tests {
