@@ -18,6 +18,51 @@ import (
 	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
+// defaultFabricScenarios are the generated fabrics of the results
+// document (--fabrics): the small variant of the two-DC benchmark.
+var defaultFabricScenarios = []string{"scenarios/fabric/two-dc-k4.yaml"}
+
+// fabricRuns compares mechs on the fabric scenarios files for the results
+// document, in outDir/fabrics, copying the plot the document shows (the
+// FCT slowdown by class) into plotDir; nil for no files.
+func fabricRuns(ctx context.Context, files, mechs []string, outDir, plotDir string, o compare.Options) (*compare.FabricDoc, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	var scs []*scenario.Scenario
+	var infos []compare.ScenarioInfo
+	for _, f := range files {
+		sc, err := scenario.LoadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		scs = append(scs, sc)
+		infos = append(infos, compare.ScenarioInfo{Name: sc.Name, File: f, Description: sc.Description})
+	}
+	o.Mechanisms = mechs
+	dir := filepath.Join(outDir, "fabrics")
+	res, err := compare.Run(ctx, scs, dir, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(plotDir, 0o755); err != nil {
+		return nil, err
+	}
+	for _, p := range res.Plots {
+		if !strings.HasSuffix(p, "-fabric-fct.png") {
+			continue // the document shows this one; the others stay in outDir
+		}
+		b, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(plotDir, p), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return &compare.FabricDoc{Result: res, Scenarios: infos}, nil
+}
+
 // defaultCompareScenarios are compared when no file is given.
 var defaultCompareScenarios = []string{
 	"scenarios/compare/near-source-incast.yaml",
@@ -50,6 +95,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tunerFiles := fs.String("tuner-scenarios", strings.Join(defaultTunerScenarios, ","),
 		"the tuner's step scenarios for --markdown (with the §7 scenario), comma-separated")
 	s7u := fs.String("section7-unstaged", "scenarios/section7-unstaged.yaml", "the unstaged §7 run for --markdown (\"\" for none)")
+	fabricFiles := fs.String("fabrics", strings.Join(defaultFabricScenarios, ","),
+		"scenarios on generated fabrics for --markdown, comma-separated (\"\" for none): their own section")
+	fabricMechs := fs.String("fabric-mechanisms", "dcqcn,long-haul-cnp", "the mechanisms of the --fabrics runs")
 	fs.Usage = flagUsage(stderr, fs,
 		"usage: lhcnp sim compare [SCENARIO...] --out DIR [--mechanisms LIST] [--duration D] [--no-plots] [--markdown FILE]",
 		"",
@@ -156,6 +204,10 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	fab, err := fabricRuns(ctx, splitList(*fabricFiles), splitList(*fabricMechs), *out, plotDir, opts)
+	if err != nil {
+		return err
+	}
 	var variants []compare.Variant
 	for _, m := range opts.Mechanisms {
 		for _, v := range append(compare.DefaultVariants(), compare.TunerVariant()) {
@@ -171,7 +223,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	doc := compare.Doc{Result: res, BarSets: sets, Section7: steps, Section7Scenario: *s7, Tuner: td,
 		Unstaged: unstaged, UnstagedScenario: *s7u, Variants: variants, Scenarios: infos,
 		Reference: "long-haul-cnp", Reading: compare.Reading(res, "long-haul-cnp"),
-		PlotDir: filepath.Base(plotDir), Command: "lhcnp sim compare --out " + *out + " --markdown " + *md}
+		PlotDir: filepath.Base(plotDir), Command: "lhcnp sim compare --out " + *out + " --markdown " + *md, Fabric: fab}
 	if err := compare.WriteDocument(f, doc); err != nil {
 		f.Close()
 		return err

@@ -21,6 +21,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/internal/splitmix"
 )
 
 // Owner returns the member that rendezvous hashing gives target: the one
@@ -43,13 +45,7 @@ func score(member, target string) uint64 {
 	h.Write([]byte(member))
 	h.Write([]byte{0})
 	h.Write([]byte(target))
-	x := h.Sum64()
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return splitmix.Mix64(h.Sum64())
 }
 
 // Manager holds this collector's membership and leases.

@@ -114,7 +114,8 @@ func New(sc *scenario.Scenario, o Options) (*Network, error) {
 		}
 	}
 	for _, s := range sc.Switches {
-		x, err := n.Net.AddSwitch(s.Name, s.IP, netsim.SwitchConfig{Port: portConfig(s.Queue, 0)})
+		x, err := n.Net.AddSwitch(s.Name, s.IP, netsim.SwitchConfig{Port: portConfig(s.Queue, 0),
+			SharedBufferBytes: int64(s.SharedBuffer), SharedAlpha: s.SharedAlpha})
 		if err == nil {
 			err = place(x, s.Partition)
 		}
@@ -147,6 +148,7 @@ func New(sc *scenario.Scenario, o Options) (*Network, error) {
 			return nil, fmt.Errorf("build: %w", err)
 		}
 	}
+	n.Net.SetECMP(sc.ECMP.Enabled, uint64(sc.ECMP.Seed))
 	n.Net.ComputeRoutes()
 	for _, rt := range sc.Routes {
 		if !rt.Explicit {

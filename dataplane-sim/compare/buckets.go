@@ -13,15 +13,18 @@ const (
 	largeBytes = 10_000_000
 )
 
-// buckets returns the FCT slowdown p50 and p99 (nearest rank) of the
+// buckets returns the FCT slowdown p50, p95 and p99 (nearest rank) of the
 // finished finite flows by size class, with how many started and
 // finished; nil when the run has no finite flow.
-func buckets(s *report.Summary) []Bucket {
+func buckets(s *report.Summary) []Bucket { return bucketsOf(s.Flows) }
+
+// bucketsOf is buckets over some of a run's flows (p95 too).
+func bucketsOf(fs []report.FlowSummary) []Bucket {
 	names := []string{"small < 100 KB", "medium", "large > 10 MB"}
 	var slow [3][]float64
 	var flows [3]int
 	any := false
-	for _, f := range s.Flows {
+	for _, f := range fs {
 		if f.SizeBytes <= 0 {
 			continue
 		}
@@ -44,7 +47,8 @@ func buckets(s *report.Summary) []Bucket {
 	out := make([]Bucket, 3)
 	for i := range out {
 		slices.Sort(slow[i])
-		out[i] = Bucket{Name: names[i], Flows: flows[i], Finished: len(slow[i]), P50: rank(slow[i], 0.5), P99: rank(slow[i], 0.99)}
+		out[i] = Bucket{Name: names[i], Flows: flows[i], Finished: len(slow[i]), P50: rank(slow[i], 0.5),
+			P95: rank(slow[i], 0.95), P99: rank(slow[i], 0.99)}
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,6 +128,9 @@ type Row struct {
 	// Buckets are the FCT slowdowns of finite flows by size (web-search
 	// mixes; empty when the scenario has no finite flow).
 	Buckets []Bucket
+	// Fabric are the figures of a scenario on generated fabrics (per-DC
+	// and cross-DC FCT, the WAN's utilisation); nil for others.
+	Fabric *FabricFigures
 	// Note is what the variant chose (the tuned thresholds).
 	Note string
 	// The tuner's objective of the run at the bottleneck (Objective), and
@@ -141,7 +145,7 @@ type Row struct {
 type Bucket struct {
 	Name            string
 	Flows, Finished int
-	P50, P99        float64
+	P50, P95, P99   float64
 }
 
 // Run simulates every scenario with every mechanism, writing each run
@@ -190,6 +194,7 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 		for i := range rows {
 			fill(&rows[i], node, peer)
 			fillObjective(&rows[i], sc)
+			rows[i].Fabric = fabricFigures(rows[i].Summary, sc)
 		}
 		if o.Plots {
 			files, err := writePlots(outDir, sc.Name, rows)
@@ -203,6 +208,13 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 			}
 			if fct != "" {
 				res.Plots = append(res.Plots, fct)
+			}
+			ffct, err := writeFabricPlot(outDir, sc.Name, rows)
+			if err != nil {
+				return nil, err
+			}
+			if ffct != "" {
+				res.Plots = append(res.Plots, ffct)
 			}
 		}
 		res.Rows = append(res.Rows, rows...)
@@ -417,9 +429,14 @@ func (r *Result) WriteCSV(w io.Writer) error {
 	return cw.Error()
 }
 
-// WriteFiles writes results.csv and results.md (the table only) into dir.
+// WriteFiles writes results.csv and results.md (the table only) into dir,
+// and fabrics.md (WriteFabricMarkdown) when a run is on generated fabrics.
 func (r *Result) WriteFiles(dir string) error {
-	for name, write := range map[string]func(io.Writer) error{"results.csv": r.WriteCSV, "results.md": r.WriteMarkdown} {
+	files := map[string]func(io.Writer) error{"results.csv": r.WriteCSV, "results.md": r.WriteMarkdown}
+	if slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Fabric != nil }) {
+		files["fabrics.md"] = r.WriteFabricMarkdown
+	}
+	for name, write := range files {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
 			return err

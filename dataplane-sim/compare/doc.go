@@ -23,6 +23,8 @@ type Doc struct {
 	UnstagedScenario string
 	// Tuner is the tuner's comparison (WriteTuner), nil for none.
 	Tuner *TunerDoc
+	// Fabric are the runs on generated fabrics, nil for none.
+	Fabric *FabricDoc
 	// PlotDir is where the plots are, relative to the document.
 	PlotDir string
 	// Variants are the rows' mechanisms, in table order, for their
@@ -228,6 +230,11 @@ func WriteDocument(w io.Writer, d Doc) error {
 			p("- %s\n", l)
 		}
 		p("\n")
+	}
+	if d.Fabric != nil {
+		if err := writeFabricSection(&b, *d.Fabric, d.PlotDir); err != nil {
+			return err
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

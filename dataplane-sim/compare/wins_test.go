@@ -12,7 +12,7 @@ import (
 func slowdown(v float64) *report.Float { f := report.Float(v); return &f }
 
 // TestBuckets: finite flows fall into small (< 100 KB), medium and large
-// (> 10 MB) by size; p50 and p99 are nearest-rank over the finished ones;
+// (> 10 MB) by size; p50, p95 and p99 are nearest-rank over the finished ones;
 // long-lived flows are left out, and a run without finite flows has none.
 func TestBuckets(t *testing.T) {
 	s := &report.Summary{Flows: []report.FlowSummary{
@@ -24,9 +24,9 @@ func TestBuckets(t *testing.T) {
 		{SizeBytes: 0},
 	}}
 	want := []Bucket{
-		{Name: "small < 100 KB", Flows: 2, Finished: 2, P50: 1, P99: 3},
-		{Name: "medium", Flows: 2, Finished: 1, P50: 2, P99: 2},
-		{Name: "large > 10 MB", Flows: 1, Finished: 1, P50: 5, P99: 5},
+		{Name: "small < 100 KB", Flows: 2, Finished: 2, P50: 1, P95: 3, P99: 3},
+		{Name: "medium", Flows: 2, Finished: 1, P50: 2, P95: 2, P99: 2},
+		{Name: "large > 10 MB", Flows: 1, Finished: 1, P50: 5, P95: 5, P99: 5},
 	}
 	if diff := cmp.Diff(want, buckets(s)); diff != "" {
 		t.Errorf("buckets (-want +got):\n%s", diff)

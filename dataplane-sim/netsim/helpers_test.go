@@ -28,6 +28,9 @@ type incastCfg struct {
 	host           HostConfig
 	seed           uint64
 	starts         []engine.Time
+	// sharedBytes and alpha: the switch's shared buffer (0: none).
+	sharedBytes int64
+	alpha       float64
 }
 
 func newIncast(t testing.TB, c incastCfg) *incast {
@@ -43,7 +46,7 @@ func newIncast(t testing.TB, c incastCfg) *incast {
 			t.Fatal(err)
 		}
 	}
-	sw, err := n.AddSwitch("sw", netip.MustParseAddr("10.0.0.254"), SwitchConfig{Port: c.port})
+	sw, err := n.AddSwitch("sw", netip.MustParseAddr("10.0.0.254"), SwitchConfig{Port: c.port, SharedBufferBytes: c.sharedBytes, SharedAlpha: c.alpha})
 	must(err)
 	in := &incast{sim: sim, net: n, sw: sw}
 	in.recv, err = n.AddHost("recv", netip.MustParseAddr("10.0.1.1"), c.host)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/ecmp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -23,6 +24,12 @@ type Network struct {
 	links    []*Link
 	flows    []*Flow
 	retire   *retirement // nil: finished flows are kept (RetireFinished)
+	// ECMP: when on, ComputeRoutes keeps every equal-cost next hop and
+	// switches pick one per packet by package ecmp's hash; addrs are the
+	// nodes' addresses as the hash reads them (by NodeID).
+	ecmpOn   bool
+	ecmpSeed uint64
+	addrs    []ecmp.Addr
 
 	// parts are the partitions the nodes run in (one, parts[0], unless the
 	// network was made with NewPartitioned); group drives them then.
@@ -159,6 +166,9 @@ func (n *Network) AddSwitch(name string, addr netip.Addr, cfg SwitchConfig) (*Sw
 	if err := cfg.Port.Validate(); err != nil {
 		return nil, fmt.Errorf("switch %s: %w", name, err)
 	}
+	if cfg.SharedBufferBytes < 0 || cfg.SharedBufferBytes > 0 && !(cfg.SharedAlpha > 0) {
+		return nil, fmt.Errorf("switch %s: shared buffer %d bytes, alpha %g: need a buffer >= 0 and alpha > 0", name, cfg.SharedBufferBytes, cfg.SharedAlpha)
+	}
 	s := &Switch{net: n, part: n.parts[0], id: NodeID(len(n.nodes)), name: name, addr: addr, cfg: cfg}
 	if err := n.addNode(name, s); err != nil {
 		return nil, err
@@ -212,6 +222,9 @@ func (n *Network) newPort(x Node) *Port {
 	case *Switch:
 		pt.part = v.part
 		pt.sw = v
+		if v.cfg.SharedBufferBytes > 0 {
+			pt.shared = v
+		}
 		pt.index = len(v.ports)
 		pt.cfg = v.cfg.Port
 		v.ports = append(v.ports, pt)
@@ -226,18 +239,32 @@ func (n *Network) newPort(x Node) *Port {
 	return pt
 }
 
+// SetECMP turns equal-cost multipath on (or off) for the next
+// ComputeRoutes: a switch with several next hops of the fewest hops
+// towards a destination picks one for each packet by package ecmp's
+// hash of the packet's five-tuple, seeded with seed and salted with the
+// switch's address, so that every packet of a flow takes one path (a
+// link never reorders, so neither does the flow).
+func (n *Network) SetECMP(on bool, seed uint64) { n.ecmpOn, n.ecmpSeed = on, seed }
+
 // ComputeRoutes fills every switch's table with a shortest path (in hops) to
 // every node, breaking ties by the lowest port index, so that the same
-// topology always gets the same routes. Routes set with Switch.SetRoute
+// topology always gets the same routes; with ECMP on (SetECMP) it also
+// keeps every equal-cost port. Routes set with Switch.SetRoute
 // before are overwritten; set them after to override.
 func (n *Network) ComputeRoutes() {
+	n.addrs = make([]ecmp.Addr, len(n.nodes))
+	for i, x := range n.nodes {
+		n.addrs[i] = ecmp.AddrOf(x.Addr())
+	}
+	dist := make([]int, len(n.nodes))
+	queue := make([]Node, 0, len(n.nodes))
 	for _, dst := range n.nodes {
-		dist := make([]int, len(n.nodes))
 		for i := range dist {
 			dist[i] = -1
 		}
 		dist[dst.ID()] = 0
-		queue := []Node{dst}
+		queue = append(queue[:0], dst)
 		for len(queue) > 0 {
 			x := queue[0]
 			queue = queue[1:]
@@ -257,11 +284,25 @@ func (n *Network) ComputeRoutes() {
 				continue
 			}
 			s.growRoutes(len(n.nodes))
+			first := int32(-1)
+			var group []int32
 			for i, pt := range s.ports {
 				if d := dist[pt.Peer().node.ID()]; d >= 0 && d == dist[s.id]-1 {
-					s.routes[dst.ID()] = int32(i)
-					break
+					if first < 0 {
+						first = int32(i)
+						if !n.ecmpOn {
+							break
+						}
+					}
+					group = append(group, int32(i))
 				}
+			}
+			s.routes[dst.ID()] = first
+			if len(group) > 1 {
+				s.growGroups(len(n.nodes))
+				s.groups[dst.ID()] = group
+			} else if int(dst.ID()) < len(s.groups) {
+				s.groups[dst.ID()] = nil
 			}
 		}
 	}

@@ -110,12 +110,15 @@ type PortStats struct {
 // A port keeps at most one pending event for its transmitter (frame done)
 // plus, on hosts, a wake-up for the next paced send.
 type Port struct {
-	net   *Network
-	part  *partition
-	node  Node
-	sw    *Switch // owner if a switch
-	host  *Host   // owner if a host
-	index int
+	net  *Network
+	part *partition
+	node Node
+	sw   *Switch // owner if a switch
+	// shared is the owner when it has a shared buffer (SwitchConfig.
+	// SharedBufferBytes), nil otherwise: one test on the hot path.
+	shared *Switch
+	host   *Host // owner if a host
+	index  int
 
 	out, in *Link
 	cfg     PortConfig
@@ -274,7 +277,7 @@ func (pt *Port) enqueue(p *Packet) {
 		pt.part.pool.put(p)
 		return
 	}
-	if pt.cfg.BufferBytes > 0 && pt.totalBytes+size > pt.cfg.BufferBytes {
+	if pt.cfg.BufferBytes > 0 && pt.totalBytes+size > pt.cfg.BufferBytes || pt.shared != nil && pt.shared.sharedFull(pt, size) {
 		pt.stats.DropPackets++
 		pt.stats.DropBytes += size
 		if pt.observer != nil {
@@ -289,6 +292,9 @@ func (pt *Port) enqueue(p *Packet) {
 	pt.queues[prio].push(p)
 	pt.qBytes[prio] += size
 	pt.totalBytes += size
+	if pt.shared != nil {
+		pt.shared.sharedUsed += size
+	}
 	if pt.totalBytes > pt.stats.PeakQueueBytes {
 		pt.stats.PeakQueueBytes = pt.totalBytes
 	}
@@ -314,6 +320,9 @@ func (pt *Port) dequeue() *Packet {
 		size := int64(p.SizeBytes)
 		pt.qBytes[prio] -= size
 		pt.totalBytes -= size
+		if pt.shared != nil {
+			pt.shared.sharedUsed -= size
+		}
 		if !pt.cfg.MarkOnEnqueue {
 			pt.maybeMark(p, prio, pt.qBytes[prio])
 		}
@@ -354,6 +363,9 @@ func (pt *Port) flushDown() {
 			size := int64(p.SizeBytes)
 			pt.qBytes[prio] -= size
 			pt.totalBytes -= size
+			if pt.shared != nil {
+				pt.shared.sharedUsed -= size
+			}
 			if in := p.inPort; in != nil {
 				p.inPort = nil
 				if in.cfg.PFC.Enabled {

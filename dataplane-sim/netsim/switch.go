@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/ecmp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 )
 
@@ -12,6 +13,14 @@ type SwitchConfig struct {
 	// Port is the configuration every port gets when Connect creates it;
 	// change single ports afterwards with Port.SetConfig.
 	Port PortConfig
+	// SharedBufferBytes, when positive, is a buffer the switch's egress
+	// ports share with dynamic thresholds (Choudhury and Hahne, as
+	// merchant-silicon switches manage theirs): a port admits a packet
+	// while its queue (all priorities) stays at most SharedAlpha times the
+	// shared buffer not in use, and the buffer has room for it. It works
+	// beside a port's own BufferBytes (both must admit the packet).
+	SharedBufferBytes int64
+	SharedAlpha       float64
 }
 
 // SwitchStats are a switch's counters.
@@ -24,8 +33,9 @@ type SwitchStats struct {
 	Decapsulated, DecapECNDrops int64
 }
 
-// Switch forwards by a static table, destination node to egress port (no
-// ECMP). Its ports do the queueing, marking, dropping and PFC.
+// Switch forwards by a static table, destination node to egress port,
+// or, with ECMP on (Network.SetECMP), to one of the equal-cost ports
+// chosen per packet by its five-tuple (package ecmp). Its ports do the queueing, marking, dropping and PFC.
 type Switch struct {
 	net    *Network
 	part   *partition
@@ -35,8 +45,14 @@ type Switch struct {
 	cfg    SwitchConfig
 	ports  []*Port
 	routes []int32 // by destination NodeID; -1: none
+	// groups are the equal-cost ports by destination NodeID (nil: one
+	// port, routes says which); salt is the switch's address for the hash.
+	groups [][]int32
 	stats  SwitchStats
-	local  LocalHandler // packets addressed to the switch itself
+	// sharedUsed is the bytes queued at all the switch's egress ports,
+	// counted only when it has a shared buffer (what the buffer holds).
+	sharedUsed int64
+	local      LocalHandler // packets addressed to the switch itself
 	// fwd holds the Forwarder of each stage (nil: none); active the
 	// installed ones in stage order, what the forwarding path runs.
 	fwd    [NumForwardStages]Forwarder
@@ -69,10 +85,15 @@ func (s *Switch) SetRoute(dst NodeID, port int) error {
 	}
 	s.growRoutes(int(dst) + 1)
 	s.routes[dst] = int32(port)
+	if int(dst) < len(s.groups) {
+		s.groups[dst] = nil
+	}
 	return nil
 }
 
-// Route returns the egress port for dst, or nil.
+// Route returns the egress port for dst, or nil. With ECMP it is the
+// lowest of the equal-cost ports; the port a packet takes is
+// RouteFlow's.
 func (s *Switch) Route(dst NodeID) *Port {
 	if int(dst) >= len(s.routes) || s.routes[dst] < 0 {
 		return nil
@@ -80,11 +101,59 @@ func (s *Switch) Route(dst NodeID) *Port {
 	return s.ports[s.routes[dst]]
 }
 
+// RouteFlow returns the egress port for a packet from src to dst between
+// queue pairs srcQP and dstQP (the data packets of a flow from its
+// sender, its ACKs with the two swapped), or nil.
+func (s *Switch) RouteFlow(src, dst NodeID, srcQP, dstQP uint32) *Port {
+	if int(dst) < len(s.groups) {
+		if g := s.groups[dst]; g != nil {
+			a := s.net.addrs
+			h := ecmp.Hash(s.net.ecmpSeed, a[s.id], ecmp.RoCE(a[src], a[dst], srcQP, dstQP))
+			return s.ports[g[ecmp.Pick(h, len(g))]]
+		}
+	}
+	return s.Route(dst)
+}
+
+// ecmpRoute is the egress port of p when the switch has equal-cost
+// groups (s.groups non-nil): RouteFlow of its five-tuple (the BTH's
+// destination QP for RoCEv2 packets, 0 for others) for a destination with
+// a group, def (its Route) for the others. The forwarding path tests
+// s.groups first, so that a switch without ECMP pays one comparison.
+func (s *Switch) ecmpRoute(p *Packet, def *Port) *Port {
+	if int(p.Dst) < len(s.groups) && s.groups[p.Dst] != nil {
+		var dqp uint32
+		if p.Kind == KindRoCE {
+			dqp = p.DestQP()
+		}
+		return s.RouteFlow(p.Src, p.Dst, p.SrcQP, dqp)
+	}
+	return def
+}
+
+func (s *Switch) growGroups(n int) {
+	for len(s.groups) < n {
+		s.groups = append(s.groups, nil)
+	}
+}
+
 func (s *Switch) growRoutes(n int) {
 	for len(s.routes) < n {
 		s.routes = append(s.routes, -1)
 	}
 }
+
+// sharedFull reports whether the shared buffer refuses size more bytes
+// at pt (dynamic threshold: pt's queue after the packet would pass alpha
+// times the free buffer).
+func (s *Switch) sharedFull(pt *Port, size int64) bool {
+	free := s.cfg.SharedBufferBytes - s.sharedUsed
+	return size > free || float64(pt.totalBytes+size) > s.cfg.SharedAlpha*float64(free)
+}
+
+// SharedBufferUsed returns the bytes its shared buffer holds (queued at
+// all its egress ports); 0 for a switch without one.
+func (s *Switch) SharedBufferUsed() int64 { return s.sharedUsed }
 
 // SetObserver installs o on every port of the switch.
 func (s *Switch) SetObserver(o PortObserver) {
@@ -146,6 +215,9 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 		return
 	}
 	out := s.Route(p.Dst)
+	if s.groups != nil {
+		out = s.ecmpRoute(p, out)
+	}
 	if out == nil {
 		s.stats.NoRouteDrops++
 		s.part.pool.put(p)
@@ -164,6 +236,9 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 // s.ID().
 func (s *Switch) Send(p *Packet) bool {
 	out := s.Route(p.Dst)
+	if s.groups != nil {
+		out = s.ecmpRoute(p, out)
+	}
 	if out == nil {
 		s.stats.NoRouteDrops++
 		s.part.pool.put(p)

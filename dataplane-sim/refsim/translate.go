@@ -88,6 +88,17 @@ type FlowKey struct {
 // reference cannot express are errors naming the scenario key; parameters
 // it expresses differently are Notes.
 func Translate(sc *scenario.Scenario, dir string, bn Bottleneck) (*Translation, error) {
+	// Generated fabrics' ECMP and shared buffers (docs/scenarios.md) have
+	// no translation: the reference hashes flows onto its next hops its
+	// own way, and its shared buffer sets only its PFC threshold (queue).
+	if sc.ECMP.Enabled {
+		return nil, errors.New("refsim: topology.ecmp: the reference hashes flows onto equal-cost paths its own way; their paths would differ from ours (set enabled: false)")
+	}
+	for _, s := range sc.Switches {
+		if s.SharedBuffer > 0 {
+			return nil, fmt.Errorf("refsim: topology.fabrics: switch %s: shared_buffer (tail drop at dynamic thresholds) has no counterpart in the reference", s.Name)
+		}
+	}
 	nw, err := build.New(sc, build.Options{Seed: sc.Seed, End: engine.FromDuration(sc.Duration)})
 	if err != nil {
 		return nil, err

@@ -76,6 +76,7 @@ func TestTranslateRejects(t *testing.T) {
 		{"initial alpha", "initial_alpha: 1024", "initial_alpha: 1023", "dcqcn.initial_alpha"},
 		{"kmin not whole KB", "k_min: 100KB", "k_min: 100KiB", "whole KB"},
 		{"flow rate", "size: 20MB}", "size: 20MB, rate: 1Gbps}", "flow s0"},
+		{"ecmp", "topology:\n", "topology:\n  ecmp: {enabled: true}\n", "topology.ecmp"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			text := strings.Replace(string(base), tt.from, tt.to, 1)
@@ -88,5 +89,23 @@ func TestTranslateRejects(t *testing.T) {
 				t.Errorf("Translate: %v, want an error with %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A generated fabric's shared buffer has no translation.
+func TestTranslateRejectsSharedBuffer(t *testing.T) {
+	sc, err := scenario.Parse("x.yaml", []byte(`duration: 1ms
+sample_interval: 100us
+topology:
+  fabrics:
+    - {name: f, kind: fat-tree, k: 2, rate: 100G, delay: 1us, shared_buffer: {size: 8MB}}
+  ecmp: {enabled: false}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Translate(sc, "DIR", Bottleneck{Switch: "f-e0-0", Peer: "f-h0-0-0"})
+	if err == nil || !strings.Contains(err.Error(), "shared_buffer") {
+		t.Errorf("Translate: %v, want an error with %q", err, "shared_buffer")
 	}
 }

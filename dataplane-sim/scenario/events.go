@@ -170,8 +170,9 @@ func (l *loader) finish() {
 
 	// Routes, both directions of every flow (acknowledgements and CNPs
 	// travel back), then explicit routes no flow uses.
-	tables := map[string]map[string]string{}
+	tables := map[string]map[string][]string{}
 	have := map[[2]string]bool{}
+	routeOf := map[[2]string]int{} // pair -> index in sc.Routes
 	addRoute := func(src, dst string, at *yaml.Node, field string) {
 		key := [2]string{src, dst}
 		if have[key] {
@@ -183,7 +184,7 @@ func (l *loader) finish() {
 			t = l.routeTable(dst)
 			tables[dst] = t
 		}
-		p := walk(t, src, dst)
+		p := walk(t, src, dst, nil)
 		if p == nil {
 			if at != nil {
 				d.errAt(at, field, "no path from %s to %s", src, dst)
@@ -196,6 +197,7 @@ func (l *loader) finish() {
 				explicit = true
 			}
 		}
+		routeOf[key] = len(sc.Routes)
 		sc.Routes = append(sc.Routes, Route{Src: src, Dst: dst, Path: p, Explicit: explicit})
 	}
 	for i, f := range sc.Flows {
@@ -205,7 +207,7 @@ func (l *loader) finish() {
 			continue
 		}
 		// The reverse path is reported only if the forward one exists.
-		if _, fwd := sc.Route(f.Src, f.Dst); fwd {
+		if _, fwd := routeOf[[2]string{f.Src, f.Dst}]; fwd {
 			addRoute(f.Dst, f.Src, at.n, at.field)
 		} else {
 			addRoute(f.Dst, f.Src, nil, "")
@@ -213,6 +215,18 @@ func (l *loader) finish() {
 	}
 	for _, r := range l.explicit {
 		addRoute(r.Src, r.Dst, nil, "")
+	}
+	// Each flow's own path: the pair's, or with ECMP the one its
+	// five-tuple hashes onto at every switch with a choice.
+	for i := range sc.Flows {
+		f := &sc.Flows[i]
+		if !sc.ECMP.Enabled {
+			if i, ok := routeOf[[2]string{f.Src, f.Dst}]; ok {
+				f.Path = sc.Routes[i].Path
+			}
+			continue
+		}
+		f.Path = walk(tables[f.Dst], f.Src, f.Dst, l.flowPicker(f.Src, f.Dst, f.SrcQP, f.DstQP))
 	}
 
 	sort.SliceStable(sc.Flows, func(i, j int) bool {

@@ -65,14 +65,15 @@ func Parse(file string, data []byte, opts ...Option) (*Scenario, error) {
 		return nil, ErrorList{{File: file, Line: extra.Line, Col: extra.Column, Reason: "more than one yaml document; a scenario is one document"}}
 	}
 	l := &loader{
-		d:       &decoder{file: file},
-		dir:     filepath.Dir(file),
-		sc:      &Scenario{File: file},
-		nodes:   map[string]nodeInfo{},
-		links:   map[string]int{},
-		pairs:   map[[2]string]int{},
-		flowSet: map[string]*yaml.Node{},
-		opts:    o,
+		d:         &decoder{file: file},
+		dir:       filepath.Dir(file),
+		sc:        &Scenario{File: file},
+		nodes:     map[string]nodeInfo{},
+		links:     map[string]int{},
+		pairs:     map[[2]string]int{},
+		fabricIdx: map[string]int{},
+		flowSet:   map[string]*yaml.Node{},
+		opts:      o,
 	}
 	l.load(root)
 	if len(l.d.errs) > 0 {
@@ -121,11 +122,17 @@ type loader struct {
 	hostLnk  map[string][]int  // host -> links
 	explicit []Route           // explicit routes in file order
 	adj      map[string][]string
-	flowSet  map[string]*yaml.Node
-	linkPos  []qpRef         // per link: its delay (or the link), where a cut is reported
-	cut      map[string]bool // links between partitions, by name
-	flowPos  []qpRef         // per flow in sc.Flows before sorting: where to report it
-	qpPos    []qpRef         // explicit queue pair numbers, in flow order
+	// Generated fabrics: index in sc.Fabrics by name, their definitions,
+	// and how many links the file wrote (the generated ones follow).
+	fabricIdx     map[string]int
+	fabricDefs    []*fabricDef
+	fileLinks     int
+	fileLinksDone bool
+	flowSet       map[string]*yaml.Node
+	linkPos       []qpRef         // per link: its delay (or the link), where a cut is reported
+	cut           map[string]bool // links between partitions, by name
+	flowPos       []qpRef         // per flow in sc.Flows before sorting: where to report it
+	qpPos         []qpRef         // explicit queue pair numbers, in flow order
 }
 
 // qpRef is a place in the file and its field path.

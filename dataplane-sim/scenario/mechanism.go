@@ -21,7 +21,7 @@ func (l *loader) mechanism(n *yaml.Node) {
 	if n == nil {
 		return
 	}
-	m, o, ok := l.mechanismBlock(n, "mechanism", true)
+	m, items, o, ok := l.mechanismBlock(n, "mechanism", true)
 	if !ok {
 		return
 	}
@@ -33,22 +33,24 @@ func (l *loader) mechanism(n *yaml.Node) {
 		field string
 	}
 	placed := map[string][]onNode{}
-	check := func(b *Mechanism, path string, nodes *yaml.Node) {
+	// items[i] is the list item b.Nodes[i] came from (a fabric's group
+	// names several).
+	check := func(b *Mechanism, items []int, path string, nodes *yaml.Node) {
 		for i, name := range b.Nodes {
-			field := index(join(path, "nodes"), i)
+			field := index(join(path, "nodes"), items[i])
 			for _, o := range placed[name] {
 				if !CanCoexist(o.kind, b.Kind) {
-					l.d.errAt(nodeAt(nodes, i), field, "%s already runs %s (%s); %s", name, o.kind, o.field, coexistReason(o.kind, b.Kind))
+					l.d.errAt(nodeAt(nodes, items[i]), field, "%s already runs %s (%s); %s", name, o.kind, o.field, coexistReason(o.kind, b.Kind))
 				}
 			}
 			placed[name] = append(placed[name], onNode{b.Kind, field})
 		}
 	}
-	check(&sc.Mechanism, "mechanism", o.get("nodes"))
+	check(&sc.Mechanism, items, "mechanism", o.get("nodes"))
 	wn := o.get("with")
 	for i, x := range l.d.list(wn, "mechanism.with") {
 		path := index("mechanism.with", i)
-		w, wo, ok := l.mechanismBlock(x, path, false)
+		w, witems, wo, ok := l.mechanismBlock(x, path, false)
 		if !ok {
 			continue
 		}
@@ -60,7 +62,7 @@ func (l *loader) mechanism(n *yaml.Node) {
 			l.d.errAt(x, path, "mechanism kind none turns the RNICs' rate control off; nothing could react to %s", w.Kind)
 			continue
 		}
-		check(&w, path, wo.get("nodes"))
+		check(&w, witems, path, wo.get("nodes"))
 		sc.Mechanism.With = append(sc.Mechanism.With, w)
 	}
 }
@@ -104,24 +106,25 @@ func coexistReason(a, b MechanismKind) string {
 }
 
 // mechanismBlock reads one mechanism block (kind, nodes, params and, at
-// the top, with) at path.
-func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism, *object, bool) {
+// the top, with) at path. items holds, per node of the block, the index
+// of the nodes item that named it.
+func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (m Mechanism, items []int, o *object, ok bool) {
 	d, sc := l.d, l.sc
 	keys := []string{"kind", "nodes", "params"}
 	if top {
 		keys = append(keys, "with")
 	}
-	o := d.object(n, path, keys...)
+	o = d.object(n, path, keys...)
 	if o == nil {
-		return Mechanism{}, nil, false
+		return Mechanism{}, nil, nil, false
 	}
 	kn := o.must("kind")
 	if kn == nil {
-		return Mechanism{}, nil, false
+		return Mechanism{}, nil, nil, false
 	}
 	k, ok := d.scalar(kn, join(path, "kind"))
 	if !ok {
-		return Mechanism{}, nil, false
+		return Mechanism{}, nil, nil, false
 	}
 	kind := MechanismKind(k)
 	spec, ok := mechanisms[kind]
@@ -131,9 +134,9 @@ func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism,
 			names = append(names, string(m))
 		}
 		d.errAt(kn, join(path, "kind"), "unknown mechanism %q (want one of: %s)", k, strings.Join(names, ", "))
-		return Mechanism{}, nil, false
+		return Mechanism{}, nil, nil, false
 	}
-	m := Mechanism{Kind: kind}
+	m = Mechanism{Kind: kind}
 	nodal := !spec.Nodeless
 	nn := o.get("nodes")
 	switch {
@@ -145,17 +148,20 @@ func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism,
 		seen := map[string]bool{}
 		for i, x := range d.list(nn, join(path, "nodes")) {
 			field := index(join(path, "nodes"), i)
-			name, ok := l.nodeRef(x, field, kindSwitch)
+			names, ok := l.groupRef(x, field, kindSwitch)
 			if !ok {
 				continue
 			}
-			if seen[name] {
-				d.errAt(x, field, "%s is listed twice", name)
-				continue
+			for _, name := range names {
+				if seen[name] {
+					d.errAt(x, field, "%s is listed twice", name)
+					continue
+				}
+				seen[name] = true
+				m.Nodes = append(m.Nodes, name)
+				items = append(items, i)
+				sc.Switches[l.nodes[name].index].CongestionAware = true
 			}
-			seen[name] = true
-			m.Nodes = append(m.Nodes, name)
-			sc.Switches[l.nodes[name].index].CongestionAware = true
 		}
 		if len(m.Nodes) == 0 && len(nn.Content) == 0 {
 			d.errAt(nn, join(path, "nodes"), "no nodes")
@@ -165,7 +171,7 @@ func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism,
 	pp := join(path, "params")
 	if spec.Params != nil {
 		m.Params = spec.Params(&paramsBlock{d: d, n: resolve(pn), path: pp, nodes: m.Nodes})
-		return m, o, true
+		return m, items, o, true
 	}
 	if po := d.object(pn, pp, nil...); po != nil {
 		given := 0
@@ -182,5 +188,5 @@ func (l *loader) mechanismBlock(n *yaml.Node, path string, top bool) (Mechanism,
 			d.errAt(pn, pp, "%s takes no params%s", kind, hint)
 		}
 	}
-	return m, o, true
+	return m, items, o, true
 }

@@ -22,9 +22,15 @@ type Scenario struct {
 	Hosts    []Host
 	Switches []Switch
 	Links    []Link
+	// Fabrics are the generated data centres (topology.fabrics); their
+	// nodes and links are in Hosts, Switches and Links too.
+	Fabrics []Fabric
+	// ECMP says how switches choose among equal-cost next hops.
+	ECMP ECMP
 	// Routes holds one path for every (src, dst) pair that a flow uses, in
 	// the order of first use; explicit routes from the file win over the
-	// computed shortest paths.
+	// computed shortest paths. With ECMP it is the path of the lowest
+	// ports (netsim.Switch.Route); a flow's own is Flow.Path.
 	Routes []Route
 
 	Mechanism Mechanism
@@ -45,6 +51,18 @@ type Host struct {
 	// the host in (its own partition key, or its switch's); "" when the
 	// file cuts nothing. See Scenario.Partitions.
 	Partition string
+	// Fabric is the generated fabric the host belongs to ("": written by
+	// hand).
+	Fabric string
+}
+
+// ECMP is per-flow load balancing over equal-cost next hops: a switch
+// with several next hops of the fewest hops towards a destination picks
+// one by a seeded hash of the packet's five-tuple (package ecmp), so all
+// packets of a flow take one path and flows of one pair spread.
+type ECMP struct {
+	Enabled bool
+	Seed    int64
 }
 
 // Switch is a switch; its egress ports are the ends of its links.
@@ -62,6 +80,14 @@ type Switch struct {
 	// run the mechanism under test (Long-haul CNP, Fast CNP, FCN, Rate
 	// Advice) on their egress ports.
 	CongestionAware bool
+	// Fabric and Tier: the generated fabric and tier (core, agg, edge,
+	// spine, leaf; "" for a border router) of a generated switch.
+	Fabric, Tier string
+	// SharedBuffer, when positive, is a buffer shared by the switch's
+	// ports with dynamic thresholds (SharedAlpha times the unused shared
+	// buffer per port queue).
+	SharedBuffer Size
+	SharedAlpha  float64
 }
 
 // Link is a full-duplex point-to-point link; rate, delay and buffer apply
@@ -76,6 +102,8 @@ type Link struct {
 	// Buffer is the egress buffer of the port at each end that belongs to
 	// a switch; 0 means unlimited. Host NICs are not buffer-limited.
 	Buffer Size
+	// WAN marks the links of topology.wan.
+	WAN bool
 }
 
 // Route is the path of a flow from its source host to its destination host,
@@ -372,6 +400,10 @@ type Flow struct {
 	// Group is the incast or generated-traffic block that created the
 	// flow, "" for a flow written out in traffic.flows.
 	Group string
+	// Path is the flow's data path from Src to Dst, both included: its
+	// pair's route, or with ECMP the equal-cost path its five-tuple
+	// hashes onto (package ecmp), as the network model forwards it.
+	Path []string
 }
 
 // LongLived reports whether the flow has no size.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/ecmp"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -61,18 +62,28 @@ func (l *loader) queue(n *yaml.Node, path string, q *Queue) {
 // topology reads the topology block: nodes first, so that links and
 // routes can refer to them, then links, then routes, which need the links.
 func (l *loader) topology(n *yaml.Node, defQueue Queue) {
-	o := l.d.object(n, "topology", "hosts", "switches", "links", "routes")
+	o := l.d.object(n, "topology", "hosts", "switches", "links", "routes", "fabrics", "wan", "ecmp")
 	if o == nil {
 		return
 	}
 	l.nodesOf(o, defQueue)
-	links := l.d.list(o.must("links"), "topology.links")
+	fabrics := len(l.sc.Fabrics) > 0 || o.get("fabrics") != nil
+	var linksN *yaml.Node
+	if fabrics {
+		linksN = o.get("links")
+	} else {
+		linksN = o.must("links")
+	}
+	links := l.d.list(linksN, "topology.links")
 	l.hostLnk = map[string][]int{}
 	for i, ln := range links {
-		l.link(ln, index("topology.links", i))
+		l.link(ln, index("topology.links", i), false)
 	}
-	l.checkHostLinks(len(links) > 0)
+	l.fileLinks, l.fileLinksDone = len(l.sc.Links), true
+	l.fabricLinks(o)
+	l.checkHostLinks(len(l.sc.Links) > 0 || linksN != nil)
 	l.cuts()
+	l.ecmpBlock(o.get("ecmp"), fabrics)
 	for i, rn := range l.d.list(o.get("routes"), "topology.routes") {
 		l.route(rn, index("topology.routes", i))
 	}
@@ -82,7 +93,11 @@ func (l *loader) topology(n *yaml.Node, defQueue Queue) {
 func (l *loader) nodesOf(o *object, defQueue Queue) {
 	d, sc := l.d, l.sc
 	ips := addrs{d: d, used: map[netip.Addr]string{}}
-	hosts := d.list(o.must("hosts"), "topology.hosts")
+	hostsN := o.get("hosts")
+	if o.get("fabrics") == nil {
+		hostsN = o.must("hosts")
+	}
+	hosts := d.list(hostsN, "topology.hosts")
 	for i, hn := range hosts {
 		path := index("topology.hosts", i)
 		h := d.object(hn, path, "name", "ip", "partition")
@@ -118,6 +133,7 @@ func (l *loader) nodesOf(o *object, defQueue Queue) {
 		sc.Switches = append(sc.Switches, sw)
 		ips.read(s, name, func() *netip.Addr { return &sc.Switches[j].IP })
 	}
+	l.fabricNodes(o, defQueue, &ips)
 	ips.assign()
 }
 
@@ -127,12 +143,17 @@ func (l *loader) addNode(nameNode *yaml.Node, field string, kind nodeKind, idx i
 	if !ok {
 		return "", false
 	}
+	return name, l.defineNode(name, nameNode, field, kind, idx)
+}
+
+// defineNode defines the node name, written at (or generated from) at.
+func (l *loader) defineNode(name string, at *yaml.Node, field string, kind nodeKind, idx int) bool {
 	if prev, dup := l.nodes[name]; dup {
-		l.d.errAt(nameNode, field, "duplicate node name %q (first defined at line %d)", name, prev.n.Line)
-		return "", false
+		l.d.errAt(at, field, "duplicate node name %q (first defined at line %d)", name, prev.n.Line)
+		return false
 	}
-	l.nodes[name] = nodeInfo{kind: kind, index: idx, n: nameNode}
-	return name, true
+	l.nodes[name] = nodeInfo{kind: kind, index: idx, n: at}
+	return true
 }
 
 // addrs gives the nodes their addresses: a node's own ip, checked unique,
@@ -144,6 +165,23 @@ type addrs struct {
 	// auto assigns the addresses of nodes without one, through an
 	// accessor: the slices may still grow, so no pointers are kept.
 	auto []func()
+	// cursor is, by first address, where the search for the next free
+	// one resumes: every address below it is taken.
+	cursor map[netip.Addr]netip.Addr
+}
+
+// next takes the first free address from base for name.
+func (a *addrs) next(name string, base netip.Addr) netip.Addr {
+	if a.cursor == nil {
+		a.cursor = map[netip.Addr]netip.Addr{}
+	}
+	from, ok := a.cursor[base]
+	if !ok {
+		from = base
+	}
+	got := nextFreeFrom(a.used, name, from)
+	a.cursor[base] = got.Next()
+	return got
 }
 
 // read takes obj's ip, or queues an automatic address for name.
@@ -167,7 +205,7 @@ func (a *addrs) read(obj *object, name string, dst func() *netip.Addr) {
 		*dst() = addr
 		return
 	}
-	a.auto = append(a.auto, func() { *dst() = nextFreeIP(a.used, name) })
+	a.auto = append(a.auto, func() { *dst() = a.next(name, netip.MustParseAddr("10.0.0.1")) })
 }
 
 // assign gives the nodes without an ip theirs, in file order.
@@ -177,22 +215,36 @@ func (a *addrs) assign() {
 	}
 }
 
-// link reads one item of topology.links at path. A link joins two
-// distinct nodes, at most one link a pair; its name defaults to "a-b".
-func (l *loader) link(ln *yaml.Node, path string) {
-	d, sc := l.d, l.sc
+// link reads one item of topology.links (or, wan, of topology.wan) at
+// path. A link joins two distinct nodes, at most one link a pair; its
+// name defaults to "a-b". A wan link's ends may name fabrics: their
+// border routers.
+func (l *loader) link(ln *yaml.Node, path string, wan bool) {
+	d := l.d
 	lo := d.object(ln, path, "name", "a", "b", "rate", "delay", "buffer")
 	if lo == nil {
 		return
 	}
-	var lk Link
+	lk := Link{WAN: wan}
 	okA, okB := false, false
-	if an := lo.must("a"); an != nil {
-		lk.A, okA = l.nodeRef(an, lo.field("a"), 0)
+	end := func(key string) (string, bool) {
+		n := lo.must(key)
+		if n == nil {
+			return "", false
+		}
+		if wan && n.Kind == yaml.ScalarNode {
+			if _, isFabric := l.fabricIdx[n.Value]; isFabric && l.fabricEnd(n.Value) == n.Value {
+				d.errAt(n, lo.field(key), "fabric %s has no border router", n.Value)
+				return "", false
+			}
+			c := *n
+			c.Value = l.fabricEnd(n.Value)
+			n = &c
+		}
+		return l.nodeRef(n, lo.field(key), 0)
 	}
-	if bn := lo.must("b"); bn != nil {
-		lk.B, okB = l.nodeRef(bn, lo.field("b"), 0)
-	}
+	lk.A, okA = end("a")
+	lk.B, okB = end("b")
 	if okA && okB && lk.A == lk.B {
 		d.errAt(lo.get("b"), lo.field("b"), "link from %s to itself", lk.A)
 		okB = false
@@ -219,21 +271,32 @@ func (l *loader) link(ln *yaml.Node, path string) {
 	if at == nil {
 		at, field = lo.node, path
 	}
+	delay := qpRef{lo.get("delay"), lo.field("delay")}
+	if delay.n == nil {
+		delay = qpRef{lo.node, path}
+	}
+	l.addLink(lk, at, field, lo.get("b"), lo.field("b"), delay)
+}
+
+// addLink adds lk unless its name or its pair of nodes is taken; at and
+// field say where to report that (bAt and bField the pair, or at and
+// field when nil), and delay where a cut without lookahead is reported.
+func (l *loader) addLink(lk Link, at *yaml.Node, field string, bAt *yaml.Node, bField string, delay qpRef) {
+	d, sc := l.d, l.sc
+	if bAt == nil {
+		bAt, bField = at, field
+	}
 	if prev, dup := l.links[lk.Name]; dup {
-		d.errAt(at, field, "duplicate link name %q (first is topology.links[%d])", lk.Name, prev)
+		d.errAt(at, field, "duplicate link name %q (first is %s)", lk.Name, l.linkPlace(prev))
 		return
 	}
 	pair := [2]string{min(lk.A, lk.B), max(lk.A, lk.B)}
 	if prev, dup := l.pairs[pair]; dup {
-		d.errAt(lo.get("b"), lo.field("b"), "%s and %s are already linked by %s; parallel links are not supported", lk.A, lk.B, sc.Links[prev].Name)
+		d.errAt(bAt, bField, "%s and %s are already linked by %s; parallel links are not supported", lk.A, lk.B, sc.Links[prev].Name)
 		return
 	}
 	idx := len(sc.Links)
-	pos := qpRef{lo.get("delay"), lo.field("delay")}
-	if pos.n == nil {
-		pos = qpRef{lo.node, path}
-	}
-	l.linkPos = append(l.linkPos, pos)
+	l.linkPos = append(l.linkPos, delay)
 	l.links[lk.Name] = idx
 	l.pairs[pair] = idx
 	for _, end := range []string{lk.A, lk.B} {
@@ -242,6 +305,15 @@ func (l *loader) link(ln *yaml.Node, path string) {
 		}
 	}
 	sc.Links = append(sc.Links, lk)
+}
+
+// linkPlace names where link i came from: its item of topology.links, or
+// the fabric or wan link it is.
+func (l *loader) linkPlace(i int) string {
+	if !l.fileLinksDone || i < l.fileLinks {
+		return fmt.Sprintf("topology.links[%d]", i)
+	}
+	return fmt.Sprintf("the generated link %s", l.sc.Links[i].Name)
 }
 
 // checkHostLinks checks that every host has its one NIC port linked
@@ -325,9 +397,8 @@ func (l *loader) routeClash(p []string, src, dst string) string {
 	return clash
 }
 
-// nextFreeIP takes the first address from 10.0.0.1 that no node uses.
-func nextFreeIP(used map[netip.Addr]string, name string) netip.Addr {
-	a := netip.MustParseAddr("10.0.0.1")
+// nextFreeFrom takes the first address from a that no node uses.
+func nextFreeFrom(used map[netip.Addr]string, name string, a netip.Addr) netip.Addr {
 	for {
 		if _, taken := used[a]; !taken {
 			used[a] = name
@@ -385,12 +456,14 @@ func (l *loader) checkPath(p []string, src, dst string) string {
 	return ""
 }
 
-// routeTable is how the switches forward towards dst: node -> next node.
-// It mirrors the network model (netsim.Network.ComputeRoutes): fewest hops,
-// hosts do not forward, ties broken by the switch's lowest port, ports
-// numbered in the order of topology.links. Explicit routes then override the
-// next hop at every switch on their path.
-func (l *loader) routeTable(dst string) map[string]string {
+// routeTable is how the switches forward towards dst: node -> next
+// nodes, the equal-cost ones in port order (one unless ECMP is on). It
+// mirrors the network model (netsim.Network.ComputeRoutes): fewest hops,
+// hosts do not forward, without ECMP ties broken by the switch's lowest
+// port, ports numbered in the order of topology.links (then the
+// generated links). Explicit routes then override the next hop at every
+// switch on their path.
+func (l *loader) routeTable(dst string) map[string][]string {
 	dist := map[string]int{dst: 0}
 	queue := []string{dst}
 	adj := l.adjacency()
@@ -407,7 +480,7 @@ func (l *loader) routeTable(dst string) map[string]string {
 			}
 		}
 	}
-	next := map[string]string{}
+	next := map[string][]string{}
 	for x, nbrs := range adj {
 		dx, ok := dist[x]
 		if !ok || x == dst {
@@ -415,8 +488,10 @@ func (l *loader) routeTable(dst string) map[string]string {
 		}
 		for _, y := range nbrs {
 			if dy, ok := dist[y]; ok && dy == dx-1 {
-				next[x] = y
-				break
+				next[x] = append(next[x], y)
+				if !l.sc.ECMP.Enabled {
+					break
+				}
 			}
 		}
 	}
@@ -425,7 +500,7 @@ func (l *loader) routeTable(dst string) map[string]string {
 			continue
 		}
 		for i := 0; i+1 < len(r.Path); i++ {
-			next[r.Path[i]] = r.Path[i+1]
+			next[r.Path[i]] = []string{r.Path[i+1]}
 		}
 	}
 	return next
@@ -445,12 +520,21 @@ func (l *loader) adjacency() map[string][]string {
 }
 
 // walk follows table from src to dst; nil when there is no way or a loop.
-func walk(table map[string]string, src, dst string) []string {
+// pick chooses among equal-cost next hops at a node (nil: the first, the
+// lowest port).
+func walk(table map[string][]string, src, dst string, pick func(at string, next []string) string) []string {
 	p := []string{src}
 	seen := map[string]bool{src: true}
 	for at := src; at != dst; {
-		nx, ok := table[at]
-		if !ok || seen[nx] {
+		nxs := table[at]
+		if len(nxs) == 0 {
+			return nil
+		}
+		nx := nxs[0]
+		if len(nxs) > 1 && pick != nil {
+			nx = pick(at, nxs)
+		}
+		if seen[nx] {
 			return nil
 		}
 		seen[nx] = true
@@ -562,4 +646,43 @@ func (sc *Scenario) PartitionOf(node string) int {
 		}
 	}
 	return 0
+}
+
+// flowPicker returns walk's pick for the packets from src to dst between
+// queue pairs srcQP and dstQP: package ecmp's hash, as the switches of
+// the network model choose.
+func (l *loader) flowPicker(src, dst string, srcQP, dstQP uint32) func(at string, next []string) string {
+	t := ecmp.RoCE(l.addrOf(src), l.addrOf(dst), srcQP, dstQP)
+	seed := uint64(l.sc.ECMP.Seed)
+	return func(at string, next []string) string {
+		return next[ecmp.Pick(ecmp.Hash(seed, l.addrOf(at), t), len(next))]
+	}
+}
+
+// addrOf is a node's address as the ECMP hash reads it.
+func (l *loader) addrOf(name string) ecmp.Addr {
+	info := l.nodes[name]
+	if info.kind == kindHost {
+		return ecmp.AddrOf(l.sc.Hosts[info.index].IP)
+	}
+	return ecmp.AddrOf(l.sc.Switches[info.index].IP)
+}
+
+// ecmpBlock reads topology.ecmp: whether switches spread flows over
+// their equal-cost next hops (default: when the topology has generated
+// fabrics, so that hand-written topologies keep their single paths) and
+// the seed of the hash (default: the scenario's seed).
+func (l *loader) ecmpBlock(n *yaml.Node, fabrics bool) {
+	sc := l.sc
+	sc.ECMP = ECMP{Enabled: fabrics, Seed: sc.Seed}
+	o := l.d.object(n, "topology.ecmp", "enabled", "seed")
+	if o == nil {
+		return
+	}
+	o.setBool("enabled", &sc.ECMP.Enabled)
+	if sn := o.get("seed"); sn != nil {
+		if v, ok := l.d.integer(sn, o.field("seed"), 0, 1<<62); ok {
+			sc.ECMP.Seed = v
+		}
+	}
 }

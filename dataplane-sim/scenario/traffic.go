@@ -78,7 +78,8 @@ func (l *loader) traffic(n *yaml.Node) {
 	}
 	for i, gn := range d.list(o.get("generated"), "traffic.generated") {
 		path := index("traffic.generated", i)
-		g := d.object(gn, path, "name", "senders", "receivers", "load", "cdf_file", "cdf", "seed", "start", "stop", "max_flows")
+		g := d.object(gn, path, "name", "senders", "receivers", "load", "cdf_file", "cdf", "seed", "start", "stop", "max_flows",
+			"pattern", "load_of", "fan_in")
 		if g == nil {
 			continue
 		}
@@ -101,18 +102,20 @@ func (l *loader) hostList(n *yaml.Node, field string) ([]string, bool) {
 	var out []string
 	for j, x := range items {
 		f := index(field, j)
-		h, good := l.nodeRef(x, f, kindHost)
+		names, good := l.groupRef(x, f, kindHost)
 		if !good {
 			ok = false
 			continue
 		}
-		if seen[h] {
-			l.d.errAt(x, f, "%s is listed twice", h)
-			ok = false
-			continue
+		for _, h := range names {
+			if seen[h] {
+				l.d.errAt(x, f, "%s is listed twice", h)
+				ok = false
+				continue
+			}
+			seen[h] = true
+			out = append(out, h)
 		}
-		seen[h] = true
-		out = append(out, h)
 	}
 	return out, ok
 }
@@ -250,11 +253,15 @@ func (l *loader) generated(g *object, name string, ok bool, idx int64) {
 	if cdf == nil || !ok || len(receivers) == 0 || len(senders) == 0 {
 		return
 	}
-	if len(receivers) == 1 && contains(senders, receivers[0]) {
+	incast := false
+	if pn := g.get("pattern"); pn != nil && pn.Kind == yaml.ScalarNode {
+		incast = Pattern(pn.Value) == PatternIncast
+	}
+	if !incast && len(receivers) == 1 && contains(senders, receivers[0]) {
 		d.errAt(g.get("receivers"), g.field("receivers"), "%s is the only receiver and also a sender: it would have no one to send to", receivers[0])
 		return
 	}
-	flows := generate(genParams{
+	gp := genParams{
 		group: name, senders: senders, receivers: receivers, load: load, cdf: cdf,
 		seed: seed, start: start, stop: stop, limit: maxFlows,
 		rate: func(h string) Rate {
@@ -263,7 +270,11 @@ func (l *loader) generated(g *object, name string, ok bool, idx int64) {
 			}
 			return 0
 		},
-	})
+	}
+	if !l.pattern(g, &gp) {
+		return
+	}
+	flows := generate(gp)
 	if len(flows) > maxFlows {
 		d.errAt(g.node, g.field("max_flows"), "would generate more than %d flows; raise max_flows or lower the load or the time span", maxFlows)
 		return
@@ -458,7 +469,39 @@ type genParams struct {
 	start, stop        time.Duration
 	limit              int
 	rate               func(host string) Rate
+	// pattern is the block's pattern ("" and random alike); choices, for
+	// intra-dc and cross-dc, the receivers each sender may pick; fanIn the
+	// senders of one incast.
+	pattern Pattern
+	choices [][]string
+	fanIn   int
+	// offered, when set, is the bits per second each sender offers (by
+	// sender index), in place of load times its link rate; for incast the
+	// block's total.
+	offered func(s int) float64
 }
+
+// Pattern is how a generated block pairs senders and receivers.
+type Pattern string
+
+// The traffic patterns of a generated block.
+const (
+	// PatternRandom: each flow to a receiver drawn uniformly (not the
+	// sender), HPCC's traffic_gen.py.
+	PatternRandom Pattern = "random"
+	// PatternIntraDC and PatternCrossDC draw the receiver among those in
+	// the sender's own fabric, or in another one.
+	PatternIntraDC Pattern = "intra-dc"
+	PatternCrossDC Pattern = "cross-dc"
+	// PatternAllToAll: each arrival at a sender is a flow to every
+	// receiver (a shuffle round), sizes drawn per flow.
+	PatternAllToAll Pattern = "all-to-all"
+	// PatternIncast: arrivals for the whole block; each is fan_in senders
+	// sending one drawn size to one receiver drawn uniformly.
+	PatternIncast Pattern = "incast"
+)
+
+var patterns = []Pattern{PatternRandom, PatternIntraDC, PatternCrossDC, PatternAllToAll, PatternIncast}
 
 // generate draws flows as the ns-3/HPCC traffic generator does: each sender
 // starts flows as a Poisson process whose mean gap makes the offered load
@@ -472,10 +515,23 @@ func generate(p genParams) []Flow {
 		at     time.Duration
 		sender int
 	}
+	if p.pattern == PatternIncast {
+		return generateIncast(p, rng, mean)
+	}
 	var heap []next
 	gap := func(s int) time.Duration {
-		rate := float64(p.rate(p.senders[s]))
-		meanGapNs := mean * 8 / (p.load * rate) * 1e9
+		perArrival := 1.0 // flows per arrival
+		if p.pattern == PatternAllToAll {
+			perArrival = float64(len(p.receivers))
+			if contains(p.receivers, p.senders[s]) {
+				perArrival--
+			}
+		}
+		bits := p.load * float64(p.rate(p.senders[s]))
+		if p.offered != nil {
+			bits = p.offered(s)
+		}
+		meanGapNs := perArrival * mean * 8 / bits * 1e9
 		return time.Duration(rng.ExpFloat64() * meanGapNs)
 	}
 	for s := range p.senders {
@@ -497,22 +553,217 @@ func generate(p genParams) []Flow {
 			continue
 		}
 		src := p.senders[cur.sender]
-		var dst string
-		for {
-			dst = p.receivers[rng.IntN(len(p.receivers))]
-			if dst != src {
-				break
+		switch {
+		case p.pattern == PatternAllToAll:
+			for _, dst := range p.receivers {
+				if dst != src {
+					out = append(out, p.flow(len(out), src, dst, cur.at, rng))
+				}
 			}
+		case p.choices != nil:
+			c := p.choices[cur.sender]
+			out = append(out, p.flow(len(out), src, c[rng.IntN(len(c))], cur.at, rng))
+		default:
+			var dst string
+			for {
+				dst = p.receivers[rng.IntN(len(p.receivers))]
+				if dst != src {
+					break
+				}
+			}
+			out = append(out, p.flow(len(out), src, dst, cur.at, rng))
 		}
-		size := Size(math.Round(p.cdf.Sample(rng.Float64())))
-		if size < 1 {
-			size = 1
-		}
-		out = append(out, Flow{
-			Name: fmt.Sprintf("%s/%d", p.group, len(out)), Src: src, Dst: dst,
-			Start: cur.at, Size: size, Group: p.group,
-		})
 		heap[bi].at = cur.at + gap(cur.sender)
 	}
 	return out
+}
+
+// flow is the i-th flow of the block, from src to dst at at, with a size
+// drawn from the CDF.
+func (p *genParams) flow(i int, src, dst string, at time.Duration, rng *rand.Rand) Flow {
+	return p.flowSized(i, src, dst, at, p.size(rng))
+}
+
+func (p *genParams) size(rng *rand.Rand) Size {
+	return max(Size(math.Round(p.cdf.Sample(rng.Float64()))), 1)
+}
+
+func (p *genParams) flowSized(i int, src, dst string, at time.Duration, size Size) Flow {
+	return Flow{Name: fmt.Sprintf("%s/%d", p.group, i), Src: src, Dst: dst, Start: at, Size: size, Group: p.group}
+}
+
+// generateIncast draws incasts: one Poisson process for the block whose
+// mean gap makes fan_in flows of the mean size per arrival the offered
+// load (load times the receivers' link rates, or p.offered(0) bits per
+// second); at each, a receiver drawn uniformly and fan_in distinct
+// senders drawn uniformly among the others, each sending one size drawn
+// for the incast.
+func generateIncast(p genParams, rng *rand.Rand, mean float64) []Flow {
+	var bits float64
+	if p.offered != nil {
+		bits = p.offered(0)
+	} else {
+		for _, r := range p.receivers {
+			bits += p.load * float64(p.rate(r))
+		}
+	}
+	meanGapNs := float64(p.fanIn) * mean * 8 / bits * 1e9
+	var out []Flow
+	cands := make([]string, 0, len(p.senders))
+	for at := p.start + time.Duration(rng.ExpFloat64()*meanGapNs); at < p.stop && len(out) <= p.limit; at += time.Duration(rng.ExpFloat64() * meanGapNs) {
+		dst := p.receivers[rng.IntN(len(p.receivers))]
+		cands = cands[:0]
+		for _, s := range p.senders {
+			if s != dst {
+				cands = append(cands, s)
+			}
+		}
+		size := p.size(rng)
+		for k := 0; k < p.fanIn; k++ {
+			j := k + rng.IntN(len(cands)-k)
+			cands[k], cands[j] = cands[j], cands[k]
+			out = append(out, p.flowSized(len(out), cands[k], dst, at, size))
+		}
+	}
+	return out
+}
+
+// pattern reads a generated block's pattern, load_of and fan_in into p,
+// reporting what cannot work (a sender with no receiver of its pattern,
+// a WAN load without WAN links or outside a fabric).
+func (l *loader) pattern(g *object, p *genParams) bool {
+	d, sc := l.d, l.sc
+	p.pattern = PatternRandom
+	ok := true
+	if pn := g.get("pattern"); pn != nil {
+		if v, good := d.scalar(pn, g.field("pattern")); good {
+			p.pattern = Pattern(v)
+			if !contains(patterns, p.pattern) {
+				names := make([]string, len(patterns))
+				for i, x := range patterns {
+					names[i] = string(x)
+				}
+				d.errAt(pn, g.field("pattern"), "unknown pattern %q (want one of: %s)", v, strings.Join(names, ", "))
+				return false
+			}
+		} else {
+			return false
+		}
+	}
+	fabric := map[string]string{}
+	for _, h := range sc.Hosts {
+		fabric[h.Name] = h.Fabric
+	}
+	switch p.pattern {
+	case PatternIntraDC, PatternCrossDC:
+		p.choices = make([][]string, len(p.senders))
+		for i, s := range p.senders {
+			for _, r := range p.receivers {
+				same := fabric[r] == fabric[s]
+				if r != s && same == (p.pattern == PatternIntraDC) {
+					p.choices[i] = append(p.choices[i], r)
+				}
+			}
+			if len(p.choices[i]) == 0 {
+				d.errAt(g.get("receivers"), g.field("receivers"), "sender %s has no receiver in %s: pattern %s", s,
+					map[bool]string{true: "its own fabric", false: "another fabric"}[p.pattern == PatternIntraDC], p.pattern)
+				return false
+			}
+		}
+	case PatternIncast:
+		p.fanIn = 2
+		fn := g.get("fan_in")
+		if fn != nil {
+			if v, good := d.integer(fn, g.field("fan_in"), 1, 1<<16); good {
+				p.fanIn = int(v)
+			} else {
+				ok = false
+			}
+		}
+		most := len(p.senders) // senders a receiver can have
+		if overlaps(p.senders, p.receivers) {
+			most--
+		}
+		if ok && p.fanIn > most {
+			at := fn
+			if at == nil {
+				at = g.get("senders")
+			}
+			d.errAt(at, g.field("fan_in"), "fan_in %d is more than the %d senders a receiver can have", p.fanIn, most)
+			ok = false
+		}
+	}
+	if p.pattern != PatternIncast {
+		if fn := g.get("fan_in"); fn != nil {
+			d.errAt(fn, g.field("fan_in"), "fan_in belongs to pattern incast")
+			ok = false
+		}
+	}
+	if ln := g.get("load_of"); ln != nil {
+		v, good := d.scalar(ln, g.field("load_of"))
+		switch {
+		case !good:
+			ok = false
+		case v == "host":
+		case v == "wan":
+			ok = l.wanLoad(g, ln, p, fabric) && ok
+		default:
+			d.errAt(ln, g.field("load_of"), "unknown load_of %q (want host or wan)", v)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// wanLoad sets p.offered for load_of wan: the senders of each fabric
+// together offer load times the rate of the WAN links at its border
+// router, shared equally; for incast the block offers load times the
+// rate of every WAN link.
+func (l *loader) wanLoad(g *object, at *yaml.Node, p *genParams, fabric map[string]string) bool {
+	sc := l.sc
+	wanOf := map[string]float64{} // fabric -> WAN rate at its border
+	var total float64
+	for _, lk := range sc.Links {
+		if !lk.WAN {
+			continue
+		}
+		total += float64(lk.Rate)
+		for _, f := range sc.Fabrics {
+			if f.Border != "" && (lk.A == f.Border || lk.B == f.Border) {
+				wanOf[f.Name] += float64(lk.Rate)
+			}
+		}
+	}
+	if total == 0 {
+		l.d.errAt(at, g.field("load_of"), "load_of wan: the topology has no topology.wan links")
+		return false
+	}
+	if p.pattern == PatternIncast {
+		p.offered = func(int) float64 { return p.load * total }
+		return true
+	}
+	count := map[string]int{}
+	for _, s := range p.senders {
+		count[fabric[s]]++
+	}
+	for _, s := range p.senders {
+		if wanOf[fabric[s]] == 0 {
+			l.d.errAt(at, g.field("load_of"), "load_of wan: sender %s is not in a fabric with WAN links", s)
+			return false
+		}
+	}
+	p.offered = func(i int) float64 {
+		f := fabric[p.senders[i]]
+		return p.load * wanOf[f] / float64(count[f])
+	}
+	return true
+}
+
+func overlaps(a, b []string) bool {
+	for _, x := range a {
+		if contains(b, x) {
+			return true
+		}
+	}
+	return false
 }

@@ -52,7 +52,7 @@ func (r *runner) build() error {
 		src := r.net.NodeByName(fl.Scenario.Src).(*netsim.Host)
 		dst := r.net.NodeByName(fl.Scenario.Dst).(*netsim.Host)
 		fr := &flowRun{Flow: fl, rate: r.rec.Rates.Series(fl.Scenario.Name)}
-		fr.idealFCT = r.idealFCT(src, dst, int64(fl.Scenario.Size))
+		fr.idealFCT = r.idealFCT(src, dst, fl.Net.Sender.QPN, fl.Net.Sender.PeerQPN, int64(fl.Scenario.Size))
 		r.flowOrder = append(r.flowOrder, fr)
 	}
 

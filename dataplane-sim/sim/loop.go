@@ -96,9 +96,10 @@ func (r *runner) portRun(pt *netsim.Port) *portRun {
 	return nil
 }
 
-// idealFCT walks the routing tables from src to dst and returns the
-// flow's FCT alone on that path (0 for a long-lived flow).
-func (r *runner) idealFCT(src, dst *netsim.Host, size int64) int64 {
+// idealFCT walks the routing tables from src to dst, as the packets of
+// the connection of queue pairs srcQP and dstQP go (ECMP included), and
+// returns the flow's FCT alone on that path (0 for a long-lived flow).
+func (r *runner) idealFCT(src, dst *netsim.Host, srcQP, dstQP uint32, size int64) int64 {
 	if size <= 0 {
 		return 0
 	}
@@ -116,7 +117,7 @@ func (r *runner) idealFCT(src, dst *netsim.Host, size int64) int64 {
 		if !ok {
 			return 0
 		}
-		pt = sw.Route(dst.ID())
+		pt = sw.RouteFlow(src.ID(), dst.ID(), srcQP, dstQP)
 	}
 	// The frames as the sender makes them (one message: the runner never
 	// sets FlowConfig.MessageBytes).

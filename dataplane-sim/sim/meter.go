@@ -172,7 +172,7 @@ func newMeter(env *Env, end engine.Time) *meter {
 			if !ok {
 				break
 			}
-			pt = sw.Route(dst.ID())
+			pt = sw.RouteFlow(src.ID(), dst.ID(), q.QPN, q.PeerQPN)
 			if pm := m.byPort[pt]; pm != nil {
 				pm.flows = append(pm.flows, fm)
 			}
