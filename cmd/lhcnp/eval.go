@@ -34,8 +34,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	first := fs.Int("seeds", 0, "only the first N seeds of each set (0: all; not with --markdown)")
 	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim eval --family FILE --set train|test|both --out DIR [--markdown FILE] [--jobs N] [--seeds N]", "",
 		"Runs every scenario of the family's seed set with the tuner and the static grid.")
-	if _, err := cliconf.ParseInterspersed(fs, args); err != nil {
+	rest, err := cliconf.ParseInterspersed(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(rest) > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", rest[0])}
 	}
 	if *out == "" {
 		fs.Usage()

@@ -24,8 +24,12 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "directory for the scenario files (created if needed); required")
 	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim generate --family FILE --set train|test --out DIR", "",
 		"Writes one scenario file per seed of the family's seed set.")
-	if _, err := cliconf.ParseInterspersed(fs, args); err != nil {
+	rest, err := cliconf.ParseInterspersed(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(rest) > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", rest[0])}
 	}
 	if *out == "" {
 		fs.Usage()
