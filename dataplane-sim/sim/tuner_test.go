@@ -30,8 +30,7 @@ func tunedRTTStep(t *testing.T) *scenario.Scenario {
 }
 
 // TestTunerClosedLoop: under a 2:1 incast the closed loop switches the
-// growth trigger on at the WAN port of N1 (its first decision there: rule
-// start, V_growth to the policy's starting point), the node's configuration
+// growth trigger on at the WAN port of N1, the node's configuration
 // changes exactly the Set delay after the decision, and two runs make the
 // same changes (the loop is deterministic).
 func TestTunerClosedLoop(t *testing.T) {
@@ -54,8 +53,8 @@ func TestTunerClosedLoop(t *testing.T) {
 		t.Fatal("the tuner changed nothing under a 2:1 incast")
 	}
 	first := log[0]
-	if first.Node != "n1" || first.Rule != policy.RuleStart || first.Before.VGrowthBytesPerSec != 0 || first.After.VGrowthBytesPerSec == 0 {
-		t.Errorf("first change %+v: want n1's first decision (start) switching the QGR trigger on", first)
+	if first.Node != "n1" || first.Rule != policy.RuleGrowth || first.Before.VGrowthBytesPerSec != 0 || first.After.VGrowthBytesPerSec == 0 {
+		t.Errorf("first change %+v: want n1's growth rule switching the QGR trigger on", first)
 	}
 	if counters["tuner_changes"] != int64(len(log)) || counters["tuner_queues"] == 0 {
 		t.Errorf("summary counters %v do not match %d changes", counters, len(log))
@@ -123,7 +122,7 @@ func TestTunerRollsBackWorse(t *testing.T) {
 		return m.Tuner
 	}
 	log := run(nil)
-	// The first decisions move V_growth to the policy's starting point
+	// The first decisions may move V_growth to the policy's starting point
 	// (rule start); the first change after them is m1's overrun.
 	var tuned []TunerChange
 	for _, c := range log {

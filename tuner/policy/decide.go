@@ -188,22 +188,25 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 // whatever the switch has to the policy's starting point, VGrowthStartShare
 // of R_port, so the tuning starts from the same point at every port rate
 // (the YANG default of 10 Gbit/s is 40 % of a 25 Gbit/s port and 2.5 % of a
-// 400 Gbit/s one). Hold: no starting point, V_growth not tuned, or already
-// there (within MinStep).
+// 400 Gbit/s one). Hold: no starting point, V_growth not tuned, the QGR
+// trigger off or as good as off (the growth rule switches it on), or
+// already there (within MinStep).
 func start(cfg Config, w Window) (Settings, Direction, string) {
 	target := cfg.vGrowthStartBytesPerSec(w.PortRateBitsPerSec)
 	cur := w.Config.VGrowthBytesPerSec
-	if !cfg.TuneVGrowth || target <= 0 {
+	// A trigger that is off (or as good as off, at or above R_port) is
+	// left to the growth rule, which switches it on where a queue grows:
+	// switched on at every queue at once, it cost tuner-load-step its win
+	// (J 0.1714 against 0.1402, docs/tuner.md).
+	if !cfg.TuneVGrowth || target <= 0 || qgrOff(cur, w.PortRateBitsPerSec) {
 		return w.Config, Hold, ""
 	}
 	dir := Tighten
-	if !qgrOff(cur, w.PortRateBitsPerSec) {
-		switch r := float64(cur) / float64(target); {
-		case r < 1/cfg.MinStep:
-			dir = Loosen
-		case r <= cfg.MinStep:
-			return w.Config, Hold, ""
-		}
+	switch r := float64(cur) / float64(target); {
+	case r < 1/cfg.MinStep:
+		dir = Loosen
+	case r <= cfg.MinStep:
+		return w.Config, Hold, ""
 	}
 	after := w.Config
 	after.VGrowthBytesPerSec = target
