@@ -3,7 +3,7 @@ GO ?= go
 SHELL := /bin/bash
 export LHCNP_ORACLES ?= required
 
-.PHONY: all build test deps unit race fuzz-short fuzz bench results tuner-phases generate check-gen yanglint vet fmt-check test-long bench-collector
+.PHONY: all build test deps unit race fuzz-short fuzz bench results tuner-phases tuner-eval generate check-gen yanglint vet fmt-check test-long bench-collector
 
 all: build
 
@@ -101,6 +101,14 @@ results:
 # docs/tuner.md "The step bars at ten phases").
 tuner-phases:
 	$(GO) run ./cmd/lhcnp sim phases --out out/phases --markdown docs/tuner-phases.md
+
+# docs/tuner.md's train and test tables: every scenario of the tuner's family
+# (scenarios/family/tuner.yaml: 16 train and 32 held-out test seeds) with
+# the tuner, the static grid and the finer grid around its best (tens of
+# minutes on two cores; docs/tuner.md "A family of scenarios"). Not part of
+# `make test`.
+tuner-eval:
+	$(GO) run ./cmd/lhcnp sim eval --family scenarios/family/tuner.yaml --set both --jobs 2 --out out/tuner-eval --markdown docs/tuner.md
 
 generate:
 	$(GO) generate ./gen/...

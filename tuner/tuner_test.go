@@ -704,7 +704,7 @@ func TestConfigValidate(t *testing.T) {
 		{"TLS without CA", func(c *Config) { c.Switches[0].Insecure = false }, "switches[0].ca_file: missing"},
 		{"rollback shorter than judging", func(c *Config) { c.RollbackDuration = c.JudgeWindow }, "rollback_duration"},
 		{"policy outside the model", func(c *Config) { c.Policy.AlphaMax = 5000 }, "policy.alpha_max: 5000 is outside the YANG range"},
-		{"kmax outside the model", func(c *Config) { c.Policy.KMaxMinBytes = 0 }, "policy.kmax_min_bytes: 0 is outside the YANG range of kmax 1..max"},
+		{"v-growth minimum 0", func(c *Config) { c.Policy.VGrowthMinShare = 0 }, "policy.v_growth_min_share: 0 is not a finite share of R_port > 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {

@@ -28,6 +28,12 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(args) > 0 && args[0] == "phases" {
 		return runPhases(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "generate" {
+		return runGenerate(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "eval" {
+		return runEval(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "run" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			simUsage(stderr, nil)
@@ -113,6 +119,8 @@ func simUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "usage: lhcnp sim run SCENARIO --out DIR [--duration D] [--seed N] [--threads N] [--no-plots]")
 	fmt.Fprintln(w, "       lhcnp sim compare [--out DIR] [--mechanisms LIST] [SCENARIO ...]")
 	fmt.Fprintln(w, "       lhcnp sim phases [--out DIR] [--phases N] [--phase-step D] [SCENARIO ...]")
+	fmt.Fprintln(w, "       lhcnp sim generate --family FILE --set train|test --out DIR")
+	fmt.Fprintln(w, "       lhcnp sim eval --family FILE --set train|test --out DIR [--markdown FILE] [--seeds N]")
 	fmt.Fprintln(w, "\nRuns a scenario (see docs/scenarios.md) and writes queues.csv, rates.csv,")
 	fmt.Fprintln(w, "counters.csv, thresholds.csv, summary.json, queues.png and rates.png into DIR.")
 	if fs != nil {

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
 
 func TestRunSim(t *testing.T) {
@@ -97,6 +99,48 @@ func TestRunSimThreads(t *testing.T) {
 		b, errB := os.ReadFile(filepath.Join(outs[1], f))
 		if errA != nil || errB != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s differs between --threads 1 and 2 (%v, %v)", f, errA, errB)
+		}
+	}
+}
+
+// TestRunSimGenerate: `lhcnp sim generate` writes one loadable scenario per
+// seed of the set; a bad family spec names its file, line and key.
+func TestRunSimGenerate(t *testing.T) {
+	spec := filepath.Join("..", "..", "scenarios", "family", "tuner.yaml")
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := runSim(context.Background(), []string{"generate", "--family", spec, "--set", "train", "--out", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*.yaml"))
+	if len(files) != 16 {
+		t.Errorf("%d files, want the 16 train seeds", len(files))
+	}
+	for _, f := range files {
+		if _, err := scenario.LoadFile(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, bytes.Replace(data, []byte("test_seeds: {from: 1001, to: 1032}"), []byte("test_seeds: {from: 5, to: 40}"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"generate", "--family", bad, "--out", out}, "bad.yaml:21: test_seeds: 5..40 overlaps train_seeds 1..16"},
+		{[]string{"generate", "--family", spec, "--set", "dev", "--out", out}, `--set "dev"`},
+		{[]string{"generate", "extra", "--out", out}, `unexpected argument "extra"`},
+		{[]string{"eval", "--family", spec, "--out", out, "--seeds", "2", "--markdown", "x.md"}, "--seeds with --markdown"},
+	} {
+		err := runSim(context.Background(), tt.args, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("sim %v: %v, want %q", tt.args, err, tt.want)
 		}
 	}
 }

@@ -29,7 +29,7 @@ var keyWords = strings.NewReplacer(
 	"delay_high_rtt", "the high-delay limit",
 	"delay_low_rtt", "the low-delay limit",
 	"utilisation_under", "the under-use limit",
-	"notifications_high_per_rtt", "the notification limit",
+	"notifications_high_cost", "the notification limit",
 	"growth_trend_rtt", "the growth-trend limit",
 	"settle_growth_share of V_growth", "the settling share of V_growth",
 	"settle_growth_share", "the settling share",

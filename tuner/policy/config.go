@@ -62,24 +62,29 @@ func DefaultWeights() Weights {
 type Config struct {
 	Weights Weights `yaml:"weights"`
 
-	// Bounds of what the policy may set, inside the YANG ranges.
-	AlphaMin              float64 `yaml:"alpha_min"`
-	AlphaMax              float64 `yaml:"alpha_max"`
-	KMaxMinBytes          int64   `yaml:"kmax_min_bytes"`
-	KMaxMaxBytes          int64   `yaml:"kmax_max_bytes"`
-	VGrowthMinBytesPerSec int64   `yaml:"v_growth_min_bytes_per_second"`
-	VGrowthMaxBytesPerSec int64   `yaml:"v_growth_max_bytes_per_second"`
-	TuneVGrowth           bool    `yaml:"tune_v_growth"`
-	// VGrowthEnableShare is the V_growth, as a share of R_port, a
-	// tightening gives a queue whose QGR trigger is off (v-growth 0,
-	// possible in the simulator only); 0 leaves the trigger off.
-	VGrowthEnableShare float64       `yaml:"v_growth_enable_share"`
-	TuneKMax           bool          `yaml:"tune_kmax"`
-	MaxStep            float64       `yaml:"max_step"`
-	MinStep            float64       `yaml:"min_step"`
-	Cooldown           time.Duration `yaml:"cooldown"`
-	MinSamples         int           `yaml:"min_samples"`
-	MaxGap             time.Duration `yaml:"max_gap"`
+	// Bounds of what the policy may set, inside the YANG ranges, every
+	// one relative to the port (scale-free: the same decision at 10 and
+	// 400 Gbit/s, 1 and 30 ms): alpha in [AlphaMin, AlphaMax], and so an
+	// explicit kmax in [AlphaMin, AlphaMax] × the port's BDP (R_port ·
+	// RTT_est / 8); V_growth in [VGrowthMinShare, VGrowthMaxShare] × R_port.
+	AlphaMin        float64 `yaml:"alpha_min"`
+	AlphaMax        float64 `yaml:"alpha_max"`
+	VGrowthMinShare float64 `yaml:"v_growth_min_share"`
+	VGrowthMaxShare float64 `yaml:"v_growth_max_share"`
+	TuneVGrowth     bool    `yaml:"tune_v_growth"`
+	// VGrowthStartShare is the policy's own starting point of V_growth, as
+	// a share of R_port: the first decision on a queue moves V_growth there
+	// from whatever the switch has (rule start), and a tightening gives it
+	// to a queue whose QGR trigger is off (v-growth 0, possible in the
+	// simulator only, or at or above R_port); 0: no starting point, the
+	// switch's V_growth is kept and a trigger that is off stays off.
+	VGrowthStartShare float64       `yaml:"v_growth_start_share"`
+	TuneKMax          bool          `yaml:"tune_kmax"`
+	MaxStep           float64       `yaml:"max_step"`
+	MinStep           float64       `yaml:"min_step"`
+	Cooldown          time.Duration `yaml:"cooldown"`
+	MinSamples        int           `yaml:"min_samples"`
+	MaxGap            time.Duration `yaml:"max_gap"`
 
 	// The rules' thresholds; the pairs (UtilisationLow, DelayLowRTT) and
 	// DelayHighRTT leave a dead band in which the policy holds.
@@ -92,8 +97,12 @@ type Config struct {
 	UtilisationLow float64 `yaml:"utilisation_low"`
 	// UtilisationUnder: the under-use rule needs the link below it (below
 	// UtilisationLow: the dead band between the two is hysteresis).
-	UtilisationUnder        float64 `yaml:"utilisation_under"`
-	NotificationsHighPerRTT float64 `yaml:"notifications_high_per_rtt"`
+	UtilisationUnder float64 `yaml:"utilisation_under"`
+	// NotificationsHighCost: the overhead rule raises V_growth when the
+	// notifications' share of the objective (Weights.Notifications × the
+	// notifications per RTT_est) is above it, in units of an idle link's
+	// cost; with a weight of 0 notifications are free and it never fires.
+	NotificationsHighCost float64 `yaml:"notifications_high_cost"`
 	// SettleGrowthShare: settle needs the queue to grow slower than this
 	// share of V_growth, where overrun needs it faster than V_growth (the
 	// dead band between the two keeps them from flipping on one sample's
@@ -114,32 +123,30 @@ type Config struct {
 // DefaultConfig is the configuration docs/tuner.md documents.
 func DefaultConfig() Config {
 	return Config{
-		Weights:                 DefaultWeights(),
-		AlphaMin:                0.1,
-		AlphaMax:                10,
-		KMaxMinBytes:            16 << 10,
-		KMaxMaxBytes:            1 << 30,
-		VGrowthMinBytesPerSec:   1_250_000,       // 10 Mbit/s
-		VGrowthMaxBytesPerSec:   125_000_000_000, // 1 Tbit/s
-		TuneVGrowth:             true,
-		VGrowthEnableShare:      0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthEnableShareIsTheDefault)
-		TuneKMax:                true,
-		MaxStep:                 2,
-		MinStep:                 1.1,
-		Cooldown:                5 * time.Second,
-		MinSamples:              3,
-		MaxGap:                  3 * time.Second,
-		LossHigh:                1e-4,
-		DelayHighRTT:            0.5,
-		DelayLowRTT:             0.1,
-		GrowthTrendRTT:          0.25,
-		UtilisationLow:          0.9,
-		UtilisationUnder:        0.75,
-		NotificationsHighPerRTT: 500,
-		SettleGrowthShare:       0.8,
-		JudgeAheadMaxRTT:        4,
-		WorseTolerance:          0.02,
-		AttributeWorsening:      true,
+		Weights:               DefaultWeights(),
+		AlphaMin:              0.1,
+		AlphaMax:              10,
+		VGrowthMinShare:       0.001,
+		VGrowthMaxShare:       1,
+		TuneVGrowth:           true,
+		VGrowthStartShare:     0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthStartShareIsTheDefault)
+		TuneKMax:              true,
+		MaxStep:               2,
+		MinStep:               1.1,
+		Cooldown:              5 * time.Second,
+		MinSamples:            3,
+		MaxGap:                3 * time.Second,
+		LossHigh:              1e-4,
+		DelayHighRTT:          0.5,
+		DelayLowRTT:           0.1,
+		GrowthTrendRTT:        0.25,
+		UtilisationLow:        0.9,
+		UtilisationUnder:      0.75,
+		NotificationsHighCost: 0.5,
+		SettleGrowthShare:     0.8,
+		JudgeAheadMaxRTT:      4,
+		WorseTolerance:        0.02,
+		AttributeWorsening:    true,
 	}
 }
 
@@ -170,20 +177,15 @@ func (c Config) Validate() error {
 	if c.AlphaMin > c.AlphaMax {
 		bad("alpha_min", "%v is above alpha_max %v", c.AlphaMin, c.AlphaMax)
 	}
-	if c.KMaxMinBytes < YANGKMaxMinBytes {
-		bad("kmax_min_bytes", "%d is outside the YANG range of kmax 1..max", c.KMaxMinBytes)
+	if !finite(c.VGrowthMinShare) || c.VGrowthMinShare <= 0 {
+		bad("v_growth_min_share", "%v is not a finite share of R_port > 0", c.VGrowthMinShare)
 	}
-	if c.KMaxMaxBytes < c.KMaxMinBytes {
-		bad("kmax_max_bytes", "%d is below kmax_min_bytes %d", c.KMaxMaxBytes, c.KMaxMinBytes)
+	if !finite(c.VGrowthMaxShare) || c.VGrowthMaxShare < c.VGrowthMinShare {
+		bad("v_growth_max_share", "%v is below v_growth_min_share %v", c.VGrowthMaxShare, c.VGrowthMinShare)
 	}
-	if c.VGrowthMinBytesPerSec < YANGVGrowthMinBytesPerSec {
-		bad("v_growth_min_bytes_per_second", "%d is outside the YANG range of v-growth 1..max", c.VGrowthMinBytesPerSec)
-	}
-	if !finite(c.VGrowthEnableShare) || c.VGrowthEnableShare < 0 {
-		bad("v_growth_enable_share", "%v is not a finite share ≥ 0", c.VGrowthEnableShare)
-	}
-	if c.VGrowthMaxBytesPerSec < c.VGrowthMinBytesPerSec {
-		bad("v_growth_max_bytes_per_second", "%d is below v_growth_min_bytes_per_second %d", c.VGrowthMaxBytesPerSec, c.VGrowthMinBytesPerSec)
+	if !finite(c.VGrowthStartShare) || c.VGrowthStartShare < 0 ||
+		(c.VGrowthStartShare > 0 && (c.VGrowthStartShare < c.VGrowthMinShare || c.VGrowthStartShare > c.VGrowthMaxShare)) {
+		bad("v_growth_start_share", "%v is neither 0 nor a share in [v_growth_min_share %v, v_growth_max_share %v]", c.VGrowthStartShare, c.VGrowthMinShare, c.VGrowthMaxShare)
 	}
 	if !finite(c.MaxStep) || c.MaxStep <= 1 {
 		bad("max_step", "%v must be a factor above 1", c.MaxStep)
@@ -218,8 +220,8 @@ func (c Config) Validate() error {
 	if !finite(c.UtilisationUnder) || c.UtilisationUnder <= 0 || c.UtilisationUnder > c.UtilisationLow {
 		bad("utilisation_under", "%v must be a share in (0, utilisation_low %v] (the dead band)", c.UtilisationUnder, c.UtilisationLow)
 	}
-	if !finite(c.NotificationsHighPerRTT) || c.NotificationsHighPerRTT <= 0 {
-		bad("notifications_high_per_rtt", "%v must be positive", c.NotificationsHighPerRTT)
+	if !finite(c.NotificationsHighCost) || c.NotificationsHighCost <= 0 {
+		bad("notifications_high_cost", "%v must be positive", c.NotificationsHighCost)
 	}
 	if !finite(c.SettleGrowthShare) || c.SettleGrowthShare <= 0 || c.SettleGrowthShare > 1 {
 		bad("settle_growth_share", "%v is not a share in (0, 1]", c.SettleGrowthShare)
@@ -231,4 +233,32 @@ func (c Config) Validate() error {
 		bad("worse_tolerance", "%v is not a finite share ≥ 0", c.WorseTolerance)
 	}
 	return errors.Join(errs...)
+}
+
+// vGrowthBounds are V_growth's bounds in bytes per second on a port of
+// portRateBitsPerSec: the shares of R_port, at least the YANG model's 1.
+func (c Config) vGrowthBounds(portRateBitsPerSec int64) (lo, hi int64) {
+	r := float64(portRateBitsPerSec) / 8
+	lo = max(YANGVGrowthMinBytesPerSec, int64(math.Ceil(c.VGrowthMinShare*r)))
+	hi = max(lo, int64(math.Floor(c.VGrowthMaxShare*r)))
+	return lo, hi
+}
+
+// vGrowthStartBytesPerSec is the policy's starting V_growth on a port of
+// portRateBitsPerSec (0: none).
+func (c Config) vGrowthStartBytesPerSec(portRateBitsPerSec int64) int64 {
+	if c.VGrowthStartShare <= 0 {
+		return 0
+	}
+	lo, hi := c.vGrowthBounds(portRateBitsPerSec)
+	return min(hi, max(lo, int64(math.Round(c.VGrowthStartShare*float64(portRateBitsPerSec)/8))))
+}
+
+// kmaxBounds are an explicit kmax's bounds in bytes for the window's port:
+// alpha's bounds times its BDP, at least the YANG model's 1.
+func (c Config) kmaxBounds(w Window) (lo, hi int64) {
+	bdp := w.bdpBytes(1)
+	lo = max(YANGKMaxMinBytes, int64(math.Ceil(c.AlphaMin*bdp)))
+	hi = max(lo, int64(math.Floor(c.AlphaMax*bdp)))
+	return lo, hi
 }

@@ -15,6 +15,7 @@ const (
 	RuleNoData   Rule = "no-data"   // too few samples or an unknown input
 	RuleGap      Rule = "gap"       // samples missing inside the window
 	RuleCooldown Rule = "cool-down" // too soon after the last change
+	RuleStart    Rule = "start"     // the first decision on a queue: V_growth to the policy's starting point
 	RuleLoss     Rule = "loss"      // drops or pauses: tighten
 	RuleSettle   Rule = "settle"    // the overload an overrun lifted K_max for is over: K_max back
 	RuleOverrun  Rule = "overrun"   // a queue outgrowing K_max while the QGR trigger cuts: raise K_max
@@ -112,6 +113,15 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			return d, mem
 		}
 	}
+	if mem.Changes == 0 {
+		// A queue the policy never changed: its first decision may move
+		// V_growth to the policy's starting point (rule start).
+		if after, dir, why := start(cfg, w); dir != Hold {
+			d.Change, d.Rule, d.Direction, d.After, d.Step = true, RuleStart, dir, after, 1
+			d.Reason = why
+			return d, Memory{LastChange: w.End, Changes: 1, Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil}
+		}
+	}
 	mem.endLift(w.Config, false)
 	dir, rule, reason := classify(cfg, w, d.Metrics, mem.Lifted)
 	d.Direction, d.Rule, d.Reason = dir, rule, reason
@@ -172,6 +182,36 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	}
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted}
+}
+
+// start is the first decision on a queue (rule start): V_growth from
+// whatever the switch has to the policy's starting point, VGrowthStartShare
+// of R_port, so the tuning starts from the same point at every port rate
+// (the YANG default of 10 Gbit/s is 40 % of a 25 Gbit/s port and 2.5 % of a
+// 400 Gbit/s one). Hold: no starting point, V_growth not tuned, the QGR
+// trigger off or as good as off (the growth rule switches it on), or
+// already there (within MinStep).
+func start(cfg Config, w Window) (Settings, Direction, string) {
+	target := cfg.vGrowthStartBytesPerSec(w.PortRateBitsPerSec)
+	cur := w.Config.VGrowthBytesPerSec
+	// A trigger that is off (or as good as off, at or above R_port) is
+	// left to the growth rule, which switches it on where a queue grows:
+	// switched on at every queue at once, it cost tuner-load-step its win
+	// (J 0.1714 against 0.1402, docs/tuner.md).
+	if !cfg.TuneVGrowth || target <= 0 || qgrOff(cur, w.PortRateBitsPerSec) {
+		return w.Config, Hold, ""
+	}
+	dir := Tighten
+	switch r := float64(cur) / float64(target); {
+	case r < 1/cfg.MinStep:
+		dir = Loosen
+	case r <= cfg.MinStep:
+		return w.Config, Hold, ""
+	}
+	after := w.Config
+	after.VGrowthBytesPerSec = target
+	return after, dir, fmt.Sprintf("the first decision on the queue: V_growth from the switch's %d B/s (%.3g of R_port) to the policy's starting point %d B/s (v_growth_start_share %.3g)",
+		cur, float64(cur)*8/float64(w.PortRateBitsPerSec), target, cfg.VGrowthStartShare)
 }
 
 // endLift ends the overload episode an overrun started (clears Lifted)
@@ -294,9 +334,9 @@ func classify(cfg Config, w Window, m Metrics, lifted Settings) (Direction, Rule
 	case m.Utilisation < cfg.UtilisationUnder && delay < cfg.DelayLowRTT && throttled:
 		return Loosen, RuleUnderUse, fmt.Sprintf("link %.1f%% used (utilisation_under %.1f%%), queue %.3g RTT_est (delay_low_rtt %.3g), while %d notifications and %.2f%% ECN marks throttle senders",
 			100*m.Utilisation, 100*cfg.UtilisationUnder, delay, cfg.DelayLowRTT, m.Notifications.Total(), m.ECNMarkingPercent)
-	case m.NotificationsPerRTT > cfg.NotificationsHighPerRTT && m.Utilisation >= cfg.UtilisationLow:
-		return Loosen, RuleOverhead, fmt.Sprintf("%.3g notifications per RTT_est (notifications_high_per_rtt %.3g) on a link %.1f%% used",
-			m.NotificationsPerRTT, cfg.NotificationsHighPerRTT, 100*m.Utilisation)
+	case cfg.Weights.Notifications*m.NotificationsPerRTT > cfg.NotificationsHighCost && m.Utilisation >= cfg.UtilisationLow:
+		return Loosen, RuleOverhead, fmt.Sprintf("%.3g notifications per RTT_est cost %.3g of an idle link (notifications_high_cost %.3g) on a link %.1f%% used",
+			m.NotificationsPerRTT, cfg.Weights.Notifications*m.NotificationsPerRTT, cfg.NotificationsHighCost, 100*m.Utilisation)
 	}
 	return Hold, RuleSteady, fmt.Sprintf("inside the dead band: link %.1f%% used, queue %.3g RTT_est, %.3g lost, %.3g notifications per RTT_est",
 		100*m.Utilisation, m.DelayRTT, m.Loss, m.NotificationsPerRTT)
@@ -429,15 +469,15 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 	}
 	switch {
 	case !vgKnob:
-	case cfg.TuneVGrowth && qgrOff(w.Config.VGrowthBytesPerSec, w.PortRateBitsPerSec) && dir == Tighten && cfg.VGrowthEnableShare > 0:
+	case cfg.TuneVGrowth && qgrOff(w.Config.VGrowthBytesPerSec, w.PortRateBitsPerSec) && dir == Tighten && cfg.VGrowthStartShare > 0:
 		// The QGR trigger off, or as good as off: tightening switches it
-		// on at a share of R_port (the YANG default is a tenth of a
-		// 100 Gbit/s port).
-		v := int64(cfg.VGrowthEnableShare * float64(w.PortRateBitsPerSec) / 8)
-		after.VGrowthBytesPerSec = min(cfg.VGrowthMaxBytesPerSec, max(cfg.VGrowthMinBytesPerSec, v))
+		// on at the policy's starting point, a share of R_port (the YANG
+		// default is a tenth of a 100 Gbit/s port).
+		after.VGrowthBytesPerSec = cfg.vGrowthStartBytesPerSec(w.PortRateBitsPerSec)
 	case cfg.TuneVGrowth && w.Config.VGrowthBytesPerSec > 0:
+		lo, hi := cfg.vGrowthBounds(w.PortRateBitsPerSec)
 		v, note := bounded("v-growth", "B/s", dir, w.Config.VGrowthBytesPerSec,
-			int64(math.Round(float64(w.Config.VGrowthBytesPerSec)*factor)), cfg.VGrowthMinBytesPerSec, cfg.VGrowthMaxBytesPerSec)
+			int64(math.Round(float64(w.Config.VGrowthBytesPerSec)*factor)), lo, hi)
 		if note != "" {
 			notes = append(notes, note)
 		}
@@ -501,19 +541,20 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				after.Alpha = a
 			}
 		case KMaxExplicit:
+			kLo, kHi := cfg.kmaxBounds(w)
 			k := int64(math.Round(float64(w.Config.KMaxBytes) * factor))
 			if dir == Tighten {
 				backBytes := int64(0)
 				if back.KMaxMode == KMaxExplicit {
-					backBytes = min(int64(kmaxBack(back)), cfg.KMaxMaxBytes)
+					backBytes = min(int64(kmaxBack(back)), kHi)
 				}
 				k = min(w.Config.KMaxBytes, max(k, floorBytes, backBytes)) // no cut storm (above)
 			}
-			if dir == Tighten && k == w.Config.KMaxBytes && floorBytes >= k && w.Config.KMaxBytes >= cfg.KMaxMinBytes {
+			if dir == Tighten && k == w.Config.KMaxBytes && floorBytes >= k && w.Config.KMaxBytes >= kLo {
 				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower kmax would give: kmax kept", ahead))
 				break
 			}
-			k, note := bounded("kmax", "B", dir, w.Config.KMaxBytes, k, cfg.KMaxMinBytes, cfg.KMaxMaxBytes)
+			k, note := bounded("kmax", "B", dir, w.Config.KMaxBytes, k, kLo, kHi)
 			if note != "" {
 				notes = append(notes, note)
 			}
@@ -558,14 +599,17 @@ func qgrOff(vBytesPerSec, portRateBitsPerSec int64) bool {
 // vgCanMove says whether V_growth can move in dir within its bounds.
 func vgCanMove(cfg Config, v, portRateBitsPerSec int64, dir Direction) bool {
 	switch {
-	case dir == Tighten && qgrOff(v, portRateBitsPerSec) && cfg.VGrowthEnableShare > 0:
+	case dir == Tighten && qgrOff(v, portRateBitsPerSec) && cfg.VGrowthStartShare > 0:
 		return true
 	case v == 0:
 		return false
+	}
+	lo, hi := cfg.vGrowthBounds(portRateBitsPerSec)
+	switch {
 	case dir == Tighten:
-		return v > cfg.VGrowthMinBytesPerSec
+		return v > lo
 	default:
-		return v < cfg.VGrowthMaxBytesPerSec
+		return v < hi
 	}
 }
 

@@ -55,7 +55,7 @@ func FuzzDecideLifted(f *testing.F) {
 
 // FuzzDecideExplicit: the same in explicit K_max mode, with any kmax and
 // any kmax an overrun lifted it from: no panic, a kmax inside
-// [kmax_min_bytes, kmax_max_bytes], a settle never below the lifted-from
+// [alpha_min, alpha_max] × the port's BDP, a settle never below the lifted-from
 // kmax (as far as the bounds allow).
 func FuzzDecideExplicit(f *testing.F) {
 	f.Add(int64(2_000_000), int64(-100_000), int64(50_000_000), int64(12_500_000), int64(1_250_000_000))
@@ -69,8 +69,8 @@ func FuzzDecideExplicit(f *testing.F) {
 		mem := Memory{LastChange: t0.Add(-time.Minute), Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: lifted, VGrowthBytesPerSec: vgrowth}}
 		d, got := Decide(cfg, w, mem)
 		checkChange(t, cfg, w, d)
-		if d.Change && d.Rule == RuleSettle && d.After.KMaxBytes < min(lifted, cfg.KMaxMaxBytes) {
-			t.Errorf("settle to kmax %d, below the lifted-from %d (kmax_max_bytes %d)", d.After.KMaxBytes, lifted, cfg.KMaxMaxBytes)
+		if _, hi := cfg.kmaxBounds(w); d.Change && d.Rule == RuleSettle && d.After.KMaxBytes < min(lifted, hi) {
+			t.Errorf("settle to kmax %d, below the lifted-from %d (the bound %d)", d.After.KMaxBytes, lifted, hi)
 		}
 		checkSettleBound(t, d, got)
 	})
@@ -110,11 +110,11 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 	if a.Alpha != w.Config.Alpha && AlphaHasExtraDigits(a.Alpha) {
 		t.Errorf("alpha %v has more than %d fraction digits", a.Alpha, YANGAlphaFractionDigit)
 	}
-	if a.KMaxBytes != w.Config.KMaxBytes && (a.KMaxBytes < cfg.KMaxMinBytes || a.KMaxBytes > cfg.KMaxMaxBytes) {
-		t.Errorf("kmax %v outside [%v, %v]", a.KMaxBytes, cfg.KMaxMinBytes, cfg.KMaxMaxBytes)
+	if lo, hi := cfg.kmaxBounds(w); a.KMaxBytes != w.Config.KMaxBytes && (a.KMaxBytes < lo || a.KMaxBytes > hi) {
+		t.Errorf("kmax %v outside [%v, %v]", a.KMaxBytes, lo, hi)
 	}
-	if a.VGrowthBytesPerSec != w.Config.VGrowthBytesPerSec && (a.VGrowthBytesPerSec < cfg.VGrowthMinBytesPerSec || a.VGrowthBytesPerSec > cfg.VGrowthMaxBytesPerSec) {
-		t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBytesPerSec, cfg.VGrowthMinBytesPerSec, cfg.VGrowthMaxBytesPerSec)
+	if lo, hi := cfg.vGrowthBounds(w.PortRateBitsPerSec); a.VGrowthBytesPerSec != w.Config.VGrowthBytesPerSec && (a.VGrowthBytesPerSec < lo || a.VGrowthBytesPerSec > hi) {
+		t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBytesPerSec, lo, hi)
 	}
 	// A change never moves K_max against its direction (a bound that
 	// clamps an operator's value back would).

@@ -134,15 +134,17 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "the QGR trigger off (v-growth 0): a standing queue lowers alpha to twice the queue, the trigger stays off",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window { return window(queue{util: 1, delayRTT: 3, lastRTT: 0.3}, bdp(1, 0)) },
 			want: result{Change: true, Rule: RuleDelay, After: bdp(0.6, 0),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2}},
 		},
 		{
 			desc:   "a queue growing below V_growth: V_growth tightened, K_max kept",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window { return growing(bdp(1, 4*vg)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, 2*vg),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 2}},
 			reason: "queue growing by 0.3 RTT_est per RTT_est",
 		},
 		{
@@ -162,12 +164,14 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "V_growth at the port rate (a 2:1 incast grows the queue unseen): a growing queue switches it to the enable share at once",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window { return growing(bdp(1, rateBitsPerSec/8)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 2}},
 		},
 		{
 			desc: "V_growth at the port rate and a queue growing faster than that: the trigger is as good as off, switched on (not firing, not overrun)",
+			mem:  Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window {
 				w := growing(bdp(2, rateBitsPerSec/8)) // K_max 2 RTT_est: above the queue, under it one RTT_est ahead
 				for i := range w.Samples {
@@ -176,13 +180,14 @@ func TestDecide(t *testing.T) {
 				return w
 			},
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(2, vg),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 2}},
 		},
 		{
 			desc:   "V_growth just under the port rate: one step",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window { return growing(bdp(1, rateBitsPerSec/8-vg)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, (rateBitsPerSec/8-vg)/2),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 2}},
 		},
 		{
 			desc:   "overrun: a queue the QGR trigger cuts that outgrows K_max one RTT_est ahead: K_max raised, V_growth kept",
@@ -405,26 +410,28 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "a growing queue with the QGR trigger off: switched on at the YANG default",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window { return growing(bdp(1, 0)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 2}},
 		},
 		{
 			desc:   "a growing queue with V_growth at its minimum: alpha instead, down to the queue one window ahead",
-			cfg:    func(c *Config) { c.VGrowthMinBytesPerSec = 4 * vg },
+			cfg:    func(c *Config) { c.VGrowthMinShare, c.VGrowthStartShare = 0.4, 0.4 },
 			window: func() Window { return growing(bdp(1, 4*vg)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(0.7, 4*vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc:   "the QGR trigger off: loosening leaves it off",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, 0)) },
 			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 0),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
 		},
 		{
-			desc:   "the QGR trigger off and v_growth_enable 0: a growing queue lowers alpha instead",
-			cfg:    func(c *Config) { c.VGrowthEnableShare = 0 },
+			desc:   "the QGR trigger off and v_growth_start_share 0: a growing queue lowers alpha instead",
+			cfg:    func(c *Config) { c.VGrowthStartShare = 0 },
 			window: func() Window { return growing(bdp(1, 0)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(0.7, 0),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 1}},
@@ -482,7 +489,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc: "a queue crossing delay_high_rtt, V_growth at its minimum: K_max down to where the queue will be",
-			cfg:  func(c *Config) { c.VGrowthMinBytesPerSec = vg },
+			cfg:  func(c *Config) { c.VGrowthMinShare = 0.1 },
 			window: func() Window {
 				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, bdp(1, vg))
 			},
@@ -523,7 +530,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "a standing queue above K_min, V_growth at its minimum: K_max not down to the queue either",
-			cfg:    func(c *Config) { c.VGrowthMinBytesPerSec = vg },
+			cfg:    func(c *Config) { c.VGrowthMinShare = 0.1 },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(1, vg)},
 		},
@@ -636,7 +643,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "alpha at alpha_min and v-growth at its minimum: no change",
-			cfg:    func(c *Config) { c.VGrowthMinBytesPerSec = vg },
+			cfg:    func(c *Config) { c.VGrowthMinShare = 0.1 },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.0001}, bdp(0.1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(0.1, vg)},
 			reason: "alpha at its bound 0.1, the queue stands",
@@ -650,7 +657,8 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "alpha above alpha_max and v-growth above its maximum: a loosening changes nothing",
-			cfg:    func(c *Config) { c.VGrowthMaxBytesPerSec = vg },
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
+			cfg:    func(c *Config) { c.VGrowthMaxShare = 0.1 },
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(20, 2*vg)) },
 			want:   result{Rule: RuleBound, After: bdp(20, 2*vg)},
 			reason: "v-growth 2500000000 B/s is outside its bounds",
@@ -679,12 +687,12 @@ func TestDecide(t *testing.T) {
 			reason: "K_max is at its K_base floor 20971520 B: alpha kept, the queue stands",
 		},
 		{
-			desc: "explicit K_max: the explicit value is stepped, within kmax bounds",
+			desc: "explicit K_max: the explicit value is stepped, within kmax bounds (alpha_min × BDP)",
 			window: func() Window {
-				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.00001}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 20_000, VGrowthBytesPerSec: vg})
+				return window(queue{util: 0.99, delayRTT: 2, lastRTT: 0.00001}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 0.15 * bdpBytes, VGrowthBytesPerSec: vg})
 			},
 			want: result{Change: true, Rule: RuleDelay,
-				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: 16 << 10, VGrowthBytesPerSec: vg},
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: 0.1 * bdpBytes, VGrowthBytesPerSec: vg},
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
@@ -955,8 +963,9 @@ func TestValidate(t *testing.T) {
 		{desc: "alpha_min below the YANG range", edit: func(c *Config) { c.AlphaMin = 0.0001 }, want: "alpha_min: 0.0001 is outside the YANG range of alpha 0.001..1000"},
 		{desc: "alpha_max above the YANG range", edit: func(c *Config) { c.AlphaMax = 2000 }, want: "alpha_max: 2000 is outside the YANG range"},
 		{desc: "alpha_min above alpha_max", edit: func(c *Config) { c.AlphaMin, c.AlphaMax = 4, 2 }, want: "alpha_min: 4 is above alpha_max 2"},
-		{desc: "v-growth minimum 0", edit: func(c *Config) { c.VGrowthMinBytesPerSec = 0 }, want: "v_growth_min_bytes_per_second: 0 is outside the YANG range of v-growth 1..max"},
-		{desc: "kmax minimum 0", edit: func(c *Config) { c.KMaxMinBytes = 0 }, want: "kmax_min_bytes: 0 is outside the YANG range"},
+		{desc: "v-growth minimum 0", edit: func(c *Config) { c.VGrowthMinShare = 0 }, want: "v_growth_min_share: 0 is not a finite share of R_port > 0"},
+		{desc: "v-growth maximum under its minimum", edit: func(c *Config) { c.VGrowthMaxShare = 0.0005 }, want: "v_growth_max_share: 0.0005 is below v_growth_min_share 0.001"},
+		{desc: "v-growth start outside the bounds", edit: func(c *Config) { c.VGrowthStartShare = 2 }, want: "v_growth_start_share: 2 is neither 0 nor a share in [v_growth_min_share 0.001, v_growth_max_share 1]"},
 		{desc: "a step of 1", edit: func(c *Config) { c.MaxStep = 1 }, want: "max_step: 1 must be a factor above 1"},
 		{desc: "no dead band", edit: func(c *Config) { c.DelayHighRTT = c.DelayLowRTT }, want: "delay_high_rtt"},
 		{desc: "negative weight", edit: func(c *Config) { c.Weights.Delay = -1 }, want: "weights.delay: -1"},

@@ -61,15 +61,15 @@ func TestYANGRanges(t *testing.T) {
 	}
 }
 
-// TestVGrowthEnableShareIsTheDefault: the V_growth a tightening gives a
+// TestVGrowthStartShareIsTheDefault: the V_growth a tightening gives a
 // queue whose QGR trigger is off is, on a 100 Gbit/s port, the node's
 // default (lhcnp.DefaultQueueConfig, which server/dataplane's
 // TestYANGDefaultsAreTheNodes ties to the YANG default v-growth): the
 // share is written as a share, and kept equal to the default here.
-func TestVGrowthEnableShareIsTheDefault(t *testing.T) {
+func TestVGrowthStartShareIsTheDefault(t *testing.T) {
 	const portRateBitsPerSec = 100e9
-	got := int64(DefaultConfig().VGrowthEnableShare * portRateBitsPerSec / 8)
+	got := int64(DefaultConfig().VGrowthStartShare * portRateBitsPerSec / 8)
 	if want := lhcnp.DefaultQueueConfig().VGrowthBytesPerSec; got != want {
-		t.Errorf("V_growth of the enable share on a 100 Gbit/s port = %d B/s, want the node's default %d B/s", got, want)
+		t.Errorf("V_growth of the starting share on a 100 Gbit/s port = %d B/s, want the node's default %d B/s", got, want)
 	}
 }

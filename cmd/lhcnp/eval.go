@@ -1,0 +1,107 @@
+//go:build !lhcnpstub
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
+	"github.com/lhcnp/lhcnp/dataplane-sim/family"
+	"github.com/lhcnp/lhcnp/internal/cliconf"
+)
+
+// runEval implements `lhcnp sim eval --family FILE --set train|test|both
+// --out DIR [--markdown FILE] [--jobs N] [--seeds N]`: every scenario of the
+// family's seed set with the tuner, the coarse grid and the finer grid
+// around its best (compare.EvalFamily), and the set's table and bars
+// written into FILE between the markers <!-- tuner-eval:SET --> and
+// <!-- /tuner-eval:SET --> (docs/tuner.md, `make tuner-eval`).
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sim eval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	spec := fs.String("family", "scenarios/family/tuner.yaml", "the family spec")
+	set := fs.String("set", "both", "the seed set: train, test or both")
+	out := fs.String("out", "", "directory for the runs (created if needed); required")
+	md := fs.String("markdown", "", "write each set's table between its markers in this file")
+	jobs := fs.Int("jobs", 1, "scenarios run at a time")
+	first := fs.Int("seeds", 0, "only the first N seeds of each set (0: all; not with --markdown)")
+	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim eval --family FILE --set train|test|both --out DIR [--markdown FILE] [--jobs N] [--seeds N]", "",
+		"Runs every scenario of the family's seed set with the tuner and the static grid.")
+	rest, err := cliconf.ParseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", rest[0])}
+	}
+	if *out == "" {
+		fs.Usage()
+		return usageError{"--out DIR is required"}
+	}
+	if *first > 0 && *md != "" {
+		return usageError{"--seeds with --markdown: the tables are of whole sets"}
+	}
+	s, err := family.LoadFile(*spec)
+	if err != nil {
+		return err
+	}
+	sets := []string{*set}
+	if *set == "both" {
+		sets = []string{"train", "test"}
+	}
+	for _, name := range sets {
+		seeds, ok := s.Sets()[name]
+		if !ok {
+			return usageError{fmt.Sprintf("--set %q: want train, test or both", name)}
+		}
+		list := seeds.List()
+		if *first > 0 && *first < len(list) {
+			list = list[:*first]
+		}
+		rows, err := compare.EvalFamily(ctx, s, name, list, filepath.Join(*out, name), *jobs,
+			func(line string) { fmt.Fprintln(stdout, line) })
+		if err != nil {
+			return err
+		}
+		var b bytes.Buffer
+		if err := compare.WriteEvalMarkdown(&b, name, rows); err != nil {
+			return err
+		}
+		sum := compare.Summarise(rows)
+		fmt.Fprintf(stdout, "%s: %d scenarios: mean ratio %.3f, worst tenth %.3f, steps beaten %d of %d, changes per queue per s max %.1f\n",
+			name, sum.N, sum.MeanRatio, sum.WorstTenthRatio, sum.StepsBeaten, sum.Steps, sum.MaxChangesPerQueueS)
+		if err := os.WriteFile(filepath.Join(*out, name+".md"), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+		if *md != "" {
+			if err := replaceBetween(*md, "tuner-eval:"+name, b.String()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// replaceBetween replaces what lies between <!-- KEY --> and <!-- /KEY -->
+// in the file with text.
+func replaceBetween(path, key, text string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	open, end := "<!-- "+key+" -->\n", "<!-- /"+key+" -->"
+	s := string(data)
+	i, j := strings.Index(s, open), strings.Index(s, end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no %q ... %q markers", path, strings.TrimSpace(open), end)
+	}
+	s = s[:i+len(open)] + text + s[j:]
+	return os.WriteFile(path, []byte(s), 0o644)
+}

@@ -1,0 +1,108 @@
+package family
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+const specFile = "../../scenarios/family/tuner.yaml"
+
+// TestGenerateEverySeed: every seed of both sets of the project's family
+// gives a scenario that loads, the same one twice, inside the documented
+// ranges.
+func TestGenerateEverySeed(t *testing.T) {
+	s, err := LoadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Test.List()); n < 30 {
+		t.Errorf("%d held-out seeds, want at least 30", n)
+	}
+	seen := map[string]bool{}
+	for set, seeds := range s.Sets() {
+		for _, seed := range seeds.List() {
+			d, text, sc, err := s.Generate(set, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, again, _, _ := s.Generate(set, seed)
+			if !bytes.Equal(text, again) {
+				t.Errorf("%s seed %d: two different files", set, seed)
+			}
+			if d.Rate < s.LinkRate.Min || d.Rate > s.LinkRate.Max || d.RTT < s.WANRTT.Min || d.RTT > s.WANRTT.Max ||
+				d.Overload < s.Overload.Min-0.005 || d.Overload > s.Overload.Max+0.005 {
+				t.Errorf("%s seed %d: %s outside the ranges", set, seed, d.Short())
+			}
+			if sc.Name == "" || len(sc.Flows) == 0 {
+				t.Errorf("%s seed %d: empty scenario", set, seed)
+			}
+			seen[d.Congestion] = true
+			seen[d.Step] = true
+			seen[d.IP] = true
+		}
+	}
+	for _, want := range append(append(append([]string{}, congestions...), steps...), ipVersions...) {
+		if !seen[want] {
+			t.Errorf("no scenario with %s in the family", want)
+		}
+	}
+}
+
+// TestParseErrors: a bad spec is refused with the file, the line and the key.
+func TestParseErrors(t *testing.T) {
+	base, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		desc, from, to, want string
+	}{
+		{"impossible range", "link_rate: {min: 10Gbps, max: 400Gbps}", "link_rate: {min: 400Gbps, max: 10Gbps}",
+			"f.yaml:10: link_rate: impossible range: min 400Gbps is above max 10Gbps"},
+		{"outside what the generator builds", "overload: {min: 1.1, max: 8}", "overload: {min: 0.5, max: 8}",
+			"f.yaml:12: overload.min: 0.5 is outside what the generator builds, 1..16"},
+		{"overlapping seeds", "test_seeds: {from: 1001, to: 1032}", "test_seeds: {from: 10, to: 40}",
+			"f.yaml:21: test_seeds: 10..40 overlaps train_seeds 1..16 (at 10)"},
+		{"seeds backwards", "train_seeds: {from: 1, to: 16}", "train_seeds: {from: 16, to: 1}",
+			"f.yaml:20: train_seeds: impossible range: from 16 is above to 1"},
+		{"unknown congestion point", "congestion: [near-source, mid-wan, far-end, two]", "congestion: [near-source, middle]",
+			`f.yaml:13: congestion[1]: "middle" is not one of`},
+		{"unknown key", "ip: [v4, v6]", "ipv: [v4, v6]", "f.yaml:15: ipv: unknown key"},
+		{"missing key", "ip: [v4, v6]\n", "", "f.yaml:9: ip: missing"},
+		{"bad rate", "wan_rtt: {min: 500us, max: 40ms}", "wan_rtt: {min: 500us, max: fast}", "f.yaml:11: wan_rtt.max:"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			text := strings.Replace(string(base), tt.from, tt.to, 1)
+			if text == string(base) {
+				t.Fatalf("%q not in %s", tt.from, specFile)
+			}
+			_, err := Parse("f.yaml", []byte(text))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzParse: any spec parses or is refused with an error; a spec that
+// parses generates a loadable scenario for its first seeds.
+func FuzzParse(f *testing.F) {
+	if base, err := os.ReadFile(specFile); err == nil {
+		f.Add(base)
+	}
+	f.Add([]byte("name: x\nlink_rate: {min: 1Gbps, max: 1Gbps}\n"))
+	f.Add([]byte("- a\n- b\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		for set, seeds := range s.Sets() {
+			if _, _, _, err := s.Generate(set, seeds.From); err != nil {
+				t.Errorf("a spec that parses generates a bad scenario: %v", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,390 @@
+package family
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+)
+
+// Congestion points a family draws from.
+const (
+	NearSource = "near-source" // the first node's WAN egress: the senders' aggregate into the WAN
+	MidWAN     = "mid-wan"     // a node in the middle of the WAN
+	FarEnd     = "far-end"     // the far node's egress towards the receiver (a DC-side port)
+	Two        = "two"         // mid-WAN and far end at once, in series
+)
+
+// Steps a family draws from.
+const (
+	StepNone      = "none"       // the same load throughout
+	StepLoadUp    = "load-up"    // more senders start half-way
+	StepLoadDown  = "load-down"  // some senders stop half-way
+	StepRTT       = "rtt"        // the WAN's round trip doubles or halves half-way
+	StepJoinLeave = "join-leave" // senders join and leave at random times
+)
+
+var (
+	congestions = []string{NearSource, MidWAN, FarEnd, Two}
+	steps       = []string{StepNone, StepLoadUp, StepLoadDown, StepRTT, StepJoinLeave}
+	ipVersions  = []string{"v4", "v6"}
+)
+
+// The documented limits of a family's ranges: what the generator can
+// build (a spec outside them is refused).
+const (
+	minRate, maxRate         = 1 * scenario.Gbps, 1600 * scenario.Gbps
+	minRTT, maxRTT           = 100 * time.Microsecond, 200 * time.Millisecond
+	minOverload, maxOverload = 1.0, 16.0
+)
+
+// Range is a closed interval [Min, Max], drawn log-uniformly.
+type Range[T ~int64 | ~float64] struct{ Min, Max T }
+
+// Seeds is a closed interval of seeds [From, To].
+type Seeds struct{ From, To int64 }
+
+// List is the seeds in order.
+func (s Seeds) List() []int64 {
+	var out []int64
+	for i := s.From; i <= s.To; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// Spec is a family: the ranges its scenarios are drawn from and its two
+// seed sets.
+type Spec struct {
+	File string
+	Name string
+	// LinkRate is the bottleneck's rate; WANRTT the WAN's round trip.
+	LinkRate Range[scenario.Rate]
+	WANRTT   Range[time.Duration]
+	// Overload is the offered load over the bottleneck's rate.
+	Overload   Range[float64]
+	Congestion []string
+	Steps      []string
+	IP         []string
+	// WebSearch is the share of scenarios with web-search background
+	// traffic (at WebSearchLoad of the bottleneck's rate).
+	WebSearch     float64
+	WebSearchLoad Range[float64]
+	// DurationRTT is each run's length in WAN round trips (at least
+	// MinDuration).
+	DurationRTT float64
+	MinDuration time.Duration
+	Train, Test Seeds
+}
+
+// Error is a bad family spec: the file, the line and the key.
+type Error struct {
+	File string
+	Line int
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Key, e.Msg)
+}
+
+// LoadFile reads and checks a family spec.
+func LoadFile(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+type parser struct {
+	file string
+	errs []error
+}
+
+func (p *parser) bad(n *yaml.Node, key, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// mapping returns the keys of a mapping node, refusing unknown ones.
+func (p *parser) mapping(n *yaml.Node, path string, allowed ...string) map[string]*yaml.Node {
+	out := map[string]*yaml.Node{}
+	if n == nil || n.Kind != yaml.MappingNode {
+		p.bad(n, path, "want a mapping")
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := k.Value
+		if path != "" {
+			key = path + "." + k.Value
+		}
+		if !slices.Contains(allowed, k.Value) {
+			p.bad(k, key, "unknown key (want one of %s)", strings.Join(allowed, ", "))
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			p.bad(k, key, "given twice")
+			continue
+		}
+		out[k.Value] = v
+	}
+	return out
+}
+
+func (p *parser) scalar(n *yaml.Node, key string) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		p.bad(n, key, "want a scalar")
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (p *parser) float(n *yaml.Node, key string) (float64, bool) {
+	s, ok := p.scalar(n, key)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		p.bad(n, key, "%q is not a finite number", s)
+		return 0, false
+	}
+	return v, true
+}
+
+func (p *parser) integer(n *yaml.Node, key string) (int64, bool) {
+	s, ok := p.scalar(n, key)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		p.bad(n, key, "%q is not an integer", s)
+		return 0, false
+	}
+	return v, true
+}
+
+// rng reads {min, max} with parse, both within [lo, hi], min ≤ max.
+func rng[T ~int64 | ~float64](p *parser, n *yaml.Node, key string, parse func(*yaml.Node, string) (T, bool), lo, hi T, show func(T) string) Range[T] {
+	m := p.mapping(n, key, "min", "max")
+	var r Range[T]
+	var ok [2]bool
+	for i, k := range []string{"min", "max"} {
+		v, has := m[k]
+		if !has {
+			if n != nil && n.Kind == yaml.MappingNode {
+				p.bad(n, key+"."+k, "missing")
+			}
+			continue
+		}
+		x, good := parse(v, key+"."+k)
+		if !good {
+			continue
+		}
+		if x < lo || x > hi {
+			p.bad(v, key+"."+k, "%s is outside what the generator builds, %s..%s", show(x), show(lo), show(hi))
+			continue
+		}
+		if i == 0 {
+			r.Min = x
+		} else {
+			r.Max = x
+		}
+		ok[i] = true
+	}
+	if ok[0] && ok[1] && r.Min > r.Max {
+		p.bad(m["min"], key, "impossible range: min %s is above max %s", show(r.Min), show(r.Max))
+	}
+	return r
+}
+
+func (p *parser) choices(n *yaml.Node, key string, allowed []string) []string {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.bad(n, key, "want a non-empty list of %s", strings.Join(allowed, ", "))
+		return nil
+	}
+	var out []string
+	for i, c := range n.Content {
+		s, ok := p.scalar(c, fmt.Sprintf("%s[%d]", key, i))
+		if !ok {
+			continue
+		}
+		if !slices.Contains(allowed, s) {
+			p.bad(c, fmt.Sprintf("%s[%d]", key, i), "%q is not one of %s", s, strings.Join(allowed, ", "))
+			continue
+		}
+		if slices.Contains(out, s) {
+			p.bad(c, fmt.Sprintf("%s[%d]", key, i), "%q listed twice", s)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (p *parser) seeds(n *yaml.Node, key string) Seeds {
+	m := p.mapping(n, key, "from", "to")
+	var s Seeds
+	var ok [2]bool
+	for i, k := range []string{"from", "to"} {
+		v, has := m[k]
+		if !has {
+			if n != nil && n.Kind == yaml.MappingNode {
+				p.bad(n, key+"."+k, "missing")
+			}
+			continue
+		}
+		x, good := p.integer(v, key+"."+k)
+		if !good {
+			continue
+		}
+		if x < 0 {
+			p.bad(v, key+"."+k, "%d is negative", x)
+			continue
+		}
+		if i == 0 {
+			s.From = x
+		} else {
+			s.To = x
+		}
+		ok[i] = true
+	}
+	switch {
+	case ok[0] && ok[1] && s.From > s.To:
+		p.bad(m["from"], key, "impossible range: from %d is above to %d", s.From, s.To)
+	case ok[0] && ok[1] && s.To-s.From >= 100_000:
+		p.bad(m["to"], key, "%d seeds: at most 100000", s.To-s.From+1)
+	}
+	return s
+}
+
+func showRate(r scenario.Rate) string { return r.String() }
+func showDur(d time.Duration) string  { return d.String() }
+func showFloat(f float64) string      { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// unit reads a scalar with one of the scenario files' unit parsers
+// (scenario.ParseRate, ParseDuration).
+func unit[T any](p *parser, parse func(string) (T, error)) func(*yaml.Node, string) (T, bool) {
+	return func(n *yaml.Node, key string) (T, bool) {
+		var zero T
+		s, ok := p.scalar(n, key)
+		if !ok {
+			return zero, false
+		}
+		v, err := parse(s)
+		if err != nil {
+			p.bad(n, key, "%v", err)
+			return zero, false
+		}
+		return v, true
+	}
+}
+
+// Parse reads a family spec; file names it in errors. Every error names
+// the file, the line and the key: an unknown or missing key, a value
+// outside what the generator builds, an impossible range (min above max),
+// and seed sets that overlap.
+func Parse(file string, data []byte) (*Spec, error) {
+	p := &parser{file: file}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, &Error{File: file, Key: "(document)", Msg: "empty"}
+	}
+	keys := []string{"name", "link_rate", "wan_rtt", "overload", "congestion", "steps", "ip", "web_search",
+		"web_search_load", "duration_rtt", "min_duration", "train_seeds", "test_seeds"}
+	m := p.mapping(doc.Content[0], "", keys...)
+	s := &Spec{File: file}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok && doc.Content[0].Kind == yaml.MappingNode {
+			p.bad(doc.Content[0], k, "missing")
+		}
+	}
+	if n, ok := m["name"]; ok {
+		if v, good := p.scalar(n, "name"); good {
+			if v == "" || strings.ContainsAny(v, "/\\ ") {
+				p.bad(n, "name", "%q: want a non-empty name without spaces or slashes", v)
+			}
+			s.Name = v
+		}
+	}
+	if n, ok := m["link_rate"]; ok {
+		s.LinkRate = rng(p, n, "link_rate", unit(p, scenario.ParseRate), minRate, maxRate, showRate)
+	}
+	if n, ok := m["wan_rtt"]; ok {
+		s.WANRTT = rng(p, n, "wan_rtt", unit(p, scenario.ParseDuration), minRTT, maxRTT, showDur)
+	}
+	if n, ok := m["overload"]; ok {
+		s.Overload = rng(p, n, "overload", p.float, minOverload, maxOverload, showFloat)
+	}
+	if n, ok := m["web_search_load"]; ok {
+		s.WebSearchLoad = rng(p, n, "web_search_load", p.float, 0.01, 0.9, showFloat)
+	}
+	if n, ok := m["congestion"]; ok {
+		s.Congestion = p.choices(n, "congestion", congestions)
+	}
+	if n, ok := m["steps"]; ok {
+		s.Steps = p.choices(n, "steps", steps)
+	}
+	if n, ok := m["ip"]; ok {
+		s.IP = p.choices(n, "ip", ipVersions)
+	}
+	if n, ok := m["web_search"]; ok {
+		if v, good := p.float(n, "web_search"); good {
+			if v < 0 || v > 1 {
+				p.bad(n, "web_search", "%v is not a share in [0, 1]", v)
+			}
+			s.WebSearch = v
+		}
+	}
+	if n, ok := m["duration_rtt"]; ok {
+		if v, good := p.float(n, "duration_rtt"); good {
+			if v < 10 || v > 10_000 {
+				p.bad(n, "duration_rtt", "%v is outside 10..10000 round trips", v)
+			}
+			s.DurationRTT = v
+		}
+	}
+	if n, ok := m["min_duration"]; ok {
+		if v, good := unit(p, scenario.ParseDuration)(n, "min_duration"); good {
+			if v <= 0 || v > 10*time.Second {
+				p.bad(n, "min_duration", "%v is outside (0, 10s]", v)
+			}
+			s.MinDuration = v
+		}
+	}
+	if n, ok := m["train_seeds"]; ok {
+		s.Train = p.seeds(n, "train_seeds")
+	}
+	if n, ok := m["test_seeds"]; ok {
+		s.Test = p.seeds(n, "test_seeds")
+		if len(p.errs) == 0 && s.Test.From <= s.Train.To && s.Train.From <= s.Test.To {
+			p.bad(n, "test_seeds", "%d..%d overlaps train_seeds %d..%d (at %d): a held-out seed must never be a training seed",
+				s.Test.From, s.Test.To, s.Train.From, s.Train.To, max(s.Test.From, s.Train.From))
+		}
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return s, nil
+}

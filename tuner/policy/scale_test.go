@@ -1,0 +1,130 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+)
+
+// shape is a window in the policy's own units: the queue in RTT_est of
+// delay at R_port, time in RTT_est, settings as alpha and V_growth as a
+// share of R_port. scaled turns it into the window of one port rate and
+// RTT_est; the same shape must get the same decision at every scale.
+type shape struct {
+	util           float64 // share of R_port forwarded
+	firstRTT       float64 // the first sample's queue, in RTT_est
+	lastRTT        float64 // the last sample's queue, in RTT_est
+	loss           float64 // drops per forwarded packet
+	notifiesPerRTT float64
+	alpha          float64
+	vgShare        float64 // V_growth / R_port (0: off)
+	mem            Memory  // LastChange: 1 ns after t0 stands for 1 RTT_est (scaled); Lifted: see lifted
+	lifted         float64 // the alpha an overrun lifted K_max from (0: none)
+}
+
+// scaled is s on a port of rateBitsPerSec with RTT_est rtt: five samples
+// a quarter of an RTT_est apart, the queue moving linearly from first to
+// last, K_base a two-hundredth of the BDP (the node's K_base is a frame;
+// scaled here so the K_base floor does not differ between scales).
+func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, Memory) {
+	bdpB := float64(rateBitsPerSec) / 8 * rtt.Seconds()
+	cfg := DefaultConfig()
+	cfg.Cooldown, cfg.MaxGap = rtt/2, rtt
+	vg := int64(math.Round(s.vgShare * float64(rateBitsPerSec) / 8))
+	w := Window{Start: t0, End: t0.Add(rtt), RTTEst: rtt, PortRateBitsPerSec: rateBitsPerSec,
+		KBaseBytes: int64(bdpB / 200), Config: bdp(s.alpha, vg)}
+	w.EffectiveKMaxBytes = int64(s.alpha * bdpB)
+	dt := rtt / 4
+	for i := range 5 {
+		q := s.firstRTT + (s.lastRTT-s.firstRTT)*float64(i)/4
+		const pkts = 1000
+		w.Samples = append(w.Samples, Sample{Time: t0.Add(time.Duration(i) * dt),
+			QueueDepthBytes:       int64(q * bdpB),
+			GrowthRateBytesPerSec: int64((s.lastRTT - s.firstRTT) / 1 * float64(rateBitsPerSec) / 8),
+			TxBytes:               int64(s.util * float64(rateBitsPerSec) / 8 * dt.Seconds()),
+			Packets:               pkts, Drops: int64(s.loss * pkts),
+			Notifications: Notifications{Notify: int64(s.notifiesPerRTT / 4)}})
+	}
+	mem := s.mem
+	if !mem.LastChange.IsZero() {
+		mem.LastChange = t0.Add(time.Duration(float64(mem.LastChange.Sub(t0)) * float64(rtt)))
+	}
+	if s.lifted > 0 {
+		mem.Lifted = bdp(s.lifted, vg)
+	}
+	return cfg, w, mem
+}
+
+// TestDecideScaleFree: every rule decides the same (rule, direction,
+// alpha, V_growth as a share of R_port, the memory in RTT_est) for the same
+// shape of window at 10, 25, 100 and 400 Gbit/s and RTT_est 1, 10 and
+// 30 ms: no threshold, step or starting point of the policy is absolute.
+func TestDecideScaleFree(t *testing.T) {
+	changed := Memory{LastChange: t0.Add(-10), Changes: 1} // 10 RTT_est ago
+	shapes := []struct {
+		rule  Rule
+		shape shape
+	}{
+		{RuleSteady, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.1, mem: changed}},
+		{RuleStart, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.4}},
+		{RuleStart, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.01}},
+		{RuleSteady, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0}}, // off: left to the growth rule
+		{RuleSteady, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 1}}, // as good as off
+		{RuleLoss, shape{util: 0.99, firstRTT: 2, lastRTT: 2, loss: 0.01, alpha: 1, vgShare: 0.1, mem: changed}},
+		{RuleGrowth, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.4, alpha: 1, vgShare: 0.5, mem: changed}},
+		{RuleGrowth, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.4, alpha: 1, vgShare: 1, mem: changed}},
+		{RuleFiring, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.4, alpha: 1, vgShare: 0.1, mem: changed}},
+		{RuleOverrun, shape{util: 0.99, firstRTT: 0.1, lastRTT: 1.1, alpha: 1, vgShare: 0.1, mem: changed}},
+		{RuleDraining, shape{util: 0.99, firstRTT: 0.9, lastRTT: 0.6, alpha: 1, vgShare: 0.1, mem: changed}},
+		{RuleDelay, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: changed}},
+		{RuleBound, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed}},
+		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, mem: changed}},
+		{RuleOverhead, shape{util: 0.95, firstRTT: 0.2, lastRTT: 0.2, notifiesPerRTT: 600, alpha: 1, vgShare: 0.1, mem: changed}},
+		{RuleSettle, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, mem: changed, lifted: 0.5}},
+		{RuleCooldown, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: Memory{LastChange: t0.Add(1), Changes: 1}}},
+		{RuleRejected, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, Rejected: Tighten, RejectedUntil: t0.Add(time.Hour)}}},
+	}
+	rates := []int64{10e9, 25e9, 100e9, 400e9}
+	rtts := []time.Duration{time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond}
+	for i, sh := range shapes {
+		t.Run(fmt.Sprintf("%d-%s", i, sh.rule), func(t *testing.T) {
+			type outcome struct {
+				Rule      Rule
+				Direction Direction
+				Change    bool
+				Alpha     float64
+				VGShare   float64
+				Changes   int
+				SinceRTT  float64 // LastChange after the window's end, in RTT_est
+				Lifted    float64
+			}
+			var first *outcome
+			var firstAt string
+			for _, r := range rates {
+				for _, rtt := range rtts {
+					cfg, w, mem := sh.shape.scaled(r, rtt)
+					d, m := Decide(cfg, w, mem)
+					o := outcome{Rule: d.Rule, Direction: d.Direction, Change: d.Change, Alpha: d.After.Alpha,
+						VGShare: math.Round(float64(d.After.VGrowthBytesPerSec)*8/float64(r)*1e6) / 1e6,
+						Changes: m.Changes, Lifted: m.Lifted.Alpha}
+					if !m.LastChange.IsZero() {
+						o.SinceRTT = math.Round(float64(m.LastChange.Sub(w.End))/float64(rtt)*1e6) / 1e6
+					}
+					at := fmt.Sprintf("%d Gbit/s, %v", r/1e9, rtt)
+					if first == nil {
+						first, firstAt = &o, at
+						if o.Rule != sh.rule {
+							t.Fatalf("%s: rule %s, want %s (%s)", at, o.Rule, sh.rule, d.Reason)
+						}
+						continue
+					}
+					if o != *first {
+						t.Errorf("%s: %+v, at %s: %+v (%s)", at, o, firstAt, *first, d.Reason)
+					}
+				}
+			}
+		})
+	}
+}
