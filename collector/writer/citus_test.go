@@ -13,8 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/writer"
+	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/migrations"
 )
@@ -190,7 +192,77 @@ func TestCitusSameAsOneNode(t *testing.T) {
 // sample is stored exactly once.
 func TestCitusWorkerDown(t *testing.T) {
 	ctx := context.Background()
-	c := pgtest.PrivateCitus(t, 2)
+	c, pool := citusCluster(t, 2)
+	w, m, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
+	bs := citusWorkload(11)
+	enqueueFirst(t, w, bs)
+	if err := c.Workers[1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, w, bs[3:])
+	waitWriteErrors(t, m, 3, "while a worker was down")
+	if err := c.Workers[1].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	storedOnce(t, pool, bs)
+}
+
+// TestCitusCoordinatorRestart: the coordinator, the node the writer talks
+// to, stops while batches arrive and starts again; the writer fails,
+// retries (its batches queued and spilled meanwhile) and then stores
+// every batch once.
+func TestCitusCoordinatorRestart(t *testing.T) {
+	ctx := context.Background()
+	c, pool := citusCluster(t, 2)
+	w, m, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
+	bs := citusWorkload(12)
+	enqueueFirst(t, w, bs)
+	if err := c.Coordinator.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, w, bs[3:])
+	waitWriteErrors(t, m, 3, "while the coordinator was down")
+	if err := c.Coordinator.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	storedOnce(t, pool, bs)
+}
+
+// TestCitusAddWorker: a third worker joins while batches arrive and the
+// shards are rebalanced onto it (citus_add_node, rebalance_table_shards
+// with block_writes: samples has no replica identity for logical
+// replication); every batch is stored once and the new worker holds
+// shards.
+func TestCitusAddWorker(t *testing.T) {
+	ctx := context.Background()
+	c, pool := citusCluster(t, 2)
+	w, _, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
+	bs := citusWorkload(13)
+	enqueueFirst(t, w, bs)
+	s, err := c.AddWorker(ctx, "lhcnp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := 3 + (len(bs)-3)/2
+	enqueue(t, w, bs[3:half])
+	if _, err := pool.Exec(ctx, `SELECT rebalance_table_shards(shard_transfer_mode := 'block_writes')`); err != nil {
+		t.Fatalf("rebalance: %v", err)
+	}
+	enqueue(t, w, bs[half:])
+	stop()
+	storedOnce(t, pool, bs)
+	if n := count(t, pool, fmt.Sprintf(`SELECT count(*) FROM citus_shards WHERE nodeport = %d`, s.Port())); n == 0 {
+		t.Errorf("the added worker holds no shard after the rebalance")
+	}
+}
+
+// citusCluster is a coordinator with workers, its database migrated.
+func citusCluster(t *testing.T, workers int) (*pgserver.Cluster, *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	c := pgtest.PrivateCitus(t, workers)
 	if err := c.CreateDatabase(ctx, "lhcnp"); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +270,7 @@ func TestCitusWorkerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(pool.Close)
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -208,41 +280,49 @@ func TestCitusWorkerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, m, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
-	bs := citusWorkload(11)
-	// The series first, with every node up (a reference table is written
-	// on all of them).
-	for _, b := range bs[:3] {
+	return c, pool
+}
+
+// enqueueFirst stores the first three batches, with every node up: the
+// series (a reference table, written on all nodes) exist before a fault.
+func enqueueFirst(t *testing.T, w *writer.Writer, bs []*rows.Batch) {
+	t.Helper()
+	enqueue(t, w, bs[:3])
+	if err := w.WaitTarget(context.Background(), "sw3"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func enqueue(t *testing.T, w *writer.Writer, bs []*rows.Batch) {
+	t.Helper()
+	for _, b := range bs {
 		if err := w.Enqueue(b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.WaitTarget(ctx, "sw3"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Workers[1].Stop(); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bs[3:] {
-		if err := w.Enqueue(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Polling with a deadline: the writer retries the batch on its own.
+}
+
+// waitWriteErrors waits for n failed writes: the writer retries on its own.
+func waitWriteErrors(t *testing.T, m *collectormetrics.Metrics, n float64, while string) {
+	t.Helper()
+	// Polling with a deadline: the fault is the test's, the retries the
+	// writer's.
 	deadline := time.After(60 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for testutil.ToFloat64(m.WriteErrors.WithLabelValues("temporary")) < 3 {
+	for testutil.ToFloat64(m.WriteErrors.WithLabelValues("temporary")) < n {
 		select {
 		case <-deadline:
-			t.Fatal("no failed write while a worker was down")
+			t.Fatalf("fewer than %g failed writes %s", n, while)
 		case <-tick.C:
 		}
 	}
-	if err := c.Workers[1].Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stop()
+}
+
+// storedOnce checks that every sample of bs is stored once and every
+// batch has its ledger rows.
+func storedOnce(t *testing.T, pool *pgxpool.Pool, bs []*rows.Batch) {
+	t.Helper()
 	want := int64(len(bs) * 40)
 	if n := count(t, pool, `SELECT count(*) FROM samples`); n != want {
 		t.Errorf("%d samples, want %d", n, want)

@@ -49,6 +49,40 @@ func findCitus(binDir string) error {
 type Cluster struct {
 	Coordinator *Server
 	Workers     []*Server
+
+	nodeOpts []Option // a temporary cluster's node options, for AddWorker
+}
+
+// AddWorker starts one more worker, as the others were started, and adds
+// it to database name (the database and the extension created on it,
+// citus_add_node on the coordinator). It holds no shards until they are
+// moved to it (rebalance_table_shards). Not for a cluster in a directory.
+func (c *Cluster) AddWorker(ctx context.Context, name string) (*Server, error) {
+	if c.nodeOpts == nil {
+		return nil, errors.New("pgserver: AddWorker: the cluster was not started by StartCluster")
+	}
+	for _, o := range c.nodeOpts {
+		var x options
+		o(&x)
+		if x.dataDir != "" {
+			return nil, errors.New("pgserver: AddWorker: not for a cluster in a directory")
+		}
+	}
+	s, err := Start(ctx, c.nodeOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("citus worker: %w", err)
+	}
+	c.Workers = append(c.Workers, s)
+	if err := s.CreateDatabase(ctx, name, ""); err != nil {
+		return s, err
+	}
+	if err := execOn(ctx, s.DSN(name), "CREATE EXTENSION citus"); err != nil {
+		return s, err
+	}
+	if err := execOn(ctx, c.Coordinator.DSN(name), fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", s.Port())); err != nil {
+		return s, err
+	}
+	return s, nil
 }
 
 // StartCluster starts a coordinator and `workers` workers with opts
@@ -157,7 +191,7 @@ func startCluster(ctx context.Context, dir string, port int, workerPorts []int, 
 	nodeOpts := append(append([]Option(nil), opts...),
 		WithSetting("shared_preload_libraries", "citus"),
 		WithSetting("citus.node_conninfo", "sslmode=disable"))
-	c := &Cluster{}
+	c := &Cluster{nodeOpts: nodeOpts}
 	for i := 0; i <= workers; i++ {
 		own := nodeOpts
 		if dir != "" {
