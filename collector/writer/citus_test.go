@@ -186,48 +186,37 @@ func TestCitusSameAsOneNode(t *testing.T) {
 	}
 }
 
-// TestCitusWorkerDown: a worker of a private cluster is stopped while
-// batches arrive, so parts of a batch may commit (on the other worker) while
-// others fail; the writer retries, the worker is started again, and every
-// sample is stored exactly once.
-func TestCitusWorkerDown(t *testing.T) {
-	ctx := context.Background()
-	c, pool := citusCluster(t, 2)
-	w, m, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
-	bs := citusWorkload(11)
-	enqueueFirst(t, w, bs)
-	if err := c.Workers[1].Stop(); err != nil {
-		t.Fatal(err)
+// TestCitusNodeDown: a node stopped while batches arrive and started again
+// after the writer failed and retried — a worker, or the coordinator, the
+// node the writer talks to (its batches wait in its queue and spill
+// meanwhile) — and every batch is stored once.
+func TestCitusNodeDown(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		seed uint64
+		node func(*pgserver.Cluster) *pgserver.Server
+	}{
+		{"a worker", 11, func(c *pgserver.Cluster) *pgserver.Server { return c.Workers[1] }},
+		{"the coordinator", 12, func(c *pgserver.Cluster) *pgserver.Server { return c.Coordinator }},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			c, pool := citusCluster(t, 2)
+			w, m, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
+			bs := citusWorkload(tt.seed)
+			enqueueFirst(t, w, bs)
+			node := tt.node(c)
+			if err := node.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			enqueue(t, w, bs[3:])
+			waitWriteErrors(t, m, 3, "while "+tt.desc+" was down")
+			if err := node.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			stop()
+			storedOnce(t, pool, bs)
+		})
 	}
-	enqueue(t, w, bs[3:])
-	waitWriteErrors(t, m, 3, "while a worker was down")
-	if err := c.Workers[1].Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	storedOnce(t, pool, bs)
-}
-
-// TestCitusCoordinatorRestart: the coordinator, the node the writer talks
-// to, stops while batches arrive and starts again; the writer fails,
-// retries (its batches queued and spilled meanwhile) and then stores
-// every batch once.
-func TestCitusCoordinatorRestart(t *testing.T) {
-	ctx := context.Background()
-	c, pool := citusCluster(t, 2)
-	w, m, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
-	bs := citusWorkload(12)
-	enqueueFirst(t, w, bs)
-	if err := c.Coordinator.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	enqueue(t, w, bs[3:])
-	waitWriteErrors(t, m, 3, "while the coordinator was down")
-	if err := c.Coordinator.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	storedOnce(t, pool, bs)
 }
 
 // TestCitusAddWorker: a third worker joins while batches arrive and the
