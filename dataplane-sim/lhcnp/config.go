@@ -180,7 +180,24 @@ type QueueConfig struct {
 	// MinCNPInterval is the minimum time between two notifications to one
 	// flow (§5.5, §9); 0 = RTT_est.
 	MinCNPInterval engine.Time
-	Action         ActionPolicy
+	// OneCutPerEpisode leaves unmarked the data packets of a flow this
+	// queue sent Rate Reduce or Pause to, until the queue next drains
+	// below K_min (the end of the congestion episode). Off by default, the
+	// draft's behaviour: §5.4 marks every traversing packet above K_min,
+	// so the receiver's CNPs for those marks cut the sender a path round
+	// trip after this node's own cut, two cuts for one episode. On, it is
+	// Fast CNP's rule (draft-xiao-rtgwg-rocev2-fast-cnp §4: a node does
+	// not mark a flow whose sender it notifies), applied per episode; a
+	// deviation listed in docs/conformance.md.
+	OneCutPerEpisode bool
+	// PerFlowRTT takes a flow's per-flow interval from its own round trip
+	// to its source, learnt from its CM exchange (FlowState.SourceRTT),
+	// instead of MinCNPInterval or the port's RTT_est: at least one
+	// measurement interval, so that a cut can show in QGR. Flows without
+	// a learnt round trip keep MinCNPInterval (or RTT_est). Off by
+	// default (§5.5's one RTT_est); §5.8 lets a node adapt its intervals.
+	PerFlowRTT bool
+	Action     ActionPolicy
 }
 
 // ActionPolicy chooses the action and parameter of a notification

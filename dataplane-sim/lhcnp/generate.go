@@ -288,6 +288,7 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 	switch m.Action {
 	case wire.ActionPause, wire.ActionRateReduce:
 		e.needResume = true
+		e.cutEpisode = q.episode + 1
 		if q.below {
 			// The hold counts from the action: a notification sent with
 			// QD below K_min (a QGR or EMR trigger) is not followed by a

@@ -117,9 +117,9 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 	n.selectFlows(q)
 	hold := now + q.cfg.MeasurementInterval
 	for _, e := range n.sel {
-		if e.hasCNP && now-e.lastCNP < q.minInterval {
+		if iv := q.intervalFor(e); e.hasCNP && now-e.lastCNP < iv {
 			q.counters.SuppressedFlowInterval++
-			hold = min(hold, e.lastCNP+q.minInterval)
+			hold = min(hold, e.lastCNP+iv)
 			continue
 		}
 		deferNow, escalate := n.collaborate(ps, q, e, now)
@@ -152,6 +152,16 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 		}
 	}
 	q.holdUntil = hold
+}
+
+// intervalFor is the minimum time between two notifications to e (§5.5):
+// with PerFlowRTT its round trip to its source when learnt (at least one
+// measurement interval), else the queue's.
+func (q *queueState) intervalFor(e *flowEntry) engine.Time {
+	if q.cfg.PerFlowRTT && e.srcRTT > 0 {
+		return max(e.srcRTT, q.cfg.MeasurementInterval)
+	}
+	return q.minInterval
 }
 
 // selectFlows fills n.sel with the flows to notify (§5.5 step 1): the
@@ -243,9 +253,9 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 		if !e.needResume {
 			continue
 		}
-		if e.hasCNP && now-e.lastCNP < q.minInterval {
+		if iv := q.intervalFor(e); e.hasCNP && now-e.lastCNP < iv {
 			q.counters.SuppressedFlowInterval++
-			retry = min(retry, e.lastCNP+q.minInterval)
+			retry = min(retry, e.lastCNP+iv)
 			continue
 		}
 		if !n.takeToken(ps, now) {

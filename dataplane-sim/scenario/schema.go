@@ -301,6 +301,14 @@ type LongHaulCNP struct {
 	// congestion-aware node between a flow's source and itself before
 	// its first response (default true).
 	UpstreamFirst bool
+	// OneCutPerEpisode: a node does not mark the packets of a flow it
+	// cut in the current congestion episode (lhcnp.QueueConfig
+	// .OneCutPerEpisode; default false, the draft's marking).
+	OneCutPerEpisode bool
+	// PerFlowRTT: a node's per-flow interval is each flow's round trip to
+	// its source, learnt from its CM exchange (lhcnp.QueueConfig
+	// .PerFlowRTT; default false, the draft's one RTT_est or CNPInterval).
+	PerFlowRTT bool
 	// Format is the wire format of the notification: "rocev2" or "icmpv6".
 	Format string
 }
