@@ -70,6 +70,10 @@ type flowEntry struct {
 	lastAction     wire.Action
 	lastLevel      uint8
 	needResume     bool
+	// resumed: a Resume went out and RepeatResume waits to see whether
+	// the flow's rate rose from resumeRate (its arrival rate then).
+	resumed    bool
+	resumeRate int64
 	// cutEpisode is the queue's episode + 1 when this node last sent the
 	// flow Rate Reduce or Pause (0: never), for OneCutPerEpisode.
 	cutEpisode uint64

@@ -434,7 +434,7 @@ func (n *Node) Handle(kind uint32, arg uint64) {
 		if gen != q.resumeGen&(1<<40-1) || !q.below {
 			return
 		}
-		if t := q.belowSince + q.resumeHold; now < t {
+		if t := q.belowSince + q.holdFor(); now < t {
 			// A second-level condition held since the timer was armed.
 			n.sim.At(t, n, evResume, arg)
 			return

@@ -48,7 +48,8 @@ func TestSourceRTTFromCM(t *testing.T) {
 }
 
 // TestPerFlowRTTInterval: with PerFlowRTT the per-flow interval is the
-// flow's learnt round trip (here about 2 ms) rather than the port's
+// flow's learnt round trip (here about 2 ms) plus a measurement interval
+// (100 µs) rather than the port's
 // RTT_est (10 ms); without it, RTT_est.
 func TestPerFlowRTTInterval(t *testing.T) {
 	for _, tt := range []struct {
@@ -57,7 +58,7 @@ func TestPerFlowRTTInterval(t *testing.T) {
 		minGap, max engine.Time
 	}{
 		{"draft: one RTT_est", false, 10 * engine.Millisecond, 11 * engine.Millisecond},
-		{"per-flow rtt", true, 2 * engine.Millisecond, 2100 * engine.Microsecond},
+		{"per-flow rtt", true, 2100 * engine.Microsecond, 2200 * engine.Microsecond},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			cfg := testConfig(200_000, 10*engine.Millisecond)
@@ -109,5 +110,39 @@ func TestOneCutPerEpisode(t *testing.T) {
 		if !on && (inEpisode == 0 || q.counters.MarksSpared != 0) {
 			t.Errorf("draft's marking: %d marks within the cut's episode, %d spared; want some and 0", inEpisode, q.counters.MarksSpared)
 		}
+	}
+}
+
+// TestRepeatResumeReleasesHeldCeiling: a flow cut at a 5 Gb/s bottleneck
+// is held by its ceiling; at 20 ms the bottleneck becomes 10 Gb/s and the
+// queue drains. With RepeatResume the node keeps resuming the flow while
+// the queue stays below K_min and the flow's rate follows, so its ceiling
+// is gone (back at 10 Gb/s) 10 ms later; with the draft's single Resume
+// it is still climbing by the source's recovery steps (100 Mb/s per ms).
+func TestRepeatResumeReleasesHeldCeiling(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := testConfig(400_000, 200*engine.Microsecond)
+		cfg.Interface.Queue.Action.RepeatResume = on
+		rc := DefaultReactionConfig()
+		rc.TrustedSources = trusted(false)
+		rc.RTTEst = 10 * engine.Millisecond
+		rc.RecoveryStepBitsPerSec = 100e6
+		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, dstRate: 10e9, cfg1: &cfg, rc: rc})
+		l.sim.Run(20 * engine.Millisecond)
+		qp := l.flow.Sender
+		if qp.CeilingBitsPerSec() == 0 {
+			t.Fatalf("on=%v: no held ceiling after 20 ms at the bottleneck", on)
+		}
+		l.n1Out.Out().SetRateBitsPerSec(10e9)
+		l.sim.Run(30 * engine.Millisecond)
+		resumes := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0].Counters.SentResume
+		got := qp.RateBitsPerSec()
+		if on && (got != 10e9 || qp.CeilingBitsPerSec() != 0) {
+			t.Errorf("RepeatResume: rate %d, ceiling %d after %d Resumes; want 10 Gb/s and no ceiling", got, qp.CeilingBitsPerSec(), resumes)
+		}
+		if !on && got >= 10e9 {
+			t.Errorf("draft: rate %d after %d Resumes; want still below 10 Gb/s", got, resumes)
+		}
+		t.Logf("on=%v: rate %d, %d Resumes", on, got, resumes)
 	}
 }

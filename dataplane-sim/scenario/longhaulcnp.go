@@ -44,7 +44,7 @@ func longHaulParams(b ParamsBlock) any {
 		"cnp_interval", "port_cnp_interval", "reduce_percent", "pause_duration", "pause_factor",
 		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "flow_aging",
 		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first",
-		"one_cut_per_episode", "per_flow_rtt") {
+		"one_cut_per_episode", "per_flow_rtt", "repeat_resume") {
 		return p
 	}
 	b.Size("k_base", &p.KBase, true)
@@ -69,6 +69,7 @@ func longHaulParams(b ParamsBlock) any {
 	b.Bool("upstream_first", &p.UpstreamFirst)
 	b.Bool("one_cut_per_episode", &p.OneCutPerEpisode)
 	b.Bool("per_flow_rtt", &p.PerFlowRTT)
+	b.Bool("repeat_resume", &p.RepeatResume)
 	b.Duration("observation_window", &p.ObservationWindow, false)
 	b.OneOf("format", &p.Format, "format", "rocev2", "icmpv6")
 	if p.PauseDuration > 0 && p.PauseDuration%time.Microsecond != 0 {

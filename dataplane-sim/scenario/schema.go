@@ -309,6 +309,11 @@ type LongHaulCNP struct {
 	// its source, learnt from its CM exchange (lhcnp.QueueConfig
 	// .PerFlowRTT; default false, the draft's one RTT_est or CNPInterval).
 	PerFlowRTT bool
+	// RepeatResume: a node keeps resuming the flows it slowed while its
+	// queue stays below K_min and their rate follows
+	// (lhcnp.ActionPolicy.RepeatResume; default false, §5.5.1's one
+	// Resume).
+	RepeatResume bool
 	// Format is the wire format of the notification: "rocev2" or "icmpv6".
 	Format string
 }
