@@ -4504,6 +4504,7 @@ type Lhcnp_Lhcnp_FlowTable_Flows_Flow_State struct {
 	LearnedFrom        E_LhcnpTypes_FlowLearningSource                  `path:"learned-from" module:"lhcnp"`
 	SourceAddress      *string                                          `path:"source-address" module:"lhcnp"`
 	SourceQp           *uint32                                          `path:"source-qp" module:"lhcnp"`
+	SourceRtt          *uint64                                          `path:"source-rtt" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_FlowTable_Flows_Flow_State implements the yang.GoStruct
@@ -4723,6 +4724,22 @@ func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) GetSourceQp() uint32 {
 	return *t.SourceQp
 }
 
+// GetSourceRtt retrieves the value of the leaf SourceRtt from the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if SourceRtt is set, it can
+// safely use t.GetSourceRtt() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.SourceRtt == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) GetSourceRtt() uint64 {
+	if t == nil || t.SourceRtt == nil {
+		return 0
+	}
+	return *t.SourceRtt
+}
+
 // SetArrivalRate sets the value of the leaf ArrivalRate in the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
 // struct.
 func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetArrivalRate(v uint64) {
@@ -4793,6 +4810,12 @@ func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetSourceAddress(v string) {
 // struct.
 func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetSourceQp(v uint32) {
 	t.SourceQp = &v
+}
+
+// SetSourceRtt sets the value of the leaf SourceRtt in the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
+// struct.
+func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetSourceRtt(v uint64) {
+	t.SourceRtt = &v
 }
 
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State

@@ -145,6 +145,9 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		if f.LastCNPTime > 0 {
 			fs.LastCnpTime = ygot.Uint64(wallNS(f.LastCNPTime))
 		}
+		if f.SourceRTT > 0 {
+			fs.SourceRtt = ygot.Uint64(uint64(f.SourceRTT.Nanos()))
+		}
 		fs.Deferring = ygot.Bool(f.Deferring)
 		c := fs.GetOrCreateCounters()
 		c.Packets = ygot.Uint64(uint64(f.Packets))

@@ -3113,6 +3113,7 @@ type Lhcnp_FlowTable_Flow struct {
 	LearnedFrom        E_LhcnpTypes_FlowLearningSource `path:"state/learned-from" module:"lhcnp/lhcnp"`
 	SourceAddress      *string                         `path:"state/source-address|source-address" module:"lhcnp/lhcnp|lhcnp" shadow-path:"source-address" shadow-module:"lhcnp"`
 	SourceQp           *uint32                         `path:"state/source-qp|source-qp" module:"lhcnp/lhcnp|lhcnp" shadow-path:"source-qp" shadow-module:"lhcnp"`
+	SourceRtt          *uint64                         `path:"state/source-rtt" module:"lhcnp/lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_FlowTable_Flow implements the yang.GoStruct
@@ -3332,6 +3333,22 @@ func (t *Lhcnp_FlowTable_Flow) GetSourceQp() uint32 {
 	return *t.SourceQp
 }
 
+// GetSourceRtt retrieves the value of the leaf SourceRtt from the Lhcnp_FlowTable_Flow
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if SourceRtt is set, it can
+// safely use t.GetSourceRtt() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.SourceRtt == nil' before retrieving the leaf's value.
+func (t *Lhcnp_FlowTable_Flow) GetSourceRtt() uint64 {
+	if t == nil || t.SourceRtt == nil {
+		return 0
+	}
+	return *t.SourceRtt
+}
+
 // SetArrivalRate sets the value of the leaf ArrivalRate in the Lhcnp_FlowTable_Flow
 // struct.
 func (t *Lhcnp_FlowTable_Flow) SetArrivalRate(v uint64) {
@@ -3402,6 +3419,12 @@ func (t *Lhcnp_FlowTable_Flow) SetSourceAddress(v string) {
 // struct.
 func (t *Lhcnp_FlowTable_Flow) SetSourceQp(v uint32) {
 	t.SourceQp = &v
+}
+
+// SetSourceRtt sets the value of the leaf SourceRtt in the Lhcnp_FlowTable_Flow
+// struct.
+func (t *Lhcnp_FlowTable_Flow) SetSourceRtt(v uint64) {
+	t.SourceRtt = &v
 }
 
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_FlowTable_Flow

@@ -13692,6 +13692,25 @@ func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceQpPath) PathOriginName() s
 	return ""
 }
 
+// Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath represents the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt YANG schema element.
+type Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPathAny represents the wildcard version of the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt YANG schema element.
+type Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePath represents the /lhcnp/lhcnp/flow-table/flows/flow/state YANG schema element.
 type Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePath struct {
 	*ygnmi.NodePath
@@ -14896,6 +14915,110 @@ func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePathAny) SourceQp() *Lhcnp_Lhcnp_
 			ret := gs.(*oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State).SourceQp
 			if ret == nil {
 				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
+// flow's CM exchange (from the REP forwarded towards the requester
+// to the RTU back, or from the REQ towards the responder to the
+// REP back); absent if not learnt. With the per-flow-RTT option of
+// the simulator it sets the flow's per-flow interval (5.8 lets a
+// node adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePath) SourceRtt() *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath {
+	ps := &Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"source-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_FlowTable_Flows_Flow_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State).SourceRtt
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
+// flow's CM exchange (from the REP forwarded towards the requester
+// to the RTU back, or from the REQ towards the responder to the
+// REP back); absent if not learnt. With the per-flow-RTT option of
+// the simulator it sets the flow's per-flow interval (5.8 lets a
+// node adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePathAny) SourceRtt() *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPathAny {
+	ps := &Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"source-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_FlowTable_Flows_Flow_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State).SourceRtt
+			if ret == nil {
+				var zero uint64
 				return zero, false
 			}
 			return *ret, true

@@ -14911,6 +14911,105 @@ func (n *Lhcnp_FlowTable_Flow_SourceQpPathAny) Config() ygnmi.WildcardQuery[uint
 	)
 }
 
+// Lhcnp_FlowTable_Flow_SourceRttPath represents the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt YANG schema element.
+type Lhcnp_FlowTable_Flow_SourceRttPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_FlowTable_Flow_SourceRttPathAny represents the wildcard version of the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt YANG schema element.
+type Lhcnp_FlowTable_Flow_SourceRttPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_FlowTable_Flow_SourceRttPath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_FlowTable_Flow_SourceRttPath) State() ygnmi.SingletonQuery[uint64] {
+	return ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_FlowTable_Flow",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "source-rtt"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_FlowTable_Flow).SourceRtt
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_FlowTable_Flow) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_FlowTable_Flow_SourceRttPathAny) State() ygnmi.WildcardQuery[uint64] {
+	return ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_FlowTable_Flow",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "source-rtt"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_FlowTable_Flow).SourceRtt
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_FlowTable_Flow) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
 // Lhcnp_FlowTable_FlowPath represents the /lhcnp/lhcnp/flow-table/flows/flow YANG schema element.
 type Lhcnp_FlowTable_FlowPath struct {
 	*ygnmi.NodePath
@@ -15405,6 +15504,52 @@ func (n *Lhcnp_FlowTable_FlowPathAny) SourceQp() *Lhcnp_FlowTable_Flow_SourceQpP
 	ps := &Lhcnp_FlowTable_Flow_SourceQpPathAny{
 		NodePath: ygnmi.NewNodePath(
 			[]string{"*", "source-qp"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
+// flow's CM exchange (from the REP forwarded towards the requester
+// to the RTU back, or from the REQ towards the responder to the
+// REP back); absent if not learnt. With the per-flow-RTT option of
+// the simulator it sets the flow's per-flow interval (5.8 lets a
+// node adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_FlowTable_FlowPath) SourceRtt() *Lhcnp_FlowTable_Flow_SourceRttPath {
+	ps := &Lhcnp_FlowTable_Flow_SourceRttPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state", "source-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
+// flow's CM exchange (from the REP forwarded towards the requester
+// to the RTU back, or from the REQ towards the responder to the
+// REP back); absent if not learnt. With the per-flow-RTT option of
+// the simulator it sets the flow's per-flow interval (5.8 lets a
+// node adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_FlowTable_FlowPathAny) SourceRtt() *Lhcnp_FlowTable_Flow_SourceRttPathAny {
+	ps := &Lhcnp_FlowTable_Flow_SourceRttPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state", "source-rtt"},
 			map[string]interface{}{},
 			n,
 		),
