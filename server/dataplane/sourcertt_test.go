@@ -6,6 +6,8 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/openconfig/ygot/ygot"
 )
 
 // TestSourceRTTState: a flow's learnt round trip to its source is the
@@ -29,5 +31,23 @@ func TestSourceRTTState(t *testing.T) {
 	}
 	if got := flows.GetFlow("10.0.0.4", "10.0.0.1", 200, 100).GetState().SourceRtt; got != nil {
 		t.Errorf("source-rtt %d for a flow without one, want no leaf", *got)
+	}
+}
+
+// TestOptionsTranslate: the queue leaves one-cut-per-episode, per-flow-rtt
+// and repeat-resume reach the node's queue configuration, and an unset
+// leaf keeps the draft's behaviour (off).
+func TestOptionsTranslate(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		q := &oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue{Id: ygot.Uint8(3)}
+		if on {
+			c := q.GetOrCreateConfig()
+			c.OneCutPerEpisode, c.PerFlowRtt = ygot.Bool(true), ygot.Bool(true)
+			q.GetOrCreateActionPolicy().GetOrCreateConfig().RepeatResume = ygot.Bool(true)
+		}
+		qc := queueConfig(q)
+		if qc.OneCutPerEpisode != on || qc.PerFlowRTT != on || qc.Action.RepeatResume != on {
+			t.Errorf("set %v: one-cut %v, per-flow-rtt %v, repeat-resume %v", on, qc.OneCutPerEpisode, qc.PerFlowRTT, qc.Action.RepeatResume)
+		}
 	}
 }

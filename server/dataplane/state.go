@@ -197,6 +197,8 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	s.VGrowth = ygot.Uint64(uint64(qc.VGrowthBytesPerSec))
 	s.MeasurementInterval = ygot.Uint32(micros(qc.MeasurementInterval))
 	s.TriggerPersistence = ygot.Uint32(micros(qc.TriggerPersistence))
+	s.OneCutPerEpisode = ygot.Bool(qc.OneCutPerEpisode)
+	s.PerFlowRtt = ygot.Bool(qc.PerFlowRTT)
 	if qc.MinCNPInterval > 0 {
 		s.MinCnpInterval = ygot.Uint32(micros(qc.MinCNPInterval))
 	}
@@ -263,6 +265,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 		a.PauseCongestionLevel = ygot.Uint8(uint8(qc.Action.PauseLevel))
 	}
 	a.ResumeEnabled = ygot.Bool(qc.Action.ResumeEnabled)
+	a.RepeatResume = ygot.Bool(qc.Action.RepeatResume)
 	a.ResumePercent = ygot.Uint8(uint8(qc.Action.ResumePercent))
 	if qc.Action.ResumeHold > 0 {
 		a.ResumeHoldDuration = ygot.Uint32(micros(qc.Action.ResumeHold))
