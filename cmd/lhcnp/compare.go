@@ -210,7 +210,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var variants []compare.Variant
 	for _, m := range opts.Mechanisms {
-		for _, v := range append(compare.DefaultVariants(), compare.TunerVariant()) {
+		for _, v := range append(compare.DefaultVariants(), compare.TunerVariant(), compare.OptionsTunerVariant()) {
 			if v.Name == m {
 				variants = append(variants, v)
 			}

@@ -44,7 +44,7 @@ const PaperSuffix = ":paper"
 // docs/results.md). The grid costs 15 runs per scenario, about 40 s for
 // the eight comparison scenarios on the 2-core test machine.
 func DefaultMechanisms() []string {
-	return append(VariantNames(), "long-haul-cnp"+TunerSuffix, "long-haul-cnp"+BestStaticSuffix)
+	return append(VariantNames(), "long-haul-cnp"+TunerSuffix, "long-haul-cnp"+OptionsSuffix+TunerSuffix, "long-haul-cnp"+BestStaticSuffix)
 }
 
 // Options configure Run.

@@ -36,6 +36,39 @@ func DefaultVariants() []Variant {
 		{"long-haul-cnp", "Long-haul CNP (package lhcnp) on the same nodes with the file's params, RoCEv2 format, and a reaction point on every host", applyLongHaul("", false)},
 		{"long-haul-cnp:icmpv6", "the same with the ICMPv6 format (IPv6 sources)", applyLongHaul("icmpv6", false)},
 		{"long-haul-cnp" + DefaultsSuffix, "the same nodes with the draft's defaults (`scenario.DefaultLongHaulCNP`; a real node's V_ecn 20 % and V_growth 10 Gb/s, where the draft gives no value): per-flow gap one RTT_est, Rate Reduce 30%, no Pause", applyLongHaul("", true)},
+		{"long-haul-cnp" + OneCutSuffix, "`long-haul-cnp` with `one_cut_per_episode` (a deviation, docs/conformance.md): a node does not mark a flow it cut until its queue drains below K_min, so the receiver's CNPs do not cut it a second time", applyLongHaulOptions(oneCut)},
+		{"long-haul-cnp" + PerFlowRTTSuffix, "`long-haul-cnp` with `per_flow_rtt` (a deviation): each flow's per-flow interval is its round trip to its source, learnt from its CM exchange, plus a measurement interval, instead of the file's `cnp_interval`", applyLongHaulOptions(perFlowRTT)},
+		{"long-haul-cnp" + RepeatResumeSuffix, "`long-haul-cnp` with `repeat_resume` (a deviation): a node keeps resuming the flows it slowed while its queue stays below K_min and their rate follows", applyLongHaulOptions(repeatResume)},
+		{"long-haul-cnp" + OptionsSuffix, "`long-haul-cnp` with the three options together", applyLongHaulOptions(allOptions)},
+	}
+}
+
+// The rows of the options of issue #27 (docs/conformance.md, Deviations):
+// each alone and the three together, on the file's params.
+const (
+	OneCutSuffix       = ":one-cut"
+	PerFlowRTTSuffix   = ":per-flow-rtt"
+	RepeatResumeSuffix = ":repeat-resume"
+	OptionsSuffix      = ":options"
+)
+
+func oneCut(p *scenario.LongHaulCNP)       { p.OneCutPerEpisode = true }
+func perFlowRTT(p *scenario.LongHaulCNP)   { p.PerFlowRTT = true }
+func repeatResume(p *scenario.LongHaulCNP) { p.RepeatResume = true }
+func allOptions(p *scenario.LongHaulCNP)   { oneCut(p); perFlowRTT(p); repeatResume(p) }
+
+// applyLongHaulOptions is the long-haul-cnp row with edit applied to the
+// file's params.
+func applyLongHaulOptions(edit func(*scenario.LongHaulCNP)) func(context.Context, *scenario.Scenario, string) (*scenario.Scenario, string, error) {
+	return func(ctx context.Context, sc *scenario.Scenario, scratch string) (*scenario.Scenario, string, error) {
+		c, note, err := applyLongHaul("", false)(ctx, sc, scratch)
+		if err != nil {
+			return nil, "", err
+		}
+		p := c.Mechanism.LongHaulCNP()
+		edit(&p)
+		c.Mechanism.Params = p
+		return c, note, nil
 	}
 }
 
@@ -62,11 +95,26 @@ var tunerVariant = Variant{"long-haul-cnp" + TunerSuffix,
 		return withTuner(c), "", nil
 	}}
 
+// optionsTunerVariant is the tuner's row with the three options on.
+var optionsTunerVariant = Variant{"long-haul-cnp" + OptionsSuffix + TunerSuffix,
+	"`long-haul-cnp:options` tuned in closed loop as `long-haul-cnp+tuner`",
+	func(ctx context.Context, sc *scenario.Scenario, scratch string) (*scenario.Scenario, string, error) {
+		c, _, err := applyLongHaulOptions(allOptions)(ctx, sc, scratch)
+		if err != nil {
+			return nil, "", err
+		}
+		return withTuner(c), "", nil
+	}}
+
 // TunerVariant returns the tuner's row (long-haul-cnp+tuner).
 func TunerVariant() Variant { return tunerVariant }
 
+// OptionsTunerVariant returns the tuner's row with the options on
+// (long-haul-cnp:options+tuner).
+func OptionsTunerVariant() Variant { return optionsTunerVariant }
+
 func lookupVariant(extra []Variant, name string) (Variant, bool) {
-	for _, vs := range [][]Variant{extra, DefaultVariants(), {tunerVariant}} {
+	for _, vs := range [][]Variant{extra, DefaultVariants(), {tunerVariant, optionsTunerVariant}} {
 		if i := slices.IndexFunc(vs, func(v Variant) bool { return v.Name == name }); i >= 0 {
 			return vs[i], true
 		}

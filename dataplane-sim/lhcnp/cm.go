@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
@@ -42,7 +44,7 @@ func (n *Node) LearnCM(src, dst netip.Addr, m *wire.CMMessage) {
 			t.counters.LearnFailures++
 			return
 		}
-		t.reqs[cmKey{src, m.LocalCommID}] = cmConn{a: src, b: dst, qpA: m.LocalQPN}
+		t.reqs[cmKey{src, m.LocalCommID}] = cmConn{a: src, b: dst, qpA: m.LocalQPN, reqAt: n.sim.Now()}
 	case wire.CMAttrREP:
 		k := cmKey{dst, m.RemoteCommID}
 		c, ok := t.reqs[k]
@@ -54,7 +56,7 @@ func (n *Node) LearnCM(src, dst netip.Addr, m *wire.CMMessage) {
 			t.counters.LearnFailures++
 			return
 		}
-		c.qpB = m.LocalQPN
+		c.qpB, c.repAt = m.LocalQPN, n.sim.Now()
 		t.reps[cmKey{src, m.LocalCommID}] = c
 	case wire.CMAttrRTU:
 		k := cmKey{dst, m.RemoteCommID}
@@ -64,8 +66,9 @@ func (n *Node) LearnCM(src, dst netip.Addr, m *wire.CMMessage) {
 		}
 		delete(t.reps, k)
 		// The session is established: learn both directions.
-		n.learnCMFlow(FlowKey{Src: c.a, Dst: c.b, SrcQP: c.qpA, DstQP: c.qpB})
-		n.learnCMFlow(FlowKey{Src: c.b, Dst: c.a, SrcQP: c.qpB, DstQP: c.qpA})
+		now := n.sim.Now()
+		n.learnCMFlow(FlowKey{Src: c.a, Dst: c.b, SrcQP: c.qpA, DstQP: c.qpB}, now-c.repAt)
+		n.learnCMFlow(FlowKey{Src: c.b, Dst: c.a, SrcQP: c.qpB, DstQP: c.qpA}, c.repAt-c.reqAt)
 	case wire.CMAttrREJ:
 		delete(t.reqs, cmKey{dst, m.RemoteCommID})
 		delete(t.reps, cmKey{dst, m.RemoteCommID})
@@ -82,13 +85,19 @@ func (n *Node) LearnCM(src, dst netip.Addr, m *wire.CMMessage) {
 	}
 }
 
-func (n *Node) learnCMFlow(k FlowKey) {
+// learnCMFlow learns (or refreshes) the flow k of a completed exchange
+// and records srcRTT, the node's round trip to k's source.
+func (n *Node) learnCMFlow(k FlowKey, srcRTT engine.Time) {
 	now := n.sim.Now()
-	if e := n.ft.m[k]; e != nil {
+	e := n.ft.m[k]
+	if e != nil {
 		n.ft.touch(e, now)
+	} else if e = n.insert(k, LearnedFromCM, now); e == nil {
 		return
 	}
-	n.insert(k, LearnedFromCM, now)
+	if srcRTT > 0 {
+		e.srcRTT = srcRTT
+	}
 }
 
 func (n *Node) removeCM(e *flowEntry) {

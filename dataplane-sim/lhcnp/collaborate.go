@@ -73,12 +73,17 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 		e.deferring, e.waiting = false, false
 		return false, false
 	}
-	win := n.obsWindow(ps)
+	win, loop := n.obsWindow(ps), ps.rtt
+	if q.cfg.PerFlowRTT && e.srcRTT > 0 && cs.ObservationWindow == 0 {
+		// The flow's own loop: an upstream node's response (or this
+		// node's) shows here within its round trip to the source.
+		win, loop = e.srcRTT+q.cfg.MeasurementInterval, e.srcRTT
+	}
 	rate := e.rateNow(now, q.cfg.MeasurementInterval, win)
 	peak := e.peak()
 	dropped := e.rateValid && peak > 0 && rate*100 <= peak*int64(100-cs.ArrivalRateDropPercent)
 	// A fall this node caused itself is not upstream control.
-	own := e.hasCNP && now-e.lastCNP < win+ps.rtt
+	own := e.hasCNP && now-e.lastCNP < win+loop
 	if e.deferring {
 		if now-e.deferStart < win {
 			return true, false
@@ -111,7 +116,7 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 	// Upstream priority (§5.7): the first response of an episode (none
 	// from this node and no wait within a window and an RTT_est) waits
 	// for a congestion-aware node between the source and this one.
-	wait := cs.UpstreamFirst && !own && !dropped && (e.waitEnd == 0 || now-e.waitEnd >= win+ps.rtt) &&
+	wait := cs.UpstreamFirst && !own && !dropped && (e.waitEnd == 0 || now-e.waitEnd >= win+loop) &&
 		n.upstreamPeer(e)
 	if (dropped && !own) || wait {
 		e.deferring, e.waiting = true, wait

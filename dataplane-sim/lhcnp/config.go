@@ -180,7 +180,24 @@ type QueueConfig struct {
 	// MinCNPInterval is the minimum time between two notifications to one
 	// flow (§5.5, §9); 0 = RTT_est.
 	MinCNPInterval engine.Time
-	Action         ActionPolicy
+	// OneCutPerEpisode leaves unmarked the data packets of a flow this
+	// queue sent Rate Reduce or Pause to, until the queue next drains
+	// below K_min (the end of the congestion episode). Off by default, the
+	// draft's behaviour: §5.4 marks every traversing packet above K_min,
+	// so the receiver's CNPs for those marks cut the sender a path round
+	// trip after this node's own cut, two cuts for one episode. On, it is
+	// Fast CNP's rule (draft-xiao-rtgwg-rocev2-fast-cnp §4: a node does
+	// not mark a flow whose sender it notifies), applied per episode; a
+	// deviation listed in docs/conformance.md.
+	OneCutPerEpisode bool
+	// PerFlowRTT takes a flow's per-flow interval from its own round trip
+	// to its source, learnt from its CM exchange (FlowState.SourceRTT),
+	// instead of MinCNPInterval or the port's RTT_est, plus one
+	// measurement interval, so that a cut can show in QGR. Flows without
+	// a learnt round trip keep MinCNPInterval (or RTT_est). Off by
+	// default (§5.5's one RTT_est); §5.8 lets a node adapt its intervals.
+	PerFlowRTT bool
+	Action     ActionPolicy
 }
 
 // ActionPolicy chooses the action and parameter of a notification
@@ -202,6 +219,20 @@ type ActionPolicy struct {
 	ResumeEnabled bool
 	ResumePercent uint16
 	ResumeHold    engine.Time
+	// RepeatResume keeps resuming a flow while the queue stays below
+	// K_min: after each Resume, one hold (and the flow's per-flow
+	// interval) later, another, as long as the flow's arrival rate rose
+	// since the last (the source still had a held ceiling to release and
+	// the bottleneck took it), until an unconditional one. A
+	// repeated Resume while the queue's flows arrive at less than half the
+	// port's rate is unconditional (Parameter 0, back to the original
+	// rate): a percentage of the last cut cannot bring back a flow cut
+	// several times. Off by
+	// default: §5.5.1 sends one Resume when the queue stayed below K_min
+	// and leaves the rest to the source's recovery timer (§5.6), so a
+	// ceiling cut several times comes back slowly; a deviation listed in
+	// docs/conformance.md.
+	RepeatResume bool
 	// MaxFlowsPerTrigger and MinSharePercent choose the flows (§5.5 step
 	// 1): at most this many, largest share of the queue first, each with at
 	// least this share of the queued bytes (the largest is always chosen).

@@ -70,9 +70,19 @@ type flowEntry struct {
 	lastAction     wire.Action
 	lastLevel      uint8
 	needResume     bool
-	deferring      bool
-	deferStart     engine.Time
-	deferQD        int64
+	// resumed: a Resume went out and RepeatResume waits to see whether
+	// the flow's rate rose from resumeRate (its arrival rate then).
+	resumed    bool
+	resumeRate int64
+	// cutEpisode is the queue's episode + 1 when this node last sent the
+	// flow Rate Reduce or Pause (0: never), for OneCutPerEpisode.
+	cutEpisode uint64
+	// srcRTT is the round trip from this node to the flow's source and
+	// back, learnt from the flow's CM exchange (0: not learnt).
+	srcRTT     engine.Time
+	deferring  bool
+	deferStart engine.Time
+	deferQD    int64
 	// §5.7 upstream priority: upstream is 0 until looked up, then
 	// upstreamYes or upstreamNo; waiting says the deferral is the wait
 	// for an upstream node's first response, waitEnd when the last one
@@ -142,6 +152,11 @@ type cmKey struct {
 type cmConn struct {
 	a, b     netip.Addr
 	qpA, qpB uint32
+	// When the node forwarded the REQ (towards b) and the REP (towards
+	// a): REP − REQ is the node's round trip to b, RTU − REP its round
+	// trip to a (the hosts answer at once; a real host's processing time
+	// is in the estimate, as it is in the flow's loop).
+	reqAt, repAt engine.Time
 }
 
 // FlowTableCounters count what happened to entries.

@@ -287,7 +287,8 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 	e.lastAction, e.lastLevel = m.Action, m.CongLevel
 	switch m.Action {
 	case wire.ActionPause, wire.ActionRateReduce:
-		e.needResume = true
+		e.needResume, e.resumed = true, false
+		e.cutEpisode = q.episode + 1
 		if q.below {
 			// The hold counts from the action: a notification sent with
 			// QD below K_min (a QGR or EMR trigger) is not followed by a
@@ -296,7 +297,15 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 			n.scheduleResume(ps, q)
 		}
 	case wire.ActionResume:
-		e.needResume = false
+		if q.cfg.Action.RepeatResume && m.Parameter != 0 {
+			// Keep the flow: the next hold decides from its rate. After
+			// an unconditional Resume the source is back at its original
+			// rate: nothing is left to release.
+			e.resumed, e.resumeRate = true, e.rateAt(now, q.cfg.MeasurementInterval)
+		} else {
+			e.resumed = false
+			e.needResume = false
+		}
 	}
 	q.last = LastCNP{Time: now, Valid: true, Format: f, Action: m.Action, Parameter: m.Parameter,
 		CongLevel: m.CongLevel, MetricType: m.MetricType, MetricValue: m.MetricValue,

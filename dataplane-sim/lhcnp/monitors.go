@@ -135,6 +135,7 @@ func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	n.rollQGR(q, now)
 	if qBytes < q.kmin && !q.below {
 		q.below = true
+		q.episode++
 		q.belowSince = now
 		q.resumeGen++
 		q.resumePending = false
@@ -152,6 +153,27 @@ func (n *Node) OnMark(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	n.rollEMR(q, n.sim.Now())
 	q.emrMarks++
 	q.counters.ECNMarked++
+}
+
+// AllowMark implements netsim.MarkFilter: with OneCutPerEpisode, a data
+// packet of a flow this queue cut in the current episode is not marked
+// (its sender is already slowed by this node; the receiver's CNP for the
+// mark would cut it a second time). Otherwise every mark the port's ECN
+// configuration calls for is applied, as §5.4 asks.
+func (n *Node) AllowMark(pt *netsim.Port, p *netsim.Packet) bool {
+	ps := n.portOf(pt)
+	if ps == nil {
+		return true
+	}
+	q := &ps.queues[p.Prio]
+	if !q.cfg.OneCutPerEpisode || !n.active(ps, q) {
+		return true
+	}
+	if e := n.lookupData(p); e != nil && e.cutEpisode == q.episode+1 && int(e.port) == ps.idx {
+		q.counters.MarksSpared++
+		return false
+	}
+	return true
 }
 
 // OnDrop implements netsim.PortObserver.

@@ -246,8 +246,11 @@ type queueState struct {
 	// for cfg.TriggerPersistence.
 	condSince engine.Time
 
-	below         bool
-	belowSince    engine.Time
+	below      bool
+	belowSince engine.Time
+	// episode counts the queue's falls below K_min: a congestion episode
+	// ends at each (OneCutPerEpisode).
+	episode       uint64
 	resumeGen     uint64
 	resumePending bool
 
@@ -260,7 +263,11 @@ type queueState struct {
 type QueueCounters struct {
 	Packets, Bytes int64 // data packets enqueued
 	ECNMarked      int64
-	Drops          int64
+	// MarksSpared counts CE marks the port's marking called for and the
+	// node withheld from flows it had cut in the episode
+	// (OneCutPerEpisode).
+	MarksSpared int64
+	Drops       int64
 	// Sent by action and by format.
 	SentNotify, SentPause, SentRateReduce, SentResume int64
 	SentICMPv6, SentRoCEv2                            int64
@@ -427,7 +434,7 @@ func (n *Node) Handle(kind uint32, arg uint64) {
 		if gen != q.resumeGen&(1<<40-1) || !q.below {
 			return
 		}
-		if t := q.belowSince + q.resumeHold; now < t {
+		if t := q.belowSince + q.holdFor(); now < t {
 			// A second-level condition held since the timer was armed.
 			n.sim.At(t, n, evResume, arg)
 			return

@@ -144,6 +144,9 @@ type FlowState struct {
 	Notifications         int64
 	Deferring             bool
 	AwaitingResume        bool
+	// SourceRTT is the node's round trip to the flow's source, learnt
+	// from its CM exchange (0: not learnt); PerFlowRTT uses it.
+	SourceRTT engine.Time
 }
 
 // CollaborativeState is the state of collaborative suppression.
@@ -220,7 +223,7 @@ func (n *Node) idle(e *flowEntry, now engine.Time) bool {
 func (n *Node) flowState(e *flowEntry, now engine.Time) FlowState {
 	f := FlowState{Key: e.key, Learned: e.from, FirstSeen: e.firstSeen, LastSeen: e.lastSeen,
 		Packets: e.packets, Bytes: e.bytes, QueuedBytes: e.queued, Notifications: e.notifications,
-		Deferring: e.deferring, AwaitingResume: e.needResume}
+		Deferring: e.deferring, AwaitingResume: e.needResume, SourceRTT: e.srcRTT}
 	if e.hasCNP {
 		f.LastCNPTime = e.lastCNP
 	}

@@ -117,9 +117,9 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 	n.selectFlows(q)
 	hold := now + q.cfg.MeasurementInterval
 	for _, e := range n.sel {
-		if e.hasCNP && now-e.lastCNP < q.minInterval {
+		if iv := q.intervalFor(e); e.hasCNP && now-e.lastCNP < iv {
 			q.counters.SuppressedFlowInterval++
-			hold = min(hold, e.lastCNP+q.minInterval)
+			hold = min(hold, e.lastCNP+iv)
 			continue
 		}
 		deferNow, escalate := n.collaborate(ps, q, e, now)
@@ -152,6 +152,17 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 		}
 	}
 	q.holdUntil = hold
+}
+
+// intervalFor is the minimum time between two notifications to e (§5.5):
+// with PerFlowRTT its round trip to its source when learnt plus one
+// measurement interval (when the last one's effect shows in QGR and the
+// flow's arrival rate), else the queue's.
+func (q *queueState) intervalFor(e *flowEntry) engine.Time {
+	if q.cfg.PerFlowRTT && e.srcRTT > 0 {
+		return e.srcRTT + q.cfg.MeasurementInterval
+	}
+	return q.minInterval
 }
 
 // selectFlows fills n.sel with the flows to notify (§5.5 step 1): the
@@ -227,7 +238,28 @@ func (n *Node) scheduleResume(ps *portState, q *queueState) {
 		return
 	}
 	q.resumePending = true
-	n.sim.At(q.belowSince+q.resumeHold, n, evResume, resumeArg(ps.idx, int(q.prio), q.resumeGen))
+	n.sim.At(q.belowSince+q.holdFor(), n, evResume, resumeArg(ps.idx, int(q.prio), q.resumeGen))
+}
+
+// holdFor is how long the queue must stay below K_min before Resume
+// (§5.5.1): the configured or RTT_est hold, or with PerFlowRTT (and no
+// configured hold) the longest round trip to the source of the flows
+// awaiting Resume plus a measurement interval, when the queue's depth has
+// had time to show their last change.
+func (q *queueState) holdFor() engine.Time {
+	if !q.cfg.PerFlowRTT || q.cfg.Action.ResumeHold > 0 {
+		return q.resumeHold
+	}
+	var h engine.Time
+	for _, e := range q.flows {
+		if e.needResume && e.srcRTT > 0 {
+			h = max(h, e.srcRTT+q.cfg.MeasurementInterval)
+		}
+	}
+	if h == 0 {
+		return q.resumeHold
+	}
+	return h
 }
 
 // resume sends Resume (§5.5.1) to every flow of the queue this node slowed,
@@ -239,13 +271,42 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 	}
 	retry := engine.Never
 	level, mt, mv := n.severity(ps, q, TriggerResume)
+	repeat := q.cfg.Action.RepeatResume
+	param := q.cfg.Action.ResumePercent
+	if repeat {
+		// The port mostly idle (the queue's flows arrive at less than
+		// half its rate): a Resume of a percentage of the last cut
+		// cannot bring back flows cut several times, so the repeated
+		// Resume is §5.5.1's unconditional one (Parameter 0: back to the
+		// original rate); the next episode's cut, one round trip per
+		// flow apart, trims any overshoot.
+		var in int64
+		for _, e := range q.flows {
+			in += e.rateAt(now, q.cfg.MeasurementInterval)
+		}
+		if 2*in < ps.rateBitsPerSec {
+			param = 0
+		}
+	}
 	for _, e := range q.flows {
 		if !e.needResume {
 			continue
 		}
-		if e.hasCNP && now-e.lastCNP < q.minInterval {
+		iv := q.intervalFor(e)
+		if repeat && e.resumed && e.srcRTT > 0 {
+			// The last Resume's effect shows here a round trip to the
+			// source later.
+			iv = max(iv, e.srcRTT+q.cfg.MeasurementInterval)
+		}
+		if e.hasCNP && now-e.lastCNP < iv {
 			q.counters.SuppressedFlowInterval++
-			retry = min(retry, e.lastCNP+q.minInterval)
+			retry = min(retry, e.lastCNP+iv)
+			continue
+		}
+		if repeat && e.resumed && e.rateAt(now, q.cfg.MeasurementInterval) <= e.resumeRate {
+			// The last Resume raised nothing: the source is back at its
+			// rate or held elsewhere.
+			e.needResume, e.resumed = false, false
 			continue
 		}
 		if !n.takeToken(ps, now) {
@@ -254,12 +315,23 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 			retry = min(retry, now+engine.Second/engine.Time(ps.ic.CNPRatePerSec))
 			continue
 		}
-		m := wire.LongHaul{CongLevel: level, Action: wire.ActionResume, Parameter: q.cfg.Action.ResumePercent,
+		p := q.cfg.Action.ResumePercent
+		if e.resumed {
+			p = param
+		}
+		m := wire.LongHaul{CongLevel: level, Action: wire.ActionResume, Parameter: p,
 			SourceQP: e.key.SrcQP, MetricType: mt, MetricValue: mv}
 		n.send(ps, q, e, &m, TriggerResume, false, now)
 	}
 	if retry != engine.Never {
 		q.resumePending = true
 		n.sim.At(retry, n, evResume, resumeArg(ps.idx, int(q.prio), q.resumeGen))
+		return
+	}
+	if repeat {
+		// The next Resume one hold after this one, if the queue stays
+		// below K_min and some flow still has a ceiling to release.
+		q.belowSince = now
+		n.scheduleResume(ps, q)
 	}
 }

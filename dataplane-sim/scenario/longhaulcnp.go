@@ -43,7 +43,8 @@ func longHaulParams(b ParamsBlock) any {
 	if !b.Keys("k_base", "alpha", "k_min_fraction", "rtt_est", "v_ecn", "v_growth", "growth_interval",
 		"cnp_interval", "port_cnp_interval", "reduce_percent", "pause_duration", "pause_factor",
 		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "flow_aging",
-		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first") {
+		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first",
+		"one_cut_per_episode", "per_flow_rtt", "repeat_resume") {
 		return p
 	}
 	b.Size("k_base", &p.KBase, true)
@@ -66,6 +67,9 @@ func longHaulParams(b ParamsBlock) any {
 	b.Duration("flow_aging", &p.FlowAging, true)
 	b.Bool("collaborative", &p.Collaborative)
 	b.Bool("upstream_first", &p.UpstreamFirst)
+	b.Bool("one_cut_per_episode", &p.OneCutPerEpisode)
+	b.Bool("per_flow_rtt", &p.PerFlowRTT)
+	b.Bool("repeat_resume", &p.RepeatResume)
 	b.Duration("observation_window", &p.ObservationWindow, false)
 	b.OneOf("format", &p.Format, "format", "rocev2", "icmpv6")
 	if p.PauseDuration > 0 && p.PauseDuration%time.Microsecond != 0 {

@@ -312,7 +312,11 @@ func TestShippedScenarios(t *testing.T) {
 	if err != nil || len(checks) < 1 {
 		t.Fatalf("scenarios/checks: %v %v", checks, err)
 	}
-	files = append(append(files, cmp...), checks...)
+	dev, err := filepath.Glob("../../scenarios/dev/*.yaml")
+	if err != nil || len(dev) < 2 {
+		t.Fatalf("scenarios/dev: %v %v", dev, err)
+	}
+	files = append(append(append(files, cmp...), checks...), dev...)
 	for _, f := range files {
 		if _, err := LoadFile(f); err != nil {
 			t.Errorf("%v", err)

@@ -336,6 +336,19 @@ type LongHaulCNP struct {
 	// congestion-aware node between a flow's source and itself before
 	// its first response (default true).
 	UpstreamFirst bool
+	// OneCutPerEpisode: a node does not mark the packets of a flow it
+	// cut in the current congestion episode (lhcnp.QueueConfig
+	// .OneCutPerEpisode; default false, the draft's marking).
+	OneCutPerEpisode bool
+	// PerFlowRTT: a node's per-flow interval is each flow's round trip to
+	// its source, learnt from its CM exchange (lhcnp.QueueConfig
+	// .PerFlowRTT; default false, the draft's one RTT_est or CNPInterval).
+	PerFlowRTT bool
+	// RepeatResume: a node keeps resuming the flows it slowed while its
+	// queue stays below K_min and their rate follows
+	// (lhcnp.ActionPolicy.RepeatResume; default false, §5.5.1's one
+	// Resume).
+	RepeatResume bool
 	// Format is the wire format of the notification: "rocev2" or "icmpv6".
 	Format string
 }

@@ -292,6 +292,8 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	// that wants a persistence says so (trigger_persistence).
 	q.TriggerPersistence = engine.FromDuration(p.TriggerPersistence)
 	q.MinCNPInterval = engine.FromDuration(p.CNPInterval)
+	q.OneCutPerEpisode = p.OneCutPerEpisode
+	q.PerFlowRTT = p.PerFlowRTT
 	a := &q.Action
 	a.RateReducePercent = uint16(p.ReducePercent)
 	a.PauseLevel = lhcnp.PauseLevelNever
@@ -306,6 +308,7 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	}
 	a.ResumePercent = uint16(p.ResumePercent)
 	a.ResumeHold = engine.FromDuration(p.ResumeAfter)
+	a.RepeatResume = p.RepeatResume
 
 	for _, pt := range sw.Ports() {
 		setPortThresholds(&c, p, pt)

@@ -4504,6 +4504,7 @@ type Lhcnp_Lhcnp_FlowTable_Flows_Flow_State struct {
 	LearnedFrom        E_LhcnpTypes_FlowLearningSource                  `path:"learned-from" module:"lhcnp"`
 	SourceAddress      *string                                          `path:"source-address" module:"lhcnp"`
 	SourceQp           *uint32                                          `path:"source-qp" module:"lhcnp"`
+	SourceRtt          *uint64                                          `path:"source-rtt" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_FlowTable_Flows_Flow_State implements the yang.GoStruct
@@ -4723,6 +4724,22 @@ func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) GetSourceQp() uint32 {
 	return *t.SourceQp
 }
 
+// GetSourceRtt retrieves the value of the leaf SourceRtt from the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if SourceRtt is set, it can
+// safely use t.GetSourceRtt() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.SourceRtt == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) GetSourceRtt() uint64 {
+	if t == nil || t.SourceRtt == nil {
+		return 0
+	}
+	return *t.SourceRtt
+}
+
 // SetArrivalRate sets the value of the leaf ArrivalRate in the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
 // struct.
 func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetArrivalRate(v uint64) {
@@ -4793,6 +4810,12 @@ func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetSourceAddress(v string) {
 // struct.
 func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetSourceQp(v uint32) {
 	t.SourceQp = &v
+}
+
+// SetSourceRtt sets the value of the leaf SourceRtt in the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
+// struct.
+func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetSourceRtt(v uint64) {
+	t.SourceRtt = &v
 }
 
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
@@ -8261,6 +8284,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config struct {
 	PauseCongestionLevel *uint8                 `path:"pause-congestion-level" module:"lhcnp"`
 	PauseDuration        *uint16                `path:"pause-duration" module:"lhcnp"`
 	RateReducePercent    *uint8                 `path:"rate-reduce-percent" module:"lhcnp"`
+	RepeatResume         *bool                  `path:"repeat-resume" module:"lhcnp"`
 	ResumeEnabled        *bool                  `path:"resume-enabled" module:"lhcnp"`
 	ResumeHoldDuration   *uint32                `path:"resume-hold-duration" module:"lhcnp"`
 	ResumePercent        *uint8                 `path:"resume-percent" module:"lhcnp"`
@@ -8335,6 +8359,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) GetR
 	return *t.RateReducePercent
 }
 
+// GetRepeatResume retrieves the value of the leaf RepeatResume from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if RepeatResume is set, it can
+// safely use t.GetRepeatResume() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.RepeatResume == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) GetRepeatResume() bool {
+	if t == nil || t.RepeatResume == nil {
+		return false
+	}
+	return *t.RepeatResume
+}
+
 // GetResumeEnabled retrieves the value of the leaf ResumeEnabled from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -8407,6 +8447,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) SetR
 	t.RateReducePercent = &v
 }
 
+// SetRepeatResume sets the value of the leaf RepeatResume in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) SetRepeatResume(v bool) {
+	t.RepeatResume = &v
+}
+
 // SetResumeEnabled sets the value of the leaf ResumeEnabled in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) SetResumeEnabled(v bool) {
@@ -8447,6 +8493,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) Popu
 	if t.RateReducePercent == nil {
 		var v uint8 = 30
 		t.RateReducePercent = &v
+	}
+	if t.RepeatResume == nil {
+		var v bool = false
+		t.RepeatResume = &v
 	}
 	if t.ResumeEnabled == nil {
 		var v bool = true
@@ -8490,6 +8540,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State struct {
 	PauseCongestionLevel        *uint8                 `path:"pause-congestion-level" module:"lhcnp"`
 	PauseDuration               *uint16                `path:"pause-duration" module:"lhcnp"`
 	RateReducePercent           *uint8                 `path:"rate-reduce-percent" module:"lhcnp"`
+	RepeatResume                *bool                  `path:"repeat-resume" module:"lhcnp"`
 	ResumeEnabled               *bool                  `path:"resume-enabled" module:"lhcnp"`
 	ResumeHoldDuration          *uint32                `path:"resume-hold-duration" module:"lhcnp"`
 	ResumePercent               *uint8                 `path:"resume-percent" module:"lhcnp"`
@@ -8580,6 +8631,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) GetRa
 	return *t.RateReducePercent
 }
 
+// GetRepeatResume retrieves the value of the leaf RepeatResume from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if RepeatResume is set, it can
+// safely use t.GetRepeatResume() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.RepeatResume == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) GetRepeatResume() bool {
+	if t == nil || t.RepeatResume == nil {
+		return false
+	}
+	return *t.RepeatResume
+}
+
 // GetResumeEnabled retrieves the value of the leaf ResumeEnabled from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -8658,6 +8725,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) SetRa
 	t.RateReducePercent = &v
 }
 
+// SetRepeatResume sets the value of the leaf RepeatResume in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) SetRepeatResume(v bool) {
+	t.RepeatResume = &v
+}
+
 // SetResumeEnabled sets the value of the leaf ResumeEnabled in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) SetResumeEnabled(v bool) {
@@ -8698,6 +8771,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) Popul
 	if t.RateReducePercent == nil {
 		var v uint8 = 30
 		t.RateReducePercent = &v
+	}
+	if t.RepeatResume == nil {
+		var v bool = false
+		t.RepeatResume = &v
 	}
 	if t.ResumeEnabled == nil {
 		var v bool = true
@@ -8747,6 +8824,8 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config struct {
 	KminMode            E_LhcnpTypes_KminMode `path:"kmin-mode" module:"lhcnp"`
 	MeasurementInterval *uint32               `path:"measurement-interval" module:"lhcnp"`
 	MinCnpInterval      *uint32               `path:"min-cnp-interval" module:"lhcnp"`
+	OneCutPerEpisode    *bool                 `path:"one-cut-per-episode" module:"lhcnp"`
+	PerFlowRtt          *bool                 `path:"per-flow-rtt" module:"lhcnp"`
 	TriggerPersistence  *uint32               `path:"trigger-persistence" module:"lhcnp"`
 	VEcn                *float64              `path:"v-ecn" module:"lhcnp"`
 	VGrowth             *uint64               `path:"v-growth" module:"lhcnp"`
@@ -8933,6 +9012,38 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetMinCnpInterval
 	return *t.MinCnpInterval
 }
 
+// GetOneCutPerEpisode retrieves the value of the leaf OneCutPerEpisode from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if OneCutPerEpisode is set, it can
+// safely use t.GetOneCutPerEpisode() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.OneCutPerEpisode == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetOneCutPerEpisode() bool {
+	if t == nil || t.OneCutPerEpisode == nil {
+		return false
+	}
+	return *t.OneCutPerEpisode
+}
+
+// GetPerFlowRtt retrieves the value of the leaf PerFlowRtt from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if PerFlowRtt is set, it can
+// safely use t.GetPerFlowRtt() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.PerFlowRtt == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetPerFlowRtt() bool {
+	if t == nil || t.PerFlowRtt == nil {
+		return false
+	}
+	return *t.PerFlowRtt
+}
+
 // GetTriggerPersistence retrieves the value of the leaf TriggerPersistence from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -9047,6 +9158,18 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetMinCnpInterval
 	t.MinCnpInterval = &v
 }
 
+// SetOneCutPerEpisode sets the value of the leaf OneCutPerEpisode in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetOneCutPerEpisode(v bool) {
+	t.OneCutPerEpisode = &v
+}
+
+// SetPerFlowRtt sets the value of the leaf PerFlowRtt in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetPerFlowRtt(v bool) {
+	t.PerFlowRtt = &v
+}
+
 // SetTriggerPersistence sets the value of the leaf TriggerPersistence in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetTriggerPersistence(v uint32) {
@@ -9098,6 +9221,14 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) PopulateDefaults(
 	if t.MeasurementInterval == nil {
 		var v uint32 = 100
 		t.MeasurementInterval = &v
+	}
+	if t.OneCutPerEpisode == nil {
+		var v bool = false
+		t.OneCutPerEpisode = &v
+	}
+	if t.PerFlowRtt == nil {
+		var v bool = false
+		t.PerFlowRtt = &v
 	}
 	if t.TriggerPersistence == nil {
 		var v uint32 = 0
@@ -9160,7 +9291,9 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State struct {
 	LastCnp                 *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_LastCnp  `path:"last-cnp" module:"lhcnp"`
 	MeasurementInterval     *uint32                                                       `path:"measurement-interval" module:"lhcnp"`
 	MinCnpInterval          *uint32                                                       `path:"min-cnp-interval" module:"lhcnp"`
+	OneCutPerEpisode        *bool                                                         `path:"one-cut-per-episode" module:"lhcnp"`
 	PeakQueueDepth          *uint64                                                       `path:"peak-queue-depth" module:"lhcnp"`
+	PerFlowRtt              *bool                                                         `path:"per-flow-rtt" module:"lhcnp"`
 	QdAboveKmax             *bool                                                         `path:"qd-above-kmax" module:"lhcnp"`
 	QgrAboveVGrowth         *bool                                                         `path:"qgr-above-v-growth" module:"lhcnp"`
 	QueueDepth              *uint64                                                       `path:"queue-depth" module:"lhcnp"`
@@ -9503,6 +9636,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetMinCnpInterval(
 	return *t.MinCnpInterval
 }
 
+// GetOneCutPerEpisode retrieves the value of the leaf OneCutPerEpisode from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if OneCutPerEpisode is set, it can
+// safely use t.GetOneCutPerEpisode() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.OneCutPerEpisode == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetOneCutPerEpisode() bool {
+	if t == nil || t.OneCutPerEpisode == nil {
+		return false
+	}
+	return *t.OneCutPerEpisode
+}
+
 // GetPeakQueueDepth retrieves the value of the leaf PeakQueueDepth from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -9517,6 +9666,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetPeakQueueDepth(
 		return 0
 	}
 	return *t.PeakQueueDepth
+}
+
+// GetPerFlowRtt retrieves the value of the leaf PerFlowRtt from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if PerFlowRtt is set, it can
+// safely use t.GetPerFlowRtt() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.PerFlowRtt == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetPerFlowRtt() bool {
+	if t == nil || t.PerFlowRtt == nil {
+		return false
+	}
+	return *t.PerFlowRtt
 }
 
 // GetQdAboveKmax retrieves the value of the leaf QdAboveKmax from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
@@ -9739,10 +9904,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetMinCnpInterval(
 	t.MinCnpInterval = &v
 }
 
+// SetOneCutPerEpisode sets the value of the leaf OneCutPerEpisode in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetOneCutPerEpisode(v bool) {
+	t.OneCutPerEpisode = &v
+}
+
 // SetPeakQueueDepth sets the value of the leaf PeakQueueDepth in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetPeakQueueDepth(v uint64) {
 	t.PeakQueueDepth = &v
+}
+
+// SetPerFlowRtt sets the value of the leaf PerFlowRtt in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetPerFlowRtt(v bool) {
+	t.PerFlowRtt = &v
 }
 
 // SetQdAboveKmax sets the value of the leaf QdAboveKmax in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
@@ -9820,6 +9997,14 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) PopulateDefaults()
 	if t.MeasurementInterval == nil {
 		var v uint32 = 100
 		t.MeasurementInterval = &v
+	}
+	if t.OneCutPerEpisode == nil {
+		var v bool = false
+		t.OneCutPerEpisode = &v
+	}
+	if t.PerFlowRtt == nil {
+		var v bool = false
+		t.PerFlowRtt = &v
 	}
 	if t.TriggerPersistence == nil {
 		var v uint32 = 0

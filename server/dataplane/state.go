@@ -145,6 +145,9 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		if f.LastCNPTime > 0 {
 			fs.LastCnpTime = ygot.Uint64(wallNS(f.LastCNPTime))
 		}
+		if f.SourceRTT > 0 {
+			fs.SourceRtt = ygot.Uint64(uint64(f.SourceRTT.Nanos()))
+		}
 		fs.Deferring = ygot.Bool(f.Deferring)
 		c := fs.GetOrCreateCounters()
 		c.Packets = ygot.Uint64(uint64(f.Packets))
@@ -194,6 +197,8 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	s.VGrowth = ygot.Uint64(uint64(qc.VGrowthBytesPerSec))
 	s.MeasurementInterval = ygot.Uint32(micros(qc.MeasurementInterval))
 	s.TriggerPersistence = ygot.Uint32(micros(qc.TriggerPersistence))
+	s.OneCutPerEpisode = ygot.Bool(qc.OneCutPerEpisode)
+	s.PerFlowRtt = ygot.Bool(qc.PerFlowRTT)
 	if qc.MinCNPInterval > 0 {
 		s.MinCnpInterval = ygot.Uint32(micros(qc.MinCNPInterval))
 	}
@@ -260,6 +265,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 		a.PauseCongestionLevel = ygot.Uint8(uint8(qc.Action.PauseLevel))
 	}
 	a.ResumeEnabled = ygot.Bool(qc.Action.ResumeEnabled)
+	a.RepeatResume = ygot.Bool(qc.Action.RepeatResume)
 	a.ResumePercent = ygot.Uint8(uint8(qc.Action.ResumePercent))
 	if qc.Action.ResumeHold > 0 {
 		a.ResumeHoldDuration = ygot.Uint32(micros(qc.Action.ResumeHold))

@@ -269,6 +269,8 @@ func queueConfig(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) lhcnp.Queu
 		if cf.MinCnpInterval != nil {
 			qc.MinCNPInterval = usec(*cf.MinCnpInterval)
 		}
+		setBool(&qc.OneCutPerEpisode, cf.OneCutPerEpisode)
+		setBool(&qc.PerFlowRTT, cf.PerFlowRtt)
 	}
 	if ap := q.GetActionPolicy().GetConfig(); ap != nil {
 		a := &qc.Action
@@ -285,6 +287,7 @@ func queueConfig(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) lhcnp.Queu
 			a.PauseLevel = int(*ap.PauseCongestionLevel)
 		}
 		setBool(&a.ResumeEnabled, ap.ResumeEnabled)
+		setBool(&a.RepeatResume, ap.RepeatResume)
 		if ap.ResumePercent != nil {
 			a.ResumePercent = uint16(*ap.ResumePercent)
 		}

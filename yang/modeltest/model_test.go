@@ -245,6 +245,9 @@ func TestDefaults(t *testing.T) {
 		"rate-reduce-percent":  ap.GetRateReducePercent(),
 		"resume-percent":       ap.GetResumePercent(),
 		"min-cnp-interval set": qc.MinCnpInterval != nil,
+		"one-cut-per-episode":  qc.GetOneCutPerEpisode(),
+		"per-flow-rtt":         qc.GetPerFlowRtt(),
+		"repeat-resume":        ap.GetRepeatResume(),
 		"icmpv6-type":          cp.GetIcmpv6Type(),
 		"extension-class-num":  cp.GetExtensionClassNum(),
 		"fast-cnp-option-type": cp.GetFastCnpOptionType(),
@@ -263,6 +266,9 @@ func TestDefaults(t *testing.T) {
 		"rate-reduce-percent":  uint8(30),
 		"resume-percent":       uint8(50),
 		"min-cnp-interval set": false, // defaults to RTT_est, which YANG cannot say
+		"one-cut-per-episode":  false, // §5.4: mark every packet above K_min
+		"per-flow-rtt":         false, // §5.5: one RTT_est
+		"repeat-resume":        false, // §5.5.1: one Resume
 		"icmpv6-type":          uint8(200),
 		"extension-class-num":  uint8(247),
 		"fast-cnp-option-type": uint8(0x9E),

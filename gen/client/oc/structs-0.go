@@ -3113,6 +3113,7 @@ type Lhcnp_FlowTable_Flow struct {
 	LearnedFrom        E_LhcnpTypes_FlowLearningSource `path:"state/learned-from" module:"lhcnp/lhcnp"`
 	SourceAddress      *string                         `path:"state/source-address|source-address" module:"lhcnp/lhcnp|lhcnp" shadow-path:"source-address" shadow-module:"lhcnp"`
 	SourceQp           *uint32                         `path:"state/source-qp|source-qp" module:"lhcnp/lhcnp|lhcnp" shadow-path:"source-qp" shadow-module:"lhcnp"`
+	SourceRtt          *uint64                         `path:"state/source-rtt" module:"lhcnp/lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_FlowTable_Flow implements the yang.GoStruct
@@ -3332,6 +3333,22 @@ func (t *Lhcnp_FlowTable_Flow) GetSourceQp() uint32 {
 	return *t.SourceQp
 }
 
+// GetSourceRtt retrieves the value of the leaf SourceRtt from the Lhcnp_FlowTable_Flow
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if SourceRtt is set, it can
+// safely use t.GetSourceRtt() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.SourceRtt == nil' before retrieving the leaf's value.
+func (t *Lhcnp_FlowTable_Flow) GetSourceRtt() uint64 {
+	if t == nil || t.SourceRtt == nil {
+		return 0
+	}
+	return *t.SourceRtt
+}
+
 // SetArrivalRate sets the value of the leaf ArrivalRate in the Lhcnp_FlowTable_Flow
 // struct.
 func (t *Lhcnp_FlowTable_Flow) SetArrivalRate(v uint64) {
@@ -3402,6 +3419,12 @@ func (t *Lhcnp_FlowTable_Flow) SetSourceAddress(v string) {
 // struct.
 func (t *Lhcnp_FlowTable_Flow) SetSourceQp(v uint32) {
 	t.SourceQp = &v
+}
+
+// SetSourceRtt sets the value of the leaf SourceRtt in the Lhcnp_FlowTable_Flow
+// struct.
+func (t *Lhcnp_FlowTable_Flow) SetSourceRtt(v uint64) {
+	t.SourceRtt = &v
 }
 
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_FlowTable_Flow
@@ -5136,7 +5159,9 @@ type Lhcnp_Interface_Queue struct {
 	LastCnp                 *Lhcnp_Interface_Queue_LastCnp      `path:"state/last-cnp" module:"lhcnp/lhcnp"`
 	MeasurementInterval     *uint32                             `path:"state/measurement-interval" module:"lhcnp/lhcnp" shadow-path:"config/measurement-interval" shadow-module:"lhcnp/lhcnp"`
 	MinCnpInterval          *uint32                             `path:"state/min-cnp-interval" module:"lhcnp/lhcnp" shadow-path:"config/min-cnp-interval" shadow-module:"lhcnp/lhcnp"`
+	OneCutPerEpisode        *bool                               `path:"state/one-cut-per-episode" module:"lhcnp/lhcnp" shadow-path:"config/one-cut-per-episode" shadow-module:"lhcnp/lhcnp"`
 	PeakQueueDepth          *uint64                             `path:"state/peak-queue-depth" module:"lhcnp/lhcnp"`
+	PerFlowRtt              *bool                               `path:"state/per-flow-rtt" module:"lhcnp/lhcnp" shadow-path:"config/per-flow-rtt" shadow-module:"lhcnp/lhcnp"`
 	QdAboveKmax             *bool                               `path:"state/qd-above-kmax" module:"lhcnp/lhcnp"`
 	QgrAboveVGrowth         *bool                               `path:"state/qgr-above-v-growth" module:"lhcnp/lhcnp"`
 	QueueDepth              *uint64                             `path:"state/queue-depth" module:"lhcnp/lhcnp"`
@@ -5499,6 +5524,22 @@ func (t *Lhcnp_Interface_Queue) GetMinCnpInterval() uint32 {
 	return *t.MinCnpInterval
 }
 
+// GetOneCutPerEpisode retrieves the value of the leaf OneCutPerEpisode from the Lhcnp_Interface_Queue
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if OneCutPerEpisode is set, it can
+// safely use t.GetOneCutPerEpisode() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.OneCutPerEpisode == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Interface_Queue) GetOneCutPerEpisode() bool {
+	if t == nil || t.OneCutPerEpisode == nil {
+		return false
+	}
+	return *t.OneCutPerEpisode
+}
+
 // GetPeakQueueDepth retrieves the value of the leaf PeakQueueDepth from the Lhcnp_Interface_Queue
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -5513,6 +5554,22 @@ func (t *Lhcnp_Interface_Queue) GetPeakQueueDepth() uint64 {
 		return 0
 	}
 	return *t.PeakQueueDepth
+}
+
+// GetPerFlowRtt retrieves the value of the leaf PerFlowRtt from the Lhcnp_Interface_Queue
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if PerFlowRtt is set, it can
+// safely use t.GetPerFlowRtt() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.PerFlowRtt == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Interface_Queue) GetPerFlowRtt() bool {
+	if t == nil || t.PerFlowRtt == nil {
+		return false
+	}
+	return *t.PerFlowRtt
 }
 
 // GetQdAboveKmax retrieves the value of the leaf QdAboveKmax from the Lhcnp_Interface_Queue
@@ -5735,10 +5792,22 @@ func (t *Lhcnp_Interface_Queue) SetMinCnpInterval(v uint32) {
 	t.MinCnpInterval = &v
 }
 
+// SetOneCutPerEpisode sets the value of the leaf OneCutPerEpisode in the Lhcnp_Interface_Queue
+// struct.
+func (t *Lhcnp_Interface_Queue) SetOneCutPerEpisode(v bool) {
+	t.OneCutPerEpisode = &v
+}
+
 // SetPeakQueueDepth sets the value of the leaf PeakQueueDepth in the Lhcnp_Interface_Queue
 // struct.
 func (t *Lhcnp_Interface_Queue) SetPeakQueueDepth(v uint64) {
 	t.PeakQueueDepth = &v
+}
+
+// SetPerFlowRtt sets the value of the leaf PerFlowRtt in the Lhcnp_Interface_Queue
+// struct.
+func (t *Lhcnp_Interface_Queue) SetPerFlowRtt(v bool) {
+	t.PerFlowRtt = &v
 }
 
 // SetQdAboveKmax sets the value of the leaf QdAboveKmax in the Lhcnp_Interface_Queue
@@ -5817,6 +5886,14 @@ func (t *Lhcnp_Interface_Queue) PopulateDefaults() {
 		var v uint32 = 100
 		t.MeasurementInterval = &v
 	}
+	if t.OneCutPerEpisode == nil {
+		var v bool = false
+		t.OneCutPerEpisode = &v
+	}
+	if t.PerFlowRtt == nil {
+		var v bool = false
+		t.PerFlowRtt = &v
+	}
 	if t.TriggerPersistence == nil {
 		var v uint32 = 0
 		t.TriggerPersistence = &v
@@ -5875,6 +5952,7 @@ type Lhcnp_Interface_Queue_ActionPolicy struct {
 	PauseCongestionLevel        *uint8                 `path:"state/pause-congestion-level" module:"lhcnp/lhcnp" shadow-path:"config/pause-congestion-level" shadow-module:"lhcnp/lhcnp"`
 	PauseDuration               *uint16                `path:"state/pause-duration" module:"lhcnp/lhcnp" shadow-path:"config/pause-duration" shadow-module:"lhcnp/lhcnp"`
 	RateReducePercent           *uint8                 `path:"state/rate-reduce-percent" module:"lhcnp/lhcnp" shadow-path:"config/rate-reduce-percent" shadow-module:"lhcnp/lhcnp"`
+	RepeatResume                *bool                  `path:"state/repeat-resume" module:"lhcnp/lhcnp" shadow-path:"config/repeat-resume" shadow-module:"lhcnp/lhcnp"`
 	ResumeEnabled               *bool                  `path:"state/resume-enabled" module:"lhcnp/lhcnp" shadow-path:"config/resume-enabled" shadow-module:"lhcnp/lhcnp"`
 	ResumeHoldDuration          *uint32                `path:"state/resume-hold-duration" module:"lhcnp/lhcnp" shadow-path:"config/resume-hold-duration" shadow-module:"lhcnp/lhcnp"`
 	ResumePercent               *uint8                 `path:"state/resume-percent" module:"lhcnp/lhcnp" shadow-path:"config/resume-percent" shadow-module:"lhcnp/lhcnp"`
@@ -5965,6 +6043,22 @@ func (t *Lhcnp_Interface_Queue_ActionPolicy) GetRateReducePercent() uint8 {
 	return *t.RateReducePercent
 }
 
+// GetRepeatResume retrieves the value of the leaf RepeatResume from the Lhcnp_Interface_Queue_ActionPolicy
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if RepeatResume is set, it can
+// safely use t.GetRepeatResume() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.RepeatResume == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Interface_Queue_ActionPolicy) GetRepeatResume() bool {
+	if t == nil || t.RepeatResume == nil {
+		return false
+	}
+	return *t.RepeatResume
+}
+
 // GetResumeEnabled retrieves the value of the leaf ResumeEnabled from the Lhcnp_Interface_Queue_ActionPolicy
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -6043,6 +6137,12 @@ func (t *Lhcnp_Interface_Queue_ActionPolicy) SetRateReducePercent(v uint8) {
 	t.RateReducePercent = &v
 }
 
+// SetRepeatResume sets the value of the leaf RepeatResume in the Lhcnp_Interface_Queue_ActionPolicy
+// struct.
+func (t *Lhcnp_Interface_Queue_ActionPolicy) SetRepeatResume(v bool) {
+	t.RepeatResume = &v
+}
+
 // SetResumeEnabled sets the value of the leaf ResumeEnabled in the Lhcnp_Interface_Queue_ActionPolicy
 // struct.
 func (t *Lhcnp_Interface_Queue_ActionPolicy) SetResumeEnabled(v bool) {
@@ -6083,6 +6183,10 @@ func (t *Lhcnp_Interface_Queue_ActionPolicy) PopulateDefaults() {
 	if t.RateReducePercent == nil {
 		var v uint8 = 30
 		t.RateReducePercent = &v
+	}
+	if t.RepeatResume == nil {
+		var v bool = false
+		t.RepeatResume = &v
 	}
 	if t.ResumeEnabled == nil {
 		var v bool = true

@@ -13692,6 +13692,25 @@ func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceQpPath) PathOriginName() s
 	return ""
 }
 
+// Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath represents the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt YANG schema element.
+type Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPathAny represents the wildcard version of the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt YANG schema element.
+type Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePath represents the /lhcnp/lhcnp/flow-table/flows/flow/state YANG schema element.
 type Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePath struct {
 	*ygnmi.NodePath
@@ -14896,6 +14915,110 @@ func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePathAny) SourceQp() *Lhcnp_Lhcnp_
 			ret := gs.(*oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State).SourceQp
 			if ret == nil {
 				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
+// flow's CM exchange (from the REP forwarded towards the requester
+// to the RTU back, or from the REQ towards the responder to the
+// REP back); absent if not learnt. With the per-flow-RTT option of
+// the simulator it sets the flow's per-flow interval (5.8 lets a
+// node adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePath) SourceRtt() *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath {
+	ps := &Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"source-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_FlowTable_Flows_Flow_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State).SourceRtt
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
+// flow's CM exchange (from the REP forwarded towards the requester
+// to the RTU back, or from the REQ towards the responder to the
+// REP back); absent if not learnt. With the per-flow-RTT option of
+// the simulator it sets the flow's per-flow interval (5.8 lets a
+// node adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePathAny) SourceRtt() *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPathAny {
+	ps := &Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"source-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_FlowTable_Flows_Flow_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State).SourceRtt
+			if ret == nil {
+				var zero uint64
 				return zero, false
 			}
 			return *ret, true
@@ -25346,6 +25469,25 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_RateR
 	return ""
 }
 
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_RepeatResumePath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/config/repeat-resume YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_RepeatResumePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[bool]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_RepeatResumePathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/config/repeat-resume YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_RepeatResumePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_RepeatResumePath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeEnabledPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/config/resume-enabled YANG schema element.
 type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeEnabledPath struct {
 	*ygnmi.NodePath
@@ -25826,6 +25968,114 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPathAn
 	return ps
 }
 
+// RepeatResume (leaf): Keep resuming the flows the node slowed while the queue stays
+// below K_min: one hold after each RESUME another, as long as the
+// flow's arrival rate rose since the last; unconditional
+// (Parameter 0) when the queue's flows arrive at less than half
+// the port's rate. The default, false, is the draft's single
+// RESUME; true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "repeat-resume"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/config/repeat-resume"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPath) RepeatResume() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_RepeatResumePath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_RepeatResumePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"repeat-resume"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config).RepeatResume
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct {
+			return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config)
+		},
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// RepeatResume (leaf): Keep resuming the flows the node slowed while the queue stays
+// below K_min: one hold after each RESUME another, as long as the
+// flow's arrival rate rose since the last; unconditional
+// (Parameter 0) when the queue's flows arrive at less than half
+// the port's rate. The default, false, is the draft's single
+// RESUME; true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "repeat-resume"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/config/repeat-resume"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPathAny) RepeatResume() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_RepeatResumePathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_RepeatResumePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"repeat-resume"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config).RepeatResume
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct {
+			return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config)
+		},
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // ResumeEnabled (leaf): Send RESUME to the flows the node has slowed once the queue has
 // stayed below K_min for resume-hold-duration.
 //
@@ -26220,6 +26470,25 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RateReduce
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RateReducePercentPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RepeatResumePath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/state/repeat-resume YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RepeatResumePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[bool]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RepeatResumePathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/state/repeat-resume YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RepeatResumePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RepeatResumePath) PathOriginName() string {
 	return ""
 }
 
@@ -26803,6 +27072,114 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePathAny
 	return ps
 }
 
+// RepeatResume (leaf): Keep resuming the flows the node slowed while the queue stays
+// below K_min: one hold after each RESUME another, as long as the
+// flow's arrival rate rose since the last; unconditional
+// (Parameter 0) when the queue's flows arrive at less than half
+// the port's rate. The default, false, is the draft's single
+// RESUME; true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "repeat-resume"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/state/repeat-resume"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePath) RepeatResume() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RepeatResumePath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RepeatResumePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"repeat-resume"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State).RepeatResume
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct {
+			return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State)
+		},
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// RepeatResume (leaf): Keep resuming the flows the node slowed while the queue stays
+// below K_min: one hold after each RESUME another, as long as the
+// flow's arrival rate rose since the last; unconditional
+// (Parameter 0) when the queue's flows arrive at less than half
+// the port's rate. The default, false, is the draft's single
+// RESUME; true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "repeat-resume"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/state/repeat-resume"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePathAny) RepeatResume() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RepeatResumePathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_RepeatResumePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"repeat-resume"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State).RepeatResume
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct {
+			return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State)
+		},
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // ResumeEnabled (leaf): Send RESUME to the flows the node has slowed once the queue has
 // stayed below K_min for resume-hold-duration.
 //
@@ -27311,6 +27688,44 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_MinCnpIntervalPathAny 
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_MinCnpIntervalPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OneCutPerEpisodePath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/config/one-cut-per-episode YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OneCutPerEpisodePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[bool]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OneCutPerEpisodePathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/config/one-cut-per-episode YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OneCutPerEpisodePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OneCutPerEpisodePath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/config/per-flow-rtt YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[bool]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/config/per-flow-rtt YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPath) PathOriginName() string {
 	return ""
 }
 
@@ -28432,6 +28847,218 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) MinCnpInte
 	return ps
 }
 
+// OneCutPerEpisode (leaf): Leave unmarked the data packets of a flow this queue sent Rate
+// Reduce or Pause to, until the queue next drains below K_min, so
+// that the receivers' CNPs for the first-level marks do not cut
+// the sender a second time in the episode (Fast CNP's rule that a
+// node does not mark a flow whose sender it notifies). The
+// default, false, is the draft's: 5.4 marks every traversing data
+// packet above K_min. true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "one-cut-per-episode"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/one-cut-per-episode"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) OneCutPerEpisode() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OneCutPerEpisodePath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OneCutPerEpisodePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"one-cut-per-episode"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config).OneCutPerEpisode
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// OneCutPerEpisode (leaf): Leave unmarked the data packets of a flow this queue sent Rate
+// Reduce or Pause to, until the queue next drains below K_min, so
+// that the receivers' CNPs for the first-level marks do not cut
+// the sender a second time in the episode (Fast CNP's rule that a
+// node does not mark a flow whose sender it notifies). The
+// default, false, is the draft's: 5.4 marks every traversing data
+// packet above K_min. true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "one-cut-per-episode"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/one-cut-per-episode"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) OneCutPerEpisode() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OneCutPerEpisodePathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OneCutPerEpisodePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"one-cut-per-episode"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config).OneCutPerEpisode
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
+// window (when observation-window is not set) and the Resume hold
+// (when resume-hold-duration is not set) from the flow's round
+// trip to its source (source-rtt in the flow table) plus one
+// measurement interval, rather than from the port's RTT_est. The
+// default, false, is the draft's one RTT_est; true is a
+// deviation that 5.8 allows (a node may adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "per-flow-rtt"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/per-flow-rtt"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) PerFlowRtt() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"per-flow-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config).PerFlowRtt
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
+// window (when observation-window is not set) and the Resume hold
+// (when resume-hold-duration is not set) from the flow's round
+// trip to its source (source-rtt in the flow table) plus one
+// measurement interval, rather than from the port's RTT_est. The
+// default, false, is the draft's one RTT_est; true is a
+// deviation that 5.8 allows (a node may adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "per-flow-rtt"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/per-flow-rtt"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) PerFlowRtt() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"per-flow-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config).PerFlowRtt
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // TriggerPersistence (leaf): How long a second-level condition (QD above K_max, EMR above
 // V_ecn or QGR above V_growth) must hold before the node generates
 // a Long-haul CNP. The default, 0, is the draft's: generation on
@@ -29076,6 +29703,25 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_MinCnpIntervalPath)
 	return ""
 }
 
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/one-cut-per-episode YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[bool]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/one-cut-per-episode YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PeakQueueDepthPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/peak-queue-depth YANG schema element.
 type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PeakQueueDepthPath struct {
 	*ygnmi.NodePath
@@ -29092,6 +29738,25 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PeakQueueDepthPathAny s
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PeakQueueDepthPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PerFlowRttPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/per-flow-rtt YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PerFlowRttPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[bool]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PerFlowRttPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/per-flow-rtt YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PerFlowRttPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PerFlowRttPath) PathOriginName() string {
 	return ""
 }
 
@@ -31107,6 +31772,112 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) MinCnpInter
 	return ps
 }
 
+// OneCutPerEpisode (leaf): Leave unmarked the data packets of a flow this queue sent Rate
+// Reduce or Pause to, until the queue next drains below K_min, so
+// that the receivers' CNPs for the first-level marks do not cut
+// the sender a second time in the episode (Fast CNP's rule that a
+// node does not mark a flow whose sender it notifies). The
+// default, false, is the draft's: 5.4 marks every traversing data
+// packet above K_min. true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "one-cut-per-episode"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/one-cut-per-episode"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) OneCutPerEpisode() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"one-cut-per-episode"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).OneCutPerEpisode
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// OneCutPerEpisode (leaf): Leave unmarked the data packets of a flow this queue sent Rate
+// Reduce or Pause to, until the queue next drains below K_min, so
+// that the receivers' CNPs for the first-level marks do not cut
+// the sender a second time in the episode (Fast CNP's rule that a
+// node does not mark a flow whose sender it notifies). The
+// default, false, is the draft's: 5.4 marks every traversing data
+// packet above K_min. true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "one-cut-per-episode"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/one-cut-per-episode"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) OneCutPerEpisode() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"one-cut-per-episode"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).OneCutPerEpisode
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // PeakQueueDepth (leaf): The highest queue depth over the last second (a maximum over a
 // sliding one-second window), so that bursts between two telemetry
 // samples are not missed.
@@ -31186,6 +31957,112 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) PeakQueueDe
 			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).PeakQueueDepth
 			if ret == nil {
 				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
+// window (when observation-window is not set) and the Resume hold
+// (when resume-hold-duration is not set) from the flow's round
+// trip to its source (source-rtt in the flow table) plus one
+// measurement interval, rather than from the port's RTT_est. The
+// default, false, is the draft's one RTT_est; true is a
+// deviation that 5.8 allows (a node may adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "per-flow-rtt"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/per-flow-rtt"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) PerFlowRtt() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PerFlowRttPath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PerFlowRttPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"per-flow-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).PerFlowRtt
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
+// window (when observation-window is not set) and the Resume hold
+// (when resume-hold-duration is not set) from the flow's round
+// trip to its source (source-rtt in the flow table) plus one
+// measurement interval, rather than from the port's RTT_est. The
+// default, false, is the draft's one RTT_est; true is a
+// deviation that 5.8 allows (a node may adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "per-flow-rtt"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/per-flow-rtt"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) PerFlowRtt() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PerFlowRttPathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_PerFlowRttPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"per-flow-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).PerFlowRtt
+			if ret == nil {
+				var zero bool
 				return zero, false
 			}
 			return *ret, true

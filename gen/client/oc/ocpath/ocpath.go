@@ -14911,6 +14911,105 @@ func (n *Lhcnp_FlowTable_Flow_SourceQpPathAny) Config() ygnmi.WildcardQuery[uint
 	)
 }
 
+// Lhcnp_FlowTable_Flow_SourceRttPath represents the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt YANG schema element.
+type Lhcnp_FlowTable_Flow_SourceRttPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_FlowTable_Flow_SourceRttPathAny represents the wildcard version of the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt YANG schema element.
+type Lhcnp_FlowTable_Flow_SourceRttPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_FlowTable_Flow_SourceRttPath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_FlowTable_Flow_SourceRttPath) State() ygnmi.SingletonQuery[uint64] {
+	return ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_FlowTable_Flow",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "source-rtt"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_FlowTable_Flow).SourceRtt
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_FlowTable_Flow) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_FlowTable_Flow_SourceRttPathAny) State() ygnmi.WildcardQuery[uint64] {
+	return ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_FlowTable_Flow",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "source-rtt"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_FlowTable_Flow).SourceRtt
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_FlowTable_Flow) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
 // Lhcnp_FlowTable_FlowPath represents the /lhcnp/lhcnp/flow-table/flows/flow YANG schema element.
 type Lhcnp_FlowTable_FlowPath struct {
 	*ygnmi.NodePath
@@ -15405,6 +15504,52 @@ func (n *Lhcnp_FlowTable_FlowPathAny) SourceQp() *Lhcnp_FlowTable_Flow_SourceQpP
 	ps := &Lhcnp_FlowTable_Flow_SourceQpPathAny{
 		NodePath: ygnmi.NewNodePath(
 			[]string{"*", "source-qp"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
+// flow's CM exchange (from the REP forwarded towards the requester
+// to the RTU back, or from the REQ towards the responder to the
+// REP back); absent if not learnt. With the per-flow-RTT option of
+// the simulator it sets the flow's per-flow interval (5.8 lets a
+// node adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_FlowTable_FlowPath) SourceRtt() *Lhcnp_FlowTable_Flow_SourceRttPath {
+	ps := &Lhcnp_FlowTable_Flow_SourceRttPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state", "source-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
+// flow's CM exchange (from the REP forwarded towards the requester
+// to the RTU back, or from the REQ towards the responder to the
+// REP back); absent if not learnt. With the per-flow-RTT option of
+// the simulator it sets the flow's per-flow interval (5.8 lets a
+// node adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt"
+func (n *Lhcnp_FlowTable_FlowPathAny) SourceRtt() *Lhcnp_FlowTable_Flow_SourceRttPathAny {
+	ps := &Lhcnp_FlowTable_Flow_SourceRttPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state", "source-rtt"},
 			map[string]interface{}{},
 			n,
 		),
@@ -27118,6 +27263,187 @@ func (n *Lhcnp_Interface_Queue_MinCnpIntervalPathAny) Config() ygnmi.WildcardQue
 	)
 }
 
+// Lhcnp_Interface_Queue_OneCutPerEpisodePath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/one-cut-per-episode YANG schema element.
+type Lhcnp_Interface_Queue_OneCutPerEpisodePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_Interface_Queue_OneCutPerEpisodePathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/one-cut-per-episode YANG schema element.
+type Lhcnp_Interface_Queue_OneCutPerEpisodePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Interface_Queue_OneCutPerEpisodePath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/one-cut-per-episode"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/one-cut-per-episode"
+func (n *Lhcnp_Interface_Queue_OneCutPerEpisodePath) State() ygnmi.SingletonQuery[bool] {
+	return ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Interface_Queue",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "one-cut-per-episode"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).OneCutPerEpisode
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/one-cut-per-episode"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/one-cut-per-episode"
+func (n *Lhcnp_Interface_Queue_OneCutPerEpisodePathAny) State() ygnmi.WildcardQuery[bool] {
+	return ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Interface_Queue",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "one-cut-per-episode"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).OneCutPerEpisode
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Config returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config/one-cut-per-episode"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/one-cut-per-episode"
+func (n *Lhcnp_Interface_Queue_OneCutPerEpisodePath) Config() ygnmi.ConfigQuery[bool] {
+	return ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Interface_Queue",
+		false,
+		true,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"config", "one-cut-per-episode"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).OneCutPerEpisode
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Config returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config/one-cut-per-episode"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/one-cut-per-episode"
+func (n *Lhcnp_Interface_Queue_OneCutPerEpisodePathAny) Config() ygnmi.WildcardQuery[bool] {
+	return ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Interface_Queue",
+		false,
+		true,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"config", "one-cut-per-episode"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).OneCutPerEpisode
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
 // Lhcnp_Interface_Queue_PeakQueueDepthPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/peak-queue-depth YANG schema element.
 type Lhcnp_Interface_Queue_PeakQueueDepthPath struct {
 	*ygnmi.NodePath
@@ -27200,6 +27526,187 @@ func (n *Lhcnp_Interface_Queue_PeakQueueDepthPathAny) State() ygnmi.WildcardQuer
 			ret := gs.(*oc.Lhcnp_Interface_Queue).PeakQueueDepth
 			if ret == nil {
 				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Lhcnp_Interface_Queue_PerFlowRttPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/per-flow-rtt YANG schema element.
+type Lhcnp_Interface_Queue_PerFlowRttPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_Interface_Queue_PerFlowRttPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/per-flow-rtt YANG schema element.
+type Lhcnp_Interface_Queue_PerFlowRttPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Interface_Queue_PerFlowRttPath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/per-flow-rtt"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/per-flow-rtt"
+func (n *Lhcnp_Interface_Queue_PerFlowRttPath) State() ygnmi.SingletonQuery[bool] {
+	return ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Interface_Queue",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "per-flow-rtt"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).PerFlowRtt
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/per-flow-rtt"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/per-flow-rtt"
+func (n *Lhcnp_Interface_Queue_PerFlowRttPathAny) State() ygnmi.WildcardQuery[bool] {
+	return ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Interface_Queue",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "per-flow-rtt"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).PerFlowRtt
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Config returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config/per-flow-rtt"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/per-flow-rtt"
+func (n *Lhcnp_Interface_Queue_PerFlowRttPath) Config() ygnmi.ConfigQuery[bool] {
+	return ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Interface_Queue",
+		false,
+		true,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"config", "per-flow-rtt"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).PerFlowRtt
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Config returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config/per-flow-rtt"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/per-flow-rtt"
+func (n *Lhcnp_Interface_Queue_PerFlowRttPathAny) Config() ygnmi.WildcardQuery[bool] {
+	return ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Interface_Queue",
+		false,
+		true,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"config", "per-flow-rtt"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).PerFlowRtt
+			if ret == nil {
+				var zero bool
 				return zero, false
 			}
 			return *ret, true
@@ -28962,6 +29469,54 @@ func (n *Lhcnp_Interface_QueuePathAny) MinCnpInterval() *Lhcnp_Interface_Queue_M
 	return ps
 }
 
+// OneCutPerEpisode (leaf): Leave unmarked the data packets of a flow this queue sent Rate
+// Reduce or Pause to, until the queue next drains below K_min, so
+// that the receivers' CNPs for the first-level marks do not cut
+// the sender a second time in the episode (Fast CNP's rule that a
+// node does not mark a flow whose sender it notifies). The
+// default, false, is the draft's: 5.4 marks every traversing data
+// packet above K_min. true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "*/one-cut-per-episode"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/*/one-cut-per-episode"
+func (n *Lhcnp_Interface_QueuePath) OneCutPerEpisode() *Lhcnp_Interface_Queue_OneCutPerEpisodePath {
+	ps := &Lhcnp_Interface_Queue_OneCutPerEpisodePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"*", "one-cut-per-episode"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// OneCutPerEpisode (leaf): Leave unmarked the data packets of a flow this queue sent Rate
+// Reduce or Pause to, until the queue next drains below K_min, so
+// that the receivers' CNPs for the first-level marks do not cut
+// the sender a second time in the episode (Fast CNP's rule that a
+// node does not mark a flow whose sender it notifies). The
+// default, false, is the draft's: 5.4 marks every traversing data
+// packet above K_min. true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "*/one-cut-per-episode"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/*/one-cut-per-episode"
+func (n *Lhcnp_Interface_QueuePathAny) OneCutPerEpisode() *Lhcnp_Interface_Queue_OneCutPerEpisodePathAny {
+	ps := &Lhcnp_Interface_Queue_OneCutPerEpisodePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"*", "one-cut-per-episode"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
 // PeakQueueDepth (leaf): The highest queue depth over the last second (a maximum over a
 // sliding one-second window), so that bursts between two telemetry
 // samples are not missed.
@@ -28994,6 +29549,54 @@ func (n *Lhcnp_Interface_QueuePathAny) PeakQueueDepth() *Lhcnp_Interface_Queue_P
 	ps := &Lhcnp_Interface_Queue_PeakQueueDepthPathAny{
 		NodePath: ygnmi.NewNodePath(
 			[]string{"state", "peak-queue-depth"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
+// window (when observation-window is not set) and the Resume hold
+// (when resume-hold-duration is not set) from the flow's round
+// trip to its source (source-rtt in the flow table) plus one
+// measurement interval, rather than from the port's RTT_est. The
+// default, false, is the draft's one RTT_est; true is a
+// deviation that 5.8 allows (a node may adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "*/per-flow-rtt"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/*/per-flow-rtt"
+func (n *Lhcnp_Interface_QueuePath) PerFlowRtt() *Lhcnp_Interface_Queue_PerFlowRttPath {
+	ps := &Lhcnp_Interface_Queue_PerFlowRttPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"*", "per-flow-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
+// window (when observation-window is not set) and the Resume hold
+// (when resume-hold-duration is not set) from the flow's round
+// trip to its source (source-rtt in the flow table) plus one
+// measurement interval, rather than from the port's RTT_est. The
+// default, false, is the draft's one RTT_est; true is a
+// deviation that 5.8 allows (a node may adapt its intervals).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "*/per-flow-rtt"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/*/per-flow-rtt"
+func (n *Lhcnp_Interface_QueuePathAny) PerFlowRtt() *Lhcnp_Interface_Queue_PerFlowRttPathAny {
+	ps := &Lhcnp_Interface_Queue_PerFlowRttPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"*", "per-flow-rtt"},
 			map[string]interface{}{},
 			n,
 		),
@@ -30311,6 +30914,187 @@ func (n *Lhcnp_Interface_Queue_ActionPolicy_RateReducePercentPathAny) Config() y
 	)
 }
 
+// Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/state/repeat-resume YANG schema element.
+type Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/state/repeat-resume YANG schema element.
+type Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/repeat-resume"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/state/repeat-resume"
+func (n *Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePath) State() ygnmi.SingletonQuery[bool] {
+	return ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Interface_Queue_ActionPolicy",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "repeat-resume"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue_ActionPolicy).RepeatResume
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue_ActionPolicy) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/repeat-resume"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/state/repeat-resume"
+func (n *Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePathAny) State() ygnmi.WildcardQuery[bool] {
+	return ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Interface_Queue_ActionPolicy",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "repeat-resume"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue_ActionPolicy).RepeatResume
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue_ActionPolicy) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Config returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config/repeat-resume"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/config/repeat-resume"
+func (n *Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePath) Config() ygnmi.ConfigQuery[bool] {
+	return ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Interface_Queue_ActionPolicy",
+		false,
+		true,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"config", "repeat-resume"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue_ActionPolicy).RepeatResume
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue_ActionPolicy) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Config returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config/repeat-resume"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/config/repeat-resume"
+func (n *Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePathAny) Config() ygnmi.WildcardQuery[bool] {
+	return ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Interface_Queue_ActionPolicy",
+		false,
+		true,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"config", "repeat-resume"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue_ActionPolicy).RepeatResume
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue_ActionPolicy) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
 // Lhcnp_Interface_Queue_ActionPolicy_ResumeEnabledPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/state/resume-enabled YANG schema element.
 type Lhcnp_Interface_Queue_ActionPolicy_ResumeEnabledPath struct {
 	*ygnmi.NodePath
@@ -31063,6 +31847,52 @@ func (n *Lhcnp_Interface_Queue_ActionPolicyPathAny) RateReducePercent() *Lhcnp_I
 	ps := &Lhcnp_Interface_Queue_ActionPolicy_RateReducePercentPathAny{
 		NodePath: ygnmi.NewNodePath(
 			[]string{"*", "rate-reduce-percent"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// RepeatResume (leaf): Keep resuming the flows the node slowed while the queue stays
+// below K_min: one hold after each RESUME another, as long as the
+// flow's arrival rate rose since the last; unconditional
+// (Parameter 0) when the queue's flows arrive at less than half
+// the port's rate. The default, false, is the draft's single
+// RESUME; true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "*/repeat-resume"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/*/repeat-resume"
+func (n *Lhcnp_Interface_Queue_ActionPolicyPath) RepeatResume() *Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePath {
+	ps := &Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"*", "repeat-resume"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// RepeatResume (leaf): Keep resuming the flows the node slowed while the queue stays
+// below K_min: one hold after each RESUME another, as long as the
+// flow's arrival rate rose since the last; unconditional
+// (Parameter 0) when the queue's flows arrive at less than half
+// the port's rate. The default, false, is the draft's single
+// RESUME; true is a deviation from the draft.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "*/repeat-resume"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/*/repeat-resume"
+func (n *Lhcnp_Interface_Queue_ActionPolicyPathAny) RepeatResume() *Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePathAny {
+	ps := &Lhcnp_Interface_Queue_ActionPolicy_RepeatResumePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"*", "repeat-resume"},
 			map[string]interface{}{},
 			n,
 		),

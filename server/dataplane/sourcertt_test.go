@@ -1,0 +1,53 @@
+package dataplane
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/openconfig/ygot/ygot"
+)
+
+// TestSourceRTTState: a flow's learnt round trip to its source is the
+// leaf source-rtt in nanoseconds; a flow without one has no leaf.
+func TestSourceRTTState(t *testing.T) {
+	src, dst := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.4")
+	st := &lhcnp.State{}
+	st.FlowTable.Flows = []lhcnp.FlowState{
+		{Key: lhcnp.FlowKey{Src: src, Dst: dst, SrcQP: 100, DstQP: 200}, SourceRTT: 10*engine.Millisecond + 2*engine.Microsecond},
+		{Key: lhcnp.FlowKey{Src: dst, Dst: src, SrcQP: 200, DstQP: 100}},
+	}
+	cfg := lhcnp.DefaultConfig()
+	ports, err := NewPorts(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := StateTree(st, &cfg, ports, func(t engine.Time) uint64 { return uint64(t.Nanos()) })
+	flows := root.GetLhcnp().GetFlowTable().GetFlows()
+	if got := flows.GetFlow("10.0.0.1", "10.0.0.4", 100, 200).GetState().SourceRtt; got == nil || *got != 10_002_000 {
+		t.Errorf("source-rtt %v, want 10002000 ns", got)
+	}
+	if got := flows.GetFlow("10.0.0.4", "10.0.0.1", 200, 100).GetState().SourceRtt; got != nil {
+		t.Errorf("source-rtt %d for a flow without one, want no leaf", *got)
+	}
+}
+
+// TestOptionsTranslate: the queue leaves one-cut-per-episode, per-flow-rtt
+// and repeat-resume reach the node's queue configuration, and an unset
+// leaf keeps the draft's behaviour (off).
+func TestOptionsTranslate(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		q := &oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue{Id: ygot.Uint8(3)}
+		if on {
+			c := q.GetOrCreateConfig()
+			c.OneCutPerEpisode, c.PerFlowRtt = ygot.Bool(true), ygot.Bool(true)
+			q.GetOrCreateActionPolicy().GetOrCreateConfig().RepeatResume = ygot.Bool(true)
+		}
+		qc := queueConfig(q)
+		if qc.OneCutPerEpisode != on || qc.PerFlowRTT != on || qc.Action.RepeatResume != on {
+			t.Errorf("set %v: one-cut %v, per-flow-rtt %v, repeat-resume %v", on, qc.OneCutPerEpisode, qc.PerFlowRTT, qc.Action.RepeatResume)
+		}
+	}
+}
