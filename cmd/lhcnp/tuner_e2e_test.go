@@ -290,7 +290,11 @@ policy:
 		}
 	}
 	stopCollector()
-	stopTuner2 := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("20s", "20s"), "--verbose"}, tunerLogs)
+	// Its window and max_gap reach a minute back: under load the new
+	// tuner's first period can come 20 s after the collector stopped,
+	// and a 20 s window then held one sample per leaf (no-data, for
+	// ever: nothing is stored any more).
+	stopTuner2 := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("60s", "60s"), "--verbose"}, tunerLogs)
 	var pushed tunerRow
 	waitFor(t, "a second pushed decision", 60*time.Second, func() (bool, string) {
 		rows, err := tunerRows(ctx, pool)
