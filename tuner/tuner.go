@@ -303,6 +303,15 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	if err != nil {
 		return fmt.Errorf("switch %q: reading telemetry: %w", s.Name, err)
 	}
+	// The collector stores a leaf when it changes: a queue whose leaves
+	// did not change (an idle queue) has no samples in the window while
+	// the switch's other queues do. Its no-data is normal life, never an
+	// error; only a switch none of whose queues has a sample lacks
+	// telemetry.
+	stored := false
+	for _, qw := range wins {
+		stored = stored || len(qw.Window.Samples) > 0
+	}
 	var changes []pendingChange
 	var errs []error
 	for _, qw := range wins {
@@ -330,7 +339,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		}
 		d, mem := policy.Decide(t.cfg.Policy, qw.Window, t.mem[k])
 		a := t.action(now, k, qw.Window, d, t.mem[k])
-		if err := t.episode(ctx, k, a, d, now); err != nil {
+		if err := t.episode(ctx, k, a, d, now, stored); err != nil {
 			errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
 		}
 		if !d.Change {
@@ -413,12 +422,17 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 // lasted longer than filling a window takes (telemetryEscalation: the
 // first windows after a start are normal life), and, when it ends, a hold
 // saying how long it lasted.
-func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Decision, now time.Time) error {
+//
+// stored says whether any queue of the switch has samples in the window:
+// when one has, a queue with none is one whose leaves did not change
+// (the collector stores changes), and its no-data stays a hold.
+func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Decision, now time.Time, stored bool) error {
 	ep, ok := t.holds[k]
 	if ok && !d.Change && ep.rule == d.Rule {
 		ep.periods++
 		var err error
-		if telemetryRule(ep.rule) && !ep.escalated && now.Sub(ep.since) > t.telemetryEscalation() {
+		unchanged := ep.rule == policy.RuleNoData && stored && a.Inputs.Samples == 0
+		if telemetryRule(ep.rule) && !ep.escalated && !unchanged && now.Sub(ep.since) > t.telemetryEscalation() {
 			// Longer than filling a window takes: the collector does not
 			// store this queue, or the switch does not publish it.
 			ep.escalated = true

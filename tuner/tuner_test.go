@@ -112,6 +112,9 @@ type scriptSource struct {
 	fail    map[string]error
 	// gaps drops the window's middle samples.
 	gaps bool
+	// idle adds queue 1 of wan0 with no samples (its leaves unchanged);
+	// empty leaves queue 0 without samples too.
+	idle, empty bool
 	// stale, if set, are the settings the window shows instead of the
 	// switch's (telemetry behind the switch).
 	stale *policy.Settings
@@ -156,7 +159,16 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 	if s.gaps {
 		w.Samples = append(w.Samples[:2], w.Samples[4])
 	}
-	return []QueueWindow{{Interface: "wan0", Queue: 0, Window: w}}, nil
+	if s.empty {
+		w.Samples = nil
+	}
+	wins := []QueueWindow{{Interface: "wan0", Queue: 0, Window: w}}
+	if s.idle {
+		iw := w
+		iw.Samples = nil
+		wins = append(wins, QueueWindow{Interface: "wan0", Queue: 1, Window: iw})
+	}
+	return wins, nil
 }
 
 func testConfig(switches ...SwitchConfig) Config {
@@ -470,6 +482,38 @@ func TestTunerTelemetryMissingIsAnError(t *testing.T) {
 	}
 	if e := rec.actions[1].Error; !strings.Contains(e, "telemetry: no window to decide on for 20s (5 periods; a window fills within 15s)") {
 		t.Errorf("the error row's error %q", e)
+	}
+}
+
+// TestTunerIdleQueueIsNoError: the collector stores a leaf when it
+// changes, so an idle queue has no samples in any window while the
+// switch's busy queue has them: its no-data stays a hold, however long.
+// When no queue of the switch has a sample, the telemetry is missing:
+// an error once the episode outlasts a window.
+func TestTunerIdleQueueIsNoError(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	cfg.DryRun = true
+	for _, empty := range []bool{false, true} {
+		src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
+			traffic: func(string, policy.Settings) traffic { return traffic{delayRTT: 0.1, util: 0.5} }, idle: true, empty: empty}
+		rec := &memRecorder{}
+		tu, _ := newLoop(t, cfg, src, rec)
+		for i := range 12 {
+			if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		errors := 0
+		for _, a := range rec.actions {
+			if a.Outcome == OutcomeError {
+				errors++
+			}
+		}
+		if want := map[bool]int{false: 0, true: 2}[empty]; errors != want {
+			t.Errorf("every queue empty %v: %d error rows, want %d:\n%+v", empty, errors, want, rec.rows())
+		}
 	}
 }
 
