@@ -194,21 +194,34 @@ func lastStored(t *testing.T, pool *pgxpool.Pool, p *publisher) int {
 	return r[len(r)-1]
 }
 
-// lastReceived is the newest round of f's first leaf a stopped collector
-// received: stored (pool nil: not looked at), or acknowledged to the spill
-// in stateDir.
+// lastReceived is the newest round a stopped collector received of every
+// leaf of f: stored (pool nil: not looked at), or acknowledged to the
+// spill in stateDir; the oldest of the leaves' newest rounds, as a round's
+// leaves can reach the collector in two notifications and a stop can come
+// between them.
 func (f *cnpFeed) lastReceived(t *testing.T, pool *pgxpool.Pool, stateDir string) int {
-	last := 0
+	var stored map[string][]int
 	if pool != nil {
-		last = lastStored(t, pool, f.p)
+		stored = storedRounds(t, pool, f.p)
 	}
-	id := rows.SeriesID(f.p.sw.Name, f.p.paths[0])
-	for k := range spilledSamples(t, stateDir) {
-		if k[0] == id {
-			last = max(last, int(math.Round(float64(k[1]*1000-f.p.ts0)/float64(time.Millisecond))))
+	spilled := spilledSamples(t, stateDir)
+	oldest := -1
+	for _, leaf := range f.p.paths {
+		last := 0
+		for _, r := range stored[leaf] {
+			last = max(last, r)
+		}
+		id := rows.SeriesID(f.p.sw.Name, leaf)
+		for k := range spilled {
+			if k[0] == id {
+				last = max(last, int(math.Round(float64(k[1]*1000-f.p.ts0)/float64(time.Millisecond))))
+			}
+		}
+		if oldest < 0 || last < oldest {
+			oldest = last
 		}
 	}
-	return last
+	return max(oldest, 0)
 }
 
 // more waits until n more rounds than now are stored.
