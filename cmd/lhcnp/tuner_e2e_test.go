@@ -181,7 +181,9 @@ targets:
 	// is half the simulated one, hence utilisation_low 0.3.
 	// window and maxGap: how far back the tuner reads telemetry, and the
 	// longest time without a sample it decides on.
-	tunerConfig := func(window, maxGap string) string {
+	// thresholds are the policy's delay_high_rtt, delay_low_rtt,
+	// utilisation_low and utilisation_under.
+	tunerConfig := func(window, maxGap string, thresholds [4]float64) string {
 		p := filepath.Join(t.TempDir(), "tuner.yaml")
 		body := fmt.Sprintf(`
 db: %s
@@ -196,19 +198,19 @@ switches:
 policy:
   cooldown: 1s
   max_gap: %s
-  delay_high_rtt: 0.3
-  delay_low_rtt: 0.05
-  utilisation_low: 0.3
-  utilisation_under: 0.2
+  delay_high_rtt: %g
+  delay_low_rtt: %g
+  utilisation_low: %g
+  utilisation_under: %g
   tune_v_growth: false
-`, dsn, window, sw["sw-a"].addr, sw["sw-b"].addr, maxGap)
+`, dsn, window, sw["sw-a"].addr, sw["sw-b"].addr, maxGap, thresholds[0], thresholds[1], thresholds[2], thresholds[3])
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
 	tunerLogs := &lockedBuffer{}
-	stopTuner := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("3s", "2s"), "--verbose"}, tunerLogs)
+	stopTuner := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("3s", "2s", [4]float64{0.3, 0.05, 0.3, 0.2}), "--verbose"}, tunerLogs)
 
 	// Phase 1: both switches get a decision, pushed with Commit Confirmed.
 	var first tunerRow
@@ -293,8 +295,13 @@ policy:
 	// Its window and max_gap reach a minute back: under load the new
 	// tuner's first period can come 20 s after the collector stopped,
 	// and a 20 s window then held one sample per leaf (no-data, for
-	// ever: nothing is stored any more).
-	stopTuner2 := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("60s", "60s"), "--verbose"}, tunerLogs)
+	// ever: nothing is stored any more). Its window is frozen, so its
+	// decision is the same every period: thresholds that make it the
+	// under-use rule's (the link half used, the queue at about 0.5
+	// RTT_est, senders marked: raise K_max), which nothing bounds at
+	// these settings. With phase 1's, the frozen queue often held the
+	// delay rule's cut at its bound for the whole minute (CI, load ~10).
+	stopTuner2 := startService(t, "tuner", runTuner, []string{"--config", tunerConfig("60s", "60s", [4]float64{0.95, 0.9, 0.9, 0.9}), "--verbose"}, tunerLogs)
 	var pushed tunerRow
 	waitFor(t, "a second pushed decision", 60*time.Second, func() (bool, string) {
 		rows, err := tunerRows(ctx, pool)
