@@ -15,10 +15,27 @@ import (
 
 // PGSource reads windows from the collector's views (docs/collector.md,
 // "Views"): queue_latest for each queue's settings and its port's R_port
-// and RTT_est, queue_congestion for the queue samples, counter_increases
-// for the counts between samples (bytes, packets, drops, pauses and
-// notifications by action), lhcnp_speed_at for the switch's simulated
-// seconds per wall-clock second. It never reads the collector's tables.
+// and RTT_est, queue_congestion for the queue samples, lhcnp_leaf_at for
+// the queue's state at the window's start, counter_increases for the
+// counts between samples (bytes, packets, drops, pauses and notifications
+// by action), lhcnp_speed_at for the switch's simulated seconds per
+// wall-clock second; and the collector's ingest ledger for when it was
+// receiving the switch.
+//
+// The collector stores a leaf when its value changes (the switch stamps a
+// leaf with the time of its last change, and a value sent again is a
+// duplicate): a steady queue has no row in a window, and a window made of
+// rows alone would say "no data" of an idle queue and "gap" of a steady
+// one. So a window is the queue's state, not its rows: its first sample
+// is the state at the window's start (each leaf's last value at or before
+// it, as queue_congestion_between carries its leaves), and the state is
+// sampled again at every instant the collector shows it was receiving the
+// switch (the last switch timestamp of each batch it stored for the
+// target, from ingest_ledger), the values carried from the last change.
+// A stretch without such an instant is a stretch in which the target did
+// not report (its stream down, its collector stopped or behind): there
+// the window has no sample, and the policy sees the gap (max_gap) or too
+// few samples (min_samples).
 type PGSource struct {
 	pool *pgxpool.Pool
 }
@@ -81,31 +98,54 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		w.Window.Speed = speed
 	}
 
-	// The samples.
-	rows, err = s.pool.Query(ctx, sqlSamples, target, start, end)
-	if err != nil {
-		return nil, fmt.Errorf("queue_congestion: %w", err)
-	}
-	for rows.Next() {
-		var k qk
-		var sm policy.Sample
-		var depth, peak, growth *int64
-		var emr *float64
-		if err := rows.Scan(&k.iface, &k.queue, &sm.Time, &depth, &peak, &growth, &emr); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("queue_congestion: %w", err)
+	// The state at the start, then the changes in the window.
+	for _, q := range []struct {
+		name, sql string
+		args      []any
+	}{{"lhcnp_leaf_at", sqlStateAt, []any{target, start}}, {"queue_congestion", sqlSamples, []any{target, start, end}}} {
+		if err := s.each(ctx, q.sql, func(r pgx.Rows) error {
+			var k qk
+			var sm policy.Sample
+			var depth, peak, growth *int64
+			var emr *float64
+			if err := r.Scan(&k.iface, &k.queue, &sm.Time, &depth, &peak, &growth, &emr); err != nil {
+				return err
+			}
+			w := wins[k]
+			if w == nil || depth == nil {
+				return nil // a queue without settings, or its queue depth deleted
+			}
+			sm.QueueDepthBytes, sm.PeakQueueDepthBytes = *depth, deref(peak, *depth)
+			sm.GrowthRateBytesPerSec, sm.ECNMarkingPercent = deref(growth, 0), deref(emr, 0)
+			ss := w.Window.Samples
+			switch {
+			case sm.Time.Before(start):
+				sm.Time = start // the state at the start
+			case len(ss) > 0 && ss[len(ss)-1].Time.Equal(sm.Time):
+				ss = ss[:len(ss)-1] // a change at the start itself
+			}
+			w.Window.Samples = append(ss, sm)
+			return nil
+		}, q.args...); err != nil {
+			return nil, fmt.Errorf("%s: %w", q.name, err)
 		}
-		w := wins[k]
-		if w == nil || depth == nil {
-			continue
-		}
-		sm.QueueDepthBytes, sm.PeakQueueDepthBytes = *depth, deref(peak, *depth)
-		sm.GrowthRateBytesPerSec, sm.ECNMarkingPercent = deref(growth, 0), deref(emr, 0)
-		w.Window.Samples = append(w.Window.Samples, sm)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("queue_congestion: %w", err)
+
+	// The instants the collector was receiving the switch: the state
+	// sampled there, carried from the last change before.
+	var reported []time.Time
+	if err := s.each(ctx, sqlReported, func(r pgx.Rows) error {
+		var at time.Time
+		if err := r.Scan(&at); err != nil {
+			return err
+		}
+		reported = append(reported, at)
+		return nil
+	}, target, start, end); err != nil {
+		return nil, fmt.Errorf("ingest_ledger: %w", err)
+	}
+	for _, w := range wins {
+		w.Window.Samples = carry(w.Window.Samples, reported)
 	}
 
 	// The counts between samples: each per-second or per-sample count goes
@@ -122,7 +162,7 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		}
 		f(&ss[i])
 	}
-	if err := s.each(ctx, sqlCounts, target, start, end, func(r pgx.Rows) error {
+	if err := s.each(ctx, sqlCounts, func(r pgx.Rows) error {
 		var k qk
 		var at time.Time
 		var leaf string
@@ -152,7 +192,7 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 			}
 		})
 		return nil
-	}); err != nil {
+	}, target, start, end); err != nil {
 		return nil, fmt.Errorf("counter_increases: %w", err)
 	}
 
@@ -172,8 +212,34 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 	return out, nil
 }
 
-func (s *PGSource) each(ctx context.Context, sql, target string, start, end time.Time, f func(pgx.Rows) error) error {
-	rows, err := s.pool.Query(ctx, sql, target, start, end)
+// carry merges into ss (a queue's samples in time order, from its state
+// at the window's start) a sample at every instant of at (in time order)
+// that has none, with the values of the sample before it. An instant
+// before the first sample is left out: the queue's state is not known
+// there (a queue whose first value came later).
+func carry(ss []policy.Sample, at []time.Time) []policy.Sample {
+	if len(ss) == 0 || len(at) == 0 {
+		return ss
+	}
+	out := make([]policy.Sample, 0, len(ss)+len(at))
+	i := 0
+	for _, t := range at {
+		for i < len(ss) && !ss[i].Time.After(t) {
+			out = append(out, ss[i])
+			i++
+		}
+		if len(out) == 0 || out[len(out)-1].Time.Equal(t) {
+			continue
+		}
+		c := out[len(out)-1]
+		out = append(out, policy.Sample{Time: t, QueueDepthBytes: c.QueueDepthBytes, PeakQueueDepthBytes: c.PeakQueueDepthBytes,
+			GrowthRateBytesPerSec: c.GrowthRateBytesPerSec, ECNMarkingPercent: c.ECNMarkingPercent})
+	}
+	return append(out, ss[i:]...)
+}
+
+func (s *PGSource) each(ctx context.Context, sql string, f func(pgx.Rows) error, args ...any) error {
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return err
 	}
@@ -206,6 +272,28 @@ SELECT interface, queue, ts, queue_depth_bytes, peak_queue_depth_bytes, growth_r
        ecn_marking_rate_percent::float8
 FROM queue_congestion WHERE target = $1 AND ts BETWEEN $2 AND $3
 ORDER BY interface, queue, ts`
+	// The state of every queue of the target at the window's start: each
+	// congestion leaf's value at or before it, as queue_congestion gives
+	// it at a queue-depth row.
+	sqlStateAt = `
+SELECT q.keys ->> 'name', lhcnp_queue_id(q.keys), qd.ts, lhcnp_int(qd.value_num), lhcnp_int(peak.value_num),
+       lhcnp_int(growth.value_num), emr.value_num::float8
+FROM series q
+CROSS JOIN LATERAL lhcnp_leaf_at(q.target, q.keys, q.schema_path, $2) qd
+LEFT JOIN LATERAL lhcnp_leaf_at(q.target, q.keys, '/lhcnp/interfaces/interface/queues/queue/state/peak-queue-depth', $2) peak ON true
+LEFT JOIN LATERAL lhcnp_leaf_at(q.target, q.keys, '/lhcnp/interfaces/interface/queues/queue/state/queue-growth-rate', $2) growth ON true
+LEFT JOIN LATERAL lhcnp_leaf_at(q.target, q.keys, '/lhcnp/interfaces/interface/queues/queue/state/ecn-marking-rate', $2) emr ON true
+WHERE q.target = $1 AND q.schema_path = '/lhcnp/interfaces/interface/queues/queue/state/queue-depth'
+ORDER BY 1, 2`
+	// The instants the collector was receiving the target: the newest
+	// switch timestamp of every batch it stored. committed_at bounds the
+	// rows read through the ledger's index (target, committed_at): a batch
+	// is committed after its values' instants, unless the switch's clock
+	// is ahead of the database's by more than the minute allowed here.
+	sqlReported = `
+SELECT DISTINCT last_ts FROM ingest_ledger
+WHERE target = $1 AND committed_at >= $2::timestamptz - interval '1 minute' AND last_ts > $2 AND last_ts <= $3
+ORDER BY 1`
 	// The increases of the queue counters the policy counts, by leaf.
 	sqlCounts = `
 SELECT keys ->> 'name', (keys ->> 'id')::integer, ts,

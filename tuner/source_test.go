@@ -12,13 +12,15 @@ import (
 	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
-// collectorRows writes series, samples and latest rows the way the
-// collector does (issue 9's schema), for one target.
+// collectorRows writes series, samples, latest and ingest_ledger rows the
+// way the collector does (issue 9's schema), for one target: every value
+// in a batch of its own.
 type collectorRows struct {
 	t      *testing.T
 	pool   *pgxpool.Pool
 	target string
 	ids    map[string]int64
+	batch  int64
 }
 
 const queueState = "/lhcnp/interfaces/interface/queues/queue/state/"
@@ -58,8 +60,13 @@ func (c *collectorRows) leaf(iface string, queue int, leaf string, ts time.Time,
 	case float64:
 		vn = &x
 	}
-	if _, err := c.pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_int, v_num, v_text, batch_id) VALUES ($1, $2, $3, $4, $5, 1)`,
-		ts, id, vi, vn, vt); err != nil {
+	c.batch++
+	if _, err := c.pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_int, v_num, v_text, batch_id) VALUES ($1, $2, $3, $4, $5, $6)`,
+		ts, id, vi, vn, vt, c.batch); err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := c.pool.Exec(ctx, `INSERT INTO ingest_ledger (batch_id, collector, target, epoch, rows, first_ts, last_ts)
+		VALUES ($1, 'c1', $2, 1, 1, $3, $3)`, c.batch, c.target, ts); err != nil {
 		c.t.Fatal(err)
 	}
 	if _, err := c.pool.Exec(ctx, `
@@ -190,5 +197,103 @@ func TestPGSource(t *testing.T) {
 	pool.Close()
 	if _, err := NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(time.Second)); err == nil {
 		t.Error("Windows on a closed pool: no error")
+	}
+}
+
+// steadyQueue stores the settings and state of queue q of wan0 once, at
+// ts: a queue whose leaves do not change after (idle at depth 0, or
+// standing at depthBytes).
+func steadyQueue(c *collectorRows, q int, ts time.Time, depthBytes int) {
+	c.leaf("wan0", q, "alpha", ts, 1.0)
+	c.leaf("wan0", q, "kmax-mode", ts, "BDP_ADAPTIVE")
+	c.leaf("wan0", q, "k-base", ts, 64000)
+	c.leaf("wan0", q, "v-growth", ts, 1_250_000_000)
+	c.leaf("wan0", q, "effective-kmax", ts, 12_500_000)
+	c.leaf("wan0", q, "queue-depth", ts, depthBytes)
+	c.leaf("wan0", q, "peak-queue-depth", ts, depthBytes)
+	c.leaf("wan0", q, "queue-growth-rate", ts, 0)
+	c.leaf("wan0", q, "ecn-marking-rate", ts, 0.0)
+	c.leaf("wan0", q, "counters/bytes", ts, 5_000_000)
+	c.leaf("wan0", q, "counters/packets", ts, 5000)
+}
+
+// TestPGSourceCarriesSteadyQueues: the collector stores a leaf when it
+// changes, so queues whose leaves did not change have no rows in a window.
+// Their windows are their state all the same: the values before the window
+// carried to its start and to every instant the collector was receiving
+// the switch (its ingest ledger: here a busy queue's changes), and the
+// policy decides on them. Where the switch stopped reporting the windows
+// stop too, and the policy sees the gap.
+func TestPGSourceCarriesSteadyQueues(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := pgtest.New(t)
+	c := &collectorRows{t: t, pool: pool, target: "n1", ids: map[string]int64{}}
+	before := t1.Add(-time.Hour)
+	c.leaf("wan0", -1, "effective-rtt-est", before, 10000)
+	c.leaf("wan0", -1, "effective-port-rate", before, 10_000_000_000)
+	steadyQueue(c, 0, before, 0)         // idle
+	steadyQueue(c, 1, before, 6_250_000) // standing at half an RTT_est
+	// Queue 2 is busy: its bytes change every second for 6 s, and it
+	// stands at 1 MB from t1+2s. Then the switch stops reporting.
+	steadyQueue(c, 2, before, 0)
+	for i := 1; i <= 6; i++ {
+		c.leaf("wan0", 2, "counters/bytes", t1.Add(time.Duration(i)*time.Second), 5_000_000+i*1_000_000)
+	}
+	c.leaf("wan0", 2, "queue-depth", t1.Add(2*time.Second), 1_000_000)
+
+	wins, err := NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wins) != 3 {
+		t.Fatalf("%d windows, want 3: %+v", len(wins), wins)
+	}
+	at := func(i int) time.Time { return t1.Add(time.Duration(i) * time.Second) }
+	depths := func(w policy.Window) (ts []time.Time, depth []int64, tx int64) {
+		for _, s := range w.Samples {
+			ts, depth, tx = append(ts, s.Time), append(depth, s.QueueDepthBytes), tx+s.TxBytes
+		}
+		return ts, depth, tx
+	}
+	every := []time.Time{at(0), at(1), at(2), at(3), at(4), at(5), at(6)}
+	for _, tt := range []struct {
+		queue uint8
+		depth []int64
+		tx    int64
+	}{
+		{0, []int64{0, 0, 0, 0, 0, 0, 0}, 0},
+		{1, []int64{6_250_000, 6_250_000, 6_250_000, 6_250_000, 6_250_000, 6_250_000, 6_250_000}, 0},
+		{2, []int64{0, 0, 1_000_000, 1_000_000, 1_000_000, 1_000_000, 1_000_000}, 6_000_000},
+	} {
+		w := wins[tt.queue].Window
+		ts, depth, tx := depths(w)
+		if diff := cmp.Diff(every, ts); diff != "" {
+			t.Errorf("queue %d: sample times (-want +got):\n%s", tt.queue, diff)
+		}
+		if diff := cmp.Diff(tt.depth, depth); diff != "" {
+			t.Errorf("queue %d: queue depths (-want +got):\n%s", tt.queue, diff)
+		}
+		if tx != tt.tx {
+			t.Errorf("queue %d: %d bytes sent in the window, want %d", tt.queue, tx, tt.tx)
+		}
+		if rule, why := policy.Check(policy.DefaultConfig(), w); rule != "" {
+			t.Errorf("queue %d: the policy cannot decide on its window: %s: %s", tt.queue, rule, why)
+		}
+	}
+
+	// A window reaching past the switch's last report: every queue's
+	// samples end where its reports end, and the policy sees a gap.
+	wins, err = NewPGSource(pool).Windows(ctx, "n1", t1.Add(2*time.Second), t1.Add(12*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, qw := range wins {
+		w := qw.Window
+		if last := w.Samples[len(w.Samples)-1].Time; !last.Equal(at(6)) {
+			t.Errorf("queue %d: last sample at %v, want %v (the last report)", qw.Queue, last, at(6))
+		}
+		if rule, _ := policy.Check(policy.DefaultConfig(), w); rule != policy.RuleGap {
+			t.Errorf("queue %d: rule %q on a window the switch stopped reporting in, want %q", qw.Queue, rule, policy.RuleGap)
+		}
 	}
 }

@@ -303,15 +303,6 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	if err != nil {
 		return fmt.Errorf("switch %q: reading telemetry: %w", s.Name, err)
 	}
-	// The collector stores a leaf when it changes: a queue whose leaves
-	// did not change (an idle queue) has no samples in the window while
-	// the switch's other queues do. Its no-data is normal life, never an
-	// error; only a switch none of whose queues has a sample lacks
-	// telemetry.
-	stored := false
-	for _, qw := range wins {
-		stored = stored || len(qw.Window.Samples) > 0
-	}
 	var changes []pendingChange
 	var errs []error
 	for _, qw := range wins {
@@ -339,7 +330,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		}
 		d, mem := policy.Decide(t.cfg.Policy, qw.Window, t.mem[k])
 		a := t.action(now, k, qw.Window, d, t.mem[k])
-		if err := t.episode(ctx, k, a, d, now, stored); err != nil {
+		if err := t.episode(ctx, k, a, d, now); err != nil {
 			errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
 		}
 		if !d.Change {
@@ -423,23 +414,27 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 // first windows after a start are normal life), and, when it ends, a hold
 // saying how long it lasted.
 //
-// stored says whether any queue of the switch has samples in the window:
-// when one has, a queue with none is one whose leaves did not change
-// (the collector stores changes), and its no-data stays a hold.
-func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Decision, now time.Time, stored bool) error {
+// The source gives a window the queue's state wherever the switch was
+// reporting (PGSource: the values carried from their last change, at the
+// instants of the collector's ingest ledger), so an idle or steady queue
+// has its samples, and a telemetry rule means the switch did not report
+// (or does not publish the leaves the policy needs).
+func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Decision, now time.Time) error {
 	ep, ok := t.holds[k]
-	if ok && !d.Change && ep.rule == d.Rule {
+	// A switch that stops reporting shows a gap, then, once no report is
+	// left in the window, too few samples (no-data): one episode.
+	if ok && !d.Change && (ep.rule == d.Rule || telemetryRule(ep.rule) && telemetryRule(d.Rule)) {
 		ep.periods++
+		ep.rule = d.Rule
 		var err error
-		unchanged := ep.rule == policy.RuleNoData && stored && a.Inputs.Samples == 0
-		if telemetryRule(ep.rule) && !ep.escalated && !unchanged && now.Sub(ep.since) > t.telemetryEscalation() {
+		if telemetryRule(ep.rule) && !ep.escalated && now.Sub(ep.since) > t.telemetryEscalation() {
 			// Longer than filling a window takes: the collector does not
 			// store this queue, or the switch does not publish it.
 			ep.escalated = true
 			a.Outcome = OutcomeError
 			a.Error = fmt.Sprintf("telemetry: no window to decide on for %v (%d periods; a window fills within %v): %s",
 				now.Sub(ep.since), ep.periods, t.telemetryEscalation(), d.Reason)
-			a.Reason = "telemetry missing for longer than a window: check the collector's subscription to this switch and its samples of the queue"
+			a.Reason = "telemetry missing for longer than a window: the switch has not reported (nothing in the collector's ingest_ledger for it), or does not publish the queue's leaves: check the collector's subscription to this switch"
 			_, err = t.rec.Record(ctx, a)
 		}
 		t.holds[k] = ep

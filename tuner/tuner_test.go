@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygnmi/ygnmi"
@@ -112,9 +114,6 @@ type scriptSource struct {
 	fail    map[string]error
 	// gaps drops the window's middle samples.
 	gaps bool
-	// idle adds queue 1 of wan0 with no samples (its leaves unchanged);
-	// empty leaves queue 0 without samples too.
-	idle, empty bool
 	// stale, if set, are the settings the window shows instead of the
 	// switch's (telemetry behind the switch).
 	stale *policy.Settings
@@ -159,16 +158,7 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 	if s.gaps {
 		w.Samples = append(w.Samples[:2], w.Samples[4])
 	}
-	if s.empty {
-		w.Samples = nil
-	}
-	wins := []QueueWindow{{Interface: "wan0", Queue: 0, Window: w}}
-	if s.idle {
-		iw := w
-		iw.Samples = nil
-		wins = append(wins, QueueWindow{Interface: "wan0", Queue: 1, Window: iw})
-	}
-	return wins, nil
+	return []QueueWindow{{Interface: "wan0", Queue: 0, Window: w}}, nil
 }
 
 func testConfig(switches ...SwitchConfig) Config {
@@ -486,34 +476,55 @@ func TestTunerTelemetryMissingIsAnError(t *testing.T) {
 }
 
 // TestTunerIdleQueueIsNoError: the collector stores a leaf when it
-// changes, so an idle queue has no samples in any window while the
-// switch's busy queue has them: its no-data stays a hold, however long.
-// When no queue of the switch has a sample, the telemetry is missing:
-// an error once the episode outlasts a window.
+// changes, so an idle queue and a standing one have no rows in a window
+// while the switch's busy queue has them. Read through PostgreSQL
+// (PGSource) their windows are their state, carried: the tuner decides on
+// every queue, with no no-data or gap however long they stay unchanged.
+// When the switch stops reporting (nothing in the collector's ingest
+// ledger), every queue's window has a gap, then too few samples: one
+// telemetry episode, a hold, then, once it outlasts a window and a period,
+// one error per queue.
 func TestTunerIdleQueueIsNoError(t *testing.T) {
 	ctx := context.Background()
-	addr, _ := testSwitch(t)
-	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	pool, _ := pgtest.New(t)
+	c := &collectorRows{t: t, pool: pool, target: "n1", ids: map[string]int64{}}
+	before := t1.Add(-time.Hour)
+	c.leaf("wan0", -1, "effective-rtt-est", before, 10000)
+	c.leaf("wan0", -1, "effective-port-rate", before, 10_000_000_000)
+	steadyQueue(c, 0, before, 0)         // idle
+	steadyQueue(c, 1, before, 6_250_000) // standing at half an RTT_est
+	steadyQueue(c, 2, before, 0)         // busy for 40 s
+	const reporting = 40
+	for i := 1; i <= reporting; i++ {
+		c.leaf("wan0", 2, "counters/bytes", t1.Add(time.Duration(i)*time.Second), 5_000_000+i*1_000_000)
+	}
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: "localhost:1", Insecure: true})
 	cfg.DryRun = true
-	for _, empty := range []bool{false, true} {
-		src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
-			traffic: func(string, policy.Settings) traffic { return traffic{delayRTT: 0.1, util: 0.5} }, idle: true, empty: empty}
-		rec := &memRecorder{}
-		tu, _ := newLoop(t, cfg, src, rec)
-		for i := range 12 {
-			if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
-				t.Fatal(err)
+	rec := &memRecorder{}
+	tu, err := New(cfg, NewPGSource(pool), nil, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := t1.Add(reporting * time.Second)
+	for now := t1.Add(cfg.Window); !now.After(stop.Add(cfg.Window + 4*cfg.Period)); now = now.Add(cfg.Period) {
+		if err := tu.Cycle(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := map[uint8]int{}
+	for _, a := range rec.actions {
+		if telemetryRule(a.Rule) && !a.Time.After(stop.Add(cfg.Policy.MaxGap)) {
+			t.Errorf("%s queue %d at +%v, while the switch reports: %s %s: %s", a.Interface, a.Queue, a.Time.Sub(t1), a.Outcome, a.Rule, a.Reason)
+		}
+		if a.Outcome == OutcomeError {
+			errs[a.Queue]++
+			if !telemetryRule(a.Rule) {
+				t.Errorf("queue %d: error for rule %s, want gap or no-data: %s", a.Queue, a.Rule, a.Error)
 			}
 		}
-		errors := 0
-		for _, a := range rec.actions {
-			if a.Outcome == OutcomeError {
-				errors++
-			}
-		}
-		if want := map[bool]int{false: 0, true: 2}[empty]; errors != want {
-			t.Errorf("every queue empty %v: %d error rows, want %d:\n%+v", empty, errors, want, rec.rows())
-		}
+	}
+	if want := map[uint8]int{0: 1, 1: 1, 2: 1}; !maps.Equal(errs, want) {
+		t.Errorf("error rows by queue %v after the switch stopped reporting, want %v:\n%+v", errs, want, rec.rows())
 	}
 }
 

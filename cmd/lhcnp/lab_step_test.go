@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/tuner"
+)
+
+// labStepAt is when the load step of TestLabLoadStepAnswered comes, in
+// the lab's simulated time: after the tuner's first decisions on a start
+// (the start rule's commits judged and confirmed), so that no commit of
+// the tuner is pending when it comes.
+const labStepAt = 14 * time.Second
+
+// labStepFiles writes the lab's fabric file (examples/lab.yaml) and a
+// scenario that is the lab's topology (scenarios/lab.yaml) with a load
+// step for traffic: the main flow from source to dest across n1's WAN
+// alone, then, at labStepAt, a second long-lived flow from a1 to b1 across
+// the same WAN (a 2:1 overload of n1's WAN egress from then on).
+func labStepFiles(t *testing.T) (fabric string) {
+	t.Helper()
+	dir := t.TempDir()
+	sc, err := os.ReadFile("../../scenarios/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, _, ok := strings.Cut(string(sc), "\ntraffic:")
+	if !ok {
+		t.Fatal("scenarios/lab.yaml: no traffic section")
+	}
+	scenario := topo + fmt.Sprintf(`
+traffic:
+  flows:
+    - {name: main, src: source, dst: dest, src_qp: 100, dst_qp: 200, start: 0s}
+    - {name: step, src: a1, dst: b1, src_qp: 101, dst_qp: 201, start: %v}
+`, labStepAt)
+	scPath := filepath.Join(dir, "lab-step.yaml")
+	if err := os.WriteFile(scPath, []byte(scenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fab, err := os.ReadFile("../../examples/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples, err := filepath.Abs("../../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Replace(string(fab), "scenario: ../scenarios/lab.yaml", "scenario: "+scPath, 1)
+	f = strings.ReplaceAll(f, "config: lab-", "config: "+examples+"/lab-")
+	if f == string(fab) {
+		t.Fatal("examples/lab.yaml: no scenario line to replace")
+	}
+	fabric = filepath.Join(dir, "lab-step-fabric.yaml")
+	if err := os.WriteFile(fabric, []byte(f), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fabric
+}
+
+// TestLabLoadStepAnswered measures issue 24's lab bar, "a load step in the
+// lab's traffic is answered within 10 tuner periods": `lhcnp lab` with its
+// real parts (PostgreSQL, the switches at the lab's speed, the collector,
+// the tuner pushing), its traffic one long-lived flow across n1's WAN and,
+// at labStepAt, a second one (labStepFiles). The step's instant is the
+// collector's first sample of n1's WAN queue at a tenth of the port's BDP
+// or more (R_port · RTT_est, as the queue shows it; before the step the
+// one flow leaves no queue); the answer is the tuner's first tightening
+// decision on that queue after it (rule loss, growth, delay or settle,
+// tuner_actions). The figure is tuner periods between the two, counted
+// from the rows' timestamps in periods (the tuner decides once a period),
+// not wall time; docs/tuner.md reports it. The test fails only when no
+// tightening comes within 30 periods.
+func TestLabLoadStepAnswered(t *testing.T) {
+	pgtest.Require(t)
+	if testing.Short() {
+		t.Skip("skipping the lab run in -short mode")
+	}
+	period := tuner.DefaultConfig().Period
+	l := startLab(t, labStateDir(t), "--fabric", labStepFiles(t), "--period", "0", "--websearch-load", "0")
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, l.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	// The step, as the collector stored it. Polled at the tuner's pace:
+	// the lab runs in wall time; the deadline is generous (a loaded
+	// machine slows the lab's engine).
+	var step time.Time
+	waitFor(t, "the load step in n1's WAN queue", 10*time.Minute, func() (bool, string) {
+		err := pool.QueryRow(ctx, `
+			SELECT min(c.ts) FROM queue_congestion c
+			JOIN queue_latest l ON l.target = c.target AND l.interface = c.interface AND l.queue = c.queue
+			WHERE c.target = 'n1' AND c.interface = 'wan' AND c.queue = 0
+			  AND greatest(c.queue_depth_bytes, c.peak_queue_depth_bytes) >= 0.1 * l.port_rate_bps / 8.0 * l.rtt_est_us / 1e6`).Scan(&step)
+		return err == nil && !step.IsZero(), fmt.Sprintf("no sample at a tenth of the BDP (%v)", err)
+	})
+
+	type row struct {
+		ts                    time.Time
+		rule, outcome, reason string
+	}
+	var rows []row
+	// answer is the first tightening; seen the first decision whose rule
+	// shows the step's queue (the node's trigger firing and the tuner
+	// holding for it, a tightening held at its bound, a growth or delay).
+	var answer, seen *row
+	const horizon = 30 // periods after the step
+	waitFor(t, "the tuner's first tightening after the step", 15*time.Minute, func() (bool, string) {
+		rs, err := pool.Query(ctx, `SELECT ts, coalesce(inputs ->> 'rule', ''), outcome, coalesce(reason, '') FROM tuner_actions
+			WHERE target = 'n1' AND interface = 'wan' AND queue = 0 AND ts >= $1 ORDER BY ts, id`, step)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer rs.Close()
+		rows, answer, seen = rows[:0], nil, nil
+		for rs.Next() {
+			var r row
+			if err := rs.Scan(&r.ts, &r.rule, &r.outcome, &r.reason); err != nil {
+				return false, err.Error()
+			}
+			rows = append(rows, r)
+		}
+		for i, r := range rows {
+			switch r.rule {
+			case "loss", "growth", "delay", "settle":
+				if seen == nil {
+					seen = &rows[i]
+				}
+				answer = &rows[i]
+				return true, ""
+			case "firing", "bound", "overrun", "draining":
+				if seen == nil {
+					seen = &rows[i]
+				}
+			}
+		}
+		var now time.Time
+		if err := pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err == nil && now.Sub(step) > horizon*period {
+			return true, ""
+		}
+		return false, fmt.Sprintf("rows since the step: %+v", rows)
+	})
+	periods := func(r *row) int { return int(math.Ceil(float64(r.ts.Sub(step)) / float64(period))) }
+	for _, r := range rows {
+		t.Logf("+%.1f periods: %s %s: %s", float64(r.ts.Sub(step))/float64(period), r.rule, r.outcome, r.reason)
+	}
+	if answer == nil {
+		t.Fatalf("no tightening of n1's WAN queue within %d periods of the load step at %v", horizon, step)
+	}
+	// The figure, for docs/tuner.md: the bar (10 periods) is reported, not
+	// asserted, as the lab runs in wall time on a shared machine (an
+	// engine that lags behind its pace spreads the same simulated time
+	// over more periods).
+	t.Logf("load step at %v: seen in %d tuner periods (%s %s), answered by a tightening in %d (%s %s); issue 24's bar: 10",
+		step.Format(time.RFC3339Nano), periods(seen), seen.rule, seen.outcome, periods(answer), answer.rule, answer.outcome)
+}
