@@ -110,6 +110,13 @@ tuner-phases:
 tuner-eval:
 	$(GO) run ./cmd/lhcnp sim eval --family scenarios/family/tuner.yaml --set both --jobs 2 --out out/tuner-eval --markdown docs/tuner.md
 
+# Issue 24's lab bar: a load step in the lab's traffic, counted in tuner
+# periods to the first tightening (TestLabLoadStepAnswered, docs/tuner.md
+# "In the lab: a load step"); minutes of wall time, not part of make test.
+.PHONY: tuner-lab-step
+tuner-lab-step:
+	LHCNP_LAB_STEP=1 $(GO) test ./cmd/lhcnp -run 'TestLabLoadStepAnswered$$' -count=1 -v -timeout 30m
+
 generate:
 	$(GO) generate ./gen/...
 
