@@ -3,14 +3,16 @@ package sim
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/cputime"
 )
@@ -92,14 +94,71 @@ func TestThreadsSameOutputs(t *testing.T) {
 	}
 }
 
-// TestPartitionedMechanismRefused: a mechanism whose models share state
-// across partitions is refused on a cut scenario, not run wrong.
-func TestPartitionedMechanismRefused(t *testing.T) {
-	sc := load(t, "two-dc.yaml")
-	sc.Mechanism.Kind = scenario.MechanismLongHaulCNP
-	_, err := Run(context.Background(), sc, t.TempDir(), WithDuration(time.Millisecond), WithoutPlots())
-	if !errors.Is(err, ErrNotPartitioned) {
-		t.Errorf("long-haul-cnp on two-dc: %v, want ErrNotPartitioned", err)
+// TestThreadsEveryMechanism: every mechanism kind runs on a scenario cut
+// into partitions (compare/mid-wan.yaml cut into DC-A, the WAN node M1
+// and DC-B: the nodes of every kind sit in three partitions and notify
+// senders across the cuts, FCN's transit nodes report to the ingress PE
+// across one) and writes byte-identical output directories at 1, 2 and 4
+// threads, with notifications sent.
+func TestThreadsEveryMechanism(t *testing.T) {
+	path := filepath.Join("..", "..", "scenarios", "compare", "mid-wan.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for sw, part := range map[string]string{"n1": "dc-a", "m1": "wan", "n2": "dc-b"} {
+		old := "{name: " + sw + ", ip:"
+		if !strings.Contains(text, old) {
+			t.Fatalf("mid-wan.yaml has no %q", old)
+		}
+		text = strings.Replace(text, old, "{name: "+sw+", partition: "+part+", ip:", 1)
+	}
+	base, err := scenario.Parse(path, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(base.Partitions()); n != 3 {
+		t.Fatalf("cut mid-wan has %d partitions, want 3", n)
+	}
+	kinds := []scenario.MechanismKind{scenario.MechanismLongHaulCNP, scenario.MechanismFastCNP,
+		scenario.MechanismFCN, scenario.MechanismRateAdvice, scenario.MechanismSwitchCNP}
+	if testing.Short() {
+		kinds = kinds[:1]
+	}
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			sc := *base
+			if kind != scenario.MechanismLongHaulCNP {
+				ns := sc.Mechanism.Nodes
+				sc.Mechanism = scenario.Mechanism{Kind: kind, Nodes: ns, Params: scenario.DefaultParams(kind, ns)}
+			}
+			if !install.Cut(kind) {
+				t.Fatalf("%s is not registered as running cut", kind)
+			}
+			opts := []Option{WithDuration(30 * time.Millisecond), WithoutPlots()}
+			want := runDir(t, &sc, 1, opts...)
+			var sum struct {
+				Notifications map[string]int64 `json:"notifications"`
+			}
+			if err := json.Unmarshal(want[SummaryJSON], &sum); err != nil {
+				t.Fatal(err)
+			}
+			sent := int64(0)
+			for k, n := range sum.Notifications {
+				if k != "cnp" {
+					sent += n
+				}
+			}
+			if sent == 0 {
+				t.Errorf("%s sent no notifications of its own: %v", kind, sum.Notifications)
+			}
+			for _, th := range []int{2, 4} {
+				if err := sameDirs(want, runDir(t, &sc, th, opts...)); err != nil {
+					t.Errorf("%s: threads=%d against threads=1: %v", kind, th, err)
+				}
+			}
+		})
 	}
 }
 
