@@ -24,19 +24,7 @@ func runDir(t *testing.T, sc *scenario.Scenario, threads int, opts ...Option) ma
 	if _, err := Run(context.Background(), sc, dir, append(opts, WithThreads(threads))...); err != nil {
 		t.Fatalf("%s at %d threads: %v", sc.Name, threads, err)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = b
-	}
-	return files
+	return readDir(t, dir)
 }
 
 // sameDirs reports the first file that differs between two runs' outputs.
@@ -53,9 +41,9 @@ func sameDirs(a, b map[string][]byte) error {
 }
 
 // TestThreadsSameOutputs: the two-DC scenario, cut into two partitions,
-// and every shipped scenario (at a short duration) write byte-identical
-// output directories, plots included for the two-DC one, at 1, 2 and 4
-// threads.
+// the two-DC generated fabric (a partition per fabric) and every shipped
+// scenario (at a short duration) write byte-identical output directories,
+// plots included for the two-DC one, at 1, 2 and 4 threads.
 func TestThreadsSameOutputs(t *testing.T) {
 	sc := load(t, "two-dc.yaml")
 	if n := len(sc.Partitions()); n != 2 {
@@ -68,7 +56,9 @@ func TestThreadsSameOutputs(t *testing.T) {
 		}
 	}
 
-	var files []string
+	// fabric/two-dc-k4.yaml: two generated fabrics, a partition each by
+	// default, cut at the WAN.
+	files := []string{filepath.Join("..", "..", "scenarios", "fabric", "two-dc-k4.yaml")}
 	for _, dir := range []string{"", "compare", "tuner", "checks"} {
 		fs, err := filepath.Glob(filepath.Join("..", "..", "scenarios", dir, "*.yaml"))
 		if err != nil {
@@ -83,6 +73,9 @@ func TestThreadsSameOutputs(t *testing.T) {
 		sc, err := scenario.LoadFile(f)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(sc.Fabrics) > 1 && len(sc.Partitions()) != len(sc.Fabrics) {
+			t.Errorf("%s: %d partitions for %d fabrics", f, len(sc.Partitions()), len(sc.Fabrics))
 		}
 		d := min(sc.Duration, time.Millisecond)
 		want := runDir(t, sc, 1, WithDuration(d), WithoutPlots())
