@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -186,5 +187,79 @@ func BenchmarkTwoDC(b *testing.B) {
 			}
 			b.ReportMetric(float64(heap)/1e6, "heap-MB")
 		})
+	}
+}
+
+// TestThreadsFabricProperty: random small pairs of generated fabrics
+// (fat-trees and leaf-spines of a few hosts, each its own partition by
+// default), joined by a WAN of random delay (the lookahead), with random
+// cross-DC and intra-DC traffic, under a random mechanism kind on the
+// border routers (or on every switch of one fabric and the other's border
+// router), write byte-identical output directories at 1, 2 and 4
+// threads.
+func TestThreadsFabricProperty(t *testing.T) {
+	kinds := []scenario.MechanismKind{scenario.MechanismDCQCN, scenario.MechanismNone, scenario.MechanismLongHaulCNP,
+		scenario.MechanismFastCNP, scenario.MechanismFCN, scenario.MechanismRateAdvice, scenario.MechanismSwitchCNP}
+	cases := 8
+	if testing.Short() {
+		cases = 2
+	}
+	rng := rand.New(rand.NewPCG(25, 4))
+	for i := range cases {
+		fabric := func(name string) string {
+			if rng.IntN(2) == 0 {
+				return fmt.Sprintf("{name: %s, kind: fat-tree, k: %d, rate: 100Gbps, delay: %dus, ipv6: true, buffer: 2MB}",
+					name, 2+2*rng.IntN(2), 1+rng.IntN(3))
+			}
+			return fmt.Sprintf("{name: %s, kind: leaf-spine, leaves: %d, spines: %d, hosts_per_leaf: %d, rate: 100Gbps, delay: %dus, ipv6: true, shared_buffer: {size: 8MB}}",
+				name, 2+rng.IntN(2), 1+rng.IntN(2), 2+rng.IntN(2), 1+rng.IntN(3))
+		}
+		kind := kinds[rng.IntN(len(kinds))]
+		nodes := "[a-br, b-br]"
+		if kind != scenario.MechanismFCN && rng.IntN(2) == 0 {
+			nodes = "[a-switches, b-br]"
+		}
+		mech := fmt.Sprintf("mechanism:\n  kind: %s\n  nodes: %s\n", kind, nodes)
+		if kind == scenario.MechanismDCQCN || kind == scenario.MechanismNone {
+			mech = fmt.Sprintf("mechanism:\n  kind: %s\n", kind)
+		}
+		text := fmt.Sprintf(`name: fabric-property-%d
+seed: %d
+duration: 3ms
+sample_interval: 50us
+topology:
+  fabrics:
+    - %s
+    - %s
+  wan:
+    - {name: wan, a: a, b: b, rate: %dGbps, delay: %dus, buffer: 64MB}
+queue:
+  ecn: {enabled: true, k_min: 50KB, k_max: 200KB, p_max: 0.2}
+%straffic:
+  generated:
+    - {name: x, senders: [a, b], receivers: [a, b], pattern: cross-dc, load_of: wan, load: 0.%d, cdf: [[1KB, 0], [100KB, 0.6], [2MB, 1]], stop: 2ms}
+    - {name: y, senders: [a, b], receivers: [a, b], pattern: intra-dc, load: 0.%d, cdf: [[1KB, 0], [100KB, 0.6], [2MB, 1]], stop: 2ms}
+`, i, 1+rng.IntN(1000), fabric("a"), fabric("b"), 10*(1+rng.IntN(10)), 50+rng.IntN(500), mech, 3+rng.IntN(6), 2+rng.IntN(5))
+		sc, err := scenario.Parse(fmt.Sprintf("fabric-property-%d.yaml", i), []byte(text))
+		if err != nil {
+			t.Fatalf("case %d:\n%s\n%v", i, text, err)
+		}
+		if n := len(sc.Partitions()); n != 2 {
+			t.Fatalf("case %d: %d partitions, want 2", i, n)
+		}
+		want := runDir(t, sc, 1, WithoutPlots())
+		var sum struct {
+			Events        uint64           `json:"events"`
+			Notifications map[string]int64 `json:"notifications"`
+		}
+		if err := json.Unmarshal(want[SummaryJSON], &sum); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("case %d: %s on %s, %d flows, %d events, notifications %v", i, kind, nodes, len(sc.Flows), sum.Events, sum.Notifications)
+		for _, th := range []int{2, 4} {
+			if err := sameDirs(want, runDir(t, sc, th, WithoutPlots())); err != nil {
+				t.Errorf("case %d (%s):\n%s\nthreads=%d against threads=1: %v", i, kind, text, th, err)
+			}
+		}
 	}
 }
