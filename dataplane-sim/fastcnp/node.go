@@ -322,9 +322,9 @@ func (n *Node) Notify(x *lhcnp.Notification) bool {
 		n.counters.EncodeErrors++
 		return false
 	}
-	p := n.net.NewPacket()
-	if err := n.net.SetFrame(p, n.buf[:size]); err != nil {
-		n.net.FreePacket(p)
+	p := n.sw.NewPacket()
+	if err := n.sw.SetFrame(p, n.buf[:size]); err != nil {
+		n.sw.FreePacket(p)
 		n.counters.EncodeErrors++
 		return false
 	}

@@ -93,7 +93,7 @@ func AttachPE(net *netsim.Network, sw *netsim.Switch, cfg Config, tunnel []*nets
 }
 
 func newPE(net *netsim.Network, sw *netsim.Switch, cfg Config, tunnel []*netsim.Port) *PE {
-	pe := &PE{net: net, sim: net.Sim(), sw: sw, cfg: cfg, tunnel: slices.Clone(tunnel),
+	pe := &PE{net: net, sim: sw.Sim(), sw: sw, cfg: cfg, tunnel: slices.Clone(tunnel),
 		byKey: map[lhcnp.FlowKey]*Mapping{}, byLabel: map[uint32]*Mapping{}, dec: wire.Decoder{CodePoints: cfg.CodePoints}}
 	pe.snd = switchcnp.NewSender(net, sw, cfg.CNPDSCP, cfg.CNPPrio)
 	return pe
@@ -201,12 +201,15 @@ const (
 	egressNone    netsim.NodeID = -2
 )
 
-// tunnelEnd returns the egress PE of the tunnel towards node dst, which
-// leaves through port out: the last switch on the route, the one the
-// destination hangs off (the egress PE of the WANs modelled here). nil
-// when the route ends nowhere, loops or reaches a switch without an IPv6
-// address.
-func (pe *PE) tunnelEnd(dst netsim.NodeID, out *netsim.Port) *netsim.Switch {
+// tunnelEnd returns the egress PE of the tunnel towards node dst for
+// packet p, which leaves through port out: the last switch on p's route
+// (Switch.RouteFlow, its ECMP path), the one the destination hangs off
+// (the egress PE of the WANs modelled here). A host hangs off one switch,
+// so every equal-cost path ends there and the answer is kept per
+// destination. nil when the route ends nowhere, loops or reaches a switch
+// without an IPv6 address.
+func (pe *PE) tunnelEnd(p *netsim.Packet, out *netsim.Port) *netsim.Switch {
+	dst := p.Dst
 	for len(pe.egress) <= int(dst) {
 		pe.egress = append(pe.egress, egressUnknown)
 	}
@@ -225,7 +228,7 @@ func (pe *PE) tunnelEnd(dst netsim.NodeID, out *netsim.Port) *netsim.Switch {
 			break
 		}
 		last = sw
-		pt := sw.Route(dst)
+		pt := sw.RouteFlow(p.Src, dst, p.SrcQP, p.DestQP())
 		if pt == nil {
 			last = nil
 			break
@@ -271,7 +274,7 @@ func (pe *PE) encapsulate(p *netsim.Packet, in, out *netsim.Port) {
 	if src == nil || dst == nil {
 		return
 	}
-	end := pe.tunnelEnd(p.Dst, out)
+	end := pe.tunnelEnd(p, out)
 	if end == nil {
 		pe.counters.NoTunnelEnd++
 		return
@@ -281,7 +284,7 @@ func (pe *PE) encapsulate(p *netsim.Packet, in, out *netsim.Port) {
 	m := pe.learn(k, p.Src)
 	var err error
 	if m != nil && m.headLen > 0 && m.headL4 == l4 && m.headTOS == p.ECN {
-		err = pe.net.SetFrame(p, m.head[:m.headLen])
+		err = pe.sw.SetFrame(p, m.head[:m.headLen])
 	} else {
 		var label uint32 // a full table: tunnelled without a label
 		if m != nil {
@@ -292,7 +295,7 @@ func (pe *PE) encapsulate(p *netsim.Packet, in, out *netsim.Port) {
 		var n int
 		n, err = pe.enc.EncapHead(pe.head[:], &a, l4)
 		if err == nil {
-			err = pe.net.SetFrame(p, pe.head[:n])
+			err = pe.sw.SetFrame(p, pe.head[:n])
 		}
 		if err == nil && m != nil {
 			m.headLen, m.headL4, m.headTOS = copy(m.head[:], pe.head[:n]), l4, p.ECN

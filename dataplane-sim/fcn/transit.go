@@ -188,9 +188,9 @@ func (t *Transit) Notify(x *lhcnp.Notification) bool {
 		t.counters.EncodeErrors++
 		return false
 	}
-	p := t.net.NewPacket()
-	if err := t.net.SetFrame(p, t.buf[:n]); err != nil {
-		t.net.FreePacket(p)
+	p := t.sw.NewPacket()
+	if err := t.sw.SetFrame(p, t.buf[:n]); err != nil {
+		t.sw.FreePacket(p)
 		t.counters.EncodeErrors++
 		return false
 	}

@@ -108,7 +108,7 @@ type Runner interface {
 	TapSwitch(sw *netsim.Switch, o netsim.PortObserver)
 	TapHost(h *netsim.Host, c netsim.ControlHandler)
 	Signal(name string, switchCNPs bool)
-	NodeEvent(ev *lhcnp.Event)
+	NodeEvent(from *netsim.Switch, ev *lhcnp.Event)
 	Classify(h *netsim.Host, f func(*netsim.Host, *netsim.Packet) *netsim.QP)
 	Counters() map[string]int64
 	OnSummary(f func(*report.Input))
@@ -183,8 +183,17 @@ func (e *Env) TapHost(h *netsim.Host, c netsim.ControlHandler) { e.run.TapHost(h
 func (e *Env) Signal(name string, switchCNPs bool) { e.run.Signal(name, switchCNPs) }
 
 // NodeEvent hands the meter an event of a node (a notification sent
-// starts a feedback-latency measurement).
-func (e *Env) NodeEvent(ev *lhcnp.Event) { e.run.NodeEvent(ev) }
+// starts a feedback-latency measurement), reported by the node itself
+// (the switch named ev.Node).
+func (e *Env) NodeEvent(ev *lhcnp.Event) {
+	sw, _ := e.Net.NodeByName(ev.Node).(*netsim.Switch)
+	e.run.NodeEvent(sw, ev)
+}
+
+// NodeEventFrom is NodeEvent for an event that switch from reports on
+// behalf of the node ev.Node (FCN's transit nodes for their ingress PE):
+// on a network cut into partitions the event belongs to from's.
+func (e *Env) NodeEventFrom(from *netsim.Switch, ev *lhcnp.Event) { e.run.NodeEvent(from, ev) }
 
 // Classify sets how the meter finds the QP a switch-originated
 // notification received by h is for, when its BTH does not name the

@@ -136,7 +136,8 @@ const (
 )
 
 // upstreamPeer reports whether a peer (Collaborative.Peers) lies on the
-// route from e's source to this node, looking it up once per entry.
+// flow's route from e's source to this node (its ECMP path), looking it up
+// once per entry.
 func (n *Node) upstreamPeer(e *flowEntry) bool {
 	if len(n.cfg.Collaborative.Peers) == 0 {
 		return false
@@ -150,14 +151,21 @@ func (n *Node) upstreamPeer(e *flowEntry) bool {
 	return e.upstream == upstreamYes
 }
 
-// findUpstreamPeer walks the route from e's source host towards this
-// switch.
+// findUpstreamPeer walks the flow's route from e's source host towards
+// its destination (Switch.RouteFlow: the ECMP path its packets take) until
+// it reaches this switch. The routing tables are static during a run, so
+// reading other switches' tables is safe on a network cut into
+// partitions.
 func (n *Node) findUpstreamPeer(e *flowEntry) bool {
 	if e.srcNode < 0 {
 		return false
 	}
 	h, ok := n.net.Node(e.srcNode).(*netsim.Host)
 	if !ok || h.Port() == nil {
+		return false
+	}
+	dst, ok := n.byAddr[e.key.Dst]
+	if !ok {
 		return false
 	}
 	found := false
@@ -176,7 +184,7 @@ func (n *Node) findUpstreamPeer(e *flowEntry) bool {
 				found = true
 			}
 		}
-		if pt = sw.Route(n.sw.ID()); pt == nil {
+		if pt = sw.RouteFlow(e.srcNode, dst, e.key.SrcQP, e.key.DstQP); pt == nil {
 			return false
 		}
 	}

@@ -237,9 +237,9 @@ func (n *Node) sendLongHaul(e *flowEntry, src, dst netip.Addr, m *wire.LongHaul,
 		n.counters.EncodeErrors++
 		return FormatNone
 	}
-	p := n.net.NewPacket()
-	if err := n.net.SetFrame(p, frame); err != nil {
-		n.net.FreePacket(p) // encode keeps frames within netsim.FrameCap
+	p := n.sw.NewPacket()
+	if err := n.sw.SetFrame(p, frame); err != nil {
+		n.sw.FreePacket(p) // encode keeps frames within netsim.FrameCap
 		n.counters.EncodeErrors++
 		return FormatNone
 	}

@@ -110,7 +110,7 @@ func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...Option) 
 	if net == nil || sw == nil {
 		return nil, errors.New("lhcnp: attach needs a network and a switch")
 	}
-	n := &Node{net: net, sim: net.Sim(), sw: sw, ft: newFlowTable(), byAddr: map[netip.Addr]netsim.NodeID{}}
+	n := &Node{net: net, sim: sw.Sim(), sw: sw, ft: newFlowTable(), byAddr: map[netip.Addr]netsim.NodeID{}}
 	for _, o := range opts {
 		o(&n.opts)
 	}

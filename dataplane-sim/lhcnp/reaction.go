@@ -138,10 +138,12 @@ type qpState struct {
 }
 
 // ReactionPoint is the Long-haul CNP reaction point of one or more RNICs:
-// a netsim.ControlHandler. Install it with Attach.
+// a netsim.ControlHandler. Install it with Attach. Its timers go on the
+// Sim of the QP's host (Host.Sim), so on a network cut into partitions a
+// reaction point per host runs in that host's partition; one shared by
+// hosts of several partitions would share its tables across them.
 type ReactionPoint struct {
 	net      *netsim.Network
-	sim      *engine.Sim
 	cfg      ReactionConfig
 	dec      wire.Decoder
 	frame    wire.Frame
@@ -156,7 +158,7 @@ func NewReactionPoint(net *netsim.Network, cfg ReactionConfig) (*ReactionPoint, 
 	if net == nil {
 		return nil, errors.New("lhcnp: reaction point needs a network")
 	}
-	rp := &ReactionPoint{net: net, sim: net.Sim(), qps: map[*netsim.QP]int{}}
+	rp := &ReactionPoint{net: net, qps: map[*netsim.QP]int{}}
 	if err := rp.ApplyConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -376,7 +378,7 @@ func (rp *ReactionPoint) OnRetire(f *netsim.Flow) {
 
 // apply runs the action on the QP (§5.6 step 3).
 func (rp *ReactionPoint) apply(q *netsim.QP, m *wire.LongHaul) {
-	now := rp.sim.Now()
+	now := q.Host().Sim().Now()
 	s := rp.state(q)
 	r := &s.r
 	idx := uint64(rp.qps[q])
@@ -461,7 +463,7 @@ func (rp *ReactionPoint) armRecovery(s *qpState, idx uint64, now engine.Time) {
 	s.r.LastCNP = now
 	s.r.Recovering = false
 	s.recGen++
-	rp.sim.At(now+rp.recoveryInterval(), rp, evRecover, idx<<32|s.recGen&0xFFFFFFFF)
+	s.q.Host().Sim().At(now+rp.recoveryInterval(), rp, evRecover, idx<<32|s.recGen&0xFFFFFFFF)
 }
 
 // setCeiling holds the QP at c (0 lifts the hold) when HoldRate is set;
@@ -505,7 +507,7 @@ func (rp *ReactionPoint) Handle(kind uint32, arg uint64) {
 		rp.counters.RecoverySteps++
 		rp.raise(s, min(r.NormalBitsPerSec, s.q.RateBitsPerSec()+step))
 		if r.Reduced {
-			rp.sim.After(rp.stepInterval(), rp, evStep, arg)
+			s.q.Host().Sim().After(rp.stepInterval(), rp, evStep, arg)
 		}
 	}
 }

@@ -114,7 +114,7 @@ func New(net *netsim.Network, sw *netsim.Switch, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("rateadvice: switch %s: %w", sw.Name(), err)
 	}
-	n := &Node{net: net, sim: net.Sim(), sw: sw, ports: map[*netsim.Port]*portState{}, flows: map[flowKey]*flowState{}}
+	n := &Node{net: net, sim: sw.Sim(), sw: sw, ports: map[*netsim.Port]*portState{}, flows: map[flowKey]*flowState{}}
 	for _, pt := range sw.Ports() {
 		ps := &portState{pt: pt}
 		n.ports[pt] = ps
@@ -298,9 +298,9 @@ func (n *Node) send(f *flowState, mbps uint32) bool {
 		n.counters.EncodeErrors++
 		return false
 	}
-	p := n.net.NewPacket()
-	if err := n.net.SetFrame(p, n.buf[:size]); err != nil {
-		n.net.FreePacket(p)
+	p := n.sw.NewPacket()
+	if err := n.sw.SetFrame(p, n.buf[:size]); err != nil {
+		n.sw.FreePacket(p)
 		n.counters.EncodeErrors++
 		return false
 	}

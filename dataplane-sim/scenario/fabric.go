@@ -67,6 +67,11 @@ type Fabric struct {
 	// IPv6 gives the fabric's nodes addresses from fd00::1 (the first
 	// free ones) instead of 10.0.0.1.
 	IPv6 bool
+	// Partition is the partition of the parallel engine its nodes (the
+	// border router included) run in: the fabric's name unless the file
+	// says (key partition). Fabrics in partitions of their own are cut at
+	// the WAN links, whose least delay is the lookahead.
+	Partition string
 }
 
 // Tier names of generated switches, usable as groups (fabric-tier) in
@@ -105,7 +110,7 @@ func (l *loader) fabricNodes(o *object, defQueue Queue, ips *addrs) {
 	for i, fn := range d.list(o.get("fabrics"), "topology.fabrics") {
 		path := index("topology.fabrics", i)
 		f := d.object(fn, path, "name", "kind", "k", "oversubscription", "leaves", "spines", "hosts_per_leaf",
-			"rate", "uplink_rate", "delay", "buffer", "shared_buffer", "queue", "border", "ipv6")
+			"rate", "uplink_rate", "delay", "buffer", "shared_buffer", "queue", "border", "ipv6", "partition")
 		if f == nil {
 			continue
 		}
@@ -177,6 +182,14 @@ func (l *loader) fabricNodes(o *object, defQueue Queue, ips *addrs) {
 		}
 		l.queue(f.get("queue"), f.field("queue"), &fd.queue)
 		f.setBool("ipv6", &fd.IPv6)
+		fd.Partition = name
+		if pn := f.get("partition"); pn != nil {
+			if v, good := d.name(pn, f.field("partition")); good {
+				fd.Partition = v
+			} else {
+				ok = false
+			}
+		}
 		border := bordered[name]
 		if bn := f.get("border"); bn != nil {
 			if v, good := d.boolean(bn, f.field("border")); good {
@@ -269,7 +282,7 @@ func (l *loader) generateFabric(fd *fabricDef, border bool, at *yaml.Node, ips *
 			return
 		}
 		i := len(sc.Hosts)
-		sc.Hosts = append(sc.Hosts, Host{Name: name, Fabric: fd.Name})
+		sc.Hosts = append(sc.Hosts, Host{Name: name, Fabric: fd.Name, Partition: fd.Partition})
 		ips.auto = append(ips.auto, func() { sc.Hosts[i].IP = ips.next(name, base) })
 		fd.Hosts = append(fd.Hosts, name)
 	}
@@ -279,7 +292,7 @@ func (l *loader) generateFabric(fd *fabricDef, border bool, at *yaml.Node, ips *
 		}
 		j := len(sc.Switches)
 		sc.Switches = append(sc.Switches, Switch{Name: name, Queue: fd.queue, Fabric: fd.Name, Tier: tier,
-			SharedBuffer: fd.SharedBuffer, SharedAlpha: fd.SharedAlpha})
+			SharedBuffer: fd.SharedBuffer, SharedAlpha: fd.SharedAlpha, Partition: fd.Partition})
 		ips.auto = append(ips.auto, func() { sc.Switches[j].IP = ips.next(name, base) })
 		if tier != "" {
 			fd.Tiers[tier] = append(fd.Tiers[tier], name)

@@ -301,6 +301,9 @@ func TestDocsFabricExample(t *testing.T) {
 	if len(sc.Hosts) != 128+128 || len(sc.Fabrics) != 2 || len(sc.Flows) == 0 {
 		t.Errorf("%d hosts, %d fabrics, %d flows; want 256, 2 and some", len(sc.Hosts), len(sc.Fabrics), len(sc.Flows))
 	}
+	if got := sc.Partitions(); !slices.Equal(got, []string{"dc1", "dc2"}) {
+		t.Errorf("partitions %v, want [dc1 dc2] (the example's dc1 names its own; dc2 takes its name)", got)
+	}
 }
 
 // Every shipped flow-size distribution loads, names its source in its
@@ -333,5 +336,54 @@ func TestShippedCDFs(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// Each generated fabric is a partition of its own unless its partition
+// key says otherwise: fabrics joined by a WAN are cut at the WAN links
+// (their delay is the lookahead), fabrics given one partition run
+// together, and a cut WAN link without delay is refused at its line.
+func TestFabricPartitions(t *testing.T) {
+	head := "duration: 1ms\nsample_interval: 1ms\ntopology:\n  fabrics:\n"
+	two := func(pa, pb, delay string) string {
+		return head + "    - {name: f, kind: fat-tree, k: 2, rate: 100G, delay: 1us" + pa + "}\n" +
+			"    - {name: g, kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2, rate: 100G, delay: 1us" + pb + "}\n" +
+			"  wan:\n    - {name: wan, a: f, b: g, rate: 10G, delay: " + delay + "}\n"
+	}
+	for _, tt := range []struct {
+		desc, yaml string
+		want       []string
+	}{
+		{"default", two("", "", "1ms"), []string{"f", "g"}},
+		{"one partition", two(", partition: all", ", partition: all", "1ms"), []string{"all"}},
+		{"named", two(", partition: east", "", "1ms"), []string{"east", "g"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			sc, err := Parse("p.yaml", []byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sc.Partitions(); !slices.Equal(got, tt.want) {
+				t.Errorf("partitions %v, want %v", got, tt.want)
+			}
+			for _, f := range sc.Fabrics {
+				for _, h := range f.Hosts {
+					if got, want := sc.Partitions()[sc.PartitionOf(h)], f.Partition; got != want {
+						t.Errorf("host %s in partition %s, its fabric's is %s", h, got, want)
+					}
+				}
+			}
+			if br := sc.PartitionOf("f-br"); br != sc.PartitionOf("f-h0-0-0") {
+				t.Errorf("f-br in partition %d, its fabric's hosts in %d", br, sc.PartitionOf("f-h0-0-0"))
+			}
+		})
+	}
+	_, err := Parse("p.yaml", []byte(two("", "", "0s")))
+	errs := Errors(err)
+	if len(errs) == 0 || errs[0].Line != 8 || errs[0].Field != "topology.wan[0].delay" || !strings.Contains(errs[0].Reason, "without delay") {
+		t.Errorf("zero-delay WAN between two partitions: %v, want an error at line 8, topology.wan[0].delay", err)
+	}
+	if _, err := Parse("p.yaml", []byte(two(", partition: all", ", partition: all", "0s"))); err != nil {
+		t.Errorf("zero-delay WAN inside one partition: %v", err)
 	}
 }

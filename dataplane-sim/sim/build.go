@@ -19,6 +19,9 @@ func (r *runner) build() error {
 		return fmt.Errorf("sim: %w", err)
 	}
 	r.b, r.sim, r.net = b, b.Sim, b.Net
+	if n := b.Group.Len(); n > 1 {
+		r.sentIn = make([][]partCount, n)
+	}
 	for _, h := range r.net.Hosts() {
 		r.hosts = append(r.hosts, &hostRun{h: h})
 	}

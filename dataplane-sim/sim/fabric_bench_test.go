@@ -3,6 +3,7 @@ package sim
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,18 +20,26 @@ import (
 // two-dc-k8.yaml: two k=8 fat-trees (128 hosts each, 100 Gb/s) joined by
 // a 10 ms WAN, web search at 50 % of the WAN plus intra-DC web search at
 // 30 %, ECMP, Long-haul CNP on the border routers, sampled every 100 µs,
-// CSV written, no plots. LHCNP_BENCH_DURATION (a scenario duration, e.g.
-// 100ms: the issue's figure) overrides the file's simulated time; the
-// default is 2ms, so that `go test -bench .` stays short. It reports
-// events per wall second and per CPU second (the process's, garbage
-// collection included: on a shared machine the wall time counts the
-// other processes too), CPU seconds per run, simulated seconds per wall
-// second, the flows, the heap after the run and the process's peak
-// resident set (VmHWM).
+// CSV written, no plots. Each fabric is a partition of its own, cut at
+// the WAN (lookahead 10 ms); the sub-benchmarks run it on 1 and 2 threads
+// in the same benchmark run, and the second fails unless its output files
+// are byte-identical to the first's. LHCNP_BENCH_DURATION (a scenario
+// duration, e.g. 100ms: the issue's figure) overrides the file's simulated
+// time; the default is 2ms, so that `go test -bench .` stays short. It
+// reports events per wall second and per CPU second (the process's,
+// garbage collection included: on a shared machine the wall time counts
+// the other processes too), CPU and wall seconds per run, simulated
+// seconds per wall second, the flows, the heap after the run and the
+// process's peak resident set (VmHWM: the process's, so a later
+// sub-benchmark's includes the earlier ones'; run one alone with
+// -bench 'TwoDCK8/threads=2' for its own).
 func BenchmarkTwoDCK8(b *testing.B) {
 	sc, err := scenario.LoadFile(filepath.Join("..", "..", "scenarios", "fabric", "two-dc-k8.yaml"))
 	if err != nil {
 		b.Fatal(err)
+	}
+	if n := len(sc.Partitions()); n != 2 {
+		b.Fatalf("two-dc-k8 has %d partitions, want 2", n)
 	}
 	d := 2 * time.Millisecond
 	if s := os.Getenv("LHCNP_BENCH_DURATION"); s != "" {
@@ -38,33 +47,65 @@ func BenchmarkTwoDCK8(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportAllocs()
-	cpu0 := cputime.Process()
-	var events uint64
-	var flows int
-	var heap uint64
-	for b.Loop() {
-		sum, err := Run(context.Background(), sc, b.TempDir(), WithoutPlots(), WithDuration(d))
+	var first map[string][]byte // the outputs of the first sub-benchmark's last run
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cputime.Process()
+			var events uint64
+			var flows int
+			var heap uint64
+			var dir string
+			for b.Loop() {
+				dir = b.TempDir()
+				sum, err := Run(context.Background(), sc, dir, WithoutPlots(), WithDuration(d), WithThreads(threads))
+				if err != nil {
+					b.Fatal(err)
+				}
+				events += sum.Events
+				flows = sum.Totals.Flows
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				heap = max(heap, ms.HeapAlloc)
+			}
+			secs := b.Elapsed().Seconds()
+			cpu := (cputime.Process() - cpu0).Seconds()
+			b.ReportMetric(float64(events)/secs, "events/s")
+			if cpu > 0 {
+				b.ReportMetric(float64(events)/cpu, "events/cpu-s")
+				b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
+			}
+			b.ReportMetric(secs/float64(b.N), "wall-s/op")
+			b.ReportMetric(float64(b.N)*d.Seconds()/secs, "sim-s/s")
+			b.ReportMetric(float64(flows), "flows")
+			b.ReportMetric(float64(heap)/1e6, "heap-MB")
+			b.ReportMetric(float64(peakRSS())/1e6, "peak-rss-MB")
+			out := readDir(b, dir)
+			if first == nil {
+				first = out
+			} else if err := sameDirs(first, out); err != nil {
+				b.Errorf("threads=%d against threads=1: %v", threads, err)
+			}
+		})
+	}
+}
+
+// readDir returns the files of dir by name.
+func readDir(tb testing.TB, dir string) map[string][]byte {
+	tb.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
-		events += sum.Events
-		flows = sum.Totals.Flows
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		heap = max(heap, ms.HeapAlloc)
+		files[e.Name()] = b
 	}
-	secs := b.Elapsed().Seconds()
-	cpu := (cputime.Process() - cpu0).Seconds()
-	b.ReportMetric(float64(events)/secs, "events/s")
-	if cpu > 0 {
-		b.ReportMetric(float64(events)/cpu, "events/cpu-s")
-		b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
-	}
-	b.ReportMetric(float64(b.N)*d.Seconds()/secs, "sim-s/s")
-	b.ReportMetric(float64(flows), "flows")
-	b.ReportMetric(float64(heap)/1e6, "heap-MB")
-	b.ReportMetric(float64(peakRSS())/1e6, "peak-rss-MB")
+	return files
 }
 
 // peakRSS is the process's peak resident set in bytes (VmHWM, Linux), 0

@@ -37,7 +37,7 @@ func FastCNPConfig(p scenario.FastCNP, hosts []netip.Addr) fastcnp.Config {
 	return c
 }
 
-func init() { install.RegisterInstaller(scenario.MechanismFastCNP, installFastCNP) }
+func init() { install.RegisterCutInstaller(scenario.MechanismFastCNP, installFastCNP) }
 
 // installFastCNP attaches a Fast CNP node (package fastcnp) to every
 // switch of the block and a Fast CNP receiver to every host, trusting the

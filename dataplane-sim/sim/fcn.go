@@ -25,7 +25,7 @@ func FCNConfig(p scenario.FCN) fcn.Config {
 	return c
 }
 
-func init() { install.RegisterInstaller(scenario.MechanismFCN, installFCN) }
+func init() { install.RegisterCutInstaller(scenario.MechanismFCN, installFCN) }
 
 // installFCN attaches an ingress PE (package fcn) to the block's ingress
 // nodes, its tunnel being its ports towards the block's other nodes, and
@@ -45,8 +45,9 @@ func installFCN(env *Env) error {
 		}
 	}
 	var fns []mechanism.Function
-	record := func(node string, k lhcnp.FlowKey) {
-		env.NodeEvent(&lhcnp.Event{Kind: lhcnp.EventCNPSent, Time: env.Sim.Now(), Node: node, Flow: k})
+	// from: the switch that reports it, whose partition's time it is.
+	record := func(from *netsim.Switch, node string, k lhcnp.FlowKey) {
+		env.NodeEventFrom(from, &lhcnp.Event{Kind: lhcnp.EventCNPSent, Time: from.Sim().Now(), Node: node, Flow: k})
 	}
 	for _, sw := range env.Nodes {
 		if !slices.Contains(p.Ingress, sw.Name()) {
@@ -62,7 +63,7 @@ func installFCN(env *Env) error {
 		onEvent := func(ev lhcnp.Event) {
 			if ev.Kind == lhcnp.EventCNPSent {
 				env.Count(name, "fcn-cnp", 1)
-				record(name, ev.Flow)
+				record(sw, name, ev.Flow)
 			}
 		}
 		pe, err := fcn.AttachPE(env.Net, sw, cfg, tunnel, lhcnp.WithEvents(onEvent))
@@ -84,7 +85,7 @@ func installFCN(env *Env) error {
 		}
 		tr.OnSent = func(k lhcnp.FlowKey, pe *netsim.Switch) {
 			env.Count(name, "fcn", 1)
-			record(pe.Name(), k)
+			record(sw, pe.Name(), k)
 		}
 		env.TapSwitch(sw, tr.Observer())
 		fns = append(fns, fcn.FunctionOf(nil, tr))

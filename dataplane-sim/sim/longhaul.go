@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -53,7 +55,7 @@ func WithLongHaulCNP(f func(m *LongHaulCNP, env *Env)) Option {
 }
 
 func init() {
-	install.RegisterInstaller(scenario.MechanismLongHaulCNP, func(env *Env) error { return installLongHaulCNP(env, nil) })
+	install.RegisterCutInstaller(scenario.MechanismLongHaulCNP, func(env *Env) error { return installLongHaulCNP(env, nil) })
 }
 
 // installLongHaulCNP attaches a Long-haul CNP node (package lhcnp) to every
@@ -100,23 +102,34 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			maxRTT = max(maxRTT, ic.RTTEst)
 		}
 	}
+	// Each node counts and keeps its events on its own (on a scenario
+	// cut into partitions the nodes run side by side); the counts are
+	// summed, and the events merged in time order, at the end.
+	type nodeCounts struct{ escalations, deferrals, learned int64 }
+	perNode := make([]nodeCounts, len(env.Nodes))
+	events := make([][]lhcnp.Event, len(env.Nodes))
+	cut := env.Group.Len() > 1
 	for i, sw := range env.Nodes {
 		name := sw.Name()
+		nc := &perNode[i]
 		onEvent := func(ev lhcnp.Event) {
 			switch ev.Kind {
 			case lhcnp.EventCNPSent:
 				env.Count(name, "long-haul-cnp", 1)
 				env.Count(name, "long-haul-cnp/"+ev.Action.String(), 1)
 				if ev.Escalated {
-					counts["escalations"]++
+					nc.escalations++
 				}
 			case lhcnp.EventDeferral:
-				counts["deferrals"]++
+				nc.deferrals++
 			case lhcnp.EventFlowLearned:
-				counts["flows_learned"]++
+				nc.learned++
 			}
 			env.NodeEvent(&ev)
-			if keep {
+			switch {
+			case keep && cut:
+				events[i] = append(events[i], ev)
+			case keep:
 				m.Events = append(m.Events, ev)
 			}
 		}
@@ -169,6 +182,17 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		}
 	})
 	env.OnSummary(func(*report.Input) {
+		for _, nc := range perNode {
+			// A count appears once it is not zero, as it always has.
+			for k, v := range map[string]int64{"escalations": nc.escalations, "deferrals": nc.deferrals, "flows_learned": nc.learned} {
+				if v > 0 {
+					counts[k] += v
+				}
+			}
+		}
+		if cut {
+			m.Events = mergeEvents(events)
+		}
 		for _, rp := range m.ReactionPoints {
 			c := rp.Counters()
 			counts["rp_received"] += c.Received
@@ -204,6 +228,17 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		observe(m, env)
 	}
 	return nil
+}
+
+// mergeEvents merges the nodes' events (each in time order) in time
+// order, ties in node order.
+func mergeEvents(byNode [][]lhcnp.Event) []lhcnp.Event {
+	var out []lhcnp.Event
+	for _, evs := range byNode {
+		out = append(out, evs...)
+	}
+	slices.SortStableFunc(out, func(a, b lhcnp.Event) int { return cmp.Compare(a.Time, b.Time) })
+	return out
 }
 
 // thresholdRecorder returns a sample hook that records every node's ports'

@@ -31,6 +31,7 @@ func (r *runner) run(ctx context.Context) error {
 			break
 		}
 	}
+	r.mergeCounts()
 	for _, pr := range r.ports {
 		r.advanceCapacity(pr, r.end)
 	}
@@ -41,6 +42,7 @@ func (r *runner) run(ctx context.Context) error {
 // sample records one row per series. Flows are recorded from their start
 // to their completion; a stopped or paused flow records 0.
 func (r *runner) sample(now engine.Time) {
+	r.mergeCounts()
 	t := now.Nanos()
 	rec := r.rec
 	for _, pr := range r.ports {

@@ -42,10 +42,11 @@ type Env = install.Env
 
 // The installers of the kinds whose params package scenario holds
 // register from their files here (this one: DCQCN alone, which needs
-// nothing, and none, both of which run on a scenario cut into partitions:
-// their state is per host and per port, and the meter's is kept per
-// partition); a kind of another package registers its own with
-// install.Register.
+// nothing, and none); a kind of another package registers its own with
+// install.Register. Every one of them runs on a scenario cut into
+// partitions: their models keep state per node, per host and per port and
+// schedule on their node's Sim, and the meter's and the runner's counts
+// are kept per partition (TestThreadsEveryMechanism).
 func init() {
 	install.RegisterCutInstaller(scenario.MechanismDCQCN, func(*Env) error { return nil })
 	install.RegisterCutInstaller(scenario.MechanismNone, installNone)
@@ -116,10 +117,10 @@ func (e *runEnv) Signal(name string, switchCNPs bool) {
 	}
 }
 
-// NodeEvent hands a node's event to the meter.
-func (e *runEnv) NodeEvent(ev *lhcnp.Event) {
+// NodeEvent hands a node's event, reported by switch from, to the meter.
+func (e *runEnv) NodeEvent(from *netsim.Switch, ev *lhcnp.Event) {
 	if e.meter != nil {
-		e.meter.longHaulEvent(ev)
+		e.meter.longHaulEvent(from, ev)
 	}
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
@@ -37,17 +38,25 @@ import (
 //     rate, divided by the capacity of those intervals. An ideal mechanism
 //     keeps such a port busy: 1.
 type meter struct {
-	env     *Env
-	end     engine.Time  // the run's
-	flows   []*flowMeter // by netsim.FlowID
-	byQP    map[*netsim.QP]*flowMeter
-	byKey   map[lhcnp.FlowKey]*flowMeter
-	ports   []*portMeter
-	byPort  map[*netsim.Port]*portMeter
-	pending map[pendKey][]engine.Time // Long-haul CNPs in flight, by node and flow
-	tapped  map[*netsim.Host]bool
-	lastT   engine.Time
-	sampled bool
+	env    *Env
+	end    engine.Time  // the run's
+	flows  []*flowMeter // by netsim.FlowID
+	byQP   map[*netsim.QP]*flowMeter
+	byKey  map[lhcnp.FlowKey]*flowMeter
+	ports  []*portMeter
+	byPort map[*netsim.Port]*portMeter
+	// pending: Long-haul CNPs in flight, by node and flow. On a network
+	// cut into partitions a node and the sender it notifies may run side
+	// by side: pendMu guards the map, and a sender takes only what its own
+	// partition reported or what another reported a lookahead or more ago
+	// (pendingEntry), so that what it takes never depends on the threads.
+	pending map[pendKey][]pendEntry
+	pendMu  sync.Mutex
+	// lookahead of the cut network (0: not cut).
+	lookahead engine.Time
+	tapped    map[*netsim.Host]bool
+	lastT     engine.Time
+	sampled   bool
 	// signal names the switch-originated notification the mechanism sends
 	// ("long-haul-cnp", "fast-cnp"); "" for DCQCN alone.
 	signal string
@@ -75,8 +84,16 @@ type flowMeter struct {
 	lhGen             engine.Time // generation of the Long-haul CNP that first reduced its rate
 	lhReact           engine.Time // ... and when it did
 	cutCheck          bool        // a DCQCN cut check is scheduled
-	// markIn is firstMark per partition of a cut network (nil: not cut).
-	markIn []engine.Time
+	// markIn is firstMark per partition of a cut network (nil: not cut),
+	// sentIn lhSent.
+	markIn, sentIn []engine.Time
+}
+
+// pendEntry is a notification in flight: when it was sent and the
+// partition of the switch that reported it.
+type pendEntry struct {
+	t    engine.Time
+	part int
 }
 
 type pendKey struct {
@@ -129,7 +146,7 @@ func metered(m Mechanism) Mechanism {
 
 func newMeter(env *Env, end engine.Time) *meter {
 	m := &meter{env: env, end: end, byQP: map[*netsim.QP]*flowMeter{}, byKey: map[lhcnp.FlowKey]*flowMeter{},
-		byPort: map[*netsim.Port]*portMeter{}, pending: map[pendKey][]engine.Time{}, tapped: map[*netsim.Host]bool{},
+		byPort: map[*netsim.Port]*portMeter{}, pending: map[pendKey][]pendEntry{}, tapped: map[*netsim.Host]bool{},
 		classify:  map[*netsim.Host]func(*netsim.Host, *netsim.Packet) *netsim.QP{},
 		switchObs: map[*netsim.Switch]netsim.PortObserver{}, hostCtl: map[*netsim.Host]netsim.ControlHandler{}}
 	for _, pt := range env.Net.Ports() {
@@ -138,6 +155,9 @@ func newMeter(env *Env, end engine.Time) *meter {
 			m.ports = append(m.ports, pm)
 			m.byPort[pt] = pm
 		}
+	}
+	if g := env.Group; g.Len() > 1 {
+		m.lookahead = g.Lookahead()
 	}
 	starts := map[string]scenario.Flow{}
 	for _, f := range env.Scenario.Flows {
@@ -153,9 +173,9 @@ func newMeter(env *Env, end engine.Time) *meter {
 			fm.offeredBitsPerSec = min(fm.offeredBitsPerSec, int64(sf.Rate))
 		}
 		if g := env.Group; g.Len() > 1 {
-			fm.markIn = make([]engine.Time, g.Len())
+			fm.markIn, fm.sentIn = make([]engine.Time, g.Len()), make([]engine.Time, g.Len())
 			for i := range fm.markIn {
-				fm.markIn[i] = unset
+				fm.markIn[i], fm.sentIn[i] = unset, unset
 			}
 		}
 		m.flows = append(m.flows, fm)
@@ -201,8 +221,9 @@ func (m *meter) mark(pt *netsim.Port, p *netsim.Packet) {
 	}
 }
 
-// longHaulEvent records the notifications a node sends.
-func (m *meter) longHaulEvent(ev *lhcnp.Event) {
+// longHaulEvent records the notifications a node sends, reported by
+// switch from (in its partition).
+func (m *meter) longHaulEvent(from *netsim.Switch, ev *lhcnp.Event) {
 	if ev.Kind != lhcnp.EventCNPSent {
 		return
 	}
@@ -211,11 +232,58 @@ func (m *meter) longHaulEvent(ev *lhcnp.Event) {
 	if fm == nil || !ok {
 		return
 	}
-	if fm.lhSent == unset && ev.Action != wire.ActionResume {
-		fm.lhSent = ev.Time
+	part := 0
+	if from != nil {
+		part = m.env.Net.Partition(from)
+	}
+	if ev.Action != wire.ActionResume {
+		if fm.sentIn != nil {
+			fm.sentIn[part] = min(fm.sentIn[part], ev.Time)
+		} else if fm.lhSent == unset {
+			fm.lhSent = ev.Time
+		}
 	}
 	k := pendKey{sw.ID(), fm}
-	m.pending[k] = append(m.pending[k], ev.Time)
+	m.pendMu.Lock()
+	m.pending[k] = append(m.pending[k], pendEntry{ev.Time, part})
+	m.pendMu.Unlock()
+}
+
+// takePending removes and returns the generation time of the oldest
+// notification in flight from node to fm that a sender in partition part
+// can have received at now (unset: none). On a network that is not cut
+// that is the first in the list. On a cut one the sender takes what its
+// own partition reported (already, in its order) or what another
+// reported at least a lookahead before now (in a window before this one,
+// so it is there whatever the threads); the oldest of those, ties to the
+// lower partition.
+func (m *meter) takePending(node netsim.NodeID, fm *flowMeter, part int, now engine.Time) engine.Time {
+	k := pendKey{node, fm}
+	m.pendMu.Lock()
+	defer m.pendMu.Unlock()
+	pend := m.pending[k]
+	best := -1
+	for i, e := range pend {
+		if e.part != part && (m.lookahead == 0 || e.t > now-m.lookahead) {
+			continue
+		}
+		if best < 0 || e.t < pend[best].t || (e.t == pend[best].t && e.part < pend[best].part) {
+			best = i
+		}
+		if m.lookahead == 0 {
+			break
+		}
+	}
+	if best < 0 {
+		return unset
+	}
+	gen := pend[best].t
+	if best == 0 {
+		m.pending[k] = pend[1:]
+	} else {
+		m.pending[k] = append(pend[:best], pend[best+1:]...)
+	}
+	return gen
 }
 
 // sample closes the interval since the last sample for every switch port
@@ -293,6 +361,9 @@ func (m *meter) finish(in *report.Input) {
 	for _, fm := range m.flows {
 		for _, t := range fm.markIn {
 			fm.firstMark = min(fm.firstMark, t)
+		}
+		for _, t := range fm.sentIn {
+			fm.lhSent = min(fm.lhSent, t)
 		}
 		fi := report.FeedbackInput{Flow: fm.name, SignalNs: ns(fm.firstMark), ReactionNs: ns(fm.firstCut)}
 		if lh {
@@ -452,12 +523,7 @@ func (t *hostTap) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	rate, paused := q.RateBitsPerSec(), q.PausedUntil()
 	handled := t.inner != nil && t.inner.HandleControl(h, p)
 	if extended {
-		gen := unset
-		k := pendKey{p.Src, fm}
-		if pend := m.pending[k]; len(pend) > 0 {
-			gen = pend[0]
-			m.pending[k] = pend[1:]
-		}
+		gen := m.takePending(p.Src, fm, m.env.Net.Partition(h), now)
 		reduced := q.RateBitsPerSec() < rate || q.PausedUntil() > max(now, paused)
 		if handled && reduced && fm.lhReact == unset && gen != unset {
 			fm.lhGen, fm.lhReact = gen, now

@@ -27,7 +27,7 @@ func RateAdviceConfig(p scenario.RateAdvice) rateadvice.Config {
 	return c
 }
 
-func init() { install.RegisterInstaller(scenario.MechanismRateAdvice, installRateAdvice) }
+func init() { install.RegisterCutInstaller(scenario.MechanismRateAdvice, installRateAdvice) }
 
 // installRateAdvice puts a Rate Advice node (package rateadvice) on every
 // switch of the block, beside any other block's observer there, and a

@@ -161,8 +161,15 @@ type runner struct {
 	sent       map[string]int64 // notifications by kind
 	sentBy     []sentCounter
 	sentSeries map[[2]string]int // index into sentBy
-	warnings   []string
-	events     uint64
+	// sentIn, on a network cut into partitions, holds the counts of each
+	// partition's nodes since the last merge (mergeCounts, at every
+	// sample and at the end), so that partitions running side by side
+	// never touch the shared counters and the series appear in an order
+	// that does not depend on the threads: partition by partition, each
+	// in its own order.
+	sentIn   [][]partCount
+	warnings []string
+	events   uint64
 }
 
 type portRun struct {
@@ -201,7 +208,37 @@ type sentCounter struct {
 	id         report.SeriesID
 }
 
+// partCount is a count of a partition's node not yet merged.
+type partCount struct {
+	node, kind string
+	n          int64
+}
+
 func (r *runner) count(node, kind string, n int64) {
+	if r.sentIn != nil {
+		i := 0
+		if x := r.net.NodeByName(node); x != nil {
+			i = r.net.Partition(x)
+		}
+		r.sentIn[i] = append(r.sentIn[i], partCount{node, kind, n})
+		return
+	}
+	r.countNow(node, kind, n)
+}
+
+// mergeCounts adds the partitions' counts since the last merge, in
+// partition order; the partitions are stopped (a global event, or the end
+// of the run).
+func (r *runner) mergeCounts() {
+	for i, cs := range r.sentIn {
+		for _, c := range cs {
+			r.countNow(c.node, c.kind, c.n)
+		}
+		r.sentIn[i] = cs[:0]
+	}
+}
+
+func (r *runner) countNow(node, kind string, n int64) {
 	r.sent[kind] += n
 	key := [2]string{node, kind}
 	i, ok := r.sentSeries[key]

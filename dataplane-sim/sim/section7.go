@@ -143,7 +143,7 @@ func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts
 		st := n1.State(false)
 		res.KMaxBytes, res.KMinBytes = st.Ports[wanIdx].Queues[0].KMaxBytes, st.Ports[wanIdx].Queues[0].KMinBytes
 		res.N1ToSourceDelay = build.PortTowards(n1.Switch(), s7Source).Out().Delay()
-		env.Sim.Every(0, res.PollInterval, func(now engine.Time) {
+		env.Group.EveryGlobal(0, res.PollInterval, func(now engine.Time) {
 			qs := n1.State(false).Ports[wanIdx].Queues[0]
 			r, _ := rp.QP(q)
 			rate := q.RateBitsPerSec()

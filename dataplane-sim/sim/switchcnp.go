@@ -23,7 +23,7 @@ func SwitchCNPConfig(p scenario.SwitchCNP) switchcnp.Config {
 	return c
 }
 
-func init() { install.RegisterInstaller(scenario.MechanismSwitchCNP, installSwitchCNP) }
+func init() { install.RegisterCutInstaller(scenario.MechanismSwitchCNP, installSwitchCNP) }
 
 // installSwitchCNP attaches the white paper's node (package switchcnp) to
 // every switch of the block. The hosts need nothing new: the CNPs are

@@ -3,14 +3,17 @@ package sim
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/cputime"
 )
@@ -22,19 +25,7 @@ func runDir(t *testing.T, sc *scenario.Scenario, threads int, opts ...Option) ma
 	if _, err := Run(context.Background(), sc, dir, append(opts, WithThreads(threads))...); err != nil {
 		t.Fatalf("%s at %d threads: %v", sc.Name, threads, err)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = b
-	}
-	return files
+	return readDir(t, dir)
 }
 
 // sameDirs reports the first file that differs between two runs' outputs.
@@ -51,9 +42,9 @@ func sameDirs(a, b map[string][]byte) error {
 }
 
 // TestThreadsSameOutputs: the two-DC scenario, cut into two partitions,
-// and every shipped scenario (at a short duration) write byte-identical
-// output directories, plots included for the two-DC one, at 1, 2 and 4
-// threads.
+// the two-DC generated fabric (a partition per fabric) and every shipped
+// scenario (at a short duration) write byte-identical output directories,
+// plots included for the two-DC one, at 1, 2 and 4 threads.
 func TestThreadsSameOutputs(t *testing.T) {
 	sc := load(t, "two-dc.yaml")
 	if n := len(sc.Partitions()); n != 2 {
@@ -66,7 +57,9 @@ func TestThreadsSameOutputs(t *testing.T) {
 		}
 	}
 
-	var files []string
+	// fabric/two-dc-k4.yaml: two generated fabrics, a partition each by
+	// default, cut at the WAN.
+	files := []string{filepath.Join("..", "..", "scenarios", "fabric", "two-dc-k4.yaml")}
 	for _, dir := range []string{"", "compare", "tuner", "checks"} {
 		fs, err := filepath.Glob(filepath.Join("..", "..", "scenarios", dir, "*.yaml"))
 		if err != nil {
@@ -82,6 +75,9 @@ func TestThreadsSameOutputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(sc.Fabrics) > 1 && len(sc.Partitions()) != len(sc.Fabrics) {
+			t.Errorf("%s: %d partitions for %d fabrics", f, len(sc.Partitions()), len(sc.Fabrics))
+		}
 		d := min(sc.Duration, time.Millisecond)
 		want := runDir(t, sc, 1, WithDuration(d), WithoutPlots())
 		for _, th := range []int{2, 4} {
@@ -92,14 +88,71 @@ func TestThreadsSameOutputs(t *testing.T) {
 	}
 }
 
-// TestPartitionedMechanismRefused: a mechanism whose models share state
-// across partitions is refused on a cut scenario, not run wrong.
-func TestPartitionedMechanismRefused(t *testing.T) {
-	sc := load(t, "two-dc.yaml")
-	sc.Mechanism.Kind = scenario.MechanismLongHaulCNP
-	_, err := Run(context.Background(), sc, t.TempDir(), WithDuration(time.Millisecond), WithoutPlots())
-	if !errors.Is(err, ErrNotPartitioned) {
-		t.Errorf("long-haul-cnp on two-dc: %v, want ErrNotPartitioned", err)
+// TestThreadsEveryMechanism: every mechanism kind runs on a scenario cut
+// into partitions (compare/mid-wan.yaml cut into DC-A, the WAN node M1
+// and DC-B: the nodes of every kind sit in three partitions and notify
+// senders across the cuts, FCN's transit nodes report to the ingress PE
+// across one) and writes byte-identical output directories at 1, 2 and 4
+// threads, with notifications sent.
+func TestThreadsEveryMechanism(t *testing.T) {
+	path := filepath.Join("..", "..", "scenarios", "compare", "mid-wan.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for sw, part := range map[string]string{"n1": "dc-a", "m1": "wan", "n2": "dc-b"} {
+		old := "{name: " + sw + ", ip:"
+		if !strings.Contains(text, old) {
+			t.Fatalf("mid-wan.yaml has no %q", old)
+		}
+		text = strings.Replace(text, old, "{name: "+sw+", partition: "+part+", ip:", 1)
+	}
+	base, err := scenario.Parse(path, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(base.Partitions()); n != 3 {
+		t.Fatalf("cut mid-wan has %d partitions, want 3", n)
+	}
+	kinds := []scenario.MechanismKind{scenario.MechanismLongHaulCNP, scenario.MechanismFastCNP,
+		scenario.MechanismFCN, scenario.MechanismRateAdvice, scenario.MechanismSwitchCNP}
+	if testing.Short() {
+		kinds = kinds[:1]
+	}
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			sc := *base
+			if kind != scenario.MechanismLongHaulCNP {
+				ns := sc.Mechanism.Nodes
+				sc.Mechanism = scenario.Mechanism{Kind: kind, Nodes: ns, Params: scenario.DefaultParams(kind, ns)}
+			}
+			if !install.Cut(kind) {
+				t.Fatalf("%s is not registered as running cut", kind)
+			}
+			opts := []Option{WithDuration(30 * time.Millisecond), WithoutPlots()}
+			want := runDir(t, &sc, 1, opts...)
+			var sum struct {
+				Notifications map[string]int64 `json:"notifications"`
+			}
+			if err := json.Unmarshal(want[SummaryJSON], &sum); err != nil {
+				t.Fatal(err)
+			}
+			sent := int64(0)
+			for k, n := range sum.Notifications {
+				if k != "cnp" {
+					sent += n
+				}
+			}
+			if sent == 0 {
+				t.Errorf("%s sent no notifications of its own: %v", kind, sum.Notifications)
+			}
+			for _, th := range []int{2, 4} {
+				if err := sameDirs(want, runDir(t, &sc, th, opts...)); err != nil {
+					t.Errorf("%s: threads=%d against threads=1: %v", kind, th, err)
+				}
+			}
+		})
 	}
 }
 
@@ -134,5 +187,79 @@ func BenchmarkTwoDC(b *testing.B) {
 			}
 			b.ReportMetric(float64(heap)/1e6, "heap-MB")
 		})
+	}
+}
+
+// TestThreadsFabricProperty: random small pairs of generated fabrics
+// (fat-trees and leaf-spines of a few hosts, each its own partition by
+// default), joined by a WAN of random delay (the lookahead), with random
+// cross-DC and intra-DC traffic, under a random mechanism kind on the
+// border routers (or on every switch of one fabric and the other's border
+// router), write byte-identical output directories at 1, 2 and 4
+// threads.
+func TestThreadsFabricProperty(t *testing.T) {
+	kinds := []scenario.MechanismKind{scenario.MechanismDCQCN, scenario.MechanismNone, scenario.MechanismLongHaulCNP,
+		scenario.MechanismFastCNP, scenario.MechanismFCN, scenario.MechanismRateAdvice, scenario.MechanismSwitchCNP}
+	cases := 8
+	if testing.Short() {
+		cases = 2
+	}
+	rng := rand.New(rand.NewPCG(25, 4))
+	for i := range cases {
+		fabric := func(name string) string {
+			if rng.IntN(2) == 0 {
+				return fmt.Sprintf("{name: %s, kind: fat-tree, k: %d, rate: 100Gbps, delay: %dus, ipv6: true, buffer: 2MB}",
+					name, 2+2*rng.IntN(2), 1+rng.IntN(3))
+			}
+			return fmt.Sprintf("{name: %s, kind: leaf-spine, leaves: %d, spines: %d, hosts_per_leaf: %d, rate: 100Gbps, delay: %dus, ipv6: true, shared_buffer: {size: 8MB}}",
+				name, 2+rng.IntN(2), 1+rng.IntN(2), 2+rng.IntN(2), 1+rng.IntN(3))
+		}
+		kind := kinds[rng.IntN(len(kinds))]
+		nodes := "[a-br, b-br]"
+		if kind != scenario.MechanismFCN && rng.IntN(2) == 0 {
+			nodes = "[a-switches, b-br]"
+		}
+		mech := fmt.Sprintf("mechanism:\n  kind: %s\n  nodes: %s\n", kind, nodes)
+		if kind == scenario.MechanismDCQCN || kind == scenario.MechanismNone {
+			mech = fmt.Sprintf("mechanism:\n  kind: %s\n", kind)
+		}
+		text := fmt.Sprintf(`name: fabric-property-%d
+seed: %d
+duration: 3ms
+sample_interval: 50us
+topology:
+  fabrics:
+    - %s
+    - %s
+  wan:
+    - {name: wan, a: a, b: b, rate: %dGbps, delay: %dus, buffer: 64MB}
+queue:
+  ecn: {enabled: true, k_min: 50KB, k_max: 200KB, p_max: 0.2}
+%straffic:
+  generated:
+    - {name: x, senders: [a, b], receivers: [a, b], pattern: cross-dc, load_of: wan, load: 0.%d, cdf: [[1KB, 0], [100KB, 0.6], [2MB, 1]], stop: 2ms}
+    - {name: y, senders: [a, b], receivers: [a, b], pattern: intra-dc, load: 0.%d, cdf: [[1KB, 0], [100KB, 0.6], [2MB, 1]], stop: 2ms}
+`, i, 1+rng.IntN(1000), fabric("a"), fabric("b"), 10*(1+rng.IntN(10)), 50+rng.IntN(500), mech, 3+rng.IntN(6), 2+rng.IntN(5))
+		sc, err := scenario.Parse(fmt.Sprintf("fabric-property-%d.yaml", i), []byte(text))
+		if err != nil {
+			t.Fatalf("case %d:\n%s\n%v", i, text, err)
+		}
+		if n := len(sc.Partitions()); n != 2 {
+			t.Fatalf("case %d: %d partitions, want 2", i, n)
+		}
+		want := runDir(t, sc, 1, WithoutPlots())
+		var sum struct {
+			Events        uint64           `json:"events"`
+			Notifications map[string]int64 `json:"notifications"`
+		}
+		if err := json.Unmarshal(want[SummaryJSON], &sum); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("case %d: %s on %s, %d flows, %d events, notifications %v", i, kind, nodes, len(sc.Flows), sum.Events, sum.Notifications)
+		for _, th := range []int{2, 4} {
+			if err := sameDirs(want, runDir(t, sc, th, WithoutPlots())); err != nil {
+				t.Errorf("case %d (%s):\n%s\nthreads=%d against threads=1: %v", i, kind, text, th, err)
+			}
+		}
 	}
 }

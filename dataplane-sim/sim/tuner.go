@@ -143,7 +143,7 @@ func installTuner(env *Env, m *LongHaulCNP, spec scenario.Tuner) {
 	}
 	t := &tunerLoop{env: env, m: m, spec: spec, base: base, queues: map[tqKey]*tunedQueue{},
 		interval: engine.FromDuration(env.Scenario.SampleInterval)}
-	env.Sim.Every(t.interval, t.interval, t.tick)
+	env.Group.EveryGlobal(t.interval, t.interval, t.tick)
 	env.OnLinkChange(func(_ *scenario.Link, a, b *netsim.Port) {
 		for _, q := range t.order {
 			if (q.pt == a || q.pt == b) && q.applied != nil {
@@ -325,7 +325,7 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 	q.pending = &tunerPending{log: len(*log) - 1, commit: policy.CommitOf(d, w), appliedAt: now + delay,
 		judgeAt: now + delay + judge, giveUp: now + delay + 3*judge}
 	after := d.After
-	t.env.Sim.AtFunc(now+delay, func() { t.apply(q, after) })
+	t.env.Group.AtGlobal(now+delay, func() { t.apply(q, after) })
 }
 
 // ruleJudge names the judgement of a change in TunerDecisions.
@@ -373,7 +373,7 @@ func (t *tunerLoop) restore(q *tunedQueue, p *tunerPending, now engine.Time, cfg
 	q.mem = cfg.Reverted(q.mem, simTime(now))
 	q.pending = nil
 	s := p.commit.From
-	t.env.Sim.AtFunc(now+engine.FromDuration(t.spec.SetDelay), func() { t.apply(q, s) })
+	t.env.Group.AtGlobal(now+engine.FromDuration(t.spec.SetDelay), func() { t.apply(q, s) })
 }
 
 // apply writes the settings into the node's configuration of the queue.
@@ -468,7 +468,7 @@ func (t *tunerLoop) steps() []engine.Time {
 	slices.Sort(out)
 	out = slices.Compact(out)
 	// Only the steps inside the run (a run may be shortened).
-	return slices.DeleteFunc(out, func(at engine.Time) bool { return at >= t.env.Sim.Now() })
+	return slices.DeleteFunc(out, func(at engine.Time) bool { return at >= t.env.Group.Now() })
 }
 
 func portNamed(sw *netsim.Switch, name string) *netsim.Port {

@@ -41,9 +41,9 @@ func (s *Sender) Send(src netip.Addr, srcQP uint32, srcNode netsim.NodeID) bool 
 		s.Failed++
 		return false
 	}
-	p := s.net.NewPacket()
-	if err := s.net.SetFrame(p, s.buf[:n]); err != nil {
-		s.net.FreePacket(p)
+	p := s.sw.NewPacket()
+	if err := s.sw.SetFrame(p, s.buf[:n]); err != nil {
+		s.sw.FreePacket(p)
 		s.Failed++
 		return false
 	}

@@ -3,6 +3,7 @@ package queuewatch_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,5 +91,21 @@ func TestBadParams(t *testing.T) {
 				t.Errorf("error %q, want queue-watch.yaml:%d: %s: ...%s...", e, tt.line, tt.field, tt.reason)
 			}
 		})
+	}
+}
+
+// TestCutRefused: a kind registered without install.Kind.Cut (this toy
+// does not declare itself cut-safe) is refused on a scenario cut into
+// partitions.
+func TestCutRefused(t *testing.T) {
+	sc, err := scenario.LoadFile(filepath.Join("..", "..", "..", "scenarios", "two-dc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := []string{"dci-a", "dci-b"}
+	sc.Mechanism = scenario.Mechanism{Kind: queuewatch.Kind, Nodes: ns, Params: scenario.DefaultParams(queuewatch.Kind, ns)}
+	_, err = sim.Run(context.Background(), sc, t.TempDir(), sim.WithoutPlots(), sim.WithoutSeries())
+	if !errors.Is(err, sim.ErrNotPartitioned) {
+		t.Errorf("queue-watch on two-dc: %v, want ErrNotPartitioned", err)
 	}
 }
