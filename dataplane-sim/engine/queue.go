@@ -1,5 +1,7 @@
 package engine
 
+import "math/bits"
+
 // The event queue is a 4-ary min-heap of 16-byte keys, (time, seq<<24|slot),
 // over a slab of payloads (handler, kind, arg) indexed by slot. Sifting moves
 // only the keys; the payload is written once and read once. seq is the
@@ -73,7 +75,26 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 // peekAt returns the time of the earliest event; the queue must not be empty.
 func (q *queue) peekAt() Time { return q.keys[0].at }
 
+// less orders keys by (at, ss) without a branch: the borrow out of the
+// 128-bit subtraction (at, ss) − (bt, bss). Times are never negative (At
+// and AtGlobal clamp to Now ≥ 0), so they compare as unsigned numbers.
+func less(a, b key) bool { return lessBit(a, b) != 0 }
+
+// lessBit is less as 1 or 0.
+func lessBit(a, b key) uint64 {
+	_, br := bits.Sub64(a.ss, b.ss, 0)
+	_, br = bits.Sub64(uint64(a.at), uint64(b.at), br)
+	return br
+}
+
 // pop removes the earliest event and returns its time and payload.
+//
+// The hole left at the root goes down to a leaf along the smaller child
+// (three branch-free comparisons per level for four children) and the last
+// key goes up from there (Floyd's bottom-up heap): the last key almost
+// always belongs near the leaves, so this saves the comparison with it at
+// every level on the way down. The order of events is the same as any heap
+// gives: keys are unique, (time, insertion sequence).
 func (q *queue) pop() (Time, payload) {
 	h := q.keys
 	top := h[0]
@@ -85,25 +106,38 @@ func (q *queue) pop() (Time, payload) {
 		i := 0
 		for {
 			c := i<<2 + 1
+			if c+3 < n {
+				// Four children: a tournament of two pairs, with the
+				// comparisons' borrows as indexes (no branch to mispredict).
+				k := (*[4]key)(h[c : c+4])
+				j0 := lessBit(k[1], k[0])
+				j1 := 2 + lessBit(k[3], k[2])
+				w := lessBit(k[j1&3], k[j0&3])
+				j := j0 ^ (j0^j1)&-w
+				h[i] = k[j&3]
+				i = c + int(j)
+				continue
+			}
 			if c >= n {
 				break
 			}
 			m := c
-			mk := h[c]
-			end := c + 4
-			if end > n {
-				end = n
-			}
-			for j := c + 1; j < end; j++ {
-				if k := h[j]; k.at < mk.at || (k.at == mk.at && k.ss < mk.ss) {
-					m, mk = j, k
+			for j := c + 1; j < n; j++ {
+				if less(h[j], h[m]) {
+					m = j
 				}
 			}
-			if last.at < mk.at || (last.at == mk.at && last.ss < mk.ss) {
+			h[i] = h[m]
+			i = m
+			break
+		}
+		for i > 0 {
+			p := (i - 1) >> 2
+			if !less(last, h[p]) {
 				break
 			}
-			h[i] = mk
-			i = m
+			h[i] = h[p]
+			i = p
 		}
 		h[i] = last
 	}
