@@ -369,6 +369,7 @@ func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	f.Sender, f.Receiver = q, r
 	src.qps[sq] = q
 	src.sendQPs = append(src.sendQPs, q)
+	src.sched = append(src.sched, q)
 	dst.recv[dq] = r
 	dst.recvByPeer[peerQP{src.id, sq}] = r
 	n.flows = append(n.flows, f)

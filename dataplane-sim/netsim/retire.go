@@ -183,16 +183,12 @@ func (n *Network) retireFlow(f *Flow) {
 	}
 	src, dst := q.host, r.host
 
-	// Sender: out of the scheduling list, keeping the round robin's place.
+	// Sender: out of the host's list and of the round robin (keeping its
+	// place; a flow that sent its last byte has left it already).
 	if i := slices.Index(src.sendQPs, q); i >= 0 {
 		src.sendQPs = slices.Delete(src.sendQPs, i, i+1)
-		if i < src.rr {
-			src.rr--
-		}
-		if src.rr >= len(src.sendQPs) {
-			src.rr = 0
-		}
 	}
+	src.unschedule(q)
 	if src.qps[q.QPN] == q {
 		delete(src.qps, q.QPN)
 	}
