@@ -9,9 +9,10 @@ import (
 )
 
 // Flow retirement: a network that runs traffic without end (the lab) drops
-// the queue pairs of flows that are over, so that a host's per-packet work
-// (nextPacket scans its sender QPs) and the memory of the network stay
-// bounded by the flows running, not by the flows ever run. It is off by
+// the queue pairs of flows that are over, so that the memory of the network
+// and the hosts' tables stay bounded by the flows running, not by the flows
+// ever run (a host's round robin drops a QP once it has sent its last byte,
+// retired or not). It is off by
 // default, and with it off nothing below runs: results stay byte for byte
 // those of a network without it.
 
