@@ -3,6 +3,8 @@ package engine
 import (
 	"testing"
 	"time"
+
+	"github.com/lhcnp/lhcnp/internal/cputime"
 )
 
 type selfTimer struct {
@@ -22,9 +24,12 @@ func BenchmarkQueue(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := time.Now()
+	start, c0 := time.Now(), cputime.Process()
 	for i := 0; i < b.N; i++ {
 		s.Step()
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+	if cpu := cputime.Process() - c0; cpu > 0 {
+		b.ReportMetric(float64(b.N)/cpu.Seconds(), "events/cpu-s")
+	}
 }

@@ -102,7 +102,7 @@ func NewGroup(n int, seed uint64) *Group {
 		p.out[1] = make([][]message, n)
 		g.parts = append(g.parts, p)
 	}
-	g.globals.keys = make([]key, 0, 16)
+	g.globals.near = make([]key, 0, 16)
 	return g
 }
 
@@ -420,7 +420,7 @@ func (g *Group) step(p *part, end Time) {
 	g.deliver(p)
 	s := p.sim
 	q := &s.q
-	for len(q.keys) > 0 && q.keys[0].at < end {
+	for q.n > 0 && q.top.at < end {
 		at, e := q.pop()
 		s.now = at
 		s.events++

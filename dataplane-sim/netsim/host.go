@@ -3,6 +3,7 @@ package netsim
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -86,6 +87,11 @@ type Host struct {
 	port    *Port
 	ports   []*Port
 	sendQPs []*QP
+	// sched is sendQPs without the QPs that have sent their last byte
+	// (they never send again): the list nextPacket scans round robin, rr
+	// its place. Without it a host that had run thousands of short flows
+	// stepped over all of them for every packet.
+	sched   []*QP
 	qps     map[uint32]*QP
 	recv    map[uint32]*RecvQP
 	rr      int
@@ -283,14 +289,14 @@ func (h *Host) receiveData(p *Packet) {
 // wake-up for the earliest one and returns nil.
 func (h *Host) nextPacket(pt *Port) *Packet {
 	now := h.part.sim.Now()
-	n := len(h.sendQPs)
+	n := len(h.sched)
 	next := engine.Never
 	for i := 0; i < n; i++ {
 		j := h.rr + i
 		if j >= n {
 			j -= n
 		}
-		q := h.sendQPs[j]
+		q := h.sched[j]
 		// sending is false before the connection, after the last byte and
 		// while administratively stopped: one test on the hot path.
 		if !q.sending || pt.paused[q.prio] {
@@ -315,6 +321,23 @@ func (h *Host) nextPacket(pt *Port) *Packet {
 		pt.scheduleWake(next)
 	}
 	return nil
+}
+
+// unschedule takes q out of the round robin, keeping its place: the scan
+// goes on from the QP it would have reached next, as if q were still
+// there and skipped (a QP that sent its last byte is skipped for good).
+func (h *Host) unschedule(q *QP) {
+	i := slices.Index(h.sched, q)
+	if i < 0 {
+		return
+	}
+	h.sched = slices.Delete(h.sched, i, i+1)
+	if i < h.rr {
+		h.rr--
+	}
+	if h.rr >= len(h.sched) {
+		h.rr = 0
+	}
 }
 
 // FlowConfig describes one RDMA flow: a sender QP on Src writing to a
@@ -651,6 +674,7 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	if q.totalBytes > 0 && q.sentBytes >= q.totalBytes {
 		q.allSent = true
 		q.sending = false
+		h.unschedule(q)
 	}
 	q.lastSend = now
 	q.lastSize = size

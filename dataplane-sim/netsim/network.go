@@ -29,6 +29,11 @@ type Network struct {
 	// nodes' addresses as the hash reads them (by NodeID).
 	ecmpOn   bool
 	ecmpSeed uint64
+	// routeGen counts changes of routes, ECMP seed and addresses: it
+	// invalidates the switches' ECMP caches. Groups exist only after
+	// ComputeRoutes, which makes it at least 1, so an empty entry (gen 0)
+	// never matches.
+	routeGen uint32
 	addrs    []ecmp.Addr
 
 	// parts are the partitions the nodes run in (one, parts[0], unless the
@@ -245,7 +250,10 @@ func (n *Network) newPort(x Node) *Port {
 // hash of the packet's five-tuple, seeded with seed and salted with the
 // switch's address, so that every packet of a flow takes one path (a
 // link never reorders, so neither does the flow).
-func (n *Network) SetECMP(on bool, seed uint64) { n.ecmpOn, n.ecmpSeed = on, seed }
+func (n *Network) SetECMP(on bool, seed uint64) {
+	n.ecmpOn, n.ecmpSeed = on, seed
+	n.routeGen++
+}
 
 // ComputeRoutes fills every switch's table with a shortest path (in hops) to
 // every node, breaking ties by the lowest port index, so that the same
@@ -253,6 +261,7 @@ func (n *Network) SetECMP(on bool, seed uint64) { n.ecmpOn, n.ecmpSeed = on, see
 // keeps every equal-cost port. Routes set with Switch.SetRoute
 // before are overwritten; set them after to override.
 func (n *Network) ComputeRoutes() {
+	n.routeGen++
 	n.addrs = make([]ecmp.Addr, len(n.nodes))
 	for i, x := range n.nodes {
 		n.addrs[i] = ecmp.AddrOf(x.Addr())
@@ -360,6 +369,7 @@ func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	f.Sender, f.Receiver = q, r
 	src.qps[sq] = q
 	src.sendQPs = append(src.sendQPs, q)
+	src.sched = append(src.sched, q)
 	dst.recv[dq] = r
 	dst.recvByPeer[peerQP{src.id, sq}] = r
 	n.flows = append(n.flows, f)

@@ -2,6 +2,7 @@ package netsim
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -131,6 +132,9 @@ type Port struct {
 	busy   bool
 	ser    engine.Serializer
 	paused [NumPrio]bool // egress priority held by the peer's PAUSE
+	// ready has bit prio set while queues[prio] holds a packet and prio is
+	// not paused: dequeue finds the highest such priority in one step.
+	ready uint8
 
 	// Paused time: since when each held priority, and any, is held.
 	pausedN     int
@@ -290,6 +294,9 @@ func (pt *Port) enqueue(p *Packet) {
 		pt.maybeMark(p, prio, pt.qBytes[prio])
 	}
 	pt.queues[prio].push(p)
+	if !pt.paused[prio] {
+		pt.ready |= 1 << prio
+	}
 	pt.qBytes[prio] += size
 	pt.totalBytes += size
 	if pt.shared != nil {
@@ -311,33 +318,34 @@ func (pt *Port) enqueue(p *Packet) {
 
 // dequeue takes the head of the highest non-empty, non-paused priority.
 func (pt *Port) dequeue() *Packet {
-	for prio := NumPrio - 1; prio >= 0; prio-- {
-		q := &pt.queues[prio]
-		if q.n == 0 || pt.paused[prio] {
-			continue
-		}
-		p := q.pop()
-		size := int64(p.SizeBytes)
-		pt.qBytes[prio] -= size
-		pt.totalBytes -= size
-		if pt.shared != nil {
-			pt.shared.sharedUsed -= size
-		}
-		if !pt.cfg.MarkOnEnqueue {
-			pt.maybeMark(p, prio, pt.qBytes[prio])
-		}
-		if in := p.inPort; in != nil {
-			p.inPort = nil
-			if in.cfg.PFC.Enabled {
-				in.ingressSub(prio, size)
-			}
-		}
-		if pt.observer != nil {
-			pt.observer.OnDequeue(pt, p, pt.qBytes[prio])
-		}
-		return p
+	if pt.ready == 0 {
+		return nil
 	}
-	return nil
+	prio := bits.Len8(pt.ready) - 1
+	q := &pt.queues[prio]
+	p := q.pop()
+	if q.n == 0 {
+		pt.ready &^= 1 << prio
+	}
+	size := int64(p.SizeBytes)
+	pt.qBytes[prio] -= size
+	pt.totalBytes -= size
+	if pt.shared != nil {
+		pt.shared.sharedUsed -= size
+	}
+	if !pt.cfg.MarkOnEnqueue {
+		pt.maybeMark(p, prio, pt.qBytes[prio])
+	}
+	if in := p.inPort; in != nil {
+		p.inPort = nil
+		if in.cfg.PFC.Enabled {
+			in.ingressSub(prio, size)
+		}
+	}
+	if pt.observer != nil {
+		pt.observer.OnDequeue(pt, p, pt.qBytes[prio])
+	}
+	return p
 }
 
 // countDown counts p as lost to the egress link being down.
@@ -380,6 +388,7 @@ func (pt *Port) flushDown() {
 			pt.part.pool.put(p)
 		}
 	}
+	pt.ready = 0
 }
 
 // maybeMark applies the RED-style ECN decision for a queue depth of q bytes.
@@ -482,6 +491,11 @@ func (pt *Port) setPaused(prio int, pause bool) {
 		}
 	}
 	pt.paused[prio] = pause
+	if pause || pt.queues[prio].n == 0 {
+		pt.ready &^= 1 << prio
+	} else {
+		pt.ready |= 1 << prio
+	}
 }
 
 // tryTransmit starts the next frame if the transmitter is idle.

@@ -9,9 +9,10 @@ import (
 )
 
 // Flow retirement: a network that runs traffic without end (the lab) drops
-// the queue pairs of flows that are over, so that a host's per-packet work
-// (nextPacket scans its sender QPs) and the memory of the network stay
-// bounded by the flows running, not by the flows ever run. It is off by
+// the queue pairs of flows that are over, so that the memory of the network
+// and the hosts' tables stay bounded by the flows running, not by the flows
+// ever run (a host's round robin drops a QP once it has sent its last byte,
+// retired or not). It is off by
 // default, and with it off nothing below runs: results stay byte for byte
 // those of a network without it.
 
@@ -183,16 +184,12 @@ func (n *Network) retireFlow(f *Flow) {
 	}
 	src, dst := q.host, r.host
 
-	// Sender: out of the scheduling list, keeping the round robin's place.
+	// Sender: out of the host's list and of the round robin (keeping its
+	// place; a flow that sent its last byte has left it already).
 	if i := slices.Index(src.sendQPs, q); i >= 0 {
 		src.sendQPs = slices.Delete(src.sendQPs, i, i+1)
-		if i < src.rr {
-			src.rr--
-		}
-		if src.rr >= len(src.sendQPs) {
-			src.rr = 0
-		}
 	}
+	src.unschedule(q)
 	if src.qps[q.QPN] == q {
 		delete(src.qps, q.QPN)
 	}

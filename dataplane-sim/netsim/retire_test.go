@@ -222,8 +222,7 @@ func TestRetireFinishedRejectsNegative(t *testing.T) {
 }
 
 // BenchmarkRetireManyFlows: 200 windows of 21 short flows on one host pair,
-// with and without retirement: events per second of wall clock (without,
-// the sender scans every flow it ever ran for each packet).
+// with and without retirement: events per second of wall clock.
 func BenchmarkRetireManyFlows(b *testing.B) {
 	for _, retire := range []bool{false, true} {
 		b.Run(fmt.Sprintf("retire=%v", retire), func(b *testing.B) {

@@ -48,7 +48,11 @@ type Switch struct {
 	// groups are the equal-cost ports by destination NodeID (nil: one
 	// port, routes says which); salt is the switch's address for the hash.
 	groups [][]int32
-	stats  SwitchStats
+	// ecmpCache remembers RouteFlow's choice for recent five-tuples (made
+	// on first use): the hash is a dozen multiplications per packet and
+	// hop, the same for every packet of a flow.
+	ecmpCache []ecmpEntry
+	stats     SwitchStats
 	// sharedUsed is the bytes queued at all the switch's egress ports,
 	// counted only when it has a shared buffer (what the buffer holds).
 	sharedUsed int64
@@ -88,6 +92,7 @@ func (s *Switch) SetRoute(dst NodeID, port int) error {
 	if int(dst) < len(s.groups) {
 		s.groups[dst] = nil
 	}
+	s.net.routeGen++
 	return nil
 }
 
@@ -107,9 +112,19 @@ func (s *Switch) Route(dst NodeID) *Port {
 func (s *Switch) RouteFlow(src, dst NodeID, srcQP, dstQP uint32) *Port {
 	if int(dst) < len(s.groups) {
 		if g := s.groups[dst]; g != nil {
+			if s.ecmpCache == nil {
+				s.ecmpCache = make([]ecmpEntry, ecmpCacheSize)
+			}
+			e := &s.ecmpCache[(uint32(src)*0x9E3779B1^uint32(dst)*0x85EBCA77^srcQP*0xC2B2AE3D^dstQP*0x27D4EB2F)>>(32-ecmpCacheBits)]
+			gen := s.net.routeGen
+			if e.gen == gen && e.src == src && e.dst == dst && e.srcQP == srcQP && e.dstQP == dstQP {
+				return s.ports[e.port]
+			}
 			a := s.net.addrs
 			h := ecmp.Hash(s.net.ecmpSeed, a[s.id], ecmp.RoCE(a[src], a[dst], srcQP, dstQP))
-			return s.ports[g[ecmp.Pick(h, len(g))]]
+			port := g[ecmp.Pick(h, len(g))]
+			*e = ecmpEntry{src: src, dst: dst, srcQP: srcQP, dstQP: dstQP, gen: gen, port: port}
+			return s.ports[port]
 		}
 	}
 	return s.Route(dst)
@@ -130,6 +145,20 @@ func (s *Switch) ecmpRoute(p *Packet, def *Port) *Port {
 	}
 	return def
 }
+
+// ecmpEntry is a five-tuple's port in a switch's ECMP cache, valid while
+// gen is the network's routeGen.
+type ecmpEntry struct {
+	src, dst     NodeID
+	srcQP, dstQP uint32
+	gen          uint32
+	port         int32
+}
+
+const (
+	ecmpCacheBits = 8
+	ecmpCacheSize = 1 << ecmpCacheBits
+)
 
 func (s *Switch) growGroups(n int) {
 	for len(s.groups) < n {
