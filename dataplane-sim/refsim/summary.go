@@ -59,7 +59,7 @@ type FlowSummary struct {
 	// first DCQCN rate decrease; 0 when it never cut (or, for the
 	// reference, when it ran without its rate log).
 	FirstCutNs int64 `json:"first_cut_ns,omitempty"`
-	IdealNs   int64 `json:"ideal_ns,omitempty"`
+	IdealNs    int64 `json:"ideal_ns,omitempty"`
 }
 
 // ReadSummary reads a Summary written by WriteSummary.
