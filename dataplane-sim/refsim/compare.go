@@ -84,7 +84,16 @@ func Compare(ours, ref []*Summary) []Figure {
 		{Name: "drops", Ours: runMean(ours, func(s *Summary) float64 { return float64(s.Drops) }),
 			Ref: runMean(ref, func(s *Summary) float64 { return float64(s.Drops) })},
 	}
-	if co, cr := meanFirstCut(ours), meanFirstCut(ref); cr > 0 {
+	// The time to the first cut over the runs whose reference run had its
+	// rate log (the runs made with the logging build), ours with the same
+	// seeds.
+	var oc, rc []*Summary
+	for i, r := range ref {
+		if i < len(ours) && slices.ContainsFunc(r.Flows, func(f FlowSummary) bool { return f.FirstCutNs > 0 }) {
+			oc, rc = append(oc, ours[i]), append(rc, r)
+		}
+	}
+	if co, cr := meanFirstCut(oc), meanFirstCut(rc); cr > 0 {
 		figs = append(figs, Figure{Name: "time to first rate cut, mean over flows (ns)", Ours: co, Ref: cr, Tol: tolFirstCutNs / cr})
 	}
 	fo, fr := pooledFCT(ours), pooledFCT(ref)

@@ -177,10 +177,17 @@ func runReference(bin, dir string, sc *scenario.Scenario, t *refsim.Translation,
 		return nil, err
 	}
 	defer log.Close()
-	cmd.Stdout, cmd.Stderr = log, log
+	// Standard error apart: a build that counts its events prints the
+	// count there at exit, which would cut into the rate log's last line.
+	errLog, err := os.Create(filepath.Join(dir, "stderr.txt"))
+	if err != nil {
+		return nil, err
+	}
+	defer errLog.Close()
+	cmd.Stdout, cmd.Stderr = log, errLog
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %w (see %s)", bin, err, log.Name())
+		return nil, fmt.Errorf("%s: %w (see %s and %s)", bin, err, log.Name(), errLog.Name())
 	}
 	wall := time.Since(start)
 	files := map[string]*os.File{}
