@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
+	"github.com/lhcnp/lhcnp/dataplane-sim/refsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
@@ -98,6 +99,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fabricFiles := fs.String("fabrics", strings.Join(defaultFabricScenarios, ","),
 		"scenarios on generated fabrics for --markdown, comma-separated (\"\" for none): their own section")
 	fabricMechs := fs.String("fabric-mechanisms", "dcqcn,long-haul-cnp", "the mechanisms of the --fabrics runs")
+	valRef := fs.String("validation", "dataplane-sim/refsim/testdata/ref",
+		"the stored reference-simulator summaries for --markdown (\"\" for none): how far our DCQCN is from the reference, a column of the tables")
+	valScenarios := fs.String("validation-scenarios", "scenarios/refsim", "the scenario files of --validation")
 	fs.Usage = flagUsage(stderr, fs,
 		"usage: lhcnp sim compare [SCENARIO...] --out DIR [--mechanisms LIST] [--duration D] [--no-plots] [--markdown FILE]",
 		"",
@@ -207,6 +211,18 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fab, err := fabricRuns(ctx, splitList(*fabricFiles), splitList(*fabricMechs), *out, plotDir, opts)
 	if err != nil {
 		return err
+	}
+	if *valRef != "" {
+		stored, err := refsim.CompareAllStored(*valRef, *valScenarios)
+		if err != nil {
+			return err
+		}
+		d := refsim.DistanceOfDCQCN(stored)
+		ref := &compare.DCQCNRef{Cell: d.Cell(), FCT: d.FCTCell(), Paper: refsim.PaperCell, Footnote: d.Footnote()}
+		res.DCQCNRef = ref
+		if fab != nil && fab.Result != nil {
+			fab.Result.DCQCNRef = ref
+		}
 	}
 	var variants []compare.Variant
 	for _, m := range opts.Mechanisms {

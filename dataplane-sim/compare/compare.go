@@ -90,6 +90,39 @@ type Result struct {
 	// <scenario>-queue.png and -rate.png for every scenario, -fct.png for
 	// those with finite flows.
 	Plots []string
+	// DCQCNRef, when set, adds a column to the tables: how far our DCQCN
+	// is from the reference simulator, for the rows that react through
+	// DCQCN (docs/validation.md).
+	DCQCNRef *DCQCNRef
+}
+
+// DCQCNRef is how far our DCQCN is from the RDMA ns-3 (HPCC's simulator),
+// from the stored validation summaries (package refsim).
+type DCQCNRef struct {
+	// Cell is the distance for the rows whose RNICs run DCQCN with
+	// NVIDIA's firmware timing, FCT the same for the FCT tables, Paper the
+	// cell of the rows with the paper's timing (which the reference
+	// cannot run).
+	Cell, FCT, Paper string
+	// Footnote explains the column under the comparison table.
+	Footnote string
+}
+
+// DCQCNRefColumn is the column's header.
+const DCQCNRefColumn = "our DCQCN vs the reference¹"
+
+// cell is the column's value for a row of mechanism m: none for pfc (no
+// DCQCN at the RNICs).
+func (d *DCQCNRef) cell(m string, fct bool) string {
+	switch {
+	case m == "pfc":
+		return "— (no DCQCN)"
+	case strings.HasSuffix(m, PaperSuffix):
+		return d.Paper
+	case fct:
+		return d.FCT
+	}
+	return d.Cell
 }
 
 // Row is one run.
@@ -324,7 +357,12 @@ func (r *Result) find(sc, m string) (Row, bool) {
 // WriteMarkdown writes the comparison table.
 func (r *Result) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("| scenario | mechanism | bottleneck | feedback latency mean / max (senders) | reaction time mean / max | peak queue | drops at bottleneck / total | PFC pause time | utilisation congested / run | Jain | notifications sent | receiver CNPs |\n")
+	b.WriteString("| scenario | mechanism | bottleneck | feedback latency mean / max (senders) | reaction time mean / max | peak queue | drops at bottleneck / total | PFC pause time | utilisation congested / run | Jain | notifications sent | receiver CNPs |")
+	if r.DCQCNRef != nil {
+		b.WriteString(" " + DCQCNRefColumn + " |\n|---")
+	} else {
+		b.WriteString("\n")
+	}
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		fb := "—"
@@ -339,10 +377,14 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 		if row.CongestedNs > 0 {
 			util = fmt.Sprintf("%.2f%% over %s", 100*row.Utilisation, dur(float64(row.CongestedNs)))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s→%s | %s | %s | %s | %d / %d | %s | %s / %.2f%% | %.3f | %d | %d |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s→%s | %s | %s | %s | %d / %d | %s | %s / %.2f%% | %.3f | %d | %d |",
 			row.Scenario, row.Mechanism, row.BottleneckNode, row.BottleneckPeer, fb, react, mb(row.PeakQueueBytes),
 			row.BottleneckDrops, row.Drops, dur(float64(row.PFCPausedNs)), util, 100*row.RunUtilisation, row.Jain,
 			row.Notifications, row.RxCNPs)
+		if r.DCQCNRef != nil {
+			fmt.Fprintf(&b, " %s |", r.DCQCNRef.cell(row.Mechanism, false))
+		}
+		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -361,7 +403,12 @@ func (r *Result) WriteFCTMarkdown(w io.Writer) error {
 			for _, bk := range row.Buckets {
 				fmt.Fprintf(&b, " %s p50 / p99 (finished/flows) |", bk.Name)
 			}
-			b.WriteString("\n|---|---|---|---|---|\n")
+			if r.DCQCNRef != nil {
+				b.WriteString(" " + DCQCNRefColumn + " |\n|---")
+			} else {
+				b.WriteString("\n")
+			}
+			b.WriteString("|---|---|---|---|---|\n")
 		}
 		fmt.Fprintf(&b, "| %s | %s |", row.Scenario, row.Mechanism)
 		for _, bk := range row.Buckets {
@@ -370,6 +417,9 @@ func (r *Result) WriteFCTMarkdown(w io.Writer) error {
 				continue
 			}
 			fmt.Fprintf(&b, " %.2f / %.2f (%d/%d) |", bk.P50, bk.P99, bk.Finished, bk.Flows)
+		}
+		if r.DCQCNRef != nil {
+			fmt.Fprintf(&b, " %s |", r.DCQCNRef.cell(row.Mechanism, true))
 		}
 		b.WriteString("\n")
 	}

@@ -125,6 +125,9 @@ func WriteDocument(w io.Writer, d Doc) error {
 		return err
 	}
 	p("\n")
+	if d.Result.DCQCNRef != nil {
+		p("%s\n\n", d.Result.DCQCNRef.Footnote)
+	}
 	var notes []string
 	for _, row := range d.Result.Rows {
 		if row.Note != "" {

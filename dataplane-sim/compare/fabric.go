@@ -110,7 +110,12 @@ func (r *Result) WriteFabricMarkdown(w io.Writer) error {
 				for _, bk := range c.Buckets {
 					fmt.Fprintf(&b, " %s p50 / p95 / p99 (finished/flows) |", bk.Name)
 				}
-				b.WriteString("\n|---|---|---|---|---|---|\n")
+				if r.DCQCNRef != nil {
+					b.WriteString(" " + DCQCNRefColumn + " |\n|---")
+				} else {
+					b.WriteString("\n")
+				}
+				b.WriteString("|---|---|---|---|---|---|\n")
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s |", row.Scenario, row.Mechanism, c.Name)
 			for _, bk := range c.Buckets {
@@ -119,6 +124,9 @@ func (r *Result) WriteFabricMarkdown(w io.Writer) error {
 					continue
 				}
 				fmt.Fprintf(&b, " %.2f / %.2f / %.2f (%d/%d) |", bk.P50, bk.P95, bk.P99, bk.Finished, bk.Flows)
+			}
+			if r.DCQCNRef != nil {
+				fmt.Fprintf(&b, " %s |", r.DCQCNRef.cell(row.Mechanism, true))
 			}
 			b.WriteString("\n")
 		}

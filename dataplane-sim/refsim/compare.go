@@ -48,6 +48,11 @@ const (
 	tolFairness    = 0.05
 	tolPFC         = 0.10
 	tolFCT         = 0.10
+	// tolFirstCutNs is the "within one CNP interval" for the time
+	// to the first rate cut: the compared scenarios echo every mark (no
+	// CNP interval), so one rate-decrease interval (4 µs), the step at
+	// which the reference checks for a cut.
+	tolFirstCutNs = 4000
 )
 
 // Compare computes the figures of one scenario from several runs of each
@@ -78,6 +83,18 @@ func Compare(ours, ref []*Summary) []Figure {
 			Ref: runMean(ref, func(s *Summary) float64 { return float64(s.PFCPauseNs) }), Tol: tolPFC},
 		{Name: "drops", Ours: runMean(ours, func(s *Summary) float64 { return float64(s.Drops) }),
 			Ref: runMean(ref, func(s *Summary) float64 { return float64(s.Drops) })},
+	}
+	// The time to the first cut over the runs whose reference run had its
+	// rate log (the runs made with the logging build), ours with the same
+	// seeds.
+	var oc, rc []*Summary
+	for i, r := range ref {
+		if i < len(ours) && slices.ContainsFunc(r.Flows, func(f FlowSummary) bool { return f.FirstCutNs > 0 }) {
+			oc, rc = append(oc, ours[i]), append(rc, r)
+		}
+	}
+	if co, cr := meanFirstCut(oc), meanFirstCut(rc); cr > 0 {
+		figs = append(figs, Figure{Name: "time to first rate cut, mean over flows (ns)", Ours: co, Ref: cr, Tol: tolFirstCutNs / cr})
 	}
 	fo, fr := pooledFCT(ours), pooledFCT(ref)
 	if len(fr) > 0 {
@@ -254,4 +271,23 @@ func Table(scenario string, figs []Figure) string {
 		fmt.Fprintf(&b, "| %s | %s | %.4g | %s | %+.1f %% | %.0f %% | %s |\n", scenario, f.Name, f.Ours, ref, 100*f.Diff(), 100*f.Tol, ok)
 	}
 	return b.String()
+}
+
+// meanFirstCut is the mean time to the first rate cut over the flows of
+// all runs that cut; 0 when none did (or the runs have no rate log).
+func meanFirstCut(ss []*Summary) float64 {
+	var t float64
+	n := 0
+	for _, s := range ss {
+		for _, f := range s.Flows {
+			if f.FirstCutNs > 0 {
+				t += float64(f.FirstCutNs)
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return t / float64(n)
 }

@@ -37,9 +37,21 @@ func RunOurs(sc *scenario.Scenario, bn Bottleneck, step time.Duration) (*Summary
 	for _, f := range nw.Flows {
 		names[f.Net.ID] = f.Scenario.Name
 	}
-	bott.SetObserver(dequeueTap{se: se, names: names, now: nw.Sim.Now})
+	firstData := map[netsim.FlowID]engine.Time{}
+	bott.SetObserver(dequeueTap{se: se, names: names, now: nw.Sim.Now, first: firstData})
+	// The first rate cut of each flow, seen by polling its QP's cut count
+	// at the queue's sampling step (so to within queueSampleEvery).
+	cutAt := map[netsim.FlowID]engine.Time{}
 	nw.Sim.Every(0, queueSampleEvery, func(now engine.Time) {
 		se.set(int64(now), float64(bott.TotalQueueBytes()))
+		if len(cutAt) == len(nw.Flows) {
+			return
+		}
+		for _, f := range nw.Flows {
+			if _, ok := cutAt[f.Net.ID]; !ok && f.Net.Sender.RateCuts() > 0 {
+				cutAt[f.Net.ID] = now
+			}
+		}
 	})
 	start := time.Now()
 	nw.Sim.Run(end)
@@ -51,6 +63,11 @@ func RunOurs(sc *scenario.Scenario, bn Bottleneck, step time.Duration) (*Summary
 		fs := FlowSummary{Name: f.Scenario.Name, ThroughputBitsPerSec: thr[f.Scenario.Name]}
 		if fs.ThroughputBitsPerSec == nil {
 			fs.ThroughputBitsPerSec = make([]float64, len(q))
+		}
+		if at, ok := cutAt[f.Net.ID]; ok {
+			if t0, ok := firstData[f.Net.ID]; ok {
+				fs.FirstCutNs = int64(at) - int64(t0)
+			}
 		}
 		if done, at := f.Net.Done(); done && f.Scenario.Size > 0 {
 			fs.FCTNs = int64(at) - int64(f.Scenario.Start)
@@ -79,17 +96,24 @@ func portsOf(n netsim.Node) []*netsim.Port {
 	return nil
 }
 
-// dequeueTap counts each flow's frames leaving the bottleneck.
+// dequeueTap counts each flow's frames leaving the bottleneck and keeps
+// the send time of each flow's first data packet there (a flow's packets
+// reach the bottleneck in order): when its data began, after our CM
+// exchange.
 type dequeueTap struct {
 	se    *series
 	names map[netsim.FlowID]string
 	now   func() engine.Time
+	first map[netsim.FlowID]engine.Time
 }
 
 func (d dequeueTap) OnEnqueue(*netsim.Port, *netsim.Packet, int64) {}
 func (d dequeueTap) OnMark(*netsim.Port, *netsim.Packet, int64)    {}
 func (d dequeueTap) OnDrop(*netsim.Port, *netsim.Packet, int64)    {}
 func (d dequeueTap) OnDequeue(_ *netsim.Port, p *netsim.Packet, _ int64) {
+	if _, seen := d.first[p.Flow]; !seen && p.PayloadBytes > 0 {
+		d.first[p.Flow] = p.SentAt
+	}
 	if name, ok := d.names[p.Flow]; ok && p.PayloadBytes > 0 {
 		d.se.add(name, int64(d.now()), int64(p.SizeBytes))
 	}

@@ -39,7 +39,9 @@ func ipToNode(ip uint32) int { return int(ip>>8) & 0xffff }
 
 // readTrace feeds the bottleneck's queue, per-flow dequeued bytes and
 // drops from the trace into se.
-func readTrace(r io.Reader, t *Translation, se *series) (drops int64, err error) {
+// For a fabric it feeds the queues of the switch ports towards hosts into
+// pq instead (and drops at every traced switch).
+func readTrace(r io.Reader, t *Translation, se *series, pq *portQueues) (drops int64, err error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	var n uint32
 	if err := binary.Read(br, binary.LittleEndian, &n); err != nil {
@@ -69,6 +71,17 @@ func readTrace(r io.Reader, t *Translation, se *series) (drops int64, err error)
 			return drops, fmt.Errorf("trace record %d: time %d before %d", i, ts, lastT)
 		}
 		lastT = ts
+		if t.Fabric {
+			port := [2]int{int(le.Uint16(rec[offNode:])), int(rec[offIntf])}
+			ev := rec[offEvent]
+			switch {
+			case ev == evDrop:
+				drops++
+			case t.HostPorts[port] && rec[offQidx] == refDataPG && (ev == evEnqu || ev == evDequ):
+				pq.set(port, int64(ts), int64(le.Uint32(rec[offQlen:])))
+			}
+			continue
+		}
 		if int(le.Uint16(rec[offNode:])) != t.BottleneckNode || int(rec[offIntf]) != t.BottleneckIf {
 			continue
 		}
@@ -89,9 +102,10 @@ func readTrace(r io.Reader, t *Translation, se *series) (drops int64, err error)
 }
 
 // readFCT reads fct.txt: "sip dip sport dport size start_ns fct_ns
-// standalone_ns" per finished flow, addresses in hex.
-func readFCT(r io.Reader, t *Translation) (map[string]int64, error) {
-	out := map[string]int64{}
+// standalone_ns" per finished flow, addresses in hex: the FCT and the
+// standalone (ideal) FCT by flow name.
+func readFCT(r io.Reader, t *Translation) (map[string][2]int64, error) {
+	out := map[string][2]int64{}
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
 		f := strings.Fields(sc.Text())
@@ -121,7 +135,50 @@ func readFCT(r io.Reader, t *Translation) (map[string]int64, error) {
 		if !ok {
 			return nil, fmt.Errorf("fct line %d: no flow %d->%d port %d in the translation", line, k.Src, k.Dst, k.Sport)
 		}
-		out[name] = int64(v[6])
+		out[name] = [2]int64{int64(v[6]), int64(v[7])}
+	}
+	return out, sc.Err()
+}
+
+// ReadRateLog reads the rate log that the reference prints on its
+// standard output when built with its logging on (rdma-hw.cc PRINT_LOG 1;
+// docs/validation.md): "time_ns rate dec: sip dip sport dport (target
+// rate)->(target rate)" per DCQCN rate decrease, addresses in hex. It
+// returns each translated flow's first decrease, in ns after the flow's
+// start in the reference (when its first packet leaves); other lines are
+// skipped.
+func ReadRateLog(r io.Reader, t *Translation) (map[string]int64, error) {
+	out := map[string]int64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		f := strings.Fields(sc.Text())
+		if len(f) < 7 || f[1] != "rate" || f[2] != "dec:" {
+			continue
+		}
+		var v [5]uint64
+		for i, s := range []string{f[0], f[3], f[4], f[5], f[6]} {
+			base := 10
+			if i == 1 || i == 2 {
+				base = 16
+			}
+			x, err := strconv.ParseUint(s, base, 64)
+			if err != nil {
+				return nil, fmt.Errorf("rate log line %d: %w", line, err)
+			}
+			v[i] = x
+		}
+		if v[0] > 1<<62 || v[3] > 0xffff {
+			return nil, fmt.Errorf("rate log line %d: time %d or port %d out of range", line, v[0], v[3])
+		}
+		k := FlowKey{Src: ipToNode(uint32(v[1])), Dst: ipToNode(uint32(v[2])), Sport: uint16(v[3])}
+		name, ok := t.FlowKey[k]
+		if !ok {
+			return nil, fmt.Errorf("rate log line %d: no flow %d->%d port %d in the translation", line, k.Src, k.Dst, k.Sport)
+		}
+		if _, seen := out[name]; !seen {
+			out[name] = int64(v[0]) - t.FlowStartNs[name]
+		}
 	}
 	return out, sc.Err()
 }
@@ -178,7 +235,8 @@ func readPFC(r io.Reader, endNs int64) (pausedNs, pauses int64, err error) {
 // scenario: the packet trace, fct.txt and pfc.txt.
 func SummariseReference(name string, t *Translation, trace, fct, pfc io.Reader, dur, step time.Duration) (*Summary, error) {
 	se := newSeries(step.Nanoseconds(), dur.Nanoseconds())
-	drops, err := readTrace(trace, t, se)
+	pq := newPortQueues(dur.Nanoseconds())
+	drops, err := readTrace(trace, t, se, pq)
 	if err != nil {
 		return nil, err
 	}
@@ -193,9 +251,15 @@ func SummariseReference(name string, t *Translation, trace, fct, pfc io.Reader, 
 	q, thr := se.finish()
 	s := &Summary{Scenario: name, Simulator: "reference", StepNs: step.Nanoseconds(), QueueBytes: q,
 		PFCPauseNs: paused, PFCPauses: pauses, Drops: drops, BottleneckPackets: se.packets}
+	if t.Fabric {
+		s.QueueBytes, s.StepNs = nil, 0
+		s.HostPortQueueNs = pq.finish(t.HostPorts)
+	}
 	for _, n := range t.FlowOrder {
-		fs := FlowSummary{Name: n, ThroughputBitsPerSec: thr[n], FCTNs: fcts[n]}
-		if fs.ThroughputBitsPerSec == nil {
+		fs := FlowSummary{Name: n, ThroughputBitsPerSec: thr[n], FCTNs: fcts[n][0]}
+		if t.Fabric {
+			fs.SizeBytes, fs.IdealNs = t.FlowSize[n], fcts[n][1]
+		} else if fs.ThroughputBitsPerSec == nil {
 			fs.ThroughputBitsPerSec = make([]float64, len(q))
 		}
 		s.Flows = append(s.Flows, fs)

@@ -114,7 +114,7 @@ func FuzzReadTrace(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		se := newSeries(1000, 1_000_000)
-		_, _ = readTrace(bytes.NewReader(b), testTranslation(), se)
+		_, _ = readTrace(bytes.NewReader(b), testTranslation(), se, newPortQueues(1e6))
 		se.finish()
 	})
 }
@@ -132,4 +132,37 @@ func FuzzReadPFC(f *testing.F) {
 			t.Errorf("negative pause %d or count %d", p, n)
 		}
 	})
+}
+
+// The rate log's first decrease per flow, after the flow's start; other
+// lines (the run's banner, increases) are skipped.
+func TestReadRateLog(t *testing.T) {
+	tr := testTranslation()
+	tr.FlowStartNs = map[string]int64{"a": 4000, "b": 4000}
+	log := "maxRtt=4640 maxBdp=14500\nRunning Simulation.\n" +
+		"54583 rate dec: 0b000201 0b000001 10000 100 (25.000 25.000)->(25.000 12.694)\n" +
+		"54918 rate dec: 0b000101 0b000001 10000 100 (25.000 25.000)->(25.000 12.597)\n" +
+		"74583 rate dec: 0b000201 0b000001 10000 100 (25.000 12.694)->(25.000 6.891)\n" +
+		"394918 fast recovery: 0b000101 0b000001 10000 100 (25.000 7.204)->(25.000 16.102)\n"
+	got, err := ReadRateLog(strings.NewReader(log), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["a"] != 50918 || got["b"] != 50583 || len(got) != 2 {
+		t.Errorf("first cuts %v, want a 50918 and b 50583", got)
+	}
+	for _, bad := range []string{
+		"12 rate dec: 0b000301 0b000001 10000 100 (1 1)->(1 1)\n", // no such flow
+		"x rate dec: 0b000201 0b000001 10000 100 (1 1)->(1 1)\n",
+		"12 rate dec: 0b000201 0b000001 70000 100 (1 1)->(1 1)\n",
+	} {
+		if _, err := ReadRateLog(strings.NewReader(bad), tr); err == nil || !strings.Contains(err.Error(), "rate log line 1") {
+			t.Errorf("%q: err %v, want one naming rate log line 1", bad, err)
+		}
+	}
+}
+
+func FuzzReadRateLog(f *testing.F) {
+	f.Add("54583 rate dec: 0b000201 0b000001 10000 100 (25.000 25.000)->(25.000 12.694)\n")
+	f.Fuzz(func(t *testing.T, s string) { _, _ = ReadRateLog(strings.NewReader(s), testTranslation()) })
 }

@@ -34,9 +34,13 @@ type Summary struct {
 	// BottleneckPackets, the data frames that left the bottleneck, is the
 	// work both simulators did alike (the reference does not count its
 	// events without a patch).
-	Events            int64   `json:"events,omitempty"`
-	WallSec           float64 `json:"wall_sec"`
-	BottleneckPackets int64   `json:"bottleneck_packets"`
+	Events int64 `json:"events,omitempty"`
+	// HostPortQueueNs (fabrics) is the time-weighted distribution of the
+	// queues of every switch port towards a host: port-nanoseconds per
+	// 1000-byte bin.
+	HostPortQueueNs   []float64 `json:"host_port_queue_ns,omitempty"`
+	WallSec           float64   `json:"wall_sec"`
+	BottleneckPackets int64     `json:"bottleneck_packets"`
 }
 
 // FlowSummary is one flow.
@@ -48,6 +52,14 @@ type FlowSummary struct {
 	// FCTNs is the flow completion time from its start; 0 when it did not
 	// finish (or is long-lived).
 	FCTNs int64 `json:"fct_ns"`
+	// SizeBytes and IdealNs (fabrics): the flow's size and its FCT alone
+	// on its path, each simulator's own (the reference's standalone FCT).
+	SizeBytes int64 `json:"size,omitempty"`
+	// FirstCutNs is the time from the flow's first data packet to its
+	// first DCQCN rate decrease; 0 when it never cut (or, for the
+	// reference, when it ran without its rate log).
+	FirstCutNs int64 `json:"first_cut_ns,omitempty"`
+	IdealNs    int64 `json:"ideal_ns,omitempty"`
 }
 
 // ReadSummary reads a Summary written by WriteSummary.
@@ -68,6 +80,7 @@ func ReadSummary(path string) (*Summary, error) {
 func WriteSummary(path string, s *Summary) error {
 	c := *s
 	c.QueueBytes = rounded(s.QueueBytes)
+	c.HostPortQueueNs = rounded(s.HostPortQueueNs)
 	c.Flows = slices.Clone(s.Flows)
 	for i := range c.Flows {
 		c.Flows[i].ThroughputBitsPerSec = rounded(c.Flows[i].ThroughputBitsPerSec)

@@ -19,6 +19,7 @@ package refsim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -51,6 +52,10 @@ const (
 	refDport = 100
 )
 
+// RefSource is the reference simulator every stored output must come from
+// (docs/validation.md).
+const RefSource = "github.com/alibaba-edu/High-Precision-Congestion-Control@9f4be2a9ead8a90e8bf732c66bd758c00e58e5be"
+
 // Bottleneck names the switch egress port whose queue and per-flow
 // throughput a Summary records: the port of Switch towards Peer.
 type Bottleneck struct {
@@ -72,6 +77,17 @@ type Translation struct {
 	FlowKey map[FlowKey]string
 	// FlowOrder is the scenario's flow names in scenario order.
 	FlowOrder []string
+	// Fabric is a generated fabric's translation: no bottleneck; the
+	// packet trace covers the switches with host ports, and HostPorts are
+	// those ports (node, device).
+	Fabric    bool
+	HostPorts map[[2]int]bool
+	// FlowSize is each flow's size in bytes as written (long-lived: the
+	// bytes written for it).
+	FlowSize map[string]int64
+	// FlowStartNs is each flow's start in the reference (ours plus the
+	// path's base round trip: Translate).
+	FlowStartNs map[string]int64
 	// Notes are the places where the translation is not one to one (a
 	// mechanism the reference lacks, a threshold it derives itself).
 	Notes []string
@@ -88,22 +104,28 @@ type FlowKey struct {
 // reference cannot express are errors naming the scenario key; parameters
 // it expresses differently are Notes.
 func Translate(sc *scenario.Scenario, dir string, bn Bottleneck) (*Translation, error) {
-	// Generated fabrics' ECMP and shared buffers (docs/scenarios.md) have
-	// no translation: the reference hashes flows onto its next hops its
-	// own way, and its shared buffer sets only its PFC threshold (queue).
-	if sc.ECMP.Enabled {
-		return nil, errors.New("refsim: topology.ecmp: the reference hashes flows onto equal-cost paths its own way; their paths would differ from ours (set enabled: false)")
+	// Generated fabrics: the reference does per-flow ECMP too (a hash of
+	// the five-tuple over the equal-cost next hops, its own hash), and one
+	// shared buffer per switch; a fabric is compared as a whole (no single
+	// bottleneck: Fabric).
+	fabric := IsFabric(sc)
+	if sc.ECMP.Enabled && !fabric {
+		return nil, errors.New("refsim: topology.ecmp: compared on generated fabrics only (topology.fabrics)")
 	}
 	for _, s := range sc.Switches {
-		if s.SharedBuffer > 0 {
-			return nil, fmt.Errorf("refsim: topology.fabrics: switch %s: shared_buffer (tail drop at dynamic thresholds) has no counterpart in the reference", s.Name)
+		if s.SharedBuffer%(1<<20) != 0 {
+			return nil, fmt.Errorf("refsim: topology.fabrics: switch %s: shared_buffer %d bytes is not whole MiB (the reference's unit)", s.Name, int64(s.SharedBuffer))
 		}
 	}
 	nw, err := build.New(sc, build.Options{Seed: sc.Seed, End: engine.FromDuration(sc.Duration)})
 	if err != nil {
 		return nil, err
 	}
-	t := &Translation{Files: map[string]string{}, NodeID: map[string]int{}, FlowKey: map[FlowKey]string{}}
+	t := &Translation{Files: map[string]string{}, NodeID: map[string]int{}, FlowKey: map[FlowKey]string{}, Fabric: fabric, HostPorts: map[[2]int]bool{}, FlowSize: map[string]int64{}, FlowStartNs: map[string]int64{}}
+	if sc.ECMP.Enabled {
+		t.Notes = append(t.Notes, "topology.ecmp: the reference hashes each flow's five-tuple onto its equal-cost next hops too, with its own hash "+
+			"(seeded by switch, the same in every run); a flow's path differs between the two, so the fabric is compared by distributions")
+	}
 	// Hosts first, then switches: the reference numbers nodes in file
 	// order and lists the switches.
 	for _, h := range sc.Hosts {
@@ -142,13 +164,16 @@ func Translate(sc *scenario.Scenario, dir string, bn Bottleneck) (*Translation, 
 				swPorts[end[0]]++
 				// third.cc: headroom = rate * delay * 3 per switch port.
 				hdrm[end[0]] += int64(lk.Rate) * lk.Delay.Nanoseconds() / 8 / 1e9 * 3
+				if !t.isSwitch(sc, end[1]) {
+					t.HostPorts[[2]int{t.NodeID[end[0]], devs[end[0]]}] = true
+				}
 				if end[0] == bn.Switch && end[1] == bn.Peer {
 					t.BottleneckNode, t.BottleneckIf = t.NodeID[end[0]], devs[end[0]]
 				}
 			}
 		}
 	}
-	if t.BottleneckNode < 0 {
+	if t.BottleneckNode < 0 && !fabric {
 		return nil, fmt.Errorf("refsim: no link from switch %q to %q for the bottleneck", bn.Switch, bn.Peer)
 	}
 	if err := t.queue(sc, rates, hdrm, swPorts, &cfg); err != nil {
@@ -184,16 +209,36 @@ func Translate(sc *scenario.Scenario, dir string, bn Bottleneck) (*Translation, 
 		}
 		nextSport[pair] = sport + 1
 		t.FlowKey[FlowKey{Src: s, Dst: d, Sport: sport}] = f.Name
+		t.FlowSize[f.Name] = size
 		// Ours connects first (IB CM REQ, REP: one round trip) and sends
 		// after; the reference sends at its start time. Its flow starts
 		// one base round trip of the path later, so data leaves both at
 		// the same time (to within the MADs' serialisation).
 		start := f.Start + setupRTT(sc, f.Src, f.Dst)
 		fmt.Fprintf(&fl, "%d %d %d %d %d %.9f\n", s, d, refDataPG, refDport, size, start.Seconds())
+		t.FlowStartNs[f.Name] = start.Nanoseconds()
 	}
 	t.Files["topology.txt"] = topo.String()
 	t.Files["flow.txt"] = fl.String()
 	t.Files["trace.txt"] = fmt.Sprintf("1\n%d\n", t.BottleneckNode)
+	if fabric {
+		// Every switch with a host port: their queues towards the hosts.
+		nodes := map[int]bool{}
+		for p := range t.HostPorts {
+			nodes[p[0]] = true
+		}
+		ids := slices.Sorted(maps.Keys(nodes))
+		var tr strings.Builder
+		fmt.Fprintf(&tr, "%d\n", len(ids))
+		for i, id := range ids {
+			if i > 0 {
+				tr.WriteString(" ")
+			}
+			fmt.Fprint(&tr, id)
+		}
+		tr.WriteString("\n")
+		t.Files["trace.txt"] = tr.String()
+	}
 	cfg.set("TOPOLOGY_FILE", dir+"/topology.txt")
 	cfg.set("FLOW_FILE", dir+"/flow.txt")
 	cfg.set("TRACE_FILE", dir+"/trace.txt")
@@ -370,7 +415,21 @@ func (t *Translation) queue(sc *scenario.Scenario, rates map[int64]bool, hdrms m
 		rsrv = max(rsrv, int64(n)*refReserveBytes) // SwitchMmu::ConfigNPort: one reserve per port
 	}
 	var mb int64
-	if q.PFC.Enabled {
+	var shared scenario.Size
+	for i, s := range sc.Switches {
+		if i > 0 && s.SharedBuffer != shared {
+			return fmt.Errorf("refsim: switch %s: shared_buffer differs from %s's; the reference has one buffer size", s.Name, sc.Switches[0].Name)
+		}
+		shared = s.SharedBuffer
+	}
+	switch {
+	case shared > 0 && q.PFC.Enabled:
+		return errors.New("refsim: queue.pfc with shared_buffer: not translated (the fabrics compared run PFC off)")
+	case shared > 0:
+		mb = int64(shared) >> 20
+		t.Notes = append(t.Notes, fmt.Sprintf("shared_buffer: BUFFER_SIZE %d MB; ours drops at egress when a queue reaches alpha times the unused buffer, "+
+			"the reference (lossless) pauses an ingress queue at 1/8 of the unused buffer (PFC cannot be turned off there)", mb))
+	case q.PFC.Enabled:
 		if int64(q.PFC.XOff)-int64(q.PFC.XOn) != refResumeOffsetBytes {
 			t.Notes = append(t.Notes, fmt.Sprintf("queue.pfc: the reference resumes %d B below its pause threshold; ours at xon", refResumeOffsetBytes))
 		}
@@ -383,7 +442,7 @@ func (t *Translation) queue(sc *scenario.Scenario, rates map[int64]bool, hdrms m
 		mb = (need + 1<<20 - 1) >> 20
 		got := (mb<<20-hdrm-rsrv)/(1<<refPFCShift+n) + refReserveBytes
 		t.Notes = append(t.Notes, fmt.Sprintf("queue.pfc: BUFFER_SIZE %d MB gives the reference's dynamic threshold about %d B per ingress with %d loaded ingresses (ours: xoff %d B)", mb, got, n, int64(q.PFC.XOff)))
-	} else {
+	default:
 		// Never pause: a threshold far above any queue of the run.
 		mb = 1024
 		t.Notes = append(t.Notes, "queue.pfc off: the reference cannot turn PFC off; BUFFER_SIZE 1024 MB keeps its threshold out of reach")
@@ -398,6 +457,17 @@ func setupRTT(sc *scenario.Scenario, src, dst string) time.Duration {
 	delay := map[[2]string]time.Duration{}
 	for _, lk := range sc.Links {
 		delay[[2]string{lk.A, lk.B}], delay[[2]string{lk.B, lk.A}] = lk.Delay, lk.Delay
+	}
+	for _, f := range sc.Flows {
+		if f.Src != src || f.Dst != dst || len(f.Path) < 2 {
+			continue
+		}
+		// Equal-cost paths have equal delays here (one delay per fabric).
+		var d time.Duration
+		for i := 0; i+1 < len(f.Path); i++ {
+			d += delay[[2]string{f.Path[i], f.Path[i+1]}]
+		}
+		return 2 * d
 	}
 	for _, rt := range sc.Routes {
 		if rt.Src != src || rt.Dst != dst {

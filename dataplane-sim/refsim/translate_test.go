@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden translations in test
 // The translation of a scenario is golden: a change to it changes what the
 // stored reference outputs mean.
 func TestTranslateGolden(t *testing.T) {
-	for _, name := range []string{"incast-2-dcqcn", "incast-8-pfc", "long-10ms-bursts"} {
+	for _, name := range []string{"incast-2-dcqcn", "incast-8-pfc", "long-10ms-bursts", "fattree-websearch-30"} {
 		t.Run(name, func(t *testing.T) {
 			sc, err := scenario.LoadFile(filepath.Join("../../scenarios/refsim", name+".yaml"))
 			if err != nil {
@@ -92,20 +92,45 @@ func TestTranslateRejects(t *testing.T) {
 	}
 }
 
-// A generated fabric's shared buffer has no translation.
-func TestTranslateRejectsSharedBuffer(t *testing.T) {
-	sc, err := scenario.Parse("x.yaml", []byte(`duration: 1ms
+// A generated fabric translates with its ECMP and its shared buffer in
+// whole MiB (the reference's unit), tracing the switches with host ports;
+// a shared buffer in other units, or ECMP on a hand-written topology, is
+// refused naming the key.
+func TestTranslateFabric(t *testing.T) {
+	sc, err := scenario.LoadFile("../../scenarios/refsim/fattree-websearch-30.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Translate(sc, "DIR", Bottleneck{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Fabric || len(tr.HostPorts) != 16 || !strings.Contains(tr.Files["config.txt"], "BUFFER_SIZE 16\n") ||
+		tr.Files["trace.txt"] != "8\n22 23 26 27 30 31 34 35\n" {
+		t.Errorf("fabric %v, %d host ports, trace %q, config:\n%s", tr.Fabric, len(tr.HostPorts), tr.Files["trace.txt"], tr.Files["config.txt"])
+	}
+	for _, tt := range []struct{ text, want string }{
+		{`duration: 1ms
 sample_interval: 100us
 topology:
   fabrics:
     - {name: f, kind: fat-tree, k: 2, rate: 100G, delay: 1us, shared_buffer: {size: 8MB}}
-  ecmp: {enabled: false}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Translate(sc, "DIR", Bottleneck{Switch: "f-e0-0", Peer: "f-h0-0-0"})
-	if err == nil || !strings.Contains(err.Error(), "shared_buffer") {
-		t.Errorf("Translate: %v, want an error with %q", err, "shared_buffer")
+`, "shared_buffer"},
+		{`duration: 1ms
+sample_interval: 100us
+topology:
+  hosts: [{name: a}, {name: b}]
+  switches: [{name: s}]
+  links: [{a: a, b: s, rate: 1G, delay: 1us}, {a: b, b: s, rate: 1G, delay: 1us}]
+  ecmp: {enabled: true}
+`, "topology.ecmp"},
+	} {
+		sc, err := scenario.Parse("x.yaml", []byte(tt.text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Translate(sc, "DIR", Bottleneck{Switch: "s", Peer: "a"}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Translate: %v, want an error with %q", err, tt.want)
+		}
 	}
 }

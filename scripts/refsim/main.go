@@ -66,6 +66,10 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
+		if len(r) > 0 && r[0].HostPortQueueNs != nil {
+			fmt.Print(refsim.Table(*name, refsim.CompareFabric(o, r)))
+			return nil
+		}
 		fmt.Print(refsim.Table(*name, refsim.Compare(o, r)))
 		return nil
 	}
@@ -87,17 +91,27 @@ func run(args []string) error {
 	if *step <= 0 {
 		*step = sc.Duration / 100
 	}
+	// A generated fabric has no single bottleneck: -bottleneck is ignored.
 	sw, peer, ok := strings.Cut(*bnFlag, ":")
-	if !ok {
+	if !ok && !refsim.IsFabric(sc) {
 		return fmt.Errorf("-bottleneck %q: want SWITCH:PEER", *bnFlag)
 	}
 	bn := refsim.Bottleneck{Switch: sw, Peer: peer}
 	switch args[0] {
 	case "ours":
-		seed := sc.Seed
+		seed, ecmpSeed := sc.Seed, sc.ECMP.Seed
 		for k := 1; k <= *runs; k++ {
 			sc.Seed = seed + int64(k-1)
-			s, err := refsim.RunOurs(sc, bn, *step)
+			var s *refsim.Summary
+			var err error
+			if refsim.IsFabric(sc) {
+				// Our ECMP hash moves with the run too (the reference's is
+				// seeded by switch: one set of paths); flows stay.
+				sc.ECMP.Seed = ecmpSeed + int64(k-1)
+				s, err = refsim.RunOursFabric(sc)
+			} else {
+				s, err = refsim.RunOurs(sc, bn, *step)
+			}
 			if err != nil {
 				return err
 			}
@@ -158,15 +172,22 @@ func run(args []string) error {
 func runReference(bin, dir string, sc *scenario.Scenario, t *refsim.Translation, k int, step time.Duration) (*refsim.Summary, error) {
 	cmd := exec.CommandContext(context.Background(), bin, filepath.Join(dir, "config.txt"))
 	cmd.Env = append(os.Environ(), fmt.Sprintf("NS_GLOBAL_VALUE=RngRun=%d", k))
-	log, err := os.Create(filepath.Join(dir, "stdout.txt"))
+	log, err := os.Create(filepath.Join(dir, "stdout.txt")) // read back below
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
-	cmd.Stdout, cmd.Stderr = log, log
+	// Standard error apart: a build that counts its events prints the
+	// count there at exit, which would cut into the rate log's last line.
+	errLog, err := os.Create(filepath.Join(dir, "stderr.txt"))
+	if err != nil {
+		return nil, err
+	}
+	defer errLog.Close()
+	cmd.Stdout, cmd.Stderr = log, errLog
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %w (see %s)", bin, err, log.Name())
+		return nil, fmt.Errorf("%s: %w (see %s and %s)", bin, err, log.Name(), errLog.Name())
 	}
 	wall := time.Since(start)
 	files := map[string]*os.File{}
@@ -183,6 +204,18 @@ func runReference(bin, dir string, sc *scenario.Scenario, t *refsim.Translation,
 		return nil, err
 	}
 	s.WallSec = wall.Seconds()
+	// A build with its rate log on prints each rate decrease: the time to
+	// each flow's first cut (docs/validation.md).
+	if _, err := log.Seek(0, 0); err != nil {
+		return nil, err
+	}
+	cuts, err := refsim.ReadRateLog(log, t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", log.Name(), err)
+	}
+	for i := range s.Flows {
+		s.Flows[i].FirstCutNs = cuts[s.Flows[i].Name]
+	}
 	return s, nil
 }
 
