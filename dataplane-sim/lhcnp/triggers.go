@@ -13,6 +13,8 @@ package lhcnp
 // (scheduleResume, resume).
 
 import (
+	"math"
+
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -125,6 +127,12 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 		deferNow, escalate := n.collaborate(ps, q, e, now)
 		if deferNow {
 			q.counters.SuppressedDeferral++
+			if q.cfg.OneCutPerEpisode {
+				// Its sender is being notified in this episode, by an
+				// upstream node (§5.7) or by this one after the wait:
+				// a mark now would add the receiver's cut to it.
+				e.cutEpisode = q.episode + 1
+			}
 			continue
 		}
 		m := wire.LongHaul{CongLevel: level, SourceQP: e.key.SrcQP, MetricType: mt, MetricValue: mv}
@@ -133,6 +141,22 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 		// whatever the trigger: a fast-growing or heavily marked queue
 		// below K_max gets the default action, never a first Pause.
 		m.Action, m.Parameter = policy(&q.cfg.Action, int(levelQD(q.qd, q.kmin, q.kmax)))
+		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && e.srcRTT > q.minInterval {
+			// One cut per round trip to the source, longer than the
+			// gap the configured percentage repeats at: the cut is
+			// sized for the loop (loopCut). Within an episode the node
+			// already cut the flow in, only what loopCut still finds
+			// missing: the queue draining from a full buffer stays
+			// above K_max for a while after the cut worked.
+			p := n.loopCut(ps, q, e, now)
+			if e.reducedEpisode != q.episode+1 {
+				p = max(p, m.Parameter)
+			} else if p == 0 {
+				q.counters.SuppressedFlowInterval++
+				continue
+			}
+			m.Parameter = p
+		}
 		if escalate {
 			cs := &n.cfg.Collaborative
 			// §5.7: a higher level than this node would send and than the
@@ -154,13 +178,65 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 	q.holdUntil = hold
 }
 
+// loopCut is the Rate Reduce percentage (PerFlowRTT) that brings the
+// queue's arrivals to the port's rate in one cut of the selected flows:
+// with one notification per round trip to the source, a fixed 30 % (the
+// comparison's, for a 1 ms gap) leaves the port oversubscribed for a whole
+// round trip after each cut. The target is the port's rate less what
+// drains, in that round trip, the queue the cut will find: the queue now
+// plus the excess still in flight during the loop, drained at most at half
+// the port's rate (the port stays full while there is a queue). 0 when
+// the flows' rates are not known yet.
+func (n *Node) loopCut(ps *portState, q *queueState, e *flowEntry, now engine.Time) uint16 {
+	loop := e.srcRTT
+	if loop <= 0 {
+		return 0
+	}
+	var in, sel int64
+	for _, f := range q.flows {
+		in += f.rateAt(now, q.cfg.MeasurementInterval)
+	}
+	for _, f := range n.sel {
+		sel += f.rateAt(now, q.cfg.MeasurementInterval)
+	}
+	r := ps.rateBitsPerSec
+	if in <= 0 || sel <= 0 || r <= 0 {
+		return 0
+	}
+	sec := float64(loop) / float64(engine.Second)
+	found := float64(q.qd) + max(0, float64(in-r))*sec/8
+	target := float64(r) * (1 - min(0.5, found/(float64(r)*sec/8)))
+	need := float64(in) - target
+	if need <= 0 {
+		return 0
+	}
+	p := 100 * need / float64(sel)
+	// No flow below its equal share of the target: the largest flows
+	// carry the cut, not the whole of it when small ones share the port.
+	active := 0
+	for _, f := range q.flows {
+		if f.rateAt(now, q.cfg.MeasurementInterval) > 0 {
+			active++
+		}
+	}
+	if rate := float64(e.rateAt(now, q.cfg.MeasurementInterval)); rate > 0 && active > 0 {
+		p = min(p, 100*(1-target/float64(active)/rate))
+	}
+	if p <= 0 {
+		return 0
+	}
+	return uint16(min(99, math.Ceil(p)))
+}
+
 // intervalFor is the minimum time between two notifications to e (§5.5):
 // with PerFlowRTT its round trip to its source when learnt plus one
 // measurement interval (when the last one's effect shows in QGR and the
 // flow's arrival rate), else the queue's.
 func (q *queueState) intervalFor(e *flowEntry) engine.Time {
 	if q.cfg.PerFlowRTT && e.srcRTT > 0 {
-		return e.srcRTT + q.cfg.MeasurementInterval
+		// Two intervals: the cut arrives within one, the next one
+		// closed after it measures the new rate (loopCut).
+		return e.srcRTT + 2*q.cfg.MeasurementInterval
 	}
 	return q.minInterval
 }
@@ -247,7 +323,11 @@ func (n *Node) scheduleResume(ps *portState, q *queueState) {
 // awaiting Resume plus a measurement interval, when the queue's depth has
 // had time to show their last change.
 func (q *queueState) holdFor() engine.Time {
-	if !q.cfg.PerFlowRTT || q.cfg.Action.ResumeHold > 0 {
+	if !q.cfg.PerFlowRTT || q.cfg.Action.ResumeHold > 0 || q.cfg.Action.RepeatResume {
+		// With RepeatResume the hold is §5.5.1's (RTT_est of the
+		// port): resume waits, per flow, for its last notification's
+		// effect (its interval) and sizes the Resume to the port's
+		// spare rate (fillResume).
 		return q.resumeHold
 	}
 	var h engine.Time
@@ -262,6 +342,43 @@ func (q *queueState) holdFor() engine.Time {
 	return h
 }
 
+// spareRate is the port's rate the queue's flows leave unused (PerFlowRTT
+// with RepeatResume): the port's rate less their arrival rates and less
+// what the Resumes still on their way (sent within a flow's loop, not yet
+// in its arrival rate) will add.
+func (n *Node) spareRate(ps *portState, q *queueState, now engine.Time) int64 {
+	spare := ps.rateBitsPerSec
+	for _, f := range q.flows {
+		spare -= f.rateAt(now, q.cfg.MeasurementInterval)
+		if f.resumeInc > 0 && now-f.lastCNP < f.srcRTT+2*q.cfg.MeasurementInterval &&
+			now-f.lastSeen < 2*q.cfg.MeasurementInterval {
+			spare -= f.resumeInc
+		}
+	}
+	return spare
+}
+
+// fillResume is the Resume parameter (PerFlowRTT with RepeatResume) that
+// gives flow e what is left of the port's spare rate (*budget), as a
+// percentage of the reduction the node last applied to it, and takes it
+// from the budget: 0 (unconditional, back to the rate before its first
+// cut) when that is at most twice the budget (the overshoot, at most the
+// budget, lasts one loop: the next cut, loopCut, trims it; a percentage
+// of the last of several cuts would bring back a fraction of the way).
+// The caller checks that the budget is positive and lastReduction known.
+func (n *Node) fillResume(q *queueState, e *flowEntry, now engine.Time, budget *int64) uint16 {
+	gap := e.preCutRate - e.rateAt(now, q.cfg.MeasurementInterval)
+	if gap <= 2**budget {
+		e.resumeInc = max(gap, 0)
+		*budget -= e.resumeInc
+		return 0
+	}
+	p := uint16(min(100, max(1, (100**budget+e.lastReduction-1)/e.lastReduction)))
+	e.resumeInc = e.lastReduction * int64(p) / 100
+	*budget -= e.resumeInc
+	return p
+}
+
 // resume sends Resume (§5.5.1) to every flow of the queue this node slowed,
 // once QD stayed below K_min for the hold time; flows held back by the
 // rate limits are retried.
@@ -273,6 +390,11 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 	level, mt, mv := n.severity(ps, q, TriggerResume)
 	repeat := q.cfg.Action.RepeatResume
 	param := q.cfg.Action.ResumePercent
+	fill := repeat && q.cfg.PerFlowRTT
+	var budget int64
+	if fill {
+		budget = n.spareRate(ps, q, now)
+	}
 	if repeat {
 		// The port mostly idle (the queue's flows arrive at less than
 		// half its rate): a Resume of a percentage of the last cut
@@ -293,6 +415,13 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 			continue
 		}
 		iv := q.intervalFor(e)
+		if fill {
+			// The spare rate is measured now and counts the Resumes
+			// on their way: a Resume need not wait for the last
+			// notification's effect (a cut not landed yet only makes
+			// the spare look smaller). The queue's own interval.
+			iv = q.minInterval
+		}
 		if repeat && e.resumed && e.srcRTT > 0 {
 			// The last Resume's effect shows here a round trip to the
 			// source later.
@@ -309,6 +438,12 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 			e.needResume, e.resumed = false, false
 			continue
 		}
+		if fill && (budget <= 0 || e.lastReduction <= 0) {
+			// The port has no spare rate for it now: the next check
+			// one measurement interval on, when the rates are new.
+			retry = min(retry, now+q.cfg.MeasurementInterval)
+			continue
+		}
 		if !n.takeToken(ps, now) {
 			q.counters.SuppressedPortLimit++
 			ps.counters.SuppressedPortLimit++
@@ -318,6 +453,9 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 		p := q.cfg.Action.ResumePercent
 		if e.resumed {
 			p = param
+		}
+		if fill {
+			p = n.fillResume(q, e, now, &budget)
 		}
 		m := wire.LongHaul{CongLevel: level, Action: wire.ActionResume, Parameter: p,
 			SourceQP: e.key.SrcQP, MetricType: mt, MetricValue: mv}
