@@ -422,7 +422,7 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 			// the spare look smaller). The queue's own interval.
 			iv = q.minInterval
 		}
-		if repeat && e.resumed && e.srcRTT > 0 {
+		if repeat && !fill && e.resumed && e.srcRTT > 0 {
 			// The last Resume's effect shows here a round trip to the
 			// source later.
 			iv = max(iv, e.srcRTT+q.cfg.MeasurementInterval)
@@ -432,7 +432,12 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 			retry = min(retry, e.lastCNP+iv)
 			continue
 		}
-		if repeat && e.resumed && e.rateAt(now, q.cfg.MeasurementInterval) <= e.resumeRate {
+		if fill && e.rateAt(now, q.cfg.MeasurementInterval) >= e.preCutRate {
+			// Back at its rate before the node's first cut.
+			e.needResume, e.resumed = false, false
+			continue
+		}
+		if repeat && !fill && e.resumed && e.rateAt(now, q.cfg.MeasurementInterval) <= e.resumeRate {
 			// The last Resume raised nothing: the source is back at its
 			// rate or held elsewhere.
 			e.needResume, e.resumed = false, false
