@@ -321,14 +321,19 @@ func (n *Node) scheduleResume(ps *portState, q *queueState) {
 // (§5.5.1): the configured or RTT_est hold, or with PerFlowRTT (and no
 // configured hold) the longest round trip to the source of the flows
 // awaiting Resume plus a measurement interval, when the queue's depth has
-// had time to show their last change.
+// had time to show their last change; with RepeatResume too, one
+// measurement interval.
 func (q *queueState) holdFor() engine.Time {
-	if !q.cfg.PerFlowRTT || q.cfg.Action.ResumeHold > 0 || q.cfg.Action.RepeatResume {
-		// With RepeatResume the hold is §5.5.1's (RTT_est of the
-		// port): resume waits, per flow, for its last notification's
-		// effect (its interval) and sizes the Resume to the port's
-		// spare rate (fillResume).
+	if !q.cfg.PerFlowRTT || q.cfg.Action.ResumeHold > 0 {
 		return q.resumeHold
+	}
+	if q.cfg.Action.RepeatResume {
+		// fillResume sizes each Resume to the port's spare rate, the
+		// Resumes in flight counted: the queue need only stay below
+		// K_min for the interval the rates are measured over, not
+		// for a flow's whole round trip (at the far end, a round trip
+		// of an idle port).
+		return q.cfg.MeasurementInterval
 	}
 	var h engine.Time
 	for _, e := range q.flows {
