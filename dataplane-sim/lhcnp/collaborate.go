@@ -75,15 +75,18 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 	}
 	win, loop := n.obsWindow(ps), ps.rtt
 	if q.cfg.PerFlowRTT && e.srcRTT > 0 {
-		// This node's own cut shows here within the flow's round trip
-		// to its source: a fall within it is not upstream control. The
-		// observation window and the upstream-priority wait stay §5.7's
-		// (one RTT_est of the port): a wait of the flow's whole round
-		// trip lets the queue grow for that long before the first cut
-		// (at the far end, one WAN round trip of the senders' excess,
-		// more than the buffer), and a window that long takes the
-		// receivers' DCQCN cuts for upstream control and defers again.
-		loop = max(loop, e.srcRTT+q.cfg.MeasurementInterval)
+		// This node's own cut, or an upstream node's, shows here within
+		// the flow's round trip to its source: a fall within it is not
+		// upstream control, and waiting longer for one is pointless.
+		// The window and the upstream-priority wait are §5.7's (one
+		// RTT_est of the port) when that is shorter: a wait of the
+		// flow's whole round trip lets the queue grow for that long
+		// before the first cut (at the far end, one WAN round trip of
+		// the senders' excess, more than the buffer), and a window
+		// that long takes the receivers' DCQCN cuts for upstream
+		// control and defers again.
+		loop = e.srcRTT + q.cfg.MeasurementInterval
+		win = min(win, loop)
 	}
 	rate := e.rateNow(now, q.cfg.MeasurementInterval, win)
 	peak := e.peak()

@@ -173,8 +173,9 @@ func farEnd(t *testing.T, cfg Config, srcRate, dstRate int64, midDelay engine.Ti
 // measurement interval or two, not the flow's 10 ms round trip (that wait,
 // and a window that took the receivers' DCQCN cuts for upstream control,
 // let the queue of docs/results.md's far-end overflow for a round trip).
-// With OneCutPerEpisode the deferred flow's packets are not marked while
-// the node waits (its sender is about to be notified).
+// With OneCutPerEpisode the flow's packets are not marked while the node
+// waits for the flow's first rate measurement to size its cut (its sender
+// is about to be notified).
 func TestPerFlowRTTUpstreamWait(t *testing.T) {
 	for _, perFlow := range []bool{false, true} {
 		cfg := testConfig(64_000, 2*engine.Microsecond)
@@ -208,7 +209,7 @@ func TestPerFlowRTTUpstreamWait(t *testing.T) {
 			t.Errorf("perFlow=%v: first cut %v after the upstream wait began, want within 3 measurement intervals", perFlow, d)
 		}
 		if perFlow && (marksWaiting != 0 || q.counters.MarksSpared == 0) {
-			t.Errorf("one cut per episode: %d marks while deferring, %d spared; want 0 and some", marksWaiting, q.counters.MarksSpared)
+			t.Errorf("one cut per episode: %d marks between the deferral and the cut, %d spared; want 0 and some", marksWaiting, q.counters.MarksSpared)
 		}
 	}
 }

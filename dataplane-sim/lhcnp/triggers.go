@@ -127,11 +127,12 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 		deferNow, escalate := n.collaborate(ps, q, e, now)
 		if deferNow {
 			q.counters.SuppressedDeferral++
-			if q.cfg.OneCutPerEpisode {
-				// Its sender is being notified in this episode, by an
-				// upstream node (§5.7) or by this one after the wait:
-				// a mark now would add the receiver's cut to it.
-				e.cutEpisode = q.episode + 1
+			if q.cfg.PerFlowRTT && e.deferring {
+				// Look again when the wait ends (one RTT_est of the
+				// port at most, 2 µs next to the receiver), not a
+				// measurement interval later: the first-level marks
+				// meanwhile are DCQCN's cuts over the whole path.
+				hold = min(hold, max(now+1, e.deferStart+min(n.obsWindow(ps), e.srcRTT+q.cfg.MeasurementInterval)))
 			}
 			continue
 		}
@@ -141,13 +142,32 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 		// whatever the trigger: a fast-growing or heavily marked queue
 		// below K_max gets the default action, never a first Pause.
 		m.Action, m.Parameter = policy(&q.cfg.Action, int(levelQD(q.qd, q.kmin, q.kmax)))
+		if q.cfg.PerFlowRTT && e.reducedEpisode == q.episode+1 && q.qgrAt(now) < 0 {
+			// The node's last cut of the flow, a round trip ago, works:
+			// the queue falls. A queue that filled the buffer stays
+			// above K_max while it drains; cutting again for that would
+			// cut every round trip until the flow starves.
+			q.counters.SuppressedFlowInterval++
+			continue
+		}
+		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && e.srcRTT > q.minInterval && !e.rateValid {
+			// One cut per round trip, sized from the flows' rates
+			// (loopCut): the flow's first measurement interval is not
+			// over yet.
+			hold = min(hold, max(now+1, e.winStart+q.cfg.MeasurementInterval))
+			if q.cfg.OneCutPerEpisode {
+				// The node notifies this flow's sender now: no mark
+				// (the receiver's CNPs would cut it first).
+				e.cutEpisode = q.episode + 1
+			}
+			continue
+		}
 		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && e.srcRTT > q.minInterval {
 			// One cut per round trip to the source, longer than the
 			// gap the configured percentage repeats at: the cut is
 			// sized for the loop (loopCut). Within an episode the node
 			// already cut the flow in, only what loopCut still finds
-			// missing: the queue draining from a full buffer stays
-			// above K_max for a while after the cut worked.
+			// missing.
 			p := n.loopCut(ps, q, e, now)
 			if e.reducedEpisode != q.episode+1 {
 				p = max(p, m.Parameter)
@@ -371,11 +391,19 @@ func (n *Node) spareRate(ps *portState, q *queueState, now engine.Time) int64 {
 // budget, lasts one loop: the next cut, loopCut, trims it; a percentage
 // of the last of several cuts would bring back a fraction of the way).
 // The caller checks that the budget is positive and lastReduction known.
-func (n *Node) fillResume(q *queueState, e *flowEntry, now engine.Time, budget *int64) uint16 {
+func (n *Node) fillResume(ps *portState, q *queueState, e *flowEntry, now engine.Time, budget *int64) uint16 {
 	gap := e.preCutRate - e.rateAt(now, q.cfg.MeasurementInterval)
 	if gap <= 2**budget {
 		e.resumeInc = max(gap, 0)
 		*budget -= e.resumeInc
+		return 0
+	}
+	if 2*e.lastReduction < *budget && 2*(ps.rateBitsPerSec-*budget) < ps.rateBitsPerSec {
+		// The port mostly idle and the last cut less than half the
+		// budget (a flow cut several times): the percentage cannot
+		// bring it back; unconditional, as RepeatResume's repeats.
+		e.resumeInc = gap
+		*budget -= gap
 		return 0
 	}
 	p := uint16(min(100, max(1, (100**budget+e.lastReduction-1)/e.lastReduction)))
@@ -465,7 +493,7 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 			p = param
 		}
 		if fill {
-			p = n.fillResume(q, e, now, &budget)
+			p = n.fillResume(ps, q, e, now, &budget)
 		}
 		m := wire.LongHaul{CongLevel: level, Action: wire.ActionResume, Parameter: p,
 			SourceQP: e.key.SrcQP, MetricType: mt, MetricValue: mv}
