@@ -77,9 +77,14 @@ const farther = `Here Long-haul CNP loses with the comparison's params. In the m
 	`trip, and Long-haul CNP's utilisation is the lowest of all rows whatever its setting: a node 5 ms from ` +
 	`the senders whose cuts add to the receivers' leaves the bottleneck idle. The options of issue #27 ` +
 	`(deviations, off by default: docs/conformance.md) address these causes: with the three together ` +
-	`(long-haul-cnp:options) the middle of the WAN runs at 95.1 % (one cut per episode alone: 89.0 %) and the ` +
-	`far end at 68.9 % (the per-flow round trip alone does it), with more drops at the far end (5287, as the ` +
-	`tuned DCQCN's 5230) than the draft's node (2664), which cuts deeper. FCN's 1 µs ` +
+	`(long-haul-cnp:options) the middle of the WAN runs at 95.1 % with a 75.8 MB peak queue (one cut per ` +
+	`episode alone: 89.0 %) and the far end at 87.2 %, the best row (the tuned DCQCN: 69.0 %), with 2751 drops ` +
+	`against the draft node's 2664 and the tuned DCQCN's 5230. No mechanism can drop nothing there: every ` +
+	`sender's first packets reach N2 at line rate for a whole 10 ms round trip before any cut can, 60 Gb/s ` +
+	`over the port for 10 ms, 75 MB into a 64 MB buffer. A node with the per-flow round trip cuts once per ` +
+	`round trip, so its cut is sized for the loop (the arrivals to the port's rate less the drain of the queue ` +
+	`it will find), it does not wait a whole round trip for an upstream node, it does not cut again while the ` +
+	`queue drains, and with repeat_resume it resumes the flows to the port's spare rate. FCN's 1 µs ` +
 	`feedback at the far end (and in the busier mixes) is its ingress PE's own: the tunnel's 40-byte outer ` +
 	`header takes the senders' 100 Gb/s about 1 % over the PE's 100 Gb/s tunnel port, so the PE, next to the ` +
 	`senders, congests and sends its direct CNPs before the transit node's report comes back (mid-wan gives ` +
@@ -93,6 +98,9 @@ const webMixes = `Most flows are small and finish within a round trip or two; at
 	`worst) and mid-table at 70 %, and its congested-period utilisation is the lowest at 50 %. The tuned DCQCN ` +
 	`gives the large flows the best p99 at 50 and 70 %, Fast CNP (and at 70 % the switch CNP) close behind. ` +
 	`PFC alone is the worst for small and medium flows above 30 %. With the options (long-haul-cnp:options) ` +
-	`Long-haul CNP's congested-period utilisation is within 1 % of the best at 50 % (50.2 %) and the best at ` +
-	`70 % (73.2 %), and more large flows finish (15 of 16 and 25 of 25), but their p99 stays above the tuned ` +
-	`DCQCN's (1.82 and 3.19 against 1.43 and 1.63).`
+	`Long-haul CNP's congested-period utilisation is within 1 % of the best at 50 % (50.7 %) and the best at ` +
+	`70 % (73.7 %), every large flow finishes at 50 and 70 % (16 of 16, 25 of 25; one of 6 is still running ` +
+	`at 30 %), and their p99 comes down (1.81 and 2.29) but stays above the tuned DCQCN's (1.43 and 1.63): ` +
+	`most of the mixes' congestion is at N2's 25 Gb/s ports to the receivers, a 10 ms loop from the senders, ` +
+	`where each new flow arrives at line rate for a round trip before it can be cut and the large flows ` +
+	`carry the cuts; the tuned DCQCN barely marks (K_min 5 and 20 MB) and lets the 32 MB buffers absorb it.`

@@ -74,10 +74,19 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 		return false, false
 	}
 	win, loop := n.obsWindow(ps), ps.rtt
-	if q.cfg.PerFlowRTT && e.srcRTT > 0 && cs.ObservationWindow == 0 {
-		// The flow's own loop: an upstream node's response (or this
-		// node's) shows here within its round trip to the source.
-		win, loop = e.srcRTT+q.cfg.MeasurementInterval, e.srcRTT
+	if q.cfg.PerFlowRTT && e.srcRTT > 0 {
+		// This node's own cut, or an upstream node's, shows here within
+		// the flow's round trip to its source: a fall within it is not
+		// upstream control, and waiting longer for one is pointless.
+		// The window and the upstream-priority wait are §5.7's (one
+		// RTT_est of the port) when that is shorter: a wait of the
+		// flow's whole round trip lets the queue grow for that long
+		// before the first cut (at the far end, one WAN round trip of
+		// the senders' excess, more than the buffer), and a window
+		// that long takes the receivers' DCQCN cuts for upstream
+		// control and defers again.
+		loop = e.srcRTT + q.cfg.MeasurementInterval
+		win = min(win, loop)
 	}
 	rate := e.rateNow(now, q.cfg.MeasurementInterval, win)
 	peak := e.peak()

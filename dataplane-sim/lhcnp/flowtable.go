@@ -77,6 +77,19 @@ type flowEntry struct {
 	// cutEpisode is the queue's episode + 1 when this node last sent the
 	// flow Rate Reduce or Pause (0: never), for OneCutPerEpisode.
 	cutEpisode uint64
+	// reducedEpisode is the queue's episode + 1 when this node last sent
+	// the flow Rate Reduce or Pause (PerFlowRTT: a later cut in the same
+	// episode is sized by loopCut alone).
+	reducedEpisode uint64
+	// preCutRate is the flow's arrival rate when this node first cut it
+	// since its last full Resume, lastReduction what its last cut took
+	// (the arrival rate then times the percentage): the node's view of
+	// the source's normal rate and last reduction (§5.6), from which
+	// fillResume sizes a Resume (PerFlowRTT with RepeatResume).
+	preCutRate, lastReduction int64
+	// resumeInc is what the last Resume should add to its rate
+	// (fillResume), counted against the port's spare rate for a loop.
+	resumeInc int64
 	// srcRTT is the round trip from this node to the flow's source and
 	// back, learnt from the flow's CM exchange (0: not learnt).
 	srcRTT     engine.Time

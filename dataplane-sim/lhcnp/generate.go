@@ -287,8 +287,17 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 	e.lastAction, e.lastLevel = m.Action, m.CongLevel
 	switch m.Action {
 	case wire.ActionPause, wire.ActionRateReduce:
+		rate := e.rateAt(now, q.cfg.MeasurementInterval)
+		if !e.needResume {
+			e.preCutRate = rate
+		}
+		e.lastReduction = rate
+		if m.Action == wire.ActionRateReduce {
+			e.lastReduction = rate * int64(m.Parameter) / 100
+		}
 		e.needResume, e.resumed = true, false
 		e.cutEpisode = q.episode + 1
+		e.reducedEpisode = q.episode + 1
 		if q.below {
 			// The hold counts from the action: a notification sent with
 			// QD below K_min (a QGR or EMR trigger) is not followed by a

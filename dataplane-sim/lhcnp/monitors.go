@@ -156,9 +156,10 @@ func (n *Node) OnMark(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 }
 
 // AllowMark implements netsim.MarkFilter: with OneCutPerEpisode, a data
-// packet of a flow this queue cut in the current episode is not marked
-// (its sender is already slowed by this node; the receiver's CNP for the
-// mark would cut it a second time). Otherwise every mark the port's ECN
+// packet of a flow this queue cut in the current episode, or whose cut it
+// has not resumed yet, or that it defers to an upstream node for, is not
+// marked (its sender is slowed by a node; the receiver's CNP for the mark
+// would cut it a second time). Otherwise every mark the port's ECN
 // configuration calls for is applied, as §5.4 asks.
 func (n *Node) AllowMark(pt *netsim.Port, p *netsim.Packet) bool {
 	ps := n.portOf(pt)
@@ -169,7 +170,7 @@ func (n *Node) AllowMark(pt *netsim.Port, p *netsim.Packet) bool {
 	if !q.cfg.OneCutPerEpisode || !n.active(ps, q) {
 		return true
 	}
-	if e := n.lookupData(p); e != nil && e.cutEpisode == q.episode+1 && int(e.port) == ps.idx {
+	if e := n.lookupData(p); e != nil && int(e.port) == ps.idx && (e.cutEpisode == q.episode+1 || e.needResume && q.cfg.Action.ResumeEnabled) {
 		q.counters.MarksSpared++
 		return false
 	}

@@ -13,6 +13,8 @@ package lhcnp
 // (scheduleResume, resume).
 
 import (
+	"math"
+
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -125,6 +127,13 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 		deferNow, escalate := n.collaborate(ps, q, e, now)
 		if deferNow {
 			q.counters.SuppressedDeferral++
+			if q.cfg.PerFlowRTT && e.deferring {
+				// Look again when the wait ends (one RTT_est of the
+				// port at most, 2 µs next to the receiver), not a
+				// measurement interval later: the first-level marks
+				// meanwhile are DCQCN's cuts over the whole path.
+				hold = min(hold, max(now+1, e.deferStart+min(n.obsWindow(ps), e.srcRTT+q.cfg.MeasurementInterval)))
+			}
 			continue
 		}
 		m := wire.LongHaul{CongLevel: level, SourceQP: e.key.SrcQP, MetricType: mt, MetricValue: mv}
@@ -133,6 +142,41 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 		// whatever the trigger: a fast-growing or heavily marked queue
 		// below K_max gets the default action, never a first Pause.
 		m.Action, m.Parameter = policy(&q.cfg.Action, int(levelQD(q.qd, q.kmin, q.kmax)))
+		if q.cfg.PerFlowRTT && e.reducedEpisode == q.episode+1 && q.qgrAt(now) < 0 {
+			// The node's last cut of the flow, a round trip ago, works:
+			// the queue falls. A queue that filled the buffer stays
+			// above K_max while it drains; cutting again for that would
+			// cut every round trip until the flow starves.
+			q.counters.SuppressedFlowInterval++
+			continue
+		}
+		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && e.srcRTT > q.minInterval && !e.rateValid {
+			// One cut per round trip, sized from the flows' rates
+			// (loopCut): the flow's first measurement interval is not
+			// over yet.
+			hold = min(hold, max(now+1, e.winStart+q.cfg.MeasurementInterval))
+			if q.cfg.OneCutPerEpisode {
+				// The node notifies this flow's sender now: no mark
+				// (the receiver's CNPs would cut it first).
+				e.cutEpisode = q.episode + 1
+			}
+			continue
+		}
+		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && e.srcRTT > q.minInterval {
+			// One cut per round trip to the source, longer than the
+			// gap the configured percentage repeats at: the cut is
+			// sized for the loop (loopCut). Within an episode the node
+			// already cut the flow in, only what loopCut still finds
+			// missing.
+			p := n.loopCut(ps, q, e, now)
+			if e.reducedEpisode != q.episode+1 {
+				p = max(p, m.Parameter)
+			} else if p == 0 {
+				q.counters.SuppressedFlowInterval++
+				continue
+			}
+			m.Parameter = p
+		}
 		if escalate {
 			cs := &n.cfg.Collaborative
 			// §5.7: a higher level than this node would send and than the
@@ -154,13 +198,65 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 	q.holdUntil = hold
 }
 
+// loopCut is the Rate Reduce percentage (PerFlowRTT) that brings the
+// queue's arrivals to the port's rate in one cut of the selected flows:
+// with one notification per round trip to the source, a fixed 30 % (the
+// comparison's, for a 1 ms gap) leaves the port oversubscribed for a whole
+// round trip after each cut. The target is the port's rate less what
+// drains, in that round trip, the queue the cut will find: the queue now
+// plus the excess still in flight during the loop, drained at most at half
+// the port's rate (the port stays full while there is a queue). 0 when
+// the flows' rates are not known yet.
+func (n *Node) loopCut(ps *portState, q *queueState, e *flowEntry, now engine.Time) uint16 {
+	loop := e.srcRTT
+	if loop <= 0 {
+		return 0
+	}
+	var in, sel int64
+	for _, f := range q.flows {
+		in += f.rateAt(now, q.cfg.MeasurementInterval)
+	}
+	for _, f := range n.sel {
+		sel += f.rateAt(now, q.cfg.MeasurementInterval)
+	}
+	r := ps.rateBitsPerSec
+	if in <= 0 || sel <= 0 || r <= 0 {
+		return 0
+	}
+	sec := float64(loop) / float64(engine.Second)
+	found := float64(q.qd) + max(0, float64(in-r))*sec/8
+	target := float64(r) * (1 - min(0.5, found/(float64(r)*sec/8)))
+	need := float64(in) - target
+	if need <= 0 {
+		return 0
+	}
+	p := 100 * need / float64(sel)
+	// No flow below its equal share of the target: the largest flows
+	// carry the cut, not the whole of it when small ones share the port.
+	active := 0
+	for _, f := range q.flows {
+		if f.rateAt(now, q.cfg.MeasurementInterval) > 0 {
+			active++
+		}
+	}
+	if rate := float64(e.rateAt(now, q.cfg.MeasurementInterval)); rate > 0 && active > 0 {
+		p = min(p, 100*(1-target/float64(active)/rate))
+	}
+	if p <= 0 {
+		return 0
+	}
+	return uint16(min(99, math.Ceil(p)))
+}
+
 // intervalFor is the minimum time between two notifications to e (§5.5):
 // with PerFlowRTT its round trip to its source when learnt plus one
 // measurement interval (when the last one's effect shows in QGR and the
 // flow's arrival rate), else the queue's.
 func (q *queueState) intervalFor(e *flowEntry) engine.Time {
 	if q.cfg.PerFlowRTT && e.srcRTT > 0 {
-		return e.srcRTT + q.cfg.MeasurementInterval
+		// Two intervals: the cut arrives within one, the next one
+		// closed after it measures the new rate (loopCut).
+		return e.srcRTT + 2*q.cfg.MeasurementInterval
 	}
 	return q.minInterval
 }
@@ -245,10 +341,19 @@ func (n *Node) scheduleResume(ps *portState, q *queueState) {
 // (§5.5.1): the configured or RTT_est hold, or with PerFlowRTT (and no
 // configured hold) the longest round trip to the source of the flows
 // awaiting Resume plus a measurement interval, when the queue's depth has
-// had time to show their last change.
+// had time to show their last change; with RepeatResume too, one
+// measurement interval.
 func (q *queueState) holdFor() engine.Time {
 	if !q.cfg.PerFlowRTT || q.cfg.Action.ResumeHold > 0 {
 		return q.resumeHold
+	}
+	if q.cfg.Action.RepeatResume {
+		// fillResume sizes each Resume to the port's spare rate, the
+		// Resumes in flight counted: the queue need only stay below
+		// K_min for the interval the rates are measured over, not
+		// for a flow's whole round trip (at the far end, a round trip
+		// of an idle port).
+		return q.cfg.MeasurementInterval
 	}
 	var h engine.Time
 	for _, e := range q.flows {
@@ -262,6 +367,51 @@ func (q *queueState) holdFor() engine.Time {
 	return h
 }
 
+// spareRate is the port's rate the queue's flows leave unused (PerFlowRTT
+// with RepeatResume): the port's rate less their arrival rates and less
+// what the Resumes still on their way (sent within a flow's loop, not yet
+// in its arrival rate) will add.
+func (n *Node) spareRate(ps *portState, q *queueState, now engine.Time) int64 {
+	spare := ps.rateBitsPerSec
+	for _, f := range q.flows {
+		spare -= f.rateAt(now, q.cfg.MeasurementInterval)
+		if f.resumeInc > 0 && now-f.lastCNP < f.srcRTT+2*q.cfg.MeasurementInterval &&
+			now-f.lastSeen < 2*q.cfg.MeasurementInterval {
+			spare -= f.resumeInc
+		}
+	}
+	return spare
+}
+
+// fillResume is the Resume parameter (PerFlowRTT with RepeatResume) that
+// gives flow e what is left of the port's spare rate (*budget), as a
+// percentage of the reduction the node last applied to it, and takes it
+// from the budget: 0 (unconditional, back to the rate before its first
+// cut) when that is at most twice the budget (the overshoot, at most the
+// budget, lasts one loop: the next cut, loopCut, trims it; a percentage
+// of the last of several cuts would bring back a fraction of the way).
+// The caller checks that the budget is positive and lastReduction known.
+func (n *Node) fillResume(ps *portState, q *queueState, e *flowEntry, now engine.Time, budget *int64) uint16 {
+	gap := e.preCutRate - e.rateAt(now, q.cfg.MeasurementInterval)
+	if gap <= 2**budget {
+		e.resumeInc = max(gap, 0)
+		*budget -= e.resumeInc
+		return 0
+	}
+	if 2*e.lastReduction < *budget && 2*(ps.rateBitsPerSec-*budget) < ps.rateBitsPerSec {
+		// The port mostly idle and the last cut less than half the
+		// budget (a flow cut several times): the percentage cannot
+		// bring it back; unconditional, as RepeatResume's repeats.
+		e.resumeInc = gap
+		*budget -= gap
+		return 0
+	}
+	p := uint16(min(100, max(1, (100**budget+e.lastReduction-1)/e.lastReduction)))
+	e.resumeInc = e.lastReduction * int64(p) / 100
+	*budget -= e.resumeInc
+	return p
+}
+
 // resume sends Resume (§5.5.1) to every flow of the queue this node slowed,
 // once QD stayed below K_min for the hold time; flows held back by the
 // rate limits are retried.
@@ -273,6 +423,11 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 	level, mt, mv := n.severity(ps, q, TriggerResume)
 	repeat := q.cfg.Action.RepeatResume
 	param := q.cfg.Action.ResumePercent
+	fill := repeat && q.cfg.PerFlowRTT
+	var budget int64
+	if fill {
+		budget = n.spareRate(ps, q, now)
+	}
 	if repeat {
 		// The port mostly idle (the queue's flows arrive at less than
 		// half its rate): a Resume of a percentage of the last cut
@@ -293,7 +448,14 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 			continue
 		}
 		iv := q.intervalFor(e)
-		if repeat && e.resumed && e.srcRTT > 0 {
+		if fill {
+			// The spare rate is measured now and counts the Resumes
+			// on their way: a Resume need not wait for the last
+			// notification's effect (a cut not landed yet only makes
+			// the spare look smaller). The queue's own interval.
+			iv = q.minInterval
+		}
+		if repeat && !fill && e.resumed && e.srcRTT > 0 {
 			// The last Resume's effect shows here a round trip to the
 			// source later.
 			iv = max(iv, e.srcRTT+q.cfg.MeasurementInterval)
@@ -303,10 +465,21 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 			retry = min(retry, e.lastCNP+iv)
 			continue
 		}
-		if repeat && e.resumed && e.rateAt(now, q.cfg.MeasurementInterval) <= e.resumeRate {
+		if fill && e.rateAt(now, q.cfg.MeasurementInterval) >= e.preCutRate {
+			// Back at its rate before the node's first cut.
+			e.needResume, e.resumed = false, false
+			continue
+		}
+		if repeat && !fill && e.resumed && e.rateAt(now, q.cfg.MeasurementInterval) <= e.resumeRate {
 			// The last Resume raised nothing: the source is back at its
 			// rate or held elsewhere.
 			e.needResume, e.resumed = false, false
+			continue
+		}
+		if fill && (budget <= 0 || e.lastReduction <= 0) {
+			// The port has no spare rate for it now: the next check
+			// one measurement interval on, when the rates are new.
+			retry = min(retry, now+q.cfg.MeasurementInterval)
 			continue
 		}
 		if !n.takeToken(ps, now) {
@@ -318,6 +491,9 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 		p := q.cfg.Action.ResumePercent
 		if e.resumed {
 			p = param
+		}
+		if fill {
+			p = n.fillResume(ps, q, e, now, &budget)
 		}
 		m := wire.LongHaul{CongLevel: level, Action: wire.ActionResume, Parameter: p,
 			SourceQP: e.key.SrcQP, MetricType: mt, MetricValue: mv}
