@@ -276,24 +276,32 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 			stored += len(p.samples)
 		}
 	}
+	// The events are offered even when every part was in the ledger: no
+	// ledger row guards them (they are distributed by target, the ledger
+	// by series), so a crash after the parts and before the events leaves
+	// them to the replay. They are stored once by their identity, and
+	// their dead letters once by theirs (deadEventSQL).
 	var storedEvents, deadEvents int
-	// Every part in the ledger: the batch was stored whole (its events
-	// come after its parts), and is skipped as on one node.
-	if len(b.Events) > 0 && replayed < len(parts) {
+	if len(b.Events) > 0 {
 		var err error
 		if storedEvents, deadEvents, err = w.storeEventsCitus(ctx, b); err != nil {
 			return err
 		}
-		deadRows += deadEvents
 	}
 	outcome := "stored"
 	switch {
 	case replayed == len(parts) && len(parts) > 0:
 		outcome = "replayed"
-	case deadRows > 0:
+	case deadRows+deadEvents > 0:
 		outcome = "partial"
 	}
 	w.committed(b, start, outcome, stored)
+	if outcome == "replayed" {
+		// The events a crash kept from the first run are stored now; the
+		// others are the replay's, not conflicts.
+		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(storedEvents))
+		return nil
+	}
 	w.eventsStored(len(b.Events)-deadEvents, storedEvents)
 	return nil
 }
@@ -430,10 +438,17 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 	return false, len(bad), nil
 }
 
+// deadEventSQL dead-letters a refused event of a batch once: a replay
+// offers the batch's events again (no ledger row guards them on Citus) and
+// finds the dead letter of the first run by its batch and row.
+const deadEventSQL = `INSERT INTO dead_letters (target, batch_id, "row", error)
+SELECT $1::text, $2::bigint, $3::jsonb, $4::text
+WHERE NOT EXISTS (SELECT 1 FROM dead_letters WHERE target = $1::text AND batch_id = $2::bigint AND "row" = $3::jsonb)`
+
 // storeEventsCitus stores b's events in one INSERT; when PostgreSQL refuses
 // it, one by one, a refused event going to dead_letters. Events are stored
-// once by their identity; dead counts the refused ones. A dead letter of a replayed batch may be written
-// again (no ledger row guards the events on Citus).
+// once by their identity, their dead letters once by batch and row; dead
+// counts the refused events, newly dead-lettered or not.
 func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead int, err error) {
 	sql, args := eventsValues(b)
 	tag, err := w.pool.Exec(ctx, sql, args...)
@@ -448,16 +463,20 @@ func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, d
 		case err == nil:
 			stored += int(tag.RowsAffected())
 		case Classify(err) == Temporary:
-			return stored, len(bad), err
+			return stored, dead, err
 		default:
-			if _, err2 := w.pool.Exec(ctx, deadSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error()); err2 != nil {
-				return stored, len(bad), fmt.Errorf("dead letter: %w", err2)
+			tag, err2 := w.pool.Exec(ctx, deadEventSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error())
+			if err2 != nil {
+				return stored, dead, fmt.Errorf("dead letter: %w", err2)
 			}
-			bad = append(bad, deadRow{table: "events", row: e, err: err})
+			dead++
+			if tag.RowsAffected() == 1 {
+				bad = append(bad, deadRow{table: "events", row: e, err: err})
+			}
 		}
 	}
 	w.deadLettered(b, bad)
-	return stored, len(bad), nil
+	return stored, dead, nil
 }
 
 // deadLettered counts and logs the rows of b that went to dead_letters.

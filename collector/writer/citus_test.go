@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -333,24 +332,7 @@ func TestCitusBadRows(t *testing.T) {
 	b := badBatch()
 	w.Enqueue(b)
 	stop()
-	for _, tt := range []struct {
-		desc, sql string
-		want      int64
-	}{
-		{"samples", `SELECT count(*) FROM samples`, 98},
-		{"events", `SELECT count(*) FROM events`, 1},
-		{"dead letters", `SELECT count(*) FROM dead_letters`, 3},
-		{"latest", `SELECT count(*) FROM latest`, 98},
-		{"ledger rows of the batch, summed", `SELECT sum(rows) FROM ingest_ledger WHERE batch_id = $1`, 102},
-	} {
-		var args []any
-		if strings.Contains(tt.sql, "$1") {
-			args = append(args, b.ID)
-		}
-		if n := count(t, pool, tt.sql, args...); n != tt.want {
-			t.Errorf("%s: %d, want %d", tt.desc, n, tt.want)
-		}
-	}
+	badBatchStored(t, pool, b)
 	if got := testutil.ToFloat64(m.Batches.WithLabelValues("partial")); got != 1 {
 		t.Errorf("batches_total{outcome=partial} = %v, want 1", got)
 	}
@@ -388,5 +370,97 @@ func TestCitusFencing(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.Batches.WithLabelValues("stale")); got != 1 {
 		t.Errorf("batches_total{outcome=stale} = %v, want 1", got)
+	}
+}
+
+// TestCitusReplayEvents: on Citus no ledger row guards a batch's events
+// (they are distributed by target, the ledger by series), so a replay
+// offers them again: a crash between two parts, or after the parts and
+// before the events, leaves every event stored once and every refused
+// event dead-lettered once.
+func TestCitusReplayEvents(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		desc string
+		cut  func(t *testing.T, pool *pgxpool.Pool, b *rows.Batch)
+		dead float64 // dead letters written: the cut takes the events' one back
+	}{
+		{"between two parts", func(t *testing.T, pool *pgxpool.Pool, b *rows.Batch) {
+			var key int64
+			if err := pool.QueryRow(ctx, `SELECT max(shard_key) FROM ingest_ledger WHERE batch_id = $1`, b.ID).Scan(&key); err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]int64, len(b.Samples))
+			for i, x := range b.Samples {
+				ids[i] = x.SeriesID
+			}
+			rs, err := pool.Query(ctx, `SELECT id FROM unnest($1::bigint[]) id
+				WHERE get_shard_id_for_distribution_column('samples', id) = get_shard_id_for_distribution_column('samples', $2::bigint)`, ids, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gone, err := pgx.CollectRows(rs, pgx.RowTo[int64])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pool.Exec(ctx, `DELETE FROM samples WHERE batch_id = $1 AND series_id = ANY($2)`, b.ID, gone); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pool.Exec(ctx, `DELETE FROM ingest_ledger WHERE batch_id = $1 AND shard_key = $2`, b.ID, key); err != nil {
+				t.Fatal(err)
+			}
+		}, 3},
+		{"before the events", func(t *testing.T, pool *pgxpool.Pool, b *rows.Batch) {
+			for _, sql := range []string{`DELETE FROM events WHERE batch_id = $1`, `DELETE FROM dead_letters WHERE batch_id = $1 AND "row"->>'table' = 'events'`} {
+				if _, err := pool.Exec(ctx, sql, b.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, 4},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			pool, _ := pgtest.NewCitus(t)
+			w, m, stop := newWriter(t, pool)
+			b := badBatch()
+			if err := w.Enqueue(b); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.WaitTarget(ctx, "sw1"); err != nil {
+				t.Fatal(err)
+			}
+			tt.cut(t, pool, b)
+			replay := *b
+			replay.Series = nil
+			if err := w.Enqueue(&replay); err != nil {
+				t.Fatal(err)
+			}
+			stop()
+			badBatchStored(t, pool, b)
+			if got := testutil.ToFloat64(m.DeadLetters); got != tt.dead {
+				t.Errorf("dead_letters_total = %v, want %v", got, tt.dead)
+			}
+		})
+	}
+}
+
+// badBatchStored checks that badBatch b is stored on Citus once: its good
+// rows, its three bad ones dead-lettered, the ledger rows of its parts
+// summing to its rows.
+func badBatchStored(t *testing.T, pool *pgxpool.Pool, b *rows.Batch) {
+	t.Helper()
+	for _, c := range []struct {
+		desc, sql string
+		want      int64
+	}{
+		{"samples", `SELECT count(*) FROM samples WHERE batch_id = $1`, 98},
+		{"distinct samples", `SELECT count(*) FROM (SELECT DISTINCT series_id, ts FROM samples WHERE batch_id = $1) d`, 98},
+		{"events", `SELECT count(*) FROM events WHERE batch_id = $1`, 1},
+		{"dead letters", `SELECT count(*) FROM dead_letters WHERE batch_id = $1`, 3},
+		{"latest", `SELECT count(*) FROM latest WHERE $1::bigint IS NOT NULL`, 98},
+		{"ledger rows of the batch, summed", `SELECT sum(rows) FROM ingest_ledger WHERE batch_id = $1`, 102},
+	} {
+		if n := count(t, pool, c.sql, b.ID); n != c.want {
+			t.Errorf("%s: %d, want %d", c.desc, n, c.want)
+		}
 	}
 }
