@@ -486,3 +486,154 @@ func (w *Writer) deadLettered(b *rows.Batch, dead []deadRow) {
 		w.o.log.Warn("row dead-lettered", "target", b.Target, "batch", b.ID, "table", d.table, "err", d.err)
 	}
 }
+
+// On Citus a stale batch is merged as on one node (stale.go), with the
+// same lock on its lease row and the same rules, but the merge's one
+// statement (an anti-join of the batch's rows against samples and latest,
+// spread over the shards) is not one Citus can plan: the merge reads the
+// batch's ledger rows, the samples stored at its series and timestamps
+// and latest of its series, decides here, and writes each part not in the
+// ledger with its ledger row. All in one transaction: it spans the nodes
+// (a two-phase commit), which a stale batch, rare, may cost.
+const (
+	staleLedgerSQL = `SELECT shard_key, target, rows, first_ts, last_ts FROM ingest_ledger WHERE batch_id = $1`
+	staleStoredSQL = `SELECT series_id, ts FROM samples WHERE series_id = ANY($1::bigint[]) AND ts BETWEEN $2 AND $3`
+	staleLatestSQL = `SELECT series_id, ts FROM latest WHERE series_id = ANY($1::bigint[])`
+)
+
+// seriesTS names a sample by its series and its timestamp in microseconds
+// (PostgreSQL's precision; pgx truncates).
+type seriesTS struct{ id, us int64 }
+
+// mergeStaleCitus is mergeStale on Citus.
+func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch) (staleResult, error) {
+	if err := w.shardsOf(ctx, b.Samples); err != nil {
+		return staleResult{}, err
+	}
+	parts := splitByShard(b.Samples, w.citus.shard)
+	if len(parts) == 0 {
+		parts = []part{{}}
+	}
+	parts[0].events = len(b.Events)
+	tx, res, err := w.beginMerge(ctx, b)
+	if tx == nil {
+		return res, err
+	}
+	defer tx.Rollback(ctx)
+	// The parts in the ledger (stored before the lease moved, or by an
+	// earlier merge) are skipped.
+	type ledgerRow struct {
+		target string
+		rows   int
+		f, l   *time.Time
+	}
+	ledger := map[int64]ledgerRow{}
+	rs, err := tx.Query(ctx, staleLedgerSQL, b.ID)
+	if err != nil {
+		return res, err
+	}
+	var key int64
+	var lr ledgerRow
+	if _, err := pgx.ForEachRow(rs, []any{&key, &lr.target, &lr.rows, &lr.f, &lr.l}, func() error {
+		ledger[key] = lr
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	var todo []part
+	var ids []int64
+	for _, p := range parts {
+		var firstTS, lastTS any
+		if len(p.samples) > 0 {
+			f, l := (&rows.Batch{Samples: p.samples}).TSRange()
+			firstTS, lastTS = tsOf(f), tsOf(l)
+		}
+		if lr, ok := ledger[p.key]; ok {
+			if lr.target == b.Target && lr.rows == len(p.samples)+p.events && sameTS(lr.f, firstTS) && sameTS(lr.l, lastTS) {
+				continue
+			}
+			return res, fmt.Errorf("%w: shard key %d", errLedgerConflict, p.key)
+		}
+		todo = append(todo, p)
+		for _, s := range p.samples {
+			ids = append(ids, s.SeriesID)
+		}
+	}
+	if len(todo) == 0 {
+		res.replayed = true
+		return res, nil
+	}
+	stored, latest := map[seriesTS]bool{}, map[int64]int64{}
+	if len(ids) > 0 {
+		first, last := b.TSRange()
+		rs, err := tx.Query(ctx, staleStoredSQL, ids, tsOf(first), tsOf(last))
+		if err != nil {
+			return res, err
+		}
+		var id int64
+		var ts time.Time
+		if _, err := pgx.ForEachRow(rs, []any{&id, &ts}, func() error {
+			stored[seriesTS{id, ts.UnixMicro()}] = true
+			return nil
+		}); err != nil {
+			return res, err
+		}
+		if rs, err = tx.Query(ctx, staleLatestSQL, ids); err != nil {
+			return res, err
+		}
+		if _, err := pgx.ForEachRow(rs, []any{&id, &ts}, func() error {
+			latest[id] = ts.UnixMicro()
+			return nil
+		}); err != nil {
+			return res, err
+		}
+	}
+	if len(b.Series) > 0 {
+		if _, err := tx.Exec(ctx, seriesSQL, seriesArgs(b.Series)...); err != nil {
+			return res, err
+		}
+	}
+	for _, p := range todo {
+		var firstTS, lastTS any
+		if len(p.samples) > 0 {
+			f, l := (&rows.Batch{Samples: p.samples}).TSRange()
+			firstTS, lastTS = tsOf(f), tsOf(l)
+		}
+		bt := &pgx.Batch{}
+		bt.Queue(ledgerPartSQL, p.key, b.ID, b.Collector, b.Target, b.Epoch, len(p.samples)+p.events, firstTS, lastTS)
+		// Of the part's samples, once each by (series_id, ts): those stored
+		// are duplicates, those at or before their series' latest are
+		// merged, the newer ones refused (the owner may hold them).
+		var merge []rows.Sample
+		seen := map[seriesTS]bool{}
+		for _, s := range p.samples {
+			k := seriesTS{s.SeriesID, s.TS / 1000}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			l, ok := latest[s.SeriesID]
+			switch {
+			case stored[k]:
+			case ok && l >= k.us:
+				merge = append(merge, s)
+			default:
+				res.refused++
+			}
+		}
+		queueValues(bt, samplesValuesSQL, "", b.ID, len(merge), func(k int) *rows.Sample { return &merge[k] })
+		if err := tx.SendBatch(ctx, bt).Close(); err != nil {
+			return res, err
+		}
+		res.samples += len(merge)
+	}
+	if len(b.Events) > 0 {
+		sql, args := eventsValues(b)
+		tag, err := tx.Exec(ctx, sql, args...)
+		if err != nil {
+			return res, err
+		}
+		res.events = int(tag.RowsAffected())
+	}
+	return res, tx.Commit(ctx)
+}
