@@ -17,7 +17,6 @@ import (
 	"github.com/lhcnp/lhcnp/collector/writer"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
-	"github.com/lhcnp/lhcnp/migrations"
 )
 
 // citusWorkload is a seeded workload of three switches: 12 batches each of
@@ -249,25 +248,12 @@ func TestCitusAddWorker(t *testing.T) {
 // citusCluster is a coordinator with workers, its database migrated.
 func citusCluster(t *testing.T, workers int) (*pgserver.Cluster, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
-	c := pgtest.PrivateCitus(t, workers)
-	if err := c.CreateDatabase(ctx, "lhcnp"); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, c.DSN("lhcnp"))
+	c, dsn := pgtest.PrivateCitusDB(t, workers)
+	pool, err := pgxpool.New(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = migrations.Up(ctx, conn.Conn())
-	conn.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
 	return c, pool
 }
 

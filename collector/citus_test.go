@@ -1,0 +1,115 @@
+package collector_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
+	"github.com/lhcnp/lhcnp/internal/pgserver"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+)
+
+// TestCitusFaults is the fault test on Citus (docs/scaling.md Step
+// 3), through the whole collector: two switches publish every 5 ms and
+// send a Long-haul CNP every 20 rounds into a coordinator with two
+// workers. A worker is stopped for 30 s (3 s with -short) under that load
+// and started again; then the coordinator is stopped until the collector
+// spills, and started again. The collector streams all along (no gap), so
+// every sample and every CNP the switches sent is stored once: none lost,
+// none twice, no event made again.
+func TestCitusFaults(t *testing.T) {
+	outage := 30 * time.Second
+	if testing.Short() {
+		outage = 3 * time.Second
+	}
+	cl, dsn := pgtest.PrivateCitusDB(t, 2)
+	pool := citusPool(t, dsn)
+	sw1, sw2 := switchtest.Start(t, "sw1"), switchtest.Start(t, "sw2")
+	feeds := []*cnpFeed{newCNPFeed(sw1), newCNPFeed(sw2)}
+	cfg := testConfig(t, dsn, sw1, sw2)
+	// The default batch interval: on Citus a backlog is stored batch by
+	// batch, a transaction per shard of each (no group commit across
+	// batches), so the tests' 20 ms batches of a few rows each replay at
+	// a few dozen batches a second on a loaded machine.
+	cfg.Writer.BatchInterval = config.Defaults().Writer.BatchInterval
+	cfg.Writer.QueueRows = 4 * cfg.Writer.BatchRows // spill soon
+	c := start(t, cfg)
+	waitStreaming(t, c, sw1, sw2)
+	pu := startPump(feeds, 5*time.Millisecond)
+	defer pu.stop()
+	for _, f := range feeds {
+		f.more(t, pool, cnpEvery)
+	}
+	m := c.Metrics()
+	written := func() float64 { return testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")) }
+	// down stops node, waits until the writer fails and until done holds,
+	// starts node again and waits until the writer stores again. The test
+	// does not query meanwhile: Citus refuses what needs the node.
+	down := func(node *pgserver.Server, what string, done func() (bool, string)) {
+		t.Helper()
+		if err := node.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 60*time.Second, "the writer to fail with "+what+" down", func() (bool, string) {
+			return testutil.ToFloat64(m.DBUp) == 0, ""
+		})
+		waitFor(t, outage+60*time.Second, what+" down under load", done)
+		before := written()
+		if err := node.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 120*time.Second, "the writer to store again after "+what+" came back", func() (bool, string) {
+			return testutil.ToFloat64(m.DBUp) == 1 && written() > before, fmt.Sprintf("spilled batches %v", testutil.ToFloat64(m.SpillBatches))
+		})
+	}
+	from := time.Now()
+	down(cl.Workers[1], "a worker", func() (bool, string) { return time.Since(from) >= outage, "" })
+	workerSpill := testutil.ToFloat64(m.SpillBatches)
+	pool.Close()
+	down(cl.Coordinator, "the coordinator", func() (bool, string) {
+		n := testutil.ToFloat64(m.SpillBatches)
+		return n >= 10, fmt.Sprintf("%v batches spilled", n)
+	})
+	// New connections: the coordinator's cached ones to the workers did
+	// not survive.
+	pool = citusPool(t, dsn)
+	for _, f := range feeds {
+		f.more(t, pool, cnpEvery)
+	}
+	pu.stop()
+	for _, f := range feeds {
+		waitLastRound(t, pool, f.p)
+	}
+	waitFor(t, 60*time.Second, "the spill emptied", func() (bool, string) {
+		return testutil.ToFloat64(m.SpillBatches) == 0, ""
+	})
+	c.stop(t)
+	for _, f := range feeds {
+		tl := f.check(t, pool, nil, c)
+		if tl.lost != 0 || tl.cnpsLost != 0 {
+			t.Errorf("%s: %v", f.p.sw.Name, tl)
+		}
+		if st := f.p.sw.Stats(); st.Coalesced != 0 {
+			t.Errorf("%s coalesced %d updates: the collector's receive path stalled", f.p.sw.Name, st.Coalesced)
+		}
+		t.Logf("%s: %v", f.p.sw.Name, tl)
+	}
+	t.Logf("a worker down %v (%v batches spilled at its return), then the coordinator (spilled, caught up)", outage, workerSpill)
+}
+
+// citusPool is a pool on dsn, closed when the test ends.
+func citusPool(t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
