@@ -3,6 +3,7 @@ package collector_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 // and started again; then the coordinator is stopped until the collector
 // spills, and started again. The collector streams all along (no gap), so
 // every sample and every CNP the switches sent is stored once: none lost,
-// none twice, no event made again.
+// none twice, no event made again. With LHCNP_CITUS_SOAK set to a
+// duration (make citus-soak) the faults repeat until it has passed.
 func TestCitusFaults(t *testing.T) {
 	outage := 30 * time.Second
 	if testing.Short() {
@@ -68,19 +70,28 @@ func TestCitusFaults(t *testing.T) {
 			return testutil.ToFloat64(m.DBUp) == 1 && written() > before, fmt.Sprintf("spilled batches %v", testutil.ToFloat64(m.SpillBatches))
 		})
 	}
-	from := time.Now()
-	down(cl.Workers[1], "a worker", func() (bool, string) { return time.Since(from) >= outage, "" })
-	workerSpill := testutil.ToFloat64(m.SpillBatches)
-	pool.Close()
-	down(cl.Coordinator, "the coordinator", func() (bool, string) {
-		n := testutil.ToFloat64(m.SpillBatches)
-		return n >= 10, fmt.Sprintf("%v batches spilled", n)
-	})
-	// New connections: the coordinator's cached ones to the workers did
-	// not survive.
-	pool = citusPool(t, dsn)
-	for _, f := range feeds {
-		f.more(t, pool, cnpEvery)
+	// One round of faults; make citus-soak repeats them (each worker in
+	// turn) for $LHCNP_CITUS_SOAK.
+	soak, _ := time.ParseDuration(os.Getenv("LHCNP_CITUS_SOAK"))
+	began := time.Now()
+	var workerSpill []float64
+	for round := 0; round == 0 || time.Since(began) < soak; round++ {
+		from := time.Now()
+		down(cl.Workers[round%2], "a worker", func() (bool, string) { return time.Since(from) >= outage, "" })
+		workerSpill = append(workerSpill, testutil.ToFloat64(m.SpillBatches))
+		pool.Close()
+		down(cl.Coordinator, "the coordinator", func() (bool, string) {
+			n := testutil.ToFloat64(m.SpillBatches)
+			return n >= 10, fmt.Sprintf("%v batches spilled", n)
+		})
+		// New connections: the coordinator's cached ones to the workers
+		// did not survive.
+		pool = citusPool(t, dsn)
+		for _, f := range feeds {
+			f.more(t, pool, cnpEvery)
+		}
+		t.Logf("round %d: a worker down %v (%v batches spilled at its return), then the coordinator; %v since the start",
+			round+1, outage, workerSpill[round], time.Since(began).Round(time.Second))
 	}
 	pu.stop()
 	for _, f := range feeds {
@@ -100,7 +111,8 @@ func TestCitusFaults(t *testing.T) {
 		}
 		t.Logf("%s: %v", f.p.sw.Name, tl)
 	}
-	t.Logf("a worker down %v (%v batches spilled at its return), then the coordinator (spilled, caught up)", outage, workerSpill)
+	t.Logf("%d rounds of faults in %v: %v samples stored, %.0f rows/s", len(workerSpill), time.Since(began).Round(time.Second),
+		written(), written()/time.Since(began).Seconds())
 }
 
 // citusPool is a pool on dsn, closed when the test ends.
