@@ -697,10 +697,12 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 	}
 	for _, b := range bs {
 		parts := splitByShard(b.Samples, w.citus.shard)
-		if len(parts) == 0 {
-			parts = []part{{shard: w.citus.shard[0]}}
+		if len(parts) == 0 && len(b.Events) > 0 {
+			parts = []part{{shard: w.citus.shard[0]}} // as storeCitus: shard key 0
 		}
-		parts[0].events = len(b.Events)
+		if len(parts) > 0 {
+			parts[0].events = len(b.Events)
+		}
 		for _, p := range parts {
 			add(b, p)
 		}
