@@ -44,6 +44,16 @@ lab:
 lab-soak: build
 	LAB_SOAK_MINUTES=$${LAB_SOAK_MINUTES:-30} ./scripts/lab-soak.sh
 
+# The collector on a Citus coordinator with two workers under two switches
+# load for CITUS_SOAK (default 10m): a worker down 30 s (each in turn),
+# then the coordinator until the collector spills, again and again; every
+# sample and CNP stored once (collector.TestCitusFaults, docs/scaling.md
+# Step 3). Not part of make test, which runs one round.
+.PHONY: citus-soak
+citus-soak:
+	set -o pipefail; LHCNP_CITUS_SOAK=$${CITUS_SOAK:-10m} $(GO) test -count=1 -timeout 0 -v -run '^TestCitusFaults$$' ./collector/ 2>&1 | \
+		grep --line-buffered -v 'level=' | tee citus-soak.txt
+
 # Everything CI checks, in about ten minutes on two cores.
 test: deps fmt-check vet check-gen yanglint fuzz-short race unit
 

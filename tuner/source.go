@@ -260,7 +260,11 @@ func deref[T any](p *T, def T) T {
 }
 
 // The queries, one per view (migrations/003_views.sql) and the speed
-// function of migrations/006_time_base.sql.
+// function of migrations/006_time_base.sql. The samples come from
+// queue_congestion_between (migrations/004_windows.sql, from <= ts < to):
+// the view's rows of the window, which reads the window and each leaf's
+// last sample before it; on Citus (migration 012) the view is that
+// function over all time, so a filter on it read the whole history.
 const (
 	sqlSpeed  = `SELECT lhcnp_speed_at($1, $2)`
 	sqlLatest = `
@@ -270,7 +274,7 @@ FROM queue_latest WHERE target = $1`
 	sqlSamples = `
 SELECT interface, queue, ts, queue_depth_bytes, peak_queue_depth_bytes, growth_rate_bytes_per_second,
        ecn_marking_rate_percent::float8
-FROM queue_congestion WHERE target = $1 AND ts BETWEEN $2 AND $3
+FROM queue_congestion_between($2, $3::timestamptz + interval '1 microsecond') WHERE target = $1
 ORDER BY interface, queue, ts`
 	// The state of every queue of the target at the window's start: each
 	// congestion leaf's value at or before it, as queue_congestion gives

@@ -41,9 +41,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 // citusState is what the writer knows of the database's distribution; only
 // the goroutine of Run uses it.
 type citusState struct {
-	known bool            // on is settled
-	on    bool            // samples is distributed by Citus
-	shard map[int64]int64 // series id -> shard id of samples
+	known  bool            // on is settled
+	on     bool            // samples is distributed by Citus
+	shard  map[int64]int64 // series id -> shard id of samples
+	series map[int64]bool  // series stored by this writer
 }
 
 // isCitus reports whether samples is distributed, asking the database the
@@ -61,11 +62,33 @@ func (w *Writer) isCitus(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	w.citus = citusState{known: true, on: on, shard: map[int64]int64{}}
+	w.citus = citusState{known: true, on: on, shard: map[int64]int64{}, series: map[int64]bool{}}
 	if on {
 		w.o.log.Info("samples distributed by Citus: batches are stored split by shard")
 	}
 	return on, nil
+}
+
+// storeSeries inserts the series this writer has not stored yet (a
+// reference table: each insert is a two-phase commit, so a batch stored
+// one by one after its group failed does not offer them again).
+func (w *Writer) storeSeries(ctx context.Context, series []rows.Series) error {
+	var todo []rows.Series
+	for _, s := range series {
+		if !w.citus.series[s.ID] {
+			todo = append(todo, s)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if _, err := w.pool.Exec(ctx, seriesSQL, seriesArgs(todo)...); err != nil {
+		return err
+	}
+	for _, s := range todo {
+		w.citus.series[s.ID] = true
+	}
+	return nil
 }
 
 // shardsOf fills the shard cache for the series of samples (one query for
@@ -165,28 +188,30 @@ func latestOf(samples []rows.Sample) []*rows.Sample {
 	return last
 }
 
-// eventsValues is eventsSQL as a multi-row INSERT ... VALUES of b's events
-// (all of one target: one shard of events, no two-phase commit).
-func eventsValues(b *rows.Batch) (string, []any) {
+// eventsValues is eventsSQL as a multi-row INSERT ... VALUES of the events
+// of bs (all of one target: one shard of events, no two-phase commit).
+func eventsValues(bs ...*rows.Batch) (string, []any) {
 	var sb strings.Builder
 	sb.WriteString(`INSERT INTO events (ts, target, kind, interface, queue, action, parameter, congestion_level,
   source_address, destination_address, source_qp, destination_qp, details, batch_id) VALUES `)
 	types := []string{"timestamptz", "text", "text", "text", "int", "text", "int", "int", "text", "text", "bigint", "bigint", "jsonb", "bigint"}
-	args := make([]any, 0, len(b.Events)*len(types))
-	for i, e := range b.Events {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteByte('(')
-		for c, typ := range types {
-			if c > 0 {
+	var args []any
+	for _, b := range bs {
+		for _, e := range b.Events {
+			if len(args) > 0 {
 				sb.WriteByte(',')
 			}
-			fmt.Fprintf(&sb, "$%d::%s", len(args)+c+1, typ)
+			sb.WriteByte('(')
+			for c, typ := range types {
+				if c > 0 {
+					sb.WriteByte(',')
+				}
+				fmt.Fprintf(&sb, "$%d::%s", len(args)+c+1, typ)
+			}
+			sb.WriteByte(')')
+			args = append(args, tsOf(e.TS), e.Target, e.Kind, e.Interface, e.Queue, e.Action, e.Parameter, e.CongestionLevel,
+				e.SourceAddress, e.DestinationAddress, e.SourceQP, e.DestinationQP, e.Details, b.ID)
 		}
-		sb.WriteByte(')')
-		args = append(args, tsOf(e.TS), e.Target, e.Kind, e.Interface, e.Queue, e.Action, e.Parameter, e.CongestionLevel,
-			e.SourceAddress, e.DestinationAddress, e.SourceQP, e.DestinationQP, e.Details, b.ID)
 	}
 	sb.WriteString(" ON CONFLICT DO NOTHING")
 	return sb.String(), args
@@ -233,10 +258,8 @@ func cmpInt64(a, b int64) int {
 // a single-shard transaction with its ledger row, then its events.
 func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 	start := time.Now()
-	if len(b.Series) > 0 {
-		if _, err := w.pool.Exec(ctx, seriesSQL, seriesArgs(b.Series)...); err != nil {
-			return err
-		}
+	if err := w.storeSeries(ctx, b.Series); err != nil {
+		return err
 	}
 	if err := w.shardsOf(ctx, b.Samples); err != nil {
 		return err
@@ -276,24 +299,32 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 			stored += len(p.samples)
 		}
 	}
+	// The events are offered even when every part was in the ledger: no
+	// ledger row guards them (they are distributed by target, the ledger
+	// by series), so a crash after the parts and before the events leaves
+	// them to the replay. They are stored once by their identity, and
+	// their dead letters once by theirs (deadEventSQL).
 	var storedEvents, deadEvents int
-	// Every part in the ledger: the batch was stored whole (its events
-	// come after its parts), and is skipped as on one node.
-	if len(b.Events) > 0 && replayed < len(parts) {
+	if len(b.Events) > 0 {
 		var err error
 		if storedEvents, deadEvents, err = w.storeEventsCitus(ctx, b); err != nil {
 			return err
 		}
-		deadRows += deadEvents
 	}
 	outcome := "stored"
 	switch {
 	case replayed == len(parts) && len(parts) > 0:
 		outcome = "replayed"
-	case deadRows > 0:
+	case deadRows+deadEvents > 0:
 		outcome = "partial"
 	}
 	w.committed(b, start, outcome, stored)
+	if outcome == "replayed" {
+		// The events a crash kept from the first run are stored now; the
+		// others are the replay's, not conflicts.
+		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(storedEvents))
+		return nil
+	}
 	w.eventsStored(len(b.Events)-deadEvents, storedEvents)
 	return nil
 }
@@ -430,10 +461,17 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 	return false, len(bad), nil
 }
 
+// deadEventSQL dead-letters a refused event of a batch once: a replay
+// offers the batch's events again (no ledger row guards them on Citus) and
+// finds the dead letter of the first run by its batch and row.
+const deadEventSQL = `INSERT INTO dead_letters (target, batch_id, "row", error)
+SELECT $1::text, $2::bigint, $3::jsonb, $4::text
+WHERE NOT EXISTS (SELECT 1 FROM dead_letters WHERE target = $1::text AND batch_id = $2::bigint AND "row" = $3::jsonb)`
+
 // storeEventsCitus stores b's events in one INSERT; when PostgreSQL refuses
 // it, one by one, a refused event going to dead_letters. Events are stored
-// once by their identity; dead counts the refused ones. A dead letter of a replayed batch may be written
-// again (no ledger row guards the events on Citus).
+// once by their identity, their dead letters once by batch and row; dead
+// counts the refused events, newly dead-lettered or not.
 func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead int, err error) {
 	sql, args := eventsValues(b)
 	tag, err := w.pool.Exec(ctx, sql, args...)
@@ -448,16 +486,20 @@ func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, d
 		case err == nil:
 			stored += int(tag.RowsAffected())
 		case Classify(err) == Temporary:
-			return stored, len(bad), err
+			return stored, dead, err
 		default:
-			if _, err2 := w.pool.Exec(ctx, deadSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error()); err2 != nil {
-				return stored, len(bad), fmt.Errorf("dead letter: %w", err2)
+			tag, err2 := w.pool.Exec(ctx, deadEventSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error())
+			if err2 != nil {
+				return stored, dead, fmt.Errorf("dead letter: %w", err2)
 			}
-			bad = append(bad, deadRow{table: "events", row: e, err: err})
+			dead++
+			if tag.RowsAffected() == 1 {
+				bad = append(bad, deadRow{table: "events", row: e, err: err})
+			}
 		}
 	}
 	w.deadLettered(b, bad)
-	return stored, len(bad), nil
+	return stored, dead, nil
 }
 
 // deadLettered counts and logs the rows of b that went to dead_letters.
@@ -466,4 +508,314 @@ func (w *Writer) deadLettered(b *rows.Batch, dead []deadRow) {
 	for _, d := range dead {
 		w.o.log.Warn("row dead-lettered", "target", b.Target, "batch", b.ID, "table", d.table, "err", d.err)
 	}
+}
+
+// On Citus a stale batch is merged as on one node (stale.go), with the
+// same lock on its lease row and the same rules, but the merge's one
+// statement (an anti-join of the batch's rows against samples and latest,
+// spread over the shards) is not one Citus can plan: the merge reads the
+// batch's ledger rows, the samples stored at its series and timestamps
+// and latest of its series, decides here, and writes each part not in the
+// ledger with its ledger row. All in one transaction: it spans the nodes
+// (a two-phase commit), which a stale batch, rare, may cost.
+const (
+	staleLedgerSQL = `SELECT shard_key, target, rows, first_ts, last_ts FROM ingest_ledger WHERE batch_id = $1`
+	staleStoredSQL = `SELECT series_id, ts FROM samples WHERE series_id = ANY($1::bigint[]) AND ts BETWEEN $2 AND $3`
+	staleLatestSQL = `SELECT series_id, ts FROM latest WHERE series_id = ANY($1::bigint[])`
+)
+
+// seriesTS names a sample by its series and its timestamp in microseconds
+// (PostgreSQL's precision; pgx truncates).
+type seriesTS struct{ id, us int64 }
+
+// mergeStaleCitus is mergeStale on Citus.
+func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch) (staleResult, error) {
+	if err := w.shardsOf(ctx, b.Samples); err != nil {
+		return staleResult{}, err
+	}
+	parts := splitByShard(b.Samples, w.citus.shard)
+	if len(parts) == 0 {
+		parts = []part{{}}
+	}
+	parts[0].events = len(b.Events)
+	tx, res, err := w.beginMerge(ctx, b)
+	if tx == nil {
+		return res, err
+	}
+	defer tx.Rollback(ctx)
+	// The parts in the ledger (stored before the lease moved, or by an
+	// earlier merge) are skipped.
+	type ledgerRow struct {
+		target string
+		rows   int
+		f, l   *time.Time
+	}
+	ledger := map[int64]ledgerRow{}
+	rs, err := tx.Query(ctx, staleLedgerSQL, b.ID)
+	if err != nil {
+		return res, err
+	}
+	var key int64
+	var lr ledgerRow
+	if _, err := pgx.ForEachRow(rs, []any{&key, &lr.target, &lr.rows, &lr.f, &lr.l}, func() error {
+		ledger[key] = lr
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	var todo []part
+	var ids []int64
+	for _, p := range parts {
+		var firstTS, lastTS any
+		if len(p.samples) > 0 {
+			f, l := (&rows.Batch{Samples: p.samples}).TSRange()
+			firstTS, lastTS = tsOf(f), tsOf(l)
+		}
+		if lr, ok := ledger[p.key]; ok {
+			if lr.target == b.Target && lr.rows == len(p.samples)+p.events && sameTS(lr.f, firstTS) && sameTS(lr.l, lastTS) {
+				continue
+			}
+			return res, fmt.Errorf("%w: shard key %d", errLedgerConflict, p.key)
+		}
+		todo = append(todo, p)
+		for _, s := range p.samples {
+			ids = append(ids, s.SeriesID)
+		}
+	}
+	if len(todo) == 0 {
+		res.replayed = true
+		return res, nil
+	}
+	stored, latest := map[seriesTS]bool{}, map[int64]int64{}
+	if len(ids) > 0 {
+		first, last := b.TSRange()
+		rs, err := tx.Query(ctx, staleStoredSQL, ids, tsOf(first), tsOf(last))
+		if err != nil {
+			return res, err
+		}
+		var id int64
+		var ts time.Time
+		if _, err := pgx.ForEachRow(rs, []any{&id, &ts}, func() error {
+			stored[seriesTS{id, ts.UnixMicro()}] = true
+			return nil
+		}); err != nil {
+			return res, err
+		}
+		if rs, err = tx.Query(ctx, staleLatestSQL, ids); err != nil {
+			return res, err
+		}
+		if _, err := pgx.ForEachRow(rs, []any{&id, &ts}, func() error {
+			latest[id] = ts.UnixMicro()
+			return nil
+		}); err != nil {
+			return res, err
+		}
+	}
+	if len(b.Series) > 0 {
+		if _, err := tx.Exec(ctx, seriesSQL, seriesArgs(b.Series)...); err != nil {
+			return res, err
+		}
+	}
+	for _, p := range todo {
+		var firstTS, lastTS any
+		if len(p.samples) > 0 {
+			f, l := (&rows.Batch{Samples: p.samples}).TSRange()
+			firstTS, lastTS = tsOf(f), tsOf(l)
+		}
+		bt := &pgx.Batch{}
+		bt.Queue(ledgerPartSQL, p.key, b.ID, b.Collector, b.Target, b.Epoch, len(p.samples)+p.events, firstTS, lastTS)
+		// Of the part's samples, once each by (series_id, ts): those stored
+		// are duplicates, those at or before their series' latest are
+		// merged, the newer ones refused (the owner may hold them).
+		var merge []rows.Sample
+		seen := map[seriesTS]bool{}
+		for _, s := range p.samples {
+			k := seriesTS{s.SeriesID, s.TS / 1000}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			l, ok := latest[s.SeriesID]
+			switch {
+			case stored[k]:
+			case ok && l >= k.us:
+				merge = append(merge, s)
+			default:
+				res.refused++
+			}
+		}
+		queueValues(bt, samplesValuesSQL, "", b.ID, len(merge), func(k int) *rows.Sample { return &merge[k] })
+		if err := tx.SendBatch(ctx, bt).Close(); err != nil {
+			return res, err
+		}
+		res.samples += len(merge)
+	}
+	if len(b.Events) > 0 {
+		sql, args := eventsValues(b)
+		tag, err := tx.Exec(ctx, sql, args...)
+		if err != nil {
+			return res, err
+		}
+		res.events = int(tag.RowsAffected())
+	}
+	return res, tx.Commit(ctx)
+}
+
+// storeCitusGroup stores a backlog of batches on Citus in one transaction
+// per shard (group commit, as storeGroup on one node, without a two-phase
+// commit): the parts of all the batches that fall on a shard, each with
+// its ledger row, then the latest values of that shard's series. The new
+// series go first and the events last (one INSERT per target: one shard of
+// events each), both idempotent. A ledger conflict (a replay, or a batch a
+// failed group stored in part) is errLedgerConflict, a lease moved
+// errStale, and a refused row a permanent error: the caller then stores the
+// batches one by one (storeCitus), which settles each.
+func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
+	start := time.Now()
+	var series []rows.Series
+	var all []rows.Sample
+	for _, b := range bs {
+		series = append(series, b.Series...)
+		all = append(all, b.Samples...)
+		if len(b.Samples) == 0 {
+			all = append(all, rows.Sample{}) // the shard of key 0, for a batch of events only
+		}
+	}
+	if err := w.storeSeries(ctx, series); err != nil {
+		return err
+	}
+	if err := w.shardsOf(ctx, all); err != nil {
+		return err
+	}
+	byShard := map[int64][]batchPart{}
+	var shards []int64
+	add := func(b *rows.Batch, p part) {
+		if _, ok := byShard[p.shard]; !ok {
+			shards = append(shards, p.shard)
+		}
+		byShard[p.shard] = append(byShard[p.shard], batchPart{b, p})
+	}
+	for _, b := range bs {
+		parts := splitByShard(b.Samples, w.citus.shard)
+		if len(parts) == 0 && len(b.Events) > 0 {
+			parts = []part{{shard: w.citus.shard[0]}} // as storeCitus: shard key 0
+		}
+		if len(parts) > 0 {
+			parts[0].events = len(b.Events)
+		}
+		for _, p := range parts {
+			add(b, p)
+		}
+	}
+	slices.Sort(shards)
+	for _, sh := range shards {
+		if err := w.storeShardGroup(ctx, byShard[sh]); err != nil {
+			return err
+		}
+	}
+	// The events of each target, in INSERTs of at most maxEvents (14
+	// parameters each, under PostgreSQL's 65 535).
+	const maxEvents = 4000
+	byTarget := map[string][]*rows.Batch{}
+	var targets []string
+	events, stored := 0, 0
+	insert := func(target string) error {
+		if len(byTarget[target]) == 0 {
+			return nil
+		}
+		sql, args := eventsValues(byTarget[target]...)
+		byTarget[target] = nil
+		tag, err := w.pool.Exec(ctx, sql, args...)
+		stored += int(tag.RowsAffected())
+		return err
+	}
+	pending := map[string]int{}
+	for _, b := range bs {
+		if len(b.Events) == 0 {
+			continue
+		}
+		if pending[b.Target]+len(b.Events) > maxEvents {
+			if err := insert(b.Target); err != nil {
+				return err
+			}
+			pending[b.Target] = 0
+		}
+		if _, ok := pending[b.Target]; !ok {
+			targets = append(targets, b.Target)
+		}
+		byTarget[b.Target] = append(byTarget[b.Target], b)
+		pending[b.Target] += len(b.Events)
+		events += len(b.Events)
+	}
+	for _, target := range targets {
+		if err := insert(target); err != nil {
+			return err
+		}
+	}
+	for _, b := range bs {
+		w.committed(b, start, "stored", len(b.Samples))
+	}
+	w.eventsStored(events, stored)
+	w.o.log.Debug("group stored by shard", "batches", len(bs), "shards", len(shards))
+	return nil
+}
+
+// batchPart is a part of a batch.
+type batchPart struct {
+	b *rows.Batch
+	p part
+}
+
+// storeShardGroup stores parts of one shard with their ledger rows and
+// the latest values of their series, in one transaction: BEGIN with the
+// fencing check of each target, then the ledger rows, samples, latest and
+// COMMIT in one pipeline.
+func (w *Writer) storeShardGroup(ctx context.Context, bps []batchPart) error {
+	bs := make([]*rows.Batch, len(bps))
+	for i, bp := range bps {
+		bs[i] = bp.b
+	}
+	return w.inPipeline(ctx, bs, func(pc *pgx.Conn, open *bool) error { return w.storeShardGroupOn(ctx, pc, open, bps) })
+}
+
+// storeShardGroupOn is storeShardGroup's transaction, fenced and open on pc.
+func (w *Writer) storeShardGroupOn(ctx context.Context, pc *pgx.Conn, open *bool, bps []batchPart) error {
+	bt := &pgx.Batch{}
+	var all [][]rows.Sample
+	for _, bp := range bps {
+		var firstTS, lastTS any
+		if len(bp.p.samples) > 0 {
+			f, l := (&rows.Batch{Samples: bp.p.samples}).TSRange()
+			firstTS, lastTS = tsOf(f), tsOf(l)
+		}
+		bt.Queue(ledgerPartSQL, bp.p.key, bp.b.ID, bp.b.Collector, bp.b.Target, bp.b.Epoch, len(bp.p.samples)+bp.p.events, firstTS, lastTS)
+		samples := bp.p.samples
+		queueValues(bt, samplesValuesSQL, "", bp.b.ID, len(samples), func(k int) *rows.Sample { return &samples[k] })
+		all = append(all, samples)
+	}
+	var newest []*rows.Sample
+	for _, samples := range all {
+		newest = append(newest, latestOf(samples)...)
+	}
+	newest = latestOf(derefSamples(newest))
+	queueValues(bt, latestValuesSQL, latestConflictSQL, 0, len(newest), func(k int) *rows.Sample { return newest[k] })
+	bt.Queue("COMMIT")
+	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" && strings.HasPrefix(pe.ConstraintName, "ingest_ledger_pkey") {
+			return errLedgerConflict
+		}
+		return err
+	}
+	*open = false
+	return nil
+}
+
+// derefSamples copies the samples ss point to.
+func derefSamples(ss []*rows.Sample) []rows.Sample {
+	out := make([]rows.Sample, len(ss))
+	for i, s := range ss {
+		out[i] = *s
+	}
+	return out
 }

@@ -71,7 +71,11 @@ SELECT (SELECT count(*) FROM m), count(*) FILTER (WHERE NOT passed AND NOT store
 // (a permanent error) leaves the batch refused, counted as stale_epoch.
 func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 	start := time.Now()
-	res, err := w.mergeStale(ctx, b)
+	merge := w.mergeStale
+	if w.citus.on {
+		merge = w.mergeStaleCitus
+	}
+	res, err := merge(ctx, b)
 	if err != nil {
 		if Classify(err) == Temporary {
 			return err
@@ -113,24 +117,36 @@ type staleResult struct {
 	epoch                    int64
 }
 
-// mergeStale runs the merge's transaction.
-func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch) (staleResult, error) {
-	var res staleResult
-	tx, err := w.pool.Begin(ctx)
+// beginMerge opens the merge's transaction and locks b's lease row; tx is
+// nil when the batch is refused whole (res says so) or on an error.
+func (w *Writer) beginMerge(ctx context.Context, b *rows.Batch) (tx pgx.Tx, res staleResult, err error) {
+	tx, err = w.pool.Begin(ctx)
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
-	defer tx.Rollback(ctx)
 	err = tx.QueryRow(ctx, staleLockSQL, b.Target).Scan(&res.owner, &res.epoch)
+	if err != nil {
+		tx.Rollback(ctx)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		// No lease row (leases are never deleted; someone did): nothing to
 		// order the merge with the writes of a next owner.
 		w.o.log.Warn("stale batch refused: its target has no lease", "target", b.Target, "epoch", b.Epoch)
-		return staleResult{refused: b.Rows()}, nil
+		return nil, staleResult{refused: b.Rows()}, nil
 	}
 	if err != nil {
+		return nil, res, err
+	}
+	return tx, res, nil
+}
+
+// mergeStale runs the merge's transaction.
+func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch) (staleResult, error) {
+	tx, res, err := w.beginMerge(ctx, b)
+	if tx == nil {
 		return res, err
 	}
+	defer tx.Rollback(ctx)
 	if res.replayed, err = w.claimLedger(ctx, tx, b); err != nil || res.replayed {
 		return res, err
 	}

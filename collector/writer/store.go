@@ -117,35 +117,15 @@ func sameTS(got *time.Time, want any) bool {
 // ledger tells a replay from an id collision).
 func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 	start := time.Now()
-	conn, err := w.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	pc := conn.Conn()
-	open := false
-	defer rollbackIfOpen(ctx, pc, &open)
+	return w.inPipeline(ctx, bs, func(pc *pgx.Conn, open *bool) error {
+		return w.storeGroupOn(ctx, pc, open, bs, start)
+	})
+}
 
-	bt := &pgx.Batch{}
-	bt.Queue("BEGIN")
-	epochs := make([]int64, len(bs))
-	if w.o.fencing {
-		for i, b := range bs {
-			bt.Queue(fenceSQL, b.Target, b.Collector).QueryRow(func(r pgx.Row) error { return r.Scan(&epochs[i]) })
-		}
-	}
-	open = true
-	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errStale
-		}
-		return err
-	}
+// storeGroupOn is storeGroup's transaction, fenced and open on pc.
+func (w *Writer) storeGroupOn(ctx context.Context, pc *pgx.Conn, open *bool, bs []*rows.Batch, start time.Time) error {
 	var samples, events int
-	for i, b := range bs {
-		if w.o.fencing && epochs[i] != b.Epoch {
-			return errStale
-		}
+	for _, b := range bs {
 		samples += len(b.Samples)
 		events += len(b.Events)
 	}
@@ -154,7 +134,7 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 			return err
 		}
 	}
-	bt = &pgx.Batch{}
+	bt := &pgx.Batch{}
 	var series []rows.Series
 	all := make([][]rows.Sample, 0, len(bs))
 	for _, b := range bs {
@@ -188,11 +168,55 @@ func (w *Writer) storeGroup(ctx context.Context, bs []*rows.Batch) error {
 		}
 		return err
 	}
-	open = false
+	*open = false
 	for _, b := range bs {
 		w.committed(b, start, "stored", len(b.Samples))
 	}
 	w.eventsStored(events, stored)
+	return nil
+}
+
+// inPipeline runs fn on a connection of the pool in a transaction opened
+// with the fencing check of each of bs (fencedBegin); fn clears *open once
+// it committed, else the transaction is rolled back.
+func (w *Writer) inPipeline(ctx context.Context, bs []*rows.Batch, fn func(pc *pgx.Conn, open *bool) error) error {
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	pc := conn.Conn()
+	open := true
+	defer rollbackIfOpen(ctx, pc, &open)
+	if err := w.fencedBegin(ctx, pc, bs); err != nil {
+		return err
+	}
+	return fn(pc, &open)
+}
+
+// fencedBegin opens a transaction on pc with the fencing check of each of
+// bs (their targets and epochs) in one round trip: errStale when a lease
+// moved.
+func (w *Writer) fencedBegin(ctx context.Context, pc *pgx.Conn, bs []*rows.Batch) error {
+	bt := &pgx.Batch{}
+	bt.Queue("BEGIN")
+	epochs := make([]int64, len(bs))
+	if w.o.fencing {
+		for i, b := range bs {
+			bt.Queue(fenceSQL, b.Target, b.Collector).QueryRow(func(r pgx.Row) error { return r.Scan(&epochs[i]) })
+		}
+	}
+	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errStale
+		}
+		return err
+	}
+	for i, b := range bs {
+		if w.o.fencing && epochs[i] != b.Epoch {
+			return errStale
+		}
+	}
 	return nil
 }
 

@@ -314,16 +314,20 @@ func (w *Writer) Run(ctx context.Context) error {
 // stale epochs and bad rows are settled batch by batch.
 // It returns how many batches of the group (a prefix) are stored.
 func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.ExponentialBackOff) (int, error) {
-	// On Citus every batch is split by shard (storeCitus); a group of
-	// batches in one transaction would span every worker.
+	// On Citus the group is stored a transaction per shard
+	// (storeCitusGroup): one transaction would span every worker.
 	citus, cerr := w.isCitus(ctx)
-	if len(group) > 1 && cerr == nil && !citus {
+	if len(group) > 1 && cerr == nil {
 		bs := make([]*rows.Batch, len(group))
 		for i, it := range group {
 			bs[i] = it.b
 		}
+		store := w.storeGroup
+		if citus {
+			store = w.storeCitusGroup
+		}
 		for {
-			err := w.storeGroup(ctx, bs)
+			err := store(ctx, bs)
 			if err == nil {
 				w.o.m.DBUp.Set(1)
 				bo.Reset()

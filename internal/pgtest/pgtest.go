@@ -266,13 +266,7 @@ func NewCitus(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	dsn := EmptyCitus(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	err = migrations.Up(ctx, conn)
-	conn.Close(ctx)
-	if err != nil {
+	if err := migrateDSN(ctx, dsn); err != nil {
 		t.Fatalf("pgtest: migrating on Citus: %v", err)
 	}
 	pool, err := pgxpool.New(ctx, dsn)
@@ -301,4 +295,30 @@ func PrivateCitus(t testing.TB, workers int, opts ...pgserver.Option) *pgserver.
 		}
 	})
 	return c
+}
+
+// PrivateCitusDB is PrivateCitus with database "lhcnp" created on every
+// node and migrated through the coordinator; it returns the cluster and
+// the database's DSN on the coordinator.
+func PrivateCitusDB(t testing.TB, workers int, opts ...pgserver.Option) (*pgserver.Cluster, string) {
+	t.Helper()
+	c := PrivateCitus(t, workers, opts...)
+	ctx := context.Background()
+	if err := c.CreateDatabase(ctx, "lhcnp"); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	if err := migrateDSN(ctx, c.DSN("lhcnp")); err != nil {
+		t.Fatalf("pgtest: migrating on Citus: %v", err)
+	}
+	return c, c.DSN("lhcnp")
+}
+
+// migrateDSN applies every migration to the database of dsn.
+func migrateDSN(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return migrations.Up(ctx, conn)
 }
