@@ -38,6 +38,14 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	ledgerPartCheckSQL = `SELECT target, rows, first_ts, last_ts FROM ingest_ledger WHERE shard_key = $1 AND batch_id = $2`
 )
 
+// citusCacheMax bounds each of citusState's caches: a cache that reaches
+// it starts again empty (both are caches: a series' shard is asked again,
+// a series offered again is ON CONFLICT DO NOTHING). Without a bound they
+// grew with every series a long run ever saw: the lab's flow-table entries,
+// about 18,000 series a minute at its default speed, trimmed from the
+// database by its retention but not from memory.
+var citusCacheMax = 1 << 18
+
 // citusState is what the writer knows of the database's distribution; only
 // the goroutine of Run uses it.
 type citusState struct {
@@ -85,6 +93,9 @@ func (w *Writer) storeSeries(ctx context.Context, series []rows.Series) error {
 	if _, err := w.pool.Exec(ctx, seriesSQL, seriesArgs(todo)...); err != nil {
 		return err
 	}
+	if len(w.citus.series)+len(todo) > citusCacheMax {
+		clear(w.citus.series)
+	}
 	for _, s := range todo {
 		w.citus.series[s.ID] = true
 	}
@@ -105,6 +116,9 @@ func (w *Writer) shardsOf(ctx context.Context, samples []rows.Sample) error {
 	}
 	if len(missing) == 0 {
 		return nil
+	}
+	if len(w.citus.shard)+len(missing) > citusCacheMax {
+		clear(w.citus.shard)
 	}
 	rs, err := w.pool.Query(ctx, shardIDsSQL, missing)
 	if err != nil {

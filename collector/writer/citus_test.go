@@ -487,6 +487,29 @@ func TestCitusGroupCommit(t *testing.T) {
 	})
 }
 
+// TestCitusCachesBounded: with the writer's Citus caches (each series'
+// shard, the series it stored) bounded at a few entries, so that they start
+// again empty many times in a run, a backlog stored in groups and a batch at
+// a time leaves the same rows as one node.
+func TestCitusCachesBounded(t *testing.T) {
+	defer writer.SetCitusCacheMax(5)()
+	ctx := context.Background()
+	sameOnBoth(t, func(name string, pool *pgxpool.Pool) {
+		sp, err := spill.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := writer.New(pool, sp, writer.WithGroupRows(3*40))
+		enqueue(t, w, citusWorkload(23))
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		w.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // sameOnBoth runs store on a fresh database of one PostgreSQL
 // ("postgresql") and of the shared Citus cluster ("citus"), and compares
 // what the readers see (tableRows) row by row.
