@@ -47,7 +47,10 @@ type packetRun struct {
 	meanMark                      float64 // mean RED marking probability of the sampled queue
 }
 
-func runIncast(t *testing.T, n int, from, to engine.Time) packetRun {
+// newIncast builds incastYAML's n:1 incast to run until to (seed 1, the
+// flows added) and returns it with its bottleneck, the switch's port
+// towards the receiver.
+func newIncast(t *testing.T, n int, to engine.Time) (*build.Network, *netsim.Port) {
 	t.Helper()
 	sc, err := scenario.Parse(fmt.Sprintf("incast-%d.yaml", n), []byte(incastYAML(n, to.String())))
 	if err != nil {
@@ -61,7 +64,25 @@ func runIncast(t *testing.T, n int, from, to engine.Time) packetRun {
 		t.Fatal(err)
 	}
 	sw := nw.Net.NodeByName("tor").(*netsim.Switch)
-	bott := build.PortTowards(sw, "r")
+	return nw, build.PortTowards(sw, "r")
+}
+
+// paperFixedPoint is the fluid model of the n:1 incast (the paper's
+// parameters, packets of frameBytes, tau* 0) and its fixed point.
+func paperFixedPoint(t *testing.T, n int, frameBytes float64) (fluid.Params, fluid.FixedPoint) {
+	t.Helper()
+	p := fluid.Paper(n, 40e9, 0)
+	p.PacketBytes = frameBytes
+	fp, err := p.FixedPoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, fp
+}
+
+func runIncast(t *testing.T, n int, from, to engine.Time) packetRun {
+	t.Helper()
+	nw, bott := newIncast(t, n, to)
 	var qps []*netsim.QP
 	for _, f := range nw.Flows {
 		qps = append(qps, f.Net.Sender)
@@ -125,12 +146,7 @@ func TestAgainstPacketIncast(t *testing.T) {
 			// tau*: the base RTT (4 links of 1 µs, a frame and an ACK
 			// serialised on each) plus the fixed point's queueing delay;
 			// it decides stability only, not the fixed point.
-			p := fluid.Paper(n, 40e9, 0)
-			p.PacketBytes = r.frameBytes
-			fp0, err := p.FixedPoint()
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, fp0 := paperFixedPoint(t, n, r.frameBytes)
 			p.FeedbackDelaySec = 4e-6 + 8*(r.frameBytes+64)*4/40e9 + fp0.QueueBytes*8/40e9
 			fp, err := p.FixedPoint()
 			if err != nil {
