@@ -192,6 +192,14 @@ func TestFluctuationAccounting(t *testing.T) {
 				}
 			}
 			qNP := qOf(lo)
+			// The renewal rate taken per instant and averaged: the
+			// concavity of the NP's yield in p alone, without the marks'
+			// bunching in time.
+			var meanNP float64
+			for _, q := range r.queue {
+				meanNP += npRate(redProb(q))
+			}
+			meanNP /= k
 			qFluidA := qOf(cnpFInv(measCNP))
 			excess := meanQ - fp.QueueBytes
 			share := (meanQ - qNP) / excess
@@ -199,8 +207,8 @@ func TestFluctuationAccounting(t *testing.T) {
 			t.Logf("window: %d packets, %d queue samples (1 µs); queue mean %.0f B, 0..%.0f B", len(r.log.prob), len(r.queue), meanQ, maxOf(r.queue))
 			t.Logf("marks: counted %d at the port, %d at the receivers; trajectory implies %.1f (E over packets of p(q)), %.1f of them at or above K_max (%.2f%% of packets)", r.marks, r.marked, expMarks, atKMax, 100*atKMax/float64(len(r.log.prob)))
 			t.Logf("marking probability: E_t[p(q(t))] %.6f, p(mean q) %.6f, p* %.6f", meanP, pBar, fp.MarkProb)
-			t.Logf("CNPs per flow per alpha period: counted %.4f; NP rule over the trajectory %.4f; NP rule at constant q = mean %.4f (model %.4f)",
-				measCNP, trajCNP, constCNP, npRate(pBar))
+			t.Logf("CNPs per flow per alpha period: counted %.4f; NP rule over the trajectory %.4f; NP rule at constant q = mean %.4f (x/(1+x) %.4f, averaged per instant %.4f)",
+				measCNP, trajCNP, constCNP, npRate(pBar), meanNP)
 			t.Logf("fluid CNPs per alpha period: E_t over the trajectory %.4f, at constant q = mean %.4f, at p* %.4f (the fixed point's need)", meanA, cnpF(pBar), cnpF(fp.MarkProb))
 			t.Logf("constant queue giving the counted CNPs: %.0f B under our NP rule, %.0f B under the fluid a; fixed point %.0f B, ours %.0f B",
 				qNP, qFluidA, fp.QueueBytes, meanQ)

@@ -44,7 +44,7 @@ type packetRun struct {
 	frameBytes                    float64
 	events                        uint64
 	cnpPerPeriod                  float64 // CNPs per flow per 55 µs
-	meanMark                      float64 // mean RED marking probability of the sampled queue
+	marksPerPacket                float64 // CE marks per packet the bottleneck sent
 }
 
 // newIncast builds incastYAML's n:1 incast to run until to (seed 1, the
@@ -96,7 +96,6 @@ func runIncast(t *testing.T, n int, from, to engine.Time) packetRun {
 		q := float64(bott.TotalQueueBytes())
 		r.meanQueue += q
 		r.minQueue, r.maxQueue = min(r.minQueue, q), max(r.maxQueue, q)
-		r.meanMark += min(max((q-5000)/195000, 0), 1) * 0.01
 		for _, qp := range qps {
 			r.meanRate += float64(qp.RateBitsPerSec()) / float64(len(qps))
 			r.meanAlpha += qp.Alpha() / float64(len(qps))
@@ -104,10 +103,12 @@ func runIncast(t *testing.T, n int, from, to engine.Time) packetRun {
 		samples++
 	})
 	var cnp0 int64
+	var st0 netsim.PortStats
 	nw.Sim.AtFunc(from, func() {
 		for _, qp := range qps {
 			cnp0 += qp.CNPs()
 		}
+		st0 = bott.Stats()
 	})
 	nw.Sim.Run(to)
 	var cnp1 int64
@@ -118,7 +119,8 @@ func runIncast(t *testing.T, n int, from, to engine.Time) packetRun {
 	r.meanQueue /= float64(samples)
 	r.meanRate /= float64(samples)
 	r.meanAlpha /= float64(samples)
-	r.meanMark /= float64(samples)
+	st1 := bott.Stats()
+	r.marksPerPacket = float64(st1.ECNMarks-st0.ECNMarks) / float64(st1.TxPackets-st0.TxPackets)
 	r.frameBytes = float64(1000 + netsim.RoCEOverheadBytes(nw.Net.NodeByName("s0").(*netsim.Host).Addr()))
 	r.events = nw.Sim.Events()
 	return r
@@ -165,7 +167,7 @@ func TestAgainstPacketIncast(t *testing.T) {
 				{name: "queue (B) vs fixed point", ours: r.meanQueue, fluid: fp.QueueBytes, tol: 0.10, known: [2]float64{1.1, 1.5}},
 				{name: "alpha vs fluid trajectory", ours: r.meanAlpha, fluid: w.MeanAlpha, tol: 0.20},
 				{name: "CNPs per alpha period vs 1-(1-p*)^(tau' R_C)", ours: r.cnpPerPeriod, fluid: fp.Alpha, tol: 0.10, known: [2]float64{1.1, 1.4}},
-				{name: "mean marking probability vs p*", ours: r.meanMark, fluid: fp.MarkProb, tol: 0.10, known: [2]float64{1.1, 1.6}},
+				{name: "marks per packet vs p*", ours: r.marksPerPacket, fluid: fp.MarkProb, tol: 0.10, known: [2]float64{1.1, 2.4}},
 			}
 			t.Logf("tau* %.1f µs; packet queue %.0f..%.0f B over the window, fluid %.0f..%.0f B; %d events",
 				p.FeedbackDelaySec*1e6, r.minQueue, r.maxQueue, w.MinQueueBytes, w.MaxQueueBytes, r.events)
