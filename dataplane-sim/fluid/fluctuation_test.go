@@ -108,24 +108,26 @@ func npCNPs(l *dequeueLog, flows int, tau engine.Time, reps int, prob func(i int
 	return float64(total) / float64(reps)
 }
 
-// TestFluctuationAccounting tests the explanation docs/validation.md gives
-// for our queue sitting above the fluid fixed point in the incasts of
-// TestAgainstPacketIncast: the queue swings, and the marks it yields reach
-// the senders as fewer CNPs than a constant queue at the same mean would
-// give. From the run's own trajectory (the queue behind every data packet
-// the bottleneck sends, and the queue every 1 µs) it computes the marks and
-// CNPs the trajectory implies, checks them against what the run counted,
-// and splits the queue's excess over the fluid fixed point into the share
-// the fluctuation accounts for and the share it does not. The printed
-// figures are docs/validation.md's; known pins them so that they cannot
-// drift unnoticed.
+// TestFluctuationAccounting tests an explanation of our queue sitting above
+// the fluid fixed point in the incasts of TestAgainstPacketIncast: the
+// queue swings, and the marks it yields reach the senders as fewer CNPs
+// than a constant queue at the same mean would give. From the run's own
+// trajectory (the queue behind every data packet the bottleneck sends, and
+// the queue every 1 µs) it computes the marks and CNPs the trajectory
+// implies and checks them against what the run counted. It then splits the
+// queue's excess over the fluid fixed point into the fluctuation's share
+// (our mean less the constant queue that gives the counted CNPs under the
+// NP's rule), the share of the papers' a against the NP's rule (the fixed
+// point with NPRenewal less the papers'), and what remains. The printed
+// figures are docs/validation.md's; known pins the shares so that they
+// cannot drift unnoticed.
 func TestFluctuationAccounting(t *testing.T) {
 	// The documented shares of the queue's excess over the fixed point
-	// (fluctuation, the NP's rule against the fluid a, the senders' need
-	// for more CNPs), each pinned to +-0.1 of docs/validation.md's value.
+	// (the fluctuation, the papers' a against the NP's rule, what
+	// remains), each pinned to +-0.1 of docs/validation.md's value.
 	known := map[int][3]float64{
-		2: {0.20, 0.21, 0.60},
-		8: {-0.19, 0.41, 0.78},
+		2: {0.20, 0.15, 0.65},
+		8: {-0.19, 0.25, 0.94},
 	}
 	const tau, tauA = 50 * engine.Microsecond, 55 * engine.Microsecond
 	for _, n := range []int{2, 8} {
@@ -203,6 +205,16 @@ func TestFluctuationAccounting(t *testing.T) {
 			qFluidA := qOf(cnpFInv(measCNP))
 			excess := meanQ - fp.QueueBytes
 			share := (meanQ - qNP) / excess
+			// The model with the NP's own rule (NPRenewal): how much of
+			// the excess is the papers' a, where the model's CNP need
+			// moves with it.
+			pr, _ := paperFixedPoint(t, n, r.frameBytes)
+			pr.NPRenewal = true
+			fpR, err := pr.FixedPoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			shareR := (fpR.QueueBytes - fp.QueueBytes) / excess
 
 			t.Logf("window: %d packets, %d queue samples (1 µs); queue mean %.0f B, 0..%.0f B", len(r.log.prob), len(r.queue), meanQ, maxOf(r.queue))
 			t.Logf("marks: counted %d at the port, %d at the receivers; trajectory implies %.1f (E over packets of p(q)), %.1f of them at or above K_max (%.2f%% of packets)", r.marks, r.marked, expMarks, atKMax, 100*atKMax/float64(len(r.log.prob)))
@@ -210,11 +222,11 @@ func TestFluctuationAccounting(t *testing.T) {
 			t.Logf("CNPs per flow per alpha period: counted %.4f; NP rule over the trajectory %.4f; NP rule at constant q = mean %.4f (x/(1+x) %.4f, averaged per instant %.4f)",
 				measCNP, trajCNP, constCNP, npRate(pBar), meanNP)
 			t.Logf("fluid CNPs per alpha period: E_t over the trajectory %.4f, at constant q = mean %.4f, at p* %.4f (the fixed point's need)", meanA, cnpF(pBar), cnpF(fp.MarkProb))
-			t.Logf("constant queue giving the counted CNPs: %.0f B under our NP rule, %.0f B under the fluid a; fixed point %.0f B, ours %.0f B",
-				qNP, qFluidA, fp.QueueBytes, meanQ)
-			t.Logf("excess %.0f B (%+.1f%%): fluctuation %.0f B (%.0f%%), NP rule vs fluid a %.0f B (%.0f%%), more CNPs needed %.0f B (%.0f%%)",
-				excess, 100*excess/fp.QueueBytes, meanQ-qNP, 100*share, qNP-qFluidA, 100*(qNP-qFluidA)/excess,
-				qFluidA-fp.QueueBytes, 100*(qFluidA-fp.QueueBytes)/excess)
+			t.Logf("constant queue giving the counted CNPs: %.0f B under our NP rule, %.0f B under the fluid a; fixed point %.0f B (with the NP's rule %.0f B, p* %.6f, needing %.4f CNPs per alpha period), ours %.0f B",
+				qNP, qFluidA, fp.QueueBytes, fpR.QueueBytes, fpR.MarkProb, npRate(fpR.MarkProb), meanQ)
+			t.Logf("excess %.0f B (%+.1f%%): fluctuation %.0f B (%.0f%%), the model's a against the NP's rule %.0f B (%.0f%%), remaining %.0f B (%.0f%%)",
+				excess, 100*excess/fp.QueueBytes, meanQ-qNP, 100*share, fpR.QueueBytes-fp.QueueBytes, 100*shareR,
+				excess-(meanQ-qNP)-(fpR.QueueBytes-fp.QueueBytes), 100*(1-share-shareR))
 
 			// The trajectory reproduces the counts: marks and CNPs within
 			// four standard deviations of a Poisson count.
@@ -230,8 +242,8 @@ func TestFluctuationAccounting(t *testing.T) {
 			if d := constCNP/npRate(pBar) - 1; math.Abs(d) > 0.03 {
 				t.Errorf("NP replay at constant p %.6f gives %.4f CNPs per period, x/(1+x) %.4f (%+.1f%%, more than 3%%)", pBar, constCNP, npRate(pBar), 100*d)
 			}
-			got := [3]float64{share, (qNP - qFluidA) / excess, (qFluidA - fp.QueueBytes) / excess}
-			for i, name := range []string{"fluctuation", "NP rule vs fluid a", "more CNPs needed"} {
+			got := [3]float64{share, shareR, 1 - share - shareR}
+			for i, name := range []string{"fluctuation", "the model's a against the NP's rule", "what remains"} {
 				if math.Abs(got[i]-known[n][i]) > 0.1 {
 					t.Errorf("share of the queue excess from %s: %.3f, documented %.2f (+-0.1)", name, got[i], known[n][i])
 				}

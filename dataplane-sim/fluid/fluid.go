@@ -55,6 +55,14 @@ type Params struct {
 	FeedbackDelaySec    float64 // tau*, the control loop delay
 	InitialAlpha        float64 // alpha at t = 0 (the paper: 1)
 	InitialRateFraction float64 // R_C = R_T at t = 0 as a fraction of line rate (0: 1.0)
+	// NPRenewal replaces the papers' a = 1-(1-p)^(tau R_C), one CNP per
+	// interval tau that holds a mark, with the rate of the notification
+	// point's rule itself (a CNP for a marked packet when none went to the
+	// flow in the last tau): a renewal of tau plus the wait for the next
+	// mark, a = x/(1+x) CNPs per tau with x = tau R_C (-log(1-p)); and
+	// alpha's input with the probability that an alpha period holds a CNP,
+	// 1 - e^(-tau'/tau a), not a mark (alpha rises per CNP).
+	NPRenewal bool
 }
 
 // Paper returns the parameters of the DCQCN paper's Table 3 (SIGCOMM 2015)
@@ -133,6 +141,10 @@ func (p Params) terms(pr, rc float64) (a, b, c, d, e float64) {
 	}
 	l := math.Log1p(-pr) // log(1-p), exact for small p
 	a = -math.Expm1(p.CNPIntervalSec * rc * l)
+	if p.NPRenewal {
+		x := -p.CNPIntervalSec * rc * l
+		a = x / (1 + x)
+	}
 	b = pr / math.Expm1(-bPkts*l)
 	c = b * math.Exp(f*bPkts*l)
 	if tr > 0 {
@@ -140,6 +152,20 @@ func (p Params) terms(pr, rc float64) (a, b, c, d, e float64) {
 		e = d * math.Exp(f*tr*l)
 	}
 	return a, b, c, d, e
+}
+
+// alphaIn is alpha's input at marking probability pr and rate rc: the
+// probability that an alpha period holds a mark, 1-(1-pr)^(tau' rc), or
+// with NPRenewal one that holds a CNP.
+func (p Params) alphaIn(pr, rc float64) float64 {
+	if pr >= 1 {
+		return 1
+	}
+	if p.NPRenewal {
+		a, _, _, _, _ := p.terms(pr, rc)
+		return -math.Expm1(-p.AlphaPeriodSec / p.CNPIntervalSec * a)
+	}
+	return -math.Expm1(p.AlphaPeriodSec * rc * math.Log1p(-pr))
 }
 
 // FixedPoint is the model's equilibrium: every derivative zero.
@@ -170,7 +196,7 @@ func (p Params) FixedPoint() (FixedPoint, error) {
 	rai := p.pkts(p.RAIBitsPerSec)
 	gap := func(pr float64) (float64, float64) {
 		a, b, c, d, e := p.terms(pr, rc)
-		alpha := -math.Expm1(p.AlphaPeriodSec * rc * math.Log1p(-pr))
+		alpha := p.alphaIn(pr, rc)
 		dr := p.CNPIntervalSec * rai * rc * (c + e) / a
 		return alpha*a/p.CNPIntervalSec - dr*(b+d), dr
 	}
@@ -202,7 +228,7 @@ func (p Params) FixedPoint() (FixedPoint, error) {
 		QueueBytes:       q,
 		RateBitsPerSec:   rcBps,
 		TargetBitsPerSec: rcBps + dr*8*p.PacketBytes,
-		Alpha:            -math.Expm1(p.AlphaPeriodSec * rc * math.Log1p(-pr)),
+		Alpha:            p.alphaIn(pr, rc),
 		MarkProb:         pr,
 	}, nil
 }
@@ -263,11 +289,7 @@ func (p Params) Simulate(durSec, stepSec, sampleSec float64) (Trajectory, error)
 		histRC[slot], histQ[slot] = rc, q
 		pr := p.mark(qLag)
 		a, b, c, d, e := p.terms(pr, rcLag)
-		aAlpha := 1.0
-		if pr < 1 {
-			aAlpha = -math.Expm1(p.AlphaPeriodSec * rcLag * math.Log1p(-pr))
-		}
-		dAlpha := p.G / p.AlphaPeriodSec * (aAlpha - alpha)
+		dAlpha := p.G / p.AlphaPeriodSec * (p.alphaIn(pr, rcLag) - alpha)
 		dRT := -(rt-rc)/p.CNPIntervalSec*a + rai*rcLag*(c+e)
 		dRC := -rc*alpha/(2*p.CNPIntervalSec)*a + (rt-rc)/2*rcLag*(b+d)
 		dQ := n*rc - capPkts

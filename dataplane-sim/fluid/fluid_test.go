@@ -10,15 +10,19 @@ import (
 // ends there when the loop is stable (small tau*), for a few N.
 func TestFixedPointIsWhereTheModelSettles(t *testing.T) {
 	for _, tt := range []struct {
-		desc string
-		n    int
+		desc    string
+		n       int
+		renewal bool
 	}{
 		{desc: "2:1", n: 2},
 		{desc: "8:1", n: 8},
 		{desc: "4:1", n: 4},
+		{desc: "2:1 NP renewal", n: 2, renewal: true},
+		{desc: "8:1 NP renewal", n: 8, renewal: true},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			p := Paper(tt.n, 40e9, 10e-6)
+			p.NPRenewal = tt.renewal
 			fp, err := p.FixedPoint()
 			if err != nil {
 				t.Fatal(err)
