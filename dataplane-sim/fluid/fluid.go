@@ -63,6 +63,22 @@ type Params struct {
 	// alpha's input with the probability that an alpha period holds a CNP,
 	// 1 - e^(-tau'/tau a), not a mark (alpha rises per CNP).
 	NPRenewal bool
+	// CutGapFactor, when positive, multiplies the mean target gap R_T - R_C
+	// of the fixed point (the papers' dR_T/dt = 0 balance, R_T - R_C =
+	// tau R_AI R_C (c+e)/a) by itself. The balance takes the gap a cut
+	// removes from R_T (R_T <- R_C) to be the mean gap, which the R_C
+	// equation's increases act on; in the algorithm a cut finds the gap
+	// the increases since the last cut have nearly closed, so the mean gap
+	// is a multiple of the gap at the cut. A packet run's ratio of the two
+	// (TestSenderBalance) puts that back into the fixed point. 0: 1, the
+	// papers' model. FixedPoint only.
+	CutGapFactor float64
+	// AdditiveInRC, FixedPoint only, adds to R_C's increase what an
+	// additive step gives it in the algorithm: R_T += R_AI, then R_C =
+	// (R_C + R_T)/2 raises R_C by (R_T - R_C + R_AI)/2, where the papers'
+	// dR_C/dt keeps (R_T - R_C)/2 for every event, so the fixed point's
+	// balance becomes alpha a/tau = (R_T - R_C)(b+d) + R_AI (c+e).
+	AdditiveInRC bool
 }
 
 // Paper returns the parameters of the DCQCN paper's Table 3 (SIGCOMM 2015)
@@ -198,7 +214,14 @@ func (p Params) FixedPoint() (FixedPoint, error) {
 		a, b, c, d, e := p.terms(pr, rc)
 		alpha := p.alphaIn(pr, rc)
 		dr := p.CNPIntervalSec * rai * rc * (c + e) / a
-		return alpha*a/p.CNPIntervalSec - dr*(b+d), dr
+		if p.CutGapFactor > 0 {
+			dr *= p.CutGapFactor
+		}
+		inc := dr * (b + d)
+		if p.AdditiveInRC {
+			inc += rai * (c + e)
+		}
+		return alpha*a/p.CNPIntervalSec - inc, dr
 	}
 	lo, hi := 1e-12, 1-1e-12
 	if g, _ := gap(lo); g >= 0 {

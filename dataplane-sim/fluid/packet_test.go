@@ -52,7 +52,13 @@ type packetRun struct {
 // towards the receiver.
 func newIncast(t *testing.T, n int, to engine.Time) (*build.Network, *netsim.Port) {
 	t.Helper()
-	sc, err := scenario.Parse(fmt.Sprintf("incast-%d.yaml", n), []byte(incastYAML(n, to.String())))
+	return newIncastFrom(t, n, to, incastYAML(n, to.String()))
+}
+
+// newIncastFrom is newIncast for a variant of incastYAML's text.
+func newIncastFrom(t *testing.T, n int, to engine.Time, yaml string) (*build.Network, *netsim.Port) {
+	t.Helper()
+	sc, err := scenario.Parse(fmt.Sprintf("incast-%d.yaml", n), []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}

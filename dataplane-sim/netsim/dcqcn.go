@@ -164,7 +164,49 @@ type dcqcn struct {
 
 	cnpRx    int64
 	rateCuts int64
+
+	trace func(DCQCNEvent) // TraceDCQCN's, nil: none
 }
+
+// DCQCNEventKind says what changed a QP's DCQCN rates.
+type DCQCNEventKind uint8
+
+// The kinds of DCQCNEvent.
+const (
+	DCQCNCut      DCQCNEventKind = iota // a rate decrease
+	DCQCNTimerInc                       // the rate-increase timer expired
+	DCQCNByteInc                        // the byte counter expired
+)
+
+// DCQCNIncrease is the phase of an increase event.
+type DCQCNIncrease uint8
+
+// The phases of an increase (DCQCNConfig's rate increase).
+const (
+	DCQCNFastRecovery DCQCNIncrease = iota
+	DCQCNAdditive
+	DCQCNHyper
+)
+
+// DCQCNEvent is one change of a QP's DCQCN rates, for TraceDCQCN: the rates
+// before and after, alpha as the event used it (a cut: the alpha it cut
+// with, before the CNP enters it), the stage counters after the event and,
+// for an increase, its phase.
+type DCQCNEvent struct {
+	At                 engine.Time
+	Kind               DCQCNEventKind
+	Phase              DCQCNIncrease
+	RCBefore, RTBefore int64
+	RCAfter, RTAfter   int64
+	Alpha              float64
+	TimeStage          int
+	ByteStage          int
+}
+
+// TraceDCQCN calls f at every rate decrease and every increase event of
+// this QP's reaction point (nil: stop). It is an instrument for tests and
+// validation; the QP's behaviour does not depend on it.
+func (q *QP) TraceDCQCN(f func(DCQCNEvent)) { q.dc.trace = f }
 
 // Alpha arithmetic: 30 fraction bits, so that a product of two values of
 // at most 1.0 fits in 60 bits.
@@ -301,6 +343,7 @@ func (q *QP) decrease(now engine.Time) {
 	c := q.cc()
 	s.cnpSinceDec = false
 	q.alphaCatchUp(now)
+	rc0, rt0 := s.rc, s.rt
 	clamp := c.ClampTargetRate ||
 		(c.ClampTargetAfterTimeInc && s.timeStage > 0) ||
 		(!c.ClampTargetAfterTimeInc && (s.timeStage > 0 || s.byteStage > 0))
@@ -319,6 +362,10 @@ func (q *QP) decrease(now engine.Time) {
 	s.rateCuts++
 	s.lastDecrease = now
 	s.timeStage, s.byteStage, s.byteCounter = 0, 0, 0
+	if s.trace != nil {
+		s.trace(DCQCNEvent{At: now, Kind: DCQCNCut, RCBefore: rc0, RTBefore: rt0, RCAfter: s.rc, RTAfter: s.rt,
+			Alpha: float64(s.alpha) / float64(alphaOne)})
+	}
 	s.incGen++
 	s.incRunning = true
 	q.host.part.sim.At(now+c.TimeReset, q, evQPIncTimer, s.incGen)
@@ -338,7 +385,7 @@ func alphaCut(rcBitsPerSec int64, alpha uint64, gd uint) int64 {
 }
 
 // increase runs one rate-increase event (timer or byte counter).
-func (q *QP) increase() {
+func (q *QP) increase(kind DCQCNEventKind) {
 	s := &q.dc
 	c := q.cc()
 	maxR := q.maxRate()
@@ -350,12 +397,16 @@ func (q *QP) increase() {
 	if lo > hi {
 		lo, hi = hi, lo
 	}
+	rc0, rt0 := s.rc, s.rt
+	phase := DCQCNFastRecovery
 	switch {
 	case hi < f: // fast recovery
 	case lo > f: // hyper increase
 		s.rt += int64(lo-f) * c.HAIRateBitsPerSec
+		phase = DCQCNHyper
 	default: // additive increase
 		s.rt += c.AIRateBitsPerSec
+		phase = DCQCNAdditive
 	}
 	if s.rt > maxR {
 		s.rt = maxR
@@ -363,6 +414,10 @@ func (q *QP) increase() {
 	s.rc = (s.rc + s.rt) / 2
 	if s.rc > maxR {
 		s.rc = maxR
+	}
+	if s.trace != nil {
+		s.trace(DCQCNEvent{At: q.host.part.sim.Now(), Kind: kind, Phase: phase, RCBefore: rc0, RTBefore: rt0,
+			RCAfter: s.rc, RTAfter: s.rt, Alpha: float64(s.alpha) / float64(alphaOne), TimeStage: s.timeStage, ByteStage: s.byteStage})
 	}
 	q.rateChanged()
 }
@@ -381,7 +436,7 @@ func (q *QP) onBytesSent(n int64) {
 	if s.byteCounter >= c.ByteResetBytes {
 		s.byteCounter -= c.ByteResetBytes
 		s.byteStage++
-		q.increase()
+		q.increase(DCQCNByteInc)
 	}
 }
 
@@ -408,7 +463,7 @@ func (q *QP) Handle(kind uint32, arg uint64) {
 			return
 		}
 		s.timeStage++
-		q.increase()
+		q.increase(DCQCNTimerInc)
 		q.host.part.sim.After(q.cc().TimeReset, q, evQPIncTimer, s.incGen)
 	}
 }
