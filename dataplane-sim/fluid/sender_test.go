@@ -191,6 +191,23 @@ func TestSenderBalance(t *testing.T) {
 					k, ai, fp.QueueBytes, fp.MarkProb, fp.TargetBitsPerSec-fp.RateBitsPerSec, x/(1+x)*p.AlphaPeriodSec/p.CNPIntervalSec)
 				return x / (1 + x) * p.AlphaPeriodSec / p.CNPIntervalSec
 			}
+			// The timer's rate is the model's d R_C at its fixed point
+			// (the timer restarting at marks there, at cuts here).
+			{
+				p, _ := paperFixedPoint(t, n, r5.frameBytes)
+				p.NPRenewal = true
+				fp, err := p.FixedPoint()
+				if err != nil {
+					t.Fatal(err)
+				}
+				rcPkts := fp.RateBitsPerSec / (8 * p.PacketBytes)
+				d := fp.MarkProb / math.Expm1(-p.TimerSec*rcPkts*math.Log1p(-fp.MarkProb)) * rcPkts
+				ours := float64(r5.timerInc) / r5.senderSec
+				t.Logf("timer increases per second per sender: ours %.0f, the model's d R_C %.0f", ours, d)
+				if math.Abs(ours/d-1) > 0.03 {
+					t.Errorf("timer increases: ours %.0f/s, the model's d R_C %.0f/s (more than 3%% apart)", ours, d)
+				}
+			}
 			got := [6]float64{r5.cnpPerPeriod(), r6.cnpPerPeriod(), kappa, need(0, false), need(kappa, false), need(kappa, true)}
 			excess := got[0] - got[3]
 			t.Logf("excess %.4f CNPs per period (%+.1f%%): stage count %.4f (%.0f%%), gap at a cut %.4f (%.0f%%), additive step %.4f (%.0f%%), remaining %.4f (%.0f%%)",
