@@ -156,6 +156,7 @@ func TestSenderBalance(t *testing.T) {
 				rc, alpha := r.rcTime/r.senderSec, r.cutAlpha/cuts
 				t.Logf("F=%d: CNPs (= cuts) per 55 µs %.4f; alpha at a cut %.4f; R_C %.5g b/s; a cut takes %.4g b/s (R_C alpha/2 at the cut %.4g); loss %.4g b/s per s, gain %.4g",
 					c.f, r.cnpPerPeriod(), alpha, rc, r.cutLoss/cuts, r.cutRC/cuts*alpha/2, r.cutLoss/r.senderSec, r.incGain/r.senderSec)
+				t.Logf("F=%d: alpha at a cut / the model's 1 - e^(-CNPs per period) %.4f", c.f, alpha/-math.Expm1(-r.cnpPerPeriod()))
 				t.Logf("F=%d: per cut %.2f timer and %.2f byte-counter increases: %.2f fast recovery, %.2f additive, %.2f hyper",
 					c.f, float64(r.timerInc)/cuts, float64(r.byteInc)/cuts, float64(r.frInc)/cuts, float64(r.aiInc)/cuts, float64(r.hyInc)/cuts)
 				t.Logf("F=%d: R_T drift over the window, all senders %.4g b/s", c.f, r.rtDrift)
