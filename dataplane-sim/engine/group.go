@@ -44,6 +44,11 @@ type Group struct {
 	// rt is the pacing of the running RunRealtime (nil: none).
 	rt       *pacing
 	lagNanos atomic.Int64
+	// epochNanos, pacedEpoch and speedBits are Sim's (SetEpoch, Epoch,
+	// Speed) for a group of several partitions.
+	epochNanos atomic.Int64
+	pacedEpoch atomic.Int64
+	speedBits  atomic.Uint64
 }
 
 // part is one partition: its Sim and its outboxes.

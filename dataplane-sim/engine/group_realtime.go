@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 )
 
@@ -34,8 +35,10 @@ func (p *pacing) wallUntil(t Time, now time.Time) time.Duration {
 // Windows end at the paced time as well as at the lookahead, so no
 // partition runs ahead of the wall clock; where they end then depends on
 // the wall clock, so a paced run, unlike Run, is not the same for every
-// thread count (no paced run is reproducible). Do runs between windows.
-// Lag reports how far the group trails the wall clock.
+// thread count (no paced run is reproducible). Do runs between windows,
+// and ctx and Stop are looked at between windows: a group that has fallen
+// behind ends within a window of its cancel. Lag reports how far the
+// group trails the wall clock; SetEpoch anchors the pacing as Sim's does.
 func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, threads int) error {
 	if len(g.parts) == 1 {
 		return g.parts[0].sim.RunRealtime(ctx, speed, until)
@@ -47,6 +50,11 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 	defer g.end(w)
 	g.mu.Lock()
 	g.rt = &pacing{speed: speed, wallStart: time.Now(), simStart: g.now}
+	g.speedBits.Store(math.Float64bits(speed))
+	if e := g.epochNanos.Load(); e != 0 {
+		g.anchorLocked(time.Unix(0, e))
+	}
+	g.pacedEpoch.Store(g.rt.wallStart.Add(-time.Duration(float64(g.rt.simStart) / speed)).UnixNano())
 	g.mu.Unlock()
 	defer func() {
 		g.mu.Lock()
@@ -64,12 +72,9 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 		g.mu.Lock()
 		target := min(g.rt.at(time.Now()), until)
 		if g.stepLocked(target, w) {
-			// Behind by more than a window: the model cannot keep up.
-			if lag := g.rt.at(time.Now()) - g.now; lag > g.lookahead {
-				g.lagNanos.Store(int64(lag))
-			} else {
-				g.lagNanos.Store(0)
-			}
+			// After every window, so that a Do between two windows of a
+			// group that falls behind reads how far behind it is.
+			g.noteLagLocked(time.Now())
 			g.mu.Unlock()
 			continue
 		}
@@ -83,11 +88,7 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 		t, gt := g.next()
 		next := min(t, gt, until)
 		now := time.Now()
-		if lag := g.rt.at(now) - g.now; lag > 0 && next <= g.rt.at(now) {
-			g.lagNanos.Store(int64(lag))
-		} else {
-			g.lagNanos.Store(0)
-		}
+		g.noteLagLocked(now)
 		wait := g.rt.wallUntil(next, now)
 		g.mu.Unlock()
 		if wait <= 0 {
@@ -104,13 +105,118 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 	}
 }
 
-// Lag reports how far the group trailed the wall clock at the last pacing
-// step of RunRealtime (0 when it keeps up).
+// noteLagLocked records how far the group trails the wall clock at wall,
+// as Sim's does: the paced time minus the latest time a partition has
+// reached while an event, message or global event is already due, else 0.
+// g.mu is held and pacing is active.
+func (g *Group) noteLagLocked(wall time.Time) {
+	paced := g.rt.at(wall)
+	t, gt := g.next()
+	if lag := paced - g.reached(); lag > 0 && min(t, gt) <= paced {
+		g.lagNanos.Store(int64(lag))
+	} else {
+		g.lagNanos.Store(0)
+	}
+}
+
+// reached returns the latest time the group or a partition has reached.
+func (g *Group) reached() Time {
+	now := g.now
+	for _, p := range g.parts {
+		now = max(now, p.sim.now)
+	}
+	return now
+}
+
+// Lag reports how far the group trailed the wall clock after the last
+// window (or idle step) of RunRealtime (0 when it keeps up). A group of
+// one partition is its Sim's Lag.
 func (g *Group) Lag() Time {
 	if len(g.parts) == 1 {
 		return g.parts[0].sim.Lag()
 	}
 	return Time(g.lagNanos.Load())
+}
+
+// SetEpoch anchors realtime pacing to the wall clock as Sim.SetEpoch
+// does: simulated time t falls at wall time epoch + t/speed, in this
+// RunRealtime and the next. An epoch that puts the paced time ahead of
+// the group makes it jump there: the pending messages are delivered, and
+// every partition's events and the global events due before run at once
+// at the new time, each queue in its order (global events first, as at
+// any time). Safe from any goroutine, before or during RunRealtime, never
+// from a handler. A group of one partition is its Sim's SetEpoch.
+func (g *Group) SetEpoch(epoch time.Time) {
+	if len(g.parts) == 1 {
+		g.parts[0].sim.SetEpoch(epoch)
+		return
+	}
+	g.lockOutDriver()
+	defer g.unlockAndWake()
+	g.epochNanos.Store(epoch.UnixNano())
+	if g.rt != nil {
+		g.anchorLocked(epoch)
+	}
+}
+
+// lockOutDriver takes g.mu from the driver between two steps.
+func (g *Group) lockOutDriver() {
+	g.doWaiting.Add(1)
+	g.mu.Lock()
+	g.doWaiting.Add(-1)
+}
+
+// unlockAndWake lets go of g.mu and wakes a sleeping RunRealtime: what was
+// done may be due earlier than what it sleeps for.
+func (g *Group) unlockAndWake() {
+	g.mu.Unlock()
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// anchorLocked makes epoch the wall time of simulated time 0 and jumps to
+// the paced time if it is ahead. g.mu is held and pacing is active.
+func (g *Group) anchorLocked(epoch time.Time) {
+	g.rt.wallStart = epoch
+	g.rt.simStart = 0
+	g.pacedEpoch.Store(epoch.UnixNano())
+	t := g.rt.at(time.Now())
+	if t <= g.reached() {
+		return
+	}
+	g.deliverAll()
+	for _, p := range g.parts {
+		p.sim.skipLocked(t)
+	}
+	g.globals.skip(t)
+	g.now = t
+}
+
+// Epoch returns the wall-clock time of simulated time 0 under realtime
+// pacing, as Sim.Epoch does. Safe from any goroutine.
+func (g *Group) Epoch() time.Time {
+	if len(g.parts) == 1 {
+		return g.parts[0].sim.Epoch()
+	}
+	e := g.epochNanos.Load()
+	if e == 0 {
+		e = g.pacedEpoch.Load()
+	}
+	if e == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, e)
+}
+
+// Speed returns the speed of the running or last RunRealtime (0 before
+// the first). Safe from any goroutine.
+func (g *Group) Speed() float64 {
+	if len(g.parts) == 1 {
+		return g.parts[0].sim.Speed()
+	}
+	return math.Float64frombits(g.speedBits.Load())
 }
 
 // Do runs f between windows, with every partition stopped, and returns
@@ -126,16 +232,8 @@ func (g *Group) Do(f func()) {
 		g.parts[0].sim.Do(f)
 		return
 	}
-	g.doWaiting.Add(1)
-	g.mu.Lock()
-	g.doWaiting.Add(-1)
-	defer func() {
-		g.mu.Unlock()
-		select {
-		case g.wake <- struct{}{}:
-		default:
-		}
-	}()
+	g.lockOutDriver()
+	defer g.unlockAndWake()
 	if g.rt != nil {
 		t, gt := g.next()
 		g.advanceLocked(min(g.rt.at(time.Now()), t, gt))

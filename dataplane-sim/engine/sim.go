@@ -386,15 +386,21 @@ func (s *Sim) skipLocked(t Time) {
 	if t <= s.now {
 		return
 	}
+	s.q.skip(t)
+	s.now = t
+}
+
+// skip moves the events due before t to t, keeping their order (after
+// those already scheduled for t).
+func (q *queue) skip(t Time) {
 	var moved []payload
-	for s.q.len() > 0 && s.q.peekAt() < t {
-		_, e := s.q.pop()
+	for q.len() > 0 && q.peekAt() < t {
+		_, e := q.pop()
 		moved = append(moved, e)
 	}
 	for _, e := range moved {
-		s.q.push(t, e.h, e.kind, e.arg)
+		q.push(t, e.h, e.kind, e.arg)
 	}
-	s.now = t
 }
 
 // Epoch returns the wall-clock time of simulated time 0 under realtime

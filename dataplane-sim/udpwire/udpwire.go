@@ -116,7 +116,7 @@ func WithInstance(n uint64) Option { return func(o *options) { o.inst = n } }
 type Wire struct {
 	cfg     Config
 	o       options
-	sim     *engine.Sim
+	sim     driver
 	out, in *netsim.Link
 	codec   *codec
 
@@ -149,10 +149,19 @@ type Wire struct {
 
 var _ netsim.Wire = (*Wire)(nil)
 
+// driver is what a wire uses of the engine that drives its network: the
+// network's engine.Group when it is cut into partitions (the group's Do
+// stops them all), else its Sim.
+type driver interface {
+	Do(func())
+	Now() engine.Time
+	Epoch() time.Time
+}
+
 // New makes port's link a wire. port belongs to a node of this process;
 // its peer's node runs elsewhere. The links start down: they come up when
 // the peer's first hello is accepted. Call New before the engine runs (or
-// inside engine.Sim.Do), then Run.
+// inside the engine's Do), then Run.
 func New(n *netsim.Network, port *netsim.Port, cfg Config, opts ...Option) (*Wire, error) {
 	if cfg.VNI > MaxVNI {
 		return nil, fmt.Errorf("udpwire: link %s: vni %d above %d", cfg.Name, cfg.VNI, MaxVNI)
@@ -182,7 +191,11 @@ func New(n *netsim.Network, port *netsim.Port, cfg Config, opts ...Option) (*Wir
 	for _, opt := range opts {
 		opt(&o)
 	}
-	w := &Wire{cfg: cfg, o: o, sim: n.Sim(), out: port.Out(), in: port.In(), codec: newCodec(n),
+	var d driver = n.Sim()
+	if g := n.Group(); g != nil {
+		d = g
+	}
+	w := &Wire{cfg: cfg, o: o, sim: d, out: port.Out(), in: port.In(), codec: newCodec(n),
 		tx: make(chan []byte, cfg.Queue), helloNow: make(chan struct{}, 1)}
 	w.free = make(chan []byte, cfg.Queue+ioBatch)
 	if o.capture != nil {

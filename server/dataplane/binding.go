@@ -62,7 +62,7 @@ func WithoutFlows() BindingOption { return func(o *bindingOptions) { o.noFlows =
 // Binding is one switch's node seen by the target: it implements
 // target.Dataplane and the Publisher's Source.
 type Binding struct {
-	sim      *engine.Sim
+	sim      Engine
 	node     *lhcnp.Node
 	ports    *Ports
 	o        bindingOptions
@@ -74,8 +74,17 @@ type Binding struct {
 
 var _ service.Dataplane = (*Binding)(nil)
 
+// Engine is what a binding uses of the engine that drives its node: an
+// engine.Group (the paced path: Network.Group) or a lone engine.Sim.
+type Engine interface {
+	Do(func())
+	Now() engine.Time
+	Epoch() time.Time
+	Lag() engine.Time
+}
+
 // NewBinding binds node, driven by sim, with the interface names of ports.
-func NewBinding(sim *engine.Sim, node *lhcnp.Node, ports *Ports, opts ...BindingOption) *Binding {
+func NewBinding(sim Engine, node *lhcnp.Node, ports *Ports, opts ...BindingOption) *Binding {
 	o := bindingOptions{speed: 1}
 	for _, opt := range opts {
 		opt(&o)
@@ -95,7 +104,7 @@ func NewBinding(sim *engine.Sim, node *lhcnp.Node, ports *Ports, opts ...Binding
 func (b *Binding) Ports() *Ports { return b.ports }
 
 // WallNS converts a simulated time into nanoseconds since the Unix epoch:
-// by the engine's epoch once it has one (engine.Sim.SetEpoch, or the start
+// by the engine's epoch once it has one (engine.Group.SetEpoch, or the start
 // of its realtime run), else from the binding's wall start.
 func (b *Binding) WallNS(t engine.Time) uint64 {
 	if e := b.sim.Epoch(); !e.IsZero() {
@@ -106,7 +115,7 @@ func (b *Binding) WallNS(t engine.Time) uint64 {
 }
 
 // EngineLag returns how far the engine's simulated time trails the wall
-// clock it is paced to (engine.Sim.Lag), as a duration of simulated time:
+// clock it is paced to (engine.Group.Lag), as a duration of simulated time:
 // the /lhcnp/global/state/engine-lag leaf and the metrics gauge.
 func (b *Binding) EngineLag() time.Duration { return b.sim.Lag().Duration() }
 

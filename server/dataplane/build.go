@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/build"
@@ -19,6 +20,9 @@ import (
 // switch. The node starts with lhcnp.DefaultConfig (disabled); the target
 // loads the switch's YANG configuration into it.
 type Switch struct {
+	// Group drives the network (Run paces it); it has one partition,
+	// whose Sim is Sim.
+	Group  *engine.Group
 	Sim    *engine.Sim
 	Net    *netsim.Network
 	Switch *netsim.Switch
@@ -40,6 +44,9 @@ type Switch struct {
 // Timed events of the scenario are applied (link rate, delay and RTT
 // changes; flow stop and start for the flows this process sends).
 type Network struct {
+	// Group drives the network (paced: Group.RunRealtime, Do, SetEpoch);
+	// it has one partition, whose Sim is Sim.
+	Group    *engine.Group
 	Sim      *engine.Sim
 	Net      *netsim.Network
 	Switches []*Switch // the served switches, in the order asked
@@ -109,7 +116,7 @@ func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Netw
 		return nil, fmt.Errorf("dataplane: %w", err)
 	}
 	sim, net := b.Sim, b.Net
-	out := &Network{Sim: sim, Net: net, Local: local, Wired: map[string]*netsim.Port{}, build: b}
+	out := &Network{Group: b.Group, Sim: sim, Net: net, Local: local, Wired: map[string]*netsim.Port{}, build: b}
 	for _, w := range o.Wired {
 		a, z, _ := b.LinkPorts(w)
 		for _, pt := range []*netsim.Port{a, z} {
@@ -144,7 +151,7 @@ func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Netw
 			return nil, fmt.Errorf("dataplane: %w", err)
 		}
 		nodes = append(nodes, node)
-		out.Switches = append(out.Switches, &Switch{Sim: sim, Net: net, Switch: sw, Node: node, Ports: ports})
+		out.Switches = append(out.Switches, &Switch{Group: b.Group, Sim: sim, Net: net, Switch: sw, Node: node, Ports: ports})
 	}
 	rc := lhcnp.DefaultReactionConfig()
 	for _, s := range sc.Switches {
@@ -291,7 +298,7 @@ func interfaceNames(sc *scenario.Scenario, sw *netsim.Switch, linkOf map[string]
 // Run paces the engine to the wall clock at speed until ctx ends; it
 // returns nil then, or the engine's error.
 func (s *Switch) Run(ctx context.Context, speed float64) error {
-	err := s.Sim.RunRealtime(ctx, speed, engine.Never)
+	err := s.Group.RunRealtime(ctx, speed, engine.Never, runtime.GOMAXPROCS(0))
 	if ctx.Err() != nil || errors.Is(err, engine.ErrStopped) {
 		return nil
 	}

@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -195,7 +196,7 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 	for i, s := range cfg.Switches {
 		sw := n.Switches[i]
 		st := store.New()
-		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports, dataplane.WithSpeed(cfg.Speed))
+		b := dataplane.NewBinding(sw.Group, sw.Node, sw.Ports, dataplane.WithSpeed(cfg.Speed))
 		pub := dataplane.NewPublisher(sch, st, b, dataplane.WithInterval(cfg.PublishInterval))
 		hopts := []service.HandlerOption{service.WithStatePublisher(pub), service.WithLogger(log.With("switch", s.Name))}
 		var sf *startup.File
@@ -306,10 +307,10 @@ func (f *Fabric) hello(link string, h udpwire.Hello) error {
 	}
 	f.clockMu.Lock()
 	defer f.clockMu.Unlock()
-	ours := f.net.Sim.Epoch()
+	ours := f.net.Group.Epoch()
 	if peer := time.Unix(0, h.Epoch); !ours.IsZero() && ours.Sub(peer) > clockTolerance {
 		f.log.Info("fabric: adopting the peer's clock", "link", link, "epoch", peer, "ahead", ours.Sub(peer))
-		f.net.Sim.SetEpoch(peer)
+		f.net.Group.SetEpoch(peer)
 	}
 	return nil
 }
@@ -338,15 +339,18 @@ func (f *Fabric) Switch(name string) *Served {
 // Wires returns the wires.
 func (f *Fabric) Wires() []*udpwire.Wire { return f.wires }
 
-// Sim returns the engine.
+// Sim returns the engine's partition 0 (its only one).
 func (f *Fabric) Sim() *engine.Sim { return f.net.Sim }
+
+// Group returns the engine Run paces.
+func (f *Fabric) Group() *engine.Group { return f.net.Group }
 
 // Network returns the built network.
 func (f *Fabric) Network() *dataplane.Network { return f.net }
 
 // EngineLag is the engine's lag behind the wall clock (the engine-lag
 // leaf; a metrics gauge).
-func (f *Fabric) EngineLag() time.Duration { return f.net.Sim.Lag().Duration() }
+func (f *Fabric) EngineLag() time.Duration { return f.net.Group.Lag().Duration() }
 
 // waitForWires returns when every wire is up, after StartWait, or when
 // ctx ends.
@@ -409,7 +413,7 @@ func (f *Fabric) Run(ctx context.Context) error {
 	if epoch.IsZero() {
 		epoch = time.Now()
 	}
-	f.net.Sim.SetEpoch(epoch)
+	f.net.Group.SetEpoch(epoch)
 	f.stage("epoch")
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*len(f.switches)+len(f.wires)+1)
@@ -446,7 +450,7 @@ func (f *Fabric) Run(ctx context.Context) error {
 		f.stage("wires")
 		f.waitForWires(ctx)
 		f.stage("engine")
-		err := f.net.Sim.RunRealtime(ctx, f.cfg.Speed, engine.Never)
+		err := f.net.Group.RunRealtime(ctx, f.cfg.Speed, engine.Never, runtime.GOMAXPROCS(0))
 		if err != nil && ctx.Err() == nil && !errors.Is(err, engine.ErrStopped) {
 			errs <- fmt.Errorf("engine: %w", err)
 		}
