@@ -1,13 +1,9 @@
 package netsim
 
 import (
-	"bufio"
 	"fmt"
 	"net/netip"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,27 +18,6 @@ func liveHeap() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
-}
-
-// peakRSS is the process's peak resident set in bytes (VmHWM, Linux), 0
-// where unknown. It covers the whole process: run the benchmark alone.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // memFabric is sender hosts and receiver hosts on one switch, 100 Gb/s
@@ -179,7 +154,7 @@ func BenchmarkMillionFlows(b *testing.B) {
 	}
 	b.ReportMetric(float64(peakHeap)/1e6, "peak-heap-MB")
 	b.ReportMetric(float64(peakSys)/1e6, "heap-sys-MB")
-	b.ReportMetric(float64(peakRSS())/1e6, "peak-rss-MB")
+	b.ReportMetric(float64(cputime.PeakRSS())/1e6, "peak-rss-MB")
 	b.ReportMetric(held/float64(b.N), "B/flow-after")
 	if cpu > 0 {
 		b.ReportMetric(float64(events)/cpu.Seconds(), "events/cpu-s")

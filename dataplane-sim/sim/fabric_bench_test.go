@@ -1,14 +1,11 @@
 package sim
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -79,7 +76,7 @@ func BenchmarkTwoDCK8(b *testing.B) {
 			b.ReportMetric(float64(b.N)*d.Seconds()/secs, "sim-s/s")
 			b.ReportMetric(float64(flows), "flows")
 			b.ReportMetric(float64(heap)/1e6, "heap-MB")
-			b.ReportMetric(float64(peakRSS())/1e6, "peak-rss-MB")
+			b.ReportMetric(float64(cputime.PeakRSS())/1e6, "peak-rss-MB")
 			out := readDir(b, dir)
 			if first == nil {
 				first = out
@@ -106,25 +103,4 @@ func readDir(tb testing.TB, dir string) map[string][]byte {
 		files[e.Name()] = b
 	}
 	return files
-}
-
-// peakRSS is the process's peak resident set in bytes (VmHWM, Linux), 0
-// where unknown.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb * 1024
-		}
-	}
-	return 0
 }

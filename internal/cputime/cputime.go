@@ -10,3 +10,8 @@ import "time"
 // Process returns the CPU time of the process, user and system, all
 // threads (the GC's included); 0 where the platform does not tell.
 func Process() time.Duration { return process() }
+
+// PeakRSS returns the process's peak resident set in bytes (getrusage's
+// maxrss, Linux's VmHWM), 0 where the platform does not tell. It covers
+// the whole process: a benchmark that reports it runs alone.
+func PeakRSS() int64 { return peakRSS() }

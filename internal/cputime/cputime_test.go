@@ -28,3 +28,16 @@ func TestProcessGrows(t *testing.T) {
 	}
 	t.Logf("CPU time %v -> %v (%d)", before, Process(), x&1)
 }
+
+// TestPeakRSS: the peak resident set is at least what the heap holds
+// after touching a 64 MB slice.
+func TestPeakRSS(t *testing.T) {
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = 1
+	}
+	if got := PeakRSS(); runtime.GOOS == "linux" && got < int64(len(buf)) {
+		t.Errorf("PeakRSS %d after touching %d bytes, want at least that", got, len(buf))
+	}
+	runtime.KeepAlive(buf)
+}
