@@ -176,14 +176,7 @@ func RunOursFabric(sc *scenario.Scenario) (*Summary, error) {
 		}
 		s.Flows = append(s.Flows, fs)
 	}
-	for _, n := range nw.Net.Nodes() {
-		for _, pt := range portsOf(n) {
-			st := pt.Stats()
-			s.PFCPauseNs += st.PFCPausedNs
-			s.PFCPauses += st.PFCPauseRx
-			s.Drops += st.DropPackets
-		}
-	}
+	s.addPortStats(nw.Net)
 	s.fctPercentiles()
 	return s, nil
 }

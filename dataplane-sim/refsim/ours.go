@@ -74,7 +74,15 @@ func RunOurs(sc *scenario.Scenario, bn Bottleneck, step time.Duration) (*Summary
 		}
 		s.Flows = append(s.Flows, fs)
 	}
-	for _, n := range nw.Net.Nodes() {
+	s.addPortStats(nw.Net)
+	s.fctPercentiles()
+	return s, nil
+}
+
+// addPortStats adds the PFC pause time and frames and the drops of every
+// port of the network, hosts' and switches', to s.
+func (s *Summary) addPortStats(net *netsim.Network) {
+	for _, n := range net.Nodes() {
 		for _, pt := range portsOf(n) {
 			st := pt.Stats()
 			s.PFCPauseNs += st.PFCPausedNs
@@ -82,8 +90,6 @@ func RunOurs(sc *scenario.Scenario, bn Bottleneck, step time.Duration) (*Summary
 			s.Drops += st.DropPackets
 		}
 	}
-	s.fctPercentiles()
-	return s, nil
 }
 
 func portsOf(n netsim.Node) []*netsim.Port {
