@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A Group runs a model cut into partitions side by side: conservative
@@ -49,6 +50,9 @@ type Group struct {
 	epochNanos atomic.Int64
 	pacedEpoch atomic.Int64
 	speedBits  atomic.Uint64
+
+	// prof, when set (Profile), measures the steps and the serial work.
+	prof *Profile
 }
 
 // part is one partition: its Sim and its outboxes.
@@ -239,6 +243,7 @@ func (g *Group) Run(until Time, threads int) {
 	}
 	w := g.begin(threads)
 	defer g.end(w)
+	defer g.prof.lock()()
 	for !g.stopped.Load() {
 		g.waitDo()
 		g.mu.Lock()
@@ -294,9 +299,16 @@ func (g *Group) next() (t, gt Time) {
 // stepLocked runs the global events or the window due next, if any is at
 // or before until, and reports whether it ran one. g.mu is held.
 func (g *Group) stepLocked(until Time, w *workers) bool {
+	var t0 time.Duration
+	if g.prof != nil {
+		t0 = g.prof.clock()
+	}
 	t, gt := g.next()
 	if gt <= t && gt <= until {
 		g.runGlobals(gt)
+		if g.prof != nil {
+			g.prof.Serial += g.prof.clock() - t0
+		}
 		return true
 	}
 	if t > until {
@@ -315,6 +327,15 @@ func (g *Group) stepLocked(until Time, w *workers) bool {
 	}
 	g.sendMin = Never
 	g.flip()
+	if pr := g.prof; pr != nil {
+		// The driver's time minus the steps it ran itself.
+		d := pr.clock() - t0
+		for i := 0; i < len(g.parts); i += max(1, w.threads()) {
+			d -= pr.window[i]
+		}
+		pr.Serial += d
+		pr.endWindow()
+	}
 	return true
 }
 
@@ -422,6 +443,10 @@ func cmpTime(a, b Time) int {
 // step runs one window of partition p: its messages, then its events
 // before end.
 func (g *Group) step(p *part, end Time) {
+	var t0 time.Duration
+	if g.prof != nil {
+		t0 = g.prof.clock()
+	}
 	g.deliver(p)
 	s := p.sim
 	q := &s.q
@@ -430,6 +455,11 @@ func (g *Group) step(p *part, end Time) {
 		s.now = at
 		s.events++
 		e.h.Handle(e.kind, e.arg)
+	}
+	if g.prof != nil {
+		d := g.prof.clock() - t0
+		g.prof.window[p.id] += d
+		g.prof.Busy[p.id] += d
 	}
 }
 
@@ -452,6 +482,7 @@ func startWorkers(g *Group, n int) *workers {
 }
 
 func (w *workers) loop(k int) {
+	defer w.g.prof.lock()()
 	for end := range w.start[k] {
 		for i := k; i < len(w.g.parts); i += w.n {
 			w.g.step(w.g.parts[i], end)
@@ -472,6 +503,14 @@ func (w *workers) window(end Time) {
 	for k := 1; k < w.n; k++ {
 		<-w.done
 	}
+}
+
+// threads returns the number of threads (1 for no workers).
+func (w *workers) threads() int {
+	if w == nil {
+		return 1
+	}
+	return w.n
 }
 
 func (w *workers) stop() {

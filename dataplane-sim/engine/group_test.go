@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // toy is a random model cut into partitions: every node, at each of its
@@ -239,5 +240,49 @@ func TestGroupGlobalSeesStoppedPartitions(t *testing.T) {
 	want := "[p0@99 p1@99 global@100 now 100 100 p0@100 p0@101 p1@100 p1@101]"
 	if got := fmt.Sprint(log); got != want {
 		t.Errorf("order %s, want %s", got, want)
+	}
+}
+
+// TestGroupProfile: a profile of a run on one thread, measured with a
+// clock that counts the events processed (so the figures are exact), gives
+// each partition its events, one thread a speedup of 1, more threads at
+// most their number and at least 1; profiling leaves the run as it was, on
+// one thread and on two (there with a clock of zeros: the counting clock
+// reads every partition's count, which threads would race on).
+func TestGroupProfile(t *testing.T) {
+	plain := newToy(4, 5, 7, 1000, []Time{1000, 1500, 1000, 3000})
+	plain.g.Run(100_000, 1)
+	m := newToy(4, 5, 7, 1000, []Time{1000, 1500, 1000, 3000})
+	prof := m.g.Profile(func() time.Duration { return time.Duration(m.g.Events()) })
+	m.g.Run(100_000, 1)
+	if m.digest() != plain.digest() {
+		t.Fatalf("profiled run %s, plain %s", m.digest(), plain.digest())
+	}
+	if prof.Windows != m.g.Windows() {
+		t.Errorf("%d windows profiled, %d run", prof.Windows, m.g.Windows())
+	}
+	for p, busy := range prof.Busy {
+		if want := m.g.Sim(p).Events(); uint64(busy) != want {
+			t.Errorf("partition %d busy %d, processed %d events", p, busy, want)
+		}
+	}
+	if prof.Serial != 0 || prof.Work() != time.Duration(m.g.Events()) {
+		t.Errorf("serial %d, work %d; want 0 and %d", prof.Serial, prof.Work(), m.g.Events())
+	}
+	if s := prof.Speedup(1); s != 1 {
+		t.Errorf("Speedup(1) = %v", s)
+	}
+	for n := 2; n <= 4; n++ {
+		if s := prof.Speedup(n); s < 1 || s > float64(n) || s < prof.Speedup(n-1) {
+			t.Errorf("Speedup(%d) = %v (Speedup(%d) = %v)", n, s, n-1, prof.Speedup(n-1))
+		}
+	}
+	t.Logf("%d windows, busy %v, bound on 2 threads %.3f, on 4 %.3f", prof.Windows, prof.Busy, prof.Speedup(2), prof.Speedup(4))
+
+	two := newToy(4, 5, 7, 1000, []Time{1000, 1500, 1000, 3000})
+	two.g.Profile(func() time.Duration { return 0 })
+	two.g.Run(100_000, 2)
+	if two.digest() != plain.digest() {
+		t.Errorf("profiled run on two threads %s, plain %s", two.digest(), plain.digest())
 	}
 }

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/build"
 	"github.com/lhcnp/lhcnp/dataplane-sim/install"
@@ -19,6 +21,9 @@ func (r *runner) build() error {
 		return fmt.Errorf("sim: %w", err)
 	}
 	r.b, r.sim, r.net = b, b.Sim, b.Net
+	if r.opts.group != nil {
+		r.opts.group(b.Group)
+	}
 	if n := b.Group.Len(); n > 1 {
 		r.sentIn = make([][]partCount, n)
 	}
@@ -54,10 +59,12 @@ func (r *runner) build() error {
 	for _, fl := range b.Flows {
 		src := r.net.NodeByName(fl.Scenario.Src).(*netsim.Host)
 		dst := r.net.NodeByName(fl.Scenario.Dst).(*netsim.Host)
-		fr := &flowRun{Flow: fl, rate: r.rec.Rates.Series(fl.Scenario.Name)}
+		fr := &flowRun{Flow: fl, order: len(r.flowOrder), rate: r.rec.Rates.Series(fl.Scenario.Name)}
 		fr.idealFCT = r.idealFCT(src, dst, fl.Net.Sender.QPN, fl.Net.Sender.PeerQPN, int64(fl.Scenario.Size))
 		r.flowOrder = append(r.flowOrder, fr)
 	}
+	r.byStart = slices.Clone(r.flowOrder)
+	slices.SortStableFunc(r.byStart, func(a, b *flowRun) int { return cmp.Compare(a.Scenario.Start, b.Scenario.Start) })
 
 	// The mechanism, then the events, in time order (ties: file order).
 	r.rt = &runEnv{r: r}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/cputime"
 )
@@ -53,9 +54,16 @@ func BenchmarkTwoDCK8(b *testing.B) {
 			var flows int
 			var heap uint64
 			var dir string
+			var prof *engine.Profile
 			for b.Loop() {
 				dir = b.TempDir()
-				sum, err := Run(context.Background(), sc, dir, WithoutPlots(), WithDuration(d), WithThreads(threads))
+				opts := []Option{WithoutPlots(), WithDuration(d), WithThreads(threads)}
+				if threads == 1 {
+					opts = append(opts, func(o *options) {
+						o.group = func(g *engine.Group) { prof = g.Profile(cputime.Thread) }
+					})
+				}
+				sum, err := Run(context.Background(), sc, dir, opts...)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -77,6 +85,18 @@ func BenchmarkTwoDCK8(b *testing.B) {
 			b.ReportMetric(float64(flows), "flows")
 			b.ReportMetric(float64(heap)/1e6, "heap-MB")
 			b.ReportMetric(float64(cputime.PeakRSS())/1e6, "peak-rss-MB")
+			if prof != nil {
+				// The one-thread run's split (engine.Profile): the bound
+				// on two threads' speedup that the partitions' imbalance
+				// and the serial work between windows leave, whatever the
+				// machine's load.
+				b.ReportMetric(prof.Speedup(2), "bound-speedup-2")
+				b.ReportMetric(prof.Serial.Seconds(), "serial-cpu-s")
+				b.ReportMetric(float64(prof.Windows), "windows")
+				for i, busy := range prof.Busy {
+					b.ReportMetric(busy.Seconds(), fmt.Sprintf("part%d-cpu-s", i))
+				}
+			}
 			out := readDir(b, dir)
 			if first == nil {
 				first = out

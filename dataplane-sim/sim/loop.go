@@ -63,25 +63,42 @@ func (r *runner) sample(now engine.Time) {
 	for _, sc := range r.sentBy {
 		rec.Counters.Add(t, sc.id, sc.n)
 	}
-	for _, fr := range r.flowOrder {
-		if now < engine.FromDuration(fr.Scenario.Start) {
-			continue
-		}
-		q := fr.Net.Sender
-		if done, at := q.Done(); done && at < now {
-			continue
-		}
-		rate := q.RateBitsPerSec()
-		if fr.Stopped || q.PausedUntil() > now {
-			rate = 0
-		}
-		rec.Rates.Add(t, fr.rate, rate)
-	}
+	r.sampleFlows(now)
 	if r.env != nil {
 		for _, f := range r.rt.sampleHooks {
 			f(now)
 		}
 	}
+}
+
+// sampleFlows records the rate of every flow started at or before now and
+// not finished before now, in flowOrder's order. A flow finished before a
+// sample is never recorded again, so it leaves the list for good.
+func (r *runner) sampleFlows(now engine.Time) {
+	added := false
+	for ; r.nextStart < len(r.byStart) && engine.FromDuration(r.byStart[r.nextStart].Scenario.Start) <= now; r.nextStart++ {
+		r.sampled = append(r.sampled, r.byStart[r.nextStart])
+		added = true
+	}
+	if added {
+		slices.SortFunc(r.sampled, func(a, b *flowRun) int { return a.order - b.order })
+	}
+	t := now.Nanos()
+	keep := r.sampled[:0]
+	for _, fr := range r.sampled {
+		if done, at := fr.Net.Done(); done && at < now {
+			continue
+		}
+		keep = append(keep, fr)
+		q := fr.Net.Sender
+		rate := q.RateBitsPerSec()
+		if fr.Stopped || q.PausedUntil() > now {
+			rate = 0
+		}
+		r.rec.Rates.Add(t, fr.rate, rate)
+	}
+	clear(r.sampled[len(keep):])
+	r.sampled = keep
 }
 
 func (r *runner) advanceCapacity(pr *portRun, now engine.Time) {

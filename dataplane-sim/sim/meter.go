@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/binary"
+	"slices"
 	"sync"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -102,8 +104,13 @@ type pendKey struct {
 }
 
 type portMeter struct {
-	pt         *netsim.Port
-	flows      []*flowMeter
+	pt    *netsim.Port
+	flows []*flowMeter // the flows whose path goes through pt
+	// live holds the flows of flows that started at or before the last
+	// sample and were not finished then; flows[next:] have not started
+	// (flows is sorted by start once the meter is built).
+	live       []*flowMeter
+	next       int
 	lastTx     int64
 	congested  bool // during the interval since the last sample
 	congNs     int64
@@ -198,6 +205,9 @@ func newMeter(env *Env, end engine.Time) *meter {
 			}
 		}
 	}
+	for _, pm := range m.ports {
+		slices.SortStableFunc(pm.flows, func(a, b *flowMeter) int { return cmp.Compare(a.start, b.start) })
+	}
 	return m
 }
 
@@ -291,16 +301,26 @@ func (m *meter) takePending(node netsim.NodeID, fm *flowMeter, part int, now eng
 func (m *meter) sample(now engine.Time) {
 	m.advance(now)
 	for _, pm := range m.ports {
+		for ; pm.next < len(pm.flows) && pm.flows[pm.next].start <= now; pm.next++ {
+			pm.live = append(pm.live, pm.flows[pm.next])
+		}
 		var demand int64
-		for _, fm := range pm.flows {
+		keep := pm.live[:0]
+		for _, fm := range pm.live {
+			if done, _ := fm.nf.Done(); done {
+				continue // for good: a finished flow never offers again
+			}
+			keep = append(keep, fm)
 			q := fm.nf.Sender
 			// Offered from the moment it can send (its connection is up)
 			// until it finishes or is stopped.
-			if now < fm.start || !q.Active() || q.AdminStopped() || q.PausedUntil() == engine.Never {
+			if !q.Active() || q.AdminStopped() || q.PausedUntil() == engine.Never {
 				continue
 			}
 			demand += fm.offeredBitsPerSec
 		}
+		clear(pm.live[len(keep):])
+		pm.live = keep
 		pm.congested = demand > pm.pt.RateBitsPerSec()
 	}
 }

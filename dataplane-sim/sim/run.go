@@ -25,6 +25,8 @@ type options struct {
 	plots      bool
 	series     bool
 	threads    int
+	// group, when set (the benchmarks), sees the group once it is built.
+	group func(*engine.Group)
 }
 
 // WithDuration runs for d instead of the scenario's duration (to shorten a
@@ -157,6 +159,13 @@ type runner struct {
 	ports     []*portRun
 	flowOrder []*flowRun
 	hosts     []*hostRun
+	// sampled lists the flows the sampler records: those started and not
+	// finished before the last sample, in flowOrder's order; byStart holds
+	// the others, by start (ties: flowOrder's order), from nextStart on.
+	// A sample visits the flows running, not every flow of the run.
+	sampled   []*flowRun
+	byStart   []*flowRun
+	nextStart int
 
 	sent       map[string]int64 // notifications by kind
 	sentBy     []sentCounter
@@ -190,6 +199,7 @@ type portRun struct {
 
 type flowRun struct {
 	*build.Flow
+	order    int // index in flowOrder
 	rate     report.SeriesID
 	idealFCT int64
 }

@@ -15,3 +15,9 @@ func Process() time.Duration { return process() }
 // maxrss, Linux's VmHWM), 0 where the platform does not tell. It covers
 // the whole process: a benchmark that reports it runs alone.
 func PeakRSS() int64 { return peakRSS() }
+
+// Thread returns the CPU time of the calling OS thread (0 where the
+// platform does not tell). A goroutine that reads it twice must be locked
+// to its thread in between (runtime.LockOSThread) for the difference to
+// be its own work.
+func Thread() time.Duration { return thread() }

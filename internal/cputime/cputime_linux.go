@@ -5,6 +5,7 @@ package cputime
 import (
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 func process() time.Duration {
@@ -21,4 +22,15 @@ func peakRSS() int64 {
 		return 0
 	}
 	return ru.Maxrss << 10 // kB on Linux
+}
+
+// clockThreadCPUTimeID is Linux's CLOCK_THREAD_CPUTIME_ID.
+const clockThreadCPUTimeID = 3
+
+func thread() time.Duration {
+	var ts syscall.Timespec
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }

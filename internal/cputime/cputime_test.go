@@ -41,3 +41,28 @@ func TestPeakRSS(t *testing.T) {
 	}
 	runtime.KeepAlive(buf)
 }
+
+// TestThreadGrows: work done on a locked goroutine shows in its thread's
+// CPU time (on Linux; elsewhere Thread is 0).
+func TestThreadGrows(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if runtime.GOOS != "linux" {
+		if got := Thread(); got != 0 {
+			t.Fatalf("Thread() = %v off Linux, want 0", got)
+		}
+		return
+	}
+	before, pbefore := Thread(), Process()
+	x := uint64(1)
+	for Thread() <= before {
+		for range 1_000_000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	if d, pd := Thread()-before, Process()-pbefore; d <= 0 {
+		t.Fatalf("thread CPU time went from %v by %v", before, d)
+	} else {
+		t.Logf("thread +%v, process +%v (%d)", d, pd, x&1)
+	}
+}
