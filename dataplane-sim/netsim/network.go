@@ -51,6 +51,10 @@ type partition struct {
 	pool    packetPool
 	cmDec   wire.Decoder
 	cmFrame wire.Frame
+	// due holds the retirements waiting for RetireDue (RetireFinishedLater)
+	// of flows whose sender is in the partition: [0] due after the
+	// retirement delay, [1] the fallbacks due after ten; each in time order.
+	due [2][]retireDue
 }
 
 // New returns an empty network on sim.
@@ -63,7 +67,9 @@ func New(sim *engine.Sim) *Network {
 // between two partitions is cut: its packets cross as messages of g, and
 // its delay must be at least g's lookahead (Lookahead computes it).
 // Global work (samplers, events on several partitions) goes through
-// g.AtGlobal. Flow retirement is not supported on such a network.
+// g.AtGlobal. Flows retire there with RetireFinishedLater and RetireDue
+// (RetireFinished's timers would touch both ends of a flow from one
+// partition).
 func NewPartitioned(g *engine.Group) *Network {
 	n := &Network{sim: g.Sim(0), byName: map[string]Node{}, group: g}
 	for i := 0; i < g.Len(); i++ {

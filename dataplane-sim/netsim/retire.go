@@ -1,6 +1,7 @@
 package netsim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -49,6 +50,15 @@ type retirement struct {
 	after     engine.Time
 	observers []RetireObserver
 	retired   int64
+	// later: no timers; flows wait in their sender's partition's due
+	// lists for RetireDue (RetireFinishedLater).
+	later bool
+}
+
+// retireDue is a flow waiting for RetireDue from at on.
+type retireDue struct {
+	at   engine.Time
+	flow FlowID
 }
 
 // evRetire is the retirement timer of a flow (arg: its FlowID).
@@ -90,6 +100,56 @@ func (n *Network) RetireFinished(after engine.Time) error {
 	}
 	n.retire.after = after
 	return nil
+}
+
+// RetireFinishedLater is RetireFinished without timers: a flow due for
+// retirement (at the same times) waits for the first RetireDue call at or
+// after that time, which must come from where no partition runs (a global
+// event of the group, or between runs). So retirement adds no event (a
+// run processes the events a run without it does, and counts them), and a
+// network cut into partitions retires too: RetireDue touches both ends of
+// a flow while every partition is stopped. A flow retires later than with
+// RetireFinished by up to the interval between the calls.
+func (n *Network) RetireFinishedLater(after engine.Time) error {
+	if after < 0 {
+		return fmt.Errorf("retire finished flows: delay %v is negative", after)
+	}
+	if n.retire == nil {
+		n.retire = &retirement{}
+	}
+	n.retire.after, n.retire.later = after, true
+	return nil
+}
+
+// RetireDue retires the flows due by now under RetireFinishedLater, in
+// the order of their due times (ties: flow ID), and returns how many it
+// retired. Call it with no partition running.
+func (n *Network) RetireDue(now engine.Time) int {
+	if n.retire == nil || !n.retire.later {
+		return 0
+	}
+	var batch []retireDue
+	for _, pt := range n.parts {
+		for k, list := range pt.due {
+			i := 0
+			for i < len(list) && list[i].at <= now {
+				i++
+			}
+			batch = append(batch, list[:i]...)
+			pt.due[k] = list[i:] // append reallocates with the live ones
+		}
+	}
+	slices.SortFunc(batch, func(a, b retireDue) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.flow, b.flow)
+	})
+	before := n.retire.retired
+	for _, d := range batch {
+		n.retireFlow(n.flows[d.flow])
+	}
+	return int(n.retire.retired - before)
 }
 
 // AddRetireObserver adds o to the observers told of every retired flow.
@@ -151,9 +211,14 @@ func (n *Network) flowFinished(q *QP) {
 	if n.retire == nil || n.retire.after < 0 {
 		return
 	}
-	d := n.retire.after
+	d, k := n.retire.after, 0
 	if q.cm.on {
-		d *= retireFallbackFactor
+		d, k = d*retireFallbackFactor, 1
+	}
+	if n.retire.later {
+		pt := q.host.part
+		pt.due[k] = append(pt.due[k], retireDue{pt.sim.Now() + d, q.flow.ID})
+		return
 	}
 	q.host.part.sim.After(d, n, evRetire, uint64(q.flow.ID))
 }
@@ -161,6 +226,11 @@ func (n *Network) flowFinished(q *QP) {
 // flowClosed runs when q's CM disconnect completes (the DREP arrived).
 func (n *Network) flowClosed(q *QP) {
 	if n.retire == nil || n.retire.after < 0 || !q.finished {
+		return
+	}
+	if n.retire.later {
+		pt := q.host.part
+		pt.due[0] = append(pt.due[0], retireDue{pt.sim.Now() + n.retire.after, q.flow.ID})
 		return
 	}
 	q.host.part.sim.After(n.retire.after, n, evRetire, uint64(q.flow.ID))
@@ -197,10 +267,15 @@ func (n *Network) retireFlow(f *Flow) {
 		delete(src.cmSend, q.cm.local)
 	}
 	// Its timers find nothing to do (the increase timer's generation moves
-	// on; the others only run before the flow ends).
+	// on; the others only run before the flow ends). Retired later
+	// (RetireFinishedLater), its rate-increase timer runs out as it would
+	// have without retirement, so the run keeps its events and their
+	// count; the QP is freed when it stops.
 	q.sending = false
-	q.dc.incGen++
-	q.dc.incRunning = false
+	if !n.retire.later {
+		q.dc.incGen++
+		q.dc.incRunning = false
+	}
 	s := &src.retired
 	s.SendFlows++
 	s.SentBytes += q.sentBytes

@@ -239,3 +239,50 @@ func BenchmarkRetireManyFlows(b *testing.B) {
 		})
 	}
 }
+
+// TestRetireFinishedLater: retirement without timers (RetireDue every
+// 100 µs, as the scenario runner's sampler calls it) processes exactly the
+// events of a run without retirement (same count: no retirement timers,
+// and the retired QPs' rate-increase timers run out as they would have),
+// keeps the hosts' totals and the flows' completion times, and bounds the
+// live QPs as RetireFinished does (a sample interval later at most).
+func TestRetireFinishedLater(t *testing.T) {
+	const nWindows = 30
+	end := engine.Time(nWindows+2) * retireWindow
+	off := newWindows(t, nWindows, false)
+	off.sim.Run(end)
+	on := newWindows(t, nWindows, false)
+	if err := on.net.RetireFinishedLater(100 * engine.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	maxSend := 0
+	on.sim.Every(0, 100*engine.Microsecond, func(now engine.Time) {
+		on.net.RetireDue(now)
+		s, _ := on.a.LiveQPs()
+		maxSend = max(maxSend, s)
+	})
+	on.sim.Run(end)
+	// The sampler's own events are the only extra ones.
+	if got, want := on.sim.Events(), off.sim.Events()+uint64(end/(100*engine.Microsecond))+1; got != want {
+		t.Errorf("%d events with retirement, want %d (without: %d, plus the sampler's)", got, want, off.sim.Events())
+	}
+	if got := on.net.RetiredFlows(); got != int64(len(on.flows)-1) {
+		t.Errorf("retired %d flows, want every finite one: %d", got, len(on.flows)-1)
+	}
+	if bound := 3 * (retireFlowsPerWn + 1); maxSend > bound {
+		t.Errorf("at most %d sender QPs on a, want at most %d", maxSend, bound)
+	}
+	for i, f := range on.flows {
+		gotDone, gotAt := f.Done()
+		wantDone, wantAt := off.flows[i].Done()
+		if gotDone != wantDone || gotAt != wantAt {
+			t.Errorf("flow %s: done %v at %v with retirement, %v at %v without", f.Name, gotDone, gotAt, wantDone, wantAt)
+		}
+	}
+	if diff := cmp.Diff(off.totals(), on.totals()); diff != "" {
+		t.Errorf("totals at the end (-without +with retirement):\n%s", diff)
+	}
+	if err := on.net.RetireFinishedLater(-1); err == nil {
+		t.Error("a negative delay: no error")
+	}
+}

@@ -6,10 +6,16 @@ import (
 	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/build"
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
+
+// retireAfter is how long after its sender closed a finished flow waits
+// before it retires (then at the next sample): twice the longest round
+// trip of the run's flows' paths, at least a millisecond.
+func (r *runner) retireAfter() engine.Time { return max(4*r.maxOneWay, engine.Millisecond) }
 
 // build turns the scenario into a network on a fresh engine (package
 // build), with the runner's series, the flows, the mechanism and then the
@@ -62,6 +68,21 @@ func (r *runner) build() error {
 		fr := &flowRun{Flow: fl, order: len(r.flowOrder), rate: r.rec.Rates.Series(fl.Scenario.Name)}
 		fr.idealFCT = r.idealFCT(src, dst, fl.Net.Sender.QPN, fl.Net.Sender.PeerQPN, int64(fl.Scenario.Size))
 		r.flowOrder = append(r.flowOrder, fr)
+	}
+	r.byFlow = make(map[netsim.FlowID]*flowRun, len(r.flowOrder))
+	for _, fr := range r.flowOrder {
+		r.byFlow[fr.Net.ID] = fr
+	}
+	if !r.opts.keepFlows {
+		// Finished flows retire at the first sample twice their longest
+		// round trip after they closed (queueing as much again as the
+		// path's delay), so that nothing of theirs is still on its way:
+		// memory stays bounded by the flows running, and the run is the
+		// run without retirement (no event is added: RetireFinishedLater).
+		if err := r.net.RetireFinishedLater(r.retireAfter()); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		r.net.AddRetireObserver(r)
 	}
 	r.byStart = slices.Clone(r.flowOrder)
 	slices.SortStableFunc(r.byStart, func(a, b *flowRun) int { return cmp.Compare(a.Scenario.Start, b.Scenario.Start) })

@@ -69,6 +69,8 @@ func (r *runner) sample(now engine.Time) {
 			f(now)
 		}
 	}
+	// Last, when everything at now has been read: the flows due retire.
+	r.net.RetireDue(now)
 }
 
 // sampleFlows records the rate of every flow started at or before now and
@@ -138,6 +140,7 @@ func (r *runner) idealFCT(src, dst *netsim.Host, srcQP, dstQP uint32, size int64
 		}
 		pt = sw.RouteFlow(src.ID(), dst.ID(), srcQP, dstQP)
 	}
+	r.maxOneWay = max(r.maxOneWay, oneWay)
 	// The frames as the sender makes them (one message: the runner never
 	// sets FlowConfig.MessageBytes).
 	fr := netsim.FlowFrameBytes(src.Addr(), size, int64(src.Config().MTUBytes), 0)
@@ -176,13 +179,16 @@ func (r *runner) summarize() *report.Summary {
 		in.Notifications[k] = v
 	}
 	for _, fr := range r.flowOrder {
-		f, q, rq := fr.Scenario, fr.Net.Sender, fr.Net.Receiver
-		done, at := q.Done()
+		f, fin := fr.Scenario, fr.final
+		if fin == nil {
+			fin = finalOf(fr.Net)
+		}
+		done, at := fr.Net.Done()
 		fi := report.FlowInput{
-			Name: f.Name, Src: f.Src, Dst: f.Dst, SrcQP: q.QPN, DstQP: q.PeerQPN, Group: f.Group,
+			Name: f.Name, Src: f.Src, Dst: f.Dst, SrcQP: fin.srcQP, DstQP: fin.dstQP, Group: f.Group,
 			SizeBytes: int64(f.Size), StartNs: f.Start.Nanoseconds(), StopNs: f.Stop.Nanoseconds(),
 			Finished: done, FinishNs: at.Nanos(), IdealFCTNs: fr.idealFCT,
-			RxBytes: rq.RxBytes(), Lost: rq.LostPackets(), CNPs: rq.CNPs(),
+			RxBytes: fin.rxBytes, Lost: fin.lost, CNPs: fin.cnps,
 		}
 		in.Flows = append(in.Flows, fi)
 	}

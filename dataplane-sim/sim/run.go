@@ -27,6 +27,8 @@ type options struct {
 	threads    int
 	// group, when set (the benchmarks), sees the group once it is built.
 	group func(*engine.Group)
+	// keepFlows keeps finished flows' queue pairs (the tests compare).
+	keepFlows bool
 }
 
 // WithDuration runs for d instead of the scenario's duration (to shorten a
@@ -166,6 +168,10 @@ type runner struct {
 	sampled   []*flowRun
 	byStart   []*flowRun
 	nextStart int
+	// byFlow is flowOrder by netsim flow ID; maxOneWay the longest one-way
+	// path delay of a flow (idealFCT), from which the retirement delay.
+	byFlow    map[netsim.FlowID]*flowRun
+	maxOneWay engine.Time
 
 	sent       map[string]int64 // notifications by kind
 	sentBy     []sentCounter
@@ -202,6 +208,28 @@ type flowRun struct {
 	order    int // index in flowOrder
 	rate     report.SeriesID
 	idealFCT int64
+	// final is what the summary needs of the flow's queue pairs, kept
+	// when the flow retires (nil: not retired, read them at the end).
+	final *flowFinal
+}
+
+// flowFinal is what the summary reads of a flow's queue pairs.
+type flowFinal struct {
+	srcQP, dstQP        uint32
+	rxBytes, lost, cnps int64
+}
+
+func finalOf(f *netsim.Flow) *flowFinal {
+	q, rq := f.Sender, f.Receiver
+	return &flowFinal{srcQP: q.QPN, dstQP: q.PeerQPN, rxBytes: rq.RxBytes(), lost: rq.LostPackets(), cnps: rq.CNPs()}
+}
+
+// OnRetire implements netsim.RetireObserver: the summary's figures of the
+// flow outlive its queue pairs.
+func (r *runner) OnRetire(f *netsim.Flow) {
+	if fr := r.byFlow[f.ID]; fr != nil {
+		fr.final = finalOf(f)
+	}
 }
 
 type hostRun struct {
