@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ func BenchmarkTwoDCK8(b *testing.B) {
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
 			b.ReportAllocs()
+			gc0 := gcCPU()
 			cpu0 := cputime.Process()
 			var events uint64
 			var flows int
@@ -57,12 +59,9 @@ func BenchmarkTwoDCK8(b *testing.B) {
 			var prof *engine.Profile
 			for b.Loop() {
 				dir = b.TempDir()
-				opts := []Option{WithoutPlots(), WithDuration(d), WithThreads(threads)}
-				if threads == 1 {
-					opts = append(opts, func(o *options) {
-						o.group = func(g *engine.Group) { prof = g.Profile(cputime.Thread) }
-					})
-				}
+				opts := []Option{WithoutPlots(), WithDuration(d), WithThreads(threads), func(o *options) {
+					o.group = func(g *engine.Group) { prof = g.Profile(cputime.Thread) }
+				}}
 				sum, err := Run(context.Background(), sc, dir, opts...)
 				if err != nil {
 					b.Fatal(err)
@@ -81,16 +80,23 @@ func BenchmarkTwoDCK8(b *testing.B) {
 				b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
 			}
 			b.ReportMetric(secs/float64(b.N), "wall-s/op")
+			b.ReportMetric((gcCPU()-gc0)/float64(b.N), "gc-cpu-s/op")
 			b.ReportMetric(float64(b.N)*d.Seconds()/secs, "sim-s/s")
 			b.ReportMetric(float64(flows), "flows")
 			b.ReportMetric(float64(heap)/1e6, "heap-MB")
 			b.ReportMetric(float64(cputime.PeakRSS())/1e6, "peak-rss-MB")
 			if prof != nil {
-				// The one-thread run's split (engine.Profile): the bound
-				// on two threads' speedup that the partitions' imbalance
-				// and the serial work between windows leave, whatever the
-				// machine's load.
-				b.ReportMetric(prof.Speedup(2), "bound-speedup-2")
+				// The run's split (engine.Profile). On one thread: the
+				// bound on two threads' speedup that the partitions'
+				// imbalance and the serial work between windows leave,
+				// whatever the machine's load. On two, the partitions'
+				// CPU against one thread's says what running side by
+				// side costs each event (caches, memory, the host), and
+				// the driver's serial CPU includes its spinning at the
+				// barrier.
+				if threads == 1 {
+					b.ReportMetric(prof.Speedup(2), "bound-speedup-2")
+				}
 				b.ReportMetric(prof.Serial.Seconds(), "serial-cpu-s")
 				b.ReportMetric(float64(prof.Windows), "windows")
 				for i, busy := range prof.Busy {
@@ -105,6 +111,17 @@ func BenchmarkTwoDCK8(b *testing.B) {
 			}
 		})
 	}
+}
+
+// gcCPU returns the CPU seconds the garbage collector has used (the
+// runtime's estimate: its workers, assists and pauses).
+func gcCPU() float64 {
+	m := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return m[0].Value.Float64()
 }
 
 // readDir returns the files of dir by name.
@@ -123,4 +140,64 @@ func readDir(tb testing.TB, dir string) map[string][]byte {
 		files[e.Name()] = b
 	}
 	return files
+}
+
+// BenchmarkRunnerFlowMemory measures what the runner keeps per flow:
+// scenarios/fabric/two-dc-k4.yaml (its 60 ms, flows over the first 30)
+// with finished flows retired (the default) and kept, on one thread. At
+// the end of the run, before Run returns, a collection is forced and the
+// live heap read: heap-MB, and bytes/flow, that heap over the run's flows
+// (an upper bound: the network, the series and the summary's records are
+// in it too); kept-bytes/flow is what each retired flow would have held
+// had it been kept (the difference of the two heaps over the flows
+// retired), in the retire=true row.
+func BenchmarkRunnerFlowMemory(b *testing.B) {
+	sc, err := scenario.LoadFile(filepath.Join("..", "..", "scenarios", "fabric", "two-dc-k4.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := sc.Duration
+	if s := os.Getenv("LHCNP_BENCH_DURATION"); s != "" {
+		if d, err = scenario.ParseDuration(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var keptHeap uint64
+	for _, retire := range []bool{false, true} {
+		b.Run(fmt.Sprintf("retire=%v", retire), func(b *testing.B) {
+			var heap uint64
+			var flows int
+			var retired int64
+			for b.Loop() {
+				var r *runner
+				opts := []Option{WithoutPlots(), WithoutSeries(), WithDuration(d), WithThreads(1), func(o *options) {
+					o.keepFlows = !retire
+					o.group = func(g *engine.Group) {
+						g.AtGlobal(engine.FromDuration(d), func() {
+							runtime.GC()
+							var ms runtime.MemStats
+							runtime.ReadMemStats(&ms)
+							heap = ms.HeapAlloc
+						})
+					}
+				}}
+				sum, err := Run(context.Background(), sc, b.TempDir(), append(opts, func(o *options) { o.runner = &r })...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				flows, retired = sum.Totals.Flows, r.net.RetiredFlows()
+			}
+			b.ReportMetric(float64(heap)/1e6, "heap-MB")
+			b.ReportMetric(float64(flows), "flows")
+			b.ReportMetric(float64(retired), "retired")
+			if flows > 0 {
+				b.ReportMetric(float64(heap)/float64(flows), "bytes/flow")
+			}
+			if !retire {
+				keptHeap = heap
+			} else if retired > 0 && keptHeap > heap {
+				b.ReportMetric(float64(keptHeap-heap)/float64(retired), "kept-bytes/flow")
+			}
+		})
+	}
 }

@@ -145,6 +145,7 @@ func metered(m Mechanism) Mechanism {
 				h.SetControlHandler(&hostTap{m: mt})
 			}
 		}
+		env.Net.AddRetireObserver(mt)
 		env.Group.EveryGlobal(0, engine.FromDuration(env.Scenario.SampleInterval), mt.sample)
 		env.OnSummary(mt.finish)
 		return nil
@@ -210,6 +211,10 @@ func newMeter(env *Env, end engine.Time) *meter {
 	}
 	return m
 }
+
+// OnRetire implements netsim.RetireObserver: the meter lets go of a
+// retired flow's sender QP (its flowMeter stays, by flow number).
+func (m *meter) OnRetire(f *netsim.Flow) { delete(m.byQP, f.Sender) }
 
 // mark records the first CE mark of a flow's packet.
 func (m *meter) mark(pt *netsim.Port, p *netsim.Packet) {

@@ -29,6 +29,8 @@ type options struct {
 	group func(*engine.Group)
 	// keepFlows keeps finished flows' queue pairs (the tests compare).
 	keepFlows bool
+	// runner, when set (the benchmarks), receives the run's runner.
+	runner **runner
 }
 
 // WithDuration runs for d instead of the scenario's duration (to shorten a
@@ -98,6 +100,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Opti
 		return nil, fmt.Errorf("sim: duration %v must be positive", o.duration)
 	}
 	r := newRunner(sc, o)
+	if o.runner != nil {
+		*o.runner = r
+	}
 	if err := r.build(); err != nil {
 		return nil, err
 	}
