@@ -169,7 +169,19 @@ func (q *QP) transmitREQ() {
 		PrimaryHopLimit: wire.DefaultTTL, PrimarySL: q.prio, PrimaryLocalACKTimeout: cmAckTimeout,
 	}
 	h.sendCM(q.dst, q.prio, q.flow.ID, &m)
-	h.part.sim.After(cmResponseTime, q, evQPCMRetry, uint64(q.cm.local))
+	h.part.sim.After(cmResponseTime, (*cmRetry)(h), evQPCMRetry, uint64(q.cm.local))
+}
+
+// cmRetry runs a host's REQ response timers: the QP is found by the REQ's
+// communication ID, so that a pending timer (4.3 s ahead) holds no QP and
+// a retired flow's QPs are freed at once (a retired QP has left cmSend:
+// its timer does nothing, as the QP's own would have, connected).
+type cmRetry Host
+
+func (c *cmRetry) Handle(_ uint32, arg uint64) {
+	if q := c.cmSend[uint32(arg)]; q != nil {
+		q.retryREQ(uint32(arg))
+	}
 }
 
 // sendDREQ closes the connection of a sender QP whose flow completed.
