@@ -16,9 +16,30 @@ type Family struct {
 	name   string   // file name without .csv
 	header []string // label columns after time_ns; the value column last
 	labels [][]string
-	t      []int64
-	k      []int32
-	v      []int64
+	// rows in chunks of at most rowChunk rows: appending never copies
+	// what is recorded (a long run's series are its largest allocation,
+	// and growing one slice allocates about twice its final size, the
+	// copies garbage for the collector).
+	rows [][]row
+	n    int
+}
+
+// row is one sample.
+type row struct {
+	t int64
+	v int64
+	k int32
+}
+
+const rowChunk = 1 << 14
+
+// each calls fn for every row in recording order.
+func (f *Family) each(fn func(t int64, k int32, v int64)) {
+	for _, c := range f.rows {
+		for i := range c {
+			fn(c[i].t, c[i].k, c[i].v)
+		}
+	}
 }
 
 // NewFamily returns an empty family. labelCols name the columns that
@@ -45,13 +66,22 @@ type SeriesID int32
 
 // Add appends one sample. Callers add in time order.
 func (f *Family) Add(tNs int64, s SeriesID, v int64) {
-	f.t = append(f.t, tNs)
-	f.k = append(f.k, int32(s))
-	f.v = append(f.v, v)
+	if len(f.rows) == 0 || len(f.rows[len(f.rows)-1]) == cap(f.rows[len(f.rows)-1]) {
+		// Chunks double from 256 rows up to rowChunk: a short run's
+		// family stays small.
+		size := 256
+		if len(f.rows) > 0 {
+			size = min(rowChunk, 2*cap(f.rows[len(f.rows)-1]))
+		}
+		f.rows = append(f.rows, make([]row, 0, size))
+	}
+	last := &f.rows[len(f.rows)-1]
+	*last = append(*last, row{t: tNs, v: v, k: int32(s)})
+	f.n++
 }
 
 // Len returns the number of samples recorded.
-func (f *Family) Len() int { return len(f.t) }
+func (f *Family) Len() int { return f.n }
 
 // NumSeries returns the number of registered series.
 func (f *Family) NumSeries() int { return len(f.labels) }
@@ -61,12 +91,12 @@ func (f *Family) Labels(s SeriesID) []string { return f.labels[s] }
 
 // Values returns the samples of series s as parallel time and value slices.
 func (f *Family) Values(s SeriesID) (t, v []int64) {
-	for i, k := range f.k {
+	f.each(func(rt int64, k int32, rv int64) {
 		if k == int32(s) {
-			t = append(t, f.t[i])
-			v = append(v, f.v[i])
+			t = append(t, rt)
+			v = append(v, rv)
 		}
-	}
+	})
 	return t, v
 }
 
@@ -75,10 +105,10 @@ func (f *Family) Values(s SeriesID) (t, v []int64) {
 func (f *Family) bySeries() (t, v [][]int64) {
 	t = make([][]int64, len(f.labels))
 	v = make([][]int64, len(f.labels))
-	for i, k := range f.k {
-		t[k] = append(t[k], f.t[i])
-		v[k] = append(v[k], f.v[i])
-	}
+	f.each(func(rt int64, k int32, rv int64) {
+		t[k] = append(t[k], rt)
+		v[k] = append(v[k], rv)
+	})
 	return t, v
 }
 
@@ -102,14 +132,16 @@ func (f *Family) WriteCSV(w io.Writer) error {
 		quoted[i] = string(b)
 	}
 	var buf []byte
-	for i := range f.t {
-		buf = strconv.AppendInt(buf[:0], f.t[i], 10)
-		buf = append(buf, quoted[f.k[i]]...)
-		buf = append(buf, ',')
-		buf = strconv.AppendInt(buf, f.v[i], 10)
-		buf = append(buf, '\n')
-		if _, err := bw.Write(buf); err != nil {
-			return err
+	for _, c := range f.rows {
+		for i := range c {
+			buf = strconv.AppendInt(buf[:0], c[i].t, 10)
+			buf = append(buf, quoted[c[i].k]...)
+			buf = append(buf, ',')
+			buf = strconv.AppendInt(buf, c[i].v, 10)
+			buf = append(buf, '\n')
+			if _, err := bw.Write(buf); err != nil {
+				return err
+			}
 		}
 	}
 	return bw.Flush()
