@@ -339,7 +339,7 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 	// ledger row guards them (they are distributed by target, the ledger
 	// by series), so a crash after the parts and before the events leaves
 	// them to the replay. They are stored once by their identity, and
-	// their dead letters once by theirs (deadEventSQL).
+	// their dead letters once by theirs (deadSQL).
 	var storedEvents, deadEvents int
 	eventsDone := w.citus.groupEvents[b.ID] // stored and counted by the group
 	if len(b.Events) > 0 && !eventsDone {
@@ -500,16 +500,11 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 	return false, len(bad), nil
 }
 
-// deadEventSQL dead-letters a refused event of a batch once: a replay
-// offers the batch's events again (no ledger row guards them on Citus) and
-// finds the dead letter of the first run by its batch and row.
-const deadEventSQL = `INSERT INTO dead_letters (target, batch_id, "row", error)
-SELECT $1::text, $2::bigint, $3::jsonb, $4::text
-WHERE NOT EXISTS (SELECT 1 FROM dead_letters WHERE target = $1::text AND batch_id = $2::bigint AND "row" = $3::jsonb)`
-
 // storeEventsCitus stores b's events in one INSERT; when PostgreSQL refuses
 // it, one by one, a refused event going to dead_letters. Events are stored
-// once by their identity, their dead letters once by batch and row; dead
+// once by their identity, their dead letters once by batch and row
+// (deadSQL: a replay offers the batch's events again, no ledger row guarding
+// them on Citus, and finds the first run's dead letter); dead
 // counts the refused events, newly dead-lettered or not.
 func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead int, err error) {
 	sql, args := eventsValues(b)
@@ -527,7 +522,7 @@ func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, d
 		case Classify(err) == Temporary:
 			return stored, dead, err
 		default:
-			tag, err2 := w.pool.Exec(ctx, deadEventSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error())
+			tag, err2 := w.pool.Exec(ctx, deadSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error())
 			if err2 != nil {
 				return stored, dead, fmt.Errorf("dead letter: %w", err2)
 			}
