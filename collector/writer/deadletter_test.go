@@ -3,12 +3,8 @@ package writer_test
 import (
 	"context"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/collector/writer"
-	"github.com/lhcnp/lhcnp/internal/pgtest"
 )
 
 // TestDeadLetterOnceConcurrent: two collectors replay one batch at the
@@ -18,16 +14,7 @@ import (
 // the first and write nothing: one dead letter, on one node and on Citus
 // (where nothing else guards a batch's events).
 func TestDeadLetterOnceConcurrent(t *testing.T) {
-	for _, db := range []struct {
-		name  string
-		new   func(testing.TB) (*pgxpool.Pool, string)
-		waits string // counts the backends waiting for a lock in an insert into dead_letters
-	}{
-		{"postgresql", pgtest.New, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO dead_letters%'`},
-		{"citus", pgtest.NewCitus, `SELECT count(*) FROM citus_lock_waits
-			WHERE blocked_statement LIKE '%INSERT INTO%dead_letters%'`},
-	} {
+	for _, db := range bothDBs {
 		t.Run(db.name, func(t *testing.T) {
 			ctx := context.Background()
 			pool, _ := db.new(t)
@@ -52,20 +39,7 @@ func TestDeadLetterOnceConcurrent(t *testing.T) {
 			}()
 			// The second statement either returned (nothing made it wait)
 			// or waits for the first's transaction.
-			var err2 error
-			returned := false
-			deadline := time.Now().Add(30 * time.Second)
-			for !returned && count(t, pool, db.waits) == 0 {
-				select {
-				case err2 = <-done:
-					returned = true
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the second insert neither returned nor waits for a lock")
-				}
-				time.Sleep(10 * time.Millisecond) // polling with a deadline
-			}
+			err2, returned := waitsOrReturns(t, pool, db.name == "citus", "INSERT INTO dead_letters", done)
 			if err := first.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
