@@ -255,6 +255,50 @@ func TestCitusStaleBatchMerged(t *testing.T) {
 	staleMerged(t, pool, zombie, zm, stale, wait)
 }
 
+// TestCitusStaleMergeBehindOwner: on Citus, a stale batch's merge waits
+// for the owner's transaction in flight (its fencing check holds the
+// lease row FOR SHARE; the test holds it up on its ledger row), as on one
+// node (TestStaleBatchMerged), here already at the zombie's own fencing
+// check. On Citus that transaction is one part of
+// the owner's batch (a shard's series): the merge then sees what it
+// committed, and the owner's later parts commit after the merge or before
+// it. Whichever, nothing is stored twice or lost: the owner's samples all
+// stored; of the stale batch's, 2 (older than every series' latest) for
+// every series, 5 at least for the part in flight's series (older than
+// their latest once it committed), 7 (newer than anything stored) for
+// none; its CNPs once.
+func TestCitusStaleMergeBehindOwner(t *testing.T) {
+	pool, _ := pgtest.NewCitus(t)
+	owner, base, wait := staleOwner(t, pool, 2, 1)
+	zombie, _, stopZombie := newWriter(t, pool, writer.WithFencing(true))
+	defer stopZombie()
+	inFlight := staleBatch(base, "b", 2, []int{4, 6})
+	hold := holdLedger(t, pool, true, inFlight)
+	owner.Enqueue(inFlight)
+	waitLockWaiters(t, pool, true, "INSERT INTO ingest_ledger", 1)
+	zombie.Enqueue(staleBatch(base, "a", 1, []int{1, 2, 4, 5, 7}, 1, 2))
+	// On Citus the zombie waits already at its fencing check: row locks on
+	// a reference table are taken under one lock of its shard, so FOR SHARE
+	// waits for another's FOR SHARE (of any row), and its merge comes after.
+	waitLockWaiters(t, pool, true, "FOR SHARE", 1)
+	if got, _ := storedSteps(t, pool); got[2] != 0 {
+		t.Errorf("%d samples of the stale batch stored while the owner's transaction was in flight", got[2])
+	}
+	if err := hold.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wait(owner)
+	wait(zombie)
+	got, twice := storedSteps(t, pool)
+	n := int64(staleSeries)
+	if got[1] != n || got[2] != n || got[3] != n || got[4] != n || got[6] != n || got[5] < 1 || got[5] > n || got[7] != 0 || twice {
+		t.Errorf("samples per step %v (a (series_id, ts) twice: %v): want %d of 1, 2, 3, 4 and 6, 1 to %d of 5, none of 7", got, twice, n, n)
+	}
+	if c := count(t, pool, `SELECT count(*) FROM events`); c != 2 {
+		t.Errorf("%d events, want 2", c)
+	}
+}
+
 // TestStaleMergesSerialised: two collectors that lost sw1's lease (two
 // zombies) merge stale batches holding the same values only they received,
 // at the same moment (both waited for the owner's transaction in flight,
