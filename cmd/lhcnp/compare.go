@@ -16,6 +16,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/refsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
+	"github.com/lhcnp/lhcnp/internal/atomicfile"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
@@ -200,10 +201,6 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	}
-	f, err := os.Create(*md)
-	if err != nil {
-		return err
-	}
 	td, err := tunerDoc(ctx, stdout, stderr, res, tunerSets, append([]string{*s7}, splitList(*tunerFiles)...), files, *out, opts)
 	if err != nil {
 		return err
@@ -240,11 +237,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Unstaged: unstaged, UnstagedScenario: *s7u, Variants: variants, Scenarios: infos,
 		Reference: "long-haul-cnp", Reading: compare.Reading(res, "long-haul-cnp"),
 		PlotDir: filepath.Base(plotDir), Command: "lhcnp sim compare --out " + *out + " --markdown " + *md, Fabric: fab}
-	if err := compare.WriteDocument(f, doc); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	// Replaced whole at the end: while the runs go on, and when one fails,
+	// the file holds the last results, not an empty document.
+	if err := atomicfile.Write(*md, 0o644, func(w io.Writer) error { return compare.WriteDocument(w, doc) }); err != nil {
 		return err
 	}
 	ok := 0

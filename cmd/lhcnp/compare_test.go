@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -70,5 +71,54 @@ func TestPhasesCommand(t *testing.T) {
 				t.Errorf("err %v, want it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCompareMarkdownReplaced: --markdown FILE is replaced once the
+// document is written whole (a temporary file in its directory, renamed),
+// never emptied while the runs go on: a run that fails leaves FILE as it
+// was, and no temporary file behind.
+func TestCompareMarkdownReplaced(t *testing.T) {
+	dir := t.TempDir()
+	md := filepath.Join(dir, "results.md")
+	const before = "the results of the last run\n"
+	if err := os.WriteFile(md, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := func(tuner string) []string {
+		return []string{"../../scenarios/compare/rtt-step.yaml", "--out", filepath.Join(dir, "out"), "--duration", "3ms", "--no-plots",
+			"--mechanisms", "dcqcn,long-haul-cnp", "--markdown", md, "--section7", "../../scenarios/section7.yaml",
+			"--section7-unstaged", "", "--fabrics", "", "--validation", "", "--tuner-scenarios", tuner}
+	}
+	left := func() []string {
+		var names []string
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	var stdout, stderr bytes.Buffer
+	err := runCompare(context.Background(), args("../../scenarios/no-such-tuner-scenario.yaml"), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "no-such-tuner-scenario") {
+		t.Fatalf("runCompare with a missing tuner scenario: %v", err)
+	}
+	if b, err := os.ReadFile(md); err != nil || string(b) != before {
+		t.Errorf("%s after a failed run: %q (%v), want it untouched", md, b, err)
+	}
+	if got := left(); !slices.Equal(got, []string{"out", "results.md"}) {
+		t.Errorf("files left beside it: %v", got)
+	}
+	if err := runCompare(context.Background(), args(""), &stdout, &stderr); err != nil {
+		t.Fatalf("runCompare: %v\nstderr: %s", err, stderr.String())
+	}
+	if b, err := os.ReadFile(md); err != nil || !strings.Contains(string(b), "| rtt-step | long-haul-cnp |") {
+		t.Errorf("%s after the run: %v\n%s", md, err, b)
+	}
+	if got := left(); !slices.Equal(got, []string{"out", "results.md"}) {
+		t.Errorf("files left beside it: %v", got)
 	}
 }

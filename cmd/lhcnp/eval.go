@@ -13,8 +13,6 @@ import (
 	"strings"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
-	"github.com/lhcnp/lhcnp/dataplane-sim/family"
-	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
 // runEval implements `lhcnp sim eval --family FILE --set train|test|both
@@ -26,46 +24,28 @@ import (
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sim eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	spec := fs.String("family", "scenarios/family/tuner.yaml", "the family spec")
-	set := fs.String("set", "both", "the seed set: train, test or both")
-	out := fs.String("out", "", "directory for the runs (created if needed); required")
+	fam := newFamilySetFlags(fs, "both", true, "directory for the runs")
 	md := fs.String("markdown", "", "write each set's table between its markers in this file")
 	jobs := fs.Int("jobs", 1, "scenarios run at a time")
 	first := fs.Int("seeds", 0, "only the first N seeds of each set (0: all; not with --markdown)")
 	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim eval --family FILE --set train|test|both --out DIR [--markdown FILE] [--jobs N] [--seeds N]", "",
 		"Runs every scenario of the family's seed set with the tuner and the static grid.")
-	rest, err := cliconf.ParseInterspersed(fs, args)
-	if err != nil {
+	if err := fam.parse(fs, args); err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q", rest[0])}
-	}
-	if *out == "" {
-		fs.Usage()
-		return usageError{"--out DIR is required"}
 	}
 	if *first > 0 && *md != "" {
 		return usageError{"--seeds with --markdown: the tables are of whole sets"}
 	}
-	s, err := family.LoadFile(*spec)
+	s, sets, err := fam.load()
 	if err != nil {
 		return err
 	}
-	sets := []string{*set}
-	if *set == "both" {
-		sets = []string{"train", "test"}
-	}
 	for _, name := range sets {
-		seeds, ok := s.Sets()[name]
-		if !ok {
-			return usageError{fmt.Sprintf("--set %q: want train, test or both", name)}
-		}
-		list := seeds.List()
+		list := s.Sets()[name].List()
 		if *first > 0 && *first < len(list) {
 			list = list[:*first]
 		}
-		rows, err := compare.EvalFamily(ctx, s, name, list, filepath.Join(*out, name), *jobs,
+		rows, err := compare.EvalFamily(ctx, s, name, list, filepath.Join(*fam.out, name), *jobs,
 			func(line string) { fmt.Fprintln(stdout, line) })
 		if err != nil {
 			return err
@@ -77,7 +57,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		sum := compare.Summarise(rows)
 		fmt.Fprintf(stdout, "%s: %d scenarios: mean ratio %.3f, worst tenth %.3f, steps beaten %d of %d, changes per queue per s max %.1f\n",
 			name, sum.N, sum.MeanRatio, sum.WorstTenthRatio, sum.StepsBeaten, sum.Steps, sum.MaxChangesPerQueueS)
-		if err := os.WriteFile(filepath.Join(*out, name+".md"), b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(*fam.out, name+".md"), b.Bytes(), 0o644); err != nil {
 			return err
 		}
 		if *md != "" {

@@ -42,8 +42,10 @@ type switchFile struct {
 	// flag is --initial-config: --config is the switch file.
 	Config string `yaml:"config" flag:"initial-config" help:"initial YANG configuration of the one switch, RFC 7951 JSON (variable LHCNP_SWITCH_CONFIG)"`
 	// Listen is the one switch's gNMI address; as a flag or variable it
-	// overrides the file's addresses (one switch run, or HOST:0).
-	Listen string `yaml:"listen" help:"gNMI address, host:port; over a fabric file: when one switch runs, or HOST:0 for a free port each (default 127.0.0.1:9339)"`
+	// overrides the file's addresses (one switch run, or HOST:0). Its
+	// default, switchListen, is applied after the layers (an empty Listen
+	// overrides nothing) and added to the help by parseSwitchArgs.
+	Listen string `yaml:"listen" help:"gNMI address, host:port; over a fabric file: when one switch runs, or HOST:0 for a free port each"`
 	// StateDir keeps each switch's startup configuration, NAME.json: the
 	// configuration it was last committed with, which the next start
 	// loads instead of Config (package server/startup). By default it is
@@ -214,6 +216,10 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 	return nil
 }
 
+// switchListen is a switch's gNMI address when neither a flag, a variable
+// nor the file gives one.
+const switchListen = "127.0.0.1:9339"
+
 // parseSwitchArgs parses lhcnp switch's arguments and layers the switch
 // file (--config, if any) < the LHCNP_SWITCH_ variables of environ < the
 // flags, checked and resolved; it returns the --config path too.
@@ -230,6 +236,9 @@ func parseSwitchArgs(args []string, environ func() []string, stderr io.Writer) (
 	if err != nil {
 		return nil, "", nil, err
 	}
+	// The flag's own default is empty (see Listen): the help says which
+	// address that means.
+	c.fs.Lookup("listen").Usage += " (default " + switchListen + ")"
 	if err := c.parse(args, nil); err != nil {
 		return nil, "", nil, err
 	}
@@ -294,7 +303,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		MaxLate: engine.FromDuration(f.MaxLate), Log: slog.New(slog.NewTextHandler(stderr, nil)),
 		StartupDir: f.StateDir, IgnoreStartup: f.IgnoreStartup}
 	for _, s := range run {
-		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(listen, s.Listen, "127.0.0.1:9339"), Interfaces: s.Interfaces}
+		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(listen, s.Listen, switchListen), Interfaces: s.Interfaces}
 		if s.Config != "" {
 			if fsw.Config, err = os.ReadFile(s.Config); err != nil {
 				return err

@@ -237,3 +237,18 @@ func TestSwitchEveryFlagHasAVariable(t *testing.T) {
 		})
 	}
 }
+
+// TestSwitchListenDefault: the address a switch listens on when nothing
+// gives one is written once (switchListen), and the help of --listen says
+// it.
+func TestSwitchListenDefault(t *testing.T) {
+	var usage strings.Builder
+	if _, _, _, err := parseSwitchArgs([]string{"-h"}, func() []string { return nil }, &usage); err == nil {
+		t.Fatal("-h: no error")
+	}
+	_, help, ok := strings.Cut(usage.String(), "  -listen")
+	help, _, _ = strings.Cut(help, "\n  -")
+	if !ok || !strings.Contains(help, "(default "+switchListen+")") || strings.Count(usage.String(), switchListen) != 1 {
+		t.Errorf("--listen's help %q, want its default %s once", help, switchListen)
+	}
+}

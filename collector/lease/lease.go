@@ -66,18 +66,27 @@ func New(pool *pgxpool.Pool, id, address string, ttl time.Duration) *Manager {
 func (m *Manager) ID() string { return m.id }
 
 const (
+	// The statements that write leases and collectors call now() nowhere
+	// in an ON CONFLICT clause: on Citus (schema 11) both are reference
+	// tables, and Citus refuses a function that is not IMMUTABLE there
+	// (it evaluates those of VALUES, SET and WHERE of an UPDATE on the
+	// coordinator).
 	heartbeatSQL = `INSERT INTO collectors (id, address, heartbeat_at) VALUES ($1, $2, now())
-ON CONFLICT (id) DO UPDATE SET address = EXCLUDED.address, heartbeat_at = now()`
+ON CONFLICT (id) DO UPDATE SET address = EXCLUDED.address, heartbeat_at = EXCLUDED.heartbeat_at`
 	membersSQL = `SELECT id FROM collectors WHERE heartbeat_at > now() - $1 * interval '1 millisecond' ORDER BY id`
-	// acquireSQL runs after lockSQL, in its transaction (Acquire's batch):
-	// the previous owner read there is the one this statement replaces.
-	lockSQL    = `SELECT owner FROM leases WHERE target = $1 FOR UPDATE`
-	acquireSQL = `INSERT INTO leases (target, owner, epoch, expires_at)
+	// takeSQL and newSQL run after lockSQL, in its transaction (Acquire's
+	// batch): the previous owner read there is the one takeSQL replaces.
+	// takeSQL takes a lease row that is ours, expired or released; newSQL
+	// makes the row of a target that has none (a collector that made it
+	// meanwhile wins: DO NOTHING).
+	lockSQL = `SELECT owner FROM leases WHERE target = $1 FOR UPDATE`
+	takeSQL = `UPDATE leases SET epoch = CASE WHEN owner = $2 THEN epoch ELSE epoch + 1 END,
+  owner = $2, expires_at = now() + $3 * interval '1 millisecond'
+WHERE target = $1 AND (owner = $2 OR expires_at < now())
+RETURNING epoch`
+	newSQL = `INSERT INTO leases (target, owner, epoch, expires_at)
 VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
-ON CONFLICT (target) DO UPDATE SET
-  epoch = CASE WHEN leases.owner = EXCLUDED.owner THEN leases.epoch ELSE leases.epoch + 1 END,
-  owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-WHERE leases.owner = EXCLUDED.owner OR leases.expires_at < now()
+ON CONFLICT (target) DO NOTHING
 RETURNING epoch`
 	// renewSQL extends only a lease still held: a renewal the server runs
 	// late (its client gave up waiting; pgx does not cancel the statement)
@@ -192,10 +201,10 @@ func (m *Manager) Acquire(ctx context.Context, target string) (l Lease, ok bool,
 		return nil
 	})
 	// A lease held by another collector returns no row: handled here, as
-	// an error out of the batch would make pgx drop both prepared
+	// an error out of the batch would make pgx drop the prepared
 	// statements from the connection (prepared again at the next poll).
 	taken := false
-	b.Queue(acquireSQL, target, m.id, m.ms()).QueryRow(func(row pgx.Row) error {
+	took := func(row pgx.Row) error {
 		switch err := row.Scan(&l.Epoch); {
 		case errors.Is(err, pgx.ErrNoRows):
 			return nil
@@ -204,7 +213,9 @@ func (m *Manager) Acquire(ctx context.Context, target string) (l Lease, ok bool,
 		}
 		taken = true
 		return nil
-	})
+	}
+	b.Queue(takeSQL, target, m.id, m.ms()).QueryRow(took)
+	b.Queue(newSQL, target, m.id, m.ms()).QueryRow(took)
 	if err = m.pool.SendBatch(ctx, b).Close(); err != nil {
 		return Lease{}, false, err
 	}

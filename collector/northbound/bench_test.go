@@ -92,24 +92,8 @@ func sampleRow(l *schema.Leaf, ts time.Time, id int64, i int) []any {
 // stored.
 func storeQueue(tb testing.TB, pool *pgxpool.Pool, sch *schema.Schema, paths []*gnmi.Path, start time.Time, steps int, step time.Duration) int64 {
 	tb.Helper()
-	ctx := context.Background()
-	ids := make([]int64, len(paths))
-	leaves := make([]*schema.Leaf, len(paths))
-	for i, p := range paths {
-		ps := store.PathString(p)
-		ids[i] = rows.SeriesID("sw1", ps)
-		l, ok := sch.LeafAt(p)
-		if !ok {
-			tb.Fatalf("%s: not a leaf", ps)
-		}
-		leaves[i] = l
-		if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path) VALUES ($1, 'sw1', $2, $3)`,
-			ids[i], ps, l.SchemaPath); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	n, err := pool.CopyFrom(ctx, pgx.Identifier{"samples"},
-		[]string{"ts", "series_id", "v_int", "v_float", "v_num", "v_bool", "v_text", "flags", "batch_id"},
+	ids, leaves := storeSeries(tb, pool, sch, paths)
+	n, err := pool.CopyFrom(context.Background(), pgx.Identifier{"samples"}, sampleColumns,
 		pgx.CopyFromFunc(func() func() ([]any, error) {
 			s, k := 0, 0
 			return func() ([]any, error) {
@@ -127,6 +111,31 @@ func storeQueue(tb testing.TB, pool *pgxpool.Pool, sch *schema.Schema, paths []*
 		tb.Fatal(err)
 	}
 	return n
+}
+
+// sampleColumns are the columns of sampleRow.
+var sampleColumns = []string{"ts", "series_id", "v_int", "v_float", "v_num", "v_bool", "v_text", "flags", "batch_id"}
+
+// storeSeries stores the series of paths for target sw1 and returns their
+// ids and leaves.
+func storeSeries(tb testing.TB, pool *pgxpool.Pool, sch *schema.Schema, paths []*gnmi.Path) ([]int64, []*schema.Leaf) {
+	tb.Helper()
+	ids := make([]int64, len(paths))
+	leaves := make([]*schema.Leaf, len(paths))
+	for i, p := range paths {
+		ps := store.PathString(p)
+		ids[i] = rows.SeriesID("sw1", ps)
+		l, ok := sch.LeafAt(p)
+		if !ok {
+			tb.Fatalf("%s: not a leaf", ps)
+		}
+		leaves[i] = l
+		if _, err := pool.Exec(context.Background(), `INSERT INTO series (id, target, path, schema_path) VALUES ($1, 'sw1', $2, $3)`,
+			ids[i], ps, l.SchemaPath); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return ids, leaves
 }
 
 // BenchmarkHistoryRange: one hour of one queue's leaves every 100 ms

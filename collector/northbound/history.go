@@ -65,6 +65,7 @@ type series struct {
 	path   *gnmi.Path
 	leaf   *schema.Leaf
 	parent string // PathString of the container, to group notifications
+	name   string // PathString of the leaf: the order of a container's leaves at one instant
 }
 
 // row is one sample.
@@ -255,7 +256,7 @@ func (s *Server) historySeries(ctx context.Context, sl *gnmi.SubscriptionList) (
 			hits[i]++
 			leaf, _ := s.sch.LeafAt(p)
 			el := p.GetElem()
-			set[id] = &series{id: id, target: tgt, path: p, leaf: leaf,
+			set[id] = &series{id: id, target: tgt, path: p, leaf: leaf, name: store.PathString(p),
 				parent: tgt + "\x00" + store.PathString(&gnmi.Path{Elem: el[:len(el)-1]})}
 			break
 		}
@@ -281,7 +282,7 @@ const sampleCols = `ts, series_id, v_int, v_float, v_num::text, v_bool, v_text, 
 // is not a delete, ordered by switch and path.
 func (s *Server) snapshotRows(ctx context.Context, set seriesSet, at time.Time) ([]row, error) {
 	rs, err := s.o.pool.Query(ctx, `SELECT DISTINCT ON (series_id) `+sampleCols+`
-		FROM samples WHERE series_id = ANY($1) AND ts <= $2 ORDER BY series_id, ts DESC`, set.ids(), at)
+		FROM samples WHERE series_id = ANY($1) AND ts <= $2 ORDER BY series_id, ts DESC, batch_id DESC`, set.ids(), at)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
 	}
@@ -303,7 +304,7 @@ func (s *Server) snapshotRows(ctx context.Context, set seriesSet, at time.Time) 
 		if !out[i].ts.Equal(out[j].ts) {
 			return out[i].ts.Before(out[j].ts)
 		}
-		return store.PathString(a.path) < store.PathString(b.path)
+		return a.name < b.name
 	})
 	return out, nil
 }
@@ -318,18 +319,25 @@ const rangeBatch = 4096
 const rangeChunk = time.Minute
 
 // rangeRows streams the rows of [start, end) in time order to send, in
-// batches; rows with the same timestamp are ordered by container so that a
-// container's leaves come together.
+// batches; rows with the same timestamp are ordered by container, so that
+// a container's leaves come together, then by path, then (two rows of one
+// series at one instant) by batch: a stable order, not the one in which
+// the database (on Citus, its shards) happen to answer.
 func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.Time, send func([]row) error) error {
 	ids := set.ids()
 	buf := make([]row, 0, rangeBatch)
 	flush := func() error {
-		// Within a timestamp, a container's leaves together.
+		// Within a timestamp, a container's leaves together, by path; the
+		// query's order (series, batch) breaks the remaining ties.
 		sort.SliceStable(buf, func(i, j int) bool {
-			if !buf[i].ts.Equal(buf[j].ts) {
-				return buf[i].ts.Before(buf[j].ts)
+			a, b := buf[i], buf[j]
+			if !a.ts.Equal(b.ts) {
+				return a.ts.Before(b.ts)
 			}
-			return buf[i].s.parent < buf[j].s.parent
+			if a.s.parent != b.s.parent {
+				return a.s.parent < b.s.parent
+			}
+			return a.s.name < b.s.name
 		})
 		err := send(buf)
 		buf = buf[:0]
@@ -341,7 +349,7 @@ func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.T
 			to = end
 		}
 		rs, err := s.o.pool.Query(ctx, `SELECT `+sampleCols+`
-			FROM samples WHERE series_id = ANY($1) AND ts >= $2 AND ts < $3 ORDER BY ts`, ids, from, to)
+			FROM samples WHERE series_id = ANY($1) AND ts >= $2 AND ts < $3 ORDER BY ts, series_id, batch_id`, ids, from, to)
 		if err != nil {
 			return status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
 		}

@@ -2,11 +2,15 @@ package northbound_test
 
 import (
 	"context"
-	"sort"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
@@ -23,17 +27,10 @@ import (
 // sends for the same rows (20 instants of every state leaf of a queue), for
 // a snapshot and for a range with its starting tree.
 func TestHistoryCitus(t *testing.T) {
-	sch, err := schema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	paths := queueLeaves(t, sch)
-	start := time.Now().Add(-time.Minute).Truncate(time.Second)
+	sch, paths, start, dbs := queueOnBoth(t)
 	const step = 100 * time.Millisecond
-	one, _ := pgtest.New(t)
-	citus, _ := pgtest.NewCitus(t)
 	clients := map[string]gnmi.GNMIClient{}
-	for name, pool := range map[string]*pgxpool.Pool{"one node": one, "Citus": citus} {
+	for name, pool := range dbs {
 		storeQueue(t, pool, sch, paths, start, 20, step)
 		clients[name] = gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool, 0))))
 	}
@@ -70,6 +67,21 @@ func TestHistoryCitus(t *testing.T) {
 	}
 }
 
+// queueOnBoth is what the History tests on Citus start from: the schema, a
+// queue's state leaves, a start a minute ago, and a fresh database of one
+// PostgreSQL ("one node") and of the Citus cluster ("Citus").
+func queueOnBoth(t *testing.T) (*schema.Schema, []*gnmi.Path, time.Time, map[string]*pgxpool.Pool) {
+	t.Helper()
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, _ := pgtest.New(t)
+	citus, _ := pgtest.NewCitus(t)
+	return sch, queueLeaves(t, sch), time.Now().Add(-time.Minute).Truncate(time.Second),
+		map[string]*pgxpool.Pool{"one node": one, "Citus": citus}
+}
+
 // historyOf sends req and returns the notifications up to sync_response,
 // each with its updates in path order.
 func historyOf(t *testing.T, c gnmi.GNMIClient, req *gnmi.SubscribeRequest) []*gnmi.Notification {
@@ -92,14 +104,56 @@ func historyOf(t *testing.T, c gnmi.GNMIClient, req *gnmi.SubscribeRequest) []*g
 		if r.GetSyncResponse() {
 			return out
 		}
-		// The updates of a notification in the order of their paths: they
-		// are a set (gNMI), and the range query orders the rows only by
-		// time, so that their order within an instant is the database's
-		// (on Citus, that of the shards' answers).
-		n := r.GetUpdate()
-		sort.Slice(n.Update, func(i, j int) bool {
-			return store.PathString(n.Update[i].GetPath()) < store.PathString(n.Update[j].GetPath())
+		// As sent: within an instant the server orders the rows by
+		// container and path, not in the database's order (on Citus, that
+		// of the shards' answers).
+		out = append(out, r.GetUpdate())
+	}
+}
+
+// TestHistoryRangeTies: rows with one timestamp (every leaf of a queue at
+// each of 5 instants) stored in a shuffled order come out of a History
+// range in a stable order, on one node and on Citus: by instant, then
+// container, then path — not in the order the database reads them.
+func TestHistoryRangeTies(t *testing.T) {
+	sch, paths, start, dbs := queueOnBoth(t)
+	const steps, step = 5, 100 * time.Millisecond
+	for name, pool := range dbs {
+		t.Run(name, func(t *testing.T) {
+			ids, leaves := storeSeries(t, pool, sch, paths)
+			var rs [][]any
+			for s := range steps {
+				for k := range paths {
+					rs = append(rs, sampleRow(leaves[k], start.Add(time.Duration(s)*step), ids[k], s))
+				}
+			}
+			r := rand.New(rand.NewPCG(7, 7))
+			r.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
+			if _, err := pool.CopyFrom(context.Background(), pgx.Identifier{"samples"}, sampleColumns, pgx.CopyFromRows(rs)); err != nil {
+				t.Fatal(err)
+			}
+			c := gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool, 0))))
+			got := historyOf(t, c, &gnmi.SubscribeRequest{
+				Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_STREAM,
+					Prefix: &gnmi.Path{Target: "sw1"}, Encoding: gnmi.Encoding_PROTO,
+					Subscription: []*gnmi.Subscription{{Path: store.MustPath(wanQ0 + "/state")}}}},
+				Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{
+					Request: &gnmi_ext.History_Range{Range: &gnmi_ext.TimeRange{
+						Start: start.UnixNano(), End: start.Add(steps * step).UnixNano()}}}}}}})
+			var order []string
+			updates := 0
+			for _, n := range got {
+				for _, u := range n.Update {
+					order = append(order, fmt.Sprintf("%d %s %s", n.Timestamp, store.PathString(n.Prefix), store.PathString(u.Path)))
+					updates++
+				}
+			}
+			if updates != len(rs) {
+				t.Errorf("%d updates, want %d", updates, len(rs))
+			}
+			if !slices.IsSorted(order) {
+				t.Errorf("updates not in (instant, container, path) order:\n%s", strings.Join(order, "\n"))
+			}
 		})
-		out = append(out, n)
 	}
 }

@@ -53,6 +53,21 @@ type citusState struct {
 	on     bool            // samples is distributed by Citus
 	shard  map[int64]int64 // series id -> shard id of samples
 	series map[int64]bool  // series stored by this writer
+	// What the group being written (writeGroup) committed before it
+	// failed: the fallback, a batch at a time, finds these parts in the
+	// ledger and these events in the table, and counts them as stored
+	// by this writer, not as replays or conflicts.
+	groupParts  map[partKey]bool
+	groupEvents map[int64]bool // batch ids whose events the group stored
+}
+
+// partKey names a part of a batch: its batch id and ledger shard key.
+type partKey struct{ batch, key int64 }
+
+// endGroup forgets what the group committed (writeGroup is done with it).
+func (c *citusState) endGroup() {
+	clear(c.groupParts)
+	clear(c.groupEvents)
 }
 
 // isCitus reports whether samples is distributed, asking the database the
@@ -70,7 +85,8 @@ func (w *Writer) isCitus(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	w.citus = citusState{known: true, on: on, shard: map[int64]int64{}, series: map[int64]bool{}}
+	w.citus = citusState{known: true, on: on, shard: map[int64]int64{}, series: map[int64]bool{},
+		groupParts: map[partKey]bool{}, groupEvents: map[int64]bool{}}
 	if on {
 		w.o.log.Info("samples distributed by Citus: batches are stored split by shard")
 	}
@@ -291,6 +307,12 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 	}
 	stored, replayed, deadRows := 0, 0, 0
 	for _, p := range parts {
+		if w.citus.groupParts[partKey{b.ID, p.key}] {
+			// Committed by the group this batch was in: stored, by this
+			// writer, and counted here.
+			stored += len(p.samples)
+			continue
+		}
 		done, err := w.storePart(ctx, b, p)
 		if err != nil && Classify(err) == Permanent && !errors.Is(err, errLedgerConflict) {
 			w.o.log.Warn("part refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
@@ -317,9 +339,10 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 	// ledger row guards them (they are distributed by target, the ledger
 	// by series), so a crash after the parts and before the events leaves
 	// them to the replay. They are stored once by their identity, and
-	// their dead letters once by theirs (deadEventSQL).
+	// their dead letters once by theirs (deadSQL).
 	var storedEvents, deadEvents int
-	if len(b.Events) > 0 {
+	eventsDone := w.citus.groupEvents[b.ID] // stored and counted by the group
+	if len(b.Events) > 0 && !eventsDone {
 		var err error
 		if storedEvents, deadEvents, err = w.storeEventsCitus(ctx, b); err != nil {
 			return err
@@ -339,7 +362,9 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(storedEvents))
 		return nil
 	}
-	w.eventsStored(len(b.Events)-deadEvents, storedEvents)
+	if !eventsDone {
+		w.eventsStored(len(b.Events)-deadEvents, storedEvents)
+	}
 	return nil
 }
 
@@ -475,16 +500,11 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 	return false, len(bad), nil
 }
 
-// deadEventSQL dead-letters a refused event of a batch once: a replay
-// offers the batch's events again (no ledger row guards them on Citus) and
-// finds the dead letter of the first run by its batch and row.
-const deadEventSQL = `INSERT INTO dead_letters (target, batch_id, "row", error)
-SELECT $1::text, $2::bigint, $3::jsonb, $4::text
-WHERE NOT EXISTS (SELECT 1 FROM dead_letters WHERE target = $1::text AND batch_id = $2::bigint AND "row" = $3::jsonb)`
-
 // storeEventsCitus stores b's events in one INSERT; when PostgreSQL refuses
 // it, one by one, a refused event going to dead_letters. Events are stored
-// once by their identity, their dead letters once by batch and row; dead
+// once by their identity, their dead letters once by batch and row
+// (deadSQL: a replay offers the batch's events again, no ledger row guarding
+// them on Citus, and finds the first run's dead letter); dead
 // counts the refused events, newly dead-lettered or not.
 func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead int, err error) {
 	sql, args := eventsValues(b)
@@ -502,7 +522,7 @@ func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, d
 		case Classify(err) == Temporary:
 			return stored, dead, err
 		default:
-			tag, err2 := w.pool.Exec(ctx, deadEventSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error())
+			tag, err2 := w.pool.Exec(ctx, deadSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error())
 			if err2 != nil {
 				return stored, dead, fmt.Errorf("dead letter: %w", err2)
 			}
@@ -726,22 +746,33 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 		if err := w.storeShardGroup(ctx, byShard[sh]); err != nil {
 			return err
 		}
+		for _, bp := range byShard[sh] {
+			w.citus.groupParts[partKey{bp.b.ID, bp.p.key}] = true
+		}
 	}
 	// The events of each target, in INSERTs of at most maxEvents (14
 	// parameters each, under PostgreSQL's 65 535).
 	const maxEvents = 4000
 	byTarget := map[string][]*rows.Batch{}
 	var targets []string
-	events, stored := 0, 0
 	insert := func(target string) error {
 		if len(byTarget[target]) == 0 {
 			return nil
 		}
 		sql, args := eventsValues(byTarget[target]...)
-		byTarget[target] = nil
 		tag, err := w.pool.Exec(ctx, sql, args...)
-		stored += int(tag.RowsAffected())
-		return err
+		if err != nil {
+			return err
+		}
+		// Counted now: a later insert that fails leaves these to no one.
+		offered := 0
+		for _, b := range byTarget[target] {
+			offered += len(b.Events)
+			w.citus.groupEvents[b.ID] = true
+		}
+		byTarget[target] = nil
+		w.eventsStored(offered, int(tag.RowsAffected()))
+		return nil
 	}
 	pending := map[string]int{}
 	for _, b := range bs {
@@ -759,7 +790,6 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 		}
 		byTarget[b.Target] = append(byTarget[b.Target], b)
 		pending[b.Target] += len(b.Events)
-		events += len(b.Events)
 	}
 	for _, target := range targets {
 		if err := insert(target); err != nil {
@@ -769,7 +799,6 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 	for _, b := range bs {
 		w.committed(b, start, "stored", len(b.Samples))
 	}
-	w.eventsStored(events, stored)
 	w.o.log.Debug("group stored by shard", "batches", len(bs), "shards", len(shards))
 	return nil
 }

@@ -487,6 +487,53 @@ func TestCitusGroupCommit(t *testing.T) {
 	})
 }
 
+// TestCitusGroupEventRefused: a group whose samples committed shard by
+// shard but whose events insert PostgreSQL refused (one bad event) falls
+// back to one batch at a time. The fallback finds the group's parts in the
+// ledger; they are this writer's, stored by the group, not replays: the
+// counters say what one node's say for the same backlog (its group is one
+// transaction, rolled back whole), and the rows are the same.
+func TestCitusGroupEventRefused(t *testing.T) {
+	ctx := context.Background()
+	counters := map[string]map[string]float64{}
+	sameOnBoth(t, func(name string, pool *pgxpool.Pool) {
+		sp, err := spill.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := collectormetrics.New()
+		w := writer.New(pool, sp, writer.WithMetrics(m), writer.WithGroupRows(6*40),
+			writer.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+		bs := citusWorkload(29)[:6]
+		bs[4].Events = append(bs[4].Events, rows.Event{TS: bs[4].Samples[0].TS, Target: bs[4].Target, Kind: "cnp", Queue: 9, Details: "{bad json"})
+		enqueue(t, w, bs)
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		w.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		counters[name] = map[string]float64{
+			"batches stored":   testutil.ToFloat64(m.Batches.WithLabelValues("stored")),
+			"batches partial":  testutil.ToFloat64(m.Batches.WithLabelValues("partial")),
+			"batches replayed": testutil.ToFloat64(m.Batches.WithLabelValues("replayed")),
+			"samples written":  testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")),
+			"events written":   testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")),
+			"event conflicts":  testutil.ToFloat64(m.EventConflicts),
+			"dead letters":     testutil.ToFloat64(m.DeadLetters),
+		}
+	})
+	want := map[string]float64{"batches stored": 5, "batches partial": 1, "batches replayed": 0, "samples written": 6 * 40, "dead letters": 1}
+	for k, v := range want {
+		if got := counters["postgresql"][k]; got != v {
+			t.Errorf("postgresql: %s = %v, want %v", k, got, v)
+		}
+	}
+	if d := cmp.Diff(counters["postgresql"], counters["citus"]); d != "" {
+		t.Errorf("counters differ (-one node +citus):\n%s", d)
+	}
+}
+
 // TestCitusCachesBounded: with the writer's Citus caches (each series'
 // shard, the series it stored) bounded at a few entries, so that they start
 // again empty many times in a run, a backlog stored in groups and a batch at

@@ -7,3 +7,7 @@ func SetCitusCacheMax(n int) (restore func()) {
 	citusCacheMax = n
 	return func() { citusCacheMax = old }
 }
+
+// DeadLetterSQL is the statement that dead-letters a refused row: target,
+// batch id, the row as JSON, the error.
+const DeadLetterSQL = deadSQL

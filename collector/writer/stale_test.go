@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lhcnp/lhcnp/collector/collectormetrics"
+	"github.com/lhcnp/lhcnp/collector/lease"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/writer"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
@@ -74,12 +75,12 @@ func storedSteps(t *testing.T, pool *pgxpool.Pool) (map[int64]int64, bool) {
 }
 
 // waitLockWaiters waits until n backends wait for a lock while running a
-// statement containing query.
-func waitLockWaiters(t *testing.T, pool *pgxpool.Pool, query string, n int64) {
+// statement containing query (lockWaits).
+func waitLockWaiters(t *testing.T, pool *pgxpool.Pool, citus bool, query string, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got := count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, query)
+		got := lockWaits(t, pool, citus, query)
 		if got == n {
 			return
 		}
@@ -88,6 +89,38 @@ func waitLockWaiters(t *testing.T, pool *pgxpool.Pool, query string, n int64) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
+}
+
+// lockWaits counts the backends waiting for a lock while running a
+// statement containing query; on Citus on every node (citus_lock_waits: a
+// statement the coordinator sent to a worker waits there).
+func lockWaits(t *testing.T, pool *pgxpool.Pool, citus bool, query string) int64 {
+	t.Helper()
+	if citus {
+		return count(t, pool, `SELECT count(*) FROM citus_lock_waits WHERE blocked_statement LIKE '%' || $1 || '%'`, query)
+	}
+	return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, query)
+}
+
+// waitsOrReturns polls until a statement containing query, run in a
+// goroutine that sends its result on done, waits for a lock (lockWaits) or
+// has returned: then it gives its result and true.
+func waitsOrReturns[T any](t *testing.T, pool *pgxpool.Pool, citus bool, query string, done <-chan T) (T, bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for lockWaits(t, pool, citus, query) == 0 {
+		select {
+		case r := <-done:
+			return r, true
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%q neither returned nor waits for a lock", query)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	var zero T
+	return zero, false
 }
 
 // staleOwner starts the test of a stale batch: a database where collector
@@ -143,10 +176,10 @@ func TestStaleBatchMerged(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner.Enqueue(staleBatch(base, "b", 2, []int{4, 6}))
-	waitLockWaiters(t, pool, "INSERT INTO ingest_ledger", 1)
+	waitLockWaiters(t, pool, false, "INSERT INTO ingest_ledger", 1)
 	stale := staleBatch(base, "a", 1, []int{1, 2, 4, 5, 7}, 1, 2)
 	zombie.Enqueue(stale)
-	waitLockWaiters(t, pool, "FOR NO KEY UPDATE", 1)
+	waitLockWaiters(t, pool, false, "FOR NO KEY UPDATE", 1)
 	if got, _ := storedSteps(t, pool); got[2] != 0 {
 		t.Errorf("%d samples of the stale batch stored while the owner's transaction was in flight", got[2])
 	}
@@ -222,6 +255,50 @@ func TestCitusStaleBatchMerged(t *testing.T) {
 	staleMerged(t, pool, zombie, zm, stale, wait)
 }
 
+// TestCitusStaleMergeBehindOwner: on Citus, a stale batch's merge waits
+// for the owner's transaction in flight (its fencing check holds the
+// lease row FOR SHARE; the test holds it up on its ledger row), as on one
+// node (TestStaleBatchMerged), here already at the zombie's own fencing
+// check. On Citus that transaction is one part of
+// the owner's batch (a shard's series): the merge then sees what it
+// committed, and the owner's later parts commit after the merge or before
+// it. Whichever, nothing is stored twice or lost: the owner's samples all
+// stored; of the stale batch's, 2 (older than every series' latest) for
+// every series, 5 at least for the part in flight's series (older than
+// their latest once it committed), 7 (newer than anything stored) for
+// none; its CNPs once.
+func TestCitusStaleMergeBehindOwner(t *testing.T) {
+	pool, _ := pgtest.NewCitus(t)
+	owner, base, wait := staleOwner(t, pool, 2, 1)
+	zombie, _, stopZombie := newWriter(t, pool, writer.WithFencing(true))
+	defer stopZombie()
+	inFlight := staleBatch(base, "b", 2, []int{4, 6})
+	hold := holdLedger(t, pool, true, inFlight)
+	owner.Enqueue(inFlight)
+	waitLockWaiters(t, pool, true, "INSERT INTO ingest_ledger", 1)
+	zombie.Enqueue(staleBatch(base, "a", 1, []int{1, 2, 4, 5, 7}, 1, 2))
+	// On Citus the zombie waits already at its fencing check: row locks on
+	// a reference table are taken under one lock of its shard, so FOR SHARE
+	// waits for another's FOR SHARE (of any row), and its merge comes after.
+	waitLockWaiters(t, pool, true, "FOR SHARE", 1)
+	if got, _ := storedSteps(t, pool); got[2] != 0 {
+		t.Errorf("%d samples of the stale batch stored while the owner's transaction was in flight", got[2])
+	}
+	if err := hold.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wait(owner)
+	wait(zombie)
+	got, twice := storedSteps(t, pool)
+	n := int64(staleSeries)
+	if got[1] != n || got[2] != n || got[3] != n || got[4] != n || got[6] != n || got[5] < 1 || got[5] > n || got[7] != 0 || twice {
+		t.Errorf("samples per step %v (a (series_id, ts) twice: %v): want %d of 1, 2, 3, 4 and 6, 1 to %d of 5, none of 7", got, twice, n, n)
+	}
+	if c := count(t, pool, `SELECT count(*) FROM events`); c != 2 {
+		t.Errorf("%d events, want 2", c)
+	}
+}
+
 // TestStaleMergesSerialised: two collectors that lost sw1's lease (two
 // zombies) merge stale batches holding the same values only they received,
 // at the same moment (both waited for the owner's transaction in flight,
@@ -247,7 +324,7 @@ func TestStaleMergesSerialised(t *testing.T) {
 		w.Enqueue(staleBatch(base, c, int64(i+1), []int{2}))
 		ms, ws = append(ms, m), append(ws, w)
 	}
-	waitLockWaiters(t, pool, "FOR NO KEY UPDATE", 2)
+	waitLockWaiters(t, pool, false, "FOR NO KEY UPDATE", 2)
 	if err := hold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -264,4 +341,102 @@ func TestStaleMergesSerialised(t *testing.T) {
 	if diff := cmp.Diff(map[int64]int64{1: staleSeries, 2: staleSeries, 3: staleSeries}, got); diff != "" || twice {
 		t.Errorf("samples per step (-want, +got):\n%s; a (series_id, ts) stored twice: %v", diff, twice)
 	}
+}
+
+// TestTakeoverWaitsForWriter: a collector taking over a lease (it expired:
+// lease.Manager.Acquire, epoch + 1) while the owner's transaction is in
+// flight (its fencing check holds the lease row FOR SHARE; the test holds
+// it up on its ledger row) waits for that transaction: what it writes is
+// stored under its epoch, and only then is the lease the taker's; the
+// owner's next batch is stale. On one node and on Citus, where the lease
+// row is on every node (a reference table), the owner's transaction writes
+// on a worker, and a batch is a transaction per shard.
+func TestTakeoverWaitsForWriter(t *testing.T) {
+	for _, db := range bothDBs {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := context.Background()
+			pool, _ := db.new(t)
+			citus := db.name == "citus"
+			owner, base, wait := staleOwner(t, pool, 1)
+			if _, err := pool.Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 hour' WHERE target = 'sw1'`); err != nil {
+				t.Fatal(err)
+			}
+			inFlight := staleBatch(base, "b", 1, []int{4, 6})
+			hold := holdLedger(t, pool, citus, inFlight)
+			owner.Enqueue(inFlight)
+			waitLockWaiters(t, pool, citus, "INSERT INTO ingest_ledger", 1)
+			type taken struct {
+				l   lease.Lease
+				ok  bool
+				err error
+			}
+			done := make(chan taken, 1)
+			go func() {
+				l, ok, err := lease.New(pool, "a", "", time.Minute).Acquire(ctx, "sw1")
+				done <- taken{l, ok, err}
+			}()
+			if r, returned := waitsOrReturns(t, pool, citus, "FOR UPDATE", done); returned {
+				t.Fatalf("the takeover did not wait for the owner's transaction in flight: %+v (%v)", r, r.err)
+			}
+			if err := hold.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if r.err != nil || !r.ok || r.l != (lease.Lease{Epoch: 2, From: "b"}) {
+				t.Fatalf("takeover: %+v %v (%v), want epoch 2 from b", r.l, r.ok, r.err)
+			}
+			wait(owner)
+			// On one node the batch in flight is one transaction; on Citus
+			// each of its parts (a shard's series) is: the part in flight
+			// is stored, the parts after the takeover are stale, and their
+			// samples, newer than anything stored, refused.
+			got, twice := storedSteps(t, pool)
+			if got[4] != got[6] || got[4] == 0 || !citus && got[4] != staleSeries || twice {
+				t.Errorf("samples per step %v (a series' twice: %v): the owner's transaction in flight not stored whole under its epoch", got, twice)
+			}
+			// The owner's next batch is stale: nothing of it, newer than
+			// what is stored, is stored (the taker may hold it).
+			owner.Enqueue(staleBatch(base, "b", 1, []int{7}))
+			wait(owner)
+			if got, _ := storedSteps(t, pool); got[7] != 0 {
+				t.Errorf("%d samples of the owner's batch after the takeover stored", got[7])
+			}
+		})
+	}
+}
+
+// bothDBs are the two kinds of database a test runs on: one PostgreSQL and
+// the shared Citus cluster.
+var bothDBs = []struct {
+	name string
+	new  func(testing.TB) (*pgxpool.Pool, string)
+}{{"postgresql", pgtest.New}, {"citus", pgtest.NewCitus}}
+
+// holdLedger opens a transaction that writes the ledger rows batch b will
+// write (on one node its id; on Citus its id under each of its series as
+// shard key: one of them is each part's), so that the writer storing b
+// waits inside its transaction, after its fencing check, until the test
+// rolls this one back.
+func holdLedger(t *testing.T, pool *pgxpool.Pool, citus bool, b *rows.Batch) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) }) //nolint:errcheck // rolled back by then
+	sql, args := `INSERT INTO ingest_ledger (batch_id, collector, target, epoch, rows) VALUES ($1, 'hold', $2, 0, 0)`, []any{b.ID, b.Target}
+	if citus {
+		var keys []int64
+		for _, s := range b.Series {
+			keys = append(keys, s.ID)
+		}
+		sql = `INSERT INTO ingest_ledger (shard_key, batch_id, collector, target, epoch, rows)
+			SELECT k, $1, 'hold', $2, 0, 0 FROM unnest($3::bigint[]) k`
+		args = append(args, keys)
+	}
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }

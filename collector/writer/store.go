@@ -34,7 +34,10 @@ SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::float8[]
 ON CONFLICT (series_id) DO UPDATE SET ts = EXCLUDED.ts, v_int = EXCLUDED.v_int, v_float = EXCLUDED.v_float,
   v_num = EXCLUDED.v_num, v_bool = EXCLUDED.v_bool, v_text = EXCLUDED.v_text, flags = EXCLUDED.flags
 WHERE latest.ts <= EXCLUDED.ts`
-	deadSQL = `INSERT INTO dead_letters (target, batch_id, "row", error) VALUES ($1, $2, $3::jsonb, $4)`
+	// deadSQL writes a dead letter once by its batch and row (the unique
+	// key dead_letters_once of schema 15): a replay, or two collectors
+	// replaying one batch at once, write nothing more.
+	deadSQL = `INSERT INTO dead_letters (target, batch_id, "row", error) VALUES ($1, $2, $3::jsonb, $4) ON CONFLICT DO NOTHING`
 )
 
 func tsOf(ns int64) time.Time { return time.Unix(0, ns).UTC() }

@@ -317,6 +317,9 @@ func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.Expon
 	// On Citus the group is stored a transaction per shard
 	// (storeCitusGroup): one transaction would span every worker.
 	citus, cerr := w.isCitus(ctx)
+	if citus {
+		defer w.citus.endGroup()
+	}
 	if len(group) > 1 && cerr == nil {
 		bs := make([]*rows.Batch, len(group))
 		for i, it := range group {

@@ -15,11 +15,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/internal/atomicfile"
 	"github.com/lhcnp/lhcnp/internal/pidlock"
 )
 
@@ -40,7 +42,7 @@ func New(path string) *File { return &File{path: path} }
 func (f *File) Path() string { return f.path }
 
 // tempPrefix starts the name of a write in progress, beside the file.
-func (f *File) tempPrefix() string { return "." + filepath.Base(f.path) + ".tmp-" }
+func (f *File) tempPrefix() string { return atomicfile.TempPrefix(f.path) }
 
 // Read returns the saved configuration; ok is false when there is none.
 // Writes a crash interrupted (temporary files) are removed.
@@ -66,47 +68,14 @@ func (f *File) Read() (data []byte, ok bool, err error) {
 // Persist replaces the file's content with config atomically and durably
 // (service.Persister). ctx is not consulted: a write once begun is
 // finished, it takes a few milliseconds.
-func (f *File) Persist(_ context.Context, config []byte) (err error) {
-	dir := filepath.Dir(f.path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func (f *File) Persist(_ context.Context, config []byte) error {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, f.tempPrefix()+"*")
-	if err != nil {
+	return atomicfile.Write(f.path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(config)
 		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(config); err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
-		return err
-	}
-	// The rename is durable once the directory is. (Should this sync
-	// fail, the new document may or may not survive a crash.)
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	}, atomicfile.Durable())
 }
 
 // Remove deletes the file (a start from the initial configuration when
