@@ -1,5 +1,3 @@
-//go:build !lhcnpstub
-
 package main
 
 import (
