@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/build"
 	"github.com/lhcnp/lhcnp/dataplane-sim/install"
@@ -54,10 +55,11 @@ func (r *runner) build() error {
 	for _, fl := range b.Flows {
 		src := r.net.NodeByName(fl.Scenario.Src).(*netsim.Host)
 		dst := r.net.NodeByName(fl.Scenario.Dst).(*netsim.Host)
-		fr := &flowRun{Flow: fl, rate: r.rec.Rates.Series(fl.Scenario.Name)}
+		fr := &flowRun{Flow: fl, idx: len(r.flowOrder), rate: r.rec.Rates.Series(fl.Scenario.Name)}
 		fr.idealFCT = r.idealFCT(src, dst, fl.Net.Sender.QPN, fl.Net.Sender.PeerQPN, int64(fl.Scenario.Size))
 		r.flowOrder = append(r.flowOrder, fr)
 	}
+	r.toStart = newStartQueue(r.flowOrder, func(fr *flowRun) engine.Time { return engine.FromDuration(fr.Scenario.Start) })
 
 	// The mechanism, then the events, in time order (ties: file order).
 	r.rt = &runEnv{r: r}

@@ -63,20 +63,28 @@ func (r *runner) sample(now engine.Time) {
 	for _, sc := range r.sentBy {
 		rec.Counters.Add(t, sc.id, sc.n)
 	}
-	for _, fr := range r.flowOrder {
-		if now < engine.FromDuration(fr.Scenario.Start) {
-			continue
-		}
+	// The loop walks the flows that have started (they join in
+	// flowOrder's order) and are not done before now; a flow done is never
+	// recorded again and leaves the list (a run of a million flows walked
+	// them all at every sample).
+	if due := r.toStart.due(now); len(due) > 0 {
+		r.sampled = mergeByIdx(r.sampled, due)
+	}
+	live := r.sampled[:0]
+	for _, fr := range r.sampled {
 		q := fr.Net.Sender
 		if done, at := q.Done(); done && at < now {
 			continue
 		}
+		live = append(live, fr)
 		rate := q.RateBitsPerSec()
 		if fr.Stopped || q.PausedUntil() > now {
 			rate = 0
 		}
 		rec.Rates.Add(t, fr.rate, rate)
 	}
+	clear(r.sampled[len(live):])
+	r.sampled = live
 	if r.env != nil {
 		for _, f := range r.rt.sampleHooks {
 			f(now)
@@ -172,4 +180,20 @@ func (r *runner) summarize() *report.Summary {
 	r.rt.finishSummary(&in)
 	in.Warnings = slices.Clone(r.warnings)
 	return report.Summarize(in)
+}
+
+// mergeByIdx returns the flows of a and b in flowOrder's order; a is in
+// that order already.
+func mergeByIdx(a, b []*flowRun) []*flowRun {
+	b = slices.Clone(b)
+	slices.SortFunc(b, func(x, y *flowRun) int { return x.idx - y.idx })
+	out := make([]*flowRun, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].idx < b[0].idx {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }

@@ -102,8 +102,12 @@ type pendKey struct {
 }
 
 type portMeter struct {
-	pt         *netsim.Port
+	pt *netsim.Port
+	// flows are the flows through the port that have started and not
+	// finished (sample's list, in no particular order); toStart the
+	// others, by start.
 	flows      []*flowMeter
+	toStart    startQueue[*flowMeter]
 	lastTx     int64
 	congested  bool // during the interval since the last sample
 	congNs     int64
@@ -197,6 +201,10 @@ func newMeter(env *Env, end engine.Time) *meter {
 				pm.flows = append(pm.flows, fm)
 			}
 		}
+	}
+	for _, pm := range m.ports {
+		pm.toStart = newStartQueue(pm.flows, func(fm *flowMeter) engine.Time { return fm.start })
+		pm.flows = nil
 	}
 	return m
 }
@@ -292,8 +300,19 @@ func (m *meter) sample(now engine.Time) {
 	m.advance(now)
 	for _, pm := range m.ports {
 		var demand int64
+		// A finished (or retired) flow never offers again: it leaves
+		// pm.flows, which only this loop reads; a flow joins at its start.
+		pm.flows = append(pm.flows, pm.toStart.due(now)...)
+		live := pm.flows[:0]
 		for _, fm := range pm.flows {
 			q := fm.nf.Sender
+			if q == nil {
+				continue
+			}
+			if done, _ := q.Done(); done {
+				continue
+			}
+			live = append(live, fm)
 			// Offered from the moment it can send (its connection is up)
 			// until it finishes or is stopped.
 			if now < fm.start || !q.Active() || q.AdminStopped() || q.PausedUntil() == engine.Never {
@@ -301,6 +320,8 @@ func (m *meter) sample(now engine.Time) {
 			}
 			demand += fm.offeredBitsPerSec
 		}
+		clear(pm.flows[len(live):])
+		pm.flows = live
 		pm.congested = demand > pm.pt.RateBitsPerSec()
 	}
 }

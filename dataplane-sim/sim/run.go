@@ -156,6 +156,8 @@ type runner struct {
 
 	ports     []*portRun
 	flowOrder []*flowRun
+	sampled   []*flowRun           // the flows started and not done at the last sample, in flowOrder's order
+	toStart   startQueue[*flowRun] // the flows not in sampled yet, by start
 	hosts     []*hostRun
 
 	sent       map[string]int64 // notifications by kind
@@ -190,6 +192,7 @@ type portRun struct {
 
 type flowRun struct {
 	*build.Flow
+	idx      int // in flowOrder
 	rate     report.SeriesID
 	idealFCT int64
 }
