@@ -1,6 +1,9 @@
 package engine
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // The event queue orders events by (time, seq), seq being the insertion
 // counter, so events at the same time run FIFO. Keys are 16 bytes, (time,
@@ -46,11 +49,15 @@ type payload struct {
 }
 
 type queue struct {
-	near, far []key // heaps
-	n         int   // events pending (both heaps)
-	top       key   // the earliest pending key, when n > 0
-	topFar    bool  // top is far's top (else near's)
-	last      Time  // the time of the last key popped
+	// near is a sorted run near[nh:] while it holds few keys, else
+	// (nearHeap) a heap like far, with nh 0.
+	near, far []key
+	nh        int
+	nearHeap  bool
+	n         int  // events pending (both)
+	top       key  // the earliest pending key, when n > 0
+	topFar    bool // top is far's top (else near's)
+	last      Time // the time of the last key popped
 	slab      []payload
 	free      []uint32
 	seq       uint64
@@ -81,7 +88,7 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 	if far {
 		heapPush(&q.far, e)
 	} else {
-		heapPush(&q.near, e)
+		q.pushNear(e)
 	}
 	if q.n == 0 || less(e, q.top) {
 		q.top, q.topFar = e, far
@@ -128,18 +135,18 @@ func (q *queue) pop() (Time, payload) {
 	if q.topFar {
 		heapPop(&q.far)
 	} else {
-		heapPop(&q.near)
+		q.popNear()
 	}
 	q.n--
 	if q.n > 0 {
-		// The new earliest key: one of the two heaps' tops.
+		// The new earliest key: one of the two tops.
 		switch {
 		case len(q.far) == 0:
-			q.top, q.topFar = q.near[0], false
-		case len(q.near) == 0 || less(q.far[0], q.near[0]):
+			q.top, q.topFar = q.near[q.nh], false
+		case len(q.near) == q.nh || less(q.far[0], q.near[q.nh]):
 			q.top, q.topFar = q.far[0], true
 		default:
-			q.top, q.topFar = q.near[0], false
+			q.top, q.topFar = q.near[q.nh], false
 		}
 	}
 	slot := uint32(top.ss & slotMask)
@@ -147,6 +154,80 @@ func (q *queue) pop() (Time, payload) {
 	q.slab[slot] = payload{} // drop the handler reference for the GC
 	q.free = append(q.free, slot)
 	return top.at, p
+}
+
+// The near keys are few (tens: a link's next arrival, a port's end of
+// frame, a pacer's wake-up) and a new one most often belongs near the
+// latest: while there are at most nearSortedMax, they are kept as a sorted
+// run near[nh:], so that a pop is an index step and a push an insertion
+// from the back (cheaper than a heap's sift down and up). Beyond that
+// they are a heap (a sorted run is one already); back under
+// nearSortedMin, sorted again.
+const (
+	nearSortedMax = 48
+	nearSortedMin = 16
+)
+
+func (q *queue) pushNear(e key) {
+	if q.nearHeap {
+		heapPush(&q.near, e)
+		return
+	}
+	h := q.near
+	if q.nh > 0 && len(h) > q.nh && lessBit(e, h[(q.nh+len(h))>>1]) != 0 {
+		// In the earlier half: in from the front, into the slot
+		// before the run.
+		i := q.nh - 1
+		for i+1 < len(h) && lessBit(h[i+1], e) != 0 {
+			h[i] = h[i+1]
+			i++
+		}
+		h[i] = e
+		q.nh--
+		return
+	}
+	if q.nh > 0 && len(h) == cap(h) {
+		// Move the run to the front instead of growing.
+		m := copy(h, h[q.nh:])
+		h = h[:m]
+		q.nh = 0
+	}
+	h = append(h, e)
+	q.near = h
+	i := len(h) - 1
+	for i > q.nh && lessBit(e, h[i-1]) != 0 {
+		h[i] = h[i-1]
+		i--
+	}
+	h[i] = e
+	if len(h)-q.nh > nearSortedMax {
+		// A heap from here: the sorted run moved to the front is one.
+		m := copy(h, h[q.nh:])
+		q.near = h[:m]
+		q.nh = 0
+		q.nearHeap = true
+	}
+}
+
+func (q *queue) popNear() {
+	if !q.nearHeap {
+		q.nh++
+		if q.nh == len(q.near) {
+			q.near = q.near[:0]
+			q.nh = 0
+		}
+		return
+	}
+	heapPop(&q.near)
+	if len(q.near) < nearSortedMin {
+		slices.SortFunc(q.near, func(a, b key) int {
+			if less(a, b) {
+				return -1
+			}
+			return 1
+		})
+		q.nearHeap = false
+	}
 }
 
 // heapPop removes the top of the heap *hp.

@@ -50,7 +50,9 @@ type flowEntry struct {
 	packets, bytes      int64
 
 	// Egress at this node, known from the first data packet.
-	port   int32 // index into Node.ports, -1 unknown
+	port int32 // index into Node.ports, -1 unknown
+	// idSlot is 1 + the entry's slot in flowTable.ids, 0 when it has none.
+	idSlot int32
 	prio   uint8
 	qIdx   int   // position in the queue's flow list, -1 none
 	queued int64 // bytes of the flow in that queue now
@@ -193,6 +195,49 @@ type flowTable struct {
 
 	reqs map[cmKey]cmConn // REQ seen, keyed by (requester, its comm ID)
 	reps map[cmKey]cmConn // REP seen, keyed by (responder, its comm ID)
+
+	// ids caches entries of m by the node and QP numbers of the data
+	// packets that found them (direct-mapped): a hit saves hashing the
+	// 56-byte key with its two addresses, which every data packet paid
+	// at every node. An entry is in at most one slot and leaves it when
+	// it leaves m (unlink); node numbers name the same addresses for the
+	// network's life.
+	ids *[idSlots]idCached
+}
+
+// idSlots is the size of flowTable.ids.
+const idSlots = 512
+
+// idKey is a data packet's flow by node and QP numbers.
+type idKey struct {
+	src, dst     netsim.NodeID
+	srcQP, dstQP uint32
+}
+
+type idCached struct {
+	k idKey
+	e *flowEntry
+}
+
+// slot is k's place in flowTable.ids (a multiplicative hash).
+func (k idKey) slot() int {
+	h := (uint64(uint32(k.src))<<32 | uint64(uint32(k.dst))) * 0x9E3779B97F4A7C15
+	h ^= (uint64(k.srcQP)<<32 | uint64(k.dstQP)) * 0xC2B2AE3D27D4EB4F
+	return int(h >> (64 - 9))
+}
+
+// cacheIDs puts e in slot s for k, taking it out of its previous slot
+// and the slot's previous entry out of it.
+func (t *flowTable) cacheIDs(s int, k idKey, e *flowEntry) {
+	c := &t.ids[s]
+	if c.e != nil {
+		c.e.idSlot = 0
+	}
+	if e.idSlot != 0 {
+		t.ids[e.idSlot-1] = idCached{}
+	}
+	*c = idCached{k: k, e: e}
+	e.idSlot = int32(s + 1)
 }
 
 func newFlowTable() flowTable {
@@ -203,6 +248,7 @@ func newFlowTable() flowTable {
 		byData: map[dataKey]*flowEntry{},
 		reqs:   map[cmKey]cmConn{},
 		reps:   map[cmKey]cmConn{},
+		ids:    new([idSlots]idCached),
 	}
 }
 
@@ -258,6 +304,10 @@ func (t *flowTable) insert(k FlowKey, now engine.Time, max int, pol Replacement)
 // unlink takes e out of the maps and lists (not out of its queue list).
 func (t *flowTable) unlink(e *flowEntry) {
 	delete(t.m, e.key)
+	if e.idSlot != 0 {
+		t.ids[e.idSlot-1] = idCached{}
+		e.idSlot = 0
+	}
 	dk := dataKey{e.key.Src, e.key.Dst, e.key.DstQP}
 	if t.byData[dk] == e {
 		delete(t.byData, dk)

@@ -219,3 +219,34 @@ func TestFlowTableCM(t *testing.T) {
 		}
 	})
 }
+
+// TestFlowTableIDCache checks the cache by node and QP numbers: an entry
+// sits in one slot at most, and leaves it when it leaves the table, so a
+// recycled entry is never found under its old flow's numbers.
+func TestFlowTableIDCache(t *testing.T) {
+	ft := newFlowTable()
+	e1, _ := ft.insert(key(addrSrc4, addrDst4, 100, 200), 0, 10, ReplaceLeastActive)
+	ik1 := idKey{src: 1, dst: 2, srcQP: 100, dstQP: 200}
+	ik2 := idKey{src: 3, dst: 2, srcQP: 100, dstQP: 200}
+	s1, s2 := ik1.slot(), ik2.slot()
+	if s1 == s2 {
+		t.Fatalf("slots %d and %d: pick keys in two slots", s1, s2)
+	}
+	ft.cacheIDs(s1, ik1, e1)
+	ft.cacheIDs(s2, ik2, e1)
+	if ft.ids[s1].e != nil || ft.ids[s2].e != e1 || e1.idSlot != int32(s2+1) {
+		t.Fatalf("after moving: slot %d holds %p, slot %d %p, idSlot %d", s1, ft.ids[s1].e, s2, ft.ids[s2].e, e1.idSlot)
+	}
+	ft.unlink(e1)
+	ft.release(e1)
+	if ft.ids[s2].e != nil {
+		t.Fatalf("slot %d still holds the unlinked entry", s2)
+	}
+	e2, _ := ft.insert(key(addrSrc4, addrDst4, 101, 201), 0, 10, ReplaceLeastActive)
+	if e2 != e1 {
+		t.Fatalf("the free entry was not reused")
+	}
+	if e2.idSlot != 0 || ft.ids[s1].e != nil || ft.ids[s2].e != nil {
+		t.Fatalf("the reused entry is cached: idSlot %d", e2.idSlot)
+	}
+}

@@ -16,15 +16,31 @@ import (
 
 // lookupData finds the entry of a data packet.
 func (n *Node) lookupData(p *netsim.Packet) *flowEntry {
+	e, _ := n.lookupIDs(p)
+	return e
+}
+
+// lookupIDs finds the entry of a data packet through the table's cache by
+// node and QP numbers (flowTable.ids), then by its key, which it returns
+// when it had to make it.
+func (n *Node) lookupIDs(p *netsim.Packet) (*flowEntry, FlowKey) {
+	ik := idKey{src: p.Src, dst: p.Dst, srcQP: p.SrcQP, dstQP: p.DestQP()}
+	s := ik.slot()
+	if c := &n.ft.ids[s]; c.e != nil && c.k == ik {
+		return c.e, FlowKey{}
+	}
 	k := FlowKey{Src: n.addrOf(p.Src), Dst: n.addrOf(p.Dst), SrcQP: p.SrcQP, DstQP: p.DestQP()}
-	return n.ft.m[k]
+	e := n.ft.m[k]
+	if e != nil && k.Src.IsValid() && k.Dst.IsValid() {
+		n.ft.cacheIDs(s, ik, e)
+	}
+	return e, k
 }
 
 // learnData refreshes (or learns) the entry of a data packet (§5.2: MUST
 // be updated upon each matching packet).
 func (n *Node) learnData(ps *portState, prio int, p *netsim.Packet, now engine.Time) *flowEntry {
-	k := FlowKey{Src: n.addrOf(p.Src), Dst: n.addrOf(p.Dst), SrcQP: p.SrcQP, DstQP: p.DestQP()}
-	e := n.ft.m[k]
+	e, k := n.lookupIDs(p)
 	if e == nil {
 		if !n.cfg.FlowTable.LearnFromData {
 			return nil

@@ -90,16 +90,21 @@ type Host struct {
 	// sched is sendQPs without the QPs that have sent their last byte
 	// (they never send again): the list nextPacket scans round robin, rr
 	// its place. Without it a host that had run thousands of short flows
-	// stepped over all of them for every packet.
-	sched   []*QP
-	qps     map[uint32]*QP
-	recv    map[uint32]*RecvQP
-	rr      int
-	nextQPN uint32
-	control ControlHandler
-	stats   HostStats
-	retired RetiredStats // the final counters of retired flows
-	resv7   uint8        // SetReservedBits: what every new sending QP starts with
+	// stepped over all of them for every packet. schedAt holds, for each,
+	// the time from which it may send (Never while it may not), kept by
+	// QP.resched, in a tree that finds the next ready one in O(log n);
+	// schedPrio their priorities.
+	sched     []*QP
+	schedAt   minTree
+	schedPrio []uint8
+	qps       map[uint32]*QP
+	recv      map[uint32]*RecvQP
+	rr        int
+	nextQPN   uint32
+	control   ControlHandler
+	stats     HostStats
+	retired   RetiredStats // the final counters of retired flows
+	resv7     uint8        // SetReservedBits: what every new sending QP starts with
 
 	// overheadBytes is RoCEOverheadBytes(addr), computed once with addr:
 	// every data packet, ACK and CNP the host sends is sized from it.
@@ -290,32 +295,42 @@ func (h *Host) receiveData(p *Packet) {
 func (h *Host) nextPacket(pt *Port) *Packet {
 	now := h.part.sim.Now()
 	n := len(h.sched)
-	next := engine.Never
-	for i := 0; i < n; i++ {
-		j := h.rr + i
-		if j >= n {
-			j -= n
+	// A QP's time (QP.readyAt) is Never before the connection, after the
+	// last byte and while administratively stopped, else the pacer's next
+	// send or the end of a pause, whichever is later.
+	j, next := -1, engine.Never
+	if pt.pausedN == 0 {
+		// No priority held: the first ready QP from rr on, round
+		// robin, or the earliest of all to wake up for.
+		if j = h.schedAt.first(h.rr, now); j < 0 {
+			j = h.schedAt.first(0, now)
 		}
-		q := h.sched[j]
-		// sending is false before the connection, after the last byte and
-		// while administratively stopped: one test on the hot path.
-		if !q.sending || pt.paused[q.prio] {
-			continue
+		if j < 0 {
+			next = h.schedAt.min()
 		}
-		t := q.nextSend
-		if q.pausedUntil > t {
-			t = q.pausedUntil
-		}
-		if t <= now {
-			h.rr = j + 1
-			if h.rr == n {
-				h.rr = 0
+	} else {
+		for i := 0; i < n; i++ {
+			k := h.rr + i
+			if k >= n {
+				k -= n
 			}
-			return q.makePacket(now)
+			if pt.paused[h.schedPrio[k]] {
+				continue
+			}
+			if t := h.schedAt.at(k); t <= now {
+				j = k
+				break
+			} else if t < next {
+				next = t
+			}
 		}
-		if t < next {
-			next = t
+	}
+	if j >= 0 {
+		h.rr = j + 1
+		if h.rr == n {
+			h.rr = 0
 		}
+		return h.sched[j].makePacket(now)
 	}
 	if next != engine.Never {
 		pt.scheduleWake(next)
@@ -327,11 +342,17 @@ func (h *Host) nextPacket(pt *Port) *Packet {
 // goes on from the QP it would have reached next, as if q were still
 // there and skipped (a QP that sent its last byte is skipped for good).
 func (h *Host) unschedule(q *QP) {
-	i := slices.Index(h.sched, q)
+	i := q.schedIdx
 	if i < 0 {
 		return
 	}
+	q.schedIdx = -1
 	h.sched = slices.Delete(h.sched, i, i+1)
+	h.schedAt.remove(i)
+	h.schedPrio = slices.Delete(h.schedPrio, i, i+1)
+	for k := i; k < len(h.sched); k++ {
+		h.sched[k].schedIdx = k
+	}
 	if i < h.rr {
 		h.rr--
 	}
@@ -419,6 +440,8 @@ type QP struct {
 	lastSize    int32
 	pausedUntil engine.Time
 	resv7       uint8 // SetReservedBits: BTH reserved bits of its data packets
+	// schedIdx is the QP's place in its host's sched, -1 once it left.
+	schedIdx int
 
 	cm cmEnd
 	dc dcqcn
@@ -578,6 +601,7 @@ func (q *QP) setLineRate(r int64) {
 // releases it.
 func (q *QP) PauseUntil(t engine.Time) {
 	q.pausedUntil = t
+	q.resched()
 	if q.host.port != nil {
 		q.host.port.kick()
 	}
@@ -609,7 +633,27 @@ func (q *QP) updateSending() {
 		if now := q.host.part.sim.Now(); q.nextSend < now {
 			q.nextSend = now
 		}
+		q.resched()
 		q.host.port.kick()
+		return
+	}
+	q.resched()
+}
+
+// readyAt is the time from which the pacer may pick the QP: Never while
+// it may not send, else its next send or the end of its pause.
+func (q *QP) readyAt() engine.Time {
+	if !q.sending {
+		return engine.Never
+	}
+	return max(q.nextSend, q.pausedUntil)
+}
+
+// resched brings the QP's entry in its host's round robin up to date;
+// every change of sending, nextSend or pausedUntil calls it.
+func (q *QP) resched() {
+	if q.schedIdx >= 0 {
+		q.host.schedAt.set(q.schedIdx, q.readyAt())
 	}
 }
 
@@ -620,6 +664,7 @@ func (q *QP) rateChanged() {
 	}
 	if q.lastSize > 0 {
 		q.nextSend = q.lastSend + engine.TxTime(int64(q.lastSize), q.dc.rc)
+		q.resched()
 	}
 	q.host.port.kick()
 }
@@ -679,6 +724,7 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	q.lastSend = now
 	q.lastSize = size
 	q.nextSend = now + engine.TxTime(int64(size), q.dc.rc)
+	q.resched()
 	q.onBytesSent(int64(size))
 	return p
 }
