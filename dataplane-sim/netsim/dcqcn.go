@@ -48,10 +48,14 @@ type DCQCNConfig struct {
 	ClampTargetAfterTimeInc  bool        // clamp_tgt_rate_after_time_inc, default true
 
 	// Rate increase: a timer every TimeReset and a byte counter every
-	// ByteResetBytes each advance their stage counter and trigger an
-	// increase: fast recovery (Rc = (Rc+Rt)/2) while both stages are below
-	// Threshold, hyper increase (Rt += i*HAIRateBitsPerSec) once both exceed it,
-	// additive increase (Rt += AIRateBitsPerSec) in between.
+	// ByteResetBytes each trigger an increase and then advance their stage
+	// counter (the number of that counter's events since the last cut), so
+	// an event is judged by the stages it finds: fast recovery
+	// (Rc = (Rc+Rt)/2) while both stages are below Threshold (F events of
+	// fast recovery after a cut, the DCQCN paper's F iterations and the
+	// reference RDMA ns-3's RateIncEventMlx), hyper increase
+	// (Rt += i*HAIRateBitsPerSec, i = the lower stage - Threshold) once both
+	// exceed it, additive increase (Rt += AIRateBitsPerSec) in between.
 	TimeReset         engine.Time // rpg_time_reset, default 300 µs
 	ByteResetBytes    int64       // rpg_byte_reset, default 32767 x 64 B = 2 MiB (0 disables)
 	Threshold         int         // rpg_threshold, default 1
@@ -190,8 +194,9 @@ const (
 
 // DCQCNEvent is one change of a QP's DCQCN rates, for TraceDCQCN: the rates
 // before and after, alpha as the event used it (a cut: the alpha it cut
-// with, before the CNP enters it), the stage counters after the event and,
-// for an increase, its phase.
+// with, before the CNP enters it), for an increase the stage counters it
+// found and judged its phase by (its own counter advances after it; a cut
+// reports 0, 0) and its phase.
 type DCQCNEvent struct {
 	At                 engine.Time
 	Kind               DCQCNEventKind
@@ -392,6 +397,8 @@ func (q *QP) increase(kind DCQCNEventKind) {
 	if s.rc >= maxR && s.rt >= maxR {
 		return
 	}
+	// The stages as this event finds them: its own counter advances after
+	// it (onBytesSent, Handle).
 	f := c.Threshold
 	lo, hi := s.timeStage, s.byteStage
 	if lo > hi {
@@ -435,8 +442,8 @@ func (q *QP) onBytesSent(n int64) {
 	s.byteCounter += n
 	if s.byteCounter >= c.ByteResetBytes {
 		s.byteCounter -= c.ByteResetBytes
-		s.byteStage++
 		q.increase(DCQCNByteInc)
+		s.byteStage++
 	}
 }
 
@@ -462,8 +469,8 @@ func (q *QP) Handle(kind uint32, arg uint64) {
 			s.incRunning = false // back at full rate: stop ticking until the next cut
 			return
 		}
-		s.timeStage++
 		q.increase(DCQCNTimerInc)
+		s.timeStage++
 		q.host.part.sim.After(q.cc().TimeReset, q, evQPIncTimer, s.incGen)
 	}
 }
