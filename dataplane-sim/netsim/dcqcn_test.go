@@ -265,3 +265,59 @@ func TestDCQCNTraceStages(t *testing.T) {
 		})
 	}
 }
+
+// With the byte counter on, an increase event is judged by both stages as
+// it finds them (its own counter advances after it): fast recovery while
+// both are below F, hyper increase (Rt += (lower stage - F) * R_HAI) once
+// both are above F, additive in between (the QCN rule the DCQCN paper
+// builds on). The k-th event of a counter after the cut finds its stage at
+// k-1 and the other counter's stage at the number of its events so far,
+// also when one sets off the other at the same instant (a timer increase
+// whose rate change sends the bytes that complete a byte-counter period).
+func TestDCQCNByteCounterStages(t *testing.T) {
+	c := PaperDCQCN()
+	c.Threshold = 2
+	c.RateOnFirstCNPBitsPerSec = 10_000_000_000 // Rt stays far below the line rate
+	c.ByteResetBytes = 20_000                   // 32 µs at the 5 Gb/s after the cut
+	in, q := loneQP(t, c)
+	var evs []DCQCNEvent
+	q.TraceDCQCN(func(e DCQCNEvent) { evs = append(evs, e) })
+	const t1 = 200 * engine.Microsecond
+	cnpAt(in, q, t1)
+	in.sim.Run(t1 + 400*engine.Microsecond)
+	q.TraceDCQCN(nil)
+	if len(evs) < 2 || evs[0].Kind != DCQCNCut {
+		t.Fatalf("events %+v: want a cut and increases", evs)
+	}
+	timers, bytes := 0, 0
+	seen := map[DCQCNIncrease]int{}
+	for i, e := range evs[1:] {
+		if e.Kind == DCQCNCut {
+			t.Fatalf("event %d: a second cut %+v", i+1, e)
+		}
+		if e.TimeStage != timers || e.ByteStage != bytes {
+			t.Errorf("event %d (%v): stages %d/%d, want %d/%d (the events so far)", i+1, e.Kind, e.TimeStage, e.ByteStage, timers, bytes)
+		}
+		lo, hi := min(e.TimeStage, e.ByteStage), max(e.TimeStage, e.ByteStage)
+		want, rt := DCQCNAdditive, e.RTBefore+c.AIRateBitsPerSec
+		switch {
+		case hi < c.Threshold:
+			want, rt = DCQCNFastRecovery, e.RTBefore
+		case lo > c.Threshold:
+			want, rt = DCQCNHyper, e.RTBefore+int64(lo-c.Threshold)*c.HAIRateBitsPerSec
+		}
+		if e.Phase != want || e.RTAfter != rt || e.RCAfter != (e.RCBefore+rt)/2 {
+			t.Errorf("event %d: %+v; want phase %d, Rt %d, Rc (Rc+Rt)/2", i+1, e, want, rt)
+		}
+		seen[e.Phase]++
+		if e.Kind == DCQCNTimerInc {
+			timers++
+		} else {
+			bytes++
+		}
+	}
+	if seen[DCQCNFastRecovery] == 0 || seen[DCQCNAdditive] == 0 || seen[DCQCNHyper] == 0 || timers == 0 || bytes == 0 {
+		t.Errorf("phases %v, %d timer and %d byte-counter events: want every phase and both counters", seen, timers, bytes)
+	}
+	t.Logf("%d timer and %d byte-counter events, phases %v", timers, bytes, seen)
+}
