@@ -48,10 +48,14 @@ type DCQCNConfig struct {
 	ClampTargetAfterTimeInc  bool        // clamp_tgt_rate_after_time_inc, default true
 
 	// Rate increase: a timer every TimeReset and a byte counter every
-	// ByteResetBytes each advance their stage counter and trigger an
-	// increase: fast recovery (Rc = (Rc+Rt)/2) while both stages are below
-	// Threshold, hyper increase (Rt += i*HAIRateBitsPerSec) once both exceed it,
-	// additive increase (Rt += AIRateBitsPerSec) in between.
+	// ByteResetBytes each advance their stage counter (the number of that
+	// counter's events since the last cut) and trigger an increase judged
+	// by the stages the event found, its own before the advance: fast recovery
+	// (Rc = (Rc+Rt)/2) while both stages are below Threshold (F events of
+	// fast recovery after a cut, the DCQCN paper's F iterations and the
+	// reference RDMA ns-3's RateIncEventMlx), hyper increase
+	// (Rt += i*HAIRateBitsPerSec, i = the lower stage - Threshold) once both
+	// exceed it, additive increase (Rt += AIRateBitsPerSec) in between.
 	TimeReset         engine.Time // rpg_time_reset, default 300 µs
 	ByteResetBytes    int64       // rpg_byte_reset, default 32767 x 64 B = 2 MiB (0 disables)
 	Threshold         int         // rpg_threshold, default 1
@@ -190,8 +194,9 @@ const (
 
 // DCQCNEvent is one change of a QP's DCQCN rates, for TraceDCQCN: the rates
 // before and after, alpha as the event used it (a cut: the alpha it cut
-// with, before the CNP enters it), the stage counters after the event and,
-// for an increase, its phase.
+// with, before the CNP enters it), for an increase the stage counters it
+// found and judged its phase by (its own before its advance; a cut reports
+// 0, 0) and its phase.
 type DCQCNEvent struct {
 	At                 engine.Time
 	Kind               DCQCNEventKind
@@ -392,8 +397,18 @@ func (q *QP) increase(kind DCQCNEventKind) {
 	if s.rc >= maxR && s.rt >= maxR {
 		return
 	}
+	// The stages as this event found them: its own counter has already
+	// advanced (onBytesSent, Handle) so that an event of the other counter
+	// that this increase sets off (rateChanged sends) finds it advanced,
+	// and is judged by its value before.
+	ts, bs := s.timeStage, s.byteStage
+	if kind == DCQCNTimerInc {
+		ts--
+	} else {
+		bs--
+	}
 	f := c.Threshold
-	lo, hi := s.timeStage, s.byteStage
+	lo, hi := ts, bs
 	if lo > hi {
 		lo, hi = hi, lo
 	}
@@ -417,7 +432,7 @@ func (q *QP) increase(kind DCQCNEventKind) {
 	}
 	if s.trace != nil {
 		s.trace(DCQCNEvent{At: q.host.part.sim.Now(), Kind: kind, Phase: phase, RCBefore: rc0, RTBefore: rt0,
-			RCAfter: s.rc, RTAfter: s.rt, Alpha: float64(s.alpha) / float64(alphaOne), TimeStage: s.timeStage, ByteStage: s.byteStage})
+			RCAfter: s.rc, RTAfter: s.rt, Alpha: float64(s.alpha) / float64(alphaOne), TimeStage: ts, ByteStage: bs})
 	}
 	q.rateChanged()
 }

@@ -203,41 +203,121 @@ func TestDCQCNValidate(t *testing.T) {
 
 // TraceDCQCN reports every cut and increase with the rates before and
 // after; the increase phases after a cut follow the stage rule as
-// DCQCNConfig states it: the timer advances its stage and then tests it
-// against F (rpg_threshold), so with the paper's F = 5 the 1st-4th timer
-// events are fast recovery and the 5th is the first additive step. (The
-// fluid model's e = d(1-p)^(F T R_C), and the reference simulator, which
-// tests the stage before advancing it, take F fast-recovery steps; the
-// fluid package's TestSenderBalance measures what that changes.)
+// DCQCNConfig states it: an event tests the stage it finds against F
+// (rpg_threshold) and then advances it, so F events of fast recovery follow
+// a cut, as in the DCQCN paper (F iterations), its fluid model
+// (e = d(1-p)^(F T R_C): the first additive step after F whole periods) and
+// the reference RDMA ns-3 (RateIncEventTimerMlx). With the paper's F = 5
+// the 1st-5th timer events are fast recovery and the 6th is the first
+// additive step; with the firmware's F = 1, one fast-recovery step.
 func TestDCQCNTraceStages(t *testing.T) {
-	in, q := loneQP(t, PaperDCQCN())
+	for _, tt := range []struct {
+		desc      string
+		threshold int
+		fast      int // fast-recovery events after the cut
+	}{
+		{desc: "paper F=5", threshold: 5, fast: 5},
+		{desc: "firmware rpg_threshold=1", threshold: 1, fast: 1},
+		{desc: "F=0", threshold: 0, fast: 0},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := PaperDCQCN()
+			c.Threshold = tt.threshold
+			in, q := loneQP(t, c)
+			var evs []DCQCNEvent
+			q.TraceDCQCN(func(e DCQCNEvent) { evs = append(evs, e) })
+			const t1 = 200 * engine.Microsecond
+			const n = 7 // timer events
+			cnpAt(in, q, t1)
+			in.sim.Run(t1 + n*55*engine.Microsecond + engine.Microsecond)
+			q.TraceDCQCN(nil)
+			if len(evs) != n+1 {
+				t.Fatalf("%d events, want a cut and %d timer increases: %+v", len(evs), n, evs)
+			}
+			if e := evs[0]; e.Kind != DCQCNCut || e.At != t1 || e.Alpha != 1 || e.RCAfter != e.RCBefore/2 || e.RTAfter != e.RCBefore {
+				t.Errorf("first event %+v: want a cut at %v with alpha 1, Rc halved, Rt = the old Rc", e, t1)
+			}
+			fast := 0
+			for i, e := range evs[1:] {
+				stage := i // the timer stage the (i+1)-th event finds
+				want := DCQCNFastRecovery
+				if stage >= tt.threshold {
+					want = DCQCNAdditive // the byte stage stays 0: never hyper
+				}
+				if e.Phase == DCQCNFastRecovery {
+					fast++
+				}
+				at := t1 + engine.Time(i+1)*55*engine.Microsecond
+				if e.Kind != DCQCNTimerInc || e.TimeStage != stage || e.ByteStage != 0 || e.Phase != want || e.At != at {
+					t.Errorf("event %d: %+v; want timer stage %d, phase %d, at %v", i+1, e, stage, want, at)
+				}
+				rt := e.RTBefore
+				if want == DCQCNAdditive {
+					rt = min(rt+40_000_000, 100_000_000_000) // R_AI, capped at the line rate
+				}
+				if e.RTAfter != rt || e.RCAfter != (e.RCBefore+rt)/2 {
+					t.Errorf("event %d: Rc %d -> %d, Rt %d -> %d; want Rt %d, Rc (Rc+Rt)/2", i+1, e.RCBefore, e.RCAfter, e.RTBefore, e.RTAfter, rt)
+				}
+			}
+			if fast != tt.fast {
+				t.Errorf("%d fast-recovery events after the cut, want %d", fast, tt.fast)
+			}
+		})
+	}
+}
+
+// With the byte counter on, an increase event is judged by both stages as
+// it finds them (its own counter advances after it): fast recovery while
+// both are below F, hyper increase (Rt += (lower stage - F) * R_HAI) once
+// both are above F, additive in between (the QCN rule the DCQCN paper
+// builds on). The k-th event of a counter after the cut finds its stage at
+// k-1 and the other counter's stage at the number of its events so far,
+// also when one sets off the other at the same instant (a timer increase
+// whose rate change sends the bytes that complete a byte-counter period).
+func TestDCQCNByteCounterStages(t *testing.T) {
+	c := PaperDCQCN()
+	c.Threshold = 2
+	c.RateOnFirstCNPBitsPerSec = 10_000_000_000 // Rt stays far below the line rate
+	c.ByteResetBytes = 20_000                   // 32 µs at the 5 Gb/s after the cut
+	in, q := loneQP(t, c)
 	var evs []DCQCNEvent
 	q.TraceDCQCN(func(e DCQCNEvent) { evs = append(evs, e) })
 	const t1 = 200 * engine.Microsecond
 	cnpAt(in, q, t1)
-	in.sim.Run(t1 + 7*55*engine.Microsecond + engine.Microsecond)
+	in.sim.Run(t1 + 400*engine.Microsecond)
 	q.TraceDCQCN(nil)
-	if len(evs) != 8 {
-		t.Fatalf("%d events, want a cut and 7 timer increases: %+v", len(evs), evs)
+	if len(evs) < 2 || evs[0].Kind != DCQCNCut {
+		t.Fatalf("events %+v: want a cut and increases", evs)
 	}
-	if e := evs[0]; e.Kind != DCQCNCut || e.At != t1 || e.Alpha != 1 || e.RCAfter != e.RCBefore/2 || e.RTAfter != e.RCBefore {
-		t.Errorf("first event %+v: want a cut at %v with alpha 1, Rc halved, Rt = the old Rc", e, t1)
-	}
+	timers, bytes := 0, 0
+	seen := map[DCQCNIncrease]int{}
 	for i, e := range evs[1:] {
-		stage := i + 1
-		want := DCQCNFastRecovery
-		if stage >= 5 {
-			want = DCQCNAdditive
+		if e.Kind == DCQCNCut {
+			t.Fatalf("event %d: a second cut %+v", i+1, e)
 		}
-		if e.Kind != DCQCNTimerInc || e.TimeStage != stage || e.Phase != want || e.At != t1+engine.Time(stage)*55*engine.Microsecond {
-			t.Errorf("event %d: %+v; want timer stage %d, phase %d, at %v", stage, e, stage, want, t1+engine.Time(stage)*55*engine.Microsecond)
+		if e.TimeStage != timers || e.ByteStage != bytes {
+			t.Errorf("event %d (%v): stages %d/%d, want %d/%d (the events so far)", i+1, e.Kind, e.TimeStage, e.ByteStage, timers, bytes)
 		}
-		rt := e.RTBefore
-		if want == DCQCNAdditive {
-			rt = min(rt+40_000_000, 100_000_000_000) // R_AI, capped at the line rate
+		lo, hi := min(e.TimeStage, e.ByteStage), max(e.TimeStage, e.ByteStage)
+		want, rt := DCQCNAdditive, e.RTBefore+c.AIRateBitsPerSec
+		switch {
+		case hi < c.Threshold:
+			want, rt = DCQCNFastRecovery, e.RTBefore
+		case lo > c.Threshold:
+			want, rt = DCQCNHyper, e.RTBefore+int64(lo-c.Threshold)*c.HAIRateBitsPerSec
 		}
-		if e.RTAfter != rt || e.RCAfter != (e.RCBefore+rt)/2 {
-			t.Errorf("event %d: Rc %d -> %d, Rt %d -> %d; want Rt %d, Rc (Rc+Rt)/2", stage, e.RCBefore, e.RCAfter, e.RTBefore, e.RTAfter, rt)
+		if e.Phase != want || e.RTAfter != rt || e.RCAfter != (e.RCBefore+rt)/2 {
+			t.Errorf("event %d: %+v; want phase %d, Rt %d, Rc (Rc+Rt)/2", i+1, e, want, rt)
+		}
+		seen[e.Phase]++
+		if e.Kind == DCQCNTimerInc {
+			timers++
+		} else {
+			bytes++
 		}
 	}
+	if seen[DCQCNFastRecovery] == 0 || seen[DCQCNAdditive] == 0 || seen[DCQCNHyper] == 0 || timers == 0 || bytes == 0 {
+		t.Errorf("phases %v, %d timer and %d byte-counter events: want every phase and both counters", seen, timers, bytes)
+	}
+	t.Logf("%d timer and %d byte-counter events, phases %v", timers, bytes, seen)
 }

@@ -24,8 +24,8 @@ var known = map[[2]string]float64{
 
 // TestAgainstReference runs our side of every scenario whose reference
 // outputs are stored in testdata/ref (the RDMA ns-3: 20 runs of each
-// single-switch scenario with DCQCN's random marking, 5 of the others, 5
-// and 2 of the fat-trees; the command line and the simulator's repository and
+// single-switch scenario with DCQCN's random marking, 5 of the others and
+// of each fat-tree; the command line and the simulator's repository and
 // commit are in each file) with as many seeds, and checks every figure
 // against its tolerance or its documented difference.
 func TestAgainstReference(t *testing.T) {

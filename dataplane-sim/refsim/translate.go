@@ -327,17 +327,18 @@ func (t *Translation) dcqcn(sc *scenario.Scenario, hc netsim.HostConfig) (config
 	c.set("CLAMP_TARGET_RATE", b01(d.ClampTargetRate))
 	c.set("RP_TIMER", us(d.TimeReset))
 	c.set("EWMA_GAIN", fmt.Sprintf("%.10g", float64(1024-d.G)/1024))
+	// One to one: both do fast recovery while the timer stage an event
+	// finds is below the threshold (F events after a cut) and an additive
+	// step at F; they part only above it (the rate_hai note).
 	c.set("FAST_RECOVERY_TIMES", fmt.Sprint(d.Threshold))
 	c.set("RATE_AI", fmt.Sprintf("%db/s", d.AIRateBitsPerSec))
 	c.set("RATE_HAI", fmt.Sprintf("%db/s", d.HAIRateBitsPerSec))
 	c.set("MIN_RATE", fmt.Sprintf("%db/s", d.MinRateBitsPerSec))
 	c.set("DCTCP_RATE_AI", "1000Mb/s")
 	if d.Enabled && d.HAIRateBitsPerSec != d.AIRateBitsPerSec {
-		t.Notes = append(t.Notes, "dcqcn.rate_hai differs from rate_ai: the reference enters hyper increase on timer stages alone, ours "+
-			"only when timer and byte-counter stages both pass the threshold, which never happens without a byte counter")
-	}
-	if d.Enabled && d.Threshold != 1 {
-		t.Notes = append(t.Notes, "dcqcn.threshold: the reference does fast recovery while the timer stage is below it, additive at it, hyper above")
+		t.Notes = append(t.Notes, "dcqcn.rate_hai differs from rate_ai: both do fast recovery while the timer stage is below the threshold "+
+			"and an additive step at it, but above it the reference's steps are hyper increases on timer stages alone, ours stay additive "+
+			"until timer and byte-counter stages both pass the threshold, which never happens without a byte counter")
 	}
 	c.set("L2_CHUNK_SIZE", "4000")
 	c.set("L2_ACK_INTERVAL", fmt.Sprint(max(hc.AckEveryPackets, 1)))

@@ -227,13 +227,17 @@ func mustOpen(t *testing.T, path string) *os.File {
 // growth trigger cuts the 8:1 overload (overrun) and, once the overload is
 // over, steps it back to where it was (settle): the run ends with alpha
 // where the overload found it, and nothing moved V_growth in between.
+// The run goes on 150 ms after the step: the episode may take two overrun
+// and settle rounds (it does since DCQCN's fast recovery takes F steps, the
+// last settle at 289 ms), and the last settle needs its judgement period
+// (13 ms) before the end to be confirmed.
 func TestTunerOverrunSettles(t *testing.T) {
 	sc := load(t, "tuner/load-step.yaml")
 	d := scenario.DefaultLongHaulCNP()
 	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
 	sc.Tuner = &scenario.Tuner{}
 	var m *LongHaulCNP
-	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(300*time.Millisecond), WithoutPlots(),
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(350*time.Millisecond), WithoutPlots(),
 		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
 		t.Fatal(err)
 	}

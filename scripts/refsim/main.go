@@ -12,6 +12,8 @@
 //	refsim ours -scenario S -bottleneck tor:r -runs N -o OURSDIR
 //	    runs the scenario on our models N times (seeds seed..seed+N-1) and
 //	    summarises each run the same way
+//	-first K (run, ours) numbers the runs K..K+N-1 (RngRun K..; our seeds
+//	    seed+K-1..), to add runs to stored ones
 //	refsim compare -ours OURSDIR -ref REFDIR -name NAME
 //	    prints the figures of docs/validation.md's table for one scenario
 package main
@@ -50,6 +52,7 @@ func run(args []string) error {
 	source := fs.String("source", "", "the reference's repository@commit, recorded in the summary")
 	out := fs.String("o", "", "directory of the run summaries to write")
 	runs := fs.Int("runs", 1, "runs (seeds)")
+	first := fs.Int("first", 1, "number of the first run: runs first..first+runs-1 (to add runs to stored ones)")
 	oursDir := fs.String("ours", "", "compare: our run summaries")
 	refDir := fs.String("ref", "", "compare: the reference's run summaries")
 	name := fs.String("name", "", "compare: the scenario's name in the table")
@@ -100,7 +103,7 @@ func run(args []string) error {
 	switch args[0] {
 	case "ours":
 		seed, ecmpSeed := sc.Seed, sc.ECMP.Seed
-		for k := 1; k <= *runs; k++ {
+		for k := *first; k < *first+*runs; k++ {
 			sc.Seed = seed + int64(k-1)
 			var s *refsim.Summary
 			var err error
@@ -153,7 +156,7 @@ func run(args []string) error {
 	if *bin == "" {
 		return errors.New("-bin is required for run")
 	}
-	for k := 1; k <= *runs; k++ {
+	for k := *first; k < *first+*runs; k++ {
 		s, err := runReference(*bin, abs, sc, t, k, *step)
 		if err != nil {
 			return err
