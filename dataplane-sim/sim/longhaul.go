@@ -155,6 +155,9 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		rc.RecoveryInterval = engine.FromDuration(p.RecoveryInterval)
 		// recovery_step is bits per second added per tick, as written.
 		rc.RecoveryStepBitsPerSec = int64(p.RecoveryStep)
+		// The sender's side of one_cut_per_episode: the node's cut
+		// replaces the receivers' CNPs' cuts of the same episode.
+		rc.CutFromEpisodeRate = p.OneCutPerEpisode
 		rp, err := lhcnp.NewReactionPoint(env.Net, rc)
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name(), err)
