@@ -1,6 +1,7 @@
 package lhcnp
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -295,5 +296,45 @@ func TestFillResume(t *testing.T) {
 	resumes := l.node2.State(false).Ports[l.n2Out.Index()].Queues[0].Counters.SentResume
 	if got := qp.RateBitsPerSec(); got != 10e9 || qp.CeilingBitsPerSec() != 0 {
 		t.Errorf("rate %d, ceiling %d after %d Resumes; want 10 Gb/s and no ceiling", got, qp.CeilingBitsPerSec(), resumes)
+	}
+}
+
+// TestSourceRTTFromRate: with PerFlowRTT, a node that saw no CM exchange
+// of a flow learns its round trip to the source from how soon the flow's
+// rate answers the node's first cut, from 0.1 to 40 ms: within one
+// measurement interval (100 µs, the rate's resolution) of the round trip's
+// propagation. A flow whose exchange the node saw keeps the exchange's.
+func TestSourceRTTFromRate(t *testing.T) {
+	const iv = 100 * engine.Microsecond
+	for _, tt := range []struct {
+		mid  engine.Time
+		noCM bool
+	}{
+		{50 * engine.Microsecond, true}, {engine.Millisecond, true}, {5 * engine.Millisecond, true},
+		{20 * engine.Millisecond, true}, {engine.Millisecond, false},
+	} {
+		t.Run(fmt.Sprintf("%v cm %v", tt.mid.Duration(), !tt.noCM), func(t *testing.T) {
+			cfg := testConfig(200_000, 2*tt.mid)
+			cfg.Interface.Queue.Action.ResumeEnabled = false
+			cfg.Interface.Queue.PerFlowRTT = true
+			// n2's egress to dst is the bottleneck.
+			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, dstRate: 5e9, midDelay: tt.mid, cfg2: &cfg, noCM: tt.noCM})
+			prop := 2 * (tt.mid + engine.Microsecond)
+			l.sim.Run(4*prop + 5*engine.Millisecond)
+			if len(eventsOf(l.events2, EventCNPSent)) == 0 {
+				t.Fatal("no notification")
+			}
+			f, ok := l.node2.Flow(key(addrSrc4, addrDst4, 100, 200))
+			if !ok {
+				t.Fatal("no entry")
+			}
+			if f.SourceRTTFromRate != tt.noCM {
+				t.Errorf("SourceRTTFromRate %v, want %v", f.SourceRTTFromRate, tt.noCM)
+			}
+			lo, hi := prop-iv, prop+iv+5*engine.Microsecond
+			if f.SourceRTT < lo || f.SourceRTT > hi {
+				t.Errorf("SourceRTT %v, want %v to %v", f.SourceRTT, lo, hi)
+			}
+		})
 	}
 }
