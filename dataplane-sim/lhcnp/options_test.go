@@ -338,3 +338,27 @@ func TestSourceRTTFromRate(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopSized: with PerFlowRTT a Rate Reduce is sized for the flow's loop
+// when the loop is longer than the configured gap or than four
+// measurement intervals, whichever is shorter: a node 5 ms from the
+// sources with a 10 ms gap sizes its cuts too; one 300 µs from them cuts
+// by the configured percentage.
+func TestLoopSized(t *testing.T) {
+	for _, tt := range []struct {
+		gap, loop engine.Time
+		want      bool
+	}{
+		{10 * engine.Millisecond, 5 * engine.Millisecond, true},
+		{engine.Millisecond, 2 * engine.Millisecond, true},
+		{10 * engine.Millisecond, 300 * engine.Microsecond, false},
+		{200 * engine.Microsecond, 300 * engine.Microsecond, true},
+		{engine.Millisecond, 0, false},
+	} {
+		q := &queueState{minInterval: tt.gap}
+		q.cfg.MeasurementInterval = 100 * engine.Microsecond
+		if got := q.loopSized(&flowEntry{srcRTT: tt.loop}); got != tt.want {
+			t.Errorf("gap %v, loop %v: loop-sized %v, want %v", tt.gap, tt.loop, got, tt.want)
+		}
+	}
+}

@@ -150,7 +150,7 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 			q.counters.SuppressedFlowInterval++
 			continue
 		}
-		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && e.srcRTT > q.minInterval && !e.rateValid {
+		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && q.loopSized(e) && !e.rateValid {
 			// One cut per round trip, sized from the flows' rates
 			// (loopCut): the flow's first measurement interval is not
 			// over yet.
@@ -162,7 +162,7 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 			}
 			continue
 		}
-		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && e.srcRTT > q.minInterval {
+		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && q.loopSized(e) {
 			// One cut per round trip to the source, longer than the
 			// gap the configured percentage repeats at: the cut is
 			// sized for the loop (loopCut). Within an episode the node
@@ -247,6 +247,21 @@ func (n *Node) loopCut(ps *portState, q *queueState, e *flowEntry, now engine.Ti
 	}
 	return uint16(min(99, math.Ceil(p)))
 }
+
+// loopSized reports whether a Rate Reduce to e is sized for its loop
+// (loopCut, PerFlowRTT): when the flow's round trip to its source is longer
+// than the configured gap, or than loopMIs measurement intervals (a loop
+// long enough for the rates loopCut reads to have settled between two
+// cuts: the node cuts once per loop either way, and a fixed percentage per
+// loop left a generated mid-WAN node, 5 ms from the senders with a 10 ms
+// gap, at its full buffer for 150 ms).
+func (q *queueState) loopSized(e *flowEntry) bool {
+	return e.srcRTT > min(q.minInterval, loopMIs*q.cfg.MeasurementInterval)
+}
+
+// loopMIs is how many measurement intervals a flow's loop must exceed for
+// loopSized.
+const loopMIs = 4
 
 // intervalFor is the minimum time between two notifications to e (§5.5):
 // with PerFlowRTT its round trip to its source when learnt plus one
