@@ -362,3 +362,45 @@ func TestLoopSized(t *testing.T) {
 		}
 	}
 }
+
+// TestPerFlowRTTSeverity: at a port whose RTT_est is its 2 µs link (K_max
+// = K_base, 64 KB), a flow 2 ms away (10 Gb/s into 5 Gb/s) is Paused by
+// the draft's node every measurement interval once the queue passes 1.21
+// K_max; with PerFlowRTT its severity is the queue against the thresholds
+// of its own round trip (K_max 1.25 MB): the first notification is a Rate
+// Reduce at a low level, and a Pause comes only if the queue passes 1.21
+// times that K_max (once in the run, against the draft's tens).
+func TestPerFlowRTTSeverity(t *testing.T) {
+	var draftPauses int
+	for _, perFlow := range []bool{false, true} {
+		cfg := testConfig(0, 2*engine.Microsecond)
+		q := &cfg.Interface.Queue
+		q.KMaxMode = KMaxBDP
+		q.PerFlowRTT = perFlow
+		q.Action.ResumeEnabled = false
+		q.Action.PauseDuration = 500 * engine.Microsecond
+		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, dstRate: 5e9, midDelay: engine.Millisecond, cfg2: &cfg})
+		l.sim.Run(10 * engine.Millisecond)
+		sent := eventsOf(l.events2, EventCNPSent)
+		if len(sent) == 0 {
+			t.Fatalf("perFlow=%v: no notification", perFlow)
+		}
+		var pauses int
+		for _, e := range sent {
+			if e.Action == wire.ActionPause {
+				pauses++
+			}
+		}
+		first := sent[0]
+		switch {
+		case !perFlow && (pauses == 0 || first.CongLevel < 170):
+			t.Errorf("draft: %d pauses, first level %d; want pauses and a first level of at least 170", pauses, first.CongLevel)
+		case perFlow && (10*pauses > draftPauses || first.CongLevel >= 170 || first.Action != wire.ActionRateReduce):
+			t.Errorf("per-flow rtt: %d pauses (draft %d), first %v at level %d; want Rate Reduce below 170 and a tenth of the pauses at most",
+				pauses, draftPauses, first.Action, first.CongLevel)
+		}
+		if !perFlow {
+			draftPauses = pauses
+		}
+	}
+}
