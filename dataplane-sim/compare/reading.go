@@ -89,10 +89,12 @@ const farther = `Here Long-haul CNP loses with the comparison's params. In the m
 	`the senders whose cuts add to the receivers' leaves the bottleneck idle. The options of issue #27 ` +
 	`(deviations, off by default: docs/conformance.md) address these causes: with the three together ` +
 	`(long-haul-cnp:options) the middle of the WAN runs at 95.1 % with a 75.8 MB peak queue (one cut per ` +
-	`episode alone: 89.0 %) and the far end at 87.2 %, the best row (the tuned DCQCN: 69.0 %), with 2751 drops ` +
+	`episode alone: 89.0 %) and the far end at 90.0 %, the best row (the tuned DCQCN: 69.0 %), with 2751 drops ` +
 	`against the draft node's 2664 and the tuned DCQCN's 5230. No mechanism can drop nothing there: every ` +
 	`sender's first packets reach N2 at line rate for a whole 10 ms round trip before any cut can, 60 Gb/s ` +
-	`over the port for 10 ms, 75 MB into a 64 MB buffer. A node with the per-flow round trip cuts once per ` +
+	`over the port for 10 ms, 75 MB into a 64 MB buffer: at least 2640 drops whatever reacts at N2 ` +
+	`(docs/longhaul.md, the bound per scenario). The senders' reaction points count the node's cut from ` +
+	`their rate before the receivers' CNPs of the same episode, so the two do not compound. A node with the per-flow round trip cuts once per ` +
 	`round trip, so its cut is sized for the loop (the arrivals to the port's rate less the drain of the queue ` +
 	`it will find), it does not wait a whole round trip for an upstream node, it does not cut again while the ` +
 	`queue drains, and with repeat_resume it resumes the flows to the port's spare rate. FCN's 1 µs ` +
@@ -109,9 +111,9 @@ const webMixes = `Most flows are small and finish within a round trip or two; at
 	`worst) and mid-table at 70 %, and its congested-period utilisation is the lowest at 50 %. The tuned DCQCN ` +
 	`gives the large flows the best p99 at 50 and 70 %, Fast CNP (and at 70 % the switch CNP) close behind. ` +
 	`PFC alone is the worst for small and medium flows above 30 %. With the options (long-haul-cnp:options) ` +
-	`Long-haul CNP's congested-period utilisation is within 1 % of the best at 50 % (50.7 %) and the best at ` +
-	`70 % (73.7 %), every large flow finishes at 50 and 70 % (16 of 16, 25 of 25; one of 6 is still running ` +
-	`at 30 %), and their p99 comes down (1.81 and 2.29) but stays above the tuned DCQCN's (1.43 and 1.63): ` +
+	`Long-haul CNP's congested-period utilisation is within 1.4 % of the best at 50 % (50.2 %) and among the ` +
+	`best at 70 % (73.5 %), every large flow finishes (6 of 6, 16 of 16, 25 of 25), and their p99 comes down ` +
+	`(1.81 and 1.92) but stays above the tuned DCQCN's (1.43 and 1.63): ` +
 	`most of the mixes' congestion is at N2's 25 Gb/s ports to the receivers, a 10 ms loop from the senders, ` +
 	`where each new flow arrives at line rate for a round trip before it can be cut and the large flows ` +
 	`carry the cuts; the tuned DCQCN barely marks (K_min 5 and 20 MB) and lets the 32 MB buffers absorb it.`

@@ -96,7 +96,7 @@ func (n *Node) learnCMFlow(k FlowKey, srcRTT engine.Time) {
 		return
 	}
 	if srcRTT > 0 {
-		e.srcRTT = srcRTT
+		e.srcRTT, e.rttFromRate, e.probing = srcRTT, false, false
 	}
 }
 

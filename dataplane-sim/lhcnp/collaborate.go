@@ -23,6 +23,9 @@ func (e *flowEntry) rollRate(now, iv, win engine.Time) {
 	dt := now - e.winStart
 	e.rateBitsPerSec = e.winBytes * 8 * int64(engine.Second) / int64(dt)
 	e.rateValid = true
+	if e.probing {
+		e.answer(now, dt)
+	}
 	e.winStart, e.winBytes = now, 0
 	if now-e.peakStart >= win {
 		if now-e.peakStart >= 2*win {
@@ -34,6 +37,32 @@ func (e *flowEntry) rollRate(now, iv, win engine.Time) {
 		e.peakStart = now
 	}
 	e.peakCur = max(e.peakCur, e.rateBitsPerSec)
+}
+
+// answer checks, at the close of a measurement interval of dt ending at
+// now, whether the flow's rate answered the node's cut (a fall by half the
+// cut or more from the highest rate since the cut): its round trip to its
+// source is then at most the time from the cut to the middle of the
+// interval the fall showed in (the first of its packets sent at the new
+// rate arrived within it). An interval that began before the cut cannot
+// show it.
+func (e *flowEntry) answer(now, dt engine.Time) {
+	start := now - dt
+	if start < e.probeAt {
+		return
+	}
+	if 200*e.rateBitsPerSec > e.probeRate*(200-e.probeCut) {
+		e.probeRate = max(e.probeRate, e.rateBitsPerSec)
+		return
+	}
+	e.probing = false
+	// An answer cannot come sooner than the round trip, but later: the
+	// source's own increases can hide a small cut until a later fall. The
+	// shortest answer is the estimate.
+	rtt := max(start+dt/2-e.probeAt, 1)
+	if !e.rttFromRate || rtt < e.srcRTT {
+		e.srcRTT, e.rttFromRate = rtt, true
+	}
 }
 
 // rateNow closes the interval if it is over and returns the arrival rate,

@@ -93,11 +93,20 @@ type flowEntry struct {
 	// (fillResume), counted against the port's spare rate for a loop.
 	resumeInc int64
 	// srcRTT is the round trip from this node to the flow's source and
-	// back, learnt from the flow's CM exchange (0: not learnt).
-	srcRTT     engine.Time
-	deferring  bool
-	deferStart engine.Time
-	deferQD    int64
+	// back, learnt from the flow's CM exchange or, without one, from how
+	// soon its rate answered this node's cut (PerFlowRTT; 0: not learnt).
+	// rttFromRate says it is the latter. A probe is open from probeAt,
+	// when the node cut the flow by probeCut percent; probeRate is the
+	// highest arrival rate since (the source's rate may still be rising
+	// when the cut reaches it).
+	srcRTT              engine.Time
+	rttFromRate         bool
+	probing             bool
+	probeAt             engine.Time
+	probeRate, probeCut int64
+	deferring           bool
+	deferStart          engine.Time
+	deferQD             int64
 	// §5.7 upstream priority: upstream is 0 until looked up, then
 	// upstreamYes or upstreamNo; waiting says the deferral is the wait
 	// for an upstream node's first response, waitEnd when the last one

@@ -295,6 +295,15 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 		if m.Action == wire.ActionRateReduce {
 			e.lastReduction = rate * int64(m.Parameter) / 100
 		}
+		if q.cfg.PerFlowRTT && (e.srcRTT == 0 || e.rttFromRate) && e.lastReduction > 0 &&
+			(!e.probing || now-e.probeAt > max(4*q.minInterval, 2*e.srcRTT)) {
+			// No CM exchange seen: the round trip is how soon the
+			// flow's rate answers this cut (answer). A cut sent while
+			// one is awaited does not restart the clock (the first
+			// one's answer is still on its way) unless the awaited one
+			// is so old it is taken for lost.
+			e.probing, e.probeAt, e.probeRate, e.probeCut = true, now, rate, 100*e.lastReduction/rate
+		}
 		e.needResume, e.resumed = true, false
 		e.cutEpisode = q.episode + 1
 		e.reducedEpisode = q.episode + 1

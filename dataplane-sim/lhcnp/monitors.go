@@ -179,8 +179,24 @@ func (n *Node) AllowMark(pt *netsim.Port, p *netsim.Packet) bool {
 
 // OnDrop implements netsim.PortObserver.
 func (n *Node) OnDrop(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
-	if ps := n.portOf(pt); ps != nil {
-		ps.queues[p.Prio].counters.Drops++
+	ps := n.portOf(pt)
+	if ps == nil {
+		return
+	}
+	q := &ps.queues[p.Prio]
+	q.counters.Drops++
+	if p.Kind != netsim.KindRoCE || !p.Opcode().IsData() || p.DestQP() == wire.GSIQP {
+		return
+	}
+	// A dropped packet arrived all the same: a flow's arrival rate
+	// (§5.3.1) counts it. Counting only what the full buffer accepted,
+	// the flows of a queue at its buffer seemed to arrive at the port's
+	// rate, their rates to have fallen (an upstream response, for §5.7's
+	// suppression) and loopCut found nothing to cut (a generated far-end,
+	// seed 1002: 78 Gb/s into 11.7 Gb/s, the buffer full for 15 ms).
+	if e := n.lookupData(p); e != nil && e.port == int32(ps.idx) && e.prio == p.Prio {
+		e.rollRate(n.sim.Now(), q.cfg.MeasurementInterval, n.obsWindow(ps))
+		e.winBytes += int64(p.SizeBytes)
 	}
 }
 

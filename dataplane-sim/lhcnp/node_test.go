@@ -482,3 +482,27 @@ func TestTriggerPersistence(t *testing.T) {
 		})
 	}
 }
+
+// TestArrivalRateCountsDrops: a 10 Gb/s flow into a 5 Gb/s port whose
+// 100 KB buffer is full arrives at 10 Gb/s, though the port accepts 5: the
+// flow's arrival rate (§5.3.1) counts the packets dropped too.
+func TestArrivalRateCountsDrops(t *testing.T) {
+	cfg := testConfig(1<<30, engine.Millisecond) // no trigger
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg, noRP: true})
+	pc := l.n1Out.Config()
+	pc.BufferBytes = 100_000
+	if err := l.n1Out.SetConfig(pc); err != nil {
+		t.Fatal(err)
+	}
+	l.sim.Run(5 * engine.Millisecond)
+	if l.n1Out.Stats().DropPackets == 0 {
+		t.Fatal("no drop")
+	}
+	f, ok := l.node1.Flow(key(addrSrc4, addrDst4, 100, 200))
+	if !ok {
+		t.Fatal("no entry")
+	}
+	if r := f.ArrivalRateBitsPerSec; r < 9.5e9 || r > 10.5e9 {
+		t.Errorf("arrival rate %d b/s, want about 10 Gb/s", r)
+	}
+}

@@ -1,6 +1,7 @@
 package lhcnp
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -295,5 +296,111 @@ func TestFillResume(t *testing.T) {
 	resumes := l.node2.State(false).Ports[l.n2Out.Index()].Queues[0].Counters.SentResume
 	if got := qp.RateBitsPerSec(); got != 10e9 || qp.CeilingBitsPerSec() != 0 {
 		t.Errorf("rate %d, ceiling %d after %d Resumes; want 10 Gb/s and no ceiling", got, qp.CeilingBitsPerSec(), resumes)
+	}
+}
+
+// TestSourceRTTFromRate: with PerFlowRTT, a node that saw no CM exchange
+// of a flow learns its round trip to the source from how soon the flow's
+// rate answers the node's first cut, from 0.1 to 40 ms: within one
+// measurement interval (100 µs, the rate's resolution) of the round trip's
+// propagation. A flow whose exchange the node saw keeps the exchange's.
+func TestSourceRTTFromRate(t *testing.T) {
+	const iv = 100 * engine.Microsecond
+	for _, tt := range []struct {
+		mid  engine.Time
+		noCM bool
+	}{
+		{50 * engine.Microsecond, true}, {engine.Millisecond, true}, {5 * engine.Millisecond, true},
+		{20 * engine.Millisecond, true}, {engine.Millisecond, false},
+	} {
+		t.Run(fmt.Sprintf("%v cm %v", tt.mid.Duration(), !tt.noCM), func(t *testing.T) {
+			cfg := testConfig(200_000, 2*tt.mid)
+			cfg.Interface.Queue.Action.ResumeEnabled = false
+			cfg.Interface.Queue.PerFlowRTT = true
+			// n2's egress to dst is the bottleneck.
+			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, dstRate: 5e9, midDelay: tt.mid, cfg2: &cfg, noCM: tt.noCM})
+			prop := 2 * (tt.mid + engine.Microsecond)
+			l.sim.Run(4*prop + 5*engine.Millisecond)
+			if len(eventsOf(l.events2, EventCNPSent)) == 0 {
+				t.Fatal("no notification")
+			}
+			f, ok := l.node2.Flow(key(addrSrc4, addrDst4, 100, 200))
+			if !ok {
+				t.Fatal("no entry")
+			}
+			if f.SourceRTTFromRate != tt.noCM {
+				t.Errorf("SourceRTTFromRate %v, want %v", f.SourceRTTFromRate, tt.noCM)
+			}
+			lo, hi := prop-iv, prop+iv+5*engine.Microsecond
+			if f.SourceRTT < lo || f.SourceRTT > hi {
+				t.Errorf("SourceRTT %v, want %v to %v", f.SourceRTT, lo, hi)
+			}
+		})
+	}
+}
+
+// TestLoopSized: with PerFlowRTT a Rate Reduce is sized for the flow's loop
+// when the loop is longer than the configured gap or than four
+// measurement intervals, whichever is shorter: a node 5 ms from the
+// sources with a 10 ms gap sizes its cuts too; one 300 µs from them cuts
+// by the configured percentage.
+func TestLoopSized(t *testing.T) {
+	for _, tt := range []struct {
+		gap, loop engine.Time
+		want      bool
+	}{
+		{10 * engine.Millisecond, 5 * engine.Millisecond, true},
+		{engine.Millisecond, 2 * engine.Millisecond, true},
+		{10 * engine.Millisecond, 300 * engine.Microsecond, false},
+		{200 * engine.Microsecond, 300 * engine.Microsecond, true},
+		{engine.Millisecond, 0, false},
+	} {
+		q := &queueState{minInterval: tt.gap}
+		q.cfg.MeasurementInterval = 100 * engine.Microsecond
+		if got := q.loopSized(&flowEntry{srcRTT: tt.loop}); got != tt.want {
+			t.Errorf("gap %v, loop %v: loop-sized %v, want %v", tt.gap, tt.loop, got, tt.want)
+		}
+	}
+}
+
+// TestPerFlowRTTSeverity: at a port whose RTT_est is its 2 µs link (K_max
+// = K_base, 64 KB), a flow 2 ms away (10 Gb/s into 5 Gb/s) is Paused by
+// the draft's node every measurement interval once the queue passes 1.21
+// K_max; with PerFlowRTT its severity is the queue against the thresholds
+// of its own round trip (K_max 1.25 MB): the first notification is a Rate
+// Reduce at a low level, and a Pause comes only if the queue passes 1.21
+// times that K_max (once in the run, against the draft's tens).
+func TestPerFlowRTTSeverity(t *testing.T) {
+	var draftPauses int
+	for _, perFlow := range []bool{false, true} {
+		cfg := testConfig(0, 2*engine.Microsecond)
+		q := &cfg.Interface.Queue
+		q.KMaxMode = KMaxBDP
+		q.PerFlowRTT = perFlow
+		q.Action.ResumeEnabled = false
+		q.Action.PauseDuration = 500 * engine.Microsecond
+		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, dstRate: 5e9, midDelay: engine.Millisecond, cfg2: &cfg})
+		l.sim.Run(10 * engine.Millisecond)
+		sent := eventsOf(l.events2, EventCNPSent)
+		if len(sent) == 0 {
+			t.Fatalf("perFlow=%v: no notification", perFlow)
+		}
+		var pauses int
+		for _, e := range sent {
+			if e.Action == wire.ActionPause {
+				pauses++
+			}
+		}
+		first := sent[0]
+		switch {
+		case !perFlow && (pauses == 0 || first.CongLevel < 170):
+			t.Errorf("draft: %d pauses, first level %d; want pauses and a first level of at least 170", pauses, first.CongLevel)
+		case perFlow && (10*pauses > draftPauses || first.CongLevel >= 170 || first.Action != wire.ActionRateReduce):
+			t.Errorf("per-flow rtt: %d pauses (draft %d), first %v at level %d; want Rate Reduce below 170 and a tenth of the pauses at most",
+				pauses, draftPauses, first.Action, first.CongLevel)
+		}
+		if !perFlow {
+			draftPauses = pauses
+		}
 	}
 }

@@ -54,6 +54,19 @@ type ReactionConfig struct {
 	// HoldCheckInterval is ignored. The hold used to be re-applied every
 	// HoldCheckInterval; netsim's ceiling holds it at every increase.
 	HoldCheckInterval engine.Time
+	// CutFromEpisodeRate (a deviation, the sender's side of the node's
+	// one_cut_per_episode, docs/conformance.md) takes a Rate Reduce's
+	// percentage, and the original rate an unconditional Resume restores,
+	// from the QP's rate before the standard CNPs of the same congestion
+	// episode cut it (CNPs less than a recovery interval apart, since the
+	// last Long-haul CNP), not from the rate they left: the node sized its
+	// cut from the arrival rates it measured, which those CNPs' cuts had
+	// not reached yet, so the node's cut replaces theirs instead of
+	// compounding with them (a generated far-end's flows, cut to 1 % by
+	// the receivers' CNPs and then by 85 %, were held there and resumed to
+	// that 1 %). Off by default: §5.6 applies the percentage to the
+	// current rate.
+	CutFromEpisodeRate bool
 }
 
 // DefaultReactionConfig returns the draft's recommendations: recovery after
@@ -151,6 +164,16 @@ type ReactionPoint struct {
 	states   []*qpState
 	free     []int // slots of states whose QP was retired (OnRetire)
 	counters ReactionCounters
+	// cnpEpisodes are the QPs' standard-CNP episodes (CutFromEpisodeRate).
+	cnpEpisodes map[*netsim.QP]cnpEpisode
+}
+
+// cnpEpisode is a run of standard CNPs to one QP, each less than a
+// recovery interval after the previous one: the QP's rate before the first
+// and the time of the last.
+type cnpEpisode struct {
+	rateBitsPerSec int64
+	last           engine.Time
 }
 
 // NewReactionPoint returns a reaction point for hosts of net.
@@ -158,7 +181,7 @@ func NewReactionPoint(net *netsim.Network, cfg ReactionConfig) (*ReactionPoint, 
 	if net == nil {
 		return nil, errors.New("lhcnp: reaction point needs a network")
 	}
-	rp := &ReactionPoint{net: net, qps: map[*netsim.QP]int{}}
+	rp := &ReactionPoint{net: net, qps: map[*netsim.QP]int{}, cnpEpisodes: map[*netsim.QP]cnpEpisode{}}
 	if err := rp.ApplyConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -221,6 +244,9 @@ func (rp *ReactionPoint) stepInterval() engine.Time {
 // HandleControl implements netsim.ControlHandler.
 func (rp *ReactionPoint) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	if p.Kind == netsim.KindRoCE && (p.HdrLen < wire.BTHLen || p.Hdr[4]&wire.BTHE == 0) {
+		if rp.cfg.CutFromEpisodeRate && p.HdrLen >= wire.BTHLen {
+			rp.noteCNP(h.QP(p.DestQP()))
+		}
 		return false // a standard CNP: DCQCN
 	}
 	if p.Kind != netsim.KindRoCE && p.Kind != netsim.KindOther {
@@ -361,11 +387,41 @@ func (rp *ReactionPoint) state(q *netsim.QP) *qpState {
 	return s
 }
 
+// noteCNP records a standard CNP to q before DCQCN applies it
+// (CutFromEpisodeRate): the first of an episode keeps q's rate.
+func (rp *ReactionPoint) noteCNP(q *netsim.QP) {
+	if !q.Active() {
+		return
+	}
+	now := q.Host().Sim().Now()
+	ep, ok := rp.cnpEpisodes[q]
+	if !ok || now-ep.last > rp.recoveryInterval() {
+		ep.rateBitsPerSec = q.RateBitsPerSec()
+	}
+	ep.last = now
+	rp.cnpEpisodes[q] = ep
+}
+
+// episodeRate is the rate a Rate Reduce or an unconditional Resume counts
+// from: q's current rate, or with CutFromEpisodeRate its rate before the
+// standard CNPs of the episode under way when that is higher.
+func (rp *ReactionPoint) episodeRate(q *netsim.QP, now engine.Time) int64 {
+	cur := q.RateBitsPerSec()
+	if !rp.cfg.CutFromEpisodeRate {
+		return cur
+	}
+	if ep, ok := rp.cnpEpisodes[q]; ok && now-ep.last <= rp.recoveryInterval() {
+		return max(cur, ep.rateBitsPerSec)
+	}
+	return cur
+}
+
 // OnRetire implements netsim.RetireObserver: the reaction state of a
 // retired flow's QP is dropped and its slot reused, so the reaction point
 // keeps no reference to the QP and its state stays bounded by the flows
 // running.
 func (rp *ReactionPoint) OnRetire(f *netsim.Flow) {
+	delete(rp.cnpEpisodes, f.Sender)
 	i, ok := rp.qps[f.Sender]
 	if !ok {
 		return
@@ -394,12 +450,19 @@ func (rp *ReactionPoint) apply(q *netsim.QP, m *wire.LongHaul) {
 		rp.armRecovery(s, idx, now)
 	case wire.ActionRateReduce:
 		rp.counters.AcceptedRateReduce++
-		cur := q.RateBitsPerSec()
+		cur := rp.episodeRate(q, now)
+		// The standard CNPs after this cut open an episode of their own.
+		delete(rp.cnpEpisodes, q)
 		if !r.Reduced {
 			r.NormalBitsPerSec = cur
 			r.Reduced = true
 		}
 		next := cur * int64(100-m.Parameter) / 100
+		if c := r.CeilingBitsPerSec; c > 0 && next > c {
+			// CutFromEpisodeRate: above the hold of the last cut, which
+			// the standard CNPs since then undercut.
+			rp.setCeiling(s, next)
+		}
 		q.SetRate(next, next)
 		next = q.RateBitsPerSec() // clamped to the minimum rate
 		r.PreCutBitsPerSec, r.LastReductionBitsPerSec = cur, cur-next

@@ -479,3 +479,68 @@ func TestReactionForgetsRetiredQP(t *testing.T) {
 		t.Errorf("new QP's reaction %+v (tracked %v), want reduced", r, ok)
 	}
 }
+
+// standardCNP returns a receiver's CNP (DCQCN's, E = 0) from l's
+// destination to its source's QP.
+func standardCNP(l *line) *netsim.Packet {
+	c := l.net.NewPacket()
+	c.Kind = netsim.KindRoCE
+	c.SizeBytes = 64
+	c.Src, c.Dst = l.dst.ID(), l.src.ID()
+	c.Flow = l.flow.ID
+	c.ECN = netsim.ECNNotECT
+	c.SetBTH(&wire.BTH{Opcode: wire.OpCNP, PKey: 0xFFFF, Byte4: wire.BTHBECN, DestQP: l.flow.Sender.QPN})
+	return c
+}
+
+// TestCutFromEpisodeRate: receivers' CNPs cut a 10 Gb/s QP, then a node's
+// Rate Reduce 80 arrives. By default (§5.6) it cuts the rate the CNPs left
+// and an unconditional Resume restores that rate; with CutFromEpisodeRate
+// the cut counts from the 10 Gb/s before the CNPs (the node's cut replaces
+// theirs: 2 Gb/s, held), and the Resume restores 10 Gb/s. CNPs of an
+// episode over (more than a recovery interval before the cut) are not
+// counted.
+func TestCutFromEpisodeRate(t *testing.T) {
+	rr := wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 80, SourceQP: 100}
+	resume := wire.LongHaul{CongLevel: 20, Action: wire.ActionResume, Parameter: 0, SourceQP: 100}
+	for _, tt := range []struct {
+		desc     string
+		on       bool
+		idle     engine.Time // between the CNPs and the Rate Reduce
+		wantBase func(afterCNPs int64) int64
+	}{
+		{desc: "draft: from the rate the cnps left", wantBase: func(r int64) int64 { return r }},
+		{desc: "option: from the rate before the cnps", on: true, wantBase: func(int64) int64 { return 10e9 }},
+		{desc: "option: an episode over is not counted", on: true, idle: 3 * engine.Millisecond,
+			wantBase: func(r int64) int64 { return r }},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			rc := DefaultReactionConfig()
+			rc.TrustedSources = trusted(false)
+			rc.RTTEst = 100 * engine.Millisecond // no recovery during the test
+			rc.RecoveryInterval = engine.Millisecond
+			rc.CutFromEpisodeRate = tt.on
+			l := newLine(t, lineOpts{dcqcn: true, rc: rc})
+			waitActive(t, l)
+			q := l.flow.Sender
+			for range 3 {
+				deliver(t, l, l.n1, standardCNP(l))
+			}
+			if q.CNPs() != 3 || q.RateBitsPerSec() >= 10e9 {
+				t.Fatalf("after 3 cnps: %d cnps, rate %d", q.CNPs(), q.RateBitsPerSec())
+			}
+			// DCQCN's own increases (the idle case) are held off by the
+			// Rate Reduce's ceiling only from the cut on.
+			l.sim.Run(l.sim.Now() + tt.idle)
+			base := tt.wantBase(q.RateBitsPerSec())
+			deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2, rr))
+			if want := base * 20 / 100; q.RateBitsPerSec() != want || q.CeilingBitsPerSec() != want {
+				t.Errorf("after rate reduce 80: rate %d, ceiling %d, want both %d", q.RateBitsPerSec(), q.CeilingBitsPerSec(), want)
+			}
+			deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2, resume))
+			if q.RateBitsPerSec() != base {
+				t.Errorf("after resume 0: rate %d, want %d", q.RateBitsPerSec(), base)
+			}
+		})
+	}
+}

@@ -145,8 +145,11 @@ type FlowState struct {
 	Deferring             bool
 	AwaitingResume        bool
 	// SourceRTT is the node's round trip to the flow's source, learnt
-	// from its CM exchange (0: not learnt); PerFlowRTT uses it.
-	SourceRTT engine.Time
+	// from its CM exchange or, with PerFlowRTT and no exchange seen, from
+	// how soon the flow's rate answered the node's cut
+	// (SourceRTTFromRate); 0: not learnt. PerFlowRTT uses it.
+	SourceRTT         engine.Time
+	SourceRTTFromRate bool
 }
 
 // CollaborativeState is the state of collaborative suppression.
@@ -223,7 +226,8 @@ func (n *Node) idle(e *flowEntry, now engine.Time) bool {
 func (n *Node) flowState(e *flowEntry, now engine.Time) FlowState {
 	f := FlowState{Key: e.key, Learned: e.from, FirstSeen: e.firstSeen, LastSeen: e.lastSeen,
 		Packets: e.packets, Bytes: e.bytes, QueuedBytes: e.queued, Notifications: e.notifications,
-		Deferring: e.deferring, AwaitingResume: e.needResume, SourceRTT: e.srcRTT}
+		Deferring: e.deferring, AwaitingResume: e.needResume, SourceRTT: e.srcRTT,
+		SourceRTTFromRate: e.rttFromRate}
 	if e.hasCNP {
 		f.LastCNPTime = e.lastCNP
 	}

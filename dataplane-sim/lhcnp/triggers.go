@@ -141,7 +141,13 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 		// action is the queue's own (its depth against K_min and K_max),
 		// whatever the trigger: a fast-growing or heavily marked queue
 		// below K_max gets the default action, never a first Pause.
-		m.Action, m.Parameter = policy(&q.cfg.Action, int(levelQD(q.qd, q.kmin, q.kmax)))
+		qdLevel := n.flowLevel(ps, q, e)
+		if t == TriggerQD {
+			// At least 1: a Rate Reduce at level 0 is inconsistent
+			// (§9, the reaction point drops it), and the trigger held.
+			m.CongLevel = max(qdLevel, 1)
+		}
+		m.Action, m.Parameter = policy(&q.cfg.Action, int(qdLevel))
 		if q.cfg.PerFlowRTT && e.reducedEpisode == q.episode+1 && q.qgrAt(now) < 0 {
 			// The node's last cut of the flow, a round trip ago, works:
 			// the queue falls. A queue that filled the buffer stays
@@ -150,7 +156,7 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 			q.counters.SuppressedFlowInterval++
 			continue
 		}
-		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && e.srcRTT > q.minInterval && !e.rateValid {
+		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && q.loopSized(e) && !e.rateValid {
 			// One cut per round trip, sized from the flows' rates
 			// (loopCut): the flow's first measurement interval is not
 			// over yet.
@@ -162,7 +168,7 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 			}
 			continue
 		}
-		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && e.srcRTT > q.minInterval {
+		if m.Action == wire.ActionRateReduce && q.cfg.PerFlowRTT && q.loopSized(e) {
 			// One cut per round trip to the source, longer than the
 			// gap the configured percentage repeats at: the cut is
 			// sized for the loop (loopCut). Within an episode the node
@@ -247,6 +253,37 @@ func (n *Node) loopCut(ps *portState, q *queueState, e *flowEntry, now engine.Ti
 	}
 	return uint16(min(99, math.Ceil(p)))
 }
+
+// flowLevel is the congestion level of the queue's depth for flow e: against
+// the port's K_min and K_max (§5.3.2, from the port's RTT_est), or with
+// PerFlowRTT, when the flow's round trip to its source is longer than the
+// port's RTT_est and K_max is the BDP's, against the thresholds the same
+// formula gives for the flow's round trip (§5.8): a queue that is severe
+// for a port's 2 µs link next to the receivers (K_max = K_base) is a
+// fraction of the bandwidth-delay product of a flow 10 ms away, and
+// Pausing that flow for it idles the port for a whole loop.
+func (n *Node) flowLevel(ps *portState, q *queueState, e *flowEntry) uint8 {
+	if !q.cfg.PerFlowRTT || e.srcRTT <= ps.rtt || q.cfg.KMaxMode != KMaxBDP {
+		return levelQD(q.qd, q.kmin, q.kmax)
+	}
+	kmax, kmin := thresholds(&q.cfg, ps.rateBitsPerSec, e.srcRTT)
+	return levelQD(q.qd, kmin, kmax)
+}
+
+// loopSized reports whether a Rate Reduce to e is sized for its loop
+// (loopCut, PerFlowRTT): when the flow's round trip to its source is longer
+// than the configured gap, or than loopMIs measurement intervals (a loop
+// long enough for the rates loopCut reads to have settled between two
+// cuts: the node cuts once per loop either way, and a fixed percentage per
+// loop left a generated mid-WAN node, 5 ms from the senders with a 10 ms
+// gap, at its full buffer for 150 ms).
+func (q *queueState) loopSized(e *flowEntry) bool {
+	return e.srcRTT > min(q.minInterval, loopMIs*q.cfg.MeasurementInterval)
+}
+
+// loopMIs is how many measurement intervals a flow's loop must exceed for
+// loopSized.
+const loopMIs = 4
 
 // intervalFor is the minimum time between two notifications to e (§5.5):
 // with PerFlowRTT its round trip to its source when learnt plus one

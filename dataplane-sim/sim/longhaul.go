@@ -155,6 +155,13 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		rc.RecoveryInterval = engine.FromDuration(p.RecoveryInterval)
 		// recovery_step is bits per second added per tick, as written.
 		rc.RecoveryStepBitsPerSec = int64(p.RecoveryStep)
+		// The sender's side of one_cut_per_episode with per_flow_rtt:
+		// the node's cut, sized from the arrival rates it measured
+		// (loopCut), replaces the receivers' CNPs' cuts of the same
+		// episode. A fixed percentage (one_cut alone) is not sized
+		// from anything: counted from the rate before those cuts it
+		// undid them (mid-wan 89 % -> 61 %).
+		rc.CutFromEpisodeRate = p.OneCutPerEpisode && p.PerFlowRTT
 		rp, err := lhcnp.NewReactionPoint(env.Net, rc)
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name(), err)
