@@ -75,8 +75,8 @@ func TestParseErrors(t *testing.T) {
 		{"seeds backwards", "train_seeds: {from: 1, to: 16}", "train_seeds: {from: 16, to: 1}",
 			"f.yaml:22: train_seeds: impossible range: from 16 is above to 1"},
 		{"no judgement cycle", "min_judgements: 40", "min_judgements: 0", "f.yaml:20: min_judgements: 0 is outside 1..10000"},
-		{"packet budget too small", "max_packets: 1000000", "max_packets: 10", "f.yaml:19: max_packets: 10 is outside"},
-		{"packet budget missing", "max_packets: 1000000 ", "", "f.yaml:9: max_packets: missing"},
+		{"packet budget too small", "max_packets: 300000", "max_packets: 10", "f.yaml:19: max_packets: 10 is outside"},
+		{"packet budget missing", "max_packets: 300000 ", "", "f.yaml:9: max_packets: missing"},
 		{"unknown congestion point", "congestion: [near-source, mid-wan, far-end, two]", "congestion: [near-source, middle]",
 			`f.yaml:13: congestion[1]: "middle" is not one of`},
 		{"unknown key", "ip: [v4, v6]", "ipv: [v4, v6]", "f.yaml:15: ipv: unknown key"},
@@ -109,9 +109,10 @@ func TestDuration(t *testing.T) {
 		rtt  time.Duration
 		want time.Duration
 	}{
-		{10 * scenario.Gbps, 10 * time.Millisecond, 2 * time.Second},          // 200 RTT: 0.76e6 packets of 4 KB
-		{400 * scenario.Gbps, 40 * time.Millisecond, 1688 * time.Millisecond}, // 40 cycles of 42.2 ms: above the budget's 1.31 s
-		{100 * scenario.Gbps, 20 * time.Millisecond, 1311 * time.Millisecond}, // the budget: 1e6 packets of 16 KB
+		{10 * scenario.Gbps, 2 * time.Millisecond, 400 * time.Millisecond},    // 200 RTT: 1.2e5 packets of 4 KB
+		{10 * scenario.Gbps, 10 * time.Millisecond, 983 * time.Millisecond},   // the budget: 3e5 packets of 4 KB (98 RTT)
+		{400 * scenario.Gbps, 40 * time.Millisecond, 1688 * time.Millisecond}, // 40 cycles of 42.2 ms, above the budget's 0.39 s
+		{100 * scenario.Gbps, 20 * time.Millisecond, 888 * time.Millisecond},  // 40 cycles of 22.2 ms, above the budget's 0.39 s
 		{10 * scenario.Gbps, 500 * time.Microsecond, 108 * time.Millisecond},  // 40 cycles of 2.7 ms (216 RTT)
 	} {
 		got := s.Duration(tt.rate, tt.rtt)
