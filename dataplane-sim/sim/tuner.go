@@ -245,8 +245,11 @@ func (t *tunerLoop) minSpan() engine.Time { return engine.Time(t.base.MinSamples
 // trim keeps the samples a window or a judge window can still need.
 func (t *tunerLoop) trim(q *tunedQueue, now, rtt engine.Time) {
 	keep := 2*max(t.windowLen(rtt), t.judgeLen(rtt)) + 2*t.interval
-	if p := q.pending; p != nil {
-		keep = max(keep, now-p.appliedAt+2*t.interval) // a search's longer judge window
+	if p := q.pending; p != nil && p.commit.Search {
+		// A search experiment's judge window is longer than the rules'
+		// (search_judge_rtt): kept whole. The rules' commits keep what
+		// they always had, so their runs do not change.
+		keep = max(keep, now-p.appliedAt+2*t.interval)
 	}
 	from := simTime(now - keep)
 	i := 0
