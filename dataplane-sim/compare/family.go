@@ -31,6 +31,29 @@ var EvalMechanisms = []string{"long-haul-cnp", "long-haul-cnp" + TunerSuffix}
 // points between them).
 var FinerVGrowthShares = []float64{0, 0.01, 0.03, 0.1, 0.3, 1}
 
+// EvalTuner is the closed loop's configuration in a family evaluation:
+// the policy with its online search on (search_after_rtt; rule search,
+// docs/tuner.md "The search"), where the policy's default leaves it off.
+var EvalTuner = scenario.Tuner{SearchAfterRTT: 0}
+
+// evalTunerVariant is the tuner's row with EvalTuner's search.
+func evalTunerVariant() Variant {
+	v := tunerVariant
+	v.Apply = func(ctx context.Context, sc *scenario.Scenario, scratch string) (*scenario.Scenario, string, error) {
+		c, note, err := tunerVariant.Apply(ctx, sc, scratch)
+		if err != nil {
+			return nil, "", err
+		}
+		t := *c.Tuner
+		if t.SearchAfterRTT == 0 {
+			t.SearchAfterRTT = EvalTuner.SearchAfterRTT
+		}
+		c.Tuner = &t
+		return c, note, nil
+	}
+	return v
+}
+
 // EvalRow is one scenario of a family evaluation.
 type EvalRow struct {
 	Draw famspec.Draw
@@ -92,7 +115,7 @@ func evalOne(ctx context.Context, s *famspec.Spec, set string, seed int64, outDi
 	if err != nil {
 		return EvalRow{}, err
 	}
-	o := Options{Mechanisms: EvalMechanisms, SummaryOnly: true}
+	o := Options{Mechanisms: EvalMechanisms, SummaryOnly: true, Variants: []Variant{evalTunerVariant()}}
 	res, err := Run(ctx, []*scenario.Scenario{sc}, outDir, o)
 	if err != nil {
 		return EvalRow{}, err

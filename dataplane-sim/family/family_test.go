@@ -5,6 +5,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
 
 const specFile = "../../scenarios/family/tuner.yaml"
@@ -63,10 +66,17 @@ func TestParseErrors(t *testing.T) {
 			"f.yaml:10: link_rate: impossible range: min 400Gbps is above max 10Gbps"},
 		{"outside what the generator builds", "overload: {min: 1.1, max: 8}", "overload: {min: 0.5, max: 8}",
 			"f.yaml:12: overload.min: 0.5 is outside what the generator builds, 1..16"},
-		{"overlapping seeds", "test_seeds: {from: 1001, to: 1032}", "test_seeds: {from: 10, to: 40}",
-			"f.yaml:21: test_seeds: 10..40 overlaps train_seeds 1..16 (at 10)"},
+		{"overlapping seeds", "test_seeds: {from: 2001, to: 2032}", "test_seeds: {from: 10, to: 40}",
+			"f.yaml:23: test_seeds: 10..40 overlaps train_seeds 1..16 (at 10)"},
+		{"the retired held-out set again", "test_seeds: {from: 2001, to: 2032}", "test_seeds: {from: 1001, to: 1032}",
+			"f.yaml:23: test_seeds: 1001..1032 overlaps retired_seeds 1001..1032 (at 1001): a retired set's results were seen"},
+		{"overlapping the retired set in part", "test_seeds: {from: 2001, to: 2032}", "test_seeds: {from: 1030, to: 1061}",
+			"f.yaml:23: test_seeds: 1030..1061 overlaps retired_seeds 1001..1032 (at 1030)"},
 		{"seeds backwards", "train_seeds: {from: 1, to: 16}", "train_seeds: {from: 16, to: 1}",
-			"f.yaml:20: train_seeds: impossible range: from 16 is above to 1"},
+			"f.yaml:22: train_seeds: impossible range: from 16 is above to 1"},
+		{"no judgement cycle", "min_judgements: 40", "min_judgements: 0", "f.yaml:20: min_judgements: 0 is outside 1..10000"},
+		{"packet budget too small", "max_packets: 300000", "max_packets: 10", "f.yaml:19: max_packets: 10 is outside"},
+		{"packet budget missing", "max_packets: 300000 ", "", "f.yaml:9: max_packets: missing"},
 		{"unknown congestion point", "congestion: [near-source, mid-wan, far-end, two]", "congestion: [near-source, middle]",
 			`f.yaml:13: congestion[1]: "middle" is not one of`},
 		{"unknown key", "ip: [v4, v6]", "ipv: [v4, v6]", "f.yaml:15: ipv: unknown key"},
@@ -83,6 +93,35 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestDuration: a run lasts DurationRTT round trips, shortened to the
+// packet budget, never under MinJudgements judgement cycles; load steps
+// then have MinJudgements/2 cycles on each side.
+func TestDuration(t *testing.T) {
+	s, err := LoadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		rate scenario.Rate
+		rtt  time.Duration
+		want time.Duration
+	}{
+		{10 * scenario.Gbps, 2 * time.Millisecond, 400 * time.Millisecond},    // 200 RTT: 1.2e5 packets of 4 KB
+		{10 * scenario.Gbps, 10 * time.Millisecond, 983 * time.Millisecond},   // the budget: 3e5 packets of 4 KB (98 RTT)
+		{400 * scenario.Gbps, 40 * time.Millisecond, 1688 * time.Millisecond}, // 40 cycles of 42.2 ms, above the budget's 0.39 s
+		{100 * scenario.Gbps, 20 * time.Millisecond, 888 * time.Millisecond},  // 40 cycles of 22.2 ms, above the budget's 0.39 s
+		{10 * scenario.Gbps, 500 * time.Microsecond, 108 * time.Millisecond},  // 40 cycles of 2.7 ms (216 RTT)
+	} {
+		got := s.Duration(tt.rate, tt.rtt)
+		if got != tt.want {
+			t.Errorf("%v, RTT %v: %v, want %v", tt.rate, tt.rtt, got, tt.want)
+		}
+		if cycles := float64(got) / float64(Judgement(tt.rtt)); cycles < float64(s.MinJudgements)-0.5 {
+			t.Errorf("%v, RTT %v: %.1f judgement cycles", tt.rate, tt.rtt, cycles)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
 )
 
 // Draw is what a seed drew: the scenario's shape in the family's terms
@@ -79,13 +80,41 @@ func (s *Spec) Generate(set string, seed int64) (Draw, []byte, *scenario.Scenari
 	if r.Float64() < s.WebSearch {
 		d.WebSearch = math.Round(logUniform(r, s.WebSearchLoad.Min, s.WebSearchLoad.Max)*100) / 100
 	}
-	d.Duration = max(s.MinDuration, time.Duration(s.DurationRTT*float64(d.RTT))).Round(time.Millisecond)
+	d.Duration = s.Duration(d.Rate, d.RTT)
 	text := build(s.Name, d, r)
 	sc, err := scenario.Parse(fmt.Sprintf("%s-%s-%d.yaml", s.Name, set, seed), text)
 	if err != nil {
 		return d, text, nil, fmt.Errorf("family %s seed %d (%s): the generated scenario does not load: %w", s.Name, seed, d.Short(), err)
 	}
 	return d, text, sc, nil
+}
+
+// Judgement is one judgement cycle of the closed-loop tuner on a queue
+// whose RTT_est is rtt: the Set's delay (sim.DefaultSetDelay, the measured
+// push) and the judge window of one RTT_est after it. A tuner that
+// searches (one experiment per commit) gets one experiment per cycle.
+func Judgement(rtt time.Duration) time.Duration { return sim.DefaultSetDelay + rtt }
+
+// MTU is the RDMA MTU of a scenario whose bottleneck runs at rate: 4 KB
+// at 25 Gbit/s and below, growing with the rate to 64 KB at 400 Gbit/s and
+// above, so a run's packets per second stay bounded.
+func MTU(rate scenario.Rate) int64 {
+	return int64(4096 * math.Min(16, math.Max(1, math.Round(float64(rate)/25e9))))
+}
+
+// Duration is the length of a run at the bottleneck's rate and the WAN's
+// round trip rtt: DurationRTT round trips, shortened to what MaxPackets
+// packets of the MTU take at the rate (the per-run budget: a 40 ms round
+// trip at 400 Gbit/s would otherwise simulate 8 s), but never under
+// MinJudgements judgement cycles (Judgement) nor MinDuration; whole
+// milliseconds.
+func (s *Spec) Duration(rate scenario.Rate, rtt time.Duration) time.Duration {
+	d := time.Duration(s.DurationRTT * float64(rtt))
+	if s.MaxPackets > 0 && rate > 0 {
+		d = min(d, time.Duration(float64(s.MaxPackets)*float64(8*MTU(rate))/float64(rate)*1e9))
+	}
+	d = max(d, time.Duration(s.MinJudgements)*Judgement(rtt), s.MinDuration)
+	return d.Round(time.Millisecond)
 }
 
 // rate formats a rate in Mbit/s (exact for the drawn values).
@@ -107,7 +136,9 @@ func size(b float64) string { return fmt.Sprintf("%dKB", int64(math.Max(64, math
 // with N senders whose host links H = overload·R/N offer the overload,
 // and F fast enough never to congest. Every switch is a Long-haul CNP
 // node with the draft's defaults and RTT_est the WAN's round trip; buffers hold four BDPs of the
-// bottleneck. Steps come half-way.
+// bottleneck. Load and RTT steps come half-way (Duration gives each half
+// at least MinJudgements/2 judgement cycles); joins and leaves on slots
+// an eighth of the run apart, from a quarter of it.
 func build(family string, d Draw, r *rand.Rand) []byte {
 	R := float64(d.Rate)
 	n := 2 + r.IntN(7) // 2..8 senders
@@ -123,9 +154,7 @@ func build(family string, d Draw, r *rand.Rand) []byte {
 	buf := size(math.Max(4e6, 4*bdp))
 	hostBuf := size(math.Max(4e6, bdp))
 	half := d.Duration / 2
-	// Packets per run bounded: the RDMA MTU grows with the rate (4 KB at
-	// 25 Gbit/s and below, 64 KB at 400 Gbit/s and above).
-	mtu := int64(4096 * math.Min(16, math.Max(1, math.Round(R/25e9))))
+	mtu := MTU(d.Rate)
 	sample := max(10*time.Microsecond, (d.RTT / 40).Truncate(time.Microsecond))
 
 	var b strings.Builder
@@ -221,9 +250,15 @@ func build(family string, d Draw, r *rand.Rand) []byte {
 		case d.Step == StepLoadDown && i > n-late:
 			stop = half + time.Duration(i-1)*time.Microsecond
 		case d.Step == StepJoinLeave && i > 1:
-			st = time.Duration(r.Float64() * 0.6 * float64(d.Duration))
+			// Joins and leaves on slots an eighth of the run apart
+			// (at least 5 judgement cycles), none in the first quarter
+			// (the tuner has had 10 judgements first): a join at 1/4,
+			// 3/8, 1/2 or 5/8 of the run, half of them leaving 1-3
+			// slots later.
+			slot := d.Duration / 8
+			st = 2*slot + time.Duration(r.IntN(4))*slot + time.Duration(i-1)*time.Microsecond
 			if r.IntN(2) == 0 {
-				stop = st + time.Duration((0.2+0.3*r.Float64())*float64(d.Duration))
+				stop = st + time.Duration(1+r.IntN(3))*slot
 			}
 		}
 		p("    - {name: f%d, src: s%d, dst: r1, src_qp: %d, dst_qp: %d, start: %s", i, i, 100+i, 200+i, us(st))

@@ -78,11 +78,18 @@ type Spec struct {
 	// traffic (at WebSearchLoad of the bottleneck's rate).
 	WebSearch     float64
 	WebSearchLoad Range[float64]
-	// DurationRTT is each run's length in WAN round trips (at least
-	// MinDuration).
-	DurationRTT float64
-	MinDuration time.Duration
-	Train, Test Seeds
+	// DurationRTT is each run's length in WAN round trips, shortened to
+	// MaxPackets packets of the bottleneck's MTU at its rate, but never
+	// under MinJudgements judgement cycles (Judgement) nor MinDuration
+	// (Duration).
+	DurationRTT   float64
+	MinDuration   time.Duration
+	MinJudgements int
+	MaxPackets    int64
+	Train, Test   Seeds
+	// Retired are seeds whose results were seen (a held-out set used up):
+	// never a test seed again (zero: none).
+	Retired Seeds
 }
 
 // Error is a bad family spec: the file, the line and the key.
@@ -312,8 +319,8 @@ func Parse(file string, data []byte) (*Spec, error) {
 		return nil, &Error{File: file, Key: "(document)", Msg: "empty"}
 	}
 	keys := []string{"name", "link_rate", "wan_rtt", "overload", "congestion", "steps", "ip", "web_search",
-		"web_search_load", "duration_rtt", "min_duration", "train_seeds", "test_seeds"}
-	m := p.mapping(doc.Content[0], "", keys...)
+		"web_search_load", "duration_rtt", "min_duration", "min_judgements", "max_packets", "train_seeds", "test_seeds"}
+	m := p.mapping(doc.Content[0], "", append(keys, "retired_seeds")...)
 	s := &Spec{File: file}
 	for _, k := range keys {
 		if _, ok := m[k]; !ok && doc.Content[0].Kind == yaml.MappingNode {
@@ -373,14 +380,40 @@ func Parse(file string, data []byte) (*Spec, error) {
 			s.MinDuration = v
 		}
 	}
+	if n, ok := m["min_judgements"]; ok {
+		if v, good := p.integer(n, "min_judgements"); good {
+			if v < 1 || v > 10_000 {
+				p.bad(n, "min_judgements", "%d is outside 1..10000 judgement cycles", v)
+			}
+			s.MinJudgements = int(v)
+		}
+	}
+	if n, ok := m["max_packets"]; ok {
+		if v, good := p.integer(n, "max_packets"); good {
+			if v < 10_000 || v > 1_000_000_000 {
+				p.bad(n, "max_packets", "%d is outside 10000..1000000000 packets", v)
+			}
+			s.MaxPackets = v
+		}
+	}
 	if n, ok := m["train_seeds"]; ok {
 		s.Train = p.seeds(n, "train_seeds")
 	}
+	var retired *yaml.Node
+	if n, ok := m["retired_seeds"]; ok {
+		s.Retired, retired = p.seeds(n, "retired_seeds"), n
+	}
 	if n, ok := m["test_seeds"]; ok {
 		s.Test = p.seeds(n, "test_seeds")
-		if len(p.errs) == 0 && s.Test.From <= s.Train.To && s.Train.From <= s.Test.To {
+		overlaps := func(o Seeds) bool { return s.Test.From <= o.To && o.From <= s.Test.To }
+		switch {
+		case len(p.errs) > 0:
+		case overlaps(s.Train):
 			p.bad(n, "test_seeds", "%d..%d overlaps train_seeds %d..%d (at %d): a held-out seed must never be a training seed",
 				s.Test.From, s.Test.To, s.Train.From, s.Train.To, max(s.Test.From, s.Train.From))
+		case retired != nil && overlaps(s.Retired):
+			p.bad(n, "test_seeds", "%d..%d overlaps retired_seeds %d..%d (at %d): a retired set's results were seen, it is held out no more",
+				s.Test.From, s.Test.To, s.Retired.From, s.Retired.To, max(s.Test.From, s.Retired.From))
 		}
 	}
 	if len(p.errs) > 0 {

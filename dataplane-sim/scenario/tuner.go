@@ -13,9 +13,12 @@ import (
 // is derived from the queue's port's RTT_est (Period and Window a tenth,
 // JudgeWindow one, Cooldown a half); SetDelay 0 means the gNMI target's
 // measured Set latency (2 ms). Zero weights keep the policy's.
+// SearchAfterRTT turns the policy's online search on (its
+// search_after_rtt; 0: the policy's default).
 type Tuner struct {
 	Period, Window, JudgeWindow, Cooldown, SetDelay time.Duration
 	Weights                                         TunerWeights
+	SearchAfterRTT                                  float64
 }
 
 // TunerWeights are the objective's weights (0: the policy's default).
@@ -33,7 +36,7 @@ func (l *loader) tuner(n *yaml.Node) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // "tuner:" alone: every default
 	}
-	o := l.d.object(n, "tuner", "period", "window", "judge_window", "cooldown", "set_delay", "weights")
+	o := l.d.object(n, "tuner", "period", "window", "judge_window", "cooldown", "set_delay", "weights", "search_after_rtt")
 	if o == nil {
 		return
 	}
@@ -42,6 +45,7 @@ func (l *loader) tuner(n *yaml.Node) {
 	o.setDuration("judge_window", &t.JudgeWindow, false)
 	o.setDuration("cooldown", &t.Cooldown, false)
 	o.setDuration("set_delay", &t.SetDelay, false)
+	o.setFloat("search_after_rtt", &t.SearchAfterRTT, 0, 1e6)
 	if wn := o.get("weights"); wn != nil {
 		w := l.d.object(wn, "tuner.weights", "utilisation", "delay", "loss", "notifications")
 		if w == nil {

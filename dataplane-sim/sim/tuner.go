@@ -138,6 +138,7 @@ func installTuner(env *Env, m *LongHaulCNP, spec scenario.Tuner) {
 	set(&w.Delay, spec.Weights.Delay)
 	set(&w.Loss, spec.Weights.Loss)
 	set(&w.Notifications, spec.Weights.Notifications)
+	set(&base.SearchAfterRTT, spec.SearchAfterRTT)
 	if spec.SetDelay == 0 {
 		spec.SetDelay = DefaultSetDelay
 	}
@@ -244,6 +245,12 @@ func (t *tunerLoop) minSpan() engine.Time { return engine.Time(t.base.MinSamples
 // trim keeps the samples a window or a judge window can still need.
 func (t *tunerLoop) trim(q *tunedQueue, now, rtt engine.Time) {
 	keep := 2*max(t.windowLen(rtt), t.judgeLen(rtt)) + 2*t.interval
+	if p := q.pending; p != nil && p.commit.Search {
+		// A search experiment's judge window is longer than the rules'
+		// (search_judge_rtt): kept whole. The rules' commits keep what
+		// they always had, so their runs do not change.
+		keep = max(keep, now-p.appliedAt+2*t.interval)
+	}
 	from := simTime(now - keep)
 	i := 0
 	for i < len(q.samples) && q.samples[i].Time.Before(from) {
@@ -322,6 +329,9 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 		Before: d.Before, After: d.After, Outcome: "pending"})
 	delay := engine.FromDuration(t.spec.SetDelay)
 	judge := t.judgeLen(rtt)
+	if d.JudgeRTT > 0 { // a search experiment's longer judge window
+		judge = max(judge, engine.Time(d.JudgeRTT*float64(rtt)))
+	}
 	q.pending = &tunerPending{log: len(*log) - 1, commit: policy.CommitOf(d, w), appliedAt: now + delay,
 		judgeAt: now + delay + judge, giveUp: now + delay + 3*judge}
 	after := d.After

@@ -275,3 +275,35 @@ func editLongHaul(sc *scenario.Scenario, edit func(*scenario.LongHaulCNP)) {
 	edit(&p)
 	sc.Mechanism.Params = p
 }
+
+// TestTunerSearchJudged: with the search on (tuner.search_after_rtt), the
+// closed loop's experiments are judged over their own judge window
+// (search_judge_rtt RTT_est: the samples of the whole window are kept),
+// not rolled back for want of a window.
+func TestTunerSearchJudged(t *testing.T) {
+	sc := load(t, "compare/mid-wan.yaml")
+	sc.Tuner = &scenario.Tuner{SearchAfterRTT: 4}
+	var m *LongHaulCNP
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(150*time.Millisecond), WithoutPlots(),
+		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+		t.Fatal(err)
+	}
+	judged := 0
+	for _, c := range m.Tuner {
+		if c.Rule != policy.RuleSearch {
+			continue
+		}
+		if c.Outcome == "rolled-back" && c.Judgement == "" {
+			t.Errorf("%s %s at %v: rolled back unjudged", c.Node, c.Port, c.At)
+		}
+		if c.Judgement != "" {
+			judged++
+			if !strings.HasPrefix(c.Judgement, "search: ") {
+				t.Errorf("%s %s at %v: judged as %q, want the search's judgement", c.Node, c.Port, c.At, c.Judgement)
+			}
+		}
+	}
+	if judged == 0 {
+		t.Errorf("no search experiment judged in %d changes", len(m.Tuner))
+	}
+}

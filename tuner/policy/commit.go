@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Commit is a change made to one queue and awaiting its judgement. The
 // tuner service (a confirmed commit on the switch: confirmed when kept, the
@@ -17,12 +20,17 @@ type Commit struct {
 	Before                 Metrics
 	DecidedAt              time.Time
 	FromEffectiveKMaxBytes int64
+	// Search: an experiment of the online search, kept only when the
+	// judge window's objective beats Baseline by SearchGain; JudgeRTT is
+	// the judge window it asks for, in RTT_est (0: the caller's).
+	Search             bool
+	Baseline, JudgeRTT float64
 }
 
 // CommitOf is the commit of decision d, decided on window w.
 func CommitOf(d Decision, w Window) Commit {
 	return Commit{Direction: d.Direction, From: d.Before, To: d.After, Before: d.Metrics, DecidedAt: w.End,
-		FromEffectiveKMaxBytes: w.EffectiveKMaxBytes}
+		FromEffectiveKMaxBytes: w.EffectiveKMaxBytes, Search: d.Rule == RuleSearch, Baseline: d.Baseline, JudgeRTT: d.JudgeRTT}
 }
 
 // Judgement is a commit's judgement on one judge window.
@@ -46,6 +54,17 @@ func (c Commit) Judge(cfg Config, w Window) Judgement {
 		return Judgement{Wait: true, Verdict: Verdict{Reason: reason}}
 	}
 	m := Measure(w)
+	if c.Search {
+		ja := Objective(m, cfg.Weights)
+		v := Verdict{Keep: ja <= c.Baseline*(1-cfg.SearchGain), Before: c.Baseline, After: ja}
+		v.Reason = fmt.Sprintf("search: objective %.4g after, baseline %.4g: ", ja, c.Baseline)
+		if v.Keep {
+			v.Reason += fmt.Sprintf("better by at least %.3g, kept", cfg.SearchGain)
+		} else {
+			v.Reason += fmt.Sprintf("not better by %.3g, rolled back", cfg.SearchGain)
+		}
+		return Judgement{Metrics: m, Verdict: v}
+	}
 	return Judgement{Metrics: m, Verdict: Judge(cfg, c.Direction, c.Before, m, Lag(w, c.DecidedAt))}
 }
 

@@ -118,6 +118,14 @@ type Config struct {
 	// AttributeWorsening keeps a change after which the objective got
 	// worse only through terms the change cannot worsen (Judge).
 	AttributeWorsening bool `yaml:"attribute_worsening"`
+	// SearchAfterRTT turns the online search on (rule search, 0: off): a
+	// queue steady for this many RTT_est since its last change tries a
+	// neighbouring setting, judged over SearchJudgeRTT RTT_est (where the
+	// caller's judge window is shorter) and kept only when its objective
+	// beats the queue's own since the last change by SearchGain.
+	SearchAfterRTT float64 `yaml:"search_after_rtt"`
+	SearchJudgeRTT float64 `yaml:"search_judge_rtt"`
+	SearchGain     float64 `yaml:"search_gain"`
 }
 
 // DefaultConfig is the configuration docs/tuner.md documents.
@@ -147,6 +155,9 @@ func DefaultConfig() Config {
 		JudgeAheadMaxRTT:      4,
 		WorseTolerance:        0.02,
 		AttributeWorsening:    true,
+		SearchAfterRTT:        0,
+		SearchJudgeRTT:        4,
+		SearchGain:            0.01,
 	}
 }
 
@@ -222,6 +233,15 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.NotificationsHighCost) || c.NotificationsHighCost <= 0 {
 		bad("notifications_high_cost", "%v must be positive", c.NotificationsHighCost)
+	}
+	if !finite(c.SearchAfterRTT) || c.SearchAfterRTT < 0 {
+		bad("search_after_rtt", "%v is neither 0 (off) nor a positive number of RTT_est", c.SearchAfterRTT)
+	}
+	if !finite(c.SearchJudgeRTT) || c.SearchJudgeRTT < 0 {
+		bad("search_judge_rtt", "%v is not a finite number of RTT_est ≥ 0", c.SearchJudgeRTT)
+	}
+	if !finite(c.SearchGain) || c.SearchGain < 0 || c.SearchGain >= 1 {
+		bad("search_gain", "%v is not a share in [0, 1)", c.SearchGain)
 	}
 	if !finite(c.SettleGrowthShare) || c.SettleGrowthShare <= 0 || c.SettleGrowthShare > 1 {
 		bad("settle_growth_share", "%v is not a share in (0, 1]", c.SettleGrowthShare)

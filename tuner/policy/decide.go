@@ -69,6 +69,8 @@ type Memory struct {
 	// once the overload is over K_max goes back to it (rule settle).
 	// Memory.endLift is the one place that ends the episode, with why.
 	Lifted Settings
+	// Search is the online search's state (rule search).
+	Search Search
 }
 
 // Decision is the outcome of one call of Decide.
@@ -84,6 +86,10 @@ type Decision struct {
 	Objective float64
 	// Step is the multiplicative step used.
 	Step float64
+	// Baseline is the objective a search experiment must beat (the mean
+	// of the queue's windows since the last change), JudgeRTT the judge
+	// window it asks for, in RTT_est (0: the caller's); rule search only.
+	Baseline, JudgeRTT float64
 }
 
 // Decide is the policy: one decision for one queue's window. It returns
@@ -113,19 +119,31 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			return d, mem
 		}
 	}
+	mem.Search.observe(cfg, w, d.Objective)
 	if mem.Changes == 0 {
 		// A queue the policy never changed: its first decision may move
 		// V_growth to the policy's starting point (rule start).
 		if after, dir, why := start(cfg, w); dir != Hold {
 			d.Change, d.Rule, d.Direction, d.After, d.Step = true, RuleStart, dir, after, 1
 			d.Reason = why
-			return d, Memory{LastChange: w.End, Changes: 1, Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil}
+			return d, Memory{LastChange: w.End, Changes: 1, Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil,
+				Search: mem.Search.afterChange(RuleStart)}
 		}
 	}
 	mem.endLift(w.Config, false)
 	dir, rule, reason := classify(cfg, w, d.Metrics, mem.Lifted)
 	d.Direction, d.Rule, d.Reason = dir, rule, reason
 	if dir == Hold {
+		if rule != RuleSteady {
+			return d, mem
+		}
+		after, sdir, step, why, ok := search(cfg, w, &mem)
+		if !ok {
+			return d, mem
+		}
+		d.Change, d.Rule, d.Direction, d.After, d.Step, d.Reason = true, RuleSearch, sdir, after, step, reason+"; "+why
+		d.Baseline, d.JudgeRTT = mem.Search.SumJ/float64(mem.Search.N), cfg.SearchJudgeRTT
+		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RuleSearch)
 		return d, mem
 	}
 	if rule == RuleGrowth || rule == RuleDelay {
@@ -181,7 +199,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		mem.Lifted = w.Config // the first overrun of the episode: the setting to go back to
 	}
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
-		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted}
+		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule)}
 }
 
 // start is the first decision on a queue (rule start): V_growth from
@@ -619,6 +637,14 @@ func vgCanMove(cfg Config, v, portRateBitsPerSec int64, dir Direction) bool {
 func (c Config) Reverted(mem Memory, at time.Time) Memory {
 	out := mem
 	out.LastChange = at
+	if s := &out.Search; s.Trying {
+		// A search experiment rolled back: the next neighbour; the rules'
+		// direction, step and refusals are not the search's.
+		s.Trying, s.SumJ, s.N = false, 0, 0
+		s.Move++
+		s.Fails++
+		return out
+	}
 	out.Rejected = mem.Direction
 	out.RejectedUntil = at.Add(4 * c.Cooldown)
 	out.Direction = Hold

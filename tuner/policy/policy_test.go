@@ -972,6 +972,9 @@ func TestValidate(t *testing.T) {
 		{desc: "one sample", edit: func(c *Config) { c.MinSamples = 1 }, want: "min_samples"},
 		{desc: "settle band above V_growth", edit: func(c *Config) { c.SettleGrowthShare = 1.2 }, want: "settle_growth_share: 1.2 is not a share in (0, 1]"},
 		{desc: "no judge horizon", edit: func(c *Config) { c.JudgeAheadMaxRTT = 0 }, want: "judge_ahead_max_rtt: 0 must be a positive delay"},
+		{desc: "search before the change", edit: func(c *Config) { c.SearchAfterRTT = -1 }, want: "search_after_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},
+		{desc: "search judge window", edit: func(c *Config) { c.SearchJudgeRTT = math.Inf(1) }, want: "search_judge_rtt: +Inf is not a finite number of RTT_est"},
+		{desc: "search gain of all", edit: func(c *Config) { c.SearchGain = 1 }, want: "search_gain: 1 is not a share in [0, 1)"},
 		{desc: "no utilisation dead band", edit: func(c *Config) { c.UtilisationUnder = 0.95 }, want: "utilisation_under: 0.95 must be a share in (0, utilisation_low 0.9]"},
 	}
 	for _, tt := range tests {

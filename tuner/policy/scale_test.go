@@ -21,6 +21,7 @@ type shape struct {
 	vgShare        float64 // V_growth / R_port (0: off)
 	mem            Memory  // LastChange: 1 ns after t0 stands for 1 RTT_est (scaled); Lifted: see lifted
 	lifted         float64 // the alpha an overrun lifted K_max from (0: none)
+	search         bool    // the online search on (search_after_rtt 4)
 }
 
 // scaled is s on a port of rateBitsPerSec with RTT_est rtt: five samples
@@ -31,6 +32,9 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	bdpB := float64(rateBitsPerSec) / 8 * rtt.Seconds()
 	cfg := DefaultConfig()
 	cfg.Cooldown, cfg.MaxGap = rtt/2, rtt
+	if s.search {
+		cfg.SearchAfterRTT = 4
+	}
 	vg := int64(math.Round(s.vgShare * float64(rateBitsPerSec) / 8))
 	w := Window{Start: t0, End: t0.Add(rtt), RTTEst: rtt, PortRateBitsPerSec: rateBitsPerSec,
 		KBaseBytes: int64(bdpB / 200), Config: bdp(s.alpha, vg)}
@@ -85,6 +89,16 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleCooldown, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: Memory{LastChange: t0.Add(1), Changes: 1}}},
 		{RuleRejected, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1,
 			mem: Memory{LastChange: t0.Add(-10), Changes: 1, Rejected: Tighten, RejectedUntil: t0.Add(time.Hour)}}},
+		// The search: K_max up first, V_growth at its turn; not before
+		// search_after_rtt, nor resting (Done).
+		{RuleSearch, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.1, search: true,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, Search: Search{N: 2, SumJ: 0.2}}}},
+		{RuleSearch, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.1, search: true,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, Search: Search{N: 2, SumJ: 0.2, Move: 3, Fails: 3}}}},
+		{RuleSteady, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.1, search: true,
+			mem: Memory{LastChange: t0.Add(-1), Changes: 1, Search: Search{N: 2, SumJ: 0.2}}}},
+		{RuleSteady, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.1, search: true,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, Search: Search{N: 2, SumJ: 0.2, Done: true}}}},
 	}
 	rates := []int64{10e9, 25e9, 100e9, 400e9}
 	rtts := []time.Duration{time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond}
@@ -99,6 +113,7 @@ func TestDecideScaleFree(t *testing.T) {
 				Changes   int
 				SinceRTT  float64 // LastChange after the window's end, in RTT_est
 				Lifted    float64
+				Search    Search // RTTEst cleared, SumJ rounded
 			}
 			var first *outcome
 			var firstAt string
@@ -108,7 +123,8 @@ func TestDecideScaleFree(t *testing.T) {
 					d, m := Decide(cfg, w, mem)
 					o := outcome{Rule: d.Rule, Direction: d.Direction, Change: d.Change, Alpha: d.After.Alpha,
 						VGShare: math.Round(float64(d.After.VGrowthBytesPerSec)*8/float64(r)*1e6) / 1e6,
-						Changes: m.Changes, Lifted: m.Lifted.Alpha}
+						Changes: m.Changes, Lifted: m.Lifted.Alpha, Search: m.Search}
+					o.Search.RTTEst, o.Search.SumJ = 0, math.Round(o.Search.SumJ*1e3)/1e3
 					if !m.LastChange.IsZero() {
 						o.SinceRTT = math.Round(float64(m.LastChange.Sub(w.End))/float64(rtt)*1e6) / 1e6
 					}
