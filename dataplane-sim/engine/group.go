@@ -53,6 +53,11 @@ type Group struct {
 
 	// prof, when set (Profile), measures the steps and the serial work.
 	prof *Profile
+	// reachedAt is the time before which every event has run (the end of
+	// the last window, the time of the last global events); onBarrier,
+	// when set, is called with it after each step of Run.
+	reachedAt Time
+	onBarrier func(reached Time)
 }
 
 // part is one partition: its Sim and its outboxes.
@@ -232,6 +237,16 @@ func (g *Group) EveryGlobal(start, period Time, f func(now Time)) {
 	g.AtGlobal(start, tick)
 }
 
+// OnBarrier makes Run call f after each step (a window, or the global
+// events of one time), from the goroutine that called Run, with every
+// partition stopped: reached is the time before which every event has
+// run. f may read the model (Events, the partitions' state) and call
+// Stop; it must not schedule events. It lets a caller report progress or
+// check a context without cutting the run into shorter windows: the
+// windows stay as long as the lookahead and the global events allow. A
+// group of one partition has no barriers and never calls f.
+func (g *Group) OnBarrier(f func(reached Time)) { g.onBarrier = f }
+
 // Run processes every partition's events up to and including until, in
 // windows of at most the lookahead, spread over threads goroutines
 // (threads < 1: one). The result does not depend on threads. Afterwards
@@ -251,6 +266,9 @@ func (g *Group) Run(until Time, threads int) {
 		g.mu.Unlock()
 		if !more {
 			break
+		}
+		if g.onBarrier != nil {
+			g.onBarrier(g.reachedAt)
 		}
 	}
 	if g.stopped.Load() {
@@ -306,6 +324,7 @@ func (g *Group) stepLocked(until Time, w *workers) bool {
 	t, gt := g.next()
 	if gt <= t && gt <= until {
 		g.runGlobals(gt)
+		g.reachedAt = gt
 		if g.prof != nil {
 			g.prof.Serial += g.prof.clock() - t0
 		}
@@ -327,6 +346,7 @@ func (g *Group) stepLocked(until Time, w *workers) bool {
 	}
 	g.sendMin = Never
 	g.flip()
+	g.reachedAt = end
 	if pr := g.prof; pr != nil {
 		// The driver's time minus the steps it ran itself.
 		d := pr.clock() - t0

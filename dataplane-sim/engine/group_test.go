@@ -130,6 +130,46 @@ func TestGroupRunInSteps(t *testing.T) {
 	}
 }
 
+// TestGroupOnBarrier: a barrier callback sees every step, in time order,
+// with the events before it run, changes neither the windows nor the
+// events, and can stop the run.
+func TestGroupOnBarrier(t *testing.T) {
+	plain := newToy(3, 4, 11, 500, []Time{500, 700, 900})
+	plain.g.Run(50_000, 2)
+	m := newToy(3, 4, 11, 500, []Time{500, 700, 900})
+	var calls uint64
+	last := Time(-1)
+	m.g.OnBarrier(func(reached Time) {
+		calls++
+		if reached < last {
+			t.Errorf("reached %v after %v", reached, last)
+		}
+		last = reached
+		for i := 0; i < m.g.Len(); i++ {
+			if next := m.g.Sim(i).NextAt(); next < reached {
+				t.Errorf("partition %d has an event at %v before the barrier at %v", i, next, reached)
+			}
+		}
+	})
+	m.g.Run(50_000, 2)
+	if m.digest() != plain.digest() || m.g.Windows() != plain.g.Windows() {
+		t.Errorf("with OnBarrier %s, %d windows; without %s, %d windows", m.digest(), m.g.Windows(), plain.digest(), plain.g.Windows())
+	}
+	if calls < m.g.Windows() {
+		t.Errorf("%d calls for %d windows", calls, m.g.Windows())
+	}
+	s := newToy(3, 4, 11, 500, []Time{500, 700, 900})
+	s.g.OnBarrier(func(reached Time) {
+		if reached >= 10_000 {
+			s.g.Stop()
+		}
+	})
+	s.g.Run(50_000, 2)
+	if s.g.Now() >= 50_000 || s.g.Events() >= plain.g.Events() {
+		t.Errorf("stopped run at %v with %d events, whole run %d", s.g.Now(), s.g.Events(), plain.g.Events())
+	}
+}
+
 // TestGroupProperty: random small cut models give the same events at 1, 2
 // and 4 threads, and every partition's events come in time order.
 func TestGroupProperty(t *testing.T) {

@@ -18,17 +18,24 @@ func (r *runner) run(ctx context.Context) error {
 	g := r.b.Group
 	g.EveryGlobal(0, interval, r.sample)
 	slice := max(r.end/progressSlices, 1)
-	for t := slice; ; t += slice {
-		t = min(t, r.end)
-		g.Run(t, r.opts.threads)
-		if err := ctx.Err(); err != nil {
+	if g.Len() > 1 {
+		// Several partitions: one run to the end, the context and the
+		// progress seen at the barriers the run has anyway, so that no
+		// slice ends a window the lookahead would let go on.
+		if err := r.runWhole(ctx, g, slice); err != nil {
 			return err
 		}
-		if r.opts.progress != nil {
-			r.opts.progress(Progress{Now: t.Duration(), Total: r.end.Duration(), Events: g.Events()})
-		}
-		if t == r.end {
-			break
+	} else {
+		for t := slice; ; t += slice {
+			t = min(t, r.end)
+			g.Run(t, r.opts.threads)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r.progress(t, g)
+			if t == r.end {
+				break
+			}
 		}
 	}
 	r.mergeCounts()
@@ -37,6 +44,38 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	r.events = g.Events()
 	return nil
+}
+
+// runWhole runs a group of several partitions to the end in one Run,
+// checking the context and reporting progress at the barriers: at most
+// once per slice, at the last slice boundary the run has passed.
+func (r *runner) runWhole(ctx context.Context, g *engine.Group, slice engine.Time) error {
+	next := slice
+	g.OnBarrier(func(reached engine.Time) {
+		if ctx.Err() != nil {
+			g.Stop()
+			return
+		}
+		if reached <= next || next >= r.end {
+			return
+		}
+		at := min((reached-1)/slice*slice, r.end)
+		next = at + slice
+		r.progress(at, g)
+	})
+	defer g.OnBarrier(nil)
+	g.Run(r.end, r.opts.threads)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.progress(r.end, g)
+	return nil
+}
+
+func (r *runner) progress(t engine.Time, g *engine.Group) {
+	if r.opts.progress != nil {
+		r.opts.progress(Progress{Now: t.Duration(), Total: r.end.Duration(), Events: g.Events()})
+	}
 }
 
 // sample records one row per series. Flows are recorded from their start

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/cputime"
@@ -261,5 +263,50 @@ queue:
 				t.Errorf("case %d (%s):\n%s\nthreads=%d against threads=1: %v", i, kind, text, th, err)
 			}
 		}
+	}
+}
+
+// TestThreadsProgress: a run of several partitions reports its progress
+// and sees its context at the barriers it has anyway: slice boundaries in
+// time order up to the end, no window cut for them (as many windows with
+// progress as without), and a cancelled run stops.
+func TestThreadsProgress(t *testing.T) {
+	sc := load(t, "two-dc.yaml")
+	d := time.Millisecond
+	windows := func(opts ...Option) uint64 {
+		var g *engine.Group
+		opts = append(opts, WithDuration(d), WithoutPlots(), WithThreads(2), func(o *options) { o.group = func(x *engine.Group) { g = x } })
+		if _, err := Run(context.Background(), sc, t.TempDir(), opts...); err != nil {
+			t.Fatal(err)
+		}
+		return g.Windows()
+	}
+	var got []Progress
+	with := windows(WithProgress(func(p Progress) { got = append(got, p) }))
+	// 200 slices of 5 µs would cut the run into hundreds of windows; the
+	// samples (every 50 µs) and the WAN's lookahead leave a few dozen.
+	if without := windows(); with != without || with >= progressSlices/2 {
+		t.Errorf("%d windows with progress, %d without", with, without)
+	}
+	if len(got) < 10 || len(got) > progressSlices+1 {
+		t.Fatalf("%d progress reports", len(got))
+	}
+	for i, p := range got {
+		if p.Total != d || (i > 0 && (p.Now <= got[i-1].Now || p.Events < got[i-1].Events)) {
+			t.Errorf("report %d: %+v after %+v", i, p, got[max(i-1, 0)])
+		}
+	}
+	if last := got[len(got)-1]; last.Now != d {
+		t.Errorf("last report at %v, want %v", last.Now, d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	_, err := Run(ctx, sc, t.TempDir(), WithDuration(d), WithoutPlots(), WithThreads(2), WithProgress(func(Progress) {
+		if calls++; calls == 3 {
+			cancel()
+		}
+	}))
+	if !errors.Is(err, context.Canceled) || calls != 3 {
+		t.Errorf("Run after cancel = %v after %d reports, want context.Canceled after 3", err, calls)
 	}
 }
