@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
+	"github.com/lhcnp/lhcnp/internal/atomicfile"
 )
 
 // runEval implements `lhcnp sim eval --family FILE --set train|test|both
@@ -81,5 +82,9 @@ func replaceBetween(path, key, text string) error {
 		return fmt.Errorf("%s: no %q ... %q markers", path, strings.TrimSpace(open), end)
 	}
 	s = s[:i+len(open)] + text + s[j:]
-	return os.WriteFile(path, []byte(s), 0o644)
+	// Replaced whole at once (a reader never sees the file half written).
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, s)
+		return err
+	})
 }
