@@ -71,3 +71,14 @@ func TestQueueInterleavedOrder(t *testing.T) {
 		}
 	}
 }
+
+// The near calendar must span more than twice the near window, so that no
+// bucket holds events of two laps (see queue.go).
+func TestCalendarSpan(t *testing.T) {
+	if span := Time(numBuckets) << bucketShift; span <= 2*farAfter+2<<bucketShift {
+		t.Fatalf("calendar of %d ns for a near window of %d ns", span, farAfter)
+	}
+	if numBuckets%64 != 0 || numBuckets&(numBuckets-1) != 0 {
+		t.Fatalf("%d buckets: want a power of two, at least 64", numBuckets)
+	}
+}
