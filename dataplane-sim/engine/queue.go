@@ -108,7 +108,7 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 	// to the heap, which takes any.
 	if uint64(at-q.last) <= uint64(farAfter) {
 		e := key{at: at, ss: q.seq << slotBits}
-		q.pushNear(e, payload{h: h, arg: arg, kind: kind})
+		q.pushNear(e, h, kind, arg)
 		if q.n == 0 || less(e, q.top) {
 			q.top, q.topFar = e, false
 		}
@@ -135,8 +135,8 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 	q.n++
 }
 
-// pushNear adds the near event (e, p) to its bucket of the calendar.
-func (q *queue) pushNear(e key, p payload) {
+// pushNear adds the near event e to its bucket of the calendar.
+func (q *queue) pushNear(e key, h Handler, kind uint32, arg uint64) {
 	x := q.freeN
 	if x != 0 {
 		q.freeN = q.nodes[x].next
@@ -144,7 +144,10 @@ func (q *queue) pushNear(e key, p payload) {
 		x = q.newNode()
 	}
 	nodes := q.nodes
-	nodes[x] = node{key: e, payload: p}
+	nd := &nodes[x]
+	nd.key = e
+	nd.h, nd.arg, nd.kind = h, arg, kind
+	nd.next = 0
 	i := bucketOf(e.at)
 	b := &q.buckets[i]
 	q.occ[i>>6] |= 1 << (i & 63)
