@@ -30,7 +30,8 @@ func (h *refHeap) Pop() any {
 
 // The queue against container/heap under interleaved pushes and pops, as a
 // model drives it: every pop gives the same event, for heaps from empty to
-// thousands of events, many ties, times near now, about farAfter ahead (either heap) and far ahead.
+// thousands of events, many ties, times near now, anywhere in the near
+// window, about farAfter ahead (either side) and far ahead.
 func TestQueueInterleavedOrder(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -45,7 +46,7 @@ func TestQueueInterleavedOrder(t *testing.T) {
 			}
 			if q.len() == 0 || (q.len() < target && r.IntN(2) == 0) || r.IntN(4) == 0 {
 				var at Time
-				switch r.IntN(5) {
+				switch r.IntN(6) {
 				case 0:
 					at = now // ties at now
 				case 1:
@@ -54,6 +55,8 @@ func TestQueueInterleavedOrder(t *testing.T) {
 					at = now + Time(r.IntN(1000))
 				case 3:
 					at = now + farAfter - 2 + Time(r.IntN(5)) // either side of the far heap's bound
+				case 4:
+					at = now + Time(r.Int64N(int64(farAfter))) // anywhere in the near calendar's window
 				default:
 					at = now + Time(r.Int64N(1<<40))
 				}
