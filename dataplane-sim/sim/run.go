@@ -187,7 +187,9 @@ type runner struct {
 	// never touch the shared counters and the series appear in an order
 	// that does not depend on the threads: partition by partition, each
 	// in its own order.
-	sentIn   [][]partCount
+	sentIn [][]partCount
+	// ps, when set, samples inside the partitions (partSampler).
+	ps       *partSampler
 	warnings []string
 	events   uint64
 }
