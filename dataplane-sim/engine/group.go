@@ -277,9 +277,11 @@ func (g *Group) EveryPartition(start, period Time, f func(part int, now Time)) {
 // partition stopped: reached is the time before which every event has
 // run. f may read the model (Events, the partitions' state) and call
 // Stop; it must not schedule events. It lets a caller report progress or
-// check a context without cutting the run into shorter windows: the
-// windows stay as long as the lookahead and the global events allow. A
-// group of one partition has no barriers and never calls f.
+// check a context, or merge what the partitions sampled (EveryPartition)
+// without cutting the run into shorter windows: the windows stay as long
+// as the lookahead and the global events allow. A profiled run counts f's
+// CPU as serial work. A group of one partition has no barriers and never
+// calls f.
 func (g *Group) OnBarrier(f func(reached Time)) { g.onBarrier = f }
 
 // Run processes every partition's events up to and including until, in

@@ -111,7 +111,7 @@ type flowSnap struct {
 // flow a runner's flow. Otherwise the samplers stay global events, as
 // before.
 func (r *runner) canSplitSamples() bool {
-	if r.b.Group.Len() < 2 || r.sc.Tuner != nil || len(r.sc.Mechanism.With) > 0 {
+	if r.b.Group.Len() < 2 || r.opts.globalSamples || r.sc.Tuner != nil || len(r.sc.Mechanism.With) > 0 {
 		return false
 	}
 	if r.rt != nil {

@@ -31,6 +31,9 @@ type options struct {
 	keepFlows bool
 	// runner, when set (the benchmarks), receives the run's runner.
 	runner **runner
+	// globalSamples keeps the samplers global events on a cut network
+	// (the tests compare with the samplers inside the partitions).
+	globalSamples bool
 }
 
 // WithDuration runs for d instead of the scenario's duration (to shorten a
