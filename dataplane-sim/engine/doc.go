@@ -28,7 +28,9 @@
 // partitions), behind a barrier. What crosses is a message (Group.Send),
 // delivered before the window its time falls in, in the order (time,
 // source partition, source sequence); global events (AtGlobal) run at a
-// barrier with every partition stopped. Windows, messages and their order
+// barrier with every partition stopped, and partition instants
+// (EveryPartition: samplers) run in every partition at the same times
+// without ending a window, read at the barriers (OnBarrier). Windows, messages and their order
 // are functions of the model only, so every partition runs the same events
 // in the same order for every thread count. A Group of one partition is its
 // Sim: Run is Sim.Run.

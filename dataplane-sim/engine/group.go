@@ -58,6 +58,8 @@ type Group struct {
 	// when set, is called with it after each step of Run.
 	reachedAt Time
 	onBarrier func(reached Time)
+	// tick is the EveryPartition function (nil: none).
+	tick func(part int, now Time)
 }
 
 // part is one partition: its Sim and its outboxes.
@@ -70,6 +72,10 @@ type part struct {
 	minOut [2]Time
 	seq    uint64
 	inbox  []message
+	// tickAt is the partition's next EveryPartition instant (Never:
+	// none), tickPeriod their period.
+	tickAt     Time
+	tickPeriod Time
 }
 
 type message struct {
@@ -111,7 +117,7 @@ func NewGroup(n int, seed uint64) *Group {
 	}
 	g := &Group{sendMin: Never, wake: make(chan struct{}, 1)}
 	for i := 0; i < n; i++ {
-		p := &part{id: i, sim: New(WithSeed(PartitionSeed(seed, i))), minOut: [2]Time{Never, Never}}
+		p := &part{id: i, sim: New(WithSeed(PartitionSeed(seed, i))), minOut: [2]Time{Never, Never}, tickAt: Never}
 		p.out[0] = make([][]message, n)
 		p.out[1] = make([][]message, n)
 		g.parts = append(g.parts, p)
@@ -236,14 +242,45 @@ func (g *Group) EveryGlobal(start, period Time, f func(now Time)) {
 	g.AtGlobal(start, tick)
 }
 
+// EveryPartition calls f(part, now) in every partition part at start,
+// start+period, ...: on the partition's goroutine, with every event of
+// the partition before now run and none at now yet (f runs ahead of the
+// partition's events at now, as a global event at now would), so that f
+// sees the partition at now exactly as a global event at now sees it. It
+// ends no window: the partitions run their instants side by side, and f
+// may read and write only its own partition's state (a sampler writing
+// into a buffer of the partition, read at the barriers: OnBarrier). f is
+// not an event (Events does not count it) and must not schedule events
+// or send messages. At an instant where global events fall too, they run
+// first. A group has at most one; call it before Run. With one
+// partition it is that partition's Every.
+func (g *Group) EveryPartition(start, period Time, f func(part int, now Time)) {
+	if period <= 0 {
+		panic("engine: EveryPartition with non-positive period")
+	}
+	if len(g.parts) == 1 {
+		g.parts[0].sim.Every(start, period, func(now Time) { f(0, now) })
+		return
+	}
+	if g.tick != nil {
+		panic("engine: EveryPartition called twice")
+	}
+	g.tick = f
+	for _, p := range g.parts {
+		p.tickAt, p.tickPeriod = max(start, p.sim.now), period
+	}
+}
+
 // OnBarrier makes Run call f after each step (a window, or the global
 // events of one time), from the goroutine that called Run, with every
 // partition stopped: reached is the time before which every event has
 // run. f may read the model (Events, the partitions' state) and call
 // Stop; it must not schedule events. It lets a caller report progress or
-// check a context without cutting the run into shorter windows: the
-// windows stay as long as the lookahead and the global events allow. A
-// group of one partition has no barriers and never calls f.
+// check a context, or merge what the partitions sampled (EveryPartition)
+// without cutting the run into shorter windows: the windows stay as long
+// as the lookahead and the global events allow. A profiled run counts f's
+// CPU as serial work. A group of one partition has no barriers and never
+// calls f.
 func (g *Group) OnBarrier(f func(reached Time)) { g.onBarrier = f }
 
 // Run processes every partition's events up to and including until, in
@@ -267,7 +304,7 @@ func (g *Group) Run(until Time, threads int) {
 			break
 		}
 		if g.onBarrier != nil {
-			g.onBarrier(g.reachedAt)
+			g.callBarrier()
 		}
 	}
 	if g.stopped.Load() {
@@ -276,6 +313,18 @@ func (g *Group) Run(until Time, threads int) {
 	g.mu.Lock()
 	g.finishLocked(until)
 	g.mu.Unlock()
+}
+
+// callBarrier calls the OnBarrier function, its CPU time the profile's
+// serial work (it runs with every partition stopped).
+func (g *Group) callBarrier() {
+	if g.prof == nil {
+		g.onBarrier(g.reachedAt)
+		return
+	}
+	t0 := g.prof.clock()
+	g.onBarrier(g.reachedAt)
+	g.prof.Serial += g.prof.clock() - t0
 }
 
 // begin starts a run of several partitions on threads goroutines: the
@@ -304,7 +353,7 @@ func (g *Group) next() (t, gt Time) {
 	prev := g.cur ^ 1
 	t = Never
 	for _, p := range g.parts {
-		t = min(t, p.sim.NextAt(), p.minOut[prev])
+		t = min(t, p.sim.NextAt(), p.minOut[prev], p.tickAt)
 	}
 	gt = Never
 	if g.globals.len() > 0 {
@@ -469,11 +518,22 @@ func (g *Group) step(p *part, end Time) {
 	g.deliver(p)
 	s := p.sim
 	q := &s.q
-	for q.n > 0 && q.top.at < end {
-		at, e := q.pop()
-		s.now = at
-		s.events++
-		e.h.Handle(e.kind, e.arg)
+	for {
+		// Events before the next instant of EveryPartition, then the
+		// instant (ahead of the events at it), until end.
+		lim := min(end, p.tickAt)
+		for q.n > 0 && q.top.at < lim {
+			at, e := q.pop()
+			s.now = at
+			s.events++
+			e.h.Handle(e.kind, e.arg)
+		}
+		if p.tickAt >= end {
+			break
+		}
+		s.now = p.tickAt
+		g.tick(p.id, p.tickAt)
+		p.tickAt += p.tickPeriod
 	}
 	if g.prof != nil {
 		d := g.prof.clock() - t0

@@ -6,9 +6,10 @@ import (
 )
 
 // A Profile measures where a run of a Group spends its CPU time: each
-// partition's steps (its messages and its events, window by window) and
-// the driver's serial work between windows (global events such as the
-// samplers, the delivery before them, the window loop). From the steps of
+// partition's steps (its messages, its events and its EveryPartition
+// instants, window by window) and the driver's serial work between
+// windows (global events, the delivery before them, the window loop, the
+// OnBarrier function: the merge of the partitions' samples). From the steps of
 // every window it computes what the same run would take on n threads with
 // the partitions spread as Run spreads them (partition i on thread i mod
 // n) and free cores: the critical path, the sum over windows of the

@@ -189,6 +189,8 @@ func (g *Group) anchorLocked(epoch time.Time) {
 	g.deliverAll()
 	for _, p := range g.parts {
 		p.sim.skipLocked(t)
+		// The EveryPartition instants skipped: one at t.
+		p.tickAt = max(p.tickAt, t)
 	}
 	g.globals.skip(t)
 	g.now = t

@@ -326,3 +326,70 @@ func TestGroupProfile(t *testing.T) {
 		t.Errorf("profiled run on two threads %s, plain %s", two.digest(), plain.digest())
 	}
 }
+
+// TestGroupEveryPartition: a partition's instants run on its goroutine
+// with its events before the instant run and none at it yet, after the
+// global events of the instant; they are not events, end no window, and
+// every thread count gives the same events and instants.
+func TestGroupEveryPartition(t *testing.T) {
+	const period, until = 259, 50_000 // 3 · 259 = 777: the toy's globals fall on every third
+	type tick struct {
+		now    Time
+		traced int // the partition's events run before it
+	}
+	var want string
+	for _, threads := range []int{1, 2, 4} {
+		m := newToy(3, 4, 13, 500, []Time{500, 700, 900})
+		ticks := make([][]tick, m.g.Len())
+		m.g.EveryPartition(0, period, func(part int, now Time) {
+			if got := m.g.Sim(part).Now(); got != now {
+				t.Errorf("partition %d: instant %v with Now %v", part, now, got)
+			}
+			if now%777 == 0 && len(m.globals) != int(now/777)+1 {
+				t.Errorf("partition %d: instant %v before the global event at it", part, now)
+			}
+			ticks[part] = append(ticks[part], tick{now, len(m.traces[part])})
+		})
+		m.g.Run(until, threads)
+		var total int
+		for part, tr := range m.traces {
+			total += len(tr)
+			if len(ticks[part]) != until/period+1 {
+				t.Fatalf("partition %d: %d instants, want %d", part, len(ticks[part]), until/period+1)
+			}
+			for i, tk := range ticks[part] {
+				if tk.now != Time(i*period) {
+					t.Fatalf("partition %d: instant %d at %v", part, i, tk.now)
+				}
+				if tk.traced > 0 && traceTime(t, tr[tk.traced-1]) >= tk.now {
+					t.Errorf("partition %d: an event at %s ran before the instant %v", part, tr[tk.traced-1], tk.now)
+				}
+				if tk.traced < len(tr) && traceTime(t, tr[tk.traced]) < tk.now {
+					t.Errorf("partition %d: an event at %s ran after the instant %v", part, tr[tk.traced], tk.now)
+				}
+			}
+		}
+		if uint64(total) != m.g.Events() {
+			t.Errorf("%d events traced, Events %d: the instants are counted", total, m.g.Events())
+		}
+		plain := newToy(3, 4, 13, 500, []Time{500, 700, 900})
+		plain.g.Run(until, 1)
+		if w, pw := m.g.Windows(), plain.g.Windows(); w != pw {
+			t.Errorf("%d windows, %d without the instants: they end windows", w, pw)
+		}
+		got := fmt.Sprintf("%s %v", m.digest(), ticks)
+		if threads == 1 {
+			want = got
+		} else if got != want {
+			t.Errorf("threads=%d differs from threads=1", threads)
+		}
+	}
+}
+
+func traceTime(t *testing.T, l string) Time {
+	var at Time
+	if _, err := fmt.Sscanf(l, "%d", &at); err != nil {
+		t.Fatalf("trace %q: %v", l, err)
+	}
+	return at
+}

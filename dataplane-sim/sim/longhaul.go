@@ -227,7 +227,7 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			counts["not_sent"] += nc.NoAddress + nc.NoFormat + nc.NoRoute + nc.EncodeErrors
 		}
 	})
-	env.OnSample(thresholdRecorder(runOf(env).r.rec.Thresholds, m.Nodes))
+	runOf(env).onSampleSplit(thresholdRecorder(runOf(env).r.rec.Thresholds, env.Net, m.Nodes))
 	if env.Scenario.Tuner != nil {
 		installTuner(env, m, *env.Scenario.Tuner)
 	}
@@ -248,43 +248,71 @@ func mergeEvents(byNode [][]lhcnp.Event) []lhcnp.Event {
 	return out
 }
 
-// thresholdRecorder returns a sample hook that records every node's ports'
+// thresholdRecorder returns a sampler that records every node's ports'
 // K_min and K_max (their first queue's: the scenario configures every queue
 // of a port alike) into thresholds.csv when they change, so that the queue
-// plot draws them as steps (the tuner and link events move them).
-func thresholdRecorder(f *report.Family, nodes []*lhcnp.Node) func(engine.Time) {
+// plot draws them as steps (the tuner and link events move them). It is
+// cut in two: snap reads the nodes of a partition (for each, its number
+// of ports, then each port's K_min and K_max), merge records the nodes in
+// their order, each port's series created when first seen.
+func thresholdRecorder(f *report.Family, net *netsim.Network, nodes []*lhcnp.Node) splitHook {
 	type port struct {
 		kmin, kmax       report.SeriesID
 		lastMin, lastMax int64
 		recorded         bool
 	}
 	ports := map[string]*port{} // node + "\x00" + port name
-	return func(now engine.Time) {
+	names := make([][]string, len(nodes))
+	snap := func(part int, now engine.Time, buf []int64) []int64 {
 		for _, n := range nodes {
+			if net.Partition(n.Switch()) != part {
+				continue
+			}
+			st := n.State(false).Ports
+			buf = append(buf, int64(len(st)))
+			for _, ps := range st {
+				buf = append(buf, ps.Queues[0].KMinBytes, ps.Queues[0].KMaxBytes)
+			}
+		}
+		return buf
+	}
+	merge := func(now engine.Time, snaps [][]int64) {
+		cur := make([]int, len(snaps))
+		for i, n := range nodes {
 			sw := n.Switch()
-			for _, ps := range n.State(false).Ports {
-				q := ps.Queues[0]
-				k := sw.Name() + "\x00" + ps.Name
+			part := net.Partition(sw)
+			s := snaps[part][cur[part]:]
+			np := int(s[0])
+			cur[part] += 1 + 2*np
+			if names[i] == nil {
+				for _, ps := range n.State(false).Ports {
+					names[i] = append(names[i], ps.Name)
+				}
+			}
+			for j := 0; j < np; j++ {
+				kmin, kmax := s[1+2*j], s[2+2*j]
+				k := sw.Name() + "\x00" + names[i][j]
 				p := ports[k]
 				if p == nil {
 					var peer string
 					for _, pt := range sw.Ports() {
-						if pt.Name() == ps.Name {
+						if pt.Name() == names[i][j] {
 							peer = pt.Peer().Node().Name()
 						}
 					}
 					p = &port{kmin: f.Series(sw.Name(), peer, "K_min"), kmax: f.Series(sw.Name(), peer, "K_max")}
 					ports[k] = p
 				}
-				if p.recorded && p.lastMin == q.KMinBytes && p.lastMax == q.KMaxBytes {
+				if p.recorded && p.lastMin == kmin && p.lastMax == kmax {
 					continue
 				}
-				p.recorded, p.lastMin, p.lastMax = true, q.KMinBytes, q.KMaxBytes
-				f.Add(now.Nanos(), p.kmin, q.KMinBytes)
-				f.Add(now.Nanos(), p.kmax, q.KMaxBytes)
+				p.recorded, p.lastMin, p.lastMax = true, kmin, kmax
+				f.Add(now.Nanos(), p.kmin, kmin)
+				f.Add(now.Nanos(), p.kmax, kmax)
 			}
 		}
 	}
+	return splitHook{snap: snap, merge: merge}
 }
 
 // nodeConfig maps the scenario's parameters onto one node's configuration.

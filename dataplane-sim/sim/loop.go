@@ -16,7 +16,16 @@ const progressSlices = 200
 func (r *runner) run(ctx context.Context) error {
 	interval := engine.FromDuration(r.sc.SampleInterval)
 	g := r.b.Group
-	g.EveryGlobal(0, interval, r.sample)
+	split := r.canSplitSamples()
+	if mt := r.meterOf(); mt != nil && mt.split != split {
+		panic("sim: the meter and the runner disagree on where they sample")
+	}
+	if split {
+		r.ps = newPartSampler(r)
+		g.EveryPartition(0, interval, r.ps.snapshot)
+	} else {
+		g.EveryGlobal(0, interval, r.sample)
+	}
 	slice := max(r.end/progressSlices, 1)
 	if g.Len() > 1 {
 		// Several partitions: one run to the end, the context and the
@@ -38,6 +47,9 @@ func (r *runner) run(ctx context.Context) error {
 			}
 		}
 	}
+	if r.ps != nil {
+		r.ps.mergeBefore(engine.Never)
+	}
 	r.mergeCounts()
 	for _, pr := range r.ports {
 		r.advanceCapacity(pr, r.end)
@@ -52,6 +64,10 @@ func (r *runner) run(ctx context.Context) error {
 func (r *runner) runWhole(ctx context.Context, g *engine.Group, slice engine.Time) error {
 	next := slice
 	g.OnBarrier(func(reached engine.Time) {
+		if r.ps != nil {
+			// The samples every partition has passed.
+			r.ps.mergeBefore(reached)
+		}
 		if ctx.Err() != nil {
 			g.Stop()
 			return
@@ -104,8 +120,8 @@ func (r *runner) sample(now engine.Time) {
 	}
 	r.sampleFlows(now)
 	if r.env != nil {
-		for _, f := range r.rt.sampleHooks {
-			f(now)
+		for _, h := range r.rt.sampleHooks {
+			h.runGlobal(now, r.b.Group.Len())
 		}
 	}
 	// Last, when everything at now has been read: the flows due retire.
@@ -140,6 +156,14 @@ func (r *runner) sampleFlows(now engine.Time) {
 	}
 	clear(r.sampled[len(keep):])
 	r.sampled = keep
+}
+
+// meterOf returns the run's meter (nil: not metered).
+func (r *runner) meterOf() *meter {
+	if r.rt == nil {
+		return nil
+	}
+	return r.rt.meter
 }
 
 func (r *runner) advanceCapacity(pr *portRun, now engine.Time) {

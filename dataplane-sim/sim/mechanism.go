@@ -72,7 +72,13 @@ type runEnv struct {
 	counters     map[string]int64
 	summaryHooks []func(*report.Input)
 	writeHooks   []func(outDir string) error
-	sampleHooks  []func(now engine.Time)
+	// sampleHooks run at every sample after the runner's, in the order
+	// registered: OnSample's (global: they read the whole network, so a
+	// run with one keeps its samplers global) and samplers cut in two
+	// (onSampleSplit: run in the partitions and merged at the barriers
+	// when the samplers are, partSampler; else both halves at the global
+	// sample).
+	sampleHooks []splitHook
 }
 
 // runOf returns the runner side of env.
@@ -86,9 +92,15 @@ func (e *runEnv) Counters() map[string]int64 {
 	return e.counters
 }
 
-func (e *runEnv) OnSummary(f func(*report.Input))     { e.summaryHooks = append(e.summaryHooks, f) }
-func (e *runEnv) OnSample(f func(now engine.Time))    { e.sampleHooks = append(e.sampleHooks, f) }
+func (e *runEnv) OnSummary(f func(*report.Input)) { e.summaryHooks = append(e.summaryHooks, f) }
+func (e *runEnv) OnSample(f func(now engine.Time)) {
+	e.sampleHooks = append(e.sampleHooks, splitHook{global: true, merge: func(now engine.Time, _ [][]int64) { f(now) }})
+}
 func (e *runEnv) OnWrite(f func(outDir string) error) { e.writeHooks = append(e.writeHooks, f) }
+
+// onSampleSplit registers a sampler cut in two: snap reads a partition
+// at the instant, merge records from every partition's snapshot.
+func (e *runEnv) onSampleSplit(h splitHook) { e.sampleHooks = append(e.sampleHooks, h) }
 
 // finishSummary runs the summary hooks; the runner calls it last before
 // summarising.

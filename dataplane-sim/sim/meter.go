@@ -73,6 +73,9 @@ type meter struct {
 	// switchCNP: standard CNPs from a switch (p.Src a switch) are the
 	// mechanism's signal (the white paper's practice).
 	switchCNP bool
+	// split: the runner's partSampler samples it (sampleSnap), inside the
+	// partitions; else a global event (sample).
+	split bool
 }
 
 type flowMeter struct {
@@ -89,6 +92,10 @@ type flowMeter struct {
 	// markIn is firstMark per partition of a cut network (nil: not cut),
 	// sentIn lhSent.
 	markIn, sentIn []engine.Time
+	// snapAt, snapDone and snapOffers are the sender's state at the
+	// instant snapAt, read in its partition (partSampler).
+	snapAt               engine.Time
+	snapDone, snapOffers bool
 }
 
 // pendEntry is a notification in flight: when it was sent and the
@@ -118,6 +125,9 @@ type portMeter struct {
 	congTx     int64
 	firstCong  engine.Time
 	everCongst bool
+	// snapTx and snapRate are TxBytes and the rate at the instant being
+	// merged, read in the port's partition (partSampler).
+	snapTx, snapRate int64
 }
 
 const unset = engine.Never
@@ -146,7 +156,12 @@ func metered(m Mechanism) Mechanism {
 			}
 		}
 		env.Net.AddRetireObserver(mt)
-		env.Group.EveryGlobal(0, engine.FromDuration(env.Scenario.SampleInterval), mt.sample)
+		if rt.r.canSplitSamples() {
+			// The runner's partSampler reads it in the partitions.
+			mt.split = true
+		} else {
+			env.Group.EveryGlobal(0, engine.FromDuration(env.Scenario.SampleInterval), mt.sample)
+		}
 		env.OnSummary(mt.finish)
 		return nil
 	})
@@ -303,8 +318,14 @@ func (m *meter) takePending(node netsim.NodeID, fm *flowMeter, part int, now eng
 
 // sample closes the interval since the last sample for every switch port
 // and decides whether the next one is congested.
-func (m *meter) sample(now engine.Time) {
-	m.advance(now)
+func (m *meter) sample(now engine.Time) { m.sampleFrom(now, false) }
+
+// sampleSnap is sample from the partitions' snapshots of now (the ports'
+// snapTx and snapRate, the flows' snapDone and snapOffers).
+func (m *meter) sampleSnap(now engine.Time) { m.sampleFrom(now, true) }
+
+func (m *meter) sampleFrom(now engine.Time, snap bool) {
+	m.advance(now, snap)
 	for _, pm := range m.ports {
 		for ; pm.next < len(pm.flows) && pm.flows[pm.next].start <= now; pm.next++ {
 			pm.live = append(pm.live, pm.flows[pm.next])
@@ -312,42 +333,69 @@ func (m *meter) sample(now engine.Time) {
 		var demand int64
 		keep := pm.live[:0]
 		for _, fm := range pm.live {
-			if done, _ := fm.nf.Done(); done {
+			var done, offers bool
+			if snap {
+				if fm.snapAt != now {
+					panic("sim: meter: flow " + fm.name + " not read at the sample")
+				}
+				done, offers = fm.snapDone, fm.snapOffers
+			} else {
+				done, _ = fm.nf.Done()
+				if !done {
+					q := fm.nf.Sender
+					// Offered from the moment it can send (its connection
+					// is up) until it finishes or is stopped.
+					offers = q.Active() && !q.AdminStopped() && q.PausedUntil() != engine.Never
+				}
+			}
+			if done {
 				continue // for good: a finished flow never offers again
 			}
 			keep = append(keep, fm)
-			q := fm.nf.Sender
-			// Offered from the moment it can send (its connection is up)
-			// until it finishes or is stopped.
-			if !q.Active() || q.AdminStopped() || q.PausedUntil() == engine.Never {
-				continue
+			if offers {
+				demand += fm.offeredBitsPerSec
 			}
-			demand += fm.offeredBitsPerSec
 		}
 		clear(pm.live[len(keep):])
 		pm.live = keep
-		pm.congested = demand > pm.pt.RateBitsPerSec()
+		rate := pm.snapRate
+		if !snap {
+			rate = pm.pt.RateBitsPerSec()
+		}
+		pm.congested = demand > rate
 	}
 }
 
-func (m *meter) advance(now engine.Time) {
+// advance closes the interval since the last sample at now, reading the
+// ports' TxBytes and rates (snap: their snapshots).
+func (m *meter) advance(now engine.Time, snap bool) {
+	txOf := func(pm *portMeter) int64 {
+		if snap {
+			return pm.snapTx
+		}
+		return pm.pt.Stats().TxBytes
+	}
 	if m.sampled && now > m.lastT {
 		dt := now - m.lastT
 		for _, pm := range m.ports {
-			tx := pm.pt.Stats().TxBytes
+			tx := txOf(pm)
 			if pm.congested {
 				if !pm.everCongst {
 					pm.everCongst, pm.firstCong = true, m.lastT
 				}
 				pm.congNs += int64(dt)
-				pm.congCap += float64(pm.pt.RateBitsPerSec()) * dt.Seconds()
+				rate := pm.snapRate
+				if !snap {
+					rate = pm.pt.RateBitsPerSec()
+				}
+				pm.congCap += float64(rate) * dt.Seconds()
 				pm.congTx += tx - pm.lastTx
 			}
 			pm.lastTx = tx
 		}
 	} else if !m.sampled {
 		for _, pm := range m.ports {
-			pm.lastTx = pm.pt.Stats().TxBytes
+			pm.lastTx = txOf(pm)
 		}
 	}
 	m.sampled, m.lastT = true, now
@@ -356,7 +404,7 @@ func (m *meter) advance(now engine.Time) {
 // finish closes the last interval and hands the measurements to the
 // summary.
 func (m *meter) finish(in *report.Input) {
-	m.advance(m.end)
+	m.advance(m.end, false)
 	for i := range in.Ports {
 		p := &in.Ports[i]
 		for _, pm := range m.ports {

@@ -31,6 +31,9 @@ type options struct {
 	keepFlows bool
 	// runner, when set (the benchmarks), receives the run's runner.
 	runner **runner
+	// globalSamples keeps the samplers global events on a cut network
+	// (the tests compare with the samplers inside the partitions).
+	globalSamples bool
 }
 
 // WithDuration runs for d instead of the scenario's duration (to shorten a
@@ -187,7 +190,9 @@ type runner struct {
 	// never touch the shared counters and the series appear in an order
 	// that does not depend on the threads: partition by partition, each
 	// in its own order.
-	sentIn   [][]partCount
+	sentIn [][]partCount
+	// ps, when set, samples inside the partitions (partSampler).
+	ps       *partSampler
 	warnings []string
 	events   uint64
 }

@@ -30,6 +30,41 @@ func runDir(t *testing.T, sc *scenario.Scenario, threads int, opts ...Option) ma
 	return readDir(t, dir)
 }
 
+// withGlobalSamples keeps a cut run's samplers global events, as they
+// were before they ran inside the partitions.
+func withGlobalSamples() Option { return func(o *options) { o.globalSamples = true } }
+
+// withGroup stores the run's group in *g.
+func withGroup(g **engine.Group) Option {
+	return func(o *options) { o.group = func(x *engine.Group) { *g = x } }
+}
+
+// sameWithGlobalSamples checks that sc's outputs (want, with the samplers
+// inside the partitions) are those of its samplers as global events, and
+// that the samplers inside the partitions end fewer windows.
+func sameWithGlobalSamples(t *testing.T, name string, sc *scenario.Scenario, want map[string][]byte, opts ...Option) {
+	t.Helper()
+	var split, global *engine.Group
+	if err := sameDirs(want, runDir(t, sc, 2, append(opts, withGroup(&split))...)); err != nil {
+		t.Fatalf("%s: threads=2: %v", name, err)
+	}
+	if err := sameDirs(want, runDir(t, sc, 2, append(opts, withGroup(&global), withGlobalSamples())...)); err != nil {
+		t.Errorf("%s: samplers inside the partitions against global samplers: %v", name, err)
+	}
+	// Windows cut anywhere else (a global event that does nothing, every
+	// 37 µs) change nothing either: no model reads another partition's
+	// clock or state at a window's edge.
+	extra := func(o *options) {
+		o.group = func(g *engine.Group) { g.EveryGlobal(0, 37*engine.Microsecond, func(engine.Time) {}) }
+	}
+	if err := sameDirs(want, runDir(t, sc, 1, append(opts, extra)...)); err != nil {
+		t.Errorf("%s: with windows cut every 37 µs: %v", name, err)
+	}
+	if split.Len() > 1 && sc.Tuner == nil && split.Windows() >= global.Windows() {
+		t.Errorf("%s: %d windows with the samplers inside the partitions, %d with global samplers", name, split.Windows(), global.Windows())
+	}
+}
+
 // sameDirs reports the first file that differs between two runs' outputs.
 func sameDirs(a, b map[string][]byte) error {
 	if len(a) != len(b) {
@@ -58,6 +93,7 @@ func TestThreadsSameOutputs(t *testing.T) {
 			t.Errorf("two-dc: threads=%d against threads=1: %v", th, err)
 		}
 	}
+	sameWithGlobalSamples(t, "two-dc", sc, want)
 
 	// fabric/two-dc-k4.yaml: two generated fabrics, a partition each by
 	// default, cut at the WAN.
@@ -86,6 +122,9 @@ func TestThreadsSameOutputs(t *testing.T) {
 			if err := sameDirs(want, runDir(t, sc, th, WithDuration(d), WithoutPlots())); err != nil {
 				t.Errorf("%s: threads=%d against threads=1: %v", f, th, err)
 			}
+		}
+		if len(sc.Partitions()) > 1 {
+			sameWithGlobalSamples(t, f, sc, want, WithDuration(d), WithoutPlots())
 		}
 	}
 }
@@ -154,6 +193,7 @@ func TestThreadsEveryMechanism(t *testing.T) {
 					t.Errorf("%s: threads=%d against threads=1: %v", kind, th, err)
 				}
 			}
+			sameWithGlobalSamples(t, string(kind), &sc, want, opts...)
 		})
 	}
 }
@@ -263,6 +303,7 @@ queue:
 				t.Errorf("case %d (%s):\n%s\nthreads=%d against threads=1: %v", i, kind, text, th, err)
 			}
 		}
+		sameWithGlobalSamples(t, fmt.Sprintf("case %d (%s)", i, kind), sc, want, WithoutPlots())
 	}
 }
 
@@ -272,7 +313,7 @@ queue:
 // progress as without), and a cancelled run stops.
 func TestThreadsProgress(t *testing.T) {
 	sc := load(t, "two-dc.yaml")
-	d := time.Millisecond
+	d := sc.Duration // 10 ms: the WAN's lookahead (1 ms) leaves about ten windows
 	windows := func(opts ...Option) uint64 {
 		var g *engine.Group
 		opts = append(opts, WithDuration(d), WithoutPlots(), WithThreads(2), func(o *options) { o.group = func(x *engine.Group) { g = x } })
@@ -283,12 +324,13 @@ func TestThreadsProgress(t *testing.T) {
 	}
 	var got []Progress
 	with := windows(WithProgress(func(p Progress) { got = append(got, p) }))
-	// 200 slices of 5 µs would cut the run into hundreds of windows; the
-	// samples (every 50 µs) and the WAN's lookahead leave a few dozen.
-	if without := windows(); with != without || with >= progressSlices/2 {
+	// 200 slices of 50 µs would cut the run into 200 windows; the WAN's
+	// lookahead leaves about ten (the samplers, inside the partitions,
+	// end none).
+	if without := windows(); with != without || with >= progressSlices/10 {
 		t.Errorf("%d windows with progress, %d without", with, without)
 	}
-	if len(got) < 10 || len(got) > progressSlices+1 {
+	if len(got) < 5 || len(got) > progressSlices+1 {
 		t.Fatalf("%d progress reports", len(got))
 	}
 	for i, p := range got {

@@ -216,7 +216,7 @@ func (n *Node) Detector() *lhcnp.Node { return n.lh }
 // OnEnqueue implements netsim.PortObserver.
 func (n *Node) OnEnqueue(pt *netsim.Port, p *netsim.Packet, q int64) {
 	if r := n.enq[pt]; r != nil {
-		r[p.Prio].push(n.lh.Switch().Network().Now())
+		r[p.Prio].push(n.lh.Switch().Sim().Now())
 	}
 	n.lh.OnEnqueue(pt, p, q)
 }
@@ -233,7 +233,7 @@ func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, q int64) {
 	if !ok || !n.cfg.Enabled {
 		return
 	}
-	now := n.lh.Switch().Network().Now()
+	now := n.lh.Switch().Sim().Now()
 	d := now - at
 	if d <= n.cfg.DelayThreshold {
 		return
