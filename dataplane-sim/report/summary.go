@@ -185,7 +185,7 @@ func Summarize(in Input) *Summary {
 	s := &Summary{
 		Scenario: in.Scenario, Mechanism: in.Mechanism, Seed: in.Seed,
 		DurationNs: in.DurationNs, SampleIntervalNs: in.SampleNs, Events: in.Events,
-		Notifications: map[string]int64{}, Ports: []PortSummary{}, Flows: []FlowSummary{},
+		Notifications: map[string]int64{}, Ports: []PortSummary{}, Flows: make([]FlowSummary, 0, len(in.Flows)),
 		Warnings: append([]string{}, in.Warnings...),
 	}
 	for k, v := range in.Notifications {
