@@ -85,7 +85,10 @@ type Host struct {
 	cfg     HostConfig
 	port    *Port
 	ports   []*Port
-	sendQPs []*QP
+	// sendQPs: nil where a QP retired (dropSendQP), until compactSend;
+	// sendGaps counts them.
+	sendQPs  []*QP
+	sendGaps int
 	// sched is sendQPs without the QPs that have sent their last byte
 	// (they never send again): the list nextPacket scans round robin, rr
 	// its place. Without it a host that had run thousands of short flows
@@ -172,7 +175,46 @@ func (h *Host) QP(qpn uint32) *QP { return h.qps[qpn] }
 func (h *Host) RecvQP(qpn uint32) *RecvQP { return h.recv[qpn] }
 
 // SendQPs returns the host's sender QPs in creation order.
-func (h *Host) SendQPs() []*QP { return h.sendQPs }
+func (h *Host) SendQPs() []*QP {
+	if h.sendGaps > 0 {
+		h.compactSend()
+	}
+	return h.sendQPs
+}
+
+// dropSendQP takes a retired QP out of sendQPs, leaving a gap (closed up
+// when the gaps are half the list, as sched's): closing each at once
+// moved the rest of the list, quadratic in a host's flows added ahead.
+func (h *Host) dropSendQP(q *QP) {
+	i := q.sendIdx
+	if i < 0 || i >= len(h.sendQPs) || h.sendQPs[i] != q {
+		return
+	}
+	q.sendIdx = -1
+	h.sendQPs[i] = nil
+	h.sendGaps++
+	for n := len(h.sendQPs); n > 0 && h.sendQPs[n-1] == nil; n-- {
+		h.sendQPs = h.sendQPs[:n-1]
+		h.sendGaps--
+	}
+	if h.sendGaps >= 32 && 2*h.sendGaps > len(h.sendQPs) {
+		h.compactSend()
+	}
+}
+
+// compactSend closes up the gaps of sendQPs, keeping the order.
+func (h *Host) compactSend() {
+	k := 0
+	for _, q := range h.sendQPs {
+		if q != nil {
+			q.sendIdx = k
+			h.sendQPs[k] = q
+			k++
+		}
+	}
+	clear(h.sendQPs[k:])
+	h.sendQPs, h.sendGaps = h.sendQPs[:k], 0
+}
 
 func (h *Host) allocQPN() uint32 {
 	for {
@@ -479,6 +521,8 @@ type QP struct {
 	resv7       uint8 // SetReservedBits: BTH reserved bits of its data packets
 	// schedIdx is the QP's place in its host's sched, -1 once it left.
 	schedIdx int
+	// sendIdx is its place in its host's sendQPs, -1 once retired.
+	sendIdx int
 
 	cm cmEnd
 	dc dcqcn
