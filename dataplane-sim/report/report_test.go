@@ -227,6 +227,7 @@ func TestWriteJSONIsMarshalIndent(t *testing.T) {
 		{desc: "empty lists", flows: []FlowSummary{}, feedback: &Feedback{Signal: "ce-mark", Flows: []FlowFeedback{}}},
 		{desc: "one flow", flows: flows[:1], feedback: &Feedback{Signal: "ce-mark", Flows: feedback[:1]}},
 		{desc: "flows, no feedback", flows: flows},
+		{desc: "feedback, no flows", flows: []FlowSummary{}, feedback: &Feedback{Signal: "ce-mark", Flows: feedback}},
 		{desc: "flows and feedback", flows: flows, feedback: &Feedback{Signal: "long-haul-cnp", Senders: 1, Flows: feedback}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
