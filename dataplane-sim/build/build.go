@@ -209,7 +209,9 @@ func (n *Network) AddFlow(f scenario.Flow) (*Flow, error) { return n.AddFlowLoca
 
 // AddFlowLocal is AddFlow with the sender's locality given by the caller
 // (a switch's Network, whose Local map is the one its users see).
-func (n *Network) AddFlowLocal(f scenario.Flow, local bool) (*Flow, error) { return n.addFlow(&f, local) }
+func (n *Network) AddFlowLocal(f scenario.Flow, local bool) (*Flow, error) {
+	return n.addFlow(&f, local)
+}
 
 func (n *Network) addFlow(f *scenario.Flow, local bool) (*Flow, error) {
 	src, _ := n.Net.NodeByName(f.Src).(*netsim.Host)

@@ -77,14 +77,14 @@ type HostStats struct {
 // paced by their current rate; its receiver QPs are notification points that
 // send CNPs for CE-marked packets and ACKs for AckReq packets.
 type Host struct {
-	net     *Network
-	part    *partition
-	id      NodeID
-	name    string
-	addr    netip.Addr
-	cfg     HostConfig
-	port    *Port
-	ports   []*Port
+	net   *Network
+	part  *partition
+	id    NodeID
+	name  string
+	addr  netip.Addr
+	cfg   HostConfig
+	port  *Port
+	ports []*Port
 	// sendQPs: nil where a QP retired (dropSendQP), until compactSend;
 	// sendGaps counts them.
 	sendQPs  []*QP
