@@ -220,7 +220,7 @@ func (l *loader) finish() {
 	// five-tuple hashes onto at every switch with a choice. Flows on the
 	// same path share one slice (as the pair's route is shared without
 	// ECMP): a fabric has far fewer paths than a run has flows (a k=4
-	// fat-tree 496 host to host, scenarios/fabric/million-flows.yaml a
+	// fat-tree 848 host to host, scenarios/fabric/million-flows.yaml a
 	// million flows), and a path is 16 bytes a hop.
 	paths := map[string][]string{}
 	for i := range sc.Flows {
