@@ -3,7 +3,6 @@ package netsim
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -78,15 +77,18 @@ type HostStats struct {
 // paced by their current rate; its receiver QPs are notification points that
 // send CNPs for CE-marked packets and ACKs for AckReq packets.
 type Host struct {
-	net     *Network
-	part    *partition
-	id      NodeID
-	name    string
-	addr    netip.Addr
-	cfg     HostConfig
-	port    *Port
-	ports   []*Port
-	sendQPs []*QP
+	net   *Network
+	part  *partition
+	id    NodeID
+	name  string
+	addr  netip.Addr
+	cfg   HostConfig
+	port  *Port
+	ports []*Port
+	// sendQPs: nil where a QP retired (dropSendQP), until compactSend;
+	// sendGaps counts them.
+	sendQPs  []*QP
+	sendGaps int
 	// sched is sendQPs without the QPs that have sent their last byte
 	// (they never send again): the list nextPacket scans round robin, rr
 	// its place. Without it a host that had run thousands of short flows
@@ -94,9 +96,10 @@ type Host struct {
 	// the time from which it may send (Never while it may not), kept by
 	// QP.resched, in a tree that finds the next ready one in O(log n);
 	// schedPrio their priorities.
-	sched     []*QP
+	sched     []*QP // nil: a QP gone (unschedule), until compactSched
 	schedAt   minTree
 	schedPrio []uint8
+	schedGaps int // the nil slots of sched
 	qps       map[uint32]*QP
 	recv      map[uint32]*RecvQP
 	rr        int
@@ -172,7 +175,46 @@ func (h *Host) QP(qpn uint32) *QP { return h.qps[qpn] }
 func (h *Host) RecvQP(qpn uint32) *RecvQP { return h.recv[qpn] }
 
 // SendQPs returns the host's sender QPs in creation order.
-func (h *Host) SendQPs() []*QP { return h.sendQPs }
+func (h *Host) SendQPs() []*QP {
+	if h.sendGaps > 0 {
+		h.compactSend()
+	}
+	return h.sendQPs
+}
+
+// dropSendQP takes a retired QP out of sendQPs, leaving a gap (closed up
+// when the gaps are half the list, as sched's): closing each at once
+// moved the rest of the list, quadratic in a host's flows added ahead.
+func (h *Host) dropSendQP(q *QP) {
+	i := q.sendIdx
+	if i < 0 || i >= len(h.sendQPs) || h.sendQPs[i] != q {
+		return
+	}
+	q.sendIdx = -1
+	h.sendQPs[i] = nil
+	h.sendGaps++
+	for n := len(h.sendQPs); n > 0 && h.sendQPs[n-1] == nil; n-- {
+		h.sendQPs = h.sendQPs[:n-1]
+		h.sendGaps--
+	}
+	if h.sendGaps >= 32 && 2*h.sendGaps > len(h.sendQPs) {
+		h.compactSend()
+	}
+}
+
+// compactSend closes up the gaps of sendQPs, keeping the order.
+func (h *Host) compactSend() {
+	k := 0
+	for _, q := range h.sendQPs {
+		if q != nil {
+			q.sendIdx = k
+			h.sendQPs[k] = q
+			k++
+		}
+	}
+	clear(h.sendQPs[k:])
+	h.sendQPs, h.sendGaps = h.sendQPs[:k], 0
+}
 
 func (h *Host) allocQPN() uint32 {
 	for {
@@ -341,24 +383,61 @@ func (h *Host) nextPacket(pt *Port) *Packet {
 // unschedule takes q out of the round robin, keeping its place: the scan
 // goes on from the QP it would have reached next, as if q were still
 // there and skipped (a QP that sent its last byte is skipped for good).
+// Its slot stays, empty (nil, time Never: nextPacket never picks it),
+// until the empty slots are half of sched; then compactSched closes them
+// up. Closing each gap at once cost the length of sched, and the QPs
+// after it renumbered: with a run's flows added ahead of their start (a
+// million flows on 16 hosts, scenarios/fabric/million-flows.yaml) that
+// was quadratic in the flows of a host.
 func (h *Host) unschedule(q *QP) {
 	i := q.schedIdx
 	if i < 0 {
 		return
 	}
 	q.schedIdx = -1
-	h.sched = slices.Delete(h.sched, i, i+1)
-	h.schedAt.remove(i)
-	h.schedPrio = slices.Delete(h.schedPrio, i, i+1)
-	for k := i; k < len(h.sched); k++ {
-		h.sched[k].schedIdx = k
-	}
-	if i < h.rr {
-		h.rr--
+	h.sched[i] = nil
+	h.schedAt.set(i, engine.Never)
+	h.schedGaps++
+	// sched never ends in a gap: with no QP left from rr on, rr goes
+	// back to 0 at once, as it did when every gap was closed at once (a
+	// QP added next is then not the next in turn).
+	for n := len(h.sched); n > 0 && h.sched[n-1] == nil; n-- {
+		h.sched, h.schedPrio = h.sched[:n-1], h.schedPrio[:n-1]
+		h.schedAt.pop()
+		h.schedGaps--
 	}
 	if h.rr >= len(h.sched) {
 		h.rr = 0
 	}
+	if h.schedGaps >= 32 && 2*h.schedGaps > len(h.sched) {
+		h.compactSched()
+	}
+}
+
+// compactSched drops the empty slots of sched, keeping the order of the
+// others, and moves rr to the same QP (the first at or after it; 0 past
+// the last): the round robin goes on as it would have.
+func (h *Host) compactSched() {
+	rr, k := 0, 0
+	times := make([]engine.Time, 0, len(h.sched)-h.schedGaps)
+	for i, q := range h.sched {
+		if i == h.rr {
+			rr = k
+		}
+		if q == nil {
+			continue
+		}
+		q.schedIdx = k
+		h.sched[k], h.schedPrio[k] = q, h.schedPrio[i]
+		times = append(times, h.schedAt.at(i))
+		k++
+	}
+	if rr >= k {
+		rr = 0
+	}
+	clear(h.sched[k:])
+	h.sched, h.schedPrio, h.rr, h.schedGaps = h.sched[:k], h.schedPrio[:k], rr, 0
+	h.schedAt.reset(times)
 }
 
 // FlowConfig describes one RDMA flow: a sender QP on Src writing to a
@@ -442,6 +521,8 @@ type QP struct {
 	resv7       uint8 // SetReservedBits: BTH reserved bits of its data packets
 	// schedIdx is the QP's place in its host's sched, -1 once it left.
 	schedIdx int
+	// sendIdx is its place in its host's sendQPs, -1 once retired.
+	sendIdx int
 
 	cm cmEnd
 	dc dcqcn

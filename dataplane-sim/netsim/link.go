@@ -66,7 +66,7 @@ func (l *Link) SetRateBitsPerSec(r int64) {
 	}
 	l.rateBitsPerSec = r
 	if h := l.from.host; h != nil {
-		for _, q := range h.sendQPs {
+		for _, q := range h.SendQPs() {
 			q.setLineRate(r)
 		}
 	}

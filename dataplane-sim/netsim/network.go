@@ -364,7 +364,7 @@ func (n *Network) AddFlow(fc FlowConfig) (*Flow, error) {
 	line := src.port.out.rateBitsPerSec
 	q := &QP{host: src, flow: f, QPN: sq, PeerQPN: dq, dst: dst.id, prio: fc.Prio,
 		lineRateBitsPerSec: line, maxRateBitsPerSec: fc.MaxRateBitsPerSec, totalBytes: fc.Bytes, msgBytes: msg, start_: fc.Start,
-		resv7: src.resv7, schedIdx: len(src.sched)}
+		resv7: src.resv7, schedIdx: len(src.sched), sendIdx: len(src.sendQPs)}
 	// The flow's and DCQCN's maximum bound the rate from the start.
 	r0 := max(q.maxRate(), src.cfg.DCQCN.MinRateBitsPerSec)
 	q.dc.rc, q.dc.rt = r0, r0

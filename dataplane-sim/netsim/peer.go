@@ -22,7 +22,7 @@ func (q *QP) SetReservedBits(bits uint8) { q.resv7 = bits & 0x7F }
 // after it was configured (a lab's looping traffic adds flows for days).
 func (h *Host) SetReservedBits(bits uint8) {
 	h.resv7 = bits & 0x7F
-	for _, q := range h.sendQPs {
+	for _, q := range h.SendQPs() {
 		q.SetReservedBits(bits)
 	}
 }

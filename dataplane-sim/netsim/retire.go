@@ -199,7 +199,7 @@ func (f *Flow) Done() (bool, engine.Time) {
 
 // LiveQPs returns the numbers of the host's sender and receiver QPs (the
 // sender QPs are those its pacer scans for every packet it sends).
-func (h *Host) LiveQPs() (send, recv int) { return len(h.sendQPs), len(h.recv) }
+func (h *Host) LiveQPs() (send, recv int) { return len(h.sendQPs) - h.sendGaps, len(h.recv) }
 
 // Retired returns the summed final counters of the host's retired flows.
 func (h *Host) Retired() RetiredStats { return h.retired }
@@ -256,9 +256,7 @@ func (n *Network) retireFlow(f *Flow) {
 
 	// Sender: out of the host's list and of the round robin (keeping its
 	// place; a flow that sent its last byte has left it already).
-	if i := slices.Index(src.sendQPs, q); i >= 0 {
-		src.sendQPs = slices.Delete(src.sendQPs, i, i+1)
-	}
+	src.dropSendQP(q)
 	src.unschedule(q)
 	if src.qps[q.QPN] == q {
 		delete(src.qps, q.QPN)

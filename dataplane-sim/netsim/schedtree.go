@@ -42,15 +42,16 @@ func (m *minTree) push(v engine.Time) {
 	m.set(m.n-1, v)
 }
 
-// remove deletes index i; the later ones move down by one.
-func (m *minTree) remove(i int) {
-	l := m.t[m.size : m.size+m.n]
-	copy(l[i:], l[i+1:])
-	l[m.n-1] = engine.Never
+// pop drops the last index.
+func (m *minTree) pop() {
+	m.set(m.n-1, engine.Never)
 	m.n--
-	for k := m.size - 1; k >= 1; k-- {
-		m.t[k] = min(m.t[2*k], m.t[2*k+1])
-	}
+}
+
+// reset makes the tree hold l, index by index.
+func (m *minTree) reset(l []engine.Time) {
+	m.n = len(l)
+	m.rebuild(l, len(l))
 }
 
 // leaves returns a copy of the times of indexes 0..n-1.

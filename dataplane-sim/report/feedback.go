@@ -49,7 +49,7 @@ func summarizeFeedback(signal string, in []FeedbackInput) *Feedback {
 	if len(in) == 0 {
 		return nil
 	}
-	fb := &Feedback{Signal: signal, Flows: []FlowFeedback{}}
+	fb := &Feedback{Signal: signal, Flows: make([]FlowFeedback, 0, len(in))}
 	opt := func(v int64) *int64 {
 		if v < 0 {
 			return nil

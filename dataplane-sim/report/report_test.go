@@ -201,3 +201,49 @@ func TestPlots(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteJSONIsMarshalIndent: WriteJSON, which writes the flows one at a
+// time, writes the text of json.MarshalIndent(s, "", "  ") and a newline,
+// whatever the lists hold: none, empty, one, several, with feedback or
+// without, names that JSON escapes.
+func TestWriteJSONIsMarshalIndent(t *testing.T) {
+	i64 := func(v int64) *int64 { return &v }
+	f := func(v float64) *Float { x := Float(v); return &x }
+	flows := []FlowSummary{
+		{Name: "a<b>&c", Group: "rpc", Src: "h\"1", Dst: "h2", SrcQP: 2, DstQP: 3, SizeBytes: 1000, StartNs: 5, Finished: true,
+			FCTNs: i64(4000), IdealFCTNs: i64(2000), Slowdown: f(2), RxBytes: 1000, ThroughputBitsPerSec: 2e9},
+		{Name: "b", Src: "h2", Dst: "h1", LostPackets: 3, CNPs: 1},
+		{Name: "c\u2028d", Src: "h1", Dst: "h3"},
+	}
+	feedback := []FlowFeedback{{Flow: "a<b>&c", SignalNs: i64(7), ReactionNs: i64(9), LatencyNs: i64(2)}, {Flow: "b"}}
+	base := Summary{Scenario: "s", Mechanism: "dcqcn", Seed: 1, DurationNs: 10, Notifications: map[string]int64{"cnp": 2, "a": 1},
+		Ports: []PortSummary{{Node: "n1", Port: "n2", FirstCongestedNs: i64(3)}}, Warnings: []string{"w"}}
+	for _, tt := range []struct {
+		desc     string
+		flows    []FlowSummary
+		feedback *Feedback
+	}{
+		{desc: "nil lists"},
+		{desc: "empty lists", flows: []FlowSummary{}, feedback: &Feedback{Signal: "ce-mark", Flows: []FlowFeedback{}}},
+		{desc: "one flow", flows: flows[:1], feedback: &Feedback{Signal: "ce-mark", Flows: feedback[:1]}},
+		{desc: "flows, no feedback", flows: flows},
+		{desc: "feedback, no flows", flows: []FlowSummary{}, feedback: &Feedback{Signal: "ce-mark", Flows: feedback}},
+		{desc: "flows and feedback", flows: flows, feedback: &Feedback{Signal: "long-haul-cnp", Senders: 1, Flows: feedback}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			s := base
+			s.Flows, s.Feedback = tt.flows, tt.feedback
+			want, err := json.MarshalIndent(&s, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := s.WriteJSON(&buf); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want)+"\n", buf.String()); diff != "" {
+				t.Errorf("WriteJSON against MarshalIndent (-want, +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"math"
@@ -183,7 +185,7 @@ func Summarize(in Input) *Summary {
 	s := &Summary{
 		Scenario: in.Scenario, Mechanism: in.Mechanism, Seed: in.Seed,
 		DurationNs: in.DurationNs, SampleIntervalNs: in.SampleNs, Events: in.Events,
-		Notifications: map[string]int64{}, Ports: []PortSummary{}, Flows: []FlowSummary{},
+		Notifications: map[string]int64{}, Ports: []PortSummary{}, Flows: make([]FlowSummary, 0, len(in.Flows)),
 		Warnings: append([]string{}, in.Warnings...),
 	}
 	for k, v := range in.Notifications {
@@ -369,15 +371,73 @@ func meanF(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// WriteJSON writes the summary, indented, with a final newline.
+// WriteJSON writes the summary, indented, with a final newline: the text
+// of json.MarshalIndent(s, "", "  "), written a flow at a time. The flows
+// and their feedback are most of a summary of many flows (about 400 and
+// 100 bytes each), and marshalling it whole held the text twice over (the
+// compact and the indented copy): about 1 GB at a million flows.
 func (s *Summary) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+	bw := bufio.NewWriterSize(w, 1<<16)
+	// The summary with one placeholder flow in each list, marshalled
+	// whole; each placeholder's text is then replaced by the list's
+	// elements, marshalled one by one at the placeholder's indentation.
+	c := *s
+	var splices []splice
+	if len(s.Flows) > 0 {
+		c.Flows = []FlowSummary{{Name: placeholder}}
+		splices = append(splices, splice{mark: placeholder, n: len(s.Flows), elem: func(i int) any { return &s.Flows[i] }})
+	}
+	if s.Feedback != nil && len(s.Feedback.Flows) > 0 {
+		fb := *s.Feedback
+		fb.Flows = []FlowFeedback{{Flow: placeholder}}
+		c.Feedback = &fb
+		splices = append(splices, splice{mark: placeholder, n: len(s.Feedback.Flows), elem: func(i int) any { return &s.Feedback.Flows[i] }})
+	}
+	b, err := json.MarshalIndent(&c, "", "  ")
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	_, err = w.Write(b)
-	return err
+	for _, sp := range splices {
+		// The placeholder element: from the '{' that opens it to the '}'
+		// that closes it, on lines of their own.
+		mark, _ := json.Marshal(sp.mark)
+		at := bytes.Index(b, mark)
+		open := bytes.LastIndexByte(b[:at], '{')
+		line := bytes.LastIndexByte(b[:open], '\n') + 1
+		prefix := string(b[line:open])
+		end := open + bytes.Index(b[open:], []byte("\n"+prefix+"}")) + len(prefix) + 2
+		if _, err := bw.Write(b[:open]); err != nil {
+			return err
+		}
+		for i := range sp.n {
+			if i > 0 {
+				bw.WriteString(",\n")
+				bw.WriteString(prefix)
+			}
+			e, err := json.MarshalIndent(sp.elem(i), prefix, "  ")
+			if err != nil {
+				return err
+			}
+			if _, err := bw.Write(e); err != nil {
+				return err
+			}
+		}
+		b = b[end:]
+	}
+	bw.Write(b)
+	bw.WriteByte('\n')
+	return bw.Flush()
+}
+
+// placeholder names the element WriteJSON replaces: no flow is named so
+// (names come from YAML keys and generated names, never a NUL byte).
+const placeholder = "\x00summary-placeholder\x00"
+
+// splice is a list WriteJSON writes element by element.
+type splice struct {
+	mark string
+	n    int
+	elem func(int) any
 }
 
 // WriteFile writes dir/summary.json.

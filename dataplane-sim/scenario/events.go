@@ -217,7 +217,12 @@ func (l *loader) finish() {
 		addRoute(r.Src, r.Dst, nil, "")
 	}
 	// Each flow's own path: the pair's, or with ECMP the one its
-	// five-tuple hashes onto at every switch with a choice.
+	// five-tuple hashes onto at every switch with a choice. Flows on the
+	// same path share one slice (as the pair's route is shared without
+	// ECMP): a fabric has far fewer paths than a run has flows (a k=4
+	// fat-tree 848 host to host, scenarios/fabric/million-flows.yaml a
+	// million flows), and a path is 16 bytes a hop.
+	paths := map[string][]string{}
 	for i := range sc.Flows {
 		f := &sc.Flows[i]
 		if !sc.ECMP.Enabled {
@@ -226,7 +231,17 @@ func (l *loader) finish() {
 			}
 			continue
 		}
-		f.Path = walk(tables[f.Dst], f.Src, f.Dst, l.flowPicker(f.Src, f.Dst, f.SrcQP, f.DstQP))
+		p := walk(tables[f.Dst], f.Src, f.Dst, l.flowPicker(f.Src, f.Dst, f.SrcQP, f.DstQP))
+		if p == nil {
+			continue
+		}
+		k := strings.Join(p, "\x00")
+		if q, ok := paths[k]; ok {
+			p = q
+		} else {
+			paths[k] = p
+		}
+		f.Path = p
 	}
 
 	sort.SliceStable(sc.Flows, func(i, j int) bool {

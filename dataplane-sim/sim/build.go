@@ -69,7 +69,7 @@ func (r *runner) build() error {
 		fr.idealFCT = r.idealFCT(src, dst, fl.Net.Sender.QPN, fl.Net.Sender.PeerQPN, int64(fl.Scenario.Size))
 		r.flowOrder = append(r.flowOrder, fr)
 	}
-	r.byFlow = make(map[netsim.FlowID]*flowRun, len(r.flowOrder))
+	r.byFlow = make([]*flowRun, len(r.net.Flows()))
 	for _, fr := range r.flowOrder {
 		r.byFlow[fr.Net.ID] = fr
 	}

@@ -2,11 +2,13 @@ package sim
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,5 +223,89 @@ func BenchmarkRunnerFlowMemory(b *testing.B) {
 				b.ReportMetric(float64(keptHeap-heap)/float64(retired), "kept-bytes/flow")
 			}
 		})
+	}
+}
+
+// BenchmarkRunnerMillionFlows is issue 25's memory bar through the
+// scenario runner, what `lhcnp sim run` does: scenarios/fabric/
+// million-flows.yaml (a k=4 fat-tree, Google RPC and Alibaba storage
+// sizes at 60 % of the hosts' links, about a million flows over 40 ms),
+// loaded and run on one thread with finished flows retired, CSV and
+// summary written, no plots. It reports the flows, the engine's events,
+// the CPU seconds of the load and of the run (the process's, GC
+// included), the process's peak resident set (VmHWM: run it alone, with
+// -benchtime 1x), the peak heap (HeapAlloc after the load, every
+// simulated millisecond and after the run: garbage not yet collected
+// included), the live heap after the run (a collection forced at the end,
+// before Run returns) and both over the flows: rss-bytes/flow and
+// bytes/flow. It takes minutes, so it runs only when -bench names it
+// (`-bench RunnerMillionFlows`), not with `-bench .`; LHCNP_BENCH_DURATION
+// (e.g. 4ms) runs the first part of the file only.
+func BenchmarkRunnerMillionFlows(b *testing.B) {
+	if f := flag.Lookup("test.bench"); f == nil || !strings.Contains(f.Value.String(), "MillionFlows") {
+		b.Skip("minutes long: run with -bench RunnerMillionFlows")
+	}
+	path := filepath.Join("..", "..", "scenarios", "fabric", "million-flows.yaml")
+	var d time.Duration
+	if s := os.Getenv("LHCNP_BENCH_DURATION"); s != "" {
+		var err error
+		if d, err = scenario.ParseDuration(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var flows int
+	var events uint64
+	var peakHeap, endHeap uint64
+	var loadCPU, runCPU time.Duration
+	heapNow := func() uint64 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	for b.Loop() {
+		c0 := cputime.Process()
+		sc, err := scenario.LoadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c1 := cputime.Process()
+		loadCPU += c1 - c0
+		peakHeap = max(peakHeap, heapNow())
+		if d == 0 {
+			d = sc.Duration
+		}
+		opts := []Option{WithoutPlots(), WithDuration(d), WithThreads(1), func(o *options) {
+			o.group = func(g *engine.Group) {
+				g.EveryGlobal(0, engine.Millisecond, func(engine.Time) { peakHeap = max(peakHeap, heapNow()) })
+				g.AtGlobal(engine.FromDuration(d), func() {
+					peakHeap = max(peakHeap, heapNow())
+					runtime.GC()
+					endHeap = heapNow()
+				})
+			}
+		}}
+		sum, err := Run(context.Background(), sc, b.TempDir(), opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runCPU += cputime.Process() - c1
+		peakHeap = max(peakHeap, heapNow())
+		flows, events = sum.Totals.Flows, sum.Events
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(flows), "flows")
+	b.ReportMetric(float64(events), "events")
+	b.ReportMetric(loadCPU.Seconds()/n, "load-cpu-s/op")
+	b.ReportMetric(runCPU.Seconds()/n, "run-cpu-s/op")
+	if runCPU > 0 {
+		b.ReportMetric(float64(events)*n/runCPU.Seconds(), "events/cpu-s")
+	}
+	rss := float64(cputime.PeakRSS())
+	b.ReportMetric(rss/1e6, "peak-rss-MB")
+	b.ReportMetric(float64(peakHeap)/1e6, "peak-heap-MB")
+	b.ReportMetric(float64(endHeap)/1e6, "end-heap-MB")
+	if flows > 0 {
+		b.ReportMetric(rss/float64(flows), "rss-bytes/flow")
+		b.ReportMetric(float64(endHeap)/float64(flows), "bytes/flow")
 	}
 }

@@ -241,6 +241,7 @@ func (r *runner) summarize() *report.Summary {
 	for k, v := range r.sent {
 		in.Notifications[k] = v
 	}
+	in.Flows = make([]report.FlowInput, 0, len(r.flowOrder))
 	for _, fr := range r.flowOrder {
 		f, fin := fr.Scenario, fr.final
 		if fin == nil {

@@ -176,9 +176,10 @@ type runner struct {
 	sampled   []*flowRun
 	byStart   []*flowRun
 	nextStart int
-	// byFlow is flowOrder by netsim flow ID; maxOneWay the longest one-way
-	// path delay of a flow (idealFCT), from which the retirement delay.
-	byFlow    map[netsim.FlowID]*flowRun
+	// byFlow is flowOrder by netsim flow ID (dense from 0: a slice, not a
+	// map, 8 bytes a flow); maxOneWay the longest one-way path delay of a
+	// flow (idealFCT), from which the retirement delay.
+	byFlow    []*flowRun
 	maxOneWay engine.Time
 
 	sent       map[string]int64 // notifications by kind
@@ -237,6 +238,9 @@ func finalOf(f *netsim.Flow) *flowFinal {
 // OnRetire implements netsim.RetireObserver: the summary's figures of the
 // flow outlive its queue pairs.
 func (r *runner) OnRetire(f *netsim.Flow) {
+	if int(f.ID) >= len(r.byFlow) {
+		return
+	}
 	if fr := r.byFlow[f.ID]; fr != nil {
 		fr.final = finalOf(f)
 	}
