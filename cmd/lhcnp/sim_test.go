@@ -124,13 +124,17 @@ func TestRunSimGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(bad, bytes.Replace(data, []byte("test_seeds: {from: 2001, to: 2032}"), []byte("test_seeds: {from: 5, to: 40}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(bad, bytes.Replace(data, []byte("test_seeds: {from: 3001, to: 3032}"), []byte("test_seeds: {from: 5, to: 40}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The first held-out set, 1001-1032, was seen: retired, never a test
-	// set again.
+	// The first two held-out sets, 1001-1032 and 2001-2032, were seen:
+	// retired, never a test set again.
 	old := filepath.Join(t.TempDir(), "old.yaml")
-	if err := os.WriteFile(old, bytes.Replace(data, []byte("test_seeds: {from: 2001, to: 2032}"), []byte("test_seeds: {from: 1001, to: 1032}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(old, bytes.Replace(data, []byte("test_seeds: {from: 3001, to: 3032}"), []byte("test_seeds: {from: 1001, to: 1032}"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := filepath.Join(t.TempDir(), "second.yaml")
+	if err := os.WriteFile(second, bytes.Replace(data, []byte("test_seeds: {from: 3001, to: 3032}"), []byte("test_seeds: {from: 2001, to: 2032}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -139,6 +143,7 @@ func TestRunSimGenerate(t *testing.T) {
 	}{
 		{[]string{"generate", "--family", bad, "--out", out}, "bad.yaml:23: test_seeds: 5..40 overlaps train_seeds 1..16"},
 		{[]string{"generate", "--family", old, "--out", out}, "old.yaml:23: test_seeds: 1001..1032 overlaps retired_seeds 1001..1032"},
+		{[]string{"generate", "--family", second, "--set", "test", "--out", out}, "second.yaml:23: test_seeds: 2001..2032 overlaps retired_seeds 2001..2032"},
 		{[]string{"generate", "--family", spec, "--set", "dev", "--out", out}, `--set "dev"`},
 		{[]string{"generate", "extra", "--out", out}, `unexpected argument "extra"`},
 		{[]string{"eval", "--family", spec, "--out", out, "--seeds", "2", "--markdown", "x.md"}, "--seeds with --markdown"},

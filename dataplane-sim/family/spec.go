@@ -87,9 +87,9 @@ type Spec struct {
 	MinJudgements int
 	MaxPackets    int64
 	Train, Test   Seeds
-	// Retired are seeds whose results were seen (a held-out set used up):
-	// never a test seed again (zero: none).
-	Retired Seeds
+	// Retired are the seed sets whose results were seen (held-out sets
+	// used up, oldest first): never a test seed again (none: empty).
+	Retired []Seeds
 }
 
 // Error is a bad family spec: the file, the line and the key.
@@ -247,6 +247,35 @@ func (p *parser) choices(n *yaml.Node, key string, allowed []string) []string {
 	return out
 }
 
+// retiredSeeds reads retired_seeds: one {from, to} set, or a list of them
+// (every held-out set used up, oldest first), none overlapping another.
+func (p *parser) retiredSeeds(n *yaml.Node) []Seeds {
+	if n.Kind != yaml.SequenceNode {
+		return []Seeds{p.seeds(n, "retired_seeds")}
+	}
+	if len(n.Content) == 0 {
+		p.bad(n, "retired_seeds", "want {from, to} or a non-empty list of them")
+		return nil
+	}
+	var out []Seeds
+	for i, c := range n.Content {
+		key := fmt.Sprintf("retired_seeds[%d]", i)
+		before := len(p.errs)
+		r := p.seeds(c, key)
+		if len(p.errs) > before {
+			continue
+		}
+		for j, o := range out {
+			if r.From <= o.To && o.From <= r.To {
+				p.bad(c, key, "%d..%d overlaps retired_seeds[%d] %d..%d (at %d): each seed is retired once",
+					r.From, r.To, j, o.From, o.To, max(r.From, o.From))
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 func (p *parser) seeds(n *yaml.Node, key string) Seeds {
 	m := p.mapping(n, key, "from", "to")
 	var s Seeds
@@ -399,21 +428,21 @@ func Parse(file string, data []byte) (*Spec, error) {
 	if n, ok := m["train_seeds"]; ok {
 		s.Train = p.seeds(n, "train_seeds")
 	}
-	var retired *yaml.Node
 	if n, ok := m["retired_seeds"]; ok {
-		s.Retired, retired = p.seeds(n, "retired_seeds"), n
+		s.Retired = p.retiredSeeds(n)
 	}
 	if n, ok := m["test_seeds"]; ok {
 		s.Test = p.seeds(n, "test_seeds")
 		overlaps := func(o Seeds) bool { return s.Test.From <= o.To && o.From <= s.Test.To }
-		switch {
-		case len(p.errs) > 0:
-		case overlaps(s.Train):
+		if len(p.errs) == 0 && overlaps(s.Train) {
 			p.bad(n, "test_seeds", "%d..%d overlaps train_seeds %d..%d (at %d): a held-out seed must never be a training seed",
 				s.Test.From, s.Test.To, s.Train.From, s.Train.To, max(s.Test.From, s.Train.From))
-		case retired != nil && overlaps(s.Retired):
-			p.bad(n, "test_seeds", "%d..%d overlaps retired_seeds %d..%d (at %d): a retired set's results were seen, it is held out no more",
-				s.Test.From, s.Test.To, s.Retired.From, s.Retired.To, max(s.Test.From, s.Retired.From))
+		}
+		for _, r := range s.Retired {
+			if len(p.errs) == 0 && overlaps(r) {
+				p.bad(n, "test_seeds", "%d..%d overlaps retired_seeds %d..%d (at %d): a retired set's results were seen, it is held out no more",
+					s.Test.From, s.Test.To, r.From, r.To, max(s.Test.From, r.From))
+			}
 		}
 	}
 	if len(p.errs) > 0 {

@@ -34,6 +34,7 @@ var keyWords = strings.NewReplacer(
 	"settle_growth_share of V_growth", "the settling share of V_growth",
 	"settle_growth_share", "the settling share",
 	"loss_high", "the loss limit",
+	"overrun_ceiling_bdp", "the overrun ceiling",
 	"RTT_est", "RTT",
 )
 

@@ -25,12 +25,21 @@ type Commit struct {
 	// the judge window it asks for, in RTT_est (0: the caller's).
 	Search             bool
 	Baseline, JudgeRTT float64
+	// Start: the queue's first change (rule start), to the policy's own
+	// starting point. It is kept on the first complete judge window: it is
+	// the reference every queue starts from, not an experiment, and the
+	// windows around it are a queue's first ones, in the start-up's
+	// transit (judged like any loosening, it was rolled back on two of
+	// the 16 train seeds, a queue growing by 1.5 RTT_est per RTT_est,
+	// and the queue kept the switch's V_growth for the whole run).
+	Start bool
 }
 
 // CommitOf is the commit of decision d, decided on window w.
 func CommitOf(d Decision, w Window) Commit {
 	return Commit{Direction: d.Direction, From: d.Before, To: d.After, Before: d.Metrics, DecidedAt: w.End,
-		FromEffectiveKMaxBytes: w.EffectiveKMaxBytes, Search: d.Rule == RuleSearch, Baseline: d.Baseline, JudgeRTT: d.JudgeRTT}
+		FromEffectiveKMaxBytes: w.EffectiveKMaxBytes, Search: d.Rule == RuleSearch, Baseline: d.Baseline, JudgeRTT: d.JudgeRTT,
+		Start: d.Rule == RuleStart}
 }
 
 // Judgement is a commit's judgement on one judge window.
@@ -64,6 +73,11 @@ func (c Commit) Judge(cfg Config, w Window) Judgement {
 			v.Reason += fmt.Sprintf("not better by %.3g, rolled back", cfg.SearchGain)
 		}
 		return Judgement{Metrics: m, Verdict: v}
+	}
+	if c.Start {
+		jb, ja := Objective(c.Before, cfg.Weights), Objective(m, cfg.Weights)
+		return Judgement{Metrics: m, Verdict: Verdict{Keep: true, Before: jb, After: ja,
+			Reason: fmt.Sprintf("the policy's starting point (rule start), kept: objective %.4g after, %.4g before, not compared (a queue's first windows are its start-up's)", ja, jb)}}
 	}
 	return Judgement{Metrics: m, Verdict: Judge(cfg, c.Direction, c.Before, m, Lag(w, c.DecidedAt))}
 }

@@ -50,6 +50,38 @@ func TestCommitJudge(t *testing.T) {
 	}
 }
 
+// TestCommitStart: the queue's first change, to the policy's starting
+// point (rule start), is kept on the first complete judge window, even one
+// whose objective is worse than the window it was decided on: those are a
+// queue's first windows, its start-up's.
+func TestCommitStart(t *testing.T) {
+	cfg := DefaultConfig()
+	from := bdp(1, vg/4)
+	decided := window(queue{util: 0.99, delayRTT: 0.05}, from)
+	d, _ := Decide(cfg, decided, Memory{})
+	if d.Rule != RuleStart || !d.Change {
+		t.Fatalf("decision %s (%s), want a start", d.Rule, d.Reason)
+	}
+	c := CommitOf(d, decided)
+	if !c.Start {
+		t.Fatal("CommitOf(start).Start is false")
+	}
+	worse := window(queue{util: 0.99, delayRTT: 1.5}, d.After)
+	if j := c.Judge(cfg, worse); j.Wait || !j.Keep || !strings.Contains(j.Reason, "starting point") {
+		t.Errorf("start judged on a worse window: wait %v keep %v (%s), want kept", j.Wait, j.Keep, j.Reason)
+	}
+	short := worse
+	short.Samples = short.Samples[:cfg.MinSamples-1]
+	if j := c.Judge(cfg, short); !j.Wait {
+		t.Errorf("start judged on too few samples: %+v, want wait", j)
+	}
+	// Any other loosening is judged: the same windows roll it back.
+	c.Start = false
+	if j := c.Judge(cfg, worse); j.Keep {
+		t.Errorf("a loosening judged on a worse window: kept (%s)", j.Reason)
+	}
+}
+
 // TestCommitApplied: a judge window is one after the change took effect
 // only when the switch's telemetry shows it.
 func TestCommitApplied(t *testing.T) {

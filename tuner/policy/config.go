@@ -108,6 +108,11 @@ type Config struct {
 	// dead band between the two keeps them from flipping on one sample's
 	// noise).
 	SettleGrowthShare float64 `yaml:"settle_growth_share"`
+	// OverrunCeilingBDP is the highest K_max, in BDPs of the port, an
+	// overrun lifts it to (0: no ceiling): the lift spares the senders the
+	// receivers' CNP storm above K_max, but a K_max lifted without a bound
+	// fills the buffer (docs/tuner.md, "Overrun and settle").
+	OverrunCeilingBDP float64 `yaml:"overrun_ceiling_bdp"`
 	// JudgeAheadMaxRTT caps how far ahead, in RTT_est, Judge expects a
 	// queue in transit at its pace (a DC-side port's RTT_est is a few µs,
 	// its judge window many of them).
@@ -152,6 +157,7 @@ func DefaultConfig() Config {
 		UtilisationUnder:      0.75,
 		NotificationsHighCost: 0.5,
 		SettleGrowthShare:     0.8,
+		OverrunCeilingBDP:     4,
 		JudgeAheadMaxRTT:      4,
 		WorseTolerance:        0.02,
 		AttributeWorsening:    true,
@@ -245,6 +251,9 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.SettleGrowthShare) || c.SettleGrowthShare <= 0 || c.SettleGrowthShare > 1 {
 		bad("settle_growth_share", "%v is not a share in (0, 1]", c.SettleGrowthShare)
+	}
+	if !finite(c.OverrunCeilingBDP) || c.OverrunCeilingBDP < 0 || (c.OverrunCeilingBDP > 0 && c.OverrunCeilingBDP < c.AlphaMin) {
+		bad("overrun_ceiling_bdp", "%v is neither 0 (no ceiling) nor a number of BDPs ≥ alpha_min %v", c.OverrunCeilingBDP, c.AlphaMin)
 	}
 	if !finite(c.JudgeAheadMaxRTT) || c.JudgeAheadMaxRTT <= 0 {
 		bad("judge_ahead_max_rtt", "%v must be a positive delay", c.JudgeAheadMaxRTT)

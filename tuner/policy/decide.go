@@ -543,7 +543,13 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				}
 				a = math.Max(a, math.Max(floor, backAlpha))
 			}
+			ceiling := false
+			if rule == RuleOverrun && cfg.OverrunCeilingBDP > 0 && a > floorAlpha(cfg.OverrunCeilingBDP) {
+				a, ceiling = math.Max(w.Config.Alpha, floorAlpha(cfg.OverrunCeilingBDP)), true
+			}
 			switch a = math.Min(hi, math.Max(lo, a)); {
+			case ceiling && a == w.Config.Alpha:
+				notes = append(notes, fmt.Sprintf("alpha %v is at or above the overrun ceiling of %v BDP (overrun_ceiling_bdp): alpha kept", w.Config.Alpha, cfg.OverrunCeilingBDP))
 			case outside(dir, w.Config.Alpha, lo, hi):
 				notes = append(notes, fmt.Sprintf("alpha %v is outside its bounds [%v, %v], and bringing it back would %s the other way: alpha kept",
 					w.Config.Alpha, lo, hi, dir))
@@ -571,6 +577,15 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 			if dir == Tighten && k == w.Config.KMaxBytes && floorBytes >= k && w.Config.KMaxBytes >= kLo {
 				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower kmax would give: kmax kept", ahead))
 				break
+			}
+			if rule == RuleOverrun && cfg.OverrunCeilingBDP > 0 {
+				if c := int64(math.Floor(cfg.OverrunCeilingBDP * w.bdpBytes(1))); k > c {
+					k = max(w.Config.KMaxBytes, c)
+					if k == w.Config.KMaxBytes {
+						notes = append(notes, fmt.Sprintf("kmax %d B is at or above the overrun ceiling of %v BDP (overrun_ceiling_bdp): kmax kept", k, cfg.OverrunCeilingBDP))
+						break
+					}
+				}
 			}
 			k, note := bounded("kmax", "B", dir, w.Config.KMaxBytes, k, kLo, kHi)
 			if note != "" {

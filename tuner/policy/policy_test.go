@@ -75,6 +75,16 @@ func draining(cfg Settings) Window {
 	return w
 }
 
+// steep is a queue rising by 0.6 RTT_est over one RTT_est from fromRTT:
+// one RTT_est ahead at that pace it is at fromRTT + 1.2.
+func steep(cfg Settings, fromRTT float64) Window {
+	w := growing(cfg)
+	for i := range w.Samples {
+		w.Samples[i].QueueDepthBytes = int64((fromRTT + 0.15*float64(i)) * bdpBytes)
+	}
+	return w
+}
+
 func bdp(alpha float64, vgrowth int64) Settings {
 	return Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBytesPerSec: vgrowth}
 }
@@ -219,6 +229,38 @@ func TestDecide(t *testing.T) {
 			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1, Rejected: Loosen, RejectedUntil: t0.Add(time.Minute)},
 			want: result{Rule: RuleRejected, After: bdp(0.5, vg),
 				Memory: Memory{LastChange: t0.Add(-time.Minute), Changes: 1, Rejected: Loosen, RejectedUntil: t0.Add(time.Minute)}},
+		},
+		{
+			desc:   "overrun: K_max lifted at most to overrun_ceiling_bdp (4 BDP)",
+			window: func() Window { return steep(bdp(3, vg), 2) }, // 3.2 RTT_est ahead, K_max 3
+			want: result{Change: true, Rule: RuleOverrun, After: bdp(4, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
+					Lifted: bdp(3, vg)}},
+		},
+		{
+			desc:   "overrun: K_max at the ceiling already: nothing moves (bound)",
+			window: func() Window { return steep(bdp(4, vg), 3) }, // 4.2 RTT_est ahead, K_max 4
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			want: result{Rule: RuleBound, After: bdp(4, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)}},
+			reason: "overrun ceiling of 4 BDP",
+		},
+		{
+			desc: "overrun: an explicit kmax is lifted at most to the ceiling too",
+			window: func() Window {
+				return steep(Settings{KMaxMode: KMaxExplicit, KMaxBytes: 3 * bdpBytes, VGrowthBytesPerSec: vg}, 2)
+			},
+			want: result{Change: true, Rule: RuleOverrun, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBytesPerSec: vg},
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
+					Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 3 * bdpBytes, VGrowthBytesPerSec: vg}}},
+		},
+		{
+			desc:   "overrun: no ceiling with overrun_ceiling_bdp 0",
+			cfg:    func(c *Config) { c.OverrunCeilingBDP = 0 },
+			window: func() Window { return steep(bdp(3, vg), 2) },
+			want: result{Change: true, Rule: RuleOverrun, After: bdp(6, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
+					Lifted: bdp(3, vg)}},
 		},
 		{
 			desc:   "no overrun when K_max stays above the queue one RTT_est ahead: the QGR trigger fires, hold",
