@@ -147,6 +147,10 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		}
 		if f.SourceRTT > 0 {
 			fs.SourceRtt = ygot.Uint64(uint64(f.SourceRTT.Nanos()))
+			fs.SourceRttLearnedFrom = oc.LhcnpTypes_SourceRttOrigin_CM_EXCHANGE
+			if f.SourceRTTFromRate {
+				fs.SourceRttLearnedFrom = oc.LhcnpTypes_SourceRttOrigin_RATE_RESPONSE
+			}
 		}
 		fs.Deferring = ygot.Bool(f.Deferring)
 		c := fs.GetOrCreateCounters()
