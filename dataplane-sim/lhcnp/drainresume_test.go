@@ -7,57 +7,68 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
-// TestDrainResume: with PerFlowRTT and RepeatResume, a far-end node (port
+// TestDrainResume: with ResumeOnDrain (and PerFlowRTT, RepeatResume), a far-end node (port
 // RTT_est 2 µs, K_min 32 KB; the flow 10 ms away) whose bottleneck rises
 // from 4 to 10 Gb/s resumes the flow it cut while its queue is still above
 // K_min, once the port's spare rate drains the queue within the flow's
 // round trip: the first Resume after the rise carries a level above
 // K_min's (42), and comes before the queue is below K_min. Waiting for K_min
-// left the port idle for a round trip after the queue drained.
+// left the port idle for a round trip after the queue drained; without the
+// option (the default) the first Resume still waits for K_min.
 func TestDrainResume(t *testing.T) {
-	cfg := testConfig(64_000, 2*engine.Microsecond)
-	cfg.Interface.Queue.MinCNPInterval = engine.Millisecond
-	cfg.Interface.Queue.PerFlowRTT = true
-	cfg.Interface.Queue.Action.RepeatResume = true
-	rc := DefaultReactionConfig()
-	rc.TrustedSources = trusted(false)
-	rc.RTTEst = 10 * engine.Millisecond
-	rc.RecoveryStepBitsPerSec = 100e6
-	l := farEnd(t, cfg, 10e9, 4e9, 5*engine.Millisecond, rc)
-	l.sim.Run(40 * engine.Millisecond)
-	q := &l.node2.portOf(l.n2Out).queues[0]
-	if l.flow.Sender.CeilingBitsPerSec() == 0 {
-		t.Fatalf("no held ceiling after 40 ms at the bottleneck (rate %d)", l.flow.Sender.RateBitsPerSec())
-	}
-	if q.qd < q.kmin {
-		t.Fatalf("queue %d B below K_min %d B at the rise: nothing to drain", q.qd, q.kmin)
-	}
-	l.n2Out.Out().SetRateBitsPerSec(10e9)
-	from := len(l.events2)
-	var resume *Event
-	var qdAt int64
-	for l.sim.Now() < 75*engine.Millisecond && resume == nil {
-		l.sim.Run(l.sim.Now() + engine.Microsecond)
-		for i := from; i < len(l.events2); i++ {
-			if ev := l.events2[i]; ev.Kind == EventCNPSent && ev.Action == wire.ActionResume {
-				resume, qdAt = &l.events2[i], q.qd
-				break
+	for _, on := range []bool{true, false} {
+		cfg := testConfig(64_000, 2*engine.Microsecond)
+		cfg.Interface.Queue.MinCNPInterval = engine.Millisecond
+		cfg.Interface.Queue.PerFlowRTT = true
+		cfg.Interface.Queue.Action.RepeatResume = true
+		cfg.Interface.Queue.Action.ResumeOnDrain = on
+		rc := DefaultReactionConfig()
+		rc.TrustedSources = trusted(false)
+		rc.RTTEst = 10 * engine.Millisecond
+		rc.RecoveryStepBitsPerSec = 100e6
+		l := farEnd(t, cfg, 10e9, 4e9, 5*engine.Millisecond, rc)
+		l.sim.Run(40 * engine.Millisecond)
+		q := &l.node2.portOf(l.n2Out).queues[0]
+		if l.flow.Sender.CeilingBitsPerSec() == 0 {
+			t.Fatalf("on %v: no held ceiling after 40 ms at the bottleneck (rate %d)", on, l.flow.Sender.RateBitsPerSec())
+		}
+		if q.qd < q.kmin {
+			t.Fatalf("on %v: queue %d B below K_min %d B at the rise: nothing to drain", on, q.qd, q.kmin)
+		}
+		l.n2Out.Out().SetRateBitsPerSec(10e9)
+		from := len(l.events2)
+		var resume *Event
+		var qdAt int64
+		for l.sim.Now() < 75*engine.Millisecond && resume == nil {
+			l.sim.Run(l.sim.Now() + engine.Microsecond)
+			for i := from; i < len(l.events2); i++ {
+				if ev := l.events2[i]; ev.Kind == EventCNPSent && ev.Action == wire.ActionResume {
+					resume, qdAt = &l.events2[i], q.qd
+					break
+				}
 			}
 		}
-	}
-	if resume == nil {
-		t.Fatal("no Resume within 35 ms of the rise")
-	}
-	if qdAt < q.kmin || resume.CongLevel <= levelQD(q.kmin, q.kmin, q.kmax) {
-		t.Errorf("first Resume at %v with the queue at %d B (K_min %d B), level %d; want it above K_min", resume.Time, qdAt, q.kmin, resume.CongLevel)
-	}
-	l.sim.Run(75 * engine.Millisecond)
-	if got, c := l.flow.Sender.RateBitsPerSec(), l.flow.Sender.CeilingBitsPerSec(); got != 10e9 || c != 0 {
-		t.Errorf("rate %d, ceiling %d at 75 ms; want 10 Gb/s and no ceiling", got, c)
+		if resume == nil {
+			t.Fatalf("on %v: no Resume within 35 ms of the rise", on)
+		}
+		above := qdAt >= q.kmin && resume.CongLevel > levelQD(q.kmin, q.kmin, q.kmax)
+		if above != on {
+			// Off, the draft's (and repeat_resume's) Resume: once the
+			// queue is below K_min.
+			t.Errorf("on %v: first Resume at %v with the queue at %d B (K_min %d B), level %d; want it above K_min only with the option", on, resume.Time, qdAt, q.kmin, resume.CongLevel)
+		}
+		if !on {
+			continue
+		}
+		l.sim.Run(75 * engine.Millisecond)
+		if got, c := l.flow.Sender.RateBitsPerSec(), l.flow.Sender.CeilingBitsPerSec(); got != 10e9 || c != 0 {
+			t.Errorf("rate %d, ceiling %d at 75 ms; want 10 Gb/s and no ceiling", got, c)
+		}
 	}
 }
 
-// TestResumeUnmeasuredCut: with PerFlowRTT and RepeatResume, a flow the
+// TestResumeUnmeasuredCut: with ResumeOnDrain (and PerFlowRTT,
+// RepeatResume), a flow the
 // node cut before its first whole measurement interval (a node next to the
 // sources, on a burst) has no measured rate before the cut; the node then
 // resumes it unconditionally (Parameter 0, the source restores its own
@@ -69,6 +80,7 @@ func TestResumeUnmeasuredCut(t *testing.T) {
 		cfg := testConfig(400_000, 200*engine.Microsecond)
 		cfg.Interface.Queue.PerFlowRTT = true
 		cfg.Interface.Queue.Action.RepeatResume = true
+		cfg.Interface.Queue.Action.ResumeOnDrain = true
 		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, cfg1: &cfg, noRP: true})
 		l.sim.Run(2 * engine.Millisecond)
 		ps := l.node1.portOf(l.n1Out)

@@ -292,8 +292,9 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 			e.preCutRate = rate
 			// Cut before a whole measurement interval of the flow
 			// (a node next to the sources, on a burst): its rate
-			// before the cut is not known (fillResume).
-			e.preCutUnknown = !e.rateValid
+			// before the cut is not known (fillResume; only with
+			// ResumeOnDrain).
+			e.preCutUnknown = q.cfg.Action.ResumeOnDrain && !e.rateValid
 		}
 		e.lastReduction = rate
 		if m.Action == wire.ActionRateReduce {

@@ -133,7 +133,7 @@ func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 		}
 	}
 	n.rollQGR(q, now)
-	if q.cfg.PerFlowRTT && q.cfg.Action.RepeatResume && !q.below && now >= q.drainCheckAt {
+	if q.cfg.Action.ResumeOnDrain && !q.below && now >= q.drainCheckAt {
 		n.drainResume(ps, q, now)
 	}
 	if qBytes < q.kmin && !q.below {

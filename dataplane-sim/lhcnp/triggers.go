@@ -428,7 +428,7 @@ func (n *Node) spareRate(ps *portState, q *queueState, now engine.Time) int64 {
 // budget, lasts one loop: the next cut, loopCut, trims it; a percentage
 // of the last of several cuts would bring back a fraction of the way).
 // The caller checks that the budget is positive and lastReduction known
-// (or the rate before the cut unknown: preCutUnknown).
+// (or the rate before the cut unknown: preCutUnknown, ResumeOnDrain only).
 func (n *Node) fillResume(ps *portState, q *queueState, e *flowEntry, now engine.Time, budget *int64) uint16 {
 	if e.preCutUnknown {
 		// Its rate before the cut was never measured (cut within its
@@ -560,8 +560,8 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 	}
 }
 
-// drainResume is the Resume of a queue above K_min (PerFlowRTT with
-// RepeatResume), checked once per measurement interval: the flows it
+// drainResume is the Resume of a queue above K_min (ResumeOnDrain, with
+// PerFlowRTT and RepeatResume), checked once per measurement interval: the flows it
 // slowed are resumed as soon as the queue, at the port's spare rate, drains
 // before the Resume's effect reaches the node, one round trip to the
 // nearest of their sources later (§5.5.1's "congestion subsides" for the
@@ -570,7 +570,7 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 // queue had drained: a flow 10 ms away held at a fraction of its share for
 // 10 ms more (traced on web-search mixes, docs/longhaul.md).
 func (n *Node) drainResume(ps *portState, q *queueState, now engine.Time) {
-	if !q.cfg.PerFlowRTT || !q.cfg.Action.RepeatResume || !q.cfg.Action.ResumeEnabled || !n.active(ps, q) {
+	if !q.cfg.Action.ResumeOnDrain || !q.cfg.PerFlowRTT || !q.cfg.Action.RepeatResume || !q.cfg.Action.ResumeEnabled || !n.active(ps, q) {
 		return
 	}
 	q.drainCheckAt = now + q.cfg.MeasurementInterval
