@@ -8310,6 +8310,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config struct {
 	RepeatResume         *bool                  `path:"repeat-resume" module:"lhcnp"`
 	ResumeEnabled        *bool                  `path:"resume-enabled" module:"lhcnp"`
 	ResumeHoldDuration   *uint32                `path:"resume-hold-duration" module:"lhcnp"`
+	ResumeOnDrain        *bool                  `path:"resume-on-drain" module:"lhcnp"`
 	ResumePercent        *uint8                 `path:"resume-percent" module:"lhcnp"`
 }
 
@@ -8430,6 +8431,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) GetR
 	return *t.ResumeHoldDuration
 }
 
+// GetResumeOnDrain retrieves the value of the leaf ResumeOnDrain from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if ResumeOnDrain is set, it can
+// safely use t.GetResumeOnDrain() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.ResumeOnDrain == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) GetResumeOnDrain() bool {
+	if t == nil || t.ResumeOnDrain == nil {
+		return false
+	}
+	return *t.ResumeOnDrain
+}
+
 // GetResumePercent retrieves the value of the leaf ResumePercent from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -8488,6 +8505,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) SetR
 	t.ResumeHoldDuration = &v
 }
 
+// SetResumeOnDrain sets the value of the leaf ResumeOnDrain in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) SetResumeOnDrain(v bool) {
+	t.ResumeOnDrain = &v
+}
+
 // SetResumePercent sets the value of the leaf ResumePercent in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) SetResumePercent(v uint8) {
@@ -8524,6 +8547,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) Popu
 	if t.ResumeEnabled == nil {
 		var v bool = true
 		t.ResumeEnabled = &v
+	}
+	if t.ResumeOnDrain == nil {
+		var v bool = false
+		t.ResumeOnDrain = &v
 	}
 	if t.ResumePercent == nil {
 		var v uint8 = 50
@@ -8566,6 +8593,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State struct {
 	RepeatResume                *bool                  `path:"repeat-resume" module:"lhcnp"`
 	ResumeEnabled               *bool                  `path:"resume-enabled" module:"lhcnp"`
 	ResumeHoldDuration          *uint32                `path:"resume-hold-duration" module:"lhcnp"`
+	ResumeOnDrain               *bool                  `path:"resume-on-drain" module:"lhcnp"`
 	ResumePercent               *uint8                 `path:"resume-percent" module:"lhcnp"`
 }
 
@@ -8702,6 +8730,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) GetRe
 	return *t.ResumeHoldDuration
 }
 
+// GetResumeOnDrain retrieves the value of the leaf ResumeOnDrain from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if ResumeOnDrain is set, it can
+// safely use t.GetResumeOnDrain() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.ResumeOnDrain == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) GetResumeOnDrain() bool {
+	if t == nil || t.ResumeOnDrain == nil {
+		return false
+	}
+	return *t.ResumeOnDrain
+}
+
 // GetResumePercent retrieves the value of the leaf ResumePercent from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -8766,6 +8810,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) SetRe
 	t.ResumeHoldDuration = &v
 }
 
+// SetResumeOnDrain sets the value of the leaf ResumeOnDrain in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) SetResumeOnDrain(v bool) {
+	t.ResumeOnDrain = &v
+}
+
 // SetResumePercent sets the value of the leaf ResumePercent in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) SetResumePercent(v uint8) {
@@ -8802,6 +8852,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) Popul
 	if t.ResumeEnabled == nil {
 		var v bool = true
 		t.ResumeEnabled = &v
+	}
+	if t.ResumeOnDrain == nil {
+		var v bool = false
+		t.ResumeOnDrain = &v
 	}
 	if t.ResumePercent == nil {
 		var v uint8 = 50

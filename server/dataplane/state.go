@@ -270,6 +270,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	}
 	a.ResumeEnabled = ygot.Bool(qc.Action.ResumeEnabled)
 	a.RepeatResume = ygot.Bool(qc.Action.RepeatResume)
+	a.ResumeOnDrain = ygot.Bool(qc.Action.ResumeOnDrain)
 	a.ResumePercent = ygot.Uint8(uint8(qc.Action.ResumePercent))
 	if qc.Action.ResumeHold > 0 {
 		a.ResumeHoldDuration = ygot.Uint32(micros(qc.Action.ResumeHold))

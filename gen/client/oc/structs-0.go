@@ -5978,6 +5978,7 @@ type Lhcnp_Interface_Queue_ActionPolicy struct {
 	RepeatResume                *bool                  `path:"state/repeat-resume" module:"lhcnp/lhcnp" shadow-path:"config/repeat-resume" shadow-module:"lhcnp/lhcnp"`
 	ResumeEnabled               *bool                  `path:"state/resume-enabled" module:"lhcnp/lhcnp" shadow-path:"config/resume-enabled" shadow-module:"lhcnp/lhcnp"`
 	ResumeHoldDuration          *uint32                `path:"state/resume-hold-duration" module:"lhcnp/lhcnp" shadow-path:"config/resume-hold-duration" shadow-module:"lhcnp/lhcnp"`
+	ResumeOnDrain               *bool                  `path:"state/resume-on-drain" module:"lhcnp/lhcnp" shadow-path:"config/resume-on-drain" shadow-module:"lhcnp/lhcnp"`
 	ResumePercent               *uint8                 `path:"state/resume-percent" module:"lhcnp/lhcnp" shadow-path:"config/resume-percent" shadow-module:"lhcnp/lhcnp"`
 }
 
@@ -6114,6 +6115,22 @@ func (t *Lhcnp_Interface_Queue_ActionPolicy) GetResumeHoldDuration() uint32 {
 	return *t.ResumeHoldDuration
 }
 
+// GetResumeOnDrain retrieves the value of the leaf ResumeOnDrain from the Lhcnp_Interface_Queue_ActionPolicy
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if ResumeOnDrain is set, it can
+// safely use t.GetResumeOnDrain() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.ResumeOnDrain == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Interface_Queue_ActionPolicy) GetResumeOnDrain() bool {
+	if t == nil || t.ResumeOnDrain == nil {
+		return false
+	}
+	return *t.ResumeOnDrain
+}
+
 // GetResumePercent retrieves the value of the leaf ResumePercent from the Lhcnp_Interface_Queue_ActionPolicy
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -6178,6 +6195,12 @@ func (t *Lhcnp_Interface_Queue_ActionPolicy) SetResumeHoldDuration(v uint32) {
 	t.ResumeHoldDuration = &v
 }
 
+// SetResumeOnDrain sets the value of the leaf ResumeOnDrain in the Lhcnp_Interface_Queue_ActionPolicy
+// struct.
+func (t *Lhcnp_Interface_Queue_ActionPolicy) SetResumeOnDrain(v bool) {
+	t.ResumeOnDrain = &v
+}
+
 // SetResumePercent sets the value of the leaf ResumePercent in the Lhcnp_Interface_Queue_ActionPolicy
 // struct.
 func (t *Lhcnp_Interface_Queue_ActionPolicy) SetResumePercent(v uint8) {
@@ -6214,6 +6237,10 @@ func (t *Lhcnp_Interface_Queue_ActionPolicy) PopulateDefaults() {
 	if t.ResumeEnabled == nil {
 		var v bool = true
 		t.ResumeEnabled = &v
+	}
+	if t.ResumeOnDrain == nil {
+		var v bool = false
+		t.ResumeOnDrain = &v
 	}
 	if t.ResumePercent == nil {
 		var v uint8 = 50
