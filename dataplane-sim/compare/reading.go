@@ -111,10 +111,9 @@ const webMixes = `Most flows are small and finish within a round trip or two; at
 	`worst) and mid-table at 70 %, and its congested-period utilisation is the lowest at 50 %. The tuned DCQCN ` +
 	`gives the large flows the best p99 at 50 and 70 %, Fast CNP (and at 70 % the switch CNP) close behind. ` +
 	`PFC alone is the worst for small and medium flows above 30 %. With the options (long-haul-cnp:options) ` +
-	`Long-haul CNP's congested-period utilisation is within 0.8 % of the best at 50 % (50.5 %) and among the ` +
+	`Long-haul CNP's congested-period utilisation is within 1.4 % of the best at 50 % (50.2 %) and among the ` +
 	`best at 70 % (73.5 %), every large flow finishes (6 of 6, 16 of 16, 25 of 25), and their p99 comes down ` +
-	`(1.49 and 1.87: a node resumes the flows it slowed once its queue drains within their round trip, ` +
-	`docs/longhaul.md) but stays above the tuned DCQCN's (1.43 and 1.63): ` +
+	`(1.81 and 1.92) but stays above the tuned DCQCN's (1.43 and 1.63): ` +
 	`most of the mixes' congestion is at N2's 25 Gb/s ports to the receivers, a 10 ms loop from the senders, ` +
 	`where each new flow arrives at line rate for a round trip before it can be cut and the large flows ` +
 	`carry the cuts; the tuned DCQCN barely marks (K_min 5 and 20 MB) and lets the 32 MB buffers absorb it.`
