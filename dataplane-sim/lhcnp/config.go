@@ -233,6 +233,18 @@ type ActionPolicy struct {
 	// ceiling cut several times comes back slowly; a deviation listed in
 	// docs/conformance.md.
 	RepeatResume bool
+	// ResumeOnDrain (with PerFlowRTT and RepeatResume; alone it does
+	// nothing) adds two Resume rules: while QD is above K_min and not
+	// growing, the flows the node slowed are resumed once the queue would
+	// drain at the port's spare rate within the shortest of their round
+	// trips to their sources (drainResume), and a flow cut before its
+	// first whole measurement interval, whose rate before the cut was
+	// never measured, gets an unconditional Resume once the port has spare
+	// rate. Off by default and not part of the options row: it helps the
+	// large flows of docs/results.md's web-search mixes but costs drops and
+	// p99 on the held-out generated set (docs/longhaul.md, "Large flows in
+	// the web-search mixes"); a deviation listed in docs/conformance.md.
+	ResumeOnDrain bool
 	// MaxFlowsPerTrigger and MinSharePercent choose the flows (§5.5 step
 	// 1): at most this many, largest share of the queue first, each with at
 	// least this share of the queued bytes (the largest is always chosen).

@@ -89,6 +89,10 @@ type flowEntry struct {
 	// the source's normal rate and last reduction (§5.6), from which
 	// fillResume sizes a Resume (PerFlowRTT with RepeatResume).
 	preCutRate, lastReduction int64
+	// preCutUnknown: the first cut came before the flow's first whole
+	// measurement interval, so preCutRate is not its rate (fillResume
+	// then resumes it unconditionally).
+	preCutUnknown bool
 	// resumeInc is what the last Resume should add to its rate
 	// (fillResume), counted against the port's spare rate for a loop.
 	resumeInc int64

@@ -290,6 +290,11 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 		rate := e.rateAt(now, q.cfg.MeasurementInterval)
 		if !e.needResume {
 			e.preCutRate = rate
+			// Cut before a whole measurement interval of the flow
+			// (a node next to the sources, on a burst): its rate
+			// before the cut is not known (fillResume; only with
+			// ResumeOnDrain).
+			e.preCutUnknown = q.cfg.Action.ResumeOnDrain && !e.rateValid
 		}
 		e.lastReduction = rate
 		if m.Action == wire.ActionRateReduce {

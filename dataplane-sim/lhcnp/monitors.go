@@ -133,6 +133,9 @@ func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 		}
 	}
 	n.rollQGR(q, now)
+	if q.cfg.Action.ResumeOnDrain && !q.below && now >= q.drainCheckAt {
+		n.drainResume(ps, q, now)
+	}
 	if qBytes < q.kmin && !q.below {
 		q.below = true
 		q.episode++

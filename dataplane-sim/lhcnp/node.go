@@ -241,6 +241,8 @@ type queueState struct {
 
 	qdAbove, emrAbove, qgrAbove bool
 	holdUntil                   engine.Time
+	// drainCheckAt is when drainResume looks again.
+	drainCheckAt engine.Time
 	// condSince is when a second-level condition last started to hold
 	// (valid while one holds): the node generates only once one has held
 	// for cfg.TriggerPersistence.

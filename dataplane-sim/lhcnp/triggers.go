@@ -427,8 +427,19 @@ func (n *Node) spareRate(ps *portState, q *queueState, now engine.Time) int64 {
 // cut) when that is at most twice the budget (the overshoot, at most the
 // budget, lasts one loop: the next cut, loopCut, trims it; a percentage
 // of the last of several cuts would bring back a fraction of the way).
-// The caller checks that the budget is positive and lastReduction known.
+// The caller checks that the budget is positive and lastReduction known
+// (or the rate before the cut unknown: preCutUnknown, ResumeOnDrain only).
 func (n *Node) fillResume(ps *portState, q *queueState, e *flowEntry, now engine.Time, budget *int64) uint16 {
+	if e.preCutUnknown {
+		// Its rate before the cut was never measured (cut within its
+		// first measurement interval): the percentage of an unknown
+		// cut, or "back at its rate before the cut", cannot be judged.
+		// §5.5.1's unconditional Resume, the source restoring its own
+		// rate; the whole spare counted against it for a loop.
+		e.resumeInc = *budget
+		*budget = 0
+		return 0
+	}
 	gap := e.preCutRate - e.rateAt(now, q.cfg.MeasurementInterval)
 	if gap <= 2**budget {
 		e.resumeInc = max(gap, 0)
@@ -502,7 +513,7 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 			retry = min(retry, e.lastCNP+iv)
 			continue
 		}
-		if fill && e.rateAt(now, q.cfg.MeasurementInterval) >= e.preCutRate {
+		if fill && !e.preCutUnknown && e.rateAt(now, q.cfg.MeasurementInterval) >= e.preCutRate {
 			// Back at its rate before the node's first cut.
 			e.needResume, e.resumed = false, false
 			continue
@@ -513,7 +524,7 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 			e.needResume, e.resumed = false, false
 			continue
 		}
-		if fill && (budget <= 0 || e.lastReduction <= 0) {
+		if fill && (budget <= 0 || e.lastReduction <= 0 && !e.preCutUnknown) {
 			// The port has no spare rate for it now: the next check
 			// one measurement interval on, when the rates are new.
 			retry = min(retry, now+q.cfg.MeasurementInterval)
@@ -547,4 +558,37 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 		q.belowSince = now
 		n.scheduleResume(ps, q)
 	}
+}
+
+// drainResume is the Resume of a queue above K_min (ResumeOnDrain, with
+// PerFlowRTT and RepeatResume), checked once per measurement interval: the flows it
+// slowed are resumed as soon as the queue, at the port's spare rate, drains
+// before the Resume's effect reaches the node, one round trip to the
+// nearest of their sources later (§5.5.1's "congestion subsides" for the
+// flows' loops, §5.8). Waiting for QD below K_min (32 KB at a port next to
+// the receivers, K_max = K_base) idled the port for a whole loop after the
+// queue had drained: a flow 10 ms away held at a fraction of its share for
+// 10 ms more (traced on web-search mixes, docs/longhaul.md).
+func (n *Node) drainResume(ps *portState, q *queueState, now engine.Time) {
+	if !q.cfg.Action.ResumeOnDrain || !q.cfg.PerFlowRTT || !q.cfg.Action.RepeatResume || !q.cfg.Action.ResumeEnabled || !n.active(ps, q) {
+		return
+	}
+	q.drainCheckAt = now + q.cfg.MeasurementInterval
+	var loop engine.Time
+	for _, e := range q.flows {
+		if e.needResume && e.srcRTT > 0 && (loop == 0 || e.srcRTT < loop) {
+			loop = e.srcRTT
+		}
+	}
+	if loop <= ps.rtt {
+		// No flow awaiting Resume is further than the port's own
+		// round trip: K_min is the right threshold.
+		return
+	}
+	spare := n.spareRate(ps, q, now)
+	if spare <= 0 || q.qgrAt(now) > 0 ||
+		float64(q.qd)*8 > float64(spare)*float64(loop)/float64(engine.Second) {
+		return
+	}
+	n.resume(ps, q, now)
 }

@@ -44,7 +44,7 @@ func longHaulParams(b ParamsBlock) any {
 		"cnp_interval", "port_cnp_interval", "reduce_percent", "pause_duration", "pause_factor",
 		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "flow_aging",
 		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first",
-		"one_cut_per_episode", "per_flow_rtt", "repeat_resume") {
+		"one_cut_per_episode", "per_flow_rtt", "repeat_resume", "resume_on_drain") {
 		return p
 	}
 	b.Size("k_base", &p.KBase, true)
@@ -70,8 +70,12 @@ func longHaulParams(b ParamsBlock) any {
 	b.Bool("one_cut_per_episode", &p.OneCutPerEpisode)
 	b.Bool("per_flow_rtt", &p.PerFlowRTT)
 	b.Bool("repeat_resume", &p.RepeatResume)
+	b.Bool("resume_on_drain", &p.ResumeOnDrain)
 	b.Duration("observation_window", &p.ObservationWindow, false)
 	b.OneOf("format", &p.Format, "format", "rocev2", "icmpv6")
+	if p.ResumeOnDrain && (!p.PerFlowRTT || !p.RepeatResume) {
+		b.Errorf("resume_on_drain", "needs per_flow_rtt and repeat_resume (its Resumes are sized to the port's spare rate by them)")
+	}
 	if p.PauseDuration > 0 && p.PauseDuration%time.Microsecond != 0 {
 		b.Errorf("pause_duration", "must be whole microseconds (the Parameter field counts µs)")
 	}

@@ -41,6 +41,8 @@ func TestParamsErrors(t *testing.T) {
 		{"long-haul-cnp one_cut_per_episode not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {one_cut_per_episode: sometimes}\n", 2, "mechanism.params.one_cut_per_episode", `want true or false, got "sometimes"`},
 		{"long-haul-cnp per_flow_rtt not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    collaborative: true\n    per_flow_rtt: 3ms\n", 4, "mechanism.params.per_flow_rtt", `want true or false, got "3ms"`},
 		{"long-haul-cnp repeat_resume not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {repeat_resume: 1}\n", 2, "mechanism.params.repeat_resume", `want true or false, got "1"`},
+		{"long-haul-cnp resume_on_drain not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {per_flow_rtt: true, repeat_resume: true, resume_on_drain: yes please}\n", 2, "mechanism.params.resume_on_drain", `want true or false, got "yes please"`},
+		{"long-haul-cnp resume_on_drain alone", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    per_flow_rtt: true\n    resume_on_drain: true\n", 4, "mechanism.params.resume_on_drain", "needs per_flow_rtt and repeat_resume"},
 		{"long-haul-cnp unknown key", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {k_bse: 64KB}\n", 2, "mechanism.params.k_bse", "unknown field"},
 		{"rate-advice advises nothing", "  kind: rate-advice\n  nodes: [s1]\n  params: {queue_based: false}\n", 2, "mechanism.params", "nothing would be advised"},
 		{"rate-advice below 1 Mb/s", "  kind: rate-advice\n  nodes: [s1]\n  params: {policy_rate: 10Kbps}\n", 2, "mechanism.params.policy_rate", "below 1Mbps"},

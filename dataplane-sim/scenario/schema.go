@@ -349,6 +349,12 @@ type LongHaulCNP struct {
 	// (lhcnp.ActionPolicy.RepeatResume; default false, §5.5.1's one
 	// Resume).
 	RepeatResume bool
+	// ResumeOnDrain: with PerFlowRTT and RepeatResume, a node also
+	// resumes the flows it slowed once its queue would drain within their
+	// round trip, and resumes unconditionally a flow cut before its rate
+	// was measured (lhcnp.ActionPolicy.ResumeOnDrain; default false; an
+	// experiment, not part of the options row: docs/longhaul.md).
+	ResumeOnDrain bool
 	// Format is the wire format of the notification: "rocev2" or "icmpv6".
 	Format string
 }

@@ -379,6 +379,7 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	a.ResumePercent = uint16(p.ResumePercent)
 	a.ResumeHold = engine.FromDuration(p.ResumeAfter)
 	a.RepeatResume = p.RepeatResume
+	a.ResumeOnDrain = p.ResumeOnDrain
 
 	for _, pt := range sw.Ports() {
 		setPortThresholds(&c, p, pt)

@@ -80,6 +80,10 @@ var ΛEnum = map[string]map[int64]ygot.EnumDefinition{
 		2: {Name: "PROBED"},
 		3: {Name: "REPORTED"},
 	},
+	"E_LhcnpTypes_SourceRttOrigin": {
+		1: {Name: "CM_EXCHANGE"},
+		2: {Name: "RATE_RESPONSE"},
+	},
 }
 
 // ΛEnumTypes is a map, keyed by a YANG schema path, of the enumerated types that
@@ -98,6 +102,9 @@ func initΛEnumTypes() {
 		},
 		"/lhcnp/flow-table/flows/flow/state/learned-from": []reflect.Type{
 			reflect.TypeOf((E_LhcnpTypes_FlowLearningSource)(0)),
+		},
+		"/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from": []reflect.Type{
+			reflect.TypeOf((E_LhcnpTypes_SourceRttOrigin)(0)),
 		},
 		"/lhcnp/flow-table/state/replacement-policy": []reflect.Type{
 			reflect.TypeOf((E_LhcnpTypes_FlowReplacementPolicy)(0)),

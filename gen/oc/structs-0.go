@@ -4491,20 +4491,21 @@ func (*Lhcnp_Lhcnp_FlowTable_Flows_Flow) ΛBelongingModule() string {
 
 // Lhcnp_Lhcnp_FlowTable_Flows_Flow_State represents the /lhcnp/lhcnp/flow-table/flows/flow/state YANG schema element.
 type Lhcnp_Lhcnp_FlowTable_Flows_Flow_State struct {
-	ArrivalRate        *uint64                                          `path:"arrival-rate" module:"lhcnp"`
-	Counters           *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_Counters `path:"counters" module:"lhcnp"`
-	Deferring          *bool                                            `path:"deferring" module:"lhcnp"`
-	DestinationAddress *string                                          `path:"destination-address" module:"lhcnp"`
-	DestinationQp      *uint32                                          `path:"destination-qp" module:"lhcnp"`
-	EgressInterface    *string                                          `path:"egress-interface" module:"lhcnp"`
-	EgressQueue        *uint8                                           `path:"egress-queue" module:"lhcnp"`
-	FirstSeen          *uint64                                          `path:"first-seen" module:"lhcnp"`
-	LastCnpTime        *uint64                                          `path:"last-cnp-time" module:"lhcnp"`
-	LastSeen           *uint64                                          `path:"last-seen" module:"lhcnp"`
-	LearnedFrom        E_LhcnpTypes_FlowLearningSource                  `path:"learned-from" module:"lhcnp"`
-	SourceAddress      *string                                          `path:"source-address" module:"lhcnp"`
-	SourceQp           *uint32                                          `path:"source-qp" module:"lhcnp"`
-	SourceRtt          *uint64                                          `path:"source-rtt" module:"lhcnp"`
+	ArrivalRate          *uint64                                          `path:"arrival-rate" module:"lhcnp"`
+	Counters             *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_Counters `path:"counters" module:"lhcnp"`
+	Deferring            *bool                                            `path:"deferring" module:"lhcnp"`
+	DestinationAddress   *string                                          `path:"destination-address" module:"lhcnp"`
+	DestinationQp        *uint32                                          `path:"destination-qp" module:"lhcnp"`
+	EgressInterface      *string                                          `path:"egress-interface" module:"lhcnp"`
+	EgressQueue          *uint8                                           `path:"egress-queue" module:"lhcnp"`
+	FirstSeen            *uint64                                          `path:"first-seen" module:"lhcnp"`
+	LastCnpTime          *uint64                                          `path:"last-cnp-time" module:"lhcnp"`
+	LastSeen             *uint64                                          `path:"last-seen" module:"lhcnp"`
+	LearnedFrom          E_LhcnpTypes_FlowLearningSource                  `path:"learned-from" module:"lhcnp"`
+	SourceAddress        *string                                          `path:"source-address" module:"lhcnp"`
+	SourceQp             *uint32                                          `path:"source-qp" module:"lhcnp"`
+	SourceRtt            *uint64                                          `path:"source-rtt" module:"lhcnp"`
+	SourceRttLearnedFrom E_LhcnpTypes_SourceRttOrigin                     `path:"source-rtt-learned-from" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_FlowTable_Flows_Flow_State implements the yang.GoStruct
@@ -4740,6 +4741,22 @@ func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) GetSourceRtt() uint64 {
 	return *t.SourceRtt
 }
 
+// GetSourceRttLearnedFrom retrieves the value of the leaf SourceRttLearnedFrom from the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if SourceRttLearnedFrom is set, it can
+// safely use t.GetSourceRttLearnedFrom() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.SourceRttLearnedFrom == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) GetSourceRttLearnedFrom() E_LhcnpTypes_SourceRttOrigin {
+	if t == nil || t.SourceRttLearnedFrom == 0 {
+		return 0
+	}
+	return t.SourceRttLearnedFrom
+}
+
 // SetArrivalRate sets the value of the leaf ArrivalRate in the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
 // struct.
 func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetArrivalRate(v uint64) {
@@ -4816,6 +4833,12 @@ func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetSourceQp(v uint32) {
 // struct.
 func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetSourceRtt(v uint64) {
 	t.SourceRtt = &v
+}
+
+// SetSourceRttLearnedFrom sets the value of the leaf SourceRttLearnedFrom in the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
+// struct.
+func (t *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) SetSourceRttLearnedFrom(v E_LhcnpTypes_SourceRttOrigin) {
+	t.SourceRttLearnedFrom = v
 }
 
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_FlowTable_Flows_Flow_State
@@ -8287,6 +8310,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config struct {
 	RepeatResume         *bool                  `path:"repeat-resume" module:"lhcnp"`
 	ResumeEnabled        *bool                  `path:"resume-enabled" module:"lhcnp"`
 	ResumeHoldDuration   *uint32                `path:"resume-hold-duration" module:"lhcnp"`
+	ResumeOnDrain        *bool                  `path:"resume-on-drain" module:"lhcnp"`
 	ResumePercent        *uint8                 `path:"resume-percent" module:"lhcnp"`
 }
 
@@ -8407,6 +8431,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) GetR
 	return *t.ResumeHoldDuration
 }
 
+// GetResumeOnDrain retrieves the value of the leaf ResumeOnDrain from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if ResumeOnDrain is set, it can
+// safely use t.GetResumeOnDrain() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.ResumeOnDrain == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) GetResumeOnDrain() bool {
+	if t == nil || t.ResumeOnDrain == nil {
+		return false
+	}
+	return *t.ResumeOnDrain
+}
+
 // GetResumePercent retrieves the value of the leaf ResumePercent from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -8465,6 +8505,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) SetR
 	t.ResumeHoldDuration = &v
 }
 
+// SetResumeOnDrain sets the value of the leaf ResumeOnDrain in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) SetResumeOnDrain(v bool) {
+	t.ResumeOnDrain = &v
+}
+
 // SetResumePercent sets the value of the leaf ResumePercent in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) SetResumePercent(v uint8) {
@@ -8501,6 +8547,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config) Popu
 	if t.ResumeEnabled == nil {
 		var v bool = true
 		t.ResumeEnabled = &v
+	}
+	if t.ResumeOnDrain == nil {
+		var v bool = false
+		t.ResumeOnDrain = &v
 	}
 	if t.ResumePercent == nil {
 		var v uint8 = 50
@@ -8543,6 +8593,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State struct {
 	RepeatResume                *bool                  `path:"repeat-resume" module:"lhcnp"`
 	ResumeEnabled               *bool                  `path:"resume-enabled" module:"lhcnp"`
 	ResumeHoldDuration          *uint32                `path:"resume-hold-duration" module:"lhcnp"`
+	ResumeOnDrain               *bool                  `path:"resume-on-drain" module:"lhcnp"`
 	ResumePercent               *uint8                 `path:"resume-percent" module:"lhcnp"`
 }
 
@@ -8679,6 +8730,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) GetRe
 	return *t.ResumeHoldDuration
 }
 
+// GetResumeOnDrain retrieves the value of the leaf ResumeOnDrain from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if ResumeOnDrain is set, it can
+// safely use t.GetResumeOnDrain() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.ResumeOnDrain == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) GetResumeOnDrain() bool {
+	if t == nil || t.ResumeOnDrain == nil {
+		return false
+	}
+	return *t.ResumeOnDrain
+}
+
 // GetResumePercent retrieves the value of the leaf ResumePercent from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -8743,6 +8810,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) SetRe
 	t.ResumeHoldDuration = &v
 }
 
+// SetResumeOnDrain sets the value of the leaf ResumeOnDrain in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) SetResumeOnDrain(v bool) {
+	t.ResumeOnDrain = &v
+}
+
 // SetResumePercent sets the value of the leaf ResumePercent in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) SetResumePercent(v uint8) {
@@ -8779,6 +8852,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State) Popul
 	if t.ResumeEnabled == nil {
 		var v bool = true
 		t.ResumeEnabled = &v
+	}
+	if t.ResumeOnDrain == nil {
+		var v bool = false
+		t.ResumeOnDrain = &v
 	}
 	if t.ResumePercent == nil {
 		var v uint8 = 50

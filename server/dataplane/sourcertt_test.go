@@ -11,13 +11,17 @@ import (
 )
 
 // TestSourceRTTState: a flow's learnt round trip to its source is the
-// leaf source-rtt in nanoseconds; a flow without one has no leaf.
+// leaf source-rtt in nanoseconds, and source-rtt-learned-from says whether
+// it came from the flow's CM exchange or from its rate's answer to a cut
+// (FlowState.SourceRTTFromRate); a flow without one has neither leaf.
 func TestSourceRTTState(t *testing.T) {
 	src, dst := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.4")
+	other := netip.MustParseAddr("10.0.0.2")
 	st := &lhcnp.State{}
 	st.FlowTable.Flows = []lhcnp.FlowState{
 		{Key: lhcnp.FlowKey{Src: src, Dst: dst, SrcQP: 100, DstQP: 200}, SourceRTT: 10*engine.Millisecond + 2*engine.Microsecond},
 		{Key: lhcnp.FlowKey{Src: dst, Dst: src, SrcQP: 200, DstQP: 100}},
+		{Key: lhcnp.FlowKey{Src: other, Dst: dst, SrcQP: 300, DstQP: 400}, SourceRTT: 2*engine.Millisecond + 150*engine.Microsecond, SourceRTTFromRate: true},
 	}
 	cfg := lhcnp.DefaultConfig()
 	ports, err := NewPorts(nil)
@@ -29,25 +33,39 @@ func TestSourceRTTState(t *testing.T) {
 	if got := flows.GetFlow("10.0.0.1", "10.0.0.4", 100, 200).GetState().SourceRtt; got == nil || *got != 10_002_000 {
 		t.Errorf("source-rtt %v, want 10002000 ns", got)
 	}
+	if got := flows.GetFlow("10.0.0.1", "10.0.0.4", 100, 200).GetState().GetSourceRttLearnedFrom(); got != oc.LhcnpTypes_SourceRttOrigin_CM_EXCHANGE {
+		t.Errorf("source-rtt-learned-from %v for a round trip from the CM exchange, want CM_EXCHANGE", got)
+	}
 	if got := flows.GetFlow("10.0.0.4", "10.0.0.1", 200, 100).GetState().SourceRtt; got != nil {
 		t.Errorf("source-rtt %d for a flow without one, want no leaf", *got)
 	}
+	if got := flows.GetFlow("10.0.0.4", "10.0.0.1", 200, 100).GetState().GetSourceRttLearnedFrom(); got != oc.LhcnpTypes_SourceRttOrigin_UNSET {
+		t.Errorf("source-rtt-learned-from %v for a flow without a round trip, want no leaf", got)
+	}
+	fs := flows.GetFlow("10.0.0.2", "10.0.0.4", 300, 400).GetState()
+	if got := fs.SourceRtt; got == nil || *got != 2_150_000 {
+		t.Errorf("source-rtt %v for a round trip from the rate's answer, want 2150000 ns", got)
+	}
+	if got := fs.GetSourceRttLearnedFrom(); got != oc.LhcnpTypes_SourceRttOrigin_RATE_RESPONSE {
+		t.Errorf("source-rtt-learned-from %v for a round trip from the rate's answer, want RATE_RESPONSE", got)
+	}
 }
 
-// TestOptionsTranslate: the queue leaves one-cut-per-episode, per-flow-rtt
-// and repeat-resume reach the node's queue configuration, and an unset
-// leaf keeps the draft's behaviour (off).
+// TestOptionsTranslate: the queue leaves one-cut-per-episode, per-flow-rtt,
+// repeat-resume and resume-on-drain reach the node's queue configuration,
+// and an unset leaf keeps the draft's behaviour (off).
 func TestOptionsTranslate(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		q := &oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue{Id: ygot.Uint8(3)}
 		if on {
 			c := q.GetOrCreateConfig()
 			c.OneCutPerEpisode, c.PerFlowRtt = ygot.Bool(true), ygot.Bool(true)
-			q.GetOrCreateActionPolicy().GetOrCreateConfig().RepeatResume = ygot.Bool(true)
+			ac := q.GetOrCreateActionPolicy().GetOrCreateConfig()
+			ac.RepeatResume, ac.ResumeOnDrain = ygot.Bool(true), ygot.Bool(true)
 		}
 		qc := queueConfig(q)
-		if qc.OneCutPerEpisode != on || qc.PerFlowRTT != on || qc.Action.RepeatResume != on {
-			t.Errorf("set %v: one-cut %v, per-flow-rtt %v, repeat-resume %v", on, qc.OneCutPerEpisode, qc.PerFlowRTT, qc.Action.RepeatResume)
+		if qc.OneCutPerEpisode != on || qc.PerFlowRTT != on || qc.Action.RepeatResume != on || qc.Action.ResumeOnDrain != on {
+			t.Errorf("set %v: one-cut %v, per-flow-rtt %v, repeat-resume %v, resume-on-drain %v", on, qc.OneCutPerEpisode, qc.PerFlowRTT, qc.Action.RepeatResume, qc.Action.ResumeOnDrain)
 		}
 	}
 }

@@ -147,6 +147,10 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		}
 		if f.SourceRTT > 0 {
 			fs.SourceRtt = ygot.Uint64(uint64(f.SourceRTT.Nanos()))
+			fs.SourceRttLearnedFrom = oc.LhcnpTypes_SourceRttOrigin_CM_EXCHANGE
+			if f.SourceRTTFromRate {
+				fs.SourceRttLearnedFrom = oc.LhcnpTypes_SourceRttOrigin_RATE_RESPONSE
+			}
 		}
 		fs.Deferring = ygot.Bool(f.Deferring)
 		c := fs.GetOrCreateCounters()
@@ -266,6 +270,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	}
 	a.ResumeEnabled = ygot.Bool(qc.Action.ResumeEnabled)
 	a.RepeatResume = ygot.Bool(qc.Action.RepeatResume)
+	a.ResumeOnDrain = ygot.Bool(qc.Action.ResumeOnDrain)
 	a.ResumePercent = ygot.Uint8(uint8(qc.Action.ResumePercent))
 	if qc.Action.ResumeHold > 0 {
 		a.ResumeHoldDuration = ygot.Uint32(micros(qc.Action.ResumeHold))

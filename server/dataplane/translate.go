@@ -288,6 +288,7 @@ func queueConfig(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) lhcnp.Queu
 		}
 		setBool(&a.ResumeEnabled, ap.ResumeEnabled)
 		setBool(&a.RepeatResume, ap.RepeatResume)
+		setBool(&a.ResumeOnDrain, ap.ResumeOnDrain)
 		if ap.ResumePercent != nil {
 			a.ResumePercent = uint16(*ap.ResumePercent)
 		}

@@ -248,6 +248,7 @@ func TestDefaults(t *testing.T) {
 		"one-cut-per-episode":  qc.GetOneCutPerEpisode(),
 		"per-flow-rtt":         qc.GetPerFlowRtt(),
 		"repeat-resume":        ap.GetRepeatResume(),
+		"resume-on-drain":      ap.GetResumeOnDrain(),
 		"icmpv6-type":          cp.GetIcmpv6Type(),
 		"extension-class-num":  cp.GetExtensionClassNum(),
 		"fast-cnp-option-type": cp.GetFastCnpOptionType(),
@@ -269,6 +270,7 @@ func TestDefaults(t *testing.T) {
 		"one-cut-per-episode":  false, // §5.4: mark every packet above K_min
 		"per-flow-rtt":         false, // §5.5: one RTT_est
 		"repeat-resume":        false, // §5.5.1: one Resume
+		"resume-on-drain":      false, // §5.5.1: Resume below K_min
 		"icmpv6-type":          uint8(200),
 		"extension-class-num":  uint8(247),
 		"fast-cnp-option-type": uint8(0x9E),

@@ -339,3 +339,32 @@ const (
 	// LhcnpTypes_RttSource_REPORTED corresponds to the value REPORTED of LhcnpTypes_RttSource
 	LhcnpTypes_RttSource_REPORTED E_LhcnpTypes_RttSource = 3
 )
+
+// E_LhcnpTypes_SourceRttOrigin is a derived int64 type which is used to represent
+// the enumerated node LhcnpTypes_SourceRttOrigin. An additional value named
+// LhcnpTypes_SourceRttOrigin_UNSET is added to the enumeration which is used as
+// the nil value, indicating that the enumeration was not explicitly set by
+// the program importing the generated structures.
+type E_LhcnpTypes_SourceRttOrigin int64
+
+// IsYANGGoEnum ensures that LhcnpTypes_SourceRttOrigin implements the yang.GoEnum
+// interface. This ensures that LhcnpTypes_SourceRttOrigin can be identified as a
+// mapped type for a YANG enumeration.
+func (E_LhcnpTypes_SourceRttOrigin) IsYANGGoEnum() {}
+
+// ΛMap returns the value lookup map associated with  LhcnpTypes_SourceRttOrigin.
+func (E_LhcnpTypes_SourceRttOrigin) ΛMap() map[string]map[int64]ygot.EnumDefinition { return ΛEnum }
+
+// String returns a logging-friendly string for E_LhcnpTypes_SourceRttOrigin.
+func (e E_LhcnpTypes_SourceRttOrigin) String() string {
+	return ygot.EnumLogString(e, int64(e), "E_LhcnpTypes_SourceRttOrigin")
+}
+
+const (
+	// LhcnpTypes_SourceRttOrigin_UNSET corresponds to the value UNSET of LhcnpTypes_SourceRttOrigin
+	LhcnpTypes_SourceRttOrigin_UNSET E_LhcnpTypes_SourceRttOrigin = 0
+	// LhcnpTypes_SourceRttOrigin_CM_EXCHANGE corresponds to the value CM_EXCHANGE of LhcnpTypes_SourceRttOrigin
+	LhcnpTypes_SourceRttOrigin_CM_EXCHANGE E_LhcnpTypes_SourceRttOrigin = 1
+	// LhcnpTypes_SourceRttOrigin_RATE_RESPONSE corresponds to the value RATE_RESPONSE of LhcnpTypes_SourceRttOrigin
+	LhcnpTypes_SourceRttOrigin_RATE_RESPONSE E_LhcnpTypes_SourceRttOrigin = 2
+)

@@ -3100,20 +3100,21 @@ func (*Lhcnp_FlowTable_Counters) ΛBelongingModule() string {
 
 // Lhcnp_FlowTable_Flow represents the /lhcnp/lhcnp/flow-table/flows/flow YANG schema element.
 type Lhcnp_FlowTable_Flow struct {
-	ArrivalRate        *uint64                         `path:"state/arrival-rate" module:"lhcnp/lhcnp"`
-	Counters           *Lhcnp_FlowTable_Flow_Counters  `path:"state/counters" module:"lhcnp/lhcnp"`
-	Deferring          *bool                           `path:"state/deferring" module:"lhcnp/lhcnp"`
-	DestinationAddress *string                         `path:"state/destination-address|destination-address" module:"lhcnp/lhcnp|lhcnp" shadow-path:"destination-address" shadow-module:"lhcnp"`
-	DestinationQp      *uint32                         `path:"state/destination-qp|destination-qp" module:"lhcnp/lhcnp|lhcnp" shadow-path:"destination-qp" shadow-module:"lhcnp"`
-	EgressInterface    *string                         `path:"state/egress-interface" module:"lhcnp/lhcnp"`
-	EgressQueue        *uint8                          `path:"state/egress-queue" module:"lhcnp/lhcnp"`
-	FirstSeen          *uint64                         `path:"state/first-seen" module:"lhcnp/lhcnp"`
-	LastCnpTime        *uint64                         `path:"state/last-cnp-time" module:"lhcnp/lhcnp"`
-	LastSeen           *uint64                         `path:"state/last-seen" module:"lhcnp/lhcnp"`
-	LearnedFrom        E_LhcnpTypes_FlowLearningSource `path:"state/learned-from" module:"lhcnp/lhcnp"`
-	SourceAddress      *string                         `path:"state/source-address|source-address" module:"lhcnp/lhcnp|lhcnp" shadow-path:"source-address" shadow-module:"lhcnp"`
-	SourceQp           *uint32                         `path:"state/source-qp|source-qp" module:"lhcnp/lhcnp|lhcnp" shadow-path:"source-qp" shadow-module:"lhcnp"`
-	SourceRtt          *uint64                         `path:"state/source-rtt" module:"lhcnp/lhcnp"`
+	ArrivalRate          *uint64                         `path:"state/arrival-rate" module:"lhcnp/lhcnp"`
+	Counters             *Lhcnp_FlowTable_Flow_Counters  `path:"state/counters" module:"lhcnp/lhcnp"`
+	Deferring            *bool                           `path:"state/deferring" module:"lhcnp/lhcnp"`
+	DestinationAddress   *string                         `path:"state/destination-address|destination-address" module:"lhcnp/lhcnp|lhcnp" shadow-path:"destination-address" shadow-module:"lhcnp"`
+	DestinationQp        *uint32                         `path:"state/destination-qp|destination-qp" module:"lhcnp/lhcnp|lhcnp" shadow-path:"destination-qp" shadow-module:"lhcnp"`
+	EgressInterface      *string                         `path:"state/egress-interface" module:"lhcnp/lhcnp"`
+	EgressQueue          *uint8                          `path:"state/egress-queue" module:"lhcnp/lhcnp"`
+	FirstSeen            *uint64                         `path:"state/first-seen" module:"lhcnp/lhcnp"`
+	LastCnpTime          *uint64                         `path:"state/last-cnp-time" module:"lhcnp/lhcnp"`
+	LastSeen             *uint64                         `path:"state/last-seen" module:"lhcnp/lhcnp"`
+	LearnedFrom          E_LhcnpTypes_FlowLearningSource `path:"state/learned-from" module:"lhcnp/lhcnp"`
+	SourceAddress        *string                         `path:"state/source-address|source-address" module:"lhcnp/lhcnp|lhcnp" shadow-path:"source-address" shadow-module:"lhcnp"`
+	SourceQp             *uint32                         `path:"state/source-qp|source-qp" module:"lhcnp/lhcnp|lhcnp" shadow-path:"source-qp" shadow-module:"lhcnp"`
+	SourceRtt            *uint64                         `path:"state/source-rtt" module:"lhcnp/lhcnp"`
+	SourceRttLearnedFrom E_LhcnpTypes_SourceRttOrigin    `path:"state/source-rtt-learned-from" module:"lhcnp/lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_FlowTable_Flow implements the yang.GoStruct
@@ -3349,6 +3350,22 @@ func (t *Lhcnp_FlowTable_Flow) GetSourceRtt() uint64 {
 	return *t.SourceRtt
 }
 
+// GetSourceRttLearnedFrom retrieves the value of the leaf SourceRttLearnedFrom from the Lhcnp_FlowTable_Flow
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if SourceRttLearnedFrom is set, it can
+// safely use t.GetSourceRttLearnedFrom() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.SourceRttLearnedFrom == nil' before retrieving the leaf's value.
+func (t *Lhcnp_FlowTable_Flow) GetSourceRttLearnedFrom() E_LhcnpTypes_SourceRttOrigin {
+	if t == nil || t.SourceRttLearnedFrom == 0 {
+		return 0
+	}
+	return t.SourceRttLearnedFrom
+}
+
 // SetArrivalRate sets the value of the leaf ArrivalRate in the Lhcnp_FlowTable_Flow
 // struct.
 func (t *Lhcnp_FlowTable_Flow) SetArrivalRate(v uint64) {
@@ -3425,6 +3442,12 @@ func (t *Lhcnp_FlowTable_Flow) SetSourceQp(v uint32) {
 // struct.
 func (t *Lhcnp_FlowTable_Flow) SetSourceRtt(v uint64) {
 	t.SourceRtt = &v
+}
+
+// SetSourceRttLearnedFrom sets the value of the leaf SourceRttLearnedFrom in the Lhcnp_FlowTable_Flow
+// struct.
+func (t *Lhcnp_FlowTable_Flow) SetSourceRttLearnedFrom(v E_LhcnpTypes_SourceRttOrigin) {
+	t.SourceRttLearnedFrom = v
 }
 
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_FlowTable_Flow
@@ -5955,6 +5978,7 @@ type Lhcnp_Interface_Queue_ActionPolicy struct {
 	RepeatResume                *bool                  `path:"state/repeat-resume" module:"lhcnp/lhcnp" shadow-path:"config/repeat-resume" shadow-module:"lhcnp/lhcnp"`
 	ResumeEnabled               *bool                  `path:"state/resume-enabled" module:"lhcnp/lhcnp" shadow-path:"config/resume-enabled" shadow-module:"lhcnp/lhcnp"`
 	ResumeHoldDuration          *uint32                `path:"state/resume-hold-duration" module:"lhcnp/lhcnp" shadow-path:"config/resume-hold-duration" shadow-module:"lhcnp/lhcnp"`
+	ResumeOnDrain               *bool                  `path:"state/resume-on-drain" module:"lhcnp/lhcnp" shadow-path:"config/resume-on-drain" shadow-module:"lhcnp/lhcnp"`
 	ResumePercent               *uint8                 `path:"state/resume-percent" module:"lhcnp/lhcnp" shadow-path:"config/resume-percent" shadow-module:"lhcnp/lhcnp"`
 }
 
@@ -6091,6 +6115,22 @@ func (t *Lhcnp_Interface_Queue_ActionPolicy) GetResumeHoldDuration() uint32 {
 	return *t.ResumeHoldDuration
 }
 
+// GetResumeOnDrain retrieves the value of the leaf ResumeOnDrain from the Lhcnp_Interface_Queue_ActionPolicy
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if ResumeOnDrain is set, it can
+// safely use t.GetResumeOnDrain() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.ResumeOnDrain == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Interface_Queue_ActionPolicy) GetResumeOnDrain() bool {
+	if t == nil || t.ResumeOnDrain == nil {
+		return false
+	}
+	return *t.ResumeOnDrain
+}
+
 // GetResumePercent retrieves the value of the leaf ResumePercent from the Lhcnp_Interface_Queue_ActionPolicy
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -6155,6 +6195,12 @@ func (t *Lhcnp_Interface_Queue_ActionPolicy) SetResumeHoldDuration(v uint32) {
 	t.ResumeHoldDuration = &v
 }
 
+// SetResumeOnDrain sets the value of the leaf ResumeOnDrain in the Lhcnp_Interface_Queue_ActionPolicy
+// struct.
+func (t *Lhcnp_Interface_Queue_ActionPolicy) SetResumeOnDrain(v bool) {
+	t.ResumeOnDrain = &v
+}
+
 // SetResumePercent sets the value of the leaf ResumePercent in the Lhcnp_Interface_Queue_ActionPolicy
 // struct.
 func (t *Lhcnp_Interface_Queue_ActionPolicy) SetResumePercent(v uint8) {
@@ -6191,6 +6237,10 @@ func (t *Lhcnp_Interface_Queue_ActionPolicy) PopulateDefaults() {
 	if t.ResumeEnabled == nil {
 		var v bool = true
 		t.ResumeEnabled = &v
+	}
+	if t.ResumeOnDrain == nil {
+		var v bool = false
+		t.ResumeOnDrain = &v
 	}
 	if t.ResumePercent == nil {
 		var v uint8 = 50

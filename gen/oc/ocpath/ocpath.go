@@ -13711,6 +13711,25 @@ func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttPath) PathOriginName() 
 	return ""
 }
 
+// Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttLearnedFromPath represents the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from YANG schema element.
+type Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttLearnedFromPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[oc.E_LhcnpTypes_SourceRttOrigin]
+}
+
+// Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttLearnedFromPathAny represents the wildcard version of the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from YANG schema element.
+type Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttLearnedFromPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[oc.E_LhcnpTypes_SourceRttOrigin]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttLearnedFromPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePath represents the /lhcnp/lhcnp/flow-table/flows/flow/state YANG schema element.
 type Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePath struct {
 	*ygnmi.NodePath
@@ -14937,7 +14956,8 @@ func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePathAny) SourceQp() *Lhcnp_Lhcnp_
 // SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
 // flow's CM exchange (from the REP forwarded towards the requester
 // to the RTU back, or from the REQ towards the responder to the
-// REP back); absent if not learnt. With the per-flow-RTT option of
+// REP back) or from how soon its rate answered a cut
+// (source-rtt-learned-from); absent if not learnt. With the per-flow-RTT option of
 // the simulator it sets the flow's per-flow interval (5.8 lets a
 // node adapt its intervals).
 //
@@ -14989,7 +15009,8 @@ func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePath) SourceRtt() *Lhcnp_Lhcnp_Fl
 // SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
 // flow's CM exchange (from the REP forwarded towards the requester
 // to the RTU back, or from the REQ towards the responder to the
-// REP back); absent if not learnt. With the per-flow-RTT option of
+// REP back) or from how soon its rate answered a cut
+// (source-rtt-learned-from); absent if not learnt. With the per-flow-RTT option of
 // the simulator it sets the flow's per-flow interval (5.8 lets a
 // node adapt its intervals).
 //
@@ -15022,6 +15043,102 @@ func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePathAny) SourceRtt() *Lhcnp_Lhcnp
 				return zero, false
 			}
 			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// SourceRttLearnedFrom (leaf): How source-rtt was learnt: from the flow's CM exchange, or,
+// for a flow whose exchange the node did not see, from how soon
+// the flow's rate answered the node's Rate Reduce (only with the
+// per-flow-RTT option, which makes those cuts); absent when
+// source-rtt is.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "source-rtt-learned-from"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from"
+func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePath) SourceRttLearnedFrom() *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttLearnedFromPath {
+	ps := &Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttLearnedFromPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"source-rtt-learned-from"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[oc.E_LhcnpTypes_SourceRttOrigin](
+		"Lhcnp_Lhcnp_FlowTable_Flows_Flow_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (oc.E_LhcnpTypes_SourceRttOrigin, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State).SourceRttLearnedFrom
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// SourceRttLearnedFrom (leaf): How source-rtt was learnt: from the flow's CM exchange, or,
+// for a flow whose exchange the node did not see, from how soon
+// the flow's rate answered the node's Rate Reduce (only with the
+// per-flow-RTT option, which makes those cuts); absent when
+// source-rtt is.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "source-rtt-learned-from"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from"
+func (n *Lhcnp_Lhcnp_FlowTable_Flows_Flow_StatePathAny) SourceRttLearnedFrom() *Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttLearnedFromPathAny {
+	ps := &Lhcnp_Lhcnp_FlowTable_Flows_Flow_State_SourceRttLearnedFromPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"source-rtt-learned-from"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[oc.E_LhcnpTypes_SourceRttOrigin](
+		"Lhcnp_Lhcnp_FlowTable_Flows_Flow_State",
+		true,
+		false,
+		true,
+		false,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (oc.E_LhcnpTypes_SourceRttOrigin, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State).SourceRttLearnedFrom
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
 		},
 		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_FlowTable_Flows_Flow_State) },
 		func() *ytypes.Schema {
@@ -25526,6 +25643,25 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_Resum
 	return ""
 }
 
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeOnDrainPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/config/resume-on-drain YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeOnDrainPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[bool]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeOnDrainPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/config/resume-on-drain YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeOnDrainPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeOnDrainPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumePercentPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/config/resume-percent YANG schema element.
 type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumePercentPath struct {
 	*ygnmi.NodePath
@@ -26276,6 +26412,118 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPathAn
 	return ps
 }
 
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// while the queue is above K_min and not growing, also resume the
+// flows the node slowed once the queue would drain at the port's
+// spare rate within the shortest of their round trips to their
+// sources; and resume unconditionally (Parameter 0) a flow cut
+// before its rate was first measured. The default, false, waits
+// for the queue to fall below K_min; true is a deviation from the
+// draft and an experiment, not part of the recommended options.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "resume-on-drain"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/config/resume-on-drain"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPath) ResumeOnDrain() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeOnDrainPath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeOnDrainPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"resume-on-drain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config).ResumeOnDrain
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct {
+			return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config)
+		},
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// while the queue is above K_min and not growing, also resume the
+// flows the node slowed once the queue would drain at the port's
+// spare rate within the shortest of their round trips to their
+// sources; and resume unconditionally (Parameter 0) a flow cut
+// before its rate was first measured. The default, false, waits
+// for the queue to fall below K_min; true is a deviation from the
+// draft and an experiment, not part of the recommended options.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "resume-on-drain"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/config/resume-on-drain"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPathAny) ResumeOnDrain() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeOnDrainPathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config_ResumeOnDrainPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"resume-on-drain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config).ResumeOnDrain
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct {
+			return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_Config)
+		},
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // ResumePercent (leaf): Parameter of RESUME: the share of the previous reduction the
 // source may restore; 0 means unconditional resume. The default is
 // the draft's example.
@@ -26527,6 +26775,25 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeHold
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeHoldDurationPath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeOnDrainPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/state/resume-on-drain YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeOnDrainPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[bool]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeOnDrainPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/state/resume-on-drain YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeOnDrainPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeOnDrainPath) PathOriginName() string {
 	return ""
 }
 
@@ -27359,6 +27626,118 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePathAny
 			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State).ResumeHoldDuration
 			if ret == nil {
 				var zero uint32
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct {
+			return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State)
+		},
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// while the queue is above K_min and not growing, also resume the
+// flows the node slowed once the queue would drain at the port's
+// spare rate within the shortest of their round trips to their
+// sources; and resume unconditionally (Parameter 0) a flow cut
+// before its rate was first measured. The default, false, waits
+// for the queue to fall below K_min; true is a deviation from the
+// draft and an experiment, not part of the recommended options.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "resume-on-drain"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/state/resume-on-drain"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePath) ResumeOnDrain() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeOnDrainPath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeOnDrainPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"resume-on-drain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State).ResumeOnDrain
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct {
+			return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State)
+		},
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// while the queue is above K_min and not growing, also resume the
+// flows the node slowed once the queue would drain at the port's
+// spare rate within the shortest of their round trips to their
+// sources; and resume unconditionally (Parameter 0) a flow cut
+// before its rate was first measured. The default, false, waits
+// for the queue to fall below K_min; true is a deviation from the
+// draft and an experiment, not part of the recommended options.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "resume-on-drain"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/state/resume-on-drain"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePathAny) ResumeOnDrain() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeOnDrainPathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State_ResumeOnDrainPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"resume-on-drain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_State).ResumeOnDrain
+			if ret == nil {
+				var zero bool
 				return zero, false
 			}
 			return *ret, true

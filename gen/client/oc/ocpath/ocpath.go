@@ -15010,6 +15010,99 @@ func (n *Lhcnp_FlowTable_Flow_SourceRttPathAny) State() ygnmi.WildcardQuery[uint
 	)
 }
 
+// Lhcnp_FlowTable_Flow_SourceRttLearnedFromPath represents the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from YANG schema element.
+type Lhcnp_FlowTable_Flow_SourceRttLearnedFromPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_FlowTable_Flow_SourceRttLearnedFromPathAny represents the wildcard version of the /lhcnp/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from YANG schema element.
+type Lhcnp_FlowTable_Flow_SourceRttLearnedFromPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_FlowTable_Flow_SourceRttLearnedFromPath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt-learned-from"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from"
+func (n *Lhcnp_FlowTable_Flow_SourceRttLearnedFromPath) State() ygnmi.SingletonQuery[oc.E_LhcnpTypes_SourceRttOrigin] {
+	return ygnmi.NewSingletonQuery[oc.E_LhcnpTypes_SourceRttOrigin](
+		"Lhcnp_FlowTable_Flow",
+		true,
+		false,
+		true,
+		false,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "source-rtt-learned-from"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (oc.E_LhcnpTypes_SourceRttOrigin, bool) {
+			ret := gs.(*oc.Lhcnp_FlowTable_Flow).SourceRttLearnedFrom
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_FlowTable_Flow) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt-learned-from"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from"
+func (n *Lhcnp_FlowTable_Flow_SourceRttLearnedFromPathAny) State() ygnmi.WildcardQuery[oc.E_LhcnpTypes_SourceRttOrigin] {
+	return ygnmi.NewWildcardQuery[oc.E_LhcnpTypes_SourceRttOrigin](
+		"Lhcnp_FlowTable_Flow",
+		true,
+		false,
+		true,
+		false,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "source-rtt-learned-from"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (oc.E_LhcnpTypes_SourceRttOrigin, bool) {
+			ret := gs.(*oc.Lhcnp_FlowTable_Flow).SourceRttLearnedFrom
+			v := reflect.ValueOf(ret)
+			return ret, v.IsValid() && !v.IsZero()
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_FlowTable_Flow) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
 // Lhcnp_FlowTable_FlowPath represents the /lhcnp/lhcnp/flow-table/flows/flow YANG schema element.
 type Lhcnp_FlowTable_FlowPath struct {
 	*ygnmi.NodePath
@@ -15515,7 +15608,8 @@ func (n *Lhcnp_FlowTable_FlowPathAny) SourceQp() *Lhcnp_FlowTable_Flow_SourceQpP
 // SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
 // flow's CM exchange (from the REP forwarded towards the requester
 // to the RTU back, or from the REQ towards the responder to the
-// REP back); absent if not learnt. With the per-flow-RTT option of
+// REP back) or from how soon its rate answered a cut
+// (source-rtt-learned-from); absent if not learnt. With the per-flow-RTT option of
 // the simulator it sets the flow's per-flow interval (5.8 lets a
 // node adapt its intervals).
 //
@@ -15538,7 +15632,8 @@ func (n *Lhcnp_FlowTable_FlowPath) SourceRtt() *Lhcnp_FlowTable_Flow_SourceRttPa
 // SourceRtt (leaf): The node's round trip to the flow's source, learnt from the
 // flow's CM exchange (from the REP forwarded towards the requester
 // to the RTU back, or from the REQ towards the responder to the
-// REP back); absent if not learnt. With the per-flow-RTT option of
+// REP back) or from how soon its rate answered a cut
+// (source-rtt-learned-from); absent if not learnt. With the per-flow-RTT option of
 // the simulator it sets the flow's per-flow interval (5.8 lets a
 // node adapt its intervals).
 //
@@ -15550,6 +15645,50 @@ func (n *Lhcnp_FlowTable_FlowPathAny) SourceRtt() *Lhcnp_FlowTable_Flow_SourceRt
 	ps := &Lhcnp_FlowTable_Flow_SourceRttPathAny{
 		NodePath: ygnmi.NewNodePath(
 			[]string{"state", "source-rtt"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// SourceRttLearnedFrom (leaf): How source-rtt was learnt: from the flow's CM exchange, or,
+// for a flow whose exchange the node did not see, from how soon
+// the flow's rate answered the node's Rate Reduce (only with the
+// per-flow-RTT option, which makes those cuts); absent when
+// source-rtt is.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt-learned-from"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from"
+func (n *Lhcnp_FlowTable_FlowPath) SourceRttLearnedFrom() *Lhcnp_FlowTable_Flow_SourceRttLearnedFromPath {
+	ps := &Lhcnp_FlowTable_Flow_SourceRttLearnedFromPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state", "source-rtt-learned-from"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// SourceRttLearnedFrom (leaf): How source-rtt was learnt: from the flow's CM exchange, or,
+// for a flow whose exchange the node did not see, from how soon
+// the flow's rate answered the node's Rate Reduce (only with the
+// per-flow-RTT option, which makes those cuts); absent when
+// source-rtt is.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/source-rtt-learned-from"
+//	Path from root:       "/lhcnp/flow-table/flows/flow/state/source-rtt-learned-from"
+func (n *Lhcnp_FlowTable_FlowPathAny) SourceRttLearnedFrom() *Lhcnp_FlowTable_Flow_SourceRttLearnedFromPathAny {
+	ps := &Lhcnp_FlowTable_Flow_SourceRttLearnedFromPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state", "source-rtt-learned-from"},
 			map[string]interface{}{},
 			n,
 		),
@@ -31457,6 +31596,187 @@ func (n *Lhcnp_Interface_Queue_ActionPolicy_ResumeHoldDurationPathAny) Config() 
 	)
 }
 
+// Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/state/resume-on-drain YANG schema element.
+type Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/state/resume-on-drain YANG schema element.
+type Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/resume-on-drain"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/state/resume-on-drain"
+func (n *Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPath) State() ygnmi.SingletonQuery[bool] {
+	return ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Interface_Queue_ActionPolicy",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "resume-on-drain"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue_ActionPolicy).ResumeOnDrain
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue_ActionPolicy) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/resume-on-drain"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/state/resume-on-drain"
+func (n *Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPathAny) State() ygnmi.WildcardQuery[bool] {
+	return ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Interface_Queue_ActionPolicy",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "resume-on-drain"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue_ActionPolicy).ResumeOnDrain
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue_ActionPolicy) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Config returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config/resume-on-drain"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/config/resume-on-drain"
+func (n *Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPath) Config() ygnmi.ConfigQuery[bool] {
+	return ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Interface_Queue_ActionPolicy",
+		false,
+		true,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"config", "resume-on-drain"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue_ActionPolicy).ResumeOnDrain
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue_ActionPolicy) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Config returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config/resume-on-drain"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/config/resume-on-drain"
+func (n *Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPathAny) Config() ygnmi.WildcardQuery[bool] {
+	return ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Interface_Queue_ActionPolicy",
+		false,
+		true,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"config", "resume-on-drain"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue_ActionPolicy).ResumeOnDrain
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue_ActionPolicy) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
 // Lhcnp_Interface_Queue_ActionPolicy_ResumePercentPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/action-policy/state/resume-percent YANG schema element.
 type Lhcnp_Interface_Queue_ActionPolicy_ResumePercentPath struct {
 	*ygnmi.NodePath
@@ -31969,6 +32289,56 @@ func (n *Lhcnp_Interface_Queue_ActionPolicyPathAny) ResumeHoldDuration() *Lhcnp_
 	ps := &Lhcnp_Interface_Queue_ActionPolicy_ResumeHoldDurationPathAny{
 		NodePath: ygnmi.NewNodePath(
 			[]string{"*", "resume-hold-duration"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// while the queue is above K_min and not growing, also resume the
+// flows the node slowed once the queue would drain at the port's
+// spare rate within the shortest of their round trips to their
+// sources; and resume unconditionally (Parameter 0) a flow cut
+// before its rate was first measured. The default, false, waits
+// for the queue to fall below K_min; true is a deviation from the
+// draft and an experiment, not part of the recommended options.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "*/resume-on-drain"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/*/resume-on-drain"
+func (n *Lhcnp_Interface_Queue_ActionPolicyPath) ResumeOnDrain() *Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPath {
+	ps := &Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"*", "resume-on-drain"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// while the queue is above K_min and not growing, also resume the
+// flows the node slowed once the queue would drain at the port's
+// spare rate within the shortest of their round trips to their
+// sources; and resume unconditionally (Parameter 0) a flow cut
+// before its rate was first measured. The default, false, waits
+// for the queue to fall below K_min; true is a deviation from the
+// draft and an experiment, not part of the recommended options.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "*/resume-on-drain"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/action-policy/*/resume-on-drain"
+func (n *Lhcnp_Interface_Queue_ActionPolicyPathAny) ResumeOnDrain() *Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPathAny {
+	ps := &Lhcnp_Interface_Queue_ActionPolicy_ResumeOnDrainPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"*", "resume-on-drain"},
 			map[string]interface{}{},
 			n,
 		),
