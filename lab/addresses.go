@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/lhcnp/lhcnp/internal/atomicfile"
 )
 
 // AddressesFile is the file of the state directory that holds the
@@ -43,26 +46,17 @@ func keptAddresses(stateDir string) Addresses {
 	return a
 }
 
-// writeAddresses replaces the addresses file atomically (a temporary file
-// renamed over it), so a reader never sees half of one.
+// writeAddresses replaces the addresses file whole (internal/atomicfile),
+// so a reader never sees half of one; it is the lab's own file, mode 0600.
 func writeAddresses(stateDir string, a Addresses) error {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(stateDir, AddressesFile+".*")
-	if err != nil {
+	return atomicfile.Write(filepath.Join(stateDir, AddressesFile), 0o600, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
 		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(stateDir, AddressesFile))
+	})
 }
 
 // keep returns the address to listen on for a configured host:port: the

@@ -313,8 +313,7 @@ func TestOperatorSetDuringTheTunersSet(t *testing.T) {
 	addr, _ = testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{operatorFirst}, nil))
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 	yc := ygnmiClient(t, addr)
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
-		traffic: func(string, policy.Settings) traffic { return congested }}
+	src := constSource(yc, congested)
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
 	err := tu.Cycle(ctx, t1)

@@ -128,7 +128,7 @@ func TestPGSourceCitus(t *testing.T) {
 		return w
 	}
 	for _, pool := range []*pgxpool.Pool{one, citus} {
-		pgSourceWorkload(&collectorRows{t: t, pool: pool, target: "n1", ids: map[string]int64{}})
+		pgSourceWorkload(newCollectorRows(t, pool))
 	}
 	want := windows(one)
 	if len(want) == 0 {
@@ -154,7 +154,7 @@ func TestPGSourceCitus(t *testing.T) {
 func TestPGSource(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := pgtest.New(t)
-	c := &collectorRows{t: t, pool: pool, target: "n1", ids: map[string]int64{}}
+	c := newCollectorRows(t, pool)
 	pgSourceWorkload(c)
 	got, err := NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(3*time.Second))
 	if err != nil {
@@ -200,6 +200,22 @@ func TestPGSource(t *testing.T) {
 	}
 }
 
+// newCollectorRows writes the collector's rows of target n1 into pool.
+func newCollectorRows(t *testing.T, pool *pgxpool.Pool) *collectorRows {
+	return &collectorRows{t: t, pool: pool, target: "n1", ids: map[string]int64{}}
+}
+
+// steadyPort stores, at ts, wan0's RTT_est (10 ms) and port rate (10 Gb/s)
+// and three queues whose leaves do not change after: 0 idle, 1 standing at
+// half an RTT_est, 2 idle until the test makes it busy.
+func steadyPort(c *collectorRows, ts time.Time) {
+	c.leaf("wan0", -1, "effective-rtt-est", ts, 10000)
+	c.leaf("wan0", -1, "effective-port-rate", ts, 10_000_000_000)
+	steadyQueue(c, 0, ts, 0)
+	steadyQueue(c, 1, ts, 6_250_000)
+	steadyQueue(c, 2, ts, 0)
+}
+
 // steadyQueue stores the settings and state of queue q of wan0 once, at
 // ts: a queue whose leaves do not change after (idle at depth 0, or
 // standing at depthBytes).
@@ -227,15 +243,10 @@ func steadyQueue(c *collectorRows, q int, ts time.Time, depthBytes int) {
 func TestPGSourceCarriesSteadyQueues(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := pgtest.New(t)
-	c := &collectorRows{t: t, pool: pool, target: "n1", ids: map[string]int64{}}
-	before := t1.Add(-time.Hour)
-	c.leaf("wan0", -1, "effective-rtt-est", before, 10000)
-	c.leaf("wan0", -1, "effective-port-rate", before, 10_000_000_000)
-	steadyQueue(c, 0, before, 0)         // idle
-	steadyQueue(c, 1, before, 6_250_000) // standing at half an RTT_est
+	c := newCollectorRows(t, pool)
+	steadyPort(c, t1.Add(-time.Hour))
 	// Queue 2 is busy: its bytes change every second for 6 s, and it
 	// stands at 1 MB from t1+2s. Then the switch stops reporting.
-	steadyQueue(c, 2, before, 0)
 	for i := 1; i <= 6; i++ {
 		c.leaf("wan0", 2, "counters/bytes", t1.Add(time.Duration(i)*time.Second), 5_000_000+i*1_000_000)
 	}

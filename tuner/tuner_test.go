@@ -119,6 +119,13 @@ type scriptSource struct {
 	stale *policy.Settings
 }
 
+// constSource is a source of switch n1 (yc) whose traffic is tr whatever
+// its settings.
+func constSource(yc *ygnmi.Client, tr traffic) *scriptSource {
+	return &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
+		traffic: func(string, policy.Settings) traffic { return tr }}
+}
+
 const (
 	srcRTT  = 10 * time.Millisecond
 	srcRate = 10_000_000_000
@@ -303,9 +310,9 @@ func TestTunerPendingBound(t *testing.T) {
 	addr, _ := testSwitch(t)
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 	yc := ygnmiClient(t, addr)
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
-		traffic: func(string, policy.Settings) traffic { return congested }, stale: &policy.Settings{}}
-	*src.stale = bdpSettings(1) // telemetry frozen at the settings of before
+	src := constSource(yc, congested)
+	stale := bdpSettings(1) // telemetry frozen at the settings of before
+	src.stale = &stale
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
 	if err := tu.Cycle(ctx, t1); err != nil {
@@ -379,8 +386,7 @@ func TestTunerDryRun(t *testing.T) {
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 	cfg.DryRun = true
 	yc := ygnmiClient(t, addr)
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
-		traffic: func(string, policy.Settings) traffic { return congested }}
+	src := constSource(yc, congested)
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
 	for i := range 3 { // a cool-down apart: three decisions, nothing pushed
@@ -405,28 +411,31 @@ func TestTunerDryRun(t *testing.T) {
 	}
 }
 
+// gapRows runs periods cycles of a steady queue whose telemetry has gaps
+// for the first gapPeriods, and returns what was recorded.
+func gapRows(t *testing.T, gapPeriods, periods int) (*memRecorder, Config) {
+	t.Helper()
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	src := constSource(ygnmiClient(t, addr), traffic{delayRTT: 0.3, util: 0.95})
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	for i := range periods {
+		src.gaps = i < gapPeriods
+		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rec, cfg
+}
+
 // TestTunerGapsRecordedOnce: telemetry with gaps is recorded as a hold
 // when the gap starts, not every period (a gap shorter than filling a
 // window takes is normal life: a start, a collector restarting), and as a
 // hold when it ends; the steady queue after it once.
 func TestTunerGapsRecordedOnce(t *testing.T) {
-	ctx := context.Background()
-	addr, _ := testSwitch(t)
-	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
-	steady := traffic{delayRTT: 0.3, util: 0.95}
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
-		traffic: func(string, policy.Settings) traffic { return steady }}
-	src.gaps = true
-	rec := &memRecorder{}
-	tu, _ := newLoop(t, cfg, src, rec)
-	for i := range 6 {
-		if i == 3 {
-			src.gaps = false
-		}
-		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rec, cfg := gapRows(t, 3, 6)
 	// The gap when it starts (an error: nothing can be decided) and when
 	// it ends; then the steady queue's hold, once for its three periods.
 	want := []row{
@@ -446,21 +455,7 @@ func TestTunerGapsRecordedOnce(t *testing.T) {
 // a window takes (window + period) is no longer the normal life of a start:
 // one error row, once, saying what to look at; its end a hold.
 func TestTunerTelemetryMissingIsAnError(t *testing.T) {
-	ctx := context.Background()
-	addr, _ := testSwitch(t)
-	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
-		traffic: func(string, policy.Settings) traffic { return traffic{delayRTT: 0.3, util: 0.95} }, gaps: true}
-	rec := &memRecorder{}
-	tu, _ := newLoop(t, cfg, src, rec)
-	for i := range 8 {
-		if i == 7 {
-			src.gaps = false
-		}
-		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rec, _ := gapRows(t, 7, 8)
 	want := []row{
 		{"n1", policy.RuleGap, OutcomeHold, bdpSettings(1)},
 		{"n1", policy.RuleGap, OutcomeError, bdpSettings(1)},
@@ -487,13 +482,8 @@ func TestTunerTelemetryMissingIsAnError(t *testing.T) {
 func TestTunerIdleQueueIsNoError(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := pgtest.New(t)
-	c := &collectorRows{t: t, pool: pool, target: "n1", ids: map[string]int64{}}
-	before := t1.Add(-time.Hour)
-	c.leaf("wan0", -1, "effective-rtt-est", before, 10000)
-	c.leaf("wan0", -1, "effective-port-rate", before, 10_000_000_000)
-	steadyQueue(c, 0, before, 0)         // idle
-	steadyQueue(c, 1, before, 6_250_000) // standing at half an RTT_est
-	steadyQueue(c, 2, before, 0)         // busy for 40 s
+	c := newCollectorRows(t, pool)
+	steadyPort(c, t1.Add(-time.Hour)) // queue 2 busy for 40 s
 	const reporting = 40
 	for i := 1; i <= reporting; i++ {
 		c.leaf("wan0", 2, "counters/bytes", t1.Add(time.Duration(i)*time.Second), 5_000_000+i*1_000_000)
@@ -537,6 +527,7 @@ func TestTunerHoldsRecordedOnce(t *testing.T) {
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 	cfg.DryRun = true
 	tr := traffic{delayRTT: 0.3, util: 0.95}
+	// The closure reads tr, which changes at period 5.
 	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
 		traffic: func(string, policy.Settings) traffic { return tr }}
 	rec := &memRecorder{}
@@ -615,8 +606,7 @@ func TestTunerReleasesPendingOnStop(t *testing.T) {
 			cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 			cfg.Period, cfg.RollbackDuration = time.Hour, 3*time.Hour // one cycle: the first, at once
 			yc := ygnmiClient(t, addr)
-			src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
-				traffic: func(string, policy.Settings) traffic { return congested }}
+			src := constSource(yc, congested)
 			rec := &memRecorder{}
 			tu, _ := newLoop(t, cfg, src, rec)
 			// The first cycle ends with its Set answered (a commit
@@ -677,8 +667,7 @@ func TestTunerCancelsCommitWhoseAnswerWasLost(t *testing.T) {
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 	cfg.SwitchTimeout = 3 * time.Second
 	yc := ygnmiClient(t, addr)
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
-		traffic: func(string, policy.Settings) traffic { return congested }}
+	src := constSource(yc, congested)
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
 	if err := tu.Cycle(context.Background(), t1); err == nil {
@@ -707,9 +696,9 @@ func TestTunerRefusesStaleDecision(t *testing.T) {
 	addr, _ := testSwitch(t)
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 	yc := ygnmiClient(t, addr)
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
-		traffic: func(string, policy.Settings) traffic { return congested }, stale: &policy.Settings{}}
-	*src.stale = bdpSettings(0.978)
+	src := constSource(yc, congested)
+	stale := bdpSettings(0.978)
+	src.stale = &stale
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
 	err := tu.Cycle(context.Background(), t1)
@@ -733,8 +722,7 @@ func TestTunerNothingPushedUnrecorded(t *testing.T) {
 	ctx := context.Background()
 	addr, _ := testSwitch(t)
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": ygnmiClient(t, addr)},
-		traffic: func(string, policy.Settings) traffic { return congested }}
+	src := constSource(ygnmiClient(t, addr), congested)
 	rec := &memRecorder{fail: fmt.Errorf("database down")}
 	tu, _ := newLoop(t, cfg, src, rec)
 	if err := tu.Cycle(ctx, t1); err == nil || !strings.Contains(err.Error(), "database down") {
@@ -784,8 +772,7 @@ func TestTunerAbandonLeavesTheCommitToTheSwitch(t *testing.T) {
 	addr, _ := testSwitch(t)
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
 	yc := ygnmiClient(t, addr)
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": yc},
-		traffic: func(string, policy.Settings) traffic { return congested }}
+	src := constSource(yc, congested)
 	rec := &memRecorder{}
 	tu, _ := newLoop(t, cfg, src, rec)
 	if err := tu.Cycle(context.Background(), time.Now()); err != nil {

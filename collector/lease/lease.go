@@ -105,6 +105,26 @@ SELECT pg_notify($3, $4) FROM r`
 	notifySQL = `SELECT pg_notify($1, $2)`
 )
 
+// On Citus the writers do not fence a target's writes with FOR SHARE on its
+// lease row: leases is a reference table, whose row locks Citus takes
+// under one lock of its one shard, so every fenced write of every target
+// and collector waited for the others, and concurrent writers deadlocked
+// on that lock (BenchmarkWriterCitusFencing, docs/scaling.md). They take
+// FenceLockSQL instead, a shared advisory lock of the target on the
+// coordinator (the transaction's own node: it is held until the
+// transaction ends there, after its worker committed), before they read
+// the epoch; whatever changes the lease's owner or epoch (Acquire) or
+// merges a stale batch takes TakeoverLockSQL, the same lock exclusive,
+// first in its transaction: it waits for the writes in flight under the
+// old epoch, and the writes after it wait for it and read the new epoch.
+// Writers of different targets, and of the same target, do not wait for
+// each other. On one node the lease row's lock does this (Acquire's
+// advisory lock costs nothing there: no writer takes it).
+const (
+	FenceLockSQL    = `SELECT pg_advisory_xact_lock_shared(1819042670, hashtext($1))`
+	TakeoverLockSQL = `SELECT pg_advisory_xact_lock(1819042670, hashtext($1))`
+)
+
 // HandoverChannel is the NOTIFY channel of handovers; its payloads are
 // Handover values in JSON.
 const HandoverChannel = "lhcnp_handover"
@@ -194,6 +214,7 @@ func (m *Manager) Acquire(ctx context.Context, target string) (l Lease, ok bool,
 	// transaction, so the row lockSQL reads stays locked for acquireSQL.
 	b := &pgx.Batch{}
 	var prev string
+	b.Queue(TakeoverLockSQL, target)
 	b.Queue(lockSQL, target).QueryRow(func(row pgx.Row) error {
 		if err := row.Scan(&prev); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err

@@ -1,11 +1,15 @@
 package northbound
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,6 +70,11 @@ type series struct {
 	leaf   *schema.Leaf
 	parent string // PathString of the container, to group notifications
 	name   string // PathString of the leaf: the order of a container's leaves at one instant
+	// rank is the series' place in the set ordered by parent, then name:
+	// rangeRows orders the rows of one instant by it (an integer: comparing
+	// the two strings for every pair of rows made its sort 60 % dearer,
+	// docs/gnmi.md).
+	rank int
 }
 
 // row is one sample.
@@ -264,6 +273,13 @@ func (s *Server) historySeries(ctx context.Context, sl *gnmi.SubscriptionList) (
 	if err := rs.Err(); err != nil {
 		return nil, status.Errorf(codes.Unavailable, "history: reading series: %v", err)
 	}
+	ranked := slices.Collect(maps.Values(set))
+	slices.SortFunc(ranked, func(a, b *series) int {
+		return cmp.Or(strings.Compare(a.parent, b.parent), strings.Compare(a.name, b.name))
+	})
+	for i, sr := range ranked {
+		sr.rank = i
+	}
 	for i, n := range hits {
 		if n == 0 {
 			who := "any switch"
@@ -327,18 +343,17 @@ func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.T
 	ids := set.ids()
 	buf := make([]row, 0, rangeBatch)
 	flush := func() error {
-		// Within a timestamp, a container's leaves together, by path; the
-		// query's order (series, batch) breaks the remaining ties.
-		sort.SliceStable(buf, func(i, j int) bool {
-			a, b := buf[i], buf[j]
-			if !a.ts.Equal(b.ts) {
-				return a.ts.Before(b.ts)
+		// The query orders the rows by time. Within a timestamp, a
+		// container's leaves together, by path (their rank); the query's
+		// order (series, batch) breaks the remaining ties.
+		for i := 0; i < len(buf); {
+			j := i + 1
+			for j < len(buf) && buf[j].ts.Equal(buf[i].ts) {
+				j++
 			}
-			if a.s.parent != b.s.parent {
-				return a.s.parent < b.s.parent
-			}
-			return a.s.name < b.s.name
-		})
+			slices.SortStableFunc(buf[i:j], func(a, b row) int { return cmp.Compare(a.s.rank, b.s.rank) })
+			i = j
+		}
 		err := send(buf)
 		buf = buf[:0]
 		return err

@@ -3,6 +3,7 @@ package writer_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/collector/writer"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 )
 
@@ -133,4 +135,109 @@ func BenchmarkWriterCitus(b *testing.B) {
 			}
 		}), "citus-raw-copy-rows/s")
 	}
+}
+
+// BenchmarkWriterCitusFencing: writers of several collectors, each the
+// owner of its own switch's lease, store batches at the same time into a
+// Citus coordinator with two workers, with fencing (leases.enabled) off and
+// on. Every part transaction's fencing check takes FOR SHARE on the
+// reference table leases, and Citus takes a reference table's row locks
+// under one lock of its one shard: the question is how much of the
+// writers' concurrency that leaves (docs/scaling.md, "What else runs on
+// Citus"). rows/s is all writers' rows over the time until the last one
+// is done; waits/s the lock waits on leases seen by polling
+// citus_lock_waits every 20 ms.
+func BenchmarkWriterCitusFencing(b *testing.B) {
+	const writers, perWriter, rowsPerBatch = 4, 12, 2000
+	for _, fencing := range []bool{false, true} {
+		b.Run(fmt.Sprintf("writers=%d/fencing=%v", writers, fencing), func(b *testing.B) {
+			for range b.N {
+				pool, dsn := pgtest.NewCitus(b)
+				ctx := context.Background()
+				var all [][]*rows.Batch
+				var stops []func()
+				var ws []*writer.Writer
+				for k := range writers {
+					target, coll := fmt.Sprintf("sw%d", k), fmt.Sprintf("c%d", k)
+					if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ($1, $2, 1, now() + interval '1 hour')`,
+						target, coll); err != nil {
+						b.Fatal(err)
+					}
+					own, err := pgxpool.New(ctx, dsn)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(own.Close)
+					w, _, stop := newWriter(b, own, writer.WithFencing(fencing))
+					ws, stops = append(ws, w), append(stops, stop)
+					all = append(all, fencedBatches(target, coll, perWriter, rowsPerBatch))
+				}
+				var waits int64
+				polled := make(chan struct{})
+				done := make(chan struct{})
+				go func() {
+					defer close(polled)
+					tick := time.NewTicker(20 * time.Millisecond)
+					defer tick.Stop()
+					for {
+						select {
+						case <-done:
+							return
+						case <-tick.C:
+						}
+						var n int64
+						if err := pool.QueryRow(ctx, `SELECT count(*) FROM citus_lock_waits WHERE blocked_statement LIKE '%FROM leases%'`).Scan(&n); err == nil {
+							waits += n
+						}
+					}
+				}()
+				start := time.Now()
+				var wg sync.WaitGroup
+				for k, w := range ws {
+					wg.Go(func() {
+						for _, bt := range all[k] {
+							if err := w.Enqueue(bt); err != nil {
+								b.Error(err)
+							}
+						}
+						stops[k]()
+					})
+				}
+				wg.Wait()
+				elapsed := time.Since(start)
+				close(done)
+				<-polled
+				var n int64
+				if err := pool.QueryRow(ctx, `SELECT count(*) FROM samples`).Scan(&n); err != nil {
+					b.Fatal(err)
+				}
+				if want := int64(writers * perWriter * rowsPerBatch); n != want {
+					b.Fatalf("%d samples stored, want %d", n, want)
+				}
+				b.ReportMetric(float64(n)/elapsed.Seconds(), "rows/s")
+				b.ReportMetric(float64(waits)/elapsed.Seconds(), "lease-waits/s")
+			}
+		})
+	}
+}
+
+// fencedBatches are n batches of target's n×perBatch samples over 256
+// series, of collector coll at epoch 1.
+func fencedBatches(target, coll string, n, perBatch int) []*rows.Batch {
+	ts := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+	var out []*rows.Batch
+	for i := range n {
+		b := &rows.Batch{ID: rows.NewBatchID(), Collector: coll, Target: target, Epoch: 1}
+		for j := range perBatch {
+			s := j % 256
+			path := fmt.Sprintf("/q[i=%d]", s)
+			id := rows.SeriesID(target, path)
+			if i == 0 && j < 256 {
+				b.Series = append(b.Series, rows.Series{ID: id, Target: target, Path: path, FirstSeen: ts})
+			}
+			b.Samples = append(b.Samples, rows.Sample{TS: ts + int64(i*perBatch+j)*1000, SeriesID: id, Kind: rows.ValInt, Int: int64(j)})
+		}
+		out = append(out, b)
+	}
+	return out
 }

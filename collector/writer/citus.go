@@ -387,9 +387,9 @@ func (w *Writer) storePart(ctx context.Context, b *rows.Batch, p part) (done boo
 	}
 	bt := &pgx.Batch{}
 	bt.Queue("BEGIN")
-	var epoch int64
+	epoch := make([]int64, 1)
 	if w.o.fencing {
-		bt.Queue(fenceSQL, b.Target, b.Collector).QueryRow(func(r pgx.Row) error { return r.Scan(&epoch) })
+		w.queueFences(bt, []*rows.Batch{b}, epoch)
 	}
 	bt.Queue(ledgerPartSQL, p.key, b.ID, b.Collector, b.Target, b.Epoch, len(p.samples)+p.events, firstTS, lastTS)
 	open = true
@@ -403,7 +403,7 @@ func (w *Writer) storePart(ctx context.Context, b *rows.Batch, p part) (done boo
 		}
 		return false, err
 	}
-	if w.o.fencing && epoch != b.Epoch {
+	if w.o.fencing && epoch[0] != b.Epoch {
 		return false, errStale
 	}
 	bt = &pgx.Batch{}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lhcnp/lhcnp/collector/collectormetrics"
+	"github.com/lhcnp/lhcnp/collector/lease"
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
 
@@ -42,6 +43,9 @@ import (
 // transaction, so the normal path pays nothing; an advisory lock would
 // need the owner to take it too. Renewals and acquisitions of that one
 // lease wait for the merge, as they wait for the owner's transactions.
+// On Citus the owner fences with the target's advisory lock instead
+// (lease.FenceLockSQL: the lease row's lock is one lock of the reference
+// table's shard there), and the merge takes it exclusive first.
 //
 // Events have their own unique key (events_identity): every event of a
 // stale batch is offered with ON CONFLICT DO NOTHING.
@@ -123,6 +127,14 @@ func (w *Writer) beginMerge(ctx context.Context, b *rows.Batch) (tx pgx.Tx, res 
 	tx, err = w.pool.Begin(ctx)
 	if err != nil {
 		return nil, res, err
+	}
+	if w.citus.on {
+		// On Citus the owner's writes hold the target's advisory lock,
+		// not its lease row (lease.FenceLockSQL).
+		if _, err := tx.Exec(ctx, lease.TakeoverLockSQL, b.Target); err != nil {
+			tx.Rollback(ctx)
+			return nil, res, err
+		}
 	}
 	err = tx.QueryRow(ctx, staleLockSQL, b.Target).Scan(&res.owner, &res.epoch)
 	if err != nil {

@@ -97,7 +97,12 @@ func waitLockWaiters(t *testing.T, pool *pgxpool.Pool, citus bool, query string,
 func lockWaits(t *testing.T, pool *pgxpool.Pool, citus bool, query string) int64 {
 	t.Helper()
 	if citus {
-		return count(t, pool, `SELECT count(*) FROM citus_lock_waits WHERE blocked_statement LIKE '%' || $1 || '%'`, query)
+		// A transaction that waits on the coordinator before it reached a
+		// worker (an advisory lock: lease.FenceLockSQL) is in
+		// pg_stat_activity only.
+		return count(t, pool, `SELECT GREATEST(
+  (SELECT count(*) FROM citus_lock_waits WHERE blocked_statement LIKE '%' || $1 || '%'),
+  (SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'))`, query)
 	}
 	return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, query)
 }
@@ -257,9 +262,8 @@ func TestCitusStaleBatchMerged(t *testing.T) {
 
 // TestCitusStaleMergeBehindOwner: on Citus, a stale batch's merge waits
 // for the owner's transaction in flight (its fencing check holds the
-// lease row FOR SHARE; the test holds it up on its ledger row), as on one
-// node (TestStaleBatchMerged), here already at the zombie's own fencing
-// check. On Citus that transaction is one part of
+// target's advisory lock, lease.FenceLockSQL; the test holds it up on its
+// ledger row), as on one node (TestStaleBatchMerged). On Citus that transaction is one part of
 // the owner's batch (a shard's series): the merge then sees what it
 // committed, and the owner's later parts commit after the merge or before
 // it. Whichever, nothing is stored twice or lost: the owner's samples all
@@ -277,10 +281,10 @@ func TestCitusStaleMergeBehindOwner(t *testing.T) {
 	owner.Enqueue(inFlight)
 	waitLockWaiters(t, pool, true, "INSERT INTO ingest_ledger", 1)
 	zombie.Enqueue(staleBatch(base, "a", 1, []int{1, 2, 4, 5, 7}, 1, 2))
-	// On Citus the zombie waits already at its fencing check: row locks on
-	// a reference table are taken under one lock of its shard, so FOR SHARE
-	// waits for another's FOR SHARE (of any row), and its merge comes after.
-	waitLockWaiters(t, pool, true, "FOR SHARE", 1)
+	// On Citus the zombie's fencing check (the target's advisory lock
+	// shared, lease.FenceLockSQL) finds the lease not its own at once; its
+	// merge waits for the lock exclusive (lease.TakeoverLockSQL).
+	waitLockWaiters(t, pool, true, "pg_advisory_xact_lock(", 1)
 	if got, _ := storedSteps(t, pool); got[2] != 0 {
 		t.Errorf("%d samples of the stale batch stored while the owner's transaction was in flight", got[2])
 	}
@@ -345,8 +349,9 @@ func TestStaleMergesSerialised(t *testing.T) {
 
 // TestTakeoverWaitsForWriter: a collector taking over a lease (it expired:
 // lease.Manager.Acquire, epoch + 1) while the owner's transaction is in
-// flight (its fencing check holds the lease row FOR SHARE; the test holds
-// it up on its ledger row) waits for that transaction: what it writes is
+// flight (its fencing check holds the lease row FOR SHARE, on Citus the
+// target's advisory lock; the test holds it up on its ledger row) waits
+// for that transaction: what it writes is
 // stored under its epoch, and only then is the lease the taker's; the
 // owner's next batch is stale. On one node and on Citus, where the lease
 // row is on every node (a reference table), the owner's transaction writes
@@ -375,7 +380,13 @@ func TestTakeoverWaitsForWriter(t *testing.T) {
 				l, ok, err := lease.New(pool, "a", "", time.Minute).Acquire(ctx, "sw1")
 				done <- taken{l, ok, err}
 			}()
-			if r, returned := waitsOrReturns(t, pool, citus, "FOR UPDATE", done); returned {
+			// On Citus the owner's transaction holds the target's advisory
+			// lock (lease.FenceLockSQL), not the lease row.
+			waitsIn := "FOR UPDATE"
+			if citus {
+				waitsIn = "pg_advisory_xact_lock("
+			}
+			if r, returned := waitsOrReturns(t, pool, citus, waitsIn, done); returned {
 				t.Fatalf("the takeover did not wait for the owner's transaction in flight: %+v (%v)", r, r.err)
 			}
 			if err := hold.Rollback(ctx); err != nil {

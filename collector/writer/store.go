@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/lhcnp/lhcnp/collector/lease"
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
 
@@ -26,7 +28,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (batch_id) DO NOTHING`
 VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	ledgerCheckSQL = `SELECT target, rows, first_ts, last_ts FROM ingest_ledger WHERE batch_id = $1`
 	fenceSQL       = `SELECT epoch FROM leases WHERE target = $1 AND owner = $2 FOR SHARE`
-	seriesSQL      = `INSERT INTO series (id, target, path, schema_path, keys, yang_type, unit, first_seen)
+	// citusFenceSQL reads the epoch under lease.FenceLockSQL, without a
+	// row lock on the reference table (lease.FenceLockSQL says why).
+	citusFenceSQL = `SELECT epoch FROM leases WHERE target = $1 AND owner = $2`
+	seriesSQL     = `INSERT INTO series (id, target, path, schema_path, keys, yang_type, unit, first_seen)
 SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], $8::timestamptz[])
 ON CONFLICT (id) DO NOTHING`
 	latestSQL = `INSERT INTO latest (series_id, ts, v_int, v_float, v_num, v_bool, v_text, flags)
@@ -205,9 +210,7 @@ func (w *Writer) fencedBegin(ctx context.Context, pc *pgx.Conn, bs []*rows.Batch
 	bt.Queue("BEGIN")
 	epochs := make([]int64, len(bs))
 	if w.o.fencing {
-		for i, b := range bs {
-			bt.Queue(fenceSQL, b.Target, b.Collector).QueryRow(func(r pgx.Row) error { return r.Scan(&epochs[i]) })
-		}
+		w.queueFences(bt, bs, epochs)
 	}
 	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -221,6 +224,28 @@ func (w *Writer) fencedBegin(ctx context.Context, pc *pgx.Conn, bs []*rows.Batch
 		}
 	}
 	return nil
+}
+
+// queueFences queues the fencing checks of bs, each reading its lease's
+// epoch into epochs: on one node FOR SHARE on the lease row, on Citus the
+// targets' advisory locks (lease.FenceLockSQL, taken in the order of the
+// targets: two writers never wait for each other's) and a plain read.
+func (w *Writer) queueFences(bt *pgx.Batch, bs []*rows.Batch, epochs []int64) {
+	sql := fenceSQL
+	if w.citus.on {
+		sql = citusFenceSQL
+		targets := make([]string, 0, len(bs))
+		for _, b := range bs {
+			targets = append(targets, b.Target)
+		}
+		slices.Sort(targets)
+		for _, t := range slices.Compact(targets) {
+			bt.Queue(lease.FenceLockSQL, t)
+		}
+	}
+	for i, b := range bs {
+		bt.Queue(sql, b.Target, b.Collector).QueryRow(func(r pgx.Row) error { return r.Scan(&epochs[i]) })
+	}
 }
 
 // rollbackIfOpen rolls back the transaction a pipeline left open on pc

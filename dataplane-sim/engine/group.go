@@ -43,13 +43,10 @@ type Group struct {
 	doWaiting atomic.Int32
 	wake      chan struct{}
 	// rt is the pacing of the running RunRealtime (nil: none).
-	rt       *pacing
-	lagNanos atomic.Int64
-	// epochNanos, pacedEpoch and speedBits are Sim's (SetEpoch, Epoch,
-	// Speed) for a group of several partitions.
-	epochNanos atomic.Int64
-	pacedEpoch atomic.Int64
-	speedBits  atomic.Uint64
+	rt *pacing
+	// clock is Sim's (SetEpoch, Epoch, Speed, Lag) for a group of several
+	// partitions.
+	clock realtimeClock
 
 	// prof, when set (Profile), measures the steps and the serial work.
 	prof *Profile

@@ -3,28 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
-	"math"
 	"time"
 )
-
-// pacing maps wall-clock time to simulated time under RunRealtime.
-type pacing struct {
-	speed     float64
-	wallStart time.Time
-	simStart  Time
-}
-
-func (p *pacing) at(wall time.Time) Time {
-	return p.simStart + Time(float64(wall.Sub(p.wallStart))*p.speed)
-}
-
-func (p *pacing) wallUntil(t Time, now time.Time) time.Duration {
-	if t == Never {
-		return time.Hour
-	}
-	d := p.wallStart.Add(time.Duration(float64(t-p.simStart) / p.speed)).Sub(now)
-	return min(d, time.Hour)
-}
 
 // RunRealtime runs the partitions paced to the wall clock at speed (1:
 // real time), on threads goroutines, until simulated time reaches until
@@ -49,18 +29,19 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 	w := g.begin(threads)
 	defer g.end(w)
 	g.mu.Lock()
-	g.rt = &pacing{speed: speed, wallStart: time.Now(), simStart: g.now}
-	g.speedBits.Store(math.Float64bits(speed))
-	if e := g.epochNanos.Load(); e != 0 {
-		g.anchorLocked(time.Unix(0, e))
+	p, anchored := g.clock.start(speed, g.now)
+	g.rt = &p
+	if anchored {
+		g.jumpLocked()
 	}
-	g.pacedEpoch.Store(g.rt.wallStart.Add(-time.Duration(float64(g.rt.simStart) / speed)).UnixNano())
 	g.mu.Unlock()
 	defer func() {
 		g.mu.Lock()
 		g.rt = nil
 		g.mu.Unlock()
 	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -91,16 +72,9 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 		g.noteLagLocked(now)
 		wait := g.rt.wallUntil(next, now)
 		g.mu.Unlock()
-		if wait <= 0 {
-			continue
-		}
-		// Wake for the next event, a Do or Stop, or ctx (time.After's
-		// timer is collected once it fires or is dropped).
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-g.wake:
-		case <-time.After(wait):
+		// Wake for the next event, a Do or Stop, or ctx.
+		if err := sleep(ctx, g.wake, timer, wait); err != nil {
+			return err
 		}
 	}
 }
@@ -112,11 +86,7 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 func (g *Group) noteLagLocked(wall time.Time) {
 	paced := g.rt.at(wall)
 	t, gt := g.next()
-	if lag := paced - g.reached(); lag > 0 && min(t, gt) <= paced {
-		g.lagNanos.Store(int64(lag))
-	} else {
-		g.lagNanos.Store(0)
-	}
+	g.clock.noteLag(paced-g.reached(), min(t, gt) <= paced)
 }
 
 // reached returns the latest time the group or a partition has reached.
@@ -135,7 +105,7 @@ func (g *Group) Lag() Time {
 	if len(g.parts) == 1 {
 		return g.parts[0].sim.Lag()
 	}
-	return Time(g.lagNanos.Load())
+	return g.clock.lag()
 }
 
 // SetEpoch anchors realtime pacing to the wall clock as Sim.SetEpoch
@@ -153,9 +123,10 @@ func (g *Group) SetEpoch(epoch time.Time) {
 	}
 	g.lockOutDriver()
 	defer g.unlockAndWake()
-	g.epochNanos.Store(epoch.UnixNano())
+	g.clock.epochNanos.Store(epoch.UnixNano())
 	if g.rt != nil {
-		g.anchorLocked(epoch)
+		g.clock.anchor(g.rt, epoch)
+		g.jumpLocked()
 	}
 }
 
@@ -176,12 +147,9 @@ func (g *Group) unlockAndWake() {
 	}
 }
 
-// anchorLocked makes epoch the wall time of simulated time 0 and jumps to
-// the paced time if it is ahead. g.mu is held and pacing is active.
-func (g *Group) anchorLocked(epoch time.Time) {
-	g.rt.wallStart = epoch
-	g.rt.simStart = 0
-	g.pacedEpoch.Store(epoch.UnixNano())
+// jumpLocked jumps to the paced time if it is ahead (pacing was just
+// anchored to an epoch). g.mu is held and pacing is active.
+func (g *Group) jumpLocked() {
 	t := g.rt.at(time.Now())
 	if t <= g.reached() {
 		return
@@ -202,14 +170,7 @@ func (g *Group) Epoch() time.Time {
 	if len(g.parts) == 1 {
 		return g.parts[0].sim.Epoch()
 	}
-	e := g.epochNanos.Load()
-	if e == 0 {
-		e = g.pacedEpoch.Load()
-	}
-	if e == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, e)
+	return g.clock.epoch()
 }
 
 // Speed returns the speed of the running or last RunRealtime (0 before
@@ -218,7 +179,7 @@ func (g *Group) Speed() float64 {
 	if len(g.parts) == 1 {
 		return g.parts[0].sim.Speed()
 	}
-	return math.Float64frombits(g.speedBits.Load())
+	return g.clock.speed()
 }
 
 // Do runs f between windows, with every partition stopped, and returns

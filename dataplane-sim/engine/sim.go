@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -52,20 +51,11 @@ type Sim struct {
 	wake      chan struct{}
 
 	// Realtime pacing, valid while rtActive (read under mu).
-	rtActive    bool
-	rtSpeed     float64
-	rtWallStart time.Time
-	rtSimStart  Time
-	lagNanos    atomic.Int64 // how far simulated time trails the paced target
-
-	// epochNanos is the wall-clock time (Unix nanoseconds) of simulated
-	// time 0 that SetEpoch fixed, 0 when pacing anchors at its start.
-	// pacedEpoch is the epoch pacing uses or last used, explicit or derived
-	// from the start of RunRealtime. speedBits holds the speed of the
-	// running or last RunRealtime.
-	epochNanos atomic.Int64
-	pacedEpoch atomic.Int64
-	speedBits  atomic.Uint64
+	rtActive bool
+	rt       pacing
+	// clock holds what SetEpoch, Epoch, Speed and Lag share with
+	// RunRealtime.
+	clock realtimeClock
 }
 
 // Option configures a Sim.
@@ -251,14 +241,11 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 	defer context.AfterFunc(ctx, s.Stop)()
 	s.mu.Lock()
 	s.rtActive = true
-	s.rtSpeed = speed
-	s.speedBits.Store(math.Float64bits(speed))
-	s.rtWallStart = time.Now()
-	s.rtSimStart = s.now
-	if e := s.epochNanos.Load(); e != 0 {
-		s.anchorLocked(time.Unix(0, e))
+	var anchored bool
+	s.rt, anchored = s.clock.start(speed, s.now)
+	if anchored {
+		s.skipLocked(s.rt.at(time.Now()))
 	}
-	s.pacedEpoch.Store(s.rtWallStart.Add(-time.Duration(float64(s.rtSimStart) / speed)).UnixNano())
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -273,7 +260,7 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 			return err
 		}
 		s.mu.Lock()
-		target := s.pacedNow(time.Now())
+		target := s.rt.at(time.Now())
 		if target > until {
 			target = until
 		}
@@ -308,24 +295,11 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 		}
 		wallNow := time.Now()
 		s.noteLagLocked(wallNow)
-		wait := s.wallUntil(next, wallNow)
+		wait := s.rt.wallUntil(next, wallNow)
 		s.mu.Unlock()
 
-		if wait <= 0 {
-			continue
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.wake:
-		case <-timer.C:
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
+		if err := sleep(ctx, s.wake, timer, wait); err != nil {
+			return err
 		}
 	}
 }
@@ -334,12 +308,8 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 // wallNow: the paced time minus Now while an event is already due, else 0
 // (an engine waiting for its next event keeps up). s.mu is held.
 func (s *Sim) noteLagLocked(wallNow time.Time) {
-	paced := s.pacedNow(wallNow)
-	if lag := paced - s.now; lag > 0 && s.q.n > 0 && s.q.top.at <= paced {
-		s.lagNanos.Store(int64(lag))
-	} else {
-		s.lagNanos.Store(0)
-	}
+	paced := s.rt.at(wallNow)
+	s.clock.noteLag(paced-s.now, s.q.n > 0 && s.q.top.at <= paced)
 }
 
 // SetEpoch anchors realtime pacing to the wall clock: simulated time t
@@ -359,24 +329,17 @@ func (s *Sim) SetEpoch(epoch time.Time) {
 	s.doWaiting.Add(1)
 	s.mu.Lock()
 	s.doWaiting.Add(-1)
-	s.epochNanos.Store(epoch.UnixNano())
+	s.clock.epochNanos.Store(epoch.UnixNano())
 	if s.rtActive {
-		s.anchorLocked(epoch)
+		// Jump to the paced time if the epoch puts it ahead.
+		s.clock.anchor(&s.rt, epoch)
+		s.skipLocked(s.rt.at(time.Now()))
 	}
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
-}
-
-// anchorLocked makes epoch the wall time of simulated time 0 and jumps to
-// the paced time if it is ahead. s.mu is held and pacing is active.
-func (s *Sim) anchorLocked(epoch time.Time) {
-	s.rtWallStart = epoch
-	s.rtSimStart = 0
-	s.pacedEpoch.Store(epoch.UnixNano())
-	s.skipLocked(s.pacedNow(time.Now()))
 }
 
 // skipLocked moves Now forward to t. Events due before t are moved to t,
@@ -407,43 +370,17 @@ func (q *queue) skip(t Time) {
 // last) RunRealtime derived from its start. It is the zero time before
 // any of these. Safe from any goroutine.
 func (s *Sim) Epoch() time.Time {
-	e := s.epochNanos.Load()
-	if e == 0 {
-		e = s.pacedEpoch.Load()
-	}
-	if e == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, e)
+	return s.clock.epoch()
 }
 
 // Speed returns the speed of the running or last RunRealtime (0 before
 // the first). Safe from any goroutine.
-func (s *Sim) Speed() float64 { return math.Float64frombits(s.speedBits.Load()) }
-
-// pacedNow maps a wall time to simulated time under realtime pacing.
-func (s *Sim) pacedNow(wall time.Time) Time {
-	el := wall.Sub(s.rtWallStart)
-	return s.rtSimStart + Time(float64(el)*s.rtSpeed)
-}
-
-// wallUntil returns how long to sleep until simulated time t is due.
-func (s *Sim) wallUntil(t Time, wallNow time.Time) time.Duration {
-	if t == Never {
-		return time.Hour
-	}
-	due := s.rtWallStart.Add(time.Duration(float64(t-s.rtSimStart) / s.rtSpeed))
-	d := due.Sub(wallNow)
-	if d > time.Hour {
-		d = time.Hour
-	}
-	return d
-}
+func (s *Sim) Speed() float64 { return s.clock.speed() }
 
 // Lag reports how far simulated time trailed the wall-clock target at the
 // last pacing step of RunRealtime, a whole burst of due events or one that
 // Do interrupted (0 when the model keeps up).
-func (s *Sim) Lag() Time { return Time(s.lagNanos.Load()) }
+func (s *Sim) Lag() Time { return s.clock.lag() }
 
 // Do runs f on the model, between events, and returns when f has returned.
 // It is the only safe way for another goroutine to touch the model while
@@ -459,7 +396,7 @@ func (s *Sim) Do(f func()) {
 	s.mu.Lock()
 	s.doWaiting.Add(-1)
 	if s.rtActive {
-		t := s.pacedNow(time.Now())
+		t := s.rt.at(time.Now())
 		if n := s.NextAt(); t > n {
 			t = n
 		}

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lhcnp/lhcnp/internal/atomicfile"
 )
 
 // ErrCitusNotInstalled is returned (wrapped) by FindCitus and StartCluster
@@ -156,16 +159,17 @@ func readClusterPorts(dir string) (clusterPorts, error) {
 	return p, nil
 }
 
+// writeClusterPorts replaces the ports file whole (internal/atomicfile):
+// a cluster started while another writes it reads the old ports or the new.
 func writeClusterPorts(dir string, p clusterPorts) error {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, portsFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("pgserver: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, portsFile)); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, portsFile), 0o644, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	}); err != nil {
 		return fmt.Errorf("pgserver: %w", err)
 	}
 	return nil

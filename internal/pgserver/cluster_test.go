@@ -182,3 +182,40 @@ func portsOf(c *Cluster) []int {
 	}
 	return ports
 }
+
+// TestWriteClusterPorts: the ports file is replaced whole (mode 0644) and
+// read back; no temporary file is left beside it; a missing file is no
+// ports, a damaged one an error naming it.
+func TestWriteClusterPorts(t *testing.T) {
+	dir := t.TempDir()
+	if got, err := readClusterPorts(dir); err != nil || got.Coordinator != 0 || got.Workers != nil {
+		t.Fatalf("readClusterPorts of an empty directory: %+v, %v; want none", got, err)
+	}
+	for _, want := range []clusterPorts{
+		{Coordinator: 5432, Workers: []int{5433, 5434}},
+		{Coordinator: 6000, Workers: []int{6001}},
+	} {
+		if err := writeClusterPorts(dir, want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readClusterPorts(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("readClusterPorts (-want, +got):\n%s", diff)
+		}
+		if st, err := os.Stat(filepath.Join(dir, portsFile)); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v (%v), want 0644", portsFile, st.Mode().Perm(), err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("%d files in the cluster directory, want %s alone", len(entries), portsFile)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, portsFile), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readClusterPorts(dir); err == nil || !strings.Contains(err.Error(), portsFile) {
+		t.Errorf("readClusterPorts of a damaged file: %v, want an error naming %s", err, portsFile)
+	}
+}
