@@ -1,41 +1,32 @@
 package engine
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // The event queue orders events by (time, seq), seq being the insertion
 // counter, so events at the same time run FIFO. Keys are 16 bytes, (time,
-// seq<<24|slot).
+// seq<<24|slot), over a slab of payloads (handler, kind, arg) indexed by
+// slot: the payload is written once and read once, and only keys move.
 //
-// Events due within farAfter of the last event run (a link's next arrival,
-// a port's end of frame, a pacer's wake-up: the packets' own events) are
-// near. They sit in a calendar: a ring of buckets of 1<<bucketShift ns,
-// each a list of nodes (key and payload) sorted by key, and a bitmap of
-// the buckets that hold any. A push appends to its bucket (or, rarely,
-// goes in before the events there that are later); a pop takes the head
-// of the first occupied bucket from the last event's, found by a bit scan.
-// Pending near events lie between the last event run and farAfter later
-// (each was pushed no more than farAfter after an earlier last event, and
-// none is earlier than the last one popped), which is fewer than half the
-// ring's buckets: no bucket holds events of two laps, and the first
-// occupied bucket from the last event's holds the earliest. Nodes come
-// from a free list, last freed first, so the few that are in use stay in
-// the cache.
-//
-// Later events are far: their keys sit in a 4-ary min-heap (pop is
-// Floyd's bottom-up sift with branch-free comparisons) over a slab of
-// payloads indexed by slot, so that sifting moves only keys. Models keep
-// many events far ahead, most of them superseded timers (a QP restarts its
-// 300 µs rate timer on every cut, and the old ones stay queued until they
-// fire and do nothing); a new far timer, the latest of all, stops at the
-// bottom of the heap at once. The earliest key of both is kept in top.
+// Keys live in two 4-ary min-heaps (half the depth of a binary heap, four
+// children in one cache line; pop is Floyd's bottom-up sift with branch-free
+// comparisons): near holds the events due within farAfter of the last event
+// run, far the later ones. Models keep a few events close ahead (a link's
+// next arrival, a port's end of frame) and many far ahead, most of them
+// superseded timers (a QP restarts its 300 µs rate timer on every cut, and
+// the old ones stay queued until they fire and do nothing): apart, the near
+// events are sifted through a heap of tens, not hundreds, and a new far
+// timer, the latest of all, stops at the bottom of its heap at once. The
+// earliest key of both is kept in top.
 //
 // The order in which events run is the order of their keys, which are
-// unique; where a key is kept changes only the cost
+// unique; which heap holds a key changes only the cost
 // (TestQueueInterleavedOrder checks it against container/heap).
 //
-// Limits: 2^24 (16.7 M) far events and 2^31 near ones pending at once,
-// 2^40 (10^12) events scheduled over the life of a Sim; all panic when
-// exceeded.
+// Limits: 2^24 (16.7 M) events pending at once, 2^40 (10^12) events
+// scheduled over the life of a Sim; both panic when exceeded.
 
 const (
 	slotBits = 24
@@ -44,18 +35,11 @@ const (
 	// farAfter is how far ahead of the last event run an event goes to the
 	// far heap.
 	farAfter = 16 * Microsecond
-
-	// The near calendar: numBuckets buckets of 1<<bucketShift ns, more
-	// than twice farAfter in all (see above).
-	bucketShift = 6
-	numBuckets  = 512
-	bucketMask  = numBuckets - 1
-	occWords    = numBuckets / 64
 )
 
 type key struct {
 	at Time
-	ss uint64 // seq<<slotBits | slot (slot 0 for a near event)
+	ss uint64 // seq<<slotBits | slot
 }
 
 type payload struct {
@@ -64,57 +48,24 @@ type payload struct {
 	kind uint32
 }
 
-// node is a near event: its key and payload, and the next node of its
-// bucket (or of the free list), 0 for none. Node 0 is never an event: its
-// key, (0, 0), is the least, and it is the tail of an empty bucket, so that
-// a push appends to every bucket the same way.
-type node struct {
-	key
-	payload
-	next int32
-}
-
-// bucket is one slot of the near calendar: a list of nodes sorted by key,
-// head 0 and tail 0 when empty.
-type bucket struct{ head, tail int32 }
-
 type queue struct {
-	buckets [numBuckets]bucket
-	occ     [occWords]uint64 // bit i: buckets[i] holds an event
-	nodes   []node           // the near events' nodes
-	freeN   int32            // the first free node, 0 for none
-	nearN   int              // near events pending
-
-	far    []key
-	n      int  // events pending (both)
-	top    key  // the earliest pending key, when n > 0
-	topFar bool // top is far's top (else the calendar's)
-	last   Time // the time of the last key popped
-	slab   []payload
-	free   []uint32
-	seq    uint64
+	// near is a sorted run near[nh:] while it holds few keys, else
+	// (nearHeap) a heap like far, with nh 0.
+	near, far []key
+	nh        int
+	nearHeap  bool
+	n         int  // events pending (both)
+	top       key  // the earliest pending key, when n > 0
+	topFar    bool // top is far's top (else near's)
+	last      Time // the time of the last key popped
+	slab      []payload
+	free      []uint32
+	seq       uint64
 }
 
 func (q *queue) len() int { return q.n }
 
-func bucketOf(t Time) int { return int(uint64(t)>>bucketShift) & bucketMask }
-
 func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
-	q.seq++
-	if q.seq > maxSeq {
-		panic("engine: more than 2^40 events scheduled")
-	}
-	// Unsigned: a time before the last event's (no Sim pushes one) goes
-	// to the heap, which takes any.
-	if uint64(at-q.last) <= uint64(farAfter) {
-		e := key{at: at, ss: q.seq << slotBits}
-		q.pushNear(e, h, kind, arg)
-		if q.n == 0 || less(e, q.top) {
-			q.top, q.topFar = e, false
-		}
-		q.n++
-		return
-	}
 	var slot uint32
 	if n := len(q.free); n > 0 {
 		slot = q.free[n-1]
@@ -122,78 +73,27 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 	} else {
 		slot = uint32(len(q.slab))
 		if slot > slotMask {
-			panic("engine: more than 2^24 far events pending")
+			panic("engine: more than 2^24 events pending")
 		}
 		q.slab = append(q.slab, payload{})
 	}
 	q.slab[slot] = payload{h: h, arg: arg, kind: kind}
+	q.seq++
+	if q.seq > maxSeq {
+		panic("engine: more than 2^40 events scheduled")
+	}
 	e := key{at: at, ss: q.seq<<slotBits | uint64(slot)}
-	heapPush(&q.far, e)
+
+	far := at-q.last > farAfter
+	if far {
+		heapPush(&q.far, e)
+	} else {
+		q.pushNear(e)
+	}
 	if q.n == 0 || less(e, q.top) {
-		q.top, q.topFar = e, true
+		q.top, q.topFar = e, far
 	}
 	q.n++
-}
-
-// pushNear adds the near event e to its bucket of the calendar.
-func (q *queue) pushNear(e key, h Handler, kind uint32, arg uint64) {
-	x := q.freeN
-	if x != 0 {
-		q.freeN = q.nodes[x].next
-	} else {
-		x = q.newNode()
-	}
-	nodes := q.nodes
-	nd := &nodes[x]
-	nd.key = e
-	nd.h, nd.arg, nd.kind = h, arg, kind
-	nd.next = 0
-	i := bucketOf(e.at)
-	b := &q.buckets[i]
-	q.occ[i>>6] |= 1 << (i & 63)
-	q.nearN++
-	if t := b.tail; lessBit(e, nodes[t].key) == 0 {
-		// The latest in its bucket (most pushes), or the first: then
-		// the tail is node 0, whose next is never read. Without a
-		// branch on which: that is a coin toss.
-		nodes[t].next = x
-		b.tail = x
-		h := b.head
-		if h == 0 {
-			h = x
-		}
-		b.head = h
-		return
-	}
-	if lessBit(e, nodes[b.head].key) != 0 {
-		nodes[x].next = b.head
-		b.head = x
-		return
-	}
-	// After the last node not later than e (a bucket holds a few).
-	prev := b.head
-	for {
-		n := nodes[prev].next
-		if lessBit(e, nodes[n].key) != 0 {
-			nodes[x].next = n
-			nodes[prev].next = x
-			return
-		}
-		prev = n
-	}
-}
-
-// newNode adds a node to the pool and returns its number.
-func (q *queue) newNode() int32 {
-	if len(q.nodes) == 0 {
-		q.nodes = make([]node, 1, 64) // node 0
-	}
-	x := len(q.nodes)
-	if x > 1<<31-1 {
-		panic("engine: more than 2^31 near events pending")
-	}
-	q.nodes = append(q.nodes, node{})
-	return int32(x)
 }
 
 func heapPush(hp *[]key, e key) {
@@ -232,63 +132,102 @@ func lessBit(a, b key) uint64 {
 func (q *queue) pop() (Time, payload) {
 	top := q.top
 	q.last = top.at
-	var p payload
 	if q.topFar {
 		heapPop(&q.far)
-		slot := uint32(top.ss & slotMask)
-		p = q.slab[slot]
-		q.slab[slot] = payload{} // drop the handler reference for the GC
-		q.free = append(q.free, slot)
 	} else {
-		i := bucketOf(top.at)
-		b := &q.buckets[i]
-		x := b.head
-		nd := &q.nodes[x]
-		p = nd.payload
-		nd.h = nil // drop the handler reference for the GC
-		nx := nd.next
-		b.head = nx
-		nd.next = q.freeN
-		q.freeN = x
-		q.nearN--
-		// Without a branch on whether the bucket is now empty: a coin
-		// toss.
-		t, m := b.tail, uint64(0)
-		if nx == 0 {
-			t, m = 0, 1<<(i&63)
-		}
-		b.tail = t
-		q.occ[i>>6] &^= m
+		q.popNear()
 	}
 	q.n--
 	if q.n > 0 {
-		// The new earliest key: the calendar's or the heap's.
-		if q.nearN == 0 {
+		// The new earliest key: one of the two tops.
+		switch {
+		case len(q.far) == 0:
+			q.top, q.topFar = q.near[q.nh], false
+		case len(q.near) == q.nh || less(q.far[0], q.near[q.nh]):
 			q.top, q.topFar = q.far[0], true
-		} else {
-			nt := q.nodes[q.buckets[q.firstBucket(bucketOf(top.at))].head].key
-			if len(q.far) > 0 && less(q.far[0], nt) {
-				q.top, q.topFar = q.far[0], true
-			} else {
-				q.top, q.topFar = nt, false
-			}
+		default:
+			q.top, q.topFar = q.near[q.nh], false
 		}
 	}
+	slot := uint32(top.ss & slotMask)
+	p := q.slab[slot]
+	q.slab[slot] = payload{} // drop the handler reference for the GC
+	q.free = append(q.free, slot)
 	return top.at, p
 }
 
-// firstBucket returns the first occupied bucket from i on, cyclically;
-// one must be occupied.
-func (q *queue) firstBucket(i int) int {
-	w := i >> 6
-	m := q.occ[w] & (^uint64(0) << (i & 63))
-	for m == 0 {
-		// Past the end of word w (back to it last, whole: its buckets
-		// before i are the ring's latest).
-		w = (w + 1) & (occWords - 1)
-		m = q.occ[w]
+// The near keys are few (tens: a link's next arrival, a port's end of
+// frame, a pacer's wake-up) and a new one most often belongs near the
+// latest: while there are at most nearSortedMax, they are kept as a sorted
+// run near[nh:], so that a pop is an index step and a push an insertion
+// from the back (cheaper than a heap's sift down and up). Beyond that
+// they are a heap (a sorted run is one already); back under
+// nearSortedMin, sorted again.
+const (
+	nearSortedMax = 48
+	nearSortedMin = 16
+)
+
+func (q *queue) pushNear(e key) {
+	if q.nearHeap {
+		heapPush(&q.near, e)
+		return
 	}
-	return w<<6 | bits.TrailingZeros64(m)
+	h := q.near
+	if q.nh > 0 && len(h) > q.nh && lessBit(e, h[(q.nh+len(h))>>1]) != 0 {
+		// In the earlier half: in from the front, into the slot
+		// before the run.
+		i := q.nh - 1
+		for i+1 < len(h) && lessBit(h[i+1], e) != 0 {
+			h[i] = h[i+1]
+			i++
+		}
+		h[i] = e
+		q.nh--
+		return
+	}
+	if q.nh > 0 && len(h) == cap(h) {
+		// Move the run to the front instead of growing.
+		m := copy(h, h[q.nh:])
+		h = h[:m]
+		q.nh = 0
+	}
+	h = append(h, e)
+	q.near = h
+	i := len(h) - 1
+	for i > q.nh && lessBit(e, h[i-1]) != 0 {
+		h[i] = h[i-1]
+		i--
+	}
+	h[i] = e
+	if len(h)-q.nh > nearSortedMax {
+		// A heap from here: the sorted run moved to the front is one.
+		m := copy(h, h[q.nh:])
+		q.near = h[:m]
+		q.nh = 0
+		q.nearHeap = true
+	}
+}
+
+func (q *queue) popNear() {
+	if !q.nearHeap {
+		q.nh++
+		if q.nh == len(q.near) {
+			q.near = q.near[:0]
+			q.nh = 0
+		}
+		return
+	}
+	heapPop(&q.near)
+	if len(q.near) < nearSortedMin {
+		slices.SortFunc(q.near, func(a, b key) int {
+			if less(a, b) {
+				return -1
+			}
+			return 1
+		})
+		q.nearHeap = false
+	}
 }
 
 // heapPop removes the top of the heap *hp.

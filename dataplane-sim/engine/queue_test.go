@@ -56,7 +56,7 @@ func TestQueueInterleavedOrder(t *testing.T) {
 				case 3:
 					at = now + farAfter - 2 + Time(r.IntN(5)) // either side of the far heap's bound
 				case 4:
-					at = now + Time(r.Int64N(int64(farAfter))) // anywhere in the near calendar's window
+					at = now + Time(r.Int64N(int64(farAfter))) // anywhere in the near window
 				default:
 					at = now + Time(r.Int64N(1<<40))
 				}
@@ -72,16 +72,5 @@ func TestQueueInterleavedOrder(t *testing.T) {
 			}
 			now = at
 		}
-	}
-}
-
-// The near calendar must span more than twice the near window, so that no
-// bucket holds events of two laps (see queue.go).
-func TestCalendarSpan(t *testing.T) {
-	if span := Time(numBuckets) << bucketShift; span <= 2*farAfter+2<<bucketShift {
-		t.Fatalf("calendar of %d ns for a near window of %d ns", span, farAfter)
-	}
-	if numBuckets%64 != 0 || numBuckets&(numBuckets-1) != 0 {
-		t.Fatalf("%d buckets: want a power of two, at least 64", numBuckets)
 	}
 }
