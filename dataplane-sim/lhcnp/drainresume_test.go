@@ -17,16 +17,7 @@ import (
 // option (the default) the first Resume still waits for K_min.
 func TestDrainResume(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		cfg := testConfig(64_000, 2*engine.Microsecond)
-		cfg.Interface.Queue.MinCNPInterval = engine.Millisecond
-		cfg.Interface.Queue.PerFlowRTT = true
-		cfg.Interface.Queue.Action.RepeatResume = true
-		cfg.Interface.Queue.Action.ResumeOnDrain = on
-		rc := DefaultReactionConfig()
-		rc.TrustedSources = trusted(false)
-		rc.RTTEst = 10 * engine.Millisecond
-		rc.RecoveryStepBitsPerSec = 100e6
-		l := farEnd(t, cfg, 10e9, 4e9, 5*engine.Millisecond, rc)
+		l := resumeLine(t, on)
 		l.sim.Run(40 * engine.Millisecond)
 		q := &l.node2.portOf(l.n2Out).queues[0]
 		if l.flow.Sender.CeilingBitsPerSec() == 0 {

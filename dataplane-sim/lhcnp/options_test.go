@@ -157,6 +157,23 @@ func TestRepeatResumeReleasesHeldCeiling(t *testing.T) {
 // congestion (§5.7's upstream priority makes n2 wait for it first). n2
 // runs cfg with the port's RTT_est of its 1 µs link and Rate Reduce as
 // its action (no Pause), as the comparison's nodes.
+// resumeLine is the far-end line of the Resume tests: a 10 Gb/s source into
+// a 4 Gb/s bottleneck 5 ms away, per_flow_rtt and repeat_resume on,
+// resume_on_drain as given, the source's own recovery slow (20 ms, then
+// 100 Mb/s per ms) so that a Resume shows.
+func resumeLine(t *testing.T, resumeOnDrain bool) *line {
+	cfg := testConfig(64_000, 2*engine.Microsecond)
+	cfg.Interface.Queue.MinCNPInterval = engine.Millisecond
+	cfg.Interface.Queue.PerFlowRTT = true
+	cfg.Interface.Queue.Action.RepeatResume = true
+	cfg.Interface.Queue.Action.ResumeOnDrain = resumeOnDrain
+	rc := DefaultReactionConfig()
+	rc.TrustedSources = trusted(false)
+	rc.RTTEst = 10 * engine.Millisecond
+	rc.RecoveryStepBitsPerSec = 100e6
+	return farEnd(t, cfg, 10e9, 4e9, 5*engine.Millisecond, rc)
+}
+
 func farEnd(t *testing.T, cfg Config, srcRate, dstRate int64, midDelay engine.Time, rc ReactionConfig) *line {
 	t.Helper()
 	cfg.Interface.RTTEst = 2 * engine.Microsecond
@@ -277,15 +294,7 @@ func TestLoopCut(t *testing.T) {
 // no ceiling within a few round trips, where the source's own recovery
 // (20 ms, then 100 Mb/s per ms) would still be climbing.
 func TestFillResume(t *testing.T) {
-	cfg := testConfig(64_000, 2*engine.Microsecond)
-	cfg.Interface.Queue.MinCNPInterval = engine.Millisecond
-	cfg.Interface.Queue.PerFlowRTT = true
-	cfg.Interface.Queue.Action.RepeatResume = true
-	rc := DefaultReactionConfig()
-	rc.TrustedSources = trusted(false)
-	rc.RTTEst = 10 * engine.Millisecond
-	rc.RecoveryStepBitsPerSec = 100e6
-	l := farEnd(t, cfg, 10e9, 4e9, 5*engine.Millisecond, rc)
+	l := resumeLine(t, false)
 	l.sim.Run(40 * engine.Millisecond)
 	qp := l.flow.Sender
 	if qp.CeilingBitsPerSec() == 0 {
