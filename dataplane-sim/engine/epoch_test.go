@@ -218,3 +218,39 @@ func TestCancelStopsABurst(t *testing.T) {
 		}
 	}
 }
+
+// TestRealtimeNeverPastUntil: pacing whose paced time lies far beyond the
+// run's until (an epoch an hour in the past) takes the engine to until,
+// not to the paced time: RunRealtime returns nil with Now at until, no
+// event after until runs, and every partition stops there. A Do between
+// two steps advances the clock the same way (capped at until), which a
+// Do that came after the wall clock passed until used to break
+// (TestGroupRealtime's "Do at 200.466µs, after until", seen once under
+// load).
+func TestRealtimeNeverPastUntil(t *testing.T) {
+	for _, c := range rtCases(t, Millisecond) {
+		var late atomic.Int32
+		for _, s := range c.parts {
+			s.AtFunc(2*Second, func() { late.Add(1) })
+		}
+		c.e.SetEpoch(time.Now().Add(-time.Hour))
+		const until = Second
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := c.run(ctx, 1, until)
+		cancel()
+		if err != nil {
+			t.Fatal(c.name, err)
+		}
+		if now := c.e.Now(); now != until {
+			t.Errorf("%s: Now = %v after the run, want until %v", c.name, now, until)
+		}
+		for i, s := range c.parts {
+			if s.Now() != until {
+				t.Errorf("%s: partition %d at %v, want %v", c.name, i, s.Now(), until)
+			}
+		}
+		if n := late.Load(); n != 0 {
+			t.Errorf("%s: %d events after until ran", c.name, n)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 	w := g.begin(threads)
 	defer g.end(w)
 	g.mu.Lock()
-	p, anchored := g.clock.start(speed, g.now)
+	p, anchored := g.clock.start(speed, g.now, until)
 	g.rt = &p
 	if anchored {
 		g.jumpLocked()
@@ -150,7 +150,7 @@ func (g *Group) unlockAndWake() {
 // jumpLocked jumps to the paced time if it is ahead (pacing was just
 // anchored to an epoch). g.mu is held and pacing is active.
 func (g *Group) jumpLocked() {
-	t := g.rt.at(time.Now())
+	t := g.rt.due(time.Now())
 	if t <= g.reached() {
 		return
 	}
@@ -199,7 +199,7 @@ func (g *Group) Do(f func()) {
 	defer g.unlockAndWake()
 	if g.rt != nil {
 		t, gt := g.next()
-		g.advanceLocked(min(g.rt.at(time.Now()), t, gt))
+		g.advanceLocked(min(g.rt.due(time.Now()), t, gt))
 	}
 	g.sendMin = g.now
 	f()

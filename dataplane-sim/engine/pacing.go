@@ -9,11 +9,20 @@ import (
 
 // pacing maps wall-clock time to simulated time under RunRealtime (a
 // Sim's or a Group's): simulated time simStart falls at wall time
-// wallStart, and speed simulated seconds pass per wall second.
+// wallStart, and speed simulated seconds pass per wall second; the run
+// ends at until.
 type pacing struct {
 	speed     float64
 	wallStart time.Time
 	simStart  Time
+	until     Time
+}
+
+// due is the paced time at wall, never past the run's until: what a Do
+// between two steps may advance the clock to (a Do that comes after the
+// wall clock passed until must not move the partitions beyond it).
+func (p *pacing) due(wall time.Time) Time {
+	return min(p.at(wall), p.until)
 }
 
 // at maps wall time to simulated time.
@@ -48,11 +57,11 @@ type realtimeClock struct {
 }
 
 // start returns the pacing of a RunRealtime at speed from simulated time
-// now: anchored at SetEpoch's epoch when there is one (anchored true: the
+// now to until: anchored at SetEpoch's epoch when there is one (anchored true: the
 // caller jumps to the paced time if it is ahead), else at the wall time
 // of its start.
-func (c *realtimeClock) start(speed float64, now Time) (p pacing, anchored bool) {
-	p = pacing{speed: speed, wallStart: time.Now(), simStart: now}
+func (c *realtimeClock) start(speed float64, now, until Time) (p pacing, anchored bool) {
+	p = pacing{speed: speed, wallStart: time.Now(), simStart: now, until: until}
 	c.speedBits.Store(math.Float64bits(speed))
 	if e := c.epochNanos.Load(); e != 0 {
 		c.anchor(&p, time.Unix(0, e))

@@ -243,9 +243,9 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 	s.mu.Lock()
 	s.rtActive = true
 	var anchored bool
-	s.rt, anchored = s.clock.start(speed, s.now)
+	s.rt, anchored = s.clock.start(speed, s.now, until)
 	if anchored {
-		s.skipLocked(s.rt.at(time.Now()))
+		s.skipLocked(s.rt.due(time.Now()))
 	}
 	s.mu.Unlock()
 	defer func() {
@@ -334,7 +334,7 @@ func (s *Sim) SetEpoch(epoch time.Time) {
 	if s.rtActive {
 		// Jump to the paced time if the epoch puts it ahead.
 		s.clock.anchor(&s.rt, epoch)
-		s.skipLocked(s.rt.at(time.Now()))
+		s.skipLocked(s.rt.due(time.Now()))
 	}
 	s.mu.Unlock()
 	select {
@@ -397,7 +397,7 @@ func (s *Sim) Do(f func()) {
 	s.mu.Lock()
 	s.doWaiting.Add(-1)
 	if s.rtActive {
-		t := s.rt.at(time.Now())
+		t := s.rt.due(time.Now())
 		if n := s.NextAt(); t > n {
 			t = n
 		}
