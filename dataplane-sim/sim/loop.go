@@ -132,14 +132,7 @@ func (r *runner) sample(now engine.Time) {
 // not finished before now, in flowOrder's order. A flow finished before a
 // sample is never recorded again, so it leaves the list for good.
 func (r *runner) sampleFlows(now engine.Time) {
-	added := false
-	for ; r.nextStart < len(r.byStart) && engine.FromDuration(r.byStart[r.nextStart].Scenario.Start) <= now; r.nextStart++ {
-		r.sampled = append(r.sampled, r.byStart[r.nextStart])
-		added = true
-	}
-	if added {
-		slices.SortFunc(r.sampled, func(a, b *flowRun) int { return a.order - b.order })
-	}
+	r.sampled = admitStarted(r.sampled, r.byStart, &r.nextStart, now)
 	t := now.Nanos()
 	keep := r.sampled[:0]
 	for _, fr := range r.sampled {
@@ -147,15 +140,35 @@ func (r *runner) sampleFlows(now engine.Time) {
 			continue
 		}
 		keep = append(keep, fr)
-		q := fr.Net.Sender
-		rate := q.RateBitsPerSec()
-		if fr.Stopped || q.PausedUntil() > now {
-			rate = 0
-		}
-		r.rec.Rates.Add(t, fr.rate, rate)
+		r.rec.Rates.Add(t, fr.rate, recordedRate(fr, now))
 	}
 	clear(r.sampled[len(keep):])
 	r.sampled = keep
+}
+
+// admitStarted appends to running the flows of byStart, from *next on,
+// that started at or before now, and keeps running in flowOrder's order:
+// the started-flows list of the global sampler and of each partition's.
+func admitStarted(running, byStart []*flowRun, next *int, now engine.Time) []*flowRun {
+	added := false
+	for ; *next < len(byStart) && engine.FromDuration(byStart[*next].Scenario.Start) <= now; *next++ {
+		running = append(running, byStart[*next])
+		added = true
+	}
+	if added {
+		slices.SortFunc(running, func(a, b *flowRun) int { return a.order - b.order })
+	}
+	return running
+}
+
+// recordedRate is the rate the rates series records for a flow at now:
+// its sender's, 0 while it is stopped or paused.
+func recordedRate(fr *flowRun, now engine.Time) int64 {
+	q := fr.Net.Sender
+	if fr.Stopped || q.PausedUntil() > now {
+		return 0
+	}
+	return q.RateBitsPerSec()
 }
 
 // meterOf returns the run's meter (nil: not metered).

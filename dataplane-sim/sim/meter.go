@@ -316,6 +316,13 @@ func (m *meter) takePending(node netsim.NodeID, fm *flowMeter, part int, now eng
 	return gen
 }
 
+// offersLoad reports whether a flow's sender offers load: from the moment
+// it can send (its connection is up) until it finishes or is stopped, and
+// not paused for good.
+func offersLoad(q *netsim.QP) bool {
+	return q.Active() && !q.AdminStopped() && q.PausedUntil() != engine.Never
+}
+
 // sample closes the interval since the last sample for every switch port
 // and decides whether the next one is congested.
 func (m *meter) sample(now engine.Time) { m.sampleFrom(now, false) }
@@ -341,12 +348,7 @@ func (m *meter) sampleFrom(now engine.Time, snap bool) {
 				done, offers = fm.snapDone, fm.snapOffers
 			} else {
 				done, _ = fm.nf.Done()
-				if !done {
-					q := fm.nf.Sender
-					// Offered from the moment it can send (its connection
-					// is up) until it finishes or is stopped.
-					offers = q.Active() && !q.AdminStopped() && q.PausedUntil() != engine.Never
-				}
+				offers = !done && offersLoad(fm.nf.Sender)
 			}
 			if done {
 				continue // for good: a finished flow never offers again

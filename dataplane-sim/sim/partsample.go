@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"slices"
-
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 )
@@ -202,29 +200,17 @@ func (ps *partSampler) snapshot(part int, now engine.Time) {
 // the last instant (a finished one is read once more, for the meter, and
 // then dropped for good).
 func (ps *partSampler) snapFlows(p *partBuf, rec *sampleRec, now engine.Time) {
-	added := false
-	for ; p.nextStart < len(p.byStart) && engine.FromDuration(p.byStart[p.nextStart].Scenario.Start) <= now; p.nextStart++ {
-		p.running = append(p.running, p.byStart[p.nextStart])
-		added = true
-	}
-	if added {
-		slices.SortFunc(p.running, func(a, b *flowRun) int { return a.order - b.order })
-	}
+	p.running = admitStarted(p.running, p.byStart, &p.nextStart, now)
 	rec.flows = rec.flows[:0]
 	keep := p.running[:0]
 	for _, fr := range p.running {
 		done, at := fr.Net.Done()
 		s := flowSnap{fr: fr, done: done, doneAt: at}
 		if !done || at >= now {
-			q := fr.Net.Sender
-			s.rate = q.RateBitsPerSec()
-			if fr.Stopped || q.PausedUntil() > now {
-				s.rate = 0
-			}
+			s.rate = recordedRate(fr, now)
 		}
 		if !done {
-			q := fr.Net.Sender
-			s.offers = q.Active() && !q.AdminStopped() && q.PausedUntil() != engine.Never
+			s.offers = offersLoad(fr.Net.Sender)
 		}
 		rec.flows = append(rec.flows, s)
 		if done && at < now {
