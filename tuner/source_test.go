@@ -308,3 +308,47 @@ func TestPGSourceCarriesSteadyQueues(t *testing.T) {
 		}
 	}
 }
+
+// TestPGSourceClockSkew: a switch whose clock is 5 minutes ahead of the
+// database's has its batches committed 5 minutes before the instants they
+// carry. With the default clock_skew (1 minute) the ledger's reports are
+// not found and a steady queue's window has only its start; with
+// clock_skew 10m every report is, as for a switch in time.
+func TestPGSourceClockSkew(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := pgtest.New(t)
+	c := newCollectorRows(t, pool)
+	steadyPort(c, t1.Add(-time.Hour))
+	for i := 1; i <= 6; i++ {
+		c.leaf("wan0", 2, "counters/bytes", t1.Add(time.Duration(i)*time.Second), 5_000_000+i*1_000_000)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE ingest_ledger SET committed_at = last_ts - interval '5 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	times := func(src *PGSource) []time.Time {
+		t.Helper()
+		wins, err := src.Windows(ctx, "n1", t1, t1.Add(6*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []time.Time
+		for _, qw := range wins {
+			if qw.Queue == 0 {
+				for _, s := range qw.Window.Samples {
+					ts = append(ts, s.Time)
+				}
+			}
+		}
+		return ts
+	}
+	if got := times(NewPGSource(pool)); len(got) != 1 {
+		t.Errorf("clock_skew 1m: queue 0 sampled at %v, want its start only (the reports are missed)", got)
+	}
+	var every []time.Time
+	for i := range 7 {
+		every = append(every, t1.Add(time.Duration(i)*time.Second))
+	}
+	if diff := cmp.Diff(every, times(NewPGSource(pool, WithClockSkew(10*time.Minute)))); diff != "" {
+		t.Errorf("clock_skew 10m: queue 0's sample times (-want +got):\n%s", diff)
+	}
+}
