@@ -300,7 +300,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 			l.pusher = tuner.NewGNMIPusher(tc.Switches)
 			push = l.pusher
 		}
-		if l.tun, err = tuner.New(tc, tuner.NewPGSource(l.tpool), push, tuner.NewPGRecorder(l.tpool),
+		if l.tun, err = tuner.New(tc, tuner.NewPGSource(l.tpool, tuner.WithClockSkew(tc.ClockSkew)), push, tuner.NewPGRecorder(l.tpool),
 			tuner.WithLogger(l.log.With("part", "tuner"))); err != nil {
 			return nil, fmt.Errorf("tuner: %w", err)
 		}

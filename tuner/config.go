@@ -33,6 +33,11 @@ type Config struct {
 	// change to a leaf it tunes that it did not make (another client's
 	// Set): the operator wins (docs/tuner.md, "The operator").
 	OperatorHold time.Duration `yaml:"operator_hold"`
+	// ClockSkew is how far a switch's clock may be ahead of the database's:
+	// the collector's ingest ledger, which tells when a switch reported, is
+	// read by commit time from the window's start minus this on, so a
+	// switch further ahead looks as if it did not report (gaps).
+	ClockSkew time.Duration `yaml:"clock_skew"`
 	// Switches are the switches tuned: Name is the collector's target name
 	// (the `target` column of the views).
 	Switches []SwitchConfig `yaml:"switches"`
@@ -55,6 +60,10 @@ type SwitchConfig struct {
 	Interfaces []string `yaml:"interfaces"`
 }
 
+// DefaultClockSkew is the default Config.ClockSkew: switches synchronised
+// by NTP or PTP are within milliseconds of the database.
+const DefaultClockSkew = time.Minute
+
 // DefaultConfig is the configuration examples/tuner.yaml starts from.
 func DefaultConfig() Config {
 	return Config{
@@ -64,6 +73,7 @@ func DefaultConfig() Config {
 		JudgeWindow:      10 * time.Second,
 		SwitchTimeout:    10 * time.Second,
 		OperatorHold:     15 * time.Minute,
+		ClockSkew:        DefaultClockSkew,
 		Policy:           policy.DefaultConfig(),
 	}
 }
@@ -92,6 +102,9 @@ func (c Config) Validate() error {
 	}
 	if c.OperatorHold <= 0 {
 		bad("operator_hold", "%v must be positive", c.OperatorHold)
+	}
+	if c.ClockSkew <= 0 {
+		bad("clock_skew", "%v must be positive (how far a switch's clock may be ahead of the database's)", c.ClockSkew)
 	}
 	if c.SwitchTimeout <= 0 {
 		bad("switch_timeout", "%v must be positive", c.SwitchTimeout)

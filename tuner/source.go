@@ -38,10 +38,26 @@ import (
 // few samples (min_samples).
 type PGSource struct {
 	pool *pgxpool.Pool
+	skew time.Duration
 }
 
+// SourceOption configures a PGSource.
+type SourceOption func(*PGSource)
+
+// WithClockSkew is how far a switch's clock may be ahead of the
+// database's (Config.ClockSkew; default DefaultClockSkew): the ledger's
+// batches are found through their commit time, which is that much before
+// the switch's timestamps they carry at most.
+func WithClockSkew(d time.Duration) SourceOption { return func(s *PGSource) { s.skew = d } }
+
 // NewPGSource returns a source reading through pool.
-func NewPGSource(pool *pgxpool.Pool) *PGSource { return &PGSource{pool: pool} }
+func NewPGSource(pool *pgxpool.Pool, opts ...SourceOption) *PGSource {
+	s := &PGSource{pool: pool, skew: DefaultClockSkew}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
 
 type qk struct {
 	iface string
@@ -141,7 +157,7 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		}
 		reported = append(reported, at)
 		return nil
-	}, target, start, end); err != nil {
+	}, target, start, end, s.skew.Microseconds()); err != nil {
 		return nil, fmt.Errorf("ingest_ledger: %w", err)
 	}
 	for _, w := range wins {
@@ -293,10 +309,12 @@ ORDER BY 1, 2`
 	// switch timestamp of every batch it stored. committed_at bounds the
 	// rows read through the ledger's index (target, committed_at): a batch
 	// is committed after its values' instants, unless the switch's clock
-	// is ahead of the database's by more than the minute allowed here.
+	// is ahead of the database's: by up to the clock skew allowed ($4,
+	// microseconds; WithClockSkew).
 	sqlReported = `
 SELECT DISTINCT last_ts FROM ingest_ledger
-WHERE target = $1 AND committed_at >= $2::timestamptz - interval '1 minute' AND last_ts > $2 AND last_ts <= $3
+WHERE target = $1 AND committed_at >= $2::timestamptz - $4::bigint * interval '1 microsecond'
+  AND last_ts > $2 AND last_ts <= $3
 ORDER BY 1`
 	// The increases of the queue counters the policy counts, by leaf.
 	sqlCounts = `

@@ -233,6 +233,19 @@ func steadyQueue(c *collectorRows, q int, ts time.Time, depthBytes int) {
 	c.leaf("wan0", q, "counters/packets", ts, 5000)
 }
 
+// busySwitch stores switch n1 in a fresh database: its port and queues
+// steady from an hour before t1 (steadyPort), and queue 2 busy, its bytes
+// changing every second from t1+1s to t1+6s.
+func busySwitch(t *testing.T) *collectorRows {
+	pool, _ := pgtest.New(t)
+	c := newCollectorRows(t, pool)
+	steadyPort(c, t1.Add(-time.Hour))
+	for i := 1; i <= 6; i++ {
+		c.leaf("wan0", 2, "counters/bytes", t1.Add(time.Duration(i)*time.Second), 5_000_000+i*1_000_000)
+	}
+	return c
+}
+
 // TestPGSourceCarriesSteadyQueues: the collector stores a leaf when it
 // changes, so queues whose leaves did not change have no rows in a window.
 // Their windows are their state all the same: the values before the window
@@ -242,14 +255,9 @@ func steadyQueue(c *collectorRows, q int, ts time.Time, depthBytes int) {
 // stop too, and the policy sees the gap.
 func TestPGSourceCarriesSteadyQueues(t *testing.T) {
 	ctx := context.Background()
-	pool, _ := pgtest.New(t)
-	c := newCollectorRows(t, pool)
-	steadyPort(c, t1.Add(-time.Hour))
-	// Queue 2 is busy: its bytes change every second for 6 s, and it
-	// stands at 1 MB from t1+2s. Then the switch stops reporting.
-	for i := 1; i <= 6; i++ {
-		c.leaf("wan0", 2, "counters/bytes", t1.Add(time.Duration(i)*time.Second), 5_000_000+i*1_000_000)
-	}
+	c := busySwitch(t)
+	pool := c.pool
+	// Queue 2 stands at 1 MB from t1+2s. Then the switch stops reporting.
 	c.leaf("wan0", 2, "queue-depth", t1.Add(2*time.Second), 1_000_000)
 
 	wins, err := NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(6*time.Second))
@@ -306,5 +314,44 @@ func TestPGSourceCarriesSteadyQueues(t *testing.T) {
 		if rule, _ := policy.Check(policy.DefaultConfig(), w); rule != policy.RuleGap {
 			t.Errorf("queue %d: rule %q on a window the switch stopped reporting in, want %q", qw.Queue, rule, policy.RuleGap)
 		}
+	}
+}
+
+// TestPGSourceClockSkew: a switch whose clock is 5 minutes ahead of the
+// database's has its batches committed 5 minutes before the instants they
+// carry. With the default clock_skew (1 minute) the ledger's reports are
+// not found and a steady queue's window has only its start; with
+// clock_skew 10m every report is, as for a switch in time.
+func TestPGSourceClockSkew(t *testing.T) {
+	ctx := context.Background()
+	pool := busySwitch(t).pool
+	if _, err := pool.Exec(ctx, `UPDATE ingest_ledger SET committed_at = last_ts - interval '5 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	times := func(src *PGSource) []time.Time {
+		t.Helper()
+		wins, err := src.Windows(ctx, "n1", t1, t1.Add(6*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []time.Time
+		for _, qw := range wins {
+			if qw.Queue == 0 {
+				for _, s := range qw.Window.Samples {
+					ts = append(ts, s.Time)
+				}
+			}
+		}
+		return ts
+	}
+	if got := times(NewPGSource(pool)); len(got) != 1 {
+		t.Errorf("clock_skew 1m: queue 0 sampled at %v, want its start only (the reports are missed)", got)
+	}
+	var every []time.Time
+	for i := range 7 {
+		every = append(every, t1.Add(time.Duration(i)*time.Second))
+	}
+	if diff := cmp.Diff(every, times(NewPGSource(pool, WithClockSkew(10*time.Minute)))); diff != "" {
+		t.Errorf("clock_skew 10m: queue 0's sample times (-want +got):\n%s", diff)
 	}
 }

@@ -88,7 +88,7 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	t, err := tuner.New(cfg, tuner.NewPGSource(pool), push, tuner.NewPGRecorder(pool), tuner.WithLogger(log))
+	t, err := tuner.New(cfg, tuner.NewPGSource(pool, tuner.WithClockSkew(cfg.ClockSkew)), push, tuner.NewPGRecorder(pool), tuner.WithLogger(log))
 	if err != nil {
 		return err
 	}

@@ -1,16 +1,21 @@
 package compare
 
-import "strings"
+import (
+	"fmt"
+	"math"
+	"strings"
+)
 
 // Reading returns the paragraphs of docs/results.md that explain the
 // "who wins where" table for ref: the reasons that hold by construction of
-// the mechanisms, then every place ref loses, listed from the data.
+// the mechanisms, what the runs show per group of scenarios (every figure
+// read from r's rows), then every place ref loses, listed from the data.
 func Reading(r *Result, ref string) []string {
 	paras := []string{
 		"**Why, in short.** " + why,
-		"**Near the sources** (near-source-incast, two-node-congestion, rtt-step). " + nearSources,
-		"**In the middle of the WAN and at the far end** (mid-wan, far-end). " + farther,
-		"**Web-search mixes.** " + webMixes,
+		"**Near the sources** (near-source-incast, two-node-congestion, rtt-step). " + nearSources(figures{r}),
+		"**In the middle of the WAN and at the far end** (mid-wan, far-end). " + farther(figures{r}),
+		"**Web-search mixes.** " + webMixes(figures{r}),
 		"**Where " + ref + " loses.** Every scenario and figure in which it is not the best row:",
 	}
 	if l := r.Losses(ref); len(l) > 0 {
@@ -62,58 +67,265 @@ const caveats = `DCQCN is NVIDIA's firmware as documented (docs/engine.md, "DCQC
 	`paths, the reference the same paths in every run, and over 20 hash seeds of ours the reference's figures ` +
 	`lie inside our range.`
 
-const nearSources = `Fast CNP is the strongest of the mechanisms that act through DCQCN: the congested ` +
-	`node itself notifies within a microsecond and no ECN mark follows, and it holds the queue to 21 MB in the ` +
-	`incast, 5 MB with two congestion points and under 2 MB after the RTT step, at 98–99 % utilisation without ` +
-	`a drop. Long-haul CNP with the comparison's params also drops nothing and keeps the link the fullest ` +
-	`(100 %, 100 %, 94 %) but lets the queue grow two to five times deeper than Fast CNP (43, 26 and 6 MB): it ` +
-	`acts at its BDP-scaled K_max or on the growth trigger, not at 100 KB, and its Rate Reduce is a ceiling held ` +
-	`until recovery. The switch CNP and FCN notify as early but lose a third to three quarters of the link to ` +
-	`the double cut (the marks stay on). DCQCN alone, its feedback a 10 ms round trip late, fills the 256 MB ` +
-	`buffer and drops in the incast, tuned or not. Rate Advice keeps the smallest queue of all (under 1.5 MB; ` +
-	`the fair share is set before a queue exists) at 94–95 %; PFC alone keeps queues small by pausing the ` +
-	`senders' ports for long stretches. The draft's defaults (a 10 ms per-flow gap, Rate Reduce 30 %, no Pause) are too ` +
-	`slow in the incast: see the bar tables.`
+// figures reads the numbers the reading quotes from the comparison's rows;
+// a row the comparison did not run reads "?".
+type figures struct{ r *Result }
 
-const farther = `Here Long-haul CNP loses with the comparison's params. In the middle of the WAN the ` +
-	`tuned DCQCN (its K_min at 20 MB) keeps the link fullest, Fast CNP next; Long-haul CNP runs the bottleneck ` +
-	`at about two thirds with a deeper queue than Fast CNP. A node 2.5 ms from the senders cuts each flow by 30 % ` +
-	`every millisecond (the comparison's per-flow gap, tuned for the near-source loop) while the receivers' ` +
-	`CNPs for its first-level marks keep cutting too (DCQCN stays on), and its held ceilings come back slowly ` +
-	`(recovery after 2 RTT_est, then 1 Gb/s per tick). That loss is the params', not the mechanism's: the ` +
-	`tuner's grid finds a static setting (the long-haul-cnp:best-static row, alpha 4 and V_growth 20 Gb/s: a ` +
-	`higher K_max, so far fewer marks and receiver CNPs) that keeps the link as full as the tuned DCQCN; the ` +
-	`closed-loop tuner, which lifts K_max while the growth trigger cuts (rule overrun, docs/tuner.md), keeps it ` +
-	`69 % used with a lower objective than that setting (the tuner's rows below). At the far end every mechanism's feedback is the receiver's round ` +
-	`trip, and Long-haul CNP's utilisation is the lowest of all rows whatever its setting: a node 5 ms from ` +
-	`the senders whose cuts add to the receivers' leaves the bottleneck idle. The options of issue #27 ` +
-	`(deviations, off by default: docs/conformance.md) address these causes: with the three together ` +
-	`(long-haul-cnp:options) the middle of the WAN runs at 95.1 % with a 75.8 MB peak queue (one cut per ` +
-	`episode alone: 89.0 %) and the far end at 90.0 %, the best row (the tuned DCQCN: 69.0 %), with 2751 drops ` +
-	`against the draft node's 2664 and the tuned DCQCN's 5230. No mechanism can drop nothing there: every ` +
-	`sender's first packets reach N2 at line rate for a whole 10 ms round trip before any cut can, 60 Gb/s ` +
-	`over the port for 10 ms, 75 MB into a 64 MB buffer: at least 2640 drops whatever reacts at N2 ` +
-	`(docs/longhaul.md, the bound per scenario). The senders' reaction points count the node's cut from ` +
-	`their rate before the receivers' CNPs of the same episode, so the two do not compound. A node with the per-flow round trip cuts once per ` +
-	`round trip, so its cut is sized for the loop (the arrivals to the port's rate less the drain of the queue ` +
-	`it will find), it does not wait a whole round trip for an upstream node, it does not cut again while the ` +
-	`queue drains, and with repeat_resume it resumes the flows to the port's spare rate. FCN's 1 µs ` +
-	`feedback at the far end (and in the busier mixes) is its ingress PE's own: the tunnel's 40-byte outer ` +
-	`header takes the senders' 100 Gb/s about 1 % over the PE's 100 Gb/s tunnel port, so the PE, next to the ` +
-	`senders, congests and sends its direct CNPs before the transit node's report comes back (mid-wan gives ` +
-	`the PE a 200 Gb/s port, and there FCN's feedback is the WAN loop's, like the others').`
+func (f figures) row(sc, m string) (Row, bool) { return f.r.find(sc, m) }
 
-const webMixes = `Most flows are small and finish within a round trip or two; at 30 % load nothing ` +
-	`queues for long and no mechanism changes the completion times much. At 50 and 70 % Rate Advice gives ` +
-	`small flows the lowest p99 (queues near empty) and Long-haul CNP the next lowest, but both cost the large ` +
-	`flows: a fair-share ceiling or a held Rate Reduce stays while competitors come and go. Long-haul CNP's ` +
-	`large flows are the slowest at 50 % (several still running at the end, the finished ones' p99 among the ` +
-	`worst) and mid-table at 70 %, and its congested-period utilisation is the lowest at 50 %. The tuned DCQCN ` +
-	`gives the large flows the best p99 at 50 and 70 %, Fast CNP (and at 70 % the switch CNP) close behind. ` +
-	`PFC alone is the worst for small and medium flows above 30 %. With the options (long-haul-cnp:options) ` +
-	`Long-haul CNP's congested-period utilisation is within 1.4 % of the best at 50 % (50.2 %) and among the ` +
-	`best at 70 % (73.5 %), every large flow finishes (6 of 6, 16 of 16, 25 of 25), and their p99 comes down ` +
-	`(1.81 and 1.92) but stays above the tuned DCQCN's (1.43 and 1.63): ` +
-	`most of the mixes' congestion is at N2's 25 Gb/s ports to the receivers, a 10 ms loop from the senders, ` +
-	`where each new flow arrives at line rate for a round trip before it can be cut and the large flows ` +
-	`carry the cuts; the tuned DCQCN barely marks (K_min 5 and 20 MB) and lets the 32 MB buffers absorb it.`
+// util is the bottleneck's utilisation over its congested period, in
+// percent with prec decimals.
+func (f figures) util(sc, m string, prec int) string {
+	r, ok := f.row(sc, m)
+	if !ok {
+		return "?"
+	}
+	return fmt.Sprintf("%.*f", prec, r.Utilisation*100)
+}
+
+// peak is the bottleneck's peak queue in MB (10^6 bytes), prec decimals.
+func (f figures) peak(sc, m string, prec int) string {
+	r, ok := f.row(sc, m)
+	if !ok {
+		return "?"
+	}
+	return fmt.Sprintf("%.*f", prec, float64(r.PeakQueueBytes)/1e6)
+}
+
+// drops are the packets dropped at the bottleneck.
+func (f figures) drops(sc, m string) string {
+	r, ok := f.row(sc, m)
+	if !ok {
+		return "?"
+	}
+	return fmt.Sprint(r.BottleneckDrops)
+}
+
+// spanOf is the range of a figure v of the rows of mechanisms ms in
+// scenarios scs, rounded to whole units: "98–99" (one value: "99"); "?"
+// when a row is missing.
+func (f figures) spanOf(scs, ms []string, v func(Row) float64) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, sc := range scs {
+		for _, m := range ms {
+			r, ok := f.row(sc, m)
+			if !ok {
+				return "?"
+			}
+			x := math.Round(v(r))
+			lo, hi = min(lo, x), max(hi, x)
+		}
+	}
+	if lo == hi {
+		return fmt.Sprintf("%.0f", lo)
+	}
+	return fmt.Sprintf("%.0f–%.0f", lo, hi)
+}
+
+// utilSpan is spanOf the utilisation, in percent.
+func (f figures) utilSpan(scs []string, ms ...string) string {
+	return f.spanOf(scs, ms, func(r Row) float64 { return r.Utilisation * 100 })
+}
+
+// maxPeak is the largest peak queue of m over scenarios, in MB with one
+// decimal.
+func (f figures) maxPeak(scs []string, m string) string {
+	var most int64
+	for _, sc := range scs {
+		r, ok := f.row(sc, m)
+		if !ok {
+			return "?"
+		}
+		most = max(most, r.PeakQueueBytes)
+	}
+	return fmt.Sprintf("%.1f", float64(most)/1e6)
+}
+
+// allDropFree reports whether m dropped nothing at the bottleneck of any
+// of the scenarios.
+func (f figures) allDropFree(scs []string, m string) bool {
+	for _, sc := range scs {
+		if r, ok := f.row(sc, m); !ok || r.BottleneckDrops != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// large is the large-flow bucket of a web-search row: finished, flows and
+// the p99 slowdown.
+func (f figures) large(sc, m string) (Bucket, bool) {
+	r, ok := f.row(sc, m)
+	if !ok {
+		return Bucket{}, false
+	}
+	for _, b := range r.Buckets {
+		if strings.HasPrefix(b.Name, "large") {
+			return b, true
+		}
+	}
+	return Bucket{}, false
+}
+
+// largeP99 is the p99 FCT slowdown of the large flows.
+func (f figures) largeP99(sc, m string) string {
+	b, ok := f.large(sc, m)
+	if !ok {
+		return "?"
+	}
+	return fmt.Sprintf("%.2f", b.P99)
+}
+
+// largeDone is "finished of flows" of the large flows.
+func (f figures) largeDone(sc, m string) string {
+	b, ok := f.large(sc, m)
+	if !ok {
+		return "?"
+	}
+	return fmt.Sprintf("%d of %d", b.Finished, b.Flows)
+}
+
+// bestUtil is the highest congested-period utilisation of any row of sc.
+func (f figures) bestUtil(sc string) float64 {
+	best := 0.0
+	for _, r := range f.r.Rows {
+		if r.Scenario == sc {
+			best = max(best, r.Utilisation)
+		}
+	}
+	return best
+}
+
+// setting is what the best-static row chose ("alpha 4, v_growth
+// 20Gbps").
+func (f figures) setting(sc, m string) string {
+	r, ok := f.row(sc, m)
+	if !ok || r.Setting == "" {
+		return "?"
+	}
+	return strings.NewReplacer("=", " ", ",", ", ").Replace(r.Setting)
+}
+
+// objectiveThan compares the tuner's objective (higher is better) of m
+// with that of other: "with a lower objective than".
+func (f figures) objectiveThan(sc, m, other string) string {
+	a, ok1 := f.row(sc, m)
+	b, ok2 := f.row(sc, other)
+	switch {
+	case !ok1 || !ok2:
+		return "with an objective ? against"
+	case a.Objective < b.Objective:
+		return "with a lower objective than"
+	case a.Objective > b.Objective:
+		return "with a higher objective than"
+	}
+	return "with the objective of"
+}
+
+// bestRow is ", the best row" when m has the highest congested-period
+// utilisation of sc.
+func (f figures) bestRow(sc, m string) string {
+	if r, ok := f.row(sc, m); ok && r.Utilisation >= f.bestUtil(sc) {
+		return ", the best row"
+	}
+	return ""
+}
+
+var nearScenarios = []string{"near-source-incast", "two-node-congestion", "rtt-step"}
+
+func nearSources(f figures) string {
+	const inc, two, step = "near-source-incast", "two-node-congestion", "rtt-step"
+	lh, fc := "long-haul-cnp", "fast-cnp"
+	dropFree := "without a drop"
+	if !f.allDropFree(nearScenarios, fc) {
+		dropFree = "(with drops)"
+	}
+	return `Fast CNP is the strongest of the mechanisms that act through DCQCN: the congested ` +
+		`node itself notifies within a microsecond and no ECN mark follows, and it holds the queue to ` +
+		f.peak(inc, fc, 1) + ` MB in the incast, ` + f.peak(two, fc, 1) + ` MB with two congestion points and ` +
+		f.peak(step, fc, 1) + ` MB after the RTT step, at ` + f.utilSpan(nearScenarios, fc) + ` % utilisation ` + dropFree + `. ` +
+		`Long-haul CNP with the comparison's params also drops nothing and keeps the link the fullest (` +
+		f.util(inc, lh, 0) + ` %, ` + f.util(two, lh, 0) + ` %, ` + f.util(step, lh, 0) + ` %) but lets the queue grow ` +
+		`deeper than Fast CNP (` + f.peak(inc, lh, 0) + `, ` + f.peak(two, lh, 0) + ` and ` + f.peak(step, lh, 0) + ` MB): it ` +
+		`acts at its BDP-scaled K_max or on the growth trigger, not at 100 KB, and its Rate Reduce is a ceiling held ` +
+		`until recovery. The switch CNP and FCN notify as early but run the link at only ` +
+		f.utilSpan(nearScenarios, "switch-cnp", "fcn") + ` % for the double cut (the marks stay on). DCQCN alone, its ` +
+		`feedback a 10 ms round trip late, fills a ` + f.peak(inc, "dcqcn", 0) + ` MB queue and drops ` + f.drops(inc, "dcqcn") +
+		` packets in the incast (tuned: ` + f.peak(inc, "dcqcn:wan-tuned", 0) + ` MB, ` + f.drops(inc, "dcqcn:wan-tuned") +
+		` drops). Rate Advice keeps the smallest queue of all (at most ` + f.maxPeak(nearScenarios, "rate-advice") +
+		` MB; the fair share is set before a queue exists) at ` +
+		f.utilSpan(nearScenarios, "rate-advice") + ` %; PFC alone keeps queues small by pausing the senders' ports for ` +
+		`long stretches. The draft's defaults (a 10 ms per-flow gap, Rate Reduce 30 %, no Pause) are too ` +
+		`slow in the incast: see the bar tables.`
+}
+
+func farther(f figures) string {
+	const mid, far = "mid-wan", "far-end"
+	lh, opt, tuned := "long-haul-cnp", "long-haul-cnp:options", "dcqcn:wan-tuned"
+	return `Here Long-haul CNP loses with the comparison's params. In the middle of the WAN the ` +
+		`tuned DCQCN (` + f.util(mid, tuned, 1) + ` %) keeps the link fullest, Fast CNP next (` + f.util(mid, "fast-cnp", 1) +
+		` %); Long-haul CNP runs the bottleneck at ` + f.util(mid, lh, 1) + ` % with a deeper queue than Fast CNP (` +
+		f.peak(mid, lh, 1) + ` MB against ` + f.peak(mid, "fast-cnp", 1) + `). A node 2.5 ms from the senders cuts each flow by 30 % ` +
+		`every millisecond (the comparison's per-flow gap, tuned for the near-source loop) while the receivers' ` +
+		`CNPs for its first-level marks keep cutting too (DCQCN stays on), and its held ceilings come back slowly ` +
+		`(recovery after 2 RTT_est, then 1 Gb/s per tick). That loss is the params', not the mechanism's: the ` +
+		`tuner's grid finds a static setting (the long-haul-cnp` + BestStaticSuffix + ` row, ` + f.setting(mid, lh+BestStaticSuffix) +
+		`: a higher K_max, so far fewer marks and receiver CNPs) that keeps the link at ` + f.util(mid, lh+BestStaticSuffix, 1) +
+		` %, the tuned DCQCN's ` + f.util(mid, tuned, 1) + ` %; the ` +
+		`closed-loop tuner, which lifts K_max while the growth trigger cuts (rule overrun, docs/tuner.md), keeps it ` +
+		f.util(mid, lh+"+tuner", 1) + ` % used ` + f.objectiveThan(mid, lh+"+tuner", lh+BestStaticSuffix) +
+		` that setting (the tuner's rows below). At the far end every mechanism's feedback is the receiver's round ` +
+		`trip, and Long-haul CNP's utilisation (` + f.util(far, lh, 1) + ` %) is the lowest of all rows whatever its setting: a node 5 ms from ` +
+		`the senders whose cuts add to the receivers' leaves the bottleneck idle. The options of issue #27 ` +
+		`(deviations, off by default: docs/conformance.md) address these causes: with the three together ` +
+		`(long-haul-cnp:options) the middle of the WAN runs at ` + f.util(mid, opt, 1) + ` % with a ` + f.peak(mid, opt, 1) + ` MB peak queue (one cut per ` +
+		`episode alone: ` + f.util(mid, "long-haul-cnp:one-cut", 1) + ` %) and the far end at ` + f.util(far, opt, 1) +
+		` %` + f.bestRow(far, opt) + ` (the tuned DCQCN: ` + f.util(far, tuned, 1) + ` %), with ` + f.drops(far, opt) + ` drops ` +
+		`against the draft node's ` + f.drops(far, lh) + ` and the tuned DCQCN's ` + f.drops(far, tuned) + `. No mechanism can drop nothing there: every ` +
+		`sender's first packets reach N2 at line rate for a whole 10 ms round trip before any cut can, 60 Gb/s ` +
+		`over the port for 10 ms, 75 MB into a 64 MB buffer: at least 2640 drops whatever reacts at N2 ` +
+		`(docs/longhaul.md, the bound per scenario). The senders' reaction points count the node's cut from ` +
+		`their rate before the receivers' CNPs of the same episode, so the two do not compound. A node with the per-flow round trip cuts once per ` +
+		`round trip, so its cut is sized for the loop (the arrivals to the port's rate less the drain of the queue ` +
+		`it will find), it does not wait a whole round trip for an upstream node, it does not cut again while the ` +
+		`queue drains, and with repeat_resume it resumes the flows to the port's spare rate. FCN's ` +
+		f.feedback(far, "fcn") + ` feedback at the far end (and in the busier mixes) is its ingress PE's own: the tunnel's 40-byte outer ` +
+		`header takes the senders' 100 Gb/s about 1 % over the PE's 100 Gb/s tunnel port, so the PE, next to the ` +
+		`senders, congests and sends its direct CNPs before the transit node's report comes back (mid-wan gives ` +
+		`the PE a 200 Gb/s port, and there FCN's feedback is the WAN loop's, like the others').`
+}
+
+// feedback is the mean feedback latency of a row.
+func (f figures) feedback(sc, m string) string {
+	r, ok := f.row(sc, m)
+	if !ok {
+		return "?"
+	}
+	return dur(r.FeedbackMeanNs)
+}
+
+func webMixes(f figures) string {
+	const w30, w50, w70 = "websearch-30", "websearch-50", "websearch-70"
+	opt, tuned := "long-haul-cnp:options", "dcqcn:wan-tuned"
+	behind := "?"
+	if r, ok := f.row(w50, opt); ok {
+		behind = fmt.Sprintf("%.1f", (f.bestUtil(w50)-r.Utilisation)*100)
+	}
+	return `Most flows are small and finish within a round trip or two; at 30 % load nothing ` +
+		`queues for long and no mechanism changes the completion times much. At 50 and 70 % Rate Advice gives ` +
+		`small flows the lowest p99 (queues near empty) and Long-haul CNP the next lowest, but both cost the large ` +
+		`flows: a fair-share ceiling or a held Rate Reduce stays while competitors come and go. Long-haul CNP's ` +
+		`large flows are the slowest at 50 % (` + f.largeDone(w50, "long-haul-cnp") + ` finished, the finished ones' p99 ` +
+		f.largeP99(w50, "long-haul-cnp") + `) and its congested-period utilisation is ` + f.util(w50, "long-haul-cnp", 1) +
+		` % at 50 %. The tuned DCQCN ` +
+		`gives the large flows the best p99 at 50 and 70 %, Fast CNP (and at 70 % the switch CNP) close behind. ` +
+		`PFC alone is the worst for small and medium flows above 30 %. With the options (long-haul-cnp:options) ` +
+		`Long-haul CNP's congested-period utilisation is ` + behind + ` points below the best at 50 % (` + f.util(w50, opt, 1) + ` %) and ` +
+		f.util(w70, opt, 1) + ` % at 70 % (the best: ` + fmt.Sprintf("%.1f", f.bestUtil(w70)*100) + ` %), its large flows finish ` +
+		`(` + f.largeDone(w30, opt) + `, ` + f.largeDone(w50, opt) + `, ` + f.largeDone(w70, opt) + `), and their p99 comes down ` +
+		`(` + f.largeP99(w50, opt) + ` and ` + f.largeP99(w70, opt) + `) but stays above the tuned DCQCN's (` +
+		f.largeP99(w50, tuned) + ` and ` + f.largeP99(w70, tuned) + `): ` +
+		`most of the mixes' congestion is at N2's 25 Gb/s ports to the receivers, a 10 ms loop from the senders, ` +
+		`where each new flow arrives at line rate for a round trip before it can be cut and the large flows ` +
+		`carry the cuts; the tuned DCQCN barely marks (K_min 5 and 20 MB) and lets the 32 MB buffers absorb it.`
+}

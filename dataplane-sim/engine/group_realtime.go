@@ -80,18 +80,26 @@ func (g *Group) RunRealtime(ctx context.Context, speed float64, until Time, thre
 }
 
 // noteLagLocked records how far the group trails the wall clock at wall,
-// as Sim's does: the paced time minus the latest time a partition has
-// reached while an event, message or global event is already due, else 0.
-// g.mu is held and pacing is active.
+// as Sim's does: the paced time minus the time the group has reached
+// while an event, message or global event is already due, else 0. g.mu
+// is held and pacing is active.
 func (g *Group) noteLagLocked(wall time.Time) {
 	paced := g.rt.at(wall)
 	t, gt := g.next()
 	g.clock.noteLag(paced-g.reached(), min(t, gt) <= paced)
 }
 
-// reached returns the latest time the group or a partition has reached.
+// reached returns the time the group has reached: the time before which
+// every partition has run every event (the end of the last window, the
+// time of the last global events), or the time the group or a partition
+// was advanced to with nothing due before it (an idle step, a Do). A
+// partition's own Now is the time of its last event: after a window in
+// which its events ended early it is behind the window's end, although
+// the partition has run everything before that end, and the group with
+// it. (The latest of those alone made Lag trail by up to a lookahead:
+// TestGroupLagFromTheWindowsEnd.)
 func (g *Group) reached() Time {
-	now := g.now
+	now := max(g.now, g.reachedAt)
 	for _, p := range g.parts {
 		now = max(now, p.sim.now)
 	}
@@ -99,8 +107,12 @@ func (g *Group) reached() Time {
 }
 
 // Lag reports how far the group trailed the wall clock after the last
-// window (or idle step) of RunRealtime (0 when it keeps up). A group of
-// one partition is its Sim's Lag.
+// window (or idle step) of RunRealtime (0 when it keeps up): the paced
+// time minus the time before which every partition has run every event
+// (the end of the last window), while something is already due. With
+// several partitions it is the group's lag, not any one partition's: a
+// window ends for all of them at once. A group of one partition is its
+// Sim's Lag.
 func (g *Group) Lag() Time {
 	if len(g.parts) == 1 {
 		return g.parts[0].sim.Lag()

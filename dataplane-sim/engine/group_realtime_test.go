@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestGroupRealtime: a paced run of a cut model reaches until, keeps each
@@ -123,5 +124,37 @@ func TestGroupDoDuringRun(t *testing.T) {
 	}
 	if got, w := m.digest(), want.digest(); got != w {
 		t.Errorf("with Do %s, without %s", got, w)
+	}
+}
+
+// TestGroupLagFromTheWindowsEnd: two partitions with a 5 ms lookahead run
+// their events at 0 in one window [0, 5 ms); their next events are at
+// 5 ms. At a paced time of 6 ms the group trails by 1 ms: it has run
+// everything before the window's end, 5 ms, though each partition's last
+// event was at 0. No wall clock: the pacing is set and read at fixed
+// instants.
+func TestGroupLagFromTheWindowsEnd(t *testing.T) {
+	g := NewGroup(2, 1)
+	if err := g.SetLookahead(5 * Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		g.Sim(i).AtFunc(0, func() {})
+		g.Sim(i).AtFunc(5*Millisecond, func() {})
+	}
+	wall0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.rt = &pacing{speed: 1, wallStart: wall0, until: Never}
+	const paced = 6 * Millisecond
+	if !g.stepLocked(paced, nil) {
+		t.Fatal("no window ran")
+	}
+	if g.reachedAt != 5*Millisecond {
+		t.Fatalf("the window ended at %v, want 5ms", g.reachedAt)
+	}
+	g.noteLagLocked(wall0.Add(paced.Duration()))
+	if got, want := g.clock.lag(), Millisecond; got != want {
+		t.Errorf("Lag %v at a paced %v after the window [0, 5ms), want %v (paced minus the window's end)", got, paced, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -170,31 +171,18 @@ func (c *Config) Validate() error {
 // flow choice and rate limits: the QD trigger at K_max only, one
 // notification kind, no Resume, no collaboration (the draft has none).
 func (c *Config) nodeConfig() lhcnp.Config {
-	lc := lhcnp.DefaultConfig()
-	lc.Enabled = c.Enabled
+	lc := mechanism.DetectionConfig(c.Enabled, c.CNPDSCP, c.CNPPrio, mechanism.Limits{MinCNPInterval: c.MinCNPInterval,
+		PortCNPRatePerSec: c.PortCNPRatePerSec, PortCNPBurst: c.PortCNPBurst, MaxFlowsPerTrigger: c.MaxFlowsPerTrigger})
 	lc.SourceAddress = c.SourceAddress
-	lc.CNPDSCP, lc.CNPPrio = c.CNPDSCP, c.CNPPrio
 	lc.CodePoints = c.CodePoints
 	lc.FlowTable = c.FlowTable
-	lc.Collaborative.Enabled = false
-	lc.Collaborative.UpstreamFirst = false
-	ic := &lc.Interface
-	ic.CNPRatePerSec, ic.CNPBurst = c.PortCNPRatePerSec, c.PortCNPBurst
-	q := &ic.Queue
+	q := &lc.Interface.Queue
 	q.KMaxMode, q.KMaxBytes = lhcnp.KMaxExplicit, c.KMaxBytes
 	if c.KMinBytes > 0 {
 		q.KMinMode, q.KMinBytes = lhcnp.KMinExplicit, c.KMinBytes
 	}
 	q.PMax = c.PMax
 	q.VECNPercent, q.VGrowthBytesPerSec = 0, 0
-	q.MinCNPInterval = c.MinCNPInterval
-	// The node re-evaluates a congested queue once per measurement
-	// interval: once per per-flow interval here.
-	q.MeasurementInterval, q.EMRWindow = c.MinCNPInterval, c.MinCNPInterval
-	a := &q.Action
-	a.DefaultAction = wire.ActionRateReduce
-	a.PauseLevel = 256
-	a.ResumeEnabled = false
-	a.MaxFlowsPerTrigger = c.MaxFlowsPerTrigger
+	q.Action.DefaultAction = wire.ActionRateReduce
 	return lc
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -92,20 +93,11 @@ func (c *Config) Validate() error {
 // nodeConfig is the detection node's configuration: the QD trigger at
 // K_max, no Resume, no collaboration.
 func (c *Config) nodeConfig() lhcnp.Config {
-	lc := lhcnp.DefaultConfig()
-	lc.Enabled = c.Enabled
-	lc.CNPDSCP, lc.CNPPrio = c.CNPDSCP, c.CNPPrio
-	lc.Collaborative.Enabled, lc.Collaborative.UpstreamFirst = false, false
-	ic := &lc.Interface
-	ic.CNPRatePerSec, ic.CNPBurst = c.PortCNPRatePerSec, c.PortCNPBurst
-	q := &ic.Queue
+	lc := mechanism.DetectionConfig(c.Enabled, c.CNPDSCP, c.CNPPrio, mechanism.Limits{MinCNPInterval: c.MinCNPInterval,
+		PortCNPRatePerSec: c.PortCNPRatePerSec, PortCNPBurst: c.PortCNPBurst, MaxFlowsPerTrigger: c.MaxFlowsPerTrigger})
+	q := &lc.Interface.Queue
 	q.KMaxMode, q.KMaxBytes = lhcnp.KMaxExplicit, c.KMaxBytes
 	q.VECNPercent, q.VGrowthBytesPerSec = 0, 0
-	q.MinCNPInterval = c.MinCNPInterval
-	q.MeasurementInterval, q.EMRWindow = c.MinCNPInterval, c.MinCNPInterval
-	q.Action.PauseLevel = 256
-	q.Action.ResumeEnabled = false
-	q.Action.MaxFlowsPerTrigger = c.MaxFlowsPerTrigger
 	return lc
 }
 

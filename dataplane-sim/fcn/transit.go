@@ -188,9 +188,8 @@ func (t *Transit) Notify(x *lhcnp.Notification) bool {
 		t.counters.EncodeErrors++
 		return false
 	}
-	p := t.sw.NewPacket()
-	if err := t.sw.SetFrame(p, t.buf[:n]); err != nil {
-		t.sw.FreePacket(p)
+	p, err := t.sw.FramePacket(t.buf[:n])
+	if err != nil {
 		t.counters.EncodeErrors++
 		return false
 	}

@@ -18,6 +18,7 @@ package mechanism
 import (
 	"fmt"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 )
@@ -136,4 +137,36 @@ func (p pair) AllowMark(pt *netsim.Port, x *netsim.Packet) bool {
 		return m.AllowMark(pt, x)
 	}
 	return true
+}
+
+// Limits are how often a mechanism that runs as the node's mode notifies:
+// each flow at most once per MinCNPInterval, each port through a bucket of
+// PortCNPRatePerSec and PortCNPBurst, at most MaxFlowsPerTrigger flows per
+// congestion event.
+type Limits struct {
+	MinCNPInterval                  engine.Time
+	PortCNPRatePerSec, PortCNPBurst int64
+	MaxFlowsPerTrigger              int
+}
+
+// DetectionConfig is the Long-haul CNP node's configuration under a
+// mechanism that runs as its mode (Fast CNP, an FCN role, the switch CNP):
+// the node detects and chooses the flows, the mechanism notifies, within
+// l; no Pause, no Resume, no collaboration (none of them has any). The
+// node re-evaluates a congested queue once per measurement interval: once
+// per per-flow interval here. The caller sets the trigger (K_max, ...).
+func DetectionConfig(enabled bool, dscp, prio uint8, l Limits) lhcnp.Config {
+	lc := lhcnp.DefaultConfig()
+	lc.Enabled = enabled
+	lc.CNPDSCP, lc.CNPPrio = dscp, prio
+	lc.Collaborative.Enabled, lc.Collaborative.UpstreamFirst = false, false
+	ic := &lc.Interface
+	ic.CNPRatePerSec, ic.CNPBurst = l.PortCNPRatePerSec, l.PortCNPBurst
+	q := &ic.Queue
+	q.MinCNPInterval = l.MinCNPInterval
+	q.MeasurementInterval, q.EMRWindow = l.MinCNPInterval, l.MinCNPInterval
+	q.Action.PauseLevel = lhcnp.PauseLevelNever
+	q.Action.ResumeEnabled = false
+	q.Action.MaxFlowsPerTrigger = l.MaxFlowsPerTrigger
+	return lc
 }

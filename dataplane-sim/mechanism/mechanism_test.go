@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 )
 
 // The batch runner sums the functions' counters over the switches; a
@@ -67,5 +70,32 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate = %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestDetectionConfig: the node under a mechanism's mode notifies within
+// the mechanism's limits, re-evaluates a queue once per per-flow interval,
+// never pauses, resumes or collaborates.
+func TestDetectionConfig(t *testing.T) {
+	l := Limits{MinCNPInterval: 50 * engine.Microsecond, PortCNPRatePerSec: 1000, PortCNPBurst: 10, MaxFlowsPerTrigger: 3}
+	lc := DetectionConfig(true, 46, 6, l)
+	ic, q := lc.Interface, lc.Interface.Queue
+	for _, tt := range []struct {
+		desc      string
+		got, want any
+	}{
+		{"enabled", lc.Enabled, true},
+		{"dscp, prio", [2]uint8{lc.CNPDSCP, lc.CNPPrio}, [2]uint8{46, 6}},
+		{"collaboration", [2]bool{lc.Collaborative.Enabled, lc.Collaborative.UpstreamFirst}, [2]bool{}},
+		{"port bucket", [2]int64{ic.CNPRatePerSec, ic.CNPBurst}, [2]int64{1000, 10}},
+		{"per-flow interval, measurement, EMR window", [3]engine.Time{q.MinCNPInterval, q.MeasurementInterval, q.EMRWindow},
+			[3]engine.Time{l.MinCNPInterval, l.MinCNPInterval, l.MinCNPInterval}},
+		{"pause level", q.Action.PauseLevel, lhcnp.PauseLevelNever},
+		{"resume", q.Action.ResumeEnabled, false},
+		{"flows per trigger", q.Action.MaxFlowsPerTrigger, 3},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.desc, tt.got, tt.want)
+		}
 	}
 }

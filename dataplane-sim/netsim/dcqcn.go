@@ -170,6 +170,7 @@ type dcqcn struct {
 	rateCuts int64
 
 	trace func(DCQCNEvent) // TraceDCQCN's, nil: none
+	tm    *qpTimers        // the handler of the timers above, made at the first
 }
 
 // DCQCNEventKind says what changed a QP's DCQCN rates.
@@ -339,7 +340,7 @@ func (q *QP) ApplyCNP() {
 	q.alphaOnCNP(now)
 	if !s.decreasePending {
 		s.decreasePending = true
-		q.host.part.sim.At(s.lastDecrease+c.RateReduceMonitorPeriod, q, evQPDecrease, 0)
+		q.host.part.sim.At(s.lastDecrease+c.RateReduceMonitorPeriod, q.timers(), evQPDecrease, 0)
 	}
 }
 
@@ -373,7 +374,7 @@ func (q *QP) decrease(now engine.Time) {
 	}
 	s.incGen++
 	s.incRunning = true
-	q.host.part.sim.At(now+c.TimeReset, q, evQPIncTimer, s.incGen)
+	q.host.part.sim.At(now+c.TimeReset, q.timers(), evQPIncTimer, s.incGen)
 	q.rateChanged()
 }
 
@@ -392,16 +393,27 @@ func alphaCut(rcBitsPerSec int64, alpha uint64, gd uint) int64 {
 // increase runs one rate-increase event (timer or byte counter).
 func (q *QP) increase(kind DCQCNEventKind) {
 	s := &q.dc
-	c := q.cc()
 	maxR := q.maxRate()
 	if s.rc >= maxR && s.rt >= maxR {
 		return
 	}
+	rc0, rt0 := s.rc, s.rt
+	phase, ts, bs := s.raise(q.cc(), maxR, kind)
+	if s.trace != nil {
+		s.trace(DCQCNEvent{At: q.host.part.sim.Now(), Kind: kind, Phase: phase, RCBefore: rc0, RTBefore: rt0,
+			RCAfter: s.rc, RTAfter: s.rt, Alpha: float64(s.alpha) / float64(alphaOne), TimeStage: ts, ByteStage: bs})
+	}
+	q.rateChanged()
+}
+
+// raise is an increase event's arithmetic on the rates, below maxR: the
+// phase it judged and the stage counters it judged it by.
+func (s *dcqcn) raise(c *DCQCNConfig, maxR int64, kind DCQCNEventKind) (phase DCQCNIncrease, ts, bs int) {
 	// The stages as this event found them: its own counter has already
 	// advanced (onBytesSent, Handle) so that an event of the other counter
 	// that this increase sets off (rateChanged sends) finds it advanced,
 	// and is judged by its value before.
-	ts, bs := s.timeStage, s.byteStage
+	ts, bs = s.timeStage, s.byteStage
 	if kind == DCQCNTimerInc {
 		ts--
 	} else {
@@ -412,8 +424,7 @@ func (q *QP) increase(kind DCQCNEventKind) {
 	if lo > hi {
 		lo, hi = hi, lo
 	}
-	rc0, rt0 := s.rc, s.rt
-	phase := DCQCNFastRecovery
+	phase = DCQCNFastRecovery
 	switch {
 	case hi < f: // fast recovery
 	case lo > f: // hyper increase
@@ -430,11 +441,7 @@ func (q *QP) increase(kind DCQCNEventKind) {
 	if s.rc > maxR {
 		s.rc = maxR
 	}
-	if s.trace != nil {
-		s.trace(DCQCNEvent{At: q.host.part.sim.Now(), Kind: kind, Phase: phase, RCBefore: rc0, RTBefore: rt0,
-			RCAfter: s.rc, RTAfter: s.rt, Alpha: float64(s.alpha) / float64(alphaOne), TimeStage: ts, ByteStage: bs})
-	}
-	q.rateChanged()
+	return phase, ts, bs
 }
 
 // onBytesSent feeds DCQCN's byte counter.
@@ -455,30 +462,116 @@ func (q *QP) onBytesSent(n int64) {
 	}
 }
 
-// Handle runs the QP's timers.
+// Handle runs the QP's start and CM timers (its DCQCN timers are
+// qpTimers').
 func (q *QP) Handle(kind uint32, arg uint64) {
-	s := &q.dc
 	switch kind {
 	case evQPStart:
 		q.start()
 	case evQPCMRetry:
 		q.retryREQ(uint32(arg))
-	case evQPDecrease:
-		s.decreasePending = false
-		if s.cnpSinceDec {
-			q.decrease(q.host.part.sim.Now())
+	}
+}
+
+// qpTimers is the handler of a QP's DCQCN timers (rate increase and
+// decrease): the engine's pending events hold it, not the QP, so that
+// retiring the QP (detachTimers) lets the QP go at once while a timer of
+// it is still pending.
+type qpTimers struct {
+	q *QP // nil once detached
+	// Detached: the increase ticks of generation gen still to schedule
+	// (ticksForever: no end), every period on sim (RetireFinishedLater
+	// keeps the run's events).
+	gen    uint64
+	left   int
+	period engine.Time
+	sim    *engine.Sim
+}
+
+// timers returns q's timer handler, made at its first use.
+func (q *QP) timers() *qpTimers {
+	if q.dc.tm == nil {
+		q.dc.tm = &qpTimers{q: q}
+	}
+	return q.dc.tm
+}
+
+// Handle implements engine.Handler: the QP's DCQCN timers, until it is
+// detached; then the increase timer ticks on as it would have, touching
+// nothing.
+func (t *qpTimers) Handle(kind uint32, arg uint64) {
+	if q := t.q; q != nil {
+		s := &q.dc
+		switch kind {
+		case evQPDecrease:
+			s.decreasePending = false
+			if s.cnpSinceDec {
+				q.decrease(q.host.part.sim.Now())
+			}
+		case evQPIncTimer:
+			if arg != s.incGen {
+				return
+			}
+			maxR := q.maxRate()
+			if s.rc >= maxR && s.rt >= maxR {
+				s.incRunning = false // back at full rate: stop ticking until the next cut
+				return
+			}
+			s.timeStage++
+			q.increase(DCQCNTimerInc)
+			q.host.part.sim.After(q.cc().TimeReset, t, evQPIncTimer, s.incGen)
 		}
-	case evQPIncTimer:
-		if arg != s.incGen {
-			return
+		return
+	}
+	if kind == evQPIncTimer && arg == t.gen && t.left != 0 {
+		if t.left > 0 {
+			t.left--
 		}
-		maxR := q.maxRate()
-		if s.rc >= maxR && s.rt >= maxR {
-			s.incRunning = false // back at full rate: stop ticking until the next cut
-			return
+		t.sim.After(t.period, t, evQPIncTimer, arg)
+	}
+}
+
+// ticksForever is ticksLeft's count of a timer that never stops.
+const ticksForever = -1
+
+// ticksLeft returns how many times the increase timer of s will schedule
+// itself again, the QP getting nothing but its ticks (a retired QP: no
+// CNP, no byte sent, its maximum maxR fixed), or ticksForever. Each
+// pending tick below maxR raises the rates and schedules the next; the
+// first to find both at maxR stops. Rc below maxR never gets there: Rt is
+// at most maxR and Rc = (Rc + Rt)/2 in integers at most maxR - 1, so the
+// timer of a QP that was ever cut ticks for ever (docs/engine.md,
+// "Retirement"); Rc at or above maxR takes a tick or two to tell.
+func (s dcqcn) ticksLeft(c *DCQCNConfig, maxR int64) int {
+	for n := 0; ; n++ {
+		switch {
+		case s.rc >= maxR && s.rt >= maxR:
+			return n
+		case s.rc < maxR:
+			return ticksForever
 		}
 		s.timeStage++
-		q.increase(DCQCNTimerInc)
-		q.host.part.sim.After(q.cc().TimeReset, q, evQPIncTimer, s.incGen)
+		s.raise(c, maxR, DCQCNTimerInc)
 	}
+}
+
+// detachTimers lets a retired q's pending timers go on without q. With
+// keepTicks (RetireFinishedLater: the run keeps its events) the increase
+// timer goes on ticking until it would have stopped (ticksLeft); a
+// decrease still due (a CNP in its last monitor period) or a traced QP
+// keeps the QP attached. Without, the pending events find nothing to do.
+func (q *QP) detachTimers(keepTicks bool) {
+	t, s := q.dc.tm, &q.dc
+	if t == nil {
+		return
+	}
+	if keepTicks {
+		if (s.decreasePending && s.cnpSinceDec) || s.trace != nil {
+			return
+		}
+		if s.incRunning {
+			t.gen, t.left, t.period, t.sim = s.incGen, s.ticksLeft(q.cc(), q.maxRate()), q.cc().TimeReset, q.host.part.sim
+		}
+	}
+	t.q = nil
 }

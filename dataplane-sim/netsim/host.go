@@ -657,7 +657,7 @@ func (q *QP) armIncrease() {
 	if !q.dc.incRunning && (q.dc.rc < m || q.dc.rt < m) {
 		q.dc.incGen++
 		q.dc.incRunning = true
-		q.host.part.sim.After(q.cc().TimeReset, q, evQPIncTimer, q.dc.incGen)
+		q.host.part.sim.After(q.cc().TimeReset, q.timers(), evQPIncTimer, q.dc.incGen)
 	}
 }
 

@@ -503,3 +503,30 @@ func TestPacketPoolChunks(t *testing.T) {
 		t.Errorf("%v allocations at a chunk boundary", allocs)
 	}
 }
+
+// TestSwitchFramePacket: a switch's FramePacket is a pooled packet with a
+// copy of the frame, and an oversized frame an error that leaves the pool
+// with the packet back (the next packet is the same one).
+func TestSwitchFramePacket(t *testing.T) {
+	n := New(engine.New())
+	sw, err := n.AddSwitch("sw", netip.MustParseAddr("10.0.0.254"), SwitchConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := []byte{1, 2, 3, 4}
+	p, err := sw.FramePacket(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame[0] = 9
+	if got := p.Frame(); len(got) != 4 || got[0] != 1 || got[3] != 4 {
+		t.Errorf("frame %v, want a copy of [1 2 3 4]", got)
+	}
+	sw.FreePacket(p)
+	if q, err := sw.FramePacket(make([]byte, FrameCap+1)); !errors.Is(err, ErrFrameTooLong) || q != nil {
+		t.Errorf("oversized frame: %v, %v", q, err)
+	}
+	if q := sw.NewPacket(); q != p {
+		t.Error("the oversized frame's packet did not go back to the pool")
+	}
+}

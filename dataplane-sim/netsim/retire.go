@@ -264,16 +264,13 @@ func (n *Network) retireFlow(f *Flow) {
 	if q.cm.on && src.cmSend[q.cm.local] == q {
 		delete(src.cmSend, q.cm.local)
 	}
-	// Its timers find nothing to do (the increase timer's generation moves
-	// on; the others only run before the flow ends). Retired later
-	// (RetireFinishedLater), its rate-increase timer runs out as it would
-	// have without retirement, so the run keeps its events and their
-	// count; the QP is freed when it stops.
+	// Its DCQCN timers let go of it (the others only run before the flow
+	// ends), so it is freed now, not when a pending timer fires. Retired
+	// later (RetireFinishedLater), the rate-increase timer ticks on as it
+	// would have without retirement, so the run keeps its events and
+	// their count.
 	q.sending = false
-	if !n.retire.later {
-		q.dc.incGen++
-		q.dc.incRunning = false
-	}
+	q.detachTimers(n.retire.later)
 	s := &src.retired
 	s.SendFlows++
 	s.SentBytes += q.sentBytes

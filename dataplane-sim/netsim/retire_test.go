@@ -3,8 +3,10 @@ package netsim
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -284,5 +286,101 @@ func TestRetireFinishedLater(t *testing.T) {
 	}
 	if err := on.net.RetireFinishedLater(-1); err == nil {
 		t.Error("a negative delay: no error")
+	}
+}
+
+// retireWatch records, for every flow retired while its sender's DCQCN
+// increase timer still runs, a weak pointer to that sender.
+type retireWatch struct{ running []weak.Pointer[QP] }
+
+func (w *retireWatch) OnRetire(f *Flow) {
+	if f.Sender.dc.incRunning {
+		w.running = append(w.running, weak.Make(f.Sender))
+	}
+}
+
+// TestRetiredQPFreedAtOnce: a sender QP retired while its rate-increase
+// timer runs is garbage as soon as it is retired, under both kinds of
+// retirement: the engine's pending tick holds the QP's timer handler, not
+// the QP. Retired later (RetireFinishedLater), the run still processes the
+// events of a run without retirement (the ticks go on, detached).
+func TestRetiredQPFreedAtOnce(t *testing.T) {
+	const nWindows = 6
+	end := engine.Time(nWindows+2) * retireWindow
+	for _, later := range []bool{false, true} {
+		t.Run(fmt.Sprintf("later=%v", later), func(t *testing.T) {
+			w := newWindows(t, nWindows, false)
+			watch := &retireWatch{}
+			w.net.AddRetireObserver(watch)
+			if later {
+				if err := w.net.RetireFinishedLater(100 * engine.Microsecond); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := w.net.RetireFinished(100 * engine.Microsecond); err != nil {
+				t.Fatal(err)
+			}
+			checked, alive := 0, 0
+			// After every retirement pass, while the retired QPs' ticks are
+			// still pending: collect and look.
+			check := func(engine.Time) {
+				if later {
+					w.net.RetireDue(w.sim.Now())
+				}
+				if len(watch.running) == 0 {
+					return
+				}
+				runtime.GC()
+				for _, p := range watch.running {
+					checked++
+					if p.Value() != nil {
+						alive++
+					}
+				}
+				watch.running = watch.running[:0]
+			}
+			w.sim.Every(0, 100*engine.Microsecond, check)
+			w.sim.Run(end)
+			if checked == 0 {
+				t.Fatal("no flow retired while its increase timer ran: the test sees nothing")
+			}
+			if alive > 0 {
+				t.Errorf("%d of %d QPs retired with a running increase timer still reachable after a collection", alive, checked)
+			}
+			if later {
+				off := newWindows(t, nWindows, false)
+				off.sim.Every(0, 100*engine.Microsecond, func(engine.Time) {})
+				off.sim.Run(end)
+				if got, want := w.sim.Events(), off.sim.Events(); got != want {
+					t.Errorf("%d events with retirement later, %d without", got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestTicksLeft: the increase timer of a retired QP stops at the first
+// tick that finds Rc and Rt at the maximum, and never when Rc is below
+// it (Rc = (Rc + Rt)/2 in integers stays below).
+func TestTicksLeft(t *testing.T) {
+	c := DefaultHostConfig().DCQCN
+	const maxR = 100e9
+	for _, tt := range []struct {
+		desc   string
+		rc, rt int64
+		stage  int
+		want   int
+	}{
+		{"at the maximum", maxR, maxR, 0, 0},
+		{"one below", maxR - 1, maxR, 0, ticksForever},
+		{"cut", maxR / 2, maxR, 0, ticksForever},
+		{"rc at the maximum, rt one below, fast recovery", maxR, maxR - 1, 0, ticksForever},
+		{"rc at the maximum, rt one below, hyper increase", maxR, maxR - 1, 100, 1},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			s := dcqcn{active: true, rc: tt.rc, rt: tt.rt, timeStage: tt.stage, byteStage: tt.stage}
+			if got := s.ticksLeft(&c, maxR); got != tt.want {
+				t.Errorf("ticksLeft(rc %d, rt %d) = %d, want %d", tt.rc, tt.rt, got, tt.want)
+			}
+		})
 	}
 }

@@ -295,3 +295,15 @@ func (s *Switch) FreePacket(p *Packet) { s.part.pool.put(p) }
 // SetFrame is Network.SetFrame with the frame buffers of the switch's
 // partition.
 func (s *Switch) SetFrame(p *Packet, frame []byte) error { return s.part.pool.setFrame(p, frame) }
+
+// FramePacket returns a new packet of the switch's partition carrying a
+// copy of frame (SetFrame), for a control frame a mechanism sends; on an
+// error (a frame over FrameCap) the packet goes back to the pool.
+func (s *Switch) FramePacket(frame []byte) (*Packet, error) {
+	p := s.NewPacket()
+	if err := s.SetFrame(p, frame); err != nil {
+		s.FreePacket(p)
+		return nil, err
+	}
+	return p, nil
+}

@@ -298,9 +298,8 @@ func (n *Node) send(f *flowState, mbps uint32) bool {
 		n.counters.EncodeErrors++
 		return false
 	}
-	p := n.sw.NewPacket()
-	if err := n.sw.SetFrame(p, n.buf[:size]); err != nil {
-		n.sw.FreePacket(p)
+	p, err := n.sw.FramePacket(n.buf[:size])
+	if err != nil {
 		n.counters.EncodeErrors++
 		return false
 	}

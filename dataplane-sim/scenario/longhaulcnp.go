@@ -24,7 +24,7 @@ func DefaultLongHaulCNP() LongHaulCNP {
 		VGrowth:        10 * Gbps,
 		GrowthInterval: 100 * time.Microsecond,
 		ReducePercent:  30,
-		PauseFactor:    1.5,
+		PauseFactor:    MaxPauseFactor,
 		ResumePercent:  50,
 		RecoveryStep:   1 * Gbps,
 		FlowAging:      time.Second,
@@ -33,6 +33,13 @@ func DefaultLongHaulCNP() LongHaulCNP {
 		Format:         "rocev2",
 	}
 }
+
+// MaxPauseFactor is the deepest queue, in K_max, that pause_factor can
+// name: the node pauses from a congestion level (lhcnp.LevelAtKMaxFactor),
+// 170 at K_max and capped at 255 from 4/3 K_max on, so every factor above
+// 4/3 paused at 4/3 K_max, whatever it said. A larger factor is an error,
+// and the default is this one (the former default 1.5 paused there too).
+const MaxPauseFactor = 4.0 / 3
 
 func init() { RegisterMechanism(MechanismSpec{Kind: MechanismLongHaulCNP, Params: longHaulParams}) }
 
@@ -60,6 +67,10 @@ func longHaulParams(b ParamsBlock) any {
 	b.Int("reduce_percent", &p.ReducePercent, 1, 100)
 	b.Duration("pause_duration", &p.PauseDuration, false)
 	b.Float("pause_factor", &p.PauseFactor, 1, 1e6)
+	if p.PauseFactor > MaxPauseFactor {
+		b.Errorf("pause_factor", "%g above 4/3: the node's congestion level is capped at 255 from 4/3 K_max on, "+
+			"so a Pause cannot wait for a deeper queue (use 1..4/3)", p.PauseFactor)
+	}
 	b.Int("resume_percent", &p.ResumePercent, 0, 100)
 	b.Duration("resume_after", &p.ResumeAfter, false)
 	b.Duration("recovery_interval", &p.RecoveryInterval, false)

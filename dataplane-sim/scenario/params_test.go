@@ -38,6 +38,7 @@ func TestParamsErrors(t *testing.T) {
 		{"fast-cnp k_max below the default k_min", "  kind: fast-cnp\n  nodes: [s1]\n  params: {k_max: 0B}\n", 2, "mechanism.params.k_max", "greater than zero"},
 		{"long-haul-cnp format", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {format: udp}\n", 2, "mechanism.params.format", `unknown format "udp" (want rocev2 or icmpv6)`},
 		{"long-haul-cnp pause in ns", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {pause_duration: 1500ns}\n", 2, "mechanism.params.pause_duration", "must be whole microseconds"},
+		{"long-haul-cnp pause_factor above 4/3", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {pause_duration: 1ms, pause_factor: 1.5}\n", 2, "mechanism.params.pause_factor", "1.5 above 4/3: the node's congestion level is capped at 255"},
 		{"long-haul-cnp one_cut_per_episode not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {one_cut_per_episode: sometimes}\n", 2, "mechanism.params.one_cut_per_episode", `want true or false, got "sometimes"`},
 		{"long-haul-cnp per_flow_rtt not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    collaborative: true\n    per_flow_rtt: 3ms\n", 4, "mechanism.params.per_flow_rtt", `want true or false, got "3ms"`},
 		{"long-haul-cnp repeat_resume not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {repeat_resume: 1}\n", 2, "mechanism.params.repeat_resume", `want true or false, got "1"`},
@@ -61,6 +62,34 @@ func TestParamsErrors(t *testing.T) {
 			e := errs[0]
 			if e.File != "params.yaml" || e.Line != line+tt.line || e.Field != tt.field || !strings.Contains(e.Reason, tt.reason) {
 				t.Errorf("error %q, want params.yaml:%d: %s: ...%s...", e, line+tt.line, tt.field, tt.reason)
+			}
+		})
+	}
+}
+
+// TestPauseFactorRange: pause_factor takes 1..4/3, the factors the node's
+// congestion level tells apart (170 at K_max, 255 from 4/3 K_max on), and
+// the default is the top of that range.
+func TestPauseFactorRange(t *testing.T) {
+	if got := DefaultLongHaulCNP().PauseFactor; got != MaxPauseFactor {
+		t.Errorf("default pause_factor %g, want %g", got, MaxPauseFactor)
+	}
+	for _, tt := range []struct {
+		desc, factor string
+		want         float64
+	}{
+		{"K_max", "1", 1},
+		{"between", "1.2", 1.2},
+		{"4/3", "1.3333333333333333", MaxPauseFactor},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			sc, err := Parse("params.yaml", []byte(threeSwitches+
+				"  kind: long-haul-cnp\n  nodes: [s1]\n  params: {pause_duration: 1ms, pause_factor: "+tt.factor+"}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sc.Mechanism.Params.(LongHaulCNP).PauseFactor; got != tt.want {
+				t.Errorf("pause_factor %s read as %g, want %g", tt.factor, got, tt.want)
 			}
 		})
 	}

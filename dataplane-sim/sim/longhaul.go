@@ -371,8 +371,8 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	if p.PauseDuration > 0 {
 		a.PauseDuration = engine.FromDuration(p.PauseDuration)
 		// The node's level is 170 at K_max and 255 at 4/3 K_max
-		// (docs/longhaul.md); above that the pause factor cannot be told
-		// apart and Pause starts at level 255.
+		// (docs/longhaul.md); the loader refuses a factor above 4/3
+		// (scenario.MaxPauseFactor), which no level could tell apart.
 		a.PauseLevel = int(lhcnp.LevelAtKMaxFactor(p.PauseFactor))
 		c.Collaborative.EscalationAction = wire.ActionPause
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 )
 
@@ -81,19 +82,9 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) nodeConfig() lhcnp.Config {
-	lc := lhcnp.DefaultConfig()
-	lc.Enabled = c.Enabled
-	lc.CNPDSCP, lc.CNPPrio = c.DSCP, c.Prio
+	lc := mechanism.DetectionConfig(c.Enabled, c.DSCP, c.Prio, mechanism.Limits{MinCNPInterval: c.MinCNPInterval,
+		PortCNPRatePerSec: c.PortCNPRatePerSec, PortCNPBurst: c.PortCNPBurst, MaxFlowsPerTrigger: c.MaxFlowsPerTrigger})
 	lc.FlowTable = c.FlowTable
-	lc.Collaborative.Enabled, lc.Collaborative.UpstreamFirst = false, false
-	ic := &lc.Interface
-	ic.CNPRatePerSec, ic.CNPBurst = c.PortCNPRatePerSec, c.PortCNPBurst
-	q := &ic.Queue
-	q.MinCNPInterval = c.MinCNPInterval
-	q.MeasurementInterval, q.EMRWindow = c.MinCNPInterval, c.MinCNPInterval
-	q.Action.PauseLevel = 256
-	q.Action.ResumeEnabled = false
-	q.Action.MaxFlowsPerTrigger = c.MaxFlowsPerTrigger
 	return lc
 }
 

@@ -41,9 +41,8 @@ func (s *Sender) Send(src netip.Addr, srcQP uint32, srcNode netsim.NodeID) bool 
 		s.Failed++
 		return false
 	}
-	p := s.sw.NewPacket()
-	if err := s.sw.SetFrame(p, s.buf[:n]); err != nil {
-		s.sw.FreePacket(p)
+	p, err := s.sw.FramePacket(s.buf[:n])
+	if err != nil {
 		s.Failed++
 		return false
 	}

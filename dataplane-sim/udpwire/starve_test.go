@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -169,4 +171,47 @@ func starveHelper(t *testing.T, keepalive, deadAfter time.Duration) {
 		t.Fatal(err)
 	}
 	fmt.Printf("starve: %s\n", b)
+}
+
+// TestSilenceOnTheWiresClock: the keepalive rounds judge the peer's
+// silence on the wire's clock (WithClock), not the wall clock: with the
+// clock stepped one keepalive per round, the link goes down at the first
+// round past the dead interval, and a clock that jumps five dead intervals
+// in one round (a starved process) keeps it up. No socket, no sleep.
+func TestSilenceOnTheWiresClock(t *testing.T) {
+	const keepalive, deadAfter = 10 * time.Millisecond, 100 * time.Millisecond
+	for _, tt := range []struct {
+		desc     string
+		steps    []time.Duration // the clock's step before each round
+		wantDown int             // the round (1-based) the link goes down at; 0: never
+	}{
+		{"awake: one keepalive per round", slices.Repeat([]time.Duration{keepalive}, 12), 11},
+		{"starved: five dead intervals in one round", []time.Duration{5 * deadAfter}, 0},
+		{"starved, then awake a full interval", append([]time.Duration{5 * deadAfter}, slices.Repeat([]time.Duration{keepalive}, 10)...), 10},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+			h := buildHalves(t, engine.New(), "s1")
+			w, err := New(h.net, h.wan[0], Config{Name: "wan", VNI: 7, Speed: 1, Keepalive: keepalive, DeadAfter: deadAfter,
+				Listen: netip.MustParseAddrPort("127.0.0.1:1"), Peer: "127.0.0.1:2"}, WithClock(func() time.Time { return now }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.setUp(true, "test")
+			w.noteHeard()
+			var r silence
+			w.judgeSilence(&r) // the round that sees the datagram
+			down := 0
+			for i, d := range tt.steps {
+				now = now.Add(d)
+				w.judgeSilence(&r)
+				if !w.Up() && down == 0 {
+					down = i + 1
+				}
+			}
+			if down != tt.wantDown {
+				t.Errorf("link down at round %d, want %d (0: never); stats %+v", down, tt.wantDown, w.Stats())
+			}
+		})
+	}
 }

@@ -88,6 +88,7 @@ type options struct {
 	hello   HelloFunc
 	capture io.Writer
 	inst    uint64
+	now     func() time.Time
 }
 
 // Option configures a wire.
@@ -105,6 +106,11 @@ func WithHello(f HelloFunc) Option { return func(o *options) { o.hello = f } }
 // pcap (Ethernet, nanosecond timestamps of the simulated time mapped to
 // the wall clock by the engine's epoch).
 func WithCapture(w io.Writer) Option { return func(o *options) { o.capture = w } }
+
+// WithClock has the wire read the wall clock from now (default time.Now)
+// to judge its peer's silence: when it last heard a datagram and how long
+// ago that was. Tests drive the dead interval with it.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // WithInstance sets the instance number announced in hellos (default:
 // random): it tells the peer that this process restarted.
@@ -135,7 +141,7 @@ type Wire struct {
 	helloNow  chan struct{}
 	helloBuf  []byte // keepalive goroutine only
 	up        atomic.Bool
-	lastHeard atomic.Int64 // wall ns of the last datagram
+	lastHeard atomic.Int64 // wall ns (o.now) of the last datagram
 	peerInst  atomic.Uint64
 	rxSeq     uint32 // reader goroutine only
 	refused   atomic.Bool
@@ -187,7 +193,7 @@ func New(n *netsim.Network, port *netsim.Port, cfg Config, opts ...Option) (*Wir
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultQueue
 	}
-	o := options{log: slog.New(slog.DiscardHandler), inst: rand.Uint64()}
+	o := options{log: slog.New(slog.DiscardHandler), inst: rand.Uint64(), now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -419,20 +425,10 @@ func (w *Wire) writer(ctx context.Context) {
 func (w *Wire) keepalive(ctx context.Context) {
 	t := time.NewTicker(w.cfg.Keepalive)
 	defer t.Stop()
-	rounds := int(w.cfg.DeadAfter / w.cfg.Keepalive)
-	// silent counts the rounds of this loop since the last datagram.
-	heard, silent := w.lastHeard.Load(), 0
+	r := silence{heard: w.lastHeard.Load()}
 	for {
 		w.sendHello()
-		if h := w.lastHeard.Load(); h != heard {
-			heard, silent = h, 0
-		} else {
-			silent++
-		}
-		if w.up.Load() && peerSilent(time.Since(time.Unix(0, heard)), silent, w.cfg.DeadAfter, rounds) {
-			w.peerInst.Store(0)
-			w.setUp(false, fmt.Sprintf("nothing heard for %v (%d keepalives)", w.cfg.DeadAfter, silent))
-		}
+		w.judgeSilence(&r)
 		select {
 		case <-ctx.Done():
 			return
@@ -441,6 +437,31 @@ func (w *Wire) keepalive(ctx context.Context) {
 		}
 	}
 }
+
+// silence is what the keepalive loop remembers between its rounds: the
+// last datagram's instant it saw and the rounds since it changed.
+type silence struct {
+	heard  int64 // wall ns (the wire's clock), as lastHeard
+	rounds int
+}
+
+// judgeSilence is one keepalive round's look at the peer: the link goes
+// down when peerSilent says the peer is.
+func (w *Wire) judgeSilence(r *silence) {
+	if h := w.lastHeard.Load(); h != r.heard {
+		r.heard, r.rounds = h, 0
+	} else {
+		r.rounds++
+	}
+	quiet := w.o.now().Sub(time.Unix(0, r.heard))
+	if w.up.Load() && peerSilent(quiet, r.rounds, w.cfg.DeadAfter, int(w.cfg.DeadAfter/w.cfg.Keepalive)) {
+		w.peerInst.Store(0)
+		w.setUp(false, fmt.Sprintf("nothing heard for %v (%d keepalives)", w.cfg.DeadAfter, r.rounds))
+	}
+}
+
+// noteHeard records that a datagram arrived now.
+func (w *Wire) noteHeard() { w.lastHeard.Store(w.o.now().UnixNano()) }
 
 // peerSilent judges the peer dead: nothing heard for the dead interval
 // (quiet), and for as many of this wire's own keepalive rounds as the
@@ -513,7 +534,7 @@ func (w *Wire) reader() {
 			}
 			continue // ICMP errors from a peer that is gone
 		}
-		w.lastHeard.Store(time.Now().UnixNano())
+		w.noteHeard()
 		for i := range msgs[:n] {
 			b := msgs[i].Buffers[0][:msgs[i].N]
 			if err := Decode(b, &d); err != nil || d.VNI != w.cfg.VNI {
