@@ -33,6 +33,13 @@ type Link struct {
 	// cut: from and to are in different partitions; what the
 	// transmitter sends goes over as a message (engine.Group.Send).
 	cut bool
+
+	// The padding makes a Link three whole cache lines (192 bytes): the
+	// two directions of a cable are allocated together, and those of a
+	// cut cable are written by two partitions side by side (each by its
+	// receiving end, at every packet), so they must not share a line
+	// (TestHotTypesOwnTheirLines).
+	_ [40]byte
 }
 
 type flight struct {
