@@ -526,6 +526,15 @@ type QP struct {
 
 	cm cmEnd
 	dc dcqcn
+
+	// The padding makes a QP a whole number of cache lines (448 bytes,
+	// a size class of its own), so that two QPs never share a line: the
+	// runner adds flows in start order, so neighbours in memory run at
+	// the same time, and on a network cut into partitions their senders
+	// are often in two partitions that run side by side, where a shared
+	// line would bounce between the cores at every write (docs/engine.md,
+	// "Side by side"; TestHotTypesOwnTheirLines).
+	_ [48]byte
 }
 
 type ackPoint struct {
@@ -848,6 +857,12 @@ type RecvQP struct {
 	cnpTx              int64
 	lastCNP            engine.Time
 	firstRx, lastRx    engine.Time
+
+	// The padding makes a RecvQP three whole cache lines (192 bytes), so
+	// that two never share one: as QP's, neighbours in memory receive at
+	// the same time, often in two partitions side by side, and a receiver
+	// writes its counters at every packet (TestHotTypesOwnTheirLines).
+	_ [48]byte
 }
 
 // Host returns the receiver QP's host.

@@ -33,6 +33,22 @@ type Link struct {
 	// cut: from and to are in different partitions; what the
 	// transmitter sends goes over as a message (engine.Group.Send).
 	cut bool
+	// back, on a cut link, holds the packets that crossed it, on their way
+	// home to the sending partition's pool: the receiving partition took a
+	// copy from its own pool (Deliver) and appends the original to
+	// back[w&1] in window w; the sending partition takes back[(w+1)&1],
+	// what was appended in the window before, when it sends (reclaim). So
+	// in no window do both partitions touch one list, and a partition's
+	// pool holds only packets it allocated: a packet never shares a cache
+	// line with one the other partition uses.
+	back [2][]*Packet
+
+	// The padding makes a Link four whole cache lines (256 bytes): the
+	// two directions of a cable are allocated together, and those of a
+	// cut cable are written by two partitions side by side (each by its
+	// receiving end, at every packet), so they must not share a line
+	// (TestHotTypesOwnTheirLines).
+	_ [56]byte
 }
 
 type flight struct {
@@ -162,6 +178,7 @@ func (l *Link) send(p *Packet, txEnd engine.Time) {
 		// The far end runs in another partition: hand the packet over
 		// for its arrival time, which the lookahead puts beyond the
 		// current window.
+		l.reclaim()
 		l.net.group.Send(l.from.part.id, l.to.part.id, txEnd+l.delay, l, p)
 		return
 	}
@@ -169,8 +186,38 @@ func (l *Link) send(p *Packet, txEnd engine.Time) {
 }
 
 // Deliver implements engine.Receiver: a packet sent on a cut link arrives
-// in the receiving partition, behind the packets already in flight.
-func (l *Link) Deliver(at engine.Time, v any) { l.arrive(v.(*Packet), at) }
+// in the receiving partition, behind the packets already in flight. What
+// arrives is a copy from the receiving partition's pool; the original goes
+// back to the sender's (back, reclaim).
+func (l *Link) Deliver(at engine.Time, v any) {
+	p := v.(*Packet)
+	pool := &l.to.part.pool
+	q := pool.get()
+	*q = *p
+	q.fb, q.frameLen = nil, 0
+	if p.fb != nil {
+		// Cannot fail: the frame fitted the sender's buffer.
+		_ = pool.setFrame(q, p.fb.b[:p.frameLen])
+	}
+	k := l.net.group.Windows() & 1
+	l.back[k] = append(l.back[k], p)
+	l.arrive(q, at)
+}
+
+// reclaim puts the packets that crossed l in the window before this one
+// back into the sending partition's pool. It runs in the sending
+// partition, in a window or at a barrier.
+func (l *Link) reclaim() {
+	b := &l.back[(l.net.group.Windows()+1)&1]
+	if len(*b) == 0 {
+		return
+	}
+	for _, p := range *b {
+		l.from.part.pool.put(p)
+	}
+	clear(*b)
+	*b = (*b)[:0]
+}
 
 // Cut reports whether l joins two partitions.
 func (l *Link) Cut() bool { return l.cut }

@@ -116,6 +116,11 @@ func (n *Network) LivePackets() int64 {
 	for _, pt := range n.parts {
 		live += pt.pool.live
 	}
+	// The originals of packets that crossed a cut link, on their way
+	// home (Link.back), are not in use: their copies are.
+	for _, l := range n.links {
+		live -= int64(len(l.back[0]) + len(l.back[1]))
+	}
 	return live
 }
 

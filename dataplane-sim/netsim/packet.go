@@ -337,6 +337,9 @@ type packetPool struct {
 	// slab holds small buffers never used yet: they are allocated
 	// smallSlab at a time (one allocation, neighbours in memory).
 	slab []smallFrame
+	// own, when a test sets it, records every packet the pool allocated
+	// (TestPacketsStayHome).
+	own map[*Packet]bool
 }
 
 // smallSlab is how many small frame buffers are allocated at once.
@@ -350,7 +353,11 @@ func (pp *packetPool) get() *Packet {
 		if k == 0 {
 			pp.alloc++
 			pp.live++
-			return new(Packet)
+			p := new(Packet)
+			if pp.own != nil {
+				pp.own[p] = true
+			}
+			return p
 		}
 		pp.spare = pp.cur
 		pp.cur = pp.full[k-1]

@@ -277,3 +277,53 @@ func BenchmarkPartitions(b *testing.B) {
 		})
 	}
 }
+
+// TestPacketsStayHome: a packet that crosses a cut link arrives as a copy
+// from the receiving partition's pool and the original goes back to the
+// sender's, so every packet a pool holds is one it allocated (a packet
+// never shares a cache line with one the other partition uses:
+// docs/engine.md, "Side by side"). twoDC's flows cross the cut both ways;
+// the pools are looked at after the run, and the packets in use and
+// those on their way home add up.
+func TestPacketsStayHome(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
+			g, n := twoDC().build(t)
+			for _, pt := range n.parts {
+				pt.pool.own = map[*Packet]bool{}
+			}
+			g.Run(2*engine.Millisecond, threads)
+			var crossed int64
+			for _, l := range n.links {
+				if l.cut {
+					crossed += l.from.stats.TxPackets
+				}
+			}
+			if crossed == 0 {
+				t.Fatal("no packet crossed the cut")
+			}
+			for _, pt := range n.parts {
+				pp := &pt.pool
+				free := append([]*Packet(nil), pp.cur...)
+				for _, c := range pp.full {
+					free = append(free, c...)
+				}
+				stray := 0
+				for _, p := range free {
+					if !pp.own[p] {
+						stray++
+					}
+				}
+				if stray > 0 || len(free) == 0 {
+					t.Errorf("partition %d: %d of the %d free packets in its pool were allocated elsewhere", pt.id, stray, len(free))
+				}
+				if pp.live < 0 {
+					t.Errorf("partition %d: %d live packets", pt.id, pp.live)
+				}
+			}
+			if live := n.LivePackets(); live < 0 {
+				t.Errorf("%d live packets", live)
+			}
+		})
+	}
+}
