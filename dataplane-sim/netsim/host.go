@@ -534,7 +534,7 @@ type QP struct {
 	// are often in two partitions that run side by side, where a shared
 	// line would bounce between the cores at every write (docs/engine.md,
 	// "Side by side"; TestHotTypesOwnTheirLines).
-	_ [48]byte
+	_ [40]byte
 }
 
 type ackPoint struct {
