@@ -307,3 +307,51 @@ func TestTunerSearchJudged(t *testing.T) {
 		t.Errorf("no search experiment judged in %d changes", len(m.Tuner))
 	}
 }
+
+// TestTunerJudgesFromTheSet: a change is judged on everything from its
+// decision on (the Set delay included: drops while it takes effect count),
+// and after a rollback the queue decides nothing until the rollback has
+// landed (a decision before it would step from the settings rolled back).
+func TestTunerJudgesFromTheSet(t *testing.T) {
+	sc := load(t, "compare/mid-wan.yaml")
+	d := scenario.DefaultLongHaulCNP()
+	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
+	sc.Tuner = &scenario.Tuner{}
+	var m *LongHaulCNP
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(50*time.Millisecond), WithoutPlots(),
+		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+		t.Fatal(err)
+	}
+	delay := engine.FromDuration(DefaultSetDelay)
+	judged, rolledBack := 0, 0
+	for _, c := range m.Tuner {
+		if c.Outcome == "pending" {
+			continue
+		}
+		// The judgement's trace row: its metrics span the decision to the judgement.
+		for _, j := range m.TunerDecisions {
+			if j.Rule != ruleJudge || j.At != c.JudgedAt || j.Node != c.Node || j.Port != c.Port || j.Prio != c.Prio || j.Metrics.Duration == 0 {
+				continue
+			}
+			judged++
+			// Samples every sample interval from the first after the
+			// decision: the span is the whole stretch but an interval.
+			if span := engine.FromDuration(j.Metrics.Duration); span < c.JudgedAt-c.At-2*engine.FromDuration(sc.SampleInterval) {
+				t.Errorf("%s %s: change at %v judged at %v on %v of samples: the Set delay is not in its window", c.Node, c.Port, c.At, c.JudgedAt, span)
+			}
+		}
+		if c.Outcome != "rolled-back" {
+			continue
+		}
+		rolledBack++
+		for _, x := range m.TunerDecisions {
+			if x.Node == c.Node && x.Port == c.Port && x.Prio == c.Prio && x.At > c.JudgedAt && x.At < c.JudgedAt+delay &&
+				x.Rule != policy.RuleCooldown {
+				t.Errorf("%s %s: decided %s at %v, before the rollback judged at %v landed (%v)", c.Node, c.Port, x.Rule, x.At, c.JudgedAt, c.JudgedAt+delay)
+			}
+		}
+	}
+	if judged == 0 || rolledBack == 0 {
+		t.Fatalf("%d changes judged, %d rolled back: want some of each", judged, rolledBack)
+	}
+}
