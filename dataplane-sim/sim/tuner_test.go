@@ -232,15 +232,7 @@ func mustOpen(t *testing.T, path string) *os.File {
 // last settle at 289 ms), and the last settle needs its judgement period
 // (13 ms) before the end to be confirmed.
 func TestTunerOverrunSettles(t *testing.T) {
-	sc := load(t, "tuner/load-step.yaml")
-	d := scenario.DefaultLongHaulCNP()
-	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
-	sc.Tuner = &scenario.Tuner{}
-	var m *LongHaulCNP
-	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(350*time.Millisecond), WithoutPlots(),
-		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
-		t.Fatal(err)
-	}
+	m := runTunedFromDefaults(t, "tuner/load-step.yaml", 350*time.Millisecond)
 	var lifted, settled []TunerChange
 	for _, c := range m.Tuner {
 		if c.Node != "n1" || c.At < engine.FromDuration(200*time.Millisecond) {
@@ -313,15 +305,8 @@ func TestTunerSearchJudged(t *testing.T) {
 // and after a rollback the queue decides nothing until the rollback has
 // landed (a decision before it would step from the settings rolled back).
 func TestTunerJudgesFromTheSet(t *testing.T) {
+	m := runTunedFromDefaults(t, "compare/mid-wan.yaml", 50*time.Millisecond)
 	sc := load(t, "compare/mid-wan.yaml")
-	d := scenario.DefaultLongHaulCNP()
-	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
-	sc.Tuner = &scenario.Tuner{}
-	var m *LongHaulCNP
-	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(50*time.Millisecond), WithoutPlots(),
-		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
-		t.Fatal(err)
-	}
 	delay := engine.FromDuration(DefaultSetDelay)
 	judged, rolledBack := 0, 0
 	for _, c := range m.Tuner {
@@ -354,4 +339,21 @@ func TestTunerJudgesFromTheSet(t *testing.T) {
 	if judged == 0 || rolledBack == 0 {
 		t.Fatalf("%d changes judged, %d rolled back: want some of each", judged, rolledBack)
 	}
+}
+
+// runTunedFromDefaults runs the scenario file for dur with the tuner on,
+// from the draft's defaults (alpha and V_growth), and returns its
+// mechanism (the tuner's changes and decisions).
+func runTunedFromDefaults(t *testing.T, file string, dur time.Duration) *LongHaulCNP {
+	t.Helper()
+	sc := load(t, file)
+	d := scenario.DefaultLongHaulCNP()
+	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
+	sc.Tuner = &scenario.Tuner{}
+	var m *LongHaulCNP
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(dur), WithoutPlots(),
+		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
