@@ -113,11 +113,11 @@ tuner-phases:
 	$(GO) run ./cmd/lhcnp sim phases --out out/phases --markdown docs/tuner-phases.md
 
 # docs/tuner.md's train and test tables: every scenario of the tuner's family
-# (scenarios/family/tuner.yaml: 16 train and 32 held-out test seeds, runs of
+# (scenarios/family/tuner.yaml: 32 train and 32 held-out test seeds, runs of
 # up to 200 WAN round trips) with the tuner, the static grid and the finer
-# grid around its best: about 20 CPU-minutes, 10 minutes on two free cores,
-# two hours on the shared machine at a load of 15 (the train set alone: 7.2
-# CPU-minutes, 41 minutes at that load; docs/tuner.md "The protocol").
+# grid around its best: about 30 CPU-minutes, 15 minutes on two free cores,
+# two to three hours on the shared machine at a load of 15 (16 train seeds:
+# 7.2 CPU-minutes, 41 minutes at that load; docs/tuner.md "The protocol").
 # Not part of `make test`.
 tuner-eval:
 	$(GO) run ./cmd/lhcnp sim eval --family scenarios/family/tuner.yaml --set both --jobs 2 --out out/tuner-eval --markdown docs/tuner.md

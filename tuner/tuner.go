@@ -512,8 +512,10 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		return t.cancelJudged(ctx, s, p, now, fmt.Sprintf(
 			"not judged within judge_window + 2 periods (%v): telemetry did not show the change applied with a complete judge window", t.cfg.JudgeBound()))
 	}
-	start := now.Add(-t.cfg.JudgeWindow)
-	wins, err := t.src.Windows(ctx, s.Name, start, now)
+	// The judge window starts at the push, not judge_window before now:
+	// what happened from the Set on (drops while it took effect) is the
+	// commit's to answer for (docs/tuner.md, "Judging a change").
+	wins, err := t.src.Windows(ctx, s.Name, p.pushedAt, now)
 	if err != nil {
 		return errors.Join(fmt.Errorf("switch %q: reading telemetry to judge commit %s: %w", s.Name, p.id, err), wait())
 	}
@@ -534,6 +536,7 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		}
 		verdicts = append(verdicts, fmt.Sprintf("%s queue %d: %s", c.key.iface, c.key.queue, j.Reason))
 		worse = worse || !j.Keep
+		t.mem[c.key] = t.cfg.Policy.Judged(t.mem[c.key], j)
 	}
 	reason := strings.Join(verdicts, "; ")
 	if worse {

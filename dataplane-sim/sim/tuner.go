@@ -120,6 +120,7 @@ type tunedQueue struct {
 type tunerPending struct {
 	log       int // index into LongHaulCNP.Tuner
 	commit    policy.Commit
+	decidedAt engine.Time
 	appliedAt engine.Time
 	judgeAt   engine.Time
 	giveUp    engine.Time
@@ -245,11 +246,10 @@ func (t *tunerLoop) minSpan() engine.Time { return engine.Time(t.base.MinSamples
 // trim keeps the samples a window or a judge window can still need.
 func (t *tunerLoop) trim(q *tunedQueue, now, rtt engine.Time) {
 	keep := 2*max(t.windowLen(rtt), t.judgeLen(rtt)) + 2*t.interval
-	if p := q.pending; p != nil && p.commit.Search {
-		// A search experiment's judge window is longer than the rules'
-		// (search_judge_rtt): kept whole. The rules' commits keep what
-		// they always had, so their runs do not change.
-		keep = max(keep, now-p.appliedAt+2*t.interval)
+	if p := q.pending; p != nil {
+		// A pending commit is judged on everything from its decision (the
+		// Set) on, however long its Set delay and judge window: kept whole.
+		keep = max(keep, now-p.decidedAt+2*t.interval)
 	}
 	from := simTime(now - keep)
 	i := 0
@@ -272,7 +272,8 @@ func (t *tunerLoop) config(rtt engine.Time) policy.Config {
 func (t *tunerLoop) window(q *tunedQueue, from, to engine.Time, ps *lhcnp.PortState, qs *lhcnp.QueueState) policy.Window {
 	qc := queueConfig(q.node.Config(), q.port, q.prio)
 	w := policy.Window{Start: simTime(from), End: simTime(to), Config: settingsOf(qc), KBaseBytes: qc.KBaseBytes,
-		EffectiveKMaxBytes: qs.KMaxBytes, RTTEst: ps.RTTEst.Duration(), PortRateBitsPerSec: ps.PortRateBitsPerSec}
+		EffectiveKMaxBytes: qs.KMaxBytes, RTTEst: ps.RTTEst.Duration(), PortRateBitsPerSec: ps.PortRateBitsPerSec,
+		BufferBytes: q.pt.Config().BufferBytes}
 	for _, s := range q.samples {
 		if !s.Time.Before(w.Start) && !s.Time.After(w.End) {
 			w.Samples = append(w.Samples, s)
@@ -289,7 +290,11 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 		if now < p.judgeAt {
 			return
 		}
-		w := t.window(q, p.appliedAt, now, ps, qs)
+		// The judge window starts at the decision, not where the change
+		// took effect: what happens during the Set delay (drops, a queue
+		// reaching the buffer) is part of the commit's judgement, and
+		// would otherwise fall in no window at all.
+		w := t.window(q, p.decidedAt, now, ps, qs)
 		j := p.commit.Judge(cfg, w)
 		if j.Wait {
 			if now < p.giveUp {
@@ -311,9 +316,11 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 		if j.Keep {
 			(*log)[p.log].Outcome, (*log)[p.log].JudgedAt = "confirmed", now
 			q.pending = nil
+			q.mem = cfg.Judged(q.mem, j)
 			return
 		}
 		t.restore(q, p, now, cfg, "rolled-back")
+		q.mem = cfg.Judged(q.mem, j)
 		return
 	}
 	w := t.window(q, max(q.born, now-t.windowLen(rtt)), now, ps, qs)
@@ -332,7 +339,7 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 	if d.JudgeRTT > 0 { // a search experiment's longer judge window
 		judge = max(judge, engine.Time(d.JudgeRTT*float64(rtt)))
 	}
-	q.pending = &tunerPending{log: len(*log) - 1, commit: policy.CommitOf(d, w), appliedAt: now + delay,
+	q.pending = &tunerPending{log: len(*log) - 1, commit: policy.CommitOf(d, w), decidedAt: now, appliedAt: now + delay,
 		judgeAt: now + delay + judge, giveUp: now + delay + 3*judge}
 	after := d.After
 	t.env.Group.AtGlobal(now+delay, func() { t.apply(q, after) })
@@ -380,10 +387,13 @@ func (t *tunerLoop) writeCSV(outDir string) error {
 func (t *tunerLoop) restore(q *tunedQueue, p *tunerPending, now engine.Time, cfg policy.Config, outcome string) {
 	e := &t.m.Tuner[p.log]
 	e.Outcome, e.JudgedAt = outcome, now
-	q.mem = cfg.Reverted(q.mem, simTime(now))
+	// The cool-down restarts where the rollback takes effect: a decision
+	// before it would read (and step from) the settings rolled back.
+	back := now + engine.FromDuration(t.spec.SetDelay)
+	q.mem = cfg.Reverted(q.mem, simTime(back))
 	q.pending = nil
 	s := p.commit.From
-	t.env.Group.AtGlobal(now+engine.FromDuration(t.spec.SetDelay), func() { t.apply(q, s) })
+	t.env.Group.AtGlobal(back, func() { t.apply(q, s) })
 }
 
 // apply writes the settings into the node's configuration of the queue.

@@ -232,15 +232,7 @@ func mustOpen(t *testing.T, path string) *os.File {
 // last settle at 289 ms), and the last settle needs its judgement period
 // (13 ms) before the end to be confirmed.
 func TestTunerOverrunSettles(t *testing.T) {
-	sc := load(t, "tuner/load-step.yaml")
-	d := scenario.DefaultLongHaulCNP()
-	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
-	sc.Tuner = &scenario.Tuner{}
-	var m *LongHaulCNP
-	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(350*time.Millisecond), WithoutPlots(),
-		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
-		t.Fatal(err)
-	}
+	m := runTunedFromDefaults(t, "tuner/load-step.yaml", 350*time.Millisecond)
 	var lifted, settled []TunerChange
 	for _, c := range m.Tuner {
 		if c.Node != "n1" || c.At < engine.FromDuration(200*time.Millisecond) {
@@ -306,4 +298,62 @@ func TestTunerSearchJudged(t *testing.T) {
 	if judged == 0 {
 		t.Errorf("no search experiment judged in %d changes", len(m.Tuner))
 	}
+}
+
+// TestTunerJudgesFromTheSet: a change is judged on everything from its
+// decision on (the Set delay included: drops while it takes effect count),
+// and after a rollback the queue decides nothing until the rollback has
+// landed (a decision before it would step from the settings rolled back).
+func TestTunerJudgesFromTheSet(t *testing.T) {
+	m := runTunedFromDefaults(t, "compare/mid-wan.yaml", 50*time.Millisecond)
+	sc := load(t, "compare/mid-wan.yaml")
+	delay := engine.FromDuration(DefaultSetDelay)
+	judged, rolledBack := 0, 0
+	for _, c := range m.Tuner {
+		if c.Outcome == "pending" {
+			continue
+		}
+		// The judgement's trace row: its metrics span the decision to the judgement.
+		for _, j := range m.TunerDecisions {
+			if j.Rule != ruleJudge || j.At != c.JudgedAt || j.Node != c.Node || j.Port != c.Port || j.Prio != c.Prio || j.Metrics.Duration == 0 {
+				continue
+			}
+			judged++
+			// Samples every sample interval from the first after the
+			// decision: the span is the whole stretch but an interval.
+			if span := engine.FromDuration(j.Metrics.Duration); span < c.JudgedAt-c.At-2*engine.FromDuration(sc.SampleInterval) {
+				t.Errorf("%s %s: change at %v judged at %v on %v of samples: the Set delay is not in its window", c.Node, c.Port, c.At, c.JudgedAt, span)
+			}
+		}
+		if c.Outcome != "rolled-back" {
+			continue
+		}
+		rolledBack++
+		for _, x := range m.TunerDecisions {
+			if x.Node == c.Node && x.Port == c.Port && x.Prio == c.Prio && x.At > c.JudgedAt && x.At < c.JudgedAt+delay &&
+				x.Rule != policy.RuleCooldown {
+				t.Errorf("%s %s: decided %s at %v, before the rollback judged at %v landed (%v)", c.Node, c.Port, x.Rule, x.At, c.JudgedAt, c.JudgedAt+delay)
+			}
+		}
+	}
+	if judged == 0 || rolledBack == 0 {
+		t.Fatalf("%d changes judged, %d rolled back: want some of each", judged, rolledBack)
+	}
+}
+
+// runTunedFromDefaults runs the scenario file for dur with the tuner on,
+// from the draft's defaults (alpha and V_growth), and returns its
+// mechanism (the tuner's changes and decisions).
+func runTunedFromDefaults(t *testing.T, file string, dur time.Duration) *LongHaulCNP {
+	t.Helper()
+	sc := load(t, file)
+	d := scenario.DefaultLongHaulCNP()
+	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
+	sc.Tuner = &scenario.Tuner{}
+	var m *LongHaulCNP
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(dur), WithoutPlots(),
+		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

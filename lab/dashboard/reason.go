@@ -35,6 +35,7 @@ var keyWords = strings.NewReplacer(
 	"settle_growth_share", "the settling share",
 	"loss_high", "the loss limit",
 	"overrun_ceiling_bdp", "the overrun ceiling",
+	"overrun_ceiling_buffer_share", "the overrun's share of the buffer",
 	"RTT_est", "RTT",
 )
 

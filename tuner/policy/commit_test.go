@@ -115,3 +115,20 @@ func TestCommitApplied(t *testing.T) {
 		})
 	}
 }
+
+// TestJudged: loss in a judge window above loss_high is kept for the next
+// decision (Memory.LossSeen); none, or a window that could not be judged,
+// leaves the memory as it was.
+func TestJudged(t *testing.T) {
+	cfg := DefaultConfig()
+	mem := Memory{Changes: 2}
+	if got := cfg.Judged(mem, Judgement{Metrics: Metrics{Loss: 0.01}}); got.LossSeen != 0.01 {
+		t.Errorf("loss 0.01 judged: LossSeen %v, want 0.01", got.LossSeen)
+	}
+	if got := cfg.Judged(mem, Judgement{Metrics: Metrics{Loss: cfg.LossHigh / 2}}); got != mem {
+		t.Errorf("loss under loss_high judged: %+v, want %+v", got, mem)
+	}
+	if got := cfg.Judged(mem, Judgement{Wait: true, Metrics: Metrics{Loss: 0.01}}); got != mem {
+		t.Errorf("a window not judged: %+v, want %+v", got, mem)
+	}
+}

@@ -113,6 +113,11 @@ type Config struct {
 	// receivers' CNP storm above K_max, but a K_max lifted without a bound
 	// fills the buffer (docs/tuner.md, "Overrun and settle").
 	OverrunCeilingBDP float64 `yaml:"overrun_ceiling_bdp"`
+	// OverrunCeilingBufferShare caps the same lift at this share of the
+	// port's egress buffer, where the switch reports it (Window.BufferBytes;
+	// 0: no such cap): a K_max lifted to the buffer lets the queue fill it
+	// and drop (held-out seed 3026: 4 BDP was the port's whole buffer).
+	OverrunCeilingBufferShare float64 `yaml:"overrun_ceiling_buffer_share"`
 	// JudgeAheadMaxRTT caps how far ahead, in RTT_est, Judge expects a
 	// queue in transit at its pace (a DC-side port's RTT_est is a few µs,
 	// its judge window many of them).
@@ -136,34 +141,35 @@ type Config struct {
 // DefaultConfig is the configuration docs/tuner.md documents.
 func DefaultConfig() Config {
 	return Config{
-		Weights:               DefaultWeights(),
-		AlphaMin:              0.1,
-		AlphaMax:              10,
-		VGrowthMinShare:       0.001,
-		VGrowthMaxShare:       1,
-		TuneVGrowth:           true,
-		VGrowthStartShare:     0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthStartShareIsTheDefault)
-		TuneKMax:              true,
-		MaxStep:               2,
-		MinStep:               1.1,
-		Cooldown:              5 * time.Second,
-		MinSamples:            3,
-		MaxGap:                3 * time.Second,
-		LossHigh:              1e-4,
-		DelayHighRTT:          0.5,
-		DelayLowRTT:           0.1,
-		GrowthTrendRTT:        0.25,
-		UtilisationLow:        0.9,
-		UtilisationUnder:      0.75,
-		NotificationsHighCost: 0.5,
-		SettleGrowthShare:     0.8,
-		OverrunCeilingBDP:     4,
-		JudgeAheadMaxRTT:      4,
-		WorseTolerance:        0.02,
-		AttributeWorsening:    true,
-		SearchAfterRTT:        0,
-		SearchJudgeRTT:        4,
-		SearchGain:            0.01,
+		Weights:                   DefaultWeights(),
+		AlphaMin:                  0.1,
+		AlphaMax:                  10,
+		VGrowthMinShare:           0.001,
+		VGrowthMaxShare:           1,
+		TuneVGrowth:               true,
+		VGrowthStartShare:         0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthStartShareIsTheDefault)
+		TuneKMax:                  true,
+		MaxStep:                   2,
+		MinStep:                   1.1,
+		Cooldown:                  5 * time.Second,
+		MinSamples:                3,
+		MaxGap:                    3 * time.Second,
+		LossHigh:                  1e-4,
+		DelayHighRTT:              0.5,
+		DelayLowRTT:               0.1,
+		GrowthTrendRTT:            0.25,
+		UtilisationLow:            0.9,
+		UtilisationUnder:          0.75,
+		NotificationsHighCost:     0.5,
+		SettleGrowthShare:         0.8,
+		OverrunCeilingBDP:         4,
+		OverrunCeilingBufferShare: 0.5,
+		JudgeAheadMaxRTT:          4,
+		WorseTolerance:            0.02,
+		AttributeWorsening:        true,
+		SearchAfterRTT:            0,
+		SearchJudgeRTT:            4,
+		SearchGain:                0.01,
 	}
 }
 
@@ -255,6 +261,9 @@ func (c Config) Validate() error {
 	if !finite(c.OverrunCeilingBDP) || c.OverrunCeilingBDP < 0 || (c.OverrunCeilingBDP > 0 && c.OverrunCeilingBDP < c.AlphaMin) {
 		bad("overrun_ceiling_bdp", "%v is neither 0 (no ceiling) nor a number of BDPs ≥ alpha_min %v", c.OverrunCeilingBDP, c.AlphaMin)
 	}
+	if !finite(c.OverrunCeilingBufferShare) || c.OverrunCeilingBufferShare < 0 || c.OverrunCeilingBufferShare > 1 {
+		bad("overrun_ceiling_buffer_share", "%v is neither 0 (no cap) nor a share of the buffer in (0, 1]", c.OverrunCeilingBufferShare)
+	}
 	if !finite(c.JudgeAheadMaxRTT) || c.JudgeAheadMaxRTT <= 0 {
 		bad("judge_ahead_max_rtt", "%v must be a positive delay", c.JudgeAheadMaxRTT)
 	}
@@ -281,6 +290,21 @@ func (c Config) vGrowthStartBytesPerSec(portRateBitsPerSec int64) int64 {
 	}
 	lo, hi := c.vGrowthBounds(portRateBitsPerSec)
 	return min(hi, max(lo, int64(math.Round(c.VGrowthStartShare*float64(portRateBitsPerSec)/8))))
+}
+
+// overrunCeilingBytes is the highest K_max an overrun lifts to on the
+// window's port, in bytes (0: none): OverrunCeilingBDP BDPs, and at most
+// OverrunCeilingBufferShare of the port's egress buffer where the switch
+// reports it.
+func (c Config) overrunCeilingBytes(w Window) float64 {
+	var ceil float64
+	if c.OverrunCeilingBDP > 0 {
+		ceil = c.OverrunCeilingBDP * w.bdpBytes(1)
+	}
+	if b := c.OverrunCeilingBufferShare * float64(w.BufferBytes); b > 0 && (ceil == 0 || b < ceil) {
+		ceil = b
+	}
+	return ceil
 }
 
 // kmaxBounds are an explicit kmax's bounds in bytes for the window's port:

@@ -71,6 +71,10 @@ type Memory struct {
 	Lifted Settings
 	// Search is the online search's state (rule search).
 	Search Search
+	// LossSeen is the loss a change's judge window measured (Config.Judged,
+	// above loss_high; 0: none): drops while a commit is pending fall in
+	// no decision's window, so the next decision answers them (rule loss).
+	LossSeen float64
 }
 
 // Decision is the outcome of one call of Decide.
@@ -131,7 +135,16 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		}
 	}
 	mem.endLift(w.Config, false)
-	dir, rule, reason := classify(cfg, w, d.Metrics, mem.Lifted)
+	cm := d.Metrics
+	seen := mem.LossSeen
+	mem.LossSeen = 0
+	if seen > cm.Loss {
+		cm.Loss = seen // drops in the last change's judge window (Judged)
+	}
+	dir, rule, reason := classify(cfg, w, cm, mem.Lifted)
+	if rule == RuleLoss && seen > d.Metrics.Loss {
+		reason += " in the last change's judge window"
+	}
 	d.Direction, d.Rule, d.Reason = dir, rule, reason
 	if dir == Hold {
 		if rule != RuleSteady {
@@ -179,6 +192,15 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	// delay rule moves K_max only (apply).
 	standing := rule == RuleDelay && d.Metrics.DelayRTT > cfg.DelayHighRTT
 	after, notes := apply(cfg, w, dir, rule, step, back, standing)
+	if l := mem.Lifted; rule == RuleLoss && cfg.TuneKMax && l.KMaxMode == w.Config.KMaxMode && kmaxOf(after) > kmaxOf(l) {
+		// Loss ends an overrun: the lift let the queue reach the buffer,
+		// so K_max goes back to the setting the overload found at once
+		// (past the floor that keeps K_max above a queue: a queue that
+		// drops is to be cut).
+		after.Alpha, after.KMaxBytes = l.Alpha, l.KMaxBytes
+		notes = strings.TrimPrefix(notes+", loss ends the overrun: K_max back to the setting before it", ", ")
+		mem.Lifted = Settings{}
+	}
 	d.After = after
 	if rule == RuleSettle {
 		mem.endLift(after, after == w.Config)
@@ -543,13 +565,17 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				}
 				a = math.Max(a, math.Max(floor, backAlpha))
 			}
-			ceiling := false
-			if rule == RuleOverrun && cfg.OverrunCeilingBDP > 0 && a > floorAlpha(cfg.OverrunCeilingBDP) {
-				a, ceiling = math.Max(w.Config.Alpha, floorAlpha(cfg.OverrunCeilingBDP)), true
+			ceiling, ceilAlphaV := false, 0.0
+			if c := cfg.overrunCeilingBytes(w); rule == RuleOverrun && c > 0 {
+				ceilAlphaV = floorAlpha(c / bdpBytes)
+				if a > ceilAlphaV {
+					a, ceiling = math.Max(w.Config.Alpha, ceilAlphaV), true
+				}
 			}
 			switch a = math.Min(hi, math.Max(lo, a)); {
 			case ceiling && a == w.Config.Alpha:
-				notes = append(notes, fmt.Sprintf("alpha %v is at or above the overrun ceiling of %v BDP (overrun_ceiling_bdp): alpha kept", w.Config.Alpha, cfg.OverrunCeilingBDP))
+				notes = append(notes, fmt.Sprintf("alpha %v is at or above the overrun ceiling of %v BDP (overrun_ceiling_bdp %v, overrun_ceiling_buffer_share %v of a %d B buffer): alpha kept",
+					w.Config.Alpha, ceilAlphaV, cfg.OverrunCeilingBDP, cfg.OverrunCeilingBufferShare, w.BufferBytes))
 			case outside(dir, w.Config.Alpha, lo, hi):
 				notes = append(notes, fmt.Sprintf("alpha %v is outside its bounds [%v, %v], and bringing it back would %s the other way: alpha kept",
 					w.Config.Alpha, lo, hi, dir))
@@ -578,11 +604,12 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower kmax would give: kmax kept", ahead))
 				break
 			}
-			if rule == RuleOverrun && cfg.OverrunCeilingBDP > 0 {
-				if c := int64(math.Floor(cfg.OverrunCeilingBDP * w.bdpBytes(1))); k > c {
+			if cb := cfg.overrunCeilingBytes(w); rule == RuleOverrun && cb > 0 {
+				if c := int64(math.Floor(cb)); k > c {
 					k = max(w.Config.KMaxBytes, c)
 					if k == w.Config.KMaxBytes {
-						notes = append(notes, fmt.Sprintf("kmax %d B is at or above the overrun ceiling of %v BDP (overrun_ceiling_bdp): kmax kept", k, cfg.OverrunCeilingBDP))
+						notes = append(notes, fmt.Sprintf("kmax %d B is at or above the overrun ceiling of %d B (overrun_ceiling_bdp %v, overrun_ceiling_buffer_share %v of a %d B buffer): kmax kept",
+							k, c, cfg.OverrunCeilingBDP, cfg.OverrunCeilingBufferShare, w.BufferBytes))
 						break
 					}
 				}
@@ -667,6 +694,16 @@ func (c Config) Reverted(mem Memory, at time.Time) Memory {
 		out.Step = math.Max(c.MinStep, 1+(mem.Step-1)/2)
 	}
 	return out
+}
+
+// Judged is the memory after a change's judgement j (kept or rolled back;
+// after Reverted for a rollback): loss in its judge window above loss_high
+// is kept for the next decision (Memory.LossSeen), which tightens for it.
+func (c Config) Judged(mem Memory, j Judgement) Memory {
+	if !j.Wait && j.Metrics.Loss > c.LossHigh {
+		mem.LossSeen = j.Metrics.Loss
+	}
+	return mem
 }
 
 // Verdict is the judgement of a change from the metrics before and after.

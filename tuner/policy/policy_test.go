@@ -299,13 +299,50 @@ func TestDecide(t *testing.T) {
 			reason: "K_max is lifted",
 		},
 		{
-			desc: "while K_max is lifted, loss still tightens",
+			desc: "while K_max is lifted, loss ends the overrun: K_max back to the setting before it at once",
 			window: func() Window {
 				return window(queue{util: 0.95, delayRTT: 0.3, lossShare: 0.01}, bdp(4, vg))
 			},
 			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
-			want: result{Change: true, Rule: RuleLoss, After: bdp(2.667, 833_333_333),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 3, Lifted: bdp(1, vg)}},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, 833_333_333),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 3}},
+			reason: "loss ends the overrun",
+		},
+		{
+			desc: "loss in the last change's judge window (LossSeen): the next decision tightens for it",
+			window: func() Window {
+				return window(queue{util: 0.95, delayRTT: 0.3}, bdp(1, vg))
+			},
+			mem: Memory{LastChange: t0.Add(-time.Minute), Changes: 2, LossSeen: 0.01},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, 625_000_000),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3}},
+			reason: "in the last change's judge window",
+		},
+		{
+			desc:   "overrun: K_max lifted at most to overrun_ceiling_buffer_share of the port's buffer",
+			window: func() Window { w := steep(bdp(1, vg), 2); w.BufferBytes = 4 * bdpBytes; return w }, // ceiling 2 BDP
+			want: result{Change: true, Rule: RuleOverrun, After: bdp(2, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
+					Lifted: bdp(1, vg)}},
+		},
+		{
+			desc:   "overrun: K_max at half the buffer already: nothing moves (bound)",
+			window: func() Window { w := steep(bdp(2, vg), 2); w.BufferBytes = 4 * bdpBytes; return w },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
+			want: result{Rule: RuleBound, After: bdp(2, vg),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)}},
+			reason: "overrun ceiling of 2 BDP",
+		},
+		{
+			desc: "overrun: an explicit kmax is held under half the buffer too",
+			window: func() Window {
+				w := steep(Settings{KMaxMode: KMaxExplicit, KMaxBytes: 1 * bdpBytes, VGrowthBytesPerSec: vg}, 2)
+				w.BufferBytes = 3 * bdpBytes
+				return w
+			},
+			want: result{Change: true, Rule: RuleOverrun, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 3 * bdpBytes / 2, VGrowthBytesPerSec: vg},
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
+					Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 1 * bdpBytes, VGrowthBytesPerSec: vg}}},
 		},
 		{
 			desc:   "settle: not while the queue still grows faster than V_growth",

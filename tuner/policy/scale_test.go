@@ -22,6 +22,7 @@ type shape struct {
 	mem            Memory  // LastChange: 1 ns after t0 stands for 1 RTT_est (scaled); Lifted: see lifted
 	lifted         float64 // the alpha an overrun lifted K_max from (0: none)
 	search         bool    // the online search on (search_after_rtt 4)
+	bufferBDP      float64 // the port's buffer, in BDPs (0: unknown)
 }
 
 // scaled is s on a port of rateBitsPerSec with RTT_est rtt: five samples
@@ -39,6 +40,7 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	w := Window{Start: t0, End: t0.Add(rtt), RTTEst: rtt, PortRateBitsPerSec: rateBitsPerSec,
 		KBaseBytes: int64(bdpB / 200), Config: bdp(s.alpha, vg)}
 	w.EffectiveKMaxBytes = int64(s.alpha * bdpB)
+	w.BufferBytes = int64(s.bufferBDP * bdpB)
 	dt := rtt / 4
 	for i := range 5 {
 		q := s.firstRTT + (s.lastRTT-s.firstRTT)*float64(i)/4
@@ -83,6 +85,12 @@ func TestDecideScaleFree(t *testing.T) {
 		// The overrun ceiling (4 BDP): lifted to it, then held at it.
 		{RuleOverrun, shape{util: 0.99, firstRTT: 2, lastRTT: 2.6, alpha: 3, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 3, lastRTT: 3.6, alpha: 4, vgShare: 0.1, mem: changed, lifted: 1}},
+		// The ceiling at half the port's buffer (3 BDP: 1.5 BDP), then held
+		// at it; loss ends a lift; loss in the last judge window tightens.
+		{RuleOverrun, shape{util: 0.99, firstRTT: 0.1, lastRTT: 1.1, alpha: 1, vgShare: 0.1, mem: changed, bufferBDP: 3}},
+		{RuleBound, shape{util: 0.99, firstRTT: 1, lastRTT: 1.6, alpha: 1.5, vgShare: 0.1, mem: changed, lifted: 1, bufferBDP: 3}},
+		{RuleLoss, shape{util: 0.99, firstRTT: 2, lastRTT: 2, loss: 0.01, alpha: 3, vgShare: 0.1, mem: changed, lifted: 1}},
+		{RuleLoss, shape{util: 0.99, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.1, mem: Memory{LastChange: t0.Add(-10), Changes: 1, LossSeen: 0.01}}},
 		{RuleDraining, shape{util: 0.99, firstRTT: 0.9, lastRTT: 0.6, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleDelay, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed}},

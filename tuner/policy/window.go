@@ -68,6 +68,10 @@ type Window struct {
 	// RTTEst and PortRateBitsPerSec are the port's effective RTT_est and R_port.
 	RTTEst             time.Duration
 	PortRateBitsPerSec int64
+	// BufferBytes is the port's egress buffer, where the switch reports it
+	// (0: unknown; the simulator's nodes do, the collector's views do not
+	// carry it): the overrun's lift stays under a share of it.
+	BufferBytes int64
 	// Speed is the simulated seconds per second of the samples' timestamps:
 	// a simulated switch paced at a fraction of the wall clock (the lab)
 	// stamps its samples in wall time while its rates, RTT_est and counters
