@@ -110,3 +110,51 @@ func TestCutRateBeforeFirstInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnCutNotUpstream: with PerFlowRTT and RepeatResume, a flow whose
+// rate fell while this node's cut of it still awaits its Resume is not taken
+// for upstream control (§5.7), however long ago the cut was sent: the node
+// does not defer (and so does not escalate on its next trigger). A node next
+// to the senders, whose loop is a few microseconds, deferred one window
+// after each of its own cuts and escalated to a 60 % cut on the next burst.
+// With the cut resumed, or without the options, the fall is a deferral as
+// the draft reads.
+func TestOwnCutNotUpstream(t *testing.T) {
+	for _, tt := range []struct {
+		desc             string
+		fill, needResume bool
+		wantDefer        bool
+	}{
+		{desc: "options, cut awaiting Resume", fill: true, needResume: true, wantDefer: false},
+		{desc: "options, cut resumed", fill: true, needResume: false, wantDefer: true},
+		{desc: "draft, cut awaiting Resume", fill: false, needResume: true, wantDefer: true},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(400_000, 200*engine.Microsecond)
+			cfg.Interface.Queue.PerFlowRTT = tt.fill
+			cfg.Interface.Queue.Action.RepeatResume = tt.fill
+			cfg.Collaborative.Enabled = true
+			cfg.Collaborative.UpstreamFirst = false
+			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, cfg1: &cfg, noRP: true})
+			l.sim.Run(2 * engine.Millisecond)
+			ps := l.node1.portOf(l.n1Out)
+			q := &ps.queues[0]
+			e := l.node1.ft.m[key(addrSrc4, addrDst4, 100, 200)]
+			if e == nil {
+				t.Fatal("flow not learnt")
+			}
+			now := l.sim.Now()
+			// 10 Gb/s at the window's peak, 2 Gb/s now; the node's cut
+			// sent 1 ms ago, longer than its window and loop.
+			e.rateValid, e.rateBitsPerSec = true, 2e9
+			e.winStart, e.winBytes = now, 0
+			e.peakStart, e.peakCur, e.peakPrev = now, 10e9, 0
+			e.hasCNP, e.lastCNP, e.needResume = true, now-engine.Millisecond, tt.needResume
+			e.deferring, e.waiting = false, false
+			deferNow, escalate := l.node1.collaborate(ps, q, e, now)
+			if deferNow != tt.wantDefer || escalate {
+				t.Errorf("defer %v, escalate %v; want defer %v, no escalation", deferNow, escalate, tt.wantDefer)
+			}
+		})
+	}
+}
