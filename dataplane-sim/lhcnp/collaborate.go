@@ -131,15 +131,8 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 	rate := e.rateNow(now, q.cfg.MeasurementInterval, win)
 	peak := e.peak()
 	dropped := e.rateValid && peak > 0 && rate*100 <= peak*int64(100-cs.ArrivalRateDropPercent)
-	// A fall this node caused itself is not upstream control. With
-	// Resumes sized to the port's spare rate (fillResume) the node keeps
-	// a flow awaiting Resume until it is back at its rate before the
-	// node's first cut: until then the fall is the node's own cut, held
-	// at the source, however long ago it was sent. Taken for an upstream
-	// node's, it made a node next to the senders defer and then escalate
-	// (a 60 % cut) when its queue grew on the next burst, one loop of a
-	// few microseconds after each cut (web-search mixes).
-	own := e.hasCNP && now-e.lastCNP < win+loop || q.fillResume() && e.needResume
+	// A fall this node caused itself is not upstream control.
+	own := e.hasCNP && now-e.lastCNP < win+loop
 	if e.deferring {
 		if now-e.deferStart < win {
 			return true, false
