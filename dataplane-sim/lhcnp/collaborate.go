@@ -82,6 +82,17 @@ func (e *flowEntry) rateAt(now, iv engine.Time) int64 {
 	return e.rateBitsPerSec
 }
 
+// partialRate is the arrival rate of a flow whose first measurement
+// interval is not over: what arrived since it began, at most the port's
+// rate (a few packets over a short span would say more).
+func (e *flowEntry) partialRate(now engine.Time, portBitsPerSec int64) int64 {
+	dt := now - e.winStart
+	if dt <= 0 {
+		return 0
+	}
+	return min(portBitsPerSec, e.winBytes*8*int64(engine.Second)/int64(dt))
+}
+
 // peak returns the highest arrival rate of the observation window.
 func (e *flowEntry) peak() int64 { return max(e.peakCur, e.peakPrev) }
 

@@ -89,6 +89,10 @@ type flowEntry struct {
 	// the source's normal rate and last reduction (§5.6), from which
 	// fillResume sizes a Resume (PerFlowRTT with RepeatResume).
 	preCutRate, lastReduction int64
+	// cutAt is when this node last sent the flow Rate Reduce or Pause:
+	// until its effect is back at the node (the flow's loop), the
+	// flow's arrival rate is its rate before the cut (fillResume).
+	cutAt engine.Time
 	// preCutUnknown: the first cut came before the flow's first whole
 	// measurement interval, so preCutRate is not its rate (fillResume
 	// then resumes it unconditionally).

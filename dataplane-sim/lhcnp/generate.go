@@ -288,17 +288,28 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 	switch m.Action {
 	case wire.ActionPause, wire.ActionRateReduce:
 		rate := e.rateAt(now, q.cfg.MeasurementInterval)
+		cutRate := rate
+		if q.fillResume() && !e.rateValid && !q.cfg.Action.ResumeOnDrain {
+			// Cut within the flow's first measurement interval (a node
+			// next to the sources, on a burst): its rate is what
+			// arrived since its first packet. Taken as 0, the flow
+			// was judged back at its rate before the cut at once and
+			// never resumed (fillResume), however deep the cuts that
+			// followed (a web-search mix: 25 -> 8.6 Gb/s for 10 ms at
+			// an uncongested WAN port).
+			cutRate = e.partialRate(now, ps.rateBitsPerSec)
+		}
 		if !e.needResume {
-			e.preCutRate = rate
+			e.preCutRate = cutRate
 			// Cut before a whole measurement interval of the flow
 			// (a node next to the sources, on a burst): its rate
 			// before the cut is not known (fillResume; only with
 			// ResumeOnDrain).
 			e.preCutUnknown = q.cfg.Action.ResumeOnDrain && !e.rateValid
 		}
-		e.lastReduction = rate
+		e.lastReduction = cutRate
 		if m.Action == wire.ActionRateReduce {
-			e.lastReduction = rate * int64(m.Parameter) / 100
+			e.lastReduction = cutRate * int64(m.Parameter) / 100
 		}
 		if q.cfg.PerFlowRTT && (e.srcRTT == 0 || e.rttFromRate) && e.lastReduction > 0 &&
 			(!e.probing || now-e.probeAt > max(4*q.minInterval, 2*e.srcRTT)) {
@@ -310,6 +321,7 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 			e.probing, e.probeAt, e.probeRate, e.probeCut = true, now, rate, 100*e.lastReduction/rate
 		}
 		e.needResume, e.resumed = true, false
+		e.cutAt = now
 		e.cutEpisode = q.episode + 1
 		e.reducedEpisode = q.episode + 1
 		if q.below {

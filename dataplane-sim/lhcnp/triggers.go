@@ -404,6 +404,10 @@ func (q *queueState) holdFor() engine.Time {
 	return h
 }
 
+// fillResume reports whether the queue's Resumes are sized to the port's
+// spare rate (PerFlowRTT with RepeatResume, fillResume).
+func (q *queueState) fillResume() bool { return q.cfg.PerFlowRTT && q.cfg.Action.RepeatResume }
+
 // spareRate is the port's rate the queue's flows leave unused (PerFlowRTT
 // with RepeatResume): the port's rate less their arrival rates and less
 // what the Resumes still on their way (sent within a flow's loop, not yet
@@ -471,7 +475,7 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 	level, mt, mv := n.severity(ps, q, TriggerResume)
 	repeat := q.cfg.Action.RepeatResume
 	param := q.cfg.Action.ResumePercent
-	fill := repeat && q.cfg.PerFlowRTT
+	fill := q.fillResume()
 	var budget int64
 	if fill {
 		budget = n.spareRate(ps, q, now)
@@ -511,6 +515,21 @@ func (n *Node) resume(ps *portState, q *queueState, now engine.Time) {
 		if e.hasCNP && now-e.lastCNP < iv {
 			q.counters.SuppressedFlowInterval++
 			retry = min(retry, e.lastCNP+iv)
+			continue
+		}
+		if land := e.cutAt + e.srcRTT + 2*q.cfg.MeasurementInterval; fill && e.srcRTT > 0 && now < land {
+			// The node's last cut has not reached its queue yet (the
+			// flow's loop, and the interval that measures it): the
+			// flow's arrival rate is still its rate before the cut.
+			// Judged "back at its rate" on it, the flow lost its Resume
+			// and, with one_cut_per_episode, the sparing of its marks
+			// that the cut stands for: the receiver's CNPs for the
+			// marks cut it again once the cut landed (a web-search mix:
+			// a 30 MB flow under 5 Gb/s for 40 ms). Sized on it, a
+			// Resume would count the cut as not taken. Judged when the
+			// cut shows.
+			q.counters.SuppressedFlowInterval++
+			retry = min(retry, land)
 			continue
 		}
 		if fill && !e.preCutUnknown && e.rateAt(now, q.cfg.MeasurementInterval) >= e.preCutRate {

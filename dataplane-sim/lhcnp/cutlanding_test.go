@@ -1,0 +1,112 @@
+package lhcnp
+
+import (
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// TestResumeWaitsForCutToLand: with PerFlowRTT and RepeatResume (and
+// OneCutPerEpisode), a far-end node (the flow 10 ms away) whose queue is
+// below K_min before its cut of a flow reached the queue does not judge the
+// flow "back at its rate before the cut" on its arrival rate, which is
+// still that rate: the flow keeps awaiting its Resume (and so its marks stay
+// spared) until its loop and a measurement interval are over, then is
+// judged. Judged at once (the queue's 1 ms interval after the cut), the
+// flow lost the sparing, and the receiver's CNPs for the marks cut it
+// again once the cut landed (web-search mixes, docs/longhaul.md).
+func TestResumeWaitsForCutToLand(t *testing.T) {
+	cfg := testConfig(64_000, 2*engine.Microsecond)
+	cfg.Interface.Queue.MinCNPInterval = engine.Millisecond
+	cfg.Interface.Queue.PerFlowRTT = true
+	cfg.Interface.Queue.OneCutPerEpisode = true
+	cfg.Interface.Queue.Action.RepeatResume = true
+	// No bottleneck: the node cuts nothing itself; the cut is set below.
+	l := farEnd(t, cfg, 10e9, 10e9, 5*engine.Millisecond, ReactionConfig{})
+	l.sim.Run(25 * engine.Millisecond)
+	ps := l.node2.portOf(l.n2Out)
+	q := &ps.queues[0]
+	e := l.node2.ft.m[key(addrSrc4, addrDst4, 100, 200)]
+	if e == nil || e.srcRTT < 10*engine.Millisecond || !e.rateValid {
+		t.Fatalf("flow entry %+v: want it learnt, its round trip (10 ms) from CM and its rate measured", e)
+	}
+	if !q.below {
+		t.Fatalf("queue %d B: want it below K_min %d B (no bottleneck)", q.qd, q.kmin)
+	}
+	iv := cfg.Interface.Queue.MeasurementInterval
+	// A cut of half the flow's rate, sent 2 ms ago: not landed yet.
+	now := l.sim.Now()
+	rate := e.rateAt(now, iv)
+	e.needResume, e.resumed, e.hasCNP = true, false, true
+	e.cutAt, e.lastCNP = now-2*engine.Millisecond, now-2*engine.Millisecond
+	e.preCutRate, e.lastReduction = rate, rate/2
+	e.cutEpisode = q.episode + 1
+	land := e.cutAt + e.srcRTT + 2*iv
+	resumes := func() int {
+		c := 0
+		for _, ev := range l.events2 {
+			if ev.Kind == EventCNPSent && ev.Action == wire.ActionResume {
+				c++
+			}
+		}
+		return c
+	}
+	before := resumes()
+	l.node2.resume(ps, q, now)
+	if !e.needResume || resumes() != before {
+		t.Fatalf("cut in flight (lands at %v, now %v): needResume %v, %d Resumes; want it still awaiting its Resume, none sent",
+			land, now, e.needResume, resumes()-before)
+	}
+	// The flow's packets stay unmarked meanwhile (OneCutPerEpisode).
+	q.episode++ // the queue drained below K_min: a new episode
+	if e.cutEpisode == q.episode+1 || !e.needResume {
+		t.Fatal("setup: the sparing must come from the awaited Resume alone")
+	}
+	// Past the landing the flow is judged: its rate (the cut was never
+	// applied here) is its rate before the cut, so it is back.
+	l.sim.Run(land + engine.Microsecond)
+	l.node2.resume(ps, q, l.sim.Now())
+	if e.needResume {
+		t.Errorf("at %v, past the cut's landing (%v), rate %d against %d before the cut: still awaiting a Resume; want it judged back",
+			l.sim.Now(), land, e.rateAt(l.sim.Now(), iv), e.preCutRate)
+	}
+}
+
+// TestCutRateBeforeFirstInterval: with PerFlowRTT and RepeatResume, a flow
+// cut before its first whole measurement interval (a node next to the
+// sources, on a burst) has as its rate before the cut what arrived since
+// its first packet, not 0: at 0 it was judged back at its rate at once and
+// never resumed, whatever the cuts that followed. With ResumeOnDrain the
+// node keeps that option's rule (rate unknown, resumed unconditionally).
+func TestCutRateBeforeFirstInterval(t *testing.T) {
+	for _, rod := range []bool{false, true} {
+		cfg := testConfig(400_000, 200*engine.Microsecond)
+		cfg.Interface.Queue.PerFlowRTT = true
+		cfg.Interface.Queue.Action.RepeatResume = true
+		cfg.Interface.Queue.Action.ResumeOnDrain = rod
+		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, cfg1: &cfg, noRP: true})
+		l.sim.Run(2 * engine.Millisecond)
+		ps := l.node1.portOf(l.n1Out)
+		q := &ps.queues[0]
+		e := l.node1.ft.m[key(addrSrc4, addrDst4, 100, 200)]
+		if e == nil {
+			t.Fatal("flow not learnt")
+		}
+		// The flow's first interval, 50 µs of it at 8 Gb/s.
+		now := l.sim.Now()
+		e.rateValid, e.rateBitsPerSec = false, 0
+		e.winStart, e.winBytes = now-50*engine.Microsecond, 50_000
+		e.needResume = false
+		m := wire.LongHaul{CongLevel: 100, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: e.key.SrcQP}
+		l.node1.send(ps, q, e, &m, TriggerQGR, false, now)
+		want, wantRed := int64(8e9), int64(8e9*30/100)
+		if rod {
+			want, wantRed = 0, 0
+		}
+		if e.preCutRate != want || e.lastReduction != wantRed || e.preCutUnknown != rod {
+			t.Errorf("resume_on_drain %v: rate before the cut %d, reduction %d, unknown %v; want %d, %d, %v",
+				rod, e.preCutRate, e.lastReduction, e.preCutUnknown, want, wantRed, rod)
+		}
+	}
+}
