@@ -62,7 +62,7 @@ func TestQueueInterleavedOrder(t *testing.T) {
 				case 2, 6, 7:
 					at = now + Time(r.Int64N(spread))
 				case 3:
-					at = q.cur + ringLen<<q.shift - 2 + Time(r.IntN(5)) // either side of the ring's end
+					at = q.cur + q.span - 2 + Time(r.IntN(5)) // either side of the ring's end
 					at = max(at, now)
 				case 4:
 					at = now + Time(r.Int64N(int64(16*Microsecond))) // anywhere in the first 16 µs
