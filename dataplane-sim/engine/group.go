@@ -119,6 +119,7 @@ func NewGroup(n int, seed uint64) *Group {
 		p.out[1] = make([][]message, n)
 		g.parts = append(g.parts, p)
 	}
+	g.globals.init()
 	g.globals.near = make([]key, 0, 16)
 	return g
 }

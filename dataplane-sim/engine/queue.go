@@ -10,20 +10,33 @@ import (
 // seq<<24|slot), over a slab of payloads (handler, kind, arg) indexed by
 // slot: the payload is written once and read once, and only keys move.
 //
-// Keys live in two 4-ary min-heaps (half the depth of a binary heap, four
-// children in one cache line; pop is Floyd's bottom-up sift with branch-free
-// comparisons): near holds the events due within farAfter of the last event
-// run, far the later ones. Models keep a few events close ahead (a link's
-// next arrival, a port's end of frame) and many far ahead, most of them
-// superseded timers (a QP restarts its 300 µs rate timer on every cut, and
-// the old ones stay queued until they fire and do nothing): apart, the near
-// events are sifted through a heap of tens, not hundreds, and a new far
-// timer, the latest of all, stops at the bottom of its heap at once. The
-// earliest key of both is kept in top.
+// Keys live in three places, by how far ahead they are due:
 //
-// The order in which events run is the order of their keys, which are
-// unique; which heap holds a key changes only the cost
-// (TestQueueInterleavedOrder checks it against container/heap).
+//   - near: those of the open bucket (and any earlier), a sorted run while
+//     they are few, else a 4-ary heap;
+//   - the ring: the buckets of 2^shift ns after the open one, 16.4 µs, each an
+//     unsorted list; a push appends to its bucket, and when near empties
+//     the next busy bucket (a bit scan) opens: its keys, sorted, become
+//     near;
+//   - far: the keys due beyond the ring, in a 4-ary heap: mostly
+//     superseded timers (a QP restarts its 300 µs rate timer on every cut,
+//     and the old ones stay queued until they fire and do nothing); a new
+//     one, the latest of all, stops at the bottom of the heap at once.
+//
+// A heap of all the near events costs a sift through log4(n) levels per
+// event: at the thousands of pending events of a fabric (every port's end
+// of frame, every link's next arrival) that was a third of the one-thread
+// run. Here a key is appended once and sorted among the few of its bucket.
+// The bucket width adapts to the density of events: when the buckets
+// opened hold many keys on average it halves, when they hold few it
+// doubles (the ring is rebuilt then, near being empty), so that a bucket
+// holds a few keys whether a run has tens of pending events (a bottleneck)
+// or thousands (a fabric).
+//
+// Each pop pops near's or far's top; the earliest key of both is kept in
+// top. The order in which events run is the order of their keys, which are
+// unique; where a key sits changes only the cost (TestQueueInterleavedOrder
+// checks every pop against container/heap).
 //
 // Limits: 2^24 (16.7 M) events pending at once, 2^40 (10^12) events
 // scheduled over the life of a Sim; both panic when exceeded.
@@ -32,9 +45,26 @@ const (
 	slotBits = 24
 	slotMask = 1<<slotBits - 1
 	maxSeq   = 1<<(64-slotBits) - 1
-	// farAfter is how far ahead of the last event run an event goes to the
-	// far heap.
-	farAfter = 16 * Microsecond
+
+	// The ring spans 2^spanShift ns (16.4 µs) in buckets of 2^shift ns,
+	// shift between minShift and maxShift (8 ns to 16.4 µs: 2048 buckets
+	// to one). At maxShift the one bucket is the open one and near holds
+	// every key due within the span, as a sorted run: a few tens of
+	// pending events are best there, in a few hot cache lines (keys spread
+	// over buckets, each touched once a lap, missed the first-level cache
+	// 60-75 % more on the bottleneck benchmark and cost it 4-5 % of its
+	// CPU time for 6 % fewer instructions). The buckets are for when near
+	// outgrows the sorted run (thousands of pending events in a fabric).
+	spanShift  = 14
+	minShift   = 3
+	maxShift   = spanShift
+	maxRingLen = 1 << (spanShift - minShift)
+	// Every adaptEvery opened buckets, the width halves if they held more
+	// than adaptMany keys on average, and doubles if they held fewer than
+	// adaptFew.
+	adaptEvery = 256
+	adaptMany  = 16
+	adaptFew   = 4
 )
 
 type key struct {
@@ -49,18 +79,49 @@ type payload struct {
 }
 
 type queue struct {
-	// near is a sorted run near[nh:] while it holds few keys, else
-	// (nearHeap) a heap like far, with nh 0.
+	// near holds the keys due before cur+2^shift: a sorted run near[nh:]
+	// while it holds few keys, else (nearHeap) a heap like far, with nh 0.
 	near, far []key
 	nh        int
 	nearHeap  bool
-	n         int  // events pending (both)
-	top       key  // the earliest pending key, when n > 0
-	topFar    bool // top is far's top (else near's)
-	last      Time // the time of the last key popped
-	slab      []payload
-	free      []uint32
-	seq       uint64
+	// cur is the start of the open bucket. ring[b] holds, unsorted, the
+	// keys due in [cur+width, cur+span) whose time falls in bucket b
+	// (time>>shift & ringMask); ringBusy has bit b set when ring[b] is
+	// not empty, ringN counts them all. Near is never empty while the
+	// ring is not: the next busy bucket opens when near empties.
+	cur      Time
+	shift    uint
+	width    Time // 1 << shift
+	span     Time // 1 << spanShift (0 before init)
+	ringMask uint64
+	ring     [][]key
+	ringBusy [maxRingLen / 64]uint64
+	ringN    int
+	// opens counts the buckets opened, opened the keys that entered near
+	// (with them or pushed into it), since the width was last judged.
+	opens, opened int
+	moved         []key // adapt's scratch
+	n             int   // events pending (all)
+	top           key   // the earliest pending key, when n > 0
+	topFar        bool  // top is far's top (else near's)
+	last          Time  // the time of the last key popped
+	slab          []payload
+	free          []uint32
+	seq           uint64
+}
+
+// init makes the ring and sets the bucket width a queue starts with.
+// Without it every key goes to the far heap (width 0): the order is the
+// same, the cost a heap's.
+func (q *queue) init() {
+	q.ring = make([][]key, maxRingLen)
+	q.span = 1 << spanShift
+	q.setShift(maxShift)
+}
+
+func (q *queue) setShift(shift uint) {
+	q.shift, q.width = shift, 1<<shift
+	q.ringMask = 1<<(spanShift-shift) - 1
 }
 
 func (q *queue) len() int { return q.n }
@@ -83,33 +144,88 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 		panic("engine: more than 2^40 events scheduled")
 	}
 	e := key{at: at, ss: q.seq<<slotBits | uint64(slot)}
-
-	far := at-q.last > farAfter
-	if far {
-		heapPush(&q.far, e)
-	} else {
-		q.pushNear(e)
-	}
-	if q.n == 0 || less(e, q.top) {
-		q.top, q.topFar = e, far
-	}
 	q.n++
+	if q.ringMask == 0 {
+		// One bucket (the widest): near is the span from the last
+		// event run, a sorted run.
+		if at-q.last < q.span {
+			q.pushNear(e)
+			if q.n == 1 || less(e, q.top) {
+				q.top, q.topFar = e, false
+			}
+		} else {
+			q.pushFar(e)
+		}
+		return
+	}
+	q.pushBuckets(e)
+}
+
+func (q *queue) pushFar(e key) {
+	heapPush(&q.far, e)
+	if q.n == 1 || less(e, q.top) {
+		q.top, q.topFar = e, true
+	}
+}
+
+// pushBuckets pushes e (counted in n) into near, the ring or far when
+// the ring has buckets.
+func (q *queue) pushBuckets(e key) {
+	if len(q.near) == q.nh {
+		// Near, and so the ring, is empty: the open bucket becomes this
+		// key's if the ring would hold it, else the last event's.
+		q.anchor(e.at)
+	}
+	switch d := e.at - q.cur; {
+	case d < q.width:
+		q.opened++
+		q.pushNear(e)
+		if q.n == 1 || less(e, q.top) {
+			q.top, q.topFar = e, false
+		}
+	case d < q.span:
+		// Later than every near key, so never the top.
+		q.pushRing(e)
+	default:
+		q.pushFar(e)
+	}
+}
+
+// anchor opens, near and the ring being empty, the bucket of at if at is
+// within the ring's span of the last event run, else the last event's.
+func (q *queue) anchor(at Time) {
+	if at-q.last < q.span {
+		q.cur = at &^ (q.width - 1)
+	} else {
+		q.cur = q.last &^ (q.width - 1)
+	}
+}
+
+func (q *queue) pushRing(e key) {
+	b := uint64(e.at>>q.shift) & q.ringMask
+	q.ring[b] = append(q.ring[b], e)
+	q.ringBusy[b>>6] |= 1 << (b & 63)
+	q.ringN++
 }
 
 func heapPush(hp *[]key, e key) {
 	*hp = append(*hp, e)
-	h2 := *hp
-	i := len(h2) - 1
+	heapUp(*hp, len(*hp)-1)
+}
+
+// heapUp moves h[i] up to its place in the heap h[:i+1].
+func heapUp(h []key, i int) {
+	e := h[i]
 	for i > 0 {
 		p := (i - 1) >> 2
-		pk := h2[p]
+		pk := h[p]
 		if pk.at < e.at || (pk.at == e.at && pk.ss < e.ss) {
 			break
 		}
-		h2[i] = pk
+		h[i] = pk
 		i = p
 	}
-	h2[i] = e
+	h[i] = e
 }
 
 // peekAt returns the time of the earliest event; the queue must not be empty.
@@ -136,6 +252,9 @@ func (q *queue) pop() (Time, payload) {
 		heapPop(&q.far)
 	} else {
 		q.popNear()
+		if q.nh == len(q.near) && q.ringN > 0 {
+			q.openNext()
+		}
 	}
 	q.n--
 	if q.n > 0 {
@@ -154,6 +273,165 @@ func (q *queue) pop() (Time, payload) {
 	q.slab[slot] = payload{} // drop the handler reference for the GC
 	q.free = append(q.free, slot)
 	return top.at, p
+}
+
+// openNext opens the first busy bucket after the open one: near is empty,
+// and that bucket's keys become near's, sorted (or a heap when many).
+func (q *queue) openNext() {
+	if q.opens == adaptEvery {
+		q.adapt()
+		if len(q.near) > q.nh || q.ringN == 0 {
+			return // relayout filled near, or every key went far
+		}
+	}
+	c := uint64(q.cur>>q.shift) & q.ringMask
+	// The first busy bucket from c+1 on, round the ring.
+	i := (c + 1) & q.ringMask
+	w := i >> 6
+	m := q.ringBusy[w&(maxRingLen/64-1)] >> (i & 63)
+	for m == 0 {
+		w = (w + 1) & (q.ringMask >> 6)
+		m = q.ringBusy[w&(maxRingLen/64-1)]
+		i = w << 6
+	}
+	b := i + uint64(bits.TrailingZeros64(m))
+	q.cur += Time((b-c)&q.ringMask) << q.shift
+	r := q.ring[b]
+	q.ring[b] = r[:0]
+	q.ringBusy[b>>6] &^= 1 << (b & 63)
+	q.ringN -= len(r)
+	q.opens++
+	q.opened += len(r)
+	q.nh = 0
+	if len(r) == 1 {
+		q.near = append(q.near[:0], r[0])
+		q.nearHeap = false
+		return
+	}
+	q.near = append(q.near[:0], r...)
+	q.settleNear()
+}
+
+// settleNear orders near[0:], just filled in any order: sorted, or a heap
+// when there are more than nearSortedMax keys.
+func (q *queue) settleNear() {
+	h := q.near
+	if len(h) > nearSortedMax {
+		for i := range h {
+			heapUp(h, i)
+		}
+		q.nearHeap = true
+		return
+	}
+	switch len(h) {
+	case 2:
+		h[0], h[1] = order2(h[0], h[1])
+	case 3:
+		h[0], h[1] = order2(h[0], h[1])
+		h[1], h[2] = order2(h[1], h[2])
+		h[0], h[1] = order2(h[0], h[1])
+	case 4:
+		h[0], h[1] = order2(h[0], h[1])
+		h[2], h[3] = order2(h[2], h[3])
+		h[0], h[2] = order2(h[0], h[2])
+		h[1], h[3] = order2(h[1], h[3])
+		h[1], h[2] = order2(h[1], h[2])
+	}
+	q.nearHeap = false
+	if len(h) <= 4 {
+		return
+	}
+	// Insertion sort: the keys were mostly pushed in time order.
+	for i := 1; i < len(h); i++ {
+		e := h[i]
+		j := i
+		for j > 0 && lessBit(e, h[j-1]) != 0 {
+			h[j] = h[j-1]
+			j--
+		}
+		h[j] = e
+	}
+}
+
+// order2 returns a and b in order, without a branch: whether they are in
+// order is a coin toss (sorting networks of these sort a bucket of up to
+// four keys).
+func order2(a, b key) (key, key) {
+	m := -lessBit(b, a)
+	dat := (uint64(a.at) ^ uint64(b.at)) & m
+	dss := (a.ss ^ b.ss) & m
+	return key{at: Time(uint64(a.at) ^ dat), ss: a.ss ^ dss}, key{at: Time(uint64(b.at) ^ dat), ss: b.ss ^ dss}
+}
+
+// adapt judges the bucket width by the keys that entered near since the
+// last judgement, adaptEvery buckets opened, and changes it by half or
+// double if they were too many or too few.
+func (q *queue) adapt() {
+	switch {
+	case q.opened > adaptMany*adaptEvery && q.shift > minShift:
+		q.relayout(q.shift - 1)
+	case q.opened < adaptFew*adaptEvery && q.shift < maxShift:
+		q.relayout(q.shift + 1)
+	default:
+		q.opens, q.opened = 0, 0
+	}
+}
+
+// relayout sets the bucket width to 2^shift and lays near and the ring out
+// again: each key goes where a push would put it now, with the last
+// event's bucket open (every pending key is due at or after it).
+func (q *queue) relayout(shift uint) {
+	keys := append(q.moved[:0], q.near[q.nh:]...)
+	for b := range q.ring[:q.ringMask+1] {
+		keys = append(keys, q.ring[b]...)
+		q.ring[b] = q.ring[b][:0]
+	}
+	q.moved = keys
+	clear(q.ringBusy[:])
+	q.ringN = 0
+	q.opens, q.opened = 0, 0
+	q.setShift(shift)
+	q.near, q.nh = q.near[:0], 0
+	q.cur = q.last &^ (q.width - 1)
+	if len(keys) > nearSortedMax && shift > minShift && shift == maxShift {
+		// Leaving the sorted run for the buckets: start at a width
+		// that puts about adaptFew keys in a bucket, as the keys now
+		// pending are spread (they are due within the span).
+		for shift > minShift && len(keys)>>(spanShift-shift) > adaptFew {
+			shift--
+		}
+		q.setShift(shift)
+		q.cur = q.last &^ (q.width - 1)
+	}
+	for _, e := range keys {
+		switch d := e.at - q.cur; {
+		case d < q.width:
+			q.near = append(q.near, e)
+		case d < q.span:
+			q.pushRing(e)
+		default:
+			heapPush(&q.far, e)
+		}
+	}
+	if len(q.near) > nearSortedMax && shift > minShift {
+		// The keys crowd the open bucket: narrower still.
+		q.relayout(shift - 1)
+		return
+	}
+	q.settleNear()
+	if len(q.near) == 0 && q.ringN > 0 {
+		q.openNext()
+	}
+	// The earliest key may have moved to far.
+	switch {
+	case q.n == 0:
+	case len(q.far) == 0:
+		q.top, q.topFar = q.near[q.nh], false
+	case len(q.near) == q.nh || less(q.far[0], q.near[q.nh]):
+		q.top, q.topFar = q.far[0], true
+	default:
+		q.top, q.topFar = q.near[q.nh], false
+	}
 }
 
 // The near keys are few (tens: a link's next arrival, a port's end of
@@ -206,6 +484,11 @@ func (q *queue) pushNear(e key) {
 		q.near = h[:m]
 		q.nh = 0
 		q.nearHeap = true
+		if q.shift > minShift {
+			// Too many keys for a sorted run: narrower buckets
+			// (relayout sets top, e included).
+			q.relayout(q.shift - 1)
+		}
 	}
 }
 

@@ -30,34 +30,43 @@ func (h *refHeap) Pop() any {
 
 // The queue against container/heap under interleaved pushes and pops, as a
 // model drives it: every pop gives the same event, for heaps from empty to
-// thousands of events, many ties, times near now, anywhere in the near
-// window, about farAfter ahead (either side) and far ahead.
+// thousands of events, many ties, times near now, anywhere in the first
+// 16 µs, about the ring's end (either side) and far ahead, in phases of
+// other densities so that the bucket width adapts both ways (the test
+// fails unless it saw the narrowest and the widest).
 func TestQueueInterleavedOrder(t *testing.T) {
+	shifts := map[uint]bool{}
 	for seed := uint64(1); seed <= 40; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
 		var q queue
+		q.init()
 		var ref refHeap
 		var seq uint64
 		var now Time
-		target := 1 + r.IntN(3000) // heap size the run hovers around
+		var target int   // heap size the run hovers around
+		var spread int64 // how far ahead most events are due
 		for op := 0; op < 20000; op++ {
+			if op%2500 == 0 {
+				target, spread = 1+r.IntN(3000), 1<<r.IntN(15)
+			}
 			if q.len() != ref.Len() {
 				t.Fatalf("seed %d op %d: len %d, want %d", seed, op, q.len(), ref.Len())
 			}
 			if q.len() == 0 || (q.len() < target && r.IntN(2) == 0) || r.IntN(4) == 0 {
 				var at Time
-				switch r.IntN(6) {
+				switch r.IntN(8) {
 				case 0:
 					at = now // ties at now
 				case 1:
 					at = now + Time(r.IntN(4)) // ties near now
-				case 2:
-					at = now + Time(r.IntN(1000))
+				case 2, 6, 7:
+					at = now + Time(r.Int64N(spread))
 				case 3:
-					at = now + farAfter - 2 + Time(r.IntN(5)) // either side of the far heap's bound
+					at = q.cur + q.span - 2 + Time(r.IntN(5)) // either side of the ring's end
+					at = max(at, now)
 				case 4:
-					at = now + Time(r.Int64N(int64(farAfter))) // anywhere in the near window
-				default:
+					at = now + Time(r.Int64N(int64(16*Microsecond))) // anywhere in the first 16 µs
+				case 5:
 					at = now + Time(r.Int64N(1<<40))
 				}
 				seq++
@@ -65,6 +74,7 @@ func TestQueueInterleavedOrder(t *testing.T) {
 				heap.Push(&ref, refEntry{at: at, seq: seq, arg: seq})
 				continue
 			}
+			shifts[q.shift] = true
 			at, p := q.pop()
 			want := heap.Pop(&ref).(refEntry)
 			if at != want.at || p.arg != want.arg {
@@ -72,5 +82,8 @@ func TestQueueInterleavedOrder(t *testing.T) {
 			}
 			now = at
 		}
+	}
+	if !shifts[minShift] || !shifts[maxShift] {
+		t.Errorf("bucket widths seen (shift): %v, want %d and %d among them", shifts, minShift, maxShift)
 	}
 }

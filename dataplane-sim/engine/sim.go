@@ -71,6 +71,7 @@ func New(opts ...Option) *Sim {
 		o(s)
 	}
 	s.rng = rand.New(rand.NewPCG(s.seed, s.seed^0x9E3779B97F4A7C15))
+	s.q.init()
 	s.q.near = make([]key, 0, 256)
 	s.q.far = make([]key, 0, 256)
 	return s

@@ -48,10 +48,20 @@ func (m *minTree) pop() {
 	m.n--
 }
 
-// reset makes the tree hold l, index by index.
-func (m *minTree) reset(l []engine.Time) {
-	m.n = len(l)
-	m.rebuild(l, len(l))
+// moveLeaf gives index k the time of index i, k ≤ i, without updating
+// the tree above the leaves: a compaction moves leaves down in place, then
+// truncate rebuilds it (no copy of the leaves to allocate).
+func (m *minTree) moveLeaf(k, i int) { m.t[m.size+k] = m.t[m.size+i] }
+
+// truncate keeps indexes 0..n-1 and recomputes the tree above the leaves.
+func (m *minTree) truncate(n int) {
+	for i := n; i < m.n; i++ {
+		m.t[m.size+i] = engine.Never
+	}
+	m.n = n
+	for k := m.size - 1; k >= 1; k-- {
+		m.t[k] = min(m.t[2*k], m.t[2*k+1])
+	}
 }
 
 // leaves returns a copy of the times of indexes 0..n-1.
