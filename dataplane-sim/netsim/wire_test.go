@@ -1,11 +1,13 @@
 package netsim
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // dumbbell is a1, a2 -> s1 -> (WAN) -> s2 -> b on one network: two flows
@@ -224,6 +226,28 @@ func TestCMRetriesREQ(t *testing.T) {
 		}
 		if f.Receiver.RxBytes() == 0 {
 			t.Errorf("flow %s delivered nothing after connecting", f.Name)
+		}
+	}
+}
+
+// setBTH, the per-packet writer of data packets, ACKs and CNPs, writes the
+// bytes that wire.BTH.Encode (SetBTH) writes for the same fields.
+func TestSetBTHAsEncode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	ops := []wire.Opcode{wire.OpRCWriteFirst, wire.OpRCWriteMiddle, wire.OpRCWriteLast, wire.OpRCWriteOnly, wire.OpRCAck, wire.OpCNP}
+	for i := 0; i < 10000; i++ {
+		h := wire.BTH{Opcode: ops[rng.IntN(len(ops))], PKey: 0xFFFF, PadCount: uint8(rng.IntN(4)),
+			Byte4: uint8(rng.IntN(256)), DestQP: rng.Uint32() & 0xFFFFFF, PSN: rng.Uint32() & 0xFFFFFF,
+			AckReq: rng.IntN(2) == 0, Resv7: uint8(rng.IntN(128))}
+		var want, got Packet
+		want.SetBTH(&h)
+		w := h.PSN | uint32(h.Resv7)<<24
+		if h.AckReq {
+			w |= 1 << 31
+		}
+		got.setBTH(h.Opcode, h.PadCount, h.Byte4, h.DestQP, w)
+		if got.Hdr != want.Hdr || got.HdrLen != want.HdrLen {
+			t.Fatalf("%+v: setBTH wrote % x (%d), SetBTH % x (%d)", h, got.Hdr[:12], got.HdrLen, want.Hdr[:12], want.HdrLen)
 		}
 	}
 }
