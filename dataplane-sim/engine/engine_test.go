@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -116,32 +115,6 @@ func TestTxTime(t *testing.T) {
 	}
 	if got := TxTime(1, 3e9); got != 3 {
 		t.Errorf("TxTime(1 B, 3 Gb/s) = %v, want 3ns (rounded up)", got)
-	}
-}
-
-// The Serializer's cached quotient gives what dividing every time gives,
-// through runs of one size, changes of size and changes of rate (up and
-// down, so that the carried remainder can exceed the new rate).
-func TestSerializerCache(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
-	sizes := []int64{64, 66, 82, 1086, 1106, 4158, 9000}
-	rates := []int64{1e9, 3e9, 10e9, 25e9, 40e9, 100e9, 400e9, 7}
-	var ser Serializer
-	var rem int64 // the reference: divide every time
-	size, rate := sizes[0], rates[0]
-	for i := 0; i < 200000; i++ {
-		if rng.IntN(8) == 0 {
-			size = sizes[rng.IntN(len(sizes))]
-		}
-		if rng.IntN(64) == 0 {
-			rate = rates[rng.IntN(len(rates))]
-		}
-		num := size*8*int64(Second) + rem
-		want := Time(num / rate)
-		rem = num % rate
-		if got := ser.TxTime(size, rate); got != want || ser.remainder != rem {
-			t.Fatalf("step %d: %d B at %d b/s: %v (remainder %d), want %v (%d)", i, size, rate, got, ser.remainder, want, rem)
-		}
 	}
 }
 

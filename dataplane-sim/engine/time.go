@@ -75,11 +75,6 @@ func TxTime(sizeBytes int64, rateBitsPerSec int64) Time {
 // next, so N packets take exactly N*size*8/rate seconds, to the nanosecond.
 type Serializer struct {
 	remainder int64 // bit-nanoseconds not yet turned into a whole ns
-	// size and rate are those of the last call, and q and r the quotient
-	// and remainder of size's bit-nanoseconds by rate: a port sends the
-	// same few sizes at one rate, and the same size again costs no
-	// division (a 64-bit one costs tens of cycles).
-	size, rate, q, r int64
 }
 
 // TxTime returns the transmission time of sizeBytes at rateBitsPerSec.
@@ -87,22 +82,8 @@ func (s *Serializer) TxTime(sizeBytes int64, rateBitsPerSec int64) Time {
 	if rateBitsPerSec <= 0 {
 		return Never
 	}
-	if sizeBytes == s.size && rateBitsPerSec == s.rate {
-		// The last call was at this rate, so remainder < rate, and
-		// r < rate: num / rate is q or q+1, exactly as dividing.
-		x := s.r + s.remainder
-		t := s.q
-		if x >= rateBitsPerSec {
-			x -= rateBitsPerSec
-			t++
-		}
-		s.remainder = x
-		return Time(t)
-	}
-	bits := sizeBytes * 8 * int64(Second)
-	num := bits + s.remainder
+	num := sizeBytes*8*int64(Second) + s.remainder
 	t := num / rateBitsPerSec
 	s.remainder = num % rateBitsPerSec
-	s.size, s.rate, s.q, s.r = sizeBytes, rateBitsPerSec, bits/rateBitsPerSec, bits%rateBitsPerSec
 	return Time(t)
 }
