@@ -121,6 +121,28 @@ type Host struct {
 	nextCommID uint32
 	gsiPSN     uint32
 	nextTID    uint64
+
+	// recvHot caches recv by the low bits of the QP number (direct
+	// mapped: a host's QP numbers are allocated in sequence): a data
+	// packet finds its receiver QP without hashing. An entry is always
+	// one that recv holds; retiring a receiver QP clears its slot.
+	recvHot [recvHotSlots]*RecvQP
+}
+
+// recvHotSlots is the size of Host.recvHot, a power of two.
+const recvHotSlots = 32
+
+// recvQP returns the receiver QP numbered qpn, or nil.
+func (h *Host) recvQP(qpn uint32) *RecvQP {
+	slot := &h.recvHot[qpn&(recvHotSlots-1)]
+	if r := *slot; r != nil && r.QPN == qpn {
+		return r
+	}
+	r := h.recv[qpn]
+	if r != nil {
+		*slot = r
+	}
+	return r
 }
 
 type peerQP struct {
@@ -275,7 +297,7 @@ func (h *Host) other(p *Packet) {
 
 // receiveData is the notification point and the ACK responder.
 func (h *Host) receiveData(p *Packet) {
-	r := h.recv[p.DestQP()]
+	r := h.recvQP(p.DestQP())
 	if r == nil {
 		// QP1 is never a receiver QP (AddFlow refuses it): a MAD.
 		if p.DestQP() == wire.GSIQP {
@@ -312,7 +334,7 @@ func (h *Host) receiveData(p *Packet) {
 			c.SrcQP = r.QPN
 			c.Prio = np.CNPPrio
 			c.ECN = ECNNotECT
-			c.SetBTH(&wire.BTH{Opcode: wire.OpCNP, PKey: 0xFFFF, Byte4: wire.BTHBECN, DestQP: r.PeerQPN})
+			c.setBTH(wire.OpCNP, 0, wire.BTHBECN, r.PeerQPN, 0) // PKey 0xFFFF
 			h.port.enqueue(c)
 		}
 	}
@@ -326,7 +348,7 @@ func (h *Host) receiveData(p *Packet) {
 		a.SrcQP = r.QPN
 		a.Prio = p.Prio
 		a.ECN = ECNNotECT
-		a.SetBTH(&wire.BTH{Opcode: wire.OpRCAck, PKey: 0xFFFF, DestQP: r.PeerQPN, PSN: psn})
+		a.setBTH(wire.OpRCAck, 0, 0, r.PeerQPN, psn) // PKey 0xFFFF
 		h.port.enqueue(a)
 	}
 }
@@ -532,6 +554,17 @@ type QP struct {
 	// sendIdx is its place in its host's sendQPs, -1 once retired.
 	sendIdx int
 
+	// txSize, txRate and txTime cache the pacer's gap: engine.TxTime of
+	// the last data packet's size at the rate it was sent at (Rc changes
+	// far less often than packets are sent; a division costs tens of
+	// cycles).
+	txSize int32
+	txRate int64
+	txTime engine.Time
+	// ackN is the AckEveryPackets the last data packet was sent with
+	// (0: none), ackRem npkts modulo it: no division per packet.
+	ackN, ackRem uint32
+
 	cm cmEnd
 	dc dcqcn
 
@@ -542,7 +575,7 @@ type QP struct {
 	// are often in two partitions that run side by side, where a shared
 	// line would bounce between the cores at every write (docs/engine.md,
 	// "Side by side"; TestHotTypesOwnTheirLines).
-	_ [40]byte
+	_ [8]byte
 }
 
 type ackPoint struct {
@@ -791,7 +824,20 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	}
 	size := frameAround(h.overheadBytes, dataBodyBytes(int32(payload), first)) // DataBytes: a RETH on FIRST and ONLY
 	q.npkts++
-	ackReq := last || (h.cfg.AckEveryPackets > 0 && q.npkts%h.cfg.AckEveryPackets == 0)
+	// ackRem is npkts % AckEveryPackets, kept by counting while the
+	// configuration stays (ackN), recomputed when it changes.
+	n := h.cfg.AckEveryPackets
+	if n != q.ackN {
+		q.ackN = n
+		if n > 0 {
+			q.ackRem = q.npkts % n
+		}
+	} else if n > 0 {
+		if q.ackRem++; q.ackRem == n {
+			q.ackRem = 0
+		}
+	}
+	ackReq := last || (n > 0 && q.ackRem == 0)
 
 	p := h.part.pool.get()
 	p.Kind = KindRoCE
@@ -802,8 +848,11 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	p.SrcQP = q.QPN
 	p.Prio = q.prio
 	p.ECN = ECNECT0
-	p.SetBTH(&wire.BTH{Opcode: op, PKey: 0xFFFF, DestQP: q.PeerQPN, PSN: q.psn, AckReq: ackReq,
-		PadCount: uint8(-payload & 3), Resv7: q.resv7})
+	w := q.psn | uint32(q.resv7)<<24 // PSN, Resv7 and AckReq
+	if ackReq {
+		w |= 1 << 31
+	}
+	p.setBTH(op, uint8(-payload&3), 0, q.PeerQPN, w) // PKey 0xFFFF
 
 	q.sentBytes += payload
 	if ackReq {
@@ -821,7 +870,10 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	}
 	q.lastSend = now
 	q.lastSize = size
-	q.nextSend = now + engine.TxTime(int64(size), q.dc.rc)
+	if size != q.txSize || q.dc.rc != q.txRate {
+		q.txSize, q.txRate, q.txTime = size, q.dc.rc, engine.TxTime(int64(size), q.dc.rc)
+	}
+	q.nextSend = now + q.txTime
 	q.resched()
 	q.onBytesSent(int64(size))
 	return p

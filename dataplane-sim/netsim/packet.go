@@ -321,6 +321,22 @@ func (p *Packet) SetBTH(h *wire.BTH) {
 	p.HdrLen = uint8(n)
 }
 
+// setBTH writes a BTH with PKey 0xFFFF, no SE, MigReq or TVer into Hdr:
+// what SetBTH writes for those fields, without wire.BTH's range checks,
+// which the callers' values pass by construction (QP numbers are checked
+// at AddFlow, PSNs kept in 24 bits, Resv7 in 7, pad below 4). w is the
+// BTH's last word: AckReq, Resv7 and PSN. Data packets, ACKs and CNPs
+// are built with it, one per packet sent.
+func (p *Packet) setBTH(op wire.Opcode, pad, byte4 uint8, destQP, w uint32) {
+	h := &p.Hdr
+	h[0] = uint8(op)
+	h[1] = pad << 4
+	h[2], h[3] = 0xFF, 0xFF
+	binary.BigEndian.PutUint32(h[4:8], uint32(byte4)<<24|destQP)
+	binary.BigEndian.PutUint32(h[8:12], w)
+	p.HdrLen = wire.BTHLen
+}
+
 // packetPool is a free list. It is not a sync.Pool: a simulation is driven
 // by one goroutine, and a plain stack is faster and keeps no per-P state.
 // The stack is a list of fixed-size chunks (a Packet has no room for an

@@ -282,6 +282,9 @@ func (n *Network) retireFlow(f *Flow) {
 	if dst.recv[r.QPN] == r {
 		delete(dst.recv, r.QPN)
 	}
+	if slot := &dst.recvHot[r.QPN&(recvHotSlots-1)]; *slot == r {
+		*slot = nil
+	}
 	if k := (peerQP{src.id, q.QPN}); dst.recvByPeer[k] == r {
 		delete(dst.recvByPeer, k)
 	}

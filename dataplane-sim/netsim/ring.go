@@ -1,7 +1,8 @@
 package netsim
 
 // ring is a growable FIFO. Queues and links hold their packets in rings so
-// that a steady state allocates nothing.
+// that a steady state allocates nothing. Its length is a power of two (16,
+// doubled as it grows), so an index wraps with a mask, not a comparison.
 type ring[T any] struct {
 	buf  []T
 	head int
@@ -14,11 +15,7 @@ func (r *ring[T]) push(v T) {
 	if r.n == len(r.buf) {
 		r.grow()
 	}
-	i := r.head + r.n
-	if i >= len(r.buf) {
-		i -= len(r.buf)
-	}
-	r.buf[i] = v
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = v
 	r.n++
 }
 
@@ -44,21 +41,14 @@ func (r *ring[T]) front() *T { return &r.buf[r.head] }
 
 // back returns a pointer to the newest element; the ring must not be empty.
 func (r *ring[T]) back() *T {
-	i := r.head + r.n - 1
-	if i >= len(r.buf) {
-		i -= len(r.buf)
-	}
-	return &r.buf[i]
+	return &r.buf[(r.head+r.n-1)&(len(r.buf)-1)]
 }
 
 func (r *ring[T]) pop() T {
 	var zero T
 	v := r.buf[r.head]
 	r.buf[r.head] = zero
-	r.head++
-	if r.head == len(r.buf) {
-		r.head = 0
-	}
+	r.head = (r.head + 1) & (len(r.buf) - 1)
 	r.n--
 	return v
 }

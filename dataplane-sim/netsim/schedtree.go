@@ -29,7 +29,12 @@ func (m *minTree) set(i int, v engine.Time) {
 	m.t[k] = v
 	for k > 1 {
 		k >>= 1
-		m.t[k] = min(m.t[2*k], m.t[2*k+1])
+		w := min(m.t[2*k], m.t[2*k+1])
+		if m.t[k] == w {
+			// The ancestors are the minima of what they were.
+			break
+		}
+		m.t[k] = w
 	}
 }
 

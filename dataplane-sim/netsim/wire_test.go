@@ -1,11 +1,13 @@
 package netsim
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // dumbbell is a1, a2 -> s1 -> (WAN) -> s2 -> b on one network: two flows
@@ -224,6 +226,52 @@ func TestCMRetriesREQ(t *testing.T) {
 		}
 		if f.Receiver.RxBytes() == 0 {
 			t.Errorf("flow %s delivered nothing after connecting", f.Name)
+		}
+	}
+}
+
+// setBTH, the per-packet writer of data packets, ACKs and CNPs, writes the
+// bytes that wire.BTH.Encode (SetBTH) writes for the same fields.
+func TestSetBTHAsEncode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	ops := []wire.Opcode{wire.OpRCWriteFirst, wire.OpRCWriteMiddle, wire.OpRCWriteLast, wire.OpRCWriteOnly, wire.OpRCAck, wire.OpCNP}
+	for i := 0; i < 10000; i++ {
+		h := wire.BTH{Opcode: ops[rng.IntN(len(ops))], PKey: 0xFFFF, PadCount: uint8(rng.IntN(4)),
+			Byte4: uint8(rng.IntN(256)), DestQP: rng.Uint32() & 0xFFFFFF, PSN: rng.Uint32() & 0xFFFFFF,
+			AckReq: rng.IntN(2) == 0, Resv7: uint8(rng.IntN(128))}
+		var want, got Packet
+		want.SetBTH(&h)
+		w := h.PSN | uint32(h.Resv7)<<24
+		if h.AckReq {
+			w |= 1 << 31
+		}
+		got.setBTH(h.Opcode, h.PadCount, h.Byte4, h.DestQP, w)
+		if got.Hdr != want.Hdr || got.HdrLen != want.HdrLen {
+			t.Fatalf("%+v: setBTH wrote % x (%d), SetBTH % x (%d)", h, got.Hdr[:12], got.HdrLen, want.Hdr[:12], want.HdrLen)
+		}
+	}
+}
+
+// The port's serializer gives what engine.Serializer gives, through runs
+// of one size, changes of size and changes of rate (up and down, so that
+// the carried remainder can exceed the new rate), and a rate of 0.
+func TestSerializerAsEngine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	sizes := []int64{0, 64, 66, 82, 1086, 1106, 4158, 9000}
+	rates := []int64{1, 7, 1e9, 3e9, 10e9, 25e9, 40e9, 100e9, 400e9, 0}
+	var ser serializer
+	var ref engine.Serializer
+	size, rate := sizes[1], rates[2]
+	for i := 0; i < 200000; i++ {
+		if rng.IntN(8) == 0 {
+			size = sizes[rng.IntN(len(sizes))]
+		}
+		if rng.IntN(64) == 0 {
+			rate = rates[rng.IntN(len(rates))]
+		}
+		want := ref.TxTime(size, rate)
+		if got := ser.txTime(size, rate); got != want {
+			t.Fatalf("step %d: %d B at %d b/s: %v, want %v", i, size, rate, got, want)
 		}
 	}
 }
