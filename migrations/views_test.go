@@ -363,12 +363,13 @@ func latestWorkload(f *fixture) {
 	f.add(q("congestion-level"), 0, 1, 0)
 	f.add(q("counters/cnp-notify-sent"), 0, 2, 0)
 	f.add(f.series("sw1", ifState+"effective-rtt-est", "n1-n2", -1), 0, 10000, 0)
+	f.add(f.series("sw1", ifState+"buffer-size", "n1-n2", -1), 0, num("64000000"), 0)
 	f.commit()
 }
 
 // TestLatestViews: current_config shows the config leaves as last reported
 // (not deleted ones, not state); queue_latest pivots a queue's latest state
-// and joins its interface's RTT and port rate.
+// and joins its interface's RTT, port rate and buffer (schema 16).
 func TestLatestViews(t *testing.T) {
 	f := newFixture(t)
 	latestWorkload(f)
@@ -399,16 +400,17 @@ func TestLatestViews(t *testing.T) {
 		CnpNotifySent         *float64
 		RttEstUs              *int64
 		PortRateBitsPerSec    *int64 `db:"port_rate_bps"`
+		BufferBytes           *int64
 		State                 map[string]any
 	}
 	got := query[ql](t, f.pool, `SELECT target, interface, queue, ts, queue_depth_bytes, kmax_bytes, kmin_bytes,
 		ecn_marking_rate_percent::float8 AS ecn_marking_rate_percent, ecn_marking_active, kmax_mode, congestion_level,
-		cnp_notify_sent::float8 AS cnp_notify_sent, rtt_est_us, port_rate_bps, state FROM queue_latest`)
+		cnp_notify_sent::float8 AS cnp_notify_sent, rtt_est_us, port_rate_bps, buffer_bytes, state FROM queue_latest`)
 	want := []ql{{
 		Target: "sw1", Interface: "n1-n2", Queue: 0, Ts: f.t0.Add(time.Second),
 		QueueDepthBytes: p[int64](300), KmaxBytes: p[int64](6000), EcnMarkingRatePercent: p(12.5),
 		EcnMarkingActive: p(true), KmaxMode: p("ALPHA"), CongestionLevel: p[int64](1), CnpNotifySent: p(2.0),
-		RttEstUs: p[int64](10000),
+		RttEstUs: p[int64](10000), BufferBytes: p[int64](64_000_000),
 		State: map[string]any{
 			"queue-depth": 300.0, "effective-kmax": 6000.0, "ecn-marking-rate": 12.5, "ecn-marking-active": true,
 			"kmax-mode": "ALPHA", "last-cnp/congestion-level": 3.0, "congestion-level": 1.0,

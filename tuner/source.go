@@ -14,8 +14,8 @@ import (
 )
 
 // PGSource reads windows from the collector's views (docs/collector.md,
-// "Views"): queue_latest for each queue's settings and its port's R_port
-// and RTT_est, queue_congestion for the queue samples, lhcnp_leaf_at for
+// "Views"): queue_latest for each queue's settings and its port's R_port,
+// RTT_est and buffer (migrations/016_queue_buffer.sql), queue_congestion for the queue samples, lhcnp_leaf_at for
 // the queue's state at the window's start, counter_increases for the
 // counts between samples (bytes, packets, drops, pauses and notifications
 // by action), lhcnp_speed_at for the switch's simulated seconds per
@@ -76,9 +76,9 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 	for rows.Next() {
 		var k qk
 		var alpha *float64
-		var vgrowth, kmax, kbase, eff, rate, rttUs *int64
+		var vgrowth, kmax, kbase, eff, rate, rttUs, buffer *int64
 		var mode *string
-		if err := rows.Scan(&k.iface, &k.queue, &alpha, &vgrowth, &mode, &kmax, &kbase, &eff, &rate, &rttUs); err != nil {
+		if err := rows.Scan(&k.iface, &k.queue, &alpha, &vgrowth, &mode, &kmax, &kbase, &eff, &rate, &rttUs, &buffer); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("queue_latest: %w", err)
 		}
@@ -95,6 +95,7 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		w.EffectiveKMaxBytes = deref(eff, 0)
 		w.PortRateBitsPerSec = deref(rate, 0)
 		w.RTTEst = time.Duration(deref(rttUs, 0)) * time.Microsecond
+		w.BufferBytes = max(deref(buffer, 0), 0)
 		wins[k] = &QueueWindow{Interface: k.iface, Queue: uint8(k.queue), Window: w}
 		keys = append(keys, k)
 	}
@@ -285,7 +286,7 @@ const (
 	sqlSpeed  = `SELECT lhcnp_speed_at($1, $2)`
 	sqlLatest = `
 SELECT interface, queue, alpha::float8, v_growth_bytes_per_second, kmax_mode, (state ->> 'kmax')::bigint,
-       k_base_bytes, kmax_bytes, port_rate_bps, rtt_est_us
+       k_base_bytes, kmax_bytes, port_rate_bps, rtt_est_us, buffer_bytes
 FROM queue_latest WHERE target = $1`
 	sqlSamples = `
 SELECT interface, queue, ts, queue_depth_bytes, peak_queue_depth_bytes, growth_rate_bytes_per_second,

@@ -81,6 +81,7 @@ func (c *collectorRows) leaf(iface string, queue int, leaf string, ts time.Time,
 func pgSourceWorkload(c *collectorRows) {
 	c.leaf("wan0", -1, "effective-rtt-est", t1, 10000)
 	c.leaf("wan0", -1, "effective-port-rate", t1, 10_000_000_000)
+	c.leaf("wan0", -1, "buffer-size", t1, 32_000_000)
 	c.leaf("wan0", 0, "alpha", t1, 0.5)
 	c.leaf("wan0", 0, "kmax-mode", t1, "BDP_ADAPTIVE")
 	c.leaf("wan0", 0, "k-base", t1, 64000)
@@ -174,7 +175,7 @@ func TestPGSource(t *testing.T) {
 		Start: t1, End: t1.Add(3 * time.Second), Samples: samples,
 		Config:     policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBytesPerSec: 1_250_000_000},
 		KBaseBytes: 64000, EffectiveKMaxBytes: 6_250_000, RTTEst: 10 * time.Millisecond, PortRateBitsPerSec: 10_000_000_000,
-		Speed: 1,
+		BufferBytes: 32_000_000, Speed: 1,
 	}}}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("Windows (-want +got):\n%s", diff)
@@ -197,6 +198,69 @@ func TestPGSource(t *testing.T) {
 	pool.Close()
 	if _, err := NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(time.Second)); err == nil {
 		t.Error("Windows on a closed pool: no error")
+	}
+}
+
+// TestPGSourceBufferCeiling: the port's buffer, published by the switch
+// (buffer-size) and stored by the collector, reaches the policy through
+// queue_latest, and the service's overrun keeps K_max under half of it as
+// the simulator's does. A 10 Gb/s port, RTT_est 10 ms (one BDP is 12.5 MB)
+// with a 3 BDP buffer; its queue grows by 0.6 RTT_est per RTT_est from
+// 0.5 RTT_est while the QGR trigger fires (V_growth 1 Gb/s, the policy's
+// starting point): overrun. Without the buffer the lift is the step's,
+// alpha 1 -> 2; with it, alpha 1.5 (K_max 18.75 MB, half of 37.5 MB).
+func TestPGSourceBufferCeiling(t *testing.T) {
+	ctx := context.Background()
+	const (
+		bdp    = 12_500_000 // bytes: 10 Gb/s × 10 ms / 8
+		buffer = 3 * bdp
+	)
+	decide := func(withBuffer bool) (policy.Window, policy.Decision) {
+		t.Helper()
+		pool, _ := pgtest.New(t)
+		c := newCollectorRows(t, pool)
+		c.leaf("wan0", -1, "effective-rtt-est", t1.Add(-time.Hour), 10000)
+		c.leaf("wan0", -1, "effective-port-rate", t1.Add(-time.Hour), 10_000_000_000)
+		if withBuffer {
+			c.leaf("wan0", -1, "buffer-size", t1.Add(-time.Hour), buffer)
+		}
+		c.leaf("wan0", 0, "alpha", t1.Add(-time.Hour), 1.0)
+		c.leaf("wan0", 0, "kmax-mode", t1.Add(-time.Hour), "BDP_ADAPTIVE")
+		c.leaf("wan0", 0, "k-base", t1.Add(-time.Hour), 64000)
+		c.leaf("wan0", 0, "v-growth", t1.Add(-time.Hour), 125_000_000)
+		c.leaf("wan0", 0, "effective-kmax", t1.Add(-time.Hour), bdp)
+		for i := range 5 {
+			ts := t1.Add(time.Duration(i) * 2500 * time.Microsecond)
+			c.leaf("wan0", 0, "queue-depth", ts, int((0.5+0.15*float64(i))*bdp))
+			c.leaf("wan0", 0, "queue-growth-rate", ts, 750_000_000)
+			c.leaf("wan0", 0, "counters/bytes", ts, i*3_093_750) // 99 % of the port
+			c.leaf("wan0", 0, "counters/packets", ts, i*3000)
+		}
+		wins, err := NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(10*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(wins) != 1 {
+			t.Fatalf("%d windows, want 1: %+v", len(wins), wins)
+		}
+		d, _ := policy.Decide(policy.DefaultConfig(), wins[0].Window, policy.Memory{})
+		return wins[0].Window, d
+	}
+
+	w, d := decide(false)
+	if w.BufferBytes != 0 || d.Rule != policy.RuleOverrun || d.After.Alpha != 2 {
+		t.Errorf("without buffer-size: window's buffer %d, rule %s, alpha %v (%s); want 0, %s, 2 (the step's lift)",
+			w.BufferBytes, d.Rule, d.After.Alpha, d.Reason, policy.RuleOverrun)
+	}
+	w, d = decide(true)
+	if w.BufferBytes != buffer {
+		t.Errorf("window's buffer %d bytes, want the published %d", w.BufferBytes, buffer)
+	}
+	if d.Rule != policy.RuleOverrun || d.After.Alpha != 1.5 {
+		t.Errorf("with buffer-size: rule %s, alpha %v (%s); want %s, 1.5 (half the buffer)", d.Rule, d.After.Alpha, d.Reason, policy.RuleOverrun)
+	}
+	if kmax := d.After.Alpha * bdp; kmax > 0.5*buffer {
+		t.Errorf("K_max lifted to %v bytes, above half the %d-byte buffer", kmax, buffer)
 	}
 }
 

@@ -190,6 +190,19 @@ targets:
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	// The ports' buffers reach the tuner's view: examples/switch-scenario.yaml's
+	// WAN port holds 128 MB (the tuner's overrun ceiling, docs/tuner.md).
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		var n int64
+		err := pool.QueryRow(ctx, `SELECT count(DISTINCT target) FROM queue_latest WHERE interface = 'wan0' AND buffer_bytes = 128000000`).Scan(&n)
+		if err == nil && n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue_latest.buffer_bytes of wan0 = 128 MB for %d targets (err %v), want both", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	var series, rowsPerSecond float64
 	if err := pool.QueryRow(ctx, `SELECT count(*)::float8 / 2 FROM series`).Scan(&series); err == nil {
 		pool.QueryRow(ctx, `SELECT count(*) / greatest(extract(epoch FROM max(ts) - min(ts)), 1) / 2 FROM samples`).Scan(&rowsPerSecond)

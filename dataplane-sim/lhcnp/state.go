@@ -90,9 +90,11 @@ type PortState struct {
 	RTTUpdates         int64
 	RTTUpdatedAt       engine.Time
 	Counters           PortCounters
-	// From the port model.
+	// From the port model. BufferBytes is the port's egress buffer,
+	// shared by its queues (0: not limited).
 	PFCPausesSent int64
 	Drops         int64
+	BufferBytes   int64
 	Queues        [netsim.NumPrio]QueueState
 }
 
@@ -178,7 +180,7 @@ func (n *Node) State(withFlows bool) State {
 		st := n.sw.Ports()[ps.idx].Stats()
 		p := PortState{Name: ps.name, Enabled: ps.ic.Enabled, PortRateBitsPerSec: ps.rateBitsPerSec, RTTSource: ps.ic.RTTSource,
 			RTTEst: ps.rtt, RTTUpdates: ps.rttUpdates, RTTUpdatedAt: ps.rttUpdateAt, Counters: ps.counters,
-			PFCPausesSent: st.PFCPauseTx, Drops: st.DropPackets}
+			PFCPausesSent: st.PFCPauseTx, Drops: st.DropPackets, BufferBytes: ps.pt.Config().BufferBytes}
 		win = max(win, n.obsWindow(ps))
 		for prio := range netsim.NumPrio {
 			q := &ps.queues[prio]

@@ -10950,6 +10950,7 @@ func (*Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_LastCnp) ΛBelongingM
 
 // Lhcnp_Lhcnp_Interfaces_Interface_State represents the /lhcnp/lhcnp/interfaces/interface/state YANG schema element.
 type Lhcnp_Lhcnp_Interfaces_Interface_State struct {
+	BufferSize        *uint64                                          `path:"buffer-size" module:"lhcnp"`
 	CnpBurst          *uint32                                          `path:"cnp-burst" module:"lhcnp"`
 	CnpRateLimit      *uint32                                          `path:"cnp-rate-limit" module:"lhcnp"`
 	Counters          *Lhcnp_Lhcnp_Interfaces_Interface_State_Counters `path:"counters" module:"lhcnp"`
@@ -10986,6 +10987,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_State) GetCounters() *Lhcnp_Lhcnp_Inte
 		return t.Counters
 	}
 	return nil
+}
+
+// GetBufferSize retrieves the value of the leaf BufferSize from the Lhcnp_Lhcnp_Interfaces_Interface_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if BufferSize is set, it can
+// safely use t.GetBufferSize() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.BufferSize == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_State) GetBufferSize() uint64 {
+	if t == nil || t.BufferSize == nil {
+		return 0
+	}
+	return *t.BufferSize
 }
 
 // GetCnpBurst retrieves the value of the leaf CnpBurst from the Lhcnp_Lhcnp_Interfaces_Interface_State
@@ -11146,6 +11163,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_State) GetRttSource() E_LhcnpTypes_Rtt
 		return LhcnpTypes_RttSource_STATIC
 	}
 	return t.RttSource
+}
+
+// SetBufferSize sets the value of the leaf BufferSize in the Lhcnp_Lhcnp_Interfaces_Interface_State
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_State) SetBufferSize(v uint64) {
+	t.BufferSize = &v
 }
 
 // SetCnpBurst sets the value of the leaf CnpBurst in the Lhcnp_Lhcnp_Interfaces_Interface_State

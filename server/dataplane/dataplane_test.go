@@ -189,3 +189,16 @@ func TestSetRejectedByNodeChangesNothing(t *testing.T) {
 		t.Errorf("state effective-kmax = %d, want 50000000", got)
 	}
 }
+
+// TestBufferSizePublished: an interface's state carries its port's egress
+// buffer (the scenario's link buffer, 64 MB on the WAN port), which the
+// tuner reads through the collector (queue_latest.buffer_bytes) to keep an
+// overrun's K_max under a share of it, as it does in the simulator.
+func TestBufferSizePublished(t *testing.T) {
+	r := newRig(t)
+	r.run(t, engine.Millisecond)
+	const path = "/lhcnp/interfaces/interface[name=wan]/state/buffer-size"
+	if got := r.uint(t, path); got != 64_000_000 {
+		t.Errorf("%s = %d, want the port's buffer 64000000 (testdata/line.yaml: 64MB)", path, got)
+	}
+}

@@ -81,6 +81,9 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		if ps.RTTUpdates > 0 {
 			is.RttEstUpdateTime = ygot.Uint64(wallNS(ps.RTTUpdatedAt))
 		}
+		if ps.BufferBytes > 0 {
+			is.BufferSize = ygot.Uint64(uint64(ps.BufferBytes))
+		}
 		ctr := is.GetOrCreateCounters()
 		ctr.NotificationsSent = ygot.Uint64(uint64(ps.Counters.NotificationsSent))
 		ctr.SuppressedPortLimit = ygot.Uint64(uint64(ps.Counters.SuppressedPortLimit))

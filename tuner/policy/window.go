@@ -69,8 +69,9 @@ type Window struct {
 	RTTEst             time.Duration
 	PortRateBitsPerSec int64
 	// BufferBytes is the port's egress buffer, where the switch reports it
-	// (0: unknown; the simulator's nodes do, the collector's views do not
-	// carry it): the overrun's lift stays under a share of it.
+	// (its interface's buffer-size leaf; in the service through
+	// queue_latest.buffer_bytes, in the simulator the port's): the
+	// overrun's lift stays under a share of it. 0: unknown or not limited.
 	BufferBytes int64
 	// Speed is the simulated seconds per second of the samples' timestamps:
 	// a simulated switch paced at a fraction of the wall clock (the lab)

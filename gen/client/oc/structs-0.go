@@ -4595,6 +4595,7 @@ func (*Lhcnp_Global_Receiver) ΛBelongingModule() string {
 
 // Lhcnp_Interface represents the /lhcnp/lhcnp/interfaces/interface YANG schema element.
 type Lhcnp_Interface struct {
+	BufferSize        *uint64                          `path:"state/buffer-size" module:"lhcnp/lhcnp"`
 	CnpBurst          *uint32                          `path:"state/cnp-burst" module:"lhcnp/lhcnp" shadow-path:"config/cnp-burst" shadow-module:"lhcnp/lhcnp"`
 	CnpRateLimit      *uint32                          `path:"state/cnp-rate-limit" module:"lhcnp/lhcnp" shadow-path:"config/cnp-rate-limit" shadow-module:"lhcnp/lhcnp"`
 	Counters          *Lhcnp_Interface_Counters        `path:"state/counters" module:"lhcnp/lhcnp"`
@@ -4761,6 +4762,22 @@ func (t *Lhcnp_Interface) GetCounters() *Lhcnp_Interface_Counters {
 	return nil
 }
 
+// GetBufferSize retrieves the value of the leaf BufferSize from the Lhcnp_Interface
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if BufferSize is set, it can
+// safely use t.GetBufferSize() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.BufferSize == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Interface) GetBufferSize() uint64 {
+	if t == nil || t.BufferSize == nil {
+		return 0
+	}
+	return *t.BufferSize
+}
+
 // GetCnpBurst retrieves the value of the leaf CnpBurst from the Lhcnp_Interface
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -4919,6 +4936,12 @@ func (t *Lhcnp_Interface) GetRttSource() E_LhcnpTypes_RttSource {
 		return LhcnpTypes_RttSource_STATIC
 	}
 	return t.RttSource
+}
+
+// SetBufferSize sets the value of the leaf BufferSize in the Lhcnp_Interface
+// struct.
+func (t *Lhcnp_Interface) SetBufferSize(v uint64) {
+	t.BufferSize = &v
 }
 
 // SetCnpBurst sets the value of the leaf CnpBurst in the Lhcnp_Interface

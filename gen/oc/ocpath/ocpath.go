@@ -36913,6 +36913,25 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_LastCnpPathAny) Tim
 	return ps
 }
 
+// Lhcnp_Lhcnp_Interfaces_Interface_State_BufferSizePath represents the /lhcnp/lhcnp/interfaces/interface/state/buffer-size YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_State_BufferSizePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_State_BufferSizePathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/state/buffer-size YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_State_BufferSizePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_State_BufferSizePath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Interfaces_Interface_State_CnpBurstPath represents the /lhcnp/lhcnp/interfaces/interface/state/cnp-burst YANG schema element.
 type Lhcnp_Lhcnp_Interfaces_Interface_State_CnpBurstPath struct {
 	*ygnmi.NodePath
@@ -37118,6 +37137,106 @@ type Lhcnp_Lhcnp_Interfaces_Interface_StatePathAny struct {
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Interfaces_Interface_StatePath) PathOriginName() string {
 	return "openconfig"
+}
+
+// BufferSize (leaf): The port's egress buffer, shared by its queues: the most the
+// port holds queued. Absent when the port's buffer is not limited
+// or the device does not report it. A management client (the
+// tuner) keeps the thresholds it raises under a share of it.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "buffer-size"
+//	Path from root:       "/lhcnp/interfaces/interface/state/buffer-size"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_StatePath) BufferSize() *Lhcnp_Lhcnp_Interfaces_Interface_State_BufferSizePath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_State_BufferSizePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"buffer-size"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_Interfaces_Interface_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_State).BufferSize
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// BufferSize (leaf): The port's egress buffer, shared by its queues: the most the
+// port holds queued. Absent when the port's buffer is not limited
+// or the device does not report it. A management client (the
+// tuner) keeps the thresholds it raises under a share of it.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "buffer-size"
+//	Path from root:       "/lhcnp/interfaces/interface/state/buffer-size"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_StatePathAny) BufferSize() *Lhcnp_Lhcnp_Interfaces_Interface_State_BufferSizePathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_State_BufferSizePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"buffer-size"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Interfaces_Interface_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_State).BufferSize
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
 }
 
 // CnpBurst (leaf): The token-bucket depth of the per-port notification limit.

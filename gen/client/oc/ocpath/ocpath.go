@@ -21950,6 +21950,105 @@ func (n *Lhcnp_Global_ReceiverPathMapAny) Config() ygnmi.WildcardQuery[map[strin
 	)
 }
 
+// Lhcnp_Interface_BufferSizePath represents the /lhcnp/lhcnp/interfaces/interface/state/buffer-size YANG schema element.
+type Lhcnp_Interface_BufferSizePath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_Interface_BufferSizePathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/state/buffer-size YANG schema element.
+type Lhcnp_Interface_BufferSizePathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Interface_BufferSizePath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/buffer-size"
+//	Path from root:       "/lhcnp/interfaces/interface/state/buffer-size"
+func (n *Lhcnp_Interface_BufferSizePath) State() ygnmi.SingletonQuery[uint64] {
+	return ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Interface",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "buffer-size"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Interface).BufferSize
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/buffer-size"
+//	Path from root:       "/lhcnp/interfaces/interface/state/buffer-size"
+func (n *Lhcnp_Interface_BufferSizePathAny) State() ygnmi.WildcardQuery[uint64] {
+	return ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Interface",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "buffer-size"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Interface).BufferSize
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
 // Lhcnp_Interface_CnpBurstPath represents the /lhcnp/lhcnp/interfaces/interface/state/cnp-burst YANG schema element.
 type Lhcnp_Interface_CnpBurstPath struct {
 	*ygnmi.NodePath
@@ -23530,6 +23629,48 @@ type Lhcnp_InterfacePathMapAny struct {
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_InterfacePathMap) PathOriginName() string {
 	return "openconfig"
+}
+
+// BufferSize (leaf): The port's egress buffer, shared by its queues: the most the
+// port holds queued. Absent when the port's buffer is not limited
+// or the device does not report it. A management client (the
+// tuner) keeps the thresholds it raises under a share of it.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/buffer-size"
+//	Path from root:       "/lhcnp/interfaces/interface/state/buffer-size"
+func (n *Lhcnp_InterfacePath) BufferSize() *Lhcnp_Interface_BufferSizePath {
+	ps := &Lhcnp_Interface_BufferSizePath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state", "buffer-size"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// BufferSize (leaf): The port's egress buffer, shared by its queues: the most the
+// port holds queued. Absent when the port's buffer is not limited
+// or the device does not report it. A management client (the
+// tuner) keeps the thresholds it raises under a share of it.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/buffer-size"
+//	Path from root:       "/lhcnp/interfaces/interface/state/buffer-size"
+func (n *Lhcnp_InterfacePathAny) BufferSize() *Lhcnp_Interface_BufferSizePathAny {
+	ps := &Lhcnp_Interface_BufferSizePathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"state", "buffer-size"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
 }
 
 // CnpBurst (leaf): The token-bucket depth of the per-port notification limit.
