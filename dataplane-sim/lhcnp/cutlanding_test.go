@@ -110,3 +110,58 @@ func TestCutRateBeforeFirstInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnCutNotUpstream: with PerFlowRTT and RepeatResume, a flow whose rate
+// fell to what this node's cut (still awaiting its Resume) leaves it at is
+// not taken for upstream control (§5.7), however long ago the cut was sent:
+// the node does not defer (and so does not escalate on its next trigger). A
+// node next to the senders, whose window and loop are a few microseconds,
+// deferred one window after each of its own cuts and escalated to a 60 %
+// cut on the next burst. A fall deeper than its own cut explains (an
+// upstream peer's cut on top of it: a two-node path's downstream node) is
+// still deferred to; so is any fall once the cut was resumed, or without
+// the options.
+func TestOwnCutNotUpstream(t *testing.T) {
+	for _, tt := range []struct {
+		desc             string
+		fill, needResume bool
+		rate             int64 // now; the window's peak is 10 Gb/s
+		wantDefer        bool
+	}{
+		{desc: "options, at its own 50 % cut", fill: true, needResume: true, rate: 5e9, wantDefer: false},
+		{desc: "options, within the drop of its own cut", fill: true, needResume: true, rate: 4.1e9, wantDefer: false},
+		{desc: "options, below its own cut (upstream cut too)", fill: true, needResume: true, rate: 2e9, wantDefer: true},
+		{desc: "options, cut resumed", fill: true, needResume: false, rate: 5e9, wantDefer: true},
+		{desc: "draft, cut awaiting Resume", fill: false, needResume: true, rate: 5e9, wantDefer: true},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(400_000, 200*engine.Microsecond)
+			cfg.Interface.Queue.PerFlowRTT = tt.fill
+			cfg.Interface.Queue.Action.RepeatResume = tt.fill
+			cfg.Collaborative.Enabled = true
+			cfg.Collaborative.UpstreamFirst = false
+			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, cfg1: &cfg, noRP: true})
+			l.sim.Run(2 * engine.Millisecond)
+			ps := l.node1.portOf(l.n1Out)
+			q := &ps.queues[0]
+			e := l.node1.ft.m[key(addrSrc4, addrDst4, 100, 200)]
+			if e == nil {
+				t.Fatal("flow not learnt")
+			}
+			now := l.sim.Now()
+			// 10 Gb/s at the window's peak, tt.rate now; the node's cut
+			// of half of 10 Gb/s sent 1 ms ago, longer than its window
+			// and loop.
+			e.rateValid, e.rateBitsPerSec = true, tt.rate
+			e.winStart, e.winBytes = now, 0
+			e.peakStart, e.peakCur, e.peakPrev = now, 10e9, 0
+			e.hasCNP, e.lastCNP, e.needResume = true, now-engine.Millisecond, tt.needResume
+			e.cutFrom, e.lastReduction = 10e9, 5e9
+			e.deferring, e.waiting = false, false
+			deferNow, escalate := l.node1.collaborate(ps, q, e, now)
+			if deferNow != tt.wantDefer || escalate {
+				t.Errorf("defer %v, escalate %v; want defer %v, no escalation", deferNow, escalate, tt.wantDefer)
+			}
+		})
+	}
+}
