@@ -133,17 +133,6 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 	dropped := e.rateValid && peak > 0 && rate*100 <= peak*int64(100-cs.ArrivalRateDropPercent)
 	// A fall this node caused itself is not upstream control.
 	own := e.hasCNP && now-e.lastCNP < win+loop
-	// With Resumes sized to the port's spare rate (fillResume) the
-	// node's cut is held at the source until its Resume, however long
-	// ago it was sent (a node next to the senders, whose window and
-	// loop are a few microseconds, took it for an upstream node's
-	// response, deferred, and escalated on the next burst). A fall is
-	// the node's own while its cut awaits Resume and the flow is no
-	// further below the rate that cut leaves it at than §5.7's drop
-	// (ownFall); a deeper fall is someone else's cut (an upstream
-	// peer's, or the receivers' CNPs): the node defers to it as §5.7
-	// says.
-	ownFall := own || q.fillResume() && e.needResume && e.heldAtCut(rate, cs.ArrivalRateDropPercent)
 	if e.deferring {
 		if now-e.deferStart < win {
 			return true, false
@@ -154,7 +143,7 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 			// now, as §5.7 says (escalating if the queue keeps growing);
 			// otherwise respond.
 			e.waiting, e.waitEnd = false, now
-			if dropped && !ownFall {
+			if dropped && !own {
 				e.deferStart, e.deferQD = now, q.qd
 				return true, false
 			}
@@ -166,7 +155,7 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 			e.deferring = false
 			return false, true
 		}
-		if dropped && !ownFall {
+		if dropped && !own {
 			e.deferStart, e.deferQD = now, q.qd
 			return true, false
 		}
@@ -178,7 +167,7 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 	// for a congestion-aware node between the source and this one.
 	wait := cs.UpstreamFirst && !own && !dropped && (e.waitEnd == 0 || now-e.waitEnd >= win+loop) &&
 		n.upstreamPeer(e)
-	if (dropped && !ownFall) || wait {
+	if (dropped && !own) || wait {
 		e.deferring, e.waiting = true, wait
 		e.deferStart, e.deferQD = now, q.qd
 		q.counters.Deferrals++
@@ -186,14 +175,6 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 		return true, false
 	}
 	return false, false
-}
-
-// heldAtCut reports whether the flow's arrival rate is no further below the
-// rate the node's last cut leaves it at (the rate it was sized from less
-// what it took) than dropPct percent: the fall since that cut is the
-// node's own.
-func (e *flowEntry) heldAtCut(rate int64, dropPct int) bool {
-	return rate*100 >= (e.cutFrom-e.lastReduction)*int64(100-dropPct)
 }
 
 // Values of flowEntry.upstream.

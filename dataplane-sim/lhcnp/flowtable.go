@@ -89,10 +89,6 @@ type flowEntry struct {
 	// the source's normal rate and last reduction (§5.6), from which
 	// fillResume sizes a Resume (PerFlowRTT with RepeatResume).
 	preCutRate, lastReduction int64
-	// cutFrom is the arrival rate the node's last cut was sized from:
-	// cutFrom - lastReduction is the rate that cut leaves the flow at
-	// (collaborate: a fall to it is the node's own, not upstream control).
-	cutFrom int64
 	// cutAt is when this node last sent the flow Rate Reduce or Pause:
 	// until its effect is back at the node (the flow's loop), the
 	// flow's arrival rate is its rate before the cut (fillResume).

@@ -307,7 +307,7 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 			// ResumeOnDrain).
 			e.preCutUnknown = q.cfg.Action.ResumeOnDrain && !e.rateValid
 		}
-		e.lastReduction, e.cutFrom = cutRate, cutRate
+		e.lastReduction = cutRate
 		if m.Action == wire.ActionRateReduce {
 			e.lastReduction = cutRate * int64(m.Parameter) / 100
 		}
