@@ -81,18 +81,7 @@ func TestResumeWaitsForCutToLand(t *testing.T) {
 // node keeps that option's rule (rate unknown, resumed unconditionally).
 func TestCutRateBeforeFirstInterval(t *testing.T) {
 	for _, rod := range []bool{false, true} {
-		cfg := testConfig(400_000, 200*engine.Microsecond)
-		cfg.Interface.Queue.PerFlowRTT = true
-		cfg.Interface.Queue.Action.RepeatResume = true
-		cfg.Interface.Queue.Action.ResumeOnDrain = rod
-		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, cfg1: &cfg, noRP: true})
-		l.sim.Run(2 * engine.Millisecond)
-		ps := l.node1.portOf(l.n1Out)
-		q := &ps.queues[0]
-		e := l.node1.ft.m[key(addrSrc4, addrDst4, 100, 200)]
-		if e == nil {
-			t.Fatal("flow not learnt")
-		}
+		l, _, ps, q, e := optionsLine(t, rod)
 		// The flow's first interval, 50 µs of it at 8 Gb/s.
 		now := l.sim.Now()
 		e.rateValid, e.rateBitsPerSec = false, 0

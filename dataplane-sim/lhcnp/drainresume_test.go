@@ -68,18 +68,7 @@ func TestDrainResume(t *testing.T) {
 // the node stayed at its cut rate for the rest of the flow.
 func TestResumeUnmeasuredCut(t *testing.T) {
 	for _, measured := range []bool{false, true} {
-		cfg := testConfig(400_000, 200*engine.Microsecond)
-		cfg.Interface.Queue.PerFlowRTT = true
-		cfg.Interface.Queue.Action.RepeatResume = true
-		cfg.Interface.Queue.Action.ResumeOnDrain = true
-		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, cfg1: &cfg, noRP: true})
-		l.sim.Run(2 * engine.Millisecond)
-		ps := l.node1.portOf(l.n1Out)
-		q := &ps.queues[0]
-		e := l.node1.ft.m[key(addrSrc4, addrDst4, 100, 200)]
-		if e == nil {
-			t.Fatal("flow not learnt")
-		}
+		l, cfg, ps, q, e := optionsLine(t, true)
 		// A cut as account records it: before the first measurement
 		// (preCutRate 0, nothing known of the reduction) or after it.
 		e.needResume, e.hasCNP = true, false

@@ -229,3 +229,23 @@ func overloaded(t *testing.T, kmax int64, rtt engine.Time, midRate int64, d engi
 	}
 	return l, sent
 }
+
+// optionsLine runs newLine's two nodes for 2 ms with node 1 configured by
+// testConfig with PerFlowRTT, RepeatResume and, as asked, ResumeOnDrain, no
+// reaction points, and returns node 1's WAN port, its queue and the test
+// flow's entry (the rig of the options' cut-rate tests).
+func optionsLine(t *testing.T, resumeOnDrain bool) (*line, Config, *portState, *queueState, *flowEntry) {
+	t.Helper()
+	cfg := testConfig(400_000, 200*engine.Microsecond)
+	cfg.Interface.Queue.PerFlowRTT = true
+	cfg.Interface.Queue.Action.RepeatResume = true
+	cfg.Interface.Queue.Action.ResumeOnDrain = resumeOnDrain
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, cfg1: &cfg, noRP: true})
+	l.sim.Run(2 * engine.Millisecond)
+	ps := l.node1.portOf(l.n1Out)
+	e := l.node1.ft.m[key(addrSrc4, addrDst4, 100, 200)]
+	if e == nil {
+		t.Fatal("flow not learnt")
+	}
+	return l, cfg, ps, &ps.queues[0], e
+}
