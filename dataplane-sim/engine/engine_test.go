@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -115,6 +116,42 @@ func TestTxTime(t *testing.T) {
 	}
 	if got := TxTime(1, 3e9); got != 3 {
 		t.Errorf("TxTime(1 B, 3 Gb/s) = %v, want 3ns (rounded up)", got)
+	}
+}
+
+// Serializer's kept division (Cached) gives what dividing every time with
+// the carried remainder gives, through runs of one size, changes of size
+// and changes of rate (up and down, so that the carried remainder can
+// exceed the new rate), and a rate of 0.
+func TestSerializerCachedAsDivision(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	sizes := []int64{0, 64, 66, 82, 1086, 1106, 4158, 9000}
+	rates := []int64{1, 7, 1e9, 3e9, 10e9, 25e9, 40e9, 100e9, 400e9, 0}
+	var ser Serializer
+	var rem int64 // the reference's carried remainder
+	size, rate := sizes[1], rates[2]
+	hits := 0
+	for i := 0; i < 200000; i++ {
+		if rng.IntN(8) == 0 {
+			size = sizes[rng.IntN(len(sizes))]
+		}
+		if rng.IntN(64) == 0 {
+			rate = rates[rng.IntN(len(rates))]
+		}
+		want := Never
+		if rate > 0 {
+			num := size*8*int64(Second) + rem
+			want, rem = Time(num/rate), num%rate
+		}
+		if _, ok := (&Serializer{size: ser.size, rate1: ser.rate1}).Cached(size, rate); ok {
+			hits++
+		}
+		if got := ser.TxTime(size, rate); got != want {
+			t.Fatalf("step %d: %d B at %d b/s: %v, want %v", i, size, rate, got, want)
+		}
+	}
+	if hits < 100000 {
+		t.Errorf("%d of 200000 steps took the kept division; want most", hits)
 	}
 }
 

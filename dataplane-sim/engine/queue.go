@@ -258,15 +258,7 @@ func (q *queue) pop() (Time, payload) {
 	}
 	q.n--
 	if q.n > 0 {
-		// The new earliest key: one of the two tops.
-		switch {
-		case len(q.far) == 0:
-			q.top, q.topFar = q.near[q.nh], false
-		case len(q.near) == q.nh || less(q.far[0], q.near[q.nh]):
-			q.top, q.topFar = q.far[0], true
-		default:
-			q.top, q.topFar = q.near[q.nh], false
-		}
+		q.retop()
 	}
 	slot := uint32(top.ss & slotMask)
 	p := q.slab[slot]
@@ -422,15 +414,18 @@ func (q *queue) relayout(shift uint) {
 	if len(q.near) == 0 && q.ringN > 0 {
 		q.openNext()
 	}
-	// The earliest key may have moved to far.
-	switch {
-	case q.n == 0:
-	case len(q.far) == 0:
+	if q.n > 0 {
+		q.retop() // the earliest key may have moved to far
+	}
+}
+
+// retop sets top to the earlier of near's and far's first keys; the queue
+// must not be empty.
+func (q *queue) retop() {
+	if q.nh < len(q.near) && (len(q.far) == 0 || !less(q.far[0], q.near[q.nh])) {
 		q.top, q.topFar = q.near[q.nh], false
-	case len(q.near) == q.nh || less(q.far[0], q.near[q.nh]):
+	} else {
 		q.top, q.topFar = q.far[0], true
-	default:
-		q.top, q.topFar = q.near[q.nh], false
 	}
 }
 

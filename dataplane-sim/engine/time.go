@@ -73,17 +73,54 @@ func TxTime(sizeBytes int64, rateBitsPerSec int64) Time {
 // Serializer turns packet sizes into transmission times at a given rate
 // without drift: the sub-nanosecond remainder of each packet is carried to the
 // next, so N packets take exactly N*size*8/rate seconds, to the nanosecond.
+// It keeps its last division: a port sends the same few sizes at one rate,
+// and the same size again costs no 64-bit division (tens of cycles). A hot
+// caller calls Cached, which the compiler inlines, and Divide only when it
+// misses; TxTime is the two together.
 type Serializer struct {
 	remainder int64 // bit-nanoseconds not yet turned into a whole ns
+	// q and r are the quotient and remainder of size bytes'
+	// bit-nanoseconds by the rate rate1^1 (so that the zero Serializer
+	// holds the true entry for 0 bytes at 1 b/s, and none for a rate of
+	// 0, which Divide answers with Never).
+	size, rate1, q, r int64
 }
 
 // TxTime returns the transmission time of sizeBytes at rateBitsPerSec.
-func (s *Serializer) TxTime(sizeBytes int64, rateBitsPerSec int64) Time {
+func (s *Serializer) TxTime(sizeBytes, rateBitsPerSec int64) Time {
+	if t, ok := s.Cached(sizeBytes, rateBitsPerSec); ok {
+		return t
+	}
+	return s.Divide(sizeBytes, rateBitsPerSec)
+}
+
+// Cached is TxTime when the size and the rate are the last division's
+// (ok false otherwise, and nothing changes). That division was the last
+// call's (every other call divides), so remainder < rate, as r is:
+// (size's bits + remainder) / rate is q or q+1.
+func (s *Serializer) Cached(sizeBytes, rateBitsPerSec int64) (Time, bool) {
+	if sizeBytes != s.size || rateBitsPerSec^1 != s.rate1 {
+		return 0, false
+	}
+	x := s.r + s.remainder - rateBitsPerSec
+	t := s.q + 1
+	if x < 0 {
+		x += rateBitsPerSec
+		t--
+	}
+	s.remainder = x
+	return Time(t), true
+}
+
+// Divide is TxTime by division; it keeps the quotient for Cached.
+func (s *Serializer) Divide(sizeBytes, rateBitsPerSec int64) Time {
 	if rateBitsPerSec <= 0 {
 		return Never
 	}
-	num := sizeBytes*8*int64(Second) + s.remainder
+	bits := sizeBytes * 8 * int64(Second)
+	num := bits + s.remainder
 	t := num / rateBitsPerSec
 	s.remainder = num % rateBitsPerSec
+	s.size, s.rate1, s.q, s.r = sizeBytes, rateBitsPerSec^1, bits/rateBitsPerSec, bits%rateBitsPerSec
 	return Time(t)
 }

@@ -130,7 +130,7 @@ type Port struct {
 	ctrl       ring[*Packet] // PFC frames: sent before any queue, never paused
 
 	busy   bool
-	ser    serializer
+	ser    engine.Serializer
 	paused [NumPrio]bool // egress priority held by the peer's PAUSE
 	// ready has bit prio set while queues[prio] holds a packet and prio is
 	// not paused: dequeue finds the highest such priority in one step.
@@ -517,9 +517,9 @@ func (pt *Port) tryTransmit() {
 	}
 	now := pt.part.sim.Now()
 	l := pt.out
-	tx, ok := pt.ser.cached(int64(p.SizeBytes), l.rateBitsPerSec)
+	tx, ok := pt.ser.Cached(int64(p.SizeBytes), l.rateBitsPerSec)
 	if !ok {
-		tx = pt.ser.divide(int64(p.SizeBytes), l.rateBitsPerSec)
+		tx = pt.ser.Divide(int64(p.SizeBytes), l.rateBitsPerSec)
 	}
 	pt.busy = true
 	pt.stats.TxPackets++

@@ -251,27 +251,3 @@ func TestSetBTHAsEncode(t *testing.T) {
 		}
 	}
 }
-
-// The port's serializer gives what engine.Serializer gives, through runs
-// of one size, changes of size and changes of rate (up and down, so that
-// the carried remainder can exceed the new rate), and a rate of 0.
-func TestSerializerAsEngine(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
-	sizes := []int64{0, 64, 66, 82, 1086, 1106, 4158, 9000}
-	rates := []int64{1, 7, 1e9, 3e9, 10e9, 25e9, 40e9, 100e9, 400e9, 0}
-	var ser serializer
-	var ref engine.Serializer
-	size, rate := sizes[1], rates[2]
-	for i := 0; i < 200000; i++ {
-		if rng.IntN(8) == 0 {
-			size = sizes[rng.IntN(len(sizes))]
-		}
-		if rng.IntN(64) == 0 {
-			rate = rates[rng.IntN(len(rates))]
-		}
-		want := ref.TxTime(size, rate)
-		if got := ser.txTime(size, rate); got != want {
-			t.Fatalf("step %d: %d B at %d b/s: %v, want %v", i, size, rate, got, want)
-		}
-	}
-}
