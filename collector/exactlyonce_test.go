@@ -77,12 +77,24 @@ func (f *cnpFeed) rounds() int {
 	return int(f.p.n)
 }
 
-// gap is a time no collector streamed the switch: from the last round the
-// stopped collector stored (after) to the round of the next stream's sync
-// (upTo, read once it streams). A round in it that no stream delivered is
-// the legitimate loss of gNMI: the switch sends a leaf's current value,
-// not the values it had in between.
-type gap struct{ after, upTo int }
+// gap is a time no collector streamed the switch: for each leaf, from the
+// last round of it the stopped collector received (after, by leaf path) to
+// the round of the next stream's sync (upTo, read once it streams). A
+// round in it that no stream delivered is the legitimate loss of gNMI: the
+// switch sends a leaf's current value, not the values it had in between.
+// A round's leaves can reach the collector in two notifications and a stop
+// can come between them, so each leaf has its own start: a round one leaf
+// of which was received is checked for that leaf. The CNP events' gap
+// starts at the oldest leaf's (cnpAfter): the CNP leaves are not among
+// the leaves followed.
+type gap struct {
+	after          map[string]int
+	cnpAfter, upTo int
+}
+
+func (g gap) String() string {
+	return fmt.Sprintf("{after %v (CNPs %d) up to %d}", g.after, g.cnpAfter, g.upTo)
+}
 
 // tally is what a run stored against what the feed published.
 type tally struct {
@@ -100,9 +112,13 @@ func (tl tally) String() string {
 // count compares what is stored with what f published (the pump stopped).
 func (f *cnpFeed) count(t *testing.T, pool *pgxpool.Pool, gaps []gap) tally {
 	t.Helper()
-	inGap := func(r int) bool {
+	inGap := func(leaf string, r int) bool {
 		for _, g := range gaps {
-			if r > g.after && r <= g.upTo {
+			after := g.cnpAfter
+			if leaf != "" {
+				after = g.after[leaf]
+			}
+			if r > after && r <= g.upTo {
 				return true
 			}
 		}
@@ -119,7 +135,7 @@ func (f *cnpFeed) count(t *testing.T, pool *pgxpool.Pool, gaps []gap) tally {
 			switch n := seen[r]; {
 			case n == 0:
 				tl.lost++
-				if !inGap(r) {
+				if !inGap(leaf, r) {
 					tl.lostOutsideGaps++
 					t.Errorf("%s round %d lost outside the gaps %v", leaf, r, gaps)
 				}
@@ -152,7 +168,7 @@ func (f *cnpFeed) count(t *testing.T, pool *pgxpool.Pool, gaps []gap) tally {
 		switch {
 		case len(evs) == 0:
 			tl.cnpsLost++
-			if !inGap(c.round) {
+			if !inGap("", c.round) {
 				tl.cnpsOutsideGaps++
 				t.Errorf("CNP of round %d lost outside the gaps %v", c.round, gaps)
 			}
@@ -178,10 +194,10 @@ func (f *cnpFeed) count(t *testing.T, pool *pgxpool.Pool, gaps []gap) tally {
 func (f *cnpFeed) restart(t *testing.T, pool *pgxpool.Pool, c *runningCollector, cfg config.File, opts ...collector.Option) (*runningCollector, gap) {
 	t.Helper()
 	c.stop(t)
-	after := f.lastReceived(t, pool, cfg.StateDir)
+	after, oldest := f.lastReceived(t, pool, cfg.StateDir)
 	n := start(t, cfg, opts...)
 	waitStreaming(t, n, f.p.sw)
-	return n, gap{after: after, upTo: f.rounds()}
+	return n, gap{after: after, cnpAfter: oldest, upTo: f.rounds()}
 }
 
 // lastStored is the newest round of f's first leaf stored.
@@ -194,18 +210,16 @@ func lastStored(t *testing.T, pool *pgxpool.Pool, p *publisher) int {
 	return r[len(r)-1]
 }
 
-// lastReceived is the newest round a stopped collector received of every
-// leaf of f: stored (pool nil: not looked at), or acknowledged to the
-// spill in stateDir; the oldest of the leaves' newest rounds, as a round's
-// leaves can reach the collector in two notifications and a stop can come
-// between them.
-func (f *cnpFeed) lastReceived(t *testing.T, pool *pgxpool.Pool, stateDir string) int {
+// lastReceived is the newest round of each leaf of f a stopped collector
+// received: stored (pool nil: not looked at), or acknowledged to the spill
+// in stateDir; and the oldest of them.
+func (f *cnpFeed) lastReceived(t *testing.T, pool *pgxpool.Pool, stateDir string) (byLeaf map[string]int, oldest int) {
 	var stored map[string][]int
 	if pool != nil {
 		stored = storedRounds(t, pool, f.p)
 	}
 	spilled := spilledSamples(t, stateDir)
-	oldest := -1
+	byLeaf, oldest = map[string]int{}, -1
 	for _, leaf := range f.p.paths {
 		last := 0
 		for _, r := range stored[leaf] {
@@ -217,11 +231,12 @@ func (f *cnpFeed) lastReceived(t *testing.T, pool *pgxpool.Pool, stateDir string
 				last = max(last, int(math.Round(float64(k[1]*1000-f.p.ts0)/float64(time.Millisecond))))
 			}
 		}
+		byLeaf[leaf] = last
 		if oldest < 0 || last < oldest {
 			oldest = last
 		}
 	}
-	return max(oldest, 0)
+	return byLeaf, max(oldest, 0)
 }
 
 // more waits until n more rounds than now are stored.
@@ -396,11 +411,11 @@ func TestHandoverDuringOutage(t *testing.T) {
 		return f.rounds() > outageFrom+2*cnpEvery, ""
 	})
 	a.stop(t) // drained during the outage: no handover possible
-	received := f.lastReceived(t, nil, cfgA.StateDir)
+	received, oldest := f.lastReceived(t, nil, cfgA.StateDir)
 	pool = restartServer(t, srv)
 	stored := lastStored(t, pool, f.p)
 	waitStreaming(t, b, sw)
-	gaps := []gap{{after: received, upTo: f.rounds()}} // a's spill is stored
+	gaps := []gap{{after: received, cnpAfter: oldest, upTo: f.rounds()}} // a's spill is stored
 	f.more(t, pool, 2*cnpEvery)
 	a = start(t, cfgA, short) // on its spill; rendezvous hashing gives it the target back
 	waitFor(t, 60*time.Second, "a's spill replayed", func() (bool, string) {
@@ -421,7 +436,7 @@ func TestHandoverDuringOutage(t *testing.T) {
 	if refused != 0 || merged == 0 {
 		t.Errorf("a's stale spill: %v rows refused as stale_epoch, %v samples merged; want 0 refused, some merged", refused, merged)
 	}
-	t.Logf("handover during an outage: %v; gap %v; rounds %d..%d reached a before it stopped, spilled and stored after "+
+	t.Logf("handover during an outage: %v; gap %v; rounds %d..%v (by leaf) reached a before it stopped, spilled and stored after "+
 		"the lease moved: %v samples and %v events merged, %v rows b had stored, %v refused",
 		tl, gaps, stored+1, received, merged, mergedEvents, dups, refused)
 }
