@@ -47,8 +47,10 @@ func SetRetention(ctx context.Context, db Execer, keep time.Duration) error {
 // the days Maintain keeps (its retention drops whole days only): for a
 // retention shorter than a day, such as `lhcnp lab`'s. As a maintenance
 // pass does before it drops days, the last value of each leaf the views
-// read at an instant is first carried forward to the horizon
-// (lhcnp_carry_forward), so the kept rows read what they read before. The
+// read at an instant, and of each counter (with the time it was sampled,
+// so that the first kept sample keeps its increase), is first carried
+// forward to the horizon (lhcnp_carry_forward, lhcnp_carry_counters), so
+// the kept rows read what they read before. The
 // deleted rows' space is reused by later rows once (auto)vacuum has run, so
 // a table trimmed every few minutes stays at the size of keep's rows. The
 // series (and latest rows) of leaves deleted before the horizon are
@@ -62,6 +64,7 @@ func Trim(ctx context.Context, db Execer, keep time.Duration) error {
 	horizon := time.Now().Add(-keep)
 	for _, q := range []string{
 		"SELECT lhcnp_carry_forward($1)",
+		"SELECT lhcnp_carry_counters($1)",
 		"DELETE FROM samples WHERE ts < $1",
 		"DELETE FROM events WHERE ts < $1",
 		"DELETE FROM ingest_ledger WHERE committed_at < $1",

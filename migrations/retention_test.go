@@ -42,7 +42,9 @@ func retentionFixture(t *testing.T, manager string) *fixture {
 // previous one, which is dropped).
 func viewRows(t *testing.T, pool *pgxpool.Pool, horizon time.Time) map[string][]string {
 	t.Helper()
-	counters := horizon.Add(time.Hour)
+	// Every counter row from the horizon on: the first kept sample of each
+	// counter keeps its increase (lhcnp_carry_counters, schema 17).
+	counters := horizon
 	queries := map[string]struct {
 		sql  string
 		from time.Time
@@ -78,7 +80,9 @@ func viewRows(t *testing.T, pool *pgxpool.Pool, horizon time.Time) map[string][]
 // marking rate (deleted, at last). After the maintenance pass that drops
 // those days, with either partition manager, every view answers for the
 // kept rows exactly as before: the last value of each leaf the views read
-// at an instant was carried to the oldest kept day's start (flag bit 3).
+// at an instant, and of each counter (with the time it was sampled), was
+// carried to the oldest kept day's start (flag bit 3); the first kept
+// sample of a counter keeps its increase.
 // Without it the utilisation lost its port rate (NULL) and the rates the
 // switch's speed (read as the next remaining value, or latest's).
 func TestRetentionKeepsValuesRead(t *testing.T) {
@@ -163,6 +167,10 @@ func TestRetentionKeepsValuesRead(t *testing.T) {
 			str := func(s string) *string { return &s }
 			want := []carried{
 				{engineSpeed, horizon, str("0.5"), 8},
+				{queueState + "counters/bytes", horizon, str("18900000000"), 8},
+				{queueState + "counters/cnp-notify-sent", horizon, str("70"), 8},
+				{queueState + "counters/dropped-packets", horizon, str("14"), 8},
+				{queueState + "counters/pfc-pause-frames", horizon, str("7"), 8},
 				{queueState + "ecn-marking-rate", horizon, nil, flagDelete | 8},
 				{queueState + "effective-kmax", horizon, str("2000"), 8},
 				{queueState + "effective-kmin", horizon, str("500"), flagSync | 8},

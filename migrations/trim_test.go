@@ -11,7 +11,8 @@ import (
 // TestTrimBoundsDisk: a lab's samples over three hours, trimmed every 15
 // minutes to the last 30 (the clock moved by placing each pass's rows 15
 // minutes later in the past). No sample older than the horizon is left but
-// the carried value of K_max, which the views still read; after the first
+// the carried values of K_max, which the views still read, and of a live
+// counter, whose every kept sample keeps its increase; after the first
 // passes the table stays at its size (new rows reuse the space of the rows
 // trimmed and vacuumed; without the trims it would grow by a quarter of
 // an hour's rows at every pass).
@@ -23,7 +24,8 @@ func TestTrimBoundsDisk(t *testing.T) {
 	f.add(kmax, -3*time.Hour, 1000, flagSync) // set once, long ago: carried
 	gone := f.series("sim", queueState+"counters/bytes", "wan", 7)
 	f.add(gone, -3*time.Hour, 5, flagSync)
-	f.add(gone, -150*time.Minute, nil, flagDelete) // a leaf deleted long ago: its series goes
+	f.add(gone, -150*time.Minute, nil, flagDelete)                 // a leaf deleted long ago: its series goes
+	live := f.series("sim", queueState+"counters/bytes", "wan", 1) // sampled every 10 minutes
 	var depth []int64
 	for q := range 20 {
 		depth = append(depth, f.series("sim", queueState+"queue-depth", "wan", q))
@@ -32,6 +34,9 @@ func TestTrimBoundsDisk(t *testing.T) {
 		for at := from; at < to; at += 2 * time.Second {
 			for _, id := range depth {
 				f.add(id, at, int(at/time.Second), 0)
+			}
+			if (at%(10*time.Minute)+10*time.Minute)%(10*time.Minute) == 2*time.Second { // never at a horizon (schema 17)
+				f.add(live, at, 100_000+int(at/time.Second), 0) // 1 per second
 			}
 		}
 		f.commit()
@@ -65,6 +70,15 @@ func TestTrimBoundsDisk(t *testing.T) {
 			queueState+"effective-kmax", f.t0.Add(now)).Scan(&kmaxNow); err != nil || kmaxNow != 1000 {
 			t.Errorf("pass %d: K_max read after the trim: %d (%v), want 1000 (carried)", pass, kmaxNow, err)
 		}
+		var rows, wrong int
+		if err := f.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE increase IS DISTINCT FROM 600 OR seconds IS DISTINCT FROM 600)
+			FROM counter_increases WHERE series_id = $1`, live).Scan(&rows, &wrong); err != nil {
+			t.Fatal(err)
+		}
+		if rows != int(keep/(10*time.Minute)) || wrong != 0 {
+			t.Errorf("pass %d: the live counter's kept samples: %d rows, %d without their increase of 600 in 600 s; want %d, 0",
+				pass, rows, wrong, keep/(10*time.Minute))
+		}
 		if _, err := f.pool.Exec(ctx, `VACUUM samples`); err != nil { // autovacuum, in the lab
 			t.Fatal(err)
 		}
@@ -79,8 +93,8 @@ func TestTrimBoundsDisk(t *testing.T) {
 	if series != 0 || latest != 0 {
 		t.Errorf("a leaf deleted before the horizon: %d series and %d latest rows left, want none", series, latest)
 	}
-	if n := len(query[struct{ ID int64 }](t, f.pool, `SELECT id FROM series WHERE id = ANY($1)`, append(depth, kmax))); n != len(depth)+1 {
-		t.Errorf("%d of the %d live series left", n, len(depth)+1)
+	if n := len(query[struct{ ID int64 }](t, f.pool, `SELECT id FROM series WHERE id = ANY($1)`, append(depth, kmax, live))); n != len(depth)+2 {
+		t.Errorf("%d of the %d live series left", n, len(depth)+2)
 	}
 	for _, s := range sizes[2:] {
 		if s > sizes[1]*21/20 {
