@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +143,18 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("tuner chart: %+v, want one decision point and no operator's change", p)
 	}
 	checkReadable(ctx, t)
+
+	// The selected queue's row shows its port's buffer under "buffer".
+	buffer, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+	  const col = [...document.querySelectorAll("#queues thead th")].findIndex((th) => th.textContent === "buffer");
+	  return [String(col), document.querySelector("#queues tbody tr.selected").children[col].textContent];
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"4", "32.0 MB"}; !slices.Equal(buffer, want) {
+		t.Errorf("queues table: buffer column and the selected queue's cell %q, want %q", buffer, want)
+	}
 
 	row, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#tuner tbody tr.decision")))
 	if err != nil {

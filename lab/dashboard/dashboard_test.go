@@ -94,6 +94,15 @@ func TestAPI(t *testing.T) {
 	if diff := cmp.Diff([]string{"n1 n1-wan", "n2 n2-d0"}, got); diff != "" {
 		t.Errorf("queues (-want +got):\n%s", diff)
 	}
+	// The congested port reports its buffer, the quiet one none.
+	if len(qs.Queues) == 2 {
+		if b := qs.Queues[0].BufferBytes; b == nil || *b != labtest.BufferBytes {
+			t.Errorf("%s's buffer %v, want %d", got[0], b, labtest.BufferBytes)
+		}
+		if b := qs.Queues[1].BufferBytes; b != nil {
+			t.Errorf("%s's buffer %v, want none (null)", got[1], *b)
+		}
+	}
 	if len(qs.Tuner) != 1 || qs.Tuner[0].Reason == nil || *qs.Tuner[0].Reason != fx.DecisionReason {
 		t.Errorf("tuner decisions = %+v, want the fixture's one", qs.Tuner)
 	}

@@ -39,6 +39,10 @@ type QueueSummary struct {
 	Alpha                *float64 `json:"alpha"`
 	Notifications        *float64 `json:"notifications"` // sum of the cnp-*-sent counters
 	PortRateBitsPerSec   *float64 `json:"port_rate_bps"`
+	// BufferBytes is the port's egress buffer (the interface's
+	// buffer-size leaf), which the tuner keeps a lifted K_max under a
+	// share of; nil when the switch reports none.
+	BufferBytes *float64 `json:"buffer_bytes"`
 }
 
 // TunerAction is one row of tuner_actions.
@@ -78,7 +82,7 @@ func Queues(ctx context.Context, db Querier) (QueuesResponse, error) {
 		       growth_rate_bytes_per_second::float8, ecn_marking_rate_percent::float8, congestion_level::float8,
 		       alpha::float8,
 		       (COALESCE(cnp_notify_sent, 0) + COALESCE(cnp_pause_sent, 0) + COALESCE(cnp_rate_reduce_sent, 0) + COALESCE(cnp_resume_sent, 0))::float8,
-		       port_rate_bps::float8
+		       port_rate_bps::float8, buffer_bytes::float8
 		FROM queue_latest
 		WHERE interface IS NOT NULL AND queue IS NOT NULL
 		ORDER BY target, interface, queue`)
@@ -89,7 +93,7 @@ func Queues(ctx context.Context, db Querier) (QueuesResponse, error) {
 		var q QueueSummary
 		err := r.Scan(&q.Target, &q.Interface, &q.Queue, &q.Time, &q.QueueDepthBytes, &q.PeakQueueDepthBytes,
 			&q.KMaxBytes, &q.KMinBytes, &q.GrowthBytesPerSecond, &q.ECNMarkingPercent, &q.CongestionLevel,
-			&q.Alpha, &q.Notifications, &q.PortRateBitsPerSec)
+			&q.Alpha, &q.Notifications, &q.PortRateBitsPerSec, &q.BufferBytes)
 		return q, err
 	})
 	if err != nil {

@@ -38,6 +38,10 @@ var (
 	Quiet     = Queue{Target: "n2", Interface: "n2-d0", ID: 3}
 )
 
+// BufferBytes is Congested's port's egress buffer (its interface's
+// buffer-size leaf); Quiet's port reports none.
+const BufferBytes = 32_000_000
+
 // Fixture is what Fill wrote, for the tests to check against.
 type Fixture struct {
 	Start, End time.Time
@@ -178,6 +182,9 @@ func Fill(ctx context.Context, db DB, start time.Time, seconds int) (Fixture, er
 			w.queueLeaf(ts, q, "config/alpha", sample{vNum: num(alpha)})
 			w.ifLeaf(ts, q, "effective-port-rate", sample{vInt: i64(portBitsPerSec)})
 			w.ifLeaf(ts, q, "effective-rtt-est", sample{vInt: i64(20_000)})
+			if qi == 0 { // the quiet port's buffer is not limited: no leaf
+				w.ifLeaf(ts, q, "buffer-size", sample{vInt: i64(BufferBytes)})
+			}
 			for f := 0; f < 2; f++ {
 				w.flowLeaf(ts, q.Target, f, "egress-interface", sample{vText: text(q.Interface)})
 				w.flowLeaf(ts, q.Target, f, "egress-queue", sample{vInt: i64(int64(q.ID))})

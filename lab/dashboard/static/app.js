@@ -386,7 +386,7 @@
       if (state.selected && key(q) === key(state.selected)) tr.className = "selected";
       const cells = [
         [q.target, "text"], [q.interface, "text"], [q.queue], [si(q.queue_depth_bytes, "B")],
-        [si(q.kmin_bytes, "B")], [si(q.kmax_bytes, "B")], [si(q.growth_rate_bytes_per_second, "B/s")],
+        [si(q.buffer_bytes, "B")], [si(q.kmin_bytes, "B")], [si(q.kmax_bytes, "B")], [si(q.growth_rate_bytes_per_second, "B/s")],
         [q.congestion_level ?? "–"], [q.alpha ?? "–"], [q.notifications ?? "–"],
       ];
       for (const [v, cls] of cells) {
