@@ -437,7 +437,10 @@ func (s *dcqcn) raise(c *DCQCNConfig, maxR int64, kind DCQCNEventKind) (phase DC
 	if s.rt > maxR {
 		s.rt = maxR
 	}
-	s.rc = (s.rc + s.rt) / 2
+	// (Rc + Rt)/2 rounded up, so that Rc reaches Rt: rounded down it
+	// would stop one bit per second below, and the increase timer of a QP
+	// back at full rate would tick until the run ends.
+	s.rc = (s.rc + s.rt + 1) / 2
 	if s.rc > maxR {
 		s.rc = maxR
 	}
@@ -538,20 +541,23 @@ const ticksForever = -1
 // itself again, the QP getting nothing but its ticks (a retired QP: no
 // CNP, no byte sent, its maximum maxR fixed), or ticksForever. Each
 // pending tick below maxR raises the rates and schedules the next; the
-// first to find both at maxR stops. Rc below maxR never gets there: Rt is
-// at most maxR and Rc = (Rc + Rt)/2 in integers at most maxR - 1, so the
-// timer of a QP that was ever cut ticks for ever (docs/engine.md,
-// "Retirement"); Rc at or above maxR takes a tick or two to tell.
+// first to find both at maxR stops: Rt climbs to maxR (the stages only
+// grow, so the additive phase comes) and Rc, (Rc + Rt)/2 rounded up,
+// reaches Rt (docs/engine.md, "Retirement"). Only a QP whose increase
+// adds nothing (R_AI 0, or R_HAI 0 in the hyper phase) stops below maxR
+// and ticks for ever: past the threshold the phase and its step no longer
+// change, so a tick there that moves neither rate is the last that could.
 func (s dcqcn) ticksLeft(c *DCQCNConfig, maxR int64) int {
 	for n := 0; ; n++ {
-		switch {
-		case s.rc >= maxR && s.rt >= maxR:
+		if s.rc >= maxR && s.rt >= maxR {
 			return n
-		case s.rc < maxR:
-			return ticksForever
 		}
 		s.timeStage++
+		rc, rt := s.rc, s.rt
 		s.raise(c, maxR, DCQCNTimerInc)
+		if s.rc == rc && s.rt == rt && s.timeStage-1 > c.Threshold {
+			return ticksForever
+		}
 	}
 }
 
