@@ -150,7 +150,7 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 		// event run, a sorted run.
 		if at-q.last < q.span {
 			q.pushNear(e)
-			if q.n == 1 || less(e, q.top) {
+			if q.n == 1 || at < q.top.at {
 				q.top, q.topFar = e, false
 			}
 		} else {
@@ -161,9 +161,11 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 	q.pushBuckets(e)
 }
 
+// pushFar pushes e, a new key, into the far heap.
 func (q *queue) pushFar(e key) {
-	heapPush(&q.far, e)
-	if q.n == 1 || less(e, q.top) {
+	q.far = append(q.far, e)
+	heapUpNew(q.far, len(q.far)-1)
+	if q.n == 1 || e.at < q.top.at {
 		q.top, q.topFar = e, true
 	}
 }
@@ -180,7 +182,7 @@ func (q *queue) pushBuckets(e key) {
 	case d < q.width:
 		q.opened++
 		q.pushNear(e)
-		if q.n == 1 || less(e, q.top) {
+		if q.n == 1 || e.at < q.top.at {
 			q.top, q.topFar = e, false
 		}
 	case d < q.span:
@@ -220,6 +222,23 @@ func heapUp(h []key, i int) {
 		p := (i - 1) >> 2
 		pk := h[p]
 		if pk.at < e.at || (pk.at == e.at && pk.ss < e.ss) {
+			break
+		}
+		h[i] = pk
+		i = p
+	}
+	h[i] = e
+}
+
+// heapUpNew is heapUp for a new key h[i]: its seq is the largest of all
+// (push numbers every key it makes), so it goes after every key of its
+// time and only times need comparing.
+func heapUpNew(h []key, i int) {
+	e := h[i]
+	for i > 0 {
+		p := (i - 1) >> 2
+		pk := h[p]
+		if pk.at <= e.at {
 			break
 		}
 		h[i] = pk
@@ -441,17 +460,23 @@ const (
 	nearSortedMin = 16
 )
 
+// pushNear pushes e, a new key, into near. Its seq is the largest of all
+// (push numbers every key it makes), so it goes after every key of its
+// time and only times need comparing: a key of near is later than e when
+// its time is.
 func (q *queue) pushNear(e key) {
 	if q.nearHeap {
-		heapPush(&q.near, e)
+		q.near = append(q.near, e)
+		heapUpNew(q.near, len(q.near)-1)
 		return
 	}
 	h := q.near
-	if q.nh > 0 && len(h) > q.nh && lessBit(e, h[(q.nh+len(h))>>1]) != 0 {
+	at := e.at
+	if q.nh > 0 && len(h) > q.nh && at < h[(q.nh+len(h))>>1].at {
 		// In the earlier half: in from the front, into the slot
 		// before the run.
 		i := q.nh - 1
-		for i+1 < len(h) && lessBit(h[i+1], e) != 0 {
+		for i+1 < len(h) && h[i+1].at <= at {
 			h[i] = h[i+1]
 			i++
 		}
@@ -468,7 +493,7 @@ func (q *queue) pushNear(e key) {
 	h = append(h, e)
 	q.near = h
 	i := len(h) - 1
-	for i > q.nh && lessBit(e, h[i-1]) != 0 {
+	for i > q.nh && at < h[i-1].at {
 		h[i] = h[i-1]
 		i--
 	}
