@@ -267,17 +267,30 @@ func lessBit(a, b key) uint64 {
 func (q *queue) pop() (Time, payload) {
 	top := q.top
 	q.last = top.at
-	if q.topFar {
-		heapPop(&q.far)
-	} else {
-		q.popNear()
-		if q.nh == len(q.near) && q.ringN > 0 {
-			q.openNext()
+	if nh := q.nh + 1; !q.topFar && !q.nearHeap && nh < len(q.near) {
+		// Most pops: the sorted run goes on, its next key or far's
+		// top is the new top.
+		q.nh = nh
+		q.n--
+		next := q.near[nh]
+		if len(q.far) != 0 && lessBit(q.far[0], next) != 0 {
+			q.top, q.topFar = q.far[0], true
+		} else {
+			q.top = next
 		}
-	}
-	q.n--
-	if q.n > 0 {
-		q.retop()
+	} else {
+		if q.topFar {
+			heapPop(&q.far)
+		} else {
+			q.popNear()
+			if q.nh == len(q.near) && q.ringN > 0 {
+				q.openNext()
+			}
+		}
+		q.n--
+		if q.n > 0 {
+			q.retop()
+		}
 	}
 	slot := uint32(top.ss & slotMask)
 	p := q.slab[slot]
@@ -463,8 +476,43 @@ const (
 // pushNear pushes e, a new key, into near. Its seq is the largest of all
 // (push numbers every key it makes), so it goes after every key of its
 // time and only times need comparing: a key of near is later than e when
-// its time is.
+// its time is. The sorted run with room to grow is the path of almost
+// every push, kept free of calls; pushNearSlow has the rest.
 func (q *queue) pushNear(e key) {
+	h := q.near
+	n, nh := len(h), q.nh
+	if q.nearHeap || n == cap(h) {
+		q.pushNearSlow(e)
+		return
+	}
+	at := e.at
+	if nh > 0 && n > nh && at < h[(nh+n)>>1].at {
+		// In the earlier half: in from the front, into the slot
+		// before the run.
+		i := nh - 1
+		for i+1 < n && h[i+1].at <= at {
+			h[i] = h[i+1]
+			i++
+		}
+		h[i] = e
+		q.nh = nh - 1
+		return
+	}
+	q.near = q.near[:n+1] // the length alone: no pointer written
+	h = h[:n+1]
+	i := n
+	for i > nh && at < h[i-1].at {
+		h[i] = h[i-1]
+		i--
+	}
+	h[i] = e
+	if n+1-nh > nearSortedMax {
+		q.nearToHeap()
+	}
+}
+
+// pushNearSlow is pushNear for a near heap or a full slice.
+func (q *queue) pushNearSlow(e key) {
 	if q.nearHeap {
 		q.near = append(q.near, e)
 		heapUpNew(q.near, len(q.near)-1)
@@ -473,8 +521,6 @@ func (q *queue) pushNear(e key) {
 	h := q.near
 	at := e.at
 	if q.nh > 0 && len(h) > q.nh && at < h[(q.nh+len(h))>>1].at {
-		// In the earlier half: in from the front, into the slot
-		// before the run.
 		i := q.nh - 1
 		for i+1 < len(h) && h[i+1].at <= at {
 			h[i] = h[i+1]
@@ -484,7 +530,7 @@ func (q *queue) pushNear(e key) {
 		q.nh--
 		return
 	}
-	if q.nh > 0 && len(h) == cap(h) {
+	if q.nh > 0 {
 		// Move the run to the front instead of growing.
 		m := copy(h, h[q.nh:])
 		h = h[:m]
@@ -493,22 +539,28 @@ func (q *queue) pushNear(e key) {
 	h = append(h, e)
 	q.near = h
 	i := len(h) - 1
-	for i > q.nh && at < h[i-1].at {
+	for i > 0 && at < h[i-1].at {
 		h[i] = h[i-1]
 		i--
 	}
 	h[i] = e
-	if len(h)-q.nh > nearSortedMax {
-		// A heap from here: the sorted run moved to the front is one.
-		m := copy(h, h[q.nh:])
-		q.near = h[:m]
-		q.nh = 0
-		q.nearHeap = true
-		if q.shift > minShift {
-			// Too many keys for a sorted run: narrower buckets
-			// (relayout sets top, e included).
-			q.relayout(q.shift - 1)
-		}
+	if len(h) > nearSortedMax {
+		q.nearToHeap()
+	}
+}
+
+// nearToHeap makes near, a sorted run grown past nearSortedMax keys, a
+// heap (a sorted run moved to the front is one) and narrows the buckets.
+func (q *queue) nearToHeap() {
+	h := q.near
+	m := copy(h, h[q.nh:])
+	q.near = h[:m]
+	q.nh = 0
+	q.nearHeap = true
+	if q.shift > minShift {
+		// Too many keys for a sorted run: narrower buckets
+		// (relayout sets top, the new key included).
+		q.relayout(q.shift - 1)
 	}
 }
 
