@@ -511,42 +511,22 @@ func (q *queue) pushNear(e key) {
 	}
 }
 
-// pushNearSlow is pushNear for a near heap or a full slice.
+// pushNearSlow is pushNear for a near heap or a full slice: the sorted
+// run moves to the front of its slice (or the slice grows), then
+// pushNear takes the key.
 func (q *queue) pushNearSlow(e key) {
 	if q.nearHeap {
 		q.near = append(q.near, e)
 		heapUpNew(q.near, len(q.near)-1)
 		return
 	}
-	h := q.near
-	at := e.at
-	if q.nh > 0 && len(h) > q.nh && at < h[(q.nh+len(h))>>1].at {
-		i := q.nh - 1
-		for i+1 < len(h) && h[i+1].at <= at {
-			h[i] = h[i+1]
-			i++
-		}
-		h[i] = e
-		q.nh--
-		return
-	}
 	if q.nh > 0 {
-		// Move the run to the front instead of growing.
-		m := copy(h, h[q.nh:])
-		h = h[:m]
-		q.nh = 0
+		m := copy(q.near, q.near[q.nh:])
+		q.near, q.nh = q.near[:m], 0
+	} else {
+		q.near = slices.Grow(q.near, 1)
 	}
-	h = append(h, e)
-	q.near = h
-	i := len(h) - 1
-	for i > 0 && at < h[i-1].at {
-		h[i] = h[i-1]
-		i--
-	}
-	h[i] = e
-	if len(h) > nearSortedMax {
-		q.nearToHeap()
-	}
+	q.pushNear(e)
 }
 
 // nearToHeap makes near, a sorted run grown past nearSortedMax keys, a
