@@ -150,7 +150,7 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 		// event run, a sorted run.
 		if at-q.last < q.span {
 			q.pushNear(e)
-			if q.n == 1 || less(e, q.top) {
+			if q.n == 1 || at < q.top.at {
 				q.top, q.topFar = e, false
 			}
 		} else {
@@ -161,9 +161,11 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 	q.pushBuckets(e)
 }
 
+// pushFar pushes e, a new key, into the far heap.
 func (q *queue) pushFar(e key) {
-	heapPush(&q.far, e)
-	if q.n == 1 || less(e, q.top) {
+	q.far = append(q.far, e)
+	heapUpNew(q.far, len(q.far)-1)
+	if q.n == 1 || e.at < q.top.at {
 		q.top, q.topFar = e, true
 	}
 }
@@ -180,7 +182,7 @@ func (q *queue) pushBuckets(e key) {
 	case d < q.width:
 		q.opened++
 		q.pushNear(e)
-		if q.n == 1 || less(e, q.top) {
+		if q.n == 1 || e.at < q.top.at {
 			q.top, q.topFar = e, false
 		}
 	case d < q.span:
@@ -228,6 +230,23 @@ func heapUp(h []key, i int) {
 	h[i] = e
 }
 
+// heapUpNew is heapUp for a new key h[i]: its seq is the largest of all
+// (push numbers every key it makes), so it goes after every key of its
+// time and only times need comparing.
+func heapUpNew(h []key, i int) {
+	e := h[i]
+	for i > 0 {
+		p := (i - 1) >> 2
+		pk := h[p]
+		if pk.at <= e.at {
+			break
+		}
+		h[i] = pk
+		i = p
+	}
+	h[i] = e
+}
+
 // peekAt returns the time of the earliest event; the queue must not be empty.
 func (q *queue) peekAt() Time { return q.top.at }
 
@@ -248,17 +267,30 @@ func lessBit(a, b key) uint64 {
 func (q *queue) pop() (Time, payload) {
 	top := q.top
 	q.last = top.at
-	if q.topFar {
-		heapPop(&q.far)
-	} else {
-		q.popNear()
-		if q.nh == len(q.near) && q.ringN > 0 {
-			q.openNext()
+	if nh := q.nh + 1; !q.topFar && !q.nearHeap && nh < len(q.near) {
+		// Most pops: the sorted run goes on, its next key or far's
+		// top is the new top.
+		q.nh = nh
+		q.n--
+		next := q.near[nh]
+		if len(q.far) != 0 && lessBit(q.far[0], next) != 0 {
+			q.top, q.topFar = q.far[0], true
+		} else {
+			q.top = next
 		}
-	}
-	q.n--
-	if q.n > 0 {
-		q.retop()
+	} else {
+		if q.topFar {
+			heapPop(&q.far)
+		} else {
+			q.popNear()
+			if q.nh == len(q.near) && q.ringN > 0 {
+				q.openNext()
+			}
+		}
+		q.n--
+		if q.n > 0 {
+			q.retop()
+		}
 	}
 	slot := uint32(top.ss & slotMask)
 	p := q.slab[slot]
@@ -441,49 +473,74 @@ const (
 	nearSortedMin = 16
 )
 
+// pushNear pushes e, a new key, into near. Its seq is the largest of all
+// (push numbers every key it makes), so it goes after every key of its
+// time and only times need comparing: a key of near is later than e when
+// its time is. The sorted run with room to grow is the path of almost
+// every push, kept free of calls; pushNearSlow has the rest.
 func (q *queue) pushNear(e key) {
-	if q.nearHeap {
-		heapPush(&q.near, e)
+	h := q.near
+	n, nh := len(h), q.nh
+	if q.nearHeap || n == cap(h) {
+		q.pushNearSlow(e)
 		return
 	}
-	h := q.near
-	if q.nh > 0 && len(h) > q.nh && lessBit(e, h[(q.nh+len(h))>>1]) != 0 {
+	at := e.at
+	if nh > 0 && n > nh && at < h[(nh+n)>>1].at {
 		// In the earlier half: in from the front, into the slot
 		// before the run.
-		i := q.nh - 1
-		for i+1 < len(h) && lessBit(h[i+1], e) != 0 {
+		i := nh - 1
+		for i+1 < n && h[i+1].at <= at {
 			h[i] = h[i+1]
 			i++
 		}
 		h[i] = e
-		q.nh--
+		q.nh = nh - 1
 		return
 	}
-	if q.nh > 0 && len(h) == cap(h) {
-		// Move the run to the front instead of growing.
-		m := copy(h, h[q.nh:])
-		h = h[:m]
-		q.nh = 0
-	}
-	h = append(h, e)
-	q.near = h
-	i := len(h) - 1
-	for i > q.nh && lessBit(e, h[i-1]) != 0 {
+	q.near = q.near[:n+1] // the length alone: no pointer written
+	h = h[:n+1]
+	i := n
+	for i > nh && at < h[i-1].at {
 		h[i] = h[i-1]
 		i--
 	}
 	h[i] = e
-	if len(h)-q.nh > nearSortedMax {
-		// A heap from here: the sorted run moved to the front is one.
-		m := copy(h, h[q.nh:])
-		q.near = h[:m]
-		q.nh = 0
-		q.nearHeap = true
-		if q.shift > minShift {
-			// Too many keys for a sorted run: narrower buckets
-			// (relayout sets top, e included).
-			q.relayout(q.shift - 1)
-		}
+	if n+1-nh > nearSortedMax {
+		q.nearToHeap()
+	}
+}
+
+// pushNearSlow is pushNear for a near heap or a full slice: the sorted
+// run moves to the front of its slice (or the slice grows), then
+// pushNear takes the key.
+func (q *queue) pushNearSlow(e key) {
+	if q.nearHeap {
+		q.near = append(q.near, e)
+		heapUpNew(q.near, len(q.near)-1)
+		return
+	}
+	if q.nh > 0 {
+		m := copy(q.near, q.near[q.nh:])
+		q.near, q.nh = q.near[:m], 0
+	} else {
+		q.near = slices.Grow(q.near, 1)
+	}
+	q.pushNear(e)
+}
+
+// nearToHeap makes near, a sorted run grown past nearSortedMax keys, a
+// heap (a sorted run moved to the front is one) and narrows the buckets.
+func (q *queue) nearToHeap() {
+	h := q.near
+	m := copy(h, h[q.nh:])
+	q.near = h[:m]
+	q.nh = 0
+	q.nearHeap = true
+	if q.shift > minShift {
+		// Too many keys for a sorted run: narrower buckets
+		// (relayout sets top, the new key included).
+		q.relayout(q.shift - 1)
 	}
 }
 

@@ -41,6 +41,7 @@ type Sim struct {
 	events uint64
 	rng    *rand.Rand
 	seed   uint64
+	hook   eventHook // empty without the lhcnp_evhook build tag
 
 	// mu is held by the driving goroutine while it processes events, and by Do
 	// while it runs a function; it is what makes the model safe to touch from
@@ -188,7 +189,13 @@ func (s *Sim) runLocked(until Time) (yielded bool) {
 		at, e := q.pop()
 		s.now = at
 		s.events++
+		if hookEvents {
+			s.hook.before(e.h, e.kind, e.arg)
+		}
 		e.h.Handle(e.kind, e.arg)
+		if hookEvents {
+			s.hook.after(e.h, e.kind, e.arg)
+		}
 	}
 	return false
 }

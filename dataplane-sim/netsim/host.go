@@ -365,12 +365,14 @@ func (h *Host) nextPacket(pt *Port) *Packet {
 	j, next := -1, engine.Never
 	if pt.pausedN == 0 {
 		// No priority held: the first ready QP from rr on, round
-		// robin, or the earliest of all to wake up for.
-		if j = h.schedAt.first(h.rr, now); j < 0 {
-			j = h.schedAt.first(0, now)
-		}
-		if j < 0 {
-			next = h.schedAt.min()
+		// robin, or the earliest of all to wake up for. A host whose
+		// earliest is later than now (a paced sender between packets:
+		// most frame-done events of a host) has none to look for.
+		if next = h.schedAt.min(); next <= now {
+			next = engine.Never
+			if j = h.schedAt.first(h.rr, now); j < 0 {
+				j = h.schedAt.first(0, now)
+			}
 		}
 	} else {
 		for i := 0; i < n; i++ {
