@@ -566,7 +566,7 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				a = math.Max(a, math.Max(floor, backAlpha))
 			}
 			ceiling, ceilAlphaV := false, 0.0
-			if c := cfg.overrunCeilingBytes(w); rule == RuleOverrun && c > 0 {
+			if c := cfg.loosenCeilingBytes(w, rule); dir == Loosen && c > 0 {
 				ceilAlphaV = floorAlpha(c / bdpBytes)
 				if a > ceilAlphaV {
 					a, ceiling = math.Max(w.Config.Alpha, ceilAlphaV), true
@@ -574,8 +574,8 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 			}
 			switch a = math.Min(hi, math.Max(lo, a)); {
 			case ceiling && a == w.Config.Alpha:
-				notes = append(notes, fmt.Sprintf("alpha %v is at or above the overrun ceiling of %v BDP (overrun_ceiling_bdp %v, overrun_ceiling_buffer_share %v of a %d B buffer): alpha kept",
-					w.Config.Alpha, ceilAlphaV, cfg.OverrunCeilingBDP, cfg.OverrunCeilingBufferShare, w.BufferBytes))
+				notes = append(notes, fmt.Sprintf("alpha %v is at or above the %s of %v BDP (%s): alpha kept",
+					w.Config.Alpha, ceilingName(rule), ceilAlphaV, cfg.ceilingKeys(rule, w)))
 			case outside(dir, w.Config.Alpha, lo, hi):
 				notes = append(notes, fmt.Sprintf("alpha %v is outside its bounds [%v, %v], and bringing it back would %s the other way: alpha kept",
 					w.Config.Alpha, lo, hi, dir))
@@ -604,12 +604,12 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower kmax would give: kmax kept", ahead))
 				break
 			}
-			if cb := cfg.overrunCeilingBytes(w); rule == RuleOverrun && cb > 0 {
+			if cb := cfg.loosenCeilingBytes(w, rule); dir == Loosen && cb > 0 {
 				if c := int64(math.Floor(cb)); k > c {
 					k = max(w.Config.KMaxBytes, c)
 					if k == w.Config.KMaxBytes {
-						notes = append(notes, fmt.Sprintf("kmax %d B is at or above the overrun ceiling of %d B (overrun_ceiling_bdp %v, overrun_ceiling_buffer_share %v of a %d B buffer): kmax kept",
-							k, c, cfg.OverrunCeilingBDP, cfg.OverrunCeilingBufferShare, w.BufferBytes))
+						notes = append(notes, fmt.Sprintf("kmax %d B is at or above the %s of %d B (%s): kmax kept",
+							k, ceilingName(rule), c, cfg.ceilingKeys(rule, w)))
 						break
 					}
 				}

@@ -643,6 +643,38 @@ func TestDecide(t *testing.T) {
 			reason: "link 60.0% used",
 		},
 		{
+			desc: "under-use: K_max loosened at most to overrun_ceiling_buffer_share of the port's buffer, V_growth as the step",
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1.5, vg))
+				w.BufferBytes = 4 * bdpBytes // ceiling 2 BDP
+				return w
+			},
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 2*vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+		},
+		{
+			desc: "under-use: K_max at half the buffer already: alpha kept, V_growth loosened",
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(2, vg))
+				w.BufferBytes = 4 * bdpBytes
+				return w
+			},
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 2*vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+			reason: "buffer's ceiling of 2 BDP",
+		},
+		{
+			desc: "under-use: an explicit kmax is held under half the buffer too",
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 1.5 * bdpBytes, VGrowthBytesPerSec: vg})
+				w.EffectiveKMaxBytes = 1.5 * bdpBytes
+				w.BufferBytes = 4 * bdpBytes
+				return w
+			},
+			want: result{Change: true, Rule: RuleUnderUse, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 2 * bdpBytes, VGrowthBytesPerSec: 2 * vg},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+		},
+		{
 			desc: "under-used link whose only notifications are Resumes: the node is releasing the senders, no change",
 			window: func() Window {
 				w := window(queue{util: 0.6, delayRTT: 0.05}, bdp(1, vg))

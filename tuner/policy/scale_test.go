@@ -95,6 +95,8 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleDelay, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, mem: changed}},
+		// Under-use loosens K_max at most to half the port's buffer (4 BDP: 2 BDP).
+		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1.5, vgShare: 0.1, mem: changed, bufferBDP: 4}},
 		{RuleOverhead, shape{util: 0.95, firstRTT: 0.2, lastRTT: 0.2, notifiesPerRTT: 600, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleSettle, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, mem: changed, lifted: 0.5}},
 		{RuleCooldown, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: Memory{LastChange: t0.Add(1), Changes: 1}}},
