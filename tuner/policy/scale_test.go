@@ -82,6 +82,9 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleGrowth, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.4, alpha: 1, vgShare: 1, mem: changed}},
 		{RuleFiring, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.4, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleOverrun, shape{util: 0.99, firstRTT: 0.1, lastRTT: 1.1, alpha: 1, vgShare: 0.1, mem: changed}},
+		// A further lift needs the last one to have slowed the queue: held
+		// at a pace no slower than the last lift's.
+		{RuleBound, shape{util: 0.99, firstRTT: 0.1, lastRTT: 1.1, alpha: 2, vgShare: 0.1, mem: Memory{LastChange: t0.Add(-10), Changes: 1, LiftedTrendRTT: 0.5}, lifted: 1}},
 		// The overrun ceiling (4 BDP): lifted to it, then held at it.
 		{RuleOverrun, shape{util: 0.99, firstRTT: 2, lastRTT: 2.6, alpha: 3, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 3, lastRTT: 3.6, alpha: 4, vgShare: 0.1, mem: changed, lifted: 1}},
