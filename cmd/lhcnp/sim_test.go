@@ -111,8 +111,8 @@ func TestRunSimGenerate(t *testing.T) {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
 	files, _ := filepath.Glob(filepath.Join(out, "*.yaml"))
-	if len(files) != 32 {
-		t.Errorf("%d files, want the 32 train seeds", len(files))
+	if len(files) != 48 {
+		t.Errorf("%d files, want the 48 train seeds", len(files))
 	}
 	for _, f := range files {
 		if _, err := scenario.LoadFile(f); err != nil {
@@ -124,24 +124,24 @@ func TestRunSimGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(bad, bytes.Replace(data, []byte("test_seeds: {from: 4001, to: 4032}"), []byte("test_seeds: {from: 5, to: 40}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(bad, bytes.Replace(data, []byte("test_seeds: {from: 9001, to: 9032}"), []byte("test_seeds: {from: 5, to: 40}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The first two held-out sets, 1001-1032 and 2001-2032, were seen:
 	// retired, never a test set again.
 	old := filepath.Join(t.TempDir(), "old.yaml")
-	if err := os.WriteFile(old, bytes.Replace(data, []byte("test_seeds: {from: 4001, to: 4032}"), []byte("test_seeds: {from: 1001, to: 1032}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(old, bytes.Replace(data, []byte("test_seeds: {from: 9001, to: 9032}"), []byte("test_seeds: {from: 1001, to: 1032}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	second := filepath.Join(t.TempDir(), "second.yaml")
-	if err := os.WriteFile(second, bytes.Replace(data, []byte("test_seeds: {from: 4001, to: 4032}"), []byte("test_seeds: {from: 2001, to: 2032}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(second, bytes.Replace(data, []byte("test_seeds: {from: 9001, to: 9032}"), []byte("test_seeds: {from: 2001, to: 2032}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"generate", "--family", bad, "--out", out}, "bad.yaml:23: test_seeds: 5..40 overlaps train_seeds 1..32"},
+		{[]string{"generate", "--family", bad, "--out", out}, "bad.yaml:23: test_seeds: 5..40 overlaps train_seeds 1..48"},
 		{[]string{"generate", "--family", old, "--out", out}, "old.yaml:23: test_seeds: 1001..1032 overlaps retired_seeds 1001..1032"},
 		{[]string{"generate", "--family", second, "--set", "test", "--out", out}, "second.yaml:23: test_seeds: 2001..2032 overlaps retired_seeds 2001..2032"},
 		{[]string{"generate", "--family", spec, "--set", "dev", "--out", out}, `--set "dev"`},

@@ -60,10 +60,16 @@ type EvalRow struct {
 	// Tuner is the tuned run's objective; Coarse the coarse grid's best
 	// (CoarseSetting); Best the best of the coarse and the finer grid
 	// (BestSetting); Lowest the lowest of every static setting run.
-	Tuner, Coarse, Best         float64
-	CoarseSetting, BestSetting  string
-	Statics                     int
-	ChangesPerQueuePerSec       float64
+	Tuner, Coarse, Best        float64
+	CoarseSetting, BestSetting string
+	Statics                    int
+	ChangesPerQueuePerSec      float64
+	// ChangesPerCycle is ChangesPerQueuePerSec in judgement cycles (the
+	// Set delay and the scenario's RTT_est, family.Judgement): a queue has
+	// one commit pending at a time, judged a Set delay and a judge window
+	// of at least one RTT_est after its decision, so it is at most 1 (and
+	// one change over the run's length).
+	ChangesPerCycle             float64
 	Confirmed, RolledBack, Runs int64
 	Bottleneck                  string
 }
@@ -178,6 +184,7 @@ func evalOne(ctx context.Context, s *famspec.Spec, set string, seed int64, outDi
 	mc := t.Summary.MechanismCounters
 	if secs := float64(t.Summary.DurationNs) / 1e9; secs > 0 {
 		row.ChangesPerQueuePerSec = float64(mc["tuner_max_changes_per_queue"]) / secs
+		row.ChangesPerCycle = row.ChangesPerQueuePerSec * famspec.Judgement(d.RTT).Seconds()
 	}
 	row.Runs, row.Confirmed, row.RolledBack = mc["tuner_changes"], mc["tuner_confirmed"], mc["tuner_rolled-back"]
 	return row, nil
@@ -192,6 +199,7 @@ type EvalSummary struct {
 	Steps, StepsBeaten   int
 	MaxChangesPerQueueS  float64
 	MeanChangesPerQueueS float64
+	MaxChangesPerCycle   float64 // the busiest queue's changes per judgement cycle (at most 1)
 }
 
 // Summarise computes the bars of docs/tuner.md over rows.
@@ -215,6 +223,7 @@ func Summarise(rows []EvalRow) EvalSummary {
 		}
 		s.MaxChangesPerQueueS = max(s.MaxChangesPerQueueS, r.ChangesPerQueuePerSec)
 		s.MeanChangesPerQueueS += r.ChangesPerQueuePerSec / float64(s.N)
+		s.MaxChangesPerCycle = max(s.MaxChangesPerCycle, r.ChangesPerCycle)
 	}
 	for _, x := range ratios {
 		s.MeanRatio += x / float64(len(ratios))
@@ -244,9 +253,10 @@ func WriteEvalMarkdown(w io.Writer, set string, rows []EvalRow) error {
 	p("| worst tenth, tuner / best static | ≤ 1.10 | %.3f | %s |\n", s.WorstTenthRatio, holds(s.WorstTenthRatio <= 1.10))
 	p("| step scenarios where the tuner beats every static setting | all | %d of %d | %s |\n", s.StepsBeaten, s.Steps, holds(s.StepsBeaten == s.Steps))
 	p("| changes per queue per second (the busiest queue of each run) | bounded | mean %.1f, max %.1f | |\n", s.MeanChangesPerQueueS, s.MaxChangesPerQueueS)
+	p("| … per judgement cycle (Set delay + RTT_est), the busiest queue of the set | ≤ 1 | %.2f | %s |\n", s.MaxChangesPerCycle, holds(s.MaxChangesPerCycle <= 1))
 	p("| mean tuner J / mean best static J | | %.3f | |\n\n", s.RatioOfMeans)
-	p("| seed | scenario | bottleneck | tuner J | coarse best (setting) | finer best (setting) | tuner / best | beats every static | changes per queue per s (confirmed / rolled back) |\n")
-	p("|---|---|---|---|---|---|---|---|---|\n")
+	p("| seed | scenario | bottleneck | tuner J | coarse best (setting) | finer best (setting) | tuner / best | beats every static | changes per queue per s (confirmed / rolled back) | per cycle |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		beats := "—"
 		if r.Draw.IsStep() {
@@ -255,8 +265,8 @@ func WriteEvalMarkdown(w io.Writer, set string, rows []EvalRow) error {
 				beats = "yes"
 			}
 		}
-		p("| %d | %s | %s | %.4f | %.4f (%s) | %.4f (%s) | %.3f | %s | %.1f (%d / %d) |\n", r.Draw.Seed, r.Draw.Short(), r.Bottleneck,
-			r.Tuner, r.Coarse, r.CoarseSetting, r.Best, r.BestSetting, r.Ratio(), beats, r.ChangesPerQueuePerSec, r.Confirmed, r.RolledBack)
+		p("| %d | %s | %s | %.4f | %.4f (%s) | %.4f (%s) | %.3f | %s | %.1f (%d / %d) | %.2f |\n", r.Draw.Seed, r.Draw.Short(), r.Bottleneck,
+			r.Tuner, r.Coarse, r.CoarseSetting, r.Best, r.BestSetting, r.Ratio(), beats, r.ChangesPerQueuePerSec, r.Confirmed, r.RolledBack, r.ChangesPerCycle)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

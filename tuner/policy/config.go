@@ -307,6 +307,38 @@ func (c Config) overrunCeilingBytes(w Window) float64 {
 	return ceil
 }
 
+// loosenCeilingBytes is the highest K_max a loosening of rule may set on
+// the window's port, in bytes (0: none): an overrun's ceiling
+// (overrunCeilingBytes); for every other rule (under-use) the same share of
+// the port's egress buffer where the switch reports it, the buffer's
+// ceiling alone. A K_max near the buffer lets a queue reach the buffer
+// before the node marks or cuts it: on train seed 33 (a 6:1 load step at
+// 372 Gbit/s) under-use loosened alpha to 3 (3 of the buffer's 4 BDP)
+// while the link idled before the step, the step dropped 24 % of the
+// packets, and under-use went on to alpha 10 (docs/tuner.md).
+func (c Config) loosenCeilingBytes(w Window, rule Rule) float64 {
+	if rule == RuleOverrun {
+		return c.overrunCeilingBytes(w)
+	}
+	return c.OverrunCeilingBufferShare * float64(w.BufferBytes)
+}
+
+// ceilingName names loosenCeilingBytes's ceiling for rule in a reason.
+func ceilingName(rule Rule) string {
+	if rule == RuleOverrun {
+		return "overrun ceiling"
+	}
+	return "buffer's ceiling"
+}
+
+// ceilingKeys says which keys set rule's ceiling on w's port, for a reason.
+func (c Config) ceilingKeys(rule Rule, w Window) string {
+	if rule == RuleOverrun {
+		return fmt.Sprintf("overrun_ceiling_bdp %v, overrun_ceiling_buffer_share %v of a %d B buffer", c.OverrunCeilingBDP, c.OverrunCeilingBufferShare, w.BufferBytes)
+	}
+	return fmt.Sprintf("overrun_ceiling_buffer_share %v of a %d B buffer: no loosening lifts K_max above it", c.OverrunCeilingBufferShare, w.BufferBytes)
+}
+
 // kmaxBounds are an explicit kmax's bounds in bytes for the window's port:
 // alpha's bounds times its BDP, at least the YANG model's 1.
 func (c Config) kmaxBounds(w Window) (lo, hi int64) {

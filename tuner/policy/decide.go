@@ -75,6 +75,15 @@ type Memory struct {
 	// above loss_high; 0: none): drops while a commit is pending fall in
 	// no decision's window, so the next decision answers them (rule loss).
 	LossSeen float64
+	// LiftedTrendRTT is the queue's pace at the episode's last overrun.
+	// LiftedTrendRTT is the queue's pace (Metrics.TrendRTT) in the window
+	// of the episode's last overrun (0: no lift): a further lift needs
+	// the queue slower than that, by worse_tolerance (the last lift is
+	// working); a lift that left the pace where it was only lets the
+	// queue grow towards the buffer (train seed 22: N2's alpha 1.6 → 2 →
+	// 2.35 → 2.73 at 0.367 RTT_est per RTT_est each time, then 37 % of the
+	// packets dropped).
+	LiftedTrendRTT float64
 }
 
 // Decision is the outcome of one call of Decide.
@@ -159,6 +168,14 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RuleSearch)
 		return d, mem
 	}
+	if rule == RuleOverrun && mem.Lifted.KMaxMode != "" && mem.LiftedTrendRTT > 0 && d.Metrics.TrendRTT >= mem.LiftedTrendRTT*(1-cfg.WorseTolerance) {
+		// Before and after the last lift, in the same overload: a lift
+		// that did not slow the queue is not followed by another.
+		d.Rule = RuleBound
+		d.Reason = fmt.Sprintf("%s; but the last lift did not slow the queue (%.3g RTT_est per RTT_est then, %.3g now): K_max kept",
+			reason, mem.LiftedTrendRTT, d.Metrics.TrendRTT)
+		return d, mem
+	}
 	if rule == RuleGrowth || rule == RuleDelay {
 		// A tightening is held while the node cuts: its own trigger for
 		// it fires (an overrun, classified first, is the exception), or
@@ -199,7 +216,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		// drops is to be cut).
 		after.Alpha, after.KMaxBytes = l.Alpha, l.KMaxBytes
 		notes = strings.TrimPrefix(notes+", loss ends the overrun: K_max back to the setting before it", ", ")
-		mem.Lifted = Settings{}
+		mem.Lifted, mem.LiftedTrendRTT = Settings{}, 0
 	}
 	d.After = after
 	if rule == RuleSettle {
@@ -220,8 +237,15 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if rule == RuleOverrun && mem.Lifted.KMaxMode == "" {
 		mem.Lifted = w.Config // the first overrun of the episode: the setting to go back to
 	}
+	lt := mem.LiftedTrendRTT
+	if rule == RuleOverrun {
+		lt = d.Metrics.TrendRTT
+	}
+	if mem.Lifted.KMaxMode == "" {
+		lt = 0
+	}
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
-		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule)}
+		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt}
 }
 
 // start is the first decision on a queue (rule start): V_growth from
@@ -273,7 +297,7 @@ func (m *Memory) endLift(cur Settings, stuck bool) {
 	case l.KMaxMode == "":
 		return
 	case l.KMaxMode != cur.KMaxMode, kmaxOf(cur) <= kmaxBack(l), stuck:
-		m.Lifted = Settings{}
+		m.Lifted, m.LiftedTrendRTT = Settings{}, 0
 	}
 }
 
@@ -566,7 +590,7 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				a = math.Max(a, math.Max(floor, backAlpha))
 			}
 			ceiling, ceilAlphaV := false, 0.0
-			if c := cfg.overrunCeilingBytes(w); rule == RuleOverrun && c > 0 {
+			if c := cfg.loosenCeilingBytes(w, rule); dir == Loosen && c > 0 {
 				ceilAlphaV = floorAlpha(c / bdpBytes)
 				if a > ceilAlphaV {
 					a, ceiling = math.Max(w.Config.Alpha, ceilAlphaV), true
@@ -574,8 +598,8 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 			}
 			switch a = math.Min(hi, math.Max(lo, a)); {
 			case ceiling && a == w.Config.Alpha:
-				notes = append(notes, fmt.Sprintf("alpha %v is at or above the overrun ceiling of %v BDP (overrun_ceiling_bdp %v, overrun_ceiling_buffer_share %v of a %d B buffer): alpha kept",
-					w.Config.Alpha, ceilAlphaV, cfg.OverrunCeilingBDP, cfg.OverrunCeilingBufferShare, w.BufferBytes))
+				notes = append(notes, fmt.Sprintf("alpha %v is at or above the %s of %v BDP (%s): alpha kept",
+					w.Config.Alpha, ceilingName(rule), ceilAlphaV, cfg.ceilingKeys(rule, w)))
 			case outside(dir, w.Config.Alpha, lo, hi):
 				notes = append(notes, fmt.Sprintf("alpha %v is outside its bounds [%v, %v], and bringing it back would %s the other way: alpha kept",
 					w.Config.Alpha, lo, hi, dir))
@@ -604,12 +628,12 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 				notes = append(notes, fmt.Sprintf("%s is above the K_max a lower kmax would give: kmax kept", ahead))
 				break
 			}
-			if cb := cfg.overrunCeilingBytes(w); rule == RuleOverrun && cb > 0 {
+			if cb := cfg.loosenCeilingBytes(w, rule); dir == Loosen && cb > 0 {
 				if c := int64(math.Floor(cb)); k > c {
 					k = max(w.Config.KMaxBytes, c)
 					if k == w.Config.KMaxBytes {
-						notes = append(notes, fmt.Sprintf("kmax %d B is at or above the overrun ceiling of %d B (overrun_ceiling_bdp %v, overrun_ceiling_buffer_share %v of a %d B buffer): kmax kept",
-							k, c, cfg.OverrunCeilingBDP, cfg.OverrunCeilingBufferShare, w.BufferBytes))
+						notes = append(notes, fmt.Sprintf("kmax %d B is at or above the %s of %d B (%s): kmax kept",
+							k, ceilingName(rule), c, cfg.ceilingKeys(rule, w)))
 						break
 					}
 				}

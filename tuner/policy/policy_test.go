@@ -204,7 +204,7 @@ func TestDecide(t *testing.T) {
 			window: func() Window { return growing(bdp(0.5, vg)) }, // 0.7 RTT_est ahead, K_max 0.5
 			want: result{Change: true, Rule: RuleOverrun, After: bdp(1, vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
-					Lifted: bdp(0.5, vg)}},
+					Lifted: bdp(0.5, vg), LiftedTrendRTT: 0.3}},
 			reason: "K_max is raised",
 		},
 		{
@@ -214,7 +214,32 @@ func TestDecide(t *testing.T) {
 				Lifted: bdp(0.15, vg)},
 			want: result{Change: true, Rule: RuleOverrun, After: bdp(0.6, vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 2,
-					Lifted: bdp(0.15, vg)}},
+					Lifted: bdp(0.15, vg), LiftedTrendRTT: 0.3}},
+		},
+		{
+			desc:   "overrun: no further lift when the last one did not slow the queue (the same pace): bound",
+			window: func() Window { return growing(bdp(0.3, vg)) }, // 0.3 RTT_est per RTT_est
+			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 1,
+				Lifted: bdp(0.15, vg), LiftedTrendRTT: 0.3},
+			want:   result{Rule: RuleBound, After: bdp(0.3, vg)},
+			reason: "the last lift did not slow the queue",
+		},
+		{
+			desc:   "overrun: a further lift when the last one slowed the queue",
+			window: func() Window { return growing(bdp(0.3, vg)) },
+			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 1,
+				Lifted: bdp(0.15, vg), LiftedTrendRTT: 0.6},
+			want: result{Change: true, Rule: RuleOverrun, After: bdp(0.6, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 2,
+					Lifted: bdp(0.15, vg), LiftedTrendRTT: 0.3}},
+		},
+		{
+			desc:   "overrun: the pace of an episode that ended is not compared (a new episode lifts)",
+			window: func() Window { return growing(bdp(0.3, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 1, LiftedTrendRTT: 0.3},
+			want: result{Change: true, Rule: RuleOverrun, After: bdp(0.6, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 2,
+					Lifted: bdp(0.3, vg), LiftedTrendRTT: 0.3}},
 		},
 		{
 			desc:   "overrun: held by the cool-down like any change",
@@ -235,7 +260,7 @@ func TestDecide(t *testing.T) {
 			window: func() Window { return steep(bdp(3, vg), 2) }, // 3.2 RTT_est ahead, K_max 3
 			want: result{Change: true, Rule: RuleOverrun, After: bdp(4, vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
-					Lifted: bdp(3, vg)}},
+					Lifted: bdp(3, vg), LiftedTrendRTT: 0.6}},
 		},
 		{
 			desc:   "overrun: K_max at the ceiling already: nothing moves (bound)",
@@ -252,7 +277,7 @@ func TestDecide(t *testing.T) {
 			},
 			want: result{Change: true, Rule: RuleOverrun, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBytesPerSec: vg},
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
-					Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 3 * bdpBytes, VGrowthBytesPerSec: vg}}},
+					Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 3 * bdpBytes, VGrowthBytesPerSec: vg}, LiftedTrendRTT: 0.6}},
 		},
 		{
 			desc:   "overrun: no ceiling with overrun_ceiling_bdp 0",
@@ -260,7 +285,7 @@ func TestDecide(t *testing.T) {
 			window: func() Window { return steep(bdp(3, vg), 2) },
 			want: result{Change: true, Rule: RuleOverrun, After: bdp(6, vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
-					Lifted: bdp(3, vg)}},
+					Lifted: bdp(3, vg), LiftedTrendRTT: 0.6}},
 		},
 		{
 			desc:   "no overrun when K_max stays above the queue one RTT_est ahead: the QGR trigger fires, hold",
@@ -323,7 +348,7 @@ func TestDecide(t *testing.T) {
 			window: func() Window { w := steep(bdp(1, vg), 2); w.BufferBytes = 4 * bdpBytes; return w }, // ceiling 2 BDP
 			want: result{Change: true, Rule: RuleOverrun, After: bdp(2, vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
-					Lifted: bdp(1, vg)}},
+					Lifted: bdp(1, vg), LiftedTrendRTT: 0.6}},
 		},
 		{
 			desc:   "overrun: K_max at half the buffer already: nothing moves (bound)",
@@ -342,7 +367,7 @@ func TestDecide(t *testing.T) {
 			},
 			want: result{Change: true, Rule: RuleOverrun, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 3 * bdpBytes / 2, VGrowthBytesPerSec: vg},
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
-					Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 1 * bdpBytes, VGrowthBytesPerSec: vg}}},
+					Lifted: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 1 * bdpBytes, VGrowthBytesPerSec: vg}, LiftedTrendRTT: 0.6}},
 		},
 		{
 			desc:   "settle: not while the queue still grows faster than V_growth",
@@ -643,6 +668,38 @@ func TestDecide(t *testing.T) {
 			reason: "link 60.0% used",
 		},
 		{
+			desc: "under-use: K_max loosened at most to overrun_ceiling_buffer_share of the port's buffer, V_growth as the step",
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1.5, vg))
+				w.BufferBytes = 4 * bdpBytes // ceiling 2 BDP
+				return w
+			},
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 2*vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+		},
+		{
+			desc: "under-use: K_max at half the buffer already: alpha kept, V_growth loosened",
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(2, vg))
+				w.BufferBytes = 4 * bdpBytes
+				return w
+			},
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 2*vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+			reason: "buffer's ceiling of 2 BDP",
+		},
+		{
+			desc: "under-use: an explicit kmax is held under half the buffer too",
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 1.5 * bdpBytes, VGrowthBytesPerSec: vg})
+				w.EffectiveKMaxBytes = 1.5 * bdpBytes
+				w.BufferBytes = 4 * bdpBytes
+				return w
+			},
+			want: result{Change: true, Rule: RuleUnderUse, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 2 * bdpBytes, VGrowthBytesPerSec: 2 * vg},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+		},
+		{
 			desc: "under-used link whose only notifications are Resumes: the node is releasing the senders, no change",
 			window: func() Window {
 				w := window(queue{util: 0.6, delayRTT: 0.05}, bdp(1, vg))
@@ -826,7 +883,7 @@ func TestDecide(t *testing.T) {
 			if !want.Change && want.Memory == (Memory{}) {
 				want.Memory = tt.mem
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s\nreason: %s", diff, d.Reason)
 			}
 			if !strings.Contains(d.Reason, tt.reason) {

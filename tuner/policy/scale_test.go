@@ -82,6 +82,9 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleGrowth, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.4, alpha: 1, vgShare: 1, mem: changed}},
 		{RuleFiring, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.4, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleOverrun, shape{util: 0.99, firstRTT: 0.1, lastRTT: 1.1, alpha: 1, vgShare: 0.1, mem: changed}},
+		// A further lift needs the last one to have slowed the queue: held
+		// at a pace no slower than the last lift's.
+		{RuleBound, shape{util: 0.99, firstRTT: 0.1, lastRTT: 1.1, alpha: 2, vgShare: 0.1, mem: Memory{LastChange: t0.Add(-10), Changes: 1, LiftedTrendRTT: 0.5}, lifted: 1}},
 		// The overrun ceiling (4 BDP): lifted to it, then held at it.
 		{RuleOverrun, shape{util: 0.99, firstRTT: 2, lastRTT: 2.6, alpha: 3, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 3, lastRTT: 3.6, alpha: 4, vgShare: 0.1, mem: changed, lifted: 1}},
@@ -95,6 +98,8 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleDelay, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, mem: changed}},
+		// Under-use loosens K_max at most to half the port's buffer (4 BDP: 2 BDP).
+		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1.5, vgShare: 0.1, mem: changed, bufferBDP: 4}},
 		{RuleOverhead, shape{util: 0.95, firstRTT: 0.2, lastRTT: 0.2, notifiesPerRTT: 600, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleSettle, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, mem: changed, lifted: 0.5}},
 		{RuleCooldown, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: Memory{LastChange: t0.Add(1), Changes: 1}}},
