@@ -47,22 +47,30 @@ type packetRun struct {
 	marksPerPacket                float64 // CE marks per packet the bottleneck sent
 }
 
-// newIncast builds incastYAML's n:1 incast to run until to (seed 1, the
-// flows added) and returns it with its bottleneck, the switch's port
-// towards the receiver.
-func newIncast(t *testing.T, n int, to engine.Time) (*build.Network, *netsim.Port) {
+// incastSeeds is how many runs of each incast (build seeds 1 to
+// incastSeeds) the comparisons average. One run's figures move with the
+// seed (ECN's random marking) as much as with a change of the increase:
+// the 1 b/s rounding of DCQCN's fast recovery moved the fluctuation's
+// share of the 2:1 queue excess from 0.41 to 0.28 in the seed-1 run, and
+// it spreads from -0.29 to 0.53 over seeds 1-8 (docs/validation.md).
+const incastSeeds = 8
+
+// newIncast builds incastYAML's n:1 incast to run until to (build seed
+// seed, the flows added) and returns it with its bottleneck, the switch's
+// port towards the receiver.
+func newIncast(t *testing.T, n int, to engine.Time, seed int64) (*build.Network, *netsim.Port) {
 	t.Helper()
-	return newIncastFrom(t, n, to, incastYAML(n, to.String()))
+	return newIncastFrom(t, n, to, incastYAML(n, to.String()), seed)
 }
 
 // newIncastFrom is newIncast for a variant of incastYAML's text.
-func newIncastFrom(t *testing.T, n int, to engine.Time, yaml string) (*build.Network, *netsim.Port) {
+func newIncastFrom(t *testing.T, n int, to engine.Time, yaml string, seed int64) (*build.Network, *netsim.Port) {
 	t.Helper()
 	sc, err := scenario.Parse(fmt.Sprintf("incast-%d.yaml", n), []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nw, err := build.New(sc, build.Options{Seed: 1, End: to})
+	nw, err := build.New(sc, build.Options{Seed: seed, End: to})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +94,9 @@ func paperFixedPoint(t *testing.T, n int, frameBytes float64) (fluid.Params, flu
 	return p, fp
 }
 
-func runIncast(t *testing.T, n int, from, to engine.Time) packetRun {
+func runIncast(t *testing.T, n int, from, to engine.Time, seed int64) packetRun {
 	t.Helper()
-	nw, bott := newIncast(t, n, to)
+	nw, bott := newIncast(t, n, to, seed)
 	var qps []*netsim.QP
 	for _, f := range nw.Flows {
 		qps = append(qps, f.Net.Sender)
@@ -134,8 +142,9 @@ func runIncast(t *testing.T, n int, from, to engine.Time) packetRun {
 
 // TestAgainstPacketIncast compares the packet model (build, netsim) with
 // the fluid model on the 2:1 and 8:1 incasts of incastYAML, measured over
-// 60-100 ms (alpha's time constant, K/g = 14 ms, has then run out) against
-// the fluid fixed point and the fluid trajectory over the same window.
+// 60-100 ms (alpha's time constant, K/g = 14 ms, has then run out) and
+// averaged over build seeds 1-incastSeeds, against the fluid fixed point
+// and the fluid trajectory over the same window.
 // docs/validation.md has the table; the tolerances are set there and
 // every figure beyond its tolerance is explained there. known bounds the
 // ratio ours/fluid of those figures so that the documented state cannot
@@ -150,7 +159,22 @@ func TestAgainstPacketIncast(t *testing.T) {
 	for _, n := range []int{2, 8} {
 		t.Run(fmt.Sprintf("%d:1", n), func(t *testing.T) {
 			from, to := 60*engine.Millisecond, 100*engine.Millisecond
-			r := runIncast(t, n, from, to)
+			// The figures are the means over the seeds; the queue's
+			// range is the widest any run reached.
+			r := packetRun{minQueue: 1e18}
+			for seed := range int64(incastSeeds) {
+				s := runIncast(t, n, from, to, seed+1)
+				t.Logf("seed %d: queue mean %.0f B, 0..%.0f B; R_C %.6g b/s; alpha %.4f; CNPs per alpha period %.4f; marks per packet %.5f",
+					seed+1, s.meanQueue, s.maxQueue, s.meanRate, s.meanAlpha, s.cnpPerPeriod, s.marksPerPacket)
+				r.meanQueue += s.meanQueue / incastSeeds
+				r.meanRate += s.meanRate / incastSeeds
+				r.meanAlpha += s.meanAlpha / incastSeeds
+				r.cnpPerPeriod += s.cnpPerPeriod / incastSeeds
+				r.marksPerPacket += s.marksPerPacket / incastSeeds
+				r.minQueue, r.maxQueue = min(r.minQueue, s.minQueue), max(r.maxQueue, s.maxQueue)
+				r.frameBytes = s.frameBytes
+				r.events += s.events
+			}
 			// tau*: the base RTT (4 links of 1 µs, a frame and an ACK
 			// serialised on each) plus the fixed point's queueing delay;
 			// it decides stability only, not the fixed point.
@@ -175,7 +199,7 @@ func TestAgainstPacketIncast(t *testing.T) {
 				{name: "CNPs per alpha period vs 1-(1-p*)^(tau' R_C)", ours: r.cnpPerPeriod, fluid: fp.Alpha, tol: 0.10, known: [2]float64{1.1, 1.4}},
 				{name: "marks per packet vs p*", ours: r.marksPerPacket, fluid: fp.MarkProb, tol: 0.10, known: [2]float64{1.1, 2.4}},
 			}
-			t.Logf("tau* %.1f µs; packet queue %.0f..%.0f B over the window, fluid %.0f..%.0f B; %d events",
+			t.Logf("tau* %.1f µs; packet queue %.0f..%.0f B over the window (all seeds), fluid %.0f..%.0f B; %d events (all seeds)",
 				p.FeedbackDelaySec*1e6, r.minQueue, r.maxQueue, w.MinQueueBytes, w.MaxQueueBytes, r.events)
 			for _, f := range figs {
 				ratio := f.ours / f.fluid

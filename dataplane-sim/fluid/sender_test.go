@@ -82,13 +82,33 @@ func (r senderRun) cnpPerPeriod() float64 { return float64(r.cuts) / r.senderSec
 func (r senderRun) meanGap() float64      { return r.gapTime / r.senderSec }
 func (r senderRun) gapCut() float64       { return r.gapAtCut / float64(r.cuts) }
 
-// runSenders runs incastYAML's n:1 incast with the paper's parameters,
-// tracing every sender over 60-100 ms. The paper profile has every CNP cut
-// (no monitor period), so cuts are CNPs.
-func runSenders(t *testing.T, n int) senderRun {
+// add adds the ledger of another run (a pool over seeds: every field is a
+// sum or an integral).
+func (l *senderLedger) add(o senderLedger) {
+	l.cuts += o.cuts
+	l.cutAlpha += o.cutAlpha
+	l.cutLoss += o.cutLoss
+	l.cutRC += o.cutRC
+	l.gapAtCut += o.gapAtCut
+	l.timerInc += o.timerInc
+	l.byteInc += o.byteInc
+	l.frInc += o.frInc
+	l.aiInc += o.aiInc
+	l.hyInc += o.hyInc
+	l.incGain += o.incGain
+	l.gapAtInc += o.gapAtInc
+	l.gapTime += o.gapTime
+	l.rcTime += o.rcTime
+	l.rtDrift += o.rtDrift
+}
+
+// runSenders runs incastYAML's n:1 incast with the paper's parameters and
+// build seed seed, tracing every sender over 60-100 ms. The paper profile
+// has every CNP cut (no monitor period), so cuts are CNPs.
+func runSenders(t *testing.T, n int, seed int64) senderRun {
 	t.Helper()
 	from, to := 60*engine.Millisecond, 100*engine.Millisecond
-	nw, _ := newIncastFrom(t, n, to, incastYAML(n, to.String()))
+	nw, _ := newIncastFrom(t, n, to, incastYAML(n, to.String()), seed)
 	var r senderRun
 	tr := make([]senderTrace, len(nw.Flows))
 	for i, fl := range nw.Flows {
@@ -115,7 +135,8 @@ func runSenders(t *testing.T, n int) senderRun {
 
 // TestSenderBalance traces every reaction point of the 2:1 and 8:1
 // incasts (netsim.QP.TraceDCQCN: each cut with the rates before and after
-// and alpha, each timer and byte-counter increase with its phase) and
+// and alpha, each timer and byte-counter increase with its phase), pools
+// the ledgers of build seeds 1-incastSeeds, and
 // splits the 15-17 % more CNPs per alpha period our senders take than the
 // fluid fixed point with the NP's rule (Params.NPRenewal) needs, into what
 // the model's rate equations approximate of the algorithm:
@@ -135,15 +156,29 @@ func runSenders(t *testing.T, n int) senderRun {
 func TestSenderBalance(t *testing.T) {
 	// documented: CNPs per alpha period, ours; the gap factor; the
 	// fluid's need with the NP rule, then with the gap factor, then with
-	// the additive step too.
+	// the additive step too; each pooled over the seeds.
 	known := map[int][5]float64{
-		2: {0.1196, 1.50, 0.1022, 0.1138, 0.1162},
-		8: {0.1671, 1.45, 0.1456, 0.1592, 0.1636},
+		2: {0.1138, 1.26, 0.1022, 0.1087, 0.1113},
+		8: {0.1687, 1.45, 0.1456, 0.1592, 0.1636},
 	}
+	// tol is each figure's relative pin: three standard errors of the
+	// pool, from the spread of the figure between seeds (2:1, the wider:
+	// sd 0.0037 CNPs per period, 0.16 in the gap factor, 0.0038 in the
+	// needs with it), and 1 % for the fixed point's need (no run in it).
+	tol := [5]float64{0.04, 0.14, 0.01, 0.04, 0.04}
 	const f = 5 // the paper profile's rpg_threshold
 	for _, n := range []int{2, 8} {
 		t.Run(fmt.Sprintf("%d:1", n), func(t *testing.T) {
-			r := runSenders(t, n)
+			var r senderRun
+			for seed := range int64(incastSeeds) {
+				s := runSenders(t, n, seed+1)
+				t.Logf("seed %d: CNPs per 55 µs %.4f; per cut %.2f timer increases, %.2f fast recovery; gap factor %.3f; increases gave R_C %+.1f%% of what the cuts took",
+					seed+1, s.cnpPerPeriod(), float64(s.timerInc)/float64(s.cuts), float64(s.frInc)/float64(s.cuts), s.meanGap()/s.gapCut(), 100*(s.incGain/s.cutLoss-1))
+				r.senderLedger.add(s.senderLedger)
+				r.senderSec += s.senderSec
+				r.frameBytes = s.frameBytes
+			}
+			t.Logf("pooled over seeds 1-%d:", incastSeeds)
 			cuts := float64(r.cuts)
 			rc, alpha := r.rcTime/r.senderSec, r.cutAlpha/cuts
 			t.Logf("CNPs (= cuts) per 55 µs %.4f; alpha at a cut %.4f; R_C %.5g b/s; a cut takes %.4g b/s (R_C alpha/2 at the cut %.4g); loss %.4g b/s per s, gain %.4g",
@@ -209,8 +244,8 @@ func TestSenderBalance(t *testing.T) {
 				excess, 100*excess/got[2], got[3]-got[2], 100*(got[3]-got[2])/excess,
 				got[4]-got[3], 100*(got[4]-got[3])/excess, got[0]-got[4], 100*(got[0]-got[4])/excess)
 			for i, name := range []string{"CNPs per period", "gap factor", "fluid need", "fluid need with the gap factor", "fluid need with the additive step"} {
-				if d := got[i]/known[n][i] - 1; math.Abs(d) > 0.01 {
-					t.Errorf("%s: %.4f, documented %.4f (%+.1f%%, more than 1%%)", name, got[i], known[n][i], 100*d)
+				if d := got[i]/known[n][i] - 1; math.Abs(d) > tol[i] {
+					t.Errorf("%s: %.4f, documented %.4f (%+.1f%%, more than %.0f%%)", name, got[i], known[n][i], 100*d, 100*tol[i])
 				}
 			}
 		})

@@ -265,6 +265,19 @@ func (q *QP) maxRate() int64 {
 	return r
 }
 
+// ownMaxRate is maxRate without rpg_max_rate (the host's configuration):
+// the QP's own bounds, fixed once it is retired.
+func (q *QP) ownMaxRate() int64 {
+	r := q.lineRateBitsPerSec
+	if q.maxRateBitsPerSec > 0 && q.maxRateBitsPerSec < r {
+		r = q.maxRateBitsPerSec
+	}
+	if q.ceilingBitsPerSec > 0 && q.ceilingBitsPerSec < r {
+		r = q.ceilingBitsPerSec
+	}
+	return r
+}
+
 func (q *QP) cc() *DCQCNConfig { return &q.host.cfg.DCQCN }
 
 // alphaCatchUp applies the alpha updates of all periods that ended by now:
@@ -437,7 +450,10 @@ func (s *dcqcn) raise(c *DCQCNConfig, maxR int64, kind DCQCNEventKind) (phase DC
 	if s.rt > maxR {
 		s.rt = maxR
 	}
-	s.rc = (s.rc + s.rt) / 2
+	// (Rc + Rt)/2 rounded up, so that Rc reaches Rt: rounded down it
+	// would stop one bit per second below, and the increase timer of a QP
+	// back at full rate would tick until the run ends.
+	s.rc = (s.rc + s.rt + 1) / 2
 	if s.rc > maxR {
 		s.rc = maxR
 	}
@@ -478,14 +494,24 @@ func (q *QP) Handle(kind uint32, arg uint64) {
 // retiring the QP (detachTimers) lets the QP go at once while a timer of
 // it is still pending.
 type qpTimers struct {
-	q *QP // nil once detached
-	// Detached: the increase ticks of generation gen still to schedule
-	// (ticksForever: no end), every period on sim (RetireFinishedLater
-	// keeps the run's events).
-	gen    uint64
-	left   int
-	period engine.Time
-	sim    *engine.Sim
+	q   *QP          // nil once detached
+	det *detachedInc // detached with its increase timer running (RetireFinishedLater), else nil
+}
+
+// detachedInc is a retired QP's increase timer, ticking on as the QP's
+// would have (RetireFinishedLater keeps the run's events): the QP gets
+// nothing but its ticks (no CNP, no byte sent), so each tick below the
+// maximum raises the rates it holds and schedules the next, and the first
+// to find both at the maximum stops, as the QP's timer does. Rt climbs
+// there by the additive steps and Rc, (Rc + Rt)/2 rounded up, reaches Rt;
+// only increases that add nothing (rate_ai, and rate_hai in the hyper
+// phase, 0) tick until the run ends, as the QP's would.
+type detachedInc struct {
+	gen uint64
+	s   dcqcn        // the rates and stages (a copy: the QP is gone)
+	own int64        // the QP's own bound on its rate (line rate, flow maximum, ceiling)
+	c   *DCQCNConfig // its host's, read at every tick as the QP would
+	sim *engine.Sim
 }
 
 // timers returns q's timer handler, made at its first use.
@@ -497,8 +523,7 @@ func (q *QP) timers() *qpTimers {
 }
 
 // Handle implements engine.Handler: the QP's DCQCN timers, until it is
-// detached; then the increase timer ticks on as it would have, touching
-// nothing.
+// detached; then the increase timer ticks on as it would have (detachedInc).
 func (t *qpTimers) Handle(kind uint32, arg uint64) {
 	if q := t.q; q != nil {
 		s := &q.dc
@@ -523,41 +548,26 @@ func (t *qpTimers) Handle(kind uint32, arg uint64) {
 		}
 		return
 	}
-	if kind == evQPIncTimer && arg == t.gen && t.left != 0 {
-		if t.left > 0 {
-			t.left--
-		}
-		t.sim.After(t.period, t, evQPIncTimer, arg)
+	d := t.det
+	if d == nil || kind != evQPIncTimer || arg != d.gen {
+		return
 	}
-}
-
-// ticksForever is ticksLeft's count of a timer that never stops.
-const ticksForever = -1
-
-// ticksLeft returns how many times the increase timer of s will schedule
-// itself again, the QP getting nothing but its ticks (a retired QP: no
-// CNP, no byte sent, its maximum maxR fixed), or ticksForever. Each
-// pending tick below maxR raises the rates and schedules the next; the
-// first to find both at maxR stops. Rc below maxR never gets there: Rt is
-// at most maxR and Rc = (Rc + Rt)/2 in integers at most maxR - 1, so the
-// timer of a QP that was ever cut ticks for ever (docs/engine.md,
-// "Retirement"); Rc at or above maxR takes a tick or two to tell.
-func (s dcqcn) ticksLeft(c *DCQCNConfig, maxR int64) int {
-	for n := 0; ; n++ {
-		switch {
-		case s.rc >= maxR && s.rt >= maxR:
-			return n
-		case s.rc < maxR:
-			return ticksForever
-		}
-		s.timeStage++
-		s.raise(c, maxR, DCQCNTimerInc)
+	maxR := d.own
+	if m := d.c.MaxRateBitsPerSec; m > 0 && m < maxR {
+		maxR = m
 	}
+	if d.s.rc >= maxR && d.s.rt >= maxR {
+		t.det = nil // at full rate: the timer stops
+		return
+	}
+	d.s.timeStage++
+	d.s.raise(d.c, maxR, DCQCNTimerInc)
+	d.sim.After(d.c.TimeReset, t, evQPIncTimer, arg)
 }
 
 // detachTimers lets a retired q's pending timers go on without q. With
 // keepTicks (RetireFinishedLater: the run keeps its events) the increase
-// timer goes on ticking until it would have stopped (ticksLeft); a
+// timer goes on ticking until it would have stopped (detachedInc); a
 // decrease still due (a CNP in its last monitor period) or a traced QP
 // keeps the QP attached. Without, the pending events find nothing to do.
 func (q *QP) detachTimers(keepTicks bool) {
@@ -570,7 +580,8 @@ func (q *QP) detachTimers(keepTicks bool) {
 			return
 		}
 		if s.incRunning {
-			t.gen, t.left, t.period, t.sim = s.incGen, s.ticksLeft(q.cc(), q.maxRate()), q.cc().TimeReset, q.host.part.sim
+			t.det = &detachedInc{gen: s.incGen, s: *s, own: q.ownMaxRate(), c: q.cc(), sim: q.host.part.sim}
+			t.det.s.tm = nil
 		}
 	}
 	t.q = nil

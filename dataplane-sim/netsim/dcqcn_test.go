@@ -255,8 +255,8 @@ func TestDCQCNTraceStages(t *testing.T) {
 				if want == DCQCNAdditive {
 					rt = min(rt+40_000_000, 100_000_000_000) // R_AI, capped at the line rate
 				}
-				if e.RTAfter != rt || e.RCAfter != (e.RCBefore+rt)/2 {
-					t.Errorf("event %d: Rc %d -> %d, Rt %d -> %d; want Rt %d, Rc (Rc+Rt)/2", i+1, e.RCBefore, e.RCAfter, e.RTBefore, e.RTAfter, rt)
+				if e.RTAfter != rt || e.RCAfter != (e.RCBefore+rt+1)/2 {
+					t.Errorf("event %d: Rc %d -> %d, Rt %d -> %d; want Rt %d, Rc (Rc+Rt)/2 rounded up", i+1, e.RCBefore, e.RCAfter, e.RTBefore, e.RTAfter, rt)
 				}
 			}
 			if fast != tt.fast {
@@ -306,7 +306,7 @@ func TestDCQCNByteCounterStages(t *testing.T) {
 		case lo > c.Threshold:
 			want, rt = DCQCNHyper, e.RTBefore+int64(lo-c.Threshold)*c.HAIRateBitsPerSec
 		}
-		if e.Phase != want || e.RTAfter != rt || e.RCAfter != (e.RCBefore+rt)/2 {
+		if e.Phase != want || e.RTAfter != rt || e.RCAfter != (e.RCBefore+rt+1)/2 {
 			t.Errorf("event %d: %+v; want phase %d, Rt %d, Rc (Rc+Rt)/2", i+1, e, want, rt)
 		}
 		seen[e.Phase]++

@@ -233,10 +233,6 @@ func TestPacketFrame(t *testing.T) {
 	}
 }
 
-// near reports whether r is within 1 b/s of want: DCQCN's fast recovery
-// (Rc = (Rc+Rt)/2 in integers) ends one below its target.
-func near(r, want int64) bool { return r == want || r == want-1 }
-
 // A ceiling holds a cut against DCQCN's increases until it is cleared.
 func TestQPCeiling(t *testing.T) {
 	hc := DefaultHostConfig()
@@ -254,7 +250,7 @@ func TestQPCeiling(t *testing.T) {
 		maxSeen = max(maxSeen, q.RateBitsPerSec(), q.TargetRateBitsPerSec())
 	})
 	in.sim.Run(in.sim.Now() + 20*engine.Millisecond)
-	if !near(q.RateBitsPerSec(), 4e9) || maxSeen != 4e9 {
+	if q.RateBitsPerSec() != 4e9 || maxSeen != 4e9 {
 		t.Errorf("rate %d, highest seen %d: want DCQCN up to the 4 Gb/s ceiling and no further", q.RateBitsPerSec(), maxSeen)
 	}
 	in.sim.Do(func() { q.SetRate(9e9, 9e9) })
@@ -299,7 +295,7 @@ func TestFlowMaxRate(t *testing.T) {
 	in.sim.Every(in.sim.Now(), 10*engine.Microsecond, func(engine.Time) { maxSeen = max(maxSeen, q.RateBitsPerSec()) })
 	rx0, t0 := f.Receiver.RxBytes(), in.sim.Now()
 	in.sim.Run(t0 + 20*engine.Millisecond)
-	if !near(maxSeen, 2e9) || !near(q.RateBitsPerSec(), 2e9) {
+	if maxSeen != 2e9 || q.RateBitsPerSec() != 2e9 {
 		t.Errorf("rate %d, highest %d: want back to and never above 2 Gb/s", q.RateBitsPerSec(), maxSeen)
 	}
 	got := float64(f.Receiver.RxBytes()-rx0) * 8 / (in.sim.Now() - t0).Seconds()

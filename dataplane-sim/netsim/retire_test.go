@@ -358,28 +358,56 @@ func TestRetiredQPFreedAtOnce(t *testing.T) {
 	}
 }
 
-// TestTicksLeft: the increase timer of a retired QP stops at the first
-// tick that finds Rc and Rt at the maximum, and never when Rc is below
-// it (Rc = (Rc + Rt)/2 in integers stays below).
-func TestTicksLeft(t *testing.T) {
-	c := DefaultHostConfig().DCQCN
+// TestDetachedIncTicks: the increase timer of a retired QP (detachedInc)
+// stops at the first tick that finds Rc and Rt at the maximum, which every
+// QP reaches (Rc = (Rc + Rt)/2 rounded up reaches Rt; rounded down, it
+// stayed one below and the timer of every QP ever cut ticked until the run
+// ended) unless its increases add nothing (R_AI, R_HAI 0): then it ticks
+// until the run ends, as the QP's own timer would.
+func TestDetachedIncTicks(t *testing.T) {
 	const maxR = 100e9
+	const untilEnd = -1
 	for _, tt := range []struct {
-		desc   string
-		rc, rt int64
-		stage  int
-		want   int
+		desc    string
+		rc, rt  int64
+		stage   int
+		want    int  // ticks after the pending one, or untilEnd
+		ai, hai bool // R_AI and R_HAI 0
 	}{
-		{"at the maximum", maxR, maxR, 0, 0},
-		{"one below", maxR - 1, maxR, 0, ticksForever},
-		{"cut", maxR / 2, maxR, 0, ticksForever},
-		{"rc at the maximum, rt one below, fast recovery", maxR, maxR - 1, 0, ticksForever},
-		{"rc at the maximum, rt one below, hyper increase", maxR, maxR - 1, 100, 1},
+		{"at the maximum", maxR, maxR, 0, 0, false, false},
+		{"one below", maxR - 1, maxR, 0, 1, false, false},
+		{"cut: Rc halves its distance to Rt every tick", maxR / 2, maxR, 0, 36, false, false},
+		{"rc at the maximum, rt one below, fast recovery", maxR, maxR - 1, 0, 2, false, false},
+		{"rc at the maximum, rt one below, hyper increase", maxR, maxR - 1, 100, 1, false, false},
+		{"R_AI 0: Rc reaches Rt below the maximum", maxR / 2, maxR * 3 / 4, 0, untilEnd, true, false},
+		{"R_AI 0, hyper increase: R_HAI takes it there", maxR / 2, maxR / 2, 100, 43, true, false},
+		{"R_AI and R_HAI 0, hyper increase", maxR / 2, maxR / 2, 100, untilEnd, true, true},
+		{"R_AI 0, at the maximum", maxR, maxR, 0, 0, true, true},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			s := dcqcn{active: true, rc: tt.rc, rt: tt.rt, timeStage: tt.stage, byteStage: tt.stage}
-			if got := s.ticksLeft(&c, maxR); got != tt.want {
-				t.Errorf("ticksLeft(rc %d, rt %d) = %d, want %d", tt.rc, tt.rt, got, tt.want)
+			c := DefaultHostConfig().DCQCN
+			if tt.ai {
+				c.AIRateBitsPerSec = 0
+			}
+			if tt.hai {
+				c.HAIRateBitsPerSec = 0
+			}
+			const ticks = 1000 // the run's length, in TimeReset
+			sim := engine.New(engine.WithSeed(1))
+			tm := &qpTimers{det: &detachedInc{gen: 7, own: maxR, c: &c, sim: sim,
+				s: dcqcn{active: true, rc: tt.rc, rt: tt.rt, timeStage: tt.stage, byteStage: tt.stage}}}
+			sim.After(c.TimeReset, tm, evQPIncTimer, 7)
+			sim.After(c.TimeReset/2, tm, evQPIncTimer, 6) // a stale generation: nothing
+			sim.Run(ticks*c.TimeReset + c.TimeReset/2)
+			want := uint64(tt.want) + 1 + 1
+			if tt.want == untilEnd {
+				want = ticks + 1
+			}
+			if got := sim.Events(); got != want {
+				t.Errorf("rc %d, rt %d: %d events, want %d (the stale one, the pending tick and %d more)", tt.rc, tt.rt, got, want, want-2)
+			}
+			if (tm.det == nil) != (tt.want != untilEnd) {
+				t.Errorf("detached state %v at the end; want it dropped once the timer stops", tm.det)
 			}
 		})
 	}
