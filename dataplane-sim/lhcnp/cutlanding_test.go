@@ -99,3 +99,48 @@ func TestCutRateBeforeFirstInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSecondCutAwaitingResume: with PerFlowRTT and RepeatResume, a node
+// whose loop with a flow is short (next to its source: a fixed-percentage
+// cut, not loopSized) does not cut the flow again while its first cut
+// awaits its Resume and the queue is below K_min (a QGR trigger on a
+// burst); once the flow is resumed it may. Without RepeatResume (the
+// draft's single Resume) the second cut goes out.
+func TestNoSecondCutAwaitingResume(t *testing.T) {
+	for _, tt := range []struct {
+		desc           string
+		repeat, resume bool
+		want           int
+	}{
+		{"awaiting Resume", true, true, 0},
+		{"resumed", true, false, 1},
+		{"without repeat_resume", false, true, 1},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			l, _, ps, q, e := optionsLine(t, false)
+			q.cfg.Action.RepeatResume = tt.repeat
+			now := l.sim.Now()
+			if q.loopSized(e) || e.srcRTT <= 0 {
+				t.Fatalf("round trip %v: want it learnt and short (not loop-sized)", e.srcRTT)
+			}
+			// The node cut the flow 5 ms ago (past its per-flow gap and
+			// §5.7's window); a burst puts some of it in the queue,
+			// far below K_min.
+			e.hasCNP, e.lastCNP, e.cutAt = true, now-5*engine.Millisecond, now-5*engine.Millisecond
+			e.reducedEpisode, e.needResume = q.episode+1, tt.resume
+			e.queued, q.qd = 8_000, 8_000
+			if q.qd >= q.kmin {
+				t.Fatalf("queue %d B: want it below K_min %d B", q.qd, q.kmin)
+			}
+			before := len(eventsOf(l.events1, EventCNPSent))
+			l.node1.fire(ps, q, TriggerQGR, now)
+			sent := eventsOf(l.events1, EventCNPSent)[before:]
+			if len(sent) != tt.want {
+				t.Fatalf("%d notifications %+v, want %d", len(sent), sent, tt.want)
+			}
+			if tt.want > 0 && sent[0].Action != wire.ActionRateReduce {
+				t.Errorf("sent %v, want a Rate Reduce", sent[0].Action)
+			}
+		})
+	}
+}

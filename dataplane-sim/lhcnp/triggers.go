@@ -124,6 +124,23 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 			hold = min(hold, e.lastCNP+iv)
 			continue
 		}
+		if q.fillResume() && e.needResume && e.reducedEpisode == q.episode+1 && q.qd < q.kmin && !q.loopSized(e) {
+			// PerFlowRTT with RepeatResume: no second cut of a flow
+			// whose loop with this node is short (a node next to the
+			// senders: a fixed-percentage cut, not loopSized) while
+			// its first cut awaits its Resume and the queue has not
+			// reached K_min (no congestion the first-level marks
+			// could not take: bursts on an uncongested port, the QGR
+			// trigger). Its per-flow gap is its loop and two
+			// measurement intervals, a few hundred microseconds, so
+			// the next burst cut it again; the rule it had instead
+			// was §5.7's deferral, its own cut's fall taken for an
+			// upstream node's, and then, the queue grown on the next
+			// burst, an escalation to a 60 % cut (docs/longhaul.md,
+			// "The third fault, third attempt").
+			q.counters.SuppressedFlowInterval++
+			continue
+		}
 		deferNow, escalate := n.collaborate(ps, q, e, now)
 		if deferNow {
 			q.counters.SuppressedDeferral++
