@@ -285,32 +285,42 @@ func (pt *Port) kick() {
 }
 
 // queued: a frame was queued on a port without a pending frame-done. An
-// idle transmitter sends it now; a sending one (a host's) arms its
-// frame-done.
+// idle transmitter sends it now; a sending one arms its frame-done.
 func (pt *Port) queued() {
 	if pt.part.sim.Now() < pt.freeAt {
-		pt.frameDone = true
-		pt.part.sim.At(pt.freeAt, pt, evTxDone, 0)
+		pt.armDone()
 		return
 	}
 	pt.tryTransmit()
 }
 
-// armNext arms a host port's next event while its frame is on the wire:
-// the frame-done when a frame is queued or a QP may send by freeAt, else
-// the pacer's wake-up for the earliest QP (none when no QP may send).
-func (pt *Port) armNext() {
-	if pt.ctrl.n == 0 && pt.ready == 0 {
-		next := pt.host.nextDue(pt)
-		if next > pt.freeAt {
-			if next != engine.Never {
-				pt.scheduleWake(next)
-			}
-			return
-		}
-	}
+// armDone arms the frame-done event, at freeAt.
+func (pt *Port) armDone() {
 	pt.frameDone = true
 	pt.part.sim.At(pt.freeAt, pt, evTxDone, 0)
+}
+
+// armNext arms the port's next event while its frame is on the wire and
+// no frame-done is pending: the frame-done when a frame is queued, else
+// on a host as armHost.
+func (pt *Port) armNext() {
+	if pt.ctrl.n > 0 || pt.ready != 0 {
+		pt.armDone()
+	} else if pt.host != nil {
+		pt.armHost()
+	}
+}
+
+// armHost arms a host port's next event while its frame is on the wire
+// and nothing is queued: the frame-done when a QP may send by freeAt, else
+// the pacer's wake-up for the earliest QP (none when no QP may send).
+func (pt *Port) armHost() {
+	next := pt.host.nextDue(pt)
+	if next <= pt.freeAt {
+		pt.armDone()
+	} else if next != engine.Never {
+		pt.scheduleWake(next)
+	}
 }
 
 // scheduleWake arranges a tryTransmit at t unless one is already due sooner.
@@ -584,10 +594,10 @@ func (pt *Port) tryTransmit() {
 	p.SentAt = now
 	pt.freeAt = now + tx
 	l.send(p, now+tx)
-	if pt.host == nil {
+	if pt.ctrl.n > 0 || pt.ready != 0 {
 		pt.frameDone = true
 		pt.part.sim.At(now+tx, pt, evTxDone, 0)
-	} else {
-		pt.armNext()
+	} else if pt.host != nil {
+		pt.armHost()
 	}
 }
