@@ -468,9 +468,12 @@ func (q *queue) retop() {
 // from the back (cheaper than a heap's sift down and up). Beyond that
 // they are a heap (a sorted run is one already); back under
 // nearSortedMin, sorted again.
+//
+// A near heap past nearHeapMax keys narrows the buckets at once.
 const (
 	nearSortedMax = 48
 	nearSortedMin = 16
+	nearHeapMax   = 4 * nearSortedMax
 )
 
 // pushNear pushes e, a new key, into near. Its seq is the largest of all
@@ -518,6 +521,13 @@ func (q *queue) pushNearSlow(e key) {
 	if q.nearHeap {
 		q.near = append(q.near, e)
 		heapUpNew(q.near, len(q.near)-1)
+		if len(q.near) > nearHeapMax && q.shift > minShift {
+			// The open bucket crowds faster than adapt judges
+			// (every adaptEvery buckets opened: rarely, when they
+			// are wide): narrower (relayout sets top, the new key
+			// included).
+			q.relayout(q.shift - 1)
+		}
 		return
 	}
 	if q.nh > 0 {

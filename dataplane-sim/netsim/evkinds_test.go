@@ -25,6 +25,10 @@ func eventKind(h engine.Handler, kind uint32, arg uint64) string {
 			return "port/" + where + "/frame-done"
 		case arg != x.wakeGen:
 			return "port/" + where + "/wake-superseded"
+		case x.frameDone:
+			return "port/" + where + "/wake-before-frame-done"
+		case x.part.sim.Now() < x.freeAt:
+			return "port/" + where + "/wake-early"
 		default:
 			return "port/" + where + "/wake"
 		}
@@ -81,7 +85,7 @@ func TestSection7EventKinds(t *testing.T) {
 			cur = eventKind(h, kind, arg)
 		}, func(h engine.Handler, _ uint32, _ uint64) {
 			if p, ok := h.(*Port); ok {
-				if p.busy {
+				if p.freeAt > p.part.sim.Now() {
 					cur += "+sending"
 				} else {
 					cur += "+idle"

@@ -404,6 +404,21 @@ func (h *Host) nextPacket(pt *Port) *Packet {
 	return nil
 }
 
+// nextDue returns the earliest time a QP of h may send on pt (priorities
+// held by PFC left out), Never when none may.
+func (h *Host) nextDue(pt *Port) engine.Time {
+	if pt.pausedN == 0 {
+		return h.schedAt.min()
+	}
+	next := engine.Never
+	for k := range h.sched {
+		if !pt.paused[h.schedPrio[k]] {
+			next = min(next, h.schedAt.at(k))
+		}
+	}
+	return next
+}
+
 // unschedule takes q out of the round robin, keeping its place: the scan
 // goes on from the QP it would have reached next, as if q were still
 // there and skipped (a QP that sent its last byte is skipped for good).

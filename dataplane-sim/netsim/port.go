@@ -109,7 +109,9 @@ type PortStats struct {
 // side (the receiving end of In, with PFC accounting).
 //
 // A port keeps at most one pending event for its transmitter (frame done)
-// plus, on hosts, a wake-up for the next paced send.
+// plus, on hosts, a wake-up for the next paced send. A host's port arms
+// its frame-done only when it will have something to send at the frame's
+// end; otherwise the frame's end and the pacer's wake-up are one event.
 type Port struct {
 	net  *Network
 	part *partition
@@ -129,7 +131,6 @@ type Port struct {
 	totalBytes int64
 	ctrl       ring[*Packet] // PFC frames: sent before any queue, never paused
 
-	busy   bool
 	ser    engine.Serializer
 	paused [NumPrio]bool // egress priority held by the peer's PAUSE
 	// ready has bit prio set while queues[prio] holds a packet and prio is
@@ -143,6 +144,18 @@ type Port struct {
 
 	ingressBytes [NumPrio]int64
 	pauseSent    [NumPrio]bool
+
+	// The transmitter sends a frame until freeAt. frameDone: its
+	// frame-done event is pending, at freeAt. A switch port arms it with
+	// every frame. A host port arms it only when a frame is queued, or a
+	// QP may send, by freeAt; otherwise, as the frame starts, it arms the
+	// pacer's wake-up for the earliest QP, and what becomes due while the
+	// frame is on the wire (a control frame queued, a rate raised, a pause
+	// lifted, a flow started) arms the frame-done or an earlier wake-up
+	// then (armNext): the frame-done with nothing to send, and its
+	// wake-up event, are gone.
+	freeAt    engine.Time
+	frameDone bool
 
 	wakeAt      engine.Time
 	wakeGen     uint64
@@ -239,21 +252,74 @@ func (pt *Port) Stats() PortStats {
 func (pt *Port) Handle(kind uint32, arg uint64) {
 	switch kind {
 	case evTxDone:
-		pt.busy = false
+		pt.frameDone = false
 		pt.tryTransmit()
 	case evWake:
 		if arg != pt.wakeGen {
 			return
 		}
 		pt.wakePending = false
+		if pt.frameDone {
+			return // the frame-done comes and looks
+		}
+		if pt.part.sim.Now() < pt.freeAt {
+			// Armed before a frame that ends later went out.
+			pt.armNext()
+			return
+		}
 		pt.tryTransmit()
 	}
 }
 
-// kick makes an idle transmitter look for work now.
+// kick makes the transmitter look for work: an idle one now, a host's
+// sending one at the end of its frame if something is due by then.
 func (pt *Port) kick() {
-	if !pt.busy {
-		pt.tryTransmit()
+	if pt.frameDone {
+		return
+	}
+	if pt.part.sim.Now() < pt.freeAt {
+		pt.armNext()
+		return
+	}
+	pt.tryTransmit()
+}
+
+// queued: a frame was queued on a port without a pending frame-done. An
+// idle transmitter sends it now; a sending one arms its frame-done.
+func (pt *Port) queued() {
+	if pt.part.sim.Now() < pt.freeAt {
+		pt.armDone()
+		return
+	}
+	pt.tryTransmit()
+}
+
+// armDone arms the frame-done event, at freeAt.
+func (pt *Port) armDone() {
+	pt.frameDone = true
+	pt.part.sim.At(pt.freeAt, pt, evTxDone, 0)
+}
+
+// armNext arms the port's next event while its frame is on the wire and
+// no frame-done is pending: the frame-done when a frame is queued, else
+// on a host as armHost.
+func (pt *Port) armNext() {
+	if pt.ctrl.n > 0 || pt.ready != 0 {
+		pt.armDone()
+	} else if pt.host != nil {
+		pt.armHost()
+	}
+}
+
+// armHost arms a host port's next event while its frame is on the wire
+// and nothing is queued: the frame-done when a QP may send by freeAt, else
+// the pacer's wake-up for the earliest QP (none when no QP may send).
+func (pt *Port) armHost() {
+	next := pt.host.nextDue(pt)
+	if next <= pt.freeAt {
+		pt.armDone()
+	} else if next != engine.Never {
+		pt.scheduleWake(next)
 	}
 }
 
@@ -311,8 +377,8 @@ func (pt *Port) enqueue(p *Packet) {
 	if pt.observer != nil {
 		pt.observer.OnEnqueue(pt, p, pt.qBytes[prio])
 	}
-	if !pt.busy {
-		pt.tryTransmit()
+	if !pt.frameDone {
+		pt.queued()
 	}
 }
 
@@ -453,8 +519,8 @@ func (pt *Port) sendPFC(prio int, pause bool) {
 	p.PFCPrio = uint8(prio)
 	p.PFCPause = pause
 	pt.ctrl.push(p)
-	if !pt.busy {
-		pt.tryTransmit()
+	if !pt.frameDone {
+		pt.queued()
 	}
 }
 
@@ -498,11 +564,9 @@ func (pt *Port) setPaused(prio int, pause bool) {
 	}
 }
 
-// tryTransmit starts the next frame if the transmitter is idle.
+// tryTransmit starts the next frame; the transmitter is idle (now is at
+// or past freeAt, no frame-done pending).
 func (pt *Port) tryTransmit() {
-	if pt.busy {
-		return
-	}
 	var p *Packet
 	ctrl := pt.ctrl.n > 0
 	if ctrl {
@@ -521,7 +585,6 @@ func (pt *Port) tryTransmit() {
 	if !ok {
 		tx = pt.ser.Divide(int64(p.SizeBytes), l.rateBitsPerSec)
 	}
-	pt.busy = true
 	pt.stats.TxPackets++
 	pt.stats.TxBytes += int64(p.SizeBytes)
 	if !ctrl && int(p.Prio) < NumPrio {
@@ -529,6 +592,12 @@ func (pt *Port) tryTransmit() {
 		pt.stats.TxPrioBytes[p.Prio] += int64(p.SizeBytes)
 	}
 	p.SentAt = now
+	pt.freeAt = now + tx
 	l.send(p, now+tx)
-	pt.part.sim.At(now+tx, pt, evTxDone, 0)
+	if pt.ctrl.n > 0 || pt.ready != 0 {
+		pt.frameDone = true
+		pt.part.sim.At(now+tx, pt, evTxDone, 0)
+	} else if pt.host != nil {
+		pt.armHost()
+	}
 }
