@@ -54,7 +54,7 @@ func viewRows(t *testing.T, pool *pgxpool.Pool, horizon time.Time) map[string][]
 		"queue_utilisation":        {`SELECT * FROM queue_utilisation WHERE ts > $1 ORDER BY target, interface, queue, ts`, counters},
 		"drops_and_pauses":         {`SELECT * FROM drops_and_pauses WHERE ts > $1 ORDER BY target, interface, queue, ts`, counters},
 		"notifications_per_second": {`SELECT * FROM notifications_per_second WHERE second > $1 ORDER BY target, interface, queue, action, second`, counters},
-		"counter_increases":        {`SELECT * FROM counter_increases WHERE ts > $1 ORDER BY series_id, ts`, counters},
+		"counter_increases":        {`SELECT * FROM counter_increases WHERE ts >= $1 ORDER BY series_id, ts`, counters},
 		"lhcnp_speed_at": {`SELECT t, lhcnp_speed_at('sim', t) AS speed
 			FROM generate_series($1, now(), interval '30 minutes') t ORDER BY t`, horizon},
 		"lhcnp_leaf_at (port rate)": {`SELECT t, r.value_num FROM generate_series($1, now(), interval '30 minutes') t
@@ -116,6 +116,9 @@ func TestRetentionKeepsValuesRead(t *testing.T) {
 				f.add(queue("counters/pfc-pause-frames"), at, k, 0)
 				f.add(queue("counters/bytes"), at, 2_700_000_000*k, 0) // 1 Mb/s
 				f.add(queue("queue-depth"), at+150*time.Minute, 100*k, 0)
+				// A counter sampled on the clock's six hours: one sample
+				// exactly at the horizon, the day's start (schema 18).
+				f.add(queue("counters/cnp-pause-sent"), time.Duration(k)*6*h, k, 0)
 			}
 			f.commit()
 
@@ -169,6 +172,7 @@ func TestRetentionKeepsValuesRead(t *testing.T) {
 				{engineSpeed, horizon, str("0.5"), 8},
 				{queueState + "counters/bytes", horizon, str("18900000000"), 8},
 				{queueState + "counters/cnp-notify-sent", horizon, str("70"), 8},
+				{queueState + "counters/cnp-pause-sent", horizon, str("7"), 8},
 				{queueState + "counters/dropped-packets", horizon, str("14"), 8},
 				{queueState + "counters/pfc-pause-frames", horizon, str("7"), 8},
 				{queueState + "ecn-marking-rate", horizon, nil, flagDelete | 8},

@@ -35,7 +35,7 @@ func TestTrimBoundsDisk(t *testing.T) {
 			for _, id := range depth {
 				f.add(id, at, int(at/time.Second), 0)
 			}
-			if (at%(10*time.Minute)+10*time.Minute)%(10*time.Minute) == 2*time.Second { // never at a horizon (schema 17)
+			if (at%(10*time.Minute)+10*time.Minute)%(10*time.Minute) == 0 { // at every other horizon (schema 18)
 				f.add(live, at, 100_000+int(at/time.Second), 0) // 1 per second
 			}
 		}
