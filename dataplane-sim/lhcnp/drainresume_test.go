@@ -13,8 +13,10 @@ import (
 // K_min, once the port's spare rate drains the queue within the flow's
 // round trip: the first Resume after the rise carries a level above
 // K_min's (42), and comes before the queue is below K_min. Waiting for K_min
-// left the port idle for a round trip after the queue drained; without the
-// option (the default) the first Resume still waits for K_min.
+// left the port idle for a round trip after the queue drained. Without the
+// option the pair's own rule (shareResume, TestShareResume) resumes the
+// flow above K_min too, since session 11; without RepeatResume the first
+// Resume waits for K_min (TestShareResume).
 func TestDrainResume(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		l := resumeLine(t, on)
@@ -42,11 +44,8 @@ func TestDrainResume(t *testing.T) {
 		if resume == nil {
 			t.Fatalf("on %v: no Resume within 35 ms of the rise", on)
 		}
-		above := qdAt >= q.kmin && resume.CongLevel > levelQD(q.kmin, q.kmin, q.kmax)
-		if above != on {
-			// Off, the draft's (and repeat_resume's) Resume: once the
-			// queue is below K_min.
-			t.Errorf("on %v: first Resume at %v with the queue at %d B (K_min %d B), level %d; want it above K_min only with the option", on, resume.Time, qdAt, q.kmin, resume.CongLevel)
+		if above := qdAt >= q.kmin && resume.CongLevel > levelQD(q.kmin, q.kmin, q.kmax); !above {
+			t.Errorf("on %v: first Resume at %v with the queue at %d B (K_min %d B), level %d; want it above K_min", on, resume.Time, qdAt, q.kmin, resume.CongLevel)
 		}
 		if !on {
 			continue

@@ -135,6 +135,8 @@ func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	n.rollQGR(q, now)
 	if q.cfg.Action.ResumeOnDrain && !q.below && now >= q.drainCheckAt {
 		n.drainResume(ps, q, now)
+	} else if q.fillResume() && !q.below && now >= q.drainCheckAt {
+		n.shareResume(ps, q, now)
 	}
 	if qBytes < q.kmin && !q.below {
 		q.below = true

@@ -79,6 +79,7 @@ type Node struct {
 	objs     [2]wire.ExtObject
 	tsBuf    [8]byte
 	sel      []*flowEntry
+	demands  []int64 // fairShare's scratch
 	devID    []byte
 	ageGen   uint64
 	counters NodeCounters
@@ -241,7 +242,7 @@ type queueState struct {
 
 	qdAbove, emrAbove, qgrAbove bool
 	holdUntil                   engine.Time
-	// drainCheckAt is when drainResume looks again.
+	// drainCheckAt is when drainResume or shareResume looks again.
 	drainCheckAt engine.Time
 	// condSince is when a second-level condition last started to hold
 	// (valid while one holds): the node generates only once one has held

@@ -14,6 +14,7 @@ package lhcnp
 
 import (
 	"math"
+	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -627,4 +628,107 @@ func (n *Node) drainResume(ps *portState, q *queueState, now engine.Time) {
 		return
 	}
 	n.resume(ps, q, now)
+}
+
+// shareResume is the Resume of a queue above K_min with PerFlowRTT and
+// RepeatResume (fillResume), checked once per measurement interval: a flow
+// this node holds is resumed, up to its max-min fair share of the port, as
+// soon as the queue would be gone when the Resume lands (QD · 8 at most
+// the port's spare rate times the shortest round trip to the sources of
+// the flows awaiting Resume, the queue not growing): §5.5.1's "congestion
+// subsides" judged on the flows' loop, as §5.8 allows. Only where the
+// port's RTT_est is less than half that loop (a port next to the
+// receivers, RTT_est its own link, K_min = K_base / 2): there K_min says
+// nothing of the flows' timescale, and waiting for it, then for the last
+// cut to land, held a 27 MB flow of docs/results.md's websearch-70 a
+// loop late (docs/longhaul.md, "Recovery that follows the bottleneck");
+// where RTT_est is the flows' round trip (configured) the K_min Resume
+// stays. A flow whose arrival rate already shows a cut of this node
+// (below its rate before the first) is judged on it while a later cut is
+// still on its way; a flow whose rate does not show one yet waits for it,
+// as in resume. The Resume is unconditional (Parameter 0) when the flow's
+// rate before the node's first cut is within its share and the spare
+// rate, else the percentage of the last cut that brings it there.
+func (n *Node) shareResume(ps *portState, q *queueState, now engine.Time) {
+	if !q.cfg.Action.ResumeEnabled || !n.active(ps, q) {
+		return
+	}
+	q.drainCheckAt = now + q.cfg.MeasurementInterval
+	var loop engine.Time
+	for _, e := range q.flows {
+		if e.needResume && e.srcRTT > 0 && (loop == 0 || e.srcRTT < loop) {
+			loop = e.srcRTT
+		}
+	}
+	if loop == 0 || loop < 2*ps.rtt {
+		return
+	}
+	budget := n.spareRate(ps, q, now)
+	if budget <= 0 || q.qgrAt(now) > 0 ||
+		float64(q.qd)*8 > float64(budget)*float64(loop)/float64(engine.Second) {
+		return
+	}
+	iv := q.cfg.MeasurementInterval
+	share := n.fairShare(q, now, ps.rateBitsPerSec)
+	level, mt, mv := n.severity(ps, q, TriggerResume)
+	for _, e := range q.flows {
+		if budget <= 0 {
+			return
+		}
+		if !e.needResume || e.srcRTT <= 0 || e.lastReduction <= 0 || e.preCutRate <= 0 ||
+			e.hasCNP && now-e.lastCNP < q.minInterval {
+			continue
+		}
+		rate := e.rateAt(now, iv)
+		if now < e.cutAt+e.srcRTT+2*iv && rate >= e.preCutRate {
+			continue // its first cut has not shown yet
+		}
+		inc := min(min(e.preCutRate, share)-rate, budget)
+		if inc <= 0 {
+			continue
+		}
+		var p uint16
+		if e.preCutRate-rate <= inc {
+			e.resumeInc = e.preCutRate - rate
+		} else {
+			p = uint16(min(100, max(1, (100*inc+e.lastReduction-1)/e.lastReduction)))
+			e.resumeInc = min(inc, e.lastReduction*int64(p)/100)
+		}
+		if !n.takeToken(ps, now) {
+			q.counters.SuppressedPortLimit++
+			ps.counters.SuppressedPortLimit++
+			return
+		}
+		budget -= e.resumeInc
+		m := wire.LongHaul{CongLevel: level, Action: wire.ActionResume, Parameter: p,
+			SourceQP: e.key.SrcQP, MetricType: mt, MetricValue: mv}
+		n.send(ps, q, e, &m, TriggerResume, false, now)
+	}
+}
+
+// fairShare is the max-min fair share of total among the queue's flows,
+// each demanding its arrival rate or, for a flow this node holds (awaiting
+// Resume), its rate before the node's first cut: the level s with
+// sum(min(demand, s)) = total, or total when every demand fits.
+func (n *Node) fairShare(q *queueState, now engine.Time, total int64) int64 {
+	d := n.demands[:0]
+	for _, f := range q.flows {
+		r := f.rateAt(now, q.cfg.MeasurementInterval)
+		if f.needResume {
+			r = max(r, f.preCutRate)
+		}
+		if r > 0 {
+			d = append(d, r)
+		}
+	}
+	slices.Sort(d)
+	n.demands = d
+	rem := total
+	for i, r := range d {
+		if k := int64(len(d) - i); r*k > rem {
+			return rem / k
+		}
+		rem -= r
+	}
+	return total
 }

@@ -1,0 +1,105 @@
+package lhcnp
+
+import (
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// TestShareResume: with PerFlowRTT and RepeatResume (the options' pair,
+// shareResume), a far-end node (port RTT_est 2 µs, K_min 32 KB; the flow
+// 10 ms away) whose bottleneck rises from 4 to 10 Gb/s resumes the flow it
+// holds while its queue is still above K_min, once the queue would be gone
+// when the Resume lands, and the flow is back at the port's rate without a
+// ceiling within two round trips of the rise. Without RepeatResume (the
+// draft's Resume) the first Resume waits for K_min.
+func TestShareResume(t *testing.T) {
+	for _, tt := range []struct {
+		desc      string
+		repeat    bool
+		wantAbove bool
+	}{
+		{desc: "per_flow_rtt and repeat_resume", repeat: true, wantAbove: true},
+		{desc: "per_flow_rtt alone", repeat: false, wantAbove: false},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(64_000, 2*engine.Microsecond)
+			cfg.Interface.Queue.MinCNPInterval = engine.Millisecond
+			cfg.Interface.Queue.PerFlowRTT = true
+			cfg.Interface.Queue.Action.RepeatResume = tt.repeat
+			rc := DefaultReactionConfig()
+			rc.TrustedSources = trusted(false)
+			rc.RTTEst = 10 * engine.Millisecond
+			rc.RecoveryStepBitsPerSec = 100e6
+			l := farEnd(t, cfg, 10e9, 4e9, 5*engine.Millisecond, rc)
+			l.sim.Run(40 * engine.Millisecond)
+			q := &l.node2.portOf(l.n2Out).queues[0]
+			if l.flow.Sender.CeilingBitsPerSec() == 0 {
+				t.Fatalf("no held ceiling after 40 ms at the bottleneck (rate %d)", l.flow.Sender.RateBitsPerSec())
+			}
+			if q.qd < q.kmin {
+				t.Fatalf("queue %d B below K_min %d B at the rise: nothing to drain", q.qd, q.kmin)
+			}
+			l.n2Out.Out().SetRateBitsPerSec(10e9)
+			from := len(l.events2)
+			var resume *Event
+			var qdAt int64
+			for l.sim.Now() < 75*engine.Millisecond && resume == nil {
+				l.sim.Run(l.sim.Now() + engine.Microsecond)
+				for i := from; i < len(l.events2); i++ {
+					if ev := l.events2[i]; ev.Kind == EventCNPSent && ev.Action == wire.ActionResume {
+						resume, qdAt = &l.events2[i], q.qd
+						break
+					}
+				}
+			}
+			if resume == nil {
+				t.Fatalf("no Resume within 35 ms of the rise")
+			}
+			if above := qdAt >= q.kmin; above != tt.wantAbove {
+				t.Errorf("first Resume at %v with the queue at %d B (K_min %d B); above K_min %v, want %v", resume.Time, qdAt, q.kmin, above, tt.wantAbove)
+			}
+			if !tt.repeat {
+				return
+			}
+			l.sim.Run(65 * engine.Millisecond)
+			if got, c := l.flow.Sender.RateBitsPerSec(), l.flow.Sender.CeilingBitsPerSec(); got != 10e9 || c != 0 {
+				t.Errorf("rate %d, ceiling %d at 65 ms; want 10 Gb/s and no ceiling", got, c)
+			}
+		})
+	}
+}
+
+// TestFairShare: shareResume's share is the max-min fair share of the
+// port's rate, a held flow demanding its rate before the node's first cut.
+func TestFairShare(t *testing.T) {
+	type fl struct {
+		rate, preCut int64
+		held         bool
+	}
+	for _, tt := range []struct {
+		desc  string
+		flows []fl
+		total int64
+		want  int64
+	}{
+		{desc: "small flows keep their rate, the large one gets the rest", flows: []fl{{rate: 1e9}, {rate: 1e9}, {rate: 8e9}}, total: 6e9, want: 4e9},
+		{desc: "every demand fits", flows: []fl{{rate: 1e9}, {rate: 2e9}}, total: 10e9, want: 10e9},
+		{desc: "a held flow demands its rate before the cut", flows: []fl{{rate: 1e9, preCut: 5e9, held: true}, {rate: 5e9}}, total: 6e9, want: 3e9},
+		{desc: "idle flows demand nothing", flows: []fl{{}, {rate: 4e9}, {rate: 4e9}}, total: 6e9, want: 3e9},
+		{desc: "no flow", total: 6e9, want: 6e9},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var n Node
+			q := &queueState{}
+			q.cfg.MeasurementInterval = 100 * engine.Microsecond
+			for _, f := range tt.flows {
+				q.flows = append(q.flows, &flowEntry{rateBitsPerSec: f.rate, preCutRate: f.preCut, needResume: f.held})
+			}
+			if got := n.fairShare(q, 0, tt.total); got != tt.want {
+				t.Errorf("fairShare = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
