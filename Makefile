@@ -113,7 +113,7 @@ tuner-phases:
 	$(GO) run ./cmd/lhcnp sim phases --out out/phases --markdown docs/tuner-phases.md
 
 # docs/tuner.md's train and test tables: every scenario of the tuner's family
-# (scenarios/family/tuner.yaml: 32 train and 32 held-out test seeds, runs of
+# (scenarios/family/tuner.yaml: 48 train and 32 held-out test seeds, runs of
 # up to 200 WAN round trips) with the tuner, the static grid and the finer
 # grid around its best: about 30 CPU-minutes, 15 minutes on two free cores,
 # two to three hours on the shared machine at a load of 15 (16 train seeds:
