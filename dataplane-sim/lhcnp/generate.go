@@ -311,6 +311,14 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 		if m.Action == wire.ActionRateReduce {
 			e.lastReduction = cutRate * int64(m.Parameter) / 100
 		}
+		if !e.needResume || e.srcRate <= 0 {
+			e.srcRate = cutRate
+		}
+		e.srcCut = e.srcRate
+		if m.Action == wire.ActionRateReduce {
+			e.srcCut = e.srcRate * int64(m.Parameter) / 100
+		}
+		e.srcRate -= e.srcCut
 		if q.cfg.PerFlowRTT && (e.srcRTT == 0 || e.rttFromRate) && e.lastReduction > 0 &&
 			(!e.probing || now-e.probeAt > max(4*q.minInterval, 2*e.srcRTT)) {
 			// No CM exchange seen: the round trip is how soon the
@@ -332,6 +340,11 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 			n.scheduleResume(ps, q)
 		}
 	case wire.ActionResume:
+		if m.Parameter == 0 {
+			e.srcRate = e.preCutRate
+		} else {
+			e.srcRate += e.srcCut * int64(m.Parameter) / 100
+		}
 		if q.cfg.Action.RepeatResume && m.Parameter != 0 {
 			// Keep the flow: the next hold decides from its rate. After
 			// an unconditional Resume the source is back at its original

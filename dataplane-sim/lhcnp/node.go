@@ -79,7 +79,9 @@ type Node struct {
 	objs     [2]wire.ExtObject
 	tsBuf    [8]byte
 	sel      []*flowEntry
-	demands  []int64 // fairShare's scratch
+	demands  []int64      // fairShare's and shareResume's scratch
+	caps     []int64      // shareResume's scratch
+	held     []*flowEntry // shareResume's scratch
 	devID    []byte
 	ageGen   uint64
 	counters NodeCounters

@@ -1,6 +1,7 @@
 package lhcnp
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -99,6 +100,46 @@ func TestFairShare(t *testing.T) {
 			}
 			if got := n.fairShare(q, 0, tt.total); got != tt.want {
 				t.Errorf("fairShare = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFillLevel: shareResume divides the spare rate max-min among the
+// flows it resumes: the slowest rises first, none beyond its cap, and the
+// increments add up to at most the spare rate (the list order does not
+// matter; it did when the spare went to the flows in the queue's order).
+func TestFillLevel(t *testing.T) {
+	for _, tt := range []struct {
+		desc         string
+		rates, caps  []int64
+		budget, want int64
+	}{
+		{desc: "the slower flow first", rates: []int64{4e9, 1e9}, caps: []int64{5e9, 5e9}, budget: 5e9, want: 5e9},
+		{desc: "the spare split once both are level", rates: []int64{4e9, 1e9}, caps: []int64{10e9, 10e9}, budget: 7e9, want: 6e9},
+		{desc: "a capped flow leaves the rest to the other", rates: []int64{1e9, 1e9}, caps: []int64{2e9, 10e9}, budget: 6e9, want: 6e9},
+		{desc: "every flow reaches its cap", rates: []int64{1e9, 2e9}, caps: []int64{3e9, 4e9}, budget: 10e9, want: 4e9},
+		{desc: "no spare rate", rates: []int64{1e9, 2e9}, caps: []int64{3e9, 4e9}, budget: 0, want: 1e9},
+		{desc: "one flow", rates: []int64{2e9}, caps: []int64{25e9}, budget: 3e9, want: 5e9},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			got := fillLevel(tt.rates, tt.caps, tt.budget)
+			if got != tt.want {
+				t.Errorf("fillLevel = %d, want %d", got, tt.want)
+			}
+			var given int64
+			for i, r := range tt.rates {
+				given += min(tt.caps[i], max(r, got)) - r
+			}
+			if given > max(tt.budget, 0) {
+				t.Errorf("the flows get %d in all, more than the spare %d", given, tt.budget)
+			}
+			rev := slices.Clone(tt.rates)
+			slices.Reverse(rev)
+			revCaps := slices.Clone(tt.caps)
+			slices.Reverse(revCaps)
+			if g := fillLevel(rev, revCaps, tt.budget); g != got {
+				t.Errorf("fillLevel depends on the flows' order: %d reversed, %d", g, got)
 			}
 		})
 	}

@@ -671,10 +671,10 @@ func (n *Node) shareResume(ps *portState, q *queueState, now engine.Time) {
 	iv := q.cfg.MeasurementInterval
 	share := n.fairShare(q, now, ps.rateBitsPerSec)
 	level, mt, mv := n.severity(ps, q, TriggerResume)
+	// The flows to resume now, and how far each may rise: to its rate
+	// before the node's first cut, at most its share.
+	held, rates, caps := n.held[:0], n.demands[:0], n.caps[:0]
 	for _, e := range q.flows {
-		if budget <= 0 {
-			return
-		}
 		if !e.needResume || e.srcRTT <= 0 || e.lastReduction <= 0 || e.preCutRate <= 0 ||
 			e.hasCNP && now-e.lastCNP < q.minInterval {
 			continue
@@ -683,27 +683,85 @@ func (n *Node) shareResume(ps *portState, q *queueState, now engine.Time) {
 		if now < e.cutAt+e.srcRTT+2*iv && rate >= e.preCutRate {
 			continue // its first cut has not shown yet
 		}
-		inc := min(min(e.preCutRate, share)-rate, budget)
+		if landed := now >= e.cutAt+e.srcRTT+2*iv; !landed && e.srcRate > 0 && e.srcRate < rate {
+			// A later cut is on its way: the flow is judged on the rate
+			// it left the source at, not on the rate still arriving.
+			rate = e.srcRate
+		}
+		if c := min(e.preCutRate, share); c > rate {
+			held, rates, caps = append(held, e), append(rates, rate), append(caps, c)
+		}
+	}
+	n.held, n.demands, n.caps = held, rates, caps
+	// The spare rate shared max-min among them (the slowest raised
+	// first), not handed out in the queue's flow order: the first flow
+	// of the list took most of it and the second stayed slow
+	// (docs/longhaul.md, "Fair Resume").
+	fill := fillLevel(rates, caps, budget)
+	for i, e := range held {
+		inc := min(caps[i], max(rates[i], fill)) - rates[i]
 		if inc <= 0 {
 			continue
 		}
 		var p uint16
-		if e.preCutRate-rate <= inc {
-			e.resumeInc = e.preCutRate - rate
+		if e.preCutRate-rates[i] <= inc {
+			e.resumeInc = e.preCutRate - rates[i]
 		} else {
-			p = uint16(min(100, max(1, (100*inc+e.lastReduction-1)/e.lastReduction)))
-			e.resumeInc = min(inc, e.lastReduction*int64(p)/100)
+			// A percentage of what the last cut took at the source.
+			red := e.lastReduction
+			if e.srcCut > 0 {
+				red = min(red, e.srcCut)
+			}
+			p = uint16(min(100, max(1, (100*inc+red-1)/red)))
+			e.resumeInc = min(inc, red*int64(p)/100)
 		}
 		if !n.takeToken(ps, now) {
 			q.counters.SuppressedPortLimit++
 			ps.counters.SuppressedPortLimit++
 			return
 		}
-		budget -= e.resumeInc
 		m := wire.LongHaul{CongLevel: level, Action: wire.ActionResume, Parameter: p,
 			SourceQP: e.key.SrcQP, MetricType: mt, MetricValue: mv}
 		n.send(ps, q, e, &m, TriggerResume, false, now)
 	}
+}
+
+// fillLevel is the water level of budget poured over flows at rates,
+// each rising at most to its cap (cap > rate): the level f with
+// sum(min(cap, max(rate, f)) - rate) = budget, or the highest cap when
+// every flow reaches its cap within the budget. The max-min fair division
+// of a spare rate among the flows a node resumes.
+func fillLevel(rates, caps []int64, budget int64) int64 {
+	var lo, hi int64
+	for i := range rates {
+		if i == 0 || rates[i] < lo {
+			lo = rates[i]
+		}
+		hi = max(hi, caps[i])
+	}
+	given := func(f int64) int64 {
+		var sum int64
+		for i, r := range rates {
+			sum += min(caps[i], max(r, f)) - r
+		}
+		return sum
+	}
+	if budget <= 0 || len(rates) == 0 {
+		return lo
+	}
+	if given(hi) <= budget {
+		return hi
+	}
+	// given is non-decreasing in f: the highest f with given(f) <= budget.
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if given(mid) <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 // fairShare is the max-min fair share of total among the queue's flows,
