@@ -108,6 +108,14 @@ type queue struct {
 	slab          []payload
 	free          []uint32
 	seq           uint64
+	// runSlot is the slot of the event popRun gave out, while runFree
+	// says that no push has taken it yet: the first push of the event's
+	// handler writes its payload there (the event's was read before the
+	// handler ran), instead of taking a slot off free and putting the
+	// event's back; done frees it if no push took it. Most handlers
+	// schedule one event (a link its next arrival, a port its next frame).
+	runSlot uint32
+	runFree bool
 }
 
 // init makes the ring and sets the bucket width a queue starts with.
@@ -128,7 +136,10 @@ func (q *queue) len() int { return q.n }
 
 func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 	var slot uint32
-	if n := len(q.free); n > 0 {
+	if q.runFree {
+		slot = q.runSlot
+		q.runFree = false
+	} else if n := len(q.free); n > 0 {
 		slot = q.free[n-1]
 		q.free = q.free[:n-1]
 	} else {
@@ -265,6 +276,31 @@ func lessBit(a, b key) uint64 {
 // pop removes the earliest event and returns its time and payload; the
 // queue must not be empty.
 func (q *queue) pop() (Time, payload) {
+	at, p := q.popRun()
+	q.done()
+	return at, p
+}
+
+// done ends the event popRun gave out: its slot goes back to the free
+// list unless a push took it.
+func (q *queue) done() {
+	if q.runFree {
+		q.release()
+	}
+}
+
+func (q *queue) release() {
+	q.runFree = false
+	q.slab[q.runSlot] = payload{} // drop the handler reference for the GC
+	q.free = append(q.free, q.runSlot)
+}
+
+// popRun is pop for a driver that runs the event at once (runLocked,
+// Group.step, Step): the event's slot stays out of the free list while its
+// handler runs, for the handler's first push (runSlot), and done, after
+// the handler, frees it if no push took it. The queue must not be empty
+// and no event popRun gave out may be pending (done called).
+func (q *queue) popRun() (Time, payload) {
 	top := q.top
 	q.last = top.at
 	if nh := q.nh + 1; !q.topFar && !q.nearHeap && nh < len(q.near) {
@@ -293,10 +329,8 @@ func (q *queue) pop() (Time, payload) {
 		}
 	}
 	slot := uint32(top.ss & slotMask)
-	p := q.slab[slot]
-	q.slab[slot] = payload{} // drop the handler reference for the GC
-	q.free = append(q.free, slot)
-	return top.at, p
+	q.runSlot, q.runFree = slot, true
+	return top.at, q.slab[slot]
 }
 
 // openNext opens the first busy bucket after the open one: near is empty,

@@ -160,10 +160,11 @@ func (s *Sim) Step() bool {
 	if s.q.len() == 0 {
 		return false
 	}
-	at, e := s.q.pop()
+	at, e := s.q.popRun()
 	s.now = at
 	s.events++
 	e.h.Handle(e.kind, e.arg)
+	s.q.done()
 	return true
 }
 
@@ -186,13 +187,14 @@ func (s *Sim) runLocked(until Time) (yielded bool) {
 			check = 64
 		}
 		check--
-		at, e := q.pop()
+		at, e := q.popRun()
 		s.now = at
 		s.events++
 		if hookEvents {
 			s.hook.before(e.h, e.kind, e.arg)
 		}
 		e.h.Handle(e.kind, e.arg)
+		q.done()
 		if hookEvents {
 			s.hook.after(e.h, e.kind, e.arg)
 		}
