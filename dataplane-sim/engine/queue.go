@@ -135,21 +135,7 @@ func (q *queue) setShift(shift uint) {
 func (q *queue) len() int { return q.n }
 
 func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
-	var slot uint32
-	if q.runFree {
-		slot = q.runSlot
-		q.runFree = false
-	} else if n := len(q.free); n > 0 {
-		slot = q.free[n-1]
-		q.free = q.free[:n-1]
-	} else {
-		slot = uint32(len(q.slab))
-		if slot > slotMask {
-			panic("engine: more than 2^24 events pending")
-		}
-		q.slab = append(q.slab, payload{})
-	}
-	q.slab[slot] = payload{h: h, arg: arg, kind: kind}
+	slot := q.slotFor(h, kind, arg)
 	q.seq++
 	if q.seq > maxSeq {
 		panic("engine: more than 2^40 events scheduled")
@@ -170,6 +156,87 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 		return
 	}
 	q.pushBuckets(e)
+}
+
+// slotFor returns a slot of the slab holding the payload (h, kind, arg).
+func (q *queue) slotFor(h Handler, kind uint32, arg uint64) uint32 {
+	var slot uint32
+	if q.runFree {
+		slot = q.runSlot
+		q.runFree = false
+	} else if n := len(q.free); n > 0 {
+		slot = q.free[n-1]
+		q.free = q.free[:n-1]
+	} else {
+		slot = uint32(len(q.slab))
+		if slot > slotMask {
+			panic("engine: more than 2^24 events pending")
+		}
+		q.slab = append(q.slab, payload{})
+	}
+	q.slab[slot] = payload{h: h, arg: arg, kind: kind}
+	return slot
+}
+
+// reserve numbers a key as push would now, without pushing it: pushKey
+// pushes it later, where it orders as if it had been pushed now.
+func (q *queue) reserve() uint64 {
+	q.seq++
+	if q.seq > maxSeq {
+		panic("engine: more than 2^40 events scheduled")
+	}
+	return q.seq
+}
+
+// pushKey pushes an event at (at, seq), seq from reserve and not pushed
+// before: an older key than push makes, so it is compared in full (time,
+// then seq) wherever it goes. It is not at or before the last key popped.
+func (q *queue) pushKey(at Time, seq uint64, h Handler, kind uint32, arg uint64) {
+	slot := q.slotFor(h, kind, arg)
+	e := key{at: at, ss: seq<<slotBits | uint64(slot)}
+	q.n++
+	near := false
+	if q.ringMask == 0 {
+		near = at-q.last < q.span
+	} else {
+		if len(q.near) == q.nh {
+			q.anchor(at)
+		}
+		switch d := at - q.cur; {
+		case d < q.width:
+			q.opened++
+			near = true
+		case d < q.span:
+			q.pushRing(e) // later than every near key
+			return
+		}
+	}
+	if !near {
+		heapPush(&q.far, e)
+		q.retop()
+		return
+	}
+	switch {
+	case q.nearHeap:
+		heapPush(&q.near, e)
+	default:
+		if len(q.near) == cap(q.near) && q.nh > 0 {
+			m := copy(q.near, q.near[q.nh:])
+			q.near, q.nh = q.near[:m], 0
+		}
+		q.near = append(q.near, e)
+		h := q.near
+		i := len(h) - 1
+		for i > q.nh && lessBit(e, h[i-1]) != 0 {
+			h[i] = h[i-1]
+			i--
+		}
+		h[i] = e
+		if len(h)-q.nh > nearSortedMax {
+			q.nearToHeap()
+		}
+	}
+	q.retop()
 }
 
 // pushFar pushes e, a new key, into the far heap.
