@@ -585,14 +585,14 @@ type QP struct {
 	cm cmEnd
 	dc dcqcn
 
-	// The padding makes a QP a whole number of cache lines (448 bytes,
-	// a size class of its own), so that two QPs never share a line: the
-	// runner adds flows in start order, so neighbours in memory run at
-	// the same time, and on a network cut into partitions their senders
-	// are often in two partitions that run side by side, where a shared
-	// line would bounce between the cores at every write (docs/engine.md,
-	// "Side by side"; TestHotTypesOwnTheirLines).
-	_ [8]byte
+	// A QP is a whole number of cache lines (448 bytes, a size class of
+	// its own; its fields fill them now, with no padding: a field added
+	// needs a padding field here up to the next line), so that two QPs
+	// never share a line: the runner adds flows in start order, so
+	// neighbours in memory run at the same time, and on a network cut into
+	// partitions their senders are often in two partitions that run side
+	// by side, where a shared line would bounce between the cores at every
+	// write (docs/engine.md, "Side by side"; TestHotTypesOwnTheirLines).
 }
 
 type ackPoint struct {
@@ -722,9 +722,7 @@ func (q *QP) AdminStopped() bool { return q.stopped }
 func (q *QP) armIncrease() {
 	m := q.maxRate()
 	if !q.dc.incRunning && (q.dc.rc < m || q.dc.rt < m) {
-		q.dc.incGen++
-		q.dc.incRunning = true
-		q.host.part.sim.After(q.cc().TimeReset, q.timers(), evQPIncTimer, q.dc.incGen)
+		q.dc.armInc(q.host.part.sim, q.timers(), q.cc().TimeReset)
 	}
 }
 
