@@ -104,10 +104,18 @@ type queue struct {
 	n             int   // events pending (all)
 	top           key   // the earliest pending key, when n > 0
 	topFar        bool  // top is far's top (else near's)
-	last          Time  // the time of the last key popped
-	slab          []payload
-	free          []uint32
-	seq           uint64
+	// topReg: top is in neither near nor far, only in top. A key pushed
+	// as the earliest of all (half of the pushes in the §7 example: a
+	// link's next arrival, a port's end of frame, that will run next)
+	// waits there in the one-bucket layout, so that its push does not
+	// insert it at the front of the sorted run and its pop takes it from
+	// there: the next earliest becomes top (retop). Another key pushed
+	// as the earliest puts it into near first.
+	topReg bool
+	last   Time // the time of the last key popped
+	slab   []payload
+	free   []uint32
+	seq    uint64
 	// runSlot is the slot of the event popRun gave out, while runFree
 	// says that no push has taken it yet: the first push of the event's
 	// handler writes its payload there (the event's was read before the
@@ -146,10 +154,20 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 		// One bucket (the widest): near is the span from the last
 		// event run, a sorted run.
 		if at-q.last < q.span {
-			q.pushNear(e)
 			if q.n == 1 || at < q.top.at {
-				q.top, q.topFar = e, false
+				if q.topReg {
+					q.topReg = false
+					q.insertNear(q.top)
+					if q.ringMask != 0 {
+						// insertNear narrowed the buckets.
+						q.pushBuckets(e)
+						return
+					}
+				}
+				q.top, q.topFar, q.topReg = e, false, true
+				return
 			}
+			q.pushNear(e)
 		} else {
 			q.pushFar(e)
 		}
@@ -194,6 +212,10 @@ func (q *queue) reserve() uint64 {
 func (q *queue) pushKey(at Time, seq uint64, h Handler, kind uint32, arg uint64) {
 	slot := q.slotFor(h, kind, arg)
 	e := key{at: at, ss: seq<<slotBits | uint64(slot)}
+	if q.topReg {
+		q.topReg = false
+		q.insertNear(q.top)
+	}
 	q.n++
 	near := false
 	if q.ringMask == 0 {
@@ -216,27 +238,39 @@ func (q *queue) pushKey(at Time, seq uint64, h Handler, kind uint32, arg uint64)
 		q.retop()
 		return
 	}
-	switch {
-	case q.nearHeap:
-		heapPush(&q.near, e)
-	default:
-		if len(q.near) == cap(q.near) && q.nh > 0 {
-			m := copy(q.near, q.near[q.nh:])
-			q.near, q.nh = q.near[:m], 0
-		}
-		q.near = append(q.near, e)
-		h := q.near
-		i := len(h) - 1
-		for i > q.nh && lessBit(e, h[i-1]) != 0 {
-			h[i] = h[i-1]
-			i--
-		}
-		h[i] = e
-		if len(h)-q.nh > nearSortedMax {
-			q.nearToHeap()
-		}
-	}
+	q.insertNear(e)
 	q.retop()
+}
+
+// insertNear puts e, any key that belongs near (an old one too: it is
+// compared in full), into near, sorted run or heap. It does not set top.
+func (q *queue) insertNear(e key) {
+	if q.nearHeap {
+		heapPush(&q.near, e)
+		return
+	}
+	if q.nh > 0 && (q.nh == len(q.near) || lessBit(e, q.near[q.nh]) != 0) {
+		// Before the run, into the slot before it (the register's key,
+		// the earliest of all, goes there).
+		q.nh--
+		q.near[q.nh] = e
+		return
+	}
+	if len(q.near) == cap(q.near) && q.nh > 0 {
+		m := copy(q.near, q.near[q.nh:])
+		q.near, q.nh = q.near[:m], 0
+	}
+	q.near = append(q.near, e)
+	h := q.near
+	i := len(h) - 1
+	for i > q.nh && lessBit(e, h[i-1]) != 0 {
+		h[i] = h[i-1]
+		i--
+	}
+	h[i] = e
+	if len(h)-q.nh > nearSortedMax {
+		q.nearToHeap()
+	}
 }
 
 // pushFar pushes e, a new key, into the far heap.
@@ -370,7 +404,13 @@ func (q *queue) release() {
 func (q *queue) popRun() (Time, payload) {
 	top := q.top
 	q.last = top.at
-	if nh := q.nh + 1; !q.topFar && !q.nearHeap && nh < len(q.near) {
+	if q.topReg {
+		q.topReg = false
+		q.n--
+		if q.n > 0 {
+			q.retop()
+		}
+	} else if nh := q.nh + 1; !q.topFar && !q.nearHeap && nh < len(q.near) {
 		// Most pops: the sorted run goes on, its next key or far's
 		// top is the new top.
 		q.nh = nh
@@ -507,6 +547,10 @@ func (q *queue) adapt() {
 // event's bucket open (every pending key is due at or after it).
 func (q *queue) relayout(shift uint) {
 	keys := append(q.moved[:0], q.near[q.nh:]...)
+	if q.topReg {
+		q.topReg = false
+		keys = append(keys, q.top)
+	}
 	for b := range q.ring[:q.ringMask+1] {
 		keys = append(keys, q.ring[b]...)
 		q.ring[b] = q.ring[b][:0]
