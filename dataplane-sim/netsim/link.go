@@ -260,7 +260,7 @@ func (l *Link) Handle(_ uint32, gen uint64) {
 	if gen != l.gen || l.inflight.len() == 0 {
 		return // scheduled before the link went down
 	}
-	f := l.inflight.pop()
+	f := l.inflight.take()
 	if l.inflight.len() > 0 {
 		l.to.part.sim.At(l.inflight.front().at, l, 0, l.gen)
 	}

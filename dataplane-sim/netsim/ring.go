@@ -44,6 +44,17 @@ func (r *ring[T]) back() *T {
 	return &r.buf[(r.head+r.n-1)&(len(r.buf)-1)]
 }
 
+// take is pop without clearing the slot, for rings of pooled packets: the
+// stale pointer keeps alive nothing the pool does not (a Packet is its
+// network's for the network's life), and the store with its write-barrier
+// test was a few instructions per packet and hop.
+func (r *ring[T]) take() T {
+	v := r.buf[r.head]
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	return v
+}
+
 func (r *ring[T]) pop() T {
 	var zero T
 	v := r.buf[r.head]
