@@ -227,6 +227,8 @@ func (n *Network) Connect(a, b Node, lc LinkConfig) (pa, pb *Port, err error) {
 	pb.out, pb.in = ba, ab
 	if pa.part != pb.part {
 		ab.cut, ba.cut = true, true
+		ab.setOther()
+		ba.setOther()
 	}
 	n.links = append(n.links, ab, ba)
 	return pa, pb, nil

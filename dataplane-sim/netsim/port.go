@@ -600,7 +600,11 @@ func (pt *Port) tryTransmit() {
 	}
 	p.SentAt = now
 	pt.freeAt = now + tx
-	l.send(p, now+tx)
+	if !l.other {
+		l.arrive(p, now+tx+l.delay) // send's common case, without its call
+	} else {
+		l.sendOther(p, now+tx)
+	}
 	if pt.ctrl.n > 0 || pt.ready != 0 {
 		pt.frameDone = true
 		pt.part.sim.At(now+tx, pt, evTxDone, 0)
