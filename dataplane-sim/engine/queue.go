@@ -104,6 +104,11 @@ type queue struct {
 	n             int   // events pending (all)
 	top           key   // the earliest pending key, when n > 0
 	topFar        bool  // top is far's top (else near's)
+	// farAt is the time of far's top, Never when far is empty (setFarAt
+	// after every change of far): a pop along the sorted run compares
+	// the next key with far's top only when it is not later, without
+	// reading far (far's keys are DCQCN's rate timers, 300 µs ahead).
+	farAt Time
 	// topReg: top is in neither near nor far, only in top. A key pushed
 	// as the earliest of all (half of the pushes in the §7 example: a
 	// link's next arrival, a port's end of frame, that will run next)
@@ -130,6 +135,7 @@ type queue struct {
 // Without it every key goes to the far heap (width 0): the order is the
 // same, the cost a heap's.
 func (q *queue) init() {
+	q.farAt = Never
 	q.ring = make([][]key, maxRingLen)
 	q.span = 1 << spanShift
 	q.setShift(maxShift)
@@ -235,6 +241,7 @@ func (q *queue) pushKey(at Time, seq uint64, h Handler, kind uint32, arg uint64)
 	}
 	if !near {
 		heapPush(&q.far, e)
+		q.setFarAt()
 		q.retop()
 		return
 	}
@@ -277,6 +284,7 @@ func (q *queue) insertNear(e key) {
 func (q *queue) pushFar(e key) {
 	q.far = append(q.far, e)
 	heapUpNew(q.far, len(q.far)-1)
+	q.setFarAt()
 	if q.n == 1 || e.at < q.top.at {
 		q.top, q.topFar = e, true
 	}
@@ -416,7 +424,7 @@ func (q *queue) popRun() (Time, payload) {
 		q.nh = nh
 		q.n--
 		next := q.near[nh]
-		if len(q.far) != 0 && lessBit(q.far[0], next) != 0 {
+		if q.farAt <= next.at && lessBit(q.far[0], next) != 0 {
 			q.top, q.topFar = q.far[0], true
 		} else {
 			q.top = next
@@ -424,6 +432,7 @@ func (q *queue) popRun() (Time, payload) {
 	} else {
 		if q.topFar {
 			heapPop(&q.far)
+			q.setFarAt()
 		} else {
 			q.popNear()
 			if q.nh == len(q.near) && q.ringN > 0 {
@@ -582,6 +591,7 @@ func (q *queue) relayout(shift uint) {
 			heapPush(&q.far, e)
 		}
 	}
+	q.setFarAt()
 	if len(q.near) > nearSortedMax && shift > minShift {
 		// The keys crowd the open bucket: narrower still.
 		q.relayout(shift - 1)
@@ -593,6 +603,14 @@ func (q *queue) relayout(shift uint) {
 	}
 	if q.n > 0 {
 		q.retop() // the earliest key may have moved to far
+	}
+}
+
+// setFarAt sets farAt from far.
+func (q *queue) setFarAt() {
+	q.farAt = Never
+	if len(q.far) > 0 {
+		q.farAt = q.far[0].at
 	}
 }
 
