@@ -346,7 +346,6 @@ type packetPool struct {
 	cur   []*Packet   // top chunk
 	full  [][]*Packet // full chunks below it
 	spare []*Packet   // an empty chunk kept for the next push
-	live  int64
 	alloc int64
 	// fresh holds packets never used yet: they are allocated
 	// packetChunk at a time (one allocation: a run that fills a deep
@@ -371,35 +370,53 @@ const poolChunk = 1024
 // packetChunk is how many packets are allocated at once (12 KiB).
 const packetChunk = 128
 
+// get returns a zeroed packet. Its common case, the top of the free
+// stack, inlines; getSlow has the rest.
 func (pp *packetPool) get() *Packet {
-	if len(pp.cur) == 0 {
-		k := len(pp.full)
-		if k == 0 {
-			pp.alloc++
-			pp.live++
-			if len(pp.fresh) == 0 {
-				pp.fresh = make([]Packet, packetChunk)
-			}
-			p := &pp.fresh[0]
-			pp.fresh = pp.fresh[1:]
-			if pp.own != nil {
-				pp.own[p] = true
-			}
-			return p
-		}
-		pp.spare = pp.cur
-		pp.cur = pp.full[k-1]
-		pp.full = pp.full[:k-1]
+	c := pp.cur
+	if len(c) == 0 {
+		return pp.getSlow()
 	}
-	k := len(pp.cur) - 1
-	p := pp.cur[k]
-	pp.cur = pp.cur[:k]
+	p := c[len(c)-1]
+	pp.cur = c[:len(c)-1]
 	*p = Packet{}
-	pp.live++
 	return p
 }
 
+// getSlow is get with the top chunk of the free stack empty.
+func (pp *packetPool) getSlow() *Packet {
+	k := len(pp.full)
+	if k == 0 {
+		pp.alloc++
+		if len(pp.fresh) == 0 {
+			pp.fresh = make([]Packet, packetChunk)
+		}
+		p := &pp.fresh[0]
+		pp.fresh = pp.fresh[1:]
+		if pp.own != nil {
+			pp.own[p] = true
+		}
+		return p
+	}
+	pp.spare = pp.cur
+	pp.cur = pp.full[k-1]
+	pp.full = pp.full[:k-1]
+	return pp.get()
+}
+
+// put returns p to the pool. Its common case (no frame, room in the top
+// chunk) inlines; putSlow has the rest.
 func (pp *packetPool) put(p *Packet) {
+	c := pp.cur
+	if p.fb != nil || len(c) == cap(c) {
+		pp.putSlow(p)
+		return
+	}
+	p.inPort = nil
+	pp.cur = append(c, p)
+}
+
+func (pp *packetPool) putSlow(p *Packet) {
 	if p.fb != nil {
 		pp.putFrame(p.fb)
 		p.fb = nil
@@ -416,7 +433,13 @@ func (pp *packetPool) put(p *Packet) {
 		}
 	}
 	pp.cur = append(pp.cur, p)
-	pp.live--
+}
+
+// live returns the packets taken from the pool and not yet put back: those
+// allocated less those on the free stack (every chunk below the top one is
+// full). Counted, not kept: get and put are every packet's.
+func (pp *packetPool) live() int64 {
+	return pp.alloc - int64(len(pp.cur)) - int64(len(pp.full))*poolChunk
 }
 
 func (pp *packetPool) getFrame(small bool) *frameBuf {
