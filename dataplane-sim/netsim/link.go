@@ -241,7 +241,9 @@ func (l *Link) arrive(p *Packet, at engine.Time) {
 		at = l.lastArrive
 	}
 	l.lastArrive = at
-	l.inflight.push(flight{p, at})
+	if r := &l.inflight; !r.tryPush(flight{p, at}) {
+		r.push(flight{p, at})
+	}
 	if l.inflight.len() == 1 {
 		l.to.part.sim.At(at, l, 0, l.gen)
 	}

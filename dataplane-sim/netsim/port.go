@@ -359,7 +359,9 @@ func (pt *Port) enqueue(p *Packet) {
 	if pt.cfg.MarkOnEnqueue {
 		pt.maybeMark(p, prio, pt.qBytes[prio])
 	}
-	pt.queues[prio].push(p)
+	if q := &pt.queues[prio]; !q.tryPush(p) {
+		q.push(p)
+	}
 	if !pt.paused[prio] {
 		pt.ready |= 1 << prio
 	}
