@@ -284,7 +284,9 @@ func (h *Host) Receive(p *Packet, in *Port) {
 	default:
 		h.other(p)
 	}
-	h.part.pool.put(p)
+	if pool := &h.part.pool; !pool.tryPut(p) {
+		pool.put(p)
+	}
 }
 
 func (h *Host) other(p *Packet) {
@@ -326,7 +328,10 @@ func (h *Host) receiveData(p *Packet) {
 			r.lastCNP = now
 			r.cnpTx++
 			h.stats.CNPTx++
-			c := h.part.pool.get()
+			c := h.part.pool.tryGet()
+			if c == nil {
+				c = h.part.pool.get()
+			}
 			c.Kind = KindRoCE
 			c.SizeBytes = frameAround(h.overheadBytes, wire.CNPReservedLen) // CNPBytes
 			c.Src, c.Dst = h.id, p.Src
@@ -340,7 +345,10 @@ func (h *Host) receiveData(p *Packet) {
 	}
 	if p.AckReq() {
 		h.stats.AckTx++
-		a := h.part.pool.get()
+		a := h.part.pool.tryGet()
+		if a == nil {
+			a = h.part.pool.get()
+		}
 		a.Kind = KindRoCE
 		a.SizeBytes = frameAround(h.overheadBytes, wire.AETHLen) // AckBytes
 		a.Src, a.Dst = h.id, p.Src
@@ -854,7 +862,10 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	}
 	ackReq := last || (n > 0 && q.ackRem == 0)
 
-	p := h.part.pool.get()
+	p := h.part.pool.tryGet()
+	if p == nil {
+		p = h.part.pool.get()
+	}
 	p.Kind = KindRoCE
 	p.SizeBytes = size
 	p.PayloadBytes = int32(payload)

@@ -370,12 +370,21 @@ const poolChunk = 1024
 // packetChunk is how many packets are allocated at once (12 KiB).
 const packetChunk = 128
 
-// get returns a zeroed packet. Its common case, the top of the free
-// stack, inlines; getSlow has the rest.
+// get returns a zeroed packet.
 func (pp *packetPool) get() *Packet {
+	if p := pp.tryGet(); p != nil {
+		return p
+	}
+	return pp.getSlow()
+}
+
+// tryGet is get's common case, a zeroed packet off the top chunk of the
+// free stack, and nil when that chunk is empty (then get). It inlines:
+// the hot paths (a data packet, an ACK, a CNP) call it first.
+func (pp *packetPool) tryGet() *Packet {
 	c := pp.cur
 	if len(c) == 0 {
-		return pp.getSlow()
+		return nil
 	}
 	p := c[len(c)-1]
 	pp.cur = c[:len(c)-1]
@@ -404,16 +413,25 @@ func (pp *packetPool) getSlow() *Packet {
 	return pp.get()
 }
 
-// put returns p to the pool. Its common case (no frame, room in the top
-// chunk) inlines; putSlow has the rest.
+// put returns p to the pool.
 func (pp *packetPool) put(p *Packet) {
+	if !pp.tryPut(p) {
+		pp.putSlow(p)
+	}
+}
+
+// tryPut is put's common case, p without a frame onto a top chunk with
+// room, and reports false, doing nothing, otherwise (then put). It
+// inlines: the hot paths (a packet delivered to a host, a tail drop) call
+// it first.
+func (pp *packetPool) tryPut(p *Packet) bool {
 	c := pp.cur
 	if p.fb != nil || len(c) == cap(c) {
-		pp.putSlow(p)
-		return
+		return false
 	}
 	p.inPort = nil
 	pp.cur = append(c, p)
+	return true
 }
 
 func (pp *packetPool) putSlow(p *Packet) {

@@ -353,7 +353,9 @@ func (pt *Port) enqueue(p *Packet) {
 		if pt.observer != nil {
 			pt.observer.OnDrop(pt, p, pt.qBytes[prio])
 		}
-		pt.part.pool.put(p)
+		if pool := &pt.part.pool; !pool.tryPut(p) {
+			pool.put(p)
+		}
 		return
 	}
 	if pt.cfg.MarkOnEnqueue {
