@@ -367,8 +367,11 @@ const smallSlab = 256
 
 const poolChunk = 1024
 
-// packetChunk is how many packets are allocated at once (12 KiB).
-const packetChunk = 128
+// packetChunk is how many packets are allocated at once: 170 of 96 bytes
+// and the 8-byte header of an object with pointers over 512 bytes fill the
+// 16 KiB size class to 56 bytes (128, 12 KiB, went to the 13.3 KiB class:
+// 10 % of the packets' memory lost).
+const packetChunk = 170
 
 // get returns a zeroed packet.
 func (pp *packetPool) get() *Packet {
