@@ -18,10 +18,11 @@ import (
 //     unsorted list; a push appends to its bucket, and when near empties
 //     the next busy bucket (a bit scan) opens: its keys, sorted, become
 //     near;
-//   - far: the keys due beyond the ring, in a 4-ary heap: mostly
-//     superseded timers (a QP restarts its 300 µs rate timer on every cut,
-//     and the old ones stay queued until they fire and do nothing); a new
-//     one, the latest of all, stops at the bottom of the heap at once.
+//   - far: the keys due beyond the ring, in a 4-ary heap: mostly DCQCN's
+//     300 µs rate timers, one pending per QP (a cut restarts the timer by
+//     reserving its place, Sim.Reserve, and the pending event moves on to
+//     it); a new one, the latest of all, stops at the bottom of the heap at
+//     once.
 //
 // A heap of all the near events costs a sift through log4(n) levels per
 // event: at the thousands of pending events of a fabric (every port's end
