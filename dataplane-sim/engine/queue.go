@@ -18,10 +18,11 @@ import (
 //     unsorted list; a push appends to its bucket, and when near empties
 //     the next busy bucket (a bit scan) opens: its keys, sorted, become
 //     near;
-//   - far: the keys due beyond the ring, in a 4-ary heap: mostly
-//     superseded timers (a QP restarts its 300 µs rate timer on every cut,
-//     and the old ones stay queued until they fire and do nothing); a new
-//     one, the latest of all, stops at the bottom of the heap at once.
+//   - far: the keys due beyond the ring, in a 4-ary heap: mostly DCQCN's
+//     300 µs rate timers, one pending per QP (a cut restarts the timer by
+//     reserving its place, Sim.Reserve, and the pending event moves on to
+//     it); a new one, the latest of all, stops at the bottom of the heap at
+//     once.
 //
 // A heap of all the near events costs a sift through log4(n) levels per
 // event: at the thousands of pending events of a fabric (every port's end
@@ -104,16 +105,38 @@ type queue struct {
 	n             int   // events pending (all)
 	top           key   // the earliest pending key, when n > 0
 	topFar        bool  // top is far's top (else near's)
-	last          Time  // the time of the last key popped
-	slab          []payload
-	free          []uint32
-	seq           uint64
+	// farAt is the time of far's top, Never when far is empty (setFarAt
+	// after every change of far): a pop along the sorted run compares
+	// the next key with far's top only when it is not later, without
+	// reading far (far's keys are DCQCN's rate timers, 300 µs ahead).
+	farAt Time
+	// topReg: top is in neither near nor far, only in top. A key pushed
+	// as the earliest of all (half of the pushes in the §7 example: a
+	// link's next arrival, a port's end of frame, that will run next)
+	// waits there in the one-bucket layout, so that its push does not
+	// insert it at the front of the sorted run and its pop takes it from
+	// there: the next earliest becomes top (retop). Another key pushed
+	// as the earliest puts it into near first.
+	topReg bool
+	last   Time // the time of the last key popped
+	slab   []payload
+	free   []uint32
+	seq    uint64
+	// runSlot is the slot of the event popRun gave out, while runFree
+	// says that no push has taken it yet: the first push of the event's
+	// handler writes its payload there (the event's was read before the
+	// handler ran), instead of taking a slot off free and putting the
+	// event's back; done frees it if no push took it. Most handlers
+	// schedule one event (a link its next arrival, a port its next frame).
+	runSlot uint32
+	runFree bool
 }
 
 // init makes the ring and sets the bucket width a queue starts with.
 // Without it every key goes to the far heap (width 0): the order is the
 // same, the cost a heap's.
 func (q *queue) init() {
+	q.farAt = Never
 	q.ring = make([][]key, maxRingLen)
 	q.span = 1 << spanShift
 	q.setShift(maxShift)
@@ -127,18 +150,7 @@ func (q *queue) setShift(shift uint) {
 func (q *queue) len() int { return q.n }
 
 func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
-	var slot uint32
-	if n := len(q.free); n > 0 {
-		slot = q.free[n-1]
-		q.free = q.free[:n-1]
-	} else {
-		slot = uint32(len(q.slab))
-		if slot > slotMask {
-			panic("engine: more than 2^24 events pending")
-		}
-		q.slab = append(q.slab, payload{})
-	}
-	q.slab[slot] = payload{h: h, arg: arg, kind: kind}
+	slot := q.slotFor(h, kind, arg)
 	q.seq++
 	if q.seq > maxSeq {
 		panic("engine: more than 2^40 events scheduled")
@@ -149,10 +161,20 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 		// One bucket (the widest): near is the span from the last
 		// event run, a sorted run.
 		if at-q.last < q.span {
-			q.pushNear(e)
 			if q.n == 1 || at < q.top.at {
-				q.top, q.topFar = e, false
+				if q.topReg {
+					q.topReg = false
+					q.insertNear(q.top)
+					if q.ringMask != 0 {
+						// insertNear narrowed the buckets.
+						q.pushBuckets(e)
+						return
+					}
+				}
+				q.top, q.topFar, q.topReg = e, false, true
+				return
 			}
+			q.pushNear(e)
 		} else {
 			q.pushFar(e)
 		}
@@ -161,10 +183,109 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 	q.pushBuckets(e)
 }
 
+// slotFor returns a slot of the slab holding the payload (h, kind, arg).
+func (q *queue) slotFor(h Handler, kind uint32, arg uint64) uint32 {
+	var slot uint32
+	if q.runFree {
+		slot = q.runSlot
+		q.runFree = false
+	} else if n := len(q.free); n > 0 {
+		slot = q.free[n-1]
+		q.free = q.free[:n-1]
+	} else {
+		slot = uint32(len(q.slab))
+		if slot > slotMask {
+			panic("engine: more than 2^24 events pending")
+		}
+		q.slab = append(q.slab, payload{})
+	}
+	q.slab[slot] = payload{h: h, arg: arg, kind: kind}
+	return slot
+}
+
+// reserve numbers a key as push would now, without pushing it: pushKey
+// pushes it later, where it orders as if it had been pushed now.
+func (q *queue) reserve() uint64 {
+	q.seq++
+	if q.seq > maxSeq {
+		panic("engine: more than 2^40 events scheduled")
+	}
+	return q.seq
+}
+
+// pushKey pushes an event at (at, seq), seq from reserve and not pushed
+// before: an older key than push makes, so it is compared in full (time,
+// then seq) wherever it goes. It is not at or before the last key popped.
+func (q *queue) pushKey(at Time, seq uint64, h Handler, kind uint32, arg uint64) {
+	slot := q.slotFor(h, kind, arg)
+	e := key{at: at, ss: seq<<slotBits | uint64(slot)}
+	if q.topReg {
+		q.topReg = false
+		q.insertNear(q.top)
+	}
+	q.n++
+	near := false
+	if q.ringMask == 0 {
+		near = at-q.last < q.span
+	} else {
+		if len(q.near) == q.nh {
+			q.anchor(at)
+		}
+		switch d := at - q.cur; {
+		case d < q.width:
+			q.opened++
+			near = true
+		case d < q.span:
+			q.pushRing(e) // later than every near key
+			return
+		}
+	}
+	if !near {
+		heapPush(&q.far, e)
+		q.setFarAt()
+		q.retop()
+		return
+	}
+	q.insertNear(e)
+	q.retop()
+}
+
+// insertNear puts e, any key that belongs near (an old one too: it is
+// compared in full), into near, sorted run or heap. It does not set top.
+func (q *queue) insertNear(e key) {
+	if q.nearHeap {
+		heapPush(&q.near, e)
+		return
+	}
+	if q.nh > 0 && (q.nh == len(q.near) || lessBit(e, q.near[q.nh]) != 0) {
+		// Before the run, into the slot before it (the register's key,
+		// the earliest of all, goes there).
+		q.nh--
+		q.near[q.nh] = e
+		return
+	}
+	if len(q.near) == cap(q.near) && q.nh > 0 {
+		m := copy(q.near, q.near[q.nh:])
+		q.near, q.nh = q.near[:m], 0
+	}
+	q.near = append(q.near, e)
+	h := q.near
+	i := len(h) - 1
+	for i > q.nh && lessBit(e, h[i-1]) != 0 {
+		h[i] = h[i-1]
+		i--
+	}
+	h[i] = e
+	if len(h)-q.nh > nearSortedMax {
+		q.nearToHeap()
+	}
+}
+
 // pushFar pushes e, a new key, into the far heap.
 func (q *queue) pushFar(e key) {
 	q.far = append(q.far, e)
 	heapUpNew(q.far, len(q.far)-1)
+	q.setFarAt()
 	if q.n == 1 || e.at < q.top.at {
 		q.top, q.topFar = e, true
 	}
@@ -265,15 +386,46 @@ func lessBit(a, b key) uint64 {
 // pop removes the earliest event and returns its time and payload; the
 // queue must not be empty.
 func (q *queue) pop() (Time, payload) {
+	at, p := q.popRun()
+	q.done()
+	return at, p
+}
+
+// done ends the event popRun gave out: its slot goes back to the free
+// list unless a push took it.
+func (q *queue) done() {
+	if q.runFree {
+		q.release()
+	}
+}
+
+func (q *queue) release() {
+	q.runFree = false
+	q.slab[q.runSlot] = payload{} // drop the handler reference for the GC
+	q.free = append(q.free, q.runSlot)
+}
+
+// popRun is pop for a driver that runs the event at once (runLocked,
+// Group.step, Step): the event's slot stays out of the free list while its
+// handler runs, for the handler's first push (runSlot), and done, after
+// the handler, frees it if no push took it. The queue must not be empty
+// and no event popRun gave out may be pending (done called).
+func (q *queue) popRun() (Time, payload) {
 	top := q.top
 	q.last = top.at
-	if nh := q.nh + 1; !q.topFar && !q.nearHeap && nh < len(q.near) {
+	if q.topReg {
+		q.topReg = false
+		q.n--
+		if q.n > 0 {
+			q.retop()
+		}
+	} else if nh := q.nh + 1; !q.topFar && !q.nearHeap && nh < len(q.near) {
 		// Most pops: the sorted run goes on, its next key or far's
 		// top is the new top.
 		q.nh = nh
 		q.n--
 		next := q.near[nh]
-		if len(q.far) != 0 && lessBit(q.far[0], next) != 0 {
+		if q.farAt <= next.at && lessBit(q.far[0], next) != 0 {
 			q.top, q.topFar = q.far[0], true
 		} else {
 			q.top = next
@@ -281,6 +433,7 @@ func (q *queue) pop() (Time, payload) {
 	} else {
 		if q.topFar {
 			heapPop(&q.far)
+			q.setFarAt()
 		} else {
 			q.popNear()
 			if q.nh == len(q.near) && q.ringN > 0 {
@@ -293,10 +446,8 @@ func (q *queue) pop() (Time, payload) {
 		}
 	}
 	slot := uint32(top.ss & slotMask)
-	p := q.slab[slot]
-	q.slab[slot] = payload{} // drop the handler reference for the GC
-	q.free = append(q.free, slot)
-	return top.at, p
+	q.runSlot, q.runFree = slot, true
+	return top.at, q.slab[slot]
 }
 
 // openNext opens the first busy bucket after the open one: near is empty,
@@ -406,6 +557,10 @@ func (q *queue) adapt() {
 // event's bucket open (every pending key is due at or after it).
 func (q *queue) relayout(shift uint) {
 	keys := append(q.moved[:0], q.near[q.nh:]...)
+	if q.topReg {
+		q.topReg = false
+		keys = append(keys, q.top)
+	}
 	for b := range q.ring[:q.ringMask+1] {
 		keys = append(keys, q.ring[b]...)
 		q.ring[b] = q.ring[b][:0]
@@ -437,6 +592,7 @@ func (q *queue) relayout(shift uint) {
 			heapPush(&q.far, e)
 		}
 	}
+	q.setFarAt()
 	if len(q.near) > nearSortedMax && shift > minShift {
 		// The keys crowd the open bucket: narrower still.
 		q.relayout(shift - 1)
@@ -448,6 +604,14 @@ func (q *queue) relayout(shift uint) {
 	}
 	if q.n > 0 {
 		q.retop() // the earliest key may have moved to far
+	}
+}
+
+// setFarAt sets farAt from far.
+func (q *queue) setFarAt() {
+	q.farAt = Never
+	if len(q.far) > 0 {
+		q.farAt = q.far[0].at
 	}
 }
 

@@ -87,3 +87,73 @@ func TestQueueInterleavedOrder(t *testing.T) {
 		t.Errorf("bucket widths seen (shift): %v, want %d and %d among them", shifts, minShift, maxShift)
 	}
 }
+
+// Keys reserved and pushed later (Sim.Reserve, AtKey) among new ones:
+// every pop against container/heap, which gets each reserved key with the
+// seq it was reserved with, when it is pushed. A reserved key is pushed
+// only while it is after the last key popped (AtKey's contract); the
+// others are dropped. Runs at every bucket width, as the test above.
+func TestQueueReservedKeys(t *testing.T) {
+	shifts := map[uint]bool{}
+	for seed := uint64(1); seed <= 40; seed++ {
+		r := rand.New(rand.NewPCG(seed, 11))
+		var q queue
+		q.init()
+		var ref refHeap
+		var seq uint64
+		var last refEntry // the last key popped
+		var reserved []refEntry
+		var target int
+		var spread int64
+		for op := 0; op < 20000; op++ {
+			if op%2500 == 0 {
+				target, spread = 1+r.IntN(3000), 1<<r.IntN(15)
+			}
+			if q.len() != ref.Len() {
+				t.Fatalf("seed %d op %d: len %d, want %d", seed, op, q.len(), ref.Len())
+			}
+			now := last.at
+			at := now + Time(r.Int64N(spread))
+			switch r.IntN(6) {
+			case 0:
+				at = now
+			case 1:
+				at = now + Time(r.Int64N(1<<40))
+			}
+			switch {
+			case r.IntN(5) == 0:
+				// Reserve.
+				seq++
+				if s := q.reserve(); s != seq {
+					t.Fatalf("seed %d op %d: reserved seq %d, want %d", seed, op, s, seq)
+				}
+				reserved = append(reserved, refEntry{at: at, seq: seq, arg: seq})
+			case len(reserved) > 0 && r.IntN(4) == 0:
+				// Push a reserved key, if it is still ahead.
+				i := r.IntN(len(reserved))
+				k := reserved[i]
+				reserved = append(reserved[:i], reserved[i+1:]...)
+				if k.at < last.at || k.at == last.at && k.seq < last.seq {
+					continue
+				}
+				q.pushKey(k.at, k.seq, nil, 0, k.arg)
+				heap.Push(&ref, k)
+			case q.len() == 0 || (q.len() < target && r.IntN(2) == 0) || r.IntN(4) == 0:
+				seq++
+				q.push(at, nil, 0, seq)
+				heap.Push(&ref, refEntry{at: at, seq: seq, arg: seq})
+			default:
+				shifts[q.shift] = true
+				at, p := q.pop()
+				want := heap.Pop(&ref).(refEntry)
+				if at != want.at || p.arg != want.arg {
+					t.Fatalf("seed %d op %d: popped (%v, %d), want (%v, %d)", seed, op, at, p.arg, want.at, want.arg)
+				}
+				last = want
+			}
+		}
+	}
+	if !shifts[minShift] || !shifts[maxShift] {
+		t.Errorf("bucket widths seen (shift): %v, want %d and %d among them", shifts, minShift, maxShift)
+	}
+}

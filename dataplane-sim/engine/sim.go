@@ -102,6 +102,40 @@ func (s *Sim) After(d Time, h Handler, kind uint32, arg uint64) {
 	s.At(s.now+d, h, kind, arg)
 }
 
+// Key is a place in the order of events: a time, and among the events at
+// that time a sequence number (the order in which they were scheduled).
+// Reserve hands one out.
+type Key struct {
+	At  Time
+	seq uint64
+}
+
+// Reserve returns the place an event scheduled now by At(t, ...) would
+// take, without scheduling one: AtKey schedules an event there later. A
+// model that re-arms a timer often (DCQCN's rate timer, restarted by every
+// cut) reserves the new deadline and lets the event already pending, due
+// no later, move on to it when it fires, instead of leaving superseded
+// events to fire and do nothing; the events that do fire run in the same
+// order as if each restart had scheduled its own.
+func (s *Sim) Reserve(t Time) Key {
+	if t < s.now {
+		t = s.now
+	}
+	return Key{At: t, seq: s.q.reserve()}
+}
+
+// AtKey schedules h.Handle(kind, arg) at k, a Key from Reserve of this Sim
+// not used before (keys are unique: use each once). k must not be before
+// the event running now; a k whose time has passed (RunRealtime's jumps
+// move Now) schedules the event at Now, after the events already there.
+func (s *Sim) AtKey(k Key, h Handler, kind uint32, arg uint64) {
+	if k.At < s.now {
+		s.q.push(s.now, h, kind, arg)
+		return
+	}
+	s.q.pushKey(k.At, k.seq, h, kind, arg)
+}
+
 // AtFunc schedules f at time t (convenience for rare events).
 func (s *Sim) AtFunc(t Time, f func()) {
 	s.At(t, HandlerFunc(func(uint32, uint64) { f() }), 0, 0)
@@ -160,10 +194,11 @@ func (s *Sim) Step() bool {
 	if s.q.len() == 0 {
 		return false
 	}
-	at, e := s.q.pop()
+	at, e := s.q.popRun()
 	s.now = at
 	s.events++
 	e.h.Handle(e.kind, e.arg)
+	s.q.done()
 	return true
 }
 
@@ -186,13 +221,14 @@ func (s *Sim) runLocked(until Time) (yielded bool) {
 			check = 64
 		}
 		check--
-		at, e := q.pop()
+		at, e := q.popRun()
 		s.now = at
 		s.events++
 		if hookEvents {
 			s.hook.before(e.h, e.kind, e.arg)
 		}
 		e.h.Handle(e.kind, e.arg)
+		q.done()
 		if hookEvents {
 			s.hook.after(e.h, e.kind, e.arg)
 		}

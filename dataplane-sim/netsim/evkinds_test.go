@@ -59,6 +59,8 @@ func eventKind(h engine.Handler, kind uint32, arg uint64) string {
 			return "dcqcn/decrease"
 		case kind == evQPDecrease:
 			return "dcqcn/decrease-nothing"
+		case arg != s.incGen && arg == s.incQGen:
+			return "dcqcn/increase-moved-on"
 		case arg != s.incGen:
 			return "dcqcn/increase-superseded"
 		case s.rc >= x.q.maxRate() && s.rt >= x.q.maxRate():

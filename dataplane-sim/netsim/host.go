@@ -284,7 +284,9 @@ func (h *Host) Receive(p *Packet, in *Port) {
 	default:
 		h.other(p)
 	}
-	h.part.pool.put(p)
+	if pool := &h.part.pool; !pool.tryPut(p) {
+		pool.put(p)
+	}
 }
 
 func (h *Host) other(p *Packet) {
@@ -326,7 +328,10 @@ func (h *Host) receiveData(p *Packet) {
 			r.lastCNP = now
 			r.cnpTx++
 			h.stats.CNPTx++
-			c := h.part.pool.get()
+			c := h.part.pool.tryGet()
+			if c == nil {
+				c = h.part.pool.get()
+			}
 			c.Kind = KindRoCE
 			c.SizeBytes = frameAround(h.overheadBytes, wire.CNPReservedLen) // CNPBytes
 			c.Src, c.Dst = h.id, p.Src
@@ -340,7 +345,10 @@ func (h *Host) receiveData(p *Packet) {
 	}
 	if p.AckReq() {
 		h.stats.AckTx++
-		a := h.part.pool.get()
+		a := h.part.pool.tryGet()
+		if a == nil {
+			a = h.part.pool.get()
+		}
 		a.Kind = KindRoCE
 		a.SizeBytes = frameAround(h.overheadBytes, wire.AETHLen) // AckBytes
 		a.Src, a.Dst = h.id, p.Src
@@ -585,14 +593,14 @@ type QP struct {
 	cm cmEnd
 	dc dcqcn
 
-	// The padding makes a QP a whole number of cache lines (448 bytes,
-	// a size class of its own), so that two QPs never share a line: the
-	// runner adds flows in start order, so neighbours in memory run at
-	// the same time, and on a network cut into partitions their senders
-	// are often in two partitions that run side by side, where a shared
-	// line would bounce between the cores at every write (docs/engine.md,
-	// "Side by side"; TestHotTypesOwnTheirLines).
-	_ [8]byte
+	// A QP is a whole number of cache lines (448 bytes, a size class of
+	// its own; its fields fill them now, with no padding: a field added
+	// needs a padding field here up to the next line), so that two QPs
+	// never share a line: the runner adds flows in start order, so
+	// neighbours in memory run at the same time, and on a network cut into
+	// partitions their senders are often in two partitions that run side
+	// by side, where a shared line would bounce between the cores at every
+	// write (docs/engine.md, "Side by side"; TestHotTypesOwnTheirLines).
 }
 
 type ackPoint struct {
@@ -722,9 +730,7 @@ func (q *QP) AdminStopped() bool { return q.stopped }
 func (q *QP) armIncrease() {
 	m := q.maxRate()
 	if !q.dc.incRunning && (q.dc.rc < m || q.dc.rt < m) {
-		q.dc.incGen++
-		q.dc.incRunning = true
-		q.host.part.sim.After(q.cc().TimeReset, q.timers(), evQPIncTimer, q.dc.incGen)
+		q.dc.armInc(q.host.part.sim, q.timers(), q.cc().TimeReset)
 	}
 }
 
@@ -856,7 +862,10 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	}
 	ackReq := last || (n > 0 && q.ackRem == 0)
 
-	p := h.part.pool.get()
+	p := h.part.pool.tryGet()
+	if p == nil {
+		p = h.part.pool.get()
+	}
 	p.Kind = KindRoCE
 	p.SizeBytes = size
 	p.PayloadBytes = int32(payload)

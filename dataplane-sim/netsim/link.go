@@ -33,6 +33,9 @@ type Link struct {
 	// cut: from and to are in different partitions; what the
 	// transmitter sends goes over as a message (engine.Group.Send).
 	cut bool
+	// other: down, wire or cut, so that send tests one flag for the
+	// common case, a packet into the ring (setOther keeps it).
+	other bool
 	// back, on a cut link, holds the packets that crossed it, on their way
 	// home to the sending partition's pool: the receiving partition took a
 	// copy from its own pool (Deliver) and appends the original to
@@ -130,7 +133,13 @@ func (l *Link) notify() {
 // in-engine ring again). The link's far end then runs in another process;
 // the packets that come back from there enter through the reverse link's
 // Arrive. Call it while building, or from the engine goroutine.
-func (l *Link) SetWire(w Wire) { l.wire = w }
+func (l *Link) SetWire(w Wire) {
+	l.wire = w
+	l.setOther()
+}
+
+// setOther sets other from down, wire and cut.
+func (l *Link) setOther() { l.other = l.down || l.wire != nil || l.cut }
 
 // Wire returns the link's wire, or nil.
 func (l *Link) Wire() Wire { return l.wire }
@@ -150,6 +159,7 @@ func (l *Link) SetUp(up bool) {
 		return
 	}
 	l.down = !up
+	l.setOther()
 	if up {
 		return
 	}
@@ -163,8 +173,11 @@ func (l *Link) SetUp(up bool) {
 	l.from.flushDown()
 }
 
-// send puts p on the wire; its last bit leaves the transmitter at txEnd.
-func (l *Link) send(p *Packet, txEnd engine.Time) {
+// sendOther puts p on a link that is down, has a wire or is cut (other);
+// its last bit leaves the transmitter at txEnd. On the others the
+// transmitter (Port.tryTransmit) puts it in the ring itself: l.arrive(p,
+// txEnd+l.delay), one test and one call per frame.
+func (l *Link) sendOther(p *Packet, txEnd engine.Time) {
 	if l.down {
 		l.from.countDown(p)
 		l.from.part.pool.put(p)
@@ -228,7 +241,9 @@ func (l *Link) arrive(p *Packet, at engine.Time) {
 		at = l.lastArrive
 	}
 	l.lastArrive = at
-	l.inflight.push(flight{p, at})
+	if r := &l.inflight; !r.tryPush(flight{p, at}) {
+		r.push(flight{p, at})
+	}
 	if l.inflight.len() == 1 {
 		l.to.part.sim.At(at, l, 0, l.gen)
 	}
@@ -260,7 +275,7 @@ func (l *Link) Handle(_ uint32, gen uint64) {
 	if gen != l.gen || l.inflight.len() == 0 {
 		return // scheduled before the link went down
 	}
-	f := l.inflight.pop()
+	f := l.inflight.take()
 	if l.inflight.len() > 0 {
 		l.to.part.sim.At(l.inflight.front().at, l, 0, l.gen)
 	}

@@ -114,7 +114,7 @@ func (n *Network) FreePacket(p *Packet) { n.pool().put(p) }
 func (n *Network) LivePackets() int64 {
 	var live int64
 	for _, pt := range n.parts {
-		live += pt.pool.live
+		live += pt.pool.live()
 	}
 	// The originals of packets that crossed a cut link, on their way
 	// home (Link.back), are not in use: their copies are.
@@ -227,6 +227,8 @@ func (n *Network) Connect(a, b Node, lc LinkConfig) (pa, pb *Port, err error) {
 	pb.out, pb.in = ba, ab
 	if pa.part != pb.part {
 		ab.cut, ba.cut = true, true
+		ab.setOther()
+		ba.setOther()
 	}
 	n.links = append(n.links, ab, ba)
 	return pa, pb, nil

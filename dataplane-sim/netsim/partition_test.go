@@ -317,8 +317,8 @@ func TestPacketsStayHome(t *testing.T) {
 				if stray > 0 || len(free) == 0 {
 					t.Errorf("partition %d: %d of the %d free packets in its pool were allocated elsewhere", pt.id, stray, len(free))
 				}
-				if pp.live < 0 {
-					t.Errorf("partition %d: %d live packets", pt.id, pp.live)
+				if pp.live() < 0 {
+					t.Errorf("partition %d: %d live packets", pt.id, pp.live())
 				}
 			}
 			if live := n.LivePackets(); live < 0 {

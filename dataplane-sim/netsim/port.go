@@ -353,13 +353,17 @@ func (pt *Port) enqueue(p *Packet) {
 		if pt.observer != nil {
 			pt.observer.OnDrop(pt, p, pt.qBytes[prio])
 		}
-		pt.part.pool.put(p)
+		if pool := &pt.part.pool; !pool.tryPut(p) {
+			pool.put(p)
+		}
 		return
 	}
 	if pt.cfg.MarkOnEnqueue {
 		pt.maybeMark(p, prio, pt.qBytes[prio])
 	}
-	pt.queues[prio].push(p)
+	if q := &pt.queues[prio]; !q.tryPush(p) {
+		q.push(p)
+	}
 	if !pt.paused[prio] {
 		pt.ready |= 1 << prio
 	}
@@ -382,14 +386,13 @@ func (pt *Port) enqueue(p *Packet) {
 	}
 }
 
-// dequeue takes the head of the highest non-empty, non-paused priority.
+// dequeue takes the head of the highest non-empty, non-paused priority;
+// there must be one (ready not 0: tryTransmit looks first, without a
+// call, as a host's port has nothing queued at almost every frame).
 func (pt *Port) dequeue() *Packet {
-	if pt.ready == 0 {
-		return nil
-	}
 	prio := bits.Len8(pt.ready) - 1
 	q := &pt.queues[prio]
-	p := q.pop()
+	p := q.take()
 	if q.n == 0 {
 		pt.ready &^= 1 << prio
 	}
@@ -457,10 +460,19 @@ func (pt *Port) flushDown() {
 	pt.ready = 0
 }
 
-// maybeMark applies the RED-style ECN decision for a queue depth of q bytes.
+// maybeMark applies the RED-style ECN decision for a queue depth of q
+// bytes. Its test inlines: most packets leave a queue at or below K_min,
+// and the call cost more than the test.
 func (pt *Port) maybeMark(p *Packet, prio int, q int64) {
-	c := &pt.cfg.ECN[prio]
-	if !c.Enabled || p.ECN == ECNNotECT || p.ECN == ECNCE || q <= c.KMinBytes {
+	if c := &pt.cfg.ECN[prio]; c.Enabled && q > c.KMinBytes {
+		pt.mark(p, c, q)
+	}
+}
+
+// mark is maybeMark past its test: the queue's depth q is above K_min,
+// where an ECN-capable packet not yet marked may be marked.
+func (pt *Port) mark(p *Packet, c *ECNConfig, q int64) {
+	if p.ECN == ECNNotECT || p.ECN == ECNCE {
 		return
 	}
 	if pt.filter != nil && !pt.filter.AllowMark(pt, p) {
@@ -570,14 +582,13 @@ func (pt *Port) tryTransmit() {
 	var p *Packet
 	ctrl := pt.ctrl.n > 0
 	if ctrl {
-		p = pt.ctrl.pop()
-	} else if p = pt.dequeue(); p == nil {
-		if pt.host == nil {
-			return
-		}
-		if p = pt.host.nextPacket(pt); p == nil {
-			return
-		}
+		p = pt.ctrl.take()
+	} else if pt.ready != 0 {
+		p = pt.dequeue()
+	} else if pt.host == nil {
+		return
+	} else if p = pt.host.nextPacket(pt); p == nil {
+		return
 	}
 	now := pt.part.sim.Now()
 	l := pt.out
@@ -593,7 +604,11 @@ func (pt *Port) tryTransmit() {
 	}
 	p.SentAt = now
 	pt.freeAt = now + tx
-	l.send(p, now+tx)
+	if !l.other {
+		l.arrive(p, now+tx+l.delay) // send's common case, without its call
+	} else {
+		l.sendOther(p, now+tx)
+	}
 	if pt.ctrl.n > 0 || pt.ready != 0 {
 		pt.frameDone = true
 		pt.part.sim.At(now+tx, pt, evTxDone, 0)

@@ -394,8 +394,9 @@ func TestDetachedIncTicks(t *testing.T) {
 			}
 			const ticks = 1000 // the run's length, in TimeReset
 			sim := engine.New(engine.WithSeed(1))
-			tm := &qpTimers{det: &detachedInc{gen: 7, own: maxR, c: &c, sim: sim,
-				s: dcqcn{active: true, rc: tt.rc, rt: tt.rt, timeStage: tt.stage, byteStage: tt.stage}}}
+			tm := &qpTimers{det: &detachedInc{own: maxR, c: &c, sim: sim,
+				s: dcqcn{active: true, rc: tt.rc, rt: tt.rt, timeStage: tt.stage, byteStage: tt.stage,
+					incGen: 7, incRunning: true, incQGen: 7, incQAt: c.TimeReset}}}
 			sim.After(c.TimeReset, tm, evQPIncTimer, 7)
 			sim.After(c.TimeReset/2, tm, evQPIncTimer, 6) // a stale generation: nothing
 			sim.Run(ticks*c.TimeReset + c.TimeReset/2)
