@@ -443,14 +443,19 @@ func TestFailedPromotionLosesNothing(t *testing.T) {
 			sw := switchOwnedBy(t, "sw-promote", "collector-a", "collector-a", "collector-b") // a keeps it until it drains
 			p := newPublisher(sw, "n1-n2")
 			p.round()
-			a := start(t, leaseConfig(t, dsn, "collector-a", sw))
+			// A drain waits for the new owner's standby stream at most
+			// leases.ttl: 3 s, the other tests' TTL, is shorter than a
+			// standby's sync at a CI machine's load (b then took the lease
+			// over with no standby to promote, and failed no read).
+			long := func(cfg config.File) config.File { cfg.Leases.TTL = 15 * time.Second; return cfg }
+			a := start(t, long(leaseConfig(t, dsn, "collector-a", sw)))
 			waitStreaming(t, a, sw)
 			// The last failing read waits for the test to look at b.
 			var reads atomic.Int64
 			failing, resume := make(chan struct{}), make(chan struct{})
 			var once sync.Once
 			release := func() { once.Do(func() { close(resume) }) }
-			b := start(t, leaseConfig(t, dsn, "collector-b", sw), collector.WithReadLatestFault(func(string) error {
+			b := start(t, long(leaseConfig(t, dsn, "collector-b", sw)), collector.WithReadLatestFault(func(string) error {
 				switch n := reads.Add(1); {
 				case n == tt.failures:
 					close(failing)
