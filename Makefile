@@ -118,6 +118,10 @@ tuner-phases:
 # grid around its best: about 30 CPU-minutes, 15 minutes on two free cores,
 # two to three hours on the shared machine at a load of 15 (16 train seeds:
 # 7.2 CPU-minutes, 41 minutes at that load; docs/tuner.md "The protocol").
+# At N simulation seeds (the family's sim_seeds, or add --sim-seeds N) every
+# run is repeated N times and the best static setting once more (--remeasure):
+# about (N + 0.05) times that, N = 3 about 90 CPU-minutes (docs/tuner.md
+# "Measuring past the noise"); the family file keeps N = 1 here.
 # Not part of `make test`.
 tuner-eval:
 	$(GO) run ./cmd/lhcnp sim eval --family scenarios/family/tuner.yaml --set both --jobs 2 --out out/tuner-eval --markdown docs/tuner.md

@@ -147,6 +147,8 @@ func TestRunSimGenerate(t *testing.T) {
 		{[]string{"generate", "--family", spec, "--set", "dev", "--out", out}, `--set "dev"`},
 		{[]string{"generate", "extra", "--out", out}, `unexpected argument "extra"`},
 		{[]string{"eval", "--family", spec, "--out", out, "--seeds", "2", "--markdown", "x.md"}, "--seeds with --markdown"},
+		{[]string{"eval", "--family", spec, "--out", out, "--sim-seeds", "21"}, "--sim-seeds 21: want 1..20"},
+		{[]string{"eval", "--family", spec, "--out", out, "--sim-seeds", "-1"}, "--sim-seeds -1: want 1..20"},
 	} {
 		err := runSim(context.Background(), tt.args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

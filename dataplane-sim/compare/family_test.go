@@ -2,11 +2,16 @@ package compare
 
 import (
 	"bytes"
+	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	famspec "github.com/lhcnp/lhcnp/dataplane-sim/family"
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
+	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
 // TestEvalMarkdownChangesPerCycle: the set's table reports each run's
@@ -39,6 +44,183 @@ func TestEvalMarkdownChangesPerCycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := "| ≤ 1 | 1.50 | **fails** |"; !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, b.String())
+	}
+}
+
+// tinyFamily is a family whose runs take milliseconds of simulated time:
+// one 10 Gbit/s, 0.5 ms shape at a few congestion points, every scenario
+// with web-search background (its arrivals move with the simulation
+// seed).
+const tinyFamily = `name: tiny
+link_rate: {min: 10Gbps, max: 10Gbps}
+wan_rtt: {min: 500us, max: 500us}
+overload: {min: 2, max: 2}
+congestion: [near-source]
+steps: [none]
+ip: [v4]
+web_search: 1
+web_search_load: {min: 0.2, max: 0.2}
+duration_rtt: 10
+max_packets: 10000
+min_judgements: 1
+min_duration: 5ms
+train_seeds: {from: 1, to: 2}
+test_seeds: {from: 3, to: 4}
+`
+
+// TestEvalSimSeeds: at two simulation seeds a row's J is the mean of its
+// two single-seed runs (the first the one-seed evaluation's, the second
+// the same setting run alone at the second seed), the best static setting
+// is chosen on that mean and re-measured at the third seed; the same
+// evaluation twice writes the same table.
+func TestEvalSimSeeds(t *testing.T) {
+	s, err := famspec.Parse("tiny.yaml", []byte(tinyFamily))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	one, err := EvalFamily(ctx, s, "train", []int64{1}, t.TempDir(), 1, EvalOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := EvalFamily(ctx, s, "train", []int64{1}, t.TempDir(), 1, EvalOptions{SimSeeds: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, r2 := one[0], two[0]
+	if r1.SimSeeds != 1 || !math.IsNaN(r1.Remeasured) || r1.TunerSE != 0 {
+		t.Errorf("one seed: SimSeeds %d, Remeasured %v, TunerSE %v; want 1, NaN, 0", r1.SimSeeds, r1.Remeasured, r1.TunerSE)
+	}
+	if r2.SimSeeds != 2 || len(r2.TunerJs) != 2 || len(r2.BestJs) != 2 {
+		t.Fatalf("two seeds: SimSeeds %d, %d tuner and %d best J", r2.SimSeeds, len(r2.TunerJs), len(r2.BestJs))
+	}
+	if r2.TunerJs[0] != r1.Tuner {
+		t.Errorf("tuner J at k=0 %v, the one-seed evaluation's %v", r2.TunerJs[0], r1.Tuner)
+	}
+	if r2.TunerJs[0] == r2.TunerJs[1] {
+		t.Errorf("tuner J %v at both simulation seeds: the seed changed nothing", r2.TunerJs[0])
+	}
+	if want := (r2.TunerJs[0] + r2.TunerJs[1]) / 2; math.Abs(r2.Tuner-want) > 1e-12 {
+		t.Errorf("tuner J %v, want the mean %v", r2.Tuner, want)
+	}
+	if want := (r2.BestJs[0] + r2.BestJs[1]) / 2; math.Abs(r2.Best-want) > 1e-12 {
+		t.Errorf("best static J %v, want the mean %v", r2.Best, want)
+	}
+	if want := math.Abs(r2.TunerJs[0]-r2.TunerJs[1]) / 2; math.Abs(r2.TunerSE-want) > 1e-12 {
+		t.Errorf("tuner standard error %v, want %v (half the difference at two seeds)", r2.TunerSE, want)
+	}
+	// The best setting's J at each seed, run alone: k=1 from GenerateAt,
+	// k=2 the re-measured one.
+	var alpha float64
+	var vg scenario.Rate
+	var alphas []float64
+	for _, a := range GridAlphas {
+		for _, f := range []float64{1 / math.Sqrt2, 1, math.Sqrt2} {
+			alphas = append(alphas, math.Round(a*f*1000)/1000)
+		}
+	}
+	for _, pt := range alphas {
+		for _, sh := range FinerVGrowthShares {
+			if gridName(pt, scenario.Rate(sh*float64(r2.Draw.Rate))) == r2.BestSetting {
+				alpha, vg = pt, scenario.Rate(sh*float64(r2.Draw.Rate))
+			}
+		}
+	}
+	if alpha == 0 {
+		t.Fatalf("best setting %q not on the grid", r2.BestSetting)
+	}
+	node, peer, _ := strings.Cut(r2.Bottleneck, "→")
+	for k, want := range map[int]float64{1: r2.BestJs[1], 2: r2.Remeasured} {
+		_, _, sc, err := s.GenerateAt("train", 1, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := sim.Run(ctx, withStatic(sc, alpha, vg), t.TempDir(), Options{SummaryOnly: true}.simOptions(false)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, j := Objective(sum, node, peer, r2.Draw.RTT, policy.DefaultWeights()); j != want {
+			t.Errorf("%s at simulation seed k=%d alone: J %v, the evaluation's %v", r2.BestSetting, k, j, want)
+		}
+	}
+	var a, b bytes.Buffer
+	if err := WriteEvalMarkdown(&a, "train", two); err != nil {
+		t.Fatal(err)
+	}
+	again, err := EvalFamily(ctx, s, "train", []int64{1}, t.TempDir(), 1, EvalOptions{SimSeeds: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteEvalMarkdown(&b, "train", again); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("the same evaluation twice, two tables:\n%s\n%s", a.String(), b.String())
+	}
+}
+
+// TestEvalMarkdownSimSeeds: rows measured at several simulation seeds
+// show each J with its standard error and the set's mean ratio with the
+// standard error across seeds; rows whose best static setting was
+// re-measured add its J, the ratio against it, and the bars against it;
+// rows at one seed without re-measuring keep the one-seed table.
+func TestEvalMarkdownSimSeeds(t *testing.T) {
+	d := famspec.Draw{Seed: 1, Set: "train", Rate: 10e9, RTT: time.Millisecond, Congestion: "mid-wan", Overload: 2, Step: famspec.StepNone, IP: "v4"}
+	rows := []EvalRow{
+		{Draw: d, SimSeeds: 2, TunerJs: []float64{1, 3}, Tuner: 2, TunerSE: 1, BestJs: []float64{1, 1}, Best: 1, Remeasured: 1.6},
+		{Draw: d, SimSeeds: 2, TunerJs: []float64{2, 2}, Tuner: 2, BestJs: []float64{2, 2}, Best: 2, Remeasured: 4},
+	}
+	s := Summarise(rows)
+	// Per seed: (1/1 + 2/2)/2 = 1 and (3/1 + 2/2)/2 = 2: standard error 0.5.
+	for _, c := range []struct {
+		desc      string
+		got, want float64
+	}{
+		{"MeanRatio", s.MeanRatio, 1.5},
+		{"MeanRatioSE", s.MeanRatioSE, 0.5},
+		{"MeanRemeasuredRatio", s.MeanRemeasuredRatio, (2/1.6 + 0.5) / 2},
+		{"WorstTenthReme", s.WorstTenthReme, 2 / 1.6},
+	} {
+		if math.Abs(c.got-c.want) > 1e-12 {
+			t.Errorf("%s %v, want %v", c.desc, c.got, c.want)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteEvalMarkdown(&b, "train", rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| mean J, tuner / best static (J the mean over 2 simulation seeds; ± the standard error across them) | ≤ 1.05 | 1.500 ± 0.500 | **fails** |",
+		"| mean J, tuner / best static re-measured (its setting at simulation seed k = 2, never used to choose it) | ≤ 1.05 | 0.875 | holds |",
+		"| worst tenth, tuner / best static re-measured | ≤ 1.10 | 1.250 | **fails** |",
+		"| tuner / best | best static re-measured | tuner / re-measured | beats every static |",
+		"| 2.0000 ± 1.0000 | 0.0000 () | 1.0000 ± 0.0000 () | 2.000 | 1.6000 | 1.250 | — |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	// One seed, no re-measuring: the one-seed table, no new column.
+	for i := range rows {
+		rows[i].SimSeeds, rows[i].TunerJs, rows[i].BestJs, rows[i].Remeasured = 1, rows[i].TunerJs[:1], rows[i].BestJs[:1], math.NaN()
+	}
+	b.Reset()
+	if err := WriteEvalMarkdown(&b, "train", rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"±", "re-measured"} {
+		if strings.Contains(b.String(), bad) {
+			t.Errorf("one-seed table has %q:\n%s", bad, b.String())
+		}
+	}
+	// One seed, re-measured at k = 1.
+	rows[0].Remeasured, rows[1].Remeasured = 1.6, 4
+	b.Reset()
+	if err := WriteEvalMarkdown(&b, "train", rows); err != nil {
+		t.Fatal(err)
+	}
+	if want := "re-measured (its setting at simulation seed k = 1, never used to choose it)"; !strings.Contains(b.String(), want) {
 		t.Errorf("table lacks %q:\n%s", want, b.String())
 	}
 }

@@ -2,6 +2,7 @@ package family
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -95,6 +96,9 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key", "ip: [v4, v6]", "ipv: [v4, v6]", "f.yaml:15: ipv: unknown key"},
 		{"missing key", "ip: [v4, v6]\n", "", "f.yaml:9: ip: missing"},
 		{"bad rate", "wan_rtt: {min: 500us, max: 40ms}", "wan_rtt: {min: 500us, max: fast}", "f.yaml:11: wan_rtt.max:"},
+		{"no simulation seed", "min_duration: 20ms ", "min_duration: 20ms\nsim_seeds: 0\n#", "f.yaml:22: sim_seeds: 0 is outside 1..20 simulation seeds per run"},
+		{"absurdly many simulation seeds", "min_duration: 20ms ", "min_duration: 20ms\nsim_seeds: 1000\n#", "f.yaml:22: sim_seeds: 1000 is outside 1..20"},
+		{"simulation seeds not a number", "min_duration: 20ms ", "min_duration: 20ms\nsim_seeds: three\n#", `f.yaml:22: sim_seeds: "three" is not an integer`},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			text := strings.Replace(string(base), tt.from, tt.to, 1)
@@ -106,6 +110,70 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSimSeeds: sim_seeds is 1 when the spec does not name it, and what
+// it says when it does; GenerateAt's k-th simulation seed is the family
+// seed + k·SimSeedStride, written in the file's seed and the web-search
+// block's (the draw unchanged), and k = 0 is Generate's file byte for
+// byte.
+func TestSimSeeds(t *testing.T) {
+	base, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse("f.yaml", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.SimSeeds != 1 {
+		t.Errorf("SimSeeds %d without sim_seeds, want 1", s.SimSeeds)
+	}
+	three, err := Parse("f.yaml", append(slices.Clone(base), "sim_seeds: 3\n"...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if three.SimSeeds != 3 {
+		t.Errorf("SimSeeds %d with sim_seeds: 3", three.SimSeeds)
+	}
+	if got := SimSeed(7, 2); got != 200_007 {
+		t.Errorf("SimSeed(7, 2) = %d, want 200007", got)
+	}
+	d0, text0, _, err := s.Generate("train", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dk, textK, sc, err := s.GenerateAt("train", 1, 0)
+	if err != nil || !bytes.Equal(text0, textK) || dk != d0 {
+		t.Fatalf("GenerateAt k=0 differs from Generate (err %v)", err)
+	}
+	// A seed with web-search background: both seed lines move.
+	for seed := int64(1); seed <= 48; seed++ {
+		if d, _, _, _ := s.Generate("train", seed); d.WebSearch > 0 {
+			d0, text0, _, _ = s.Generate("train", seed)
+			break
+		}
+	}
+	dk, textK, sc, err = s.GenerateAt("train", d0.Seed, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dk != d0 {
+		t.Errorf("draw %+v at k=2, want %+v", dk, d0)
+	}
+	want := strings.ReplaceAll(string(text0), fmt.Sprintf("seed: %d\n", d0.Seed), fmt.Sprintf("seed: %d\n", SimSeed(d0.Seed, 2)))
+	if n := strings.Count(string(text0), fmt.Sprintf("seed: %d\n", d0.Seed)); n != 2 {
+		t.Errorf("train seed %d: %d seed lines, want 2 (the file's and the web-search block's)", d0.Seed, n)
+	}
+	if string(textK) != want {
+		t.Errorf("train seed %d at k=2: the file differs in more than its seeds:\n%s", d0.Seed, textK)
+	}
+	if sc.Seed != SimSeed(d0.Seed, 2) {
+		t.Errorf("scenario seed %d, want %d", sc.Seed, SimSeed(d0.Seed, 2))
+	}
+	if _, _, _, err := s.GenerateAt("train", 1, -1); err == nil {
+		t.Error("GenerateAt k=-1: no error")
 	}
 }
 

@@ -57,10 +57,32 @@ func pick(r *rand.Rand, list []string) string { return list[r.IntN(len(list))] }
 // Sets are the family's seed sets by name.
 func (s *Spec) Sets() map[string]Seeds { return map[string]Seeds{"train": s.Train, "test": s.Test} }
 
+// SimSeedStride spaces a scenario's simulation seeds: its k-th
+// simulation seed is its family seed + k·SimSeedStride (SimSeed). The
+// family's draw (rate, round trip, load, steps) is the family seed's
+// alone; the simulation seed is the file's `seed:` (the engine's ECN
+// draws) and the web-search block's (its arrivals and sizes).
+const SimSeedStride = 100_000
+
+// SimSeed is the k-th simulation seed of the scenario of family seed
+// seed: seed + k·SimSeedStride (k = 0: the family seed itself, the
+// scenario Generate writes).
+func SimSeed(seed int64, k int) int64 { return seed + int64(k)*SimSeedStride }
+
 // Generate draws the scenario of seed (of set "train" or "test") and
 // returns it as a scenario file's text and loaded. The same spec and seed
 // always give the same file.
 func (s *Spec) Generate(set string, seed int64) (Draw, []byte, *scenario.Scenario, error) {
+	return s.GenerateAt(set, seed, 0)
+}
+
+// GenerateAt is Generate at the k-th simulation seed (SimSeed): the same
+// draw and the same file but for its simulation seeds (k = 0: Generate's
+// file, byte for byte).
+func (s *Spec) GenerateAt(set string, seed int64, k int) (Draw, []byte, *scenario.Scenario, error) {
+	if k < 0 {
+		return Draw{}, nil, nil, fmt.Errorf("family %s: simulation seed index %d is negative", s.Name, k)
+	}
 	seeds, ok := s.Sets()[set]
 	if !ok {
 		return Draw{}, nil, nil, fmt.Errorf("family %s: no seed set %q (want train or test)", s.Name, set)
@@ -81,7 +103,7 @@ func (s *Spec) Generate(set string, seed int64) (Draw, []byte, *scenario.Scenari
 		d.WebSearch = math.Round(logUniform(r, s.WebSearchLoad.Min, s.WebSearchLoad.Max)*100) / 100
 	}
 	d.Duration = s.Duration(d.Rate, d.RTT)
-	text := build(s.Name, d, r)
+	text := build(s.Name, d, SimSeed(seed, k), r)
 	sc, err := scenario.Parse(fmt.Sprintf("%s-%s-%d.yaml", s.Name, set, seed), text)
 	if err != nil {
 		return d, text, nil, fmt.Errorf("family %s seed %d (%s): the generated scenario does not load: %w", s.Name, seed, d.Short(), err)
@@ -139,7 +161,7 @@ func size(b float64) string { return fmt.Sprintf("%dKB", int64(math.Max(64, math
 // bottleneck. Load and RTT steps come half-way (Duration gives each half
 // at least MinJudgements/2 judgement cycles); joins and leaves on slots
 // an eighth of the run apart, from a quarter of it.
-func build(family string, d Draw, r *rand.Rand) []byte {
+func build(family string, d Draw, simSeed int64, r *rand.Rand) []byte {
 	R := float64(d.Rate)
 	n := 2 + r.IntN(7) // 2..8 senders
 	late := 0          // senders starting (load-up) or stopping (load-down) half-way
@@ -171,7 +193,7 @@ func build(family string, d Draw, r *rand.Rand) []byte {
 	p("# %s\n", d.Short())
 	p("name: %s\n", name)
 	p("description: %q\n", d.Short())
-	p("seed: %d\nduration: %dms\nsample_interval: %s\n\n", d.Seed, d.Duration.Milliseconds(), us(sample))
+	p("seed: %d\nduration: %dms\nsample_interval: %s\n\n", simSeed, d.Duration.Milliseconds(), us(sample))
 	p("topology:\n  hosts:\n")
 	for i := 1; i <= n; i++ {
 		p("    - {name: s%d, ip: %s}\n", i, ip(10, i))
@@ -271,7 +293,7 @@ func build(family string, d Draw, r *rand.Rand) []byte {
 		// Per sender of its link: nWeb · webRate · load = share · R.
 		load := d.WebSearch * R / (nWeb * webRate)
 		p("  generated:\n    - name: web\n      senders: [w1, w2, w3, w4]\n      receivers: [r1, r2]\n")
-		p("      load: %.4f\n      cdf: %s\n      seed: %d\n      start: 0s\n      max_flows: 200000\n", load, webSearchCDF, d.Seed)
+		p("      load: %.4f\n      cdf: %s\n      seed: %d\n      start: 0s\n      max_flows: 200000\n", load, webSearchCDF, simSeed)
 	}
 	if d.Step == StepRTT {
 		f := 2.0

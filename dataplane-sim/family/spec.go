@@ -46,6 +46,12 @@ const (
 	minOverload, maxOverload = 1.0, 16.0
 )
 
+// MaxSimSeeds bounds sim_seeds: every simulation seed is a whole
+// evaluation's runs again (the static grid too), and the standard error
+// falls as 1/√N, so twenty already measures four and a half times finer
+// than one at twenty times its cost.
+const MaxSimSeeds = 20
+
 // Range is a closed interval [Min, Max], drawn log-uniformly.
 type Range[T ~int64 | ~float64] struct{ Min, Max T }
 
@@ -87,6 +93,10 @@ type Spec struct {
 	MinJudgements int
 	MaxPackets    int64
 	Train, Test   Seeds
+	// SimSeeds is how many simulation seeds every run of an evaluation
+	// is repeated at (SimSeed k = 0..SimSeeds-1; J per setting their
+	// mean): 1 unless the spec's sim_seeds says more.
+	SimSeeds int
 	// Retired are the seed sets whose results were seen (held-out sets
 	// used up, oldest first): never a test seed again (none: empty).
 	Retired []Seeds
@@ -349,8 +359,8 @@ func Parse(file string, data []byte) (*Spec, error) {
 	}
 	keys := []string{"name", "link_rate", "wan_rtt", "overload", "congestion", "steps", "ip", "web_search",
 		"web_search_load", "duration_rtt", "min_duration", "min_judgements", "max_packets", "train_seeds", "test_seeds"}
-	m := p.mapping(doc.Content[0], "", append(keys, "retired_seeds")...)
-	s := &Spec{File: file}
+	m := p.mapping(doc.Content[0], "", append(keys, "retired_seeds", "sim_seeds")...)
+	s := &Spec{File: file, SimSeeds: 1}
 	for _, k := range keys {
 		if _, ok := m[k]; !ok && doc.Content[0].Kind == yaml.MappingNode {
 			p.bad(doc.Content[0], k, "missing")
@@ -423,6 +433,14 @@ func Parse(file string, data []byte) (*Spec, error) {
 				p.bad(n, "max_packets", "%d is outside 10000..1000000000 packets", v)
 			}
 			s.MaxPackets = v
+		}
+	}
+	if n, ok := m["sim_seeds"]; ok {
+		if v, good := p.integer(n, "sim_seeds"); good {
+			if v < 1 || v > MaxSimSeeds {
+				p.bad(n, "sim_seeds", "%d is outside 1..%d simulation seeds per run", v, MaxSimSeeds)
+			}
+			s.SimSeeds = int(v)
 		}
 	}
 	if n, ok := m["train_seeds"]; ok {
