@@ -1,6 +1,7 @@
 package lhcnp
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -20,29 +21,9 @@ import (
 func TestDrainResume(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		l := resumeLine(t, on)
-		l.sim.Run(40 * engine.Millisecond)
-		q := &l.node2.portOf(l.n2Out).queues[0]
-		if l.flow.Sender.CeilingBitsPerSec() == 0 {
-			t.Fatalf("on %v: no held ceiling after 40 ms at the bottleneck (rate %d)", on, l.flow.Sender.RateBitsPerSec())
-		}
-		if q.qd < q.kmin {
-			t.Fatalf("on %v: queue %d B below K_min %d B at the rise: nothing to drain", on, q.qd, q.kmin)
-		}
-		l.n2Out.Out().SetRateBitsPerSec(10e9)
-		from := len(l.events2)
-		var resume *Event
-		var qdAt int64
-		for l.sim.Now() < 75*engine.Millisecond && resume == nil {
-			l.sim.Run(l.sim.Now() + engine.Microsecond)
-			for i := from; i < len(l.events2); i++ {
-				if ev := l.events2[i]; ev.Kind == EventCNPSent && ev.Action == wire.ActionResume {
-					resume, qdAt = &l.events2[i], q.qd
-					break
-				}
-			}
-		}
-		if resume == nil {
-			t.Fatalf("on %v: no Resume within 35 ms of the rise", on)
+		q, resume, qdAt, err := firstResumeAfterRise(l)
+		if err != "" {
+			t.Fatalf("on %v: %s", on, err)
 		}
 		if above := qdAt >= q.kmin && resume.CongLevel > levelQD(q.kmin, q.kmin, q.kmax); !above {
 			t.Errorf("on %v: first Resume at %v with the queue at %d B (K_min %d B), level %d; want it above K_min", on, resume.Time, qdAt, q.kmin, resume.CongLevel)
@@ -55,6 +36,33 @@ func TestDrainResume(t *testing.T) {
 			t.Errorf("rate %d, ceiling %d at 75 ms; want 10 Gb/s and no ceiling", got, c)
 		}
 	}
+}
+
+// firstResumeAfterRise runs the far-end line of the Resume tests 40 ms at
+// its 4 Gb/s bottleneck (a held ceiling, the queue above K_min), raises the
+// bottleneck to 10 Gb/s and runs until the node's first Resume (at most to
+// 75 ms): the node's queue, that Resume and the queue's depth when it was
+// sent, or what went wrong.
+func firstResumeAfterRise(l *line) (q *queueState, resume *Event, qdAt int64, err string) {
+	l.sim.Run(40 * engine.Millisecond)
+	q = &l.node2.portOf(l.n2Out).queues[0]
+	if l.flow.Sender.CeilingBitsPerSec() == 0 {
+		return q, nil, 0, fmt.Sprintf("no held ceiling after 40 ms at the bottleneck (rate %d)", l.flow.Sender.RateBitsPerSec())
+	}
+	if q.qd < q.kmin {
+		return q, nil, 0, fmt.Sprintf("queue %d B below K_min %d B at the rise: nothing to drain", q.qd, q.kmin)
+	}
+	l.n2Out.Out().SetRateBitsPerSec(10e9)
+	from := len(l.events2)
+	for l.sim.Now() < 75*engine.Millisecond {
+		l.sim.Run(l.sim.Now() + engine.Microsecond)
+		for i := from; i < len(l.events2); i++ {
+			if ev := l.events2[i]; ev.Kind == EventCNPSent && ev.Action == wire.ActionResume {
+				return q, &l.events2[i], q.qd, ""
+			}
+		}
+	}
+	return q, nil, 0, "no Resume within 35 ms of the rise"
 }
 
 // TestResumeUnmeasuredCut: with ResumeOnDrain (and PerFlowRTT,

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
-	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // TestShareResume: with PerFlowRTT and RepeatResume (the options' pair,
@@ -34,29 +33,9 @@ func TestShareResume(t *testing.T) {
 			rc.RTTEst = 10 * engine.Millisecond
 			rc.RecoveryStepBitsPerSec = 100e6
 			l := farEnd(t, cfg, 10e9, 4e9, 5*engine.Millisecond, rc)
-			l.sim.Run(40 * engine.Millisecond)
-			q := &l.node2.portOf(l.n2Out).queues[0]
-			if l.flow.Sender.CeilingBitsPerSec() == 0 {
-				t.Fatalf("no held ceiling after 40 ms at the bottleneck (rate %d)", l.flow.Sender.RateBitsPerSec())
-			}
-			if q.qd < q.kmin {
-				t.Fatalf("queue %d B below K_min %d B at the rise: nothing to drain", q.qd, q.kmin)
-			}
-			l.n2Out.Out().SetRateBitsPerSec(10e9)
-			from := len(l.events2)
-			var resume *Event
-			var qdAt int64
-			for l.sim.Now() < 75*engine.Millisecond && resume == nil {
-				l.sim.Run(l.sim.Now() + engine.Microsecond)
-				for i := from; i < len(l.events2); i++ {
-					if ev := l.events2[i]; ev.Kind == EventCNPSent && ev.Action == wire.ActionResume {
-						resume, qdAt = &l.events2[i], q.qd
-						break
-					}
-				}
-			}
-			if resume == nil {
-				t.Fatalf("no Resume within 35 ms of the rise")
+			q, resume, qdAt, err := firstResumeAfterRise(l)
+			if err != "" {
+				t.Fatal(err)
 			}
 			if above := qdAt >= q.kmin; above != tt.wantAbove {
 				t.Errorf("first Resume at %v with the queue at %d B (K_min %d B); above K_min %v, want %v", resume.Time, qdAt, q.kmin, above, tt.wantAbove)
