@@ -326,3 +326,25 @@ func TestRTTEst(t *testing.T) {
 		t.Errorf("rtt_est: 10ms: error %v", err)
 	}
 }
+
+// TestPortFamily: scenarios/family/longhaul-options-port.yaml (session 12's
+// second check, docs/longhaul.md) loads with rtt_est: port and writes every
+// development scenario with RTT_est left to each port's link.
+func TestPortFamily(t *testing.T) {
+	s, err := LoadFile("../../scenarios/family/longhaul-options-port.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RTTEst != RTTEstPort {
+		t.Fatalf("RTTEst %q, want %q", s.RTTEst, RTTEstPort)
+	}
+	for _, seed := range s.Train.List() {
+		_, _, sc, err := s.Generate("train", seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.Mechanism.LongHaulCNP().RTTEst; got != 0 {
+			t.Errorf("train seed %d: RTT_est %v, want 0 (each port's link)", seed, got)
+		}
+	}
+}
