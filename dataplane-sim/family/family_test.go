@@ -267,3 +267,84 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestRTTEst: rtt_est: port writes each generated scenario with RTT_est
+// left to each port's link (rtt_est 0), the file otherwise byte for byte
+// the default's (RTT_est the WAN's round trip on every port: rtt_est: wan,
+// or the key left out); any other value is refused with the file, the line
+// and the key.
+func TestRTTEst(t *testing.T) {
+	base, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := Parse("f.yaml", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.RTTEst != RTTEstWAN {
+		t.Errorf("RTTEst %q without the key, want %q", def.RTTEst, RTTEstWAN)
+	}
+	wan, err := Parse("f.yaml", append(slices.Clone(base), "rtt_est: wan\n"...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := Parse("f.yaml", append(slices.Clone(base), "rtt_est: port\n"...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seed := range def.Train.List()[:8] {
+		d, text, _, err := def.Generate("train", seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, textWAN, _, _ := wan.Generate("train", seed)
+		if !bytes.Equal(text, textWAN) {
+			t.Errorf("train seed %d: rtt_est: wan differs from the default", seed)
+		}
+		dp, textPort, sc, err := port.Generate("train", seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dp != d {
+			t.Errorf("train seed %d: draw %+v with rtt_est: port, want %+v", seed, dp, d)
+		}
+		line := func(est string) string { return fmt.Sprintf("    rtt_est: %s\n", est) }
+		wantLine := line(us(d.RTT))
+		if !strings.Contains(string(text), wantLine) {
+			t.Fatalf("train seed %d: no %q in the default's file", seed, wantLine)
+		}
+		if want := strings.Replace(string(text), wantLine, line("0"), 1); string(textPort) != want {
+			t.Errorf("train seed %d: rtt_est: port differs from the default in more than its rtt_est line:\n%s", seed, textPort)
+		}
+		if sc.Mechanism.LongHaulCNP().RTTEst != 0 {
+			t.Errorf("train seed %d: RTT_est %v with rtt_est: port, want 0 (each port's link)", seed, sc.Mechanism.LongHaulCNP().RTTEst)
+		}
+	}
+	if _, err := Parse("f.yaml", append(slices.Clone(base), "rtt_est: 10ms\n"...)); err == nil ||
+		!strings.Contains(err.Error(), `f.yaml:30: rtt_est: "10ms" is not one of wan, port`) {
+		t.Errorf("rtt_est: 10ms: error %v", err)
+	}
+}
+
+// TestPortFamily: scenarios/family/longhaul-options-port.yaml (session 12's
+// second check, docs/longhaul.md) loads with rtt_est: port and writes every
+// development scenario with RTT_est left to each port's link.
+func TestPortFamily(t *testing.T) {
+	s, err := LoadFile("../../scenarios/family/longhaul-options-port.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RTTEst != RTTEstPort {
+		t.Fatalf("RTTEst %q, want %q", s.RTTEst, RTTEstPort)
+	}
+	for _, seed := range s.Train.List() {
+		_, _, sc, err := s.Generate("train", seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.Mechanism.LongHaulCNP().RTTEst; got != 0 {
+			t.Errorf("train seed %d: RTT_est %v, want 0 (each port's link)", seed, got)
+		}
+	}
+}

@@ -100,7 +100,29 @@ type Spec struct {
 	// Retired are the seed sets whose results were seen (held-out sets
 	// used up, oldest first): never a test seed again (none: empty).
 	Retired []Seeds
+	// RTTEst is how the scenarios configure the nodes' RTT_est (the
+	// spec's rtt_est): RTTEstWAN (the default, the spec without the key)
+	// the WAN's round trip on every port, RTTEstPort each port's own link
+	// (the scenario's rtt_est 0: 2 µs at a port next to a host), as
+	// docs/results.md's scenarios do.
+	RTTEst string
 }
+
+// How a family's scenarios configure RTT_est (the spec's rtt_est).
+const (
+	// RTTEstWAN configures the WAN's round trip on every node's ports,
+	// as an operator would: the default, what every family written
+	// before the key had.
+	RTTEstWAN = "wan"
+	// RTTEstPort leaves RTT_est to each port's own link (twice its
+	// one-way delay): a port next to the receivers has a 2 µs RTT_est
+	// while its flows' round trip is the WAN's, so the rules that act
+	// where RTT_est is under half the flows' round trip (shareResume)
+	// can fire (docs/longhaul.md, session 12).
+	RTTEstPort = "port"
+)
+
+var rttEsts = []string{RTTEstWAN, RTTEstPort}
 
 // Error is a bad family spec: the file, the line and the key.
 type Error struct {
@@ -359,8 +381,8 @@ func Parse(file string, data []byte) (*Spec, error) {
 	}
 	keys := []string{"name", "link_rate", "wan_rtt", "overload", "congestion", "steps", "ip", "web_search",
 		"web_search_load", "duration_rtt", "min_duration", "min_judgements", "max_packets", "train_seeds", "test_seeds"}
-	m := p.mapping(doc.Content[0], "", append(keys, "retired_seeds", "sim_seeds")...)
-	s := &Spec{File: file, SimSeeds: 1}
+	m := p.mapping(doc.Content[0], "", append(keys, "retired_seeds", "sim_seeds", "rtt_est")...)
+	s := &Spec{File: file, SimSeeds: 1, RTTEst: RTTEstWAN}
 	for _, k := range keys {
 		if _, ok := m[k]; !ok && doc.Content[0].Kind == yaml.MappingNode {
 			p.bad(doc.Content[0], k, "missing")
@@ -441,6 +463,14 @@ func Parse(file string, data []byte) (*Spec, error) {
 				p.bad(n, "sim_seeds", "%d is outside 1..%d simulation seeds per run", v, MaxSimSeeds)
 			}
 			s.SimSeeds = int(v)
+		}
+	}
+	if n, ok := m["rtt_est"]; ok {
+		if v, good := p.scalar(n, "rtt_est"); good {
+			if !slices.Contains(rttEsts, v) {
+				p.bad(n, "rtt_est", "%q is not one of %s", v, strings.Join(rttEsts, ", "))
+			}
+			s.RTTEst = v
 		}
 	}
 	if n, ok := m["train_seeds"]; ok {

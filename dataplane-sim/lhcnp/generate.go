@@ -311,14 +311,7 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 		if m.Action == wire.ActionRateReduce {
 			e.lastReduction = cutRate * int64(m.Parameter) / 100
 		}
-		if !e.needResume || e.srcRate <= 0 {
-			e.srcRate = cutRate
-		}
-		e.srcCut = e.srcRate
-		if m.Action == wire.ActionRateReduce {
-			e.srcCut = e.srcRate * int64(m.Parameter) / 100
-		}
-		e.srcRate -= e.srcCut
+		e.modelCut(cutRate, m.Action, m.Parameter)
 		if q.cfg.PerFlowRTT && (e.srcRTT == 0 || e.rttFromRate) && e.lastReduction > 0 &&
 			(!e.probing || now-e.probeAt > max(4*q.minInterval, 2*e.srcRTT)) {
 			// No CM exchange seen: the round trip is how soon the
@@ -340,11 +333,7 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 			n.scheduleResume(ps, q)
 		}
 	case wire.ActionResume:
-		if m.Parameter == 0 {
-			e.srcRate = e.preCutRate
-		} else {
-			e.srcRate += e.srcCut * int64(m.Parameter) / 100
-		}
+		e.modelResume(m.Parameter)
 		if q.cfg.Action.RepeatResume && m.Parameter != 0 {
 			// Keep the flow: the next hold decides from its rate. After
 			// an unconditional Resume the source is back at its original
@@ -361,6 +350,36 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 	n.emit(Event{Kind: EventCNPSent, Time: now, Port: ps.name, Queue: q.prio, Flow: e.key, Format: f,
 		Action: m.Action, Parameter: m.Parameter, CongLevel: m.CongLevel, MetricType: m.MetricType,
 		MetricValue: m.MetricValue, Trigger: t, Escalated: escalated})
+}
+
+// modelCut applies a Rate Reduce of pct percent (or a Pause) to the node's
+// model of the flow's rate at its source (srcRate, srcCut): the reaction
+// point cuts its current rate, so a cut takes its percentage of what the
+// earlier cuts of the episode left, and a Pause takes all of it. The first
+// cut of an episode (no Resume awaited), or one after a Pause, starts from
+// cutRate, the flow's arrival rate then. Called before needResume is set
+// for this cut.
+func (e *flowEntry) modelCut(cutRate int64, a wire.Action, pct uint16) {
+	if !e.needResume || e.srcRate <= 0 {
+		e.srcRate = cutRate
+	}
+	e.srcCut = e.srcRate
+	if a == wire.ActionRateReduce {
+		e.srcCut = e.srcRate * int64(pct) / 100
+	}
+	e.srcRate -= e.srcCut
+}
+
+// modelResume applies a Resume of pct percent to the model: pct of what
+// the last cut took at the source comes back (the reaction point's Resume
+// raises the rate by a percentage of its last cut), and pct 0 (§5.5.1's
+// unconditional Resume) restores the rate before the node's first cut.
+func (e *flowEntry) modelResume(pct uint16) {
+	if pct == 0 {
+		e.srcRate = e.preCutRate
+	} else {
+		e.srcRate += e.srcCut * int64(pct) / 100
+	}
 }
 
 // objects returns the extension objects the configuration asks for, in
