@@ -522,10 +522,11 @@ func (g *Group) step(p *part, end Time) {
 		// instant (ahead of the events at it), until end.
 		lim := min(end, p.tickAt)
 		for q.n > 0 && q.top.at < lim {
-			at, e := q.popRun()
-			s.now = at
+			k := q.popRun()
+			s.now = k.at
 			s.events++
-			e.h.Handle(e.kind, e.arg)
+			t := q.target(k)
+			t.h.Handle(t.kind, k.arg)
 			q.done()
 		}
 		if p.tickAt >= end {

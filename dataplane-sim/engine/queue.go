@@ -6,9 +6,13 @@ import (
 )
 
 // The event queue orders events by (time, seq), seq being the insertion
-// counter, so events at the same time run FIFO. Keys are 16 bytes, (time,
-// seq<<24|slot), over a slab of payloads (handler, kind, arg) indexed by
-// slot: the payload is written once and read once, and only keys move.
+// counter, so events at the same time run FIFO. An event is a key of 24
+// bytes without pointers, (time, seq<<24|slot, arg): slot names its
+// handler and kind, a pair registered with the Sim (Sim.Register: a
+// model's ports and links, which schedule most events) or one held in a
+// slab for this one event (Sim.At), whose slot is freed when the event
+// has run. Keys hold no pointer, so moving one needs no write barrier and
+// the collector does not scan the queue.
 //
 // Keys live in three places, by how far ahead they are due:
 //
@@ -69,10 +73,23 @@ const (
 )
 
 type key struct {
-	at Time
-	ss uint64 // seq<<slotBits | slot
+	at  Time
+	ss  uint64 // seq<<slotBits | slot
+	arg uint64
 }
 
+// target is what a slot names: a handler and the kind of event it is
+// called with.
+type target struct {
+	h    Handler
+	kind uint32
+}
+
+// regBit in a slot marks a registered target (reg[slot&^regBit]); a slot
+// without it is one of the slab's, for one event.
+const regBit = 1 << (slotBits - 1)
+
+// payload is what an event hands its handler.
 type payload struct {
 	h    Handler
 	arg  uint64
@@ -119,15 +136,19 @@ type queue struct {
 	// as the earliest puts it into near first.
 	topReg bool
 	last   Time // the time of the last key popped
-	slab   []payload
-	free   []uint32
-	seq    uint64
-	// runSlot is the slot of the event popRun gave out, while runFree
-	// says that no push has taken it yet: the first push of the event's
-	// handler writes its payload there (the event's was read before the
-	// handler ran), instead of taking a slot off free and putting the
-	// event's back; done frees it if no push took it. Most handlers
-	// schedule one event (a link its next arrival, a port its next frame).
+	// slab holds the handlers of events scheduled with a Handler not
+	// registered (At), one slot per pending event; free lists its free
+	// slots. reg holds the registered handlers (Register), for good.
+	slab []target
+	free []uint32
+	reg  []target
+	seq  uint64
+	// runSlot is the slab's slot of the event popRun gave out (an
+	// unregistered handler's), while runFree says that no push has taken
+	// it yet: the first such push of the event's handler writes its
+	// handler there (the event's was read before the handler ran), instead
+	// of taking a slot off free and putting the event's back; done frees
+	// it if no push took it.
 	runSlot uint32
 	runFree bool
 }
@@ -149,13 +170,29 @@ func (q *queue) setShift(shift uint) {
 
 func (q *queue) len() int { return q.n }
 
+// push schedules h.Handle(kind, arg) at at, (h, kind) in a slot of the
+// slab.
 func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
-	slot := q.slotFor(h, kind, arg)
+	q.pushSlot(at, q.slotFor(h, kind), arg)
+}
+
+// register adds (h, kind) to the registered targets and returns its slot.
+func (q *queue) register(h Handler, kind uint32) uint32 {
+	if len(q.reg) >= regBit {
+		panic("engine: more than 2^23 handlers registered")
+	}
+	q.reg = append(q.reg, target{h, kind})
+	return uint32(len(q.reg)-1) | regBit
+}
+
+// pushSlot schedules the target of slot (registered, or the slab's) at
+// at with arg.
+func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
 	q.seq++
 	if q.seq > maxSeq {
 		panic("engine: more than 2^40 events scheduled")
 	}
-	e := key{at: at, ss: q.seq<<slotBits | uint64(slot)}
+	e := key{at: at, ss: q.seq<<slotBits | uint64(slot), arg: arg}
 	q.n++
 	if q.ringMask == 0 {
 		// One bucket (the widest): near is the span from the last
@@ -183,8 +220,8 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 	q.pushBuckets(e)
 }
 
-// slotFor returns a slot of the slab holding the payload (h, kind, arg).
-func (q *queue) slotFor(h Handler, kind uint32, arg uint64) uint32 {
+// slotFor returns a slot of the slab holding (h, kind).
+func (q *queue) slotFor(h Handler, kind uint32) uint32 {
 	var slot uint32
 	if q.runFree {
 		slot = q.runSlot
@@ -194,12 +231,12 @@ func (q *queue) slotFor(h Handler, kind uint32, arg uint64) uint32 {
 		q.free = q.free[:n-1]
 	} else {
 		slot = uint32(len(q.slab))
-		if slot > slotMask {
-			panic("engine: more than 2^24 events pending")
+		if slot >= regBit {
+			panic("engine: more than 2^23 events of unregistered handlers pending")
 		}
-		q.slab = append(q.slab, payload{})
+		q.slab = append(q.slab, target{})
 	}
-	q.slab[slot] = payload{h: h, arg: arg, kind: kind}
+	q.slab[slot] = target{h, kind}
 	return slot
 }
 
@@ -217,8 +254,12 @@ func (q *queue) reserve() uint64 {
 // before: an older key than push makes, so it is compared in full (time,
 // then seq) wherever it goes. It is not at or before the last key popped.
 func (q *queue) pushKey(at Time, seq uint64, h Handler, kind uint32, arg uint64) {
-	slot := q.slotFor(h, kind, arg)
-	e := key{at: at, ss: seq<<slotBits | uint64(slot)}
+	q.pushKeySlot(at, seq, q.slotFor(h, kind), arg)
+}
+
+// pushKeySlot is pushKey for the target of slot.
+func (q *queue) pushKeySlot(at Time, seq uint64, slot uint32, arg uint64) {
+	e := key{at: at, ss: seq<<slotBits | uint64(slot), arg: arg}
 	if q.topReg {
 		q.topReg = false
 		q.insertNear(q.top)
@@ -386,9 +427,21 @@ func lessBit(a, b key) uint64 {
 // pop removes the earliest event and returns its time and payload; the
 // queue must not be empty.
 func (q *queue) pop() (Time, payload) {
-	at, p := q.popRun()
+	k := q.popRun()
+	t := q.target(k)
 	q.done()
-	return at, p
+	return k.at, payload{h: t.h, arg: k.arg, kind: t.kind}
+}
+
+// target returns the target of k, an event popRun gave out; an
+// unregistered one's slot is runSlot until done.
+func (q *queue) target(k key) target {
+	slot := uint32(k.ss & slotMask)
+	if slot&regBit != 0 {
+		return q.reg[slot&^regBit]
+	}
+	q.runSlot, q.runFree = slot, true
+	return q.slab[slot]
 }
 
 // done ends the event popRun gave out: its slot goes back to the free
@@ -401,16 +454,17 @@ func (q *queue) done() {
 
 func (q *queue) release() {
 	q.runFree = false
-	q.slab[q.runSlot] = payload{} // drop the handler reference for the GC
+	q.slab[q.runSlot] = target{} // drop the handler reference for the GC
 	q.free = append(q.free, q.runSlot)
 }
 
 // popRun is pop for a driver that runs the event at once (runLocked,
-// Group.step, Step): the event's slot stays out of the free list while its
-// handler runs, for the handler's first push (runSlot), and done, after
-// the handler, frees it if no push took it. The queue must not be empty
-// and no event popRun gave out may be pending (done called).
-func (q *queue) popRun() (Time, payload) {
+// Group.step, Step): it returns the event's key, whose handler handler
+// gives; an unregistered handler's slot stays out of the free list while
+// it runs, for its first push (runSlot), and done, after the handler,
+// frees it if no push took it. The queue must not be empty and no event
+// popRun gave out may be pending (done called).
+func (q *queue) popRun() key {
 	top := q.top
 	q.last = top.at
 	if q.topReg {
@@ -445,9 +499,7 @@ func (q *queue) popRun() (Time, payload) {
 			q.retop()
 		}
 	}
-	slot := uint32(top.ss & slotMask)
-	q.runSlot, q.runFree = slot, true
-	return top.at, q.slab[slot]
+	return top
 }
 
 // openNext opens the first busy bucket after the open one: near is empty,
@@ -535,7 +587,9 @@ func order2(a, b key) (key, key) {
 	m := -lessBit(b, a)
 	dat := (uint64(a.at) ^ uint64(b.at)) & m
 	dss := (a.ss ^ b.ss) & m
-	return key{at: Time(uint64(a.at) ^ dat), ss: a.ss ^ dss}, key{at: Time(uint64(b.at) ^ dat), ss: b.ss ^ dss}
+	darg := (a.arg ^ b.arg) & m
+	return key{at: Time(uint64(a.at) ^ dat), ss: a.ss ^ dss, arg: a.arg ^ darg},
+		key{at: Time(uint64(b.at) ^ dat), ss: b.ss ^ dss, arg: b.arg ^ darg}
 }
 
 // adapt judges the bucket width by the keys that entered near since the
