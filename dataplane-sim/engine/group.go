@@ -522,7 +522,10 @@ func (g *Group) step(p *part, end Time) {
 		// instant (ahead of the events at it), until end.
 		lim := min(end, p.tickAt)
 		for q.n > 0 && q.top.at < lim {
-			k := q.popRun()
+			k, ok := q.popFast()
+			if !ok {
+				k = q.popRun()
+			}
 			s.now = k.at
 			s.events++
 			t := q.target(k)

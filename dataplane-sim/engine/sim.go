@@ -247,7 +247,10 @@ func (s *Sim) runLocked(until Time) (yielded bool) {
 			check = 64
 		}
 		check--
-		k := q.popRun()
+		k, ok := q.popFast()
+		if !ok {
+			k = q.popRun()
+		}
 		s.now = k.at
 		s.events++
 		t := q.target(k)
