@@ -521,7 +521,7 @@ func (g *Group) step(p *part, end Time) {
 		// Events before the next instant of EveryPartition, then the
 		// instant (ahead of the events at it), until end.
 		lim := min(end, p.tickAt)
-		for q.n > 0 && q.top.at < lim {
+		for q.n > 0 && q.topAt < lim {
 			k, ok := q.popFast()
 			if !ok {
 				k = q.popRun()

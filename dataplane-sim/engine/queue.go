@@ -120,8 +120,13 @@ type queue struct {
 	opens, opened int
 	moved         []key // adapt's scratch
 	n             int   // events pending (all)
-	top           key   // the earliest pending key, when n > 0
-	topFar        bool  // top is far's top (else near's)
+	// topAt is the time of the earliest pending key, when n > 0. That
+	// key is top when topReg or topFar, else near's first, near[nh]
+	// (top is then stale): a pop along the sorted run copies no key
+	// into top.
+	topAt  Time
+	top    key
+	topFar bool // the earliest key is far's top (else near's)
 	// farAt is the time of far's top, Never when far is empty (setFarAt
 	// after every change of far): a pop along the sorted run compares
 	// the next key with far's top only when it is not later, without
@@ -198,7 +203,7 @@ func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
 		// One bucket (the widest): near is the span from the last
 		// event run, a sorted run.
 		if at-q.last < q.span {
-			if q.n == 1 || at < q.top.at {
+			if q.n == 1 || at < q.topAt {
 				if q.topReg {
 					q.topReg = false
 					q.insertNear(q.top)
@@ -208,7 +213,7 @@ func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
 						return
 					}
 				}
-				q.top, q.topFar, q.topReg = e, false, true
+				q.top, q.topAt, q.topFar, q.topReg = e, at, false, true
 				return
 			}
 			// pushNear's common case, here without its call: an
@@ -348,8 +353,8 @@ func (q *queue) pushFar(e key) {
 	q.far = append(q.far, e)
 	heapUpNew(q.far, len(q.far)-1)
 	q.setFarAt()
-	if q.n == 1 || e.at < q.top.at {
-		q.top, q.topFar = e, true
+	if q.n == 1 || e.at < q.topAt {
+		q.top, q.topAt, q.topFar = e, e.at, true
 	}
 }
 
@@ -365,8 +370,9 @@ func (q *queue) pushBuckets(e key) {
 	case d < q.width:
 		q.opened++
 		q.pushNear(e)
-		if q.n == 1 || e.at < q.top.at {
-			q.top, q.topFar = e, false
+		if q.n == 1 || e.at < q.topAt {
+			// e is near's first now.
+			q.topAt, q.topFar = e.at, false
 		}
 	case d < q.span:
 		// Later than every near key, so never the top.
@@ -431,7 +437,15 @@ func heapUpNew(h []key, i int) {
 }
 
 // peekAt returns the time of the earliest event; the queue must not be empty.
-func (q *queue) peekAt() Time { return q.top.at }
+func (q *queue) peekAt() Time { return q.topAt }
+
+// topKey returns the earliest pending key; the queue must not be empty.
+func (q *queue) topKey() key {
+	if q.topReg || q.topFar {
+		return q.top
+	}
+	return q.near[q.nh]
+}
 
 // less orders keys by (at, ss) without a branch: the borrow out of the
 // 128-bit subtraction (at, ss) − (bt, bss). Times are never negative (At
@@ -448,7 +462,10 @@ func lessBit(a, b key) uint64 {
 // pop removes the earliest event and returns its time and payload; the
 // queue must not be empty.
 func (q *queue) pop() (Time, payload) {
-	k := q.popRun()
+	k, ok := q.popFast()
+	if !ok {
+		k = q.popRun()
+	}
 	t := q.target(k)
 	q.done()
 	return k.at, payload{h: t.h, arg: k.arg, kind: t.kind}
@@ -486,7 +503,7 @@ func (q *queue) release() {
 // frees it if no push took it. The queue must not be empty and no event
 // popRun gave out may be pending (done called).
 func (q *queue) popRun() key {
-	top := q.top
+	top := q.topKey()
 	q.last = top.at
 	if q.topReg {
 		q.topReg = false
@@ -501,9 +518,9 @@ func (q *queue) popRun() key {
 		q.n--
 		next := q.near[nh]
 		if q.farAt <= next.at && lessBit(q.far[0], next) != 0 {
-			q.top, q.topFar = q.far[0], true
+			q.top, q.topAt, q.topFar = q.far[0], q.farAt, true
 		} else {
-			q.top = next
+			q.topAt = next.at
 		}
 	} else {
 		if q.topFar {
@@ -528,14 +545,18 @@ func (q *queue) popRun() key {
 // earlier than far's top. It reports false, doing nothing, otherwise.
 func (q *queue) popFast() (key, bool) {
 	nh := q.nh + 1
-	if q.topReg || q.topFar || q.nearHeap || nh >= len(q.near) || q.farAt <= q.near[nh].at {
+	if q.topReg || q.topFar || q.nearHeap || nh >= len(q.near) {
 		return key{}, false
 	}
-	k := q.top
+	next := q.near[nh].at
+	if q.farAt <= next {
+		return key{}, false
+	}
+	k := q.near[nh-1]
 	q.last = k.at
 	q.nh = nh
 	q.n--
-	q.top = q.near[nh]
+	q.topAt = next
 	return k, true
 }
 
@@ -710,9 +731,9 @@ func (q *queue) setFarAt() {
 // must not be empty.
 func (q *queue) retop() {
 	if q.nh < len(q.near) && (len(q.far) == 0 || !less(q.far[0], q.near[q.nh])) {
-		q.top, q.topFar = q.near[q.nh], false
+		q.topAt, q.topFar = q.near[q.nh].at, false
 	} else {
-		q.top, q.topFar = q.far[0], true
+		q.top, q.topAt, q.topFar = q.far[0], q.far[0].at, true
 	}
 }
 

@@ -236,7 +236,7 @@ func (s *Sim) runLocked(until Time) (yielded bool) {
 	// Look at the flags every 64 events: an atomic load per event is
 	// measurable at 10^7 events/s, and 64 events are a few microseconds.
 	check := 0
-	for q.n > 0 && q.top.at <= until {
+	for q.n > 0 && q.topAt <= until {
 		if check == 0 {
 			if s.doWaiting.Load() != 0 {
 				return true
@@ -384,7 +384,7 @@ func (s *Sim) RunRealtime(ctx context.Context, speed float64, until Time) error 
 // (an engine waiting for its next event keeps up). s.mu is held.
 func (s *Sim) noteLagLocked(wallNow time.Time) {
 	paced := s.rt.at(wallNow)
-	s.clock.noteLag(paced-s.now, s.q.n > 0 && s.q.top.at <= paced)
+	s.clock.noteLag(paced-s.now, s.q.n > 0 && s.q.topAt <= paced)
 }
 
 // SetEpoch anchors realtime pacing to the wall clock: simulated time t
