@@ -608,7 +608,15 @@ func (pt *Port) tryTransmit() {
 	p.SentAt = now
 	pt.freeAt = now + tx
 	if !l.other {
-		l.arrive(p, now+tx+l.delay) // send's common case, without its call
+		// Link.arrive, send's common case, here without its call.
+		at := max(now+tx+l.delay, l.lastArrive)
+		l.lastArrive = at
+		if r := &l.inflight; !r.tryPush(flight{p, at}) {
+			r.push(flight{p, at})
+		}
+		if l.inflight.n == 1 {
+			l.to.part.sim.AtID(at, l.hid, l.gen)
+		}
 	} else {
 		l.sendOther(p, now+tx)
 	}
