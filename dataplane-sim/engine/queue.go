@@ -85,6 +85,13 @@ type target struct {
 	kind uint32
 }
 
+// The flags of queue.mode.
+const (
+	modeTopFar = 1 << iota
+	modeTopReg
+	modeNearHeap
+)
+
 // regBit in a slot marks a registered target (reg[slot&^regBit]); a slot
 // without it is one of the slab's, for one event.
 const regBit = 1 << (slotBits - 1)
@@ -98,10 +105,10 @@ type payload struct {
 
 type queue struct {
 	// near holds the keys due before cur+2^shift: a sorted run near[nh:]
-	// while it holds few keys, else (nearHeap) a heap like far, with nh 0.
+	// while it holds few keys, else (modeNearHeap) a heap like far, with
+	// nh 0.
 	near, far []key
 	nh        int
-	nearHeap  bool
 	// cur is the start of the open bucket. ring[b] holds, unsorted, the
 	// keys due in [cur+width, cur+span) whose time falls in bucket b
 	// (time>>shift & ringMask); ringBusy has bit b set when ring[b] is
@@ -121,26 +128,29 @@ type queue struct {
 	moved         []key // adapt's scratch
 	n             int   // events pending (all)
 	// topAt is the time of the earliest pending key, when n > 0. That
-	// key is top when topReg or topFar, else near's first, near[nh]
+	// key is top when modeTopReg or modeTopFar, else near's first, near[nh]
 	// (top is then stale): a pop along the sorted run copies no key
 	// into top.
-	topAt  Time
-	top    key
-	topFar bool // the earliest key is far's top (else near's)
+	topAt Time
+	top   key
+	// mode holds three flags: modeTopFar, the earliest key is far's top
+	// (else near's); modeTopReg (below); modeNearHeap, near is a heap
+	// (else a sorted run). In one byte, so that a pop tests one for the
+	// common case, none set.
+	mode uint8
 	// farAt is the time of far's top, Never when far is empty (setFarAt
 	// after every change of far): a pop along the sorted run compares
 	// the next key with far's top only when it is not later, without
 	// reading far (far's keys are DCQCN's rate timers, 300 µs ahead).
 	farAt Time
-	// topReg: top is in neither near nor far, only in top. A key pushed
+	// modeTopReg: top is in neither near nor far, only in top. A key pushed
 	// as the earliest of all (half of the pushes in the §7 example: a
 	// link's next arrival, a port's end of frame, that will run next)
 	// waits there in the one-bucket layout, so that its push does not
 	// insert it at the front of the sorted run and its pop takes it from
 	// there: the next earliest becomes top (retop). Another key pushed
 	// as the earliest puts it into near first.
-	topReg bool
-	last   Time // the time of the last key popped
+	last Time // the time of the last key popped
 	// slab holds the handlers of events scheduled with a Handler not
 	// registered (At), one slot per pending event; free lists its free
 	// slots. reg holds the registered handlers (Register), for good.
@@ -204,8 +214,8 @@ func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
 		// event run, a sorted run.
 		if at-q.last < q.span {
 			if q.n == 1 || at < q.topAt {
-				if q.topReg {
-					q.topReg = false
+				if q.mode&modeTopReg != 0 {
+					q.mode &^= modeTopReg
 					q.insertNear(q.top)
 					if q.ringMask != 0 {
 						// insertNear narrowed the buckets.
@@ -213,7 +223,8 @@ func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
 						return
 					}
 				}
-				q.top, q.topAt, q.topFar, q.topReg = e, at, false, true
+				q.top, q.topAt = e, at
+				q.mode = q.mode&^modeTopFar | modeTopReg
 				return
 			}
 			// pushNear's common case, here without its call: an
@@ -223,7 +234,7 @@ func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
 			// cost more in its test than it saved).
 			h := q.near
 			n, nh := len(h), q.nh
-			if q.nearHeap || n == cap(h) {
+			if q.mode&modeNearHeap != 0 || n == cap(h) {
 				q.pushNearSlow(e)
 				return
 			}
@@ -286,8 +297,8 @@ func (q *queue) pushKey(at Time, seq uint64, h Handler, kind uint32, arg uint64)
 // pushKeySlot is pushKey for the target of slot.
 func (q *queue) pushKeySlot(at Time, seq uint64, slot uint32, arg uint64) {
 	e := key{at: at, ss: seq<<slotBits | uint64(slot), arg: arg}
-	if q.topReg {
-		q.topReg = false
+	if q.mode&modeTopReg != 0 {
+		q.mode &^= modeTopReg
 		q.insertNear(q.top)
 	}
 	q.n++
@@ -320,7 +331,7 @@ func (q *queue) pushKeySlot(at Time, seq uint64, slot uint32, arg uint64) {
 // insertNear puts e, any key that belongs near (an old one too: it is
 // compared in full), into near, sorted run or heap. It does not set top.
 func (q *queue) insertNear(e key) {
-	if q.nearHeap {
+	if q.mode&modeNearHeap != 0 {
 		heapPush(&q.near, e)
 		return
 	}
@@ -354,7 +365,8 @@ func (q *queue) pushFar(e key) {
 	heapUpNew(q.far, len(q.far)-1)
 	q.setFarAt()
 	if q.n == 1 || e.at < q.topAt {
-		q.top, q.topAt, q.topFar = e, e.at, true
+		q.top, q.topAt = e, e.at
+		q.mode |= modeTopFar
 	}
 }
 
@@ -372,7 +384,8 @@ func (q *queue) pushBuckets(e key) {
 		q.pushNear(e)
 		if q.n == 1 || e.at < q.topAt {
 			// e is near's first now.
-			q.topAt, q.topFar = e.at, false
+			q.topAt = e.at
+			q.mode &^= modeTopFar
 		}
 	case d < q.span:
 		// Later than every near key, so never the top.
@@ -441,7 +454,7 @@ func (q *queue) peekAt() Time { return q.topAt }
 
 // topKey returns the earliest pending key; the queue must not be empty.
 func (q *queue) topKey() key {
-	if q.topReg || q.topFar {
+	if q.mode&(modeTopReg|modeTopFar) != 0 {
 		return q.top
 	}
 	return q.near[q.nh]
@@ -505,25 +518,26 @@ func (q *queue) release() {
 func (q *queue) popRun() key {
 	top := q.topKey()
 	q.last = top.at
-	if q.topReg {
-		q.topReg = false
+	if q.mode&modeTopReg != 0 {
+		q.mode &^= modeTopReg
 		q.n--
 		if q.n > 0 {
 			q.retop()
 		}
-	} else if nh := q.nh + 1; !q.topFar && !q.nearHeap && nh < len(q.near) {
+	} else if nh := q.nh + 1; q.mode&(modeTopFar|modeNearHeap) == 0 && nh < len(q.near) {
 		// Most pops: the sorted run goes on, its next key or far's
 		// top is the new top.
 		q.nh = nh
 		q.n--
 		next := q.near[nh]
 		if q.farAt <= next.at && lessBit(q.far[0], next) != 0 {
-			q.top, q.topAt, q.topFar = q.far[0], q.farAt, true
+			q.top, q.topAt = q.far[0], q.farAt
+			q.mode |= modeTopFar
 		} else {
 			q.topAt = next.at
 		}
 	} else {
-		if q.topFar {
+		if q.mode&modeTopFar != 0 {
 			heapPop(&q.far)
 			q.setFarAt()
 		} else {
@@ -545,7 +559,7 @@ func (q *queue) popRun() key {
 // earlier than far's top. It reports false, doing nothing, otherwise.
 func (q *queue) popFast() (key, bool) {
 	nh := q.nh + 1
-	if q.topReg || q.topFar || q.nearHeap || nh >= len(q.near) {
+	if q.mode != 0 || nh >= len(q.near) {
 		return key{}, false
 	}
 	next := q.near[nh].at
@@ -590,7 +604,7 @@ func (q *queue) openNext() {
 	q.nh = 0
 	if len(r) == 1 {
 		q.near = append(q.near[:0], r[0])
-		q.nearHeap = false
+		q.mode &^= modeNearHeap
 		return
 	}
 	q.near = append(q.near[:0], r...)
@@ -605,7 +619,7 @@ func (q *queue) settleNear() {
 		for i := range h {
 			heapUp(h, i)
 		}
-		q.nearHeap = true
+		q.mode |= modeNearHeap
 		return
 	}
 	switch len(h) {
@@ -622,7 +636,7 @@ func (q *queue) settleNear() {
 		h[1], h[3] = order2(h[1], h[3])
 		h[1], h[2] = order2(h[1], h[2])
 	}
-	q.nearHeap = false
+	q.mode &^= modeNearHeap
 	if len(h) <= 4 {
 		return
 	}
@@ -669,8 +683,8 @@ func (q *queue) adapt() {
 // event's bucket open (every pending key is due at or after it).
 func (q *queue) relayout(shift uint) {
 	keys := append(q.moved[:0], q.near[q.nh:]...)
-	if q.topReg {
-		q.topReg = false
+	if q.mode&modeTopReg != 0 {
+		q.mode &^= modeTopReg
 		keys = append(keys, q.top)
 	}
 	for b := range q.ring[:q.ringMask+1] {
@@ -731,9 +745,11 @@ func (q *queue) setFarAt() {
 // must not be empty.
 func (q *queue) retop() {
 	if q.nh < len(q.near) && (len(q.far) == 0 || !less(q.far[0], q.near[q.nh])) {
-		q.topAt, q.topFar = q.near[q.nh].at, false
+		q.topAt = q.near[q.nh].at
+		q.mode &^= modeTopFar
 	} else {
-		q.top, q.topAt, q.topFar = q.far[0], q.far[0].at, true
+		q.top, q.topAt = q.far[0], q.far[0].at
+		q.mode |= modeTopFar
 	}
 }
 
@@ -760,7 +776,7 @@ const (
 func (q *queue) pushNear(e key) {
 	h := q.near
 	n, nh := len(h), q.nh
-	if q.nearHeap || n == cap(h) {
+	if q.mode&modeNearHeap != 0 || n == cap(h) {
 		q.pushNearSlow(e)
 		return
 	}
@@ -794,7 +810,7 @@ func (q *queue) pushNear(e key) {
 // run moves to the front of its slice (or the slice grows), then
 // pushNear takes the key.
 func (q *queue) pushNearSlow(e key) {
-	if q.nearHeap {
+	if q.mode&modeNearHeap != 0 {
 		q.near = append(q.near, e)
 		heapUpNew(q.near, len(q.near)-1)
 		if len(q.near) > nearHeapMax && q.shift > minShift {
@@ -822,7 +838,7 @@ func (q *queue) nearToHeap() {
 	m := copy(h, h[q.nh:])
 	q.near = h[:m]
 	q.nh = 0
-	q.nearHeap = true
+	q.mode |= modeNearHeap
 	if q.shift > minShift {
 		// Too many keys for a sorted run: narrower buckets
 		// (relayout sets top, the new key included).
@@ -831,7 +847,7 @@ func (q *queue) nearToHeap() {
 }
 
 func (q *queue) popNear() {
-	if !q.nearHeap {
+	if q.mode&modeNearHeap == 0 {
 		q.nh++
 		if q.nh == len(q.near) {
 			q.near = q.near[:0]
@@ -847,7 +863,7 @@ func (q *queue) popNear() {
 			}
 			return 1
 		})
-		q.nearHeap = false
+		q.mode &^= modeNearHeap
 	}
 }
 
