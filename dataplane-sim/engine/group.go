@@ -522,8 +522,13 @@ func (g *Group) step(p *part, end Time) {
 		// instant (ahead of the events at it), until end.
 		lim := min(end, p.tickAt)
 		for q.n > 0 && q.topAt < lim {
-			k, ok := q.popFast()
-			if !ok {
+			// popFast, written out (see Sim.runLocked).
+			var k key
+			if nh := q.nh + 1; q.mode == 0 && nh < len(q.near) && q.farAt > q.near[nh].at {
+				k = q.near[nh-1]
+				q.last, q.nh, q.topAt = k.at, nh, q.near[nh].at
+				q.n--
+			} else {
 				k = q.popRun()
 			}
 			s.now = k.at

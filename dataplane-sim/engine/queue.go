@@ -554,9 +554,9 @@ func (q *queue) popRun() key {
 	return top
 }
 
-// popFast is popRun's most common case, small enough to inline into the
-// drivers' loops: top is near's and the sorted run goes on, its next key
-// earlier than far's top. It reports false, doing nothing, otherwise.
+// popFast is popRun's most common case: top is near's and the sorted run
+// goes on, its next key earlier than far's top. It reports false, doing
+// nothing, otherwise. Sim.runLocked and Group.step have it written out.
 func (q *queue) popFast() (key, bool) {
 	nh := q.nh + 1
 	if q.mode != 0 || nh >= len(q.near) {
