@@ -49,7 +49,6 @@ import (
 const (
 	slotBits = 24
 	slotMask = 1<<slotBits - 1
-	maxSeq   = 1<<(64-slotBits) - 1
 
 	// The ring spans 2^spanShift ns (16.4 µs) in buckets of 2^shift ns,
 	// shift between minShift and maxShift (8 ns to 16.4 µs: 2048 buckets
@@ -157,7 +156,9 @@ type queue struct {
 	slab []target
 	free []uint32
 	reg  []target
-	seq  uint64
+	// sseq is the seq of the last key numbered, shifted into place
+	// (seq<<slotBits): after 2^40 keys it wraps to 0.
+	sseq uint64
 	// runSlot is the slab's slot of the event popRun gave out (an
 	// unregistered handler's), while runFree says that no push has taken
 	// it yet: the first such push of the event's handler writes its
@@ -203,11 +204,11 @@ func (q *queue) register(h Handler, kind uint32) uint32 {
 // pushSlot schedules the target of slot (registered, or the slab's) at
 // at with arg.
 func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
-	q.seq++
-	if q.seq > maxSeq {
+	q.sseq += 1 << slotBits
+	if q.sseq == 0 {
 		panic("engine: more than 2^40 events scheduled")
 	}
-	e := key{at: at, ss: q.seq<<slotBits | uint64(slot), arg: arg}
+	e := key{at: at, ss: q.sseq | uint64(slot), arg: arg}
 	q.n++
 	if q.ringMask == 0 {
 		// One bucket (the widest): near is the span from the last
@@ -280,11 +281,11 @@ func (q *queue) slotFor(h Handler, kind uint32) uint32 {
 // reserve numbers a key as push would now, without pushing it: pushKey
 // pushes it later, where it orders as if it had been pushed now.
 func (q *queue) reserve() uint64 {
-	q.seq++
-	if q.seq > maxSeq {
+	q.sseq += 1 << slotBits
+	if q.sseq == 0 {
 		panic("engine: more than 2^40 events scheduled")
 	}
-	return q.seq
+	return q.sseq >> slotBits
 }
 
 // pushKey pushes an event at (at, seq), seq from reserve and not pushed
