@@ -126,7 +126,8 @@ type queue struct {
 	opens, opened int
 	moved         []key // adapt's scratch
 	n             int   // events pending (all)
-	// topAt is the time of the earliest pending key, when n > 0. That
+	// topAt is the time of the earliest pending key, Never when there is
+	// none (a push near then takes the first branch). That
 	// key is top when modeTopReg or modeTopFar, else near's first, near[nh]
 	// (top is then stale): a pop along the sorted run copies no key
 	// into top.
@@ -173,7 +174,7 @@ type queue struct {
 // Without it every key goes to the far heap (width 0): the order is the
 // same, the cost a heap's.
 func (q *queue) init() {
-	q.farAt = Never
+	q.farAt, q.topAt = Never, Never
 	q.ring = make([][]key, maxRingLen)
 	q.span = 1 << spanShift
 	q.setShift(maxShift)
@@ -214,7 +215,7 @@ func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
 		// One bucket (the widest): near is the span from the last
 		// event run, a sorted run.
 		if at-q.last < q.span {
-			if q.n == 1 || at < q.topAt {
+			if at < q.topAt { // Never when the queue was empty
 				if q.mode&modeTopReg != 0 {
 					q.mode &^= modeTopReg
 					q.insertNear(q.top)
@@ -524,6 +525,8 @@ func (q *queue) popRun() key {
 		q.n--
 		if q.n > 0 {
 			q.retop()
+		} else {
+			q.topAt = Never
 		}
 	} else if nh := q.nh + 1; q.mode&(modeTopFar|modeNearHeap) == 0 && nh < len(q.near) {
 		// Most pops: the sorted run goes on, its next key or far's
@@ -550,6 +553,8 @@ func (q *queue) popRun() key {
 		q.n--
 		if q.n > 0 {
 			q.retop()
+		} else {
+			q.topAt = Never
 		}
 	}
 	return top
