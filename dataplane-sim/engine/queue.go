@@ -523,7 +523,10 @@ func (q *queue) popRun() key {
 	if q.mode&modeTopReg != 0 {
 		q.mode &^= modeTopReg
 		q.n--
-		if q.n > 0 {
+		if nh := q.nh; nh < len(q.near) && q.mode&modeNearHeap == 0 && q.farAt > q.near[nh].at {
+			// retop's common case: near's first is next.
+			q.topAt = q.near[nh].at
+		} else if q.n > 0 {
 			q.retop()
 		} else {
 			q.topAt = Never
