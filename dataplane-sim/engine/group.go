@@ -528,6 +528,11 @@ func (g *Group) step(p *part, end Time) {
 				k = q.near[nh-1]
 				q.last, q.nh, q.topAt = k.at, nh, q.near[nh].at
 				q.n--
+			} else if nh := q.nh; q.mode == modeTopReg && nh < len(q.near) && q.farAt > q.near[nh].at {
+				// The key that waited alone in top, near's first next.
+				k = q.top
+				q.last, q.topAt, q.mode = k.at, q.near[nh].at, 0
+				q.n--
 			} else {
 				k = q.popRun()
 			}
