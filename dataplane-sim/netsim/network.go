@@ -322,6 +322,10 @@ func (n *Network) ComputeRoutes() {
 				}
 			}
 			s.routes[dst.ID()] = first
+			s.routePort[dst.ID()] = nil
+			if first >= 0 {
+				s.routePort[dst.ID()] = s.ports[first]
+			}
 			if len(group) > 1 {
 				s.growGroups(len(n.nodes))
 				s.groups[dst.ID()] = group
