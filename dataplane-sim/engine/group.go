@@ -521,11 +521,25 @@ func (g *Group) step(p *part, end Time) {
 		// Events before the next instant of EveryPartition, then the
 		// instant (ahead of the events at it), until end.
 		lim := min(end, p.tickAt)
-		for q.n > 0 && q.top.at < lim {
-			at, e := q.popRun()
-			s.now = at
+		for q.n > 0 && q.topAt < lim {
+			// popFast, written out (see Sim.runLocked).
+			var k key
+			if nh := q.nh + 1; q.mode == 0 && nh < len(q.near) && q.farAt > q.near[nh].at {
+				k = q.near[nh-1]
+				q.last, q.nh, q.topAt = k.at, nh, q.near[nh].at
+				q.n--
+			} else if nh := q.nh; q.mode == modeTopReg && nh < len(q.near) && q.farAt > q.near[nh].at {
+				// The key that waited alone in top, near's first next.
+				k = q.top
+				q.last, q.topAt, q.mode = k.at, q.near[nh].at, 0
+				q.n--
+			} else {
+				k = q.popRun()
+			}
+			s.now = k.at
 			s.events++
-			e.h.Handle(e.kind, e.arg)
+			t := q.target(k)
+			t.h.Handle(t.kind, k.arg)
 			q.done()
 		}
 		if p.tickAt >= end {

@@ -6,9 +6,13 @@ import (
 )
 
 // The event queue orders events by (time, seq), seq being the insertion
-// counter, so events at the same time run FIFO. Keys are 16 bytes, (time,
-// seq<<24|slot), over a slab of payloads (handler, kind, arg) indexed by
-// slot: the payload is written once and read once, and only keys move.
+// counter, so events at the same time run FIFO. An event is a key of 24
+// bytes without pointers, (time, seq<<24|slot, arg): slot names its
+// handler and kind, a pair registered with the Sim (Sim.Register: a
+// model's ports and links, which schedule most events) or one held in a
+// slab for this one event (Sim.At), whose slot is freed when the event
+// has run. Keys hold no pointer, so moving one needs no write barrier and
+// the collector does not scan the queue.
 //
 // Keys live in three places, by how far ahead they are due:
 //
@@ -45,7 +49,6 @@ import (
 const (
 	slotBits = 24
 	slotMask = 1<<slotBits - 1
-	maxSeq   = 1<<(64-slotBits) - 1
 
 	// The ring spans 2^spanShift ns (16.4 µs) in buckets of 2^shift ns,
 	// shift between minShift and maxShift (8 ns to 16.4 µs: 2048 buckets
@@ -69,10 +72,30 @@ const (
 )
 
 type key struct {
-	at Time
-	ss uint64 // seq<<slotBits | slot
+	at  Time
+	ss  uint64 // seq<<slotBits | slot
+	arg uint64
 }
 
+// target is what a slot names: a handler and the kind of event it is
+// called with.
+type target struct {
+	h    Handler
+	kind uint32
+}
+
+// The flags of queue.mode.
+const (
+	modeTopFar = 1 << iota
+	modeTopReg
+	modeNearHeap
+)
+
+// regBit in a slot marks a registered target (reg[slot&^regBit]); a slot
+// without it is one of the slab's, for one event.
+const regBit = 1 << (slotBits - 1)
+
+// payload is what an event hands its handler.
 type payload struct {
 	h    Handler
 	arg  uint64
@@ -81,10 +104,10 @@ type payload struct {
 
 type queue struct {
 	// near holds the keys due before cur+2^shift: a sorted run near[nh:]
-	// while it holds few keys, else (nearHeap) a heap like far, with nh 0.
+	// while it holds few keys, else (modeNearHeap) a heap like far, with
+	// nh 0.
 	near, far []key
 	nh        int
-	nearHeap  bool
 	// cur is the start of the open bucket. ring[b] holds, unsorted, the
 	// keys due in [cur+width, cur+span) whose time falls in bucket b
 	// (time>>shift & ringMask); ringBusy has bit b set when ring[b] is
@@ -103,31 +126,46 @@ type queue struct {
 	opens, opened int
 	moved         []key // adapt's scratch
 	n             int   // events pending (all)
-	top           key   // the earliest pending key, when n > 0
-	topFar        bool  // top is far's top (else near's)
+	// topAt is the time of the earliest pending key, Never when there is
+	// none (a push near then takes the first branch). That
+	// key is top when modeTopReg or modeTopFar, else near's first, near[nh]
+	// (top is then stale): a pop along the sorted run copies no key
+	// into top.
+	topAt Time
+	top   key
+	// mode holds three flags: modeTopFar, the earliest key is far's top
+	// (else near's); modeTopReg (below); modeNearHeap, near is a heap
+	// (else a sorted run). In one byte, so that a pop tests one for the
+	// common case, none set.
+	mode uint8
 	// farAt is the time of far's top, Never when far is empty (setFarAt
 	// after every change of far): a pop along the sorted run compares
 	// the next key with far's top only when it is not later, without
 	// reading far (far's keys are DCQCN's rate timers, 300 µs ahead).
 	farAt Time
-	// topReg: top is in neither near nor far, only in top. A key pushed
+	// modeTopReg: top is in neither near nor far, only in top. A key pushed
 	// as the earliest of all (half of the pushes in the §7 example: a
 	// link's next arrival, a port's end of frame, that will run next)
 	// waits there in the one-bucket layout, so that its push does not
 	// insert it at the front of the sorted run and its pop takes it from
 	// there: the next earliest becomes top (retop). Another key pushed
 	// as the earliest puts it into near first.
-	topReg bool
-	last   Time // the time of the last key popped
-	slab   []payload
-	free   []uint32
-	seq    uint64
-	// runSlot is the slot of the event popRun gave out, while runFree
-	// says that no push has taken it yet: the first push of the event's
-	// handler writes its payload there (the event's was read before the
-	// handler ran), instead of taking a slot off free and putting the
-	// event's back; done frees it if no push took it. Most handlers
-	// schedule one event (a link its next arrival, a port its next frame).
+	last Time // the time of the last key popped
+	// slab holds the handlers of events scheduled with a Handler not
+	// registered (At), one slot per pending event; free lists its free
+	// slots. reg holds the registered handlers (Register), for good.
+	slab []target
+	free []uint32
+	reg  []target
+	// sseq is the seq of the last key numbered, shifted into place
+	// (seq<<slotBits): after 2^40 keys it wraps to 0.
+	sseq uint64
+	// runSlot is the slab's slot of the event popRun gave out (an
+	// unregistered handler's), while runFree says that no push has taken
+	// it yet: the first such push of the event's handler writes its
+	// handler there (the event's was read before the handler ran), instead
+	// of taking a slot off free and putting the event's back; done frees
+	// it if no push took it.
 	runSlot uint32
 	runFree bool
 }
@@ -136,7 +174,7 @@ type queue struct {
 // Without it every key goes to the far heap (width 0): the order is the
 // same, the cost a heap's.
 func (q *queue) init() {
-	q.farAt = Never
+	q.farAt, q.topAt = Never, Never
 	q.ring = make([][]key, maxRingLen)
 	q.span = 1 << spanShift
 	q.setShift(maxShift)
@@ -149,21 +187,37 @@ func (q *queue) setShift(shift uint) {
 
 func (q *queue) len() int { return q.n }
 
+// push schedules h.Handle(kind, arg) at at, (h, kind) in a slot of the
+// slab.
 func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
-	slot := q.slotFor(h, kind, arg)
-	q.seq++
-	if q.seq > maxSeq {
+	q.pushSlot(at, q.slotFor(h, kind), arg)
+}
+
+// register adds (h, kind) to the registered targets and returns its slot.
+func (q *queue) register(h Handler, kind uint32) uint32 {
+	if len(q.reg) >= regBit {
+		panic("engine: more than 2^23 handlers registered")
+	}
+	q.reg = append(q.reg, target{h, kind})
+	return uint32(len(q.reg)-1) | regBit
+}
+
+// pushSlot schedules the target of slot (registered, or the slab's) at
+// at with arg.
+func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
+	q.sseq += 1 << slotBits
+	if q.sseq == 0 {
 		panic("engine: more than 2^40 events scheduled")
 	}
-	e := key{at: at, ss: q.seq<<slotBits | uint64(slot)}
+	e := key{at: at, ss: q.sseq | uint64(slot), arg: arg}
 	q.n++
 	if q.ringMask == 0 {
 		// One bucket (the widest): near is the span from the last
 		// event run, a sorted run.
 		if at-q.last < q.span {
-			if q.n == 1 || at < q.top.at {
-				if q.topReg {
-					q.topReg = false
+			if at < q.topAt { // Never when the queue was empty
+				if q.mode&modeTopReg != 0 {
+					q.mode &^= modeTopReg
 					q.insertNear(q.top)
 					if q.ringMask != 0 {
 						// insertNear narrowed the buckets.
@@ -171,10 +225,32 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 						return
 					}
 				}
-				q.top, q.topFar, q.topReg = e, false, true
+				q.top, q.topAt = e, at
+				q.mode = q.mode&^modeTopFar | modeTopReg
 				return
 			}
-			q.pushNear(e)
+			// pushNear's common case, here without its call: an
+			// insertion from the back (the key's place is 1.1 keys
+			// from the back on average in the §7 example; pushNear's
+			// insertion from the front for a key in the earlier half
+			// cost more in its test than it saved).
+			h := q.near
+			n, nh := len(h), q.nh
+			if q.mode&modeNearHeap != 0 || n == cap(h) {
+				q.pushNearSlow(e)
+				return
+			}
+			q.near = q.near[:n+1] // the length alone
+			h = h[:n+1]
+			i := n
+			for i > nh && at < h[i-1].at {
+				h[i] = h[i-1]
+				i--
+			}
+			h[i] = e
+			if n+1-nh > nearSortedMax {
+				q.nearToHeap()
+			}
 		} else {
 			q.pushFar(e)
 		}
@@ -183,8 +259,8 @@ func (q *queue) push(at Time, h Handler, kind uint32, arg uint64) {
 	q.pushBuckets(e)
 }
 
-// slotFor returns a slot of the slab holding the payload (h, kind, arg).
-func (q *queue) slotFor(h Handler, kind uint32, arg uint64) uint32 {
+// slotFor returns a slot of the slab holding (h, kind).
+func (q *queue) slotFor(h Handler, kind uint32) uint32 {
 	var slot uint32
 	if q.runFree {
 		slot = q.runSlot
@@ -194,33 +270,37 @@ func (q *queue) slotFor(h Handler, kind uint32, arg uint64) uint32 {
 		q.free = q.free[:n-1]
 	} else {
 		slot = uint32(len(q.slab))
-		if slot > slotMask {
-			panic("engine: more than 2^24 events pending")
+		if slot >= regBit {
+			panic("engine: more than 2^23 events of unregistered handlers pending")
 		}
-		q.slab = append(q.slab, payload{})
+		q.slab = append(q.slab, target{})
 	}
-	q.slab[slot] = payload{h: h, arg: arg, kind: kind}
+	q.slab[slot] = target{h, kind}
 	return slot
 }
 
 // reserve numbers a key as push would now, without pushing it: pushKey
 // pushes it later, where it orders as if it had been pushed now.
 func (q *queue) reserve() uint64 {
-	q.seq++
-	if q.seq > maxSeq {
+	q.sseq += 1 << slotBits
+	if q.sseq == 0 {
 		panic("engine: more than 2^40 events scheduled")
 	}
-	return q.seq
+	return q.sseq >> slotBits
 }
 
 // pushKey pushes an event at (at, seq), seq from reserve and not pushed
 // before: an older key than push makes, so it is compared in full (time,
 // then seq) wherever it goes. It is not at or before the last key popped.
 func (q *queue) pushKey(at Time, seq uint64, h Handler, kind uint32, arg uint64) {
-	slot := q.slotFor(h, kind, arg)
-	e := key{at: at, ss: seq<<slotBits | uint64(slot)}
-	if q.topReg {
-		q.topReg = false
+	q.pushKeySlot(at, seq, q.slotFor(h, kind), arg)
+}
+
+// pushKeySlot is pushKey for the target of slot.
+func (q *queue) pushKeySlot(at Time, seq uint64, slot uint32, arg uint64) {
+	e := key{at: at, ss: seq<<slotBits | uint64(slot), arg: arg}
+	if q.mode&modeTopReg != 0 {
+		q.mode &^= modeTopReg
 		q.insertNear(q.top)
 	}
 	q.n++
@@ -253,7 +333,7 @@ func (q *queue) pushKey(at Time, seq uint64, h Handler, kind uint32, arg uint64)
 // insertNear puts e, any key that belongs near (an old one too: it is
 // compared in full), into near, sorted run or heap. It does not set top.
 func (q *queue) insertNear(e key) {
-	if q.nearHeap {
+	if q.mode&modeNearHeap != 0 {
 		heapPush(&q.near, e)
 		return
 	}
@@ -286,8 +366,9 @@ func (q *queue) pushFar(e key) {
 	q.far = append(q.far, e)
 	heapUpNew(q.far, len(q.far)-1)
 	q.setFarAt()
-	if q.n == 1 || e.at < q.top.at {
-		q.top, q.topFar = e, true
+	if q.n == 1 || e.at < q.topAt {
+		q.top, q.topAt = e, e.at
+		q.mode |= modeTopFar
 	}
 }
 
@@ -303,8 +384,10 @@ func (q *queue) pushBuckets(e key) {
 	case d < q.width:
 		q.opened++
 		q.pushNear(e)
-		if q.n == 1 || e.at < q.top.at {
-			q.top, q.topFar = e, false
+		if q.n == 1 || e.at < q.topAt {
+			// e is near's first now.
+			q.topAt = e.at
+			q.mode &^= modeTopFar
 		}
 	case d < q.span:
 		// Later than every near key, so never the top.
@@ -369,7 +452,15 @@ func heapUpNew(h []key, i int) {
 }
 
 // peekAt returns the time of the earliest event; the queue must not be empty.
-func (q *queue) peekAt() Time { return q.top.at }
+func (q *queue) peekAt() Time { return q.topAt }
+
+// topKey returns the earliest pending key; the queue must not be empty.
+func (q *queue) topKey() key {
+	if q.mode&(modeTopReg|modeTopFar) != 0 {
+		return q.top
+	}
+	return q.near[q.nh]
+}
 
 // less orders keys by (at, ss) without a branch: the borrow out of the
 // 128-bit subtraction (at, ss) − (bt, bss). Times are never negative (At
@@ -386,9 +477,24 @@ func lessBit(a, b key) uint64 {
 // pop removes the earliest event and returns its time and payload; the
 // queue must not be empty.
 func (q *queue) pop() (Time, payload) {
-	at, p := q.popRun()
+	k, ok := q.popFast()
+	if !ok {
+		k = q.popRun()
+	}
+	t := q.target(k)
 	q.done()
-	return at, p
+	return k.at, payload{h: t.h, arg: k.arg, kind: t.kind}
+}
+
+// target returns the target of k, an event popRun gave out; an
+// unregistered one's slot is runSlot until done.
+func (q *queue) target(k key) target {
+	slot := uint32(k.ss & slotMask)
+	if slot&regBit != 0 {
+		return q.reg[slot&^regBit]
+	}
+	q.runSlot, q.runFree = slot, true
+	return q.slab[slot]
 }
 
 // done ends the event popRun gave out: its slot goes back to the free
@@ -401,37 +507,44 @@ func (q *queue) done() {
 
 func (q *queue) release() {
 	q.runFree = false
-	q.slab[q.runSlot] = payload{} // drop the handler reference for the GC
+	q.slab[q.runSlot] = target{} // drop the handler reference for the GC
 	q.free = append(q.free, q.runSlot)
 }
 
 // popRun is pop for a driver that runs the event at once (runLocked,
-// Group.step, Step): the event's slot stays out of the free list while its
-// handler runs, for the handler's first push (runSlot), and done, after
-// the handler, frees it if no push took it. The queue must not be empty
-// and no event popRun gave out may be pending (done called).
-func (q *queue) popRun() (Time, payload) {
-	top := q.top
+// Group.step, Step): it returns the event's key, whose handler handler
+// gives; an unregistered handler's slot stays out of the free list while
+// it runs, for its first push (runSlot), and done, after the handler,
+// frees it if no push took it. The queue must not be empty and no event
+// popRun gave out may be pending (done called).
+func (q *queue) popRun() key {
+	top := q.topKey()
 	q.last = top.at
-	if q.topReg {
-		q.topReg = false
+	if q.mode&modeTopReg != 0 {
+		q.mode &^= modeTopReg
 		q.n--
-		if q.n > 0 {
+		if nh := q.nh; nh < len(q.near) && q.mode&modeNearHeap == 0 && q.farAt > q.near[nh].at {
+			// retop's common case: near's first is next.
+			q.topAt = q.near[nh].at
+		} else if q.n > 0 {
 			q.retop()
+		} else {
+			q.topAt = Never
 		}
-	} else if nh := q.nh + 1; !q.topFar && !q.nearHeap && nh < len(q.near) {
+	} else if nh := q.nh + 1; q.mode&(modeTopFar|modeNearHeap) == 0 && nh < len(q.near) {
 		// Most pops: the sorted run goes on, its next key or far's
 		// top is the new top.
 		q.nh = nh
 		q.n--
 		next := q.near[nh]
 		if q.farAt <= next.at && lessBit(q.far[0], next) != 0 {
-			q.top, q.topFar = q.far[0], true
+			q.top, q.topAt = q.far[0], q.farAt
+			q.mode |= modeTopFar
 		} else {
-			q.top = next
+			q.topAt = next.at
 		}
 	} else {
-		if q.topFar {
+		if q.mode&modeTopFar != 0 {
 			heapPop(&q.far)
 			q.setFarAt()
 		} else {
@@ -443,11 +556,31 @@ func (q *queue) popRun() (Time, payload) {
 		q.n--
 		if q.n > 0 {
 			q.retop()
+		} else {
+			q.topAt = Never
 		}
 	}
-	slot := uint32(top.ss & slotMask)
-	q.runSlot, q.runFree = slot, true
-	return top.at, q.slab[slot]
+	return top
+}
+
+// popFast is popRun's most common case: top is near's and the sorted run
+// goes on, its next key earlier than far's top. It reports false, doing
+// nothing, otherwise. Sim.runLocked and Group.step have it written out.
+func (q *queue) popFast() (key, bool) {
+	nh := q.nh + 1
+	if q.mode != 0 || nh >= len(q.near) {
+		return key{}, false
+	}
+	next := q.near[nh].at
+	if q.farAt <= next {
+		return key{}, false
+	}
+	k := q.near[nh-1]
+	q.last = k.at
+	q.nh = nh
+	q.n--
+	q.topAt = next
+	return k, true
 }
 
 // openNext opens the first busy bucket after the open one: near is empty,
@@ -480,7 +613,7 @@ func (q *queue) openNext() {
 	q.nh = 0
 	if len(r) == 1 {
 		q.near = append(q.near[:0], r[0])
-		q.nearHeap = false
+		q.mode &^= modeNearHeap
 		return
 	}
 	q.near = append(q.near[:0], r...)
@@ -495,7 +628,7 @@ func (q *queue) settleNear() {
 		for i := range h {
 			heapUp(h, i)
 		}
-		q.nearHeap = true
+		q.mode |= modeNearHeap
 		return
 	}
 	switch len(h) {
@@ -512,7 +645,7 @@ func (q *queue) settleNear() {
 		h[1], h[3] = order2(h[1], h[3])
 		h[1], h[2] = order2(h[1], h[2])
 	}
-	q.nearHeap = false
+	q.mode &^= modeNearHeap
 	if len(h) <= 4 {
 		return
 	}
@@ -535,7 +668,9 @@ func order2(a, b key) (key, key) {
 	m := -lessBit(b, a)
 	dat := (uint64(a.at) ^ uint64(b.at)) & m
 	dss := (a.ss ^ b.ss) & m
-	return key{at: Time(uint64(a.at) ^ dat), ss: a.ss ^ dss}, key{at: Time(uint64(b.at) ^ dat), ss: b.ss ^ dss}
+	darg := (a.arg ^ b.arg) & m
+	return key{at: Time(uint64(a.at) ^ dat), ss: a.ss ^ dss, arg: a.arg ^ darg},
+		key{at: Time(uint64(b.at) ^ dat), ss: b.ss ^ dss, arg: b.arg ^ darg}
 }
 
 // adapt judges the bucket width by the keys that entered near since the
@@ -557,8 +692,8 @@ func (q *queue) adapt() {
 // event's bucket open (every pending key is due at or after it).
 func (q *queue) relayout(shift uint) {
 	keys := append(q.moved[:0], q.near[q.nh:]...)
-	if q.topReg {
-		q.topReg = false
+	if q.mode&modeTopReg != 0 {
+		q.mode &^= modeTopReg
 		keys = append(keys, q.top)
 	}
 	for b := range q.ring[:q.ringMask+1] {
@@ -619,9 +754,11 @@ func (q *queue) setFarAt() {
 // must not be empty.
 func (q *queue) retop() {
 	if q.nh < len(q.near) && (len(q.far) == 0 || !less(q.far[0], q.near[q.nh])) {
-		q.top, q.topFar = q.near[q.nh], false
+		q.topAt = q.near[q.nh].at
+		q.mode &^= modeTopFar
 	} else {
-		q.top, q.topFar = q.far[0], true
+		q.top, q.topAt = q.far[0], q.far[0].at
+		q.mode |= modeTopFar
 	}
 }
 
@@ -648,7 +785,7 @@ const (
 func (q *queue) pushNear(e key) {
 	h := q.near
 	n, nh := len(h), q.nh
-	if q.nearHeap || n == cap(h) {
+	if q.mode&modeNearHeap != 0 || n == cap(h) {
 		q.pushNearSlow(e)
 		return
 	}
@@ -682,7 +819,7 @@ func (q *queue) pushNear(e key) {
 // run moves to the front of its slice (or the slice grows), then
 // pushNear takes the key.
 func (q *queue) pushNearSlow(e key) {
-	if q.nearHeap {
+	if q.mode&modeNearHeap != 0 {
 		q.near = append(q.near, e)
 		heapUpNew(q.near, len(q.near)-1)
 		if len(q.near) > nearHeapMax && q.shift > minShift {
@@ -710,7 +847,7 @@ func (q *queue) nearToHeap() {
 	m := copy(h, h[q.nh:])
 	q.near = h[:m]
 	q.nh = 0
-	q.nearHeap = true
+	q.mode |= modeNearHeap
 	if q.shift > minShift {
 		// Too many keys for a sorted run: narrower buckets
 		// (relayout sets top, the new key included).
@@ -719,7 +856,7 @@ func (q *queue) nearToHeap() {
 }
 
 func (q *queue) popNear() {
-	if !q.nearHeap {
+	if q.mode&modeNearHeap == 0 {
 		q.nh++
 		if q.nh == len(q.near) {
 			q.near = q.near[:0]
@@ -735,7 +872,7 @@ func (q *queue) popNear() {
 			}
 			return 1
 		})
-		q.nearHeap = false
+		q.mode &^= modeNearHeap
 	}
 }
 

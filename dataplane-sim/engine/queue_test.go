@@ -157,3 +157,92 @@ func TestQueueReservedKeys(t *testing.T) {
 		t.Errorf("bucket widths seen (shift): %v, want %d and %d among them", shifts, minShift, maxShift)
 	}
 }
+
+// Run against container/heap: handlers, registered (AtID) and not (At),
+// schedule new events at random delays (ties at now, a few ns, anywhere
+// in the near span, far beyond it) as events run, and the order in which
+// Run runs them is the heap's, in which a twin of the handlers pushes the
+// same events (the same random draws, in the same order, as long as the
+// orders agree). This drives runLocked's pops written out, the key that
+// waits alone in top among them, which the tests above, through pop, do
+// not.
+func TestRunOrderAgainstHeap(t *testing.T) {
+	const events = 30000
+	for seed := uint64(1); seed <= 20; seed++ {
+		delay := func(r *rand.Rand) Time {
+			switch r.IntN(6) {
+			case 0:
+				return 0
+			case 1:
+				return Time(r.IntN(8))
+			case 2, 3:
+				return Time(r.IntN(2000))
+			case 4:
+				return Time(r.Int64N(int64(16 * Microsecond)))
+			}
+			return Time(r.Int64N(int64(2 * Millisecond)))
+		}
+		// The engine.
+		s := New()
+		r := rand.New(rand.NewPCG(seed, 5))
+		var got []refEntry
+		next := uint64(0)
+		var h *runTwin
+		h = &runTwin{f: func(arg uint64) {
+			got = append(got, refEntry{at: s.Now(), arg: arg})
+			for n := r.IntN(3); n > 0 && next < events; n-- {
+				next++
+				if r.IntN(2) == 0 {
+					s.AtID(s.Now()+delay(r), h.id, next)
+				} else {
+					s.At(s.Now()+delay(r), h, 1, next)
+				}
+			}
+		}}
+		h.id = s.Register(h, 0)
+		for i := 0; i < 16; i++ {
+			next++
+			s.AtID(delay(r), h.id, next)
+		}
+		s.Run(Never - 1)
+		// The twin, on container/heap.
+		r = rand.New(rand.NewPCG(seed, 5))
+		var ref refHeap
+		var want []refEntry
+		var seq uint64
+		push := func(at Time, arg uint64) {
+			seq++
+			heap.Push(&ref, refEntry{at: at, seq: seq, arg: arg})
+		}
+		next = 0
+		for i := 0; i < 16; i++ {
+			next++
+			push(delay(r), next)
+		}
+		for ref.Len() > 0 {
+			e := heap.Pop(&ref).(refEntry)
+			want = append(want, refEntry{at: e.at, arg: e.arg})
+			for n := r.IntN(3); n > 0 && next < events; n-- {
+				next++
+				r.IntN(2)
+				push(e.at+delay(r), next)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("seed %d: %d events run, want %d", seed, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("seed %d: event %d ran (%v, %d), want (%v, %d)", seed, i, got[i].at, got[i].arg, want[i].at, want[i].arg)
+			}
+		}
+	}
+}
+
+// runTwin is a Handler for TestRunOrderAgainstHeap.
+type runTwin struct {
+	f  func(arg uint64)
+	id HandlerID
+}
+
+func (h *runTwin) Handle(_ uint32, arg uint64) { h.f(arg) }

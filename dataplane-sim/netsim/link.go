@@ -30,6 +30,9 @@ type Link struct {
 	// scheduled before the link last went down.
 	down bool
 	gen  uint64
+	// hid is the link's events in the receiving partition's Sim
+	// (Register): its head's arrival is an event there.
+	hid engine.HandlerID
 	// cut: from and to are in different partitions; what the
 	// transmitter sends goes over as a message (engine.Group.Send).
 	cut bool
@@ -245,7 +248,7 @@ func (l *Link) arrive(p *Packet, at engine.Time) {
 		r.push(flight{p, at})
 	}
 	if l.inflight.len() == 1 {
-		l.to.part.sim.At(at, l, 0, l.gen)
+		l.to.part.sim.AtID(at, l.hid, l.gen)
 	}
 }
 
@@ -277,7 +280,7 @@ func (l *Link) Handle(_ uint32, gen uint64) {
 	}
 	f := l.inflight.take()
 	if l.inflight.len() > 0 {
-		l.to.part.sim.At(l.inflight.front().at, l, 0, l.gen)
+		l.to.part.sim.AtID(l.inflight.front().at, l.hid, l.gen)
 	}
 	to := l.to
 	to.stats.RxPackets++

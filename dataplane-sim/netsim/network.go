@@ -223,6 +223,7 @@ func (n *Network) Connect(a, b Node, lc LinkConfig) (pa, pb *Port, err error) {
 	pa, pb = n.newPort(a), n.newPort(b)
 	ab := &Link{net: n, from: pa, to: pb, rateBitsPerSec: lc.RateBitsPerSec, delay: lc.Delay}
 	ba := &Link{net: n, from: pb, to: pa, rateBitsPerSec: lc.RateBitsPerSec, delay: lc.Delay}
+	ab.hid, ba.hid = pb.part.sim.Register(ab, 0), pa.part.sim.Register(ba, 0)
 	pa.out, pa.in = ab, ba
 	pb.out, pb.in = ba, ab
 	if pa.part != pb.part {
@@ -253,6 +254,7 @@ func (n *Network) newPort(x Node) *Port {
 		v.port = pt
 		v.ports = []*Port{pt}
 	}
+	pt.hidDone, pt.hidWake = pt.part.sim.Register(pt, evTxDone), pt.part.sim.Register(pt, evWake)
 	n.ports = append(n.ports, pt)
 	return pt
 }
@@ -320,6 +322,10 @@ func (n *Network) ComputeRoutes() {
 				}
 			}
 			s.routes[dst.ID()] = first
+			s.routePort[dst.ID()] = nil
+			if first >= 0 {
+				s.routePort[dst.ID()] = s.ports[first]
+			}
 			if len(group) > 1 {
 				s.growGroups(len(n.nodes))
 				s.groups[dst.ID()] = group

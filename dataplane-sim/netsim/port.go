@@ -122,6 +122,9 @@ type Port struct {
 	shared *Switch
 	host   *Host // owner if a host
 	index  int
+	// hidDone and hidWake are the port's frame-done and wake-up events
+	// in its partition's Sim (Register).
+	hidDone, hidWake engine.HandlerID
 
 	out, in *Link
 	cfg     PortConfig
@@ -297,7 +300,7 @@ func (pt *Port) queued() {
 // armDone arms the frame-done event, at freeAt.
 func (pt *Port) armDone() {
 	pt.frameDone = true
-	pt.part.sim.At(pt.freeAt, pt, evTxDone, 0)
+	pt.part.sim.AtID(pt.freeAt, pt.hidDone, 0)
 }
 
 // armNext arms the port's next event while its frame is on the wire and
@@ -331,7 +334,7 @@ func (pt *Port) scheduleWake(t engine.Time) {
 	pt.wakeGen++
 	pt.wakeAt = t
 	pt.wakePending = true
-	pt.part.sim.At(t, pt, evWake, pt.wakeGen)
+	pt.part.sim.AtID(t, pt.hidWake, pt.wakeGen)
 }
 
 // enqueue adds p to its priority queue (switch forwarding, host control
@@ -605,13 +608,21 @@ func (pt *Port) tryTransmit() {
 	p.SentAt = now
 	pt.freeAt = now + tx
 	if !l.other {
-		l.arrive(p, now+tx+l.delay) // send's common case, without its call
+		// Link.arrive, send's common case, here without its call.
+		at := max(now+tx+l.delay, l.lastArrive)
+		l.lastArrive = at
+		if r := &l.inflight; !r.tryPush(flight{p, at}) {
+			r.push(flight{p, at})
+		}
+		if l.inflight.n == 1 {
+			l.to.part.sim.AtID(at, l.hid, l.gen)
+		}
 	} else {
 		l.sendOther(p, now+tx)
 	}
 	if pt.ctrl.n > 0 || pt.ready != 0 {
 		pt.frameDone = true
-		pt.part.sim.At(now+tx, pt, evTxDone, 0)
+		pt.part.sim.AtID(now+tx, pt.hidDone, 0)
 	} else if pt.host != nil {
 		pt.armHost()
 	}

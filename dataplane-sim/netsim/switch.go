@@ -45,6 +45,9 @@ type Switch struct {
 	cfg    SwitchConfig
 	ports  []*Port
 	routes []int32 // by destination NodeID; -1: none
+	// routePort is the port routes names (nil: none), kept with it:
+	// Route, for every packet at every switch, is one index.
+	routePort []*Port
 	// groups are the equal-cost ports by destination NodeID (nil: one
 	// port, routes says which); salt is the switch's address for the hash.
 	groups [][]int32
@@ -89,6 +92,7 @@ func (s *Switch) SetRoute(dst NodeID, port int) error {
 	}
 	s.growRoutes(int(dst) + 1)
 	s.routes[dst] = int32(port)
+	s.routePort[dst] = s.ports[port]
 	if int(dst) < len(s.groups) {
 		s.groups[dst] = nil
 	}
@@ -100,10 +104,10 @@ func (s *Switch) SetRoute(dst NodeID, port int) error {
 // lowest of the equal-cost ports; the port a packet takes is
 // RouteFlow's.
 func (s *Switch) Route(dst NodeID) *Port {
-	if int(dst) >= len(s.routes) || s.routes[dst] < 0 {
+	if uint(dst) >= uint(len(s.routePort)) {
 		return nil
 	}
-	return s.ports[s.routes[dst]]
+	return s.routePort[dst]
 }
 
 // RouteFlow returns the egress port for a packet from src to dst between
@@ -169,6 +173,7 @@ func (s *Switch) growGroups(n int) {
 func (s *Switch) growRoutes(n int) {
 	for len(s.routes) < n {
 		s.routes = append(s.routes, -1)
+		s.routePort = append(s.routePort, nil)
 	}
 }
 
