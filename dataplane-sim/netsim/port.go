@@ -378,8 +378,10 @@ func (pt *Port) enqueue(p *Packet) {
 	if pt.totalBytes > pt.stats.PeakQueueBytes {
 		pt.stats.PeakQueueBytes = pt.totalBytes
 	}
-	if in := p.inPort; in != nil && in.cfg.PFC.Enabled {
-		in.ingressAdd(prio, size)
+	if i := p.inPort; i != 0 {
+		if in := pt.sw.ports[i-1]; in.cfg.PFC.Enabled {
+			in.ingressAdd(prio, size)
+		}
 	}
 	if pt.observer != nil {
 		pt.observer.OnEnqueue(pt, p, pt.qBytes[prio])
@@ -408,9 +410,9 @@ func (pt *Port) dequeue() *Packet {
 	if !pt.cfg.MarkOnEnqueue {
 		pt.maybeMark(p, prio, pt.qBytes[prio])
 	}
-	if in := p.inPort; in != nil {
-		p.inPort = nil
-		if in.cfg.PFC.Enabled {
+	if i := p.inPort; i != 0 {
+		p.inPort = 0
+		if in := pt.sw.ports[i-1]; in.cfg.PFC.Enabled {
 			in.ingressSub(prio, size)
 		}
 	}
@@ -446,9 +448,9 @@ func (pt *Port) flushDown() {
 			if pt.shared != nil {
 				pt.shared.sharedUsed -= size
 			}
-			if in := p.inPort; in != nil {
-				p.inPort = nil
-				if in.cfg.PFC.Enabled {
+			if i := p.inPort; i != 0 {
+				p.inPort = 0
+				if in := pt.sw.ports[i-1]; in.cfg.PFC.Enabled {
 					in.ingressSub(prio, size)
 				}
 			}
@@ -488,7 +490,7 @@ func (pt *Port) mark(p *Packet, c *ECNConfig, q int64) {
 		}
 	}
 	p.ECN = ECNCE
-	if p.fb != nil {
+	if p.fb != 0 {
 		// A packet that carries its frame is marked in its bytes too: the
 		// outermost IP header, a tunnel's outer one.
 		_ = wire.SetOuterECN(p.Frame(), ECNCE)

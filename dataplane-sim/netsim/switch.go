@@ -240,7 +240,7 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 		in.handlePFC(p)
 		return
 	}
-	if p.fb != nil && p.Kind == KindRoCE && s.terminate(p) {
+	if p.fb != 0 && p.Kind == KindRoCE && s.terminate(p) {
 		return
 	}
 	if p.Dst == s.id && s.local != nil {
@@ -260,7 +260,7 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 	if len(s.active) > 0 && !s.forward(p, in, out) {
 		return
 	}
-	p.inPort = in
+	p.inPort = int32(in.index) + 1
 	out.enqueue(p)
 }
 
@@ -281,7 +281,7 @@ func (s *Switch) Send(p *Packet) bool {
 	if len(s.active) > 0 && !s.forward(p, nil, out) {
 		return false
 	}
-	p.inPort = nil
+	p.inPort = 0
 	out.enqueue(p)
 	return true
 }
