@@ -97,6 +97,7 @@ func (o *frameOwn) release() {
 		}
 		s.mu.Unlock()
 	}
+	o.refs = nil // once: a test releases a live pool's buffers itself
 }
 
 // newFrame takes a buffer from a store for pp.

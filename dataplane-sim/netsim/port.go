@@ -125,6 +125,10 @@ type Port struct {
 	// hidDone and hidWake are the port's frame-done and wake-up events
 	// in its partition's Sim (Register).
 	hidDone, hidWake engine.HandlerID
+	// swPFC: the owner is a switch one of whose ports has PFC enabled
+	// (Switch.notePFC). Else no packet queued here has an ingress port
+	// to account, and enqueue and dequeue skip looking it up.
+	swPFC bool
 
 	out, in *Link
 	cfg     PortConfig
@@ -207,6 +211,9 @@ func (pt *Port) SetConfig(c PortConfig) error {
 		return fmt.Errorf("port %s: %w", pt.Name(), err)
 	}
 	pt.cfg = c
+	if pt.sw != nil {
+		pt.sw.notePFC()
+	}
 	return nil
 }
 
@@ -378,7 +385,7 @@ func (pt *Port) enqueue(p *Packet) {
 	if pt.totalBytes > pt.stats.PeakQueueBytes {
 		pt.stats.PeakQueueBytes = pt.totalBytes
 	}
-	if i := p.inPort; i != 0 {
+	if i := p.inPort; i != 0 && pt.swPFC {
 		if in := pt.sw.ports[i-1]; in.cfg.PFC.Enabled {
 			in.ingressAdd(prio, size)
 		}
@@ -412,8 +419,10 @@ func (pt *Port) dequeue() *Packet {
 	}
 	if i := p.inPort; i != 0 {
 		p.inPort = 0
-		if in := pt.sw.ports[i-1]; in.cfg.PFC.Enabled {
-			in.ingressSub(prio, size)
+		if pt.swPFC {
+			if in := pt.sw.ports[i-1]; in.cfg.PFC.Enabled {
+				in.ingressSub(prio, size)
+			}
 		}
 	}
 	if pt.observer != nil {

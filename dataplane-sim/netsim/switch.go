@@ -234,6 +234,18 @@ func (s *Switch) forward(p *Packet, in, out *Port) bool {
 	return true
 }
 
+// notePFC tells the switch's ports whether any of them has PFC enabled
+// (Port.swPFC): after a port is added or its configuration set.
+func (s *Switch) notePFC() {
+	on := false
+	for _, q := range s.ports {
+		on = on || q.cfg.PFC.Enabled
+	}
+	for _, q := range s.ports {
+		q.swPFC = on
+	}
+}
+
 // Receive forwards p, arrived on in.
 func (s *Switch) Receive(p *Packet, in *Port) {
 	if p.Kind == KindPFC {
