@@ -202,7 +202,7 @@ func (q *QP) sendDREQ() {
 func (h *Host) receiveCM(p *Packet) {
 	n := h.part
 	f := &n.cmFrame
-	if p.fb == nil || n.cmDec.Decode(p.Frame(), f) != nil || f.Kind != wire.KindCM {
+	if p.fb == 0 || n.cmDec.Decode(p.Frame(), f) != nil || f.Kind != wire.KindCM {
 		h.stats.UnknownDropped++
 		return
 	}

@@ -210,10 +210,10 @@ func (l *Link) Deliver(at engine.Time, v any) {
 	pool := &l.to.part.pool
 	q := pool.get()
 	*q = *p
-	q.fb, q.frameLen = nil, 0
-	if p.fb != nil {
+	q.fb, q.frameLen = 0, 0
+	if p.fb != 0 {
 		// Cannot fail: the frame fitted the sender's buffer.
-		_ = pool.setFrame(q, p.fb.b[:p.frameLen])
+		_ = pool.setFrame(q, p.Frame())
 	}
 	k := l.net.group.Windows() & 1
 	l.back[k] = append(l.back[k], p)

@@ -247,6 +247,7 @@ func (n *Network) newPort(x Node) *Port {
 		pt.index = len(v.ports)
 		pt.cfg = v.cfg.Port
 		v.ports = append(v.ports, pt)
+		v.notePFC()
 	case *Host:
 		pt.part = v.part
 		pt.host = v

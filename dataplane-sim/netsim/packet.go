@@ -202,16 +202,20 @@ type Packet struct {
 	PFCPause bool
 	HdrLen   uint8
 	frameLen uint16 // bytes of fb in use
+	// inPort is the switch ingress port, for PFC accounting: its index
+	// among the switch's ports plus 1, 0 for none. An index, not a
+	// pointer: no write barrier where it is set and cleared, and one
+	// pointer fewer for the collector to scan in every packet.
+	inPort int32
 	// Hdr holds the encoded transport header: for KindRoCE, the BTH in
 	// Hdr[:12] as wire.BTH.Encode wrote it (models read it back with the
 	// accessors below or wire.DecodeBTH).
 	Hdr    [HdrCap]byte
 	SentAt engine.Time // when the sender put it on its wire
 
-	// The layout keeps a Packet at 96 bytes, a size class of its own: the
-	// frame is a pointer (nil for data) and its length sits in padding.
-	fb     *frameBuf // the whole frame (control packets), nil otherwise
-	inPort *Port     // switch ingress port, for PFC accounting
+	// fb names the buffer of the whole frame (control packets), 0 for
+	// none (frames.go): a Packet holds no pointer.
+	fb uint32
 }
 
 // SmallFrameCap is the room of the small frame buffers SetFrame uses for
@@ -222,29 +226,15 @@ type Packet struct {
 // take the memory of the whole frames.
 const SmallFrameCap = 128
 
-// frameBuf is a pooled frame buffer: b is the array allocated with it
-// (smallFrame or largeFrame), so one allocation holds both.
-type frameBuf struct{ b []byte }
-
-type smallFrame struct {
-	frameBuf
-	data [SmallFrameCap]byte
-}
-
-type largeFrame struct {
-	frameBuf
-	data [FrameCap]byte
-}
-
 // Frame returns the whole encoded frame (Ethernet header to the end of the
 // IP packet, padding included, FCS excluded) of a control packet that
 // carries one, or nil. The bytes belong to the packet: read them during
 // the call that hands over p, do not keep them.
 func (p *Packet) Frame() []byte {
-	if p.fb == nil {
+	if p.fb == 0 {
 		return nil
 	}
-	return p.fb.b[:p.frameLen]
+	return frameOf(p.fb)[:p.frameLen]
 }
 
 // LinkBytes is the size a frame of frameLen bytes (as wire's encoder
@@ -263,34 +253,34 @@ func (pp *packetPool) setFrame(p *Packet, frame []byte) error {
 		return fmt.Errorf("netsim: %d-byte frame: %w", len(frame), ErrFrameTooLong)
 	}
 	if len(frame) == 0 {
-		if p.fb != nil {
+		if p.fb != 0 {
 			pp.putFrame(p.fb)
-			p.fb, p.frameLen = nil, 0
+			p.fb, p.frameLen = 0, 0
 		}
 		return nil
 	}
-	if p.fb != nil && len(p.fb.b) < len(frame) {
+	if p.fb != 0 && p.fb&1 == 0 && len(frame) > SmallFrameCap {
 		pp.putFrame(p.fb)
-		p.fb = nil
+		p.fb = 0
 	}
-	if p.fb == nil {
+	if p.fb == 0 {
 		p.fb = pp.getFrame(len(frame) <= SmallFrameCap)
 	}
-	p.frameLen = uint16(copy(p.fb.b, frame))
+	p.frameLen = uint16(copy(frameOf(p.fb), frame))
 	return nil
 }
 
 // frameBuf attaches a frame buffer of FrameCap bytes to p and returns all
 // of it for encoding in place; set p.frameLen to the encoded length after.
 func (pp *packetPool) frameBuf(p *Packet) []byte {
-	if p.fb != nil && len(p.fb.b) < FrameCap {
+	if p.fb != 0 && p.fb&1 == 0 {
 		pp.putFrame(p.fb)
-		p.fb = nil
+		p.fb = 0
 	}
-	if p.fb == nil {
+	if p.fb == 0 {
 		p.fb = pp.getFrame(false)
 	}
-	return p.fb.b
+	return frameOf(p.fb)
 }
 
 // Opcode reads the BTH opcode (KindRoCE only).
@@ -352,25 +342,20 @@ type packetPool struct {
 	// buffer made 88 k allocations of one packet in the §7 benchmark,
 	// 1.3 % of its instructions, and as many objects for the GC).
 	fresh  []Packet
-	frames []*frameBuf // free frame buffers of FrameCap bytes
-	small  []*frameBuf // free frame buffers of SmallFrameCap bytes
-	// slab holds small buffers never used yet: they are allocated
-	// smallSlab at a time (one allocation, neighbours in memory).
-	slab []smallFrame
+	frames []uint32  // free frame buffers of FrameCap bytes (frames.go)
+	small  []uint32  // free frame buffers of SmallFrameCap bytes
+	frOwn  *frameOwn // the frame buffers taken from the stores
 	// own, when a test sets it, records every packet the pool allocated
 	// (TestPacketsStayHome).
 	own map[*Packet]bool
 }
 
-// smallSlab is how many small frame buffers are allocated at once.
-const smallSlab = 256
-
 const poolChunk = 1024
 
 // packetChunk is how many packets are allocated at once: 170 of 96 bytes
-// and the 8-byte header of an object with pointers over 512 bytes fill the
-// 16 KiB size class to 56 bytes (128, 12 KiB, went to the 13.3 KiB class:
-// 10 % of the packets' memory lost).
+// fill the 16 KiB size class to 64 bytes (128, 12 KiB, went to the 13.3 KiB
+// class: 10 % of the packets' memory lost). A Packet has no pointer, so a
+// chunk has no header and the collector does not scan it.
 const packetChunk = 170
 
 // get returns a zeroed packet.
@@ -429,20 +414,20 @@ func (pp *packetPool) put(p *Packet) {
 // it first.
 func (pp *packetPool) tryPut(p *Packet) bool {
 	c := pp.cur
-	if p.fb != nil || len(c) == cap(c) {
+	if p.fb != 0 || len(c) == cap(c) {
 		return false
 	}
-	p.inPort = nil
+	p.inPort = 0
 	pp.cur = append(c, p)
 	return true
 }
 
 func (pp *packetPool) putSlow(p *Packet) {
-	if p.fb != nil {
+	if p.fb != 0 {
 		pp.putFrame(p.fb)
-		p.fb = nil
+		p.fb = 0
 	}
-	p.inPort = nil
+	p.inPort = 0
 	if len(pp.cur) == cap(pp.cur) {
 		if pp.cur != nil {
 			pp.full = append(pp.full, pp.cur)
@@ -463,7 +448,7 @@ func (pp *packetPool) live() int64 {
 	return pp.alloc - int64(len(pp.cur)) - int64(len(pp.full))*poolChunk
 }
 
-func (pp *packetPool) getFrame(small bool) *frameBuf {
+func (pp *packetPool) getFrame(small bool) uint32 {
 	free := &pp.frames
 	if small {
 		free = &pp.small
@@ -473,24 +458,13 @@ func (pp *packetPool) getFrame(small bool) *frameBuf {
 		*free = (*free)[:k-1]
 		return b
 	}
-	if small {
-		if len(pp.slab) == 0 {
-			pp.slab = make([]smallFrame, smallSlab)
-		}
-		f := &pp.slab[0]
-		pp.slab = pp.slab[1:]
-		f.b = f.data[:]
-		return &f.frameBuf
-	}
-	f := new(largeFrame)
-	f.b = f.data[:]
-	return &f.frameBuf
+	return pp.newFrame(!small)
 }
 
-func (pp *packetPool) putFrame(b *frameBuf) {
-	if len(b.b) == SmallFrameCap {
-		pp.small = append(pp.small, b)
+func (pp *packetPool) putFrame(ref uint32) {
+	if ref&1 == 0 {
+		pp.small = append(pp.small, ref)
 		return
 	}
-	pp.frames = append(pp.frames, b)
+	pp.frames = append(pp.frames, ref)
 }

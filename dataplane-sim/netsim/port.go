@@ -125,6 +125,10 @@ type Port struct {
 	// hidDone and hidWake are the port's frame-done and wake-up events
 	// in its partition's Sim (Register).
 	hidDone, hidWake engine.HandlerID
+	// swPFC: the owner is a switch one of whose ports has PFC enabled
+	// (Switch.notePFC). Else no packet queued here has an ingress port
+	// to account, and enqueue and dequeue skip looking it up.
+	swPFC bool
 
 	out, in *Link
 	cfg     PortConfig
@@ -207,6 +211,9 @@ func (pt *Port) SetConfig(c PortConfig) error {
 		return fmt.Errorf("port %s: %w", pt.Name(), err)
 	}
 	pt.cfg = c
+	if pt.sw != nil {
+		pt.sw.notePFC()
+	}
 	return nil
 }
 
@@ -378,8 +385,10 @@ func (pt *Port) enqueue(p *Packet) {
 	if pt.totalBytes > pt.stats.PeakQueueBytes {
 		pt.stats.PeakQueueBytes = pt.totalBytes
 	}
-	if in := p.inPort; in != nil && in.cfg.PFC.Enabled {
-		in.ingressAdd(prio, size)
+	if i := p.inPort; i != 0 && pt.swPFC {
+		if in := pt.sw.ports[i-1]; in.cfg.PFC.Enabled {
+			in.ingressAdd(prio, size)
+		}
 	}
 	if pt.observer != nil {
 		pt.observer.OnEnqueue(pt, p, pt.qBytes[prio])
@@ -408,10 +417,12 @@ func (pt *Port) dequeue() *Packet {
 	if !pt.cfg.MarkOnEnqueue {
 		pt.maybeMark(p, prio, pt.qBytes[prio])
 	}
-	if in := p.inPort; in != nil {
-		p.inPort = nil
-		if in.cfg.PFC.Enabled {
-			in.ingressSub(prio, size)
+	if i := p.inPort; i != 0 {
+		p.inPort = 0
+		if pt.swPFC {
+			if in := pt.sw.ports[i-1]; in.cfg.PFC.Enabled {
+				in.ingressSub(prio, size)
+			}
 		}
 	}
 	if pt.observer != nil {
@@ -446,9 +457,9 @@ func (pt *Port) flushDown() {
 			if pt.shared != nil {
 				pt.shared.sharedUsed -= size
 			}
-			if in := p.inPort; in != nil {
-				p.inPort = nil
-				if in.cfg.PFC.Enabled {
+			if i := p.inPort; i != 0 {
+				p.inPort = 0
+				if in := pt.sw.ports[i-1]; in.cfg.PFC.Enabled {
 					in.ingressSub(prio, size)
 				}
 			}
@@ -488,7 +499,7 @@ func (pt *Port) mark(p *Packet, c *ECNConfig, q int64) {
 		}
 	}
 	p.ECN = ECNCE
-	if p.fb != nil {
+	if p.fb != 0 {
 		// A packet that carries its frame is marked in its bytes too: the
 		// outermost IP header, a tunnel's outer one.
 		_ = wire.SetOuterECN(p.Frame(), ECNCE)

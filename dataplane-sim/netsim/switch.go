@@ -234,13 +234,25 @@ func (s *Switch) forward(p *Packet, in, out *Port) bool {
 	return true
 }
 
+// notePFC tells the switch's ports whether any of them has PFC enabled
+// (Port.swPFC): after a port is added or its configuration set.
+func (s *Switch) notePFC() {
+	on := false
+	for _, q := range s.ports {
+		on = on || q.cfg.PFC.Enabled
+	}
+	for _, q := range s.ports {
+		q.swPFC = on
+	}
+}
+
 // Receive forwards p, arrived on in.
 func (s *Switch) Receive(p *Packet, in *Port) {
 	if p.Kind == KindPFC {
 		in.handlePFC(p)
 		return
 	}
-	if p.fb != nil && p.Kind == KindRoCE && s.terminate(p) {
+	if p.fb != 0 && p.Kind == KindRoCE && s.terminate(p) {
 		return
 	}
 	if p.Dst == s.id && s.local != nil {
@@ -260,7 +272,7 @@ func (s *Switch) Receive(p *Packet, in *Port) {
 	if len(s.active) > 0 && !s.forward(p, in, out) {
 		return
 	}
-	p.inPort = in
+	p.inPort = int32(in.index) + 1
 	out.enqueue(p)
 }
 
@@ -281,7 +293,7 @@ func (s *Switch) Send(p *Packet) bool {
 	if len(s.active) > 0 && !s.forward(p, nil, out) {
 		return false
 	}
-	p.inPort = nil
+	p.inPort = 0
 	out.enqueue(p)
 	return true
 }

@@ -38,6 +38,6 @@ func (s *Switch) terminate(p *Packet) (consumed bool) {
 		_ = s.part.pool.setFrame(p, nil) // DecodeEncap accepted it: cannot happen
 		return false
 	}
-	p.frameLen = uint16(copy(p.fb.b, inner))
+	p.frameLen = uint16(copy(frameOf(p.fb), inner))
 	return false
 }

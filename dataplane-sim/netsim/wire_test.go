@@ -74,7 +74,7 @@ func (w copyWire) Send(l *Link, p *Packet, txEnd engine.Time) {
 	q := w.to.net.NewPacket()
 	fb, frame := q.fb, p.Frame()
 	*q = *p
-	q.fb, q.frameLen, q.inPort = fb, 0, nil
+	q.fb, q.frameLen, q.inPort = fb, 0, 0
 	if err := w.to.net.SetFrame(q, frame); err != nil {
 		panic(err)
 	}
