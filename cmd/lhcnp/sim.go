@@ -13,6 +13,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
+	"github.com/lhcnp/lhcnp/internal/gcgoal"
 )
 
 // runSim implements `lhcnp sim run SCENARIO --out DIR [--duration D]
@@ -20,6 +21,9 @@ import (
 // CSV, summary.json and PNG plots into DIR. Progress is a line refreshed on
 // stderr when stderr is a terminal, nothing in a pipe.
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// The simulator's collector goal (internal/gcgoal): fewer cycles while
+	// the live heap is small; GOGC in the environment wins.
+	defer gcgoal.Start()()
 	if len(args) > 0 && args[0] == "compare" {
 		return runCompare(ctx, args[1:], stdout, stderr)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/cputime"
+	"github.com/lhcnp/lhcnp/internal/gcgoal"
 )
 
 // websearch70Second is scenarios/compare/websearch-70.yaml run for one
@@ -47,6 +48,7 @@ func websearch70Second(tb testing.TB) *scenario.Scenario {
 // the figures. LHCNP_BENCH_DURATION (e.g. 200ms) runs the first part of
 // the second only.
 func BenchmarkWebsearch70(b *testing.B) {
+	defer gcgoal.Start()() // the collector goal of `lhcnp sim` (GOGC in the environment wins)
 	sc := websearch70Second(b)
 	b.ReportAllocs()
 	var events uint64

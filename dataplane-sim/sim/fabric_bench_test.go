@@ -15,6 +15,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/cputime"
+	"github.com/lhcnp/lhcnp/internal/gcgoal"
 )
 
 // BenchmarkTwoDCK8 is issue 25's scale scenario, scenarios/fabric/
@@ -35,6 +36,7 @@ import (
 // sub-benchmark's includes the earlier ones'; run one alone with
 // -bench 'TwoDCK8/threads=2' for its own).
 func BenchmarkTwoDCK8(b *testing.B) {
+	defer gcgoal.Start()() // the collector goal of `lhcnp sim` (GOGC in the environment wins)
 	sc, err := scenario.LoadFile(filepath.Join("..", "..", "scenarios", "fabric", "two-dc-k8.yaml"))
 	if err != nil {
 		b.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/install"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/cputime"
+	"github.com/lhcnp/lhcnp/internal/gcgoal"
 )
 
 // runDir runs sc at threads into a fresh directory and returns its files.
@@ -204,6 +205,7 @@ func TestThreadsEveryMechanism(t *testing.T) {
 // in use after a run. The outputs are the same at both
 // (TestThreadsSameOutputs).
 func BenchmarkTwoDC(b *testing.B) {
+	defer gcgoal.Start()() // the collector goal of `lhcnp sim` (GOGC in the environment wins)
 	sc := load(b, "two-dc.yaml")
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
