@@ -31,6 +31,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/refsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/internal/gcgoal"
 )
 
 func main() {
@@ -102,6 +103,7 @@ func run(args []string) error {
 	bn := refsim.Bottleneck{Switch: sw, Peer: peer}
 	switch args[0] {
 	case "ours":
+		defer gcgoal.Start()() // as `lhcnp sim` runs (internal/gcgoal)
 		seed, ecmpSeed := sc.Seed, sc.ECMP.Seed
 		for k := *first; k < *first+*runs; k++ {
 			sc.Seed = seed + int64(k-1)
