@@ -36,6 +36,7 @@ var keyWords = strings.NewReplacer(
 	"loss_high", "the loss limit",
 	"overrun_ceiling_bdp", "the overrun ceiling",
 	"overrun_ceiling_buffer_share", "the overrun's share of the buffer",
+	"under_use_ceiling_bdp", "the under-use ceiling",
 	"RTT_est", "RTT",
 )
 

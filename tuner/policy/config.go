@@ -118,6 +118,17 @@ type Config struct {
 	// 0: no such cap): a K_max lifted to the buffer lets the queue fill it
 	// and drop (held-out seed 3026: 4 BDP was the port's whole buffer).
 	OverrunCeilingBufferShare float64 `yaml:"overrun_ceiling_buffer_share"`
+	// UnderUseCeilingBDP is the highest K_max, in BDPs of the port, the
+	// under-use rule loosens it to (0: no such ceiling, the buffer's
+	// alone); with VGrowthStartShare it is the under-use guard: under-use
+	// never loosens past the policy's starting point, K_max at most this
+	// (1: alpha 1, the draft's) and V_growth at most VGrowthStartShare ×
+	// R_port. A quiet window cannot tell a quiet phase before a load step
+	// from senders that do better loosened: on train seed 33 (a 6:1 step
+	// at 372 Gbit/s) under-use loosened alpha to 2 and V_growth to 0.3 ×
+	// R_port just before the step, then V_growth to R_port after it
+	// (docs/tuner.md, "The starting-point guard").
+	UnderUseCeilingBDP float64 `yaml:"under_use_ceiling_bdp"`
 	// JudgeAheadMaxRTT caps how far ahead, in RTT_est, Judge expects a
 	// queue in transit at its pace (a DC-side port's RTT_est is a few µs,
 	// its judge window many of them).
@@ -164,6 +175,7 @@ func DefaultConfig() Config {
 		SettleGrowthShare:         0.8,
 		OverrunCeilingBDP:         4,
 		OverrunCeilingBufferShare: 0.5,
+		UnderUseCeilingBDP:        1,
 		JudgeAheadMaxRTT:          4,
 		WorseTolerance:            0.02,
 		AttributeWorsening:        true,
@@ -264,6 +276,9 @@ func (c Config) Validate() error {
 	if !finite(c.OverrunCeilingBufferShare) || c.OverrunCeilingBufferShare < 0 || c.OverrunCeilingBufferShare > 1 {
 		bad("overrun_ceiling_buffer_share", "%v is neither 0 (no cap) nor a share of the buffer in (0, 1]", c.OverrunCeilingBufferShare)
 	}
+	if !finite(c.UnderUseCeilingBDP) || c.UnderUseCeilingBDP < 0 || (c.UnderUseCeilingBDP > 0 && c.UnderUseCeilingBDP < c.AlphaMin) {
+		bad("under_use_ceiling_bdp", "%v is neither 0 (no ceiling) nor a number of BDPs ≥ alpha_min %v", c.UnderUseCeilingBDP, c.AlphaMin)
+	}
 	if !finite(c.JudgeAheadMaxRTT) || c.JudgeAheadMaxRTT <= 0 {
 		bad("judge_ahead_max_rtt", "%v must be a positive delay", c.JudgeAheadMaxRTT)
 	}
@@ -309,34 +324,61 @@ func (c Config) overrunCeilingBytes(w Window) float64 {
 
 // loosenCeilingBytes is the highest K_max a loosening of rule may set on
 // the window's port, in bytes (0: none): an overrun's ceiling
-// (overrunCeilingBytes); for every other rule (under-use) the same share of
-// the port's egress buffer where the switch reports it, the buffer's
-// ceiling alone. A K_max near the buffer lets a queue reach the buffer
-// before the node marks or cuts it: on train seed 33 (a 6:1 load step at
-// 372 Gbit/s) under-use loosened alpha to 3 (3 of the buffer's 4 BDP)
-// while the link idled before the step, the step dropped 24 % of the
-// packets, and under-use went on to alpha 10 (docs/tuner.md).
+// (overrunCeilingBytes); for every other rule the same share of the port's
+// egress buffer where the switch reports it, the buffer's ceiling, and for
+// under-use also UnderUseCeilingBDP BDPs (the starting-point guard). A
+// K_max near the buffer lets a queue reach the buffer before the node
+// marks or cuts it: on train seed 33 (a 6:1 load step at 372 Gbit/s)
+// under-use loosened alpha to 3 (3 of the buffer's 4 BDP) while the link
+// idled before the step, the step dropped 24 % of the packets, and
+// under-use went on to alpha 10 (docs/tuner.md); with the buffer's
+// ceiling alone it still took alpha to 2 before the step.
 func (c Config) loosenCeilingBytes(w Window, rule Rule) float64 {
 	if rule == RuleOverrun {
 		return c.overrunCeilingBytes(w)
 	}
-	return c.OverrunCeilingBufferShare * float64(w.BufferBytes)
+	ceil := c.OverrunCeilingBufferShare * float64(w.BufferBytes)
+	if rule == RuleUnderUse && c.UnderUseCeilingBDP > 0 {
+		if g := c.UnderUseCeilingBDP * w.bdpBytes(1); ceil <= 0 || g < ceil {
+			ceil = g
+		}
+	}
+	return ceil
 }
 
 // ceilingName names loosenCeilingBytes's ceiling for rule in a reason.
 func ceilingName(rule Rule) string {
-	if rule == RuleOverrun {
+	switch rule {
+	case RuleOverrun:
 		return "overrun ceiling"
+	case RuleUnderUse:
+		return "under-use ceiling"
 	}
 	return "buffer's ceiling"
 }
 
 // ceilingKeys says which keys set rule's ceiling on w's port, for a reason.
 func (c Config) ceilingKeys(rule Rule, w Window) string {
-	if rule == RuleOverrun {
+	switch rule {
+	case RuleOverrun:
 		return fmt.Sprintf("overrun_ceiling_bdp %v, overrun_ceiling_buffer_share %v of a %d B buffer", c.OverrunCeilingBDP, c.OverrunCeilingBufferShare, w.BufferBytes)
+	case RuleUnderUse:
+		if w.BufferBytes > 0 {
+			return fmt.Sprintf("under_use_ceiling_bdp %v, overrun_ceiling_buffer_share %v of a %d B buffer: under-use never loosens K_max past the starting point", c.UnderUseCeilingBDP, c.OverrunCeilingBufferShare, w.BufferBytes)
+		}
+		return fmt.Sprintf("under_use_ceiling_bdp %v: under-use never loosens K_max past the starting point", c.UnderUseCeilingBDP)
 	}
 	return fmt.Sprintf("overrun_ceiling_buffer_share %v of a %d B buffer: no loosening lifts K_max above it", c.OverrunCeilingBufferShare, w.BufferBytes)
+}
+
+// underUseVGrowthCeiling is the highest V_growth (bytes/s) under-use
+// loosens it to on a port of portRateBitsPerSec: the policy's starting
+// point (vGrowthStartBytesPerSec; 0: none).
+func (c Config) underUseVGrowthCeiling(portRateBitsPerSec int64) int64 {
+	if c.UnderUseCeilingBDP <= 0 {
+		return 0
+	}
+	return c.vGrowthStartBytesPerSec(portRateBitsPerSec)
 }
 
 // kmaxBounds are an explicit kmax's bounds in bytes for the window's port:

@@ -540,8 +540,18 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 		after.VGrowthBytesPerSec = cfg.vGrowthStartBytesPerSec(w.PortRateBitsPerSec)
 	case cfg.TuneVGrowth && w.Config.VGrowthBytesPerSec > 0:
 		lo, hi := cfg.vGrowthBounds(w.PortRateBitsPerSec)
-		v, note := bounded("v-growth", "B/s", dir, w.Config.VGrowthBytesPerSec,
-			int64(math.Round(float64(w.Config.VGrowthBytesPerSec)*factor)), lo, hi)
+		next := int64(math.Round(float64(w.Config.VGrowthBytesPerSec) * factor))
+		if g := cfg.underUseVGrowthCeiling(w.PortRateBitsPerSec); rule == RuleUnderUse && dir == Loosen && g > 0 && next > g {
+			// The starting-point guard: under-use loosens V_growth no
+			// further than the policy's starting point.
+			if next = max(w.Config.VGrowthBytesPerSec, g); next == w.Config.VGrowthBytesPerSec {
+				notes = append(notes, fmt.Sprintf("v-growth %d B/s is at or above the under-use ceiling of %d B/s (v_growth_start_share %v of R_port): v-growth kept",
+					w.Config.VGrowthBytesPerSec, g, cfg.VGrowthStartShare))
+				after.VGrowthBytesPerSec = next
+				break
+			}
+		}
+		v, note := bounded("v-growth", "B/s", dir, w.Config.VGrowthBytesPerSec, next, lo, hi)
 		if note != "" {
 			notes = append(notes, note)
 		}

@@ -483,14 +483,15 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc: "loosening alpha that leaves K_max on its K_base floor: alpha kept",
+			mem:  Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window {
-				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg))
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.5, vg/2))
 				w.KBaseBytes = 4 * bdpBytes
 				w.EffectiveKMaxBytes = w.KBaseBytes
 				return w
 			},
-			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1, 2*vg),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(0.5, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
 			reason: "K_max stays at its K_base floor",
 		},
 		{
@@ -529,8 +530,8 @@ func TestDecide(t *testing.T) {
 		{
 			desc:   "the QGR trigger off: loosening leaves it off",
 			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
-			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, 0)) },
-			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 0),
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.5, 0)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1, 0),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
 		},
 		{
@@ -661,43 +662,98 @@ func TestDecide(t *testing.T) {
 			reason: "0.01 of packets dropped or paused",
 		},
 		{
-			desc:   "under-used link with throttled senders: loosen",
-			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 2*vg),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+			desc:   "under-used link with throttled senders: loosen, up to the starting point",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.5, vg/2)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
 			reason: "link 60.0% used",
 		},
 		{
-			desc: "under-use: K_max loosened at most to overrun_ceiling_buffer_share of the port's buffer, V_growth as the step",
-			window: func() Window {
-				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1.5, vg))
-				w.BufferBytes = 4 * bdpBytes // ceiling 2 BDP
-				return w
-			},
+			// Train seed 33 (a 6:1 load step at 372 Gbit/s): under-use loosened
+			// alpha to 2 and V_growth to 0.3 × R_port on quiet windows just
+			// before the step, then V_growth to R_port after it.
+			desc:   "under-use guard: K_max and V_growth at the starting point (alpha 1, v_growth_start_share × R_port): nothing moves",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
+			want:   result{Rule: RuleBound, After: bdp(1, vg)},
+			reason: "alpha 1 is at or above the under-use ceiling of 1 BDP (under_use_ceiling_bdp 1: under-use never loosens K_max past the starting point): alpha kept, v-growth 1250000000 B/s is at or above the under-use ceiling of 1250000000 B/s (v_growth_start_share 0.1 of R_port): v-growth kept",
+		},
+		{
+			desc:   "under-use guard: a step clamped at the starting point",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.75, 937_500_000)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
+		},
+		{
+			desc:   "under-use guard: alpha set above the starting point by an operator is kept, V_growth under it still moves",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(2, vg/2)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
+			reason: "alpha 2 is at or above the under-use ceiling of 1 BDP",
+		},
+		{
+			desc:   "under-use guard: V_growth set above the starting point is kept, alpha under it still moves",
+			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.5, 3*vg)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1, 3*vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
+			reason: "v-growth 3750000000 B/s is at or above the under-use ceiling of 1250000000 B/s",
+		},
+		{
+			desc:   "under-use guard off (under_use_ceiling_bdp 0): loosened past the starting point by the step",
+			cfg:    func(c *Config) { c.UnderUseCeilingBDP = 0 },
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 2*vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+		},
+		{
+			desc: "under-use: K_max loosened at most to overrun_ceiling_buffer_share of the port's buffer, V_growth as the step",
+			mem:  Memory{Changes: 1}, // not the queue's first decision (rule start)
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.4, vg/2))
+				w.BufferBytes = bdpBytes // ceiling 0.5 BDP, under the guard's 1
+				return w
+			},
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(0.5, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
 		},
 		{
 			desc: "under-use: K_max at half the buffer already: alpha kept, V_growth loosened",
+			mem:  Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window {
-				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(2, vg))
-				w.BufferBytes = 4 * bdpBytes
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.5, vg/2))
+				w.BufferBytes = bdpBytes
 				return w
 			},
-			want: result{Change: true, Rule: RuleUnderUse, After: bdp(2, 2*vg),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
-			reason: "buffer's ceiling of 2 BDP",
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(0.5, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
+			reason: "under-use ceiling of 0.5 BDP (under_use_ceiling_bdp 1, overrun_ceiling_buffer_share 0.5 of a 125000000 B buffer",
 		},
 		{
 			desc: "under-use: an explicit kmax is held under half the buffer too",
+			mem:  Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window {
-				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 1.5 * bdpBytes, VGrowthBytesPerSec: vg})
-				w.EffectiveKMaxBytes = 1.5 * bdpBytes
-				w.BufferBytes = 4 * bdpBytes
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 0.4 * bdpBytes, VGrowthBytesPerSec: vg / 2})
+				w.EffectiveKMaxBytes = 0.4 * bdpBytes
+				w.BufferBytes = bdpBytes
 				return w
 			},
-			want: result{Change: true, Rule: RuleUnderUse, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 2 * bdpBytes, VGrowthBytesPerSec: 2 * vg},
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
+			want: result{Change: true, Rule: RuleUnderUse, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: 0.5 * bdpBytes, VGrowthBytesPerSec: vg},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
+		},
+		{
+			desc: "under-use guard: an explicit kmax is held at one BDP",
+			mem:  Memory{Changes: 1}, // not the queue's first decision (rule start)
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 0.8 * bdpBytes, VGrowthBytesPerSec: vg / 2})
+				w.EffectiveKMaxBytes = 0.8 * bdpBytes
+				return w
+			},
+			want: result{Change: true, Rule: RuleUnderUse, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
 		},
 		{
 			desc: "under-used link whose only notifications are Resumes: the node is releasing the senders, no change",
@@ -765,16 +821,16 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "a reversal halves the step",
-			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.5, vg/2)) },
 			mem:    Memory{LastChange: t0.Add(-2 * time.Second), Direction: Tighten, Step: 2, Changes: 1},
-			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1.5, 1_875_000_000),
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(0.75, 937_500_000),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 1.5, Changes: 2}},
 		},
 		{
 			desc:   "the step never goes below min_step",
-			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.5, vg/2)) },
 			mem:    Memory{LastChange: t0.Add(-2 * time.Second), Direction: Tighten, Step: 1.1, Changes: 5},
-			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1.1, 1_375_000_000),
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(0.55, 687_500_000),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 1.1, Changes: 6}},
 		},
 		{
@@ -786,6 +842,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "alpha set above alpha_max by hand: a loosening keeps it (clamping would lower K_max), v-growth still moves",
+			cfg:    func(c *Config) { c.UnderUseCeilingBDP = 0 }, // the under-use guard off: the bounds alone
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(20, vg)) },
 			want: result{Change: true, Rule: RuleUnderUse, After: bdp(20, 2*vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
@@ -794,13 +851,14 @@ func TestDecide(t *testing.T) {
 		{
 			desc:   "alpha above alpha_max and v-growth above its maximum: a loosening changes nothing",
 			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
-			cfg:    func(c *Config) { c.VGrowthMaxShare = 0.1 },
+			cfg:    func(c *Config) { c.VGrowthMaxShare, c.UnderUseCeilingBDP = 0.1, 0 },
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(20, 2*vg)) },
 			want:   result{Rule: RuleBound, After: bdp(20, 2*vg)},
 			reason: "v-growth 2500000000 B/s is outside its bounds",
 		},
 		{
 			desc:   "a step clamped at alpha_max",
+			cfg:    func(c *Config) { c.UnderUseCeilingBDP = 0 },
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(7, vg)) },
 			want: result{Change: true, Rule: RuleUnderUse, After: bdp(10, 2*vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 1}},
@@ -860,10 +918,10 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			desc:   "a rejected direction does not hold the other",
-			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(1, vg)) },
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.5, vg/2)) },
 			mem: Memory{LastChange: t0.Add(-10 * time.Second), Step: 1.5, Changes: 1,
 				Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)},
-			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1.5, 1_875_000_000),
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(0.75, 937_500_000),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 1.5, Changes: 2,
 					Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)}},
 		},

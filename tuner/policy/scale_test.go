@@ -97,9 +97,13 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleDraining, shape{util: 0.99, firstRTT: 0.9, lastRTT: 0.6, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleDelay, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed}},
-		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, mem: changed}},
-		// Under-use loosens K_max at most to half the port's buffer (4 BDP: 2 BDP).
-		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1.5, vgShare: 0.1, mem: changed, bufferBDP: 4}},
+		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 0.5, vgShare: 0.05, mem: changed}},
+		// Under-use loosens K_max at most to half the port's buffer (1 BDP:
+		// 0.5 BDP) and never past the starting point (the guard: alpha 1,
+		// V_growth v_growth_start_share × R_port), clamped there, held there.
+		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 0.4, vgShare: 0.05, mem: changed, bufferBDP: 1}},
+		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 0.75, vgShare: 0.075, mem: changed}},
+		{RuleBound, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, mem: changed, bufferBDP: 4}},
 		{RuleOverhead, shape{util: 0.95, firstRTT: 0.2, lastRTT: 0.2, notifiesPerRTT: 600, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleSettle, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, mem: changed, lifted: 0.5}},
 		{RuleCooldown, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: Memory{LastChange: t0.Add(1), Changes: 1}}},
