@@ -51,9 +51,9 @@ func TestSection7(t *testing.T) {
 			t.Logf("step %d ok: %s", s.N, s.Measured)
 		}
 	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("the §7 run took %v, budget 20 s", d)
-	}
+	// Its speed is a benchmark's (netsim.BenchmarkSection7), never a
+	// timed assertion: the run's wall time is only logged.
+	t.Logf("the §7 run took %v", time.Since(start))
 }
 
 // TestSection7Baseline keeps scenarios/section7-dcqcn.yaml a like-for-like
