@@ -8,11 +8,12 @@
 -- value. lhcnp_leaf_at took the newest row by time alone, either of the two.
 -- It still takes the newest row by one backward step of the (series_id, ts)
 -- index; only when that row is a carried one does it look for a real sample
--- of the same time (one more index probe), and return it if there is one.
--- Ordering by (ts DESC, flags & 8) instead, or taking the two newest rows
--- and sorting them, made the views that call the function for every row
--- 1.4-1.7x slower (migrations.BenchmarkViews/queue_congestion); the probe
--- runs for carried rows only, which only counters have.
+-- of the same time (a subquery in the carried branch of a CASE, so run for
+-- carried rows alone), and return it if there is one. Ordering by
+-- (ts DESC, flags & 8) instead, the two newest rows sorted, or a lateral
+-- join for the probe made queue_congestion, which calls the function for
+-- every row, 20-70 % slower (migrations.BenchmarkViews); this form about
+-- 10 % (25.8 -> 28.4 ms, six alternated runs; drops_and_pauses unchanged).
 --
 -- On a Citus coordinator the function stays PL/pgSQL (schema 12's reason),
 -- the probe a second query.
@@ -69,30 +70,34 @@ BEGIN
     CREATE OR REPLACE FUNCTION lhcnp_leaf_at(p_target text, p_keys jsonb, p_schema_path text, p_at timestamptz)
     RETURNS TABLE (ts timestamptz, value_num numeric, value_text text)
     LANGUAGE sql STABLE AS $f$
-    SELECT y.ts,
-           CASE WHEN r.flags IS NOT NULL THEN
-                     CASE WHEN r.flags & 2 = 0 THEN COALESCE(r.v_num, r.v_int::numeric, r.v_float::numeric) END
-                WHEN y.flags & 2 = 0 THEN COALESCE(y.v_num, y.v_int::numeric, y.v_float::numeric) END,
-           CASE WHEN r.flags IS NOT NULL THEN
-                     CASE WHEN r.flags & 2 = 0 THEN COALESCE(r.v_text, r.v_bool::text, r.v_int::text, r.v_num::text, r.v_float::text) END
-                WHEN y.flags & 2 = 0 THEN COALESCE(y.v_text, y.v_bool::text, y.v_int::text, y.v_num::text, y.v_float::text) END
-    FROM (SELECT x.ts, x.series_id, x.flags, x.v_num, x.v_int, x.v_float, x.v_text, x.v_bool
-          FROM samples x
-          -- The series id as a scalar first: then the newest sample at or
-          -- before p_at is one backward step of the (series_id, ts) index per
-          -- partition, not a sort of the leaf's whole history.
-          WHERE x.series_id = (SELECT k.id FROM series k
-                               WHERE k.target = p_target AND k.keys = p_keys AND k.schema_path = p_schema_path)
-            AND x.ts <= p_at
-          ORDER BY x.ts DESC
-          LIMIT 1) y
-    -- A carried row (flags & 8): the real sample of the same time, if any
-    -- (a value, or a delete).
-    LEFT JOIN LATERAL (
-          SELECT z.flags, z.v_num, z.v_int, z.v_float, z.v_text, z.v_bool
-          FROM samples z
-          WHERE y.flags & 8 = 8 AND z.series_id = y.series_id AND z.ts = y.ts AND z.flags & 8 = 0
-          LIMIT 1) r ON true
+    SELECT x.ts,
+           CASE WHEN x.flags & 8 = 0 THEN
+                     CASE WHEN x.flags & 2 = 0 THEN COALESCE(x.v_num, x.v_int::numeric, x.v_float::numeric) END
+                -- A carried row: the real sample of the same time if there
+                -- is one (a value, or a delete's NULL), else the carried value.
+                ELSE (SELECT u.v FROM (
+                          SELECT 0 AS o, CASE WHEN z.flags & 2 = 0 THEN COALESCE(z.v_num, z.v_int::numeric, z.v_float::numeric) END AS v
+                          FROM samples z WHERE z.series_id = x.series_id AND z.ts = x.ts AND z.flags & 8 = 0
+                          UNION ALL
+                          SELECT 1, COALESCE(x.v_num, x.v_int::numeric, x.v_float::numeric)) u
+                      ORDER BY u.o LIMIT 1) END,
+           CASE WHEN x.flags & 8 = 0 THEN
+                     CASE WHEN x.flags & 2 = 0 THEN COALESCE(x.v_text, x.v_bool::text, x.v_int::text, x.v_num::text, x.v_float::text) END
+                ELSE (SELECT u.v FROM (
+                          SELECT 0 AS o, CASE WHEN z.flags & 2 = 0 THEN COALESCE(z.v_text, z.v_bool::text, z.v_int::text, z.v_num::text, z.v_float::text) END AS v
+                          FROM samples z WHERE z.series_id = x.series_id AND z.ts = x.ts AND z.flags & 8 = 0
+                          UNION ALL
+                          SELECT 1, COALESCE(x.v_text, x.v_bool::text, x.v_int::text, x.v_num::text, x.v_float::text)) u
+                      ORDER BY u.o LIMIT 1) END
+    FROM samples x
+    -- The series id as a scalar first: then the newest sample at or before
+    -- p_at is one backward step of the (series_id, ts) index per partition,
+    -- not a sort of the leaf's whole history.
+    WHERE x.series_id = (SELECT k.id FROM series k
+                         WHERE k.target = p_target AND k.keys = p_keys AND k.schema_path = p_schema_path)
+      AND x.ts <= p_at
+    ORDER BY x.ts DESC
+    LIMIT 1
     $f$
         $q$;
     END IF;
