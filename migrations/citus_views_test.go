@@ -119,3 +119,55 @@ func TestCitusViewsSameAsOneNode(t *testing.T) {
 		})
 	}
 }
+
+// TestLeafAtCarried: lhcnp_leaf_at at a time where a counter has a carried
+// row (flags 8, schema 18) beside a real sample reads the real sample, a
+// value or a delete; where the carried row is alone, its value; on one
+// PostgreSQL and on a Citus coordinator (schema 19).
+func TestLeafAtCarried(t *testing.T) {
+	one, _ := pgtest.New(t)
+	citus, _ := pgtest.NewCitus(t)
+	t0 := fixtureStart()
+	const flagCarried = 8
+	for name, pool := range map[string]*pgxpool.Pool{"one node": one, "Citus": citus} {
+		f := newFixtureOn(t, pool, t0)
+		beside := f.series("sw1", queueState+"counters/cnp-pause-sent", "n1-n2", 0)
+		f.add(beside, 0, 5, 0)
+		// The carried row after the sample, as lhcnp_maintain writes it.
+		f.add(beside, time.Second, 9, 0)
+		f.add(beside, time.Second, 5, flagCarried)
+		alone := f.series("sw1", queueState+"counters/dropped-packets", "n1-n2", 0)
+		f.add(alone, 0, 3, 0)
+		f.add(alone, time.Second, 3, flagCarried)
+		deleted := f.series("sw1", queueState+"counters/bytes", "n1-n2", 0)
+		f.add(deleted, 0, 7, 0)
+		f.add(deleted, time.Second, nil, flagDelete)
+		f.add(deleted, time.Second, 7, flagCarried)
+		f.commit()
+		for _, c := range []struct {
+			leaf string
+			at   time.Duration
+			want string
+		}{
+			{"cnp-pause-sent", time.Second, "9"},
+			{"cnp-pause-sent", 2 * time.Second, "9"},
+			{"cnp-pause-sent", time.Second - time.Microsecond, "5"},
+			{"dropped-packets", time.Second, "3"},
+			{"bytes", time.Second, "NULL"},
+		} {
+			var v *string
+			if err := pool.QueryRow(context.Background(),
+				`SELECT value_num::text FROM lhcnp_leaf_at('sw1', '{"name": "n1-n2", "id": "0"}', $1, $2)`,
+				queueState+"counters/"+c.leaf, t0.Add(c.at)).Scan(&v); err != nil {
+				t.Fatalf("%s: %s at %v: %v", name, c.leaf, c.at, err)
+			}
+			got := "NULL"
+			if v != nil {
+				got = *v
+			}
+			if got != c.want {
+				t.Errorf("%s: lhcnp_leaf_at(%s) at %v = %s, want %s", name, c.leaf, c.at, got, c.want)
+			}
+		}
+	}
+}

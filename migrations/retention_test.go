@@ -144,6 +144,17 @@ func TestRetentionKeepsValuesRead(t *testing.T) {
 				t.Errorf("the views for the kept rows changed with the retention (-before +after):\n%s", d)
 			}
 
+			// A counter read at exactly the horizon, where its carried row
+			// (the value before the horizon) lies beside a real sample:
+			// the real one (schema 19).
+			var atHorizon int64
+			if err := f.pool.QueryRow(ctx, `SELECT value_num::bigint FROM lhcnp_leaf_at('sim', '{"id": "0", "name": "wan"}', $1, $2)`,
+				queueState+"counters/cnp-pause-sent", horizon).Scan(&atHorizon); err != nil {
+				t.Fatal(err)
+			} else if atHorizon != 8 {
+				t.Errorf("lhcnp_leaf_at(cnp-pause-sent) at the horizon: %d, want the sample there (8), not the carried value (7)", atHorizon)
+			}
+
 			// What they say: the carried values, and the kept change.
 			type util struct {
 				Ts                 time.Time
