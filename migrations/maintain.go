@@ -61,7 +61,17 @@ func Trim(ctx context.Context, db Execer, keep time.Duration) error {
 	if keep < time.Second {
 		return fmt.Errorf("trim: keep %v: want at least 1s", keep)
 	}
-	horizon := time.Now().Add(-keep)
+	return trimAt(ctx, db, time.Now().Add(-keep), fmt.Sprintf("trim to %v", keep))
+}
+
+// TrimAt is Trim to a given horizon: what is older than horizon goes (the
+// carried rows of schema 17 and 18 at horizon). Trim's horizon is the wall
+// clock less keep; a test that places samples exactly at a horizon names it.
+func TrimAt(ctx context.Context, db Execer, horizon time.Time) error {
+	return trimAt(ctx, db, horizon, fmt.Sprintf("trim at %v", horizon))
+}
+
+func trimAt(ctx context.Context, db Execer, horizon time.Time, what string) error {
 	for _, q := range []string{
 		"SELECT lhcnp_carry_forward($1)",
 		"SELECT lhcnp_carry_counters($1)",
@@ -76,7 +86,7 @@ func Trim(ctx context.Context, db Execer, keep time.Duration) error {
 		DELETE FROM latest WHERE series_id IN (SELECT id FROM gone)`,
 	} {
 		if _, err := db.Exec(ctx, q, horizon); err != nil {
-			return fmt.Errorf("trim to %v: %w", keep, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	return nil
