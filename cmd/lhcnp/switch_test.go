@@ -188,12 +188,17 @@ func TestSwitchBadConfigFile(t *testing.T) {
 	}
 }
 
+// gnmiCLIDir is the directory gnmiCLI built the client in ("" before it
+// ran): TestMain removes it.
+var gnmiCLIDir string
+
 // gnmiCLI builds the reference client once per test binary.
 var gnmiCLI = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "lhcnp-gnmi-cli")
 	if err != nil {
 		return "", err
 	}
+	gnmiCLIDir = dir
 	bin := filepath.Join(dir, "gnmi_cli")
 	cmd := exec.Command("go", "build", "-o", bin, "github.com/openconfig/gnmi/cmd/gnmi_cli")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -219,7 +224,9 @@ func TestMain(m *testing.M) {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	// A switch started without --state-dir keeps its startup
-	// configuration here, not in the package's directory.
+	// configuration here, not in the package's directory. (os.Exit runs
+	// no deferred call: the directories are removed before it.)
+	var stateDir string
 	if os.Getenv(switchEnvPrefix+"STATE_DIR") == "" {
 		dir, err := os.MkdirTemp("", "lhcnp-switch-test-")
 		if err != nil {
@@ -227,11 +234,13 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Setenv(switchEnvPrefix+"STATE_DIR", dir)
-		defer os.RemoveAll(dir)
+		stateDir = dir
 	}
 	code := m.Run()
-	if bin, err := gnmiCLI(); err == nil {
-		os.RemoveAll(filepath.Dir(bin))
+	for _, dir := range []string{stateDir, gnmiCLIDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }
