@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // TestShareResume: with PerFlowRTT and RepeatResume (the options' pair,
@@ -52,11 +53,18 @@ func TestShareResume(t *testing.T) {
 }
 
 // TestFairShare: shareResume's share is the max-min fair share of the
-// port's rate, a held flow demanding its rate before the node's first cut.
+// port's rate, a held flow demanding its rate before the node's first cut,
+// among the flows that still send: a flow with no packet for longer than
+// its loop (or two measurement intervals while its loop is not learnt)
+// demands nothing, unless this node paused it.
 func TestFairShare(t *testing.T) {
+	const loop = 10 * engine.Millisecond
 	type fl struct {
 		rate, preCut int64
 		held         bool
+		paused       bool
+		srcRTT       engine.Time
+		idle         engine.Time // since its last packet
 	}
 	for _, tt := range []struct {
 		desc  string
@@ -64,6 +72,10 @@ func TestFairShare(t *testing.T) {
 		total int64
 		want  int64
 	}{
+		{desc: "a held flow that stopped sending a loop ago demands nothing", flows: []fl{{preCut: 25e9, held: true, srcRTT: loop, idle: loop + 1}, {rate: 2e9, preCut: 20e9, held: true, srcRTT: loop}}, total: 25e9, want: 25e9},
+		{desc: "a held flow that sent within its loop keeps its demand", flows: []fl{{rate: 1e8, preCut: 25e9, held: true, srcRTT: loop, idle: loop}, {rate: 2e9, preCut: 20e9, held: true, srcRTT: loop}}, total: 25e9, want: 12.5e9},
+		{desc: "a flow this node paused keeps its demand", flows: []fl{{preCut: 25e9, held: true, paused: true, srcRTT: loop, idle: 2 * loop}, {rate: 2e9, preCut: 20e9, held: true, srcRTT: loop}}, total: 25e9, want: 12.5e9},
+		{desc: "no loop learnt: stopped after two measurement intervals", flows: []fl{{preCut: 25e9, held: true, idle: 201 * engine.Microsecond}, {rate: 5e9}, {rate: 5e9}}, total: 6e9, want: 3e9},
 		{desc: "small flows keep their rate, the large one gets the rest", flows: []fl{{rate: 1e9}, {rate: 1e9}, {rate: 8e9}}, total: 6e9, want: 4e9},
 		{desc: "every demand fits", flows: []fl{{rate: 1e9}, {rate: 2e9}}, total: 10e9, want: 10e9},
 		{desc: "a held flow demands its rate before the cut", flows: []fl{{rate: 1e9, preCut: 5e9, held: true}, {rate: 5e9}}, total: 6e9, want: 3e9},
@@ -74,10 +86,16 @@ func TestFairShare(t *testing.T) {
 			var n Node
 			q := &queueState{}
 			q.cfg.MeasurementInterval = 100 * engine.Microsecond
+			now := 50 * engine.Millisecond
 			for _, f := range tt.flows {
-				q.flows = append(q.flows, &flowEntry{rateBitsPerSec: f.rate, preCutRate: f.preCut, needResume: f.held})
+				e := &flowEntry{rateBitsPerSec: f.rate, preCutRate: f.preCut, needResume: f.held,
+					srcRTT: f.srcRTT, lastSeen: now - f.idle, winStart: now}
+				if f.paused {
+					e.lastAction = wire.ActionPause
+				}
+				q.flows = append(q.flows, e)
 			}
-			if got := n.fairShare(q, 0, tt.total); got != tt.want {
+			if got := n.fairShare(q, now, tt.total); got != tt.want {
 				t.Errorf("fairShare = %d, want %d", got, tt.want)
 			}
 		})

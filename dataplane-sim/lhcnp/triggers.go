@@ -764,13 +764,17 @@ func fillLevel(rates, caps []int64, budget int64) int64 {
 	return lo
 }
 
-// fairShare is the max-min fair share of total among the queue's flows,
-// each demanding its arrival rate or, for a flow this node holds (awaiting
-// Resume), its rate before the node's first cut: the level s with
-// sum(min(demand, s)) = total, or total when every demand fits.
+// fairShare is the max-min fair share of total among the queue's flows
+// that still send (stopped), each demanding its arrival rate or, for a
+// flow this node holds (awaiting Resume), its rate before the node's first
+// cut: the level s with sum(min(demand, s)) = total, or total when every
+// demand fits.
 func (n *Node) fairShare(q *queueState, now engine.Time, total int64) int64 {
 	d := n.demands[:0]
 	for _, f := range q.flows {
+		if q.stopped(f, now) {
+			continue
+		}
 		r := f.rateAt(now, q.cfg.MeasurementInterval)
 		if f.needResume {
 			r = max(r, f.preCutRate)
@@ -789,4 +793,27 @@ func (n *Node) fairShare(q *queueState, now engine.Time, total int64) int64 {
 		rem -= r
 	}
 	return total
+}
+
+// stopped reports whether flow f has stopped sending to this queue: no
+// packet of it for longer than its loop (its round trip to its source, or
+// two measurement intervals while that is not learnt), unless this node
+// paused it (it sends again at its Resume). A flow stays on its queue's
+// list until the idle timeout ages it out (60 s by default), and one this
+// node held kept demanding its rate before the node's first cut in
+// fairShare after its last packet had passed: the share of the flows
+// still sending came out too small, and shareResume held them below it
+// (docs/longhaul.md, "The share and the first interval (session 14)").
+// A flow held near DCQCN's floor (1 Mb/s: a packet every few ms) may
+// look stopped between two packets; it then demands nothing, as its
+// arrival rate would say anyway, and shareResume still resumes it.
+func (q *queueState) stopped(f *flowEntry, now engine.Time) bool {
+	if f.needResume && f.lastAction == wire.ActionPause {
+		return false
+	}
+	idle := f.srcRTT
+	if idle <= 0 {
+		idle = 2 * q.cfg.MeasurementInterval
+	}
+	return now-f.lastSeen > idle
 }
