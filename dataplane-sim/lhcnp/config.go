@@ -197,7 +197,26 @@ type QueueConfig struct {
 	// a learnt round trip keep MinCNPInterval (or RTT_est). Off by
 	// default (§5.5's one RTT_est); §5.8 lets a node adapt its intervals.
 	PerFlowRTT bool
-	Action     ActionPolicy
+	// OverloadCut answers a severe queue (QD above K_max, or a tail drop
+	// within the per-flow interval) with the flows arriving fastest now,
+	// by their arrival rate over the measurement interval (drops
+	// counted), instead of the flows with the most bytes in the queue,
+	// and with a Rate Reduce of at least the overload's share: the cut
+	// that brings the queue's arrivals to R_port less what drains the
+	// queue within one RTT_est, at least half R_port (selectByRate),
+	// instead of RateReducePercent alone. Off by default, the draft's
+	// reading: §5.5 step 1 SHOULD select by contribution to the queue
+	// occupancy, and the percentage is the configured one at any depth.
+	// On, §5.5 step 3's "parameter values based on the current
+	// congestion severity" is read as a cut sized to the overload: at a
+	// queue standing at its buffer, the bytes in the queue name the flows
+	// that were fast a sojourn ago (four RTT_est at a 4-BDP buffer),
+	// already cut, while the flows whose recovery timers ran out go
+	// unnoticed, and 30 % per RTT_est did not outpace their recovery
+	// (docs/longhaul.md, "A queue standing at the buffer"); a deviation
+	// listed in docs/conformance.md.
+	OverloadCut bool
+	Action      ActionPolicy
 }
 
 // ActionPolicy chooses the action and parameter of a notification

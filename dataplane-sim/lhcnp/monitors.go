@@ -190,6 +190,7 @@ func (n *Node) OnDrop(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	}
 	q := &ps.queues[p.Prio]
 	q.counters.Drops++
+	q.dropAt, q.dropped = n.sim.Now(), true
 	if p.Kind != netsim.KindRoCE || !p.Opcode().IsData() || p.DestQP() == wire.GSIQP {
 		return
 	}

@@ -79,6 +79,7 @@ type Node struct {
 	objs     [2]wire.ExtObject
 	tsBuf    [8]byte
 	sel      []*flowEntry
+	selRates []int64      // selectByRate's scratch
 	demands  []int64      // fairShare's and shareResume's scratch
 	caps     []int64      // shareResume's scratch
 	held     []*flowEntry // shareResume's scratch
@@ -253,6 +254,10 @@ type queueState struct {
 
 	below      bool
 	belowSince engine.Time
+	// dropAt is when the queue last tail-dropped a packet (valid when
+	// dropped): OverloadCut's severe queue.
+	dropAt  engine.Time
+	dropped bool
 	// episode counts the queue's falls below K_min: a congestion episode
 	// ends at each (OneCutPerEpisode).
 	episode       uint64

@@ -117,7 +117,12 @@ func (n *Node) evaluate(ps *portState, q *queueState, now engine.Time) {
 // suppression and the per-port limit, and send.
 func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 	level, mt, mv := n.severity(ps, q, t)
-	n.selectFlows(q)
+	var over uint16
+	if q.cfg.OverloadCut && q.severe(now) {
+		over = n.selectByRate(ps, q, now)
+	} else {
+		n.selectFlows(q)
+	}
 	hold := now + q.cfg.MeasurementInterval
 	for _, e := range n.sel {
 		if iv := q.intervalFor(e); e.hasCNP && now-e.lastCNP < iv {
@@ -166,6 +171,10 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 			m.CongLevel = max(qdLevel, 1)
 		}
 		m.Action, m.Parameter = policy(&q.cfg.Action, int(qdLevel))
+		if m.Action == wire.ActionRateReduce {
+			// OverloadCut: at least the overload's share.
+			m.Parameter = max(m.Parameter, over)
+		}
 		if q.cfg.PerFlowRTT && e.reducedEpisode == q.episode+1 && q.qgrAt(now) < 0 {
 			// The node's last cut of the flow, a round trip ago, works:
 			// the queue falls. A queue that filled the buffer stays
@@ -351,6 +360,71 @@ func (n *Node) selectFlows(q *queueState) {
 		k++
 	}
 	n.sel = n.sel[:k]
+}
+
+// severe reports whether the queue is severely congested for OverloadCut:
+// QD above K_max, or a tail drop within the per-flow interval (RTT_est by
+// default) or the measurement interval, the longer (a K_max at or above
+// the buffer is never exceeded).
+func (q *queueState) severe(now engine.Time) bool {
+	return q.qd > q.kmax || q.dropped && now-q.dropAt < max(q.cfg.MeasurementInterval, q.minInterval)
+}
+
+// selectByRate fills n.sel as selectFlows does, for a severe queue with
+// OverloadCut: by the flows' arrival rates over the measurement interval
+// (their contribution to the queue now), at most MaxFlowsPerTrigger, each
+// with at least MinSharePercent of the queue's arrivals (the fastest
+// always), instead of their bytes in the queue. It returns the overload's
+// share: the Rate Reduce percentage that brings the queue's arrivals to
+// the target below, ceil(100 * (1 - target / arrivals)), at most 99, 0
+// when the arrivals are within it.
+func (n *Node) selectByRate(ps *portState, q *queueState, now engine.Time) uint16 {
+	a := &q.cfg.Action
+	iv := q.cfg.MeasurementInterval
+	n.sel, n.selRates = n.sel[:0], n.selRates[:0]
+	var in int64
+	for _, e := range q.flows {
+		r := e.rateAt(now, iv)
+		if r <= 0 {
+			continue
+		}
+		in += r
+		// Insertion into a short list sorted by rate, descending.
+		i := len(n.sel)
+		if i == a.MaxFlowsPerTrigger {
+			if r <= n.selRates[i-1] {
+				continue
+			}
+			i--
+		} else {
+			n.sel, n.selRates = append(n.sel, nil), append(n.selRates, 0)
+		}
+		for i > 0 && n.selRates[i-1] < r {
+			n.sel[i], n.selRates[i] = n.sel[i-1], n.selRates[i-1]
+			i--
+		}
+		n.sel[i], n.selRates[i] = e, r
+	}
+	if len(n.sel) == 0 {
+		return 0
+	}
+	k := 1
+	for k < len(n.sel) && 100*n.selRates[k] >= in*int64(a.MinSharePercent) {
+		k++
+	}
+	n.sel = n.sel[:k]
+	// The target: R_port less what drains the queue within one RTT_est,
+	// at least half R_port (loopCut's target, the port's RTT_est as the
+	// loop). Brought only to R_port, the arrivals leave the queue
+	// standing where it is: at the buffer, dropping at every burst.
+	target := float64(ps.rateBitsPerSec)
+	if sec := float64(ps.rtt) / float64(engine.Second); sec > 0 && target > 0 {
+		target *= 1 - min(0.5, float64(q.qd)*8/(target*sec))
+	}
+	if target <= 0 || float64(in) <= target {
+		return 0
+	}
+	return uint16(min(99, math.Ceil(100*(1-target/float64(in)))))
 }
 
 // takeToken takes one notification from the port's bucket (§9: global

@@ -51,7 +51,8 @@ func longHaulParams(b ParamsBlock) any {
 		"cnp_interval", "port_cnp_interval", "reduce_percent", "pause_duration", "pause_factor",
 		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "flow_aging",
 		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first",
-		"one_cut_per_episode", "per_flow_rtt", "repeat_resume", "resume_on_drain") {
+		"one_cut_per_episode", "per_flow_rtt", "repeat_resume", "resume_on_drain",
+		"overload_cut") {
 		return p
 	}
 	b.Size("k_base", &p.KBase, true)
@@ -82,6 +83,7 @@ func longHaulParams(b ParamsBlock) any {
 	b.Bool("per_flow_rtt", &p.PerFlowRTT)
 	b.Bool("repeat_resume", &p.RepeatResume)
 	b.Bool("resume_on_drain", &p.ResumeOnDrain)
+	b.Bool("overload_cut", &p.OverloadCut)
 	b.Duration("observation_window", &p.ObservationWindow, false)
 	b.OneOf("format", &p.Format, "format", "rocev2", "icmpv6")
 	if p.ResumeOnDrain && (!p.PerFlowRTT || !p.RepeatResume) {

@@ -355,6 +355,11 @@ type LongHaulCNP struct {
 	// was measured (lhcnp.ActionPolicy.ResumeOnDrain; default false; an
 	// experiment, not part of the options row: docs/longhaul.md).
 	ResumeOnDrain bool
+	// OverloadCut: at a severe queue (above K_max, or dropping) a node
+	// notifies the flows arriving fastest and cuts them by at least the
+	// overload's share (lhcnp.QueueConfig.OverloadCut; default false, the
+	// draft's selection by queue occupancy and the fixed reduce_percent).
+	OverloadCut bool
 	// Format is the wire format of the notification: "rocev2" or "icmpv6".
 	Format string
 }

@@ -364,6 +364,7 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	q.MinCNPInterval = engine.FromDuration(p.CNPInterval)
 	q.OneCutPerEpisode = p.OneCutPerEpisode
 	q.PerFlowRTT = p.PerFlowRTT
+	q.OverloadCut = p.OverloadCut
 	a := &q.Action
 	a.RateReducePercent = uint16(p.ReducePercent)
 	a.PauseLevel = lhcnp.PauseLevelNever
