@@ -242,10 +242,16 @@ func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
 			}
 			q.near = q.near[:n+1] // the length alone
 			h = h[:n+1]
+			// nh as a uint32 (it is below 2^24, the limit of pending
+			// keys): the compiler then knows it is not negative, so
+			// that i-1 and i are within h, and drops the loop's two
+			// bounds checks.
 			i := n
-			for i > nh && at < h[i-1].at {
+			for ; i > int(uint32(nh)); i-- {
+				if h[i-1].at <= at {
+					break
+				}
 				h[i] = h[i-1]
-				i--
 			}
 			h[i] = e
 			if n+1-nh > nearSortedMax {
@@ -805,9 +811,11 @@ func (q *queue) pushNear(e key) {
 	q.near = q.near[:n+1] // the length alone: no pointer written
 	h = h[:n+1]
 	i := n
-	for i > nh && at < h[i-1].at {
+	for ; i > int(uint32(nh)); i-- { // as pushSlot's: no bounds checks
+		if h[i-1].at <= at {
+			break
+		}
 		h[i] = h[i-1]
-		i--
 	}
 	h[i] = e
 	if n+1-nh > nearSortedMax {
