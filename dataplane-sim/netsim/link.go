@@ -14,6 +14,8 @@ type LinkConfig struct {
 // ordered by arrival, and keeps exactly one pending event, for the head
 // (htsim's design): the cost of a long fat pipe is its ring, not its events.
 type Link struct {
+	// The fields of every frame (a frame into the ring, an arrival) come
+	// first, in two cache lines.
 	net            *Network
 	from, to       *Port
 	rateBitsPerSec int64
@@ -21,24 +23,24 @@ type Link struct {
 
 	inflight   ring[flight]
 	lastArrive engine.Time
-	observers  []LinkObserver
-
-	// wire, when set, carries what the transmitter sends to another
-	// process instead of the in-engine ring (SetWire).
-	wire Wire
 	// down: the cable is cut (SetUp); gen invalidates the head event
 	// scheduled before the link last went down.
-	down bool
-	gen  uint64
+	gen uint64
 	// hid is the link's events in the receiving partition's Sim
 	// (Register): its head's arrival is an event there.
 	hid engine.HandlerID
-	// cut: from and to are in different partitions; what the
-	// transmitter sends goes over as a message (engine.Group.Send).
-	cut bool
 	// other: down, wire or cut, so that send tests one flag for the
 	// common case, a packet into the ring (setOther keeps it).
 	other bool
+	down  bool
+	// cut: from and to are in different partitions; what the
+	// transmitter sends goes over as a message (engine.Group.Send).
+	cut bool
+
+	observers []LinkObserver
+	// wire, when set, carries what the transmitter sends to another
+	// process instead of the in-engine ring (SetWire).
+	wire Wire
 	// back, on a cut link, holds the packets that crossed it, on their way
 	// home to the sending partition's pool: the receiving partition took a
 	// copy from its own pool (Deliver) and appends the original to
@@ -54,7 +56,7 @@ type Link struct {
 	// cut cable are written by two partitions side by side (each by its
 	// receiving end, at every packet), so they must not share a line
 	// (TestHotTypesOwnTheirLines).
-	_ [56]byte
+	_ [64]byte
 }
 
 type flight struct {

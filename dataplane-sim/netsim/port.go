@@ -113,15 +113,18 @@ type PortStats struct {
 // its frame-done only when it will have something to send at the frame's
 // end; otherwise the frame's end and the pacer's wake-up are one event.
 type Port struct {
-	net  *Network
+	// The fields of every frame (enqueue, dequeue, tryTransmit, the
+	// port's events) come first, in the order of their use, so that a
+	// frame touches a few cache lines of the port rather than one in
+	// every hundred bytes of it: the packets streaming through a run (a
+	// WAN link's ring holds thousands) keep evicting them.
 	part *partition
-	node Node
-	sw   *Switch // owner if a switch
+	out  *Link
+	host *Host // owner if a host
 	// shared is the owner when it has a shared buffer (SwitchConfig.
 	// SharedBufferBytes), nil otherwise: one test on the hot path.
 	shared *Switch
-	host   *Host // owner if a host
-	index  int
+	sw     *Switch // owner if a switch
 	// hidDone and hidWake are the port's frame-done and wake-up events
 	// in its partition's Sim (Register).
 	hidDone, hidWake engine.HandlerID
@@ -129,29 +132,6 @@ type Port struct {
 	// (Switch.notePFC). Else no packet queued here has an ingress port
 	// to account, and enqueue and dequeue skip looking it up.
 	swPFC bool
-
-	out, in *Link
-	cfg     PortConfig
-
-	queues     [NumPrio]ring[*Packet]
-	qBytes     [NumPrio]int64
-	totalBytes int64
-	ctrl       ring[*Packet] // PFC frames: sent before any queue, never paused
-
-	ser    engine.Serializer
-	paused [NumPrio]bool // egress priority held by the peer's PAUSE
-	// ready has bit prio set while queues[prio] holds a packet and prio is
-	// not paused: dequeue finds the highest such priority in one step.
-	ready uint8
-
-	// Paused time: since when each held priority, and any, is held.
-	pausedN     int
-	pausedSince engine.Time
-	prioSince   [NumPrio]engine.Time
-
-	ingressBytes [NumPrio]int64
-	pauseSent    [NumPrio]bool
-
 	// The transmitter sends a frame until freeAt. frameDone: its
 	// frame-done event is pending, at freeAt. A switch port arms it with
 	// every frame. A host port arms it only when a frame is queued, or a
@@ -161,16 +141,40 @@ type Port struct {
 	// lifted, a flow started) arms the frame-done or an earlier wake-up
 	// then (armNext): the frame-done with nothing to send, and its
 	// wake-up event, are gone.
-	freeAt    engine.Time
-	frameDone bool
-
-	wakeAt      engine.Time
-	wakeGen     uint64
+	frameDone   bool
 	wakePending bool
+	// ready has bit prio set while queues[prio] holds a packet and prio is
+	// not paused: dequeue finds the highest such priority in one step.
+	ready  uint8
+	paused [NumPrio]bool // egress priority held by the peer's PAUSE
 
-	observer PortObserver
-	filter   MarkFilter // observer as a MarkFilter, if it is one
-	stats    PortStats
+	freeAt     engine.Time
+	totalBytes int64
+	wakeAt     engine.Time
+	wakeGen    uint64
+	pausedN    int // priorities held (paused time below)
+	observer   PortObserver
+
+	ctrl   ring[*Packet] // PFC frames: sent before any queue, never paused
+	ser    engine.Serializer
+	qBytes [NumPrio]int64
+	queues [NumPrio]ring[*Packet]
+	stats  PortStats
+	cfg    PortConfig
+
+	net   *Network
+	node  Node
+	index int
+	in    *Link
+
+	// Paused time: since when each held priority, and any, is held.
+	pausedSince engine.Time
+	prioSince   [NumPrio]engine.Time
+
+	ingressBytes [NumPrio]int64
+	pauseSent    [NumPrio]bool
+
+	filter MarkFilter // observer as a MarkFilter, if it is one
 }
 
 // Port event kinds.
