@@ -285,7 +285,7 @@ func (l *Link) Handle(_ uint32, gen uint64) {
 		l.to.part.sim.AtID(l.inflight.front().at, l.hid, l.gen)
 	}
 	to := l.to
-	to.stats.RxPackets++
-	to.stats.RxBytes += int64(f.p.SizeBytes)
+	to.rxPackets++
+	to.rxBytes += int64(f.p.SizeBytes)
 	to.node.Receive(f.p, to)
 }
