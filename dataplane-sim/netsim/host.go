@@ -179,7 +179,7 @@ func (h *Host) SetConfig(c HostConfig) error {
 	}
 	h.cfg = c
 	if h.port != nil {
-		h.port.cfg = c.Port
+		h.port.setCfg(c.Port)
 	}
 	return nil
 }

@@ -245,13 +245,13 @@ func (n *Network) newPort(x Node) *Port {
 			pt.shared = v
 		}
 		pt.index = len(v.ports)
-		pt.cfg = v.cfg.Port
+		pt.setCfg(v.cfg.Port)
 		v.ports = append(v.ports, pt)
 		v.notePFC()
 	case *Host:
 		pt.part = v.part
 		pt.host = v
-		pt.cfg = v.cfg.Port
+		pt.setCfg(v.cfg.Port)
 		v.port = pt
 		v.ports = []*Port{pt}
 	}

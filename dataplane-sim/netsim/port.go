@@ -147,6 +147,9 @@ type Port struct {
 	// not paused: dequeue finds the highest such priority in one step.
 	ready  uint8
 	paused [NumPrio]bool // egress priority held by the peer's PAUSE
+	// markOnEnq is cfg.MarkOnEnqueue (setCfg), read at every enqueue and
+	// dequeue from this line rather than from cfg's.
+	markOnEnq bool
 
 	freeAt     engine.Time
 	totalBytes int64
@@ -167,9 +170,9 @@ type Port struct {
 	ctrl   ring[*Packet] // PFC frames: sent before any queue, never paused
 	ser    engine.Serializer
 	qBytes [NumPrio]int64
+	cfg    PortConfig
 	queues [NumPrio]ring[*Packet]
 	stats  PortStats
-	cfg    PortConfig
 
 	net   *Network
 	node  Node
@@ -223,11 +226,17 @@ func (pt *Port) SetConfig(c PortConfig) error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("port %s: %w", pt.Name(), err)
 	}
-	pt.cfg = c
+	pt.setCfg(c)
 	if pt.sw != nil {
 		pt.sw.notePFC()
 	}
 	return nil
+}
+
+// setCfg sets the configuration and markOnEnq.
+func (pt *Port) setCfg(c PortConfig) {
+	pt.cfg = c
+	pt.markOnEnq = c.MarkOnEnqueue
 }
 
 // SetECN changes the ECN marking of one priority queue (the knob that a
@@ -387,7 +396,7 @@ func (pt *Port) enqueue(p *Packet) {
 		}
 		return
 	}
-	if pt.cfg.MarkOnEnqueue {
+	if pt.markOnEnq {
 		pt.maybeMark(p, prio, pt.qBytes[prio])
 	}
 	if q := &pt.queues[prio]; !q.tryPush(p) {
@@ -433,7 +442,7 @@ func (pt *Port) dequeue() *Packet {
 	if pt.shared != nil {
 		pt.shared.sharedUsed -= size
 	}
-	if !pt.cfg.MarkOnEnqueue {
+	if !pt.markOnEnq {
 		pt.maybeMark(p, prio, pt.qBytes[prio])
 	}
 	if i := p.inPort; i != 0 {
