@@ -64,6 +64,14 @@ type Switch struct {
 	// installed ones in stage order, what the forwarding path runs.
 	fwd    [NumForwardStages]Forwarder
 	active []Forwarder
+	// special: a local handler, ECMP groups or a Forwarder is installed
+	// (noteSpecial keeps it); else Receive takes its short path.
+	special bool
+}
+
+// noteSpecial sets special from local, groups and active.
+func (s *Switch) noteSpecial() {
+	s.special = s.local != nil || s.groups != nil || len(s.active) > 0
 }
 
 // ID returns the node id.
@@ -168,6 +176,7 @@ func (s *Switch) growGroups(n int) {
 	for len(s.groups) < n {
 		s.groups = append(s.groups, nil)
 	}
+	s.noteSpecial()
 }
 
 func (s *Switch) growRoutes(n int) {
@@ -211,6 +220,7 @@ func (s *Switch) SetForwarder(st ForwardStage, f Forwarder) {
 			s.active = append(s.active, x)
 		}
 	}
+	s.noteSpecial()
 }
 
 // Forwarder returns the Forwarder installed at stage st, or nil.
@@ -248,6 +258,21 @@ func (s *Switch) notePFC() {
 
 // Receive forwards p, arrived on in.
 func (s *Switch) Receive(p *Packet, in *Port) {
+	if p.Kind == KindRoCE && p.fb == 0 && !s.special {
+		// Most packets: no frame to look into, nothing installed that
+		// sees them, one route. (receive's tests in one; its call
+		// spilled the arguments on every packet.)
+		if out := s.Route(p.Dst); out != nil {
+			p.inPort = int32(in.index) + 1
+			out.enqueue(p)
+			return
+		}
+	}
+	s.receive(p, in)
+}
+
+// receive is Receive for every packet.
+func (s *Switch) receive(p *Packet, in *Port) {
 	if p.Kind == KindPFC {
 		in.handlePFC(p)
 		return
