@@ -165,6 +165,7 @@ func (l *Link) SetUp(up bool) {
 	}
 	l.down = !up
 	l.setOther()
+	l.from.noteSlowQ()
 	if up {
 		return
 	}

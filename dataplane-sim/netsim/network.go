@@ -226,6 +226,8 @@ func (n *Network) Connect(a, b Node, lc LinkConfig) (pa, pb *Port, err error) {
 	ab.hid, ba.hid = pb.part.sim.Register(ab, 0), pa.part.sim.Register(ba, 0)
 	pa.out, pa.in = ab, ba
 	pb.out, pb.in = ba, ab
+	pa.noteSlowQ()
+	pb.noteSlowQ()
 	if pa.part != pb.part {
 		ab.cut, ba.cut = true, true
 		ab.setOther()

@@ -253,6 +253,7 @@ func (s *Switch) notePFC() {
 	}
 	for _, q := range s.ports {
 		q.swPFC = on
+		q.noteSlowQ()
 	}
 }
 
