@@ -112,10 +112,11 @@ func (s *Switch) SetRoute(dst NodeID, port int) error {
 // lowest of the equal-cost ports; the port a packet takes is
 // RouteFlow's.
 func (s *Switch) Route(dst NodeID) *Port {
-	if uint(dst) >= uint(len(s.routePort)) {
+	i := uint(dst) // one bounds check, not the test and another
+	if i >= uint(len(s.routePort)) {
 		return nil
 	}
-	return s.routePort[dst]
+	return s.routePort[i]
 }
 
 // RouteFlow returns the egress port for a packet from src to dst between
