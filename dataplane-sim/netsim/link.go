@@ -36,6 +36,8 @@ type Link struct {
 	// cut: from and to are in different partitions; what the
 	// transmitter sends goes over as a message (engine.Group.Send).
 	cut bool
+	// toSim is to's partition's Sim, where arrivals are events.
+	toSim *engine.Sim
 
 	observers []LinkObserver
 	// wire, when set, carries what the transmitter sends to another
@@ -56,7 +58,7 @@ type Link struct {
 	// cut cable are written by two partitions side by side (each by its
 	// receiving end, at every packet), so they must not share a line
 	// (TestHotTypesOwnTheirLines).
-	_ [64]byte
+	_ [56]byte
 }
 
 type flight struct {
@@ -251,7 +253,7 @@ func (l *Link) arrive(p *Packet, at engine.Time) {
 		r.push(flight{p, at})
 	}
 	if l.inflight.len() == 1 {
-		l.to.part.sim.AtID(at, l.hid, l.gen)
+		l.toSim.AtID(at, l.hid, l.gen)
 	}
 }
 
@@ -269,7 +271,7 @@ func (l *Link) Arrive(p *Packet, txEnd engine.Time) (late engine.Time) {
 		return 0
 	}
 	at := txEnd + l.delay
-	if now := l.to.part.sim.Now(); at < now {
+	if now := l.toSim.Now(); at < now {
 		late, at = now-at, now
 	}
 	l.arrive(p, at)
@@ -283,7 +285,7 @@ func (l *Link) Handle(_ uint32, gen uint64) {
 	}
 	f := l.inflight.take()
 	if l.inflight.len() > 0 {
-		l.to.part.sim.AtID(l.inflight.front().at, l.hid, l.gen)
+		l.toSim.AtID(l.inflight.front().at, l.hid, l.gen)
 	}
 	to := l.to
 	to.rxPackets++

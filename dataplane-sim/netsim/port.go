@@ -119,6 +119,7 @@ type Port struct {
 	// every hundred bytes of it: the packets streaming through a run (a
 	// WAN link's ring holds thousands) keep evicting them.
 	part *partition
+	sim  *engine.Sim // part.sim, one load nearer
 	out  *Link
 	host *Host // owner if a host
 	// shared is the owner when it has a shared buffer (SwitchConfig.
@@ -287,7 +288,7 @@ func (pt *Port) Stats() PortStats {
 		st.TxPrioPackets[prio], st.TxPrioBytes[prio] = c.packets, c.bytes
 	}
 	if pt.pausedN > 0 {
-		now := pt.part.sim.Now()
+		now := pt.sim.Now()
 		st.PFCPausedNs += int64(now - pt.pausedSince)
 		for prio, held := range pt.paused {
 			if held {
@@ -312,7 +313,7 @@ func (pt *Port) Handle(kind uint32, arg uint64) {
 		if pt.frameDone {
 			return // the frame-done comes and looks
 		}
-		if pt.part.sim.Now() < pt.freeAt {
+		if pt.sim.Now() < pt.freeAt {
 			// Armed before a frame that ends later went out.
 			pt.armNext()
 			return
@@ -327,7 +328,7 @@ func (pt *Port) kick() {
 	if pt.frameDone {
 		return
 	}
-	if pt.part.sim.Now() < pt.freeAt {
+	if pt.sim.Now() < pt.freeAt {
 		pt.armNext()
 		return
 	}
@@ -337,7 +338,7 @@ func (pt *Port) kick() {
 // queued: a frame was queued on a port without a pending frame-done. An
 // idle transmitter sends it now; a sending one arms its frame-done.
 func (pt *Port) queued() {
-	if pt.part.sim.Now() < pt.freeAt {
+	if pt.sim.Now() < pt.freeAt {
 		pt.armDone()
 		return
 	}
@@ -347,7 +348,7 @@ func (pt *Port) queued() {
 // armDone arms the frame-done event, at freeAt.
 func (pt *Port) armDone() {
 	pt.frameDone = true
-	pt.part.sim.AtID(pt.freeAt, pt.hidDone, 0)
+	pt.sim.AtID(pt.freeAt, pt.hidDone, 0)
 }
 
 // armNext arms the port's next event while its frame is on the wire and
@@ -381,7 +382,7 @@ func (pt *Port) scheduleWake(t engine.Time) {
 	pt.wakeGen++
 	pt.wakeAt = t
 	pt.wakePending = true
-	pt.part.sim.AtID(t, pt.hidWake, pt.wakeGen)
+	pt.sim.AtID(t, pt.hidWake, pt.wakeGen)
 }
 
 // enqueue adds p to its priority queue (switch forwarding, host control
@@ -575,7 +576,7 @@ func (pt *Port) mark(p *Packet, c *ECNConfig, q int64) {
 	}
 	if q < c.KMaxBytes {
 		prob := c.PMax * float64(q-c.KMinBytes) / float64(c.KMaxBytes-c.KMinBytes)
-		if pt.part.sim.Rand().Float64() >= prob {
+		if pt.sim.Rand().Float64() >= prob {
 			return
 		}
 	}
@@ -648,7 +649,7 @@ func (pt *Port) handlePFC(p *Packet) {
 // time.
 func (pt *Port) setPaused(prio int, pause bool) {
 	if pause != pt.paused[prio] {
-		now := pt.part.sim.Now()
+		now := pt.sim.Now()
 		if pause {
 			pt.prioSince[prio] = now
 			if pt.pausedN == 0 {
@@ -685,7 +686,7 @@ func (pt *Port) tryTransmit() {
 	} else if p = pt.host.nextPacket(pt); p == nil {
 		return
 	}
-	now := pt.part.sim.Now()
+	now := pt.sim.Now()
 	l := pt.out
 	tx, ok := pt.ser.Cached(int64(p.SizeBytes), l.rateBitsPerSec)
 	if !ok {
@@ -708,14 +709,14 @@ func (pt *Port) tryTransmit() {
 			r.push(flight{p, at})
 		}
 		if l.inflight.n == 1 {
-			l.to.part.sim.AtID(at, l.hid, l.gen)
+			l.toSim.AtID(at, l.hid, l.gen)
 		}
 	} else {
 		l.sendOther(p, now+tx)
 	}
 	if pt.ctrl.n > 0 || pt.ready != 0 {
 		pt.frameDone = true
-		pt.part.sim.AtID(now+tx, pt.hidDone, 0)
+		pt.sim.AtID(now+tx, pt.hidDone, 0)
 	} else if pt.host != nil {
 		pt.armHost()
 	}
