@@ -259,7 +259,7 @@ func (n *Network) newPort(x Node) *Port {
 		v.ports = []*Port{pt}
 	}
 	pt.sim = pt.part.sim
-	pt.hidDone, pt.hidWake = pt.sim.Register(pt, evTxDone), pt.sim.Register(pt, evWake)
+	pt.hidDone, pt.hidWake = pt.sim.Register((*portTx)(pt), evTxDone), pt.sim.Register(pt, evWake)
 	n.ports = append(n.ports, pt)
 	return pt
 }
