@@ -416,7 +416,13 @@ func (pt *Port) enqueue(p *Packet) {
 		pt.peakBytes = pt.totalBytes
 	}
 	if !pt.frameDone {
-		pt.queued()
+		// queued, written out (its call and armDone's).
+		if pt.sim.Now() < pt.freeAt {
+			pt.frameDone = true
+			pt.sim.AtID(pt.freeAt, pt.hidDone, 0)
+		} else {
+			pt.tryTransmit()
+		}
 	}
 }
 
@@ -727,7 +733,13 @@ func (x *portTx) Handle(uint32, uint64) {
 	if pt.ctrl.n > 0 || pt.ready != 0 {
 		pt.frameDone = true
 		pt.sim.AtID(now+tx, pt.hidDone, 0)
-	} else if pt.host != nil {
-		pt.armHost()
+	} else if h := pt.host; h != nil {
+		// armHost, written out (its call and armDone's).
+		if next := h.nextDue(pt); next <= pt.freeAt {
+			pt.frameDone = true
+			pt.sim.AtID(pt.freeAt, pt.hidDone, 0)
+		} else if next != engine.Never {
+			pt.scheduleWake(next)
+		}
 	}
 }
