@@ -482,6 +482,7 @@ func (pt *Port) enqueueSlow(p *Packet) {
 // dequeue takes the head of the highest non-empty, non-paused priority;
 // there must be one (ready not 0: tryTransmit looks first, without a
 // call, as a host's port has nothing queued at almost every frame).
+// tryTransmit has the common case (not slowQ) written out.
 func (pt *Port) dequeue() *Packet {
 	prio := bits.Len8(pt.ready) - 1
 	q := &pt.queues[prio]
@@ -492,12 +493,6 @@ func (pt *Port) dequeue() *Packet {
 	size := int64(p.SizeBytes)
 	pt.qBytes[prio] -= size
 	pt.totalBytes -= size
-	if !pt.slowQ {
-		// Without what slowQ stands for, as enqueue.
-		pt.maybeMark(p, prio, pt.qBytes[prio])
-		p.inPort = 0
-		return p
-	}
 	if pt.shared != nil {
 		pt.shared.sharedUsed -= size
 	}
@@ -695,7 +690,20 @@ func (x *portTx) Handle(uint32, uint64) {
 	ctrl := pt.ctrl.n > 0
 	if ctrl {
 		p = pt.ctrl.take()
-	} else if pt.ready != 0 {
+	} else if r := pt.ready; r != 0 && !pt.slowQ {
+		// dequeue's common case, written out (its call).
+		prio := bits.Len8(r) - 1
+		q := &pt.queues[prio]
+		p = q.take()
+		if q.n == 0 {
+			pt.ready = r &^ (1 << prio)
+		}
+		size := int64(p.SizeBytes)
+		pt.qBytes[prio] -= size
+		pt.totalBytes -= size
+		pt.maybeMark(p, prio, pt.qBytes[prio])
+		p.inPort = 0
+	} else if r != 0 {
 		p = pt.dequeue()
 	} else if pt.host == nil {
 		return
