@@ -705,9 +705,21 @@ func (x *portTx) Handle(uint32, uint64) {
 		p.inPort = 0
 	} else if r != 0 {
 		p = pt.dequeue()
-	} else if pt.host == nil {
+	} else if h := pt.host; h == nil {
 		return
-	} else if p = pt.host.nextPacket(pt); p == nil {
+	} else if now := pt.sim.Now(); pt.pausedN == 0 && h.schedAt.min() <= now {
+		// nextPacket's common case, written out (its call): no
+		// priority held, a QP may send now, the first from rr on.
+		j := h.schedAt.first(h.rr, now)
+		if j < 0 {
+			j = h.schedAt.first(0, now)
+		}
+		h.rr = j + 1
+		if h.rr == len(h.sched) {
+			h.rr = 0
+		}
+		p = h.sched[j].makePacket(now)
+	} else if p = h.nextPacket(pt); p == nil {
 		return
 	}
 	now := pt.sim.Now()
