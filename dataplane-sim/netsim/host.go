@@ -901,7 +901,13 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	}
 	q.nextSend = now + q.txTime
 	q.resched()
-	q.onBytesSent(int64(size))
+	if s := &q.dc; s.active && s.byteCounter+int64(size) < h.cfg.DCQCN.ByteResetBytes {
+		// onBytesSent's common case, written out (its call): no
+		// stage of the byte counter ends.
+		s.byteCounter += int64(size)
+	} else {
+		q.onBytesSent(int64(size))
+	}
 	return p
 }
 
