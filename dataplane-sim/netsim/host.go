@@ -826,6 +826,12 @@ func (q *QP) rateChanged() {
 // makePacket builds the next data packet and advances the pacer.
 func (q *QP) makePacket(now engine.Time) *Packet {
 	h := q.host
+	// The packet first: pool.get, a call, then has nothing of the
+	// below to keep across it (its spills were on every packet's path).
+	p := h.part.pool.tryGet()
+	if p == nil {
+		p = h.part.pool.get()
+	}
 	mtu := int64(h.cfg.MTUBytes)
 	left := q.msgBytes - q.msgOff
 	if q.totalBytes > 0 {
@@ -862,10 +868,6 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	}
 	ackReq := last || (n > 0 && q.ackRem == 0)
 
-	p := h.part.pool.tryGet()
-	if p == nil {
-		p = h.part.pool.get()
-	}
 	p.Kind = KindRoCE
 	p.SizeBytes = size
 	p.PayloadBytes = int32(payload)
