@@ -236,7 +236,7 @@ func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
 			// cost more in its test than it saved).
 			h := q.near
 			n, nh := len(h), q.nh
-			if q.mode&modeNearHeap != 0 || n == cap(h) {
+			if q.mode&modeNearHeap != 0 || n >= cap(h) { // >=: no bounds check below
 				q.pushNearSlow(e)
 				return
 			}
@@ -791,7 +791,7 @@ const (
 func (q *queue) pushNear(e key) {
 	h := q.near
 	n, nh := len(h), q.nh
-	if q.mode&modeNearHeap != 0 || n == cap(h) {
+	if q.mode&modeNearHeap != 0 || n >= cap(h) {
 		q.pushNearSlow(e)
 		return
 	}
