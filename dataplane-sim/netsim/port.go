@@ -758,8 +758,12 @@ func (x *portTx) Handle(uint32, uint64) {
 		if next := h.nextDue(pt); next <= pt.freeAt {
 			pt.frameDone = true
 			pt.sim.AtID(pt.freeAt, pt.hidDone, 0)
-		} else if next != engine.Never {
-			pt.scheduleWake(next)
+		} else if next != engine.Never && (!pt.wakePending || pt.wakeAt > next) {
+			// scheduleWake, written out.
+			pt.wakeGen++
+			pt.wakeAt = next
+			pt.wakePending = true
+			pt.sim.AtID(next, pt.hidWake, pt.wakeGen)
 		}
 	}
 }
