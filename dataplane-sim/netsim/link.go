@@ -38,6 +38,8 @@ type Link struct {
 	cut bool
 	// toSim is to's partition's Sim, where arrivals are events.
 	toSim *engine.Sim
+	// toSw is to's switch, nil when to is a host's port.
+	toSw *Switch
 
 	observers []LinkObserver
 	// wire, when set, carries what the transmitter sends to another
@@ -58,7 +60,7 @@ type Link struct {
 	// cut cable are written by two partitions side by side (each by its
 	// receiving end, at every packet), so they must not share a line
 	// (TestHotTypesOwnTheirLines).
-	_ [56]byte
+	_ [48]byte
 }
 
 type flight struct {
@@ -287,8 +289,16 @@ func (l *Link) Handle(_ uint32, gen uint64) {
 	if l.inflight.len() > 0 {
 		l.toSim.AtID(l.inflight.front().at, l.hid, l.gen)
 	}
-	to := l.to
+	to, p := l.to, f.p
 	to.rxPackets++
-	to.rxBytes += int64(f.p.SizeBytes)
-	to.node.Receive(f.p, to)
+	to.rxBytes += int64(p.SizeBytes)
+	if s := l.toSw; s != nil && p.Kind == KindRoCE && p.fb == 0 && !s.special {
+		// Switch.Receive's short path, written out (its call).
+		if out := s.Route(p.Dst); out != nil {
+			p.inPort = int32(to.index) + 1
+			out.enqueue(p)
+			return
+		}
+	}
+	to.node.Receive(p, to)
 }

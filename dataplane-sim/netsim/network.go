@@ -225,6 +225,7 @@ func (n *Network) Connect(a, b Node, lc LinkConfig) (pa, pb *Port, err error) {
 	ba := &Link{net: n, from: pb, to: pa, rateBitsPerSec: lc.RateBitsPerSec, delay: lc.Delay}
 	ab.hid, ba.hid = pb.part.sim.Register(ab, 0), pa.part.sim.Register(ba, 0)
 	ab.toSim, ba.toSim = pb.part.sim, pa.part.sim
+	ab.toSw, ba.toSw = pb.sw, pa.sw
 	pa.out, pa.in = ab, ba
 	pb.out, pb.in = ba, ab
 	pa.noteSlowQ()
