@@ -270,6 +270,19 @@ func (s *Sim) runLocked(until Time) (yielded bool) {
 		}
 		s.now = k.at
 		s.events++
+		if slot := uint32(k.ss & slotMask); slot&regBit != 0 {
+			// A registered handler (most events): no slab slot to
+			// free after it, so no done (runFree is false).
+			t := q.reg[slot&^regBit]
+			if hookEvents {
+				s.hook.before(t.h, t.kind, k.arg)
+			}
+			t.h.Handle(t.kind, k.arg)
+			if hookEvents {
+				s.hook.after(t.h, t.kind, k.arg)
+			}
+			continue
+		}
 		t := q.target(k)
 		if hookEvents {
 			s.hook.before(t.h, t.kind, k.arg)
