@@ -538,6 +538,12 @@ func (g *Group) step(p *part, end Time) {
 			}
 			s.now = k.at
 			s.events++
+			if slot := uint32(k.ss & slotMask); slot&regBit != 0 {
+				// A registered handler: no done (see Sim.runLocked).
+				t := q.reg[slot&^regBit]
+				t.h.Handle(t.kind, k.arg)
+				continue
+			}
 			t := q.target(k)
 			t.h.Handle(t.kind, k.arg)
 			q.done()

@@ -236,16 +236,22 @@ func (q *queue) pushSlot(at Time, slot uint32, arg uint64) {
 			// cost more in its test than it saved).
 			h := q.near
 			n, nh := len(h), q.nh
-			if q.mode&modeNearHeap != 0 || n == cap(h) {
+			if q.mode&modeNearHeap != 0 || n >= cap(h) { // >=: no bounds check below
 				q.pushNearSlow(e)
 				return
 			}
 			q.near = q.near[:n+1] // the length alone
 			h = h[:n+1]
+			// nh as a uint32 (it is below 2^24, the limit of pending
+			// keys): the compiler then knows it is not negative, so
+			// that i-1 and i are within h, and drops the loop's two
+			// bounds checks.
 			i := n
-			for i > nh && at < h[i-1].at {
+			for ; i > int(uint32(nh)); i-- {
+				if h[i-1].at <= at {
+					break
+				}
 				h[i] = h[i-1]
-				i--
 			}
 			h[i] = e
 			if n+1-nh > nearSortedMax {
@@ -785,7 +791,7 @@ const (
 func (q *queue) pushNear(e key) {
 	h := q.near
 	n, nh := len(h), q.nh
-	if q.mode&modeNearHeap != 0 || n == cap(h) {
+	if q.mode&modeNearHeap != 0 || n >= cap(h) {
 		q.pushNearSlow(e)
 		return
 	}
@@ -805,9 +811,11 @@ func (q *queue) pushNear(e key) {
 	q.near = q.near[:n+1] // the length alone: no pointer written
 	h = h[:n+1]
 	i := n
-	for i > nh && at < h[i-1].at {
+	for ; i > int(uint32(nh)); i-- { // as pushSlot's: no bounds checks
+		if h[i-1].at <= at {
+			break
+		}
 		h[i] = h[i-1]
-		i--
 	}
 	h[i] = e
 	if n+1-nh > nearSortedMax {

@@ -73,7 +73,13 @@ func New(opts ...Option) *Sim {
 	}
 	s.rng = rand.New(rand.NewPCG(s.seed, s.seed^0x9E3779B97F4A7C15))
 	s.q.init()
-	s.q.near = make([]key, 0, 256)
+	// Near's sorted run slides along its slice as keys are pushed at its
+	// back and popped at its front, and moves back to the front when it
+	// reaches the end: a short slice keeps the lines it slides over in
+	// the first-level cache between two laps (256 keys, 6 KiB: §7's
+	// pushes missed it 0.7 M times more in 3 M events; at most
+	// nearSortedMax+1 keys are a run, and a near heap grows the slice).
+	s.q.near = make([]key, 0, 96)
 	s.q.far = make([]key, 0, 256)
 	return s
 }
@@ -264,6 +270,19 @@ func (s *Sim) runLocked(until Time) (yielded bool) {
 		}
 		s.now = k.at
 		s.events++
+		if slot := uint32(k.ss & slotMask); slot&regBit != 0 {
+			// A registered handler (most events): no slab slot to
+			// free after it, so no done (runFree is false).
+			t := q.reg[slot&^regBit]
+			if hookEvents {
+				s.hook.before(t.h, t.kind, k.arg)
+			}
+			t.h.Handle(t.kind, k.arg)
+			if hookEvents {
+				s.hook.after(t.h, t.kind, k.arg)
+			}
+			continue
+		}
 		t := q.target(k)
 		if hookEvents {
 			s.hook.before(t.h, t.kind, k.arg)

@@ -14,6 +14,9 @@ import (
 // for a link where the packet lands and its opcode, for a DCQCN timer
 // whether it is still current.
 func eventKind(h engine.Handler, kind uint32, arg uint64) string {
+	if x, ok := h.(*portTx); ok {
+		h = (*Port)(x)
+	}
 	switch x := h.(type) {
 	case *Port:
 		where := "switch"

@@ -179,7 +179,7 @@ func (h *Host) SetConfig(c HostConfig) error {
 	}
 	h.cfg = c
 	if h.port != nil {
-		h.port.cfg = c.Port
+		h.port.setCfg(c.Port)
 	}
 	return nil
 }
@@ -826,6 +826,12 @@ func (q *QP) rateChanged() {
 // makePacket builds the next data packet and advances the pacer.
 func (q *QP) makePacket(now engine.Time) *Packet {
 	h := q.host
+	// The packet first: pool.get, a call, then has nothing of the
+	// below to keep across it (its spills were on every packet's path).
+	p := h.part.pool.tryGet()
+	if p == nil {
+		p = h.part.pool.get()
+	}
 	mtu := int64(h.cfg.MTUBytes)
 	left := q.msgBytes - q.msgOff
 	if q.totalBytes > 0 {
@@ -862,10 +868,6 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	}
 	ackReq := last || (n > 0 && q.ackRem == 0)
 
-	p := h.part.pool.tryGet()
-	if p == nil {
-		p = h.part.pool.get()
-	}
 	p.Kind = KindRoCE
 	p.SizeBytes = size
 	p.PayloadBytes = int32(payload)
@@ -901,7 +903,13 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	}
 	q.nextSend = now + q.txTime
 	q.resched()
-	q.onBytesSent(int64(size))
+	if s := &q.dc; s.active && s.byteCounter+int64(size) < h.cfg.DCQCN.ByteResetBytes {
+		// onBytesSent's common case, written out (its call): no
+		// stage of the byte counter ends.
+		s.byteCounter += int64(size)
+	} else {
+		q.onBytesSent(int64(size))
+	}
 	return p
 }
 

@@ -14,6 +14,8 @@ type LinkConfig struct {
 // ordered by arrival, and keeps exactly one pending event, for the head
 // (htsim's design): the cost of a long fat pipe is its ring, not its events.
 type Link struct {
+	// The fields of every frame (a frame into the ring, an arrival) come
+	// first, in two cache lines.
 	net            *Network
 	from, to       *Port
 	rateBitsPerSec int64
@@ -21,24 +23,28 @@ type Link struct {
 
 	inflight   ring[flight]
 	lastArrive engine.Time
-	observers  []LinkObserver
-
-	// wire, when set, carries what the transmitter sends to another
-	// process instead of the in-engine ring (SetWire).
-	wire Wire
 	// down: the cable is cut (SetUp); gen invalidates the head event
 	// scheduled before the link last went down.
-	down bool
-	gen  uint64
+	gen uint64
 	// hid is the link's events in the receiving partition's Sim
 	// (Register): its head's arrival is an event there.
 	hid engine.HandlerID
-	// cut: from and to are in different partitions; what the
-	// transmitter sends goes over as a message (engine.Group.Send).
-	cut bool
 	// other: down, wire or cut, so that send tests one flag for the
 	// common case, a packet into the ring (setOther keeps it).
 	other bool
+	down  bool
+	// cut: from and to are in different partitions; what the
+	// transmitter sends goes over as a message (engine.Group.Send).
+	cut bool
+	// toSim is to's partition's Sim, where arrivals are events.
+	toSim *engine.Sim
+	// toSw is to's switch, nil when to is a host's port.
+	toSw *Switch
+
+	observers []LinkObserver
+	// wire, when set, carries what the transmitter sends to another
+	// process instead of the in-engine ring (SetWire).
+	wire Wire
 	// back, on a cut link, holds the packets that crossed it, on their way
 	// home to the sending partition's pool: the receiving partition took a
 	// copy from its own pool (Deliver) and appends the original to
@@ -54,7 +60,7 @@ type Link struct {
 	// cut cable are written by two partitions side by side (each by its
 	// receiving end, at every packet), so they must not share a line
 	// (TestHotTypesOwnTheirLines).
-	_ [56]byte
+	_ [48]byte
 }
 
 type flight struct {
@@ -163,6 +169,7 @@ func (l *Link) SetUp(up bool) {
 	}
 	l.down = !up
 	l.setOther()
+	l.from.noteSlowQ()
 	if up {
 		return
 	}
@@ -248,7 +255,7 @@ func (l *Link) arrive(p *Packet, at engine.Time) {
 		r.push(flight{p, at})
 	}
 	if l.inflight.len() == 1 {
-		l.to.part.sim.AtID(at, l.hid, l.gen)
+		l.toSim.AtID(at, l.hid, l.gen)
 	}
 }
 
@@ -266,7 +273,7 @@ func (l *Link) Arrive(p *Packet, txEnd engine.Time) (late engine.Time) {
 		return 0
 	}
 	at := txEnd + l.delay
-	if now := l.to.part.sim.Now(); at < now {
+	if now := l.toSim.Now(); at < now {
 		late, at = now-at, now
 	}
 	l.arrive(p, at)
@@ -280,10 +287,18 @@ func (l *Link) Handle(_ uint32, gen uint64) {
 	}
 	f := l.inflight.take()
 	if l.inflight.len() > 0 {
-		l.to.part.sim.AtID(l.inflight.front().at, l.hid, l.gen)
+		l.toSim.AtID(l.inflight.front().at, l.hid, l.gen)
 	}
-	to := l.to
-	to.stats.RxPackets++
-	to.stats.RxBytes += int64(f.p.SizeBytes)
-	to.node.Receive(f.p, to)
+	to, p := l.to, f.p
+	to.rxPackets++
+	to.rxBytes += int64(p.SizeBytes)
+	if s := l.toSw; s != nil && p.Kind == KindRoCE && p.fb == 0 && !s.special {
+		// Switch.Receive's short path, written out (its call).
+		if out := s.Route(p.Dst); out != nil {
+			p.inPort = int32(to.index) + 1
+			out.enqueue(p)
+			return
+		}
+	}
+	to.node.Receive(p, to)
 }

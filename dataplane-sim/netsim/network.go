@@ -224,8 +224,12 @@ func (n *Network) Connect(a, b Node, lc LinkConfig) (pa, pb *Port, err error) {
 	ab := &Link{net: n, from: pa, to: pb, rateBitsPerSec: lc.RateBitsPerSec, delay: lc.Delay}
 	ba := &Link{net: n, from: pb, to: pa, rateBitsPerSec: lc.RateBitsPerSec, delay: lc.Delay}
 	ab.hid, ba.hid = pb.part.sim.Register(ab, 0), pa.part.sim.Register(ba, 0)
+	ab.toSim, ba.toSim = pb.part.sim, pa.part.sim
+	ab.toSw, ba.toSw = pb.sw, pa.sw
 	pa.out, pa.in = ab, ba
 	pb.out, pb.in = ba, ab
+	pa.noteSlowQ()
+	pb.noteSlowQ()
 	if pa.part != pb.part {
 		ab.cut, ba.cut = true, true
 		ab.setOther()
@@ -245,17 +249,18 @@ func (n *Network) newPort(x Node) *Port {
 			pt.shared = v
 		}
 		pt.index = len(v.ports)
-		pt.cfg = v.cfg.Port
+		pt.setCfg(v.cfg.Port)
 		v.ports = append(v.ports, pt)
 		v.notePFC()
 	case *Host:
 		pt.part = v.part
 		pt.host = v
-		pt.cfg = v.cfg.Port
+		pt.setCfg(v.cfg.Port)
 		v.port = pt
 		v.ports = []*Port{pt}
 	}
-	pt.hidDone, pt.hidWake = pt.part.sim.Register(pt, evTxDone), pt.part.sim.Register(pt, evWake)
+	pt.sim = pt.part.sim
+	pt.hidDone, pt.hidWake = pt.sim.Register((*portTx)(pt), evTxDone), pt.sim.Register(pt, evWake)
 	n.ports = append(n.ports, pt)
 	return pt
 }

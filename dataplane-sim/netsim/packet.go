@@ -186,36 +186,44 @@ func FlowFrameBytes(addr netip.Addr, payloadBytes, mtuBytes, messageBytes int64)
 // recycles; Hdr then holds the first HdrCap bytes of the transport part
 // so that the models demultiplex them as any other packet.
 type Packet struct {
-	SizeBytes    int32 // whole frame, Ethernet header to FCS
-	PayloadBytes int32 // RDMA payload carried (goodput)
-	Src, Dst     NodeID
-	Flow         FlowID
-	// SrcQP is the sender's QP number. It is not in the BTH (which names only
-	// the destination QP); a real congestion-aware node learns it from the
-	// IB CM exchange, so the simulator hands it over as metadata.
-	SrcQP uint32
-	Prio  uint8 // 802.1p priority = egress queue = PFC class
-	ECN   uint8 // IP ECN bits (ECNNotECT ... ECNCE)
-	Kind  Kind
-	// PFC frames: the class and whether it pauses (XOFF) or resumes (XON).
-	PFCPrio  uint8
-	PFCPause bool
-	HdrLen   uint8
-	frameLen uint16 // bytes of fb in use
+	// What a switch reads and writes at every hop comes first, in 32
+	// bytes: a Packet is 96 bytes, so its first 32 always sit in one
+	// cache line, and a hop touches that line alone (a packet's lines are
+	// cold when it arrives: it waited in a link's ring).
+	SizeBytes int32  // whole frame, Ethernet header to FCS
+	Dst       NodeID // destination node
+	// fb names the buffer of the whole frame (control packets), 0 for
+	// none (frames.go): a Packet holds no pointer.
+	fb uint32
 	// inPort is the switch ingress port, for PFC accounting: its index
 	// among the switch's ports plus 1, 0 for none. An index, not a
 	// pointer: no write barrier where it is set and cleared, and one
 	// pointer fewer for the collector to scan in every packet.
 	inPort int32
+	Prio   uint8 // 802.1p priority = egress queue = PFC class
+	ECN    uint8 // IP ECN bits (ECNNotECT ... ECNCE)
+	Kind   Kind
+	// PFC frames: the class and whether it pauses (XOFF) or resumes (XON).
+	PFCPrio  uint8
+	PFCPause bool
+	HdrLen   uint8
+	frameLen uint16      // bytes of fb in use
+	SentAt   engine.Time // when the sender put it on its wire
+
+	PayloadBytes int32 // RDMA payload carried (goodput)
+	Src          NodeID
+	Flow         FlowID
+	// SrcQP is the sender's QP number. It is not in the BTH (which names only
+	// the destination QP); a real congestion-aware node learns it from the
+	// IB CM exchange, so the simulator hands it over as metadata.
+	SrcQP uint32
 	// Hdr holds the encoded transport header: for KindRoCE, the BTH in
 	// Hdr[:12] as wire.BTH.Encode wrote it (models read it back with the
 	// accessors below or wire.DecodeBTH).
-	Hdr    [HdrCap]byte
-	SentAt engine.Time // when the sender put it on its wire
-
-	// fb names the buffer of the whole frame (control packets), 0 for
-	// none (frames.go): a Packet holds no pointer.
-	fb uint32
+	Hdr [HdrCap]byte
+	// A Packet stays 96 bytes, a multiple of 32, so that the first 32
+	// bytes of every packet of a chunk are in one cache line.
+	_ [8]byte
 }
 
 // SmallFrameCap is the room of the small frame buffers SetFrame uses for

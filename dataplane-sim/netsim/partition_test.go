@@ -296,7 +296,7 @@ func TestPacketsStayHome(t *testing.T) {
 			var crossed int64
 			for _, l := range n.links {
 				if l.cut {
-					crossed += l.from.stats.TxPackets
+					crossed += l.from.Stats().TxPackets
 				}
 			}
 			if crossed == 0 {

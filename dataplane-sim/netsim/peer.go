@@ -32,7 +32,10 @@ func (h *Host) ReservedBits() uint8 { return h.resv7 }
 
 // SetLocalHandler installs h for the packets addressed to the switch
 // itself (nil removes it).
-func (s *Switch) SetLocalHandler(h LocalHandler) { s.local = h }
+func (s *Switch) SetLocalHandler(h LocalHandler) {
+	s.local = h
+	s.noteSpecial()
+}
 
 // Observer returns the port's observer (nil: none), so that another can be
 // chained with it.

@@ -64,6 +64,14 @@ type Switch struct {
 	// installed ones in stage order, what the forwarding path runs.
 	fwd    [NumForwardStages]Forwarder
 	active []Forwarder
+	// special: a local handler, ECMP groups or a Forwarder is installed
+	// (noteSpecial keeps it); else Receive takes its short path.
+	special bool
+}
+
+// noteSpecial sets special from local, groups and active.
+func (s *Switch) noteSpecial() {
+	s.special = s.local != nil || s.groups != nil || len(s.active) > 0
 }
 
 // ID returns the node id.
@@ -104,10 +112,11 @@ func (s *Switch) SetRoute(dst NodeID, port int) error {
 // lowest of the equal-cost ports; the port a packet takes is
 // RouteFlow's.
 func (s *Switch) Route(dst NodeID) *Port {
-	if uint(dst) >= uint(len(s.routePort)) {
+	i := uint(dst) // one bounds check, not the test and another
+	if i >= uint(len(s.routePort)) {
 		return nil
 	}
-	return s.routePort[dst]
+	return s.routePort[i]
 }
 
 // RouteFlow returns the egress port for a packet from src to dst between
@@ -168,6 +177,7 @@ func (s *Switch) growGroups(n int) {
 	for len(s.groups) < n {
 		s.groups = append(s.groups, nil)
 	}
+	s.noteSpecial()
 }
 
 func (s *Switch) growRoutes(n int) {
@@ -211,6 +221,7 @@ func (s *Switch) SetForwarder(st ForwardStage, f Forwarder) {
 			s.active = append(s.active, x)
 		}
 	}
+	s.noteSpecial()
 }
 
 // Forwarder returns the Forwarder installed at stage st, or nil.
@@ -243,11 +254,27 @@ func (s *Switch) notePFC() {
 	}
 	for _, q := range s.ports {
 		q.swPFC = on
+		q.noteSlowQ()
 	}
 }
 
 // Receive forwards p, arrived on in.
 func (s *Switch) Receive(p *Packet, in *Port) {
+	if p.Kind == KindRoCE && p.fb == 0 && !s.special {
+		// Most packets: no frame to look into, nothing installed that
+		// sees them, one route. (receive's tests in one; its call
+		// spilled the arguments on every packet.)
+		if out := s.Route(p.Dst); out != nil {
+			p.inPort = int32(in.index) + 1
+			out.enqueue(p)
+			return
+		}
+	}
+	s.receive(p, in)
+}
+
+// receive is Receive for every packet.
+func (s *Switch) receive(p *Packet, in *Port) {
 	if p.Kind == KindPFC {
 		in.handlePFC(p)
 		return
