@@ -8902,6 +8902,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config struct {
 	MeasurementInterval *uint32               `path:"measurement-interval" module:"lhcnp"`
 	MinCnpInterval      *uint32               `path:"min-cnp-interval" module:"lhcnp"`
 	OneCutPerEpisode    *bool                 `path:"one-cut-per-episode" module:"lhcnp"`
+	OverloadCut         *bool                 `path:"overload-cut" module:"lhcnp"`
 	PerFlowRtt          *bool                 `path:"per-flow-rtt" module:"lhcnp"`
 	TriggerPersistence  *uint32               `path:"trigger-persistence" module:"lhcnp"`
 	VEcn                *float64              `path:"v-ecn" module:"lhcnp"`
@@ -9105,6 +9106,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetOneCutPerEpiso
 	return *t.OneCutPerEpisode
 }
 
+// GetOverloadCut retrieves the value of the leaf OverloadCut from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if OverloadCut is set, it can
+// safely use t.GetOverloadCut() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.OverloadCut == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetOverloadCut() bool {
+	if t == nil || t.OverloadCut == nil {
+		return false
+	}
+	return *t.OverloadCut
+}
+
 // GetPerFlowRtt retrieves the value of the leaf PerFlowRtt from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -9241,6 +9258,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetOneCutPerEpiso
 	t.OneCutPerEpisode = &v
 }
 
+// SetOverloadCut sets the value of the leaf OverloadCut in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetOverloadCut(v bool) {
+	t.OverloadCut = &v
+}
+
 // SetPerFlowRtt sets the value of the leaf PerFlowRtt in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetPerFlowRtt(v bool) {
@@ -9302,6 +9325,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) PopulateDefaults(
 	if t.OneCutPerEpisode == nil {
 		var v bool = false
 		t.OneCutPerEpisode = &v
+	}
+	if t.OverloadCut == nil {
+		var v bool = false
+		t.OverloadCut = &v
 	}
 	if t.PerFlowRtt == nil {
 		var v bool = false
@@ -9369,6 +9396,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State struct {
 	MeasurementInterval     *uint32                                                       `path:"measurement-interval" module:"lhcnp"`
 	MinCnpInterval          *uint32                                                       `path:"min-cnp-interval" module:"lhcnp"`
 	OneCutPerEpisode        *bool                                                         `path:"one-cut-per-episode" module:"lhcnp"`
+	OverloadCut             *bool                                                         `path:"overload-cut" module:"lhcnp"`
 	PeakQueueDepth          *uint64                                                       `path:"peak-queue-depth" module:"lhcnp"`
 	PerFlowRtt              *bool                                                         `path:"per-flow-rtt" module:"lhcnp"`
 	QdAboveKmax             *bool                                                         `path:"qd-above-kmax" module:"lhcnp"`
@@ -9729,6 +9757,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetOneCutPerEpisod
 	return *t.OneCutPerEpisode
 }
 
+// GetOverloadCut retrieves the value of the leaf OverloadCut from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if OverloadCut is set, it can
+// safely use t.GetOverloadCut() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.OverloadCut == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetOverloadCut() bool {
+	if t == nil || t.OverloadCut == nil {
+		return false
+	}
+	return *t.OverloadCut
+}
+
 // GetPeakQueueDepth retrieves the value of the leaf PeakQueueDepth from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -9987,6 +10031,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetOneCutPerEpisod
 	t.OneCutPerEpisode = &v
 }
 
+// SetOverloadCut sets the value of the leaf OverloadCut in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetOverloadCut(v bool) {
+	t.OverloadCut = &v
+}
+
 // SetPeakQueueDepth sets the value of the leaf PeakQueueDepth in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetPeakQueueDepth(v uint64) {
@@ -10078,6 +10128,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) PopulateDefaults()
 	if t.OneCutPerEpisode == nil {
 		var v bool = false
 		t.OneCutPerEpisode = &v
+	}
+	if t.OverloadCut == nil {
+		var v bool = false
+		t.OverloadCut = &v
 	}
 	if t.PerFlowRtt == nil {
 		var v bool = false

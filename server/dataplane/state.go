@@ -206,6 +206,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	s.TriggerPersistence = ygot.Uint32(micros(qc.TriggerPersistence))
 	s.OneCutPerEpisode = ygot.Bool(qc.OneCutPerEpisode)
 	s.PerFlowRtt = ygot.Bool(qc.PerFlowRTT)
+	s.OverloadCut = ygot.Bool(qc.OverloadCut)
 	if qc.MinCNPInterval > 0 {
 		s.MinCnpInterval = ygot.Uint32(micros(qc.MinCNPInterval))
 	}

@@ -271,6 +271,7 @@ func queueConfig(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) lhcnp.Queu
 		}
 		setBool(&qc.OneCutPerEpisode, cf.OneCutPerEpisode)
 		setBool(&qc.PerFlowRTT, cf.PerFlowRtt)
+		setBool(&qc.OverloadCut, cf.OverloadCut)
 	}
 	if ap := q.GetActionPolicy().GetConfig(); ap != nil {
 		a := &qc.Action

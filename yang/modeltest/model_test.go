@@ -247,6 +247,7 @@ func TestDefaults(t *testing.T) {
 		"min-cnp-interval set": qc.MinCnpInterval != nil,
 		"one-cut-per-episode":  qc.GetOneCutPerEpisode(),
 		"per-flow-rtt":         qc.GetPerFlowRtt(),
+		"overload-cut":         qc.GetOverloadCut(),
 		"repeat-resume":        ap.GetRepeatResume(),
 		"resume-on-drain":      ap.GetResumeOnDrain(),
 		"icmpv6-type":          cp.GetIcmpv6Type(),
@@ -269,6 +270,7 @@ func TestDefaults(t *testing.T) {
 		"min-cnp-interval set": false, // defaults to RTT_est, which YANG cannot say
 		"one-cut-per-episode":  false, // §5.4: mark every packet above K_min
 		"per-flow-rtt":         false, // §5.5: one RTT_est
+		"overload-cut":         false, // §5.5: select by bytes in the queue, rate-reduce-percent
 		"repeat-resume":        false, // §5.5.1: one Resume
 		"resume-on-drain":      false, // §5.5.1: Resume below K_min
 		"icmpv6-type":          uint8(200),

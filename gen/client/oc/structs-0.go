@@ -5206,6 +5206,7 @@ type Lhcnp_Interface_Queue struct {
 	MeasurementInterval     *uint32                             `path:"state/measurement-interval" module:"lhcnp/lhcnp" shadow-path:"config/measurement-interval" shadow-module:"lhcnp/lhcnp"`
 	MinCnpInterval          *uint32                             `path:"state/min-cnp-interval" module:"lhcnp/lhcnp" shadow-path:"config/min-cnp-interval" shadow-module:"lhcnp/lhcnp"`
 	OneCutPerEpisode        *bool                               `path:"state/one-cut-per-episode" module:"lhcnp/lhcnp" shadow-path:"config/one-cut-per-episode" shadow-module:"lhcnp/lhcnp"`
+	OverloadCut             *bool                               `path:"state/overload-cut" module:"lhcnp/lhcnp" shadow-path:"config/overload-cut" shadow-module:"lhcnp/lhcnp"`
 	PeakQueueDepth          *uint64                             `path:"state/peak-queue-depth" module:"lhcnp/lhcnp"`
 	PerFlowRtt              *bool                               `path:"state/per-flow-rtt" module:"lhcnp/lhcnp" shadow-path:"config/per-flow-rtt" shadow-module:"lhcnp/lhcnp"`
 	QdAboveKmax             *bool                               `path:"state/qd-above-kmax" module:"lhcnp/lhcnp"`
@@ -5586,6 +5587,22 @@ func (t *Lhcnp_Interface_Queue) GetOneCutPerEpisode() bool {
 	return *t.OneCutPerEpisode
 }
 
+// GetOverloadCut retrieves the value of the leaf OverloadCut from the Lhcnp_Interface_Queue
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if OverloadCut is set, it can
+// safely use t.GetOverloadCut() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.OverloadCut == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Interface_Queue) GetOverloadCut() bool {
+	if t == nil || t.OverloadCut == nil {
+		return false
+	}
+	return *t.OverloadCut
+}
+
 // GetPeakQueueDepth retrieves the value of the leaf PeakQueueDepth from the Lhcnp_Interface_Queue
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -5844,6 +5861,12 @@ func (t *Lhcnp_Interface_Queue) SetOneCutPerEpisode(v bool) {
 	t.OneCutPerEpisode = &v
 }
 
+// SetOverloadCut sets the value of the leaf OverloadCut in the Lhcnp_Interface_Queue
+// struct.
+func (t *Lhcnp_Interface_Queue) SetOverloadCut(v bool) {
+	t.OverloadCut = &v
+}
+
 // SetPeakQueueDepth sets the value of the leaf PeakQueueDepth in the Lhcnp_Interface_Queue
 // struct.
 func (t *Lhcnp_Interface_Queue) SetPeakQueueDepth(v uint64) {
@@ -5935,6 +5958,10 @@ func (t *Lhcnp_Interface_Queue) PopulateDefaults() {
 	if t.OneCutPerEpisode == nil {
 		var v bool = false
 		t.OneCutPerEpisode = &v
+	}
+	if t.OverloadCut == nil {
+		var v bool = false
+		t.OverloadCut = &v
 	}
 	if t.PerFlowRtt == nil {
 		var v bool = false

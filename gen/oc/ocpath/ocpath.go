@@ -28089,6 +28089,25 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OneCutPerEpisodePa
 	return ""
 }
 
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OverloadCutPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/config/overload-cut YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OverloadCutPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.ConfigQuery[bool]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OverloadCutPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/config/overload-cut YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OverloadCutPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OverloadCutPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/config/per-flow-rtt YANG schema element.
 type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_PerFlowRttPath struct {
 	*ygnmi.NodePath
@@ -29332,6 +29351,126 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) OneCutPerE
 	return ps
 }
 
+// OverloadCut (leaf): At a severe queue (queue depth above K_max, or a tail drop within
+// the per-flow interval), select the flows arriving fastest, by
+// their arrival rate over the measurement interval (drops
+// counted), rather than the flows with the most bytes in the
+// queue, and send them a RATE_REDUCE of at least the overload's
+// share: the cut that brings the queue's arrivals to the port's
+// rate less what drains the queue within one RTT_est, at least
+// half the port's rate, rather than rate-reduce-percent alone.
+// Every threshold is relative (K_max, the port's rate, RTT_est,
+// the measured arrivals). The default, false, is the draft's:
+// 5.5 step 1 selects by contribution to the queue occupancy and
+// the percentage is rate-reduce-percent at any depth. true is a
+// deviation from the draft, read from 5.5 step 3 (parameter
+// values based on the current congestion severity).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "overload-cut"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/overload-cut"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) OverloadCut() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OverloadCutPath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OverloadCutPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"overload-cut"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.ConfigQuery = ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config).OverloadCut
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// OverloadCut (leaf): At a severe queue (queue depth above K_max, or a tail drop within
+// the per-flow interval), select the flows arriving fastest, by
+// their arrival rate over the measurement interval (drops
+// counted), rather than the flows with the most bytes in the
+// queue, and send them a RATE_REDUCE of at least the overload's
+// share: the cut that brings the queue's arrivals to the port's
+// rate less what drains the queue within one RTT_est, at least
+// half the port's rate, rather than rate-reduce-percent alone.
+// Every threshold is relative (K_max, the port's rate, RTT_est,
+// the measured arrivals). The default, false, is the draft's:
+// 5.5 step 1 selects by contribution to the queue occupancy and
+// the percentage is rate-reduce-percent at any depth. true is a
+// deviation from the draft, read from 5.5 step 3 (parameter
+// values based on the current congestion severity).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "overload-cut"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/overload-cut"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) OverloadCut() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OverloadCutPathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config_OverloadCutPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"overload-cut"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config).OverloadCut
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
 // PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
 // window (when observation-window is not set) and the Resume hold
 // (when resume-hold-duration is not set) from the flow's round
@@ -30098,6 +30237,25 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePathAny
 
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OneCutPerEpisodePath) PathOriginName() string {
+	return ""
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OverloadCutPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/overload-cut YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OverloadCutPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[bool]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OverloadCutPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/overload-cut YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OverloadCutPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[bool]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OverloadCutPath) PathOriginName() string {
 	return ""
 }
 
@@ -32236,6 +32394,126 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) OneCutPerEp
 		ps,
 		func(gs ygot.ValidatedGoStruct) (bool, bool) {
 			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).OneCutPerEpisode
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// OverloadCut (leaf): At a severe queue (queue depth above K_max, or a tail drop within
+// the per-flow interval), select the flows arriving fastest, by
+// their arrival rate over the measurement interval (drops
+// counted), rather than the flows with the most bytes in the
+// queue, and send them a RATE_REDUCE of at least the overload's
+// share: the cut that brings the queue's arrivals to the port's
+// rate less what drains the queue within one RTT_est, at least
+// half the port's rate, rather than rate-reduce-percent alone.
+// Every threshold is relative (K_max, the port's rate, RTT_est,
+// the measured arrivals). The default, false, is the draft's:
+// 5.5 step 1 selects by contribution to the queue occupancy and
+// the percentage is rate-reduce-percent at any depth. true is a
+// deviation from the draft, read from 5.5 step 3 (parameter
+// values based on the current congestion severity).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "overload-cut"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/overload-cut"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) OverloadCut() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OverloadCutPath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OverloadCutPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"overload-cut"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).OverloadCut
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// OverloadCut (leaf): At a severe queue (queue depth above K_max, or a tail drop within
+// the per-flow interval), select the flows arriving fastest, by
+// their arrival rate over the measurement interval (drops
+// counted), rather than the flows with the most bytes in the
+// queue, and send them a RATE_REDUCE of at least the overload's
+// share: the cut that brings the queue's arrivals to the port's
+// rate less what drains the queue within one RTT_est, at least
+// half the port's rate, rather than rate-reduce-percent alone.
+// Every threshold is relative (K_max, the port's rate, RTT_est,
+// the measured arrivals). The default, false, is the draft's:
+// 5.5 step 1 selects by contribution to the queue occupancy and
+// the percentage is rate-reduce-percent at any depth. true is a
+// deviation from the draft, read from 5.5 step 3 (parameter
+// values based on the current congestion severity).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "overload-cut"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/overload-cut"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) OverloadCut() *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OverloadCutPathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_OverloadCutPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"overload-cut"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State).OverloadCut
 			if ret == nil {
 				var zero bool
 				return zero, false

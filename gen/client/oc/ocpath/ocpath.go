@@ -27724,6 +27724,187 @@ func (n *Lhcnp_Interface_Queue_OneCutPerEpisodePathAny) Config() ygnmi.WildcardQ
 	)
 }
 
+// Lhcnp_Interface_Queue_OverloadCutPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/overload-cut YANG schema element.
+type Lhcnp_Interface_Queue_OverloadCutPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_Interface_Queue_OverloadCutPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/overload-cut YANG schema element.
+type Lhcnp_Interface_Queue_OverloadCutPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Interface_Queue_OverloadCutPath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/overload-cut"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/overload-cut"
+func (n *Lhcnp_Interface_Queue_OverloadCutPath) State() ygnmi.SingletonQuery[bool] {
+	return ygnmi.NewSingletonQuery[bool](
+		"Lhcnp_Interface_Queue",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "overload-cut"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).OverloadCut
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "state/overload-cut"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/state/overload-cut"
+func (n *Lhcnp_Interface_Queue_OverloadCutPathAny) State() ygnmi.WildcardQuery[bool] {
+	return ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Interface_Queue",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"state", "overload-cut"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).OverloadCut
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Config returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config/overload-cut"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/overload-cut"
+func (n *Lhcnp_Interface_Queue_OverloadCutPath) Config() ygnmi.ConfigQuery[bool] {
+	return ygnmi.NewConfigQuery[bool](
+		"Lhcnp_Interface_Queue",
+		false,
+		true,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"config", "overload-cut"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).OverloadCut
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// Config returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "config/overload-cut"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/config/overload-cut"
+func (n *Lhcnp_Interface_Queue_OverloadCutPathAny) Config() ygnmi.WildcardQuery[bool] {
+	return ygnmi.NewWildcardQuery[bool](
+		"Lhcnp_Interface_Queue",
+		false,
+		true,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"config", "overload-cut"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (bool, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Queue).OverloadCut
+			if ret == nil {
+				var zero bool
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Queue) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
 // Lhcnp_Interface_Queue_PeakQueueDepthPath represents the /lhcnp/lhcnp/interfaces/interface/queues/queue/state/peak-queue-depth YANG schema element.
 type Lhcnp_Interface_Queue_PeakQueueDepthPath struct {
 	*ygnmi.NodePath
@@ -29789,6 +29970,68 @@ func (n *Lhcnp_Interface_QueuePathAny) OneCutPerEpisode() *Lhcnp_Interface_Queue
 	ps := &Lhcnp_Interface_Queue_OneCutPerEpisodePathAny{
 		NodePath: ygnmi.NewNodePath(
 			[]string{"*", "one-cut-per-episode"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// OverloadCut (leaf): At a severe queue (queue depth above K_max, or a tail drop within
+// the per-flow interval), select the flows arriving fastest, by
+// their arrival rate over the measurement interval (drops
+// counted), rather than the flows with the most bytes in the
+// queue, and send them a RATE_REDUCE of at least the overload's
+// share: the cut that brings the queue's arrivals to the port's
+// rate less what drains the queue within one RTT_est, at least
+// half the port's rate, rather than rate-reduce-percent alone.
+// Every threshold is relative (K_max, the port's rate, RTT_est,
+// the measured arrivals). The default, false, is the draft's:
+// 5.5 step 1 selects by contribution to the queue occupancy and
+// the percentage is rate-reduce-percent at any depth. true is a
+// deviation from the draft, read from 5.5 step 3 (parameter
+// values based on the current congestion severity).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "*/overload-cut"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/*/overload-cut"
+func (n *Lhcnp_Interface_QueuePath) OverloadCut() *Lhcnp_Interface_Queue_OverloadCutPath {
+	ps := &Lhcnp_Interface_Queue_OverloadCutPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"*", "overload-cut"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// OverloadCut (leaf): At a severe queue (queue depth above K_max, or a tail drop within
+// the per-flow interval), select the flows arriving fastest, by
+// their arrival rate over the measurement interval (drops
+// counted), rather than the flows with the most bytes in the
+// queue, and send them a RATE_REDUCE of at least the overload's
+// share: the cut that brings the queue's arrivals to the port's
+// rate less what drains the queue within one RTT_est, at least
+// half the port's rate, rather than rate-reduce-percent alone.
+// Every threshold is relative (K_max, the port's rate, RTT_est,
+// the measured arrivals). The default, false, is the draft's:
+// 5.5 step 1 selects by contribution to the queue occupancy and
+// the percentage is rate-reduce-percent at any depth. true is a
+// deviation from the draft, read from 5.5 step 3 (parameter
+// values based on the current congestion severity).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "*/overload-cut"
+//	Path from root:       "/lhcnp/interfaces/interface/queues/queue/*/overload-cut"
+func (n *Lhcnp_Interface_QueuePathAny) OverloadCut() *Lhcnp_Interface_Queue_OverloadCutPathAny {
+	ps := &Lhcnp_Interface_Queue_OverloadCutPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"*", "overload-cut"},
 			map[string]interface{}{},
 			n,
 		),
