@@ -258,7 +258,7 @@ func (n *Node) loopCut(ps *portState, q *queueState, e *flowEntry, now engine.Ti
 	}
 	sec := float64(loop) / float64(engine.Second)
 	found := float64(q.qd) + max(0, float64(in-r))*sec/8
-	target := float64(r) * (1 - min(0.5, found/(float64(r)*sec/8)))
+	target := drainTarget(float64(r), found, sec)
 	need := float64(in) - target
 	if need <= 0 {
 		return 0
@@ -278,6 +278,20 @@ func (n *Node) loopCut(ps *portState, q *queueState, e *flowEntry, now engine.Ti
 	if p <= 0 {
 		return 0
 	}
+	return cutPercent(p)
+}
+
+// drainTarget is the arrival rate a cut aims at (bits per second): the
+// port's rate r less what drains queued bytes within a loop of sec
+// seconds, at least half of r (the port stays full while a queue is
+// left). loopCut and selectByRate share it.
+func drainTarget(r, queued, sec float64) float64 {
+	return r * (1 - min(0.5, queued/(r*sec/8)))
+}
+
+// cutPercent is a Rate Reduce parameter for a cut of p percent (p > 0):
+// rounded up, at most 99.
+func cutPercent(p float64) uint16 {
 	return uint16(min(99, math.Ceil(p)))
 }
 
@@ -419,12 +433,12 @@ func (n *Node) selectByRate(ps *portState, q *queueState, now engine.Time) uint1
 	// standing where it is: at the buffer, dropping at every burst.
 	target := float64(ps.rateBitsPerSec)
 	if sec := float64(ps.rtt) / float64(engine.Second); sec > 0 && target > 0 {
-		target *= 1 - min(0.5, float64(q.qd)*8/(target*sec))
+		target = drainTarget(target, float64(q.qd), sec)
 	}
 	if target <= 0 || float64(in) <= target {
 		return 0
 	}
-	return uint16(min(99, math.Ceil(100*(1-target/float64(in)))))
+	return cutPercent(100 * (1 - target/float64(in)))
 }
 
 // takeToken takes one notification from the port's bucket (§9: global
