@@ -132,7 +132,7 @@ tuner-eval:
 # "In the lab: a load step"); minutes of wall time, not part of make test.
 .PHONY: tuner-lab-step
 tuner-lab-step:
-	LHCNP_LAB_STEP=1 $(GO) test ./cmd/lhcnp -run 'TestLabLoadStepAnswered$$' -count=1 -v -timeout 30m
+	LHCNP_MEASURE_LAB_STEP=1 $(GO) test ./cmd/lhcnp -run 'TestLabLoadStepAnswered$$' -count=1 -v -timeout 30m
 
 generate:
 	$(GO) generate ./gen/...

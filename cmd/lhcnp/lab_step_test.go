@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,8 +84,8 @@ traffic:
 // tightening comes within 30 periods.
 func TestLabLoadStepAnswered(t *testing.T) {
 	pgtest.Require(t)
-	if os.Getenv("LHCNP_LAB_STEP") == "" {
-		t.Skip("a measurement of minutes in wall time, not part of make test: make tuner-lab-step (LHCNP_LAB_STEP=1)")
+	if os.Getenv("LHCNP_MEASURE_LAB_STEP") == "" {
+		t.Skip("a measurement of minutes in wall time, not part of make test: make tuner-lab-step (LHCNP_MEASURE_LAB_STEP=1)")
 	}
 	period := tuner.DefaultConfig().Period
 	l := startLab(t, labStateDir(t), "--fabric", labStepFiles(t), "--period", "0", "--websearch-load", "0")
@@ -166,4 +167,32 @@ func TestLabLoadStepAnswered(t *testing.T) {
 	// over more periods).
 	t.Logf("load step at %v: seen in %d tuner periods (%s %s), answered by a tightening in %d (%s %s); issue 24's bar: 10",
 		step.Format(time.RFC3339Nano), periods(seen), seen.rule, seen.outcome, periods(answer), answer.rule, answer.outcome)
+}
+
+// TestMakeGatesOutsideCLIPrefixes keeps the variables the Makefile sets to
+// switch a test on (LHCNP_MEASURE_LAB_STEP, …) out of the prefixes the
+// subcommands read their configuration from: `lhcnp lab` refuses an unknown
+// LHCNP_LAB_ variable, so a gate named LHCNP_LAB_STEP, inherited by the lab
+// the test starts, stopped make tuner-lab-step before its banner.
+func TestMakeGatesOutsideCLIPrefixes(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefixes := []string{"LHCNP_LAB_", "LHCNP_COLLECTOR_", "LHCNP_TUNER_", switchEnvPrefix, "LHCNP_MIGRATE_"}
+	re := regexp.MustCompile(`\b(LHCNP_[A-Z0-9_]+)=`)
+	found := 0
+	for i, line := range strings.Split(string(mk), "\n") {
+		for _, m := range re.FindAllStringSubmatch(line, -1) {
+			found++
+			for _, p := range prefixes {
+				if strings.HasPrefix(m[1], p) {
+					t.Errorf("Makefile:%d: %s is under %s, which a subcommand reads its configuration from (and refuses unknown names)", i+1, m[1], p)
+				}
+			}
+		}
+	}
+	if found == 0 {
+		t.Error("Makefile: no LHCNP_ variable set: the check reads nothing (the make tuner-lab-step gate is gone?)")
+	}
 }
