@@ -118,10 +118,13 @@ func TestLabLoadStepAnswered(t *testing.T) {
 	// shows the step's queue (the node's trigger firing and the tuner
 	// holding for it, a tightening held at its bound, a growth or delay).
 	var answer, seen *row
-	const horizon = 30 // periods after the step
+	// horizon is how long after the step the test waits for a tightening;
+	// the rows of the periods before it are logged too (what the tuner
+	// was doing when the step came: a pending commit, a steady queue).
+	const horizon, before = 30, 5
 	waitFor(t, "the tuner's first tightening after the step", 15*time.Minute, func() (bool, string) {
 		rs, err := pool.Query(ctx, `SELECT ts, coalesce(inputs ->> 'rule', ''), outcome, coalesce(reason, '') FROM tuner_actions
-			WHERE target = 'n1' AND interface = 'wan' AND queue = 0 AND ts >= $1 ORDER BY ts, id`, step)
+			WHERE target = 'n1' AND interface = 'wan' AND queue = 0 AND ts >= $1 ORDER BY ts, id`, step.Add(-before*period))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -135,6 +138,9 @@ func TestLabLoadStepAnswered(t *testing.T) {
 			rows = append(rows, r)
 		}
 		for i, r := range rows {
+			if r.ts.Before(step) {
+				continue
+			}
 			switch r.rule {
 			case "loss", "growth", "delay", "settle":
 				if seen == nil {
