@@ -451,9 +451,12 @@ func TestHandoverStoresEventsOnce(t *testing.T) {
 	pool, dsn := newDB(t)
 	sw := switchOwnedBy(t, "sw-handover", "collector-a", "collector-a", "collector-b")
 	f := newCNPFeed(sw)
-	a := start(t, leaseConfig(t, dsn, "collector-a", sw))
+	// No lease lapses during the test, however slowly the machine runs
+	// the renewals (b's make-before-break take is asserted below).
+	long := func(cfg config.File) config.File { cfg.Leases.TTL = time.Minute; return cfg }
+	a := start(t, long(leaseConfig(t, dsn, "collector-a", sw)))
 	waitStreaming(t, a, sw)
-	b := start(t, leaseConfig(t, dsn, "collector-b", sw))
+	b := start(t, long(leaseConfig(t, dsn, "collector-b", sw)))
 	pu := startPump([]*cnpFeed{f}, 5*time.Millisecond)
 	defer pu.stop()
 	f.more(t, pool, 3*cnpEvery)

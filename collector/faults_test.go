@@ -348,7 +348,10 @@ func TestLeasesShareTargets(t *testing.T) {
 	mk := func(id string) config.File {
 		cfg := testConfig(t, dsn, sws...)
 		cfg.ID = id
-		cfg.Leases = config.Leases{Enabled: true, TTL: 3 * time.Second, Renew: 200 * time.Millisecond}
+		// A TTL no renewal pass of a loaded machine outlasts: every move
+		// is a handover (make-before-break is asserted below), none a
+		// lease that lapsed while its holder ran (3 s did not ensure it).
+		cfg.Leases = config.Leases{Enabled: true, TTL: time.Minute, Renew: 200 * time.Millisecond}
 		return cfg
 	}
 	names := func(want string, members ...string) []string {

@@ -12,6 +12,16 @@
 // Handler.Handle; there is no cancel, handlers skip events they have
 // superseded (compare a generation number carried in arg).
 //
+// Never, the "no deadline" time, is a time no event reaches: an event at
+// Never (At, AtID, AtKey, a message, a global event; After with a delay
+// past Never lands there too) is held but never runs. Run(Never) runs
+// every event before it and stops there, Step does not take it, NextAt
+// reports Never for it as for an empty queue, and Pending counts it, as
+// it counts superseded events: it holds its place in the queue until the
+// Sim is dropped. The drivers bound their runs at Never-1 once per call,
+// so the pop path has no test for it (TestEventAtNeverNeverRuns,
+// TestGroupEventAtNever).
+//
 // Determinism: the same model built the same way with the same seed processes
 // the same events in the same order, so every output derived from it is
 // byte-identical. Nothing in this package reads the wall clock except

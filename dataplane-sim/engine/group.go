@@ -368,6 +368,9 @@ func (g *Group) stepLocked(until Time, w *workers) bool {
 	if g.prof != nil {
 		t0 = g.prof.clock()
 	}
+	// Events, messages and global events at Never never run; until+1
+	// and t+lookahead below stay at most Never.
+	until = lastRun(until)
 	t, gt := g.next()
 	if gt <= t && gt <= until {
 		g.runGlobals(gt)
@@ -380,7 +383,7 @@ func (g *Group) stepLocked(until Time, w *workers) bool {
 	if t > until {
 		return false
 	}
-	end := min(t+g.lookahead, gt, until+1)
+	end := min(t+min(g.lookahead, Never-t), gt, until+1)
 	g.windows++
 	g.now = t
 	g.sendMin = end

@@ -44,7 +44,11 @@ import (
 // checks every pop against container/heap).
 //
 // Limits: 2^24 (16.7 M) events pending at once, 2^40 (10^12) events
-// scheduled over the life of a Sim; both panic when exceeded.
+// scheduled over the life of a Sim; both panic when exceeded. A key at
+// Never is held like any other, but topAt and farAt are Never on an empty
+// queue and an empty far too: the drivers never pop one (they stop at
+// Never-1), and the one pop that reads far's top on farAt alone, along
+// the sorted run, tests far's length after it.
 
 const (
 	slotBits = 24
@@ -543,7 +547,9 @@ func (q *queue) popRun() key {
 		q.nh = nh
 		q.n--
 		next := q.near[nh]
-		if q.farAt <= next.at && lessBit(q.far[0], next) != 0 {
+		// far may be empty when next is at Never (farAt is Never then
+		// too); the test of its length comes only after farAt's.
+		if q.farAt <= next.at && len(q.far) > 0 && lessBit(q.far[0], next) != 0 {
 			q.top, q.topAt = q.far[0], q.farAt
 			q.mode |= modeTopFar
 		} else {

@@ -46,7 +46,9 @@ func (l *loader) events(n *yaml.Node) {
 		case EventLinkRate, EventLinkDelay, EventRTT:
 			if good {
 				if _, exists := l.links[target]; !exists {
-					d.errAt(tn, o.field("target"), "undefined link %q%s", target, l.linkHint(target))
+					if !l.lost(target) {
+						d.errAt(tn, o.field("target"), "undefined link %q%s", target, l.linkHint(target))
+					}
 					good = false
 				}
 			}

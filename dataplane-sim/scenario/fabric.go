@@ -11,6 +11,7 @@ package scenario
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -119,10 +120,12 @@ func (l *loader) fabricNodes(o *object, defQueue Queue, ips *addrs) {
 		nameN := f.must("name")
 		name, good := d.name(nameN, f.field("name"))
 		ok = ok && good
+		named := good // a name of its own: lost with the fabric if it fails
 		if good {
 			if prev, dup := l.fabricIdx[name]; dup {
 				d.errAt(nameN, f.field("name"), "duplicate fabric name %q (first is topology.fabrics[%d])", name, prev)
 				ok = false
+				named = false
 			}
 		}
 		fd.Name = name
@@ -197,6 +200,9 @@ func (l *loader) fabricNodes(o *object, defQueue Queue, ips *addrs) {
 			}
 		}
 		if !ok {
+			if named {
+				l.lostFabrics = append(l.lostFabrics, name)
+			}
 			continue
 		}
 		l.fabricIdx[name] = len(sc.Fabrics)
@@ -407,6 +413,25 @@ func (l *loader) fabricLinks(o *object) {
 	for i, wn := range l.d.list(o.get("wan"), "topology.wan") {
 		l.link(wn, index("topology.wan", i), true)
 	}
+}
+
+// lost reports whether name is one that a fabric which could not be
+// built would have defined: the fabric's own name (its hosts, its border
+// router on a wan link) or one that begins with it and a dash (its
+// nodes, groups and links), or a wan link to such a fabric. A reference
+// to it is unknown because of the fabric's error, reported already, and
+// is not reported again as undefined (an odd k gave one error and then
+// one for every name the fabric would have made).
+func (l *loader) lost(name string) bool {
+	if l.lostLinks[name] {
+		return true
+	}
+	for _, f := range l.lostFabrics {
+		if rest, ok := strings.CutPrefix(name, f); ok && (rest == "" || rest[0] == '-') {
+			return true
+		}
+	}
+	return false
 }
 
 // fabricEnd resolves an end of a wan link: a fabric's name stands for

@@ -387,3 +387,44 @@ func TestFabricPartitions(t *testing.T) {
 		t.Errorf("zero-delay WAN inside one partition: %v", err)
 	}
 }
+
+// A fabric that cannot be built (here an odd k) is reported once: the
+// names it would have defined (the fabric, its border router, groups,
+// nodes and links, and a wan link to it) are unknown because of that
+// error, not undefined each on its own; an unrelated undefined name is
+// still reported. Exactly two errors, each with its file, line and key.
+func TestFailedFabricReportedOnce(t *testing.T) {
+	const src = `duration: 1ms
+sample_interval: 100us
+topology:
+  fabrics:
+    - {name: dc1, kind: fat-tree, k: 3, rate: 100G, delay: 1us}
+    - {name: dc2, kind: fat-tree, k: 2, rate: 100G, delay: 1us}
+  wan:
+    - {name: wan, a: dc1, b: dc2, rate: 100G, delay: 10ms}
+  routes:
+    - {src: dc1-h0-0-0, dst: dc2-h0-0-0, path: [dc1-h0-0-0, dc1-e0-0, dc1-br, dc2-br, dc2-e0-0, dc2-h0-0-0]}
+mechanism:
+  kind: long-haul-cnp
+  nodes: [dc1-br, dc2-br, nosuch]
+traffic:
+  generated:
+    - {name: x, senders: [dc1, dc2], receivers: [dc1, dc2], pattern: cross-dc, load: 0.5, cdf: [[1KB, 0], [1KB, 1]]}
+    - {name: y, senders: [dc1-core], receivers: [dc2], load: 0.5, cdf: [[1KB, 0], [1KB, 1]]}
+events:
+  - {at: 500us, kind: link-rate, target: wan, value: 50G}
+  - {at: 500us, kind: link-rate, target: dc1-e0-0-dc1-a0-0, value: 50G}
+`
+	_, err := Parse("oddk.yaml", []byte(src))
+	var got []string
+	for _, e := range Errors(err) {
+		got = append(got, fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Reason))
+	}
+	want := []string{
+		"oddk.yaml:5: topology.fabrics[0].k: k = 3 is odd; a k-ary fat-tree needs an even k",
+		`oddk.yaml:13: mechanism.nodes[2]: undefined node "nosuch"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want, +got):\n%s", diff)
+	}
+}

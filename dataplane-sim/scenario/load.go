@@ -124,8 +124,12 @@ type loader struct {
 	adj      map[string][]string
 	// Generated fabrics: index in sc.Fabrics by name, their definitions,
 	// and how many links the file wrote (the generated ones follow).
-	fabricIdx     map[string]int
-	fabricDefs    []*fabricDef
+	fabricIdx  map[string]int
+	fabricDefs []*fabricDef
+	// lostFabrics are the names of the fabrics that could not be built,
+	// lostLinks the wan links to them: see lost.
+	lostFabrics   []string
+	lostLinks     map[string]bool
 	fileLinks     int
 	fileLinksDone bool
 	flowSet       map[string]*yaml.Node

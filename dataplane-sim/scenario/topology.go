@@ -227,9 +227,14 @@ func (l *loader) link(ln *yaml.Node, path string, wan bool) {
 	}
 	lk := Link{WAN: wan}
 	okA, okB := false, false
+	lostEnd := false
 	end := func(key string) (string, bool) {
 		n := lo.must(key)
 		if n == nil {
+			return "", false
+		}
+		if n.Kind == yaml.ScalarNode && l.lost(n.Value) {
+			lostEnd = true
 			return "", false
 		}
 		if wan && n.Kind == yaml.ScalarNode {
@@ -265,6 +270,13 @@ func (l *loader) link(ln *yaml.Node, path string, wan bool) {
 		}
 	}
 	if !okA || !okB || lk.Name == "" {
+		if lk.Name != "" && lostEnd {
+			// A link to a fabric that could not be built: lost with it.
+			if l.lostLinks == nil {
+				l.lostLinks = map[string]bool{}
+			}
+			l.lostLinks[lk.Name] = true
+		}
 		return
 	}
 	at, field := lo.get("name"), lo.field("name")
@@ -420,7 +432,9 @@ func (l *loader) nodeRef(n *yaml.Node, field string, want nodeKind) (string, boo
 	}
 	info, ok := l.nodes[name]
 	if !ok {
-		l.d.errAt(n, field, "undefined node %q", name)
+		if !l.lost(name) {
+			l.d.errAt(n, field, "undefined node %q", name)
+		}
 		return "", false
 	}
 	switch {

@@ -4,12 +4,12 @@ import "github.com/openconfig/gnmi/proto/gnmi"
 
 // The modules the target serves, as Capabilities reports them. The module
 // has no openconfig-version, so the version is its latest revision date;
-// models_test.go checks these against yang/.
+// TestModelsMatchYANG checks these against yang/.
 const (
 	ModuleName      = "lhcnp"
 	TypesModuleName = "lhcnp-types"
 	Organization    = "The lhcnp project"
-	Revision        = "2026-03-01"
+	Revision        = "2026-12-03"
 )
 
 // Models returns the ModelData of every module of the schema.

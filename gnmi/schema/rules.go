@@ -101,7 +101,9 @@ func fixKey[T comparable](key, cfg **T, want T, at string) error {
 //     the node's own rule (lhcnp.CheckKMin) applied to the leaves;
 //   - an action policy's default-action, and the collaborative escalation
 //     action, must be a congestion action, not RESUME (§5.5.1): the node's
-//     rule (lhcnp.CheckCongestionAction) applied to the leaves.
+//     rule (lhcnp.CheckCongestionAction) applied to the leaves;
+//   - resume-on-drain needs per-flow-rtt and repeat-resume (the scenario
+//     loader's rule for resume_on_drain).
 //
 // The first violation, in path order, is returned as a *RuleError.
 func CheckRules(root *oc.Root) error {
@@ -157,7 +159,17 @@ func checkQueue(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at string) 
 			return &RuleError{Path: at + "/config/kmin", Reason: err.Error()}
 		}
 	}
-	return checkAction(q.GetActionPolicy().GetConfig().GetDefaultAction(), at+"/action-policy/config/default-action")
+	ap := q.GetActionPolicy().GetConfig()
+	if err := checkAction(ap.GetDefaultAction(), at+"/action-policy/config/default-action"); err != nil {
+		return err
+	}
+	if ap.GetResumeOnDrain() && (!c.GetPerFlowRtt() || !ap.GetRepeatResume()) {
+		// Alone it does nothing at the node: refused, as the scenario
+		// loader refuses resume_on_drain, rather than accepted and idle.
+		return &RuleError{Path: at + "/action-policy/config/resume-on-drain",
+			Reason: "needs per-flow-rtt and repeat-resume (its Resumes are sized to the port's spare rate by them)"}
+	}
+	return nil
 }
 
 // checkAction applies the node's lhcnp.CheckCongestionAction to the

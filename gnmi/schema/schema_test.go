@@ -244,6 +244,21 @@ func TestRules(t *testing.T) {
 		{"default-action NOTIFY", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
 			q.GetOrCreateActionPolicy().GetOrCreateConfig().DefaultAction = oc.LhcnpTypes_CnpAction_NOTIFY
 		}, ""},
+		{"resume-on-drain alone", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			q.GetOrCreateActionPolicy().GetOrCreateConfig().ResumeOnDrain = ygot.Bool(true)
+		}, q3 + "/action-policy/config/resume-on-drain"},
+		{"resume-on-drain without repeat-resume", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			q.GetOrCreateConfig().PerFlowRtt = ygot.Bool(true)
+			q.GetOrCreateActionPolicy().GetOrCreateConfig().ResumeOnDrain = ygot.Bool(true)
+		}, q3 + "/action-policy/config/resume-on-drain"},
+		{"resume-on-drain with per-flow-rtt and repeat-resume", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			q.GetOrCreateConfig().PerFlowRtt = ygot.Bool(true)
+			a := q.GetOrCreateActionPolicy().GetOrCreateConfig()
+			a.RepeatResume, a.ResumeOnDrain = ygot.Bool(true), ygot.Bool(true)
+		}, ""},
+		{"resume-on-drain false alone", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			q.GetOrCreateActionPolicy().GetOrCreateConfig().ResumeOnDrain = ygot.Bool(false)
+		}, ""},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			r, q := base()

@@ -26412,7 +26412,7 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPathAn
 	return ps
 }
 
-// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (refused without both):
 // while the queue is above K_min and not growing, also resume the
 // flows the node slowed once the queue would drain at the port's
 // spare rate within the shortest of their round trips to their
@@ -26468,7 +26468,7 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_ConfigPath) 
 	return ps
 }
 
-// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (refused without both):
 // while the queue is above K_min and not growing, also resume the
 // flows the node slowed once the queue would drain at the port's
 // spare rate within the shortest of their round trips to their
@@ -27647,7 +27647,7 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePathAny
 	return ps
 }
 
-// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (refused without both):
 // while the queue is above K_min and not growing, also resume the
 // flows the node slowed once the queue would drain at the port's
 // spare rate within the shortest of their round trips to their
@@ -27703,7 +27703,7 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ActionPolicy_StatePath) R
 	return ps
 }
 
-// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (refused without both):
 // while the queue is above K_min and not growing, also resume the
 // flows the node slowed once the queue would drain at the port's
 // spare rate within the shortest of their round trips to their

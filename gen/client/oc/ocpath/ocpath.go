@@ -32681,7 +32681,7 @@ func (n *Lhcnp_Interface_Queue_ActionPolicyPathAny) ResumeHoldDuration() *Lhcnp_
 	return ps
 }
 
-// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (refused without both):
 // while the queue is above K_min and not growing, also resume the
 // flows the node slowed once the queue would drain at the port's
 // spare rate within the shortest of their round trips to their
@@ -32706,7 +32706,7 @@ func (n *Lhcnp_Interface_Queue_ActionPolicyPath) ResumeOnDrain() *Lhcnp_Interfac
 	return ps
 }
 
-// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (alone it does nothing):
+// ResumeOnDrain (leaf): With per-flow-rtt and repeat-resume (refused without both):
 // while the queue is above K_min and not growing, also resume the
 // flows the node slowed once the queue would drain at the port's
 // spare rate within the shortest of their round trips to their
