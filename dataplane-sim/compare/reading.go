@@ -474,7 +474,7 @@ func issue27Bars(f figures) []bar27 {
 		})
 	}
 	for _, sc := range nearScenarios {
-		each("near the sources: 100 %, 0 drops", sc, func(c, _ Row, _ string) (string, bool) {
+		each("near the sources (100 %, 0 drops)", sc, func(c, _ Row, _ string) (string, bool) {
 			return fmt.Sprintf("%.2f %%, %d drops", 100*c.Utilisation, c.Drops), p2(100*c.Utilisation) >= 100 && c.Drops == 0
 		})
 	}
@@ -509,27 +509,28 @@ func issue27(f figures) string {
 		}
 		return x.got[i], "**no**"
 	}
-	held := map[string]*[2]int{}
+	held := map[string]*[3]int{} // fails untuned, fails tuned, scenarios
 	var order []string
 	for _, x := range bars {
 		g0, h0 := cell(x, 0)
 		g1, h1 := cell(x, 1)
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", x.bar, x.sc, g0, h0, g1, h1)
 		if held[x.bar] == nil {
-			held[x.bar] = &[2]int{}
+			held[x.bar] = &[3]int{}
 			order = append(order, x.bar)
 		}
+		held[x.bar][2]++
 		for i := range 2 {
 			if x.ran[i] && !x.holds[i] {
 				held[x.bar][i]++
 			}
 		}
 	}
-	b.WriteString("\nIn short, per bar (scenarios where it fails, untuned / tuned): ")
+	b.WriteString("\nIn short, the scenarios that fail each bar, untuned / tuned: ")
 	var parts []string
 	for _, name := range order {
 		n := held[name]
-		parts = append(parts, fmt.Sprintf("%s %d / %d", name, n[0], n[1]))
+		parts = append(parts, fmt.Sprintf("%s, %d / %d of %d", name, n[0], n[1], n[2]))
 	}
 	b.WriteString(strings.Join(parts, "; ") + ".")
 	return b.String()
