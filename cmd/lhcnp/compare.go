@@ -86,7 +86,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "directory for the runs, the table and the plots (created if needed); required")
 	mechs := fs.String("mechanisms", "dcqcn,"+strings.Join(slices.DeleteFunc(compare.DefaultMechanisms(), func(s string) bool { return s == "dcqcn" }), ","),
-		"mechanisms to compare, comma-separated; the first is the baseline ("+strings.Join(compare.DefaultMechanisms(), ", ")+")")
+		"mechanisms to compare, comma-separated; the first is the baseline ("+strings.Join(compare.DefaultMechanisms(), ", ")+
+			"; a static long-haul-cnp row with "+compare.WanTunedSuffix+" appended has its alpha and V_growth chosen per scenario as dcqcn"+compare.WanTunedSuffix+" chooses its thresholds)")
 	var dur durationFlag
 	fs.Var(&dur, "duration", "run every scenario for this long instead of its duration")
 	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots")
@@ -221,10 +222,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var variants []compare.Variant
 	for _, m := range opts.Mechanisms {
-		for _, v := range append(compare.DefaultVariants(), compare.TunerVariant(), compare.OptionsTunerVariant()) {
-			if v.Name == m {
-				variants = append(variants, v)
-			}
+		if v, err := compare.LookupVariant(m); err == nil {
+			variants = append(variants, v)
 		}
 	}
 	var infos []compare.ScenarioInfo

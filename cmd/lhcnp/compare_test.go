@@ -120,3 +120,25 @@ func TestCompareMarkdownReplaced(t *testing.T) {
 		t.Errorf("files left beside it: %v", got)
 	}
 }
+
+// TestCompareWanTuned: the flag's help lists the options' hindsight row
+// and says what the suffix does; a :wan-tuned row of a mechanism it does
+// not apply to is refused with its name, before any run.
+func TestCompareWanTuned(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	_ = runCompare(context.Background(), []string{"--help"}, &stdout, &stderr) // the help goes to stderr
+	for _, want := range []string{"long-haul-cnp:options:wan-tuned", "a static long-haul-cnp row with :wan-tuned appended"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("help does not say %q:\n%s", want, stderr.String())
+		}
+	}
+	dir := t.TempDir()
+	err := runCompare(context.Background(), []string{"../../scenarios/compare/rtt-step.yaml", "--out", dir, "--no-plots",
+		"--mechanisms", "dcqcn,fast-cnp:wan-tuned"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "fast-cnp:wan-tuned") {
+		t.Fatalf("runCompare with fast-cnp:wan-tuned: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rtt-step", "dcqcn")); err == nil {
+		t.Errorf("the baseline ran before the bad mechanism was refused")
+	}
+}

@@ -41,10 +41,12 @@ const PaperSuffix = ":paper"
 // DefaultMechanisms is what Run compares when given none: every variant,
 // then the tuner's row and the best static setting it is measured against
 // (issue 10: within 5 % on every comparison scenario, shown in
-// docs/results.md). The grid costs 15 runs per scenario, about 40 s for
-// the eight comparison scenarios on the 2-core test machine.
+// docs/results.md), and the options row tuned in hindsight as
+// dcqcn:wan-tuned is (issue 27's like-for-like comparison). Each grid
+// costs 15 runs per scenario.
 func DefaultMechanisms() []string {
-	return append(VariantNames(), "long-haul-cnp"+TunerSuffix, "long-haul-cnp"+OptionsSuffix+TunerSuffix, "long-haul-cnp"+BestStaticSuffix)
+	return append(VariantNames(), "long-haul-cnp"+TunerSuffix, "long-haul-cnp"+OptionsSuffix+TunerSuffix, "long-haul-cnp"+BestStaticSuffix,
+		"long-haul-cnp"+OptionsSuffix+WanTunedSuffix)
 }
 
 // Options configure Run.
@@ -193,6 +195,16 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 	if len(mechs) == 0 {
 		mechs = DefaultMechanisms()
 	}
+	// Every name is checked before the first run: a misspelt or
+	// inapplicable mechanism fails at once, not after the scenarios before it.
+	for _, m := range mechs {
+		if strings.HasSuffix(m, BestStaticSuffix) {
+			continue
+		}
+		if _, err := findVariant(o.Variants, m); err != nil {
+			return nil, err
+		}
+	}
 	res := &Result{}
 	for _, sc := range scenarios {
 		var rows []Row
@@ -205,9 +217,9 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 				rows = append(rows, row)
 				continue
 			}
-			v, ok := lookupVariant(o.Variants, m)
-			if !ok {
-				return nil, fmt.Errorf("compare: unknown mechanism %q (want one of: %s)", m, strings.Join(VariantNames(), ", "))
+			v, err := findVariant(o.Variants, m)
+			if err != nil {
+				return nil, err
 			}
 			dir := filepath.Join(sc.Name, dirName(m))
 			msc, note, err := v.Apply(ctx, sc, filepath.Join(outDir, dir+"-grid"))
