@@ -273,7 +273,7 @@ func (t *tunerLoop) window(q *tunedQueue, from, to engine.Time, ps *lhcnp.PortSt
 	qc := queueConfig(q.node.Config(), q.port, q.prio)
 	w := policy.Window{Start: simTime(from), End: simTime(to), Config: settingsOf(qc), KBaseBytes: qc.KBaseBytes,
 		EffectiveKMaxBytes: qs.KMaxBytes, RTTEst: ps.RTTEst.Duration(), PortRateBitsPerSec: ps.PortRateBitsPerSec,
-		BufferBytes: ps.BufferBytes}
+		BufferBytes: ps.BufferBytes, OverloadCutSupported: true}
 	for _, s := range q.samples {
 		if !s.Time.Before(w.Start) && !s.Time.After(w.End) {
 			w.Samples = append(w.Samples, s)
@@ -364,7 +364,7 @@ func (t *tunerLoop) writeCSV(outDir string) error {
 	w := csv.NewWriter(f)
 	_ = w.Write([]string{"time_ns", "node", "port", "queue", "rule", "direction", "change", "objective",
 		"utilisation", "delay_rtt", "last_delay_rtt", "trend_rtt", "peak_queue_bytes", "ecn_marking_percent",
-		"notifications", "loss", "kmax_mode", "alpha", "kmax_bytes", "v_growth_bytes_per_second", "reason"})
+		"notifications", "loss", "kmax_mode", "alpha", "kmax_bytes", "v_growth_bytes_per_second", "overload_cut", "reason"})
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 	for _, d := range t.m.TunerDecisions {
 		m, s := d.Metrics, d.Settings
@@ -372,7 +372,7 @@ func (t *tunerLoop) writeCSV(outDir string) error {
 			d.Direction.String(), strconv.FormatBool(d.Change), g(d.Objective), g(m.Utilisation), g(m.DelayRTT),
 			g(m.LastDelayRTT), g(m.TrendRTT), strconv.FormatInt(m.PeakQueueBytes, 10), g(m.ECNMarkingPercent),
 			strconv.FormatInt(m.Notifications.Total(), 10), g(m.Loss), string(s.KMaxMode), g(s.Alpha),
-			strconv.FormatInt(s.KMaxBytes, 10), strconv.FormatInt(s.VGrowthBytesPerSec, 10), d.Reason})
+			strconv.FormatInt(s.KMaxBytes, 10), strconv.FormatInt(s.VGrowthBytesPerSec, 10), strconv.FormatBool(s.OverloadCut), d.Reason})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
@@ -417,6 +417,7 @@ func (t *tunerLoop) apply(q *tunedQueue, s policy.Settings) {
 		qc.KMaxMode, qc.Alpha = lhcnp.KMaxBDP, s.Alpha
 	}
 	qc.VGrowthBytesPerSec = s.VGrowthBytesPerSec
+	qc.OverloadCut = s.OverloadCut
 	if _, ok := ic.Queues[uint8(q.prio)]; ok {
 		ic.Queues[uint8(q.prio)] = qc
 	} else {
@@ -513,7 +514,7 @@ func queueConfig(c lhcnp.Config, port string, prio int) lhcnp.QueueConfig {
 }
 
 func settingsOf(q lhcnp.QueueConfig) policy.Settings {
-	s := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: q.Alpha, VGrowthBytesPerSec: q.VGrowthBytesPerSec}
+	s := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: q.Alpha, VGrowthBytesPerSec: q.VGrowthBytesPerSec, OverloadCut: q.OverloadCut}
 	if q.KMaxMode == lhcnp.KMaxExplicit {
 		s.KMaxMode, s.KMaxBytes = policy.KMaxExplicit, q.KMaxBytes
 	}

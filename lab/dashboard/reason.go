@@ -37,6 +37,8 @@ var keyWords = strings.NewReplacer(
 	"overrun_ceiling_bdp", "the overrun ceiling",
 	"overrun_ceiling_buffer_share", "the overrun's share of the buffer",
 	"under_use_ceiling_bdp", "the under-use ceiling",
+	"pinned_buffer_share", "the pinned share of the buffer",
+	"pinned_off_rtt", "the pinned calm time",
 	"RTT_est", "RTT",
 )
 

@@ -129,6 +129,19 @@ type Config struct {
 	// R_port just before the step, then V_growth to R_port after it
 	// (docs/tuner.md, "The starting-point guard").
 	UnderUseCeilingBDP float64 `yaml:"under_use_ceiling_bdp"`
+	// PinnedBufferShare turns rule pinned on (0: off): a `loss` decision
+	// whose own window drops, on a queue whose previous decided window was
+	// `loss` too (loss persists after it was answered) and whose last sample
+	// is at or above this share of the port's buffer (where the switch
+	// reports it), switches the node's overload_cut on, where the node
+	// supports it. Above the buffer's K_max-independent share K_max and
+	// V_growth are out of reach (docs/tuner.md, "A pinned queue").
+	PinnedBufferShare float64 `yaml:"pinned_buffer_share"`
+	// PinnedOffRTT is how long, in RTT_est, the queue's decided windows
+	// must have ended below K_min (K_max / 2) before the tuner switches
+	// off an overload_cut it switched on (0: never, kept until an operator
+	// changes it).
+	PinnedOffRTT float64 `yaml:"pinned_off_rtt"`
 	// JudgeAheadMaxRTT caps how far ahead, in RTT_est, Judge expects a
 	// queue in transit at its pace (a DC-side port's RTT_est is a few µs,
 	// its judge window many of them).
@@ -176,6 +189,8 @@ func DefaultConfig() Config {
 		OverrunCeilingBDP:         4,
 		OverrunCeilingBufferShare: 0.5,
 		UnderUseCeilingBDP:        1,
+		PinnedBufferShare:         0.75,
+		PinnedOffRTT:              16,
 		JudgeAheadMaxRTT:          4,
 		WorseTolerance:            0.02,
 		AttributeWorsening:        true,
@@ -278,6 +293,12 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.UnderUseCeilingBDP) || c.UnderUseCeilingBDP < 0 || (c.UnderUseCeilingBDP > 0 && c.UnderUseCeilingBDP < c.AlphaMin) {
 		bad("under_use_ceiling_bdp", "%v is neither 0 (no ceiling) nor a number of BDPs ≥ alpha_min %v", c.UnderUseCeilingBDP, c.AlphaMin)
+	}
+	if !finite(c.PinnedBufferShare) || c.PinnedBufferShare < 0 || c.PinnedBufferShare > 1 {
+		bad("pinned_buffer_share", "%v is neither 0 (off) nor a share of the buffer in (0, 1]", c.PinnedBufferShare)
+	}
+	if !finite(c.PinnedOffRTT) || c.PinnedOffRTT < 0 {
+		bad("pinned_off_rtt", "%v is neither 0 (never) nor a positive number of RTT_est", c.PinnedOffRTT)
 	}
 	if !finite(c.JudgeAheadMaxRTT) || c.JudgeAheadMaxRTT <= 0 {
 		bad("judge_ahead_max_rtt", "%v must be a positive delay", c.JudgeAheadMaxRTT)

@@ -17,6 +17,7 @@ const (
 	RuleCooldown Rule = "cool-down" // too soon after the last change
 	RuleStart    Rule = "start"     // the first decision on a queue: V_growth to the policy's starting point
 	RuleLoss     Rule = "loss"      // drops or pauses: tighten
+	RulePinned   Rule = "pinned"    // loss persisting at the buffer: loss's step and the node's overload_cut on (off again once calm)
 	RuleSettle   Rule = "settle"    // the overload an overrun lifted K_max for is over: K_max back
 	RuleOverrun  Rule = "overrun"   // a queue outgrowing K_max while the QGR trigger cuts: raise K_max
 	RuleGrowth   Rule = "growth"    // a queue growing towards delay_high_rtt: tighten V_growth
@@ -84,6 +85,16 @@ type Memory struct {
 	// 2.35 → 2.73 at 0.367 RTT_est per RTT_est each time, then 37 % of the
 	// packets dropped).
 	LiftedTrendRTT float64
+	// LossStreak counts the queue's consecutive decided windows (past the
+	// cool-down) that rule loss classified; any other rule resets it.
+	// Rule pinned needs one before (loss persists after it was answered).
+	LossStreak int
+	// CutOn says rule pinned switched the node's overload_cut on (an
+	// operator's or the switch's own value is never switched off);
+	// CalmSince is the start of the decided windows that have all ended
+	// with the queue below K_min since (zero: the last did not).
+	CutOn     bool
+	CalmSince time.Time
 }
 
 // Decision is the outcome of one call of Decide.
@@ -155,6 +166,31 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		reason += " in the last change's judge window"
 	}
 	d.Direction, d.Rule, d.Reason = dir, rule, reason
+	streak := mem.LossStreak
+	if rule == RuleLoss {
+		mem.LossStreak++
+	} else {
+		mem.LossStreak = 0
+	}
+	mem.calm(w)
+	if why := cutOff(cfg, w, mem); why != "" && rule != RuleLoss {
+		// Rule pinned's overload_cut, off again once the queue stayed
+		// below K_min for pinned_off_rtt: only that leaf moves.
+		after := w.Config
+		after.OverloadCut = false
+		d.Change, d.Rule, d.Direction, d.After, d.Step = true, RulePinned, Loosen, after, 1
+		d.Reason = reason + "; " + why
+		// CutOn stays: the next window finds the leaf off and ends the
+		// episode (calm); a rollback brings it back on, and it is switched
+		// off again after another pinned_off_rtt of calm.
+		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RulePinned)
+		mem.CalmSince = time.Time{}
+		return d, mem
+	}
+	pin := ""
+	if rule == RuleLoss {
+		pin = pinned(cfg, w, cm, streak)
+	}
 	if dir == Hold {
 		if rule != RuleSteady {
 			return d, mem
@@ -218,6 +254,14 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		notes = strings.TrimPrefix(notes+", loss ends the overrun: K_max back to the setting before it", ", ")
 		mem.Lifted, mem.LiftedTrendRTT = Settings{}, 0
 	}
+	if pin != "" {
+		// Loss persists at the buffer: the loss step (whatever its floors
+		// left) and the node's overload_cut.
+		after.OverloadCut = true
+		notes = strings.TrimPrefix(notes+", "+pin, ", ")
+		d.Rule, rule = RulePinned, RulePinned
+		mem.CutOn, mem.CalmSince = true, time.Time{}
+	}
 	d.After = after
 	if rule == RuleSettle {
 		mem.endLift(after, after == w.Config)
@@ -245,7 +289,69 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		lt = 0
 	}
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
-		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt}
+		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
+		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince}
+}
+
+// pinned says why a loss decision escalates to the node's overload_cut
+// (rule pinned), "" when it does not: the rule is on (pinned_buffer_share
+// above 0), the node takes the leaf, the leaf is off, the queue's previous
+// decided window was loss too (loss persists after it was answered), the
+// loss is above loss_high (in the window or the last change's judge
+// window), and the window's last sample is at or above
+// pinned_buffer_share of the port's buffer (where the switch reports it).
+// There the node's congestion level is capped and every packet is marked
+// whatever K_max is, and a queue at the buffer does not grow, so the QGR
+// trigger is silent whatever V_growth is: the thresholds are out of reach,
+// and the node's cuts land on the flows with the most bytes queued, the
+// fast ones of a queue's sojourn ago (retired held-out seed 10021,
+// docs/longhaul.md "A queue standing at the buffer").
+func pinned(cfg Config, w Window, m Metrics, streak int) string {
+	if cfg.PinnedBufferShare <= 0 || !w.OverloadCutSupported || w.Config.OverloadCut || w.BufferBytes <= 0 ||
+		streak == 0 || m.Loss <= cfg.LossHigh {
+		return ""
+	}
+	last := w.Samples[len(w.Samples)-1].QueueDepthBytes
+	if float64(last) < cfg.PinnedBufferShare*float64(w.BufferBytes) {
+		return ""
+	}
+	return fmt.Sprintf("loss persists with the queue pinned at the buffer (%d B, %.3g of its %d B: pinned_buffer_share %v) after the last decision's loss: K_max and V_growth are out of reach there, overload_cut on",
+		last, float64(last)/float64(w.BufferBytes), w.BufferBytes, cfg.PinnedBufferShare)
+}
+
+// calm follows, for an overload_cut rule pinned switched on, how long the
+// queue's decided windows have ended below K_min (half the K_max in use);
+// a leaf found off (rolled back, or an operator's) ends the episode.
+func (m *Memory) calm(w Window) {
+	if !m.CutOn {
+		return
+	}
+	if !w.Config.OverloadCut {
+		m.CutOn, m.CalmSince = false, time.Time{}
+		return
+	}
+	kmin := kmaxBytes(w) / 2
+	if last := w.Samples[len(w.Samples)-1].QueueDepthBytes; kmin <= 0 || last >= kmin {
+		m.CalmSince = time.Time{}
+		return
+	}
+	if m.CalmSince.IsZero() {
+		m.CalmSince = w.Start
+	}
+}
+
+// cutOff says why rule pinned switches its overload_cut off again, ""
+// while it does not: pinned_off_rtt above 0 (0: never), and the queue
+// below K_min at the end of every decided window for that many RTT_est.
+func cutOff(cfg Config, w Window, mem Memory) string {
+	if cfg.PinnedOffRTT <= 0 || !mem.CutOn || mem.CalmSince.IsZero() || w.RTTEst <= 0 {
+		return ""
+	}
+	calm := w.simSeconds(w.End.Sub(mem.CalmSince)) / w.RTTEst.Seconds()
+	if calm < cfg.PinnedOffRTT {
+		return ""
+	}
+	return fmt.Sprintf("the queue below K_min for %.3g RTT_est (pinned_off_rtt %v) since rule pinned switched overload_cut on: overload_cut off", calm, cfg.PinnedOffRTT)
 }
 
 // start is the first decision on a queue (rule start): V_growth from

@@ -131,3 +131,41 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 		}
 	}
 }
+
+// FuzzDecidePinned: rule pinned with any queue, buffer, loss, loss streak,
+// calm time and overload_cut state: no panic, the usual bounds, and the
+// leaf moves only by rule pinned, on only where the node takes it and
+// after loss was answered, off only where the tuner switched it on.
+func FuzzDecidePinned(f *testing.F) {
+	f.Add(int64(12_000_000), int64(0), int64(12_500_000), int64(30), 1, false, true, false, int64(0))
+	f.Add(int64(100_000), int64(0), int64(50_000_000), int64(0), 0, true, true, true, int64(1_000_000_000))
+	f.Fuzz(func(t *testing.T, depth, slope, buffer, drops int64, streak int, on, supported, cutOn bool, calmNs int64) {
+		cfg := DefaultConfig()
+		w := Window{Start: t0, End: t0.Add(4 * time.Millisecond), KBaseBytes: 65536, RTTEst: 10 * time.Millisecond,
+			PortRateBitsPerSec: 10_000_000_000, Config: Settings{KMaxMode: KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 125_000_000, OverloadCut: on},
+			BufferBytes: buffer, OverloadCutSupported: supported, EffectiveKMaxBytes: 12_500_000}
+		w.Samples = paced(depth, slope)
+		for i := range w.Samples {
+			w.Samples[i].Drops = drops
+		}
+		mem := Memory{LastChange: t0.Add(-time.Minute), Changes: 1, LossStreak: streak, CutOn: cutOn}
+		if calmNs != 0 {
+			mem.CalmSince = t0.Add(-time.Duration(calmNs))
+		}
+		d, got := Decide(cfg, w, mem)
+		checkChange(t, cfg, w, d)
+		switch moved := d.Change && d.After.OverloadCut != on; {
+		case moved && d.Rule != RulePinned:
+			t.Errorf("overload_cut %v -> %v by rule %s", on, d.After.OverloadCut, d.Rule)
+		case moved && d.After.OverloadCut && (!supported || streak == 0 || d.Direction != Tighten):
+			t.Errorf("overload_cut on (supported %v, streak %d, %s): %s", supported, streak, d.Direction, d.Reason)
+		case moved && !d.After.OverloadCut && !cutOn:
+			t.Errorf("overload_cut switched off though the tuner did not switch it on: %s", d.Reason)
+		case d.Rule == RulePinned && !moved:
+			t.Errorf("rule pinned without moving overload_cut: %s", d.Reason)
+		}
+		if got.CutOn && !(d.Change && d.After.OverloadCut) && !(cutOn && on) {
+			t.Errorf("memory says the tuner switched overload_cut on, it did not: %+v", got)
+		}
+	})
+}

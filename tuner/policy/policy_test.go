@@ -91,6 +91,17 @@ func bdp(alpha float64, vgrowth int64) Settings {
 
 const vg = 1_250_000_000
 
+// pinnedWindow is a queue at 0.975 of a 4-BDP buffer losing 1 % of its
+// packets, on a node that takes overload_cut (rule pinned).
+func pinnedWindow(cfg Settings) Window {
+	w := window(queue{util: 0.99, delayRTT: 3.9, lossShare: 0.01}, cfg)
+	w.BufferBytes, w.OverloadCutSupported = 4*bdpBytes, true
+	return w
+}
+
+// cut is s with overload_cut set to on.
+func cut(s Settings, on bool) Settings { s.OverloadCut = on; return s }
+
 func TestDecide(t *testing.T) {
 	type result struct {
 		Change bool
@@ -169,7 +180,7 @@ func TestDecide(t *testing.T) {
 				return window(queue{util: 0.99, delayRTT: 1.5, lossShare: 0.01}, bdp(1, vg))
 			},
 			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1, LossStreak: 1}},
 			reason: "above the K_max a lower alpha would give",
 		},
 		{
@@ -330,7 +341,7 @@ func TestDecide(t *testing.T) {
 			},
 			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
 			want: result{Change: true, Rule: RuleLoss, After: bdp(1, 833_333_333),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 3}},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 3, LossStreak: 1}},
 			reason: "loss ends the overrun",
 		},
 		{
@@ -340,7 +351,7 @@ func TestDecide(t *testing.T) {
 			},
 			mem: Memory{LastChange: t0.Add(-time.Minute), Changes: 2, LossSeen: 0.01},
 			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, 625_000_000),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3}},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 1}},
 			reason: "in the last change's judge window",
 		},
 		{
@@ -658,7 +669,7 @@ func TestDecide(t *testing.T) {
 			desc:   "drops: tighten even with a short queue",
 			window: func() Window { return window(queue{util: 0.8, delayRTT: 0.1, lossShare: 0.01}, bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1, LossStreak: 1}},
 			reason: "0.01 of packets dropped or paused",
 		},
 		{
@@ -914,7 +925,7 @@ func TestDecide(t *testing.T) {
 				Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)},
 			want: result{Change: true, Rule: RuleLoss, After: bdp(0.667, 833_333_333),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 2,
-					Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)}},
+					Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second), LossStreak: 1}},
 		},
 		{
 			desc:   "a rejected direction does not hold the other",
@@ -924,6 +935,93 @@ func TestDecide(t *testing.T) {
 			want: result{Change: true, Rule: RuleUnderUse, After: bdp(0.75, 937_500_000),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 1.5, Changes: 2,
 					Rejected: Tighten, RejectedUntil: t0.Add(10 * time.Second)}},
+		},
+		{
+			desc:   "pinned: loss again with the queue at the buffer (previous decided window loss too): the loss step and overload_cut on",
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1},
+			window: func() Window { return pinnedWindow(bdp(1, vg)) },
+			want: result{Change: true, Rule: RulePinned, After: cut(bdp(1, vg/2), true),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 2, CutOn: true}},
+			reason: "pinned at the buffer (487500000 B, 0.975 of its 500000000 B: pinned_buffer_share 0.75) after the last decision's loss: K_max and V_growth are out of reach there, overload_cut on",
+		},
+		{
+			desc:   "pinned: a first loss at the buffer is loss's (not yet answered)",
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 2},
+			window: func() Window { return pinnedWindow(bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 1}},
+			reason: "above the K_max a lower alpha would give",
+		},
+		{
+			desc: "pinned: loss persisting under pinned_buffer_share of the buffer is loss's",
+			mem:  Memory{LastChange: t0.Add(-time.Minute), Changes: 2, LossStreak: 1},
+			window: func() Window {
+				w := pinnedWindow(bdp(1, vg))
+				w.BufferBytes = 8 * bdpBytes // the queue at 0.49 of it
+				return w
+			},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 2}},
+			reason: "dropped or paused",
+		},
+		{
+			desc: "pinned: not where the node does not take overload_cut (the service today)",
+			mem:  Memory{LastChange: t0.Add(-time.Minute), Changes: 2, LossStreak: 1},
+			window: func() Window {
+				w := pinnedWindow(bdp(1, vg))
+				w.OverloadCutSupported = false
+				return w
+			},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 2}},
+			reason: "dropped or paused",
+		},
+		{
+			desc:   "pinned: overload_cut on already (the operator's): loss's step, the leaf kept and never switched off by the tuner",
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 2, LossStreak: 1},
+			window: func() Window { return pinnedWindow(cut(bdp(1, vg), true)) },
+			want: result{Change: true, Rule: RuleLoss, After: cut(bdp(1, vg/2), true),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 2}},
+			reason: "dropped or paused",
+		},
+		{
+			desc: "pinned: overload_cut off again once the queue stayed below K_min for pinned_off_rtt; only the leaf moves",
+			mem:  Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 3, CutOn: true, CalmSince: t0.Add(-time.Second)},
+			window: func() Window {
+				w := window(queue{util: 0.97, delayRTT: 0.1}, cut(bdp(1, vg), true))
+				w.OverloadCutSupported = true
+				return w
+			},
+			want: result{Change: true, Rule: RulePinned, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4, CutOn: true}},
+			reason: "the queue below K_min for 500 RTT_est (pinned_off_rtt 16) since rule pinned switched overload_cut on: overload_cut off",
+		},
+		{
+			desc: "pinned: calm for less than pinned_off_rtt: overload_cut kept",
+			mem:  Memory{LastChange: t0.Add(-time.Minute), Changes: 3, CutOn: true},
+			window: func() Window {
+				w := window(queue{util: 0.97, delayRTT: 0.1}, cut(bdp(1, vg), true))
+				w.End = t0.Add(100 * time.Millisecond) // 10 RTT_est since the window's start
+				for i := range w.Samples {
+					w.Samples[i].Time = t0.Add(time.Duration(i) * 25 * time.Millisecond)
+				}
+				w.OverloadCutSupported = true
+				return w
+			},
+			want: result{Rule: RuleSteady, After: cut(bdp(1, vg), true),
+				Memory: Memory{LastChange: t0.Add(-time.Minute), Changes: 3, CutOn: true, CalmSince: t0}},
+			reason: "dead band",
+		},
+		{
+			desc: "pinned: overload_cut found off (rolled back, or an operator's Set): the episode ends, nothing switched",
+			mem:  Memory{LastChange: t0.Add(-time.Minute), Changes: 3, CutOn: true, CalmSince: t0.Add(-time.Second)},
+			window: func() Window {
+				w := window(queue{util: 0.97, delayRTT: 0.1}, bdp(1, vg))
+				w.OverloadCutSupported = true
+				return w
+			},
+			want:   result{Rule: RuleSteady, After: bdp(1, vg), Memory: Memory{LastChange: t0.Add(-time.Minute), Changes: 3}},
+			reason: "dead band",
 		},
 	}
 	for _, tt := range tests {

@@ -23,6 +23,8 @@ type shape struct {
 	lifted         float64 // the alpha an overrun lifted K_max from (0: none)
 	search         bool    // the online search on (search_after_rtt 4)
 	bufferBDP      float64 // the port's buffer, in BDPs (0: unknown)
+	cut            bool    // the node takes overload_cut (Window.OverloadCutSupported)
+	cutOn          bool    // overload_cut on in the queue's settings
 }
 
 // scaled is s on a port of rateBitsPerSec with RTT_est rtt: five samples
@@ -41,6 +43,7 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 		KBaseBytes: int64(bdpB / 200), Config: bdp(s.alpha, vg)}
 	w.EffectiveKMaxBytes = int64(s.alpha * bdpB)
 	w.BufferBytes = int64(s.bufferBDP * bdpB)
+	w.OverloadCutSupported, w.Config.OverloadCut = s.cut, s.cutOn
 	dt := rtt / 4
 	for i := range 5 {
 		q := s.firstRTT + (s.lastRTT-s.firstRTT)*float64(i)/4
@@ -55,6 +58,9 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	mem := s.mem
 	if !mem.LastChange.IsZero() {
 		mem.LastChange = t0.Add(time.Duration(float64(mem.LastChange.Sub(t0)) * float64(rtt)))
+	}
+	if !mem.CalmSince.IsZero() {
+		mem.CalmSince = t0.Add(time.Duration(float64(mem.CalmSince.Sub(t0)) * float64(rtt)))
 	}
 	if s.lifted > 0 {
 		mem.Lifted = bdp(s.lifted, vg)
@@ -94,6 +100,22 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleBound, shape{util: 0.99, firstRTT: 1, lastRTT: 1.6, alpha: 1.5, vgShare: 0.1, mem: changed, lifted: 1, bufferBDP: 3}},
 		{RuleLoss, shape{util: 0.99, firstRTT: 2, lastRTT: 2, loss: 0.01, alpha: 3, vgShare: 0.1, mem: changed, lifted: 1}},
 		{RuleLoss, shape{util: 0.99, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.1, mem: Memory{LastChange: t0.Add(-10), Changes: 1, LossSeen: 0.01}}},
+		// Rule pinned: loss again (the last decided window was loss too)
+		// with the queue at 0.975 of a 4-BDP buffer: overload_cut on with
+		// the loss step; not on a first loss, under pinned_buffer_share of
+		// the buffer, or where the node does not take the leaf. Off again
+		// after pinned_off_rtt (16) RTT_est below K_min, not before.
+		{RulePinned, shape{util: 0.99, firstRTT: 3.9, lastRTT: 3.9, loss: 0.1, alpha: 1, vgShare: 0.1, bufferBDP: 4, cut: true,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, LossStreak: 1}}},
+		{RuleLoss, shape{util: 0.99, firstRTT: 3.9, lastRTT: 3.9, loss: 0.1, alpha: 1, vgShare: 0.1, bufferBDP: 4, cut: true, mem: changed}},
+		{RuleLoss, shape{util: 0.99, firstRTT: 2, lastRTT: 2, loss: 0.1, alpha: 1, vgShare: 0.1, bufferBDP: 4, cut: true,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, LossStreak: 1}}},
+		{RuleLoss, shape{util: 0.99, firstRTT: 3.9, lastRTT: 3.9, loss: 0.1, alpha: 1, vgShare: 0.1, bufferBDP: 4,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, LossStreak: 1}}},
+		{RulePinned, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, bufferBDP: 4, cut: true, cutOn: true,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 2, CutOn: true, CalmSince: t0.Add(-20)}}},
+		{RuleSteady, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, bufferBDP: 4, cut: true, cutOn: true,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 2, CutOn: true, CalmSince: t0.Add(-5)}}},
 		{RuleDraining, shape{util: 0.99, firstRTT: 0.9, lastRTT: 0.6, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleDelay, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed}},
@@ -134,6 +156,9 @@ func TestDecideScaleFree(t *testing.T) {
 				SinceRTT  float64 // LastChange after the window's end, in RTT_est
 				Lifted    float64
 				Search    Search // RTTEst cleared, SumJ rounded
+				Cut       bool   // overload_cut after
+				CutOn     bool
+				CalmRTT   float64 // CalmSince before the window's end, in RTT_est
 			}
 			var first *outcome
 			var firstAt string
@@ -143,7 +168,10 @@ func TestDecideScaleFree(t *testing.T) {
 					d, m := Decide(cfg, w, mem)
 					o := outcome{Rule: d.Rule, Direction: d.Direction, Change: d.Change, Alpha: d.After.Alpha,
 						VGShare: math.Round(float64(d.After.VGrowthBytesPerSec)*8/float64(r)*1e6) / 1e6,
-						Changes: m.Changes, Lifted: m.Lifted.Alpha, Search: m.Search}
+						Changes: m.Changes, Lifted: m.Lifted.Alpha, Search: m.Search, Cut: d.After.OverloadCut, CutOn: m.CutOn}
+					if !m.CalmSince.IsZero() {
+						o.CalmRTT = math.Round(float64(w.End.Sub(m.CalmSince))/float64(rtt)*1e6) / 1e6
+					}
 					o.Search.RTTEst, o.Search.SumJ = 0, math.Round(o.Search.SumJ*1e3)/1e3
 					if !m.LastChange.IsZero() {
 						o.SinceRTT = math.Round(float64(m.LastChange.Sub(w.End))/float64(rtt)*1e6) / 1e6

@@ -26,6 +26,11 @@ type Settings struct {
 	// VGrowthBytesPerSec 0 is a node whose QGR trigger is off (the simulator's
 	// nodes allow it; the YANG model does not): it is left off.
 	VGrowthBytesPerSec int64 `json:"v_growth_bytes_per_second"`
+	// OverloadCut is the node option overload_cut (docs/longhaul.md, "A
+	// queue standing at the buffer"; off by default): rule pinned switches
+	// it on for a queue pinned at the buffer, where the node supports it
+	// (Window.OverloadCutSupported).
+	OverloadCut bool `json:"overload_cut,omitempty"`
 }
 
 // Notifications counts the Long-haul CNPs a queue sent, by action.
@@ -73,6 +78,10 @@ type Window struct {
 	// queue_latest.buffer_bytes, in the simulator the port's): the
 	// overrun's lift stays under a share of it. 0: unknown or not limited.
 	BufferBytes int64
+	// OverloadCutSupported says the node takes the overload_cut leaf from
+	// the tuner (the simulator's nodes; the service does not push it yet):
+	// without it rule pinned never fires.
+	OverloadCutSupported bool
 	// Speed is the simulated seconds per second of the samples' timestamps:
 	// a simulated switch paced at a fraction of the wall clock (the lab)
 	// stamps its samples in wall time while its rates, RTT_est and counters
