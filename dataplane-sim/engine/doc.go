@@ -14,13 +14,16 @@
 //
 // Never, the "no deadline" time, is a time no event reaches: an event at
 // Never (At, AtID, AtKey, a message, a global event; After with a delay
-// past Never lands there too) is held but never runs. Run(Never) runs
+// past Never lands there too) is held but never runs. The periodic
+// instants of Every, EveryGlobal and EveryPartition saturate the same way:
+// the one after the last before Never is Never, and never comes (start +
+// n·period wrapped round to a time in the past). Run(Never) runs
 // every event before it and stops there, Step does not take it, NextAt
 // reports Never for it as for an empty queue, and Pending counts it, as
 // it counts superseded events: it holds its place in the queue until the
 // Sim is dropped. The drivers bound their runs at Never-1 once per call,
 // so the pop path has no test for it (TestEventAtNeverNeverRuns,
-// TestGroupEventAtNever).
+// TestGroupEventAtNever, TestEveryNearNever).
 //
 // Determinism: the same model built the same way with the same seed processes
 // the same events in the same order, so every output derived from it is

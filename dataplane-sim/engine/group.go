@@ -235,7 +235,9 @@ func (g *Group) EveryGlobal(start, period Time, f func(now Time)) {
 	next := start
 	tick = func() {
 		f(g.now)
-		next += period
+		// Saturated at Never (a global event there never runs): wrapped
+		// round, next was in the past, clamped to now, and ran again.
+		next += min(period, Never-next)
 		g.AtGlobal(next, tick)
 	}
 	g.AtGlobal(start, tick)
@@ -556,7 +558,9 @@ func (g *Group) step(p *part, end Time) {
 		}
 		s.now = p.tickAt
 		g.tick(p.id, p.tickAt)
-		p.tickAt += p.tickPeriod
+		// Saturated at Never, the instant no run reaches (end is at most
+		// Never): wrapped round, the next instant was in the past.
+		p.tickAt += min(p.tickPeriod, Never-p.tickAt)
 	}
 	if g.prof != nil {
 		d := g.prof.clock() - t0

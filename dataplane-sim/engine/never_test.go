@@ -220,3 +220,56 @@ func TestGroupEventAtNever(t *testing.T) {
 type deliverAt struct{ l *neverLog }
 
 func (d deliverAt) Deliver(at Time, v any) { d.l.s.At(at, d.l, 0, v.(uint64)) }
+
+// A periodic tick near Never saturates: EveryPartition and EveryGlobal at
+// Never-25 with a period of 10 tick at Never-25, Never-15 and Never-5, and
+// the next instant, past Never, is Never: it never runs. Computed as
+// start + n·period, it wrapped round to a time in the past and ticked
+// there (with a 2 partition group, EveryPartition's partitions then ticked
+// at negative times; EveryGlobal's global event was clamped to now and ran
+// again and again at Never-5).
+func TestEveryNearNever(t *testing.T) {
+	const start, period = Never - 25, 10
+	want := []Time{Never - 25, Never - 15, Never - 5}
+	for _, parts := range []int{1, 2} {
+		for _, threads := range []int{1, 2} {
+			for _, until := range []Time{Never - 1, Never} {
+				t.Run(fmt.Sprintf("partitions %d threads %d until %v", parts, threads, until), func(t *testing.T) {
+					g := NewGroup(parts, 1)
+					if err := g.SetLookahead(10); err != nil {
+						t.Fatal(err)
+					}
+					// A tick past the instants expected panics at once:
+					// the wrapped-round ticks would otherwise go on for
+					// 2^63 / period instants.
+					ticks := make([][]Time, parts)
+					g.EveryPartition(start, period, func(part int, now Time) {
+						if len(ticks[part]) == len(want) {
+							panic(fmt.Sprintf("partition %d: a tick at %d after %v", part, now, ticks[part]))
+						}
+						ticks[part] = append(ticks[part], now)
+					})
+					var globals []Time
+					g.EveryGlobal(start, period, func(now Time) {
+						if len(globals) == len(want) {
+							panic(fmt.Sprintf("EveryGlobal: a tick at %d after %v", now, globals))
+						}
+						globals = append(globals, now)
+					})
+					g.Run(until, threads)
+					for part := range parts {
+						if diff := cmp.Diff(want, ticks[part]); diff != "" {
+							t.Errorf("EveryPartition, partition %d (-want, +got):\n%s", part, diff)
+						}
+					}
+					if diff := cmp.Diff(want, globals); diff != "" {
+						t.Errorf("EveryGlobal (-want, +got):\n%s", diff)
+					}
+					if g.Now() != until {
+						t.Errorf("Now() = %v, want %v", g.Now(), until)
+					}
+				})
+			}
+		}
+	}
+}
