@@ -105,9 +105,17 @@ func TestGNMIPusherRefusesOutOfModel(t *testing.T) {
 }
 
 // TestGNMIPusherRollbackAndConfirm: against the real target's Commit
-// Confirmed, an unconfirmed commit is rolled back by the switch when its
-// rollback duration ends; a confirmed one stays, and the switch takes a
-// new commit at once (none is pending).
+// Confirmed, a pending commit is applied and blocks a second one, and
+// Cancel restores what was before; an unconfirmed commit is rolled back by
+// the switch when its rollback duration ends, and confirming it then
+// fails; a confirmed one stays, and the switch takes a new commit at once
+// (none is pending).
+//
+// What must hold while a commit is pending is asserted on commits with a
+// minute's window, ended by Cancel or Confirm: a short window could end
+// under load before the assertions ran. The timer's rollback has its own
+// short commit, and nothing after it depends on being inside the window:
+// the test awaits the rolled-back value on an ON_CHANGE subscription.
 func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 	ctx := context.Background()
 	addr, _ := testSwitch(t)
@@ -119,7 +127,7 @@ func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 		Before: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 1_250_000_000},
 		After:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBytesPerSec: 1_250_000_000}}
 
-	if err := p.Commit(ctx, "n1", "unconfirmed", []Change{ch}, 200*time.Millisecond); err != nil {
+	if err := p.Commit(ctx, "n1", "pending", []Change{ch}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet()); err != nil || a != 0.5 {
@@ -132,22 +140,29 @@ func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 	if err := p.Commit(ctx, "n1", "second", []Change{second}, time.Minute); err == nil || !strings.Contains(err.Error(), "FailedPrecondition") {
 		t.Errorf("second commit while one is pending: %v, want FailedPrecondition", err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alpha still %v 20 s after a 200 ms rollback duration: the switch did not roll back", a)
-		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	if err := p.Cancel(ctx, "n1", "pending"); err != nil {
+		t.Fatalf("Cancel: %v", err)
 	}
-	if err := p.Confirm(ctx, "n1", "unconfirmed"); err == nil {
-		t.Error("confirming a commit the switch rolled back succeeded")
+	if a, err := ygnmi.Get(ctx, yc, alpha, ygnmi.WithUseGet()); err != nil || a != 1 {
+		t.Fatalf("alpha after the cancel: %v, %v; want 1 again", a, err)
+	}
+
+	// The switch's timer. The Set of the commit published alpha 0.5 before
+	// Commit returned, so the value 1 on the subscription is the rollback
+	// (or the commit was rolled back before the subscription began).
+	if err := p.Commit(ctx, "n1", "unconfirmed", []Change{ch}, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := ygnmi.Await(actx, yc, alpha, 1, ygnmi.WithSubscriptionMode(gnmi.SubscriptionMode_ON_CHANGE)); err != nil {
+		t.Fatalf("alpha never back to 1 after a 100 ms rollback duration (the switch did not roll back): %v", err)
+	}
+	// The rollback published alpha 1 with the handler's lock held, and
+	// ended the pending commit under the same lock: a confirm now finds it
+	// rolled back.
+	if err := p.Confirm(ctx, "n1", "unconfirmed"); err == nil || !strings.Contains(err.Error(), "rolled back") {
+		t.Errorf("confirming a commit the switch rolled back: %v, want an error saying it was rolled back", err)
 	}
 
 	if err := p.Commit(ctx, "n1", "kept", []Change{ch}, time.Minute); err != nil {

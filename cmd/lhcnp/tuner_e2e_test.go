@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,6 +111,67 @@ func deref[T any](p *T) string {
 		return "NULL"
 	}
 	return fmt.Sprint(*p)
+}
+
+// valueLog records every value of a leaf on an ON_CHANGE subscription,
+// so that a test sees a change that lasted only a moment (a commit
+// applied, then cancelled or rolled back) however late it looks: polling
+// the leaf's current value missed it when the test was descheduled for
+// the whole time the change lasted.
+type valueLog[T any] struct {
+	mu   sync.Mutex
+	vals []T
+	err  error         // the subscription's end, once it ended
+	more chan struct{} // closed, and replaced, at each value and at the end
+}
+
+// watchValues subscribes to q ON_CHANGE until ctx ends.
+func watchValues[T any](ctx context.Context, c *ygnmi.Client, q ygnmi.SingletonQuery[T]) *valueLog[T] {
+	l := &valueLog[T]{more: make(chan struct{})}
+	w := ygnmi.Watch(ctx, c, q, func(v *ygnmi.Value[T]) error {
+		if x, ok := v.Val(); ok {
+			l.mu.Lock()
+			l.vals = append(l.vals, x)
+			close(l.more)
+			l.more = make(chan struct{})
+			l.mu.Unlock()
+		}
+		return ygnmi.Continue
+	}, ygnmi.WithSubscriptionMode(gnmi.SubscriptionMode_ON_CHANGE))
+	go func() {
+		_, err := w.Await()
+		l.mu.Lock()
+		l.err = err
+		close(l.more)
+		l.more = make(chan struct{})
+		l.mu.Unlock()
+	}()
+	return l
+}
+
+// await waits until cond holds on the values received so far, for at
+// most within; the failure names what, the values, the subscription's end
+// and what more says.
+func (l *valueLog[T]) await(t *testing.T, what string, within time.Duration, cond func([]T) bool, more func() string) {
+	t.Helper()
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
+	for {
+		l.mu.Lock()
+		vals, err, next := slices.Clone(l.vals), l.err, l.more
+		l.mu.Unlock()
+		if cond(vals) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("%s: the subscription ended (%v); values: %v\n%s", what, err, vals, more())
+		}
+		select {
+		case <-next:
+		case <-timeout.C:
+			t.Fatalf("%s: not within %v; values: %v\n%s", what, within, vals, more())
+		}
+	}
 }
 
 // TestTunerEndToEnd: a private PostgreSQL, the collector, two `lhcnp
@@ -290,6 +353,19 @@ policy:
 		}
 	}
 	stopCollector()
+	// Every alpha each switch runs from now on: the new tuner's commit is
+	// pending only judge_window + 2 periods (4 s, then it cancels it) or
+	// rollback_duration (8 s, the switch's timer), and a test polling the
+	// switch after it found the pushed row could look only after the
+	// rollback (load ~10).
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	alphas := map[string]*valueLog[float64]{}
+	for name := range sw {
+		alphas[name] = watchValues(wctx, clients[name], ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).State().Alpha())
+		// Subscribed: the switch's value of now received.
+		alphas[name].await(t, name+"'s alpha subscribed", 30*time.Second, func(v []float64) bool { return len(v) > 0 }, func() string { return "" })
+	}
 	// Its window and max_gap reach a minute back: under load the new
 	// tuner's first period can come 20 s after the collector stopped,
 	// and a 20 s window then held one sample per leaf (no-data, for
@@ -327,15 +403,20 @@ policy:
 		}
 		return o + " " + e
 	}
-	waitFor(t, fmt.Sprintf("%s's alpha %v while the commit is pending", pushed.Target, pushed.After.Alpha), 15*time.Second, func() (bool, string) {
-		a, _ := state(pushed.Target)
-		return a == pushed.After.Alpha, fmt.Sprintf("alpha %v; the row now %s\ntuner log:\n%s", a, outcomeOf(pushed.ID), tunerLogs)
-	})
-	waitFor(t, "the switch's rollback of the unconfirmed commit", 20*time.Second, func() (bool, string) {
-		a, _ := state(pushed.Target)
+	// The switch ran the commit's alpha, then the one of before again:
+	// the unconfirmed commit rolled back.
+	applied := -1
+	alphas[pushed.Target].await(t, fmt.Sprintf("%s's alpha %v, then %v again (the commit applied, then rolled back)",
+		pushed.Target, pushed.After.Alpha, pushed.Before.Alpha), 30*time.Second, func(v []float64) bool {
+		if applied < 0 {
+			applied = slices.Index(v, pushed.After.Alpha)
+		}
+		return applied >= 0 && slices.Contains(v[applied:], pushed.Before.Alpha)
+	}, func() string {
 		rows, _ := tunerRows(ctx, pool)
-		return a == pushed.Before.Alpha, fmt.Sprintf("alpha %v; pushed %+v\nrows since phase 1: %+v\ntuner log:\n%s", a, pushed, rows[len(before):], tunerLogs)
+		return fmt.Sprintf("pushed %+v, the row now %s\nrows since phase 1: %+v\ntuner log:\n%s", pushed, outcomeOf(pushed.ID), rows[len(before):], tunerLogs)
 	})
+	stopWatch()
 	var why string
 	waitFor(t, "the row rolled back", 20*time.Second, func() (bool, string) {
 		var o string
