@@ -11,6 +11,7 @@ package scenario
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -201,7 +202,11 @@ func (l *loader) fabricNodes(o *object, defQueue Queue, ips *addrs) {
 		}
 		if !ok {
 			if named {
-				l.lostFabrics = append(l.lostFabrics, name)
+				lf := lostFabric{name: name, border: border}
+				if _, known := fabricTiers[fd.Kind]; known {
+					lf.kind = fd.Kind
+				}
+				l.lostFabrics = append(l.lostFabrics, lf)
 			}
 			continue
 		}
@@ -416,22 +421,117 @@ func (l *loader) fabricLinks(o *object) {
 }
 
 // lost reports whether name is one that a fabric which could not be
-// built would have defined: the fabric's own name (its hosts, its border
-// router on a wan link) or one that begins with it and a dash (its
-// nodes, groups and links), or a wan link to such a fabric. A reference
-// to it is unknown because of the fabric's error, reported already, and
-// is not reported again as undefined (an odd k gave one error and then
-// one for every name the fabric would have made).
+// built would have defined (lostFabric.generated), or a wan link to such
+// a fabric. A reference to it is unknown because of the fabric's error,
+// reported already, and is not reported again as undefined (an odd k gave
+// one error and then one for every name the fabric would have made). Any
+// other name is reported, one that merely begins with the fabric's name
+// and a dash (a hand-written node F-gw next to fabric F) too.
 func (l *loader) lost(name string) bool {
 	if l.lostLinks[name] {
 		return true
 	}
 	for _, f := range l.lostFabrics {
-		if rest, ok := strings.CutPrefix(name, f); ok && (rest == "" || rest[0] == '-') {
+		if f.generated(name) {
 			return true
 		}
 	}
 	return false
+}
+
+// lostFabric is a fabric that could not be built, as far as the file
+// said: its name, its kind when the file gave a known one ("": either
+// kind's names) and whether it would have had a border router.
+type lostFabric struct {
+	name   string
+	kind   FabricKind
+	border bool
+}
+
+// fabricNodeShapes are the names generateFabric gives a kind's nodes
+// after "F-" ('#' a number written as %d does), the border router aside.
+var fabricNodeShapes = map[FabricKind][]string{
+	FabricFatTree:   {"c#", "a#-#", "e#-#", "h#-#-#"},
+	FabricLeafSpine: {"s#", "l#", "h#-#"},
+}
+
+// generated reports whether the fabric would have defined name: the
+// fabric's own name (its hosts; its border router on a wan link), a group
+// (F-switches, F-<tier>), a node or a link between two of its nodes (a
+// generated link is named a-b). A node's numbers are not checked against
+// the fabric's size: those numbers may be what failed.
+func (f lostFabric) generated(name string) bool {
+	if name == f.name {
+		return true
+	}
+	rest, ok := strings.CutPrefix(name, f.name+"-")
+	if !ok {
+		return false
+	}
+	if rest == "switches" {
+		return true
+	}
+	for kind, tiers := range fabricTiers {
+		if (f.kind == "" || f.kind == kind) && slices.Contains(tiers, rest) {
+			return true
+		}
+	}
+	if f.node(rest) {
+		return true
+	}
+	sep := "-" + f.name + "-"
+	for i := 0; i < len(rest); i++ {
+		j := strings.Index(rest[i:], sep)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if f.node(rest[:i]) && f.node(rest[i+len(sep):]) {
+			return true
+		}
+	}
+	return false
+}
+
+// node reports whether the fabric would have had a node F-rest.
+func (f lostFabric) node(rest string) bool {
+	if rest == "br" {
+		return f.border
+	}
+	for kind, shapes := range fabricNodeShapes {
+		if f.kind != "" && f.kind != kind {
+			continue
+		}
+		for _, sh := range shapes {
+			if nameShape(rest, sh) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nameShape reports whether s is shape with each '#' a number as %d
+// writes it (no sign, no leading zero).
+func nameShape(s, shape string) bool {
+	for shape != "" {
+		if shape[0] != '#' {
+			if s == "" || s[0] != shape[0] {
+				return false
+			}
+			s, shape = s[1:], shape[1:]
+			continue
+		}
+		n := 0
+		for n < len(s) && '0' <= s[n] && s[n] <= '9' {
+			n++
+		}
+		if n == 0 || (n > 1 && s[0] == '0') {
+			return false
+		}
+		s, shape = s[n:], shape[1:]
+	}
+	return s == ""
 }
 
 // fabricEnd resolves an end of a wan link: a fabric's name stands for

@@ -428,3 +428,73 @@ events:
 		t.Errorf("errors (-want, +got):\n%s", diff)
 	}
 }
+
+// Next to a fabric that cannot be built, only the names it would have
+// generated go unreported (TestFailedFabricReportedOnce): a hand-written
+// node or link whose name merely begins with the fabric's name and a dash
+// is reported undefined, as is a name of the other kind of fabric or not
+// written as the generator writes numbers. Every error has its file, line
+// and key.
+func TestFailedFabricNeighbour(t *testing.T) {
+	_, err := LoadFile("testdata/bad_failed_fabric_neighbour.yaml")
+	var got []string
+	for _, e := range Errors(err) {
+		got = append(got, fmt.Sprintf("%s:%d: %s: %s", filepath.Base(e.File), e.Line, e.Field, e.Reason))
+	}
+	want := []string{
+		"bad_failed_fabric_neighbour.yaml:5: topology.fabrics[0].k: k = 3 is odd; a k-ary fat-tree needs an even k",
+		`bad_failed_fabric_neighbour.yaml:12: topology.links[0].a: undefined node "dc1-gateway"`,
+		`bad_failed_fabric_neighbour.yaml:15: mechanism.nodes[6]: undefined node "dc1-s0"`,
+		`bad_failed_fabric_neighbour.yaml:15: mechanism.nodes[7]: undefined node "dc1-e00-0"`,
+		`bad_failed_fabric_neighbour.yaml:15: mechanism.nodes[8]: undefined node "dc1-brr"`,
+		`bad_failed_fabric_neighbour.yaml:20: events[3].target: undefined link "dc1-uplink"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want, +got):\n%s", diff)
+	}
+}
+
+// lostFabric.generated: the names of generateFabric's shapes, with any
+// numbers, for the fabric's kind (either kind when it was not known), the
+// border router only when it would have had one, links between two of its
+// nodes; a fabric name with dashes of its own.
+func TestLostFabricGenerated(t *testing.T) {
+	fat := lostFabric{name: "dc-1", kind: FabricFatTree, border: true}
+	spine := lostFabric{name: "dc-1", kind: FabricLeafSpine}
+	unknown := lostFabric{name: "dc-1"}
+	tests := []struct {
+		desc string
+		f    lostFabric
+		name string
+		want bool
+	}{
+		{"the fabric", fat, "dc-1", true},
+		{"a group", fat, "dc-1-switches", true},
+		{"a tier", fat, "dc-1-agg", true},
+		{"another kind's tier", fat, "dc-1-spine", false},
+		{"a host", fat, "dc-1-h3-1-12", true},
+		{"a core", fat, "dc-1-c100", true},
+		{"a leading zero", fat, "dc-1-c01", false},
+		{"no number", fat, "dc-1-c", false},
+		{"another kind's node", fat, "dc-1-s0", false},
+		{"a hand-written neighbour", fat, "dc-1-gw", false},
+		{"the border router", fat, "dc-1-br", true},
+		{"no border router", spine, "dc-1-br", false},
+		{"a link", fat, "dc-1-h0-0-0-dc-1-e0-0", true},
+		{"a border link", fat, "dc-1-c0-dc-1-br", true},
+		{"a link to a neighbour", fat, "dc-1-c0-dc-1-gw", false},
+		{"a link to another fabric", fat, "dc-1-c0-dc-2-br", false},
+		{"leaf-spine host", spine, "dc-1-h0-1", true},
+		{"leaf-spine link", spine, "dc-1-l0-dc-1-s1", true},
+		{"kind unknown: fat-tree", unknown, "dc-1-a0-1", true},
+		{"kind unknown: leaf-spine", unknown, "dc-1-leaf", true},
+		{"another fabric's prefix", fat, "dc-10-c0", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			if got := tt.f.generated(tt.name); got != tt.want {
+				t.Errorf("%+v.generated(%q) = %v, want %v", tt.f, tt.name, got, tt.want)
+			}
+		})
+	}
+}

@@ -126,9 +126,9 @@ type loader struct {
 	// and how many links the file wrote (the generated ones follow).
 	fabricIdx  map[string]int
 	fabricDefs []*fabricDef
-	// lostFabrics are the names of the fabrics that could not be built,
-	// lostLinks the wan links to them: see lost.
-	lostFabrics   []string
+	// lostFabrics are the fabrics that could not be built, lostLinks the
+	// wan links to them: see lost.
+	lostFabrics   []lostFabric
 	lostLinks     map[string]bool
 	fileLinks     int
 	fileLinksDone bool
