@@ -334,6 +334,12 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
 		}
 		if !d.Change {
+			// A hold's memory is kept as a change's (the simulator's
+			// closed loop keeps every decision's): what the policy counts
+			// over decided windows — the loss streak rule pinned needs, the
+			// calm that switches its overload_cut off again, the search's
+			// baseline — advances in windows that change nothing.
+			t.mem[k] = mem
 			continue
 		}
 		a.Outcome = OutcomePushed
