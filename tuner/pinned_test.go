@@ -87,6 +87,7 @@ type pinnedLoop struct {
 	pub  interface{ PublishNow(context.Context) error }
 	addr string
 	yc   *ygnmi.Client
+	src  Source
 	at   time.Time
 }
 
@@ -95,9 +96,19 @@ func newPinnedLoop(t *testing.T) *pinnedLoop {
 	addr, pub := testSwitch(t)
 	l := &pinnedLoop{t: t, rec: NewPGRecorder(pool), pub: pub, addr: addr, yc: ygnmiClient(t, addr), at: t1}
 	l.cfg = testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
-	src := &scriptSource{clients: map[string]*ygnmi.Client{"n1": l.yc}, traffic: pinnedTraffic, bufferBytes: pinnedBufferBytes}
-	l.tu, _ = newLoop(t, l.cfg, src, l.rec)
+	l.src = &scriptSource{clients: map[string]*ygnmi.Client{"n1": l.yc}, traffic: pinnedTraffic, bufferBytes: pinnedBufferBytes}
+	l.tu, _ = newLoop(t, l.cfg, l.src, l.rec)
 	return l
+}
+
+// restart replaces the tuner by a new one (the service started anew: no
+// memory but the audit trail's).
+func (l *pinnedLoop) restart() {
+	l.t.Helper()
+	if err := l.tu.Release(context.Background(), l.at); err != nil {
+		l.t.Fatal(err)
+	}
+	l.tu, _ = newLoop(l.t, l.cfg, l.src, l.rec)
 }
 
 // cycle runs the loop at l.at and moves the clock on by a period.
@@ -137,10 +148,25 @@ func (l *pinnedLoop) escalate() {
 	}
 }
 
-// The rows of an escalation (alpha stays 1: the example switch's).
+// untilJudged runs the loop until the newest row after the escalation's
+// is judged (or pinnedPeriods have passed).
+func (l *pinnedLoop) untilJudged() {
+	l.t.Helper()
+	for range pinnedPeriods {
+		l.cycle()
+		if rows := l.rows(); len(rows) > 2 && rows[len(rows)-1].Outcome != string(OutcomePushed) {
+			return
+		}
+	}
+}
+
+// The rows of an escalation (alpha stays 1: the example switch's), and of
+// the off that follows once the queue is calm, rolled back when it pins
+// again.
 var (
-	pinnedBound = cutRow{Rule: string(policy.RuleBound), Outcome: string(OutcomeHold), AlphaBefore: 1, Alpha: 1}
-	pinnedOn    = cutRow{Rule: string(policy.RulePinned), Outcome: string(OutcomeConfirmed), CutAfter: true, AlphaBefore: 1, Alpha: 1, ReasonNamesCut: true}
+	pinnedBound         = cutRow{Rule: string(policy.RuleBound), Outcome: string(OutcomeHold), AlphaBefore: 1, Alpha: 1}
+	pinnedOn            = cutRow{Rule: string(policy.RulePinned), Outcome: string(OutcomeConfirmed), CutAfter: true, AlphaBefore: 1, Alpha: 1, ReasonNamesCut: true}
+	pinnedOffRolledBack = cutRow{Rule: string(policy.RulePinned), Outcome: string(OutcomeRolledBack), CutBefore: true, AlphaBefore: 1, Alpha: 1, ReasonNamesCut: true}
 )
 
 // TestTunerPinned: rule pinned in the service, end to end with real parts
@@ -163,14 +189,8 @@ func TestTunerPinned(t *testing.T) {
 	l := newPinnedLoop(t)
 	l.escalate()
 	escalated := l.at
-	for range pinnedPeriods { // until the off is judged
-		l.cycle()
-		if rows := l.rows(); len(rows) > 2 && rows[len(rows)-1].Outcome != string(OutcomePushed) {
-			break
-		}
-	}
-	off := cutRow{Rule: string(policy.RulePinned), Outcome: string(OutcomeRolledBack), CutBefore: true, AlphaBefore: 1, Alpha: 1, ReasonNamesCut: true}
-	if diff := cmp.Diff([]cutRow{pinnedBound, pinnedOn, off}, l.rows()); diff != "" {
+	l.untilJudged()
+	if diff := cmp.Diff([]cutRow{pinnedBound, pinnedOn, pinnedOffRolledBack}, l.rows()); diff != "" {
 		t.Errorf("tuner_actions after the escalation (-want +got):\n%s", diff)
 	}
 	if !switchCut(t, l.yc) || switchAlpha(t, l.yc) != 1 {
@@ -246,4 +266,51 @@ func TestOperatorOverloadCut(t *testing.T) {
 	if len(got) == 4 || !switchCut(t, l.yc) {
 		t.Errorf("after the hold: rows %+v, overload-cut %v; want the queue decided on (a hold) and the operator's on kept", got[4:], switchCut(t, l.yc))
 	}
+}
+
+// TestTunerPinnedRestart: the tuner's claim on the overload-cut it switched
+// on survives a restart of the service through tuner_actions
+// (PGRecorder.TunersCuts): a tuner started anew finds the leaf on, takes
+// it for its own and switches it off once the queue is calm, as the one
+// that switched it on would have (TestTunerPinned). A leaf the operator set
+// last is not the tuner's after a restart either: left on.
+func TestTunerPinnedRestart(t *testing.T) {
+	t.Run("the tuner's", func(t *testing.T) {
+		l := newPinnedLoop(t)
+		l.escalate()
+		l.restart()
+		l.at = l.at.Add(l.cfg.Policy.Cooldown)
+		l.untilJudged()
+		if diff := cmp.Diff([]cutRow{pinnedBound, pinnedOn, pinnedOffRolledBack}, l.rows()); diff != "" {
+			t.Errorf("tuner_actions after the restart (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("the operator's", func(t *testing.T) {
+		l := newPinnedLoop(t)
+		l.escalate()
+		for _, v := range []string{"false", "true"} {
+			if out, err := operatorSetLeaf(t, l.addr, "overload-cut", v); err != nil {
+				t.Fatalf("gnmic set overload-cut %s: %v\n%s", v, err, out)
+			}
+			if err := l.pub.PublishNow(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			l.cycle() // seen and recorded: the operator's
+		}
+		n := len(l.rows())
+		l.restart()
+		l.at = l.at.Add(l.cfg.OperatorHold)
+		for range 10 * int(l.cfg.Policy.Cooldown/l.cfg.Period) {
+			l.cycle()
+		}
+		got := l.rows()
+		for _, r := range got[n:] {
+			if r.Outcome != string(OutcomeHold) || r.CutAfter != r.CutBefore {
+				t.Errorf("after the restart: %+v; want holds only", r)
+			}
+		}
+		if len(got) == n || !switchCut(t, l.yc) {
+			t.Errorf("after the restart: rows %+v, overload-cut %v; want the queue decided on and the operator's on kept", got[n:], switchCut(t, l.yc))
+		}
+	})
 }
