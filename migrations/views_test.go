@@ -364,12 +364,18 @@ func latestWorkload(f *fixture) {
 	f.add(q("counters/cnp-notify-sent"), 0, 2, 0)
 	f.add(f.series("sw1", ifState+"effective-rtt-est", "n1-n2", -1), 0, 10000, 0)
 	f.add(f.series("sw1", ifState+"buffer-size", "n1-n2", -1), 0, num("64000000"), 0)
+	f.add(q("overload-cut"), 0, false, 0)
+	f.add(q("overload-cut"), time.Second, true, 0)
+	// Queue 1 of a switch that does not publish overload-cut.
+	f.add(f.series("sw1", queueState+"queue-depth", "n1-n2", 1), 0, 50, 0)
 	f.commit()
 }
 
 // TestLatestViews: current_config shows the config leaves as last reported
 // (not deleted ones, not state); queue_latest pivots a queue's latest state
-// and joins its interface's RTT, port rate and buffer (schema 16).
+// and joins its interface's RTT, port rate and buffer (schema 16); its
+// overload_cut is the queue's latest overload-cut, NULL where the switch
+// never published the leaf (schema 20).
 func TestLatestViews(t *testing.T) {
 	f := newFixture(t)
 	latestWorkload(f)
@@ -402,10 +408,12 @@ func TestLatestViews(t *testing.T) {
 		PortRateBitsPerSec    *int64 `db:"port_rate_bps"`
 		BufferBytes           *int64
 		State                 map[string]any
+		OverloadCut           *bool
 	}
 	got := query[ql](t, f.pool, `SELECT target, interface, queue, ts, queue_depth_bytes, kmax_bytes, kmin_bytes,
 		ecn_marking_rate_percent::float8 AS ecn_marking_rate_percent, ecn_marking_active, kmax_mode, congestion_level,
-		cnp_notify_sent::float8 AS cnp_notify_sent, rtt_est_us, port_rate_bps, buffer_bytes, state FROM queue_latest`)
+		cnp_notify_sent::float8 AS cnp_notify_sent, rtt_est_us, port_rate_bps, buffer_bytes, state, overload_cut
+		FROM queue_latest ORDER BY queue`)
 	want := []ql{{
 		Target: "sw1", Interface: "n1-n2", Queue: 0, Ts: f.t0.Add(time.Second),
 		QueueDepthBytes: p[int64](300), KmaxBytes: p[int64](6000), EcnMarkingRatePercent: p(12.5),
@@ -414,8 +422,12 @@ func TestLatestViews(t *testing.T) {
 		State: map[string]any{
 			"queue-depth": 300.0, "effective-kmax": 6000.0, "ecn-marking-rate": 12.5, "ecn-marking-active": true,
 			"kmax-mode": "ALPHA", "last-cnp/congestion-level": 3.0, "congestion-level": 1.0,
-			"counters/cnp-notify-sent": 2.0,
+			"counters/cnp-notify-sent": 2.0, "overload-cut": true,
 		},
+		OverloadCut: p(true),
+	}, {
+		Target: "sw1", Interface: "n1-n2", Queue: 1, Ts: f.t0, QueueDepthBytes: p[int64](50),
+		RttEstUs: p[int64](10000), BufferBytes: p[int64](64_000_000), State: map[string]any{"queue-depth": 50.0},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("queue_latest (-want +got):\n%s", diff)

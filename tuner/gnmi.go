@@ -171,7 +171,7 @@ func ValidateChange(c Change) error {
 }
 
 // Commit implements Pusher: one Set of the changed leaves (alpha or
-// kmax, v-growth) of every queue, with the Commit extension. The paths are
+// kmax, v-growth, overload-cut) of every queue, with the Commit extension. The paths are
 // gen/client's compressed ones (quicker to compile); on the wire they are
 // the queue's config/ leaves, as with the uncompressed gen/oc/ocpath.
 func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Change, rollback time.Duration) error {
@@ -218,6 +218,11 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 		if c.After.VGrowthBytesPerSec != c.Before.VGrowthBytesPerSec {
 			ygnmi.BatchUpdate(b, q.VGrowth().Config(), uint64(c.After.VGrowthBytesPerSec))
 		}
+		if c.After.OverloadCut != c.Before.OverloadCut {
+			// Rule pinned's option, on or off: an explicit value, so that
+			// the switch's rollback restores the one of before.
+			ygnmi.BatchUpdate(b, q.OverloadCut().Config(), c.After.OverloadCut)
+		}
 	}
 	if _, err := b.Set(p.outgoing(ctx, s), yc); err != nil {
 		return fmt.Errorf("switch %q: set: %w", target, err)
@@ -256,7 +261,8 @@ func (p *GNMIPusher) checkBefore(ctx context.Context, yc *ygnmi.Client, changes 
 			errs = append(errs, fmt.Errorf("interface %s queue %d: reading its settings: %w", c.Interface, c.Queue, err))
 			continue
 		}
-		runs := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBytesPerSec: int64(st.GetVGrowth())}
+		runs := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBytesPerSec: int64(st.GetVGrowth()),
+			OverloadCut: st.GetOverloadCut()}
 		if st.GetKmaxMode() == oc.LhcnpTypes_KmaxMode_EXPLICIT {
 			runs.KMaxMode, runs.KMaxBytes = policy.KMaxExplicit, int64(st.GetKmax())
 		}
@@ -269,7 +275,7 @@ func (p *GNMIPusher) checkBefore(ctx context.Context, yc *ygnmi.Client, changes 
 
 // settingsDiff names the settings a queue runs that differ from want, ""
 // when none does; only the settings of the queue's mode count (alpha in
-// BDP_ADAPTIVE mode, kmax in EXPLICIT mode).
+// BDP_ADAPTIVE mode, kmax in EXPLICIT mode), and v-growth and overload-cut.
 func settingsDiff(want, runs policy.Settings) string {
 	var d []string
 	if runs.KMaxMode != want.KMaxMode {
@@ -281,6 +287,10 @@ func settingsDiff(want, runs policy.Settings) string {
 	}
 	if runs.VGrowthBytesPerSec != want.VGrowthBytesPerSec {
 		d = append(d, fmt.Sprintf("v-growth %d, decided on %d", runs.VGrowthBytesPerSec, want.VGrowthBytesPerSec))
+	}
+	if runs.OverloadCut != want.OverloadCut {
+		// A switch without the option shows it off, as the window does.
+		d = append(d, fmt.Sprintf("overload-cut %v, decided on %v", runs.OverloadCut, want.OverloadCut))
 	}
 	if len(d) == 0 {
 		return ""

@@ -184,6 +184,91 @@ func TestGNMIPusherRollbackAndConfirm(t *testing.T) {
 	}
 }
 
+// TestGNMIPusherOverloadCut: rule pinned's change (the loss step and
+// overload-cut on) reaches a real switch in the pusher's one Set: the
+// node runs the option (its state, published from the node, says so); the
+// switch's rollback of the unconfirmed commit switches it off again, and a
+// cancelled commit that switched a confirmed one off brings it back on. A
+// change decided on the option the switch does not run is not pushed.
+func TestGNMIPusherOverloadCut(t *testing.T) {
+	ctx := context.Background()
+	addr, pub := testSwitch(t)
+	yc := ygnmiClient(t, addr)
+	q := ocpath.Root().Lhcnp().Interface("wan0").Queue(0)
+	// runs reads the node's option and alpha back as the switch publishes
+	// them.
+	runs := func() (bool, float64) {
+		t.Helper()
+		if err := pub.PublishNow(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cut, err := ygnmi.Get(ctx, yc, q.OverloadCut().State(), ygnmi.WithUseGet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		alpha, err := ygnmi.Get(ctx, yc, q.Alpha().State(), ygnmi.WithUseGet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cut, alpha
+	}
+	if cut, alpha := runs(); cut || alpha != 1 {
+		t.Fatalf("the example switch runs overload-cut %v, alpha %v; want off, 1", cut, alpha)
+	}
+	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
+	defer p.Close()
+	off := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 1_250_000_000}
+	on := off
+	on.Alpha, on.OverloadCut = 0.75, true
+	pinned := Change{Interface: "wan0", Queue: 0, Before: off, After: on}
+
+	if err := p.Commit(ctx, "n1", "unconfirmed", []Change{pinned}, 200*time.Millisecond); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if cut, alpha := runs(); !cut || alpha != 0.75 {
+		t.Fatalf("during the commit: overload-cut %v, alpha %v; want on, 0.75", cut, alpha)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		cut, alpha := runs()
+		if !cut && alpha == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("overload-cut %v, alpha %v 20 s after a 200 ms rollback duration: want off, 1 (rolled back)", cut, alpha)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+
+	// Decided on the option on, which the switch does not run: refused.
+	stale := Change{Interface: "wan0", Queue: 0, Before: on, After: off}
+	err := p.Commit(ctx, "n1", "stale", []Change{stale}, time.Minute)
+	if !errors.Is(err, ErrNotBefore) || !strings.Contains(err.Error(), "overload-cut false, decided on true") {
+		t.Errorf("Commit decided on overload-cut on: %v, want ErrNotBefore naming overload-cut", err)
+	}
+
+	if err := p.Commit(ctx, "n1", "kept", []Change{pinned}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Confirm(ctx, "n1", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	// Rule pinned's off: only the option moves.
+	offAgain := Change{Interface: "wan0", Queue: 0, Before: on, After: on}
+	offAgain.After.OverloadCut = false
+	if err := p.Commit(ctx, "n1", "off", []Change{offAgain}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if cut, alpha := runs(); cut || alpha != 0.75 {
+		t.Errorf("after the commit switching it off: overload-cut %v, alpha %v; want off, 0.75", cut, alpha)
+	}
+	if err := p.Cancel(ctx, "n1", "off"); err != nil {
+		t.Fatal(err)
+	}
+	if cut, alpha := runs(); !cut || alpha != 0.75 {
+		t.Errorf("after the cancel: overload-cut %v, alpha %v; want the confirmed on, 0.75", cut, alpha)
+	}
+}
+
 // TestGNMIPusherChecksBefore: a change decided on settings the switch
 // does not run (telemetry behind the switch) is not pushed, and the error
 // names the queue and what it runs; a change decided on what it runs is.
@@ -274,8 +359,8 @@ func (r *setRecorder) only(t *testing.T) *gnmi.SetRequest {
 // TestClientPathsOnTheWire: the pusher's Set, built on the compressed
 // paths of gen/client, is on the wire exactly the Set the uncompressed
 // gen/oc/ocpath builds for the same leaves (config/alpha, config/v-growth,
-// config/kmax-mode, config/kmax: every leaf the tuner sets), values and
-// extensions included, and both real switches accept it.
+// config/kmax-mode, config/kmax, config/overload-cut: every leaf the tuner
+// sets), values and extensions included, and both real switches accept it.
 func TestClientPathsOnTheWire(t *testing.T) {
 	ctx := context.Background()
 	const id, rollback = "c1", time.Minute
@@ -307,6 +392,14 @@ func TestClientPathsOnTheWire(t *testing.T) {
 			ygnmi.BatchUpdate(b, q.KmaxMode(), oc.LhcnpTypes_KmaxMode_EXPLICIT)
 			ygnmi.BatchUpdate(b, q.Kmax(), uint64(3_000_000))
 			ygnmi.BatchUpdate(b, q.VGrowth(), uint64(2_500_000_000))
+		},
+	}, {
+		desc:   "rule pinned: alpha and overload-cut on",
+		before: bdp,
+		after:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.75, VGrowthBytesPerSec: 1_250_000_000, OverloadCut: true},
+		want: func(b *ygnmi.SetBatch) {
+			ygnmi.BatchUpdate(b, q.Alpha(), 0.75)
+			ygnmi.BatchUpdate(b, q.OverloadCut(), true)
 		},
 	}, {
 		desc:   "explicit kmax only",

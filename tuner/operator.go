@@ -61,8 +61,9 @@ type seenSettings struct {
 }
 
 // tunedDiff names the tuned leaves (policy.Config.TuneKMax: kmax-mode and
-// alpha or kmax; TuneVGrowth: v-growth) in which b differs from a, "" when
-// none does.
+// alpha or kmax; TuneVGrowth: v-growth; rule pinned on, a
+// pinned_buffer_share above 0: overload-cut) in which b differs from a, ""
+// when none does.
 func tunedDiff(cfg policy.Config, a, b policy.Settings) string {
 	var d string
 	add := func(s string) {
@@ -84,8 +85,14 @@ func tunedDiff(cfg policy.Config, a, b policy.Settings) string {
 	if cfg.TuneVGrowth && a.VGrowthBytesPerSec != b.VGrowthBytesPerSec {
 		add(fmt.Sprintf("v-growth %d → %d", a.VGrowthBytesPerSec, b.VGrowthBytesPerSec))
 	}
+	if cutTuned(cfg) && a.OverloadCut != b.OverloadCut {
+		add(fmt.Sprintf("overload-cut %v → %v", a.OverloadCut, b.OverloadCut))
+	}
 	return d
 }
+
+// cutTuned says whether the tuner switches overload-cut (rule pinned on).
+func cutTuned(cfg policy.Config) bool { return cfg.PinnedBufferShare > 0 }
 
 // observe compares the settings the telemetry shows for queue k with what
 // the tuner knows it runs. It returns the operator's change ("" when the
@@ -113,11 +120,14 @@ func explains(cfg policy.Config, a, b, runs policy.Settings) bool {
 	leaf := func(pick func(policy.Settings) policy.Settings) bool {
 		return tunedDiff(cfg, pick(a), pick(runs)) == "" || tunedDiff(cfg, pick(b), pick(runs)) == ""
 	}
-	kmax := func(s policy.Settings) policy.Settings { s.VGrowthBytesPerSec = 0; return s }
+	kmax := func(s policy.Settings) policy.Settings { s.VGrowthBytesPerSec, s.OverloadCut = 0, false; return s }
 	vgrowth := func(s policy.Settings) policy.Settings {
 		return policy.Settings{KMaxMode: policy.KMaxBDP, VGrowthBytesPerSec: s.VGrowthBytesPerSec}
 	}
-	return leaf(kmax) && leaf(vgrowth)
+	cut := func(s policy.Settings) policy.Settings {
+		return policy.Settings{KMaxMode: policy.KMaxBDP, OverloadCut: s.OverloadCut}
+	}
+	return leaf(kmax) && leaf(vgrowth) && leaf(cut)
 }
 
 // expect tells observe that queue k runs to, or still from while the
@@ -130,6 +140,14 @@ func (t *Tuner) expect(k queueKey, to, from policy.Settings) {
 // w at now, and holds the queue for operator_hold.
 func (t *Tuner) operatorChange(ctx context.Context, k queueKey, w policy.Window, change string, from policy.Settings, now time.Time) (OperatorHold, error) {
 	until := now.Add(t.cfg.OperatorHold)
+	if from.OverloadCut != w.Config.OverloadCut {
+		// The operator's overload-cut from now on, whichever way it was
+		// set: the tuner never switches off a leaf it did not switch on
+		// (policy.Memory.CutOn), and its calm count ends with it.
+		m := t.mem[k]
+		m.CutOn, m.CalmSince = false, time.Time{}
+		t.mem[k] = m
+	}
 	a := t.action(now, k, w, policy.Decision{Rule: RuleOperator, Before: from, After: w.Config}, t.mem[k])
 	a.Outcome, a.HoldUntil = OutcomeOperator, until
 	a.Reason = fmt.Sprintf("%s set by another client (seen in telemetry); the tuner leaves the queue alone until %s",

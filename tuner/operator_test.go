@@ -30,6 +30,12 @@ var gnmicPath = sync.OnceValues(func() (string, error) { return gnmicbin.Path(".
 
 func operatorSet(t *testing.T, addr string, alpha string) (string, error) {
 	t.Helper()
+	return operatorSetLeaf(t, addr, "alpha", alpha)
+}
+
+// operatorSetLeaf sets a config leaf of wan0's queue 0 with gnmic.
+func operatorSetLeaf(t *testing.T, addr, leaf, value string) (string, error) {
+	t.Helper()
 	p, err := gnmicPath()
 	if err != nil {
 		oracle.Missing(t, err)
@@ -37,7 +43,7 @@ func operatorSet(t *testing.T, addr string, alpha string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, p, "-a", addr, "--insecure", "set", "--update-path",
-		"/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=0]/config/alpha", "--update-value", alpha).CombinedOutput()
+		"/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=0]/config/"+leaf, "--update-value", value).CombinedOutput()
 	return string(out), err
 }
 
@@ -239,6 +245,7 @@ func TestObserve(t *testing.T) {
 		return policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: alpha, VGrowthBytesPerSec: vg}
 	}
 	explicit := policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: 1 << 20, VGrowthBytesPerSec: 100}
+	cut := func(s policy.Settings) policy.Settings { s.OverloadCut = true; return s }
 	type step struct {
 		runs       policy.Settings
 		wantChange string
@@ -246,6 +253,7 @@ func TestObserve(t *testing.T) {
 	for _, tt := range []struct {
 		desc        string
 		tuneVGrowth bool
+		noPinned    bool                // pinned_buffer_share 0: overload-cut not tuned
 		commit      *[2]policy.Settings // the tuner's commit (from, to) after the first step
 		steps       []step
 	}{
@@ -265,10 +273,20 @@ func TestObserve(t *testing.T) {
 		{desc: "during the tuner's commit, a value neither had", tuneVGrowth: true,
 			commit: &[2]policy.Settings{a(1, 100), a(0.5, 100)},
 			steps:  []step{{a(1, 100), ""}, {a(2, 100), "alpha 0.5 → 2"}}},
+		{desc: "another client's overload-cut", tuneVGrowth: true,
+			steps: []step{{a(1, 100), ""}, {cut(a(1, 100)), "overload-cut false → true"}, {a(1, 100), "overload-cut true → false"}}},
+		{desc: "overload-cut not tuned (pinned_buffer_share 0): not the tuner's business", tuneVGrowth: true, noPinned: true,
+			steps: []step{{a(1, 100), ""}, {cut(a(1, 100)), ""}}},
+		{desc: "rule pinned's commit, the telemetry catching up leaf by leaf", tuneVGrowth: true,
+			commit: &[2]policy.Settings{a(1, 100), cut(a(0.5, 100))},
+			steps:  []step{{a(1, 100), ""}, {cut(a(1, 100)), ""}, {cut(a(0.5, 100)), ""}, {a(0.5, 100), "overload-cut true → false"}}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			cfg := testConfig(SwitchConfig{Name: "n1", Address: "127.0.0.1:1", Insecure: true})
 			cfg.Policy.TuneVGrowth = tt.tuneVGrowth
+			if tt.noPinned {
+				cfg.Policy.PinnedBufferShare = 0
+			}
 			tu := &Tuner{cfg: cfg, seen: map[queueKey]seenSettings{}}
 			k := queueKey{"n1", "wan0", 0}
 			for i, st := range tt.steps {

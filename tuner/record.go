@@ -95,6 +95,42 @@ func (r *PGRecorder) OperatorHolds(ctx context.Context, target string, now time.
 	return out, nil
 }
 
+// TunersCuts implements CutReader: per queue of target, whether the newest
+// row of tuner_actions that changed its overload-cut and stands (confirmed,
+// or an operator's; not a dry run, a rollback or a commit still pending)
+// is the tuner's switching it on. A tuner that restarts takes such a leaf
+// for its own again (policy.Memory.CutOn), and switches it off once the
+// queue is calm; any other leaf on is not its to switch off.
+func (r *PGRecorder) TunersCuts(ctx context.Context, target string) (map[QueueID]bool, error) {
+	rows, err := r.pool.Query(ctx, `
+		SELECT interface, queue, outcome = 'confirmed' AND coalesce((after ->> 'overload_cut')::boolean, false) FROM (
+			SELECT DISTINCT ON (interface, queue) interface, queue, outcome, after
+			FROM tuner_actions
+			WHERE target = $1 AND interface IS NOT NULL AND queue IS NOT NULL AND NOT dry_run
+			  AND outcome IN ('confirmed', 'operator') AND before IS NOT NULL AND after IS NOT NULL
+			  AND coalesce((before ->> 'overload_cut')::boolean, false) <> coalesce((after ->> 'overload_cut')::boolean, false)
+			ORDER BY interface, queue, ts DESC, id DESC) newest`, target)
+	if err != nil {
+		return nil, fmt.Errorf("tuner_actions: the tuner's overload-cuts: %w", err)
+	}
+	defer rows.Close()
+	out := map[QueueID]bool{}
+	for rows.Next() {
+		var q QueueID
+		var queue int
+		var on bool
+		if err := rows.Scan(&q.Interface, &queue, &on); err != nil {
+			return nil, fmt.Errorf("tuner_actions: the tuner's overload-cuts: %w", err)
+		}
+		q.Queue = uint8(queue)
+		out[q] = on
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tuner_actions: the tuner's overload-cuts: %w", err)
+	}
+	return out, nil
+}
+
 // Hold records an operator's hold of a queue (`lhcnp tuner hold`): the
 // tuner leaves it alone until until, or until a release. why is the
 // operator's text.

@@ -15,7 +15,10 @@ import (
 
 // PGSource reads windows from the collector's views (docs/collector.md,
 // "Views"): queue_latest for each queue's settings and its port's R_port,
-// RTT_est and buffer (migrations/016_queue_buffer.sql), queue_congestion for the queue samples, lhcnp_leaf_at for
+// RTT_est and buffer (migrations/016_queue_buffer.sql), and its
+// overload-cut option (migrations/020_queue_overload_cut.sql: NULL where the
+// switch never published it, which the window takes for a node without
+// the option), queue_congestion for the queue samples, lhcnp_leaf_at for
 // the queue's state at the window's start, counter_increases for the
 // counts between samples (bytes, packets, drops, pauses and notifications
 // by action), lhcnp_speed_at for the switch's simulated seconds per
@@ -78,7 +81,8 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		var alpha *float64
 		var vgrowth, kmax, kbase, eff, rate, rttUs, buffer *int64
 		var mode *string
-		if err := rows.Scan(&k.iface, &k.queue, &alpha, &vgrowth, &mode, &kmax, &kbase, &eff, &rate, &rttUs, &buffer); err != nil {
+		var cut *bool
+		if err := rows.Scan(&k.iface, &k.queue, &alpha, &vgrowth, &mode, &kmax, &kbase, &eff, &rate, &rttUs, &buffer, &cut); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("queue_latest: %w", err)
 		}
@@ -96,6 +100,9 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		w.PortRateBitsPerSec = deref(rate, 0)
 		w.RTTEst = time.Duration(deref(rttUs, 0)) * time.Microsecond
 		w.BufferBytes = max(deref(buffer, 0), 0)
+		// A switch that publishes the option takes it from the tuner
+		// (rule pinned); one that never did is left alone.
+		w.Config.OverloadCut, w.OverloadCutSupported = deref(cut, false), cut != nil
 		wins[k] = &QueueWindow{Interface: k.iface, Queue: uint8(k.queue), Window: w}
 		keys = append(keys, k)
 	}
@@ -286,7 +293,7 @@ const (
 	sqlSpeed  = `SELECT lhcnp_speed_at($1, $2)`
 	sqlLatest = `
 SELECT interface, queue, alpha::float8, v_growth_bytes_per_second, kmax_mode, (state ->> 'kmax')::bigint,
-       k_base_bytes, kmax_bytes, port_rate_bps, rtt_est_us, buffer_bytes
+       k_base_bytes, kmax_bytes, port_rate_bps, rtt_est_us, buffer_bytes, overload_cut
 FROM queue_latest WHERE target = $1`
 	sqlSamples = `
 SELECT interface, queue, ts, queue_depth_bytes, peak_queue_depth_bytes, growth_rate_bytes_per_second,

@@ -27,7 +27,7 @@ const queueState = "/lhcnp/interfaces/interface/queues/queue/state/"
 
 // leaf stores value v of a leaf at ts; iface and queue key it (queue < 0:
 // an interface leaf). Numbers go to v_int, strings to v_text, float64 to
-// v_num, as the collector types them.
+// v_num, booleans to v_bool, as the collector types them.
 func (c *collectorRows) leaf(iface string, queue int, leaf string, ts time.Time, v any) {
 	c.t.Helper()
 	ctx := context.Background()
@@ -51,6 +51,7 @@ func (c *collectorRows) leaf(iface string, queue int, leaf string, ts time.Time,
 	var vi *int64
 	var vt *string
 	var vn *float64
+	var vb *bool
 	switch x := v.(type) {
 	case int:
 		y := int64(x)
@@ -59,10 +60,12 @@ func (c *collectorRows) leaf(iface string, queue int, leaf string, ts time.Time,
 		vt = &x
 	case float64:
 		vn = &x
+	case bool:
+		vb = &x
 	}
 	c.batch++
-	if _, err := c.pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_int, v_num, v_text, batch_id) VALUES ($1, $2, $3, $4, $5, $6)`,
-		ts, id, vi, vn, vt, c.batch); err != nil {
+	if _, err := c.pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_int, v_num, v_text, v_bool, batch_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		ts, id, vi, vn, vt, vb, c.batch); err != nil {
 		c.t.Fatal(err)
 	}
 	if _, err := c.pool.Exec(ctx, `INSERT INTO ingest_ledger (batch_id, collector, target, epoch, rows, first_ts, last_ts)
@@ -70,9 +73,10 @@ func (c *collectorRows) leaf(iface string, queue int, leaf string, ts time.Time,
 		c.t.Fatal(err)
 	}
 	if _, err := c.pool.Exec(ctx, `
-		INSERT INTO latest (series_id, ts, v_int, v_num, v_text) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (series_id) DO UPDATE SET ts = EXCLUDED.ts, v_int = EXCLUDED.v_int, v_num = EXCLUDED.v_num, v_text = EXCLUDED.v_text
-		WHERE latest.ts <= EXCLUDED.ts`, id, ts, vi, vn, vt); err != nil {
+		INSERT INTO latest (series_id, ts, v_int, v_num, v_text, v_bool) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (series_id) DO UPDATE SET ts = EXCLUDED.ts, v_int = EXCLUDED.v_int, v_num = EXCLUDED.v_num, v_text = EXCLUDED.v_text,
+			v_bool = EXCLUDED.v_bool
+		WHERE latest.ts <= EXCLUDED.ts`, id, ts, vi, vn, vt, vb); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -87,6 +91,7 @@ func pgSourceWorkload(c *collectorRows) {
 	c.leaf("wan0", 0, "k-base", t1, 64000)
 	c.leaf("wan0", 0, "v-growth", t1, 1_250_000_000)
 	c.leaf("wan0", 0, "effective-kmax", t1, 6_250_000)
+	c.leaf("wan0", 0, "overload-cut", t1, false)
 	for i := range 4 {
 		ts := t1.Add(time.Duration(i) * time.Second)
 		c.leaf("wan0", 0, "queue-depth", ts, 1000*(i+1))
@@ -175,7 +180,7 @@ func TestPGSource(t *testing.T) {
 		Start: t1, End: t1.Add(3 * time.Second), Samples: samples,
 		Config:     policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBytesPerSec: 1_250_000_000},
 		KBaseBytes: 64000, EffectiveKMaxBytes: 6_250_000, RTTEst: 10 * time.Millisecond, PortRateBitsPerSec: 10_000_000_000,
-		BufferBytes: 32_000_000, Speed: 1,
+		BufferBytes: 32_000_000, OverloadCutSupported: true, Speed: 1,
 	}}}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("Windows (-want +got):\n%s", diff)
@@ -261,6 +266,80 @@ func TestPGSourceBufferCeiling(t *testing.T) {
 	}
 	if kmax := d.After.Alpha * bdp; kmax > 0.5*buffer {
 		t.Errorf("K_max lifted to %v bytes, above half the %d-byte buffer", kmax, buffer)
+	}
+}
+
+// TestPGSourceOverloadCut: the queue's overload-cut, published by the
+// switch (state/overload-cut) and stored by the collector, reaches the
+// policy through queue_latest (schema 20): the window carries the value and
+// OverloadCutSupported, and rule pinned escalates there alone. wan0's queue
+// 0 publishes the leaf (off, later on), queue 1 never does (a switch
+// without the option); both stand at 0.9 of a 3 BDP buffer and drop a
+// tenth of their packets in a window after a loss decision (loss persists).
+func TestPGSourceOverloadCut(t *testing.T) {
+	ctx := context.Background()
+	const (
+		bdp    = 12_500_000 // bytes: 10 Gb/s × 10 ms / 8
+		buffer = 3 * bdp
+	)
+	pool, _ := pgtest.New(t)
+	c := newCollectorRows(t, pool)
+	before := t1.Add(-time.Hour)
+	c.leaf("wan0", -1, "effective-rtt-est", before, 10000)
+	c.leaf("wan0", -1, "effective-port-rate", before, 10_000_000_000)
+	c.leaf("wan0", -1, "buffer-size", before, buffer)
+	for q := range 2 {
+		c.leaf("wan0", q, "alpha", before, 1.0)
+		c.leaf("wan0", q, "kmax-mode", before, "BDP_ADAPTIVE")
+		c.leaf("wan0", q, "k-base", before, 64000)
+		c.leaf("wan0", q, "v-growth", before, 1_250_000_000)
+		c.leaf("wan0", q, "effective-kmax", before, bdp)
+		if q == 0 {
+			c.leaf("wan0", q, "overload-cut", before, false)
+		}
+		for i := range 5 {
+			ts := t1.Add(time.Duration(i) * 2500 * time.Microsecond)
+			c.leaf("wan0", q, "queue-depth", ts, buffer*9/10)
+			c.leaf("wan0", q, "counters/bytes", ts, i*3_093_750)
+			c.leaf("wan0", q, "counters/packets", ts, i*3000)
+			c.leaf("wan0", q, "counters/dropped-packets", ts, i*300)
+		}
+	}
+	windows := func(end time.Time) []QueueWindow {
+		t.Helper()
+		wins, err := NewPGSource(pool).Windows(ctx, "n1", end.Add(-10*time.Millisecond), end)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(wins) != 2 {
+			t.Fatalf("%d windows, want 2: %+v", len(wins), wins)
+		}
+		return wins
+	}
+	wins := windows(t1.Add(10 * time.Millisecond))
+	type leaf struct{ Cut, Supported bool }
+	got := []leaf{{wins[0].Window.Config.OverloadCut, wins[0].Window.OverloadCutSupported},
+		{wins[1].Window.Config.OverloadCut, wins[1].Window.OverloadCutSupported}}
+	if diff := cmp.Diff([]leaf{{false, true}, {false, false}}, got); diff != "" {
+		t.Errorf("queues 0 (publishes overload-cut off) and 1 (never): (-want +got):\n%s", diff)
+	}
+	// The policy's memory after a loss decision, a cool-down ago.
+	mem := policy.Memory{LastChange: t1.Add(-time.Minute), Changes: 1, LossStreak: 1}
+	for i, want := range []struct {
+		rule policy.Rule
+		cut  bool
+	}{{policy.RulePinned, true}, {policy.RuleLoss, false}} {
+		d, m := policy.Decide(policy.DefaultConfig(), wins[i].Window, mem)
+		if !d.Change || d.Rule != want.rule || d.After.OverloadCut != want.cut || m.CutOn != want.cut {
+			t.Errorf("queue %d: change %v, rule %s, overload_cut %v, memory's CutOn %v (%s); want a change by %s, overload_cut %v",
+				i, d.Change, d.Rule, d.After.OverloadCut, m.CutOn, d.Reason, want.rule, want.cut)
+		}
+	}
+	// The switch runs the option from then on: the next window says so.
+	c.leaf("wan0", 0, "overload-cut", t1.Add(11*time.Millisecond), true)
+	wins = windows(t1.Add(20 * time.Millisecond))
+	if w := wins[0].Window; !w.Config.OverloadCut || !w.OverloadCutSupported {
+		t.Errorf("queue 0 after overload-cut true: overload_cut %v, supported %v; want both", w.Config.OverloadCut, w.OverloadCutSupported)
 	}
 }
 

@@ -111,6 +111,15 @@ type Inputs struct {
 	Memory             policy.Memory  `json:"memory"`
 }
 
+// CutReader is a Recorder that also says, from the audit trail, which
+// queues' overload-cut the tuner switched on and no one switched since
+// (PGRecorder.TunersCuts): a tuner started anew takes those for its own
+// (rule pinned switches them off again once the queue is calm). Without it
+// a leaf found on at a start is left on.
+type CutReader interface {
+	TunersCuts(ctx context.Context, target string) (map[QueueID]bool, error)
+}
+
 // Recorder writes the audit trail, and reads the operators' holds from it.
 type Recorder interface {
 	HoldReader
@@ -305,6 +314,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	}
 	var changes []pendingChange
 	var errs []error
+	var cuts map[QueueID]bool // read at the first queue that needs it
 	for _, qw := range wins {
 		if len(s.Interfaces) > 0 && !slices.Contains(s.Interfaces, qw.Interface) {
 			continue
@@ -328,12 +338,35 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 				"until", h.Until, "why", h.Reason)
 			continue
 		}
+		if _, decided := t.mem[k]; !decided && qw.Window.Config.OverloadCut {
+			// The first decision since the start on a queue running
+			// overload-cut: the tuner's own when the audit trail says so.
+			if cr, ok := t.rec.(CutReader); ok && cuts == nil {
+				c, err := cr.TunersCuts(ctx, s.Name)
+				if err != nil {
+					// Not decided on while whose leaf it is is unknown.
+					errs = append(errs, fmt.Errorf("switch %q: %w", s.Name, err))
+					continue
+				}
+				cuts = c
+			}
+			if cuts[qid] {
+				// Changes 1: the queue was tuned before (no rule start).
+				t.mem[k] = policy.Memory{Changes: 1, CutOn: true}
+			}
+		}
 		d, mem := policy.Decide(t.cfg.Policy, qw.Window, t.mem[k])
 		a := t.action(now, k, qw.Window, d, t.mem[k])
 		if err := t.episode(ctx, k, a, d, now); err != nil {
 			errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
 		}
 		if !d.Change {
+			// A hold's memory is kept as a change's (the simulator's
+			// closed loop keeps every decision's): what the policy counts
+			// over decided windows — the loss streak rule pinned needs, the
+			// calm that switches its overload_cut off again, the search's
+			// baseline — advances in windows that change nothing.
+			t.mem[k] = mem
 			continue
 		}
 		a.Outcome = OutcomePushed

@@ -101,8 +101,9 @@ func (r *memRecorder) rows() []row {
 
 // traffic is the telemetry of the switch's one queue the scriptSource
 // makes up: the queue's depth in RTT_est (every sample at delayRTT, the
-// last at lastRTT when set) and the share of the port used.
-type traffic struct{ delayRTT, lastRTT, util float64 }
+// last at lastRTT when set), the share of the port used and the share of
+// the packets dropped.
+type traffic struct{ delayRTT, lastRTT, util, loss float64 }
 
 // scriptSource reads each switch's real settings over gNMI (alpha,
 // v-growth, kmax-mode, k-base, effective-kmax of wan0 queue 0) and makes
@@ -117,6 +118,10 @@ type scriptSource struct {
 	// stale, if set, are the settings the window shows instead of the
 	// switch's (telemetry behind the switch).
 	stale *policy.Settings
+	// bufferBytes is the port's buffer the windows report (0: none), and
+	// with it overload-cut as the switch runs it (OverloadCutSupported:
+	// the switch publishes it, as the PG source finds it).
+	bufferBytes int64
 }
 
 // constSource is a source of switch n1 (yc) whose traffic is tr whatever
@@ -145,12 +150,16 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 	if st.GetKmaxMode() == oc.LhcnpTypes_KmaxMode_EXPLICIT {
 		cfg.KMaxMode, cfg.KMaxBytes = policy.KMaxExplicit, int64(st.GetKmax())
 	}
+	if s.bufferBytes > 0 {
+		cfg.OverloadCut = st.GetOverloadCut()
+	}
 	if s.stale != nil {
 		cfg = *s.stale
 	}
 	tr := s.traffic(target, cfg)
 	w := policy.Window{Start: start, End: end, Config: cfg, KBaseBytes: int64(st.GetKBase()),
-		EffectiveKMaxBytes: int64(st.GetEffectiveKmax()), RTTEst: srcRTT, PortRateBitsPerSec: srcRate}
+		EffectiveKMaxBytes: int64(st.GetEffectiveKmax()), RTTEst: srcRTT, PortRateBitsPerSec: srcRate,
+		BufferBytes: s.bufferBytes, OverloadCutSupported: s.bufferBytes > 0}
 	step := end.Sub(start) / 4
 	for i := range 5 {
 		tx := int64(tr.util * srcRate / 8 * step.Seconds())
@@ -160,6 +169,7 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 		}
 		w.Samples = append(w.Samples, policy.Sample{Time: start.Add(time.Duration(i) * step),
 			QueueDepthBytes: int64(d * srcRate / 8 * srcRTT.Seconds()), TxBytes: tx, Packets: tx / 1000,
+			Drops:         int64(tr.loss * float64(tx/1000)),
 			Notifications: policy.Notifications{RateReduce: 10}, ECNMarkingPercent: 5})
 	}
 	if s.gaps {

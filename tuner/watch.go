@@ -183,7 +183,7 @@ func (w *configWatch) foreign(changes []Change) string {
 // leafValues are the config leaves of s the tuner sets, as valueString
 // writes them.
 func leafValues(s policy.Settings) map[string]string {
-	m := map[string]string{"v-growth": strconv.FormatInt(s.VGrowthBytesPerSec, 10)}
+	m := map[string]string{"v-growth": strconv.FormatInt(s.VGrowthBytesPerSec, 10), "overload-cut": strconv.FormatBool(s.OverloadCut)}
 	if s.KMaxMode == policy.KMaxExplicit {
 		m["kmax-mode"], m["kmax"] = string(policy.KMaxExplicit), strconv.FormatInt(s.KMaxBytes, 10)
 	} else {
@@ -193,7 +193,8 @@ func leafValues(s policy.Settings) map[string]string {
 }
 
 // valueString writes a leaf's value for comparison with leafValues: numbers
-// in Go's shortest form, an enum's name without its module.
+// in Go's shortest form, booleans as true/false, an enum's name without its
+// module.
 func valueString(v *gnmi.TypedValue) string {
 	switch x := v.GetValue().(type) {
 	case *gnmi.TypedValue_DoubleVal:
@@ -210,6 +211,8 @@ func valueString(v *gnmi.TypedValue) string {
 		return strconv.FormatUint(x.UintVal, 10)
 	case *gnmi.TypedValue_IntVal:
 		return strconv.FormatInt(x.IntVal, 10)
+	case *gnmi.TypedValue_BoolVal:
+		return strconv.FormatBool(x.BoolVal)
 	case *gnmi.TypedValue_StringVal:
 		s := x.StringVal
 		if i := strings.LastIndexByte(s, ':'); i >= 0 {

@@ -191,17 +191,24 @@ targets:
 		}
 	}
 	// The ports' buffers reach the tuner's view: examples/switch-scenario.yaml's
-	// WAN port holds 128 MB (the tuner's overrun ceiling, docs/tuner.md).
-	for deadline := time.Now().Add(90 * time.Second); ; {
-		var n int64
-		err := pool.QueryRow(ctx, `SELECT count(DISTINCT target) FROM queue_latest WHERE interface = 'wan0' AND buffer_bytes = 128000000`).Scan(&n)
-		if err == nil && n == 2 {
-			break
+	// WAN port holds 128 MB (the tuner's overrun ceiling, docs/tuner.md); and
+	// so does every queue's overload-cut (off: rule pinned's leaf, which the
+	// tuner switches where the switch publishes it).
+	for _, q := range []struct{ what, sql string }{
+		{"buffer_bytes of wan0 = 128 MB", `SELECT count(DISTINCT target) FROM queue_latest WHERE interface = 'wan0' AND buffer_bytes = 128000000`},
+		{"overload_cut of wan0 queue 0 off", `SELECT count(DISTINCT target) FROM queue_latest WHERE interface = 'wan0' AND queue = 0 AND NOT overload_cut`},
+	} {
+		for deadline := time.Now().Add(90 * time.Second); ; {
+			var n int64
+			err := pool.QueryRow(ctx, q.sql).Scan(&n)
+			if err == nil && n == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("queue_latest.%s for %d targets (err %v), want both", q.what, n, err)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue_latest.buffer_bytes of wan0 = 128 MB for %d targets (err %v), want both", n, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	var series, rowsPerSecond float64
 	if err := pool.QueryRow(ctx, `SELECT count(*)::float8 / 2 FROM series`).Scan(&series); err == nil {

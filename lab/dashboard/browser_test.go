@@ -99,7 +99,8 @@ type points struct {
 // TestBrowser loads the page in headless Chromium: it waits for data, checks
 // that every chart has points, that the tuner's decision is in the table
 // and on the tuner chart, that a decision recorded after the page loaded
-// appears without a reload, and saves a screenshot.
+// appears without a reload, that the queue's overload-cut and a rule
+// pinned decision are marked, and saves a screenshot.
 func TestBrowser(t *testing.T) {
 	ctx := browser(t)
 	srv, fx, exec := filled(t, dashboard.WithRefresh(300*time.Millisecond))
@@ -205,6 +206,34 @@ func TestBrowser(t *testing.T) {
 		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({rows: [...document.querySelectorAll("#changes tbody tr")].map((r) => r.className + ": " + r.textContent),
 			d2: window.lhcnpDashboard.charts.tuner.data[2], d3: window.lhcnpDashboard.charts.tuner.data[3]})`))
 		t.Fatalf("the tuner's operator row is not shown as the operator's change and its hold: %v\n%s", err, got)
+	}
+
+	// The queue's switch publishes overload-cut (on), and the tuner's rule
+	// pinned switched it on: the queues table shows the option, the
+	// decision is marked as pinned's and names the option off → on.
+	exec(`INSERT INTO series (id, target, path, schema_path, keys) VALUES (990001, 'n1',
+		'/lhcnp/interfaces/interface[name=n1-wan]/queues/queue[id=3]/state/overload-cut',
+		'/lhcnp/interfaces/interface/queues/queue/state/overload-cut', '{"name": "n1-wan", "id": "3"}')`)
+	exec(`INSERT INTO latest (series_id, ts, v_bool) VALUES (990001, $1, true)`, fx.End)
+	exec(`INSERT INTO tuner_actions (ts, target, interface, queue, reason, before, after, outcome, dry_run)
+		VALUES ($1, 'n1', 'n1-wan', 3, 'pinned: 0.05 of packets dropped or paused (loss_high 0.0001); loss persists with the queue pinned at the buffer (30400000 B, 0.95 of its 32000000 B: pinned_buffer_share 0.75) after the last decision''s loss: K_max and V_growth are out of reach there, overload_cut on',
+		        '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 1000000}',
+		        '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 1000000, "overload_cut": true}', 'confirmed', false)`,
+		fx.End.Add(-500*time.Millisecond))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => {
+		const col = [...document.querySelectorAll("#queues thead th")].findIndex((th) => th.textContent === "overload-cut");
+		const cell = document.querySelector("#queues tbody tr.selected").children[col];
+		const pinned = [...document.querySelectorAll("#tuner tbody tr.rule-pinned")];
+		return cell.textContent === "on" && cell.classList.contains("cut-on") && pinned.length === 1 &&
+			pinned[0].textContent.includes("overload_cut off → on") && pinned[0].textContent.includes("the pinned share of the buffer");
+	})()`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({queues: [...document.querySelectorAll("#queues tbody tr")].map((r) => r.className + ": " + r.textContent),
+			tuner: [...document.querySelectorAll("#tuner tbody tr")].map((r) => r.className + ": " + r.textContent)})`))
+		t.Fatalf("the queue's overload-cut and rule pinned's change are not marked: %v\n%s", err, got)
+	}
+	// A decision of another rule is not marked as pinned's.
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#tuner tbody tr.decision:not(.rule-pinned)").length`)); err != nil || n < 2 {
+		t.Errorf("%d unmarked decisions (%v), want the fixture's and the live one", n, err)
 	}
 
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))

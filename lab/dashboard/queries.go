@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,10 @@ type QueueSummary struct {
 	// buffer-size leaf), which the tuner keeps a lifted K_max under a
 	// share of; nil when the switch reports none.
 	BufferBytes *float64 `json:"buffer_bytes"`
+	// OverloadCut is the queue's overload-cut option as the switch runs
+	// it (queue_latest.overload_cut, migration 020), which the tuner's
+	// rule pinned switches; nil when the switch does not publish it.
+	OverloadCut *bool `json:"overload_cut"`
 }
 
 // TunerAction is one row of tuner_actions.
@@ -53,6 +58,9 @@ type TunerAction struct {
 	Interface *string `json:"interface"`
 	Queue     *int    `json:"queue"`
 	Reason    *string `json:"reason"`
+	// Rule is the rule that decided (the reason's first word: the tuner
+	// writes "rule: why"); "pinned" is a change of overload-cut.
+	Rule string `json:"rule"`
 	// ReasonText is Reason for a reader: rounded durations and sizes with
 	// units, the tuner's keys in words (ReadableReason).
 	ReasonText *string         `json:"reason_text"`
@@ -82,7 +90,7 @@ func Queues(ctx context.Context, db Querier) (QueuesResponse, error) {
 		       growth_rate_bytes_per_second::float8, ecn_marking_rate_percent::float8, congestion_level::float8,
 		       alpha::float8,
 		       (COALESCE(cnp_notify_sent, 0) + COALESCE(cnp_pause_sent, 0) + COALESCE(cnp_rate_reduce_sent, 0) + COALESCE(cnp_resume_sent, 0))::float8,
-		       port_rate_bps::float8, buffer_bytes::float8
+		       port_rate_bps::float8, buffer_bytes::float8, overload_cut
 		FROM queue_latest
 		WHERE interface IS NOT NULL AND queue IS NOT NULL
 		ORDER BY target, interface, queue`)
@@ -93,7 +101,7 @@ func Queues(ctx context.Context, db Querier) (QueuesResponse, error) {
 		var q QueueSummary
 		err := r.Scan(&q.Target, &q.Interface, &q.Queue, &q.Time, &q.QueueDepthBytes, &q.PeakQueueDepthBytes,
 			&q.KMaxBytes, &q.KMinBytes, &q.GrowthBytesPerSecond, &q.ECNMarkingPercent, &q.CongestionLevel,
-			&q.Alpha, &q.Notifications, &q.PortRateBitsPerSec, &q.BufferBytes)
+			&q.Alpha, &q.Notifications, &q.PortRateBitsPerSec, &q.BufferBytes, &q.OverloadCut)
 		return q, err
 	})
 	if err != nil {
@@ -121,6 +129,9 @@ func tunerActions(ctx context.Context, db Querier, where string, args ...any) ([
 		if a.Reason != nil {
 			text := ReadableReason(*a.Reason)
 			a.ReasonText = &text
+			if rule, _, ok := strings.Cut(*a.Reason, ":"); ok && !strings.ContainsAny(rule, " \t") {
+				a.Rule = rule
+			}
 		}
 		return a, err
 	})

@@ -83,14 +83,16 @@ func (c Commit) Judge(cfg Config, w Window) Judgement {
 }
 
 // Applied says whether telemetry window w shows the change in effect: the
-// window's settings are To, and, when alpha changed, the switch's
-// effective K_max moved (or sits at its K_base floor, where a change of
-// alpha does not move it); an explicit K_max is in effect when the switch
-// reports it. A switch's telemetry lags its configuration: a window before
-// the change took effect judges the old settings.
+// window's settings are To (overload_cut included; only the service asks,
+// the simulator's closed loop applies its changes itself), and, when alpha
+// changed, the switch's effective K_max moved (or sits at its K_base
+// floor, where a change of alpha does not move it); an explicit K_max is
+// in effect when the switch reports it. A switch's telemetry lags its
+// configuration: a window before the change took effect judges the old
+// settings.
 func (c Commit) Applied(w Window) bool {
 	a, b := c.To, c.From
-	if w.Config.VGrowthBytesPerSec != a.VGrowthBytesPerSec || w.Config.KMaxMode != a.KMaxMode {
+	if w.Config.VGrowthBytesPerSec != a.VGrowthBytesPerSec || w.Config.KMaxMode != a.KMaxMode || w.Config.OverloadCut != a.OverloadCut {
 		return false
 	}
 	switch a.KMaxMode {

@@ -89,6 +89,7 @@ func TestCommitApplied(t *testing.T) {
 	explicit := func(kmax int64) Settings {
 		return Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBytesPerSec: vg}
 	}
+	cut := func(s Settings, on bool) Settings { s.OverloadCut = on; return s }
 	for _, tt := range []struct {
 		desc     string
 		from, to Settings
@@ -105,6 +106,10 @@ func TestCommitApplied(t *testing.T) {
 		{desc: "the old mode", from: bdp(1, vg), to: explicit(500_000), runs: bdp(1, vg), eff: 500_000},
 		{desc: "explicit K_max in effect", from: explicit(1_000_000), to: explicit(500_000), runs: explicit(500_000), eff: 500_000, want: true},
 		{desc: "explicit K_max set, not in effect yet", from: explicit(1_000_000), to: explicit(500_000), runs: explicit(500_000), eff: 1_000_000},
+		{desc: "overload_cut on in effect", from: bdp(1, vg), to: cut(bdp(1, vg), true), runs: cut(bdp(1, vg), true), eff: effBefore, want: true},
+		{desc: "overload_cut still off", from: bdp(1, vg), to: cut(bdp(1, vg), true), runs: bdp(1, vg), eff: effBefore},
+		{desc: "overload_cut off in effect", from: cut(bdp(1, vg), true), to: bdp(1, vg), runs: bdp(1, vg), eff: effBefore, want: true},
+		{desc: "overload_cut still on", from: cut(bdp(1, vg), true), to: bdp(1, vg), runs: cut(bdp(1, vg), true), eff: effBefore},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			c := Commit{From: tt.from, To: tt.to, FromEffectiveKMaxBytes: effBefore}

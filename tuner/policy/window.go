@@ -79,7 +79,8 @@ type Window struct {
 	// overrun's lift stays under a share of it. 0: unknown or not limited.
 	BufferBytes int64
 	// OverloadCutSupported says the node takes the overload_cut leaf from
-	// the tuner (the simulator's nodes; the service does not push it yet):
+	// the tuner (the simulator's nodes; in the service, a switch that
+	// publishes the queue's state/overload-cut, queue_latest.overload_cut):
 	// without it rule pinned never fires.
 	OverloadCutSupported bool
 	// Speed is the simulated seconds per second of the samples' timestamps:

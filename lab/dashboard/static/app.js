@@ -70,12 +70,18 @@
     });
   }
 
-  // Changed settings of a decision, "alpha 0.5 → 0.25".
+  // Changed settings of a decision, "alpha 0.5 → 0.25"; overload_cut,
+  // which the tuner's JSON omits when off, as "overload_cut off → on".
   function change(a) {
     const b = a.before || {}, f = a.after || {};
     const keys = new Set([...Object.keys(b), ...Object.keys(f)]);
     const parts = [];
+    const onOff = (v) => (v ? "on" : "off");
     for (const k of keys) {
+      if (k === "overload_cut") {
+        if (a.before && a.after && !!b[k] !== !!f[k]) parts.push(`${k} ${onOff(b[k])} → ${onOff(f[k])}`);
+        continue;
+      }
       if (JSON.stringify(b[k]) !== JSON.stringify(f[k])) parts.push(`${k} ${b[k] ?? "–"} → ${f[k] ?? "–"}`);
     }
     return parts.join(", ") || "none";
@@ -387,7 +393,9 @@
       const cells = [
         [q.target, "text"], [q.interface, "text"], [q.queue], [si(q.queue_depth_bytes, "B")],
         [si(q.buffer_bytes, "B")], [si(q.kmin_bytes, "B")], [si(q.kmax_bytes, "B")], [si(q.growth_rate_bytes_per_second, "B/s")],
-        [q.congestion_level ?? "–"], [q.alpha ?? "–"], [q.notifications ?? "–"],
+        [q.congestion_level ?? "–"], [q.alpha ?? "–"],
+        [q.overload_cut === null || q.overload_cut === undefined ? "–" : (q.overload_cut ? "on" : "off"), q.overload_cut ? "cut-on" : ""],
+        [q.notifications ?? "–"],
       ];
       for (const [v, cls] of cells) {
         const td = document.createElement("td");
@@ -402,7 +410,8 @@
     tt.innerHTML = "";
     for (const a of resp.tuner) {
       const tr = document.createElement("tr");
-      tr.className = "decision";
+      // Rule pinned's changes (the node's overload-cut) stand out.
+      tr.className = a.rule === "pinned" ? "decision rule-pinned" : "decision";
       const cells = [
         [fmtTime(a.t), "text"], [a.target, "text"],
         [a.interface === null ? "–" : `${a.interface} q${a.queue}`, "text"],

@@ -1,0 +1,316 @@
+package tuner
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/ygnmi/ygnmi"
+
+	"github.com/lhcnp/lhcnp/gen/client/oc/ocpath"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/tuner/policy"
+)
+
+// cutRow is what the pinned tests compare of a tuner_actions row: the
+// rule, the outcome, alpha and overload_cut in before and after as the
+// JSON carries them (overload_cut omitted when off), and whether the reason
+// speaks of the option.
+type cutRow struct {
+	Rule, Outcome       string
+	CutBefore, CutAfter bool
+	AlphaBefore, Alpha  float64
+	Held                bool
+	ReasonNamesCut      bool
+}
+
+func cutRows(t *testing.T, ctx context.Context, rec *PGRecorder, target string) []cutRow {
+	t.Helper()
+	rows, err := rec.pool.Query(ctx, `
+		SELECT split_part(reason, ':', 1), outcome,
+		       coalesce((before ->> 'overload_cut')::boolean, false), coalesce((after ->> 'overload_cut')::boolean, false),
+		       coalesce((before ->> 'alpha')::float8, 0), coalesce((after ->> 'alpha')::float8, 0),
+		       hold_until IS NOT NULL, reason ~ 'overload[-_]cut'
+		FROM tuner_actions WHERE target = $1 ORDER BY id`, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []cutRow
+	for rows.Next() {
+		var r cutRow
+		if err := rows.Scan(&r.Rule, &r.Outcome, &r.CutBefore, &r.CutAfter, &r.AlphaBefore, &r.Alpha, &r.Held, &r.ReasonNamesCut); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// switchCut is the overload-cut the switch's node runs (its state).
+func switchCut(t *testing.T, yc *ygnmi.Client) bool {
+	t.Helper()
+	c, err := ygnmi.Get(context.Background(), yc, ocpath.Root().Lhcnp().Interface("wan0").Queue(0).OverloadCut().State(), ygnmi.WithUseGet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// pinnedTraffic is a queue standing at 1.9 RTT_est, 95 % of a 2 RTT_est
+// buffer, dropping 5 % of its packets, until the node runs overload-cut:
+// then it is at 0.1 RTT_est and loses none.
+func pinnedTraffic(_ string, s policy.Settings) traffic {
+	if s.OverloadCut {
+		return traffic{delayRTT: 0.1, util: 0.95}
+	}
+	return traffic{delayRTT: 1.9, util: 0.99, loss: 0.05}
+}
+
+// pinnedBufferBytes is pinnedTraffic's buffer: 2 RTT_est at the script's
+// port rate.
+const pinnedBufferBytes = 2 * srcRate / 8 * int64(srcRTT/time.Millisecond) / 1000
+
+// pinnedLoop is the service's loop over one switch whose queue pins at
+// the buffer until it runs overload-cut (pinnedTraffic), with a private
+// PostgreSQL for tuner_actions, on the test's clock.
+type pinnedLoop struct {
+	t    *testing.T
+	cfg  Config
+	tu   *Tuner
+	rec  *PGRecorder
+	pub  interface{ PublishNow(context.Context) error }
+	addr string
+	yc   *ygnmi.Client
+	src  Source
+	at   time.Time
+}
+
+func newPinnedLoop(t *testing.T) *pinnedLoop {
+	pool, _ := pgtest.New(t)
+	addr, pub := testSwitch(t)
+	l := &pinnedLoop{t: t, rec: NewPGRecorder(pool), pub: pub, addr: addr, yc: ygnmiClient(t, addr), at: t1}
+	l.cfg = testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	l.src = &scriptSource{clients: map[string]*ygnmi.Client{"n1": l.yc}, traffic: pinnedTraffic, bufferBytes: pinnedBufferBytes}
+	l.tu, _ = newLoop(t, l.cfg, l.src, l.rec)
+	return l
+}
+
+// restart replaces the tuner by a new one (the service started anew: no
+// memory but the audit trail's).
+func (l *pinnedLoop) restart() {
+	l.t.Helper()
+	if err := l.tu.Release(context.Background(), l.at); err != nil {
+		l.t.Fatal(err)
+	}
+	l.tu, _ = newLoop(l.t, l.cfg, l.src, l.rec)
+}
+
+// cycle runs the loop at l.at and moves the clock on by a period.
+func (l *pinnedLoop) cycle() {
+	l.t.Helper()
+	ctx := context.Background()
+	if err := l.tu.Cycle(ctx, l.at); err != nil {
+		l.t.Fatalf("Cycle at %v: %v", l.at.Sub(t1), err)
+	}
+	if err := l.pub.PublishNow(ctx); err != nil {
+		l.t.Fatal(err)
+	}
+	l.at = l.at.Add(l.cfg.Period)
+}
+
+func (l *pinnedLoop) rows() []cutRow { return cutRows(l.t, context.Background(), l.rec, "n1") }
+
+// pinnedPeriods bounds the periods the tests wait for the loop to act.
+const pinnedPeriods = 20
+
+// escalate runs the loop until the tuner has switched overload-cut on and
+// kept it: a bound hold (rule loss cannot lower alpha under the queue),
+// then rule pinned.
+func (l *pinnedLoop) escalate() {
+	l.t.Helper()
+	for range pinnedPeriods {
+		l.cycle()
+		if switchCut(l.t, l.yc) && !l.tu.Pending("n1") {
+			break
+		}
+	}
+	if !switchCut(l.t, l.yc) || l.tu.Pending("n1") {
+		l.t.Fatalf("overload-cut %v, pending %v after %d periods; tuner_actions %+v", switchCut(l.t, l.yc), l.tu.Pending("n1"), pinnedPeriods, l.rows())
+	}
+	if diff := cmp.Diff([]cutRow{pinnedBound, pinnedOn}, l.rows()); diff != "" {
+		l.t.Fatalf("tuner_actions up to the escalation (-want +got):\n%s", diff)
+	}
+}
+
+// untilJudged runs the loop until the newest row after the escalation's
+// is judged (or pinnedPeriods have passed).
+func (l *pinnedLoop) untilJudged() {
+	l.t.Helper()
+	for range pinnedPeriods {
+		l.cycle()
+		if rows := l.rows(); len(rows) > 2 && rows[len(rows)-1].Outcome != string(OutcomePushed) {
+			return
+		}
+	}
+}
+
+// The rows of an escalation (alpha stays 1: the example switch's), and of
+// the off that follows once the queue is calm, rolled back when it pins
+// again.
+var (
+	pinnedBound         = cutRow{Rule: string(policy.RuleBound), Outcome: string(OutcomeHold), AlphaBefore: 1, Alpha: 1}
+	pinnedOn            = cutRow{Rule: string(policy.RulePinned), Outcome: string(OutcomeConfirmed), CutAfter: true, AlphaBefore: 1, Alpha: 1, ReasonNamesCut: true}
+	pinnedOffRolledBack = cutRow{Rule: string(policy.RulePinned), Outcome: string(OutcomeRolledBack), CutBefore: true, AlphaBefore: 1, Alpha: 1, ReasonNamesCut: true}
+)
+
+// TestTunerPinned: rule pinned in the service, end to end with real parts
+// but the traffic (a private PostgreSQL for tuner_actions, the switch
+// target on loopback with its dataplane binding, the tuner's loop on the
+// test's clock; the scriptSource makes up the queue's samples from the
+// settings the switch runs, overload-cut included). A queue pinned at the
+// buffer loses packets: rule loss cannot lower alpha under a queue that
+// stands above the K_max it would give (a bound hold, the loss streak's
+// first); the loss persists, and rule pinned switches overload-cut on; the
+// switch's node runs it, the queue leaves the buffer, the commit is
+// confirmed. In the first decided window past the cool-down the queue has
+// ended below K_min for the whole window, far more than pinned_off_rtt
+// RTT_est (a window of the service is 1000 of the script's RTT_est): rule
+// pinned switches the option off; the queue pins again, the judge window
+// is worse, and the rollback brings the option back on at the switch.
+// tuner_actions' before/after carry it. The hold's memory matters: without
+// it the bound hold's loss streak is lost and the rule never fires.
+func TestTunerPinned(t *testing.T) {
+	l := newPinnedLoop(t)
+	l.escalate()
+	escalated := l.at
+	l.untilJudged()
+	if diff := cmp.Diff([]cutRow{pinnedBound, pinnedOn, pinnedOffRolledBack}, l.rows()); diff != "" {
+		t.Errorf("tuner_actions after the escalation (-want +got):\n%s", diff)
+	}
+	if !switchCut(t, l.yc) || switchAlpha(t, l.yc) != 1 {
+		t.Errorf("after the rollback the switch runs overload-cut %v, alpha %v; want on, 1", switchCut(t, l.yc), switchAlpha(t, l.yc))
+	}
+	t.Logf("overload-cut on %v after the first window, off tried and rolled back %v after that", escalated.Sub(t1), l.at.Sub(escalated))
+}
+
+// TestOperatorOverloadCut: the operator's overload-cut (gnmic's Set of
+// queues/queue/config/overload-cut), seen in telemetry, is recorded as
+// outcome operator with the value and holds the queue as any tuned leaf;
+// and the tuner never switches off a leaf it did not switch on. After the
+// tuner's escalation (TestTunerPinned) the operator switches the option off:
+// recorded, the queue held although it pins again and loses packets; then on
+// again: recorded, held anew. Past the hold the queue is calm for many
+// cool-downs, where the tuner switched its own leaf off at once
+// (TestTunerPinned), but this one is the operator's: it stays on.
+func TestOperatorOverloadCut(t *testing.T) {
+	l := newPinnedLoop(t)
+	l.escalate()
+	set := func(v string) {
+		t.Helper()
+		if out, err := operatorSetLeaf(t, l.addr, "overload-cut", v); err != nil {
+			t.Fatalf("gnmic set overload-cut %s: %v\n%s", v, err, out)
+		}
+		if err := l.pub.PublishNow(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := switchCut(t, l.yc); got != (v == "true") {
+			t.Fatalf("the switch runs overload-cut %v after gnmic set it %s", got, v)
+		}
+	}
+	set("false")
+	l.cycle()
+	heldOff := l.at
+	offRow := cutRow{Rule: string(RuleOperator), Outcome: string(OutcomeOperator), CutBefore: true, AlphaBefore: 1, Alpha: 1, Held: true, ReasonNamesCut: true}
+	if diff := cmp.Diff([]cutRow{pinnedBound, pinnedOn, offRow}, l.rows()); diff != "" {
+		t.Fatalf("tuner_actions after the operator's off (-want +got):\n%s", diff)
+	}
+	var reason string
+	if err := l.rec.pool.QueryRow(context.Background(), `SELECT reason FROM tuner_actions WHERE outcome = 'operator'`).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := "overload-cut true → false set by another client"; !strings.Contains(reason, want) {
+		t.Errorf("the operator's row says %q; want %q", reason, want)
+	}
+	// Held: the queue pins and drops, and the tuner does nothing.
+	for range 3 {
+		l.cycle()
+	}
+	if got := l.rows(); len(got) != 3 || switchCut(t, l.yc) || l.tu.Pending("n1") {
+		t.Fatalf("during the operator's hold: tuner_actions %+v, overload-cut %v, pending %v; want the operator's off untouched",
+			got[3:], switchCut(t, l.yc), l.tu.Pending("n1"))
+	}
+	set("true")
+	l.cycle()
+	onRow := offRow
+	onRow.CutBefore, onRow.CutAfter = false, true
+	if diff := cmp.Diff([]cutRow{pinnedBound, pinnedOn, offRow, onRow}, l.rows()); diff != "" {
+		t.Fatalf("tuner_actions after the operator's on (-want +got):\n%s", diff)
+	}
+	// Past the hold, calm for ten cool-downs: decided on, never switched.
+	l.at = heldOff.Add(l.cfg.OperatorHold + l.cfg.Period)
+	for range 10 * int(l.cfg.Policy.Cooldown/l.cfg.Period) {
+		l.cycle()
+	}
+	got := l.rows()
+	for _, r := range got[4:] {
+		if r.Outcome != string(OutcomeHold) || r.CutAfter != r.CutBefore {
+			t.Errorf("after the hold: %+v; want holds only", r)
+		}
+	}
+	if len(got) == 4 || !switchCut(t, l.yc) {
+		t.Errorf("after the hold: rows %+v, overload-cut %v; want the queue decided on (a hold) and the operator's on kept", got[4:], switchCut(t, l.yc))
+	}
+}
+
+// TestTunerPinnedRestart: the tuner's claim on the overload-cut it switched
+// on survives a restart of the service through tuner_actions
+// (PGRecorder.TunersCuts): a tuner started anew finds the leaf on, takes
+// it for its own and switches it off once the queue is calm, as the one
+// that switched it on would have (TestTunerPinned). A leaf the operator set
+// last is not the tuner's after a restart either: left on.
+func TestTunerPinnedRestart(t *testing.T) {
+	t.Run("the tuner's", func(t *testing.T) {
+		l := newPinnedLoop(t)
+		l.escalate()
+		l.restart()
+		l.at = l.at.Add(l.cfg.Policy.Cooldown)
+		l.untilJudged()
+		if diff := cmp.Diff([]cutRow{pinnedBound, pinnedOn, pinnedOffRolledBack}, l.rows()); diff != "" {
+			t.Errorf("tuner_actions after the restart (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("the operator's", func(t *testing.T) {
+		l := newPinnedLoop(t)
+		l.escalate()
+		for _, v := range []string{"false", "true"} {
+			if out, err := operatorSetLeaf(t, l.addr, "overload-cut", v); err != nil {
+				t.Fatalf("gnmic set overload-cut %s: %v\n%s", v, err, out)
+			}
+			if err := l.pub.PublishNow(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			l.cycle() // seen and recorded: the operator's
+		}
+		n := len(l.rows())
+		l.restart()
+		l.at = l.at.Add(l.cfg.OperatorHold)
+		for range 10 * int(l.cfg.Policy.Cooldown/l.cfg.Period) {
+			l.cycle()
+		}
+		got := l.rows()
+		for _, r := range got[n:] {
+			if r.Outcome != string(OutcomeHold) || r.CutAfter != r.CutBefore {
+				t.Errorf("after the restart: %+v; want holds only", r)
+			}
+		}
+		if len(got) == n || !switchCut(t, l.yc) {
+			t.Errorf("after the restart: rows %+v, overload-cut %v; want the queue decided on and the operator's on kept", got[n:], switchCut(t, l.yc))
+		}
+	})
+}
