@@ -142,8 +142,8 @@ tuner-baselines:
 # 1-48 and the retired held-out set of the baseline test.csv, never the
 # fresh held-out set) at the baselines' three simulation seeds, against
 # their stored static results, and the paired comparison with the
-# baselines' tuner J. 240 tuned runs, about 2.5 CPU-minutes (5.6 minutes
-# of wall time on the shared machine at a load of 9); not part of make test.
+# baselines' tuner J. 240 tuned runs, about 2.5 CPU-minutes (3.5-5.6
+# minutes of wall time on the shared machine); not part of make test.
 # TUNER_DEV_OUT names the output directory; TUNER_DEV_REF=DIR compares with
 # an earlier run's DIR/{train,test}.csv (two policies, pair by pair)
 # instead of the baselines' tuner J.

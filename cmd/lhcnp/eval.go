@@ -38,7 +38,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	first := fs.Int("seeds", 0, "only the first N seeds of each set (0: all; not with --markdown)")
 	simSeeds := fs.Int("sim-seeds", 0, fmt.Sprintf("run everything at N simulation seeds, the family seed + k·%d (k = 0..N-1), J the mean (0: the family's sim_seeds; with --tuned-only, the baseline's)", family.SimSeedStride))
 	remeasure := fs.Bool("remeasure", false, "re-measure the best static setting at simulation seed k = N (always with N > 1)")
-	tunedOnly := fs.Bool("tuned-only", false, "run the tuned runs alone, against the static columns of --baseline (the development loop, `make tuner-dev`)")
+	tunedOnly := fs.Bool("tuned-only", false, "run the tuned runs alone, against the static columns of --baseline (the development loop: make tuner-dev)")
 	baseline := fs.String("baseline", "", "with --tuned-only: a CSV file an evaluation wrote (its set, seeds, N, bottlenecks and static results)")
 	against := fs.String("compare", "", "with --tuned-only: compare with this CSV file's tuned J (default: the baseline's own)")
 	fromMD := fs.String("csv-from-markdown", "", "run nothing: write the --set tables of this markdown file (docs/tuner.md) as DIR/<set>.csv")

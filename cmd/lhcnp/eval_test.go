@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -96,6 +97,31 @@ func TestEvalTunedOnly(t *testing.T) {
 				"better / worse (a ratio moving by more than 0.02): 0 / 0",
 				"tuner J equal to the reference's to 4 decimals (the tables' digits): 1 of 1; to every digit: 1 of 1",
 				"no seed's ratio moved",
+			} {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+				}
+			}
+
+			// Against another policy's file whose tuner J was 1.5 times
+			// this one's: the seed got better by a third of its ratio.
+			other := base.Rows
+			other[0].Tuner *= 1.5
+			worse := filepath.Join(dir, "worse-"+set+".csv")
+			if err := writeEvalCSV(worse, other); err != nil {
+				t.Fatal(err)
+			}
+			stdout.Reset()
+			if err := runEval(ctx, []string{"--tuned-only", "--baseline", filepath.Join(full, set+".csv"), "--compare", worse, "--family", after, "--out", out}, &stdout, &stderr); err != nil {
+				t.Fatalf("--tuned-only --compare: %v\n%s", err, stderr.String())
+			}
+			ratio := g.Tuner / g.Remeasured
+			for _, want := range []string{
+				fmt.Sprintf("reference: mean ratio %.3f, worst tenth %.3f (%s)", 1.5*ratio, 1.5*ratio, worse),
+				fmt.Sprintf("this run − reference: mean %+.3f ± 0.000", -0.5*ratio),
+				"better / worse (a ratio moving by more than 0.02): 1 / 0",
+				"to every digit: 0 of 1",
+				fmt.Sprintf("moved most:\n%s:     %d (%s): ×%.3f → ×%.3f", set, g.Draw.Seed, g.Scenario, 1.5*ratio, ratio),
 			} {
 				if !strings.Contains(stdout.String(), want) {
 					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
