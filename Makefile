@@ -124,8 +124,34 @@ tuner-phases:
 # shared machine at a load of 15), so about 90 CPU-minutes, 45 minutes on
 # two free cores; the held-out set alone about 35-40 CPU-minutes
 # (docs/tuner.md "Measuring past the noise"). Not part of `make test`.
+# It also writes the tables' rows as the development baselines
+# (tuner-baselines), so that they follow the tables (a test checks it).
 tuner-eval:
 	$(GO) run ./cmd/lhcnp sim eval --family scenarios/family/tuner.yaml --set both --sim-seeds 3 --jobs 2 --out out/tuner-eval --markdown docs/tuner.md
+	$(MAKE) tuner-baselines
+
+# scenarios/family/evals/{train,test}.csv: docs/tuner.md's train and test
+# tables as CSV (the means as printed; per-seed J empty), the baselines of
+# `make tuner-dev` (scenarios/family/evals/README.md).
+.PHONY: tuner-baselines
+tuner-baselines:
+	$(GO) run ./cmd/lhcnp sim eval --csv-from-markdown docs/tuner.md --set both --out scenarios/family/evals
+
+# The policy's development loop (docs/tuner.md "Developing the policy:
+# `make tuner-dev`"): the tuned runs alone of the development set (train
+# 1-48 and the retired held-out set of the baseline test.csv, never the
+# fresh held-out set) at the baselines' three simulation seeds, against
+# their stored static results, and the paired comparison with the
+# baselines' tuner J. 240 tuned runs, about 2.5 CPU-minutes (3.5-5.6
+# minutes of wall time on the shared machine); not part of make test.
+# TUNER_DEV_OUT names the output directory; TUNER_DEV_REF=DIR compares with
+# an earlier run's DIR/{train,test}.csv (two policies, pair by pair)
+# instead of the baselines' tuner J.
+TUNER_DEV_OUT ?= out/tuner-dev
+.PHONY: tuner-dev
+tuner-dev:
+	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/train.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/train.csv) --jobs 2 --out $(TUNER_DEV_OUT)
+	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/test.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/test.csv) --jobs 2 --out $(TUNER_DEV_OUT)
 
 # Issue 24's lab bar: a load step in the lab's traffic, counted in tuner
 # periods to the first tightening (TestLabLoadStepAnswered, docs/tuner.md

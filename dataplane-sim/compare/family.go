@@ -100,6 +100,18 @@ type EvalRow struct {
 	ChangesPerCycle             float64
 	Confirmed, RolledBack, Runs int64
 	Bottleneck                  string
+	// Scenario is the draw in a few words as a stored evaluation gave it
+	// (ReadEvalCSV, EvalRowsFromMarkdown: their Draw holds the seed and
+	// the set alone); empty in a row just measured (Draw.Short()).
+	Scenario string
+}
+
+// Name is the row's draw in a few words.
+func (r EvalRow) Name() string {
+	if r.Scenario != "" {
+		return r.Scenario
+	}
+	return r.Draw.Short()
 }
 
 // Ratio is the tuner's objective over the best static setting's.
@@ -129,26 +141,36 @@ func (r EvalRow) BeatsEvery() bool { return r.Tuner < r.Best }
 // seeds, jobs scenarios at a time, under outDir/<scenario>/ (summaries and
 // tuner.csv only; simulation seed k > 0 under outDir/sim-seed-k/).
 func EvalFamily(ctx context.Context, s *famspec.Spec, set string, seeds []int64, outDir string, jobs int, o EvalOptions, progress func(string)) ([]EvalRow, error) {
-	rows := make([]EvalRow, len(seeds))
-	errs := make([]error, len(seeds))
+	return evalEach(len(seeds), jobs, o.remeasure(), set, progress, func(i int) (EvalRow, error) {
+		rs, err := evalSeed(ctx, s, set, seeds[i], outDir, []EvalOptions{o}, "")
+		if err != nil {
+			return EvalRow{}, err
+		}
+		return rs[0], nil
+	})
+}
+
+// evalEach evaluates n scenarios with eval, jobs at a time, and reports
+// each row as it ends (with its re-measured best static J if remeasured).
+func evalEach(n, jobs int, remeasured bool, set string, progress func(string), eval func(i int) (EvalRow, error)) ([]EvalRow, error) {
+	rows := make([]EvalRow, n)
+	errs := make([]error, n)
 	sem := make(chan struct{}, max(1, jobs))
 	var wg sync.WaitGroup
-	for i, seed := range seeds {
+	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			var rs []EvalRow
-			rs, errs[i] = evalSeed(ctx, s, set, seed, outDir, []EvalOptions{o})
+			rows[i], errs[i] = eval(i)
 			if errs[i] != nil {
 				return
 			}
-			rows[i] = rs[0]
 			if progress != nil {
-				line := fmt.Sprintf("%s seed %d: %s: tuner %.4f, best static %.4f (%s), ×%.3f", set, seed, rows[i].Draw.Short(),
+				line := fmt.Sprintf("%s seed %d: %s: tuner %.4f, best static %.4f (%s), ×%.3f", set, rows[i].Draw.Seed, rows[i].Draw.Short(),
 					rows[i].Tuner, rows[i].Best, rows[i].BestSetting, rows[i].Ratio())
-				if o.remeasure() {
+				if remeasured {
 					line += fmt.Sprintf("; re-measured %.4f, ×%.3f", rows[i].Remeasured, rows[i].RemeasuredRatio())
 				}
 				progress(line)
@@ -164,10 +186,78 @@ func EvalFamily(ctx context.Context, s *famspec.Spec, set string, seeds []int64,
 	return rows, nil
 }
 
+// EvalTuned is EvalFamily's tuned runs alone, against a stored
+// evaluation of the same seeds (base: its rows, ReadEvalCSV): each
+// seed's tuned run at o's simulation seeds, run and measured as
+// EvalFamily runs and measures it, J at the base row's bottleneck; the
+// static grid is not run, its columns (coarse and finer best, their J at
+// each simulation seed, the re-measured J) are the base row's. A seed of
+// a retired held-out set is generated as the test set's (the draw is the
+// seed's alone); a seed of the family's fresh held-out set is refused
+// (DevSpec). The development loop of docs/tuner.md, `make tuner-dev`.
+func EvalTuned(ctx context.Context, s *famspec.Spec, set string, base []EvalRow, outDir string, jobs int, o EvalOptions, progress func(string)) ([]EvalRow, error) {
+	for _, b := range base {
+		if !strings.Contains(b.Bottleneck, "→") {
+			return nil, fmt.Errorf("compare: seed %d: bottleneck %q is not NODE→PEER", b.Draw.Seed, b.Bottleneck)
+		}
+	}
+	return evalEach(len(base), jobs, len(base) > 0 && !math.IsNaN(base[0].Remeasured), set, progress, func(i int) (EvalRow, error) {
+		b := base[i]
+		ds, err := DevSpec(s, set, b.Draw.Seed)
+		if err != nil {
+			return EvalRow{}, err
+		}
+		rs, err := evalSeed(ctx, ds, set, b.Draw.Seed, outDir, []EvalOptions{o}, b.Bottleneck)
+		if err != nil {
+			return EvalRow{}, err
+		}
+		r := rs[0]
+		if b.Scenario != "" && b.Scenario != r.Draw.Short() {
+			return EvalRow{}, fmt.Errorf("compare: seed %d: the stored evaluation's scenario %q is not the family's draw %q (another family spec?)", b.Draw.Seed, b.Scenario, r.Draw.Short())
+		}
+		r.Coarse, r.CoarseSetting, r.Best, r.BestSetting = b.Coarse, b.CoarseSetting, b.Best, b.BestSetting
+		r.BestJs, r.BestSE, r.Remeasured, r.Statics = b.BestJs, b.BestSE, b.Remeasured, b.Statics
+		return r, nil
+	})
+}
+
+// DevSpec is the spec that generates seed of set for development runs
+// (EvalTuned): s itself for a seed of its train set; for set "test", a
+// copy whose test set is the retired set that holds seed. A seed of the
+// family's test set (the fresh held-out set, read once by the full
+// evaluation) and a seed of no set are errors.
+func DevSpec(s *famspec.Spec, set string, seed int64) (*famspec.Spec, error) {
+	in := func(r famspec.Seeds) bool { return seed >= r.From && seed <= r.To }
+	switch set {
+	case "train":
+		if in(s.Train) {
+			return s, nil
+		}
+		return nil, fmt.Errorf("seed %d is not in %s's train_seeds %d..%d", seed, s.File, s.Train.From, s.Train.To)
+	case "test":
+		if in(s.Test) {
+			return nil, fmt.Errorf("seed %d is of %s's test_seeds %d..%d, the fresh held-out set: it is read once, by the full evaluation (`make tuner-eval`), never in development; retire it first", seed, s.File, s.Test.From, s.Test.To)
+		}
+		for _, r := range s.Retired {
+			if in(r) {
+				c := *s
+				c.Test = r
+				return &c, nil
+			}
+		}
+		return nil, fmt.Errorf("seed %d is in no retired held-out set of %s (retired_seeds)", seed, s.File)
+	}
+	return nil, fmt.Errorf("no seed set %q (want train or test)", set)
+}
+
 // evalSeed evaluates one scenario under each protocol of protos, sharing
 // the runs they have in common (a run is a setting at a simulation seed;
-// the same run always gives the same J): one row per protocol.
-func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outDir string, protos []EvalOptions) ([]EvalRow, error) {
+// the same run always gives the same J): one row per protocol. With
+// bottleneck ("NODE→PEER", a stored evaluation's) it runs the tuned runs
+// alone and measures their J there (EvalTuned): the baseline mechanism
+// that picks the bottleneck and the static grid are not run, and the
+// rows' static columns are left empty.
+func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outDir string, protos []EvalOptions, bottleneck string) ([]EvalRow, error) {
 	type point struct{ alpha, share float64 }
 	type key struct {
 		pt    point
@@ -175,7 +265,7 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 		tuned bool
 	}
 	var d famspec.Draw
-	var node, peer string
+	node, peer, tunedOnly := strings.Cut(bottleneck, "→")
 	var mc map[string]int64
 	var durNs int64
 	js := map[key]float64{}
@@ -213,7 +303,11 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 		if err != nil {
 			return 0, err
 		}
-		o := Options{Mechanisms: EvalMechanisms, SummaryOnly: true, Variants: []Variant{evalTunerVariant()}}
+		mechs := EvalMechanisms
+		if tunedOnly {
+			mechs = EvalMechanisms[1:]
+		}
+		o := Options{Mechanisms: mechs, SummaryOnly: true, Variants: []Variant{evalTunerVariant()}}
 		res, err := Run(ctx, []*scenario.Scenario{sc}, dirAt(k), o)
 		if err != nil {
 			return 0, err
@@ -226,7 +320,9 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 			// J at the baseline's bottleneck, its delay in the WAN's round
 			// trip (the nodes' RTT_est in a generated scenario: a far-end
 			// bottleneck's own link is a microsecond long).
-			node, peer = t.BottleneckNode, t.BottleneckPeer
+			if !tunedOnly {
+				node, peer = t.BottleneckNode, t.BottleneckPeer
+			}
 			mc, durNs = t.Summary.MechanismCounters, t.Summary.DurationNs
 		}
 		j := objective(t.Summary)
@@ -276,6 +372,12 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 		}
 		row := EvalRow{Draw: d, Tuner: mean(tj), TunerJs: tj, TunerSE: meanStdErr(tj), SimSeeds: n,
 			Best: math.Inf(1), Remeasured: math.NaN(), Bottleneck: node + "→" + peer}
+		if tunedOnly {
+			row.Best = math.NaN()
+			changes(&row, d, mc, durNs)
+			rows = append(rows, row)
+			continue
+		}
 		done := map[point]bool{}
 		var best point
 		runAt := func(pt point) error {
@@ -319,15 +421,20 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 				return nil, err
 			}
 		}
-		// Changes and judgements: the tuned run at the file's seed.
-		if secs := float64(durNs) / 1e9; secs > 0 {
-			row.ChangesPerQueuePerSec = float64(mc["tuner_max_changes_per_queue"]) / secs
-			row.ChangesPerCycle = row.ChangesPerQueuePerSec * famspec.Judgement(d.RTT).Seconds()
-		}
-		row.Runs, row.Confirmed, row.RolledBack = mc["tuner_changes"], mc["tuner_confirmed"], mc["tuner_rolled-back"]
+		changes(&row, d, mc, durNs)
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// changes fills a row's changes and judgements from the tuned run at the
+// file's seed (its mechanism counters mc and length durNs).
+func changes(row *EvalRow, d famspec.Draw, mc map[string]int64, durNs int64) {
+	if secs := float64(durNs) / 1e9; secs > 0 {
+		row.ChangesPerQueuePerSec = float64(mc["tuner_max_changes_per_queue"]) / secs
+		row.ChangesPerCycle = row.ChangesPerQueuePerSec * famspec.Judgement(d.RTT).Seconds()
+	}
+	row.Runs, row.Confirmed, row.RolledBack = mc["tuner_changes"], mc["tuner_confirmed"], mc["tuner_rolled-back"]
 }
 
 func mean(xs []float64) float64 {

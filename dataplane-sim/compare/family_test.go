@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -48,26 +49,16 @@ func TestEvalMarkdownChangesPerCycle(t *testing.T) {
 	}
 }
 
-// tinyFamily is a family whose runs take milliseconds of simulated time:
-// one 10 Gbit/s, 0.5 ms shape at a few congestion points, every scenario
-// with web-search background (its arrivals move with the simulation
-// seed).
-const tinyFamily = `name: tiny
-link_rate: {min: 10Gbps, max: 10Gbps}
-wan_rtt: {min: 500us, max: 500us}
-overload: {min: 2, max: 2}
-congestion: [near-source]
-steps: [none]
-ip: [v4]
-web_search: 1
-web_search_load: {min: 0.2, max: 0.2}
-duration_rtt: 10
-max_packets: 10000
-min_judgements: 1
-min_duration: 5ms
-train_seeds: {from: 1, to: 2}
-test_seeds: {from: 3, to: 4}
-`
+// tinyFamily is testdata/tiny-family.yaml: a family whose runs take
+// milliseconds of simulated time (its train seeds 1..2, test seeds 3..4).
+func tinyFamily(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/tiny-family.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // TestEvalSimSeeds: at two simulation seeds a row's J is the mean of its
 // two single-seed runs (the first the one-seed evaluation's, the second
@@ -75,7 +66,7 @@ test_seeds: {from: 3, to: 4}
 // is chosen on that mean and re-measured at the third seed; the same
 // evaluation twice writes the same table.
 func TestEvalSimSeeds(t *testing.T) {
-	s, err := famspec.Parse("tiny.yaml", []byte(tinyFamily))
+	s, err := famspec.Parse("tiny.yaml", []byte(tinyFamily(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
+)
+
+// writeFamily writes dataplane-sim/compare's tiny family (runs of
+// milliseconds of simulated time, train seeds 1..2) with sets, the lines
+// of its held-out and retired sets, in place of its test_seeds.
+func writeFamily(t *testing.T, dir, name, sets string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../dataplane-sim/compare/testdata/tiny-family.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := regexp.MustCompile(`(?m)^test_seeds:.*\n`).ReplaceAllString(string(b), sets)
+	if n := strings.Count(text, "test_seeds"); n != 1 {
+		t.Fatalf("tiny-family.yaml with %q: %d test_seeds lines", sets, n)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readTable(t *testing.T, path string) *compare.EvalTable {
+	t.Helper()
+	tab, err := readEvalCSV(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// TestEvalTunedOnly: `sim eval` writes its rows as OUT/<set>.csv; the
+// tuned runs alone (--tuned-only) against that file reproduce its tuner
+// J at every simulation seed to the last digit, keep its static columns,
+// and print the bars and the paired comparison (nothing moved); a seed of
+// a retired held-out set is run as the full evaluation ran it while it
+// was the test set.
+func TestEvalTunedOnly(t *testing.T) {
+	dir := t.TempDir()
+	// While 5..6 was the held-out set.
+	before := writeFamily(t, dir, "before.yaml", "test_seeds: {from: 5, to: 6}\n")
+	// After: retired, 3..4 the fresh set.
+	after := writeFamily(t, dir, "after.yaml", "test_seeds: {from: 3, to: 4}\nretired_seeds:\n  - {from: 5, to: 6}\n")
+	ctx := context.Background()
+	full := filepath.Join(dir, "full")
+	var stdout, stderr bytes.Buffer
+	if err := runEval(ctx, []string{"--family", before, "--set", "both", "--seeds", "1", "--sim-seeds", "2", "--jobs", "2", "--out", full}, &stdout, &stderr); err != nil {
+		t.Fatalf("sim eval: %v\n%s", err, stderr.String())
+	}
+	for _, set := range []string{"train", "test"} {
+		t.Run(set, func(t *testing.T) {
+			base := readTable(t, filepath.Join(full, set+".csv"))
+			if len(base.Rows) != 1 || base.SimSeeds != 2 || len(base.Rows[0].TunerJs) != 2 || len(base.Rows[0].BestJs) != 2 {
+				t.Fatalf("the full evaluation's %s.csv: %d rows at N = %d: %+v", set, len(base.Rows), base.SimSeeds, base.Rows)
+			}
+			out := filepath.Join(dir, "tuned-"+set)
+			stdout.Reset()
+			if err := runEval(ctx, []string{"--tuned-only", "--baseline", filepath.Join(full, set+".csv"), "--family", after, "--out", out}, &stdout, &stderr); err != nil {
+				t.Fatalf("--tuned-only: %v\n%s", err, stderr.String())
+			}
+			got := readTable(t, filepath.Join(out, set+".csv"))
+			b, g := base.Rows[0], got.Rows[0]
+			if g.Tuner != b.Tuner || g.TunerSE != b.TunerSE || g.TunerJs[0] != b.TunerJs[0] || g.TunerJs[1] != b.TunerJs[1] {
+				t.Errorf("tuner J %v (k: %v), the full evaluation's %v (k: %v)", g.Tuner, g.TunerJs, b.Tuner, b.TunerJs)
+			}
+			if g.ChangesPerQueuePerSec != b.ChangesPerQueuePerSec || g.Confirmed != b.Confirmed || g.RolledBack != b.RolledBack {
+				t.Errorf("changes %v (%d / %d), the full evaluation's %v (%d / %d)", g.ChangesPerQueuePerSec, g.Confirmed, g.RolledBack,
+					b.ChangesPerQueuePerSec, b.Confirmed, b.RolledBack)
+			}
+			var a, c bytes.Buffer
+			if err := compare.WriteEvalCSV(&a, base.Rows); err != nil {
+				t.Fatal(err)
+			}
+			if err := compare.WriteEvalCSV(&c, got.Rows); err != nil {
+				t.Fatal(err)
+			}
+			if a.String() != c.String() {
+				t.Errorf("--tuned-only's %s.csv:\n%s\nthe full evaluation's:\n%s", set, c.String(), a.String())
+			}
+			for _, want := range []string{
+				set + ": 1 scenarios: mean ratio",
+				"paired, 1 seeds at N = 2: ratio = tuner J (mean over k = 0..1) / the baseline's best static J re-measured",
+				"this run − reference: mean +0.000 ± 0.000",
+				"better / worse (a ratio moving by more than 0.02): 0 / 0",
+				"tuner J equal to the reference's to 4 decimals (the tables' digits): 1 of 1; to every digit: 1 of 1",
+				"no seed's ratio moved",
+			} {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+				}
+			}
+
+			// Against another policy's file whose tuner J was 1.5 times
+			// this one's: the seed got better by a third of its ratio.
+			other := base.Rows
+			other[0].Tuner *= 1.5
+			worse := filepath.Join(dir, "worse-"+set+".csv")
+			if err := writeEvalCSV(worse, other); err != nil {
+				t.Fatal(err)
+			}
+			stdout.Reset()
+			if err := runEval(ctx, []string{"--tuned-only", "--baseline", filepath.Join(full, set+".csv"), "--compare", worse, "--family", after, "--out", out}, &stdout, &stderr); err != nil {
+				t.Fatalf("--tuned-only --compare: %v\n%s", err, stderr.String())
+			}
+			ratio := g.Tuner / g.Remeasured
+			for _, want := range []string{
+				fmt.Sprintf("reference: mean ratio %.3f, worst tenth %.3f (%s)", 1.5*ratio, 1.5*ratio, worse),
+				fmt.Sprintf("this run − reference: mean %+.3f ± 0.000", -0.5*ratio),
+				"better / worse (a ratio moving by more than 0.02): 1 / 0",
+				"to every digit: 0 of 1",
+				fmt.Sprintf("moved most:\n%s:     %d (%s): ×%.3f → ×%.3f", set, g.Draw.Seed, g.Scenario, 1.5*ratio, ratio),
+			} {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+				}
+			}
+		})
+	}
+}
+
+// TestEvalTunedOnlyErrors: what --tuned-only refuses, each before any
+// run, with the file, line and column, or the seed, at fault.
+func TestEvalTunedOnlyErrors(t *testing.T) {
+	dir := t.TempDir()
+	fam := writeFamily(t, dir, "tiny.yaml", "test_seeds: {from: 3, to: 4}\nretired_seeds:\n  - {from: 5, to: 6}\n")
+	head := "set,seed,scenario,bottleneck,sim_seeds,tuner_j,tuner_se,tuner_j_k0,coarse_j,coarse_setting,best_j,best_se,best_setting,best_j_k0,remeasured_j,changes_per_queue_s,changes_per_cycle,confirmed,rolled_back\n"
+	row := func(set, seed, scenario string) string {
+		return set + "," + seed + "," + scenario + ",n1→n2,1,0.5,0,,0.4,\"alpha=1,v_growth=1Gbps\",0.4,0,\"alpha=1,v_growth=1Gbps\",,0.41,10,0.1,1,0\n"
+	}
+	draw := "near-source 10Gbps RTT 500µs 2:1 none v4 +web 20%"
+	file := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := file("good.csv", head+row("train", "1", draw))
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"no baseline", []string{"--tuned-only"}, "--tuned-only needs --baseline FILE.csv"},
+		{"a baseline without --tuned-only", []string{"--baseline", good}, "--baseline is for --tuned-only"},
+		{"with --markdown", []string{"--tuned-only", "--baseline", good, "--markdown", "x.md"}, "--tuned-only runs no static setting: not with --markdown"},
+		{"a missing file", []string{"--tuned-only", "--baseline", filepath.Join(dir, "none.csv")}, "none.csv: no such file"},
+		{"a bad cell", []string{"--tuned-only", "--baseline", file("bad.csv", head+strings.Replace(row("train", "1", draw), ",0.5,", ",half,", 1))},
+			`bad.csv:2: column 6 (tuner_j): "half" is not a number`},
+		{"a seed not in the set", []string{"--tuned-only", "--baseline", file("seed.csv", head+row("train", "1", draw)+row("train", "9", draw))},
+			"seed.csv:3: seed 9 is not in " + fam + "'s train_seeds 1..2"},
+		{"the fresh held-out set", []string{"--tuned-only", "--baseline", file("fresh.csv", head+row("test", "3", draw))},
+			"fresh.csv:2: seed 3 is of " + fam + "'s test_seeds 3..4, the fresh held-out set"},
+		{"another family's draw", []string{"--tuned-only", "--baseline", file("draw.csv", head+row("train", "1", "far-end 10Gbps"))},
+			`draw.csv:2: seed 1: scenario "far-end 10Gbps", the family's draw is "` + draw + `"`},
+		{"N mismatch", []string{"--tuned-only", "--baseline", good, "--sim-seeds", "2"},
+			"N mismatch: " + good + "'s tuned J are means over 1 simulation seeds, this run's over 2"},
+		{"a comparison without the seed", []string{"--tuned-only", "--baseline", good, "--compare", file("other.csv", head+row("train", "2", draw))},
+			"other.csv has no row of seed 1 (baseline " + good + ":2)"},
+		{"another set", []string{"--tuned-only", "--baseline", good, "--set", "test"}, "--set test: the baseline " + good + " is of the train set"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--family", fam, "--out", filepath.Join(dir, "out")}, tt.args...)
+			err := runEval(context.Background(), args, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want %q", err, tt.want)
+			}
+			if strings.Contains(stdout.String(), "seed") {
+				t.Errorf("ran before refusing:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+// TestEvalBaselinesFromDocs: the committed development baselines
+// (scenarios/family/evals/) are docs/tuner.md's tables as
+// --csv-from-markdown writes them, byte for byte: `make tuner-baselines`
+// after every table change keeps them so.
+func TestEvalBaselinesFromDocs(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := runEval(context.Background(), []string{"--csv-from-markdown", "../../docs/tuner.md", "--set", "both", "--out", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for _, set := range []string{"train", "test"} {
+		got, err := os.ReadFile(filepath.Join(out, set+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed := filepath.Join("..", "..", "scenarios", "family", "evals", set+".csv")
+		want, err := os.ReadFile(committed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is not docs/tuner.md's %s table (run `make tuner-baselines`):\n%s", committed, set, got)
+		}
+		tab := readTable(t, committed)
+		if tab.Set != set || tab.SimSeeds != 3 || tab.Rows[0].TunerJs != nil {
+			t.Errorf("%s: set %s at N = %d, per-seed J %v; want %s at 3, none (the tables print means)", committed, tab.Set, tab.SimSeeds, tab.Rows[0].TunerJs, set)
+		}
+	}
+	if err := runEval(context.Background(), []string{"--csv-from-markdown", "../../docs/tuner.md", "--set", "both", "--out", out, "--jobs", "2"}, &stdout, &stderr); err == nil ||
+		!strings.Contains(err.Error(), "--csv-from-markdown runs nothing: not with --jobs") {
+		t.Errorf("--csv-from-markdown with --jobs: %v", err)
+	}
+}
