@@ -127,7 +127,7 @@ tuner-phases:
 # It also writes the tables' rows as the development baselines
 # (tuner-baselines), so that they follow the tables (a test checks it).
 tuner-eval:
-	$(GO) run ./cmd/lhcnp sim eval --family scenarios/family/tuner.yaml --set both --sim-seeds 3 --jobs 2 --out out/tuner-eval --markdown docs/tuner.md
+	$(GO) run ./cmd/lhcnp sim eval --family scenarios/family/tuner.yaml --set both --sim-seeds 3 --oracle --jobs 2 --out out/tuner-eval --markdown docs/tuner.md
 	$(MAKE) tuner-baselines
 
 # scenarios/family/evals/{train,test}.csv: docs/tuner.md's train and test
@@ -146,12 +146,14 @@ tuner-baselines:
 # minutes of wall time on the shared machine); not part of make test.
 # TUNER_DEV_OUT names the output directory; TUNER_DEV_REF=DIR compares with
 # an earlier run's DIR/{train,test}.csv (two policies, pair by pair)
-# instead of the baselines' tuner J.
+# instead of the baselines' tuner J. TUNER_DEV_ORACLE=1 also runs each
+# seed's oracle floor (sim eval --oracle: the baseline's best static
+# setting set at the tuned run's first decision; 240 runs more).
 TUNER_DEV_OUT ?= out/tuner-dev
 .PHONY: tuner-dev
 tuner-dev:
-	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/train.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/train.csv) --jobs 2 --out $(TUNER_DEV_OUT)
-	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/test.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/test.csv) --jobs 2 --out $(TUNER_DEV_OUT)
+	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/train.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/train.csv) $(if $(TUNER_DEV_ORACLE),--oracle) --jobs 2 --out $(TUNER_DEV_OUT)
+	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/test.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/test.csv) $(if $(TUNER_DEV_ORACLE),--oracle) --jobs 2 --out $(TUNER_DEV_OUT)
 
 # Issue 24's lab bar: a load step in the lab's traffic, counted in tuner
 # periods to the first tightening (TestLabLoadStepAnswered, docs/tuner.md

@@ -38,12 +38,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	first := fs.Int("seeds", 0, "only the first N seeds of each set (0: all; not with --markdown)")
 	simSeeds := fs.Int("sim-seeds", 0, fmt.Sprintf("run everything at N simulation seeds, the family seed + k·%d (k = 0..N-1), J the mean (0: the family's sim_seeds; with --tuned-only, the baseline's)", family.SimSeedStride))
 	remeasure := fs.Bool("remeasure", false, "re-measure the best static setting at simulation seed k = N (always with N > 1)")
+	oracle := fs.Bool("oracle", false, "also run each seed's oracle floor: the best static setting set at the tuned run's first decision on each queue, never changed (what a tuner that starts from the switch's configuration can reach with one setting)")
 	tunedOnly := fs.Bool("tuned-only", false, "run the tuned runs alone, against the static columns of --baseline (the development loop: make tuner-dev)")
 	baseline := fs.String("baseline", "", "with --tuned-only: a CSV file an evaluation wrote (its set, seeds, N, bottlenecks and static results)")
 	against := fs.String("compare", "", "with --tuned-only: compare with this CSV file's tuned J (default: the baseline's own)")
 	fromMD := fs.String("csv-from-markdown", "", "run nothing: write the --set tables of this markdown file (docs/tuner.md) as DIR/<set>.csv")
-	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim eval --family FILE --set train|test|both --out DIR [--markdown FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--remeasure]",
-		"       lhcnp sim eval --tuned-only --baseline FILE.csv [--compare FILE2.csv] --out DIR [--family FILE] [--jobs N] [--seeds N] [--sim-seeds N]",
+	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim eval --family FILE --set train|test|both --out DIR [--markdown FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--remeasure] [--oracle]",
+		"       lhcnp sim eval --tuned-only --baseline FILE.csv [--compare FILE2.csv] --out DIR [--family FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--oracle]",
 		"       lhcnp sim eval --csv-from-markdown FILE --set train|test|both --out DIR", "",
 		"Runs every scenario of the family's seed set with the tuner and the static grid.")
 	if err := fam.parse(fs, args); err != nil {
@@ -65,7 +66,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	if *fromMD != "" {
-		for _, f := range []string{"tuned-only", "markdown", "seeds", "sim-seeds", "remeasure", "jobs"} {
+		for _, f := range []string{"tuned-only", "markdown", "seeds", "sim-seeds", "remeasure", "jobs", "oracle"} {
 			if given[f] {
 				return usageError{fmt.Sprintf("--csv-from-markdown runs nothing: not with --%s", f)}
 			}
@@ -81,13 +82,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return usageError{fmt.Sprintf("--tuned-only runs no static setting: not with --%s", f)}
 			}
 		}
-		return runTunedOnly(ctx, fam, given["set"], *baseline, *against, *first, *simSeeds, *jobs, stdout)
+		return runTunedOnly(ctx, fam, given["set"], *baseline, *against, *first, *simSeeds, *jobs, *oracle, stdout)
 	}
 	s, sets, err := fam.load()
 	if err != nil {
 		return err
 	}
-	o := compare.EvalOptions{SimSeeds: s.SimSeeds, Remeasure: *remeasure}
+	o := compare.EvalOptions{SimSeeds: s.SimSeeds, Remeasure: *remeasure, Oracle: *oracle}
 	if *simSeeds > 0 {
 		o.SimSeeds = *simSeeds
 	}
@@ -149,6 +150,14 @@ func printEvalBars(w io.Writer, name string, rows []compare.EvalRow, reK, decima
 		fmt.Fprintf(w, "%s: against the best static setting re-measured at simulation seed k = %d: mean ratio %.3f, worst tenth %.3f\n",
 			name, reK, sum.MeanRemeasuredRatio, sum.WorstTenthReme)
 	}
+	if sum.Oracle {
+		fmt.Fprintf(w, "%s: the oracle floor (the best static setting from the tuned run's first decision): mean ratio %.3f, worst tenth %.3f",
+			name, sum.MeanOracleRatio, sum.WorstTenthOracle)
+		if sum.Remeasured {
+			fmt.Fprintf(w, "; against the best static setting re-measured: %.3f, %.3f", sum.MeanOracleRemeasured, sum.WorstTenthOracleRemeas)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // writeEvalCSV writes rows as the CSV file path, whole at once.
@@ -205,7 +214,7 @@ func csvFromMarkdown(md string, fam *familySetFlags, stdout io.Writer) error {
 // baseline's (compare.EvalTuned); it writes DIR/<set>.csv, prints the bars
 // against the baseline's statics, and the paired comparison with the
 // tuned J of the file against (default: the baseline's own).
-func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, baseline, against string, first, n, jobs int, stdout io.Writer) error {
+func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, baseline, against string, first, n, jobs int, oracle bool, stdout io.Writer) error {
 	s, err := family.LoadFile(*fam.spec)
 	if err != nil {
 		return err
@@ -265,7 +274,7 @@ func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, basel
 		old[i] = ref.Rows[j].Tuner
 	}
 	out := filepath.Join(*fam.out, base.Set)
-	got, err := compare.EvalTuned(ctx, s, base.Set, rows, out, jobs, compare.EvalOptions{SimSeeds: n},
+	got, err := compare.EvalTuned(ctx, s, base.Set, rows, out, jobs, compare.EvalOptions{SimSeeds: n, Oracle: oracle},
 		func(line string) { fmt.Fprintln(stdout, line) })
 	if err != nil {
 		return err

@@ -219,3 +219,64 @@ func TestEvalBaselinesFromDocs(t *testing.T) {
 		t.Errorf("--csv-from-markdown with --jobs: %v", err)
 	}
 }
+
+// TestEvalOracle: `sim eval --oracle` runs each seed's oracle floor, the
+// best static setting set at the tuned run's first decision on each queue
+// (its tuner.csv: one rule fixed change per queue, to the row's best
+// setting, and nothing else), writes its columns and bars, and the tuned
+// runs alone with --oracle against that file measure the same J at every
+// simulation seed.
+func TestEvalOracle(t *testing.T) {
+	dir := t.TempDir()
+	fam := writeFamily(t, dir, "tiny.yaml", "test_seeds: {from: 5, to: 6}\n")
+	ctx := context.Background()
+	full := filepath.Join(dir, "full")
+	var stdout, stderr bytes.Buffer
+	if err := runEval(ctx, []string{"--family", fam, "--set", "train", "--seeds", "1", "--sim-seeds", "2", "--oracle", "--out", full}, &stdout, &stderr); err != nil {
+		t.Fatalf("sim eval --oracle: %v\n%s", err, stderr.String())
+	}
+	base := readTable(t, filepath.Join(full, "train.csv"))
+	b := base.Rows[0]
+	if !b.HasOracle() || len(b.OracleJs) != 2 || !(b.Oracle > 0) {
+		t.Fatalf("the oracle floor not in train.csv: %+v", b)
+	}
+	if !strings.Contains(stdout.String(), "train: the oracle floor (the best static setting from the tuned run's first decision): mean ratio ") {
+		t.Errorf("stdout lacks the oracle's bars:\n%s", stdout.String())
+	}
+	md, err := os.ReadFile(filepath.Join(full, "train.md"))
+	if err != nil || !strings.Contains(string(md), "| the oracle floor") {
+		t.Errorf("train.md lacks the oracle's line: %v\n%s", err, md)
+	}
+	matches, _ := filepath.Glob(filepath.Join(full, "train", "*", "long-haul-cnp"+compare.OracleSuffix, "tuner.csv"))
+	if len(matches) != 1 {
+		t.Fatalf("the oracle's tuner.csv at k = 0: found %v", matches)
+	}
+	csvText, err := os.ReadFile(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(csvText)), "\n")[1:]
+	if len(lines) == 0 {
+		t.Fatal("the oracle's tuner.csv has no decision")
+	}
+	alpha, vg, _ := strings.Cut(strings.TrimPrefix(b.BestSetting, "alpha="), ",v_growth=")
+	for _, l := range lines {
+		// rule, alpha and V_growth (bytes per second): columns 5, 18, 20.
+		f := strings.Split(l, ",")
+		if f[4] != "fixed" || f[17] != alpha {
+			t.Errorf("oracle decision %s: want rule fixed only, alpha %s (the best setting %s)", l, alpha, b.BestSetting)
+		}
+		if v, want := f[19], vg; want == "off" && v != "0" {
+			t.Errorf("oracle decision %s: V_growth %s, want 0 (the best setting %s)", l, v, b.BestSetting)
+		}
+	}
+	out := filepath.Join(dir, "tuned")
+	stdout.Reset()
+	if err := runEval(ctx, []string{"--tuned-only", "--oracle", "--baseline", filepath.Join(full, "train.csv"), "--family", fam, "--out", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("--tuned-only --oracle: %v\n%s", err, stderr.String())
+	}
+	g := readTable(t, filepath.Join(out, "train.csv")).Rows[0]
+	if g.Oracle != b.Oracle || g.OracleJs[0] != b.OracleJs[0] || g.OracleJs[1] != b.OracleJs[1] {
+		t.Errorf("--tuned-only's oracle J %v (k: %v), the full evaluation's %v (k: %v)", g.Oracle, g.OracleJs, b.Oracle, b.OracleJs)
+	}
+}

@@ -122,7 +122,7 @@ func simUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "       lhcnp sim compare [--out DIR] [--mechanisms LIST] [SCENARIO ...]")
 	fmt.Fprintln(w, "       lhcnp sim phases [--out DIR] [--phases N] [--phase-step D] [SCENARIO ...]")
 	fmt.Fprintln(w, "       lhcnp sim generate --family FILE --set train|test --out DIR")
-	fmt.Fprintln(w, "       lhcnp sim eval --family FILE --set train|test --out DIR [--markdown FILE] [--seeds N] [--sim-seeds N] [--remeasure]")
+	fmt.Fprintln(w, "       lhcnp sim eval --family FILE --set train|test --out DIR [--markdown FILE] [--seeds N] [--sim-seeds N] [--remeasure] [--oracle]")
 	fmt.Fprintln(w, "       lhcnp sim eval --tuned-only --baseline FILE.csv [--compare FILE2.csv] --out DIR [--seeds N] [--sim-seeds N]")
 	fmt.Fprintln(w, "       lhcnp sim eval --csv-from-markdown FILE --set train|test --out DIR")
 	fmt.Fprintln(w, "\nRuns a scenario (see docs/scenarios.md) and writes queues.csv, rates.csv,")

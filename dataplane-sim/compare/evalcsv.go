@@ -34,6 +34,16 @@ func evalCSVHeader(n int) []string {
 	return append(h, "remeasured_j", "changes_per_queue_s", "changes_per_cycle", "confirmed", "rolled_back")
 }
 
+// evalCSVOracle are the columns after evalCSVHeader's of a file whose rows
+// have their oracle floor (EvalRow.Oracle; `lhcnp sim eval --oracle`).
+func evalCSVOracle(n int) []string {
+	h := []string{"oracle_j", "oracle_se"}
+	for k := range n {
+		h = append(h, fmt.Sprintf("oracle_j_k%d", k))
+	}
+	return h
+}
+
 // formatJ is a number as the file holds it: every digit a float64 needs
 // to read back the same (NaN: an empty cell).
 func formatJ(x float64) string {
@@ -50,8 +60,13 @@ func WriteEvalCSV(w io.Writer, rows []EvalRow) error {
 	if len(rows) > 0 {
 		n = max(1, rows[0].SimSeeds)
 	}
+	oracle := len(rows) > 0 && rows[0].HasOracle()
+	head := evalCSVHeader(n)
+	if oracle {
+		head = append(head, evalCSVOracle(n)...)
+	}
 	cw := csv.NewWriter(w)
-	if err := cw.Write(evalCSVHeader(n)); err != nil {
+	if err := cw.Write(head); err != nil {
 		return err
 	}
 	perSeed := func(rec []string, js []float64) []string {
@@ -75,6 +90,13 @@ func WriteEvalCSV(w io.Writer, rows []EvalRow) error {
 		rec = perSeed(rec, r.BestJs)
 		rec = append(rec, formatJ(r.Remeasured), formatJ(r.ChangesPerQueuePerSec), formatJ(r.ChangesPerCycle),
 			strconv.FormatInt(r.Confirmed, 10), strconv.FormatInt(r.RolledBack, 10))
+		if oracle != r.HasOracle() {
+			return fmt.Errorf("compare: seed %d: the oracle floor measured on some rows only: one file holds one protocol", r.Draw.Seed)
+		}
+		if oracle {
+			rec = append(rec, formatJ(r.Oracle), formatJ(r.OracleSE))
+			rec = perSeed(rec, r.OracleJs)
+		}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -130,6 +152,10 @@ func ReadEvalCSV(file string, r io.Reader) (*EvalTable, error) {
 		}
 	}
 	want := evalCSVHeader(max(1, n))
+	oracle := len(head) > len(want) && head[len(want)] == "oracle_j"
+	if oracle {
+		want = append(want, evalCSVOracle(max(1, n))...)
+	}
 	for i := range max(len(head), len(want)) {
 		switch {
 		case i >= len(head):
@@ -177,6 +203,11 @@ func ReadEvalCSV(file string, r io.Reader) (*EvalTable, error) {
 		row.ChangesPerCycle = c.number(false)
 		row.Confirmed = c.integer()
 		row.RolledBack = c.integer()
+		if oracle {
+			row.Oracle = c.number(false)
+			row.OracleSE = c.number(false)
+			row.OracleJs = c.perSeed(n)
+		}
 		if c.err != nil {
 			return nil, c.err
 		}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -66,6 +67,9 @@ type EvalOptions struct {
 	// best of many noisy runs, measured again, without the winner's
 	// curse. Always on when SimSeeds > 1.
 	Remeasure bool
+	// Oracle also runs the oracle floor (EvalRow.Oracle): the best static
+	// setting applied at the tuned run's first decision on each queue.
+	Oracle bool
 }
 
 func (o EvalOptions) simSeeds() int { return max(1, o.SimSeeds) }
@@ -90,7 +94,18 @@ type EvalRow struct {
 	TunerSE, BestSE float64
 	// Remeasured is the best static setting's J at simulation seed
 	// k = SimSeeds, a seed its choice never saw (NaN: not measured).
-	Remeasured            float64
+	Remeasured float64
+	// Oracle is the oracle floor's J, the mean over the SimSeeds
+	// simulation seeds (OracleJs at each, OracleSE its standard error;
+	// OracleJs nil: not measured): the tuned run with the policy replaced
+	// by the best static setting (BestSetting), set at each queue's first
+	// decision through the Set delay and never changed (scenario.Tuner's
+	// Fixed). What a tuner that starts from the switch's configuration
+	// and sees only telemetry can reach at best with a single setting: the
+	// run until its first Set takes effect is the switch's configuration's.
+	Oracle                float64
+	OracleJs              []float64
+	OracleSE              float64
 	ChangesPerQueuePerSec float64
 	// ChangesPerCycle is ChangesPerQueuePerSec in judgement cycles (the
 	// Set delay and the scenario's RTT_est, family.Judgement): a queue has
@@ -130,6 +145,27 @@ func (r EvalRow) RemeasuredRatio() float64 {
 		return math.NaN()
 	}
 	return r.Tuner / r.Remeasured
+}
+
+// HasOracle says whether the row's oracle floor was measured.
+func (r EvalRow) HasOracle() bool { return len(r.OracleJs) > 0 }
+
+// OracleRatio is the oracle floor's objective over the best static
+// setting's (NaN: not measured).
+func (r EvalRow) OracleRatio() float64 {
+	if !r.HasOracle() || r.Best <= 0 {
+		return math.NaN()
+	}
+	return r.Oracle / r.Best
+}
+
+// OracleRemeasuredRatio is the oracle floor's objective over the best
+// static setting's re-measured (NaN: either not measured).
+func (r EvalRow) OracleRemeasuredRatio() float64 {
+	if !r.HasOracle() || !(r.Remeasured > 0) {
+		return math.NaN()
+	}
+	return r.Oracle / r.Remeasured
 }
 
 // BeatsEvery says whether the tuned run's objective is below every static
@@ -212,6 +248,12 @@ func EvalTuned(ctx context.Context, s *famspec.Spec, set string, base []EvalRow,
 			return EvalRow{}, err
 		}
 		r := rs[0]
+		if o.Oracle {
+			if r.OracleJs, err = evalOracle(ctx, ds, set, b.Draw.Seed, outDir, b.Bottleneck, b.BestSetting, o.simSeeds()); err != nil {
+				return EvalRow{}, err
+			}
+			r.Oracle, r.OracleSE = mean(r.OracleJs), meanStdErr(r.OracleJs)
+		}
 		if b.Scenario != "" && b.Scenario != r.Draw.Short() {
 			return EvalRow{}, fmt.Errorf("compare: seed %d: the stored evaluation's scenario %q is not the family's draw %q (another family spec?)", b.Draw.Seed, b.Scenario, r.Draw.Short())
 		}
@@ -421,10 +463,92 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 				return nil, err
 			}
 		}
+		if o.Oracle {
+			if row.OracleJs, err = evalOracle(ctx, s, set, seed, outDir, row.Bottleneck, row.BestSetting, n); err != nil {
+				return nil, err
+			}
+			row.Oracle, row.OracleSE = mean(row.OracleJs), meanStdErr(row.OracleJs)
+		}
 		changes(&row, d, mc, durNs)
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// OracleSuffix names the oracle floor's runs (EvalRow.Oracle): the
+// tuned row with scenario.Tuner's Fixed, under each simulation seed's
+// directory as <scenario>/long-haul-cnp+oracle.
+const OracleSuffix = "+oracle"
+
+// evalOracle runs seed's oracle floor at simulation seeds k = 0..n-1: the
+// tuned run (as evalSeed's, the same variant and search) with its policy
+// replaced by the static setting named setting (gridName's form, the
+// row's best), J at bottleneck ("NODE→PEER").
+func evalOracle(ctx context.Context, s *famspec.Spec, set string, seed int64, outDir, bottleneck, setting string, n int) ([]float64, error) {
+	alpha, vg, err := parseGridName(setting)
+	if err != nil {
+		return nil, fmt.Errorf("compare: seed %d: the oracle's setting: %w", seed, err)
+	}
+	node, peer, ok := strings.Cut(bottleneck, "→")
+	if !ok {
+		return nil, fmt.Errorf("compare: seed %d: bottleneck %q is not NODE→PEER", seed, bottleneck)
+	}
+	name := "long-haul-cnp" + OracleSuffix
+	tv := evalTunerVariant()
+	v := Variant{Name: name, Doc: "the tuned row with its policy replaced by a fixed setting at the first decision",
+		Apply: func(ctx context.Context, sc *scenario.Scenario, scratch string) (*scenario.Scenario, string, error) {
+			c, note, err := tv.Apply(ctx, sc, scratch)
+			if err != nil {
+				return nil, "", err
+			}
+			t := *c.Tuner
+			t.Fixed = &scenario.TunerFixed{Alpha: alpha, VGrowth: vg}
+			c.Tuner = &t
+			return c, note, nil
+		}}
+	js := make([]float64, n)
+	for k := range n {
+		d, _, sc, err := s.GenerateAt(set, seed, k)
+		if err != nil {
+			return nil, err
+		}
+		dir := outDir
+		if k > 0 {
+			dir = filepath.Join(outDir, fmt.Sprintf("sim-seed-%d", k))
+		}
+		res, err := Run(ctx, []*scenario.Scenario{sc}, dir, Options{Mechanisms: []string{name}, SummaryOnly: true, Variants: []Variant{v}})
+		if err != nil {
+			return nil, err
+		}
+		r, ok := res.find(sc.Name, name)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s %s", ErrNoRun, sc.Name, name)
+		}
+		_, js[k] = Objective(r.Summary, node, peer, d.RTT, policy.DefaultWeights())
+	}
+	return js, nil
+}
+
+// parseGridName reads gridName's "alpha=A,v_growth=RATE|off".
+func parseGridName(s string) (float64, scenario.Rate, error) {
+	a, v, ok := strings.Cut(s, ",")
+	as, ok1 := strings.CutPrefix(a, "alpha=")
+	vs, ok2 := strings.CutPrefix(v, "v_growth=")
+	if !ok || !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("setting %q is not alpha=A,v_growth=RATE", s)
+	}
+	alpha, err := strconv.ParseFloat(as, 64)
+	if err != nil || !(alpha > 0) {
+		return 0, 0, fmt.Errorf("setting %q: alpha %q is not a positive number", s, as)
+	}
+	if vs == "off" {
+		return alpha, 0, nil
+	}
+	vg, err := scenario.ParseRate(vs)
+	if err != nil {
+		return 0, 0, fmt.Errorf("setting %q: %w", s, err)
+	}
+	return alpha, vg, nil
 }
 
 // changes fills a row's changes and judgements from the tuned run at the
@@ -480,6 +604,12 @@ type EvalSummary struct {
 	// tuner / that J.
 	Remeasured                          bool
 	MeanRemeasuredRatio, WorstTenthReme float64
+	// Oracle says every row has its oracle floor (EvalRow.Oracle); then
+	// the mean and worst tenth of oracle / best static, and of oracle /
+	// best static re-measured where Remeasured.
+	Oracle                                       bool
+	MeanOracleRatio, WorstTenthOracle            float64
+	MeanOracleRemeasured, WorstTenthOracleRemeas float64
 }
 
 // meanAndWorstTenth are the mean of ratios and the mean of their worst
@@ -504,6 +634,8 @@ func Summarise(rows []EvalRow) EvalSummary {
 	}
 	ratios := make([]float64, 0, len(rows))
 	reme := make([]float64, 0, len(rows))
+	var orc, orcReme []float64
+	s.Oracle = true
 	var jt, jb float64
 	s.SimSeeds = math.MaxInt
 	s.Remeasured = true
@@ -525,6 +657,10 @@ func Summarise(rows []EvalRow) EvalSummary {
 			s.Remeasured = false
 		}
 		reme = append(reme, r.RemeasuredRatio())
+		if !r.HasOracle() {
+			s.Oracle = false
+		}
+		orc, orcReme = append(orc, r.OracleRatio()), append(orcReme, r.OracleRemeasuredRatio())
 	}
 	s.MeanRatio, s.WorstTenthRatio = meanAndWorstTenth(ratios)
 	s.RatioOfMeans = jt / jb
@@ -541,6 +677,12 @@ func Summarise(rows []EvalRow) EvalSummary {
 	}
 	if s.Remeasured {
 		s.MeanRemeasuredRatio, s.WorstTenthReme = meanAndWorstTenth(reme)
+	}
+	if s.Oracle {
+		s.MeanOracleRatio, s.WorstTenthOracle = meanAndWorstTenth(orc)
+		if s.Remeasured {
+			s.MeanOracleRemeasured, s.WorstTenthOracleRemeas = meanAndWorstTenth(orcReme)
+		}
 	}
 	return s
 }
@@ -576,14 +718,28 @@ func WriteEvalMarkdown(w io.Writer, set string, rows []EvalRow) error {
 	p("| step scenarios where the tuner beats every static setting | all | %d of %d | %s |\n", s.StepsBeaten, s.Steps, holds(s.StepsBeaten == s.Steps))
 	p("| changes per queue per second (the busiest queue of each run) | bounded | mean %.1f, max %.1f | |\n", s.MeanChangesPerQueueS, s.MaxChangesPerQueueS)
 	p("| … per judgement cycle (Set delay + RTT_est), the busiest queue of the set | ≤ 1 | %.2f | %s |\n", s.MaxChangesPerCycle, holds(s.MaxChangesPerCycle <= 1))
-	p("| mean tuner J / mean best static J | | %.3f | |\n\n", s.RatioOfMeans)
+	p("| mean tuner J / mean best static J | | %.3f | |\n", s.RatioOfMeans)
+	if s.Oracle {
+		p("| the oracle floor (the best static setting set at the tuned run's first decision, never changed): mean, worst tenth / best static | (no bar) | %.3f, %.3f | |\n",
+			s.MeanOracleRatio, s.WorstTenthOracle)
+		if s.Remeasured {
+			p("| … / best static re-measured | (no bar) | %.3f, %.3f | |\n", s.MeanOracleRemeasured, s.WorstTenthOracleRemeas)
+		}
+	}
+	p("\n")
 	p("| seed | scenario | bottleneck | tuner J | coarse best (setting) | finer best (setting) | tuner / best |")
 	if s.Remeasured {
 		p(" best static re-measured | tuner / re-measured |")
 	}
+	if s.Oracle {
+		p(" oracle floor J | oracle / best |")
+	}
 	p(" beats every static | changes per queue per s (confirmed / rolled back) | per cycle |\n")
 	p("|---|---|---|---|---|---|---|")
 	if s.Remeasured {
+		p("---|---|")
+	}
+	if s.Oracle {
 		p("---|---|")
 	}
 	p("---|---|---|\n")
@@ -604,6 +760,13 @@ func WriteEvalMarkdown(w io.Writer, set string, rows []EvalRow) error {
 			tuner, r.Coarse, r.CoarseSetting, best, r.BestSetting, r.Ratio())
 		if s.Remeasured {
 			p(" %.4f | %.3f |", r.Remeasured, r.RemeasuredRatio())
+		}
+		if s.Oracle {
+			orc := fmt.Sprintf("%.4f", r.Oracle)
+			if multi {
+				orc += fmt.Sprintf(" ± %.4f", r.OracleSE)
+			}
+			p(" %s | %.3f |", orc, r.OracleRatio())
 		}
 		p(" %s | %.1f (%d / %d) | %.2f |\n", beats, r.ChangesPerQueuePerSec, r.Confirmed, r.RolledBack, r.ChangesPerCycle)
 	}

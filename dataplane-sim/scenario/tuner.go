@@ -19,6 +19,21 @@ type Tuner struct {
 	Period, Window, JudgeWindow, Cooldown, SetDelay time.Duration
 	Weights                                         TunerWeights
 	SearchAfterRTT                                  float64
+	// Fixed replaces the policy: at each queue's first decision (when the
+	// policy would first decide on it) the loop sets this alpha and
+	// V_growth, through the Set delay like any change, and never decides
+	// again. It is the family evaluation's oracle floor (`lhcnp sim eval
+	// --oracle`, docs/tuner.md): the best static setting applied as early
+	// as a tuner that starts from the switch's configuration can apply
+	// anything. Code only, not a scenario file's key.
+	Fixed *TunerFixed
+}
+
+// TunerFixed is a Tuner's fixed setting: alpha and V_growth (0: the QGR
+// trigger off), as a static long-haul-cnp block's params give them.
+type TunerFixed struct {
+	Alpha   float64
+	VGrowth Rate
 }
 
 // TunerWeights are the objective's weights (0: the policy's default).

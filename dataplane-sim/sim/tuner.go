@@ -324,6 +324,10 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 		return
 	}
 	w := t.window(q, max(q.born, now-t.windowLen(rtt)), now, ps, qs)
+	if f := t.spec.Fixed; f != nil {
+		t.fixed(q, now, w, f)
+		return
+	}
 	d, mem := policy.Decide(cfg, w, q.mem)
 	q.mem = mem
 	t.trace(q, now, TunerDecision{Rule: d.Rule, Direction: d.Direction, Change: d.Change, Metrics: d.Metrics,
@@ -343,6 +347,28 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 		judgeAt: now + delay + judge, giveUp: now + delay + 3*judge}
 	after := d.After
 	t.env.Group.AtGlobal(now+delay, func() { t.apply(q, after) })
+}
+
+// ruleFixed names the one change of a Tuner.Fixed loop.
+const ruleFixed policy.Rule = "fixed"
+
+// fixed is a Tuner.Fixed loop's decision: the fixed setting at the
+// queue's first decision (applied the Set delay later, never judged),
+// nothing after it.
+func (t *tunerLoop) fixed(q *tunedQueue, now engine.Time, w policy.Window, f *scenario.TunerFixed) {
+	if q.changes > 0 {
+		return
+	}
+	q.changes++
+	after := w.Config
+	// As a static block's params give them (longhaul.go): alpha with the
+	// BDP-adaptive K_max, V_growth in bytes per second.
+	after.KMaxMode, after.Alpha, after.VGrowthBytesPerSec = policy.KMaxBDP, f.Alpha, int64(f.VGrowth)/8
+	t.trace(q, now, TunerDecision{Rule: ruleFixed, Direction: policy.Hold, Change: true, Metrics: policy.Measure(w),
+		Settings: after, Reason: "the fixed setting (Tuner.Fixed) at the queue's first decision"})
+	t.m.Tuner = append(t.m.Tuner, TunerChange{At: now, Node: q.name, Port: q.port, Prio: q.prio, Rule: ruleFixed,
+		Before: w.Config, After: after, Outcome: "confirmed", JudgedAt: now})
+	t.env.Group.AtGlobal(now+engine.FromDuration(t.spec.SetDelay), func() { t.apply(q, after) })
 }
 
 // ruleJudge names the judgement of a change in TunerDecisions.

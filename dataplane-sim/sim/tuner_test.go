@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 )
@@ -35,17 +36,7 @@ func tunedRTTStep(t *testing.T) *scenario.Scenario {
 // same changes (the loop is deterministic).
 func TestTunerClosedLoop(t *testing.T) {
 	run := func(observe func(*LongHaulCNP, *Env)) ([]TunerChange, map[string]int64) {
-		var m *LongHaulCNP
-		sum, err := Run(context.Background(), tunedRTTStep(t), t.TempDir(), WithDuration(40*time.Millisecond), WithoutPlots(),
-			WithLongHaulCNP(func(x *LongHaulCNP, env *Env) {
-				m = x
-				if observe != nil {
-					observe(x, env)
-				}
-			}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, sum := runWatched(t, tunedRTTStep(t), observe)
 		return m.Tuner, sum.MechanismCounters
 	}
 	log, counters := run(nil)
@@ -356,4 +347,78 @@ func runTunedFromDefaults(t *testing.T, file string, dur time.Duration) *LongHau
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestTunerFixed: a Tuner with Fixed sets its setting at each queue's
+// first decision, the Set delay later, and never decides again; with the
+// file's own setting the run is the untuned run's (the loop observes
+// without changing anything: the oracle floor of `lhcnp sim eval
+// --oracle` differs from the static setting only by when it is set).
+func TestTunerFixed(t *testing.T) {
+	own := tunedRTTStep(t)
+	p := own.Mechanism.Params.(scenario.LongHaulCNP)
+	own.Tuner.Fixed = &scenario.TunerFixed{Alpha: p.Alpha, VGrowth: p.VGrowth}
+	m, fixed := runWatched(t, own, nil)
+	untuned := tunedRTTStep(t)
+	untuned.Tuner = nil
+	_, plain := runWatched(t, untuned, nil)
+	if len(m.Tuner) == 0 {
+		t.Fatal("no fixed change recorded")
+	}
+	queues := map[string]bool{}
+	for _, c := range m.Tuner {
+		q := c.Node + "/" + c.Port + "/" + strconv.Itoa(c.Prio)
+		if c.Rule != ruleFixed || queues[q] {
+			t.Errorf("change %+v: want one rule %q change per queue", c, ruleFixed)
+		}
+		queues[q] = true
+	}
+	if diff := cmp.Diff(plain.Ports, fixed.Ports); diff != "" {
+		t.Errorf("the file's own setting, fixed at the first decision, changed the ports (-untuned +fixed):\n%s", diff)
+	}
+	if diff := cmp.Diff(plain.Flows, fixed.Flows); diff != "" {
+		t.Errorf("… and the flows (-untuned +fixed):\n%s", diff)
+	}
+
+	// Another setting reaches the node exactly the Set delay after the
+	// first decision.
+	other := tunedRTTStep(t)
+	other.Tuner.Fixed = &scenario.TunerFixed{Alpha: 0.5, VGrowth: 2 * scenario.Gbps}
+	m, _ = runWatched(t, other, nil)
+	first := m.Tuner[0]
+	delay := engine.FromDuration(DefaultSetDelay)
+	var before, at float64 = -1, -1
+	var vg int64 = -1
+	runWatched(t, other, func(m *LongHaulCNP, env *Env) {
+		n := m.Node(first.Node)
+		env.Sim.AtFunc(first.At+delay-1, func() { before = queueConfig(n.Config(), first.Port, first.Prio).Alpha })
+		env.Sim.AtFunc(first.At+delay+1, func() {
+			q := queueConfig(n.Config(), first.Port, first.Prio)
+			at, vg = q.Alpha, q.VGrowthBytesPerSec
+		})
+	})
+	if before != p.Alpha || at != 0.5 || vg != 2e9/8 {
+		t.Errorf("alpha 1 ns before / after the Set delay %v / %v, V_growth after %d B/s: want %v / 0.5, %d", before, at, vg, p.Alpha, int64(2e9/8))
+	}
+	if first.After.Alpha != 0.5 || first.After.VGrowthBytesPerSec != 2e9/8 || first.Rule != ruleFixed {
+		t.Errorf("first change %+v: want rule fixed to alpha 0.5, V_growth 250000000 B/s", first)
+	}
+}
+
+// runWatched runs sc for 40 ms, observe (if any) given the mechanism and
+// the environment before the run starts.
+func runWatched(t *testing.T, sc *scenario.Scenario, observe func(*LongHaulCNP, *Env)) (*LongHaulCNP, *report.Summary) {
+	t.Helper()
+	var m *LongHaulCNP
+	sum, err := Run(context.Background(), sc, t.TempDir(), WithDuration(40*time.Millisecond), WithoutPlots(),
+		WithLongHaulCNP(func(x *LongHaulCNP, env *Env) {
+			m = x
+			if observe != nil {
+				observe(x, env)
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, sum
 }
