@@ -39,6 +39,7 @@ var keyWords = strings.NewReplacer(
 	"under_use_ceiling_bdp", "the under-use ceiling",
 	"pinned_buffer_share", "the pinned share of the buffer",
 	"pinned_off_rtt", "the pinned calm time",
+	"standing_floor_share", "the standing floor share",
 	"RTT_est", "RTT",
 )
 

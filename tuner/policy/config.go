@@ -142,6 +142,14 @@ type Config struct {
 	// off an overload_cut it switched on (0: never, kept until an operator
 	// changes it).
 	PinnedOffRTT float64 `yaml:"pinned_off_rtt"`
+	// StandingFloorShare is the delay rule's K_max floor for a standing
+	// queue (the window's mean above delay_high_rtt), in multiples of the
+	// queue: K_max is never tightened below it (2, the growth and delay
+	// rules' floor for any queue, keeps K_min = K_max / 2 at the queue;
+	// nearer 1, K_min falls under a standing queue and the first-level ECN
+	// marking rises; at 1 K_max sits at the queue). docs/tuner.md, "A
+	// standing queue at full use (session 16)".
+	StandingFloorShare float64 `yaml:"standing_floor_share"`
 	// JudgeAheadMaxRTT caps how far ahead, in RTT_est, Judge expects a
 	// queue in transit at its pace (a DC-side port's RTT_est is a few µs,
 	// its judge window many of them).
@@ -191,6 +199,7 @@ func DefaultConfig() Config {
 		UnderUseCeilingBDP:        1,
 		PinnedBufferShare:         0.75,
 		PinnedOffRTT:              16,
+		StandingFloorShare:        2,
 		JudgeAheadMaxRTT:          4,
 		WorseTolerance:            0.02,
 		AttributeWorsening:        true,
@@ -296,6 +305,9 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.PinnedBufferShare) || c.PinnedBufferShare < 0 || c.PinnedBufferShare > 1 {
 		bad("pinned_buffer_share", "%v is neither 0 (off) nor a share of the buffer in (0, 1]", c.PinnedBufferShare)
+	}
+	if !finite(c.StandingFloorShare) || c.StandingFloorShare < 1 || c.StandingFloorShare > 2 {
+		bad("standing_floor_share", "%v is not a multiple of the queue in [1, 2] (under 1 K_max would be set under a standing queue: a cut storm)", c.StandingFloorShare)
 	}
 	if !finite(c.PinnedOffRTT) || c.PinnedOffRTT < 0 {
 		bad("pinned_off_rtt", "%v is neither 0 (never) nor a positive number of RTT_est", c.PinnedOffRTT)

@@ -625,10 +625,21 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 	// after an 8:1 load step left the link 68-72 % used), and K_max at the
 	// queue fires the QD trigger on every burst; so when twice the queue
 	// is above the K_max a step would give, nothing moves (bound).
+	// A standing queue's floor is standing_floor_share × the queue (2 by
+	// default, as the others'; below 2 K_min falls under the queue and the
+	// first-level ECN marking rises: docs/tuner.md, "A standing queue at
+	// full use (session 16)").
 	gentle := rule == RuleGrowth || rule == RuleDelay
-	after, notes := tighterKMax(cfg, w, dir, rule, factor, floorBytes, gentle, back)
+	share := 0.0
+	switch {
+	case standing:
+		share = cfg.StandingFloorShare
+	case gentle:
+		share = 2
+	}
+	after, notes := tighterKMax(cfg, w, dir, rule, factor, floorBytes, share, back)
 	if gentle && !standing && after == w.Config && !(cfg.TuneVGrowth && vgCanMove(cfg, w.Config.VGrowthBytesPerSec, w.PortRateBitsPerSec, dir)) {
-		after, notes = tighterKMax(cfg, w, dir, rule, factor, floorBytes, false, back)
+		after, notes = tighterKMax(cfg, w, dir, rule, factor, floorBytes, 0, back)
 	}
 	vgKnob := rule != RuleDelay && rule != RuleOverrun && rule != RuleSettle
 	switch {
@@ -667,18 +678,22 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 }
 
 // tighterKMax moves K_max (alpha, or the explicit kmax) by factor when the
-// rule moves it; a tightening never below floorBytes (twice that when
-// gentle), nor below back's K_max (a settle: the setting an overrun
+// rule moves it; a tightening never below floorBytes (share × that when
+// share > 0: 2 for the growth and delay rules), nor below back's K_max (a settle: the setting an overrun
 // started from, as far as the bounds allow; zero Settings: none), nor
 // above the K_max it started from. notes say what a bound or floor held.
-func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64, floorBytes int64, gentle bool, back Settings) (Settings, []string) {
+func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64, floorBytes int64, share float64, back Settings) (Settings, []string) {
 	after := w.Config
 	var notes []string
 	last := w.Samples[len(w.Samples)-1].QueueDepthBytes
 	ahead := fmt.Sprintf("the queue (%d B, %d B one window ahead)", last, floorBytes)
-	if gentle {
+	switch {
+	case share == 2:
+		ahead = fmt.Sprintf("twice the queue (%d B, %d B one window ahead: K_min at the queue)", last, floorBytes)
 		floorBytes *= 2
-		ahead = fmt.Sprintf("twice the queue (%d B, %d B one window ahead: K_min at the queue)", last, floorBytes/2)
+	case share > 0:
+		ahead = fmt.Sprintf("%v × the queue (%d B, %d B one window ahead; standing_floor_share)", share, last, floorBytes)
+		floorBytes = int64(math.Ceil(float64(floorBytes) * share))
 	}
 	// Which knobs: the growth and overhead rules move V_growth (the growth
 	// rule K_max when V_growth cannot move), the delay rule K_max (V_growth

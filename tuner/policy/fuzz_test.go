@@ -24,6 +24,15 @@ func FuzzDecide(f *testing.F) {
 		}
 		d, _ := Decide(cfg, w, Memory{})
 		checkChange(t, cfg, w, d)
+		// standing_floor_share at its lowest (1): the same checks, and a
+		// delay tightening never sets K_max under the window's last sample.
+		cfg.StandingFloorShare = 1
+		d, _ = Decide(cfg, w, Memory{})
+		checkChange(t, cfg, w, d)
+		if last := w.Samples[len(w.Samples)-1].QueueDepthBytes; d.Change && d.Rule == RuleDelay && d.After.Alpha < alpha &&
+			d.After.Alpha*float64(w.bdpBytes(1)) < float64(last)*(1-1e-9) {
+			t.Errorf("standing_floor_share 1: delay set alpha %v (K_max %.0f B) under the queue's %d B", d.After.Alpha, d.After.Alpha*w.bdpBytes(1), last)
+		}
 	})
 }
 

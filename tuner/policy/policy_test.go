@@ -645,6 +645,39 @@ func TestDecide(t *testing.T) {
 			reason: "twice the queue (100000000 B, 100000000 B one window ahead: K_min at the queue) is above the K_max a lower alpha would give: alpha kept, the queue stands (the window's mean above delay_high_rtt): V_growth would not shorten it, V_growth kept",
 		},
 		{
+			desc:   "standing_floor_share 1.2: a standing queue above K_min lowers alpha to 1.2 × the queue (K_min under it)",
+			cfg:    func(c *Config) { c.StandingFloorShare = 1.2 },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.96, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc:   "standing_floor_share 1.5: a standing queue at 0.8 RTT_est, 1.5 × it above K_max: nothing moves",
+			cfg:    func(c *Config) { c.StandingFloorShare = 1.5 },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
+			want:   result{Rule: RuleBound, After: bdp(1, vg)},
+			reason: "1.5 × the queue (100000000 B, 100000000 B one window ahead; standing_floor_share) is above the K_max a lower alpha would give: alpha kept, the queue stands",
+		},
+		{
+			desc: "standing_floor_share 1: explicit K_max over a standing queue goes down to the queue itself",
+			cfg:  func(c *Config) { c.StandingFloorShare = 1 },
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 0.8}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg})
+			},
+			want: result{Change: true, Rule: RuleDelay,
+				After:  Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes * 8 / 10, VGrowthBytesPerSec: vg},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
+			desc: "standing_floor_share 1 leaves a queue crossing delay_high_rtt to twice the queue: V_growth instead",
+			cfg:  func(c *Config) { c.StandingFloorShare = 1 },
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, bdp(1, vg))
+			},
+			want: result{Change: true, Rule: RuleDelay, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
+		},
+		{
 			desc:   "a standing queue above K_min, V_growth at its minimum: K_max not down to the queue either",
 			cfg:    func(c *Config) { c.VGrowthMinShare = 0.1 },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
@@ -1263,6 +1296,9 @@ func TestValidate(t *testing.T) {
 		{desc: "negative weight", edit: func(c *Config) { c.Weights.Delay = -1 }, want: "weights.delay: -1"},
 		{desc: "one sample", edit: func(c *Config) { c.MinSamples = 1 }, want: "min_samples"},
 		{desc: "settle band above V_growth", edit: func(c *Config) { c.SettleGrowthShare = 1.2 }, want: "settle_growth_share: 1.2 is not a share in (0, 1]"},
+		{desc: "standing floor under the queue", edit: func(c *Config) { c.StandingFloorShare = 0.9 }, want: "standing_floor_share: 0.9 is not a multiple of the queue in [1, 2]"},
+		{desc: "standing floor above twice the queue", edit: func(c *Config) { c.StandingFloorShare = 3 }, want: "standing_floor_share: 3 is not a multiple"},
+		{desc: "standing floor at the queue", edit: func(c *Config) { c.StandingFloorShare = 1 }},
 		{desc: "no judge horizon", edit: func(c *Config) { c.JudgeAheadMaxRTT = 0 }, want: "judge_ahead_max_rtt: 0 must be a positive delay"},
 		{desc: "search before the change", edit: func(c *Config) { c.SearchAfterRTT = -1 }, want: "search_after_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},
 		{desc: "search judge window", edit: func(c *Config) { c.SearchJudgeRTT = math.Inf(1) }, want: "search_judge_rtt: +Inf is not a finite number of RTT_est"},

@@ -25,6 +25,7 @@ type shape struct {
 	bufferBDP      float64 // the port's buffer, in BDPs (0: unknown)
 	cut            bool    // the node takes overload_cut (Window.OverloadCutSupported)
 	cutOn          bool    // overload_cut on in the queue's settings
+	standingShare  float64 // standing_floor_share (0: the default)
 }
 
 // scaled is s on a port of rateBitsPerSec with RTT_est rtt: five samples
@@ -37,6 +38,9 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	cfg.Cooldown, cfg.MaxGap = rtt/2, rtt
 	if s.search {
 		cfg.SearchAfterRTT = 4
+	}
+	if s.standingShare > 0 {
+		cfg.StandingFloorShare = s.standingShare
 	}
 	vg := int64(math.Round(s.vgShare * float64(rateBitsPerSec) / 8))
 	w := Window{Start: t0, End: t0.Add(rtt), RTTEst: rtt, PortRateBitsPerSec: rateBitsPerSec,
@@ -119,6 +123,10 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleDraining, shape{util: 0.99, firstRTT: 0.9, lastRTT: 0.6, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleDelay, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed}},
+		// standing_floor_share 1.2: the same standing queue lowers alpha to
+		// 1.2 × the queue (0.96); at 1.5 × the queue it stays bound.
+		{RuleDelay, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed, standingShare: 1.2}},
+		{RuleBound, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed, standingShare: 1.5}},
 		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 0.5, vgShare: 0.05, mem: changed}},
 		// Under-use loosens K_max at most to half the port's buffer (1 BDP:
 		// 0.5 BDP) and never past the starting point (the guard: alpha 1,
