@@ -374,8 +374,9 @@ func latestWorkload(f *fixture) {
 // TestLatestViews: current_config shows the config leaves as last reported
 // (not deleted ones, not state); queue_latest pivots a queue's latest state
 // and joins its interface's RTT, port rate and buffer (schema 16); its
-// overload_cut is the queue's latest overload-cut, NULL where the switch
-// never published the leaf (schema 20).
+// state carries the queue's latest overload-cut, which the tuner and the
+// dashboard read as (state ->> 'overload-cut')::boolean: NULL where the
+// switch never published the leaf.
 func TestLatestViews(t *testing.T) {
 	f := newFixture(t)
 	latestWorkload(f)
@@ -412,7 +413,8 @@ func TestLatestViews(t *testing.T) {
 	}
 	got := query[ql](t, f.pool, `SELECT target, interface, queue, ts, queue_depth_bytes, kmax_bytes, kmin_bytes,
 		ecn_marking_rate_percent::float8 AS ecn_marking_rate_percent, ecn_marking_active, kmax_mode, congestion_level,
-		cnp_notify_sent::float8 AS cnp_notify_sent, rtt_est_us, port_rate_bps, buffer_bytes, state, overload_cut
+		cnp_notify_sent::float8 AS cnp_notify_sent, rtt_est_us, port_rate_bps, buffer_bytes, state,
+		(state ->> 'overload-cut')::boolean AS overload_cut
 		FROM queue_latest ORDER BY queue`)
 	want := []ql{{
 		Target: "sw1", Interface: "n1-n2", Queue: 0, Ts: f.t0.Add(time.Second),

@@ -16,9 +16,9 @@ import (
 // PGSource reads windows from the collector's views (docs/collector.md,
 // "Views"): queue_latest for each queue's settings and its port's R_port,
 // RTT_est and buffer (migrations/016_queue_buffer.sql), and its
-// overload-cut option (migrations/020_queue_overload_cut.sql: NULL where the
-// switch never published it, which the window takes for a node without
-// the option), queue_congestion for the queue samples, lhcnp_leaf_at for
+// overload-cut option (the view's state column, as the explicit kmax: NULL
+// where the switch never published the leaf, which the window takes for a
+// node without the option), queue_congestion for the queue samples, lhcnp_leaf_at for
 // the queue's state at the window's start, counter_increases for the
 // counts between samples (bytes, packets, drops, pauses and notifications
 // by action), lhcnp_speed_at for the switch's simulated seconds per
@@ -293,7 +293,7 @@ const (
 	sqlSpeed  = `SELECT lhcnp_speed_at($1, $2)`
 	sqlLatest = `
 SELECT interface, queue, alpha::float8, v_growth_bytes_per_second, kmax_mode, (state ->> 'kmax')::bigint,
-       k_base_bytes, kmax_bytes, port_rate_bps, rtt_est_us, buffer_bytes, overload_cut
+       k_base_bytes, kmax_bytes, port_rate_bps, rtt_est_us, buffer_bytes, (state ->> 'overload-cut')::boolean
 FROM queue_latest WHERE target = $1`
 	sqlSamples = `
 SELECT interface, queue, ts, queue_depth_bytes, peak_queue_depth_bytes, growth_rate_bytes_per_second,

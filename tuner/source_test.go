@@ -271,7 +271,7 @@ func TestPGSourceBufferCeiling(t *testing.T) {
 
 // TestPGSourceOverloadCut: the queue's overload-cut, published by the
 // switch (state/overload-cut) and stored by the collector, reaches the
-// policy through queue_latest (schema 20): the window carries the value and
+// policy through queue_latest (its state column): the window carries the value and
 // OverloadCutSupported, and rule pinned escalates there alone. wan0's queue
 // 0 publishes the leaf (off, later on), queue 1 never does (a switch
 // without the option); both stand at 0.9 of a 3 BDP buffer and drop a

@@ -196,7 +196,7 @@ targets:
 	// tuner switches where the switch publishes it).
 	for _, q := range []struct{ what, sql string }{
 		{"buffer_bytes of wan0 = 128 MB", `SELECT count(DISTINCT target) FROM queue_latest WHERE interface = 'wan0' AND buffer_bytes = 128000000`},
-		{"overload_cut of wan0 queue 0 off", `SELECT count(DISTINCT target) FROM queue_latest WHERE interface = 'wan0' AND queue = 0 AND NOT overload_cut`},
+		{"overload_cut of wan0 queue 0 off", `SELECT count(DISTINCT target) FROM queue_latest WHERE interface = 'wan0' AND queue = 0 AND NOT (state ->> 'overload-cut')::boolean`},
 	} {
 		for deadline := time.Now().Add(90 * time.Second); ; {
 			var n int64

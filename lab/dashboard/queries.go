@@ -45,7 +45,7 @@ type QueueSummary struct {
 	// share of; nil when the switch reports none.
 	BufferBytes *float64 `json:"buffer_bytes"`
 	// OverloadCut is the queue's overload-cut option as the switch runs
-	// it (queue_latest.overload_cut, migration 020), which the tuner's
+	// it (the state/overload-cut leaf in queue_latest.state), which the tuner's
 	// rule pinned switches; nil when the switch does not publish it.
 	OverloadCut *bool `json:"overload_cut"`
 }
@@ -90,7 +90,7 @@ func Queues(ctx context.Context, db Querier) (QueuesResponse, error) {
 		       growth_rate_bytes_per_second::float8, ecn_marking_rate_percent::float8, congestion_level::float8,
 		       alpha::float8,
 		       (COALESCE(cnp_notify_sent, 0) + COALESCE(cnp_pause_sent, 0) + COALESCE(cnp_rate_reduce_sent, 0) + COALESCE(cnp_resume_sent, 0))::float8,
-		       port_rate_bps::float8, buffer_bytes::float8, overload_cut
+		       port_rate_bps::float8, buffer_bytes::float8, (state ->> 'overload-cut')::boolean
 		FROM queue_latest
 		WHERE interface IS NOT NULL AND queue IS NOT NULL
 		ORDER BY target, interface, queue`)

@@ -80,7 +80,7 @@ type Window struct {
 	BufferBytes int64
 	// OverloadCutSupported says the node takes the overload_cut leaf from
 	// the tuner (the simulator's nodes; in the service, a switch that
-	// publishes the queue's state/overload-cut, queue_latest.overload_cut):
+	// publishes the queue's state/overload-cut, queue_latest.state):
 	// without it rule pinned never fires.
 	OverloadCutSupported bool
 	// Speed is the simulated seconds per second of the samples' timestamps:
