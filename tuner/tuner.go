@@ -351,8 +351,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 				cuts = c
 			}
 			if cuts[qid] {
-				// Changes 1: the queue was tuned before (no rule start).
-				t.mem[k] = policy.Memory{Changes: 1, CutOn: true}
+				t.mem[k] = policy.Memory{CutOn: true}
 			}
 		}
 		d, mem := policy.Decide(t.cfg.Policy, qw.Window, t.mem[k])

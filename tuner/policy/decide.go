@@ -150,8 +150,11 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		if after, dir, why := start(cfg, w); dir != Hold {
 			d.Change, d.Rule, d.Direction, d.After, d.Step = true, RuleStart, dir, after, 1
 			d.Reason = why
+			// The claim on an overload_cut (CutOn, CalmSince) stays: a
+			// service started anew restores it from its audit trail
+			// before the queue's first decision.
 			return d, Memory{LastChange: w.End, Changes: 1, Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil,
-				Search: mem.Search.afterChange(RuleStart)}
+				Search: mem.Search.afterChange(RuleStart), CutOn: mem.CutOn, CalmSince: mem.CalmSince}
 		}
 	}
 	mem.endLift(w.Config, false)

@@ -1319,3 +1319,23 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestStartKeepsCutClaim: rule start (a queue's first decision) keeps the
+// memory's claim on an overload_cut the tuner switched on (CutOn and its
+// calm count), which a service started anew restores from its audit
+// trail before that decision; a fresh memory has none.
+func TestStartKeepsCutClaim(t *testing.T) {
+	cfg := DefaultConfig()
+	calm := t0.Add(-time.Second)
+	w := window(queue{util: 0.95, delayRTT: 0.2}, cut(bdp(1, 2*vg), true)) // V_growth 0.2 of R_port: rule start moves it
+	d, mem := Decide(cfg, w, Memory{CutOn: true, CalmSince: calm})
+	if d.Rule != RuleStart || !d.Change {
+		t.Fatalf("decision %s (%s): want rule start", d.Rule, d.Reason)
+	}
+	if !mem.CutOn || !mem.CalmSince.Equal(calm) || mem.Changes != 1 {
+		t.Errorf("memory after start %+v: want CutOn, CalmSince %v and one change", mem, calm)
+	}
+	if _, mem = Decide(cfg, w, Memory{}); mem.CutOn {
+		t.Errorf("a fresh memory's start claims the leaf: %+v", mem)
+	}
+}
