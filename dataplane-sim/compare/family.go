@@ -178,7 +178,7 @@ func (r EvalRow) BeatsEvery() bool { return r.Tuner < r.Best }
 // tuner.csv only; simulation seed k > 0 under outDir/sim-seed-k/).
 func EvalFamily(ctx context.Context, s *famspec.Spec, set string, seeds []int64, outDir string, jobs int, o EvalOptions, progress func(string)) ([]EvalRow, error) {
 	return evalEach(len(seeds), jobs, o.remeasure(), set, progress, func(i int) (EvalRow, error) {
-		rs, err := evalSeed(ctx, s, set, seeds[i], outDir, []EvalOptions{o}, "")
+		rs, err := evalSeed(ctx, s, set, seeds[i], outDir, []EvalOptions{o}, "", "")
 		if err != nil {
 			return EvalRow{}, err
 		}
@@ -243,17 +243,11 @@ func EvalTuned(ctx context.Context, s *famspec.Spec, set string, base []EvalRow,
 		if err != nil {
 			return EvalRow{}, err
 		}
-		rs, err := evalSeed(ctx, ds, set, b.Draw.Seed, outDir, []EvalOptions{o}, b.Bottleneck)
+		rs, err := evalSeed(ctx, ds, set, b.Draw.Seed, outDir, []EvalOptions{o}, b.Bottleneck, b.BestSetting)
 		if err != nil {
 			return EvalRow{}, err
 		}
 		r := rs[0]
-		if o.Oracle {
-			if r.OracleJs, err = evalOracle(ctx, ds, set, b.Draw.Seed, outDir, b.Bottleneck, b.BestSetting, o.simSeeds()); err != nil {
-				return EvalRow{}, err
-			}
-			r.Oracle, r.OracleSE = mean(r.OracleJs), meanStdErr(r.OracleJs)
-		}
 		if b.Scenario != "" && b.Scenario != r.Draw.Short() {
 			return EvalRow{}, fmt.Errorf("compare: seed %d: the stored evaluation's scenario %q is not the family's draw %q (another family spec?)", b.Draw.Seed, b.Scenario, r.Draw.Short())
 		}
@@ -298,8 +292,9 @@ func DevSpec(s *famspec.Spec, set string, seed int64) (*famspec.Spec, error) {
 // bottleneck ("NODE→PEER", a stored evaluation's) it runs the tuned runs
 // alone and measures their J there (EvalTuned): the baseline mechanism
 // that picks the bottleneck and the static grid are not run, and the
-// rows' static columns are left empty.
-func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outDir string, protos []EvalOptions, bottleneck string) ([]EvalRow, error) {
+// rows' static columns are left empty; the oracle floor (EvalOptions.Oracle)
+// is then of bestSetting, the stored evaluation's best.
+func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outDir string, protos []EvalOptions, bottleneck, bestSetting string) ([]EvalRow, error) {
 	type point struct{ alpha, share float64 }
 	type key struct {
 		pt    point
@@ -374,6 +369,41 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 	if _, err := tunedAt(0); err != nil {
 		return nil, err
 	}
+	// The oracle floor of a static setting at simulation seed k: the tuned
+	// run (its variant, search and Set delay) with the policy replaced by
+	// the setting at each queue's first decision (scenario.Tuner's Fixed).
+	oracleAt := func(setting string, k int) (float64, error) {
+		alpha, vg, err := parseGridName(setting)
+		if err != nil {
+			return 0, fmt.Errorf("compare: seed %d: the oracle's setting: %w", seed, err)
+		}
+		sc, err := scenarioAt(k)
+		if err != nil {
+			return 0, err
+		}
+		name := "long-haul-cnp" + OracleSuffix
+		v := evalTunerVariant()
+		tuned := v.Apply
+		v.Name, v.Apply = name, func(ctx context.Context, sc *scenario.Scenario, scratch string) (*scenario.Scenario, string, error) {
+			c, note, err := tuned(ctx, sc, scratch)
+			if err != nil {
+				return nil, "", err
+			}
+			t := *c.Tuner
+			t.Fixed = &scenario.TunerFixed{Alpha: alpha, VGrowth: vg}
+			c.Tuner = &t
+			return c, note, nil
+		}
+		res, err := Run(ctx, []*scenario.Scenario{sc}, dirAt(k), Options{Mechanisms: []string{name}, SummaryOnly: true, Variants: []Variant{v}})
+		if err != nil {
+			return 0, err
+		}
+		r, ok := res.find(sc.Name, name)
+		if !ok {
+			return 0, fmt.Errorf("%w: %s %s", ErrNoRun, sc.Name, name)
+		}
+		return objective(r.Summary), nil
+	}
 	staticAt := func(pt point, k int) (float64, error) {
 		if j, ok := js[key{pt: pt, k: k}]; ok {
 			return j, nil
@@ -414,8 +444,21 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 		}
 		row := EvalRow{Draw: d, Tuner: mean(tj), TunerJs: tj, TunerSE: meanStdErr(tj), SimSeeds: n,
 			Best: math.Inf(1), Remeasured: math.NaN(), Bottleneck: node + "→" + peer}
+		oracle := func(setting string) error {
+			if !o.Oracle {
+				return nil
+			}
+			if row.OracleJs, err = at(n, func(k int) (float64, error) { return oracleAt(setting, k) }); err != nil {
+				return err
+			}
+			row.Oracle, row.OracleSE = mean(row.OracleJs), meanStdErr(row.OracleJs)
+			return nil
+		}
 		if tunedOnly {
 			row.Best = math.NaN()
+			if err := oracle(bestSetting); err != nil {
+				return nil, err
+			}
 			changes(&row, d, mc, durNs)
 			rows = append(rows, row)
 			continue
@@ -463,11 +506,8 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 				return nil, err
 			}
 		}
-		if o.Oracle {
-			if row.OracleJs, err = evalOracle(ctx, s, set, seed, outDir, row.Bottleneck, row.BestSetting, n); err != nil {
-				return nil, err
-			}
-			row.Oracle, row.OracleSE = mean(row.OracleJs), meanStdErr(row.OracleJs)
+		if err := oracle(row.BestSetting); err != nil {
+			return nil, err
 		}
 		changes(&row, d, mc, durNs)
 		rows = append(rows, row)
@@ -479,55 +519,6 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 // tuned row with scenario.Tuner's Fixed, under each simulation seed's
 // directory as <scenario>/long-haul-cnp+oracle.
 const OracleSuffix = "+oracle"
-
-// evalOracle runs seed's oracle floor at simulation seeds k = 0..n-1: the
-// tuned run (as evalSeed's, the same variant and search) with its policy
-// replaced by the static setting named setting (gridName's form, the
-// row's best), J at bottleneck ("NODE→PEER").
-func evalOracle(ctx context.Context, s *famspec.Spec, set string, seed int64, outDir, bottleneck, setting string, n int) ([]float64, error) {
-	alpha, vg, err := parseGridName(setting)
-	if err != nil {
-		return nil, fmt.Errorf("compare: seed %d: the oracle's setting: %w", seed, err)
-	}
-	node, peer, ok := strings.Cut(bottleneck, "→")
-	if !ok {
-		return nil, fmt.Errorf("compare: seed %d: bottleneck %q is not NODE→PEER", seed, bottleneck)
-	}
-	name := "long-haul-cnp" + OracleSuffix
-	tv := evalTunerVariant()
-	v := Variant{Name: name, Doc: "the tuned row with its policy replaced by a fixed setting at the first decision",
-		Apply: func(ctx context.Context, sc *scenario.Scenario, scratch string) (*scenario.Scenario, string, error) {
-			c, note, err := tv.Apply(ctx, sc, scratch)
-			if err != nil {
-				return nil, "", err
-			}
-			t := *c.Tuner
-			t.Fixed = &scenario.TunerFixed{Alpha: alpha, VGrowth: vg}
-			c.Tuner = &t
-			return c, note, nil
-		}}
-	js := make([]float64, n)
-	for k := range n {
-		d, _, sc, err := s.GenerateAt(set, seed, k)
-		if err != nil {
-			return nil, err
-		}
-		dir := outDir
-		if k > 0 {
-			dir = filepath.Join(outDir, fmt.Sprintf("sim-seed-%d", k))
-		}
-		res, err := Run(ctx, []*scenario.Scenario{sc}, dir, Options{Mechanisms: []string{name}, SummaryOnly: true, Variants: []Variant{v}})
-		if err != nil {
-			return nil, err
-		}
-		r, ok := res.find(sc.Name, name)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s %s", ErrNoRun, sc.Name, name)
-		}
-		_, js[k] = Objective(r.Summary, node, peer, d.RTT, policy.DefaultWeights())
-	}
-	return js, nil
-}
 
 // parseGridName reads gridName's "alpha=A,v_growth=RATE|off".
 func parseGridName(s string) (float64, scenario.Rate, error) {
