@@ -690,12 +690,11 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 	var notes []string
 	last := w.Samples[len(w.Samples)-1].QueueDepthBytes
 	ahead := fmt.Sprintf("the queue (%d B, %d B one window ahead)", last, floorBytes)
-	switch {
-	case share == 2:
-		ahead = fmt.Sprintf("twice the queue (%d B, %d B one window ahead: K_min at the queue)", last, floorBytes)
-		floorBytes *= 2
-	case share > 0:
-		ahead = fmt.Sprintf("%v × the queue (%d B, %d B one window ahead; standing_floor_share)", share, last, floorBytes)
+	if share > 0 {
+		// One message for every share (the growth and delay rules' 2, a
+		// standing queue's standing_floor_share): the multiple as set, and
+		// where K_min (K_max / 2) then sits.
+		ahead = fmt.Sprintf("%v × the queue (%d B, %d B one window ahead: K_min at %v × the queue)", share, last, floorBytes, share/2)
 		floorBytes = int64(math.Ceil(float64(floorBytes) * share))
 	}
 	// Which knobs: the growth and overhead rules move V_growth (the growth

@@ -642,7 +642,7 @@ func TestDecide(t *testing.T) {
 			desc:   "a standing queue above K_min: K_max no lower than twice the queue, and V_growth would not shorten it: nothing moves",
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(1, vg)},
-			reason: "twice the queue (100000000 B, 100000000 B one window ahead: K_min at the queue) is above the K_max a lower alpha would give: alpha kept, the queue stands (the window's mean above delay_high_rtt): V_growth would not shorten it, V_growth kept",
+			reason: "2 × the queue (100000000 B, 100000000 B one window ahead: K_min at 1 × the queue) is above the K_max a lower alpha would give: alpha kept, the queue stands (the window's mean above delay_high_rtt): V_growth would not shorten it, V_growth kept",
 		},
 		{
 			desc:   "standing_floor_share 1.2: a standing queue above K_min lowers alpha to 1.2 × the queue (K_min under it)",
@@ -656,7 +656,7 @@ func TestDecide(t *testing.T) {
 			cfg:    func(c *Config) { c.StandingFloorShare = 1.5 },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(1, vg)},
-			reason: "1.5 × the queue (100000000 B, 100000000 B one window ahead; standing_floor_share) is above the K_max a lower alpha would give: alpha kept, the queue stands",
+			reason: "1.5 × the queue (100000000 B, 100000000 B one window ahead: K_min at 0.75 × the queue) is above the K_max a lower alpha would give: alpha kept, the queue stands",
 		},
 		{
 			desc: "standing_floor_share 1: explicit K_max over a standing queue goes down to the queue itself",
