@@ -684,10 +684,17 @@ func TestDecide(t *testing.T) {
 			want:   result{Rule: RuleBound, After: bdp(1, vg)},
 		},
 		{
-			desc:   "a standing queue above K_min, V_growth not tuned: K_max not down to the queue",
-			cfg:    func(c *Config) { c.TuneVGrowth = false },
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
-			want:   result{Rule: RuleBound, After: bdp(1, vg)},
+			// The fall-back's other arm (V_growth not tuned; the crossing
+			// queue with V_growth at its minimum is above). A standing
+			// queue with V_growth not tuned, as this row was, took the
+			// row before's path to the same result: nothing new.
+			desc: "a queue crossing delay_high_rtt, V_growth not tuned: K_max down to where the queue will be",
+			cfg:  func(c *Config) { c.TuneVGrowth = false },
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, bdp(1, vg))
+			},
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc: "explicit K_max over a standing queue, V_growth not tuned: no lower than twice the queue, so kept",
