@@ -226,7 +226,7 @@ func TestTunerPinned(t *testing.T) {
 	if err := l.rec.pool.QueryRow(context.Background(), `SELECT reason FROM tuner_actions ORDER BY id DESC LIMIT 1`).Scan(&reason); err != nil {
 		t.Fatal(err)
 	}
-	if want := "(pinned_off_rtt 16 × 2^1: 1 off-tries rolled back)"; !strings.Contains(reason, want) {
+	if want := "(pinned_off_rtt 16 × 2^1 after 1 rolled-back off-try)"; !strings.Contains(reason, want) {
 		t.Errorf("the second off-try's reason %q does not say %q", reason, want)
 	}
 	if m := l.tu.mem[k]; !m.CutOn || m.CutOffRollbacks != 2 {

@@ -209,7 +209,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		d.Reason = reason + "; " + why
 		// CutOn stays: the next window finds the leaf off and ends the
 		// episode (calm); a rollback brings it back on, and it is switched
-		// off again after another pinned_off_rtt of calm.
+		// off again after twice the calm this try needed (Reverted).
 		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RulePinned)
 		mem.CalmSince, mem.CutOffTrying = time.Time{}, true
 		return d, mem
@@ -382,9 +382,13 @@ func cutOff(cfg Config, w Window, mem Memory) string {
 	if calm < need {
 		return ""
 	}
-	if mem.CutOffRollbacks > 0 {
-		return fmt.Sprintf("the queue below K_min for %.3g RTT_est (pinned_off_rtt %v × 2^%d: %d off-tries rolled back) since rule pinned switched overload_cut on: overload_cut off",
-			calm, cfg.PinnedOffRTT, mem.CutOffRollbacks, mem.CutOffRollbacks)
+	if n := mem.CutOffRollbacks; n > 0 {
+		tries := "off-tries"
+		if n == 1 {
+			tries = "off-try"
+		}
+		return fmt.Sprintf("the queue below K_min for %.3g RTT_est (pinned_off_rtt %v × 2^%d after %d rolled-back %s) since rule pinned switched overload_cut on: overload_cut off",
+			calm, cfg.PinnedOffRTT, n, n, tries)
 	}
 	return fmt.Sprintf("the queue below K_min for %.3g RTT_est (pinned_off_rtt %v) since rule pinned switched overload_cut on: overload_cut off", calm, cfg.PinnedOffRTT)
 }

@@ -1048,7 +1048,7 @@ func TestDecide(t *testing.T) {
 			want: result{Change: true, Rule: RulePinned, After: bdp(1, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4, CutOn: true, CutOffTrying: true,
 					CutOffRollbacks: 4}},
-			reason: "the queue below K_min for 500 RTT_est (pinned_off_rtt 16 × 2^4: 4 off-tries rolled back) since rule pinned switched overload_cut on: overload_cut off",
+			reason: "the queue below K_min for 500 RTT_est (pinned_off_rtt 16 × 2^4 after 4 rolled-back off-tries) since rule pinned switched overload_cut on: overload_cut off",
 		},
 		{
 			desc: "pinned: after 5 off-tries rolled back 500 RTT_est of calm is under pinned_off_rtt × 2^5 (512): overload_cut kept",
@@ -1234,7 +1234,7 @@ func TestPinnedOffBackoff(t *testing.T) {
 	for k := range 9 {
 		n, d := tryOff()
 		got, want = append(got, n), append(want, 1<<min(k, 6))
-		if k > 0 && !strings.Contains(d.Reason, "off-tries rolled back") {
+		if k > 0 && !strings.Contains(d.Reason, "rolled-back off-tr") {
 			t.Errorf("off-try %d: reason %q does not name the rolled-back tries", k, d.Reason)
 		}
 		// The overload comes back with the leaf off: rolled back at the
