@@ -143,9 +143,10 @@ func (t *Tuner) operatorChange(ctx context.Context, k queueKey, w policy.Window,
 	if from.OverloadCut != w.Config.OverloadCut {
 		// The operator's overload-cut from now on, whichever way it was
 		// set: the tuner never switches off a leaf it did not switch on
-		// (policy.Memory.CutOn), and its calm count ends with it.
+		// (policy.Memory.CutOn), and its calm count and the off-tries'
+		// back-off end with it.
 		m := t.mem[k]
-		m.CutOn, m.CalmSince = false, time.Time{}
+		m.EndCut()
 		t.mem[k] = m
 	}
 	a := t.action(now, k, w, policy.Decision{Rule: RuleOperator, Before: from, After: w.Config}, t.mem[k])

@@ -182,7 +182,10 @@ var (
 // ended below K_min for the whole window, far more than pinned_off_rtt
 // RTT_est (a window of the service is 1000 of the script's RTT_est): rule
 // pinned switches the option off; the queue pins again, the judge window
-// is worse, and the rollback brings the option back on at the switch.
+// is worse, and the rollback brings the option back on at the switch;
+// rule loss answers the drops of that judge window, and the next off-try
+// needs twice the calm (met again by the next calm window) and is rolled
+// back too, doubling it once more.
 // tuner_actions' before/after carry it. The hold's memory matters: without
 // it the bound hold's loss streak is lost and the rule never fires.
 func TestTunerPinned(t *testing.T) {
@@ -197,6 +200,38 @@ func TestTunerPinned(t *testing.T) {
 		t.Errorf("after the rollback the switch runs overload-cut %v, alpha %v; want on, 1", switchCut(t, l.yc), switchAlpha(t, l.yc))
 	}
 	t.Logf("overload-cut on %v after the first window, off tried and rolled back %v after that", escalated.Sub(t1), l.at.Sub(escalated))
+	// The service's rollback (the tuner's cancel) is the policy's Reverted:
+	// the next off-try needs twice the calm (pinned_off_rtt × 2), met
+	// again by the service's first calm window (1000 RTT_est) past the
+	// cool-down, and its rollback doubles it once more.
+	k := queueKey{target: "n1", iface: "wan0", queue: 0}
+	if m := l.tu.mem[k]; !m.CutOn || m.CutOffRollbacks != 1 || m.CutOffTrying {
+		t.Errorf("memory after the rolled-back off-try: %+v; want the claim kept and one off-try rolled back", m)
+	}
+	for range pinnedPeriods {
+		l.cycle()
+		if rows := l.rows(); len(rows) > 4 && rows[len(rows)-1].Outcome != string(OutcomePushed) {
+			break
+		}
+	}
+	// Between the two: the drops of the off-try's judge window, answered
+	// by rule loss (alpha 1 → 0.667, the step halved by the rollback).
+	lossKept := cutRow{Rule: string(policy.RuleLoss), Outcome: string(OutcomeConfirmed), CutBefore: true, CutAfter: true, AlphaBefore: 1, Alpha: 0.667}
+	offAgain := pinnedOffRolledBack
+	offAgain.AlphaBefore, offAgain.Alpha = 0.667, 0.667
+	if diff := cmp.Diff([]cutRow{pinnedBound, pinnedOn, pinnedOffRolledBack, lossKept, offAgain}, l.rows()); diff != "" {
+		t.Errorf("tuner_actions after the second off-try (-want +got):\n%s", diff)
+	}
+	var reason string
+	if err := l.rec.pool.QueryRow(context.Background(), `SELECT reason FROM tuner_actions ORDER BY id DESC LIMIT 1`).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := "(pinned_off_rtt 16 × 2^1 after 1 rolled-back off-try)"; !strings.Contains(reason, want) {
+		t.Errorf("the second off-try's reason %q does not say %q", reason, want)
+	}
+	if m := l.tu.mem[k]; !m.CutOn || m.CutOffRollbacks != 2 {
+		t.Errorf("memory after the second rolled-back off-try: %+v; want two", m)
+	}
 }
 
 // TestOperatorOverloadCut: the operator's overload-cut (gnmic's Set of

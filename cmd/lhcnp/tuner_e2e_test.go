@@ -322,8 +322,13 @@ policy:
 
 	// Phase 2: the collector stops, then a new tuner decides on what it
 	// stored (a window and max_gap reaching back past the stop) and
-	// pushes. No telemetry can show that change applied, so the tuner
-	// never confirms and the switch rolls it back. (Stopping the collector
+	// pushes. No telemetry can show that change applied, so the tuner can
+	// never judge it: at judge_window + 2 periods after the push (4 s,
+	// Config.JudgeBound) it cancels the commit on the switch, which
+	// restores the alpha of before, and records the row rolled back
+	// ("telemetry did not show the change applied"). The switch's own
+	// rollback at rollback_duration (8 s) comes into play only when that
+	// cancel fails. (Stopping the collector
 	// only once the push was seen raced with the tuner: under load the
 	// collector stored a judge window of the applied change first and the
 	// tuner rightly confirmed it.)
@@ -404,7 +409,8 @@ policy:
 		return o + " " + e
 	}
 	// The switch ran the commit's alpha, then the one of before again:
-	// the unconfirmed commit rolled back.
+	// the unconfirmed commit cancelled by the tuner (or, had the cancel
+	// failed, rolled back by the switch's timer).
 	applied := -1
 	alphas[pushed.Target].await(t, fmt.Sprintf("%s's alpha %v, then %v again (the commit applied, then rolled back)",
 		pushed.Target, pushed.After.Alpha, pushed.Before.Alpha), 30*time.Second, func(v []float64) bool {

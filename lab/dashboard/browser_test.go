@@ -100,7 +100,8 @@ type points struct {
 // that every chart has points, that the tuner's decision is in the table
 // and on the tuner chart, that a decision recorded after the page loaded
 // appears without a reload, that the queue's overload-cut and a rule
-// pinned decision are marked, and saves a screenshot.
+// pinned decision are marked, that the table of changes lists every tuned
+// leaf's changes and who made them, and saves a screenshot.
 func TestBrowser(t *testing.T) {
 	ctx := browser(t)
 	srv, fx, exec := filled(t, dashboard.WithRefresh(300*time.Millisecond))
@@ -234,6 +235,41 @@ func TestBrowser(t *testing.T) {
 	// A decision of another rule is not marked as pinned's.
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#tuner tbody tr.decision:not(.rule-pinned)").length`)); err != nil || n < 2 {
 		t.Errorf("%d unmarked decisions (%v), want the fixture's and the live one", n, err)
+	}
+
+	// Every tuned leaf's changes are in the table, not alpha's only: the
+	// tuner's V_growth (rule growth) and an operator's, rule pinned's
+	// overload-cut on and an operator's off, and an operator's hold; the
+	// operators' rows marked as operators'.
+	exec(`DELETE FROM samples WHERE ts > $1 AND series_id = (SELECT id FROM series WHERE target = 'n1'
+		AND schema_path = '/lhcnp/interfaces/interface/queues/queue/state/v-growth' AND keys = '{"name": "n1-wan", "id": "3"}')`,
+		fx.End.Add(-21*time.Second))
+	exec(`INSERT INTO samples (ts, series_id, v_int, batch_id)
+		SELECT ts, id, v, 1 FROM series, (VALUES ($1::timestamptz, 500000), ($2::timestamptz, 2000000)) AS x(ts, v)
+		WHERE target = 'n1' AND schema_path = '/lhcnp/interfaces/interface/queues/queue/state/v-growth'
+		  AND keys = '{"name": "n1-wan", "id": "3"}'`, fx.End.Add(-20*time.Second), fx.End.Add(-12*time.Second))
+	exec(`INSERT INTO samples (ts, series_id, v_bool, batch_id) VALUES ($1, 990001, false, 1), ($2, 990001, true, 1), ($3, 990001, false, 1)`,
+		fx.Start, fx.End.Add(-time.Second), fx.End.Add(-200*time.Millisecond))
+	exec(`INSERT INTO tuner_actions (ts, target, interface, queue, reason, before, after, outcome, dry_run) VALUES
+		($1, 'n1', 'n1-wan', 3, 'growth: the queue grows towards delay_high_rtt',
+		 '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 1000000}',
+		 '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 500000}', 'confirmed', false)`,
+		fx.End.Add(-20500*time.Millisecond))
+	exec(`INSERT INTO tuner_actions (ts, target, interface, queue, reason, outcome, hold_until)
+		VALUES ($1, 'n1', 'n1-wan', 3, 'operator-hold: held by an operator until later', 'operator', $1::timestamptz + interval '1 hour')`,
+		fx.End.Add(-8*time.Second))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => {
+		const rows = [...document.querySelectorAll("#changes tbody tr")];
+		const has = (sel, ...parts) => rows.some((r) => r.matches(sel) && parts.every((p) => r.textContent.includes(p)));
+		return has(".by-tuner", "tuner (rule growth)", "V_growth 1.0 MB/s → 500 kB/s") &&
+			has(".by-operator", "V_growth 500 kB/s → 2.0 MB/s") &&
+			has(".by-tuner", "tuner (rule pinned)", "overload-cut off → on") &&
+			has(".by-operator", "operator", "overload-cut on → off") &&
+			has(".by-hold.by-operator", "operator's hold of the queue; tuning held until", "tuning of the queue") &&
+			has(".by-tuner", "tuner (rule kmax)", "alpha 0.5 → 0.25");
+	})()`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify([...document.querySelectorAll("#changes tbody tr")].map((r) => r.className + ": " + r.textContent))`))
+		t.Fatalf("the table of changes does not list every tuned leaf's changes and who made them: %v\n%s", err, got)
 	}
 
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))

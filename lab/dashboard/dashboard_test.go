@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -280,5 +281,91 @@ func TestVendoredFiles(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s: %s", path, resp.Status)
 		}
+	}
+}
+
+// TestAPIChanges: the table of configuration changes lists every tuned
+// leaf, not alpha only: a V_growth change by the tuner's rule growth and
+// one by an operator the tuner saw, rule pinned's overload-cut on and an
+// operator's off, and an operator's hold and release of the queue, each
+// with who made it, the values before and after, and when (real
+// PostgreSQL, through the API).
+func TestAPIChanges(t *testing.T) {
+	srv, fx, exec, pool := filledPool(t)
+	ctx := context.Background()
+	c := labtest.Congested
+	keys := `{"name": "` + c.Interface + `", "id": "3"}`
+	at := func(before time.Duration) time.Time { return fx.End.Add(-before) }
+
+	// V_growth: 1 MB/s until 35 s before the end, then the tuner's 0.5 MB/s,
+	// then an operator's 2 MB/s 15 s before the end.
+	const vgPath = "/lhcnp/interfaces/interface/queues/queue/state/v-growth"
+	var vgID int64
+	if err := pool.QueryRow(ctx, `SELECT id FROM series WHERE target = $1 AND schema_path = $2 AND keys = $3::jsonb`,
+		c.Target, vgPath, keys).Scan(&vgID); err != nil {
+		t.Fatalf("the fixture's v-growth series: %v", err)
+	}
+	exec(`DELETE FROM samples WHERE series_id = $1 AND ts > $2`, vgID, at(36*time.Second))
+	exec(`INSERT INTO samples (ts, series_id, v_int, batch_id) VALUES ($1, $3, 500000, 1), ($2, $3, 2000000, 1)`,
+		at(35*time.Second), at(15*time.Second), vgID)
+	exec(`INSERT INTO tuner_actions (ts, target, interface, queue, reason, before, after, outcome, dry_run) VALUES
+		($1, 'n1', $3, 3, 'growth: the queue grows towards delay_high_rtt',
+		 '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 1000000}',
+		 '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 500000}', 'confirmed', false),
+		($2, 'n1', $3, 3, 'operator: v-growth 500000 → 2000000 B/s set by another client (seen in telemetry)',
+		 '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 500000}',
+		 '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 2000000}', 'operator', false)`,
+		at(35500*time.Millisecond), at(14*time.Second), c.Interface)
+	exec(`UPDATE tuner_actions SET hold_until = ts + interval '15 minutes' WHERE outcome = 'operator'`)
+
+	// overload-cut: off from the start, rule pinned's on 25 s before the
+	// end, an operator's off 5 s before it (no row: the tuner has not
+	// seen it yet).
+	const cutPath = "/lhcnp/interfaces/interface/queues/queue/state/overload-cut"
+	cutID := rows.SeriesID(c.Target, "/lhcnp/interfaces/interface[name=n1-wan]/queues/queue[id=3]/state/overload-cut")
+	exec(`INSERT INTO series (id, target, path, schema_path, keys) VALUES ($1, $2,
+		'/lhcnp/interfaces/interface[name=n1-wan]/queues/queue[id=3]/state/overload-cut', $3, $4::jsonb)`, cutID, c.Target, cutPath, keys)
+	exec(`INSERT INTO samples (ts, series_id, v_bool, batch_id) VALUES ($1, $4, false, 1), ($2, $4, true, 1), ($3, $4, false, 1)`,
+		fx.Start, at(25*time.Second), at(5*time.Second), cutID)
+	exec(`INSERT INTO tuner_actions (ts, target, interface, queue, reason, before, after, outcome, dry_run) VALUES
+		($1, 'n1', $2, 3, 'pinned: loss persists with the queue pinned at the buffer: overload_cut on',
+		 '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 500000}',
+		 '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 500000, "overload_cut": true}', 'confirmed', false)`,
+		at(25500*time.Millisecond), c.Interface)
+	// An operator's hold and release (lhcnp tuner hold / release).
+	exec(`INSERT INTO tuner_actions (ts, target, interface, queue, reason, outcome, hold_until) VALUES
+		($1, 'n1', $3, 3, 'operator-hold: held by an operator until later', 'operator', $1::timestamptz + interval '1 hour'),
+		($2, 'n1', $3, 3, 'operator-release: released by an operator', 'operator', $2)`,
+		at(20*time.Second), at(10*time.Second), c.Interface)
+
+	var q dashboard.QueueResponse
+	getJSON(t, srv.URL+"/api/queue?target=n1&interface=n1-wan&queue=3&window=10m", &q)
+	show := func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return fmt.Sprint(*v)
+	}
+	var got []string
+	for _, ch := range q.Changes {
+		row := fmt.Sprintf("%s %s %s → %s by %s (%s)", time.UnixMicro(int64(ch.Time*1e6)).Sub(fx.End).Round(100*time.Millisecond),
+			ch.Setting, show(ch.Before), show(ch.After), ch.By, ch.Rule)
+		if ch.HoldUntil != nil {
+			row += fmt.Sprintf(" held %s", time.UnixMicro(int64(*ch.HoldUntil*1e6)).Sub(fx.End).Round(time.Second))
+		}
+		got = append(got, row)
+	}
+	decided := fx.Decision.Truncate(time.Second).Add(time.Second).Sub(fx.End) // the fixture's alpha change: the next second's sample
+	want := []string{
+		"-35s v_growth 1e+06 → 500000 by tuner (growth)",
+		fmt.Sprintf("%s alpha 0.5 → 0.25 by tuner (kmax)", decided.Round(100*time.Millisecond)),
+		"-25s overload_cut 0 → 1 by tuner (pinned)",
+		"-20s  – → – by hold (operator-hold) held 59m40s",
+		"-15s v_growth 500000 → 2e+06 by operator (operator) held 14m46s",
+		"-10s  – → – by release (operator-release)",
+		"-5s overload_cut 1 → 0 by operator ()",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }

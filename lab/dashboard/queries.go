@@ -15,10 +15,33 @@ import (
 // Schema paths the dashboard reads besides the views (docs/collector.md).
 const (
 	alphaPath          = "/lhcnp/interfaces/interface/queues/queue/state/alpha"
+	vGrowthPath        = "/lhcnp/interfaces/interface/queues/queue/state/v-growth"
+	kmaxPath           = "/lhcnp/interfaces/interface/queues/queue/state/kmax"
+	overloadCutPath    = "/lhcnp/interfaces/interface/queues/queue/state/overload-cut"
 	flowArrivalPath    = "/lhcnp/flow-table/flows/flow/state/arrival-rate"
 	flowEgressIfPath   = "/lhcnp/flow-table/flows/flow/state/egress-interface"
 	flowEgressQueuePth = "/lhcnp/flow-table/flows/flow/state/egress-queue"
 )
+
+// tunedLeaf is one of a queue's leaves the tuner changes (and an operator
+// may): its setting's name in ConfigChange, its state path, and its key in
+// tuner_actions' before and after (docs/tuner.md "tuner_actions").
+type tunedLeaf struct {
+	setting, path, key string
+	// flag: a boolean leaf, 1 for true and 0 for false; the tuner's JSON
+	// leaves it out when false (overload_cut).
+	flag bool
+}
+
+// tunedLeaves are every leaf the tuner tunes, in the order a change of
+// several at one instant is listed: alpha, V_growth, the explicit kmax
+// (a switch publishes it only when set) and overload-cut (rule pinned).
+var tunedLeaves = []tunedLeaf{
+	{setting: "alpha", path: alphaPath, key: "alpha"},
+	{setting: "v_growth", path: vGrowthPath, key: "v_growth_bytes_per_second"},
+	{setting: "kmax", path: kmaxPath, key: "kmax_bytes"},
+	{setting: "overload_cut", path: overloadCutPath, key: "overload_cut", flag: true},
+}
 
 // Actions are the Long-haul CNP actions, in the order the page shows them
 // (the YANG cnp-action names, as notifications_per_second spells them).
@@ -186,23 +209,36 @@ type QueueResponse struct {
 	// change.
 	Alpha Columns       `json:"alpha"`
 	Tuner []TunerAction `json:"tuner"`
-	// Changes are the changes of alpha in the window, each the tuner's
-	// (a pushed or confirmed decision that set this value) or an
-	// operator's (none did; the tuner's operator row for it, when it saw
-	// it, gives how long it leaves the queue alone).
+	// Changes are the changes in the window of every leaf the tuner
+	// tunes (alpha, v_growth, kmax, overload_cut), each the tuner's (an
+	// applied decision that set this value; Rule names its rule), the
+	// switch's rollback of one, or an operator's (none did; the tuner's
+	// operator row for it, when it saw it, gives how long it leaves the
+	// queue alone); and the operators' holds and releases of the queue
+	// the tuner recorded. In time order.
 	Changes []ConfigChange `json:"changes"`
 }
 
-// ConfigChange is a configuration value that changed, and who changed it.
+// ConfigChange is a configuration value that changed, and who changed it;
+// or an operator's hold or release of the queue's tuning (no value).
 type ConfigChange struct {
-	Time    float64 `json:"t"` // Unix seconds: the first sample of the new value
-	Setting string  `json:"setting"`
-	Before  float64 `json:"before"`
-	After   float64 `json:"after"`
-	By      string  `json:"by"`                 // "tuner", "rollback" (the switch undid a tuner's change) or "operator"
-	TunerID *int64  `json:"tuner_id,omitempty"` // the decision, when By is "tuner"; the tuner's operator row, when it saw an operator's
-	// HoldUntil (Unix seconds): the operator's change held the queue's
-	// tuning until then (the tuner's operator row).
+	Time float64 `json:"t"` // Unix seconds: the first sample of the new value; a hold's or release's row
+	// Setting is the leaf: "alpha", "v_growth" (bytes per second),
+	// "kmax" (the explicit K_max, bytes) or "overload_cut" (1 on, 0 off);
+	// "" for a hold or a release.
+	Setting string   `json:"setting"`
+	Before  *float64 `json:"before"`
+	After   *float64 `json:"after"`
+	// By is "tuner", "rollback" (the switch undid a tuner's change),
+	// "operator", "hold" or "release" (lhcnp tuner hold / release).
+	By string `json:"by"`
+	// Rule is the tuner's rule that made the change (By tuner) or whose
+	// change was rolled back (rollback); "operator" for an operator's
+	// change the tuner saw; "operator-hold", "operator-release".
+	Rule    string `json:"rule,omitempty"`
+	TunerID *int64 `json:"tuner_id,omitempty"` // the decision, when By is "tuner"; the tuner's operator row, when it saw an operator's
+	// HoldUntil (Unix seconds): the operator's change or hold held the
+	// queue's tuning until then (the tuner's operator row).
 	HoldUntil *float64 `json:"hold_until,omitempty"`
 }
 
@@ -258,19 +294,6 @@ func QueueSeries(ctx context.Context, db Querier, q QueueRequest) (QueueResponse
 	if out.Notifications, err = readNotifications(ctx, db, args...); err != nil {
 		return out, fmt.Errorf("notifications_per_second: %w", err)
 	}
-	if out.Alpha, err = readColumns(ctx, db, []string{"alpha"}, `
-		WITH a AS (
-		    SELECT ts, value_num, deleted
-		    FROM series_values
-		    WHERE target = $1 AND keys = jsonb_build_object('name', $2::text, 'id', ($3::integer)::text)
-		      AND schema_path = '`+alphaPath+`'
-		)
-		(SELECT extract(epoch FROM $4::timestamptz)::float8, value_num::float8
-		 FROM a WHERE ts <= $4 ORDER BY ts DESC LIMIT 1)
-		UNION ALL
-		(SELECT extract(epoch FROM ts)::float8, value_num::float8 FROM a WHERE ts > $4 AND NOT deleted ORDER BY ts)`, args...); err != nil {
-		return out, fmt.Errorf("alpha: %w", err)
-	}
 	// Decisions for this queue or for the whole switch; no upper bound, so a
 	// decision taken after the switch's newest sample still shows.
 	if out.Tuner, err = tunerActions(ctx, db, `
@@ -278,33 +301,104 @@ func QueueSeries(ctx context.Context, db Querier, q QueueRequest) (QueueResponse
 		ORDER BY ts, id`, args...); err != nil {
 		return out, err
 	}
-	out.Changes = attribute("alpha", out.Alpha.T, out.Alpha.Values["alpha"], out.Tuner)
+	out.Changes = []ConfigChange{}
+	for _, leaf := range tunedLeaves {
+		c, err := readLeaf(ctx, db, leaf, args...)
+		if err != nil {
+			return out, err
+		}
+		if leaf.path == alphaPath {
+			out.Alpha = c
+		}
+		out.Changes = append(out.Changes, attribute(leaf, c.T, c.Values["v"], out.Tuner)...)
+	}
+	out.Alpha.Values = map[string][]*float64{"alpha": out.Alpha.Values["v"]}
+	out.Changes = append(out.Changes, holds(out.Tuner)...)
+	sort.SliceStable(out.Changes, func(i, j int) bool { return out.Changes[i].Time < out.Changes[j].Time })
 	return out, nil
+}
+
+// readLeaf reads one tuned leaf of the queue (args: target, interface,
+// queue, the window's start) as a column "v": its value at the window's
+// start (the switch reports a change, not every sample), then every
+// change; a boolean as 1 or 0.
+func readLeaf(ctx context.Context, db Querier, leaf tunedLeaf, args ...any) (Columns, error) {
+	c, err := readColumns(ctx, db, []string{"v"}, `
+		WITH a AS (
+		    SELECT ts, COALESCE(value_num, CASE value_text WHEN 'true' THEN 1 WHEN 'false' THEN 0 END) AS v, deleted
+		    FROM series_values
+		    WHERE target = $1 AND keys = jsonb_build_object('name', $2::text, 'id', ($3::integer)::text)
+		      AND schema_path = $5
+		)
+		(SELECT extract(epoch FROM $4::timestamptz)::float8, v::float8
+		 FROM a WHERE ts <= $4 ORDER BY ts DESC LIMIT 1)
+		UNION ALL
+		(SELECT extract(epoch FROM ts)::float8, v::float8 FROM a WHERE ts > $4 AND NOT deleted ORDER BY ts)`,
+		append(args[:4:4], leaf.path)...)
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", leaf.setting, err)
+	}
+	return c, nil
+}
+
+// holds lists the operators' holds and releases of the queue the tuner
+// recorded (lhcnp tuner hold / release: operator rows without settings).
+func holds(acts []TunerAction) []ConfigChange {
+	out := []ConfigChange{}
+	for _, a := range acts {
+		by := map[string]string{"operator-hold": "hold", "operator-release": "release"}[a.Rule]
+		if a.Outcome != "operator" || by == "" {
+			continue
+		}
+		id := a.ID
+		c := ConfigChange{Time: a.Time, By: by, Rule: a.Rule, TunerID: &id}
+		if by == "hold" {
+			c.HoldUntil = a.HoldUntil
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // attributionSlack is how long after a value first shows the decision that
 // set it may be recorded (the tuner records a row once its Set returns).
 const attributionSlack = 5.0 // seconds
 
-// attribute lists the changes of one setting's samples (t, v) and whose
+// attribute lists the changes of one leaf's samples (t, v) and whose
 // they are: the tuner's when one of its applied decisions (pushed,
-// confirmed or rolled back; not a dry run) set the new value at most
-// attributionSlack after it first showed and after the previous change; a
-// rollback when the switch returned to the value a rolled-back decision had
-// replaced; else an operator's, matched with the first operator row the
-// tuner recorded for that value since the previous change (the tuner sees a
-// change a period or so after it shows), if any. A decision is matched once
-// for each.
-func attribute(setting string, t []float64, v []*float64, acts []TunerAction) []ConfigChange {
+// confirmed or rolled back; not a dry run) changed that leaf to the new
+// value at most attributionSlack after it first showed and after the
+// previous change; a rollback when the switch returned to the value a
+// rolled-back decision had replaced; else an operator's, matched with the
+// first operator row the tuner recorded that changed the leaf to that
+// value since the previous change (the tuner sees a change a period or so
+// after it shows), if any. A decision is matched once for each. Only a
+// decision that changed the leaf explains a change of it: every decision
+// carries every setting, and one of another rule leaves overload_cut off
+// in its JSON (the operator's switching it off is not that decision's).
+func attribute(leaf tunedLeaf, t []float64, v []*float64, acts []TunerAction) []ConfigChange {
 	out := []ConfigChange{}
 	usedAfter, usedBefore := map[int64]bool{}, map[int64]bool{}
 	value := func(raw json.RawMessage) (float64, bool) {
 		var m map[string]any
-		if json.Unmarshal(raw, &m) != nil {
+		if json.Unmarshal(raw, &m) != nil || m == nil {
 			return 0, false
 		}
-		x, ok := m[setting].(float64)
+		if leaf.flag {
+			on, _ := m[leaf.key].(bool)
+			if on {
+				return 1, true
+			}
+			return 0, true
+		}
+		x, ok := m[leaf.key].(float64)
 		return x, ok
+	}
+	// changed says a decision moved the leaf, and from and to what.
+	changed := func(a TunerAction) (before, after float64, ok bool) {
+		b, okB := value(a.Before)
+		f, okA := value(a.After)
+		return b, f, okA && (!okB || b != f)
 	}
 	var prev *float64
 	prevT := math.Inf(-1)
@@ -319,20 +413,24 @@ func attribute(setting string, t []float64, v []*float64, acts []TunerAction) []
 			prev = v[i]
 			continue
 		}
-		c := ConfigChange{Time: t[i], Setting: setting, Before: *prev, After: *v[i], By: "operator"}
+		c := ConfigChange{Time: t[i], Setting: leaf.setting, Before: prev, After: v[i], By: "operator"}
 		for _, a := range acts {
 			applied := a.Outcome == "pushed" || a.Outcome == "confirmed" || a.Outcome == "rolled-back"
 			if a.DryRun || !applied || a.Time > t[i]+attributionSlack {
 				continue
 			}
+			b, f, ok := changed(a)
+			if !ok {
+				continue
+			}
 			id := a.ID
-			if x, ok := value(a.After); ok && x == *v[i] && !usedAfter[id] && a.Time >= prevT {
-				c.By, c.TunerID = "tuner", &id
+			if f == *v[i] && !usedAfter[id] && a.Time >= prevT {
+				c.By, c.Rule, c.TunerID = "tuner", a.Rule, &id
 				usedAfter[id] = true
 				break
 			}
-			if x, ok := value(a.Before); ok && x == *v[i] && a.Outcome == "rolled-back" && usedAfter[id] && !usedBefore[id] {
-				c.By, c.TunerID = "rollback", &id
+			if b == *v[i] && a.Outcome == "rolled-back" && usedAfter[id] && !usedBefore[id] {
+				c.By, c.Rule, c.TunerID = "rollback", a.Rule, &id
 				usedBefore[id] = true
 				break
 			}
@@ -340,8 +438,8 @@ func attribute(setting string, t []float64, v []*float64, acts []TunerAction) []
 		if c.By == "operator" {
 			for _, a := range acts {
 				id := a.ID
-				if x, ok := value(a.After); ok && a.Outcome == "operator" && x == *v[i] && !usedAfter[id] && a.Time >= prevT {
-					c.TunerID, c.HoldUntil = &id, a.HoldUntil
+				if _, f, ok := changed(a); ok && a.Outcome == "operator" && f == *v[i] && !usedAfter[id] && a.Time >= prevT {
+					c.Rule, c.TunerID, c.HoldUntil = a.Rule, &id, a.HoldUntil
 					usedAfter[id] = true
 					break
 				}

@@ -95,6 +95,29 @@ type Memory struct {
 	// with the queue below K_min since (zero: the last did not).
 	CutOn     bool
 	CalmSince time.Time
+	// CutOffTrying says the last change was rule pinned's off-try (the
+	// overload_cut switched off again after the calm); CutOffRollbacks
+	// counts this episode's off-tries rolled back (Reverted), at most
+	// maxCutOffDoublings: each doubles the calm the next off-try needs
+	// (pinned_off_rtt × 2^CutOffRollbacks). Under an overload that
+	// persists, a calm window is the overload_cut's doing, and an off-try
+	// every cool-down and judge window put the queue back at the buffer
+	// for each judge window (the service's 10 s window meets
+	// pinned_off_rtt in its first calm window). Both end with the
+	// episode (EndCut).
+	CutOffTrying    bool
+	CutOffRollbacks int
+}
+
+// maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
+// pinned_off_rtt × 2^6 (64 ×) of calm.
+const maxCutOffDoublings = 6
+
+// EndCut ends the queue's overload_cut episode: the leaf is no longer the
+// tuner's to switch off (found off, or set by an operator either way), and
+// the calm count and the off-tries' back-off go with it.
+func (m *Memory) EndCut() {
+	m.CutOn, m.CalmSince, m.CutOffTrying, m.CutOffRollbacks = false, time.Time{}, false, 0
 }
 
 // Decision is the outcome of one call of Decide.
@@ -154,7 +177,8 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			// service started anew restores it from its audit trail
 			// before the queue's first decision.
 			return d, Memory{LastChange: w.End, Changes: 1, Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil,
-				Search: mem.Search.afterChange(RuleStart), CutOn: mem.CutOn, CalmSince: mem.CalmSince}
+				Search: mem.Search.afterChange(RuleStart), CutOn: mem.CutOn, CalmSince: mem.CalmSince,
+				CutOffRollbacks: mem.CutOffRollbacks}
 		}
 	}
 	mem.endLift(w.Config, false)
@@ -185,9 +209,9 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		d.Reason = reason + "; " + why
 		// CutOn stays: the next window finds the leaf off and ends the
 		// episode (calm); a rollback brings it back on, and it is switched
-		// off again after another pinned_off_rtt of calm.
+		// off again after twice the calm this try needed (Reverted).
 		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RulePinned)
-		mem.CalmSince = time.Time{}
+		mem.CalmSince, mem.CutOffTrying = time.Time{}, true
 		return d, mem
 	}
 	pin := ""
@@ -205,6 +229,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		d.Change, d.Rule, d.Direction, d.After, d.Step, d.Reason = true, RuleSearch, sdir, after, step, reason+"; "+why
 		d.Baseline, d.JudgeRTT = mem.Search.SumJ/float64(mem.Search.N), cfg.SearchJudgeRTT
 		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RuleSearch)
+		mem.CutOffTrying = false
 		return d, mem
 	}
 	if rule == RuleOverrun && mem.Lifted.KMaxMode != "" && mem.LiftedTrendRTT > 0 && d.Metrics.TrendRTT >= mem.LiftedTrendRTT*(1-cfg.WorseTolerance) {
@@ -263,7 +288,8 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		after.OverloadCut = true
 		notes = strings.TrimPrefix(notes+", "+pin, ", ")
 		d.Rule, rule = RulePinned, RulePinned
-		mem.CutOn, mem.CalmSince = true, time.Time{}
+		mem.EndCut()
+		mem.CutOn = true
 	}
 	d.After = after
 	if rule == RuleSettle {
@@ -293,7 +319,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	}
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
-		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince}
+		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks}
 }
 
 // pinned says why a loss decision escalates to the node's overload_cut
@@ -330,7 +356,7 @@ func (m *Memory) calm(w Window) {
 		return
 	}
 	if !w.Config.OverloadCut {
-		m.CutOn, m.CalmSince = false, time.Time{}
+		m.EndCut()
 		return
 	}
 	kmin := kmaxBytes(w) / 2
@@ -345,14 +371,24 @@ func (m *Memory) calm(w Window) {
 
 // cutOff says why rule pinned switches its overload_cut off again, ""
 // while it does not: pinned_off_rtt above 0 (0: never), and the queue
-// below K_min at the end of every decided window for that many RTT_est.
+// below K_min at the end of every decided window for that many RTT_est,
+// doubled for each off-try of the episode rolled back.
 func cutOff(cfg Config, w Window, mem Memory) string {
 	if cfg.PinnedOffRTT <= 0 || !mem.CutOn || mem.CalmSince.IsZero() || w.RTTEst <= 0 {
 		return ""
 	}
+	need := cfg.PinnedOffRTT * math.Ldexp(1, mem.CutOffRollbacks)
 	calm := w.simSeconds(w.End.Sub(mem.CalmSince)) / w.RTTEst.Seconds()
-	if calm < cfg.PinnedOffRTT {
+	if calm < need {
 		return ""
+	}
+	if n := mem.CutOffRollbacks; n > 0 {
+		tries := "off-tries"
+		if n == 1 {
+			tries = "off-try"
+		}
+		return fmt.Sprintf("the queue below K_min for %.3g RTT_est (pinned_off_rtt %v × 2^%d after %d rolled-back %s) since rule pinned switched overload_cut on: overload_cut off",
+			calm, cfg.PinnedOffRTT, n, n, tries)
 	}
 	return fmt.Sprintf("the queue below K_min for %.3g RTT_est (pinned_off_rtt %v) since rule pinned switched overload_cut on: overload_cut off", calm, cfg.PinnedOffRTT)
 }
@@ -690,12 +726,11 @@ func tighterKMax(cfg Config, w Window, dir Direction, rule Rule, factor float64,
 	var notes []string
 	last := w.Samples[len(w.Samples)-1].QueueDepthBytes
 	ahead := fmt.Sprintf("the queue (%d B, %d B one window ahead)", last, floorBytes)
-	switch {
-	case share == 2:
-		ahead = fmt.Sprintf("twice the queue (%d B, %d B one window ahead: K_min at the queue)", last, floorBytes)
-		floorBytes *= 2
-	case share > 0:
-		ahead = fmt.Sprintf("%v × the queue (%d B, %d B one window ahead; standing_floor_share)", share, last, floorBytes)
+	if share > 0 {
+		// One message for every share (the growth and delay rules' 2, a
+		// standing queue's standing_floor_share): the multiple as set, and
+		// where K_min (K_max / 2) then sits.
+		ahead = fmt.Sprintf("%v × the queue (%d B, %d B one window ahead: K_min at %v × the queue)", share, last, floorBytes, share/2)
 		floorBytes = int64(math.Ceil(float64(floorBytes) * share))
 	}
 	// Which knobs: the growth and overhead rules move V_growth (the growth
@@ -833,10 +868,19 @@ func vgCanMove(cfg Config, v, portRateBitsPerSec int64, dir Direction) bool {
 
 // Reverted is the memory after the change decided at mem.LastChange was
 // rolled back at the given time: the cool-down restarts, the step halves,
-// and the direction is refused for four cool-downs.
+// and the direction is refused for four cool-downs; a rolled-back off-try
+// of rule pinned doubles the calm the next one needs (CutOffRollbacks).
 func (c Config) Reverted(mem Memory, at time.Time) Memory {
 	out := mem
 	out.LastChange = at
+	if mem.CutOffTrying {
+		// Rule pinned's off-try rolled back (the overload came back with
+		// the leaf off): the next one waits twice the calm.
+		out.CutOffTrying = false
+		if mem.CutOn {
+			out.CutOffRollbacks = min(mem.CutOffRollbacks+1, maxCutOffDoublings)
+		}
+	}
 	if s := &out.Search; s.Trying {
 		// A search experiment rolled back: the next neighbour; the rules'
 		// direction, step and refusals are not the search's.

@@ -142,13 +142,18 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 }
 
 // FuzzDecidePinned: rule pinned with any queue, buffer, loss, loss streak,
-// calm time and overload_cut state: no panic, the usual bounds, and the
-// leaf moves only by rule pinned, on only where the node takes it and
-// after loss was answered, off only where the tuner switched it on.
+// calm time, overload_cut state and off-try back-off: no panic, the usual
+// bounds, and the leaf moves only by rule pinned, on only where the node
+// takes it and after loss was answered, off only where the tuner switched
+// it on and after pinned_off_rtt × 2^CutOffRollbacks RTT_est of calm; the
+// back-off lasts as long as the tuner's claim, and a new episode starts
+// without it.
 func FuzzDecidePinned(f *testing.F) {
-	f.Add(int64(12_000_000), int64(0), int64(12_500_000), int64(30), 1, false, true, false, int64(0))
-	f.Add(int64(100_000), int64(0), int64(50_000_000), int64(0), 0, true, true, true, int64(1_000_000_000))
-	f.Fuzz(func(t *testing.T, depth, slope, buffer, drops int64, streak int, on, supported, cutOn bool, calmNs int64) {
+	f.Add(int64(12_000_000), int64(0), int64(12_500_000), int64(30), 1, false, true, false, int64(0), uint8(0))
+	f.Add(int64(100_000), int64(0), int64(50_000_000), int64(0), 0, true, true, true, int64(1_000_000_000), uint8(0))
+	f.Add(int64(100_000), int64(0), int64(50_000_000), int64(0), 0, true, true, true, int64(1_000_000_000), uint8(2))
+	f.Add(int64(100_000), int64(0), int64(50_000_000), int64(0), 0, true, true, true, int64(1_000_000_000), uint8(3))
+	f.Fuzz(func(t *testing.T, depth, slope, buffer, drops int64, streak int, on, supported, cutOn bool, calmNs int64, rollbacks uint8) {
 		cfg := DefaultConfig()
 		w := Window{Start: t0, End: t0.Add(4 * time.Millisecond), KBaseBytes: 65536, RTTEst: 10 * time.Millisecond,
 			PortRateBitsPerSec: 10_000_000_000, Config: Settings{KMaxMode: KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 125_000_000, OverloadCut: on},
@@ -158,6 +163,9 @@ func FuzzDecidePinned(f *testing.F) {
 			w.Samples[i].Drops = drops
 		}
 		mem := Memory{LastChange: t0.Add(-time.Minute), Changes: 1, LossStreak: streak, CutOn: cutOn}
+		if cutOn { // a back-off is counted only while the tuner's claim lasts (Reverted)
+			mem.CutOffRollbacks = int(rollbacks % (maxCutOffDoublings + 1))
+		}
 		if calmNs != 0 {
 			mem.CalmSince = t0.Add(-time.Duration(calmNs))
 		}
@@ -170,11 +178,23 @@ func FuzzDecidePinned(f *testing.F) {
 			t.Errorf("overload_cut on (supported %v, streak %d, %s): %s", supported, streak, d.Direction, d.Reason)
 		case moved && !d.After.OverloadCut && !cutOn:
 			t.Errorf("overload_cut switched off though the tuner did not switch it on: %s", d.Reason)
+		case moved && !d.After.OverloadCut && !mem.CalmSince.IsZero() &&
+			w.End.Sub(mem.CalmSince).Seconds()/w.RTTEst.Seconds() < cfg.PinnedOffRTT*float64(int(1)<<mem.CutOffRollbacks):
+			t.Errorf("overload_cut off after %v of calm, under pinned_off_rtt × 2^%d RTT_est: %s", w.End.Sub(mem.CalmSince), mem.CutOffRollbacks, d.Reason)
 		case d.Rule == RulePinned && !moved:
 			t.Errorf("rule pinned without moving overload_cut: %s", d.Reason)
 		}
 		if got.CutOn && !(d.Change && d.After.OverloadCut) && !(cutOn && on) {
 			t.Errorf("memory says the tuner switched overload_cut on, it did not: %+v", got)
+		}
+		// The back-off is the episode's: kept while it lasts, gone with it
+		// (or with a new one), never counted by Decide itself.
+		want := mem.CutOffRollbacks
+		if !got.CutOn || (d.Change && d.After.OverloadCut != on && d.After.OverloadCut) {
+			want = 0
+		}
+		if got.CutOffRollbacks != want {
+			t.Errorf("back-off %d -> %d, want %d (claim %v -> %v, %s): %s", mem.CutOffRollbacks, got.CutOffRollbacks, want, cutOn, got.CutOn, d.Rule, d.Reason)
 		}
 	})
 }

@@ -99,6 +99,14 @@ func pinnedWindow(cfg Settings) Window {
 	return w
 }
 
+// calmWindow is a queue at 0.1 RTT_est (below K_min) on a full link, on
+// a node that takes overload_cut, with the leaf on or off.
+func calmWindow(on bool) Window {
+	w := window(queue{util: 0.97, delayRTT: 0.1}, cut(bdp(1, vg), on))
+	w.OverloadCutSupported = true
+	return w
+}
+
 // cut is s with overload_cut set to on.
 func cut(s Settings, on bool) Settings { s.OverloadCut = on; return s }
 
@@ -642,7 +650,7 @@ func TestDecide(t *testing.T) {
 			desc:   "a standing queue above K_min: K_max no lower than twice the queue, and V_growth would not shorten it: nothing moves",
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(1, vg)},
-			reason: "twice the queue (100000000 B, 100000000 B one window ahead: K_min at the queue) is above the K_max a lower alpha would give: alpha kept, the queue stands (the window's mean above delay_high_rtt): V_growth would not shorten it, V_growth kept",
+			reason: "2 × the queue (100000000 B, 100000000 B one window ahead: K_min at 1 × the queue) is above the K_max a lower alpha would give: alpha kept, the queue stands (the window's mean above delay_high_rtt): V_growth would not shorten it, V_growth kept",
 		},
 		{
 			desc:   "standing_floor_share 1.2: a standing queue above K_min lowers alpha to 1.2 × the queue (K_min under it)",
@@ -656,7 +664,7 @@ func TestDecide(t *testing.T) {
 			cfg:    func(c *Config) { c.StandingFloorShare = 1.5 },
 			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
 			want:   result{Rule: RuleBound, After: bdp(1, vg)},
-			reason: "1.5 × the queue (100000000 B, 100000000 B one window ahead; standing_floor_share) is above the K_max a lower alpha would give: alpha kept, the queue stands",
+			reason: "1.5 × the queue (100000000 B, 100000000 B one window ahead: K_min at 0.75 × the queue) is above the K_max a lower alpha would give: alpha kept, the queue stands",
 		},
 		{
 			desc: "standing_floor_share 1: explicit K_max over a standing queue goes down to the queue itself",
@@ -684,10 +692,17 @@ func TestDecide(t *testing.T) {
 			want:   result{Rule: RuleBound, After: bdp(1, vg)},
 		},
 		{
-			desc:   "a standing queue above K_min, V_growth not tuned: K_max not down to the queue",
-			cfg:    func(c *Config) { c.TuneVGrowth = false },
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.8}, bdp(1, vg)) },
-			want:   result{Rule: RuleBound, After: bdp(1, vg)},
+			// The fall-back's other arm (V_growth not tuned; the crossing
+			// queue with V_growth at its minimum is above). A standing
+			// queue with V_growth not tuned, as this row was, took the
+			// row before's path to the same result: nothing new.
+			desc: "a queue crossing delay_high_rtt, V_growth not tuned: K_max down to where the queue will be",
+			cfg:  func(c *Config) { c.TuneVGrowth = false },
+			window: func() Window {
+				return window(queue{util: 0.99, delayRTT: 0.4, lastRTT: 0.6}, bdp(1, vg))
+			},
+			want: result{Change: true, Rule: RuleDelay, After: bdp(0.8, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1}},
 		},
 		{
 			desc: "explicit K_max over a standing queue, V_growth not tuned: no lower than twice the queue, so kept",
@@ -1018,16 +1033,30 @@ func TestDecide(t *testing.T) {
 			reason: "dropped or paused",
 		},
 		{
-			desc: "pinned: overload_cut off again once the queue stayed below K_min for pinned_off_rtt; only the leaf moves",
-			mem:  Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 3, CutOn: true, CalmSince: t0.Add(-time.Second)},
-			window: func() Window {
-				w := window(queue{util: 0.97, delayRTT: 0.1}, cut(bdp(1, vg), true))
-				w.OverloadCutSupported = true
-				return w
-			},
+			desc:   "pinned: overload_cut off again once the queue stayed below K_min for pinned_off_rtt; only the leaf moves",
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 3, CutOn: true, CalmSince: t0.Add(-time.Second)},
+			window: func() Window { return calmWindow(true) },
 			want: result{Change: true, Rule: RulePinned, After: bdp(1, vg),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4, CutOn: true}},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4, CutOn: true, CutOffTrying: true}},
 			reason: "the queue below K_min for 500 RTT_est (pinned_off_rtt 16) since rule pinned switched overload_cut on: overload_cut off",
+		},
+		{
+			desc: "pinned: after 4 off-tries rolled back the next needs pinned_off_rtt × 2^4 (256 RTT_est) of calm: 500 is enough",
+			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 3, CutOn: true, CalmSince: t0.Add(-time.Second),
+				CutOffRollbacks: 4},
+			window: func() Window { return calmWindow(true) },
+			want: result{Change: true, Rule: RulePinned, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4, CutOn: true, CutOffTrying: true,
+					CutOffRollbacks: 4}},
+			reason: "the queue below K_min for 500 RTT_est (pinned_off_rtt 16 × 2^4 after 4 rolled-back off-tries) since rule pinned switched overload_cut on: overload_cut off",
+		},
+		{
+			desc: "pinned: after 5 off-tries rolled back 500 RTT_est of calm is under pinned_off_rtt × 2^5 (512): overload_cut kept",
+			mem: Memory{LastChange: t0.Add(-time.Minute), Changes: 3, CutOn: true, CalmSince: t0.Add(-time.Second),
+				CutOffRollbacks: 5},
+			window: func() Window { return calmWindow(true) },
+			want:   result{Rule: RuleSteady, After: cut(bdp(1, vg), true)},
+			reason: "dead band",
 		},
 		{
 			desc: "pinned: calm for less than pinned_off_rtt: overload_cut kept",
@@ -1046,15 +1075,27 @@ func TestDecide(t *testing.T) {
 			reason: "dead band",
 		},
 		{
-			desc: "pinned: overload_cut found off (rolled back, or an operator's Set): the episode ends, nothing switched",
-			mem:  Memory{LastChange: t0.Add(-time.Minute), Changes: 3, CutOn: true, CalmSince: t0.Add(-time.Second)},
-			window: func() Window {
-				w := window(queue{util: 0.97, delayRTT: 0.1}, bdp(1, vg))
-				w.OverloadCutSupported = true
-				return w
-			},
+			desc:   "pinned: overload_cut found off (rolled back, or an operator's Set): the episode ends, nothing switched",
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 3, CutOn: true, CalmSince: t0.Add(-time.Second)},
+			window: func() Window { return calmWindow(false) },
 			want:   result{Rule: RuleSteady, After: bdp(1, vg), Memory: Memory{LastChange: t0.Add(-time.Minute), Changes: 3}},
 			reason: "dead band",
+		},
+		{
+			desc: "pinned: overload_cut found off after an off-try (kept): the episode and its back-off end",
+			mem: Memory{LastChange: t0.Add(-time.Minute), Changes: 4, CutOn: true, CutOffTrying: true,
+				CutOffRollbacks: 3},
+			window: func() Window { return calmWindow(false) },
+			want:   result{Rule: RuleSteady, After: bdp(1, vg), Memory: Memory{LastChange: t0.Add(-time.Minute), Changes: 4}},
+			reason: "dead band",
+		},
+		{
+			desc:   "pinned: a new episode starts without the last one's back-off",
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1, CutOffRollbacks: 2},
+			window: func() Window { return pinnedWindow(bdp(1, vg)) },
+			want: result{Change: true, Rule: RulePinned, After: cut(bdp(1, vg/2), true),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 2, CutOn: true}},
+			reason: "overload_cut on",
 		},
 	}
 	for _, tt := range tests {
@@ -1140,6 +1181,83 @@ func TestNoOscillation(t *testing.T) {
 	}
 	if last := steps[len(steps)-1]; last != cfg.MinStep {
 		t.Errorf("last step %v, want it shrunk to min_step %v (steps %v)", last, cfg.MinStep, steps)
+	}
+}
+
+// TestPinnedOffBackoff: under an overload that persists, each rolled-back
+// off-try of rule pinned doubles the calm the next one needs, up to 2^6 ×
+// pinned_off_rtt; an off-try kept (the leaf found off) ends the episode,
+// and the next episode starts from pinned_off_rtt again.
+func TestPinnedOffBackoff(t *testing.T) {
+	cfg := DefaultConfig()
+	// Windows of 4 s back to back, RTT_est 250 ms: each is 16 RTT_est,
+	// pinned_off_rtt's default, of a queue below K_min with the leaf on.
+	const rttEst = 250 * time.Millisecond
+	if cfg.PinnedOffRTT != 16 {
+		t.Fatalf("pinned_off_rtt %v: the windows below are sized for 16", cfg.PinnedOffRTT)
+	}
+	at := 0
+	next := func(on bool) Window {
+		w := window(queue{util: 0.97, delayRTT: 0.1}, cut(bdp(1, vg), on))
+		w.RTTEst, w.OverloadCutSupported = rttEst, true
+		shift := time.Duration(at) * 4 * time.Second
+		w.Start, w.End = w.Start.Add(shift), w.End.Add(shift)
+		for j := range w.Samples {
+			w.Samples[j].Time = w.Samples[j].Time.Add(shift)
+		}
+		at++
+		return w
+	}
+	mem := Memory{LastChange: t0.Add(-time.Hour), Changes: 3, CutOn: true}
+	// tryOff feeds calm windows until an off-try, and returns how many
+	// decided windows (past the cool-down) it took.
+	tryOff := func() (int, Decision) {
+		decided := 0
+		for range 1000 {
+			d, m := Decide(cfg, next(true), mem)
+			mem = m
+			if d.Rule == RuleCooldown {
+				continue
+			}
+			decided++
+			if d.Change {
+				if d.Rule != RulePinned || d.After.OverloadCut {
+					t.Fatalf("window %d: %s %+v, want rule pinned's off-try", at, d.Rule, d.After)
+				}
+				return decided, d
+			}
+		}
+		t.Fatalf("no off-try in 1000 windows (memory %+v)", mem)
+		return 0, Decision{}
+	}
+	var got, want []int
+	for k := range 9 {
+		n, d := tryOff()
+		got, want = append(got, n), append(want, 1<<min(k, 6))
+		if k > 0 && !strings.Contains(d.Reason, "rolled-back off-tr") {
+			t.Errorf("off-try %d: reason %q does not name the rolled-back tries", k, d.Reason)
+		}
+		// The overload comes back with the leaf off: rolled back at the
+		// end of the judge window.
+		mem = cfg.Reverted(mem, t0.Add(time.Duration(at)*4*time.Second))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("decided windows to each off-try %v, want %v (doubling, capped at 2^6)", got, want)
+	}
+	// An off-try kept: the next window finds the leaf off, the episode ends
+	// and the back-off with it.
+	tryOff()
+	mem = cfg.Judged(mem, Judgement{Verdict: Verdict{Keep: true}})
+	for mem.CutOn {
+		_, mem = Decide(cfg, next(false), mem)
+	}
+	if mem.CutOffRollbacks != 0 || mem.CutOffTrying {
+		t.Errorf("after the episode: %+v, want no back-off", mem)
+	}
+	// A new episode (the tuner's overload_cut on again): one window.
+	mem.CutOn = true
+	if n, _ := tryOff(); n != 1 {
+		t.Errorf("new episode: the off-try after %d windows, want 1", n)
 	}
 }
 

@@ -307,15 +307,47 @@
     $("#actions-none").textContent = none.length ? ` · none sent in this window: ${none.join(", ")}` : "";
   }
 
+  // A tuned leaf's value as the table of changes shows it: alpha as is,
+  // V_growth in bytes per second, the explicit kmax in bytes, overload-cut
+  // on or off.
+  const leafText = {
+    alpha: ["alpha", (v) => String(v)],
+    v_growth: ["V_growth", (v) => si(v, "B/s")],
+    kmax: ["kmax", (v) => si(v, "B")],
+    overload_cut: ["overload-cut", (v) => (v ? "on" : "off")],
+  };
+
+  // Who made a change: the tuner (with its rule), the switch rolling a
+  // tuner's change back, an operator, or an operator's hold or release of
+  // the queue (lhcnp tuner hold / release).
+  function changeBy(c) {
+    const rule = c.rule ? ` (rule ${c.rule})` : "";
+    let by = {
+      tuner: "tuner" + rule,
+      rollback: `switch (tuner's change${rule} rolled back)`,
+      operator: "operator",
+      hold: "operator's hold of the queue",
+      release: "operator's release of the queue",
+    }[c.by] || c.by;
+    if (c.hold_until) by += `; tuning held until ${fmtTime(c.hold_until)}`;
+    return by;
+  }
+
   function drawChanges(q) {
     const tb = $("#changes tbody");
     tb.innerHTML = "";
     for (const c of [...q.changes].reverse()) {
       const tr = document.createElement("tr");
-      tr.className = "change by-" + c.by;
-      let by = { tuner: "tuner", rollback: "switch (tuner's change rolled back)", operator: "operator" }[c.by] || c.by;
-      if (c.hold_until) by += `; tuning held until ${fmtTime(c.hold_until)}`;
-      for (const [v, cls] of [[fmtTime(c.t), "text"], [by, "text"], [`${c.setting} ${c.before} → ${c.after}`, "text"]]) {
+      // An operator's change, hold or release is marked as an operator's
+      // everywhere on the page.
+      const operator = c.by === "operator" || c.by === "hold" || c.by === "release";
+      tr.className = "change by-" + c.by + (operator && c.by !== "operator" ? " by-operator" : "");
+      let what = "tuning of the queue";
+      if (c.setting) {
+        const [name, fmt] = leafText[c.setting] || [c.setting, String];
+        what = `${name} ${c.before === null ? "–" : fmt(c.before)} → ${c.after === null ? "–" : fmt(c.after)}`;
+      }
+      for (const [v, cls] of [[fmtTime(c.t), "text"], [changeBy(c), "text"], [what, "text"]]) {
         const td = document.createElement("td");
         td.textContent = v;
         td.className = cls;
@@ -340,11 +372,13 @@
     const n = q.notifications;
     setData("notifications", [n.t, n.values.NOTIFY, n.values.RATE_REDUCE, n.values.PAUSE, n.values.RESUME]);
     showActions(n);
-    // Operator marks: the changes no decision of the tuner explains, and
-    // the operators' holds and releases the tuner recorded (outcome
-    // operator; its row of a change is that change's mark already).
-    const ops = (q.changes || []).filter((ch) => ch.by === "operator").map((ch) => ({ t: ch.t, y: ch.after }));
-    const seen = new Set((q.changes || []).map((ch) => ch.tuner_id).filter((id) => id));
+    // Operator marks: the changes no decision of the tuner explains (of
+    // alpha at its new value, of another leaf on the alpha line), and the
+    // operators' holds and releases the tuner recorded (outcome operator;
+    // its row of a change is that change's mark already).
+    const opChanges = (q.changes || []).filter((ch) => ch.by === "operator");
+    const ops = opChanges.map((ch) => ({ t: ch.t, y: ch.setting === "alpha" ? ch.after : decisionY({ t: ch.t }, q.alpha) }));
+    const seen = new Set(opChanges.map((ch) => ch.tuner_id).filter((id) => id));
     for (const a of q.tuner) {
       if (a.outcome === "operator" && !seen.has(a.id)) ops.push({ t: a.t, y: decisionY(a, q.alpha) });
     }
