@@ -83,9 +83,13 @@ type Node struct {
 	demands  []int64      // fairShare's and shareResume's scratch
 	caps     []int64      // shareResume's scratch
 	held     []*flowEntry // shareResume's scratch
-	devID    []byte
-	ageGen   uint64
-	counters NodeCounters
+	// equal and equalLevels: the flows equalCut cuts again with the
+	// flow fire is cutting, and their Rate Reduce percentages.
+	equal       []*flowEntry
+	equalLevels []float64
+	devID       []byte
+	ageGen      uint64
+	counters    NodeCounters
 }
 
 // NodeCounters are node-wide counters beyond the per-queue ones.

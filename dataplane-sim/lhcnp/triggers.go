@@ -125,6 +125,7 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 	}
 	hold := now + q.cfg.MeasurementInterval
 	for _, e := range n.sel {
+		n.equal = n.equal[:0]
 		if iv := q.intervalFor(e); e.hasCNP && now-e.lastCNP < iv {
 			q.counters.SuppressedFlowInterval++
 			hold = min(hold, e.lastCNP+iv)
@@ -209,6 +210,9 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 				continue
 			}
 			m.Parameter = p
+			if q.cfg.EqualCut {
+				m.Parameter = n.equalCut(q, e, now, p)
+			}
 		}
 		if escalate {
 			cs := &n.cfg.Collaborative
@@ -222,10 +226,17 @@ func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 			ps.counters.SuppressedPortLimit++
 			continue
 		}
-		if n.send(ps, q, e, &m, t, escalate, now) && escalate {
+		sent := n.send(ps, q, e, &m, t, escalate, now)
+		if sent && escalate {
 			q.counters.Escalations++
 			n.emit(Event{Kind: EventEscalation, Time: now, Port: ps.name, Queue: q.prio, Flow: e.key,
 				Action: m.Action, Parameter: m.Parameter, CongLevel: m.CongLevel})
+		}
+		if !escalate && len(n.equal) > 0 {
+			if sent {
+				n.sendEqual(ps, q, &m, t, now)
+			}
+			n.equal = n.equal[:0]
 		}
 	}
 	q.holdUntil = hold
@@ -287,6 +298,99 @@ func (n *Node) loopCut(ps *portState, q *queueState, e *flowEntry, now engine.Ti
 // left). loopCut and selectByRate share it.
 func drainTarget(r, queued, sec float64) float64 {
 	return r * (1 - min(0.5, queued/(r*sec/8)))
+}
+
+// equalCut is the Rate Reduce percentage for e with EqualCut, p being
+// loopCut's: the flows of the queue this node cut in the current episode
+// whose cut has not reached the queue yet (their loop and two measurement
+// intervals since it) and whose modelled rate at the source (srcRate,
+// at most their rate before the first cut) is above the level the cut
+// leaves e at, L_e = rate(e) · (1 − p/100), share the reduction e alone
+// would take: one level L >= L_e with
+// (rate(e) − L) + sum(max(0, srcRate(f) − L)) = rate(e) − L_e.
+// e is cut to L, and the flows above L to L (n.equal, sent by sendEqual
+// once e's own cut went). loopCut sizes its cut from arrival rates, which
+// show none of those cuts, and the per-flow interval keeps the node from
+// cutting those flows again within their loop: the flow measured last
+// took the whole need of the loop (docs/longhaul.md, "The slowest large
+// flow (session 17)"). p unchanged when no such flow is above L_e.
+func (n *Node) equalCut(q *queueState, e *flowEntry, now engine.Time, p uint16) uint16 {
+	iv := q.cfg.MeasurementInterval
+	n.equal, n.equalLevels = n.equal[:0], n.equalLevels[:0]
+	re := float64(e.rateAt(now, iv))
+	if re <= 0 || p == 0 {
+		return p
+	}
+	le := re * float64(100-int(p)) / 100
+	for _, f := range q.flows {
+		if f == e || !f.needResume || f.reducedEpisode != q.episode+1 || f.lastAction != wire.ActionRateReduce ||
+			f.srcRTT <= 0 || now >= f.cutAt+f.srcRTT+2*iv || q.stopped(f, now) {
+			continue
+		}
+		if m := float64(min(f.srcRate, f.preCutRate)); m > le {
+			n.equal, n.equalLevels = append(n.equal, f), append(n.equalLevels, m)
+		}
+	}
+	if len(n.equal) == 0 {
+		return p
+	}
+	l := equalLevel(re, le, n.equalLevels)
+	if l >= 0.99*re {
+		// The others' excess alone covers e's reduction: no cut of e
+		// below 1 %, nor a Rate Reduce of 0.
+		n.equal = n.equal[:0]
+		return p
+	}
+	k := 0
+	for i, f := range n.equal {
+		if n.equalLevels[i] > l {
+			n.equal[k], n.equalLevels[k] = f, float64(cutPercent(100*(1-l/n.equalLevels[i])))
+			k++
+		}
+	}
+	n.equal, n.equalLevels = n.equal[:k], n.equalLevels[:k]
+	return cutPercent(100 * (1 - l/re))
+}
+
+// equalLevel is the level L in [le, re] at which a flow at rate re and
+// flows at rates ms (each above le) together give up re − le:
+// (re − L) + sum(max(0, m − L)) = re − le, or re when the flows' excess
+// over re alone is more than that. The sum is non-increasing in L.
+func equalLevel(re, le float64, ms []float64) float64 {
+	total := re - le
+	given := func(l float64) float64 {
+		s := re - l
+		for _, m := range ms {
+			s += max(0, m-l)
+		}
+		return s
+	}
+	lo, hi := le, re
+	for range 64 {
+		mid := (lo + hi) / 2
+		if given(mid) > total {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// sendEqual sends the cuts equalCut chose for the other flows (n.equal,
+// their percentages in n.equalLevels) after e's own cut m went: Rate
+// Reduce at m's level, within the port's rate limit.
+func (n *Node) sendEqual(ps *portState, q *queueState, m *wire.LongHaul, t Trigger, now engine.Time) {
+	for i, f := range n.equal {
+		if !n.takeToken(ps, now) {
+			q.counters.SuppressedPortLimit++
+			ps.counters.SuppressedPortLimit++
+			return
+		}
+		mf := wire.LongHaul{CongLevel: m.CongLevel, Action: wire.ActionRateReduce, Parameter: uint16(n.equalLevels[i]),
+			SourceQP: f.key.SrcQP, MetricType: m.MetricType, MetricValue: m.MetricValue}
+		n.send(ps, q, f, &mf, t, false, now)
+	}
 }
 
 // cutPercent is a Rate Reduce parameter for a cut of p percent (p > 0):

@@ -52,7 +52,7 @@ func longHaulParams(b ParamsBlock) any {
 		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "flow_aging",
 		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first",
 		"one_cut_per_episode", "per_flow_rtt", "repeat_resume", "resume_on_drain",
-		"overload_cut") {
+		"overload_cut", "equal_cut") {
 		return p
 	}
 	b.Size("k_base", &p.KBase, true)
@@ -84,10 +84,14 @@ func longHaulParams(b ParamsBlock) any {
 	b.Bool("repeat_resume", &p.RepeatResume)
 	b.Bool("resume_on_drain", &p.ResumeOnDrain)
 	b.Bool("overload_cut", &p.OverloadCut)
+	b.Bool("equal_cut", &p.EqualCut)
 	b.Duration("observation_window", &p.ObservationWindow, false)
 	b.OneOf("format", &p.Format, "format", "rocev2", "icmpv6")
 	if p.ResumeOnDrain && (!p.PerFlowRTT || !p.RepeatResume) {
 		b.Errorf("resume_on_drain", "needs per_flow_rtt and repeat_resume (its Resumes are sized to the port's spare rate by them)")
+	}
+	if p.EqualCut && !p.PerFlowRTT {
+		b.Errorf("equal_cut", "needs per_flow_rtt (it shares the cuts per_flow_rtt sizes for a flow's loop)")
 	}
 	if p.PauseDuration > 0 && p.PauseDuration%time.Microsecond != 0 {
 		b.Errorf("pause_duration", "must be whole microseconds (the Parameter field counts µs)")

@@ -43,6 +43,8 @@ func TestParamsErrors(t *testing.T) {
 		{"long-haul-cnp per_flow_rtt not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    collaborative: true\n    per_flow_rtt: 3ms\n", 4, "mechanism.params.per_flow_rtt", `want true or false, got "3ms"`},
 		{"long-haul-cnp repeat_resume not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {repeat_resume: 1}\n", 2, "mechanism.params.repeat_resume", `want true or false, got "1"`},
 		{"long-haul-cnp resume_on_drain not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {per_flow_rtt: true, repeat_resume: true, resume_on_drain: yes please}\n", 2, "mechanism.params.resume_on_drain", `want true or false, got "yes please"`},
+		{"long-haul-cnp equal_cut not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {per_flow_rtt: true, equal_cut: 2}\n", 2, "mechanism.params.equal_cut", `want true or false, got "2"`},
+		{"long-haul-cnp equal_cut alone", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    one_cut_per_episode: true\n    equal_cut: true\n", 4, "mechanism.params.equal_cut", "needs per_flow_rtt"},
 		{"long-haul-cnp resume_on_drain alone", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    per_flow_rtt: true\n    resume_on_drain: true\n", 4, "mechanism.params.resume_on_drain", "needs per_flow_rtt and repeat_resume"},
 		{"long-haul-cnp unknown key", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {k_bse: 64KB}\n", 2, "mechanism.params.k_bse", "unknown field"},
 		{"rate-advice advises nothing", "  kind: rate-advice\n  nodes: [s1]\n  params: {queue_based: false}\n", 2, "mechanism.params", "nothing would be advised"},

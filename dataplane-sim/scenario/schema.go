@@ -360,6 +360,10 @@ type LongHaulCNP struct {
 	// overload's share (lhcnp.QueueConfig.OverloadCut; default false, the
 	// draft's selection by queue occupancy and the fixed reduce_percent).
 	OverloadCut bool
+	// EqualCut: with PerFlowRTT, a loop-sized cut is shared with the
+	// flows the node cut in the same episode whose cut has not landed,
+	// at one level (lhcnp.QueueConfig.EqualCut; default false).
+	EqualCut bool
 	// Format is the wire format of the notification: "rocev2" or "icmpv6".
 	Format string
 }

@@ -365,6 +365,7 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	q.OneCutPerEpisode = p.OneCutPerEpisode
 	q.PerFlowRTT = p.PerFlowRTT
 	q.OverloadCut = p.OverloadCut
+	q.EqualCut = p.EqualCut
 	a := &q.Action
 	a.RateReducePercent = uint16(p.ReducePercent)
 	a.PauseLevel = lhcnp.PauseLevelNever
