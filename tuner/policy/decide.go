@@ -108,7 +108,8 @@ type Memory struct {
 	CutOffTrying    bool
 	CutOffRollbacks int
 	// QGRCostSince is the start of the evidence rule qgr-off counts (the
-	// QGR trigger's cuts costing the link, qgrCostly; zero: none runs);
+	// QGR trigger's cuts costing the link, qgrCostly; zero: none runs; a
+	// change of any rule restarts it);
 	// QGROff says rule qgr-off switched the trigger off, and QGROffBacks
 	// counts the times it was found on again since (at most
 	// maxQGROffDoublings): each doubles the evidence the next off needs.
@@ -222,6 +223,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		// off again after twice the calm this try needed (Reverted).
 		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RulePinned)
 		mem.CalmSince, mem.CutOffTrying = time.Time{}, true
+		mem.QGRCostSince = time.Time{} // a change restarts rule qgr-off's count
 		return d, mem
 	}
 	pin := ""
@@ -239,7 +241,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		d.Change, d.Rule, d.Direction, d.After, d.Step, d.Reason = true, RuleSearch, sdir, after, step, reason+"; "+why
 		d.Baseline, d.JudgeRTT = mem.Search.SumJ/float64(mem.Search.N), cfg.SearchJudgeRTT
 		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RuleSearch)
-		mem.CutOffTrying = false
+		mem.CutOffTrying, mem.QGRCostSince = false, time.Time{}
 		return d, mem
 	}
 	if rule == RuleOverrun && mem.Lifted.KMaxMode != "" && mem.LiftedTrendRTT > 0 && d.Metrics.TrendRTT >= mem.LiftedTrendRTT*(1-cfg.WorseTolerance) {
