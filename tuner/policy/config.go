@@ -165,6 +165,18 @@ type Config struct {
 	// off an overload_cut it switched on (0: never, kept until an operator
 	// changes it).
 	PinnedOffRTT float64 `yaml:"pinned_off_rtt"`
+	// QGROffRTT turns rule qgr-off on (0: off): the QGR trigger is switched
+	// off (V_growth 0, where the node takes it: Window.QGROffSupported)
+	// once the queue's decided windows have shown, for this many RTT_est
+	// (doubled each time the trigger came back on after the tuner switched
+	// it off), its cuts costing the link and saving nothing: the under-use
+	// rule held at the starting point's V_growth, the link under
+	// utilisation_under, the node cutting (notifications other than
+	// Resume) with the queue below K_min at every sample (no ECN marks,
+	// no QD trigger: the cuts are the QGR trigger's), no loss. A queue at
+	// K_min or above, or loss, restarts the count. docs/tuner.md,
+	// "Switching the QGR trigger off (session 17)".
+	QGROffRTT float64 `yaml:"qgr_off_rtt"`
 	// StandingFloorShare is the delay rule's K_max floor for a standing
 	// queue (the window's mean above delay_high_rtt), in multiples of the
 	// queue: K_max is never tightened below it (2, the growth and delay
@@ -334,6 +346,9 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.StandingFloorShare) || c.StandingFloorShare < 1 || c.StandingFloorShare > 2 {
 		bad("standing_floor_share", "%v is not a multiple of the queue in [1, 2] (under 1 K_max would be set under a standing queue: a cut storm)", c.StandingFloorShare)
+	}
+	if !finite(c.QGROffRTT) || c.QGROffRTT < 0 {
+		bad("qgr_off_rtt", "%v is neither 0 (off) nor a positive number of RTT_est", c.QGROffRTT)
 	}
 	if !finite(c.PinnedOffRTT) || c.PinnedOffRTT < 0 {
 		bad("pinned_off_rtt", "%v is neither 0 (never) nor a positive number of RTT_est", c.PinnedOffRTT)

@@ -107,6 +107,15 @@ type Memory struct {
 	// episode (EndCut).
 	CutOffTrying    bool
 	CutOffRollbacks int
+	// QGRCostSince is the start of the evidence rule qgr-off counts (the
+	// QGR trigger's cuts costing the link, qgrCostly; zero: none runs; a
+	// change of any rule restarts it);
+	// QGROff says rule qgr-off switched the trigger off, and QGROffBacks
+	// counts the times it was found on again since (at most
+	// maxQGROffDoublings): each doubles the evidence the next off needs.
+	QGRCostSince time.Time
+	QGROff       bool
+	QGROffBacks  int
 }
 
 // maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
@@ -178,7 +187,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			// before the queue's first decision.
 			return d, Memory{LastChange: w.End, Changes: 1, Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil,
 				Search: mem.Search.afterChange(RuleStart), CutOn: mem.CutOn, CalmSince: mem.CalmSince,
-				CutOffRollbacks: mem.CutOffRollbacks}
+				CutOffRollbacks: mem.CutOffRollbacks, QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks}
 		}
 	}
 	mem.endLift(w.Config, false)
@@ -200,6 +209,8 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		mem.LossStreak = 0
 	}
 	mem.calm(w)
+	costly := qgrCostly(cfg, w, cm, rule)
+	mem.qgrTrack(cfg, w, cm, rule, costly != "")
 	if why := cutOff(cfg, w, mem); why != "" && rule != RuleLoss {
 		// Rule pinned's overload_cut, off again once the queue stayed
 		// below K_min for pinned_off_rtt: only that leaf moves.
@@ -212,6 +223,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		// off again after twice the calm this try needed (Reverted).
 		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RulePinned)
 		mem.CalmSince, mem.CutOffTrying = time.Time{}, true
+		mem.QGRCostSince = time.Time{} // a change restarts rule qgr-off's count
 		return d, mem
 	}
 	pin := ""
@@ -229,7 +241,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		d.Change, d.Rule, d.Direction, d.After, d.Step, d.Reason = true, RuleSearch, sdir, after, step, reason+"; "+why
 		d.Baseline, d.JudgeRTT = mem.Search.SumJ/float64(mem.Search.N), cfg.SearchJudgeRTT
 		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RuleSearch)
-		mem.CutOffTrying = false
+		mem.CutOffTrying, mem.QGRCostSince = false, time.Time{}
 		return d, mem
 	}
 	if rule == RuleOverrun && mem.Lifted.KMaxMode != "" && mem.LiftedTrendRTT > 0 && d.Metrics.TrendRTT >= mem.LiftedTrendRTT*(1-cfg.WorseTolerance) {
@@ -268,6 +280,16 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			mem.RejectedUntil.Format(time.RFC3339Nano))
 		return d, mem
 	}
+	if why := qgrOffNow(cfg, w, mem, costly); why != "" {
+		// Rule qgr-off: only V_growth moves, to 0; judged as a loosening.
+		after := w.Config
+		after.VGrowthBytesPerSec = 0
+		d.Change, d.Rule, d.After, d.Step = true, RuleQGROff, after, 1
+		d.Reason = reason + "; " + why
+		mem.LastChange, mem.Changes, mem.Direction, mem.Search = w.End, mem.Changes+1, dir, mem.Search.afterChange(RuleQGROff)
+		mem.QGROff, mem.QGRCostSince, mem.CutOffTrying = true, time.Time{}, false
+		return d, mem
+	}
 	step := nextStep(cfg, mem, dir)
 	d.Step = step
 	// A settle goes back to the setting the overrun started from, never
@@ -288,6 +310,11 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		after.Alpha, after.KMaxBytes = l.Alpha, l.KMaxBytes
 		notes = strings.TrimPrefix(notes+", loss ends the overrun: K_max back to the setting before it", ", ")
 		mem.Lifted, mem.LiftedTrendRTT = Settings{}, 0
+	}
+	if why := firstLevelHolds(w, d.Metrics, mem, after, rule); why != "" {
+		d.Rule, d.After = RuleBound, w.Config
+		d.Reason = fmt.Sprintf("%s; but %s", reason, why)
+		return d, mem
 	}
 	if pin != "" {
 		// Loss persists at the buffer: the loss step (whatever its floors
@@ -326,7 +353,8 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	}
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
-		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks}
+		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
+		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks}
 }
 
 // pinned says why a loss decision escalates to the node's overload_cut

@@ -13,6 +13,9 @@ import (
 func FuzzDecide(f *testing.F) {
 	f.Add(int64(1_000_000), int64(500_000_000), 0.5, int64(10), int64(0), 1.0, int64(1_250_000_000), int64(100_000_000_000), int64(10_000_000))
 	f.Add(int64(-5), int64(0), math.NaN(), int64(-1), int64(7), 0.001, int64(1), int64(1), int64(1))
+	// An under-used link (60 %) with the queue far under K_min and the node
+	// cutting: rule qgr-off's window on the pass with qgr_off_rtt on.
+	f.Add(int64(1_000_000), int64(7_500_000_000), 0.0, int64(20), int64(0), 1.0, int64(1_250_000_000), int64(100_000_000_000), int64(10_000_000))
 	f.Fuzz(func(t *testing.T, depth, tx int64, emr float64, notifies, drops int64, alpha float64, vgrowth, rate, rttNs int64) {
 		cfg := DefaultConfig()
 		w := Window{Start: t0, End: t0.Add(4 * time.Second), KBaseBytes: 65536, RTTEst: time.Duration(rttNs),
@@ -38,6 +41,20 @@ func FuzzDecide(f *testing.F) {
 		cfg.OverrunReachRTT, cfg.LossUnderQueue = 1, true
 		d, _ = Decide(cfg, w, Memory{})
 		checkChange(t, cfg, w, d)
+		// qgr_off_rtt on, on a node that takes V_growth 0, with evidence
+		// running for a minute: the same checks, V_growth 0 by qgr-off
+		// alone and only for an under-used link with a queue under K_min.
+		cfg = DefaultConfig()
+		cfg.QGROffRTT = 2
+		w.QGROffSupported = true
+		if k := alpha * w.bdpBytes(1); k > 0 && k < 1e18 {
+			w.EffectiveKMaxBytes = int64(k) // as the switch reports it: K_min is half of it
+		}
+		d, _ = Decide(cfg, w, Memory{Changes: 1, QGRCostSince: t0.Add(-time.Minute)})
+		checkChange(t, cfg, w, d)
+		if m := Measure(w); d.Rule == RuleQGROff && (m.Utilisation >= cfg.UtilisationUnder || !underKMin(w, kmaxBytes(w)/2)) {
+			t.Errorf("qgr-off on a link %.3g used with a peak queue of %d B (K_max %d B)", m.Utilisation, m.PeakQueueBytes, kmaxBytes(w))
+		}
 	})
 }
 
@@ -137,7 +154,16 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 	if lo, hi := cfg.kmaxBounds(w); a.KMaxBytes != w.Config.KMaxBytes && (a.KMaxBytes < lo || a.KMaxBytes > hi) {
 		t.Errorf("kmax %v outside [%v, %v]", a.KMaxBytes, lo, hi)
 	}
-	if lo, hi := cfg.vGrowthBounds(w.PortRateBitsPerSec); a.VGrowthBytesPerSec != w.Config.VGrowthBytesPerSec && (a.VGrowthBytesPerSec < lo || a.VGrowthBytesPerSec > hi) {
+	// V_growth 0 (the QGR trigger off) only by rule qgr-off, only on a
+	// node that takes it, and rule qgr-off moves nothing else.
+	off := a.VGrowthBytesPerSec == 0 && w.Config.VGrowthBytesPerSec != 0
+	if off && (d.Rule != RuleQGROff || !w.QGROffSupported || cfg.QGROffRTT <= 0) {
+		t.Errorf("v-growth %d -> 0 by rule %s (qgr_off_rtt %v, the node takes 0: %v)", w.Config.VGrowthBytesPerSec, d.Rule, cfg.QGROffRTT, w.QGROffSupported)
+	}
+	if d.Rule == RuleQGROff && (!off || a.Alpha != w.Config.Alpha || a.KMaxBytes != w.Config.KMaxBytes || a.OverloadCut != w.Config.OverloadCut) {
+		t.Errorf("rule qgr-off changed %+v to %+v: V_growth to 0 alone", w.Config, a)
+	}
+	if lo, hi := cfg.vGrowthBounds(w.PortRateBitsPerSec); !off && a.VGrowthBytesPerSec != w.Config.VGrowthBytesPerSec && (a.VGrowthBytesPerSec < lo || a.VGrowthBytesPerSec > hi) {
 		t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBytesPerSec, lo, hi)
 	}
 	// A change never moves K_max against its direction (a bound that

@@ -107,6 +107,15 @@ func calmWindow(on bool) Window {
 	return w
 }
 
+// qgrCostWindow is an under-used link (60 %) with a queue at 0.05 RTT_est,
+// far under K_min, and the node cutting (20 notifications a second), on a
+// node that takes V_growth 0 (rule qgr-off).
+func qgrCostWindow(cfg Settings) Window {
+	w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, cfg)
+	w.QGROffSupported = true
+	return w
+}
+
 // cut is s with overload_cut set to on.
 func cut(s Settings, on bool) Settings { s.OverloadCut = on; return s }
 
@@ -795,6 +804,135 @@ func TestDecide(t *testing.T) {
 			reason: "alpha 1 is at or above the under-use ceiling of 1 BDP (under_use_ceiling_bdp 1: under-use never loosens K_max past the starting point): alpha kept, v-growth 1250000000 B/s is at or above the under-use ceiling of 1250000000 B/s (v_growth_start_share 0.1 of R_port): v-growth kept",
 		},
 		{
+			// Retired held-out seed 14006: under-use held at the starting
+			// point while the QGR trigger cut a queue far under K_min.
+			desc:   "qgr-off: under-use at the guard, cuts with the queue under K_min for qgr_off_rtt: V_growth 0",
+			cfg:    func(c *Config) { c.QGROffRTT = 2 },
+			mem:    Memory{Changes: 1},
+			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleQGROff, After: bdp(1, 0),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Changes: 2, QGROff: true}},
+			reason: "the QGR trigger's cuts cost the link and the queue is the first-level loop's, for 400 RTT_est (qgr_off_rtt 2): the QGR trigger off (V_growth 0)",
+		},
+		{
+			desc:   "qgr-off off by default: the guard holds, no count",
+			mem:    Memory{Changes: 1},
+			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
+			want:   result{Rule: RuleBound, After: bdp(1, vg)},
+			reason: "v-growth 1250000000 B/s is at or above the under-use ceiling",
+		},
+		{
+			desc:   "qgr-off: a node that does not take V_growth 0 (the service): the count runs, nothing moves",
+			cfg:    func(c *Config) { c.QGROffRTT = 2 },
+			mem:    Memory{Changes: 1},
+			window: func() Window { w := qgrCostWindow(bdp(1, vg)); w.QGROffSupported = false; return w },
+			want:   result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 1, QGRCostSince: t0}},
+			reason: "v-growth 1250000000 B/s is at or above the under-use ceiling",
+		},
+		{
+			desc:   "qgr-off: evidence shorter than qgr_off_rtt: the count starts",
+			cfg:    func(c *Config) { c.QGROffRTT = 1000 },
+			mem:    Memory{Changes: 1},
+			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
+			want:   result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 1, QGRCostSince: t0}},
+		},
+		{
+			desc:   "qgr-off: twice the evidence after the trigger came back on once",
+			cfg:    func(c *Config) { c.QGROffRTT = 150 },
+			mem:    Memory{Changes: 3, QGROffBacks: 1},
+			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
+			want: result{Change: true, Rule: RuleQGROff, After: bdp(1, 0),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Changes: 4, QGROff: true, QGROffBacks: 1}},
+			reason: "(qgr_off_rtt 150 × 2^1, the trigger back on 1 times since the tuner switched it off)",
+		},
+		{
+			desc:   "qgr-off: four times after twice: not yet",
+			cfg:    func(c *Config) { c.QGROffRTT = 150 },
+			mem:    Memory{Changes: 3, QGROffBacks: 2},
+			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
+			want:   result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 3, QGROffBacks: 2, QGRCostSince: t0}},
+		},
+		{
+			desc:   "qgr-off: the trigger found on again after the tuner switched it off: counted, the evidence restarts at twice",
+			cfg:    func(c *Config) { c.QGROffRTT = 300 },
+			mem:    Memory{Changes: 3, QGROff: true},
+			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
+			want:   result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 3, QGROffBacks: 1, QGRCostSince: t0}},
+		},
+		{
+			desc: "qgr-off: a sample's peak at K_min (ECN marks, the QD trigger near): no evidence, the count restarts",
+			cfg:  func(c *Config) { c.QGROffRTT = 2 },
+			mem:  Memory{Changes: 1, QGRCostSince: t0.Add(-time.Minute)},
+			window: func() Window {
+				w := qgrCostWindow(bdp(1, vg))
+				w.Samples[2].PeakQueueDepthBytes = bdpBytes / 2
+				return w
+			},
+			want: result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 1}},
+		},
+		{
+			desc: "qgr-off: marks but no cuts: not the trigger's doing",
+			cfg:  func(c *Config) { c.QGROffRTT = 2 },
+			mem:  Memory{Changes: 1},
+			window: func() Window {
+				w := window(queue{util: 0.6, delayRTT: 0.05, emr: 5}, bdp(1, vg))
+				w.QGROffSupported = true
+				return w
+			},
+			want: result{Rule: RuleBound, After: bdp(1, vg)},
+		},
+		{
+			desc:   "qgr-off: V_growth under the starting point: under-use loosens it, the trigger stays on",
+			cfg:    func(c *Config) { c.QGROffRTT = 2 },
+			mem:    Memory{Changes: 1},
+			window: func() Window { return qgrCostWindow(bdp(0.5, vg/2)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
+		},
+		{
+			desc:   "qgr-off: a loosening rolled back just now: held (rejected)",
+			cfg:    func(c *Config) { c.QGROffRTT = 2 },
+			mem:    Memory{Changes: 2, Rejected: Loosen, RejectedUntil: t0.Add(time.Hour)},
+			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
+			want:   result{Rule: RuleRejected, After: bdp(1, vg), Memory: Memory{Changes: 2, Rejected: Loosen, RejectedUntil: t0.Add(time.Hour), QGRCostSince: t0}},
+		},
+		{
+			desc:   "qgr-off: a growth the first-level loop can hold (one RTT_est ahead under K_max) leaves the trigger off",
+			cfg:    func(c *Config) { c.QGROffRTT = 2 },
+			mem:    Memory{Changes: 2, QGROff: true},
+			window: func() Window { w := growing(bdp(1, 0)); w.QGROffSupported = true; return w },
+			want:   result{Rule: RuleBound, After: bdp(1, 0)},
+			reason: "but rule qgr-off switched the QGR trigger off and the queue one RTT_est ahead (0.7 RTT_est) stays under K_max (1 RTT_est): the first-level loop's, the trigger kept off",
+		},
+		{
+			desc:   "qgr-off: the same growth on a trigger the tuner did not switch off switches it on (the growth rule as before)",
+			cfg:    func(c *Config) { c.QGROffRTT = 2 },
+			mem:    Memory{Changes: 2},
+			window: func() Window { w := growing(bdp(1, 0)); w.QGROffSupported = true; return w },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 3}},
+		},
+		{
+			desc:   "qgr-off: the way back on: a growth the first-level loop does not stop (above K_max one RTT_est ahead) switches the trigger on at the starting point",
+			cfg:    func(c *Config) { c.QGROffRTT = 2 },
+			mem:    Memory{Changes: 2, QGROff: true, QGRCostSince: t0.Add(-time.Minute)},
+			window: func() Window { w := steep(bdp(1, 0), 0.2); w.QGROffSupported = true; return w },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 3, QGROff: true}},
+		},
+		{
+			desc: "qgr-off: the way back on: loss switches the trigger on",
+			cfg:  func(c *Config) { c.QGROffRTT = 2 },
+			mem:  Memory{Changes: 2, QGROff: true},
+			window: func() Window {
+				w := window(queue{util: 0.99, delayRTT: 0.3, lossShare: 0.01}, bdp(1, 0))
+				w.QGROffSupported = true
+				return w
+			},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, vg),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 1, QGROff: true}},
+		},
+		{
 			desc:   "under-use guard: a step clamped at the starting point",
 			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, bdp(0.75, 937_500_000)) },
@@ -1474,6 +1612,7 @@ func TestValidate(t *testing.T) {
 		{desc: "standing floor above twice the queue", edit: func(c *Config) { c.StandingFloorShare = 3 }, want: "standing_floor_share: 3 is not a multiple"},
 		{desc: "standing floor at the queue", edit: func(c *Config) { c.StandingFloorShare = 1 }},
 		{desc: "overrun reach negative", edit: func(c *Config) { c.OverrunReachRTT = -1 }, want: "overrun_reach_rtt: -1 is not a number of RTT_est of at least 0"},
+		{desc: "qgr-off evidence negative", edit: func(c *Config) { c.QGROffRTT = -1 }, want: "qgr_off_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},
 		{desc: "overrun reach one RTT_est", edit: func(c *Config) { c.OverrunReachRTT = 1 }},
 		{desc: "no judge horizon", edit: func(c *Config) { c.JudgeAheadMaxRTT = 0 }, want: "judge_ahead_max_rtt: 0 must be a positive delay"},
 		{desc: "search before the change", edit: func(c *Config) { c.SearchAfterRTT = -1 }, want: "search_after_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},

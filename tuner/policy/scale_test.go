@@ -28,6 +28,7 @@ type shape struct {
 	standingShare  float64 // standing_floor_share (0: the default)
 	overrunReach   float64 // overrun_reach_rtt (0: the default, off)
 	lossUnderQueue bool    // loss_under_queue
+	qgrOffRTT      float64 // qgr_off_rtt (0: the default, off); the node takes V_growth 0 when above 0
 }
 
 // scaled is s on a port of rateBitsPerSec with RTT_est rtt: five samples
@@ -45,12 +46,14 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 		cfg.StandingFloorShare = s.standingShare
 	}
 	cfg.OverrunReachRTT, cfg.LossUnderQueue = s.overrunReach, s.lossUnderQueue
+	cfg.QGROffRTT = s.qgrOffRTT
 	vg := int64(math.Round(s.vgShare * float64(rateBitsPerSec) / 8))
 	w := Window{Start: t0, End: t0.Add(rtt), RTTEst: rtt, PortRateBitsPerSec: rateBitsPerSec,
 		KBaseBytes: int64(bdpB / 200), Config: bdp(s.alpha, vg)}
 	w.EffectiveKMaxBytes = int64(s.alpha * bdpB)
 	w.BufferBytes = int64(s.bufferBDP * bdpB)
 	w.OverloadCutSupported, w.Config.OverloadCut = s.cut, s.cutOn
+	w.QGROffSupported = s.qgrOffRTT > 0
 	dt := rtt / 4
 	for i := range 5 {
 		q := s.firstRTT + (s.lastRTT-s.firstRTT)*float64(i)/4
@@ -68,6 +71,9 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	}
 	if !mem.CalmSince.IsZero() {
 		mem.CalmSince = t0.Add(time.Duration(float64(mem.CalmSince.Sub(t0)) * float64(rtt)))
+	}
+	if !mem.QGRCostSince.IsZero() {
+		mem.QGRCostSince = t0.Add(time.Duration(float64(mem.QGRCostSince.Sub(t0)) * float64(rtt)))
 	}
 	if s.lifted > 0 {
 		mem.Lifted = bdp(s.lifted, vg)
@@ -143,6 +149,25 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 0.4, vgShare: 0.05, mem: changed, bufferBDP: 1}},
 		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 0.75, vgShare: 0.075, mem: changed}},
 		{RuleBound, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, mem: changed, bufferBDP: 4}},
+		// Rule qgr-off (qgr_off_rtt 2): under-use held at the guard, the
+		// node cutting a queue under K_min since 1 RTT_est before the window
+		// (2 RTT_est at its end): V_growth 0. The count starting in this
+		// window (1 RTT_est), or twice the evidence after one way back on
+		// (4 RTT_est): held. V_growth under the guard: under-use loosens it.
+		// The trigger off by qgr-off: a growth under K_max one RTT_est ahead
+		// leaves it off (the first-level loop's), one above switches it on
+		// at the starting point.
+		{RuleQGROff, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, qgrOffRTT: 2,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, QGRCostSince: t0.Add(-1)}}},
+		{RuleBound, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, qgrOffRTT: 2, mem: changed}},
+		{RuleBound, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, qgrOffRTT: 2,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, QGRCostSince: t0.Add(-1), QGROffBacks: 1}}},
+		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 0.5, vgShare: 0.05, qgrOffRTT: 2,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, QGRCostSince: t0.Add(-1)}}},
+		{RuleBound, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.4, alpha: 1, vgShare: 0, qgrOffRTT: 2,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 2, QGROff: true}}},
+		{RuleGrowth, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.7, alpha: 1, vgShare: 0, qgrOffRTT: 2,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 2, QGROff: true}}},
 		{RuleOverhead, shape{util: 0.95, firstRTT: 0.2, lastRTT: 0.2, notifiesPerRTT: 600, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleSettle, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, mem: changed, lifted: 0.5}},
 		{RuleCooldown, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: Memory{LastChange: t0.Add(1), Changes: 1}}},
@@ -176,6 +201,9 @@ func TestDecideScaleFree(t *testing.T) {
 				Cut       bool   // overload_cut after
 				CutOn     bool
 				CalmRTT   float64 // CalmSince before the window's end, in RTT_est
+				QGROff    bool
+				QGROffN   int     // QGROffBacks
+				QGRCost   float64 // QGRCostSince before the window's end, in RTT_est
 			}
 			var first *outcome
 			var firstAt string
@@ -186,6 +214,10 @@ func TestDecideScaleFree(t *testing.T) {
 					o := outcome{Rule: d.Rule, Direction: d.Direction, Change: d.Change, Alpha: d.After.Alpha,
 						VGShare: math.Round(float64(d.After.VGrowthBytesPerSec)*8/float64(r)*1e6) / 1e6,
 						Changes: m.Changes, Lifted: m.Lifted.Alpha, Search: m.Search, Cut: d.After.OverloadCut, CutOn: m.CutOn}
+					o.QGROff, o.QGROffN = m.QGROff, m.QGROffBacks
+					if !m.QGRCostSince.IsZero() {
+						o.QGRCost = math.Round(float64(w.End.Sub(m.QGRCostSince))/float64(rtt)*1e6) / 1e6
+					}
 					if !m.CalmSince.IsZero() {
 						o.CalmRTT = math.Round(float64(w.End.Sub(m.CalmSince))/float64(rtt)*1e6) / 1e6
 					}
