@@ -381,26 +381,9 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 		if err != nil {
 			return 0, err
 		}
-		name := "long-haul-cnp" + OracleSuffix
-		v := evalTunerVariant()
-		tuned := v.Apply
-		v.Name, v.Apply = name, func(ctx context.Context, sc *scenario.Scenario, scratch string) (*scenario.Scenario, string, error) {
-			c, note, err := tuned(ctx, sc, scratch)
-			if err != nil {
-				return nil, "", err
-			}
-			t := *c.Tuner
-			t.Fixed = &scenario.TunerFixed{Alpha: alpha, VGrowth: vg}
-			c.Tuner = &t
-			return c, note, nil
-		}
-		res, err := Run(ctx, []*scenario.Scenario{sc}, dirAt(k), Options{Mechanisms: []string{name}, SummaryOnly: true, Variants: []Variant{v}})
+		r, err := runOracle(ctx, sc, dirAt(k), alpha, vg)
 		if err != nil {
 			return 0, err
-		}
-		r, ok := res.find(sc.Name, name)
-		if !ok {
-			return 0, fmt.Errorf("%w: %s %s", ErrNoRun, sc.Name, name)
 		}
 		return objective(r.Summary), nil
 	}
@@ -519,6 +502,35 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 // tuned row with scenario.Tuner's Fixed, under each simulation seed's
 // directory as <scenario>/long-haul-cnp+oracle.
 const OracleSuffix = "+oracle"
+
+// runOracle runs the oracle floor of the static setting (alpha, vg) on
+// sc into dir: the tuned run (its variant, search and Set delay) with the
+// policy replaced by the setting at each queue's first decision
+// (scenario.Tuner's Fixed).
+func runOracle(ctx context.Context, sc *scenario.Scenario, dir string, alpha float64, vg scenario.Rate) (Row, error) {
+	name := "long-haul-cnp" + OracleSuffix
+	v := evalTunerVariant()
+	tuned := v.Apply
+	v.Name, v.Apply = name, func(ctx context.Context, sc *scenario.Scenario, scratch string) (*scenario.Scenario, string, error) {
+		c, note, err := tuned(ctx, sc, scratch)
+		if err != nil {
+			return nil, "", err
+		}
+		t := *c.Tuner
+		t.Fixed = &scenario.TunerFixed{Alpha: alpha, VGrowth: vg}
+		c.Tuner = &t
+		return c, note, nil
+	}
+	res, err := Run(ctx, []*scenario.Scenario{sc}, dir, Options{Mechanisms: []string{name}, SummaryOnly: true, Variants: []Variant{v}})
+	if err != nil {
+		return Row{}, err
+	}
+	r, ok := res.find(sc.Name, name)
+	if !ok {
+		return Row{}, fmt.Errorf("%w: %s %s", ErrNoRun, sc.Name, name)
+	}
+	return r, nil
+}
 
 // parseGridName reads gridName's "alpha=A,v_growth=RATE|off".
 func parseGridName(s string) (float64, scenario.Rate, error) {

@@ -93,10 +93,12 @@ type flowEntry struct {
 	// source and of what its last cut took there: from preCutRate, each
 	// cut of this node takes its percentage of what the source was left
 	// at by the earlier ones (the reaction point cuts its current rate)
-	// and each Resume gives back its percentage of srcCut. While a later
-	// cut is on its way the arrival rate still shows the source before
-	// it, and lastReduction, sized on an arrival rate that did not yet
-	// show the earlier cut, is more than the source took (shareResume).
+	// and each Resume gives back its percentage of srcCut, up to
+	// preCutRate (the reaction point's rate stops at its rate before its
+	// first cut). While a later cut is on its way the arrival rate still
+	// shows the source before it, and lastReduction, sized on an arrival
+	// rate that did not yet show the earlier cut, is more than the source
+	// took (shareResume).
 	srcRate, srcCut int64
 	// cutAt is when this node last sent the flow Rate Reduce or Pause:
 	// until its effect is back at the node (the flow's loop), the

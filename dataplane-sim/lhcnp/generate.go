@@ -374,11 +374,19 @@ func (e *flowEntry) modelCut(cutRate int64, a wire.Action, pct uint16) {
 // the last cut took at the source comes back (the reaction point's Resume
 // raises the rate by a percentage of its last cut), and pct 0 (§5.5.1's
 // unconditional Resume) restores the rate before the node's first cut.
+// The reaction point raises a rate at most to its rate before its first
+// cut (its normal rate); the node's view of that is preCutRate, so a
+// Resume takes the model at most there (the source's line rate is not
+// known to the node). Without the ceiling, Resumes that came after a
+// flow was back at its rate each added to the model: websearch-50's
+// web/426 stood at 64 Gb/s on a 25 Gb/s sender (docs/longhaul.md, "The
+// source-rate model's ceiling"). A Resume does not lower a model that a
+// later cut restarted above it.
 func (e *flowEntry) modelResume(pct uint16) {
 	if pct == 0 {
 		e.srcRate = e.preCutRate
 	} else {
-		e.srcRate += e.srcCut * int64(pct) / 100
+		e.srcRate = max(e.srcRate, min(e.srcRate+e.srcCut*int64(pct)/100, e.preCutRate))
 	}
 }
 

@@ -1,6 +1,7 @@
 package lhcnp
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -42,6 +43,27 @@ func TestSourceRateModel(t *testing.T) {
 			{action: wire.ActionRateReduce, pct: 50, cutRate: 20 * g, rate: 10 * g, cut: 10 * g},
 			{action: wire.ActionRateReduce, pct: 10, cutRate: 12 * g, rate: 10_800_000_000, cut: 1_200_000_000},
 		}},
+		// websearch-50's web/426 (issue #27, session 17): a 25 Gb/s flow
+		// cut once, then resumed again and again after its last packet
+		// (each Resume gives back its percentage of the last cut). The
+		// reaction point raises the rate at most to its rate before the
+		// first cut; the model did not, and stood at 64 Gb/s.
+		{"Resumes stop at the rate before the first cut", 25 * g, []step{
+			{action: wire.ActionRateReduce, pct: 30, cutRate: 25 * g, rate: 17_500_000_000, cut: 7_500_000_000},
+			{resume: true, pct: 60, rate: 22 * g, cut: 7_500_000_000},
+			{resume: true, pct: 60, rate: 25 * g, cut: 7_500_000_000},
+			{resume: true, pct: 100, rate: 25 * g, cut: 7_500_000_000},
+			{resume: true, pct: 100, rate: 25 * g, cut: 7_500_000_000},
+			{resume: true, pct: 0, rate: 25 * g, cut: 7_500_000_000},
+		}},
+		// A cut after a Pause starts from the arrival rate then, which
+		// may be above the rate before the first cut (a flow ramping up):
+		// a Resume does not lower the model below where it stands.
+		{"a Resume does not lower a model restarted above the ceiling", 8 * g, []step{
+			{action: wire.ActionPause, cutRate: 8 * g, rate: 0, cut: 8 * g},
+			{action: wire.ActionRateReduce, pct: 25, cutRate: 12 * g, needResume: true, rate: 9 * g, cut: 3 * g},
+			{resume: true, pct: 100, rate: 9 * g, cut: 3 * g},
+		}},
 		{"a Pause takes all, the next cut starts again", 8 * g, []step{
 			{action: wire.ActionPause, cutRate: 8 * g, rate: 0, cut: 8 * g},
 			{action: wire.ActionRateReduce, pct: 25, cutRate: 4 * g, needResume: true, rate: 3 * g, cut: 1 * g},
@@ -62,5 +84,37 @@ func TestSourceRateModel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSourceRateModelCeiling: over seeded random sequences of cuts,
+// Pauses and Resumes whose arrival rate at each cut is at most the flow's
+// rate before the node's first cut, the model stays within [0, that
+// rate]: the reaction point never raises a rate above its rate before
+// its first cut, and neither may the node's model of it (issue #27:
+// twelve Resumes took web/426's model to 64 Gb/s on a 25 Gb/s sender).
+func TestSourceRateModelCeiling(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 17))
+	for seq := range 200 {
+		pre := int64(1+r.IntN(400)) * 1_000_000_000
+		e := &flowEntry{preCutRate: pre}
+		for i := range 40 {
+			switch k := r.IntN(10); {
+			case k < 4:
+				e.modelResume(uint16(1 + r.IntN(100)))
+			case k == 4:
+				e.modelResume(0)
+			default:
+				a, pct := wire.ActionRateReduce, uint16(1+r.IntN(100))
+				if k == 9 {
+					a, pct = wire.ActionPause, 1
+				}
+				e.needResume = i > 0
+				e.modelCut(r.Int64N(pre+1), a, pct)
+			}
+			if e.srcRate < 0 || e.srcRate > pre {
+				t.Fatalf("sequence %d step %d: srcRate %d outside [0, %d]", seq, i, e.srcRate, pre)
+			}
+		}
 	}
 }

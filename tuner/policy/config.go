@@ -118,6 +118,29 @@ type Config struct {
 	// 0: no such cap): a K_max lifted to the buffer lets the queue fill it
 	// and drop (held-out seed 3026: 4 BDP was the port's whole buffer).
 	OverrunCeilingBufferShare float64 `yaml:"overrun_ceiling_buffer_share"`
+	// OverrunReachRTT turns the overrun's reach on (0: off): an overrun
+	// lifts K_max only when the queue this many RTT_est ahead at the
+	// window's pace stays under the overrun's ceiling (OverrunCeilingBDP,
+	// OverrunCeilingBufferShare), so that the lift can keep the queue
+	// under K_max while the QGR trigger's cuts take effect; a queue that
+	// outgrows the ceiling within that time is marked at 100 % and fires
+	// the QD trigger whatever the lift, and the lift only lets it nearer
+	// the buffer (docs/tuner.md, "The policy against the oracle (session
+	// 17)").
+	OverrunReachRTT float64 `yaml:"overrun_reach_rtt"`
+	// SettleUnjudged keeps a settle (K_max back to the setting an overrun
+	// started from) on its first complete judge window, as rule start's
+	// commit, instead of judging it as a tightening: the judge window
+	// follows an overload's drain, which the queue's pace extrapolates
+	// in delay but not in utilisation (docs/tuner.md, "The policy against
+	// the oracle (session 17)").
+	SettleUnjudged bool `yaml:"settle_unjudged"`
+	// LossUnderQueue lets rule loss move K_max by its step even where the
+	// queue is above the K_max it gives (false: never below the queue, as
+	// every tightening): the node cuts a queue above K_max already, and
+	// the lower K_max is what the next overload finds (docs/tuner.md, "The
+	// policy against the oracle (session 17)").
+	LossUnderQueue bool `yaml:"loss_under_queue"`
 	// UnderUseCeilingBDP is the highest K_max, in BDPs of the port, the
 	// under-use rule loosens it to (0: no such ceiling, the buffer's
 	// alone); with VGrowthStartShare it is the under-use guard: under-use
@@ -343,6 +366,9 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.PinnedBufferShare) || c.PinnedBufferShare < 0 || c.PinnedBufferShare > 1 {
 		bad("pinned_buffer_share", "%v is neither 0 (off) nor a share of the buffer in (0, 1]", c.PinnedBufferShare)
+	}
+	if !finite(c.OverrunReachRTT) || c.OverrunReachRTT < 0 {
+		bad("overrun_reach_rtt", "%v is not a number of RTT_est of at least 0", c.OverrunReachRTT)
 	}
 	if !finite(c.StandingFloorShare) || c.StandingFloorShare < 1 || c.StandingFloorShare > 2 {
 		bad("standing_floor_share", "%v is not a multiple of the queue in [1, 2] (under 1 K_max would be set under a standing queue: a cut storm)", c.StandingFloorShare)

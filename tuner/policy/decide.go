@@ -256,6 +256,13 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		d.Reason = reason + "; but an earlier overload filled the buffer (overfill_holds_overrun): K_max kept"
 		return d, mem
 	}
+	if rule == RuleOverrun {
+		if why := beyondReach(cfg, w, d.Metrics); why != "" {
+			d.Rule = RuleBound
+			d.Reason = fmt.Sprintf("%s; but %s: K_max kept", reason, why)
+			return d, mem
+		}
+	}
 	overfill := (rule == RuleGrowth || rule == RuleDelay) && overfills(cfg, w, d.Metrics)
 	if (rule == RuleGrowth || rule == RuleDelay) && !overfill {
 		// A tightening is held while the node cuts: its own trigger for
@@ -662,6 +669,30 @@ func overfills(cfg Config, w Window, m Metrics) bool {
 	return w.bdpBytes(m.LastDelayRTT+m.TrendRTT) >= cfg.OverrunHeadroomShare*float64(w.BufferBytes)
 }
 
+// beyondReach says why an overrun's lift cannot keep the queue under
+// K_max ("" when it can, or overrun_reach_rtt is 0): the queue
+// overrun_reach_rtt RTT_est ahead at the window's pace is above the
+// overrun's ceiling. Above it the node marks every packet and its QD
+// trigger fires whatever the lift; a higher K_max only delays the QD
+// trigger's cuts while the queue heads for the buffer (retired seed
+// 13019: alpha 1.5 at a queue of 1.3 RTT_est growing by 3.2 RTT_est per
+// RTT_est, then 4 % of a window's packets dropped).
+func beyondReach(cfg Config, w Window, m Metrics) string {
+	if cfg.OverrunReachRTT <= 0 {
+		return ""
+	}
+	c := cfg.overrunCeilingBytes(w)
+	if c <= 0 {
+		return ""
+	}
+	ahead := m.LastDelayRTT + cfg.OverrunReachRTT*m.TrendRTT
+	if w.bdpBytes(ahead) <= c {
+		return ""
+	}
+	return fmt.Sprintf("the queue %v RTT_est ahead at its pace (%.3g RTT_est) is above the overrun ceiling (%.3g RTT_est; overrun_reach_rtt %v): a lift cannot keep it under K_max",
+		cfg.OverrunReachRTT, ahead, c/w.bdpBytes(1), cfg.OverrunReachRTT)
+}
+
 // nextStep adapts the step: halved (in log) on a reversal, doubled back
 // towards MaxStep while the direction holds.
 func nextStep(cfg Config, mem Memory, dir Direction) float64 {
@@ -698,6 +729,9 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 	kmaxNow := kmaxBytes(w)
 	var floorBytes int64
 	switch {
+	case rule == RuleLoss && cfg.LossUnderQueue:
+		// loss_under_queue: a queue that drops is to be cut, and the
+		// K_max it will find once drained is the next overload's.
 	case last > first:
 		floorBytes = 2*last - first
 	case kmaxNow > 0 && last >= kmaxNow:

@@ -52,6 +52,11 @@ func FuzzDecide(f *testing.F) {
 				t.Errorf("overfill_holds_overrun: an overrun on a queue marked overfilled")
 			}
 		}
+		// overrun_reach_rtt and loss_under_queue on: the same checks.
+		cfg = DefaultConfig()
+		cfg.OverrunReachRTT, cfg.LossUnderQueue = 1, true
+		d, _ = Decide(cfg, w, Memory{})
+		checkChange(t, cfg, w, d)
 	})
 }
 
@@ -78,6 +83,16 @@ func FuzzDecideLifted(f *testing.F) {
 			t.Errorf("settle to alpha %v, below the lifted-from %v (alpha_max %v)", d.After.Alpha, lifted, cfg.AlphaMax)
 		}
 		checkSettleBound(t, d, got)
+		// overrun_reach_rtt 1 with a 4-BDP buffer: the same checks, and no
+		// lift for a queue above the ceiling (2 BDP) one RTT_est ahead.
+		cfg.OverrunReachRTT, cfg.LossUnderQueue = 1, true
+		w.BufferBytes = 4 * 12_500_000
+		d, got = Decide(cfg, w, mem)
+		checkChange(t, cfg, w, d)
+		checkSettleBound(t, d, got)
+		if m := Measure(w); d.Change && d.Rule == RuleOverrun && w.bdpBytes(m.LastDelayRTT+m.TrendRTT) > cfg.overrunCeilingBytes(w) {
+			t.Errorf("overrun_reach_rtt 1: lifted a queue at %.3g RTT_est one RTT_est ahead over a ceiling of 2 BDP", m.LastDelayRTT+m.TrendRTT)
+		}
 	})
 }
 

@@ -31,6 +31,8 @@ type shape struct {
 	lossUnder      bool    // loss_persist_under_queue
 	overfillHold   bool    // overfill_holds_overrun
 	lossAtBuffer   bool    // loss_at_buffer_under_queue
+	overrunReach   float64 // overrun_reach_rtt (0: the default, off)
+	lossUnderQueue bool    // loss_under_queue
 }
 
 // scaled is s on a port of rateBitsPerSec with RTT_est rtt: five samples
@@ -49,6 +51,7 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	}
 	cfg.OverrunHeadroomShare, cfg.LossInCooldown, cfg.LossPersistUnderQueue = s.headroom, s.lossInCooldown, s.lossUnder
 	cfg.OverfillHoldsOverrun, cfg.LossAtBufferUnderQueue = s.overfillHold, s.lossAtBuffer
+	cfg.OverrunReachRTT, cfg.LossUnderQueue = s.overrunReach, s.lossUnderQueue
 	vg := int64(math.Round(s.vgShare * float64(rateBitsPerSec) / 8))
 	w := Window{Start: t0, End: t0.Add(rtt), RTTEst: rtt, PortRateBitsPerSec: rateBitsPerSec,
 		KBaseBytes: int64(bdpB / 200), Config: bdp(s.alpha, vg)}
@@ -127,6 +130,12 @@ func TestDecideScaleFree(t *testing.T) {
 			mem: Memory{LastChange: t0.Add(-10), Changes: 2, CutOn: true, CalmSince: t0.Add(-20)}}},
 		{RuleSteady, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, bufferBDP: 4, cut: true, cutOn: true,
 			mem: Memory{LastChange: t0.Add(-10), Changes: 2, CutOn: true, CalmSince: t0.Add(-5)}}},
+		// overrun_reach_rtt 1 (a 4-BDP buffer: the ceiling at 2 BDP): a
+		// queue at 2.2 RTT_est one RTT_est ahead is not lifted, one at 1.3
+		// is. loss_under_queue: loss lowers alpha under the queue (2 RTT_est).
+		{RuleBound, shape{util: 0.99, firstRTT: 1, lastRTT: 1.6, alpha: 1, vgShare: 0.1, mem: changed, bufferBDP: 4, overrunReach: 1}},
+		{RuleOverrun, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.7, alpha: 0.5, vgShare: 0.1, mem: changed, bufferBDP: 4, overrunReach: 1}},
+		{RuleLoss, shape{util: 0.99, firstRTT: 2, lastRTT: 2, loss: 0.01, alpha: 1, vgShare: 0.1, mem: changed, lossUnderQueue: true}},
 		{RuleDraining, shape{util: 0.99, firstRTT: 0.9, lastRTT: 0.6, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleDelay, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed}},
