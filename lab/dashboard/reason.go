@@ -40,6 +40,7 @@ var keyWords = strings.NewReplacer(
 	"pinned_buffer_share", "the pinned share of the buffer",
 	"pinned_off_rtt", "the pinned calm time",
 	"standing_floor_share", "the standing floor share",
+	"overrun_headroom_share", "the overrun headroom share",
 	"RTT_est", "RTT",
 )
 

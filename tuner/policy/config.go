@@ -185,6 +185,39 @@ type Config struct {
 	// marking rises; at 1 K_max sits at the queue). docs/tuner.md, "A
 	// standing queue at full use (session 16)".
 	StandingFloorShare float64 `yaml:"standing_floor_share"`
+	// OverrunHeadroomShare limits rule overrun to a queue that stays under
+	// this share of the port's buffer one RTT_est ahead at the window's
+	// pace (0: no such limit; a switch that reports no buffer: none).
+	// Above it the window is no overrun, and the growth and delay
+	// tightenings it then reaches are not held by firing: overrun's
+	// premise (the QGR trigger does the cutting, so K_max can give way for
+	// one episode) fails when one RTT_est of growth is more than the
+	// buffer's headroom (retired held-out seed 14019: 2.9 RTT_est per
+	// RTT_est into a 4-BDP buffer). docs/tuner.md, "A loop that overfills
+	// the buffer (session 17)".
+	OverrunHeadroomShare float64 `yaml:"overrun_headroom_share"`
+	// LossInCooldown lets rule loss act during a cool-down: a window (or
+	// the last change's judge window) that drops above loss_high is
+	// decided at once, not held (a rolled-back overrun's cool-down held
+	// four windows of a queue standing at the buffer on 14019).
+	LossInCooldown bool `yaml:"loss_in_cooldown"`
+	// LossPersistUnderQueue lets a persisting loss (the queue's previous
+	// decided window was loss too) lower K_max under the queue: the floor
+	// that keeps a tightening's K_max above the queue (no cut storm) is
+	// dropped for it, a queue that keeps dropping is to be cut.
+	LossPersistUnderQueue bool `yaml:"loss_persist_under_queue"`
+	// OverfillHoldsOverrun holds rule overrun (bound) on a queue once a
+	// loss decision saw it at or above pinned_buffer_share of the port's
+	// buffer (Memory.Overfilled): a lift whose overload filled the buffer
+	// once is not tried again for the next (14019's overloads recur every
+	// 0.35-0.4 s, and each lift's reversal halved the loss step).
+	OverfillHoldsOverrun bool `yaml:"overfill_holds_overrun"`
+	// LossAtBufferUnderQueue drops the K_max floor (no cut storm) for a
+	// loss whose window ends at or above pinned_buffer_share of the port's
+	// buffer: there every packet is marked whatever K_max is, so a lower
+	// K_max costs nothing until the queue drains and acts on the next
+	// overload.
+	LossAtBufferUnderQueue bool `yaml:"loss_at_buffer_under_queue"`
 	// JudgeAheadMaxRTT caps how far ahead, in RTT_est, Judge expects a
 	// queue in transit at its pace (a DC-side port's RTT_est is a few µs,
 	// its judge window many of them).
@@ -235,6 +268,11 @@ func DefaultConfig() Config {
 		PinnedBufferShare:         0.75,
 		PinnedOffRTT:              16,
 		StandingFloorShare:        2,
+		OverrunHeadroomShare:      0,
+		LossInCooldown:            false,
+		LossPersistUnderQueue:     false,
+		OverfillHoldsOverrun:      false,
+		LossAtBufferUnderQueue:    false,
 		JudgeAheadMaxRTT:          4,
 		WorseTolerance:            0.02,
 		AttributeWorsening:        true,
@@ -349,6 +387,9 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.QGROffRTT) || c.QGROffRTT < 0 {
 		bad("qgr_off_rtt", "%v is neither 0 (off) nor a positive number of RTT_est", c.QGROffRTT)
+	}
+	if !finite(c.OverrunHeadroomShare) || c.OverrunHeadroomShare < 0 || c.OverrunHeadroomShare > 1 {
+		bad("overrun_headroom_share", "%v is neither 0 (no limit) nor a share of the buffer in (0, 1]", c.OverrunHeadroomShare)
 	}
 	if !finite(c.PinnedOffRTT) || c.PinnedOffRTT < 0 {
 		bad("pinned_off_rtt", "%v is neither 0 (never) nor a positive number of RTT_est", c.PinnedOffRTT)

@@ -116,6 +116,10 @@ type Memory struct {
 	QGRCostSince time.Time
 	QGROff       bool
 	QGROffBacks  int
+	// Overfilled says a loss decision saw the queue at or above
+	// pinned_buffer_share of the port's buffer (kept only with
+	// overfill_holds_overrun: rule overrun is held from then on).
+	Overfilled bool
 }
 
 // maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
@@ -169,7 +173,10 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	d.Metrics = Measure(w)
 	d.Objective = Objective(d.Metrics, cfg.Weights)
 	if !mem.LastChange.IsZero() {
-		if since := w.End.Sub(mem.LastChange); since < cfg.Cooldown {
+		// loss_in_cooldown: a window that drops (or the last change's
+		// judge window did) is decided at once.
+		lossy := cfg.LossInCooldown && (d.Metrics.Loss > cfg.LossHigh || mem.LossSeen > cfg.LossHigh)
+		if since := w.End.Sub(mem.LastChange); since < cfg.Cooldown && !lossy {
 			d.Rule = RuleCooldown
 			d.Reason = fmt.Sprintf("last change %v ago, cool-down %v", since, cfg.Cooldown)
 			return d, mem
@@ -187,7 +194,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			// before the queue's first decision.
 			return d, Memory{LastChange: w.End, Changes: 1, Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil,
 				Search: mem.Search.afterChange(RuleStart), CutOn: mem.CutOn, CalmSince: mem.CalmSince,
-				CutOffRollbacks: mem.CutOffRollbacks, QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks}
+				CutOffRollbacks: mem.CutOffRollbacks, QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, Overfilled: mem.Overfilled}
 		}
 	}
 	mem.endLift(w.Config, false)
@@ -203,6 +210,10 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	}
 	d.Direction, d.Rule, d.Reason = dir, rule, reason
 	streak := mem.LossStreak
+	atBuffer := rule == RuleLoss && lastAtBuffer(cfg, w)
+	if atBuffer && cfg.OverfillHoldsOverrun {
+		mem.Overfilled = true
+	}
 	if rule == RuleLoss {
 		mem.LossStreak++
 	} else {
@@ -252,6 +263,11 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			reason, mem.LiftedTrendRTT, d.Metrics.TrendRTT)
 		return d, mem
 	}
+	if rule == RuleOverrun && mem.Overfilled && cfg.OverfillHoldsOverrun {
+		d.Rule = RuleBound
+		d.Reason = reason + "; but an earlier overload filled the buffer (overfill_holds_overrun): K_max kept"
+		return d, mem
+	}
 	if rule == RuleOverrun {
 		if why := beyondReach(cfg, w, d.Metrics); why != "" {
 			d.Rule = RuleBound
@@ -259,10 +275,13 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			return d, mem
 		}
 	}
-	if rule == RuleGrowth || rule == RuleDelay {
+	overfill := (rule == RuleGrowth || rule == RuleDelay) && overfills(cfg, w, d.Metrics)
+	if (rule == RuleGrowth || rule == RuleDelay) && !overfill {
 		// A tightening is held while the node cuts: its own trigger for
 		// it fires (an overrun, classified first, is the exception), or
-		// K_max is lifted for an overload.
+		// K_max is lifted for an overload. Not for a queue that will
+		// overfill the buffer (overrun_headroom_share): the node's cuts
+		// are too late for it, the tightening rules act.
 		if why := firing(w, d.Metrics); why != "" {
 			d.Rule = RuleFiring
 			d.Reason = fmt.Sprintf("%s; but %s: the node is cutting already, a lower threshold would only cut deeper once the queue is back", reason, why)
@@ -301,14 +320,25 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	// A queue whose window's mean is above delay_high_rtt stands: the
 	// delay rule moves K_max only (apply).
 	standing := rule == RuleDelay && d.Metrics.DelayRTT > cfg.DelayHighRTT
-	after, notes := apply(cfg, w, dir, rule, step, back, standing)
-	if l := mem.Lifted; rule == RuleLoss && cfg.TuneKMax && l.KMaxMode == w.Config.KMaxMode && kmaxOf(after) > kmaxOf(l) {
+	// loss_persist_under_queue: a loss that persists after it was
+	// answered may take K_max under the queue.
+	under := rule == RuleLoss && ((cfg.LossPersistUnderQueue && streak > 0) || (cfg.LossAtBufferUnderQueue && atBuffer))
+	after, notes := apply(cfg, w, dir, rule, step, back, standing, under)
+	if overfill {
+		reason += fmt.Sprintf("; the queue overfills the buffer one RTT_est ahead (overrun_headroom_share %v): not held while the node cuts", cfg.OverrunHeadroomShare)
+		d.Reason = reason
+	}
+	if l := mem.Lifted; (rule == RuleLoss || overfill) && cfg.TuneKMax && l.KMaxMode == w.Config.KMaxMode && kmaxOf(after) > kmaxOf(l) {
 		// Loss ends an overrun: the lift let the queue reach the buffer,
 		// so K_max goes back to the setting the overload found at once
 		// (past the floor that keeps K_max above a queue: a queue that
 		// drops is to be cut).
 		after.Alpha, after.KMaxBytes = l.Alpha, l.KMaxBytes
-		notes = strings.TrimPrefix(notes+", loss ends the overrun: K_max back to the setting before it", ", ")
+		what := "loss"
+		if rule != RuleLoss {
+			what = "a queue overfilling the buffer"
+		}
+		notes = strings.TrimPrefix(notes+", "+what+" ends the overrun: K_max back to the setting before it", ", ")
 		mem.Lifted, mem.LiftedTrendRTT = Settings{}, 0
 	}
 	if why := firstLevelHolds(w, d.Metrics, mem, after, rule); why != "" {
@@ -354,7 +384,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
 		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
-		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks}
+		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, Overfilled: mem.Overfilled}
 }
 
 // pinned says why a loss decision escalates to the node's overload_cut
@@ -555,7 +585,7 @@ func classify(cfg Config, w Window, m Metrics, lifted Settings) (Direction, Rule
 		settle = settled(cfg, w, m, lifted)
 	}
 	if growing {
-		over = overrun(w, m)
+		over = overrun(cfg, w, m)
 	}
 	switch {
 	case m.Loss > cfg.LossHigh:
@@ -629,8 +659,8 @@ func qgrFires(w Window, m Metrics) bool {
 // 19 ms of 100 % marking, 12450 receiver CNPs and the link idle for the
 // last 18 ms of the run). Raising K_max keeps the marks proportional
 // while the QGR trigger does the cutting.
-func overrun(w Window, m Metrics) string {
-	if !qgrFires(w, m) {
+func overrun(cfg Config, w Window, m Metrics) string {
+	if !qgrFires(w, m) || overfills(cfg, w, m) {
 		return ""
 	}
 	v := w.Config.VGrowthBytesPerSec
@@ -641,6 +671,29 @@ func overrun(w Window, m Metrics) string {
 	}
 	return fmt.Sprintf("the QGR trigger cuts the senders already (growth %.4g B/s above V_growth %d B/s), and the queue outgrows K_max (%.3g RTT_est) one RTT_est ahead: above it every packet is marked and the receivers' CNPs would cut the senders again a path round trip later, so K_max is raised",
 		w.growthBytesPerSec(m), v, float64(kmax)/w.bdpBytes(1))
+}
+
+// lastAtBuffer says whether the window's last sample is at or above
+// pinned_buffer_share of the port's buffer (false when the share is 0 or
+// the switch reports no buffer).
+func lastAtBuffer(cfg Config, w Window) bool {
+	if cfg.PinnedBufferShare <= 0 || w.BufferBytes <= 0 {
+		return false
+	}
+	return float64(w.Samples[len(w.Samples)-1].QueueDepthBytes) >= cfg.PinnedBufferShare*float64(w.BufferBytes)
+}
+
+// overfills says whether the queue one RTT_est ahead at the window's pace
+// is at or above overrun_headroom_share of the port's buffer (false when
+// the option is off or the switch reports no buffer). There overrun's
+// premise fails: the node's cuts reach the senders a loop away, and one
+// RTT_est of growth at that pace fills the buffer before they do (retired
+// held-out seed 14019, docs/tuner.md "A loop that overfills the buffer").
+func overfills(cfg Config, w Window, m Metrics) bool {
+	if cfg.OverrunHeadroomShare <= 0 || w.BufferBytes <= 0 || m.TrendRTT <= 0 {
+		return false
+	}
+	return w.bdpBytes(m.LastDelayRTT+m.TrendRTT) >= cfg.OverrunHeadroomShare*float64(w.BufferBytes)
 }
 
 // beyondReach says why an overrun's lift cannot keep the queue under
@@ -689,7 +742,7 @@ func nextStep(cfg Config, mem Memory, dir Direction) float64 {
 // stands (its window's mean above delay_high_rtt, not only its last
 // sample): K_max only, never V_growth. notes says what a bound or a floor
 // held.
-func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Settings, standing bool) (Settings, string) {
+func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Settings, standing, under bool) (Settings, string) {
 	factor := step
 	if dir == Tighten {
 		factor = 1 / step
@@ -712,6 +765,9 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 		floorBytes = kmaxNow
 	default:
 		floorBytes = last
+	}
+	if under {
+		floorBytes = 0 // a loss that persists: K_max may go under the queue (loss_persist_under_queue)
 	}
 	// The growth and delay rules first keep K_max at twice that: the queue
 	// at most at K_min (K_max / 2), inside the ECN range of the

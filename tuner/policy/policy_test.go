@@ -99,6 +99,14 @@ func pinnedWindow(cfg Settings) Window {
 	return w
 }
 
+// bufferLoss is a queue at delayRTT losing 1 % of its packets in front of
+// a 4-BDP buffer, at alpha 1 (K_max under the queue).
+func bufferLoss(delayRTT float64) Window {
+	w := window(queue{util: 0.99, delayRTT: delayRTT, lossShare: 0.01}, bdp(1, vg))
+	w.BufferBytes = 4 * bdpBytes
+	return w
+}
+
 // calmWindow is a queue at 0.1 RTT_est (below K_min) on a full link, on
 // a node that takes overload_cut, with the leaf on or off.
 func calmWindow(on bool) Window {
@@ -1291,6 +1299,127 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 2, CutOn: true}},
 			reason: "overload_cut on",
 		},
+		{
+			desc: "overrun_headroom_share: a queue that overfills the buffer one RTT_est ahead is no overrun, and the growth tightening is not held by the QGR trigger firing",
+			cfg:  func(c *Config) { c.OverrunHeadroomShare = 0.75 },
+			mem:  Memory{LastChange: t0.Add(-time.Minute), Changes: 1},
+			// 3.2 RTT_est ahead, 0.8 of a 4-BDP buffer; the queue grows at 60 BDP/s, over V_growth.
+			window: func() Window { w := steep(bdp(1, vg), 2); w.BufferBytes = 4 * bdpBytes; return w },
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 2}},
+			reason: "overfills the buffer one RTT_est ahead (overrun_headroom_share 0.75)",
+		},
+		{
+			desc:   "overrun_headroom_share: under the share one RTT_est ahead, overrun as before",
+			cfg:    func(c *Config) { c.OverrunHeadroomShare = 0.75 },
+			window: func() Window { w := steep(bdp(1, vg), 1); w.BufferBytes = 4 * bdpBytes; return w }, // 2.2 RTT_est ahead
+			want: result{Change: true, Rule: RuleOverrun, After: bdp(2, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
+					Lifted: bdp(1, vg), LiftedTrendRTT: 0.6}},
+		},
+		{
+			desc:   "overrun_headroom_share: a queue overfilling the buffer while K_max is lifted ends the overrun (K_max back) and tightens V_growth",
+			cfg:    func(c *Config) { c.OverrunHeadroomShare = 0.75 },
+			window: func() Window { w := steep(bdp(2, vg), 2); w.BufferBytes = 4 * bdpBytes; return w },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg), LiftedTrendRTT: 0.6},
+			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, 833_333_333),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 1.5, Changes: 3}},
+			reason: "a queue overfilling the buffer ends the overrun",
+		},
+		{
+			desc:   "overrun_headroom_share: a switch that reports no buffer: overrun as before",
+			cfg:    func(c *Config) { c.OverrunHeadroomShare = 0.75 },
+			window: func() Window { return steep(bdp(1, vg), 2) },
+			want: result{Change: true, Rule: RuleOverrun, After: bdp(2, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
+					Lifted: bdp(1, vg), LiftedTrendRTT: 0.6}},
+		},
+		{
+			desc:   "loss_in_cooldown off: a window that drops in the cool-down is held",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(3 * time.Second), Changes: 2},
+			want:   result{Rule: RuleCooldown, After: bdp(1, vg)},
+		},
+		{
+			desc:   "loss_in_cooldown: a window that drops is decided in the cool-down (the queue above K_max: alpha kept, V_growth by the step)",
+			cfg:    func(c *Config) { c.LossInCooldown = true },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(3 * time.Second), Changes: 2},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 1}},
+			reason: "above the K_max a lower alpha would give",
+		},
+		{
+			desc:   "loss_in_cooldown: a window without drops is still held",
+			cfg:    func(c *Config) { c.LossInCooldown = true },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(3 * time.Second), Changes: 2},
+			want:   result{Rule: RuleCooldown, After: bdp(1, vg)},
+		},
+		{
+			desc:   "loss_persist_under_queue off: a persisting loss on a queue above K_max keeps alpha",
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 2}},
+			reason: "above the K_max a lower alpha would give",
+		},
+		{
+			desc:   "loss_persist_under_queue: a persisting loss takes K_max under the queue",
+			cfg:    func(c *Config) { c.LossPersistUnderQueue = true },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 2}},
+		},
+		{
+			desc:   "overfill_holds_overrun: a loss with the queue at the buffer marks the queue overfilled (alpha kept: the floor)",
+			cfg:    func(c *Config) { c.OverfillHoldsOverrun = true },
+			window: func() Window { return bufferLoss(3.9) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1, Overfilled: true}},
+		},
+		{
+			desc:   "overfill_holds_overrun off: the same loss leaves the memory unmarked",
+			window: func() Window { return bufferLoss(3.9) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1}},
+		},
+		{
+			desc:   "overfill_holds_overrun: a loss under pinned_buffer_share of the buffer does not mark it",
+			cfg:    func(c *Config) { c.OverfillHoldsOverrun = true },
+			window: func() Window { return bufferLoss(2) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1}},
+		},
+		{
+			desc:   "overfill_holds_overrun: a queue marked overfilled gets no overrun (bound)",
+			cfg:    func(c *Config) { c.OverfillHoldsOverrun = true },
+			window: func() Window { return growing(bdp(0.5, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 2, Overfilled: true},
+			want:   result{Rule: RuleBound, After: bdp(0.5, vg)},
+			reason: "an earlier overload filled the buffer (overfill_holds_overrun)",
+		},
+		{
+			desc:   "loss_at_buffer_under_queue: a loss with the queue at the buffer takes K_max under it",
+			cfg:    func(c *Config) { c.LossAtBufferUnderQueue = true },
+			window: func() Window { return bufferLoss(3.9) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1}},
+		},
+		{
+			desc:   "loss_persist_under_queue: a first loss keeps the floor",
+			cfg:    func(c *Config) { c.LossPersistUnderQueue = true },
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
+			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 2},
+			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 1}},
+			reason: "above the K_max a lower alpha would give",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -1610,6 +1739,8 @@ func TestValidate(t *testing.T) {
 		{desc: "settle band above V_growth", edit: func(c *Config) { c.SettleGrowthShare = 1.2 }, want: "settle_growth_share: 1.2 is not a share in (0, 1]"},
 		{desc: "standing floor under the queue", edit: func(c *Config) { c.StandingFloorShare = 0.9 }, want: "standing_floor_share: 0.9 is not a multiple of the queue in [1, 2]"},
 		{desc: "standing floor above twice the queue", edit: func(c *Config) { c.StandingFloorShare = 3 }, want: "standing_floor_share: 3 is not a multiple"},
+		{desc: "overrun headroom above the buffer", edit: func(c *Config) { c.OverrunHeadroomShare = 1.5 }, want: "overrun_headroom_share: 1.5 is neither 0 (no limit) nor a share of the buffer in (0, 1]"},
+		{desc: "overrun headroom negative", edit: func(c *Config) { c.OverrunHeadroomShare = -0.1 }, want: "overrun_headroom_share: -0.1 is neither 0"},
 		{desc: "standing floor at the queue", edit: func(c *Config) { c.StandingFloorShare = 1 }},
 		{desc: "overrun reach negative", edit: func(c *Config) { c.OverrunReachRTT = -1 }, want: "overrun_reach_rtt: -1 is not a number of RTT_est of at least 0"},
 		{desc: "qgr-off evidence negative", edit: func(c *Config) { c.QGROffRTT = -1 }, want: "qgr_off_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},
