@@ -118,29 +118,6 @@ type Config struct {
 	// 0: no such cap): a K_max lifted to the buffer lets the queue fill it
 	// and drop (held-out seed 3026: 4 BDP was the port's whole buffer).
 	OverrunCeilingBufferShare float64 `yaml:"overrun_ceiling_buffer_share"`
-	// OverrunReachRTT turns the overrun's reach on (0: off): an overrun
-	// lifts K_max only when the queue this many RTT_est ahead at the
-	// window's pace stays under the overrun's ceiling (OverrunCeilingBDP,
-	// OverrunCeilingBufferShare), so that the lift can keep the queue
-	// under K_max while the QGR trigger's cuts take effect; a queue that
-	// outgrows the ceiling within that time is marked at 100 % and fires
-	// the QD trigger whatever the lift, and the lift only lets it nearer
-	// the buffer (docs/tuner.md, "The policy against the oracle (session
-	// 17)").
-	OverrunReachRTT float64 `yaml:"overrun_reach_rtt"`
-	// SettleUnjudged keeps a settle (K_max back to the setting an overrun
-	// started from) on its first complete judge window, as rule start's
-	// commit, instead of judging it as a tightening: the judge window
-	// follows an overload's drain, which the queue's pace extrapolates
-	// in delay but not in utilisation (docs/tuner.md, "The policy against
-	// the oracle (session 17)").
-	SettleUnjudged bool `yaml:"settle_unjudged"`
-	// LossUnderQueue lets rule loss move K_max by its step even where the
-	// queue is above the K_max it gives (false: never below the queue, as
-	// every tightening): the node cuts a queue above K_max already, and
-	// the lower K_max is what the next overload finds (docs/tuner.md, "The
-	// policy against the oracle (session 17)").
-	LossUnderQueue bool `yaml:"loss_under_queue"`
 	// UnderUseCeilingBDP is the highest K_max, in BDPs of the port, the
 	// under-use rule loosens it to (0: no such ceiling, the buffer's
 	// alone); with VGrowthStartShare it is the under-use guard: under-use
@@ -196,28 +173,6 @@ type Config struct {
 	// RTT_est into a 4-BDP buffer). docs/tuner.md, "A loop that overfills
 	// the buffer (session 17)".
 	OverrunHeadroomShare float64 `yaml:"overrun_headroom_share"`
-	// LossInCooldown lets rule loss act during a cool-down: a window (or
-	// the last change's judge window) that drops above loss_high is
-	// decided at once, not held (a rolled-back overrun's cool-down held
-	// four windows of a queue standing at the buffer on 14019).
-	LossInCooldown bool `yaml:"loss_in_cooldown"`
-	// LossPersistUnderQueue lets a persisting loss (the queue's previous
-	// decided window was loss too) lower K_max under the queue: the floor
-	// that keeps a tightening's K_max above the queue (no cut storm) is
-	// dropped for it, a queue that keeps dropping is to be cut.
-	LossPersistUnderQueue bool `yaml:"loss_persist_under_queue"`
-	// OverfillHoldsOverrun holds rule overrun (bound) on a queue once a
-	// loss decision saw it at or above pinned_buffer_share of the port's
-	// buffer (Memory.Overfilled): a lift whose overload filled the buffer
-	// once is not tried again for the next (14019's overloads recur every
-	// 0.35-0.4 s, and each lift's reversal halved the loss step).
-	OverfillHoldsOverrun bool `yaml:"overfill_holds_overrun"`
-	// LossAtBufferUnderQueue drops the K_max floor (no cut storm) for a
-	// loss whose window ends at or above pinned_buffer_share of the port's
-	// buffer: there every packet is marked whatever K_max is, so a lower
-	// K_max costs nothing until the queue drains and acts on the next
-	// overload.
-	LossAtBufferUnderQueue bool `yaml:"loss_at_buffer_under_queue"`
 	// JudgeAheadMaxRTT caps how far ahead, in RTT_est, Judge expects a
 	// queue in transit at its pace (a DC-side port's RTT_est is a few µs,
 	// its judge window many of them).
@@ -269,10 +224,6 @@ func DefaultConfig() Config {
 		PinnedOffRTT:              16,
 		StandingFloorShare:        2,
 		OverrunHeadroomShare:      0,
-		LossInCooldown:            false,
-		LossPersistUnderQueue:     false,
-		OverfillHoldsOverrun:      false,
-		LossAtBufferUnderQueue:    false,
 		JudgeAheadMaxRTT:          4,
 		WorseTolerance:            0.02,
 		AttributeWorsening:        true,
@@ -378,9 +329,6 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.PinnedBufferShare) || c.PinnedBufferShare < 0 || c.PinnedBufferShare > 1 {
 		bad("pinned_buffer_share", "%v is neither 0 (off) nor a share of the buffer in (0, 1]", c.PinnedBufferShare)
-	}
-	if !finite(c.OverrunReachRTT) || c.OverrunReachRTT < 0 {
-		bad("overrun_reach_rtt", "%v is not a number of RTT_est of at least 0", c.OverrunReachRTT)
 	}
 	if !finite(c.StandingFloorShare) || c.StandingFloorShare < 1 || c.StandingFloorShare > 2 {
 		bad("standing_floor_share", "%v is not a multiple of the queue in [1, 2] (under 1 K_max would be set under a standing queue: a cut storm)", c.StandingFloorShare)

@@ -116,10 +116,6 @@ type Memory struct {
 	QGRCostSince time.Time
 	QGROff       bool
 	QGROffBacks  int
-	// Overfilled says a loss decision saw the queue at or above
-	// pinned_buffer_share of the port's buffer (kept only with
-	// overfill_holds_overrun: rule overrun is held from then on).
-	Overfilled bool
 }
 
 // maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
@@ -173,10 +169,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	d.Metrics = Measure(w)
 	d.Objective = Objective(d.Metrics, cfg.Weights)
 	if !mem.LastChange.IsZero() {
-		// loss_in_cooldown: a window that drops (or the last change's
-		// judge window did) is decided at once.
-		lossy := cfg.LossInCooldown && (d.Metrics.Loss > cfg.LossHigh || mem.LossSeen > cfg.LossHigh)
-		if since := w.End.Sub(mem.LastChange); since < cfg.Cooldown && !lossy {
+		if since := w.End.Sub(mem.LastChange); since < cfg.Cooldown {
 			d.Rule = RuleCooldown
 			d.Reason = fmt.Sprintf("last change %v ago, cool-down %v", since, cfg.Cooldown)
 			return d, mem
@@ -194,7 +187,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			// before the queue's first decision.
 			return d, Memory{LastChange: w.End, Changes: 1, Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil,
 				Search: mem.Search.afterChange(RuleStart), CutOn: mem.CutOn, CalmSince: mem.CalmSince,
-				CutOffRollbacks: mem.CutOffRollbacks, QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, Overfilled: mem.Overfilled}
+				CutOffRollbacks: mem.CutOffRollbacks, QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks}
 		}
 	}
 	mem.endLift(w.Config, false)
@@ -210,10 +203,6 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	}
 	d.Direction, d.Rule, d.Reason = dir, rule, reason
 	streak := mem.LossStreak
-	atBuffer := rule == RuleLoss && lastAtBuffer(cfg, w)
-	if atBuffer && cfg.OverfillHoldsOverrun {
-		mem.Overfilled = true
-	}
 	if rule == RuleLoss {
 		mem.LossStreak++
 	} else {
@@ -263,18 +252,6 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			reason, mem.LiftedTrendRTT, d.Metrics.TrendRTT)
 		return d, mem
 	}
-	if rule == RuleOverrun && mem.Overfilled && cfg.OverfillHoldsOverrun {
-		d.Rule = RuleBound
-		d.Reason = reason + "; but an earlier overload filled the buffer (overfill_holds_overrun): K_max kept"
-		return d, mem
-	}
-	if rule == RuleOverrun {
-		if why := beyondReach(cfg, w, d.Metrics); why != "" {
-			d.Rule = RuleBound
-			d.Reason = fmt.Sprintf("%s; but %s: K_max kept", reason, why)
-			return d, mem
-		}
-	}
 	overfill := (rule == RuleGrowth || rule == RuleDelay) && overfills(cfg, w, d.Metrics)
 	if (rule == RuleGrowth || rule == RuleDelay) && !overfill {
 		// A tightening is held while the node cuts: its own trigger for
@@ -320,10 +297,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	// A queue whose window's mean is above delay_high_rtt stands: the
 	// delay rule moves K_max only (apply).
 	standing := rule == RuleDelay && d.Metrics.DelayRTT > cfg.DelayHighRTT
-	// loss_persist_under_queue: a loss that persists after it was
-	// answered may take K_max under the queue.
-	under := rule == RuleLoss && ((cfg.LossPersistUnderQueue && streak > 0) || (cfg.LossAtBufferUnderQueue && atBuffer))
-	after, notes := apply(cfg, w, dir, rule, step, back, standing, under)
+	after, notes := apply(cfg, w, dir, rule, step, back, standing)
 	if overfill {
 		reason += fmt.Sprintf("; the queue overfills the buffer one RTT_est ahead (overrun_headroom_share %v): not held while the node cuts", cfg.OverrunHeadroomShare)
 		d.Reason = reason
@@ -384,7 +358,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
 		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
-		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, Overfilled: mem.Overfilled}
+		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks}
 }
 
 // pinned says why a loss decision escalates to the node's overload_cut
@@ -673,16 +647,6 @@ func overrun(cfg Config, w Window, m Metrics) string {
 		w.growthBytesPerSec(m), v, float64(kmax)/w.bdpBytes(1))
 }
 
-// lastAtBuffer says whether the window's last sample is at or above
-// pinned_buffer_share of the port's buffer (false when the share is 0 or
-// the switch reports no buffer).
-func lastAtBuffer(cfg Config, w Window) bool {
-	if cfg.PinnedBufferShare <= 0 || w.BufferBytes <= 0 {
-		return false
-	}
-	return float64(w.Samples[len(w.Samples)-1].QueueDepthBytes) >= cfg.PinnedBufferShare*float64(w.BufferBytes)
-}
-
 // overfills says whether the queue one RTT_est ahead at the window's pace
 // is at or above overrun_headroom_share of the port's buffer (false when
 // the option is off or the switch reports no buffer). There overrun's
@@ -694,30 +658,6 @@ func overfills(cfg Config, w Window, m Metrics) bool {
 		return false
 	}
 	return w.bdpBytes(m.LastDelayRTT+m.TrendRTT) >= cfg.OverrunHeadroomShare*float64(w.BufferBytes)
-}
-
-// beyondReach says why an overrun's lift cannot keep the queue under
-// K_max ("" when it can, or overrun_reach_rtt is 0): the queue
-// overrun_reach_rtt RTT_est ahead at the window's pace is above the
-// overrun's ceiling. Above it the node marks every packet and its QD
-// trigger fires whatever the lift; a higher K_max only delays the QD
-// trigger's cuts while the queue heads for the buffer (retired seed
-// 13019: alpha 1.5 at a queue of 1.3 RTT_est growing by 3.2 RTT_est per
-// RTT_est, then 4 % of a window's packets dropped).
-func beyondReach(cfg Config, w Window, m Metrics) string {
-	if cfg.OverrunReachRTT <= 0 {
-		return ""
-	}
-	c := cfg.overrunCeilingBytes(w)
-	if c <= 0 {
-		return ""
-	}
-	ahead := m.LastDelayRTT + cfg.OverrunReachRTT*m.TrendRTT
-	if w.bdpBytes(ahead) <= c {
-		return ""
-	}
-	return fmt.Sprintf("the queue %v RTT_est ahead at its pace (%.3g RTT_est) is above the overrun ceiling (%.3g RTT_est; overrun_reach_rtt %v): a lift cannot keep it under K_max",
-		cfg.OverrunReachRTT, ahead, c/w.bdpBytes(1), cfg.OverrunReachRTT)
 }
 
 // nextStep adapts the step: halved (in log) on a reversal, doubled back
@@ -742,7 +682,7 @@ func nextStep(cfg Config, mem Memory, dir Direction) float64 {
 // stands (its window's mean above delay_high_rtt, not only its last
 // sample): K_max only, never V_growth. notes says what a bound or a floor
 // held.
-func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Settings, standing, under bool) (Settings, string) {
+func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Settings, standing bool) (Settings, string) {
 	factor := step
 	if dir == Tighten {
 		factor = 1 / step
@@ -756,18 +696,12 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 	kmaxNow := kmaxBytes(w)
 	var floorBytes int64
 	switch {
-	case rule == RuleLoss && cfg.LossUnderQueue:
-		// loss_under_queue: a queue that drops is to be cut, and the
-		// K_max it will find once drained is the next overload's.
 	case last > first:
 		floorBytes = 2*last - first
 	case kmaxNow > 0 && last >= kmaxNow:
 		floorBytes = kmaxNow
 	default:
 		floorBytes = last
-	}
-	if under {
-		floorBytes = 0 // a loss that persists: K_max may go under the queue (loss_persist_under_queue)
 	}
 	// The growth and delay rules first keep K_max at twice that: the queue
 	// at most at K_min (K_max / 2), inside the ECN range of the

@@ -209,32 +209,6 @@ func TestDecide(t *testing.T) {
 			reason: "above the K_max a lower alpha would give",
 		},
 		{
-			desc: "loss_under_queue: loss with the queue above K_max lowers K_max by the step all the same",
-			cfg:  func(c *Config) { c.LossUnderQueue = true },
-			window: func() Window {
-				return window(queue{util: 0.99, delayRTT: 1.5, lossShare: 0.01}, bdp(1, vg))
-			},
-			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1, LossStreak: 1}},
-		},
-		{
-			desc: "loss_under_queue: an explicit kmax too",
-			cfg:  func(c *Config) { c.LossUnderQueue = true },
-			window: func() Window {
-				return window(queue{util: 0.99, delayRTT: 1.5, lossShare: 0.01}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes, VGrowthBytesPerSec: vg})
-			},
-			want: result{Change: true, Rule: RuleLoss, After: Settings{KMaxMode: KMaxExplicit, KMaxBytes: bdpBytes / 2, VGrowthBytesPerSec: vg / 2},
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 1, LossStreak: 1}},
-		},
-		{
-			desc:   "loss_under_queue does not touch the growth rule's floor (twice the queue)",
-			cfg:    func(c *Config) { c.LossUnderQueue = true },
-			mem:    Memory{Changes: 1},
-			window: func() Window { w := growing(bdp(1, vg)); w.Config.VGrowthBytesPerSec = 0; return w },
-			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 2}},
-		},
-		{
 			desc:   "V_growth at the port rate (a 2:1 incast grows the queue unseen): a growing queue switches it to the enable share at once",
 			mem:    Memory{Changes: 1}, // not the queue's first decision (rule start)
 			window: func() Window { return growing(bdp(1, rateBitsPerSec/8)) },
@@ -344,36 +318,6 @@ func TestDecide(t *testing.T) {
 		{
 			desc:   "overrun: no ceiling with overrun_ceiling_bdp 0",
 			cfg:    func(c *Config) { c.OverrunCeilingBDP = 0 },
-			window: func() Window { return steep(bdp(3, vg), 2) },
-			want: result{Change: true, Rule: RuleOverrun, After: bdp(6, vg),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
-					Lifted: bdp(3, vg), LiftedTrendRTT: 0.6}},
-		},
-		{
-			desc:   "overrun_reach_rtt 1: a queue above the ceiling one RTT_est ahead is not lifted (bound)",
-			cfg:    func(c *Config) { c.OverrunReachRTT = 1 },
-			window: func() Window { w := steep(bdp(1, vg), 1); w.BufferBytes = 4 * bdpBytes; return w }, // 1.6 + 0.6 = 2.2 ahead, ceiling 2
-			want:   result{Rule: RuleBound, After: bdp(1, vg)},
-			reason: "the queue 1 RTT_est ahead at its pace (2.2 RTT_est) is above the overrun ceiling (2 RTT_est; overrun_reach_rtt 1): a lift cannot keep it under K_max",
-		},
-		{
-			desc:   "overrun_reach_rtt 1: a queue under the ceiling one RTT_est ahead is lifted as before",
-			cfg:    func(c *Config) { c.OverrunReachRTT = 1 },
-			window: func() Window { w := steep(bdp(1, vg), 0.5); w.BufferBytes = 4 * bdpBytes; return w }, // 1.1 + 0.6 = 1.7 ahead
-			want: result{Change: true, Rule: RuleOverrun, After: bdp(2, vg),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
-					Lifted: bdp(1, vg), LiftedTrendRTT: 0.6}},
-		},
-		{
-			desc:   "overrun_reach_rtt 2: the queue two RTT_est ahead (2.3) is above the ceiling: bound",
-			cfg:    func(c *Config) { c.OverrunReachRTT = 2 },
-			window: func() Window { w := steep(bdp(1, vg), 0.5); w.BufferBytes = 4 * bdpBytes; return w },
-			want:   result{Rule: RuleBound, After: bdp(1, vg)},
-			reason: "overrun_reach_rtt 2",
-		},
-		{
-			desc:   "overrun_reach_rtt without any ceiling (overrun_ceiling_bdp 0, no buffer reported): lifted as before",
-			cfg:    func(c *Config) { c.OverrunReachRTT = 1; c.OverrunCeilingBDP = 0 },
 			window: func() Window { return steep(bdp(3, vg), 2) },
 			want: result{Change: true, Rule: RuleOverrun, After: bdp(6, vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
@@ -1334,92 +1278,6 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
 					Lifted: bdp(1, vg), LiftedTrendRTT: 0.6}},
 		},
-		{
-			desc:   "loss_in_cooldown off: a window that drops in the cool-down is held",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
-			mem:    Memory{LastChange: t0.Add(3 * time.Second), Changes: 2},
-			want:   result{Rule: RuleCooldown, After: bdp(1, vg)},
-		},
-		{
-			desc:   "loss_in_cooldown: a window that drops is decided in the cool-down (the queue above K_max: alpha kept, V_growth by the step)",
-			cfg:    func(c *Config) { c.LossInCooldown = true },
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
-			mem:    Memory{LastChange: t0.Add(3 * time.Second), Changes: 2},
-			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 1}},
-			reason: "above the K_max a lower alpha would give",
-		},
-		{
-			desc:   "loss_in_cooldown: a window without drops is still held",
-			cfg:    func(c *Config) { c.LossInCooldown = true },
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2}, bdp(1, vg)) },
-			mem:    Memory{LastChange: t0.Add(3 * time.Second), Changes: 2},
-			want:   result{Rule: RuleCooldown, After: bdp(1, vg)},
-		},
-		{
-			desc:   "loss_persist_under_queue off: a persisting loss on a queue above K_max keeps alpha",
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
-			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1},
-			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 2}},
-			reason: "above the K_max a lower alpha would give",
-		},
-		{
-			desc:   "loss_persist_under_queue: a persisting loss takes K_max under the queue",
-			cfg:    func(c *Config) { c.LossPersistUnderQueue = true },
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
-			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1},
-			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 2}},
-		},
-		{
-			desc:   "overfill_holds_overrun: a loss with the queue at the buffer marks the queue overfilled (alpha kept: the floor)",
-			cfg:    func(c *Config) { c.OverfillHoldsOverrun = true },
-			window: func() Window { return bufferLoss(3.9) },
-			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1},
-			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1, Overfilled: true}},
-		},
-		{
-			desc:   "overfill_holds_overrun off: the same loss leaves the memory unmarked",
-			window: func() Window { return bufferLoss(3.9) },
-			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1},
-			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1}},
-		},
-		{
-			desc:   "overfill_holds_overrun: a loss under pinned_buffer_share of the buffer does not mark it",
-			cfg:    func(c *Config) { c.OverfillHoldsOverrun = true },
-			window: func() Window { return bufferLoss(2) },
-			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1},
-			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1}},
-		},
-		{
-			desc:   "overfill_holds_overrun: a queue marked overfilled gets no overrun (bound)",
-			cfg:    func(c *Config) { c.OverfillHoldsOverrun = true },
-			window: func() Window { return growing(bdp(0.5, vg)) },
-			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 2, Overfilled: true},
-			want:   result{Rule: RuleBound, After: bdp(0.5, vg)},
-			reason: "an earlier overload filled the buffer (overfill_holds_overrun)",
-		},
-		{
-			desc:   "loss_at_buffer_under_queue: a loss with the queue at the buffer takes K_max under it",
-			cfg:    func(c *Config) { c.LossAtBufferUnderQueue = true },
-			window: func() Window { return bufferLoss(3.9) },
-			mem:    Memory{LastChange: t0.Add(-time.Minute), Changes: 1},
-			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 2, LossStreak: 1}},
-		},
-		{
-			desc:   "loss_persist_under_queue: a first loss keeps the floor",
-			cfg:    func(c *Config) { c.LossPersistUnderQueue = true },
-			window: func() Window { return window(queue{util: 0.99, delayRTT: 2, lossShare: 0.01}, bdp(1, vg)) },
-			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 2},
-			want: result{Change: true, Rule: RuleLoss, After: bdp(1, vg/2),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 1}},
-			reason: "above the K_max a lower alpha would give",
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -1742,9 +1600,7 @@ func TestValidate(t *testing.T) {
 		{desc: "overrun headroom above the buffer", edit: func(c *Config) { c.OverrunHeadroomShare = 1.5 }, want: "overrun_headroom_share: 1.5 is neither 0 (no limit) nor a share of the buffer in (0, 1]"},
 		{desc: "overrun headroom negative", edit: func(c *Config) { c.OverrunHeadroomShare = -0.1 }, want: "overrun_headroom_share: -0.1 is neither 0"},
 		{desc: "standing floor at the queue", edit: func(c *Config) { c.StandingFloorShare = 1 }},
-		{desc: "overrun reach negative", edit: func(c *Config) { c.OverrunReachRTT = -1 }, want: "overrun_reach_rtt: -1 is not a number of RTT_est of at least 0"},
 		{desc: "qgr-off evidence negative", edit: func(c *Config) { c.QGROffRTT = -1 }, want: "qgr_off_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},
-		{desc: "overrun reach one RTT_est", edit: func(c *Config) { c.OverrunReachRTT = 1 }},
 		{desc: "no judge horizon", edit: func(c *Config) { c.JudgeAheadMaxRTT = 0 }, want: "judge_ahead_max_rtt: 0 must be a positive delay"},
 		{desc: "search before the change", edit: func(c *Config) { c.SearchAfterRTT = -1 }, want: "search_after_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},
 		{desc: "search judge window", edit: func(c *Config) { c.SearchJudgeRTT = math.Inf(1) }, want: "search_judge_rtt: +Inf is not a finite number of RTT_est"},

@@ -27,12 +27,6 @@ type shape struct {
 	cutOn          bool    // overload_cut on in the queue's settings
 	standingShare  float64 // standing_floor_share (0: the default)
 	headroom       float64 // overrun_headroom_share (0: the default, off)
-	lossInCooldown bool    // loss_in_cooldown
-	lossUnder      bool    // loss_persist_under_queue
-	overfillHold   bool    // overfill_holds_overrun
-	lossAtBuffer   bool    // loss_at_buffer_under_queue
-	overrunReach   float64 // overrun_reach_rtt (0: the default, off)
-	lossUnderQueue bool    // loss_under_queue
 	qgrOffRTT      float64 // qgr_off_rtt (0: the default, off); the node takes V_growth 0 when above 0
 }
 
@@ -50,9 +44,7 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	if s.standingShare > 0 {
 		cfg.StandingFloorShare = s.standingShare
 	}
-	cfg.OverrunHeadroomShare, cfg.LossInCooldown, cfg.LossPersistUnderQueue = s.headroom, s.lossInCooldown, s.lossUnder
-	cfg.OverfillHoldsOverrun, cfg.LossAtBufferUnderQueue = s.overfillHold, s.lossAtBuffer
-	cfg.OverrunReachRTT, cfg.LossUnderQueue = s.overrunReach, s.lossUnderQueue
+	cfg.OverrunHeadroomShare = s.headroom
 	cfg.QGROffRTT = s.qgrOffRTT
 	vg := int64(math.Round(s.vgShare * float64(rateBitsPerSec) / 8))
 	w := Window{Start: t0, End: t0.Add(rtt), RTTEst: rtt, PortRateBitsPerSec: rateBitsPerSec,
@@ -136,12 +128,6 @@ func TestDecideScaleFree(t *testing.T) {
 			mem: Memory{LastChange: t0.Add(-10), Changes: 2, CutOn: true, CalmSince: t0.Add(-20)}}},
 		{RuleSteady, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, bufferBDP: 4, cut: true, cutOn: true,
 			mem: Memory{LastChange: t0.Add(-10), Changes: 2, CutOn: true, CalmSince: t0.Add(-5)}}},
-		// overrun_reach_rtt 1 (a 4-BDP buffer: the ceiling at 2 BDP): a
-		// queue at 2.2 RTT_est one RTT_est ahead is not lifted, one at 1.3
-		// is. loss_under_queue: loss lowers alpha under the queue (2 RTT_est).
-		{RuleBound, shape{util: 0.99, firstRTT: 1, lastRTT: 1.6, alpha: 1, vgShare: 0.1, mem: changed, bufferBDP: 4, overrunReach: 1}},
-		{RuleOverrun, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.7, alpha: 0.5, vgShare: 0.1, mem: changed, bufferBDP: 4, overrunReach: 1}},
-		{RuleLoss, shape{util: 0.99, firstRTT: 2, lastRTT: 2, loss: 0.01, alpha: 1, vgShare: 0.1, mem: changed, lossUnderQueue: true}},
 		{RuleDraining, shape{util: 0.99, firstRTT: 0.9, lastRTT: 0.6, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleDelay, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: changed}},
 		{RuleBound, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 1, vgShare: 0.1, mem: changed}},
@@ -153,22 +139,10 @@ func TestDecideScaleFree(t *testing.T) {
 		// RTT_est one RTT_est ahead is no overrun, its growth tightening
 		// not held by the QGR trigger firing (V_growth by the step, a lift
 		// ended: alpha back); under the share (2.2 ahead) an overrun as
-		// before. loss_in_cooldown: a window that drops is decided in the
-		// cool-down. loss_persist_under_queue: a persisting loss takes
-		// alpha under the queue (2 RTT_est, alpha 1 → 0.5).
+		// before.
 		{RuleGrowth, shape{util: 0.99, firstRTT: 2, lastRTT: 2.6, alpha: 1, vgShare: 0.1, mem: changed, bufferBDP: 4, headroom: 0.75}},
 		{RuleGrowth, shape{util: 0.99, firstRTT: 2, lastRTT: 2.6, alpha: 2, vgShare: 0.1, mem: changed, bufferBDP: 4, headroom: 0.75, lifted: 1}},
 		{RuleOverrun, shape{util: 0.99, firstRTT: 1, lastRTT: 1.6, alpha: 1, vgShare: 0.1, mem: changed, bufferBDP: 4, headroom: 0.75}},
-		{RuleLoss, shape{util: 0.99, firstRTT: 2, lastRTT: 2, loss: 0.01, alpha: 1, vgShare: 0.1, lossInCooldown: true,
-			mem: Memory{LastChange: t0.Add(1), Changes: 1}}},
-		{RuleLoss, shape{util: 0.99, firstRTT: 2, lastRTT: 2, loss: 0.01, alpha: 1, vgShare: 0.1, lossUnder: true,
-			mem: Memory{LastChange: t0.Add(-10), Changes: 1, LossStreak: 1}}},
-		// overfill_holds_overrun: the overrun shape above held on a queue
-		// marked overfilled; loss_at_buffer_under_queue: a loss at 0.975 of
-		// a 4-BDP buffer lowers alpha under the queue (1 → 0.5).
-		{RuleBound, shape{util: 0.99, firstRTT: 0.1, lastRTT: 1.1, alpha: 1, vgShare: 0.1, overfillHold: true,
-			mem: Memory{LastChange: t0.Add(-10), Changes: 1, Overfilled: true}}},
-		{RuleLoss, shape{util: 0.99, firstRTT: 3.9, lastRTT: 3.9, loss: 0.1, alpha: 1, vgShare: 0.1, bufferBDP: 4, lossAtBuffer: true, overfillHold: true, mem: changed}},
 		{RuleUnderUse, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 0.5, vgShare: 0.05, mem: changed}},
 		// Under-use loosens K_max at most to half the port's buffer (1 BDP:
 		// 0.5 BDP) and never past the starting point (the guard: alpha 1,

@@ -137,7 +137,7 @@ func searchApply(cfg Config, w Window, dir Direction, rule Rule, step float64) S
 	if rule == RuleOverhead && (!cfg.TuneVGrowth || qgrOff(w.Config.VGrowthBytesPerSec, w.PortRateBitsPerSec)) {
 		return w.Config // a trigger that is off stays the growth rule's
 	}
-	after, _ := apply(cfg, w, dir, rule, step, Settings{}, false, false)
+	after, _ := apply(cfg, w, dir, rule, step, Settings{}, false)
 	if rule == RuleSearch {
 		after.VGrowthBytesPerSec = w.Config.VGrowthBytesPerSec
 	}
