@@ -158,6 +158,14 @@ func printEvalBars(w io.Writer, name string, rows []compare.EvalRow, reK, decima
 		}
 		fmt.Fprintln(w)
 	}
+	if sum.Untuned {
+		fmt.Fprintf(w, "%s: the draft's defaults, untuned: mean ratio %.3f, worst tenth %.3f; the tuner over them: %.3f, %.3f\n",
+			name, sum.MeanUntunedRatio, sum.WorstTenthUntuned, sum.MeanTunerOverUntuned, sum.WorstTenthOverUntd)
+	}
+	if sum.Fixed {
+		fmt.Fprintf(w, "%s: one setting for the whole set (%s, in hindsight): mean ratio %.3f, worst tenth %.3f; the tuner over it: %.3f, %.3f\n",
+			name, sum.FixedSetting, sum.MeanFixedRatio, sum.WorstTenthFixed, sum.MeanTunerOverFixed, sum.WorstTenthOverFixed)
+	}
 }
 
 // writeEvalCSV writes rows as the CSV file path, whole at once.

@@ -44,6 +44,22 @@ func evalCSVOracle(n int) []string {
 	return h
 }
 
+// evalCSVGrid are the last columns of a file whose rows have the untuned
+// run and the coarse grid (EvalRow.Untuned, Grid: a full evaluation's):
+// untuned_j, then grid_j_a<alpha>_<V_growth as a share of R or off> in
+// GridSettings' order.
+func evalCSVGrid() []string {
+	h := []string{"untuned_j"}
+	for _, pt := range gridPoints() {
+		h = append(h, "grid_j_a"+pt[0]+"_"+pt[1])
+	}
+	return h
+}
+
+// hasGrid says whether the row has the untuned run and the whole coarse
+// grid.
+func (r EvalRow) hasGrid() bool { return len(r.Grid) == len(GridAlphas)*len(GridVGrowthShares) }
+
 // formatJ is a number as the file holds it: every digit a float64 needs
 // to read back the same (NaN: an empty cell).
 func formatJ(x float64) string {
@@ -61,9 +77,13 @@ func WriteEvalCSV(w io.Writer, rows []EvalRow) error {
 		n = max(1, rows[0].SimSeeds)
 	}
 	oracle := len(rows) > 0 && rows[0].HasOracle()
+	grid := len(rows) > 0 && rows[0].hasGrid()
 	head := evalCSVHeader(n)
 	if oracle {
 		head = append(head, evalCSVOracle(n)...)
+	}
+	if grid {
+		head = append(head, evalCSVGrid()...)
 	}
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
@@ -96,6 +116,15 @@ func WriteEvalCSV(w io.Writer, rows []EvalRow) error {
 		if oracle {
 			rec = append(rec, formatJ(r.Oracle), formatJ(r.OracleSE))
 			rec = perSeed(rec, r.OracleJs)
+		}
+		if grid != r.hasGrid() {
+			return fmt.Errorf("compare: seed %d: the untuned run and the coarse grid on some rows only: one file holds one protocol", r.Draw.Seed)
+		}
+		if grid {
+			rec = append(rec, formatJ(r.Untuned))
+			for _, j := range r.Grid {
+				rec = append(rec, formatJ(j))
+			}
 		}
 		if err := cw.Write(rec); err != nil {
 			return err
@@ -156,6 +185,10 @@ func ReadEvalCSV(file string, r io.Reader) (*EvalTable, error) {
 	if oracle {
 		want = append(want, evalCSVOracle(max(1, n))...)
 	}
+	grid := len(head) > len(want) && head[len(want)] == "untuned_j"
+	if grid {
+		want = append(want, evalCSVGrid()...)
+	}
 	for i := range max(len(head), len(want)) {
 		switch {
 		case i >= len(head):
@@ -207,6 +240,12 @@ func ReadEvalCSV(file string, r io.Reader) (*EvalTable, error) {
 			row.Oracle = c.number(false)
 			row.OracleSE = c.number(false)
 			row.OracleJs = c.perSeed(n)
+		}
+		if grid {
+			row.Untuned = c.number(true)
+			for range len(GridAlphas) * len(GridVGrowthShares) {
+				row.Grid = append(row.Grid, c.number(false))
+			}
 		}
 		if c.err != nil {
 			return nil, c.err

@@ -31,6 +31,16 @@ func evalRows() []EvalRow {
 	}
 }
 
+// asRead are rows as ReadEvalCSV gives them back: the draw as its few
+// words (Scenario), the Draw its seed and set alone (in place).
+func asRead(rows []EvalRow) []EvalRow {
+	for i := range rows {
+		rows[i].Scenario = rows[i].Draw.Short()
+		rows[i].Draw = famspec.Draw{Seed: rows[i].Draw.Seed, Set: rows[i].Draw.Set}
+	}
+	return rows
+}
+
 // TestEvalCSVRoundTrip: a set's rows written as CSV read back equal
 // (every digit, the draw as its few words, NaN as an empty cell), and
 // written again give the same bytes; rows without J at each simulation
@@ -51,11 +61,7 @@ func TestEvalCSVRoundTrip(t *testing.T) {
 	if tab.Set != "train" || tab.SimSeeds != 2 || !cmp.Equal(tab.Lines, []int{2, 3}) {
 		t.Errorf("set %q, sim seeds %d, lines %v; want train, 2, [2 3]", tab.Set, tab.SimSeeds, tab.Lines)
 	}
-	want := rows
-	for i := range want {
-		want[i].Scenario = want[i].Draw.Short()
-		want[i].Draw = famspec.Draw{Seed: want[i].Draw.Seed, Set: want[i].Draw.Set}
-	}
+	want := asRead(rows)
 	if diff := cmp.Diff(want, tab.Rows, cmpopts.EquateNaNs()); diff != "" {
 		t.Errorf("read back (-want, +got):\n%s", diff)
 	}
@@ -89,6 +95,40 @@ func TestEvalCSVRoundTrip(t *testing.T) {
 	rows[1].SimSeeds = 3
 	if err := WriteEvalCSV(&b, rows); err == nil || !strings.Contains(err.Error(), "seed 8 at 3 simulation seeds, the first row at 2") {
 		t.Errorf("rows at two N: %v", err)
+	}
+}
+
+// TestEvalCSVGrid: rows with the untuned run and the coarse grid (a full
+// evaluation's) add untuned_j and a column per coarse setting after the
+// others, read back equal; one file holds rows with them or without.
+func TestEvalCSVGrid(t *testing.T) {
+	rows := evalRows()
+	for i := range rows {
+		rows[i].Untuned = 0.5 + float64(i)
+		for k := range GridSettings() {
+			rows[i].Grid = append(rows[i].Grid, 0.3+float64(k)/7+float64(i))
+		}
+	}
+	rows[1].Untuned = math.NaN()
+	var a bytes.Buffer
+	if err := WriteEvalCSV(&a, rows); err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(a.String(), "\n")
+	if want := ",rolled_back,untuned_j,grid_j_a0.25_off,grid_j_a0.25_0.1R,grid_j_a0.25_1R,grid_j_a0.5_off,"; !strings.Contains(head, want) || !strings.HasSuffix(head, ",grid_j_a4_1R") {
+		t.Errorf("header %s\nwant ...%s...grid_j_a4_1R", head, want)
+	}
+	tab, err := ReadEvalCSV("g.csv", bytes.NewReader(a.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := asRead(rows)
+	if diff := cmp.Diff(want, tab.Rows, cmpopts.EquateNaNs()); diff != "" {
+		t.Errorf("read back (-want, +got):\n%s", diff)
+	}
+	rows[1].Grid = nil
+	if err := WriteEvalCSV(&a, rows); err == nil || !strings.Contains(err.Error(), "seed 8: the untuned run and the coarse grid on some rows only") {
+		t.Errorf("rows with and without the grid: %v", err)
 	}
 }
 

@@ -103,9 +103,17 @@ type EvalRow struct {
 	// Fixed). What a tuner that starts from the switch's configuration
 	// and sees only telemetry can reach at best with a single setting: the
 	// run until its first Set takes effect is the switch's configuration's.
-	Oracle                float64
-	OracleJs              []float64
-	OracleSE              float64
+	Oracle   float64
+	OracleJs []float64
+	OracleSE float64
+	// Untuned is the file's params' run (the draft's defaults in a
+	// generated scenario, no tuner) at the row's bottleneck, and Grid the
+	// coarse grid's J in GridSettings' order, each the mean over the
+	// SimSeeds simulation seeds (Untuned not above 0, Grid nil: not
+	// measured, as in a tuned-only run or a table read back). What one fixed setting for a
+	// whole set does (Summarise's FixedSetting) is read from Grid.
+	Untuned               float64
+	Grid                  []float64
 	ChangesPerQueuePerSec float64
 	// ChangesPerCycle is ChangesPerQueuePerSec in judgement cycles (the
 	// Set delay and the scenario's RTT_est, family.Judgement): a queue has
@@ -253,6 +261,7 @@ func EvalTuned(ctx context.Context, s *famspec.Spec, set string, base []EvalRow,
 		}
 		r.Coarse, r.CoarseSetting, r.Best, r.BestSetting = b.Coarse, b.CoarseSetting, b.Best, b.BestSetting
 		r.BestJs, r.BestSE, r.Remeasured, r.Statics = b.BestJs, b.BestSE, b.Remeasured, b.Statics
+		r.Untuned, r.Grid = b.Untuned, b.Grid // the untuned run is the baseline's, as the static grid
 		return r, nil
 	})
 }
@@ -306,6 +315,7 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 	var mc map[string]int64
 	var durNs int64
 	js := map[key]float64{}
+	untuned := map[int]float64{} // the file's params' J at simulation seed k
 	scs := map[int]*scenario.Scenario{}
 	scenarioAt := func(k int) (*scenario.Scenario, error) {
 		if sc, ok := scs[k]; ok {
@@ -364,6 +374,9 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 		}
 		j := objective(t.Summary)
 		js[key{k: k, tuned: true}] = j
+		if u, ok := res.find(sc.Name, "long-haul-cnp"); ok && !tunedOnly {
+			untuned[k] = objective(u.Summary)
+		}
 		return j, nil
 	}
 	if _, err := tunedAt(0); err != nil {
@@ -426,7 +439,14 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 			return nil, err
 		}
 		row := EvalRow{Draw: d, Tuner: mean(tj), TunerJs: tj, TunerSE: meanStdErr(tj), SimSeeds: n,
-			Best: math.Inf(1), Remeasured: math.NaN(), Bottleneck: node + "→" + peer}
+			Best: math.Inf(1), Remeasured: math.NaN(), Untuned: math.NaN(), Bottleneck: node + "→" + peer}
+		if len(untuned) >= n {
+			uj := make([]float64, n)
+			for k := range n {
+				uj[k] = untuned[k]
+			}
+			row.Untuned = mean(uj)
+		}
 		oracle := func(setting string) error {
 			if !o.Oracle {
 				return nil
@@ -470,6 +490,11 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 				if err := runAt(point{a, sh}); err != nil {
 					return nil, err
 				}
+				gj := make([]float64, n)
+				for k := range n {
+					gj[k] = js[key{pt: point{a, sh}, k: k}]
+				}
+				row.Grid = append(row.Grid, mean(gj))
 			}
 		}
 		row.Coarse, row.CoarseSetting = row.Best, row.BestSetting
@@ -613,6 +638,60 @@ type EvalSummary struct {
 	Oracle                                       bool
 	MeanOracleRatio, WorstTenthOracle            float64
 	MeanOracleRemeasured, WorstTenthOracleRemeas float64
+	// Untuned says every row has the untuned run's J (EvalRow.Untuned);
+	// then the mean and worst tenth of untuned / best static, and of
+	// tuner / untuned: what running the tuner does against leaving the
+	// switch at its defaults.
+	Untuned                                  bool
+	MeanUntunedRatio, WorstTenthUntuned      float64
+	MeanTunerOverUntuned, WorstTenthOverUntd float64
+	// Fixed says every row has the coarse grid (EvalRow.Grid); then
+	// FixedSetting is the one coarse setting (GridSettings) with the
+	// lowest mean ratio to each scenario's best over the set, chosen in
+	// hindsight over the whole set (what an operator who picks one
+	// setting for every port could do at best), with the mean and worst
+	// tenth of its ratio to the best static setting, and of tuner / it.
+	Fixed                                   bool
+	FixedSetting                            string
+	MeanFixedRatio, WorstTenthFixed         float64
+	MeanTunerOverFixed, WorstTenthOverFixed float64
+}
+
+// GridSettings names the coarse grid's settings in EvalRow.Grid's order,
+// V_growth as a share of the bottleneck's rate R: alpha=0.25,v_growth=off,
+// alpha=0.25,v_growth=0.1R, ...
+func GridSettings() []string {
+	var out []string
+	for _, pt := range gridPoints() {
+		out = append(out, "alpha="+pt[0]+",v_growth="+pt[1])
+	}
+	return out
+}
+
+// gridPoints are the coarse grid's settings in EvalRow.Grid's order, as
+// text: alpha, and V_growth "off" or its share of the bottleneck's rate R
+// ("0.1R").
+func gridPoints() [][2]string {
+	var out [][2]string
+	for _, a := range GridAlphas {
+		for _, sh := range GridVGrowthShares {
+			v := "off"
+			if sh > 0 {
+				v = strconv.FormatFloat(sh, 'g', -1, 64) + "R"
+			}
+			out = append(out, [2]string{strconv.FormatFloat(a, 'g', -1, 64), v})
+		}
+	}
+	return out
+}
+
+// ratiosOver are the per-row ratios num(r) / den(r).
+func ratiosOver(rows []EvalRow, num, den func(EvalRow) float64) []float64 {
+	out := make([]float64, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, num(r)/den(r))
+	}
+	return out
 }
 
 // meanAndWorstTenth are the mean of ratios and the mean of their worst
@@ -687,6 +766,29 @@ func Summarise(rows []EvalRow) EvalSummary {
 			s.MeanOracleRemeasured, s.WorstTenthOracleRemeas = meanAndWorstTenth(orcReme)
 		}
 	}
+	tuner := func(r EvalRow) float64 { return r.Tuner }
+	best := func(r EvalRow) float64 { return r.Best }
+	s.Untuned = !slices.ContainsFunc(rows, func(r EvalRow) bool { return !(r.Untuned > 0) || !(r.Best > 0) })
+	if s.Untuned {
+		untuned := func(r EvalRow) float64 { return r.Untuned }
+		s.MeanUntunedRatio, s.WorstTenthUntuned = meanAndWorstTenth(ratiosOver(rows, untuned, best))
+		s.MeanTunerOverUntuned, s.WorstTenthOverUntd = meanAndWorstTenth(ratiosOver(rows, tuner, untuned))
+	}
+	names := GridSettings()
+	s.Fixed = !slices.ContainsFunc(rows, func(r EvalRow) bool { return len(r.Grid) != len(names) || !(r.Best > 0) })
+	if s.Fixed {
+		pick := -1
+		for i := range names {
+			at := func(r EvalRow) float64 { return r.Grid[i] }
+			m, worst := meanAndWorstTenth(ratiosOver(rows, at, best))
+			if pick < 0 || m < s.MeanFixedRatio {
+				pick, s.MeanFixedRatio, s.WorstTenthFixed = i, m, worst
+			}
+		}
+		s.FixedSetting = names[pick]
+		fixed := func(r EvalRow) float64 { return r.Grid[pick] }
+		s.MeanTunerOverFixed, s.WorstTenthOverFixed = meanAndWorstTenth(ratiosOver(rows, tuner, fixed))
+	}
 	return s
 }
 
@@ -728,6 +830,16 @@ func WriteEvalMarkdown(w io.Writer, set string, rows []EvalRow) error {
 		if s.Remeasured {
 			p("| … / best static re-measured | (no bar) | %.3f, %.3f | |\n", s.MeanOracleRemeasured, s.WorstTenthOracleRemeas)
 		}
+	}
+	if s.Untuned {
+		p("| the draft's defaults, untuned (the file's params, no tuner): mean, worst tenth / best static | (no bar) | %.3f, %.3f | |\n",
+			s.MeanUntunedRatio, s.WorstTenthUntuned)
+		p("| … the tuner / the draft's defaults: mean, worst tenth | (no bar) | %.3f, %.3f | |\n", s.MeanTunerOverUntuned, s.WorstTenthOverUntd)
+	}
+	if s.Fixed {
+		p("| one setting for every scenario, the coarse grid's best over the set in hindsight (%s, R the bottleneck's rate): mean, worst tenth / best static | (no bar) | %.3f, %.3f | |\n",
+			s.FixedSetting, s.MeanFixedRatio, s.WorstTenthFixed)
+		p("| … the tuner / that setting: mean, worst tenth | (no bar) | %.3f, %.3f | |\n", s.MeanTunerOverFixed, s.WorstTenthOverFixed)
 	}
 	p("\n")
 	p("| seed | scenario | bottleneck | tuner J | coarse best (setting) | finer best (setting) | tuner / best |")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,12 @@ func TestEvalSimSeeds(t *testing.T) {
 			t.Errorf("%s at simulation seed k=%d alone: J %v, the evaluation's %v", r2.BestSetting, k, j, want)
 		}
 	}
+	// The untuned run and the coarse grid, each J the mean over the seeds:
+	// the coarse best is the least of the grid's.
+	if len(r2.Grid) != len(GridSettings()) || slices.Min(r2.Grid) != r2.Coarse || !(r2.Untuned > 0) {
+		t.Errorf("grid %v (coarse best %v), untuned %v: want %d settings whose least is the coarse best, an untuned J",
+			r2.Grid, r2.Coarse, r2.Untuned, len(GridSettings()))
+	}
 	var a, b bytes.Buffer
 	if err := WriteEvalMarkdown(&a, "train", two); err != nil {
 		t.Fatal(err)
@@ -148,6 +155,64 @@ func TestEvalSimSeeds(t *testing.T) {
 	}
 	if a.String() != b.String() {
 		t.Errorf("the same evaluation twice, two tables:\n%s\n%s", a.String(), b.String())
+	}
+}
+
+// TestSummariseFixed: the one setting for a whole set is the coarse
+// setting with the least mean ratio to each scenario's best (not the least
+// mean J), and the tuner is read against it and against the untuned run,
+// each as the mean and worst tenth of the per-scenario ratios; rows
+// without the grid (a tuned-only run, a table) have neither line.
+func TestSummariseFixed(t *testing.T) {
+	names := GridSettings()
+	if len(names) != 15 || names[0] != "alpha=0.25,v_growth=off" || names[4] != "alpha=0.5,v_growth=0.1R" {
+		t.Fatalf("GridSettings %v", names)
+	}
+	grid := func(fill float64, at map[int]float64) []float64 {
+		g := make([]float64, len(names))
+		for i := range g {
+			g[i] = fill
+		}
+		for i, j := range at {
+			g[i] = j
+		}
+		return g
+	}
+	d := famspec.Draw{Seed: 1, Set: "test", Step: famspec.StepNone}
+	rows := []EvalRow{
+		// Setting 4 is twice the best here, setting 7 best; a scenario of
+		// large J, so setting 7 has the lower mean J over the set ...
+		{Draw: d, Tuner: 12, Best: 10, Untuned: 30, Grid: grid(50, map[int]float64{4: 20, 7: 10})},
+		// ... but setting 4 the lower mean ratio (1.5 against 2.5).
+		{Draw: d, Tuner: 1.5, Best: 1, Untuned: 1, Grid: grid(5, map[int]float64{4: 1, 7: 4})},
+	}
+	s := Summarise(rows)
+	if !s.Fixed || s.FixedSetting != names[4] || s.MeanFixedRatio != 1.5 || s.WorstTenthFixed != 2 {
+		t.Errorf("fixed: %v %q, mean %v, worst tenth %v; want %q, 1.5, 2", s.Fixed, s.FixedSetting, s.MeanFixedRatio, s.WorstTenthFixed, names[4])
+	}
+	if s.MeanTunerOverFixed != (0.6+1.5)/2 || s.WorstTenthOverFixed != 1.5 {
+		t.Errorf("tuner over the fixed setting: %v, %v; want 1.05, 1.5", s.MeanTunerOverFixed, s.WorstTenthOverFixed)
+	}
+	if !s.Untuned || s.MeanUntunedRatio != 2 || s.WorstTenthUntuned != 3 || s.MeanTunerOverUntuned != (0.4+1.5)/2 || s.WorstTenthOverUntd != 1.5 {
+		t.Errorf("untuned: %+v", s)
+	}
+	var b bytes.Buffer
+	if err := WriteEvalMarkdown(&b, "test", rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| the draft's defaults, untuned (the file's params, no tuner): mean, worst tenth / best static | (no bar) | 2.000, 3.000 | |",
+		"| … the tuner / the draft's defaults: mean, worst tenth | (no bar) | 0.950, 1.500 | |",
+		"| one setting for every scenario, the coarse grid's best over the set in hindsight (alpha=0.5,v_growth=0.1R, R the bottleneck's rate): mean, worst tenth / best static | (no bar) | 1.500, 2.000 | |",
+		"| … the tuner / that setting: mean, worst tenth | (no bar) | 1.050, 1.500 | |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no line %q in\n%s", want, b.String())
+		}
+	}
+	rows[1].Grid, rows[1].Untuned = nil, math.NaN()
+	if s := Summarise(rows); s.Fixed || s.Untuned {
+		t.Errorf("a row without the grid or the untuned run: Fixed %v, Untuned %v", s.Fixed, s.Untuned)
 	}
 }
 

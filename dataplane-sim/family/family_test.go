@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -333,6 +334,66 @@ func TestRTTEst(t *testing.T) {
 	if _, err := Parse("f.yaml", append(slices.Clone(base), "rtt_est: 10ms\n"...)); err == nil ||
 		!strings.Contains(err.Error(), fmt.Sprintf(`f.yaml:%d: rtt_est: "10ms" is not one of wan, port`, strings.Count(string(base), "\n")+1)) {
 		t.Errorf("rtt_est: 10ms: error %v", err)
+	}
+}
+
+// TestRecoveryStepPercent: recovery_step_percent writes each generated
+// scenario with the sources' recovery step as that share of each QP's
+// normal rate (the scenarios' recovery_step_percent), the file otherwise
+// byte for byte the one without the key (the scenarios' absolute
+// default), the draws the same; a value outside 1..100 is refused with
+// the file, line and key.
+func TestRecoveryStepPercent(t *testing.T) {
+	data, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base []byte
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		if !strings.HasPrefix(l, "recovery_step_percent:") {
+			base = append(base, l...)
+		}
+	}
+	def, err := Parse("f.yaml", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := Parse("f.yaml", append(slices.Clone(base), "recovery_step_percent: 5\n"...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.RecoveryStepPercent != 0 || rel.RecoveryStepPercent != 5 {
+		t.Errorf("RecoveryStepPercent %d without the key, %d with 5", def.RecoveryStepPercent, rel.RecoveryStepPercent)
+	}
+	for _, seed := range def.Train.List()[:8] {
+		d, text, sc, err := def.Generate("train", seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dr, textRel, scRel, err := rel.Generate("train", seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dr != d {
+			t.Errorf("train seed %d: draw %+v with recovery_step_percent, want %+v", seed, dr, d)
+		}
+		format := regexp.MustCompile(`(?m)^    format: \S+\n`).FindString(string(text))
+		if format == "" {
+			t.Fatalf("train seed %d: no format line in\n%s", seed, text)
+		}
+		if want := strings.Replace(string(text), format, format+"    recovery_step_percent: 5\n", 1); string(textRel) != want {
+			t.Errorf("train seed %d: recovery_step_percent differs from the default in more than its line:\n%s", seed, textRel)
+		}
+		p, pr := sc.Mechanism.LongHaulCNP(), scRel.Mechanism.LongHaulCNP()
+		if p.RecoveryStepPercent != 0 || pr.RecoveryStepPercent != 5 || pr.RecoveryStep != p.RecoveryStep {
+			t.Errorf("train seed %d: recovery_step_percent %d / %d, recovery_step %v / %v", seed, p.RecoveryStepPercent, pr.RecoveryStepPercent, p.RecoveryStep, pr.RecoveryStep)
+		}
+	}
+	for _, v := range []string{"0", "101", "5%"} {
+		_, err := Parse("f.yaml", append(slices.Clone(base), "recovery_step_percent: "+v+"\n"...))
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("f.yaml:%d: recovery_step_percent: ", strings.Count(string(base), "\n")+1)) {
+			t.Errorf("recovery_step_percent: %s: error %v", v, err)
+		}
 	}
 }
 

@@ -106,6 +106,14 @@ type Spec struct {
 	// (the scenario's rtt_est 0: 2 µs at a port next to a host), as
 	// docs/results.md's scenarios do.
 	RTTEst string
+	// RecoveryStepPercent is the sources' additive recovery step as a
+	// share of each QP's normal rate (the spec's recovery_step_percent,
+	// the scenarios' param of the same name; 1..100). 0, the spec
+	// without the key, leaves the scenarios' default, an absolute
+	// 1 Gbit/s per tick: 29 % of a 3.5 Gbit/s sender's line rate and
+	// 0.16 % of a 641 Gbit/s one's (docs/tuner.md, "A scale-free
+	// recovery").
+	RecoveryStepPercent int
 }
 
 // How a family's scenarios configure RTT_est (the spec's rtt_est).
@@ -381,7 +389,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 	}
 	keys := []string{"name", "link_rate", "wan_rtt", "overload", "congestion", "steps", "ip", "web_search",
 		"web_search_load", "duration_rtt", "min_duration", "min_judgements", "max_packets", "train_seeds", "test_seeds"}
-	m := p.mapping(doc.Content[0], "", append(keys, "retired_seeds", "sim_seeds", "rtt_est")...)
+	m := p.mapping(doc.Content[0], "", append(keys, "retired_seeds", "sim_seeds", "rtt_est", "recovery_step_percent")...)
 	s := &Spec{File: file, SimSeeds: 1, RTTEst: RTTEstWAN}
 	for _, k := range keys {
 		if _, ok := m[k]; !ok && doc.Content[0].Kind == yaml.MappingNode {
@@ -455,6 +463,14 @@ func Parse(file string, data []byte) (*Spec, error) {
 				p.bad(n, "max_packets", "%d is outside 10000..1000000000 packets", v)
 			}
 			s.MaxPackets = v
+		}
+	}
+	if n, ok := m["recovery_step_percent"]; ok {
+		if v, good := p.integer(n, "recovery_step_percent"); good {
+			if v < 1 || v > 100 {
+				p.bad(n, "recovery_step_percent", "%d is outside 1..100 (a share of each QP's normal rate, in %%)", v)
+			}
+			s.RecoveryStepPercent = int(v)
 		}
 	}
 	if n, ok := m["sim_seeds"]; ok {

@@ -49,7 +49,7 @@ func longHaulParams(b ParamsBlock) any {
 	p := DefaultLongHaulCNP()
 	if !b.Keys("k_base", "alpha", "k_min_fraction", "rtt_est", "v_ecn", "v_growth", "growth_interval",
 		"cnp_interval", "port_cnp_interval", "reduce_percent", "pause_duration", "pause_factor",
-		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "flow_aging",
+		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "recovery_step_percent", "flow_aging",
 		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first",
 		"one_cut_per_episode", "per_flow_rtt", "repeat_resume", "resume_on_drain",
 		"overload_cut", "equal_cut") {
@@ -76,6 +76,10 @@ func longHaulParams(b ParamsBlock) any {
 	b.Duration("resume_after", &p.ResumeAfter, false)
 	b.Duration("recovery_interval", &p.RecoveryInterval, false)
 	b.Rate("recovery_step", &p.RecoveryStep, true)
+	b.Int("recovery_step_percent", &p.RecoveryStepPercent, 0, 100)
+	if p.RecoveryStepPercent > 0 && b.Has("recovery_step") {
+		b.Errorf("recovery_step_percent", "with recovery_step: a source's recovery step is either a rate (recovery_step) or a share of its normal rate (recovery_step_percent), not both")
+	}
 	b.Duration("flow_aging", &p.FlowAging, true)
 	b.Bool("collaborative", &p.Collaborative)
 	b.Bool("upstream_first", &p.UpstreamFirst)

@@ -46,6 +46,8 @@ func TestParamsErrors(t *testing.T) {
 		{"long-haul-cnp equal_cut not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {per_flow_rtt: true, equal_cut: 2}\n", 2, "mechanism.params.equal_cut", `want true or false, got "2"`},
 		{"long-haul-cnp equal_cut alone", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    one_cut_per_episode: true\n    equal_cut: true\n", 4, "mechanism.params.equal_cut", "needs per_flow_rtt"},
 		{"long-haul-cnp resume_on_drain alone", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    per_flow_rtt: true\n    resume_on_drain: true\n", 4, "mechanism.params.resume_on_drain", "needs per_flow_rtt and repeat_resume"},
+		{"long-haul-cnp recovery_step_percent above 100", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {recovery_step_percent: 101}\n", 2, "mechanism.params.recovery_step_percent", "101 is out of range [0, 100]"},
+		{"long-haul-cnp recovery_step and recovery_step_percent", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    recovery_step: 1Gbps\n    recovery_step_percent: 5\n", 4, "mechanism.params.recovery_step_percent", "either a rate (recovery_step) or a share"},
 		{"long-haul-cnp unknown key", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {k_bse: 64KB}\n", 2, "mechanism.params.k_bse", "unknown field"},
 		{"rate-advice advises nothing", "  kind: rate-advice\n  nodes: [s1]\n  params: {queue_based: false}\n", 2, "mechanism.params", "nothing would be advised"},
 		{"rate-advice below 1 Mb/s", "  kind: rate-advice\n  nodes: [s1]\n  params: {policy_rate: 10Kbps}\n", 2, "mechanism.params.policy_rate", "below 1Mbps"},
@@ -66,6 +68,31 @@ func TestParamsErrors(t *testing.T) {
 				t.Errorf("error %q, want params.yaml:%d: %s: ...%s...", e, line+tt.line, tt.field, tt.reason)
 			}
 		})
+	}
+}
+
+// TestRecoveryStepPercent: recovery_step_percent replaces the absolute
+// recovery_step with a share of each QP's normal rate; absent, the
+// absolute default stays.
+func TestRecoveryStepPercent(t *testing.T) {
+	for _, tt := range []struct {
+		params string
+		pct    int
+		step   Rate
+	}{
+		{"{}", 0, 1 * Gbps},
+		{"{recovery_step: 250Mbps}", 0, 250 * Mbps},
+		{"{recovery_step_percent: 5}", 5, 1 * Gbps},
+		{"{recovery_step_percent: 0}", 0, 1 * Gbps},
+	} {
+		sc, err := Parse("params.yaml", []byte(threeSwitches+"  kind: long-haul-cnp\n  nodes: [s1]\n  params: "+tt.params+"\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.params, err)
+		}
+		p := sc.Mechanism.Params.(LongHaulCNP)
+		if p.RecoveryStepPercent != tt.pct || p.RecoveryStep != tt.step {
+			t.Errorf("%s: recovery_step_percent %d, recovery_step %v; want %d, %v", tt.params, p.RecoveryStepPercent, p.RecoveryStep, tt.pct, tt.step)
+		}
 	}
 }
 

@@ -323,9 +323,13 @@ type LongHaulCNP struct {
 	// RecoveryInterval is the source's per-QP recovery timer (0: 2 *
 	// RTT_est, derived) and RecoveryStep its additive increase, in bits
 	// per second added to the QP's rate at every recovery tick (RTT_est
-	// / 10) until its normal rate is back.
-	RecoveryInterval time.Duration
-	RecoveryStep     Rate
+	// / 10) until its normal rate is back. RecoveryStepPercent, when
+	// above 0, replaces RecoveryStep with that share of the QP's normal
+	// rate (the node's own reaction point's unit and default, 5 %): a
+	// step of the same shape at every line rate.
+	RecoveryInterval    time.Duration
+	RecoveryStep        Rate
+	RecoveryStepPercent int
 	// FlowAging removes flow-table entries idle for this long.
 	FlowAging time.Duration
 	// Collaborative enables downstream deferral (§5.7) over an observation

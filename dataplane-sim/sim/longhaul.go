@@ -153,8 +153,12 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 		rc.TrustedSources = trusted
 		rc.RTTEst = rtt
 		rc.RecoveryInterval = engine.FromDuration(p.RecoveryInterval)
-		// recovery_step is bits per second added per tick, as written.
+		// recovery_step is bits per second added per tick, as written;
+		// recovery_step_percent a share of the QP's normal rate instead.
 		rc.RecoveryStepBitsPerSec = int64(p.RecoveryStep)
+		if p.RecoveryStepPercent > 0 {
+			rc.RecoveryStepBitsPerSec, rc.RecoveryStepPercent = 0, p.RecoveryStepPercent
+		}
 		// The sender's side of one_cut_per_episode with per_flow_rtt:
 		// the node's cut, sized from the arrival rates it measured
 		// (loopCut), replaces the receivers' CNPs' cuts of the same

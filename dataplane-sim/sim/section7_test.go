@@ -122,7 +122,8 @@ func TestSection7Unstaged(t *testing.T) {
 
 // TestRecoveryStepUnit: a scenario's recovery_step reaches every source's
 // reaction point as written, bits per second per tick (not a share of
-// some rate), and its trigger_persistence reaches the nodes.
+// some rate), recovery_step_percent as a share of the normal rate, and
+// its trigger_persistence reaches the nodes.
 func TestRecoveryStepUnit(t *testing.T) {
 	sc := load(t, "section7.yaml")
 	p := sc.Mechanism.LongHaulCNP()
@@ -139,6 +140,19 @@ func TestRecoveryStepUnit(t *testing.T) {
 	for _, n := range mech.Nodes {
 		if got := n.Config().Interface.Queue.TriggerPersistence; got != engine.FromDuration(p.TriggerPersistence) || got == 0 {
 			t.Errorf("%s: trigger persistence %v, want the scenario's %v", n.Switch().Name(), got, p.TriggerPersistence)
+		}
+	}
+	// recovery_step_percent instead: a share of each QP's normal rate,
+	// no absolute step.
+	p.RecoveryStep, p.RecoveryStepPercent = scenario.DefaultLongHaulCNP().RecoveryStep, 5
+	sc.Mechanism.Params = p
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithoutPlots(), WithDuration(time.Millisecond),
+		WithLongHaulCNP(func(m *LongHaulCNP, _ *Env) { mech = m })); err != nil {
+		t.Fatal(err)
+	}
+	for name, rp := range mech.ReactionPoints {
+		if c := rp.Config(); c.RecoveryStepBitsPerSec != 0 || c.RecoveryStepPercent != 5 {
+			t.Errorf("%s: recovery step %d b/s, %d %%; want 0 b/s, 5 %% (recovery_step_percent)", name, c.RecoveryStepBitsPerSec, c.RecoveryStepPercent)
 		}
 	}
 }
