@@ -1420,7 +1420,7 @@ func TestPinnedOffBackoff(t *testing.T) {
 		}
 		// The overload comes back with the leaf off: rolled back at the
 		// end of the judge window.
-		mem = cfg.Reverted(mem, t0.Add(time.Duration(at)*4*time.Second))
+		mem = cfg.Reverted(mem, t0.Add(time.Duration(at)*4*time.Second), true)
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("decided windows to each off-try %v, want %v (doubling, capped at 2^6)", got, want)
@@ -1444,12 +1444,70 @@ func TestPinnedOffBackoff(t *testing.T) {
 
 func TestReverted(t *testing.T) {
 	cfg := DefaultConfig()
-	mem := Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 3}
-	got := cfg.Reverted(mem, t0.Add(7*time.Second))
-	want := Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 3,
-		Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Reverted (-want +got):\n%s", diff)
+	offTry := Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 4, CutOn: true, CutOffTrying: true, CutOffRollbacks: 2}
+	tests := []struct {
+		desc  string
+		mem   Memory
+		worse bool
+		want  Memory
+	}{
+		{
+			desc: "a change judged worse", mem: Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 3}, worse: true,
+			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 3,
+				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
+		},
+		{
+			desc: "a change undone unjudged (refused, lost, not judged in time): the same", mem: Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 3},
+			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 3,
+				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
+		},
+		{
+			desc: "rule pinned's off-try judged worse: the back-off doubles", mem: offTry, worse: true,
+			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 4, CutOn: true, CutOffRollbacks: 3,
+				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
+		},
+		{
+			desc: "rule pinned's off-try undone unjudged: the back-off stays", mem: offTry,
+			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 4, CutOn: true, CutOffRollbacks: 2,
+				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
+		},
+		{
+			desc: "rule pinned's off-try judged worse at the cap: 2^6 at most",
+			mem:  Memory{LastChange: t0, Changes: 4, CutOn: true, CutOffTrying: true, CutOffRollbacks: maxCutOffDoublings}, worse: true,
+			want: Memory{LastChange: t0.Add(7 * time.Second), Changes: 4, CutOn: true, CutOffRollbacks: maxCutOffDoublings,
+				RejectedUntil: t0.Add(27 * time.Second)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			got := cfg.Reverted(tt.mem, t0.Add(7*time.Second), tt.worse)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Reverted (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestClaimCut: a claim restored from the audit trail (the service started
+// anew) carries the off-tries' back-off, counted as Reverted counts it.
+func TestClaimCut(t *testing.T) {
+	for _, tt := range []struct {
+		desc     string
+		rollback int
+		want     int
+	}{
+		{desc: "none", rollback: 0, want: 0},
+		{desc: "two", rollback: 2, want: 2},
+		{desc: "past the cap", rollback: 40, want: maxCutOffDoublings},
+		{desc: "below zero", rollback: -1, want: 0},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var m Memory
+			m.ClaimCut(tt.rollback)
+			if diff := cmp.Diff(Memory{CutOn: true, CutOffRollbacks: tt.want}, m); diff != "" {
+				t.Errorf("ClaimCut(%d) (-want +got):\n%s", tt.rollback, diff)
+			}
+		})
 	}
 }
 
