@@ -22,13 +22,14 @@ import (
 // cutRow is what the pinned tests compare of a tuner_actions row: the
 // rule, the outcome, alpha and overload_cut in before and after as the
 // JSON carries them (overload_cut omitted when off), and whether the reason
-// speaks of the option.
+// speaks of the option, and the decision's direction (inputs' direction).
 type cutRow struct {
 	Rule, Outcome       string
 	CutBefore, CutAfter bool
 	AlphaBefore, Alpha  float64
 	Held                bool
 	ReasonNamesCut      bool
+	Direction           string
 }
 
 func cutRows(t *testing.T, ctx context.Context, rec *PGRecorder, target string) []cutRow {
@@ -37,7 +38,7 @@ func cutRows(t *testing.T, ctx context.Context, rec *PGRecorder, target string) 
 		SELECT split_part(reason, ':', 1), outcome,
 		       coalesce((before ->> 'overload_cut')::boolean, false), coalesce((after ->> 'overload_cut')::boolean, false),
 		       coalesce((before ->> 'alpha')::float8, 0), coalesce((after ->> 'alpha')::float8, 0),
-		       hold_until IS NOT NULL, reason ~ 'overload[-_]cut'
+		       hold_until IS NOT NULL, reason ~ 'overload[-_]cut', coalesce(inputs ->> 'direction', '')
 		FROM tuner_actions WHERE target = $1 ORDER BY id`, target)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func cutRows(t *testing.T, ctx context.Context, rec *PGRecorder, target string) 
 	var out []cutRow
 	for rows.Next() {
 		var r cutRow
-		if err := rows.Scan(&r.Rule, &r.Outcome, &r.CutBefore, &r.CutAfter, &r.AlphaBefore, &r.Alpha, &r.Held, &r.ReasonNamesCut); err != nil {
+		if err := rows.Scan(&r.Rule, &r.Outcome, &r.CutBefore, &r.CutAfter, &r.AlphaBefore, &r.Alpha, &r.Held, &r.ReasonNamesCut, &r.Direction); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)
@@ -173,13 +174,17 @@ func (l *pinnedLoop) untilJudged() {
 	}
 }
 
-// The rows of an escalation (alpha stays 1: the example switch's), and of
-// the off that follows once the queue is calm, rolled back when it pins
-// again.
+// The rows of an escalation (alpha stays 1: the example switch's; the
+// bound hold is loss's, a tightening held back; the on a tightening), and of
+// the off that follows once the queue is calm (a loosening), rolled back
+// when it pins again.
 var (
-	pinnedBound         = cutRow{Rule: string(policy.RuleBound), Outcome: string(OutcomeHold), AlphaBefore: 1, Alpha: 1}
-	pinnedOn            = cutRow{Rule: string(policy.RulePinned), Outcome: string(OutcomeConfirmed), CutAfter: true, AlphaBefore: 1, Alpha: 1, ReasonNamesCut: true}
-	pinnedOffRolledBack = cutRow{Rule: string(policy.RulePinned), Outcome: string(OutcomeRolledBack), CutBefore: true, AlphaBefore: 1, Alpha: 1, ReasonNamesCut: true}
+	pinnedBound = cutRow{Rule: string(policy.RuleBound), Outcome: string(OutcomeHold), AlphaBefore: 1, Alpha: 1,
+		Direction: policy.Tighten.String()}
+	pinnedOn = cutRow{Rule: string(policy.RulePinned), Outcome: string(OutcomeConfirmed), CutAfter: true, AlphaBefore: 1, Alpha: 1, ReasonNamesCut: true,
+		Direction: policy.Tighten.String()}
+	pinnedOffRolledBack = cutRow{Rule: string(policy.RulePinned), Outcome: string(OutcomeRolledBack), CutBefore: true, AlphaBefore: 1, Alpha: 1, ReasonNamesCut: true,
+		Direction: policy.Loosen.String()}
 )
 
 // TestTunerPinned: rule pinned in the service, end to end with real parts
@@ -229,7 +234,8 @@ func TestTunerPinned(t *testing.T) {
 	}
 	// Between the two: the drops of the off-try's judge window, answered
 	// by rule loss (alpha 1 → 0.667, the step halved by the rollback).
-	lossKept := cutRow{Rule: string(policy.RuleLoss), Outcome: string(OutcomeConfirmed), CutBefore: true, CutAfter: true, AlphaBefore: 1, Alpha: 0.667}
+	lossKept := cutRow{Rule: string(policy.RuleLoss), Outcome: string(OutcomeConfirmed), CutBefore: true, CutAfter: true, AlphaBefore: 1, Alpha: 0.667,
+		Direction: policy.Tighten.String()}
 	offAgain := pinnedOffRolledBack
 	offAgain.AlphaBefore, offAgain.Alpha = 0.667, 0.667
 	if diff := cmp.Diff([]cutRow{pinnedBound, pinnedOn, pinnedOffRolledBack, lossKept, offAgain}, l.rows()); diff != "" {

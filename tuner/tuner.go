@@ -109,6 +109,10 @@ type Inputs struct {
 	PortRateBitsPerSec int64          `json:"port_rate_bps"`
 	Step               float64        `json:"step,omitempty"`
 	Memory             policy.Memory  `json:"memory"`
+	// Direction is the decision's (policy.Decision.Direction: tighten,
+	// loosen, or hold; for a hold, the direction of the rule that held it
+	// back), as the simulator's tuner.csv has it; "" on an operator's row.
+	Direction string `json:"direction,omitempty"`
 	// Judgement is the change's judgement, added with its outcome (nil:
 	// not judged — a hold, or a change refused, lost, or undone before a
 	// judge window could judge it).
@@ -426,7 +430,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		}
 		t.mem[k] = mem
 		t.log.Info("tuner decision", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
-			"rule", d.Rule, "reason", d.Reason, "dry_run", t.cfg.DryRun)
+			"rule", d.Rule, "direction", d.Direction, "reason", d.Reason, "dry_run", t.cfg.DryRun)
 		changes = append(changes, pendingChange{key: k, actionID: id, commit: policy.CommitOf(d, qw.Window),
 			change: Change{Interface: qw.Interface, Queue: qw.Queue, Before: d.Before, After: d.After}})
 	}
@@ -552,7 +556,7 @@ func (t *Tuner) action(now time.Time, k queueKey, w policy.Window, d policy.Deci
 		Inputs: Inputs{WindowStart: w.Start, WindowEnd: w.End, Samples: len(w.Samples), Rule: d.Rule,
 			Metrics: d.Metrics, Objective: d.Objective, KBaseBytes: w.KBaseBytes,
 			EffectiveKMaxBytes: w.EffectiveKMaxBytes, RTTEstNs: int64(w.RTTEst), PortRateBitsPerSec: w.PortRateBitsPerSec,
-			Step: d.Step, Memory: mem}}
+			Step: d.Step, Memory: mem, Direction: d.Direction.String()}}
 }
 
 // follow advances a pending commit: once the judge window after the push
