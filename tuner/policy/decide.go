@@ -229,8 +229,11 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		d.Reason = reason + "; " + why
 		// CutOn stays: the next window finds the leaf off and ends the
 		// episode (calm); a rollback brings it back on, and it is switched
-		// off again after twice the calm this try needed (Reverted).
-		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RulePinned)
+		// off again after twice the calm this try needed (Reverted). The
+		// memory's direction is the off-try's, as every rule's change
+		// leaves its own: a rollback refuses loosening, not the tightening
+		// that switched the leaf on.
+		mem.LastChange, mem.Changes, mem.Direction, mem.Search = w.End, mem.Changes+1, Loosen, mem.Search.afterChange(RulePinned)
 		mem.CalmSince, mem.CutOffTrying = time.Time{}, true
 		mem.QGRCostSince = time.Time{} // a change restarts rule qgr-off's count
 		return d, mem
