@@ -532,3 +532,40 @@ func TestTunerPinnedOffUnjudged(t *testing.T) {
 		}
 	})
 }
+
+// TestTunerRollbackCountsOwnJudgement: a commit of two queues judged worse
+// on one is rolled back whole, but only the worse queue's rollback counts
+// as worse for the policy (issue #24): two off-tries of rule pinned in one
+// commit, queue 0 judged keep and queue 1 worse; the commit's end (finish,
+// as cancelJudged and the deadline call it) doubles queue 1's back-off
+// only, and each row carries its own queue's judgement.
+func TestTunerRollbackCountsOwnJudgement(t *testing.T) {
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: "unused:1", Insecure: true})
+	cfg.DryRun = true // finish pushes nothing; the dry run only spares a pusher
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, nil, rec)
+	off := policy.Memory{LastChange: t1, Changes: 3, CutOn: true, CutOffTrying: true, CutOffRollbacks: 1}
+	judged := map[uint8]*Judgement{0: {Keep: true, ObjectiveBefore: 1, ObjectiveAfter: 1}, 1: {ObjectiveBefore: 1, ObjectiveAfter: 3}}
+	p := &pending{id: "c", pushedAt: t1, deadline: t1.Add(time.Minute), worse: "not confirmed: wan0 queue 1: worse"}
+	for q := range uint8(2) {
+		k := queueKey{target: "n1", iface: "wan0", queue: q}
+		tu.mem[k] = off
+		id, err := rec.Record(context.Background(), Action{Time: t1, Target: "n1", Interface: "wan0", Queue: q, Rule: policy.RulePinned, Outcome: OutcomePushed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.changes = append(p.changes, pendingChange{key: k, actionID: id, judged: judged[q]})
+	}
+	if err := tu.finish(context.Background(), cfg.Switches[0], p, t1.Add(20*time.Second), OutcomeRolledBack, p.worse+"; cancelled", ""); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[uint8]int{0: 1, 1: 2} {
+		m := tu.mem[queueKey{target: "n1", iface: "wan0", queue: q}]
+		if m.CutOffRollbacks != want || m.CutOffTrying {
+			t.Errorf("queue %d (judged keep %v): memory %+v; want %d off-tries counted", q, judged[q].Keep, m, want)
+		}
+		if a := rec.actions[q]; a.Outcome != OutcomeRolledBack || a.Inputs.Judgement != judged[q] {
+			t.Errorf("queue %d: row %s, judgement %+v; want rolled-back with %+v", q, a.Outcome, a.Inputs.Judgement, judged[q])
+		}
+	}
+}
