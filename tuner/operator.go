@@ -151,6 +151,7 @@ func (t *Tuner) operatorChange(ctx context.Context, k queueKey, w policy.Window,
 	}
 	a := t.action(now, k, w, policy.Decision{Rule: RuleOperator, Before: from, After: w.Config}, t.mem[k])
 	a.Outcome, a.HoldUntil = OutcomeOperator, until
+	a.Inputs.Direction = "" // not the policy's
 	a.Reason = fmt.Sprintf("%s set by another client (seen in telemetry); the tuner leaves the queue alone until %s",
 		change, until.UTC().Format(time.RFC3339))
 	t.log.Info("tuner: operator's change", "target", k.target, "interface", k.iface, "queue", k.queue,

@@ -16,6 +16,9 @@ type PGRecorder struct {
 	pool *pgxpool.Pool
 }
 
+// PGRecorder restores the tuner's overload-cuts at a start (CutReader).
+var _ CutReader = (*PGRecorder)(nil)
+
 // NewPGRecorder returns a recorder writing through pool.
 func NewPGRecorder(pool *pgxpool.Pool) *PGRecorder { return &PGRecorder{pool: pool} }
 
@@ -95,35 +98,48 @@ func (r *PGRecorder) OperatorHolds(ctx context.Context, target string, now time.
 	return out, nil
 }
 
-// TunersCuts implements CutReader: per queue of target, whether the newest
-// row of tuner_actions that changed its overload-cut and stands (confirmed,
-// or an operator's; not a dry run, a rollback or a commit still pending)
-// is the tuner's switching it on. A tuner that restarts takes such a leaf
-// for its own again (policy.Memory.CutOn), and switches it off once the
-// queue is calm; any other leaf on is not its to switch off.
-func (r *PGRecorder) TunersCuts(ctx context.Context, target string) (map[QueueID]bool, error) {
+// TunersCuts implements CutReader: the queues of target whose newest row
+// of tuner_actions that changed its overload-cut and stands (confirmed, or
+// an operator's; not a dry run, a rollback or a commit still pending) is
+// the tuner's switching it on. A tuner that restarts takes such a leaf for
+// its own again (policy.Memory.CutOn), and switches it off once the queue
+// is calm; any other leaf on is not its to switch off. With each, the
+// off-tries of rule pinned rolled back since that row whose judgement
+// (inputs' judgement) was not keep: the back-off the next off-try starts
+// from (policy.Memory.CutOffRollbacks), as the tuner that wrote them had
+// counted it. An off-try refused, lost or undone unjudged is not counted,
+// as the policy does not count it (policy.Config.Reverted).
+func (r *PGRecorder) TunersCuts(ctx context.Context, target string) (map[QueueID]CutClaim, error) {
 	rows, err := r.pool.Query(ctx, `
-		SELECT interface, queue, outcome = 'confirmed' AND coalesce((after ->> 'overload_cut')::boolean, false) FROM (
-			SELECT DISTINCT ON (interface, queue) interface, queue, outcome, after
+		SELECT interface, queue, (
+			SELECT count(*) FROM tuner_actions off
+			WHERE off.target = $1 AND off.interface = newest.interface AND off.queue = newest.queue AND NOT off.dry_run
+			  AND off.outcome = 'rolled-back' AND off.inputs ->> 'rule' = 'pinned'
+			  AND coalesce((off.before ->> 'overload_cut')::boolean, false) AND NOT coalesce((off.after ->> 'overload_cut')::boolean, false)
+			  AND (off.inputs #>> '{judgement,keep}')::boolean IS FALSE
+			  AND (off.ts, off.id) > (newest.ts, newest.id))
+		FROM (
+			SELECT DISTINCT ON (interface, queue) interface, queue, id, ts, outcome, after
 			FROM tuner_actions
 			WHERE target = $1 AND interface IS NOT NULL AND queue IS NOT NULL AND NOT dry_run
 			  AND outcome IN ('confirmed', 'operator') AND before IS NOT NULL AND after IS NOT NULL
 			  AND coalesce((before ->> 'overload_cut')::boolean, false) <> coalesce((after ->> 'overload_cut')::boolean, false)
-			ORDER BY interface, queue, ts DESC, id DESC) newest`, target)
+			ORDER BY interface, queue, ts DESC, id DESC) newest
+		WHERE outcome = 'confirmed' AND coalesce((after ->> 'overload_cut')::boolean, false)`, target)
 	if err != nil {
 		return nil, fmt.Errorf("tuner_actions: the tuner's overload-cuts: %w", err)
 	}
 	defer rows.Close()
-	out := map[QueueID]bool{}
+	out := map[QueueID]CutClaim{}
 	for rows.Next() {
 		var q QueueID
 		var queue int
-		var on bool
-		if err := rows.Scan(&q.Interface, &queue, &on); err != nil {
+		var offRollbacks int64
+		if err := rows.Scan(&q.Interface, &queue, &offRollbacks); err != nil {
 			return nil, fmt.Errorf("tuner_actions: the tuner's overload-cuts: %w", err)
 		}
 		q.Queue = uint8(queue)
-		out[q] = on
+		out[q] = CutClaim{OffRollbacks: int(offRollbacks)}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("tuner_actions: the tuner's overload-cuts: %w", err)
@@ -155,18 +171,27 @@ func (r *PGRecorder) Release(ctx context.Context, target string, q QueueID, now 
 		Rule: RuleOperatorRelease, Reason: reason, Outcome: OutcomeOperator, HoldUntil: now})
 }
 
-// SetOutcome implements Recorder.
-func (r *PGRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string) error {
+// SetOutcome implements Recorder: the judgement goes into inputs, under
+// judgement.
+func (r *PGRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string, j *Judgement) error {
 	var e *string
 	if errText != "" {
 		e = &errText
+	}
+	var judgement []byte
+	if j != nil {
+		var err error
+		if judgement, err = json.Marshal(j); err != nil {
+			return fmt.Errorf("tuner_actions: update %d: judgement: %w", id, err)
+		}
 	}
 	tag, err := r.pool.Exec(ctx, `
 		UPDATE tuner_actions
 		SET outcome = $2,
 		    reason = CASE WHEN $3 = '' THEN reason ELSE reason || '; ' || $3 END,
-		    error = COALESCE($4, error)
-		WHERE id = $1`, id, string(o), reason, e)
+		    error = COALESCE($4, error),
+		    inputs = CASE WHEN $5::jsonb IS NULL THEN inputs ELSE jsonb_set(coalesce(inputs, '{}'), '{judgement}', $5::jsonb) END
+		WHERE id = $1`, id, string(o), reason, e, judgement)
 	if err != nil {
 		return fmt.Errorf("tuner_actions: update %d: %w", id, err)
 	}

@@ -15,22 +15,32 @@ import (
 )
 
 // TestPGRecorder writes a decision and its outcome into tuner_actions of a
-// real PostgreSQL (the collector's schema) and reads them back.
+// real PostgreSQL (the collector's schema) and reads them back: the
+// decision's direction and, added with the outcome, its judgement are in
+// inputs; an outcome without a judgement leaves inputs as they were.
 func TestPGRecorder(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := pgtest.New(t)
 	rec := NewPGRecorder(pool)
 	a := Action{Time: t1, Target: "n1", Interface: "wan0", Queue: 3, Rule: policy.RuleDelay,
 		Reason: "queueing delay 2 RTT_est", Before: bdpSettings(1), After: bdpSettings(0.5), Outcome: OutcomePushed,
-		Inputs: Inputs{Samples: 5, Rule: policy.RuleDelay, Objective: 1.25, Metrics: policy.Metrics{Utilisation: 0.99, DelayRTT: 2}}}
+		Inputs: Inputs{Samples: 5, Rule: policy.RuleDelay, Direction: "tighten", Objective: 1.25, Metrics: policy.Metrics{Utilisation: 0.99, DelayRTT: 2}}}
 	id, err := rec.Record(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rec.SetOutcome(ctx, id, OutcomeRolledBack, "objective worse", ""); err != nil {
+	judged := &Judgement{ObjectiveBefore: 1.25, ObjectiveAfter: 2.5, Metrics: policy.Metrics{Utilisation: 0.5, DelayRTT: 2}}
+	if err := rec.SetOutcome(ctx, id, OutcomeRolledBack, "objective worse", "", judged); err != nil {
 		t.Fatal(err)
 	}
-	if err := rec.SetOutcome(ctx, id+1000, OutcomeConfirmed, "", ""); err == nil {
+	other, err := rec.Record(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.SetOutcome(ctx, other, OutcomeRefused, "", "set refused", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.SetOutcome(ctx, id+1000, OutcomeConfirmed, "", "", nil); err == nil {
 		t.Error("SetOutcome of a missing row succeeded")
 	}
 	type got struct {
@@ -40,6 +50,8 @@ func TestPGRecorder(t *testing.T) {
 		Before, After                      policy.Settings
 		Objective                          float64
 		Utilisation                        float64
+		Direction                          string
+		Judgement                          *Judgement
 	}
 	var g got
 	var before, after, inputs []byte
@@ -58,11 +70,22 @@ func TestPGRecorder(t *testing.T) {
 	if err := json.Unmarshal(inputs, &in); err != nil {
 		t.Fatal(err)
 	}
-	g.Objective, g.Utilisation = in.Objective, in.Metrics.Utilisation
+	g.Objective, g.Utilisation, g.Direction, g.Judgement = in.Objective, in.Metrics.Utilisation, in.Direction, in.Judgement
 	want := got{Target: "n1", Interface: "wan0", Queue: 3, Reason: "delay: queueing delay 2 RTT_est; objective worse",
-		Outcome: "rolled-back", Before: bdpSettings(1), After: bdpSettings(0.5), Objective: 1.25, Utilisation: 0.99}
+		Outcome: "rolled-back", Before: bdpSettings(1), After: bdpSettings(0.5), Objective: 1.25, Utilisation: 0.99,
+		Direction: "tighten", Judgement: judged}
 	if diff := cmp.Diff(want, g); diff != "" {
 		t.Errorf("tuner_actions row (-want +got):\n%s", diff)
+	}
+	var unjudged Inputs
+	if err := pool.QueryRow(ctx, `SELECT inputs FROM tuner_actions WHERE id = $1`, other).Scan(&inputs); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(inputs, &unjudged); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a.Inputs, unjudged); diff != "" {
+		t.Errorf("inputs of a row refused, unjudged (-want +got):\n%s", diff)
 	}
 }
 

@@ -109,15 +109,55 @@ type Inputs struct {
 	PortRateBitsPerSec int64          `json:"port_rate_bps"`
 	Step               float64        `json:"step,omitempty"`
 	Memory             policy.Memory  `json:"memory"`
+	// Direction is the decision's (policy.Decision.Direction: tighten,
+	// loosen, or hold; for a hold, the direction of the rule that held it
+	// back), as the simulator's tuner.csv has it; "" on an operator's row.
+	Direction string `json:"direction,omitempty"`
+	// Judgement is the change's judgement, added with its outcome (nil:
+	// not judged — a hold, or a change refused, lost, or undone before a
+	// judge window could judge it).
+	Judgement *Judgement `json:"judgement,omitempty"`
+}
+
+// Judgement is a change's judgement as tuner_actions records it:
+// policy.Commit.Judge's verdict on the change's own queue over its judge
+// window. A rollback whose queue's judgement is not Keep is the only one
+// the policy counts as worse (policy.Config.Reverted); a queue judged
+// keep is rolled back all the same when another queue of its commit was
+// judged worse.
+type Judgement struct {
+	Keep bool `json:"keep"`
+	// ObjectiveBefore is the objective expected without the change,
+	// ObjectiveAfter the judge window's.
+	ObjectiveBefore float64        `json:"objective_before"`
+	ObjectiveAfter  float64        `json:"objective_after"`
+	Metrics         policy.Metrics `json:"metrics"`
+}
+
+// judgementOf is j as recorded.
+func judgementOf(j policy.Judgement) *Judgement {
+	return &Judgement{Keep: j.Keep, ObjectiveBefore: j.Before, ObjectiveAfter: j.After, Metrics: j.Metrics}
 }
 
 // CutReader is a Recorder that also says, from the audit trail, which
 // queues' overload-cut the tuner switched on and no one switched since
 // (PGRecorder.TunersCuts): a tuner started anew takes those for its own
-// (rule pinned switches them off again once the queue is calm). Without it
-// a leaf found on at a start is left on.
+// (rule pinned switches them off again once the queue is calm), with the
+// back-off of the off-tries rolled back since. Without it a leaf found on
+// at a start is left on.
 type CutReader interface {
-	TunersCuts(ctx context.Context, target string) (map[QueueID]bool, error)
+	// TunersCuts returns the queues of target whose overload-cut is the
+	// tuner's, and only those.
+	TunersCuts(ctx context.Context, target string) (map[QueueID]CutClaim, error)
+}
+
+// CutClaim is the tuner's claim on a queue's overload-cut as the audit
+// trail has it (policy.Memory.ClaimCut).
+type CutClaim struct {
+	// OffRollbacks counts rule pinned's off-tries of the leaf judged worse
+	// and rolled back since the tuner switched it on
+	// (policy.Memory.CutOffRollbacks).
+	OffRollbacks int
 }
 
 // Recorder writes the audit trail, and reads the operators' holds from it.
@@ -125,8 +165,9 @@ type Recorder interface {
 	HoldReader
 	// Record stores a decision and returns its id.
 	Record(ctx context.Context, a Action) (int64, error)
-	// SetOutcome updates a decision's outcome, appending to its reason.
-	SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string) error
+	// SetOutcome updates a decision's outcome, appending to its reason,
+	// and adds its judgement to its inputs (j nil: not judged).
+	SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string, j *Judgement) error
 }
 
 type queueKey struct {
@@ -152,7 +193,14 @@ type pendingChange struct {
 	change   Change
 	actionID int64
 	commit   policy.Commit
+	// judged is the change's judgement once every change of the commit
+	// has one (nil before, and for a commit never judged).
+	judged *Judgement
 }
+
+// worse says the change's own queue was judged worse: its rollback is one
+// the policy counts (policy.Config.Reverted).
+func (c pendingChange) worse() bool { return c.judged != nil && !c.judged.Keep }
 
 // Tuner is the service's loop. It is not safe for concurrent use: Run
 // calls Cycle once per period.
@@ -314,7 +362,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	}
 	var changes []pendingChange
 	var errs []error
-	var cuts map[QueueID]bool // read at the first queue that needs it
+	var cuts map[QueueID]CutClaim // read at the first queue that needs it
 	for _, qw := range wins {
 		if len(s.Interfaces) > 0 && !slices.Contains(s.Interfaces, qw.Interface) {
 			continue
@@ -350,8 +398,10 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 				}
 				cuts = c
 			}
-			if cuts[qid] {
-				t.mem[k] = policy.Memory{CutOn: true}
+			if c, ok := cuts[qid]; ok {
+				var m policy.Memory
+				m.ClaimCut(c.OffRollbacks)
+				t.mem[k] = m
 			}
 		}
 		d, mem := policy.Decide(t.cfg.Policy, qw.Window, t.mem[k])
@@ -380,7 +430,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		}
 		t.mem[k] = mem
 		t.log.Info("tuner decision", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
-			"rule", d.Rule, "reason", d.Reason, "dry_run", t.cfg.DryRun)
+			"rule", d.Rule, "direction", d.Direction, "reason", d.Reason, "dry_run", t.cfg.DryRun)
 		changes = append(changes, pendingChange{key: k, actionID: id, commit: policy.CommitOf(d, qw.Window),
 			change: Change{Interface: qw.Interface, Queue: qw.Queue, Before: d.Before, After: d.After}})
 	}
@@ -421,11 +471,13 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			defer done()
 		}
 		for _, c := range changes {
-			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now)
+			// Never judged: an off-try of rule pinned refused or lost
+			// here does not double the next one's calm.
+			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now, false)
 			if outcome == OutcomeRolledBack { // it may have been applied, and is undone
 				t.expect(c.key, c.change.Before, c.change.After)
 			}
-			if rerr := t.rec.SetOutcome(ctx, c.actionID, outcome, reason, err.Error()); rerr != nil {
+			if rerr := t.rec.SetOutcome(ctx, c.actionID, outcome, reason, err.Error(), nil); rerr != nil {
 				errs = append(errs, rerr)
 			}
 		}
@@ -504,7 +556,7 @@ func (t *Tuner) action(now time.Time, k queueKey, w policy.Window, d policy.Deci
 		Inputs: Inputs{WindowStart: w.Start, WindowEnd: w.End, Samples: len(w.Samples), Rule: d.Rule,
 			Metrics: d.Metrics, Objective: d.Objective, KBaseBytes: w.KBaseBytes,
 			EffectiveKMaxBytes: w.EffectiveKMaxBytes, RTTEstNs: int64(w.RTTEst), PortRateBitsPerSec: w.PortRateBitsPerSec,
-			Step: d.Step, Memory: mem}}
+			Step: d.Step, Memory: mem, Direction: d.Direction.String()}}
 }
 
 // follow advances a pending commit: once the judge window after the push
@@ -553,7 +605,8 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 	}
 	var verdicts []string
 	worse := false
-	for _, c := range p.changes {
+	judged := make([]*Judgement, len(p.changes))
+	for ci, c := range p.changes {
 		i := slices.IndexFunc(wins, func(w QueueWindow) bool { return w.Interface == c.key.iface && w.Queue == c.key.queue })
 		if i < 0 {
 			return wait() // no telemetry yet
@@ -568,7 +621,12 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		}
 		verdicts = append(verdicts, fmt.Sprintf("%s queue %d: %s", c.key.iface, c.key.queue, j.Reason))
 		worse = worse || !j.Keep
+		judged[ci] = judgementOf(j)
 		t.mem[c.key] = t.cfg.Policy.Judged(t.mem[c.key], j)
+	}
+	// Every change judged: the commit's judgement is made.
+	for ci := range p.changes {
+		p.changes[ci].judged = judged[ci]
 	}
 	reason := strings.Join(verdicts, "; ")
 	if worse {
@@ -610,12 +668,12 @@ func (t *Tuner) finish(ctx context.Context, s SwitchConfig, p *pending, now time
 	var errs []error
 	for _, c := range p.changes {
 		if o != OutcomeConfirmed {
-			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now)
+			t.mem[c.key] = t.cfg.Policy.Reverted(t.mem[c.key], now, c.worse())
 			t.expect(c.key, c.change.Before, c.change.After)
 		} else {
 			t.seen[c.key] = seenSettings{settled: c.change.After}
 		}
-		if err := t.rec.SetOutcome(ctx, c.actionID, o, reason, errText); err != nil {
+		if err := t.rec.SetOutcome(ctx, c.actionID, o, reason, errText, c.judged); err != nil {
 			errs = append(errs, fmt.Errorf("switch %q: recording outcome: %w", s.Name, err))
 		}
 	}

@@ -44,7 +44,7 @@ func (r *memRecorder) Record(_ context.Context, a Action) (int64, error) {
 	return int64(len(r.actions)), nil
 }
 
-func (r *memRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string) error {
+func (r *memRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string, j *Judgement) error {
 	if err := ctx.Err(); err != nil {
 		return err // as a database would: nothing recorded on an expired context
 	}
@@ -52,6 +52,9 @@ func (r *memRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reaso
 	defer r.mu.Unlock()
 	a := &r.actions[id-1]
 	a.Outcome, a.Error = o, errText
+	if j != nil {
+		a.Inputs.Judgement = j
+	}
 	if reason != "" {
 		a.Reason += "; " + reason
 	}

@@ -303,7 +303,7 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 			// No complete window in time: the commit is not confirmed.
 			t.trace(q, now, TunerDecision{Rule: ruleJudge, Direction: p.commit.Direction, Settings: w.Config,
 				Reason: "rolled-back: no complete window to judge on"})
-			t.restore(q, p, now, cfg, "rolled-back")
+			t.restore(q, p, now, cfg, "rolled-back", false)
 			return
 		}
 		(*log)[p.log].Judgement = j.Reason
@@ -319,7 +319,7 @@ func (t *tunerLoop) decide(q *tunedQueue, now engine.Time, ps *lhcnp.PortState, 
 			q.mem = cfg.Judged(q.mem, j)
 			return
 		}
-		t.restore(q, p, now, cfg, "rolled-back")
+		t.restore(q, p, now, cfg, "rolled-back", true)
 		q.mem = cfg.Judged(q.mem, j)
 		return
 	}
@@ -409,14 +409,17 @@ func (t *tunerLoop) writeCSV(outDir string) error {
 }
 
 // restore brings the previous settings back after the Set delay, as the
-// switch does when a commit is not confirmed.
-func (t *tunerLoop) restore(q *tunedQueue, p *tunerPending, now engine.Time, cfg policy.Config, outcome string) {
+// switch does when a commit is not confirmed. worse says the commit was
+// judged worse; one given up unjudged (no complete window in time) is
+// undone without that verdict (policy.Config.Reverted), as the service's
+// unjudged cancels are.
+func (t *tunerLoop) restore(q *tunedQueue, p *tunerPending, now engine.Time, cfg policy.Config, outcome string, worse bool) {
 	e := &t.m.Tuner[p.log]
 	e.Outcome, e.JudgedAt = outcome, now
 	// The cool-down restarts where the rollback takes effect: a decision
 	// before it would read (and step from) the settings rolled back.
 	back := now + engine.FromDuration(t.spec.SetDelay)
-	q.mem = cfg.Reverted(q.mem, simTime(back))
+	q.mem = cfg.Reverted(q.mem, simTime(back), worse)
 	q.pending = nil
 	s := p.commit.From
 	t.env.Group.AtGlobal(back, func() { t.apply(q, s) })

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/tuner/policy"
@@ -421,4 +423,72 @@ func runWatched(t *testing.T, sc *scenario.Scenario, observe func(*LongHaulCNP, 
 		t.Fatal(err)
 	}
 	return m, sum
+}
+
+// TestTunerGiveUpIsNoJudgement: the closed loop undoes a commit it could
+// not judge (no complete window by its give-up time) without a judgement,
+// as the service cancels its unjudged commits (policy.Config.Reverted's
+// worse; issue #24): an off-try of rule pinned so undone leaves the
+// back-off where it was, one judged worse doubles it. Two off-tries pending
+// on the WAN queue of rtt-step's N1, decided at 0 and due at 5 ms: one
+// with no samples to judge on, one whose judge window lost a tenth of its
+// packets where the decision's window lost none.
+func TestTunerGiveUpIsNoJudgement(t *testing.T) {
+	sc := load(t, "compare/rtt-step.yaml")
+	var got []TunerChange
+	var mems []policy.Memory
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(6*time.Millisecond), WithoutPlots(),
+		WithLongHaulCNP(func(m *LongHaulCNP, env *Env) {
+			now := engine.FromDuration(5 * time.Millisecond)
+			env.Sim.AtFunc(now, func() {
+				tl := &tunerLoop{env: env, m: m, base: policy.DefaultConfig(), queues: map[tqKey]*tunedQueue{},
+					interval: engine.FromDuration(env.Scenario.SampleInterval)}
+				node := m.Node("n1")
+				st := node.State(false)
+				pi := slices.IndexFunc(st.Ports, func(ps lhcnp.PortState) bool { return ps.RTTEst > 0 && ps.PortRateBitsPerSec > 0 })
+				if pi < 0 {
+					t.Fatalf("n1 has no port with RTT_est and a rate: %+v", st.Ports)
+				}
+				ps := &st.Ports[pi]
+				qs := &ps.Queues[0]
+				from := settingsOf(queueConfig(node.Config(), ps.Name, 0))
+				from.OverloadCut = true
+				to := from
+				to.OverloadCut = false
+				var lossy []policy.Sample
+				for at := engine.Time(0); at <= now; at += tl.interval {
+					lossy = append(lossy, policy.Sample{Time: simTime(at), TxBytes: 1_000_000, Packets: 1000, Drops: 100})
+				}
+				for _, samples := range [][]policy.Sample{nil, lossy} {
+					q := &tunedQueue{node: node, name: st.Node, port: ps.Name, prio: 0, pt: portNamed(node.Switch(), ps.Name), samples: samples,
+						mem: policy.Memory{Changes: 3, Direction: policy.Loosen, CutOn: true, CutOffTrying: true, CutOffRollbacks: 1}}
+					m.Tuner = append(m.Tuner, TunerChange{Node: q.name, Port: q.port, Rule: policy.RulePinned, Direction: policy.Loosen,
+						Before: from, After: to, Outcome: "pending"})
+					q.pending = &tunerPending{log: len(m.Tuner) - 1, decidedAt: 0, judgeAt: now, giveUp: now,
+						commit: policy.Commit{Direction: policy.Loosen, From: from, To: to, DecidedAt: simTime(0)}}
+					tl.decide(q, now, ps, qs)
+					if q.pending != nil {
+						t.Fatalf("commit on %d samples still pending at its give-up time", len(samples))
+					}
+					mems = append(mems, q.mem)
+				}
+				got = append(got, m.Tuner...)
+			})
+		})); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || len(mems) != 2 {
+		t.Fatalf("changes %+v: want the two off-tries", got)
+	}
+	for i, want := range []struct {
+		judged   bool
+		rollback int
+	}{{false, 1}, {true, 2}} {
+		if got[i].Outcome != "rolled-back" || (got[i].Judgement != "") != want.judged {
+			t.Errorf("off-try %d: outcome %q, judgement %q; want rolled-back, judged %v", i, got[i].Outcome, got[i].Judgement, want.judged)
+		}
+		if m := mems[i]; m.CutOffRollbacks != want.rollback || m.CutOffTrying || !m.CutOn || m.Rejected != policy.Loosen {
+			t.Errorf("off-try %d (judged %v): memory %+v; want the claim, %d off-tries counted, loosening refused", i, want.judged, m, want.rollback)
+		}
+	}
 }

@@ -129,6 +129,15 @@ func (m *Memory) EndCut() {
 	m.CutOn, m.CalmSince, m.CutOffTrying, m.CutOffRollbacks = false, time.Time{}, false, 0
 }
 
+// ClaimCut restores a claim on an overload_cut from an audit trail (a
+// service started anew, before the queue's first decision): the leaf is
+// the tuner's to switch off, and offRollbacks of the episode's off-tries
+// were rolled back as worse (Reverted), counted at most as Reverted counts
+// them.
+func (m *Memory) ClaimCut(offRollbacks int) {
+	m.CutOn, m.CutOffRollbacks = true, min(max(offRollbacks, 0), maxCutOffDoublings)
+}
+
 // Decision is the outcome of one call of Decide.
 type Decision struct {
 	Change bool
@@ -220,8 +229,11 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		d.Reason = reason + "; " + why
 		// CutOn stays: the next window finds the leaf off and ends the
 		// episode (calm); a rollback brings it back on, and it is switched
-		// off again after twice the calm this try needed (Reverted).
-		mem.LastChange, mem.Changes, mem.Search = w.End, mem.Changes+1, mem.Search.afterChange(RulePinned)
+		// off again after twice the calm this try needed (Reverted). The
+		// memory's direction is the off-try's, as every rule's change
+		// leaves its own: a rollback refuses loosening, not the tightening
+		// that switched the leaf on.
+		mem.LastChange, mem.Changes, mem.Direction, mem.Search = w.End, mem.Changes+1, Loosen, mem.Search.afterChange(RulePinned)
 		mem.CalmSince, mem.CutOffTrying = time.Time{}, true
 		mem.QGRCostSince = time.Time{} // a change restarts rule qgr-off's count
 		return d, mem
@@ -920,16 +932,22 @@ func vgCanMove(cfg Config, v, portRateBitsPerSec int64, dir Direction) bool {
 
 // Reverted is the memory after the change decided at mem.LastChange was
 // rolled back at the given time: the cool-down restarts, the step halves,
-// and the direction is refused for four cool-downs; a rolled-back off-try
-// of rule pinned doubles the calm the next one needs (CutOffRollbacks).
-func (c Config) Reverted(mem Memory, at time.Time) Memory {
+// and the direction is refused for four cool-downs. worse says the change
+// was judged worse (Commit.Judge's verdict on its own queue): only then
+// does a rolled-back off-try of rule pinned double the calm the next one
+// needs (CutOffRollbacks). A change undone without that judgement — the
+// switch refused the Set or its answer was lost, no window could judge it,
+// the tuner stopped, another queue of the same commit was the worse one —
+// says nothing of the queue without the overload_cut: the next off-try
+// waits the calm this one needed.
+func (c Config) Reverted(mem Memory, at time.Time, worse bool) Memory {
 	out := mem
 	out.LastChange = at
 	if mem.CutOffTrying {
-		// Rule pinned's off-try rolled back (the overload came back with
-		// the leaf off): the next one waits twice the calm.
+		// Rule pinned's off-try rolled back: when the overload came back
+		// with the leaf off, the next one waits twice the calm.
 		out.CutOffTrying = false
-		if mem.CutOn {
+		if mem.CutOn && worse {
 			out.CutOffRollbacks = min(mem.CutOffRollbacks+1, maxCutOffDoublings)
 		}
 	}

@@ -1183,7 +1183,7 @@ func TestDecide(t *testing.T) {
 			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 2, Changes: 3, CutOn: true, CalmSince: t0.Add(-time.Second)},
 			window: func() Window { return calmWindow(true) },
 			want: result{Change: true, Rule: RulePinned, After: bdp(1, vg),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4, CutOn: true, CutOffTrying: true}},
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 4, CutOn: true, CutOffTrying: true}},
 			reason: "the queue below K_min for 500 RTT_est (pinned_off_rtt 16) since rule pinned switched overload_cut on: overload_cut off",
 		},
 		{
@@ -1192,7 +1192,7 @@ func TestDecide(t *testing.T) {
 				CutOffRollbacks: 4},
 			window: func() Window { return calmWindow(true) },
 			want: result{Change: true, Rule: RulePinned, After: bdp(1, vg),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4, CutOn: true, CutOffTrying: true,
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 4, CutOn: true, CutOffTrying: true,
 					CutOffRollbacks: 4}},
 			reason: "the queue below K_min for 500 RTT_est (pinned_off_rtt 16 × 2^4 after 4 rolled-back off-tries) since rule pinned switched overload_cut on: overload_cut off",
 		},
@@ -1368,7 +1368,9 @@ func TestNoOscillation(t *testing.T) {
 // TestPinnedOffBackoff: under an overload that persists, each rolled-back
 // off-try of rule pinned doubles the calm the next one needs, up to 2^6 ×
 // pinned_off_rtt; an off-try kept (the leaf found off) ends the episode,
-// and the next episode starts from pinned_off_rtt again.
+// and the next episode starts from pinned_off_rtt again. The off-try is a
+// loosening, in the decision and the memory: its rollback refuses
+// loosening for four cool-downs, not the tightening that switched it on.
 func TestPinnedOffBackoff(t *testing.T) {
 	cfg := DefaultConfig()
 	// Windows of 4 s back to back, RTT_est 250 ms: each is 16 RTT_est,
@@ -1419,8 +1421,15 @@ func TestPinnedOffBackoff(t *testing.T) {
 			t.Errorf("off-try %d: reason %q does not name the rolled-back tries", k, d.Reason)
 		}
 		// The overload comes back with the leaf off: rolled back at the
-		// end of the judge window.
-		mem = cfg.Reverted(mem, t0.Add(time.Duration(at)*4*time.Second))
+		// end of the judge window. The off-try was a loosening: loosening
+		// is refused for a while, not the tightening that switched it on.
+		if d.Direction != Loosen || mem.Direction != Loosen {
+			t.Errorf("off-try %d: direction %v, memory's %v; want loosen", k, d.Direction, mem.Direction)
+		}
+		mem = cfg.Reverted(mem, t0.Add(time.Duration(at)*4*time.Second), true)
+		if mem.Rejected != Loosen {
+			t.Errorf("off-try %d rolled back: %v refused, want loosen", k, mem.Rejected)
+		}
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("decided windows to each off-try %v, want %v (doubling, capped at 2^6)", got, want)
@@ -1444,12 +1453,70 @@ func TestPinnedOffBackoff(t *testing.T) {
 
 func TestReverted(t *testing.T) {
 	cfg := DefaultConfig()
-	mem := Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 3}
-	got := cfg.Reverted(mem, t0.Add(7*time.Second))
-	want := Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 3,
-		Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Reverted (-want +got):\n%s", diff)
+	offTry := Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 4, CutOn: true, CutOffTrying: true, CutOffRollbacks: 2}
+	tests := []struct {
+		desc  string
+		mem   Memory
+		worse bool
+		want  Memory
+	}{
+		{
+			desc: "a change judged worse", mem: Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 3}, worse: true,
+			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 3,
+				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
+		},
+		{
+			desc: "a change undone unjudged (refused, lost, not judged in time): the same", mem: Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 3},
+			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 3,
+				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
+		},
+		{
+			desc: "rule pinned's off-try judged worse: the back-off doubles", mem: offTry, worse: true,
+			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 4, CutOn: true, CutOffRollbacks: 3,
+				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
+		},
+		{
+			desc: "rule pinned's off-try undone unjudged: the back-off stays", mem: offTry,
+			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 4, CutOn: true, CutOffRollbacks: 2,
+				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
+		},
+		{
+			desc: "rule pinned's off-try judged worse at the cap: 2^6 at most",
+			mem:  Memory{LastChange: t0, Changes: 4, CutOn: true, CutOffTrying: true, CutOffRollbacks: maxCutOffDoublings}, worse: true,
+			want: Memory{LastChange: t0.Add(7 * time.Second), Changes: 4, CutOn: true, CutOffRollbacks: maxCutOffDoublings,
+				RejectedUntil: t0.Add(27 * time.Second)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			got := cfg.Reverted(tt.mem, t0.Add(7*time.Second), tt.worse)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Reverted (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestClaimCut: a claim restored from the audit trail (the service started
+// anew) carries the off-tries' back-off, counted as Reverted counts it.
+func TestClaimCut(t *testing.T) {
+	for _, tt := range []struct {
+		desc     string
+		rollback int
+		want     int
+	}{
+		{desc: "none", rollback: 0, want: 0},
+		{desc: "two", rollback: 2, want: 2},
+		{desc: "past the cap", rollback: 40, want: maxCutOffDoublings},
+		{desc: "below zero", rollback: -1, want: 0},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var m Memory
+			m.ClaimCut(tt.rollback)
+			if diff := cmp.Diff(Memory{CutOn: true, CutOffRollbacks: tt.want}, m); diff != "" {
+				t.Errorf("ClaimCut(%d) (-want +got):\n%s", tt.rollback, diff)
+			}
+		})
 	}
 }
 

@@ -46,7 +46,7 @@ func TestSearch(t *testing.T) {
 	}
 	// Rolled back: the next neighbour, K_max down; the rules' memory as it was.
 	mem.Rejected, mem.RejectedUntil = Tighten, t0.Add(-time.Hour)
-	back := cfg.Reverted(mem, w.End)
+	back := cfg.Reverted(mem, w.End, true)
 	if back.Search.Move != 1 || back.Search.Fails != 1 || back.Search.Trying || back.Rejected != Tighten || back.Direction != mem.Direction {
 		t.Errorf("after a rollback: %+v", back)
 	}
