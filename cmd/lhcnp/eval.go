@@ -92,6 +92,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *simSeeds > 0 {
 		o.SimSeeds = *simSeeds
 	}
+	// The train set's one setting for every scenario, read on the test set
+	// after it (compare.WriteEvalMarkdownFrom).
+	var fromSet, fixed string
 	for _, name := range sets {
 		list := s.Sets()[name].List()
 		if *first > 0 && *first < len(list) {
@@ -103,10 +106,17 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		var b bytes.Buffer
-		if err := compare.WriteEvalMarkdown(&b, name, rows); err != nil {
+		if err := compare.WriteEvalMarkdownFrom(&b, name, rows, fromSet, fixed); err != nil {
 			return err
 		}
 		printEvalBars(stdout, name, rows, max(1, o.SimSeeds), -1)
+		if f := compare.FixedReadingOf(rows, fixed); fromSet != "" && f.OK {
+			fmt.Fprintf(stdout, "%s: the %s set's one setting (%s): mean ratio %.3f, worst tenth %.3f; the tuner over it: %.3f, %.3f\n",
+				name, fromSet, fixed, f.MeanRatio, f.WorstTenthRatio, f.MeanTunerOver, f.WorstTenthTunerOver)
+		}
+		if sum := compare.Summarise(rows); name == "train" && sum.Fixed {
+			fromSet, fixed = name, sum.FixedSetting
+		}
 		if err := os.WriteFile(filepath.Join(*fam.out, name+".md"), b.Bytes(), 0o644); err != nil {
 			return err
 		}

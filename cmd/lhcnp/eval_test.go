@@ -60,6 +60,11 @@ func TestEvalTunedOnly(t *testing.T) {
 	if err := runEval(ctx, []string{"--family", before, "--set", "both", "--seeds", "1", "--sim-seeds", "2", "--jobs", "2", "--out", full}, &stdout, &stderr); err != nil {
 		t.Fatalf("sim eval: %v\n%s", err, stderr.String())
 	}
+	// Both sets: the train set's one setting for every scenario is read
+	// on the test set too.
+	if !strings.Contains(stdout.String(), "test: the train set's one setting (alpha=") {
+		t.Errorf("no train setting read on the test set in:\n%s", stdout.String())
+	}
 	for _, set := range []string{"train", "test"} {
 		t.Run(set, func(t *testing.T) {
 			base := readTable(t, filepath.Join(full, set+".csv"))

@@ -766,30 +766,56 @@ func Summarise(rows []EvalRow) EvalSummary {
 			s.MeanOracleRemeasured, s.WorstTenthOracleRemeas = meanAndWorstTenth(orcReme)
 		}
 	}
-	tuner := func(r EvalRow) float64 { return r.Tuner }
-	best := func(r EvalRow) float64 { return r.Best }
 	s.Untuned = !slices.ContainsFunc(rows, func(r EvalRow) bool { return !(r.Untuned > 0) || !(r.Best > 0) })
 	if s.Untuned {
+		tuner := func(r EvalRow) float64 { return r.Tuner }
+		best := func(r EvalRow) float64 { return r.Best }
 		untuned := func(r EvalRow) float64 { return r.Untuned }
 		s.MeanUntunedRatio, s.WorstTenthUntuned = meanAndWorstTenth(ratiosOver(rows, untuned, best))
 		s.MeanTunerOverUntuned, s.WorstTenthOverUntd = meanAndWorstTenth(ratiosOver(rows, tuner, untuned))
 	}
-	names := GridSettings()
-	s.Fixed = !slices.ContainsFunc(rows, func(r EvalRow) bool { return len(r.Grid) != len(names) || !(r.Best > 0) })
-	if s.Fixed {
-		pick := -1
-		for i := range names {
-			at := func(r EvalRow) float64 { return r.Grid[i] }
-			m, worst := meanAndWorstTenth(ratiosOver(rows, at, best))
-			if pick < 0 || m < s.MeanFixedRatio {
-				pick, s.MeanFixedRatio, s.WorstTenthFixed = i, m, worst
+	if s.Fixed = hasGrids(rows); s.Fixed {
+		for _, name := range GridSettings() {
+			f := FixedReadingOf(rows, name)
+			if s.FixedSetting == "" || f.MeanRatio < s.MeanFixedRatio {
+				s.FixedSetting, s.MeanFixedRatio, s.WorstTenthFixed = name, f.MeanRatio, f.WorstTenthRatio
+				s.MeanTunerOverFixed, s.WorstTenthOverFixed = f.MeanTunerOver, f.WorstTenthTunerOver
 			}
 		}
-		s.FixedSetting = names[pick]
-		fixed := func(r EvalRow) float64 { return r.Grid[pick] }
-		s.MeanTunerOverFixed, s.WorstTenthOverFixed = meanAndWorstTenth(ratiosOver(rows, tuner, fixed))
 	}
 	return s
+}
+
+// hasGrids says whether every row has the coarse grid and a best J.
+func hasGrids(rows []EvalRow) bool {
+	return len(rows) > 0 && !slices.ContainsFunc(rows, func(r EvalRow) bool { return !r.hasGrid() || !(r.Best > 0) })
+}
+
+// FixedReading is one coarse setting read over a set's rows.
+type FixedReading struct {
+	// OK says every row has the grid (and so the setting).
+	OK bool
+	// MeanRatio, WorstTenthRatio: the setting's J over the best static
+	// setting's; MeanTunerOver, WorstTenthTunerOver: the tuner's over
+	// the setting's.
+	MeanRatio, WorstTenthRatio         float64
+	MeanTunerOver, WorstTenthTunerOver float64
+}
+
+// FixedReadingOf reads the coarse setting named as GridSettings names it
+// over rows (not OK: a row without the grid, or no such setting): what
+// one fixed setting for every scenario does, against each scenario's best
+// and against the tuner.
+func FixedReadingOf(rows []EvalRow, setting string) FixedReading {
+	i := slices.Index(GridSettings(), setting)
+	if i < 0 || !hasGrids(rows) {
+		return FixedReading{}
+	}
+	at := func(r EvalRow) float64 { return r.Grid[i] }
+	f := FixedReading{OK: true}
+	f.MeanRatio, f.WorstTenthRatio = meanAndWorstTenth(ratiosOver(rows, at, func(r EvalRow) float64 { return r.Best }))
+	f.MeanTunerOver, f.WorstTenthTunerOver = meanAndWorstTenth(ratiosOver(rows, func(r EvalRow) float64 { return r.Tuner }, at))
+	return f
 }
 
 // WriteEvalMarkdown writes a set's table and its bars. Rows measured at
@@ -797,6 +823,16 @@ func Summarise(rows []EvalRow) EvalSummary {
 // rows whose best static setting was re-measured show that J and the
 // bars against it beside the in-sample ones.
 func WriteEvalMarkdown(w io.Writer, set string, rows []EvalRow) error {
+	return WriteEvalMarkdownFrom(w, set, rows, "", "")
+}
+
+// WriteEvalMarkdownFrom is WriteEvalMarkdown with one more reference: the
+// coarse setting chosen as one setting for every scenario on another set
+// (from, its name: `make tuner-eval` passes the train set's to the test
+// set's table), read on these rows — what an operator who picked a fixed
+// setting on the development seeds would have had on the held-out ones.
+// from "" leaves it out.
+func WriteEvalMarkdownFrom(w io.Writer, set string, rows []EvalRow, from, setting string) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	s := Summarise(rows)
@@ -840,6 +876,11 @@ func WriteEvalMarkdown(w io.Writer, set string, rows []EvalRow) error {
 		p("| one setting for every scenario, the coarse grid's best over the set in hindsight (%s, R the bottleneck's rate): mean, worst tenth / best static | (no bar) | %.3f, %.3f | |\n",
 			s.FixedSetting, s.MeanFixedRatio, s.WorstTenthFixed)
 		p("| … the tuner / that setting: mean, worst tenth | (no bar) | %.3f, %.3f | |\n", s.MeanTunerOverFixed, s.WorstTenthOverFixed)
+	}
+	if f := FixedReadingOf(rows, setting); from != "" && f.OK {
+		p("| the one setting for every scenario chosen on the %s seeds (%s), here: mean, worst tenth / best static | (no bar) | %.3f, %.3f | |\n",
+			from, setting, f.MeanRatio, f.WorstTenthRatio)
+		p("| … the tuner / that setting: mean, worst tenth | (no bar) | %.3f, %.3f | |\n", f.MeanTunerOver, f.WorstTenthTunerOver)
 	}
 	p("\n")
 	p("| seed | scenario | bottleneck | tuner J | coarse best (setting) | finer best (setting) | tuner / best |")

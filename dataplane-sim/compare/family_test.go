@@ -210,7 +210,26 @@ func TestSummariseFixed(t *testing.T) {
 			t.Errorf("no line %q in\n%s", want, b.String())
 		}
 	}
+	// Another set's choice read on these rows: setting 7 here.
+	b.Reset()
+	if err := WriteEvalMarkdownFrom(&b, "test", rows, "train", names[7]); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| the one setting for every scenario chosen on the train seeds (alpha=1,v_growth=0.1R), here: mean, worst tenth / best static | (no bar) | 2.500, 4.000 | |",
+		"| … the tuner / that setting: mean, worst tenth | (no bar) | 0.787, 1.200 | |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no line %q in\n%s", want, b.String())
+		}
+	}
+	if f := FixedReadingOf(rows, "alpha=3,v_growth=off"); f.OK {
+		t.Errorf("a setting off the grid read as %+v", f)
+	}
 	rows[1].Grid, rows[1].Untuned = nil, math.NaN()
+	if f := FixedReadingOf(rows, names[7]); f.OK {
+		t.Errorf("a row without the grid read as %+v", f)
+	}
 	if s := Summarise(rows); s.Fixed || s.Untuned {
 		t.Errorf("a row without the grid or the untuned run: Fixed %v, Untuned %v", s.Fixed, s.Untuned)
 	}
