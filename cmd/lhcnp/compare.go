@@ -96,6 +96,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tunerFiles := fs.String("tuner-scenarios", strings.Join(defaultTunerScenarios, ","),
 		"the tuner's step scenarios for --markdown (with the §7 scenario), comma-separated")
 	s7u := fs.String("section7-unstaged", "scenarios/section7-unstaged.yaml", "the unstaged §7 run for --markdown (\"\" for none)")
+	heldOut := fs.String("held-out", "scenarios/family/evals/test.csv",
+		"the tuner family's latest held-out read (an evaluation's CSV file) whose bars --markdown quotes beside the tuner's (\"\" for none)")
 	fabricFiles := fs.String("fabrics", strings.Join(defaultFabricScenarios, ","),
 		"scenarios on generated fabrics for --markdown, comma-separated (\"\" for none): their own section")
 	fabricMechs := fs.String("fabric-mechanisms", "dcqcn,long-haul-cnp", "the mechanisms of the --fabrics runs")
@@ -117,6 +119,13 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(files) == 0 {
 		files = defaultCompareScenarios
+	}
+	// The held-out read is read before any run: a bad file costs nothing.
+	var held *compare.EvalTable
+	if *md != "" && *heldOut != "" {
+		if held, err = readEvalCSV(*heldOut); err != nil {
+			return fmt.Errorf("--held-out: %w", err)
+		}
 	}
 	var scs []*scenario.Scenario
 	for _, f := range files {
@@ -203,6 +212,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	td, err := tunerDoc(ctx, stdout, stderr, res, tunerSets, append([]string{*s7}, splitList(*tunerFiles)...), files, *out, opts)
 	if err != nil {
 		return err
+	}
+	if held != nil {
+		td.HeldOut, td.HeldOutFile = held.Rows, *heldOut
 	}
 	fab, err := fabricRuns(ctx, splitList(*fabricFiles), splitList(*fabricMechs), *out, plotDir, opts)
 	if err != nil {

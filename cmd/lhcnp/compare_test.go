@@ -86,7 +86,8 @@ func TestCompareMarkdownReplaced(t *testing.T) {
 	args := func(tuner string) []string {
 		return []string{"../../scenarios/compare/rtt-step.yaml", "--out", filepath.Join(dir, "out"), "--duration", "3ms", "--no-plots",
 			"--mechanisms", "dcqcn,long-haul-cnp", "--markdown", md, "--section7", "../../scenarios/section7.yaml",
-			"--section7-unstaged", "", "--fabrics", "", "--validation", "", "--tuner-scenarios", tuner}
+			"--section7-unstaged", "", "--fabrics", "", "--validation", "", "--tuner-scenarios", tuner,
+			"--held-out", "../../scenarios/family/evals/test.csv"}
 	}
 	left := func() []string {
 		var names []string
@@ -115,6 +116,14 @@ func TestCompareMarkdownReplaced(t *testing.T) {
 	}
 	if b, err := os.ReadFile(md); err != nil || !strings.Contains(string(b), "| rtt-step | long-haul-cnp |") {
 		t.Errorf("%s after the run: %v\n%s", md, err, b)
+	}
+	// The held-out read's bars beside the tuner's.
+	if b, _ := os.ReadFile(md); !strings.Contains(string(b), "The tuner family's latest held-out read (`../../scenarios/family/evals/test.csv`: test seeds ") {
+		t.Errorf("%s lacks the held-out read:\n%s", md, b)
+	}
+	bad := append(args(""), "--held-out", "no-such-read.csv")
+	if err := runCompare(context.Background(), bad, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--held-out: open no-such-read.csv") {
+		t.Errorf("runCompare with a missing --held-out file: %v", err)
 	}
 	if got := left(); !slices.Equal(got, []string{"out", "results.md"}) {
 		t.Errorf("files left beside it: %v", got)

@@ -342,6 +342,36 @@ type TunerDoc struct {
 	BarSets []BarSet
 	// Scenarios lists the scenario files, for the reader.
 	Scenarios []string
+	// HeldOut are the rows of the tuner family's latest held-out read
+	// (HeldOutFile, an evaluation's CSV file; none: nil): its bars are
+	// quoted beside these, which were written while the policy was
+	// developed.
+	HeldOut     []EvalRow
+	HeldOutFile string
+}
+
+// writeHeldOut quotes the bars of a held-out read of the tuner's family
+// (docs/tuner.md): the scenarios above were written while the policy was
+// developed, those were not.
+func writeHeldOut(b *strings.Builder, file string, rows []EvalRow) {
+	s := Summarise(rows)
+	lo, hi := rows[0].Draw.Seed, rows[0].Draw.Seed
+	for _, r := range rows {
+		lo, hi = min(lo, r.Draw.Seed), max(hi, r.Draw.Seed)
+	}
+	verdict := "fail"
+	if s.MeanRatio <= 1.05 && s.WorstTenthRatio <= 1.10 {
+		verdict = "hold"
+	}
+	fmt.Fprintf(b, "**These scenarios were written while the policy was developed; read on scenarios it never saw, the bars %s.** "+
+		"The tuner family's latest held-out read (`%s`: %s seeds %d–%d, %d generated scenarios over 10–400 Gbit/s and "+
+		"0.5–40 ms, J the mean over %d simulation seeds; docs/tuner.md, \"Test seeds (held out)\") puts the tuner's J at "+
+		"×%.3f of each scenario's best static setting on the mean and ×%.3f on the worst tenth (the bar: ×1.05 and ×1.10)",
+		verdict, file, rows[0].Draw.Set, lo, hi, s.N, max(1, rows[0].SimSeeds), s.MeanRatio, s.WorstTenthRatio)
+	if s.Remeasured {
+		fmt.Fprintf(b, ", ×%.3f and ×%.3f against that setting re-measured at a simulation seed its choice never saw", s.MeanRemeasuredRatio, s.WorstTenthReme)
+	}
+	fmt.Fprintf(b, ". docs/tuner.md compares it there with the draft's defaults and with one fixed setting for every scenario.\n\n")
 }
 
 // WriteTuner writes the tuner's section of docs/results.md.
@@ -374,6 +404,9 @@ func WriteTuner(w io.Writer, d TunerDoc) error {
 	p("Within 5 %% of the best static setting on every scenario; on the step scenarios (`scenarios/tuner/`: the RTT\n")
 	p("step 10 → 20 → 10 ms, the load step 2:1 → 8:1), the last change within 10 RTT of each step and a J below every\n")
 	p("static setting of the grid; the changes per queue per second, against the bound the cool-down sets.\n\n")
+	if len(d.HeldOut) > 0 {
+		writeHeldOut(&b, d.HeldOutFile, d.HeldOut)
+	}
 	for _, bs := range d.BarSets {
 		p("**%s**\n\n", bs.Title)
 		if err := WriteBarsMarkdown(&b, bs.Bars); err != nil {

@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,36 @@ func TestTunerRows(t *testing.T) {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("tuner section lacks %q:\n%s", s, md.String())
 		}
+	}
+	if strings.Contains(md.String(), "held-out read") {
+		t.Errorf("a held-out paragraph without a held-out read:\n%s", md.String())
+	}
+	// With a held-out read (an evaluation's rows), its bars are quoted.
+	held := evalRows()
+	md.Reset()
+	if err := WriteTuner(&md, TunerDoc{Results: []*Result{res}, HeldOut: held, HeldOutFile: "scenarios/family/evals/test.csv"}); err != nil {
+		t.Fatal(err)
+	}
+	sum := Summarise(held)
+	if !strings.Contains(md.String(), "read on scenarios it never saw, the bars fail.") {
+		t.Errorf("held-out rows over the bars:\n%s", md.String())
+	}
+	wantHeld := fmt.Sprintf("The tuner family's latest held-out read (`scenarios/family/evals/test.csv`: train seeds 7–8, 2 generated scenarios "+
+		"over 10–400 Gbit/s and 0.5–40 ms, J the mean over 2 simulation seeds; docs/tuner.md, \"Test seeds (held out)\") puts the tuner's J "+
+		"at ×%.3f of each scenario's best static setting on the mean and ×%.3f on the worst tenth (the bar: ×1.05 and ×1.10).", sum.MeanRatio, sum.WorstTenthRatio)
+	if !strings.Contains(md.String(), wantHeld) {
+		t.Errorf("tuner section lacks\n%s\nin\n%s", wantHeld, md.String())
+	}
+	// The headline follows the numbers: rows within the bars hold them.
+	for i := range held {
+		held[i].Tuner = held[i].Best
+	}
+	md.Reset()
+	if err := WriteTuner(&md, TunerDoc{Results: []*Result{res}, HeldOut: held, HeldOutFile: "x.csv"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "read on scenarios it never saw, the bars hold.") {
+		t.Errorf("held-out rows within the bars:\n%s", md.String())
 	}
 }
 
