@@ -183,6 +183,17 @@ type Config struct {
 	// AttributeWorsening keeps a change after which the objective got
 	// worse only through terms the change cannot worsen (Judge).
 	AttributeWorsening bool `yaml:"attribute_worsening"`
+	// JudgeDrainArrivals makes Judge's expectation of a draining queue
+	// whole: a queue draining at pace p under a link used u is fed at
+	// u + p of R_port, and one expected empty inside the judge window
+	// leaves the link carrying only that from then on (false: the link
+	// expected as used as before, the queue gone). Without it a change
+	// decided on an overload's drain, every sender cut, is blamed for the
+	// idle link the drain leaves (retired held-out seed 15012: a settle
+	// rolled back, the lift kept into the next overload, which overfilled
+	// the buffer). docs/tuner.md, "A settle judged on its drain (session
+	// 18)": measured, not turned on.
+	JudgeDrainArrivals bool `yaml:"judge_drain_arrivals"`
 	// SearchAfterRTT turns the online search on (rule search, 0: off): a
 	// queue steady for this many RTT_est since its last change tries a
 	// neighbouring setting, judged over SearchJudgeRTT RTT_est (where the
@@ -227,6 +238,7 @@ func DefaultConfig() Config {
 		JudgeAheadMaxRTT:          4,
 		WorseTolerance:            0.02,
 		AttributeWorsening:        true,
+		JudgeDrainArrivals:        false,
 		SearchAfterRTT:            0,
 		SearchJudgeRTT:            4,
 		SearchGain:                0.01,

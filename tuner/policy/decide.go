@@ -994,7 +994,9 @@ type Verdict struct {
 // where that pace takes it aheadRTT RTT_est after the decision window's
 // end (the middle of the judge window, Lag), JudgeAheadMaxRTT at most: a change decided on a growing
 // queue is not blamed for the growth under way, and one decided on a
-// draining queue does not take credit for the drain. With
+// draining queue does not take credit for the drain; with
+// JudgeDrainArrivals a queue expected empty inside the judge window
+// leaves the link to what arrives at it from then on. With
 // AttributeWorsening, a worse objective is still kept when the terms that
 // got worse are not the ones the change can worsen: a tightening costs utilisation, a loosening
 // costs delay and loss (the notifications a tightening brings are how it
@@ -1017,6 +1019,20 @@ func Judge(cfg Config, dir Direction, before, after Metrics, aheadRTT float64) V
 		ahead := math.Min(aheadRTT, cfg.JudgeAheadMaxRTT)
 		before.DelayRTT = math.Max(0, before.LastDelayRTT+before.TrendRTT*ahead)
 		was = fmt.Sprintf("expected %.3g RTT_est ahead at the queue's pace of %.3g RTT_est per RTT_est (%.4g before)", ahead, before.TrendRTT, jb0)
+		if empty, arrive, ok := drained(before, 2*ahead); ok && cfg.JudgeDrainArrivals {
+			// The judge window runs from the Set (the decision) to twice
+			// the middle. A queue draining at pace p under a link used u
+			// is fed at (u + p) of R_port; expected empty inside the
+			// window, the link carries only that from then on. Kept full,
+			// the expectation blames the idle link the drain itself leaves
+			// on the change (15012: a settle decided on an overload's
+			// drain, every sender cut, rolled back and the lift kept).
+			span := 2 * ahead
+			before.DelayRTT = before.LastDelayRTT * empty / 2 / span
+			before.Utilisation = (empty*before.Utilisation + (span-empty)*arrive) / span
+			was = fmt.Sprintf("expected over the judge window at the queue's pace of %.3g RTT_est per RTT_est: empty %.3g RTT_est after the decision, then the link %.3g used by what arrives (%.4g before)",
+				before.TrendRTT, empty, arrive, jb0)
+		}
 	}
 	jb, ja := Objective(before, w), Objective(after, w)
 	tol := math.Max(cfg.WorseTolerance*math.Abs(jb), 0.001)
@@ -1039,6 +1055,23 @@ func Judge(cfg Config, dir Direction, before, after Metrics, aheadRTT float64) V
 	}
 	return Verdict{Keep: false, Before: jb, After: ja,
 		Reason: fmt.Sprintf("objective %.4g after, %.4g %s: worse by more than %.3g", ja, jb, was, cfg.WorseTolerance)}
+}
+
+// drained says whether a queue draining at m's pace (TrendRTT < 0) from
+// its last sample is empty within span RTT_est of the decision: when
+// (empty, in RTT_est) and what share of R_port arrives at it, m's
+// utilisation plus its pace (the drain is the link's rate minus the
+// arrivals), within [0, m's utilisation].
+func drained(m Metrics, span float64) (empty, arrive float64, ok bool) {
+	if m.TrendRTT >= 0 || span <= 0 {
+		return 0, 0, false
+	}
+	empty = m.LastDelayRTT / -m.TrendRTT
+	if empty >= span {
+		return 0, 0, false
+	}
+	u := math.Min(m.Utilisation, 1)
+	return empty, math.Max(0, math.Min(u, u+m.TrendRTT)), true
 }
 
 // Lag is how far, in RTT_est, the middle of the judge window w lies after

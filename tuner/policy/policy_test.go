@@ -1522,6 +1522,12 @@ func TestClaimCut(t *testing.T) {
 
 func TestJudge(t *testing.T) {
 	cfg := DefaultConfig()
+	// Retired seed 15012's first settle at k = 0 (n2, 249.9 ms), decided
+	// on the overload's drain, and its judge window (0.624 RTT_est ahead).
+	settle15012 := Metrics{Utilisation: 1, DelayRTT: 1.018, LastDelayRTT: 0.9678, TrendRTT: -1}
+	judged15012 := Metrics{Utilisation: 0.7763, DelayRTT: 0.3774}
+	// A DC-side port's slow drain, judged 500 RTT_est after the decision.
+	dcDrain := Metrics{Utilisation: 1, DelayRTT: 2.2, LastDelayRTT: 2, TrendRTT: -0.3}
 	tests := []struct {
 		desc          string
 		strict        bool
@@ -1529,6 +1535,7 @@ func TestJudge(t *testing.T) {
 		before, after Metrics
 		aheadRTT      float64
 		aheadMax      float64 // judge_ahead_max_rtt, when not the default
+		drain         bool    // judge_drain_arrivals
 		keep          bool
 	}{
 		{desc: "better", dir: Tighten, before: Metrics{Utilisation: 0.9, DelayRTT: 2}, after: Metrics{Utilisation: 0.95, DelayRTT: 0.5}, keep: true},
@@ -1564,6 +1571,41 @@ func TestJudge(t *testing.T) {
 		{desc: "DC-side port, the same with judge_ahead_max_rtt 500: the old reading, rolled back", aheadMax: 500, dir: Tighten,
 			before: Metrics{Utilisation: 1, DelayRTT: 2.2, LastDelayRTT: 2, TrendRTT: -0.3}, after: Metrics{Utilisation: 0.99, DelayRTT: 0.5},
 			aheadRTT: 500, keep: false},
+		// 15012 at k = 0, n2's first settle (alpha 2 → 1.334 at 249.9 ms):
+		// decided on the overload's drain, the queue at 0.968 RTT_est
+		// falling by 1 RTT_est per RTT_est (nothing arrives: every sender
+		// cut), judged 0.624 RTT_est ahead. The drain empties the queue
+		// 0.968 RTT_est in and the link idles from then on, with the
+		// change or without it: the judge window's 77.6 % used is the
+		// drain's. Expected with the link full, the settle is rolled back
+		// and the lift kept (the run's drops came with the next overload).
+		{desc: "a tightening decided on a queue draining to empty with nothing arriving, the link expected full: rolled back", dir: Tighten,
+			before: settle15012, after: judged15012,
+			aheadRTT: 0.624, keep: false},
+		{desc: "judge_drain_arrivals: the same tightening, the idle link after the drain expected: kept", drain: true, dir: Tighten,
+			before: settle15012, after: judged15012,
+			aheadRTT: 0.624, keep: true},
+		{desc: "judge_drain_arrivals: the same tightening with the link used less than what arrives (half): its own cost, rolled back", drain: true, dir: Tighten,
+			before: Metrics{Utilisation: 1, DelayRTT: 1.018, LastDelayRTT: 0.9678, TrendRTT: -0.5}, after: Metrics{Utilisation: 0.5, DelayRTT: 0.3774},
+			aheadRTT: 0.624, keep: false},
+		{desc: "judge_drain_arrivals: a tightening on a queue draining to empty, the arrivals filling 60 % of the link: judged against 60 % after the drain, kept", drain: true, dir: Tighten,
+			before: Metrics{Utilisation: 1, DelayRTT: 0.5, LastDelayRTT: 0.4, TrendRTT: -0.4}, after: Metrics{Utilisation: 0.85, DelayRTT: 0.3},
+			aheadRTT: 1, keep: true},
+		{desc: "judge_drain_arrivals: the same with the queue not empty inside the judge window: judged against a full link, rolled back", drain: true, dir: Tighten,
+			before: Metrics{Utilisation: 1, DelayRTT: 1, LastDelayRTT: 0.9, TrendRTT: -0.4}, after: Metrics{Utilisation: 0.85, DelayRTT: 0.3},
+			aheadRTT: 1, keep: false},
+		{desc: "judge_drain_arrivals: a loosening decided on a draining queue still takes no credit for the drain", drain: true, dir: Loosen,
+			before: Metrics{Utilisation: 1, DelayRTT: 1.5, LastDelayRTT: 1.4, TrendRTT: -1}, after: Metrics{Utilisation: 1, DelayRTT: 1.2},
+			aheadRTT: 0.5, keep: false},
+		{desc: "judge_drain_arrivals: DC-side port, a tightening 500 RTT_est after the decision on a slowly draining queue: expected over judge_ahead_max_rtt twice (empty 6.7 RTT_est in, then the arrivals' 70 %), kept", drain: true, dir: Tighten,
+			before: dcDrain, after: Metrics{Utilisation: 0.9, DelayRTT: 0.5},
+			aheadRTT: 500, keep: true},
+		{desc: "judge_drain_arrivals: the same with the link at 75 %, under the 95 % expected over that horizon (not the arrivals' 70 % of 1000 RTT_est): rolled back", drain: true, dir: Tighten,
+			before: dcDrain, after: Metrics{Utilisation: 0.75, DelayRTT: 0.5},
+			aheadRTT: 500, keep: false},
+		{desc: "judge_drain_arrivals: DC-side port, a loosening on a draining queue followed by a standing one: rolled back", drain: true, dir: Loosen,
+			before: Metrics{Utilisation: 1, DelayRTT: 2.2, LastDelayRTT: 2, TrendRTT: -0.5}, after: Metrics{Utilisation: 1, DelayRTT: 2},
+			aheadRTT: 500, keep: false},
 		{desc: "a queue within growth_trend_rtt is judged against the window before", dir: Loosen,
 			before: Metrics{Utilisation: 1, DelayRTT: 0.5, LastDelayRTT: 0.5, TrendRTT: 0.2}, after: Metrics{Utilisation: 1, DelayRTT: 0.5},
 			aheadRTT: 3, keep: true},
@@ -1575,6 +1617,7 @@ func TestJudge(t *testing.T) {
 			if tt.aheadMax > 0 {
 				cfg.JudgeAheadMaxRTT = tt.aheadMax
 			}
+			cfg.JudgeDrainArrivals = tt.drain
 			v := Judge(cfg, tt.dir, tt.before, tt.after, tt.aheadRTT)
 			if v.Keep != tt.keep {
 				t.Errorf("Keep = %v, want %v (%s)", v.Keep, tt.keep, v.Reason)
