@@ -116,6 +116,14 @@ type Memory struct {
 	QGRCostSince time.Time
 	QGROff       bool
 	QGROffBacks  int
+	// Relift is the lifted setting a settle brought K_max back from, and
+	// ReliftAt the end of that settle's window (zero: none; kept only with
+	// relift_within_rtt on): a new overrun within relift_within_rtt
+	// RTT_est lifts straight back to it (relift). A settle rolled back
+	// leaves the lift standing and forgets it (Reverted); a re-lift uses
+	// it up.
+	Relift   Settings
+	ReliftAt time.Time
 }
 
 // maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
@@ -256,7 +264,12 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		mem.CutOffTrying, mem.QGRCostSince = false, time.Time{}
 		return d, mem
 	}
-	if rule == RuleOverrun && mem.Lifted.KMaxMode != "" && mem.LiftedTrendRTT > 0 && d.Metrics.TrendRTT >= mem.LiftedTrendRTT*(1-cfg.WorseTolerance) {
+	var reTo Settings
+	var reWhy string
+	if rule == RuleOverrun {
+		reTo, reWhy = relift(cfg, w, mem)
+	}
+	if rule == RuleOverrun && reWhy == "" && mem.Lifted.KMaxMode != "" && mem.LiftedTrendRTT > 0 && d.Metrics.TrendRTT >= mem.LiftedTrendRTT*(1-cfg.WorseTolerance) {
 		// Before and after the last lift, in the same overload: a lift
 		// that did not slow the queue is not followed by another.
 		d.Rule = RuleBound
@@ -310,6 +323,13 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	// delay rule moves K_max only (apply).
 	standing := rule == RuleDelay && d.Metrics.DelayRTT > cfg.DelayHighRTT
 	after, notes := apply(cfg, w, dir, rule, step, back, standing)
+	if rule == RuleOverrun {
+		if reWhy != "" && kmaxOf(reTo) > kmaxOf(after) {
+			after.Alpha, after.KMaxBytes = reTo.Alpha, reTo.KMaxBytes
+			notes = strings.TrimPrefix(notes+", "+reWhy, ", ")
+		}
+		mem.Relift, mem.ReliftAt = Settings{}, time.Time{} // the overload is back: the settled lift is used or gone
+	}
 	if overfill {
 		reason += fmt.Sprintf("; the queue overfills the buffer one RTT_est ahead (overrun_headroom_share %v): not held while the node cuts", cfg.OverrunHeadroomShare)
 		d.Reason = reason
@@ -367,10 +387,70 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if mem.Lifted.KMaxMode == "" {
 		lt = 0
 	}
+	if rule == RuleSettle && cfg.ReliftWithinRTT > 0 {
+		// The lift this settle brings K_max back from (relift): the
+		// highest of the settles since the last overrun.
+		if mem.Relift.KMaxMode != w.Config.KMaxMode || kmaxOf(w.Config) > kmaxOf(mem.Relift) {
+			mem.Relift = w.Config
+		}
+		mem.ReliftAt = w.End
+	}
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
 		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
-		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks}
+		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, Relift: mem.Relift, ReliftAt: mem.ReliftAt}
+}
+
+// relift says why an overrun lifts K_max straight back to the setting a
+// kept settle brought it down from (Memory.Relift), with the settings
+// that gives (w's, K_max replaced), "" when it does not: relift_within_rtt
+// on, the last settle within that many RTT_est of the window's end, the
+// same K_max mode, and that setting, capped at the overrun ceiling and
+// alpha_max (or the kmax bounds), above the K_max in use. Decide takes it
+// where it is above the one step overrun would take, and holds it by no
+// "the last lift did not slow the queue" (a new overload, not the one the
+// last lift was tried on).
+func relift(cfg Config, w Window, mem Memory) (Settings, string) {
+	l := mem.Relift
+	if cfg.ReliftWithinRTT <= 0 || mem.ReliftAt.IsZero() || l.KMaxMode != w.Config.KMaxMode || w.RTTEst <= 0 {
+		return Settings{}, ""
+	}
+	since := w.simSeconds(w.End.Sub(mem.ReliftAt)) / w.RTTEst.Seconds()
+	if since > cfg.ReliftWithinRTT {
+		return Settings{}, ""
+	}
+	out := w.Config
+	ceil := cfg.loosenCeilingBytes(w, RuleOverrun)
+	switch l.KMaxMode {
+	case KMaxBDP:
+		a := math.Min(l.Alpha, floorAlpha(cfg.AlphaMax))
+		if ceil > 0 {
+			a = math.Min(a, floorAlpha(ceil/w.bdpBytes(1)))
+		}
+		out.Alpha = a
+	case KMaxExplicit:
+		_, kHi := cfg.kmaxBounds(w)
+		k := min(l.KMaxBytes, kHi)
+		if ceil > 0 {
+			k = min(k, int64(math.Floor(ceil)))
+		}
+		out.KMaxBytes = k
+	default:
+		return Settings{}, ""
+	}
+	if kmaxOf(out) <= kmaxOf(w.Config) {
+		return Settings{}, ""
+	}
+	return out, fmt.Sprintf("re-lift: a settle %.3g RTT_est ago (relift_within_rtt %v) brought K_max down from %.4g %s, and the overload is back: K_max straight back to %.4g",
+		since, cfg.ReliftWithinRTT, kmaxOf(l), kmaxUnit(l), kmaxOf(out))
+}
+
+// kmaxUnit is kmaxOf's unit, for a reason.
+func kmaxUnit(s Settings) string {
+	if s.KMaxMode == KMaxExplicit {
+		return "B"
+	}
+	return "BDP (alpha)"
 }
 
 // pinned says why a loss decision escalates to the node's overload_cut
@@ -943,6 +1023,10 @@ func vgCanMove(cfg Config, v, portRateBitsPerSec int64, dir Direction) bool {
 func (c Config) Reverted(mem Memory, at time.Time, worse bool) Memory {
 	out := mem
 	out.LastChange = at
+	if !mem.ReliftAt.IsZero() && mem.ReliftAt.Equal(mem.LastChange) {
+		// The settle that ended the lift was rolled back: the lift stands.
+		out.Relift, out.ReliftAt = Settings{}, time.Time{}
+	}
 	if mem.CutOffTrying {
 		// Rule pinned's off-try rolled back: when the overload came back
 		// with the leaf off, the next one waits twice the calm.
