@@ -42,6 +42,7 @@ var keyWords = strings.NewReplacer(
 	"standing_floor_share", "the standing floor share",
 	"overrun_headroom_share", "the overrun headroom share",
 	"relift_within_rtt", "the re-lift window",
+	"settle_hold_rtt", "the settle hold",
 	"RTT_est", "RTT",
 )
 

@@ -205,6 +205,14 @@ type Config struct {
 	// lift that outlives its overload (session 18)": measured, not
 	// turned on.
 	ReliftWithinRTT float64 `yaml:"relift_within_rtt"`
+	// SettleHoldRTT holds a settle (rule bound) for this many RTT_est
+	// after the lifted episode's last window whose queue grew faster than
+	// V_growth (0: off), where that overload's peak pace times one RTT_est
+	// fits in the port's buffer above the lifted K_max: where overloads
+	// repeat within it and the buffer can take one RTT_est of the next,
+	// the lift outlives its overload. docs/tuner.md, "A lift that
+	// outlives its overload (session 18)": measured, not turned on.
+	SettleHoldRTT float64 `yaml:"settle_hold_rtt"`
 	// SearchAfterRTT turns the online search on (rule search, 0: off): a
 	// queue steady for this many RTT_est since its last change tries a
 	// neighbouring setting, judged over SearchJudgeRTT RTT_est (where the
@@ -251,6 +259,7 @@ func DefaultConfig() Config {
 		AttributeWorsening:        true,
 		JudgeDrainArrivals:        false,
 		ReliftWithinRTT:           0,
+		SettleHoldRTT:             0,
 		SearchAfterRTT:            0,
 		SearchJudgeRTT:            4,
 		SearchGain:                0.01,
@@ -365,6 +374,9 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.ReliftWithinRTT) || c.ReliftWithinRTT < 0 {
 		bad("relift_within_rtt", "%v is neither 0 (off) nor a positive number of RTT_est", c.ReliftWithinRTT)
+	}
+	if !finite(c.SettleHoldRTT) || c.SettleHoldRTT < 0 {
+		bad("settle_hold_rtt", "%v is neither 0 (off) nor a positive number of RTT_est", c.SettleHoldRTT)
 	}
 	if !finite(c.PinnedOffRTT) || c.PinnedOffRTT < 0 {
 		bad("pinned_off_rtt", "%v is neither 0 (never) nor a positive number of RTT_est", c.PinnedOffRTT)

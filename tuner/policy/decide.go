@@ -124,6 +124,14 @@ type Memory struct {
 	// it up.
 	Relift   Settings
 	ReliftAt time.Time
+	// OverloadAt is the end of the lifted episode's last decided window
+	// whose queue grew faster than V_growth, PeakTrendRTT the fastest pace
+	// (RTT_est per RTT_est) of those windows (kept only with
+	// settle_hold_rtt on; a new episode's first overrun restarts both):
+	// a settle is held while that overload is recent and one RTT_est of
+	// its peak pace fits in the buffer above the lifted K_max.
+	OverloadAt   time.Time
+	PeakTrendRTT float64
 }
 
 // maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
@@ -208,6 +216,9 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		}
 	}
 	mem.endLift(w.Config, false)
+	if cfg.SettleHoldRTT > 0 && mem.Lifted.KMaxMode != "" && d.Metrics.TrendRTT > 0 && qgrFires(w, d.Metrics) {
+		mem.OverloadAt, mem.PeakTrendRTT = w.End, math.Max(mem.PeakTrendRTT, d.Metrics.TrendRTT)
+	}
 	cm := d.Metrics
 	seen := mem.LossSeen
 	mem.LossSeen = 0
@@ -249,6 +260,11 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	pin := ""
 	if rule == RuleLoss {
 		pin = pinned(cfg, w, cm, streak)
+	}
+	if why := settleHeld(cfg, w, mem); rule == RuleSettle && why != "" {
+		d.Rule = RuleBound
+		d.Reason = fmt.Sprintf("%s; but %s", reason, why)
+		return d, mem
 	}
 	if dir == Hold {
 		if rule != RuleSteady {
@@ -387,6 +403,12 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if mem.Lifted.KMaxMode == "" {
 		lt = 0
 	}
+	if rule == RuleOverrun && cfg.SettleHoldRTT > 0 {
+		if l := mem.Lifted; l == w.Config { // the episode's first lift (set just above)
+			mem.PeakTrendRTT = 0
+		}
+		mem.OverloadAt, mem.PeakTrendRTT = w.End, math.Max(mem.PeakTrendRTT, d.Metrics.TrendRTT)
+	}
 	if rule == RuleSettle && cfg.ReliftWithinRTT > 0 {
 		// The lift this settle brings K_max back from (relift): the
 		// highest of the settles since the last overrun.
@@ -398,7 +420,29 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
 		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
-		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, Relift: mem.Relift, ReliftAt: mem.ReliftAt}
+		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, Relift: mem.Relift, ReliftAt: mem.ReliftAt,
+		OverloadAt: mem.OverloadAt, PeakTrendRTT: mem.PeakTrendRTT}
+}
+
+// settleHeld says why a settle is held (the lift kept), "" when it is
+// not: settle_hold_rtt on, the lifted episode's last overload window
+// (Memory.OverloadAt) less than that many RTT_est before this window's
+// end, and one RTT_est of its peak pace within the port's buffer above
+// the K_max in use (a switch that reports no buffer: not held).
+func settleHeld(cfg Config, w Window, mem Memory) string {
+	if cfg.SettleHoldRTT <= 0 || mem.OverloadAt.IsZero() || w.RTTEst <= 0 || w.BufferBytes <= 0 {
+		return ""
+	}
+	since := w.simSeconds(w.End.Sub(mem.OverloadAt)) / w.RTTEst.Seconds()
+	if since >= cfg.SettleHoldRTT {
+		return ""
+	}
+	headroom := (float64(w.BufferBytes) - float64(kmaxBytes(w))) / w.bdpBytes(1)
+	if mem.PeakTrendRTT > headroom {
+		return ""
+	}
+	return fmt.Sprintf("the overload grew the queue %.3g RTT_est ago (settle_hold_rtt %v), at %.3g RTT_est per RTT_est at most, and one RTT_est of that fits in the %.3g RTT_est of buffer above K_max: the lift kept for the next",
+		since, cfg.SettleHoldRTT, mem.PeakTrendRTT, headroom)
 }
 
 // relift says why an overrun lifts K_max straight back to the setting a

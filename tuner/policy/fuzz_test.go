@@ -100,6 +100,20 @@ func FuzzDecideLifted(f *testing.F) {
 			t.Errorf("settle to alpha %v, below the lifted-from %v (alpha_max %v)", d.After.Alpha, lifted, cfg.AlphaMax)
 		}
 		checkSettleBound(t, d, got)
+		// settle_hold_rtt on, an overload 1 RTT_est before the window at
+		// the window's own pace, a buffer of 8 BDP: the same checks, and a
+		// held settle moves nothing.
+		cfg.SettleHoldRTT = 16
+		w.BufferBytes = 8 * 12_500_000
+		mem.OverloadAt, mem.PeakTrendRTT = w.End.Add(-10*time.Millisecond), math.Abs(Measure(w).TrendRTT)
+		d, got = Decide(cfg, w, mem)
+		checkChange(t, cfg, w, d)
+		if d.Rule == RuleBound && strings.Contains(d.Reason, "the lift kept") && (d.Change || d.After != w.Config) {
+			t.Errorf("a held settle changed %+v to %+v", w.Config, d.After)
+		}
+		if !strings.Contains(d.Reason, "the lift kept for the next") { // held for settle_hold_rtt at most, then settled
+			checkSettleBound(t, d, got)
+		}
 	})
 }
 

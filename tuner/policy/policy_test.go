@@ -140,6 +140,20 @@ func TestDecide(t *testing.T) {
 	// the overrun that starts from it, and one step of it (alpha 1.5).
 	settledAt := t0.Add(-100 * time.Millisecond)
 	settled := Memory{LastChange: settledAt, Direction: Tighten, Step: 2, Changes: 4, Relift: bdp(3.375, vg), ReliftAt: settledAt}
+	// settle_hold_rtt's rows: a settle of alpha 4 (lifted from 1) on an
+	// 8-BDP buffer, the overload's last growth at, its peak pace.
+	holdWindow := func() Window {
+		w := window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg))
+		w.BufferBytes = 8 * bdpBytes
+		return w
+	}
+	holdMem := func(at time.Duration, pace float64) Memory {
+		return Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg), OverloadAt: t0.Add(at), PeakTrendRTT: pace}
+	}
+	settledTo := func(m Memory) result {
+		m.LastChange, m.Direction, m.Step, m.Changes = t0.Add(4*time.Second), Tighten, 1.5, 3
+		return result{Change: true, Rule: RuleSettle, After: bdp(2.667, vg), Memory: m}
+	}
 	relifted := func(after Settings) result {
 		return result{Change: true, Rule: RuleOverrun, After: after,
 			Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 1.5, Changes: 5, Lifted: bdp(1, vg), LiftedTrendRTT: 0.6}}
@@ -1363,6 +1377,44 @@ func TestDecide(t *testing.T) {
 					Relift: bdp(3, vg), ReliftAt: t0.Add(-100 * time.Millisecond)}},
 			reason: "overfills the buffer one RTT_est ahead",
 		},
+		{
+			desc:   "settle_hold_rtt: an overrun records its window's end and pace",
+			cfg:    func(c *Config) { c.SettleHoldRTT = 16 },
+			window: func() Window { return steep(bdp(1, vg), 1) },
+			want: result{Change: true, Rule: RuleOverrun, After: bdp(2, vg),
+				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
+					Lifted: bdp(1, vg), LiftedTrendRTT: 0.6, OverloadAt: t0.Add(10 * time.Millisecond), PeakTrendRTT: 0.6}},
+		},
+		{
+			desc:   "settle_hold_rtt: a settle 5 RTT_est after the overload, one RTT_est of its peak pace (2) inside the 4 RTT_est of buffer above K_max: held, the lift kept",
+			cfg:    func(c *Config) { c.SettleHoldRTT = 16 },
+			window: holdWindow,
+			mem:    holdMem(3950*time.Millisecond, 2),
+			want:   result{Rule: RuleBound, After: bdp(4, vg)},
+			reason: "the overload grew the queue 5 RTT_est ago (settle_hold_rtt 16), at 2 RTT_est per RTT_est at most, and one RTT_est of that fits in the 4 RTT_est of buffer above K_max: the lift kept for the next",
+		},
+		{
+			desc:   "settle_hold_rtt: the overload's peak pace (5) over the buffer's headroom: settled as before",
+			cfg:    func(c *Config) { c.SettleHoldRTT = 16 },
+			window: holdWindow,
+			mem:    holdMem(3950*time.Millisecond, 5),
+			want:   settledTo(holdMem(3950*time.Millisecond, 5)),
+			reason: "the overload is over",
+		},
+		{
+			desc:   "settle_hold_rtt: the overload 20 RTT_est ago: settled as before",
+			cfg:    func(c *Config) { c.SettleHoldRTT = 16 },
+			window: holdWindow,
+			mem:    holdMem(3800*time.Millisecond, 2),
+			want:   settledTo(holdMem(3800*time.Millisecond, 2)),
+		},
+		{
+			desc:   "settle_hold_rtt: a switch that reports no buffer: settled as before",
+			cfg:    func(c *Config) { c.SettleHoldRTT = 16 },
+			window: func() Window { w := holdWindow(); w.BufferBytes = 0; return w },
+			mem:    holdMem(3950*time.Millisecond, 2),
+			want:   settledTo(holdMem(3950*time.Millisecond, 2)),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -1808,6 +1860,7 @@ func TestValidate(t *testing.T) {
 		{desc: "overrun headroom negative", edit: func(c *Config) { c.OverrunHeadroomShare = -0.1 }, want: "overrun_headroom_share: -0.1 is neither 0"},
 		{desc: "relift window negative", edit: func(c *Config) { c.ReliftWithinRTT = -1 }, want: "relift_within_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},
 		{desc: "relift window NaN", edit: func(c *Config) { c.ReliftWithinRTT = math.NaN() }, want: "relift_within_rtt: NaN is neither 0"},
+		{desc: "settle hold negative", edit: func(c *Config) { c.SettleHoldRTT = -2 }, want: "settle_hold_rtt: -2 is neither 0 (off) nor a positive number of RTT_est"},
 		{desc: "standing floor at the queue", edit: func(c *Config) { c.StandingFloorShare = 1 }},
 		{desc: "qgr-off evidence negative", edit: func(c *Config) { c.QGROffRTT = -1 }, want: "qgr_off_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},
 		{desc: "no judge horizon", edit: func(c *Config) { c.JudgeAheadMaxRTT = 0 }, want: "judge_ahead_max_rtt: 0 must be a positive delay"},
