@@ -360,14 +360,14 @@ func writeHeldOut(b *strings.Builder, file string, rows []EvalRow) {
 		lo, hi = min(lo, r.Draw.Seed), max(hi, r.Draw.Seed)
 	}
 	verdict := "fail"
-	if s.MeanRatio <= 1.05 && s.WorstTenthRatio <= 1.10 {
+	if s.MeanRatio <= BarMeanRatio && s.WorstTenthRatio <= BarWorstTenthRatio {
 		verdict = "hold"
 	}
 	fmt.Fprintf(b, "**These scenarios were written while the policy was developed; read on scenarios it never saw, the bars %s.** "+
-		"The tuner family's latest held-out read (`%s`: %s seeds %d–%d, %d generated scenarios over 10–400 Gbit/s and "+
-		"0.5–40 ms, J the mean over %d simulation seeds; docs/tuner.md, \"Test seeds (held out)\") puts the tuner's J at "+
-		"×%.3f of each scenario's best static setting on the mean and ×%.3f on the worst tenth (the bar: ×1.05 and ×1.10)",
-		verdict, file, rows[0].Draw.Set, lo, hi, s.N, max(1, rows[0].SimSeeds), s.MeanRatio, s.WorstTenthRatio)
+		"The tuner family's latest held-out read (`%s`: %s seeds %d–%d, %d generated scenarios, J the mean over %d "+
+		"simulation seeds; docs/tuner.md, \"Test seeds (held out)\") puts the tuner's J at "+
+		"×%.3f of each scenario's best static setting on the mean and ×%.3f on the worst tenth (the bar: ×%.2f and ×%.2f)",
+		verdict, file, rows[0].Draw.Set, lo, hi, s.N, max(1, rows[0].SimSeeds), s.MeanRatio, s.WorstTenthRatio, BarMeanRatio, BarWorstTenthRatio)
 	if s.Remeasured {
 		fmt.Fprintf(b, ", ×%.3f and ×%.3f against that setting re-measured at a simulation seed its choice never saw", s.MeanRemeasuredRatio, s.WorstTenthReme)
 	}

@@ -90,8 +90,8 @@ func TestTunerRows(t *testing.T) {
 	if !strings.Contains(md.String(), "read on scenarios it never saw, the bars fail.") {
 		t.Errorf("held-out rows over the bars:\n%s", md.String())
 	}
-	wantHeld := fmt.Sprintf("The tuner family's latest held-out read (`scenarios/family/evals/test.csv`: train seeds 7–8, 2 generated scenarios "+
-		"over 10–400 Gbit/s and 0.5–40 ms, J the mean over 2 simulation seeds; docs/tuner.md, \"Test seeds (held out)\") puts the tuner's J "+
+	wantHeld := fmt.Sprintf("The tuner family's latest held-out read (`scenarios/family/evals/test.csv`: train seeds 7–8, 2 generated scenarios, "+
+		"J the mean over 2 simulation seeds; docs/tuner.md, \"Test seeds (held out)\") puts the tuner's J "+
 		"at ×%.3f of each scenario's best static setting on the mean and ×%.3f on the worst tenth (the bar: ×1.05 and ×1.10).", sum.MeanRatio, sum.WorstTenthRatio)
 	if !strings.Contains(md.String(), wantHeld) {
 		t.Errorf("tuner section lacks\n%s\nin\n%s", wantHeld, md.String())

@@ -41,8 +41,6 @@ var keyWords = strings.NewReplacer(
 	"pinned_off_rtt", "the pinned calm time",
 	"standing_floor_share", "the standing floor share",
 	"overrun_headroom_share", "the overrun headroom share",
-	"relift_within_rtt", "the re-lift window",
-	"settle_hold_rtt", "the settle hold",
 	"RTT_est", "RTT",
 )
 

@@ -194,25 +194,6 @@ type Config struct {
 	// the buffer). docs/tuner.md, "A settle judged on its drain (session
 	// 18)": measured, not turned on.
 	JudgeDrainArrivals bool `yaml:"judge_drain_arrivals"`
-	// ReliftWithinRTT makes a lift that a kept settle ended come back at
-	// once (0: off): a new overrun within this many RTT_est of that settle
-	// (the queue's episode ended with no new lift since) lifts K_max
-	// straight back to the setting the settle ended, within the overrun
-	// ceiling, at its first overrun window, judged like any overrun.
-	// Where overloads repeat alike, the lift the last one needed is the
-	// next one's too (train seeds 10, 22 and 18 lived on settles rolled
-	// back by the misread judge_drain_arrivals fixes). docs/tuner.md, "A
-	// lift that outlives its overload (session 18)": measured, not
-	// turned on.
-	ReliftWithinRTT float64 `yaml:"relift_within_rtt"`
-	// SettleHoldRTT holds a settle (rule bound) for this many RTT_est
-	// after the lifted episode's last window whose queue grew faster than
-	// V_growth (0: off), where that overload's peak pace times one RTT_est
-	// fits in the port's buffer above the lifted K_max: where overloads
-	// repeat within it and the buffer can take one RTT_est of the next,
-	// the lift outlives its overload. docs/tuner.md, "A lift that
-	// outlives its overload (session 18)": measured, not turned on.
-	SettleHoldRTT float64 `yaml:"settle_hold_rtt"`
 	// SearchAfterRTT turns the online search on (rule search, 0: off): a
 	// queue steady for this many RTT_est since its last change tries a
 	// neighbouring setting, judged over SearchJudgeRTT RTT_est (where the
@@ -258,8 +239,6 @@ func DefaultConfig() Config {
 		WorseTolerance:            0.02,
 		AttributeWorsening:        true,
 		JudgeDrainArrivals:        false,
-		ReliftWithinRTT:           0,
-		SettleHoldRTT:             0,
 		SearchAfterRTT:            0,
 		SearchJudgeRTT:            4,
 		SearchGain:                0.01,
@@ -371,12 +350,6 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.OverrunHeadroomShare) || c.OverrunHeadroomShare < 0 || c.OverrunHeadroomShare > 1 {
 		bad("overrun_headroom_share", "%v is neither 0 (no limit) nor a share of the buffer in (0, 1]", c.OverrunHeadroomShare)
-	}
-	if !finite(c.ReliftWithinRTT) || c.ReliftWithinRTT < 0 {
-		bad("relift_within_rtt", "%v is neither 0 (off) nor a positive number of RTT_est", c.ReliftWithinRTT)
-	}
-	if !finite(c.SettleHoldRTT) || c.SettleHoldRTT < 0 {
-		bad("settle_hold_rtt", "%v is neither 0 (off) nor a positive number of RTT_est", c.SettleHoldRTT)
 	}
 	if !finite(c.PinnedOffRTT) || c.PinnedOffRTT < 0 {
 		bad("pinned_off_rtt", "%v is neither 0 (never) nor a positive number of RTT_est", c.PinnedOffRTT)

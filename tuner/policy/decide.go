@@ -116,22 +116,6 @@ type Memory struct {
 	QGRCostSince time.Time
 	QGROff       bool
 	QGROffBacks  int
-	// Relift is the lifted setting a settle brought K_max back from, and
-	// ReliftAt the end of that settle's window (zero: none; kept only with
-	// relift_within_rtt on): a new overrun within relift_within_rtt
-	// RTT_est lifts straight back to it (relift). A settle rolled back
-	// leaves the lift standing and forgets it (Reverted); a re-lift uses
-	// it up.
-	Relift   Settings
-	ReliftAt time.Time
-	// OverloadAt is the end of the lifted episode's last decided window
-	// whose queue grew faster than V_growth, PeakTrendRTT the fastest pace
-	// (RTT_est per RTT_est) of those windows (kept only with
-	// settle_hold_rtt on; a new episode's first overrun restarts both):
-	// a settle is held while that overload is recent and one RTT_est of
-	// its peak pace fits in the buffer above the lifted K_max.
-	OverloadAt   time.Time
-	PeakTrendRTT float64
 }
 
 // maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
@@ -216,9 +200,6 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		}
 	}
 	mem.endLift(w.Config, false)
-	if cfg.SettleHoldRTT > 0 && mem.Lifted.KMaxMode != "" && d.Metrics.TrendRTT > 0 && qgrFires(w, d.Metrics) {
-		mem.OverloadAt, mem.PeakTrendRTT = w.End, math.Max(mem.PeakTrendRTT, d.Metrics.TrendRTT)
-	}
 	cm := d.Metrics
 	seen := mem.LossSeen
 	mem.LossSeen = 0
@@ -261,11 +242,6 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if rule == RuleLoss {
 		pin = pinned(cfg, w, cm, streak)
 	}
-	if why := settleHeld(cfg, w, mem); rule == RuleSettle && why != "" {
-		d.Rule = RuleBound
-		d.Reason = fmt.Sprintf("%s; but %s", reason, why)
-		return d, mem
-	}
 	if dir == Hold {
 		if rule != RuleSteady {
 			return d, mem
@@ -280,12 +256,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		mem.CutOffTrying, mem.QGRCostSince = false, time.Time{}
 		return d, mem
 	}
-	var reTo Settings
-	var reWhy string
-	if rule == RuleOverrun {
-		reTo, reWhy = relift(cfg, w, mem)
-	}
-	if rule == RuleOverrun && reWhy == "" && mem.Lifted.KMaxMode != "" && mem.LiftedTrendRTT > 0 && d.Metrics.TrendRTT >= mem.LiftedTrendRTT*(1-cfg.WorseTolerance) {
+	if rule == RuleOverrun && mem.Lifted.KMaxMode != "" && mem.LiftedTrendRTT > 0 && d.Metrics.TrendRTT >= mem.LiftedTrendRTT*(1-cfg.WorseTolerance) {
 		// Before and after the last lift, in the same overload: a lift
 		// that did not slow the queue is not followed by another.
 		d.Rule = RuleBound
@@ -339,13 +310,6 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	// delay rule moves K_max only (apply).
 	standing := rule == RuleDelay && d.Metrics.DelayRTT > cfg.DelayHighRTT
 	after, notes := apply(cfg, w, dir, rule, step, back, standing)
-	if rule == RuleOverrun {
-		if reWhy != "" && kmaxOf(reTo) > kmaxOf(after) {
-			after.Alpha, after.KMaxBytes = reTo.Alpha, reTo.KMaxBytes
-			notes = strings.TrimPrefix(notes+", "+reWhy, ", ")
-		}
-		mem.Relift, mem.ReliftAt = Settings{}, time.Time{} // the overload is back: the settled lift is used or gone
-	}
 	if overfill {
 		reason += fmt.Sprintf("; the queue overfills the buffer one RTT_est ahead (overrun_headroom_share %v): not held while the node cuts", cfg.OverrunHeadroomShare)
 		d.Reason = reason
@@ -403,98 +367,10 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if mem.Lifted.KMaxMode == "" {
 		lt = 0
 	}
-	if rule == RuleOverrun && cfg.SettleHoldRTT > 0 {
-		if l := mem.Lifted; l == w.Config { // the episode's first lift (set just above)
-			mem.PeakTrendRTT = 0
-		}
-		mem.OverloadAt, mem.PeakTrendRTT = w.End, math.Max(mem.PeakTrendRTT, d.Metrics.TrendRTT)
-	}
-	if rule == RuleSettle && cfg.ReliftWithinRTT > 0 {
-		// The lift this settle brings K_max back from (relift): the
-		// highest of the settles since the last overrun.
-		if mem.Relift.KMaxMode != w.Config.KMaxMode || kmaxOf(w.Config) > kmaxOf(mem.Relift) {
-			mem.Relift = w.Config
-		}
-		mem.ReliftAt = w.End
-	}
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
 		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
-		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, Relift: mem.Relift, ReliftAt: mem.ReliftAt,
-		OverloadAt: mem.OverloadAt, PeakTrendRTT: mem.PeakTrendRTT}
-}
-
-// settleHeld says why a settle is held (the lift kept), "" when it is
-// not: settle_hold_rtt on, the lifted episode's last overload window
-// (Memory.OverloadAt) less than that many RTT_est before this window's
-// end, and one RTT_est of its peak pace within the port's buffer above
-// the K_max in use (a switch that reports no buffer: not held).
-func settleHeld(cfg Config, w Window, mem Memory) string {
-	if cfg.SettleHoldRTT <= 0 || mem.OverloadAt.IsZero() || w.RTTEst <= 0 || w.BufferBytes <= 0 {
-		return ""
-	}
-	since := w.simSeconds(w.End.Sub(mem.OverloadAt)) / w.RTTEst.Seconds()
-	if since >= cfg.SettleHoldRTT {
-		return ""
-	}
-	headroom := (float64(w.BufferBytes) - float64(kmaxBytes(w))) / w.bdpBytes(1)
-	if mem.PeakTrendRTT > headroom {
-		return ""
-	}
-	return fmt.Sprintf("the overload grew the queue %.3g RTT_est ago (settle_hold_rtt %v), at %.3g RTT_est per RTT_est at most, and one RTT_est of that fits in the %.3g RTT_est of buffer above K_max: the lift kept for the next",
-		since, cfg.SettleHoldRTT, mem.PeakTrendRTT, headroom)
-}
-
-// relift says why an overrun lifts K_max straight back to the setting a
-// kept settle brought it down from (Memory.Relift), with the settings
-// that gives (w's, K_max replaced), "" when it does not: relift_within_rtt
-// on, the last settle within that many RTT_est of the window's end, the
-// same K_max mode, and that setting, capped at the overrun ceiling and
-// alpha_max (or the kmax bounds), above the K_max in use. Decide takes it
-// where it is above the one step overrun would take, and holds it by no
-// "the last lift did not slow the queue" (a new overload, not the one the
-// last lift was tried on).
-func relift(cfg Config, w Window, mem Memory) (Settings, string) {
-	l := mem.Relift
-	if cfg.ReliftWithinRTT <= 0 || mem.ReliftAt.IsZero() || l.KMaxMode != w.Config.KMaxMode || w.RTTEst <= 0 {
-		return Settings{}, ""
-	}
-	since := w.simSeconds(w.End.Sub(mem.ReliftAt)) / w.RTTEst.Seconds()
-	if since > cfg.ReliftWithinRTT {
-		return Settings{}, ""
-	}
-	out := w.Config
-	ceil := cfg.loosenCeilingBytes(w, RuleOverrun)
-	switch l.KMaxMode {
-	case KMaxBDP:
-		a := math.Min(l.Alpha, floorAlpha(cfg.AlphaMax))
-		if ceil > 0 {
-			a = math.Min(a, floorAlpha(ceil/w.bdpBytes(1)))
-		}
-		out.Alpha = a
-	case KMaxExplicit:
-		_, kHi := cfg.kmaxBounds(w)
-		k := min(l.KMaxBytes, kHi)
-		if ceil > 0 {
-			k = min(k, int64(math.Floor(ceil)))
-		}
-		out.KMaxBytes = k
-	default:
-		return Settings{}, ""
-	}
-	if kmaxOf(out) <= kmaxOf(w.Config) {
-		return Settings{}, ""
-	}
-	return out, fmt.Sprintf("re-lift: a settle %.3g RTT_est ago (relift_within_rtt %v) brought K_max down from %.4g %s, and the overload is back: K_max straight back to %.4g",
-		since, cfg.ReliftWithinRTT, kmaxOf(l), kmaxUnit(l), kmaxOf(out))
-}
-
-// kmaxUnit is kmaxOf's unit, for a reason.
-func kmaxUnit(s Settings) string {
-	if s.KMaxMode == KMaxExplicit {
-		return "B"
-	}
-	return "BDP (alpha)"
+		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks}
 }
 
 // pinned says why a loss decision escalates to the node's overload_cut
@@ -1067,10 +943,6 @@ func vgCanMove(cfg Config, v, portRateBitsPerSec int64, dir Direction) bool {
 func (c Config) Reverted(mem Memory, at time.Time, worse bool) Memory {
 	out := mem
 	out.LastChange = at
-	if !mem.ReliftAt.IsZero() && mem.ReliftAt.Equal(mem.LastChange) {
-		// The settle that ended the lift was rolled back: the lift stands.
-		out.Relift, out.ReliftAt = Settings{}, time.Time{}
-	}
 	if mem.CutOffTrying {
 		// Rule pinned's off-try rolled back: when the overload came back
 		// with the leaf off, the next one waits twice the calm.

@@ -43,23 +43,6 @@ func FuzzDecide(f *testing.F) {
 		w.BufferBytes = 4 * w.Samples[len(w.Samples)-1].QueueDepthBytes
 		d, _ = Decide(cfg, w, Memory{Changes: 1, LastChange: t0.Add(-time.Minute)})
 		checkChange(t, cfg, w, d)
-		// relift_within_rtt on, a settled lift of alpha 2 × the window's
-		// in the memory: the same checks but max_step (a re-lift goes
-		// straight back), and a re-lift never above that lift.
-		cfg = DefaultConfig()
-		cfg.ReliftWithinRTT = 16
-		reMem := Memory{Changes: 1, LastChange: t0.Add(-time.Minute), Relift: Settings{KMaxMode: KMaxBDP, Alpha: 2 * alpha, VGrowthBytesPerSec: vgrowth}, ReliftAt: t0.Add(-time.Minute)}
-		if rttNs > 0 {
-			reMem.ReliftAt = w.End.Add(-time.Duration(rttNs))
-		}
-		d, _ = Decide(cfg, w, reMem)
-		if d.Change && strings.Contains(d.Reason, "re-lift") {
-			if d.Rule != RuleOverrun || d.After.Alpha > 2*alpha || d.After.Alpha < cfg.AlphaMin || d.After.Alpha > cfg.AlphaMax {
-				t.Errorf("re-lift by rule %s from alpha %v to %v (settled lift %v, bounds [%v, %v])", d.Rule, alpha, d.After.Alpha, 2*alpha, cfg.AlphaMin, cfg.AlphaMax)
-			}
-		} else {
-			checkChange(t, cfg, w, d)
-		}
 		// qgr_off_rtt on, on a node that takes V_growth 0, with evidence
 		// running for a minute: the same checks, V_growth 0 by qgr-off
 		// alone and only for an under-used link with a queue under K_min.
@@ -100,20 +83,6 @@ func FuzzDecideLifted(f *testing.F) {
 			t.Errorf("settle to alpha %v, below the lifted-from %v (alpha_max %v)", d.After.Alpha, lifted, cfg.AlphaMax)
 		}
 		checkSettleBound(t, d, got)
-		// settle_hold_rtt on, an overload 1 RTT_est before the window at
-		// the window's own pace, a buffer of 8 BDP: the same checks, and a
-		// held settle moves nothing.
-		cfg.SettleHoldRTT = 16
-		w.BufferBytes = 8 * 12_500_000
-		mem.OverloadAt, mem.PeakTrendRTT = w.End.Add(-10*time.Millisecond), math.Abs(Measure(w).TrendRTT)
-		d, got = Decide(cfg, w, mem)
-		checkChange(t, cfg, w, d)
-		if d.Rule == RuleBound && strings.Contains(d.Reason, "the lift kept") && (d.Change || d.After != w.Config) {
-			t.Errorf("a held settle changed %+v to %+v", w.Config, d.After)
-		}
-		if !strings.Contains(d.Reason, "the lift kept for the next") { // held for settle_hold_rtt at most, then settled
-			checkSettleBound(t, d, got)
-		}
 	})
 }
 

@@ -135,29 +135,6 @@ func TestDecide(t *testing.T) {
 		Memory Memory
 	}
 	full := queue{util: 0.97, delayRTT: 0.3, notifies: 10, emr: 5}
-	// relift_within_rtt's rows: a settle 11 RTT_est before the window's
-	// end brought alpha down from 3.375 (the cool-down 5 RTT_est there);
-	// the overrun that starts from it, and one step of it (alpha 1.5).
-	settledAt := t0.Add(-100 * time.Millisecond)
-	settled := Memory{LastChange: settledAt, Direction: Tighten, Step: 2, Changes: 4, Relift: bdp(3.375, vg), ReliftAt: settledAt}
-	// settle_hold_rtt's rows: a settle of alpha 4 (lifted from 1) on an
-	// 8-BDP buffer, the overload's last growth at, its peak pace.
-	holdWindow := func() Window {
-		w := window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg))
-		w.BufferBytes = 8 * bdpBytes
-		return w
-	}
-	holdMem := func(at time.Duration, pace float64) Memory {
-		return Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg), OverloadAt: t0.Add(at), PeakTrendRTT: pace}
-	}
-	settledTo := func(m Memory) result {
-		m.LastChange, m.Direction, m.Step, m.Changes = t0.Add(4*time.Second), Tighten, 1.5, 3
-		return result{Change: true, Rule: RuleSettle, After: bdp(2.667, vg), Memory: m}
-	}
-	relifted := func(after Settings) result {
-		return result{Change: true, Rule: RuleOverrun, After: after,
-			Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 1.5, Changes: 5, Lifted: bdp(1, vg), LiftedTrendRTT: 0.6}}
-	}
 	tests := []struct {
 		desc   string
 		cfg    func(*Config)
@@ -1301,120 +1278,6 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
 					Lifted: bdp(1, vg), LiftedTrendRTT: 0.6}},
 		},
-		{
-			desc:   "relift_within_rtt: a settle records the lift it brings K_max down from, and when",
-			cfg:    func(c *Config) { c.ReliftWithinRTT = 16 },
-			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg)) },
-			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
-			want: result{Change: true, Rule: RuleSettle, After: bdp(2.667, vg),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 1.5, Changes: 3, Lifted: bdp(1, vg),
-					Relift: bdp(4, vg), ReliftAt: t0.Add(4 * time.Second)}},
-			reason: "the overload is over",
-		},
-		{
-			desc:   "relift_within_rtt: a second settle of the episode keeps the higher lift and moves the time",
-			cfg:    func(c *Config) { c.ReliftWithinRTT = 16 },
-			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.3}, bdp(2.667, vg)) },
-			mem: Memory{LastChange: t0.Add(-time.Minute), Direction: Tighten, Step: 1.5, Changes: 3, Lifted: bdp(1, vg),
-				Relift: bdp(4, vg), ReliftAt: t0.Add(-time.Minute)},
-			want: result{Change: true, Rule: RuleSettle, After: bdp(1.334, vg),
-				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 4, Lifted: bdp(1, vg),
-					Relift: bdp(4, vg), ReliftAt: t0.Add(4 * time.Second)}},
-			reason: "the overload is over",
-		},
-		{
-			desc: "relift_within_rtt: a new overload 11 RTT_est after a kept settle lifts straight back to the settled lift, not by a step",
-			cfg:  func(c *Config) { c.ReliftWithinRTT, c.Cooldown = 16, 50*time.Millisecond },
-			// 2.2 RTT_est ahead over K_max 1: one step would give alpha 2.
-			window: func() Window { return steep(bdp(1, vg), 1) },
-			mem:    settled,
-			want:   relifted(bdp(3.375, vg)),
-			reason: "re-lift: a settle 11 RTT_est ago (relift_within_rtt 16) brought K_max down from 3.375 BDP (alpha), and the overload is back: K_max straight back to 3.375",
-		},
-		{
-			desc:   "relift_within_rtt: the settle longer ago than relift_within_rtt: one step, and the settled lift is forgotten",
-			cfg:    func(c *Config) { c.ReliftWithinRTT, c.Cooldown = 8, 50*time.Millisecond },
-			window: func() Window { return steep(bdp(1, vg), 1) },
-			mem:    settled,
-			want:   relifted(bdp(1.5, vg)),
-		},
-		{
-			desc:   "relift_within_rtt off: a settled lift in the memory is not used",
-			cfg:    func(c *Config) { c.Cooldown = 50 * time.Millisecond },
-			window: func() Window { return steep(bdp(1, vg), 1) },
-			mem:    settled,
-			want:   relifted(bdp(1.5, vg)),
-		},
-		{
-			desc:   "relift_within_rtt: the re-lift is capped at the overrun ceiling (half a 5-BDP buffer)",
-			cfg:    func(c *Config) { c.ReliftWithinRTT, c.Cooldown = 16, 50*time.Millisecond },
-			window: func() Window { w := steep(bdp(1, vg), 1); w.BufferBytes = 5 * bdpBytes; return w },
-			mem:    Memory{LastChange: settledAt, Direction: Tighten, Step: 2, Changes: 4, Relift: bdp(4, vg), ReliftAt: settledAt},
-			want:   relifted(bdp(2.5, vg)),
-			reason: "K_max straight back to 2.5",
-		},
-		{
-			desc:   "relift_within_rtt: a settle that stopped short (the lift still on) is no bar: the overload back at the last lift's pace re-lifts",
-			cfg:    func(c *Config) { c.ReliftWithinRTT, c.Cooldown = 16, 50*time.Millisecond },
-			window: func() Window { return steep(bdp(2, vg), 2) }, // 3.2 RTT_est ahead over K_max 2
-			mem: Memory{LastChange: t0.Add(-100 * time.Millisecond), Direction: Tighten, Step: 1.5, Changes: 4, Lifted: bdp(1, vg), LiftedTrendRTT: 0.6,
-				Relift: bdp(3, vg), ReliftAt: t0.Add(-100 * time.Millisecond)},
-			want: result{Change: true, Rule: RuleOverrun, After: bdp(3, vg),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 1.25, Changes: 5,
-					Lifted: bdp(1, vg), LiftedTrendRTT: 0.6}},
-			reason: "re-lift",
-		},
-		{
-			desc: "relift_within_rtt with overrun_headroom_share: a queue that overfills the buffer one RTT_est ahead is not re-lifted",
-			cfg: func(c *Config) {
-				c.ReliftWithinRTT, c.Cooldown, c.OverrunHeadroomShare = 16, 50*time.Millisecond, 0.75
-			},
-			window: func() Window { w := steep(bdp(1, vg), 2); w.BufferBytes = 4 * bdpBytes; return w },
-			mem: Memory{LastChange: t0.Add(-100 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 4,
-				Relift: bdp(3, vg), ReliftAt: t0.Add(-100 * time.Millisecond)},
-			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg/2),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 5,
-					Relift: bdp(3, vg), ReliftAt: t0.Add(-100 * time.Millisecond)}},
-			reason: "overfills the buffer one RTT_est ahead",
-		},
-		{
-			desc:   "settle_hold_rtt: an overrun records its window's end and pace",
-			cfg:    func(c *Config) { c.SettleHoldRTT = 16 },
-			window: func() Window { return steep(bdp(1, vg), 1) },
-			want: result{Change: true, Rule: RuleOverrun, After: bdp(2, vg),
-				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Loosen, Step: 2, Changes: 1,
-					Lifted: bdp(1, vg), LiftedTrendRTT: 0.6, OverloadAt: t0.Add(10 * time.Millisecond), PeakTrendRTT: 0.6}},
-		},
-		{
-			desc:   "settle_hold_rtt: a settle 5 RTT_est after the overload, one RTT_est of its peak pace (2) inside the 4 RTT_est of buffer above K_max: held, the lift kept",
-			cfg:    func(c *Config) { c.SettleHoldRTT = 16 },
-			window: holdWindow,
-			mem:    holdMem(3950*time.Millisecond, 2),
-			want:   result{Rule: RuleBound, After: bdp(4, vg)},
-			reason: "the overload grew the queue 5 RTT_est ago (settle_hold_rtt 16), at 2 RTT_est per RTT_est at most, and one RTT_est of that fits in the 4 RTT_est of buffer above K_max: the lift kept for the next",
-		},
-		{
-			desc:   "settle_hold_rtt: the overload's peak pace (5) over the buffer's headroom: settled as before",
-			cfg:    func(c *Config) { c.SettleHoldRTT = 16 },
-			window: holdWindow,
-			mem:    holdMem(3950*time.Millisecond, 5),
-			want:   settledTo(holdMem(3950*time.Millisecond, 5)),
-			reason: "the overload is over",
-		},
-		{
-			desc:   "settle_hold_rtt: the overload 20 RTT_est ago: settled as before",
-			cfg:    func(c *Config) { c.SettleHoldRTT = 16 },
-			window: holdWindow,
-			mem:    holdMem(3800*time.Millisecond, 2),
-			want:   settledTo(holdMem(3800*time.Millisecond, 2)),
-		},
-		{
-			desc:   "settle_hold_rtt: a switch that reports no buffer: settled as before",
-			cfg:    func(c *Config) { c.SettleHoldRTT = 16 },
-			window: func() Window { w := holdWindow(); w.BufferBytes = 0; return w },
-			mem:    holdMem(3950*time.Millisecond, 2),
-			want:   settledTo(holdMem(3950*time.Millisecond, 2)),
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -1615,18 +1478,6 @@ func TestReverted(t *testing.T) {
 		{
 			desc: "rule pinned's off-try undone unjudged: the back-off stays", mem: offTry,
 			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 4, CutOn: true, CutOffRollbacks: 2,
-				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
-		},
-		{
-			desc: "a settle rolled back: the lift stands, the settled lift (relift_within_rtt) is forgotten",
-			mem:  Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 3, Lifted: bdp(1, vg), Relift: bdp(2, vg), ReliftAt: t0}, worse: true,
-			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 3, Lifted: bdp(1, vg),
-				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
-		},
-		{
-			desc: "a change after a kept settle rolled back: the settled lift stays",
-			mem:  Memory{LastChange: t0, Direction: Tighten, Step: 2, Changes: 4, Relift: bdp(2, vg), ReliftAt: t0.Add(-time.Second)}, worse: true,
-			want: Memory{LastChange: t0.Add(7 * time.Second), Direction: Hold, Step: 1.5, Changes: 4, Relift: bdp(2, vg), ReliftAt: t0.Add(-time.Second),
 				Rejected: Tighten, RejectedUntil: t0.Add(27 * time.Second)},
 		},
 		{
@@ -1858,9 +1709,6 @@ func TestValidate(t *testing.T) {
 		{desc: "standing floor above twice the queue", edit: func(c *Config) { c.StandingFloorShare = 3 }, want: "standing_floor_share: 3 is not a multiple"},
 		{desc: "overrun headroom above the buffer", edit: func(c *Config) { c.OverrunHeadroomShare = 1.5 }, want: "overrun_headroom_share: 1.5 is neither 0 (no limit) nor a share of the buffer in (0, 1]"},
 		{desc: "overrun headroom negative", edit: func(c *Config) { c.OverrunHeadroomShare = -0.1 }, want: "overrun_headroom_share: -0.1 is neither 0"},
-		{desc: "relift window negative", edit: func(c *Config) { c.ReliftWithinRTT = -1 }, want: "relift_within_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},
-		{desc: "relift window NaN", edit: func(c *Config) { c.ReliftWithinRTT = math.NaN() }, want: "relift_within_rtt: NaN is neither 0"},
-		{desc: "settle hold negative", edit: func(c *Config) { c.SettleHoldRTT = -2 }, want: "settle_hold_rtt: -2 is neither 0 (off) nor a positive number of RTT_est"},
 		{desc: "standing floor at the queue", edit: func(c *Config) { c.StandingFloorShare = 1 }},
 		{desc: "qgr-off evidence negative", edit: func(c *Config) { c.QGROffRTT = -1 }, want: "qgr_off_rtt: -1 is neither 0 (off) nor a positive number of RTT_est"},
 		{desc: "no judge horizon", edit: func(c *Config) { c.JudgeAheadMaxRTT = 0 }, want: "judge_ahead_max_rtt: 0 must be a positive delay"},

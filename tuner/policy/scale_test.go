@@ -28,9 +28,6 @@ type shape struct {
 	standingShare  float64 // standing_floor_share (0: the default)
 	headroom       float64 // overrun_headroom_share (0: the default, off)
 	qgrOffRTT      float64 // qgr_off_rtt (0: the default, off); the node takes V_growth 0 when above 0
-	reliftRTT      float64 // relift_within_rtt (0: the default, off)
-	relift         float64 // the alpha of a settled lift (Memory.Relift; 0: none), ReliftAt as LastChange is scaled
-	holdRTT        float64 // settle_hold_rtt (0: the default, off); Memory.OverloadAt scaled as LastChange
 }
 
 // scaled is s on a port of rateBitsPerSec with RTT_est rtt: five samples
@@ -49,8 +46,6 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	}
 	cfg.OverrunHeadroomShare = s.headroom
 	cfg.QGROffRTT = s.qgrOffRTT
-	cfg.ReliftWithinRTT = s.reliftRTT
-	cfg.SettleHoldRTT = s.holdRTT
 	vg := int64(math.Round(s.vgShare * float64(rateBitsPerSec) / 8))
 	w := Window{Start: t0, End: t0.Add(rtt), RTTEst: rtt, PortRateBitsPerSec: rateBitsPerSec,
 		KBaseBytes: int64(bdpB / 200), Config: bdp(s.alpha, vg)}
@@ -81,15 +76,6 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	}
 	if s.lifted > 0 {
 		mem.Lifted = bdp(s.lifted, vg)
-	}
-	if s.relift > 0 {
-		mem.Relift = bdp(s.relift, vg)
-	}
-	if !mem.OverloadAt.IsZero() {
-		mem.OverloadAt = t0.Add(time.Duration(float64(mem.OverloadAt.Sub(t0)) * float64(rtt)))
-	}
-	if !mem.ReliftAt.IsZero() {
-		mem.ReliftAt = t0.Add(time.Duration(float64(mem.ReliftAt.Sub(t0)) * float64(rtt)))
 	}
 	return cfg, w, mem
 }
@@ -183,29 +169,8 @@ func TestDecideScaleFree(t *testing.T) {
 			mem: Memory{LastChange: t0.Add(-10), Changes: 2, QGROff: true}}},
 		{RuleGrowth, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.7, alpha: 1, vgShare: 0, qgrOffRTT: 2,
 			mem: Memory{LastChange: t0.Add(-10), Changes: 2, QGROff: true}}},
-		// settle_hold_rtt 16: a settle 4 RTT_est after the overload (the
-		// window's end 5), its peak pace 2 inside the 3 RTT_est of a 4-BDP
-		// buffer above K_max: held; at a pace of 3.5, or 20 RTT_est after
-		// it, settled.
-		{RuleBound, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, lifted: 0.5, holdRTT: 16, bufferBDP: 4,
-			mem: Memory{LastChange: t0.Add(-10), Changes: 1, OverloadAt: t0.Add(-4), PeakTrendRTT: 2}}},
-		{RuleSettle, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, lifted: 0.5, holdRTT: 16, bufferBDP: 4,
-			mem: Memory{LastChange: t0.Add(-10), Changes: 1, OverloadAt: t0.Add(-4), PeakTrendRTT: 3.5}}},
-		{RuleSettle, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, lifted: 0.5, holdRTT: 16, bufferBDP: 4,
-			mem: Memory{LastChange: t0.Add(-30), Changes: 1, OverloadAt: t0.Add(-20), PeakTrendRTT: 2}}},
 		{RuleOverhead, shape{util: 0.95, firstRTT: 0.2, lastRTT: 0.2, notifiesPerRTT: 600, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleSettle, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, mem: changed, lifted: 0.5}},
-		// relift_within_rtt 16: a settle records the lift it ends; an
-		// overrun 11 RTT_est after it lifts straight back to it (alpha
-		// 3.375, not a step's 2), capped at the overrun ceiling (half a
-		// 5-BDP buffer); 21 RTT_est after it, one step.
-		{RuleSettle, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, mem: changed, lifted: 0.5, reliftRTT: 16}},
-		{RuleOverrun, shape{util: 0.99, firstRTT: 0.1, lastRTT: 1.1, alpha: 1, vgShare: 0.1, reliftRTT: 16, relift: 3.375,
-			mem: Memory{LastChange: t0.Add(-10), Changes: 1, ReliftAt: t0.Add(-10)}}},
-		{RuleOverrun, shape{util: 0.99, firstRTT: 0.1, lastRTT: 1.1, alpha: 1, vgShare: 0.1, reliftRTT: 16, relift: 3.375, bufferBDP: 5,
-			mem: Memory{LastChange: t0.Add(-10), Changes: 1, ReliftAt: t0.Add(-10)}}},
-		{RuleOverrun, shape{util: 0.99, firstRTT: 0.1, lastRTT: 1.1, alpha: 1, vgShare: 0.1, reliftRTT: 16, relift: 3.375,
-			mem: Memory{LastChange: t0.Add(-10), Changes: 1, ReliftAt: t0.Add(-20)}}},
 		{RuleCooldown, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: Memory{LastChange: t0.Add(1), Changes: 1}}},
 		{RuleRejected, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1,
 			mem: Memory{LastChange: t0.Add(-10), Changes: 1, Rejected: Tighten, RejectedUntil: t0.Add(time.Hour)}}},
@@ -240,8 +205,6 @@ func TestDecideScaleFree(t *testing.T) {
 				QGROff    bool
 				QGROffN   int     // QGROffBacks
 				QGRCost   float64 // QGRCostSince before the window's end, in RTT_est
-				Relift    float64 // Memory.Relift's alpha
-				ReliftRTT float64 // ReliftAt before the window's end, in RTT_est
 			}
 			var first *outcome
 			var firstAt string
@@ -255,10 +218,6 @@ func TestDecideScaleFree(t *testing.T) {
 					o.QGROff, o.QGROffN = m.QGROff, m.QGROffBacks
 					if !m.QGRCostSince.IsZero() {
 						o.QGRCost = math.Round(float64(w.End.Sub(m.QGRCostSince))/float64(rtt)*1e6) / 1e6
-					}
-					o.Relift = m.Relift.Alpha
-					if !m.ReliftAt.IsZero() {
-						o.ReliftRTT = math.Round(float64(w.End.Sub(m.ReliftAt))/float64(rtt)*1e6) / 1e6
 					}
 					if !m.CalmSince.IsZero() {
 						o.CalmRTT = math.Round(float64(w.End.Sub(m.CalmSince))/float64(rtt)*1e6) / 1e6
