@@ -248,7 +248,7 @@ func TestPGSourceBufferCeiling(t *testing.T) {
 		if len(wins) != 1 {
 			t.Fatalf("%d windows, want 1: %+v", len(wins), wins)
 		}
-		d, _ := policy.Decide(policy.DefaultConfig(), wins[0].Window, policy.Memory{})
+		d, _ := policy.Decide(everyRule(), wins[0].Window, policy.Memory{})
 		return wins[0].Window, d
 	}
 
@@ -329,7 +329,7 @@ func TestPGSourceOverloadCut(t *testing.T) {
 		rule policy.Rule
 		cut  bool
 	}{{policy.RulePinned, true}, {policy.RuleLoss, false}} {
-		d, m := policy.Decide(policy.DefaultConfig(), wins[i].Window, mem)
+		d, m := policy.Decide(everyRule(), wins[i].Window, mem)
 		if !d.Change || d.Rule != want.rule || d.After.OverloadCut != want.cut || m.CutOn != want.cut {
 			t.Errorf("queue %d: change %v, rule %s, overload_cut %v, memory's CutOn %v (%s); want a change by %s, overload_cut %v",
 				i, d.Change, d.Rule, d.After.OverloadCut, m.CutOn, d.Reason, want.rule, want.cut)
@@ -497,4 +497,12 @@ func TestPGSourceClockSkew(t *testing.T) {
 	if diff := cmp.Diff(every, times(NewPGSource(pool, WithClockSkew(10*time.Minute)))); diff != "" {
 		t.Errorf("clock_skew 10m: queue 0's sample times (-want +got):\n%s", diff)
 	}
+}
+
+// everyRule is the policy's defaults with every rule on and the switch's
+// K_max kept at the first decision (alpha_start 0, rules_off empty).
+func everyRule() policy.Config {
+	c := policy.DefaultConfig()
+	c.AlphaStart, c.RulesOff = 0, nil
+	return c
 }

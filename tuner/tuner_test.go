@@ -186,6 +186,10 @@ func testConfig(switches ...SwitchConfig) Config {
 	cfg.DB = "postgres://unused"
 	cfg.Switches = switches
 	cfg.Policy.TuneVGrowth = false
+	// Every rule on and the switch's K_max kept at the first decision: the
+	// service's tests watch the rules' decisions from the switch's
+	// configuration (the defaults' start and rules_off: policy's tests).
+	cfg.Policy.AlphaStart, cfg.Policy.RulesOff = 0, nil
 	return cfg
 }
 

@@ -36,6 +36,10 @@ func TestTunerPinnedClosedLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// From the switch's alpha with every rule on (the policy before
+	// session 19's defaults): the run whose queue stands at the buffer.
+	zero, none := 0.0, []policy.Rule{}
+	c.Tuner.AlphaStart, c.Tuner.RulesOff = &zero, &none
 	var m *sim.LongHaulCNP
 	opts := append(Options{SummaryOnly: true}.simOptions(false), sim.WithLongHaulCNP(func(x *sim.LongHaulCNP, _ *sim.Env) { m = x }))
 	sum, err := sim.Run(context.Background(), c, t.TempDir(), opts...)

@@ -1,7 +1,11 @@
 package scenario
 
 import (
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/lhcnp/lhcnp/tuner/policy"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -19,6 +23,10 @@ type Tuner struct {
 	Period, Window, JudgeWindow, Cooldown, SetDelay time.Duration
 	Weights                                         TunerWeights
 	SearchAfterRTT                                  float64
+	// AlphaStart and RulesOff are the policy's alpha_start and rules_off
+	// (docs/tuner.md); nil: the policy's defaults.
+	AlphaStart *float64
+	RulesOff   *[]policy.Rule
 	// Fixed replaces the policy: at each queue's first decision (when the
 	// policy would first decide on it) the loop sets this alpha and
 	// V_growth, through the Set delay like any change, and never decides
@@ -51,7 +59,7 @@ func (l *loader) tuner(n *yaml.Node) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // "tuner:" alone: every default
 	}
-	o := l.d.object(n, "tuner", "period", "window", "judge_window", "cooldown", "set_delay", "weights", "search_after_rtt")
+	o := l.d.object(n, "tuner", "period", "window", "judge_window", "cooldown", "set_delay", "weights", "search_after_rtt", "alpha_start", "rules_off")
 	if o == nil {
 		return
 	}
@@ -61,6 +69,30 @@ func (l *loader) tuner(n *yaml.Node) {
 	o.setDuration("cooldown", &t.Cooldown, false)
 	o.setDuration("set_delay", &t.SetDelay, false)
 	o.setFloat("search_after_rtt", &t.SearchAfterRTT, 0, 1e6)
+	cfg := policy.DefaultConfig()
+	if an := o.get("alpha_start"); an != nil {
+		if v, ok := l.d.float(an, o.field("alpha_start"), 0, 1e6); ok {
+			t.AlphaStart, cfg.AlphaStart = &v, v
+			if err := cfg.Validate(); err != nil {
+				l.d.errAt(an, o.field("alpha_start"), "%s", strings.TrimPrefix(err.Error(), "alpha_start: "))
+			}
+		}
+	}
+	if rn := o.get("rules_off"); rn != nil {
+		off := []policy.Rule{}
+		for i, r := range l.d.list(rn, o.field("rules_off")) {
+			if v, ok := l.d.scalar(r, index(o.field("rules_off"), i)); ok {
+				cfg := policy.DefaultConfig()
+				cfg.RulesOff = append(slices.Clone(off), policy.Rule(v))
+				if err := cfg.Validate(); err != nil {
+					l.d.errAt(r, index(o.field("rules_off"), i), "%s", strings.TrimPrefix(err.Error(), "rules_off: "))
+					continue
+				}
+				off = append(off, policy.Rule(v))
+			}
+		}
+		t.RulesOff = &off
+	}
 	if wn := o.get("weights"); wn != nil {
 		w := l.d.object(wn, "tuner.weights", "utilisation", "delay", "loss", "notifications")
 		if w == nil {

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"github.com/lhcnp/lhcnp/tuner/policy"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,6 +35,16 @@ func TestTunerKey(t *testing.T) {
 		{desc: "a duration that is not one", extra: "tuner: {period: 10Gbps}\n", wantErr: "tuner.period"},
 		{desc: "a negative weight", extra: "tuner: {weights: {delay: -1}}\n", wantErr: "tuner.weights.delay"},
 		{desc: "not long-haul-cnp", extra: "tuner: {}\n", dcqcn: true, wantErr: "needs mechanism.kind long-haul-cnp"},
+		{desc: "the policy's starting point and rules off", extra: "tuner: {alpha_start: 0.707, rules_off: [under-use, growth]}\n",
+			want: &Tuner{AlphaStart: ptr(0.707), RulesOff: &[]policy.Rule{policy.RuleUnderUse, policy.RuleGrowth}}},
+		{desc: "every rule on, the switch's K_max kept", extra: "tuner: {alpha_start: 0, rules_off: []}\n",
+			want: &Tuner{AlphaStart: ptr(0.0), RulesOff: &[]policy.Rule{}}},
+		{desc: "alpha_start above alpha_max", extra: "tuner: {alpha_start: 20}\n", wantErr: "tuner.alpha_start: 20 is neither 0 nor an alpha"},
+		{desc: "alpha_start not a number", extra: "tuner: {alpha_start: half}\n", wantErr: "tuner.alpha_start"},
+		{desc: "rules_off: loss", extra: "tuner: {rules_off: [delay, loss]}\n", wantErr: `tuner.rules_off[1]: "loss" is not a rule that can be switched off`},
+		{desc: "rules_off: a misspelt rule", extra: "tuner: {rules_off: [under_use]}\n", wantErr: `tuner.rules_off[0]: "under_use" is not a rule`},
+		{desc: "rules_off: twice", extra: "tuner: {rules_off: [delay, delay]}\n", wantErr: `tuner.rules_off[1]: "delay" is listed twice`},
+		{desc: "rules_off: not a list", extra: "tuner: {rules_off: delay}\n", wantErr: "tuner.rules_off"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -76,3 +87,5 @@ func TestTunerScenarios(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

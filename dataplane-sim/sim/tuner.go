@@ -140,6 +140,12 @@ func installTuner(env *Env, m *LongHaulCNP, spec scenario.Tuner) {
 	set(&w.Loss, spec.Weights.Loss)
 	set(&w.Notifications, spec.Weights.Notifications)
 	set(&base.SearchAfterRTT, spec.SearchAfterRTT)
+	if spec.AlphaStart != nil {
+		base.AlphaStart = *spec.AlphaStart
+	}
+	if spec.RulesOff != nil {
+		base.RulesOff = slices.Clone(*spec.RulesOff)
+	}
 	if spec.SetDelay == 0 {
 		spec.SetDelay = DefaultSetDelay
 	}

@@ -28,7 +28,7 @@ import (
 func tunedRTTStep(t *testing.T) *scenario.Scenario {
 	sc := load(t, "compare/rtt-step.yaml")
 	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = scenario.DefaultLongHaulCNP().Alpha, 0 })
-	sc.Tuner = &scenario.Tuner{}
+	sc.Tuner = everyRule(scenario.Tuner{})
 	return sc
 }
 
@@ -100,7 +100,7 @@ func TestTunerRollsBackWorse(t *testing.T) {
 	sc := load(t, "compare/mid-wan.yaml")
 	d := scenario.DefaultLongHaulCNP()
 	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
-	sc.Tuner = &scenario.Tuner{}
+	sc.Tuner = everyRule(scenario.Tuner{})
 	run := func(observe func(*LongHaulCNP, *Env)) []TunerChange {
 		var m *LongHaulCNP
 		if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(50*time.Millisecond), WithoutPlots(),
@@ -267,7 +267,7 @@ func editLongHaul(sc *scenario.Scenario, edit func(*scenario.LongHaulCNP)) {
 // not rolled back for want of a window.
 func TestTunerSearchJudged(t *testing.T) {
 	sc := load(t, "compare/mid-wan.yaml")
-	sc.Tuner = &scenario.Tuner{SearchAfterRTT: 4}
+	sc.Tuner = everyRule(scenario.Tuner{SearchAfterRTT: 4})
 	var m *LongHaulCNP
 	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(150*time.Millisecond), WithoutPlots(),
 		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
@@ -342,7 +342,7 @@ func runTunedFromDefaults(t *testing.T, file string, dur time.Duration) *LongHau
 	sc := load(t, file)
 	d := scenario.DefaultLongHaulCNP()
 	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
-	sc.Tuner = &scenario.Tuner{}
+	sc.Tuner = everyRule(scenario.Tuner{})
 	var m *LongHaulCNP
 	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(dur), WithoutPlots(),
 		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
@@ -490,5 +490,61 @@ func TestTunerGiveUpIsNoJudgement(t *testing.T) {
 		if m := mems[i]; m.CutOffRollbacks != want.rollback || m.CutOffTrying || !m.CutOn || m.Rejected != policy.Loosen {
 			t.Errorf("off-try %d (judged %v): memory %+v; want the claim, %d off-tries counted, loosening refused", i, want.judged, m, want.rollback)
 		}
+	}
+}
+
+// everyRule is t with every rule of the policy on and no starting K_max
+// (alpha_start 0, rules_off empty): the rules' closed-loop tests watch the
+// rules the defaults switch off (under-use, overrun) and start from the
+// switch's alpha.
+func everyRule(t scenario.Tuner) *scenario.Tuner {
+	zero, none := 0.0, []policy.Rule{}
+	t.AlphaStart, t.RulesOff = &zero, &none
+	return &t
+}
+
+// TestTunerDefaultStart: with the policy's defaults the closed loop's
+// first change on each queue is the starting point, alpha 0.5 (alpha_start)
+// and V_growth a tenth of the port's rate, from the draft's defaults; no
+// queue is decided by under-use or overrun (rules_off), and the
+// scenario's tuner keys alpha_start and rules_off reach the policy.
+func TestTunerDefaultStart(t *testing.T) {
+	run := func(tn *scenario.Tuner) *LongHaulCNP {
+		sc := load(t, "compare/mid-wan.yaml")
+		d := scenario.DefaultLongHaulCNP()
+		editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
+		sc.Tuner = tn
+		var m *LongHaulCNP
+		if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(50*time.Millisecond), WithoutPlots(),
+			WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := run(&scenario.Tuner{})
+	first := map[string]TunerChange{}
+	for _, c := range m.Tuner {
+		if _, ok := first[c.Port]; !ok {
+			first[c.Port] = c
+		}
+	}
+	if len(first) == 0 {
+		t.Fatal("no change")
+	}
+	for port, c := range first {
+		if c.Rule != policy.RuleStart || c.After.Alpha != 0.5 || c.Outcome != "confirmed" {
+			t.Errorf("%s: first change %s to alpha %v (%s), want start to alpha 0.5, confirmed", port, c.Rule, c.After.Alpha, c.Outcome)
+		}
+	}
+	for _, x := range m.TunerDecisions {
+		if x.Rule == policy.RuleUnderUse || x.Rule == policy.RuleOverrun {
+			t.Errorf("%s %s at %v: rule %s, off by default", x.Node, x.Port, x.At, x.Rule)
+		}
+	}
+	// alpha_start 0.7 from the scenario: the start goes there.
+	a := 0.7
+	m = run(&scenario.Tuner{AlphaStart: &a})
+	if len(m.Tuner) == 0 || m.Tuner[0].Rule != policy.RuleStart || m.Tuner[0].After.Alpha != 0.7 {
+		t.Errorf("alpha_start 0.7: first change %+v, want start to alpha 0.7", m.Tuner)
 	}
 }

@@ -55,7 +55,7 @@ func TestCommitJudge(t *testing.T) {
 // whose objective is worse than the window it was decided on: those are a
 // queue's first windows, its start-up's.
 func TestCommitStart(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := rulesConfig() // a start that moves V_growth alone, a loosening
 	from := bdp(1, vg/4)
 	decided := window(queue{util: 0.99, delayRTT: 0.05}, from)
 	d, _ := Decide(cfg, decided, Memory{})

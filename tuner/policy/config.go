@@ -78,13 +78,27 @@ type Config struct {
 	// to a queue whose QGR trigger is off (v-growth 0, possible in the
 	// simulator only, or at or above R_port); 0: no starting point, the
 	// switch's V_growth is kept and a trigger that is off stays off.
-	VGrowthStartShare float64       `yaml:"v_growth_start_share"`
-	TuneKMax          bool          `yaml:"tune_kmax"`
-	MaxStep           float64       `yaml:"max_step"`
-	MinStep           float64       `yaml:"min_step"`
-	Cooldown          time.Duration `yaml:"cooldown"`
-	MinSamples        int           `yaml:"min_samples"`
-	MaxGap            time.Duration `yaml:"max_gap"`
+	VGrowthStartShare float64 `yaml:"v_growth_start_share"`
+	// AlphaStart is the policy's starting point of K_max, in BDPs of the
+	// port: the first decision on a queue moves alpha (BDP_ADAPTIVE) or an
+	// explicit kmax (AlphaStart × the port's BDP) there from whatever the
+	// switch has, with V_growth (rule start); 0: the switch's K_max is
+	// kept. 0.5, the one relative setting (with V_growth 0.1 × R_port)
+	// best over the train seeds (docs/tuner.md "A starting point and
+	// fewer rules (session 19)").
+	AlphaStart float64 `yaml:"alpha_start"`
+	// RulesOff are rules the policy does not apply: a window one of them
+	// would decide falls through to the next (growth, delay, under-use,
+	// overrun, overhead; settle ends overrun's lifts and is never off, nor
+	// is loss). Default under-use and overrun: on the development set
+	// neither did better than the starting point held (session 19).
+	RulesOff   []Rule        `yaml:"rules_off"`
+	TuneKMax   bool          `yaml:"tune_kmax"`
+	MaxStep    float64       `yaml:"max_step"`
+	MinStep    float64       `yaml:"min_step"`
+	Cooldown   time.Duration `yaml:"cooldown"`
+	MinSamples int           `yaml:"min_samples"`
+	MaxGap     time.Duration `yaml:"max_gap"`
 
 	// The rules' thresholds; the pairs (UtilisationLow, DelayLowRTT) and
 	// DelayHighRTT leave a dead band in which the policy holds.
@@ -214,6 +228,8 @@ func DefaultConfig() Config {
 		VGrowthMaxShare:           1,
 		TuneVGrowth:               true,
 		VGrowthStartShare:         0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthStartShareIsTheDefault)
+		AlphaStart:                0.5,
+		RulesOff:                  []Rule{RuleUnderUse, RuleOverrun},
 		TuneKMax:                  true,
 		MaxStep:                   2,
 		MinStep:                   1.1,
@@ -281,6 +297,21 @@ func (c Config) Validate() error {
 	if !finite(c.VGrowthStartShare) || c.VGrowthStartShare < 0 ||
 		(c.VGrowthStartShare > 0 && (c.VGrowthStartShare < c.VGrowthMinShare || c.VGrowthStartShare > c.VGrowthMaxShare)) {
 		bad("v_growth_start_share", "%v is neither 0 nor a share in [v_growth_min_share %v, v_growth_max_share %v]", c.VGrowthStartShare, c.VGrowthMinShare, c.VGrowthMaxShare)
+	}
+	if !finite(c.AlphaStart) || c.AlphaStart < 0 || (c.AlphaStart > 0 && (c.AlphaStart < c.AlphaMin || c.AlphaStart > c.AlphaMax)) {
+		bad("alpha_start", "%v is neither 0 nor an alpha in [alpha_min %v, alpha_max %v]", c.AlphaStart, c.AlphaMin, c.AlphaMax)
+	} else if c.AlphaStart > 0 && AlphaHasExtraDigits(c.AlphaStart) {
+		bad("alpha_start", "%v has more than the YANG model's %d fraction digits", c.AlphaStart, YANGAlphaFractionDigit)
+	}
+	seen := map[Rule]bool{}
+	for _, r := range c.RulesOff {
+		switch {
+		case !switchable[r]:
+			bad("rules_off", "%q is not a rule that can be switched off (growth, delay, under-use, overrun, overhead; loss and settle never are)", r)
+		case seen[r]:
+			bad("rules_off", "%q is listed twice", r)
+		}
+		seen[r] = true
 	}
 	if !finite(c.MaxStep) || c.MaxStep <= 1 {
 		bad("max_step", "%v must be a factor above 1", c.MaxStep)
@@ -361,6 +392,19 @@ func (c Config) Validate() error {
 		bad("worse_tolerance", "%v is not a finite share ≥ 0", c.WorseTolerance)
 	}
 	return errors.Join(errs...)
+}
+
+// switchable are the rules RulesOff may name.
+var switchable = map[Rule]bool{RuleGrowth: true, RuleDelay: true, RuleUnderUse: true, RuleOverrun: true, RuleOverhead: true}
+
+// on says whether the policy applies rule r (not in RulesOff).
+func (c Config) on(r Rule) bool {
+	for _, o := range c.RulesOff {
+		if o == r {
+			return false
+		}
+	}
+	return true
 }
 
 // vGrowthBounds are V_growth's bounds in bytes per second on a port of

@@ -444,34 +444,61 @@ func cutOff(cfg Config, w Window, mem Memory) string {
 	return fmt.Sprintf("the queue below K_min for %.3g RTT_est (pinned_off_rtt %v) since rule pinned switched overload_cut on: overload_cut off", calm, cfg.PinnedOffRTT)
 }
 
-// start is the first decision on a queue (rule start): V_growth from
-// whatever the switch has to the policy's starting point, VGrowthStartShare
-// of R_port, so the tuning starts from the same point at every port rate
-// (the YANG default of 10 Gbit/s is 40 % of a 25 Gbit/s port and 2.5 % of a
-// 400 Gbit/s one). Hold: no starting point, V_growth not tuned, the QGR
-// trigger off or as good as off (the growth rule switches it on), or
-// already there (within MinStep).
+// start is the first decision on a queue (rule start): the policy's
+// starting point, from whatever the switch has. V_growth to
+// VGrowthStartShare of R_port, so the tuning starts from the same point at
+// every port rate (the YANG default of 10 Gbit/s is 40 % of a 25 Gbit/s
+// port and 2.5 % of a 400 Gbit/s one), and K_max to AlphaStart BDPs of the
+// port (alpha, or an explicit kmax of AlphaStart × the BDP). A knob stays
+// where it is when it has no starting point or is not tuned, when it is
+// there already (within MinStep), and V_growth when the QGR trigger is off
+// or as good as off (the growth rule switches it on). Its direction is
+// K_max's where K_max moves, V_growth's otherwise.
 func start(cfg Config, w Window) (Settings, Direction, string) {
+	after := w.Config
+	var dir Direction = Hold
+	var why []string
+	near := func(cur, target float64) bool { r := cur / target; return r >= 1/cfg.MinStep && r <= cfg.MinStep }
+	sense := func(cur, target float64) Direction {
+		if target > cur {
+			return Loosen
+		}
+		return Tighten
+	}
 	target := cfg.vGrowthStartBytesPerSec(w.PortRateBitsPerSec)
 	cur := w.Config.VGrowthBytesPerSec
 	// A trigger that is off (or as good as off, at or above R_port) is
 	// left to the growth rule, which switches it on where a queue grows:
 	// switched on at every queue at once, it cost tuner-load-step its win
 	// (J 0.1714 against 0.1402, docs/tuner.md).
-	if !cfg.TuneVGrowth || target <= 0 || qgrOff(cur, w.PortRateBitsPerSec) {
+	if cfg.TuneVGrowth && target > 0 && !qgrOff(cur, w.PortRateBitsPerSec) && !near(float64(cur), float64(target)) {
+		after.VGrowthBytesPerSec = target
+		dir = sense(float64(cur), float64(target))
+		why = append(why, fmt.Sprintf("V_growth from the switch's %d B/s (%.3g of R_port) to %d B/s (v_growth_start_share %.3g)",
+			cur, float64(cur)*8/float64(w.PortRateBitsPerSec), target, cfg.VGrowthStartShare))
+	}
+	if cfg.TuneKMax && cfg.AlphaStart > 0 {
+		switch w.Config.KMaxMode {
+		case KMaxBDP:
+			if a := w.Config.Alpha; a > 0 && !near(a, cfg.AlphaStart) {
+				after.Alpha = cfg.AlphaStart
+				dir = sense(a, cfg.AlphaStart)
+				why = append(why, fmt.Sprintf("alpha from the switch's %.4g to %.4g (alpha_start)", a, cfg.AlphaStart))
+			}
+		case KMaxExplicit:
+			lo, hi := cfg.kmaxBounds(w)
+			k := min(hi, max(lo, int64(math.Round(cfg.AlphaStart*w.bdpBytes(1)))))
+			if c := w.Config.KMaxBytes; c > 0 && !near(float64(c), float64(k)) {
+				after.KMaxBytes = k
+				dir = sense(float64(c), float64(k))
+				why = append(why, fmt.Sprintf("kmax from the switch's %d B (%.3g BDP) to %d B (alpha_start %.4g BDP)", c, float64(c)/w.bdpBytes(1), k, cfg.AlphaStart))
+			}
+		}
+	}
+	if dir == Hold {
 		return w.Config, Hold, ""
 	}
-	dir := Tighten
-	switch r := float64(cur) / float64(target); {
-	case r < 1/cfg.MinStep:
-		dir = Loosen
-	case r <= cfg.MinStep:
-		return w.Config, Hold, ""
-	}
-	after := w.Config
-	after.VGrowthBytesPerSec = target
-	return after, dir, fmt.Sprintf("the first decision on the queue: V_growth from the switch's %d B/s (%.3g of R_port) to the policy's starting point %d B/s (v_growth_start_share %.3g)",
-		cur, float64(cur)*8/float64(w.PortRateBitsPerSec), target, cfg.VGrowthStartShare)
+	return after, dir, "the first decision on the queue, the policy's starting point: " + strings.Join(why, "; ")
 }
 
 // endLift ends the overload episode an overrun started (clears Lifted)
@@ -579,22 +606,22 @@ func classify(cfg Config, w Window, m Metrics, lifted Settings) (Direction, Rule
 	case settle != "":
 		// Before every rule but loss: the lift is for the overload only.
 		return Tighten, RuleSettle, settle
-	case over != "":
+	case over != "" && cfg.on(RuleOverrun):
 		// A growth the QGR trigger cuts already, outgrowing K_max: K_max
 		// is in the way, not too high (overrun).
 		return Loosen, RuleOverrun, growth() + "; " + over
-	case growing:
+	case growing && cfg.on(RuleGrowth):
 		return Tighten, RuleGrowth, growth()
 	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && aboveBase(delay) && m.TrendRTT < -cfg.GrowthTrendRTT && ahead <= cfg.DelayHighRTT:
 		return Hold, RuleDraining, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g, but draining by %.3g RTT_est per RTT_est: %.3g one RTT_est ahead",
 			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, -m.TrendRTT, ahead)
-	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && aboveBase(delay):
+	case delay > cfg.DelayHighRTT && m.Utilisation >= cfg.UtilisationLow && aboveBase(delay) && cfg.on(RuleDelay):
 		return Tighten, RuleDelay, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g with the link %.1f%% used",
 			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, 100*m.Utilisation)
-	case m.Utilisation < cfg.UtilisationUnder && delay < cfg.DelayLowRTT && throttled:
+	case m.Utilisation < cfg.UtilisationUnder && delay < cfg.DelayLowRTT && throttled && cfg.on(RuleUnderUse):
 		return Loosen, RuleUnderUse, fmt.Sprintf("link %.1f%% used (utilisation_under %.1f%%), queue %.3g RTT_est (delay_low_rtt %.3g), while %d notifications and %.2f%% ECN marks throttle senders",
 			100*m.Utilisation, 100*cfg.UtilisationUnder, delay, cfg.DelayLowRTT, m.Notifications.Total(), m.ECNMarkingPercent)
-	case cfg.Weights.Notifications*m.NotificationsPerRTT > cfg.NotificationsHighCost && m.Utilisation >= cfg.UtilisationLow:
+	case cfg.Weights.Notifications*m.NotificationsPerRTT > cfg.NotificationsHighCost && m.Utilisation >= cfg.UtilisationLow && cfg.on(RuleOverhead):
 		return Loosen, RuleOverhead, fmt.Sprintf("%.3g notifications per RTT_est cost %.3g of an idle link (notifications_high_cost %.3g) on a link %.1f%% used",
 			m.NotificationsPerRTT, cfg.Weights.Notifications*m.NotificationsPerRTT, cfg.NotificationsHighCost, 100*m.Utilisation)
 	}

@@ -27,6 +27,10 @@ func FuzzDecide(f *testing.F) {
 		}
 		d, _ := Decide(cfg, w, Memory{})
 		checkChange(t, cfg, w, d)
+		// Every rule on, no starting K_max (rulesConfig): the same checks.
+		cfg = rulesConfig()
+		d, _ = Decide(cfg, w, Memory{})
+		checkChange(t, cfg, w, d)
 		// standing_floor_share at its lowest (1): the same checks, and a
 		// delay tightening never sets K_max under the window's last sample.
 		cfg.StandingFloorShare = 1
@@ -38,7 +42,7 @@ func FuzzDecide(f *testing.F) {
 		}
 		// overrun_headroom_share on ("A loop that overfills the buffer"),
 		// with a buffer of 4 × the window's last sample: the same checks.
-		cfg = DefaultConfig()
+		cfg = rulesConfig()
 		cfg.OverrunHeadroomShare = 0.75
 		w.BufferBytes = 4 * w.Samples[len(w.Samples)-1].QueueDepthBytes
 		d, _ = Decide(cfg, w, Memory{Changes: 1, LastChange: t0.Add(-time.Minute)})
@@ -46,7 +50,7 @@ func FuzzDecide(f *testing.F) {
 		// qgr_off_rtt on, on a node that takes V_growth 0, with evidence
 		// running for a minute: the same checks, V_growth 0 by qgr-off
 		// alone and only for an under-used link with a queue under K_min.
-		cfg = DefaultConfig()
+		cfg = rulesConfig()
 		cfg.QGROffRTT = 2
 		w.QGROffSupported = true
 		if k := alpha * w.bdpBytes(1); k > 0 && k < 1e18 {
@@ -71,7 +75,7 @@ func FuzzDecideLifted(f *testing.F) {
 	// settle's floor patched in after the step raised alpha to 1.
 	f.Add(int64(3_750_000), int64(0), 0.9995, 0.9991, int64(1_250_000_000))
 	f.Fuzz(func(t *testing.T, depth, slope int64, alpha, lifted float64, vgrowth int64) {
-		cfg := DefaultConfig()
+		cfg := rulesConfig()
 		w := Window{Start: t0, End: t0.Add(4 * time.Millisecond), KBaseBytes: 65536, RTTEst: 10 * time.Millisecond,
 			PortRateBitsPerSec: 10_000_000_000, Config: Settings{KMaxMode: KMaxBDP, Alpha: alpha, VGrowthBytesPerSec: vgrowth}}
 		w.EffectiveKMaxBytes = int64(alpha * 12_500_000)
@@ -94,7 +98,7 @@ func FuzzDecideExplicit(f *testing.F) {
 	f.Add(int64(2_000_000), int64(-100_000), int64(50_000_000), int64(12_500_000), int64(1_250_000_000))
 	f.Add(int64(0), int64(5_000_000), int64(1), int64(1<<40), int64(0))
 	f.Fuzz(func(t *testing.T, depth, slope, kmax, lifted, vgrowth int64) {
-		cfg := DefaultConfig()
+		cfg := rulesConfig()
 		w := Window{Start: t0, End: t0.Add(4 * time.Millisecond), KBaseBytes: 65536, RTTEst: 10 * time.Millisecond,
 			PortRateBitsPerSec: 10_000_000_000, Config: Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBytesPerSec: vgrowth}}
 		w.EffectiveKMaxBytes = kmax
@@ -164,6 +168,14 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 		d.Direction == Tighten && (a.Alpha > w.Config.Alpha || a.KMaxBytes > w.Config.KMaxBytes) {
 		t.Errorf("a %s moved K_max the other way: alpha %v -> %v, kmax %d -> %d (%s)",
 			d.Direction, w.Config.Alpha, a.Alpha, w.Config.KMaxBytes, a.KMaxBytes, d.Reason)
+	}
+	if d.Rule == RuleStart {
+		// The starting point is a place, not a step: K_max goes to
+		// alpha_start BDPs (or stays) whatever the switch had.
+		if a.KMaxMode == KMaxBDP && a.Alpha != w.Config.Alpha && a.Alpha != cfg.AlphaStart {
+			t.Errorf("start moved alpha %v -> %v, not to alpha_start %v", w.Config.Alpha, a.Alpha, cfg.AlphaStart)
+		}
+		return
 	}
 	if r := a.Alpha / w.Config.Alpha; r > cfg.MaxStep*1.001 || r < 1/cfg.MaxStep/1.001 {
 		// rounding to 3 digits may move a tiny alpha further; only

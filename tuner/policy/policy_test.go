@@ -1281,7 +1281,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := rulesConfig()
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
@@ -1330,7 +1330,7 @@ func TestDecideDeterministic(t *testing.T) {
 // under-used window changes at most once per cool-down, with a step that
 // shrinks on every reversal down to min_step.
 func TestNoOscillation(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := rulesConfig()
 	settings := bdp(1, vg)
 	var mem Memory
 	changes := 0
@@ -1716,6 +1716,10 @@ func TestValidate(t *testing.T) {
 		{desc: "search judge window", edit: func(c *Config) { c.SearchJudgeRTT = math.Inf(1) }, want: "search_judge_rtt: +Inf is not a finite number of RTT_est"},
 		{desc: "search gain of all", edit: func(c *Config) { c.SearchGain = 1 }, want: "search_gain: 1 is not a share in [0, 1)"},
 		{desc: "no utilisation dead band", edit: func(c *Config) { c.UtilisationUnder = 0.95 }, want: "utilisation_under: 0.95 must be a share in (0, utilisation_low 0.9]"},
+		{desc: "alpha_start above alpha_max", edit: func(c *Config) { c.AlphaStart = 20 }, want: "alpha_start: 20 is neither 0 nor an alpha in [alpha_min 0.1, alpha_max 10]"},
+		{desc: "alpha_start with four digits", edit: func(c *Config) { c.AlphaStart = 0.5005 }, want: "alpha_start: 0.5005 has more than the YANG model's 3 fraction digits"},
+		{desc: "alpha_start 0: the switch's K_max kept", edit: func(c *Config) { c.AlphaStart = 0 }},
+		{desc: "every rule on", edit: func(c *Config) { c.RulesOff = nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -1749,5 +1753,146 @@ func TestStartKeepsCutClaim(t *testing.T) {
 	}
 	if _, mem = Decide(cfg, w, Memory{}); mem.CutOn {
 		t.Errorf("a fresh memory's start claims the leaf: %+v", mem)
+	}
+}
+
+// rulesConfig is DefaultConfig with every rule on (no rules_off) and no
+// starting K_max (alpha_start 0): the configuration the rules' own tests
+// read, each rule reachable as docs/tuner.md's table describes it. The
+// defaults switch under-use and overrun off and start at alpha 0.5
+// (session 19); TestDefaultStart and TestRulesOff test those.
+func rulesConfig() Config {
+	c := DefaultConfig()
+	c.AlphaStart = 0
+	c.RulesOff = nil
+	return c
+}
+
+// TestDefaultStart: the defaults' first decision on a queue moves it to the
+// policy's starting point, alpha_start (0.5) BDPs and V_growth
+// v_growth_start_share (0.1) of R_port, whatever the switch has, at every
+// port rate and RTT_est (the same decision for the same shape of window);
+// a knob already there (within min_step), not tuned or without a starting
+// point stays.
+func TestDefaultStart(t *testing.T) {
+	explicit := func(kmax, vgrowth int64) Settings {
+		return Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBytesPerSec: vgrowth}
+	}
+	full := queue{util: 0.97, delayRTT: 0.3, notifies: 10, emr: 5}
+	for _, tt := range []struct {
+		desc    string
+		cfg     func(*Config)
+		from    Settings
+		change  bool
+		dir     Direction
+		after   Settings
+		reason  string
+		notRule Rule // with no start, the rule the window does not get either
+	}{
+		{desc: "the draft's alpha: halved to the starting point, V_growth there already", from: bdp(1, vg), change: true, dir: Tighten,
+			after: bdp(0.5, vg), reason: "alpha from the switch's 1 to 0.5 (alpha_start)"},
+		{desc: "both knobs: K_max's direction", from: bdp(1, vg/8), change: true, dir: Tighten, after: bdp(0.5, vg),
+			reason: "V_growth from the switch's 156250000 B/s (0.0125 of R_port) to 1250000000 B/s"},
+		{desc: "an alpha under the starting point: raised", from: bdp(0.25, vg), change: true, dir: Loosen, after: bdp(0.5, vg)},
+		{desc: "within min_step of the starting point: no start", from: bdp(0.53, vg), after: bdp(0.53, vg), notRule: RuleStart},
+		{desc: "an explicit kmax of 2 BDPs: to 0.5 BDP", from: explicit(2*bdpBytes, vg), change: true, dir: Tighten,
+			after: explicit(bdpBytes/2, vg), reason: "kmax from the switch's 250000000 B (2 BDP) to 62500000 B (alpha_start 0.5 BDP)"},
+		{desc: "alpha_start 0: K_max kept, V_growth alone", cfg: func(c *Config) { c.AlphaStart = 0 }, from: bdp(1, vg/8),
+			change: true, dir: Loosen, after: bdp(1, vg)},
+		{desc: "tune_kmax false: K_max kept", cfg: func(c *Config) { c.TuneKMax = false }, from: bdp(1, vg), after: bdp(1, vg), notRule: RuleStart},
+		{desc: "the QGR trigger off: left to the growth rule, K_max moved", from: bdp(2, 0), change: true, dir: Tighten, after: bdp(0.5, 0)},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			w := window(full, tt.from)
+			d, mem := Decide(cfg, w, Memory{})
+			if d.Change != tt.change || d.After != tt.after || (tt.change && (d.Rule != RuleStart || d.Direction != tt.dir)) {
+				t.Fatalf("Decide: change %v rule %s %s %+v, want change %v start %s %+v (%s)", d.Change, d.Rule, d.Direction, d.After, tt.change, tt.dir, tt.after, d.Reason)
+			}
+			if tt.change && (mem.Changes != 1 || !mem.LastChange.Equal(w.End)) {
+				t.Errorf("memory after start: %+v", mem)
+			}
+			if !strings.Contains(d.Reason, tt.reason) {
+				t.Errorf("reason %q, want it to say %q", d.Reason, tt.reason)
+			}
+			if tt.notRule != "" && d.Rule == tt.notRule {
+				t.Errorf("rule %s (%s)", d.Rule, d.Reason)
+			}
+		})
+	}
+	// The same start at every scale: the switch's YANG defaults (alpha 1,
+	// V_growth 10 Gbit/s) to alpha 0.5 and a tenth of the port's rate (on a
+	// 10 Gbit/s port V_growth 10 Gbit/s is as good as off and stays).
+	for _, rate := range []int64{10e9, 25e9, 100e9, 400e9} {
+		for _, r := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond} {
+			w := window(full, bdp(1, vg))
+			w.PortRateBitsPerSec, w.RTTEst = rate, r
+			d, _ := Decide(DefaultConfig(), w, Memory{})
+			want := bdp(0.5, rate/80)
+			switch rate {
+			case 100e9: // V_growth at its starting point already
+				want = bdp(0.5, vg)
+			case 10e9: // 10 Gbit/s on a 10 Gbit/s port: as good as off, the growth rule's
+				want = bdp(0.5, vg)
+			}
+			if !d.Change || d.Rule != RuleStart || d.Direction != Tighten || d.After != want {
+				t.Errorf("%d bit/s, %v: %s %s %+v, want start tighten %+v (%s)", rate, r, d.Rule, d.Direction, d.After, want, d.Reason)
+			}
+		}
+	}
+}
+
+// TestRulesOff: a rule in rules_off does not decide; its window falls
+// through to the next rule (or steady), and the defaults switch under-use
+// and overrun off (session 19, docs/tuner.md "A starting point and fewer
+// rules").
+func TestRulesOff(t *testing.T) {
+	if got := DefaultConfig().RulesOff; len(got) != 2 || got[0] != RuleUnderUse || got[1] != RuleOverrun {
+		t.Errorf("default rules_off %v, want [under-use overrun]", got)
+	}
+	started := Memory{Changes: 1, LastChange: t0.Add(-time.Minute)}
+	for _, tt := range []struct {
+		off      Rule
+		window   Window
+		on, then Rule
+	}{
+		{RuleUnderUse, window(queue{util: 0.5, delayRTT: 0.01, notifies: 50}, bdp(0.5, vg/2)), RuleUnderUse, RuleSteady},
+		{RuleOverrun, growing(bdp(0.5, vg)), RuleOverrun, RuleFiring}, // growth's tightening, held: the QGR trigger fires
+		{RuleGrowth, growing(bdp(1, 4*vg)), RuleGrowth, RuleSteady},
+		{RuleDelay, window(queue{util: 0.97, delayRTT: 0.8}, bdp(2, vg)), RuleDelay, RuleSteady},
+		{RuleOverhead, window(queue{util: 0.97, delayRTT: 0.3, notifies: 100_000}, bdp(1, vg)), RuleOverhead, RuleSteady},
+	} {
+		t.Run(string(tt.off), func(t *testing.T) {
+			cfg := rulesConfig()
+			if d, _ := Decide(cfg, tt.window, started); d.Rule != tt.on {
+				t.Fatalf("every rule on: %s (%s), want %s", d.Rule, d.Reason, tt.on)
+			}
+			cfg.RulesOff = []Rule{tt.off}
+			d, _ := Decide(cfg, tt.window, started)
+			if d.Rule != tt.then || d.Change {
+				t.Errorf("%s off: %s change %v (%s), want %s and no change", tt.off, d.Rule, d.Change, d.Reason, tt.then)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		off  []Rule
+		want string
+	}{
+		{[]Rule{RuleLoss}, `rules_off: "loss" is not a rule that can be switched off`},
+		{[]Rule{RuleSettle}, `rules_off: "settle" is not a rule`},
+		{[]Rule{"under_use"}, `rules_off: "under_use" is not a rule`},
+		{[]Rule{RuleDelay, RuleDelay}, `rules_off: "delay" is listed twice`},
+	} {
+		cfg := DefaultConfig()
+		cfg.RulesOff = tt.off
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("rules_off %v: %v, want %q", tt.off, err, tt.want)
+		}
 	}
 }

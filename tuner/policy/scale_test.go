@@ -36,7 +36,7 @@ type shape struct {
 // scaled here so the K_base floor does not differ between scales).
 func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, Memory) {
 	bdpB := float64(rateBitsPerSec) / 8 * rtt.Seconds()
-	cfg := DefaultConfig()
+	cfg := rulesConfig()
 	cfg.Cooldown, cfg.MaxGap = rtt/2, rtt
 	if s.search {
 		cfg.SearchAfterRTT = 4
