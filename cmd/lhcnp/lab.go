@@ -244,7 +244,7 @@ func labGnmicCommands(a lab.Addresses) []string {
 		fmt.Sprintf("gnmic -a %s --insecure capabilities", n1),
 		fmt.Sprintf("gnmic -a %s --insecure get --type state -e json_ietf --path '%s/state/effective-kmax' --path '%s/state/queue-depth'", n1, q, q),
 		fmt.Sprintf("gnmic -a %s --insecure subscribe --mode stream --stream-mode sample --sample-interval 1s -e json_ietf --path '%s/state/queue-depth'", n1, q),
-		fmt.Sprintf("gnmic -a %s --insecure set -e json_ietf --update-path '%s/config/alpha' --update-value 0.5", n1, q),
+		fmt.Sprintf("gnmic -a %s --insecure set -e json_ietf --update-path '%s/config/alpha' --update-value 0.25", n1, q),
 		fmt.Sprintf("gnmic -a %s --insecure get --type state -e json_ietf --path /lhcnp/global/state/engine-lag --path '/lhcnp/interfaces/interface[name=to-dest]/queues/queue[id=0]/state/counters'", n2),
 	}
 }

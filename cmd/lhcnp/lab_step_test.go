@@ -15,6 +15,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/tuner"
+	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
 // labStepAt is when the load step of TestLabLoadStepAnswered comes, in
@@ -78,10 +79,13 @@ traffic:
 // or more (R_port · RTT_est, as the queue shows it; before the step the
 // one flow leaves no queue); the answer is the tuner's first tightening
 // decision on that queue after it (rule loss, growth, delay or settle,
-// tuner_actions). The figure is tuner periods between the two, counted
-// from the rows' timestamps in periods (the tuner decides once a period),
-// not wall time; docs/tuner.md reports it. The test fails only when no
-// tightening comes within 30 periods.
+// tuner_actions), or the first period whose window shows the queue back
+// in the policy's target (absorbedIn: the setting in force answered it,
+// no change needed), whichever comes first; both are reported. The
+// figures are tuner periods, counted from the rows' timestamps and the
+// windows' ends (the tuner decides once a period), not wall time;
+// docs/tuner.md reports them. The test fails only when neither comes
+// within 30 periods.
 func TestLabLoadStepAnswered(t *testing.T) {
 	pgtest.Require(t)
 	if os.Getenv("LHCNP_MEASURE_LAB_STEP") == "" {
@@ -118,6 +122,13 @@ func TestLabLoadStepAnswered(t *testing.T) {
 	// shows the step's queue (the node's trigger firing and the tuner
 	// holding for it, a tightening held at its bound, a growth or delay).
 	var answer, seen *row
+	// absorbed is the first period after the step whose window (the
+	// tuner's own, through its source, starting at the step at the
+	// earliest) shows the queue back in the policy's target: the link used
+	// at least utilisation_low, the queue (mean and last sample) under
+	// delay_high_rtt, no loss above loss_high. A step the setting in force
+	// holds there needs no change: the node answered it (0: not yet).
+	absorbed, why := 0, ""
 	// horizon is how long after the step the test waits for a tightening;
 	// the rows of the periods before it are logged too (what the tuner
 	// was doing when the step came: a pending commit, a steady queue).
@@ -137,6 +148,9 @@ func TestLabLoadStepAnswered(t *testing.T) {
 			}
 			rows = append(rows, r)
 		}
+		if absorbed == 0 {
+			absorbed, why = absorbedIn(ctx, pool, step, horizon)
+		}
 		for i, r := range rows {
 			if r.ts.Before(step) {
 				continue
@@ -146,13 +160,17 @@ func TestLabLoadStepAnswered(t *testing.T) {
 				if seen == nil {
 					seen = &rows[i]
 				}
-				answer = &rows[i]
-				return true, ""
+				if answer == nil {
+					answer = &rows[i]
+				}
 			case "firing", "bound", "overrun", "draining":
 				if seen == nil {
 					seen = &rows[i]
 				}
 			}
+		}
+		if answer != nil && absorbed > 0 {
+			return true, "" // both figures
 		}
 		var now time.Time
 		if err := pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err == nil && now.Sub(step) > horizon*period {
@@ -164,15 +182,70 @@ func TestLabLoadStepAnswered(t *testing.T) {
 	for _, r := range rows {
 		t.Logf("+%.1f periods: %s %s: %s", float64(r.ts.Sub(step))/float64(period), r.rule, r.outcome, r.reason)
 	}
-	if answer == nil {
-		t.Fatalf("no tightening of n1's WAN queue within %d periods of the load step at %v", horizon, step)
+	if answer == nil && absorbed == 0 {
+		t.Fatalf("neither a tightening of n1's WAN queue nor its window back in the policy's target within %d periods of the load step at %v (%s)", horizon, step, why)
 	}
-	// The figure, for docs/tuner.md: the bar (10 periods) is reported, not
-	// asserted, as the lab runs in wall time on a shared machine (an
+	// The figures, for docs/tuner.md: the bar (10 periods) is reported,
+	// not asserted, as the lab runs in wall time on a shared machine (an
 	// engine that lags behind its pace spreads the same simulated time
-	// over more periods).
-	t.Logf("load step at %v: seen in %d tuner periods (%s %s), answered by a tightening in %d (%s %s); issue 24's bar: 10",
-		step.Format(time.RFC3339Nano), periods(seen), seen.rule, seen.outcome, periods(answer), answer.rule, answer.outcome)
+	// over more periods). Answered: the first of the two.
+	tightened, absorbedAt := "no tightening", "not back in the target"
+	if answer != nil {
+		tightened = fmt.Sprintf("tightened in %d (%s %s; seen in %d, %s %s)", periods(answer), answer.rule, answer.outcome, periods(seen), seen.rule, seen.outcome)
+	}
+	if absorbed > 0 {
+		absorbedAt = fmt.Sprintf("back in the policy's target in %d (%s)", absorbed, why)
+	}
+	t.Logf("load step at %v: %s, %s within %d tuner periods; issue 24's bar: 10", step.Format(time.RFC3339Nano), tightened, absorbedAt, horizon)
+}
+
+// absorbedIn is the first of the periods after step (1 … horizon, each as
+// far as the database's clock has come) whose window, read as the tuner
+// reads it (tuner.PGSource, its window but never before step), passes the
+// policy's checks and shows n1's WAN queue in the policy's target: the link
+// used at least utilisation_low, the queue under delay_high_rtt (mean and
+// last sample), loss under loss_high; 0 when none, with the last window's
+// figures.
+func absorbedIn(ctx context.Context, pool *pgxpool.Pool, step time.Time, horizon int) (int, string) {
+	cfg := tuner.DefaultConfig()
+	var now time.Time
+	if err := pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return 0, err.Error()
+	}
+	src := tuner.NewPGSource(pool)
+	why := "no window yet"
+	for k := 1; k <= horizon; k++ {
+		end := step.Add(time.Duration(k) * cfg.Period)
+		if end.After(now) {
+			break
+		}
+		wins, err := src.Windows(ctx, "n1", maxTime(step, end.Add(-cfg.Window)), end)
+		if err != nil {
+			return 0, err.Error()
+		}
+		for _, qw := range wins {
+			if qw.Interface != "wan" || qw.Queue != 0 {
+				continue
+			}
+			if rule, r := policy.Check(cfg.Policy, qw.Window); rule != "" {
+				why = fmt.Sprintf("period %d: %s (%s)", k, rule, r)
+				continue
+			}
+			m := policy.Measure(qw.Window)
+			why = fmt.Sprintf("period %d: link %.1f%% used, queue %.3g RTT_est (last %.3g), loss %.3g", k, 100*m.Utilisation, m.DelayRTT, m.LastDelayRTT, m.Loss)
+			if m.Utilisation >= cfg.Policy.UtilisationLow && max(m.DelayRTT, m.LastDelayRTT) <= cfg.Policy.DelayHighRTT && m.Loss <= cfg.Policy.LossHigh {
+				return k, why
+			}
+		}
+	}
+	return 0, why
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // TestMakeGatesOutsideCLIPrefixes keeps the variables the Makefile sets to

@@ -232,8 +232,18 @@ func TestLabStarts(t *testing.T) {
 	if !strings.Contains(out, "queue-depth") {
 		t.Errorf("%s: no queue-depth update in 8s:\n%s", l.gnmic[2], out)
 	}
-	if out, err := runPrinted(t, l.gnmic[3], 30*time.Second); err != nil {
-		t.Fatalf("%s: %v\n%s", l.gnmic[3], err, out)
+	// The Set, again a moment later while the switch refuses it for a
+	// commit of the tuner's waiting for its judgement (the tuner's start,
+	// alpha 1 to 0.5, may be pending): as README's tour says to.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		out, err := runPrinted(t, l.gnmic[3], 30*time.Second)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(out, "waiting for confirmation") || time.Now().After(deadline) {
+			t.Fatalf("%s: %v\n%s", l.gnmic[3], err, out)
+		}
+		time.Sleep(time.Second) // the tuner ends its commit within judge_window + 2 periods
 	}
 	var after int64
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -245,8 +255,11 @@ func TestLabStarts(t *testing.T) {
 			break
 		}
 	}
-	if after*2 != before {
-		t.Errorf("effective-kmax %d before alpha 0.5 and %d after, want it halved (alpha was 1)", before, after)
+	// Alpha 0.25 from the tuner's starting point (0.5: half) or, when the
+	// tuner had not yet decided on the queue, from the draft's 1 (a quarter;
+	// the tuner's start then keeps the operator's alpha).
+	if near := func(a, b int64) bool { return a-b <= 4 && b-a <= 4 }; !near(after*2, before) && !near(after*4, before) {
+		t.Errorf("effective-kmax %d before alpha 0.25 and %d after, want it halved (from the tuner's 0.5) or quartered (from the draft's 1)", before, after)
 	}
 	if out, err := runPrinted(t, l.gnmic[4], 30*time.Second); err != nil || !strings.Contains(out, "engine-lag") {
 		t.Errorf("%s: %v\n%s", l.gnmic[4], err, out)
@@ -265,12 +278,12 @@ func TestLabStarts(t *testing.T) {
 		err := pool.QueryRow(context.Background(), `SELECT (after ->> 'alpha')::float8, extract(epoch FROM hold_until - ts)::float8 FROM tuner_actions
 			WHERE target = 'n1' AND interface = 'wan' AND queue = 0 AND outcome = 'operator' ORDER BY id DESC LIMIT 1`).Scan(&alpha, &heldSeconds)
 		heldFor := time.Duration(heldSeconds * float64(time.Second))
-		if err == nil && alpha != nil && *alpha == 0.5 && heldFor == tuner.DefaultConfig().OperatorHold {
+		if err == nil && alpha != nil && *alpha == 0.25 && heldFor == tuner.DefaultConfig().OperatorHold {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("no operator row for alpha 0.5 on n1 wan queue 0 held for %v within 30s (alpha %v, held for %v, %v)",
-				tuner.DefaultConfig().OperatorHold, alpha != nil && *alpha == 0.5, heldFor, err)
+			t.Errorf("no operator row for alpha 0.25 on n1 wan queue 0 held for %v within 30s (alpha %v, held for %v, %v)",
+				tuner.DefaultConfig().OperatorHold, alpha != nil && *alpha == 0.25, heldFor, err)
 			break
 		}
 		time.Sleep(500 * time.Millisecond) // polling the tuner's period, with the deadline above
@@ -363,12 +376,12 @@ func TestLabStarts(t *testing.T) {
 	if got := labSpeeds(t, pool2); !slices.Equal(got, wantSpeeds) {
 		t.Errorf("second start: speeds %v, want %v", got, wantSpeeds)
 	}
-	// n1 kept the alpha 0.5 it was committed with (its startup
-	// configuration in the state directory): K_max is still halved.
+	// n1 kept the alpha 0.25 it was committed with (its startup
+	// configuration in the state directory): K_max is as it was.
 	if out, err := runPrinted(t, l2.gnmic[1], 30*time.Second); err != nil {
 		t.Errorf("second start: %s: %v\n%s", l2.gnmic[1], err, out)
 	} else if got := kmaxOf(t, out); got != after {
-		t.Errorf("second start: effective-kmax %d, want %d (alpha 0.5 kept across the restart)", got, after)
+		t.Errorf("second start: effective-kmax %d, want %d (alpha 0.25 kept across the restart)", got, after)
 	}
 	if _, err := os.Stat(filepath.Join(state, "switches", "n1.json")); err != nil {
 		t.Errorf("n1's startup configuration: %v", err)

@@ -109,7 +109,9 @@ func gridName(alpha float64, vg scenario.Rate) string {
 }
 
 // withTuner returns sc with the tuner on, alpha and V_growth at the
-// draft's defaults (the tuner's starting point), the file's other params.
+// draft's defaults (the switch's configuration the tuner starts from; its
+// first decision moves them to the policy's starting point), the file's
+// other params.
 func withTuner(sc *scenario.Scenario) *scenario.Scenario {
 	c := *sc
 	d := scenario.DefaultLongHaulCNP()

@@ -79,11 +79,10 @@ type Config struct {
 	// simulator only, or at or above R_port); 0: no starting point, the
 	// switch's V_growth is kept and a trigger that is off stays off.
 	VGrowthStartShare float64 `yaml:"v_growth_start_share"`
-	// AlphaStart is the policy's starting point of K_max, in BDPs of the
-	// port: the first decision on a queue moves alpha (BDP_ADAPTIVE) or an
-	// explicit kmax (AlphaStart × the port's BDP) there from whatever the
-	// switch has, with V_growth (rule start); 0: the switch's K_max is
-	// kept. 0.5, the one relative setting (with V_growth 0.1 × R_port)
+	// AlphaStart is the policy's starting alpha: the first decision on a
+	// queue moves alpha there from the draft's default (1), with V_growth
+	// (rule start); an alpha or an explicit kmax someone set is kept; 0:
+	// the switch's K_max is kept. 0.5, the one relative setting (with V_growth 0.1 × R_port)
 	// best over the train seeds (docs/tuner.md "A starting point and
 	// fewer rules (session 19)").
 	AlphaStart float64 `yaml:"alpha_start"`

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"math"
 	"strings"
 	"time"
@@ -448,12 +449,13 @@ func cutOff(cfg Config, w Window, mem Memory) string {
 // starting point, from whatever the switch has. V_growth to
 // VGrowthStartShare of R_port, so the tuning starts from the same point at
 // every port rate (the YANG default of 10 Gbit/s is 40 % of a 25 Gbit/s
-// port and 2.5 % of a 400 Gbit/s one), and K_max to AlphaStart BDPs of the
-// port (alpha, or an explicit kmax of AlphaStart × the BDP). A knob stays
-// where it is when it has no starting point or is not tuned, when it is
-// there already (within MinStep), and V_growth when the QGR trigger is off
-// or as good as off (the growth rule switches it on). Its direction is
-// K_max's where K_max moves, V_growth's otherwise.
+// port and 2.5 % of a 400 Gbit/s one), and alpha from the draft's default
+// (1) to AlphaStart. A knob stays where it is when it has no starting
+// point or is not tuned, when it is there already (within MinStep),
+// V_growth when the QGR trigger is off or as good as off (the growth rule
+// switches it on), and K_max when it is not the draft's default (an alpha
+// or an explicit kmax someone set). Its direction is K_max's where K_max
+// moves, V_growth's otherwise.
 func start(cfg Config, w Window) (Settings, Direction, string) {
 	after := w.Config
 	var dir Direction = Hold
@@ -467,33 +469,29 @@ func start(cfg Config, w Window) (Settings, Direction, string) {
 	}
 	target := cfg.vGrowthStartBytesPerSec(w.PortRateBitsPerSec)
 	cur := w.Config.VGrowthBytesPerSec
-	// A trigger that is off (or as good as off, at or above R_port) is
+	// A trigger that is off (V_growth 0, the simulator's nodes only) is
 	// left to the growth rule, which switches it on where a queue grows:
 	// switched on at every queue at once, it cost tuner-load-step its win
-	// (J 0.1714 against 0.1402, docs/tuner.md).
-	if cfg.TuneVGrowth && target > 0 && !qgrOff(cur, w.PortRateBitsPerSec) && !near(float64(cur), float64(target)) {
+	// under the policy before session 19 (J 0.1714 against 0.1402,
+	// docs/tuner.md). One as good as off (at or above R_port: the YANG
+	// default of 10 Gbit/s on a 10 Gbit/s port) is the draft's default,
+	// not a choice, and goes to the starting point like any other: the
+	// start is the one relative setting, V_growth included.
+	if cfg.TuneVGrowth && target > 0 && cur != 0 && !near(float64(cur), float64(target)) {
 		after.VGrowthBytesPerSec = target
 		dir = sense(float64(cur), float64(target))
 		why = append(why, fmt.Sprintf("V_growth from the switch's %d B/s (%.3g of R_port) to %d B/s (v_growth_start_share %.3g)",
 			cur, float64(cur)*8/float64(w.PortRateBitsPerSec), target, cfg.VGrowthStartShare))
 	}
-	if cfg.TuneKMax && cfg.AlphaStart > 0 {
-		switch w.Config.KMaxMode {
-		case KMaxBDP:
-			if a := w.Config.Alpha; a > 0 && !near(a, cfg.AlphaStart) {
-				after.Alpha = cfg.AlphaStart
-				dir = sense(a, cfg.AlphaStart)
-				why = append(why, fmt.Sprintf("alpha from the switch's %.4g to %.4g (alpha_start)", a, cfg.AlphaStart))
-			}
-		case KMaxExplicit:
-			lo, hi := cfg.kmaxBounds(w)
-			k := min(hi, max(lo, int64(math.Round(cfg.AlphaStart*w.bdpBytes(1)))))
-			if c := w.Config.KMaxBytes; c > 0 && !near(float64(c), float64(k)) {
-				after.KMaxBytes = k
-				dir = sense(float64(c), float64(k))
-				why = append(why, fmt.Sprintf("kmax from the switch's %d B (%.3g BDP) to %d B (alpha_start %.4g BDP)", c, float64(c)/w.bdpBytes(1), k, cfg.AlphaStart))
-			}
-		}
+	// K_max moves only from the draft's default (BDP_ADAPTIVE at the
+	// node's default alpha, 1): an alpha or an explicit kmax someone set,
+	// before the tuner could see it set, is theirs and kept (the operator
+	// wins, also before the tuner's first window).
+	if a := w.Config.Alpha; cfg.TuneKMax && cfg.AlphaStart > 0 && w.Config.KMaxMode == KMaxBDP &&
+		a == lhcnp.DefaultQueueConfig().Alpha && !near(a, cfg.AlphaStart) {
+		after.Alpha = cfg.AlphaStart
+		dir = sense(a, cfg.AlphaStart)
+		why = append(why, fmt.Sprintf("alpha from the draft's default %.4g to %.4g (alpha_start)", a, cfg.AlphaStart))
 	}
 	if dir == Hold {
 		return w.Config, Hold, ""

@@ -1769,11 +1769,12 @@ func rulesConfig() Config {
 }
 
 // TestDefaultStart: the defaults' first decision on a queue moves it to the
-// policy's starting point, alpha_start (0.5) BDPs and V_growth
-// v_growth_start_share (0.1) of R_port, whatever the switch has, at every
-// port rate and RTT_est (the same decision for the same shape of window);
-// a knob already there (within min_step), not tuned or without a starting
-// point stays.
+// policy's starting point, V_growth to v_growth_start_share (0.1) of
+// R_port whatever the switch has, and alpha from the draft's default (1)
+// to alpha_start (0.5), at every port rate and RTT_est (the same decision
+// for the same shape of window); an alpha or an explicit kmax someone set
+// is kept, and a knob already there (within min_step), not tuned or
+// without a starting point stays.
 func TestDefaultStart(t *testing.T) {
 	explicit := func(kmax, vgrowth int64) Settings {
 		return Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBytesPerSec: vgrowth}
@@ -1790,17 +1791,21 @@ func TestDefaultStart(t *testing.T) {
 		notRule Rule // with no start, the rule the window does not get either
 	}{
 		{desc: "the draft's alpha: halved to the starting point, V_growth there already", from: bdp(1, vg), change: true, dir: Tighten,
-			after: bdp(0.5, vg), reason: "alpha from the switch's 1 to 0.5 (alpha_start)"},
+			after: bdp(0.5, vg), reason: "alpha from the draft's default 1 to 0.5 (alpha_start)"},
 		{desc: "both knobs: K_max's direction", from: bdp(1, vg/8), change: true, dir: Tighten, after: bdp(0.5, vg),
 			reason: "V_growth from the switch's 156250000 B/s (0.0125 of R_port) to 1250000000 B/s"},
-		{desc: "an alpha under the starting point: raised", from: bdp(0.25, vg), change: true, dir: Loosen, after: bdp(0.5, vg)},
-		{desc: "within min_step of the starting point: no start", from: bdp(0.53, vg), after: bdp(0.53, vg), notRule: RuleStart},
-		{desc: "an explicit kmax of 2 BDPs: to 0.5 BDP", from: explicit(2*bdpBytes, vg), change: true, dir: Tighten,
-			after: explicit(bdpBytes/2, vg), reason: "kmax from the switch's 250000000 B (2 BDP) to 62500000 B (alpha_start 0.5 BDP)"},
+		{desc: "an alpha someone set: kept, V_growth alone to its starting point", from: bdp(0.8, vg/8), change: true, dir: Loosen,
+			after: bdp(0.8, vg), reason: "V_growth from the switch's"},
+		{desc: "an alpha someone set under the starting point: kept", from: bdp(0.25, vg), after: bdp(0.25, vg), notRule: RuleStart},
+		{desc: "an explicit kmax: kept", from: explicit(2*bdpBytes, vg), after: explicit(2*bdpBytes, vg), notRule: RuleStart},
 		{desc: "alpha_start 0: K_max kept, V_growth alone", cfg: func(c *Config) { c.AlphaStart = 0 }, from: bdp(1, vg/8),
 			change: true, dir: Loosen, after: bdp(1, vg)},
+		{desc: "alpha_start within min_step of the draft's alpha: no start", cfg: func(c *Config) { c.AlphaStart = 1.05 }, from: bdp(1, vg),
+			after: bdp(1, vg), notRule: RuleStart},
 		{desc: "tune_kmax false: K_max kept", cfg: func(c *Config) { c.TuneKMax = false }, from: bdp(1, vg), after: bdp(1, vg), notRule: RuleStart},
-		{desc: "the QGR trigger off: left to the growth rule, K_max moved", from: bdp(2, 0), change: true, dir: Tighten, after: bdp(0.5, 0)},
+		{desc: "the QGR trigger off (0): left to the growth rule, K_max moved", from: bdp(1, 0), change: true, dir: Tighten, after: bdp(0.5, 0)},
+		{desc: "V_growth at R_port, as good as off: to the starting point", from: bdp(1, rateBitsPerSec/8), change: true, dir: Tighten,
+			after: bdp(0.5, vg), reason: "V_growth from the switch's 12500000000 B/s (1 of R_port) to 1250000000 B/s"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -1828,17 +1833,14 @@ func TestDefaultStart(t *testing.T) {
 	}
 	// The same start at every scale: the switch's YANG defaults (alpha 1,
 	// V_growth 10 Gbit/s) to alpha 0.5 and a tenth of the port's rate (on a
-	// 10 Gbit/s port V_growth 10 Gbit/s is as good as off and stays).
+	// 10 Gbit/s port too, where 10 Gbit/s is as good as off).
 	for _, rate := range []int64{10e9, 25e9, 100e9, 400e9} {
 		for _, r := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond} {
 			w := window(full, bdp(1, vg))
 			w.PortRateBitsPerSec, w.RTTEst = rate, r
 			d, _ := Decide(DefaultConfig(), w, Memory{})
-			want := bdp(0.5, rate/80)
-			switch rate {
-			case 100e9: // V_growth at its starting point already
-				want = bdp(0.5, vg)
-			case 10e9: // 10 Gbit/s on a 10 Gbit/s port: as good as off, the growth rule's
+			want := bdp(0.5, rate/80) // on a 10 Gbit/s port from 10 Gbit/s: as good as off, the draft's default
+			if rate == 100e9 {        // V_growth at its starting point already
 				want = bdp(0.5, vg)
 			}
 			if !d.Change || d.Rule != RuleStart || d.Direction != Tighten || d.After != want {
