@@ -278,7 +278,7 @@ func farther(f figures) string {
 		`tuner's grid finds a static setting (the long-haul-cnp` + BestStaticSuffix + ` row, ` + f.setting(mid, lh+BestStaticSuffix) +
 		`: a higher K_max, so far fewer marks and receiver CNPs) that keeps the link at ` + f.util(mid, lh+BestStaticSuffix, 1) +
 		` %, the tuned DCQCN's ` + f.util(mid, tuned, 1) + ` %; the ` +
-		`closed-loop tuner, which lifts K_max while the growth trigger cuts (rule overrun, docs/tuner.md), keeps it ` +
+		`closed-loop tuner, which starts each queue at half a BDP of K_max and a tenth of the port's rate of V_growth (rule start, docs/tuner.md), keeps it ` +
 		f.util(mid, lh+"+tuner", 1) + ` % used ` + f.objectiveThan(mid, lh+"+tuner", lh+BestStaticSuffix) +
 		` that setting (the tuner's rows below). At the far end every mechanism's feedback is the receiver's round ` +
 		`trip, and Long-haul CNP's utilisation (` + f.util(far, lh, 1) + ` %) is the lowest of all rows whatever its setting: a node 5 ms from ` +
