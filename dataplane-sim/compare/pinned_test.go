@@ -38,7 +38,7 @@ func TestTunerPinnedClosedLoop(t *testing.T) {
 	}
 	// From the switch's alpha with every rule on (the policy before
 	// session 19's defaults): the run whose queue stands at the buffer.
-	zero, none := 0.0, []policy.Rule{}
+	zero, none := 0.0, []string{}
 	c.Tuner.AlphaStart, c.Tuner.RulesOff = &zero, &none
 	var m *sim.LongHaulCNP
 	opts := append(Options{SummaryOnly: true}.simOptions(false), sim.WithLongHaulCNP(func(x *sim.LongHaulCNP, _ *sim.Env) { m = x }))

@@ -1,11 +1,10 @@
 package scenario
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/lhcnp/lhcnp/tuner/policy"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -24,9 +23,12 @@ type Tuner struct {
 	Weights                                         TunerWeights
 	SearchAfterRTT                                  float64
 	// AlphaStart and RulesOff are the policy's alpha_start and rules_off
-	// (docs/tuner.md); nil: the policy's defaults.
+	// (docs/tuner.md); nil: the policy's defaults. The scenario checks them
+	// against TunerAlphaStartMin/Max and TunerRulesOff, the policy's own
+	// (sim.TestTunerKeysArePolicys): the dataplane does not import the
+	// tuner's packages (docs/architecture.md).
 	AlphaStart *float64
-	RulesOff   *[]policy.Rule
+	RulesOff   *[]string
 	// Fixed replaces the policy: at each queue's first decision (when the
 	// policy would first decide on it) the loop sets this alpha and
 	// V_growth, through the Set delay like any change, and never decides
@@ -49,6 +51,13 @@ type TunerWeights struct {
 	Utilisation, Delay, Loss, Notifications float64
 }
 
+// The policy's bounds of alpha_start and the rules rules_off may name (its
+// alpha_min, alpha_max and SwitchableRules; sim.TestTunerKeysArePolicys
+// keeps them equal).
+const TunerAlphaStartMin, TunerAlphaStartMax = 0.1, 10
+
+var TunerRulesOff = []string{"growth", "delay", "under-use", "overrun", "overhead"}
+
 // tuner reads the top-level tuner block; its presence turns the tuner on.
 func (l *loader) tuner(n *yaml.Node) {
 	if n == nil {
@@ -69,26 +78,31 @@ func (l *loader) tuner(n *yaml.Node) {
 	o.setDuration("cooldown", &t.Cooldown, false)
 	o.setDuration("set_delay", &t.SetDelay, false)
 	o.setFloat("search_after_rtt", &t.SearchAfterRTT, 0, 1e6)
-	cfg := policy.DefaultConfig()
 	if an := o.get("alpha_start"); an != nil {
 		if v, ok := l.d.float(an, o.field("alpha_start"), 0, 1e6); ok {
-			t.AlphaStart, cfg.AlphaStart = &v, v
-			if err := cfg.Validate(); err != nil {
-				l.d.errAt(an, o.field("alpha_start"), "%s", strings.TrimPrefix(err.Error(), "alpha_start: "))
+			switch {
+			case v != 0 && (v < TunerAlphaStartMin || v > TunerAlphaStartMax):
+				l.d.errAt(an, o.field("alpha_start"), "%v is neither 0 nor an alpha in [alpha_min %v, alpha_max %v]", v, TunerAlphaStartMin, TunerAlphaStartMax)
+			case math.Abs(math.Round(v*1000)-v*1000) > 1e-6:
+				l.d.errAt(an, o.field("alpha_start"), "%v has more than the YANG model's 3 fraction digits", v)
+			default:
+				t.AlphaStart = &v
 			}
 		}
 	}
 	if rn := o.get("rules_off"); rn != nil {
-		off := []policy.Rule{}
+		off := []string{}
 		for i, r := range l.d.list(rn, o.field("rules_off")) {
-			if v, ok := l.d.scalar(r, index(o.field("rules_off"), i)); ok {
-				cfg := policy.DefaultConfig()
-				cfg.RulesOff = append(slices.Clone(off), policy.Rule(v))
-				if err := cfg.Validate(); err != nil {
-					l.d.errAt(r, index(o.field("rules_off"), i), "%s", strings.TrimPrefix(err.Error(), "rules_off: "))
-					continue
+			field := index(o.field("rules_off"), i)
+			if v, ok := l.d.scalar(r, field); ok {
+				switch {
+				case !slices.Contains(TunerRulesOff, v):
+					l.d.errAt(r, field, "%q is not a rule that can be switched off (%s; loss and settle never are)", v, strings.Join(TunerRulesOff, ", "))
+				case slices.Contains(off, v):
+					l.d.errAt(r, field, "%q is listed twice", v)
+				default:
+					off = append(off, v)
 				}
-				off = append(off, policy.Rule(v))
 			}
 		}
 		t.RulesOff = &off

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"github.com/lhcnp/lhcnp/tuner/policy"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,9 +35,9 @@ func TestTunerKey(t *testing.T) {
 		{desc: "a negative weight", extra: "tuner: {weights: {delay: -1}}\n", wantErr: "tuner.weights.delay"},
 		{desc: "not long-haul-cnp", extra: "tuner: {}\n", dcqcn: true, wantErr: "needs mechanism.kind long-haul-cnp"},
 		{desc: "the policy's starting point and rules off", extra: "tuner: {alpha_start: 0.707, rules_off: [under-use, growth]}\n",
-			want: &Tuner{AlphaStart: ptr(0.707), RulesOff: &[]policy.Rule{policy.RuleUnderUse, policy.RuleGrowth}}},
+			want: &Tuner{AlphaStart: ptr(0.707), RulesOff: &[]string{"under-use", "growth"}}},
 		{desc: "every rule on, the switch's K_max kept", extra: "tuner: {alpha_start: 0, rules_off: []}\n",
-			want: &Tuner{AlphaStart: ptr(0.0), RulesOff: &[]policy.Rule{}}},
+			want: &Tuner{AlphaStart: ptr(0.0), RulesOff: &[]string{}}},
 		{desc: "alpha_start above alpha_max", extra: "tuner: {alpha_start: 20}\n", wantErr: "tuner.alpha_start: 20 is neither 0 nor an alpha"},
 		{desc: "alpha_start not a number", extra: "tuner: {alpha_start: half}\n", wantErr: "tuner.alpha_start"},
 		{desc: "rules_off: loss", extra: "tuner: {rules_off: [delay, loss]}\n", wantErr: `tuner.rules_off[1]: "loss" is not a rule that can be switched off`},

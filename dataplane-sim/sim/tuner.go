@@ -144,7 +144,10 @@ func installTuner(env *Env, m *LongHaulCNP, spec scenario.Tuner) {
 		base.AlphaStart = *spec.AlphaStart
 	}
 	if spec.RulesOff != nil {
-		base.RulesOff = slices.Clone(*spec.RulesOff)
+		base.RulesOff = []policy.Rule{}
+		for _, r := range *spec.RulesOff {
+			base.RulesOff = append(base.RulesOff, policy.Rule(r))
+		}
 	}
 	if spec.SetDelay == 0 {
 		spec.SetDelay = DefaultSetDelay

@@ -506,7 +506,7 @@ func TestTunerGiveUpIsNoJudgement(t *testing.T) {
 // rules the defaults switch off (under-use, overrun) and start from the
 // switch's alpha.
 func everyRule(t scenario.Tuner) *scenario.Tuner {
-	zero, none := 0.0, []policy.Rule{}
+	zero, none := 0.0, []string{}
 	t.AlphaStart, t.RulesOff = &zero, &none
 	return &t
 }
@@ -554,5 +554,29 @@ func TestTunerDefaultStart(t *testing.T) {
 	m = run(&scenario.Tuner{AlphaStart: &a})
 	if len(m.Tuner) == 0 || m.Tuner[0].Rule != policy.RuleStart || m.Tuner[0].After.Alpha != 0.7 {
 		t.Errorf("alpha_start 0.7: first change %+v, want start to alpha 0.7", m.Tuner)
+	}
+}
+
+// TestTunerKeysArePolicys: the scenario's checks of the tuner block's
+// alpha_start and rules_off are the policy's own bounds and rules (the
+// scenario package does not import the policy: docs/architecture.md).
+func TestTunerKeysArePolicys(t *testing.T) {
+	c := policy.DefaultConfig()
+	if scenario.TunerAlphaStartMin != c.AlphaMin || scenario.TunerAlphaStartMax != c.AlphaMax {
+		t.Errorf("scenario's alpha_start bounds [%v, %v], the policy's alpha_min and alpha_max [%v, %v]",
+			scenario.TunerAlphaStartMin, scenario.TunerAlphaStartMax, c.AlphaMin, c.AlphaMax)
+	}
+	var want []string
+	for _, r := range policy.SwitchableRules() {
+		want = append(want, string(r))
+	}
+	if !slices.Equal(scenario.TunerRulesOff, want) {
+		t.Errorf("scenario's rules_off names %v, the policy's switchable rules %v", scenario.TunerRulesOff, want)
+	}
+	for _, r := range want {
+		c.RulesOff = []policy.Rule{policy.Rule(r)}
+		if err := c.Validate(); err != nil {
+			t.Errorf("rules_off [%s]: %v", r, err)
+		}
 	}
 }

@@ -396,6 +396,11 @@ func (c Config) Validate() error {
 // switchable are the rules RulesOff may name.
 var switchable = map[Rule]bool{RuleGrowth: true, RuleDelay: true, RuleUnderUse: true, RuleOverrun: true, RuleOverhead: true}
 
+// SwitchableRules are the rules RulesOff may name, in the policy's order.
+func SwitchableRules() []Rule {
+	return []Rule{RuleGrowth, RuleDelay, RuleUnderUse, RuleOverrun, RuleOverhead}
+}
+
 // on says whether the policy applies rule r (not in RulesOff).
 func (c Config) on(r Rule) bool {
 	for _, o := range c.RulesOff {
