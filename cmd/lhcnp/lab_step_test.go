@@ -128,7 +128,7 @@ func TestLabLoadStepAnswered(t *testing.T) {
 	// at least utilisation_low, the queue (mean and last sample) under
 	// delay_high_rtt, no loss above loss_high. A step the setting in force
 	// holds there needs no change: the node answered it (0: not yet).
-	absorbed, why := 0, ""
+	absorbed, why, next := 0, "no window yet", 1 // next: the first period not yet read
 	// horizon is how long after the step the test waits for a tightening;
 	// the rows of the periods before it are logged too (what the tuner
 	// was doing when the step came: a pending commit, a steady queue).
@@ -149,7 +149,10 @@ func TestLabLoadStepAnswered(t *testing.T) {
 			rows = append(rows, r)
 		}
 		if absorbed == 0 {
-			absorbed, why = absorbedIn(ctx, pool, step, horizon)
+			var w string
+			if absorbed, next, w = absorbedIn(ctx, pool, step, next, horizon); w != "" {
+				why = w
+			}
 		}
 		for i, r := range rows {
 			if r.ts.Before(step) {
@@ -199,29 +202,29 @@ func TestLabLoadStepAnswered(t *testing.T) {
 	t.Logf("load step at %v: %s, %s within %d tuner periods; issue 24's bar: 10", step.Format(time.RFC3339Nano), tightened, absorbedAt, horizon)
 }
 
-// absorbedIn is the first of the periods after step (1 … horizon, each as
-// far as the database's clock has come) whose window, read as the tuner
+// absorbedIn is the first of the periods after step (from … horizon, each
+// as far as the database's clock has come; next is the first it did not
+// read, for the next call) whose window, read as the tuner
 // reads it (tuner.PGSource, its window but never before step), passes the
 // policy's checks and shows n1's WAN queue in the policy's target: the link
 // used at least utilisation_low, the queue under delay_high_rtt (mean and
 // last sample), loss under loss_high; 0 when none, with the last window's
-// figures.
-func absorbedIn(ctx context.Context, pool *pgxpool.Pool, step time.Time, horizon int) (int, string) {
+// figures ("" when it read none).
+func absorbedIn(ctx context.Context, pool *pgxpool.Pool, step time.Time, from, horizon int) (found, next int, why string) {
 	cfg := tuner.DefaultConfig()
 	var now time.Time
 	if err := pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
-		return 0, err.Error()
+		return 0, from, err.Error()
 	}
 	src := tuner.NewPGSource(pool)
-	why := "no window yet"
-	for k := 1; k <= horizon; k++ {
+	for k := from; k <= horizon; k++ {
 		end := step.Add(time.Duration(k) * cfg.Period)
 		if end.After(now) {
-			break
+			return 0, k, why
 		}
 		wins, err := src.Windows(ctx, "n1", maxTime(step, end.Add(-cfg.Window)), end)
 		if err != nil {
-			return 0, err.Error()
+			return 0, k, err.Error()
 		}
 		for _, qw := range wins {
 			if qw.Interface != "wan" || qw.Queue != 0 {
@@ -234,11 +237,11 @@ func absorbedIn(ctx context.Context, pool *pgxpool.Pool, step time.Time, horizon
 			m := policy.Measure(qw.Window)
 			why = fmt.Sprintf("period %d: link %.1f%% used, queue %.3g RTT_est (last %.3g), loss %.3g", k, 100*m.Utilisation, m.DelayRTT, m.LastDelayRTT, m.Loss)
 			if m.Utilisation >= cfg.Policy.UtilisationLow && max(m.DelayRTT, m.LastDelayRTT) <= cfg.Policy.DelayHighRTT && m.Loss <= cfg.Policy.LossHigh {
-				return k, why
+				return k, k + 1, why
 			}
 		}
 	}
-	return 0, why
+	return 0, horizon + 1, why
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -51,10 +51,14 @@ type TunerWeights struct {
 	Utilisation, Delay, Loss, Notifications float64
 }
 
-// The policy's bounds of alpha_start and the rules rules_off may name (its
-// alpha_min, alpha_max and SwitchableRules; sim.TestTunerKeysArePolicys
+// The policy's bounds of alpha_start, the YANG model's fraction digits of
+// alpha and the rules rules_off may name (its alpha_min, alpha_max,
+// YANGAlphaFractionDigit and SwitchableRules; sim.TestTunerKeysArePolicys
 // keeps them equal).
-const TunerAlphaStartMin, TunerAlphaStartMax = 0.1, 10
+const (
+	TunerAlphaStartMin, TunerAlphaStartMax = 0.1, 10
+	TunerAlphaDigits                       = 3
+)
 
 var TunerRulesOff = []string{"growth", "delay", "under-use", "overrun", "overhead"}
 
@@ -83,8 +87,8 @@ func (l *loader) tuner(n *yaml.Node) {
 			switch {
 			case v != 0 && (v < TunerAlphaStartMin || v > TunerAlphaStartMax):
 				l.d.errAt(an, o.field("alpha_start"), "%v is neither 0 nor an alpha in [alpha_min %v, alpha_max %v]", v, TunerAlphaStartMin, TunerAlphaStartMax)
-			case math.Abs(math.Round(v*1000)-v*1000) > 1e-6:
-				l.d.errAt(an, o.field("alpha_start"), "%v has more than the YANG model's 3 fraction digits", v)
+			case math.Abs(math.Round(v*math.Pow10(TunerAlphaDigits))-v*math.Pow10(TunerAlphaDigits)) > 1e-6:
+				l.d.errAt(an, o.field("alpha_start"), "%v has more than the YANG model's %d fraction digits", v, TunerAlphaDigits)
 			default:
 				t.AlphaStart = &v
 			}

@@ -562,6 +562,9 @@ func TestTunerDefaultStart(t *testing.T) {
 // scenario package does not import the policy: docs/architecture.md).
 func TestTunerKeysArePolicys(t *testing.T) {
 	c := policy.DefaultConfig()
+	if scenario.TunerAlphaDigits != policy.YANGAlphaFractionDigit {
+		t.Errorf("scenario's alpha digits %d, the policy's %d", scenario.TunerAlphaDigits, policy.YANGAlphaFractionDigit)
+	}
 	if scenario.TunerAlphaStartMin != c.AlphaMin || scenario.TunerAlphaStartMax != c.AlphaMax {
 		t.Errorf("scenario's alpha_start bounds [%v, %v], the policy's alpha_min and alpha_max [%v, %v]",
 			scenario.TunerAlphaStartMin, scenario.TunerAlphaStartMax, c.AlphaMin, c.AlphaMax)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -302,15 +303,13 @@ func (c Config) Validate() error {
 	} else if c.AlphaStart > 0 && AlphaHasExtraDigits(c.AlphaStart) {
 		bad("alpha_start", "%v has more than the YANG model's %d fraction digits", c.AlphaStart, YANGAlphaFractionDigit)
 	}
-	seen := map[Rule]bool{}
-	for _, r := range c.RulesOff {
+	for i, r := range c.RulesOff {
 		switch {
-		case !switchable[r]:
+		case !slices.Contains(SwitchableRules(), r):
 			bad("rules_off", "%q is not a rule that can be switched off (growth, delay, under-use, overrun, overhead; loss and settle never are)", r)
-		case seen[r]:
+		case slices.Contains(c.RulesOff[:i], r):
 			bad("rules_off", "%q is listed twice", r)
 		}
-		seen[r] = true
 	}
 	if !finite(c.MaxStep) || c.MaxStep <= 1 {
 		bad("max_step", "%v must be a factor above 1", c.MaxStep)
@@ -393,23 +392,13 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// switchable are the rules RulesOff may name.
-var switchable = map[Rule]bool{RuleGrowth: true, RuleDelay: true, RuleUnderUse: true, RuleOverrun: true, RuleOverhead: true}
-
 // SwitchableRules are the rules RulesOff may name, in the policy's order.
 func SwitchableRules() []Rule {
 	return []Rule{RuleGrowth, RuleDelay, RuleUnderUse, RuleOverrun, RuleOverhead}
 }
 
 // on says whether the policy applies rule r (not in RulesOff).
-func (c Config) on(r Rule) bool {
-	for _, o := range c.RulesOff {
-		if o == r {
-			return false
-		}
-	}
-	return true
-}
+func (c Config) on(r Rule) bool { return !slices.Contains(c.RulesOff, r) }
 
 // vGrowthBounds are V_growth's bounds in bytes per second on a port of
 // portRateBitsPerSec: the shares of R_port, at least the YANG model's 1.

@@ -2,10 +2,11 @@ package policy
 
 import (
 	"fmt"
-	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"math"
 	"strings"
 	"time"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 )
 
 // Rule names the rule that made a decision; tuner_actions stores it.
