@@ -26,13 +26,15 @@ import (
 type tunerRow struct {
 	ID            int64
 	Target        string
+	Interface     string
+	Queue         int
 	Outcome       string
 	Reason        string
 	Before, After policy.Settings
 }
 
 func tunerRows(ctx context.Context, pool *pgxpool.Pool) ([]tunerRow, error) {
-	rows, err := pool.Query(ctx, `SELECT id, target, outcome, reason, before, after FROM tuner_actions
+	rows, err := pool.Query(ctx, `SELECT id, target, interface, queue, outcome, reason, before, after FROM tuner_actions
 		WHERE outcome NOT IN ('error', 'hold') ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -42,7 +44,7 @@ func tunerRows(ctx context.Context, pool *pgxpool.Pool) ([]tunerRow, error) {
 	for rows.Next() {
 		var r tunerRow
 		var before, after []byte
-		if err := rows.Scan(&r.ID, &r.Target, &r.Outcome, &r.Reason, &before, &after); err != nil {
+		if err := rows.Scan(&r.ID, &r.Target, &r.Interface, &r.Queue, &r.Outcome, &r.Reason, &before, &after); err != nil {
 			return nil, err
 		}
 		if err := json.Unmarshal(before, &r.Before); err != nil {
@@ -281,12 +283,19 @@ policy:
 		if err != nil {
 			return false, err.Error()
 		}
+		// sw-a's first on wan0 queue 0, the queue the test watches: one
+		// commit per switch carries every queue decided in the period, and
+		// the policy's start decides idle queues too, so sw-a's first
+		// commit may not include wan0 queue 0 yet.
 		seen := map[string]bool{}
 		for _, r := range rows {
-			if !seen[r.Target] && r.Target == "sw-a" {
+			if !seen["sw-a"] && r.Target == "sw-a" && r.Interface == "wan0" && r.Queue == 0 {
 				first = r
+				seen["sw-a"] = true
 			}
-			seen[r.Target] = true
+			if r.Target == "sw-b" {
+				seen["sw-b"] = true
+			}
 		}
 		return seen["sw-a"] && seen["sw-b"], fmt.Sprintf("rows %+v\ntuner log:\n%s\ncollector log:\n%s", rows, tunerLogs, collectorLogs)
 	})
