@@ -58,6 +58,10 @@ type HoldReader interface {
 type seenSettings struct {
 	settled policy.Settings
 	transit *policy.Settings
+	// trail is the audit trail's row settled came from (restore), until
+	// the telemetry has confirmed or changed it: a change then was made
+	// while no tuner ran.
+	trail *LastSettings
 }
 
 // tunedDiff names the tuned leaves (policy.Config.TuneKMax: kmax-mode and
@@ -101,17 +105,24 @@ func cutTuned(cfg policy.Config) bool { return cfg.PinnedBufferShare > 0 }
 // show either value (the collector may store one leaf of a Set before the
 // other). The first settings seen of a queue are taken as they are: what
 // was set before the tuner started is not the tuner's to judge.
-func (t *Tuner) observe(k queueKey, runs policy.Settings) (change string, from policy.Settings) {
+//
+// A queue restored from the audit trail (restore) is compared with the
+// trail's settings; its change, if any, is one made while no tuner ran
+// (trail returns the row it was compared with, nil otherwise).
+func (t *Tuner) observe(k queueKey, runs policy.Settings) (change string, from policy.Settings, trail *LastSettings) {
 	s, ok := t.seen[k]
 	if !ok || tunedDiff(t.cfg.Policy, s.settled, runs) == "" {
 		t.seen[k] = seenSettings{settled: runs}
-		return "", runs
+		return "", runs, nil
 	}
 	if s.transit != nil && explains(t.cfg.Policy, s.settled, *s.transit, runs) {
-		return "", runs // the telemetry is behind the tuner's own change
+		if s.trail != nil { // a commit left pending by the tuner before: either value is the tuner's
+			t.seen[k] = seenSettings{settled: runs, transit: &s.settled}
+		}
+		return "", runs, nil // the telemetry is behind the tuner's own change
 	}
 	t.seen[k] = seenSettings{settled: runs}
-	return tunedDiff(t.cfg.Policy, s.settled, runs), s.settled
+	return tunedDiff(t.cfg.Policy, s.settled, runs), s.settled, s.trail
 }
 
 // explains says whether every tuned leaf of runs has its value in a or in
@@ -138,8 +149,13 @@ func (t *Tuner) expect(k queueKey, to, from policy.Settings) {
 
 // operatorChange records an operator's change of queue k, seen in window
 // w at now, and holds the queue for operator_hold.
-func (t *Tuner) operatorChange(ctx context.Context, k queueKey, w policy.Window, change string, from policy.Settings, now time.Time) (OperatorHold, error) {
+//
+// trail, when set, is the audit trail's row from was taken from: the
+// change was made while no tuner ran. Either way the operator's setting
+// is the queue's starting point from now on (policy.Memory.NoStart).
+func (t *Tuner) operatorChange(ctx context.Context, k queueKey, w policy.Window, change string, from policy.Settings, trail *LastSettings, now time.Time) (OperatorHold, error) {
 	until := now.Add(t.cfg.OperatorHold)
+	t.noStart[k] = true
 	if from.OverloadCut != w.Config.OverloadCut {
 		// The operator's overload-cut from now on, whichever way it was
 		// set: the tuner never switches off a leaf it did not switch on
@@ -152,10 +168,58 @@ func (t *Tuner) operatorChange(ctx context.Context, k queueKey, w policy.Window,
 	a := t.action(now, k, w, policy.Decision{Rule: RuleOperator, Before: from, After: w.Config}, t.mem[k])
 	a.Outcome, a.HoldUntil = OutcomeOperator, until
 	a.Inputs.Direction = "" // not the policy's
-	a.Reason = fmt.Sprintf("%s set by another client (seen in telemetry); the tuner leaves the queue alone until %s",
-		change, until.UTC().Format(time.RFC3339))
+	seen := "seen in telemetry"
+	if trail != nil {
+		seen = fmt.Sprintf("while no tuner ran: seen at the tuner's start against tuner_actions row %d of %s",
+			trail.ID, trail.At.UTC().Format(time.RFC3339))
+	}
+	a.Reason = fmt.Sprintf("%s set by another client (%s); the tuner leaves the queue alone until %s",
+		change, seen, until.UTC().Format(time.RFC3339))
 	t.log.Info("tuner: operator's change", "target", k.target, "interface", k.iface, "queue", k.queue,
 		"change", change, "held_until", until)
 	id, err := t.rec.Record(ctx, a)
 	return OperatorHold{Until: until, ID: id, Reason: string(RuleOperator) + ": " + a.Reason}, err
+}
+
+// TrailReader is a Recorder that also says, from the audit trail, what
+// each queue of a switch ran when a tuner last recorded it
+// (PGRecorder.LastSettings). A tuner started anew takes those for the
+// settings it knows, not the first it sees: a tuned leaf changed while no
+// tuner ran is an operator's change, recorded and held like one seen in
+// telemetry; and a queue decided before (by a tuner or an operator) does
+// not get rule start again (policy.Memory.NoStart), which would move a
+// V_growth someone chose back to the policy's starting point. Without it
+// the first settings seen are taken as they are, and every queue starts.
+type TrailReader interface {
+	// LastSettings returns, per queue of target that has a row with
+	// settings, what its newest such row says it runs.
+	LastSettings(ctx context.Context, target string) (map[QueueID]LastSettings, error)
+}
+
+// LastSettings is what a queue ran by its newest row of tuner_actions that
+// names its settings.
+type LastSettings struct {
+	// ID and At are the row's.
+	ID int64
+	At time.Time
+	// Runs is what the queue ran by that row: a confirmed change's or an
+	// operator's settings after, any other row's before (a hold's, a
+	// change rolled back, refused or only dry-run). Or, when set, is what
+	// it may run instead: a commit left pending (outcome pushed, or error:
+	// its confirm failed) runs until the switch's rollback, then Runs.
+	Runs policy.Settings
+	Or   *policy.Settings
+	// Decided says the queue's trail holds a change of its tuned leaves:
+	// a tuner's pushed (not a dry run), whatever became of it, or an
+	// operator's.
+	Decided bool
+}
+
+// restore takes queue k's last settings from the audit trail at its first
+// sight since the tuner started (see TrailReader).
+func (t *Tuner) restore(k queueKey, ls LastSettings) {
+	t.seen[k] = seenSettings{settled: ls.Runs, transit: ls.Or, trail: &ls}
+	if ls.Decided {
+		t.noStart[k] = true
+	}
 }

@@ -7,16 +7,20 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygnmi/ygnmi"
 	"google.golang.org/grpc"
 
+	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/internal/gnmicbin"
 	"github.com/lhcnp/lhcnp/internal/oracle"
@@ -85,6 +89,45 @@ func dbRows(t *testing.T, ctx context.Context, rec *PGRecorder, target string) [
 	return out
 }
 
+// operatorRig is the operator tests' real parts: a private PostgreSQL
+// (tuner_actions, migration 013), two switch targets on loopback (sw-a,
+// sw-b) with their ygnmi clients, and the tuner's configuration of both.
+type operatorRig struct {
+	t            *testing.T
+	pool         *pgxpool.Pool
+	rec          *PGRecorder
+	addrA, addrB string
+	ycA, ycB     *ygnmi.Client
+	pubs         []interface{ PublishNow(context.Context) error }
+	cfg          Config
+}
+
+func newOperatorRig(t *testing.T) *operatorRig {
+	t.Helper()
+	pool, _ := pgtest.New(t)
+	addrA, pubA := testSwitch(t)
+	addrB, pubB := testSwitch(t)
+	return &operatorRig{t: t, pool: pool, rec: NewPGRecorder(pool), addrA: addrA, addrB: addrB,
+		ycA: ygnmiClient(t, addrA), ycB: ygnmiClient(t, addrB),
+		pubs: []interface{ PublishNow(context.Context) error }{pubA, pubB},
+		cfg: testConfig(SwitchConfig{Name: "sw-a", Address: addrA, Insecure: true},
+			SwitchConfig{Name: "sw-b", Address: addrB, Insecure: true})}
+}
+
+// cycle runs one period of tu at at, then has both switches publish.
+func (r *operatorRig) cycle(tu *Tuner, at time.Time) {
+	r.t.Helper()
+	ctx := context.Background()
+	if err := tu.Cycle(ctx, at); err != nil {
+		r.t.Fatalf("Cycle at %v: %v", at.Sub(t1), err)
+	}
+	for _, p := range r.pubs {
+		if err := p.PublishNow(ctx); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
 // TestOperatorWins: the operator's path end to end with real parts — a
 // private PostgreSQL (tuner_actions, migration 013), two switch targets on
 // loopback, the tuner (its clock the test's), gnmic as the operator:
@@ -99,13 +142,8 @@ func dbRows(t *testing.T, ctx context.Context, rec *PGRecorder, target string) [
 //     other switch's queue stop and resume its tuning.
 func TestOperatorWins(t *testing.T) {
 	ctx := context.Background()
-	pool, _ := pgtest.New(t)
-	rec := NewPGRecorder(pool)
-	addrA, pubA := testSwitch(t)
-	addrB, pubB := testSwitch(t)
-	cfg := testConfig(SwitchConfig{Name: "sw-a", Address: addrA, Insecure: true},
-		SwitchConfig{Name: "sw-b", Address: addrB, Insecure: true})
-	ycA, ycB := ygnmiClient(t, addrA), ygnmiClient(t, addrB)
+	r := newOperatorRig(t)
+	pool, rec, addrA, cfg, ycA, ycB := r.pool, r.rec, r.addrA, r.cfg, r.ycA, r.ycB
 	// The queue is congested at alpha 1 and above, fine below, except on
 	// sw-b once throttled is set: its senders held by the node's cuts on
 	// an under-used link, which the tuner answers by loosening.
@@ -121,17 +159,7 @@ func TestOperatorWins(t *testing.T) {
 			return better
 		}}
 	tu, _ := newLoop(t, cfg, src, rec)
-	cycle := func(at time.Time) {
-		t.Helper()
-		if err := tu.Cycle(ctx, at); err != nil {
-			t.Fatalf("Cycle at %v: %v", at.Sub(t1), err)
-		}
-		for _, p := range []interface{ PublishNow(context.Context) error }{pubA, pubB} {
-			if err := p.PublishNow(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	cycle := func(at time.Time) { t.Helper(); r.cycle(tu, at) }
 
 	// Both switches get the tuner's commit; the operator's Set meanwhile
 	// is refused, and the answer names the commit and its deadline.
@@ -290,7 +318,7 @@ func TestObserve(t *testing.T) {
 			tu := &Tuner{cfg: cfg, seen: map[queueKey]seenSettings{}}
 			k := queueKey{"n1", "wan0", 0}
 			for i, st := range tt.steps {
-				if got, _ := tu.observe(k, st.runs); got != st.wantChange {
+				if got, _, _ := tu.observe(k, st.runs); got != st.wantChange {
 					t.Errorf("step %d (%+v): change %q, want %q", i, st.runs, got, st.wantChange)
 				}
 				if i == 0 && tt.commit != nil {
@@ -357,5 +385,151 @@ func TestOperatorSetDuringTheTunersSet(t *testing.T) {
 	}
 	if a := rec.actions[len(rec.actions)-1]; a.Outcome != OutcomeOperator || a.After.Alpha != 2 || !a.HoldUntil.Equal(t1.Add(cfg.Period+cfg.OperatorHold)) {
 		t.Errorf("the next period's row %+v; want the operator's alpha 2, held for operator_hold", a)
+	}
+}
+
+// vgRow is what TestOperatorWhileTheTunerIsDown compares of a
+// tuner_actions row: its rule, outcome and V_growth before and after.
+type vgRow struct {
+	Rule, Outcome string
+	Before, After int64 // V_growth, B/s
+}
+
+func vgRows(t *testing.T, ctx context.Context, rec *PGRecorder, target string) []vgRow {
+	t.Helper()
+	rows, err := rec.pool.Query(ctx, `SELECT split_part(reason, ':', 1), outcome,
+			coalesce((before ->> 'v_growth_bytes_per_second')::bigint, 0), coalesce((after ->> 'v_growth_bytes_per_second')::bigint, 0)
+		FROM tuner_actions WHERE target = $1 AND outcome <> 'hold' ORDER BY id`, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[vgRow])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func switchVGrowth(t *testing.T, yc *ygnmi.Client) int64 {
+	t.Helper()
+	v, err := ygnmi.Get(context.Background(), yc, ocpath.Root().Lhcnp().Interfaces().Interface("wan0").Queues().Queue(0).State().VGrowth(), ygnmi.WithUseGet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(v)
+}
+
+// TestOperatorWhileTheTunerIsDown: a tuner started anew knows from the
+// audit trail what its queues ran (PGRecorder.LastSettings), with real
+// parts — a private PostgreSQL, two switch targets, gnmic as the operator,
+// the policy's default start (alpha 0.5, V_growth a tenth of R_port):
+//
+//   - sw-a: a V_growth the operator set while no tuner ran is recorded as
+//     an operator's change at the next tuner's first window (the row says
+//     so and names the trail's row), held for operator_hold, and neither
+//     the hold nor its end brings rule start back to move it;
+//   - sw-b: a V_growth the operator set while the first tuner ran, its hold
+//     over before the second starts, is not an operator's change again and
+//     is not moved by rule start either;
+//   - a tuner without the trail (a Recorder that is not a TrailReader) does
+//     what every tuner did before: it starts both queues again, V_growth
+//     back to the policy's starting point over the operator's value.
+func TestOperatorWhileTheTunerIsDown(t *testing.T) {
+	ctx := context.Background()
+	r := newOperatorRig(t)
+	pool, rec, addrA, addrB, ycA, ycB, cycle := r.pool, r.rec, r.addrA, r.addrB, r.ycA, r.ycB, r.cycle
+	cfg := r.cfg
+	def := DefaultConfig().Policy
+	cfg.Policy.TuneVGrowth, cfg.Policy.AlphaStart, cfg.Policy.RulesOff = true, def.AlphaStart, def.RulesOff
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"sw-a": ycA, "sw-b": ycB},
+		traffic: func(string, policy.Settings) traffic { return better }}
+	const (
+		draftVG    = 1_250_000_000 // the YANG default, 10 Gbit/s: as good as off on the 10 Gbit/s port
+		startVG    = srcRate / 8 / 10
+		operatorVG = 500_000_000 // 0.4 of R_port, the operator's
+	)
+	started := []vgRow{{Rule: "start", Outcome: "confirmed", Before: draftVG, After: startVG}}
+
+	// The first tuner starts both queues.
+	tu1, _ := newLoop(t, cfg, src, rec)
+	cycle(tu1, t1)
+	cycle(tu1, t1.Add(cfg.JudgeWindow))
+	for name, yc := range map[string]*ygnmi.Client{"sw-a": ycA, "sw-b": ycB} {
+		if d := cmp.Diff(started, vgRows(t, ctx, rec, name)); d != "" || switchVGrowth(t, yc) != startVG || tu1.Pending(name) {
+			t.Fatalf("%s after the first tuner's start: V_growth %d, pending %v, rows (-want +got):\n%s", name, switchVGrowth(t, yc), tu1.Pending(name), d)
+		}
+	}
+	// sw-b: the operator's V_growth while the first tuner runs.
+	if out, err := operatorSetLeaf(t, addrB, "v-growth", fmt.Sprint(operatorVG)); err != nil {
+		t.Fatalf("gnmic set: %v\n%s", err, out)
+	}
+	t2 := t1.Add(cfg.JudgeWindow + cfg.Period)
+	cycle(tu1, t2)
+	wantB := append(slices.Clone(started), vgRow{Rule: "operator", Outcome: "operator", Before: startVG, After: operatorVG})
+	if d := cmp.Diff(wantB, vgRows(t, ctx, rec, "sw-b")); d != "" {
+		t.Fatalf("sw-b after the operator's Set (-want +got):\n%s", d)
+	}
+	if err := tu1.Release(ctx, t2); err != nil { // the first tuner stops
+		t.Fatal(err)
+	}
+	// sw-a: the operator's V_growth while no tuner runs.
+	if out, err := operatorSetLeaf(t, addrA, "v-growth", fmt.Sprint(operatorVG)); err != nil {
+		t.Fatalf("gnmic set: %v\n%s", err, out)
+	}
+
+	// The second tuner starts after sw-b's hold.
+	tu2, _ := newLoop(t, cfg, src, rec)
+	t3 := t2.Add(cfg.OperatorHold + cfg.Period)
+	cycle(tu2, t3)
+	wantA := append(slices.Clone(started), vgRow{Rule: "operator", Outcome: "operator", Before: startVG, After: operatorVG})
+	if d := cmp.Diff(wantA, vgRows(t, ctx, rec, "sw-a")); d != "" {
+		t.Fatalf("sw-a at the second tuner's first window (-want +got):\n%s", d)
+	}
+	var until time.Time
+	var reason string
+	if err := pool.QueryRow(ctx, `SELECT hold_until, reason FROM tuner_actions WHERE target = 'sw-a' AND outcome = 'operator'`).Scan(&until, &reason); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`^operator: v-growth 125000000 → 500000000 set by another client \(while no tuner ran: seen at the tuner's start against tuner_actions row (\d+) of (\S+)\)`).FindStringSubmatch(reason)
+	if !until.Equal(t3.Add(cfg.OperatorHold)) || m == nil {
+		t.Fatalf("sw-a's operator row: hold_until %v, reason %q; want %v, the change and the trail's row", until, reason, t3.Add(cfg.OperatorHold))
+	}
+	// The row named is the first tuner's last of sw-a.
+	var lastID int64
+	var lastTS time.Time
+	if err := pool.QueryRow(ctx, `SELECT id, ts FROM tuner_actions WHERE target = 'sw-a' AND ts <= $1 ORDER BY ts DESC, id DESC LIMIT 1`, t2).Scan(&lastID, &lastTS); err != nil {
+		t.Fatal(err)
+	}
+	if m[1] != fmt.Sprint(lastID) || m[2] != lastTS.UTC().Format(time.RFC3339) {
+		t.Errorf("the operator row names row %s of %s; want the first tuner's last row of sw-a, %d of %s", m[1], m[2], lastID, lastTS.UTC().Format(time.RFC3339))
+	}
+	// Through sw-a's hold and past it: nothing moves either V_growth.
+	for at := t3.Add(cfg.Period); !at.After(t3.Add(cfg.OperatorHold + 4*cfg.Policy.Cooldown)); at = at.Add(cfg.OperatorHold / 4) {
+		cycle(tu2, at)
+		for name, yc := range map[string]*ygnmi.Client{"sw-a": ycA, "sw-b": ycB} {
+			if tu2.Pending(name) || switchVGrowth(t, yc) != operatorVG {
+				t.Fatalf("%v after the second tuner's start: %s pending %v, V_growth %d; want the operator's %d untouched",
+					at.Sub(t3), name, tu2.Pending(name), switchVGrowth(t, yc), operatorVG)
+			}
+		}
+	}
+	if d := cmp.Diff(wantA, vgRows(t, ctx, rec, "sw-a")); d != "" {
+		t.Errorf("sw-a's rows after its hold (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(wantB, vgRows(t, ctx, rec, "sw-b")); d != "" {
+		t.Errorf("sw-b's rows under the second tuner (-want +got):\n%s", d)
+	}
+
+	// Without the trail, a tuner started anew starts both queues again.
+	tu3, _ := newLoop(t, cfg, src, struct{ Recorder }{rec})
+	cycle(tu3, t3.Add(cfg.OperatorHold+5*cfg.Policy.Cooldown))
+	for name := range map[string]bool{"sw-a": true, "sw-b": true} {
+		got := vgRows(t, ctx, rec, name)
+		if last := got[len(got)-1]; !tu3.Pending(name) || last != (vgRow{Rule: "start", Outcome: "pushed", Before: operatorVG, After: startVG}) {
+			t.Errorf("%s under a tuner without the trail: pending %v, last row %+v; want rule start pushed over the operator's V_growth", name, tu3.Pending(name), last)
+		}
+	}
+	if err := tu3.Release(ctx, t3.Add(cfg.OperatorHold+5*cfg.Policy.Cooldown)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -16,8 +16,12 @@ type PGRecorder struct {
 	pool *pgxpool.Pool
 }
 
-// PGRecorder restores the tuner's overload-cuts at a start (CutReader).
-var _ CutReader = (*PGRecorder)(nil)
+// PGRecorder restores the tuner's overload-cuts (CutReader) and the
+// queues' settings (TrailReader) at a start.
+var (
+	_ CutReader   = (*PGRecorder)(nil)
+	_ TrailReader = (*PGRecorder)(nil)
+)
 
 // NewPGRecorder returns a recorder writing through pool.
 func NewPGRecorder(pool *pgxpool.Pool) *PGRecorder { return &PGRecorder{pool: pool} }
@@ -143,6 +147,71 @@ func (r *PGRecorder) TunersCuts(ctx context.Context, target string) (map[QueueID
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("tuner_actions: the tuner's overload-cuts: %w", err)
+	}
+	return out, nil
+}
+
+// LastSettings implements TrailReader: per queue of target, its newest row
+// (by ts, then id) that names the settings it ran — after for a confirmed
+// change and an operator's change, before for any other row with
+// settings (an operator's hold or release names none) — and whether any
+// row of the queue is a change of its tuned leaves (a tuner's, not a dry
+// run, whatever its outcome; or an operator's).
+func (r *PGRecorder) LastSettings(ctx context.Context, target string) (map[QueueID]LastSettings, error) {
+	rows, err := r.pool.Query(ctx, `
+		SELECT interface, queue, id, ts, outcome, before, after, decided FROM (
+			SELECT DISTINCT ON (interface, queue) interface, queue, id, ts, outcome, before, after,
+				bool_or((outcome = 'operator' AND after IS NOT NULL) OR (NOT dry_run AND outcome IN ('pushed', 'confirmed', 'rolled-back', 'refused', 'error')
+					AND before IS NOT NULL AND after IS NOT NULL AND before <> after))
+					OVER (PARTITION BY interface, queue) AS decided
+			FROM tuner_actions
+			WHERE target = $1 AND interface IS NOT NULL AND queue IS NOT NULL
+			  AND (CASE WHEN outcome IN ('confirmed', 'operator') THEN after ELSE before END) IS NOT NULL
+			ORDER BY interface, queue, ts DESC, id DESC) newest`, target)
+	if err != nil {
+		return nil, fmt.Errorf("tuner_actions: the queues' last settings: %w", err)
+	}
+	defer rows.Close()
+	out := map[QueueID]LastSettings{}
+	for rows.Next() {
+		var q QueueID
+		var queue int
+		var l LastSettings
+		var outcome string
+		var before, after []byte
+		if err := rows.Scan(&q.Interface, &queue, &l.ID, &l.At, &outcome, &before, &after, &l.Decided); err != nil {
+			return nil, fmt.Errorf("tuner_actions: the queues' last settings: %w", err)
+		}
+		var b, a *policy.Settings
+		for _, v := range []struct {
+			raw []byte
+			to  **policy.Settings
+		}{{before, &b}, {after, &a}} {
+			if v.raw == nil {
+				continue
+			}
+			var s policy.Settings
+			if err := json.Unmarshal(v.raw, &s); err != nil {
+				return nil, fmt.Errorf("tuner_actions: row %d's settings: %w", l.ID, err)
+			}
+			*v.to = &s
+		}
+		switch Outcome(outcome) {
+		case OutcomeConfirmed, OutcomeOperator:
+			l.Runs = *a
+		case OutcomePushed, OutcomeError:
+			l.Runs = *b
+			if a != nil && *a != *b {
+				l.Or = a
+			}
+		default:
+			l.Runs = *b
+		}
+		q.Queue = uint8(queue)
+		out[q] = l
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tuner_actions: the queues' last settings: %w", err)
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
@@ -139,5 +140,67 @@ func TestPGRecorderHold(t *testing.T) {
 	}
 	if _, err := rec.Record(ctx, hold); err != nil {
 		t.Errorf("recording a hold after migrating up again: %v", err)
+	}
+}
+
+// TestPGRecorderLastSettings: what a tuner started anew reads of each
+// queue from tuner_actions of a real PostgreSQL — the newest row naming
+// settings (a confirmed change's and an operator's after, any other row's
+// before; a commit left pending or whose confirm failed may run either),
+// and whether the queue was decided (a change pushed, not a dry run, or an
+// operator's change; an operator's hold, a hold or a dry run is not one).
+func TestPGRecorderLastSettings(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := pgtest.New(t)
+	rec := NewPGRecorder(pool)
+	one, half, quarter := bdpSettings(1), bdpSettings(0.5), bdpSettings(0.25)
+	at := func(i int) time.Time { return t1.Add(time.Duration(i) * time.Second) }
+	ids := map[string]int64{}
+	for i, r := range []struct {
+		name, target, iface string
+		outcome             Outcome
+		rule                policy.Rule
+		before, after       policy.Settings
+		dryRun              bool
+	}{
+		{"q0 confirmed", "n1", "wan0", OutcomeConfirmed, policy.RuleDelay, one, half, false},
+		{"q0 hold", "n1", "wan0", OutcomeHold, policy.RuleSteady, half, half, false},
+		{"q1 hold", "n1", "wan1", OutcomeHold, policy.RuleSteady, one, one, false},
+		{"q1 dry-run", "n1", "wan1", OutcomeDryRun, policy.RuleDelay, one, half, true},
+		{"q2 rolled back", "n1", "wan2", OutcomeRolledBack, policy.RuleDelay, one, half, false},
+		{"q3 operator", "n1", "wan3", OutcomeOperator, RuleOperator, half, quarter, false},
+		{"q3 operator's hold", "n1", "wan3", OutcomeOperator, RuleOperatorHold, policy.Settings{}, policy.Settings{}, false},
+		{"q4 pushed", "n1", "wan4", OutcomePushed, policy.RuleDelay, one, half, false},
+		{"q5 operator's hold", "n1", "wan5", OutcomeOperator, RuleOperatorHold, policy.Settings{}, policy.Settings{}, false},
+		{"q5 hold", "n1", "wan5", OutcomeHold, policy.RuleSteady, one, one, false},
+		{"other switch", "n2", "wan0", OutcomeConfirmed, policy.RuleDelay, one, quarter, false},
+	} {
+		id, err := rec.Record(ctx, Action{Time: at(i), Target: r.target, Interface: r.iface, Rule: r.rule, Reason: r.name,
+			Before: r.before, After: r.after, Outcome: r.outcome, DryRun: r.dryRun})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[r.name] = id
+	}
+	got, err := rec.LastSettings(ctx, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := func(name string, i int, runs policy.Settings, or *policy.Settings, decided bool) LastSettings {
+		return LastSettings{ID: ids[name], At: at(i), Runs: runs, Or: or, Decided: decided}
+	}
+	want := map[QueueID]LastSettings{
+		{"wan0", 0}: last("q0 hold", 1, half, nil, true),
+		{"wan1", 0}: last("q1 dry-run", 3, one, nil, false),
+		{"wan2", 0}: last("q2 rolled back", 4, one, nil, true),
+		{"wan3", 0}: last("q3 operator", 5, quarter, nil, true),
+		{"wan4", 0}: last("q4 pushed", 7, one, &half, true),
+		{"wan5", 0}: last("q5 hold", 9, one, nil, false),
+	}
+	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); d != "" {
+		t.Errorf("LastSettings (-want +got):\n%s", d)
+	}
+	if got, err := rec.LastSettings(ctx, "n3"); err != nil || len(got) != 0 {
+		t.Errorf("LastSettings of a switch with no rows: %v, %v; want none", got, err)
 	}
 }

@@ -215,6 +215,12 @@ type Tuner struct {
 	holds   map[queueKey]holdEpisode
 	pending map[string]*pending
 	seen    map[queueKey]seenSettings
+	// noStart holds the queues rule start is not to run on
+	// (policy.Memory.NoStart): an operator's change seen, or a queue the
+	// audit trail shows decided before the tuner started (restore). Kept
+	// apart from mem, whose entry says the policy has decided on the
+	// queue since the start.
+	noStart map[queueKey]bool
 }
 
 // Option configures New.
@@ -233,7 +239,7 @@ func New(cfg Config, src Source, push Pusher, rec Recorder, opts ...Option) (*Tu
 	}
 	t := &Tuner{cfg: cfg, src: src, push: push, rec: rec, log: slog.Default(),
 		mem: map[queueKey]policy.Memory{}, holds: map[queueKey]holdEpisode{}, pending: map[string]*pending{},
-		seen: map[queueKey]seenSettings{}}
+		seen: map[queueKey]seenSettings{}, noStart: map[queueKey]bool{}}
 	for _, o := range opts {
 		o(t)
 	}
@@ -362,16 +368,34 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	}
 	var changes []pendingChange
 	var errs []error
-	var cuts map[QueueID]CutClaim // read at the first queue that needs it
+	var cuts map[QueueID]CutClaim      // read at the first queue that needs it
+	var trail map[QueueID]LastSettings // likewise
 	for _, qw := range wins {
 		if len(s.Interfaces) > 0 && !slices.Contains(s.Interfaces, qw.Interface) {
 			continue
 		}
 		k := queueKey{s.Name, qw.Interface, qw.Queue}
 		qid := QueueID{qw.Interface, qw.Queue}
+		if _, seen := t.seen[k]; !seen {
+			// The first sight since the start: what the audit trail says
+			// the queue ran when a tuner last saw it.
+			if tr, ok := t.rec.(TrailReader); ok && trail == nil {
+				l, err := tr.LastSettings(ctx, s.Name)
+				if err != nil {
+					// Not decided on while whether someone changed it is
+					// unknown.
+					errs = append(errs, fmt.Errorf("switch %q: %w", s.Name, err))
+					continue
+				}
+				trail = l
+			}
+			if ls, ok := trail[qid]; ok {
+				t.restore(k, ls)
+			}
+		}
 		if known(qw.Window.Config) {
-			if change, from := t.observe(k, qw.Window.Config); change != "" {
-				h, err := t.operatorChange(ctx, k, qw.Window, change, from, now)
+			if change, from, tr := t.observe(k, qw.Window.Config); change != "" {
+				h, err := t.operatorChange(ctx, k, qw.Window, change, from, tr, now)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
 				}
@@ -404,8 +428,10 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 				t.mem[k] = m
 			}
 		}
-		d, mem := policy.Decide(t.cfg.Policy, qw.Window, t.mem[k])
-		a := t.action(now, k, qw.Window, d, t.mem[k])
+		before := t.mem[k]
+		before.NoStart = before.NoStart || t.noStart[k]
+		d, mem := policy.Decide(t.cfg.Policy, qw.Window, before)
+		a := t.action(now, k, qw.Window, d, before)
 		if err := t.episode(ctx, k, a, d, now); err != nil {
 			errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
 		}

@@ -118,6 +118,12 @@ type Memory struct {
 	QGRCostSince time.Time
 	QGROff       bool
 	QGROffBacks  int
+	// NoStart says rule start is not the policy's to run on the queue: its
+	// starting point is someone's choice already — an operator set a tuned
+	// leaf (their setting is where tuning starts from), or the audit trail
+	// of a service started anew shows the queue decided before (the tuner's
+	// own later values, or an operator's, are not the draft's defaults).
+	NoStart bool `json:",omitempty"`
 }
 
 // maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
@@ -187,9 +193,10 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		}
 	}
 	mem.Search.observe(cfg, w, d.Objective)
-	if mem.Changes == 0 {
-		// A queue the policy never changed: its first decision may move
-		// V_growth to the policy's starting point (rule start).
+	if mem.Changes == 0 && !mem.NoStart {
+		// A queue the policy never changed, and no one else chose for: its
+		// first decision may move V_growth to the policy's starting point
+		// (rule start).
 		if after, dir, why := start(cfg, w); dir != Hold {
 			d.Change, d.Rule, d.Direction, d.After, d.Step = true, RuleStart, dir, after, 1
 			d.Reason = why
@@ -372,7 +379,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
 		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
-		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks}
+		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, NoStart: mem.NoStart}
 }
 
 // pinned says why a loss decision escalates to the node's overload_cut

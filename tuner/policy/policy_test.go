@@ -1789,6 +1789,7 @@ func TestDefaultStart(t *testing.T) {
 		after   Settings
 		reason  string
 		notRule Rule // with no start, the rule the window does not get either
+		mem     Memory
 	}{
 		{desc: "the draft's alpha: halved to the starting point, V_growth there already", from: bdp(1, vg), change: true, dir: Tighten,
 			after: bdp(0.5, vg), reason: "alpha from the draft's default 1 to 0.5 (alpha_start)"},
@@ -1806,6 +1807,8 @@ func TestDefaultStart(t *testing.T) {
 		{desc: "the QGR trigger off (0): left to the growth rule, K_max moved", from: bdp(1, 0), change: true, dir: Tighten, after: bdp(0.5, 0)},
 		{desc: "V_growth at R_port, as good as off: to the starting point", from: bdp(1, rateBitsPerSec/8), change: true, dir: Tighten,
 			after: bdp(0.5, vg), reason: "V_growth from the switch's 12500000000 B/s (1 of R_port) to 1250000000 B/s"},
+		{desc: "NoStart (an operator's setting, or a queue decided before a restart): no start", mem: Memory{NoStart: true},
+			from: bdp(1, vg/8), after: bdp(1, vg/8), notRule: RuleStart},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -1816,7 +1819,7 @@ func TestDefaultStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := window(full, tt.from)
-			d, mem := Decide(cfg, w, Memory{})
+			d, mem := Decide(cfg, w, tt.mem)
 			if d.Change != tt.change || d.After != tt.after || (tt.change && (d.Rule != RuleStart || d.Direction != tt.dir)) {
 				t.Fatalf("Decide: change %v rule %s %s %+v, want change %v start %s %+v (%s)", d.Change, d.Rule, d.Direction, d.After, tt.change, tt.dir, tt.after, d.Reason)
 			}
