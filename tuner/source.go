@@ -157,20 +157,27 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 
 	// The instants the collector was receiving the switch: the state
 	// sampled there, carried from the last change before.
-	var reported []time.Time
+	// Read from a window's length before the start: the last instant
+	// before it bounds the counts that straddle the start (below).
+	var reported, before []time.Time
 	if err := s.each(ctx, sqlReported, func(r pgx.Rows) error {
 		var at time.Time
 		if err := r.Scan(&at); err != nil {
 			return err
 		}
-		reported = append(reported, at)
+		if at.After(start) {
+			reported = append(reported, at)
+		} else {
+			before = append(before, at)
+		}
 		return nil
-	}, target, start, end, s.skew.Microseconds()); err != nil {
+	}, target, start.Add(-end.Sub(start)), end, s.skew.Microseconds()); err != nil {
 		return nil, fmt.Errorf("ingest_ledger: %w", err)
 	}
 	for _, w := range wins {
 		w.Window.Samples = carry(w.Window.Samples, reported)
 	}
+	instants := append(before, reported...)
 
 	// The counts between samples: each per-second or per-sample count goes
 	// to the first sample at or after it.
@@ -191,8 +198,31 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		var at time.Time
 		var leaf string
 		var inc float64
-		if err := r.Scan(&k.iface, &k.queue, &at, &leaf, &inc); err != nil {
+		var prev *time.Time
+		if err := r.Scan(&k.iface, &k.queue, &at, &leaf, &inc, &prev); err != nil {
 			return err
+		}
+		if prev != nil && prev.Before(start) {
+			// An increase since a value stored before the window: the
+			// collector stores a leaf when it changes, so it came after
+			// the switch's last report before at (the value unchanged
+			// there). When that report is before the start too, only the
+			// increase's share after the start is the window's, at an even
+			// pace: the whole of it over the span from the start read the
+			// lab's link up to a sample interval in ten more used than it
+			// was (110-112 % of a full link). No report in the window's
+			// length before the start: when it came is not known, and the
+			// whole is counted.
+			i, _ := slices.BinarySearchFunc(instants, at, func(a, b time.Time) int { return a.Compare(b) })
+			if i > 0 {
+				from := instants[i-1]
+				if prev.After(from) {
+					from = *prev
+				}
+				if from.Before(start) && at.After(from) {
+					inc *= float64(at.Sub(start)) / float64(at.Sub(from))
+				}
+			}
 		}
 		n := int64(inc + 0.5)
 		add(k, at, func(s *policy.Sample) {
@@ -218,6 +248,39 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 		return nil
 	}, target, start, end); err != nil {
 		return nil, fmt.Errorf("counter_increases: %w", err)
+	}
+
+	// The engine's lag at each window's first and last sample (its
+	// engine-lag leaf, the value at or before each instant): a simulated
+	// switch that falls behind its pace, or catches up, covers less, or
+	// more, of its own time than Speed × the samples' span.
+	var at []time.Time
+	for _, w := range wins {
+		if ss := w.Window.Samples; len(ss) >= 2 {
+			at = append(at, ss[0].Time, ss[len(ss)-1].Time)
+		}
+	}
+	// By microsecond, the database's resolution (the window's start, the
+	// first sample's instant, comes from the caller's clock).
+	us := func(t time.Time) int64 { return t.Round(time.Microsecond).UnixMicro() }
+	lag := map[int64]time.Duration{}
+	if len(at) > 0 {
+		if err := s.each(ctx, sqlLagAt, func(r pgx.Rows) error {
+			var t time.Time
+			var ns *int64
+			if err := r.Scan(&t, &ns); err != nil {
+				return err
+			}
+			lag[us(t)] = time.Duration(deref(ns, 0))
+			return nil
+		}, target, at); err != nil {
+			return nil, fmt.Errorf("engine-lag: %w", err)
+		}
+		for _, w := range wins {
+			if ss := w.Window.Samples; len(ss) >= 2 {
+				w.Window.LagGrowth = lag[us(ss[len(ss)-1].Time)] - lag[us(ss[0].Time)]
+			}
+		}
 	}
 
 	slices.SortFunc(keys, func(a, b qk) int {
@@ -290,7 +353,12 @@ func deref[T any](p *T, def T) T {
 // last sample before it; on Citus (migration 012) the view is that
 // function over all time, so a filter on it read the whole history.
 const (
-	sqlSpeed  = `SELECT lhcnp_speed_at($1, $2)`
+	sqlSpeed = `SELECT lhcnp_speed_at($1, $2)`
+	// The engine-lag leaf (simulated ns) at or before each instant: 0 for
+	// a switch that never published it (real time).
+	sqlLagAt = `
+SELECT t, (SELECT lhcnp_int(l.value_num) FROM lhcnp_leaf_at($1, '{}'::jsonb, '/lhcnp/global/state/engine-lag', t) l)
+FROM unnest($2::timestamptz[]) t`
 	sqlLatest = `
 SELECT interface, queue, alpha::float8, v_growth_bytes_per_second, kmax_mode, (state ->> 'kmax')::bigint,
        k_base_bytes, kmax_bytes, port_rate_bps, rtt_est_us, buffer_bytes, (state ->> 'overload-cut')::boolean
@@ -328,7 +396,7 @@ ORDER BY 1`
 	sqlCounts = `
 SELECT keys ->> 'name', (keys ->> 'id')::integer, ts,
        substr(schema_path, length('/lhcnp/interfaces/interface/queues/queue/state/counters/') + 1),
-       increase::float8
+       increase::float8, previous_ts
 FROM counter_increases
 WHERE target = $1 AND ts > $2 AND ts <= $3 AND increase IS NOT NULL
   AND schema_path IN ('/lhcnp/interfaces/interface/queues/queue/state/counters/bytes',

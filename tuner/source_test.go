@@ -3,6 +3,7 @@ package tuner
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -195,6 +196,51 @@ func TestPGSource(t *testing.T) {
 	want[0].Window.Speed = 0.05
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("Windows at speed 0.05 (-want +got):\n%s", diff)
+	}
+	// A window starting between two reports (t1, t1+1s): the increase
+	// reported at t1+1s came over the second since t1, half of it in the
+	// window (the whole of it read a full link 10 % over full in the lab).
+	got, err = NewPGSource(pool).Windows(ctx, "n1", t1.Add(500*time.Millisecond), t1.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tx, packets int64
+	for _, s := range got[0].Window.Samples {
+		tx, packets = tx+s.TxBytes, packets+s.Packets
+	}
+	if tx != 2_500_000 || packets != 2500 || got[0].Window.Samples[1].TxBytes != 500_000 {
+		t.Errorf("a window from between two reports: %d bytes, %d packets (%+v); want 2 500 000 and 2500, 500 000 at t1+1s",
+			tx, packets, got[0].Window.Samples)
+	}
+	// Its engine falls behind its pace during the window (engine-lag, in
+	// simulated ns, 2 ms before the window, 32 ms at its third sample):
+	// the window carries the lag's growth from its first sample (the
+	// value at or before the window's start) to its last (at or before
+	// it); the link's use is per simulated second the samples really
+	// covered.
+	addLeaf := func(id int64, leaf string, ts time.Time, ns int64) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path, keys) VALUES ($1, 'n1', $2, $2, '{}') ON CONFLICT DO NOTHING`, id, leaf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_int, batch_id) VALUES ($1, $2, $3, 1)`, ts, id, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const lagLeaf = "/lhcnp/global/state/engine-lag"
+	addLeaf(1001, lagLeaf, t1.Add(-time.Second), 2_000_000)
+	addLeaf(1001, lagLeaf, t1.Add(2*time.Second), 32_000_000)
+	addLeaf(1001, lagLeaf, t1.Add(5*time.Second), 0) // after the window: not read
+	got, err = NewPGSource(pool).Windows(ctx, "n1", t1.Add(time.Nanosecond), t1.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Window.LagGrowth != 30*time.Millisecond {
+		t.Fatalf("Windows with the engine lagging: %+v; want one window, LagGrowth 30ms", got)
+	}
+	// 3 MB in 0.15 - 0.03 = 0.12 simulated seconds of a 10 Gbit/s port.
+	if u := policy.Measure(got[0].Window).Utilisation; math.Abs(u-0.02) > 1e-9 {
+		t.Errorf("utilisation %v with the engine lagging; want 0.02 (0.016 without the lag's growth)", u)
 	}
 	// A target without telemetry has no windows; a closed pool is an error.
 	if w, err := NewPGSource(pool).Windows(ctx, "n9", t1, t1.Add(time.Second)); err != nil || len(w) != 0 {

@@ -1685,6 +1685,34 @@ func TestMeasureSpeed(t *testing.T) {
 	if got := Measure(slow); math.Abs(got.Utilisation-0.05) > 1e-9 {
 		t.Errorf("Measure at speed 0: utilisation %v, want 0.05", got.Utilisation)
 	}
+
+	// The engine falls behind its pace by a fifth of the span (simulated):
+	// the same counts came in four fifths of the simulated time Speed
+	// gives, so the rates are 5/4 of what Speed alone reads; one that
+	// catches up as much reads 5/6 of them.
+	slow.Speed = 0.1
+	span := want.Duration / 10 // the samples' span in simulated time at speed 0.1
+	cfg := DefaultConfig()
+	cfg.MaxGap = 20 * time.Second // the samples ten times as far apart
+	for _, tt := range []struct {
+		growth time.Duration
+		ratio  float64
+	}{{span / 5, 5.0 / 4}, {-span / 5, 5.0 / 6}, {0, 1}} {
+		slow.LagGrowth = tt.growth
+		got := Measure(slow)
+		if math.Abs(got.Utilisation-0.5*tt.ratio) > 1e-9 || math.Abs(got.NotificationsPerRTT-want.NotificationsPerRTT*tt.ratio) > 1e-9 {
+			t.Errorf("Measure with the lag grown by %v: utilisation %v, notifications per RTT %v; want %v × 0.5 and × %v",
+				tt.growth, got.Utilisation, got.NotificationsPerRTT, tt.ratio, want.NotificationsPerRTT)
+		}
+		if rule, why := Check(cfg, slow); rule != "" {
+			t.Errorf("Check with the lag grown by %v: %s (%s)", tt.growth, rule, why)
+		}
+	}
+	// An engine that stood still over the whole window: nothing to measure.
+	slow.LagGrowth = span
+	if rule, why := Check(cfg, slow); rule != RuleGap || !strings.Contains(why, "the switch's clock did not advance over the window") {
+		t.Errorf("Check with the engine stood still: %s (%s); want gap", rule, why)
+	}
 }
 
 func TestValidate(t *testing.T) {

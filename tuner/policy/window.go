@@ -92,6 +92,24 @@ type Window struct {
 	// stamps its samples in wall time while its rates, RTT_est and counters
 	// run in simulated time. 0 or 1: real time.
 	Speed float64
+	// LagGrowth is how much the switch's simulated clock fell further
+	// behind its pace between the window's first sample and its last (the
+	// growth of its engine-lag leaf, in simulated time; negative when it
+	// caught up; 0 for a switch in real time): the samples' span covers
+	// Speed × span − LagGrowth of the switch's own time. An engine that
+	// lags spreads the same simulated seconds over more wall-clock seconds,
+	// and one that catches up over fewer: the lab's windows read the link
+	// 83-92 % used after its load step and 111.6 % before it.
+	LagGrowth time.Duration
+}
+
+// spanSeconds is the switch's own (simulated) seconds from the window's
+// first sample to its last (0 when its clock did not advance).
+func (w Window) spanSeconds() float64 {
+	if len(w.Samples) < 2 {
+		return 0
+	}
+	return max(w.simSeconds(w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time))-w.LagGrowth.Seconds(), 0)
 }
 
 // simSeconds is d, a span of the samples' timestamps, in the switch's own
@@ -200,6 +218,10 @@ func Check(cfg Config, w Window) (rule Rule, reason string) {
 				w.Samples[i-1].Time.Format(time.RFC3339Nano), cfg.MaxGap)
 		}
 	}
+	if w.spanSeconds() <= 0 {
+		// A switch whose engine stood still: no rate to measure.
+		return RuleGap, fmt.Sprintf("the switch's clock did not advance over the window (its engine-lag grew by %v)", w.LagGrowth)
+	}
 	return "", ""
 }
 
@@ -234,11 +256,11 @@ func Measure(w Window) Metrics {
 	m.DelayRTT = DelayRTT(m.MeanQueueBytes, w.PortRateBitsPerSec, w.RTTEst)
 	m.LastDelayRTT = DelayRTT(float64(w.Samples[len(w.Samples)-1].QueueDepthBytes), w.PortRateBitsPerSec, w.RTTEst)
 	first := DelayRTT(float64(w.Samples[0].QueueDepthBytes), w.PortRateBitsPerSec, w.RTTEst)
-	if span := w.simSeconds(w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time)); span > 0 {
+	if span := w.spanSeconds(); span > 0 {
 		m.TrendRTT = (m.LastDelayRTT - first) * rtt / span
 	}
 	m.Duration = w.Samples[len(w.Samples)-1].Time.Sub(w.Samples[0].Time)
-	if secs := w.simSeconds(m.Duration); secs > 0 {
+	if secs := w.spanSeconds(); secs > 0 {
 		m.Utilisation = m.Utilisation * 8 / float64(w.PortRateBitsPerSec) / secs
 		m.NotificationsPerRTT = float64(m.Notifications.Total()) * rtt / secs
 	} else {
