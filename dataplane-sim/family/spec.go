@@ -404,7 +404,7 @@ func unit[T any](p *parser, parse func(string) (T, error)) func(*yaml.Node, stri
 // Parse reads a family spec; file names it in errors. Every error names
 // the file, the line and the key: an unknown or missing key, a value
 // outside what the generator builds, an impossible range (min above max),
-// and seed sets that overlap.
+// seed sets that overlap, and node_params the scenario loader refuses.
 func Parse(file string, data []byte) (*Spec, error) {
 	p := &parser{file: file}
 	var doc yaml.Node
