@@ -371,28 +371,10 @@ func TestRecoveryStepPercent(t *testing.T) {
 	if def.RecoveryStepPercent != 0 || rel.RecoveryStepPercent != 5 {
 		t.Errorf("RecoveryStepPercent %d without the key, %d with 5", def.RecoveryStepPercent, rel.RecoveryStepPercent)
 	}
-	for _, seed := range def.Train.List()[:8] {
-		d, text, sc, err := def.Generate("train", seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dr, textRel, scRel, err := rel.Generate("train", seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if dr != d {
-			t.Errorf("train seed %d: draw %+v with recovery_step_percent, want %+v", seed, dr, d)
-		}
-		format := regexp.MustCompile(`(?m)^    format: \S+\n`).FindString(string(text))
-		if format == "" {
-			t.Fatalf("train seed %d: no format line in\n%s", seed, text)
-		}
-		if want := strings.Replace(string(text), format, format+"    recovery_step_percent: 5\n", 1); string(textRel) != want {
-			t.Errorf("train seed %d: recovery_step_percent differs from the default in more than its line:\n%s", seed, textRel)
-		}
-		p, pr := sc.Mechanism.LongHaulCNP(), scRel.Mechanism.LongHaulCNP()
-		if p.RecoveryStepPercent != 0 || pr.RecoveryStepPercent != 5 || pr.RecoveryStep != p.RecoveryStep {
-			t.Errorf("train seed %d: recovery_step_percent %d / %d, recovery_step %v / %v", seed, p.RecoveryStepPercent, pr.RecoveryStepPercent, p.RecoveryStep, pr.RecoveryStep)
+	for seed, p := range addsParamLines(t, def, rel, "    recovery_step_percent: 5\n") {
+		pr := p[1]
+		if p[0].RecoveryStepPercent != 0 || pr.RecoveryStepPercent != 5 || pr.RecoveryStep != p[0].RecoveryStep {
+			t.Errorf("train seed %d: recovery_step_percent %d / %d, recovery_step %v / %v", seed, p[0].RecoveryStepPercent, pr.RecoveryStepPercent, p[0].RecoveryStep, pr.RecoveryStep)
 		}
 	}
 	for _, v := range []string{"0", "101", "5%"} {
@@ -423,4 +405,136 @@ func TestPortFamily(t *testing.T) {
 			t.Errorf("train seed %d: RTT_est %v, want 0 (each port's link)", seed, got)
 		}
 	}
+}
+
+// TestNodeParams: node_params writes its long-haul-cnp params into every
+// generated scenario's params after the generator's own, in the spec's
+// order, the file otherwise byte for byte the one without the key and
+// the draws the same; the loaded scenario has them.
+func TestNodeParams(t *testing.T) {
+	base, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs [2]*Spec
+	for i, extra := range []string{"", "node_params: {per_flow_rtt: true, one_cut_per_episode: true, v_growth: \"5Gbps\"}\n"} {
+		if specs[i], err = Parse("f.yaml", append(slices.Clone(base), extra...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	def, opt := specs[0], specs[1]
+	if def.NodeParams != nil {
+		t.Errorf("NodeParams %v without the key", def.NodeParams)
+	}
+	added := "    per_flow_rtt: true\n    one_cut_per_episode: true\n    v_growth: \"5Gbps\"\n"
+	for seed, p := range addsParamLines(t, def, opt, added) {
+		if po := p[1]; p[0].PerFlowRTT || p[0].OneCutPerEpisode || !po.PerFlowRTT || !po.OneCutPerEpisode || po.RepeatResume || po.VGrowth != 5*scenario.Gbps {
+			t.Errorf("train seed %d: without node_params %+v, with %+v", seed, p[0], po)
+		}
+	}
+}
+
+// TestNodeParamsErrors: a bad node_params is refused with the family
+// file, the line and the key: the scenario loader's own checks (an unknown
+// param, a bad value, a param that needs another), a param the generator
+// writes itself, and what is not a mapping of scalars.
+func TestNodeParamsErrors(t *testing.T) {
+	base, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Count(string(base), "\n") + 2 // the first param's line
+	for _, tt := range []struct{ desc, params, want string }{
+		{"unknown param", "  one_cut_per_episode: true\n  one_cut_per_flow: true\n",
+			fmt.Sprintf("f.yaml:%d: node_params.one_cut_per_flow: unknown field (want one of: k_base, alpha,", line+1)},
+		{"bad bool", "  per_flow_rtt: sometimes\n", fmt.Sprintf(`f.yaml:%d: node_params.per_flow_rtt: want true or false, got "sometimes"`, line)},
+		{"bad rate", "  v_growth: fast\n", fmt.Sprintf("f.yaml:%d: node_params.v_growth: ", line)},
+		{"out of range", "  one_cut_per_episode: true\n  reduce_percent: 0\n", fmt.Sprintf("f.yaml:%d: node_params.reduce_percent: ", line+1)},
+		{"needs another param", "  resume_on_drain: true\n  repeat_resume: true\n",
+			fmt.Sprintf("f.yaml:%d: node_params.resume_on_drain: needs per_flow_rtt and repeat_resume", line)},
+		{"the generator's k_base", "  k_base: 1MB\n", fmt.Sprintf("f.yaml:%d: node_params.k_base: the generator writes k_base itself", line)},
+		{"the generator's rtt_est", "  rtt_est: 1ms\n", fmt.Sprintf("f.yaml:%d: node_params.rtt_est: the generator writes rtt_est itself (the family's rtt_est key)", line)},
+		{"the generator's format", "  format: icmpv6\n", fmt.Sprintf("f.yaml:%d: node_params.format: the generator writes format itself", line)},
+		{"the generator's recovery_step_percent", "  recovery_step_percent: 5\n",
+			fmt.Sprintf("f.yaml:%d: node_params.recovery_step_percent: the generator writes recovery_step_percent itself", line)},
+		{"given twice", "  per_flow_rtt: true\n  per_flow_rtt: false\n", fmt.Sprintf("f.yaml:%d: node_params.per_flow_rtt: given twice", line+1)},
+		{"not a scalar", "  per_flow_rtt: [true]\n", fmt.Sprintf("f.yaml:%d: node_params.per_flow_rtt: want a scalar", line)},
+		{"not a param name", "  \"per flow rtt\": true\n", fmt.Sprintf(`f.yaml:%d: node_params: "per flow rtt" is not a param name`, line)},
+		{"not a mapping", " [per_flow_rtt]\n", fmt.Sprintf("f.yaml:%d: node_params: want a non-empty mapping", line)},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, err := Parse("f.yaml", append(slices.Clone(base), "node_params:\n"+tt.params...))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestTunerOptionsFamily: scenarios/family/tuner-options.yaml is the
+// tuner's family (scenarios/family/tuner.yaml: its ranges, its seed sets)
+// with the three options of the long-haul-cnp:options row on in every
+// development scenario.
+func TestTunerOptionsFamily(t *testing.T) {
+	s, err := LoadFile("../../scenarios/family/tuner-options.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuner, err := LoadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"one_cut_per_episode", "per_flow_rtt", "repeat_resume"}
+	var got []string
+	for _, np := range s.NodeParams {
+		got = append(got, np.Key+"="+np.Value)
+	}
+	if !slices.Equal(got, []string{want[0] + "=true", want[1] + "=true", want[2] + "=true"}) {
+		t.Errorf("node_params %v, want %v on", got, want)
+	}
+	c := *s
+	c.File, c.NodeParams = tuner.File, nil
+	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", *tuner) {
+		t.Errorf("tuner-options.yaml is not tuner.yaml plus node_params:\n%+v\n%+v", c, *tuner)
+	}
+	for _, seed := range s.Train.List() {
+		_, _, sc, err := s.Generate("train", seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := sc.Mechanism.LongHaulCNP(); !p.OneCutPerEpisode || !p.PerFlowRTT || !p.RepeatResume {
+			t.Errorf("train seed %d: options %v %v %v, want all on", seed, p.OneCutPerEpisode, p.PerFlowRTT, p.RepeatResume)
+		}
+	}
+}
+
+// addsParamLines generates the first eight train seeds of def and of with
+// (def's spec with one more key) and checks that with's file is def's
+// with the params lines added after the format line, the draw the same;
+// it returns each seed's long-haul-cnp params, def's and with's.
+func addsParamLines(t *testing.T, def, with *Spec, added string) map[int64][2]scenario.LongHaulCNP {
+	t.Helper()
+	out := map[int64][2]scenario.LongHaulCNP{}
+	for _, seed := range def.Train.List()[:8] {
+		d, text, sc, err := def.Generate("train", seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dw, textWith, scWith, err := with.Generate("train", seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dw != d {
+			t.Errorf("train seed %d: draw %+v with the key, want %+v", seed, dw, d)
+		}
+		format := regexp.MustCompile(`(?m)^    format: \S+\n`).FindString(string(text))
+		if format == "" {
+			t.Fatalf("train seed %d: no format line in\n%s", seed, text)
+		}
+		if want := strings.Replace(string(text), format, format+added, 1); string(textWith) != want {
+			t.Errorf("train seed %d: the file differs from the one without the key in more than\n%s:\n%s", seed, added, textWith)
+		}
+		out[seed] = [2]scenario.LongHaulCNP{sc.Mechanism.LongHaulCNP(), scWith.Mechanism.LongHaulCNP()}
+	}
+	return out
 }

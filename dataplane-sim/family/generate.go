@@ -103,7 +103,7 @@ func (s *Spec) GenerateAt(set string, seed int64, k int) (Draw, []byte, *scenari
 		d.WebSearch = math.Round(logUniform(r, s.WebSearchLoad.Min, s.WebSearchLoad.Max)*100) / 100
 	}
 	d.Duration = s.Duration(d.Rate, d.RTT)
-	text := build(s.Name, s.RTTEst, s.RecoveryStepPercent, d, SimSeed(seed, k), r)
+	text := build(s.Name, s.RTTEst, s.RecoveryStepPercent, s.NodeParams, d, SimSeed(seed, k), r)
 	sc, err := scenario.Parse(fmt.Sprintf("%s-%s-%d.yaml", s.Name, set, seed), text)
 	if err != nil {
 		return d, text, nil, fmt.Errorf("family %s seed %d (%s): the generated scenario does not load: %w", s.Name, seed, d.Short(), err)
@@ -158,11 +158,11 @@ func size(b float64) string { return fmt.Sprintf("%dKB", int64(math.Max(64, math
 // with N senders whose host links H = overload·R/N offer the overload,
 // and F fast enough never to congest. Every switch is a Long-haul CNP
 // node with the draft's defaults and RTT_est the WAN's round trip (with the family's rtt_est: port,
-// each port's own link); buffers hold four BDPs of the
+// each port's own link), then the family's node_params (none: nothing more); buffers hold four BDPs of the
 // bottleneck. Load and RTT steps come half-way (Duration gives each half
 // at least MinJudgements/2 judgement cycles); joins and leaves on slots
 // an eighth of the run apart, from a quarter of it.
-func build(family, rttEst string, recoveryPct int, d Draw, simSeed int64, r *rand.Rand) []byte {
+func build(family, rttEst string, recoveryPct int, nodeParams []NodeParam, d Draw, simSeed int64, r *rand.Rand) []byte {
 	R := float64(d.Rate)
 	n := 2 + r.IntN(7) // 2..8 senders
 	late := 0          // senders starting (load-up) or stopping (load-down) half-way
@@ -268,6 +268,9 @@ func build(family, rttEst string, recoveryPct int, d Draw, simSeed int64, r *ran
 	p("mechanism:\n  kind: long-haul-cnp\n  nodes: [%s]\n  params:\n    k_base: 64KB\n    rtt_est: %s\n    format: %s\n", nodes, est, format)
 	if recoveryPct > 0 {
 		p("    recovery_step_percent: %d\n", recoveryPct)
+	}
+	for _, np := range nodeParams {
+		p("    %s: %s\n", np.Key, np.Value)
 	}
 	p("\n")
 	p("traffic:\n  flows:\n")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,7 +115,33 @@ type Spec struct {
 	// 0.16 % of a 641 Gbit/s one's (docs/tuner.md, "A scale-free
 	// recovery").
 	RecoveryStepPercent int
+	// NodeParams are long-haul-cnp params every generated scenario's
+	// mechanism.params carries after the ones the generator writes (the
+	// spec's node_params, in its order; none: the files are those of a
+	// spec without the key, byte for byte): the node's options of issue
+	// #27, say, for a family read with them on.
+	NodeParams []NodeParam
 }
+
+// NodeParam is one key of the spec's node_params: a long-haul-cnp param
+// and its value as the scenario file writes it.
+type NodeParam struct {
+	Key, Value string
+	line       int // in the family file, for the loader's errors
+}
+
+// generatorParams are the long-haul-cnp params the generator writes
+// itself (build): node_params may not set them again.
+var generatorParams = map[string]string{
+	"k_base":                "64 KB in every generated file",
+	"rtt_est":               "the family's rtt_est key",
+	"format":                "drawn per scenario from the family's ip",
+	"recovery_step_percent": "the family's recovery_step_percent key",
+}
+
+// paramName is a param name a scenario file's params block can hold
+// as written: node_params refuses any other key before the loader sees it.
+var paramName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // How a family's scenarios configure RTT_est (the spec's rtt_est).
 const (
@@ -377,7 +404,7 @@ func unit[T any](p *parser, parse func(string) (T, error)) func(*yaml.Node, stri
 // Parse reads a family spec; file names it in errors. Every error names
 // the file, the line and the key: an unknown or missing key, a value
 // outside what the generator builds, an impossible range (min above max),
-// and seed sets that overlap.
+// seed sets that overlap, and node_params the scenario loader refuses.
 func Parse(file string, data []byte) (*Spec, error) {
 	p := &parser{file: file}
 	var doc yaml.Node
@@ -389,7 +416,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 	}
 	keys := []string{"name", "link_rate", "wan_rtt", "overload", "congestion", "steps", "ip", "web_search",
 		"web_search_load", "duration_rtt", "min_duration", "min_judgements", "max_packets", "train_seeds", "test_seeds"}
-	m := p.mapping(doc.Content[0], "", append(keys, "retired_seeds", "sim_seeds", "rtt_est", "recovery_step_percent")...)
+	m := p.mapping(doc.Content[0], "", append(keys, "retired_seeds", "sim_seeds", "rtt_est", "recovery_step_percent", "node_params")...)
 	s := &Spec{File: file, SimSeeds: 1, RTTEst: RTTEstWAN}
 	for _, k := range keys {
 		if _, ok := m[k]; !ok && doc.Content[0].Kind == yaml.MappingNode {
@@ -509,8 +536,74 @@ func Parse(file string, data []byte) (*Spec, error) {
 			}
 		}
 	}
+	if n, ok := m["node_params"]; ok {
+		s.NodeParams = p.nodeParams(n)
+		if len(p.errs) == 0 {
+			p.checkNodeParams(s, n)
+		}
+	}
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
 	return s, nil
+}
+
+// nodeParams reads node_params: a mapping of long-haul-cnp param names to
+// scalars, none of them a param the generator writes itself.
+func (p *parser) nodeParams(n *yaml.Node) []NodeParam {
+	if n.Kind != yaml.MappingNode || len(n.Content) == 0 {
+		p.bad(n, "node_params", "want a non-empty mapping of long-haul-cnp params (docs/scenarios.md)")
+		return nil
+	}
+	var out []NodeParam
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := "node_params." + k.Value
+		switch {
+		case k.Kind != yaml.ScalarNode || !paramName.MatchString(k.Value):
+			p.bad(k, "node_params", "%q is not a param name (lower case, digits and underscores)", k.Value)
+			continue
+		case generatorParams[k.Value] != "":
+			p.bad(k, key, "the generator writes %s itself (%s): node_params may not set it", k.Value, generatorParams[k.Value])
+			continue
+		case slices.ContainsFunc(out, func(o NodeParam) bool { return o.Key == k.Value }):
+			p.bad(k, key, "given twice")
+			continue
+		case v.Kind != yaml.ScalarNode || v.Value == "":
+			p.bad(v, key, "want a scalar (a bool, a number, a size, a rate or a duration)")
+			continue
+		}
+		val := v.Value
+		if v.Style != 0 && v.Style != yaml.TaggedStyle {
+			val = strconv.Quote(val) // a quoted value stays one string
+		}
+		out = append(out, NodeParam{Key: k.Value, Value: val, line: k.Line})
+	}
+	return out
+}
+
+// checkNodeParams loads the first train seed's scenario with the spec's
+// node_params: the scenario loader's own checks of long-haul-cnp params
+// (unknown keys, bad values, keys that need others), each reported at the
+// family file's line of the key it names.
+func (p *parser) checkNodeParams(s *Spec, n *yaml.Node) {
+	_, _, _, err := s.Generate("train", s.Train.From)
+	if err == nil {
+		return
+	}
+	errs := scenario.Errors(err)
+	if len(errs) == 0 {
+		p.bad(n, "node_params", "%v", err)
+		return
+	}
+	for _, e := range errs {
+		key, _ := strings.CutPrefix(e.Field, "mechanism.params.")
+		i := slices.IndexFunc(s.NodeParams, func(np NodeParam) bool { return np.Key == key })
+		if i < 0 {
+			p.bad(n, "node_params", "the generated scenarios do not load: %v", e)
+			continue
+		}
+		p.errs = append(p.errs, &Error{File: p.file, Line: s.NodeParams[i].line, Key: "node_params." + key, Msg: e.Reason})
+	}
+	s.NodeParams = nil
 }
