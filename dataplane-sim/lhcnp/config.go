@@ -190,6 +190,20 @@ type QueueConfig struct {
 	// not mark a flow whose sender it notifies), applied per episode; a
 	// deviation listed in docs/conformance.md.
 	OneCutPerEpisode bool
+	// OneCutInFlight (with OneCutPerEpisode) narrows the sparing to the
+	// flow's cut on its way: its marks are spared for the flow's per-flow
+	// interval after this node's last Rate Reduce or Pause to it (with
+	// PerFlowRTT its loop to its source and two measurement intervals:
+	// until the cut has reached this node's queue and been measured), and
+	// applied again after that while the queue stays above K_min. The
+	// double cut the option removes is the receivers' CNPs for marks within
+	// a path round trip of the node's cut; spared for the whole episode,
+	// a flow the node's cut did not slow enough had no brake left but the
+	// node's next cut, and queues the receivers' CNPs held reached the
+	// buffer (the tuner's family, train seeds: 651 thousand drops against
+	// the draft node's 72 thousand; docs/longhaul.md, "Marks spared while
+	// the cut is on its way (session 20)"). Off: the whole episode.
+	OneCutInFlight bool
 	// PerFlowRTT takes a flow's per-flow interval from its own round trip
 	// to its source, learnt from its CM exchange (FlowState.SourceRTT),
 	// instead of MinCNPInterval or the port's RTT_est, plus one

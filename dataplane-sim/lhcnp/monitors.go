@@ -164,8 +164,10 @@ func (n *Node) OnMark(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 // packet of a flow this queue cut in the current episode, or whose cut it
 // has not resumed yet, or that it defers to an upstream node for, is not
 // marked (its sender is slowed by a node; the receiver's CNP for the mark
-// would cut it a second time). Otherwise every mark the port's ECN
-// configuration calls for is applied, as §5.4 asks.
+// would cut it a second time); with OneCutInFlight too, only while the
+// node's last cut of the flow is on its way (its per-flow interval since).
+// Otherwise every mark the port's ECN configuration calls for is applied,
+// as §5.4 asks.
 func (n *Node) AllowMark(pt *netsim.Port, p *netsim.Packet) bool {
 	ps := n.portOf(pt)
 	if ps == nil {
@@ -176,6 +178,9 @@ func (n *Node) AllowMark(pt *netsim.Port, p *netsim.Packet) bool {
 		return true
 	}
 	if e := n.lookupData(p); e != nil && int(e.port) == ps.idx && (e.cutEpisode == q.episode+1 || e.needResume && q.cfg.Action.ResumeEnabled) {
+		if q.cfg.OneCutInFlight && n.sim.Now() >= e.cutAt+q.intervalFor(e) {
+			return true // the cut has landed: the queue above K_min is marked as §5.4 asks
+		}
 		q.counters.MarksSpared++
 		return false
 	}

@@ -117,6 +117,54 @@ func TestOneCutPerEpisode(t *testing.T) {
 	}
 }
 
+// TestOneCutInFlight: with OneCutInFlight too, a flow the node cut is
+// not marked while its cut is on its way (the per-flow interval since the
+// cut), and is marked again after it while the queue stays above K_min
+// (its source does not react here: the queue never drains); with the
+// whole episode's sparing it is not marked again at all.
+func TestOneCutInFlight(t *testing.T) {
+	for _, inFlight := range []bool{false, true} {
+		cfg := testConfig(400_000, 200*engine.Microsecond)
+		cfg.Interface.Queue.Action.ResumeEnabled = false
+		cfg.Interface.Queue.OneCutPerEpisode = true
+		cfg.Interface.Queue.OneCutInFlight = inFlight
+		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg, noRP: true})
+		ps := l.node1.portOf(l.n1Out)
+		q := &ps.queues[0]
+		fwd := key(addrSrc4, addrDst4, 100, 200)
+		var onItsWay, landed int64 // marks on the flow in the cut's episode, before and after the cut's interval
+		for end := 20 * engine.Millisecond; l.sim.Now() < end; {
+			e := l.node1.ft.m[fwd]
+			cut := e != nil && e.cutEpisode == q.episode+1
+			var cutAt, lands engine.Time
+			if cut {
+				cutAt, lands = e.cutAt, e.cutAt+q.intervalFor(e)
+			}
+			marks, ep, from := q.counters.ECNMarked, q.episode, l.sim.Now()
+			to := from + engine.Microsecond
+			l.sim.Run(to)
+			if !cut || q.episode != ep || e.cutAt != cutAt {
+				continue // not in a cut's episode, or a cut within the step
+			}
+			switch {
+			case to <= lands:
+				onItsWay += q.counters.ECNMarked - marks
+			case from >= lands:
+				landed += q.counters.ECNMarked - marks
+			}
+		}
+		if q.counters.SentRateReduce == 0 || q.counters.MarksSpared == 0 {
+			t.Fatalf("in flight %v: %d Rate Reduce sent, %d marks spared; want some of each", inFlight, q.counters.SentRateReduce, q.counters.MarksSpared)
+		}
+		if onItsWay != 0 {
+			t.Errorf("in flight %v: %d marks while the cut was on its way, want 0", inFlight, onItsWay)
+		}
+		if inFlight != (landed > 0) {
+			t.Errorf("in flight %v: %d marks after the cut's interval in its episode; want some only with OneCutInFlight", inFlight, landed)
+		}
+	}
+}
+
 // TestRepeatResumeReleasesHeldCeiling: a flow cut at a 5 Gb/s bottleneck
 // is held by its ceiling; at 20 ms the bottleneck becomes 10 Gb/s and the
 // queue drains. With RepeatResume the node keeps resuming the flow while

@@ -52,7 +52,7 @@ func longHaulParams(b ParamsBlock) any {
 		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "recovery_step_percent", "flow_aging",
 		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first",
 		"one_cut_per_episode", "per_flow_rtt", "repeat_resume", "resume_on_drain",
-		"overload_cut", "equal_cut") {
+		"overload_cut", "equal_cut", "one_cut_in_flight") {
 		return p
 	}
 	b.Size("k_base", &p.KBase, true)
@@ -89,10 +89,14 @@ func longHaulParams(b ParamsBlock) any {
 	b.Bool("resume_on_drain", &p.ResumeOnDrain)
 	b.Bool("overload_cut", &p.OverloadCut)
 	b.Bool("equal_cut", &p.EqualCut)
+	b.Bool("one_cut_in_flight", &p.OneCutInFlight)
 	b.Duration("observation_window", &p.ObservationWindow, false)
 	b.OneOf("format", &p.Format, "format", "rocev2", "icmpv6")
 	if p.ResumeOnDrain && (!p.PerFlowRTT || !p.RepeatResume) {
 		b.Errorf("resume_on_drain", "needs per_flow_rtt and repeat_resume (its Resumes are sized to the port's spare rate by them)")
+	}
+	if p.OneCutInFlight && !p.OneCutPerEpisode {
+		b.Errorf("one_cut_in_flight", "needs one_cut_per_episode (it narrows that option's sparing of a flow's marks to its cut on its way)")
 	}
 	if p.EqualCut && !p.PerFlowRTT {
 		b.Errorf("equal_cut", "needs per_flow_rtt (it shares the cuts per_flow_rtt sizes for a flow's loop)")

@@ -368,6 +368,11 @@ type LongHaulCNP struct {
 	// flows the node cut in the same episode whose cut has not landed,
 	// at one level (lhcnp.QueueConfig.EqualCut; default false).
 	EqualCut bool
+	// OneCutInFlight: with OneCutPerEpisode, a flow's marks are spared
+	// only while the node's cut of it is on its way (its per-flow
+	// interval since), not the whole episode
+	// (lhcnp.QueueConfig.OneCutInFlight; default false).
+	OneCutInFlight bool
 	// Format is the wire format of the notification: "rocev2" or "icmpv6".
 	Format string
 }

@@ -370,6 +370,7 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	q.PerFlowRTT = p.PerFlowRTT
 	q.OverloadCut = p.OverloadCut
 	q.EqualCut = p.EqualCut
+	q.OneCutInFlight = p.OneCutInFlight
 	a := &q.Action
 	a.RateReducePercent = uint16(p.ReducePercent)
 	a.PauseLevel = lhcnp.PauseLevelNever
