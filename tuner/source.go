@@ -208,11 +208,11 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 			// the switch's last report before at (the value unchanged
 			// there). When that report is before the start too, only the
 			// increase's share after the start is the window's, at an even
-			// pace: the whole of it over the span from the start read the
-			// lab's link up to a sample interval in ten more used than it
-			// was (110-112 % of a full link). No report in the window's
-			// length before the start: when it came is not known, and the
-			// whole is counted.
+			// pace: the whole of it, over the span from the start, counted
+			// up to a sample interval's worth too much (a tenth of the
+			// service's 10 s window at the lab's 1 s sampling). No report in
+			// the window's length before the start: when it came is not
+			// known, and the whole is counted.
 			i, _ := slices.BinarySearchFunc(instants, at, func(a, b time.Time) int { return a.Compare(b) })
 			if i > 0 {
 				from := instants[i-1]
