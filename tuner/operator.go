@@ -209,9 +209,14 @@ type LastSettings struct {
 	// its confirm failed) runs until the switch's rollback, then Runs.
 	Runs policy.Settings
 	Or   *policy.Settings
-	// Decided says the queue's trail holds a change of its tuned leaves:
-	// a tuner's pushed (not a dry run), whatever became of it, or an
-	// operator's.
+	// Outcome is the row's.
+	Outcome Outcome
+	// Decided says the queue's trail holds a change of its tuned leaves
+	// that stood: a tuner's confirmed (not a dry run), or an operator's. A
+	// change rolled back, refused or left pending by a tuner that stopped
+	// does not count: the next tuner may start the queue again, as one
+	// that never stopped would not (its memory holds the rolled-back
+	// start), a judgement lost with the restart.
 	Decided bool
 }
 
@@ -222,4 +227,33 @@ func (t *Tuner) restore(k queueKey, ls LastSettings) {
 	if ls.Decided {
 		t.noStart[k] = true
 	}
+	if ls.Outcome == OutcomePushed && ls.Or != nil {
+		t.orphans[k] = ls
+	}
+}
+
+// closeOrphan ends the row of a commit a tuner left pending when it
+// stopped without ending it (a crash: a tuner that stops releases its
+// commits, Release), once queue k's telemetry runs the settings of before
+// it: the switch rolled it back at its deadline. While the telemetry shows
+// the commit's settings it may still be pending, or was confirmed before
+// the stop (its row not updated): the row is left as it is until the
+// settings of before show. Any other settings end the watch (an
+// operator's Set, recorded as such: the commit had ended, how is not
+// known).
+func (t *Tuner) closeOrphan(ctx context.Context, k queueKey, runs policy.Settings, now time.Time) error {
+	ls, ok := t.orphans[k]
+	if !ok {
+		return nil
+	}
+	switch {
+	case tunedDiff(t.cfg.Policy, ls.Runs, runs) == "":
+		delete(t.orphans, k)
+		return t.rec.SetOutcome(ctx, ls.ID, OutcomeRolledBack, fmt.Sprintf(
+			"the tuner stopped without ending the commit; the switch rolled it back (the settings of before seen at %s by the tuner started next)",
+			now.UTC().Format(time.RFC3339)), "", nil)
+	case tunedDiff(t.cfg.Policy, *ls.Or, runs) != "":
+		delete(t.orphans, k)
+	}
+	return nil
 }

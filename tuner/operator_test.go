@@ -533,3 +533,59 @@ func TestOperatorWhileTheTunerIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommitLeftByACrash: a tuner that stops without ending its commit (a
+// crash: no Release) leaves its row `pushed`; the switch rolls the commit
+// back at its deadline (here the same cancel the deadline does, at once).
+// The tuner started next sees the settings of before, records the row
+// rolled back with why, takes no operator's change for it, and starts the
+// queue again (a start never judged is not one the trail counts).
+func TestCommitLeftByACrash(t *testing.T) {
+	ctx := context.Background()
+	r := newOperatorRig(t)
+	cfg := r.cfg
+	cfg.Switches = cfg.Switches[:1] // sw-a
+	def := DefaultConfig().Policy
+	cfg.Policy.TuneVGrowth, cfg.Policy.AlphaStart, cfg.Policy.RulesOff = true, def.AlphaStart, def.RulesOff
+	src := &scriptSource{clients: map[string]*ygnmi.Client{"sw-a": r.ycA},
+		traffic: func(string, policy.Settings) traffic { return better }}
+	const draftVG, startVG = 1_250_000_000, srcRate / 8 / 10
+
+	tu1, p1 := newLoop(t, cfg, src, r.rec)
+	r.cycle(tu1, t1)
+	if !tu1.Pending("sw-a") || switchVGrowth(t, r.ycA) != startVG {
+		t.Fatalf("the first tuner's start: pending %v, V_growth %d", tu1.Pending("sw-a"), switchVGrowth(t, r.ycA))
+	}
+	// The crash: tu1 is gone with its commit pending. The deadline's
+	// rollback.
+	if err := p1.Cancel(ctx, "sw-a", tu1.pending["sw-a"].id); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.pubs[0].PublishNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := switchVGrowth(t, r.ycA); v != draftVG {
+		t.Fatalf("V_growth %d after the rollback, want the draft's %d", v, draftVG)
+	}
+
+	tu2, _ := newLoop(t, cfg, src, r.rec)
+	t2 := t1.Add(cfg.RollbackDuration + cfg.Period)
+	r.cycle(tu2, t2)
+	want := []vgRow{
+		{Rule: "start", Outcome: "rolled-back", Before: draftVG, After: startVG},
+		{Rule: "start", Outcome: "pushed", Before: draftVG, After: startVG},
+	}
+	if d := cmp.Diff(want, vgRows(t, ctx, r.rec, "sw-a")); d != "" {
+		t.Errorf("sw-a's rows after the second tuner's first cycle (-want +got):\n%s", d)
+	}
+	var reason string
+	if err := r.pool.QueryRow(ctx, `SELECT reason FROM tuner_actions WHERE target = 'sw-a' ORDER BY id LIMIT 1`).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(reason, "; the tuner stopped without ending the commit; the switch rolled it back (the settings of before seen at "+t2.UTC().Format(time.RFC3339)) {
+		t.Errorf("the crashed commit's reason %q: want it to say the switch rolled it back", reason)
+	}
+	if err := tu2.Release(ctx, t2); err != nil {
+		t.Fatal(err)
+	}
+}

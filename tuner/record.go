@@ -155,13 +155,13 @@ func (r *PGRecorder) TunersCuts(ctx context.Context, target string) (map[QueueID
 // (by ts, then id) that names the settings it ran — after for a confirmed
 // change and an operator's change, before for any other row with
 // settings (an operator's hold or release names none) — and whether any
-// row of the queue is a change of its tuned leaves (a tuner's, not a dry
-// run, whatever its outcome; or an operator's).
+// row of the queue is a change of its tuned leaves that stood (a tuner's
+// confirmed, not a dry run; or an operator's).
 func (r *PGRecorder) LastSettings(ctx context.Context, target string) (map[QueueID]LastSettings, error) {
 	rows, err := r.pool.Query(ctx, `
 		SELECT interface, queue, id, ts, outcome, before, after, decided FROM (
 			SELECT DISTINCT ON (interface, queue) interface, queue, id, ts, outcome, before, after,
-				bool_or((outcome = 'operator' AND after IS NOT NULL) OR (NOT dry_run AND outcome IN ('pushed', 'confirmed', 'rolled-back', 'refused', 'error')
+				bool_or((outcome = 'operator' AND after IS NOT NULL) OR (NOT dry_run AND outcome = 'confirmed'
 					AND before IS NOT NULL AND after IS NOT NULL AND before <> after))
 					OVER (PARTITION BY interface, queue) AS decided
 			FROM tuner_actions
@@ -196,7 +196,8 @@ func (r *PGRecorder) LastSettings(ctx context.Context, target string) (map[Queue
 			}
 			*v.to = &s
 		}
-		switch Outcome(outcome) {
+		l.Outcome = Outcome(outcome)
+		switch l.Outcome {
 		case OutcomeConfirmed, OutcomeOperator:
 			l.Runs = *a
 		case OutcomePushed, OutcomeError:

@@ -147,8 +147,9 @@ func TestPGRecorderHold(t *testing.T) {
 // queue from tuner_actions of a real PostgreSQL — the newest row naming
 // settings (a confirmed change's and an operator's after, any other row's
 // before; a commit left pending or whose confirm failed may run either),
-// and whether the queue was decided (a change pushed, not a dry run, or an
-// operator's change; an operator's hold, a hold or a dry run is not one).
+// and whether the queue was decided (a change confirmed, not a dry run, or
+// an operator's change; a change rolled back or left pending, an
+// operator's hold, a hold or a dry run is not one).
 func TestPGRecorderLastSettings(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := pgtest.New(t)
@@ -186,16 +187,16 @@ func TestPGRecorderLastSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := func(name string, i int, runs policy.Settings, or *policy.Settings, decided bool) LastSettings {
-		return LastSettings{ID: ids[name], At: at(i), Runs: runs, Or: or, Decided: decided}
+	last := func(name string, i int, o Outcome, runs policy.Settings, or *policy.Settings, decided bool) LastSettings {
+		return LastSettings{ID: ids[name], At: at(i), Outcome: o, Runs: runs, Or: or, Decided: decided}
 	}
 	want := map[QueueID]LastSettings{
-		{"wan0", 0}: last("q0 hold", 1, half, nil, true),
-		{"wan1", 0}: last("q1 dry-run", 3, one, nil, false),
-		{"wan2", 0}: last("q2 rolled back", 4, one, nil, true),
-		{"wan3", 0}: last("q3 operator", 5, quarter, nil, true),
-		{"wan4", 0}: last("q4 pushed", 7, one, &half, true),
-		{"wan5", 0}: last("q5 hold", 9, one, nil, false),
+		{"wan0", 0}: last("q0 hold", 1, OutcomeHold, half, nil, true),
+		{"wan1", 0}: last("q1 dry-run", 3, OutcomeDryRun, one, nil, false),
+		{"wan2", 0}: last("q2 rolled back", 4, OutcomeRolledBack, one, nil, false),
+		{"wan3", 0}: last("q3 operator", 5, OutcomeOperator, quarter, nil, true),
+		{"wan4", 0}: last("q4 pushed", 7, OutcomePushed, one, &half, false),
+		{"wan5", 0}: last("q5 hold", 9, OutcomeHold, one, nil, false),
 	}
 	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); d != "" {
 		t.Errorf("LastSettings (-want +got):\n%s", d)

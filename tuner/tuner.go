@@ -221,6 +221,9 @@ type Tuner struct {
 	// apart from mem, whose entry says the policy has decided on the
 	// queue since the start.
 	noStart map[queueKey]bool
+	// orphans holds the queues whose newest row at the start is a commit
+	// a stopped tuner left pending (closeOrphan).
+	orphans map[queueKey]LastSettings
 }
 
 // Option configures New.
@@ -239,7 +242,7 @@ func New(cfg Config, src Source, push Pusher, rec Recorder, opts ...Option) (*Tu
 	}
 	t := &Tuner{cfg: cfg, src: src, push: push, rec: rec, log: slog.Default(),
 		mem: map[queueKey]policy.Memory{}, holds: map[queueKey]holdEpisode{}, pending: map[string]*pending{},
-		seen: map[queueKey]seenSettings{}, noStart: map[queueKey]bool{}}
+		seen: map[queueKey]seenSettings{}, noStart: map[queueKey]bool{}, orphans: map[queueKey]LastSettings{}}
 	for _, o := range opts {
 		o(t)
 	}
@@ -394,6 +397,9 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			}
 		}
 		if known(qw.Window.Config) {
+			if err := t.closeOrphan(ctx, k, qw.Window.Config, now); err != nil {
+				errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
+			}
 			if change, from, tr := t.observe(k, qw.Window.Config); change != "" {
 				h, err := t.operatorChange(ctx, k, qw.Window, change, from, tr, now)
 				if err != nil {
