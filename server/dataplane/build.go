@@ -154,9 +154,12 @@ func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Netw
 		out.Switches = append(out.Switches, &Switch{Group: b.Group, Sim: sim, Net: net, Switch: sw, Node: node, Ports: ports})
 	}
 	rc := lhcnp.DefaultReactionConfig()
+	switches := map[string]bool{}
 	for _, s := range sc.Switches {
 		rc.TrustedSources = append(rc.TrustedSources, netip.PrefixFrom(s.IP, s.IP.BitLen()))
+		switches[s.Name] = true
 	}
+	rc.RTTEst = sourcesRTTEst(sc, switches)
 	rp, err := lhcnp.NewReactionPoint(net, rc)
 	if err != nil {
 		return nil, fmt.Errorf("dataplane: %w", err)
@@ -303,4 +306,24 @@ func (s *Switch) Run(ctx context.Context, speed float64) error {
 		return nil
 	}
 	return err
+}
+
+// sourcesRTTEst is the hosts' RTT estimate (§5.6: a source recovers a cut
+// rate after 2 × RTT_est without a new notification): the largest round
+// trip of a switch's link (twice its one-way delay, each port's RTT_est
+// when derived from its link), at least lhcnp.DefaultRTTEst — the
+// simulator's rule for its sources (sim: the largest RTT_est of the nodes'
+// ports), from the scenario the fabric is built from. The default alone
+// (1 ms) let the lab's senders recover a Rate Reduce within 4 ms, before
+// its effect could cross the lab's 10 ms WAN round trip: the step's queue
+// swung between empty and 13 MB at n1's WAN with the link 77–85 % used,
+// where the simulator held it at 0.25 MB and 94 % (docs/lab.md).
+func sourcesRTTEst(sc *scenario.Scenario, switches map[string]bool) engine.Time {
+	rtt := lhcnp.DefaultRTTEst
+	for _, l := range sc.Links {
+		if switches[l.A] || switches[l.B] {
+			rtt = max(rtt, engine.FromDuration(2*l.Delay))
+		}
+	}
+	return rtt
 }
