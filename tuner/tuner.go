@@ -224,6 +224,9 @@ type Tuner struct {
 	// orphans holds the queues whose newest row at the start is a commit
 	// a stopped tuner left pending (closeOrphan).
 	orphans map[queueKey]LastSettings
+	// trails holds each switch's audit trail as the tuner found it at its
+	// first decision there (TrailReader), for the queues it sees later.
+	trails map[string]map[QueueID]LastSettings
 }
 
 // Option configures New.
@@ -242,7 +245,8 @@ func New(cfg Config, src Source, push Pusher, rec Recorder, opts ...Option) (*Tu
 	}
 	t := &Tuner{cfg: cfg, src: src, push: push, rec: rec, log: slog.Default(),
 		mem: map[queueKey]policy.Memory{}, holds: map[queueKey]holdEpisode{}, pending: map[string]*pending{},
-		seen: map[queueKey]seenSettings{}, noStart: map[queueKey]bool{}, orphans: map[queueKey]LastSettings{}}
+		seen: map[queueKey]seenSettings{}, noStart: map[queueKey]bool{}, orphans: map[queueKey]LastSettings{},
+		trails: map[string]map[QueueID]LastSettings{}}
 	for _, o := range opts {
 		o(t)
 	}
@@ -371,8 +375,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	}
 	var changes []pendingChange
 	var errs []error
-	var cuts map[QueueID]CutClaim      // read at the first queue that needs it
-	var trail map[QueueID]LastSettings // likewise
+	var cuts map[QueueID]CutClaim // read at the first queue that needs it
 	for _, qw := range wins {
 		if len(s.Interfaces) > 0 && !slices.Contains(s.Interfaces, qw.Interface) {
 			continue
@@ -381,8 +384,11 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		qid := QueueID{qw.Interface, qw.Queue}
 		if _, seen := t.seen[k]; !seen {
 			// The first sight since the start: what the audit trail says
-			// the queue ran when a tuner last saw it.
-			if tr, ok := t.rec.(TrailReader); ok && trail == nil {
+			// the queue ran when a tuner last saw it, read once per switch
+			// (the trail as the tuner found it; its own rows since are in
+			// its memory).
+			trail, read := t.trails[s.Name]
+			if tr, ok := t.rec.(TrailReader); ok && !read {
 				l, err := tr.LastSettings(ctx, s.Name)
 				if err != nil {
 					// Not decided on while whether someone changed it is
@@ -390,7 +396,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 					errs = append(errs, fmt.Errorf("switch %q: %w", s.Name, err))
 					continue
 				}
-				trail = l
+				trail, t.trails[s.Name] = l, l
 			}
 			if ls, ok := trail[qid]; ok {
 				t.restore(k, ls)
