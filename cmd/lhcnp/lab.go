@@ -17,6 +17,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/lab"
 	"github.com/lhcnp/lhcnp/server/fabric"
@@ -41,6 +42,7 @@ type labFile struct {
 	WebSearchLoad float64       `yaml:"websearch_load" help:"web-search mix, share of each sender's link rate (0: none)"`
 	Tuner         bool          `yaml:"tuner" help:"run the tuner on the Long-haul CNP switches"`
 	DryRun        bool          `yaml:"dry_run" help:"the tuner decides and records without pushing"`
+	TunerConfig   string        `yaml:"tuner_config" help:"the tuner's configuration file (YAML, as lhcnp tuner --config reads it: period, window, operator_hold, policy...); the lab gives it its database and switches, which the file must not name"`
 	Retention     time.Duration `yaml:"retention" help:"keep this much telemetry in the database, deleting older rows every tenth of it (0: keep all)"`
 	Retire        bool          `yaml:"retire_finished_flows" help:"drop each finished flow's queue pairs (counters kept in the hosts' totals), so a lab runs for days in bounded memory"`
 	IgnoreStartup bool          `yaml:"ignore_startup" help:"start every switch from the fabric file's configuration, not from the one it was last committed with (state_dir/switches/NAME.json), and keep that"`
@@ -200,11 +202,54 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 		return lab.Config{}, err
 	}
 	if cfg.Tuner {
-		lc.Tuner = tuner.DefaultConfig()
-		lc.Tuner.DryRun = cfg.DryRun
+		if lc.Tuner, err = labTuner(cfg.TunerConfig); err != nil {
+			return lab.Config{}, err
+		}
+		lc.Tuner.DryRun = lc.Tuner.DryRun || cfg.DryRun
 		lc.Tuner.Switches = tuned
+		// The file's values checked as lhcnp tuner checks them; the
+		// database and the switches' addresses are the lab's, set when
+		// it starts.
+		check := lc.Tuner
+		check.DB = "lab"
+		check.Switches = []tuner.SwitchConfig{{Name: "lab", Address: "lab", Insecure: true}}
+		if err := check.Validate(); err != nil && cfg.TunerConfig != "" {
+			return lab.Config{}, fmt.Errorf("%s: %w", cfg.TunerConfig, err)
+		}
+	} else if cfg.TunerConfig != "" {
+		return lab.Config{}, usageError{fmt.Sprintf("--tuner-config %s: the tuner is off (--tuner=false)", cfg.TunerConfig)}
 	}
 	return lc, nil
+}
+
+// labTuner returns the lab's tuner configuration: the defaults, and over
+// them the file path when one is given (the format of lhcnp tuner
+// --config, read strictly: an unknown key is an error naming its line).
+// The lab's tuner reads the lab's database and tunes the lab's switches,
+// so a file that names either is refused rather than silently overridden.
+func labTuner(path string) (tuner.Config, error) {
+	tc := tuner.DefaultConfig()
+	if path == "" {
+		return tc, nil
+	}
+	fs := flag.NewFlagSet("tuner_config", flag.ContinueOnError)
+	cc, err := cliconf.Register(fs, &tc)
+	if err != nil {
+		return tc, err
+	}
+	if err := fs.Parse(nil); err != nil {
+		return tc, err
+	}
+	if err := cc.Load(path); err != nil {
+		return tc, err
+	}
+	if cc.InFile("db") {
+		return tc, fmt.Errorf("%s: db: the lab's tuner reads the lab's database; remove the key", path)
+	}
+	if len(tc.Switches) > 0 {
+		return tc, fmt.Errorf("%s: switches: the lab's tuner tunes the lab's Long-haul CNP switches (the fabric file's); remove the key", path)
+	}
+	return tc, nil
 }
 
 // configuredInterfaces returns the interfaces whose queues a switch's

@@ -29,6 +29,7 @@ import (
 	"github.com/lhcnp/lhcnp/lab"
 	"github.com/lhcnp/lhcnp/lab/dashboard"
 	"github.com/lhcnp/lhcnp/tuner"
+	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
 // startedLab is a `lhcnp lab` running in this test process.
@@ -478,5 +479,72 @@ func TestConfiguredInterfaces(t *testing.T) {
 	}
 	if _, err := configuredInterfaces([]byte(`{"lhcnp:lhcnp": 3}`)); err == nil {
 		t.Error("a configuration that is not an object: no error")
+	}
+}
+
+// TestLabTunerConfig: --tuner-config gives the lab's tuner the file's
+// period and policy keys, on the lab's switches; a file that names a
+// database or switches, an unknown key or a bad value is refused with the
+// file and key named, and a lab without the tuner refuses the flag.
+func TestLabTunerConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := fileWriter(t, dir)
+	config := func(extra ...string) (lab.Config, error) {
+		lf, err := parseLab(append([]string{"--fabric", "../../examples/lab.yaml"}, extra...), func() []string { return nil }, io.Discard)
+		if err != nil {
+			return lab.Config{}, err
+		}
+		return labConfig(*lf, io.Discard)
+	}
+
+	def, err := config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(tuner.DefaultConfig().Policy, def.Tuner.Policy); diff != "" {
+		t.Errorf("without a file, the policy is not the default (-want +got):\n%s", diff)
+	}
+
+	good := write("tuner.yaml", "period: 2s\nwindow: 4s\njudge_window: 4s\ndry_run: true\npolicy:\n  alpha_start: 0.25\n  rules_off: [overrun]\n")
+	lc, err := config("--tuner-config", good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tuner.DefaultConfig()
+	want.Period, want.Window, want.JudgeWindow, want.DryRun = 2*time.Second, 4*time.Second, 4*time.Second, true
+	want.Policy.AlphaStart = 0.25
+	want.Policy.RulesOff = []policy.Rule{policy.RuleOverrun}
+	want.Switches = def.Tuner.Switches
+	if diff := cmp.Diff(want, lc.Tuner); diff != "" {
+		t.Errorf("the lab's tuner (-want +got):\n%s", diff)
+	}
+	if len(lc.Tuner.Switches) == 0 {
+		t.Error("the lab's tuner tunes no switch")
+	}
+
+	for _, tt := range []struct {
+		desc, body string
+		args       []string
+		want       []string
+	}{
+		{"a database", "db: postgres://x@y/z\n", nil, []string{"db.yaml", "db:", "the lab's database"}},
+		{"switches", "switches:\n  - {name: n1, address: 127.0.0.1:1}\n", nil, []string{"switches.yaml", "switches:"}},
+		{"an unknown key", "period: 2s\nperiode: 3s\n", nil, []string{"unknown.yaml", "periode"}},
+		{"a bad value", "period: 5s\nrollback_duration: 1s\n", nil, []string{"value.yaml", "rollback_duration"}},
+		{"the tuner off", "period: 2s\n", []string{"--tuner=false"}, []string{"--tuner-config", "the tuner is off"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			name := map[string]string{"a database": "db.yaml", "switches": "switches.yaml", "an unknown key": "unknown.yaml",
+				"a bad value": "value.yaml", "the tuner off": "off.yaml"}[tt.desc]
+			_, err := config(append([]string{"--tuner-config", write(name, tt.body)}, tt.args...)...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
 	}
 }

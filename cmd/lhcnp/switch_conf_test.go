@@ -93,13 +93,7 @@ func TestSwitchLayers(t *testing.T) {
 // not fit the file, named with where they came from.
 func TestSwitchLayerErrors(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t, dir)
 	one := write("one.yaml", "switch: n1\nscenario: sc.yaml\n")
 	fab := write("fabric.yaml", "scenario: sc.yaml\nswitches: [{name: n1}]\n")
 	bogus := write("bogus.yaml", "switch: n1\nscenario: sc.yaml\npublish_intervall: 1s\n")

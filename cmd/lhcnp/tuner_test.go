@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,13 +62,7 @@ func TestTunerLayers(t *testing.T) {
 // are one clear error naming the file and key, or the database.
 func TestTunerBadInput(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t, dir)
 	good := "db: postgres://postgres@127.0.0.1:1/lhcnp?connect_timeout=2\nswitches:\n  - {name: n1, address: 127.0.0.1:9339, insecure: true}\n"
 	tests := []struct {
 		desc string
