@@ -115,6 +115,11 @@ type tunedQueue struct {
 	// event rewrites the port's configuration.
 	applied *policy.Settings
 	changes int
+	// busy: the queue has carried a packet. An idle queue gets its first
+	// decision (the policy's start) and that change's judgement, then no
+	// decision until traffic comes: a decision on an idle window changes
+	// nothing but the trace (the service's steady rows).
+	busy bool
 }
 
 type tunerPending struct {
@@ -182,9 +187,9 @@ func (t *tunerLoop) tick(now engine.Time) {
 				k := tqKey{ni, ps.Name, prio}
 				q := t.queues[k]
 				if q == nil {
-					if qs.Counters.Packets == 0 {
-						continue
-					}
+					// Every queue from the first tick, traffic or not: the
+					// service decides on each queue of its switches from its
+					// first period (rule start), before traffic reaches it.
 					q = &tunedQueue{node: node, name: st.Node, port: ps.Name, prio: prio, pt: portNamed(node.Switch(), ps.Name)}
 					if q.pt == nil {
 						continue
@@ -208,9 +213,12 @@ func (t *tunerLoop) tick(now engine.Time) {
 						Pause: c.notif.Pause - q.prev.notif.Pause, RateReduce: c.notif.RateReduce - q.prev.notif.RateReduce,
 						Resume: c.notif.Resume - q.prev.notif.Resume}})
 				q.prev = c
+				q.busy = q.busy || qs.Counters.Packets > 0
 				if now >= q.next {
 					q.next = now + t.period(ps.RTTEst)
-					t.decide(q, now, &ps, qs)
+					if q.busy || q.changes == 0 || q.pending != nil {
+						t.decide(q, now, &ps, qs)
+					}
 				}
 				t.trim(q, now, ps.RTTEst)
 			}

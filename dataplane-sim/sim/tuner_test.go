@@ -102,16 +102,7 @@ func TestTunerRollsBackWorse(t *testing.T) {
 	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
 	sc.Tuner = everyRule(scenario.Tuner{})
 	run := func(observe func(*LongHaulCNP, *Env)) []TunerChange {
-		var m *LongHaulCNP
-		if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(50*time.Millisecond), WithoutPlots(),
-			WithLongHaulCNP(func(x *LongHaulCNP, env *Env) {
-				m = x
-				if observe != nil {
-					observe(x, env)
-				}
-			})); err != nil {
-			t.Fatal(err)
-		}
+		m, _ := runObserved(t, sc, 50*time.Millisecond, observe)
 		return m.Tuner
 	}
 	log := run(nil)
@@ -419,8 +410,14 @@ func TestTunerFixed(t *testing.T) {
 // the environment before the run starts.
 func runWatched(t *testing.T, sc *scenario.Scenario, observe func(*LongHaulCNP, *Env)) (*LongHaulCNP, *report.Summary) {
 	t.Helper()
+	return runObserved(t, sc, 40*time.Millisecond, observe)
+}
+
+// runObserved is runWatched for d.
+func runObserved(t *testing.T, sc *scenario.Scenario, d time.Duration, observe func(*LongHaulCNP, *Env)) (*LongHaulCNP, *report.Summary) {
+	t.Helper()
 	var m *LongHaulCNP
-	sum, err := Run(context.Background(), sc, t.TempDir(), WithDuration(40*time.Millisecond), WithoutPlots(),
+	sum, err := Run(context.Background(), sc, t.TempDir(), WithDuration(d), WithoutPlots(),
 		WithLongHaulCNP(func(x *LongHaulCNP, env *Env) {
 			m = x
 			if observe != nil {
@@ -581,5 +578,89 @@ func TestTunerKeysArePolicys(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("rules_off [%s]: %v", r, err)
 		}
+	}
+}
+
+// TestTunerStartsIdleQueues: as the service, which decides on every queue
+// of its switches from its first period, the closed loop decides on every
+// queue from its first tick, traffic or not: mid-wan's far-end and mid-WAN
+// queues get the policy's start in force before their first packet (until
+// session 21 a queue was taken on at its first packet, and its first
+// window ran at the draft's defaults). A queue that never carries a packet
+// is decided on once (start) and judged once, and nothing more.
+func TestTunerStartsIdleQueues(t *testing.T) {
+	sc := load(t, "compare/mid-wan.yaml")
+	d := scenario.DefaultLongHaulCNP()
+	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
+	sc.Tuner = &scenario.Tuner{}
+	run := func(observe func(*LongHaulCNP, *Env)) *LongHaulCNP {
+		m, _ := runObserved(t, sc, 50*time.Millisecond, observe)
+		return m
+	}
+	m := run(nil)
+	type qk struct {
+		node, port string
+		prio       int
+	}
+	starts := map[qk]TunerChange{}
+	rows := map[qk][]policy.Rule{}
+	for _, c := range m.Tuner {
+		if c.Rule == policy.RuleStart {
+			starts[qk{c.Node, c.Port, c.Prio}] = c
+		}
+	}
+	for _, x := range m.TunerDecisions {
+		k := qk{x.Node, x.Port, x.Prio}
+		rows[k] = append(rows[k], x.Rule)
+	}
+	delay := engine.FromDuration(DefaultSetDelay)
+	// Every queue of every node got the start at the same first decision.
+	var queues int
+	for _, name := range sc.Mechanism.Nodes {
+		st := m.Node(name).State(false)
+		for _, ps := range st.Ports {
+			for prio := range ps.Queues {
+				queues++
+				c, ok := starts[qk{name, ps.Name, prio}]
+				if !ok {
+					t.Errorf("%s %s queue %d: no start", name, ps.Name, prio)
+					continue
+				}
+				if c.At != m.Tuner[0].At || c.Outcome != "confirmed" {
+					t.Errorf("%s %s queue %d: start at %v (%s), want at the first decision %v, confirmed", name, ps.Name, prio, c.At, c.Outcome, m.Tuner[0].At)
+				}
+				if ps.Queues[prio].Counters.Packets == 0 && !slices.Equal(rows[qk{name, ps.Name, prio}], []policy.Rule{policy.RuleStart, ruleJudge}) {
+					t.Errorf("%s %s queue %d, idle: decisions %v, want start and its judgement", name, ps.Name, prio, rows[qk{name, ps.Name, prio}])
+				}
+			}
+		}
+	}
+	if len(starts) != queues {
+		t.Errorf("%d starts for %d queues", len(starts), queues)
+	}
+	// The queues that carry the traffic had not seen a packet when their
+	// start took effect.
+	at := m.Tuner[0].At + delay + 1
+	busy := map[qk]int64{}
+	run(func(x *LongHaulCNP, env *Env) {
+		env.Sim.AtFunc(at, func() {
+			for _, name := range sc.Mechanism.Nodes {
+				for _, ps := range x.Node(name).State(false).Ports {
+					busy[qk{name, ps.Name, 0}] = ps.Queues[0].Counters.Packets
+				}
+			}
+		})
+	})
+	var carried int
+	for k, rs := range rows {
+		if slices.Contains(rs, policy.RuleSteady) || slices.Contains(rs, policy.RuleFiring) {
+			carried++
+			if n := busy[k]; n != 0 {
+				t.Errorf("%v: %d packets when the start took effect (%v), want none", k, n, at)
+			}
+		}
+	}
+	if carried == 0 {
+		t.Error("no queue carried traffic")
 	}
 }
