@@ -124,17 +124,17 @@ func TestRunSimGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(bad, bytes.Replace(data, []byte("test_seeds: {from: 18001, to: 18032}"), []byte("test_seeds: {from: 5, to: 40}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(bad, bytes.Replace(data, []byte("test_seeds: {from: 19001, to: 19032}"), []byte("test_seeds: {from: 5, to: 40}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The first two held-out sets, 1001-1032 and 2001-2032, were seen:
 	// retired, never a test set again.
 	old := filepath.Join(t.TempDir(), "old.yaml")
-	if err := os.WriteFile(old, bytes.Replace(data, []byte("test_seeds: {from: 18001, to: 18032}"), []byte("test_seeds: {from: 1001, to: 1032}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(old, bytes.Replace(data, []byte("test_seeds: {from: 19001, to: 19032}"), []byte("test_seeds: {from: 1001, to: 1032}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	second := filepath.Join(t.TempDir(), "second.yaml")
-	if err := os.WriteFile(second, bytes.Replace(data, []byte("test_seeds: {from: 18001, to: 18032}"), []byte("test_seeds: {from: 2001, to: 2032}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(second, bytes.Replace(data, []byte("test_seeds: {from: 19001, to: 19032}"), []byte("test_seeds: {from: 2001, to: 2032}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
