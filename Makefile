@@ -149,11 +149,13 @@ tuner-baselines:
 # instead of the baselines' tuner J. TUNER_DEV_ORACLE=1 also runs each
 # seed's oracle floor (sim eval --oracle: the baseline's best static
 # setting set at the tuned run's first decision; 240 runs more).
+# TUNER_DEV_CONFIG=FILE runs the policy of FILE's policy section (a tuner
+# configuration file, examples/tuner.yaml's format) instead of its defaults.
 TUNER_DEV_OUT ?= out/tuner-dev
 .PHONY: tuner-dev
 tuner-dev:
-	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/train.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/train.csv) $(if $(TUNER_DEV_ORACLE),--oracle) --jobs 2 --out $(TUNER_DEV_OUT)
-	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/test.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/test.csv) $(if $(TUNER_DEV_ORACLE),--oracle) --jobs 2 --out $(TUNER_DEV_OUT)
+	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/train.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/train.csv) $(if $(TUNER_DEV_ORACLE),--oracle) $(if $(TUNER_DEV_CONFIG),--tuner-config $(TUNER_DEV_CONFIG)) --jobs 2 --out $(TUNER_DEV_OUT)
+	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/test.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/test.csv) $(if $(TUNER_DEV_ORACLE),--oracle) $(if $(TUNER_DEV_CONFIG),--tuner-config $(TUNER_DEV_CONFIG)) --jobs 2 --out $(TUNER_DEV_OUT)
 
 # Issue 24's lab bar: a load step in the lab's traffic, counted in tuner
 # periods to the first tightening (TestLabLoadStepAnswered, docs/tuner.md

@@ -14,6 +14,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
 	"github.com/lhcnp/lhcnp/dataplane-sim/family"
 	"github.com/lhcnp/lhcnp/internal/atomicfile"
+	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
 // runEval implements `lhcnp sim eval --family FILE --set train|test|both
@@ -43,6 +44,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	baseline := fs.String("baseline", "", "with --tuned-only: a CSV file an evaluation wrote (its set, seeds, N, bottlenecks and static results)")
 	against := fs.String("compare", "", "with --tuned-only: compare with this CSV file's tuned J (default: the baseline's own)")
 	fromMD := fs.String("csv-from-markdown", "", "run nothing: write the --set tables of this markdown file (docs/tuner.md) as DIR/<set>.csv")
+	tunerConfig := fs.String("tuner-config", "", "the tuned runs' policy: the policy section of a tuner configuration file (lhcnp tuner --config's format, examples/tuner.yaml; the service's other keys are not used), instead of the policy's defaults (a development experiment: not with --markdown)")
 	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim eval --family FILE --set train|test|both --out DIR [--markdown FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--remeasure] [--oracle]",
 		"       lhcnp sim eval --tuned-only --baseline FILE.csv [--compare FILE2.csv] --out DIR [--family FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--oracle]",
 		"       lhcnp sim eval --csv-from-markdown FILE --set train|test|both --out DIR", "",
@@ -65,8 +67,22 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}
+	if *tunerConfig != "" && *md != "" {
+		return usageError{"--tuner-config with --markdown: the tables are the policy's defaults' (docs/tuner.md); write an experiment's to --out"}
+	}
+	var pol *policy.Config
+	if *tunerConfig != "" {
+		tc, _, err := tunerFile(*tunerConfig)
+		if err != nil {
+			return err
+		}
+		if err := tc.Policy.Validate(); err != nil {
+			return fmt.Errorf("%s: policy.%w", *tunerConfig, err)
+		}
+		pol = &tc.Policy
+	}
 	if *fromMD != "" {
-		for _, f := range []string{"tuned-only", "markdown", "seeds", "sim-seeds", "remeasure", "jobs", "oracle"} {
+		for _, f := range []string{"tuned-only", "markdown", "seeds", "sim-seeds", "remeasure", "jobs", "oracle", "tuner-config"} {
 			if given[f] {
 				return usageError{fmt.Sprintf("--csv-from-markdown runs nothing: not with --%s", f)}
 			}
@@ -82,13 +98,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return usageError{fmt.Sprintf("--tuned-only runs no static setting: not with --%s", f)}
 			}
 		}
-		return runTunedOnly(ctx, fam, given["set"], *baseline, *against, *first, *simSeeds, *jobs, *oracle, stdout)
+		return runTunedOnly(ctx, fam, given["set"], *baseline, *against, *first, *simSeeds, *jobs, *oracle, pol, stdout)
 	}
 	s, sets, err := fam.load()
 	if err != nil {
 		return err
 	}
-	o := compare.EvalOptions{SimSeeds: s.SimSeeds, Remeasure: *remeasure, Oracle: *oracle}
+	o := compare.EvalOptions{SimSeeds: s.SimSeeds, Remeasure: *remeasure, Oracle: *oracle, TunerPolicy: pol}
 	if *simSeeds > 0 {
 		o.SimSeeds = *simSeeds
 	}
@@ -232,7 +248,7 @@ func csvFromMarkdown(md string, fam *familySetFlags, stdout io.Writer) error {
 // baseline's (compare.EvalTuned); it writes DIR/<set>.csv, prints the bars
 // against the baseline's statics, and the paired comparison with the
 // tuned J of the file against (default: the baseline's own).
-func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, baseline, against string, first, n, jobs int, oracle bool, stdout io.Writer) error {
+func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, baseline, against string, first, n, jobs int, oracle bool, pol *policy.Config, stdout io.Writer) error {
 	s, err := family.LoadFile(*fam.spec)
 	if err != nil {
 		return err
@@ -292,7 +308,7 @@ func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, basel
 		old[i] = ref.Rows[j].Tuner
 	}
 	out := filepath.Join(*fam.out, base.Set)
-	got, err := compare.EvalTuned(ctx, s, base.Set, rows, out, jobs, compare.EvalOptions{SimSeeds: n, Oracle: oracle},
+	got, err := compare.EvalTuned(ctx, s, base.Set, rows, out, jobs, compare.EvalOptions{SimSeeds: n, Oracle: oracle, TunerPolicy: pol},
 		func(line string) { fmt.Fprintln(stdout, line) })
 	if err != nil {
 		return err

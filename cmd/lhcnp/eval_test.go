@@ -33,6 +33,22 @@ func writeFamily(t *testing.T, dir, name, sets string) string {
 	return p
 }
 
+// evalTinyTrain writes the tiny family into dir (test seeds 5..6) and runs
+// the full evaluation of its first train seed with extra flags into
+// dir/full; it returns the family file, that directory and what it
+// printed.
+func evalTinyTrain(t *testing.T, dir string, extra ...string) (fam, full, printed string) {
+	t.Helper()
+	fam = writeFamily(t, dir, "tiny.yaml", "test_seeds: {from: 5, to: 6}\n")
+	full = filepath.Join(dir, "full")
+	var stdout, stderr bytes.Buffer
+	args := append([]string{"--family", fam, "--set", "train", "--seeds", "1", "--out", full}, extra...)
+	if err := runEval(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("sim eval %v: %v\n%s", extra, err, stderr.String())
+	}
+	return fam, full, stdout.String()
+}
+
 func readTable(t *testing.T, path string) *compare.EvalTable {
 	t.Helper()
 	tab, err := readEvalCSV(path)
@@ -176,6 +192,12 @@ func TestEvalTunedOnlyErrors(t *testing.T) {
 		{"a comparison without the seed", []string{"--tuned-only", "--baseline", good, "--compare", file("other.csv", head+row("train", "2", draw))},
 			"other.csv has no row of seed 1 (baseline " + good + ":2)"},
 		{"another set", []string{"--tuned-only", "--baseline", good, "--set", "test"}, "--set test: the baseline " + good + " is of the train set"},
+		{"a tuner file with an unknown key", []string{"--tuned-only", "--baseline", good, "--tuner-config", file("key.yaml", "policy:\n  rulez_off: []\n")},
+			"key.yaml:2: unknown key rulez_off"},
+		{"a tuner file with a bad policy", []string{"--tuned-only", "--baseline", good, "--tuner-config", file("value.yaml", "policy:\n  alpha_start: -3\n")},
+			"value.yaml: policy.alpha_start: -3 is neither 0 nor an alpha"},
+		{"a tuner file with --markdown", []string{"--tuner-config", file("md.yaml", "policy:\n  alpha_start: 0.7\n"), "--markdown", "x.md"},
+			"--tuner-config with --markdown: the tables are the policy's defaults'"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -233,13 +255,10 @@ func TestEvalBaselinesFromDocs(t *testing.T) {
 // simulation seed.
 func TestEvalOracle(t *testing.T) {
 	dir := t.TempDir()
-	fam := writeFamily(t, dir, "tiny.yaml", "test_seeds: {from: 5, to: 6}\n")
+	fam, full, printed := evalTinyTrain(t, dir, "--sim-seeds", "2", "--oracle")
 	ctx := context.Background()
-	full := filepath.Join(dir, "full")
 	var stdout, stderr bytes.Buffer
-	if err := runEval(ctx, []string{"--family", fam, "--set", "train", "--seeds", "1", "--sim-seeds", "2", "--oracle", "--out", full}, &stdout, &stderr); err != nil {
-		t.Fatalf("sim eval --oracle: %v\n%s", err, stderr.String())
-	}
+	stdout.WriteString(printed)
 	base := readTable(t, filepath.Join(full, "train.csv"))
 	b := base.Rows[0]
 	if !b.HasOracle() || len(b.OracleJs) != 2 || !(b.Oracle > 0) {
@@ -283,5 +302,57 @@ func TestEvalOracle(t *testing.T) {
 	g := readTable(t, filepath.Join(out, "train.csv")).Rows[0]
 	if g.Oracle != b.Oracle || g.OracleJs[0] != b.OracleJs[0] || g.OracleJs[1] != b.OracleJs[1] {
 		t.Errorf("--tuned-only's oracle J %v (k: %v), the full evaluation's %v (k: %v)", g.Oracle, g.OracleJs, b.Oracle, b.OracleJs)
+	}
+}
+
+// TestEvalTunerConfig: --tuner-config gives the tuned runs the policy
+// section of a tuner configuration file: the same seed's tuned run starts
+// its queues at the file's alpha_start, where without it they start at the
+// default's.
+func TestEvalTunerConfig(t *testing.T) {
+	dir := t.TempDir()
+	fam, full, _ := evalTinyTrain(t, dir)
+	ctx := context.Background()
+	var stdout, stderr bytes.Buffer
+	starts := func(out string) map[string]int {
+		t.Helper()
+		files, _ := filepath.Glob(filepath.Join(out, "train", "*", "long-haul-cnp+tuner", "tuner.csv"))
+		if len(files) != 1 {
+			t.Fatalf("%s: tuner.csv files %v", out, files)
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		alphas := map[string]int{}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			if f := strings.Split(line, ","); len(f) > 17 && f[4] == "start" {
+				alphas[f[17]]++
+			}
+		}
+		return alphas
+	}
+	file := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(file, []byte("policy:\n  alpha_start: 0.7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		desc, alpha string
+		args        []string
+	}{
+		{"the defaults", "0.5", nil},
+		{"the file's", "0.7", []string{"--tuner-config", file}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			out := filepath.Join(dir, tt.alpha)
+			args := append([]string{"--tuned-only", "--baseline", filepath.Join(full, "train.csv"), "--family", fam, "--out", out}, tt.args...)
+			if err := runEval(ctx, args, &stdout, &stderr); err != nil {
+				t.Fatalf("--tuned-only: %v\n%s", err, stderr.String())
+			}
+			got := starts(out)
+			if len(got) != 1 || got[tt.alpha] == 0 {
+				t.Errorf("start rows by alpha %v, want every one at %s", got, tt.alpha)
+			}
+		})
 	}
 }

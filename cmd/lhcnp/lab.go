@@ -223,24 +223,15 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 }
 
 // labTuner returns the lab's tuner configuration: the defaults, and over
-// them the file path when one is given (the format of lhcnp tuner
-// --config, read strictly: an unknown key is an error naming its line).
-// The lab's tuner reads the lab's database and tunes the lab's switches,
-// so a file that names either is refused rather than silently overridden.
+// them the file path when one is given (tunerFile). The lab's tuner reads
+// the lab's database and tunes the lab's switches, so a file that names
+// either is refused rather than silently overridden.
 func labTuner(path string) (tuner.Config, error) {
-	tc := tuner.DefaultConfig()
 	if path == "" {
-		return tc, nil
+		return tuner.DefaultConfig(), nil
 	}
-	fs := flag.NewFlagSet("tuner_config", flag.ContinueOnError)
-	cc, err := cliconf.Register(fs, &tc)
+	tc, cc, err := tunerFile(path)
 	if err != nil {
-		return tc, err
-	}
-	if err := fs.Parse(nil); err != nil {
-		return tc, err
-	}
-	if err := cc.Load(path); err != nil {
 		return tc, err
 	}
 	if cc.InFile("db") {
@@ -250,6 +241,25 @@ func labTuner(path string) (tuner.Config, error) {
 		return tc, fmt.Errorf("%s: switches: the lab's tuner tunes the lab's Long-haul CNP switches (the fabric file's); remove the key", path)
 	}
 	return tc, nil
+}
+
+// tunerFile reads a tuner configuration file (lhcnp tuner --config's
+// format) over the defaults, strictly: an unknown key is an error naming
+// its line. No flag or variable is read; the values are not validated.
+func tunerFile(path string) (tuner.Config, *cliconf.Config, error) {
+	tc := tuner.DefaultConfig()
+	fs := flag.NewFlagSet("tuner-config", flag.ContinueOnError)
+	cc, err := cliconf.Register(fs, &tc)
+	if err != nil {
+		return tc, nil, err
+	}
+	if err := fs.Parse(nil); err != nil {
+		return tc, nil, err
+	}
+	if err := cc.Load(path); err != nil {
+		return tc, nil, err
+	}
+	return tc, cc, nil
 }
 
 // configuredInterfaces returns the interfaces whose queues a switch's

@@ -67,6 +67,9 @@ type Options struct {
 	SummaryOnly bool
 	// Progress, if set, is told when a run starts.
 	Progress func(scenario, mechanism string)
+	// TunerPolicy, when set, is the tuned rows' policy configuration in
+	// place of its defaults (sim.WithTunerPolicy).
+	TunerPolicy *policy.Config
 }
 
 // simOptions are the options of one run: the duration, no plots unless
@@ -78,6 +81,9 @@ func (o Options) simOptions(plots bool) []sim.Option {
 	}
 	if !plots {
 		opts = append(opts, sim.WithoutPlots())
+	}
+	if o.TunerPolicy != nil {
+		opts = append(opts, sim.WithTunerPolicy(*o.TunerPolicy))
 	}
 	if o.SummaryOnly {
 		opts = append(opts, sim.WithoutSeries())

@@ -70,6 +70,9 @@ type EvalOptions struct {
 	// Oracle also runs the oracle floor (EvalRow.Oracle): the best static
 	// setting applied at the tuned run's first decision on each queue.
 	Oracle bool
+	// TunerPolicy, when set, is the tuned runs' policy configuration in
+	// place of its defaults (Options.TunerPolicy).
+	TunerPolicy *policy.Config
 }
 
 func (o EvalOptions) simSeeds() int { return max(1, o.SimSeeds) }
@@ -310,6 +313,15 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 		k     int
 		tuned bool
 	}
+	// The tuned runs are shared by the protocols: one policy for all.
+	var tp *policy.Config
+	for i, o := range protos {
+		if i == 0 {
+			tp = o.TunerPolicy
+		} else if o.TunerPolicy != tp {
+			return nil, fmt.Errorf("compare: seed %d: protocols with different tuner policies share the tuned runs", seed)
+		}
+	}
 	var d famspec.Draw
 	node, peer, tunedOnly := strings.Cut(bottleneck, "→")
 	var mc map[string]int64
@@ -354,7 +366,7 @@ func evalSeed(ctx context.Context, s *famspec.Spec, set string, seed int64, outD
 		if tunedOnly {
 			mechs = EvalMechanisms[1:]
 		}
-		o := Options{Mechanisms: mechs, SummaryOnly: true, Variants: []Variant{evalTunerVariant()}}
+		o := Options{Mechanisms: mechs, SummaryOnly: true, Variants: []Variant{evalTunerVariant()}, TunerPolicy: tp}
 		res, err := Run(ctx, []*scenario.Scenario{sc}, dirAt(k), o)
 		if err != nil {
 			return 0, err

@@ -12,6 +12,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
 // Option configures Run.
@@ -34,6 +35,9 @@ type options struct {
 	// globalSamples keeps the samplers global events on a cut network
 	// (the tests compare with the samplers inside the partitions).
 	globalSamples bool
+	// tunerPolicy, when set, is the closed loop's policy configuration
+	// in place of policy.DefaultConfig (WithTunerPolicy).
+	tunerPolicy *policy.Config
 }
 
 // WithDuration runs for d instead of the scenario's duration (to shorten a
@@ -70,6 +74,15 @@ func WithThreads(n int) Option { return func(o *options) { o.threads = n } }
 
 // WithoutPlots skips the PNG files.
 func WithoutPlots() Option { return func(o *options) { o.plots = false } }
+
+// WithTunerPolicy runs a scenario's tuner block with cfg as the policy's
+// configuration instead of its defaults (the development loop's policy
+// experiments: lhcnp sim eval --tuner-config); the block's own keys
+// (weights, alpha_start, rules_off, search_after_rtt) still override it.
+// cfg must be valid (policy.Config.Validate).
+func WithTunerPolicy(cfg policy.Config) Option {
+	return func(o *options) { o.tunerPolicy = &cfg }
+}
 
 // WithoutSeries skips the time series (queues.csv, rates.csv,
 // counters.csv) and the plots drawn from them: summary.json and the

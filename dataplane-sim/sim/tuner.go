@@ -134,6 +134,10 @@ type tunerPending struct {
 // installTuner starts the closed loop on the installed mechanism.
 func installTuner(env *Env, m *LongHaulCNP, spec scenario.Tuner) {
 	base := policy.DefaultConfig()
+	if p := runOf(env).r.opts.tunerPolicy; p != nil {
+		base = *p
+		base.RulesOff = slices.Clone(p.RulesOff)
+	}
 	w := &base.Weights
 	set := func(dst *float64, v float64) {
 		if v > 0 {
