@@ -6,30 +6,53 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
+	"github.com/lhcnp/lhcnp/dataplane-sim/family"
 )
 
 // runGenerate implements `lhcnp sim generate --family FILE --set train|test
 // --out DIR`: every scenario of the family's seed set, one file per seed
-// (dataplane-sim/family, docs/tuner.md "A family of scenarios").
+// (dataplane-sim/family, docs/tuner.md "A family of scenarios"). With
+// --seed N [--sim-seed K] it writes one scenario, as the development runs
+// make it (compare.DevSpec: a train seed, or with --set test a seed of a
+// retired held-out set, never of the fresh one) at simulation seed K (the
+// file's and its web-search blocks' seeds, family.SimSeed): the file a
+// tuned or static run of `sim eval` ran, to trace it alone.
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sim generate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fam := newFamilySetFlags(fs, "train", false, "directory for the scenario files")
-	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim generate --family FILE --set train|test --out DIR", "",
-		"Writes one scenario file per seed of the family's seed set.")
+	one := fs.Int64("seed", 0, "only this seed: of the train set, or with --set test of a retired held-out set (the fresh one is refused)")
+	k := fs.Int("sim-seed", 0, fmt.Sprintf("with --seed: the k-th simulation seed's file (seed + k·%d), as sim eval runs it", family.SimSeedStride))
+	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim generate --family FILE --set train|test --out DIR [--seed N [--sim-seed K]]", "",
+		"Writes one scenario file per seed of the family's seed set, or the one --seed names.")
 	if err := fam.parse(fs, args); err != nil {
 		return err
+	}
+	if *k != 0 && *one == 0 {
+		return usageError{"--sim-seed is for --seed"}
+	}
+	if *k < 0 || *k > family.MaxSimSeeds {
+		return usageError{fmt.Sprintf("--sim-seed %d: want 0..%d", *k, family.MaxSimSeeds)}
 	}
 	s, sets, err := fam.load()
 	if err != nil {
 		return err
 	}
 	set, out := sets[0], *fam.out
+	seeds := s.Sets()[set].List()
+	if *one != 0 {
+		if s, err = compare.DevSpec(s, set, *one); err != nil {
+			return err
+		}
+		seeds = []int64{*one}
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	for _, seed := range s.Sets()[set].List() {
-		d, text, sc, err := s.Generate(set, seed)
+	for _, seed := range seeds {
+		d, text, sc, err := s.GenerateAt(set, seed, *k)
 		if err != nil {
 			return err
 		}

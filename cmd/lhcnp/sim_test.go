@@ -119,6 +119,22 @@ func TestRunSimGenerate(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	// One seed at a simulation seed: the file sim eval ran, its seeds
+	// moved by the stride; a retired held-out seed too.
+	one := t.TempDir()
+	if err := runSim(context.Background(), []string{"generate", "--family", spec, "--seed", "3", "--sim-seed", "1", "--out", one}, &stdout, &stderr); err != nil {
+		t.Fatalf("--seed 3 --sim-seed 1: %v\n%s", err, stderr.String())
+	}
+	if err := runSim(context.Background(), []string{"generate", "--family", spec, "--set", "test", "--seed", "1001", "--out", one}, &stdout, &stderr); err != nil {
+		t.Fatalf("--set test --seed 1001 (retired): %v\n%s", err, stderr.String())
+	}
+	files, _ = filepath.Glob(filepath.Join(one, "*.yaml"))
+	if len(files) != 2 {
+		t.Errorf("--seed: files %v, want fam-train-3.yaml and fam-test-1001.yaml", files)
+	}
+	if b, err := os.ReadFile(filepath.Join(one, "fam-train-3.yaml")); err != nil || !strings.Contains(string(b), "\nseed: 100003\n") {
+		t.Errorf("fam-train-3.yaml at simulation seed 1: %v, no `seed: 100003`:\n%s", err, b)
+	}
 	data, err := os.ReadFile(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +162,9 @@ func TestRunSimGenerate(t *testing.T) {
 		{[]string{"generate", "--family", second, "--set", "test", "--out", out}, "second.yaml:23: test_seeds: 2001..2032 overlaps retired_seeds 2001..2032"},
 		{[]string{"generate", "--family", spec, "--set", "dev", "--out", out}, `--set "dev"`},
 		{[]string{"generate", "extra", "--out", out}, `unexpected argument "extra"`},
+		{[]string{"generate", "--family", spec, "--set", "test", "--seed", "19005", "--out", out}, "seed 19005 is of " + spec + "'s test_seeds 19001..19032, the fresh held-out set"},
+		{[]string{"generate", "--family", spec, "--seed", "49", "--out", out}, "seed 49 is not in " + spec + "'s train_seeds 1..48"},
+		{[]string{"generate", "--family", spec, "--sim-seed", "1", "--out", out}, "--sim-seed is for --seed"},
 		{[]string{"eval", "--family", spec, "--out", out, "--seeds", "2", "--markdown", "x.md"}, "--seeds with --markdown"},
 		{[]string{"eval", "--family", spec, "--out", out, "--sim-seeds", "21"}, "--sim-seeds 21: want 1..20"},
 		{[]string{"eval", "--family", spec, "--out", out, "--sim-seeds", "-1"}, "--sim-seeds -1: want 1..20"},
