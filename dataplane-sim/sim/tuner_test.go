@@ -101,8 +101,12 @@ func TestTunerRollsBackWorse(t *testing.T) {
 	d := scenario.DefaultLongHaulCNP()
 	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
 	sc.Tuner = everyRule(scenario.Tuner{})
+	// Settles judged as any tightening (settle_unjudged off): the rollback
+	// this test watches is a settle's.
+	judged := policy.DefaultConfig()
+	judged.SettleUnjudged = false
 	run := func(observe func(*LongHaulCNP, *Env)) []TunerChange {
-		m, _ := runObserved(t, sc, 50*time.Millisecond, observe)
+		m, _ := runObserved(t, sc, 50*time.Millisecond, observe, WithTunerPolicy(judged))
 		return m.Tuner
 	}
 	log := run(nil)
@@ -297,7 +301,9 @@ func TestTunerSearchJudged(t *testing.T) {
 // and after a rollback the queue decides nothing until the rollback has
 // landed (a decision before it would step from the settings rolled back).
 func TestTunerJudgesFromTheSet(t *testing.T) {
-	m := runTunedFromDefaults(t, "compare/mid-wan.yaml", 50*time.Millisecond)
+	cfg := policy.DefaultConfig()
+	cfg.SettleUnjudged = false // the settles judged: some rolled back
+	m := runTunedFromDefaults(t, "compare/mid-wan.yaml", 50*time.Millisecond, WithTunerPolicy(cfg))
 	sc := load(t, "compare/mid-wan.yaml")
 	delay := engine.FromDuration(DefaultSetDelay)
 	judged, rolledBack := 0, 0
@@ -336,15 +342,15 @@ func TestTunerJudgesFromTheSet(t *testing.T) {
 // runTunedFromDefaults runs the scenario file for dur with the tuner on,
 // from the draft's defaults (alpha and V_growth), and returns its
 // mechanism (the tuner's changes and decisions).
-func runTunedFromDefaults(t *testing.T, file string, dur time.Duration) *LongHaulCNP {
+func runTunedFromDefaults(t *testing.T, file string, dur time.Duration, opts ...Option) *LongHaulCNP {
 	t.Helper()
 	sc := load(t, file)
 	d := scenario.DefaultLongHaulCNP()
 	editLongHaul(sc, func(p *scenario.LongHaulCNP) { p.Alpha, p.VGrowth = d.Alpha, d.VGrowth })
 	sc.Tuner = everyRule(scenario.Tuner{})
 	var m *LongHaulCNP
-	if _, err := Run(context.Background(), sc, t.TempDir(), WithDuration(dur), WithoutPlots(),
-		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+	if _, err := Run(context.Background(), sc, t.TempDir(), append([]Option{WithDuration(dur), WithoutPlots(),
+		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })}, opts...)...); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -413,17 +419,17 @@ func runWatched(t *testing.T, sc *scenario.Scenario, observe func(*LongHaulCNP, 
 	return runObserved(t, sc, 40*time.Millisecond, observe)
 }
 
-// runObserved is runWatched for d.
-func runObserved(t *testing.T, sc *scenario.Scenario, d time.Duration, observe func(*LongHaulCNP, *Env)) (*LongHaulCNP, *report.Summary) {
+// runObserved is runWatched for d, with opts.
+func runObserved(t *testing.T, sc *scenario.Scenario, d time.Duration, observe func(*LongHaulCNP, *Env), opts ...Option) (*LongHaulCNP, *report.Summary) {
 	t.Helper()
 	var m *LongHaulCNP
-	sum, err := Run(context.Background(), sc, t.TempDir(), WithDuration(d), WithoutPlots(),
+	sum, err := Run(context.Background(), sc, t.TempDir(), append([]Option{WithDuration(d), WithoutPlots(),
 		WithLongHaulCNP(func(x *LongHaulCNP, env *Env) {
 			m = x
 			if observe != nil {
 				observe(x, env)
 			}
-		}))
+		})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +506,7 @@ func TestTunerGiveUpIsNoJudgement(t *testing.T) {
 
 // everyRule is t with every rule of the policy on and no starting K_max
 // (alpha_start 0, rules_off empty): the rules' closed-loop tests watch the
-// rules the defaults switch off (under-use, overrun) and start from the
+// rule the defaults switch off (under-use) and start from the
 // switch's alpha.
 func everyRule(t scenario.Tuner) *scenario.Tuner {
 	zero, none := 0.0, []string{}
@@ -511,7 +517,7 @@ func everyRule(t scenario.Tuner) *scenario.Tuner {
 // TestTunerDefaultStart: with the policy's defaults the closed loop's
 // first change on each queue is the starting point, alpha 0.5 (alpha_start)
 // and V_growth a tenth of the port's rate, from the draft's defaults; no
-// queue is decided by under-use or overrun (rules_off), and the
+// queue is decided by under-use (rules_off), and the
 // scenario's tuner keys alpha_start and rules_off reach the policy.
 func TestTunerDefaultStart(t *testing.T) {
 	run := func(tn *scenario.Tuner) *LongHaulCNP {
@@ -542,7 +548,7 @@ func TestTunerDefaultStart(t *testing.T) {
 		}
 	}
 	for _, x := range m.TunerDecisions {
-		if x.Rule == policy.RuleUnderUse || x.Rule == policy.RuleOverrun {
+		if x.Rule == policy.RuleUnderUse {
 			t.Errorf("%s %s at %v: rule %s, off by default", x.Node, x.Port, x.At, x.Rule)
 		}
 	}

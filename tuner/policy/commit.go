@@ -33,13 +33,16 @@ type Commit struct {
 	// the 16 train seeds, a queue growing by 1.5 RTT_est per RTT_est,
 	// and the queue kept the switch's V_growth for the whole run).
 	Start bool
+	// Settle: rule settle's change, back to the setting an overrun started
+	// from; kept unjudged with Config.SettleUnjudged.
+	Settle bool
 }
 
 // CommitOf is the commit of decision d, decided on window w.
 func CommitOf(d Decision, w Window) Commit {
 	return Commit{Direction: d.Direction, From: d.Before, To: d.After, Before: d.Metrics, DecidedAt: w.End,
 		FromEffectiveKMaxBytes: w.EffectiveKMaxBytes, Search: d.Rule == RuleSearch, Baseline: d.Baseline, JudgeRTT: d.JudgeRTT,
-		Start: d.Rule == RuleStart}
+		Start: d.Rule == RuleStart, Settle: d.Rule == RuleSettle}
 }
 
 // Judgement is a commit's judgement on one judge window.
@@ -78,6 +81,11 @@ func (c Commit) Judge(cfg Config, w Window) Judgement {
 		jb, ja := Objective(c.Before, cfg.Weights), Objective(m, cfg.Weights)
 		return Judgement{Metrics: m, Verdict: Verdict{Keep: true, Before: jb, After: ja,
 			Reason: fmt.Sprintf("the policy's starting point (rule start), kept: objective %.4g after, %.4g before, not compared (a queue's first windows are its start-up's)", ja, jb)}}
+	}
+	if c.Settle && cfg.SettleUnjudged {
+		jb, ja := Objective(c.Before, cfg.Weights), Objective(m, cfg.Weights)
+		return Judgement{Metrics: m, Verdict: Verdict{Keep: true, Before: jb, After: ja,
+			Reason: fmt.Sprintf("back to the setting before the overrun (rule settle), kept: objective %.4g after, %.4g before, not compared (settle_unjudged: the overload's windows and the ones after it are different phases)", ja, jb)}}
 	}
 	return Judgement{Metrics: m, Verdict: Judge(cfg, c.Direction, c.Before, m, Lag(w, c.DecidedAt))}
 }

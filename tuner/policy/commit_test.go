@@ -3,6 +3,7 @@ package policy
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -79,6 +80,32 @@ func TestCommitStart(t *testing.T) {
 	c.Start = false
 	if j := c.Judge(cfg, worse); j.Keep {
 		t.Errorf("a loosening judged on a worse window: kept (%s)", j.Reason)
+	}
+}
+
+// TestCommitSettle: rule settle's change, back to the setting an overrun
+// started from, is kept on its first complete judge window with
+// settle_unjudged (the default), even on a worse one (the overload's
+// windows and the ones after it are different phases); judged as any
+// tightening without it.
+func TestCommitSettle(t *testing.T) {
+	cfg := rulesConfig()
+	decided := window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg))
+	d, _ := Decide(cfg, decided, Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)})
+	if d.Rule != RuleSettle || !d.Change || d.After != bdp(1, vg) {
+		t.Fatalf("decision %s to %+v (%s), want a settle to alpha 1", d.Rule, d.After, d.Reason)
+	}
+	c := CommitOf(d, decided)
+	if !c.Settle || c.Start {
+		t.Fatalf("CommitOf(settle): Settle %v Start %v", c.Settle, c.Start)
+	}
+	worse := window(queue{util: 0.6, delayRTT: 0.05}, d.After)
+	if j := c.Judge(cfg, worse); j.Wait || !j.Keep || !strings.Contains(j.Reason, "rule settle), kept") {
+		t.Errorf("settle judged on a worse window: wait %v keep %v (%s), want kept", j.Wait, j.Keep, j.Reason)
+	}
+	cfg.SettleUnjudged = false
+	if j := c.Judge(cfg, worse); j.Keep {
+		t.Errorf("settle_unjudged off: a settle judged on a worse window kept (%s)", j.Reason)
 	}
 }
 

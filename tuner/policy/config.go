@@ -187,6 +187,17 @@ type Config struct {
 	// RTT_est into a 4-BDP buffer). docs/tuner.md, "A loop that overfills
 	// the buffer (session 17)".
 	OverrunHeadroomShare float64 `yaml:"overrun_headroom_share"`
+	// SettleWhole: rule settle brings K_max back to the setting the
+	// overrun started from in one change, not a step at a time; a lift
+	// left half-way by a settle stood when the next overload came
+	// (docs/tuner.md, "A settle in one change, kept (session 21)").
+	SettleWhole bool `yaml:"settle_whole"`
+	// SettleUnjudged: a settle's commit is kept on its first complete
+	// judge window, as rule start's is: it returns to the setting before
+	// the overload, not an experiment, and its judge window after an
+	// overload is another phase's (judged, settles were rolled back
+	// against idle windows and left lifts in place).
+	SettleUnjudged bool `yaml:"settle_unjudged"`
 	// JudgeAheadMaxRTT caps how far ahead, in RTT_est, Judge expects a
 	// queue in transit at its pace (a DC-side port's RTT_est is a few µs,
 	// its judge window many of them).
@@ -229,7 +240,7 @@ func DefaultConfig() Config {
 		TuneVGrowth:               true,
 		VGrowthStartShare:         0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthStartShareIsTheDefault)
 		AlphaStart:                0.5,
-		RulesOff:                  []Rule{RuleUnderUse, RuleOverrun},
+		RulesOff:                  []Rule{RuleUnderUse},
 		TuneKMax:                  true,
 		MaxStep:                   2,
 		MinStep:                   1.1,
@@ -251,6 +262,8 @@ func DefaultConfig() Config {
 		PinnedOffRTT:              16,
 		StandingFloorShare:        2,
 		OverrunHeadroomShare:      0,
+		SettleWhole:               true,
+		SettleUnjudged:            true,
 		JudgeAheadMaxRTT:          4,
 		WorseTolerance:            0.02,
 		AttributeWorsening:        true,

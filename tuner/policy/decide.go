@@ -323,6 +323,11 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		reason += fmt.Sprintf("; the queue overfills the buffer one RTT_est ahead (overrun_headroom_share %v): not held while the node cuts", cfg.OverrunHeadroomShare)
 		d.Reason = reason
 	}
+	if l := mem.Lifted; rule == RuleSettle && cfg.SettleWhole && cfg.TuneKMax && l.KMaxMode == w.Config.KMaxMode && kmaxOf(after) > kmaxOf(l) {
+		// The whole lift back in one change (settle_whole).
+		after.Alpha, after.KMaxBytes = l.Alpha, l.KMaxBytes
+		notes = strings.TrimPrefix(notes+", the whole lift at once (settle_whole)", ", ")
+	}
 	if l := mem.Lifted; (rule == RuleLoss || overfill) && cfg.TuneKMax && l.KMaxMode == w.Config.KMaxMode && kmaxOf(after) > kmaxOf(l) {
 		// Loss ends an overrun: the lift let the queue reach the buffer,
 		// so K_max goes back to the setting the overload found at once
