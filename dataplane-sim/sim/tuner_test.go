@@ -506,7 +506,7 @@ func TestTunerGiveUpIsNoJudgement(t *testing.T) {
 
 // everyRule is t with every rule of the policy on and no starting K_max
 // (alpha_start 0, rules_off empty): the rules' closed-loop tests watch the
-// rule the defaults switch off (under-use) and start from the
+// rules the defaults switch off (under-use, overrun) and start from the
 // switch's alpha.
 func everyRule(t scenario.Tuner) *scenario.Tuner {
 	zero, none := 0.0, []string{}
@@ -517,7 +517,7 @@ func everyRule(t scenario.Tuner) *scenario.Tuner {
 // TestTunerDefaultStart: with the policy's defaults the closed loop's
 // first change on each queue is the starting point, alpha 0.5 (alpha_start)
 // and V_growth a tenth of the port's rate, from the draft's defaults; no
-// queue is decided by under-use (rules_off), and the
+// queue is decided by under-use or overrun (rules_off), and the
 // scenario's tuner keys alpha_start and rules_off reach the policy.
 func TestTunerDefaultStart(t *testing.T) {
 	run := func(tn *scenario.Tuner) *LongHaulCNP {
@@ -548,7 +548,7 @@ func TestTunerDefaultStart(t *testing.T) {
 		}
 	}
 	for _, x := range m.TunerDecisions {
-		if x.Rule == policy.RuleUnderUse {
+		if x.Rule == policy.RuleUnderUse || x.Rule == policy.RuleOverrun {
 			t.Errorf("%s %s at %v: rule %s, off by default", x.Node, x.Port, x.At, x.Rule)
 		}
 	}

@@ -191,6 +191,7 @@ type Config struct {
 	// overrun started from in one change, not a step at a time; a lift
 	// left half-way by a settle stood when the next overload came
 	// (docs/tuner.md, "A settle in one change, kept (session 21)").
+	// Inert while overrun is off (the default): no lift to settle.
 	SettleWhole bool `yaml:"settle_whole"`
 	// SettleUnjudged: a settle's commit is kept on its first complete
 	// judge window, as rule start's is: it returns to the setting before
@@ -240,7 +241,7 @@ func DefaultConfig() Config {
 		TuneVGrowth:               true,
 		VGrowthStartShare:         0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthStartShareIsTheDefault)
 		AlphaStart:                0.5,
-		RulesOff:                  []Rule{RuleUnderUse},
+		RulesOff:                  []Rule{RuleUnderUse, RuleOverrun},
 		TuneKMax:                  true,
 		MaxStep:                   2,
 		MinStep:                   1.1,

@@ -1898,8 +1898,8 @@ func TestDefaultStart(t *testing.T) {
 // and overrun off (session 19, docs/tuner.md "A starting point and fewer
 // rules").
 func TestRulesOff(t *testing.T) {
-	if got := DefaultConfig().RulesOff; len(got) != 1 || got[0] != RuleUnderUse {
-		t.Errorf("default rules_off %v, want [under-use]", got)
+	if got := DefaultConfig().RulesOff; len(got) != 2 || got[0] != RuleUnderUse || got[1] != RuleOverrun {
+		t.Errorf("default rules_off %v, want [under-use overrun]", got)
 	}
 	started := Memory{Changes: 1, LastChange: t0.Add(-time.Minute)}
 	for _, tt := range []struct {
