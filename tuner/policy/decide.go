@@ -324,8 +324,15 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		d.Reason = reason
 	}
 	if l := mem.Lifted; rule == RuleSettle && cfg.SettleWhole && cfg.TuneKMax && l.KMaxMode == w.Config.KMaxMode && kmaxOf(after) > kmaxOf(l) {
-		// The whole lift back in one change (settle_whole).
-		after.Alpha, after.KMaxBytes = l.Alpha, l.KMaxBytes
+		// The whole lift back in one change (settle_whole), to where a
+		// settle by steps ends (kmaxBack: alpha rounded up to the model's
+		// digits), inside the bounds, and never up.
+		if l.KMaxMode == KMaxExplicit {
+			lo, hi := cfg.kmaxBounds(w)
+			after.KMaxBytes = min(min(max(l.KMaxBytes, lo), hi), after.KMaxBytes)
+		} else {
+			after.Alpha = min(min(max(ceilAlpha(l.Alpha), cfg.AlphaMin), cfg.AlphaMax), after.Alpha)
+		}
 		notes = strings.TrimPrefix(notes+", the whole lift at once (settle_whole)", ", ")
 	}
 	if l := mem.Lifted; (rule == RuleLoss || overfill) && cfg.TuneKMax && l.KMaxMode == w.Config.KMaxMode && kmaxOf(after) > kmaxOf(l) {

@@ -86,6 +86,17 @@ func FuzzDecideLifted(f *testing.F) {
 		if d.Change && d.Rule == RuleSettle && d.After.Alpha < math.Min(lifted, cfg.AlphaMax)-1e-9 {
 			t.Errorf("settle to alpha %v, below the lifted-from %v (alpha_max %v)", d.After.Alpha, lifted, cfg.AlphaMax)
 		}
+		// settle_whole (the default): a settle lands on the lifted-from
+		// alpha, as far as the bounds and the model's 3 digits allow.
+		if d.Change && d.Rule == RuleSettle && cfg.SettleWhole && lifted >= cfg.AlphaMin && lifted <= cfg.AlphaMax &&
+			math.Abs(d.After.Alpha-lifted) > 1e-3 {
+			t.Errorf("settle_whole: settle to alpha %v, the lifted-from %v", d.After.Alpha, lifted)
+		}
+		// Without it, a settle is a step (max_step).
+		step := cfg
+		step.SettleWhole = false
+		d, _ = Decide(step, w, mem)
+		checkChange(t, step, w, d)
 		checkSettleBound(t, d, got)
 	})
 }
@@ -175,6 +186,11 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 		if a.KMaxMode == KMaxBDP && a.Alpha != w.Config.Alpha && a.Alpha != cfg.AlphaStart {
 			t.Errorf("start moved alpha %v -> %v, not to alpha_start %v", w.Config.Alpha, a.Alpha, cfg.AlphaStart)
 		}
+		return
+	}
+	if d.Rule == RuleSettle && cfg.SettleWhole {
+		// A whole settle is a place too: K_max back to the setting the
+		// overrun started from (FuzzDecideLifted checks where).
 		return
 	}
 	if r := a.Alpha / w.Config.Alpha; r > cfg.MaxStep*1.001 || r < 1/cfg.MaxStep/1.001 {
