@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -77,7 +78,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		if err := tc.Policy.Validate(); err != nil {
-			return fmt.Errorf("%s: policy.%w", *tunerConfig, err)
+			// One line per key, each naming the file and the section.
+			prefix := *tunerConfig + ": policy."
+			return errors.New(prefix + strings.ReplaceAll(err.Error(), "\n", "\n"+prefix))
 		}
 		pol = &tc.Policy
 	}

@@ -115,11 +115,6 @@ type tunedQueue struct {
 	// event rewrites the port's configuration.
 	applied *policy.Settings
 	changes int
-	// busy: the queue has carried a packet. An idle queue gets its first
-	// decision (the policy's start) and that change's judgement, then no
-	// decision until traffic comes: a decision on an idle window changes
-	// nothing but the trace (the service's steady rows).
-	busy bool
 }
 
 type tunerPending struct {
@@ -136,7 +131,6 @@ func installTuner(env *Env, m *LongHaulCNP, spec scenario.Tuner) {
 	base := policy.DefaultConfig()
 	if p := runOf(env).r.opts.tunerPolicy; p != nil {
 		base = *p
-		base.RulesOff = slices.Clone(p.RulesOff)
 	}
 	w := &base.Weights
 	set := func(dst *float64, v float64) {
@@ -217,10 +211,14 @@ func (t *tunerLoop) tick(now engine.Time) {
 						Pause: c.notif.Pause - q.prev.notif.Pause, RateReduce: c.notif.RateReduce - q.prev.notif.RateReduce,
 						Resume: c.notif.Resume - q.prev.notif.Resume}})
 				q.prev = c
-				q.busy = q.busy || qs.Counters.Packets > 0
 				if now >= q.next {
 					q.next = now + t.period(ps.RTTEst)
-					if q.busy || q.changes == 0 || q.pending != nil {
+					// A queue that has carried no packet gets its first
+					// decision (the policy's start) and that change's
+					// judgement, then none until traffic comes: a decision
+					// on an idle window changes nothing but the trace (the
+					// service's steady rows).
+					if qs.Counters.Packets > 0 || q.changes == 0 || q.pending != nil {
 						t.decide(q, now, &ps, qs)
 					}
 				}

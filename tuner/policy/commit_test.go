@@ -85,11 +85,12 @@ func TestCommitStart(t *testing.T) {
 
 // TestCommitSettle: rule settle's change, back to the setting an overrun
 // started from, is kept on its first complete judge window with
-// settle_unjudged (the default), even on a worse one (the overload's
+// settle_unjudged, even on a worse one (the overload's
 // windows and the ones after it are different phases); judged as any
 // tightening without it.
 func TestCommitSettle(t *testing.T) {
 	cfg := rulesConfig()
+	cfg.SettleWhole, cfg.SettleUnjudged = true, true
 	decided := window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg))
 	d, _ := Decide(cfg, decided, Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)})
 	if d.Rule != RuleSettle || !d.Change || d.After != bdp(1, vg) {

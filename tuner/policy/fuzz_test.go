@@ -86,17 +86,16 @@ func FuzzDecideLifted(f *testing.F) {
 		if d.Change && d.Rule == RuleSettle && d.After.Alpha < math.Min(lifted, cfg.AlphaMax)-1e-9 {
 			t.Errorf("settle to alpha %v, below the lifted-from %v (alpha_max %v)", d.After.Alpha, lifted, cfg.AlphaMax)
 		}
-		// settle_whole (the default): a settle lands on the lifted-from
-		// alpha, as far as the bounds and the model's 3 digits allow.
-		if d.Change && d.Rule == RuleSettle && cfg.SettleWhole && lifted >= cfg.AlphaMin && lifted <= cfg.AlphaMax &&
+		// settle_whole: a settle lands on the lifted-from alpha, as far
+		// as the bounds and the model's 3 digits allow.
+		whole := cfg
+		whole.SettleWhole = true
+		d, _ = Decide(whole, w, mem)
+		checkChange(t, whole, w, d)
+		if d.Change && d.Rule == RuleSettle && lifted >= cfg.AlphaMin && lifted <= cfg.AlphaMax &&
 			math.Abs(d.After.Alpha-lifted) > 1e-3 {
 			t.Errorf("settle_whole: settle to alpha %v, the lifted-from %v", d.After.Alpha, lifted)
 		}
-		// Without it, a settle is a step (max_step).
-		step := cfg
-		step.SettleWhole = false
-		d, _ = Decide(step, w, mem)
-		checkChange(t, step, w, d)
 		checkSettleBound(t, d, got)
 	})
 }

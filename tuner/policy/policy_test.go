@@ -329,8 +329,7 @@ func TestDecide(t *testing.T) {
 			want:   result{Rule: RuleFiring, After: bdp(0.8, vg)},
 		},
 		{
-			desc:   "settle: the overload over, the queue under the K_max of before: K_max back by a step (settle_whole off)",
-			cfg:    func(c *Config) { c.SettleWhole = false },
+			desc:   "settle: the overload over, the queue under the K_max of before: K_max back by a step",
 			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg)) },
 			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
 			// A reversal: the step halves to 1.5.
@@ -339,7 +338,8 @@ func TestDecide(t *testing.T) {
 			reason: "the overload is over",
 		},
 		{
-			desc:   "settle_whole (the default): the whole lift back in one change, which ends the episode",
+			desc:   "settle_whole: the whole lift back in one change, which ends the episode",
+			cfg:    func(c *Config) { c.SettleWhole = true },
 			window: func() Window { return window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg)) },
 			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(1, vg)},
 			want: result{Change: true, Rule: RuleSettle, After: bdp(1, vg),
@@ -429,8 +429,7 @@ func TestDecide(t *testing.T) {
 				Memory: Memory{LastChange: t0.Add(-time.Minute), Changes: 1}},
 		},
 		{
-			desc: "settle at the K_base floor: K_max cannot go back, the lift is dropped (no firing for ever; settle_whole off)",
-			cfg:  func(c *Config) { c.SettleWhole = false },
+			desc: "settle at the K_base floor: K_max cannot go back, the lift is dropped (no firing for ever)",
 			window: func() Window {
 				w := window(queue{util: 0.95, delayRTT: 0.3}, bdp(4, vg))
 				w.KBaseBytes = 5 * bdpBytes // RTT_est fell: K_max on its K_base floor
@@ -468,8 +467,7 @@ func TestDecide(t *testing.T) {
 			reason: "K_max is lifted",
 		},
 		{
-			desc:   "settle band: the same growth under settle_growth_share·V_growth settles (settle_whole off)",
-			cfg:    func(c *Config) { c.SettleWhole = false },
+			desc:   "settle band: the same growth under settle_growth_share·V_growth settles",
 			window: func() Window { return growing(bdp(4, 5_000_000_000)) }, // 0.75 of V_growth
 			mem:    Memory{LastChange: t0.Add(-time.Minute), Direction: Loosen, Step: 2, Changes: 2, Lifted: bdp(0.5, 5_000_000_000)},
 			want: result{Change: true, Rule: RuleSettle, After: bdp(2.667, 5_000_000_000),
@@ -477,8 +475,7 @@ func TestDecide(t *testing.T) {
 			reason: "under settle_growth_share",
 		},
 		{
-			desc: "settle in explicit K_max mode: kmax back by a step (settle_whole off)",
-			cfg:  func(c *Config) { c.SettleWhole = false },
+			desc: "settle in explicit K_max mode: kmax back by a step",
 			window: func() Window {
 				return window(queue{util: 0.95, delayRTT: 0.3}, Settings{KMaxMode: KMaxExplicit, KMaxBytes: 4 * bdpBytes, VGrowthBytesPerSec: vg})
 			},
