@@ -546,9 +546,11 @@ func TestPGSourceClockSkew(t *testing.T) {
 }
 
 // everyRule is the policy's defaults with every rule on and the switch's
-// K_max kept at the first decision (alpha_start 0, rules_off empty).
+// K_max kept at the first decision (alpha_start 0, rules_off empty), and
+// under-use as written (under_use_after_rtt 0, its guard at one BDP).
 func everyRule() policy.Config {
 	c := policy.DefaultConfig()
 	c.AlphaStart, c.RulesOff = 0, nil
+	c.UnderUseAfterRTT, c.UnderUseCeilingBDP = 0, 1
 	return c
 }

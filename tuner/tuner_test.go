@@ -186,10 +186,13 @@ func testConfig(switches ...SwitchConfig) Config {
 	cfg.DB = "postgres://unused"
 	cfg.Switches = switches
 	cfg.Policy.TuneVGrowth = false
-	// Every rule on and the switch's K_max kept at the first decision: the
-	// service's tests watch the rules' decisions from the switch's
-	// configuration (the defaults' start and rules_off: policy's tests).
+	// Every rule on, under-use as written (the window's own throttling, the
+	// guard at one BDP) and the switch's K_max kept at the first decision:
+	// the service's tests watch the rules' decisions from the switch's
+	// configuration (the defaults' start, rules_off and under-use: policy's
+	// tests).
 	cfg.Policy.AlphaStart, cfg.Policy.RulesOff = 0, nil
+	cfg.Policy.UnderUseAfterRTT, cfg.Policy.UnderUseCeilingBDP = 0, 1
 	return cfg
 }
 

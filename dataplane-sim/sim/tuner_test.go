@@ -506,8 +506,7 @@ func TestTunerGiveUpIsNoJudgement(t *testing.T) {
 
 // everyRule is t with every rule of the policy on and no starting K_max
 // (alpha_start 0, rules_off empty): the rules' closed-loop tests watch the
-// rules the defaults switch off (under-use, overrun) and start from the
-// switch's alpha.
+// rule the defaults switch off (overrun) and start from the switch's alpha.
 func everyRule(t scenario.Tuner) *scenario.Tuner {
 	zero, none := 0.0, []string{}
 	t.AlphaStart, t.RulesOff = &zero, &none
@@ -517,8 +516,8 @@ func everyRule(t scenario.Tuner) *scenario.Tuner {
 // TestTunerDefaultStart: with the policy's defaults the closed loop's
 // first change on each queue is the starting point, alpha 0.5 (alpha_start)
 // and V_growth a tenth of the port's rate, from the draft's defaults; no
-// queue is decided by under-use or overrun (rules_off), and the
-// scenario's tuner keys alpha_start and rules_off reach the policy.
+// queue is decided by overrun (rules_off), and the scenario's tuner keys
+// alpha_start and rules_off reach the policy.
 func TestTunerDefaultStart(t *testing.T) {
 	run := func(tn *scenario.Tuner) *LongHaulCNP {
 		sc := load(t, "compare/mid-wan.yaml")
@@ -548,7 +547,7 @@ func TestTunerDefaultStart(t *testing.T) {
 		}
 	}
 	for _, x := range m.TunerDecisions {
-		if x.Rule == policy.RuleUnderUse || x.Rule == policy.RuleOverrun {
+		if x.Rule == policy.RuleOverrun {
 			t.Errorf("%s %s at %v: rule %s, off by default", x.Node, x.Port, x.At, x.Rule)
 		}
 	}

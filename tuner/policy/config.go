@@ -143,6 +143,13 @@ type Config struct {
 	// R_port just before the step, then V_growth to R_port after it
 	// (docs/tuner.md, "The starting-point guard").
 	UnderUseCeilingBDP float64 `yaml:"under_use_ceiling_bdp"`
+	// UnderUseAfterRTT lets rule under-use count the node's throttling of
+	// the last UnderUseAfterRTT RTT_est before the window (0: the window's
+	// own only): a first-level loop a path round trip long cuts the
+	// senders after its marks, and the link idles with the queue empty
+	// windows later, when the window itself shows no mark (a queue that
+	// runs dry after the node's marks: its K_max is too low for the loop).
+	UnderUseAfterRTT float64 `yaml:"under_use_after_rtt"`
 	// PinnedBufferShare turns rule pinned on (0: off): a `loss` decision
 	// whose own window drops, on a queue whose previous decided window was
 	// `loss` too (loss persists after it was answered) and whose last sample
@@ -242,7 +249,7 @@ func DefaultConfig() Config {
 		TuneVGrowth:               true,
 		VGrowthStartShare:         0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthStartShareIsTheDefault)
 		AlphaStart:                0.5,
-		RulesOff:                  []Rule{RuleUnderUse, RuleOverrun},
+		RulesOff:                  []Rule{RuleOverrun},
 		TuneKMax:                  true,
 		MaxStep:                   2,
 		MinStep:                   1.1,
@@ -259,7 +266,8 @@ func DefaultConfig() Config {
 		SettleGrowthShare:         0.8,
 		OverrunCeilingBDP:         4,
 		OverrunCeilingBufferShare: 0.5,
-		UnderUseCeilingBDP:        1,
+		UnderUseCeilingBDP:        0.707,
+		UnderUseAfterRTT:          2,
 		PinnedBufferShare:         0.75,
 		PinnedOffRTT:              16,
 		StandingFloorShare:        2,
@@ -382,6 +390,9 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.UnderUseCeilingBDP) || c.UnderUseCeilingBDP < 0 || (c.UnderUseCeilingBDP > 0 && c.UnderUseCeilingBDP < c.AlphaMin) {
 		bad("under_use_ceiling_bdp", "%v is neither 0 (no ceiling) nor a number of BDPs ≥ alpha_min %v", c.UnderUseCeilingBDP, c.AlphaMin)
+	}
+	if !finite(c.UnderUseAfterRTT) || c.UnderUseAfterRTT < 0 {
+		bad("under_use_after_rtt", "%v is neither 0 (the window's own throttling only) nor a number of RTT_est > 0", c.UnderUseAfterRTT)
 	}
 	if !finite(c.PinnedBufferShare) || c.PinnedBufferShare < 0 || c.PinnedBufferShare > 1 {
 		bad("pinned_buffer_share", "%v is neither 0 (off) nor a share of the buffer in (0, 1]", c.PinnedBufferShare)

@@ -124,6 +124,11 @@ type Memory struct {
 	// of a service started anew shows the queue decided before (the tuner's
 	// own later values, or an operator's, are not the draft's defaults).
 	NoStart bool `json:",omitempty"`
+	// ThrottledAt is the end of the queue's last window in which the node
+	// throttled senders (notifications other than Resume, or ECN marks on
+	// packets it forwarded); rule under-use counts it for
+	// under_use_after_rtt RTT_est.
+	ThrottledAt time.Time `json:",omitempty"`
 }
 
 // maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
@@ -185,6 +190,15 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	}
 	d.Metrics = Measure(w)
 	d.Objective = Objective(d.Metrics, cfg.Weights)
+	within := func(t time.Time) bool {
+		return !t.IsZero() && w.RTTEst > 0 && w.simSeconds(w.Start.Sub(t)) <= cfg.UnderUseAfterRTT*w.RTTEst.Seconds()
+	}
+	recent := cfg.UnderUseAfterRTT > 0 && within(mem.ThrottledAt)
+	if cfg.UnderUseAfterRTT > 0 {
+		if throttles(d.Metrics) {
+			mem.ThrottledAt = w.End
+		}
+	}
 	if !mem.LastChange.IsZero() {
 		if since := w.End.Sub(mem.LastChange); since < cfg.Cooldown {
 			d.Rule = RuleCooldown
@@ -205,7 +219,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			// before the queue's first decision.
 			return d, Memory{LastChange: w.End, Changes: 1, Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil,
 				Search: mem.Search.afterChange(RuleStart), CutOn: mem.CutOn, CalmSince: mem.CalmSince,
-				CutOffRollbacks: mem.CutOffRollbacks, QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks}
+				CutOffRollbacks: mem.CutOffRollbacks, QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, ThrottledAt: mem.ThrottledAt}
 		}
 	}
 	mem.endLift(w.Config, false)
@@ -215,7 +229,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if seen > cm.Loss {
 		cm.Loss = seen // drops in the last change's judge window (Judged)
 	}
-	dir, rule, reason := classify(cfg, w, cm, mem.Lifted)
+	dir, rule, reason := classify(cfg, w, cm, mem.Lifted, recent)
 	if rule == RuleLoss && seen > d.Metrics.Loss {
 		reason += " in the last change's judge window"
 	}
@@ -391,7 +405,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
 		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
-		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, NoStart: mem.NoStart}
+		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, NoStart: mem.NoStart, ThrottledAt: mem.ThrottledAt}
 }
 
 // pinned says why a loss decision escalates to the node's overload_cut
@@ -593,13 +607,12 @@ func settled(cfg Config, w Window, m Metrics, lifted Settings) string {
 // cut every flow at every interval. A standing queue is the delay rule's,
 // which lowers K_max. Tightening looks at the window's mean and its last
 // sample (fast attack); loosening needs both below (slow release).
-func classify(cfg Config, w Window, m Metrics, lifted Settings) (Direction, Rule, string) {
-	// Resume releases senders: only the cutting actions and ECN marks say
-	// they are being throttled. Marks need packets: a node's marking rate
-	// is the share of the packets it forwarded, and one that forwarded
-	// none may still report the last share it measured (the simulator's
-	// nodes do).
-	throttled := m.Notifications.Total()-m.Notifications.Resume > 0 || (m.ECNMarkingPercent > 0 && m.Packets > 0)
+func classify(cfg Config, w Window, m Metrics, lifted Settings, recent bool) (Direction, Rule, string) {
+	throttled := throttles(m)
+	by := fmt.Sprintf("while %d notifications and %.2f%% ECN marks throttle senders", m.Notifications.Total(), m.ECNMarkingPercent)
+	if !throttled && recent {
+		throttled, by = true, fmt.Sprintf("after the node throttled senders within under_use_after_rtt %v RTT_est", cfg.UnderUseAfterRTT)
+	}
 	delay := math.Max(m.DelayRTT, m.LastDelayRTT)
 	ahead := m.LastDelayRTT + m.TrendRTT // one RTT_est ahead at the window's pace
 	// A queue under K_base, the node's sensitivity floor (the draft's "at
@@ -637,14 +650,23 @@ func classify(cfg Config, w Window, m Metrics, lifted Settings) (Direction, Rule
 		return Tighten, RuleDelay, fmt.Sprintf("queueing delay %.3g RTT_est (mean %.3g, last %.3g) above delay_high_rtt %.3g with the link %.1f%% used",
 			delay, m.DelayRTT, m.LastDelayRTT, cfg.DelayHighRTT, 100*m.Utilisation)
 	case m.Utilisation < cfg.UtilisationUnder && delay < cfg.DelayLowRTT && throttled && cfg.on(RuleUnderUse):
-		return Loosen, RuleUnderUse, fmt.Sprintf("link %.1f%% used (utilisation_under %.1f%%), queue %.3g RTT_est (delay_low_rtt %.3g), while %d notifications and %.2f%% ECN marks throttle senders",
-			100*m.Utilisation, 100*cfg.UtilisationUnder, delay, cfg.DelayLowRTT, m.Notifications.Total(), m.ECNMarkingPercent)
+		return Loosen, RuleUnderUse, fmt.Sprintf("link %.1f%% used (utilisation_under %.1f%%), queue %.3g RTT_est (delay_low_rtt %.3g), %s",
+			100*m.Utilisation, 100*cfg.UtilisationUnder, delay, cfg.DelayLowRTT, by)
 	case cfg.Weights.Notifications*m.NotificationsPerRTT > cfg.NotificationsHighCost && m.Utilisation >= cfg.UtilisationLow && cfg.on(RuleOverhead):
 		return Loosen, RuleOverhead, fmt.Sprintf("%.3g notifications per RTT_est cost %.3g of an idle link (notifications_high_cost %.3g) on a link %.1f%% used",
 			m.NotificationsPerRTT, cfg.Weights.Notifications*m.NotificationsPerRTT, cfg.NotificationsHighCost, 100*m.Utilisation)
 	}
 	return Hold, RuleSteady, fmt.Sprintf("inside the dead band: link %.1f%% used, queue %.3g RTT_est, %.3g lost, %.3g notifications per RTT_est",
 		100*m.Utilisation, m.DelayRTT, m.Loss, m.NotificationsPerRTT)
+}
+
+// throttles says the window shows the node throttling senders. Resume
+// releases them: only the cutting actions and ECN marks throttle. Marks
+// need packets: a node's marking rate is the share of the packets it
+// forwarded, and one that forwarded none may still report the last share
+// it measured (the simulator's nodes do).
+func throttles(m Metrics) bool {
+	return m.Notifications.Total()-m.Notifications.Resume > 0 || (m.ECNMarkingPercent > 0 && m.Packets > 0)
 }
 
 // firing says which of the node's second-level triggers the window shows

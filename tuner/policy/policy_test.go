@@ -1793,15 +1793,20 @@ func TestStartKeepsCutClaim(t *testing.T) {
 	}
 }
 
-// rulesConfig is DefaultConfig with every rule on (no rules_off) and no
-// starting K_max (alpha_start 0): the configuration the rules' own tests
-// read, each rule reachable as docs/tuner.md's table describes it. The
-// defaults switch under-use and overrun off and start at alpha 0.5
-// (session 19); TestDefaultStart and TestRulesOff test those.
+// rulesConfig is DefaultConfig with every rule on (no rules_off), no
+// starting K_max (alpha_start 0), and under-use as it was written (the
+// window's own throttling, under_use_after_rtt 0, and its guard at one
+// BDP): the configuration the rules' own tests read, each rule reachable
+// as docs/tuner.md's table describes it. The defaults switch overrun off
+// and start at alpha 0.5 (session 19), and under-use counts the last 2
+// RTT_est's throttling up to 0.707 BDP (session 22); TestDefaultStart,
+// TestRulesOff and TestUnderUseAfter test those.
 func rulesConfig() Config {
 	c := DefaultConfig()
 	c.AlphaStart = 0
 	c.RulesOff = nil
+	c.UnderUseAfterRTT = 0
+	c.UnderUseCeilingBDP = 1
 	return c
 }
 
@@ -1895,8 +1900,8 @@ func TestDefaultStart(t *testing.T) {
 // and overrun off (session 19, docs/tuner.md "A starting point and fewer
 // rules").
 func TestRulesOff(t *testing.T) {
-	if got := DefaultConfig().RulesOff; len(got) != 2 || got[0] != RuleUnderUse || got[1] != RuleOverrun {
-		t.Errorf("default rules_off %v, want [under-use overrun]", got)
+	if got := DefaultConfig().RulesOff; len(got) != 1 || got[0] != RuleOverrun {
+		t.Errorf("default rules_off %v, want [overrun]", got)
 	}
 	started := Memory{Changes: 1, LastChange: t0.Add(-time.Minute)}
 	for _, tt := range []struct {
@@ -1936,5 +1941,60 @@ func TestRulesOff(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("rules_off %v: %v, want %q", tt.off, err, tt.want)
 		}
+	}
+}
+
+// TestUnderUseAfter: with the defaults (under_use_after_rtt 2, the
+// under-use guard at 0.707 BDP), a window in which the node throttles is
+// remembered, and an idle link with an empty queue that follows it within
+// 2 RTT_est is under-use although the window shows no mark and no cut of
+// its own: K_max is loosened from the starting point's alpha 0.5 to
+// 0.707 (the guard), V_growth stays at the starting point. Later than 2
+// RTT_est, or with under_use_after_rtt 0 (only the window's own
+// throttling counts, the rule as written), the same window is steady, and
+// then nothing is remembered.
+func TestUnderUseAfter(t *testing.T) {
+	cfg := DefaultConfig()
+	start := bdp(0.5, rateBitsPerSec/8/10) // the policy's starting point
+	changed := Memory{LastChange: t0.Add(-time.Minute), Changes: 1}
+	marks := window(queue{util: 1, delayRTT: 0.3, emr: 20}, start)
+	d, mem := Decide(cfg, marks, changed)
+	if d.Rule != RuleSteady || !mem.ThrottledAt.Equal(marks.End) {
+		t.Fatalf("a window with marks: %s (%s), ThrottledAt %v, want steady and %v", d.Rule, d.Reason, mem.ThrottledAt, marks.End)
+	}
+	idle := func(after time.Duration) Window {
+		w := window(queue{util: 0.2, delayRTT: 0.01}, start)
+		for i := range w.Samples {
+			w.Samples[i].Time = w.Samples[i].Time.Add(marks.End.Sub(t0) + after)
+		}
+		w.Start, w.End = w.Start.Add(marks.End.Sub(t0)+after), w.End.Add(marks.End.Sub(t0)+after)
+		return w
+	}
+	d, next := Decide(cfg, idle(15*time.Millisecond), mem) // 1.5 RTT_est later
+	if d.Rule != RuleUnderUse || !d.Change || d.After != bdp(0.707, start.VGrowthBytesPerSec) {
+		t.Errorf("idle 1.5 RTT_est after the marks: %s change %v %+v (%s), want under-use to alpha 0.707", d.Rule, d.Change, d.After, d.Reason)
+	}
+	if !strings.Contains(d.Reason, "after the node throttled senders within under_use_after_rtt 2 RTT_est") {
+		t.Errorf("reason %q does not say why", d.Reason)
+	}
+	if !next.ThrottledAt.Equal(marks.End) {
+		t.Errorf("an idle window moved ThrottledAt to %v", next.ThrottledAt)
+	}
+	if d, _ := Decide(cfg, idle(25*time.Millisecond), mem); d.Rule != RuleSteady || d.Change {
+		t.Errorf("idle 2.5 RTT_est after the marks: %s (%s), want steady", d.Rule, d.Reason)
+	}
+	own := cfg
+	own.UnderUseAfterRTT = 0
+	d, m := Decide(own, marks, changed)
+	if d.Rule != RuleSteady || !m.ThrottledAt.IsZero() {
+		t.Errorf("under_use_after_rtt 0: %s, ThrottledAt %v, want steady and nothing remembered", d.Rule, m.ThrottledAt)
+	}
+	if d, _ := Decide(own, idle(15*time.Millisecond), mem); d.Rule != RuleSteady {
+		t.Errorf("under_use_after_rtt 0, idle after the marks: %s (%s), want steady", d.Rule, d.Reason)
+	}
+	bad := DefaultConfig()
+	bad.UnderUseAfterRTT = -1
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "under_use_after_rtt: -1 is neither 0") {
+		t.Errorf("under_use_after_rtt -1: %v", err)
 	}
 }

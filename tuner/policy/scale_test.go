@@ -28,6 +28,7 @@ type shape struct {
 	standingShare  float64 // standing_floor_share (0: the default)
 	headroom       float64 // overrun_headroom_share (0: the default, off)
 	qgrOffRTT      float64 // qgr_off_rtt (0: the default, off); the node takes V_growth 0 when above 0
+	afterRTT       float64 // under_use_after_rtt, with the defaults' under-use ceiling (0: rulesConfig's, the window's own throttling); mem.ThrottledAt scaled as LastChange
 }
 
 // scaled is s on a port of rateBitsPerSec with RTT_est rtt: five samples
@@ -46,6 +47,9 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	}
 	cfg.OverrunHeadroomShare = s.headroom
 	cfg.QGROffRTT = s.qgrOffRTT
+	if s.afterRTT > 0 {
+		cfg.UnderUseAfterRTT, cfg.UnderUseCeilingBDP = s.afterRTT, DefaultConfig().UnderUseCeilingBDP
+	}
 	vg := int64(math.Round(s.vgShare * float64(rateBitsPerSec) / 8))
 	w := Window{Start: t0, End: t0.Add(rtt), RTTEst: rtt, PortRateBitsPerSec: rateBitsPerSec,
 		KBaseBytes: int64(bdpB / 200), Config: bdp(s.alpha, vg)}
@@ -73,6 +77,9 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	}
 	if !mem.QGRCostSince.IsZero() {
 		mem.QGRCostSince = t0.Add(time.Duration(float64(mem.QGRCostSince.Sub(t0)) * float64(rtt)))
+	}
+	if !mem.ThrottledAt.IsZero() {
+		mem.ThrottledAt = t0.Add(time.Duration(float64(mem.ThrottledAt.Sub(t0)) * float64(rtt)))
 	}
 	if s.lifted > 0 {
 		mem.Lifted = bdp(s.lifted, vg)
@@ -169,6 +176,16 @@ func TestDecideScaleFree(t *testing.T) {
 			mem: Memory{LastChange: t0.Add(-10), Changes: 2, QGROff: true}}},
 		{RuleGrowth, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.7, alpha: 1, vgShare: 0, qgrOffRTT: 2,
 			mem: Memory{LastChange: t0.Add(-10), Changes: 2, QGROff: true}}},
+		// under_use_after_rtt 2: an idle link with an empty queue and no
+		// throttling of its own, 1 RTT_est after a window the node throttled
+		// in, loosens alpha 0.5 to the defaults' ceiling (0.707 BDP); 3
+		// RTT_est after, it is steady; a window that throttles is
+		// remembered (its end).
+		{RuleUnderUse, shape{util: 0.2, firstRTT: 0.01, lastRTT: 0.01, alpha: 0.5, vgShare: 0.1, afterRTT: 2,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, ThrottledAt: t0.Add(-1)}}},
+		{RuleSteady, shape{util: 0.2, firstRTT: 0.01, lastRTT: 0.01, alpha: 0.5, vgShare: 0.1, afterRTT: 2,
+			mem: Memory{LastChange: t0.Add(-10), Changes: 1, ThrottledAt: t0.Add(-3)}}},
+		{RuleSteady, shape{util: 0.95, firstRTT: 0.2, lastRTT: 0.2, notifiesPerRTT: 20, alpha: 0.5, vgShare: 0.1, afterRTT: 2, mem: changed}},
 		{RuleOverhead, shape{util: 0.95, firstRTT: 0.2, lastRTT: 0.2, notifiesPerRTT: 600, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleSettle, shape{util: 0.95, firstRTT: 0.1, lastRTT: 0.1, alpha: 1, vgShare: 0.1, mem: changed, lifted: 0.5}},
 		{RuleCooldown, shape{util: 0.99, firstRTT: 0.8, lastRTT: 0.8, alpha: 4, vgShare: 0.1, mem: Memory{LastChange: t0.Add(1), Changes: 1}}},
@@ -205,6 +222,7 @@ func TestDecideScaleFree(t *testing.T) {
 				QGROff    bool
 				QGROffN   int     // QGROffBacks
 				QGRCost   float64 // QGRCostSince before the window's end, in RTT_est
+				Throttled float64 // ThrottledAt before the window's end, in RTT_est (-1: none)
 			}
 			var first *outcome
 			var firstAt string
@@ -218,6 +236,10 @@ func TestDecideScaleFree(t *testing.T) {
 					o.QGROff, o.QGROffN = m.QGROff, m.QGROffBacks
 					if !m.QGRCostSince.IsZero() {
 						o.QGRCost = math.Round(float64(w.End.Sub(m.QGRCostSince))/float64(rtt)*1e6) / 1e6
+					}
+					o.Throttled = -1
+					if !m.ThrottledAt.IsZero() {
+						o.Throttled = math.Round(float64(w.End.Sub(m.ThrottledAt))/float64(rtt)*1e6) / 1e6
 					}
 					if !m.CalmSince.IsZero() {
 						o.CalmRTT = math.Round(float64(w.End.Sub(m.CalmSince))/float64(rtt)*1e6) / 1e6
