@@ -194,10 +194,8 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		return !t.IsZero() && w.RTTEst > 0 && w.simSeconds(w.Start.Sub(t)) <= cfg.UnderUseAfterRTT*w.RTTEst.Seconds()
 	}
 	recent := cfg.UnderUseAfterRTT > 0 && within(mem.ThrottledAt)
-	if cfg.UnderUseAfterRTT > 0 {
-		if throttles(d.Metrics) {
-			mem.ThrottledAt = w.End
-		}
+	if cfg.UnderUseAfterRTT > 0 && throttles(d.Metrics) {
+		mem.ThrottledAt = w.End
 	}
 	if !mem.LastChange.IsZero() {
 		if since := w.End.Sub(mem.LastChange); since < cfg.Cooldown {
