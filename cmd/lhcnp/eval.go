@@ -125,10 +125,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		var b bytes.Buffer
-		if err := compare.WriteEvalMarkdownFrom(&b, name, rows, fromSet, fixed); err != nil {
+		if err := compare.WriteEvalMarkdownStart(&b, name, rows, fromSet, fixed, startOf(pol)); err != nil {
 			return err
 		}
-		printEvalBars(stdout, name, rows, max(1, o.SimSeeds), -1)
+		printEvalBars(stdout, name, rows, max(1, o.SimSeeds), -1, startOf(pol))
 		if f := compare.FixedReadingOf(rows, fixed); fromSet != "" && f.OK {
 			fmt.Fprintf(stdout, "%s: the %s set's one setting (%s): mean ratio %.3f, worst tenth %.3f; the tuner over it: %.3f, %.3f\n",
 				name, fromSet, fixed, f.MeanRatio, f.WorstTenthRatio, f.MeanTunerOver, f.WorstTenthTunerOver)
@@ -156,7 +156,16 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // With decimals ≥ 0 the best static J are stored to that many decimals
 // (a table's baseline): a step scenario counts as beaten when the tuner's
 // J to those decimals is below, not a tie within the rounding.
-func printEvalBars(w io.Writer, name string, rows []compare.EvalRow, reK, decimals int) {
+// startOf is the coarse grid's name of the tuned runs' starting point:
+// pol's, or the policy's defaults' when pol is nil (compare.StartSetting).
+func startOf(pol *policy.Config) string {
+	if pol == nil {
+		return compare.StartSetting(policy.DefaultConfig())
+	}
+	return compare.StartSetting(*pol)
+}
+
+func printEvalBars(w io.Writer, name string, rows []compare.EvalRow, reK, decimals int, start string) {
 	sum := compare.Summarise(rows)
 	beaten := fmt.Sprintf("%d of %d", sum.StepsBeaten, sum.Steps)
 	if decimals >= 0 {
@@ -194,6 +203,10 @@ func printEvalBars(w io.Writer, name string, rows []compare.EvalRow, reK, decima
 	if sum.Fixed {
 		fmt.Fprintf(w, "%s: one setting for the whole set (%s, in hindsight): mean ratio %.3f, worst tenth %.3f; the tuner over it: %.3f, %.3f\n",
 			name, sum.FixedSetting, sum.MeanFixedRatio, sum.WorstTenthFixed, sum.MeanTunerOverFixed, sum.WorstTenthOverFixed)
+	}
+	if f := compare.FixedReadingOf(rows, start); f.OK {
+		fmt.Fprintf(w, "%s: the tuner's start held from the first packet (%s): mean ratio %.3f, worst tenth %.3f; the tuner over it: %.3f, %.3f (better / equal / worse by %g: %d / %d / %d)\n",
+			name, start, f.MeanRatio, f.WorstTenthRatio, f.MeanTunerOver, f.WorstTenthTunerOver, compare.Within, f.Better, f.Equal, f.Worse)
 	}
 }
 
@@ -323,7 +336,7 @@ func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, basel
 	for i, r := range rows {
 		bests[i] = r.Best
 	}
-	printEvalBars(stdout, base.Set, got, base.SimSeeds, storedDecimals(bests))
+	printEvalBars(stdout, base.Set, got, base.SimSeeds, storedDecimals(bests), startOf(pol))
 	newer := make([]float64, len(got))
 	for i, r := range got {
 		newer[i] = r.Tuner

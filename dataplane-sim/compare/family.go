@@ -820,7 +820,14 @@ type FixedReading struct {
 	// the setting's.
 	MeanRatio, WorstTenthRatio         float64
 	MeanTunerOver, WorstTenthTunerOver float64
+	// Better, Equal, Worse count the rows whose tuner J is under, within
+	// or over the setting's by more than 2 % (Within).
+	Better, Equal, Worse int
 }
+
+// Within is the share by which two J count as equal in FixedReading's
+// counts (the docs' "better / worse by 0.02").
+const Within = 0.02
 
 // FixedReadingOf reads the coarse setting named as GridSettings names it
 // over rows (not OK: a row without the grid, or no such setting): what
@@ -834,8 +841,32 @@ func FixedReadingOf(rows []EvalRow, setting string) FixedReading {
 	at := func(r EvalRow) float64 { return r.Grid[i] }
 	f := FixedReading{OK: true}
 	f.MeanRatio, f.WorstTenthRatio = meanAndWorstTenth(ratiosOver(rows, at, func(r EvalRow) float64 { return r.Best }))
-	f.MeanTunerOver, f.WorstTenthTunerOver = meanAndWorstTenth(ratiosOver(rows, func(r EvalRow) float64 { return r.Tuner }, at))
+	over := ratiosOver(rows, func(r EvalRow) float64 { return r.Tuner }, at)
+	f.MeanTunerOver, f.WorstTenthTunerOver = meanAndWorstTenth(over)
+	for _, x := range over {
+		switch {
+		case x < 1-Within:
+			f.Better++
+		case x > 1+Within:
+			f.Worse++
+		default:
+			f.Equal++
+		}
+	}
 	return f
+}
+
+// StartSetting is the coarse grid's name (GridSettings) of the policy's
+// starting point, alpha_start with V_growth at v_growth_start_share of
+// the bottleneck's rate, "" when either is off the grid (alpha_start 0
+// keeps the switch's K_max): the setting a tuner that only started and
+// never changed a queue would hold from the first packet.
+func StartSetting(c policy.Config) string {
+	if !slices.Contains(GridAlphas, c.AlphaStart) || !slices.Contains(GridVGrowthShares, c.VGrowthStartShare) || c.VGrowthStartShare <= 0 {
+		return ""
+	}
+	a := strconv.FormatFloat(c.AlphaStart, 'g', -1, 64)
+	return "alpha=" + a + ",v_growth=" + strconv.FormatFloat(c.VGrowthStartShare, 'g', -1, 64) + "R"
 }
 
 // WriteEvalMarkdown writes a set's table and its bars. Rows measured at
@@ -853,6 +884,15 @@ func WriteEvalMarkdown(w io.Writer, set string, rows []EvalRow) error {
 // setting on the development seeds would have had on the held-out ones.
 // from "" leaves it out.
 func WriteEvalMarkdownFrom(w io.Writer, set string, rows []EvalRow, from, setting string) error {
+	return WriteEvalMarkdownStart(w, set, rows, from, setting, "")
+}
+
+// WriteEvalMarkdownStart is WriteEvalMarkdownFrom with the tuned runs'
+// starting point (start, a coarse setting's name: StartSetting) read as a
+// fixed setting held from the first packet, and the tuner against it:
+// what the tuner's changes bought over its start. start "" (or a set
+// without the coarse grid) leaves it out.
+func WriteEvalMarkdownStart(w io.Writer, set string, rows []EvalRow, from, setting, start string) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	s := Summarise(rows)
@@ -901,6 +941,12 @@ func WriteEvalMarkdownFrom(w io.Writer, set string, rows []EvalRow, from, settin
 		p("| the one setting for every scenario chosen on the %s seeds (%s), here: mean, worst tenth / best static | (no bar) | %.3f, %.3f | |\n",
 			from, setting, f.MeanRatio, f.WorstTenthRatio)
 		p("| … the tuner / that setting: mean, worst tenth | (no bar) | %.3f, %.3f | |\n", f.MeanTunerOver, f.WorstTenthTunerOver)
+	}
+	if f := FixedReadingOf(rows, start); f.OK {
+		p("| the tuner's start held from the first packet (%s: alpha_start, v_growth_start_share), never changed: mean, worst tenth / best static | (no bar) | %.3f, %.3f | |\n",
+			start, f.MeanRatio, f.WorstTenthRatio)
+		p("| … the tuner / its start: mean, worst tenth; better / equal / worse (by %g) | (no bar) | %.3f, %.3f; %d / %d / %d | |\n",
+			Within, f.MeanTunerOver, f.WorstTenthTunerOver, f.Better, f.Equal, f.Worse)
 	}
 	p("\n")
 	p("| seed | scenario | bottleneck | tuner J | coarse best (setting) | finer best (setting) | tuner / best |")

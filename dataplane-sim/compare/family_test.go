@@ -223,6 +223,31 @@ func TestSummariseFixed(t *testing.T) {
 			t.Errorf("no line %q in\n%s", want, b.String())
 		}
 	}
+	// The tuner's start (setting 4 here) held from the first packet, and
+	// the tuner against it: 12 / 20 better, 1.5 / 1 worse.
+	b.Reset()
+	if err := WriteEvalMarkdownStart(&b, "test", rows, "", "", names[4]); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| the tuner's start held from the first packet (alpha=0.5,v_growth=0.1R: alpha_start, v_growth_start_share), never changed: mean, worst tenth / best static | (no bar) | 1.500, 2.000 | |",
+		"| … the tuner / its start: mean, worst tenth; better / equal / worse (by 0.02) | (no bar) | 1.050, 1.500; 1 / 0 / 1 | |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no line %q in\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "chosen on the") {
+		t.Errorf("no other set given, but its line:\n%s", b.String())
+	}
+	if f := FixedReadingOf(rows, names[4]); f.Better != 1 || f.Equal != 0 || f.Worse != 1 {
+		t.Errorf("counts %+v, want 1 better, 1 worse", f)
+	}
+	rows[0].Tuner = 20.3 // within 2 % of the start's 20
+	if f := FixedReadingOf(rows, names[4]); f.Better != 0 || f.Equal != 1 || f.Worse != 1 {
+		t.Errorf("counts with one within 2 %%: %+v, want 1 equal, 1 worse", f)
+	}
+	rows[0].Tuner = 12
 	if f := FixedReadingOf(rows, "alpha=3,v_growth=off"); f.OK {
 		t.Errorf("a setting off the grid read as %+v", f)
 	}
@@ -297,5 +322,34 @@ func TestEvalMarkdownSimSeeds(t *testing.T) {
 	}
 	if want := "re-measured (its setting at simulation seed k = 1, never used to choose it)"; !strings.Contains(b.String(), want) {
 		t.Errorf("table lacks %q:\n%s", want, b.String())
+	}
+}
+
+// TestStartSetting: the policy's starting point as the coarse grid names
+// it (the defaults: alpha 0.5, V_growth 0.1 × R), "" where it is off the
+// grid or there is none.
+func TestStartSetting(t *testing.T) {
+	c := policy.DefaultConfig()
+	if got := StartSetting(c); got != "alpha=0.5,v_growth=0.1R" || !slices.Contains(GridSettings(), got) {
+		t.Errorf("defaults: %q, want alpha=0.5,v_growth=0.1R on the grid", got)
+	}
+	for _, tt := range []struct {
+		desc string
+		edit func(*policy.Config)
+	}{
+		{"alpha_start 0 (the switch's K_max kept)", func(c *policy.Config) { c.AlphaStart = 0 }},
+		{"alpha_start off the grid", func(c *policy.Config) { c.AlphaStart = 0.707 }},
+		{"no V_growth start", func(c *policy.Config) { c.VGrowthStartShare = 0 }},
+		{"a V_growth share off the grid", func(c *policy.Config) { c.VGrowthStartShare = 0.03 }},
+	} {
+		c := policy.DefaultConfig()
+		tt.edit(&c)
+		if got := StartSetting(c); got != "" {
+			t.Errorf("%s: %q, want none", tt.desc, got)
+		}
+	}
+	c.AlphaStart, c.VGrowthStartShare = 1, 1
+	if got := StartSetting(c); got != "alpha=1,v_growth=1R" {
+		t.Errorf("alpha_start 1, v_growth_start_share 1: %q", got)
 	}
 }
