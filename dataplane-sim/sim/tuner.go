@@ -192,7 +192,7 @@ func (t *tunerLoop) tick(now engine.Time) {
 					if q.pt == nil {
 						continue
 					}
-					q.prev = t.counts(q, &ps, qs)
+					q.prev = queueCounts(qs)
 					// The first decision as soon as a window can hold
 					// min_samples: a new queue's window starts with it.
 					q.born = now
@@ -201,7 +201,7 @@ func (t *tunerLoop) tick(now engine.Time) {
 					t.order = append(t.order, q)
 					continue
 				}
-				c := t.counts(q, &ps, qs)
+				c := queueCounts(qs)
 				q.samples = append(q.samples, policy.Sample{Time: simTime(now),
 					QueueDepthBytes: qs.QueueBytes, PeakQueueDepthBytes: qs.QueueBytes,
 					GrowthRateBytesPerSec: qs.QueueGrowthBytesPerSec, ECNMarkingPercent: qs.ECNMarkingPercent,
@@ -228,9 +228,15 @@ func (t *tunerLoop) tick(now engine.Time) {
 	}
 }
 
-func (t *tunerLoop) counts(q *tunedQueue, ps *lhcnp.PortState, qs *lhcnp.QueueState) counts {
+// queueCounts are the queue's counters as the gNMI target publishes them
+// (server/dataplane): the bytes and packets sent from the queue, its
+// drops, and the PFC PAUSE frames sent for its priority, so that the
+// simulated tuner's windows are the service's. (The node's own Packets
+// count data packets enqueued, and the port's TxBytes every priority's
+// frames and PFC's.)
+func queueCounts(qs *lhcnp.QueueState) counts {
 	c := qs.Counters
-	return counts{tx: q.pt.Stats().TxBytes, packets: c.Packets, drops: c.Drops, pauses: ps.PFCPausesSent,
+	return counts{tx: qs.TxBytes, packets: qs.TxPackets, drops: c.Drops, pauses: qs.PFCPauseFrames,
 		notif: policy.Notifications{Notify: c.SentNotify, Pause: c.SentPause, RateReduce: c.SentRateReduce, Resume: c.SentResume}}
 }
 

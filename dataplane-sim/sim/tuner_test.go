@@ -669,3 +669,24 @@ func TestTunerStartsIdleQueues(t *testing.T) {
 		t.Error("no queue carried traffic")
 	}
 }
+
+// TestTunerCountsAreTheTargets: the simulated tuner's window counts a
+// queue as the gNMI target publishes it (server/dataplane, the service's
+// tuner reads those leaves): bytes and packets sent from the queue, not
+// the node's data packets enqueued (above the port's rate while the queue
+// grows) nor the port's frames of every priority; drops the node's; PFC
+// PAUSE frames sent for the queue's priority, not the port's of every
+// priority.
+func TestTunerCountsAreTheTargets(t *testing.T) {
+	qs := lhcnp.QueueState{
+		Counters: lhcnp.QueueCounters{Packets: 101, Bytes: 102, Drops: 103,
+			SentNotify: 1, SentPause: 2, SentRateReduce: 3, SentResume: 4},
+		TxPackets: 201, TxBytes: 202, PFCPauseFrames: 203,
+	}
+	got := queueCounts(&qs)
+	want := counts{tx: 202, packets: 201, drops: 103, pauses: 203,
+		notif: policy.Notifications{Notify: 1, Pause: 2, RateReduce: 3, Resume: 4}}
+	if got != want {
+		t.Errorf("queueCounts = %+v, want %+v", got, want)
+	}
+}
