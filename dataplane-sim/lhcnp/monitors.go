@@ -90,9 +90,7 @@ func (n *Node) OnEnqueue(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	prio := int(p.Prio)
 	q := &ps.queues[prio]
 	q.qd, q.qdT = qBytes, now
-	if qBytes > q.peak {
-		q.peak = qBytes
-	}
+	q.peak.observe(now, qBytes)
 	if p.Kind == netsim.KindRoCE && p.Opcode().IsData() {
 		if p.DestQP() != wire.GSIQP {
 			size := int64(p.SizeBytes)

@@ -236,7 +236,8 @@ type queueState struct {
 	minInterval engine.Time
 	resumeHold  engine.Time
 
-	qd, peak int64
+	qd       int64
+	peak     peakTracker // the highest QD over the last second (PeakQueueBytes)
 	qgrT     engine.Time
 	qgrQD    int64
 	qdT      engine.Time // when qd last changed

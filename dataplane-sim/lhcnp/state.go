@@ -100,12 +100,15 @@ type PortState struct {
 
 // QueueState is one egress queue.
 type QueueState struct {
-	ID                     uint8
-	Enabled                bool
-	KMaxBytes, KMinBytes   int64 // effective thresholds
-	MinCNPInterval         engine.Time
-	ResumeHold             engine.Time
-	QueueBytes             int64 // QD now
+	ID                   uint8
+	Enabled              bool
+	KMaxBytes, KMinBytes int64 // effective thresholds
+	MinCNPInterval       engine.Time
+	ResumeHold           engine.Time
+	QueueBytes           int64 // QD now
+	// PeakQueueBytes is the highest QD over the last second of the node's
+	// time (between 1 and 1.1 s: peak.go), at least QD now: the YANG
+	// model's peak-queue-depth.
 	PeakQueueBytes         int64
 	ECNMarkingPercent      float64 // EMR, last window
 	QueueGrowthBytesPerSec int64   // QGR, bytes per second, last interval
@@ -187,7 +190,7 @@ func (n *Node) State(withFlows bool) State {
 			p.Queues[prio] = QueueState{
 				ID: uint8(prio), Enabled: q.cfg.Enabled, KMaxBytes: q.kmax, KMinBytes: q.kmin,
 				MinCNPInterval: q.minInterval, ResumeHold: q.resumeHold,
-				QueueBytes: ps.pt.QueueBytes(prio), PeakQueueBytes: q.peak,
+				QueueBytes: ps.pt.QueueBytes(prio), PeakQueueBytes: max(q.peak.at(now), ps.pt.QueueBytes(prio)),
 				ECNMarkingPercent: q.emrAt(now), QueueGrowthBytesPerSec: q.qgrAt(now), CongLevel: levelQD(ps.pt.QueueBytes(prio), q.kmin, q.kmax),
 				ECNMarkingActive: ps.pt.QueueBytes(prio) > q.kmin, QDAboveKMax: q.qdAbove, EMRAboveVECN: q.emrAbove,
 				QGRAboveVGrowth: q.qgrAbove, Flows: len(q.flows), LastCNP: q.last, Counters: q.counters,
