@@ -104,16 +104,10 @@ func (n *Node) obsWindow(ps *portState) engine.Time {
 	return ps.rtt
 }
 
-// collaborate applies §5.7 to flow e: defer when its arrival rate fell
-// within the observation window (an upstream node acted), escalate when
-// the queue kept growing for a whole window while deferring.
-func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engine.Time) (deferNow, escalate bool) {
-	cs := &n.cfg.Collaborative
-	if !cs.Enabled {
-		e.deferring, e.waiting = false, false
-		return false, false
-	}
-	win, loop := n.obsWindow(ps), ps.rtt
+// deferWindow is §5.7's observation window for flow e (a deferral lasts
+// one) and the loop within which a rate's fall may be this node's own cut.
+func (n *Node) deferWindow(ps *portState, q *queueState, e *flowEntry) (win, loop engine.Time) {
+	win, loop = n.obsWindow(ps), ps.rtt
 	if q.cfg.PerFlowRTT && e.srcRTT > 0 {
 		// This node's own cut, or an upstream node's, shows here within
 		// the flow's round trip to its source: a fall within it is not
@@ -128,6 +122,32 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 		loop = e.srcRTT + q.cfg.MeasurementInterval
 		win = min(win, loop)
 	}
+	return win, loop
+}
+
+// deferringNow says whether the node defers flow e at now: a deferral
+// lasts one window, and is looked at again only when the flow is picked
+// for a notification, so a flow deferred in an episode that ended kept
+// e.deferring for good.
+func (n *Node) deferringNow(e *flowEntry, now engine.Time) bool {
+	if !e.deferring || e.port < 0 || int(e.port) >= len(n.ports) {
+		return false
+	}
+	ps := n.ports[e.port]
+	win, _ := n.deferWindow(ps, &ps.queues[e.prio], e)
+	return now-e.deferStart < win
+}
+
+// collaborate applies §5.7 to flow e: defer when its arrival rate fell
+// within the observation window (an upstream node acted), escalate when
+// the queue kept growing for a whole window while deferring.
+func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engine.Time) (deferNow, escalate bool) {
+	cs := &n.cfg.Collaborative
+	if !cs.Enabled {
+		e.deferring, e.waiting = false, false
+		return false, false
+	}
+	win, loop := n.deferWindow(ps, q, e)
 	rate := e.rateNow(now, q.cfg.MeasurementInterval, win)
 	peak := e.peak()
 	dropped := e.rateValid && peak > 0 && rate*100 <= peak*int64(100-cs.ArrivalRateDropPercent)

@@ -264,14 +264,18 @@ func (n *Node) sendLongHaul(e *flowEntry, src, dst netip.Addr, m *wire.LongHaul,
 // queue's notification state (§5.5 step 5, the Resume bookkeeping).
 func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongHaul, f Format, t Trigger, escalated bool, now engine.Time) {
 	ps.counters.NotificationsSent++
-	switch m.Action {
-	case wire.ActionNotify:
+	// The per-action counters are the Long-haul CNPs' (cnp-*-sent); a
+	// Notifier's notification (Fast CNP, FCN) counts in SentExternal
+	// alone, whatever action the node chose for it.
+	switch action := m.Action; {
+	case f == FormatExternal:
+	case action == wire.ActionNotify:
 		q.counters.SentNotify++
-	case wire.ActionPause:
+	case action == wire.ActionPause:
 		q.counters.SentPause++
-	case wire.ActionRateReduce:
+	case action == wire.ActionRateReduce:
 		q.counters.SentRateReduce++
-	case wire.ActionResume:
+	case action == wire.ActionResume:
 		q.counters.SentResume++
 	}
 	switch f {

@@ -283,7 +283,8 @@ type QueueCounters struct {
 	// (OneCutPerEpisode).
 	MarksSpared int64
 	Drops       int64
-	// Sent by action and by format.
+	// Sent by action (Long-haul CNPs: a Notifier's count in SentExternal
+	// only) and by format.
 	SentNotify, SentPause, SentRateReduce, SentResume int64
 	SentICMPv6, SentRoCEv2                            int64
 	// SentExternal counts notifications a Notifier sent (WithNotifier).

@@ -114,12 +114,14 @@ type QueueState struct {
 	QueueGrowthBytesPerSec int64   // QGR, bytes per second, last interval
 	CongLevel              uint8
 	ECNMarkingActive       bool // QD above K_min
-	QDAboveKMax            bool
-	EMRAboveVECN           bool
-	QGRAboveVGrowth        bool
-	Flows                  int // flows egressing by this queue
-	LastCNP                LastCNP
-	Counters               QueueCounters
+	// QDAboveKMax, EMRAboveVECN and QGRAboveVGrowth are §5.4's
+	// conditions as they hold at the snapshot (QD, EMR and QGR now).
+	QDAboveKMax     bool
+	EMRAboveVECN    bool
+	QGRAboveVGrowth bool
+	Flows           int // flows egressing by this queue
+	LastCNP         LastCNP
+	Counters        QueueCounters
 	// PFCPauseFrames are the PFC PAUSE frames the port sent upstream for
 	// this queue's priority, and TxPackets and TxBytes the frames sent
 	// from this queue (from the port model; Counters counts data packets
@@ -187,13 +189,20 @@ func (n *Node) State(withFlows bool) State {
 		win = max(win, n.obsWindow(ps))
 		for prio := range netsim.NumPrio {
 			q := &ps.queues[prio]
+			// §5.4's conditions as they hold now, from the snapshot's QD,
+			// EMR and QGR: the node's own flags are updated at an enqueue
+			// only, and after the last packet they kept the busy queue's
+			// values (a queue idle for minutes read QD above K_max).
+			qdAbove := ps.pt.QueueBytes(prio) > q.kmax
+			emrAbove := q.cfg.VECNPercent > 0 && q.emrAt(now) > q.cfg.VECNPercent
+			qgrAbove := q.cfg.VGrowthBytesPerSec > 0 && q.qgrAt(now) > q.cfg.VGrowthBytesPerSec
 			p.Queues[prio] = QueueState{
 				ID: uint8(prio), Enabled: q.cfg.Enabled, KMaxBytes: q.kmax, KMinBytes: q.kmin,
 				MinCNPInterval: q.minInterval, ResumeHold: q.resumeHold,
 				QueueBytes: ps.pt.QueueBytes(prio), PeakQueueBytes: max(q.peak.at(now), ps.pt.QueueBytes(prio)),
 				ECNMarkingPercent: q.emrAt(now), QueueGrowthBytesPerSec: q.qgrAt(now), CongLevel: levelQD(ps.pt.QueueBytes(prio), q.kmin, q.kmax),
-				ECNMarkingActive: ps.pt.QueueBytes(prio) > q.kmin, QDAboveKMax: q.qdAbove, EMRAboveVECN: q.emrAbove,
-				QGRAboveVGrowth: q.qgrAbove, Flows: len(q.flows), LastCNP: q.last, Counters: q.counters,
+				ECNMarkingActive: ps.pt.QueueBytes(prio) > q.kmin, QDAboveKMax: qdAbove, EMRAboveVECN: emrAbove,
+				QGRAboveVGrowth: qgrAbove, Flows: len(q.flows), LastCNP: q.last, Counters: q.counters,
 				PFCPauseFrames: st.PFCPauseTxPrio[prio], TxPackets: st.TxPrioPackets[prio], TxBytes: st.TxPrioBytes[prio],
 			}
 			s.Collaborative.Deferrals += q.counters.Deferrals
@@ -208,7 +217,7 @@ func (n *Node) State(withFlows bool) State {
 	// ends the live ones.
 	for e := n.ft.lru.head; e != nil && !n.idle(e, now); e = e.nextActive() {
 		s.FlowTable.Entries++
-		if e.deferring {
+		if n.deferringNow(e, now) {
 			s.Collaborative.DeferringFlows++
 		}
 	}
@@ -231,7 +240,7 @@ func (n *Node) idle(e *flowEntry, now engine.Time) bool {
 func (n *Node) flowState(e *flowEntry, now engine.Time) FlowState {
 	f := FlowState{Key: e.key, Learned: e.from, FirstSeen: e.firstSeen, LastSeen: e.lastSeen,
 		Packets: e.packets, Bytes: e.bytes, QueuedBytes: e.queued, Notifications: e.notifications,
-		Deferring: e.deferring, AwaitingResume: e.needResume, SourceRTT: e.srcRTT,
+		Deferring: n.deferringNow(e, now), AwaitingResume: e.needResume, SourceRTT: e.srcRTT,
 		SourceRTTFromRate: e.rttFromRate}
 	if e.hasCNP {
 		f.LastCNPTime = e.lastCNP

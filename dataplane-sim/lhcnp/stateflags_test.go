@@ -1,0 +1,91 @@
+package lhcnp
+
+import (
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
+)
+
+// TestConditionFlagsNow: a queue's qd-above-kmax, emr-above-v-ecn and
+// qgr-above-v-growth say whether §5.4's conditions hold at the snapshot:
+// true while a 2:1 bottleneck's queue grows past K_max, false once the
+// flow has ended and the queue drained, though no packet came since (the
+// node's own flags change at an enqueue only).
+func TestConditionFlagsNow(t *testing.T) {
+	cfg := testConfig(200_000, 100*engine.Microsecond)
+	q := &cfg.Interface.Queue
+	q.VECNPercent = 5
+	q.VGrowthBytesPerSec = 100_000_000 // 0.8 Gb/s: a 2:1 bottleneck of 5 Gb/s grows at 5
+	// No CM exchange: its DREQ after the last ACK would pass the queue,
+	// and an enqueue refreshes the node's flags.
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, flowBytes: 4_000_000, cfg1: &cfg, noRP: true, noCM: true})
+	st := func() QueueState { return l.node1.State(false).Ports[l.n1Out.Index()].Queues[0] }
+	var busy QueueState
+	for now := engine.Millisecond / 10; now < 20*engine.Millisecond; now += engine.Millisecond / 10 {
+		l.sim.Run(now)
+		if s := st(); s.QueueBytes > busy.QueueBytes {
+			busy = s
+		}
+	}
+	if !busy.QDAboveKMax || !busy.EMRAboveVECN {
+		t.Errorf("at the peak (QD %d B, K_max %d B, EMR %.1f %%): qd-above-kmax %v, emr-above-v-ecn %v, want both",
+			busy.QueueBytes, busy.KMaxBytes, busy.ECNMarkingPercent, busy.QDAboveKMax, busy.EMRAboveVECN)
+	}
+	l.sim.Run(500 * engine.Millisecond)
+	if s := st(); s.QueueBytes != 0 || s.QDAboveKMax || s.EMRAboveVECN || s.QGRAboveVGrowth {
+		t.Errorf("0.5 s after the flow, the queue drained (QD %d B, EMR %.1f %%, QGR %d B/s): qd-above-kmax %v, emr-above-v-ecn %v, qgr-above-v-growth %v, want none",
+			s.QueueBytes, s.ECNMarkingPercent, s.QueueGrowthBytesPerSec, s.QDAboveKMax, s.EMRAboveVECN, s.QGRAboveVGrowth)
+	}
+}
+
+// TestActionCountersAreLongHauls: cnp-rate-reduce-sent and the other
+// per-action counters count Long-haul CNPs; a Notifier's notification
+// (Fast CNP, FCN: FormatExternal) counts in SentExternal only, though the
+// node chose an action for it.
+func TestActionCountersAreLongHauls(t *testing.T) {
+	l, _, ps, q, e := optionsLine(t, false)
+	before := q.counters
+	m := &wire.LongHaul{Action: wire.ActionRateReduce, Parameter: 30}
+	now := l.sim.Now()
+	l.node1.account(ps, q, e, m, FormatExternal, TriggerQD, false, now)
+	c := q.counters
+	if c.SentRateReduce != before.SentRateReduce || c.SentExternal != before.SentExternal+1 {
+		t.Errorf("a Notifier's Rate Reduce: cnp-rate-reduce-sent %d → %d, external %d → %d; want it in external only",
+			before.SentRateReduce, c.SentRateReduce, before.SentExternal, c.SentExternal)
+	}
+	l.node1.account(ps, q, e, m, FormatRoCEv2, TriggerQD, false, now)
+	if c2 := q.counters; c2.SentRateReduce != c.SentRateReduce+1 || c2.SentRoCEv2 != c.SentRoCEv2+1 {
+		t.Errorf("a Long-haul CNP's Rate Reduce: cnp-rate-reduce-sent %d → %d, rocev2 %d → %d; want one each",
+			c.SentRateReduce, c2.SentRateReduce, c.SentRoCEv2, c2.SentRoCEv2)
+	}
+}
+
+// TestDeferringNow: a flow's deferring and the node's deferring-flows say
+// whether the node defers the flow now: for the deferral's window, not for
+// good (the node looks at a deferral again only when it picks the flow for
+// a notification, which an episode that ended never does).
+func TestDeferringNow(t *testing.T) {
+	l, _, ps, q, e := optionsLine(t, false)
+	now := l.sim.Now()
+	e.deferring, e.deferStart, e.deferQD = true, now, q.qd
+	win, _ := l.node1.deferWindow(ps, q, e)
+	deferring := func() (bool, int) {
+		s := l.node1.State(true)
+		for _, f := range s.FlowTable.Flows {
+			if f.Key == e.key {
+				return f.Deferring, s.Collaborative.DeferringFlows
+			}
+		}
+		t.Fatal("the flow is not in the state")
+		return false, 0
+	}
+	l.sim.Run(now + win/2)
+	if d, n := deferring(); !d || n != 1 {
+		t.Errorf("half a window (%v) into the deferral: deferring %v, deferring-flows %d, want true and 1", win, d, n)
+	}
+	l.sim.Run(now + win + engine.Microsecond)
+	if d, n := deferring(); d || n != 0 {
+		t.Errorf("after the deferral's window, no notification since: deferring %v, deferring-flows %d, want false and 0", d, n)
+	}
+}
