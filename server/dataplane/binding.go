@@ -170,7 +170,17 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 			}
 		}
 	}
-	root := stateTree(&st, &cfg, b.ports, b.WallNS, external)
+	// The last CNP a mechanism sent for the node has that mechanism's
+	// format: the one running now.
+	format := oc.LhcnpTypes_NotificationFormat_UNSET
+	for _, k := range kinds() {
+		if s, ok := states[k.name]; ok && k.format != nil {
+			if format = k.format(s); format != oc.LhcnpTypes_NotificationFormat_UNSET {
+				break
+			}
+		}
+	}
+	root := stateTree(&st, &cfg, b.ports, b.WallNS, external, format)
 	gs := root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState()
 	gs.EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
 	gs.EngineSpeed = ygot.Float64(b.o.speed)

@@ -107,6 +107,12 @@ func init() {
 		queueCount: func(any) queueCounter {
 			return func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FastCnpSent = n }
 		},
+		format: func(st any) oc.E_LhcnpTypes_NotificationFormat {
+			if st.(fastcnp.State).Config.Enabled {
+				return oc.LhcnpTypes_NotificationFormat_FAST_CNP
+			}
+			return oc.LhcnpTypes_NotificationFormat_UNSET
+		},
 	})
 }
 

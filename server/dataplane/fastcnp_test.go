@@ -54,6 +54,18 @@ func TestSetFastCNP(t *testing.T) {
 	if got, want := r.uint(t, q0+"/state/counters/fast-cnp-sent"), r.uint(t, c+"/sent"); got != want {
 		t.Errorf("%s/state/counters/fast-cnp-sent = %d, want the node's %d", q0, got, want)
 	}
+	// The queue's last CNP is a Fast CNP: its format, and none of a
+	// Long-haul CNP's fields (it carries no action, parameter, level or
+	// metric).
+	last := r.getJSON(t, q0+"/state/last-cnp")
+	if !strings.Contains(last, `"lhcnp:format":"FAST_CNP"`) {
+		t.Errorf("%s/state/last-cnp = %s, want format FAST_CNP", q0, last)
+	}
+	for _, leaf := range []string{`"lhcnp:action"`, `"lhcnp:parameter"`, `"lhcnp:congestion-level"`, `"lhcnp:metric-type"`, `"lhcnp:metric-value"`} {
+		if strings.Contains(last, leaf) {
+			t.Errorf("%s/state/last-cnp = %s: a Fast CNP has no %s", q0, last, leaf)
+		}
+	}
 	if got := r.uint(t, c+"/ecn-marks-withheld"); got == 0 {
 		t.Errorf("%s/ecn-marks-withheld = 0: capable senders' packets must not be marked", c)
 	}

@@ -29,6 +29,12 @@ func init() {
 			}
 			return func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FcnSent = n }
 		},
+		format: func(st any) oc.E_LhcnpTypes_NotificationFormat {
+			if st.(fcn.State).Transit.Enabled {
+				return oc.LhcnpTypes_NotificationFormat_FCN
+			}
+			return oc.LhcnpTypes_NotificationFormat_UNSET
+		},
 	})
 }
 

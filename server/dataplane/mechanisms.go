@@ -35,6 +35,10 @@ type mechanismKind struct {
 	// queueCount, if set, returns the per-queue counter leaf that the
 	// notifications the node hands to this mechanism count in, or nil.
 	queueCount func(st any) queueCounter
+	// format, if set, is the format of the notifications the node hands
+	// to this mechanism while it runs (UNSET when it does not): the last
+	// CNP's format when it went that way (lhcnp.FormatExternal).
+	format func(st any) oc.E_LhcnpTypes_NotificationFormat
 }
 
 // queueCounter sets one counter leaf of a queue.

@@ -19,7 +19,7 @@ func TestQueueStateCounters(t *testing.T) {
 		q := &oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue{}
 		qs := lhcnp.QueueState{ID: 3, PFCPauseFrames: n, TxPackets: 2 * n, TxBytes: 1000 * n,
 			Counters: lhcnp.QueueCounters{Packets: 3 * n, Bytes: 5000 * n}}
-		queueState(q, &qs, lhcnp.QueueConfig{}, func(engine.Time) uint64 { return 0 })
+		queueState(q, &qs, lhcnp.QueueConfig{}, func(engine.Time) uint64 { return 0 }, oc.LhcnpTypes_NotificationFormat_UNSET)
 		c := q.GetState().GetCounters()
 		got := [3]uint64{c.GetPfcPauseFrames(), c.GetPackets(), c.GetBytes()}
 		if want := [3]uint64{uint64(n), uint64(2 * n), uint64(1000 * n)}; got != want || c.PfcPauseFrames == nil {

@@ -14,7 +14,7 @@ import (
 // time to nanoseconds since the Unix epoch (the timeticks64 leaves).
 // Interfaces are named with ports; ports without a name are left out.
 func StateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(engine.Time) uint64) *oc.Root {
-	return stateTree(st, cfg, ports, wallNS, nil)
+	return stateTree(st, cfg, ports, wallNS, nil, oc.LhcnpTypes_NotificationFormat_UNSET)
 }
 
 // stateTree is StateTree that also writes, with external (when not nil),
@@ -22,7 +22,7 @@ func StateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 // them (lhcnp.WithNotifier: Fast CNP, an FCN transit) into the queue's
 // counter external chooses, in the same walk over the queues.
 func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(engine.Time) uint64,
-	external queueCounter) *oc.Root {
+	external queueCounter, externalFormat oc.E_LhcnpTypes_NotificationFormat) *oc.Root {
 	root := &oc.Root{}
 	l := root.GetOrCreateLhcnp()
 
@@ -92,7 +92,7 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		for qi := range ps.Queues {
 			qs := &ps.Queues[qi]
 			q := it.GetOrCreateQueues().GetOrCreateQueue(qs.ID)
-			queueState(q, qs, queueFor(&ic, qs.ID), wallNS)
+			queueState(q, qs, queueFor(&ic, qs.ID), wallNS, externalFormat)
 			if external != nil {
 				external(q.GetState().GetCounters(), ygot.Uint64(uint64(qs.Counters.SentExternal)))
 			}
@@ -181,7 +181,8 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 	return root
 }
 
-func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.QueueState, qc lhcnp.QueueConfig, wallNS func(engine.Time) uint64) {
+func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.QueueState, qc lhcnp.QueueConfig, wallNS func(engine.Time) uint64,
+	externalFormat oc.E_LhcnpTypes_NotificationFormat) {
 	s := q.GetOrCreateState()
 	s.Id = ygot.Uint8(qs.ID)
 	s.Enabled = ygot.Bool(qs.Enabled)
@@ -230,12 +231,19 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 			l.Format = oc.LhcnpTypes_NotificationFormat_LONG_HAUL_ICMPV6
 		case lhcnp.FormatRoCEv2:
 			l.Format = oc.LhcnpTypes_NotificationFormat_LONG_HAUL_ROCEV2
+		case lhcnp.FormatExternal:
+			// Sent by the mechanism running (Fast CNP, an FCN transit,
+			// the switch CNP): its format, and none of the Long-haul
+			// CNP's fields, which its packet does not carry.
+			l.Format = externalFormat
 		}
-		l.Action = actionFromWire(lc.Action)
-		l.Parameter = ygot.Uint16(lc.Parameter)
-		l.CongestionLevel = ygot.Uint8(lc.CongLevel)
-		l.MetricType = metricFromWire(lc.MetricType)
-		l.MetricValue = ygot.Uint32(lc.MetricValue)
+		if lc.Format != lhcnp.FormatExternal {
+			l.Action = actionFromWire(lc.Action)
+			l.Parameter = ygot.Uint16(lc.Parameter)
+			l.CongestionLevel = ygot.Uint8(lc.CongLevel)
+			l.MetricType = metricFromWire(lc.MetricType)
+			l.MetricValue = ygot.Uint32(lc.MetricValue)
+		}
 		l.SourceAddress = ygot.String(lc.Flow.Src.String())
 		l.DestinationAddress = ygot.String(lc.Flow.Dst.String())
 		l.SourceQp = ygot.Uint32(lc.Flow.SrcQP)

@@ -22,6 +22,12 @@ func init() {
 			s := st.(switchcnp.State)
 			switchCNPState(root, s.Config, s.Counters, s.Sent)
 		},
+		format: func(st any) oc.E_LhcnpTypes_NotificationFormat {
+			if st.(switchcnp.State).Config.Enabled {
+				return oc.LhcnpTypes_NotificationFormat_STANDARD_CNP
+			}
+			return oc.LhcnpTypes_NotificationFormat_UNSET
+		},
 	})
 }
 

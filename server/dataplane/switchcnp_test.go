@@ -35,6 +35,12 @@ func TestSetSwitchCNP(t *testing.T) {
 	if d, k := r.uint(t, c+"/delayed-packets"), r.uint(t, c+"/congestion-confirmed"); d == 0 || k == 0 || k > d {
 		t.Errorf("delayed %d, confirmed %d", d, k)
 	}
+	// The queue's last CNP is a standard CNP, with none of a Long-haul
+	// CNP's fields.
+	if last := r.getJSON(t, q0+"/state/last-cnp"); !strings.Contains(last, `"lhcnp:format":"STANDARD_CNP"`) ||
+		strings.Contains(last, `"lhcnp:action"`) {
+		t.Errorf("%s/state/last-cnp = %s, want format STANDARD_CNP and no action", q0, last)
+	}
 	if got := r.uint(t, "/lhcnp/switch-cnp/state/buffer-share"); got != 1 {
 		t.Errorf("state buffer-share %d", got)
 	}
