@@ -267,16 +267,17 @@ func (n *Node) account(ps *portState, q *queueState, e *flowEntry, m *wire.LongH
 	// The per-action counters are the Long-haul CNPs' (cnp-*-sent); a
 	// Notifier's notification (Fast CNP, FCN) counts in SentExternal
 	// alone, whatever action the node chose for it.
-	switch action := m.Action; {
-	case f == FormatExternal:
-	case action == wire.ActionNotify:
-		q.counters.SentNotify++
-	case action == wire.ActionPause:
-		q.counters.SentPause++
-	case action == wire.ActionRateReduce:
-		q.counters.SentRateReduce++
-	case action == wire.ActionResume:
-		q.counters.SentResume++
+	if f != FormatExternal {
+		switch m.Action {
+		case wire.ActionNotify:
+			q.counters.SentNotify++
+		case wire.ActionPause:
+			q.counters.SentPause++
+		case wire.ActionRateReduce:
+			q.counters.SentRateReduce++
+		case wire.ActionResume:
+			q.counters.SentResume++
+		}
 	}
 	switch f {
 	case FormatICMPv6:

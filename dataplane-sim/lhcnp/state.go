@@ -189,19 +189,18 @@ func (n *Node) State(withFlows bool) State {
 		win = max(win, n.obsWindow(ps))
 		for prio := range netsim.NumPrio {
 			q := &ps.queues[prio]
+			qd, emr, qgr := ps.pt.QueueBytes(prio), q.emrAt(now), q.qgrAt(now)
 			// §5.4's conditions as they hold now, from the snapshot's QD,
 			// EMR and QGR: the node's own flags are updated at an enqueue
 			// only, and after the last packet they kept the busy queue's
 			// values (a queue idle for minutes read QD above K_max).
-			qdAbove := ps.pt.QueueBytes(prio) > q.kmax
-			emrAbove := q.cfg.VECNPercent > 0 && q.emrAt(now) > q.cfg.VECNPercent
-			qgrAbove := q.cfg.VGrowthBytesPerSec > 0 && q.qgrAt(now) > q.cfg.VGrowthBytesPerSec
+			qdAbove, emrAbove, qgrAbove := q.conditions(qd, emr, qgr)
 			p.Queues[prio] = QueueState{
 				ID: uint8(prio), Enabled: q.cfg.Enabled, KMaxBytes: q.kmax, KMinBytes: q.kmin,
 				MinCNPInterval: q.minInterval, ResumeHold: q.resumeHold,
-				QueueBytes: ps.pt.QueueBytes(prio), PeakQueueBytes: max(q.peak.at(now), ps.pt.QueueBytes(prio)),
-				ECNMarkingPercent: q.emrAt(now), QueueGrowthBytesPerSec: q.qgrAt(now), CongLevel: levelQD(ps.pt.QueueBytes(prio), q.kmin, q.kmax),
-				ECNMarkingActive: ps.pt.QueueBytes(prio) > q.kmin, QDAboveKMax: qdAbove, EMRAboveVECN: emrAbove,
+				QueueBytes: qd, PeakQueueBytes: max(q.peak.at(now), qd),
+				ECNMarkingPercent: emr, QueueGrowthBytesPerSec: qgr, CongLevel: levelQD(qd, q.kmin, q.kmax),
+				ECNMarkingActive: qd > q.kmin, QDAboveKMax: qdAbove, EMRAboveVECN: emrAbove,
 				QGRAboveVGrowth: qgrAbove, Flows: len(q.flows), LastCNP: q.last, Counters: q.counters,
 				PFCPauseFrames: st.PFCPauseTxPrio[prio], TxPackets: st.TxPrioPackets[prio], TxBytes: st.TxPrioBytes[prio],
 			}

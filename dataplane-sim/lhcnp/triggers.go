@@ -54,17 +54,23 @@ func (n *Node) active(ps *portState, q *queueState) bool {
 	return n.cfg.Enabled && ps.ic.Enabled && q.cfg.Enabled
 }
 
+// conditions are §5.4's three for a queue depth, a marking rate (percent)
+// and a growth rate (bytes per second): QD > K_max, EMR > V_ecn, QGR >
+// V_growth (a zero V_ecn or V_growth switches its trigger off).
+func (q *queueState) conditions(qd int64, emr float64, qgr int64) (qdAbove, emrAbove, qgrAbove bool) {
+	return qd > q.kmax, q.cfg.VECNPercent > 0 && emr > q.cfg.VECNPercent,
+		q.cfg.VGrowthBytesPerSec > 0 && qgr > q.cfg.VGrowthBytesPerSec
+}
+
 // evaluate checks the second-level conditions (§5.4) and fires when one
 // holds and the queue is not holding off.
 func (n *Node) evaluate(ps *portState, q *queueState, now engine.Time) {
-	qd := q.qd > q.kmax
 	// The EMR now, not that of the last window closed: its window closes
 	// at a dequeue or a mark, so the first packet after an idle spell
 	// longer than a window would find the marking rate of the last busy
 	// window (after a burst, 100 %) and fire on it (§3: the fraction of
 	// packets marked per unit time).
-	emr := q.cfg.VECNPercent > 0 && q.emrAt(now) > q.cfg.VECNPercent
-	qgr := q.cfg.VGrowthBytesPerSec > 0 && q.qgr > q.cfg.VGrowthBytesPerSec
+	qd, emr, qgr := q.conditions(q.qd, q.emrAt(now), q.qgr)
 	q.level = levelQD(q.qd, q.kmin, q.kmax)
 	if n.opts.externalTriggers {
 		return // another mechanism detects congestion (Fire)

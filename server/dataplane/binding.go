@@ -161,23 +161,20 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	})
 	// The notifications the node hands to another mechanism are that
 	// mechanism's, counted per queue in its leaf (at most one mode is on):
-	// the first kind that claims them.
+	// the first kind that claims them; and the last CNP one sent for the
+	// node has the format of the one running now.
 	var external queueCounter
-	for _, k := range kinds() {
-		if s, ok := states[k.name]; ok && k.queueCount != nil {
-			if external = k.queueCount(s); external != nil {
-				break
-			}
-		}
-	}
-	// The last CNP a mechanism sent for the node has that mechanism's
-	// format: the one running now.
 	format := oc.LhcnpTypes_NotificationFormat_UNSET
 	for _, k := range kinds() {
-		if s, ok := states[k.name]; ok && k.format != nil {
-			if format = k.format(s); format != oc.LhcnpTypes_NotificationFormat_UNSET {
-				break
-			}
+		s, ok := states[k.name]
+		if !ok {
+			continue
+		}
+		if external == nil && k.queueCount != nil {
+			external = k.queueCount(s)
+		}
+		if format == oc.LhcnpTypes_NotificationFormat_UNSET && k.format != nil {
+			format = k.format(s)
 		}
 	}
 	root := stateTree(&st, &cfg, b.ports, b.WallNS, external, format)
