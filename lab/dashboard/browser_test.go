@@ -162,7 +162,7 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{fx.DecisionReason, "confirmed", "alpha 0.5 → 0.25", "2" /* ISO date */} {
+	for _, want := range []string{fx.DecisionReason, "confirmed", "alpha 0.5 → 0.25", "2" /* ISO date */, "tighten", "better: J 1.84 → 1.21"} {
 		if !strings.Contains(row, want) {
 			t.Errorf("tuner table row %q lacks %q", row, want)
 		}

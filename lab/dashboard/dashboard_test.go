@@ -113,6 +113,14 @@ func TestAPI(t *testing.T) {
 	}
 	if len(qs.Tuner) != 1 || qs.Tuner[0].Reason == nil || *qs.Tuner[0].Reason != fx.DecisionReason || qs.Tuner[0].Rule != "kmax" {
 		t.Errorf("tuner decisions = %+v, want the fixture's one (rule kmax)", qs.Tuner)
+	} else {
+		// Its direction and judgement, read from the inputs the tuner
+		// recorded (tuner.Inputs's JSON keys).
+		a, in := qs.Tuner[0], fx.DecisionInputs
+		want := dashboard.Judgement{Keep: in.Judgement.Keep, ObjectiveBefore: in.Judgement.ObjectiveBefore, ObjectiveAfter: in.Judgement.ObjectiveAfter}
+		if a.Direction != in.Direction || a.Judgement == nil || *a.Judgement != want {
+			t.Errorf("decision's direction %q, judgement %+v; want %q, %+v", a.Direction, a.Judgement, in.Direction, want)
+		}
 	}
 
 	var q dashboard.QueueResponse

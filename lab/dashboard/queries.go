@@ -92,10 +92,28 @@ type TunerAction struct {
 	Before     json.RawMessage `json:"before"`
 	After      json.RawMessage `json:"after"`
 	Error      *string         `json:"error"`
+	// Direction is the decision's (tighten, loosen or hold; for a hold,
+	// the direction of the rule that held it back); "" on an operator's
+	// row and on rows written before the tuner recorded it.
+	Direction string `json:"direction,omitempty"`
+	// Judgement is the change's judgement (tuner.Judgement), null when
+	// the change was not judged (a hold, a change refused, lost, or
+	// undone before its judge window).
+	Judgement *Judgement `json:"judgement"`
 	// HoldUntil (Unix seconds) is set on an operator's row (outcome
 	// operator: a change the tuner did not make, a hold, a release): the
 	// tuner leaves the queue alone until then.
 	HoldUntil *float64 `json:"hold_until"`
+}
+
+// Judgement is a change's judgement as tuner_actions records it in its
+// inputs: Keep when the judge window's objective was no worse than the
+// one expected without the change (ObjectiveBefore), ObjectiveAfter the
+// judge window's.
+type Judgement struct {
+	Keep            bool    `json:"keep"`
+	ObjectiveBefore float64 `json:"objective_before"`
+	ObjectiveAfter  float64 `json:"objective_after"`
 }
 
 // QueuesResponse is GET /api/queues.
@@ -138,7 +156,10 @@ func tunerActions(ctx context.Context, db Querier, where string, args ...any) ([
 	rows, err := db.Query(ctx, `
 		SELECT id, extract(epoch FROM ts)::float8, target, interface, queue, reason, outcome, dry_run,
 		       COALESCE(before, 'null'::jsonb), COALESCE(after, 'null'::jsonb), error,
-		       extract(epoch FROM hold_until)::float8
+		       extract(epoch FROM hold_until)::float8, COALESCE(inputs ->> 'direction', ''),
+		       (inputs -> 'judgement' ->> 'keep')::boolean,
+		       (inputs -> 'judgement' ->> 'objective_before')::float8,
+		       (inputs -> 'judgement' ->> 'objective_after')::float8
 		FROM tuner_actions `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tuner_actions: %w", err)
@@ -146,9 +167,14 @@ func tunerActions(ctx context.Context, db Querier, where string, args ...any) ([
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TunerAction, error) {
 		var a TunerAction
 		var before, after []byte
+		var keep *bool
+		var jBefore, jAfter *float64
 		err := r.Scan(&a.ID, &a.Time, &a.Target, &a.Interface, &a.Queue, &a.Reason, &a.Outcome, &a.DryRun,
-			&before, &after, &a.Error, &a.HoldUntil)
+			&before, &after, &a.Error, &a.HoldUntil, &a.Direction, &keep, &jBefore, &jAfter)
 		a.Before, a.After = before, after
+		if keep != nil && jBefore != nil && jAfter != nil {
+			a.Judgement = &Judgement{Keep: *keep, ObjectiveBefore: *jBefore, ObjectiveAfter: *jAfter}
+		}
 		if a.Reason != nil {
 			text := ReadableReason(*a.Reason)
 			a.ReasonText = &text

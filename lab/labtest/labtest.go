@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/tuner"
 )
 
 // DB is what Fill writes through (*pgxpool.Pool, *pgx.Conn).
@@ -49,6 +50,9 @@ type Fixture struct {
 	// reason is DecisionReason.
 	Decision       time.Time
 	DecisionReason string
+	// DecisionInputs are the decision's inputs as the tuner records them
+	// (tuner.Inputs, JSON): its direction and its judgement.
+	DecisionInputs tuner.Inputs
 	Samples        int
 }
 
@@ -131,7 +135,11 @@ func Fill(ctx context.Context, db DB, start time.Time, seconds int) (Fixture, er
 	decisionAt := seconds / 2
 	fx := Fixture{Start: start, End: start.Add(time.Duration(seconds-1) * time.Second),
 		Decision:       start.Add(time.Duration(decisionAt)*time.Second + 500*time.Millisecond),
-		DecisionReason: "kmax: queue above K_max for 3 windows; alpha 0.5 -> 0.25"}
+		DecisionReason: "kmax: queue above K_max for 3 windows; alpha 0.5 -> 0.25",
+		// Judged better: the judge window's objective under the one
+		// expected without the change.
+		DecisionInputs: tuner.Inputs{Samples: 3, Rule: "kmax", Direction: "tighten",
+			Judgement: &tuner.Judgement{Keep: true, ObjectiveBefore: 1.84, ObjectiveAfter: 1.21}}}
 	const portBitsPerSec = 100_000_000_000
 	var bytes, notify, reduce, pause, resume [2]int64
 	for s := 0; s < seconds; s++ {
@@ -231,12 +239,16 @@ func (w *writer) write(ctx context.Context, db DB, fx Fixture) error {
 		VALUES ($1, 'labtest', $2, 1, $3, $4, $5)`, batchID, Congested.Target, len(w.samples), fx.Start, fx.End); err != nil {
 		return fmt.Errorf("ingest_ledger: %w", err)
 	}
+	inputs, err := json.Marshal(fx.DecisionInputs)
+	if err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, `INSERT INTO tuner_actions (ts, target, interface, queue, inputs, reason, before, after, outcome, dry_run)
-		VALUES ($1, $2, $3, $4, '{"windows": 3}', $5,
+		VALUES ($1, $2, $3, $4, $6, $5,
 		        '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.5, "v_growth_bytes_per_second": 1000000}',
 		        '{"kmax_mode": "BDP_ADAPTIVE", "alpha": 0.25, "v_growth_bytes_per_second": 1000000}',
 		        'confirmed', false)`,
-		fx.Decision, Congested.Target, Congested.Interface, Congested.ID, fx.DecisionReason); err != nil {
+		fx.Decision, Congested.Target, Congested.Interface, Congested.ID, fx.DecisionReason, inputs); err != nil {
 		return fmt.Errorf("tuner_actions: %w", err)
 	}
 	return tx.Commit(ctx)

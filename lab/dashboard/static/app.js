@@ -72,6 +72,16 @@
 
   // Changed settings of a decision, "alpha 0.5 → 0.25"; overload_cut,
   // which the tuner's JSON omits when off, as "overload_cut off → on".
+  // A change's judgement (its judge window's objective J against the one
+  // expected without it): "better" when kept, "worse" when it was judged
+  // to be undone; "–" when not judged (a hold, or a change refused, lost,
+  // or undone before its judge window).
+  function judgement(a) {
+    const j = a.judgement;
+    if (!j) return "–";
+    return `${j.keep ? "better" : "worse"}: J ${j.objective_before.toPrecision(3)} → ${j.objective_after.toPrecision(3)}`;
+  }
+
   function change(a) {
     const b = a.before || {}, f = a.after || {};
     const keys = new Set([...Object.keys(b), ...Object.keys(f)]);
@@ -450,7 +460,9 @@
         [fmtTime(a.t), "text"], [a.target, "text"],
         [a.interface === null ? "–" : `${a.interface} q${a.queue}`, "text"],
         [a.outcome + (a.dry_run ? " (dry run)" : ""), "text outcome-" + a.outcome],
-        [change(a), "text"], [(a.reason_text || a.reason || "") + (a.error ? ` (${a.error})` : ""), "text reason"],
+        [a.direction || "–", "text direction"],
+        [change(a), "text"], [judgement(a), a.judgement ? "text judged-" + (a.judgement.keep ? "better" : "worse") : "text"],
+        [(a.reason_text || a.reason || "") + (a.error ? ` (${a.error})` : ""), "text reason"],
       ];
       for (const [v, cls] of cells) {
         const td = document.createElement("td");
