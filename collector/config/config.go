@@ -230,6 +230,11 @@ func (t *Target) Check() error {
 			if !strings.HasPrefix(p, "/") {
 				return fmt.Errorf("%s.paths: %q does not start with /", sat, p)
 			}
+			// Parsed here, where a row or file is refused, not at the
+			// first Subscribe after it was taken.
+			if _, err := store.ParsePath(p); err != nil {
+				return fmt.Errorf("%s.paths: %w", sat, err)
+			}
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,13 @@ func TestSubscribeRequest(t *testing.T) {
 	}
 	if _, err := config.ParseSubscriptions([]byte(`[{"path": ["/x"]}]`)); err == nil {
 		t.Error("unknown key in the subscriptions column: no error")
+	}
+	// A path that does not parse is refused by the check, naming the
+	// target, the subscription and the key (it was taken, and failed at
+	// every Subscribe: FuzzSubscriptions found it).
+	bad := config.Target{Name: "n1", Address: "127.0.0.1:9339", Insecure: true,
+		Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp/interfaces/interface[name=wan"}}}}
+	if err := bad.Check(); err == nil || !strings.Contains(err.Error(), "targets[n1].subscriptions[0].paths: ") || !strings.Contains(err.Error(), "unterminated key") {
+		t.Errorf("unparsable path: %v, want targets[n1].subscriptions[0].paths: … unterminated key", err)
 	}
 }

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -30,4 +31,25 @@ func TestReadableReason(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzReadableReason: any reason text in tuner_actions (the tuner's, an
+// older tuner's, one written by hand) is shown, never a panic, and the
+// page's text stays valid UTF-8 when the reason was.
+func FuzzReadableReason(f *testing.F) {
+	for _, s := range []string{
+		"last change 1m3.2843s ago, cool-down 30s",
+		"the queue grows at 1.235e+07 B/s, above V_growth (5000000 B/s)",
+		"queueing delay 1.2 RTT_est (mean 0.9, last 1.2) above delay_high_rtt 1 with the link 97.0% used",
+		"pinned: 0.05 of packets dropped or paused (loss_high 0.0001); queue 30400000 B",
+		"1e999 B 9999999999999999999h -0s NaN B/s",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := ReadableReason(in)
+		if utf8.ValidString(in) && !utf8.ValidString(out) {
+			t.Fatalf("%q read as %q: not UTF-8", in, out)
+		}
+	})
 }
