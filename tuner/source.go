@@ -225,6 +225,19 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 			}
 		}
 		n := int64(inc + 0.5)
+		if leaf == "pfc-pause-frames" {
+			// A queue's pfc-pause-frames are the PAUSEs its interface sent
+			// upstream; a congested egress queue's leave by the interfaces
+			// its traffic arrives on, and its own read 0. Every queue of the
+			// priority is charged with the switch's (the simulator's
+			// switchPauses).
+			for kq := range wins {
+				if kq.queue == k.queue {
+					add(kq, at, func(s *policy.Sample) { s.Pauses += n })
+				}
+			}
+			return nil
+		}
 		add(k, at, func(s *policy.Sample) {
 			switch leaf {
 			case "bytes":
@@ -233,8 +246,6 @@ func (s *PGSource) Windows(ctx context.Context, target string, start, end time.T
 				s.Packets += n
 			case "dropped-packets":
 				s.Drops += n
-			case "pfc-pause-frames":
-				s.Pauses += n
 			case "cnp-notify-sent":
 				s.Notifications.Notify += n
 			case "cnp-pause-sent":

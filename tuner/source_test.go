@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -249,6 +250,40 @@ func TestPGSource(t *testing.T) {
 	pool.Close()
 	if _, err := NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(time.Second)); err == nil {
 		t.Error("Windows on a closed pool: no error")
+	}
+}
+
+// TestPGSourcePausesOfThePriority: a congested egress queue's PFC PAUSEs
+// leave by the interfaces its traffic arrives on (their queue's
+// pfc-pause-frames; its own reads 0): the window of every queue of that
+// priority counts the switch's, another priority's are not counted (the
+// simulator's TestTunerCountsTheSwitchsPauses).
+func TestPGSourcePausesOfThePriority(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := pgtest.New(t)
+	c := newCollectorRows(t, pool)
+	pgSourceWorkload(c)
+	for i := range 4 {
+		ts := t1.Add(time.Duration(i) * time.Second)
+		c.leaf("wan0", 0, "counters/pfc-pause-frames", ts, 0)
+		c.leaf("dc1", 0, "counters/pfc-pause-frames", ts, 5*i)
+		c.leaf("dc2", 0, "counters/pfc-pause-frames", ts, 2*i)
+		c.leaf("dc1", 3, "counters/pfc-pause-frames", ts, 100*i)
+	}
+	got, err := NewPGSource(pool).Windows(ctx, "n1", t1, t1.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(got, func(w QueueWindow) bool { return w.Interface == "wan0" && w.Queue == 0 })
+	if i < 0 {
+		t.Fatalf("windows %+v, none of wan0's queue 0", got)
+	}
+	var pauses []int64
+	for _, s := range got[i].Window.Samples {
+		pauses = append(pauses, s.Pauses)
+	}
+	if want := []int64{0, 7, 7, 7}; !cmp.Equal(pauses, want) {
+		t.Errorf("wan0 queue 0's pauses by sample %v, want %v (dc1's 5 and dc2's 2 a second; not dc1 queue 3's)", pauses, want)
 	}
 }
 

@@ -179,6 +179,7 @@ func simTime(t engine.Time) time.Time { return time.Unix(0, t.Nanos()).UTC() }
 func (t *tunerLoop) tick(now engine.Time) {
 	for ni, node := range t.m.Nodes {
 		st := node.State(false)
+		pauses := switchPauses(&st)
 		for _, ps := range st.Ports {
 			for prio := range ps.Queues {
 				qs := &ps.Queues[prio]
@@ -192,7 +193,7 @@ func (t *tunerLoop) tick(now engine.Time) {
 					if q.pt == nil {
 						continue
 					}
-					q.prev = queueCounts(qs)
+					q.prev = queueCounts(qs, pauses[prio])
 					// The first decision as soon as a window can hold
 					// min_samples: a new queue's window starts with it.
 					q.born = now
@@ -201,7 +202,7 @@ func (t *tunerLoop) tick(now engine.Time) {
 					t.order = append(t.order, q)
 					continue
 				}
-				c := queueCounts(qs)
+				c := queueCounts(qs, pauses[prio])
 				q.samples = append(q.samples, policy.Sample{Time: simTime(now),
 					QueueDepthBytes: qs.QueueBytes, PeakQueueDepthBytes: qs.QueueBytes,
 					GrowthRateBytesPerSec: qs.QueueGrowthBytesPerSec, ECNMarkingPercent: qs.ECNMarkingPercent,
@@ -229,15 +230,32 @@ func (t *tunerLoop) tick(now engine.Time) {
 }
 
 // queueCounts are the queue's counters as the gNMI target publishes them
-// (server/dataplane): the bytes and packets sent from the queue, its
-// drops, and the PFC PAUSE frames sent for its priority, so that the
-// simulated tuner's windows are the service's. (The node's own Packets
-// count data packets enqueued, and the port's TxBytes every priority's
-// frames and PFC's.)
-func queueCounts(qs *lhcnp.QueueState) counts {
+// (server/dataplane) and the service's tuner reads them (tuner.PGSource):
+// the bytes and packets sent from the queue, its drops, and pauses, the
+// PFC PAUSE frames the switch sent for the queue's priority on any of its
+// interfaces (switchPauses), so that the simulated tuner's windows are the
+// service's. (The node's own Packets count data packets enqueued, and the
+// port's TxBytes every priority's frames and PFC's.)
+func queueCounts(qs *lhcnp.QueueState, pauses int64) counts {
 	c := qs.Counters
-	return counts{tx: qs.TxBytes, packets: qs.TxPackets, drops: c.Drops, pauses: qs.PFCPauseFrames,
+	return counts{tx: qs.TxBytes, packets: qs.TxPackets, drops: c.Drops, pauses: pauses,
 		notif: policy.Notifications{Notify: c.SentNotify, Pause: c.SentPause, RateReduce: c.SentRateReduce, Resume: c.SentResume}}
+}
+
+// switchPauses are the PFC PAUSE frames the switch sent, by priority, on
+// all its interfaces. A queue's pfc-pause-frames counts those its own
+// interface sent upstream, and a congested egress queue's pauses leave by
+// the ports its traffic arrives on: its own reads 0 while the switch
+// pauses its senders for it. The tuner counts the priority's (every
+// congested queue of a priority is charged with all its pauses).
+func switchPauses(st *lhcnp.State) [netsim.NumPrio]int64 {
+	var out [netsim.NumPrio]int64
+	for _, ps := range st.Ports {
+		for prio := range ps.Queues {
+			out[prio] += ps.Queues[prio].PFCPauseFrames
+		}
+	}
+	return out
 }
 
 // orRTT is d, or when d is 0 the fraction of RTT_est.

@@ -683,10 +683,47 @@ func TestTunerCountsAreTheTargets(t *testing.T) {
 			SentNotify: 1, SentPause: 2, SentRateReduce: 3, SentResume: 4},
 		TxPackets: 201, TxBytes: 202, PFCPauseFrames: 203,
 	}
-	got := queueCounts(&qs)
-	want := counts{tx: 202, packets: 201, drops: 103, pauses: 203,
+	got := queueCounts(&qs, 7)
+	want := counts{tx: 202, packets: 201, drops: 103, pauses: 7,
 		notif: policy.Notifications{Notify: 1, Pause: 2, RateReduce: 3, Resume: 4}}
 	if got != want {
 		t.Errorf("queueCounts = %+v, want %+v", got, want)
+	}
+}
+
+// TestTunerCountsTheSwitchsPauses: with PFC, the PAUSEs a congested egress
+// queue causes leave by the ingress ports its traffic arrives on, so its own
+// pfc-pause-frames read 0; the tuner charges the queue with every PAUSE the
+// switch sent for its priority (switchPauses, as the service's PGSource
+// does). Mid-WAN with PFC on at a 1 MB ingress threshold: m1's WAN egress
+// queue sends none itself, m1 pauses n1 on its ingress, and the tuner's
+// windows on the congested queue count those pauses.
+func TestTunerCountsTheSwitchsPauses(t *testing.T) {
+	sc := load(t, "compare/mid-wan.yaml")
+	for i := range sc.Switches {
+		sc.Switches[i].Queue.PFC = scenario.PFC{Enabled: true, XOff: 1_000_000, XOn: 500_000}
+	}
+	sc.Tuner = &scenario.Tuner{}
+	m, _ := runObserved(t, sc, 40*time.Millisecond, nil)
+	st := m.Node("m1").State(false)
+	var own, all int64
+	var congested string
+	for _, ps := range st.Ports {
+		all += ps.Queues[0].PFCPauseFrames
+		if ps.Queues[0].Counters.Drops > 0 || ps.Queues[0].PeakQueueBytes > 1_000_000 {
+			congested, own = ps.Name, ps.Queues[0].PFCPauseFrames
+		}
+	}
+	if congested == "" || all == 0 || own != 0 {
+		t.Fatalf("m1: congested queue %q with %d PAUSEs of its own, %d on all ports; want a congested queue with none of its own and some on its ingress", congested, own, all)
+	}
+	var counted int64
+	for _, d := range m.TunerDecisions {
+		if d.Node == "m1" && d.Port == congested && d.Prio == 0 {
+			counted += d.Metrics.Pauses
+		}
+	}
+	if counted == 0 {
+		t.Errorf("m1 %s queue 0: the tuner's windows counted no PAUSE (the switch sent %d)", congested, all)
 	}
 }
