@@ -2,6 +2,8 @@ package dataplane_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -47,11 +49,23 @@ func newRig(t testing.TB) *rig {
 // configuration config (JSON_IETF).
 func newRigFrom(t testing.TB, file, config string) *rig {
 	t.Helper()
+	return newRigs(t, file, map[string]string{"n1": config})["n1"]
+}
+
+// newRigs serves the switches of the scenario file that configs names,
+// each with its initial configuration (JSON_IETF) and its own target, on
+// one engine (a rig's run advances them all and publishes its own state).
+func newRigs(t testing.TB, file string, configs map[string]string) map[string]*rig {
+	t.Helper()
 	sc, err := scenario.LoadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, err := dataplane.Build(sc, "n1", dataplane.BuildOptions{})
+	var served []dataplane.Served
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		served = append(served, dataplane.Served{Name: name})
+	}
+	nw, err := dataplane.BuildNetwork(sc, served, dataplane.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,18 +73,22 @@ func newRigFrom(t testing.TB, file, config string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.New()
-	b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports)
-	pub := dataplane.NewPublisher(s, st, b)
-	h := service.NewHandler(s, st, b, service.WithStatePublisher(pub))
-	if err := h.LoadJSON(context.Background(), []byte(config)); err != nil {
-		t.Fatalf("initial config: %v", err)
+	rigs := map[string]*rig{}
+	for i, sw := range nw.Switches {
+		st := store.New()
+		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports)
+		pub := dataplane.NewPublisher(s, st, b)
+		h := service.NewHandler(s, st, b, service.WithStatePublisher(pub))
+		if err := h.LoadJSON(context.Background(), []byte(configs[served[i].Name])); err != nil {
+			t.Fatalf("%s: initial config: %v", served[i].Name, err)
+		}
+		srv, err := service.New(service.WithInsecure(), service.WithGet(h), service.WithSet(h), service.WithCapabilities(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rigs[served[i].Name] = &rig{sw: sw, st: st, pub: pub, b: b, c: servicetest.Client(t, srv)}
 	}
-	srv, err := service.New(service.WithInsecure(), service.WithGet(h), service.WithSet(h), service.WithCapabilities(h))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &rig{sw: sw, st: st, pub: pub, b: b, c: servicetest.Client(t, srv)}
+	return rigs
 }
 
 // run advances the simulation to t (the engine runs on the test goroutine;
