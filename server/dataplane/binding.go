@@ -11,6 +11,8 @@
 // (mechanisms.go): how its YANG leaves translate into the plain
 // configuration of its dataplane package, which mechanism.Function it
 // creates on the node, and how that function's state is written back.
+// Each runs when its own leaf and the master switch (global enabled) are
+// on (translateAll).
 //
 // It is the only place where gen/ meets dataplane-sim/: the dataplane
 // knows nothing of YANG, the target nothing of the simulator.
@@ -70,6 +72,13 @@ type Binding struct {
 	// funcs are the mechanisms beside the node (registry), by name, each
 	// created the first time it is configured on.
 	funcs map[string]mechanism.Function
+	// master (global enabled) and configured (each mechanism's
+	// configuration, its own leaf as set) are the last configuration
+	// applied as configured, what the state echoes; what runs differs (the
+	// node's Long-haul CNP is off without a format, every mechanism off
+	// without the master switch). The engine goroutine's, as funcs.
+	master     bool
+	configured map[string]any
 }
 
 var _ service.Dataplane = (*Binding)(nil)
@@ -92,7 +101,7 @@ func NewBinding(sim Engine, node *lhcnp.Node, ports *Ports, opts ...BindingOptio
 	if !(o.speed > 0) {
 		o.speed = 1
 	}
-	b := &Binding{sim: sim, node: node, ports: ports, o: o, funcs: map[string]mechanism.Function{}}
+	b := &Binding{sim: sim, node: node, ports: ports, o: o, funcs: map[string]mechanism.Function{}, configured: map[string]any{}}
 	sim.Do(func() { b.simStart = sim.Now() })
 	if b.o.wallStart.IsZero() {
 		b.o.wallStart = time.Now()
@@ -131,12 +140,13 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	master := cfg.Enabled
 	ts, err := translateAll(l, &cfg, b.ports)
 	if err != nil {
 		return err
 	}
 	var aerr error
-	b.sim.Do(func() { aerr = b.applyMechanisms(ts, cfg) })
+	b.sim.Do(func() { aerr = b.applyMechanisms(ts, cfg, master) })
 	if aerr != nil {
 		return fmt.Errorf("%w: %w", service.ErrInvalidConfig, aerr)
 	}
@@ -151,13 +161,19 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	}
 	var st lhcnp.State
 	var cfg lhcnp.Config
-	states := map[string]any{}
+	var master bool
+	states, configured := map[string]any{}, map[string]any{}
 	b.sim.Do(func() {
 		for name, f := range b.funcs {
-			states[name] = f.State()
+			// A function created by a Set that then failed has had
+			// no configuration applied: left out until one is.
+			if c, ok := b.configured[name]; ok {
+				states[name], configured[name] = f.State(), c
+			}
 		}
 		st = b.node.State(!b.o.noFlows)
 		cfg = b.node.Config()
+		master = b.master
 	})
 	// The notifications the node hands to another mechanism are that
 	// mechanism's, counted per queue in its leaf (at most one mode is on):
@@ -166,25 +182,29 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	var external queueCounter
 	format := oc.LhcnpTypes_NotificationFormat_UNSET
 	for _, k := range kinds() {
-		s, ok := states[k.name]
+		c, ok := configured[k.name]
 		if !ok {
 			continue
 		}
 		if external == nil && k.queueCount != nil {
-			external = k.queueCount(s)
+			external = k.queueCount(c)
 		}
 		if format == oc.LhcnpTypes_NotificationFormat_UNSET && k.format != nil {
-			format = k.format(s)
+			format = k.format(c)
 		}
 	}
 	root := stateTree(&st, &cfg, b.ports, b.WallNS, external, format)
 	gs := root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateState()
+	// The master switch as configured: the node's own Enabled is the
+	// running mode's (a mechanism's detection, or Long-haul CNP, off
+	// without a format).
+	gs.Enabled = ygot.Bool(master)
 	gs.EngineLag = ygot.Uint64(uint64(max(b.sim.Lag(), 0)))
 	gs.EngineSpeed = ygot.Float64(b.o.speed)
 	env := stateEnv{ports: b.ports, wallNS: b.WallNS}
 	for _, k := range kinds() {
 		if s, ok := states[k.name]; ok {
-			k.state(root, s, env)
+			k.state(root, s, configured[k.name], env)
 		}
 	}
 	return root, nil

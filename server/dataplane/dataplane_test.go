@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,9 +180,9 @@ func TestSetChangesCNPGeneration(t *testing.T) {
 }
 
 // TestSetRejectedByNodeChangesNothing: a configuration the YANG types and
-// the model's rules accept but the node refuses (enabled without a format,
-// draft §6) is INVALID_ARGUMENT, and config, state and node stay as they
-// were.
+// the model's rules accept but the dataplane refuses (enabled without a
+// format and nothing else on, draft §6) is INVALID_ARGUMENT naming the
+// master switch, and config, state and node stay as they were.
 func TestSetRejectedByNodeChangesNothing(t *testing.T) {
 	r := newRig(t)
 	r.run(t, engine.Millisecond)
@@ -193,8 +194,8 @@ func TestSetRejectedByNodeChangesNothing(t *testing.T) {
 			{Path: store.MustPath(q0 + "/config/kmax"), Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: 2_000_000}}},
 			{Path: store.MustPath("/lhcnp/global/config/long-haul-cnp-rocev2"), Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: false}}},
 		}})
-	if status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("set: %v, want InvalidArgument", err)
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), masterConfig) || !strings.Contains(err.Error(), "§6") {
+		t.Fatalf("set: %v, want InvalidArgument naming %s and §6", err, masterConfig)
 	}
 	after := r.sw.Node.Config()
 	if after.FormatRoCEv2 != before.FormatRoCEv2 || after.Interfaces["n1:2"].Queues[0].KMaxBytes != 50_000_000 {

@@ -97,18 +97,22 @@ func init() {
 			c, err := FastCNPConfig(l, lc, ports)
 			return c, c.Enabled, err
 		},
+		off: func(cfg any) any {
+			c := cfg.(fastcnp.Config)
+			c.Enabled = false
+			return c
+		},
 		create: func(node *lhcnp.Node, _ any) (mechanism.Function, error) { return fastcnp.NewFunction(node) },
-		state: func(root *oc.Root, st any, v stateEnv) {
-			s := st.(fastcnp.State)
-			fastCNPState(root, s.Config, s.Counters, v.ports)
+		state: func(root *oc.Root, st, cfg any, v stateEnv) {
+			fastCNPState(root, cfg.(fastcnp.Config), st.(fastcnp.State).Counters, v.ports)
 		},
 		// Once the switch has had Fast CNP, the node's notifications
 		// count as Fast CNPs.
 		queueCount: func(any) queueCounter {
 			return func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FastCnpSent = n }
 		},
-		format: func(st any) oc.E_LhcnpTypes_NotificationFormat {
-			if st.(fastcnp.State).Config.Enabled {
+		format: func(cfg any) oc.E_LhcnpTypes_NotificationFormat {
+			if cfg.(fastcnp.Config).Enabled {
 				return oc.LhcnpTypes_NotificationFormat_FAST_CNP
 			}
 			return oc.LhcnpTypes_NotificationFormat_UNSET
@@ -116,8 +120,8 @@ func init() {
 	})
 }
 
-// fastCNPState writes the Fast CNP configuration in use and the counters
-// into the state tree.
+// fastCNPState writes the Fast CNP configuration as configured and the
+// counters into the state tree.
 func fastCNPState(root *oc.Root, c fastcnp.Config, n fastcnp.Counters, ports *Ports) {
 	l := root.GetOrCreateLhcnp()
 	l.GetOrCreateGlobal().GetOrCreateState().FastCnpEnabled = ygot.Bool(c.Enabled)

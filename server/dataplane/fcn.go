@@ -17,20 +17,25 @@ func init() {
 			pe, transit, err := FCNConfig(l, lc)
 			return fcn.Roles{PE: pe, Transit: transit}, pe.Enabled || transit.Enabled, err
 		},
+		off: func(cfg any) any {
+			r := cfg.(fcn.Roles)
+			r.PE.Enabled, r.Transit.Enabled = false, false
+			return r
+		},
 		create: func(node *lhcnp.Node, _ any) (mechanism.Function, error) { return fcn.NewFunction(node), nil },
-		state: func(root *oc.Root, st any, v stateEnv) {
+		state: func(root *oc.Root, st, cfg any, v stateEnv) {
 			s := st.(fcn.State)
-			fcnState(root, &s, v.wallNS)
+			fcnState(root, cfg.(fcn.Roles), &s, v.wallNS)
 		},
 		// A transit node's notifications are FCN messages.
-		queueCount: func(st any) queueCounter {
-			if !st.(fcn.State).Transit.Enabled {
+		queueCount: func(cfg any) queueCounter {
+			if !cfg.(fcn.Roles).Transit.Enabled {
 				return nil
 			}
 			return func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FcnSent = n }
 		},
-		format: func(st any) oc.E_LhcnpTypes_NotificationFormat {
-			if st.(fcn.State).Transit.Enabled {
+		format: func(cfg any) oc.E_LhcnpTypes_NotificationFormat {
+			if cfg.(fcn.Roles).Transit.Enabled {
 				return oc.LhcnpTypes_NotificationFormat_FCN
 			}
 			return oc.LhcnpTypes_NotificationFormat_UNSET
@@ -108,16 +113,16 @@ func fcnParams(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fcn.Config, error) {
 	return c, nil
 }
 
-// fcnState writes the configuration of the role in use, the counters
-// and the mappings into the state tree.
-func fcnState(root *oc.Root, v *fcn.State, wallNS func(engine.Time) uint64) {
+// fcnState writes the configuration of the role configured (r), the
+// counters and the mappings into the state tree.
+func fcnState(root *oc.Root, r fcn.Roles, v *fcn.State, wallNS func(engine.Time) uint64) {
 	l := root.GetOrCreateLhcnp()
-	role, c := oc.LhcnpTypes_FcnRole_DISABLED, v.PE
+	role, c := oc.LhcnpTypes_FcnRole_DISABLED, r.PE
 	switch {
-	case v.PE.Enabled:
+	case r.PE.Enabled:
 		role = oc.LhcnpTypes_FcnRole_INGRESS_PE
-	case v.Transit.Enabled:
-		role, c = oc.LhcnpTypes_FcnRole_TRANSIT, v.Transit
+	case r.Transit.Enabled:
+		role, c = oc.LhcnpTypes_FcnRole_TRANSIT, r.Transit
 	}
 	l.GetOrCreateGlobal().GetOrCreateState().FcnRole = role
 	f := l.GetOrCreateFcn()

@@ -139,8 +139,7 @@ func TestSetFCNTransit(t *testing.T) {
 			}
 		}
 	}
-	gnmicAt(t, pe.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp", "--update-value",
-		`{"global": {"config": {"enabled": true, "fcn-role": "INGRESS_PE"}}, "fcn": {"config": {"domain": ["2001:db8:f::/48"], "congestion-threshold": "100000000"}}}`)
+	gnmicAt(t, pe.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp", "--update-value", fcnPEConfig)
 	run(2 * engine.Millisecond)
 	if c := fcnCounters(t, pe.addr); c["mappings-created"] != 2 || c["encapsulated-packets"] == 0 || c["fcn-received"] != 0 {
 		t.Fatalf("pe1 before t1 is a transit node: %v, want 2 mappings, packets encapsulated, no FCN", c)
@@ -152,8 +151,7 @@ func TestSetFCNTransit(t *testing.T) {
 		t.Errorf("TRANSIT beside Long-haul CNP: want InvalidArgument naming fcn-role:\n%s", refused)
 	}
 
-	gnmicAt(t, tr.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp", "--update-value",
-		`{"global": {"config": {"enabled": true, "fcn-role": "TRANSIT"}}, "fcn": {"config": {"congestion-threshold": "200000"}}}`)
+	gnmicAt(t, tr.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp", "--update-value", fcnTransitConfig)
 	if role := gnmicAt(t, tr.addr, "get", "-e", "json_ietf", "--type", "state", "--path", "/lhcnp/global/state/fcn-role"); !strings.Contains(role, "TRANSIT") {
 		t.Errorf("fcn-role state: %s", role)
 	}

@@ -23,22 +23,29 @@ type mechanismKind struct {
 	// instead of being it.
 	beside bool
 	// translate reads the mechanism's leaves into its configuration,
-	// validated, and tells whether they turn it on; lc is the translated
-	// Long-haul CNP configuration (the leaves the mechanisms share).
-	// Errors name the YANG path.
+	// validated, and tells whether its own leaf turns it on (the master
+	// switch aside); lc is the translated Long-haul CNP configuration
+	// (the leaves the mechanisms share). Errors name the YANG path.
 	translate func(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) (cfg any, on bool, err error)
-	// create makes the function on node the first time cfg turns it on:
-	// off for a mode (Configure follows), configured for one beside.
+	// off returns cfg with the mechanism off and every other value kept:
+	// what runs while the master switch is off.
+	off func(cfg any) any
+	// create makes the function on node the first time its own leaf is
+	// on, with cfg, what runs (off while the master switch is): off for a
+	// mode (Configure follows), configured for one beside.
 	create func(node *lhcnp.Node, cfg any) (mechanism.Function, error)
-	// state writes the function's State into root.
-	state func(root *oc.Root, st any, v stateEnv)
+	// state writes the function's State into root, and cfg, the
+	// configuration as configured (on even while the master switch
+	// holds it off), as the state's echo of the config leaves.
+	state func(root *oc.Root, st, cfg any, v stateEnv)
 	// queueCount, if set, returns the per-queue counter leaf that the
-	// notifications the node hands to this mechanism count in, or nil.
-	queueCount func(st any) queueCounter
+	// notifications the node hands to this mechanism count in, or nil,
+	// from its configuration as configured.
+	queueCount func(cfg any) queueCounter
 	// format, if set, is the format of the notifications the node hands
-	// to this mechanism while it runs (UNSET when it does not): the last
-	// CNP's format when it went that way (lhcnp.FormatExternal).
-	format func(st any) oc.E_LhcnpTypes_NotificationFormat
+	// to this mechanism while it is configured on (UNSET when it is not):
+	// the last CNP's format when it went that way (lhcnp.FormatExternal).
+	format func(cfg any) oc.E_LhcnpTypes_NotificationFormat
 }
 
 // queueCounter sets one counter leaf of a queue.
@@ -75,41 +82,73 @@ func kinds() []mechanismKind {
 // translated is one mechanism's configuration from an intended tree.
 type translated struct {
 	kind mechanismKind
-	cfg  any
-	on   bool
+	// cfg is the configuration as configured, the state's echo; run is
+	// what runs: cfg, or cfg off while the master switch is off.
+	cfg, run any
+	// configured: the mechanism's own leaf is on; on: it runs (its own
+	// leaf and the master switch on).
+	configured, on bool
 }
 
-// translateAll translates every registered mechanism's leaves.
+// enabledPath is the master switch.
+const enabledPath = "/lhcnp/global/config/enabled"
+
+// translateAll translates every registered mechanism's leaves and applies
+// the master switch (lc.Enabled as ToConfig translated it) to them and to
+// lc, the node's Long-haul CNP configuration. The YANG model's master
+// switch: off, nothing marks or sends (the node's Long-haul CNP and its
+// first-level marks, every mechanism), whatever the other leaves say,
+// which are still validated and kept; on, a mechanism runs when its own
+// leaf is on, and the node sends Long-haul CNPs when a format is on. On
+// with no format (the node's check, §6: at least one) is accepted when
+// another mechanism runs, the node sending no Long-haul CNP; with nothing
+// to run it is refused naming the master switch: nothing would be sent.
 func translateAll(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) ([]translated, error) {
+	master := lc.Enabled
+	longHaul := lc.FormatICMPv6 || lc.FormatRoCEv2
+	other := false
 	var out []translated
 	for _, k := range kinds() {
-		cfg, on, err := k.translate(l, lc, ports)
+		cfg, configured, err := k.translate(l, lc, ports)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, translated{kind: k, cfg: cfg, on: on})
+		t := translated{kind: k, cfg: cfg, run: cfg, configured: configured, on: configured && master}
+		if !master {
+			t.run = k.off(cfg)
+		}
+		other = other || configured
+		out = append(out, t)
 	}
+	if master && !longHaul && !other {
+		return nil, invalid(enabledPath, "true with no Long-haul CNP format (long-haul-cnp-icmpv6, long-haul-cnp-rocev2) "+
+			"and no other mechanism on: nothing would be sent (§6: MUST support at least one format)")
+	}
+	lc.Enabled = master && longHaul
 	return out, nil
 }
 
 // applyMechanisms puts the served switch in the mode the configuration
-// asks for and the functions beside it, on the engine goroutine. The
-// translation refused the combinations that cannot coexist, so at most one
-// mode is on. A function is created the first time it is on; the modes
-// that exist are switched off first and the one on last (each sets the
-// node's mode), and the ports' observer is the one on (the node itself
-// for Long-haul CNP); the functions beside go beside it afterwards.
-func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config) error {
+// asks for and the functions beside it, on the engine goroutine, and keeps
+// the master switch and the mechanisms' configurations as configured for
+// the state's echo. The translation refused the combinations that cannot
+// coexist, so at most one mode is on. A function is created the first
+// time its own leaf is on, the master switch on or not (its state is
+// published from then on); the modes that exist are switched off first
+// and the one on last (each sets the node's mode), and the ports'
+// observer is the one on (the node itself for Long-haul CNP); the
+// functions beside go beside it afterwards.
+func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool) error {
 	for _, t := range ts {
 		if f := b.funcs[t.kind.name]; f != nil {
-			if err := f.Validate(t.cfg); err != nil {
+			if err := f.Validate(t.run); err != nil {
 				return err
 			}
 		}
 	}
 	for _, t := range ts {
-		if !t.kind.beside && t.on && b.funcs[t.kind.name] == nil {
-			f, err := t.kind.create(b.node, t.cfg)
+		if !t.kind.beside && t.configured && b.funcs[t.kind.name] == nil {
+			f, err := t.kind.create(b.node, t.run)
 			if err != nil {
 				return err
 			}
@@ -121,7 +160,7 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config) error {
 		if f := b.funcs[t.kind.name]; f != nil && !t.kind.beside {
 			modes++
 			if !t.on {
-				if err := f.Configure(t.cfg, lc); err != nil {
+				if err := f.Configure(t.run, lc); err != nil {
 					return err
 				}
 			}
@@ -130,7 +169,7 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config) error {
 	var active netsim.PortObserver = b.node
 	for _, t := range ts {
 		if f := b.funcs[t.kind.name]; f != nil && !t.kind.beside && t.on {
-			if err := f.Configure(t.cfg, lc); err != nil {
+			if err := f.Configure(t.run, lc); err != nil {
 				return err
 			}
 			active = f.Observer()
@@ -149,20 +188,24 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config) error {
 		}
 		f := b.funcs[t.kind.name]
 		switch {
-		case f == nil && !t.on:
-			continue // never enabled: stays absent
+		case f == nil && !t.configured:
+			continue // never configured: stays absent
 		case f == nil:
 			var err error
-			if f, err = t.kind.create(b.node, t.cfg); err != nil {
+			if f, err = t.kind.create(b.node, t.run); err != nil {
 				return err
 			}
 			b.funcs[t.kind.name] = f
 		default:
-			if err := f.Configure(t.cfg, lc); err != nil {
+			if err := f.Configure(t.run, lc); err != nil {
 				return err
 			}
 		}
 		mechanism.Beside(sw, f.Observer())
+	}
+	b.master = master
+	for _, t := range ts {
+		b.configured[t.kind.name] = t.cfg
 	}
 	return nil
 }

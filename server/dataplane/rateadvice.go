@@ -73,20 +73,25 @@ func init() {
 			c, err := RateAdviceConfig(l, lc)
 			return c, c.Enabled, err
 		},
+		off: func(cfg any) any {
+			c := cfg.(rateadvice.Config)
+			c.Enabled = false
+			return c
+		},
 		create: func(node *lhcnp.Node, cfg any) (mechanism.Function, error) {
 			return rateadvice.NewFunction(node.Switch(), cfg.(rateadvice.Config))
 		},
-		state: func(root *oc.Root, st any, v stateEnv) {
-			rateAdviceState(root, st.(rateadvice.State), v.ports, v.wallNS)
+		state: func(root *oc.Root, st, cfg any, v stateEnv) {
+			rateAdviceState(root, st.(rateadvice.State), cfg.(rateadvice.Config), v.ports, v.wallNS)
 		},
 	})
 }
 
-// rateAdviceState writes the configuration in use, the counters, the
-// flows' advice and each queue's rate-advice-sent (the node's monotonic
-// per-queue count, not a sum of the per-flow counts, which age out) into
-// the state tree.
-func rateAdviceState(root *oc.Root, st rateadvice.State, ports *Ports, wallNS func(engine.Time) uint64) {
+// rateAdviceState writes the configuration as configured (c), the
+// counters, the flows' advice and each queue's rate-advice-sent (the
+// node's monotonic per-queue count, not a sum of the per-flow counts,
+// which age out) into the state tree.
+func rateAdviceState(root *oc.Root, st rateadvice.State, c rateadvice.Config, ports *Ports, wallNS func(engine.Time) uint64) {
 	for _, p := range st.Ports {
 		for q, n := range p.Queues {
 			setQueueCount(root, ports, p.Port, uint8(q), n, func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) {
@@ -95,16 +100,16 @@ func rateAdviceState(root *oc.Root, st rateadvice.State, ports *Ports, wallNS fu
 		}
 	}
 	l := root.GetOrCreateLhcnp()
-	l.GetOrCreateGlobal().GetOrCreateState().RateAdviceEnabled = ygot.Bool(st.Config.Enabled)
+	l.GetOrCreateGlobal().GetOrCreateState().RateAdviceEnabled = ygot.Bool(c.Enabled)
 	ra := l.GetOrCreateRateAdvice()
 	s := ra.GetOrCreateState()
-	s.QueueBased = ygot.Bool(st.Config.QueueBased)
-	s.MinAdviceInterval = ygot.Uint32(uint32(st.Config.MinAdviceInterval / engine.Microsecond))
+	s.QueueBased = ygot.Bool(c.QueueBased)
+	s.MinAdviceInterval = ygot.Uint32(uint32(c.MinAdviceInterval / engine.Microsecond))
 	k := s.GetOrCreateCounters()
 	k.MessagesSent = ygot.Uint64(uint64(st.Counters.Sent))
 	k.PolicyAdvice = ygot.Uint64(uint64(st.Counters.PolicyAdvice))
 	k.QueueAdvice = ygot.Uint64(uint64(st.Counters.QueueAdvice))
-	for _, p := range st.Config.Policies {
+	for _, p := range c.Policies {
 		ps := ra.GetOrCreatePolicies().GetOrCreatePolicy(p.Name).GetOrCreateState()
 		ps.Name, ps.Precedence, ps.Rate = ygot.String(p.Name), ygot.Uint32(p.Precedence), ygot.Uint32(p.RateMbps)
 		if p.Src.IsValid() {

@@ -58,7 +58,7 @@ func TestRateAdviceSentPerQueue(t *testing.T) {
 	nw, sw := serveNetwork(t, "testdata/line.yaml", "n1")
 	n1 := sw[0]
 	gnmicAt(t, n1.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp", "--update-value",
-		`{"global": {"config": {"rate-advice-enabled": true}}, "rate-advice": {"policies": {"policy": [{"name": "p1", "config": {"name": "p1", "rate": 3000}}]}}}`)
+		`{"global": {"config": {"enabled": true, "rate-advice-enabled": true}}, "rate-advice": {"policies": {"policy": [{"name": "p1", "config": {"name": "p1", "rate": 3000}}]}}}`)
 	nw.Sim.Run(4 * engine.Millisecond)
 	if err := n1.pub.PublishNow(context.Background()); err != nil {
 		t.Fatal(err)

@@ -17,13 +17,18 @@ func init() {
 			c, err := SwitchCNPConfig(l, lc)
 			return c, c.Enabled, err
 		},
-		create: func(node *lhcnp.Node, _ any) (mechanism.Function, error) { return switchcnp.NewFunction(node), nil },
-		state: func(root *oc.Root, st any, _ stateEnv) {
-			s := st.(switchcnp.State)
-			switchCNPState(root, s.Config, s.Counters, s.Sent)
+		off: func(cfg any) any {
+			c := cfg.(switchcnp.Config)
+			c.Enabled = false
+			return c
 		},
-		format: func(st any) oc.E_LhcnpTypes_NotificationFormat {
-			if st.(switchcnp.State).Config.Enabled {
+		create: func(node *lhcnp.Node, _ any) (mechanism.Function, error) { return switchcnp.NewFunction(node), nil },
+		state: func(root *oc.Root, st, cfg any, _ stateEnv) {
+			s := st.(switchcnp.State)
+			switchCNPState(root, cfg.(switchcnp.Config), s.Counters, s.Sent)
+		},
+		format: func(cfg any) oc.E_LhcnpTypes_NotificationFormat {
+			if cfg.(switchcnp.Config).Enabled {
 				return oc.LhcnpTypes_NotificationFormat_STANDARD_CNP
 			}
 			return oc.LhcnpTypes_NotificationFormat_UNSET
@@ -73,7 +78,7 @@ func SwitchCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (switchcnp.Config, err
 	return c, nil
 }
 
-// switchCNPState writes the configuration in use and the counters.
+// switchCNPState writes the configuration as configured and the counters.
 func switchCNPState(root *oc.Root, c switchcnp.Config, n switchcnp.Counters, sent int64) {
 	s := root.GetOrCreateLhcnp().GetOrCreateSwitchCnp().GetOrCreateState()
 	s.Enabled = ygot.Bool(c.Enabled)

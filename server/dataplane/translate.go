@@ -67,13 +67,13 @@ func usec(v uint32) engine.Time { return engine.Time(v) * engine.Microsecond }
 
 // ToConfig translates the intended YANG configuration into the node's
 // configuration: lhcnp.DefaultConfig (which holds the YANG defaults)
-// overlaid with every leaf that is set. Fast CNP is translated by
-// FastCNPConfig; with it on, a Long-haul CNP format is refused (the two
-// cannot run on one node). Leaves of mechanisms the simulator does not
-// model here (FCN, Rate Advice) are accepted as long as they leave those
-// mechanisms off; turning one on is rejected, because the target only
-// claims what the dataplane does. Errors name the YANG path and wrap
-// target.ErrInvalidConfig.
+// overlaid with every leaf that is set. Its Enabled is the master switch
+// as configured; the Binding then runs the node's Long-haul CNP only with
+// a format on (translateAll). The other mechanisms' leaves are their
+// kinds' (FastCNPConfig, FCNConfig, RateAdviceConfig, SwitchCNPConfig);
+// Fast CNP on with a Long-haul CNP format is refused here (the two cannot
+// run on one node). Errors name the YANG path and wrap
+// service.ErrInvalidConfig.
 func ToConfig(l *oc.Lhcnp_Lhcnp, ports *Ports) (lhcnp.Config, error) {
 	c := lhcnp.DefaultConfig()
 	// The one YANG default lhcnp.DefaultConfig does not share: metric-type
