@@ -139,6 +139,9 @@ func fcnState(root *oc.Root, r fcn.Roles, v *fcn.State, wallNS func(engine.Time)
 	n, tn := &v.PECounters, &v.TransitCounters
 	k.FcnReceived = ygot.Uint64(uint64(n.FCNReceived))
 	k.CnpTranslated = ygot.Uint64(uint64(n.CNPTranslated))
+	// The PE sent them (the node counts only its direct CNPs), for
+	// congestion on a WAN node.
+	addNotificationsSent(root, nil, "", n.CNPTranslated)
 	k.UnknownFlowLabel = ygot.Uint64(uint64(n.UnknownFlowLabel))
 	k.MappingsCreated = ygot.Uint64(uint64(n.MappingsCreated))
 	k.MappingsAged = ygot.Uint64(uint64(n.MappingsAged))

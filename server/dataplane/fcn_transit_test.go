@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,46 @@ func TestSetFCNTransit(t *testing.T) {
 	if pc["fcn-received"] == 0 || pc["cnp-translated"] == 0 || pc["fcn-received"] > tc["fcn-sent"] || pc["unknown-flow-label"] != 0 {
 		t.Errorf("pe1: %v (t1 sent %d): want the FCN messages received and translated", pc, tc["fcn-sent"])
 	}
+	// The translated CNPs are switch-originated notifications: the node's
+	// notifications-sent counts them beside its interfaces' (the PE's
+	// direct CNPs, for its own ports); the old target left them out.
+	global := gnmicSum(t, pe.addr, "/lhcnp/global/state/counters/notifications-sent")
+	ports := gnmicSum(t, pe.addr, "/lhcnp/interfaces/interface/state/counters/notifications-sent")
+	if global != ports+pc["cnp-translated"] {
+		t.Errorf("pe1: notifications-sent %d, want its interfaces' %d and the %d CNPs translated", global, ports, pc["cnp-translated"])
+	}
+}
+
+// gnmicSum reads the state leaves at path (a wildcard's too) with gnmic
+// (JSON_IETF) and returns the sum of their values.
+func gnmicSum(t *testing.T, addr, path string) uint64 {
+	t.Helper()
+	out := gnmicAt(t, addr, "get", "-e", "json_ietf", "--type", "state", "--path", path)
+	var resp []struct {
+		Updates []struct {
+			Values map[string]json.RawMessage `json:"values"`
+		} `json:"updates"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp) == 0 {
+		t.Fatalf("gnmic get %s: %v\n%s", path, err, out)
+	}
+	var sum uint64
+	for _, r := range resp {
+		for _, u := range r.Updates {
+			for _, raw := range u.Values {
+				var s string
+				if json.Unmarshal(raw, &s) != nil {
+					s = string(raw)
+				}
+				n, err := strconv.ParseUint(s, 10, 64)
+				if err != nil {
+					t.Fatalf("gnmic get %s: %s", path, raw)
+				}
+				sum += n
+			}
+		}
+	}
+	return sum
 }
 
 // gnmicRefused runs gnmic expecting it to fail and returns its output.

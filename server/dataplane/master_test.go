@@ -168,9 +168,13 @@ func TestMasterSwitchWithoutLongHaulFormat(t *testing.T) {
 	if sent := r.uint(t, advice); sent == 0 {
 		t.Errorf("%s = 0, want Rate Advice running", advice)
 	}
-	const lhcnps = "/lhcnp/interfaces/interface[name=wan]/state/counters/notifications-sent"
-	if got := r.uint(t, lhcnps); got != 0 || r.sw.Node.Config().Enabled {
-		t.Errorf("%s = %d, node enabled %v: want no Long-haul CNP without a format", lhcnps, got, r.sw.Node.Config().Enabled)
+	// The queue's Long-haul CNPs by action (notifications-sent counts
+	// the Rate Advice messages too).
+	for _, action := range []string{"notify", "pause", "rate-reduce", "resume"} {
+		lhcnps := q0 + "/state/counters/cnp-" + action + "-sent"
+		if got := r.uint(t, lhcnps); got != 0 || r.sw.Node.Config().Enabled {
+			t.Errorf("%s = %d, node enabled %v: want no Long-haul CNP without a format", lhcnps, got, r.sw.Node.Config().Enabled)
+		}
 	}
 	if got := r.getJSON(t, masterState); got != "true" {
 		t.Errorf("%s = %s, want true", masterState, got)

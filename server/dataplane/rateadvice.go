@@ -90,14 +90,19 @@ func init() {
 // rateAdviceState writes the configuration as configured (c), the
 // counters, the flows' advice and each queue's rate-advice-sent (the
 // node's monotonic per-queue count, not a sum of the per-flow counts,
-// which age out) into the state tree.
+// which age out) into the state tree. The messages are switch-originated
+// notifications for congestion on the port: they count in its
+// notifications-sent and the node's.
 func rateAdviceState(root *oc.Root, st rateadvice.State, c rateadvice.Config, ports *Ports, wallNS func(engine.Time) uint64) {
 	for _, p := range st.Ports {
+		var sent int64
 		for q, n := range p.Queues {
 			setQueueCount(root, ports, p.Port, uint8(q), n, func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) {
 				k.RateAdviceSent = n
 			})
+			sent += n
 		}
+		addNotificationsSent(root, ports, p.Port, sent)
 	}
 	l := root.GetOrCreateLhcnp()
 	l.GetOrCreateGlobal().GetOrCreateState().RateAdviceEnabled = ygot.Bool(c.Enabled)

@@ -2,8 +2,6 @@ package dataplane_test
 
 import (
 	"context"
-	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -12,6 +10,14 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 )
+
+// ratePolicy turns Rate Advice on (/lhcnp, JSON_IETF; the master switch
+// with it) with one policy
+// that advises every flow 3 Gb/s.
+const ratePolicy = `{
+  "global": {"config": {"enabled": true, "rate-advice-enabled": true}},
+  "rate-advice": {"policies": {"policy": [{"name": "p1", "config": {"name": "p1", "rate": 3000}}]}}
+}`
 
 // TestSetRateAdvice: Rate Advice configured through gNMI runs beside
 // Long-haul CNP on the same switch (the two coexist): the senders get the
@@ -24,10 +30,7 @@ func TestSetRateAdvice(t *testing.T) {
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "policy[name=p1]/config/rate") {
 		t.Fatalf("policy without a rate: %v, want InvalidArgument naming its rate", err)
 	}
-	if err := r.setIETF("/lhcnp", `{
-  "global": {"config": {"rate-advice-enabled": true}},
-  "rate-advice": {"policies": {"policy": [{"name": "p1", "config": {"name": "p1", "rate": 3000}}]}}
-}`, false); err != nil {
+	if err := r.setIETF("/lhcnp", ratePolicy, false); err != nil {
 		t.Fatalf("enable rate advice: %v", err)
 	}
 	r.run(t, 4*engine.Millisecond)
@@ -57,39 +60,43 @@ func TestSetRateAdvice(t *testing.T) {
 func TestRateAdviceSentPerQueue(t *testing.T) {
 	nw, sw := serveNetwork(t, "testdata/line.yaml", "n1")
 	n1 := sw[0]
-	gnmicAt(t, n1.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp", "--update-value",
-		`{"global": {"config": {"enabled": true, "rate-advice-enabled": true}}, "rate-advice": {"policies": {"policy": [{"name": "p1", "config": {"name": "p1", "rate": 3000}}]}}}`)
+	gnmicAt(t, n1.addr, "set", "-e", "json_ietf", "--update-path", "/lhcnp", "--update-value", ratePolicy)
 	nw.Sim.Run(4 * engine.Millisecond)
 	if err := n1.pub.PublishNow(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	get := func(path string) uint64 {
-		t.Helper()
-		out := gnmicAt(t, n1.addr, "get", "-e", "json_ietf", "--type", "state", "--path", path)
-		var resp []struct {
-			Updates []struct {
-				Values map[string]json.RawMessage `json:"values"`
-			} `json:"updates"`
-		}
-		if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp) != 1 || len(resp[0].Updates) != 1 || len(resp[0].Updates[0].Values) != 1 {
-			t.Fatalf("gnmic get %s: %v\n%s", path, err, out)
-		}
-		for _, raw := range resp[0].Updates[0].Values {
-			var s string
-			if json.Unmarshal(raw, &s) != nil {
-				s = string(raw)
-			}
-			n, err := strconv.ParseUint(s, 10, 64)
-			if err != nil {
-				t.Fatalf("gnmic get %s: %s", path, raw)
-			}
-			return n
-		}
-		return 0
-	}
-	sent := get("/lhcnp/rate-advice/state/counters/messages-sent")
-	perQueue := get(q0 + "/state/counters/rate-advice-sent")
+	sent := gnmicSum(t, n1.addr, "/lhcnp/rate-advice/state/counters/messages-sent")
+	perQueue := gnmicSum(t, n1.addr, q0+"/state/counters/rate-advice-sent")
 	if sent == 0 || perQueue != sent {
 		t.Errorf("%s/state/counters/rate-advice-sent = %d, want the node's messages-sent %d (> 0)", q0, perQueue, sent)
+	}
+}
+
+// TestNotificationsSentCountRateAdvice: Rate Advice messages are
+// switch-originated notifications (the global notifications-sent: "all
+// formats and actions") for congestion on the port of the flows they
+// advise (the interface's: "all queues and formats"). Long-haul CNP sends
+// nothing here, so both equal the Rate Advice counts; the old target left
+// Rate Advice out of both (0).
+func TestNotificationsSentCountRateAdvice(t *testing.T) {
+	r := newRig(t)
+	if err := r.setIETF("/lhcnp", ratePolicy, false); err != nil {
+		t.Fatalf("enable rate advice: %v", err)
+	}
+	r.run(t, 4*engine.Millisecond)
+	if got := r.uint(t, q0+"/state/counters/cnp-rocev2-sent"); got != 0 {
+		t.Fatalf("cnp-rocev2-sent %d: the test wants no Long-haul CNP", got)
+	}
+	sent := r.uint(t, "/lhcnp/rate-advice/state/counters/messages-sent")
+	if sent == 0 {
+		t.Fatal("no Rate Advice sent")
+	}
+	for _, tt := range []struct{ path, want string }{
+		{"/lhcnp/global/state/counters/notifications-sent", "/lhcnp/rate-advice/state/counters/messages-sent"},
+		{"/lhcnp/interfaces/interface[name=wan]/state/counters/notifications-sent", q0 + "/state/counters/rate-advice-sent"},
+	} {
+		if got, want := r.uint(t, tt.path), r.uint(t, tt.want); got != want {
+			t.Errorf("%s = %d, want %s = %d", tt.path, got, tt.want, want)
+		}
 	}
 }

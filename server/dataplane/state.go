@@ -181,6 +181,37 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 	return root
 }
 
+// addNotificationsSent adds n notifications that a mechanism sent itself,
+// not through the node (Rate Advice messages, an FCN ingress PE's CNPs
+// translated from FCN messages), to the node's notifications-sent, which
+// stateTree wrote from the node's count: "all formats and actions". For
+// congestion on one of the switch's ports (port not ""), they count in its
+// interface's notifications-sent too; a translated CNP is for congestion
+// on a WAN node, on no port of this switch.
+func addNotificationsSent(root *oc.Root, ports *Ports, port string, n int64) {
+	if n == 0 {
+		return
+	}
+	add := func(c **uint64) { *c = ygot.Uint64(uint64(n) + deref(*c)) }
+	l := root.GetOrCreateLhcnp()
+	add(&l.GetOrCreateGlobal().GetOrCreateState().GetOrCreateCounters().NotificationsSent)
+	if port == "" {
+		return
+	}
+	if name, ok := ports.Interface(port); ok {
+		if it := l.GetInterfaces().GetInterface(name); it != nil {
+			add(&it.GetOrCreateState().GetOrCreateCounters().NotificationsSent)
+		}
+	}
+}
+
+func deref(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
 func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.QueueState, qc lhcnp.QueueConfig, wallNS func(engine.Time) uint64,
 	externalFormat oc.E_LhcnpTypes_NotificationFormat) {
 	s := q.GetOrCreateState()
