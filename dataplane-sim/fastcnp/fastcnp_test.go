@@ -328,6 +328,24 @@ func TestMarkingPolicy(t *testing.T) {
 	}
 }
 
+// TestMarkedAlongsideCountsMarks: MarkedAlongside (YANG
+// ecn-marked-alongside, "data packets marked CE alongside a Fast CNP")
+// counts the CE marks the port applied, nobody being known capable: every
+// mark of n1's ports. The port asks before its probability draw (marked
+// with ecn-pmax at the congestion threshold), so a count at the question,
+// as the old node made, counted the packets the draw left unmarked too.
+func TestMarkedAlongsideCountsMarks(t *testing.T) {
+	r := newRig(t, rigOpts{cfg: enabled(), rc: trusting()})
+	r.sim.Run(3 * engine.Millisecond)
+	var marks int64
+	for _, pt := range r.n1.Ports() {
+		marks += pt.Stats().ECNMarks
+	}
+	if got := r.node.Counters().MarkedAlongside; marks == 0 || got != marks {
+		t.Errorf("marked alongside %d, want the %d CE marks n1's ports applied (> 0)", got, marks)
+	}
+}
+
 // TestRateLimits: §5 RECOMMENDED rate limiting: Fast CNPs to one flow are
 // at least MinCNPInterval apart, and a port sends no more than its bucket
 // allows.

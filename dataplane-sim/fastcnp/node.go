@@ -253,8 +253,7 @@ func (n *Node) AllowMark(_ *netsim.Port, p *netsim.Packet) bool {
 		return true
 	}
 	if n.cfg.MarkUnknown && !n.capable(n.addrOf(p.Src)) {
-		n.counters.MarkedAlongside++
-		return true
+		return true // counted in OnMark if the port's draw marks it
 	}
 	n.counters.MarksWithheld++
 	return false
@@ -267,8 +266,16 @@ func (n *Node) OnEnqueue(pt *netsim.Port, p *netsim.Packet, q int64) { n.lh.OnEn
 // OnDequeue implements netsim.PortObserver.
 func (n *Node) OnDequeue(pt *netsim.Port, p *netsim.Packet, q int64) { n.lh.OnDequeue(pt, p, q) }
 
-// OnMark implements netsim.PortObserver.
-func (n *Node) OnMark(pt *netsim.Port, p *netsim.Packet, q int64) { n.lh.OnMark(pt, p, q) }
+// OnMark implements netsim.PortObserver. A mark while the node is on is
+// one AllowMark let through (a sender not known capable, MarkUnknown) and
+// the port's probability draw applied: MarkedAlongside counts it here, as
+// AllowMark runs before the draw.
+func (n *Node) OnMark(pt *netsim.Port, p *netsim.Packet, q int64) {
+	if n.cfg.Enabled {
+		n.counters.MarkedAlongside++
+	}
+	n.lh.OnMark(pt, p, q)
+}
 
 // OnDrop implements netsim.PortObserver.
 func (n *Node) OnDrop(pt *netsim.Port, p *netsim.Packet, q int64) { n.lh.OnDrop(pt, p, q) }
