@@ -191,9 +191,10 @@ wires:
 // TestProcessesJoinedByWires: the lab as separate processes joined by UDP
 // wires. Traffic crosses the wires (n1's WAN queue and n2's queue to dest
 // both count packets); when one process is killed, its neighbours see
-// their links down and count the frames they lose, the others keep
-// running; restarted, it joins the running clock, the links come back up
-// and the traffic resumes through it.
+// their links down and keep running (the frames they lose to a down link
+// are the port's DownDropPackets, which gNMI does not publish: dropped-
+// packets counts buffer overflows); restarted, it joins the running clock,
+// the links come back up and the traffic resumes through it.
 func TestProcessesJoinedByWires(t *testing.T) {
 	tests := []struct {
 		desc   string
@@ -233,12 +234,6 @@ func TestProcessesJoinedByWires(t *testing.T) {
 			for i, link := range tt.neighbours {
 				poll(ctx, t, tt.groups[i]+" sees link "+link+" down", func() bool {
 					return strings.Contains(procs[i].stderr.String(), `msg="wire: link down" link=`+link)
-				})
-			}
-			if n, ok := tt.neighbours[0]; ok && n == "wan" {
-				drops := rd.counter(ctx, addr["n1"], "wan", "dropped-packets")
-				poll(ctx, t, "n1 counts the frames lost to the down link", func() bool {
-					return rd.counter(ctx, addr["n1"], "wan", "dropped-packets") > drops
 				})
 			}
 			for i, p := range procs {

@@ -192,7 +192,12 @@ func (n *Node) OnDrop(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 		return
 	}
 	q := &ps.queues[p.Prio]
-	q.counters.Drops++
+	if pt.Out().Up() {
+		// A buffer overflow: the port drops for its link being down
+		// before it looks at the buffer, and counts those in its
+		// DownDropPackets.
+		q.counters.Drops++
+	}
 	q.dropAt, q.dropped = n.sim.Now(), true
 	if p.Kind != netsim.KindRoCE || !p.Opcode().IsData() || p.DestQP() == wire.GSIQP {
 		return

@@ -282,7 +282,9 @@ type QueueCounters struct {
 	// node withheld from flows it had cut in the episode
 	// (OneCutPerEpisode).
 	MarksSpared int64
-	Drops       int64
+	// Drops counts buffer overflows: not the packets lost because the
+	// egress link was down (netsim.PortStats.DownDropPackets).
+	Drops int64
 	// Sent by action (Long-haul CNPs: a Notifier's count in SentExternal
 	// only) and by format.
 	SentNotify, SentPause, SentRateReduce, SentResume int64

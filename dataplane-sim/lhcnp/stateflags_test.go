@@ -89,3 +89,30 @@ func TestDeferringNow(t *testing.T) {
 		t.Errorf("after the deferral's window, no notification since: deferring %v, deferring-flows %d, want false and 0", d, n)
 	}
 }
+
+// TestDropsAreBufferOverflows: a queue's Drops (YANG dropped-packets,
+// "packets dropped at the queue (buffer overflow)") counts the packets its
+// full buffer refused, not those lost because the egress link went down
+// (flushed from the queue, or routed to the port while down), which the
+// port counts in DownDropPackets alone.
+func TestDropsAreBufferOverflows(t *testing.T) {
+	cfg := testConfig(10_000_000, 100*engine.Microsecond)
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg, noRP: true})
+	pc := l.n1Out.Config()
+	pc.BufferBytes = 300_000
+	if err := l.n1Out.SetConfig(pc); err != nil {
+		t.Fatal(err)
+	}
+	drops := func() int64 { return l.node1.State(false).Ports[l.n1Out.Index()].Queues[0].Counters.Drops }
+	l.sim.Run(2 * engine.Millisecond)
+	st := l.n1Out.Stats()
+	if st.DropPackets == 0 || drops() != st.DropPackets {
+		t.Fatalf("2:1 into a 300 KB buffer: drops %d, want the port's overflows %d (> 0)", drops(), st.DropPackets)
+	}
+	overflows := drops()
+	l.n1Out.Out().SetUp(false)
+	l.sim.Run(3 * engine.Millisecond)
+	if st := l.n1Out.Stats(); st.DownDropPackets == 0 || drops() != overflows {
+		t.Errorf("the link down for 1 ms (%d packets lost to it): drops %d, want the %d overflows before", st.DownDropPackets, drops(), overflows)
+	}
+}
