@@ -49,3 +49,34 @@ func TestSetFCNIngressPE(t *testing.T) {
 		t.Errorf("mappings %s, want QP 100's", s)
 	}
 }
+
+// TestFCNStateEchoesConfigWhenDisabled: /lhcnp/fcn/state repeats the
+// /lhcnp/fcn/config in effect while fcn-role is DISABLED too, as the other
+// mechanisms' state does once they ran: here after a transit role. The old
+// target echoed the ingress PE's configuration then, which a switch that
+// never was one did not have: every leaf read 0.
+func TestFCNStateEchoesConfigWhenDisabled(t *testing.T) {
+	r := newRigFrom(t, "testdata/line6.yaml", lineConfig)
+	if err := r.setIETF("/lhcnp", `{
+  "global": {"config": {"long-haul-cnp-rocev2": false, "fcn-role": "TRANSIT"}},
+  "fcn": {"config": {"congestion-threshold": "1000000", "max-mappings": 1000, "aging-timeout": 30, "min-cnp-interval": 70}}
+}`, false); err != nil {
+		t.Fatalf("transit: %v", err)
+	}
+	r.run(t, engine.Millisecond)
+	if err := r.setIETF("/lhcnp/global/config", `{"long-haul-cnp-rocev2": true, "fcn-role": "DISABLED"}`, false); err != nil {
+		t.Fatalf("back to Long-haul CNP: %v", err)
+	}
+	r.run(t, 2*engine.Millisecond)
+	for _, tt := range []struct {
+		leaf string
+		want uint64
+	}{{"congestion-threshold", 1_000_000}, {"max-mappings", 1000}, {"aging-timeout", 30}, {"min-cnp-interval", 70}} {
+		if got := r.uint(t, "/lhcnp/fcn/state/"+tt.leaf); got != tt.want {
+			t.Errorf("fcn-role DISABLED: /lhcnp/fcn/state/%s = %d, want the configured %d", tt.leaf, got, tt.want)
+		}
+	}
+	if s := r.getJSON(t, "/lhcnp/global/state/fcn-role"); !strings.Contains(s, "DISABLED") {
+		t.Errorf("fcn-role state %s, want DISABLED", s)
+	}
+}
