@@ -419,7 +419,7 @@ func (n *Node) recompute(ps *portState, now engine.Time) error {
 		if q.resumeHold == 0 {
 			q.resumeHold = rtt
 		}
-		if n.cfg.Enabled && ic.Enabled && q.cfg.Enabled && !n.opts.externalTriggers {
+		if n.marks(ps, q) {
 			c.ECN[prio] = netsim.ECNConfig{Enabled: true, KMinBytes: q.kmin, KMaxBytes: q.kmax, PMax: q.cfg.PMax}
 		} else {
 			c.ECN[prio] = ps.origECN[prio]

@@ -113,7 +113,7 @@ type QueueState struct {
 	ECNMarkingPercent      float64 // EMR, last window
 	QueueGrowthBytesPerSec int64   // QGR, bytes per second, last interval
 	CongLevel              uint8
-	ECNMarkingActive       bool // QD above K_min
+	ECNMarkingActive       bool // the node marks the queue and QD is above K_min
 	// QDAboveKMax, EMRAboveVECN and QGRAboveVGrowth are §5.4's
 	// conditions as they hold at the snapshot (QD, EMR and QGR now).
 	QDAboveKMax     bool
@@ -200,7 +200,7 @@ func (n *Node) State(withFlows bool) State {
 				MinCNPInterval: q.minInterval, ResumeHold: q.resumeHold,
 				QueueBytes: qd, PeakQueueBytes: max(q.peak.at(now), qd),
 				ECNMarkingPercent: emr, QueueGrowthBytesPerSec: qgr, CongLevel: levelQD(qd, q.kmin, q.kmax),
-				ECNMarkingActive: qd > q.kmin, QDAboveKMax: qdAbove, EMRAboveVECN: emrAbove,
+				ECNMarkingActive: n.marks(ps, q) && qd > q.kmin, QDAboveKMax: qdAbove, EMRAboveVECN: emrAbove,
 				QGRAboveVGrowth: qgrAbove, Flows: len(q.flows), LastCNP: q.last, Counters: q.counters,
 				PFCPauseFrames: st.PFCPauseTxPrio[prio], TxPackets: st.TxPrioPackets[prio], TxBytes: st.TxPrioBytes[prio],
 			}

@@ -116,3 +116,34 @@ func TestDropsAreBufferOverflows(t *testing.T) {
 		t.Errorf("the link down for 1 ms (%d packets lost to it): drops %d, want the %d overflows before", st.DownDropPackets, drops(), overflows)
 	}
 }
+
+// TestECNMarkingActive: a queue's ecn-marking-active ("QD exceeds K_min:
+// the first-level response is active") holds when the node marks the queue
+// (it programs the port's ECN with its thresholds) and QD is above K_min;
+// a node, port or queue disabled marks nothing of its own, whatever QD.
+func TestECNMarkingActive(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		off  func(*Config)
+		want bool
+	}{
+		{"on", func(*Config) {}, true},
+		{"node disabled", func(c *Config) { c.Enabled = false }, false},
+		{"port disabled", func(c *Config) { c.Interface.Enabled = false }, false},
+		{"queue disabled", func(c *Config) { c.Interface.Queue.Enabled = false }, false},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(1_000_000, 100*engine.Microsecond)
+			tt.off(&cfg)
+			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg, noRP: true})
+			l.sim.Run(2 * engine.Millisecond)
+			s := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0]
+			if s.QueueBytes <= s.KMinBytes {
+				t.Fatalf("QD %d B, not above K_min %d B", s.QueueBytes, s.KMinBytes)
+			}
+			if s.ECNMarkingActive != tt.want {
+				t.Errorf("QD %d B above K_min %d B: ecn-marking-active %v, want %v", s.QueueBytes, s.KMinBytes, s.ECNMarkingActive, tt.want)
+			}
+		})
+	}
+}

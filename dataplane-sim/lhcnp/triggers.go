@@ -54,6 +54,14 @@ func (n *Node) active(ps *portState, q *queueState) bool {
 	return n.cfg.Enabled && ps.ic.Enabled && q.cfg.Enabled
 }
 
+// marks reports whether the node marks q (§5.4's first-level response):
+// it programs the port's ECN marking with q's thresholds when active and
+// no other mechanism detects congestion (WithExternalTriggers); otherwise
+// the port keeps the marking it had.
+func (n *Node) marks(ps *portState, q *queueState) bool {
+	return n.active(ps, q) && !n.opts.externalTriggers
+}
+
 // conditions are §5.4's three for a queue depth, a marking rate (percent)
 // and a growth rate (bytes per second): QD > K_max, EMR > V_ecn, QGR >
 // V_growth (a zero V_ecn or V_growth switches its trigger off).
