@@ -25,8 +25,8 @@ func TestInteropGnmic(t *testing.T) {
 
 	t.Run("capabilities", func(t *testing.T) {
 		out := gnmicOK(t, g("capabilities")...)
-		wantIn(t, "capabilities", out, "gNMI version: 0.10.0", "lhcnp, The lhcnp project, 2026-12-03",
-			"lhcnp-types, The lhcnp project, 2026-12-03", "- JSON_IETF", "- JSON", "- PROTO")
+		wantIn(t, "capabilities", out, "gNMI version: 0.10.0", "lhcnp, The lhcnp project, 2026-12-06",
+			"lhcnp-types, The lhcnp project, 2026-12-06", "- JSON_IETF", "- JSON", "- PROTO")
 	})
 
 	t.Run("get", func(t *testing.T) {

@@ -285,7 +285,7 @@ func TestInteropGNMICLI(t *testing.T) {
 
 	t.Run("capabilities", func(t *testing.T) {
 		out := cli(t, r.addr, "-capabilities")
-		wantAll(t, "capabilities", out, `name: "lhcnp"`, `organization: "The lhcnp project"`, `version: "2026-12-03"`,
+		wantAll(t, "capabilities", out, `name: "lhcnp"`, `organization: "The lhcnp project"`, `version: "2026-12-06"`,
 			"JSON_IETF", "PROTO", `gNMI_version: "0.10.0"`)
 	})
 	t.Run("get", func(t *testing.T) {

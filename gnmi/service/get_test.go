@@ -21,8 +21,8 @@ func TestCapabilities(t *testing.T) {
 	}
 	want := &gnmi.CapabilityResponse{
 		SupportedModels: []*gnmi.ModelData{
-			{Name: "lhcnp", Organization: "The lhcnp project", Version: "2026-12-03"},
-			{Name: "lhcnp-types", Organization: "The lhcnp project", Version: "2026-12-03"},
+			{Name: "lhcnp", Organization: "The lhcnp project", Version: "2026-12-06"},
+			{Name: "lhcnp-types", Organization: "The lhcnp project", Version: "2026-12-06"},
 		},
 		SupportedEncodings: []gnmi.Encoding{gnmi.Encoding_JSON_IETF, gnmi.Encoding_JSON, gnmi.Encoding_PROTO},
 		GNMIVersion:        "0.10.0",

@@ -28,9 +28,10 @@ func TestLhcnpModulesFollowStyle(t *testing.T) {
 // The testdata modules (good.yang, bad-*.yang) are small "widgets"
 // modules of their own (namespace urn:lhcnp:test:*), not copies of the
 // lhcnp modules: each has one revision, 2026-03-01, the lhcnp modules'
-// first, and keeps it when lhcnp.yang gets a new one (2026-12-03). No rule
-// reads a revision statement, so their date says nothing about the model;
-// the model itself is checked by TestLhcnpModulesFollowStyle.
+// first, and keeps it when lhcnp.yang gets a new one (2026-12-03,
+// 2026-12-06). No rule reads a revision statement, so their date says
+// nothing about the model; the model itself is checked by
+// TestLhcnpModulesFollowStyle.
 func TestGoodModule(t *testing.T) {
 	probs, err := Check([]string{"testdata/good.yang"})
 	if err != nil {

@@ -16488,7 +16488,11 @@ func (n *Lhcnp_Lhcnp_FlowTable_State_CountersPathAny) AgedOut() *Lhcnp_Lhcnp_Flo
 	return ps
 }
 
-// LearnFailures (leaf): Flows not learned because the table was full.
+// LearnFailures (leaf): Packets whose flow was not learned because the table was full
+// (replacement-policy NO_REPLACE) or, for CM messages, the CM
+// exchanges in progress filled it. Each packet of a flow not
+// learned counts, so a flow turned away counts once per packet:
+// the table keeps no memory of the flows it did not learn.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -16535,7 +16539,11 @@ func (n *Lhcnp_Lhcnp_FlowTable_State_CountersPath) LearnFailures() *Lhcnp_Lhcnp_
 	return ps
 }
 
-// LearnFailures (leaf): Flows not learned because the table was full.
+// LearnFailures (leaf): Packets whose flow was not learned because the table was full
+// (replacement-policy NO_REPLACE) or, for CM messages, the CM
+// exchanges in progress filled it. Each packet of a flow not
+// learned counts, so a flow turned away counts once per packet:
+// the table keeps no memory of the flows it did not learn.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"

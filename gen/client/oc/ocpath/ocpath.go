@@ -13207,7 +13207,11 @@ func (n *Lhcnp_FlowTable_CountersPathAny) AgedOut() *Lhcnp_FlowTable_Counters_Ag
 	return ps
 }
 
-// LearnFailures (leaf): Flows not learned because the table was full.
+// LearnFailures (leaf): Packets whose flow was not learned because the table was full
+// (replacement-policy NO_REPLACE) or, for CM messages, the CM
+// exchanges in progress filled it. Each packet of a flow not
+// learned counts, so a flow turned away counts once per packet:
+// the table keeps no memory of the flows it did not learn.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -13225,7 +13229,11 @@ func (n *Lhcnp_FlowTable_CountersPath) LearnFailures() *Lhcnp_FlowTable_Counters
 	return ps
 }
 
-// LearnFailures (leaf): Flows not learned because the table was full.
+// LearnFailures (leaf): Packets whose flow was not learned because the table was full
+// (replacement-policy NO_REPLACE) or, for CM messages, the CM
+// exchanges in progress filled it. Each packet of a flow not
+// learned counts, so a flow turned away counts once per packet:
+// the table keeps no memory of the flows it did not learn.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
