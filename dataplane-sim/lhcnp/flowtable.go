@@ -207,7 +207,7 @@ type FlowTableCounters struct {
 	Learned       int64 // entries created (data or CM)
 	LearnedCM     int64 // of which from a CM exchange
 	Aged          int64 // removed by the idle timeout
-	Evicted       int64 // replaced when the table was full
+	Evicted       int64 // replaced when the table was full (not those a smaller MaxEntries drops)
 	RemovedByCM   int64 // removed on a DREQ
 	LearnFailures int64 // packets (or CM messages) whose flow could not be learned: table full with NoReplace, or CM state full
 }

@@ -98,6 +98,33 @@ func TestFlowTableData(t *testing.T) {
 	}
 }
 
+// TestShrinkIsNotReplacement: lowering MaxEntries below the entries held
+// drops the least active ones (a flow-evicted event each), which is not
+// the replacement policy at work: the Evicted counter (YANG replaced,
+// "entries evicted by the replacement policy") does not count them.
+func TestShrinkIsNotReplacement(t *testing.T) {
+	cfg := testConfig(1<<30, engine.Millisecond)
+	l := newLine(t, lineOpts{cfg1: &cfg, noRP: true, noCM: true})
+	if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: 101, DstQPN: 201, NoCM: true}); err != nil {
+		t.Fatal(err)
+	}
+	l.sim.Run(100 * engine.Microsecond)
+	if n := l.node1.State(false).FlowTable.Entries; n != 2 {
+		t.Fatalf("%d entries, want the two flows", n)
+	}
+	cfg.FlowTable.MaxEntries = 1
+	if err := l.node1.ApplyConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	s := l.node1.State(false)
+	if s.FlowTable.Entries != 1 || s.FlowTable.Counters.Evicted != 0 {
+		t.Errorf("after the shrink to one entry: %d entries, replaced %d, want 1 and 0", s.FlowTable.Entries, s.FlowTable.Counters.Evicted)
+	}
+	if n := len(eventsOf(l.events1, EventFlowEvicted)); n != 1 {
+		t.Errorf("%d flow-evicted events, want the one entry shrunk away", n)
+	}
+}
+
 // cmFrame encodes a CM MAD from src to dst.
 func cmFrame(t *testing.T, src, dst netip.Addr, m wire.CMMessage) []byte {
 	t.Helper()

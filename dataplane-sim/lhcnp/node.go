@@ -185,10 +185,11 @@ func (n *Node) ApplyConfig(cfg Config) error {
 	for _, ps := range n.ports {
 		_ = n.configurePort(ps, now) // checked above
 	}
+	// Shrunk away, least active first: an event each, but not Evicted,
+	// which counts the replacement policy's work (YANG replaced).
 	for n.ft.len() > n.cfg.FlowTable.MaxEntries {
 		victim := n.ft.lru.tail
 		n.ft.unlink(victim)
-		n.ft.counters.Evicted++
 		n.dropEntry(victim, EventFlowEvicted, now)
 	}
 	if n.cfg.FlowTable.IdleTimeout != oldAging {

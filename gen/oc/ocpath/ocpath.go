@@ -35713,8 +35713,16 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_CountersPathAny) Su
 	return ps
 }
 
-// SuppressedFlowInterval (leaf): Notifications not sent because the flow had one less than the
-// minimum CNP interval ago.
+// SuppressedFlowInterval (leaf): Notifications not sent because of the node's last one to the
+// flow: it was less than the flow's per-flow interval ago
+// (min-cnp-interval, or RTT_est; with per-flow-rtt, the flow's
+// round trip to its source and two measurement intervals). With
+// per-flow-rtt, also a second cut within the congestion episode in
+// which the node cut the flow, while the queue falls or while the
+// cut sized for the flow's loop finds nothing more to take; with
+// repeat-resume too, a second cut of a flow with a short loop that
+// awaits its Resume while the queue is below K_min, and a Resume
+// before the last cut has reached the queue.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -35763,8 +35771,16 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_CountersPath) Suppr
 	return ps
 }
 
-// SuppressedFlowInterval (leaf): Notifications not sent because the flow had one less than the
-// minimum CNP interval ago.
+// SuppressedFlowInterval (leaf): Notifications not sent because of the node's last one to the
+// flow: it was less than the flow's per-flow interval ago
+// (min-cnp-interval, or RTT_est; with per-flow-rtt, the flow's
+// round trip to its source and two measurement intervals). With
+// per-flow-rtt, also a second cut within the congestion episode in
+// which the node cut the flow, while the queue falls or while the
+// cut sized for the flow's loop finds nothing more to take; with
+// repeat-resume too, a second cut of a flow with a short loop that
+// awaits its Resume while the queue is below K_min, and a Resume
+// before the last cut has reached the queue.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
