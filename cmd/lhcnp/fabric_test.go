@@ -125,8 +125,23 @@ type readers struct {
 	m map[string]gnmi.GNMIClient
 }
 
-// counter reads one queue counter of a switch (0 when unreachable).
+// counter reads one counter of a switch's queue 0 on iface (0 when
+// unreachable).
 func (r *readers) counter(ctx context.Context, addr, iface, leaf string) uint64 {
+	r.t.Helper()
+	return r.read(ctx, addr, iface, []*gnmi.PathElem{{Name: "queues"}, {Name: "queue", Key: map[string]string{"id": "0"}},
+		{Name: "state"}, {Name: "counters"}, {Name: leaf}})
+}
+
+// ifCounter reads one counter of a switch's interface (0 when
+// unreachable).
+func (r *readers) ifCounter(ctx context.Context, addr, iface, leaf string) uint64 {
+	r.t.Helper()
+	return r.read(ctx, addr, iface, []*gnmi.PathElem{{Name: "state"}, {Name: "counters"}, {Name: leaf}})
+}
+
+// read reads the counter at under interface iface of a switch.
+func (r *readers) read(ctx context.Context, addr, iface string, under []*gnmi.PathElem) uint64 {
 	t := r.t
 	t.Helper()
 	c, ok := r.m[addr]
@@ -134,9 +149,8 @@ func (r *readers) counter(ctx context.Context, addr, iface, leaf string) uint64 
 		c = gnmi.NewGNMIClient(dialGNMI(t, addr))
 		r.m[addr] = c
 	}
-	p := &gnmi.Path{Origin: "lhcnp", Elem: []*gnmi.PathElem{{Name: "lhcnp"}, {Name: "interfaces"},
-		{Name: "interface", Key: map[string]string{"name": iface}}, {Name: "queues"},
-		{Name: "queue", Key: map[string]string{"id": "0"}}, {Name: "state"}, {Name: "counters"}, {Name: leaf}}}
+	p := &gnmi.Path{Origin: "lhcnp", Elem: append([]*gnmi.PathElem{{Name: "lhcnp"}, {Name: "interfaces"},
+		{Name: "interface", Key: map[string]string{"name": iface}}}, under...)}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	resp, err := c.Get(cctx, &gnmi.GetRequest{Path: []*gnmi.Path{p}, Type: gnmi.GetRequest_STATE, Encoding: gnmi.Encoding_JSON_IETF})
@@ -191,9 +205,9 @@ wires:
 // TestProcessesJoinedByWires: the lab as separate processes joined by UDP
 // wires. Traffic crosses the wires (n1's WAN queue and n2's queue to dest
 // both count packets); when one process is killed, its neighbours see
-// their links down and keep running (the frames they lose to a down link
-// are the port's DownDropPackets, which gNMI does not publish: dropped-
-// packets counts buffer overflows); restarted, it joins the running clock,
+// their links down, count the frames they lose in the interface's
+// link-down-drops (dropped-packets counts buffer overflows) and keep
+// running; restarted, it joins the running clock,
 // the links come back up and the traffic resumes through it.
 func TestProcessesJoinedByWires(t *testing.T) {
 	tests := []struct {
@@ -234,6 +248,12 @@ func TestProcessesJoinedByWires(t *testing.T) {
 			for i, link := range tt.neighbours {
 				poll(ctx, t, tt.groups[i]+" sees link "+link+" down", func() bool {
 					return strings.Contains(procs[i].stderr.String(), `msg="wire: link down" link=`+link)
+				})
+			}
+			if n, ok := tt.neighbours[0]; ok && n == "wan" {
+				lost := rd.ifCounter(ctx, addr["n1"], "wan", "link-down-drops")
+				poll(ctx, t, "n1 counts the frames lost to the down link", func() bool {
+					return rd.ifCounter(ctx, addr["n1"], "wan", "link-down-drops") > lost
 				})
 			}
 			for i, p := range procs {

@@ -94,6 +94,10 @@ type PortState struct {
 	// shared by its queues (0: not limited).
 	PFCPausesSent int64
 	Drops         int64
+	// LinkDownDrops are the packets the port lost because its link was
+	// down (netsim.PortStats.DownDropPackets); a queue's Drops count its
+	// buffer overflows.
+	LinkDownDrops int64
 	BufferBytes   int64
 	Queues        [netsim.NumPrio]QueueState
 }
@@ -185,7 +189,8 @@ func (n *Node) State(withFlows bool) State {
 		st := n.sw.Ports()[ps.idx].Stats()
 		p := PortState{Name: ps.name, Enabled: ps.ic.Enabled, PortRateBitsPerSec: ps.rateBitsPerSec, RTTSource: ps.ic.RTTSource,
 			RTTEst: ps.rtt, RTTUpdates: ps.rttUpdates, RTTUpdatedAt: ps.rttUpdateAt, Counters: ps.counters,
-			PFCPausesSent: st.PFCPauseTx, Drops: st.DropPackets, BufferBytes: ps.pt.Config().BufferBytes}
+			PFCPausesSent: st.PFCPauseTx, Drops: st.DropPackets, LinkDownDrops: st.DownDropPackets,
+			BufferBytes: ps.pt.Config().BufferBytes}
 		win = max(win, n.obsWindow(ps))
 		for prio := range netsim.NumPrio {
 			q := &ps.queues[prio]

@@ -88,6 +88,7 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		ctr.NotificationsSent = ygot.Uint64(uint64(ps.Counters.NotificationsSent))
 		ctr.SuppressedPortLimit = ygot.Uint64(uint64(ps.Counters.SuppressedPortLimit))
 		ctr.RttEstUpdates = ygot.Uint64(uint64(ps.RTTUpdates))
+		ctr.LinkDownDrops = ygot.Uint64(uint64(ps.LinkDownDrops))
 		sent += uint64(ps.Counters.NotificationsSent)
 		for qi := range ps.Queues {
 			qs := &ps.Queues[qi]

@@ -38567,6 +38567,25 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_StatePathAny) RttSource() *Lhcnp_Lhcnp
 	return ps
 }
 
+// Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_LinkDownDropsPath represents the /lhcnp/lhcnp/interfaces/interface/state/counters/link-down-drops YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_LinkDownDropsPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.SingletonQuery[uint64]
+}
+
+// Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_LinkDownDropsPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/state/counters/link-down-drops YANG schema element.
+type Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_LinkDownDropsPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+	ygnmi.WildcardQuery[uint64]
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_LinkDownDropsPath) PathOriginName() string {
+	return ""
+}
+
 // Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_NotificationsSentPath represents the /lhcnp/lhcnp/interfaces/interface/state/counters/notifications-sent YANG schema element.
 type Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_NotificationsSentPath struct {
 	*ygnmi.NodePath
@@ -38639,6 +38658,106 @@ type Lhcnp_Lhcnp_Interfaces_Interface_State_CountersPathAny struct {
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Lhcnp_Interfaces_Interface_State_CountersPath) PathOriginName() string {
 	return "openconfig"
+}
+
+// LinkDownDrops (leaf): Packets the port lost because its link was down: in flight
+// when it went down, flushed from its queues, or sent to it while
+// down. Buffer overflows are counted per queue
+// (dropped-packets).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "link-down-drops"
+//	Path from root:       "/lhcnp/interfaces/interface/state/counters/link-down-drops"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_State_CountersPath) LinkDownDrops() *Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_LinkDownDropsPath {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_LinkDownDropsPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"link-down-drops"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.SingletonQuery = ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Lhcnp_Interfaces_Interface_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_State_Counters).LinkDownDrops
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
+}
+
+// LinkDownDrops (leaf): Packets the port lost because its link was down: in flight
+// when it went down, flushed from its queues, or sent to it while
+// down. Buffer overflows are counted per queue
+// (dropped-packets).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "link-down-drops"
+//	Path from root:       "/lhcnp/interfaces/interface/state/counters/link-down-drops"
+func (n *Lhcnp_Lhcnp_Interfaces_Interface_State_CountersPathAny) LinkDownDrops() *Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_LinkDownDropsPathAny {
+	ps := &Lhcnp_Lhcnp_Interfaces_Interface_State_Counters_LinkDownDropsPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"link-down-drops"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	ps.WildcardQuery = ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Lhcnp_Interfaces_Interface_State_Counters",
+		true,
+		false,
+		true,
+		true,
+		false,
+		false,
+		ps,
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Lhcnp_Interfaces_Interface_State_Counters).LinkDownDrops
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Lhcnp_Interfaces_Interface_State_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+
+	return ps
 }
 
 // NotificationsSent (leaf): Notifications sent for congestion on this port, all queues and

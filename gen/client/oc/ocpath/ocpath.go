@@ -24419,6 +24419,105 @@ func (n *Lhcnp_InterfacePathMapAny) Config() ygnmi.WildcardQuery[map[string]*oc.
 	)
 }
 
+// Lhcnp_Interface_Counters_LinkDownDropsPath represents the /lhcnp/lhcnp/interfaces/interface/state/counters/link-down-drops YANG schema element.
+type Lhcnp_Interface_Counters_LinkDownDropsPath struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// Lhcnp_Interface_Counters_LinkDownDropsPathAny represents the wildcard version of the /lhcnp/lhcnp/interfaces/interface/state/counters/link-down-drops YANG schema element.
+type Lhcnp_Interface_Counters_LinkDownDropsPathAny struct {
+	*ygnmi.NodePath
+	parent ygnmi.PathStruct
+}
+
+// PathOrigin returns the name of the origin for the path object.
+func (n *Lhcnp_Interface_Counters_LinkDownDropsPath) PathOriginName() string {
+	return ""
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "link-down-drops"
+//	Path from root:       "/lhcnp/interfaces/interface/state/counters/link-down-drops"
+func (n *Lhcnp_Interface_Counters_LinkDownDropsPath) State() ygnmi.SingletonQuery[uint64] {
+	return ygnmi.NewSingletonQuery[uint64](
+		"Lhcnp_Interface_Counters",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"link-down-drops"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Counters).LinkDownDrops
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
+// State returns a Query that can be used in gNMI operations.
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "link-down-drops"
+//	Path from root:       "/lhcnp/interfaces/interface/state/counters/link-down-drops"
+func (n *Lhcnp_Interface_Counters_LinkDownDropsPathAny) State() ygnmi.WildcardQuery[uint64] {
+	return ygnmi.NewWildcardQuery[uint64](
+		"Lhcnp_Interface_Counters",
+		true,
+		false,
+		true,
+		true,
+		true,
+		false,
+		ygnmi.NewNodePath(
+			[]string{"link-down-drops"},
+			nil,
+			n.parent,
+		),
+		func(gs ygot.ValidatedGoStruct) (uint64, bool) {
+			ret := gs.(*oc.Lhcnp_Interface_Counters).LinkDownDrops
+			if ret == nil {
+				var zero uint64
+				return zero, false
+			}
+			return *ret, true
+		},
+		func() ygot.ValidatedGoStruct { return new(oc.Lhcnp_Interface_Counters) },
+		func() *ytypes.Schema {
+			return &ytypes.Schema{
+				Root:       &oc.Root{},
+				SchemaTree: oc.SchemaTree,
+				Unmarshal:  oc.Unmarshal,
+			}
+		},
+		nil,
+		nil,
+	)
+}
+
 // Lhcnp_Interface_Counters_NotificationsSentPath represents the /lhcnp/lhcnp/interfaces/interface/state/counters/notifications-sent YANG schema element.
 type Lhcnp_Interface_Counters_NotificationsSentPath struct {
 	*ygnmi.NodePath
@@ -24729,6 +24828,48 @@ type Lhcnp_Interface_CountersPathAny struct {
 // PathOrigin returns the name of the origin for the path object.
 func (n *Lhcnp_Interface_CountersPath) PathOriginName() string {
 	return "openconfig"
+}
+
+// LinkDownDrops (leaf): Packets the port lost because its link was down: in flight
+// when it went down, flushed from its queues, or sent to it while
+// down. Buffer overflows are counted per queue
+// (dropped-packets).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "link-down-drops"
+//	Path from root:       "/lhcnp/interfaces/interface/state/counters/link-down-drops"
+func (n *Lhcnp_Interface_CountersPath) LinkDownDrops() *Lhcnp_Interface_Counters_LinkDownDropsPath {
+	ps := &Lhcnp_Interface_Counters_LinkDownDropsPath{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"link-down-drops"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
+}
+
+// LinkDownDrops (leaf): Packets the port lost because its link was down: in flight
+// when it went down, flushed from its queues, or sent to it while
+// down. Buffer overflows are counted per queue
+// (dropped-packets).
+//
+//	Defining module:      "lhcnp"
+//	Instantiating module: "lhcnp"
+//	Path from parent:     "link-down-drops"
+//	Path from root:       "/lhcnp/interfaces/interface/state/counters/link-down-drops"
+func (n *Lhcnp_Interface_CountersPathAny) LinkDownDrops() *Lhcnp_Interface_Counters_LinkDownDropsPathAny {
+	ps := &Lhcnp_Interface_Counters_LinkDownDropsPathAny{
+		NodePath: ygnmi.NewNodePath(
+			[]string{"link-down-drops"},
+			map[string]interface{}{},
+			n,
+		),
+		parent: n,
+	}
+	return ps
 }
 
 // NotificationsSent (leaf): Notifications sent for congestion on this port, all queues and
