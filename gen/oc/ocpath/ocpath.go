@@ -29482,8 +29482,14 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) OverloadCu
 // PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
 // window (when observation-window is not set) and the Resume hold
 // (when resume-hold-duration is not set) from the flow's round
-// trip to its source (source-rtt in the flow table) plus one
-// measurement interval, rather than from the port's RTT_est. The
+// trip to its source (source-rtt in the flow table), rather than
+// from the port's RTT_est: the per-flow interval is the round
+// trip plus two measurement intervals (the cut arrives within
+// one, the next measures the rate it left); the observation
+// window the round trip plus one, when shorter than the port's;
+// the Resume hold the longest round trip of the flows awaiting
+// Resume plus one (one measurement interval alone with
+// repeat-resume, which sizes each Resume to the spare rate). The
 // default, false, is the draft's one RTT_est; true is a
 // deviation that 5.8 allows (a node may adapt its intervals).
 //
@@ -29535,8 +29541,14 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) PerFlowRtt() 
 // PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
 // window (when observation-window is not set) and the Resume hold
 // (when resume-hold-duration is not set) from the flow's round
-// trip to its source (source-rtt in the flow table) plus one
-// measurement interval, rather than from the port's RTT_est. The
+// trip to its source (source-rtt in the flow table), rather than
+// from the port's RTT_est: the per-flow interval is the round
+// trip plus two measurement intervals (the cut arrives within
+// one, the next measures the rate it left); the observation
+// window the round trip plus one, when shorter than the port's;
+// the Resume hold the longest round trip of the flows awaiting
+// Resume plus one (one measurement interval alone with
+// repeat-resume, which sizes each Resume to the spare rate). The
 // default, false, is the draft's one RTT_est; true is a
 // deviation that 5.8 allows (a node may adapt its intervals).
 //
@@ -32644,8 +32656,14 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) PeakQueueDe
 // PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
 // window (when observation-window is not set) and the Resume hold
 // (when resume-hold-duration is not set) from the flow's round
-// trip to its source (source-rtt in the flow table) plus one
-// measurement interval, rather than from the port's RTT_est. The
+// trip to its source (source-rtt in the flow table), rather than
+// from the port's RTT_est: the per-flow interval is the round
+// trip plus two measurement intervals (the cut arrives within
+// one, the next measures the rate it left); the observation
+// window the round trip plus one, when shorter than the port's;
+// the Resume hold the longest round trip of the flows awaiting
+// Resume plus one (one measurement interval alone with
+// repeat-resume, which sizes each Resume to the spare rate). The
 // default, false, is the draft's one RTT_est; true is a
 // deviation that 5.8 allows (a node may adapt its intervals).
 //
@@ -32697,8 +32715,14 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) PerFlowRtt() *
 // PerFlowRtt (leaf): Take a flow's per-flow interval, its collaborative observation
 // window (when observation-window is not set) and the Resume hold
 // (when resume-hold-duration is not set) from the flow's round
-// trip to its source (source-rtt in the flow table) plus one
-// measurement interval, rather than from the port's RTT_est. The
+// trip to its source (source-rtt in the flow table), rather than
+// from the port's RTT_est: the per-flow interval is the round
+// trip plus two measurement intervals (the cut arrives within
+// one, the next measures the rate it left); the observation
+// window the round trip plus one, when shorter than the port's;
+// the Resume hold the longest round trip of the flows awaiting
+// Resume plus one (one measurement interval alone with
+// repeat-resume, which sizes each Resume to the spare rate). The
 // default, false, is the draft's one RTT_est; true is a
 // deviation that 5.8 allows (a node may adapt its intervals).
 //
