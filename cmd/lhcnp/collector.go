@@ -37,6 +37,11 @@ func parseCollector(args []string, environ func() []string, stderr io.Writer) (*
 		return nil, err
 	}
 	a.config = c.config
+	// The check collector.New makes, here where each problem can name
+	// the file's line of its key, or the variable or flag that set it.
+	if err := a.cfg.Check(); err != nil {
+		return nil, c.cc.Locate(err)
+	}
 	return a, nil
 }
 

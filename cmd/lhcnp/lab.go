@@ -202,7 +202,8 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 		return lab.Config{}, err
 	}
 	if cfg.Tuner {
-		if lc.Tuner, err = labTuner(cfg.TunerConfig); err != nil {
+		var tcc *cliconf.Config
+		if lc.Tuner, tcc, err = labTuner(cfg.TunerConfig); err != nil {
 			return lab.Config{}, err
 		}
 		lc.Tuner.DryRun = lc.Tuner.DryRun || cfg.DryRun
@@ -213,8 +214,8 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 		check := lc.Tuner
 		check.DB = "lab"
 		check.Switches = []tuner.SwitchConfig{{Name: "lab", Address: "lab", Insecure: true}}
-		if err := check.Validate(); err != nil && cfg.TunerConfig != "" {
-			return lab.Config{}, fmt.Errorf("%s: %w", cfg.TunerConfig, err)
+		if err := check.Validate(); err != nil && tcc != nil {
+			return lab.Config{}, tcc.Locate(err)
 		}
 	} else if cfg.TunerConfig != "" {
 		return lab.Config{}, usageError{fmt.Sprintf("--tuner-config %s: the tuner is off (--tuner=false)", cfg.TunerConfig)}
@@ -226,21 +227,21 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 // them the file path when one is given (tunerFile). The lab's tuner reads
 // the lab's database and tunes the lab's switches, so a file that names
 // either is refused rather than silently overridden.
-func labTuner(path string) (tuner.Config, error) {
+func labTuner(path string) (tuner.Config, *cliconf.Config, error) {
 	if path == "" {
-		return tuner.DefaultConfig(), nil
+		return tuner.DefaultConfig(), nil, nil
 	}
 	tc, cc, err := tunerFile(path)
 	if err != nil {
-		return tc, err
+		return tc, nil, err
 	}
 	if cc.InFile("db") {
-		return tc, fmt.Errorf("%s: db: the lab's tuner reads the lab's database; remove the key", path)
+		return tc, nil, cc.Locate(errors.New("db: the lab's tuner reads the lab's database; remove the key"))
 	}
 	if len(tc.Switches) > 0 {
-		return tc, fmt.Errorf("%s: switches: the lab's tuner tunes the lab's Long-haul CNP switches (the fabric file's); remove the key", path)
+		return tc, nil, cc.Locate(errors.New("switches: the lab's tuner tunes the lab's Long-haul CNP switches (the fabric file's); remove the key"))
 	}
-	return tc, nil
+	return tc, cc, nil
 }
 
 // tunerFile reads a tuner configuration file (lhcnp tuner --config's

@@ -527,10 +527,10 @@ func TestLabTunerConfig(t *testing.T) {
 		args       []string
 		want       []string
 	}{
-		{"a database", "db: postgres://x@y/z\n", nil, []string{"db.yaml", "db:", "the lab's database"}},
-		{"switches", "switches:\n  - {name: n1, address: 127.0.0.1:1}\n", nil, []string{"switches.yaml", "switches:"}},
-		{"an unknown key", "period: 2s\nperiode: 3s\n", nil, []string{"unknown.yaml", "periode"}},
-		{"a bad value", "period: 5s\nrollback_duration: 1s\n", nil, []string{"value.yaml", "rollback_duration"}},
+		{"a database", "db: postgres://x@y/z\n", nil, []string{"db.yaml:1: db:", "the lab's database"}},
+		{"switches", "switches:\n  - {name: n1, address: 127.0.0.1:1}\n", nil, []string{"switches.yaml:1: switches:"}},
+		{"an unknown key", "period: 2s\nperiode: 3s\n", nil, []string{"unknown.yaml:2", "periode"}},
+		{"a bad value", "period: 5s\nrollback_duration: 1s\n", nil, []string{"value.yaml:2: rollback_duration"}},
 		{"the tuner off", "period: 2s\n", []string{"--tuner=false"}, []string{"--tuner-config", "the tuner is off"}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {

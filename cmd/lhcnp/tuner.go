@@ -50,7 +50,9 @@ func parseTuner(args []string, environ func() []string, stderr io.Writer) (*tune
 	}
 	a.config = c.config
 	if err := a.cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", a.config, err)
+		// Each problem with the file's line of its key, or the variable
+		// or flag that set it.
+		return nil, c.cc.Locate(err)
 	}
 	return a, nil
 }

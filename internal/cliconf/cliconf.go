@@ -79,9 +79,12 @@ type Config struct {
 	flagOf   map[string]string
 	envAlias map[string]string
 	fields   map[string]field
-	// origin and inFile are filled by Load.
+	// origin and inFile are filled by Load, and path and lines: the
+	// file and the line of every key it sets (Locate).
 	origin map[string]string
 	inFile map[string]bool
+	path   string
+	lines  map[string]int
 }
 
 type options struct {
@@ -274,7 +277,7 @@ func (c *Config) define(name string, fv reflect.Value, usage string, t reflect.T
 // set on the command line (fs must have been parsed) onto the struct.
 func (c *Config) Load(path string) error {
 	k := koanf.New(".")
-	c.origin, c.inFile = map[string]string{}, map[string]bool{}
+	c.origin, c.inFile, c.path, c.lines = map[string]string{}, map[string]bool{}, path, map[string]int{}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -282,6 +285,10 @@ func (c *Config) Load(path string) error {
 		}
 		if err := checkStrict(path, data, reflect.TypeOf(c.dst).Elem()); err != nil {
 			return err
+		}
+		var doc yaml.Node
+		if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 {
+			keyLines(doc.Content[0], "", c.lines)
 		}
 		if err := k.Load(rawbytes.Provider(data), kyaml.Parser()); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
@@ -367,6 +374,111 @@ func (c *Config) Load(path string) error {
 	}
 	return nil
 }
+
+// keyLines records the line of every key under n, a mapping or a
+// sequence, at prefix: dotted keys (writer.batch_rows), and a sequence's
+// items by index (targets[0]) and, for a mapping with a name key, by name
+// (targets[n1]), as the commands' checks name them.
+func keyLines(n *yaml.Node, prefix string, lines map[string]int) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			if prefix != "" {
+				key = prefix + "." + key
+			}
+			lines[key] = n.Content[i].Line
+			keyLines(n.Content[i+1], key, lines)
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			at := fmt.Sprintf("%s[%d]", prefix, i)
+			lines[at] = item.Line
+			keyLines(item, at, lines)
+			if item.Kind != yaml.MappingNode {
+				continue
+			}
+			for j := 0; j+1 < len(item.Content); j += 2 {
+				if item.Content[j].Value == "name" && item.Content[j+1].Kind == yaml.ScalarNode {
+					named := prefix + "[" + item.Content[j+1].Value + "]"
+					lines[named] = item.Line
+					keyLines(item, named, lines)
+				}
+			}
+		}
+	}
+}
+
+// errKey matches the key an error of a command's check starts with
+// ("writer.batch_rows: must be positive", "targets[n1].subscriptions[0].paths: ...").
+var errKey = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*(?:\[[^\]]*\])*(?:\.[A-Za-z_][A-Za-z0-9_-]*(?:\[[^\]]*\])*)*): `)
+
+// Locate says where each line of err (a command's check of the loaded
+// configuration, each line starting with the key it is about) came from:
+// "FILE:LINE: " when the file of the last Load set the key (or, for a key
+// it does not set, the nearest enclosing one it does), the variable or
+// flag that set it otherwise, "FILE: " for a key left at its default when
+// a file was read. A line already naming the file is left as it is.
+func (c *Config) Locate(err error) error {
+	if err == nil {
+		return nil
+	}
+	msgs := strings.Split(err.Error(), "\n")
+	for i, m := range msgs {
+		msgs[i] = c.locate(m)
+	}
+	return &locatedError{msg: strings.Join(msgs, "\n"), err: err}
+}
+
+func (c *Config) locate(m string) string {
+	if c.path != "" && strings.HasPrefix(m, c.path) {
+		return m
+	}
+	g := errKey.FindStringSubmatch(m)
+	if g == nil {
+		if c.path != "" {
+			return c.path + ": " + m
+		}
+		return m
+	}
+	key := g[1]
+	if o := c.origin[key]; o != "" && o != c.path {
+		return o + ": " + m
+	}
+	for k := key; k != ""; k = parentKey(k) {
+		if line, ok := c.lines[k]; ok {
+			return fmt.Sprintf("%s:%d: %s", c.path, line, m)
+		}
+	}
+	if c.path != "" {
+		return c.path + ": " + m
+	}
+	return m
+}
+
+// parentKey is key without its last component (a.b[2].c → a.b[2] → a.b
+// → a), "" at the top.
+func parentKey(key string) string {
+	if strings.HasSuffix(key, "]") {
+		if i := strings.LastIndex(key, "["); i > 0 {
+			return key[:i]
+		}
+	}
+	if i := strings.LastIndex(key, "."); i > 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+// locatedError is an error with its lines located; errors.Is and As see
+// the check's error.
+type locatedError struct {
+	msg string
+	err error
+}
+
+func (e *locatedError) Error() string { return e.msg }
+func (e *locatedError) Unwrap() error { return e.err }
 
 // checkValues decodes every scalar key alone, so that a value that is not
 // of its key's type is an error naming where it came from (a variable: the

@@ -1,6 +1,7 @@
 package cliconf_test
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -315,5 +316,49 @@ func TestRenamesAliasesErrors(t *testing.T) {
 				t.Errorf("Register: %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestLocate: a command's check of the loaded configuration names each
+// key; Locate puts where its value came from in front: the file's line
+// for a key the file sets (a list item by index or by name, or the
+// nearest enclosing key the file sets), the variable or flag that set it,
+// the file alone for a default.
+func TestLocate(t *testing.T) {
+	var got conf
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c, path := layer(t, fs, &got, file, []string{"T_RATIO=2"}, []string{"--limit=9"})
+	check := errors.Join(
+		errors.New("writer.batch_rows: must be below 100"),
+		errors.New("items[b].tags: missing"),
+		errors.New("items[0].tags[1]: unknown tag"),
+		errors.New("writer.fsync: needs batch_rows above 1000"),
+		errors.New("ratio: 2 is above 1"),
+		errors.New("limit: 9 is odd"),
+		errors.New("dsn: a DSN without a host"),
+		errors.New("something without a key"),
+		errors.New(path+": already located"),
+	)
+	err := c.Locate(check)
+	want := strings.Join([]string{
+		path + ":3: writer.batch_rows: must be below 100",
+		path + ":8: items[b].tags: missing",
+		path + ":7: items[0].tags[1]: unknown tag",
+		path + ":2: writer.fsync: needs batch_rows above 1000",
+		"T_RATIO: ratio: 2 is above 1",
+		"--limit: limit: 9 is odd",
+		path + ":1: dsn: a DSN without a host",
+		path + ": something without a key",
+		path + ": already located",
+	}, "\n")
+	if err == nil || err.Error() != want {
+		t.Errorf("Locate:\n%v\nwant\n%s", err, want)
+	}
+	if !errors.Is(err, check) {
+		t.Error("the located error does not wrap the check's")
+	}
+	if c.Locate(nil) != nil {
+		t.Error("Locate(nil) is not nil")
 	}
 }

@@ -1,6 +1,7 @@
 package cliconf_test
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -30,6 +31,12 @@ func FuzzLoad(f *testing.F) {
 		}
 		if err := c.Load(p); err != nil && !strings.Contains(err.Error(), p) {
 			t.Errorf("error without the file name: %v", err)
+		}
+		// Any check's message, here the file's own lines, is located
+		// without a panic, one line for each.
+		msg := strings.ReplaceAll(body, "\r", "")
+		if got := c.Locate(errors.New(msg)); strings.Count(got.Error(), "\n") != strings.Count(msg, "\n") {
+			t.Errorf("Locate changed the number of lines: %q → %q", msg, got)
 		}
 	})
 }
