@@ -31,9 +31,19 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	// citusFenceSQL reads the epoch under lease.FenceLockSQL, without a
 	// row lock on the reference table (lease.FenceLockSQL says why).
 	citusFenceSQL = `SELECT epoch FROM leases WHERE target = $1 AND owner = $2`
-	seriesSQL     = `INSERT INTO series (id, target, path, schema_path, keys, yang_type, unit, first_seen)
-SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], $8::timestamptz[])
-ON CONFLICT (id) DO NOTHING`
+	// seriesSQL adds the series; one already stored keeps its row but
+	// for its YANG type and unit, which follow the model's revision the
+	// collector runs (a revision that fixes a leaf's units reaches the
+	// stored series at the collector's next start; a row without a type,
+	// '', undescribed, leaves them as stored). One row per id: a
+	// statement's upsert may not touch a row twice.
+	seriesSQL = `INSERT INTO series AS s (id, target, path, schema_path, keys, yang_type, unit, first_seen)
+SELECT DISTINCT ON (id) * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], $8::timestamptz[])
+  AS u(id, target, path, schema_path, keys, yang_type, unit, first_seen)
+ORDER BY id
+ON CONFLICT (id) DO UPDATE SET yang_type = EXCLUDED.yang_type, unit = EXCLUDED.unit
+WHERE EXCLUDED.yang_type <> ''
+  AND (s.yang_type, s.unit) IS DISTINCT FROM (EXCLUDED.yang_type, EXCLUDED.unit)`
 	latestSQL = `INSERT INTO latest (series_id, ts, v_int, v_float, v_num, v_bool, v_text, flags)
 SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::float8[], $5::numeric[], $6::bool[], $7::text[], $8::smallint[])
 ON CONFLICT (series_id) DO UPDATE SET ts = EXCLUDED.ts, v_int = EXCLUDED.v_int, v_float = EXCLUDED.v_float,

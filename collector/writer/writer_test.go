@@ -160,3 +160,54 @@ func TestBadRowsSplitOut(t *testing.T) {
 		t.Errorf("batches_total{outcome=partial} = %v, want 1", got)
 	}
 }
+
+// TestSeriesFollowTheModel: a series stored by a collector of an earlier
+// model revision (flow-table learn-failures in "entries" before
+// 2026-12-06) takes the unit and type of the revision the collector runs
+// when it writes the series again, keeping its first_seen; a row without
+// a type (undescribed) leaves them as stored; a batch naming one series
+// twice is stored (the upsert touches each row once).
+func TestSeriesFollowTheModel(t *testing.T) {
+	pool, _ := pgtest.New(t)
+	ctx := context.Background()
+	const path = "/lhcnp/flow-table/state/counters/learn-failures"
+	id := rows.SeriesID("sw1", path)
+	first := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path, keys, yang_type, unit, first_seen)
+		VALUES ($1, 'sw1', $2, $2, '{}', 'counter64', 'entries', $3)`, id, path, first); err != nil {
+		t.Fatal(err)
+	}
+	unit := func() (string, string, time.Time) {
+		var typ, u string
+		var fs time.Time
+		if err := pool.QueryRow(ctx, `SELECT yang_type, unit, first_seen FROM series WHERE id = $1`, id).Scan(&typ, &u, &fs); err != nil {
+			t.Fatal(err)
+		}
+		return typ, u, fs
+	}
+	write := func(s rows.Series, twice bool) {
+		t.Helper()
+		w, _, stop := newWriter(t, pool)
+		now := time.Now().UnixNano()
+		b := &rows.Batch{ID: rows.NewBatchID(), Collector: "c", Target: "sw1", Series: []rows.Series{s}}
+		if twice {
+			b.Series = append(b.Series, s)
+		}
+		b.Samples = []rows.Sample{{TS: now, SeriesID: id, Kind: rows.ValInt, Int: 7}}
+		w.Enqueue(b)
+		stop()
+	}
+	s := rows.Series{ID: id, Target: "sw1", Path: path, SchemaPath: path, YangType: "counter64", Unit: "packets", FirstSeen: time.Now().UnixNano()}
+	write(s, true)
+	if typ, u, fs := unit(); typ != "counter64" || u != "packets" || !fs.Equal(first) {
+		t.Errorf("after the new revision's write: %s %s first seen %v; want counter64 packets %v", typ, u, fs, first)
+	}
+	s.YangType, s.Unit = "", ""
+	write(s, false)
+	if typ, u, _ := unit(); typ != "counter64" || u != "packets" {
+		t.Errorf("after an undescribed row: %s %s, want counter64 packets kept", typ, u)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM samples WHERE series_id = $1`, id); n != 2 {
+		t.Errorf("%d samples, want 2 (one per batch)", n)
+	}
+}
