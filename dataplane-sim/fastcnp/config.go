@@ -103,9 +103,12 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid key.
+// Validate reports the first invalid key. The source address must be
+// IPv6 only while the function sends (Enabled): off, the switch's
+// source-address serves its other notifications, an IPv4 fabric's
+// Long-haul CNPs among them, and Fast CNP does not use it.
 func (c *Config) Validate() error {
-	if c.SourceAddress.IsValid() && !c.SourceAddress.Is6() {
+	if c.Enabled && c.SourceAddress.IsValid() && !c.SourceAddress.Is6() {
 		return cfgErr("source-address", "%v is not IPv6 (Fast CNP is IPv6 only, §3)", c.SourceAddress)
 	}
 	for i, p := range c.Domain {
@@ -159,10 +162,21 @@ func (c *Config) Validate() error {
 		key string
 		v   uint8
 	}{{"option-type", c.CodePoints.FastCNPOptType}, {"ioam-option-type", c.CodePoints.FastCNPIOAMOptType}} {
-		// §4: action bits 10, change bit 0.
-		if t.v&0xE0 != 0x80 {
-			return cfgErr(t.key, "%#02x: the three high-order bits must be 100 (act 10, chg 0, §4)", t.v)
+		if err := CheckOptionType(t.v); err != nil {
+			return cfgErr(t.key, "%v", err)
 		}
+	}
+	return nil
+}
+
+// CheckOptionType checks a Fast CNP destination option type (TBD1, TBD2;
+// YANG fast-cnp-option-type, fast-cnp-ioam-option-type), the rule
+// Validate applies, for a caller that names the value its own way (the
+// gNMI target, the code-point leaf).
+func CheckOptionType(v uint8) error {
+	// §4: action bits 10, change bit 0.
+	if v&0xE0 != 0x80 {
+		return fmt.Errorf("%#02x: the three high-order bits must be 100 (act 10, chg 0, §4)", v)
 	}
 	return nil
 }

@@ -432,7 +432,7 @@ func TestValidate(t *testing.T) {
 		mod  func(*Config)
 		key  string
 	}{
-		{"ipv4 source", func(c *Config) { c.SourceAddress = netip.MustParseAddr("10.0.0.1") }, "source-address"},
+		{"ipv4 source", func(c *Config) { c.Enabled, c.SourceAddress = true, netip.MustParseAddr("10.0.0.1") }, "source-address"},
 		{"capable prefix", func(c *Config) { c.CapableSenders = []netip.Prefix{{}} }, "capable-senders[0]"},
 		{"kmax", func(c *Config) { c.KMaxBytes = 0 }, "kmax"},
 		{"kmin", func(c *Config) { c.KMinBytes = -1 }, "kmin"},
@@ -462,6 +462,11 @@ func TestValidate(t *testing.T) {
 	d := DefaultConfig()
 	if err := d.Validate(); err != nil {
 		t.Errorf("default config: %v", err)
+	}
+	// Off, the switch's IPv4 source address is not Fast CNP's concern.
+	d.SourceAddress = netip.MustParseAddr("10.0.0.1")
+	if err := d.Validate(); err != nil {
+		t.Errorf("disabled, IPv4 source address: %v", err)
 	}
 }
 

@@ -43,18 +43,29 @@ type Config struct {
 	MaxFlowsPerTrigger int
 	// CNPDSCP and CNPPrio: the class of FCN messages and CNPs.
 	CNPDSCP, CNPPrio uint8
+	// SourceAddress is the source of the node's notifications, the
+	// switch's loopback: a PE's CNPs for the flows of its family, a
+	// transit node's FCN messages when it is IPv6; invalid, or of the
+	// other family: the switch's address.
+	SourceAddress netip.Addr
 	// CodePoints hold the FCN UDP port.
 	CodePoints wire.CodePoints
+	// FlowTable is the detection node's flow table (lhcnp's: CM and data
+	// learning, LRU, idle aging), whose flows a PE's CNPs and a transit
+	// node's FCN messages are for.
+	FlowTable lhcnp.FlowTableConfig
 }
 
 // DefaultConfig returns the defaults: off, the YANG model's table (65 536
-// mappings, 60 s aging), reports above 100 KB, one per flow per 50 µs.
+// mappings, 60 s aging), reports above 100 KB, one per flow per 50 µs,
+// lhcnp's flow table.
 func DefaultConfig() Config {
 	lc := lhcnp.DefaultConfig()
 	return Config{
 		MaxMappings: 65536, AgingTimeout: 60 * engine.Second, KMaxBytes: 100_000,
 		MinCNPInterval: 50 * engine.Microsecond, PortCNPRatePerSec: 1_000_000, PortCNPBurst: 100,
 		MaxFlowsPerTrigger: 4, CNPDSCP: lc.CNPDSCP, CNPPrio: lc.CNPPrio, CodePoints: wire.DefaultCodePoints(),
+		FlowTable: lc.FlowTable,
 	}
 }
 
@@ -65,11 +76,10 @@ func (c *Config) Validate() error {
 			return cfgErr(fmt.Sprintf("domain[%d]", i), "invalid prefix")
 		}
 	}
+	if err := CheckMaxMappings(c.MaxMappings); err != nil {
+		return cfgErr("max-mappings", "%v", err)
+	}
 	switch {
-	case c.MaxMappings < 1:
-		return cfgErr("max-mappings", "%d, must be at least 1", c.MaxMappings)
-	case c.MaxMappings > wire.MaxFCNFlowLabel:
-		return cfgErr("max-mappings", "%d, more than the %d flow labels", c.MaxMappings, wire.MaxFCNFlowLabel)
 	case c.AgingTimeout <= 0:
 		return cfgErr("aging-timeout", "%v, must be positive", c.AgingTimeout)
 	case c.KMaxBytes <= 0:
@@ -90,11 +100,27 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// CheckMaxMappings checks the ingress PE's table capacity (YANG
+// max-mappings), the rule Validate applies, for a caller that names the
+// value its own way (the gNMI target, the leaf's path): each mapping
+// takes one of the 2^20-1 flow labels.
+func CheckMaxMappings(n int) error {
+	switch {
+	case n < 1:
+		return fmt.Errorf("%d, must be at least 1", n)
+	case n > wire.MaxFCNFlowLabel:
+		return fmt.Errorf("%d, more than the %d flow labels", n, wire.MaxFCNFlowLabel)
+	}
+	return nil
+}
+
 // nodeConfig is the detection node's configuration: the QD trigger at
 // K_max, no Resume, no collaboration.
 func (c *Config) nodeConfig() lhcnp.Config {
 	lc := mechanism.DetectionConfig(c.Enabled, c.CNPDSCP, c.CNPPrio, mechanism.Limits{MinCNPInterval: c.MinCNPInterval,
 		PortCNPRatePerSec: c.PortCNPRatePerSec, PortCNPBurst: c.PortCNPBurst, MaxFlowsPerTrigger: c.MaxFlowsPerTrigger})
+	lc.SourceAddress = c.SourceAddress
+	lc.FlowTable = c.FlowTable
 	q := &lc.Interface.Queue
 	q.KMaxMode, q.KMaxBytes = lhcnp.KMaxExplicit, c.KMaxBytes
 	q.VECNPercent, q.VGrowthBytesPerSec = 0, 0

@@ -330,3 +330,71 @@ func TestWrapPE(t *testing.T) {
 		t.Errorf("pe %+v, transit %+v: want mappings and translated CNPs", c, tr.Counters())
 	}
 }
+
+// TestSourceAddress: the configured source address (the switch's
+// loopback, YANG source-address) is the source of the transit node's FCN
+// messages and of the PE's CNPs, and the detection nodes are given it;
+// the switches' addresses were used whatever was configured before (this
+// test failed then). It lies in the PE's domain, which still trusts the
+// messages.
+func TestSourceAddress(t *testing.T) {
+	cfg := enabled()
+	cfg.SourceAddress = netip.MustParseAddr("2001:db8:f::99")
+	r := newRig(t, rigOpts{cfg: cfg})
+	var fcnFrom []netip.Addr
+	r.pe1.SetLocalHandler(localFunc(func(_ *netsim.Switch, p *netsim.Packet) {
+		var f wire.Frame
+		if err := (&wire.Decoder{}).Decode(p.Frame(), &f); err == nil {
+			src, _ := f.IPAddrs()
+			fcnFrom = append(fcnFrom, src)
+		}
+		r.pe.HandleLocal(r.pe1, p)
+	}))
+	r.sim.Run(4 * engine.Millisecond)
+	if len(fcnFrom) == 0 || r.pe.Counters().CNPTranslated == 0 || r.pe.Counters().Untrusted != 0 {
+		t.Fatalf("%d FCN messages, PE %+v: want messages, trusted and translated", len(fcnFrom), r.pe.Counters())
+	}
+	for _, a := range fcnFrom {
+		if a != cfg.SourceAddress {
+			t.Errorf("FCN message from %v, want %v", a, cfg.SourceAddress)
+			break
+		}
+	}
+	fromSwitch := 0
+	for _, f := range r.cnps {
+		switch src, _ := f.IPAddrs(); src {
+		case cfg.SourceAddress:
+			fromSwitch++
+		case r.nodeAddr["pe1"], r.nodeAddr["t1"]:
+			t.Errorf("CNP from the switch's address %v, want %v", src, cfg.SourceAddress)
+			return
+		}
+	}
+	if fromSwitch == 0 {
+		t.Errorf("no CNP from %v reached a sender", cfg.SourceAddress)
+	}
+	for _, lh := range []*lhcnp.Node{r.pe.lh, r.tr.lh} {
+		if got := lh.Config().SourceAddress; got != cfg.SourceAddress {
+			t.Errorf("detection node of %s: source address %v, want %v", lh.Switch().Name(), got, cfg.SourceAddress)
+		}
+	}
+}
+
+// TestFlowTable: the configured flow table is the detection nodes'; here
+// one entry, so a PE congested by two flows holds one of them. They ran
+// lhcnp's default table whatever was configured before (this test failed
+// then).
+func TestFlowTable(t *testing.T) {
+	cfg := enabled()
+	cfg.FlowTable.MaxEntries, cfg.FlowTable.IdleTimeout = 1, 5*engine.Second
+	r := newRig(t, rigOpts{cfg: cfg})
+	r.sim.Run(2 * engine.Millisecond)
+	for _, lh := range []*lhcnp.Node{r.pe.lh, r.tr.lh} {
+		if got := lh.Config().FlowTable; got != cfg.FlowTable {
+			t.Errorf("detection node of %s: flow table %+v, want %+v", lh.Switch().Name(), got, cfg.FlowTable)
+		}
+	}
+	if st := r.pe.lh.State(true); len(st.FlowTable.Flows) != 1 {
+		t.Errorf("PE's flow table holds %d flows, want 1 (max-entries)", len(st.FlowTable.Flows))
+	}
+}

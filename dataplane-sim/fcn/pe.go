@@ -96,6 +96,7 @@ func newPE(net *netsim.Network, sw *netsim.Switch, cfg Config, tunnel []*netsim.
 	pe := &PE{net: net, sim: sw.Sim(), sw: sw, cfg: cfg, tunnel: slices.Clone(tunnel),
 		byKey: map[lhcnp.FlowKey]*Mapping{}, byLabel: map[uint32]*Mapping{}, dec: wire.Decoder{CodePoints: cfg.CodePoints}}
 	pe.snd = switchcnp.NewSender(net, sw, cfg.CNPDSCP, cfg.CNPPrio)
+	pe.snd.Source = cfg.SourceAddress
 	return pe
 }
 
@@ -137,7 +138,7 @@ func (pe *PE) Apply(cfg Config, lc lhcnp.Config) error {
 		m.headLen = 0
 	}
 	pe.dec = wire.Decoder{CodePoints: cfg.CodePoints}
-	pe.snd.DSCP, pe.snd.Prio = cfg.CNPDSCP, cfg.CNPPrio
+	pe.snd.DSCP, pe.snd.Prio, pe.snd.Source = cfg.CNPDSCP, cfg.CNPPrio, cfg.SourceAddress
 	if aging {
 		pe.scheduleAging()
 	}

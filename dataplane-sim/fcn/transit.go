@@ -176,7 +176,10 @@ func (t *Transit) Notify(x *lhcnp.Notification) bool {
 		t.counters.NoRoute++
 		return false
 	}
-	src := t.sw.Addr()
+	src := t.cfg.SourceAddress
+	if !src.Is6() {
+		src = t.sw.Addr()
+	}
 	if !src.Is6() {
 		t.counters.EncodeErrors++
 		return false

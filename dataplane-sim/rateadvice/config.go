@@ -118,11 +118,21 @@ func (c *Config) Validate() error {
 	if c.Prio >= netsim.NumPrio {
 		return cfgErr("prio", "%d not below %d", c.Prio, netsim.NumPrio)
 	}
-	if op := c.CodePoints.RateAdviceOpcode; op == wire.OpCNP || op < 0x80 && op != 0x1D {
+	if err := CheckOpcode(c.CodePoints.RateAdviceOpcode); err != nil {
+		return cfgErr("rate-advice-opcode", "%v", err)
+	}
+	return nil
+}
+
+// CheckOpcode checks the Rate Advice BTH opcode (YANG rate-advice-opcode),
+// the rule Validate applies, for a caller that names the value its own
+// way (the gNMI target, the code-point leaf).
+func CheckOpcode(op wire.Opcode) error {
+	if op == wire.OpCNP || op < 0x80 && op != 0x1D {
 		// 0x00-0x7F are RC/UC opcodes an RNIC executes; the draft's 0x1D
 		// is allowed for a deployment that knows its RNICs (but it is RC
 		// ATOMIC_WRITE in IBA 1.5).
-		return cfgErr("rate-advice-opcode", "%#02x is an opcode RNICs already use", uint8(op))
+		return fmt.Errorf("%#02x is an opcode RNICs already use", uint8(op))
 	}
 	return nil
 }

@@ -29,14 +29,9 @@ func NewFunction(sw *netsim.Switch, cfg Config) (*Function, error) {
 		return nil, err
 	}
 	f := &Function{node: n}
-	var acl []netip.Prefix
-	for _, a := range []netip.Addr{sw.Addr(), cfg.SourceAddress} {
-		if a.IsValid() {
-			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
-		}
-	}
+	rc := receiverConfig(sw, cfg)
 	for _, h := range sw.Network().Hosts() {
-		rv, err := NewReceiver(h, ReceiverConfig{Capable: true, AccessList: acl, CodePoints: cfg.CodePoints})
+		rv, err := NewReceiver(h, rc)
 		if err != nil {
 			return nil, fmt.Errorf("rateadvice: receiver: %w", err)
 		}
@@ -44,6 +39,19 @@ func NewFunction(sw *netsim.Switch, cfg Config) (*Function, error) {
 		f.recvs = append(f.recvs, rv)
 	}
 	return f, nil
+}
+
+// receiverConfig is what the receivers of a Function run with cfg:
+// capable, trusting the switch's address and cfg's source address, with
+// cfg's code points.
+func receiverConfig(sw *netsim.Switch, cfg Config) ReceiverConfig {
+	var acl []netip.Prefix
+	for _, a := range []netip.Addr{sw.Addr(), cfg.SourceAddress} {
+		if a.IsValid() {
+			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return ReceiverConfig{Capable: true, AccessList: acl, CodePoints: cfg.CodePoints}
 }
 
 // FunctionOf is the Function of a node created on its own (New), whose
@@ -55,14 +63,29 @@ func (f *Function) Validate(cfg any) error {
 	return mechanism.Validate[Config](cfg, "rateadvice: switch "+f.node.sw.Name())
 }
 
-// Configure implements mechanism.Function (Node.ApplyConfig); lc is not
-// used: Rate Advice runs beside the node, whatever its mode.
+// Configure implements mechanism.Function (Node.ApplyConfig) and gives
+// the receivers the new code points and source address, as Fast CNP's
+// Configure does: a receiver left with the old opcode would pass the new
+// advice by. lc is not used: Rate Advice runs beside the node, whatever
+// its mode.
 func (f *Function) Configure(cfg any, _ lhcnp.Config) error {
 	c, err := mechanism.ConfigAs[Config](cfg)
 	if err != nil {
 		return err
 	}
-	return f.node.ApplyConfig(c)
+	rc := receiverConfig(f.node.sw, c)
+	if err := rc.Validate(); err != nil {
+		return fmt.Errorf("rateadvice: receiver: %w", err)
+	}
+	if err := f.node.ApplyConfig(c); err != nil {
+		return err
+	}
+	for _, rv := range f.recvs {
+		if err := rv.ApplyConfig(rc); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Observer implements mechanism.Function: the node.

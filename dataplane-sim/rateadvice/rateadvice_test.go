@@ -10,6 +10,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/internal/mechtest"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -368,5 +369,41 @@ func TestValidate(t *testing.T) {
 	c.CodePoints.RateAdviceOpcode = wire.OpRCAtomicWrite
 	if err := c.Validate(); err != nil {
 		t.Errorf("the draft's 0x1D, chosen explicitly: %v", err)
+	}
+}
+
+// TestConfigureReachesReceivers: a Function's Configure gives its
+// receivers the new opcode (and source address) with the node's: advice
+// sent with the new opcode is applied. The receivers kept the
+// configuration of NewFunction before, passing the new advice by, and the
+// senders kept the old ceiling (this test failed then).
+func TestConfigureReachesReceivers(t *testing.T) {
+	// The rig's own receivers take no advice (not capable, no access).
+	r := newRig(t, rigOpts{noAccess: true})
+	cfg := enabled()
+	cfg.Policies = []Policy{{Name: "all", Precedence: 1, RateMbps: 3000}}
+	f, err := NewFunction(r.n1, *cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.n1.SetObserver(f.Observer())
+	r.sim.Run(2 * engine.Millisecond)
+	if c := r.a.Sender.CeilingBitsPerSec(); c != 3e9 {
+		t.Fatalf("s1's ceiling %d, want the policy's 3 Gb/s", c)
+	}
+	cfg.CodePoints.RateAdviceOpcode = 0xC1
+	cfg.Policies[0].RateMbps = 2000
+	if err := f.Configure(*cfg, lhcnp.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	r.sim.Run(6 * engine.Millisecond)
+	for _, fl := range []*netsim.Flow{r.a, r.b} {
+		if c := fl.Sender.CeilingBitsPerSec(); c != 2e9 {
+			t.Errorf("%s's ceiling %d after opcode 0xC1 and rate 2000, want 2 Gb/s", fl.Sender.Host().Name(), c)
+		}
+	}
+	// The capability was announced on the host's QPs: it stays.
+	if err := f.recvs[0].ApplyConfig(ReceiverConfig{}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "capable") {
+		t.Errorf("receiver made not capable: %v, want ErrConfig naming capable", err)
 	}
 }

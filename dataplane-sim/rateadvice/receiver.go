@@ -66,6 +66,21 @@ func NewReceiver(h *netsim.Host, cfg ReceiverConfig) (*Receiver, error) {
 // Counters returns the counters.
 func (r *Receiver) Counters() ReceiverCounters { return r.counters }
 
+// ApplyConfig validates cfg and, if valid, makes its access list and code
+// points the running ones. The capability is the receiver's from
+// NewReceiver, which announced it on the host's QPs: a cfg that changes it
+// is refused.
+func (r *Receiver) ApplyConfig(cfg ReceiverConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("rateadvice: receiver: %w", err)
+	}
+	if cfg.Capable != r.cfg.Capable {
+		return fmt.Errorf("rateadvice: receiver: %w", cfgErr("capable", "%v: fixed at %v when the receiver was made", cfg.Capable, r.cfg.Capable))
+	}
+	r.cfg, r.dec = cfg, wire.Decoder{CodePoints: cfg.CodePoints}
+	return nil
+}
+
 // HandleControl implements netsim.ControlHandler.
 func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	fr := p.Frame()

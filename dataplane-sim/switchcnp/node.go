@@ -3,6 +3,7 @@ package switchcnp
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
@@ -21,6 +22,9 @@ type Config struct {
 	// DSCP and Prio of the CNPs (§2.3.2: user-configured, what the RNICs
 	// expect).
 	DSCP, Prio uint8
+	// SourceAddress is the CNPs' source, the switch's loopback, for the
+	// flows of its family; invalid: the switch's address (Sender.Source).
+	SourceAddress netip.Addr
 	// DelayThreshold: packets forwarded slower than this are recorded
 	// (§2.3.1).
 	DelayThreshold engine.Time
@@ -85,6 +89,7 @@ func (c *Config) nodeConfig() lhcnp.Config {
 	lc := mechanism.DetectionConfig(c.Enabled, c.DSCP, c.Prio, mechanism.Limits{MinCNPInterval: c.MinCNPInterval,
 		PortCNPRatePerSec: c.PortCNPRatePerSec, PortCNPBurst: c.PortCNPBurst, MaxFlowsPerTrigger: c.MaxFlowsPerTrigger})
 	lc.FlowTable = c.FlowTable
+	lc.SourceAddress = c.SourceAddress
 	return lc
 }
 
@@ -143,6 +148,7 @@ func Attach(net *netsim.Network, sw *netsim.Switch, cfg Config, opts ...lhcnp.Op
 		return nil, fmt.Errorf("switchcnp: switch %s: %w", sw.Name(), err)
 	}
 	n := &Node{sw: sw, cfg: cfg, snd: NewSender(net, sw, cfg.DSCP, cfg.Prio), enq: map[*netsim.Port]*[netsim.NumPrio]ring{}}
+	n.snd.Source = cfg.SourceAddress
 	lh, err := lhcnp.Attach(net, sw, cfg.nodeConfig(), append(opts, lhcnp.WithNotifier(n.snd), lhcnp.WithExternalTriggers())...)
 	if err != nil {
 		return nil, fmt.Errorf("switchcnp: %w", err)
@@ -188,7 +194,7 @@ func (n *Node) Apply(cfg Config, lc lhcnp.Config) error {
 		return fmt.Errorf("switchcnp: %w", err)
 	}
 	n.cfg = cfg
-	n.snd.DSCP, n.snd.Prio = cfg.DSCP, cfg.Prio
+	n.snd.DSCP, n.snd.Prio, n.snd.Source = cfg.DSCP, cfg.Prio, cfg.SourceAddress
 	return nil
 }
 

@@ -17,6 +17,10 @@ type Sender struct {
 	// DSCP and Prio are the CNPs' class (white paper §2.3.2: the DSCP is
 	// the one the RNICs expect, configured by the user).
 	DSCP, Prio uint8
+	// Source is the CNPs' source address (the switch's loopback, YANG
+	// source-address) for a flow of its family; invalid, or of the other
+	// family: the switch's address.
+	Source netip.Addr
 	// Sent and Failed count CNPs sent and those that could not leave.
 	Sent, Failed int64
 	buf          [netsim.FrameCap]byte
@@ -28,9 +32,13 @@ func NewSender(net *netsim.Network, sw *netsim.Switch, dscp, prio uint8) *Sender
 }
 
 // Send sends a standard CNP for the flow from src whose sender's QP is
-// srcQP to src's node srcNode, from the switch's address of src's family.
+// srcQP to src's node srcNode, from Source or the switch's address,
+// whichever is of src's family (Source first).
 func (s *Sender) Send(src netip.Addr, srcQP uint32, srcNode netsim.NodeID) bool {
-	from := s.sw.Addr()
+	from := s.Source
+	if !from.IsValid() || from.Is4() != src.Is4() {
+		from = s.sw.Addr()
+	}
 	if !from.IsValid() || from.Is4() != src.Is4() {
 		s.Failed++
 		return false

@@ -236,3 +236,36 @@ func TestWrapSwitchesMode(t *testing.T) {
 		t.Errorf("%d standard CNPs after the practice was turned off", n.Sent()-sent)
 	}
 }
+
+// TestSourceAddress: the CNPs leave from the configured source address
+// (the switch's loopback, YANG source-address) when it is of the sender's
+// family, else from the switch's address; the detection node is given it
+// too. The sender used the switch's address whatever was configured
+// before (this test failed then).
+func TestSourceAddress(t *testing.T) {
+	for _, tt := range []struct {
+		desc, source, want string
+	}{
+		{"ipv4 loopback", "10.0.9.9", "10.0.9.9"},
+		{"other family", "2001:db8::9", addrN1.String()},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := enabled()
+			cfg.SourceAddress = netip.MustParseAddr(tt.source)
+			r := newRig(t, cfg, 4<<20)
+			r.sim.Run(3 * engine.Millisecond)
+			if len(r.got) == 0 {
+				t.Fatal("no CNP reached a sender")
+			}
+			for _, f := range r.got {
+				if src, dst := f.IPAddrs(); src.String() != tt.want {
+					t.Errorf("CNP to %v from %v, want from %s", dst, src, tt.want)
+					break
+				}
+			}
+			if got := r.node.Detector().Config().SourceAddress; got != cfg.SourceAddress {
+				t.Errorf("detection node's source address %v, want %v", got, cfg.SourceAddress)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"math"
 	"net/netip"
 	"strings"
 
@@ -37,14 +38,23 @@ func FastCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) (fastcnp.C
 	if f := l.GetFastCnp().GetConfig(); f != nil {
 		setBool(&c.MarkUnknown, f.EcnMarkAlongside)
 		setBool(&c.IOAM, f.IoamTrace)
+		kmax := uint64(c.KMaxBytes)
 		if f.CongestionThreshold != nil {
-			c.KMaxBytes = int64(*f.CongestionThreshold)
+			kmax = *f.CongestionThreshold
+			c.KMaxBytes = leafBytes(kmax)
 		}
 		if f.MarkingThreshold != nil {
-			c.KMinBytes = int64(*f.MarkingThreshold)
-			if c.KMinBytes >= c.KMaxBytes {
-				return c, invalid(at+"/marking-threshold", "%d bytes is not below congestion-threshold %d", c.KMinBytes, c.KMaxBytes)
+			// The node reads 0 as "not set" (half the congestion
+			// threshold): a configured 0 would run as that.
+			if *f.MarkingThreshold == 0 {
+				return c, invalid(at+"/marking-threshold", "0 bytes: must be at least 1 (leave it unset for half the congestion threshold)")
 			}
+			if *f.MarkingThreshold >= kmax {
+				return c, invalid(at+"/marking-threshold", "%d bytes is not below congestion-threshold %d", *f.MarkingThreshold, kmax)
+			}
+			// Below the congestion threshold as configured, so below
+			// it as held (leafBytes) too.
+			c.KMinBytes = min(leafBytes(*f.MarkingThreshold), c.KMaxBytes-1)
 		}
 		if f.EcnPmax != nil {
 			c.PMax = *f.EcnPmax
@@ -84,11 +94,31 @@ func FastCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) (fastcnp.C
 	if c.Enabled && c.SourceAddress.IsValid() && !c.SourceAddress.Is6() {
 		return c, invalid("/lhcnp/global/config/source-address", "%v is not IPv6: Fast CNP is IPv6 only", c.SourceAddress)
 	}
+	// The code points are global leaves: their errors name them, not
+	// this container (the rule is fastcnp's, as Validate applies it).
+	for _, cp := range []struct {
+		leaf string
+		v    uint8
+	}{{"fast-cnp-option-type", c.CodePoints.FastCNPOptType}, {"fast-cnp-ioam-option-type", c.CodePoints.FastCNPIOAMOptType}} {
+		if err := fastcnp.CheckOptionType(cp.v); err != nil {
+			return c, invalid(codePointsPath+"/"+cp.leaf, "%v", err)
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return c, invalid(at, "%v", err)
 	}
 	return c, nil
 }
+
+// leafBytes is a uint64 bytes leaf (a threshold) as the node's int64:
+// the values above its range are held at its top, 2^63-1 bytes, which no
+// queue reaches (as gnmi/schema's clampInt64 does for the rules), where
+// int64() would wrap them negative.
+func leafBytes(v uint64) int64 { return int64(min(v, math.MaxInt64)) }
+
+// codePointsPath holds the code points the mechanisms share (option
+// types, opcode, port), which ToConfig reads into lhcnp.Config.CodePoints.
+const codePointsPath = "/lhcnp/global/code-points/config"
 
 func init() {
 	register(mechanismKind{
@@ -102,13 +132,24 @@ func init() {
 			c.Enabled = false
 			return c
 		},
-		create: func(node *lhcnp.Node, _ any) (mechanism.Function, error) { return fastcnp.NewFunction(node) },
+		// A border router filters the other switches' Fast CNPs whether
+		// or not it sends its own (fast-cnp-enabled), and with the master
+		// switch off: a protection of the domain, not a notification.
+		// Off, the function is transparent: the node runs its mode.
+		standing: func(cfg any) bool { return len(cfg.(fastcnp.Config).BorderPorts) > 0 },
+		create:   func(node *lhcnp.Node, _ any) (mechanism.Function, error) { return fastcnp.NewFunction(node) },
 		state: func(root *oc.Root, st, cfg any, v stateEnv) {
 			fastCNPState(root, cfg.(fastcnp.Config), st.(fastcnp.State).Counters, v.ports)
 		},
-		// Once the switch has had Fast CNP, the node's notifications
-		// count as Fast CNPs.
-		queueCount: func(any) queueCounter {
+		// While Fast CNP is configured on, the node's notifications are
+		// Fast CNPs. Not otherwise, as for an FCN transit node: the
+		// function may be there for border filtering alone, the node
+		// handing its notifications to another mode (an FCN PE's direct
+		// CNPs).
+		queueCount: func(cfg any) queueCounter {
+			if !cfg.(fastcnp.Config).Enabled {
+				return nil
+			}
 			return func(k *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State_Counters, n *uint64) { k.FastCnpSent = n }
 		},
 		format: func(cfg any) oc.E_LhcnpTypes_NotificationFormat {

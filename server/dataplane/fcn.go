@@ -68,12 +68,15 @@ func FCNConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (pe, transit fcn.Config, err
 	return pe, transit, nil
 }
 
-// fcnParams reads /lhcnp/fcn and checks that the role can run beside the
-// other mechanisms configured.
+// fcnParams reads /lhcnp/fcn, with the shared leaves (source address,
+// CNP DSCP, code points, flow table) from lc, and checks that the role can run beside
+// the other mechanisms configured.
 func fcnParams(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fcn.Config, error) {
 	c := fcn.DefaultConfig()
+	c.SourceAddress = lc.SourceAddress
 	c.CNPDSCP = lc.CNPDSCP
 	c.CodePoints = lc.CodePoints
+	c.FlowTable = lc.FlowTable
 	if l == nil {
 		return c, nil
 	}
@@ -89,12 +92,16 @@ func fcnParams(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fcn.Config, error) {
 	if f := l.GetFcn().GetConfig(); f != nil {
 		if f.MaxMappings != nil {
 			c.MaxMappings = int(*f.MaxMappings)
+			// YANG takes any uint32: the flow labels bound it.
+			if err := fcn.CheckMaxMappings(c.MaxMappings); err != nil {
+				return c, invalid(at+"/max-mappings", "%v", err)
+			}
 		}
 		if f.AgingTimeout != nil {
 			c.AgingTimeout = engine.Time(*f.AgingTimeout) * engine.Second
 		}
 		if f.CongestionThreshold != nil {
-			c.KMaxBytes = int64(*f.CongestionThreshold)
+			c.KMaxBytes = leafBytes(*f.CongestionThreshold)
 		}
 		if f.MinCnpInterval != nil {
 			c.MinCNPInterval = usec(*f.MinCnpInterval)

@@ -1,6 +1,7 @@
 package dataplane_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -78,5 +79,58 @@ func TestFCNStateEchoesConfigWhenDisabled(t *testing.T) {
 	}
 	if s := r.getJSON(t, "/lhcnp/global/state/fcn-role"); !strings.Contains(s, "DISABLED") {
 		t.Errorf("fcn-role state %s, want DISABLED", s)
+	}
+}
+
+// TestFCNMaxMappingsRange: a max-mappings above the dataplane's 2^20-1
+// flow labels (YANG takes any uint32) is refused naming the leaf; the old
+// target named the container, /lhcnp/fcn/config (this test failed before
+// the fix).
+func TestFCNMaxMappingsRange(t *testing.T) {
+	r := newRig(t)
+	err := r.setJSON(t, "/lhcnp/fcn/config/max-mappings", "2000000")
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "/lhcnp/fcn/config/max-mappings") {
+		t.Errorf("max-mappings 2000000: %v, want InvalidArgument naming /lhcnp/fcn/config/max-mappings", err)
+	}
+	if err := r.setJSON(t, "/lhcnp/fcn/config/max-mappings", "1048575"); err != nil {
+		t.Errorf("max-mappings 1048575, every flow label: %v", err)
+	}
+}
+
+// TestFlowTableUnderFCN: the flow table's leaves reach FCN's detection
+// node as they reach the other mechanisms' (lc.FlowTable), and its state
+// shows them. The old target ran lhcnp's default table under FCN, the
+// leaves silently ignored (this test failed before the fix).
+func TestFlowTableUnderFCN(t *testing.T) {
+	cfg := strings.Replace(ingressPE, `"fcn":`, `"flow-table": {"config": {"max-entries": 1, "idle-timeout": 5}},
+  "fcn":`, 1)
+	r := newRigFrom(t, "testdata/line6.yaml", wholeTree(cfg))
+	r.run(t, engine.Millisecond)
+	ft := r.sw.Node.Config().FlowTable
+	if ft.MaxEntries != 1 || ft.IdleTimeout != 5*engine.Second {
+		t.Errorf("FCN on: the node's flow table max-entries %d, idle-timeout %v; want the configured 1 and 5s", ft.MaxEntries, ft.IdleTimeout)
+	}
+	if got := r.uint(t, "/lhcnp/flow-table/state/max-entries"); got != 1 {
+		t.Errorf("FCN on: state max-entries %d, want the configured 1", got)
+	}
+}
+
+// TestFCNCongestionThresholdAboveInt64: a congestion-threshold above the
+// node's int64 range is held at its top (2^63-1 bytes), as for Fast CNP
+// (TestFastCNPThresholdsAboveInt64); the old target wrapped 2^64-1 to -1,
+// refused as a K_max that must be positive (this test failed before the
+// fix).
+func TestFCNCongestionThresholdAboveInt64(t *testing.T) {
+	r := newRigFrom(t, "testdata/line6.yaml", wholeTree(ingressPE))
+	r.run(t, engine.Millisecond)
+	if err := r.setJSON(t, "/lhcnp/fcn/config/congestion-threshold", `"18446744073709551615"`); err != nil {
+		t.Fatalf("congestion-threshold 2^64-1: %v", err)
+	}
+	r.run(t, 2*engine.Millisecond)
+	if got := r.sw.Node.Config().Interface.Queue.KMaxBytes; got != math.MaxInt64 {
+		t.Errorf("the node's K_max %d, want 2^63-1", got)
+	}
+	if got := r.uint(t, "/lhcnp/fcn/state/congestion-threshold"); got != math.MaxInt64 {
+		t.Errorf("state congestion-threshold %d, want the value held, 2^63-1", got)
 	}
 }

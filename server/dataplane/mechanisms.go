@@ -31,9 +31,16 @@ type mechanismKind struct {
 	// what runs while the master switch is off.
 	off func(cfg any) any
 	// create makes the function on node the first time its own leaf is
-	// on, with cfg, what runs (off while the master switch is): off for a
-	// mode (Configure follows), configured for one beside.
+	// on or standing holds, with cfg, what runs (off while the master
+	// switch is): off for a mode (Configure follows), configured for one
+	// beside.
 	create func(node *lhcnp.Node, cfg any) (mechanism.Function, error)
+	// standing, if set, tells whether cfg (as configured) has the
+	// function do something with its own leaf off that is not a
+	// notification, a protection (Fast CNP's border filtering): the
+	// function is created for it too, and it goes on whatever the master
+	// switch, which gates what the switch sends.
+	standing func(cfg any) bool
 	// state writes the function's State into root, and cfg, the
 	// configuration as configured (on even while the master switch
 	// holds it off), as the state's echo of the config leaves.
@@ -90,6 +97,12 @@ type translated struct {
 	configured, on bool
 }
 
+// needed tells whether the function must exist: its own leaf is on, or
+// it has standing work with the leaf off.
+func (t translated) needed() bool {
+	return t.configured || t.kind.standing != nil && t.kind.standing(t.cfg)
+}
+
 // enabledPath is the master switch.
 const enabledPath = "/lhcnp/global/config/enabled"
 
@@ -133,8 +146,9 @@ func translateAll(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) ([]translat
 // the master switch and the mechanisms' configurations as configured for
 // the state's echo. The translation refused the combinations that cannot
 // coexist, so at most one mode is on. A function is created the first
-// time its own leaf is on, the master switch on or not (its state is
-// published from then on); the modes that exist are switched off first
+// time it is needed, its own leaf on or standing work to do (Fast CNP's
+// border filtering), the master switch on or not (its state is published
+// from then on); the modes that exist are switched off first
 // and the one on last (each sets the node's mode), and the ports'
 // observer is the one on (the node itself for Long-haul CNP); the
 // functions beside go beside it afterwards.
@@ -147,7 +161,7 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 		}
 	}
 	for _, t := range ts {
-		if !t.kind.beside && t.configured && b.funcs[t.kind.name] == nil {
+		if !t.kind.beside && t.needed() && b.funcs[t.kind.name] == nil {
 			f, err := t.kind.create(b.node, t.run)
 			if err != nil {
 				return err
@@ -188,8 +202,8 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 		}
 		f := b.funcs[t.kind.name]
 		switch {
-		case f == nil && !t.configured:
-			continue // never configured: stays absent
+		case f == nil && !t.needed():
+			continue // never needed: stays absent
 		case f == nil:
 			var err error
 			if f, err = t.kind.create(b.node, t.run); err != nil {

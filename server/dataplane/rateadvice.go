@@ -59,6 +59,9 @@ func RateAdviceConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (rateadvice.Config, e
 			c.Policies = append(c.Policies, p)
 		}
 	}
+	if err := rateadvice.CheckOpcode(c.CodePoints.RateAdviceOpcode); err != nil {
+		return c, invalid(codePointsPath+"/rate-advice-opcode", "%v", err)
+	}
 	if err := c.Validate(); err != nil {
 		return c, invalid("/lhcnp/rate-advice", "%v", err)
 	}

@@ -100,3 +100,36 @@ func TestNotificationsSentCountRateAdvice(t *testing.T) {
 		}
 	}
 }
+
+// TestRateAdviceOpcodeReachesReceivers: rate-advice-opcode changed while
+// Rate Advice runs reaches the hosts' receivers with the node
+// (rateadvice.Function.Configure, as Fast CNP's does): the new advice is
+// applied. The old target left the receivers with the code points and
+// access list Rate Advice was created with: the advice was passed by and
+// the senders kept the old ceiling (this test failed before the fix).
+func TestRateAdviceOpcodeReachesReceivers(t *testing.T) {
+	r := newRig(t)
+	r.run(t, engine.Millisecond)
+	if err := r.setIETF("/lhcnp", ratePolicy, false); err != nil {
+		t.Fatalf("enable rate advice: %v", err)
+	}
+	r.run(t, 4*engine.Millisecond)
+	if err := r.setMany([][2]string{
+		{"/lhcnp/global/code-points/config/rate-advice-opcode", "193"},
+		{"/lhcnp/rate-advice/policies/policy[name=p1]/config/rate", "2000"},
+	}); err != nil {
+		t.Fatalf("new opcode and rate: %v", err)
+	}
+	sent := r.uint(t, "/lhcnp/rate-advice/state/counters/messages-sent")
+	r.run(t, 8*engine.Millisecond)
+	if got := r.uint(t, "/lhcnp/rate-advice/state/counters/messages-sent"); got <= sent {
+		t.Fatalf("no Rate Advice sent after the change (%d, %d before): the test needs some", got, sent)
+	}
+	for _, h := range r.sw.Net.Hosts() {
+		for _, q := range h.SendQPs() {
+			if q.CeilingBitsPerSec() != 2e9 {
+				t.Errorf("%s QP %d: ceiling %d after rate-advice-opcode 193 and rate 2000, want 2 Gb/s", h.Name(), q.QPN, q.CeilingBitsPerSec())
+			}
+		}
+	}
+}

@@ -39,13 +39,14 @@ func init() {
 const switchCNPPath = "/lhcnp/switch-cnp/config/enabled"
 
 // SwitchCNPConfig translates /lhcnp/switch-cnp (the white paper's
-// practice) into the node's configuration; the DSCP and the flow table
-// come from lc. On with Fast CNP, FCN or a Long-haul CNP format it is
+// practice) into the node's configuration; the DSCP, the source address
+// and the flow table come from lc. On with Fast CNP, FCN or a Long-haul CNP format it is
 // refused naming the leaf: each would notify the sender of the same
 // congestion. Errors name the YANG path.
 func SwitchCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (switchcnp.Config, error) {
 	c := switchcnp.DefaultConfig()
 	c.DSCP = lc.CNPDSCP
+	c.SourceAddress = lc.SourceAddress
 	c.FlowTable = lc.FlowTable
 	s := l.GetSwitchCnp().GetConfig()
 	if s == nil {

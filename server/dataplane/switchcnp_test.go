@@ -45,3 +45,31 @@ func TestSetSwitchCNP(t *testing.T) {
 		t.Errorf("state buffer-share %d", got)
 	}
 }
+
+// TestSourceAddressUnderSwitchCNPAndFCN: source-address ("the source
+// address of switch-originated notifications") reaches the switch CNP and
+// FCN as it does Fast CNP and Rate Advice: their detection node runs with
+// it, and their CNPs and FCN messages leave from it (switchcnp and fcn
+// TestSourceAddress). The old target left it out of both: the leaf was
+// ignored (this test failed before the fix).
+func TestSourceAddressUnderSwitchCNPAndFCN(t *testing.T) {
+	for _, tt := range []struct{ desc, config string }{
+		{"switch cnp", switchCNP},
+		{"fcn ingress pe", ingressPE},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := strings.Replace(tt.config, `"enabled": true,`, `"enabled": true, "source-address": "2001:db8::99",`, 1)
+			r := newRigFrom(t, "testdata/line6.yaml", wholeTree(cfg))
+			r.run(t, engine.Millisecond)
+			if got := r.getJSON(t, "/lhcnp/global/config/source-address"); !strings.Contains(got, "2001:db8::99") {
+				t.Fatalf("config source-address = %s: the test needs it set", got)
+			}
+			if got := r.sw.Node.Config().SourceAddress.String(); got != "2001:db8::99" {
+				t.Errorf("%s: the notifications' source address (the detection node's) = %s, want the configured 2001:db8::99", tt.desc, got)
+			}
+			if got := r.getJSON(t, "/lhcnp/global/state/source-address"); !strings.Contains(got, "2001:db8::99") {
+				t.Errorf("%s: state source-address = %s, want the configured 2001:db8::99", tt.desc, got)
+			}
+		})
+	}
+}
