@@ -98,8 +98,14 @@ type Config struct {
 	MetricDisclosure bool
 	// MetricType selects the metric reported: wire.MetricUnspecified (the
 	// default) reports the metric of the trigger that fired (QD, QGR or
-	// EMR); any other type always reports that metric.
+	// EMR), unless NoMetric; any other type always reports that metric.
 	MetricType wire.MetricType
+	// NoMetric sends Metric Type 0 ("no metric, or opaque context",
+	// §10.4) with a zero value, MetricDisclosure on or off: the YANG
+	// model's UNSPECIFIED. It is a field of its own because MetricType's
+	// zero value, wire.MetricUnspecified, already means the trigger's
+	// metric, the default every scenario runs; it needs that MetricType.
+	NoMetric bool
 	// DeviceID, when not empty, adds a Device Identifier extension object.
 	DeviceID string
 	// TimestampObject adds a Timestamp extension object holding the
@@ -440,6 +446,9 @@ func (c *Config) validate(external bool) error {
 	if c.MetricType > wire.MetricRTT && c.MetricType < wire.MetricExperimental1 {
 		return cfgErr("metric-type", "%d is unassigned", c.MetricType)
 	}
+	if c.NoMetric && c.MetricType != wire.MetricUnspecified {
+		return cfgErr("no-metric", "with metric-type %v: no metric is Metric Type 0", c.MetricType)
+	}
 	if len(c.DeviceID) > 255 {
 		return cfgErr("device-id", "%d bytes, at most 255", len(c.DeviceID))
 	}
@@ -540,8 +549,8 @@ func (q *QueueConfig) validate(path string) error {
 		return cfgErr(path+".alpha", "%g, must be positive", q.Alpha)
 	case q.KMaxMode > KMaxExplicit:
 		return cfgErr(path+".k-max-mode", "unknown mode %d", q.KMaxMode)
-	case q.KMaxMode == KMaxExplicit && q.KMaxBytes < 2:
-		return cfgErr(path+".k-max-bytes", "%d, explicit K_max needs at least 2", q.KMaxBytes)
+	case q.KMaxMode == KMaxExplicit && q.KMaxBytes < MinExplicitKMaxBytes:
+		return cfgErr(path+".k-max-bytes", "%d, explicit K_max needs at least %d", q.KMaxBytes, MinExplicitKMaxBytes)
 	case q.KMinMode > KMinExplicit:
 		return cfgErr(path+".k-min-mode", "unknown mode %d", q.KMinMode)
 	case q.KMinMode == KMinExplicit && q.KMinBytes < 0:

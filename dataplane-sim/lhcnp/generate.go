@@ -117,7 +117,7 @@ func (n *Node) severity(ps *portState, q *queueState, t Trigger) (uint8, wire.Me
 		// §9 Information Disclosure: both MUST be zero.
 		return level, 0, 0
 	}
-	if n.cfg.MetricType != wire.MetricUnspecified {
+	if n.cfg.MetricType != wire.MetricUnspecified || n.cfg.NoMetric {
 		mt = n.cfg.MetricType
 	}
 	mt, mv := metric(ps, q, mt, now)

@@ -2,6 +2,7 @@ package lhcnp
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -324,23 +325,43 @@ func TestResumeAfterKMinHold(t *testing.T) {
 
 // TestMetricDisclosure checks §9 Information Disclosure: with disclosure
 // off, Metric Type and Congestion Metric Value are zero and the action
-// still goes out.
+// still goes out. NoMetric (the YANG model's UNSPECIFIED) sends Metric
+// Type 0 and value 0 too, with disclosure on, where MetricType's zero
+// value sends the trigger's metric (queue depth here); the node had no way
+// to send Metric Type 0 with disclosure on before NoMetric.
 func TestMetricDisclosure(t *testing.T) {
-	cfg := testConfig(200_000, 400*engine.Microsecond)
-	cfg.MetricDisclosure = false
-	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
-	l.sim.Run(time2ms)
-	sent := eventsOf(l.events1, EventCNPSent)
-	if len(sent) == 0 {
-		t.Fatal("nothing sent")
+	for _, tt := range []struct {
+		desc string
+		edit func(c *Config)
+		want wire.MetricType
+	}{
+		{desc: "disclosure off", edit: func(c *Config) { c.MetricDisclosure = false }, want: wire.MetricUnspecified},
+		{desc: "no metric", edit: func(c *Config) { c.NoMetric = true }, want: wire.MetricUnspecified},
+		{desc: "trigger's metric", edit: func(*Config) {}, want: wire.MetricQueueDepth},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(200_000, 400*engine.Microsecond)
+			tt.edit(&cfg)
+			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+			l.sim.Run(time2ms)
+			sent := eventsOf(l.events1, EventCNPSent)
+			if len(sent) == 0 {
+				t.Fatal("nothing sent")
+			}
+			for _, e := range sent {
+				if e.MetricType != tt.want || (tt.want == wire.MetricUnspecified && e.MetricValue != 0) {
+					t.Errorf("metric %v %d, want %v (value 0 for type 0)", e.MetricType, e.MetricValue, tt.want)
+				}
+			}
+			if l.rp.Counters().AcceptedRateReduce == 0 {
+				t.Error("the action was not applied")
+			}
+		})
 	}
-	for _, e := range sent {
-		if e.MetricType != 0 || e.MetricValue != 0 {
-			t.Errorf("metric %v %d with disclosure off", e.MetricType, e.MetricValue)
-		}
-	}
-	if l.rp.Counters().AcceptedRateReduce == 0 {
-		t.Error("the action was not applied")
+	cfg := DefaultConfig()
+	cfg.NoMetric, cfg.MetricType = true, wire.MetricRTT
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "no-metric") {
+		t.Errorf("NoMetric with metric type RTT: %v, want an error naming no-metric", err)
 	}
 }
 

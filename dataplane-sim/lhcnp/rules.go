@@ -2,6 +2,7 @@ package lhcnp
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -42,10 +43,20 @@ func BDPBytes(alpha float64, rateBitsPerSec int64, rtt time.Duration) float64 {
 }
 
 // BDPKMaxBytes is K_max in the BDP-adaptive mode (§5.3.2): max(K_base,
-// alpha · R_port · RTT_est / 8), in whole bytes.
+// alpha · R_port · RTT_est / 8), in whole bytes, held at the int64 top
+// (a port rate near it, or a long RTT_est, would wrap negative in the
+// conversion and leave K_base).
 func BDPKMaxBytes(kbaseBytes int64, alpha float64, rateBitsPerSec int64, rtt time.Duration) int64 {
-	return max(kbaseBytes, int64(BDPBytes(alpha, rateBitsPerSec, rtt)))
+	b := BDPBytes(alpha, rateBitsPerSec, rtt)
+	if b >= math.MaxInt64 { // float64(math.MaxInt64) is 2^63, past the top
+		return math.MaxInt64
+	}
+	return max(kbaseBytes, int64(b))
 }
+
+// MinExplicitKMaxBytes is the smallest explicit K_max the node takes
+// (KMaxExplicit): its derived K_min, K_max / 2, is then at least one byte.
+const MinExplicitKMaxBytes = 2
 
 // KMinError is an explicit K_min that is not below K_max (§5.3.2: K_min
 // MUST be less than K_max).

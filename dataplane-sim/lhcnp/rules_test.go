@@ -22,6 +22,8 @@ func TestBDPKMaxBytes(t *testing.T) {
 		{desc: "alpha scales the BDP", kbase: DefaultKBaseBytes, alpha: 0.5, rateBitsPerSec: 100e9, rtt: 10 * time.Millisecond, want: 62_500_000},
 		{desc: "the K_base floor", kbase: DefaultKBaseBytes, alpha: 1, rateBitsPerSec: 100e9, rtt: 2 * time.Microsecond, want: DefaultKBaseBytes},
 		{desc: "whole bytes, truncated", kbase: 1, alpha: 1, rateBitsPerSec: 12, rtt: time.Second, want: 1},
+		// Wrapped negative before, leaving K_base.
+		{desc: "held at the int64 top", kbase: 1, alpha: 1, rateBitsPerSec: math.MaxInt64, rtt: 4294967295 * time.Microsecond, want: math.MaxInt64},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, BDPKMaxBytes(tt.kbase, tt.alpha, tt.rateBitsPerSec, tt.rtt)); diff != "" {

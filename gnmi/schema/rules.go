@@ -147,15 +147,18 @@ func checkQueue(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at string) 
 		return &RuleError{Path: at + "/config/kmax", Reason: "must be set when kmax-mode is EXPLICIT"}
 	case kminExplicit && c.Kmin == nil:
 		return &RuleError{Path: at + "/config/kmin", Reason: "must be set when kmin-mode is EXPLICIT"}
+	case kmaxExplicit && c.GetKmax() < lhcnp.MinExplicitKMaxBytes:
+		return &RuleError{Path: at + "/config/kmax", Reason: fmt.Sprintf("%d bytes with kmax-mode EXPLICIT: an explicit K_max needs at least %d",
+			c.GetKmax(), lhcnp.MinExplicitKMaxBytes)}
 	case kminExplicit:
 		mode, kbase := lhcnp.KMaxBDP, int64(lhcnp.DefaultKBaseBytes)
 		if kmaxExplicit {
 			mode = lhcnp.KMaxExplicit
 		}
 		if c.KBase != nil {
-			kbase = clampInt64(*c.KBase)
+			kbase = ClampInt64(*c.KBase)
 		}
-		if err := lhcnp.CheckKMin(clampInt64(c.GetKmin()), mode, clampInt64(c.GetKmax()), kbase); err != nil {
+		if err := lhcnp.CheckKMin(ClampInt64(c.GetKmin()), mode, ClampInt64(c.GetKmax()), kbase); err != nil {
 			return &RuleError{Path: at + "/config/kmin", Reason: err.Error()}
 		}
 	}
@@ -222,9 +225,11 @@ func ModelAction(a wire.Action) oc.E_LhcnpTypes_CnpAction {
 
 func ptr[T any](v T) *T { return &v }
 
-// clampInt64 is a uint64 leaf as the node's int64, the values above the
-// node's range held at its top (they compare the same way).
-func clampInt64(v uint64) int64 { return int64(min(v, math.MaxInt64)) }
+// ClampInt64 is a uint64 leaf (bytes, bytes/s, bits/s) as the node's
+// int64, the values above the node's range held at its top: they compare
+// the same way, and a threshold that high is the natural "never", which
+// YANG's range 1..max lets a client write.
+func ClampInt64(v uint64) int64 { return int64(min(v, math.MaxInt64)) }
 
 func interfaces(l *oc.Lhcnp_Lhcnp) map[string]*oc.Lhcnp_Lhcnp_Interfaces_Interface {
 	if l.GetInterfaces() == nil {

@@ -232,6 +232,18 @@ func TestRules(t *testing.T) {
 		{"kmax missing", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
 			q.GetOrCreateConfig().KmaxMode = oc.LhcnpTypes_KmaxMode_EXPLICIT
 		}, q3 + "/config/kmax"},
+		// The node refused it before, naming its Go field.
+		{"explicit kmax 1", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			c := q.GetOrCreateConfig()
+			c.KmaxMode, c.Kmax = oc.LhcnpTypes_KmaxMode_EXPLICIT, ygot.Uint64(1)
+		}, q3 + "/config/kmax"},
+		{"explicit kmax 2", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			c := q.GetOrCreateConfig()
+			c.KmaxMode, c.Kmax = oc.LhcnpTypes_KmaxMode_EXPLICIT, ygot.Uint64(2)
+		}, ""},
+		{"kmax 1 unused (BDP-adaptive)", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			q.GetOrCreateConfig().Kmax = ygot.Uint64(1)
+		}, ""},
 		{"escalation RESUME", func(r *oc.Root, _ *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
 			r.GetLhcnp().GetOrCreateCollaborativeSuppression().GetOrCreateConfig().EscalationAction = oc.LhcnpTypes_CnpAction_RESUME
 		}, "/lhcnp/collaborative-suppression/config/escalation-action"},

@@ -24,8 +24,12 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
+	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
+	"github.com/lhcnp/lhcnp/dataplane-sim/switchcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/openconfig/ygot/ygot"
@@ -79,6 +83,12 @@ type Binding struct {
 	// without the master switch). The engine goroutine's, as funcs.
 	master     bool
 	configured map[string]any
+	// longHaul is the node's Long-haul CNP configuration as translated
+	// from the last configuration applied (the node's own before one),
+	// what the state echoes: the node's Config is what runs, a mode's
+	// detection configuration while Fast CNP, FCN or the switch CNP is
+	// on. The engine goroutine's, as funcs.
+	longHaul lhcnp.Config
 }
 
 var _ service.Dataplane = (*Binding)(nil)
@@ -102,7 +112,7 @@ func NewBinding(sim Engine, node *lhcnp.Node, ports *Ports, opts ...BindingOptio
 		o.speed = 1
 	}
 	b := &Binding{sim: sim, node: node, ports: ports, o: o, funcs: map[string]mechanism.Function{}, configured: map[string]any{}}
-	sim.Do(func() { b.simStart = sim.Now() })
+	sim.Do(func() { b.simStart, b.longHaul = sim.Now(), node.Config() })
 	if b.o.wallStart.IsZero() {
 		b.o.wallStart = time.Now()
 	}
@@ -146,7 +156,11 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 		return err
 	}
 	var aerr error
-	b.sim.Do(func() { aerr = b.applyMechanisms(ts, cfg, master) })
+	b.sim.Do(func() {
+		if aerr = b.applyMechanisms(ts, cfg, master); aerr == nil {
+			b.longHaul = cfg
+		}
+	})
 	if aerr != nil {
 		return fmt.Errorf("%w: %w", service.ErrInvalidConfig, aerr)
 	}
@@ -163,16 +177,22 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	var cfg lhcnp.Config
 	var master bool
 	states, configured := map[string]any{}, map[string]any{}
+	// idle: the configurations of the mechanisms whose function was never
+	// created (their own leaf never on), echoed all the same.
+	idle := map[string]any{}
 	b.sim.Do(func() {
-		for name, f := range b.funcs {
+		for name, c := range b.configured {
+			f := b.funcs[name]
+			if f == nil {
+				idle[name] = c
+				continue
+			}
 			// A function created by a Set that then failed has had
 			// no configuration applied: left out until one is.
-			if c, ok := b.configured[name]; ok {
-				states[name], configured[name] = f.State(), c
-			}
+			states[name], configured[name] = f.State(), c
 		}
 		st = b.node.State(!b.o.noFlows)
-		cfg = b.node.Config()
+		cfg = b.longHaul
 		master = b.master
 	})
 	// The notifications the node hands to another mechanism are that
@@ -205,9 +225,32 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	for _, k := range kinds() {
 		if s, ok := states[k.name]; ok {
 			k.state(root, s, configured[k.name], env)
+		} else if c, ok := idle[k.name]; ok {
+			if s, ok := idleState(c); ok {
+				k.state(root, s, c, env)
+			}
 		}
 	}
 	return root, nil
+}
+
+// idleState is the state of a mechanism whose function does not exist yet,
+// by its configuration's type: no counters, nothing observed. Its state
+// container then echoes the configuration as every other does, where it
+// was absent until the mechanism was first turned on. A kind it does not
+// know (TestIdleStates) stays absent.
+func idleState(cfg any) (any, bool) {
+	switch cfg.(type) {
+	case fastcnp.Config:
+		return fastcnp.State{}, true
+	case fcn.Roles:
+		return fcn.State{}, true
+	case rateadvice.Config:
+		return rateadvice.State{}, true
+	case switchcnp.Config:
+		return switchcnp.State{}, true
+	}
+	return nil, false
 }
 
 // setQueueCount writes n into the counter set chooses of queue id of the

@@ -7,10 +7,12 @@ import (
 	"github.com/openconfig/ygot/ygot"
 )
 
-// StateTree translates a node snapshot and the configuration it runs into
-// the state containers of the YANG tree: state/x repeats the value in
-// effect of every config/x (defaults included), the effective-* leaves,
-// monitors and counters come from the snapshot. wallNS converts simulated
+// StateTree translates a node snapshot and its Long-haul CNP configuration
+// as configured (translated, defaults included) into the state containers
+// of the YANG tree: state/x repeats cfg's value of every config/x, the
+// effective-* leaves, monitors and counters come from the snapshot, what
+// runs. The two differ while another mechanism is the node's mode (its
+// detection configuration runs). wallNS converts simulated
 // time to nanoseconds since the Unix epoch (the timeticks64 leaves).
 // Interfaces are named with ports; ports without a name are left out.
 func StateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(engine.Time) uint64) *oc.Root {
@@ -68,11 +70,11 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		it := l.GetOrCreateInterfaces().GetOrCreateInterface(name)
 		is := it.GetOrCreateState()
 		is.Name = ygot.String(name)
-		is.Enabled = ygot.Bool(ps.Enabled)
+		is.Enabled = ygot.Bool(ic.Enabled)
 		if ic.PortRateBitsPerSec > 0 {
 			is.PortRate = ygot.Uint64(uint64(ic.PortRateBitsPerSec))
 		}
-		is.RttSource = rttSourceFromNode(ps.RTTSource)
+		is.RttSource = rttSourceFromNode(ic.RTTSource)
 		is.RttEst = ygot.Uint32(micros(ic.RTTEst))
 		is.CnpRateLimit = ygot.Uint32(uint32(ic.CNPRatePerSec))
 		is.CnpBurst = ygot.Uint32(uint32(ic.CNPBurst))
@@ -217,7 +219,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	externalFormat oc.E_LhcnpTypes_NotificationFormat) {
 	s := q.GetOrCreateState()
 	s.Id = ygot.Uint8(qs.ID)
-	s.Enabled = ygot.Bool(qs.Enabled)
+	s.Enabled = ygot.Bool(qc.Enabled)
 	s.KBase = ygot.Uint64(uint64(qc.KBaseBytes))
 	s.Alpha = ygot.Float64(qc.Alpha)
 	if qc.KMaxMode == lhcnp.KMaxExplicit {

@@ -90,6 +90,10 @@ func ToConfig(l *oc.Lhcnp_Lhcnp, ports *Ports) (lhcnp.Config, error) {
 		setBool(&c.MetricDisclosure, g.MetricDisclosure)
 		if g.MetricType != oc.LhcnpTypes_MetricType_UNSET {
 			c.MetricType = metricToWire(g.MetricType)
+			// UNSPECIFIED is Metric Type 0, "no metric, or opaque
+			// context": the node's MetricUnspecified alone would send
+			// the trigger's metric.
+			c.NoMetric = g.MetricType == oc.LhcnpTypes_MetricType_UNSPECIFIED
 		}
 		if g.DeviceIdentifier != nil {
 			c.DeviceID = *g.DeviceIdentifier
@@ -198,7 +202,7 @@ func interfaceConfig(i *oc.Lhcnp_Lhcnp_Interfaces_Interface, at string) (lhcnp.I
 	if cf := i.GetConfig(); cf != nil {
 		setBool(&ic.Enabled, cf.Enabled)
 		if cf.PortRate != nil {
-			ic.PortRateBitsPerSec = int64(*cf.PortRate)
+			ic.PortRateBitsPerSec = schema.ClampInt64(*cf.PortRate)
 		}
 		if cf.RttSource != oc.LhcnpTypes_RttSource_UNSET {
 			ic.RTTSource = rttSources.toNode(cf.RttSource, ic.RTTSource)
@@ -233,7 +237,7 @@ func queueConfig(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) lhcnp.Queu
 	if cf := q.GetConfig(); cf != nil {
 		setBool(&qc.Enabled, cf.Enabled)
 		if cf.KBase != nil {
-			qc.KBaseBytes = int64(*cf.KBase)
+			qc.KBaseBytes = schema.ClampInt64(*cf.KBase)
 		}
 		if cf.Alpha != nil {
 			qc.Alpha = *cf.Alpha
@@ -242,13 +246,13 @@ func queueConfig(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) lhcnp.Queu
 			qc.KMaxMode = lhcnp.KMaxExplicit
 		}
 		if cf.Kmax != nil {
-			qc.KMaxBytes = int64(*cf.Kmax)
+			qc.KMaxBytes = schema.ClampInt64(*cf.Kmax)
 		}
 		if cf.KminMode == oc.LhcnpTypes_KminMode_EXPLICIT {
 			qc.KMinMode = lhcnp.KMinExplicit
 		}
 		if cf.Kmin != nil {
-			qc.KMinBytes = int64(*cf.Kmin)
+			qc.KMinBytes = schema.ClampInt64(*cf.Kmin)
 		}
 		if cf.EcnMaxProbability != nil {
 			qc.PMax = *cf.EcnMaxProbability
@@ -257,7 +261,7 @@ func queueConfig(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) lhcnp.Queu
 			qc.VECNPercent = *cf.VEcn
 		}
 		if cf.VGrowth != nil {
-			qc.VGrowthBytesPerSec = int64(*cf.VGrowth)
+			qc.VGrowthBytesPerSec = schema.ClampInt64(*cf.VGrowth)
 		}
 		if cf.MeasurementInterval != nil {
 			qc.MeasurementInterval = usec(*cf.MeasurementInterval)

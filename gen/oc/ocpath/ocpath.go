@@ -28694,7 +28694,8 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPathAny) KBase() *L
 }
 
 // Kmax (leaf): The explicit K_max, used when kmax-mode is EXPLICIT (required
-// then).
+// then, and at least 2 bytes: K_min, derived as K_max / 2, is then
+// at least one).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -28742,7 +28743,8 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_ConfigPath) Kmax() *Lhcnp
 }
 
 // Kmax (leaf): The explicit K_max, used when kmax-mode is EXPLICIT (required
-// then).
+// then, and at least 2 bytes: K_min, derived as K_max / 2, is then
+// at least one).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -31692,7 +31694,8 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePathAny) KBase() *Lh
 }
 
 // Kmax (leaf): The explicit K_max, used when kmax-mode is EXPLICIT (required
-// then).
+// then, and at least 2 bytes: K_min, derived as K_max / 2, is then
+// at least one).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -31740,7 +31743,8 @@ func (n *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_StatePath) Kmax() *Lhcnp_
 }
 
 // Kmax (leaf): The explicit K_max, used when kmax-mode is EXPLICIT (required
-// then).
+// then, and at least 2 bytes: K_min, derived as K_max / 2, is then
+// at least one).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"

@@ -29822,7 +29822,8 @@ func (n *Lhcnp_Interface_QueuePathAny) KBase() *Lhcnp_Interface_Queue_KBasePathA
 }
 
 // Kmax (leaf): The explicit K_max, used when kmax-mode is EXPLICIT (required
-// then).
+// then, and at least 2 bytes: K_min, derived as K_max / 2, is then
+// at least one).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -29841,7 +29842,8 @@ func (n *Lhcnp_Interface_QueuePath) Kmax() *Lhcnp_Interface_Queue_KmaxPath {
 }
 
 // Kmax (leaf): The explicit K_max, used when kmax-mode is EXPLICIT (required
-// then).
+// then, and at least 2 bytes: K_min, derived as K_max / 2, is then
+// at least one).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"

@@ -1,0 +1,26 @@
+package dataplane
+
+import (
+	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+)
+
+// TestIdleStates: every registered mechanism has a state for before its
+// function exists, so its configuration is echoed from the first Set.
+func TestIdleStates(t *testing.T) {
+	ports, err := NewPorts([][2]string{{"wan", "n1:0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := lhcnp.DefaultConfig()
+	for _, k := range kinds() {
+		cfg, _, err := k.translate(nil, &lc, ports)
+		if err != nil {
+			t.Fatalf("%s: %v", k.name, err)
+		}
+		if _, ok := idleState(cfg); !ok {
+			t.Errorf("%s: no idle state for its configuration %T", k.name, cfg)
+		}
+	}
+}
