@@ -24,12 +24,8 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
-	"github.com/lhcnp/lhcnp/dataplane-sim/fastcnp"
-	"github.com/lhcnp/lhcnp/dataplane-sim/fcn"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
-	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
-	"github.com/lhcnp/lhcnp/dataplane-sim/switchcnp"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/openconfig/ygot/ygot"
@@ -225,32 +221,11 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	for _, k := range kinds() {
 		if s, ok := states[k.name]; ok {
 			k.state(root, s, configured[k.name], env)
-		} else if c, ok := idle[k.name]; ok {
-			if s, ok := idleState(c); ok {
-				k.state(root, s, c, env)
-			}
+		} else if c, ok := idle[k.name]; ok && k.idle != nil {
+			k.state(root, k.idle, c, env)
 		}
 	}
 	return root, nil
-}
-
-// idleState is the state of a mechanism whose function does not exist yet,
-// by its configuration's type: no counters, nothing observed. Its state
-// container then echoes the configuration as every other does, where it
-// was absent until the mechanism was first turned on. A kind it does not
-// know (TestIdleStates) stays absent.
-func idleState(cfg any) (any, bool) {
-	switch cfg.(type) {
-	case fastcnp.Config:
-		return fastcnp.State{}, true
-	case fcn.Roles:
-		return fcn.State{}, true
-	case rateadvice.Config:
-		return rateadvice.State{}, true
-	case switchcnp.Config:
-		return switchcnp.State{}, true
-	}
-	return nil, false
 }
 
 // setQueueCount writes n into the counter set chooses of queue id of the

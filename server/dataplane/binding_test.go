@@ -3,7 +3,9 @@ package dataplane
 import (
 	"testing"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/gen/oc"
 )
 
 // TestIdleStates: every registered mechanism has a state for before its
@@ -19,8 +21,11 @@ func TestIdleStates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", k.name, err)
 		}
-		if _, ok := idleState(cfg); !ok {
-			t.Errorf("%s: no idle state for its configuration %T", k.name, cfg)
+		if k.idle == nil {
+			t.Errorf("%s: no idle state", k.name)
+			continue
 		}
+		// Its state writer takes it with the configuration.
+		k.state(&oc.Root{}, k.idle, cfg, stateEnv{ports: ports, wallNS: func(engine.Time) uint64 { return 0 }})
 	}
 }

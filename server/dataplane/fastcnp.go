@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"math"
 	"net/netip"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 )
 
 // fastWithLongHaul is why a node refuses Fast CNP with a Long-haul CNP
@@ -41,7 +41,7 @@ func FastCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) (fastcnp.C
 		kmax := uint64(c.KMaxBytes)
 		if f.CongestionThreshold != nil {
 			kmax = *f.CongestionThreshold
-			c.KMaxBytes = leafBytes(kmax)
+			c.KMaxBytes = schema.ClampInt64(kmax)
 		}
 		if f.MarkingThreshold != nil {
 			// The node reads 0 as "not set" (half the congestion
@@ -53,8 +53,8 @@ func FastCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) (fastcnp.C
 				return c, invalid(at+"/marking-threshold", "%d bytes is not below congestion-threshold %d", *f.MarkingThreshold, kmax)
 			}
 			// Below the congestion threshold as configured, so below
-			// it as held (leafBytes) too.
-			c.KMinBytes = min(leafBytes(*f.MarkingThreshold), c.KMaxBytes-1)
+			// it as held (schema.ClampInt64) too.
+			c.KMinBytes = min(schema.ClampInt64(*f.MarkingThreshold), c.KMaxBytes-1)
 		}
 		if f.EcnPmax != nil {
 			c.PMax = *f.EcnPmax
@@ -110,12 +110,6 @@ func FastCNPConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) (fastcnp.C
 	return c, nil
 }
 
-// leafBytes is a uint64 bytes leaf (a threshold) as the node's int64:
-// the values above its range are held at its top, 2^63-1 bytes, which no
-// queue reaches (as gnmi/schema's clampInt64 does for the rules), where
-// int64() would wrap them negative.
-func leafBytes(v uint64) int64 { return int64(min(v, math.MaxInt64)) }
-
 // codePointsPath holds the code points the mechanisms share (option
 // types, opcode, port), which ToConfig reads into lhcnp.Config.CodePoints.
 const codePointsPath = "/lhcnp/global/code-points/config"
@@ -123,6 +117,7 @@ const codePointsPath = "/lhcnp/global/code-points/config"
 func init() {
 	register(mechanismKind{
 		name: "fast-cnp",
+		idle: fastcnp.State{},
 		translate: func(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) (any, bool, error) {
 			c, err := FastCNPConfig(l, lc, ports)
 			return c, c.Enabled, err

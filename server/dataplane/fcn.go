@@ -8,11 +8,13 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 )
 
 func init() {
 	register(mechanismKind{
 		name: "fcn",
+		idle: fcn.State{},
 		translate: func(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, _ *Ports) (any, bool, error) {
 			pe, transit, err := FCNConfig(l, lc)
 			return fcn.Roles{PE: pe, Transit: transit}, pe.Enabled || transit.Enabled, err
@@ -101,7 +103,7 @@ func fcnParams(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (fcn.Config, error) {
 			c.AgingTimeout = engine.Time(*f.AgingTimeout) * engine.Second
 		}
 		if f.CongestionThreshold != nil {
-			c.KMaxBytes = leafBytes(*f.CongestionThreshold)
+			c.KMaxBytes = schema.ClampInt64(*f.CongestionThreshold)
 		}
 		if f.MinCnpInterval != nil {
 			c.MinCNPInterval = usec(*f.MinCnpInterval)

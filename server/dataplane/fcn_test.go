@@ -52,8 +52,8 @@ func TestSetFCNIngressPE(t *testing.T) {
 }
 
 // TestFCNStateEchoesConfigWhenDisabled: /lhcnp/fcn/state repeats the
-// /lhcnp/fcn/config in effect while fcn-role is DISABLED too, as the other
-// mechanisms' state does once they ran: here after a transit role. The old
+// /lhcnp/fcn/config in effect while fcn-role is DISABLED too, as every
+// mechanism's state does: here after a transit role. The old
 // target echoed the ingress PE's configuration then, which a switch that
 // never was one did not have: every leaf read 0.
 func TestFCNStateEchoesConfigWhenDisabled(t *testing.T) {

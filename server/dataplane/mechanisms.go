@@ -45,6 +45,10 @@ type mechanismKind struct {
 	// configuration as configured (on even while the master switch
 	// holds it off), as the state's echo of the config leaves.
 	state func(root *oc.Root, st, cfg any, v stateEnv)
+	// idle is the state before the function exists (no counters, nothing
+	// observed), which state writes from the first Set that configures
+	// the mechanism, so that its container echoes the configuration.
+	idle any
 	// queueCount, if set, returns the per-queue counter leaf that the
 	// notifications the node hands to this mechanism count in, or nil,
 	// from its configuration as configured.

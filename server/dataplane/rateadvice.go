@@ -71,6 +71,7 @@ func RateAdviceConfig(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config) (rateadvice.Config, e
 func init() {
 	register(mechanismKind{
 		name:   "rate-advice",
+		idle:   rateadvice.State{},
 		beside: true,
 		translate: func(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, _ *Ports) (any, bool, error) {
 			c, err := RateAdviceConfig(l, lc)

@@ -13,6 +13,7 @@ import (
 func init() {
 	register(mechanismKind{
 		name: "switch-cnp",
+		idle: switchcnp.State{},
 		translate: func(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, _ *Ports) (any, bool, error) {
 			c, err := SwitchCNPConfig(l, lc)
 			return c, c.Enabled, err

@@ -204,6 +204,14 @@ func interfaceConfig(i *oc.Lhcnp_Lhcnp_Interfaces_Interface, at string) (lhcnp.I
 		if cf.PortRate != nil {
 			ic.PortRateBitsPerSec = schema.ClampInt64(*cf.PortRate)
 		}
+		if cf.RttSource == oc.LhcnpTypes_RttSource_REPORTED {
+			// The node takes reports (lhcnp.Node.ReportRTT), but nothing
+			// brings it one: the draft names receiver reporting as a
+			// source (§5.3.1) and defines no report. Taken, it would run
+			// as STATIC and say REPORTED.
+			return ic, invalid(at+"/config/rtt-source", "REPORTED: no receiver report reaches this switch (§5.3.1 names "+
+				"receiver reporting but no draft defines the report); use STATIC with rtt-est, or PROBED")
+		}
 		if cf.RttSource != oc.LhcnpTypes_RttSource_UNSET {
 			ic.RTTSource = rttSources.toNode(cf.RttSource, ic.RTTSource)
 		}

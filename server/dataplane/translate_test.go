@@ -101,3 +101,23 @@ func TestExplicitKmaxOneNamesYANGPath(t *testing.T) {
 		t.Errorf("kmax 1 (EXPLICIT): %v, want InvalidArgument naming %s/config/kmax", err, q0)
 	}
 }
+
+// TestRTTSourceReportedRefused: rtt-source REPORTED is refused naming the
+// leaf, with the sources that work: nothing brings a node a receiver's
+// report (no draft defines one), and taken it ran as STATIC while the
+// state said REPORTED. The configuration stays as it was.
+func TestRTTSourceReportedRefused(t *testing.T) {
+	r := newRig(t)
+	r.run(t, engine.Millisecond)
+	const leaf = "/lhcnp/interfaces/interface[name=wan]/config/rtt-source"
+	err := r.setJSON(t, leaf, `"REPORTED"`)
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), leaf) || !strings.Contains(err.Error(), "PROBED") {
+		t.Fatalf("rtt-source REPORTED: %v, want InvalidArgument naming %s and the sources that work", err, leaf)
+	}
+	if got := r.getJSON(t, "/lhcnp/interfaces/interface[name=wan]/state/rtt-source"); !strings.Contains(got, "STATIC") {
+		t.Errorf("after the refused Set the state's rtt-source = %s, want STATIC", got)
+	}
+	if err := r.setJSON(t, leaf, `"PROBED"`); err != nil {
+		t.Errorf("rtt-source PROBED: %v", err)
+	}
+}

@@ -8027,7 +8027,8 @@ func (n *Lhcnp_Lhcnp_Fcn_ConfigPathAny) Domain() *Lhcnp_Lhcnp_Fcn_Config_DomainP
 	return ps
 }
 
-// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE.
+// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE: at
+// most one mapping per 20-bit flow label.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -8074,7 +8075,8 @@ func (n *Lhcnp_Lhcnp_Fcn_ConfigPath) MaxMappings() *Lhcnp_Lhcnp_Fcn_Config_MaxMa
 	return ps
 }
 
-// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE.
+// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE: at
+// most one mapping per 20-bit flow label.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -10425,7 +10427,8 @@ func (n *Lhcnp_Lhcnp_Fcn_StatePathAny) MappingCount() *Lhcnp_Lhcnp_Fcn_State_Map
 	return ps
 }
 
-// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE.
+// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE: at
+// most one mapping per 20-bit flow label.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -10472,7 +10475,8 @@ func (n *Lhcnp_Lhcnp_Fcn_StatePath) MaxMappings() *Lhcnp_Lhcnp_Fcn_State_MaxMapp
 	return ps
 }
 
-// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE.
+// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE: at
+// most one mapping per 20-bit flow label.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -19271,6 +19275,8 @@ func (n *Lhcnp_Lhcnp_Global_ConfigPathAny) DeviceIdentifier() *Lhcnp_Lhcnp_Globa
 // Enabled (leaf): Master switch. When false the node neither marks nor sends any
 // switch-originated congestion notification, whatever the other
 // settings; Fast CNP in particular must be disabled by default.
+// Fast CNP's border filtering (fast-cnp border-interface), which
+// sends nothing, runs whatever it says.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -19320,6 +19326,8 @@ func (n *Lhcnp_Lhcnp_Global_ConfigPath) Enabled() *Lhcnp_Lhcnp_Global_Config_Ena
 // Enabled (leaf): Master switch. When false the node neither marks nor sends any
 // switch-originated congestion notification, whatever the other
 // settings; Fast CNP in particular must be disabled by default.
+// Fast CNP's border filtering (fast-cnp border-interface), which
+// sends nothing, runs whatever it says.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -21733,6 +21741,8 @@ func (n *Lhcnp_Lhcnp_Global_StatePathAny) DeviceIdentifier() *Lhcnp_Lhcnp_Global
 // Enabled (leaf): Master switch. When false the node neither marks nor sends any
 // switch-originated congestion notification, whatever the other
 // settings; Fast CNP in particular must be disabled by default.
+// Fast CNP's border filtering (fast-cnp border-interface), which
+// sends nothing, runs whatever it says.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -21782,6 +21792,8 @@ func (n *Lhcnp_Lhcnp_Global_StatePath) Enabled() *Lhcnp_Lhcnp_Global_State_Enabl
 // Enabled (leaf): Master switch. When false the node neither marks nor sends any
 // switch-originated congestion notification, whatever the other
 // settings; Fast CNP in particular must be disabled by default.
+// Fast CNP's border filtering (fast-cnp border-interface), which
+// sends nothing, runs whatever it says.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"

@@ -8015,7 +8015,8 @@ func (n *Lhcnp_FcnPathAny) MappingCount() *Lhcnp_Fcn_MappingCountPathAny {
 	return ps
 }
 
-// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE.
+// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE: at
+// most one mapping per 20-bit flow label.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -8033,7 +8034,8 @@ func (n *Lhcnp_FcnPath) MaxMappings() *Lhcnp_Fcn_MaxMappingsPath {
 	return ps
 }
 
-// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE.
+// MaxMappings (leaf): Capacity of the flow-label mapping table of an ingress PE: at
+// most one mapping per 20-bit flow label.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -18978,6 +18980,8 @@ func (n *Lhcnp_GlobalPathAny) DeviceIdentifier() *Lhcnp_Global_DeviceIdentifierP
 // Enabled (leaf): Master switch. When false the node neither marks nor sends any
 // switch-originated congestion notification, whatever the other
 // settings; Fast CNP in particular must be disabled by default.
+// Fast CNP's border filtering (fast-cnp border-interface), which
+// sends nothing, runs whatever it says.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -18998,6 +19002,8 @@ func (n *Lhcnp_GlobalPath) Enabled() *Lhcnp_Global_EnabledPath {
 // Enabled (leaf): Master switch. When false the node neither marks nor sends any
 // switch-originated congestion notification, whatever the other
 // settings; Fast CNP in particular must be disabled by default.
+// Fast CNP's border filtering (fast-cnp border-interface), which
+// sends nothing, runs whatever it says.
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
