@@ -24,9 +24,10 @@ type Counters struct {
 	MarkedAlongside int64
 	// EncodeErrors: the encoder refused the frame (a bug).
 	EncodeErrors int64
-	// MarksWithheld: CE marks the port's ECN configuration called for on
-	// packets of capable senders (or of every sender without
-	// MarkUnknown), not applied (§4 MUST NOT).
+	// MarksWithheld: packets of capable senders (or of every sender
+	// without MarkUnknown) the port asked to mark, in its marking range,
+	// and AllowMark refused (§4 MUST NOT), counted before the port's
+	// probability draw: the marks it would have applied are a share.
 	MarksWithheld int64
 	// BorderDroppedIn: Fast CNPs dropped on arrival through a border port
 	// (from outside the domain); BorderDroppedOut: Fast CNPs, transiting

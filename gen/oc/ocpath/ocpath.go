@@ -6902,8 +6902,12 @@ func (n *Lhcnp_Lhcnp_FastCnp_State_CountersPathAny) EcnMarkedAlongside() *Lhcnp_
 	return ps
 }
 
-// EcnMarksWithheld (leaf): CE marks not applied to packets of senders known to process Fast
-// CNP (sender-capable), which MUST NOT be marked.
+// EcnMarksWithheld (leaf): Packets kept from CE marking because their sender is known to
+// process Fast CNP (sender-capable), which MUST NOT be marked, or,
+// without ecn-mark-alongside, any sender: each packet that arrived
+// while the queue was in its marking range counts, before the
+// port's probability draw (the marks it would have drawn are a
+// share of these, up to ecn-pmax).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -6950,8 +6954,12 @@ func (n *Lhcnp_Lhcnp_FastCnp_State_CountersPath) EcnMarksWithheld() *Lhcnp_Lhcnp
 	return ps
 }
 
-// EcnMarksWithheld (leaf): CE marks not applied to packets of senders known to process Fast
-// CNP (sender-capable), which MUST NOT be marked.
+// EcnMarksWithheld (leaf): Packets kept from CE marking because their sender is known to
+// process Fast CNP (sender-capable), which MUST NOT be marked, or,
+// without ecn-mark-alongside, any sender: each packet that arrived
+// while the queue was in its marking range counts, before the
+// port's probability draw (the marks it would have drawn are a
+// share of these, up to ecn-pmax).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"

@@ -5788,8 +5788,12 @@ func (n *Lhcnp_FastCnp_CountersPathAny) EcnMarkedAlongside() *Lhcnp_FastCnp_Coun
 	return ps
 }
 
-// EcnMarksWithheld (leaf): CE marks not applied to packets of senders known to process Fast
-// CNP (sender-capable), which MUST NOT be marked.
+// EcnMarksWithheld (leaf): Packets kept from CE marking because their sender is known to
+// process Fast CNP (sender-capable), which MUST NOT be marked, or,
+// without ecn-mark-alongside, any sender: each packet that arrived
+// while the queue was in its marking range counts, before the
+// port's probability draw (the marks it would have drawn are a
+// share of these, up to ecn-pmax).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
@@ -5807,8 +5811,12 @@ func (n *Lhcnp_FastCnp_CountersPath) EcnMarksWithheld() *Lhcnp_FastCnp_Counters_
 	return ps
 }
 
-// EcnMarksWithheld (leaf): CE marks not applied to packets of senders known to process Fast
-// CNP (sender-capable), which MUST NOT be marked.
+// EcnMarksWithheld (leaf): Packets kept from CE marking because their sender is known to
+// process Fast CNP (sender-capable), which MUST NOT be marked, or,
+// without ecn-mark-alongside, any sender: each packet that arrived
+// while the queue was in its marking range counts, before the
+// port's probability draw (the marks it would have drawn are a
+// share of these, up to ecn-pmax).
 //
 //	Defining module:      "lhcnp"
 //	Instantiating module: "lhcnp"
