@@ -69,3 +69,28 @@ func TestOptionsTranslate(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeTotalsCountEveryPort: the node's notifications-sent and
+// notifications-suppressed count every port's, a port the model names no
+// interface for too (its interface is not in the tree); they counted the
+// named ports' only.
+func TestNodeTotalsCountEveryPort(t *testing.T) {
+	st := &lhcnp.State{Ports: []lhcnp.PortState{{Name: "n1:0"}, {Name: "n1:1"}}}
+	st.Ports[0].Counters.NotificationsSent = 5
+	st.Ports[1].Counters.NotificationsSent = 7
+	st.Ports[0].Queues[0].Counters.SuppressedFlowInterval = 2
+	st.Ports[1].Queues[3].Counters.SuppressedPortLimit = 3
+	cfg := lhcnp.DefaultConfig()
+	ports, err := NewPorts([][2]string{{"wan", "n1:0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := StateTree(st, &cfg, ports, func(t engine.Time) uint64 { return uint64(t.Nanos()) })
+	c := root.GetLhcnp().GetGlobal().GetState().GetCounters()
+	if c.GetNotificationsSent() != 12 || c.GetNotificationsSuppressed() != 5 {
+		t.Errorf("node totals sent %d, suppressed %d; want 12 and 5 (both ports')", c.GetNotificationsSent(), c.GetNotificationsSuppressed())
+	}
+	if got := root.GetLhcnp().GetInterfaces().GetInterface("wan").GetState().GetCounters().GetNotificationsSent(); got != 5 {
+		t.Errorf("wan's notifications-sent %d, want 5", got)
+	}
+}

@@ -62,6 +62,14 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 	var sent, suppressed uint64
 	for i := range st.Ports {
 		ps := &st.Ports[i]
+		// The node's totals count every port, one without an interface
+		// name in the model too (as a mechanism's own notifications,
+		// addNotificationsSent, count in them).
+		sent += uint64(ps.Counters.NotificationsSent)
+		for qi := range ps.Queues {
+			c := &ps.Queues[qi].Counters
+			suppressed += uint64(c.SuppressedFlowInterval + c.SuppressedPortLimit + c.SuppressedDeferral)
+		}
 		name, ok := ports.Interface(ps.Name)
 		if !ok {
 			continue
@@ -91,7 +99,6 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 		ctr.SuppressedPortLimit = ygot.Uint64(uint64(ps.Counters.SuppressedPortLimit))
 		ctr.RttEstUpdates = ygot.Uint64(uint64(ps.RTTUpdates))
 		ctr.LinkDownDrops = ygot.Uint64(uint64(ps.LinkDownDrops))
-		sent += uint64(ps.Counters.NotificationsSent)
 		for qi := range ps.Queues {
 			qs := &ps.Queues[qi]
 			q := it.GetOrCreateQueues().GetOrCreateQueue(qs.ID)
@@ -99,7 +106,6 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 			if external != nil {
 				external(q.GetState().GetCounters(), ygot.Uint64(uint64(qs.Counters.SentExternal)))
 			}
-			suppressed += uint64(qs.Counters.SuppressedFlowInterval + qs.Counters.SuppressedPortLimit + qs.Counters.SuppressedDeferral)
 		}
 	}
 	gc := g.GetOrCreateCounters()
