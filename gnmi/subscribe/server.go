@@ -2,7 +2,7 @@
 // POLL and STREAM lists; SAMPLE (sample_interval, suppress_redundant,
 // heartbeat_interval), ON_CHANGE (with heartbeats) and TARGET_DEFINED
 // subscriptions; updates_only; a sync_response after the initial data in
-// every mode; deletes when leaves vanish.
+// every mode; deletes when leaves vanish (POLL: in the next poll's answer).
 //
 // Each stream has one sending goroutine and a coalescing queue keyed by leaf:
 // publishers only insert into it, so a stalled subscriber holds at most one
@@ -35,7 +35,6 @@ import (
 
 // Defaults of the options.
 const (
-	DefaultSampleInterval        = 10 * time.Second
 	DefaultMinSampleInterval     = 10 * time.Millisecond
 	DefaultTargetDefinedInterval = 10 * time.Second
 	DefaultMaxUpdates            = 500
@@ -43,7 +42,6 @@ const (
 
 type options struct {
 	clk            clock.Clock
-	defaultSample  time.Duration
 	minSample      time.Duration
 	targetDefined  time.Duration
 	maxStreams     int
@@ -52,6 +50,7 @@ type options struct {
 	allowedOrigins map[string]bool
 	rewrite        func(*gnmi.Path) *gnmi.Path
 	validate       func(*gnmi.Path) error
+	models         func([]*gnmi.ModelData) error
 }
 
 // Option configures a Server.
@@ -60,14 +59,12 @@ type Option func(*options)
 // WithClock sets the clock of SAMPLE and heartbeat timers (default: real time).
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clk = c } }
 
-// WithDefaultSampleInterval sets the interval of a SAMPLE subscription whose
-// sample_interval is 0.
-func WithDefaultSampleInterval(d time.Duration) Option {
-	return func(o *options) { o.defaultSample = d }
-}
-
 // WithMinSampleInterval sets the smallest sample_interval and
 // heartbeat_interval accepted; smaller non-zero values are INVALID_ARGUMENT.
+// It is also the interval of a SAMPLE subscription whose sample_interval is
+// 0, which gNMI 3.5.1.5.2 says is "the lowest interval possible for the
+// target": a target whose store changes only every publish interval passes
+// that interval, since sampling faster would only repeat values.
 func WithMinSampleInterval(d time.Duration) Option { return func(o *options) { o.minSample = d } }
 
 // WithTargetDefinedInterval sets the interval at which TARGET_DEFINED samples
@@ -114,6 +111,15 @@ func WithPathRewrite(f func(*gnmi.Path) *gnmi.Path) Option {
 // path. Without it any path is accepted (data arrives when it appears).
 func WithPathValidator(f func(*gnmi.Path) error) Option {
 	return func(o *options) { o.validate = f }
+}
+
+// WithModelValidator checks a subscription list's use_models; an error is
+// INVALID_ARGUMENT with its message (gNMI 2.6, 3.5.1.2: the target must only
+// consider data of the models named, so a model it does not serve cannot be
+// answered). Without it use_models is ignored. A target with a schema passes
+// the check its Get makes, so both refuse the same lists.
+func WithModelValidator(f func([]*gnmi.ModelData) error) Option {
+	return func(o *options) { o.models = f }
 }
 
 // Stats are a Server's counters since it started.
@@ -185,7 +191,6 @@ func (s *Server) Streams() []StreamInfo {
 func New(st *store.Store, opts ...Option) *Server {
 	o := options{
 		clk:            clock.Real{},
-		defaultSample:  DefaultSampleInterval,
 		minSample:      DefaultMinSampleInterval,
 		targetDefined:  DefaultTargetDefinedInterval,
 		maxUpdates:     DefaultMaxUpdates,
@@ -320,6 +325,11 @@ func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionL
 	if len(sl.GetSubscription()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "the subscription list has no subscriptions")
 	}
+	if s.o.models != nil {
+		if err := s.o.models(sl.GetUseModels()); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+	}
 	prefix := sl.GetPrefix()
 	if s.o.rewrite != nil && prefix != nil {
 		prefix = s.o.rewrite(prefix)
@@ -390,14 +400,23 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 	}
 	su := &sub{pat: pat, name: name}
 	sample, heartbeat := time.Duration(req.GetSampleInterval()), time.Duration(req.GetHeartbeatInterval())
-	if st.mode != gnmi.SubscriptionList_STREAM {
-		// ONCE and POLL send the current values on request; intervals have no meaning.
+	switch st.mode {
+	case gnmi.SubscriptionList_ONCE:
+		// ONCE sends the current values and ends; an interval has no meaning,
+		// and gNMI 3.5.1.3 offers the Subscription's parameters to POLL and
+		// STREAM only.
 		if sample != 0 {
 			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in %v mode", name, st.mode)
 		}
 		if heartbeat != 0 {
 			return nil, status.Errorf(codes.InvalidArgument, "path %s: heartbeat_interval is not allowed in %v mode", name, st.mode)
 		}
+		su.initial = anyKind
+		return su, nil
+	case gnmi.SubscriptionList_POLL:
+		// gNMI 3.5.1.3 lets a POLL subscription carry the parameters (a
+		// client may fill them in whatever the mode); a poll sends the
+		// current values when asked, so the intervals are ignored.
 		su.initial = anyKind
 		return su, nil
 	}
@@ -412,7 +431,7 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 		su.onChange, su.heartbeat = anyKind, heartbeat
 	case gnmi.SubscriptionMode_SAMPLE:
 		if sample == 0 {
-			sample = s.o.defaultSample
+			sample = s.o.minSample // 3.5.1.5.2: the lowest interval possible
 		}
 		if sample < s.o.minSample {
 			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval %v is below the minimum %v", name, sample, s.o.minSample)

@@ -30,6 +30,9 @@ type stream struct {
 	codec    string  // transport codec and compressor ("" if unknown)
 	raw      bool    // the codec is protobuf: send the wire form written by wire.go
 	m        *member // non-nil: on-change fan-out shared with a group
+	// held (POLL) are the leaves the client holds: sent in an answer and
+	// not deleted in a later one, so that a poll reports their deletes.
+	held map[string]struct{}
 
 	spare         []entry
 	scratch       []entry
@@ -119,6 +122,18 @@ func (st *stream) run(ctx context.Context) error {
 				cancel := st.srv.st.Watch(su.pat, su)
 				defer cancel()
 			}
+		}
+	}
+	if st.mode == gnmi.SubscriptionList_POLL {
+		// A poll's answer must delete what vanished since the last one
+		// (gNMI 3.5.1.5.3 refers to 3.5.2.3), with the time it vanished:
+		// the subscriptions watch, and with no on-change kinds Notify
+		// queues only deletes, which wait in the queue for the next poll.
+		// Watching before the initial walk, as STREAM does, lets no delete
+		// fall in between.
+		for _, su := range st.subs {
+			cancel := st.srv.st.Watch(su.pat, su)
+			defer cancel()
 		}
 	}
 	now := clk.Now()
@@ -325,6 +340,9 @@ func (st *stream) flush(items []entry) error {
 	if items == nil {
 		items = st.drain()
 	}
+	if st.mode == gnmi.SubscriptionList_POLL {
+		items = st.keepHeld(items)
+	}
 	for i := range items {
 		if e := &items[i]; e.leaf != nil && e.val == nil {
 			for _, su := range st.subs {
@@ -362,6 +380,33 @@ func (st *stream) flush(items []entry) error {
 	clear(items)
 	st.spare = items[:0]
 	return err
+}
+
+// keepHeld drops from a POLL answer the deletes of leaves the client does
+// not hold (created and gone between two polls, or before the first answer:
+// nothing to remove from its view), and records what it holds after the
+// answer. It filters items in place.
+func (st *stream) keepHeld(items []entry) []entry {
+	if st.held == nil {
+		st.held = map[string]struct{}{}
+	}
+	out := items[:0]
+	for _, e := range items {
+		if e.leaf != nil {
+			key := e.leaf.Key()
+			if e.val == nil {
+				if _, ok := st.held[key]; !ok {
+					continue
+				}
+				delete(st.held, key)
+			} else {
+				st.held[key] = struct{}{}
+			}
+		}
+		out = append(out, e)
+	}
+	clear(items[len(out):])
+	return out
 }
 
 // drain takes the queue's entries and accounts for what it coalesced.

@@ -389,6 +389,37 @@ func TestSampleDeletesAndSkipsMissedSlots(t *testing.T) {
 	}
 }
 
+// TestSampleIntervalZeroIsTheMinimum: gNMI 3.5.1.5.2 says sample_interval 0
+// (what a client that leaves it unset sends) gets "the lowest interval
+// possible for the target", which is the minimum the Server accepts. It
+// sampled every 10 s (a default of its own), a thousand times slower than
+// the 10 ms the same target accepts when asked; this failed before.
+func TestSampleIntervalZeroIsTheMinimum(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		opts []Option
+		want time.Duration
+	}{
+		{desc: "default minimum", want: DefaultMinSampleInterval},
+		{desc: "a switch's publish interval", opts: []Option{WithMinSampleInterval(100 * time.Millisecond)}, want: 100 * time.Millisecond},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			h := newHarness(t, tt.opts...)
+			sc := h.subscribe(t, &gnmi.SubscriptionList{Encoding: gnmi.Encoding_PROTO,
+				Subscription: []*gnmi.Subscription{subOf(in0, gnmi.SubscriptionMode_SAMPLE, 0, 0)}})
+			untilSync(t, sc)
+			done := make(chan struct{})
+			defer close(done)
+			if !h.clk.WaitArmed(done, 1) {
+				t.Fatal("no sample timer")
+			}
+			if d, _ := h.clk.NextDeadline(); d.Sub(start) != tt.want {
+				t.Errorf("sample_interval 0 samples every %v, want %v", d.Sub(start), tt.want)
+			}
+		})
+	}
+}
+
 func TestOnChangeHeartbeat(t *testing.T) {
 	h := newHarness(t)
 	sc := h.subscribe(t, &gnmi.SubscriptionList{Encoding: gnmi.Encoding_PROTO,
@@ -446,6 +477,62 @@ func TestPoll(t *testing.T) {
 	}
 }
 
+// TestPollReportsDeletes: gNMI 3.5.1.5.3 has a poll's answer follow 3.5.2.3,
+// which says a node removed from the subscribed paths gets a delete. A leaf
+// the last answer sent and that vanished since (an aged flow) is deleted in
+// the next answer, stamped when it vanished; it was simply absent, and a
+// polling client's cache kept it for ever: this failed before. A leaf that
+// came and went between two polls was never sent, so it gets no delete.
+func TestPollReportsDeletes(t *testing.T) {
+	h := newHarness(t)
+	sc := h.subscribe(t, &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_POLL, Encoding: gnmi.Encoding_PROTO,
+		Subscription: []*gnmi.Subscription{{Path: store.MustPath("/flows")}}})
+	if diff := cmp.Diff([]string{"update @100 " + rate1 + "=10", "sync"}, untilSync(t, sc)); diff != "" {
+		t.Fatalf("initial (-want, +got):\n%s", diff)
+	}
+	rate2 := "/flows/flow[id=2]/state/rate"
+	h.publish(t, 200, func(b *store.Batch) { b.Delete(store.MustPath("/flows/flow[id=1]")) })
+	h.publish(t, 250, func(b *store.Batch) { b.Update(store.MustPath(rate2), u(7), store.Gauge) })
+	h.publish(t, 260, func(b *store.Batch) { b.Delete(store.MustPath("/flows/flow[id=2]")) })
+	poll := &gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Poll{Poll: &gnmi.Poll{}}}
+	if err := sc.Send(poll); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"delete @200 " + rate1, "sync"}, untilSync(t, sc)); diff != "" {
+		t.Errorf("poll after the flow aged out (-want, +got):\n%s", diff)
+	}
+	// Deleted once: the next poll has nothing to say about it.
+	if err := sc.Send(poll); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"sync"}, untilSync(t, sc)); diff != "" {
+		t.Errorf("poll after that (-want, +got):\n%s", diff)
+	}
+}
+
+// TestPollIgnoresIntervals: gNMI 3.5.1.3 lets a POLL subscription carry the
+// Subscription's parameters (a client may fill them in whatever the mode);
+// they mean nothing to a poll and are ignored. A sample_interval or
+// heartbeat_interval was INVALID_ARGUMENT; this failed before.
+func TestPollIgnoresIntervals(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		sub  *gnmi.Subscription
+	}{
+		{desc: "sample_interval", sub: subOf(in0, gnmi.SubscriptionMode_SAMPLE, time.Second, 0)},
+		{desc: "heartbeat_interval", sub: subOf(in0, gnmi.SubscriptionMode_ON_CHANGE, 0, time.Second)},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			h := newHarness(t)
+			sc := h.subscribe(t, &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_POLL, Encoding: gnmi.Encoding_PROTO,
+				Subscription: []*gnmi.Subscription{tt.sub}})
+			if diff := cmp.Diff([]string{"update @100 " + in0 + "=1", "sync"}, untilSync(t, sc)); diff != "" {
+				t.Errorf("initial (-want, +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestErrors(t *testing.T) {
 	p := store.MustPath(in0)
 	tests := []struct {
@@ -459,7 +546,7 @@ func TestErrors(t *testing.T) {
 		{desc: "unknown list mode", req: list(&gnmi.SubscriptionList{Mode: 7, Subscription: []*gnmi.Subscription{{Path: p}}}), code: codes.InvalidArgument, msg: "mode 7"},
 		{desc: "no subscriptions", req: list(&gnmi.SubscriptionList{}), code: codes.InvalidArgument, msg: "no subscriptions"},
 		{desc: "unsupported encoding", req: list(&gnmi.SubscriptionList{Encoding: gnmi.Encoding_ASCII, Subscription: []*gnmi.Subscription{{Path: p}}}), code: codes.Unimplemented, msg: "ASCII"},
-		{desc: "POLL with sample_interval", req: list(&gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_POLL,
+		{desc: "ONCE with sample_interval", req: list(&gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_ONCE,
 			Subscription: []*gnmi.Subscription{{Path: p, SampleInterval: uint64(time.Second)}}}), code: codes.InvalidArgument, msg: "path " + in0 + ": sample_interval"},
 		{desc: "sample_interval below the minimum", req: list(&gnmi.SubscriptionList{
 			Subscription: []*gnmi.Subscription{{Path: p, Mode: gnmi.SubscriptionMode_SAMPLE, SampleInterval: uint64(time.Millisecond)}}}), code: codes.InvalidArgument, msg: "below the minimum"},

@@ -217,6 +217,12 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 			subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
 			subscribe.WithPathRewrite(schema.StripModules),
 			subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }),
+			subscribe.WithModelValidator(service.CheckModels),
+			// The store changes once per publish interval: sampling faster
+			// would repeat values, so that is the lowest interval possible
+			// (what sample_interval 0 gets, gNMI 3.5.1.5.2) and the smallest
+			// accepted.
+			subscribe.WithMinSampleInterval(max(cfg.PublishInterval, subscribe.DefaultMinSampleInterval)),
 			subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, sch.ValueEncoder(gnmi.Encoding_JSON_IETF)),
 			subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)))
 		opts := append(slices.Clone(cfg.TargetOptions),

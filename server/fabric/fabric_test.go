@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygnmi/ygnmi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 const labScenario = "../../scenarios/lab.yaml"
@@ -164,6 +167,24 @@ func TestThreeSwitchesAnswerGNMI(t *testing.T) {
 			t.Errorf("switch %s: engine-speed %v (%v), want 0.02", s.Name, speed, err)
 		}
 	}
+	// Subscribe is wired with the switch's limits: the publish interval is
+	// the smallest sample_interval (sample_interval 0 samples at it), and
+	// use_models is checked as Get checks it.
+	for _, tt := range []struct {
+		desc string
+		sl   *gnmi.SubscriptionList
+		msg  string
+	}{
+		{desc: "sample_interval below the publish interval", sl: &gnmi.SubscriptionList{Subscription: []*gnmi.Subscription{{
+			Path: path(t, "lhcnp", "global"), Mode: gnmi.SubscriptionMode_SAMPLE, SampleInterval: uint64(20 * time.Millisecond)}}},
+			msg: "below the minimum 50ms"},
+		{desc: "a model not served", sl: &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_ONCE, UseModels: []*gnmi.ModelData{{Name: "openconfig-interfaces"}},
+			Subscription: []*gnmi.Subscription{{Path: path(t, "lhcnp", "global")}}}, msg: `use_models: model "openconfig-interfaces"`},
+	} {
+		if err := subscribeErr(ctx, t, clients["t1"], tt.sl); status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), tt.msg) {
+			t.Errorf("Subscribe, %s: %v, want INVALID_ARGUMENT containing %q", tt.desc, err, tt.msg)
+		}
+	}
 	wanPkts := path(t, "lhcnp", "interfaces", "interface[name=wan]", "queues", "queue[id=0]", "state", "counters", "packets")
 	destPkts := path(t, "lhcnp", "interfaces", "interface[name=to-dest]", "queues", "queue[id=0]", "state", "counters", "packets")
 	pollUntil(ctx, t, "n1's WAN queue and n2's queue to dest forward packets", func() (bool, error) {
@@ -174,6 +195,21 @@ func TestThreeSwitchesAnswerGNMI(t *testing.T) {
 		b, err := getUint(ctx, t, clients["n2"], destPkts)
 		return a > 0 && b > 0, err
 	})
+}
+
+// subscribeErr sends sl and returns the error that ends the stream, or nil at
+// the first response.
+func subscribeErr(ctx context.Context, t *testing.T, c gnmi.GNMIClient, sl *gnmi.SubscriptionList) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sc, err := c.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Send(&gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: sl}}) // a refusal comes from Recv
+	_, err = sc.Recv()
+	return err
 }
 
 var sortStrings = cmp.Transformer("sort", func(in []string) map[string]bool {
