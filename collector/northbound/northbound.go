@@ -143,6 +143,8 @@ func (s *Server) view(name string) *switchView {
 		subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
 		subscribe.WithPathRewrite(schema.StripModules),
 		subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }),
+		// use_models as a switch answers it (gNMI 2.6, 3.5.1.2).
+		subscribe.WithModelValidator(service.CheckModels),
 		subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, sch.ValueEncoder(gnmi.Encoding_JSON_IETF)),
 		subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)),
 	}, s.o.subOpts...)

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
@@ -107,6 +108,19 @@ func underQueueState(path string) bool {
 }
 
 // compact removes whitespace (protojson varies its spacing on purpose).
+// recvAll reads a Subscribe stream to its end: nil when the target ended
+// it (EOF), else the stream's error.
+func recvAll(s gnmi.GNMI_SubscribeClient) error {
+	for {
+		if _, err := s.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
 func compact(s string) string { return strings.Join(strings.Fields(s), "") }
 
 func usTime(ns int64) time.Time { return time.Unix(0, ns/1000*1000) }
@@ -355,6 +369,33 @@ func TestNorthboundFleet(t *testing.T) {
 		}
 	})
 
+	t.Run("use_models", func(t *testing.T) {
+		// A subscription naming only a model the collector does not
+		// serve is refused as a switch refuses it; the served one is
+		// answered.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c := fl.client(t, fl.addr)
+		once := func(models []*gnmi.ModelData) error {
+			s, err := c.Subscribe(ctx)
+			if err != nil {
+				return err
+			}
+			if err := s.Send(&gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{
+				Mode: gnmi.SubscriptionList_ONCE, Prefix: &gnmi.Path{Target: "n1"}, UseModels: models,
+				Subscription: []*gnmi.Subscription{{Path: store.MustPath(queueSt)}}}}}); err != nil {
+				return err
+			}
+			return recvAll(s)
+		}
+		if err := once([]*gnmi.ModelData{{Name: "openconfig-interfaces"}}); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("use_models openconfig-interfaces: %v, want INVALID_ARGUMENT", err)
+		}
+		if err := once([]*gnmi.ModelData{{Name: schema.ModuleName}}); err != nil {
+			t.Errorf("use_models %s: %v, want an answer", schema.ModuleName, err)
+		}
+	})
+
 	t.Run("history errors", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -371,14 +412,7 @@ func TestNorthboundFleet(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			for {
-				if _, err := s.Recv(); err != nil {
-					if errors.Is(err, io.EOF) {
-						return nil
-					}
-					return err
-				}
-			}
+			return recvAll(s)
 		}
 		snap := func(ts time.Time) *gnmi_ext.History {
 			return &gnmi_ext.History{Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: ts.UnixNano()}}
