@@ -13,7 +13,8 @@ import (
 
 // seedConverter records in conv what the latest table holds of a series:
 // its timestamp and counter value (updates at or before it are not stored
-// again), and, for a leaf of a queue's last-cnp, its value, so the queue's
+// again), its path (a later delete of a subtree above it deletes it too),
+// and, for a leaf of a queue's last-cnp, its value, so the queue's
 // last CNP is known: sent again by the switch it makes no second event,
 // and the next CNP gets from it the leaves its notification leaves out.
 func seedConverter(conv *rows.Converter, s writer.Stored) {

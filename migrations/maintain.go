@@ -48,7 +48,8 @@ func SetRetention(ctx context.Context, db Execer, keep time.Duration) error {
 // retention shorter than a day, such as `lhcnp lab`'s. As a maintenance
 // pass does before it drops days, the last value of each leaf the views
 // read at an instant, and of each counter (with the time it was sampled,
-// so that the first kept sample keeps its increase), is first carried
+// so that the first kept sample keeps its increase; a delete too, so that
+// a value after it still counts from zero), is first carried
 // forward to the horizon (lhcnp_carry_forward, lhcnp_carry_counters), so
 // the kept rows read what they read before. The
 // deleted rows' space is reused by later rows once (auto)vacuum has run, so

@@ -31,7 +31,9 @@ import (
 //
 //   - snapshot_time (mode ONCE): for every stored leaf of the subscribed
 //     paths, its last value at or before the instant (a leaf whose last row
-//     is a delete is absent), one notification per container and
+//     is a delete is absent; a leaf whose samples retention trimmed, its
+//     value from latest if that is at or before the instant, else absent:
+//     its value then is unknown), one notification per container and
 //     timestamp, then sync_response, and the RPC ends.
 //   - range (mode STREAM): unless updates_only, the tree as it was just
 //     before start (as a snapshot); then every stored change in the
@@ -296,21 +298,44 @@ const sampleCols = `ts, series_id, v_int, v_float, v_num::text, v_bool, v_text, 
 
 // snapshotRows returns the last row at or before at of every series that
 // is not a delete, ordered by switch and path.
+//
+// A series with no sample at or before at may still have had a value then:
+// the collector stores only changes, so a leaf that has not changed for
+// longer than the retention has had its samples trimmed, and only `latest`
+// still holds its value. When latest.ts <= at, the value has not changed
+// since, so it was the value at at too. When latest is after at and no
+// sample is left at or before at, the value at at is unknown (trimmed, or
+// the leaf did not exist yet) and the series is left out, rather than
+// served with a value it may not have had.
 func (s *Server) snapshotRows(ctx context.Context, set seriesSet, at time.Time) ([]row, error) {
+	ids := set.ids()
 	rs, err := s.o.pool.Query(ctx, `SELECT DISTINCT ON (series_id) `+sampleCols+`
-		FROM samples WHERE series_id = ANY($1) AND ts <= $2 ORDER BY series_id, ts DESC, batch_id DESC`, set.ids(), at)
+		FROM samples WHERE series_id = ANY($1) AND ts <= $2 ORDER BY series_id, ts DESC, batch_id DESC`, ids, at)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
 	}
 	var out []row
-	err = scanRows(rs, set, func(r row) error {
+	found := make(map[int64]bool, len(ids))
+	keep := func(r row) error {
+		found[r.s.id] = true
 		if r.tv != nil {
 			out = append(out, r)
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := scanRows(rs, set, keep); err != nil {
 		return nil, err
+	}
+	missing := slices.DeleteFunc(ids, func(id int64) bool { return found[id] })
+	if len(missing) > 0 {
+		rs, err := s.o.pool.Query(ctx, `SELECT `+sampleCols+`
+			FROM latest WHERE series_id = ANY($1) AND ts <= $2`, missing, at)
+		if err != nil {
+			return nil, status.Errorf(codes.Unavailable, "history: reading latest: %v", err)
+		}
+		if err := scanRows(rs, set, keep); err != nil {
+			return nil, err
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i].s, out[j].s

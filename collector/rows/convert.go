@@ -37,6 +37,10 @@ type seriesState struct {
 	counter uint64 // last counter value (counters only)
 	hasCtr  bool
 	written bool // the series row was emitted (or exists in the database)
+	// path is the series' path (store.PathString), once known: from the
+	// first update of it, or from latest (SeedValue). A delete of a
+	// subtree reaches the series below it by their paths.
+	path string
 	// What the path is, looked up once per series: its schema leaf
 	// (known: the path is in the schema) and whether it is a leaf of a
 	// queue's last-cnp.
@@ -99,13 +103,18 @@ func (c *Converter) Seed(seriesID, ts int64, counter uint64, isCounter bool) {
 	}
 }
 
-// SeedValue records the stored value of a series by its path: for a leaf
-// of a queue's last-cnp, the queue's last CNP as the database holds it
-// (from the latest table, at start and at a takeover), so the CNP a switch
-// sends again on resubscription is not taken for a new one, and the next
-// CNP, whose notification carries only the leaves that changed, gets the
-// others from it. Other paths are ignored.
+// SeedValue records the stored value of a series by its path (from the
+// latest table, at start and at a takeover). The path of a series that is
+// not deleted is kept, so that a later delete of a subtree above it (a
+// queue removed) deletes it too. For a leaf of a queue's last-cnp, the
+// queue's last CNP as the database holds it is recorded, so the CNP a
+// switch sends again on resubscription is not taken for a new one, and
+// the next CNP, whose notification carries only the leaves that changed,
+// gets the others from it.
 func (c *Converter) SeedValue(path string, smp Sample) {
+	if smp.Flags&Deleted == 0 {
+		c.state(smp.SeriesID).path = path
+	}
 	if !strings.Contains(path, "/last-cnp/") {
 		return
 	}
@@ -156,7 +165,9 @@ func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
 	pre := n.GetPrefix().GetElem()
 	afterPrefix := fnvElems(c.tHash, pre)
 	for _, d := range n.GetDelete() {
-		c.leaf(pre, afterPrefix, d, nil, ts, flags|Deleted, b, s)
+		if !c.subtreeDelete(pre, afterPrefix, d, ts, flags|Deleted, b, s) {
+			c.leaf(pre, afterPrefix, d, nil, ts, flags|Deleted, b, s)
+		}
 	}
 	for _, u := range n.GetUpdate() {
 		c.leaf(pre, afterPrefix, u.GetPath(), u.GetVal(), ts, flags, b, s)
@@ -185,12 +196,12 @@ func (c *Converter) leaf(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path,
 	st := c.state(id)
 	if !st.described {
 		full := c.join(pre, p)
-		st.leaf, st.known = c.sch.LeafAt(full)
-		n := len(full.GetElem())
-		st.lastCNP = n >= 2 && full.Elem[n-2].GetName() == "last-cnp"
-		st.described = true
+		c.learn(st, full)
+		if st.path == "" {
+			st.path = store.PathString(full)
+		}
 		if !st.written {
-			b.Series = append(b.Series, c.describe(id, store.PathString(full), full, st.leaf, ts))
+			b.Series = append(b.Series, c.describe(id, st.path, full, st.leaf, ts))
 			st.written = true
 		}
 	}
@@ -205,10 +216,17 @@ func (c *Converter) leaf(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path,
 		}
 		return
 	}
-	l, known := st.leaf, st.known
-	if !known {
+	if !st.known {
 		s.Unknown++
 	}
+	c.store(id, st, tv, ts, flags, b, s, func() *gnmi.Path { return c.join(pre, p) })
+}
+
+// store appends the sample of series id (tv nil: a delete) to b, its
+// timestamp after the series' last; full gives the series' path, asked
+// for a queue's last-cnp leaves only.
+func (c *Converter) store(id int64, st *seriesState, tv *gnmi.TypedValue, ts int64, flags Flags, b *Batch, s *Stats, full func() *gnmi.Path) {
+	l, known := st.leaf, st.known
 	smp := Sample{TS: ts, SeriesID: id, Flags: flags}
 	if tv != nil {
 		value(tv, l, &smp)
@@ -225,7 +243,9 @@ func (c *Converter) leaf(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path,
 	b.Samples = append(b.Samples, smp)
 	s.Samples++
 	if st.lastCNP {
-		c.lastCNP(c.join(pre, p), smp)
+		if fp := full(); fp != nil {
+			c.lastCNP(fp, smp)
+		}
 	}
 	if tv == nil {
 		// The path stopped existing: a switch sends nothing more of it
@@ -235,6 +255,75 @@ func (c *Converter) leaf(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path,
 		// would grow the converter with every flow a switch ever held.
 		delete(c.series, id)
 	}
+}
+
+// subtreeDelete converts the delete of path p under the prefix pre when p
+// is above stored series (a list entry, a container: gNMI allows a delete
+// of a subtree, and gnmi/store applies one to every leaf below it): each
+// series the converter knows below it gets a delete sample, in path
+// order, and p itself no series (it is not a leaf). It reports false, and
+// does nothing, for a leaf of the schema or a path with no known series
+// below it: leaf stores those as before. The series known are those
+// stored by this converter and not deleted since, and those seeded from
+// latest (SeedValue); a series only in the spill is not known by its path
+// until the switch sends it again.
+func (c *Converter) subtreeDelete(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path, ts int64, flags Flags, b *Batch, s *Stats) bool {
+	if st := c.series[joinedID(afterPrefix, len(pre), p.GetElem())]; st != nil && st.described && st.known {
+		return false // a leaf seen before: no schema lookup
+	}
+	full := c.join(pre, p)
+	if _, ok := c.sch.LeafAt(full); ok {
+		return false
+	}
+	below := store.PathString(full)
+	if below != "/" {
+		below += "/"
+	}
+	type known struct {
+		id int64
+		st *seriesState
+	}
+	var under []known
+	for id, st := range c.series {
+		if st.path != "" && strings.HasPrefix(st.path, below) {
+			under = append(under, known{id, st})
+		}
+	}
+	if len(under) == 0 {
+		return false
+	}
+	slices.SortFunc(under, func(a, b known) int { return strings.Compare(a.st.path, b.st.path) })
+	for _, u := range under {
+		if ts <= u.st.ts {
+			s.Duplicates++
+			continue
+		}
+		if !u.st.described {
+			// Seeded from latest: what the path is, as leaf would find it.
+			if fp, err := store.ParsePath(u.st.path); err == nil {
+				c.learn(u.st, fp)
+			}
+			u.st.described = true
+		}
+		path := u.st.path
+		c.store(u.id, u.st, nil, ts, flags, b, s, func() *gnmi.Path {
+			fp, err := store.ParsePath(path)
+			if err != nil {
+				return nil
+			}
+			return fp
+		})
+	}
+	return true
+}
+
+// learn records in st what its series' path full is: its schema leaf,
+// and whether it is a leaf of a queue's last-cnp.
+func (c *Converter) learn(st *seriesState, full *gnmi.Path) {
+	st.leaf, st.known = c.sch.LeafAt(full)
+	n := len(full.GetElem())
+	st.lastCNP = n >= 2 && full.Elem[n-2].GetName() == "last-cnp"
+	st.described = true
 }
 
 func (c *Converter) describe(id int64, path string, p *gnmi.Path, l *schema.Leaf, ts int64) Series {

@@ -1,0 +1,107 @@
+package northbound_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+
+	"github.com/lhcnp/lhcnp/collector/northbound"
+	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/migrations"
+)
+
+// TestSnapshotAfterRetention: a queue whose configuration (alpha) and
+// whose K_max last changed before the retention's horizon, and whose depth
+// changed since; its kmax changed before the horizon and again after the
+// snapshot's instant. A History snapshot after the horizon must give every
+// leaf the switch held at that instant (docs/gnmi-target.md, "History"),
+// and no value it cannot know.
+//
+// The collector stores only changes, so alpha has no sample left after the
+// trim (only the leaves of lhcnp_carried_leaves, effective-kmax here, are
+// carried to the horizon): snapshotRows reads it from latest, whose ts is
+// at or before the instant (unchanged since). kmax's latest is after the
+// instant and its older sample is trimmed: its value at the instant is
+// unknown, so it is left out rather than served with the later value.
+// Before the fix the snapshot left alpha out (this test failed).
+func TestSnapshotAfterRetention(t *testing.T) {
+	pool, _ := pgtest.New(t)
+	ctx := context.Background()
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Millisecond)
+	horizon := now.Add(-10 * time.Minute)
+	type leaf struct {
+		path  string
+		at    time.Duration // before now
+		col   string
+		value any
+	}
+	leaves := []leaf{
+		{wanQ0 + "/config/alpha", 30 * time.Minute, "v_num", "0.5"},
+		{wanQ0 + "/state/effective-kmax", 30 * time.Minute, "v_int", int64(6000)},
+		{wanQ0 + "/state/queue-depth", 20 * time.Minute, "v_int", int64(100)},
+		{wanQ0 + "/state/queue-depth", time.Minute, "v_int", int64(300)},
+		{wanQ0 + "/config/kmax", 30 * time.Minute, "v_int", int64(9000)},
+		{wanQ0 + "/config/kmax", 10 * time.Second, "v_int", int64(12000)},
+	}
+	for _, l := range leaves {
+		p := store.MustPath(l.path)
+		sl, ok := sch.LeafAt(p)
+		if !ok {
+			t.Fatalf("%s: not a leaf", l.path)
+		}
+		id := rows.SeriesID("sw1", store.PathString(p))
+		if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path) VALUES ($1, 'sw1', $2, $3)
+			ON CONFLICT DO NOTHING`, id, store.PathString(p), sl.SchemaPath); err != nil {
+			t.Fatal(err)
+		}
+		ts := now.Add(-l.at)
+		if _, err := pool.Exec(ctx, `INSERT INTO samples (ts, series_id, `+l.col+`, flags, batch_id) VALUES ($1, $2, $3, 0, 1)`,
+			ts, id, l.value); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO latest (series_id, ts, `+l.col+`, flags) VALUES ($1, $2, $3, 0)
+			ON CONFLICT (series_id) DO UPDATE SET ts = EXCLUDED.ts, `+l.col+` = EXCLUDED.`+l.col, id, ts, l.value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := migrations.TrimAt(ctx, pool, horizon); err != nil {
+		t.Fatal(err)
+	}
+
+	c := gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool, 0))))
+	got := historyOf(t, c, &gnmi.SubscribeRequest{
+		Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_ONCE,
+			Prefix: &gnmi.Path{Target: "sw1"}, Encoding: gnmi.Encoding_PROTO,
+			Subscription: []*gnmi.Subscription{{Path: store.MustPath(wanQ0)}}}},
+		Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{
+			Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: now.Add(-30 * time.Second).UnixNano()}}}}},
+	})
+	seen := map[string]string{}
+	for _, n := range got {
+		for _, u := range n.GetUpdate() {
+			seen[store.PathString(schema.Join(n.GetPrefix(), u.GetPath()))] = u.GetVal().String()
+		}
+	}
+	want := map[string]string{}
+	for path, v := range map[string]*gnmi.TypedValue{
+		wanQ0 + "/config/alpha":         {Value: &gnmi.TypedValue_DoubleVal{DoubleVal: 0.5}},
+		wanQ0 + "/state/effective-kmax": {Value: &gnmi.TypedValue_UintVal{UintVal: 6000}},
+		wanQ0 + "/state/queue-depth":    {Value: &gnmi.TypedValue_UintVal{UintVal: 300}},
+	} {
+		want[store.PathString(store.MustPath(path))] = v.String()
+	}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("snapshot 30 s ago, after a trim at 10 min ago: every leaf the switch held then, kmax (changed since, older sample trimmed) left out (-want +got):\n%s", diff)
+	}
+}
