@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -161,7 +163,8 @@ func TestSwitchConfigSurvivesKill(t *testing.T) {
 	}
 }
 
-// checkStartupFile: the startup file holds what Get CONFIG of / returns.
+// checkStartupFile: the startup file holds what was set, and Get CONFIG of
+// / returns it with the YANG defaults in use filled in (schema.ConfigInUse).
 func checkStartupFile(ctx context.Context, t *testing.T, c gnmi.GNMIClient, file string) {
 	t.Helper()
 	resp, err := c.Get(ctx, &gnmi.GetRequest{Type: gnmi.GetRequest_CONFIG, Encoding: gnmi.Encoding_JSON_IETF})
@@ -172,15 +175,39 @@ func checkStartupFile(ctx context.Context, t *testing.T, c gnmi.GNMIClient, file
 	if err != nil {
 		t.Fatal(err)
 	}
+	s, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ietf, err := schema.DecodeJSON(s.Root(), b)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	root := &oc.Root{}
+	if err := oc.Unmarshal(ietf, root); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	inUse, err := s.ConfigInUse(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := s.Build(inUse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tv, err := s.EncodeNode(full, &gnmi.Path{}, gnmi.Encoding_JSON_IETF)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var want, got bytes.Buffer
 	if err := json.Compact(&want, resp.GetNotification()[0].GetUpdate()[0].GetVal().GetJsonIetfVal()); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Compact(&got, b); err != nil {
-		t.Fatalf("%s: %v", file, err)
+	if err := json.Compact(&got, tv.GetJsonIetfVal()); err != nil {
+		t.Fatal(err)
 	}
 	if want.String() != got.String() {
-		t.Errorf("%s holds\n%s\nGet CONFIG of / returns\n%s", file, got.String(), want.String())
+		t.Errorf("%s holds, with its defaults\n%s\nGet CONFIG of / returns\n%s", file, got.String(), want.String())
 	}
 }
 

@@ -415,15 +415,12 @@ func TestInteropYgnmi(t *testing.T) {
 		t.Errorf("queue 3 effective-kmax = %d, %v; want 2000000", kmax, err)
 	}
 
-	// Delete the leaf: the default comes back.
+	// Delete the leaf: the default comes back, and Get says so (gNMI 3.3.4).
 	if _, err := ygnmi.Delete(ctx, c, q.Config().Alpha()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ygnmi.Lookup(ctx, c, q.Config().Alpha()); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := ygnmi.Lookup(ctx, c, q.Config().Alpha()); v.IsPresent() {
-		t.Errorf("config alpha still present after Delete")
+	if v, err := ygnmi.Get(ctx, c, q.Config().Alpha()); err != nil || v != 1.0 {
+		t.Errorf("config alpha after Delete = %v, %v; want its default 1.0", v, err)
 	}
 	if kmax, err := ygnmi.Get(ctx, c, q.State().EffectiveKmax()); err != nil || kmax != 12_500_000 {
 		t.Errorf("effective-kmax after deleting alpha = %d, %v; want 12500000", kmax, err)

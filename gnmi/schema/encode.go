@@ -36,6 +36,35 @@ func (s *Schema) Values(root *oc.Root) ([]Value, error) {
 	return out, nil
 }
 
+// ConfigInUse returns the config leaves in use in root: those set, and
+// every other one that has a YANG default, at its default. The model's
+// containers are all non-presence, so they exist, with their defaults,
+// wherever their parent does (everywhere but in absent list entries). gNMI
+// 3.3.4 and 3.5.2.4: a Get or a Subscribe of a leaf whose default is in
+// use returns the default; 3.5.2.3: a leaf going back to its default is
+// streamed as an update with it, not a delete. root is not modified.
+func (s *Schema) ConfigInUse(root *oc.Root) ([]Value, error) {
+	c, err := ygot.DeepCopy(root)
+	if err != nil {
+		return nil, fmt.Errorf("schema: copy: %w", err)
+	}
+	full := c.(*oc.Root)
+	full.PopulateDefaults()
+	vals, err := s.Values(full)
+	if err != nil {
+		return nil, err
+	}
+	out := vals[:0]
+	for _, v := range vals {
+		// PopulateDefaults builds the state containers too: the state
+		// tree is the dataplane's to report.
+		if l, ok := s.LeafAt(v.Path); ok && l.Class == ClassConfig {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
 // Build makes a tree from leaves (the inverse of Values).
 func (s *Schema) Build(vals []Value) (*oc.Root, error) {
 	root := &oc.Root{}

@@ -236,6 +236,26 @@ func (s *Schema) LeafBySchemaPath(path string) (*Leaf, bool) {
 	return l, ok
 }
 
+// KeyEntry reports whether the data path p names a key leaf of a list
+// entry, /…/list[k=v]/k, or its config copy, /…/list[k=v]/config/k (the
+// OpenConfig key is a leafref to it), and returns the entry's path. Such a
+// leaf exists as long as its entry (RFC 7950 §7.8.2): only a delete of the
+// entry removes it.
+func (s *Schema) KeyEntry(p *gnmi.Path) (*gnmi.Path, bool) {
+	e, err := s.entryAt(p)
+	if err != nil || !e.IsLeaf() {
+		return nil, false
+	}
+	list, up := e.Parent, 1
+	if list != nil && !list.IsList() && list.Name == "config" {
+		list, up = list.Parent, 2
+	}
+	if list == nil || !list.IsList() || !contains(strings.Fields(list.Key), e.Name) {
+		return nil, false
+	}
+	return &gnmi.Path{Elem: p.GetElem()[:len(p.GetElem())-up]}, true
+}
+
 // Resolved is a path checked against the schema.
 type Resolved struct {
 	// Entry is the schema node the path names; nil when the path has
@@ -463,6 +483,20 @@ func CheckOrigin(origin string) error {
 		return nil
 	}
 	return fmt.Errorf("origin %q is not served (use %q, %q or none)", origin, Origin, OpenConfigOrigin)
+}
+
+// CheckPathOrigin checks the origin of a path sent under prefix: one we
+// serve (CheckOrigin), and not given in both (gNMI 2.7: "A single request
+// MUST NOT specify origin in both prefix and path fields in any RPC payload
+// messages").
+func CheckPathOrigin(prefix, p *gnmi.Path) error {
+	if err := CheckOrigin(p.GetOrigin()); err != nil {
+		return err
+	}
+	if p.GetOrigin() != "" && prefix.GetOrigin() != "" {
+		return fmt.Errorf("origin %q in the path and %q in the prefix: give it in one of them (gNMI 2.7)", p.GetOrigin(), prefix.GetOrigin())
+	}
+	return nil
 }
 
 // MatchPrefix reports whether the pattern pat (wildcards allowed) matches

@@ -18,8 +18,9 @@ import (
 // (a JSON object per addressed node) or PROTO (one typed update per leaf).
 //
 // Errors: an unsupported encoding is UNIMPLEMENTED (3.3.1); a path that is
-// malformed or not in the schema, a foreign origin or model, an unknown data
-// type are INVALID_ARGUMENT — 3.3.1: "In the case that the path specified is
+// malformed or not in the schema, a foreign origin or model, an origin in
+// both the prefix and a path (2.7), an unknown data type are
+// INVALID_ARGUMENT — 3.3.1: "In the case that the path specified is
 // not valid, the target MUST return an RPC response indicating an error code
 // of InvalidArgument". A valid path that names one node holding no data of
 // the requested type is NOT_FOUND (as lemming does, and as ygnmi's Get reads
@@ -47,7 +48,7 @@ func (h *Handler) Get(ctx context.Context, req *gnmi.GetRequest) (*gnmi.GetRespo
 	}
 	resp := &gnmi.GetResponse{}
 	for _, p := range paths {
-		if err := schema.CheckOrigin(p.GetOrigin()); err != nil {
+		if err := schema.CheckPathOrigin(prefix, p); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.PathString(p), err)
 		}
 		full := schema.Normalize(schema.Join(prefix, p))

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -55,13 +56,18 @@ func TestGet(t *testing.T) {
 		paths: []string{q3 + "/config/alpha", q3 + "/config/kmax-mode"}, enc: gnmi.Encoding_PROTO,
 		want: [][]string{{q3 + `/config/alpha = double 1`}, {q3 + `/config/kmax-mode = "BDP_ADAPTIVE"`}},
 	}, {
-		desc:  "container, JSON_IETF, module-qualified top level",
+		desc:  "container, JSON_IETF, module-qualified top level, YANG defaults in use included",
 		paths: []string{q3 + "/config"}, enc: gnmi.Encoding_JSON_IETF, typ: gnmi.GetRequest_CONFIG,
-		want: [][]string{{q3 + `/config = {"lhcnp:alpha":"1","lhcnp:id":3,"lhcnp:kmax-mode":"BDP_ADAPTIVE","lhcnp:v-growth":"1250000000"}`}},
+		want: [][]string{{q3 + `/config = {"lhcnp:alpha":"1","lhcnp:ecn-max-probability":"0.2","lhcnp:enabled":true,"lhcnp:id":3,"lhcnp:k-base":"64000","lhcnp:kmax-mode":"BDP_ADAPTIVE","lhcnp:kmin-mode":"DERIVED","lhcnp:measure` +
+			`ment-interval":100,"lhcnp:one-cut-per-episode":false,"lhcnp:overload-cut":false,"lhcnp:per-flow-rtt":false,"lhcnp:trigger-persistence":0,"lhcnp:v-ecn":"20","lhcnp:v-growth":"1250000000"}`}},
 	}, {
 		desc:  "list entry, CONFIG only",
 		paths: []string{q3}, enc: gnmi.Encoding_JSON, typ: gnmi.GetRequest_CONFIG,
-		want: [][]string{{q3 + ` = {"config":{"alpha":1,"id":3,"kmax-mode":"BDP_ADAPTIVE","v-growth":1250000000},"id":3}`}},
+		want: [][]string{{q3 + ` = {"action-policy":{"config":{"default-action":"RATE_REDUCE","pause-congestion-level":224,` +
+			`"pause-duration":1000,"rate-reduce-percent":30,"repeat-resume":false,"resume-enabled":true,"resume-on-drain":false,` +
+			`"resume-percent":50}},"config":{"alpha":1,"ecn-max-probability":0.2,"enabled":true,"id":3,"k-base":64000,` +
+			`"kmax-mode":"BDP_ADAPTIVE","kmin-mode":"DERIVED","measurement-interval":100,"one-cut-per-episode":false,` +
+			`"overload-cut":false,"per-flow-rtt":false,"trigger-persistence":0,"v-ecn":20,"v-growth":1250000000},"id":3}`}},
 	}, {
 		desc:  "STATE: applied config and operational state",
 		paths: []string{q3 + "/state"}, enc: gnmi.Encoding_PROTO, typ: gnmi.GetRequest_STATE,
@@ -160,9 +166,25 @@ func TestGetRootJSONIETF(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := render(resp.GetNotification()[0])
-	want := []string{`/ = {"lhcnp:lhcnp":{"global":{"config":{"enabled":true,"long-haul-cnp-icmpv6":true,"metric-type":"QUEUE_DEPTH"}},` +
-		`"interfaces":{"interface":[{"config":{"name":"wan0","rtt-est":10000},"name":"wan0","queues":{"queue":[{"config":` +
-		`{"alpha":"1","id":3,"kmax-mode":"BDP_ADAPTIVE","v-growth":"1250000000"},"id":3}]}}]}}}`}
+	// What initialConfig sets, and every YANG default in use (3.3.4).
+	want := []string{`/ = {"lhcnp:lhcnp":{"collaborative-suppression":{"config":{"arrival-rate-drop-threshold":20,"enabled":true,` +
+		`"escalation-action":"PAUSE","upstream-first":true}},"fast-cnp":{"config":{"congestion-threshold":"100000",` +
+		`"ecn-mark-alongside":true,"ecn-pmax":"0.2","ioam-trace":false,"max-flows-per-trigger":4,"min-cnp-interval":50,` +
+		`"port-cnp-burst":100,"port-cnp-rate":1000000}},"fcn":{"config":{"aging-timeout":60,"congestion-threshold":"100000",` +
+		`"max-mappings":65536,"min-cnp-interval":50}},"flow-table":{"config":{"idle-timeout":60,"learn-from-cm-messages":true,` +
+		`"learn-from-data-packets":true,"max-entries":65536,"replacement-policy":"REPLACE_LEAST_ACTIVE"}},` +
+		`"global":{"code-points":{"config":{"extension-class-num":247,"fast-cnp-ioam-option-type":157,"fast-cnp-option-type":158,` +
+		`"fcn-udp-port":1021,"icmpv6-type":200,"rate-advice-opcode":192}},"config":{"cnp-dscp":48,"enabled":true,` +
+		`"fast-cnp-enabled":false,"fcn-role":"DISABLED","long-haul-cnp-icmpv6":true,"long-haul-cnp-rocev2":false,` +
+		`"metric-disclosure":true,"metric-type":"QUEUE_DEPTH","rate-advice-enabled":false,"rocev2-partition-key":65535,` +
+		`"timestamp-object":false}},"interfaces":{"interface":[{"config":{"cnp-burst":100,"cnp-rate-limit":10000,"enabled":true,` +
+		`"name":"wan0","rtt-est":10000,"rtt-source":"STATIC"},"name":"wan0","queues":{"queue":[{"action-policy":{"config":` +
+		`{"default-action":"RATE_REDUCE","pause-congestion-level":224,"pause-duration":1000,"rate-reduce-percent":30,` +
+		`"repeat-resume":false,"resume-enabled":true,"resume-on-drain":false,"resume-percent":50}},"config":{"alpha":"1",` +
+		`"ecn-max-probability":"0.2","enabled":true,"id":3,"k-base":"64000","kmax-mode":"BDP_ADAPTIVE","kmin-mode":"DERIVED",` +
+		`"measurement-interval":100,"one-cut-per-episode":false,"overload-cut":false,"per-flow-rtt":false,"trigger-persistence":0,` +
+		`"v-ecn":"20","v-growth":"1250000000"},"id":3}]}}]},"rate-advice":{"config":{"queue-based":true}},` +
+		`"switch-cnp":{"config":{"buffer-share":1,"delay-threshold":20,"enabled":false,"min-cnp-interval":50}}}}`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Get / CONFIG (-want, +got):\n%s", diff)
 	}
@@ -193,5 +215,34 @@ func TestGetErrors(t *testing.T) {
 				t.Errorf("Get: %v, want %v", err, tt.code)
 			}
 		})
+	}
+}
+
+// TestOriginInPrefixAndPathRefused: gNMI 2.7, "A single request MUST NOT
+// specify origin in both prefix and path fields in any RPC payload
+// messages". Subscribe refused it; the old Get and Set accepted it (Set
+// applied the update), and this test failed on them. The origin in the
+// prefix alone is still served.
+func TestOriginInPrefixAndPathRefused(t *testing.T) {
+	e := newEnv(t)
+	elems := mustPath(q3 + "/config/alpha").Elem
+	both := &gnmi.Path{Origin: "lhcnp", Elem: elems}
+	prefix := &gnmi.Path{Origin: "openconfig"}
+	_, err := e.c.Get(ctx(t), &gnmi.GetRequest{Prefix: prefix, Path: []*gnmi.Path{both}})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "gNMI 2.7") {
+		t.Errorf("Get with origin in prefix and path: %v, want INVALID_ARGUMENT citing 2.7", err)
+	}
+	_, err = e.c.Set(ctx(t), &gnmi.SetRequest{Prefix: prefix, Update: []*gnmi.Update{{Path: both, Val: dbl(0.5)}}})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "update[0]") {
+		t.Errorf("Set with origin in prefix and path: %v, want INVALID_ARGUMENT naming update[0]", err)
+	}
+	if got := configLeaves(t, e); !has(got, q3+"/config/alpha = double 1") {
+		t.Errorf("the refused Set changed alpha:\n%s", strings.Join(got, "\n"))
+	}
+	if _, err := e.c.Get(ctx(t), &gnmi.GetRequest{Prefix: prefix, Path: []*gnmi.Path{{Elem: elems}}}); err != nil {
+		t.Errorf("Get with the origin in the prefix only: %v", err)
+	}
+	if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Prefix: prefix, Update: []*gnmi.Update{{Path: &gnmi.Path{Elem: elems}, Val: dbl(0.5)}}}); err != nil {
+		t.Errorf("Set with the origin in the prefix only: %v", err)
 	}
 }

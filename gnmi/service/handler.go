@@ -46,8 +46,9 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 // Handler calls Persist, with its lock held, whenever a configuration
 // becomes durable: a Set, a Load, a confirmed commit (never a commit
 // still waiting for confirmation: a restart then rolls it back, as its
-// timer would). config is JSON_IETF of the whole configuration tree, as a
-// Get of "/" with type CONFIG returns it and LoadJSON reads it back.
+// timer would). config is JSON_IETF of the configuration tree as it was
+// set, as LoadJSON reads it back (a Get of "/" with type CONFIG returns it
+// with the YANG defaults in use filled in: schema.ConfigInUse).
 //
 // When Persist returns nil the configuration must survive a crash; when
 // it returns an error the previous one must still be there: the Handler
@@ -94,7 +95,8 @@ func WithHandlerClock(c clock.Clock) HandlerOption { return func(o *handlerOptio
 // Handler serves Capabilities, Get and Set for one switch: the intended
 // configuration is an *oc.Root (config containers only), Set changes it as
 // a transaction and applies it to the Dataplane, and Get reads the store,
-// where config is published on commit and state by the StatePublisher.
+// where config is published on commit (what was set and the YANG defaults
+// in use: schema.ConfigInUse) and state by the StatePublisher.
 type Handler struct {
 	s   *schema.Schema
 	st  *store.Store
@@ -104,7 +106,7 @@ type Handler struct {
 
 	mu        sync.Mutex // serialises Set and Load
 	intended  *oc.Root
-	published map[string]*gnmi.Path // config leaves in the store, by PathString
+	published map[string]*gnmi.Path // config leaves in the store, defaults included, by PathString
 	pending   *pendingCommit        // the commit waiting for confirmation (gnmi_ext.Commit)
 	expired   expiredCommit         // the last commit rolled back by its timer
 }
@@ -213,14 +215,19 @@ type opError struct {
 func (e *opError) status(req *gnmi.SetRequest, ops []setOp) error {
 	st := status.New(e.code, e.err.Error())
 	// Details: one UpdateResult per operation, the failed one with its
-	// error and the others ABORTED (gNMI 3.4.7).
+	// error and the others ABORTED (gNMI 3.4.7); with none at fault
+	// (op -1) every one ABORTED, saying why.
 	resp := &gnmi.SetResponse{Prefix: req.GetPrefix()}
+	aborted := "aborted: another operation failed"
+	if e.op < 0 {
+		aborted = "aborted: the operations failed together, none alone: " + e.err.Error()
+	}
 	for i, o := range ops {
 		r := &gnmi.UpdateResult{Path: o.path, Op: o.kind}
 		if i == e.op {
 			r.Message = &gnmi.Error{Code: uint32(e.code), Message: e.err.Error()}
 		} else {
-			r.Message = &gnmi.Error{Code: uint32(codes.Aborted), Message: "aborted: another operation failed"}
+			r.Message = &gnmi.Error{Code: uint32(codes.Aborted), Message: aborted}
 		}
 		resp.Response = append(resp.Response, r)
 	}

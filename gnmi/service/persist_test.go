@@ -123,26 +123,51 @@ func TestPersisterKeepsWhatIsDurable(t *testing.T) {
 	}
 }
 
-// TestPersistedIsWhatGetReturns: the persisted document is the JSON_IETF
-// a Get of "/" with type CONFIG returns, and it loads back to the same
-// configuration.
-func TestPersistedIsWhatGetReturns(t *testing.T) {
+// TestPersistedIsWhatWasSet: the persisted document is the JSON_IETF of
+// what was set (a leaf at its default because nothing set it stays unset,
+// so that a later change of the model's default reaches it), a Get of "/"
+// with type CONFIG returns it with the YANG defaults in use filled in
+// (schema.ConfigInUse), and it loads back to the same configuration.
+func TestPersistedIsWhatWasSet(t *testing.T) {
 	p := &memPersister{}
 	e := newPersistEnv(t, p)
 	mustSet(t, e, setAlpha("0.5"))
+	compact := func(b []byte) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := json.Compact(&out, b); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	intended, err := e.h.Intended()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tv, err := testSchema.EncodeNode(intended, &gnmi.Path{}, gnmi.Encoding_JSON_IETF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(compact(tv.GetJsonIetfVal()), compact(p.last())); diff != "" {
+		t.Errorf("persisted vs intended (-intended +persisted):\n%s", diff)
+	}
+	inUse, err := testSchema.ConfigInUse(intended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := testSchema.Build(inUse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tv, err = testSchema.EncodeNode(full, &gnmi.Path{}, gnmi.Encoding_JSON_IETF); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := e.c.Get(ctx(t), &gnmi.GetRequest{Type: gnmi.GetRequest_CONFIG, Encoding: gnmi.Encoding_JSON_IETF})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want, got bytes.Buffer
-	if err := json.Compact(&want, resp.GetNotification()[0].GetUpdate()[0].GetVal().GetJsonIetfVal()); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Compact(&got, p.last()); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want.String(), got.String()); diff != "" {
-		t.Errorf("persisted vs Get CONFIG (-get +persisted):\n%s", diff)
+	if diff := cmp.Diff(compact(tv.GetJsonIetfVal()), compact(resp.GetNotification()[0].GetUpdate()[0].GetVal().GetJsonIetfVal())); diff != "" {
+		t.Errorf("Get CONFIG vs persisted with its defaults (-persisted +get):\n%s", diff)
 	}
 	again := newEnv(t)
 	if err := again.h.LoadJSON(ctx(t), p.last()); err != nil {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
 	"github.com/openconfig/ygot/ygot"
 	"github.com/openconfig/ygot/ytypes"
 	"google.golang.org/grpc/codes"
@@ -31,19 +33,24 @@ type setOp struct {
 // configuration; then the key leaves are reconciled, the whole candidate is
 // validated by ygot and by the model's own rules (schema.CheckRules), and
 // applied to the dataplane, which validates again and applies atomically.
-// Only then is the candidate committed and its leaves published. Any
-// failure leaves config, state and dataplane exactly as they were.
+// Only then is the candidate committed and its leaves published, with the
+// YANG defaults in use (schema.ConfigInUse). Any failure leaves config,
+// state and dataplane exactly as they were.
 //
 // Codes (3.4.7): a path the schema does not have is NOT_FOUND; a malformed
-// path, a wildcard or partial-key update/replace, a value of the wrong type,
-// a write to read-only state, a ygot validation error, a rule of the model
-// (K_min below K_max, kmax/kmin required by EXPLICIT modes, no RESUME as a
+// path, an origin in both the prefix and a path (2.7), a wildcard or
+// partial-key update/replace, a value of the wrong type, a write to
+// read-only state, a ygot validation error, a rule of the model (K_min
+// below K_max, kmax/kmin required by EXPLICIT modes, no RESUME as a
 // trigger action) and a dataplane rejection are INVALID_ARGUMENT: they are
 // all faults of the request, whatever the state of the switch, so
 // FAILED_PRECONDITION does not fit. union_replace is UNIMPLEMENTED. The
 // message names the operation, the path and the reason, and the status
 // details carry a SetResponse with one UpdateResult per operation (the
-// failed one with its error, the others ABORTED). A configuration the
+// failed one with its error, the others ABORTED; when the candidate of
+// several operations fails as a whole and no one of them is at fault, all
+// ABORTED saying so; the only operation of a Set is the failed one). A
+// configuration the
 // Persister (WithPersister) cannot keep is INTERNAL and changes nothing.
 //
 // With the gnmi_ext.Commit extension the Set is a confirmed commit (see
@@ -103,14 +110,21 @@ func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp, du
 	}
 	cand := c.(*oc.Root)
 	for i := range ops {
-		if err := h.applyOp(cand, &ops[i]); err != nil {
+		if err := h.applyOp(cand, prefix, &ops[i]); err != nil {
 			err.op = i
 			return nil, err.status(req, ops)
 		}
 	}
 	ts, oerr := h.commit(ctx, cand, durable)
 	if oerr != nil {
-		if oerr.op = blame(ops, oerr.err); oerr.op >= 0 {
+		oerr.op = blame(ops, oerr.err)
+		if oerr.op < 0 && len(ops) == 1 {
+			// The candidate failed as a whole (the dataplane, ygot, the
+			// startup file): with one operation that is the one that
+			// failed (3.4.7), none other was there to fail.
+			oerr.op = 0
+		}
+		if oerr.op >= 0 {
 			oerr.err = fmt.Errorf("%s %w", ops[oerr.op].name, oerr.err)
 		}
 		return nil, oerr.status(req, ops)
@@ -127,8 +141,8 @@ func opErr(code codes.Code, o *setOp, format string, args ...any) *opError {
 }
 
 // applyOp applies one operation to the candidate.
-func (h *Handler) applyOp(cand *oc.Root, o *setOp) *opError {
-	if err := schema.CheckOrigin(o.path.GetOrigin()); err != nil {
+func (h *Handler) applyOp(cand *oc.Root, prefix *gnmi.Path, o *setOp) *opError {
+	if err := schema.CheckPathOrigin(prefix, o.path); err != nil {
 		return opErr(codes.InvalidArgument, o, "%v", err)
 	}
 	res, err := h.s.Resolve(o.full)
@@ -143,6 +157,9 @@ func (h *Handler) applyOp(cand *oc.Root, o *setOp) *opError {
 	ys := &ytypes.Schema{Root: cand, SchemaTree: h.s.YTypes().SchemaTree}
 	if o.kind == gnmi.UpdateResult_DELETE {
 		if !res.Wildcard {
+			if entry, ok := h.s.KeyEntry(o.full); ok {
+				return keyDeleteErr(o, entry)
+			}
 			if err := ytypes.DeleteNode(h.s.Root(), cand, o.full); err != nil {
 				return opErr(codes.InvalidArgument, o, "%v", err)
 			}
@@ -167,7 +184,23 @@ func (h *Handler) applyOp(cand *oc.Root, o *setOp) *opError {
 				nodes = append(nodes, node)
 			}
 		}
+		// Key leaves go with their entries: a pattern that reaches them
+		// among other nodes (interface[name=*]/config/*) deletes the
+		// others; one that reaches only key leaves is refused, as a
+		// concrete delete of one is.
+		var keyEntry *gnmi.Path
+		others := nodes[:0]
 		for _, n := range nodes {
+			if entry, ok := h.s.KeyEntry(n); ok {
+				keyEntry = entry
+				continue
+			}
+			others = append(others, n)
+		}
+		if len(others) == 0 && keyEntry != nil {
+			return keyDeleteErr(o, keyEntry)
+		}
+		for _, n := range others {
 			if err := ytypes.DeleteNode(h.s.Root(), cand, n); err != nil {
 				return opErr(codes.InvalidArgument, o, "%s: %v", schema.PathString(n), err)
 			}
@@ -190,6 +223,14 @@ func (h *Handler) applyOp(cand *oc.Root, o *setOp) *opError {
 	if err != nil {
 		return opErr(codes.InvalidArgument, o, "invalid value: %v", err)
 	}
+	if o.kind == gnmi.UpdateResult_REPLACE && res.Entry.IsList() {
+		// A list entry replaced by a value without its keys ({} for one)
+		// would be keyless (gNMI 3.4.4: the target MUST reject it);
+		// NormalizeKeys would otherwise quietly put the keys back.
+		if missing := missingKeys(res.Entry, val.GetJsonIetfVal()); len(missing) > 0 {
+			return opErr(codes.InvalidArgument, o, "the value of a list entry must carry its key %s (gNMI 3.4.4)", strings.Join(missing, ", "))
+		}
+	}
 	u := &gnmi.Update{Path: o.full, Val: val}
 	sr := &gnmi.SetRequest{}
 	if o.kind == gnmi.UpdateResult_REPLACE {
@@ -211,6 +252,29 @@ func (h *Handler) applyOp(cand *oc.Root, o *setOp) *opError {
 	return nil
 }
 
+// keyDeleteErr refuses a delete of a list entry's key leaf: NormalizeKeys
+// would put it back, and the client be told a delete was applied that
+// changed nothing.
+func keyDeleteErr(o *setOp, entry *gnmi.Path) *opError {
+	return opErr(codes.InvalidArgument, o, "a list key exists as long as its entry (RFC 7950 §7.8.2): delete %s instead", schema.PathString(entry))
+}
+
+// missingKeys returns the key leaves of the list e that the JSON object
+// ietf (DecodeValue's output: member names without module prefixes) lacks.
+func missingKeys(e *yang.Entry, ietf []byte) []string {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(ietf, &obj); err != nil {
+		return strings.Fields(e.Key) // DecodeValue gave an object; cannot happen
+	}
+	var missing []string
+	for _, k := range strings.Fields(e.Key) {
+		if _, ok := obj[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
 // commit checks the candidate, applies it to the dataplane, persists it
 // when durable and makes it the intended configuration, publishing its
 // leaves. It returns the timestamp of the publication.
@@ -228,6 +292,13 @@ func (h *Handler) commit(ctx context.Context, cand *oc.Root, durable bool) (int6
 		if !ok || l.Class != schema.ClassConfig {
 			return 0, invalid(&schema.RuleError{Path: schema.PathString(v.Path), Reason: "read-only state cannot be changed"})
 		}
+	}
+	// The store holds the config in use, YANG defaults included (gNMI
+	// 3.3.4, 3.5.2.3); the intended configuration, which Set changes and
+	// the Persister keeps, only what was set.
+	inUse, err := h.s.ConfigInUse(cand)
+	if err != nil {
+		return 0, &opError{code: codes.Internal, op: -1, err: err}
 	}
 	// Validate below the fake root: ygot then skips its walk of every
 	// leafref from the root, the costliest part of a Set. The model's only
@@ -258,8 +329,8 @@ func (h *Handler) commit(ctx context.Context, cand *oc.Root, durable bool) (int6
 	// Committed: from here on nothing fails.
 	h.intended = cand
 	var b store.Batch
-	cur := make(map[string]*gnmi.Path, len(vals))
-	for _, v := range vals {
+	cur := make(map[string]*gnmi.Path, len(inUse))
+	for _, v := range inUse {
 		cur[schema.PathString(v.Path)] = v.Path
 		b.Update(v.Path, v.Val, store.Config)
 	}

@@ -1,10 +1,12 @@
 package service_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
@@ -49,6 +51,9 @@ func TestSetOperations(t *testing.T) {
 		req     *gnmi.SetRequest
 		present []string
 		absent  []string
+		// unset: config leaves the Set removed from the intended
+		// configuration; Get shows those with a YANG default at it.
+		unset []string
 	}{{
 		desc:    "update a leaf (PROTO)",
 		req:     &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/v-growth", uintVal(5000))}},
@@ -74,7 +79,7 @@ func TestSetOperations(t *testing.T) {
 		req: &gnmi.SetRequest{Replace: []*gnmi.Update{upd(q3+"/config",
 			jsonv(`{"id":3,"alpha":0.25,"kmax-mode":"EXPLICIT","kmax":2000000}`))}},
 		present: []string{q3 + "/config/alpha = double 0.25", q3 + "/config/kmax = uint 2000000", q3 + `/config/kmax-mode = "EXPLICIT"`},
-		absent:  []string{q3 + "/config/v-growth = uint 1250000000"},
+		unset:   []string{q3 + "/config/v-growth"},
 	}, {
 		desc: "update creates a list entry; its config key is filled in",
 		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd("/lhcnp/interfaces/interface[name=wan1]/queues/queue[id=5]/config/alpha", dbl(0.5))}},
@@ -84,27 +89,35 @@ func TestSetOperations(t *testing.T) {
 			"/lhcnp/interfaces/interface[name=wan1]/queues/queue[id=5]/config/alpha = double 0.5",
 		},
 	}, {
-		desc:    "replace a container drops what it omits",
-		req:     &gnmi.SetRequest{Replace: []*gnmi.Update{upd(q3+"/config", ietf(`{"lhcnp:id":3,"lhcnp:alpha":"2.5"}`))}},
-		present: []string{q3 + "/config/alpha = double 2.5"},
-		absent:  []string{q3 + "/config/v-growth = uint 1250000000", q3 + `/config/kmax-mode = "BDP_ADAPTIVE"`},
+		desc: "replace a container drops what it omits",
+		req:  &gnmi.SetRequest{Replace: []*gnmi.Update{upd(q3+"/config", ietf(`{"lhcnp:id":3,"lhcnp:alpha":"2.5"}`))}},
+		// The leaves omitted are back at their defaults, which
+		// initialConfig had set them to.
+		present: []string{q3 + "/config/alpha = double 2.5", q3 + "/config/v-growth = uint 1250000000", q3 + `/config/kmax-mode = "BDP_ADAPTIVE"`},
+		unset:   []string{q3 + "/config/v-growth", q3 + "/config/kmax-mode"},
 	}, {
-		desc:   "delete a leaf",
-		req:    &gnmi.SetRequest{Delete: []*gnmi.Path{mustPath(q3 + "/config/v-growth")}},
-		absent: []string{q3 + "/config/v-growth = uint 1250000000"},
+		desc:    "delete a leaf: its default is in use",
+		req:     &gnmi.SetRequest{Delete: []*gnmi.Path{mustPath(q3 + "/config/v-growth")}},
+		present: []string{q3 + "/config/v-growth = uint 1250000000"},
+		unset:   []string{q3 + "/config/v-growth"},
+	}, {
+		desc:   "delete a leaf without a default",
+		req:    &gnmi.SetRequest{Delete: []*gnmi.Path{mustPath("/lhcnp/interfaces/interface[name=wan0]/config/rtt-est")}},
+		absent: []string{"/lhcnp/interfaces/interface[name=wan0]/config/rtt-est = uint 10000"},
+		unset:  []string{"/lhcnp/interfaces/interface[name=wan0]/config/rtt-est"},
 	}, {
 		desc:    "delete with a wildcard key",
 		req:     &gnmi.SetRequest{Delete: []*gnmi.Path{mustPath("/lhcnp/interfaces/interface[name=*]/queues/queue[id=*]/config/alpha")}},
-		absent:  []string{q3 + "/config/alpha = double 1"},
+		unset:   []string{q3 + "/config/alpha"},
 		present: []string{q3 + "/config/v-growth = uint 1250000000"},
 	}, {
 		desc:   "delete with omitted keys (a partial-key match)",
 		req:    &gnmi.SetRequest{Delete: []*gnmi.Path{mustPath("/lhcnp/interfaces/interface/queues/queue[id=3]")}},
 		absent: []string{q3 + "/config/alpha = double 1", q3 + "/config/id = uint 3"},
 	}, {
-		desc:   "delete with ...",
-		req:    &gnmi.SetRequest{Delete: []*gnmi.Path{mustPath("/lhcnp/.../kmax-mode")}},
-		absent: []string{q3 + `/config/kmax-mode = "BDP_ADAPTIVE"`},
+		desc:  "delete with ...",
+		req:   &gnmi.SetRequest{Delete: []*gnmi.Path{mustPath("/lhcnp/.../kmax-mode")}},
+		unset: []string{q3 + "/config/kmax-mode"},
 	}, {
 		desc:    "delete of something absent is accepted",
 		req:     &gnmi.SetRequest{Delete: []*gnmi.Path{mustPath("/lhcnp/interfaces/interface[name=nope]")}},
@@ -136,6 +149,19 @@ func TestSetOperations(t *testing.T) {
 			for _, w := range tt.absent {
 				if has(got, w) {
 					t.Errorf("still there: %s", w)
+				}
+			}
+			intended, err := e.h.Intended()
+			if err != nil {
+				t.Fatal(err)
+			}
+			set, err := testSchema.Values(intended)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range set {
+				if p := schema.PathString(v.Path); slices.Contains(tt.unset, p) {
+					t.Errorf("still in the intended configuration: %s", p)
 				}
 			}
 			if e.dp.count() != 2 {
@@ -243,8 +269,15 @@ func TestSetFailuresChangeNothing(t *testing.T) {
 		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd("/lhcnp/interfaces/interface[name=wan0]/config/name", strVal("other"))}},
 		code: codes.InvalidArgument, msg: []string{"/lhcnp/interfaces/interface[name=wan0]/config/name", "differs from the list key"}, failed: 0,
 	}, {
-		desc:   "the dataplane refuses",
+		desc:   "the dataplane refuses the only operation: it carries the error",
 		req:    &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/v-growth", uintVal(1))}},
+		refuse: errRefused,
+		code:   codes.InvalidArgument, msg: []string{"update[0] rejected by the dataplane", "k-max too small"}, failed: 0,
+	}, {
+		desc: "the dataplane refuses several operations together: all ABORTED",
+		req: &gnmi.SetRequest{Update: []*gnmi.Update{
+			upd(q3+"/config/v-growth", uintVal(1)), upd("/lhcnp/interfaces/interface[name=wan0]/config/rtt-est", uintVal(1)),
+		}},
 		refuse: errRefused,
 		code:   codes.InvalidArgument, msg: []string{"rejected by the dataplane", "k-max too small"}, failed: -1,
 	}, {
@@ -307,17 +340,14 @@ func checkDetails(t *testing.T, st *status.Status, failed int, code codes.Code) 
 	}
 }
 
+// TestSetPublishesConfig: a Set's leaves are in the store as config, and
+// a leaf deleted goes back to its YANG default there (an update, 3.5.2.3)
+// while the dataplane is given the intended configuration without it.
 func TestSetPublishesConfig(t *testing.T) {
 	e := newEnv(t)
 	p := mustPath(q3 + "/config/v-growth")
 	if _, _, ok := e.st.Get(p); !ok {
 		t.Fatal("loaded config not in the store")
-	}
-	if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Delete: []*gnmi.Path{p}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, ok := e.st.Get(p); ok {
-		t.Error("deleted leaf still in the store")
 	}
 	if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/v-growth", uintVal(42))}}); err != nil {
 		t.Fatal(err)
@@ -329,10 +359,17 @@ func TestSetPublishesConfig(t *testing.T) {
 	if got := e.dp.last().GetInterfaces().GetInterface("wan0").GetQueues().GetQueue(3).GetConfig().GetVGrowth(); got != 42 {
 		t.Errorf("dataplane got v-growth %d, want 42", got)
 	}
+	if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Delete: []*gnmi.Path{p}}); err != nil {
+		t.Fatal(err)
+	}
+	if v, k, ok := e.st.Get(p); !ok || v.TV.GetUintVal() != 1250000000 || k != store.Config {
+		t.Errorf("store after the delete: %v %v %v, want the default 1250000000 of kind config", v, k, ok)
+	}
+	if got := e.dp.last().GetInterfaces().GetInterface("wan0").GetQueues().GetQueue(3).GetConfig().VGrowth; got != nil {
+		t.Errorf("dataplane got v-growth %d after the delete, want it unset", *got)
+	}
 }
 
-// TestSetTakesWhatGetGives: a subtree read with Get, in JSON or JSON_IETF,
-// replaced back with Set, leaves the configuration exactly as it was.
 func TestSetTakesWhatGetGives(t *testing.T) {
 	for _, enc := range []gnmi.Encoding{gnmi.Encoding_JSON, gnmi.Encoding_JSON_IETF} {
 		for _, p := range []string{"/", "/lhcnp", "/lhcnp/interfaces/interface[name=wan0]", q3 + "/config"} {
@@ -370,5 +407,119 @@ func TestLoadJSON(t *testing.T) {
 	err := e.h.LoadJSON(ctx(t), []byte(`{"lhcnp:lhcnp": {"global": {"config": {"enabled": "maybe"}}}}`))
 	if err == nil || !strings.Contains(err.Error(), `lhcnp/global/config/enabled: the string "maybe" is not a boolean`) {
 		t.Errorf("LoadJSON of a bad value: %v", err)
+	}
+}
+
+// TestSetReplaceListEntryNeedsItsKeys: gNMI 3.4.4, "it is invalid to
+// replace a keyed list element (e.g. /a/f[k=10]) with an empty JSON object
+// {}, which implicitly deletes the list's keys ... the target MUST reject
+// the operation by returning INVALID_ARGUMENT". The old target accepted {}
+// and wiped the entry down to its keys (NormalizeKeys put them back); this
+// test failed on it. A value with the key member (module prefix or not) is
+// still a replace of the entry.
+func TestSetReplaceListEntryNeedsItsKeys(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		path string
+		val  string
+	}{
+		{desc: "interface with {}", path: "/lhcnp/interfaces/interface[name=wan0]", val: `{}`},
+		{desc: "queue with {}", path: q3, val: `{}`},
+		{desc: "interface with its config key only", path: "/lhcnp/interfaces/interface[name=wan0]", val: `{"config":{"name":"wan0"}}`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			e := newEnv(t)
+			before := configLeaves(t, e)
+			_, err := e.c.Set(ctx(t), &gnmi.SetRequest{Replace: []*gnmi.Update{upd(tt.path, ietf(tt.val))}})
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "must carry its key") {
+				t.Errorf("replace %s with %s: %v, want INVALID_ARGUMENT naming the key", tt.path, tt.val, err)
+			}
+			if diff := cmp.Diff(before, configLeaves(t, e)); diff != "" {
+				t.Errorf("config changed (-before, +after):\n%s", diff)
+			}
+		})
+	}
+	e := newEnv(t)
+	if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Replace: []*gnmi.Update{upd("/lhcnp/interfaces/interface[name=wan0]",
+		ietf(`{"lhcnp:name":"wan0","config":{"name":"wan0","rtt-est":5000}}`))}}); err != nil {
+		t.Fatalf("replace of an entry with its key: %v", err)
+	}
+	got := configLeaves(t, e)
+	if !has(got, "/lhcnp/interfaces/interface[name=wan0]/config/rtt-est = uint 5000") || has(got, q3+"/config/id = uint 3") {
+		t.Errorf("after the replace of wan0:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestSetDeleteOfAKeyLeafRefused: a list's key leaf exists as long as its
+// entry (RFC 7950 §7.8.2). The old target accepted a delete of one
+// (ytypes.DeleteNode removed it, NormalizeKeys put it back) and told the
+// client it was applied while nothing changed; this test failed on it. Now
+// the delete is INVALID_ARGUMENT naming the entry to delete instead; a
+// wildcard that reaches key leaves among other nodes deletes the others.
+func TestSetDeleteOfAKeyLeafRefused(t *testing.T) {
+	const wan0 = "/lhcnp/interfaces/interface[name=wan0]"
+	for _, tt := range []struct {
+		desc, path, entry string
+	}{
+		{"config copy of the key", wan0 + "/config/name", wan0},
+		{"the key leaf", wan0 + "/name", wan0},
+		{"a queue's config key", q3 + "/config/id", q3},
+		{"a wildcard reaching key leaves only", "/lhcnp/interfaces/interface[name=*]/config/name", wan0},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			e := newEnv(t)
+			before := configLeaves(t, e)
+			_, err := e.c.Set(ctx(t), &gnmi.SetRequest{Delete: []*gnmi.Path{mustPath(tt.path)}})
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "delete "+tt.entry+" instead") {
+				t.Errorf("delete %s: %v, want INVALID_ARGUMENT naming %s", tt.path, err, tt.entry)
+			}
+			if diff := cmp.Diff(before, configLeaves(t, e)); diff != "" {
+				t.Errorf("config changed (-before, +after):\n%s", diff)
+			}
+		})
+	}
+	e := newEnv(t)
+	if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Delete: []*gnmi.Path{mustPath("/lhcnp/interfaces/interface[name=*]/config/*")}}); err != nil {
+		t.Fatalf("delete of every config leaf of every interface: %v", err)
+	}
+	got := configLeaves(t, e)
+	if !has(got, wan0+`/config/name = "wan0"`) || has(got, wan0+"/config/rtt-est = uint 10000") {
+		t.Errorf("after deleting interface[name=*]/config/*:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestSetSingleOperationRefusedIsNotAborted: gNMI 3.4.7, the target "MUST
+// set the message field of the UpdateResult corresponding to the failed
+// operation to an Error message indicating failure", the others ABORTED.
+// The old target answered the only operation of a Set the dataplane
+// refused ABORTED, "another operation failed", with no other operation in
+// the request; this test failed on it. With several operations refused
+// together, each is ABORTED saying that none failed alone, with the reason.
+func TestSetSingleOperationRefusedIsNotAborted(t *testing.T) {
+	results := func(t *testing.T, err error) []*gnmi.UpdateResult {
+		t.Helper()
+		st := status.Convert(err)
+		if st.Code() != codes.InvalidArgument {
+			t.Fatalf("Set: %v, want INVALID_ARGUMENT", err)
+		}
+		for _, d := range st.Details() {
+			if r, ok := d.(*gnmi.SetResponse); ok {
+				return r.GetResponse()
+			}
+		}
+		t.Fatal("no SetResponse in the status details")
+		return nil
+	}
+	e := newEnv(t)
+	e.dp.refuse = errRefused
+	_, err := e.c.Set(ctx(t), &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/v-growth", uintVal(1))}})
+	if m := results(t, err)[0].GetMessage(); codes.Code(m.GetCode()) != codes.InvalidArgument || !strings.Contains(m.GetMessage(), "k-max too small") {
+		t.Errorf("UpdateResult of the only operation: %v %q, want INVALID_ARGUMENT with the reason", codes.Code(m.GetCode()), m.GetMessage())
+	}
+	_, err = e.c.Set(ctx(t), &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/v-growth", uintVal(1)), upd(q3+"/config/alpha", dbl(2))}})
+	for i, r := range results(t, err) {
+		if m := r.GetMessage(); codes.Code(m.GetCode()) != codes.Aborted || !strings.Contains(m.GetMessage(), "none alone") || !strings.Contains(m.GetMessage(), "k-max too small") {
+			t.Errorf("UpdateResult %d of two refused together: %v %q, want ABORTED saying so, with the reason", i, codes.Code(m.GetCode()), m.GetMessage())
+		}
 	}
 }
