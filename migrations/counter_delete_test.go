@@ -2,7 +2,6 @@ package migrations_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -66,20 +65,8 @@ func TestCounterAcrossDelete(t *testing.T) {
 	}
 }
 
-// trimAt trims pool's samples at horizon: migrations.TrimAt on one node; on
-// Citus the carry and the delete of samples that a maintenance pass does
-// before it drops days (TrimAt's last statement, which deletes the series
-// of leaves deleted before the horizon, is refused there: a multi-shard
-// DELETE of the reference table series using the distributed latest).
-func trimAt(pool *pgxpool.Pool, citus bool, horizon time.Time) error {
-	ctx := context.Background()
-	if !citus {
-		return migrations.TrimAt(ctx, pool, horizon)
-	}
-	for _, q := range []string{"SELECT lhcnp_carry_forward($1)", "SELECT lhcnp_carry_counters($1)", "DELETE FROM samples WHERE ts < $1"} {
-		if _, err := pool.Exec(ctx, q, horizon); err != nil {
-			return fmt.Errorf("%s: %w", q, err)
-		}
-	}
-	return nil
+// trimAt trims pool's samples at horizon (migrations.TrimAt, on one node and
+// on Citus alike since TestTrimCitus).
+func trimAt(pool *pgxpool.Pool, _ bool, horizon time.Time) error {
+	return migrations.TrimAt(context.Background(), pool, horizon)
 }

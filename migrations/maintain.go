@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -58,7 +59,7 @@ func SetRetention(ctx context.Context, db Execer, keep time.Duration) error {
 // deleted too; a collector that still runs the subscription that deleted
 // one would not describe it again should the same path come back. keep
 // must be at least a second.
-func Trim(ctx context.Context, db Execer, keep time.Duration) error {
+func Trim(ctx context.Context, db Beginner, keep time.Duration) error {
 	if keep < time.Second {
 		return fmt.Errorf("trim: keep %v: want at least 1s", keep)
 	}
@@ -68,27 +69,53 @@ func Trim(ctx context.Context, db Execer, keep time.Duration) error {
 // TrimAt is Trim to a given horizon: what is older than horizon goes (the
 // carried rows of schema 17 and 18 at horizon). Trim's horizon is the wall
 // clock less keep; a test that places samples exactly at a horizon names it.
-func TrimAt(ctx context.Context, db Execer, horizon time.Time) error {
+func TrimAt(ctx context.Context, db Beginner, horizon time.Time) error {
 	return trimAt(ctx, db, horizon, fmt.Sprintf("trim at %v", horizon))
 }
 
-func trimAt(ctx context.Context, db Execer, horizon time.Time, what string) error {
+// Beginner is what Trim needs: a *pgx.Conn or a *pgxpool.Pool.
+type Beginner interface {
+	Execer
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+func trimAt(ctx context.Context, db Beginner, horizon time.Time, what string) error {
 	for _, q := range []string{
 		"SELECT lhcnp_carry_forward($1)",
 		"SELECT lhcnp_carry_counters($1)",
 		"DELETE FROM samples WHERE ts < $1",
 		"DELETE FROM events WHERE ts < $1",
 		"DELETE FROM ingest_ledger WHERE committed_at < $1",
-		// A leaf the switch deleted before the horizon (a flow-table
-		// entry freed by its DREQ: the lab makes thousands an hour) has no
-		// sample left: its series and latest rows go too.
-		`WITH gone AS (DELETE FROM series se USING latest l
-			WHERE l.series_id = se.id AND l.flags & 2 = 2 AND l.ts < $1 RETURNING se.id)
-		DELETE FROM latest WHERE series_id IN (SELECT id FROM gone)`,
 	} {
 		if _, err := db.Exec(ctx, q, horizon); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
+	}
+	// A leaf the switch deleted before the horizon (a flow-table entry
+	// freed by its DREQ: the lab makes thousands an hour) has no sample
+	// left: its latest and series rows go too, in one transaction. Two
+	// statements, not one joining them: Citus refuses a DELETE of the
+	// reference table series that reads the distributed latest.
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, `DELETE FROM latest WHERE flags & 2 = 2 AND ts < $1 RETURNING series_id`, horizon)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	gone, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if len(gone) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM series WHERE id = ANY($1)`, gone); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
