@@ -231,6 +231,15 @@ func (h *Handler) applyOp(cand *oc.Root, prefix *gnmi.Path, o *setOp) *opError {
 			return opErr(codes.InvalidArgument, o, "the value of a list entry must carry its key %s (gNMI 3.4.4)", strings.Join(missing, ", "))
 		}
 	}
+	if res.Entry.IsList() {
+		// A key in the value that is not the path's (ygot would refuse it
+		// in its own words: "element key wan9 != map key wan0").
+		if elems := o.full.GetElem(); len(elems) > 0 {
+			if bad := otherKeys(res.Entry, val.GetJsonIetfVal(), elems[len(elems)-1].GetKey()); len(bad) > 0 {
+				return opErr(codes.InvalidArgument, o, "the value's key %s is not the path's (gNMI 3.4.5)", strings.Join(bad, ", "))
+			}
+		}
+	}
 	u := &gnmi.Update{Path: o.full, Val: val}
 	sr := &gnmi.SetRequest{}
 	if o.kind == gnmi.UpdateResult_REPLACE {
@@ -273,6 +282,38 @@ func missingKeys(e *yang.Entry, ietf []byte) []string {
 		}
 	}
 	return missing
+}
+
+// otherKeys returns, as "name wan9 (the path's wan0)", the key leaves of
+// the list e that the JSON object ietf sets, at its top or in its config
+// container, to a value other than the path's key.
+func otherKeys(e *yang.Entry, ietf []byte, pathKeys map[string]string) []string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(ietf, &obj) != nil {
+		return nil
+	}
+	var cfg map[string]json.RawMessage
+	if raw, ok := obj["config"]; ok {
+		_ = json.Unmarshal(raw, &cfg) // not an object: left to the value's own check
+	}
+	var bad []string
+	for _, k := range strings.Fields(e.Key) {
+		want, ok := pathKeys[k]
+		if !ok {
+			continue
+		}
+		for _, raw := range []json.RawMessage{obj[k], cfg[k]} {
+			if raw == nil {
+				continue
+			}
+			got := strings.Trim(string(raw), `"`)
+			if got != want {
+				bad = append(bad, fmt.Sprintf("%s %s (the path's %s)", k, got, want))
+				break
+			}
+		}
+	}
+	return bad
 }
 
 // commit checks the candidate, applies it to the dataplane, persists it

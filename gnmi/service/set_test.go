@@ -439,6 +439,32 @@ func TestSetReplaceListEntryNeedsItsKeys(t *testing.T) {
 			}
 		})
 	}
+	// A key that is not the path's, in the entry or in its config, in a
+	// replace or an update: named with both values (ygot's own words were
+	// "element key wan9 != map key wan0").
+	for _, tt := range []struct {
+		desc string
+		kind string
+		path string
+		val  string
+		want string
+	}{
+		{"replace, the entry's key", "replace", "/lhcnp/interfaces/interface[name=wan0]", `{"name":"wan9","config":{"name":"wan9"}}`, "name wan9 (the path's wan0)"},
+		{"update, the config's key", "update", "/lhcnp/interfaces/interface[name=wan0]", `{"config":{"name":"wan9"}}`, "name wan9 (the path's wan0)"},
+		{"replace, a queue's numeric key", "replace", q3, `{"id":4,"config":{"id":4}}`, "id 4 (the path's 3)"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			e := newEnv(t)
+			req := &gnmi.SetRequest{Replace: []*gnmi.Update{upd(tt.path, ietf(tt.val))}}
+			if tt.kind == "update" {
+				req = &gnmi.SetRequest{Update: []*gnmi.Update{upd(tt.path, ietf(tt.val))}}
+			}
+			_, err := e.c.Set(ctx(t), req)
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), tt.want) {
+				t.Errorf("%s %s with %s: %v, want INVALID_ARGUMENT naming %q", tt.kind, tt.path, tt.val, err, tt.want)
+			}
+		})
+	}
 	e := newEnv(t)
 	if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Replace: []*gnmi.Update{upd("/lhcnp/interfaces/interface[name=wan0]",
 		ietf(`{"lhcnp:name":"wan0","config":{"name":"wan0","rtt-est":5000}}`))}}); err != nil {
