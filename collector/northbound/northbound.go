@@ -138,16 +138,9 @@ func (s *Server) view(name string) *switchView {
 	}
 	st := store.New(store.WithClock(s.o.clk), store.WithSourceTimestamps())
 	sch := s.sch
-	subOpts := append([]subscribe.Option{
-		subscribe.WithClock(s.o.clk),
-		subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
-		subscribe.WithPathRewrite(schema.StripModules),
-		subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }),
-		// use_models as a switch answers it (gNMI 2.6, 3.5.1.2).
-		subscribe.WithModelValidator(service.CheckModels),
-		subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, sch.ValueEncoder(gnmi.Encoding_JSON_IETF)),
-		subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)),
-	}, s.o.subOpts...)
+	// A switch's Subscribe options (use_models included), the collector's
+	// clock, then the caller's.
+	subOpts := append(append([]subscribe.Option{subscribe.WithClock(s.o.clk)}, service.SubscribeOptions(sch)...), s.o.subOpts...)
 	v = &switchView{name: name, st: st,
 		get: service.NewHandler(sch, st, nil, service.WithHandlerClock(s.o.clk)),
 		sub: subscribe.New(st, subOpts...)}

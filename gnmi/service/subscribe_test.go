@@ -19,14 +19,7 @@ import (
 // store, built with the options server/fabric gives a switch's.
 func subscribeClient(t *testing.T, e *env) gnmi.GNMIClient {
 	t.Helper()
-	sub := subscribe.New(e.st,
-		subscribe.WithClock(e.clk),
-		subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
-		subscribe.WithPathRewrite(schema.StripModules),
-		subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := testSchema.Resolve(p); return err }),
-		subscribe.WithModelValidator(service.CheckModels),
-		subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, testSchema.ValueEncoder(gnmi.Encoding_JSON_IETF)),
-		subscribe.WithEncoder(gnmi.Encoding_JSON, testSchema.ValueEncoder(gnmi.Encoding_JSON)))
+	sub := subscribe.New(e.st, append([]subscribe.Option{subscribe.WithClock(e.clk)}, service.SubscribeOptions(testSchema)...)...)
 	srv, err := service.New(service.WithInsecure(), service.WithGet(e.h), service.WithSet(e.h), service.WithSubscribe(sub))
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,6 @@ import (
 	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/server/startup"
 	"github.com/lhcnp/lhcnp/server/switchmetrics"
-	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 )
 
@@ -213,18 +212,12 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 		if err := loadConfig(ctx, h, pub, s, sf, cfg.IgnoreStartup); err != nil {
 			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 		}
-		sub := subscribe.New(st,
-			subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
-			subscribe.WithPathRewrite(schema.StripModules),
-			subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }),
-			subscribe.WithModelValidator(service.CheckModels),
+		sub := subscribe.New(st, append(service.SubscribeOptions(sch),
 			// The store changes once per publish interval: sampling faster
 			// would repeat values, so that is the lowest interval possible
 			// (what sample_interval 0 gets, gNMI 3.5.1.5.2) and the smallest
 			// accepted.
-			subscribe.WithMinSampleInterval(max(cfg.PublishInterval, subscribe.DefaultMinSampleInterval)),
-			subscribe.WithEncoder(gnmi.Encoding_JSON_IETF, sch.ValueEncoder(gnmi.Encoding_JSON_IETF)),
-			subscribe.WithEncoder(gnmi.Encoding_JSON, sch.ValueEncoder(gnmi.Encoding_JSON)))
+			subscribe.WithMinSampleInterval(max(cfg.PublishInterval, subscribe.DefaultMinSampleInterval)))...)
 		opts := append(slices.Clone(cfg.TargetOptions),
 			service.WithCapabilities(h), service.WithGet(h), service.WithSet(h), service.WithSubscribe(sub))
 		if m := cfg.Metrics; m != nil {
