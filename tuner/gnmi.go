@@ -232,8 +232,8 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 		// switch restores the configuration of before the commit, which
 		// has it.
 		if err := p.Cancel(ctx, target, id); err != nil {
-			return fmt.Errorf("switch %q: %w (%s); cancelling commit %s failed, the switch rolls it back at its deadline: %v",
-				target, ErrOperatorSet, f, id, err)
+			return fmt.Errorf("switch %q: %w (%s); commit %s: %w, the switch rolls it back at its deadline: %w",
+				target, ErrOperatorSet, f, id, ErrCancelFailed, err)
 		}
 		return fmt.Errorf("switch %q: %w (%s): commit %s cancelled, the other client's value stands", target, ErrOperatorSet, f, id)
 	}

@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -178,7 +179,36 @@ func (t *Tuner) operatorChange(ctx context.Context, k queueKey, w policy.Window,
 	t.log.Info("tuner: operator's change", "target", k.target, "interface", k.iface, "queue", k.queue,
 		"change", change, "held_until", until)
 	id, err := t.rec.Record(ctx, a)
+	if err != nil {
+		// Held all the same, from the process, until the row is recorded:
+		// the change is the queue's baseline already, and seen no more.
+		t.unrecordedOps = append(t.unrecordedOps, a)
+	}
 	return OperatorHold{Until: until, ID: id, Reason: string(RuleOperator) + ": " + a.Reason}, err
+}
+
+// retryOperatorRows records again target's operators' rows whose Record
+// failed, oldest first, each at its own time (so that a release recorded
+// meanwhile stays the newer). Those that fail again are kept, with their
+// holds.
+func (t *Tuner) retryOperatorRows(ctx context.Context, target string) error {
+	var errs []error
+	kept := t.unrecordedOps[:0]
+	for _, a := range t.unrecordedOps {
+		if a.Target == target {
+			if _, err := t.rec.Record(ctx, a); err != nil {
+				errs = append(errs, err)
+				kept = append(kept, a)
+				continue
+			}
+			t.log.Info("tuner: operator's change recorded", "target", a.Target, "interface", a.Interface,
+				"queue", a.Queue, "held_until", a.HoldUntil)
+			continue
+		}
+		kept = append(kept, a)
+	}
+	t.unrecordedOps = kept
+	return errors.Join(errs...)
 }
 
 // TrailReader is a Recorder that also says, from the audit trail, what
@@ -249,7 +279,7 @@ func (t *Tuner) closeOrphan(ctx context.Context, k queueKey, runs policy.Setting
 	switch {
 	case tunedDiff(t.cfg.Policy, ls.Runs, runs) == "":
 		delete(t.orphans, k)
-		return t.rec.SetOutcome(ctx, ls.ID, OutcomeRolledBack, fmt.Sprintf(
+		return t.setOutcome(ctx, k.target, ls.ID, OutcomeRolledBack, fmt.Sprintf(
 			"the tuner stopped without ending the commit; the switch rolled it back (the settings of before seen at %s by the tuner started next)",
 			now.UTC().Format(time.RFC3339)), "", nil)
 	case tunedDiff(t.cfg.Policy, *ls.Or, runs) != "":

@@ -589,3 +589,93 @@ func TestCommitLeftByACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOperatorChangeUnrecordedStillHolds: an operator's change whose
+// operator row cannot be written (the database away for a moment, its
+// reads working) still holds the queue: the hold is kept in the process
+// and the row recorded again each period until it is. It failed before:
+// the hold lasted that one period, the change was the queue's baseline
+// already, and the next period pushed over the operator's alpha inside
+// operator_hold.
+func TestOperatorChangeUnrecordedStillHolds(t *testing.T) {
+	ctx := context.Background()
+	sw := newFakeSwitch(1, func(policy.Settings) traffic { return better })
+	rec := &outageRecorder{}
+	tu, cfg := newFakeLoop(t, sw, rec)
+	if err := tu.Cycle(ctx, t1); err != nil { // the baseline: alpha 1, a calm queue
+		t.Fatal(err)
+	}
+	if sw.commits != 0 {
+		t.Fatalf("%d commits on a calm queue", sw.commits)
+	}
+	// The operator sets alpha 2; the queue then congests.
+	sw.runs = bdpSettings(2)
+	sw.traffic = func(policy.Settings) traffic { return congested }
+	rec.down = true
+	if err := tu.Cycle(ctx, t1.Add(cfg.Period)); err == nil {
+		t.Fatal("no error for an operator row that could not be recorded")
+	}
+	if err := tu.Cycle(ctx, t1.Add(2*cfg.Period)); err == nil { // still down: held, tried again
+		t.Fatal("no error for an operator row that could not be recorded again")
+	}
+	rec.down = false
+	for i := 3; i < 8; i++ { // well inside operator_hold (15 min)
+		at := t1.Add(time.Duration(i) * cfg.Period)
+		if err := tu.Cycle(ctx, at); err != nil {
+			t.Fatalf("at +%v, the database back: %v", at.Sub(t1), err)
+		}
+		if sw.commits > 0 {
+			t.Fatalf("at +%v (operator_hold %v): the tuner pushed over the operator's alpha 2 (switch now runs alpha %v); rows %+v",
+				at.Sub(t1.Add(cfg.Period)), cfg.OperatorHold, sw.runs.Alpha, rec.rows())
+		}
+	}
+	// The row, once: recorded at its own time, with its hold.
+	var ops []Action
+	for _, a := range rec.actions {
+		if a.Outcome == OutcomeOperator {
+			ops = append(ops, a)
+		}
+	}
+	if want := t1.Add(cfg.Period); len(ops) != 1 || ops[0].After.Alpha != 2 || !ops[0].Time.Equal(want) ||
+		!ops[0].HoldUntil.Equal(want.Add(cfg.OperatorHold)) {
+		t.Errorf("operator rows %+v; want one, alpha 2 at %v held until %v", ops, want, want.Add(cfg.OperatorHold))
+	}
+}
+
+// TestOperatorSetCancelRetried: a commit that overwrote another client's
+// Set and whose cancel failed (GNMIPusher.Commit's ErrOperatorSet with
+// ErrCancelFailed) stays pending, its row pushed, and the cancel is tried
+// again the next period, as the bound's is; only then is the row
+// rolled-back. It failed before: the row said rolled-back, "the other
+// client's value stands", at once, and the commit was forgotten, pending on
+// the switch (other clients' Sets refused, the other client's value
+// overwritten) to rollback_duration.
+func TestOperatorSetCancelRetried(t *testing.T) {
+	ctx := context.Background()
+	sw := newFakeSwitch(1, func(policy.Settings) traffic { return congested })
+	sw.raced = true
+	rec := &outageRecorder{}
+	tu, cfg := newFakeLoop(t, sw, rec)
+	if err := tu.Cycle(ctx, t1); !errors.Is(err, ErrOperatorSet) || !errors.Is(err, ErrCancelFailed) {
+		t.Fatalf("Cycle: %v; want ErrOperatorSet and ErrCancelFailed", err)
+	}
+	if sw.commits != 1 || !tu.Pending("n1") {
+		t.Fatalf("%d commits, pending %v: want 1, pending", sw.commits, tu.Pending("n1"))
+	}
+	if a := rec.actions[0]; a.Outcome != OutcomePushed {
+		t.Errorf("row before the cancel succeeded: %s %q; want %s", a.Outcome, a.Reason, OutcomePushed)
+	}
+	if err := tu.Cycle(ctx, t1.Add(cfg.Period)); err != nil {
+		t.Fatal(err)
+	}
+	if sw.pending != nil || tu.Pending("n1") {
+		t.Errorf("the commit that overwrote another client's Set still pending a period after its cancel failed")
+	}
+	if a := rec.actions[0]; a.Outcome != OutcomeRolledBack || !strings.Contains(a.Reason, "the tuner's cancel failed") ||
+		!strings.HasSuffix(a.Reason, "; cancelled") {
+		t.Errorf("row after the cancel: %s %q; want %s, the failed cancel and the cancel", a.Outcome, a.Reason, OutcomeRolledBack)
+	}
+	if sw.commits != 1 {
+		t.Errorf("%d commits, want 1", sw.commits)
+	}
+}

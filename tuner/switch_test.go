@@ -2,9 +2,12 @@ package tuner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
@@ -13,6 +16,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
 	"github.com/lhcnp/lhcnp/server/dataplane"
+	"github.com/lhcnp/lhcnp/tuner/policy"
 	"github.com/openconfig/gnmi/proto/gnmi"
 )
 
@@ -64,4 +68,106 @@ func testSwitch(t *testing.T, opts ...service.Option) (addr string, pub *datapla
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String(), pub
+}
+
+// fakeSwitch is one switch n1 with one queue wan0/0: what it runs, the
+// commit it has pending, and the traffic the test scripts for it.
+type fakeSwitch struct {
+	runs    policy.Settings
+	pending *struct {
+		id     string
+		before policy.Settings
+	}
+	commits int
+	traffic func(policy.Settings) traffic
+	// raced: the next Commit overwrites another client's Set and its own
+	// cancel fails (GNMIPusher.Commit's ErrOperatorSet with
+	// ErrCancelFailed): the commit stays pending on the switch.
+	raced bool
+}
+
+func newFakeSwitch(alpha float64, tr func(policy.Settings) traffic) *fakeSwitch {
+	return &fakeSwitch{runs: bdpSettings(alpha), traffic: tr}
+}
+
+// Windows implements Source as scriptSource does, from what the switch
+// runs: K_max moves with alpha (one BDP times alpha), so that a change
+// shows applied.
+func (s *fakeSwitch) Windows(_ context.Context, _ string, start, end time.Time) ([]QueueWindow, error) {
+	bdp := float64(srcRate) / 8 * srcRTT.Seconds()
+	w := policy.Window{Start: start, End: end, Config: s.runs, KBaseBytes: 1500,
+		EffectiveKMaxBytes: int64(s.runs.Alpha * bdp), RTTEst: srcRTT, PortRateBitsPerSec: srcRate}
+	w.Samples = trafficSamples(s.traffic(s.runs), start, end)
+	return []QueueWindow{{Interface: "wan0", Queue: 0, Window: w}}, nil
+}
+
+func (s *fakeSwitch) Commit(_ context.Context, _, id string, changes []Change, _ time.Duration) error {
+	if s.pending != nil {
+		return errors.New("a commit is pending")
+	}
+	s.commits++
+	s.pending = &struct {
+		id     string
+		before policy.Settings
+	}{id, s.runs}
+	s.runs = changes[0].After
+	if s.raced {
+		s.raced = false
+		return fmt.Errorf("switch %q: %w (alpha 0.6 set by another client); commit %s: %w, the switch rolls it back at its deadline: %w",
+			"n1", ErrOperatorSet, id, ErrCancelFailed, context.DeadlineExceeded)
+	}
+	return nil
+}
+
+func (s *fakeSwitch) Confirm(_ context.Context, _, id string) error {
+	if s.pending == nil || s.pending.id != id {
+		return errors.New("no such commit")
+	}
+	s.pending = nil
+	return nil
+}
+
+func (s *fakeSwitch) Cancel(_ context.Context, _, id string) error {
+	if s.pending == nil || s.pending.id != id {
+		return errors.New("no such commit")
+	}
+	s.runs, s.pending = s.pending.before, nil
+	return nil
+}
+
+// outageRecorder is memRecorder whose writes fail while down is set, as
+// a database that went away would.
+type outageRecorder struct {
+	memRecorder
+	down      bool
+	holdsDown bool
+}
+
+var errDBDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+
+func (r *outageRecorder) Record(ctx context.Context, a Action) (int64, error) {
+	if r.down {
+		return 0, errDBDown
+	}
+	return r.memRecorder.Record(ctx, a)
+}
+
+func (r *outageRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string, j *Judgement) error {
+	if r.down {
+		return errDBDown
+	}
+	return r.memRecorder.SetOutcome(ctx, id, o, reason, errText, j)
+}
+
+func (r *outageRecorder) OperatorHolds(ctx context.Context, target string, now time.Time) (map[QueueID]OperatorHold, error) {
+	if r.holdsDown {
+		return nil, errDBDown
+	}
+	return r.memRecorder.OperatorHolds(ctx, target, now)
+}
+
+func newFakeLoop(t *testing.T, sw *fakeSwitch, rec Recorder) (*Tuner, Config) {
+	t.Helper()
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: "127.0.0.1:1", Insecure: true})
+	return newTuner(t, cfg, sw, sw, rec), cfg
 }

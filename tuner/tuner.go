@@ -227,6 +227,27 @@ type Tuner struct {
 	// trails holds each switch's audit trail as the tuner found it at its
 	// first decision there (TrailReader), for the queues it sees later.
 	trails map[string]map[QueueID]LastSettings
+	// unrecordedOps holds the operators' rows whose Record failed (the
+	// database away for a moment), oldest first: their holds are kept
+	// here, with the database's, and the rows recorded again each period
+	// until they are (operatorChange, retryOperatorRows). Without them the
+	// change, already the queue's baseline, would be seen no more and the
+	// next period push over the operator's value.
+	unrecordedOps []Action
+	// unwritten holds the outcomes whose SetOutcome failed, by action id:
+	// each is written again at the start of every period of its switch
+	// until it is (retryOutcomes), once. Without them a row would stay
+	// `pushed` for good, read by the tuner started next as a commit left
+	// by a crash.
+	unwritten map[int64]unwrittenOutcome
+}
+
+// unwrittenOutcome is an outcome of a target's row not written yet.
+type unwrittenOutcome struct {
+	target          string
+	outcome         Outcome
+	reason, errText string
+	judged          *Judgement
 }
 
 // Option configures New.
@@ -246,7 +267,7 @@ func New(cfg Config, src Source, push Pusher, rec Recorder, opts ...Option) (*Tu
 	t := &Tuner{cfg: cfg, src: src, push: push, rec: rec, log: slog.Default(),
 		mem: map[queueKey]policy.Memory{}, holds: map[queueKey]holdEpisode{}, pending: map[string]*pending{},
 		seen: map[queueKey]seenSettings{}, noStart: map[queueKey]bool{}, orphans: map[queueKey]LastSettings{},
-		trails: map[string]map[QueueID]LastSettings{}}
+		trails: map[string]map[QueueID]LastSettings{}, unwritten: map[int64]unwrittenOutcome{}}
 	for _, o := range opts {
 		o(t)
 	}
@@ -301,6 +322,9 @@ func (t *Tuner) Abandon(ctx context.Context, now time.Time) error {
 func (t *Tuner) endPending(ctx context.Context, now time.Time, cancel bool) error {
 	var errs []error
 	for _, s := range t.cfg.Switches {
+		rctx, done := t.ownTimeout(ctx)
+		errs = append(errs, t.retryOutcomes(rctx, s.Name))
+		done()
 		p := t.pending[s.Name]
 		if p == nil {
 			continue
@@ -317,7 +341,7 @@ func (t *Tuner) endPending(ctx context.Context, now time.Time, cancel bool) erro
 				errs = append(errs, err)
 			}
 		}
-		rctx, done := t.ownTimeout(ctx)
+		rctx, done = t.ownTimeout(ctx)
 		errs = append(errs, t.finish(rctx, s, p, now, OutcomeRolledBack, reason, errText))
 		done()
 	}
@@ -345,11 +369,11 @@ func (t *Tuner) Cycle(ctx context.Context, now time.Time) error {
 	var errs []error
 	for _, s := range t.cfg.Switches {
 		sctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
-		var err error
+		err := t.retryOutcomes(sctx, s.Name)
 		if p := t.pending[s.Name]; p != nil {
-			err = t.follow(sctx, s, p, now)
+			err = errors.Join(err, t.follow(sctx, s, p, now))
 		} else {
-			err = t.decide(sctx, s, now)
+			err = errors.Join(err, t.decide(sctx, s, now))
 		}
 		cancel()
 		if err != nil {
@@ -364,17 +388,28 @@ func (t *Tuner) Pending(target string) bool { return t.pending[target] != nil }
 
 func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error {
 	// The operators' holds first: a queue whose hold cannot be read is
-	// not touched.
+	// not touched. Those of rows not recorded yet are the process's.
+	var errs []error
+	if err := t.retryOperatorRows(ctx, s.Name); err != nil {
+		errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
+	}
 	held, err := t.rec.OperatorHolds(ctx, s.Name, now)
 	if err != nil {
-		return fmt.Errorf("switch %q: reading the operators' holds: %w", s.Name, err)
+		return errors.Join(append(errs, fmt.Errorf("switch %q: reading the operators' holds: %w", s.Name, err))...)
+	}
+	if held == nil {
+		held = map[QueueID]OperatorHold{}
+	}
+	for _, a := range t.unrecordedOps {
+		if a.Target == s.Name {
+			held[QueueID{a.Interface, a.Queue}] = OperatorHold{Until: a.HoldUntil, Reason: string(a.Rule) + ": " + a.Reason}
+		}
 	}
 	wins, err := t.src.Windows(ctx, s.Name, now.Add(-t.cfg.Window), now)
 	if err != nil {
-		return fmt.Errorf("switch %q: reading telemetry: %w", s.Name, err)
+		return errors.Join(append(errs, fmt.Errorf("switch %q: reading telemetry: %w", s.Name, err))...)
 	}
 	var changes []pendingChange
-	var errs []error
 	var cuts map[QueueID]CutClaim // read at the first queue that needs it
 	for _, qw := range wins {
 		if len(s.Interfaces) > 0 && !slices.Contains(s.Interfaces, qw.Interface) {
@@ -481,7 +516,21 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	for i, c := range changes {
 		cs[i] = c.change
 	}
-	if err := t.push.Commit(ctx, s.Name, p.id, cs, t.cfg.RollbackDuration); err != nil {
+	err = t.push.Commit(ctx, s.Name, p.id, cs, t.cfg.RollbackDuration)
+	if errors.Is(err, ErrOperatorSet) && errors.Is(err, ErrCancelFailed) {
+		// Applied over another client's Set, and not cancelled: the commit
+		// is pending on the switch, the other client's value overwritten.
+		// Kept pending, marked for the cancel, which follow tries again
+		// every period (cancelJudged) as for one judged worse; the row
+		// stays pushed until a cancel succeeds or the deadline passes.
+		p.worse = fmt.Sprintf("another client set the queue between the tuner's check and its Set, and the tuner's cancel failed (%v): the other client's value stands once the commit is cancelled", err)
+		t.pending[s.Name] = p
+		for _, c := range changes {
+			t.expect(c.key, c.change.After, c.change.Before)
+		}
+		return errors.Join(append(errs, err)...)
+	}
+	if err != nil {
 		outcome, reason := OutcomeRefused, ""
 		if errors.Is(err, ErrOperatorSet) {
 			// Applied over another client's Set and cancelled at once: the
@@ -515,7 +564,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			if outcome == OutcomeRolledBack { // it may have been applied, and is undone
 				t.expect(c.key, c.change.Before, c.change.After)
 			}
-			if rerr := t.rec.SetOutcome(ctx, c.actionID, outcome, reason, err.Error(), nil); rerr != nil {
+			if rerr := t.setOutcome(ctx, s.Name, c.actionID, outcome, reason, err.Error(), nil); rerr != nil {
 				errs = append(errs, rerr)
 			}
 		}
@@ -711,11 +760,45 @@ func (t *Tuner) finish(ctx context.Context, s SwitchConfig, p *pending, now time
 		} else {
 			t.seen[c.key] = seenSettings{settled: c.change.After}
 		}
-		if err := t.rec.SetOutcome(ctx, c.actionID, o, reason, errText, c.judged); err != nil {
+		if err := t.setOutcome(ctx, s.Name, c.actionID, o, reason, errText, c.judged); err != nil {
 			errs = append(errs, fmt.Errorf("switch %q: recording outcome: %w", s.Name, err))
 		}
 	}
 	t.log.Info("tuner commit", "target", s.Name, "commit", p.id, "outcome", o, "reason", reason, "err", errText)
+	return errors.Join(errs...)
+}
+
+// setOutcome is Recorder.SetOutcome, keeping the outcome to write again
+// (retryOutcomes) when the write fails.
+func (t *Tuner) setOutcome(ctx context.Context, target string, id int64, o Outcome, reason, errText string, j *Judgement) error {
+	err := t.rec.SetOutcome(ctx, id, o, reason, errText, j)
+	if err != nil {
+		t.unwritten[id] = unwrittenOutcome{target: target, outcome: o, reason: reason, errText: errText, judged: j}
+	}
+	return err
+}
+
+// retryOutcomes writes again target's outcomes whose write failed, in
+// the order of their rows; each written is dropped, so that a row's
+// outcome is updated once.
+func (t *Tuner) retryOutcomes(ctx context.Context, target string) error {
+	var ids []int64
+	for id, u := range t.unwritten {
+		if u.target == target {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var errs []error
+	for _, id := range ids {
+		u := t.unwritten[id]
+		if err := t.rec.SetOutcome(ctx, id, u.outcome, u.reason, u.errText, u.judged); err != nil {
+			errs = append(errs, fmt.Errorf("switch %q: recording the outcome of row %d again: %w", target, id, err))
+			continue
+		}
+		delete(t.unwritten, id)
+		t.log.Info("tuner: outcome recorded", "target", target, "row", id, "outcome", u.outcome)
+	}
 	return errors.Join(errs...)
 }
 

@@ -163,6 +163,17 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 	w := policy.Window{Start: start, End: end, Config: cfg, KBaseBytes: int64(st.GetKBase()),
 		EffectiveKMaxBytes: int64(st.GetEffectiveKmax()), RTTEst: srcRTT, PortRateBitsPerSec: srcRate,
 		BufferBytes: s.bufferBytes, OverloadCutSupported: s.bufferBytes > 0}
+	w.Samples = trafficSamples(tr, start, end)
+	if s.gaps {
+		w.Samples = append(w.Samples[:2], w.Samples[4])
+	}
+	return []QueueWindow{{Interface: "wan0", Queue: 0, Window: w}}, nil
+}
+
+// trafficSamples are five samples of [start, end] with traffic tr on a
+// port of srcRate and an RTT_est of srcRTT.
+func trafficSamples(tr traffic, start, end time.Time) []policy.Sample {
+	var out []policy.Sample
 	step := end.Sub(start) / 4
 	for i := range 5 {
 		tx := int64(tr.util * srcRate / 8 * step.Seconds())
@@ -170,15 +181,12 @@ func (s *scriptSource) Windows(ctx context.Context, target string, start, end ti
 		if i == 4 && tr.lastRTT > 0 {
 			d = tr.lastRTT
 		}
-		w.Samples = append(w.Samples, policy.Sample{Time: start.Add(time.Duration(i) * step),
+		out = append(out, policy.Sample{Time: start.Add(time.Duration(i) * step),
 			QueueDepthBytes: int64(d * srcRate / 8 * srcRTT.Seconds()), TxBytes: tx, Packets: tx / 1000,
 			Drops:         int64(tr.loss * float64(tx/1000)),
 			Notifications: policy.Notifications{RateReduce: 10}, ECNMarkingPercent: 5})
 	}
-	if s.gaps {
-		w.Samples = append(w.Samples[:2], w.Samples[4])
-	}
-	return []QueueWindow{{Interface: "wan0", Queue: 0, Window: w}}, nil
+	return out
 }
 
 func testConfig(switches ...SwitchConfig) Config {
@@ -229,11 +237,17 @@ func newLoop(t *testing.T, cfg Config, src Source, rec Recorder) (*Tuner, *GNMIP
 	if cfg.DryRun {
 		push = nil
 	}
+	return newTuner(t, cfg, src, push, rec), p
+}
+
+// newTuner is New, quiet, failing the test on an error.
+func newTuner(t *testing.T, cfg Config, src Source, push Pusher, rec Recorder) *Tuner {
+	t.Helper()
 	tu, err := New(cfg, src, push, rec, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tu, p
+	return tu
 }
 
 // TestTunerConfirms: a congested queue gets a smaller alpha; once the
@@ -871,5 +885,64 @@ func TestTunerReleaseKeepsTheJudgement(t *testing.T) {
 		if !strings.Contains(r, want) {
 			t.Errorf("reason %q does not say %q", r, want)
 		}
+	}
+}
+
+// TestTunerOutcomeWrittenWhenTheDatabaseIsBack: an outcome whose write
+// fails (here a confirm's, the database away as the judgement comes) is
+// kept and written again at the start of each period until it is, and
+// once: the row's reason gets the outcome's once. It failed before: the
+// outcome was never written again, and the row stayed `pushed` for good
+// though the switch ran the change confirmed.
+func TestTunerOutcomeWrittenWhenTheDatabaseIsBack(t *testing.T) {
+	ctx := context.Background()
+	sw := newFakeSwitch(1, func(s policy.Settings) traffic {
+		if s.Alpha < 1 {
+			return better
+		}
+		return congested
+	})
+	rec := &outageRecorder{}
+	tu, cfg := newFakeLoop(t, sw, rec)
+	if err := tu.Cycle(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	if sw.pending == nil {
+		t.Fatal("no commit after a congested window")
+	}
+	rec.down = true // the database goes away as the judgement comes
+	if err := tu.Cycle(ctx, t1.Add(cfg.JudgeWindow)); err == nil {
+		t.Error("no error for an outcome that could not be written")
+	}
+	if sw.pending != nil {
+		t.Fatal("not confirmed on the switch")
+	}
+	_ = tu.Cycle(ctx, t1.Add(cfg.JudgeWindow+cfg.Period)) // still away: kept
+	rec.down = false
+	for i := 2; i <= 5; i++ {
+		_ = tu.Cycle(ctx, t1.Add(cfg.JudgeWindow+time.Duration(i)*cfg.Period))
+	}
+	a := rec.actions[0]
+	if a.Outcome != OutcomeConfirmed || strings.Count(a.Reason, "; applied and") != 1 || a.Inputs.Judgement == nil {
+		t.Errorf("row 1 (%s → alpha %v) outcome %s, reason %q, judgement %v with the database back; the switch runs alpha %v, confirmed: want %s, its reason and judgement once",
+			a.Rule, a.After.Alpha, a.Outcome, a.Reason, a.Inputs.Judgement, sw.runs.Alpha, OutcomeConfirmed)
+	}
+}
+
+// TestTunerDatabaseOutage: with the database away, a period fails with
+// the message docs/tuner.md's Faults table quotes, reading the operators'
+// holds (read first: no queue is touched whose hold cannot be read), and
+// pushes nothing. It failed before against the table, which said
+// "reading telemetry".
+func TestTunerDatabaseOutage(t *testing.T) {
+	sw := newFakeSwitch(1, func(policy.Settings) traffic { return congested })
+	rec := &outageRecorder{holdsDown: true}
+	tu, _ := newFakeLoop(t, sw, rec)
+	err := tu.Cycle(context.Background(), t1)
+	if want := `switch "n1": reading the operators' holds: `; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Cycle with the database away: %v; docs/tuner.md's Faults table says %q", err, want)
+	}
+	if sw.commits != 0 {
+		t.Errorf("%d commits with the database away", sw.commits)
 	}
 }

@@ -22,6 +22,13 @@ import (
 // the switch runs the other client's value again.
 var ErrOperatorSet = errors.New("another client set the queue while the tuner's Set was on its way")
 
+// ErrCancelFailed is wrapped by Commit's error, with ErrOperatorSet, when
+// the cancel of a commit that overwrote another client's Set failed: the
+// commit is pending on the switch, the other client's value overwritten,
+// until a cancel succeeds or the switch's deadline rolls it back. The
+// tuner tries the cancel again every period.
+var ErrCancelFailed = errors.New("cancelling the commit failed")
+
 // awaitOwnSet bounds how long Commit waits for the switch's configuration
 // stream to show the tuner's own Set (milliseconds on a live switch).
 const awaitOwnSet = 2 * time.Second
