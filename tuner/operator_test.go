@@ -679,3 +679,36 @@ func TestOperatorSetCancelRetried(t *testing.T) {
 		t.Errorf("%d commits, want 1", sw.commits)
 	}
 }
+
+// TestOperatorRowRecordedAtRelease: an operator's row a database blip left
+// unrecorded is tried once more when the tuner stops (Release), as its
+// outcomes are: its hold would otherwise be lost with the process, and a
+// tuner started next would see no hold. It failed before: Release retried
+// the outcomes only.
+func TestOperatorRowRecordedAtRelease(t *testing.T) {
+	ctx := context.Background()
+	sw := newFakeSwitch(1, func(policy.Settings) traffic { return better })
+	rec := &outageRecorder{}
+	tu, cfg := newFakeLoop(t, sw, rec)
+	if err := tu.Cycle(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	sw.runs = bdpSettings(2) // the operator's alpha
+	rec.down = true
+	if err := tu.Cycle(ctx, t1.Add(cfg.Period)); err == nil {
+		t.Fatal("no error for an operator row that could not be recorded")
+	}
+	rec.down = false
+	if err := tu.Release(ctx, t1.Add(cfg.Period+time.Second)); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	var ops int
+	for _, a := range rec.actions {
+		if a.Outcome == OutcomeOperator && a.After.Alpha == 2 {
+			ops++
+		}
+	}
+	if ops != 1 {
+		t.Errorf("%d operator rows after Release, want the unrecorded one, once (rows %+v)", ops, rec.rows())
+	}
+}

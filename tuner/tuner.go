@@ -322,8 +322,11 @@ func (t *Tuner) Abandon(ctx context.Context, now time.Time) error {
 func (t *Tuner) endPending(ctx context.Context, now time.Time, cancel bool) error {
 	var errs []error
 	for _, s := range t.cfg.Switches {
+		// A last try for what a database blip left unwritten: the
+		// outcomes, and the operators' rows (their holds are the
+		// process's until recorded, lost when it stops).
 		rctx, done := t.ownTimeout(ctx)
-		errs = append(errs, t.retryOutcomes(rctx, s.Name))
+		errs = append(errs, t.retryOutcomes(rctx, s.Name), t.retryOperatorRows(rctx, s.Name))
 		done()
 		p := t.pending[s.Name]
 		if p == nil {
