@@ -712,3 +712,45 @@ func TestOperatorRowRecordedAtRelease(t *testing.T) {
 		t.Errorf("%d operator rows after Release, want the unrecorded one, once (rows %+v)", ops, rec.rows())
 	}
 }
+
+// TestDeadlineAfterFailedCancels: a commit judged worse whose cancels all
+// fail (the switch unreachable for them) is rolled back by the switch at its
+// deadline; the row says so, with the last cancel's error, where it read
+// "not confirmed within the rollback duration: telemetry did not show the
+// change applied", which was not what happened. It failed before.
+func TestDeadlineAfterFailedCancels(t *testing.T) {
+	ctx := context.Background()
+	sw := newFakeSwitch(1, func(s policy.Settings) traffic {
+		if s.Alpha < 1 {
+			return worse
+		}
+		return congested
+	})
+	rec := &outageRecorder{}
+	tu, cfg := newFakeLoop(t, sw, rec)
+	if err := tu.Cycle(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	if sw.commits != 1 {
+		t.Fatalf("%d commits under congestion, want 1", sw.commits)
+	}
+	sw.cancelDown = true
+	at := t1
+	for tu.Pending("n1") && at.Sub(t1) <= cfg.RollbackDuration+cfg.Period {
+		at = at.Add(cfg.Period)
+		_ = tu.Cycle(ctx, at) // the failed cancels are errors
+	}
+	if tu.Pending("n1") {
+		t.Fatalf("still pending %v after the push (rollback_duration %v)", at.Sub(t1), cfg.RollbackDuration)
+	}
+	var got Action
+	for _, a := range rec.actions {
+		if a.Outcome == OutcomeRolledBack {
+			got = a
+		}
+	}
+	if !strings.Contains(got.Reason, "the tuner's cancels failed: rolled back by the switch at its rollback duration") ||
+		!strings.Contains(got.Error, "Unavailable") {
+		t.Errorf("row %s: reason %q, error %q; want the failed cancels named, with the last one's error", got.Outcome, got.Reason, got.Error)
+	}
+}

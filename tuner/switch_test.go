@@ -84,6 +84,8 @@ type fakeSwitch struct {
 	// cancel fails (GNMIPusher.Commit's ErrOperatorSet with
 	// ErrCancelFailed): the commit stays pending on the switch.
 	raced bool
+	// cancelDown: every Cancel fails (the switch unreachable for it).
+	cancelDown bool
 }
 
 func newFakeSwitch(alpha float64, tr func(policy.Settings) traffic) *fakeSwitch {
@@ -128,6 +130,9 @@ func (s *fakeSwitch) Confirm(_ context.Context, _, id string) error {
 }
 
 func (s *fakeSwitch) Cancel(_ context.Context, _, id string) error {
+	if s.cancelDown {
+		return errors.New("rpc error: code = Unavailable desc = connection refused")
+	}
 	if s.pending == nil || s.pending.id != id {
 		return errors.New("no such commit")
 	}

@@ -183,6 +183,9 @@ type pending struct {
 	changes  []pendingChange
 	// worse holds the judgement when the tuner decided not to confirm.
 	worse string
+	// cancelErr is the last failed cancel's error ("" when none failed):
+	// the reason the commit reached the switch's deadline.
+	cancelErr string
 }
 
 // rollsBackAt is when the switch rolls the commit back unless confirmed.
@@ -660,7 +663,12 @@ func (t *Tuner) action(now time.Time, k queueKey, w policy.Window, d policy.Deci
 func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time.Time) error {
 	if !now.Before(p.deadline) {
 		reason := p.worse
-		if reason == "" {
+		switch {
+		case p.cancelErr != "" && reason == "":
+			reason = "not judged within judge_window + 2 periods, and the tuner's cancels failed: rolled back by the switch at its rollback duration"
+		case p.cancelErr != "":
+			reason += "; the tuner's cancels failed: rolled back by the switch at its rollback duration"
+		case reason == "":
 			reason = "not confirmed within the rollback duration: telemetry did not show the change applied with a complete judge window"
 		}
 		// The switch rolls it back at its deadline; a cancel all the same,
@@ -669,7 +677,7 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		if err := t.cancelCommit(ctx, s.Name, p); err != nil {
 			t.log.Debug("tuner: cancel at the deadline", "target", s.Name, "commit", p.id, "err", err)
 		}
-		return t.finish(ctx, s, p, now, OutcomeRolledBack, reason, "")
+		return t.finish(ctx, s, p, now, OutcomeRolledBack, reason, p.cancelErr)
 	}
 	if p.worse != "" {
 		return t.cancelJudged(ctx, s, p, now, p.worse)
@@ -746,6 +754,7 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 // again, and the switch rolls it back at its deadline anyway.
 func (t *Tuner) cancelJudged(ctx context.Context, s SwitchConfig, p *pending, now time.Time, why string) error {
 	if err := t.cancelCommit(ctx, s.Name, p); err != nil {
+		p.cancelErr = err.Error()
 		return fmt.Errorf("switch %q: cancelling commit %s (%s): %w", s.Name, p.id, why, err)
 	}
 	rctx, done := t.ownTimeout(ctx)
