@@ -21,6 +21,7 @@ package dataplane
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -172,20 +173,16 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	var st lhcnp.State
 	var cfg lhcnp.Config
 	var master bool
+	// Every mechanism a Set configured (one whose function a failed Set
+	// created is not), with its state: its function's, or for one never
+	// created (its own leaf never on) its kind's idle state.
 	states, configured := map[string]any{}, map[string]any{}
-	// idle: the configurations of the mechanisms whose function was never
-	// created (their own leaf never on), echoed all the same.
-	idle := map[string]any{}
 	b.sim.Do(func() {
-		for name, c := range b.configured {
-			f := b.funcs[name]
-			if f == nil {
-				idle[name] = c
-				continue
+		configured = maps.Clone(b.configured)
+		for name := range b.configured {
+			if f := b.funcs[name]; f != nil {
+				states[name] = f.State()
 			}
-			// A function created by a Set that then failed has had
-			// no configuration applied: left out until one is.
-			states[name], configured[name] = f.State(), c
 		}
 		st = b.node.State(!b.o.noFlows)
 		cfg = b.longHaul
@@ -219,11 +216,15 @@ func (b *Binding) Snapshot(ctx context.Context) (*oc.Root, error) {
 	gs.EngineSpeed = ygot.Float64(b.o.speed)
 	env := stateEnv{ports: b.ports, wallNS: b.WallNS}
 	for _, k := range kinds() {
-		if s, ok := states[k.name]; ok {
-			k.state(root, s, configured[k.name], env)
-		} else if c, ok := idle[k.name]; ok && k.idle != nil {
-			k.state(root, k.idle, c, env)
+		c, ok := configured[k.name]
+		if !ok {
+			continue
 		}
+		st, ok := states[k.name]
+		if !ok {
+			st = k.idle
+		}
+		k.state(root, st, c, env)
 	}
 	return root, nil
 }
