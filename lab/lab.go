@@ -279,6 +279,9 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	if len(cfg.Tuner.Switches) > 0 {
 		tc := cfg.Tuner
 		tc.DB = l.dsn
+		if tc.StateDir == tuner.DefaultConfig().StateDir {
+			tc.StateDir = filepath.Join(stateDir, "tuner") // the lab's, as the collector's spill
+		}
 		tc.Switches = append([]tuner.SwitchConfig(nil), cfg.Tuner.Switches...)
 		for i, s := range tc.Switches {
 			if s.Address == "" {

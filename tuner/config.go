@@ -38,6 +38,12 @@ type Config struct {
 	// read by commit time from the window's start minus this on, so a
 	// switch further ahead looks as if it did not report (gaps).
 	ClockSkew time.Duration `yaml:"clock_skew"`
+	// StateDir keeps, from a tuner that stops to the one started next,
+	// the audit trail's writes the database did not take before the stop
+	// (StateFile): an operator's row and its hold, a hold's row, an
+	// outcome, the delete of a row whose decision was not pushed. ""
+	// keeps none: they are lost with the process.
+	StateDir string `yaml:"state_dir"`
 	// Switches are the switches tuned: Name is the collector's target name
 	// (the `target` column of the views).
 	Switches []SwitchConfig `yaml:"switches"`
@@ -74,6 +80,7 @@ func DefaultConfig() Config {
 		SwitchTimeout:    10 * time.Second,
 		OperatorHold:     15 * time.Minute,
 		ClockSkew:        DefaultClockSkew,
+		StateDir:         "lhcnp-tuner",
 		Policy:           policy.DefaultConfig(),
 	}
 }

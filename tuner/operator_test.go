@@ -5,7 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -710,6 +715,86 @@ func TestOperatorRowRecordedAtRelease(t *testing.T) {
 	}
 	if ops != 1 {
 		t.Errorf("%d operator rows after Release, want the unrecorded one, once (rows %+v)", ops, rec.rows())
+	}
+}
+
+// TestTunerStateKeptAcrossStop: what the database does not take before the
+// tuner stops (away as it stops) is kept in state_dir and written by the
+// tuner started next: an operator's row, whose hold that tuner keeps from
+// the file until the row is recorded (it pushes nothing over the
+// operator's alpha), and a hold's row; once written, the file goes at the
+// next stop. It failed before: both rows were lost with the process, and
+// the tuner started next pushed over the operator's value.
+func TestTunerStateKeptAcrossStop(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sw := newFakeSwitch(1, func(policy.Settings) traffic { return better })
+	rec := &outageRecorder{down: true}
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: "127.0.0.1:1", Insecure: true})
+	cfg.StateDir = dir
+	tu := newTuner(t, cfg, sw, sw, rec)
+	if err := tu.Cycle(ctx, t1); err == nil { // the hold's row: not recorded
+		t.Fatal("no error for a hold that could not be recorded")
+	}
+	sw.runs = bdpSettings(2) // the operator's alpha, its row not recorded either
+	sw.traffic = func(policy.Settings) traffic { return congested }
+	if err := tu.Cycle(ctx, t1.Add(cfg.Period)); err == nil {
+		t.Fatal("no error for an operator row that could not be recorded")
+	}
+	if err := tu.Release(ctx, t1.Add(cfg.Period+time.Second)); err == nil {
+		t.Fatal("Release with the database away: no error")
+	}
+	if _, err := os.Stat(filepath.Join(dir, StateFile)); err != nil {
+		t.Fatalf("nothing kept for the next tuner: %v", err)
+	}
+
+	rec.down = false
+	next := newTuner(t, cfg, sw, sw, rec)
+	for i := 2; i < 8; i++ { // inside operator_hold
+		if err := next.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sw.commits != 0 {
+		t.Errorf("the tuner started next pushed over the operator's alpha 2 (now %v); rows %+v", sw.runs.Alpha, rec.rows())
+	}
+	var ops, holds int
+	for _, a := range rec.actions {
+		switch {
+		case a.Outcome == OutcomeOperator && a.After.Alpha == 2 && a.Time.Equal(t1.Add(cfg.Period)):
+			ops++
+		case a.Outcome == OutcomeHold && a.Time.Equal(t1):
+			holds++
+		}
+	}
+	if ops != 1 || holds != 1 {
+		t.Errorf("%d operator rows, %d holds of the first tuner; want 1 each, at their own times: rows %+v", ops, holds, rec.rows())
+	}
+	if err := next.Release(ctx, t1.Add(8*cfg.Period)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, StateFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("state file after a stop that owes nothing: %v; want it gone", err)
+	}
+}
+
+// TestTunerStateBadFile: a state file the tuner cannot read stops New with
+// its path, not a tuner that drops it.
+func TestTunerStateBadFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: "127.0.0.1:1", Insecure: true})
+	cfg.StateDir, cfg.DryRun = dir, true
+	for _, tt := range []struct{ content, want string }{
+		{"{", "unexpected end of JSON input"},
+		{`{"version": 7}`, "version 7, this tuner reads 1"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, StateFile), []byte(tt.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := New(cfg, nil, nil, &memRecorder{}, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, StateFile)) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New with %q: %v; want the path and %q", tt.content, err, tt.want)
+		}
 	}
 }
 

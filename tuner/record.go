@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/tuner/policy"
@@ -48,13 +49,21 @@ func (r *PGRecorder) Record(ctx context.Context, a Action) (int64, error) {
 	if !a.HoldUntil.IsZero() {
 		holdUntil = &a.HoldUntil
 	}
+	key := a.Key
+	if key == "" {
+		key = uuid.NewString()
+	}
+	// A key stored already is this action's row, written by an earlier
+	// try whose answer was lost: its id, and no second row (the no-op
+	// update makes RETURNING return it).
 	var id int64
 	err = r.pool.QueryRow(ctx, `
-		INSERT INTO tuner_actions (ts, target, interface, queue, inputs, reason, before, after, outcome, dry_run, error, hold_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		INSERT INTO tuner_actions (ts, target, interface, queue, inputs, reason, before, after, outcome, dry_run, error, hold_until, action_key)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (action_key) DO UPDATE SET action_key = EXCLUDED.action_key
 		RETURNING id`,
 		a.Time, a.Target, a.Interface, int(a.Queue), inputs, string(a.Rule)+": "+a.Reason, before, after,
-		string(a.Outcome), a.DryRun, errText, holdUntil).Scan(&id)
+		string(a.Outcome), a.DryRun, errText, holdUntil, key).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("tuner_actions: insert: %w", err)
 	}
@@ -241,6 +250,14 @@ func (r *PGRecorder) Release(ctx context.Context, target string, q QueueID, now 
 		Rule: RuleOperatorRelease, Reason: reason, Outcome: OutcomeOperator, HoldUntil: now})
 }
 
+// Forget implements Recorder.
+func (r *PGRecorder) Forget(ctx context.Context, key string) error {
+	if _, err := r.pool.Exec(ctx, `DELETE FROM tuner_actions WHERE action_key = $1`, key); err != nil {
+		return fmt.Errorf("tuner_actions: delete the row of %s: %w", key, err)
+	}
+	return nil
+}
+
 // SetOutcome implements Recorder: the judgement goes into inputs, under
 // judgement.
 func (r *PGRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string, j *Judgement) error {
@@ -255,10 +272,15 @@ func (r *PGRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reason
 			return fmt.Errorf("tuner_actions: update %d: judgement: %w", id, err)
 		}
 	}
+	// The reason is appended once: an update retried after one the
+	// database committed (its answer lost) finds the row with this
+	// outcome and its reason ending in this one (the right-hand sides
+	// read the row as it was).
 	tag, err := r.pool.Exec(ctx, `
 		UPDATE tuner_actions
 		SET outcome = $2,
-		    reason = CASE WHEN $3 = '' THEN reason ELSE reason || '; ' || $3 END,
+		    reason = CASE WHEN $3 = '' OR (outcome = $2 AND right(reason, length($3) + 2) = '; ' || $3) THEN reason
+		                  ELSE reason || '; ' || $3 END,
 		    error = COALESCE($4, error),
 		    inputs = CASE WHEN $5::jsonb IS NULL THEN inputs ELSE jsonb_set(coalesce(inputs, '{}'), '{judgement}', $5::jsonb) END
 		WHERE id = $1`, id, string(o), reason, e, judgement)

@@ -143,6 +143,107 @@ func TestPGRecorderHold(t *testing.T) {
 	}
 }
 
+// TestPGRecorderWrittenOnce: on a real PostgreSQL (schema 23), a row
+// written again with its key (a retry after a write whose answer was lost)
+// is the same row, with the same id; an outcome written again appends its
+// reason once; Forget deletes the row of a key and accepts a key never
+// stored; actions without a key are rows of their own. Migrated down to 22
+// the key is gone, and up again it works. It failed before schema 23: the
+// second write was a second row, and the reason got the outcome's twice.
+func TestPGRecorderWrittenOnce(t *testing.T) {
+	ctx := context.Background()
+	pool, dsn := pgtest.New(t)
+	rec := NewPGRecorder(pool)
+	a := Action{Time: t1, Target: "n1", Interface: "wan0", Queue: 3, Rule: policy.RuleDelay, Reason: "queueing delay 2 RTT_est",
+		Before: bdpSettings(1), After: bdpSettings(0.5), Outcome: OutcomePushed, Key: "6f1c1d9e-51a1-4d0c-9a57-3f7f5c3b2a10"}
+	id, err := rec.Record(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := rec.Record(ctx, a)
+	if err != nil || again != id {
+		t.Fatalf("the same key written again: id %d, %v; want %d", again, err, id)
+	}
+	for range 2 {
+		if err := rec.SetOutcome(ctx, id, OutcomeConfirmed, "applied and kept", "", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM tuner_actions`); n != 1 {
+		t.Errorf("%d rows; want 1", n)
+	}
+	var reason string
+	if err := pool.QueryRow(ctx, `SELECT reason FROM tuner_actions WHERE id = $1`, id).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := "delay: queueing delay 2 RTT_est; applied and kept"; reason != want {
+		t.Errorf("reason %q; want %q", reason, want)
+	}
+	// Another outcome after it still appends (pushed → error → rolled-back).
+	if err := rec.SetOutcome(ctx, id, OutcomeRolledBack, "cancelled", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT reason FROM tuner_actions WHERE id = $1`, id).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := "delay: queueing delay 2 RTT_est; applied and kept; cancelled"; reason != want {
+		t.Errorf("reason %q; want %q", reason, want)
+	}
+	keyless := a
+	keyless.Key = ""
+	for range 2 {
+		if _, err := rec.Record(ctx, keyless); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(`SELECT count(*) FROM tuner_actions`); n != 3 {
+		t.Errorf("%d rows after two actions without a key; want 3", n)
+	}
+	if err := rec.Forget(ctx, a.Key); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Forget(ctx, "00000000-0000-0000-0000-000000000000"); err != nil {
+		t.Errorf("Forget of a key never stored: %v", err)
+	}
+	if n := count(`SELECT count(*) FROM tuner_actions WHERE id = $1`, id); n != 0 {
+		t.Errorf("the forgotten row is still there")
+	}
+	if n := count(`SELECT count(*) FROM tuner_actions`); n != 2 {
+		t.Errorf("%d rows after Forget; want 2", n)
+	}
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := migrations.To(ctx, conn, 22); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Record(ctx, a); err == nil {
+		t.Error("a keyed row was accepted by the schema of 22")
+	}
+	if err := migrations.Up(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := rec.Record(ctx, a); err != nil {
+			t.Fatalf("after migrating up again: %v", err)
+		}
+	}
+	if n := count(`SELECT count(*) FROM tuner_actions WHERE action_key = $1`, a.Key); n != 1 {
+		t.Errorf("%d rows of the key after migrating up again; want 1", n)
+	}
+}
+
 // TestPGRecorderLastSettings: what a tuner started anew reads of each
 // queue from tuner_actions of a real PostgreSQL — the newest row naming
 // settings (a confirmed change's and an operator's after, any other row's

@@ -146,22 +146,42 @@ type outageRecorder struct {
 	memRecorder
 	down      bool
 	holdsDown bool
+	// lostAnswer: writes are committed and fail all the same, as a
+	// connection lost after the database committed, before its answer.
+	lostAnswer bool
 }
 
 var errDBDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+
+var errAnswerLost = errors.New("unexpected EOF")
 
 func (r *outageRecorder) Record(ctx context.Context, a Action) (int64, error) {
 	if r.down {
 		return 0, errDBDown
 	}
-	return r.memRecorder.Record(ctx, a)
+	id, err := r.memRecorder.Record(ctx, a)
+	if err == nil && r.lostAnswer {
+		return 0, errAnswerLost
+	}
+	return id, err
 }
 
 func (r *outageRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string, j *Judgement) error {
 	if r.down {
 		return errDBDown
 	}
-	return r.memRecorder.SetOutcome(ctx, id, o, reason, errText, j)
+	err := r.memRecorder.SetOutcome(ctx, id, o, reason, errText, j)
+	if err == nil && r.lostAnswer {
+		return errAnswerLost
+	}
+	return err
+}
+
+func (r *outageRecorder) Forget(ctx context.Context, key string) error {
+	if r.down {
+		return errDBDown
+	}
+	return r.memRecorder.Forget(ctx, key)
 }
 
 func (r *outageRecorder) OperatorHolds(ctx context.Context, target string, now time.Time) (map[QueueID]OperatorHold, error) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -93,6 +94,11 @@ type Action struct {
 	// HoldUntil is set on an operator's row (OutcomeOperator): tuning of
 	// the queue is held until then.
 	HoldUntil time.Time
+	// Key identifies the row on every try of its write (a UUID; column
+	// action_key): a write retried after one the database committed but
+	// whose answer was lost finds the row and adds none. Record gives an
+	// action without one a key of its own, for that try alone.
+	Key string
 }
 
 // Inputs are the decision's inputs as recorded.
@@ -163,11 +169,17 @@ type CutClaim struct {
 // Recorder writes the audit trail, and reads the operators' holds from it.
 type Recorder interface {
 	HoldReader
-	// Record stores a decision and returns its id.
+	// Record stores a decision and returns its id; the row of an action
+	// whose Key is stored already is that row (not a second one).
 	Record(ctx context.Context, a Action) (int64, error)
 	// SetOutcome updates a decision's outcome, appending to its reason,
-	// and adds its judgement to its inputs (j nil: not judged).
+	// and adds its judgement to its inputs (j nil: not judged). The same
+	// update again changes nothing more (a retry after a lost answer).
 	SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string, j *Judgement) error
+	// Forget deletes the row of key, if the database has one: a decision
+	// whose Record failed was not pushed, and a row its write may have
+	// left must not say it was.
+	Forget(ctx context.Context, key string) error
 }
 
 type queueKey struct {
@@ -243,7 +255,20 @@ type Tuner struct {
 	// `pushed` for good, read by the tuner started next as a commit left
 	// by a crash.
 	unwritten map[int64]unwrittenOutcome
+	// unrecorded holds the other rows whose Record failed (a hold, an
+	// error, the end of a telemetry episode), oldest first, recorded again
+	// each period of their switch until they are (retryRows): the row key
+	// makes a retry after a write whose answer was lost find that row.
+	unrecorded []Action
+	// forget holds the keys of decisions whose Record failed: nothing was
+	// pushed for them, and the row their write may have left (committed,
+	// its answer lost) is deleted, each period until the delete succeeds
+	// (retryRows).
+	forget []forgetKey
 }
+
+// forgetKey is the key of a row that must not stay (Recorder.Forget).
+type forgetKey struct{ target, key string }
 
 // unwrittenOutcome is an outcome of a target's row not written yet.
 type unwrittenOutcome struct {
@@ -273,6 +298,9 @@ func New(cfg Config, src Source, push Pusher, rec Recorder, opts ...Option) (*Tu
 		trails: map[string]map[QueueID]LastSettings{}, unwritten: map[int64]unwrittenOutcome{}}
 	for _, o := range opts {
 		o(t)
+	}
+	if err := t.loadState(); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -329,7 +357,7 @@ func (t *Tuner) endPending(ctx context.Context, now time.Time, cancel bool) erro
 		// outcomes, and the operators' rows (their holds are the
 		// process's until recorded, lost when it stops).
 		rctx, done := t.ownTimeout(ctx)
-		errs = append(errs, t.retryOutcomes(rctx, s.Name), t.retryOperatorRows(rctx, s.Name))
+		errs = append(errs, t.retryOutcomes(rctx, s.Name), t.retryRows(rctx, s.Name))
 		done()
 		p := t.pending[s.Name]
 		if p == nil {
@@ -351,6 +379,17 @@ func (t *Tuner) endPending(ctx context.Context, now time.Time, cancel bool) erro
 		errs = append(errs, t.finish(rctx, s, p, now, OutcomeRolledBack, reason, errText))
 		done()
 	}
+	// What the database did not take by now (the finishes' outcomes
+	// included) is kept for the tuner started next.
+	for _, s := range t.cfg.Switches {
+		if !t.owed() {
+			break
+		}
+		rctx, done := t.ownTimeout(ctx)
+		errs = append(errs, t.retryOutcomes(rctx, s.Name))
+		done()
+	}
+	errs = append(errs, t.saveState())
 	return errors.Join(errs...)
 }
 
@@ -377,6 +416,9 @@ func (t *Tuner) Cycle(ctx context.Context, now time.Time) error {
 		sctx, cancel := context.WithTimeout(ctx, t.cfg.SwitchTimeout)
 		err := t.retryOutcomes(sctx, s.Name)
 		if p := t.pending[s.Name]; p != nil {
+			// decide retries the rows itself, the operators' before it
+			// reads their holds.
+			err = errors.Join(err, t.retryRows(sctx, s.Name))
 			err = errors.Join(err, t.follow(sctx, s, p, now))
 		} else {
 			err = errors.Join(err, t.decide(sctx, s, now))
@@ -396,7 +438,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 	// The operators' holds first: a queue whose hold cannot be read is
 	// not touched. Those of rows not recorded yet are the process's.
 	var errs []error
-	if err := t.retryOperatorRows(ctx, s.Name); err != nil {
+	if err := t.retryRows(ctx, s.Name); err != nil {
 		errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
 	}
 	held, err := t.rec.OperatorHolds(ctx, s.Name, now)
@@ -503,7 +545,10 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		}
 		id, err := t.rec.Record(ctx, a)
 		if err != nil {
-			// Nothing is pushed that is not in the audit trail.
+			// Nothing is pushed that is not in the audit trail, and no row
+			// says pushed for what was not: the write may have been
+			// committed with its answer lost.
+			t.forget = append(t.forget, forgetKey{target: s.Name, key: a.Key})
 			errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
 			continue
 		}
@@ -612,7 +657,7 @@ func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Deci
 			a.Error = fmt.Sprintf("telemetry: no window to decide on for %v (%d periods; a window fills within %v): %s",
 				now.Sub(ep.since), ep.periods, t.telemetryEscalation(), d.Reason)
 			a.Reason = "telemetry missing for longer than a window: the switch has not reported (nothing in the collector's ingest_ledger for it), or does not publish the queue's leaves: check the collector's subscription to this switch"
-			_, err = t.rec.Record(ctx, a)
+			err = t.record(ctx, a)
 		}
 		t.holds[k] = ep
 		return err
@@ -626,7 +671,8 @@ func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Deci
 			next = "rule " + string(d.Rule)
 		}
 		end.Reason = fmt.Sprintf("ended after %v (%d periods): the window is complete again, now %s", now.Sub(ep.since), ep.periods, next)
-		if _, err := t.rec.Record(ctx, end); err != nil {
+		end.Key = uuid.NewString() // a row of its own beside a's
+		if err := t.record(ctx, end); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -637,15 +683,58 @@ func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Deci
 	t.holds[k] = holdEpisode{rule: d.Rule, since: now, periods: 1}
 	t.log.Debug("tuner hold", "target", k.target, "interface", k.iface, "queue", k.queue, "rule", d.Rule, "reason", d.Reason)
 	a.Outcome = OutcomeHold
-	if _, err := t.rec.Record(ctx, a); err != nil {
+	if err := t.record(ctx, a); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
+// record is Recorder.Record for a row nothing else waits on (a hold, an
+// error), keeping it to record again (retryRows) when the write fails.
+func (t *Tuner) record(ctx context.Context, a Action) error {
+	if _, err := t.rec.Record(ctx, a); err != nil {
+		t.unrecorded = append(t.unrecorded, a)
+		return err
+	}
+	return nil
+}
+
+// retryRows records again target's rows whose Record failed (operators'
+// rows first, then the others, each oldest first, at its own time), and
+// deletes the rows decisions not pushed may have left. What fails again
+// is kept for the next try.
+func (t *Tuner) retryRows(ctx context.Context, target string) error {
+	errs := []error{t.retryOperatorRows(ctx, target)}
+	kept := t.unrecorded[:0]
+	for _, a := range t.unrecorded {
+		if a.Target == target {
+			if _, err := t.rec.Record(ctx, a); err != nil {
+				errs = append(errs, fmt.Errorf("switch %q: recording a %s row again: %w", target, a.Outcome, err))
+				kept = append(kept, a)
+			}
+			continue
+		}
+		kept = append(kept, a)
+	}
+	t.unrecorded = kept
+	keep := t.forget[:0]
+	for _, f := range t.forget {
+		if f.target == target {
+			if err := t.rec.Forget(ctx, f.key); err != nil {
+				errs = append(errs, fmt.Errorf("switch %q: deleting the row of a decision not pushed: %w", target, err))
+				keep = append(keep, f)
+			}
+			continue
+		}
+		keep = append(keep, f)
+	}
+	t.forget = keep
+	return errors.Join(errs...)
+}
+
 func (t *Tuner) action(now time.Time, k queueKey, w policy.Window, d policy.Decision, mem policy.Memory) Action {
 	return Action{Time: now, Target: k.target, Interface: k.iface, Queue: k.queue, Rule: d.Rule, Reason: d.Reason,
-		Before: d.Before, After: d.After, DryRun: t.cfg.DryRun,
+		Before: d.Before, After: d.After, DryRun: t.cfg.DryRun, Key: uuid.NewString(),
 		Inputs: Inputs{WindowStart: w.Start, WindowEnd: w.End, Samples: len(w.Samples), Rule: d.Rule,
 			Metrics: d.Metrics, Objective: d.Objective, KBaseBytes: w.KBaseBytes,
 			EffectiveKMaxBytes: w.EffectiveKMaxBytes, RTTEstNs: int64(w.RTTEst), PortRateBitsPerSec: w.PortRateBitsPerSec,

@@ -40,8 +40,29 @@ func (r *memRecorder) Record(_ context.Context, a Action) (int64, error) {
 	if r.fail != nil {
 		return 0, r.fail
 	}
+	for i, b := range r.actions {
+		if a.Key != "" && b.Key == a.Key { // as the unique action_key: that row
+			return int64(i + 1), nil
+		}
+	}
 	r.actions = append(r.actions, a)
 	return int64(len(r.actions)), nil
+}
+
+// Forget marks the row of key deleted (ids are indices: the row stays,
+// with outcome "forgotten", which no real row has).
+func (r *memRecorder) Forget(_ context.Context, key string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
+	}
+	for i := range r.actions {
+		if r.actions[i].Key == key {
+			r.actions[i].Outcome = "forgotten"
+		}
+	}
+	return nil
 }
 
 func (r *memRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reason, errText string, j *Judgement) error {
@@ -51,13 +72,14 @@ func (r *memRecorder) SetOutcome(ctx context.Context, id int64, o Outcome, reaso
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := &r.actions[id-1]
-	a.Outcome, a.Error = o, errText
+	a.Error = errText
 	if j != nil {
 		a.Inputs.Judgement = j
 	}
-	if reason != "" {
+	if reason != "" && !(a.Outcome == o && strings.HasSuffix(a.Reason, "; "+reason)) { // once, as PGRecorder
 		a.Reason += "; " + reason
 	}
+	a.Outcome = o
 	return nil
 }
 
@@ -193,6 +215,7 @@ func testConfig(switches ...SwitchConfig) Config {
 	cfg := DefaultConfig()
 	cfg.DB = "postgres://unused"
 	cfg.Switches = switches
+	cfg.StateDir = "" // none in the package's directory: TestTunerStateKeptAcrossStop sets its own
 	cfg.Policy.TuneVGrowth = false
 	// Every rule on, under-use as written (the window's own throttling, the
 	// guard at one BDP) and the switch's K_max kept at the first decision:
@@ -927,6 +950,110 @@ func TestTunerOutcomeWrittenWhenTheDatabaseIsBack(t *testing.T) {
 		t.Errorf("row 1 (%s → alpha %v) outcome %s, reason %q, judgement %v with the database back; the switch runs alpha %v, confirmed: want %s, its reason and judgement once",
 			a.Rule, a.After.Alpha, a.Outcome, a.Reason, a.Inputs.Judgement, sw.runs.Alpha, OutcomeConfirmed)
 	}
+}
+
+// TestTunerRowsWrittenOnceThroughLostAnswers: every write of the audit
+// trail whose answer is lost after the database committed it (the
+// connection gone between the two) ends as one row saying what happened.
+// A decision whose Record "failed" was not pushed, and the row its write
+// left is deleted the next period, before the tuner decides and pushes
+// again; an outcome written twice appends its reason once; an operator's
+// row recorded again is the same row (its key). A hold whose Record
+// failed while the database was away is recorded once it is back. Each
+// failed before: the phantom row said `pushed` for good beside the real
+// one, a second operator row was added, and the hold was never recorded.
+func TestTunerRowsWrittenOnceThroughLostAnswers(t *testing.T) {
+	ctx := context.Background()
+	t.Run("decision", func(t *testing.T) {
+		sw := newFakeSwitch(1, func(s policy.Settings) traffic {
+			if s.Alpha < 1 {
+				return better
+			}
+			return congested
+		})
+		rec := &outageRecorder{lostAnswer: true}
+		tu, cfg := newFakeLoop(t, sw, rec)
+		if err := tu.Cycle(ctx, t1); !errors.Is(err, errAnswerLost) {
+			t.Fatalf("Cycle: %v; want the lost answer", err)
+		}
+		if sw.commits != 0 {
+			t.Fatal("pushed a change whose row's write failed")
+		}
+		rec.lostAnswer = false
+		if err := tu.Cycle(ctx, t1.Add(cfg.Period)); err != nil {
+			t.Fatal(err)
+		}
+		// The outcome's answer lost too: written again, appended once.
+		rec.lostAnswer = true
+		_ = tu.Cycle(ctx, t1.Add(cfg.Period+cfg.JudgeWindow))
+		rec.lostAnswer = false
+		for i := 2; i < 5; i++ {
+			if err := tu.Cycle(ctx, t1.Add(cfg.Period*time.Duration(i)+cfg.JudgeWindow)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var pushed, confirmed []Action
+		for _, a := range rec.actions {
+			switch a.Outcome {
+			case OutcomePushed:
+				pushed = append(pushed, a)
+			case OutcomeConfirmed:
+				confirmed = append(confirmed, a)
+			}
+		}
+		if len(pushed) != 0 || len(confirmed) != 1 || sw.commits != 1 {
+			t.Fatalf("rows %+v after %d commits; want the first decision's row deleted and one confirmed", rec.rows(), sw.commits)
+		}
+		if r := confirmed[0].Reason; strings.Count(r, "; applied and") != 1 {
+			t.Errorf("confirmed row's reason %q: want the outcome's once", r)
+		}
+	})
+	t.Run("operator", func(t *testing.T) {
+		sw := newFakeSwitch(1, func(policy.Settings) traffic { return better })
+		rec := &outageRecorder{}
+		tu, cfg := newFakeLoop(t, sw, rec)
+		if err := tu.Cycle(ctx, t1); err != nil {
+			t.Fatal(err)
+		}
+		sw.runs = bdpSettings(2) // another client's Set
+		rec.lostAnswer = true
+		if err := tu.Cycle(ctx, t1.Add(cfg.Period)); err == nil {
+			t.Fatal("no error for an operator row whose answer was lost")
+		}
+		rec.lostAnswer = false
+		for i := 2; i < 5; i++ {
+			if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := 0
+		for _, a := range rec.actions {
+			if a.Outcome == OutcomeOperator {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d operator rows; want 1: rows %+v", n, rec.rows())
+		}
+	})
+	t.Run("hold", func(t *testing.T) {
+		sw := newFakeSwitch(1, func(policy.Settings) traffic { return better })
+		rec := &outageRecorder{down: true}
+		tu, cfg := newFakeLoop(t, sw, rec)
+		if err := tu.Cycle(ctx, t1); err == nil {
+			t.Fatal("no error for a hold that could not be recorded")
+		}
+		rec.down = false
+		for i := 1; i < 4; i++ {
+			if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []row{{"n1", policy.RuleSteady, OutcomeHold, bdpSettings(1)}}
+		if diff := cmp.Diff(want, rec.rows()); diff != "" {
+			t.Errorf("tuner_actions (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // TestTunerDatabaseOutage: with the database away, a period fails with
