@@ -21,7 +21,9 @@
 // BTH's destination QP (§4) and applies DCQCN's reaction to it, as for a
 // receiver's CNP. An RNIC with the feature off discards a Fast CNP, as an
 // IPv6 node that does not recognise the option must (its action bits are
-// 10).
+// 10). The receivers several switches' Functions put on one host (the
+// gNMI targets of one process) share it (mechanism.ShareControl, Judge):
+// each switch's Fast CNPs go to its own receivers.
 //
 // docs/conformance.md maps the draft's sentences to the tests.
 //

@@ -10,19 +10,27 @@ import (
 )
 
 // Function is Fast CNP as a mechanism.Function: a node and, on a switch
-// whose management turns it on (NewFunction), a Fast CNP receiver in
-// front of every host's control handler, trusting the switch. Its
-// configuration is a Config.
+// whose management turns it on (NewFunction), a Fast CNP receiver on
+// every host, trusting the switch, beside those of the network's other
+// switches that have one (mechanism.ShareControl). Its configuration is a
+// Config.
 type Function struct {
 	node  *Node
 	recvs []*Receiver
 }
 
-var _ mechanism.Function = (*Function)(nil)
+var (
+	_ mechanism.Function       = (*Function)(nil)
+	_ mechanism.SharedReceiver = (*Receiver)(nil)
+)
 
 // NewFunction wraps the Long-haul CNP node lh (Wrap), disabled, and puts
-// a receiver, disabled, in front of every host of lh's network: until
-// Configure turns it on the switch runs as before.
+// a receiver, disabled, on every host of lh's network: until Configure
+// turns it on the switch runs as before. The receivers join those other
+// switches' functions put on the hosts (mechanism.ShareControl): each
+// switch's Fast CNPs go to its own receivers; one that no receiver takes
+// is counted once, by the first function's receiver that is on (else by
+// the first function's), and dropped, never taken for a plain CNP.
 func NewFunction(lh *lhcnp.Node) (*Function, error) {
 	f := &Function{node: Wrap(lh)}
 	net := lh.Switch().Network()
@@ -31,7 +39,7 @@ func NewFunction(lh *lhcnp.Node) (*Function, error) {
 		if err != nil {
 			return nil, err
 		}
-		mechanism.ChainControl(h, rv)
+		mechanism.ShareControl(h, rv)
 		f.recvs = append(f.recvs, rv)
 	}
 	return f, nil

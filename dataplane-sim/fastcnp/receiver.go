@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -79,32 +80,73 @@ func (r *Receiver) ApplyConfig(cfg ReceiverConfig) error {
 	return nil
 }
 
-// HandleControl implements netsim.ControlHandler.
-func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+// outcome is what a receiver makes of a control packet before it looks
+// for the QP.
+type outcome uint8
+
+const (
+	notFastCNP outcome = iota
+	malformed
+	discarded // the feature is off
+	untrusted
+	trusted
+)
+
+// examine decodes p into r.frame and tells what the receiver makes of it.
+func (r *Receiver) examine(p *netsim.Packet) outcome {
 	fr := p.Frame()
 	if p.Kind != netsim.KindRoCE || p.Opcode() != wire.OpCNP || fr == nil {
-		return false
+		return notFastCNP
 	}
 	f := &r.frame
-	if err := r.dec.Decode(fr, f); err != nil {
-		if !f.HasFastCNP {
-			return false
-		}
+	err := r.dec.Decode(fr, f)
+	switch {
+	case !f.HasFastCNP:
+		return notFastCNP
+	case err != nil:
+		return malformed
+	case !r.cfg.Enabled:
+		return discarded
+	}
+	if src, _ := f.IPAddrs(); !inAny(r.cfg.AccessList, src) {
+		return untrusted
+	}
+	return trusted
+}
+
+// Judge implements mechanism.SharedReceiver: a receiver of several on a
+// host (NewFunction, one per switch) acts on the Fast CNPs of its own
+// switch, trusted; those of another switch are the other's.
+func (r *Receiver) Judge(_ *netsim.Host, p *netsim.Packet) mechanism.Verdict {
+	switch r.examine(p) {
+	case notFastCNP:
+		return mechanism.Pass
+	case trusted:
+		return mechanism.Act
+	}
+	if r.cfg.Enabled {
+		return mechanism.Refuse
+	}
+	return mechanism.RefuseOff
+}
+
+// HandleControl implements netsim.ControlHandler.
+func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	switch r.examine(p) {
+	case notFastCNP:
+		return false
+	case malformed:
 		r.counters.Malformed++
 		return true
-	}
-	if !f.HasFastCNP {
-		return false
-	}
-	if !r.cfg.Enabled {
+	case discarded:
 		r.counters.Discarded++
 		return true
-	}
-	src, _ := f.IPAddrs()
-	if !inAny(r.cfg.AccessList, src) {
+	case untrusted:
 		r.counters.Untrusted++
 		return true
 	}
+	f := &r.frame
+	src, _ := f.IPAddrs()
 	orig := netip.AddrFrom16(f.FastCNP.OrigDst)
 	q := r.sender(h, orig, f.BTH.DestQP)
 	switch {

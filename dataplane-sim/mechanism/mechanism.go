@@ -4,7 +4,8 @@
 // rateadvice). A switch's gNMI target (server/dataplane) configures a
 // mechanism and reads its state back through it, and the batch runner
 // (package sim) reads its counters through it; neither holds a field or
-// a case per mechanism.
+// a case per mechanism. The receivers that the functions of several
+// switches put on one host share it (ShareControl).
 //
 // A Function drives the Long-haul CNP node (package lhcnp) already
 // attached to a switch: either as the node's mode (Fast CNP, an FCN role,
@@ -101,6 +102,98 @@ type firstOf struct{ a, b netsim.ControlHandler }
 
 func (f firstOf) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	return f.a.HandleControl(h, p) || f.b.HandleControl(h, p)
+}
+
+// Verdict is what one switch's receiver on a host makes of a control
+// packet (Judge), without acting on it or counting it.
+type Verdict uint8
+
+const (
+	// Pass: not the mechanism's message (by the receiver's code points).
+	Pass Verdict = iota
+	// Act: the receiver acts on it (on, and the source on its access
+	// list): the message is its switch's.
+	Act
+	// Refuse: the mechanism's message, refused by a receiver that is on
+	// (its source is not on the access list, or it does not decode).
+	Refuse
+	// RefuseOff: the mechanism's message, refused by a receiver that is
+	// off (Fast CNP's RNIC that does not process the option).
+	RefuseOff
+)
+
+// A SharedReceiver is one switch's receiver of a mechanism's messages on
+// a host whose other switches' management may put theirs there too
+// (ShareControl).
+type SharedReceiver interface {
+	// HandleControl is the receiver alone on the host: it acts on what
+	// Judge calls Act, drops and counts what it calls Refuse or
+	// RefuseOff, and returns false for Pass.
+	netsim.ControlHandler
+	// Judge tells what HandleControl would do with p.
+	Judge(h *netsim.Host, p *netsim.Packet) Verdict
+}
+
+// ShareControl gives h the receiver r of one more switch for r's
+// mechanism (R, the receiver's type). The first is put in front of h's
+// control handler (ChainControl) in a set that later ones join, where
+// the last would otherwise go in front of the others and refuse every
+// message of theirs, its source not on its access list. The set gives
+// a message to the first receiver that acts on it (each switch's
+// receivers take their switch's messages); one that none acts on is
+// dropped and counted once, by the first receiver that refused it while
+// on, else by the first that refused it while off: each switch's
+// receivers count what they would count alone, and a switch whose
+// receiver is off counts nothing while another's is on. A set of one is
+// the receiver alone.
+func ShareControl[R SharedReceiver](h *netsim.Host, r R) {
+	if s := sharedIn[R](h.ControlHandler()); s != nil {
+		s.rs = append(s.rs, r)
+		return
+	}
+	ChainControl(h, &shared[R]{rs: []R{r}})
+}
+
+// sharedIn finds the set of R receivers in the chain c (ChainControl's).
+func sharedIn[R SharedReceiver](c netsim.ControlHandler) *shared[R] {
+	for {
+		switch x := c.(type) {
+		case *shared[R]:
+			return x
+		case firstOf:
+			if s := sharedIn[R](x.a); s != nil {
+				return s
+			}
+			c = x.b
+		default:
+			return nil
+		}
+	}
+}
+
+// shared is the set of one mechanism's receivers on a host, in the order
+// their switches' management created them.
+type shared[R SharedReceiver] struct{ rs []R }
+
+func (s *shared[R]) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	if len(s.rs) == 1 {
+		return s.rs[0].HandleControl(h, p)
+	}
+	// counter is the receiver that counts a message none acts on, seen
+	// what it made of it.
+	counter, seen := -1, Pass
+	for i, r := range s.rs {
+		switch v := r.Judge(h, p); {
+		case v == Act:
+			return r.HandleControl(h, p)
+		case v == Refuse && seen != Refuse, v == RefuseOff && seen == Pass:
+			counter, seen = i, v
+		}
+	}
+	if counter < 0 {
+		return false
+	}
+	return s.rs[counter].HandleControl(h, p)
 }
 
 // Beside makes every port of sw report to base (the node's mode) and then

@@ -2,6 +2,8 @@ package mechanism
 
 import (
 	"errors"
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 )
 
 // The batch runner sums the functions' counters over the switches; a
@@ -97,5 +100,77 @@ func TestDetectionConfig(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.desc, tt.got, tt.want)
 		}
+	}
+}
+
+// judged is a SharedReceiver that makes the same of every packet and
+// records what it handled.
+type judged struct {
+	name    string
+	v       Verdict
+	handled *[]string
+}
+
+func (j judged) Judge(*netsim.Host, *netsim.Packet) Verdict { return j.v }
+
+func (j judged) HandleControl(*netsim.Host, *netsim.Packet) bool {
+	if j.v == Pass {
+		return false
+	}
+	*j.handled = append(*j.handled, j.name)
+	return true
+}
+
+// other is a control handler of another kind (a reaction point).
+type other struct{ handled *[]string }
+
+func (o other) HandleControl(*netsim.Host, *netsim.Packet) bool {
+	*o.handled = append(*o.handled, "other")
+	return true
+}
+
+// TestShareControl: the receivers of one mechanism on a host, one per
+// switch, in the order their switches' functions were created, another
+// handler chained between them: a message goes to the first that acts on
+// it; one none acts on is handled (counted, dropped) by the first that
+// refused it while on, else the first that refused it off; one none
+// recognises goes on to the handler behind. A set of one is the receiver
+// alone.
+func TestShareControl(t *testing.T) {
+	tests := []struct {
+		desc     string
+		verdicts []Verdict
+		want     []string
+	}{
+		{desc: "alone, acting", verdicts: []Verdict{Act}, want: []string{"r0"}},
+		{desc: "alone, refusing", verdicts: []Verdict{RefuseOff}, want: []string{"r0"}},
+		{desc: "the last acts", verdicts: []Verdict{Refuse, RefuseOff, Act}, want: []string{"r2"}},
+		{desc: "the first acts", verdicts: []Verdict{Act, Refuse, Act}, want: []string{"r0"}},
+		{desc: "none acts: the first on counts", verdicts: []Verdict{RefuseOff, Pass, Refuse, Refuse}, want: []string{"r2"}},
+		{desc: "none acts, none on: the first counts", verdicts: []Verdict{Pass, RefuseOff, RefuseOff}, want: []string{"r1"}},
+		{desc: "none recognises it: the handler behind", verdicts: []Verdict{Pass, Pass}, want: []string{"other"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			net := netsim.New(engine.New())
+			h, err := net.AddHost("h", netip.MustParseAddr("10.0.0.1"), netsim.DefaultHostConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var handled []string
+			h.SetControlHandler(other{&handled})
+			for i, v := range tt.verdicts {
+				ShareControl(h, judged{fmt.Sprintf("r%d", i), v, &handled})
+				if i == 0 {
+					ChainControl(h, judged{"another mechanism's", Pass, &handled})
+				}
+			}
+			if !h.ControlHandler().HandleControl(h, nil) {
+				t.Errorf("not handled")
+			}
+			if diff := cmp.Diff(tt.want, handled); diff != "" {
+				t.Errorf("handled by (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -283,3 +283,42 @@ func TestFastCNPThresholdsAboveInt64(t *testing.T) {
 		t.Errorf("state congestion-threshold %d, want the value held, 2^63-1", got)
 	}
 }
+
+// TestFastCNPOnTwoSwitches: Fast CNP turned on by Set on n1, the congested
+// switch, and then on n2 of the same network (two targets in one process,
+// as in the lab): n1's Fast CNPs still reach the senders and slow them.
+// n2's management, on for Fast CNP or for border filtering alone, put its
+// own receivers in front of every host after n1's; the old ones took
+// every Fast CNP and dropped n1's as untrusted (or discarded, Fast CNP
+// off at n2): the senders ran at line rate and this test failed.
+func TestFastCNPOnTwoSwitches(t *testing.T) {
+	const borderOnly = `{"global": {"config": {"enabled": false}},
+  "fast-cnp": {"config": {"border-interface": ["n2-dest"]}}}`
+	for _, tt := range []struct{ desc, n2 string }{
+		{"both on", fastConfig},
+		{"n2 border filtering alone", borderOnly},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			rigs := newRigs(t, "testdata/line6.yaml", map[string]string{"n1": lineConfig, "n2": lineConfig})
+			n1, n2 := rigs["n1"], rigs["n2"]
+			n1.run(t, engine.Millisecond)
+			if err := n1.setIETF("/lhcnp", fastConfig, true); err != nil {
+				t.Fatalf("n1: replace with fast cnp: %v", err)
+			}
+			if err := n2.setIETF("/lhcnp", tt.n2, true); err != nil {
+				t.Fatalf("n2: replace with %s: %v", tt.desc, err)
+			}
+			n1.run(t, 8*engine.Millisecond)
+			if got := n1.uint(t, "/lhcnp/fast-cnp/state/counters/sent"); got == 0 {
+				t.Fatal("n1 sent no Fast CNP: the test needs some")
+			}
+			for _, h := range n1.sw.Net.Hosts() {
+				for _, q := range h.SendQPs() {
+					if q.RateBitsPerSec() >= q.LineRateBitsPerSec() {
+						t.Errorf("%s QP %d at line rate: n1's Fast CNPs did not slow it", h.Name(), q.QPN)
+					}
+				}
+			}
+		})
+	}
+}
