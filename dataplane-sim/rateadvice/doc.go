@@ -20,7 +20,9 @@
 // the QP (netsim QP.SetCeiling), which DCQCN's increases never pass and a
 // CNP still cuts below (§3: senders give priority to CNP, the advice
 // guides the rest). Advice to a QP that did not announce the capability,
-// or from a source not on the access list, is dropped.
+// or from a source not on the access list, is dropped. The receivers
+// several switches' Functions put on one host share it
+// (mechanism.ShareControl, Judge): each switch's advice goes to its own.
 //
 // The node coexists with a notification mechanism on the same switch
 // (scenario.CanCoexist): it only observes and sends, and never touches the

@@ -11,18 +11,25 @@ import (
 
 // Function is Rate Advice as a mechanism.Function, beside the switch's
 // mode (mechanism.Beside): a node and, on a switch whose management turns
-// it on (NewFunction), a receiver in front of every host's control
-// handler. Its configuration is a Config, its state a State.
+// it on (NewFunction), a receiver on every host, beside those of the
+// network's other switches that have one (mechanism.ShareControl). Its
+// configuration is a Config, its state a State.
 type Function struct {
 	node  *Node
 	recvs []*Receiver
 }
 
-var _ mechanism.Function = (*Function)(nil)
+var (
+	_ mechanism.Function       = (*Function)(nil)
+	_ mechanism.SharedReceiver = (*Receiver)(nil)
+)
 
-// NewFunction creates a node on sw with cfg and a receiver in front of
-// every host of sw's network, announcing the capability and trusting the
-// switch (its address and cfg's source address).
+// NewFunction creates a node on sw with cfg and a receiver on every host
+// of sw's network, announcing the capability and trusting the switch (its
+// address and cfg's source address). The receivers join those other
+// switches' functions put on the hosts (mechanism.ShareControl): each
+// switch's advice goes to its own receivers; advice no receiver trusts is
+// counted once, by the first function's receiver, and dropped.
 func NewFunction(sw *netsim.Switch, cfg Config) (*Function, error) {
 	n, err := New(sw.Network(), sw, cfg)
 	if err != nil {
@@ -35,7 +42,7 @@ func NewFunction(sw *netsim.Switch, cfg Config) (*Function, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rateadvice: receiver: %w", err)
 		}
-		mechanism.ChainControl(h, rv)
+		mechanism.ShareControl(h, rv)
 		f.recvs = append(f.recvs, rv)
 	}
 	return f, nil

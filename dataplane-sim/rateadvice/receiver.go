@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -81,27 +82,58 @@ func (r *Receiver) ApplyConfig(cfg ReceiverConfig) error {
 	return nil
 }
 
-// HandleControl implements netsim.ControlHandler.
-func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+// outcome is what a receiver makes of a control packet before it looks
+// for the QP.
+type outcome uint8
+
+const (
+	notAdvice outcome = iota
+	malformed
+	untrusted
+	trusted
+)
+
+// examine decodes p into r.frame and tells what the receiver makes of it.
+func (r *Receiver) examine(p *netsim.Packet) outcome {
 	fr := p.Frame()
 	if p.Kind != netsim.KindRoCE || p.HdrLen < wire.BTHLen || fr == nil ||
 		p.Opcode() != r.cfg.CodePoints.RateAdviceOpcode {
-		return false
+		return notAdvice
 	}
 	f := &r.frame
 	if err := r.dec.Decode(fr, f); err != nil || f.Kind != wire.KindRateAdvice {
-		r.counters.Malformed++
-		return true
+		return malformed
 	}
 	src, _ := f.IPAddrs()
-	trusted := false
 	for _, pr := range r.cfg.AccessList {
-		trusted = trusted || pr.Contains(src)
+		if pr.Contains(src) {
+			return trusted
+		}
 	}
-	if !trusted {
+	return untrusted
+}
+
+// Judge implements mechanism.SharedReceiver: a receiver of several on a
+// host (NewFunction, one per switch) acts on the advice of its own
+// switch, trusted; that of another switch is the other's.
+func (r *Receiver) Judge(_ *netsim.Host, p *netsim.Packet) mechanism.Verdict {
+	return [...]mechanism.Verdict{notAdvice: mechanism.Pass, malformed: mechanism.Refuse,
+		untrusted: mechanism.Refuse, trusted: mechanism.Act}[r.examine(p)]
+}
+
+// HandleControl implements netsim.ControlHandler.
+func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	switch r.examine(p) {
+	case notAdvice:
+		return false
+	case malformed:
+		r.counters.Malformed++
+		return true
+	case untrusted:
 		r.counters.Untrusted++
 		return true
 	}
+	f := &r.frame
 	q := h.QP(f.RateAdvice.DestQP)
 	switch {
 	case q == nil || !q.Active():

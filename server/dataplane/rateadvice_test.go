@@ -133,3 +133,33 @@ func TestRateAdviceOpcodeReachesReceivers(t *testing.T) {
 		}
 	}
 }
+
+// TestRateAdviceOnTwoSwitches: Rate Advice turned on by Set on n1 (a
+// policy of 3 Gb/s) and then on n2 of the same network (two targets in one
+// process, as in the lab), n2 advising nothing: the senders still take
+// n1's ceiling. n2's management put its own receivers in front of every
+// host after n1's; the old ones took all advice and dropped n1's as
+// untrusted: the senders had no ceiling and this test failed.
+func TestRateAdviceOnTwoSwitches(t *testing.T) {
+	rigs := newRigs(t, "testdata/line.yaml", map[string]string{"n1": lineConfig, "n2": lineConfig})
+	n1, n2 := rigs["n1"], rigs["n2"]
+	n1.run(t, engine.Millisecond)
+	if err := n1.setIETF("/lhcnp", ratePolicy, false); err != nil {
+		t.Fatalf("n1: enable rate advice: %v", err)
+	}
+	silent := `{"global": {"config": {"rate-advice-enabled": true}}, "rate-advice": {"config": {"queue-based": false}}}`
+	if err := n2.setIETF("/lhcnp", silent, false); err != nil {
+		t.Fatalf("n2: enable rate advice: %v", err)
+	}
+	n1.run(t, 4*engine.Millisecond)
+	if got := n1.uint(t, "/lhcnp/rate-advice/state/counters/messages-sent"); got == 0 {
+		t.Fatal("n1 sent no advice: the test needs some")
+	}
+	for _, h := range n1.sw.Net.Hosts() {
+		for _, q := range h.SendQPs() {
+			if q.CeilingBitsPerSec() != 3e9 {
+				t.Errorf("%s QP %d: ceiling %d, want n1's policy's 3 Gb/s", h.Name(), q.QPN, q.CeilingBitsPerSec())
+			}
+		}
+	}
+}
