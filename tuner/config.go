@@ -12,38 +12,38 @@ import (
 // key).
 type Config struct {
 	// DB is the PostgreSQL connection string of the collector's database.
-	DB string `yaml:"db"`
+	DB string `yaml:"db" help:"the collector's PostgreSQL database, a connection string (postgres://... or key=value)"`
 	// Period is how often the tuner decides; Window how much telemetry
 	// each decision reads (ending now).
-	Period time.Duration `yaml:"period"`
-	Window time.Duration `yaml:"window"`
+	Period time.Duration `yaml:"period" help:"how often the tuner decides"`
+	Window time.Duration `yaml:"window" help:"how much telemetry, ending now, each decision reads (at least policy.min_samples of the collector's samples)"`
 	// DryRun decides and records without pushing.
-	DryRun bool `yaml:"dry_run"`
+	DryRun bool `yaml:"dry_run" help:"decide and record (outcome dry-run) without pushing"`
 	// RollbackDuration is the Commit Confirmed rollback duration: a change
 	// not confirmed within it is rolled back by the switch (the tuner
 	// cancels its commits itself by JudgeBound; the switch's rollback is
 	// for a tuner that died). JudgeWindow is the telemetry after a change
 	// the tuner judges it on; it must end before the rollback does.
-	RollbackDuration time.Duration `yaml:"rollback_duration"`
-	JudgeWindow      time.Duration `yaml:"judge_window"`
+	RollbackDuration time.Duration `yaml:"rollback_duration" help:"Commit Confirmed rollback duration: the switch rolls back a change not confirmed within it (for a tuner that died); must exceed judge_window + 2 periods"`
+	JudgeWindow      time.Duration `yaml:"judge_window" help:"telemetry after a push on which the tuner judges the change: confirmed when applied and the objective not worse, cancelled otherwise"`
 	// SwitchTimeout bounds the time one switch may take in a period (reads
 	// and gNMI calls), so a hanging switch does not stall the others.
-	SwitchTimeout time.Duration `yaml:"switch_timeout"`
+	SwitchTimeout time.Duration `yaml:"switch_timeout" help:"longest one switch may take in a period (reads and gNMI calls), so a hanging switch does not stall the others"`
 	// OperatorHold is how long the tuner leaves a queue alone after a
 	// change to a leaf it tunes that it did not make (another client's
 	// Set): the operator wins (docs/tuner.md, "The operator").
-	OperatorHold time.Duration `yaml:"operator_hold"`
+	OperatorHold time.Duration `yaml:"operator_hold" help:"how long a queue is left alone after a change the tuner did not make to a leaf it tunes (the operator wins)"`
 	// ClockSkew is how far a switch's clock may be ahead of the database's:
 	// the collector's ingest ledger, which tells when a switch reported, is
 	// read by commit time from the window's start minus this on, so a
 	// switch further ahead looks as if it did not report (gaps).
-	ClockSkew time.Duration `yaml:"clock_skew"`
+	ClockSkew time.Duration `yaml:"clock_skew" help:"how far a switch's clock may be ahead of the database's; a switch further ahead looks as if it did not report (gap)"`
 	// StateDir keeps, from a tuner that stops to the one started next,
 	// the audit trail's writes the database did not take before the stop
 	// (StateFile): an operator's row and its hold, a hold's row, an
 	// outcome, the delete of a row whose decision was not pushed. ""
 	// keeps none: they are lost with the process.
-	StateDir string `yaml:"state_dir"`
+	StateDir string `yaml:"state_dir" help:"directory keeping the audit trail's writes the database did not take before a stop, for the next start (empty: none, lost with the process)"`
 	// Switches are the switches tuned: Name is the collector's target name
 	// (the `target` column of the views).
 	Switches []SwitchConfig `yaml:"switches"`

@@ -6,7 +6,9 @@
 // integers, floats, time.Duration) is also
 //
 //   - a flag: the key with "_" turned into "-", dots kept
-//     (--writer.batch-rows), registered on the caller's stdlib flag.FlagSet;
+//     (--writer.batch-rows), registered on the caller's stdlib flag.FlagSet,
+//     its usage the key's `help` tag (give one: -h lists a key without it
+//     with nothing to say what it is);
 //   - an environment variable: the prefix, then the key upper-cased with "."
 //     and "-" turned into "_" (LHCNP_COLLECTOR_WRITER_BATCH_ROWS).
 //

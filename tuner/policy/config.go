@@ -45,10 +45,10 @@ func floorAlpha(v float64) float64 { s := alphaScale(); return math.Floor(v*s+1e
 // RTT_est, l the dropped and paused packets per forwarded packet and n the
 // notifications sent per RTT_est. Lower is better.
 type Weights struct {
-	Utilisation   float64 `yaml:"utilisation"`
-	Delay         float64 `yaml:"delay"`
-	Loss          float64 `yaml:"loss"`
-	Notifications float64 `yaml:"notifications"`
+	Utilisation   float64 `yaml:"utilisation" help:"objective weight of the link's idle share, 1 − u"`
+	Delay         float64 `yaml:"delay" help:"objective weight of the mean queueing delay, in RTT_est"`
+	Loss          float64 `yaml:"loss" help:"objective weight of the dropped and paused packets per forwarded packet"`
+	Notifications float64 `yaml:"notifications" help:"objective weight of the notifications sent per RTT_est"`
 }
 
 // DefaultWeights: a fully idle link costs 1, as much as a standing queue of
@@ -68,70 +68,70 @@ type Config struct {
 	// 400 Gbit/s, 1 and 30 ms): alpha in [AlphaMin, AlphaMax], and so an
 	// explicit kmax in [AlphaMin, AlphaMax] × the port's BDP (R_port ·
 	// RTT_est / 8); V_growth in [VGrowthMinShare, VGrowthMaxShare] × R_port.
-	AlphaMin        float64 `yaml:"alpha_min"`
-	AlphaMax        float64 `yaml:"alpha_max"`
-	VGrowthMinShare float64 `yaml:"v_growth_min_share"`
-	VGrowthMaxShare float64 `yaml:"v_growth_max_share"`
-	TuneVGrowth     bool    `yaml:"tune_v_growth"`
+	AlphaMin        float64 `yaml:"alpha_min" help:"lowest alpha the policy sets, and an explicit kmax in BDPs of the port (in the YANG range 0.001..1000)"`
+	AlphaMax        float64 `yaml:"alpha_max" help:"highest alpha the policy sets, and an explicit kmax in BDPs of the port (in the YANG range 0.001..1000)"`
+	VGrowthMinShare float64 `yaml:"v_growth_min_share" help:"lowest V_growth the policy sets, a share of R_port"`
+	VGrowthMaxShare float64 `yaml:"v_growth_max_share" help:"highest V_growth the policy sets, a share of R_port"`
+	TuneVGrowth     bool    `yaml:"tune_v_growth" help:"the policy may change V_growth"`
 	// VGrowthStartShare is the policy's own starting point of V_growth, as
 	// a share of R_port: the first decision on a queue moves V_growth there
 	// from whatever the switch has (rule start), and a tightening gives it
 	// to a queue whose QGR trigger is off (v-growth 0, possible in the
 	// simulator only, or at or above R_port); 0: no starting point, the
 	// switch's V_growth is kept and a trigger that is off stays off.
-	VGrowthStartShare float64 `yaml:"v_growth_start_share"`
+	VGrowthStartShare float64 `yaml:"v_growth_start_share" help:"starting V_growth, a share of R_port: the first decision on a queue moves V_growth there (rule start; 0: the switch's is kept)"`
 	// AlphaStart is the policy's starting alpha: the first decision on a
 	// queue moves alpha there from the draft's default (1), with V_growth
 	// (rule start); an alpha or an explicit kmax someone set is kept; 0:
 	// the switch's K_max is kept. 0.5, the one relative setting (with V_growth 0.1 × R_port)
 	// best over the train seeds (docs/tuner.md "A starting point and
 	// fewer rules (session 19)").
-	AlphaStart float64 `yaml:"alpha_start"`
+	AlphaStart float64 `yaml:"alpha_start" help:"starting alpha: the first decision on a queue moves alpha there from the draft's default 1 (rule start; 0: the switch's K_max is kept)"`
 	// RulesOff are rules the policy does not apply: a window one of them
 	// would decide falls through to the next (growth, delay, under-use,
 	// overrun, overhead; settle ends overrun's lifts and is never off, nor
 	// is loss). Default under-use and overrun: on the development set
 	// neither did better than the starting point held (session 19).
 	RulesOff   []Rule        `yaml:"rules_off"`
-	TuneKMax   bool          `yaml:"tune_kmax"`
-	MaxStep    float64       `yaml:"max_step"`
-	MinStep    float64       `yaml:"min_step"`
-	Cooldown   time.Duration `yaml:"cooldown"`
-	MinSamples int           `yaml:"min_samples"`
-	MaxGap     time.Duration `yaml:"max_gap"`
+	TuneKMax   bool          `yaml:"tune_kmax" help:"the policy may change K_max (alpha or an explicit kmax)"`
+	MaxStep    float64       `yaml:"max_step" help:"multiplicative step of a change at first; it halves on a reversal or a rollback"`
+	MinStep    float64       `yaml:"min_step" help:"smallest multiplicative step of a change"`
+	Cooldown   time.Duration `yaml:"cooldown" help:"minimum time between two changes of a queue"`
+	MinSamples int           `yaml:"min_samples" help:"samples a window needs for a decision"`
+	MaxGap     time.Duration `yaml:"max_gap" help:"longest gap between a window's samples; a longer one suspends decisions"`
 
 	// The rules' thresholds; the pairs (UtilisationLow, DelayLowRTT) and
 	// DelayHighRTT leave a dead band in which the policy holds.
-	LossHigh     float64 `yaml:"loss_high"`
-	DelayHighRTT float64 `yaml:"delay_high_rtt"`
+	LossHigh     float64 `yaml:"loss_high" help:"loss (dropped + paused per forwarded packet) above which the policy tightens"`
+	DelayHighRTT float64 `yaml:"delay_high_rtt" help:"queueing delay, in RTT_est, above which the policy tightens on a link used at least utilisation_low"`
 	// GrowthTrendRTT: a queue adding more than this delay per RTT_est is
 	// growing (the growth rule), not standing.
-	GrowthTrendRTT float64 `yaml:"growth_trend_rtt"`
-	DelayLowRTT    float64 `yaml:"delay_low_rtt"`
-	UtilisationLow float64 `yaml:"utilisation_low"`
+	GrowthTrendRTT float64 `yaml:"growth_trend_rtt" help:"a queue adding more than this delay per RTT_est, in RTT_est, is growing (rule growth tightens V_growth)"`
+	DelayLowRTT    float64 `yaml:"delay_low_rtt" help:"queueing delay, in RTT_est, below which rule under-use may loosen"`
+	UtilisationLow float64 `yaml:"utilisation_low" help:"the tightening rules need the link used at least this share"`
 	// UtilisationUnder: the under-use rule needs the link below it (below
 	// UtilisationLow: the dead band between the two is hysteresis).
-	UtilisationUnder float64 `yaml:"utilisation_under"`
+	UtilisationUnder float64 `yaml:"utilisation_under" help:"rule under-use needs the link used below this share (up to utilisation_low: hysteresis)"`
 	// NotificationsHighCost: the overhead rule raises V_growth when the
 	// notifications' share of the objective (Weights.Notifications × the
 	// notifications per RTT_est) is above it, in units of an idle link's
 	// cost; with a weight of 0 notifications are free and it never fires.
-	NotificationsHighCost float64 `yaml:"notifications_high_cost"`
+	NotificationsHighCost float64 `yaml:"notifications_high_cost" help:"rule overhead raises V_growth when the notifications cost more than this (weights.notifications × per RTT_est, in units of an idle link)"`
 	// SettleGrowthShare: settle needs the queue to grow slower than this
 	// share of V_growth, where overrun needs it faster than V_growth (the
 	// dead band between the two keeps them from flipping on one sample's
 	// noise).
-	SettleGrowthShare float64 `yaml:"settle_growth_share"`
+	SettleGrowthShare float64 `yaml:"settle_growth_share" help:"rule settle needs the queue to grow slower than this share of V_growth (overrun: faster than V_growth)"`
 	// OverrunCeilingBDP is the highest K_max, in BDPs of the port, an
 	// overrun lifts it to (0: no ceiling): the lift spares the senders the
 	// receivers' CNP storm above K_max, but a K_max lifted without a bound
 	// fills the buffer (docs/tuner.md, "Overrun and settle").
-	OverrunCeilingBDP float64 `yaml:"overrun_ceiling_bdp"`
+	OverrunCeilingBDP float64 `yaml:"overrun_ceiling_bdp" help:"highest K_max an overrun lifts to, in BDPs of the port (0: no ceiling)"`
 	// OverrunCeilingBufferShare caps the same lift at this share of the
 	// port's egress buffer, where the switch reports it (Window.BufferBytes;
 	// 0: no such cap): a K_max lifted to the buffer lets the queue fill it
 	// and drop (held-out seed 3026: 4 BDP was the port's whole buffer).
-	OverrunCeilingBufferShare float64 `yaml:"overrun_ceiling_buffer_share"`
+	OverrunCeilingBufferShare float64 `yaml:"overrun_ceiling_buffer_share" help:"highest K_max any loosening sets, a share of the port's egress buffer where the switch reports it (0: no cap)"`
 	// UnderUseCeilingBDP is the highest K_max, in BDPs of the port, the
 	// under-use rule loosens it to (0: no such ceiling, the buffer's
 	// alone); with VGrowthStartShare it is the under-use guard: under-use
@@ -142,14 +142,14 @@ type Config struct {
 	// at 372 Gbit/s) under-use loosened alpha to 2 and V_growth to 0.3 ×
 	// R_port just before the step, then V_growth to R_port after it
 	// (docs/tuner.md, "The starting-point guard").
-	UnderUseCeilingBDP float64 `yaml:"under_use_ceiling_bdp"`
+	UnderUseCeilingBDP float64 `yaml:"under_use_ceiling_bdp" help:"highest K_max rule under-use loosens to, in BDPs of the port, and V_growth at most v_growth_start_share × R_port (0: no such guard)"`
 	// UnderUseAfterRTT lets rule under-use count the node's throttling of
 	// the last UnderUseAfterRTT RTT_est before the window (0: the window's
 	// own only): a first-level loop a path round trip long cuts the
 	// senders after its marks, and the link idles with the queue empty
 	// windows later, when the window itself shows no mark (a queue that
 	// runs dry after the node's marks: its K_max is too low for the loop).
-	UnderUseAfterRTT float64 `yaml:"under_use_after_rtt"`
+	UnderUseAfterRTT float64 `yaml:"under_use_after_rtt" help:"rule under-use also counts the node's throttling of this many RTT_est before the window (0: the window's own only)"`
 	// PinnedBufferShare turns rule pinned on (0: off): a `loss` decision
 	// whose own window drops, on a queue whose previous decided window was
 	// `loss` too (loss persists after it was answered) and whose last sample
@@ -157,12 +157,12 @@ type Config struct {
 	// reports it), switches the node's overload_cut on, where the node
 	// supports it. Above the buffer's K_max-independent share K_max and
 	// V_growth are out of reach (docs/tuner.md, "A pinned queue").
-	PinnedBufferShare float64 `yaml:"pinned_buffer_share"`
+	PinnedBufferShare float64 `yaml:"pinned_buffer_share" help:"rule pinned: a persisting loss with the queue at this share of its buffer switches the node's overload_cut on (0: off)"`
 	// PinnedOffRTT is how long, in RTT_est, the queue's decided windows
 	// must have ended below K_min (K_max / 2) before the tuner switches
 	// off an overload_cut it switched on (0: never, kept until an operator
 	// changes it).
-	PinnedOffRTT float64 `yaml:"pinned_off_rtt"`
+	PinnedOffRTT float64 `yaml:"pinned_off_rtt" help:"rule pinned: overload_cut off again once the queue stayed below K_min this many RTT_est (0: never)"`
 	// QGROffRTT turns rule qgr-off on (0: off): the QGR trigger is switched
 	// off (V_growth 0, where the node takes it: Window.QGROffSupported)
 	// once the queue's decided windows have shown, for this many RTT_est
@@ -174,7 +174,7 @@ type Config struct {
 	// no QD trigger: the cuts are the QGR trigger's), no loss. A queue at
 	// K_min or above, or loss, restarts the count. docs/tuner.md,
 	// "Switching the QGR trigger off (session 17)".
-	QGROffRTT float64 `yaml:"qgr_off_rtt"`
+	QGROffRTT float64 `yaml:"qgr_off_rtt" help:"rule qgr-off: V_growth 0 (the QGR trigger off) after this many RTT_est of its cuts costing the link and saving nothing (0: off)"`
 	// StandingFloorShare is the delay rule's K_max floor for a standing
 	// queue (the window's mean above delay_high_rtt), in multiples of the
 	// queue: K_max is never tightened below it (2, the growth and delay
@@ -182,7 +182,7 @@ type Config struct {
 	// nearer 1, K_min falls under a standing queue and the first-level ECN
 	// marking rises; at 1 K_max sits at the queue). docs/tuner.md, "A
 	// standing queue at full use (session 16)".
-	StandingFloorShare float64 `yaml:"standing_floor_share"`
+	StandingFloorShare float64 `yaml:"standing_floor_share" help:"rule delay's K_max floor for a standing queue, in multiples of the queue, in [1, 2]"`
 	// OverrunHeadroomShare limits rule overrun to a queue that stays under
 	// this share of the port's buffer one RTT_est ahead at the window's
 	// pace (0: no such limit; a switch that reports no buffer: none).
@@ -193,30 +193,30 @@ type Config struct {
 	// buffer's headroom (retired held-out seed 14019: 2.9 RTT_est per
 	// RTT_est into a 4-BDP buffer). docs/tuner.md, "A loop that overfills
 	// the buffer (session 17)".
-	OverrunHeadroomShare float64 `yaml:"overrun_headroom_share"`
+	OverrunHeadroomShare float64 `yaml:"overrun_headroom_share" help:"rule overrun only while the queue one RTT_est ahead stays under this share of the port's buffer (0: no such limit)"`
 	// SettleWhole: rule settle brings K_max back to the setting the
 	// overrun started from in one change, not a step at a time; a lift
 	// left half-way by a settle stood when the next overload came
 	// (docs/tuner.md, "A settle in one change, kept (session 21)").
 	// Off by default: measured with overrun on the development sets only;
 	// the held-out read of the two together did not confirm them.
-	SettleWhole bool `yaml:"settle_whole"`
+	SettleWhole bool `yaml:"settle_whole" help:"rule settle brings K_max back to the setting the overrun started from in one change, not a step at a time"`
 	// SettleUnjudged: a settle's commit is kept on its first complete
 	// judge window, as rule start's is: it returns to the setting before
 	// the overload, not an experiment, and its judge window after an
 	// overload is another phase's (judged, settles were rolled back
 	// against idle windows and left lifts in place).
-	SettleUnjudged bool `yaml:"settle_unjudged"`
+	SettleUnjudged bool `yaml:"settle_unjudged" help:"rule settle's change is kept on its first complete judge window without comparing windows, as rule start's is"`
 	// JudgeAheadMaxRTT caps how far ahead, in RTT_est, Judge expects a
 	// queue in transit at its pace (a DC-side port's RTT_est is a few µs,
 	// its judge window many of them).
-	JudgeAheadMaxRTT float64 `yaml:"judge_ahead_max_rtt"`
+	JudgeAheadMaxRTT float64 `yaml:"judge_ahead_max_rtt" help:"how far ahead, in RTT_est, a queue in transit is expected at its pace when a change is judged"`
 	// WorseTolerance is the relative rise of the objective after a change
 	// that still counts as "not worse" (Judge).
-	WorseTolerance float64 `yaml:"worse_tolerance"`
+	WorseTolerance float64 `yaml:"worse_tolerance" help:"a change whose objective is worse by more than this share is not confirmed (rolled back)"`
 	// AttributeWorsening keeps a change after which the objective got
 	// worse only through terms the change cannot worsen (Judge).
-	AttributeWorsening bool `yaml:"attribute_worsening"`
+	AttributeWorsening bool `yaml:"attribute_worsening" help:"keep a change that got worse only through terms it cannot worsen (false: plain objective not worse)"`
 	// JudgeDrainArrivals makes Judge's expectation of a draining queue
 	// whole: a queue draining at pace p under a link used u is fed at
 	// u + p of R_port, and one expected empty inside the judge window
@@ -227,15 +227,15 @@ type Config struct {
 	// rolled back, the lift kept into the next overload, which overfilled
 	// the buffer). docs/tuner.md, "A settle judged on its drain (session
 	// 18)": measured, not turned on.
-	JudgeDrainArrivals bool `yaml:"judge_drain_arrivals"`
+	JudgeDrainArrivals bool `yaml:"judge_drain_arrivals" help:"judging a change, a draining queue expected to empty leaves the link carrying its arrivals only from then on (false: the link expected as used as before)"`
 	// SearchAfterRTT turns the online search on (rule search, 0: off): a
 	// queue steady for this many RTT_est since its last change tries a
 	// neighbouring setting, judged over SearchJudgeRTT RTT_est (where the
 	// caller's judge window is shorter) and kept only when its objective
 	// beats the queue's own since the last change by SearchGain.
-	SearchAfterRTT float64 `yaml:"search_after_rtt"`
-	SearchJudgeRTT float64 `yaml:"search_judge_rtt"`
-	SearchGain     float64 `yaml:"search_gain"`
+	SearchAfterRTT float64 `yaml:"search_after_rtt" help:"online search (rule search): a queue steady this many RTT_est since its last change tries a neighbouring setting (0: off)"`
+	SearchJudgeRTT float64 `yaml:"search_judge_rtt" help:"online search: a try is judged over at least this many RTT_est"`
+	SearchGain     float64 `yaml:"search_gain" help:"online search: a try is kept only when its objective beats the queue's own since the last change by this share"`
 }
 
 // DefaultConfig is the configuration docs/tuner.md documents.
