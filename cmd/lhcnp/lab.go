@@ -48,6 +48,9 @@ type labFile struct {
 	IgnoreStartup bool          `yaml:"ignore_startup" help:"start every switch from the fabric file's configuration, not from the one it was last committed with (state_dir/switches/NAME.json), and keep that"`
 }
 
+// labEnvPrefix is the prefix of lhcnp lab's variables (LHCNP_LAB_STATE_DIR).
+const labEnvPrefix = "LHCNP_LAB_"
+
 func defaultLabFile() labFile {
 	return labFile{
 		StateDir:      ".lhcnp-lab",
@@ -70,7 +73,7 @@ func defaultLabFile() labFile {
 // --config file. The values are checked.
 func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFile, error) {
 	cfg := defaultLabFile()
-	c, err := newCLI(cliSpec{name: "lab", prefix: "LHCNP_LAB_", configHelp: "lab configuration file (YAML; every key is also a flag)",
+	c, err := newCLI(cliSpec{name: "lab", prefix: labEnvPrefix, configHelp: "lab configuration file (YAML; every key is also a flag)",
 		usage: []string{"usage: lhcnp lab [--state-dir DIR] [--postgres DSN] [--http ADDR] [--fabric FILE] [...]",
 			"       lhcnp lab status [--state-dir DIR]",
 			"       lhcnp lab probe (--http URL | --gnmi ADDR)"}},
@@ -107,7 +110,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return runLabProbe(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "status" {
-		return runLabStatus(args[1:], stdout, stderr)
+		return runLabStatus(args[1:], os.Environ, stdout, stderr)
 	}
 	lf, err := parseLab(args, os.Environ, stderr)
 	if err != nil {
@@ -263,6 +266,22 @@ func tunerFile(path string) (tuner.Config, *cliconf.Config, error) {
 	return tc, cc, nil
 }
 
+// labVariables reads the LHCNP_LAB_ variables of environ over lhcnp lab's
+// defaults, as lhcnp lab reads them (no file, no flag): an unknown one is
+// an error naming it, for the subcommands that read the lab's keys too.
+func labVariables(environ func() []string) (labFile, error) {
+	cfg := defaultLabFile()
+	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
+	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix(labEnvPrefix), cliconf.WithEnviron(environ))
+	if err != nil {
+		return cfg, err
+	}
+	if err := fs.Parse(nil); err != nil {
+		return cfg, err
+	}
+	return cfg, cc.Load("")
+}
+
 // configuredInterfaces returns the interfaces whose queues a switch's
 // initial configuration (RFC 7951 JSON) sets.
 func configuredInterfaces(cfgJSON []byte) ([]string, error) {
@@ -340,17 +359,30 @@ func printAddresses(w io.Writer, a lab.Addresses) {
 
 // runLabStatus implements `lhcnp lab status`: the addresses of the lab of a
 // state directory (those of its last start, which the next start keeps)
-// and whether it runs.
-func runLabStatus(args []string, stdout, stderr io.Writer) error {
+// and whether it runs. The directory is lhcnp lab's: --state-dir, else
+// the variables of environ as lhcnp lab reads them (labVariables), so a
+// lab started with LHCNP_LAB_STATE_DIR is found with it, and an unknown
+// LHCNP_LAB_ variable is refused as lhcnp lab refuses it.
+func runLabStatus(args []string, environ func() []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lab status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("state-dir", defaultLabFile().StateDir, "the lab's state directory")
+	dir := fs.String("state-dir", defaultLabFile().StateDir, "the lab's state directory (wins over LHCNP_LAB_STATE_DIR, as for lhcnp lab)")
 	if err := parseFlagsOnly(fs, args, stderr, "usage: lhcnp lab status [--state-dir DIR]"); err != nil {
 		return err
 	}
-	a, pid, running, err := lab.ReadAddresses(*dir)
+	env, err := labVariables(environ)
+	if err != nil {
+		return err
+	}
+	stateDir := env.StateDir
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "state-dir" {
+			stateDir = *dir
+		}
+	})
+	a, pid, running, err := lab.ReadAddresses(stateDir)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%s: no lab has started there (no %s)", *dir, lab.AddressesFile)
+		return fmt.Errorf("%s: no lab has started there (no %s)", stateDir, lab.AddressesFile)
 	}
 	if err != nil {
 		return err

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lhcnp/lhcnp/lab"
+)
+
+// TestLabStatusVariables: lhcnp lab status reads the LHCNP_LAB_ variables
+// as lhcnp lab does. LHCNP_LAB_STATE_DIR names the state directory
+// (--state-dir wins over it), another of the lab's keys is taken, and an
+// unknown variable or a value not of its key's type is refused naming
+// the variable. Before, status read no variable: it looked in .lhcnp-lab
+// whatever LHCNP_LAB_STATE_DIR said and took any name.
+func TestLabStatusVariables(t *testing.T) {
+	dir := t.TempDir()
+	b, err := json.Marshal(lab.Addresses{Dashboard: "http://127.0.0.1:18080/", PostgresDSN: "postgres://lhcnp@127.0.0.1:15432/lhcnp",
+		Switches: map[string]string{"n1": "127.0.0.1:19339"}, Names: []string{"n1"}, StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, lab.AddressesFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir() // no lab started there
+	stopped := "lab on " + dir + ": stopped"
+	tests := []struct {
+		desc string
+		env  []string // NAME=VALUE
+		args []string // after lab status
+		code int
+		want string // in stdout or stderr
+	}{
+		{desc: "LHCNP_LAB_STATE_DIR names the state directory", env: []string{"LHCNP_LAB_STATE_DIR=" + dir}, want: stopped},
+		{desc: "--state-dir wins over the variable", env: []string{"LHCNP_LAB_STATE_DIR=" + empty},
+			args: []string{"--state-dir", dir}, want: stopped},
+		{desc: "--state-dir where no lab started", env: []string{"LHCNP_LAB_STATE_DIR=" + dir},
+			args: []string{"--state-dir", empty}, code: 1, want: empty + ": no lab has started there"},
+		{desc: "another of the lab's keys", env: []string{"LHCNP_LAB_SPEED=1", "LHCNP_LAB_HTTP=127.0.0.1:0"},
+			args: []string{"--state-dir", dir}, want: stopped},
+		{desc: "unknown variable", env: []string{"LHCNP_LAB_STATEDIR=" + dir}, args: []string{"--state-dir", dir},
+			code: 1, want: "lhcnp lab: environment: unknown variable LHCNP_LAB_STATEDIR (known: LHCNP_LAB_...)"},
+		{desc: "a value not of its key's type", env: []string{"LHCNP_LAB_SPEED=fast"}, args: []string{"--state-dir", dir},
+			code: 1, want: `LHCNP_LAB_SPEED="fast": not of type float64`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			// Only the case's LHCNP_LAB_ variables, whatever the test's
+			// environment holds.
+			for _, kv := range os.Environ() {
+				if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, labEnvPrefix) {
+					t.Setenv(name, "")
+					os.Unsetenv(name)
+				}
+			}
+			for _, kv := range tt.env {
+				name, val, _ := strings.Cut(kv, "=")
+				t.Setenv(name, val)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"lab", "status"}, tt.args...), &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			if code != tt.code || !strings.Contains(out, tt.want) {
+				t.Errorf("%s lhcnp lab status %s: exit %d (want %d), output lacks %q:\n%s",
+					strings.Join(tt.env, " "), strings.Join(tt.args, " "), code, tt.code, tt.want, out)
+			}
+		})
+	}
+}
