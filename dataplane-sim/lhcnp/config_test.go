@@ -22,6 +22,12 @@ func TestValidate(t *testing.T) {
 			q := &c.Interface.Queue
 			q.KMaxMode, q.KMaxBytes, q.KMinMode, q.KMinBytes = KMaxExplicit, 1000, KMinExplicit, 1000
 		}},
+		// A BDP K_max is at least K_base, so an explicit K_min at K_base
+		// could reach it (§5.3.2: K_min less than K_max).
+		{"k_min at k_base with a bdp k_max", "interface.queue.k-min-bytes", func(c *Config) {
+			q := &c.Interface.Queue
+			q.KMinMode, q.KMinBytes = KMinExplicit, q.KBaseBytes
+		}},
 		{"no port limit", "interface.cnp-rate-per-sec", func(c *Config) { c.Interface.CNPRatePerSec = 0 }},
 		{"pause too long", "interface.queue.action.pause-duration", func(c *Config) { c.Interface.Queue.Action.PauseDuration = 70 * engine.Millisecond }},
 		{"resume as default action", "interface.queue.action.default-action", func(c *Config) { c.Interface.Queue.Action.DefaultAction = wire.ActionResume }},
@@ -76,6 +82,22 @@ func TestApplyConfigAtomic(t *testing.T) {
 	}
 	if kmax() != 125_000_000 || l.n1Out.Config().ECN[0].KMaxBytes != 125_000_000 {
 		t.Errorf("K_max %d after rtt 10 ms, want 125 MB", kmax())
+	}
+	// §5.8: K_min, K_max, V_ecn, V_growth and the per-flow interval
+	// adjusted at run time take effect at once.
+	tuned := good
+	tq := &tuned.Interface.Queue
+	tq.KMaxMode, tq.KMaxBytes, tq.KMinMode, tq.KMinBytes = KMaxExplicit, 3_000_000, KMinExplicit, 1_000_000
+	tq.VECNPercent, tq.VGrowthBytesPerSec, tq.MinCNPInterval = 35, 40_000_000, 3*engine.Millisecond
+	if err := l.node1.ApplyConfig(tuned); err != nil {
+		t.Fatal(err)
+	}
+	qs := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0]
+	qc := l.node1.portOf(l.n1Out).queues[0].cfg
+	if qs.KMaxBytes != 3_000_000 || qs.KMinBytes != 1_000_000 || qs.MinCNPInterval != 3*engine.Millisecond ||
+		qc.VECNPercent != 35 || qc.VGrowthBytesPerSec != 40_000_000 {
+		t.Errorf("after a run-time change: K_max %d K_min %d interval %v V_ecn %v V_growth %d, want 3 MB, 1 MB, 3ms, 35, 40 MB/s",
+			qs.KMaxBytes, qs.KMinBytes, qs.MinCNPInterval, qc.VECNPercent, qc.VGrowthBytesPerSec)
 	}
 	// Disabling restores the port's own marking.
 	off := good

@@ -99,6 +99,28 @@ func TestThresholdsSection7(t *testing.T) {
 	}
 }
 
+// TestKMinBelowKMax checks the run-time side of §5.3.2 "K_min MUST be
+// configured to a value less than K_max": thresholds keeps K_min below
+// K_max whatever it is given (validation refuses such a configuration
+// first: TestValidate).
+func TestKMinBelowKMax(t *testing.T) {
+	for _, tt := range []struct {
+		desc               string
+		qc                 QueueConfig
+		wantKMax, wantKMin int64
+	}{
+		{"explicit k_min at explicit k_max", QueueConfig{KMaxMode: KMaxExplicit, KMaxBytes: 1000, KMinMode: KMinExplicit, KMinBytes: 1000}, 1000, 999},
+		{"explicit k_min above a bdp k_max", QueueConfig{KBaseBytes: 64_000, Alpha: 1, KMinMode: KMinExplicit, KMinBytes: 100_000}, 64_000, 63_999},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			kmax, kmin := thresholds(&tt.qc, 1e6, engine.Millisecond)
+			if kmax != tt.wantKMax || kmin != tt.wantKMin {
+				t.Errorf("K_max %d K_min %d, want %d %d", kmax, kmin, tt.wantKMax, tt.wantKMin)
+			}
+		})
+	}
+}
+
 // TestKMaxRecompute checks that K_max follows RTT_est (probed from the
 // link, reported, or configured) and the port rate (§5.3.2: SHOULD
 // recalculate upon RTT_est changes).
@@ -150,6 +172,31 @@ func TestKMaxRecompute(t *testing.T) {
 	}
 	if got, want := kmax(), int64(1e9*0.020/8); got != want {
 		t.Errorf("after report K_max %d, want %d", got, want)
+	}
+
+	// Per egress port (§5.3.1): a configured RTT_est for n1's port
+	// towards n2 alone; the port back to the source keeps the node's.
+	lp := newLine(t, lineOpts{srcRate: 10e9, noRP: true})
+	pc := DefaultConfig()
+	pc.Enabled, pc.FormatRoCEv2 = true, true
+	pc.Interface.RTTEst = 10 * engine.Millisecond
+	ic := pc.Interface
+	ic.RTTEst = 2 * engine.Millisecond
+	pc.Interfaces = map[string]InterfaceConfig{lp.n1Out.Name(): ic}
+	node, err := Attach(lp.net, lp.n1, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := node.State(false)
+	for _, pt := range lp.n1.Ports() {
+		rtt := 10 * engine.Millisecond
+		if pt == lp.n1Out {
+			rtt = 2 * engine.Millisecond
+		}
+		ps := st.Ports[pt.Index()]
+		if want := int64(10e9 * rtt.Seconds() / 8); ps.RTTEst != rtt || ps.Queues[0].KMaxBytes != want {
+			t.Errorf("port %s: RTT_est %v K_max %d, want %v and %d", pt.Name(), ps.RTTEst, ps.Queues[0].KMaxBytes, rtt, want)
+		}
 	}
 }
 
@@ -214,10 +261,23 @@ func TestTriggers(t *testing.T) {
 				tt.edit(&cfg.Interface.Queue)
 			}
 			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+			// When QD first passes K_max, sampled every microsecond: the
+			// node reads QD at every enqueue (§5.3.1 continuously), so
+			// the QD trigger fires on the packet that crosses.
+			kmax := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0].KMaxBytes
+			var crossed engine.Time = -1
+			l.sim.Every(0, engine.Microsecond, func(now engine.Time) {
+				if crossed < 0 && l.n1Out.QueueBytes(0) > kmax {
+					crossed = now
+				}
+			})
 			l.sim.Run(2 * engine.Millisecond)
 			sent := eventsOf(l.events1, EventCNPSent)
 			if len(sent) == 0 {
 				t.Fatal("nothing sent")
+			}
+			if tt.want == TriggerQD && (sent[0].Time < crossed-engine.Microsecond || sent[0].Time > crossed+engine.Microsecond) {
+				t.Errorf("first notification at %v, QD passed K_max at %v: want it on the packet that crossed", sent[0].Time, crossed)
 			}
 			if sent[0].Trigger != tt.want || sent[0].MetricType != tt.wantType {
 				t.Errorf("first notification: trigger %v metric %v, want %v %v", sent[0].Trigger, sent[0].MetricType, tt.want, tt.wantType)
