@@ -2,6 +2,7 @@ package lhcnp
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -329,13 +330,23 @@ func TestRateLimits(t *testing.T) {
 		cfg := testConfig(100_000, 300*engine.Microsecond)
 		cfg.Interface.Queue.MinCNPInterval = engine.Microsecond
 		cfg.Interface.Queue.Action.ResumeEnabled = false
+		// 1 % cuts and no Pause: the queue stays above K_max and the
+		// flow asks for a notification every measurement interval, far
+		// more than the bucket gives.
+		cfg.Interface.Queue.Action.RateReducePercent = 1
+		cfg.Interface.Queue.Action.PauseLevel = PauseLevelNever
 		cfg.Interface.CNPRatePerSec, cfg.Interface.CNPBurst = 1000, 2
 		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 2e9, cfg1: &cfg})
 		l.sim.Run(5 * engine.Millisecond)
-		sent := len(eventsOf(l.events1, EventCNPSent))
-		// Burst 2 plus 1000/s over 5 ms.
-		if sent < 2 || sent > 2+5 {
-			t.Errorf("%d notifications in 5 ms, want 2..7", sent)
+		sent := eventsOf(l.events1, EventCNPSent)
+		if len(sent) == 0 {
+			t.Fatal("nothing sent")
+		}
+		// Burst 2 at the first trigger, then 1000/s for the rest of the
+		// 5 ms: one token a millisecond.
+		want := 2 + int((5*engine.Millisecond-sent[0].Time)/engine.Millisecond)
+		if len(sent) < want-1 || len(sent) > want {
+			t.Errorf("%d notifications in 5 ms from %v, want the burst of 2 and one a millisecond: %d", len(sent), sent[0].Time, want)
 		}
 		st := l.node1.State(false).Ports[l.n1Out.Index()]
 		if st.Counters.SuppressedPortLimit == 0 || st.Queues[0].Counters.SuppressedPortLimit == 0 {
@@ -499,10 +510,33 @@ func TestResumeHoldCountsFromTheAction(t *testing.T) {
 	q.Action.ResumeHold = hold
 	q.Action.PauseLevel = 256
 	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+	// The last microsecond at which a second-level condition held, as
+	// the node last evaluated it, before each moment: a notification
+	// the per-flow interval held back still means congestion has not
+	// subsided. The flags change at enqueues only, so a sample can be
+	// up to a packet's gap (about 7 µs here) after the last evaluation
+	// that held: slack 10 µs.
+	qs := &l.node1.portOf(l.n1Out).queues[0]
+	var held []engine.Time
+	l.sim.Every(0, engine.Microsecond, func(now engine.Time) {
+		if qs.qdAbove || qs.emrAbove || qs.qgrAbove {
+			held = append(held, now)
+		}
+	})
 	l.sim.Run(8 * engine.Millisecond)
+	lastHeld := func(before engine.Time) engine.Time {
+		i, _ := slices.BinarySearch(held, before)
+		if i == 0 {
+			return -1
+		}
+		return held[i-1]
+	}
 	var lastCut engine.Time = -1
 	var cuts, resumes int
 	for _, e := range eventsOf(l.events1, EventCNPSent) {
+		if h := lastHeld(e.Time); e.Action == wire.ActionResume && h >= 0 && e.Time-h < hold-10*engine.Microsecond {
+			t.Errorf("resume at %v, %v after a condition last held at %v: want at least the hold, %v", e.Time, e.Time-h, h, hold)
+		}
 		if e.Action != wire.ActionResume {
 			if e.Trigger != TriggerQGR {
 				t.Fatalf("notification %+v: want the QGR trigger", e)

@@ -258,6 +258,17 @@ func TestSelectFlowsEndToEnd(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("flows notified at the first trigger, in order (-want +got):\n%s", diff)
 			}
+			// The contribution ranked is what each flow has in the queue
+			// now: enqueued less dequeued bytes, summing to QD.
+			var queued int64
+			for _, f := range l.node1.State(true).FlowTable.Flows {
+				if f.EgressPort == l.n1Out.Name() && f.EgressQueue == 0 {
+					queued += f.QueuedBytes
+				}
+			}
+			if qd := l.n1Out.QueueBytes(0); queued != qd {
+				t.Errorf("flows' queued bytes sum to %d, QD %d", queued, qd)
+			}
 		})
 	}
 }

@@ -88,6 +88,17 @@ func TestPauseNeedsSevereQueue(t *testing.T) {
 	if pauses == 0 {
 		t.Errorf("no pause with the queue at %d KB", sent[len(sent)-1].MetricValue)
 	}
+	// The default policy's Pause level is QD = 1.21 K_max: a queue just
+	// below it gets the default action, just above it Pause.
+	a := DefaultQueueConfig().Action
+	for _, tt := range []struct {
+		qd   int64
+		want wire.Action
+	}{{kmax * 120 / 100, wire.ActionRateReduce}, {kmax * 122 / 100, wire.ActionPause}} {
+		if act, _ := policy(&a, int(levelQD(tt.qd, kmax/2, kmax))); act != tt.want {
+			t.Errorf("default policy at QD %d (K_max %d): %v, want %v", tt.qd, kmax, act, tt.want)
+		}
+	}
 }
 
 // TestIdleEMRDoesNotTrigger: the EMR trigger reads the marking rate the
