@@ -168,6 +168,13 @@ func eventsOf(evs []Event, k EventKind) []Event {
 // Hdr.
 func craft(t testing.TB, n *netsim.Network, from netsim.Node, to *netsim.Host, f Format, m wire.LongHaul) *netsim.Packet {
 	t.Helper()
+	return craftDestQP(t, n, from, to, f, m, m.SourceQP)
+}
+
+// craftDestQP is craft with the RoCEv2 format's BTH destination QP given
+// (craft's is the body's Source QP, as §6.2.3 asks).
+func craftDestQP(t testing.TB, n *netsim.Network, from netsim.Node, to *netsim.Host, f Format, m wire.LongHaul, destQP uint32) *netsim.Packet {
+	t.Helper()
 	a := wire.Addressing{SrcIP: from.Addr(), DstIP: to.Addr()}
 	var buf [256]byte
 	enc := wire.Encoder{}
@@ -180,7 +187,7 @@ func craft(t testing.TB, n *netsim.Network, from netsim.Node, to *netsim.Host, f
 	p := n.NewPacket()
 	if f == FormatRoCEv2 {
 		a.SrcPort = roceUDPSrcPort(m.SourceQP)
-		c := wire.CNP{DestQP: m.SourceQP}
+		c := wire.CNP{DestQP: destQP}
 		size, err = enc.LongHaulRoCE(buf[:], &a, &c, &m)
 		start = wire.EthernetLen + ipLen + wire.UDPLen
 		p.Kind = netsim.KindRoCE

@@ -34,6 +34,7 @@ func TestReactionActions(t *testing.T) {
 		m      wire.LongHaul
 		rogue  bool
 		format Format
+		destQP uint32 // the RoCEv2 BTH's destination QP when not the body's Source QP
 	}
 	for _, tt := range []struct {
 		desc      string
@@ -79,6 +80,10 @@ func TestReactionActions(t *testing.T) {
 		{desc: "inconsistent: ecn marking rate of 150%", msgs: []msg{{m: wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30,
 			SourceQP: 100, MetricType: wire.MetricECNMarkingRate, MetricValue: 150}}},
 			wantRate: 10e9, check: func(c ReactionCounters) bool { return c.Inconsistent == 1 }},
+		// §6.2.3: the BTH's Destination QP is the Source QP of the body;
+		// a frame where they differ is not one a node built.
+		{desc: "inconsistent: rocev2 destination qp not the source qp", msgs: []msg{{m: rr(30), destQP: 101}},
+			wantRate: 10e9, check: func(c ReactionCounters) bool { return c.Inconsistent == 1 && c.AcceptedRateReduce == 0 }},
 		// §6.1: "When Metric Type is 0, receivers SHOULD treat the
 		// Congestion Metric Value as opaque context": any value passes.
 		{desc: "metric type 0 is opaque", msgs: []msg{{m: wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30,
@@ -112,7 +117,11 @@ func TestReactionActions(t *testing.T) {
 				if m.rogue {
 					from = l.rogue
 				}
-				deliver(t, l, from, craft(t, l.net, from, l.src, f, m.m))
+				qp := m.m.SourceQP
+				if m.destQP != 0 {
+					qp = m.destQP
+				}
+				deliver(t, l, from, craftDestQP(t, l.net, from, l.src, f, m.m, qp))
 			}
 			c := l.rp.Counters()
 			if !tt.check(c) {

@@ -58,6 +58,30 @@ func TestDefaultTriggersAtOnce(t *testing.T) {
 	}
 }
 
+// TestNotifyCarriesNoParameter checks §6.1 "Notify: Parameter unused, MUST
+// be set to zero" on the node: with Notify as its default action the node
+// sends Notify with Parameter 0 (the encoder refuses any other), and the
+// source takes it as the DCQCN response.
+func TestNotifyCarriesNoParameter(t *testing.T) {
+	cfg := testConfig(200_000, 400*engine.Microsecond)
+	cfg.Interface.Queue.Action.DefaultAction = wire.ActionNotify
+	cfg.Interface.Queue.Action.PauseLevel = PauseLevelNever
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+	l.sim.Run(2 * engine.Millisecond)
+	sent := eventsOf(l.events1, EventCNPSent)
+	if len(sent) == 0 {
+		t.Fatalf("nothing sent; counters %+v", l.node1.State(false).Counters)
+	}
+	for _, e := range sent {
+		if e.Action == wire.ActionNotify && e.Parameter != 0 {
+			t.Errorf("notify with parameter %d", e.Parameter)
+		}
+	}
+	if c := l.rp.Counters(); c.AcceptedNotify == 0 {
+		t.Errorf("source accepted no notify: %+v", c)
+	}
+}
+
 // TestPauseNeedsSevereQueue checks §5.5.1 "Pause SHOULD be used only for
 // severe congestion": the node pauses a flow only when its queue itself is
 // past the Pause level (QD >= 1.21 K_max for level 224). Here the first
