@@ -70,6 +70,39 @@ func TestCollaborativeSuppression(t *testing.T) {
 		}
 	})
 
+	// §5.7 "a higher Congestion Level": at N2's port a little faster
+	// (6.6 Gb/s, K_max 700 KB) the queue has kept growing, but not past
+	// the top level, when N2 escalates: the escalation's level is above
+	// the level of the queue it sees then (the node's own severity).
+	t.Run("escalation above the queue's level", func(t *testing.T) {
+		c1 := testConfig(100_000, 500*engine.Microsecond)
+		c1.Interface.Queue.Action.ResumeEnabled = false
+		c2 := testConfig(700_000, rtt2)
+		c2.Interface.Queue.Action.ResumeEnabled = false
+		rc := DefaultReactionConfig()
+		rc.RTTEst = 10 * engine.Millisecond
+		rc.TrustedSources = trusted(false)
+		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 9e9, dstRate: 6.6e9, cfg1: &c1, rc: rc})
+		var n2 *Node
+		var esc Event
+		var own uint8
+		n2, err := Attach(l.net, l.n2, c2, WithEvents(func(e Event) {
+			if e.Kind == EventCNPSent && e.Escalated && !esc.Escalated {
+				esc, own = e, n2.portOf(l.n2Out).queues[0].level
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.sim.Run(14 * engine.Millisecond)
+		if !esc.Escalated {
+			t.Fatal("n2 never escalated")
+		}
+		if own == 255 || esc.CongLevel <= own || esc.CongLevel < 224 {
+			t.Errorf("escalated at level %d with the queue at level %d: want above it (and below 255) and at least 224", esc.CongLevel, own)
+		}
+	})
+
 	t.Run("n2 alone acts itself", func(t *testing.T) {
 		l := mk(false)
 		l.sim.Run(12 * engine.Millisecond)
