@@ -33,6 +33,17 @@ func TestCollaborativeSuppression(t *testing.T) {
 		return newLine(t, lineOpts{srcRate: 10e9, midRate: 9e9, dstRate: 4e9, cfg1: c1, cfg2: &c2, rc: rc})
 	}
 
+	// mkN2 is mk(true) with N2's collaborative configuration edited.
+	mkN2 := func(t *testing.T, edit func(c *CollaborativeConfig)) *line {
+		l := mk(true)
+		c := l.node2.Config()
+		edit(&c.Collaborative)
+		if err := l.node2.ApplyConfig(c); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+
 	t.Run("n1 acts, n2 defers then escalates", func(t *testing.T) {
 		l := mk(true)
 		l.sim.Run(12 * engine.Millisecond)
@@ -115,13 +126,27 @@ func TestCollaborativeSuppression(t *testing.T) {
 		}
 	})
 
-	t.Run("suppression disabled", func(t *testing.T) {
-		l := mk(true)
-		c := l.node2.Config()
-		c.Collaborative.Enabled = false
-		if err := l.node2.ApplyConfig(c); err != nil {
-			t.Fatal(err)
+	// A configured observation window (a deviation from §5.7's RTT_est)
+	// replaces N2's RTT_est: 6 ms, so N2 escalates no sooner than 6 ms
+	// after deferring.
+	t.Run("configured observation window", func(t *testing.T) {
+		const win = 6 * engine.Millisecond
+		l := mkN2(t, func(c *CollaborativeConfig) { c.ObservationWindow = win })
+		l.sim.Run(16 * engine.Millisecond)
+		defs, sent2 := eventsOf(l.events2, EventDeferral), eventsOf(l.events2, EventCNPSent)
+		if len(defs) == 0 || len(sent2) == 0 || !sent2[0].Escalated {
+			t.Fatalf("n2 deferrals %+v, notifications %+v: want a deferral then an escalation", defs, sent2)
 		}
+		if d := sent2[0].Time - defs[0].Time; d < win {
+			t.Errorf("escalated %v after deferring, before the configured %v window", d, win)
+		}
+		if w := l.node2.State(false).Collaborative.ObservationWindow; w != win {
+			t.Errorf("state's observation window %v, want %v", w, win)
+		}
+	})
+
+	t.Run("suppression disabled", func(t *testing.T) {
+		l := mkN2(t, func(c *CollaborativeConfig) { c.Enabled = false })
 		l.sim.Run(12 * engine.Millisecond)
 		if d := eventsOf(l.events2, EventDeferral); len(d) != 0 {
 			t.Errorf("deferred with suppression off")
