@@ -38,6 +38,29 @@ func TestDrainResume(t *testing.T) {
 	}
 }
 
+// TestDrainResumeBeyondShareResume: where the port's RTT_est (5.5 ms) is
+// more than half the flow's 10 ms loop, the pair's own rule (shareResume)
+// keeps the K_min Resume, and only ResumeOnDrain resumes the flow while
+// the queue is still above K_min (its rule: any flow further than the
+// port's own round trip).
+func TestDrainResumeBeyondShareResume(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		l := resumeLine(t, on)
+		c := l.node2.Config()
+		c.Interface.RTTEst = 5500 * engine.Microsecond
+		if err := l.node2.ApplyConfig(c); err != nil {
+			t.Fatal(err)
+		}
+		q, resume, qdAt, err := firstResumeAfterRise(l)
+		if err != "" {
+			t.Fatalf("on %v: %s", on, err)
+		}
+		if above := qdAt >= q.kmin; above != on {
+			t.Errorf("on %v: first Resume at %v with the queue at %d B (K_min %d B); want it above K_min only with the option", on, resume.Time, qdAt, q.kmin)
+		}
+	}
+}
+
 // firstResumeAfterRise runs the far-end line of the Resume tests 40 ms at
 // its 4 Gb/s bottleneck (a held ceiling, the queue above K_min), raises the
 // bottleneck to 10 Gb/s and runs until the node's first Resume (at most to

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
@@ -119,5 +120,45 @@ func TestEqualLevel(t *testing.T) {
 	// then leaves the cut as loopCut sized it).
 	if got := equalLevel(10e9, 2e9, []float64{3e9, 30e9}); math.Abs(got-10e9) > 1e3 {
 		t.Errorf("equalLevel(10, 2, [3, 30] Gb/s) = %g, want 10e9", got)
+	}
+}
+
+// TestEqualCutOnLine: EqualCut in the node's response. Two 25 Gb/s flows,
+// 10 ms from their sources, meet at a far-end 10 Gb/s port (per_flow_rtt);
+// the second starts 60 µs after the first, so the node cuts the first
+// (loop-sized) before the second's first measurement interval is over.
+// Without the option the second then takes the whole cut loopCut sizes
+// for it (80 %); with it, the two share that reduction: the second gets
+// less and the first, its cut still on its way, a second Rate Reduce sent
+// with it.
+func TestEqualCutOnLine(t *testing.T) {
+	for _, equal := range []bool{false, true} {
+		cfg := perFlowConfig()
+		cfg.Interface.Queue.EqualCut = equal
+		l := farEnd(t, cfg, 25e9, 10e9, 5*engine.Millisecond, farSources())
+		if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: 101, DstQPN: 201, Start: 60 * engine.Microsecond}); err != nil {
+			t.Fatal(err)
+		}
+		l.sim.Run(25 * engine.Millisecond)
+		var first, second []Event
+		for _, ev := range eventsOf(l.events2, EventCNPSent) {
+			if ev.Action != wire.ActionRateReduce {
+				continue
+			}
+			if ev.Flow.SrcQP == 100 {
+				first = append(first, ev)
+			} else {
+				second = append(second, ev)
+			}
+		}
+		if len(first) == 0 || len(second) == 0 {
+			t.Fatalf("equal %v: cuts %v and %v, want both flows cut", equal, first, second)
+		}
+		switch {
+		case !equal && (len(first) != 1 || second[0].Parameter < 80):
+			t.Errorf("without EqualCut: the first flow cut %d times, the second %d %%; want once and the whole cut (80 %%)", len(first), second[0].Parameter)
+		case equal && (len(first) != 2 || first[1].Time != second[0].Time || second[0].Parameter >= 80):
+			t.Errorf("with EqualCut: the first flow's cuts %v, the second's %v; want the second below 80 %% and the first cut again with it", first, second[0])
+		}
 	}
 }

@@ -210,16 +210,29 @@ func TestRepeatResumeReleasesHeldCeiling(t *testing.T) {
 // resume_on_drain as given, the source's own recovery slow (20 ms, then
 // 100 Mb/s per ms) so that a Resume shows.
 func resumeLine(t *testing.T, resumeOnDrain bool) *line {
+	cfg := perFlowConfig()
+	cfg.Interface.Queue.Action.RepeatResume = true
+	cfg.Interface.Queue.Action.ResumeOnDrain = resumeOnDrain
+	rc := farSources()
+	rc.RecoveryStepBitsPerSec = 100e6
+	return farEnd(t, cfg, 10e9, 4e9, 5*engine.Millisecond, rc)
+}
+
+// perFlowConfig is the far-end node of the options' tests: K_max 64 KB,
+// a per-flow interval of 1 ms, per_flow_rtt on.
+func perFlowConfig() Config {
 	cfg := testConfig(64_000, 2*engine.Microsecond)
 	cfg.Interface.Queue.MinCNPInterval = engine.Millisecond
 	cfg.Interface.Queue.PerFlowRTT = true
-	cfg.Interface.Queue.Action.RepeatResume = true
-	cfg.Interface.Queue.Action.ResumeOnDrain = resumeOnDrain
+	return cfg
+}
+
+// farSources is the reaction point of senders 10 ms from the far end.
+func farSources() ReactionConfig {
 	rc := DefaultReactionConfig()
 	rc.TrustedSources = trusted(false)
 	rc.RTTEst = 10 * engine.Millisecond
-	rc.RecoveryStepBitsPerSec = 100e6
-	return farEnd(t, cfg, 10e9, 4e9, 5*engine.Millisecond, rc)
+	return rc
 }
 
 func farEnd(t *testing.T, cfg Config, srcRate, dstRate int64, midDelay engine.Time, rc ReactionConfig) *line {
@@ -296,12 +309,37 @@ func TestLoopCut(t *testing.T) {
 		rc.TrustedSources = trusted(false)
 		rc.RTTEst = 10 * engine.Millisecond
 		l := farEnd(t, cfg, 10e9, 4e9, 5*engine.Millisecond, rc)
+		q := &l.node2.portOf(l.n2Out).queues[0]
 		var afterCut int64 // the sender's rate once the first cut reached it
-		for l.sim.Now() < 60*engine.Millisecond {
-			l.sim.Run(l.sim.Now() + 100*engine.Microsecond)
-			if s := eventsOf(l.events2, EventCNPSent); afterCut == 0 && len(s) > 0 && l.sim.Now() > s[0].Time+6*engine.Millisecond {
+		var fallingCuts []engine.Time
+		var episode uint64 // the queue's episode of the first cut, + 1
+		for seen := 0; l.sim.Now() < 60*engine.Millisecond; {
+			// Microsecond steps once the node has cut: the queue's growth
+			// read at the end of a step is the one its cut saw.
+			step := 100 * engine.Microsecond
+			if seen > 0 {
+				step = engine.Microsecond
+			}
+			l.sim.Run(l.sim.Now() + step)
+			s := eventsOf(l.events2, EventCNPSent)
+			if afterCut == 0 && len(s) > 0 && l.sim.Now() > s[0].Time+6*engine.Millisecond {
 				afterCut = l.flow.Sender.RateBitsPerSec()
 			}
+			if episode == 0 && len(s) > 0 {
+				episode = q.episode + 1
+			}
+			// A cut after the first in its episode (the queue not below
+			// K_min since), in a step that ends with the queue falling
+			// (its growth over the last measurement interval).
+			for _, ev := range s[min(max(seen, 1), len(s)):] {
+				if ev.Action == wire.ActionRateReduce && q.episode+1 == episode && q.qgrAt(l.sim.Now()) < 0 {
+					fallingCuts = append(fallingCuts, ev.Time)
+				}
+			}
+			seen = len(s)
+		}
+		if perFlow && len(fallingCuts) > 0 {
+			t.Errorf("per-flow rtt: cut again at %v with the queue falling; want no second cut in the episode while the first one works", fallingCuts)
 		}
 		sent := eventsOf(l.events2, EventCNPSent)
 		if len(sent) == 0 {
@@ -459,5 +497,66 @@ func TestPerFlowRTTSeverity(t *testing.T) {
 		if !perFlow {
 			draftPauses = pauses
 		}
+	}
+}
+
+// TestPerFlowRTTDeferWindow: with PerFlowRTT, §5.7's observation window is
+// the shorter of the port's RTT_est and the flow's loop (its round trip to
+// the source plus a measurement interval), and a rate's fall within that
+// loop of the node's own notification is not taken for upstream control;
+// without the option, or before the round trip is learnt, both are the
+// port's RTT_est.
+func TestPerFlowRTTDeferWindow(t *testing.T) {
+	l, _, ps, q, e := optionsLine(t, false)
+	port, iv := ps.rtt, q.cfg.MeasurementInterval // 200 µs, 100 µs
+	for _, tt := range []struct {
+		desc      string
+		perFlow   bool
+		srcRTT    engine.Time
+		win, loop engine.Time
+	}{
+		{"loop shorter than rtt_est", true, 50 * engine.Microsecond, 50*engine.Microsecond + iv, 50*engine.Microsecond + iv},
+		{"loop longer than rtt_est", true, 5 * engine.Millisecond, port, 5*engine.Millisecond + iv},
+		{"round trip not learnt", true, 0, port, port},
+		{"option off", false, 50 * engine.Microsecond, port, port},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			q.cfg.PerFlowRTT, e.srcRTT = tt.perFlow, tt.srcRTT
+			if win, loop := l.node1.deferWindow(ps, q, e); win != tt.win || loop != tt.loop {
+				t.Errorf("window %v, loop %v; want %v, %v", win, loop, tt.win, tt.loop)
+			}
+		})
+	}
+}
+
+// TestPerFlowRTTResumeHold: with PerFlowRTT (and no configured hold, no
+// RepeatResume) the Resume hold is the longest loop of the flows awaiting
+// Resume (round trip plus a measurement interval), not the port's
+// RTT_est; a configured hold stays, RepeatResume holds one measurement
+// interval, and without the option the hold is RTT_est (§5.5.1).
+func TestPerFlowRTTResumeHold(t *testing.T) {
+	_, _, ps, q, e := optionsLine(t, false)
+	port, iv := ps.rtt, q.cfg.MeasurementInterval
+	for _, tt := range []struct {
+		desc            string
+		perFlow, repeat bool
+		hold, want      engine.Time
+	}{
+		{"the flow's loop", true, false, 0, 5*engine.Millisecond + iv},
+		{"a configured hold", true, false, 300 * engine.Microsecond, 300 * engine.Microsecond},
+		{"repeat resume", true, true, 0, iv},
+		{"option off", false, false, 0, port},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			q.cfg.PerFlowRTT, q.cfg.Action.RepeatResume, q.cfg.Action.ResumeHold = tt.perFlow, tt.repeat, tt.hold
+			q.resumeHold = port
+			if tt.hold > 0 {
+				q.resumeHold = tt.hold
+			}
+			e.needResume, e.srcRTT = true, 5*engine.Millisecond
+			if got := q.holdFor(); got != tt.want {
+				t.Errorf("hold %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
