@@ -141,3 +141,47 @@ func TestFillLevel(t *testing.T) {
 		})
 	}
 }
+
+// TestShareResumeOnTheWay: shareResume's two rules for a flow whose cut is
+// still on its way to the node (its round trip and two measurement
+// intervals since the cut). A flow whose arrival rate does not show the
+// node's first cut yet waits for it, even when the node's model of its
+// source (srcRate) says it was cut; a flow whose earlier cut shows and a
+// later one is on its way is judged on the model, not on the rate still
+// arriving, and its Resume is sized from there.
+func TestShareResumeOnTheWay(t *testing.T) {
+	const g = 1_000_000_000
+	for _, tt := range []struct {
+		desc    string
+		arrival int64 // the flow's arrival rate over the last interval
+		srcRate int64
+		resumes int
+		inc     int64 // resumeInc of the Resume
+	}{
+		{"first cut not shown: no resume", 10 * g, 5 * g, 0, 0},
+		{"a later cut on its way: judged on the model", 6 * g, 3 * g, 1, 7 * g},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			l, _, ps, q, e := optionsLine(t, false)
+			now := l.sim.Now()
+			iv := q.cfg.MeasurementInterval
+			ps.rateBitsPerSec = 40 * g // spare rate for the Resume
+			q.qgr, q.qgrT = 0, now
+			e.needResume, e.hasCNP = true, false
+			e.srcRTT, e.cutAt = 5*engine.Millisecond, now-engine.Millisecond
+			e.preCutRate, e.lastReduction, e.srcRate, e.srcCut = 10*g, 2*g, tt.srcRate, 2*g
+			e.winStart, e.winBytes = now-iv, tt.arrival*int64(iv)/int64(engine.Second)/8
+			before := len(l.events1)
+			l.node1.shareResume(ps, q, now)
+			var sent []Event
+			for _, ev := range l.events1[before:] {
+				if ev.Kind == EventCNPSent && ev.Action == wire.ActionResume {
+					sent = append(sent, ev)
+				}
+			}
+			if len(sent) != tt.resumes || (tt.resumes > 0 && e.resumeInc != tt.inc) {
+				t.Errorf("%d Resumes %v, resumeInc %d; want %d and %d", len(sent), sent, e.resumeInc, tt.resumes, tt.inc)
+			}
+		})
+	}
+}
