@@ -1,6 +1,7 @@
 package lhcnp
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -556,6 +557,48 @@ func TestPerFlowRTTResumeHold(t *testing.T) {
 			e.needResume, e.srcRTT = true, 5*engine.Millisecond
 			if got := q.holdFor(); got != tt.want {
 				t.Errorf("hold %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestOneCutPerEpisodeAwaitingResume: with OneCutPerEpisode a data packet
+// of a flow the node cut is spared its mark in the cut's episode and, in
+// a later one, while the cut still awaits the node's Resume; a flow with
+// neither is marked, and so is one awaiting a Resume the node will never
+// send (ResumeEnabled off).
+func TestOneCutPerEpisodeAwaitingResume(t *testing.T) {
+	cfg := testConfig(400_000, 200*engine.Microsecond)
+	cfg.Interface.Queue.OneCutPerEpisode = true
+	l := newLine(t, lineOpts{srcRate: 10e9, midRate: 10e9, cfg1: &cfg, noRP: true})
+	l.sim.Run(2 * engine.Millisecond)
+	q := &l.node1.portOf(l.n1Out).queues[0]
+	e := l.node1.ft.m[key(addrSrc4, addrDst4, 100, 200)]
+	if e == nil {
+		t.Fatal("flow not learnt")
+	}
+	p := l.net.NewPacket()
+	p.Src, p.Dst, p.SrcQP, p.Prio = l.src.ID(), l.dst.ID(), 100, 0
+	binary.BigEndian.PutUint32(p.Hdr[4:8], 200)
+	for _, tt := range []struct {
+		desc              string
+		thisEpisode, wait bool
+		resumeOff         bool
+		want              bool
+	}{
+		{desc: "cut in this episode", thisEpisode: true, want: false},
+		{desc: "cut earlier, awaiting resume", wait: true, want: false},
+		{desc: "neither", want: true},
+		{desc: "awaiting a resume that never comes", wait: true, resumeOff: true, want: true},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			e.cutEpisode, e.needResume = q.episode, tt.wait // q.episode: an earlier episode's
+			if tt.thisEpisode {
+				e.cutEpisode = q.episode + 1
+			}
+			q.cfg.Action.ResumeEnabled = !tt.resumeOff
+			if got := l.node1.AllowMark(l.n1Out, p); got != tt.want {
+				t.Errorf("AllowMark %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -108,18 +108,26 @@ func TestOverloadCutSevere(t *testing.T) {
 // TestOverloadCutOnLine: 10 Gb/s into 2.5 Gb/s, the queue past K_max.
 // Off (the draft's default), every Rate Reduce is the configured 30 %;
 // on, the first at the severe queue takes at least the overload's 75 %.
+// On, a queue that is not severe (the growth trigger fires far below a
+// 4 MB K_max, no drop) gets the configured percentage all the same.
 func TestOverloadCutOnLine(t *testing.T) {
 	for _, tt := range []struct {
 		desc   string
 		on     bool
 		minPct uint16
 		maxPct uint16
+		growth bool
 	}{
-		{"draft: the configured percentage", false, 30, 30},
-		{"overload cut", true, 75, 99},
+		{"draft: the configured percentage", false, 30, 30, false},
+		{"overload cut", true, 75, 99, false},
+		{"overload cut, queue not severe", true, 30, 30, true},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			cfg := testConfig(100_000, engine.Millisecond)
+			if tt.growth {
+				cfg = testConfig(4_000_000, engine.Millisecond)
+				cfg.Interface.Queue.VGrowthBytesPerSec = 100_000_000
+			}
 			cfg.Interface.Queue.Action.ResumeEnabled = false
 			cfg.Interface.Queue.OverloadCut = tt.on
 			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 2500e6, cfg1: &cfg})
@@ -131,6 +139,9 @@ func TestOverloadCutOnLine(t *testing.T) {
 			first := sent[0]
 			if first.Action != wire.ActionRateReduce || first.Parameter < tt.minPct || first.Parameter > tt.maxPct {
 				t.Errorf("first notification %v %d, want rate-reduce %d to %d", first.Action, first.Parameter, tt.minPct, tt.maxPct)
+			}
+			if tt.growth && first.Trigger != TriggerQGR {
+				t.Errorf("first notification on %v, want the growth trigger (the queue below K_max)", first.Trigger)
 			}
 		})
 	}
