@@ -199,6 +199,19 @@ func TestKMaxRecompute(t *testing.T) {
 			t.Errorf("port %s: RTT_est %v K_max %d, want %v and %d", pt.Name(), ps.RTTEst, ps.Queues[0].KMaxBytes, rtt, want)
 		}
 	}
+
+	// A configured R_port (the port-rate leaf) is the BDP's rate, not the
+	// link's 10 Gb/s (§5.3.2: R_port is the port's rate as the node takes
+	// it), and the state says it is the one in use.
+	ic.PortRateBitsPerSec = 4e9
+	pc.Interfaces = map[string]InterfaceConfig{lp.n1Out.Name(): ic}
+	if err := node.ApplyConfig(pc); err != nil {
+		t.Fatal(err)
+	}
+	ps := node.State(false).Ports[lp.n1Out.Index()]
+	if want := int64(4e9 * 0.002 / 8); ps.PortRateBitsPerSec != 4e9 || ps.Queues[0].KMaxBytes != want {
+		t.Errorf("configured port rate: R_port %d, K_max %d; want 4e9 and %d", ps.PortRateBitsPerSec, ps.Queues[0].KMaxBytes, want)
+	}
 }
 
 // TestSeverityMapping checks the documented severity → level and action

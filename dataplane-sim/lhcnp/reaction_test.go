@@ -205,6 +205,35 @@ func TestReactionRecovery(t *testing.T) {
 	}
 }
 
+// TestReactionRecoveryNotifyRestarts: §5.6's timer counts from the last
+// Long-haul CNP of any action: a Notify after a Rate Reduce restarts it,
+// so no additive recovery starts 2 · RTT_est after the cut, only 2 ·
+// RTT_est after the Notify.
+func TestReactionRecoveryNotifyRestarts(t *testing.T) {
+	const rtt = 2 * engine.Millisecond
+	rc := DefaultReactionConfig()
+	rc.TrustedSources = trusted(false)
+	rc.RTTEst = rtt
+	l := newLine(t, lineOpts{dcqcn: true, rc: rc})
+	waitActive(t, l)
+	send := func(a wire.LongHaul) {
+		deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2, a))
+	}
+	send(wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100})
+	t0 := l.sim.Now()
+	l.sim.Run(t0 + rtt)
+	send(wire.LongHaul{CongLevel: 100, Action: wire.ActionNotify, SourceQP: 100})
+	t1 := l.sim.Now()
+	l.sim.Run(t0 + 2*rtt + rtt/2) // past the cut's timer, before the Notify's
+	if n := l.rp.Counters().Recoveries; n != 0 {
+		t.Errorf("%d recoveries %v after the cut, %v after a Notify: want none before 2 x RTT_est after the Notify", n, l.sim.Now()-t0, l.sim.Now()-t1)
+	}
+	l.sim.Run(t1 + 2*rtt + engine.Microsecond)
+	if n := l.rp.Counters().Recoveries; n != 1 {
+		t.Errorf("%d recoveries just after 2 x RTT_est after the Notify, want 1", n)
+	}
+}
+
 func TestReactionConfigValidate(t *testing.T) {
 	for _, tt := range []struct {
 		field string
