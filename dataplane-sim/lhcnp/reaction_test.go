@@ -158,17 +158,25 @@ func TestReactionMalformed(t *testing.T) {
 	}
 }
 
+// recoveryLine is a line whose source's reaction point trusts every node,
+// with RTT_est rtt and DCQCN on, its flow active.
+func recoveryLine(t *testing.T, rtt engine.Time) *line {
+	t.Helper()
+	rc := DefaultReactionConfig()
+	rc.TrustedSources = trusted(false)
+	rc.RTTEst = rtt
+	l := newLine(t, lineOpts{dcqcn: true, rc: rc})
+	waitActive(t, l)
+	return l
+}
+
 // TestReactionRecovery checks the per-QP timer of §5.6: no increase before
 // 2 x RTT_est without a notification, then additive steps back to the
 // normal rate; a new notification restarts the timer; DCQCN's own
 // increase does not undo the cut meanwhile (rate hold).
 func TestReactionRecovery(t *testing.T) {
 	const rtt = 2 * engine.Millisecond
-	rc := DefaultReactionConfig()
-	rc.TrustedSources = trusted(false)
-	rc.RTTEst = rtt
-	l := newLine(t, lineOpts{dcqcn: true, rc: rc})
-	waitActive(t, l)
+	l := recoveryLine(t, rtt)
 	q := l.flow.Sender
 	send := func() {
 		deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
@@ -211,11 +219,7 @@ func TestReactionRecovery(t *testing.T) {
 // RTT_est after the Notify.
 func TestReactionRecoveryNotifyRestarts(t *testing.T) {
 	const rtt = 2 * engine.Millisecond
-	rc := DefaultReactionConfig()
-	rc.TrustedSources = trusted(false)
-	rc.RTTEst = rtt
-	l := newLine(t, lineOpts{dcqcn: true, rc: rc})
-	waitActive(t, l)
+	l := recoveryLine(t, rtt)
 	send := func(a wire.LongHaul) {
 		deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2, a))
 	}
