@@ -272,3 +272,43 @@ func TestDecodeLongHaulBody(t *testing.T) {
 		t.Errorf("extension header without objects: err %v, present %v, %d objects", err, m.ExtPresent, len(m.Objects))
 	}
 }
+
+// TestICRCErrors: ICRC refuses an IP packet whose headers do not leave room
+// for UDP, BTH and ICRC, or whose IPv4 IHL is below 5 (which put the UDP
+// header inside the IPv4 header and made the CRC's header spans run
+// backwards), with an error, never a panic.
+func TestICRCErrors(t *testing.T) {
+	ipv4 := func(ihl uint8, n int) []byte {
+		b := make([]byte, n)
+		b[0], b[9] = 0x40|ihl, ProtoUDP
+		return b
+	}
+	for _, c := range []struct {
+		desc string
+		pkt  []byte
+		want error
+	}{
+		{"empty", nil, ErrTruncated},
+		{"ipv4 ihl 0", ipv4(0, 64), ErrLength},
+		{"ipv4 ihl 1", ipv4(1, 64), ErrLength},
+		{"ipv4 ihl 4", ipv4(4, 64), ErrLength},
+		{"ipv4 ihl 15, 40 bytes", ipv4(15, 40), ErrTruncated},
+		{"ipv4 not udp", []byte{0x45, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnsupported},
+		{"ip version 5", []byte{0x55}, ErrUnsupported},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("ICRC panicked: %v", r)
+					}
+				}()
+				_, err = ICRC(c.pkt)
+			}()
+			if !errors.Is(err, c.want) {
+				t.Errorf("ICRC error = %v, want %v", err, c.want)
+			}
+		})
+	}
+}

@@ -216,7 +216,13 @@ func findUDP(pkt []byte) (int, error) {
 		if pkt[9] != ProtoUDP {
 			return 0, fmt.Errorf("icrc: ipv4 protocol %d is not udp: %w", pkt[9], ErrUnsupported)
 		}
-		return int(pkt[0]&0x0F) * 4, nil
+		// An IHL below 5 would put UDP inside the fixed header, where the
+		// masked spans of icrc overlap or run backwards.
+		hlen := int(pkt[0]&0x0F) * 4
+		if hlen < IPv4MinLen {
+			return 0, fmt.Errorf("icrc: ipv4 ihl %d below 5: %w", hlen/4, ErrLength)
+		}
+		return hlen, nil
 	case 6:
 		if len(pkt) < IPv6Len {
 			return 0, fmt.Errorf("icrc: ipv6 header: %w", ErrTruncated)
