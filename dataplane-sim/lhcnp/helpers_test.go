@@ -1,6 +1,7 @@
 package lhcnp
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"testing"
 
@@ -166,6 +167,10 @@ func eventsOf(evs []Event, k EventKind) []Event {
 // craft builds a netsim packet holding a Long-haul CNP from node `from`
 // to host `to`, as Node.send does: the whole frame, its transport part in
 // Hdr.
+//
+// A value the encoder refuses to send, an ECN marking rate above 100 %
+// (§10.4), is what a forger sends: it is written over an encoded 100 and the
+// frame resealed.
 func craft(t testing.TB, n *netsim.Network, from netsim.Node, to *netsim.Host, f Format, m wire.LongHaul) *netsim.Packet {
 	t.Helper()
 	return craftDestQP(t, n, from, to, f, m, m.SourceQP)
@@ -175,6 +180,11 @@ func craft(t testing.TB, n *netsim.Network, from netsim.Node, to *netsim.Host, f
 // (craft's is the body's Source QP, as §6.2.3 asks).
 func craftDestQP(t testing.TB, n *netsim.Network, from netsim.Node, to *netsim.Host, f Format, m wire.LongHaul, destQP uint32) *netsim.Packet {
 	t.Helper()
+	forgedMetric := m.MetricType == wire.MetricECNMarkingRate && m.MetricValue > 100
+	metricValue := m.MetricValue
+	if forgedMetric {
+		m.MetricValue = 100
+	}
 	a := wire.Addressing{SrcIP: from.Addr(), DstIP: to.Addr()}
 	var buf [256]byte
 	enc := wire.Encoder{}
@@ -198,6 +208,16 @@ func craftDestQP(t testing.TB, n *netsim.Network, from netsim.Node, to *netsim.H
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	if forgedMetric {
+		body := start
+		if f == FormatRoCEv2 {
+			body += wire.BTHLen
+		} else {
+			body += wire.ICMPv6HdrLen
+		}
+		buf[body+9], buf[body+10], buf[body+11] = byte(metricValue>>16), byte(metricValue>>8), byte(metricValue)
+		reseal(t, buf[:size], f)
 	}
 	if err := n.SetFrame(p, buf[:size]); err != nil {
 		t.Fatal(err)
@@ -255,4 +275,41 @@ func optionsLine(t *testing.T, resumeOnDrain bool) (*line, Config, *portState, *
 		t.Fatal("flow not learnt")
 	}
 	return l, cfg, ps, &ps.queues[0], e
+}
+
+// reseal computes the checks of an untagged frame without IPv6 extension
+// headers again after a test changed its body: the ICRC of a RoCEv2 frame
+// (and then its UDP checksum over IPv6), or the ICMPv6 checksum.
+func reseal(t testing.TB, frame []byte, f Format) {
+	t.Helper()
+	ip := frame[wire.EthernetLen:]
+	hl, addrs := 20, ip[12:20]
+	if ip[0]>>4 == 6 {
+		hl, addrs = 40, ip[8:40]
+		ip = ip[:40+int(binary.BigEndian.Uint16(ip[4:6]))]
+	} else {
+		ip = ip[:binary.BigEndian.Uint16(ip[2:4])]
+	}
+	// l4sum is the checksum of the transport message l4 with its pseudo-header.
+	l4sum := func(l4 []byte, proto byte) uint16 {
+		b := append([]byte(nil), addrs...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(l4)))
+		b = append(b, 0, 0, 0, proto)
+		return wire.Checksum(append(b, l4...))
+	}
+	l4 := ip[hl:]
+	if f != FormatRoCEv2 {
+		l4[2], l4[3] = 0, 0
+		binary.BigEndian.PutUint16(l4[2:], l4sum(l4, wire.ProtoICMPv6))
+		return
+	}
+	crc, err := wire.ICRC(ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(ip[len(ip)-wire.ICRCLen:], crc)
+	if hl == 40 {
+		l4[6], l4[7] = 0, 0
+		binary.BigEndian.PutUint16(l4[6:], l4sum(l4, wire.ProtoUDP))
+	}
 }

@@ -1,7 +1,6 @@
 package lhcnp
 
 import (
-	"encoding/binary"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -408,26 +407,13 @@ func TestReactionIgnoresReservedBits(t *testing.T) {
 				wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100})
 			f := p.Frame()
 			if tt.format == FormatRoCEv2 {
-				ip := f[wire.EthernetLen:]
-				ip[20+wire.UDPLen+wire.BTHLen+1] |= 0x3F // Action Flags: 10 111111
-				crc, err := wire.ICRC(ip)
-				if err != nil {
-					t.Fatal(err)
-				}
-				binary.LittleEndian.PutUint32(ip[len(ip)-wire.ICRCLen:], crc)
+				f[wire.EthernetLen+20+wire.UDPLen+wire.BTHLen+1] |= 0x3F // Action Flags: 10 111111
 				p.Hdr[wire.BTHLen+1] |= 0x3F
 			} else {
-				ip := f[wire.EthernetLen:]
-				msg := ip[40:]
-				msg[5] |= 0x3F
-				msg[2], msg[3] = 0, 0
-				pseudo := make([]byte, 0, 40+len(msg))
-				pseudo = append(pseudo, ip[8:40]...)
-				pseudo = binary.BigEndian.AppendUint32(pseudo, uint32(len(msg)))
-				pseudo = append(pseudo, 0, 0, 0, 58)
-				binary.BigEndian.PutUint16(msg[2:], wire.Checksum(append(pseudo, msg...)))
+				f[wire.EthernetLen+40+5] |= 0x3F
 				p.Hdr[5] |= 0x3F
 			}
+			reseal(t, f, tt.format)
 			deliver(t, l, l.n1, p)
 			c := l.rp.Counters()
 			if c.AcceptedRateReduce != 1 || c.Malformed+c.Inconsistent != 0 {

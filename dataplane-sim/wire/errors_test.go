@@ -209,6 +209,7 @@ func TestEncodeErrors(t *testing.T) {
 		{"action above 3", lh(func(m *LongHaul) { m.Action = 4 }), ErrInvalid},
 		{"reserved action bits", lh(func(m *LongHaul) { m.ActionReserved = 1 }), ErrInvalid},
 		{"metric value of 25 bits", lh(func(m *LongHaul) { m.MetricValue = 1 << 24 }), ErrInvalid},
+		{"ecn marking rate above 100 percent", lh(func(m *LongHaul) { m.MetricType, m.MetricValue = MetricECNMarkingRate, 101 }), ErrInvalid},
 		{"device id not utf-8", lh(func(m *LongHaul) { m.Objects = []ExtObject{{CType: CTypeDeviceID, Data: []byte{0xFF}}} }), ErrInvalid},
 		{"timestamp of 7 octets", lh(func(m *LongHaul) { m.Objects = []ExtObject{{CType: CTypeTimestamp, Data: make([]byte, 7)}} }), ErrInvalid},
 		{"object too long", lh(func(m *LongHaul) { m.Objects = []ExtObject{{CType: CTypePathID, Data: make([]byte, 65532)}} }), ErrInvalid},

@@ -230,7 +230,8 @@ type LongHaul struct {
 // Validate checks the fields an encoder must not send (§6.1): an action
 // above 3, nonzero reserved action bits, a percentage above 100 for
 // RateReduce and Resume, a nonzero Notify parameter, a metric value above 24
-// bits, and malformed objects of the Long-haul class (a timestamp that is
+// bits, an ECN marking rate above 100 percent (§6.1, §10.4: a percentage,
+// 0-100), and malformed objects of the Long-haul class (a timestamp that is
 // not 8 octets, a device identifier that is not UTF-8).
 func (m *LongHaul) Validate(classNum uint8) error {
 	if m.Action > ActionResume {
@@ -251,6 +252,9 @@ func (m *LongHaul) Validate(classNum uint8) error {
 	}
 	if m.MetricValue > MaxMetricValue {
 		return fmt.Errorf("long-haul cnp: metric value %d exceeds 24 bits: %w", m.MetricValue, ErrInvalid)
+	}
+	if m.MetricType == MetricECNMarkingRate && m.MetricValue > 100 {
+		return fmt.Errorf("long-haul cnp: ecn marking rate %d above 100 percent: %w", m.MetricValue, ErrInvalid)
 	}
 	return validateObjects(m.Objects, classNum)
 }
