@@ -13,6 +13,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
@@ -285,7 +286,7 @@ func WriteText(w io.Writer, n int, time string, fs []Field, err error) error {
 		b.WriteByte(' ')
 		b.WriteString(f.Key)
 		b.WriteByte('=')
-		if s, ok := f.Value.(string); ok && strings.ContainsAny(s, " \"=") {
+		if s, ok := f.Value.(string); ok && needsQuote(s) {
 			b.WriteString(strconv.Quote(s))
 		} else {
 			fmt.Fprint(&b, f.Value)
@@ -298,6 +299,16 @@ func WriteText(w io.Writer, n int, time string, fs []Field, err error) error {
 	b.WriteByte('\n')
 	_, werr := io.WriteString(w, b.String())
 	return werr
+}
+
+// needsQuote reports whether a text value must be quoted to stay one
+// space-separated token on the line: it holds a quote, an equals sign, or
+// a rune that is a space or not printable (a line break, a tab; a Device
+// Identifier is any UTF-8 string its sender chose).
+func needsQuote(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool {
+		return r == '"' || r == '=' || unicode.IsSpace(r) || !unicode.IsPrint(r)
+	})
 }
 
 // WriteJSON writes one JSON object on one line, keys in Fields order, with
