@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -180,8 +181,14 @@ func (s *Server) parseQueueRequest(r *http.Request) (QueueRequest, error) {
 	return q, nil
 }
 
+// parseWindow reads whole seconds or a Go duration. Seconds whose
+// nanoseconds do not fit a time.Duration are an error: multiplied, they
+// wrapped round into a window that could pass the range check.
 func parseWindow(s string) (time.Duration, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n > math.MaxInt64/int64(time.Second) || n < math.MinInt64/int64(time.Second) {
+			return 0, fmt.Errorf("%d seconds out of range", n)
+		}
 		return time.Duration(n) * time.Second, nil
 	}
 	return time.ParseDuration(s)
