@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -267,6 +268,116 @@ func FuzzPcapReader(f *testing.F) {
 					t.Fatalf("unexpected error %v", err)
 				}
 				return
+			}
+		}
+	})
+}
+
+// FuzzICRC: ICRC never panics on any IP packet, and on the IP packet of a
+// frame whose ICRC the decoder verified (the UDP datagram ending the
+// packet) it gives that ICRC.
+func FuzzICRC(f *testing.F) {
+	for _, s := range frSeeds(f) {
+		var d Decoder
+		var fr Frame
+		if d.Decode(s, &fr) != nil || fr.ICRCStatus != StatusGood || fr.Tunneled {
+			continue
+		}
+		off := EthernetLen
+		if fr.Eth.VLAN.Present {
+			off += VLANTagLen
+		}
+		f.Add(append([]byte(nil), s[off:len(s)-len(fr.Trailer)]...))
+	}
+	f.Add([]byte{0x40, 0, 0, 0, 0, 0, 0, 0, 0, ProtoUDP, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		crc, err := ICRC(pkt)
+		if len(pkt) == 0 {
+			return
+		}
+		b := make([]byte, EthernetLen, EthernetLen+len(pkt))
+		binary.BigEndian.PutUint16(b[12:], EtherTypeIPv4)
+		if pkt[0]>>4 == 6 {
+			binary.BigEndian.PutUint16(b[12:], EtherTypeIPv6)
+		}
+		b = append(b, pkt...)
+		var d Decoder
+		var fr Frame
+		if d.Decode(b, &fr) != nil || fr.ICRCStatus != StatusGood || fr.Tunneled || len(fr.Trailer) != 0 {
+			return
+		}
+		hlen := fr.IPv6.HeaderLen
+		if fr.IPVersion == 4 {
+			hlen = fr.IPv4.HeaderLen()
+		}
+		if hlen+int(fr.UDP.Length) != len(pkt) {
+			return
+		}
+		if err != nil || crc != fr.ICRC {
+			t.Fatalf("ICRC(%x) = %#08x, %v; the decoder verified %#08x", pkt, crc, err, fr.ICRC)
+		}
+	})
+}
+
+// FuzzLongHaulRoundTrip: every Long-haul CNP the encoders accept, in the
+// ICMPv6 format and the RoCEv2 format over IPv4 and IPv6, decodes cleanly
+// to the same message (decode(encode(x)) == x, a zero Class-Num read as
+// the Long-haul class), and the decoded message encodes to the same bytes.
+func FuzzLongHaulRoundTrip(f *testing.F) {
+	m := frExample()
+	f.Add(m.CongLevel, uint8(m.Action), m.Parameter, m.SourceQP, uint8(m.MetricType), m.MetricValue, uint8(0), uint8(0), []byte(nil))
+	f.Add(uint8(20), uint8(ActionResume), uint16(0), uint32(0xFFFFFF), uint8(MetricECNMarkingRate), uint32(100), uint8(254),
+		uint8(CTypeDeviceID), []byte("N1-é"))
+	f.Add(uint8(255), uint8(ActionPause), uint16(65535), uint32(1), uint8(MetricRTT), uint32(MaxMetricValue), uint8(0),
+		uint8(CTypeTimestamp), []byte{0xE9, 0x5B, 0x3C, 0x00, 0x80, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, level, action uint8, param uint16, srcQP uint32, metricType uint8, metricValue uint32,
+		code, ctype uint8, data []byte) {
+		m := LongHaul{CongLevel: level, Action: Action(action & 3), Parameter: param, SourceQP: srcQP,
+			MetricType: MetricType(metricType), MetricValue: metricValue, ICMPCode: code}
+		if ctype != 0 || len(data) > 0 {
+			m.Objects = []ExtObject{{CType: CType(ctype), Data: data}}
+		}
+		if m.Validate(DefaultCodePoints().LongHaulClassNum) != nil {
+			return
+		}
+		want := m
+		if len(m.Objects) > 0 {
+			want.Objects = []ExtObject{{ClassNum: DefaultCodePoints().LongHaulClassNum, CType: CType(ctype), Data: data}}
+			want.ExtPresent, want.ExtChecksumStatus = true, StatusGood
+		}
+		var e Encoder
+		for _, c := range []struct {
+			desc string
+			a    Addressing
+			kind Kind
+		}{{"icmpv6", frAddr6(), KindLongHaulICMPv6}, {"rocev2 ipv4", frAddr4(), KindLongHaulRoCE}, {"rocev2 ipv6", frAddr6(), KindLongHaulRoCE}} {
+			b := make([]byte, 256+len(data))
+			enc := func(b []byte, m *LongHaul) (int, error) {
+				if c.kind == KindLongHaulICMPv6 {
+					return e.LongHaulICMPv6(b, &c.a, m)
+				}
+				return e.LongHaulRoCE(b, &c.a, &CNP{DestQP: srcQP & 0xFFFFFF}, m)
+			}
+			n, err := enc(b, &m)
+			if err != nil {
+				t.Fatalf("%s: encode of a valid message: %v", c.desc, err)
+			}
+			var d Decoder
+			var fr Frame
+			if err := d.Decode(b[:n], &fr); err != nil {
+				t.Fatalf("%s: decode: %v\n%x", c.desc, err, b[:n])
+			}
+			w := want
+			if c.kind == KindLongHaulRoCE {
+				w.ICMPCode = 0
+			}
+			w.ExtChecksum = fr.LongHaul.ExtChecksum
+			frWant(t, c.desc+" kind", fr.Kind, c.kind)
+			frFuzzDiff(t, c.desc+" message", w, fr.LongHaul)
+			b2 := make([]byte, len(b))
+			n2, err := enc(b2, &fr.LongHaul)
+			if err != nil || !bytes.Equal(b[:n], b2[:n2]) {
+				t.Fatalf("%s: re-encode of the decoded message: %v\n got %x\nwant %x", c.desc, err, b2[:n2], b[:n])
 			}
 		}
 	})

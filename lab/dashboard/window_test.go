@@ -3,6 +3,7 @@ package dashboard
 import (
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -42,4 +43,27 @@ func TestQueueRequestWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseQueueRequest: any window a browser sends in /api/queue's query
+// string is refused or read as a window within (0, maxWindow]; one given
+// as an integer is that many whole seconds.
+func FuzzParseQueueRequest(f *testing.F) {
+	for _, w := range []string{"", "10", "300", "86400", "86401", "0", "-5", "30s", "1h", "24h", "25h", "1.5m", "x"} {
+		f.Add(w)
+	}
+	s := New(nil)
+	f.Fuzz(func(t *testing.T, w string) {
+		q := url.Values{"target": {"n1"}, "interface": {"eth0"}, "queue": {"3"}, "window": {w}}
+		got, err := s.parseQueueRequest(httptest.NewRequest("GET", "/api/queue?"+q.Encode(), nil))
+		if err != nil {
+			return
+		}
+		if got.Window <= 0 || got.Window > s.opts.maxWindow {
+			t.Fatalf("window %q read as %v, outside (0, %v]", w, got.Window, s.opts.maxWindow)
+		}
+		if n, perr := strconv.ParseInt(w, 10, 64); perr == nil && (got.Window%time.Second != 0 || int64(got.Window/time.Second) != n) {
+			t.Fatalf("window %q read as %v, want %d s", w, got.Window, n)
+		}
+	})
 }
