@@ -313,3 +313,64 @@ func TestICRCErrors(t *testing.T) {
 		})
 	}
 }
+
+// frWithExtHeaders returns the untagged IPv6 RoCEv2 frame b with an
+// 8-octet extension header (a PadN inside) of each of the given types
+// between the IPv6 header and UDP, in that order, and the payload length,
+// ICRC and UDP checksum computed again.
+func frWithExtHeaders(b []byte, types ...uint8) []byte {
+	out := append([]byte(nil), b[:EthernetLen+IPv6Len]...)
+	nh := out[EthernetLen+6]
+	out[EthernetLen+6] = types[0]
+	for i := range types {
+		next := nh
+		if i+1 < len(types) {
+			next = types[i+1]
+		}
+		out = append(out, next, 0, optPadN, 4, 0, 0, 0, 0)
+	}
+	out = append(out, b[EthernetLen+IPv6Len:]...)
+	pkt := out[EthernetLen:]
+	binary.BigEndian.PutUint16(pkt[4:], uint16(len(pkt)-IPv6Len))
+	udp, end := IPv6Len+8*len(types), len(pkt)-ICRCLen
+	putICRC(pkt[end:], icrc(pkt, udp, end))
+	pkt[udp+6], pkt[udp+7] = 0, 0
+	binary.BigEndian.PutUint16(pkt[udp+6:], csumFold(csumAdd(pseudoSum(pkt, len(pkt)-udp, ProtoUDP), pkt[udp:])))
+	return out
+}
+
+// TestHopByHopPlace: RFC 8200 §4.1 restricts the Hop-by-Hop Options header
+// to "appear immediately after an IPv6 header only"; one further on is
+// refused (§4: a Next Header of zero elsewhere is a Parameter Problem),
+// where it was read as any other extension header.
+func TestHopByHopPlace(t *testing.T) {
+	cnp := frBuild(t, func(e *Encoder, b []byte) (int, error) {
+		a := frAddr6()
+		return e.CNP(b, &a, &CNP{DestQP: 5})
+	})
+	for _, c := range []struct {
+		desc  string
+		types []uint8
+		want  error // nil: decodes as a CNP
+	}{
+		{"hop-by-hop first", []uint8{ProtoHopByHop, ProtoDestOpts}, nil},
+		{"hop-by-hop after destination options", []uint8{ProtoDestOpts, ProtoHopByHop}, ErrInvalid},
+		{"hop-by-hop twice", []uint8{ProtoHopByHop, ProtoHopByHop}, ErrInvalid},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			b := frWithExtHeaders(cnp, c.types...)
+			var d Decoder
+			var f Frame
+			err := d.Decode(b, &f)
+			if c.want == nil {
+				if err != nil || f.Kind != KindCNP || f.IPv6.HopByHop == nil {
+					t.Errorf("Decode: %v, kind %v, hop-by-hop %x; want a CNP with its hop-by-hop header", err, f.Kind, f.IPv6.HopByHop)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) {
+				t.Errorf("Decode error = %v, want %v", err, c.want)
+			}
+		})
+	}
+}

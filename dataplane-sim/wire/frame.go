@@ -382,6 +382,11 @@ func (s *decodeState) ipv6(b []byte, f *Frame, h *IPv6) ([]byte, error) {
 	}
 	off, nh := IPv6Len, h.NextHeader
 	for isIPv6ExtHeader(nh) {
+		if nh == ProtoHopByHop && off != IPv6Len {
+			// RFC 8200 §4.1: only right after the IPv6 header; a Next
+			// Header of zero elsewhere is a Parameter Problem (§4).
+			return nil, fmt.Errorf("ipv6: hop-by-hop options header at offset %d, not right after the ipv6 header: %w", off, ErrInvalid)
+		}
 		if len(pkt) < off+2 {
 			return nil, fmt.Errorf("ipv6: extension header %d at offset %d: %w", nh, off, ErrTruncated)
 		}
