@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -77,6 +79,10 @@ func TestThresholdsSection7(t *testing.T) {
 		{desc: "§7: 100 Gb/s, 10 ms", rate: 100e9, wantKMax: 125_000_000, wantKMin: 62_500_000},
 		{desc: "alpha 0.5", rate: 100e9, edit: func(q *QueueConfig) { q.Alpha = 0.5 }, wantKMax: 62_500_000, wantKMin: 31_250_000},
 		{desc: "k_base floor", rate: 1e6, wantKMax: 64_000, wantKMin: 32_000}, // the draft's 64KB, KB = 1000 bytes
+		// A K_base below one maximum-sized frame (a WRITE FIRST of 4194
+		// bytes at a 4096-byte MTU; a deviation, validation asks only for
+		// 1 byte) is accepted and is the floor in its place.
+		{desc: "k_base below one frame", rate: 1e6, edit: func(q *QueueConfig) { q.KBaseBytes = 4000 }, wantKMax: 4000, wantKMin: 2000},
 		{desc: "explicit k_max", rate: 100e9, edit: func(q *QueueConfig) { q.KMaxMode, q.KMaxBytes = KMaxExplicit, 1000 }, wantKMax: 1000, wantKMin: 500},
 		{desc: "explicit k_min", rate: 100e9, edit: func(q *QueueConfig) { q.KMinMode, q.KMinBytes = KMinExplicit, 1000 }, wantKMax: 125_000_000, wantKMin: 1000},
 	} {
@@ -339,6 +345,30 @@ func TestRateLimits(t *testing.T) {
 			t.Errorf("no suppression counted: %+v", c)
 		}
 	})
+	// A configured MinCNPInterval (cnp_interval, a deviation from one
+	// RTT_est) is the flow's minimum gap: 1 ms, where the same queue at
+	// RTT_est's 300 µs notifies the flow less than 1 ms apart.
+	t.Run("per flow, configured interval", func(t *testing.T) {
+		gaps := func(interval engine.Time) (shortest engine.Time, n int) {
+			cfg := testConfig(100_000, 300*engine.Microsecond)
+			cfg.Interface.Queue.Action.ResumeEnabled = false
+			cfg.Interface.Queue.MinCNPInterval = interval
+			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 2e9, cfg1: &cfg})
+			l.sim.Run(5 * engine.Millisecond)
+			sent := eventsOf(l.events1, EventCNPSent)
+			shortest = engine.Never
+			for i := 1; i < len(sent); i++ {
+				shortest = min(shortest, sent[i].Time-sent[i-1].Time)
+			}
+			return shortest, len(sent)
+		}
+		if d, n := gaps(0); n < 2 || d >= engine.Millisecond {
+			t.Fatalf("at RTT_est: %d notifications, shortest gap %v; want several, less than 1 ms apart", n, d)
+		}
+		if d, n := gaps(engine.Millisecond); n < 2 || d < engine.Millisecond {
+			t.Errorf("at a configured 1 ms: %d notifications, shortest gap %v; want several, at least 1 ms apart", n, d)
+		}
+	})
 	t.Run("per port", func(t *testing.T) {
 		cfg := testConfig(100_000, 300*engine.Microsecond)
 		cfg.Interface.Queue.MinCNPInterval = engine.Microsecond
@@ -404,6 +434,43 @@ func TestResumeAfterKMinHold(t *testing.T) {
 	}
 	if c := l.rp.Counters(); c.AcceptedResume == 0 {
 		t.Errorf("source accepted no resume: %+v", c)
+	}
+}
+
+// TestResumeDisabled: with ResumeEnabled false (resume-enabled, a
+// deviation from §5.5.1's Resume once the queue stayed below K_min) the
+// node sends no Resume where the default sends one. TestResumeAfterKMinHold's
+// line: a Rate Reduce and a Pause drain the queue below K_min for more
+// than RTT_est; the default resumes the flow then, and the run without
+// Resume is the same notification for notification up to that moment and
+// sends none after it (the source's own recovery timer brings it back).
+func TestResumeDisabled(t *testing.T) {
+	run := func(resume bool) (*line, []Event) {
+		cfg := testConfig(200_000, 500*engine.Microsecond)
+		cfg.Interface.Queue.Action.ResumeEnabled = resume
+		l := newLine(t, lineOpts{srcRate: 10e9, midRate: 5e9, cfg1: &cfg})
+		l.sim.Run(6 * engine.Millisecond)
+		return l, eventsOf(l.events1, EventCNPSent)
+	}
+	_, on := run(true)
+	first := slices.IndexFunc(on, func(e Event) bool { return e.Action == wire.ActionResume })
+	if first < 1 {
+		t.Fatalf("by default: first Resume at %d of %d notifications, want one after a cut", first, len(on))
+	}
+	l, off := run(false)
+	if len(off) <= first {
+		t.Fatalf("without Resume: %d notifications, want the %d cuts before the default's first Resume and more", len(off), first)
+	}
+	if diff := cmp.Diff(on[:first], off[:first], addrCmp); diff != "" {
+		t.Errorf("before the default's first Resume the runs differ (-default, +without Resume):\n%s", diff)
+	}
+	for _, e := range off {
+		if e.Action == wire.ActionResume {
+			t.Errorf("without Resume: Resume sent at %v (the default's first at %v)", e.Time, on[first].Time)
+		}
+	}
+	if c := l.rp.Counters(); c.AcceptedResume != 0 || c.Recoveries == 0 {
+		t.Errorf("without Resume: source counters %+v, want no Resume and its own recovery", c)
 	}
 }
 

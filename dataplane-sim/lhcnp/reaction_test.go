@@ -61,6 +61,11 @@ func TestReactionActions(t *testing.T) {
 		// (50%) of the normal rate: 100% of an 80% cut restores 50%.
 		{desc: "resume 100 capped", msgs: []msg{{m: rr(80)}, {m: resume(100)}}, wantRate: 7e9,
 			check: func(c ReactionCounters) bool { return c.ResumeCapped == 1 }},
+		// MaxResumeIncreasePercent 100 (a deviation: 100% of the normal
+		// rate is no cap) lets the same Resume restore the whole cut.
+		{desc: "resume 100 restores all with a cap of 100", rc: func(c *ReactionConfig) { c.MaxResumeIncreasePercent = 100 },
+			msgs: []msg{{m: rr(80)}, {m: resume(100)}}, wantRate: 10e9,
+			check: func(c ReactionCounters) bool { return c.AcceptedResume == 1 && c.ResumeCapped == 0 }},
 		{desc: "pause", msgs: []msg{{m: wire.LongHaul{CongLevel: 230, Action: wire.ActionPause, Parameter: 5000, SourceQP: 100}}},
 			wantRate: 10e9, wantPause: true, check: func(c ReactionCounters) bool { return c.AcceptedPause == 1 }},
 		{desc: "notify is the dcqcn response", msgs: []msg{{m: wire.LongHaul{CongLevel: 100, SourceQP: 100}}},
@@ -234,6 +239,45 @@ func TestReactionRecoveryNotifyRestarts(t *testing.T) {
 	l.sim.Run(t1 + 2*rtt + engine.Microsecond)
 	if n := l.rp.Counters().Recoveries; n != 1 {
 		t.Errorf("%d recoveries just after 2 x RTT_est after the Notify, want 1", n)
+	}
+}
+
+// TestReactionRecoveryInterval: a configured RecoveryInterval (a
+// deviation from §5.6's RECOMMENDED 2 · RTT_est, the scenario key
+// recovery_interval) is when additive recovery starts after a cut, not 2 ·
+// RTT_est (4 ms here): 1 ms and 6 ms against the default's 4 ms.
+func TestReactionRecoveryInterval(t *testing.T) {
+	const rtt = 2 * engine.Millisecond
+	for _, tt := range []struct {
+		desc      string
+		interval  engine.Time // ReactionConfig.RecoveryInterval
+		wantStart engine.Time // recovery's start after the cut
+	}{
+		{desc: "default 2 x RTT_est", wantStart: 2 * rtt},
+		{desc: "configured 1 ms", interval: engine.Millisecond, wantStart: engine.Millisecond},
+		{desc: "configured 6 ms", interval: 6 * engine.Millisecond, wantStart: 6 * engine.Millisecond},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			rc := DefaultReactionConfig()
+			rc.TrustedSources = trusted(false)
+			rc.RTTEst = rtt
+			rc.RecoveryInterval = tt.interval
+			l := newLine(t, lineOpts{dcqcn: true, rc: rc})
+			waitActive(t, l)
+			q := l.flow.Sender
+			deliver(t, l, l.n1, craft(t, l.net, l.n1, l.src, FormatRoCEv2,
+				wire.LongHaul{CongLevel: 180, Action: wire.ActionRateReduce, Parameter: 30, SourceQP: 100}))
+			r, _ := l.rp.QP(q)
+			t0 := r.LastCNP
+			l.sim.Run(t0 + tt.wantStart - engine.Microsecond)
+			if n, got := l.rp.Counters().Recoveries, q.RateBitsPerSec(); n != 0 || got != 7e9 {
+				t.Errorf("%v after the cut: %d recoveries, rate %d; want none, 7 Gb/s held", l.sim.Now()-t0, n, got)
+			}
+			l.sim.Run(t0 + tt.wantStart + rtt/10 + engine.Microsecond)
+			if n, got := l.rp.Counters().Recoveries, q.RateBitsPerSec(); n != 1 || got <= 7e9 {
+				t.Errorf("%v after the cut: %d recoveries, rate %d; want recovery started, above 7 Gb/s", l.sim.Now()-t0, n, got)
+			}
+		})
 	}
 }
 

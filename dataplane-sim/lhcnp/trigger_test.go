@@ -125,6 +125,93 @@ func TestPauseNeedsSevereQueue(t *testing.T) {
 	}
 }
 
+// TestPauseLevel: a configured PauseLevel (pause-congestion-level, a
+// deviation below the default 224 = 1.21 · K_max) moves where the node
+// chooses Pause. 1 % cuts of 10 Gb/s into 9 Gb/s leave the queue growing
+// past K_max (400 KB) by about 24 levels a notification (one RTT_est
+// apart): the default answers the queue at levels 172, 193 and 212 with
+// Rate Reduce and pauses at 228; with level 180 the node pauses at 193,
+// and with 170 (QD = K_max: Pause without severe congestion) at once, at
+// 172. Every notification is Pause exactly when its queue's level is at or
+// above the configured level.
+func TestPauseLevel(t *testing.T) {
+	for _, tt := range []struct {
+		desc       string
+		pauseLevel int
+		band       [2]uint8    // levels [from, to) the run must reach
+		inBand     wire.Action // and the action there
+	}{
+		{desc: "default 224", pauseLevel: DefaultQueueConfig().Action.PauseLevel, band: [2]uint8{180, 224}, inBand: wire.ActionRateReduce},
+		{desc: "configured 180", pauseLevel: 180, band: [2]uint8{180, 224}, inBand: wire.ActionPause},
+		{desc: "configured 170", pauseLevel: 170, band: [2]uint8{170, 180}, inBand: wire.ActionPause},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(400_000, 300*engine.Microsecond)
+			a := &cfg.Interface.Queue.Action
+			a.ResumeEnabled = false
+			a.RateReducePercent = 1
+			a.PauseLevel = tt.pauseLevel
+			// One node: no upstream node to defer to, no escalation.
+			cfg.Collaborative.Enabled = false
+			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 9e9, cfg1: &cfg})
+			l.sim.Run(8 * engine.Millisecond)
+			inBand := 0
+			for _, e := range eventsOf(l.events1, EventCNPSent) {
+				want := wire.ActionRateReduce
+				if int(e.CongLevel) >= tt.pauseLevel {
+					want = wire.ActionPause
+				}
+				if e.Trigger != TriggerQD || e.Action != want {
+					t.Errorf("%v on %v at level %d (QD %d KB), want %v from the QD trigger", e.Action, e.Trigger, e.CongLevel, e.MetricValue, want)
+				}
+				if e.CongLevel >= tt.band[0] && e.CongLevel < tt.band[1] && e.Action == tt.inBand {
+					inBand++
+				}
+			}
+			if inBand == 0 {
+				t.Errorf("no %v at a level in [%d, %d): the run shows nothing about the Pause level", tt.inBand, tt.band[0], tt.band[1])
+			}
+		})
+	}
+}
+
+// TestZeroThresholdTurnsTriggerOff: V_ecn or V_growth 0 (a deviation: the
+// YANG ranges start above 0) leaves its trigger unconfigured. 20 Gb/s into
+// 5 Gb/s below a 4 MB K_max, K_min 20 KB and P_max 1: the default V_ecn
+// (20 %) fires the EMR trigger and the default V_growth (10 Gb/s of
+// growth) the QGR trigger; with both 0 the queue is marked and nothing
+// fires.
+func TestZeroThresholdTurnsTriggerOff(t *testing.T) {
+	d := DefaultQueueConfig()
+	for _, tt := range []struct {
+		desc             string
+		vecn             float64
+		vgrowth          int64
+		wantEMR, wantQGR bool
+	}{
+		{desc: "v_ecn default, v_growth 0", vecn: d.VECNPercent, wantEMR: true},
+		{desc: "v_ecn 0, v_growth default", vgrowth: d.VGrowthBytesPerSec, wantQGR: true},
+		{desc: "both 0"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(4_000_000, 400*engine.Microsecond)
+			q := &cfg.Interface.Queue
+			q.KMinMode, q.KMinBytes, q.PMax = KMinExplicit, 20_000, 1
+			q.VECNPercent, q.VGrowthBytesPerSec = tt.vecn, tt.vgrowth
+			l := newLine(t, lineOpts{srcRate: 20e9, midRate: 5e9, cfg1: &cfg})
+			l.sim.Run(engine.Millisecond)
+			c := l.node1.State(false).Ports[l.n1Out.Index()].Queues[0].Counters
+			sent := len(eventsOf(l.events1, EventCNPSent))
+			if c.ECNMarked == 0 || c.QDTriggers != 0 {
+				t.Fatalf("%d marks, %d QD triggers: want marks and no QD trigger (the test shows nothing otherwise)", c.ECNMarked, c.QDTriggers)
+			}
+			if (c.EMRTriggers > 0) != tt.wantEMR || (c.QGRTriggers > 0) != tt.wantQGR || (sent > 0) != (tt.wantEMR || tt.wantQGR) {
+				t.Errorf("EMR triggers %d, QGR triggers %d, %d sent; want EMR %v, QGR %v", c.EMRTriggers, c.QGRTriggers, sent, tt.wantEMR, tt.wantQGR)
+			}
+		})
+	}
+}
+
 // TestIdleEMRDoesNotTrigger: the EMR trigger reads the marking rate the
 // node has when a packet arrives, not that of the last window it closed.
 // A flow marked heavily ends; 5 ms later (50 EMR windows, no packet in
