@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -153,6 +156,73 @@ func TestRecoveryStepUnit(t *testing.T) {
 	for name, rp := range mech.ReactionPoints {
 		if c := rp.Config(); c.RecoveryStepBitsPerSec != 0 || c.RecoveryStepPercent != 5 {
 			t.Errorf("%s: recovery step %d b/s, %d %%; want 0 b/s, 5 %% (recovery_step_percent)", name, c.RecoveryStepBitsPerSec, c.RecoveryStepPercent)
+		}
+	}
+}
+
+// TestKMinFractionAndRecoveryInterval: two scenario keys whose values
+// depart from the draft reach the mechanism as written. section7.yaml with
+// k_min_fraction 0.3 and recovery_interval 7ms, against the file as it is
+// (0.5, recovery_interval unset): every port of the nodes keeps its K_max
+// from the BDP (125 MB on the WAN) and gets K_min = 0.3 · K_max (37.5 MB,
+// not 62.5 MB; §5.3.2 RECOMMENDS K_max / 2), and every source's reaction
+// point recovers after 7 ms, not after 2 · RTT_est (§5.6).
+func TestKMinFractionAndRecoveryInterval(t *testing.T) {
+	file := filepath.Join("..", "..", "scenarios", "section7.yaml")
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const draft = "k_min_fraction: 0.5   # K_min = 62.5MB"
+	if !bytes.Contains(text, []byte(draft)) {
+		t.Fatalf("%s: no line %q to edit", file, draft)
+	}
+	edited := bytes.Replace(text, []byte(draft), []byte("k_min_fraction: 0.3\n    recovery_interval: 7ms"), 1)
+	type thresholds struct{ kmax, kmin int64 }
+	run := func(text []byte) (map[string]thresholds, *LongHaulCNP) {
+		sc, err := scenario.Parse(file, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m *LongHaulCNP
+		if _, err := Run(context.Background(), sc, t.TempDir(), WithoutPlots(), WithDuration(time.Microsecond),
+			WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]thresholds{}
+		for _, n := range m.Nodes {
+			for _, ps := range n.State(false).Ports {
+				got[ps.Name] = thresholds{ps.Queues[0].KMaxBytes, ps.Queues[0].KMinBytes}
+			}
+		}
+		return got, m
+	}
+	draftPorts, draftMech := run(text)
+	ports, mech := run(edited)
+	if len(ports) == 0 || len(ports) != len(draftPorts) {
+		t.Fatalf("%d ports, %d with the file as it is", len(ports), len(draftPorts))
+	}
+	wan := 0
+	for name, d := range draftPorts {
+		want := thresholds{d.kmax, min(int64(0.3*float64(d.kmax)), d.kmax-1)}
+		if d.kmin != d.kmax/2 || ports[name] != want {
+			t.Errorf("%s: K_max, K_min %v with k_min_fraction 0.3, %v with 0.5; want %v and K_min = K_max / 2", name, ports[name], d, want)
+		}
+		if d.kmax == 125_000_000 {
+			wan++
+		}
+	}
+	if wan == 0 {
+		t.Errorf("no port with the WAN's K_max of 125 MB: %v", ports)
+	}
+	for name, rp := range draftMech.ReactionPoints {
+		if got := rp.Config().RecoveryInterval; got != 0 {
+			t.Errorf("%s: recovery interval %v without recovery_interval, want 0 (2 x RTT_est)", name, got)
+		}
+	}
+	for name, rp := range mech.ReactionPoints {
+		if got := rp.Config().RecoveryInterval; got != 7*engine.Millisecond {
+			t.Errorf("%s: recovery interval %v, want recovery_interval's 7ms", name, got)
 		}
 	}
 }
