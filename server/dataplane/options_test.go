@@ -157,3 +157,57 @@ func (r *rig) setMany(updates [][2]string) error {
 	_, err := r.c.Set(ctx, &gnmi.SetRequest{Update: u})
 	return err
 }
+
+// TestSetDeviationReachesNode: leaves whose values depart from the draft
+// (docs/conformance.md, Deviations) reach the running node through a gNMI
+// Set and are in force there: pause-congestion-level 180 (the default 224),
+// resume-enabled false, kmin-mode EXPLICIT with kmin 1 MB (K_min 1 MB, not
+// the explicit 50 MB K_max's half), k-base 4000 below one maximum-sized
+// frame (with a BDP K_max at a 1 Mb/s port rate: K_max 4000 bytes, not the
+// default 64 KB) and learn-from-data-packets false. Before the Set the node
+// runs the draft's value.
+func TestSetDeviationReachesNode(t *testing.T) {
+	const ap = q0 + "/action-policy"
+	wan := func(n *lhcnp.Node) lhcnp.QueueState {
+		for _, ps := range n.State(false).Ports {
+			if ps.Name == "n1:2" {
+				return ps.Queues[0]
+			}
+		}
+		t.Fatal("no port n1:2")
+		return lhcnp.QueueState{}
+	}
+	for _, tt := range []struct {
+		desc string
+		set  [][2]string
+		// node reads the value in force at the node, in the node's terms.
+		node               func(n *lhcnp.Node) any
+		wantDraft, wantSet any
+	}{
+		{"pause-congestion-level", [][2]string{{ap + "/config/pause-congestion-level", "180"}},
+			func(n *lhcnp.Node) any { return n.Config().Interfaces["n1:2"].Queues[0].Action.PauseLevel }, 224, 180},
+		{"resume-enabled", [][2]string{{ap + "/config/resume-enabled", "false"}},
+			func(n *lhcnp.Node) any { return n.Config().Interfaces["n1:2"].Queues[0].Action.ResumeEnabled }, true, false},
+		{"kmin-mode explicit", [][2]string{{q0 + "/config/kmin-mode", `"EXPLICIT"`}, {q0 + "/config/kmin", `"1000000"`}},
+			func(n *lhcnp.Node) any { return wan(n).KMinBytes }, int64(25_000_000), int64(1_000_000)},
+		{"k-base below one frame", [][2]string{{q0 + "/config/kmax-mode", `"BDP_ADAPTIVE"`},
+			{"/lhcnp/interfaces/interface[name=wan]/config/port-rate", `"1000000"`}, {q0 + "/config/k-base", `"4000"`}},
+			func(n *lhcnp.Node) any { return wan(n).KMaxBytes }, int64(50_000_000), int64(4000)},
+		{"learn-from-data-packets", [][2]string{{"/lhcnp/flow-table/config/learn-from-data-packets", "false"}},
+			func(n *lhcnp.Node) any { return n.Config().FlowTable.LearnFromData }, true, false},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			r := newRig(t)
+			r.run(t, engine.Millisecond)
+			if got := tt.node(r.sw.Node); got != tt.wantDraft {
+				t.Errorf("before Set: the node's %s is %v, want %v", tt.desc, got, tt.wantDraft)
+			}
+			if err := r.setMany(tt.set); err != nil {
+				t.Fatalf("set %v: %v", tt.set, err)
+			}
+			if got := tt.node(r.sw.Node); got != tt.wantSet {
+				t.Errorf("after Set %v: the node's %s is %v, want %v", tt.set, tt.desc, got, tt.wantSet)
+			}
+		})
+	}
+}
