@@ -281,7 +281,7 @@ func (rp *ReactionPoint) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 			rp.counters.Received++
 			rp.counters.LegacyAsCNP++
 			return false
-		case f.Kind == wire.KindOther && f.IPVersion == 6 && f.ICMPv6.Type == rp.dec.CodePoints.LongHaulICMPv6Type:
+		case f.Kind == wire.KindOther && f.IPVersion == 6 && f.ICMPv6.Type == rp.dec.CodePoints.OrDefaults().LongHaulICMPv6Type:
 			// §8 and RFC 4443: an unknown informational type is silently
 			// discarded.
 			rp.counters.Received++

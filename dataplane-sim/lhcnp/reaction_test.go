@@ -98,6 +98,12 @@ func TestReactionActions(t *testing.T) {
 		{desc: "legacy: icmpv6 silently dropped", v6: true, rc: func(c *ReactionConfig) { c.Legacy = true },
 			msgs: []msg{{m: rr(30), format: FormatICMPv6}}, wantRate: 10e9,
 			check: func(c ReactionCounters) bool { return c.LegacyICMPv6Dropped == 1 }},
+		// A configuration without code points is the defaults' (the
+		// decoder's rule), the legacy ICMPv6 check's too.
+		{desc: "legacy: icmpv6 silently dropped, zero code points", v6: true,
+			rc:   func(c *ReactionConfig) { c.Legacy, c.CodePoints = true, wire.CodePoints{} },
+			msgs: []msg{{m: rr(30), format: FormatICMPv6}}, wantRate: 10e9,
+			check: func(c ReactionCounters) bool { return c.LegacyICMPv6Dropped == 1 }},
 		{desc: "legacy strict length rejects rocev2", rc: func(c *ReactionConfig) { c.Legacy, c.LegacyStrictLength = true, true },
 			msgs: []msg{{m: rr(30)}}, wantRate: 10e9,
 			check: func(c ReactionCounters) bool { return c.LegacyRejected == 1 }},

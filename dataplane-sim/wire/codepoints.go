@@ -42,6 +42,17 @@ func (cp *CodePoints) isZero() bool {
 		cp.FCNPort == 0
 }
 
+// OrDefaults is cp, or DefaultCodePoints when every code point is zero:
+// the code points an Encoder or Decoder given cp uses. A reader of one
+// field (a receiver telling its own ICMPv6 type) takes it from here, not
+// from a zero CodePoints.
+func (cp CodePoints) OrDefaults() CodePoints {
+	if cp.isZero() {
+		return DefaultCodePoints()
+	}
+	return cp
+}
+
 // RoCEv2Port is the IANA-assigned UDP destination port of RoCEv2.
 const RoCEv2Port = 4791
 
