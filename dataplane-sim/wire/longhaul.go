@@ -389,7 +389,14 @@ func EncodeExtension(b []byte, objs []ExtObject, classNum uint8) (int, error) {
 		clear(b[off+l : off+pad4(l)])
 		off += pad4(l)
 	}
-	binary.BigEndian.PutUint16(b[2:4], Checksum(b))
+	c := Checksum(b)
+	if c == 0 {
+		// RFC 4884 §7: an all-zero value means that no checksum was
+		// transmitted; a sum that complements to zero goes as 0xFFFF, the
+		// same in one's complement (RFC 768's rule for UDP).
+		c = 0xFFFF
+	}
+	binary.BigEndian.PutUint16(b[2:4], c)
 	return n, nil
 }
 
@@ -401,7 +408,9 @@ func EncodeExtension(b []byte, objs []ExtObject, classNum uint8) (int, error) {
 // Errors: ErrTruncated for fewer than 4 bytes, ErrExtVersion for a version
 // other than 2, ErrObjectLength for an object whose Length is below 4 or
 // whose padded length runs past the end, ErrExtChecksum when the checksum
-// does not verify (all objects are still returned).
+// does not verify (all objects are still returned). A checksum of zero is
+// none (RFC 4884 §7: "An all-zero value means that no checksum was
+// transmitted"): StatusNone, nothing to verify.
 func DecodeExtension(b []byte, objs []ExtObject, verify bool) (_ []ExtObject, csum uint16, st Status, err error) {
 	if len(b) < ExtHeaderLen {
 		return objs, 0, StatusNone, fmt.Errorf("extension: header needs %d bytes, have %d: %w", ExtHeaderLen, len(b), ErrTruncated)
@@ -427,7 +436,10 @@ func DecodeExtension(b []byte, objs []ExtObject, verify bool) (_ []ExtObject, cs
 		objs = append(objs, ExtObject{ClassNum: b[off+2], CType: CType(b[off+3]), Data: b[off+ExtObjectHeaderLen : off+l : off+l]})
 		off += pad4(l)
 	}
-	if !verify {
+	switch {
+	case csum == 0:
+		return objs, csum, StatusNone, nil
+	case !verify:
 		return objs, csum, StatusUnchecked, nil
 	}
 	if Checksum(b) != 0 {
