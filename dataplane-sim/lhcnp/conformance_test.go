@@ -40,11 +40,25 @@ func draftKeywords(t *testing.T) map[string]int {
 }
 
 // testFuncRE finds `pkg.TestName` (and `pkg.TestName/subtest`) in the doc.
-var testFuncRE = regexp.MustCompile("`(lhcnp|wire|sim|dataplane|modeltest)\\.(Test[A-Za-z0-9_]+)")
+var testFuncRE = regexp.MustCompile("`(lhcnp|wire|sim|dataplane|modeltest|scenario)\\.(Test[A-Za-z0-9_]+)(/[^`]*)?`")
 
 var pkgDirs = map[string]string{
 	"lhcnp": "dataplane-sim/lhcnp", "wire": "dataplane-sim/wire", "sim": "dataplane-sim/sim",
-	"dataplane": "server/dataplane", "modeltest": "yang/modeltest",
+	"dataplane": "server/dataplane", "modeltest": "yang/modeltest", "scenario": "dataplane-sim/scenario",
+}
+
+// stringLitRE finds the string literals of a test source.
+var stringLitRE = regexp.MustCompile(`"((?:[^"\\\n]|\\.)*)"`)
+
+// subtestNamed says whether src has a string literal that go test names
+// sub (its spaces as underscores).
+func subtestNamed(src, sub string) bool {
+	for _, m := range stringLitRE.FindAllStringSubmatch(src, -1) {
+		if strings.ReplaceAll(m[1], " ", "_") == sub {
+			return true
+		}
+	}
+	return false
 }
 
 // TestConformanceDoc checks docs/conformance.md against the draft: one row
@@ -59,14 +73,14 @@ func TestConformanceDoc(t *testing.T) {
 	defer f.Close()
 	rowRE := regexp.MustCompile(`^\| (\d+) \| [0-9.]+ \| ([A-Z ]+) \|`)
 	got := map[string]int{}
-	var refs [][2]string
+	var refs [][3]string
 	n := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		for _, m := range testFuncRE.FindAllStringSubmatch(line, -1) {
-			refs = append(refs, [2]string{m[1], m[2]})
+			refs = append(refs, [3]string{m[1], m[2], strings.TrimPrefix(m[3], "/")})
 		}
 		m := rowRE.FindStringSubmatch(line)
 		if m == nil {
@@ -111,6 +125,14 @@ func TestConformanceDoc(t *testing.T) {
 		}
 		if !strings.Contains(src, "func "+name+"(") {
 			t.Errorf("docs/conformance.md names %s.%s, which does not exist", pkg, name)
+		}
+		// A subtest named is one of the package's subtest names (each level
+		// of a nested one): a renamed subtest does not leave the row naming
+		// nothing.
+		for _, sub := range strings.Split(r[2], "/") {
+			if sub != "" && !subtestNamed(src, sub) {
+				t.Errorf("docs/conformance.md names %s.%s/%s, but no subtest of %s is called %q", pkg, name, r[2], pkg, sub)
+			}
 		}
 	}
 }
