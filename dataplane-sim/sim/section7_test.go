@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -180,15 +181,7 @@ func TestKMinFractionAndRecoveryInterval(t *testing.T) {
 	edited := bytes.Replace(text, []byte(draft), []byte("k_min_fraction: 0.3\n    recovery_interval: 7ms"), 1)
 	type thresholds struct{ kmax, kmin int64 }
 	run := func(text []byte) (map[string]thresholds, *LongHaulCNP) {
-		sc, err := scenario.Parse(file, text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m *LongHaulCNP
-		if _, err := Run(context.Background(), sc, t.TempDir(), WithoutPlots(), WithDuration(time.Microsecond),
-			WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
-			t.Fatal(err)
-		}
+		m := builtMechanism(t, file, text)
 		got := map[string]thresholds{}
 		for _, n := range m.Nodes {
 			for _, ps := range n.State(false).Ports {
@@ -225,4 +218,72 @@ func TestKMinFractionAndRecoveryInterval(t *testing.T) {
 			t.Errorf("%s: recovery interval %v, want recovery_interval's 7ms", name, got)
 		}
 	}
+}
+
+// TestScenarioDeviationKeysReachTheNodes: the scenario keys of the
+// Deviations (docs/conformance.md) that section7.yaml does not set reach
+// every node of the mechanism as written, not the node's defaults:
+// k_base, alpha, cnp_interval, resume_after and observation_window, edited
+// into the file; the file as it is keeps the draft's (1 · RTT_est: 0).
+func TestScenarioDeviationKeysReachTheNodes(t *testing.T) {
+	file := filepath.Join("..", "..", "scenarios", "section7.yaml")
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := text
+	for _, e := range [][2]string{
+		{"k_base: 64KB ", "k_base: 4KB "},
+		{"alpha: 1.0 ", "alpha: 0.5 "},
+		{"observation_window: 10ms ", "observation_window: 6ms "},
+		{"reduce_percent: 30 ", "cnp_interval: 3ms\n    resume_after: 4ms\n    reduce_percent: 30 "},
+	} {
+		if !bytes.Contains(edited, []byte(e[0])) {
+			t.Fatalf("%s: no %q to edit", file, e[0])
+		}
+		edited = bytes.Replace(edited, []byte(e[0]), []byte(e[1]), 1)
+	}
+	nodes := func(text []byte) []*lhcnp.Node {
+		m := builtMechanism(t, file, text)
+		if len(m.Nodes) == 0 {
+			t.Fatal("no node")
+		}
+		return m.Nodes
+	}
+	type keys struct {
+		KBase                         int64
+		Alpha                         float64
+		CNPInterval, ResumeAfter, Obs engine.Time
+	}
+	of := func(n *lhcnp.Node) keys {
+		c := n.Config()
+		q := c.Interface.Queue
+		return keys{q.KBaseBytes, q.Alpha, q.MinCNPInterval, q.Action.ResumeHold, c.Collaborative.ObservationWindow}
+	}
+	for _, n := range nodes(text) {
+		if got, want := of(n), (keys{64_000, 1, 0, 0, 10 * engine.Millisecond}); got != want {
+			t.Errorf("%s, the file as it is: %+v, want %+v", n.Switch().Name(), got, want)
+		}
+	}
+	for _, n := range nodes(edited) {
+		if got, want := of(n), (keys{4000, 0.5, 3 * engine.Millisecond, 4 * engine.Millisecond, 6 * engine.Millisecond}); got != want {
+			t.Errorf("%s, edited: %+v, want %+v", n.Switch().Name(), got, want)
+		}
+	}
+}
+
+// builtMechanism runs the scenario text of file for a microsecond and
+// returns its Long-haul CNP mechanism as the runner built it.
+func builtMechanism(t *testing.T, file string, text []byte) *LongHaulCNP {
+	t.Helper()
+	sc, err := scenario.Parse(file, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m *LongHaulCNP
+	if _, err := Run(context.Background(), sc, t.TempDir(), WithoutPlots(), WithDuration(time.Microsecond),
+		WithLongHaulCNP(func(x *LongHaulCNP, _ *Env) { m = x })); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
