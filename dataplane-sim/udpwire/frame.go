@@ -239,6 +239,20 @@ func (c *codec) packet(r *rxFrame, from, to netsim.NodeID) *netsim.Packet {
 	return p
 }
 
+// skipIPv6Ext walks the IPv6 extension headers (hop-by-hop, routing,
+// destination options) from off, whose type is next; it returns the
+// header after them and where it starts, false when b ends inside one.
+func skipIPv6Ext(b []byte, next uint8, off int) (uint8, int, bool) {
+	for next == 0 || next == 43 || next == 60 {
+		if len(b) < off+2 {
+			return next, off, false
+		}
+		next = b[off]
+		off += (int(b[off+1]) + 1) * 8
+	}
+	return next, off, true
+}
+
 // transportOffset returns where the bytes after the IP header (and the
 // UDP header, if any) start in an Ethernet frame: what netsim keeps in
 // Packet.Hdr.
@@ -261,6 +275,9 @@ func transportOffset(b []byte) (int, error) {
 		if len(b) < off+wire.IPv4MinLen {
 			return bad("short ipv4 header")
 		}
+		if ihl := int(b[off] & 0x0F); ihl < 5 {
+			return bad(fmt.Sprintf("ipv4 header length %d words, below 5", ihl))
+		}
 		proto = b[off+9]
 		off += int(b[off]&0x0F) * 4
 	case wire.EtherTypeIPv6:
@@ -269,15 +286,12 @@ func transportOffset(b []byte) (int, error) {
 		}
 		proto = b[off+6]
 		off += wire.IPv6Len
-		for proto == 0 || proto == 43 || proto == 60 { // hop-by-hop, routing, destination options
-			if len(b) < off+2 {
-				return bad("short ipv6 extension header")
-			}
-			proto = b[off]
-			off += (int(b[off+1]) + 1) * 8
+		var ok bool
+		if proto, off, ok = skipIPv6Ext(b, proto, off); !ok {
+			return bad("short ipv6 extension header")
 		}
 		// A tunnel (FCN's ingress PE): the transport follows the inner
-		// header.
+		// header, and its extension headers as the outer's.
 		switch proto {
 		case wire.ProtoIPv6:
 			if len(b) < off+wire.IPv6Len {
@@ -285,9 +299,15 @@ func transportOffset(b []byte) (int, error) {
 			}
 			proto = b[off+6]
 			off += wire.IPv6Len
+			if proto, off, ok = skipIPv6Ext(b, proto, off); !ok {
+				return bad("short inner ipv6 extension header")
+			}
 		case wire.ProtoIPv4:
 			if len(b) < off+wire.IPv4MinLen {
 				return bad("short inner ipv4 header")
+			}
+			if ihl := int(b[off] & 0x0F); ihl < 5 {
+				return bad(fmt.Sprintf("inner ipv4 header length %d words, below 5", ihl))
 			}
 			proto = b[off+9]
 			off += int(b[off]&0x0F) * 4

@@ -2,6 +2,7 @@ package udpwire
 
 import (
 	"bytes"
+	"errors"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -117,5 +118,48 @@ func TestTunnelCaptureReadsInTshark(t *testing.T) {
 	want := "2001:db8:f::1|2001:db8:f::2|4|0x05eed5|3|10.9.1.1|10.9.1.3|1|4791|0x0000c9"
 	if got := strings.TrimSpace(string(out)); got != want {
 		t.Errorf("tshark read\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestTransportOffsetInnerExtensions: the transport of a tunnelled frame
+// follows the inner IPv6 header's extension headers as the outer's (a
+// destination options header, as a Fast CNP carries), where it was taken
+// to start right after the inner header; an IPv4 header shorter than 5
+// words, outer or inner, is malformed, not a transport inside it.
+func TestTransportOffsetInnerExtensions(t *testing.T) {
+	frame := func(inner6 bool, innerIHL byte) []byte {
+		b := make([]byte, 0, 160)
+		b = append(b, make([]byte, 12)...)
+		b = append(b, 0x86, 0xDD) // outer IPv6
+		outer := make([]byte, wire.IPv6Len)
+		outer[0] = 0x60
+		if inner6 {
+			outer[6] = wire.ProtoIPv6
+		} else {
+			outer[6] = wire.ProtoIPv4
+		}
+		b = append(b, outer...)
+		if inner6 {
+			in := make([]byte, wire.IPv6Len)
+			in[0], in[6] = 0x60, 60 // destination options next
+			b = append(b, in...)
+			b = append(b, wire.ProtoUDP, 0, 0, 0, 0, 0, 0, 0) // 8 bytes, UDP after
+		} else {
+			in := make([]byte, wire.IPv4MinLen)
+			in[0], in[9] = 0x40|innerIHL, wire.ProtoUDP
+			b = append(b, in...)
+		}
+		return append(b, make([]byte, wire.UDPLen+wire.BTHLen)...)
+	}
+	off, err := transportOffset(frame(true, 0))
+	if want := wire.EthernetLen + 2*wire.IPv6Len + 8 + wire.UDPLen; err != nil || off != want {
+		t.Errorf("inner IPv6 with destination options: offset %d, %v; want %d", off, err, want)
+	}
+	off, err = transportOffset(frame(false, 5))
+	if want := wire.EthernetLen + wire.IPv6Len + wire.IPv4MinLen + wire.UDPLen; err != nil || off != want {
+		t.Errorf("inner IPv4: offset %d, %v; want %d", off, err, want)
+	}
+	if _, err := transportOffset(frame(false, 2)); !errors.Is(err, ErrMalformed) {
+		t.Errorf("inner IPv4 header of 2 words: %v; want ErrMalformed", err)
 	}
 }
