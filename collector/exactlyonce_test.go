@@ -263,7 +263,9 @@ func (f *cnpFeed) check(t *testing.T, pool *pgxpool.Pool, gaps []gap, cs ...*run
 }
 
 // conflicts sums event_conflicts_total over collectors: an event the
-// converter made again, refused by the database's unique key.
+// converter made again, refused by the database's unique key (the writer
+// does not count what an earlier try of the same batch stored: a replay,
+// or on Citus an insert whose answer was lost).
 func conflicts(cs ...*runningCollector) float64 {
 	var n float64
 	for _, c := range cs {

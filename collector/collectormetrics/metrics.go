@@ -110,7 +110,10 @@ type Metrics struct {
 	// promoted, retried for as long as the lease is held).
 	LatestReadErrors *prometheus.CounterVec
 	// EventConflicts: events the database already held (its unique key on
-	// an event's identity refused them): 0 unless an event was met twice.
+	// an event's identity refused them), but for those an earlier try of
+	// the same batch stored (a replay; on Citus, where the events are a
+	// statement of their own, a try whose answer was lost): 0 unless an
+	// event was met twice.
 	EventConflicts prometheus.Counter
 	// StaleMerged: rows of stale batches (their lease epoch no longer the
 	// target's) stored by the writer's merge, by table: values only this
@@ -171,7 +174,7 @@ func New() *Metrics {
 		LatestReadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "latest_read_errors_total",
 			Help: "Reads of the latest table that failed and are retried, by phase (seed: a target's loop starts; promote: a standby stream is promoted after its lease was taken)."}, []string{"phase"}),
 		EventConflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "event_conflicts_total",
-			Help: "Events not stored because the events table already held one of the same identity (target, kind, ts, interface, queue): 0 unless an event was met twice."}),
+			Help: "Events not stored because the events table already held one of the same identity (target, kind, ts, interface, queue), but for those an earlier try of the same batch stored (a replay, or a write whose answer was lost): 0 unless an event was met twice."}),
 		StaleMerged: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "stale_merged_rows_total",
 			Help: "Rows of batches whose target's lease had moved (stale epoch) stored by the writer's merge, per table: values the target's owner had not stored."}, []string{"table"}),
 		states: map[string]string{},

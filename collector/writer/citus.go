@@ -59,6 +59,10 @@ type citusState struct {
 	// by this writer, not as replays or conflicts.
 	groupParts  map[partKey]bool
 	groupEvents map[int64]bool // batch ids whose events the group stored
+	// Batch ids whose events an INSERT of this group may have stored
+	// without the writer hearing it (eventsInDoubt): the next try finds
+	// them in the table, its own, not events met twice.
+	eventsTried map[int64]bool
 }
 
 // partKey names a part of a batch: its batch id and ledger shard key.
@@ -68,6 +72,15 @@ type partKey struct{ batch, key int64 }
 func (c *citusState) endGroup() {
 	clear(c.groupParts)
 	clear(c.groupEvents)
+	clear(c.eventsTried)
+}
+
+// eventsInDoubt reports whether an INSERT of events that failed with err
+// may have stored them: a temporary error can come after the commit (the
+// connection cut, the node stopped, before the answer), unless pgx sent
+// nothing (pgconn.SafeToRetry); a permanent one is the statement refused.
+func eventsInDoubt(err error) bool {
+	return Classify(err) == Temporary && !pgconn.SafeToRetry(err)
 }
 
 // isCitus reports whether samples is distributed, asking the database the
@@ -86,7 +99,7 @@ func (w *Writer) isCitus(ctx context.Context) (bool, error) {
 		}
 	}
 	w.citus = citusState{known: true, on: on, shard: map[int64]int64{}, series: map[int64]bool{},
-		groupParts: map[partKey]bool{}, groupEvents: map[int64]bool{}}
+		groupParts: map[partKey]bool{}, groupEvents: map[int64]bool{}, eventsTried: map[int64]bool{}}
 	if on {
 		w.o.log.Info("samples distributed by Citus: batches are stored split by shard")
 	}
@@ -345,6 +358,13 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 	if len(b.Events) > 0 && !eventsDone {
 		var err error
 		if storedEvents, deadEvents, err = w.storeEventsCitus(ctx, b); err != nil {
+			// Those stored one by one before the error are counted
+			// now; the retry finds them, and those the error may have
+			// stored (an answer lost), in the table.
+			w.o.m.RowsWritten.WithLabelValues("events").Add(float64(storedEvents))
+			if storedEvents > 0 || eventsInDoubt(err) {
+				w.citus.eventsTried[b.ID] = true
+			}
 			return err
 		}
 	}
@@ -356,15 +376,20 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 		outcome = "partial"
 	}
 	w.committed(b, start, outcome, stored)
-	if outcome == "replayed" {
-		// The events a crash kept from the first run are stored now; the
-		// others are the replay's, not conflicts.
+	switch {
+	case eventsDone: // counted by the group
+	case outcome == "replayed" || w.citus.eventsTried[b.ID]:
+		// The events a crash kept from the first run, or that an
+		// earlier try of this batch did not store, are stored now; the
+		// others are that run's or that try's, not conflicts. A try
+		// whose answer was lost may follow parts this writer stored
+		// (the group's, or its own): not a replay, its events counted
+		// by eventsTried.
 		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(storedEvents))
-		return nil
-	}
-	if !eventsDone {
+	default:
 		w.eventsStored(len(b.Events)-deadEvents, storedEvents)
 	}
+	delete(w.citus.eventsTried, b.ID)
 	return nil
 }
 
@@ -505,7 +530,8 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 // once by their identity, their dead letters once by batch and row
 // (deadSQL: a replay offers the batch's events again, no ledger row guarding
 // them on Citus, and finds the first run's dead letter); dead
-// counts the refused events, newly dead-lettered or not.
+// counts the refused events, newly dead-lettered or not. On an error,
+// stored counts those stored before it, one by one.
 func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead int, err error) {
 	sql, args := eventsValues(b)
 	tag, err := w.pool.Exec(ctx, sql, args...)
@@ -762,6 +788,11 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 		sql, args := eventsValues(byTarget[target]...)
 		tag, err := w.pool.Exec(ctx, sql, args...)
 		if err != nil {
+			if eventsInDoubt(err) {
+				for _, b := range byTarget[target] {
+					w.citus.eventsTried[b.ID] = true
+				}
+			}
 			return err
 		}
 		// Counted now: a later insert that fails leaves these to no one.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -580,4 +581,119 @@ func sameOnBoth(t *testing.T, store func(name string, pool *pgxpool.Pool)) {
 			t.Errorf("%s differs (-one node +citus):\n%s", name, d)
 		}
 	}
+}
+
+// TestCitusEventsAnswerLost: on Citus a batch's events are an INSERT of
+// their own, after its parts, so a connection cut after that INSERT
+// committed and before its answer (the coordinator stopped, as in
+// TestCitusFaults) has the writer offer the same events again: from a
+// group commit's insert to the batch stored alone, or from the batch's own
+// insert to its retry. What the table then holds already is this writer's,
+// an earlier try's, not an event met twice: event_conflicts_total stays 0
+// (its tests' check that no event was made again), and each event is
+// stored once. The batch retried after the group's parts are the cases
+// that counted conflicts before: its parts, stored by the group, were not
+// found in the ledger as a replay's. An insert cut before it reached the
+// database stored nothing: an event met twice after it still counts.
+func TestCitusEventsAnswerLost(t *testing.T) {
+	for _, tt := range []struct {
+		desc      string
+		groupRows int           // 0: a batch at a time
+		cuts      map[int]cutAt // by the events INSERT's number, from 1
+		twice     bool          // an event of the first group met again, three batches later
+	}{
+		{"a group's insert", 6 * 40, map[int]cutAt{1: afterCommit}, false},
+		{"the insert of a batch of the group, retried alone", 6 * 40, map[int]cutAt{1: beforeSent, 2: afterCommit}, false},
+		{"the insert of a batch stored alone", 0, map[int]cutAt{1: afterCommit}, false},
+		{"an insert that never reached the database, then an event met twice", 6 * 40, map[int]cutAt{1: beforeSent}, true},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			check, dsn := pgtest.NewCitus(t)
+			cut := &cutter{match: eventsInsert, at: tt.cuts}
+			bs := citusWorkload(31)
+			var conflicts float64
+			if tt.twice {
+				// The first batch with events, of the first group of 6
+				// batches (3 switches in turn): its switch's next batch
+				// is of that group too.
+				i := slices.IndexFunc(bs, func(b *rows.Batch) bool { return len(b.Events) > 0 })
+				if i < 0 || i > 2 {
+					t.Fatalf("the first batch with events is the %d-th, want one of the first 3", i)
+				}
+				bs[i+3].Events = append(bs[i+3].Events, bs[i].Events[0])
+				conflicts = 1
+			}
+			m := storeBacklog(t, cut.pool(t, dsn), tt.groupRows, bs)
+			if got := cut.faults(); got != len(tt.cuts) {
+				t.Fatalf("%d connections cut, want %d", got, len(tt.cuts))
+			}
+			storedOnce(t, check, bs)
+			var events int64
+			for _, b := range bs {
+				events += int64(len(b.Events))
+			}
+			if n, want := count(t, check, `SELECT count(*) FROM events`), events-int64(conflicts); n != want {
+				t.Errorf("%d events stored, want %d", n, want)
+			}
+			if got := testutil.ToFloat64(m.EventConflicts); got != conflicts {
+				t.Errorf("event_conflicts_total = %v, want %v", got, conflicts)
+			}
+		})
+	}
+}
+
+// TestCitusEventsOneByOneCut: a batch of the group whose events insert
+// PostgreSQL refused (a bad event) stores its events one by one; the
+// connection cut before the last one, the retry finds the first one
+// stored, by that try: not an event met twice (it counted one before).
+func TestCitusEventsOneByOneCut(t *testing.T) {
+	check, dsn := pgtest.NewCitus(t)
+	bs := citusWorkload(31)
+	i := slices.IndexFunc(bs, func(b *rows.Batch) bool { return len(b.Events) > 0 })
+	b := bs[i]
+	b.Events = append(b.Events, rows.Event{TS: b.Events[0].TS, Target: b.Target, Kind: "cnp", Queue: 8, Details: "{bad json"},
+		rows.Event{TS: b.Events[0].TS, Target: b.Target, Kind: "cnp", Queue: 9, Details: "{}"})
+	// The last event's insert of its own (14 arguments, its queue the 5th).
+	cut := &cutter{match: func(data pgx.TraceQueryStartData) bool {
+		return eventsInsert(data) && len(data.Args) == 14 && data.Args[1] == b.Target && data.Args[4] == int64(9)
+	}, at: map[int]cutAt{1: beforeSent}}
+	m := storeBacklog(t, cut.pool(t, dsn), 6*40, bs)
+	if got := cut.faults(); got != 1 {
+		t.Fatalf("%d connections cut, want 1", got)
+	}
+	storedOnce(t, check, bs)
+	var events int64
+	for _, b := range bs {
+		events += int64(len(b.Events))
+	}
+	if n := count(t, check, `SELECT count(*) FROM events`); n != events-1 {
+		t.Errorf("%d events stored, want %d (all but the bad one)", n, events-1)
+	}
+	if n := count(t, check, `SELECT count(*) FROM dead_letters`); n != 1 {
+		t.Errorf("%d dead letters, want 1", n)
+	}
+	if got := testutil.ToFloat64(m.EventConflicts); got != 0 {
+		t.Errorf("event_conflicts_total = %v, want 0 (no event was met twice)", got)
+	}
+}
+
+// storeBacklog stores bs, queued before the writer starts (a backlog: in
+// groups of groupRows rows), into pool, and returns the writer's metrics.
+func storeBacklog(t *testing.T, pool *pgxpool.Pool, groupRows int, bs []*rows.Batch) *collectormetrics.Metrics {
+	t.Helper()
+	sp, err := spill.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := collectormetrics.New()
+	w := writer.New(pool, sp, writer.WithMetrics(m), writer.WithGroupRows(groupRows),
+		writer.WithRetryMax(100*time.Millisecond), writer.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+	enqueue(t, w, bs)
+	done := make(chan error)
+	go func() { done <- w.Run(context.Background()) }()
+	w.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

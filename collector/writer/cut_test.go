@@ -1,0 +1,177 @@
+package writer_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// cutAt is where a fault cuts a statement's connection.
+type cutAt int
+
+const (
+	beforeSent  cutAt = iota + 1 // the statement never reaches the database
+	afterCommit                  // the statement commits; its answer is lost
+)
+
+// errAnswerLost is what a connection cut after the commit reads.
+var errAnswerLost = errors.New("test: connection cut after the commit, the answer lost")
+
+// cutter cuts the connection of chosen statements: those match takes, by
+// their number among them (from 1). It is the pool's tracer, which sees
+// every statement's SQL and arguments (a cached statement is sent by
+// name), and its dialer, whose connections it cuts.
+type cutter struct {
+	match func(pgx.TraceQueryStartData) bool
+	at    map[int]cutAt
+
+	mu    sync.Mutex
+	seen  int // statements match took
+	fired int // faults made
+}
+
+// eventsInsert takes the INSERTs of events.
+func eventsInsert(data pgx.TraceQueryStartData) bool {
+	return strings.HasPrefix(data.SQL, "INSERT INTO events")
+}
+
+// pool is a pool on dsn whose statements c cuts.
+func (c *cutter) pool(t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = c
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &cutConn{Conn: conn}, nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// faults is how many faults c made.
+func (c *cutter) faults() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fired
+}
+
+// TraceQueryStart runs before the statement is sent, on an idle
+// connection: the server's next message answers it.
+func (c *cutter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if !c.match(data) {
+		return ctx
+	}
+	c.mu.Lock()
+	c.seen++
+	at := c.at[c.seen]
+	if at != 0 {
+		c.fired++
+	}
+	c.mu.Unlock()
+	cc := conn.PgConn().Conn().(*cutConn) // sslmode=disable: no TLS around it
+	switch at {
+	case beforeSent:
+		cc.Conn.Close()
+	case afterCommit:
+		cc.scan = msgScan{}
+		cc.armed.Store(true)
+	}
+	return ctx
+}
+
+func (c *cutter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// cutConn is a connection to PostgreSQL that, armed, passes the server's
+// messages until the statement's CommandComplete, then reads and drops
+// the rest up to ReadyForQuery (which the server sends once the implicit
+// transaction of the statement committed), and closes: the statement
+// committed, and the client never hears it.
+type cutConn struct {
+	net.Conn
+	armed atomic.Bool // set by the tracer; read by pgx's reader
+	scan  msgScan
+}
+
+func (c *cutConn) Read(p []byte) (int, error) {
+	if !c.armed.Load() {
+		return c.Conn.Read(p)
+	}
+	n, err := c.Conn.Read(p)
+	c.scan.feed(p[:n])
+	if !c.scan.complete {
+		// The statement's prepare (Parse, Describe) has no
+		// CommandComplete: it passes.
+		return n, err
+	}
+	buf := make([]byte, 4096)
+	for !c.scan.committed && err == nil {
+		n, err = c.Conn.Read(buf)
+		c.scan.feed(buf[:n])
+	}
+	c.armed.Store(false)
+	c.Conn.Close()
+	return 0, errAnswerLost
+}
+
+// msgScan follows the messages of the server's stream (a type byte, then
+// a length that counts itself): complete once a CommandComplete ('C')
+// began, committed once a ReadyForQuery ('Z') after it ended.
+type msgScan struct {
+	hdr       [5]byte
+	hdrN      int
+	body      int // bytes of the current message's body still to come
+	complete  bool
+	committed bool
+}
+
+func (s *msgScan) feed(b []byte) {
+	for len(b) > 0 {
+		if s.body > 0 {
+			k := min(s.body, len(b))
+			s.body -= k
+			b = b[k:]
+			if s.body == 0 {
+				s.ended()
+			}
+			continue
+		}
+		k := copy(s.hdr[s.hdrN:], b)
+		s.hdrN += k
+		b = b[k:]
+		if s.hdrN < len(s.hdr) {
+			continue
+		}
+		s.hdrN = 0
+		if s.hdr[0] == 'C' {
+			s.complete = true
+		}
+		if s.body = int(binary.BigEndian.Uint32(s.hdr[1:])) - 4; s.body == 0 {
+			s.ended()
+		}
+	}
+}
+
+// ended: the message of type hdr[0] ended.
+func (s *msgScan) ended() {
+	if s.hdr[0] == 'Z' && s.complete {
+		s.committed = true
+	}
+}
