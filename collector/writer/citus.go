@@ -538,7 +538,10 @@ func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, d
 	if err == nil || Classify(err) == Temporary {
 		return int(tag.RowsAffected()), 0, err
 	}
+	// The dead letters written are counted on an error too: the retry
+	// finds them written (deadSQL) and counts none.
 	var bad []deadRow
+	defer func() { w.deadLettered(b, bad) }()
 	for _, e := range b.Events {
 		sql, args := eventsValues(&rows.Batch{ID: b.ID, Events: []rows.Event{e}})
 		tag, err := w.pool.Exec(ctx, sql, args...)
@@ -558,7 +561,6 @@ func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, d
 			}
 		}
 	}
-	w.deadLettered(b, bad)
 	return stored, dead, nil
 }
 

@@ -645,7 +645,8 @@ func TestCitusEventsAnswerLost(t *testing.T) {
 // TestCitusEventsOneByOneCut: a batch of the group whose events insert
 // PostgreSQL refused (a bad event) stores its events one by one; the
 // connection cut before the last one, the retry finds the first one
-// stored, by that try: not an event met twice (it counted one before).
+// stored, by that try: not an event met twice (it counted one before);
+// the bad event's dead letter, written by that try, is counted once.
 func TestCitusEventsOneByOneCut(t *testing.T) {
 	check, dsn := pgtest.NewCitus(t)
 	bs := citusWorkload(31)
@@ -671,6 +672,9 @@ func TestCitusEventsOneByOneCut(t *testing.T) {
 	}
 	if n := count(t, check, `SELECT count(*) FROM dead_letters`); n != 1 {
 		t.Errorf("%d dead letters, want 1", n)
+	}
+	if got := testutil.ToFloat64(m.DeadLetters); got != 1 {
+		t.Errorf("dead_letters_total = %v, want 1 (written by the try cut after it)", got)
 	}
 	if got := testutil.ToFloat64(m.EventConflicts); got != 0 {
 		t.Errorf("event_conflicts_total = %v, want 0 (no event was met twice)", got)
