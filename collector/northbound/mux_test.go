@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -23,6 +25,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
@@ -320,6 +323,67 @@ func TestNorthboundUsers(t *testing.T) {
 	_, err = c.Set(ctx, &gnmi.SetRequest{Prefix: &gnmi.Path{Target: "n1"}})
 	if status.Code(err) != codes.PermissionDenied || forwarded {
 		t.Errorf("read-only set: %v (forwarded: %v), want PERMISSION_DENIED, not forwarded", err, forwarded)
+	}
+}
+
+// TestNorthboundRefusesBadCredentials: the northbound, wired as lhcnp
+// collector wires it (users, its metrics outside authentication), refuses
+// every RPC without valid credentials, History requests included, and
+// checks them before it reads a unary request; the metrics count the
+// refused calls.
+func TestNorthboundRefusesBadCredentials(t *testing.T) {
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := auth.HashPassword("noc-secret", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := auth.NewUsers(auth.User{Name: "noc", Role: auth.ReadWrite, Hash: []byte(h)})
+	reg := prometheus.NewRegistry()
+	m := northbound.NewMetrics(reg)
+	nb := northbound.New(sch, northbound.WithMetrics(m))
+	nb.Observe("n1", kmaxNotification(time.Now().UnixNano(), 1))
+	srv, err := service.New(service.WithInsecure(), service.WithAuth(auth.New(users)), service.WithCapabilities(nb),
+		service.WithGet(nb), service.WithSet(nb), service.WithSubscribe(nb),
+		service.WithOuterInterceptors([]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := func(h *gnmi_ext.History) *gnmi.SubscribeRequest {
+		return &gnmi.SubscribeRequest{
+			Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{Prefix: &gnmi.Path{Target: "n1"},
+				Mode: gnmi.SubscriptionList_STREAM, Subscription: []*gnmi.Subscription{{Path: store.MustPath(wanQ0)}}}},
+			Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: h}}}}
+	}
+	servicetest.CheckRefusals(t, servicetest.Serve(t, srv), "noc", map[string]*gnmi.SubscribeRequest{
+		"History range":    history(&gnmi_ext.History{Request: &gnmi_ext.History_Range{Range: &gnmi_ext.TimeRange{Start: 1, End: 2}}}),
+		"History snapshot": history(&gnmi_ext.History{Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: 1}}),
+	})
+	refused := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != northbound.MetricsPrefix+"rpcs_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range mt.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["code"] == codes.Unauthenticated.String() {
+				refused[labels["method"]] += mt.GetCounter().GetValue()
+			}
+		}
+	}
+	for _, method := range []string{"Capabilities", "Get", "Set", "Subscribe"} {
+		if refused[method] == 0 {
+			t.Errorf("rpcs_total counts no refused %s (%v)", method, refused)
+		}
 	}
 }
 

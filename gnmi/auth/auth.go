@@ -151,10 +151,50 @@ func (a *Authenticator) authorize(id Identity, method string) error {
 	return nil
 }
 
-// UnaryInterceptor authenticates and authorizes unary RPCs.
+// checkedKey marks a context whose credentials MethodHandler checked; its
+// value, a checked, is the outcome, so that UnaryInterceptor does not check
+// (for a wrong password: hash) again.
+type checkedKey struct{}
+
+type checked struct {
+	id  Identity
+	err error
+}
+
+// MethodHandler wraps the handler of the unary method fullMethod (a
+// grpc.MethodDesc's) so that the credentials are checked before its request
+// is read. grpc-go calls the unary interceptors only after the handler has
+// received and decoded the request: without this, a client with no
+// credentials makes the server receive and decode up to the max message size
+// (4 MiB of empty repeated messages decodes into some 200 MB), or holds a
+// stream and its goroutine for as long as it likes by never sending the
+// request. A refused call still goes through ic, with a nil request, so that
+// the interceptors outside authentication (metrics) see it; UnaryInterceptor
+// refuses it there with the same error.
+func (a *Authenticator) MethodHandler(fullMethod string, h grpc.MethodHandler) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+		id, err := a.Authenticate(ctx)
+		ctx = context.WithValue(ctx, checkedKey{}, checked{id: id, err: err})
+		if err == nil {
+			return h(srv, ctx, dec, ic)
+		}
+		if ic == nil {
+			return nil, err
+		}
+		refuse := func(context.Context, any) (any, error) { return nil, err }
+		return ic(ctx, nil, &grpc.UnaryServerInfo{Server: srv, FullMethod: fullMethod}, refuse)
+	}
+}
+
+// UnaryInterceptor authenticates and authorizes unary RPCs (with the outcome
+// of MethodHandler's check, when it made one).
 func (a *Authenticator) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		id, err := a.Authenticate(ctx)
+		c, ok := ctx.Value(checkedKey{}).(checked)
+		if !ok {
+			c.id, c.err = a.Authenticate(ctx)
+		}
+		id, err := c.id, c.err
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"slices"
 
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -144,7 +145,17 @@ func New(opts ...Option) (*Server, error) {
 		grpc.ChainStreamInterceptor(stream...),
 	}, o.grpcOpts...)
 	g := grpc.NewServer(gopts...)
-	gnmi.RegisterGNMIServer(g, &service{caps: o.caps, get: o.get, set: o.set, sub: o.sub})
+	// With authentication, a unary RPC's credentials are checked before its
+	// request is read (auth.Authenticator.MethodHandler); Subscribe's are
+	// checked by the stream interceptor, before the handler reads anything.
+	desc := gnmi.GNMI_ServiceDesc
+	if o.auth != nil {
+		desc.Methods = slices.Clone(desc.Methods)
+		for i, m := range desc.Methods {
+			desc.Methods[i].Handler = o.auth.MethodHandler("/"+desc.ServiceName+"/"+m.MethodName, m.Handler)
+		}
+	}
+	g.RegisterService(&desc, &service{caps: o.caps, get: o.get, set: o.set, sub: o.sub})
 	return &Server{g: g}, nil
 }
 

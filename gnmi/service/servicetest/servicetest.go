@@ -28,12 +28,18 @@ import (
 // the test ends.
 func Client(t testing.TB, srv *service.Server) gnmi.GNMIClient {
 	t.Helper()
-	conn, err := grpc.NewClient(Serve(t, srv), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return gnmi.NewGNMIClient(Dial(t, Serve(t, srv)))
+}
+
+// Dial returns a plaintext connection to addr, closed when the test ends.
+func Dial(t testing.TB, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return gnmi.NewGNMIClient(conn)
+	return conn
 }
 
 // Serve serves srv on 127.0.0.1 at a free port until the test ends and
