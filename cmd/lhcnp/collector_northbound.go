@@ -67,8 +67,10 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 		if u, err = auth.LoadUsers(nc.Users); err != nil {
 			return nil, fmt.Errorf("northbound.users: %w", err)
 		}
-	} else {
+	} else if nc.Insecure {
 		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client is the anonymous read-write user")
+	} else {
+		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client with a certificate of northbound.client_ca is the anonymous read-write user")
 	}
 	opts := []service.Option{service.WithAuth(auth.New(u)), service.WithCapabilities(n.nb), service.WithGet(n.nb),
 		service.WithSet(n.nb), service.WithSubscribe(n.nb),

@@ -74,12 +74,13 @@ type switchFile struct {
 	// --switches, the key switches being the file's list.
 	Run string `yaml:"run" flag:"switches" help:"comma-separated switches of the file to run in this process (default: all; variable LHCNP_SWITCH_RUN)"`
 	// The transport: plain gRPC (labs only) or TLS, mutual with ClientCA;
-	// Users is the users file (none: anonymous read-write).
+	// Users is the users file (none: anonymous read-write, so TLS needs
+	// Users or ClientCA).
 	Insecure bool   `yaml:"insecure" help:"serve gNMI without TLS (labs only)"`
 	TLSCert  string `yaml:"tls_cert" help:"server certificate (PEM)"`
 	TLSKey   string `yaml:"tls_key" help:"server private key (PEM)"`
 	ClientCA string `yaml:"client_ca" help:"CA of client certificates: mutual TLS"`
-	Users    string `yaml:"users" help:"users file (name:role:bcrypt-hash; see lhcnp passwd); none: anonymous read-write"`
+	Users    string `yaml:"users" help:"users file (name:role:bcrypt-hash; see lhcnp passwd); none: anonymous read-write, so TLS needs users or client_ca"`
 	// The outputs: a pcap per wire, Prometheus metrics.
 	Capture string `yaml:"capture" help:"directory for a pcap of every wire's frames (LINK.pcap)"`
 	Metrics string `yaml:"metrics" help:"serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)"`
@@ -255,6 +256,12 @@ func parseSwitchArgs(args []string, environ func() []string, stderr io.Writer) (
 	if f.ClientCA != "" && f.Insecure {
 		return nil, "", nil, usageError{"--client-ca needs TLS"}
 	}
+	// TLS that lets anyone in as the read-write user would look secure and
+	// be open: an operator who chose TLS wants clients identified, by a
+	// password or a certificate.
+	if !f.Insecure && f.Users == "" && f.ClientCA == "" {
+		return nil, "", nil, c.usageError("--tls-cert without --users or --client-ca would let every client Set as the anonymous read-write user: give a users file (lhcnp passwd), a client CA, or both")
+	}
 	if err := f.resolve(c.config, c.cc); err != nil {
 		if u, ok := err.(usageError); ok {
 			return nil, "", nil, c.usageError(u.msg)
@@ -333,8 +340,10 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if u, err = auth.LoadUsers(f.Users); err != nil {
 			return err
 		}
-	} else {
+	} else if f.Insecure {
 		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client is the anonymous read-write user")
+	} else {
+		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client with a certificate of --client-ca is the anonymous read-write user")
 	}
 	cfg.TargetOptions = []service.Option{service.WithAuth(auth.New(u))}
 	if f.Insecure {

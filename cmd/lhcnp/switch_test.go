@@ -176,6 +176,30 @@ func TestSwitchUsage(t *testing.T) {
 	}
 }
 
+// TestSwitchTLSNeedsUsersOrClientCA: TLS alone would let every client Set
+// as the anonymous read-write user; lhcnp switch wants users, a client CA,
+// or both, and says so.
+func TestSwitchTLSNeedsUsersOrClientCA(t *testing.T) {
+	tls := []string{"--config", "../../examples/switch.yaml", "--tls-cert", "c.pem", "--tls-key", "k.pem"}
+	for _, tt := range []struct {
+		desc    string
+		args    []string
+		wantErr string
+	}{
+		{"TLS alone", tls, "--tls-cert without --users or --client-ca would let every client Set as the anonymous read-write user"},
+		{"TLS and users", append(slices.Clone(tls), "--users", "u"), ""},
+		{"mutual TLS", append(slices.Clone(tls), "--client-ca", "ca.pem"), ""},
+		{"plaintext alone (labs)", []string{"--config", "../../examples/switch.yaml", "--insecure"}, ""},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, _, _, err := parseSwitchArgs(tt.args, func() []string { return nil }, io.Discard)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("parseSwitchArgs(%q) = %v, want %q", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}
+
 func TestSwitchBadConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "switch.yaml")

@@ -101,7 +101,7 @@ type Northbound struct {
 	TLSCert  string `yaml:"tls_cert" help:"northbound TLS certificate (PEM)"`
 	TLSKey   string `yaml:"tls_key" help:"northbound TLS key (PEM)"`
 	ClientCA string `yaml:"client_ca" help:"CA of northbound client certificates (mTLS)"`
-	Users    string `yaml:"users" help:"northbound users file (name:role:bcrypt-hash lines, see lhcnp passwd)"`
+	Users    string `yaml:"users" help:"northbound users file (name:role:bcrypt-hash lines, see lhcnp passwd); none: anonymous read-write, so TLS needs users or client_ca"`
 }
 
 // Defaults returns the defaults of every key.
@@ -265,6 +265,11 @@ func (f *File) Check() error {
 		return errors.New("db.targets_reread: must be positive")
 	case f.Northbound.Listen != "" && f.Northbound.Insecure == (f.Northbound.TLSCert != ""):
 		return errors.New("northbound.insecure: exactly one of northbound.insecure and northbound.tls_cert (with northbound.tls_key)")
+	case f.Northbound.Listen != "" && !f.Northbound.Insecure && f.Northbound.Users == "" && f.Northbound.ClientCA == "":
+		// TLS that lets anyone in as the read-write user would look
+		// secure and be open: an operator who chose TLS wants clients
+		// identified, by a password or a certificate.
+		return errors.New("northbound.users: TLS without northbound.users or northbound.client_ca would let every client Set as the anonymous read-write user; give a users file (lhcnp passwd), a client CA, or both")
 	}
 	seen := map[string]bool{}
 	for i := range f.Targets {

@@ -43,6 +43,18 @@ func TestCheck(t *testing.T) {
 			`targets[a].subscriptions[0].mode: "poll" is not sample, on_change or target_defined`},
 		{"relative path", func(f *config.File) { f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"a/b"}}} },
 			`targets[a].subscriptions[0].paths: "a/b" does not start with /`},
+		{"northbound TLS without users or client CA", func(f *config.File) {
+			f.Northbound = config.Northbound{Listen: "127.0.0.1:0", TLSCert: "c.pem", TLSKey: "k.pem"}
+		}, "northbound.users: TLS without northbound.users or northbound.client_ca would let every client Set as the anonymous read-write user; give a users file (lhcnp passwd), a client CA, or both"},
+		{"northbound TLS with users", func(f *config.File) {
+			f.Northbound = config.Northbound{Listen: "127.0.0.1:0", TLSCert: "c.pem", TLSKey: "k.pem", Users: "users"}
+		}, ""},
+		{"northbound mutual TLS", func(f *config.File) {
+			f.Northbound = config.Northbound{Listen: "127.0.0.1:0", TLSCert: "c.pem", TLSKey: "k.pem", ClientCA: "ca.pem"}
+		}, ""},
+		{"northbound plaintext without users (labs)", func(f *config.File) {
+			f.Northbound = config.Northbound{Listen: "127.0.0.1:0", Insecure: true}
+		}, ""},
 		{"sample interval on change", func(f *config.File) {
 			f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"/a"}, Mode: "on_change", SampleInterval: config.Duration(time.Second)}}
 		}, "targets[a].subscriptions[0].sample_interval: only for mode sample (gNMI 3.5.1.5.2)"},
