@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -339,6 +340,41 @@ func TestParseUsers(t *testing.T) {
 			}
 			if u.Len() != tt.wantN {
 				t.Errorf("Len() = %d, want %d", u.Len(), tt.wantN)
+			}
+		})
+	}
+}
+
+// TestLoadUsersModes: a users file others may read (offline cracking) or
+// its group or others may write (a user added) is refused, naming the file
+// and its mode; owner-only and group-readable files load.
+func TestLoadUsersModes(t *testing.T) {
+	path := usersFile(t)
+	for _, tt := range []struct {
+		desc    string
+		mode    os.FileMode
+		wantErr bool
+	}{
+		{"owner only", 0o600, false},
+		{"group-readable", 0o640, false},
+		{"read-only for the owner", 0o400, false},
+		{"world-readable (umask 022, lhcnp passwd >> users)", 0o644, true},
+		{"group-writable", 0o660, true},
+		{"world-writable", 0o602, true},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if err := os.Chmod(path, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			_, err := auth.LoadUsers(path)
+			if !tt.wantErr {
+				if err != nil {
+					t.Errorf("LoadUsers (mode %04o): %v", tt.mode, err)
+				}
+				return
+			}
+			if !errors.Is(err, auth.ErrUsersFile) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), fmt.Sprintf("mode %04o", tt.mode)) {
+				t.Errorf("LoadUsers (mode %04o): %v, want ErrUsersFile naming the file and its mode", tt.mode, err)
 			}
 		})
 	}

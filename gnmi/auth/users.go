@@ -7,6 +7,7 @@
 // The users file has one user per line, "name:role:bcrypt-hash", where role
 // is read-only (ro) or read-write (rw); blank lines and lines starting with
 // '#' are ignored. PasswdLine (exposed as `lhcnp passwd`) writes such a line.
+// LoadUsers refuses a file others may read or its group or others write.
 package auth
 
 import (
@@ -14,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 
 	"golang.org/x/crypto/bcrypt"
@@ -98,13 +101,30 @@ func ParseUsers(r io.Reader) (*Users, error) {
 	return u, nil
 }
 
-// LoadUsers reads a users file.
+// looseModeBits are the permissions a users file must not have: read by
+// others (its hashes cracked offline) or written by its group or others (a
+// read-write user added).
+const looseModeBits fs.FileMode = 0o026
+
+// LoadUsers reads a users file. It refuses one that others may read or its
+// group or others may write, as ssh refuses such a key (Windows has no such
+// bits: there it is not checked).
 func LoadUsers(path string) (*Users, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if runtime.GOOS != "windows" {
+		st, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		if m := st.Mode().Perm(); m&looseModeBits != 0 {
+			return nil, fmt.Errorf("%s: %w: mode %04o lets others read the hashes or change the users: chmod 600 (or 640) it",
+				path, ErrUsersFile, m)
+		}
+	}
 	u, err := ParseUsers(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
