@@ -71,10 +71,8 @@ type Authenticator struct {
 	o     options
 	users atomic.Pointer[Users]
 
-	dummyOnce sync.Once
-	dummy     []byte // a hash to compare against for unknown users
-
 	mu       sync.Mutex
+	dummy    []byte              // what an unknown user's password is compared against (dummyHash)
 	verified map[string][32]byte // user → sha256 of a password bcrypt accepted
 	streams  int
 	perUser  map[string]int
@@ -88,23 +86,39 @@ func New(users *Users, opts ...Option) *Authenticator {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	a := &Authenticator{o: o, verified: map[string][32]byte{}, perUser: map[string]int{}}
+	a := &Authenticator{o: o, verified: map[string][32]byte{}, perUser: map[string]int{}, dummy: dummyHash(users)}
 	a.users.Store(users)
 	return a
 }
 
 // SetUsers replaces the users (a reloaded file); cached verifications go.
 func (a *Authenticator) SetUsers(u *Users) {
+	d := dummyHash(u)
 	a.users.Store(u)
 	a.mu.Lock()
+	a.dummy = d
 	clear(a.verified)
 	a.mu.Unlock()
+}
+
+// dummyHash returns a hash of a password no one sends, at the cost most of
+// the users' hashes have: an unknown user's password is compared against
+// it, so that its refusal costs what a wrong password's does. Made here,
+// not at the first unknown user, whose refusal would cost a hash more.
+func dummyHash(u *Users) []byte {
+	if u == nil {
+		return nil
+	}
+	h, _ := bcrypt.GenerateFromPassword([]byte("unknown user"), u.commonCost())
+	return h
 }
 
 // Authenticate checks the credentials in ctx's metadata. bcrypt makes a check
 // take tens of milliseconds, so a password bcrypt accepted is remembered as
 // its SHA-256 and later checks compare digests in constant time. An unknown
-// user costs a bcrypt comparison too, so timing does not reveal names.
+// user costs a bcrypt comparison too, at the cost most users' hashes have,
+// so timing does not reveal names (a user whose hash has another cost can
+// still be told apart: keep one cost).
 func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 	users := a.users.Load()
 	if users == nil {
@@ -131,8 +145,10 @@ func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 			return Identity{User: name, Role: u.Role}, nil
 		}
 	} else {
-		a.dummyOnce.Do(func() { a.dummy, _ = bcrypt.GenerateFromPassword([]byte("x"), bcrypt.DefaultCost) })
-		bcrypt.CompareHashAndPassword(a.dummy, []byte(pw))
+		a.mu.Lock()
+		d := a.dummy
+		a.mu.Unlock()
+		bcrypt.CompareHashAndPassword(d, []byte(pw)) //nolint:errcheck // it fails: the cost is the point
 	}
 	return Identity{}, status.Error(codes.Unauthenticated, "wrong username or password")
 }

@@ -141,6 +141,23 @@ func NewUsers(users ...User) *Users {
 	return u
 }
 
+// commonCost returns the bcrypt cost most of the users' hashes have (the
+// higher of a tie), bcrypt's default when there are none.
+func (u *Users) commonCost() int {
+	n := map[int]int{}
+	best := bcrypt.DefaultCost
+	for _, x := range u.byName {
+		c, err := bcrypt.Cost(x.Hash)
+		if err != nil {
+			continue
+		}
+		if n[c]++; n[c] > n[best] || n[c] == n[best] && c > best {
+			best = c
+		}
+	}
+	return best
+}
+
 // Len returns the number of users.
 func (u *Users) Len() int { return len(u.byName) }
 

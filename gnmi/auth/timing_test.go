@@ -1,0 +1,49 @@
+package auth
+
+import (
+	"context"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/grpc/metadata"
+)
+
+// TestUnknownUserCostsAsMuch: a name not in the users file costs a bcrypt
+// comparison at the cost the users' hashes have (the most common one), so
+// that its refusal takes as long as a wrong password's and timing does not
+// tell which names exist. htpasswd -B hashes at cost 5, lhcnp passwd at
+// bcrypt's default 10. It inspects the hash compared against: timing it
+// would make a flaky test.
+func TestUnknownUserCostsAsMuch(t *testing.T) {
+	hash := func(cost int) []byte {
+		h, err := bcrypt.GenerateFromPassword([]byte("pw"), cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	for _, tt := range []struct {
+		desc  string
+		costs []int
+		want  int
+	}{
+		{"one user at the minimum cost", []int{bcrypt.MinCost}, bcrypt.MinCost},
+		{"htpasswd -B's cost", []int{5, 5}, 5},
+		{"the most common cost", []int{bcrypt.MinCost, 5, 5}, 5},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var users []User
+			for i, c := range tt.costs {
+				users = append(users, User{Name: string(rune('a' + i)), Role: ReadOnly, Hash: hash(c)})
+			}
+			a := New(NewUsers(users...))
+			ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(MetadataUsername, "mallory", MetadataPassword, "pw"))
+			if _, err := a.Authenticate(ctx); err == nil {
+				t.Fatal("an unknown user authenticated")
+			}
+			if got, err := bcrypt.Cost(a.dummy); err != nil || got != tt.want {
+				t.Errorf("an unknown user is compared against a hash of cost %d (%v), want %d, the users'", got, err, tt.want)
+			}
+		})
+	}
+}
