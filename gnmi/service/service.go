@@ -13,6 +13,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -26,6 +27,22 @@ import (
 // DefaultMaxRecvMsgSize is the largest request accepted (gRPC's default);
 // a larger one is RESOURCE_EXHAUSTED.
 const DefaultMaxRecvMsgSize = 4 << 20
+
+// Bounds on what one connection holds, before it authenticates or at all;
+// WithGRPCOptions overrides them.
+const (
+	// DefaultMaxConcurrentStreams is the most RPCs one connection may have
+	// open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS): gRPC's default
+	// is no limit, so one connection could open streams, each with its
+	// goroutine and buffers, without end. A gRPC client queues an RPC
+	// over the limit until one ends.
+	DefaultMaxConcurrentStreams = 128
+	// DefaultHandshakeTimeout bounds a new connection's TLS handshake and
+	// HTTP/2 preface: gRPC's default, 120 s, let a client that opens
+	// connections and says nothing hold each, goroutine and descriptor,
+	// for two minutes.
+	DefaultHandshakeTimeout = 10 * time.Second
+)
 
 // The handler interfaces, one per RPC, so each can come from its own package.
 type (
@@ -104,7 +121,9 @@ func WithOuterInterceptors(u []grpc.UnaryServerInterceptor, s []grpc.StreamServe
 	}
 }
 
-// WithGRPCOptions adds raw gRPC server options (keepalive and the like).
+// WithGRPCOptions adds raw gRPC server options (keepalive and the like);
+// they come after the defaults (DefaultMaxConcurrentStreams,
+// DefaultHandshakeTimeout), so they override them.
 func WithGRPCOptions(opts ...grpc.ServerOption) Option {
 	return func(o *options) { o.grpcOpts = append(o.grpcOpts, opts...) }
 }
@@ -141,6 +160,8 @@ func New(opts ...Option) (*Server, error) {
 	gopts := append([]grpc.ServerOption{
 		grpc.Creds(creds),
 		grpc.MaxRecvMsgSize(o.maxRecv),
+		grpc.MaxConcurrentStreams(DefaultMaxConcurrentStreams),
+		grpc.ConnectionTimeout(DefaultHandshakeTimeout),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 	}, o.grpcOpts...)
