@@ -72,7 +72,7 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 	} else {
 		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client with a certificate of northbound.client_ca is the anonymous read-write user")
 	}
-	opts := []service.Option{service.WithAuth(auth.New(u)), service.WithCapabilities(n.nb), service.WithGet(n.nb),
+	opts := []service.Option{service.WithAuth(gnmiAuth(u)), service.WithCapabilities(n.nb), service.WithGet(n.nb),
 		service.WithSet(n.nb), service.WithSubscribe(n.nb),
 		service.WithOuterInterceptors([]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()})}
 	if nc.Insecure {

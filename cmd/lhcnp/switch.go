@@ -345,7 +345,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client with a certificate of --client-ca is the anonymous read-write user")
 	}
-	cfg.TargetOptions = []service.Option{service.WithAuth(auth.New(u))}
+	cfg.TargetOptions = []service.Option{service.WithAuth(gnmiAuth(u))}
 	if f.Insecure {
 		cfg.TargetOptions = append(cfg.TargetOptions, service.WithInsecure())
 	} else {
@@ -385,6 +385,27 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			w.Name(), st.TxFrames, st.TxDropped, st.RxFrames, st.Late, time.Duration(st.MaxLateNs), st.RxLost, st.RxDown, st.RxMalformed, st.Ups, st.Downs)
 	}
 	return err
+}
+
+// The Subscribe stream limits of the gNMI endpoints lhcnp serves (one
+// authenticator for all the switches of a process; the collector's
+// northbound): in all, and per user when there are users (without, every
+// client is the one anonymous user). One more stream is RESOURCE_EXHAUSTED.
+// Without them an authenticated client, or anyone where there are no users,
+// could open streams, each with its queue and goroutines, without end.
+const (
+	gnmiMaxStreams        = 256
+	gnmiMaxStreamsPerUser = 32
+)
+
+// gnmiAuth returns the authenticator of a gNMI endpoint with users u (nil:
+// none, every client anonymous) and the stream limits.
+func gnmiAuth(u *auth.Users) *auth.Authenticator {
+	opts := []auth.Option{auth.WithMaxStreams(gnmiMaxStreams)}
+	if u != nil {
+		opts = append(opts, auth.WithMaxStreamsPerUser(gnmiMaxStreamsPerUser))
+	}
+	return auth.New(u, opts...)
 }
 
 // localWires returns the file's wires this process runs: those with one
