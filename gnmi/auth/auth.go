@@ -130,6 +130,13 @@ func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 		return Identity{}, status.Error(codes.Unauthenticated, "missing username or password in metadata")
 	}
 	u, known := users.byName[name]
+	if len(pw) > MaxPasswordBytes {
+		// bcrypt reads 72 bytes: a longer password would match a stored
+		// one of 72 whatever follows. No password lhcnp passwd hashes is
+		// longer; refused as a wrong one is (the same message), after the
+		// same cost.
+		known = false
+	}
 	sum := sha256.Sum256([]byte(pw))
 	if known {
 		a.mu.Lock()

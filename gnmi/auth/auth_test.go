@@ -399,6 +399,10 @@ func TestPasswdLine(t *testing.T) {
 			t.Errorf("PasswdLine(%q) accepted", bad)
 		}
 	}
+	if _, err := auth.PasswdLine("carol", auth.ReadOnly, strings.Repeat("p", auth.MaxPasswordBytes+1)); err == nil ||
+		!strings.Contains(err.Error(), "bcrypt reads 72") {
+		t.Errorf("a 73-byte password: %v; want it refused, saying why", err)
+	}
 }
 
 func TestNoUsersIsAnonymousReadWrite(t *testing.T) {

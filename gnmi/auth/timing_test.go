@@ -47,3 +47,30 @@ func TestUnknownUserCostsAsMuch(t *testing.T) {
 		})
 	}
 }
+
+// TestPasswordOverBcryptsLimit: bcrypt reads 72 bytes of a password, so a
+// user whose password is 72 bytes long would be let in with any bytes
+// after them; a presented password longer than bcrypt can tell apart is
+// refused before any comparison. It failed before: the 72 bytes and a
+// suffix authenticated.
+func TestPasswordOverBcryptsLimit(t *testing.T) {
+	pw := make([]byte, 72)
+	for i := range pw {
+		pw[i] = 'a' + byte(i%26)
+	}
+	h, err := bcrypt.GenerateFromPassword(pw, bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(NewUsers(User{Name: "carol", Role: ReadWrite, Hash: h}))
+	login := func(p string) error {
+		_, err := a.Authenticate(metadata.NewIncomingContext(context.Background(), metadata.Pairs(MetadataUsername, "carol", MetadataPassword, p)))
+		return err
+	}
+	if err := login(string(pw)); err != nil {
+		t.Fatalf("the 72-byte password: %v", err)
+	}
+	if err := login(string(pw) + "anything"); err == nil {
+		t.Error("the 72-byte password with a suffix authenticated")
+	}
+}

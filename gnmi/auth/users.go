@@ -161,6 +161,11 @@ func (u *Users) commonCost() int {
 // Len returns the number of users.
 func (u *Users) Len() int { return len(u.byName) }
 
+// MaxPasswordBytes is the longest password bcrypt tells apart: it reads 72
+// bytes. PasswdLine refuses a longer one, and Authenticate refuses one
+// presented.
+const MaxPasswordBytes = 72
+
 // HashPassword returns the bcrypt hash of a password at cost (0: bcrypt's
 // default cost).
 func HashPassword(password string, cost int) (string, error) {
@@ -181,6 +186,9 @@ func PasswdLine(name string, role Role, password string) (string, error) {
 	}
 	if password == "" {
 		return "", errors.New("empty password")
+	}
+	if len(password) > MaxPasswordBytes {
+		return "", fmt.Errorf("password of %d bytes: bcrypt reads %d, so the rest would not count", len(password), MaxPasswordBytes)
 	}
 	h, err := HashPassword(password, 0)
 	if err != nil {
