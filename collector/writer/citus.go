@@ -578,8 +578,11 @@ func (w *Writer) deadLettered(b *rows.Batch, dead []deadRow) {
 // spread over the shards) is not one Citus can plan: the merge reads the
 // batch's ledger rows, the samples stored at its series and timestamps
 // and latest of its series, decides here, and writes each part not in the
-// ledger with its ledger row. All in one transaction: it spans the nodes
-// (a two-phase commit), which a stale batch, rare, may cost.
+// ledger with its ledger row, then the batch's events. All in one
+// transaction: it spans the nodes (a two-phase commit), which a stale
+// batch, rare, may cost. A batch whose every part is in the ledger (a
+// replay) has its events offered still, as storeCitus does: no ledger row
+// guards them.
 const (
 	staleLedgerSQL = `SELECT shard_key, target, rows, first_ts, last_ts FROM ingest_ledger WHERE batch_id = $1`
 	staleStoredSQL = `SELECT series_id, ts FROM samples WHERE series_id = ANY($1::bigint[]) AND ts BETWEEN $2 AND $3`
@@ -645,8 +648,18 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch) (staleResul
 		}
 	}
 	if len(todo) == 0 {
+		// Every part in the ledger: a replay. Its events are offered
+		// still, as storeCitus does: no ledger row guards them, and a
+		// crash or a connection cut after the parts and before the
+		// events leaves them to this replay. Stored as storeCitus
+		// stores them (a refused one dead-lettered, the others kept),
+		// after the merge's transaction, which wrote nothing: the
+		// lease's lock orders the samples' anti-join with the owner's
+		// writes, and events are stored once by their identity.
+		tx.Rollback(ctx)
 		res.replayed = true
-		return res, nil
+		res.events, _, err = w.storeEventsCitus(ctx, b)
+		return res, err
 	}
 	stored, latest := map[seriesTS]bool{}, map[int64]int64{}
 	if len(ids) > 0 {

@@ -32,6 +32,9 @@ var errAnswerLost = errors.New("test: connection cut after the commit, the answe
 type cutter struct {
 	match func(pgx.TraceQueryStartData) bool
 	at    map[int]cutAt
+	// onFault, if set, runs before each fault, on the writer's goroutine:
+	// what the test makes happen at that point (the lease moved).
+	onFault func()
 
 	mu    sync.Mutex
 	seen  int // statements match took
@@ -86,6 +89,9 @@ func (c *cutter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.T
 		c.fired++
 	}
 	c.mu.Unlock()
+	if at != 0 && c.onFault != nil {
+		c.onFault()
+	}
 	cc := conn.PgConn().Conn().(*cutConn) // sslmode=disable: no TLS around it
 	switch at {
 	case beforeSent:

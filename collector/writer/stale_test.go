@@ -303,6 +303,81 @@ func TestCitusStaleMergeBehindOwner(t *testing.T) {
 	}
 }
 
+// TestCitusStaleEventsCut: on Citus a batch's events are stored after its
+// parts, in an INSERT of their own that no ledger row guards. The
+// connection cut at that INSERT and the lease moved to another collector
+// before the writer's retry, the retry finds the batch stale and merges it
+// (mergeStaleCitus) with every part in the ledger: its events are offered
+// still, as storeCitus offers them, stored once (those the cut INSERT
+// stored, its answer lost, found there; a refused one dead-lettered, the
+// others stored), the batch counted as replayed and no event as a
+// conflict. The merge returned before the events when every part was in
+// the ledger: the events of a batch cut before them were lost.
+func TestCitusStaleEventsCut(t *testing.T) {
+	for _, tt := range []struct {
+		desc    string
+		at      cutAt
+		bad     bool    // a third event PostgreSQL refuses
+		written float64 // rows_written_total{table="events"}: those the merge stored
+	}{
+		{"the events never sent", beforeSent, false, 2},
+		{"the events stored, their answer lost", afterCommit, false, 0},
+		{"the events never sent, one of them refused", beforeSent, true, 2},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			ctx := context.Background()
+			check, dsn := pgtest.NewCitus(t)
+			if _, err := check.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ('sw1', 'a', 1, now() + interval '1 hour')`); err != nil {
+				t.Fatal(err)
+			}
+			cut := &cutter{match: eventsInsert, at: map[int]cutAt{1: tt.at}, onFault: func() {
+				// b takes sw1 between a's parts and its events.
+				if _, err := check.Exec(ctx, `UPDATE leases SET owner = 'b', epoch = 2 WHERE target = 'sw1'`); err != nil {
+					t.Error(err)
+				}
+			}}
+			base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+			b := staleBatch(base, "a", 1, []int{1, 3}, 1, 2)
+			var dead int64
+			if tt.bad {
+				b.Events = append(b.Events, rows.Event{TS: base, Target: "sw1", Kind: "cnp", Details: "{bad json"})
+				dead = 1
+			}
+			w, m, stop := newWriter(t, cut.pool(t, dsn), writer.WithFencing(true))
+			enqueue(t, w, []*rows.Batch{b})
+			stop()
+			if got := cut.faults(); got != 1 {
+				t.Fatalf("%d connections cut, want 1", got)
+			}
+			for _, c := range []struct {
+				desc, sql string
+				want      int64
+			}{
+				{"events", `SELECT count(*) FROM events WHERE batch_id = $1`, 2},
+				{"samples", `SELECT count(*) FROM samples WHERE batch_id = $1`, 2 * staleSeries},
+				{"dead letters", `SELECT count(*) FROM dead_letters WHERE batch_id = $1`, dead},
+				{"ledger rows of the batch, summed", `SELECT sum(rows) FROM ingest_ledger WHERE batch_id = $1`, int64(2*staleSeries + len(b.Events))},
+			} {
+				if n := count(t, check, c.sql, b.ID); n != c.want {
+					t.Errorf("%s: %d, want %d", c.desc, n, c.want)
+				}
+			}
+			if diff := cmp.Diff(staleCounts{Replayed: 1}, staleCountsOf(m)); diff != "" {
+				t.Errorf("counters (-want, +got):\n%s", diff)
+			}
+			if got := testutil.ToFloat64(m.EventConflicts); got != 0 {
+				t.Errorf("event_conflicts_total = %v, want 0", got)
+			}
+			if got := testutil.ToFloat64(m.DeadLetters); got != float64(dead) {
+				t.Errorf("dead_letters_total = %v, want %v", got, dead)
+			}
+			if got := testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")); got != tt.written {
+				t.Errorf("rows_written_total{table=events} = %v, want %v", got, tt.written)
+			}
+		})
+	}
+}
+
 // TestStaleMergesSerialised: two collectors that lost sw1's lease (two
 // zombies) merge stale batches holding the same values only they received,
 // at the same moment (both waited for the owner's transaction in flight,
