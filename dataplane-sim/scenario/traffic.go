@@ -353,6 +353,11 @@ func (l *loader) checkCDF(pts []cdfPoint, whole *yaml.Node, field, file string) 
 		case pt.size < 0:
 			report(pt, "negative size %s", pt.sizeN)
 			ok = false
+		case pt.size > maxQuantity:
+			// A flow's size is an int64 of bytes: a larger point would
+			// be drawn as a size that wrapped around.
+			report(pt, "size %s is too large (at most %d bytes)", pt.sizeN, int64(maxQuantity))
+			ok = false
 		case p < 0 || p > 1:
 			report(pt, "cumulative probability %s is outside [0, 1] (or [0, 100] when the last point is 100)", pt.rawP)
 			ok = false
@@ -392,6 +397,7 @@ func (l *loader) cdfFile(n *yaml.Node, field, p string) *CDF {
 		return nil
 	}
 	var pts []cdfPoint
+	bad := false
 	for i, line := range strings.Split(string(data), "\n") {
 		if j := strings.IndexByte(line, '#'); j >= 0 {
 			line = line[:j]
@@ -403,16 +409,23 @@ func (l *loader) cdfFile(n *yaml.Node, field, p string) *CDF {
 		pt := cdfPoint{file: path, line: i + 1, col: 1, field: field}
 		if len(fs) != 2 {
 			l.d.errs = append(l.d.errs, &Error{File: path, Line: i + 1, Col: 1, Field: field, Reason: "want two columns: size_bytes cumulative_probability"})
+			bad = true
 			continue
 		}
 		s, err1 := strconv.ParseFloat(fs[0], 64)
 		q, err2 := strconv.ParseFloat(fs[1], 64)
 		if err1 != nil || err2 != nil || math.IsNaN(s) || math.IsNaN(q) || math.IsInf(s, 0) || math.IsInf(q, 0) {
 			l.d.errs = append(l.d.errs, &Error{File: path, Line: i + 1, Col: 1, Field: field, Reason: fmt.Sprintf("not two numbers: %q", strings.TrimSpace(line))})
+			bad = true
 			continue
 		}
 		pt.size, pt.p, pt.sizeN, pt.rawP = s, q, fs[0], fs[1]
 		pts = append(pts, pt)
+	}
+	if bad {
+		// The lines are reported; the points left are not the file's
+		// CDF, and "needs at least two points" would blame the wrong thing.
+		return nil
 	}
 	return l.checkCDF(pts, nil, field, path)
 }
@@ -532,7 +545,7 @@ func generate(p genParams) []Flow {
 			bits = p.offered(s)
 		}
 		meanGapNs := perArrival * mean * 8 / bits * 1e9
-		return time.Duration(rng.ExpFloat64() * meanGapNs)
+		return expGap(rng, meanGapNs)
 	}
 	for s := range p.senders {
 		heap = append(heap, next{p.start + gap(s), s})
@@ -578,6 +591,17 @@ func generate(p genParams) []Flow {
 	return out
 }
 
+// expGap draws an exponential gap of mean meanGapNs. A gap past any run
+// (a small load of very large flows) is held at maxQuantity, beyond every
+// stop, where converting it would wrap around to a negative time.
+func expGap(rng *rand.Rand, meanGapNs float64) time.Duration {
+	ns := rng.ExpFloat64() * meanGapNs
+	if ns >= maxQuantity {
+		return maxQuantity
+	}
+	return time.Duration(ns)
+}
+
 // flow is the i-th flow of the block, from src to dst at at, with a size
 // drawn from the CDF.
 func (p *genParams) flow(i int, src, dst string, at time.Duration, rng *rand.Rand) Flow {
@@ -610,7 +634,7 @@ func generateIncast(p genParams, rng *rand.Rand, mean float64) []Flow {
 	meanGapNs := float64(p.fanIn) * mean * 8 / bits * 1e9
 	var out []Flow
 	cands := make([]string, 0, len(p.senders))
-	for at := p.start + time.Duration(rng.ExpFloat64()*meanGapNs); at < p.stop && len(out) <= p.limit; at += time.Duration(rng.ExpFloat64() * meanGapNs) {
+	for at := p.start + expGap(rng, meanGapNs); at < p.stop && len(out) <= p.limit; at += expGap(rng, meanGapNs) {
 		dst := p.receivers[rng.IntN(len(p.receivers))]
 		cands = cands[:0]
 		for _, s := range p.senders {

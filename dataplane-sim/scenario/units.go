@@ -57,6 +57,11 @@ var durationUnits = map[string]int64{
 	"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9,
 }
 
+// maxQuantity bounds every quantity in its base unit (bit/s, byte,
+// nanosecond), a quarter of int64, so that sums of a few (a start plus a
+// duration, a size in bits) do not overflow.
+const maxQuantity = math.MaxInt64 / 4
+
 // ErrNegative is returned (and wrapped by Load's errors) for a quantity
 // written with a minus sign: nothing in a scenario is negative.
 var ErrNegative = errors.New("negative values are not allowed")
@@ -126,7 +131,7 @@ func parseQuantity(s string, units map[string]int64, what, list string) (int64, 
 		return 0, fmt.Errorf("%q is not a whole number of %s", s, baseUnit(what))
 	}
 	n := r.Num()
-	if !n.IsInt64() || n.Int64() > math.MaxInt64/4 {
+	if !n.IsInt64() || n.Int64() > maxQuantity {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return n.Int64(), nil
