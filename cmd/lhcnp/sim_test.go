@@ -45,6 +45,9 @@ func TestRunSim(t *testing.T) {
 
 func TestRunSimErrors(t *testing.T) {
 	bad := filepath.Join("..", "..", "dataplane-sim", "scenario", "testdata", "bad_rate_unit.yaml")
+	// A tab indents a scenario's host: the error is at the tab, where
+	// yaml.v3 names the line above it.
+	tab := fileWriter(t, t.TempDir())("tab.yaml", "duration: 1ms\nsample_interval: 1us\ntopology:\n  hosts:\n    - {name: h1}\n\t- {name: h2}\n")
 	tests := []struct {
 		desc      string
 		args      []string
@@ -57,6 +60,7 @@ func TestRunSimErrors(t *testing.T) {
 		{"two scenarios", []string{"run", "a.yaml", "b.yaml", "--out", "d"}, true, "exactly one"},
 		{"bad duration", []string{"run", "a.yaml", "--out", "d", "--duration", "5"}, false, "no unit"},
 		{"scenario error", []string{"run", bad, "--out", "d"}, false, "bad_rate_unit.yaml:8:13: topology.links[0].rate"},
+		{"tab in a scenario", []string{"run", tab, "--out", "d"}, false, "tab.yaml:6:1: a tab in the indentation (YAML indents with spaces only)"},
 		{"no threads", []string{"run", "a.yaml", "--out", "d", "--threads", "0"}, true, "--threads 0"},
 	}
 	for _, tt := range tests {

@@ -57,6 +57,9 @@ func TestBadInput(t *testing.T) {
 		{"mechanism params a list", "params: {k_max: 50KB, cnp_interval: 2us, capable_senders: none}", "params: [k_max]", file + ":27:11: mechanism.params: want a mapping, got a list"},
 		{"dcqcn integer quoted", "g: 1000", `g: "1000"`, file + `:30:6: dcqcn.g: want an integer, got "1000"`},
 		{"dcqcn key typo", "rate_ai: 5Mbps", "rateai: 5Mbps", file + ":29:3: dcqcn.rateai: unknown field"},
+		{"tab in the indentation", "  hosts:\n    - {name: h1}", "  hosts:\n\t- {name: h1}", file + ":8:1: a tab in the indentation (YAML indents with spaces only)"},
+		// yaml.v3 names line 7, the block above the tab.
+		{"tab after spaces", "    - {name: h2}", "  \t- {name: h2}", file + ":9:3: a tab in the indentation (YAML indents with spaces only)"},
 		{"yaml syntax", "  hosts:\n", "  hosts: [\n", file + ":7:1: did not find expected node content"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {

@@ -3,13 +3,14 @@ package scenario
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lhcnp/lhcnp/internal/yamlsyntax"
 )
 
 // Option changes how a scenario is loaded.
@@ -51,7 +52,7 @@ func Parse(file string, data []byte, opts ...Option) (*Scenario, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, ErrorList{{File: file, Reason: "empty scenario"}}
 		}
-		return nil, ErrorList{yamlSyntaxError(file, err)}
+		return nil, ErrorList{yamlSyntaxError(file, data, err)}
 	}
 	root := resolve(&doc)
 	if root.Kind == yaml.DocumentNode {
@@ -82,19 +83,11 @@ func Parse(file string, data []byte, opts ...Option) (*Scenario, error) {
 	return l.sc, nil
 }
 
-// yamlSyntaxError turns yaml.v3's "yaml: line N: reason" into an Error.
-func yamlSyntaxError(file string, err error) *Error {
-	msg := err.Error()
-	e := &Error{File: file, Reason: msg, Err: err}
-	var line int
-	if rest, ok := strings.CutPrefix(msg, "yaml: line "); ok {
-		if i := strings.Index(rest, ": "); i > 0 {
-			if _, serr := fmt.Sscanf(rest[:i], "%d", &line); serr == nil {
-				e.Line, e.Col, e.Reason = line, 1, rest[i+2:]
-			}
-		}
-	}
-	return e
+// yamlSyntaxError turns yaml.v3's "yaml: line N: reason" into an Error
+// at the line (and column) to edit (yamlsyntax.Locate).
+func yamlSyntaxError(file string, data []byte, err error) *Error {
+	line, col, reason := yamlsyntax.Locate(data, err.Error())
+	return &Error{File: file, Line: line, Col: col, Reason: reason, Err: err}
 }
 
 type nodeKind int

@@ -1,0 +1,43 @@
+package yamlsyntax
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestLocate runs yaml.v3 on each document and checks where its error is
+// placed: a tab at the line and column where it is, not at the line of
+// the block above it that yaml.v3 names.
+func TestLocate(t *testing.T) {
+	type place struct {
+		Line, Col int
+		Reason    string
+	}
+	for _, tt := range []struct {
+		desc, doc string
+		want      place
+	}{
+		{"tab under a nested key", "a:\n  b: 1\n\tc: 2\n", place{3, 1, "a tab in the indentation (YAML indents with spaces only)"}},
+		{"tab after spaces", "x: 1\na:\n    b: 1\n  \tc: 2\n", place{4, 3, "a tab in the indentation (YAML indents with spaces only)"}},
+		{"tab before a list item", "a:\n  - x\n\t- y\n", place{3, 1, "a tab in the indentation (YAML indents with spaces only)"}},
+		{"tab on the first line", "\ta: 1\n", place{1, 1, "a tab in the indentation (YAML indents with spaces only)"}},
+		{"tab as the only indentation", "a:\n\tb: 1\n", place{2, 1, "a tab in the indentation (YAML indents with spaces only)"}},
+		{"unclosed list", "a: 1\nb: [1,\n", place{2, 1, "did not find expected node content"}},
+		{"no line", "a: *x\n", place{0, 0, "unknown anchor 'x' referenced"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var n yaml.Node
+			err := yaml.Unmarshal([]byte(tt.doc), &n)
+			if err == nil {
+				t.Fatalf("yaml.Unmarshal(%q) succeeded", tt.doc)
+			}
+			var got place
+			got.Line, got.Col, got.Reason = Locate([]byte(tt.doc), err.Error())
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Locate(%q, %q) (-want, +got):\n%s", tt.doc, err, diff)
+			}
+		})
+	}
+}
