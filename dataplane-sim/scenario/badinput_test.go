@@ -60,7 +60,8 @@ func TestBadInput(t *testing.T) {
 		{"tab in the indentation", "  hosts:\n    - {name: h1}", "  hosts:\n\t- {name: h1}", file + ":8:1: a tab in the indentation (YAML indents with spaces only)"},
 		// yaml.v3 names line 7, the block above the tab.
 		{"tab after spaces", "    - {name: h2}", "  \t- {name: h2}", file + ":9:3: a tab in the indentation (YAML indents with spaces only)"},
-		{"yaml syntax", "  hosts:\n", "  hosts: [\n", file + ":7:1: did not find expected node content"},
+		// yaml.v3 names line 28, the line above the bracket.
+		{"unclosed bracket", "rate_ai: 5Mbps", "rate_ai: [5Mbps", file + ":29:1: did not find expected ',' or ']'"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			text := strings.Replace(string(base), tt.from, tt.to, 1)

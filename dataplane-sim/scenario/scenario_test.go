@@ -52,7 +52,7 @@ func TestBadScenarios(t *testing.T) {
 		{"unknown event kind", "bad_event_kind.yaml", "", 9, "events[0].kind", `unknown event kind "link-down"`, 0},
 		{"event after the end", "bad_event_late.yaml", "", 10, "events[0].at", "after the end of the run", 0},
 		{"event value of the wrong unit", "bad_event_value.yaml", "", 8, "events[0].value", `unknown duration unit "Gbps"`, 0},
-		{"yaml syntax", "bad_syntax.yaml", "", 3, "", "did not find expected", 0},
+		{"yaml syntax", "bad_syntax.yaml", "", 4, "", "did not find expected", 0},
 		{"two notification mechanisms on one node", "bad_coexist.yaml", "", 18, "mechanism.with[1].nodes[0]", "s2 already runs long-haul-cnp (mechanism.nodes[1]); long-haul-cnp and fast-cnp cannot both run on one node", 0},
 		{"fast-cnp param", "bad_fastcnp_param.yaml", "", 15, "mechanism.params.capable_senders", `unknown value "some" (want all or none)`, 0},
 		{"fcn ingress outside the block", "bad_fcn_ingress.yaml", "", 16, "mechanism.params.ingress[0]", "pe2 is not one of the block's nodes (pe1, t1)", 0},

@@ -28,6 +28,15 @@ func Locate(data []byte, msg string) (line, col int, reason string) {
 		line, _ = strconv.Atoi(g[1])
 		reason = g[2]
 	}
+	switch {
+	case line > 0 && parserProblem(reason):
+		// yaml.v3 prints a parser error's 0-based line (it adds one to a
+		// scanner error's only): "c: [1, 2" on line 3 is "line 2".
+		line++
+	case line == 0 && fromParser(reason):
+		// It prints no line when the error is on the first (line 0).
+		line = 1
+	}
 	if strings.Contains(reason, "tab character") || strings.Contains(reason, "cannot start any token") {
 		if l, c := indentTab(data, max(line, 1)); l > 0 {
 			return l, c, "a tab in the indentation (YAML indents with spaces only)"
@@ -37,6 +46,36 @@ func Locate(data []byte, msg string) (line, col int, reason string) {
 		col = 1
 	}
 	return line, col, reason
+}
+
+// parserProblems are the problems of yaml.v3's parser (parserc.go), whose
+// line it prints 0-based; its scanner's are printed 1-based.
+var parserProblems = []string{
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'", "did not find expected '-' indicator",
+	"did not find expected <document start>", "did not find expected <stream-start>", "did not find expected key",
+	"did not find expected node content", "found duplicate %TAG directive", "found duplicate %YAML directive",
+	"found incompatible YAML document", "found undefined tag handle",
+}
+
+func parserProblem(reason string) bool {
+	for _, p := range parserProblems {
+		if reason == p {
+			return true
+		}
+	}
+	return false
+}
+
+// fromParser says whether reason is one of the parser's or the scanner's
+// problems, which carry a place (not the composer's "unknown anchor", nor
+// the reader's encoding errors, which carry none).
+func fromParser(reason string) bool {
+	for _, p := range []string{"found ", "did not find ", "could not find "} {
+		if strings.HasPrefix(reason, p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(reason, "not allowed in this context")
 }
 
 // indentTab returns the line and column of the first tab in the leading

@@ -9,7 +9,9 @@ import (
 
 // TestLocate runs yaml.v3 on each document and checks where its error is
 // placed: a tab at the line and column where it is, not at the line of
-// the block above it that yaml.v3 names.
+// the block above it that yaml.v3 names; a parser error at its line, not
+// the one above (yaml.v3 prints it 0-based), and one on the first line at
+// line 1 (yaml.v3 prints none).
 func TestLocate(t *testing.T) {
 	type place struct {
 		Line, Col int
@@ -24,7 +26,11 @@ func TestLocate(t *testing.T) {
 		{"tab before a list item", "a:\n  - x\n\t- y\n", place{3, 1, "a tab in the indentation (YAML indents with spaces only)"}},
 		{"tab on the first line", "\ta: 1\n", place{1, 1, "a tab in the indentation (YAML indents with spaces only)"}},
 		{"tab as the only indentation", "a:\n\tb: 1\n", place{2, 1, "a tab in the indentation (YAML indents with spaces only)"}},
-		{"unclosed list", "a: 1\nb: [1,\n", place{2, 1, "did not find expected node content"}},
+		{"unclosed list", "a: 1\nb: 2\nc: [1, 2\nd: 4\n", place{3, 1, "did not find expected ',' or ']'"}},
+		{"list item among keys", "a: 1\nb: 2\n- c\nd: 4\n", place{3, 1, "did not find expected key"}},
+		{"unclosed mapping", "a: 1\nb: 2\nc: {x: 1\nd: 4\n", place{3, 1, "did not find expected ',' or '}'"}},
+		{"a scanner's line", "a: 1\nb: 2\nc: d: e\nf: 4\n", place{3, 1, "mapping values are not allowed in this context"}},
+		{"on the first line", "a: b: c\n", place{1, 1, "mapping values are not allowed in this context"}},
 		{"no line", "a: *x\n", place{0, 0, "unknown anchor 'x' referenced"}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
