@@ -161,9 +161,9 @@ func TestRunSimGenerate(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"generate", "--family", bad, "--out", out}, "bad.yaml:23: test_seeds: 5..40 overlaps train_seeds 1..48"},
-		{[]string{"generate", "--family", old, "--out", out}, "old.yaml:23: test_seeds: 1001..1032 overlaps retired_seeds 1001..1032"},
-		{[]string{"generate", "--family", second, "--set", "test", "--out", out}, "second.yaml:23: test_seeds: 2001..2032 overlaps retired_seeds 2001..2032"},
+		{[]string{"generate", "--family", bad, "--out", out}, "bad.yaml:23:13: test_seeds: 5..40 overlaps train_seeds 1..48"},
+		{[]string{"generate", "--family", old, "--out", out}, "old.yaml:23:13: test_seeds: 1001..1032 overlaps retired_seeds 1001..1032"},
+		{[]string{"generate", "--family", second, "--set", "test", "--out", out}, "second.yaml:23:13: test_seeds: 2001..2032 overlaps retired_seeds 2001..2032"},
 		{[]string{"generate", "--family", spec, "--set", "dev", "--out", out}, `--set "dev"`},
 		{[]string{"generate", "extra", "--out", out}, `unexpected argument "extra"`},
 		{[]string{"generate", "--family", spec, "--set", "test", "--seed", "22005", "--out", out}, "seed 22005 is of " + spec + "'s test_seeds 22001..22032, the fresh held-out set"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,60 +67,83 @@ func TestParseErrors(t *testing.T) {
 		desc, from, to, want string
 	}{
 		{"impossible range", "link_rate: {min: 10Gbps, max: 400Gbps}", "link_rate: {min: 400Gbps, max: 10Gbps}",
-			"f.yaml:10: link_rate: impossible range: min 400Gbps is above max 10Gbps"},
+			"f.yaml:10:18: link_rate: impossible range: min 400Gbps is above max 10Gbps"},
 		{"outside what the generator builds", "overload: {min: 1.1, max: 8}", "overload: {min: 0.5, max: 8}",
-			"f.yaml:12: overload.min: 0.5 is outside what the generator builds, 1..16"},
+			"f.yaml:12:17: overload.min: 0.5 is outside what the generator builds, 1..16"},
 		{"overlapping seeds", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 10, to: 40}",
-			"f.yaml:23: test_seeds: 10..40 overlaps train_seeds 1..48 (at 10)"},
+			"f.yaml:23:13: test_seeds: 10..40 overlaps train_seeds 1..48 (at 10)"},
 		{"the retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 1001, to: 1032}",
-			"f.yaml:23: test_seeds: 1001..1032 overlaps retired_seeds 1001..1032 (at 1001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 1001..1032 overlaps retired_seeds 1001..1032 (at 1001): a retired set's results were seen"},
 		{"overlapping the retired set in part", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 1030, to: 1061}",
-			"f.yaml:23: test_seeds: 1030..1061 overlaps retired_seeds 1001..1032 (at 1030)"},
+			"f.yaml:23:13: test_seeds: 1030..1061 overlaps retired_seeds 1001..1032 (at 1030)"},
 		{"the second retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 2001, to: 2032}",
-			"f.yaml:23: test_seeds: 2001..2032 overlaps retired_seeds 2001..2032 (at 2001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 2001..2032 overlaps retired_seeds 2001..2032 (at 2001): a retired set's results were seen"},
 		{"retired sets overlapping", "  - {from: 2001, to: 2032}", "  - {from: 1020, to: 2032}",
-			"f.yaml:26: retired_seeds[1]: 1020..2032 overlaps retired_seeds[0] 1001..1032 (at 1020): each seed is retired once"},
+			"f.yaml:26:5: retired_seeds[1]: 1020..2032 overlaps retired_seeds[0] 1001..1032 (at 1020): each seed is retired once"},
 		{"a retired set backwards", "  - {from: 2001, to: 2032}", "  - {from: 2032, to: 2001}",
-			"f.yaml:26: retired_seeds[1]: impossible range: from 2032 is above to 2001"},
+			"f.yaml:26:12: retired_seeds[1]: impossible range: from 2032 is above to 2001"},
 		{"seeds backwards", "train_seeds: {from: 1, to: 48}", "train_seeds: {from: 48, to: 1}",
-			"f.yaml:22: train_seeds: impossible range: from 48 is above to 1"},
+			"f.yaml:22:21: train_seeds: impossible range: from 48 is above to 1"},
 		{"the third retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 3001, to: 3032}",
-			"f.yaml:23: test_seeds: 3001..3032 overlaps retired_seeds 3001..3032 (at 3001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 3001..3032 overlaps retired_seeds 3001..3032 (at 3001): a retired set's results were seen"},
 		{"the fourth retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 4001, to: 4032}",
-			"f.yaml:23: test_seeds: 4001..4032 overlaps retired_seeds 4001..4032 (at 4001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 4001..4032 overlaps retired_seeds 4001..4032 (at 4001): a retired set's results were seen"},
 		{"the fifth retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 9001, to: 9032}",
-			"f.yaml:23: test_seeds: 9001..9032 overlaps retired_seeds 9001..9032 (at 9001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 9001..9032 overlaps retired_seeds 9001..9032 (at 9001): a retired set's results were seen"},
 		{"the sixth retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 10001, to: 10032}",
-			"f.yaml:23: test_seeds: 10001..10032 overlaps retired_seeds 10001..10032 (at 10001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 10001..10032 overlaps retired_seeds 10001..10032 (at 10001): a retired set's results were seen"},
 		{"the seventh retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 13001, to: 13032}",
-			"f.yaml:23: test_seeds: 13001..13032 overlaps retired_seeds 13001..13032 (at 13001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 13001..13032 overlaps retired_seeds 13001..13032 (at 13001): a retired set's results were seen"},
 		{"the eighth retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 14001, to: 14032}",
-			"f.yaml:23: test_seeds: 14001..14032 overlaps retired_seeds 14001..14032 (at 14001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 14001..14032 overlaps retired_seeds 14001..14032 (at 14001): a retired set's results were seen"},
 		{"the ninth retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 15001, to: 15032}",
-			"f.yaml:23: test_seeds: 15001..15032 overlaps retired_seeds 15001..15032 (at 15001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 15001..15032 overlaps retired_seeds 15001..15032 (at 15001): a retired set's results were seen"},
 		{"the tenth retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 16001, to: 16032}",
-			"f.yaml:23: test_seeds: 16001..16032 overlaps retired_seeds 16001..16032 (at 16001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 16001..16032 overlaps retired_seeds 16001..16032 (at 16001): a retired set's results were seen"},
 		{"the eleventh retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 17001, to: 17032}",
-			"f.yaml:23: test_seeds: 17001..17032 overlaps retired_seeds 17001..17032 (at 17001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 17001..17032 overlaps retired_seeds 17001..17032 (at 17001): a retired set's results were seen"},
 		{"the twelfth retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 18001, to: 18032}",
-			"f.yaml:23: test_seeds: 18001..18032 overlaps retired_seeds 18001..18032 (at 18001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 18001..18032 overlaps retired_seeds 18001..18032 (at 18001): a retired set's results were seen"},
 		{"the thirteenth retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 19001, to: 19032}",
-			"f.yaml:23: test_seeds: 19001..19032 overlaps retired_seeds 19001..19032 (at 19001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 19001..19032 overlaps retired_seeds 19001..19032 (at 19001): a retired set's results were seen"},
 		{"the fourteenth retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 20001, to: 20032}",
-			"f.yaml:23: test_seeds: 20001..20032 overlaps retired_seeds 20001..20032 (at 20001): a retired set's results were seen"},
+			"f.yaml:23:13: test_seeds: 20001..20032 overlaps retired_seeds 20001..20032 (at 20001): a retired set's results were seen"},
 		{"the fifteenth retired held-out set again", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 21001, to: 21032}",
-			"f.yaml:23: test_seeds: 21001..21032 overlaps retired_seeds 21001..21032 (at 21001): a retired set's results were seen"},
-		{"no judgement cycle", "min_judgements: 40", "min_judgements: 0", "f.yaml:20: min_judgements: 0 is outside 1..10000"},
-		{"packet budget too small", "max_packets: 300000", "max_packets: 10", "f.yaml:19: max_packets: 10 is outside"},
-		{"packet budget missing", "max_packets: 300000 ", "", "f.yaml:9: max_packets: missing"},
+			"f.yaml:23:13: test_seeds: 21001..21032 overlaps retired_seeds 21001..21032 (at 21001): a retired set's results were seen"},
+		{"no judgement cycle", "min_judgements: 40", "min_judgements: 0", "f.yaml:20:17: min_judgements: 0 is outside 1..10000"},
+		{"packet budget too small", "max_packets: 300000", "max_packets: 10", "f.yaml:19:14: max_packets: 10 is outside"},
+		{"packet budget missing", "max_packets: 300000 ", "", "f.yaml:9:1: max_packets: missing"},
 		{"unknown congestion point", "congestion: [near-source, mid-wan, far-end, two]", "congestion: [near-source, middle]",
-			`f.yaml:13: congestion[1]: "middle" is not one of`},
-		{"unknown key", "ip: [v4, v6]", "ipv: [v4, v6]", "f.yaml:15: ipv: unknown key"},
-		{"missing key", "ip: [v4, v6]\n", "", "f.yaml:9: ip: missing"},
-		{"bad rate", "wan_rtt: {min: 500us, max: 40ms}", "wan_rtt: {min: 500us, max: fast}", "f.yaml:11: wan_rtt.max:"},
-		{"no simulation seed", "min_duration: 20ms ", "min_duration: 20ms\nsim_seeds: 0\n#", "f.yaml:22: sim_seeds: 0 is outside 1..20 simulation seeds per run"},
-		{"absurdly many simulation seeds", "min_duration: 20ms ", "min_duration: 20ms\nsim_seeds: 1000\n#", "f.yaml:22: sim_seeds: 1000 is outside 1..20"},
-		{"simulation seeds not a number", "min_duration: 20ms ", "min_duration: 20ms\nsim_seeds: three\n#", `f.yaml:22: sim_seeds: "three" is not an integer`},
+			`f.yaml:13:27: congestion[1]: "middle" is not one of`},
+		{"unknown key", "ip: [v4, v6]", "ipv: [v4, v6]", "f.yaml:15:1: ipv: unknown key"},
+		{"missing key", "ip: [v4, v6]\n", "", "f.yaml:9:1: ip: missing"},
+		{"bad rate", "wan_rtt: {min: 500us, max: 40ms}", "wan_rtt: {min: 500us, max: fast}", "f.yaml:11:28: wan_rtt.max:"},
+		{"no simulation seed", "min_duration: 20ms ", "min_duration: 20ms\nsim_seeds: 0\n#", "f.yaml:22:12: sim_seeds: 0 is outside 1..20 simulation seeds per run"},
+		{"absurdly many simulation seeds", "min_duration: 20ms ", "min_duration: 20ms\nsim_seeds: 1000\n#", "f.yaml:22:12: sim_seeds: 1000 is outside 1..20"},
+		{"simulation seeds not a number", "min_duration: 20ms ", "min_duration: 20ms\nsim_seeds: three\n#", `f.yaml:22:12: sim_seeds: "three" is not an integer`},
+		// The mistakes users make: each names the file, the line, the
+		// column and the key, and none is read as something else.
+		{"share quoted", "web_search: 0.3", `web_search: "0.3"`, `f.yaml:16:13: web_search: "0.3" is not a finite number`},
+		{"integer quoted", "min_judgements: 40", `min_judgements: "40"`, `f.yaml:20:17: min_judgements: "40" is not an integer`},
+		{"seed quoted", "train_seeds: {from: 1, to: 48}", `train_seeds: {from: "1", to: 48}`, `f.yaml:22:21: train_seeds.from: "1" is not an integer`},
+		{"integer as a float", "min_judgements: 40", "min_judgements: 40.0", `f.yaml:20:17: min_judgements: "40.0" is not an integer`},
+		{"share NaN", "web_search: 0.3", "web_search: .nan", `f.yaml:16:13: web_search: ".nan" is not a finite number`},
+		{"load infinite", "overload: {min: 1.1, max: 8}", "overload: {min: 1.1, max: .inf}", `f.yaml:12:27: overload.max: ".inf" is not a finite number`},
+		{"seed overflowing int64", "train_seeds: {from: 1, to: 48}", "train_seeds: {from: 1, to: 99999999999999999999}", `f.yaml:22:28: train_seeds.to: "99999999999999999999" is not an integer`},
+		// A seed near the top of int64 parsed, and its scenarios (seed +
+		// k·SimSeedStride) did not load.
+		{"seed too large", "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 9223372036854775800, to: 9223372036854775807}",
+			"f.yaml:23:20: test_seeds.from: 9223372036854775800 is above 1152921504606846976"},
+		{"rate without unit", "link_rate: {min: 10Gbps, max: 400Gbps}", "link_rate: {min: 10, max: 400Gbps}", `f.yaml:10:18: link_rate.min: "10" has no unit`},
+		{"round trip without unit", "wan_rtt: {min: 500us, max: 40ms}", "wan_rtt: {min: 5, max: 40ms}", `f.yaml:11:16: wan_rtt.min: "5" has no unit`},
+		{"min above max", "wan_rtt: {min: 500us, max: 40ms}", "wan_rtt: {min: 50ms, max: 40ms}", "f.yaml:11:16: wan_rtt: impossible range: min 50ms is above max 40ms"},
+		{"range a list", "wan_rtt: {min: 500us, max: 40ms}", "wan_rtt: [500us, 40ms]", "f.yaml:11:10: wan_rtt: want a mapping"},
+		{"range key typo", "wan_rtt: {min: 500us, max: 40ms}", "wan_rtt: {min: 500us, mx: 40ms}", "f.yaml:11:23: wan_rtt.mx: unknown key"},
+		{"choices a word", "ip: [v4, v6]", "ip: v4", "f.yaml:15:5: ip: want a non-empty list of v4, v6"},
+		{"key given twice", "ip: [v4, v6]", "ip: [v4, v6]\nip: [v4]", "f.yaml:16:1: ip: given twice"},
+		{"tab in the indentation", "  - {from: 2001, to: 2032}", "\t- {from: 2001, to: 2032}", "f.yaml:26:1: a tab in the indentation (YAML indents with spaces only)"},
+		// yaml.v3 names line 14, the line above the bracket.
+		{"yaml syntax", "ip: [v4, v6]", "ip: [v4, v6", "f.yaml:15:1: did not find expected ',' or ']'"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			text := strings.Replace(string(base), tt.from, tt.to, 1)
@@ -129,6 +153,25 @@ func TestParseErrors(t *testing.T) {
 			_, err := Parse("f.yaml", []byte(text))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseOddDocuments: a spec that is no mapping at all names the file
+// (and the line when there is one) and says so.
+func TestParseOddDocuments(t *testing.T) {
+	for _, tt := range []struct{ desc, in, want string }{
+		{"empty", "", "f.yaml: (document): empty"},
+		{"comment only", "# nothing\n", "f.yaml: (document): empty"},
+		{"a list", "- name: fam\n", "f.yaml:1:1: (document): want a mapping"},
+		{"a word", "fam\n", "f.yaml:1:1: (document): want a mapping"},
+		{"syntax on the first line", "name: fam: x\n", "f.yaml:1:1: mapping values are not allowed in this context"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, err := Parse("f.yaml", []byte(tt.in))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Parse(%q) = %v, want %q", tt.in, err, tt.want)
 			}
 		})
 	}
@@ -237,11 +280,11 @@ func TestRetiredSeeds(t *testing.T) {
 	}
 	for _, tt := range []struct{ desc, text, want string }{
 		{"the first set as the test set", strings.Replace(string(base), "test_seeds: {from: 22001, to: 22032}", "test_seeds: {from: 1010, to: 1041}", 1),
-			"f.yaml:23: test_seeds: 1010..1041 overlaps retired_seeds 1001..1032 (at 1010)"},
+			"f.yaml:23:13: test_seeds: 1010..1041 overlaps retired_seeds 1001..1032 (at 1010)"},
 		{"empty list", strings.Replace(string(base), list, "retired_seeds: []\n", 1),
-			"f.yaml:24: retired_seeds: want {from, to} or a non-empty list of them"},
+			"f.yaml:24:16: retired_seeds: want {from, to} or a non-empty list of them"},
 		{"a list of something else", strings.Replace(string(base), list, "retired_seeds: [1001]\n", 1),
-			"f.yaml:24: retired_seeds[0]: want a mapping"},
+			"f.yaml:24:17: retired_seeds[0]: want a mapping"},
 	} {
 		if _, err := Parse("f.yaml", []byte(tt.text)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want %q", tt.desc, err, tt.want)
@@ -278,17 +321,27 @@ func TestDuration(t *testing.T) {
 	}
 }
 
-// FuzzParse: any spec parses or is refused with an error; a spec that
-// parses generates a loadable scenario for its first seeds.
+// FuzzParse: any spec parses or is refused with errors that each name the
+// file (and a line and column, when there is one); a spec that parses
+// generates a loadable scenario for its first seeds.
 func FuzzParse(f *testing.F) {
-	if base, err := os.ReadFile(specFile); err == nil {
-		f.Add(base)
+	specs, _ := filepath.Glob("../../scenarios/family/*.yaml")
+	for _, name := range specs {
+		if base, err := os.ReadFile(name); err == nil {
+			f.Add(base)
+		}
 	}
 	f.Add([]byte("name: x\nlink_rate: {min: 1Gbps, max: 1Gbps}\n"))
 	f.Add([]byte("- a\n- b\n"))
+	located := regexp.MustCompile(`^fuzz\.yaml(:\d+:\d+)?: `)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse("fuzz.yaml", data)
 		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !located.MatchString(line) {
+					t.Fatalf("error line without the file: %q", line)
+				}
+			}
 			return
 		}
 		for set, seeds := range s.Sets() {
@@ -353,7 +406,7 @@ func TestRTTEst(t *testing.T) {
 		}
 	}
 	if _, err := Parse("f.yaml", append(slices.Clone(base), "rtt_est: 10ms\n"...)); err == nil ||
-		!strings.Contains(err.Error(), fmt.Sprintf(`f.yaml:%d: rtt_est: "10ms" is not one of wan, port`, strings.Count(string(base), "\n")+1)) {
+		!strings.Contains(err.Error(), fmt.Sprintf(`f.yaml:%d:10: rtt_est: "10ms" is not one of wan, port`, strings.Count(string(base), "\n")+1)) {
 		t.Errorf("rtt_est: 10ms: error %v", err)
 	}
 }
@@ -394,7 +447,7 @@ func TestRecoveryStepPercent(t *testing.T) {
 	}
 	for _, v := range []string{"0", "101", "5%"} {
 		_, err := Parse("f.yaml", append(slices.Clone(base), "recovery_step_percent: "+v+"\n"...))
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("f.yaml:%d: recovery_step_percent: ", strings.Count(string(base), "\n")+1)) {
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("f.yaml:%d:24: recovery_step_percent: ", strings.Count(string(base), "\n")+1)) {
 			t.Errorf("recovery_step_percent: %s: error %v", v, err)
 		}
 	}
@@ -461,21 +514,21 @@ func TestNodeParamsErrors(t *testing.T) {
 	line := strings.Count(string(base), "\n") + 2 // the first param's line
 	for _, tt := range []struct{ desc, params, want string }{
 		{"unknown param", "  one_cut_per_episode: true\n  one_cut_per_flow: true\n",
-			fmt.Sprintf("f.yaml:%d: node_params.one_cut_per_flow: unknown field (want one of: k_base, alpha,", line+1)},
-		{"bad bool", "  per_flow_rtt: sometimes\n", fmt.Sprintf(`f.yaml:%d: node_params.per_flow_rtt: want true or false, got "sometimes"`, line)},
-		{"bad rate", "  v_growth: fast\n", fmt.Sprintf("f.yaml:%d: node_params.v_growth: ", line)},
-		{"out of range", "  one_cut_per_episode: true\n  reduce_percent: 0\n", fmt.Sprintf("f.yaml:%d: node_params.reduce_percent: ", line+1)},
+			fmt.Sprintf("f.yaml:%d:3: node_params.one_cut_per_flow: unknown field (want one of: k_base, alpha,", line+1)},
+		{"bad bool", "  per_flow_rtt: sometimes\n", fmt.Sprintf(`f.yaml:%d:3: node_params.per_flow_rtt: want true or false, got "sometimes"`, line)},
+		{"bad rate", "  v_growth: fast\n", fmt.Sprintf("f.yaml:%d:3: node_params.v_growth: ", line)},
+		{"out of range", "  one_cut_per_episode: true\n  reduce_percent: 0\n", fmt.Sprintf("f.yaml:%d:3: node_params.reduce_percent: ", line+1)},
 		{"needs another param", "  resume_on_drain: true\n  repeat_resume: true\n",
-			fmt.Sprintf("f.yaml:%d: node_params.resume_on_drain: needs per_flow_rtt and repeat_resume", line)},
-		{"the generator's k_base", "  k_base: 1MB\n", fmt.Sprintf("f.yaml:%d: node_params.k_base: the generator writes k_base itself", line)},
-		{"the generator's rtt_est", "  rtt_est: 1ms\n", fmt.Sprintf("f.yaml:%d: node_params.rtt_est: the generator writes rtt_est itself (the family's rtt_est key)", line)},
-		{"the generator's format", "  format: icmpv6\n", fmt.Sprintf("f.yaml:%d: node_params.format: the generator writes format itself", line)},
+			fmt.Sprintf("f.yaml:%d:3: node_params.resume_on_drain: needs per_flow_rtt and repeat_resume", line)},
+		{"the generator's k_base", "  k_base: 1MB\n", fmt.Sprintf("f.yaml:%d:3: node_params.k_base: the generator writes k_base itself", line)},
+		{"the generator's rtt_est", "  rtt_est: 1ms\n", fmt.Sprintf("f.yaml:%d:3: node_params.rtt_est: the generator writes rtt_est itself (the family's rtt_est key)", line)},
+		{"the generator's format", "  format: icmpv6\n", fmt.Sprintf("f.yaml:%d:3: node_params.format: the generator writes format itself", line)},
 		{"the generator's recovery_step_percent", "  recovery_step_percent: 5\n",
-			fmt.Sprintf("f.yaml:%d: node_params.recovery_step_percent: the generator writes recovery_step_percent itself", line)},
-		{"given twice", "  per_flow_rtt: true\n  per_flow_rtt: false\n", fmt.Sprintf("f.yaml:%d: node_params.per_flow_rtt: given twice", line+1)},
-		{"not a scalar", "  per_flow_rtt: [true]\n", fmt.Sprintf("f.yaml:%d: node_params.per_flow_rtt: want a scalar", line)},
-		{"not a param name", "  \"per flow rtt\": true\n", fmt.Sprintf(`f.yaml:%d: node_params: "per flow rtt" is not a param name`, line)},
-		{"not a mapping", " [per_flow_rtt]\n", fmt.Sprintf("f.yaml:%d: node_params: want a non-empty mapping", line)},
+			fmt.Sprintf("f.yaml:%d:3: node_params.recovery_step_percent: the generator writes recovery_step_percent itself", line)},
+		{"given twice", "  per_flow_rtt: true\n  per_flow_rtt: false\n", fmt.Sprintf("f.yaml:%d:3: node_params.per_flow_rtt: given twice", line+1)},
+		{"not a scalar", "  per_flow_rtt: [true]\n", fmt.Sprintf("f.yaml:%d:17: node_params.per_flow_rtt: want a scalar", line)},
+		{"not a param name", "  \"per flow rtt\": true\n", fmt.Sprintf(`f.yaml:%d:3: node_params: "per flow rtt" is not a param name`, line)},
+		{"not a mapping", " [per_flow_rtt]\n", fmt.Sprintf("f.yaml:%d:2: node_params: want a non-empty mapping", line)},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			_, err := Parse("f.yaml", append(slices.Clone(base), "node_params:\n"+tt.params...))

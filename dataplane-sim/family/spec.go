@@ -1,6 +1,7 @@
 package family
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
+	"github.com/lhcnp/lhcnp/internal/yamlsyntax"
 )
 
 // Congestion points a family draws from.
@@ -52,6 +54,11 @@ const (
 // falls as 1/√N, so twenty already measures four and a half times finer
 // than one at twenty times its cost.
 const MaxSimSeeds = 20
+
+// MaxSeed bounds a family seed: its simulation seeds, up to
+// (MaxSimSeeds-1)·SimSeedStride above it, are the generated scenarios'
+// seeds, which the scenario loader takes up to 2^62.
+const MaxSeed = 1 << 60
 
 // Range is a closed interval [Min, Max], drawn log-uniformly.
 type Range[T ~int64 | ~float64] struct{ Min, Max T }
@@ -127,7 +134,7 @@ type Spec struct {
 // and its value as the scenario file writes it.
 type NodeParam struct {
 	Key, Value string
-	line       int // in the family file, for the loader's errors
+	line, col  int // in the family file, for the loader's errors
 }
 
 // generatorParams are the long-haul-cnp params the generator writes
@@ -159,19 +166,28 @@ const (
 
 var rttEsts = []string{RTTEstWAN, RTTEstPort}
 
-// Error is a bad family spec: the file, the line and the key.
+// Error is a bad family spec: the file, the line and column, and the key
+// (none for a YAML syntax error), as the scenario loader's errors
+// ("file:line:col: key: msg").
 type Error struct {
-	File string
-	Line int
-	Key  string
-	Msg  string
+	File      string
+	Line, Col int // 1-based; 0 when the mistake is not tied to a place
+	Key       string
+	Msg       string
 }
 
 func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
 	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Key, e.Msg)
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
 	}
-	return fmt.Sprintf("%s: %s: %s", e.File, e.Key, e.Msg)
+	b.WriteString(": ")
+	if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
 }
 
 // LoadFile reads and checks a family spec.
@@ -189,18 +205,18 @@ type parser struct {
 }
 
 func (p *parser) bad(n *yaml.Node, key, format string, args ...any) {
-	line := 0
+	e := &Error{File: p.file, Key: key, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
-		line = n.Line
+		e.Line, e.Col = n.Line, n.Column
 	}
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, e)
 }
 
 // mapping returns the keys of a mapping node, refusing unknown ones.
 func (p *parser) mapping(n *yaml.Node, path string, allowed ...string) map[string]*yaml.Node {
 	out := map[string]*yaml.Node{}
 	if n == nil || n.Kind != yaml.MappingNode {
-		p.bad(n, path, "want a mapping")
+		p.bad(n, cmp.Or(path, "(document)"), "want a mapping")
 		return out
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -230,13 +246,15 @@ func (p *parser) scalar(n *yaml.Node, key string) (string, bool) {
 	return n.Value, true
 }
 
+// float and integer take a plain YAML number: a quoted "0.3" is a string,
+// as the scenario loader has it, not a number that happens to parse.
 func (p *parser) float(n *yaml.Node, key string) (float64, bool) {
 	s, ok := p.scalar(n, key)
 	if !ok {
 		return 0, false
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+	if err != nil || n.Tag != "!!float" && n.Tag != "!!int" || math.IsNaN(v) || math.IsInf(v, 0) {
 		p.bad(n, key, "%q is not a finite number", s)
 		return 0, false
 	}
@@ -249,7 +267,7 @@ func (p *parser) integer(n *yaml.Node, key string) (int64, bool) {
 		return 0, false
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
+	if err != nil || n.Tag != "!!int" {
 		p.bad(n, key, "%q is not an integer", s)
 		return 0, false
 	}
@@ -363,6 +381,10 @@ func (p *parser) seeds(n *yaml.Node, key string) Seeds {
 			p.bad(v, key+"."+k, "%d is negative", x)
 			continue
 		}
+		if x > MaxSeed {
+			p.bad(v, key+"."+k, "%d is above %d: every simulation seed of a family seed (SimSeed) must stay a scenario's seed", x, int64(MaxSeed))
+			continue
+		}
 		if i == 0 {
 			s.From = x
 		} else {
@@ -409,7 +431,8 @@ func Parse(file string, data []byte) (*Spec, error) {
 	p := &parser{file: file}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		line, col, reason := yamlsyntax.Locate(data, err.Error())
+		return nil, &Error{File: file, Line: line, Col: col, Msg: reason}
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, &Error{File: file, Key: "(document)", Msg: "empty"}
@@ -577,7 +600,7 @@ func (p *parser) nodeParams(n *yaml.Node) []NodeParam {
 		if v.Style != 0 && v.Style != yaml.TaggedStyle {
 			val = strconv.Quote(val) // a quoted value stays one string
 		}
-		out = append(out, NodeParam{Key: k.Value, Value: val, line: k.Line})
+		out = append(out, NodeParam{Key: k.Value, Value: val, line: k.Line, col: k.Column})
 	}
 	return out
 }
@@ -603,7 +626,7 @@ func (p *parser) checkNodeParams(s *Spec, n *yaml.Node) {
 			p.bad(n, "node_params", "the generated scenarios do not load: %v", e)
 			continue
 		}
-		p.errs = append(p.errs, &Error{File: p.file, Line: s.NodeParams[i].line, Key: "node_params." + key, Msg: e.Reason})
+		p.errs = append(p.errs, &Error{File: p.file, Line: s.NodeParams[i].line, Col: s.NodeParams[i].col, Key: "node_params." + key, Msg: e.Reason})
 	}
 	s.NodeParams = nil
 }
