@@ -56,6 +56,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,6 +66,8 @@ import (
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lhcnp/lhcnp/internal/yamlsyntax"
 )
 
 // Config binds one struct to a flag set, an environment prefix and a file.
@@ -522,16 +525,29 @@ func checkStrict(path string, data []byte, t reflect.Type) error {
 	}
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
+		var doc yaml.Node
+		lines := map[string]int{}
+		if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 {
+			keyLines(doc.Content[0], "", lines)
+		}
 		msgs := make([]string, len(te.Errors))
 		for i, m := range te.Errors {
-			msgs[i] = lineMessage(path, m)
+			msgs[i] = lineMessage(path, m, lines)
 		}
 		return errors.New(strings.Join(msgs, "; "))
 	}
-	return errors.New(lineMessage(path, err.Error()))
+	// A syntax error: yaml.v3's line is not always the one to edit.
+	line, col, reason := yamlsyntax.Locate(data, err.Error())
+	if line == 0 {
+		return errors.New(path + ": " + reason)
+	}
+	return fmt.Errorf("%s:%d:%d: %s", path, line, col, reason)
 }
 
-func lineMessage(path, m string) string {
+// lineMessage is one message of a yaml.TypeError as "FILE:LINE: ...", the
+// key named when one key alone sits on the line of a scalar of the wrong
+// type (yaml.v3 names the line and the Go type, not the key).
+func lineMessage(path, m string, lines map[string]int) string {
 	g := yamlLine.FindStringSubmatch(m)
 	if g == nil {
 		return path + ": " + strings.TrimPrefix(m, "yaml: ")
@@ -539,6 +555,30 @@ func lineMessage(path, m string) string {
 	msg := g[2]
 	if f := notFound.FindStringSubmatch(msg); f != nil {
 		msg = "unknown key " + f[1]
+	} else if key := keyAt(lines, g[1]); key != "" && strings.Contains(msg, "`") {
+		// A scalar's message (its value in backquotes): the key is on
+		// its line. A list or a mapping starts below its key.
+		msg = key + ": " + msg
 	}
 	return path + ":" + g[1] + ": " + msg
+}
+
+// keyAt returns the one key of lines whose line is line, or "" when none
+// or several are (a flow mapping on one line); a list item's index key
+// (targets[0]) gives way to the keys under it.
+func keyAt(lines map[string]int, line string) string {
+	n, err := strconv.Atoi(line)
+	if err != nil {
+		return ""
+	}
+	var found []string
+	for k, l := range lines {
+		if l == n && !strings.HasSuffix(k, "]") {
+			found = append(found, k)
+		}
+	}
+	if len(found) != 1 {
+		return ""
+	}
+	return found[0]
 }
