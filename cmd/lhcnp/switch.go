@@ -172,8 +172,23 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 	if f.Scenario == "" {
 		return missing("scenario", "the scenario file with the topology and traffic")
 	}
-	if !(f.Speed > 0) {
-		return usageError{fmt.Sprintf("speed %g%s: must be positive", f.Speed, from("speed"))}
+	// A bad value of the file is named at its line; of a flag or a
+	// variable, by it (a usage error).
+	bad := func(key string, v any, why string) error {
+		if path != "" && cc.Origin(key) == path {
+			return cc.Locate(fmt.Errorf("%s: %v: %s", key, v, why))
+		}
+		return usageError{fmt.Sprintf("%s %v%s: %s", key, v, from(key), why)}
+	}
+	switch {
+	case !(f.Speed > 0):
+		return bad("speed", f.Speed, "must be positive")
+	case f.Speed < dataplane.MinSpeed || f.Speed > dataplane.MaxSpeed:
+		// The fabric refuses it, naming neither the key nor the file.
+		return bad("speed", f.Speed, fmt.Sprintf("outside %g..%g", dataplane.MinSpeed, dataplane.MaxSpeed))
+	case f.PublishInterval <= 0:
+		// The fabric would publish at its default instead.
+		return bad("publish_interval", f.PublishInterval, "must be positive")
 	}
 	dir := filepath.Dir(path)
 	rel := func(p string) string {

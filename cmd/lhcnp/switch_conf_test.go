@@ -98,6 +98,11 @@ func TestSwitchLayerErrors(t *testing.T) {
 	fab := write("fabric.yaml", "scenario: sc.yaml\nswitches: [{name: n1}]\n")
 	bogus := write("bogus.yaml", "switch: n1\nscenario: sc.yaml\npublish_intervall: 1s\n")
 	nested := write("nested.yaml", "scenario: sc.yaml\nswitches:\n  - name: n1\n    listn: x\n")
+	slow := write("slow.yaml", "switch: n1\nscenario: sc.yaml\nspeed: -1\n")
+	endless := write("endless.yaml", "switch: n1\nscenario: sc.yaml\nspeed: .inf\n")
+	never := write("never.yaml", "switch: n1\nscenario: sc.yaml\npublish_interval: -5ms\n")
+	typed := write("typed.yaml", "switch: n1\nscenario: sc.yaml\npublish_interval: fast\n")
+	tab := write("tab.yaml", "switch: n1\nscenario: sc.yaml\ninterfaces:\n  wan0: wan\n\twan1: x\n")
 	for _, tt := range []struct {
 		desc  string
 		env   []string
@@ -112,6 +117,15 @@ func TestSwitchLayerErrors(t *testing.T) {
 		{desc: "bad variable", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SPEED=fast"}, want: `LHCNP_SWITCH_SPEED="fast": not of type float64`},
 		{desc: "zero speed", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SPEED=0"},
 			want: "speed 0 (LHCNP_SWITCH_SPEED): must be positive", usage: true},
+		// The file's bad values at their line: the speed and the interval
+		// were named without the file, an infinite speed by the fabric
+		// only, and a negative interval was the default.
+		{desc: "negative speed in the file", flags: []string{"--config", slow}, want: slow + ":3: speed: -1: must be positive"},
+		{desc: "infinite speed in the file", flags: []string{"--config", endless}, want: endless + ":3: speed: +Inf: outside 1e-09..9e+09"},
+		{desc: "negative interval in the file", flags: []string{"--config", never}, want: never + ":3: publish_interval: -5ms: must be positive"},
+		{desc: "negative interval flag", flags: []string{"--config", one, "--publish-interval", "-1s"}, want: "publish_interval -1s (--publish-interval): must be positive", usage: true},
+		{desc: "interval not a duration", flags: []string{"--config", typed}, want: typed + ":3: publish_interval: cannot unmarshal !!str `fast` into time.Duration"},
+		{desc: "tab in the file", flags: []string{"--config", tab}, want: tab + ":5:1: a tab in the indentation (YAML indents with spaces only)"},
 		{desc: "switch over a fabric", flags: []string{"--config", fab, "--switch", "n1"},
 			want: "switch n1 (--switch): " + fab + " lists switches: choose among them with --switches", usage: true},
 		{desc: "config over a fabric", flags: []string{"--config", fab}, env: []string{"LHCNP_SWITCH_CONFIG=x.json"},
