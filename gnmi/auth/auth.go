@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -41,6 +42,7 @@ func FromContext(ctx context.Context) (Identity, bool) {
 type options struct {
 	maxStreams        int
 	maxStreamsPerUser int
+	maxBcrypt         int
 	writeMethods      map[string]bool
 	cost              int
 }
@@ -53,6 +55,12 @@ func WithMaxStreams(n int) Option { return func(o *options) { o.maxStreams = n }
 
 // WithMaxStreamsPerUser limits concurrent streaming RPCs of one user (0: none).
 func WithMaxStreamsPerUser(n int) Option { return func(o *options) { o.maxStreamsPerUser = n } }
+
+// WithMaxConcurrentBcrypt sets how many bcrypt comparisons may run at once
+// (0, the default: runtime.GOMAXPROCS(0) when New runs). A check over the
+// bound waits for a slot as long as its RPC's context lasts; a password
+// already verified (cached) never waits.
+func WithMaxConcurrentBcrypt(n int) Option { return func(o *options) { o.maxBcrypt = n } }
 
 // WithWriteMethods sets the full method names that need the read-write role
 // (default: gNMI Set).
@@ -70,6 +78,16 @@ func WithWriteMethods(methods ...string) Option {
 type Authenticator struct {
 	o     options
 	users atomic.Pointer[Users]
+	// bcryptSlots bounds the bcrypt comparisons running at once: each
+	// costs tens of milliseconds of a core, and a wrong password is never
+	// cached, so without a bound a client sending wrong ones on many
+	// streams keeps every core busy.
+	bcryptSlots chan struct{}
+	// compare is bcrypt.CompareHashAndPassword, and onWait nil; tests
+	// hold a comparison in compare and see in onWait a check wait for a
+	// slot.
+	compare func(hash, password []byte) error
+	onWait  func()
 
 	mu       sync.Mutex
 	dummy    []byte              // what an unknown user's password is compared against (dummyHash)
@@ -86,7 +104,11 @@ func New(users *Users, opts ...Option) *Authenticator {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	a := &Authenticator{o: o, verified: map[string][32]byte{}, perUser: map[string]int{}, dummy: dummyHash(users)}
+	if o.maxBcrypt <= 0 {
+		o.maxBcrypt = runtime.GOMAXPROCS(0)
+	}
+	a := &Authenticator{o: o, verified: map[string][32]byte{}, perUser: map[string]int{}, dummy: dummyHash(users),
+		bcryptSlots: make(chan struct{}, o.maxBcrypt), compare: bcrypt.CompareHashAndPassword}
 	a.users.Store(users)
 	return a
 }
@@ -118,7 +140,9 @@ func dummyHash(u *Users) []byte {
 // its SHA-256 and later checks compare digests in constant time. An unknown
 // user costs a bcrypt comparison too, at the cost most users' hashes have,
 // so timing does not reveal names (a user whose hash has another cost can
-// still be told apart: keep one cost).
+// still be told apart: keep one cost). At most WithMaxConcurrentBcrypt
+// comparisons run at once; a check waiting for one fails with ctx's error
+// (CANCELLED, DEADLINE_EXCEEDED) if ctx ends first.
 func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 	users := a.users.Load()
 	if users == nil {
@@ -138,6 +162,7 @@ func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 		known = false
 	}
 	sum := sha256.Sum256([]byte(pw))
+	var hash []byte
 	if known {
 		a.mu.Lock()
 		v, ok := a.verified[name]
@@ -145,19 +170,42 @@ func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 		if ok && subtle.ConstantTimeCompare(v[:], sum[:]) == 1 {
 			return Identity{User: name, Role: u.Role}, nil
 		}
-		if bcrypt.CompareHashAndPassword(u.Hash, []byte(pw)) == nil {
-			a.mu.Lock()
-			a.verified[name] = sum
-			a.mu.Unlock()
-			return Identity{User: name, Role: u.Role}, nil
-		}
+		hash = u.Hash
 	} else {
 		a.mu.Lock()
-		d := a.dummy
+		hash = a.dummy // it fails: the cost is the point
 		a.mu.Unlock()
-		bcrypt.CompareHashAndPassword(d, []byte(pw)) //nolint:errcheck // it fails: the cost is the point
+	}
+	match, err := a.bcryptCompare(ctx, hash, pw)
+	if err != nil {
+		return Identity{}, err
+	}
+	if known && match {
+		a.mu.Lock()
+		a.verified[name] = sum
+		a.mu.Unlock()
+		return Identity{User: name, Role: u.Role}, nil
 	}
 	return Identity{}, status.Error(codes.Unauthenticated, "wrong username or password")
+}
+
+// bcryptCompare compares pw with hash once one of the bcrypt slots is free,
+// waiting for it as long as ctx lasts.
+func (a *Authenticator) bcryptCompare(ctx context.Context, hash []byte, pw string) (bool, error) {
+	select {
+	case a.bcryptSlots <- struct{}{}:
+	default:
+		if a.onWait != nil {
+			a.onWait()
+		}
+		select {
+		case a.bcryptSlots <- struct{}{}:
+		case <-ctx.Done():
+			return false, status.Errorf(status.FromContextError(ctx.Err()).Code(), "waiting to check the password: %v", ctx.Err())
+		}
+	}
+	defer func() { <-a.bcryptSlots }()
+	return a.compare(hash, []byte(pw)) == nil, nil
 }
 
 func first(md metadata.MD, key string) string {

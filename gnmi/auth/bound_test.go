@@ -1,0 +1,97 @@
+package auth
+
+import (
+	"context"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// login returns the context of an RPC with the user's credentials.
+func login(ctx context.Context, user, pw string) context.Context {
+	return metadata.NewIncomingContext(ctx, metadata.Pairs(MetadataUsername, user, MetadataPassword, pw))
+}
+
+// usersWith returns users of one read-write user with the password, hashed
+// at bcrypt's minimum cost.
+func usersWith(t *testing.T, user, pw string) *Users {
+	t.Helper()
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewUsers(User{Name: user, Role: ReadWrite, Hash: h})
+}
+
+// TestAuthBcryptBounded: with WithMaxConcurrentBcrypt(1), a wrong password
+// checked while another comparison holds the slot waits for it (onWait)
+// instead of comparing alongside (compare entered twice), and fails with
+// its context's error when the RPC ends first; a password already verified
+// is answered from the cache without waiting. Comparisons are held by the
+// compare hook, not timed. It failed before: every check ran bcrypt at
+// once, so wrong passwords from many streams kept every core busy.
+func TestAuthBcryptBounded(t *testing.T) {
+	a := New(usersWith(t, "carol", "right"), WithMaxConcurrentBcrypt(1))
+	if _, err := a.Authenticate(login(context.Background(), "carol", "right")); err != nil {
+		t.Fatalf("carol's password: %v", err)
+	}
+	entered := make(chan string)      // the password a comparison started with
+	release := make(chan struct{})    // closed: held comparisons go on
+	waiting := make(chan struct{}, 4) // a check waits for a slot
+	a.compare = func(hash, pw []byte) error {
+		entered <- string(pw)
+		<-release
+		return bcrypt.CompareHashAndPassword(hash, pw)
+	}
+	a.onWait = func() { waiting <- struct{}{} }
+	check := func(ctx context.Context, user, pw string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.Authenticate(login(ctx, user, pw))
+			done <- err
+		}()
+		return done
+	}
+
+	first := check(context.Background(), "carol", "wrong-1")
+	if got := <-entered; got != "wrong-1" {
+		t.Fatalf("comparing %q, want wrong-1", got)
+	}
+	second := check(context.Background(), "mallory", "wrong-2")
+	select {
+	case got := <-entered:
+		t.Fatalf("%q compared while wrong-1 held the only slot", got)
+	case <-waiting:
+	}
+
+	select {
+	case err := <-check(context.Background(), "carol", "right"):
+		if err != nil {
+			t.Errorf("carol's verified password while the slot is held: %v", err)
+		}
+	case <-waiting:
+		t.Error("carol's verified password waited for a bcrypt slot")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	third := check(ctx, "carol", "wrong-3")
+	<-waiting
+	cancel()
+	if err := <-third; status.Code(err) != codes.Canceled {
+		t.Errorf("a waiting check whose RPC ended: %v, want CANCELLED", err)
+	}
+
+	close(release)
+	if err := <-first; status.Code(err) != codes.Unauthenticated {
+		t.Errorf("wrong-1: %v, want UNAUTHENTICATED", err)
+	}
+	if got := <-entered; got != "wrong-2" {
+		t.Errorf("after wrong-1, comparing %q, want wrong-2", got)
+	}
+	if err := <-second; status.Code(err) != codes.Unauthenticated {
+		t.Errorf("wrong-2: %v, want UNAUTHENTICATED", err)
+	}
+}
