@@ -114,10 +114,13 @@ func New(users *Users, opts ...Option) *Authenticator {
 }
 
 // SetUsers replaces the users (a reloaded file); cached verifications go.
+// The users change under a.mu, with the cache cleared, so that a check
+// holding a.mu sees either the old users and their cache or the new ones
+// and none.
 func (a *Authenticator) SetUsers(u *Users) {
 	d := dummyHash(u)
-	a.users.Store(u)
 	a.mu.Lock()
+	a.users.Store(u)
 	a.dummy = d
 	clear(a.verified)
 	a.mu.Unlock()
@@ -181,8 +184,13 @@ func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 		return Identity{}, err
 	}
 	if known && match {
+		// Cached only if the users are still those it was verified
+		// against: a SetUsers meanwhile cleared the cache, and the new
+		// users may not have this password.
 		a.mu.Lock()
-		a.verified[name] = sum
+		if a.users.Load() == users {
+			a.verified[name] = sum
+		}
 		a.mu.Unlock()
 		return Identity{User: name, Role: u.Role}, nil
 	}
