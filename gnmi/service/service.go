@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 )
 
@@ -42,6 +43,25 @@ const (
 	// connections and says nothing hold each, goroutine and descriptor,
 	// for two minutes.
 	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultKeepaliveTime and DefaultKeepaliveTimeout: a connection the
+	// server has read nothing from for DefaultKeepaliveTime is pinged, and
+	// closed if the ping is not answered within DefaultKeepaliveTimeout
+	// (the TCP user timeout too). gRPC's default is 2 h: a subscriber whose
+	// host died without closing held its streams, and with them its
+	// user's stream limit, for two hours.
+	DefaultKeepaliveTime    = time.Minute
+	DefaultKeepaliveTimeout = 20 * time.Second
+	// DefaultMaxConnectionIdle closes (GOAWAY) a connection with no RPC
+	// open for this long; a gRPC client reconnects at its next RPC.
+	// gRPC's default is never.
+	DefaultMaxConnectionIdle = 15 * time.Minute
+	// DefaultKeepaliveMinTime is the shortest interval a client's
+	// keepalive pings may have, with or without an RPC open; a client that
+	// pings more often is sent GOAWAY ENHANCE_YOUR_CALM ("too_many_pings").
+	// gRPC's default is 5 min and no ping without an RPC, which sends
+	// GOAWAY to a client that checks the server is alive (grpc-go clients
+	// may ping every 10 s).
+	DefaultKeepaliveMinTime = 5 * time.Second
 )
 
 // The handler interfaces, one per RPC, so each can come from its own package.
@@ -121,9 +141,11 @@ func WithOuterInterceptors(u []grpc.UnaryServerInterceptor, s []grpc.StreamServe
 	}
 }
 
-// WithGRPCOptions adds raw gRPC server options (keepalive and the like);
-// they come after the defaults (DefaultMaxConcurrentStreams,
-// DefaultHandshakeTimeout), so they override them.
+// WithGRPCOptions adds raw gRPC server options; they come after the
+// defaults (DefaultMaxConcurrentStreams, DefaultHandshakeTimeout, the
+// keepalive parameters and enforcement policy), so they override them
+// (grpc.KeepaliveParams and grpc.KeepaliveEnforcementPolicy each replace
+// all of theirs).
 func WithGRPCOptions(opts ...grpc.ServerOption) Option {
 	return func(o *options) { o.grpcOpts = append(o.grpcOpts, opts...) }
 }
@@ -162,6 +184,9 @@ func New(opts ...Option) (*Server, error) {
 		grpc.MaxRecvMsgSize(o.maxRecv),
 		grpc.MaxConcurrentStreams(DefaultMaxConcurrentStreams),
 		grpc.ConnectionTimeout(DefaultHandshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: DefaultKeepaliveTime, Timeout: DefaultKeepaliveTimeout,
+			MaxConnectionIdle: DefaultMaxConnectionIdle}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: DefaultKeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 	}, o.grpcOpts...)
