@@ -30,7 +30,7 @@ func commands() map[string]command {
 		"sim":    {"run simulation scenarios (sim run SCENARIO --out DIR)", runSim},
 		"tuner":  {"tune K_max and V_growth from the collector's telemetry over gNMI Set (tuner --config FILE; tuner hold|release: an operator's hold of a queue)", runTuner},
 		"switch": {"run one switch: its dataplane paced to the wall clock and its gNMI server", runSwitch},
-		"passwd": {"print a users-file line for a user, role and the password read from stdin", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		"passwd": {"print a users-file line for a user, role and the password read from stdin (typed twice without echo on a terminal)", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runPasswd(ctx, args, os.Stdin, stdout, stderr)
 		}},
 		"migrate": {"apply, undo or report the PostgreSQL schema (migrate [up|down|status] --db DSN)", runMigrate},

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
@@ -471,8 +473,8 @@ func firstOf(s ...string) string {
 }
 
 // runPasswd implements `lhcnp passwd --user NAME [--role read-only|read-write]`:
-// it reads the password from the first line of stdin and prints the users
-// file line ("name:role:bcrypt-hash") for `lhcnp switch --users`.
+// it reads the password (readPassword) and prints the users file line
+// ("name:role:bcrypt-hash") for `lhcnp switch --users`.
 func runPasswd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("passwd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -490,14 +492,67 @@ func runPasswd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	line, err := bufio.NewReader(stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
+	pw, err := readPassword(ctx, stdin, stderr)
+	if err != nil {
 		return err
 	}
-	out, err := auth.PasswdLine(*user, r, strings.TrimRight(line, "\r\n"))
+	out, err := auth.PasswdLine(*user, r, pw)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(stdout, out)
 	return err
+}
+
+// readPassword returns the password of lhcnp passwd: the first line of
+// stdin, or, when stdin is a terminal, typed twice without echo after
+// prompts on stderr (a typo would make a hash nobody can log in with).
+func readPassword(ctx context.Context, stdin io.Reader, stderr io.Writer) (string, error) {
+	f, ok := stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		line, err := bufio.NewReader(stdin).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", err
+		}
+		return strings.TrimRight(line, "\r\n"), nil
+	}
+	fd := int(f.Fd())
+	state, err := term.GetState(fd)
+	if err != nil {
+		return "", err
+	}
+	read := func(prompt string) (string, error) {
+		fmt.Fprint(stderr, prompt)
+		defer fmt.Fprintln(stderr) // the Enter typed was not echoed either
+		type result struct {
+			pw  []byte
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			pw, err := term.ReadPassword(fd)
+			done <- result{pw, err}
+		}()
+		// Interrupted (the signal is caught to end ctx), the read goes on
+		// till the process exits: give the terminal its echo back now.
+		select {
+		case r := <-done:
+			return string(r.pw), r.err
+		case <-ctx.Done():
+			term.Restore(fd, state) //nolint:errcheck // leaving anyway
+			return "", ctx.Err()
+		}
+	}
+	pw, err := read("password: ")
+	if err != nil {
+		return "", err
+	}
+	again, err := read("again: ")
+	if err != nil {
+		return "", err
+	}
+	if pw != again {
+		return "", errors.New("the two passwords typed differ")
+	}
+	return pw, nil
 }
