@@ -123,3 +123,37 @@ func TestCollectorNorthboundConfig(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestCollectorNorthboundUsersOverInsecureWarns: the collector's northbound
+// with users and without TLS, on an address other than loopback, warns on
+// stderr that the passwords cross the network in clear text. It failed
+// before: no warning.
+func TestCollectorNorthboundUsersOverInsecureWarns(t *testing.T) {
+	_, dsn := pgtest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &addrWriter{addr: make(chan string, 1), re: regexp.MustCompile(`northbound gNMI on (\S+)\n`)}
+	var stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runCollector(ctx, []string{"--db.dsn", dsn, "--state-dir", t.TempDir(), "--db.targets-table=false",
+			"--northbound.listen", "0.0.0.0:0", "--northbound.insecure", "--northbound.users", usersFileOf(t, "nms")}, out, &stderr)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("collector: %v", err)
+		}
+	}()
+	select {
+	case <-out.addr: // the warning comes before
+	case err := <-done:
+		done <- err
+		t.Fatalf("the collector returned before serving: %v\n%s", err, stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the collector's northbound did not start within 60 s:\n%s", stderr.String())
+	}
+	want := "lhcnp collector: warning: northbound.users over northbound.insecure: " + clearPasswordsWarning + " (gNMI on 0.0.0.0:0)"
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr:\n%s\nwant %q", stderr.String(), want)
+	}
+}

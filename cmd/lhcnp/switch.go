@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -357,6 +359,13 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if u, err = auth.LoadUsers(f.Users); err != nil {
 			return err
 		}
+		if f.Insecure {
+			var addrs []string
+			for _, s := range cfg.Switches {
+				addrs = append(addrs, s.Listen)
+			}
+			warnClearPasswords(stderr, "lhcnp switch: warning: --users over --insecure", "--tls-cert, --tls-key", addrs...)
+		}
 	} else if f.Insecure {
 		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client is the anonymous read-write user")
 	} else {
@@ -423,6 +432,38 @@ func gnmiAuth(u *auth.Users) *auth.Authenticator {
 		opts = append(opts, auth.WithMaxStreamsPerUser(gnmiMaxStreamsPerUser))
 	}
 	return auth.New(u, opts...)
+}
+
+// warnClearPasswords writes a warning (what: its start) on stderr when
+// gNMI with users and without TLS listens on an address other than
+// loopback (addrs): the clients' passwords cross the network in clear text.
+// tlsKeys name the settings of TLS.
+func warnClearPasswords(stderr io.Writer, what, tlsKeys string, addrs ...string) {
+	var open []string
+	for _, a := range addrs {
+		if !loopbackAddr(a) {
+			open = append(open, a)
+		}
+	}
+	if len(open) > 0 {
+		fmt.Fprintf(stderr, "%s: passwords cross the network in clear text (gNMI on %s); use TLS (%s) or a loopback address\n",
+			what, strings.Join(open, ", "), tlsKeys)
+	}
+}
+
+// loopbackAddr reports whether the listen address host:port is on
+// loopback only: a loopback IP or localhost. A host name, or none (every
+// interface), is not.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // localWires returns the file's wires this process runs: those with one

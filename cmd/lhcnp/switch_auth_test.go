@@ -21,19 +21,7 @@ import (
 // another user still subscribes. Before, a user could open streams without
 // end.
 func TestSwitchStreamLimits(t *testing.T) {
-	var lines []string
-	for _, name := range []string{"nms", "tuner"} {
-		l, err := auth.PasswdLine(name, auth.ReadOnly, name+"-secret")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, l)
-	}
-	users := filepath.Join(t.TempDir(), "users")
-	if err := os.WriteFile(users, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := startSwitch(t, "--users", users)
+	r := startSwitch(t, "--users", usersFileOf(t, "nms", "tuner"))
 	c := gnmi.NewGNMIClient(dialGNMI(t, r.addr))
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel() // ends the streams
@@ -63,5 +51,69 @@ func TestSwitchStreamLimits(t *testing.T) {
 	}
 	if err := open("tuner"); err != nil {
 		t.Errorf("another user's stream: %v", err)
+	}
+}
+
+// usersFileOf writes a users file of read-only users, each with the
+// password NAME-secret, and returns its path.
+func usersFileOf(t *testing.T, names ...string) string {
+	t.Helper()
+	var lines []string
+	for _, name := range names {
+		l, err := auth.PasswdLine(name, auth.ReadOnly, name+"-secret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	users := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(users, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return users
+}
+
+// clearPasswordsWarning starts the warning of users over plaintext gNMI.
+const clearPasswordsWarning = "passwords cross the network in clear text"
+
+// TestSwitchUsersOverInsecureWarns: lhcnp switch with users and without
+// TLS warns on stderr that the passwords cross the network in clear text,
+// naming the address, unless it listens on loopback only; without users
+// there are no passwords to warn of. It failed before: no warning.
+func TestSwitchUsersOverInsecureWarns(t *testing.T) {
+	users := usersFileOf(t, "nms")
+	for _, tt := range []struct {
+		desc   string
+		listen string
+		users  bool
+		warn   bool
+	}{
+		{"users on every interface", "0.0.0.0:0", true, true},
+		{"users on loopback", "127.0.0.1:0", true, false},
+		{"no users on every interface", "0.0.0.0:0", false, false},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			args := []string{"--config", "../../examples/switch.yaml", "--listen", tt.listen, "--speed", "0.01", "--insecure"}
+			if tt.users {
+				args = append(args, "--users", users)
+			}
+			// The warning comes before the switch listens.
+			got := startSwitchArgs(t, args...).stderr.String()
+			want := "lhcnp switch: warning: --users over --insecure: " + clearPasswordsWarning + " (gNMI on " + tt.listen + ")"
+			if strings.Contains(got, want) != tt.warn {
+				t.Errorf("stderr:\n%s\nwant the warning %q: %v", got, want, tt.warn)
+			}
+		})
+	}
+}
+
+func TestSwitchLoopbackAddr(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:9339": true, "127.1.2.3:0": true, "[::1]:9339": true, "localhost:9339": true,
+		"0.0.0.0:9339": false, ":9339": false, "[::]:9339": false, "192.0.2.1:9339": false, "switch.example:9339": false, "bad": false,
+	} {
+		if got := loopbackAddr(addr); got != want {
+			t.Errorf("loopbackAddr(%q) = %v, want %v", addr, got, want)
+		}
 	}
 }

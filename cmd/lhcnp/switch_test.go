@@ -55,9 +55,10 @@ func (w *addrWriter) Write(p []byte) (int, error) {
 }
 
 type running struct {
-	addr string
-	stop func() error // cancels the context and returns runSwitch's error
-	out  *addrWriter  // its stdout
+	addr   string
+	stop   func() error  // cancels the context and returns runSwitch's error
+	out    *addrWriter   // its stdout
+	stderr *lockedBuffer // its stderr
 }
 
 // startSwitch runs `lhcnp switch` on the example configuration, on a free
@@ -73,14 +74,15 @@ func startSwitch(t *testing.T, extra ...string) *running {
 
 // startSwitchArgs runs `lhcnp switch` with args (and a state directory of
 // the test's own unless args give one) and waits for its first switch to
-// listen; it is stopped at the end of the test.
+// listen; it is stopped at the end of the test. Its stderr is kept.
 func startSwitchArgs(t *testing.T, args ...string) *running {
 	t.Helper()
 	args = withStateDir(t, args)
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &addrWriter{addr: make(chan string, 1)}
+	stderr := &lockedBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- runSwitch(ctx, args, out, io.Discard) }()
+	go func() { done <- runSwitch(ctx, args, out, stderr) }()
 	var addr string
 	select {
 	case addr = <-out.addr:
@@ -110,7 +112,7 @@ func startSwitchArgs(t *testing.T, args ...string) *running {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	return &running{addr: addr, stop: stop, out: out}
+	return &running{addr: addr, stop: stop, out: out, stderr: stderr}
 }
 
 func dialGNMI(t *testing.T, addr string) *grpc.ClientConn {
