@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -221,19 +223,132 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 	seen := map[string]bool{}
 	for i, s := range f.Switches {
 		if s.Name == "" {
-			return fmt.Errorf("%s: switches[%d]: name missing", path, i)
+			return cc.Locate(fmt.Errorf("switches[%d]: name missing", i))
 		}
 		if seen[s.Name] {
-			return fmt.Errorf("%s: switches[%d]: switch %s listed twice", path, i, s.Name)
+			return cc.Locate(fmt.Errorf("switches[%d].name: switch %s listed twice", i, s.Name))
 		}
 		seen[s.Name] = true
 	}
 	for i, w := range f.Wires {
 		if w.Link == "" || w.A == "" || w.B == "" {
-			return fmt.Errorf("%s: wires[%d]: need link, a and b (udp ip:port of each end)", path, i)
+			return cc.Locate(fmt.Errorf("wires[%d]: need link, a and b (udp ip:port of each end)", i))
 		}
 	}
+	return f.checkAddresses(path, cc)
+}
+
+// checkAddresses checks every address of the configuration is host:port
+// with a port net.Listen takes, before anything listens: net.Listen's
+// "address 99999: invalid port" named neither the key nor the file. The
+// one-switch form's listen and metrics may come from a flag or a
+// variable, named then; the lists' addresses come from the file.
+func (f *switchFile) checkAddresses(path string, cc *cliconf.Config) error {
+	var errs []error
+	for _, key := range []string{"listen", "metrics"} {
+		addr := f.Listen
+		if key == "metrics" {
+			addr = f.Metrics
+		}
+		if err := checkHostPort("tcp", addr); err != nil {
+			if o := cc.Origin(key); o != path {
+				return usageError{fmt.Sprintf("%s %q (%s): %v", key, addr, o, err)}
+			}
+			errs = append(errs, fmt.Errorf("%s: %q: %w", key, addr, err))
+		}
+	}
+	if f.Switch == "" { // the one-switch form's is listen, above
+		for i, s := range f.Switches {
+			if err := checkHostPort("tcp", s.Listen); err != nil {
+				errs = append(errs, fmt.Errorf("switches[%d].listen: %q: %w", i, s.Listen, err))
+			}
+		}
+	}
+	for i, w := range f.Wires {
+		for _, end := range [][2]string{{"a", w.A}, {"b", w.B}} {
+			if err := checkHostPort("udp", end[1]); err != nil {
+				errs = append(errs, fmt.Errorf("wires[%d].%s: %q: %w", i, end[0], end[1], err))
+			}
+		}
+	}
+	return cc.Locate(errors.Join(errs...))
+}
+
+// checkHostPort reports whether addr ("" for none) is host:port with a
+// port number (or service name) of network.
+func checkHostPort(network, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return errors.New(ae.Err + " (want host:port)")
+		}
+		return err
+	}
+	if _, err := net.LookupPort(network, port); err != nil {
+		return fmt.Errorf("invalid port %q", port)
+	}
 	return nil
+}
+
+// checkScenario checks the switches to run and the file's wires against
+// the scenario, before the fabric is built: the dataplane's "scenario X
+// has no switch" or "switch n1 has no link" named neither the file nor
+// the key. Each error names the key (switch or switches[i].name,
+// interfaces.Y or switches[i].interfaces.Y, wires[i].link), located by cc.
+func (f *switchFile) checkScenario(sc *scenario.Scenario, run []fileSwitch, cc *cliconf.Config) error {
+	oneSwitch := f.Switch != ""
+	keyOf := func(name, sub string) string {
+		if oneSwitch {
+			if sub == "name" {
+				return "switch"
+			}
+			return sub
+		}
+		i := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
+		return fmt.Sprintf("switches[%d].%s", i, sub)
+	}
+	var names []string
+	for _, s := range sc.Switches {
+		names = append(names, s.Name)
+	}
+	var errs []error
+	for _, s := range run {
+		if !slices.Contains(names, s.Name) {
+			errs = append(errs, fmt.Errorf("%s: scenario %s has no switch %q (switches: %s)", keyOf(s.Name, "name"), sc.Name, s.Name, strings.Join(names, ", ")))
+			continue
+		}
+		var links []string
+		for _, l := range sc.Links {
+			if l.A == s.Name || l.B == s.Name {
+				links = append(links, l.Name)
+			}
+		}
+		named := map[string]string{} // link → interface
+		for _, y := range slices.Sorted(maps.Keys(s.Interfaces)) {
+			link, key := s.Interfaces[y], keyOf(s.Name, "interfaces."+y)
+			switch prev, dup := named[link]; {
+			case !slices.Contains(links, link):
+				errs = append(errs, fmt.Errorf("%s: switch %s has no link %q (links: %s)", key, s.Name, link, strings.Join(links, ", ")))
+			case dup:
+				errs = append(errs, fmt.Errorf("%s: link %q named twice (%s and %s)", key, link, prev, y))
+			}
+			named[link] = y
+		}
+	}
+	wired := map[string]int{}
+	for i, w := range f.Wires {
+		if !slices.ContainsFunc(sc.Links, func(l scenario.Link) bool { return l.Name == w.Link }) {
+			errs = append(errs, fmt.Errorf("wires[%d].link: scenario %s has no link %q", i, sc.Name, w.Link))
+		} else if j, dup := wired[w.Link]; dup {
+			errs = append(errs, fmt.Errorf("wires[%d].link: link %q is wires[%d] already", i, w.Link, j))
+		}
+		wired[w.Link] = i
+	}
+	return cc.Locate(errors.Join(errs...))
 }
 
 // switchListen is a switch's gNMI address when neither a flag, a variable
@@ -308,6 +423,9 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		for _, name := range strings.Split(f.Run, ",") {
 			i := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
 			if i < 0 {
+				if cc.Origin("run") == config {
+					return cc.Locate(fmt.Errorf("run: %s has no switch %q", config, name))
+				}
 				return usageError{fmt.Sprintf("%s: %s has no switch %q", cc.Origin("run"), sourceOf(config), name)}
 			}
 			run = append(run, f.Switches[i])
@@ -320,6 +438,12 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	sc, err := scenario.LoadFile(f.Scenario)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) { // the scenario loader names the file it opens, not the key
+			return cc.Locate(fmt.Errorf("scenario: %w", err))
+		}
+		return err
+	}
+	if err := f.checkScenario(sc, run, cc); err != nil {
 		return err
 	}
 	if f.StateDir == "" {
@@ -332,7 +456,11 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(listen, s.Listen, switchListen), Interfaces: s.Interfaces}
 		if s.Config != "" {
 			if fsw.Config, err = os.ReadFile(s.Config); err != nil {
-				return err
+				key := "config"
+				if f.Switch == "" {
+					key = fmt.Sprintf("switches[%d].config", slices.IndexFunc(f.Switches, func(x fileSwitch) bool { return x.Name == s.Name }))
+				}
+				return cc.Locate(fmt.Errorf("%s: %w", key, err))
 			}
 			fsw.ConfigName = s.Config
 		}

@@ -258,3 +258,69 @@ func TestSwitchListenDefault(t *testing.T) {
 		t.Errorf("--listen's help %q, want its default %s once", help, switchListen)
 	}
 }
+
+// TestSwitchScenarioErrors: what a switch file names that the scenario
+// does not have (a switch, an interface's link, a wire's link), an
+// address that is not host:port, and a file it names that is missing,
+// named at the key's line: the dataplane's and net.Listen's errors named
+// neither the file nor the key.
+func TestSwitchScenarioErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := fileWriter(t, dir)
+	sc, err := filepath.Abs("../../examples/switch-scenario.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := "scenario: " + sc + "\n"
+	for _, tt := range []struct {
+		desc  string
+		file  string
+		flags []string
+		want  string // FILE for the file's path
+	}{
+		{desc: "no such switch", file: "switch: n9\n" + head,
+			want: `FILE:1: switch: scenario switch-example has no switch "n9" (switches: n1, n2)`},
+		{desc: "no such switch in the list", file: head + "switches:\n  - name: n1\n  - name: n7\n",
+			want: `FILE:4: switches[1].name: scenario switch-example has no switch "n7" (switches: n1, n2)`},
+		{desc: "no such switch from a flag", file: "switch: n1\n" + head, flags: []string{"--switch", "n5"},
+			want: `--switch: switch: scenario switch-example has no switch "n5" (switches: n1, n2)`},
+		{desc: "interface of no link", file: "switch: n1\n" + head + "interfaces:\n  wan0: wann\n",
+			want: `FILE:4: interfaces.wan0: switch n1 has no link "wann" (links: source-n1, a1-n1, a2-n1, wan)`},
+		{desc: "interface of no link in the list", file: head + "switches:\n  - name: n1\n    interfaces: {wan0: nope}\n",
+			want: `FILE:4: switches[0].interfaces.wan0: switch n1 has no link "nope" (links: source-n1, a1-n1, a2-n1, wan)`},
+		{desc: "a link named twice", file: "switch: n1\n" + head + "interfaces:\n  wan0: wan\n  wan1: wan\n",
+			want: `FILE:5: interfaces.wan1: link "wan" named twice (wan0 and wan1)`},
+		{desc: "wire of no link", file: head + "switches: [{name: n1}]\nwires:\n  - {link: wann, a: \"127.0.0.1:1\", b: \"127.0.0.1:2\"}\n",
+			want: `FILE:4: wires[0].link: scenario switch-example has no link "wann"`},
+		{desc: "a wire twice", file: head + "switches: [{name: n1}]\nwires:\n  - {link: wan, a: \"127.0.0.1:1\", b: \"127.0.0.1:2\"}\n  - {link: wan, a: \"127.0.0.1:3\", b: \"127.0.0.1:4\"}\n",
+			want: `FILE:5: wires[1].link: link "wan" is wires[0] already`},
+		{desc: "port out of range", file: "switch: n1\n" + head + "listen: 127.0.0.1:99999\n",
+			want: `FILE:3: listen: "127.0.0.1:99999": invalid port "99999"`},
+		{desc: "no port", file: "switch: n1\n" + head + "listen: localhost\n",
+			want: `FILE:3: listen: "localhost": missing port in address (want host:port)`},
+		{desc: "no port from a flag", file: "switch: n1\n" + head, flags: []string{"--listen", "1:2:3"},
+			want: `listen "1:2:3" (--listen): too many colons in address (want host:port)`},
+		{desc: "a listed switch's port", file: head + "switches:\n  - name: n1\n    listen: 127.0.0.1:x\n",
+			want: `FILE:4: switches[0].listen: "127.0.0.1:x": invalid port "x"`},
+		{desc: "a wire's end without a port", file: head + "switches: [{name: n1}]\nwires:\n  - link: wan\n    a: 10.0.0.1\n    b: 10.0.0.2:4789\n",
+			want: `FILE:5: wires[0].a: "10.0.0.1": missing port in address (want host:port)`},
+		{desc: "metrics without a port", file: "switch: n1\n" + head + "metrics: localhost\n",
+			want: `FILE:3: metrics: "localhost": missing port in address (want host:port)`},
+		{desc: "missing initial configuration", file: "switch: n1\n" + head + "config: nothere.json\n",
+			want: "FILE:3: config: open DIR/nothere.json: no such file or directory"},
+		{desc: "missing scenario", file: "switch: n1\nscenario: nothere.yaml\n",
+			want: "FILE:2: scenario: DIR/nothere.yaml: open DIR/nothere.yaml: no such file or directory"},
+		{desc: "switch to run not in the file", file: "switch: n1\n" + head + "run: n2\n",
+			want: `FILE:3: run: FILE has no switch "n2"`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			file := write(strings.ReplaceAll(tt.desc, " ", "_")+".yaml", tt.file)
+			args := append([]string{"--config", file, "--insecure", "--state-dir", t.TempDir()}, tt.flags...)
+			err := runSwitch(testCtx(t), args, io.Discard, io.Discard)
+			want := strings.NewReplacer("FILE", file, "DIR", dir).Replace(tt.want)
+			if err == nil || err.Error() != want {
+				t.Errorf("runSwitch: %v\nwant %s", err, want)
+			}
+		})
+	}
+}
