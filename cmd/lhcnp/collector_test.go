@@ -54,8 +54,8 @@ func TestCollectorBadConfig(t *testing.T) {
 		env  []string
 		want string // the one-line error, FILE standing for the file's path
 	}{
-		{desc: "unknown key", file: "db:\n  dsn: x\n  retension: 1h\n", want: "FILE:3: unknown key retension"},
-		{desc: "unknown key in a target", file: "db: {dsn: x}\ntargets:\n  - name: a\n    adress: b\n", want: "FILE:4: unknown key adress"},
+		{desc: "unknown key", file: "db:\n  dsn: x\n  retension: 1h\n", want: "FILE:3:3: unknown key db.retension"},
+		{desc: "unknown key in a target", file: "db: {dsn: x}\ntargets:\n  - name: a\n    adress: b\n", want: "FILE:4:5: unknown key targets[0].adress"},
 		{desc: "bad mode", file: "db: {dsn: '" + dsn + "'}\nstate_dir: " + state + "\ntargets:\n  - name: a\n    address: h:1\n    insecure: true\n    subscriptions:\n      - paths: [/lhcnp]\n        mode: sometimes\n",
 			want: `FILE:9: targets[a].subscriptions[0].mode: "sometimes" is not sample, on_change or target_defined`},
 		{desc: "bad value in the file", file: "db: {dsn: x}\nwriter:\n  batch_rows: -5\n", want: "FILE:3: writer.batch_rows: must be positive"},

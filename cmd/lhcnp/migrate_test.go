@@ -123,7 +123,7 @@ func TestMigrateCommand(t *testing.T) {
 			{desc: "--db.dsn named", args: []string{"--db.dsn", unreachable}, wantCode: 1, wantErr: "--db.dsn: connect to postgres@127.0.0.1:1/x"},
 			{desc: "both flags", args: []string{"--db", dsn, "--db.dsn", dsn}, wantCode: 1, wantErr: "flags --db and --db.dsn both set db.dsn: give one"},
 			{desc: "none", wantCode: 2, wantErr: "db.dsn: a connection string is required (--db.dsn or --db, LHCNP_MIGRATE_DB_DSN or LHCNP_DB)"},
-			{desc: "unknown key", args: []string{"--config", typo}, wantCode: 1, wantErr: typo + ":2: unknown key dns"},
+			{desc: "unknown key", args: []string{"--config", typo}, wantCode: 1, wantErr: typo + ":2:3: unknown key db.dns"},
 			{desc: "unknown variable", env: map[string]string{"LHCNP_MIGRATE_DSN": dsn}, wantCode: 1, wantErr: "environment: unknown variable LHCNP_MIGRATE_DSN"},
 		} {
 			t.Run(tt.desc, func(t *testing.T) {

@@ -110,8 +110,8 @@ func TestSwitchLayerErrors(t *testing.T) {
 		want  string
 		usage bool
 	}{
-		{desc: "unknown key", flags: []string{"--config", bogus}, want: bogus + ":3: unknown key publish_intervall"},
-		{desc: "unknown key in switches", flags: []string{"--config", nested}, want: nested + ":4: unknown key listn"},
+		{desc: "unknown key", flags: []string{"--config", bogus}, want: bogus + ":3:1: unknown key publish_intervall"},
+		{desc: "unknown key in switches", flags: []string{"--config", nested}, want: nested + ":4:5: unknown key switches[0].listn"},
 		{desc: "unknown variable", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_PUBLISH_INTERVALL=1s"},
 			want: "environment: unknown variable LHCNP_SWITCH_PUBLISH_INTERVALL (known: LHCNP_SWITCH_...)"},
 		{desc: "bad variable", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SPEED=fast"}, want: `LHCNP_SWITCH_SPEED="fast": not of type float64`},
@@ -124,7 +124,7 @@ func TestSwitchLayerErrors(t *testing.T) {
 		{desc: "infinite speed in the file", flags: []string{"--config", endless}, want: endless + ":3: speed: +Inf: outside 1e-09..9e+09"},
 		{desc: "negative interval in the file", flags: []string{"--config", never}, want: never + ":3: publish_interval: -5ms: must be positive"},
 		{desc: "negative interval flag", flags: []string{"--config", one, "--publish-interval", "-1s"}, want: "publish_interval -1s (--publish-interval): must be positive", usage: true},
-		{desc: "interval not a duration", flags: []string{"--config", typed}, want: typed + ":3: publish_interval: cannot unmarshal !!str `fast` into time.Duration"},
+		{desc: "interval not a duration", flags: []string{"--config", typed}, want: typed + ":3:19: publish_interval: cannot unmarshal !!str `fast` into time.Duration"},
 		{desc: "tab in the file", flags: []string{"--config", tab}, want: tab + ":5:1: a tab in the indentation (YAML indents with spaces only)"},
 		{desc: "switch over a fabric", flags: []string{"--config", fab, "--switch", "n1"},
 			want: "switch n1 (--switch): " + fab + " lists switches: choose among them with --switches", usage: true},

@@ -33,8 +33,8 @@
 //
 // The file is decoded strictly first (go.yaml.in/yaml/v3, the library of
 // koanf's yaml parser, with KnownFields) so an unknown or mistyped key is an
-// error naming the file and line; an unknown variable under the prefix is an
-// error naming the variable.
+// error naming the file, line, column and full key (switches[0].listn); an
+// unknown variable under the prefix is an error naming the variable.
 //
 // The layering is github.com/knadh/koanf/v2 with its rawbytes, yaml, env
 // and basicflag providers, chosen over viper because koanf takes a stdlib
@@ -529,7 +529,12 @@ func checkStrict(path string, data []byte, t reflect.Type) error {
 		lines := map[string]int{}
 		if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 {
 			keyLines(doc.Content[0], "", lines)
+			if msgs := typeErrors(path, doc.Content[0], t, ""); len(msgs) > 0 {
+				return errors.New(strings.Join(msgs, "; "))
+			}
 		}
+		// The walk found nothing yaml.v3 did: its own lines, the key
+		// named where one alone sits on the line.
 		msgs := make([]string, len(te.Errors))
 		for i, m := range te.Errors {
 			msgs[i] = lineMessage(path, m, lines)
@@ -581,4 +586,150 @@ func keyAt(lines map[string]int, line string) string {
 		return ""
 	}
 	return found[0]
+}
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+// typeErrors walks n, the value of the key at path, against t, the Go
+// type it decodes into, as yaml.v3's strict decoder does, and returns
+// its mistakes as "FILE:LINE:COL: ..." lines naming the full key:
+// yaml.v3 names an unknown key by its last segment (listn, not
+// switches[0].listn), and a value of the wrong type by its line and Go
+// type alone, which says nothing when the value is a list or a mapping
+// (its line is its key's or the one below) or shares its line with other
+// keys (flow style).
+func typeErrors(path string, n *yaml.Node, t reflect.Type, at string) []string {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Tag == "!!null" || t.Kind() == reflect.Interface {
+		return nil // yaml.v3 leaves the zero value; anything goes in an interface
+	}
+	where := fmt.Sprintf("%s:%d:%d: ", path, n.Line, n.Column)
+	named := func(msg string) string {
+		if at == "" {
+			return where + msg
+		}
+		return where + at + ": " + msg
+	}
+	// A mismatch of kinds, a scalar's value, or a type that decodes
+	// itself: yaml.v3's message for this node alone, without its line.
+	whole := func() []string {
+		err := n.Decode(reflect.New(t).Interface())
+		var te *yaml.TypeError
+		if err == nil {
+			return nil
+		}
+		if !errors.As(err, &te) {
+			return []string{named(err.Error())}
+		}
+		var out []string
+		for _, m := range te.Errors {
+			if g := yamlLine.FindStringSubmatch(m); g != nil {
+				m = g[2]
+			}
+			out = append(out, named(m))
+		}
+		return out
+	}
+	sub := func(key string) string {
+		if at == "" {
+			return key
+		}
+		return at + "." + key
+	}
+	if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return whole()
+	}
+	if want := containerKind(t); want != "" && want != kindName(n) {
+		// yaml.v3 would name the Go type (cliconf_test.writer).
+		got := kindName(n)
+		if n.Kind == yaml.ScalarNode {
+			got = "`" + n.Value + "`"
+		}
+		return []string{named(fmt.Sprintf("%s, want %s", got, want))}
+	}
+	switch {
+	case t.Kind() == reflect.Struct && t != durationType && n.Kind == yaml.MappingNode:
+		var out []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" { // <<: *base, merged into this mapping
+				if v.Kind == yaml.SequenceNode {
+					for _, m := range v.Content {
+						out = append(out, typeErrors(path, m, t, at)...)
+					}
+				} else {
+					out = append(out, typeErrors(path, v, t, at)...)
+				}
+				continue
+			}
+			f, ok := fieldOf(t, k.Value)
+			if !ok {
+				out = append(out, fmt.Sprintf("%s:%d:%d: unknown key %s", path, k.Line, k.Column, sub(k.Value)))
+				continue
+			}
+			out = append(out, typeErrors(path, v, f.Type, sub(k.Value))...)
+		}
+		return out
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yaml.SequenceNode:
+		var out []string
+		for i, item := range n.Content {
+			out = append(out, typeErrors(path, item, t.Elem(), fmt.Sprintf("%s[%d]", at, i))...)
+		}
+		return out
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		var out []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" {
+				out = append(out, typeErrors(path, v, t, at)...)
+				continue
+			}
+			kt := t.Key()
+			if err := k.Decode(reflect.New(kt).Interface()); err != nil {
+				out = append(out, typeErrors(path, k, kt, sub(k.Value))...)
+				continue
+			}
+			out = append(out, typeErrors(path, v, t.Elem(), sub(k.Value))...)
+		}
+		return out
+	}
+	return whole()
+}
+
+// fieldOf returns the field of struct t that the YAML key name sets.
+func fieldOf(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if n, ok := yamlName(sf); ok && n == name {
+			return sf, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// containerKind is what YAML gives a list or a struct or map type: "a
+// list", "a mapping", "" for others.
+func containerKind(t reflect.Type) string {
+	switch {
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		return "a list"
+	case t.Kind() == reflect.Map || (t.Kind() == reflect.Struct && t != durationType):
+		return "a mapping"
+	}
+	return ""
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	}
+	return "a scalar"
 }

@@ -135,16 +135,30 @@ func TestErrors(t *testing.T) {
 		env  []string
 		want string // the error, with FILE for the file's path
 	}{
-		{desc: "unknown top-level key", file: "dsn: x\nbogus: 1\n", want: "FILE:2: unknown key bogus"},
-		{desc: "unknown nested key", file: "writer:\n  batch_rows: 1\n  batch_size: 2\n", want: "FILE:3: unknown key batch_size"},
-		{desc: "unknown key in a list", file: "items:\n  - name: a\n  - nme: b\n", want: "FILE:3: unknown key nme"},
-		{desc: "bad type", file: "writer:\n  batch_rows: many\n", want: "FILE:2: writer.batch_rows: cannot unmarshal !!str `many` into int"},
-		{desc: "bad duration", file: "writer:\n  batch_interval: soon\n", want: "FILE:2: writer.batch_interval: cannot unmarshal !!str `soon` into time.Duration"},
-		{desc: "duration without unit", file: "writer:\n  batch_interval: 5\n", want: "FILE:2: writer.batch_interval: cannot unmarshal !!int `5` into time.Duration"},
-		{desc: "number quoted", file: "writer:\n  batch_rows: \"10\"\n", want: "FILE:2: writer.batch_rows: cannot unmarshal !!str `10` into int"},
-		{desc: "integer overflowing", file: "writer:\n  batch_rows: 99999999999999999999\n", want: "FILE:2: writer.batch_rows: cannot unmarshal !!float `9999999...` into int"},
-		{desc: "a list for a mapping", file: "writer:\n  - batch_rows: 1\n", want: "FILE:2: cannot unmarshal !!seq into cliconf_test.writer"},
-		{desc: "two keys on the line", file: "writer: {batch_rows: many, batch_interval: 1s}\n", want: "FILE:1: cannot unmarshal !!str `many` into int"},
+		{desc: "unknown top-level key", file: "dsn: x\nbogus: 1\n", want: "FILE:2:1: unknown key bogus"},
+		// yaml.v3 names the last segment only (batch_size, nme).
+		{desc: "unknown nested key", file: "writer:\n  batch_rows: 1\n  batch_size: 2\n", want: "FILE:3:3: unknown key writer.batch_size"},
+		{desc: "unknown key in a list", file: "items:\n  - name: a\n  - nme: b\n", want: "FILE:3:5: unknown key items[1].nme"},
+		{desc: "unknown key in flow style", file: "items: [{name: a}, {name: b, tgs: [x]}]\n", want: "FILE:1:30: unknown key items[1].tgs"},
+		{desc: "two unknown keys", file: "writer:\n  rows: 1\ndsm: x\n", want: "FILE:2:3: unknown key writer.rows; FILE:3:1: unknown key dsm"},
+		{desc: "bad type", file: "writer:\n  batch_rows: many\n", want: "FILE:2:15: writer.batch_rows: cannot unmarshal !!str `many` into int"},
+		{desc: "bad duration", file: "writer:\n  batch_interval: soon\n", want: "FILE:2:19: writer.batch_interval: cannot unmarshal !!str `soon` into time.Duration"},
+		{desc: "duration without unit", file: "writer:\n  batch_interval: 5\n", want: "FILE:2:19: writer.batch_interval: cannot unmarshal !!int `5` into time.Duration"},
+		{desc: "number quoted", file: "writer:\n  batch_rows: \"10\"\n", want: "FILE:2:15: writer.batch_rows: cannot unmarshal !!str `10` into int"},
+		{desc: "integer overflowing", file: "writer:\n  batch_rows: 99999999999999999999\n", want: "FILE:2:15: writer.batch_rows: cannot unmarshal !!float `9999999...` into int"},
+		{desc: "negative into unsigned", file: "limit: -1\n", want: "FILE:1:8: limit: cannot unmarshal !!int `-1` into uint64"},
+		// yaml.v3 named the line and the Go type only: not the key, for
+		// a list or a mapping, nor when keys share a line.
+		{desc: "a list for a mapping", file: "writer:\n  - batch_rows: 1\n", want: "FILE:2:3: writer: a list, want a mapping"},
+		{desc: "a scalar for a mapping", file: "writer: fast\n", want: "FILE:1:9: writer: `fast`, want a mapping"},
+		{desc: "a mapping for a list", file: "items: {name: a}\n", want: "FILE:1:8: items: a mapping, want a list"},
+		{desc: "a list for a scalar", file: "dsn: [a, b]\n", want: "FILE:1:6: dsn: cannot unmarshal !!seq into string"},
+		{desc: "a mapping for a scalar in a list", file: "items:\n  - name: {first: a}\n", want: "FILE:2:11: items[0].name: cannot unmarshal !!map into string"},
+		{desc: "two keys on the line", file: "writer: {batch_rows: many, batch_interval: 1s}\n", want: "FILE:1:22: writer.batch_rows: cannot unmarshal !!str `many` into int"},
+		{desc: "the second key on the line", file: "writer: {batch_rows: 1, batch_interval: soon}\n", want: "FILE:1:41: writer.batch_interval: cannot unmarshal !!str `soon` into time.Duration"},
+		{desc: "a tag forcing a string", file: "ratio: !!str 1\n", want: "FILE:1:8: ratio: cannot unmarshal !!str `1` into float64"},
+		{desc: "a merged mapping's key", file: "writer:\n  <<: {batch_rows: 1, rows: 2}\n  fsync: true\n", want: "FILE:2:23: unknown key writer.rows"},
+		{desc: "an anchor's bad value through its alias", file: "dsn: &d [x]\nwriter: {batch_rows: 1}\n", want: "FILE:1:6: dsn: cannot unmarshal !!seq into string"},
 		// yaml.v3 names line 1 for both: the end of the file, and the
 		// line above the tab.
 		{desc: "syntax", file: "dsn: [x\n", want: "FILE:2:1: did not find expected ',' or ']'"},
