@@ -270,16 +270,15 @@ func loadConfig(ctx context.Context, h *service.Handler, pub *dataplane.Publishe
 			return fmt.Errorf("startup configuration: %w", err)
 		}
 		if ok {
-			if err := h.LoadJSON(ctx, data); err != nil {
-				return fmt.Errorf("startup configuration %s: %w (correct or remove the file, or start with --ignore-startup to start from the initial configuration)",
-					sf.Path(), err)
+			if err := loadJSON(ctx, h, sf.Path(), data); err != nil {
+				return fmt.Errorf("startup configuration %w (correct or remove the file, or start with --ignore-startup to start from the initial configuration)", err)
 			}
 			return nil
 		}
 	}
 	if len(s.Config) > 0 {
-		if err := h.LoadJSON(ctx, s.Config); err != nil {
-			return fmt.Errorf("%s: initial configuration: %w", s.ConfigName, err)
+		if err := loadJSON(ctx, h, s.ConfigName, s.Config); err != nil {
+			return fmt.Errorf("initial configuration %w", err)
 		}
 		return nil
 	}
@@ -289,6 +288,15 @@ func loadConfig(ctx context.Context, h *service.Handler, pub *dataplane.Publishe
 		}
 	}
 	return pub.PublishNow(ctx)
+}
+
+// loadJSON loads data, the configuration document of the file name, into
+// h; an error names the file and the line of the member it is about.
+func loadJSON(ctx context.Context, h *service.Handler, name string, data []byte) error {
+	if err := startup.Check(name, data); err != nil {
+		return err
+	}
+	return startup.Locate(name, data, h.LoadJSON(ctx, data))
 }
 
 // linkVNI numbers a link by its place in the scenario, from 1: the same

@@ -146,19 +146,34 @@ func TestStartupFileInUse(t *testing.T) {
 }
 
 // TestBadStartupFile: a startup file that does not load stops the start
-// with an error naming the file and the path or reason; it never falls
-// back to defaults silently.
+// with an error naming the file, the line and column, and the path or
+// reason; it never falls back to defaults silently. A member given twice
+// is refused (encoding/json kept the last).
 func TestBadStartupFile(t *testing.T) {
 	good := string(readFile(t, "../../examples/lab-n1.json"))
 	tests := []struct {
 		desc string
 		file string
+		at   string   // :LINE:COL after the file's name
 		want []string // in the error
 	}{
-		{desc: "truncated", file: good[:len(good)/2], want: []string{"malformed JSON"}},
-		{desc: "a value of the wrong type", file: strings.Replace(good, `"alpha": "1.0"`, `"alpha": "fast"`, 1), want: []string{"alpha"}},
-		{desc: "an unknown leaf", file: strings.Replace(good, `"alpha": "1.0"`, `"alfa": "1.0"`, 1), want: []string{"alfa"}},
-		{desc: "a rule of the model", file: strings.Replace(good, `"k-base": "65536"`, `"k-base": "65536", "kmax-mode": "EXPLICIT"`, 1),
+		{desc: "truncated", file: good[:len(good)/2], at: ":22:1", want: []string{"malformed JSON: unexpected end of the document"}},
+		{desc: "a comma too many", file: strings.Replace(good, `"alpha": "1.0",`, `"alpha": "1.0",,`, 1), at: ":26:71",
+			want: []string{"malformed JSON: invalid character ',' looking for beginning of object key string"}},
+		{desc: "empty", file: "", at: ":1:1", want: []string{"malformed JSON: empty document"}},
+		{desc: "data after the document", file: good + "{}\n", at: ":40:1", want: []string{"malformed JSON: data after the value"}},
+		{desc: "a member twice", file: strings.Replace(good, `"alpha": "1.0"`, `"alpha": "1.0", "alpha": "2.0"`, 1), at: ":26:72",
+			want: []string{"lhcnp/interfaces/interface[0]/queues/queue[0]/config/alpha: member given twice"}},
+		{desc: "a value of the wrong type", file: strings.Replace(good, `"alpha": "1.0"`, `"alpha": "fast"`, 1), at: ":26:56",
+			want: []string{`lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/alpha: the string "fast" is not a decimal64 number`}},
+		{desc: "a value out of range", file: strings.Replace(good, `"alpha": "1.0"`, `"alpha": "-5"`, 1), at: ":26:56",
+			want: []string{"config/alpha: -5 is outside the range 0.001..1000.000 of its type"}},
+		{desc: "an integer out of range", file: strings.Replace(good, `"rtt-est": 10000`, `"rtt-est": 99999999999`, 1), at: ":21:61",
+			want: []string{"interface[name=wan]/config/rtt-est: 99999999999 is out of the range of uint32"}},
+		{desc: "an unknown leaf", file: strings.Replace(good, `"alpha": "1.0"`, `"alfa": "1.0"`, 1), at: ":26:56", want: []string{"config/alfa: not in the schema"}},
+		{desc: "a list for a container", file: strings.Replace(good, `"action-policy": {`, `"action-policy": [], "x": {`, 1), at: ":27:17",
+			want: []string{"queue[id=0]/action-policy: container action-policy takes a JSON object, not an array"}},
+		{desc: "a rule of the model", file: strings.Replace(good, `"k-base": "65536"`, `"k-base": "65536", "kmax-mode": "EXPLICIT"`, 1), at: ":26:17",
 			want: []string{"/config/kmax: must be set"}},
 	}
 	for _, tt := range tests {
@@ -173,7 +188,7 @@ func TestBadStartupFile(t *testing.T) {
 				t.Fatal("start with a bad startup file succeeded")
 			}
 			t.Logf("error: %v", err)
-			for _, w := range append([]string{"switch n1: startup configuration " + file + ": ", "--ignore-startup"}, tt.want...) {
+			for _, w := range append([]string{"switch n1: startup configuration " + file + tt.at + ": ", "--ignore-startup"}, tt.want...) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
@@ -191,5 +206,20 @@ func TestBadStartupFile(t *testing.T) {
 				t.Errorf("alpha = %s, want the initial 1", got)
 			}
 		})
+	}
+}
+
+// TestBadInitialConfig: an initial configuration that does not load is an
+// error naming its file, line and column and the path (it named the file
+// and the path only).
+func TestBadInitialConfig(t *testing.T) {
+	good := readFile(t, "../../examples/lab-n1.json")
+	bad := strings.Replace(string(good), `"alpha": "1.0"`, `"alpha": "0"`, 1)
+	_, err := New(context.Background(), Config{Scenario: loadLab(t), Speed: 0.02,
+		TargetOptions: []service.Option{service.WithInsecure()},
+		Switches:      []Switch{{Name: "n1", Listen: "127.0.0.1:0", Config: []byte(bad), ConfigName: "lab-n1.json"}}})
+	want := "switch n1: initial configuration lab-n1.json:26:56: lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/alpha: 0 is outside the range 0.001..1000.000 of its type"
+	if err == nil || err.Error() != want {
+		t.Errorf("New: %v\nwant %s", err, want)
 	}
 }

@@ -20,8 +20,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/internal/atomicfile"
+	"github.com/lhcnp/lhcnp/internal/jsonpos"
 	"github.com/lhcnp/lhcnp/internal/pidlock"
 )
 
@@ -113,3 +115,77 @@ func (f *File) Lock() (*pidlock.Lock, error) {
 	}
 	return l, nil
 }
+
+// Check returns the first syntax error of data, the configuration
+// document of the file name, or its first member given twice in an
+// object, as "name:LINE:COL: ...": the schema's decoder names neither line
+// nor column, and takes the last of two members silently.
+func Check(name string, data []byte) error {
+	var e *jsonpos.Error
+	if err := jsonpos.Check(data); errors.As(err, &e) {
+		if e.Path == "" {
+			return fmt.Errorf("%s:%v: malformed JSON: %s", name, e.Pos, e.Reason)
+		}
+		return fmt.Errorf("%s:%v: %s: %s", name, e.Pos, e.Path, e.Reason)
+	}
+	return nil
+}
+
+// Locate puts "name:LINE:COL: " in front of err, an error of loading
+// data (the file name): the line of the member at the path err names
+// (a schema.ValueError's, or the path its message starts with), or of
+// the nearest enclosing member the document has (a leaf a rule wants
+// set, and that is missing); "name: " alone when it names none.
+func Locate(name string, data []byte, err error) error {
+	if err == nil {
+		return nil
+	}
+	path := ""
+	var ve *schema.ValueError
+	if errors.As(err, &ve) {
+		path = ve.Path
+	} else if p, _, ok := strings.Cut(err.Error(), ": "); ok && strings.Contains(p, "/") && !strings.ContainsAny(p, " \t") {
+		path = p
+	}
+	for p := path; p != ""; p = parentPath(p) {
+		if pos, ok := jsonpos.Member(data, p); ok {
+			return &locatedError{where: fmt.Sprintf("%s:%v", name, pos), err: err}
+		}
+	}
+	return &locatedError{where: name, err: err}
+}
+
+// parentPath is path without its last element, a list entry's
+// selection first (a/b[k=v]/c → a/b[k=v] → a/b → a).
+func parentPath(path string) string {
+	path = strings.TrimSuffix(path, "/")
+	if strings.HasSuffix(path, "]") {
+		if i := strings.LastIndexByte(path, '['); i > 0 && !strings.Contains(path[i:], "/]") {
+			return path[:i]
+		}
+	}
+	depth := 0
+	for i := len(path) - 1; i >= 0; i-- {
+		switch path[i] {
+		case ']':
+			depth++
+		case '[':
+			depth--
+		case '/':
+			if depth == 0 {
+				return path[:i]
+			}
+		}
+	}
+	return ""
+}
+
+// locatedError is err with where it is in its file; errors.Is and As see
+// err.
+type locatedError struct {
+	where string
+	err   error
+}
+
+func (e *locatedError) Error() string { return e.where + ": " + e.err.Error() }
+func (e *locatedError) Unwrap() error { return e.err }
