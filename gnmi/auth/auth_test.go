@@ -380,6 +380,35 @@ func TestLoadUsersModes(t *testing.T) {
 	}
 }
 
+// TestLoadUsersErrors: a malformed line of a users file is named as
+// PATH:LINE, with what is wrong; a line too long for the scanner is one
+// too (it was bufio's "token too long" without a line, and PATH: users
+// file: line N before).
+func TestLoadUsersErrors(t *testing.T) {
+	good, err := auth.PasswdLine("carol", auth.ReadWrite, "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ desc, content, want string }{
+		{"no role", "# users\n\nbob\n", ":3: bad users file: want name:role:bcrypt-hash"},
+		{"unknown role", good + "\nbob:admin:x\n", ":2: bad users file: "},
+		{"not a hash", "bob:ro:plain\n", ":1: bad users file: user \"bob\": not a bcrypt hash"},
+		{"listed twice", good + "\n" + good + "\n", ":2: bad users file: user \"carol\" listed twice"},
+		{"a line over 64 KiB", good + "\n" + strings.Repeat("x", 70000) + "\n", ":2: bad users file: longer than 65536 bytes"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "users")
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := auth.LoadUsers(path)
+			if !errors.Is(err, auth.ErrUsersFile) || !strings.Contains(err.Error(), path+tt.want) {
+				t.Errorf("LoadUsers: %v; want ErrUsersFile, %q", err, path+tt.want)
+			}
+		})
+	}
+}
+
 func TestPasswdLine(t *testing.T) {
 	line, err := auth.PasswdLine("carol", auth.ReadWrite, "s3cret")
 	if err != nil {

@@ -70,32 +70,56 @@ type Users struct {
 // ErrUsersFile reports a malformed users file.
 var ErrUsersFile = errors.New("bad users file")
 
-// ParseUsers reads the "name:role:bcrypt-hash" format.
+// LineError is a malformed line of a users file: its number (from 1) and
+// what is wrong, an error wrapping ErrUsersFile. LoadUsers reports it as
+// PATH:LINE: ...
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// maxUsersLine bounds one line of a users file (a bcrypt line is about
+// 80 bytes); a longer line is an error naming it.
+const maxUsersLine = 64 << 10
+
+// ParseUsers reads the "name:role:bcrypt-hash" format. A malformed line is
+// a *LineError.
 func ParseUsers(r io.Reader) (*Users, error) {
 	u := &Users{byName: map[string]User{}}
 	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
+	sc.Buffer(make([]byte, 0, 4096), maxUsersLine)
+	bad := func(line int, format string, args ...any) error {
+		return &LineError{Line: line, Err: fmt.Errorf("%w: "+format, append([]any{ErrUsersFile}, args...)...)}
+	}
+	line := 1
+	for ; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
 		parts := strings.SplitN(text, ":", 3)
 		if len(parts) != 3 || parts[0] == "" {
-			return nil, fmt.Errorf("%w: line %d: want name:role:bcrypt-hash", ErrUsersFile, line)
+			return nil, bad(line, "want name:role:bcrypt-hash")
 		}
 		role, err := ParseRole(parts[1])
 		if err != nil {
-			return nil, fmt.Errorf("%w: line %d: %v", ErrUsersFile, line, err)
+			return nil, bad(line, "%v", err)
 		}
 		if _, err := bcrypt.Cost([]byte(parts[2])); err != nil {
-			return nil, fmt.Errorf("%w: line %d: user %q: not a bcrypt hash: %v", ErrUsersFile, line, parts[0], err)
+			return nil, bad(line, "user %q: not a bcrypt hash: %v", parts[0], err)
 		}
 		if _, dup := u.byName[parts[0]]; dup {
-			return nil, fmt.Errorf("%w: line %d: user %q listed twice", ErrUsersFile, line, parts[0])
+			return nil, bad(line, "user %q listed twice", parts[0])
 		}
 		u.byName[parts[0]] = User{Name: parts[0], Role: role, Hash: []byte(parts[2])}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, bad(line, "longer than %d bytes", maxUsersLine)
+		}
 		return nil, err
 	}
 	return u, nil
@@ -126,7 +150,11 @@ func LoadUsers(path string) (*Users, error) {
 		}
 	}
 	u, err := ParseUsers(f)
-	if err != nil {
+	var le *LineError
+	switch {
+	case errors.As(err, &le):
+		return nil, fmt.Errorf("%s:%d: %w", path, le.Line, le.Err)
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return u, nil
