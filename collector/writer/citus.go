@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -59,28 +60,67 @@ type citusState struct {
 	// by this writer, not as replays or conflicts.
 	groupParts  map[partKey]bool
 	groupEvents map[int64]bool // batch ids whose events the group stored
-	// Batch ids whose events an INSERT of this group may have stored
-	// without the writer hearing it (eventsInDoubt): the next try finds
-	// them in the table, its own, not events met twice.
-	eventsTried map[int64]bool
+	// Batch ids whose events a try in this group may have stored without
+	// the writer hearing it (inDoubt), or stored one by one before it
+	// failed, with the events of the batch those tries counted: the next
+	// try finds them in the table, its own, not events met twice, and
+	// counts those it did not (triedEvents).
+	eventsTried map[int64]int
+	// Parts an earlier try of a batch alone committed and did not count
+	// (storeCitus counts a batch's samples once it is done): those it
+	// committed before it failed, and the one whose COMMIT it sent and
+	// heard no answer of. The retry finds them in the ledger: stored by
+	// this writer, counted then, not replays (storeCitus,
+	// mergeStaleCitus).
+	tried map[partKey]partTry
+	// Dead letters whose INSERT may have committed unheard: the retry
+	// finds them written and counts them (storeEventsCitus).
+	deadTried map[deadKey]bool
 }
 
 // partKey names a part of a batch: its batch id and ledger shard key.
 type partKey struct{ batch, key int64 }
+
+// partTry is what a try committed of a part: its samples stored, its
+// rows dead-lettered, and of those the dead letters not counted yet (a
+// COMMIT whose answer was lost).
+type partTry struct {
+	samples, deadRows int
+	uncounted         []deadRow
+}
+
+// deadKey names a dead letter: its batch id and row (deadSQL's key).
+type deadKey struct {
+	batch int64
+	row   string
+}
 
 // endGroup forgets what the group committed (writeGroup is done with it).
 func (c *citusState) endGroup() {
 	clear(c.groupParts)
 	clear(c.groupEvents)
 	clear(c.eventsTried)
+	clear(c.tried)
+	clear(c.deadTried)
 }
 
-// eventsInDoubt reports whether an INSERT of events that failed with err
-// may have stored them: a temporary error can come after the commit (the
+// inDoubt reports whether a statement or COMMIT that failed with err may
+// have committed: a temporary error can come after the commit (the
 // connection cut, the node stopped, before the answer), unless pgx sent
 // nothing (pgconn.SafeToRetry); a permanent one is the statement refused.
-func eventsInDoubt(err error) bool {
+func inDoubt(err error) bool {
 	return Classify(err) == Temporary && !pgconn.SafeToRetry(err)
+}
+
+// commitInDoubt reports whether a transaction whose COMMIT failed with err
+// may have committed: unless PostgreSQL refused a statement of it, yes. Not
+// inDoubt: pgx (v5.12.0) reports a statement without arguments (tx.Commit's
+// "commit") whose connection failed while it read the answer as a closed
+// connection's lock error, safe to retry as if nothing had been sent. The
+// retry asks the ledger, which the transaction wrote: its row is there
+// only if it committed.
+func commitInDoubt(err error) bool {
+	return Classify(err) == Temporary
 }
 
 // isCitus reports whether samples is distributed, asking the database the
@@ -99,7 +139,8 @@ func (w *Writer) isCitus(ctx context.Context) (bool, error) {
 		}
 	}
 	w.citus = citusState{known: true, on: on, shard: map[int64]int64{}, series: map[int64]bool{},
-		groupParts: map[partKey]bool{}, groupEvents: map[int64]bool{}, eventsTried: map[int64]bool{}}
+		groupParts: map[partKey]bool{}, groupEvents: map[int64]bool{}, eventsTried: map[int64]int{},
+		tried: map[partKey]partTry{}, deadTried: map[deadKey]bool{}}
 	if on {
 		w.o.log.Info("samples distributed by Citus: batches are stored split by shard")
 	}
@@ -299,7 +340,7 @@ func cmpInt64(a, b int64) int {
 
 // storeCitus stores one batch on Citus: its new series, then each part in
 // a single-shard transaction with its ledger row, then its events.
-func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
+func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 	start := time.Now()
 	if err := w.storeSeries(ctx, b.Series); err != nil {
 		return err
@@ -319,20 +360,30 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 		parts[0].events = len(b.Events)
 	}
 	stored, replayed, deadRows := 0, 0, 0
+	// The parts this try commits: should it fail after them, the retry
+	// finds them in the ledger, this writer's, not counted yet.
+	fresh := map[partKey]partTry{}
+	defer func() {
+		if err != nil {
+			maps.Copy(w.citus.tried, fresh)
+		}
+	}()
+	var ownDead []deadRow // dead letters of earlier tries counted by this one
 	for _, p := range parts {
-		if w.citus.groupParts[partKey{b.ID, p.key}] {
+		k := partKey{b.ID, p.key}
+		if w.citus.groupParts[k] {
 			// Committed by the group this batch was in: stored, by this
 			// writer, and counted here.
 			stored += len(p.samples)
 			continue
 		}
 		done, err := w.storePart(ctx, b, p)
+		var n int
 		if err != nil && Classify(err) == Permanent && !errors.Is(err, errLedgerConflict) {
 			w.o.log.Warn("part refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
-			var n int
 			done, n, err = w.storePartSafe(ctx, b, p)
-			deadRows += n
 		}
+		t, own := w.citus.tried[k]
 		switch {
 		case errors.Is(err, errLedgerConflict) && stored == 0 && replayed == 0:
 			// Another batch drew this id (nothing of this one is stored
@@ -342,10 +393,19 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 			return errRetryNow
 		case err != nil:
 			return err
+		case done && own:
+			// Committed by an earlier try of this batch (that failed
+			// after it, or never heard its answer): stored by this
+			// writer, counted now, not a replay.
+			stored += t.samples
+			deadRows += t.deadRows
+			ownDead = append(ownDead, t.uncounted...)
 		case done:
 			replayed++
 		default:
-			stored += len(p.samples)
+			stored += len(p.samples) - n
+			deadRows += n
+			fresh[k] = partTry{samples: len(p.samples) - n, deadRows: n}
 		}
 	}
 	// The events are offered even when every part was in the ledger: no
@@ -353,44 +413,78 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) error {
 	// by series), so a crash after the parts and before the events leaves
 	// them to the replay. They are stored once by their identity, and
 	// their dead letters once by theirs (deadSQL).
-	var storedEvents, deadEvents int
-	eventsDone := w.citus.groupEvents[b.ID] // stored and counted by the group
-	if len(b.Events) > 0 && !eventsDone {
-		var err error
-		if storedEvents, deadEvents, err = w.storeEventsCitus(ctx, b); err != nil {
-			// Those stored one by one before the error are counted
-			// now; the retry finds them, and those the error may have
-			// stored (an answer lost), in the table.
-			w.o.m.RowsWritten.WithLabelValues("events").Add(float64(storedEvents))
-			if storedEvents > 0 || eventsInDoubt(err) {
-				w.citus.eventsTried[b.ID] = true
-			}
+	replay := replayed == len(parts) && len(parts) > 0
+	var deadEvents int
+	if len(b.Events) > 0 && !w.citus.groupEvents[b.ID] { // else stored and counted by the group
+		if deadEvents, _, err = w.citusEvents(ctx, b, replay); err != nil {
 			return err
 		}
 	}
 	outcome := "stored"
 	switch {
-	case replayed == len(parts) && len(parts) > 0:
+	case replay:
 		outcome = "replayed"
 	case deadRows+deadEvents > 0:
 		outcome = "partial"
 	}
 	w.committed(b, start, outcome, stored)
+	w.deadLettered(b, ownDead)
+	return nil
+}
+
+// citusEvents stores b's events on Citus (storeEventsCitus) and counts
+// them once: those stored, and those the table held already, as events met
+// twice but for a replay's (the first run's) and for those an earlier try
+// of this writer stored (triedEvents). On an error, those stored one by
+// one before it are counted, and the retry told of them and of those the
+// error may have stored (eventsTried). dead and lost are as
+// storeEventsCitus's.
+func (w *Writer) citusEvents(ctx context.Context, b *rows.Batch, replay bool) (dead, lost int, err error) {
+	stored, dead, lost, err := w.storeEventsCitus(ctx, b)
+	counted, tried := w.citus.eventsTried[b.ID]
+	if err != nil {
+		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(stored))
+		if tried || stored > 0 || inDoubt(err) {
+			w.citus.eventsTried[b.ID] = counted + stored
+		}
+		return dead, lost, err
+	}
 	switch {
-	case eventsDone: // counted by the group
-	case outcome == "replayed" || w.citus.eventsTried[b.ID]:
-		// The events a crash kept from the first run, or that an
-		// earlier try of this batch did not store, are stored now; the
-		// others are that run's or that try's, not conflicts. A try
-		// whose answer was lost may follow parts this writer stored
-		// (the group's, or its own): not a replay, its events counted
-		// by eventsTried.
-		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(storedEvents))
+	case tried:
+		// An earlier try may have stored some unheard: the table holds
+		// this batch's under its id, the others are events met twice.
+		n, err := w.triedEvents(ctx, b)
+		if err != nil {
+			// Those stored now are in the table: the retry counts them.
+			return dead, lost, err
+		}
+		w.eventsStored(len(b.Events)-dead-counted, n-counted)
+	case replay:
+		// Those found are the first run's, not conflicts.
+		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(stored))
 	default:
-		w.eventsStored(len(b.Events)-deadEvents, storedEvents)
+		w.eventsStored(len(b.Events)-dead, stored)
 	}
 	delete(w.citus.eventsTried, b.ID)
-	return nil
+	return dead, lost, nil
+}
+
+// batchEventsSQL counts the events stored under a batch's id: one shard of
+// events (its target), through events_target_ts (the batch's times).
+const batchEventsSQL = `SELECT count(*) FROM events WHERE target = $1 AND ts BETWEEN $2 AND $3 AND batch_id = $4`
+
+// triedEvents is how many of b's events the table holds under b's id:
+// stored by a try of this batch, where an event met twice is under another
+// batch's. A batch id is drawn at random, and drawn again only before
+// anything of the batch is stored (storeCitus).
+func (w *Writer) triedEvents(ctx context.Context, b *rows.Batch) (int, error) {
+	first, last := b.Events[0].TS, b.Events[0].TS
+	for _, e := range b.Events {
+		first, last = min(first, e.TS), max(last, e.TS)
+	}
+	var n int
+	err := w.pool.QueryRow(ctx, batchEventsSQL, b.Target, tsOf(first), tsOf(last), b.ID).Scan(&n)
+	return n, err
 }
 
 // storePart stores one part and its ledger row in one transaction; done is
@@ -437,6 +531,11 @@ func (w *Writer) storePart(ctx context.Context, b *rows.Batch, p part) (done boo
 	queueValues(bt, latestValuesSQL, latestConflictSQL, 0, len(newest), func(k int) *rows.Sample { return newest[k] })
 	bt.Queue("COMMIT")
 	if err := pc.SendBatch(ctx, bt).Close(); err != nil {
+		if commitInDoubt(err) {
+			// The COMMIT may have been applied: the retry that finds
+			// the part in the ledger counts it.
+			w.citus.tried[partKey{b.ID, p.key}] = partTry{samples: len(p.samples)}
+		}
 		return false, err
 	}
 	open = false
@@ -519,6 +618,11 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
+		if commitInDoubt(err) {
+			// As storePart's: the retry that finds the part in the
+			// ledger counts its samples and dead letters.
+			w.citus.tried[partKey{b.ID, p.key}] = partTry{samples: len(good), deadRows: len(bad), uncounted: bad}
+		}
 		return false, 0, err
 	}
 	w.deadLettered(b, bad)
@@ -530,18 +634,21 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 // once by their identity, their dead letters once by batch and row
 // (deadSQL: a replay offers the batch's events again, no ledger row guarding
 // them on Citus, and finds the first run's dead letter); dead
-// counts the refused events, newly dead-lettered or not. On an error,
-// stored counts those stored before it, one by one.
-func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead int, err error) {
+// counts the refused events, newly dead-lettered or not. A refused event
+// whose dead letter PostgreSQL refuses too is lost: the others are stored
+// still, and the first such error is returned. On an error, stored counts
+// those stored before it, one by one.
+func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead, lost int, err error) {
 	sql, args := eventsValues(b)
 	tag, err := w.pool.Exec(ctx, sql, args...)
 	if err == nil || Classify(err) == Temporary {
-		return int(tag.RowsAffected()), 0, err
+		return int(tag.RowsAffected()), 0, 0, err
 	}
 	// The dead letters written are counted on an error too: the retry
 	// finds them written (deadSQL) and counts none.
 	var bad []deadRow
 	defer func() { w.deadLettered(b, bad) }()
+	var lostErr error
 	for _, e := range b.Events {
 		sql, args := eventsValues(&rows.Batch{ID: b.ID, Events: []rows.Event{e}})
 		tag, err := w.pool.Exec(ctx, sql, args...)
@@ -549,19 +656,34 @@ func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, d
 		case err == nil:
 			stored += int(tag.RowsAffected())
 		case Classify(err) == Temporary:
-			return stored, dead, err
+			return stored, dead, lost, err
 		default:
-			tag, err2 := w.pool.Exec(ctx, deadSQL, b.Target, b.ID, deadRow{table: "events", row: e}.json(), err.Error())
-			if err2 != nil {
-				return stored, dead, fmt.Errorf("dead letter: %w", err2)
-			}
-			dead++
-			if tag.RowsAffected() == 1 {
-				bad = append(bad, deadRow{table: "events", row: e, err: err})
+			d := deadRow{table: "events", row: e, err: err}
+			key := deadKey{b.ID, d.json()}
+			tag, err2 := w.pool.Exec(ctx, deadSQL, b.Target, b.ID, key.row, err.Error())
+			switch {
+			case err2 == nil:
+				dead++
+				// Written now, or by an earlier try that did not hear
+				// it committed: this writer's, counted once.
+				if tag.RowsAffected() == 1 || w.citus.deadTried[key] {
+					bad = append(bad, d)
+					delete(w.citus.deadTried, key)
+				}
+			case Classify(err2) == Temporary:
+				if inDoubt(err2) {
+					w.citus.deadTried[key] = true
+				}
+				return stored, dead, lost, fmt.Errorf("dead letter: %w", err2)
+			default:
+				lost++
+				if lostErr == nil {
+					lostErr = fmt.Errorf("dead letter: %w", err2)
+				}
 			}
 		}
 	}
-	return stored, dead, nil
+	return stored, dead, lost, lostErr
 }
 
 // deadLettered counts and logs the rows of b that went to dead_letters.
@@ -638,6 +760,19 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch) (staleResul
 		}
 		if lr, ok := ledger[p.key]; ok {
 			if lr.target == b.Target && lr.rows == len(p.samples)+p.events && sameTS(lr.f, firstTS) && sameTS(lr.l, lastTS) {
+				// This writer's, committed before the lease moved by
+				// the group or an earlier try that failed after it (or
+				// never heard its answer): not counted yet.
+				k := partKey{b.ID, p.key}
+				if t, own := w.citus.tried[k]; own {
+					res.ownParts++
+					res.own += t.samples
+					res.ownDeadRows += t.deadRows
+					res.ownDead = append(res.ownDead, t.uncounted...)
+				} else if w.citus.groupParts[k] {
+					res.ownParts++
+					res.own += len(p.samples)
+				}
 				continue
 			}
 			return res, fmt.Errorf("%w: shard key %d", errLedgerConflict, p.key)
@@ -648,17 +783,20 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch) (staleResul
 		}
 	}
 	if len(todo) == 0 {
-		// Every part in the ledger: a replay. Its events are offered
-		// still, as storeCitus does: no ledger row guards them, and a
-		// crash or a connection cut after the parts and before the
-		// events leaves them to this replay. Stored as storeCitus
-		// stores them (a refused one dead-lettered, the others kept),
-		// after the merge's transaction, which wrote nothing: the
-		// lease's lock orders the samples' anti-join with the owner's
-		// writes, and events are stored once by their identity.
+		// Every part in the ledger: a replay, or this writer's parts
+		// (ownParts). Its events are offered still, as storeCitus does:
+		// no ledger row guards them, and a crash or a connection cut
+		// after the parts and before the events leaves them to this
+		// try. Stored and counted as storeCitus does (citusEvents: a
+		// refused one dead-lettered, the others kept), after the
+		// merge's transaction, which wrote nothing: the lease's lock
+		// orders the samples' anti-join with the owner's writes, and
+		// events are stored once by their identity.
 		tx.Rollback(ctx)
 		res.replayed = true
-		res.events, _, err = w.storeEventsCitus(ctx, b)
+		if len(b.Events) > 0 && !w.citus.groupEvents[b.ID] {
+			res.deadEvents, res.lost, err = w.citusEvents(ctx, b, res.ownParts == 0)
+		}
 		return res, err
 	}
 	stored, latest := map[seriesTS]bool{}, map[int64]int64{}
@@ -803,9 +941,11 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 		sql, args := eventsValues(byTarget[target]...)
 		tag, err := w.pool.Exec(ctx, sql, args...)
 		if err != nil {
-			if eventsInDoubt(err) {
+			if inDoubt(err) {
 				for _, b := range byTarget[target] {
-					w.citus.eventsTried[b.ID] = true
+					if _, ok := w.citus.eventsTried[b.ID]; !ok {
+						w.citus.eventsTried[b.ID] = 0 // tried, none counted
+					}
 				}
 			}
 			return err

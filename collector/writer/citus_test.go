@@ -595,6 +595,11 @@ func sameOnBoth(t *testing.T, store func(name string, pool *pgxpool.Pool)) {
 // that counted conflicts before: its parts, stored by the group, were not
 // found in the ledger as a replay's. An insert cut before it reached the
 // database stored nothing: an event met twice after it still counts.
+// rows_written_total counts every row once, this writer's: the events an
+// insert stored unheard (they were never counted: the retry found them and
+// counted what it stored, none), and the samples of a batch whose parts
+// committed on a try that failed at its events (the retry found them in
+// the ledger and counted a replay).
 func TestCitusEventsAnswerLost(t *testing.T) {
 	for _, tt := range []struct {
 		desc      string
@@ -605,6 +610,7 @@ func TestCitusEventsAnswerLost(t *testing.T) {
 		{"a group's insert", 6 * 40, map[int]cutAt{1: afterCommit}, false},
 		{"the insert of a batch of the group, retried alone", 6 * 40, map[int]cutAt{1: beforeSent, 2: afterCommit}, false},
 		{"the insert of a batch stored alone", 0, map[int]cutAt{1: afterCommit}, false},
+		{"the insert of a batch stored alone, never sent", 0, map[int]cutAt{1: beforeSent}, false},
 		{"an insert that never reached the database, then an event met twice", 6 * 40, map[int]cutAt{1: beforeSent}, true},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -638,7 +644,23 @@ func TestCitusEventsAnswerLost(t *testing.T) {
 			if got := testutil.ToFloat64(m.EventConflicts); got != conflicts {
 				t.Errorf("event_conflicts_total = %v, want %v", got, conflicts)
 			}
+			writtenOnce(t, check, m)
+			if got := testutil.ToFloat64(m.Batches.WithLabelValues("replayed")); got != 0 {
+				t.Errorf("batches_total{outcome=replayed} = %v, want 0 (no batch came back after a crash)", got)
+			}
 		})
+	}
+}
+
+// writtenOnce checks that rows_written_total counts each row the database
+// holds once: one writer stored them all.
+func writtenOnce(t *testing.T, pool *pgxpool.Pool, m *collectormetrics.Metrics) {
+	t.Helper()
+	for _, table := range []string{"samples", "events"} {
+		want := float64(count(t, pool, `SELECT count(*) FROM `+table))
+		if got := testutil.ToFloat64(m.RowsWritten.WithLabelValues(table)); got != want {
+			t.Errorf("rows_written_total{table=%s} = %v, want %v (the rows stored)", table, got, want)
+		}
 	}
 }
 
@@ -678,6 +700,67 @@ func TestCitusEventsOneByOneCut(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.EventConflicts); got != 0 {
 		t.Errorf("event_conflicts_total = %v, want 0 (no event was met twice)", got)
+	}
+}
+
+// TestCitusDeadLettersAnswerLost: on Citus a dead letter is written in a
+// statement of its own (a refused event's, storeEventsCitus) or in the
+// transaction of a part PostgreSQL refused (a bad sample's,
+// storePartSafe). The connection cut after it committed and before its
+// answer, the retry finds it written (the dead letter once by its batch
+// and row, the part in the ledger) and counts it, this writer's, once: it
+// was counted by no one (dead_letters_total 0 and 1 of 3), and the part's
+// samples by no one either.
+func TestCitusDeadLettersAnswerLost(t *testing.T) {
+	for _, tt := range []struct {
+		desc  string
+		batch func() *rows.Batch
+		sql   string // the statement cut: the first of them
+		check func(t *testing.T, pool *pgxpool.Pool, b *rows.Batch)
+		dead  float64
+	}{
+		{"a refused event's dead letter", func() *rows.Batch {
+			b := batch("sw1", time.Now().UnixNano(), 100)
+			b.Events = []rows.Event{{TS: b.Samples[0].TS, Target: "sw1", Kind: "cnp", Details: "{}"},
+				{TS: b.Samples[0].TS, Target: "sw1", Kind: "cnp", Queue: 1, Details: "{bad json"}}
+			return b
+		}, "INSERT INTO dead_letters", func(t *testing.T, pool *pgxpool.Pool, b *rows.Batch) {
+			for _, c := range []struct {
+				desc, sql string
+				want      int64
+			}{
+				{"samples", `SELECT count(*) FROM samples WHERE batch_id = $1`, 100},
+				{"events", `SELECT count(*) FROM events WHERE batch_id = $1`, 1},
+				{"dead letters", `SELECT count(*) FROM dead_letters WHERE batch_id = $1`, 1},
+			} {
+				if n := count(t, pool, c.sql, b.ID); n != c.want {
+					t.Errorf("%s: %d, want %d", c.desc, n, c.want)
+				}
+			}
+		}, 1},
+		{"the commit of a part with a refused sample", badBatch, "commit", badBatchStored, 3},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			check, dsn := pgtest.NewCitus(t)
+			cut := &cutter{match: func(data pgx.TraceQueryStartData) bool { return strings.HasPrefix(data.SQL, tt.sql) },
+				at: map[int]cutAt{1: afterCommit}}
+			b := tt.batch()
+			m := storeBacklog(t, cut.pool(t, dsn), 0, []*rows.Batch{b})
+			if got := cut.faults(); got != 1 {
+				t.Fatalf("%d connections cut, want 1", got)
+			}
+			tt.check(t, check, b)
+			if got := testutil.ToFloat64(m.DeadLetters); got != tt.dead {
+				t.Errorf("dead_letters_total = %v, want %v", got, tt.dead)
+			}
+			writtenOnce(t, check, m)
+			if got := testutil.ToFloat64(m.EventConflicts); got != 0 {
+				t.Errorf("event_conflicts_total = %v, want 0", got)
+			}
+			if got := testutil.ToFloat64(m.Batches.WithLabelValues("partial")); got != 1 {
+				t.Errorf("batches_total{outcome=partial} = %v, want 1", got)
+			}
+		})
 	}
 }
 

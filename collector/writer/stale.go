@@ -72,7 +72,10 @@ SELECT (SELECT count(*) FROM m), count(*) FILTER (WHERE NOT passed AND NOT store
 
 // storeStale merges a stale batch (above) and counts what became of its
 // rows. It returns only errors worth retrying; a row PostgreSQL refuses
-// (a permanent error) leaves the batch refused, counted as stale_epoch.
+// (a permanent error) leaves the batch refused, counted as stale_epoch. On
+// Citus, a batch whose every part is in the ledger has only its events
+// written (mergeStaleCitus): a refused one whose dead letter PostgreSQL
+// refuses too is the only row refused, the others are what they are.
 func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 	start := time.Now()
 	merge := w.mergeStale
@@ -82,35 +85,50 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 	res, err := merge(ctx, b)
 	if err != nil {
 		if Classify(err) == Temporary {
-			if res.replayed {
-				// On Citus, the events a replay stored one by one
-				// before the error: the retry finds them.
-				w.o.m.RowsWritten.WithLabelValues("events").Add(float64(res.events))
-			}
+			// On Citus, the events a replay stored before the error are
+			// counted (citusEvents); the retry finds them.
 			return err
 		}
 		w.o.m.WriteErrors.WithLabelValues(Permanent.String()).Inc()
-		res = staleResult{refused: b.Rows()}
-		w.o.log.Warn("stale batch refused: its merge failed", "target", b.Target, "epoch", b.Epoch, "rows", b.Rows(), "err", err)
+		if !res.replayed {
+			// Refused whole, but for this writer's parts (stored).
+			res = staleResult{refused: b.Rows() - res.own - res.ownDeadRows, own: res.own, ownDeadRows: res.ownDeadRows, ownDead: res.ownDead}
+			w.o.log.Warn("stale batch refused: its merge failed", "target", b.Target, "epoch", b.Epoch, "rows", res.refused, "err", err)
+		} else {
+			res.refused = res.lost
+			w.o.log.Warn("stale batch: refused events not dead-lettered", "target", b.Target, "epoch", b.Epoch, "events", res.lost, "err", err)
+		}
 	}
 	w.o.m.RoundTrip.Observe(time.Since(start).Seconds())
+	m := w.o.m
+	// The parts this writer stored before the lease moved (on Citus: the
+	// group's, or an earlier try's that failed after them) are counted
+	// now, once: not merged, not duplicates.
+	m.RowsWritten.WithLabelValues("samples").Add(float64(res.own))
+	w.deadLettered(b, res.ownDead)
+	m.DroppedRows.WithLabelValues(collectormetrics.DropStaleEpoch).Add(float64(res.refused))
 	if res.replayed {
 		// On Citus the events a crash kept from the run that stored the
-		// parts are stored now, as that run's (storeCitus counts a
-		// replay's so): not merged, and those found not duplicates.
-		w.o.m.Batches.WithLabelValues("replayed").Inc()
-		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(res.events))
+		// parts are stored now (citusEvents counted them): not merged,
+		// and those found not duplicates. With this writer's parts, the
+		// batch is stored by this writer, not replayed.
+		outcome := "replayed"
+		switch {
+		case res.ownParts > 0 && res.ownDeadRows+res.deadEvents > 0:
+			outcome = "partial"
+		case res.ownParts > 0:
+			outcome = "stored"
+		}
+		m.Batches.WithLabelValues(outcome).Inc()
 		return nil
 	}
-	w.o.m.Batches.WithLabelValues("stale").Inc()
-	m := w.o.m
+	m.Batches.WithLabelValues("stale").Inc()
 	m.RowsWritten.WithLabelValues("samples").Add(float64(res.samples))
 	m.RowsWritten.WithLabelValues("events").Add(float64(res.events))
 	m.StaleMerged.WithLabelValues("samples").Add(float64(res.samples))
 	m.StaleMerged.WithLabelValues("events").Add(float64(res.events))
-	dup := b.Rows() - res.samples - res.events - res.refused
+	dup := b.Rows() - res.samples - res.events - res.refused - res.own - res.ownDeadRows
 	m.DroppedRows.WithLabelValues(collectormetrics.DropStaleDuplicate).Add(float64(dup))
-	m.DroppedRows.WithLabelValues(collectormetrics.DropStaleEpoch).Add(float64(res.refused))
 	log := w.o.log.Info
 	if res.refused > 0 {
 		log = w.o.log.Warn
@@ -123,10 +141,17 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 // staleResult is what a merge did: samples and events stored, rows
 // refused (newer than what is stored: the owner may store them), whether
 // the ledger held the batch already (on Citus its events are offered
-// still: events counts those stored), and the lease's owner and epoch.
+// still, and stored and counted: deadEvents and lost as citusEvents's),
+// and the lease's owner and epoch. On Citus, own counts the samples of
+// ownParts, parts in the ledger this writer stored and did not count,
+// ownDeadRows their rows dead-lettered and ownDead those not counted.
 type staleResult struct {
 	samples, events, refused int
 	replayed                 bool
+	own, ownParts            int
+	ownDeadRows              int
+	ownDead                  []deadRow
+	deadEvents, lost         int
 	owner                    string
 	epoch                    int64
 }

@@ -310,19 +310,27 @@ func TestCitusStaleMergeBehindOwner(t *testing.T) {
 // (mergeStaleCitus) with every part in the ledger: its events are offered
 // still, as storeCitus offers them, stored once (those the cut INSERT
 // stored, its answer lost, found there; a refused one dead-lettered, the
-// others stored), the batch counted as replayed and no event as a
-// conflict. The merge returned before the events when every part was in
-// the ledger: the events of a batch cut before them were lost.
+// others stored), no event counted as a conflict. The merge returned
+// before the events when every part was in the ledger: the events of a
+// batch cut before them were lost. The parts are this writer's, stored
+// before the lease moved: the batch is stored (or partial), not replayed,
+// and rows_written_total counts its samples and its events once, those
+// the cut INSERT stored too (it counted neither: the retry found the parts
+// in the ledger and the events in the table). A refused event whose dead
+// letter PostgreSQL refuses too is the one row lost, counted as
+// stale_epoch, not the whole batch (all 13 rows, though stored).
 func TestCitusStaleEventsCut(t *testing.T) {
 	for _, tt := range []struct {
-		desc    string
-		at      cutAt
-		bad     bool    // a third event PostgreSQL refuses
-		written float64 // rows_written_total{table="events"}: those the merge stored
+		desc        string
+		at          cutAt
+		bad         bool // a third event PostgreSQL refuses
+		deadRefused bool // and its dead letter too
+		outcome     string
 	}{
-		{"the events never sent", beforeSent, false, 2},
-		{"the events stored, their answer lost", afterCommit, false, 0},
-		{"the events never sent, one of them refused", beforeSent, true, 2},
+		{"the events never sent", beforeSent, false, false, "stored"},
+		{"the events stored, their answer lost", afterCommit, false, false, "stored"},
+		{"the events never sent, one of them refused", beforeSent, true, false, "partial"},
+		{"the events never sent, one of them refused, and its dead letter", beforeSent, true, true, "stored"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			ctx := context.Background()
@@ -338,10 +346,16 @@ func TestCitusStaleEventsCut(t *testing.T) {
 			}}
 			base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
 			b := staleBatch(base, "a", 1, []int{1, 3}, 1, 2)
-			var dead int64
+			var dead, refused int64
 			if tt.bad {
 				b.Events = append(b.Events, rows.Event{TS: base, Target: "sw1", Kind: "cnp", Details: "{bad json"})
 				dead = 1
+			}
+			if tt.deadRefused {
+				if _, err := check.Exec(ctx, fmt.Sprintf(`ALTER TABLE dead_letters ADD CONSTRAINT test_refused CHECK (batch_id <> %d)`, b.ID)); err != nil {
+					t.Fatal(err)
+				}
+				dead, refused = 0, 1
 			}
 			w, m, stop := newWriter(t, cut.pool(t, dsn), writer.WithFencing(true))
 			enqueue(t, w, []*rows.Batch{b})
@@ -362,8 +376,11 @@ func TestCitusStaleEventsCut(t *testing.T) {
 					t.Errorf("%s: %d, want %d", c.desc, n, c.want)
 				}
 			}
-			if diff := cmp.Diff(staleCounts{Replayed: 1}, staleCountsOf(m)); diff != "" {
+			if diff := cmp.Diff(staleCounts{Refused: float64(refused)}, staleCountsOf(m)); diff != "" {
 				t.Errorf("counters (-want, +got):\n%s", diff)
+			}
+			if got := testutil.ToFloat64(m.Batches.WithLabelValues(tt.outcome)); got != 1 {
+				t.Errorf("batches_total{outcome=%s} = %v, want 1", tt.outcome, got)
 			}
 			if got := testutil.ToFloat64(m.EventConflicts); got != 0 {
 				t.Errorf("event_conflicts_total = %v, want 0", got)
@@ -371,8 +388,10 @@ func TestCitusStaleEventsCut(t *testing.T) {
 			if got := testutil.ToFloat64(m.DeadLetters); got != float64(dead) {
 				t.Errorf("dead_letters_total = %v, want %v", got, dead)
 			}
-			if got := testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")); got != tt.written {
-				t.Errorf("rows_written_total{table=events} = %v, want %v", got, tt.written)
+			for table, want := range map[string]float64{"samples": 2 * staleSeries, "events": 2} {
+				if got := testutil.ToFloat64(m.RowsWritten.WithLabelValues(table)); got != want {
+					t.Errorf("rows_written_total{table=%s} = %v, want %v", table, got, want)
+				}
 			}
 		})
 	}
