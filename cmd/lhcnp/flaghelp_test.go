@@ -92,6 +92,11 @@ func TestEveryFlagHasHelp(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("lhcnp %s -h: exit %d:\n%s", cmd, code, out)
 			}
+			// Every help starts as the others do, saying how to call it
+			// (passwd printed Go's bare "Usage of passwd:").
+			if first, _, _ := strings.Cut(strings.TrimSpace(out), "\n"); !strings.HasPrefix(first, "usage: lhcnp "+args[0]) {
+				t.Errorf("lhcnp %s -h starts %q, want \"usage: lhcnp %s ...\"", cmd, first, args[0])
+			}
 			flags := listedFlags(out)
 			if len(flags) == 0 && cmd != "sim" { // sim only dispatches to its subcommands
 				t.Fatalf("lhcnp %s -h lists no flag:\n%s", cmd, out)

@@ -647,6 +647,8 @@ func firstOf(s ...string) string {
 func runPasswd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("passwd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp passwd --user NAME [--role ROLE] < password",
+		"prints a users-file line (name:role:bcrypt-hash); on a terminal the password is asked for twice, without echo")
 	user := fs.String("user", "", "user name; required")
 	role := fs.String("role", "read-only", "read-only (ro) or read-write (rw)")
 	pos, err := cliconf.ParseInterspersed(fs, args)
