@@ -529,6 +529,9 @@ func TestNodeParamsErrors(t *testing.T) {
 		{"not a scalar", "  per_flow_rtt: [true]\n", fmt.Sprintf("f.yaml:%d:17: node_params.per_flow_rtt: want a scalar", line)},
 		{"not a param name", "  \"per flow rtt\": true\n", fmt.Sprintf(`f.yaml:%d:3: node_params: "per flow rtt" is not a param name`, line)},
 		{"not a mapping", " [per_flow_rtt]\n", fmt.Sprintf("f.yaml:%d:2: node_params: want a non-empty mapping", line)},
+		// A value tagged a string stays a string, as a quoted one does
+		// (it was passed on as the number 1).
+		{"a number tagged a string", "  alpha: !!str 1\n", fmt.Sprintf(`f.yaml:%d:3: node_params.alpha: want a number, got "1"`, line)},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			_, err := Parse("f.yaml", append(slices.Clone(base), "node_params:\n"+tt.params...))

@@ -597,8 +597,8 @@ func (p *parser) nodeParams(n *yaml.Node) []NodeParam {
 			continue
 		}
 		val := v.Value
-		if v.Style != 0 && v.Style != yaml.TaggedStyle {
-			val = strconv.Quote(val) // a quoted value stays one string
+		if v.Style != 0 && v.Style != yaml.TaggedStyle || v.Style == yaml.TaggedStyle && v.Tag == "!!str" {
+			val = strconv.Quote(val) // a quoted value, or one tagged a string, stays one string
 		}
 		out = append(out, NodeParam{Key: k.Value, Value: val, line: k.Line, col: k.Column})
 	}
