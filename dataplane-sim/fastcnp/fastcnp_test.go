@@ -154,7 +154,7 @@ func TestIOAMVariant(t *testing.T) {
 
 // fastCNP builds a Fast CNP packet from src to dst for the data packet's
 // destination orig and destination QP.
-func fastCNP(t *testing.T, r *rig, src, dst, orig netip.Addr, qp uint32) *netsim.Packet {
+func fastCNP(t testing.TB, r *rig, src, dst, orig netip.Addr, qp uint32) *netsim.Packet {
 	t.Helper()
 	var buf [netsim.FrameCap]byte
 	o := wire.FastCNPOption{OrigDst: orig.As16()}

@@ -56,7 +56,7 @@ type Receiver struct {
 	net      *netsim.Network
 	cfg      ReceiverConfig
 	dec      wire.Decoder
-	frame    wire.Frame
+	msg      mechanism.Message // the packet HandleControl is given, alone
 	counters ReceiverCounters
 }
 
@@ -92,33 +92,33 @@ const (
 	trusted
 )
 
-// examine decodes p into r.frame and tells what the receiver makes of it.
-func (r *Receiver) examine(p *netsim.Packet) outcome {
-	fr := p.Frame()
-	if p.Kind != netsim.KindRoCE || p.Opcode() != wire.OpCNP || fr == nil {
-		return notFastCNP
+// examine tells what the receiver makes of m, and m's frame as the
+// receiver decodes it (nil for a packet that is not a CNP).
+func (r *Receiver) examine(m *mechanism.Message) (outcome, *wire.Frame) {
+	p := m.Packet
+	if p.Kind != netsim.KindRoCE || p.Opcode() != wire.OpCNP || p.Frame() == nil {
+		return notFastCNP, nil
 	}
-	f := &r.frame
-	err := r.dec.Decode(fr, f)
+	f, err := m.Decode(r.dec)
 	switch {
 	case !f.HasFastCNP:
-		return notFastCNP
+		return notFastCNP, f
 	case err != nil:
-		return malformed
+		return malformed, f
 	case !r.cfg.Enabled:
-		return discarded
+		return discarded, f
 	}
 	if src, _ := f.IPAddrs(); !inAny(r.cfg.AccessList, src) {
-		return untrusted
+		return untrusted, f
 	}
-	return trusted
+	return trusted, f
 }
 
 // Judge implements mechanism.SharedReceiver: a receiver of several on a
 // host (NewFunction, one per switch) acts on the Fast CNPs of its own
 // switch, trusted; those of another switch are the other's.
-func (r *Receiver) Judge(_ *netsim.Host, p *netsim.Packet) mechanism.Verdict {
-	switch r.examine(p) {
+func (r *Receiver) Judge(_ *netsim.Host, m *mechanism.Message) mechanism.Verdict {
+	switch o, _ := r.examine(m); o {
 	case notFastCNP:
 		return mechanism.Pass
 	case trusted:
@@ -132,7 +132,14 @@ func (r *Receiver) Judge(_ *netsim.Host, p *netsim.Packet) mechanism.Verdict {
 
 // HandleControl implements netsim.ControlHandler.
 func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
-	switch r.examine(p) {
+	r.msg.Reset(p)
+	return r.HandleMessage(h, &r.msg)
+}
+
+// HandleMessage implements mechanism.SharedReceiver.
+func (r *Receiver) HandleMessage(h *netsim.Host, m *mechanism.Message) bool {
+	o, f := r.examine(m)
+	switch o {
 	case notFastCNP:
 		return false
 	case malformed:
@@ -145,7 +152,6 @@ func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 		r.counters.Untrusted++
 		return true
 	}
-	f := &r.frame
 	src, _ := f.IPAddrs()
 	orig := netip.AddrFrom16(f.FastCNP.OrigDst)
 	q := r.sender(h, orig, f.BTH.DestQP)
@@ -179,8 +185,9 @@ func (r *Receiver) SenderQP(h *netsim.Host, p *netsim.Packet) *netsim.QP {
 	if p.Kind != netsim.KindRoCE || p.Opcode() != wire.OpCNP || fr == nil {
 		return nil
 	}
-	f := &r.frame
-	if err := r.dec.Decode(fr, f); err != nil || !f.HasFastCNP {
+	r.msg.Reset(p)
+	f, err := r.msg.Decode(r.dec)
+	if err != nil || !f.HasFastCNP {
 		return nil
 	}
 	return r.sender(h, netip.AddrFrom16(f.FastCNP.OrigDst), f.BTH.DestQP)

@@ -22,6 +22,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // Function is one mechanism on one switch. Call its methods from the
@@ -122,16 +123,64 @@ const (
 	RefuseOff
 )
 
+// Message is a control packet offered to the receivers of a host
+// (ShareControl), decoded at most once per decoder: every receiver reads
+// it, to judge it, and one acts on it, and receivers that read alike (the
+// same wire.Decoder: the same code points) share one decoding, where each
+// decoded it to judge it and the one that acted decoded it again. The
+// zero value holds no packet; Reset gives it one.
+type Message struct {
+	// Packet is the control packet.
+	Packet *netsim.Packet
+	// decoded holds the decodings of Packet (the first n), and frames
+	// kept from earlier packets for reuse: decoding into a Frame used
+	// before allocates nothing.
+	decoded []*decoding
+	n       int
+}
+
+// decoding is a packet's frame as one decoder reads it.
+type decoding struct {
+	dec   wire.Decoder
+	frame wire.Frame
+	err   error
+}
+
+// Reset makes m the message p, not yet decoded.
+func (m *Message) Reset(p *netsim.Packet) { m.Packet, m.n = p, 0 }
+
+// Decode returns the packet's frame as d reads it, and d.Decode's error:
+// decoded the first time, the same frame after. The frame is m's: valid
+// until m's next Reset, read only.
+func (m *Message) Decode(d wire.Decoder) (*wire.Frame, error) {
+	for _, x := range m.decoded[:m.n] {
+		if x.dec == d {
+			return &x.frame, x.err
+		}
+	}
+	if m.n == len(m.decoded) {
+		m.decoded = append(m.decoded, new(decoding))
+	}
+	x := m.decoded[m.n]
+	m.n++
+	x.dec = d
+	x.err = x.dec.Decode(m.Packet.Frame(), &x.frame)
+	return &x.frame, x.err
+}
+
 // A SharedReceiver is one switch's receiver of a mechanism's messages on
 // a host whose other switches' management may put theirs there too
 // (ShareControl).
 type SharedReceiver interface {
-	// HandleControl is the receiver alone on the host: it acts on what
-	// Judge calls Act, drops and counts what it calls Refuse or
-	// RefuseOff, and returns false for Pass.
+	// HandleControl is the receiver alone on the host: HandleMessage on
+	// the packet.
 	netsim.ControlHandler
-	// Judge tells what HandleControl would do with p.
-	Judge(h *netsim.Host, p *netsim.Packet) Verdict
+	// Judge tells what HandleMessage would do with m.
+	Judge(h *netsim.Host, m *Message) Verdict
+	// HandleMessage acts on what Judge calls Act, drops and counts what
+	// it calls Refuse or RefuseOff, and returns false for Pass, reading
+	// m's decoding (Message.Decode) rather than decoding the packet again.
+	HandleMessage(h *netsim.Host, m *Message) bool
 }
 
 // ShareControl gives h the receiver r of one more switch for r's
@@ -145,7 +194,8 @@ type SharedReceiver interface {
 // on, else by the first that refused it while off: each switch's
 // receivers count what they would count alone, and a switch whose
 // receiver is off counts nothing while another's is on. A set of one is
-// the receiver alone.
+// the receiver alone. The set decodes a message once for all its
+// receivers (Message).
 func ShareControl[R SharedReceiver](h *netsim.Host, r R) {
 	if s := sharedIn[R](h.ControlHandler()); s != nil {
 		s.rs = append(s.rs, r)
@@ -172,20 +222,26 @@ func sharedIn[R SharedReceiver](c netsim.ControlHandler) *shared[R] {
 }
 
 // shared is the set of one mechanism's receivers on a host, in the order
-// their switches' management created them.
-type shared[R SharedReceiver] struct{ rs []R }
+// their switches' management created them, and the message they are
+// offered (its decodings reused from one packet to the next).
+type shared[R SharedReceiver] struct {
+	rs  []R
+	msg Message
+}
 
 func (s *shared[R]) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	m := &s.msg
+	m.Reset(p)
 	if len(s.rs) == 1 {
-		return s.rs[0].HandleControl(h, p)
+		return s.rs[0].HandleMessage(h, m)
 	}
 	// counter is the receiver that counts a message none acts on, seen
 	// what it made of it.
 	counter, seen := -1, Pass
 	for i, r := range s.rs {
-		switch v := r.Judge(h, p); {
+		switch v := r.Judge(h, m); {
 		case v == Act:
-			return r.HandleControl(h, p)
+			return r.HandleMessage(h, m)
 		case v == Refuse && seen != Refuse, v == RefuseOff && seen == Pass:
 			counter, seen = i, v
 		}
@@ -193,7 +249,7 @@ func (s *shared[R]) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 	if counter < 0 {
 		return false
 	}
-	return s.rs[counter].HandleControl(h, p)
+	return s.rs[counter].HandleMessage(h, m)
 }
 
 // Beside makes every port of sw report to base (the node's mode) and then

@@ -12,6 +12,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
 // The batch runner sums the functions' counters over the switches; a
@@ -111,9 +112,13 @@ type judged struct {
 	handled *[]string
 }
 
-func (j judged) Judge(*netsim.Host, *netsim.Packet) Verdict { return j.v }
+func (j judged) Judge(*netsim.Host, *Message) Verdict { return j.v }
 
-func (j judged) HandleControl(*netsim.Host, *netsim.Packet) bool {
+func (j judged) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	return j.HandleMessage(h, &Message{Packet: p})
+}
+
+func (j judged) HandleMessage(*netsim.Host, *Message) bool {
 	if j.v == Pass {
 		return false
 	}
@@ -172,5 +177,66 @@ func TestShareControl(t *testing.T) {
 				t.Errorf("handled by (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// reader is a SharedReceiver that reads every message with its decoder
+// and records the frame it read, judging and acting.
+type reader struct {
+	dec    wire.Decoder
+	v      Verdict
+	frames *[]*wire.Frame
+}
+
+func (r reader) Judge(_ *netsim.Host, m *Message) Verdict {
+	f, _ := m.Decode(r.dec)
+	*r.frames = append(*r.frames, f)
+	return r.v
+}
+
+func (r reader) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
+	return r.HandleMessage(h, &Message{Packet: p})
+}
+
+func (r reader) HandleMessage(_ *netsim.Host, m *Message) bool {
+	f, _ := m.Decode(r.dec)
+	*r.frames = append(*r.frames, f)
+	return true
+}
+
+// TestShareControlDecodesOnce: the receivers on a host judge a message
+// from one decoding per decoder, and the one that acts reads that
+// decoding: receivers with the same code points read one frame, one with
+// other code points its own. The next message reuses the frames and
+// allocates nothing.
+func TestShareControlDecodesOnce(t *testing.T) {
+	net := netsim.New(engine.New())
+	h, err := net.AddHost("h", netip.MustParseAddr("10.0.0.1"), netsim.DefaultHostConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := net.NewPacket()
+	if err := net.SetFrame(p, make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	other := wire.Decoder{CodePoints: wire.DefaultCodePoints()}
+	other.CodePoints.FastCNPOptType++
+	var frames []*wire.Frame
+	for _, r := range []reader{{wire.Decoder{}, Refuse, &frames}, {other, Refuse, &frames}, {wire.Decoder{}, Act, &frames}} {
+		ShareControl(h, r)
+	}
+	c := h.ControlHandler()
+	if !c.HandleControl(h, p) {
+		t.Fatal("not handled")
+	}
+	// r0 judges, r1 judges, r2 judges and acts.
+	if len(frames) != 4 {
+		t.Fatalf("%d frames read, want 4", len(frames))
+	}
+	if f := frames[0]; frames[1] == f || frames[2] != f || frames[3] != f {
+		t.Errorf("frames read %v, want the first decoder's %p but for the second decoder's", frames, f)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { frames = frames[:0]; c.HandleControl(h, p) }); allocs != 0 {
+		t.Errorf("%v allocations a message, want none", allocs)
 	}
 }

@@ -46,7 +46,7 @@ type ReceiverCounters struct {
 type Receiver struct {
 	cfg      ReceiverConfig
 	dec      wire.Decoder
-	frame    wire.Frame
+	msg      mechanism.Message // the packet HandleControl is given, alone
 	counters ReceiverCounters
 }
 
@@ -93,37 +93,46 @@ const (
 	trusted
 )
 
-// examine decodes p into r.frame and tells what the receiver makes of it.
-func (r *Receiver) examine(p *netsim.Packet) outcome {
-	fr := p.Frame()
-	if p.Kind != netsim.KindRoCE || p.HdrLen < wire.BTHLen || fr == nil ||
+// examine tells what the receiver makes of m, and m's frame as the
+// receiver decodes it (nil for a packet that is not advice).
+func (r *Receiver) examine(m *mechanism.Message) (outcome, *wire.Frame) {
+	p := m.Packet
+	if p.Kind != netsim.KindRoCE || p.HdrLen < wire.BTHLen || p.Frame() == nil ||
 		p.Opcode() != r.cfg.CodePoints.RateAdviceOpcode {
-		return notAdvice
+		return notAdvice, nil
 	}
-	f := &r.frame
-	if err := r.dec.Decode(fr, f); err != nil || f.Kind != wire.KindRateAdvice {
-		return malformed
+	f, err := m.Decode(r.dec)
+	if err != nil || f.Kind != wire.KindRateAdvice {
+		return malformed, f
 	}
 	src, _ := f.IPAddrs()
 	for _, pr := range r.cfg.AccessList {
 		if pr.Contains(src) {
-			return trusted
+			return trusted, f
 		}
 	}
-	return untrusted
+	return untrusted, f
 }
 
 // Judge implements mechanism.SharedReceiver: a receiver of several on a
 // host (NewFunction, one per switch) acts on the advice of its own
 // switch, trusted; that of another switch is the other's.
-func (r *Receiver) Judge(_ *netsim.Host, p *netsim.Packet) mechanism.Verdict {
+func (r *Receiver) Judge(_ *netsim.Host, m *mechanism.Message) mechanism.Verdict {
+	o, _ := r.examine(m)
 	return [...]mechanism.Verdict{notAdvice: mechanism.Pass, malformed: mechanism.Refuse,
-		untrusted: mechanism.Refuse, trusted: mechanism.Act}[r.examine(p)]
+		untrusted: mechanism.Refuse, trusted: mechanism.Act}[o]
 }
 
 // HandleControl implements netsim.ControlHandler.
 func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
-	switch r.examine(p) {
+	r.msg.Reset(p)
+	return r.HandleMessage(h, &r.msg)
+}
+
+// HandleMessage implements mechanism.SharedReceiver.
+func (r *Receiver) HandleMessage(h *netsim.Host, m *mechanism.Message) bool {
+	o, f := r.examine(m)
+	switch o {
 	case notAdvice:
 		return false
 	case malformed:
@@ -133,7 +142,6 @@ func (r *Receiver) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 		r.counters.Untrusted++
 		return true
 	}
-	f := &r.frame
 	q := h.QP(f.RateAdvice.DestQP)
 	switch {
 	case q == nil || !q.Active():
