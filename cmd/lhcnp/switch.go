@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -295,60 +294,81 @@ func checkHostPort(network, addr string) error {
 }
 
 // checkScenario checks the switches to run and the file's wires against
-// the scenario, before the fabric is built: the dataplane's "scenario X
-// has no switch" or "switch n1 has no link" named neither the file nor
-// the key. Each error names the key (switch or switches[i].name,
-// interfaces.Y or switches[i].interfaces.Y, wires[i].link), located by cc.
+// the scenario (dataplane.Check, as the fabric does) before anything
+// listens, naming each error's key (switch or switches[i].name,
+// interfaces.Y or switches[i].interfaces.Y, wires[i].link), located by
+// cc: the dataplane's errors name what it was given, not the file's keys.
 func (f *switchFile) checkScenario(sc *scenario.Scenario, run []fileSwitch, cc *cliconf.Config) error {
-	oneSwitch := f.Switch != ""
-	keyOf := func(name, sub string) string {
-		if oneSwitch {
-			if sub == "name" {
-				return "switch"
-			}
-			return sub
-		}
-		i := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
-		return fmt.Sprintf("switches[%d].%s", i, sub)
+	served := make([]dataplane.Served, len(run))
+	for i, s := range run {
+		served[i] = dataplane.Served{Name: s.Name, Interfaces: s.Interfaces}
 	}
-	var names []string
-	for _, s := range sc.Switches {
-		names = append(names, s.Name)
+	var wired []string
+	for _, w := range f.Wires {
+		wired = append(wired, w.Link)
+	}
+	return f.locate(dataplane.Check(sc, served, wired), run, cc)
+}
+
+// locate names the key of each *dataplane.KeyError in err, dataplane.Check's
+// of the switches run and every wire of the file, located by cc; err is
+// left as it is when it holds none.
+func (f *switchFile) locate(err error, run []fileSwitch, cc *cliconf.Config) error {
+	var kes []*dataplane.KeyError
+	var walk func(error)
+	walk = func(e error) {
+		var ke *dataplane.KeyError
+		switch x := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				walk(e)
+			}
+		default:
+			if errors.As(e, &ke) {
+				kes = append(kes, ke)
+			}
+		}
+	}
+	walk(err)
+	if len(kes) == 0 {
+		return err
 	}
 	var errs []error
-	for _, s := range run {
-		if !slices.Contains(names, s.Name) {
-			errs = append(errs, fmt.Errorf("%s: scenario %s has no switch %q (switches: %s)", keyOf(s.Name, "name"), sc.Name, s.Name, strings.Join(names, ", ")))
-			continue
-		}
-		var links []string
-		for _, l := range sc.Links {
-			if l.A == s.Name || l.B == s.Name {
-				links = append(links, l.Name)
+	for _, ke := range kes {
+		var key string
+		msg := ke.Err.Error()
+		switch {
+		case ke.Served >= 0:
+			sub := "name"
+			if ke.Interface != "" {
+				sub = "interfaces." + ke.Interface
 			}
-		}
-		named := map[string]string{} // link → interface
-		for _, y := range slices.Sorted(maps.Keys(s.Interfaces)) {
-			link, key := s.Interfaces[y], keyOf(s.Name, "interfaces."+y)
-			switch prev, dup := named[link]; {
-			case !slices.Contains(links, link):
-				errs = append(errs, fmt.Errorf("%s: switch %s has no link %q (links: %s)", key, s.Name, link, strings.Join(links, ", ")))
-			case dup:
-				errs = append(errs, fmt.Errorf("%s: link %q named twice (%s and %s)", key, link, prev, y))
+			key = f.switchKey(run[ke.Served].Name, sub)
+		case ke.Wired >= 0:
+			key = fmt.Sprintf("wires[%d].link", ke.Wired)
+			if ke.First >= 0 {
+				msg = fmt.Sprintf("link %q is wires[%d] already", f.Wires[ke.Wired].Link, ke.First)
 			}
-			named[link] = y
+		default:
+			return err
 		}
-	}
-	wired := map[string]int{}
-	for i, w := range f.Wires {
-		if !slices.ContainsFunc(sc.Links, func(l scenario.Link) bool { return l.Name == w.Link }) {
-			errs = append(errs, fmt.Errorf("wires[%d].link: scenario %s has no link %q", i, sc.Name, w.Link))
-		} else if j, dup := wired[w.Link]; dup {
-			errs = append(errs, fmt.Errorf("wires[%d].link: link %q is wires[%d] already", i, w.Link, j))
-		}
-		wired[w.Link] = i
+		errs = append(errs, fmt.Errorf("%s: %s", key, msg))
 	}
 	return cc.Locate(errors.Join(errs...))
+}
+
+// switchKey is the key of sub (name, interfaces.Y, ...) of the switch
+// name: in the one-switch form switch or the top-level key, else under
+// its entry of switches.
+func (f *switchFile) switchKey(name, sub string) string {
+	if f.Switch != "" {
+		if sub == "name" {
+			return "switch"
+		}
+		return sub
+	}
+	i := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
+	return fmt.Sprintf("switches[%d].%s", i, sub)
 }
 
 // switchListen is a switch's gNMI address when neither a flag, a variable
@@ -456,11 +476,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(listen, s.Listen, switchListen), Interfaces: s.Interfaces}
 		if s.Config != "" {
 			if fsw.Config, err = os.ReadFile(s.Config); err != nil {
-				key := "config"
-				if f.Switch == "" {
-					key = fmt.Sprintf("switches[%d].config", slices.IndexFunc(f.Switches, func(x fileSwitch) bool { return x.Name == s.Name }))
-				}
-				return cc.Locate(fmt.Errorf("%s: %w", key, err))
+				return cc.Locate(fmt.Errorf("%s: %w", f.switchKey(s.Name, "config"), err))
 			}
 			fsw.ConfigName = s.Config
 		}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"runtime"
 	"slices"
+	"strings"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/build"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -90,22 +92,8 @@ func Build(sc *scenario.Scenario, name string, o BuildOptions) (*Switch, error) 
 // The network is built as the batch simulator builds it (package build),
 // so the same scenario and seed give the same run.
 func BuildNetwork(sc *scenario.Scenario, served []Served, o BuildOptions) (*Network, error) {
-	if len(served) == 0 {
-		return nil, errors.New("dataplane: no switch to serve")
-	}
-	servedIdx := map[string]int{}
-	for i, sv := range served {
-		if !slices.ContainsFunc(sc.Switches, func(s scenario.Switch) bool { return s.Name == sv.Name }) {
-			var names []string
-			for _, s := range sc.Switches {
-				names = append(names, s.Name)
-			}
-			return nil, fmt.Errorf("dataplane: scenario %s has no switch %q (switches: %v)", sc.Name, sv.Name, names)
-		}
-		if _, dup := servedIdx[sv.Name]; dup {
-			return nil, fmt.Errorf("dataplane: switch %q served twice", sv.Name)
-		}
-		servedIdx[sv.Name] = i
+	if err := Check(sc, served, o.Wired); err != nil {
+		return nil, err
 	}
 	local, err := localNodes(sc, served, o.Wired)
 	if err != nil {
@@ -200,6 +188,85 @@ func (n *Network) AddFlow(f scenario.Flow) error {
 	return err
 }
 
+// A KeyError is an error in one of the things BuildNetwork is asked to
+// build, saying which: a served switch (Served, its index in served;
+// Interface, one of its interfaces' YANG names, "" for its name) or a
+// wired link (Wired, its index in BuildOptions.Wired; First, for a link
+// wired twice, the index of the first). The indices that do not apply are
+// -1. A caller names its own configuration's key from them (the fabric's
+// Switches[i] and Wires[i], a file's line), which the dataplane does not
+// know.
+type KeyError struct {
+	Served, Wired, First int
+	Interface            string
+	Err                  error
+}
+
+func (e *KeyError) Error() string {
+	if e.Interface != "" {
+		return fmt.Sprintf("dataplane: interface %q: %v", e.Interface, e.Err)
+	}
+	return "dataplane: " + e.Err.Error()
+}
+
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// Check checks what BuildNetwork is asked to build against sc, without
+// building it: every served switch is sc's and served once, each of its
+// interfaces names a link of the switch and no link twice, every wired
+// link is sc's and wired once. Each error is a *KeyError, all of them
+// joined (errors.Join), so a caller can name every key at once.
+func Check(sc *scenario.Scenario, served []Served, wired []string) error {
+	if len(served) == 0 {
+		return errors.New("dataplane: no switch to serve")
+	}
+	var names []string
+	for _, s := range sc.Switches {
+		names = append(names, s.Name)
+	}
+	var errs []error
+	bad := func(served, wired, first int, y string, format string, a ...any) {
+		errs = append(errs, &KeyError{Served: served, Wired: wired, First: first, Interface: y, Err: fmt.Errorf(format, a...)})
+	}
+	for i, sv := range served {
+		switch {
+		case !slices.Contains(names, sv.Name):
+			bad(i, -1, -1, "", "scenario %s has no switch %q (switches: %s)", sc.Name, sv.Name, strings.Join(names, ", "))
+			continue
+		case slices.ContainsFunc(served[:i], func(x Served) bool { return x.Name == sv.Name }):
+			bad(i, -1, -1, "", "switch %q served twice", sv.Name)
+			continue
+		}
+		var links []string
+		for _, l := range sc.Links {
+			if l.A == sv.Name || l.B == sv.Name {
+				links = append(links, l.Name)
+			}
+		}
+		named := map[string]string{} // link → the YANG name given it first
+		for _, y := range slices.Sorted(maps.Keys(sv.Interfaces)) {
+			link := sv.Interfaces[y]
+			switch prev, dup := named[link]; {
+			case !slices.Contains(links, link):
+				bad(i, -1, -1, y, "switch %s has no link %q (links: %s)", sv.Name, link, strings.Join(links, ", "))
+			case dup:
+				bad(i, -1, -1, y, "link %q named twice (%s and %s)", link, prev, y)
+			default:
+				named[link] = y
+			}
+		}
+	}
+	for i, w := range wired {
+		switch j := slices.Index(wired[:i], w); {
+		case !slices.ContainsFunc(sc.Links, func(l scenario.Link) bool { return l.Name == w }):
+			bad(-1, i, -1, "", "scenario %s has no link %q", sc.Name, w)
+		case j >= 0:
+			bad(-1, i, j, "", "link %q wired twice", w)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Reachable returns the nodes reachable from the served switches without
 // crossing the cut links: the part of the scenario a process of a fabric
 // runs.
@@ -247,10 +314,7 @@ func localNodes(sc *scenario.Scenario, served []Served, wired []string) (map[str
 		return local, nil
 	}
 	isWired := map[string]bool{}
-	for _, w := range wired {
-		if !slices.ContainsFunc(sc.Links, func(l scenario.Link) bool { return l.Name == w }) {
-			return nil, fmt.Errorf("dataplane: wired link %q: scenario %s has no such link", w, sc.Name)
-		}
+	for _, w := range wired { // each a link of sc (Check)
 		isWired[w] = true
 	}
 	local = Reachable(sc, served, wired)
@@ -270,16 +334,11 @@ func localNodes(sc *scenario.Scenario, served []Served, wired []string) (map[str
 }
 
 // interfaceNames names the served switch's ports: by link name, or by the
-// caller's YANG name for a link.
+// caller's YANG name for a link (each a link of the switch, none named
+// twice: Check).
 func interfaceNames(sc *scenario.Scenario, sw *netsim.Switch, linkOf map[string]*netsim.Port, rename map[string]string) (*Ports, error) {
 	yangOf := map[string]string{} // link → YANG name
 	for y, link := range rename {
-		if _, ok := linkOf[link]; !ok {
-			return nil, fmt.Errorf("dataplane: interface %q: switch %s has no link %q", y, sw.Name(), link)
-		}
-		if prev, dup := yangOf[link]; dup {
-			return nil, fmt.Errorf("dataplane: link %q named twice (%q and %q)", link, prev, y)
-		}
 		yangOf[link] = y
 	}
 	var pairs [][2]string
