@@ -80,6 +80,9 @@ type Binding struct {
 	// without the master switch). The engine goroutine's, as funcs.
 	master     bool
 	configured map[string]any
+	// applied is each mechanism's translation of the last configuration
+	// applied (configured its cfg): what a failed Set rolls back to.
+	applied map[string]translated
 	// longHaul is the node's Long-haul CNP configuration as translated
 	// from the last configuration applied (the node's own before one),
 	// what the state echoes: the node's Config is what runs, a mode's
@@ -108,7 +111,8 @@ func NewBinding(sim Engine, node *lhcnp.Node, ports *Ports, opts ...BindingOptio
 	if !(o.speed > 0) {
 		o.speed = 1
 	}
-	b := &Binding{sim: sim, node: node, ports: ports, o: o, funcs: map[string]mechanism.Function{}, configured: map[string]any{}}
+	b := &Binding{sim: sim, node: node, ports: ports, o: o, funcs: map[string]mechanism.Function{}, configured: map[string]any{},
+		applied: map[string]translated{}}
 	sim.Do(func() { b.simStart, b.longHaul = sim.Now(), node.Config() })
 	if b.o.wallStart.IsZero() {
 		b.o.wallStart = time.Now()

@@ -1,6 +1,8 @@
 package dataplane
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -146,16 +148,17 @@ func translateAll(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) ([]translat
 }
 
 // applyMechanisms puts the served switch in the mode the configuration
-// asks for and the functions beside it, on the engine goroutine, and keeps
-// the master switch and the mechanisms' configurations as configured for
-// the state's echo. The translation refused the combinations that cannot
-// coexist, so at most one mode is on. A function is created the first
-// time it is needed, its own leaf on or standing work to do (Fast CNP's
-// border filtering), the master switch on or not (its state is published
-// from then on); the modes that exist are switched off first
-// and the one on last (each sets the node's mode), and the ports'
-// observer is the one on (the node itself for Long-haul CNP); the
-// functions beside go beside it afterwards.
+// asks for and the functions beside it (setMechanisms), on the engine
+// goroutine, and keeps the master switch and the mechanisms'
+// configurations as configured for the state's echo. The functions that
+// exist validate their configuration first. It is all or nothing, as the target's Set is (service.Dataplane): when a mechanism
+// fails after others were set (a function that cannot be created, or
+// refuses its configuration), the switch is set back to the last
+// configuration applied, each mechanism as it was (one never applied,
+// off), and the error returned. A function the failed Set created stays,
+// off, and is not in the state (Snapshot), as before it existed; so do
+// the receivers its creation put on the hosts (Rate Advice's announce
+// the capability on the hosts' QPs, which no Set takes back).
 func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool) error {
 	for _, t := range ts {
 		if f := b.funcs[t.kind.name]; f != nil {
@@ -164,6 +167,50 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 			}
 		}
 	}
+	err := b.setMechanisms(ts, lc)
+	if err == nil {
+		b.master = master
+		for _, t := range ts {
+			b.configured[t.kind.name] = t.cfg
+			b.applied[t.kind.name] = t
+		}
+		return nil
+	}
+	// As it was: each mechanism applied before as then; one never applied
+	// whose function exists (this Set's, or an earlier failed one's) with
+	// its defaults, the leaves of an empty tree: off, no standing work.
+	var prev []translated
+	for _, t := range ts {
+		p, ok := b.applied[t.kind.name]
+		if !ok {
+			if b.funcs[t.kind.name] == nil {
+				continue // never created: stays absent
+			}
+			lc := b.longHaul
+			cfg, _, derr := t.kind.translate(&oc.Lhcnp_Lhcnp{}, &lc, b.ports)
+			if derr != nil {
+				return errors.Join(err, fmt.Errorf("setting the switch back as it was: %w", derr))
+			}
+			p = translated{kind: t.kind, cfg: cfg, run: cfg}
+		}
+		prev = append(prev, p)
+	}
+	if rerr := b.setMechanisms(prev, b.longHaul); rerr != nil {
+		return errors.Join(err, fmt.Errorf("setting the switch back as it was: %w", rerr))
+	}
+	return err
+}
+
+// setMechanisms puts the served switch in the mode ts asks for and the
+// functions beside it. The translation refused the combinations that
+// cannot coexist, so at most one mode is on. A function is created the
+// first time it is needed, its own leaf on or standing work to do (Fast
+// CNP's border filtering), the master switch on or not (its state is
+// published from then on); the modes that exist are switched off first
+// and the one on last (each sets the node's mode), and the ports'
+// observer is the one on (the node itself for Long-haul CNP); the
+// functions beside go beside it afterwards.
+func (b *Binding) setMechanisms(ts []translated, lc lhcnp.Config) error {
 	for _, t := range ts {
 		if !t.kind.beside && t.needed() && b.funcs[t.kind.name] == nil {
 			f, err := t.kind.create(b.node, t.run)
@@ -220,10 +267,6 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 			}
 		}
 		mechanism.Beside(sw, f.Observer())
-	}
-	b.master = master
-	for _, t := range ts {
-		b.configured[t.kind.name] = t.cfg
 	}
 	return nil
 }

@@ -1,0 +1,73 @@
+package dataplane_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/ygot/ygot"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/server/dataplane"
+)
+
+// TestFailedSetRollsBack: a Set that fails at the second mechanism, after
+// the first was set (Fast CNP made the node's mode, then a mechanism
+// beside it that cannot be created), leaves the switch as before: the
+// node's configuration and its ports' observer (Long-haul CNP, no Fast
+// CNP), and the state (but for the count of RTT_est updates). Fast CNP ran on, the Set answered with an error,
+// and this test failed. A later Set applies.
+func TestFailedSetRollsBack(t *testing.T) {
+	dataplane.RegisterUncreatable(t, "fault", func(l *oc.Lhcnp_Lhcnp) bool { return l.GetGlobal().GetConfig().GetFastCnpEnabled() })
+	r := newRigFrom(t, "testdata/line6.yaml", lineConfig)
+	r.run(t, 2*engine.Millisecond)
+	snapshot := func() string {
+		t.Helper()
+		root, err := r.b.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := ygot.EmitJSON(root, &ygot.EmitJSONConfig{Format: ygot.RFC7951, Indent: " ", SkipValidation: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The node counts each configuration that sets RTT_est, the
+		// failed Set's and the one that set it back: the two leaves
+		// that say so are left out.
+		var keep []string
+		for _, line := range strings.Split(js, "\n") {
+			if !strings.Contains(line, `"rtt-est-update`) {
+				keep = append(keep, line)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	before, cfg := snapshot(), r.sw.Node.Config()
+
+	err := r.setIETF("/lhcnp", fastConfig, true)
+	if err == nil || !strings.Contains(err.Error(), "fault: cannot be created") {
+		t.Fatalf("Set with Fast CNP and the fault: %v, want the fault's error", err)
+	}
+	if diff := cmp.Diff(fmt.Sprintf("%+v", cfg), fmt.Sprintf("%+v", r.sw.Node.Config())); diff != "" {
+		t.Errorf("the node's configuration after the failed Set (-before +after):\n%s", diff)
+	}
+	for _, pt := range r.sw.Switch.Ports() {
+		if pt.Observer() != r.sw.Node {
+			t.Errorf("port %s reports to %T after the failed Set, want the node (Long-haul CNP)", pt.Name(), pt.Observer())
+		}
+	}
+	if diff := cmp.Diff(before, snapshot()); diff != "" {
+		t.Errorf("state after the failed Set (-before +after):\n%s", diff)
+	}
+
+	if err := r.set(t, q0+"/config/kmax", 40_000_000); err != nil {
+		t.Fatalf("a Set after the failed one: %v", err)
+	}
+	r.run(t, 3*engine.Millisecond)
+	if got := r.uint(t, q0+"/state/kmax"); got != 40_000_000 {
+		t.Errorf("state kmax %d after a Set of 40000000 that follows the failed one", got)
+	}
+}
