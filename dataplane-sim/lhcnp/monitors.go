@@ -195,10 +195,12 @@ func (n *Node) OnDrop(pt *netsim.Port, p *netsim.Packet, qBytes int64) {
 	if pt.Out().Up() {
 		// A buffer overflow: the port drops for its link being down
 		// before it looks at the buffer, and counts those in its
-		// DownDropPackets.
+		// DownDropPackets. Only an overflow is a tail drop for
+		// OverloadCut's severity (severe): a link's failure is not
+		// congestion to cut flows for.
 		q.counters.Drops++
+		q.dropAt, q.dropped = n.sim.Now(), true
 	}
-	q.dropAt, q.dropped = n.sim.Now(), true
 	if p.Kind != netsim.KindRoCE || !p.Opcode().IsData() || p.DestQP() == wire.GSIQP {
 		return
 	}

@@ -117,6 +117,29 @@ func TestDropsAreBufferOverflows(t *testing.T) {
 	}
 }
 
+// TestLinkDownIsNotOverload: packets lost because the egress link is down
+// are not a tail drop for OverloadCut's severity (severe: "a tail drop
+// within the per-flow interval"): a queue that never overflowed, its link
+// down, is not severely congested, where every such loss made it so and an
+// OverloadCut node cut its flows for a failure, not for congestion.
+func TestLinkDownIsNotOverload(t *testing.T) {
+	cfg := testConfig(10_000_000, 100*engine.Microsecond)
+	l := newLine(t, lineOpts{srcRate: 5e9, midRate: 10e9, cfg1: &cfg, noRP: true})
+	l.sim.Run(2 * engine.Millisecond)
+	q := &l.node1.portOf(l.n1Out).queues[0]
+	if st := l.n1Out.Stats(); st.DropPackets != 0 || q.severe(l.sim.Now()) {
+		t.Fatalf("5 Gb/s into 10 Gb/s: %d overflows, severe %v, want none and false", st.DropPackets, q.severe(l.sim.Now()))
+	}
+	l.n1Out.Out().SetUp(false)
+	l.sim.Run(2*engine.Millisecond + 50*engine.Microsecond)
+	if st := l.n1Out.Stats(); st.DownDropPackets == 0 || st.DropPackets != 0 {
+		t.Fatalf("the link down 50 µs: %d packets lost to it, %d overflows, want some and none", st.DownDropPackets, st.DropPackets)
+	}
+	if q.severe(l.sim.Now()) {
+		t.Errorf("the link down, no overflow (QD %d B, K_max %d B): severe, want not", q.qd, q.kmax)
+	}
+}
+
 // TestECNMarkingActive: a queue's ecn-marking-active ("QD exceeds K_min:
 // the first-level response is active") holds when the node marks the queue
 // (it programs the port's ECN with its thresholds) and QD is above K_min;
