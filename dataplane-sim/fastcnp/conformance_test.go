@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/internal/conformdoc"
 )
 
 const repoRoot = "../.."
@@ -16,7 +18,6 @@ const repoRoot = "../.."
 var (
 	keywordRE  = regexp.MustCompile(`\b(MUST NOT|MUST|SHOULD NOT|SHOULD|NOT RECOMMENDED|RECOMMENDED|MAY|REQUIRED|SHALL NOT|SHALL|OPTIONAL)\b`)
 	rowRE      = regexp.MustCompile(`^\| FC-(\d+) \| [0-9.]+ \| ([A-Z ]+) \|`)
-	testRefRE  = regexp.MustCompile("`(fastcnp|rateadvice|switchcnp|fcn|lhcnp|wire|sim|dataplane)\\.(Test[A-Za-z0-9_]+)")
 	tagRE      = regexp.MustCompile(`<[^>]*>`)
 	pkgDirByID = map[string]string{"fastcnp": "dataplane-sim/fastcnp", "wire": "dataplane-sim/wire",
 		"sim": "dataplane-sim/sim", "dataplane": "server/dataplane", "rateadvice": "dataplane-sim/rateadvice",
@@ -72,25 +73,14 @@ func TestConformanceDoc(t *testing.T) {
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("rows by keyword (-draft +doc):\n%s", diff)
 	}
-	// The tests every mechanism's table names (this section and those
-	// after it: Rate Advice, the white paper, FCN) exist.
-	src := map[string]string{}
-	for _, m := range testRefRE.FindAllStringSubmatch(doc[i:], -1) {
-		pkg, name := m[1], m[2]
-		if _, ok := src[pkg]; !ok {
-			files, _ := filepath.Glob(filepath.Join(repoRoot, pkgDirByID[pkg], "*_test.go"))
-			var sb strings.Builder
-			for _, f := range files {
-				c, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sb.Write(c)
-			}
-			src[pkg] = sb.String()
-		}
-		if !strings.Contains(src[pkg], "func "+name+"(") {
-			t.Errorf("docs/conformance.md names %s.%s, which does not exist", pkg, name)
-		}
+	// The tests and subtests every mechanism's table names (this section
+	// and those after it: Rate Advice, the white paper, FCN) exist.
+	refs, errs := conformdoc.Refs(doc[i:])
+	missing, err := conformdoc.Check(repoRoot, pkgDirByID, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range append(errs, missing...) {
+		t.Errorf("docs/conformance.md (from its Fast CNP section): %v", e)
 	}
 }

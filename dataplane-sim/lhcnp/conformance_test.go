@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/internal/conformdoc"
 )
 
 // repoRoot is the module root, two directories up from this package.
@@ -39,32 +41,21 @@ func draftKeywords(t *testing.T) map[string]int {
 	return counts
 }
 
-// testFuncRE finds `pkg.TestName` (and `pkg.TestName/subtest`) in the doc.
-var testFuncRE = regexp.MustCompile("`(lhcnp|wire|sim|dataplane|modeltest|scenario)\\.(Test[A-Za-z0-9_]+)(/[^`]*)?`")
-
+// pkgDirs are the packages whose tests docs/conformance.md names, by the
+// name the document gives them (`package.TestFunc` in its prose is none).
 var pkgDirs = map[string]string{
 	"lhcnp": "dataplane-sim/lhcnp", "wire": "dataplane-sim/wire", "sim": "dataplane-sim/sim",
 	"dataplane": "server/dataplane", "modeltest": "yang/modeltest", "scenario": "dataplane-sim/scenario",
-}
-
-// stringLitRE finds the string literals of a test source.
-var stringLitRE = regexp.MustCompile(`"((?:[^"\\\n]|\\.)*)"`)
-
-// subtestNamed says whether src has a string literal that go test names
-// sub (its spaces as underscores).
-func subtestNamed(src, sub string) bool {
-	for _, m := range stringLitRE.FindAllStringSubmatch(src, -1) {
-		if strings.ReplaceAll(m[1], " ", "_") == sub {
-			return true
-		}
-	}
-	return false
+	"fastcnp": "dataplane-sim/fastcnp", "rateadvice": "dataplane-sim/rateadvice", "switchcnp": "dataplane-sim/switchcnp",
+	"fcn": "dataplane-sim/fcn", "udpwire": "dataplane-sim/udpwire", "fabric": "server/fabric", "schema": "gnmi/schema",
+	"policy": "tuner/policy", "tuner": "tuner", "main": "cmd/lhcnp",
 }
 
 // TestConformanceDoc checks docs/conformance.md against the draft: one row
 // per keyword of §5 to §9 (44 MUST, 1 MUST NOT, 21 SHOULD, 9 RECOMMENDED,
 // 9 MAY, recounted from the draft when it is at hand), numbered in order,
-// and every test the document names exists.
+// and every test and subtest the whole document names (every mechanism's
+// table) exists.
 func TestConformanceDoc(t *testing.T) {
 	f, err := os.Open(filepath.Join(repoRoot, "docs", "conformance.md"))
 	if err != nil {
@@ -73,15 +64,14 @@ func TestConformanceDoc(t *testing.T) {
 	defer f.Close()
 	rowRE := regexp.MustCompile(`^\| (\d+) \| [0-9.]+ \| ([A-Z ]+) \|`)
 	got := map[string]int{}
-	var refs [][3]string
+	var doc strings.Builder
 	n := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		for _, m := range testFuncRE.FindAllStringSubmatch(line, -1) {
-			refs = append(refs, [3]string{m[1], m[2], strings.TrimPrefix(m[3], "/")})
-		}
+		doc.WriteString(line)
+		doc.WriteByte('\n')
 		m := rowRE.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -105,34 +95,14 @@ func TestConformanceDoc(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows by keyword in docs/conformance.md (-draft +doc):\n%s", diff)
 	}
-	// Every named test exists in its package.
-	sources := map[string]string{}
-	for _, r := range refs {
-		pkg, name := r[0], r[1]
-		src, ok := sources[pkg]
-		if !ok {
-			files, _ := filepath.Glob(filepath.Join(repoRoot, pkgDirs[pkg], "*_test.go"))
-			var b strings.Builder
-			for _, fn := range files {
-				c, err := os.ReadFile(fn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b.Write(c)
-			}
-			src = b.String()
-			sources[pkg] = src
-		}
-		if !strings.Contains(src, "func "+name+"(") {
-			t.Errorf("docs/conformance.md names %s.%s, which does not exist", pkg, name)
-		}
-		// A subtest named is one of the package's subtest names (each level
-		// of a nested one): a renamed subtest does not leave the row naming
-		// nothing.
-		for _, sub := range strings.Split(r[2], "/") {
-			if sub != "" && !subtestNamed(src, sub) {
-				t.Errorf("docs/conformance.md names %s.%s/%s, but no subtest of %s is called %q", pkg, name, r[2], pkg, sub)
-			}
-		}
+	// Every named test, and subtest, exists in its package (a row's
+	// `.../sub` is a subtest of the test named before it).
+	refs, errs := conformdoc.Refs(doc.String())
+	missing, err := conformdoc.Check(repoRoot, pkgDirs, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range append(errs, missing...) {
+		t.Errorf("docs/conformance.md: %v", e)
 	}
 }
