@@ -75,9 +75,9 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 	} else {
 		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client with a certificate of northbound.client_ca is the anonymous read-write user")
 	}
-	opts := []service.Option{service.WithAuth(gnmiAuth(u)), service.WithCapabilities(n.nb), service.WithGet(n.nb),
-		service.WithSet(n.nb), service.WithSubscribe(n.nb),
-		service.WithOuterInterceptors([]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()})}
+	opts := append(gnmiServerOptions(auth.New(u), u != nil, gnmiLimits{nc.MaxStreams, nc.MaxStreamsPerUser, nc.MaxStreamsPerConnection}),
+		service.WithCapabilities(n.nb), service.WithGet(n.nb), service.WithSet(n.nb), service.WithSubscribe(n.nb),
+		service.WithOuterInterceptors([]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()}))
 	if nc.Insecure {
 		opts = append(opts, service.WithInsecure())
 	} else {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -86,6 +87,13 @@ type switchFile struct {
 	TLSKey   string `yaml:"tls_key" help:"server private key (PEM)"`
 	ClientCA string `yaml:"client_ca" help:"CA of client certificates: mutual TLS"`
 	Users    string `yaml:"users" help:"users file (name:role:bcrypt-hash; see lhcnp passwd); none: anonymous read-write, so TLS needs users or client_ca"`
+	// The limits of each switch's gNMI target (each its own, whatever
+	// the other switches of the process hold): one more Subscribe stream,
+	// in all or of one user (with users), is RESOURCE_EXHAUSTED; a
+	// connection's RPC over its limit waits in the client.
+	MaxStreams              int `yaml:"max_streams" help:"Subscribe streams open at once on each switch's gNMI target, at most"`
+	MaxStreamsPerUser       int `yaml:"max_streams_per_user" help:"Subscribe streams one user may have open at once on each switch, at most (with users)"`
+	MaxStreamsPerConnection int `yaml:"max_streams_per_connection" help:"RPCs one gNMI connection may have open at once, at most (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)"`
 	// The outputs: a pcap per wire, Prometheus metrics.
 	Capture string `yaml:"capture" help:"directory for a pcap of every wire's frames (LINK.pcap)"`
 	Metrics string `yaml:"metrics" help:"serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)"`
@@ -110,7 +118,8 @@ func defaultStateDir(scenarioName string) string {
 const switchEnvPrefix = "LHCNP_SWITCH_"
 
 func defaultSwitchFile() switchFile {
-	return switchFile{Speed: 1, PublishInterval: dataplane.DefaultInterval}
+	return switchFile{Speed: 1, PublishInterval: dataplane.DefaultInterval, MaxStreams: auth.DefaultMaxStreams,
+		MaxStreamsPerUser: auth.DefaultMaxStreamsPerUser, MaxStreamsPerConnection: service.DefaultMaxConcurrentStreams}
 }
 
 type fileSwitch struct {
@@ -194,6 +203,14 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 	case f.PublishInterval <= 0:
 		// The fabric would publish at its default instead.
 		return bad("publish_interval", f.PublishInterval, "must be positive")
+	}
+	for _, l := range []struct {
+		key string
+		n   int
+	}{{"max_streams", f.MaxStreams}, {"max_streams_per_user", f.MaxStreamsPerUser}, {"max_streams_per_connection", f.MaxStreamsPerConnection}} {
+		if err := checkLimit(l.n); err != nil {
+			return bad(l.key, l.n, err.Error())
+		}
 	}
 	dir := filepath.Dir(path)
 	rel := func(p string) string {
@@ -515,7 +532,9 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client with a certificate of --client-ca is the anonymous read-write user")
 	}
-	cfg.TargetOptions = []service.Option{service.WithAuth(gnmiAuth(u))}
+	creds := auth.New(u)
+	limits := gnmiLimits{f.MaxStreams, f.MaxStreamsPerUser, f.MaxStreamsPerConnection}
+	cfg.TargetOptionsFor = func(string) []service.Option { return gnmiServerOptions(creds, u != nil, limits) }
 	if f.Insecure {
 		cfg.TargetOptions = append(cfg.TargetOptions, service.WithInsecure())
 	} else {
@@ -557,25 +576,39 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return err
 }
 
-// The Subscribe stream limits of the gNMI endpoints lhcnp serves (one
-// authenticator for all the switches of a process; the collector's
-// northbound): in all, and per user when there are users (without, every
-// client is the one anonymous user). One more stream is RESOURCE_EXHAUSTED.
-// Without them an authenticated client, or anyone where there are no users,
-// could open streams, each with its queue and goroutines, without end.
-const (
-	gnmiMaxStreams        = 256
-	gnmiMaxStreamsPerUser = 32
-)
-
-// gnmiAuth returns the authenticator of a gNMI endpoint with users u (nil:
-// none, every client anonymous) and the stream limits.
-func gnmiAuth(u *auth.Users) *auth.Authenticator {
-	opts := []auth.Option{auth.WithMaxStreams(gnmiMaxStreams)}
-	if u != nil {
-		opts = append(opts, auth.WithMaxStreamsPerUser(gnmiMaxStreamsPerUser))
+// checkLimit reports whether n is a stream limit: positive (0 would be
+// none, the limits' point lost) and one gRPC takes (a uint32).
+func checkLimit(n int) error {
+	switch {
+	case n <= 0:
+		return errors.New("must be positive")
+	case n > math.MaxUint32:
+		return fmt.Errorf("at most %d", uint32(math.MaxUint32))
 	}
-	return auth.New(u, opts...)
+	return nil
+}
+
+// gnmiLimits are the limits of one gNMI server (a switch's target, the
+// collector's northbound), checked by checkLimit: Subscribe streams in all
+// and per user (applied with users only: without, every client is the one
+// anonymous user), and RPCs per connection.
+type gnmiLimits struct {
+	maxStreams, maxStreamsPerUser, maxStreamsPerConnection int
+}
+
+// gnmiServerOptions returns the options of one gNMI server with the
+// limits l, its credentials checked by creds (shared by the servers of a
+// process: one bcrypt bound and one cache of verified passwords) and its
+// streams counted by its own authenticator. Without them an authenticated
+// client, or anyone where there are no users, could open streams, each
+// with its queue and goroutines, without end.
+func gnmiServerOptions(creds *auth.Authenticator, users bool, l gnmiLimits) []service.Option {
+	perUser := 0
+	if users {
+		perUser = l.maxStreamsPerUser
+	}
+	return []service.Option{service.WithAuth(creds.WithStreamLimits(l.maxStreams, perUser)),
+		service.WithMaxConcurrentStreams(uint32(l.maxStreamsPerConnection))}
 }
 
 // warnClearPasswords writes a warning (what: its start) on stderr when

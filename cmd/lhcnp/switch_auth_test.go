@@ -17,7 +17,7 @@ import (
 )
 
 // TestSwitchStreamLimits: lhcnp switch limits each user's Subscribe
-// streams (gnmiMaxStreamsPerUser): one more is RESOURCE_EXHAUSTED, and
+// streams (auth.DefaultMaxStreamsPerUser): one more is RESOURCE_EXHAUSTED, and
 // another user still subscribes. Before, a user could open streams without
 // end.
 func TestSwitchStreamLimits(t *testing.T) {
@@ -25,32 +25,82 @@ func TestSwitchStreamLimits(t *testing.T) {
 	c := gnmi.NewGNMIClient(dialGNMI(t, r.addr))
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel() // ends the streams
-	open := func(user string) error {
-		sc, err := c.Subscribe(metadata.AppendToOutgoingContext(ctx, auth.MetadataUsername, user, auth.MetadataPassword, user+"-secret"))
-		if err != nil {
-			return err
-		}
-		if err := sc.Send(&gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{
-			Mode: gnmi.SubscriptionList_STREAM, Subscription: []*gnmi.Subscription{{Path: store.MustPath("/lhcnp/global/state/enabled"), Mode: gnmi.SubscriptionMode_ON_CHANGE}}}}}); err != nil {
-			return err
-		}
-		for {
-			resp, err := sc.Recv()
-			if err != nil || resp.GetSyncResponse() {
-				return err
-			}
+	for i := range auth.DefaultMaxStreamsPerUser {
+		if err := openStream(ctx, c, "nms"); err != nil {
+			t.Fatalf("stream %d of %d: %v", i+1, auth.DefaultMaxStreamsPerUser, err)
 		}
 	}
-	for i := range gnmiMaxStreamsPerUser {
-		if err := open("nms"); err != nil {
-			t.Fatalf("stream %d of %d: %v", i+1, gnmiMaxStreamsPerUser, err)
-		}
+	if err := openStream(ctx, c, "nms"); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("stream %d of one user: %v, want RESOURCE_EXHAUSTED", auth.DefaultMaxStreamsPerUser+1, err)
 	}
-	if err := open("nms"); status.Code(err) != codes.ResourceExhausted {
-		t.Errorf("stream %d of one user: %v, want RESOURCE_EXHAUSTED", gnmiMaxStreamsPerUser+1, err)
-	}
-	if err := open("tuner"); err != nil {
+	if err := openStream(ctx, c, "tuner"); err != nil {
 		t.Errorf("another user's stream: %v", err)
+	}
+}
+
+// TestSwitchStreamLimitsPerSwitch: the stream limits are keys
+// (max_streams_per_user, ...), and each switch of a process has its own:
+// a user at its limit on n1 still subscribes to n2. It failed before: the
+// limits were constants, and the switches of a process shared them, so a
+// user's 32 streams on one switch shut it out of the others.
+func TestSwitchStreamLimitsPerSwitch(t *testing.T) {
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel() // ends the streams, then the fabric
+	var stdout, stderr lockedBuffer
+	var runErr error
+	done := make(chan struct{})
+	args := withStateDir(t, []string{"--config", "../../examples/lab.yaml", "--listen", "127.0.0.1:0", "--insecure",
+		"--users", usersFileOf(t, "nms"), "--max-streams-per-user", "2"})
+	fctx, stop := context.WithCancel(context.Background())
+	go func() { runErr = runSwitch(fctx, args, &stdout, &stderr); close(done) }()
+	t.Cleanup(func() {
+		stop()
+		if <-done; runErr != nil {
+			t.Errorf("lab fabric: %v", runErr)
+		}
+	})
+	addrs := map[string]string{}
+	poll(ctx, t, "the fabric prints its switches' addresses", func() bool {
+		select {
+		case <-done:
+			t.Fatalf("the lab fabric returned before serving: %v", runErr)
+		default:
+		}
+		for _, m := range switchAddrRE.FindAllStringSubmatch(stdout.String(), -1) {
+			addrs[m[1]] = m[2]
+		}
+		return addrs["n1"] != "" && addrs["n2"] != ""
+	})
+	n1 := gnmi.NewGNMIClient(dialGNMI(t, addrs["n1"]))
+	for i := range 2 {
+		if err := openStream(ctx, n1, "nms"); err != nil {
+			t.Fatalf("n1: stream %d of 2: %v", i+1, err)
+		}
+	}
+	if err := openStream(ctx, n1, "nms"); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "limit 2") {
+		t.Errorf("n1: stream 3 of one user: %v, want RESOURCE_EXHAUSTED naming limit 2", err)
+	}
+	if err := openStream(ctx, gnmi.NewGNMIClient(dialGNMI(t, addrs["n2"])), "nms"); err != nil {
+		t.Errorf("n2: the user's first stream, at the limit on n1: %v", err)
+	}
+}
+
+// openStream opens a STREAM subscription as user (password NAME-secret)
+// and waits for its sync_response; the stream stays open until ctx ends.
+func openStream(ctx context.Context, c gnmi.GNMIClient, user string) error {
+	sc, err := c.Subscribe(metadata.AppendToOutgoingContext(ctx, auth.MetadataUsername, user, auth.MetadataPassword, user+"-secret"))
+	if err != nil {
+		return err
+	}
+	if err := sc.Send(&gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{
+		Mode: gnmi.SubscriptionList_STREAM, Subscription: []*gnmi.Subscription{{Path: store.MustPath("/lhcnp/global/state/enabled"), Mode: gnmi.SubscriptionMode_ON_CHANGE}}}}}); err != nil {
+		return err
+	}
+	for {
+		resp, err := sc.Recv()
+		if err != nil || resp.GetSyncResponse() {
+			return err
+		}
 	}
 }
 

@@ -103,6 +103,7 @@ func TestSwitchLayerErrors(t *testing.T) {
 	never := write("never.yaml", "switch: n1\nscenario: sc.yaml\npublish_interval: -5ms\n")
 	typed := write("typed.yaml", "switch: n1\nscenario: sc.yaml\npublish_interval: fast\n")
 	tab := write("tab.yaml", "switch: n1\nscenario: sc.yaml\ninterfaces:\n  wan0: wan\n\twan1: x\n")
+	unlimited := write("unlimited.yaml", "switch: n1\nscenario: sc.yaml\nmax_streams_per_user: 0\n")
 	for _, tt := range []struct {
 		desc  string
 		env   []string
@@ -125,6 +126,11 @@ func TestSwitchLayerErrors(t *testing.T) {
 		{desc: "negative interval in the file", flags: []string{"--config", never}, want: never + ":3: publish_interval: -5ms: must be positive"},
 		{desc: "negative interval flag", flags: []string{"--config", one, "--publish-interval", "-1s"}, want: "publish_interval -1s (--publish-interval): must be positive", usage: true},
 		{desc: "interval not a duration", flags: []string{"--config", typed}, want: typed + ":3:19: publish_interval: cannot unmarshal !!str `fast` into time.Duration"},
+		// The limits (0 would be none): in the file, a flag, a variable.
+		{desc: "no stream limit per user in the file", flags: []string{"--config", unlimited}, want: unlimited + ":3: max_streams_per_user: 0: must be positive"},
+		{desc: "negative stream limit flag", flags: []string{"--config", one, "--max-streams", "-1"}, want: "max_streams -1 (--max-streams): must be positive", usage: true},
+		{desc: "connection limit over uint32", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_MAX_STREAMS_PER_CONNECTION=4294967296"},
+			want: "max_streams_per_connection 4294967296 (LHCNP_SWITCH_MAX_STREAMS_PER_CONNECTION): at most 4294967295", usage: true},
 		{desc: "tab in the file", flags: []string{"--config", tab}, want: tab + ":5:1: a tab in the indentation (YAML indents with spaces only)"},
 		{desc: "switch over a fabric", flags: []string{"--config", fab, "--switch", "n1"},
 			want: "switch n1 (--switch): " + fab + " lists switches: choose among them with --switches", usage: true},

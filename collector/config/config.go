@@ -12,10 +12,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"go.yaml.in/yaml/v3"
@@ -102,6 +105,12 @@ type Northbound struct {
 	TLSKey   string `yaml:"tls_key" help:"northbound TLS key (PEM)"`
 	ClientCA string `yaml:"client_ca" help:"CA of northbound client certificates (mTLS)"`
 	Users    string `yaml:"users" help:"northbound users file (name:role:bcrypt-hash lines, see lhcnp passwd); none: anonymous read-write, so TLS needs users or client_ca"`
+	// The limits, a switch's keys (max_streams, ...): one more Subscribe
+	// stream, in all or of one user (with users), is RESOURCE_EXHAUSTED;
+	// a connection's RPC over its limit waits in the client.
+	MaxStreams              int `yaml:"max_streams" help:"northbound Subscribe streams open at once, at most"`
+	MaxStreamsPerUser       int `yaml:"max_streams_per_user" help:"northbound Subscribe streams one user may have open at once, at most (with northbound.users)"`
+	MaxStreamsPerConnection int `yaml:"max_streams_per_connection" help:"RPCs one northbound connection may have open at once, at most (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)"`
 }
 
 // Defaults returns the defaults of every key.
@@ -113,6 +122,8 @@ func Defaults() File {
 		Writer: Writer{BatchRows: 5000, BatchInterval: 200 * time.Millisecond, QueueRows: 200_000,
 			SpillBytes: 1 << 30, SegmentBytes: 16 << 20, Fsync: "batch", RetryMax: 10 * time.Second},
 		Leases: Leases{TTL: 15 * time.Second, Renew: 5 * time.Second},
+		Northbound: Northbound{MaxStreams: auth.DefaultMaxStreams, MaxStreamsPerUser: auth.DefaultMaxStreamsPerUser,
+			MaxStreamsPerConnection: service.DefaultMaxConcurrentStreams},
 	}
 }
 
@@ -270,6 +281,16 @@ func (f *File) Check() error {
 		// secure and be open: an operator who chose TLS wants clients
 		// identified, by a password or a certificate.
 		return errors.New("northbound.users: TLS without northbound.users or northbound.client_ca would let every client Set as the anonymous read-write user; give a users file (lhcnp passwd), a client CA, or both")
+	}
+	for _, l := range []struct {
+		key string
+		n   int
+	}{{"max_streams", f.Northbound.MaxStreams}, {"max_streams_per_user", f.Northbound.MaxStreamsPerUser},
+		{"max_streams_per_connection", f.Northbound.MaxStreamsPerConnection}} {
+		// 0 would be no limit, the limits' point lost; gRPC takes a uint32.
+		if l.n <= 0 || l.n > math.MaxUint32 {
+			return fmt.Errorf("northbound.%s: %d: must be positive, at most %d", l.key, l.n, uint32(math.MaxUint32))
+		}
 	}
 	seen := map[string]bool{}
 	for i := range f.Targets {

@@ -44,17 +44,30 @@ func TestCheck(t *testing.T) {
 		{"relative path", func(f *config.File) { f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"a/b"}}} },
 			`targets[a].subscriptions[0].paths: "a/b" does not start with /`},
 		{"northbound TLS without users or client CA", func(f *config.File) {
-			f.Northbound = config.Northbound{Listen: "127.0.0.1:0", TLSCert: "c.pem", TLSKey: "k.pem"}
+			f.Northbound.Listen = "127.0.0.1:0"
+			f.Northbound.TLSCert = "c.pem"
+			f.Northbound.TLSKey = "k.pem"
 		}, "northbound.users: TLS without northbound.users or northbound.client_ca would let every client Set as the anonymous read-write user; give a users file (lhcnp passwd), a client CA, or both"},
 		{"northbound TLS with users", func(f *config.File) {
-			f.Northbound = config.Northbound{Listen: "127.0.0.1:0", TLSCert: "c.pem", TLSKey: "k.pem", Users: "users"}
+			f.Northbound.Listen = "127.0.0.1:0"
+			f.Northbound.TLSCert = "c.pem"
+			f.Northbound.TLSKey = "k.pem"
+			f.Northbound.Users = "users"
 		}, ""},
 		{"northbound mutual TLS", func(f *config.File) {
-			f.Northbound = config.Northbound{Listen: "127.0.0.1:0", TLSCert: "c.pem", TLSKey: "k.pem", ClientCA: "ca.pem"}
+			f.Northbound.Listen = "127.0.0.1:0"
+			f.Northbound.TLSCert = "c.pem"
+			f.Northbound.TLSKey = "k.pem"
+			f.Northbound.ClientCA = "ca.pem"
 		}, ""},
 		{"northbound plaintext without users (labs)", func(f *config.File) {
-			f.Northbound = config.Northbound{Listen: "127.0.0.1:0", Insecure: true}
+			f.Northbound.Listen = "127.0.0.1:0"
+			f.Northbound.Insecure = true
 		}, ""},
+		{"northbound without a limit per user", func(f *config.File) { f.Northbound.MaxStreamsPerUser = 0 },
+			"northbound.max_streams_per_user: 0: must be positive, at most 4294967295"},
+		{"northbound connection limit over uint32", func(f *config.File) { f.Northbound.MaxStreamsPerConnection = 1 << 32 },
+			"northbound.max_streams_per_connection: 4294967296: must be positive, at most 4294967295"},
 		{"sample interval on change", func(f *config.File) {
 			f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"/a"}, Mode: "on_change", SampleInterval: config.Duration(time.Second)}}
 		}, "targets[a].subscriptions[0].sample_interval: only for mode sample (gNMI 3.5.1.5.2)"},

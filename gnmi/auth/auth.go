@@ -73,10 +73,32 @@ func WithWriteMethods(methods ...string) Option {
 	}
 }
 
+// The stream limits of the gNMI endpoints lhcnp serves (each switch's
+// target, the collector's northbound), their configuration's defaults: in
+// all, and per user when there are users (without, every client is the
+// one anonymous user). One more stream is RESOURCE_EXHAUSTED. Without them
+// an authenticated client, or anyone where there are no users, could open
+// streams, each with its queue and goroutines, without end.
+const (
+	DefaultMaxStreams        = 256
+	DefaultMaxStreamsPerUser = 32
+)
+
 // Authenticator checks credentials and roles and counts streams. Build it
 // with New and install UnaryInterceptor and StreamInterceptor on the server.
 type Authenticator struct {
-	o     options
+	o  options
+	cr *credentials // shared by the authenticators WithStreamLimits derives
+
+	mu      sync.Mutex
+	streams int
+	perUser map[string]int
+}
+
+// credentials is what checks passwords: the users, the cache of verified
+// passwords and the bcrypt slots. The servers of one process (the switches
+// of a fabric) share it, each counting its own streams.
+type credentials struct {
 	users atomic.Pointer[Users]
 	// bcryptSlots bounds the bcrypt comparisons running at once: each
 	// costs tens of milliseconds of a core, and a wrong password is never
@@ -92,8 +114,6 @@ type Authenticator struct {
 	mu       sync.Mutex
 	dummy    []byte              // what an unknown user's password is compared against (dummyHash)
 	verified map[string][32]byte // user → sha256 of a password bcrypt accepted
-	streams  int
-	perUser  map[string]int
 }
 
 // New returns an Authenticator over users. A nil users disables
@@ -107,23 +127,35 @@ func New(users *Users, opts ...Option) *Authenticator {
 	if o.maxBcrypt <= 0 {
 		o.maxBcrypt = runtime.GOMAXPROCS(0)
 	}
-	a := &Authenticator{o: o, verified: map[string][32]byte{}, perUser: map[string]int{}, dummy: dummyHash(users),
+	cr := &credentials{verified: map[string][32]byte{}, dummy: dummyHash(users),
 		bcryptSlots: make(chan struct{}, o.maxBcrypt), compare: bcrypt.CompareHashAndPassword}
-	a.users.Store(users)
-	return a
+	cr.users.Store(users)
+	return &Authenticator{o: o, cr: cr, perUser: map[string]int{}}
+}
+
+// WithStreamLimits returns an Authenticator that checks credentials with
+// a's users, cache and bcrypt slots (a SetUsers on either is seen by both)
+// and counts its own streams, at most maxStreams in all and
+// maxStreamsPerUser of one user (0: no limit): one per server, the servers
+// of a process sharing the bcrypt bound, each with its own streams.
+func (a *Authenticator) WithStreamLimits(maxStreams, maxStreamsPerUser int) *Authenticator {
+	o := a.o
+	o.maxStreams, o.maxStreamsPerUser = maxStreams, maxStreamsPerUser
+	return &Authenticator{o: o, cr: a.cr, perUser: map[string]int{}}
 }
 
 // SetUsers replaces the users (a reloaded file); cached verifications go.
-// The users change under a.mu, with the cache cleared, so that a check
-// holding a.mu sees either the old users and their cache or the new ones
+// The users change under cr.mu, with the cache cleared, so that a check
+// holding cr.mu sees either the old users and their cache or the new ones
 // and none.
 func (a *Authenticator) SetUsers(u *Users) {
 	d := dummyHash(u)
-	a.mu.Lock()
-	a.users.Store(u)
-	a.dummy = d
-	clear(a.verified)
-	a.mu.Unlock()
+	cr := a.cr
+	cr.mu.Lock()
+	cr.users.Store(u)
+	cr.dummy = d
+	clear(cr.verified)
+	cr.mu.Unlock()
 }
 
 // dummyHash returns a hash of a password no one sends, at the cost most of
@@ -147,7 +179,8 @@ func dummyHash(u *Users) []byte {
 // comparisons run at once; a check waiting for one fails with ctx's error
 // (CANCELLED, DEADLINE_EXCEEDED) if ctx ends first.
 func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
-	users := a.users.Load()
+	cr := a.cr
+	users := cr.users.Load()
 	if users == nil {
 		return Identity{User: "anonymous", Role: ReadWrite}, nil
 	}
@@ -167,19 +200,19 @@ func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 	sum := sha256.Sum256([]byte(pw))
 	var hash []byte
 	if known {
-		a.mu.Lock()
-		v, ok := a.verified[name]
-		a.mu.Unlock()
+		cr.mu.Lock()
+		v, ok := cr.verified[name]
+		cr.mu.Unlock()
 		if ok && subtle.ConstantTimeCompare(v[:], sum[:]) == 1 {
 			return Identity{User: name, Role: u.Role}, nil
 		}
 		hash = u.Hash
 	} else {
-		a.mu.Lock()
-		hash = a.dummy // it fails: the cost is the point
-		a.mu.Unlock()
+		cr.mu.Lock()
+		hash = cr.dummy // it fails: the cost is the point
+		cr.mu.Unlock()
 	}
-	match, err := a.bcryptCompare(ctx, hash, pw)
+	match, err := cr.bcryptCompare(ctx, hash, pw)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -187,11 +220,11 @@ func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 		// Cached only if the users are still those it was verified
 		// against: a SetUsers meanwhile cleared the cache, and the new
 		// users may not have this password.
-		a.mu.Lock()
-		if a.users.Load() == users {
-			a.verified[name] = sum
+		cr.mu.Lock()
+		if cr.users.Load() == users {
+			cr.verified[name] = sum
 		}
-		a.mu.Unlock()
+		cr.mu.Unlock()
 		return Identity{User: name, Role: u.Role}, nil
 	}
 	return Identity{}, status.Error(codes.Unauthenticated, "wrong username or password")
@@ -199,21 +232,21 @@ func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 
 // bcryptCompare compares pw with hash once one of the bcrypt slots is free,
 // waiting for it as long as ctx lasts.
-func (a *Authenticator) bcryptCompare(ctx context.Context, hash []byte, pw string) (bool, error) {
+func (cr *credentials) bcryptCompare(ctx context.Context, hash []byte, pw string) (bool, error) {
 	select {
-	case a.bcryptSlots <- struct{}{}:
+	case cr.bcryptSlots <- struct{}{}:
 	default:
-		if a.onWait != nil {
-			a.onWait()
+		if cr.onWait != nil {
+			cr.onWait()
 		}
 		select {
-		case a.bcryptSlots <- struct{}{}:
+		case cr.bcryptSlots <- struct{}{}:
 		case <-ctx.Done():
 			return false, status.Errorf(status.FromContextError(ctx.Err()).Code(), "waiting to check the password: %v", ctx.Err())
 		}
 	}
-	defer func() { <-a.bcryptSlots }()
-	return a.compare(hash, []byte(pw)) == nil, nil
+	defer func() { <-cr.bcryptSlots }()
+	return cr.compare(hash, []byte(pw)) == nil, nil
 }
 
 func first(md metadata.MD, key string) string {

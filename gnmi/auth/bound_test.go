@@ -41,12 +41,12 @@ func TestAuthBcryptBounded(t *testing.T) {
 	entered := make(chan string)      // the password a comparison started with
 	release := make(chan struct{})    // closed: held comparisons go on
 	waiting := make(chan struct{}, 4) // a check waits for a slot
-	a.compare = func(hash, pw []byte) error {
+	a.cr.compare = func(hash, pw []byte) error {
 		entered <- string(pw)
 		<-release
 		return bcrypt.CompareHashAndPassword(hash, pw)
 	}
-	a.onWait = func() { waiting <- struct{}{} }
+	a.cr.onWait = func() { waiting <- struct{}{} }
 	check := func(ctx context.Context, user, pw string) <-chan error {
 		done := make(chan error, 1)
 		go func() {

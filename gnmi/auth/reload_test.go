@@ -17,7 +17,7 @@ import (
 func TestSetUsersDuringCheck(t *testing.T) {
 	a := New(usersWith(t, "carol", "old-pw"))
 	reloaded := usersWith(t, "carol", "new-pw")
-	a.compare = func(hash, pw []byte) error {
+	a.cr.compare = func(hash, pw []byte) error {
 		err := bcrypt.CompareHashAndPassword(hash, pw)
 		a.SetUsers(reloaded)
 		return err
@@ -26,7 +26,7 @@ func TestSetUsersDuringCheck(t *testing.T) {
 	if _, err := a.Authenticate(login(context.Background(), "carol", "old-pw")); err != nil {
 		t.Fatalf("the old password during the reload: %v", err)
 	}
-	a.compare = bcrypt.CompareHashAndPassword
+	a.cr.compare = bcrypt.CompareHashAndPassword
 	if _, err := a.Authenticate(login(context.Background(), "carol", "old-pw")); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("the old password after the reload: %v, want UNAUTHENTICATED", err)
 	}

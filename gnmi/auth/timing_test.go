@@ -41,7 +41,7 @@ func TestUnknownUserCostsAsMuch(t *testing.T) {
 			if _, err := a.Authenticate(ctx); err == nil {
 				t.Fatal("an unknown user authenticated")
 			}
-			if got, err := bcrypt.Cost(a.dummy); err != nil || got != tt.want {
+			if got, err := bcrypt.Cost(a.cr.dummy); err != nil || got != tt.want {
 				t.Errorf("an unknown user is compared against a hash of cost %d (%v), want %d, the users'", got, err, tt.want)
 			}
 		})

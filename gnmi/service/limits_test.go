@@ -23,27 +23,13 @@ import (
 // close is bounded well below two minutes, above DefaultHandshakeTimeout.
 func TestConnectionBounds(t *testing.T) {
 	t.Run("max concurrent streams", func(t *testing.T) {
-		conn := dialRaw(t, service.WithInsecure())
-		conn.SetDeadline(time.Now().Add(30 * time.Second))
-		if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
-			t.Fatal(err)
+		if got := maxConcurrentStreams(t, dialRaw(t, service.WithInsecure())); got != service.DefaultMaxConcurrentStreams {
+			t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d, want %d", got, service.DefaultMaxConcurrentStreams)
 		}
-		fr := http2.NewFramer(conn, conn)
-		if err := fr.WriteSettings(); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			f, err := fr.ReadFrame()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
-				got, ok := s.Value(http2.SettingMaxConcurrentStreams)
-				if !ok || got != service.DefaultMaxConcurrentStreams {
-					t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d (sent: %v), want %d", got, ok, service.DefaultMaxConcurrentStreams)
-				}
-				return
-			}
+	})
+	t.Run("max concurrent streams configured", func(t *testing.T) {
+		if got := maxConcurrentStreams(t, dialRaw(t, service.WithInsecure(), service.WithMaxConcurrentStreams(7))); got != 7 {
+			t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d, want 7 (WithMaxConcurrentStreams)", got)
 		}
 	})
 	t.Run("silent connection", func(t *testing.T) {
@@ -64,12 +50,40 @@ func TestConnectionBounds(t *testing.T) {
 	})
 }
 
-// dialRaw serves a target with users over transport and returns a TCP
-// connection to it, closed when the test ends, for a client that speaks
-// for itself.
-func dialRaw(t *testing.T, transport service.Option) net.Conn {
+// maxConcurrentStreams sends conn the HTTP/2 preface and returns the
+// SETTINGS_MAX_CONCURRENT_STREAMS of the server's SETTINGS (the test fails
+// if it sends none).
+func maxConcurrentStreams(t *testing.T, conn net.Conn) uint32 {
 	t.Helper()
-	srv, err := service.New(transport, service.WithAuth(auth.New(auth.NewUsers())))
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(conn, conn)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
+			got, ok := s.Value(http2.SettingMaxConcurrentStreams)
+			if !ok {
+				t.Fatal("no SETTINGS_MAX_CONCURRENT_STREAMS: no limit")
+			}
+			return got
+		}
+	}
+}
+
+// dialRaw serves a target with users over transport (and opts) and returns
+// a TCP connection to it, closed when the test ends, for a client that
+// speaks for itself.
+func dialRaw(t *testing.T, transport service.Option, opts ...service.Option) net.Conn {
+	t.Helper()
+	srv, err := service.New(append([]service.Option{transport, service.WithAuth(auth.New(auth.NewUsers()))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

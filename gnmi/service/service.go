@@ -85,6 +85,7 @@ type options struct {
 	insecure   bool
 	auth       *auth.Authenticator
 	maxRecv    int
+	maxConnRPC uint32
 	caps       CapabilitiesHandler
 	get        GetHandler
 	set        SetHandler
@@ -110,6 +111,17 @@ func WithAuth(a *auth.Authenticator) Option { return func(o *options) { o.auth =
 
 // WithMaxRecvMsgSize sets the largest request in bytes.
 func WithMaxRecvMsgSize(n int) Option { return func(o *options) { o.maxRecv = n } }
+
+// WithMaxConcurrentStreams sets how many RPCs one connection may have open
+// at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; default
+// DefaultMaxConcurrentStreams, also for 0: gRPC takes 0 for no limit).
+func WithMaxConcurrentStreams(n uint32) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxConnRPC = n
+		}
+	}
+}
 
 // WithCapabilities, WithGet, WithSet and WithSubscribe set the RPC handlers.
 func WithCapabilities(h CapabilitiesHandler) Option { return func(o *options) { o.caps = h } }
@@ -142,7 +154,7 @@ func WithOuterInterceptors(u []grpc.UnaryServerInterceptor, s []grpc.StreamServe
 }
 
 // WithGRPCOptions adds raw gRPC server options; they come after the
-// defaults (DefaultMaxConcurrentStreams, DefaultHandshakeTimeout, the
+// defaults (the connection's RPC limit, DefaultHandshakeTimeout, the
 // keepalive parameters and enforcement policy), so they override them
 // (grpc.KeepaliveParams and grpc.KeepaliveEnforcementPolicy each replace
 // all of theirs).
@@ -160,7 +172,7 @@ var ErrTransport = errors.New("target: exactly one of WithTLS and WithInsecure i
 
 // New builds the server.
 func New(opts ...Option) (*Server, error) {
-	o := options{maxRecv: DefaultMaxRecvMsgSize}
+	o := options{maxRecv: DefaultMaxRecvMsgSize, maxConnRPC: DefaultMaxConcurrentStreams}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -182,7 +194,7 @@ func New(opts ...Option) (*Server, error) {
 	gopts := append([]grpc.ServerOption{
 		grpc.Creds(creds),
 		grpc.MaxRecvMsgSize(o.maxRecv),
-		grpc.MaxConcurrentStreams(DefaultMaxConcurrentStreams),
+		grpc.MaxConcurrentStreams(o.maxConnRPC),
 		grpc.ConnectionTimeout(DefaultHandshakeTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: DefaultKeepaliveTime, Timeout: DefaultKeepaliveTimeout,
 			MaxConnectionIdle: DefaultMaxConnectionIdle}),

@@ -89,6 +89,10 @@ type Config struct {
 	// TargetOptions are the security options of every gNMI target
 	// (target.WithAuth, WithTLS or WithInsecure).
 	TargetOptions []service.Option
+	// TargetOptionsFor, if set, gives the options of one switch's target,
+	// after TargetOptions: what each server must have of its own, as the
+	// authenticator that counts its streams (auth WithStreamLimits).
+	TargetOptionsFor func(name string) []service.Option
 	// StartupDir, if set, keeps each switch's startup configuration,
 	// NAME.json (package startup): every Set and confirmed commit is
 	// written there, and a switch starts from it rather than from its
@@ -218,7 +222,11 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 			// (what sample_interval 0 gets, gNMI 3.5.1.5.2) and the smallest
 			// accepted.
 			subscribe.WithMinSampleInterval(max(cfg.PublishInterval, subscribe.DefaultMinSampleInterval)))...)
-		opts := append(slices.Clone(cfg.TargetOptions),
+		opts := slices.Clone(cfg.TargetOptions)
+		if cfg.TargetOptionsFor != nil {
+			opts = append(opts, cfg.TargetOptionsFor(s.Name)...)
+		}
+		opts = append(opts,
 			service.WithCapabilities(h), service.WithGet(h), service.WithSet(h), service.WithSubscribe(sub))
 		if m := cfg.Metrics; m != nil {
 			if m.Shared() {
