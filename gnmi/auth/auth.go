@@ -43,6 +43,7 @@ type options struct {
 	maxStreams        int
 	maxStreamsPerUser int
 	maxBcrypt         int
+	maxBcryptWaiting  int
 	writeMethods      map[string]bool
 	cost              int
 }
@@ -58,9 +59,22 @@ func WithMaxStreamsPerUser(n int) Option { return func(o *options) { o.maxStream
 
 // WithMaxConcurrentBcrypt sets how many bcrypt comparisons may run at once
 // (0, the default: runtime.GOMAXPROCS(0) when New runs). A check over the
-// bound waits for a slot as long as its RPC's context lasts; a password
-// already verified (cached) never waits.
+// bound waits for a slot as long as its RPC's context lasts (unless
+// WithMaxBcryptWaiting checks wait already); a password already verified
+// (cached) never waits.
 func WithMaxConcurrentBcrypt(n int) Option { return func(o *options) { o.maxBcrypt = n } }
+
+// BcryptWaitingPerSlot is how many checks may wait for a bcrypt slot, per
+// slot, by default: 64 × GOMAXPROCS with the default slots. A check waits
+// about 50 ms per check ahead of it per slot, so the last waits some 3 s.
+const BcryptWaitingPerSlot = 64
+
+// WithMaxBcryptWaiting sets how many checks may wait for a bcrypt slot at
+// once (0, the default: BcryptWaitingPerSlot per slot). One more is
+// refused at once, RESOURCE_EXHAUSTED: each waiting check is an RPC's
+// goroutine and its request held, and wrong passwords (never cached) from
+// many connections would pile them up without end.
+func WithMaxBcryptWaiting(n int) Option { return func(o *options) { o.maxBcryptWaiting = n } }
 
 // WithWriteMethods sets the full method names that need the read-write role
 // (default: gNMI Set).
@@ -110,6 +124,9 @@ type credentials struct {
 	// slot.
 	compare func(hash, password []byte) error
 	onWait  func()
+	// waiting counts the checks waiting for a slot, at most maxWaiting.
+	waiting    atomic.Int64
+	maxWaiting int64
 
 	mu       sync.Mutex
 	dummy    []byte              // what an unknown user's password is compared against (dummyHash)
@@ -127,8 +144,12 @@ func New(users *Users, opts ...Option) *Authenticator {
 	if o.maxBcrypt <= 0 {
 		o.maxBcrypt = runtime.GOMAXPROCS(0)
 	}
+	if o.maxBcryptWaiting <= 0 {
+		o.maxBcryptWaiting = BcryptWaitingPerSlot * o.maxBcrypt
+	}
 	cr := &credentials{verified: map[string][32]byte{}, dummy: dummyHash(users),
-		bcryptSlots: make(chan struct{}, o.maxBcrypt), compare: bcrypt.CompareHashAndPassword}
+		bcryptSlots: make(chan struct{}, o.maxBcrypt), compare: bcrypt.CompareHashAndPassword,
+		maxWaiting: int64(o.maxBcryptWaiting)}
 	cr.users.Store(users)
 	return &Authenticator{o: o, cr: cr, perUser: map[string]int{}}
 }
@@ -177,7 +198,8 @@ func dummyHash(u *Users) []byte {
 // so timing does not reveal names (a user whose hash has another cost can
 // still be told apart: keep one cost). At most WithMaxConcurrentBcrypt
 // comparisons run at once; a check waiting for one fails with ctx's error
-// (CANCELLED, DEADLINE_EXCEEDED) if ctx ends first.
+// (CANCELLED, DEADLINE_EXCEEDED) if ctx ends first, and one over
+// WithMaxBcryptWaiting waiting is RESOURCE_EXHAUSTED at once.
 func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 	cr := a.cr
 	users := cr.users.Load()
@@ -231,17 +253,25 @@ func (a *Authenticator) Authenticate(ctx context.Context) (Identity, error) {
 }
 
 // bcryptCompare compares pw with hash once one of the bcrypt slots is free,
-// waiting for it as long as ctx lasts.
+// waiting for it as long as ctx lasts, unless maxWaiting checks wait
+// already: then it is refused at once.
 func (cr *credentials) bcryptCompare(ctx context.Context, hash []byte, pw string) (bool, error) {
 	select {
 	case cr.bcryptSlots <- struct{}{}:
 	default:
+		if cr.waiting.Add(1) > cr.maxWaiting {
+			cr.waiting.Add(-1)
+			return false, status.Errorf(codes.ResourceExhausted,
+				"too many password checks waiting for bcrypt: limit %d; retry later", cr.maxWaiting)
+		}
 		if cr.onWait != nil {
 			cr.onWait()
 		}
 		select {
 		case cr.bcryptSlots <- struct{}{}:
+			cr.waiting.Add(-1)
 		case <-ctx.Done():
+			cr.waiting.Add(-1)
 			return false, status.Errorf(status.FromContextError(ctx.Err()).Code(), "waiting to check the password: %v", ctx.Err())
 		}
 	}

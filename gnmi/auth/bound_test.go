@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -93,5 +94,62 @@ func TestAuthBcryptBounded(t *testing.T) {
 	}
 	if err := <-second; status.Code(err) != codes.Unauthenticated {
 		t.Errorf("wrong-2: %v, want UNAUTHENTICATED", err)
+	}
+}
+
+// TestAuthBcryptWaitingBounded: with one bcrypt slot and room for one
+// check to wait, a third check while the slot is held and one waits is
+// refused at once, RESOURCE_EXHAUSTED naming the limit, without waiting
+// (onWait); a verified password still gets in; once the queue empties,
+// checks go on. Comparisons are held by the compare hook, not timed.
+// It failed before: every check waited, so wrong passwords from many
+// connections piled up goroutines without end.
+func TestAuthBcryptWaitingBounded(t *testing.T) {
+	a := New(usersWith(t, "carol", "right"), WithMaxConcurrentBcrypt(1), WithMaxBcryptWaiting(1))
+	if _, err := a.Authenticate(login(context.Background(), "carol", "right")); err != nil {
+		t.Fatalf("carol's password: %v", err)
+	}
+	entered := make(chan string)
+	release := make(chan struct{})
+	waiting := make(chan struct{}, 4)
+	a.cr.compare = func(hash, pw []byte) error {
+		entered <- string(pw)
+		<-release
+		return bcrypt.CompareHashAndPassword(hash, pw)
+	}
+	a.cr.onWait = func() { waiting <- struct{}{} }
+	check := func(user, pw string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.Authenticate(login(context.Background(), user, pw))
+			done <- err
+		}()
+		return done
+	}
+
+	first := check("carol", "wrong-1")
+	<-entered // holds the slot
+	second := check("mallory", "wrong-2")
+	<-waiting // the one check that may wait
+	select {
+	case err := <-check("mallory", "wrong-3"):
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "too many password checks waiting for bcrypt: limit 1") {
+			t.Errorf("a check over the waiting bound: %v, want RESOURCE_EXHAUSTED naming the limit", err)
+		}
+	case <-waiting:
+		t.Fatal("a check over the waiting bound waits")
+	}
+	if err := <-check("carol", "right"); err != nil {
+		t.Errorf("carol's verified password with the queue full: %v", err)
+	}
+
+	close(release)
+	<-first
+	<-entered // wrong-2 has the slot: nothing waits
+	<-second
+	fourth := check("mallory", "wrong-4")
+	<-entered
+	if err := <-fourth; status.Code(err) != codes.Unauthenticated {
+		t.Errorf("a check after the queue emptied: %v, want UNAUTHENTICATED", err)
 	}
 }
