@@ -51,6 +51,7 @@ func runCollector(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	warnGRPCBinaryLog(os.Getenv, stderr, "lhcnp collector")
 	cfg := a.cfg
 	level := slog.LevelInfo
 	if a.verbose {

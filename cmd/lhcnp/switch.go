@@ -453,6 +453,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	warnGRPCBinaryLog(os.Getenv, stderr, "lhcnp switch")
 	listen := f.Listen // over the file's addresses, from any layer
 	run := f.Switches
 	if f.Run != "" {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -165,5 +167,39 @@ func TestSwitchLoopbackAddr(t *testing.T) {
 		if got := loopbackAddr(addr); got != want {
 			t.Errorf("loopbackAddr(%q) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// TestSwitchWarnsOfGRPCBinaryLog: with GRPC_BINARY_LOG_FILTER set, lhcnp
+// switch warns on stderr that grpc-go builds log entries of the RPCs'
+// metadata, passwords included (the variable is read by grpc-go when the
+// process starts, so setting it here logs nothing). It failed before: no
+// word of it.
+func TestSwitchWarnsOfGRPCBinaryLog(t *testing.T) {
+	t.Setenv(grpcBinaryLogVar, "*")
+	got := startSwitch(t).stderr.String()
+	want := `lhcnp switch: warning: GRPC_BINARY_LOG_FILTER="*": grpc-go builds a log entry of every matching RPC, its metadata (gNMI usernames and passwords)`
+	if !strings.Contains(got, want) {
+		t.Errorf("stderr:\n%s\nwant %q", got, want)
+	}
+}
+
+// TestNoGRPCBinaryLogSink: no package of lhcnp imports
+// google.golang.org/grpc/binarylog, whose SetSink would make grpc-go write
+// the binary log entries GRPC_BINARY_LOG_FILTER asks for, every RPC's
+// metadata with the gNMI passwords, to a file. Without it they go nowhere,
+// and warnGRPCBinaryLog says so; should a dependency bring it in, the
+// variable must be refused at start instead.
+func TestNoGRPCBinaryLogSink(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/lhcnp/lhcnp/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 100 {
+		t.Fatalf("go list found %d packages, too few", len(deps))
+	}
+	if slices.Contains(deps, "google.golang.org/grpc/binarylog") {
+		t.Error("google.golang.org/grpc/binarylog is linked: GRPC_BINARY_LOG_FILTER would write the gNMI passwords out; refuse it at start (warnGRPCBinaryLog)")
 	}
 }

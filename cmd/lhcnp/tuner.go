@@ -70,6 +70,7 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	warnGRPCBinaryLog(os.Getenv, stderr, "lhcnp tuner")
 	cfg := a.cfg
 	pool, err := pgxpool.New(ctx, cfg.DB)
 	if err != nil {
