@@ -228,11 +228,11 @@ func (s *Server) historySeries(ctx context.Context, sl *gnmi.SubscriptionList) (
 	var pats []*gnmi.Path
 	for _, sub := range sl.GetSubscription() {
 		if err := schema.CheckOrigin(sub.GetPath().GetOrigin()); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.PathString(sub.GetPath()), err)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(sub.GetPath()), err)
 		}
 		full := schema.Normalize(schema.Join(prefix, sub.GetPath()))
 		if _, err := s.sch.Resolve(full); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.PathString(full), err)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(full), err)
 		}
 		pats = append(pats, full)
 	}
@@ -288,7 +288,7 @@ func (s *Server) historySeries(ctx context.Context, sl *gnmi.SubscriptionList) (
 			if t != "" && t != AllTargets {
 				who = "target " + strconv.Quote(t)
 			}
-			return nil, status.Errorf(codes.NotFound, "history: path %s: never stored for %s", schema.PathString(pats[i]), who)
+			return nil, status.Errorf(codes.NotFound, "history: path %s: never stored for %s", schema.ErrorPath(pats[i]), who)
 		}
 	}
 	return set, nil
@@ -439,7 +439,7 @@ func scanRows(rs pgx.Rows, set seriesSet, fn func(row) error) error {
 		if rows.Flags(flags)&rows.Deleted == 0 {
 			tv, err := typedValue(se.leaf, vInt, vFlt, vNum, vBool, vText)
 			if err != nil {
-				return status.Errorf(codes.Internal, "history: %s at %s: %v", store.PathString(se.path), stamp(ts), err)
+				return status.Errorf(codes.Internal, "history: %s at %s: %v", store.ErrorPath(se.path), stamp(ts), err)
 			}
 			r.tv = tv
 		}
@@ -528,7 +528,7 @@ func sendRows(rpc gnmi.GNMI_SubscribeServer, rows []row, enc subscribe.ValueEnco
 			}
 			tv, err := enc.EncodeValue(r.s.path, r.tv)
 			if err != nil {
-				return status.Errorf(codes.Internal, "encoding %s: %v", store.PathString(r.s.path), err)
+				return status.Errorf(codes.Internal, "encoding %s: %v", store.ErrorPath(r.s.path), err)
 			}
 			ups = append(ups, gnmi.Update{Path: p, Val: tv})
 			n.Update = append(n.Update, &ups[len(ups)-1])

@@ -80,7 +80,7 @@ func (s *Schema) Build(vals []Value) (*oc.Root, error) {
 // on the way.
 func (s *Schema) SetLeaf(root *oc.Root, p *gnmi.Path, v *gnmi.TypedValue) error {
 	if err := ytypes.SetNode(s.root, root, p, v, &ytypes.InitMissingElements{}); err != nil {
-		return fmt.Errorf("schema: %s: %w", PathString(p), err)
+		return fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
 	}
 	return nil
 }
@@ -140,10 +140,10 @@ func (s *Schema) EncodeNode(root *oc.Root, p *gnmi.Path, enc gnmi.Encoding) (*gn
 	if len(p.GetElem()) > 0 {
 		nodes, err := ytypes.GetNode(s.root, root, p)
 		if err != nil {
-			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+			return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
 		}
 		if len(nodes) != 1 {
-			return nil, fmt.Errorf("schema: %s: %d nodes, want 1", PathString(p), len(nodes))
+			return nil, fmt.Errorf("schema: %s: %d nodes, want 1", ErrorPath(p), len(nodes))
 		}
 		data = nodes[0].Data
 	}
@@ -151,11 +151,11 @@ func (s *Schema) EncodeNode(root *oc.Root, p *gnmi.Path, enc gnmi.Encoding) (*gn
 	if !ok {
 		l, isLeaf := s.LeafAt(p)
 		if !isLeaf {
-			return nil, fmt.Errorf("schema: %s: neither a container nor a leaf", PathString(p))
+			return nil, fmt.Errorf("schema: %s: neither a container nor a leaf", ErrorPath(p))
 		}
 		tv, err := ygot.EncodeTypedValue(data, gnmi.Encoding_PROTO)
 		if err != nil {
-			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+			return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
 		}
 		return s.EncodeLeaf(l, tv, enc)
 	}
@@ -163,7 +163,7 @@ func (s *Schema) EncodeNode(root *oc.Root, p *gnmi.Path, enc gnmi.Encoding) (*gn
 	case gnmi.Encoding_JSON_IETF:
 		b, err := ygot.Marshal7951(gs, &ygot.RFC7951JSONConfig{AppendModuleName: true})
 		if err != nil {
-			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+			return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
 		}
 		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
 	case gnmi.Encoding_JSON:
@@ -173,14 +173,14 @@ func (s *Schema) EncodeNode(root *oc.Root, p *gnmi.Path, enc gnmi.Encoding) (*gn
 		// keyed by their keys) is its internal one, which no client reads.
 		b, err := ygot.Marshal7951(gs)
 		if err != nil {
-			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+			return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
 		}
 		e, err := s.entryAt(p)
 		if err != nil {
 			return nil, err
 		}
 		if b, err = plainNumbers(e, b); err != nil {
-			return nil, fmt.Errorf("schema: %s: %w", PathString(p), err)
+			return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
 		}
 		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: b}}, nil
 	}
@@ -209,7 +209,7 @@ func (s *Schema) entryAt(p *gnmi.Path) (*yang.Entry, error) {
 	e := s.root
 	for _, el := range p.GetElem() {
 		if e = e.Dir[el.GetName()]; e == nil {
-			return nil, fmt.Errorf("schema: %s: %w", PathString(p), ErrUnknown)
+			return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), ErrUnknown)
 		}
 	}
 	return e, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
 // RuleError is a configuration that the YANG types accept but the model's
@@ -19,7 +20,7 @@ type RuleError struct {
 	Reason string
 }
 
-func (e *RuleError) Error() string { return e.Path + ": " + e.Reason }
+func (e *RuleError) Error() string { return store.ErrorText(e.Path) + ": " + e.Reason }
 
 // NormalizeKeys makes the key leaves of list entries agree with their keys.
 // OpenConfig lists are keyed by a leafref to config/<key>; a client that

@@ -283,7 +283,7 @@ func (s *Schema) Resolve(p *gnmi.Path) (Resolved, error) {
 	entries := []*yang.Entry{s.root}
 	for i, pe := range p.GetElem() {
 		name := pe.GetName()
-		at := func() string { return PathString(&gnmi.Path{Elem: p.GetElem()[:i+1]}) }
+		at := func() string { return ErrorPath(&gnmi.Path{Elem: p.GetElem()[:i+1]}) }
 		if name == "" {
 			return Resolved{}, fmt.Errorf("%w: %s: empty element name", ErrBadPath, at())
 		}
@@ -363,7 +363,7 @@ func checkKeys(es []*yang.Entry, pe *gnmi.PathElem, at func() string, r *Resolve
 		ok := true
 		for k := range pe.GetKey() {
 			if !contains(names, k) {
-				lastErr = fmt.Errorf("%w: %s: %s has no key %q (keys: %s)", ErrBadPath, at(), e.Name, k, strings.Join(names, ", "))
+				lastErr = fmt.Errorf("%w: %s: %s has no key %q (keys: %s)", ErrBadPath, at(), e.Name, store.ErrorText(k), strings.Join(names, ", "))
 				ok = false
 				break
 			}
@@ -429,6 +429,9 @@ func stripModule(name string) string {
 
 // PathString renders a path in the store's canonical form ("/a/b[k=v]/c").
 func PathString(p *gnmi.Path) string { return store.PathString(p) }
+
+// ErrorPath is PathString cut for an error message (store.ErrorPath).
+func ErrorPath(p *gnmi.Path) string { return store.ErrorPath(p) }
 
 // Join returns prefix + p as one path (elements of both, origin of p or
 // else of prefix, no target). Neither argument is modified.

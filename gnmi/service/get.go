@@ -49,12 +49,12 @@ func (h *Handler) Get(ctx context.Context, req *gnmi.GetRequest) (*gnmi.GetRespo
 	resp := &gnmi.GetResponse{}
 	for _, p := range paths {
 		if err := schema.CheckPathOrigin(prefix, p); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.PathString(p), err)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(p), err)
 		}
 		full := schema.Normalize(schema.Join(prefix, p))
 		res, err := h.s.Resolve(full)
 		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.PathString(full), err)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(full), err)
 		}
 		n, err := h.notification(prefix, p, full, res, dt, enc)
 		if err != nil {
@@ -92,7 +92,7 @@ type leafVal struct {
 func (h *Handler) notification(prefix, p, full *gnmi.Path, res schema.Resolved, dt gnmi.GetRequest_DataType, enc gnmi.Encoding) (*gnmi.Notification, error) {
 	pat, err := store.NewPattern(nil, full)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.PathString(full), err)
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(full), err)
 	}
 	var vals []leafVal
 	h.st.Walk(pat, func(l *store.Node, v *store.Value, _ store.Kind) {
@@ -111,7 +111,7 @@ func (h *Handler) notification(prefix, p, full *gnmi.Path, res schema.Resolved, 
 	notif := &gnmi.Notification{Prefix: responsePrefix(h.s, prefix)}
 	if len(vals) == 0 {
 		if !res.Wildcard && len(full.GetElem()) > 0 {
-			return nil, status.Errorf(codes.NotFound, "%s: no %sdata", schema.PathString(full), dataTypeName(dt))
+			return nil, status.Errorf(codes.NotFound, "%s: no %sdata", schema.ErrorPath(full), dataTypeName(dt))
 		}
 		notif.Timestamp = h.o.clk.Now().UnixNano()
 		return notif, nil

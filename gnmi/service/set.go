@@ -137,7 +137,7 @@ func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp, du
 }
 
 func opErr(code codes.Code, o *setOp, format string, args ...any) *opError {
-	return &opError{code: code, err: fmt.Errorf("%s %s: %s", o.name, schema.PathString(o.full), fmt.Sprintf(format, args...))}
+	return &opError{code: code, err: fmt.Errorf("%s %s: %s", o.name, schema.ErrorPath(o.full), fmt.Sprintf(format, args...))}
 }
 
 // applyOp applies one operation to the candidate.
@@ -202,7 +202,7 @@ func (h *Handler) applyOp(cand *oc.Root, prefix *gnmi.Path, o *setOp) *opError {
 		}
 		for _, n := range others {
 			if err := ytypes.DeleteNode(h.s.Root(), cand, n); err != nil {
-				return opErr(codes.InvalidArgument, o, "%s: %v", schema.PathString(n), err)
+				return opErr(codes.InvalidArgument, o, "%s: %v", schema.ErrorPath(n), err)
 			}
 		}
 		return nil
@@ -265,7 +265,7 @@ func (h *Handler) applyOp(cand *oc.Root, prefix *gnmi.Path, o *setOp) *opError {
 // would put it back, and the client be told a delete was applied that
 // changed nothing.
 func keyDeleteErr(o *setOp, entry *gnmi.Path) *opError {
-	return opErr(codes.InvalidArgument, o, "a list key exists as long as its entry (RFC 7950 §7.8.2): delete %s instead", schema.PathString(entry))
+	return opErr(codes.InvalidArgument, o, "a list key exists as long as its entry (RFC 7950 §7.8.2): delete %s instead", schema.ErrorPath(entry))
 }
 
 // missingKeys returns the key leaves of the list e that the JSON object

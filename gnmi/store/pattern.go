@@ -47,15 +47,15 @@ func NewPattern(prefix, p *gnmi.Path) (Pattern, error) {
 	var pat Pattern
 	for _, part := range []*gnmi.Path{prefix, p} {
 		if len(part.GetElement()) > 0 && len(part.GetElem()) == 0 {
-			return Pattern{}, fmt.Errorf("%s: the deprecated element field is not supported", PathString(part))
+			return Pattern{}, fmt.Errorf("%s: the deprecated element field is not supported", ErrorPath(part))
 		}
 		for _, pe := range part.GetElem() {
 			switch pe.GetName() {
 			case "":
-				return Pattern{}, fmt.Errorf("%s: empty element name", PathString(part))
+				return Pattern{}, fmt.Errorf("%s: empty element name", ErrorPath(part))
 			case MultiLevel:
 				if len(pe.GetKey()) > 0 {
-					return Pattern{}, fmt.Errorf("%s: %q cannot have keys", PathString(part), MultiLevel)
+					return Pattern{}, fmt.Errorf("%s: %q cannot have keys", ErrorPath(part), MultiLevel)
 				}
 				pat.elems = append(pat.elems, pelem{name: MultiLevel, multi: true})
 				continue

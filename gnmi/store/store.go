@@ -21,9 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lhcnp/lhcnp/gnmi/clock"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -306,12 +308,12 @@ func (s *Store) Apply(b *Batch, ts int64) (int64, error) {
 
 func (s *Store) updateLocked(o *op, ts int64, seq uint64) (Change, bool, error) {
 	if o.val == nil || o.val.Value == nil {
-		return Change{}, false, fmt.Errorf("%w: %s: nil value", ErrPath, PathString(o.path))
+		return Change{}, false, fmt.Errorf("%w: %s: nil value", ErrPath, ErrorPath(o.path))
 	}
 	elems := o.path.GetElem()
 	if len(elems) == 0 {
 		if len(o.path.GetElement()) > 0 {
-			return Change{}, false, fmt.Errorf("%w: %s: deprecated element field", ErrPath, PathString(o.path))
+			return Change{}, false, fmt.Errorf("%w: %s: deprecated element field", ErrPath, ErrorPath(o.path))
 		}
 		return Change{}, false, fmt.Errorf("%w: empty path", ErrPath)
 	}
@@ -331,10 +333,10 @@ func (s *Store) updateLocked(o *op, ts int64, seq uint64) (Change, bool, error) 
 	for i := start; i < len(elems); i++ {
 		pe := elems[i]
 		if n.val != nil {
-			return Change{}, false, fmt.Errorf("%w: %s: %s is a leaf", ErrPath, PathString(o.path), PathString(&gnmi.Path{Elem: elems[:i]}))
+			return Change{}, false, fmt.Errorf("%w: %s: %s is a leaf", ErrPath, ErrorPath(o.path), ErrorPath(&gnmi.Path{Elem: elems[:i]}))
 		}
 		if pe.GetName() == "" {
-			return Change{}, false, fmt.Errorf("%w: %s: empty element name", ErrPath, PathString(o.path))
+			return Change{}, false, fmt.Errorf("%w: %s: empty element name", ErrPath, ErrorPath(o.path))
 		}
 		ck := childKey{pe.Name, keyString(pe.Key)}
 		c := n.children[ck]
@@ -364,7 +366,7 @@ func (s *Store) updateLocked(o *op, ts int64, seq uint64) (Change, bool, error) 
 		return Change{Leaf: n, Val: n.val, Kind: n.kind, TS: ts, Seq: seq}, true, nil
 	}
 	if n.val == nil {
-		return Change{}, false, fmt.Errorf("%w: %s is not a leaf", ErrPath, PathString(o.path))
+		return Change{}, false, fmt.Errorf("%w: %s is not a leaf", ErrPath, ErrorPath(o.path))
 	}
 	if ts < n.val.TS {
 		if s.source {
@@ -548,6 +550,30 @@ func keyString(keys map[string]string) string {
 		sb.WriteString(keys[k])
 	}
 	return sb.String()
+}
+
+// MaxErrorPathBytes is the most of a path, or of a name or key a request
+// gave, that an error message quotes (ErrorPath, ErrorText): a request may
+// carry a path of megabytes, which its error would echo back to the
+// client and into logs.
+const MaxErrorPathBytes = 512
+
+// ErrorPath is PathString for an error message: cut after
+// MaxErrorPathBytes, with "… (N bytes)" saying how long it was.
+func ErrorPath(p *gnmi.Path) string { return ErrorText(PathString(p)) }
+
+// ErrorText is s (a path, a name or a key value of a request) for an error
+// message: cut after MaxErrorPathBytes (at a character's start), with
+// "… (N bytes)" saying how long it was.
+func ErrorText(s string) string {
+	if len(s) <= MaxErrorPathBytes {
+		return s
+	}
+	cut := MaxErrorPathBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // PathString renders a path as "/a/b[k=v]/c", keys sorted, "]" and "\" in key

@@ -335,12 +335,12 @@ func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionL
 		prefix = s.o.rewrite(prefix)
 	}
 	if !s.o.allowedOrigins[prefix.GetOrigin()] {
-		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: unsupported origin %q", store.PathString(prefix), prefix.GetOrigin())
+		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: unsupported origin %q", store.ErrorPath(prefix), prefix.GetOrigin())
 	}
 	if prefix.GetOrigin() != "" {
 		for _, sub := range sl.GetSubscription() {
 			if sub.GetPath().GetOrigin() != "" {
-				return nil, status.Errorf(codes.InvalidArgument, "path %s: origin set in both the prefix and the path", store.PathString(sub.GetPath()))
+				return nil, status.Errorf(codes.InvalidArgument, "path %s: origin set in both the prefix and the path", store.ErrorPath(sub.GetPath()))
 			}
 		}
 	}
@@ -358,7 +358,7 @@ func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionL
 	}
 	st.codec, st.raw = transportOf(rpc)
 	if _, err := store.NewPattern(prefix, nil); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %v", store.PathString(prefix), err)
+		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %v", store.ErrorPath(prefix), err)
 	}
 	for _, sub := range sl.GetSubscription() {
 		su, err := s.newSub(st, prefix, sub)
@@ -381,8 +381,9 @@ func bareprefix(p *gnmi.Path) *gnmi.Path {
 
 func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (*sub, error) {
 	name := store.PathString(req.GetPath())
+	errName := store.ErrorText(name) // in errors: the path may be megabytes
 	if !s.o.allowedOrigins[req.GetPath().GetOrigin()] {
-		return nil, status.Errorf(codes.InvalidArgument, "path %s: unsupported origin %q", name, req.GetPath().GetOrigin())
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: unsupported origin %q", errName, req.GetPath().GetOrigin())
 	}
 	path := req.GetPath()
 	if s.o.rewrite != nil && path != nil {
@@ -390,12 +391,12 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 	}
 	pat, err := store.NewPattern(prefix, path)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", name, err)
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", errName, err)
 	}
 	if s.o.validate != nil {
 		full := &gnmi.Path{Elem: append(append([]*gnmi.PathElem(nil), prefix.GetElem()...), path.GetElem()...)}
 		if err := s.o.validate(full); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", store.PathString(full), err)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", store.ErrorPath(full), err)
 		}
 	}
 	su := &sub{pat: pat, name: name}
@@ -406,10 +407,10 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 		// and gNMI 3.5.1.3 offers the Subscription's parameters to POLL and
 		// STREAM only.
 		if sample != 0 {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in %v mode", name, st.mode)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in %v mode", errName, st.mode)
 		}
 		if heartbeat != 0 {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: heartbeat_interval is not allowed in %v mode", name, st.mode)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: heartbeat_interval is not allowed in %v mode", errName, st.mode)
 		}
 		su.initial = anyKind
 		return su, nil
@@ -421,12 +422,12 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 		return su, nil
 	}
 	if heartbeat != 0 && heartbeat < s.o.minSample {
-		return nil, status.Errorf(codes.InvalidArgument, "path %s: heartbeat_interval %v is below the minimum %v", name, heartbeat, s.o.minSample)
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: heartbeat_interval %v is below the minimum %v", errName, heartbeat, s.o.minSample)
 	}
 	switch req.GetMode() {
 	case gnmi.SubscriptionMode_ON_CHANGE:
 		if sample != 0 {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in ON_CHANGE mode", name)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in ON_CHANGE mode", errName)
 		}
 		su.onChange, su.heartbeat = anyKind, heartbeat
 	case gnmi.SubscriptionMode_SAMPLE:
@@ -434,7 +435,7 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 			sample = s.o.minSample // 3.5.1.5.2: the lowest interval possible
 		}
 		if sample < s.o.minSample {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval %v is below the minimum %v", name, sample, s.o.minSample)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval %v is below the minimum %v", errName, sample, s.o.minSample)
 		}
 		su.sampled, su.interval = anyKind, sample
 		su.suppress = req.GetSuppressRedundant()
@@ -444,7 +445,7 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 		}
 	case gnmi.SubscriptionMode_TARGET_DEFINED:
 		if sample != 0 {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in TARGET_DEFINED mode", name)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in TARGET_DEFINED mode", errName)
 		}
 		su.onChange, su.sampled = notSampledKind, sampledKind
 		su.interval, su.heartbeat = s.o.targetDefined, heartbeat
@@ -453,7 +454,7 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 			su.sent = map[string]sentInfo{}
 		}
 	default:
-		return nil, status.Errorf(codes.InvalidArgument, "path %s: unknown subscription mode %d", name, req.GetMode())
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: unknown subscription mode %d", errName, req.GetMode())
 	}
 	su.initial = anyKind // every mode covers every kind of leaf, some by change, some by sample
 	return su, nil
