@@ -68,7 +68,7 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 			return nil, fmt.Errorf("northbound.users: %w", err)
 		}
 		if nc.Insecure {
-			warnClearPasswords(stderr, "lhcnp collector: warning: northbound.users over northbound.insecure", "northbound.tls_cert, northbound.tls_key", nc.Listen)
+			warnClearPasswords(ctx, lookupHost, stderr, "lhcnp collector: warning: northbound.users over northbound.insecure", "northbound.tls_cert, northbound.tls_key", nc.Listen)
 		}
 	} else if nc.Insecure {
 		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client is the anonymous read-write user")

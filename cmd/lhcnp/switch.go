@@ -526,7 +526,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			for _, s := range cfg.Switches {
 				addrs = append(addrs, s.Listen)
 			}
-			warnClearPasswords(stderr, "lhcnp switch: warning: --users over --insecure", "--tls-cert, --tls-key", addrs...)
+			warnClearPasswords(ctx, lookupHost, stderr, "lhcnp switch: warning: --users over --insecure", "--tls-cert, --tls-key", addrs...)
 		}
 	} else if f.Insecure {
 		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client is the anonymous read-write user")
@@ -615,11 +615,12 @@ func gnmiServerOptions(creds *auth.Authenticator, users bool, l gnmiLimits) []se
 // warnClearPasswords writes a warning (what: its start) on stderr when
 // gNMI with users and without TLS listens on an address other than
 // loopback (addrs): the clients' passwords cross the network in clear text.
-// tlsKeys name the settings of TLS.
-func warnClearPasswords(stderr io.Writer, what, tlsKeys string, addrs ...string) {
+// tlsKeys name the settings of TLS. lookup resolves host names
+// (lookupHost).
+func warnClearPasswords(ctx context.Context, lookup lookupFunc, stderr io.Writer, what, tlsKeys string, addrs ...string) {
 	var open []string
 	for _, a := range addrs {
-		if !loopbackAddr(a) {
+		if !loopbackAddr(ctx, lookup, a) {
 			open = append(open, a)
 		}
 	}
@@ -629,19 +630,36 @@ func warnClearPasswords(stderr io.Writer, what, tlsKeys string, addrs ...string)
 	}
 }
 
+// lookupFunc resolves a host name to its addresses.
+type lookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// lookupHost is the resolver's lookupFunc.
+func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
 // loopbackAddr reports whether the listen address host:port is on
-// loopback only: a loopback IP or localhost. A host name, or none (every
-// interface), is not.
-func loopbackAddr(addr string) bool {
+// loopback only: a loopback IP, or a host name (localhost, or any other)
+// whose every address is loopback, net.Listen listening on one of them.
+// None (every interface), or a name that does not resolve, is not.
+func loopbackAddr(ctx context.Context, lookup lookupFunc, addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if err != nil || host == "" {
 		return false
 	}
-	if host == "localhost" {
-		return true
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.IsLoopback()
 	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	ips, err := lookup(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if !ip.Unmap().IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
 
 // localWires returns the file's wires this process runs: those with one

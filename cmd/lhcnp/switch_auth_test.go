@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,12 +161,34 @@ func TestSwitchUsersOverInsecureWarns(t *testing.T) {
 	}
 }
 
+// TestSwitchLoopbackAddr: a listen address is loopback only when its host
+// is a loopback IP or a name whose every address is loopback (resolved by
+// a fake resolver here: the test must not depend on the machine's). It
+// failed before for names other than localhost (lo.example, a name of
+// 127.0.0.1 and ::1, was warned of as if on the network).
 func TestSwitchLoopbackAddr(t *testing.T) {
+	names := map[string][]netip.Addr{
+		"localhost":      {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")},
+		"lo.example":     {netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("::1")},
+		"mapped.example": {netip.MustParseAddr("::ffff:127.0.0.1")},
+		"mixed.example":  {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("192.0.2.1")},
+		"switch.example": {netip.MustParseAddr("192.0.2.1")},
+		"empty.example":  {},
+	}
+	lookup := func(_ context.Context, host string) ([]netip.Addr, error) {
+		ips, ok := names[host]
+		if !ok {
+			return nil, errors.New("no such host")
+		}
+		return ips, nil
+	}
 	for addr, want := range map[string]bool{
 		"127.0.0.1:9339": true, "127.1.2.3:0": true, "[::1]:9339": true, "localhost:9339": true,
-		"0.0.0.0:9339": false, ":9339": false, "[::]:9339": false, "192.0.2.1:9339": false, "switch.example:9339": false, "bad": false,
+		"lo.example:9339": true, "mapped.example:9339": true,
+		"0.0.0.0:9339": false, ":9339": false, "[::]:9339": false, "192.0.2.1:9339": false, "switch.example:9339": false,
+		"mixed.example:9339": false, "empty.example:9339": false, "nx.example:9339": false, "bad": false,
 	} {
-		if got := loopbackAddr(addr); got != want {
+		if got := loopbackAddr(context.Background(), lookup, addr); got != want {
 			t.Errorf("loopbackAddr(%q) = %v, want %v", addr, got, want)
 		}
 	}
