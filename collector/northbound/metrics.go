@@ -21,6 +21,7 @@ const (
 	SetUnreachable   = "unreachable"    // the switch could not be reached (UNAVAILABLE)
 	SetUnknownTarget = "unknown_target" // no switch of this collector by that name (NOT_FOUND)
 	SetNoTarget      = "no_target"      // the prefix names no single switch (INVALID_ARGUMENT)
+	SetUnimplemented = "unimplemented"  // this northbound forwards no Set (no dialer; logged, not counted)
 )
 
 // Metrics are the northbound's own: RPCs by method and code, Subscribe

@@ -26,9 +26,11 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/clock"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/service"
@@ -354,10 +356,18 @@ func getFor(req *gnmi.GetRequest, name string) *gnmi.GetRequest {
 // Set forwards the request, unchanged, to the switch the prefix's target
 // names and returns its answer unchanged, errors included (code, message
 // and details). The NMS configures through the same endpoint it reads.
-func (s *Server) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetResponse, error) {
+//
+// The switch sees the collector's own credentials for that target, not
+// the northbound user's (the wire carries one identity; the collector is
+// trusted to act for its users): each Set is logged here with the
+// northbound user who made it (auditSet), the record of who changed what.
+func (s *Server) Set(ctx context.Context, req *gnmi.SetRequest) (_ *gnmi.SetResponse, err error) {
 	t := req.GetPrefix().GetTarget()
+	outcome := SetUnimplemented
+	done := func(target, o string) { outcome = o; s.o.m.set(target, o) }
+	defer func() { s.auditSet(ctx, req, outcome, err) }()
 	if t == "" || t == AllTargets {
-		s.o.m.set("", SetNoTarget)
+		done("", SetNoTarget)
 		return nil, status.Errorf(codes.InvalidArgument, "set: the prefix's target must name one switch (got %q); known: %v", t, s.Targets())
 	}
 	if s.o.dial == nil {
@@ -365,30 +375,67 @@ func (s *Server) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetRespon
 	}
 	conn, cctx, ok, err := s.o.dial(ctx, t)
 	if !ok {
-		s.o.m.set("", SetUnknownTarget)
-		return nil, status.Errorf(codes.NotFound, "set: target %q: not a switch of this collector (known: %v)", t, s.Targets())
+		done("", SetUnknownTarget)
+		return nil, status.Errorf(codes.NotFound, "set: target %q: not a switch of this collector (known: %v)", store.ErrorText(t), s.Targets())
 	}
 	if err != nil {
-		s.o.m.set(t, SetUnreachable)
+		done(t, SetUnreachable)
 		return nil, status.Errorf(codes.Unavailable, "set: target %q: %v", t, err)
 	}
 	resp, err := gnmi.NewGNMIClient(conn).Set(cctx, req)
 	if err != nil {
 		if _, isStatus := status.FromError(err); !isStatus || errors.Is(err, context.Canceled) {
-			s.o.m.set(t, SetUnreachable)
+			done(t, SetUnreachable)
 			return nil, status.Errorf(codes.Unavailable, "set: target %q: %v", t, err)
 		}
 		// A switch that cannot be reached gives UNAVAILABLE from the
 		// client's transport too.
 		if status.Code(err) == codes.Unavailable {
-			s.o.m.set(t, SetUnreachable)
+			done(t, SetUnreachable)
 		} else {
-			s.o.m.set(t, SetRefused)
+			done(t, SetRefused)
 		}
 		return nil, err
 	}
-	s.o.m.set(t, SetApplied)
+	done(t, SetApplied)
 	return resp, nil
+}
+
+// auditPaths is how many of a Set's paths its log line names.
+const auditPaths = 8
+
+// auditSet logs a Set the northbound was asked to forward: the northbound
+// user who made it (auth.FromContext; none without an authenticator), its
+// peer, the target, the outcome (a SetApplied... label) and code, the
+// number of deletes, replaces and updates and the first auditPaths of
+// their paths (each cut as in errors, store.ErrorPath).
+func (s *Server) auditSet(ctx context.Context, req *gnmi.SetRequest, outcome string, err error) {
+	id, _ := auth.FromContext(ctx)
+	from := ""
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		from = p.Addr.String()
+	}
+	var paths []string
+	add := func(op string, p *gnmi.Path) {
+		if len(paths) < auditPaths {
+			paths = append(paths, op+" "+store.ErrorPath(schema.Join(req.GetPrefix(), p)))
+		}
+	}
+	for _, p := range req.GetDelete() {
+		add("delete", p)
+	}
+	for _, u := range req.GetReplace() {
+		add("replace", u.GetPath())
+	}
+	for _, u := range req.GetUpdate() {
+		add("update", u.GetPath())
+	}
+	if n := len(req.GetDelete()) + len(req.GetReplace()) + len(req.GetUpdate()); n > len(paths) {
+		paths = append(paths, fmt.Sprintf("and %d more", n-len(paths)))
+	}
+	s.o.log.Info("northbound: set", "user", id.User, "peer", from, "target", store.ErrorText(req.GetPrefix().GetTarget()),
+		"outcome", outcome, "code", status.Code(err).String(), "deletes", len(req.GetDelete()),
+		"replaces", len(req.GetReplace()), "updates", len(req.GetUpdate()), "paths", paths)
 }
 
 // Conns caches one client connection per switch address for Set
