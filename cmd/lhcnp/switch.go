@@ -154,6 +154,14 @@ func loadSwitchFile(path string) (*switchFile, error) {
 	return &f, nil
 }
 
+// missingFlagError is a usage error for a flag the command line lacks,
+// printed after the usage (parseSwitchArgs); resolve's other usage
+// errors (a refused combination, a bad value of a flag or a variable)
+// stand alone.
+type missingFlagError struct{ msg string }
+
+func (e missingFlagError) Error() string { return e.msg }
+
 // resolve checks the layered configuration (loaded by cc from path, ""
 // for none) and fills Switches in the one-switch form. Paths from the file
 // are made relative to it; those from flags and variables stay as given.
@@ -166,7 +174,7 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 	}
 	missing := func(key, what string) error {
 		if path == "" {
-			return usageError{fmt.Sprintf("--config FILE, or --%s: %s, is required", cc.Flag(key), what)}
+			return missingFlagError{fmt.Sprintf("--config FILE, or --%s: %s, is required", cc.Flag(key), what)}
 		}
 		return fmt.Errorf("%s: %s: missing (%s)", path, key, what)
 	}
@@ -420,9 +428,16 @@ func parseSwitchArgs(args []string, environ func() []string, stderr io.Writer) (
 		}
 		return ""
 	}
-	if f.Insecure == (f.TLSCert != "") || (f.TLSCert == "") != (f.TLSKey == "") {
+	// The usage is printed for a flag missing, not for a refused
+	// combination of flags or a bad value: its 45 lines would bury the
+	// one line that says what is wrong.
+	if !f.Insecure && f.TLSCert == "" && f.TLSKey == "" {
 		return nil, "", nil, c.usageError(fmt.Sprintf("choose --insecure or --tls-cert with --tls-key (insecure %v%s, tls_cert %q%s, tls_key %q%s)",
 			f.Insecure, from("insecure"), f.TLSCert, from("tls_cert"), f.TLSKey, from("tls_key")))
+	}
+	if f.Insecure == (f.TLSCert != "") || (f.TLSCert == "") != (f.TLSKey == "") {
+		return nil, "", nil, usageError{fmt.Sprintf("choose --insecure or --tls-cert with --tls-key (insecure %v%s, tls_cert %q%s, tls_key %q%s)",
+			f.Insecure, from("insecure"), f.TLSCert, from("tls_cert"), f.TLSKey, from("tls_key"))}
 	}
 	if f.ClientCA != "" && f.Insecure {
 		return nil, "", nil, usageError{"--client-ca needs TLS"}
@@ -431,11 +446,11 @@ func parseSwitchArgs(args []string, environ func() []string, stderr io.Writer) (
 	// be open: an operator who chose TLS wants clients identified, by a
 	// password or a certificate.
 	if !f.Insecure && f.Users == "" && f.ClientCA == "" {
-		return nil, "", nil, c.usageError("--tls-cert without --users or --client-ca would let every client Set as the anonymous read-write user: give a users file (lhcnp passwd), a client CA, or both")
+		return nil, "", nil, usageError{"--tls-cert without --users or --client-ca would let every client Set as the anonymous read-write user: give a users file (lhcnp passwd), a client CA, or both"}
 	}
 	if err := f.resolve(c.config, c.cc); err != nil {
-		if u, ok := err.(usageError); ok {
-			return nil, "", nil, c.usageError(u.msg)
+		if m, ok := err.(missingFlagError); ok {
+			return nil, "", nil, c.usageError(m.msg)
 		}
 		return nil, "", nil, err
 	}

@@ -178,6 +178,49 @@ func TestSwitchUsage(t *testing.T) {
 	}
 }
 
+// TestSwitchRefusalsStandAlone: a flag missing is a usage mistake, the
+// usage printed before the message; a refused combination of flags, or a
+// bad value of a flag or a variable, is the one message naming them (the
+// 45 lines of usage buried it), a usage error (exit status 2) still.
+func TestSwitchRefusalsStandAlone(t *testing.T) {
+	const sw = "../../examples/switch.yaml"
+	dir := t.TempDir()
+	fab := fileWriter(t, dir)("fabric.yaml", "scenario: sc.yaml\nswitches: [{name: n1}]\n")
+	for _, tt := range []struct {
+		desc  string
+		args  []string
+		env   []string
+		want  string
+		usage bool
+	}{
+		{desc: "no transport", args: []string{"--config", sw}, want: "choose --insecure or --tls-cert with --tls-key", usage: true},
+		{desc: "no scenario", args: []string{"--switch", "n1", "--insecure"}, want: "--scenario: the scenario file with the topology and traffic, is required", usage: true},
+		{desc: "an argument", args: []string{"--config", sw, "--insecure", "extra"}, want: `unexpected argument "extra"`, usage: true},
+		{desc: "TLS without users or client CA", args: []string{"--config", sw, "--tls-cert", "c.pem", "--tls-key", "k.pem"},
+			want: "--tls-cert without --users or --client-ca would let every client Set as the anonymous read-write user"},
+		{desc: "both transports", args: []string{"--config", sw, "--insecure", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
+			want: "choose --insecure or --tls-cert with --tls-key (insecure true (--insecure)"},
+		{desc: "a certificate without its key", args: []string{"--config", sw, "--tls-cert", "c.pem", "--users", "u"},
+			want: `tls_key ""`},
+		{desc: "client CA without TLS", args: []string{"--config", sw, "--insecure", "--client-ca", "ca.pem"}, want: "--client-ca needs TLS"},
+		{desc: "switch over a fabric", args: []string{"--config", fab, "--insecure", "--switch", "n1"}, want: "choose among them with --switches"},
+		{desc: "speed of a variable", args: []string{"--config", sw, "--insecure"}, env: []string{"LHCNP_SWITCH_SPEED=0"},
+			want: "speed 0 (LHCNP_SWITCH_SPEED): must be positive"},
+		{desc: "listen of a flag", args: []string{"--config", sw, "--insecure", "--listen", "x:99999"}, want: `listen "x:99999" (--listen)`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var stderr strings.Builder
+			_, _, _, err := parseSwitchArgs(tt.args, func() []string { return tt.env }, &stderr)
+			if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("parseSwitchArgs(%q) = %v, want a usage error containing %q", tt.args, err, tt.want)
+			}
+			if printed := strings.Contains(stderr.String(), "usage: lhcnp switch"); printed != tt.usage {
+				t.Errorf("usage printed %v, want %v; stderr:\n%s", printed, tt.usage, stderr.String())
+			}
+		})
+	}
+}
+
 // TestSwitchTLSNeedsUsersOrClientCA: TLS alone would let every client Set
 // as the anonymous read-write user; lhcnp switch wants users, a client CA,
 // or both, and says so.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestTunerHoldRelease(t *testing.T) {
 	}{
 		{"unknown switch", []string{"hold", "--config", cfg, "--target", "n9", "--interface", "wan0", "--queue", "0"}, `--target "n9": not a switch of`},
 		{"queue out of range", []string{"hold", "--config", cfg, "--target", "n1", "--interface", "wan0", "--queue", "300"}, "--queue 300: want a queue id 0-255"},
-		{"no queue", []string{"release", "--config", cfg, "--target", "n1", "--interface", "wan0"}, "--queue -1: want a queue id 0-255"},
+		{"no queue", []string{"release", "--config", cfg, "--target", "n1", "--interface", "wan0"}, "--queue is required"},
 		{"no target", []string{"release", "--config", cfg}, "--target is required"},
 		{"no database", []string{"hold", "--target", "n1", "--interface", "wan0", "--queue", "0"}, "db: missing: give --config FILE"},
 	} {
@@ -72,6 +73,34 @@ func TestTunerHoldRelease(t *testing.T) {
 			err := runTuner(ctx, tt.args, io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestTunerHoldUsage: a flag missing prints the usage before the message;
+// a bad value is the one message, a usage error still.
+func TestTunerHoldUsage(t *testing.T) {
+	q := []string{"--db", "postgres://x/y", "--target", "n1", "--interface", "wan0"}
+	for _, tt := range []struct {
+		desc  string
+		args  []string
+		want  string
+		usage bool
+	}{
+		{"no target", []string{"--db", "postgres://x/y"}, "--target is required", true},
+		{"no queue", q, "--queue is required", true},
+		{"queue out of range", append(slices.Clone(q), "--queue", "300"), "--queue 300: want a queue id 0-255", false},
+		{"negative hold", append(slices.Clone(q), "--queue", "3", "--for", "-1h"), "--for -1h0m0s: want a positive duration", false},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var stderr strings.Builder
+			_, err := parseTunerHold("hold", tt.args, func() []string { return nil }, &stderr)
+			if _, ok := err.(usageError); !ok || err.Error() != tt.want {
+				t.Fatalf("parseTunerHold(%q) = %v, want the usage error %q", tt.args, err, tt.want)
+			}
+			if printed := strings.Contains(stderr.String(), "usage: lhcnp tuner hold"); printed != tt.usage {
+				t.Errorf("usage printed %v, want %v", printed, tt.usage)
 			}
 		})
 	}
