@@ -87,6 +87,21 @@ func (c *cmdLine) usageError(msg string) error {
 	return usageError{msg}
 }
 
+// badValue is the error for key's value v, refused for why: at the line
+// and column of the file (path, "" for none) when the file set it, as the
+// file's other mistakes are; a usage error naming the flag or variable
+// that set it otherwise.
+func badValue(cc *cliconf.Config, path, key string, v any, why string) error {
+	o := cc.Origin(key)
+	if path != "" && o == path {
+		return cc.Locate(fmt.Errorf("%s: %v: %s", key, v, why))
+	}
+	if o != "" {
+		return usageError{fmt.Sprintf("%s %v (%s): %s", key, v, o, why)}
+	}
+	return usageError{fmt.Sprintf("%s %v: %s", key, v, why)}
+}
+
 // parseFlagsOnly parses the flags of a command that takes no positional
 // argument (before or after a stray one, which is refused by name), its
 // usage the line and fs's flags.

@@ -84,20 +84,26 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	if err := c.parse(args, nil); err != nil {
 		return nil, err
 	}
-	if cfg.Retention != 0 && cfg.Retention < time.Minute {
-		return nil, usageError{fmt.Sprintf("--retention %v: want at least 1m, or 0 to keep everything", cfg.Retention)}
-	}
-	if cfg.Horizon < 0 || cfg.Period < 0 || cfg.WebSearchLoad < 0 || cfg.WebSearchLoad > 1 || cfg.Speed < 0 {
-		return nil, usageError{"--horizon, --period and --speed must not be negative, --websearch-load within [0, 1]"}
-	}
-	if cfg.CitusWorkers < 0 || cfg.CitusWorkers > 16 {
-		return nil, usageError{fmt.Sprintf("--citus-workers %d: want 0-16", cfg.CitusWorkers)}
-	}
-	if cfg.CitusWorkers > 0 && cfg.Postgres != "" {
-		return nil, usageError{"--citus-workers runs a private Citus cluster; with --postgres the lab uses that database as it is"}
-	}
-	if cfg.PostgresPort < 0 || cfg.PostgresPort > 65535 {
-		return nil, usageError{fmt.Sprintf("--postgres-port %d: want 0-65535", cfg.PostgresPort)}
+	// A bad value of the file is named at its line and column, of a flag
+	// or a variable by it, as lhcnp switch names its own.
+	bad := func(key string, v any, why string) (*labFile, error) { return nil, badValue(c.cc, c.config, key, v, why) }
+	switch {
+	case cfg.Retention != 0 && cfg.Retention < time.Minute:
+		return bad("retention", cfg.Retention, "want at least 1m, or 0 to keep everything")
+	case cfg.Horizon < 0:
+		return bad("horizon", cfg.Horizon, "must not be negative")
+	case cfg.Period < 0:
+		return bad("period", cfg.Period, "must not be negative")
+	case cfg.Speed < 0:
+		return bad("speed", cfg.Speed, "must not be negative")
+	case cfg.WebSearchLoad < 0 || cfg.WebSearchLoad > 1:
+		return bad("websearch_load", cfg.WebSearchLoad, "want 0..1")
+	case cfg.CitusWorkers < 0 || cfg.CitusWorkers > 16:
+		return bad("citus_workers", cfg.CitusWorkers, "want 0-16")
+	case cfg.CitusWorkers > 0 && cfg.Postgres != "":
+		return bad("citus_workers", cfg.CitusWorkers, "runs a private Citus cluster; with postgres the lab uses that database as it is")
+	case cfg.PostgresPort < 0 || cfg.PostgresPort > 65535:
+		return bad("postgres_port", cfg.PostgresPort, "want 0-65535")
 	}
 	return &cfg, nil
 }

@@ -527,10 +527,10 @@ func TestLabTunerConfig(t *testing.T) {
 		args       []string
 		want       []string
 	}{
-		{"a database", "db: postgres://x@y/z\n", nil, []string{"db.yaml:1: db:", "the lab's database"}},
-		{"switches", "switches:\n  - {name: n1, address: 127.0.0.1:1}\n", nil, []string{"switches.yaml:1: switches:"}},
+		{"a database", "db: postgres://x@y/z\n", nil, []string{"db.yaml:1:5: db:", "the lab's database"}},
+		{"switches", "switches:\n  - {name: n1, address: 127.0.0.1:1}\n", nil, []string{"switches.yaml:1:1: switches:"}},
 		{"an unknown key", "period: 2s\nperiode: 3s\n", nil, []string{"unknown.yaml:2", "periode"}},
-		{"a bad value", "period: 5s\nrollback_duration: 1s\n", nil, []string{"value.yaml:2: rollback_duration"}},
+		{"a bad value", "period: 5s\nrollback_duration: 1s\n", nil, []string{"value.yaml:2:20: rollback_duration"}},
 		{"the tuner off", "period: 2s\n", []string{"--tuner=false"}, []string{"--tuner-config", "the tuner is off"}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -544,6 +544,45 @@ func TestLabTunerConfig(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not name %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestLabBadValues: a bad value of lhcnp lab's --config file is named at
+// its line and column, as the tuner's, the collector's and lhcnp switch's
+// are (it was named as the flag, the file not at all); of a flag or a
+// variable, by it, a usage error.
+func TestLabBadValues(t *testing.T) {
+	write := fileWriter(t, t.TempDir())
+	for _, tt := range []struct {
+		desc, body string
+		args, env  []string
+		want       string
+		usage      bool
+	}{
+		{desc: "retention in the file", body: "speed: 0.1\nretention: 30s\n", want: "FILE:2:12: retention: 30s: want at least 1m, or 0 to keep everything"},
+		{desc: "citus workers in the file", body: "citus_workers: 20\n", want: "FILE:1:16: citus_workers: 20: want 0-16"},
+		{desc: "a load in the file", body: "websearch_load: 1.5\n", want: "FILE:1:17: websearch_load: 1.5: want 0..1"},
+		{desc: "citus over a database", body: "postgres: postgres://x/y\ncitus_workers: 2\n",
+			want: "FILE:2:16: citus_workers: 2: runs a private Citus cluster; with postgres the lab uses that database as it is"},
+		{desc: "retention of a flag", args: []string{"--retention", "30s"}, want: "retention 30s (--retention): want at least 1m, or 0 to keep everything", usage: true},
+		{desc: "a period of a variable", env: []string{"LHCNP_LAB_PERIOD=-1s"}, want: "period -1s (LHCNP_LAB_PERIOD): must not be negative", usage: true},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			args := tt.args
+			path := ""
+			if tt.body != "" {
+				path = write("lab.yaml", tt.body)
+				args = append([]string{"--config", path}, args...)
+			}
+			_, err := parseLab(args, func() []string { return tt.env }, io.Discard)
+			want := strings.ReplaceAll(tt.want, "FILE", path)
+			if err == nil || err.Error() != want {
+				t.Fatalf("parseLab(%q) = %v, want %q", args, err, want)
+			}
+			if _, ok := err.(usageError); ok != tt.usage {
+				t.Errorf("usage error %v, want %v", ok, tt.usage)
 			}
 		})
 	}

@@ -196,12 +196,7 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 	}
 	// A bad value of the file is named at its line; of a flag or a
 	// variable, by it (a usage error).
-	bad := func(key string, v any, why string) error {
-		if path != "" && cc.Origin(key) == path {
-			return cc.Locate(fmt.Errorf("%s: %v: %s", key, v, why))
-		}
-		return usageError{fmt.Sprintf("%s %v%s: %s", key, v, from(key), why)}
-	}
+	bad := func(key string, v any, why string) error { return badValue(cc, path, key, v, why) }
 	switch {
 	case !(f.Speed > 0):
 		return bad("speed", f.Speed, "must be positive")

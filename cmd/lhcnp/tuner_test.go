@@ -72,7 +72,7 @@ func TestTunerBadInput(t *testing.T) {
 		{"unknown key", []string{"--config", write("unknown.yaml", good+"polcy: {}\n")},
 			[]string{"unknown.yaml:4", "unknown key polcy"}},
 		{"alpha bound outside the model", []string{"--config", write("alpha.yaml", good+"policy: {alpha_max: 5000}\n")},
-			[]string{"alpha.yaml:4: policy.alpha_max: 5000 is outside the YANG range of alpha 0.001..1000"}},
+			[]string{"alpha.yaml:4:21: policy.alpha_max: 5000 is outside the YANG range of alpha 0.001..1000"}},
 		{"alpha bound from a flag", []string{"--config", write("flag.yaml", good), "--policy.alpha-max=5000"},
 			[]string{"--policy.alpha-max: policy.alpha_max: 5000 is outside"}},
 		{"no switches", []string{"--config", write("none.yaml", "db: postgres://x@127.0.0.1:1/y\n")},

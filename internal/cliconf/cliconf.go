@@ -84,13 +84,17 @@ type Config struct {
 	flagOf   map[string]string
 	envAlias map[string]string
 	fields   map[string]field
-	// origin and inFile are filled by Load, and path and lines: the
-	// file and the line of every key it sets (Locate).
+	// origin and inFile are filled by Load, and path and places: the
+	// file and the place of every key it sets (Locate).
 	origin map[string]string
 	inFile map[string]bool
 	path   string
-	lines  map[string]int
+	places map[string]place
 }
+
+// place is where a key's value starts in a file: its line and column,
+// 1-based.
+type place struct{ line, col int }
 
 type options struct {
 	prefix     string
@@ -282,7 +286,7 @@ func (c *Config) define(name string, fv reflect.Value, usage string, t reflect.T
 // set on the command line (fs must have been parsed) onto the struct.
 func (c *Config) Load(path string) error {
 	k := koanf.New(".")
-	c.origin, c.inFile, c.path, c.lines = map[string]string{}, map[string]bool{}, path, map[string]int{}
+	c.origin, c.inFile, c.path, c.places = map[string]string{}, map[string]bool{}, path, map[string]place{}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -293,7 +297,7 @@ func (c *Config) Load(path string) error {
 		}
 		var doc yaml.Node
 		if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 {
-			keyLines(doc.Content[0], "", c.lines)
+			keyPlaces(doc.Content[0], "", c.places)
 		}
 		if err := k.Load(rawbytes.Provider(data), kyaml.Parser()); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
@@ -380,34 +384,40 @@ func (c *Config) Load(path string) error {
 	return nil
 }
 
-// keyLines records the line of every key under n, a mapping or a
+// keyPlaces records the place of every key under n, a mapping or a
 // sequence, at prefix: dotted keys (writer.batch_rows), and a sequence's
 // items by index (targets[0]) and, for a mapping with a name key, by name
-// (targets[n1]), as the commands' checks name them.
-func keyLines(n *yaml.Node, prefix string, lines map[string]int) {
+// (targets[n1]), as the commands' checks name them. A scalar's place is
+// its value's, where a value of the wrong type is named (typeErrors); a
+// list's or a mapping's is its key's, the line that introduces it.
+func keyPlaces(n *yaml.Node, prefix string, places map[string]place) {
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			key := n.Content[i].Value
+			k, v := n.Content[i], n.Content[i+1]
+			key := k.Value
 			if prefix != "" {
 				key = prefix + "." + key
 			}
-			lines[key] = n.Content[i].Line
-			keyLines(n.Content[i+1], key, lines)
+			places[key] = place{k.Line, k.Column}
+			if v.Kind == yaml.ScalarNode {
+				places[key] = place{v.Line, v.Column}
+			}
+			keyPlaces(v, key, places)
 		}
 	case yaml.SequenceNode:
 		for i, item := range n.Content {
 			at := fmt.Sprintf("%s[%d]", prefix, i)
-			lines[at] = item.Line
-			keyLines(item, at, lines)
+			places[at] = place{item.Line, item.Column}
+			keyPlaces(item, at, places)
 			if item.Kind != yaml.MappingNode {
 				continue
 			}
 			for j := 0; j+1 < len(item.Content); j += 2 {
 				if item.Content[j].Value == "name" && item.Content[j+1].Kind == yaml.ScalarNode {
 					named := prefix + "[" + item.Content[j+1].Value + "]"
-					lines[named] = item.Line
-					keyLines(item, named, lines)
+					places[named] = place{item.Line, item.Column}
+					keyPlaces(item, named, places)
 				}
 			}
 		}
@@ -420,8 +430,9 @@ var errKey = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*(?:\[[^\]]*\])*(?:\.[A
 
 // Locate says where each line of err (a command's check of the loaded
 // configuration, each line starting with the key it is about) came from:
-// "FILE:LINE: " when the file of the last Load set the key (or, for a key
-// it does not set, the nearest enclosing one it does), the variable or
+// "FILE:LINE:COL: " when the file of the last Load set the key (or, for a
+// key it does not set, the nearest enclosing one it does; keyPlaces), as
+// the file's type errors and the scenario loader's are, the variable or
 // flag that set it otherwise, "FILE: " for a key left at its default when
 // a file was read. A line already naming the file is left as it is.
 func (c *Config) Locate(err error) error {
@@ -451,8 +462,8 @@ func (c *Config) locate(m string) string {
 		return o + ": " + m
 	}
 	for k := key; k != ""; k = parentKey(k) {
-		if line, ok := c.lines[k]; ok {
-			return fmt.Sprintf("%s:%d: %s", c.path, line, m)
+		if p, ok := c.places[k]; ok {
+			return fmt.Sprintf("%s:%d:%d: %s", c.path, p.line, p.col, m)
 		}
 	}
 	if c.path != "" {
@@ -526,9 +537,9 @@ func checkStrict(path string, data []byte, t reflect.Type) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		var doc yaml.Node
-		lines := map[string]int{}
+		places := map[string]place{}
 		if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 {
-			keyLines(doc.Content[0], "", lines)
+			keyPlaces(doc.Content[0], "", places)
 			if msgs := typeErrors(path, doc.Content[0], t, ""); len(msgs) > 0 {
 				return errors.New(strings.Join(msgs, "; "))
 			}
@@ -537,7 +548,7 @@ func checkStrict(path string, data []byte, t reflect.Type) error {
 		// named where one alone sits on the line.
 		msgs := make([]string, len(te.Errors))
 		for i, m := range te.Errors {
-			msgs[i] = lineMessage(path, m, lines)
+			msgs[i] = lineMessage(path, m, places)
 		}
 		return errors.New(strings.Join(msgs, "; "))
 	}
@@ -552,7 +563,7 @@ func checkStrict(path string, data []byte, t reflect.Type) error {
 // lineMessage is one message of a yaml.TypeError as "FILE:LINE: ...", the
 // key named when one key alone sits on the line of a scalar of the wrong
 // type (yaml.v3 names the line and the Go type, not the key).
-func lineMessage(path, m string, lines map[string]int) string {
+func lineMessage(path, m string, places map[string]place) string {
 	g := yamlLine.FindStringSubmatch(m)
 	if g == nil {
 		return path + ": " + strings.TrimPrefix(m, "yaml: ")
@@ -560,7 +571,7 @@ func lineMessage(path, m string, lines map[string]int) string {
 	msg := g[2]
 	if f := notFound.FindStringSubmatch(msg); f != nil {
 		msg = "unknown key " + f[1]
-	} else if key := keyAt(lines, g[1]); key != "" && strings.Contains(msg, "`") {
+	} else if key := keyAt(places, g[1]); key != "" && strings.Contains(msg, "`") {
 		// A scalar's message (its value in backquotes): the key is on
 		// its line. A list or a mapping starts below its key.
 		msg = key + ": " + msg
@@ -568,17 +579,17 @@ func lineMessage(path, m string, lines map[string]int) string {
 	return path + ":" + g[1] + ": " + msg
 }
 
-// keyAt returns the one key of lines whose line is line, or "" when none
+// keyAt returns the one key of places whose line is line, or "" when none
 // or several are (a flow mapping on one line); a list item's index key
 // (targets[0]) gives way to the keys under it.
-func keyAt(lines map[string]int, line string) string {
+func keyAt(places map[string]place, line string) string {
 	n, err := strconv.Atoi(line)
 	if err != nil {
 		return ""
 	}
 	var found []string
-	for k, l := range lines {
-		if l == n && !strings.HasSuffix(k, "]") {
+	for k, p := range places {
+		if p.line == n && !strings.HasSuffix(k, "]") {
 			found = append(found, k)
 		}
 	}

@@ -343,9 +343,10 @@ func TestRenamesAliasesErrors(t *testing.T) {
 
 // TestLocate: a command's check of the loaded configuration names each
 // key; Locate puts where its value came from in front: the file's line
-// for a key the file sets (a list item by index or by name, or the
-// nearest enclosing key the file sets), the variable or flag that set it,
-// the file alone for a default.
+// and column for a key the file sets (a scalar's value, a list's or a
+// mapping's key; a list item by index or by name, or the nearest
+// enclosing key the file sets), the variable or flag that set it, the
+// file alone for a default.
 func TestLocate(t *testing.T) {
 	var got conf
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
@@ -364,13 +365,13 @@ func TestLocate(t *testing.T) {
 	)
 	err := c.Locate(check)
 	want := strings.Join([]string{
-		path + ":3: writer.batch_rows: must be below 100",
-		path + ":8: items[b].tags: missing",
-		path + ":7: items[0].tags[1]: unknown tag",
-		path + ":2: writer.fsync: needs batch_rows above 1000",
+		path + ":3:15: writer.batch_rows: must be below 100",
+		path + ":8:5: items[b].tags: missing",
+		path + ":7:15: items[0].tags[1]: unknown tag",
+		path + ":2:1: writer.fsync: needs batch_rows above 1000",
 		"T_RATIO: ratio: 2 is above 1",
 		"--limit: limit: 9 is odd",
-		path + ":1: dsn: a DSN without a host",
+		path + ":1:6: dsn: a DSN without a host",
 		path + ": something without a key",
 		path + ": already located",
 	}, "\n")
