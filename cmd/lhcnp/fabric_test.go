@@ -349,7 +349,8 @@ func TestFabricFileErrors(t *testing.T) {
 }
 
 // FuzzSwitchFile: no switch or fabric file makes loading it, or choosing
-// this process's wires from it, panic.
+// this process's wires from it, panic; every line of an error loading it
+// starts with the file's name, as lhcnp switch and the lab report it.
 func FuzzSwitchFile(f *testing.F) {
 	for _, p := range []string{"../../examples/lab.yaml", "../../examples/switch.yaml"} {
 		b, err := os.ReadFile(p)
@@ -359,6 +360,11 @@ func FuzzSwitchFile(f *testing.F) {
 		f.Add(b, "n1")
 	}
 	f.Add([]byte("switches: [{name: n1}, {name: n2}]\nwires: [{link: wan, a: x, b: y}]\nscenario: s.yaml\n"), "n2")
+	// Errors of every stage: the strict decoding, a check of resolve's
+	// (a name with a line break, split into two lines), an address.
+	f.Add([]byte("scenario: s.yaml\nswitches: [{name: n2, interfaces: {\"a.b\": x, c: {d: 1}}}]\n"), "n2")
+	f.Add([]byte("scenario: s.yaml\nswitches: [{name: \"a\\nb\"}, {name: \"a\\nb\"}]\n"), "a")
+	f.Add([]byte("switch: n1\nscenario: s.yaml\nspeed: .nan\nlisten: localhost\n"), "n1")
 	sc, err := scenario.LoadFile("../../scenarios/lab.yaml")
 	if err != nil {
 		f.Fatal(err)
@@ -371,6 +377,11 @@ func FuzzSwitchFile(f *testing.F) {
 		}
 		sf, err := loadSwitchFile(path)
 		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(line, path) {
+					t.Fatalf("error line without the file name: %q (of %q)", line, err)
+				}
+			}
 			return
 		}
 		run := sf.Switches
