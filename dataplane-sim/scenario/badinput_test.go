@@ -57,6 +57,13 @@ func TestBadInput(t *testing.T) {
 		{"mechanism params a list", "params: {k_max: 50KB, cnp_interval: 2us, capable_senders: none}", "params: [k_max]", file + ":27:11: mechanism.params: want a mapping, got a list"},
 		{"dcqcn integer quoted", "g: 1000", `g: "1000"`, file + `:30:6: dcqcn.g: want an integer, got "1000"`},
 		{"dcqcn key typo", "rate_ai: 5Mbps", "rateai: 5Mbps", file + ":29:3: dcqcn.rateai: unknown field"},
+		{"MTU of a byte", "mtu: 1024B", "mtu: 1B", file + ":33:8: nic.mtu: 1B is outside 256B..64KiB (RoCEv2's path MTUs are 256B..4KiB; above, the simulator's coarse packets)"},
+		{"MTU below RoCEv2's", "mtu: 1024B", "mtu: 255B", file + ":33:8: nic.mtu: 255B is outside 256B..64KiB"},
+		{"MTU above 64KiB", "mtu: 1024B", "mtu: 65537B", file + ":33:8: nic.mtu: 65537B is outside 256B..64KiB"},
+		{"flow above its NIC's line rate", "size: 64KiB, rate: 10Gbps", "size: 64KiB, rate: 25.5Gbps",
+			file + ":37:70: traffic.flows[1].rate: 25500Mbps is above the line rate of h2's NIC (link h2-s1: 25Gbps)"},
+		{"incast above a sender's line rate", "size: 1MB, start: 5ms}", "size: 1MB, start: 5ms, rate: 40Gbps}",
+			file + ":40:83: traffic.incasts[0].rate: 40Gbps is above the line rate of h1's NIC (link h1-s1: 25Gbps)"},
 		{"tab in the indentation", "  hosts:\n    - {name: h1}", "  hosts:\n\t- {name: h1}", file + ":8:1: a tab in the indentation (YAML indents with spaces only)"},
 		// yaml.v3 names line 7, the block above the tab.
 		{"tab after spaces", "    - {name: h2}", "  \t- {name: h2}", file + ":9:3: a tab in the indentation (YAML indents with spaces only)"},
@@ -137,5 +144,32 @@ func TestGeneratedGapBeyondTheRun(t *testing.T) {
 		if f.Start < 0 || f.Group == "mix" {
 			t.Errorf("flow %s starts at %v: a gap past the run starts no flow", f.Name, f.Start)
 		}
+	}
+}
+
+// TestNICBounds: the bounds of nic.mtu and of a flow's rate are taken:
+// RoCEv2's smallest path MTU, the simulator's largest packet, a flow and
+// an incast at their senders' line rate.
+func TestNICBounds(t *testing.T) {
+	const file = "testdata/good.yaml"
+	base, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ desc, from, to string }{
+		{"MTU 256B", "mtu: 1024B", "mtu: 256B"},
+		{"MTU 64KiB", "mtu: 1024B", "mtu: 64KiB"},
+		{"a flow at its line rate", "size: 64KiB, rate: 10Gbps", "size: 64KiB, rate: 25Gbps"},
+		{"an incast at its line rate", "size: 1MB, start: 5ms}", "size: 1MB, start: 5ms, rate: 25Gbps}"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			text := strings.Replace(string(base), tt.from, tt.to, 1)
+			if text == string(base) {
+				t.Fatalf("%q not in %s", tt.from, file)
+			}
+			if _, err := Parse(file, []byte(text)); err != nil {
+				t.Errorf("Parse: %v", err)
+			}
+		})
 	}
 }

@@ -53,6 +53,12 @@ func (l *loader) dcqcn(n *yaml.Node) {
 	p.CNPPrio = optInt(o, "cnp_prio", 0, 7)
 }
 
+// The RDMA payload per packet nic.mtu may give.
+const (
+	minMTU = 256
+	maxMTU = 64 << 10
+)
+
 func (l *loader) nic(n *yaml.Node) {
 	if n == nil {
 		return
@@ -62,8 +68,15 @@ func (l *loader) nic(n *yaml.Node) {
 		return
 	}
 	l.sc.NIC.MTU = optSize(o, "mtu", true)
-	if l.sc.NIC.MTU != nil && *l.sc.NIC.MTU > 65536 {
-		l.d.errAt(o.get("mtu"), o.field("mtu"), "%v is above 64KiB", *l.sc.NIC.MTU)
+	// RoCEv2's path MTUs are 256..4096 bytes of payload; the simulator
+	// takes any size between (the reference simulator's 1000B) and, above
+	// them, the coarse packets the family generator gives fast
+	// bottlenecks (family.MTU: up to 64KiB at 400Gbit/s) to bound the
+	// packets a run simulates. Below 256 B a packet is more header than
+	// payload and no RoCE device sends it (a 1B MTU made 1-byte packets).
+	if v := l.sc.NIC.MTU; v != nil && (*v < minMTU || *v > maxMTU) {
+		l.d.errAt(o.get("mtu"), o.field("mtu"), "%v is outside %v..%v (RoCEv2's path MTUs are 256B..4KiB; above, the simulator's coarse packets)", *v, Size(minMTU), Size(maxMTU))
+		l.sc.NIC.MTU = nil
 	}
 	l.sc.NIC.AckEveryPackets = optInt(o, "ack_every_packets", 0, 1<<20)
 }

@@ -417,7 +417,7 @@ const (
 
 // NIC holds the file's overrides of the RNIC; nil keeps the model default.
 type NIC struct {
-	MTU             *Size // RDMA payload per packet (IB path MTU)
+	MTU             *Size // RDMA payload per packet (IB path MTU), 256B..64KiB
 	AckEveryPackets *int  // the sender asks for an ACK every N packets
 }
 
@@ -432,7 +432,8 @@ type Flow struct {
 	Stop time.Duration
 	// Size is the flow size; 0 means long-lived.
 	Size Size
-	// Rate caps the sender; 0 means the line rate of its NIC.
+	// Rate caps the sender, at most the line rate of its NIC; 0 means
+	// that line rate.
 	Rate Rate
 	// Group is the incast or generated-traffic block that created the
 	// flow, "" for a flow written out in traffic.flows.

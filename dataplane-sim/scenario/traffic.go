@@ -67,6 +67,11 @@ func (l *loader) traffic(n *yaml.Node) {
 		if !okName || !okR || !okS || !okSize || !okStart {
 			continue
 		}
+		for _, s := range senders {
+			if !l.withinLineRate(s, rate, io.get("rate"), io.field("rate")) {
+				break // one error for the block
+			}
+		}
 		for j, s := range senders {
 			if s == recv {
 				d.errAt(io.get("senders").Content[j], index(io.field("senders"), j), "%s is also the receiver", s)
@@ -184,7 +189,30 @@ func (l *loader) flow(n *yaml.Node, path string) {
 	if !ok {
 		return
 	}
+	l.withinLineRate(f.Src, f.Rate, o.get("rate"), o.field("rate"))
 	l.addFlow(f, o.get("name"), o.field("name"))
+}
+
+// lineRate is the rate of host h's NIC port, its one link (0 when it has
+// none: the topology's error).
+func (l *loader) lineRate(h string) (Rate, string) {
+	if lk := l.hostLnk[h]; len(lk) > 0 {
+		return l.sc.Links[lk[0]].Rate, l.sc.Links[lk[0]].Name
+	}
+	return 0, ""
+}
+
+// withinLineRate reports whether a flow's rate (0: none, the line rate)
+// from host src is within its NIC's line rate, and reports it at n (the
+// rate's node) when it is not: the sender never sends faster than its
+// port, so a cap above it would be a number that means nothing.
+func (l *loader) withinLineRate(src string, rate Rate, n *yaml.Node, field string) bool {
+	line, link := l.lineRate(src)
+	if rate == 0 || line == 0 || rate <= line {
+		return true
+	}
+	l.d.errAt(n, field, "%v is above the line rate of %s's NIC (link %s: %v)", rate, src, link, line)
+	return false
 }
 
 // addFlow records a flow, rejecting a name already taken. at and field
@@ -265,10 +293,8 @@ func (l *loader) generated(g *object, name string, ok bool, idx int64) {
 		group: name, senders: senders, receivers: receivers, load: load, cdf: cdf,
 		seed: seed, start: start, stop: stop, limit: maxFlows,
 		rate: func(h string) Rate {
-			if lk := l.hostLnk[h]; len(lk) > 0 {
-				return l.sc.Links[lk[0]].Rate
-			}
-			return 0
+			r, _ := l.lineRate(h)
+			return r
 		},
 	}
 	if !l.pattern(g, &gp) {
