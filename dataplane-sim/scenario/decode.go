@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lhcnp/lhcnp/internal/yamlsyntax"
 )
 
 // decoder walks yaml nodes, converts scalars and collects every error with
@@ -60,21 +62,6 @@ func resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "empty"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "unexpected yaml"
-}
-
 // object is a yaml mapping whose keys have been checked against the
 // allowed set.
 type object struct {
@@ -95,7 +82,7 @@ func (d *decoder) object(n *yaml.Node, path string, allowed ...string) *object {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		d.errAt(n, path, "want a mapping, got %s", kindName(n))
+		d.errAt(n, path, "want a mapping, got %s", yamlsyntax.KindName(n))
 		return nil
 	}
 	o := &object{d: d, node: n, path: path, vals: map[string]*yaml.Node{}}
@@ -172,7 +159,7 @@ func (d *decoder) scalar(n *yaml.Node, field string) (string, bool) {
 		return "", false
 	}
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		d.errAt(n, field, "want a single value, got %s", kindName(n))
+		d.errAt(n, field, "want a single value, got %s", yamlsyntax.KindName(n))
 		return "", false
 	}
 	return n.Value, true
@@ -199,7 +186,7 @@ func (d *decoder) list(n *yaml.Node, field string) []*yaml.Node {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.errAt(n, field, "want a list, got %s", kindName(n))
+		d.errAt(n, field, "want a list, got %s", yamlsyntax.KindName(n))
 		return nil
 	}
 	out := make([]*yaml.Node, len(n.Content))

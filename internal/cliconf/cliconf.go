@@ -655,9 +655,10 @@ func typeErrors(path string, n *yaml.Node, t reflect.Type, at string) []string {
 	if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
 		return whole()
 	}
-	if want := containerKind(t); want != "" && want != kindName(n) {
-		// yaml.v3 would name the Go type (cliconf_test.writer).
-		got := kindName(n)
+	if want := containerKind(t); want != "" && want != yamlsyntax.KindName(n) {
+		// yaml.v3 would name the Go type (cliconf_test.writer); a
+		// scalar is named in backquotes, as yaml.v3 names values.
+		got := yamlsyntax.KindName(n)
 		if n.Kind == yaml.ScalarNode {
 			got = "`" + n.Value + "`"
 		}
@@ -733,14 +734,4 @@ func containerKind(t reflect.Type) string {
 		return "a mapping"
 	}
 	return ""
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.MappingNode:
-		return "a mapping"
-	}
-	return "a scalar"
 }

@@ -1,14 +1,36 @@
 // Package yamlsyntax places a YAML syntax error of go.yaml.in/yaml/v3 in
 // its file: the line (and, for a tab, the column) a user must edit, for the
-// loaders whose errors read "file:line:col: ...". It imports no yaml
-// package: it reads the error's text and the document's bytes only.
+// loaders whose errors read "file:line:col: ...", and names a node's kind
+// in their messages (KindName). Locate reads the error's text and the
+// document's bytes only.
 package yamlsyntax
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
+
+// KindName is what a loader's message calls n where it wanted something
+// else: "a mapping", "a list", "empty" for a null, a scalar by its
+// quoted value ("fast").
+func KindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "empty"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "unexpected yaml"
+}
 
 // lineRE matches yaml.v3's "yaml: line N: reason" (the "yaml: " prefix is
 // absent in the messages of a yaml.TypeError's list).

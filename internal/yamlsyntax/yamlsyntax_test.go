@@ -47,3 +47,28 @@ func TestLocate(t *testing.T) {
 		})
 	}
 }
+
+// TestKindName: the words the scenario loader and cliconf name a node by
+// where they wanted another kind.
+func TestKindName(t *testing.T) {
+	for _, tt := range []struct{ desc, doc, want string }{
+		{"mapping", "{a: 1}", "a mapping"},
+		{"list", "[1, 2]", "a list"},
+		{"scalar", "fast", `"fast"`},
+		{"quoted scalar", `"1"`, `"1"`},
+		{"null", "~", "empty"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var doc yaml.Node
+			if err := yaml.Unmarshal([]byte(tt.doc), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if got := KindName(doc.Content[0]); got != tt.want {
+				t.Errorf("KindName(%s) = %s, want %s", tt.doc, got, tt.want)
+			}
+		})
+	}
+	if got := KindName(&yaml.Node{Kind: yaml.AliasNode}); got != "unexpected yaml" {
+		t.Errorf("KindName(an alias) = %s", got)
+	}
+}
