@@ -75,7 +75,7 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	cfg := defaultLabFile()
 	c, err := newCLI(cliSpec{name: "lab", prefix: labEnvPrefix, configHelp: "lab configuration file (YAML; every key is also a flag)",
 		usage: []string{"usage: lhcnp lab [--state-dir DIR] [--postgres DSN] [--http ADDR] [--fabric FILE] [...]",
-			"       lhcnp lab status [--state-dir DIR]",
+			"       lhcnp lab status [--config FILE] [--state-dir DIR]",
 			"       lhcnp lab probe (--http URL | --gnmi ADDR)"}},
 		&cfg, environ, stderr)
 	if err != nil {
@@ -272,22 +272,6 @@ func tunerFile(path string) (tuner.Config, *cliconf.Config, error) {
 	return tc, cc, nil
 }
 
-// labVariables reads the LHCNP_LAB_ variables of environ over lhcnp lab's
-// defaults, as lhcnp lab reads them (no file, no flag): an unknown one is
-// an error naming it, for the subcommands that read the lab's keys too.
-func labVariables(environ func() []string) (labFile, error) {
-	cfg := defaultLabFile()
-	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	cc, err := cliconf.Register(fs, &cfg, cliconf.WithEnvPrefix(labEnvPrefix), cliconf.WithEnviron(environ))
-	if err != nil {
-		return cfg, err
-	}
-	if err := fs.Parse(nil); err != nil {
-		return cfg, err
-	}
-	return cfg, cc.Load("")
-}
-
 // configuredInterfaces returns the interfaces whose queues a switch's
 // initial configuration (RFC 7951 JSON) sets.
 func configuredInterfaces(cfgJSON []byte) ([]string, error) {
@@ -365,27 +349,25 @@ func printAddresses(w io.Writer, a lab.Addresses) {
 
 // runLabStatus implements `lhcnp lab status`: the addresses of the lab of a
 // state directory (those of its last start, which the next start keeps)
-// and whether it runs. The directory is lhcnp lab's: --state-dir, else
-// the variables of environ as lhcnp lab reads them (labVariables), so a
-// lab started with LHCNP_LAB_STATE_DIR is found with it, and an unknown
-// LHCNP_LAB_ variable is refused as lhcnp lab refuses it.
+// and whether it runs. The directory is lhcnp lab's state_dir, read as
+// lhcnp lab reads it: its --config file < the LHCNP_LAB_ variables of
+// environ < --state-dir, so the command line, the file or the variables a
+// lab was started with find it; an unknown key or variable is refused as
+// lhcnp lab refuses it.
 func runLabStatus(args []string, environ func() []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("state-dir", defaultLabFile().StateDir, "the lab's state directory (wins over LHCNP_LAB_STATE_DIR, as for lhcnp lab)")
-	if err := parseFlagsOnly(fs, args, stderr, "usage: lhcnp lab status [--state-dir DIR]"); err != nil {
-		return err
-	}
-	env, err := labVariables(environ)
+	cfg := defaultLabFile()
+	c, err := newCLI(cliSpec{name: "lab status", prefix: labEnvPrefix, configHelp: "lhcnp lab's configuration file (YAML): its state_dir names the lab",
+		usage: []string{"usage: lhcnp lab status [--config FILE] [--state-dir DIR] [--KEY VALUE ...]",
+			"The lab is the one of state_dir, from lhcnp lab's flags, LHCNP_LAB_ variables and --config file as lhcnp lab reads them;",
+			"its other keys are taken and not used."}},
+		&cfg, environ, stderr)
 	if err != nil {
 		return err
 	}
-	stateDir := env.StateDir
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "state-dir" {
-			stateDir = *dir
-		}
-	})
+	if err := c.parse(args, nil); err != nil {
+		return err
+	}
+	stateDir := cfg.StateDir
 	a, pid, running, err := lab.ReadAddresses(stateDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%s: no lab has started there (no %s)", stateDir, lab.AddressesFile)

@@ -12,11 +12,13 @@ import (
 )
 
 // TestLabStatusVariables: lhcnp lab status reads the LHCNP_LAB_ variables
-// as lhcnp lab does. LHCNP_LAB_STATE_DIR names the state directory
-// (--state-dir wins over it), another of the lab's keys is taken, and an
-// unknown variable or a value not of its key's type is refused naming
-// the variable. Before, status read no variable: it looked in .lhcnp-lab
-// whatever LHCNP_LAB_STATE_DIR said and took any name.
+// and the --config file as lhcnp lab does. LHCNP_LAB_STATE_DIR or the
+// file's state_dir names the state directory (the variable wins over the
+// file, --state-dir over both), another of the lab's keys is taken, and
+// an unknown variable or key or a value not of its key's type is refused
+// naming the variable or the file's line. Before, status read no
+// variable (it looked in .lhcnp-lab whatever LHCNP_LAB_STATE_DIR said and
+// took any name), nor a file (--config was an unknown flag).
 func TestLabStatusVariables(t *testing.T) {
 	dir := t.TempDir()
 	b, err := json.Marshal(lab.Addresses{Dashboard: "http://127.0.0.1:18080/", PostgresDSN: "postgres://lhcnp@127.0.0.1:15432/lhcnp",
@@ -28,6 +30,10 @@ func TestLabStatusVariables(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := t.TempDir() // no lab started there
+	write := fileWriter(t, t.TempDir())
+	conf := write("lab.yaml", "speed: 0.1\nstate_dir: "+dir+"\n")
+	confEmpty := write("empty.yaml", "state_dir: "+empty+"\n")
+	bad := write("bad.yaml", "state_dirr: "+dir+"\n")
 	stopped := "lab on " + dir + ": stopped"
 	tests := []struct {
 		desc string
@@ -41,6 +47,11 @@ func TestLabStatusVariables(t *testing.T) {
 			args: []string{"--state-dir", dir}, want: stopped},
 		{desc: "--state-dir where no lab started", env: []string{"LHCNP_LAB_STATE_DIR=" + dir},
 			args: []string{"--state-dir", empty}, code: 1, want: empty + ": no lab has started there"},
+		{desc: "--config's state_dir names the state directory", args: []string{"--config", conf}, want: stopped},
+		{desc: "the variable wins over the file", env: []string{"LHCNP_LAB_STATE_DIR=" + dir}, args: []string{"--config", confEmpty}, want: stopped},
+		{desc: "--state-dir wins over the file", args: []string{"--config", confEmpty, "--state-dir", dir}, want: stopped},
+		{desc: "the file's state directory where no lab started", args: []string{"--config", confEmpty}, code: 1, want: empty + ": no lab has started there"},
+		{desc: "an unknown key in the file", args: []string{"--config", bad}, code: 1, want: bad + ":1:1: unknown key state_dirr"},
 		{desc: "another of the lab's keys", env: []string{"LHCNP_LAB_SPEED=1", "LHCNP_LAB_HTTP=127.0.0.1:0"},
 			args: []string{"--state-dir", dir}, want: stopped},
 		{desc: "unknown variable", env: []string{"LHCNP_LAB_STATEDIR=" + dir}, args: []string{"--state-dir", dir},
