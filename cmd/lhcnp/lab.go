@@ -86,7 +86,9 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	}
 	// A bad value of the file is named at its line and column, of a flag
 	// or a variable by it, as lhcnp switch names its own.
-	bad := func(key string, v any, why string) (*labFile, error) { return nil, badValue(c.cc, c.config, key, v, why) }
+	bad := func(key string, v any, why string) (*labFile, error) {
+		return nil, badValue(c.cc, c.config, key, v, why)
+	}
 	switch {
 	case cfg.Retention != 0 && cfg.Retention < time.Minute:
 		return bad("retention", cfg.Retention, "want at least 1m, or 0 to keep everything")
