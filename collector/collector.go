@@ -28,7 +28,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +44,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/stream"
 	"github.com/lhcnp/lhcnp/collector/writer"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/internal/errline"
 )
 
 // DB is what the collector needs of the database package: applying the
@@ -205,7 +205,7 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	}
 	pcfg, err := pgxpool.ParseConfig(cfg.DB.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("db.dsn: %s", oneLine(err))
+		return nil, fmt.Errorf("db.dsn: %s", errline.String(err))
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "lhcnp-collector " + cfg.ID
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
@@ -216,7 +216,7 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("db.dsn: cannot reach PostgreSQL at %s:%d: %s", pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, oneLine(err))
+		return nil, fmt.Errorf("db.dsn: cannot reach PostgreSQL at %s:%d: %s", pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, errline.String(err))
 	}
 	if cfg.DB.Migrate && o.db.Migrate != nil {
 		if err := o.db.Migrate(ctx, pool); err != nil {
@@ -414,10 +414,6 @@ func (c *Collector) Running() []string {
 
 // Addr is the address /metrics is served on ("" when off).
 func (c *Collector) Addr() string { return c.addr }
-
-// oneLine joins the lines of an error (pgx lists every address it tried on
-// a line of its own) so the command's error stays one line.
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // Target returns the configuration of a target this collector runs (from
 // the file or the targets table), to reach the switch (Set forwarding).

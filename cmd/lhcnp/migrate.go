@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lhcnp/lhcnp/internal/cliconf"
+	"github.com/lhcnp/lhcnp/internal/errline"
 	"github.com/lhcnp/lhcnp/migrations"
 )
 
@@ -108,8 +108,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		// pgx lists every address tried on its own line; a CLI error is one.
-		return fmt.Errorf("%s: connect to %s: %s", dsnFrom, describeDB(cfg), strings.Join(strings.Fields(err.Error()), " "))
+		// pgx lists every address tried on its own line (each twice,
+		// with TLS and without, by default); a CLI error is one line.
+		return fmt.Errorf("%s: connect to %s: %s", dsnFrom, describeDB(cfg), errline.String(err))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 

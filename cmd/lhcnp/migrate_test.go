@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -175,5 +177,45 @@ func TestMigrateCitus(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "\n"+tt.wantMode) {
 			t.Errorf("%s: exit %d, want 0 and %q in:\n%s%s", tt.desc, code, tt.wantMode, out, errOut)
 		}
+	}
+}
+
+// TestDialErrorOnce: a database that does not answer is named once per
+// address pgx tried. With sslmode=prefer (the default) pgx dials each
+// address twice, with TLS and without, and lists both failures; migrate,
+// the collector and the tuner printed the same dial error twice (the
+// tuner on three lines).
+func TestDialErrorOnce(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // a closed port: every dial refused
+	dsn := "postgres://lhcnp@" + addr + "/lhcnp?connect_timeout=5"
+	write := fileWriter(t, t.TempDir())
+	ctx := context.Background()
+	for _, tt := range []struct {
+		desc string
+		run  func() error
+	}{
+		{"migrate", func() error { return runMigrate(ctx, []string{"up", "--db.dsn", dsn}, io.Discard, io.Discard) }},
+		{"collector", func() error {
+			return runCollector(ctx, []string{"--config", write("collector.yaml", "db: {dsn: \""+dsn+"\"}\n")}, io.Discard, io.Discard)
+		}},
+		{"tuner", func() error {
+			cfg := write("tuner.yaml", "db: "+dsn+"\nswitches:\n  - {name: n1, address: 127.0.0.1:9339, insecure: true}\n")
+			return runTuner(ctx, []string{"--config", cfg}, io.Discard, io.Discard)
+		}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			err := tt.run()
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if n := strings.Count(err.Error(), "dial tcp "+addr); n != 1 || strings.Contains(err.Error(), "\n") {
+				t.Errorf("the dial error %d times (want once, on one line):\n%v", n, err)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lhcnp/lhcnp/internal/errline"
 	"github.com/lhcnp/lhcnp/tuner"
 )
 
@@ -78,7 +79,7 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer pool.Close()
 	if err := pool.Ping(ctx); err != nil {
-		return fmt.Errorf("db: %w", err)
+		return fmt.Errorf("db: %w", errline.Of(err)) // pgx's attempts, a line each
 	}
 	var push tuner.Pusher
 	if !cfg.DryRun {

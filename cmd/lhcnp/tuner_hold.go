@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lhcnp/lhcnp/internal/errline"
 	"github.com/lhcnp/lhcnp/tuner"
 )
 
@@ -97,7 +98,7 @@ func runTunerHold(ctx context.Context, action string, args []string, stdout, std
 	var known bool
 	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM queue_latest WHERE target = $1 AND interface = $2 AND queue = $3)`,
 		a.target, a.iface, a.queue).Scan(&known); err != nil {
-		return fmt.Errorf("db: %w", err)
+		return fmt.Errorf("db: %w", errline.Of(err)) // pgx's attempts, a line each
 	}
 	if !known {
 		fmt.Fprintf(stderr, "lhcnp tuner %s: no telemetry of %s %s queue %d in queue_latest (a typo?); recorded all the same\n",
