@@ -127,7 +127,7 @@ func TestSwitchLayerErrors(t *testing.T) {
 		{desc: "negative interval flag", flags: []string{"--config", one, "--publish-interval", "-1s"}, want: "publish_interval -1s (--publish-interval): must be positive", usage: true},
 		{desc: "interval not a duration", flags: []string{"--config", typed}, want: typed + ":3:19: publish_interval: cannot unmarshal !!str `fast` into time.Duration"},
 		// The limits (0 would be none): in the file, a flag, a variable.
-		{desc: "no stream limit per user in the file", flags: []string{"--config", unlimited}, want: unlimited + ":3: max_streams_per_user: 0: must be positive"},
+		{desc: "no stream limit per user in the file", flags: []string{"--config", unlimited}, want: unlimited + ":3:23: max_streams_per_user: 0: must be positive"},
 		{desc: "negative stream limit flag", flags: []string{"--config", one, "--max-streams", "-1"}, want: "max_streams -1 (--max-streams): must be positive", usage: true},
 		{desc: "connection limit over uint32", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_MAX_STREAMS_PER_CONNECTION=4294967296"},
 			want: "max_streams_per_connection 4294967296 (LHCNP_SWITCH_MAX_STREAMS_PER_CONNECTION): at most 4294967295", usage: true},
