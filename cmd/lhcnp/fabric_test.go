@@ -324,7 +324,7 @@ func TestFabricFileErrors(t *testing.T) {
 		{"switch and switches", "switch: n1\nswitches: [{name: n2}]\nscenario: " + sc, nil, "not both"},
 		{"listen outside the list", "listen: 127.0.0.1:0\nswitches: [{name: n2}]\nscenario: " + sc, nil, "belong to each entry"},
 		{"unnamed switch", "switches: [{listen: 127.0.0.1:0}]\nscenario: " + sc, nil, "fabric.yaml:1:12: switches[0]: name missing"},
-		{"twice", "switches: [{name: n1}, {name: n1}]\nscenario: " + sc, nil, "fabric.yaml:1:31: switches[1].name: switch n1 listed twice"},
+		{"twice", "switches: [{name: n1}, {name: n1}]\nscenario: " + sc, nil, "fabric.yaml:1:31: switches[1].name: switch \"n1\" listed twice"},
 		{"wire without ends", "switches: [{name: n1}]\nwires: [{link: wan}]\nscenario: " + sc, nil, "fabric.yaml:2:9: wires[0]: need link, a and b"},
 		{"no such link", "switches: [{name: n1, listen: 127.0.0.1:0}]\nwires: [{link: nope, a: 127.0.0.1:1, b: 127.0.0.1:2}]\nscenario: " + sc, nil, `fabric.yaml:2:16: wires[0].link: scenario lab has no link "nope"`},
 		{"no such switch", "switches: [{name: n1}]\nscenario: " + sc, []string{"--switches", "n9"}, `no switch "n9"`},

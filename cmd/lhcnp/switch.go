@@ -245,7 +245,7 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 			return cc.Locate(fmt.Errorf("switches[%d]: name missing", i))
 		}
 		if seen[s.Name] {
-			return cc.Locate(fmt.Errorf("switches[%d].name: switch %s listed twice", i, s.Name))
+			return cc.Locate(fmt.Errorf("switches[%d].name: switch %q listed twice", i, s.Name))
 		}
 		seen[s.Name] = true
 	}

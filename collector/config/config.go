@@ -299,7 +299,7 @@ func (f *File) Check() error {
 			return err
 		}
 		if seen[t.Name] {
-			return fmt.Errorf("targets[%s]: listed twice", t.Name)
+			return fmt.Errorf("targets[%q]: listed twice", t.Name)
 		}
 		seen[t.Name] = true
 	}

@@ -32,7 +32,7 @@ func TestCheck(t *testing.T) {
 		{"fsync", func(f *config.File) { f.Writer.Fsync = "always" }, `writer.fsync: "always" is not batch or none`},
 		{"lease ttl", func(f *config.File) { f.Leases = config.Leases{Enabled: true, TTL: time.Second, Renew: time.Second} }, "leases.ttl: must exceed leases.renew (both positive)"},
 		{"target without address", func(f *config.File) { f.Targets[0].Address = "" }, "targets[a].address: missing"},
-		{"target twice", func(f *config.File) { f.Targets = append(f.Targets, f.Targets[0]) }, "targets[a]: listed twice"},
+		{"target twice", func(f *config.File) { f.Targets = append(f.Targets, f.Targets[0]) }, `targets["a"]: listed twice`},
 		{"insecure with a CA", func(f *config.File) { f.Targets[0].CAFile = "ca.pem" }, "targets[a].insecure: set together with TLS keys (ca_file, cert_file, skip_verify)"},
 		{"missing CA file", func(f *config.File) { f.Targets[0].Insecure = false; f.Targets[0].CAFile = "/nonexistent/ca.pem" },
 			"targets[a].ca_file: stat /nonexistent/ca.pem: no such file or directory"},
