@@ -111,9 +111,8 @@ type Metrics struct {
 	LatestReadErrors *prometheus.CounterVec
 	// EventConflicts: events the database already held (its unique key on
 	// an event's identity refused them), but for those an earlier try of
-	// the same batch stored (a replay; on Citus, where the events are a
-	// statement of their own, a try whose answer was lost): 0 unless an
-	// event was met twice.
+	// the same batch stored (a replay, or a try whose answer was lost):
+	// 0 unless an event was met twice.
 	EventConflicts prometheus.Counter
 	// StaleMerged: rows of stale batches (their lease epoch no longer the
 	// target's) stored by the writer's merge, by table: values only this

@@ -1034,6 +1034,14 @@ func (w *Writer) storeShardGroupOn(ctx context.Context, pc *pgx.Conn, open *bool
 		if errors.As(err, &pe) && pe.Code == "23505" && strings.HasPrefix(pe.ConstraintName, "ingest_ledger_pkey") {
 			return errLedgerConflict
 		}
+		if commitInDoubt(err) {
+			// The COMMIT was sent with the rest and may have been
+			// applied: the batches' retry, one by one, that finds these
+			// parts in the ledger counts them (storeCitus).
+			for _, bp := range bps {
+				w.citus.tried[partKey{bp.b.ID, bp.p.key}] = partTry{samples: len(bp.p.samples)}
+			}
+		}
 		return err
 	}
 	*open = false

@@ -619,14 +619,7 @@ func TestCitusEventsAnswerLost(t *testing.T) {
 			bs := citusWorkload(31)
 			var conflicts float64
 			if tt.twice {
-				// The first batch with events, of the first group of 6
-				// batches (3 switches in turn): its switch's next batch
-				// is of that group too.
-				i := slices.IndexFunc(bs, func(b *rows.Batch) bool { return len(b.Events) > 0 })
-				if i < 0 || i > 2 {
-					t.Fatalf("the first batch with events is the %d-th, want one of the first 3", i)
-				}
-				bs[i+3].Events = append(bs[i+3].Events, bs[i].Events[0])
+				metTwice(t, bs)
 				conflicts = 1
 			}
 			m := storeBacklog(t, cut.pool(t, dsn), tt.groupRows, bs)
@@ -650,6 +643,19 @@ func TestCitusEventsAnswerLost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// metTwice gives an event of the first batch with events of bs (a
+// citusWorkload) to its switch's next batch too, and returns that batch:
+// both are of the first group of 6 batches (3 switches in turn).
+func metTwice(t *testing.T, bs []*rows.Batch) *rows.Batch {
+	t.Helper()
+	i := slices.IndexFunc(bs, func(b *rows.Batch) bool { return len(b.Events) > 0 })
+	if i < 0 || i > 2 {
+		t.Fatalf("the first batch with events is the %d-th, want one of the first 3", i)
+	}
+	bs[i+3].Events = append(bs[i+3].Events, bs[i].Events[0])
+	return bs[i+3]
 }
 
 // writtenOnce checks that rows_written_total counts each row the database
@@ -766,15 +772,16 @@ func TestCitusDeadLettersAnswerLost(t *testing.T) {
 
 // storeBacklog stores bs, queued before the writer starts (a backlog: in
 // groups of groupRows rows), into pool, and returns the writer's metrics.
-func storeBacklog(t *testing.T, pool *pgxpool.Pool, groupRows int, bs []*rows.Batch) *collectormetrics.Metrics {
+func storeBacklog(t *testing.T, pool *pgxpool.Pool, groupRows int, bs []*rows.Batch, opts ...writer.Option) *collectormetrics.Metrics {
 	t.Helper()
 	sp, err := spill.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := collectormetrics.New()
-	w := writer.New(pool, sp, writer.WithMetrics(m), writer.WithGroupRows(groupRows),
-		writer.WithRetryMax(100*time.Millisecond), writer.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+	opts = append([]writer.Option{writer.WithMetrics(m), writer.WithGroupRows(groupRows),
+		writer.WithRetryMax(100 * time.Millisecond), writer.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil)))}, opts...)
+	w := writer.New(pool, sp, opts...)
 	enqueue(t, w, bs)
 	done := make(chan error)
 	go func() { done <- w.Run(context.Background()) }()

@@ -25,12 +25,15 @@ const (
 // errAnswerLost is what a connection cut after the commit reads.
 var errAnswerLost = errors.New("test: connection cut after the commit, the answer lost")
 
-// cutter cuts the connection of chosen statements: those match takes, by
-// their number among them (from 1). It is the pool's tracer, which sees
-// every statement's SQL and arguments (a cached statement is sent by
-// name), and its dialer, whose connections it cuts.
+// cutter cuts the connection of chosen statements: those match takes, and
+// the pipelines (pgx batches, the extended protocol's statements sent
+// together, one Sync at the end) batch takes, by their number among them
+// (from 1). It is the pool's tracer, which sees every statement's SQL and
+// arguments (a cached statement is sent by name) and every pipeline's
+// statements, and its dialer, whose connections it cuts.
 type cutter struct {
 	match func(pgx.TraceQueryStartData) bool
+	batch func(*pgx.Batch) bool
 	at    map[int]cutAt
 	// onFault, if set, runs before each fault, on the writer's goroutine:
 	// what the test makes happen at that point (the lease moved).
@@ -39,6 +42,14 @@ type cutter struct {
 	mu    sync.Mutex
 	seen  int // statements match took
 	fired int // faults made
+}
+
+// commitPipeline takes the pipelines that end with COMMIT: on one node a
+// batch's or a group's ledger rows, events and latest (storeGroup), on
+// Citus a part's or a shard's samples (storePart, storeShardGroup).
+func commitPipeline(b *pgx.Batch) bool {
+	n := len(b.QueuedQueries)
+	return n > 0 && b.QueuedQueries[n-1].SQL == "COMMIT"
 }
 
 // eventsInsert takes the INSERTs of events.
@@ -79,9 +90,33 @@ func (c *cutter) faults() int {
 // TraceQueryStart runs before the statement is sent, on an idle
 // connection: the server's next message answers it.
 func (c *cutter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	if !c.match(data) {
-		return ctx
+	if c.match != nil && c.match(data) {
+		c.take(conn)
 	}
+	return ctx
+}
+
+func (c *cutter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TraceBatchStart runs before a pipeline is sent (before the statements
+// it prepares first, whose answers have no CommandComplete and pass). Cut
+// afterCommit, the connection passes the server's messages until a read
+// brings the first statement's CommandComplete, then drops them up to the
+// ReadyForQuery that answers the pipeline's Sync, sent once its last
+// statement (a COMMIT) ran: the pipeline committed, and the client heard
+// none of it, its statements' answers or the COMMIT's.
+func (c *cutter) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	if c.batch != nil && c.batch(data.Batch) {
+		c.take(conn)
+	}
+	return ctx
+}
+
+func (c *cutter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *cutter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// take counts a statement or pipeline taken and makes its fault, if any.
+func (c *cutter) take(conn *pgx.Conn) {
 	c.mu.Lock()
 	c.seen++
 	at := c.at[c.seen]
@@ -100,10 +135,7 @@ func (c *cutter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.T
 		cc.scan = msgScan{}
 		cc.armed.Store(true)
 	}
-	return ctx
 }
-
-func (c *cutter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // cutConn is a connection to PostgreSQL that, armed, passes the server's
 // messages until the statement's CommandComplete, then reads and drops

@@ -99,6 +99,11 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 			w.o.log.Warn("stale batch: refused events not dead-lettered", "target", b.Target, "epoch", b.Epoch, "events", res.lost, "err", err)
 		}
 	}
+	if res.replayed && !w.citus.on {
+		// In the ledger: stored by a try of this writer whose COMMIT
+		// lost its answer before the lease moved, or a replay.
+		return w.replayed(ctx, b, start)
+	}
 	w.o.m.RoundTrip.Observe(time.Since(start).Seconds())
 	m := w.o.m
 	// The parts this writer stored before the lease moved (on Citus: the

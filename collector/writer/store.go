@@ -184,6 +184,15 @@ func (w *Writer) storeGroupOn(ctx context.Context, pc *pgx.Conn, open *bool, bs 
 		if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "ingest_ledger_pkey" {
 			return errLedgerConflict
 		}
+		if commitInDoubt(err) {
+			// The COMMIT was sent with the rest: it may have been
+			// applied, unheard. The retry that finds a batch in the
+			// ledger counts it (replayed); how many of its events the
+			// INSERT stored, the table tells then.
+			for _, b := range bs {
+				w.tried[b.ID] = batchTry{samples: len(b.Samples), events: len(b.Events), storedEvents: -1}
+			}
+		}
 		return err
 	}
 	*open = false
@@ -293,6 +302,7 @@ var errRetryNow = errors.New("writer: batch id redrawn")
 // from the spill) is done; another batch that drew the same id gets a new
 // one.
 func (w *Writer) replayOrCollision(ctx context.Context, b *rows.Batch) error {
+	start := time.Now()
 	first, last := b.TSRange()
 	var firstTS, lastTS any
 	if len(b.Samples) > 0 {
@@ -305,12 +315,56 @@ func (w *Writer) replayOrCollision(ctx context.Context, b *rows.Batch) error {
 		return err
 	}
 	if target == b.Target && n == b.Rows() && sameTS(f, firstTS) && sameTS(l, lastTS) {
+		return w.replayed(ctx, b, start)
+	}
+	w.o.log.Warn("batch id collision, drawing another", "batch", b.ID, "target", b.Target)
+	delete(w.tried, b.ID) // another batch's row: no try of this one committed
+	b.ID = rows.NewBatchID()
+	return errRetryNow
+}
+
+// batchTry is what a try of a batch wrote in a transaction whose COMMIT
+// lost its answer: its samples stored, its events offered (all but those
+// dead-lettered) and stored (-1: unknown, the INSERT's answer lost too),
+// its rows dead-lettered.
+type batchTry struct {
+	samples              int
+	events, storedEvents int
+	dead                 []deadRow
+}
+
+// replayed counts a batch the ledger holds already (one node). A try of
+// this writer whose COMMIT lost its answer committed it (w.tried): its
+// rows are counted now, once, as stored by this writer (batches_total
+// stored or partial); its events are those the table holds under the
+// batch's id (an event met twice is under another batch's: a conflict).
+// Else another process stored it (a replay after a crash): counted as
+// replayed, its rows the first run's.
+func (w *Writer) replayed(ctx context.Context, b *rows.Batch, start time.Time) error {
+	t, own := w.tried[b.ID]
+	if !own {
 		w.o.m.Batches.WithLabelValues("replayed").Inc()
 		return nil
 	}
-	w.o.log.Warn("batch id collision, drawing another", "batch", b.ID, "target", b.Target)
-	b.ID = rows.NewBatchID()
-	return errRetryNow
+	if t.storedEvents < 0 {
+		t.storedEvents = 0
+		if len(b.Events) > 0 {
+			n, err := w.triedEvents(ctx, b)
+			if err != nil {
+				return err
+			}
+			t.storedEvents = n
+		}
+	}
+	delete(w.tried, b.ID)
+	outcome := "stored"
+	if len(t.dead) > 0 {
+		outcome = "partial"
+	}
+	w.committed(b, start, outcome, t.samples)
+	w.deadLettered(b, t.dead)
+	w.eventsStored(t.events, t.storedEvents)
+	return nil
 }
 
 // committed counts a committed batch and its samples (the caller counts its
@@ -434,8 +488,7 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 		return err
 	}
 	if stored {
-		w.o.m.Batches.WithLabelValues("replayed").Inc()
-		return nil
+		return w.replayed(ctx, b, start)
 	}
 	defer tx.Rollback(ctx)
 	seriesByID := make(map[int64]rows.Series, len(b.Series))
@@ -515,6 +568,11 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
+		if commitInDoubt(err) {
+			// It may have committed: the retry that finds the batch in
+			// the ledger counts what this try wrote (replayed).
+			w.tried[b.ID] = batchTry{samples: okSamples, events: okEvents, storedEvents: storedEvents, dead: dead}
+		}
 		return err
 	}
 	outcome := "stored"

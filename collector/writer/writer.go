@@ -97,6 +97,12 @@ type Writer struct {
 	idle    *sync.Cond
 
 	citus citusState // used by Run's goroutine only
+	// tried: on one node, batches whose transaction a try sent COMMIT
+	// for and heard no answer of (it may have committed), with what it
+	// wrote. The retry that finds such a batch in the ledger counts it,
+	// stored by this writer, not a replay (replayed). Used by Run's
+	// goroutine only, forgotten when the group is done (writeGroup).
+	tried map[int64]batchTry
 }
 
 // New returns a writer storing into pool, spilling into sp.
@@ -108,7 +114,7 @@ func New(pool *pgxpool.Pool, sp *spill.Spill, opts ...Option) *Writer {
 	if o.m == nil {
 		o.m = collectormetrics.New()
 	}
-	w := &Writer{pool: pool, spill: sp, o: o, wake: make(chan struct{}, 1), pending: map[string]int{}}
+	w := &Writer{pool: pool, spill: sp, o: o, wake: make(chan struct{}, 1), pending: map[string]int{}, tried: map[int64]batchTry{}}
 	w.idle = sync.NewCond(&w.mu)
 	w.spilled = sp.Pending() > 0
 	w.gauges()
@@ -320,6 +326,7 @@ func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.Expon
 	if citus {
 		defer w.citus.endGroup()
 	}
+	defer clear(w.tried)
 	if len(group) > 1 && cerr == nil {
 		bs := make([]*rows.Batch, len(group))
 		for i, it := range group {

@@ -1,0 +1,142 @@
+package writer_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lhcnp/lhcnp/collector/writer"
+)
+
+// TestCommitAnswerLost: the connection is cut once a transaction's COMMIT
+// was sent and applied, before its answer: the pipeline that ends with it
+// (on one node a batch's or a group's ledger rows, events and latest; on
+// Citus a part's or a shard's samples), or the COMMIT of a batch whose
+// bad rows were split out. The retry finds the batches in the ledger; they
+// are this writer's, not replays: every row is counted once in
+// rows_written_total, every dead letter once, batches_total counts them
+// stored or partial, and an event of the batch met twice (under another
+// batch's id) is counted in event_conflicts_total; so on one node when the
+// batch's lease moved before the retry (the merge finds it in the ledger).
+// Stored again by another
+// writer (a replay after a crash), they are replayed. On the old code one
+// node counted every such batch as replayed, its rows nowhere (and its
+// event met twice not as a conflict), and so did Citus a group's shard.
+func TestCommitAnswerLost(t *testing.T) {
+	for _, db := range bothDBs {
+		for _, tt := range []struct {
+			desc      string
+			groupRows int // 0: a batch at a time
+			bad       bool
+			twice     bool // an event of the first group met again, three batches later
+			moved     bool // the batch's lease moves before its retry
+		}{
+			{"a batch alone", 0, false, false, false},
+			{"a group", 6 * 40, false, false, false},
+			{"a group, an event met twice in it", 6 * 40, false, true, false},
+			{"a batch alone, an event met twice in it", 0, false, true, false},
+			{"a batch with refused rows", 0, true, false, false},
+			{"a batch alone, its lease moved before the retry", 0, false, false, true},
+		} {
+			t.Run(db.name+"/"+tt.desc, func(t *testing.T) {
+				if tt.moved && db.name == "citus" {
+					t.Skip("on Citus a batch is several parts: those after the cut are merged (TestCitusStaleEventsCut)")
+				}
+				ctx := context.Background()
+				check, dsn := db.new(t)
+				cut := &cutter{batch: commitPipeline, at: map[int]cutAt{1: afterCommit}}
+				bs := citusWorkload(31)
+				var opts []writer.Option
+				if tt.moved {
+					// The retry finds the batch stale, and merges it
+					// (storeStale): the ledger holds it.
+					bs = bs[:1]
+					opts = append(opts, writer.WithFencing(true))
+					if _, err := check.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ($1, 'c', 1, now() + interval '1 hour')`, bs[0].Target); err != nil {
+						t.Fatal(err)
+					}
+					// The lease row is held FOR SHARE by the transaction
+					// cut: the move waits for it to commit, and the
+					// retry's BEGIN for the move.
+					moved := make(chan struct{})
+					cut.onFault = func() {
+						go func() {
+							defer close(moved)
+							if _, err := check.Exec(ctx, `UPDATE leases SET owner = 'b', epoch = 2 WHERE target = $1`, bs[0].Target); err != nil {
+								t.Error(err)
+							}
+						}()
+					}
+					cut.batch = func(b *pgx.Batch) bool {
+						if b.QueuedQueries[0].SQL == "BEGIN" && cut.faults() == 1 {
+							<-moved
+						}
+						return commitPipeline(b)
+					}
+				}
+				var conflicts, dead float64
+				if tt.twice {
+					// Met twice in the first group; a batch at a time, the
+					// cut is the second one's (its first part's on Citus).
+					id := metTwice(t, bs).ID
+					conflicts = 1
+					if tt.groupRows == 0 {
+						cut.batch = func(b *pgx.Batch) bool {
+							return commitPipeline(b) && slices.ContainsFunc(b.QueuedQueries, func(q *pgx.QueuedQuery) bool {
+								return slices.Contains(q.Arguments, any(id))
+							})
+						}
+					}
+				}
+				if tt.bad {
+					// Its COMMIT is the first commit statement: on one
+					// node storeSafe's, on Citus storePartSafe's.
+					bs = bs[:1]
+					bs[0] = badBatch()
+					cut.batch = nil
+					cut.match = func(data pgx.TraceQueryStartData) bool { return strings.HasPrefix(data.SQL, "commit") }
+					dead = 3
+				}
+				m := storeBacklog(t, cut.pool(t, dsn), tt.groupRows, bs, opts...)
+				if got := cut.faults(); got != 1 {
+					t.Fatalf("%d connections cut, want 1", got)
+				}
+				if tt.bad {
+					badBatchStored(t, check, bs[0])
+				} else {
+					storedOnce(t, check, bs)
+				}
+				writtenOnce(t, check, m)
+				for _, c := range []struct {
+					desc      string
+					got, want float64
+				}{
+					{"event_conflicts_total", testutil.ToFloat64(m.EventConflicts), conflicts},
+					{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), dead},
+					{"batches_total{outcome=replayed}", testutil.ToFloat64(m.Batches.WithLabelValues("replayed")), 0},
+					{"batches_total{outcome=stored} + {outcome=partial}",
+						testutil.ToFloat64(m.Batches.WithLabelValues("stored")) + testutil.ToFloat64(m.Batches.WithLabelValues("partial")), float64(len(bs))},
+				} {
+					if c.got != c.want {
+						t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+					}
+				}
+				// Another process replays them (a crash before the spill
+				// heard they were stored): replays, nothing counted.
+				m = storeBacklog(t, check, tt.groupRows, bs)
+				if got := testutil.ToFloat64(m.Batches.WithLabelValues("replayed")); got != float64(len(bs)) {
+					t.Errorf("replayed by another writer: batches_total{outcome=replayed} = %v, want %d", got, len(bs))
+				}
+				for _, table := range []string{"samples", "events"} {
+					if got := testutil.ToFloat64(m.RowsWritten.WithLabelValues(table)); got != 0 {
+						t.Errorf("replayed by another writer: rows_written_total{table=%s} = %v, want 0", table, got)
+					}
+				}
+			})
+		}
+	}
+}
