@@ -41,6 +41,10 @@ const (
 	// target's owner, or by an earlier replay of the batch): not a loss.
 	DropStaleDuplicate = "stale_duplicate"
 	DropDuplicate      = "duplicate" // a re-sent value already stored (not a loss)
+	// DropDeadLetterRefused: rows PostgreSQL refused whose dead letter it
+	// refused too, and that the writer could not keep in its file of such
+	// rows either (none set, or a disk error): its log line holds them.
+	DropDeadLetterRefused = "dead_letter_refused"
 )
 
 // Handover kinds (label kind of Handovers).
@@ -118,6 +122,11 @@ type Metrics struct {
 	// target's) stored by the writer's merge, by table: values only this
 	// collector received.
 	StaleMerged *prometheus.CounterVec
+	// DeadLettersRefused: rows PostgreSQL refused whose dead letter it
+	// refused too (a constraint or a trigger of dead_letters): kept in the
+	// writer's file (state_dir/dead_letters.jsonl), else dropped
+	// (DropDeadLetterRefused).
+	DeadLettersRefused prometheus.Counter
 
 	mu     sync.Mutex
 	states map[string]string
@@ -140,8 +149,10 @@ func New() *Metrics {
 			Help: "Batches handled by the writer, by outcome (stored, replayed: already in the ledger, partial: some rows dead-lettered, stale: its lease had moved, its rows merged)."}, []string{"outcome"}),
 		DeadLetters: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "dead_letters_total",
 			Help: "Rows PostgreSQL refused, stored in dead_letters with the error."}),
+		DeadLettersRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "dead_letters_refused_total",
+			Help: "Rows PostgreSQL refused whose dead letter it refused too: kept as lines of state_dir/dead_letters.jsonl (those that could not be are in dropped_rows_total{reason=dead_letter_refused})."}),
 		DroppedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "dropped_rows_total",
-			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch: rows of a stale batch the merge could not store; duplicate and stale_duplicate count values already stored, not a loss)."}, []string{"reason"}),
+			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch: rows of a stale batch the merge could not store; dead_letter_refused: refused rows whose dead letter was refused too and could not be kept in state_dir/dead_letters.jsonl; duplicate and stale_duplicate count values already stored, not a loss)."}, []string{"reason"}),
 		QueueRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_rows",
 			Help: "Rows in the in-memory queue."}),
 		QueueBatches: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_batches",
@@ -179,11 +190,11 @@ func New() *Metrics {
 		states: map[string]string{},
 	}
 	m.Registry.MustRegister(m.TargetState, m.Notifications, m.Resubscribes, m.RowsWritten, m.Batches,
-		m.DeadLetters, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
+		m.DeadLetters, m.DeadLettersRefused, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
 		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers, m.StandbyDiscarded, m.StandbyRows, m.ReadyAnnounced, m.LeaseRenewals,
 		m.LatestReadErrors, m.EventConflicts, m.StaleMerged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropStaleDuplicate, DropDuplicate} {
+	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropStaleDuplicate, DropDuplicate, DropDeadLetterRefused} {
 		m.DroppedRows.WithLabelValues(r)
 	}
 	for _, t := range []string{"samples", "events"} {

@@ -32,7 +32,7 @@ type File struct {
 	ID string `yaml:"id" help:"collector id in leases and the ledger (default hostname-pid)"`
 	DB DB     `yaml:"db"`
 	// StateDir holds the spill segments.
-	StateDir string  `yaml:"state_dir" help:"directory of the spill segments"`
+	StateDir string  `yaml:"state_dir" help:"directory of the spill segments and dead_letters.jsonl"`
 	Metrics  Metrics `yaml:"metrics"`
 	Writer   Writer  `yaml:"writer"`
 	Leases   Leases  `yaml:"leases"`

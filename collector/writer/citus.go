@@ -416,7 +416,7 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 	replay := replayed == len(parts) && len(parts) > 0
 	var deadEvents int
 	if len(b.Events) > 0 && !w.citus.groupEvents[b.ID] { // else stored and counted by the group
-		if deadEvents, _, err = w.citusEvents(ctx, b, replay); err != nil {
+		if deadEvents, err = w.citusEvents(ctx, b, replay); err != nil {
 			return err
 		}
 	}
@@ -437,17 +437,16 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 // twice but for a replay's (the first run's) and for those an earlier try
 // of this writer stored (triedEvents). On an error, those stored one by
 // one before it are counted, and the retry told of them and of those the
-// error may have stored (eventsTried). dead and lost are as
-// storeEventsCitus's.
-func (w *Writer) citusEvents(ctx context.Context, b *rows.Batch, replay bool) (dead, lost int, err error) {
-	stored, dead, lost, err := w.storeEventsCitus(ctx, b)
+// error may have stored (eventsTried). dead is as storeEventsCitus's.
+func (w *Writer) citusEvents(ctx context.Context, b *rows.Batch, replay bool) (dead int, err error) {
+	stored, dead, err := w.storeEventsCitus(ctx, b)
 	counted, tried := w.citus.eventsTried[b.ID]
 	if err != nil {
 		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(stored))
 		if tried || stored > 0 || inDoubt(err) {
 			w.citus.eventsTried[b.ID] = counted + stored
 		}
-		return dead, lost, err
+		return dead, err
 	}
 	switch {
 	case tried:
@@ -456,7 +455,7 @@ func (w *Writer) citusEvents(ctx context.Context, b *rows.Batch, replay bool) (d
 		n, err := w.triedEvents(ctx, b)
 		if err != nil {
 			// Those stored now are in the table: the retry counts them.
-			return dead, lost, err
+			return dead, err
 		}
 		w.eventsStored(len(b.Events)-dead-counted, n-counted)
 	case replay:
@@ -466,7 +465,7 @@ func (w *Writer) citusEvents(ctx context.Context, b *rows.Batch, replay bool) (d
 		w.eventsStored(len(b.Events)-dead, stored)
 	}
 	delete(w.citus.eventsTried, b.ID)
-	return dead, lost, nil
+	return dead, nil
 }
 
 // batchEventsSQL counts the events stored under a batch's id: one shard of
@@ -560,8 +559,9 @@ func (w *Writer) partStored(ctx context.Context, b *rows.Batch, p part, firstTS,
 // storePartSafe stores a part PostgreSQL refused, as storeSafe does a
 // batch: the ledger row, then each sample under a savepoint; a refused one
 // goes to dead_letters (a reference table: this transaction then spans the
-// nodes, which a bad row may cost). done is as storePart's; dead counts
-// the rows dead-lettered.
+// nodes, which a bad row may cost; one whose dead letter is refused too is
+// kept in the refused file). done is as storePart's; dead counts the rows
+// refused.
 func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done bool, dead int, err error) {
 	var firstTS, lastTS any
 	if len(p.samples) > 0 {
@@ -612,20 +612,19 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 			return false, 0, err
 		}
 	}
-	for _, d := range bad {
-		if _, err := tx.Exec(ctx, deadSQL, b.Target, b.ID, d.json(), d.err.Error()); err != nil {
-			return false, 0, fmt.Errorf("dead letter: %w", err)
-		}
+	letters, err := w.writeDeadLetters(ctx, tx, b, bad)
+	if err != nil {
+		return false, 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		if commitInDoubt(err) {
 			// As storePart's: the retry that finds the part in the
 			// ledger counts its samples and dead letters.
-			w.citus.tried[partKey{b.ID, p.key}] = partTry{samples: len(good), deadRows: len(bad), uncounted: bad}
+			w.citus.tried[partKey{b.ID, p.key}] = partTry{samples: len(good), deadRows: len(bad), uncounted: letters}
 		}
 		return false, 0, err
 	}
-	w.deadLettered(b, bad)
+	w.deadLettered(b, letters)
 	return false, len(bad), nil
 }
 
@@ -635,20 +634,19 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 // (deadSQL: a replay offers the batch's events again, no ledger row guarding
 // them on Citus, and finds the first run's dead letter); dead
 // counts the refused events, newly dead-lettered or not. A refused event
-// whose dead letter PostgreSQL refuses too is lost: the others are stored
-// still, and the first such error is returned. On an error, stored counts
+// whose dead letter PostgreSQL refuses too is kept in the refused file
+// (keepRefused), counted in dead as well. On an error, stored counts
 // those stored before it, one by one.
-func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead, lost int, err error) {
+func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, dead int, err error) {
 	sql, args := eventsValues(b)
 	tag, err := w.pool.Exec(ctx, sql, args...)
 	if err == nil || Classify(err) == Temporary {
-		return int(tag.RowsAffected()), 0, 0, err
+		return int(tag.RowsAffected()), 0, err
 	}
 	// The dead letters written are counted on an error too: the retry
 	// finds them written (deadSQL) and counts none.
 	var bad []deadRow
 	defer func() { w.deadLettered(b, bad) }()
-	var lostErr error
 	for _, e := range b.Events {
 		sql, args := eventsValues(&rows.Batch{ID: b.ID, Events: []rows.Event{e}})
 		tag, err := w.pool.Exec(ctx, sql, args...)
@@ -656,7 +654,7 @@ func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, d
 		case err == nil:
 			stored += int(tag.RowsAffected())
 		case Classify(err) == Temporary:
-			return stored, dead, lost, err
+			return stored, dead, err
 		default:
 			d := deadRow{table: "events", row: e, err: err}
 			key := deadKey{b.ID, d.json()}
@@ -674,16 +672,14 @@ func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, d
 				if inDoubt(err2) {
 					w.citus.deadTried[key] = true
 				}
-				return stored, dead, lost, fmt.Errorf("dead letter: %w", err2)
+				return stored, dead, fmt.Errorf("dead letter: %w", err2)
 			default:
-				lost++
-				if lostErr == nil {
-					lostErr = fmt.Errorf("dead letter: %w", err2)
-				}
+				dead++
+				w.keepRefused(b, d, err2)
 			}
 		}
 	}
-	return stored, dead, lost, lostErr
+	return stored, dead, nil
 }
 
 // deadLettered counts and logs the rows of b that went to dead_letters.
@@ -795,7 +791,7 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch) (staleResul
 		tx.Rollback(ctx)
 		res.replayed = true
 		if len(b.Events) > 0 && !w.citus.groupEvents[b.ID] {
-			res.deadEvents, res.lost, err = w.citusEvents(ctx, b, res.ownParts == 0)
+			res.deadEvents, err = w.citusEvents(ctx, b, res.ownParts == 0)
 		}
 		return res, err
 	}

@@ -2,8 +2,18 @@ package writer_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/writer"
 )
 
@@ -57,4 +67,119 @@ func TestDeadLetterOnceConcurrent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeadLetterRefused: PostgreSQL refuses the dead letters of a batch's
+// refused rows too (a constraint the test adds to dead_letters: a
+// permanent error). The writer keeps each such row in its refused file, a
+// JSON line with the batch, the row and both errors, counts it in
+// dead_letters_refused_total, writes the other dead letters and stores
+// the rest of the batch (partial). Without a file it can write, the row
+// is dropped, counted under dropped_rows_total{reason=dead_letter_refused}
+// and logged with the row. On one node and on Citus (a sample's dead
+// letter in its part's transaction, an event's in a statement of its
+// own). On the old code the batch was retried for ever: nothing stored.
+func TestDeadLetterRefused(t *testing.T) {
+	for _, db := range bothDBs {
+		for _, tt := range []struct {
+			desc  string
+			check string // the constraint added to dead_letters, of batch $ID
+			kept  int    // of the 3 dead letters, those refused
+			file  bool   // a refused file the writer can write
+		}{
+			{"every dead letter of the batch", `batch_id <> $ID`, 3, true},
+			{"the event's dead letter", `batch_id <> $ID OR "row"->>'table' <> 'events'`, 1, true},
+			{"every dead letter, no file", `batch_id <> $ID`, 3, false},
+		} {
+			t.Run(db.name+"/"+tt.desc, func(t *testing.T) {
+				ctx := context.Background()
+				pool, _ := db.new(t)
+				b := badBatch()
+				check := strings.ReplaceAll(tt.check, "$ID", fmt.Sprint(b.ID))
+				if _, err := pool.Exec(ctx, `ALTER TABLE dead_letters ADD CONSTRAINT test_refused CHECK (`+check+`)`); err != nil {
+					t.Fatal(err)
+				}
+				file := filepath.Join(t.TempDir(), "dead_letters.jsonl")
+				if !tt.file {
+					file = filepath.Join(t.TempDir(), "missing", "dead_letters.jsonl")
+				}
+				w, m, stop := newWriter(t, pool, writer.WithRefusedFile(file))
+				w.Enqueue(b)
+				stop()
+				for _, c := range []struct {
+					desc, sql string
+					want      int64
+				}{
+					{"samples", `SELECT count(*) FROM samples WHERE batch_id = $1`, 98},
+					{"events", `SELECT count(*) FROM events WHERE batch_id = $1`, 1},
+					{"dead letters", `SELECT count(*) FROM dead_letters WHERE batch_id = $1`, int64(3 - tt.kept)},
+				} {
+					if n := count(t, pool, c.sql, b.ID); n != c.want {
+						t.Errorf("%s: %d, want %d", c.desc, n, c.want)
+					}
+				}
+				var dropped float64
+				lines := refusedLines(t, file)
+				if tt.file {
+					if len(lines) != tt.kept {
+						t.Errorf("%d lines in the refused file, want %d", len(lines), tt.kept)
+					}
+					for _, l := range lines {
+						if l.BatchID != b.ID || l.Target != "sw1" || l.Row.Table == "" || l.Error == "" || !strings.Contains(l.Refused, "test_refused") {
+							t.Errorf("refused file line %+v: want batch %d, target sw1, the row's table, its error and the dead letter's (test_refused)", l, b.ID)
+						}
+					}
+				} else {
+					dropped = float64(tt.kept)
+				}
+				for _, c := range []struct {
+					desc      string
+					got, want float64
+				}{
+					{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), float64(3 - tt.kept)},
+					{"dead_letters_refused_total", testutil.ToFloat64(m.DeadLettersRefused), float64(tt.kept)},
+					{"dropped_rows_total{reason=dead_letter_refused}", testutil.ToFloat64(m.DroppedRows.WithLabelValues(collectormetrics.DropDeadLetterRefused)), dropped},
+					{"batches_total{outcome=partial}", testutil.ToFloat64(m.Batches.WithLabelValues("partial")), 1},
+					{"rows_written_total{table=samples}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")), 98},
+					{"rows_written_total{table=events}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")), 1},
+				} {
+					if c.got != c.want {
+						t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// refusedLine is a line of the writer's refused file.
+type refusedLine struct {
+	Target  string `json:"target"`
+	BatchID int64  `json:"batch_id"`
+	Row     struct {
+		Table string `json:"table"`
+	} `json:"row"`
+	Error   string `json:"error"`
+	Refused string `json:"dead_letter_error"`
+}
+
+// refusedLines reads the refused file at path (none: no line).
+func refusedLines(t *testing.T, path string) []refusedLine {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []refusedLine
+	for l := range strings.Lines(string(data)) {
+		var r refusedLine
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%s: %q: %v", path, l, err)
+		}
+		lines = append(lines, r)
+	}
+	return lines
 }

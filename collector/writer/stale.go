@@ -74,8 +74,9 @@ SELECT (SELECT count(*) FROM m), count(*) FILTER (WHERE NOT passed AND NOT store
 // rows. It returns only errors worth retrying; a row PostgreSQL refuses
 // (a permanent error) leaves the batch refused, counted as stale_epoch. On
 // Citus, a batch whose every part is in the ledger has only its events
-// written (mergeStaleCitus): a refused one whose dead letter PostgreSQL
-// refuses too is the only row refused, the others are what they are.
+// written (mergeStaleCitus), as storeCitus writes them: a refused one
+// dead-lettered, or kept in the refused file when its dead letter is
+// refused too.
 func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 	start := time.Now()
 	merge := w.mergeStale
@@ -95,8 +96,10 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 			res = staleResult{refused: b.Rows() - res.own - res.ownDeadRows, own: res.own, ownDeadRows: res.ownDeadRows, ownDead: res.ownDead}
 			w.o.log.Warn("stale batch refused: its merge failed", "target", b.Target, "epoch", b.Epoch, "rows", res.refused, "err", err)
 		} else {
-			res.refused = res.lost
-			w.o.log.Warn("stale batch: refused events not dead-lettered", "target", b.Target, "epoch", b.Epoch, "events", res.lost, "err", err)
+			// On Citus, the events of a batch in the ledger are stored
+			// (a refused one dead-lettered, or kept in the refused file):
+			// only the count of those an earlier try stored failed.
+			w.o.log.Warn("stale batch: its events not counted", "target", b.Target, "epoch", b.Epoch, "err", err)
 		}
 	}
 	if res.replayed && !w.citus.on {
@@ -146,7 +149,7 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 // staleResult is what a merge did: samples and events stored, rows
 // refused (newer than what is stored: the owner may store them), whether
 // the ledger held the batch already (on Citus its events are offered
-// still, and stored and counted: deadEvents and lost as citusEvents's),
+// still, and stored and counted: deadEvents as citusEvents's dead),
 // and the lease's owner and epoch. On Citus, own counts the samples of
 // ownParts, parts in the ledger this writer stored and did not count,
 // ownDeadRows their rows dead-lettered and ownDead those not counted.
@@ -156,7 +159,7 @@ type staleResult struct {
 	own, ownParts            int
 	ownDeadRows              int
 	ownDead                  []deadRow
-	deadEvents, lost         int
+	deadEvents               int
 	owner                    string
 	epoch                    int64
 }

@@ -3,6 +3,7 @@ package writer_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -317,8 +318,9 @@ func TestCitusStaleMergeBehindOwner(t *testing.T) {
 // and rows_written_total counts its samples and its events once, those
 // the cut INSERT stored too (it counted neither: the retry found the parts
 // in the ledger and the events in the table). A refused event whose dead
-// letter PostgreSQL refuses too is the one row lost, counted as
-// stale_epoch, not the whole batch (all 13 rows, though stored).
+// letter PostgreSQL refuses too is kept in the refused file, the batch
+// partial (it was the one row counted as stale_epoch, and before that the
+// whole batch: all 13 rows, though stored).
 func TestCitusStaleEventsCut(t *testing.T) {
 	for _, tt := range []struct {
 		desc        string
@@ -330,7 +332,7 @@ func TestCitusStaleEventsCut(t *testing.T) {
 		{"the events never sent", beforeSent, false, false, "stored"},
 		{"the events stored, their answer lost", afterCommit, false, false, "stored"},
 		{"the events never sent, one of them refused", beforeSent, true, false, "partial"},
-		{"the events never sent, one of them refused, and its dead letter", beforeSent, true, true, "stored"},
+		{"the events never sent, one of them refused, and its dead letter", beforeSent, true, true, "partial"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			ctx := context.Background()
@@ -346,7 +348,7 @@ func TestCitusStaleEventsCut(t *testing.T) {
 			}}
 			base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
 			b := staleBatch(base, "a", 1, []int{1, 3}, 1, 2)
-			var dead, refused int64
+			var dead, kept int64
 			if tt.bad {
 				b.Events = append(b.Events, rows.Event{TS: base, Target: "sw1", Kind: "cnp", Details: "{bad json"})
 				dead = 1
@@ -355,9 +357,10 @@ func TestCitusStaleEventsCut(t *testing.T) {
 				if _, err := check.Exec(ctx, fmt.Sprintf(`ALTER TABLE dead_letters ADD CONSTRAINT test_refused CHECK (batch_id <> %d)`, b.ID)); err != nil {
 					t.Fatal(err)
 				}
-				dead, refused = 0, 1
+				dead, kept = 0, 1
 			}
-			w, m, stop := newWriter(t, cut.pool(t, dsn), writer.WithFencing(true))
+			refusedFile := filepath.Join(t.TempDir(), "dead_letters.jsonl")
+			w, m, stop := newWriter(t, cut.pool(t, dsn), writer.WithFencing(true), writer.WithRefusedFile(refusedFile))
 			enqueue(t, w, []*rows.Batch{b})
 			stop()
 			if got := cut.faults(); got != 1 {
@@ -376,8 +379,14 @@ func TestCitusStaleEventsCut(t *testing.T) {
 					t.Errorf("%s: %d, want %d", c.desc, n, c.want)
 				}
 			}
-			if diff := cmp.Diff(staleCounts{Refused: float64(refused)}, staleCountsOf(m)); diff != "" {
+			if diff := cmp.Diff(staleCounts{}, staleCountsOf(m)); diff != "" {
 				t.Errorf("counters (-want, +got):\n%s", diff)
+			}
+			if got := testutil.ToFloat64(m.DeadLettersRefused); got != float64(kept) {
+				t.Errorf("dead_letters_refused_total = %v, want %v", got, kept)
+			}
+			if got := refusedLines(t, refusedFile); len(got) != int(kept) {
+				t.Errorf("%d lines in the refused file, want %d", len(got), kept)
 			}
 			if got := testutil.ToFloat64(m.Batches.WithLabelValues(tt.outcome)); got != 1 {
 				t.Errorf("batches_total{outcome=%s} = %v, want 1", tt.outcome, got)

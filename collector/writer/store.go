@@ -479,8 +479,9 @@ func keysJSON(keys []rows.Key) string {
 
 // storeSafe stores a batch that PostgreSQL refused: samples and events are
 // written in halves under savepoints, down to single rows; a single row
-// refused goes to dead_letters with the error. All in one transaction with
-// the ledger row, so a replay still finds the batch stored.
+// refused goes to dead_letters with the error (or, when PostgreSQL refuses
+// that too, to the refused file: writeDeadLetters). All in one transaction
+// with the ledger row, so a replay still finds the batch stored.
 func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 	start := time.Now()
 	tx, stored, err := w.begin(ctx, b)
@@ -562,27 +563,48 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 	if err := splitEvents(b.Events); err != nil {
 		return err
 	}
-	for _, d := range dead {
-		if _, err := tx.Exec(ctx, deadSQL, b.Target, b.ID, d.json(), d.err.Error()); err != nil {
-			return fmt.Errorf("dead letter: %w", err)
-		}
+	letters, err := w.writeDeadLetters(ctx, tx, b, dead)
+	if err != nil {
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		if commitInDoubt(err) {
 			// It may have committed: the retry that finds the batch in
 			// the ledger counts what this try wrote (replayed).
-			w.tried[b.ID] = batchTry{samples: okSamples, events: okEvents, storedEvents: storedEvents, dead: dead}
+			w.tried[b.ID] = batchTry{samples: okSamples, events: okEvents, storedEvents: storedEvents, dead: letters}
 		}
 		return err
 	}
 	outcome := "stored"
 	if len(dead) > 0 {
 		outcome = "partial"
-		w.deadLettered(b, dead)
+		w.deadLettered(b, letters)
 	}
 	w.committed(b, start, outcome, okSamples)
 	w.eventsStored(okEvents, storedEvents)
 	return nil
+}
+
+// writeDeadLetters writes the dead letters of b's refused rows in tx, each
+// under a savepoint: one PostgreSQL refuses too (a permanent error) is kept
+// in the refused file (keepRefused), the others written. letters are those
+// written.
+func (w *Writer) writeDeadLetters(ctx context.Context, tx pgx.Tx, b *rows.Batch, dead []deadRow) (letters []deadRow, err error) {
+	for _, d := range dead {
+		err := savepoint(ctx, tx, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, deadSQL, b.Target, b.ID, d.json(), d.err.Error())
+			return err
+		})
+		switch {
+		case err == nil:
+			letters = append(letters, d)
+		case Classify(err) == Temporary:
+			return nil, fmt.Errorf("dead letter: %w", err)
+		default:
+			w.keepRefused(b, d, err)
+		}
+	}
+	return letters, nil
 }
 
 func savepoint(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) error {

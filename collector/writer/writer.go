@@ -48,6 +48,9 @@ type options struct {
 	log       *slog.Logger
 	m         *collectormetrics.Metrics
 	onCommit  func(b *rows.Batch)
+	// refusedFile keeps the rows whose dead letter PostgreSQL refused
+	// (refused.go).
+	refusedFile string
 }
 
 // Option configures a Writer.
@@ -103,6 +106,9 @@ type Writer struct {
 	// stored by this writer, not a replay (replayed). Used by Run's
 	// goroutine only, forgotten when the group is done (writeGroup).
 	tried map[int64]batchTry
+	// kept: the rows of the group's batches kept in the refused file
+	// (keepRefused), which a retry does not keep again.
+	kept map[deadKey]bool
 }
 
 // New returns a writer storing into pool, spilling into sp.
@@ -114,7 +120,8 @@ func New(pool *pgxpool.Pool, sp *spill.Spill, opts ...Option) *Writer {
 	if o.m == nil {
 		o.m = collectormetrics.New()
 	}
-	w := &Writer{pool: pool, spill: sp, o: o, wake: make(chan struct{}, 1), pending: map[string]int{}, tried: map[int64]batchTry{}}
+	w := &Writer{pool: pool, spill: sp, o: o, wake: make(chan struct{}, 1), pending: map[string]int{},
+		tried: map[int64]batchTry{}, kept: map[deadKey]bool{}}
 	w.idle = sync.NewCond(&w.mu)
 	w.spilled = sp.Pending() > 0
 	w.gauges()
@@ -327,6 +334,7 @@ func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.Expon
 		defer w.citus.endGroup()
 	}
 	defer clear(w.tried)
+	defer clear(w.kept)
 	if len(group) > 1 && cerr == nil {
 		bs := make([]*rows.Batch, len(group))
 		for i, it := range group {

@@ -1,0 +1,84 @@
+package writer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
+	"github.com/lhcnp/lhcnp/collector/rows"
+)
+
+// A row PostgreSQL refuses goes to dead_letters. Should PostgreSQL refuse
+// that dead letter too (a constraint or a trigger someone added to
+// dead_letters: a permanent error, which no retry can help), the writer
+// would otherwise retry the batch for ever, the target's later batches
+// queued behind it. The row is kept instead in a file of the state
+// directory, a JSON line each (WithRefusedFile), counted and logged once
+// with both reasons, and the rest of the batch is stored. The line is
+// written, and synced, before the batch's transaction commits: a crash
+// between the two may leave a line written twice (its batch id and row
+// name it), never none. A disk that cannot take it drops the row,
+// counted (dropped_rows_total{reason="dead_letter_refused"}) and logged
+// with the row itself.
+
+// refusedLine is a line of the refused dead letters' file.
+type refusedLine struct {
+	Time    string          `json:"time"`
+	Target  string          `json:"target"`
+	BatchID int64           `json:"batch_id"`
+	Row     json.RawMessage `json:"row"`               // the dead letter's row: {"table": ..., "row": ...}
+	Error   string          `json:"error"`             // why the row was refused
+	Refused string          `json:"dead_letter_error"` // why its dead letter was
+}
+
+// WithRefusedFile sets the file where a dead letter PostgreSQL refuses is
+// kept (the collector's is state_dir/dead_letters.jsonl); without one
+// such a row is dropped, counted and logged with the row.
+func WithRefusedFile(path string) Option { return func(o *options) { o.refusedFile = path } }
+
+// keepRefused keeps d, a row of b whose dead letter PostgreSQL refused
+// with err, in the refused file, once per writer goroutine's group (a
+// retry of the batch finds it kept).
+func (w *Writer) keepRefused(b *rows.Batch, d deadRow, err error) {
+	key := deadKey{b.ID, d.json()}
+	if w.kept[key] {
+		return
+	}
+	w.kept[key] = true
+	w.o.m.DeadLettersRefused.Inc()
+	ferr := w.appendRefused(refusedLine{Time: time.Now().UTC().Format(time.RFC3339Nano), Target: b.Target, BatchID: b.ID,
+		Row: json.RawMessage(key.row), Error: d.err.Error(), Refused: err.Error()})
+	if ferr == nil {
+		w.o.log.Warn("dead letter refused, the row kept in the refused file", "target", b.Target, "batch", b.ID,
+			"table", d.table, "file", w.o.refusedFile, "err", d.err, "dead_letter_err", err)
+		return
+	}
+	w.o.m.DroppedRows.WithLabelValues(collectormetrics.DropDeadLetterRefused).Inc()
+	w.o.log.Error("dead letter refused, the row dropped", "target", b.Target, "batch", b.ID, "row", key.row,
+		"err", d.err, "dead_letter_err", err, "file_err", ferr)
+}
+
+// appendRefused appends line to the refused file and syncs it.
+func (w *Writer) appendRefused(line refusedLine) error {
+	if w.o.refusedFile == "" {
+		return fmt.Errorf("no file for refused dead letters")
+	}
+	data, err := json.Marshal(line)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(w.o.refusedFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
