@@ -594,8 +594,9 @@ func sameOnBoth(t *testing.T, store func(name string, pool *pgxpool.Pool)) {
 // stored once. The batch retried after the group's parts are the cases
 // that counted conflicts before: its parts, stored by the group, were not
 // found in the ledger as a replay's. An insert cut before it reached the
-// database stored nothing: an event met twice after it still counts.
-// rows_written_total counts every row once, this writer's: the events an
+// database stored nothing: an event met twice after it still counts, and
+// so does one met twice in the insert whose answer was lost (the retry
+// finds it under the other batch's id). rows_written_total counts every row once, this writer's: the events an
 // insert stored unheard (they were never counted: the retry found them and
 // counted what it stored, none), and the samples of a batch whose parts
 // committed on a try that failed at its events (the retry found them in
@@ -612,6 +613,7 @@ func TestCitusEventsAnswerLost(t *testing.T) {
 		{"the insert of a batch stored alone", 0, map[int]cutAt{1: afterCommit}, false},
 		{"the insert of a batch stored alone, never sent", 0, map[int]cutAt{1: beforeSent}, false},
 		{"an insert that never reached the database, then an event met twice", 6 * 40, map[int]cutAt{1: beforeSent}, true},
+		{"a group's insert, an event met twice in it", 6 * 40, map[int]cutAt{1: afterCommit}, true},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			check, dsn := pgtest.NewCitus(t)
