@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lhcnp/lhcnp/collector/collectormetrics"
@@ -78,7 +80,9 @@ func TestDeadLetterOnceConcurrent(t *testing.T) {
 // is dropped, counted under dropped_rows_total{reason=dead_letter_refused}
 // and logged with the row. On one node and on Citus (a sample's dead
 // letter in its part's transaction, an event's in a statement of its
-// own). On the old code the batch was retried for ever: nothing stored.
+// own); and so when the batch's COMMIT lost its answer (its retry finds
+// it in the ledger: partial, the rows in the file once). On the old code
+// the batch was retried for ever: nothing stored.
 func TestDeadLetterRefused(t *testing.T) {
 	for _, db := range bothDBs {
 		for _, tt := range []struct {
@@ -86,14 +90,24 @@ func TestDeadLetterRefused(t *testing.T) {
 			check string // the constraint added to dead_letters, of batch $ID
 			kept  int    // of the 3 dead letters, those refused
 			file  bool   // a refused file the writer can write
+			cut   bool   // the connection cut after the batch's COMMIT, its answer lost
 		}{
-			{"every dead letter of the batch", `batch_id <> $ID`, 3, true},
-			{"the event's dead letter", `batch_id <> $ID OR "row"->>'table' <> 'events'`, 1, true},
-			{"every dead letter, no file", `batch_id <> $ID`, 3, false},
+			{"every dead letter of the batch", `batch_id <> $ID`, 3, true, false},
+			{"the event's dead letter", `batch_id <> $ID OR "row"->>'table' <> 'events'`, 1, true, false},
+			{"every dead letter, no file", `batch_id <> $ID`, 3, false, false},
+			{"every dead letter, the COMMIT's answer lost", `batch_id <> $ID`, 3, true, true},
 		} {
 			t.Run(db.name+"/"+tt.desc, func(t *testing.T) {
 				ctx := context.Background()
-				pool, _ := db.new(t)
+				pool, dsn := db.new(t)
+				wpool := pool
+				// The first commit statement: on one node storeSafe's,
+				// on Citus storePartSafe's.
+				cut := &cutter{match: func(data pgx.TraceQueryStartData) bool { return strings.HasPrefix(data.SQL, "commit") },
+					at: map[int]cutAt{1: afterCommit}}
+				if tt.cut {
+					wpool = cut.pool(t, dsn)
+				}
 				b := badBatch()
 				check := strings.ReplaceAll(tt.check, "$ID", fmt.Sprint(b.ID))
 				if _, err := pool.Exec(ctx, `ALTER TABLE dead_letters ADD CONSTRAINT test_refused CHECK (`+check+`)`); err != nil {
@@ -103,9 +117,12 @@ func TestDeadLetterRefused(t *testing.T) {
 				if !tt.file {
 					file = filepath.Join(t.TempDir(), "missing", "dead_letters.jsonl")
 				}
-				w, m, stop := newWriter(t, pool, writer.WithRefusedFile(file))
+				w, m, stop := newWriter(t, wpool, writer.WithRefusedFile(file), writer.WithRetryMax(100*time.Millisecond))
 				w.Enqueue(b)
 				stop()
+				if tt.cut && cut.faults() != 1 {
+					t.Fatalf("%d connections cut, want 1", cut.faults())
+				}
 				for _, c := range []struct {
 					desc, sql string
 					want      int64

@@ -326,10 +326,12 @@ func (w *Writer) replayOrCollision(ctx context.Context, b *rows.Batch) error {
 // batchTry is what a try of a batch wrote in a transaction whose COMMIT
 // lost its answer: its samples stored, its events offered (all but those
 // dead-lettered) and stored (-1: unknown, the INSERT's answer lost too),
-// its rows dead-lettered.
+// its rows refused and of those the dead letters it wrote (the others kept
+// in the refused file, counted then).
 type batchTry struct {
 	samples              int
 	events, storedEvents int
+	deadRows             int
 	dead                 []deadRow
 }
 
@@ -358,7 +360,7 @@ func (w *Writer) replayed(ctx context.Context, b *rows.Batch, start time.Time) e
 	}
 	delete(w.tried, b.ID)
 	outcome := "stored"
-	if len(t.dead) > 0 {
+	if t.deadRows > 0 {
 		outcome = "partial"
 	}
 	w.committed(b, start, outcome, t.samples)
@@ -571,7 +573,7 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 		if commitInDoubt(err) {
 			// It may have committed: the retry that finds the batch in
 			// the ledger counts what this try wrote (replayed).
-			w.tried[b.ID] = batchTry{samples: okSamples, events: okEvents, storedEvents: storedEvents, dead: letters}
+			w.tried[b.ID] = batchTry{samples: okSamples, events: okEvents, storedEvents: storedEvents, deadRows: len(dead), dead: letters}
 		}
 		return err
 	}
