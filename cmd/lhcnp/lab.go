@@ -178,9 +178,16 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 	if err != nil {
 		return lab.Config{}, err
 	}
+	// Each switch's target has the fabric file's stream limits (its
+	// defaults: lhcnp switch's), its own as lhcnp switch gives each:
+	// without, a client of the lab could open streams without end. No
+	// users: max_streams_per_user does not apply.
+	creds := auth.New(nil)
+	limits := gnmiLimits{f.MaxStreams, f.MaxStreamsPerUser, f.MaxStreamsPerConnection}
 	fc := fabric.Config{Scenario: loop.Scenario(), Speed: speed, PublishInterval: f.PublishInterval, Keepalive: f.Keepalive,
 		DeadAfter: f.DeadAfter, MaxLate: engine.FromDuration(f.MaxLate), IgnoreStartup: cfg.IgnoreStartup,
-		TargetOptions: []service.Option{service.WithAuth(auth.New(nil)), service.WithInsecure()}}
+		TargetOptions:    []service.Option{service.WithInsecure()},
+		TargetOptionsFor: func(string) []service.Option { return gnmiServerOptions(creds, false, limits) }}
 	var tuned []tuner.SwitchConfig
 	for _, s := range f.Switches {
 		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(cfg.Listen, s.Listen, "127.0.0.1:0"), Interfaces: s.Interfaces}

@@ -2,13 +2,10 @@ package service_test
 
 import (
 	"errors"
-	"io"
 	"net"
 	"os"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2"
 
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/service"
@@ -23,12 +20,12 @@ import (
 // close is bounded well below two minutes, above DefaultHandshakeTimeout.
 func TestConnectionBounds(t *testing.T) {
 	t.Run("max concurrent streams", func(t *testing.T) {
-		if got := maxConcurrentStreams(t, dialRaw(t, service.WithInsecure())); got != service.DefaultMaxConcurrentStreams {
+		if got := servicetest.MaxConcurrentStreams(t, dialRaw(t, service.WithInsecure())); got != service.DefaultMaxConcurrentStreams {
 			t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d, want %d", got, service.DefaultMaxConcurrentStreams)
 		}
 	})
 	t.Run("max concurrent streams configured", func(t *testing.T) {
-		if got := maxConcurrentStreams(t, dialRaw(t, service.WithInsecure(), service.WithMaxConcurrentStreams(7))); got != 7 {
+		if got := servicetest.MaxConcurrentStreams(t, dialRaw(t, service.WithInsecure(), service.WithMaxConcurrentStreams(7))); got != 7 {
 			t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d, want 7 (WithMaxConcurrentStreams)", got)
 		}
 	})
@@ -48,34 +45,6 @@ func TestConnectionBounds(t *testing.T) {
 			t.Fatal("the server sent something to a client that sent nothing")
 		}
 	})
-}
-
-// maxConcurrentStreams sends conn the HTTP/2 preface and returns the
-// SETTINGS_MAX_CONCURRENT_STREAMS of the server's SETTINGS (the test fails
-// if it sends none).
-func maxConcurrentStreams(t *testing.T, conn net.Conn) uint32 {
-	t.Helper()
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(conn, conn)
-	if err := fr.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		f, err := fr.ReadFrame()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
-			got, ok := s.Value(http2.SettingMaxConcurrentStreams)
-			if !ok {
-				t.Fatal("no SETTINGS_MAX_CONCURRENT_STREAMS: no limit")
-			}
-			return got
-		}
-	}
 }
 
 // dialRaw serves a target with users over transport (and opts) and returns

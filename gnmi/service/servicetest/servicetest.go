@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -53,6 +55,35 @@ func Serve(t testing.TB, srv *service.Server) string {
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String()
+}
+
+// MaxConcurrentStreams sends conn, a plaintext connection to a server,
+// the HTTP/2 preface and returns the SETTINGS_MAX_CONCURRENT_STREAMS of the
+// server's SETTINGS: the RPCs one connection may have open at once (the
+// test fails if it sends none, no limit).
+func MaxConcurrentStreams(t testing.TB, conn net.Conn) uint32 {
+	t.Helper()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(conn, conn)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
+			got, ok := s.Value(http2.SettingMaxConcurrentStreams)
+			if !ok {
+				t.Fatal("no SETTINGS_MAX_CONCURRENT_STREAMS: no limit")
+			}
+			return got
+		}
+	}
 }
 
 // SelfSignedTLS writes a self-signed ECDSA certificate for 127.0.0.1 and
