@@ -293,7 +293,7 @@ func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, ar
 	if !strings.Contains(cfg.DB, "@postgres:5432/") {
 		t.Errorf("db %q does not reach the postgres service", cfg.DB)
 	}
-	fab, err := loadSwitchFile("../../examples/lab-containers.yaml")
+	fab, _, err := loadSwitchFile("../../examples/lab-containers.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestComposeSpeedFromSwitches(t *testing.T) {
 			}
 		}
 	}
-	f, err := loadSwitchFile("../../examples/lab-containers.yaml")
+	f, _, err := loadSwitchFile("../../examples/lab-containers.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

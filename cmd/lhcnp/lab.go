@@ -158,7 +158,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // labConfig builds the lab from the fabric file: its switches all in this
 // process (no wires), its scenario with the looping traffic.
 func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
-	f, err := loadSwitchFile(cfg.Fabric)
+	f, _, err := loadSwitchFile(cfg.Fabric)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return lab.Config{}, fmt.Errorf("--fabric %s: %w (run from the repository, or give the lab topology's fabric file)", cfg.Fabric, err)

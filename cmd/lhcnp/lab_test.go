@@ -423,7 +423,7 @@ func TestREADMELabBanner(t *testing.T) {
 			shown = append(shown, l)
 		}
 	}
-	f, err := loadSwitchFile("../../examples/lab.yaml")
+	f, _, err := loadSwitchFile("../../examples/lab.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

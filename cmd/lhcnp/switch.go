@@ -138,20 +138,20 @@ type fileWire struct {
 }
 
 // loadSwitchFile reads a switch or fabric file alone: no flags, no
-// variables (lhcnp lab, tests).
-func loadSwitchFile(path string) (*switchFile, error) {
+// variables (lhcnp lab, tests). cc locates later errors of its keys.
+func loadSwitchFile(path string) (*switchFile, *cliconf.Config, error) {
 	f := defaultSwitchFile()
 	cc, err := cliconf.Register(flag.NewFlagSet("switch", flag.ContinueOnError), &f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cc.Load(path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := f.resolve(path, cc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &f, nil
+	return &f, cc, nil
 }
 
 // missingFlagError is a usage error for a flag the command line lacks,
@@ -510,9 +510,9 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		cfg.Switches = append(cfg.Switches, fsw)
 	}
-	wires, err := localWires(sc, f, run)
+	wires, err := localWires(sc, f, run, cc)
 	if err != nil {
-		return fmt.Errorf("%s: %w", sourceOf(config), err)
+		return err
 	}
 	for _, w := range wires {
 		if f.Capture != "" {
@@ -674,8 +674,9 @@ func loopbackAddr(ctx context.Context, lookup lookupFunc, addr string) bool {
 
 // localWires returns the file's wires this process runs: those with one
 // end among the nodes the switches in run reach without crossing a wire.
-// A wire with both ends here is an ordinary link in the engine.
-func localWires(sc *scenario.Scenario, f *switchFile, run []fileSwitch) ([]fabric.Wire, error) {
+// A wire with both ends here is an ordinary link in the engine. An error
+// names its key of the file loaded by cc (FILE:LINE:COL: wires[N].link).
+func localWires(sc *scenario.Scenario, f *switchFile, run []fileSwitch, cc *cliconf.Config) ([]fabric.Wire, error) {
 	var all []string
 	for _, w := range f.Wires {
 		all = append(all, w.Link)
@@ -686,10 +687,12 @@ func localWires(sc *scenario.Scenario, f *switchFile, run []fileSwitch) ([]fabri
 	}
 	local := dataplane.Reachable(sc, served, all)
 	var out []fabric.Wire
-	for _, w := range f.Wires {
+	for k, w := range f.Wires {
 		i := slices.IndexFunc(sc.Links, func(l scenario.Link) bool { return l.Name == w.Link })
 		if i < 0 {
-			return nil, fmt.Errorf("wires: scenario %s has no link %q", sc.Name, w.Link)
+			// checkScenario refuses it first in lhcnp switch; named at the
+			// key as that is, for any other caller.
+			return nil, cc.Locate(fmt.Errorf("wires[%d].link: scenario %s has no link %q", k, sc.Name, w.Link))
 		}
 		lk := sc.Links[i]
 		switch {
