@@ -31,6 +31,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/internal/errline"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/internal/pidlock"
 	"github.com/lhcnp/lhcnp/lab/dashboard"
@@ -296,7 +297,9 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 			return nil, fmt.Errorf("tuner: %w", err)
 		}
 		if l.tpool, err = pgxpool.New(ctx, l.dsn); err != nil {
-			return nil, fmt.Errorf("tuner: db: %w", err)
+			// pgx quotes the DSN, line breaks and all; the error is one
+			// line, as the collector's of the same DSN is.
+			return nil, fmt.Errorf("tuner: db: %w", errline.Of(err))
 		}
 		var push tuner.Pusher
 		if !tc.DryRun {

@@ -186,13 +186,7 @@ func TestMigrateCitus(t *testing.T) {
 // the collector and the tuner printed the same dial error twice (the
 // tuner on three lines).
 func TestDialErrorOnce(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close() // a closed port: every dial refused
-	dsn := "postgres://lhcnp@" + addr + "/lhcnp?connect_timeout=5"
+	addr, dsn := closedPortDSN(t)
 	write := fileWriter(t, t.TempDir())
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -215,6 +209,50 @@ func TestDialErrorOnce(t *testing.T) {
 			}
 			if n := strings.Count(err.Error(), "dial tcp "+addr); n != 1 || strings.Contains(err.Error(), "\n") {
 				t.Errorf("the dial error %d times (want once, on one line):\n%v", n, err)
+			}
+		})
+	}
+}
+
+// closedPortDSN returns a loopback address whose port is closed (every
+// dial refused) and a DSN of it.
+func closedPortDSN(t *testing.T) (addr, dsn string) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = lis.Addr().String()
+	lis.Close()
+	return addr, "postgres://lhcnp@" + addr + "/lhcnp?connect_timeout=5"
+}
+
+// TestLabDBErrorOneLine: lhcnp lab's error of a database it cannot use is
+// one line, each pgx attempt once, whichever part meets it first: the
+// tuner's pool (built first) or the collector (--tuner=false). A DSN pgx
+// cannot parse is quoted in its error, line break and all; a closed port
+// is dialled twice (sslmode=prefer). It failed before: the tuner's pool
+// returned pgx's error as it was, over two lines.
+func TestLabDBErrorOneLine(t *testing.T) {
+	addr, dsn := closedPortDSN(t)
+	for _, tt := range []struct {
+		desc, dsn, want string
+		args          []string
+	}{
+		{"unreachable", dsn, "dial tcp " + addr, nil},
+		{"unreachable, no tuner", dsn, "dial tcp " + addr, []string{"--tuner=false"}},
+		{"a line break", dsn + "\nx", "cannot parse", nil},
+		{"a line break, no tuner", dsn + "\nx", "cannot parse", []string{"--tuner=false"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			args := append([]string{"--state-dir", t.TempDir(), "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
+				"--metrics", "127.0.0.1:0", "--fabric", "../../examples/lab.yaml", "--postgres", tt.dsn}, tt.args...)
+			err := runLab(context.Background(), args, io.Discard, io.Discard)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if n := strings.Count(err.Error(), tt.want); n != 1 || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%q %d times (want once, on one line):\n%v", tt.want, n, err)
 			}
 		})
 	}
