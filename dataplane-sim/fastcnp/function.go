@@ -17,10 +17,11 @@ import (
 type Function struct {
 	node  *Node
 	recvs []*Receiver
+	hosts []*netsim.Host // recvs[i] is on hosts[i]
 }
 
 var (
-	_ mechanism.Function       = (*Function)(nil)
+	_ mechanism.Remover        = (*Function)(nil)
 	_ mechanism.SharedReceiver = (*Receiver)(nil)
 )
 
@@ -40,9 +41,24 @@ func NewFunction(lh *lhcnp.Node) (*Function, error) {
 			return nil, err
 		}
 		mechanism.ShareControl(h, rv)
-		f.recvs = append(f.recvs, rv)
+		f.recvs, f.hosts = append(f.recvs, rv), append(f.hosts, h)
 	}
 	return f, nil
+}
+
+// Remove implements mechanism.Remover: NewFunction's receivers off the
+// hosts and the node off the switch's filter stage (Wrap put it there),
+// as before NewFunction. The function must be off (Configure disabled):
+// the Long-haul CNP node then notifies for itself, and the ports report
+// to whatever the caller made their observer.
+func (f *Function) Remove() {
+	for i, h := range f.hosts {
+		mechanism.UnshareControl(h, f.recvs[i])
+	}
+	f.recvs, f.hosts = nil, nil
+	if sw := f.node.sw; sw.Forwarder(netsim.StageFilter) == f.node {
+		sw.SetForwarder(netsim.StageFilter, nil)
+	}
 }
 
 // FunctionOf is the Function of a node attached on its own (Attach),

@@ -18,6 +18,7 @@ package mechanism
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
@@ -47,6 +48,16 @@ type Function interface {
 	// mechanism_counters, keeping the largest of a name that starts with
 	// "max_".
 	Counters() map[string]int64
+}
+
+// A Remover is a Function whose creation put something outside its
+// switch's node (its receivers on the hosts, a forwarder on the switch).
+// Remove takes that back, for a caller that drops the function as if it
+// had never been created (a Set that failed after creating it); the
+// function is not used after. Call it with the function off.
+type Remover interface {
+	Function
+	Remove()
 }
 
 // ConfigAs returns cfg as a mechanism's configuration type C, or an error
@@ -202,6 +213,42 @@ func ShareControl[R SharedReceiver](h *netsim.Host, r R) {
 		return
 	}
 	ChainControl(h, &shared[R]{rs: []R{r}})
+}
+
+// UnshareControl takes r, given to h by ShareControl, off h again (its
+// set off h's chain with its last receiver, the chain as it was without
+// it) and returns the receivers of r's mechanism left on h.
+func UnshareControl[R SharedReceiver](h *netsim.Host, r R) []R {
+	s := sharedIn[R](h.ControlHandler())
+	if s == nil {
+		return nil
+	}
+	s.rs = slices.DeleteFunc(s.rs, func(x R) bool { return any(x) == any(r) })
+	if len(s.rs) == 0 {
+		h.SetControlHandler(unchain(h.ControlHandler(), s))
+	}
+	return s.rs
+}
+
+// unchain returns the chain c (ChainControl's) without the set s: nil
+// for a chain of s alone.
+func unchain[R SharedReceiver](c netsim.ControlHandler, s *shared[R]) netsim.ControlHandler {
+	switch x := c.(type) {
+	case *shared[R]:
+		if x == s {
+			return nil
+		}
+	case firstOf:
+		a, b := unchain(x.a, s), unchain(x.b, s)
+		switch {
+		case a == nil:
+			return b
+		case b == nil:
+			return a
+		}
+		return firstOf{a, b}
+	}
+	return c
 }
 
 // sharedIn finds the set of R receivers in the chain c (ChainControl's).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,6 +135,20 @@ func (o other) HandleControl(*netsim.Host, *netsim.Packet) bool {
 	return true
 }
 
+// hostOfOther returns a host whose control handler is an other, and
+// what the handlers record.
+func hostOfOther(t *testing.T) (*netsim.Host, *[]string) {
+	t.Helper()
+	net := netsim.New(engine.New())
+	h, err := net.AddHost("h", netip.MustParseAddr("10.0.0.1"), netsim.DefaultHostConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := new([]string)
+	h.SetControlHandler(other{handled})
+	return h, handled
+}
+
 // TestShareControl: the receivers of one mechanism on a host, one per
 // switch, in the order their switches' functions were created, another
 // handler chained between them: a message goes to the first that acts on
@@ -157,26 +172,46 @@ func TestShareControl(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			net := netsim.New(engine.New())
-			h, err := net.AddHost("h", netip.MustParseAddr("10.0.0.1"), netsim.DefaultHostConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var handled []string
-			h.SetControlHandler(other{&handled})
+			h, handled := hostOfOther(t)
 			for i, v := range tt.verdicts {
-				ShareControl(h, judged{fmt.Sprintf("r%d", i), v, &handled})
+				ShareControl(h, judged{fmt.Sprintf("r%d", i), v, handled})
 				if i == 0 {
-					ChainControl(h, judged{"another mechanism's", Pass, &handled})
+					ChainControl(h, judged{"another mechanism's", Pass, handled})
 				}
 			}
 			if !h.ControlHandler().HandleControl(h, nil) {
 				t.Errorf("not handled")
 			}
-			if diff := cmp.Diff(tt.want, handled); diff != "" {
+			if diff := cmp.Diff(tt.want, *handled); diff != "" {
 				t.Errorf("handled by (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestUnshareControl: a receiver taken off its host again gets no more
+// messages while the others of its set still do; with the last the set
+// goes, the host's chain as it was without it (another mechanism's
+// handler chained after the set's first receiver kept, in front of the
+// handler the host had).
+func TestUnshareControl(t *testing.T) {
+	h, hp := hostOfOther(t)
+	r0, r1, mid := judged{"r0", Act, hp}, judged{"r1", Act, hp}, judged{"another mechanism's", Pass, hp}
+	ShareControl(h, r0)
+	ChainControl(h, mid)
+	ShareControl(h, r1)
+	if left := UnshareControl(h, r0); !slices.Equal(left, []judged{r1}) {
+		t.Errorf("left after r0: %v, want r1", left)
+	}
+	h.ControlHandler().HandleControl(h, nil)
+	if diff := cmp.Diff([]string{"r1"}, *hp); diff != "" {
+		t.Errorf("handled by (-want +got):\n%s", diff)
+	}
+	if left := UnshareControl(h, r1); len(left) != 0 {
+		t.Errorf("left after r1: %v, want none", left)
+	}
+	if want := netsim.ControlHandler(firstOf{mid, other{hp}}); h.ControlHandler() != want {
+		t.Errorf("chain %#v after the last receiver went, want %#v", h.ControlHandler(), want)
 	}
 }
 

@@ -15,6 +15,10 @@ func (h *Host) ControlHandler() ControlHandler { return h.control }
 // implementation; package rateadvice uses one bit).
 func (q *QP) SetReservedBits(bits uint8) { q.resv7 = bits & 0x7F }
 
+// ReservedBits returns the seven reserved BTH bits of the QP's data
+// packets (SetReservedBits).
+func (q *QP) ReservedBits() uint8 { return q.resv7 }
+
 // SetReservedBits sets the seven reserved BTH bits of the data packets of
 // every sending QP the host has and of every one added to it later
 // (Network.AddFlow; QP.SetReservedBits changes one QP afterwards): a

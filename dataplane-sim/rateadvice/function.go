@@ -3,6 +3,7 @@ package rateadvice
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
@@ -17,10 +18,11 @@ import (
 type Function struct {
 	node  *Node
 	recvs []*Receiver
+	hosts []*netsim.Host // recvs[i] is on hosts[i]
 }
 
 var (
-	_ mechanism.Function       = (*Function)(nil)
+	_ mechanism.Remover        = (*Function)(nil)
 	_ mechanism.SharedReceiver = (*Receiver)(nil)
 )
 
@@ -43,9 +45,24 @@ func NewFunction(sw *netsim.Switch, cfg Config) (*Function, error) {
 			return nil, fmt.Errorf("rateadvice: receiver: %w", err)
 		}
 		mechanism.ShareControl(h, rv)
-		f.recvs = append(f.recvs, rv)
+		f.recvs, f.hosts = append(f.recvs, rv), append(f.hosts, h)
 	}
 	return f, nil
+}
+
+// Remove implements mechanism.Remover: NewFunction's receivers off the
+// hosts and, on a host where no other switch's capable receiver is left,
+// the capability off its QPs (those it has and those added later), as
+// before NewFunction; the node's sweeps stop.
+func (f *Function) Remove() {
+	for i, h := range f.hosts {
+		left := mechanism.UnshareControl(h, f.recvs[i])
+		if !slices.ContainsFunc(left, func(r *Receiver) bool { return r.cfg.Capable }) {
+			h.SetReservedBits(h.ReservedBits() &^ CapabilityBit)
+		}
+	}
+	f.recvs, f.hosts = nil, nil
+	f.node.sweepGen++ // the pending sweep finds itself stale
 }
 
 // receiverConfig is what the receivers of a Function run with cfg:

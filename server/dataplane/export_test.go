@@ -29,3 +29,7 @@ func RegisterUncreatable(t testing.TB, name string, on func(*oc.Lhcnp_Lhcnp) boo
 	})
 	t.Cleanup(func() { delete(registry, name) })
 }
+
+// Unregister removes a mechanism RegisterUncreatable registered, before
+// the test ends.
+func Unregister(name string) { delete(registry, name) }

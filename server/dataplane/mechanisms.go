@@ -155,10 +155,11 @@ func translateAll(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) ([]translat
 // fails after others were set (a function that cannot be created, or
 // refuses its configuration), the switch is set back to the last
 // configuration applied, each mechanism as it was (one never applied,
-// off), and the error returned. A function the failed Set created stays,
-// off, and is not in the state (Snapshot), as before it existed; so do
-// the receivers its creation put on the hosts (Rate Advice's announce
-// the capability on the hosts' QPs, which no Set takes back).
+// off), and the error returned. A function the failed Set created is
+// removed with what its creation put on the hosts (mechanism.Remover:
+// Fast CNP's and Rate Advice's receivers, Rate Advice's capability on
+// the hosts' QPs), as if never created; one that cannot be removed
+// stays, off, and is not in the state (Snapshot), as before it existed.
 func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool) error {
 	for _, t := range ts {
 		if f := b.funcs[t.kind.name]; f != nil {
@@ -166,6 +167,10 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 				return err
 			}
 		}
+	}
+	existed := map[string]bool{}
+	for name := range b.funcs {
+		existed[name] = true
 	}
 	err := b.setMechanisms(ts, lc)
 	if err == nil {
@@ -176,15 +181,30 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 		}
 		return nil
 	}
+	// The functions this Set created go. One beside the mode goes first:
+	// setting back puts the ports' observers together again without it.
+	// A mode goes after: setting back turns it off, the node notifying
+	// for itself again.
+	remove := func(beside bool) {
+		for _, t := range ts {
+			name := t.kind.name
+			if r, ok := b.funcs[name].(mechanism.Remover); ok && !existed[name] && t.kind.beside == beside {
+				r.Remove()
+				delete(b.funcs, name)
+			}
+		}
+	}
+	remove(true)
 	// As it was: each mechanism applied before as then; one never applied
-	// whose function exists (this Set's, or an earlier failed one's) with
-	// its defaults, the leaves of an empty tree: off, no standing work.
+	// whose function exists (this Set's, or an earlier failed one's, that
+	// cannot be removed, or a mode removed after) with its defaults, the
+	// leaves of an empty tree: off, no standing work.
 	var prev []translated
 	for _, t := range ts {
 		p, ok := b.applied[t.kind.name]
 		if !ok {
 			if b.funcs[t.kind.name] == nil {
-				continue // never created: stays absent
+				continue // never created, or removed: stays absent
 			}
 			lc := b.longHaul
 			cfg, _, derr := t.kind.translate(&oc.Lhcnp_Lhcnp{}, &lc, b.ports)
@@ -198,6 +218,7 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 	if rerr := b.setMechanisms(prev, b.longHaul); rerr != nil {
 		return errors.Join(err, fmt.Errorf("setting the switch back as it was: %w", rerr))
 	}
+	remove(false)
 	return err
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/openconfig/ygot/ygot"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/dataplane-sim/rateadvice"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 )
@@ -46,6 +48,11 @@ func TestFailedSetRollsBack(t *testing.T) {
 		return strings.Join(keep, "\n")
 	}
 	before, cfg := snapshot(), r.sw.Node.Config()
+	handlers := map[*netsim.Host]netsim.ControlHandler{}
+	for _, h := range r.sw.Net.Hosts() {
+		handlers[h] = h.ControlHandler()
+	}
+	filter := r.sw.Switch.Forwarder(netsim.StageFilter)
 
 	err := r.setIETF("/lhcnp", fastConfig, true)
 	if err == nil || !strings.Contains(err.Error(), "fault: cannot be created") {
@@ -62,6 +69,14 @@ func TestFailedSetRollsBack(t *testing.T) {
 	if diff := cmp.Diff(before, snapshot()); diff != "" {
 		t.Errorf("state after the failed Set (-before +after):\n%s", diff)
 	}
+	for _, h := range r.sw.Net.Hosts() {
+		if h.ControlHandler() != handlers[h] {
+			t.Errorf("host %s: control handler %T after the failed Set, want %T as before (no Fast CNP receiver)", h.Name(), h.ControlHandler(), handlers[h])
+		}
+	}
+	if f := r.sw.Switch.Forwarder(netsim.StageFilter); f != filter {
+		t.Errorf("the switch's filter stage holds %T after the failed Set, want %T as before", f, filter)
+	}
 
 	if err := r.set(t, q0+"/config/kmax", 40_000_000); err != nil {
 		t.Fatalf("a Set after the failed one: %v", err)
@@ -69,5 +84,64 @@ func TestFailedSetRollsBack(t *testing.T) {
 	r.run(t, 3*engine.Millisecond)
 	if got := r.uint(t, q0+"/state/kmax"); got != 40_000_000 {
 		t.Errorf("state kmax %d after a Set of 40000000 that follows the failed one", got)
+	}
+}
+
+// TestFailedSetRemovesRateAdvice: a Set that turns Rate Advice on and
+// fails at a mechanism after it (one beside the mode that cannot be
+// created) leaves the hosts as before: no Rate Advice receiver in front
+// of their control handlers, no QP announcing the capability
+// (rateadvice.CapabilityBit), new QPs neither, and the ports reporting to
+// the node alone. It failed before: the function the failed Set created
+// stayed, off, its receivers on the hosts announcing the capability on
+// every QP. A later Set turns Rate Advice on.
+func TestFailedSetRemovesRateAdvice(t *testing.T) {
+	dataplane.RegisterUncreatable(t, "zz-fault", func(l *oc.Lhcnp_Lhcnp) bool { return l.GetGlobal().GetConfig().GetRateAdviceEnabled() })
+	r := newRig(t)
+	r.run(t, engine.Millisecond)
+	hosts := r.sw.Net.Hosts()
+	handlers := map[*netsim.Host]netsim.ControlHandler{}
+	for _, h := range hosts {
+		handlers[h] = h.ControlHandler()
+	}
+
+	err := r.setIETF("/lhcnp", ratePolicy, false)
+	if err == nil || !strings.Contains(err.Error(), "zz-fault: cannot be created") {
+		t.Fatalf("Set with Rate Advice and the fault: %v, want the fault's error", err)
+	}
+	for _, h := range hosts {
+		if h.ControlHandler() != handlers[h] {
+			t.Errorf("host %s: control handler %T after the failed Set, want %T as before", h.Name(), h.ControlHandler(), handlers[h])
+		}
+		if h.ReservedBits()&rateadvice.CapabilityBit != 0 {
+			t.Errorf("host %s announces Rate Advice on new QPs after the failed Set", h.Name())
+		}
+		for _, q := range h.SendQPs() {
+			if q.ReservedBits()&rateadvice.CapabilityBit != 0 {
+				t.Errorf("host %s QP %d announces Rate Advice after the failed Set", h.Name(), q.QPN)
+			}
+		}
+	}
+	for _, pt := range r.sw.Switch.Ports() {
+		if pt.Observer() != r.sw.Node {
+			t.Errorf("port %s reports to %T after the failed Set, want the node alone", pt.Name(), pt.Observer())
+		}
+	}
+
+	dataplane.Unregister("zz-fault")
+	if err := r.setIETF("/lhcnp", ratePolicy, false); err != nil {
+		t.Fatalf("Rate Advice after the failed Set: %v", err)
+	}
+	qps := 0
+	for _, h := range hosts {
+		for _, q := range h.SendQPs() {
+			qps++
+			if q.ReservedBits()&rateadvice.CapabilityBit == 0 {
+				t.Errorf("host %s QP %d: no capability with Rate Advice on", h.Name(), q.QPN)
+			}
+		}
+	}
+	if qps == 0 {
+		t.Fatal("no sending QP: the test needs some")
 	}
 }
