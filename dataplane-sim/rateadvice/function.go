@@ -118,12 +118,27 @@ func (f *Function) Observer() netsim.PortObserver { return f.node }
 // State implements mechanism.Function: the node's State.
 func (f *Function) State() any { return f.node.State() }
 
-// Counters implements mechanism.Function: the node's advice.
+// Counters implements mechanism.Function: the node's advice, and its
+// receivers' (NewFunction's; a FunctionOf has none, its caller counting
+// those it installs with AddReceiverCounters), as Fast CNP's Counters.
 func (f *Function) Counters() map[string]int64 {
 	c := f.node.Counters()
-	return map[string]int64{
+	out := map[string]int64{
 		"advice_policy":      c.PolicyAdvice,
 		"advice_queue":       c.QueueAdvice,
 		"advice_not_capable": c.NotCapable,
+	}
+	AddReceiverCounters(out, f.recvs) // a FunctionOf's none: no key
+	return out
+}
+
+// AddReceiverCounters adds the counters of receivers rs into out: the
+// advice applied, and that dropped (to a QP that did not announce the
+// capability, from an untrusted source, to no such QP, malformed).
+func AddReceiverCounters(out map[string]int64, rs []*Receiver) {
+	for _, rv := range rs {
+		c := rv.Counters()
+		out["rnic_advice_applied"] += c.Applied
+		out["rnic_advice_dropped"] += c.NotCapable + c.Untrusted + c.NoQP + c.Malformed
 	}
 }

@@ -20,7 +20,9 @@ import (
 // Advice from a source no receiver trusts changes nothing and is counted
 // once, by the first function's receivers. The receivers created last
 // took all advice before, n1's as untrusted when n2's came after (the
-// senders kept no ceiling), and this test failed.
+// senders kept no ceiling), and this test failed. Each function's
+// Counters hold its receivers' (rnic_advice_applied, _dropped); they were
+// left out, and this test failed too.
 //
 //	s1 --25G-- n1 --10G, 20µs-- n2 --10G-- r
 //	s2 --25G--/
@@ -95,6 +97,20 @@ func TestSwitchesShareHosts(t *testing.T) {
 			want[order[0]] = first
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("each switch's receivers (-want +got):\n%s", diff)
+			}
+			// Each function's counters hold its receivers', as Fast
+			// CNP's do (they were left out).
+			for name, f := range funcs {
+				var applied, dropped int64
+				for _, rv := range f.recvs {
+					c := rv.Counters()
+					applied += c.Applied
+					dropped += c.NotCapable + c.Untrusted + c.NoQP + c.Malformed
+				}
+				c := f.Counters()
+				if c["rnic_advice_applied"] != applied || c["rnic_advice_dropped"] != dropped || c["advice_policy"] != f.node.Counters().PolicyAdvice {
+					t.Errorf("%s: counters %v, want rnic_advice_applied %d, rnic_advice_dropped %d beside the node's", name, c, applied, dropped)
+				}
 			}
 		})
 	}

@@ -61,14 +61,10 @@ func installRateAdvice(env *Env) error {
 		env.TapHost(h, rv)
 		recvs = append(recvs, rv)
 	}
+	// The functions (FunctionOf) have no receivers of their own: the
+	// hosts' are counted once, here.
 	env.CountFunctions(fns)
 	counts := env.Counters()
-	env.OnSummary(func(*report.Input) {
-		for _, rv := range recvs {
-			c := rv.Counters()
-			counts["rnic_advice_applied"] += c.Applied
-			counts["rnic_advice_dropped"] += c.NotCapable + c.Untrusted + c.NoQP + c.Malformed
-		}
-	})
+	env.OnSummary(func(*report.Input) { rateadvice.AddReceiverCounters(counts, recvs) })
 	return nil
 }
