@@ -237,7 +237,7 @@ func TestLabDBErrorOneLine(t *testing.T) {
 	addr, dsn := closedPortDSN(t)
 	for _, tt := range []struct {
 		desc, dsn, want string
-		args          []string
+		args            []string
 	}{
 		{"unreachable", dsn, "dial tcp " + addr, nil},
 		{"unreachable, no tuner", dsn, "dial tcp " + addr, []string{"--tuner=false"}},
