@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/lhcnp/lhcnp/collector"
@@ -53,11 +52,7 @@ func runCollector(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	warnGRPCBinaryLog(os.Getenv, stderr, "lhcnp collector")
 	cfg := a.cfg
-	level := slog.LevelInfo
-	if a.verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := textLog(stderr, a.verbose)
 	db, err := collectorDB()
 	if err != nil {
 		return err

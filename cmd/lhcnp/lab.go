@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,7 +140,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer logFile.Close()
-	lc.Logger = slog.New(slog.NewTextHandler(logFile, nil))
+	lc.Logger = textLog(logFile, false)
 	lc.Fabric.Log = lc.Logger.With("part", "switches")
 
 	fmt.Fprintln(stdout, "lhcnp lab: starting (PostgreSQL, switches, collector, tuner, dashboard)...")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"math"
 	"net"
 	"net/netip"
@@ -498,7 +497,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		f.StateDir = defaultStateDir(sc.Name)
 	}
 	cfg := fabric.Config{Scenario: sc, Speed: sp, PublishInterval: iv, Keepalive: f.Keepalive, DeadAfter: f.DeadAfter,
-		MaxLate: engine.FromDuration(f.MaxLate), Log: slog.New(slog.NewTextHandler(stderr, nil)),
+		MaxLate: engine.FromDuration(f.MaxLate), Log: textLog(stderr, false),
 		StartupDir: f.StateDir, IgnoreStartup: f.IgnoreStartup}
 	for _, s := range run {
 		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(listen, s.Listen, switchListen), Interfaces: s.Interfaces}

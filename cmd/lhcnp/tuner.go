@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -87,11 +86,7 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer p.Close()
 		push = p
 	}
-	level := slog.LevelInfo
-	if a.verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := textLog(stderr, a.verbose)
 	t, err := tuner.New(cfg, tuner.NewPGSource(pool, tuner.WithClockSkew(cfg.ClockSkew)), push, tuner.NewPGRecorder(pool), tuner.WithLogger(log))
 	if err != nil {
 		return err

@@ -2,10 +2,13 @@
 // pgx lists every connection attempt on a line of its own, and with
 // sslmode=prefer (libpq's default) tries each address twice, with TLS and
 // without, so an unreachable server's dial error came twice. It reads the
-// text only and depends on nothing.
+// text only and depends on nothing but the standard library.
 package errline
 
-import "strings"
+import (
+	"log/slog"
+	"strings"
+)
 
 // String is err's text on one line: each line's runs of white space made
 // one space, a line equal to an earlier one left out, the lines joined
@@ -39,3 +42,17 @@ type oneLine struct {
 
 func (e *oneLine) Error() string { return e.msg }
 func (e *oneLine) Unwrap() error { return e.err }
+
+// ReplaceAttr is a slog.HandlerOptions.ReplaceAttr that logs an error
+// value as String's one line: the commands' logs (lhcnp collector, tuner,
+// switch, lab.log) showed a database error as pgx gave it, each attempt
+// on a line of its own and the same attempt twice, escaped into one
+// record.
+func ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindAny {
+		if err, ok := a.Value.Any().(error); ok && err != nil {
+			return slog.String(a.Key, String(err))
+		}
+	}
+	return a
+}

@@ -2,6 +2,8 @@ package errline
 
 import (
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +34,20 @@ func TestOf(t *testing.T) {
 	}
 	if Of(nil) != nil {
 		t.Error("Of(nil) is not nil")
+	}
+}
+
+// TestReplaceAttr: a log record's error value is its one line; other
+// values pass as they are.
+func TestReplaceAttr(t *testing.T) {
+	var b strings.Builder
+	log := slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: ReplaceAttr}))
+	err := errors.New("failed to connect:\n\t127.0.0.1:1: dial error: refused\n\t127.0.0.1:1: dial error: refused")
+	log.Warn("tuner cycle", "err", err, "n", 3, "s", "a\nb")
+	got := b.String()
+	for _, want := range []string{`err="failed to connect: 127.0.0.1:1: dial error: refused"`, "n=3", `s="a\nb"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log %q lacks %q", got, want)
+		}
 	}
 }
