@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lhcnp/lhcnp/gnmi/jsonval"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
 )
@@ -25,11 +26,14 @@ type ValueError struct {
 	Reason string
 }
 
+// Error names the path and the reason each cut as store.ErrorText cuts a
+// request's path: a value a client sent may be megabytes (a string given
+// for a boolean, an unknown member's name), which the reason quotes.
 func (e *ValueError) Error() string {
 	if e.Path == "" {
-		return e.Reason
+		return store.ErrorText(e.Reason)
 	}
-	return e.Path + ": " + e.Reason
+	return store.ErrorText(e.Path) + ": " + store.ErrorText(e.Reason)
 }
 
 // DecodeValue checks a value a client sent for the schema node e (a leaf, a

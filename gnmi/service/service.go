@@ -13,7 +13,9 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -183,8 +185,8 @@ func New(opts ...Option) (*Server, error) {
 	if o.tls != nil {
 		creds = credentials.NewTLS(o.tls)
 	}
-	unary := append([]grpc.UnaryServerInterceptor(nil), o.unaryOut...)
-	stream := append([]grpc.StreamServerInterceptor(nil), o.streamOut...)
+	unary := append([]grpc.UnaryServerInterceptor{capUnary}, o.unaryOut...)
+	stream := append([]grpc.StreamServerInterceptor{capStream}, o.streamOut...)
 	if o.auth != nil {
 		unary = append(unary, o.auth.UnaryInterceptor())
 		stream = append(stream, o.auth.StreamInterceptor())
@@ -264,4 +266,39 @@ func (s *service) Subscribe(stream gnmi.GNMI_SubscribeServer) error {
 		return status.Error(codes.Unimplemented, "subscribe is not implemented")
 	}
 	return s.sub.Subscribe(stream)
+}
+
+// MaxStatusMessageBytes is the most of an RPC's error message a client is
+// sent: a message quoting what a request gave (a value, a path, a name) is
+// cut where it quotes it (store.ErrorText, 512 bytes); this bounds what
+// any other error could echo, whatever quotes it.
+const MaxStatusMessageBytes = 8 << 10
+
+// capUnary and capStream, the outermost interceptors, cut an error's
+// message to MaxStatusMessageBytes (capStatus).
+func capUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	return resp, capStatus(err)
+}
+
+func capStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	return capStatus(h(srv, ss))
+}
+
+// capStatus is err with its status message cut after
+// MaxStatusMessageBytes (at a character's start, "… (N bytes)" saying how
+// long it was), its code and details kept.
+func capStatus(err error) error {
+	st, ok := status.FromError(err)
+	if err == nil || !ok || len(st.Message()) <= MaxStatusMessageBytes {
+		return err
+	}
+	p := st.Proto()
+	msg := p.GetMessage()
+	cut := MaxStatusMessageBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	p.Message = msg[:cut] + "… (" + strconv.Itoa(len(msg)) + " bytes)"
+	return status.FromProto(p).Err()
 }

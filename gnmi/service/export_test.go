@@ -1,0 +1,4 @@
+package service
+
+// CapStatus is capStatus, for the external tests.
+var CapStatus = capStatus
