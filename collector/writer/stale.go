@@ -71,9 +71,11 @@ SELECT (SELECT count(*) FROM m), count(*) FILTER (WHERE NOT passed AND NOT store
 )
 
 // storeStale merges a stale batch (above) and counts what became of its
-// rows. It returns only errors worth retrying; a row PostgreSQL refuses
-// (a permanent error) leaves the batch refused, counted as stale_epoch. On
-// Citus, a batch whose every part is in the ledger has only its events
+// rows. It returns only errors worth retrying. On one node a row
+// PostgreSQL refuses is split out (mergeSafe) and the rest merged; a
+// permanent error the split does not settle (and on Citus, a refused
+// sample of a part not in the ledger) leaves the batch refused, counted
+// as stale_epoch. On Citus, a batch whose every part is in the ledger has only its events
 // written (mergeStaleCitus), as storeCitus writes them: a refused one
 // dead-lettered, or kept in the refused file when its dead letter is
 // refused too.
@@ -130,24 +132,34 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 		m.Batches.WithLabelValues(outcome).Inc()
 		return nil
 	}
-	m.Batches.WithLabelValues("stale").Inc()
+	// A batch whose merge dead-lettered rows is partial, as a batch
+	// stored with its bad rows split out is.
+	outcome := "stale"
+	if res.deadRows > 0 {
+		outcome = "partial"
+	}
+	m.Batches.WithLabelValues(outcome).Inc()
+	w.deadLettered(b, res.dead)
 	m.RowsWritten.WithLabelValues("samples").Add(float64(res.samples))
 	m.RowsWritten.WithLabelValues("events").Add(float64(res.events))
 	m.StaleMerged.WithLabelValues("samples").Add(float64(res.samples))
 	m.StaleMerged.WithLabelValues("events").Add(float64(res.events))
-	dup := b.Rows() - res.samples - res.events - res.refused - res.own - res.ownDeadRows
+	dup := b.Rows() - res.samples - res.events - res.refused - res.own - res.ownDeadRows - res.deadRows
 	m.DroppedRows.WithLabelValues(collectormetrics.DropStaleDuplicate).Add(float64(dup))
 	log := w.o.log.Info
-	if res.refused > 0 {
+	if res.refused+res.deadRows > 0 {
 		log = w.o.log.Warn
 	}
 	log("stale batch merged: its lease had moved", "target", b.Target, "epoch", b.Epoch, "owner", res.owner,
-		"owner_epoch", res.epoch, "samples", res.samples, "events", res.events, "duplicates", dup, "refused", res.refused)
+		"owner_epoch", res.epoch, "samples", res.samples, "events", res.events, "duplicates", dup, "refused", res.refused,
+		"dead_lettered", res.deadRows)
 	return nil
 }
 
 // staleResult is what a merge did: samples and events stored, rows
-// refused (newer than what is stored: the owner may store them), whether
+// refused (newer than what is stored: the owner may store them), rows
+// PostgreSQL refused that only this batch holds (deadRows: dead-lettered,
+// or kept in the refused file; dead the dead letters written), whether
 // the ledger held the batch already (on Citus its events are offered
 // still, and stored and counted: deadEvents as citusEvents's dead),
 // and the lease's owner and epoch. On Citus, own counts the samples of
@@ -160,6 +172,8 @@ type staleResult struct {
 	ownDeadRows              int
 	ownDead                  []deadRow
 	deadEvents               int
+	deadRows                 int
+	dead                     []deadRow
 	owner                    string
 	epoch                    int64
 }
@@ -195,8 +209,21 @@ func (w *Writer) beginMerge(ctx context.Context, b *rows.Batch) (tx pgx.Tx, res 
 	return tx, res, nil
 }
 
-// mergeStale runs the merge's transaction.
+// mergeStale runs the merge's transaction. A row PostgreSQL refuses fails
+// the statement it is in (a sample's value is an element of the samples'
+// arrays); the merge then runs again, its rows in halves under savepoints
+// (mergeSafe), as storeSafe stores a refused batch: the rest is merged.
 func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch) (staleResult, error) {
+	res, err := w.mergeStaleTx(ctx, b, false)
+	if err != nil && Classify(err) == Permanent {
+		w.o.log.Warn("stale batch refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
+		res, err = w.mergeStaleTx(ctx, b, true)
+	}
+	return res, err
+}
+
+// mergeStaleTx is one try of the merge; safe splits out refused rows.
+func (w *Writer) mergeStaleTx(ctx context.Context, b *rows.Batch, safe bool) (staleResult, error) {
 	tx, res, err := w.beginMerge(ctx, b)
 	if tx == nil {
 		return res, err
@@ -205,21 +232,114 @@ func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch) (staleResult, er
 	if res.replayed, err = w.claimLedger(ctx, tx, b); err != nil || res.replayed {
 		return res, err
 	}
+	if safe {
+		if err := w.mergeSafe(ctx, tx, b, &res); err != nil {
+			return res, err
+		}
+		return res, tx.Commit(ctx)
+	}
 	if len(b.Series) > 0 {
 		if _, err := tx.Exec(ctx, seriesSQL, seriesArgs(b.Series)...); err != nil {
 			return res, err
 		}
 	}
 	if len(b.Samples) > 0 {
-		args := append(sampleArrays(len(b.Samples), func(k int) *rows.Sample { return &b.Samples[k] }), b.ID)
-		var merged, refused int64
-		if err := tx.QueryRow(ctx, staleSamplesSQL, args...).Scan(&merged, &refused); err != nil {
+		if res.samples, res.refused, err = mergeSamples(ctx, tx, b.ID, b.Samples); err != nil {
 			return res, err
 		}
-		res.samples, res.refused = int(merged), int(refused)
 	}
 	if res.events, err = writeEvents(ctx, tx, b.ID, b.Events); err != nil {
 		return res, err
 	}
 	return res, tx.Commit(ctx)
+}
+
+// mergeSamples merges samples of batch id (staleSamplesSQL): how many were
+// stored, and how many refused as newer than what is stored.
+func mergeSamples(ctx context.Context, tx pgx.Tx, id int64, samples []rows.Sample) (merged, refused int, err error) {
+	args := append(sampleArrays(len(samples), func(k int) *rows.Sample { return &samples[k] }), id)
+	var m, r int64
+	err = tx.QueryRow(ctx, staleSamplesSQL, args...).Scan(&m, &r)
+	return int(m), int(r), err
+}
+
+// A row of a stale batch PostgreSQL refuses is judged by what is stored
+// of it, as the merge judges the others, without its value (which may be
+// what PostgreSQL refuses): a sample stored, or dead-lettered already
+// (the target's dead letters hold a sample of its series and time: the
+// owner received it too, and dead-lettered it), is a duplicate; one newer
+// than its series' latest is refused as stale_epoch (the owner may hold
+// it, and dead-letter it); any other, a row only this collector holds, is
+// dead-lettered. An event is a duplicate when the target's dead letters
+// hold the same row.
+const (
+	staleRefusedSampleSQL = `SELECT EXISTS (SELECT FROM samples x WHERE x.series_id = $1 AND x.ts = $2),
+  EXISTS (SELECT FROM latest l WHERE l.series_id = $1 AND l.ts >= $2),
+  EXISTS (SELECT FROM dead_letters d WHERE d.target = $3 AND d."row"->>'table' = 'samples'
+    AND d."row"->'row'->'series_id' = to_jsonb($1::bigint) AND d."row"->'row'->>'ts' = $4)`
+	staleRefusedEventSQL = `SELECT EXISTS (SELECT FROM dead_letters WHERE target = $1 AND md5("row"::text) = md5($2::jsonb::text))`
+)
+
+// mergeSafe merges b's rows in tx as mergeStaleTx does, in halves under
+// savepoints down to single rows; a single row PostgreSQL refuses is a
+// duplicate, refused (stale_epoch) or dead-lettered (above), its dead
+// letter written by writeDeadLetters (one PostgreSQL refuses too kept in
+// the refused file). res counts the rows: those dead-lettered or kept in
+// deadRows, the dead letters written in dead.
+func (w *Writer) mergeSafe(ctx context.Context, tx pgx.Tx, b *rows.Batch, res *staleResult) error {
+	seriesByID := seriesMap(b.Series)
+	var dead []deadRow
+	// A batch may hold a refused row twice: it is dead-lettered once.
+	deadSamples, deadEvents := map[seriesTS]bool{}, map[string]bool{}
+	err := splitOut(ctx, tx, b.Samples, func(tx pgx.Tx, samples []rows.Sample) (func(), error) {
+		if need := seriesOf(samples, seriesByID); len(need) > 0 {
+			if _, err := tx.Exec(ctx, seriesSQL, seriesArgs(need)...); err != nil {
+				return nil, err
+			}
+		}
+		merged, refused, err := mergeSamples(ctx, tx, b.ID, samples)
+		if err != nil {
+			return nil, err
+		}
+		return func() { res.samples, res.refused = res.samples+merged, res.refused+refused }, nil
+	}, func(s rows.Sample, rerr error) error {
+		at := tsOf(s.TS)
+		var stored, passed, lettered bool
+		if err := tx.QueryRow(ctx, staleRefusedSampleSQL, s.SeriesID, at, b.Target, at.Format(time.RFC3339Nano)).
+			Scan(&stored, &passed, &lettered); err != nil {
+			return err
+		}
+		k := seriesTS{s.SeriesID, s.TS / 1000}
+		switch {
+		case stored || lettered || deadSamples[k]:
+			// A duplicate.
+		case !passed:
+			res.refused++
+		default:
+			deadSamples[k] = true
+			dead = append(dead, deadRow{table: "samples", row: sampleRow(s, seriesByID), err: rerr})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = splitOutEvents(ctx, tx, b, func(_, stored int) { res.events += stored }, func(e rows.Event, rerr error) error {
+		d := deadRow{table: "events", row: e, err: rerr}
+		row := d.json()
+		var lettered bool
+		if err := tx.QueryRow(ctx, staleRefusedEventSQL, b.Target, row).Scan(&lettered); err != nil {
+			return err
+		}
+		if !lettered && !deadEvents[row] {
+			deadEvents[row] = true
+			dead = append(dead, d)
+		}
+		return nil
+	})
+	if err == nil {
+		res.deadRows = len(dead)
+		res.dead, err = w.writeDeadLetters(ctx, tx, b, dead)
+	}
+	return err
 }

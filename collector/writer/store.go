@@ -494,75 +494,28 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 		return w.replayed(ctx, b, start)
 	}
 	defer tx.Rollback(ctx)
-	seriesByID := make(map[int64]rows.Series, len(b.Series))
-	for _, s := range b.Series {
-		seriesByID[s.ID] = s
-	}
+	seriesByID := seriesMap(b.Series)
 	var dead []deadRow
 	var okSamples, okEvents, storedEvents int
-	var split func(samples []rows.Sample) error
-	split = func(samples []rows.Sample) error {
-		if len(samples) == 0 {
-			return nil
+	err = splitOut(ctx, tx, b.Samples, func(tx pgx.Tx, samples []rows.Sample) (func(), error) {
+		if err := writeSamples(ctx, tx, b, seriesOf(samples, seriesByID), samples); err != nil {
+			return nil, err
 		}
-		var need []rows.Series
-		seen := map[int64]bool{}
-		for _, s := range samples {
-			if sr, ok := seriesByID[s.SeriesID]; ok && !seen[s.SeriesID] {
-				need, seen[s.SeriesID] = append(need, sr), true
-			}
-		}
-		err := savepoint(ctx, tx, func(tx pgx.Tx) error { return writeSamples(ctx, tx, b, need, samples) })
-		if err == nil {
-			okSamples += len(samples)
-			return nil
-		}
-		if Classify(err) == Temporary {
-			return err
-		}
-		if len(samples) == 1 {
-			dead = append(dead, deadRow{table: "samples", row: sampleRow(samples[0], seriesByID), err: err})
-			return nil
-		}
-		h := len(samples) / 2
-		if err := split(samples[:h]); err != nil {
-			return err
-		}
-		return split(samples[h:])
-	}
-	var splitEvents func(events []rows.Event) error
-	splitEvents = func(events []rows.Event) error {
-		if len(events) == 0 {
-			return nil
-		}
-		var stored int
-		err := savepoint(ctx, tx, func(tx pgx.Tx) error {
-			var err error
-			stored, err = writeEvents(ctx, tx, b.ID, events)
-			return err
-		})
-		if err == nil {
-			okEvents += len(events)
-			storedEvents += stored
-			return nil
-		}
-		if Classify(err) == Temporary {
-			return err
-		}
-		if len(events) == 1 {
-			dead = append(dead, deadRow{table: "events", row: events[0], err: err})
-			return nil
-		}
-		h := len(events) / 2
-		if err := splitEvents(events[:h]); err != nil {
-			return err
-		}
-		return splitEvents(events[h:])
-	}
-	if err := split(b.Samples); err != nil {
+		return func() { okSamples += len(samples) }, nil
+	}, func(s rows.Sample, err error) error {
+		dead = append(dead, deadRow{table: "samples", row: sampleRow(s, seriesByID), err: err})
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	if err := splitEvents(b.Events); err != nil {
+	err = splitOutEvents(ctx, tx, b, func(offered, stored int) {
+		okEvents, storedEvents = okEvents+offered, storedEvents+stored
+	}, func(e rows.Event, err error) error {
+		dead = append(dead, deadRow{table: "events", row: e, err: err})
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	letters, err := w.writeDeadLetters(ctx, tx, b, dead)
@@ -619,6 +572,72 @@ func savepoint(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) error {
 		return err
 	}
 	return sp.Commit(ctx)
+}
+
+// splitOut writes rs in tx with write under a savepoint; when PostgreSQL
+// refuses them (a permanent error), in halves, down to single rows: a
+// single row refused is handed to refused with its error. What write
+// returns is run once its savepoint is released (the rows are in tx: count
+// them). A temporary error is returned.
+func splitOut[T any](ctx context.Context, tx pgx.Tx, rs []T, write func(tx pgx.Tx, rs []T) (done func(), err error),
+	refused func(r T, err error) error) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	var done func()
+	err := savepoint(ctx, tx, func(tx pgx.Tx) error {
+		var err error
+		done, err = write(tx, rs)
+		return err
+	})
+	switch {
+	case err == nil:
+		done()
+		return nil
+	case Classify(err) == Temporary:
+		return err
+	case len(rs) == 1:
+		return refused(rs[0], err)
+	}
+	h := len(rs) / 2
+	if err := splitOut(ctx, tx, rs[:h], write, refused); err != nil {
+		return err
+	}
+	return splitOut(ctx, tx, rs[h:], write, refused)
+}
+
+// splitOutEvents is splitOut of b's events (writeEvents): stored is told
+// of each part written, its events offered and those stored.
+func splitOutEvents(ctx context.Context, tx pgx.Tx, b *rows.Batch, stored func(offered, stored int),
+	refused func(e rows.Event, err error) error) error {
+	return splitOut(ctx, tx, b.Events, func(tx pgx.Tx, events []rows.Event) (func(), error) {
+		n, err := writeEvents(ctx, tx, b.ID, events)
+		if err != nil {
+			return nil, err
+		}
+		return func() { stored(len(events), n) }, nil
+	}, refused)
+}
+
+// seriesMap is series by id.
+func seriesMap(series []rows.Series) map[int64]rows.Series {
+	m := make(map[int64]rows.Series, len(series))
+	for _, s := range series {
+		m[s.ID] = s
+	}
+	return m
+}
+
+// seriesOf is the series of byID that samples need, once each.
+func seriesOf(samples []rows.Sample, byID map[int64]rows.Series) []rows.Series {
+	var need []rows.Series
+	seen := map[int64]bool{}
+	for _, s := range samples {
+		if sr, ok := byID[s.SeriesID]; ok && !seen[s.SeriesID] {
+			need, seen[s.SeriesID] = append(need, sr), true
+		}
+	}
+	return need
 }
 
 type deadRow struct {
