@@ -711,8 +711,10 @@ const (
 // (PostgreSQL's precision; pgx truncates).
 type seriesTS struct{ id, us int64 }
 
-// mergeStaleCitus is mergeStale on Citus.
-func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch) (staleResult, error) {
+// mergeStaleCitus is mergeStale on Citus; safe splits out the rows
+// PostgreSQL refuses, as mergeSafe does: the samples to merge of each part
+// and the events, in halves under savepoints.
+func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) (staleResult, error) {
 	if err := w.shardsOf(ctx, b.Samples); err != nil {
 		return staleResult{}, err
 	}
@@ -825,6 +827,7 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch) (staleResul
 			return res, err
 		}
 	}
+	r := newRefusals(b)
 	for _, p := range todo {
 		var firstTS, lastTS any
 		if len(p.samples) > 0 {
@@ -853,21 +856,44 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch) (staleResul
 				res.refused++
 			}
 		}
-		queueValues(bt, samplesValuesSQL, "", b.ID, len(merge), func(k int) *rows.Sample { return &merge[k] })
+		if !safe {
+			queueValues(bt, samplesValuesSQL, "", b.ID, len(merge), func(k int) *rows.Sample { return &merge[k] })
+		}
 		if err := tx.SendBatch(ctx, bt).Close(); err != nil {
 			return res, err
 		}
-		res.samples += len(merge)
-	}
-	if len(b.Events) > 0 {
-		sql, args := eventsValues(b)
-		tag, err := tx.Exec(ctx, sql, args...)
+		if !safe {
+			res.samples += len(merge)
+			continue
+		}
+		err := splitOut(ctx, tx, merge, func(tx pgx.Tx, ss []rows.Sample) (func(), error) {
+			bt := &pgx.Batch{}
+			queueValues(bt, samplesValuesSQL, "", b.ID, len(ss), func(k int) *rows.Sample { return &ss[k] })
+			return func() { res.samples += len(ss) }, tx.SendBatch(ctx, bt).Close()
+		}, func(s rows.Sample, rerr error) error { return r.sample(ctx, tx, &res, s, rerr) })
 		if err != nil {
 			return res, err
 		}
-		res.events = int(tag.RowsAffected())
+	}
+	if safe {
+		if err := w.mergeEventsSafe(ctx, tx, r, &res, writeEventsValues); err != nil {
+			return res, err
+		}
+	} else if res.events, err = writeEventsValues(ctx, tx, b.ID, b.Events); err != nil {
+		return res, err
 	}
 	return res, tx.Commit(ctx)
+}
+
+// writeEventsValues is writeEvents as eventsValues (one shard of events,
+// no two-phase commit).
+func writeEventsValues(ctx context.Context, tx execer, id int64, events []rows.Event) (int, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	sql, args := eventsValues(&rows.Batch{ID: id, Events: events})
+	tag, err := tx.Exec(ctx, sql, args...)
+	return int(tag.RowsAffected()), err
 }
 
 // storeCitusGroup stores a backlog of batches on Citus in one transaction

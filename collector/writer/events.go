@@ -48,6 +48,10 @@ type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
+// eventsWriter stores events of batch id once in tx: writeEvents, or on
+// Citus writeEventsValues.
+type eventsWriter func(ctx context.Context, tx execer, id int64, events []rows.Event) (int, error)
+
 // writeEvents stores events of batch id once; it returns how many were
 // stored (the others were in the table already).
 func writeEvents(ctx context.Context, tx execer, id int64, events []rows.Event) (int, error) {

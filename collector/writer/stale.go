@@ -71,21 +71,29 @@ SELECT (SELECT count(*) FROM m), count(*) FILTER (WHERE NOT passed AND NOT store
 )
 
 // storeStale merges a stale batch (above) and counts what became of its
-// rows. It returns only errors worth retrying. On one node a row
-// PostgreSQL refuses is split out (mergeSafe) and the rest merged; a
-// permanent error the split does not settle (and on Citus, a refused
-// sample of a part not in the ledger) leaves the batch refused, counted
-// as stale_epoch. On Citus, a batch whose every part is in the ledger has only its events
-// written (mergeStaleCitus), as storeCitus writes them: a refused one
-// dead-lettered, or kept in the refused file when its dead letter is
-// refused too.
+// rows. It returns only errors worth retrying. A row PostgreSQL refuses
+// is split out (mergeSafe; on Citus mergeStaleCitus's safe) and the rest
+// merged; a permanent error the split does not settle (on Citus, a series
+// refused: the series are written before the parts) leaves the batch
+// refused, counted as stale_epoch. On Citus, a batch whose every part is
+// in the ledger has only its events written (mergeStaleCitus), as
+// storeCitus writes them: a refused one dead-lettered, or kept in the
+// refused file when its dead letter is refused too.
 func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 	start := time.Now()
 	merge := w.mergeStale
 	if w.citus.on {
 		merge = w.mergeStaleCitus
 	}
-	res, err := merge(ctx, b)
+	res, err := merge(ctx, b, false)
+	if err != nil && Classify(err) == Permanent {
+		// A row PostgreSQL refuses fails the statement it is in (a
+		// sample's value is an element of the samples' arrays or
+		// VALUES): the merge runs again, its rows in halves under
+		// savepoints, as storeSafe stores a refused batch.
+		w.o.log.Warn("stale batch refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
+		res, err = merge(ctx, b, true)
+	}
 	if err != nil {
 		if Classify(err) == Temporary {
 			// On Citus, the events a replay stored before the error are
@@ -209,21 +217,9 @@ func (w *Writer) beginMerge(ctx context.Context, b *rows.Batch) (tx pgx.Tx, res 
 	return tx, res, nil
 }
 
-// mergeStale runs the merge's transaction. A row PostgreSQL refuses fails
-// the statement it is in (a sample's value is an element of the samples'
-// arrays); the merge then runs again, its rows in halves under savepoints
-// (mergeSafe), as storeSafe stores a refused batch: the rest is merged.
-func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch) (staleResult, error) {
-	res, err := w.mergeStaleTx(ctx, b, false)
-	if err != nil && Classify(err) == Permanent {
-		w.o.log.Warn("stale batch refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
-		res, err = w.mergeStaleTx(ctx, b, true)
-	}
-	return res, err
-}
-
-// mergeStaleTx is one try of the merge; safe splits out refused rows.
-func (w *Writer) mergeStaleTx(ctx context.Context, b *rows.Batch, safe bool) (staleResult, error) {
+// mergeStale runs the merge's transaction; safe splits out the rows
+// PostgreSQL refuses (mergeSafe).
+func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch, safe bool) (staleResult, error) {
 	tx, res, err := w.beginMerge(ctx, b)
 	if tx == nil {
 		return res, err
@@ -280,19 +276,13 @@ const (
 	staleRefusedEventSQL = `SELECT EXISTS (SELECT FROM dead_letters WHERE target = $1 AND md5("row"::text) = md5($2::jsonb::text))`
 )
 
-// mergeSafe merges b's rows in tx as mergeStaleTx does, in halves under
-// savepoints down to single rows; a single row PostgreSQL refuses is a
-// duplicate, refused (stale_epoch) or dead-lettered (above), its dead
-// letter written by writeDeadLetters (one PostgreSQL refuses too kept in
-// the refused file). res counts the rows: those dead-lettered or kept in
-// deadRows, the dead letters written in dead.
+// mergeSafe merges b's rows in tx as mergeStale does, in halves under
+// savepoints down to single rows (splitOut); a single row PostgreSQL
+// refuses is judged as above (refusals).
 func (w *Writer) mergeSafe(ctx context.Context, tx pgx.Tx, b *rows.Batch, res *staleResult) error {
-	seriesByID := seriesMap(b.Series)
-	var dead []deadRow
-	// A batch may hold a refused row twice: it is dead-lettered once.
-	deadSamples, deadEvents := map[seriesTS]bool{}, map[string]bool{}
+	r := newRefusals(b)
 	err := splitOut(ctx, tx, b.Samples, func(tx pgx.Tx, samples []rows.Sample) (func(), error) {
-		if need := seriesOf(samples, seriesByID); len(need) > 0 {
+		if need := seriesOf(samples, r.series); len(need) > 0 {
 			if _, err := tx.Exec(ctx, seriesSQL, seriesArgs(need)...); err != nil {
 				return nil, err
 			}
@@ -302,44 +292,74 @@ func (w *Writer) mergeSafe(ctx context.Context, tx pgx.Tx, b *rows.Batch, res *s
 			return nil, err
 		}
 		return func() { res.samples, res.refused = res.samples+merged, res.refused+refused }, nil
-	}, func(s rows.Sample, rerr error) error {
-		at := tsOf(s.TS)
-		var stored, passed, lettered bool
-		if err := tx.QueryRow(ctx, staleRefusedSampleSQL, s.SeriesID, at, b.Target, at.Format(time.RFC3339Nano)).
-			Scan(&stored, &passed, &lettered); err != nil {
-			return err
-		}
-		k := seriesTS{s.SeriesID, s.TS / 1000}
-		switch {
-		case stored || lettered || deadSamples[k]:
-			// A duplicate.
-		case !passed:
-			res.refused++
-		default:
-			deadSamples[k] = true
-			dead = append(dead, deadRow{table: "samples", row: sampleRow(s, seriesByID), err: rerr})
-		}
-		return nil
-	})
+	}, func(s rows.Sample, rerr error) error { return r.sample(ctx, tx, res, s, rerr) })
 	if err != nil {
 		return err
 	}
-	err = splitOutEvents(ctx, tx, b, func(_, stored int) { res.events += stored }, func(e rows.Event, rerr error) error {
-		d := deadRow{table: "events", row: e, err: rerr}
-		row := d.json()
-		var lettered bool
-		if err := tx.QueryRow(ctx, staleRefusedEventSQL, b.Target, row).Scan(&lettered); err != nil {
-			return err
-		}
-		if !lettered && !deadEvents[row] {
-			deadEvents[row] = true
-			dead = append(dead, d)
-		}
-		return nil
-	})
+	return w.mergeEventsSafe(ctx, tx, r, res, writeEvents)
+}
+
+// refusals are the rows of a stale batch PostgreSQL refused, judged (the
+// merge's refusal rules, above) and those to dead-letter kept, once each:
+// a batch may hold a refused row twice.
+type refusals struct {
+	b       *rows.Batch
+	series  map[int64]rows.Series // b's series, for the dead letters' paths
+	dead    []deadRow
+	samples map[seriesTS]bool
+	events  map[string]bool
+}
+
+func newRefusals(b *rows.Batch) *refusals {
+	return &refusals{b: b, series: seriesMap(b.Series), samples: map[seriesTS]bool{}, events: map[string]bool{}}
+}
+
+// sample judges s, refused with rerr: a duplicate, refused (counted in
+// res) or to dead-letter.
+func (r *refusals) sample(ctx context.Context, tx pgx.Tx, res *staleResult, s rows.Sample, rerr error) error {
+	at := tsOf(s.TS)
+	var stored, passed, lettered bool
+	if err := tx.QueryRow(ctx, staleRefusedSampleSQL, s.SeriesID, at, r.b.Target, at.Format(time.RFC3339Nano)).
+		Scan(&stored, &passed, &lettered); err != nil {
+		return err
+	}
+	k := seriesTS{s.SeriesID, s.TS / 1000}
+	switch {
+	case stored || lettered || r.samples[k]:
+		// A duplicate.
+	case !passed:
+		res.refused++
+	default:
+		r.samples[k] = true
+		r.dead = append(r.dead, deadRow{table: "samples", row: sampleRow(s, r.series), err: rerr})
+	}
+	return nil
+}
+
+// event judges e, refused with rerr: a duplicate or to dead-letter.
+func (r *refusals) event(ctx context.Context, tx pgx.Tx, e rows.Event, rerr error) error {
+	d := deadRow{table: "events", row: e, err: rerr}
+	row := d.json()
+	var lettered bool
+	if err := tx.QueryRow(ctx, staleRefusedEventSQL, r.b.Target, row).Scan(&lettered); err != nil {
+		return err
+	}
+	if !lettered && !r.events[row] {
+		r.events[row] = true
+		r.dead = append(r.dead, d)
+	}
+	return nil
+}
+
+// mergeEventsSafe offers the batch's events in tx with write, split as
+// splitOutEvents splits them, a refused one judged by r; then writes the
+// dead letters of r's rows (writeDeadLetters), counted in res.
+func (w *Writer) mergeEventsSafe(ctx context.Context, tx pgx.Tx, r *refusals, res *staleResult, write eventsWriter) error {
+	err := splitOutEvents(ctx, tx, r.b, write, func(_, stored int) { res.events += stored },
+		func(e rows.Event, rerr error) error { return r.event(ctx, tx, e, rerr) })
 	if err == nil {
-		res.deadRows = len(dead)
-		res.dead, err = w.writeDeadLetters(ctx, tx, b, dead)
+		res.deadRows = len(r.dead)
+		res.dead, err = w.writeDeadLetters(ctx, tx, r.b, r.dead)
 	}
 	return err
 }

@@ -565,8 +565,10 @@ func holdLedger(t *testing.T, pool *pgxpool.Pool, citus bool, b *rows.Batch) pgx
 // counts a refused row the owner stored or dead-lettered as a duplicate
 // and one newer than what is stored as stale_epoch, as its good rows: the
 // batch is partial when it dead-lettered a row, each row counted once.
-// On the old code the whole batch was counted stale_epoch and its good
-// rows, which only this collector held, were lost.
+// On one node and on Citus (mergeStaleCitus: the part's samples to merge
+// and the events split out). On the old code the whole batch was counted
+// stale_epoch and its good rows, which only this collector held, were
+// lost.
 func TestStaleRefusedRow(t *testing.T) {
 	const n = staleSeries
 	// bad makes the sample of series 0 at step of b refused (a NUL in text).
@@ -603,85 +605,87 @@ func TestStaleRefusedRow(t *testing.T) {
 			map[int64]int64{1: n, 2: n - 1, 3: n},
 			staleCounts{MergedEvents: 1, Duplicates: 2*n + 1, Refused: n, Stale: 1}, "stale", 0, 0, 0},
 	} {
-		t.Run(tt.desc, func(t *testing.T) {
-			ctx := context.Background()
-			pool, _ := pgtest.New(t)
-			if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ('sw1', 'b', 2, now() + interval '1 hour')`); err != nil {
-				t.Fatal(err)
-			}
-			base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
-			ownerSteps := []int{1, 3}
-			if tt.ownerBad {
-				ownerSteps = []int{1, 2, 3}
-			}
-			ob := staleBatch(base, "b", 2, ownerSteps)
-			if tt.ownerBad {
-				bad(ob, ownerSteps, 2)
-				ob.Events = append(ob.Events, badEvent(base))
-			}
-			owner, _, stopOwner := newWriter(t, pool, writer.WithFencing(true))
-			enqueue(t, owner, []*rows.Batch{ob})
-			stopOwner()
-
-			steps := []int{1, 2, 5}
-			sb := staleBatch(base, "a", 1, steps, 2)
-			bad(sb, steps, tt.badStep)
-			if tt.badEvent {
-				sb.Events = append(sb.Events, badEvent(base))
-			}
-			if tt.deadRefused {
-				if _, err := pool.Exec(ctx, fmt.Sprintf(`ALTER TABLE dead_letters ADD CONSTRAINT test_refused CHECK (batch_id <> %d)`, sb.ID)); err != nil {
+		for _, db := range bothDBs {
+			t.Run(db.name+"/"+tt.desc, func(t *testing.T) {
+				ctx := context.Background()
+				pool, _ := db.new(t)
+				if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ('sw1', 'b', 2, now() + interval '1 hour')`); err != nil {
 					t.Fatal(err)
 				}
-			}
-			refusedFile := filepath.Join(t.TempDir(), "dead_letters.jsonl")
-			zombie, m, stop := newWriter(t, pool, writer.WithFencing(true), writer.WithRefusedFile(refusedFile))
-			enqueue(t, zombie, []*rows.Batch{sb})
-			stop()
+				base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+				ownerSteps := []int{1, 3}
+				if tt.ownerBad {
+					ownerSteps = []int{1, 2, 3}
+				}
+				ob := staleBatch(base, "b", 2, ownerSteps)
+				if tt.ownerBad {
+					bad(ob, ownerSteps, 2)
+					ob.Events = append(ob.Events, badEvent(base))
+				}
+				owner, _, stopOwner := newWriter(t, pool, writer.WithFencing(true))
+				enqueue(t, owner, []*rows.Batch{ob})
+				stopOwner()
 
-			got, twice := storedSteps(t, pool)
-			delete(got, 0) // the refused samples' v_int, none stored
-			if diff := cmp.Diff(tt.steps, got); diff != "" || twice {
-				t.Errorf("samples per step (-want, +got):\n%s; a (series_id, ts) stored twice: %v", diff, twice)
-			}
-			for _, c := range []struct {
-				desc, sql string
-				want      int64
-			}{
-				{"events", `SELECT count(*) FROM events WHERE batch_id = $1`, 1},
-				{"dead letters of the stale batch", `SELECT count(*) FROM dead_letters WHERE batch_id = $1`, tt.dead},
-				{"ledger rows of the stale batch", `SELECT count(*) FROM ingest_ledger WHERE batch_id = $1`, 1},
-			} {
-				if got := count(t, pool, c.sql, sb.ID); got != c.want {
-					t.Errorf("%s: %d, want %d", c.desc, got, c.want)
+				steps := []int{1, 2, 5}
+				sb := staleBatch(base, "a", 1, steps, 2)
+				bad(sb, steps, tt.badStep)
+				if tt.badEvent {
+					sb.Events = append(sb.Events, badEvent(base))
 				}
-			}
-			if tt.ownerBad {
-				if got := count(t, pool, `SELECT count(*) FROM dead_letters`); got != 2 {
-					t.Errorf("%d dead letters, want 2 (the owner's)", got)
+				if tt.deadRefused {
+					if _, err := pool.Exec(ctx, fmt.Sprintf(`ALTER TABLE dead_letters ADD CONSTRAINT test_refused CHECK (batch_id <> %d)`, sb.ID)); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			if lines := refusedLines(t, refusedFile); int64(len(lines)) != tt.kept {
-				t.Errorf("%d lines in the refused file, want %d", len(lines), tt.kept)
-			}
-			if diff := cmp.Diff(tt.counts, staleCountsOf(m)); diff != "" {
-				t.Errorf("counters (-want, +got):\n%s", diff)
-			}
-			for _, c := range []struct {
-				desc      string
-				got, want float64
-			}{
-				{"batches_total{outcome=" + tt.outcome + "}", testutil.ToFloat64(m.Batches.WithLabelValues(tt.outcome)), 1},
-				{"rows_written_total{table=samples}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")), tt.samples},
-				{"rows_written_total{table=events}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")), 1},
-				{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), float64(tt.dead)},
-				{"dead_letters_refused_total", testutil.ToFloat64(m.DeadLettersRefused), float64(tt.kept)},
-				{"event_conflicts_total", testutil.ToFloat64(m.EventConflicts), 0},
-			} {
-				if c.got != c.want {
-					t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+				refusedFile := filepath.Join(t.TempDir(), "dead_letters.jsonl")
+				zombie, m, stop := newWriter(t, pool, writer.WithFencing(true), writer.WithRefusedFile(refusedFile))
+				enqueue(t, zombie, []*rows.Batch{sb})
+				stop()
+
+				got, twice := storedSteps(t, pool)
+				delete(got, 0) // the refused samples' v_int, none stored
+				if diff := cmp.Diff(tt.steps, got); diff != "" || twice {
+					t.Errorf("samples per step (-want, +got):\n%s; a (series_id, ts) stored twice: %v", diff, twice)
 				}
-			}
-		})
+				for _, c := range []struct {
+					desc, sql string
+					want      int64
+				}{
+					{"events", `SELECT count(*) FROM events WHERE batch_id = $1`, 1},
+					{"dead letters of the stale batch", `SELECT count(*) FROM dead_letters WHERE batch_id = $1`, tt.dead},
+					{"batches of that id in the ledger", `SELECT count(DISTINCT batch_id) FROM ingest_ledger WHERE batch_id = $1`, 1},
+				} {
+					if got := count(t, pool, c.sql, sb.ID); got != c.want {
+						t.Errorf("%s: %d, want %d", c.desc, got, c.want)
+					}
+				}
+				if tt.ownerBad {
+					if got := count(t, pool, `SELECT count(*) FROM dead_letters`); got != 2 {
+						t.Errorf("%d dead letters, want 2 (the owner's)", got)
+					}
+				}
+				if lines := refusedLines(t, refusedFile); int64(len(lines)) != tt.kept {
+					t.Errorf("%d lines in the refused file, want %d", len(lines), tt.kept)
+				}
+				if diff := cmp.Diff(tt.counts, staleCountsOf(m)); diff != "" {
+					t.Errorf("counters (-want, +got):\n%s", diff)
+				}
+				for _, c := range []struct {
+					desc      string
+					got, want float64
+				}{
+					{"batches_total{outcome=" + tt.outcome + "}", testutil.ToFloat64(m.Batches.WithLabelValues(tt.outcome)), 1},
+					{"rows_written_total{table=samples}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")), tt.samples},
+					{"rows_written_total{table=events}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")), 1},
+					{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), float64(tt.dead)},
+					{"dead_letters_refused_total", testutil.ToFloat64(m.DeadLettersRefused), float64(tt.kept)},
+					{"event_conflicts_total", testutil.ToFloat64(m.EventConflicts), 0},
+				} {
+					if c.got != c.want {
+						t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+					}
+				}
+			})
+		}
 	}
 }

@@ -509,7 +509,7 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 	if err != nil {
 		return err
 	}
-	err = splitOutEvents(ctx, tx, b, func(offered, stored int) {
+	err = splitOutEvents(ctx, tx, b, writeEvents, func(offered, stored int) {
 		okEvents, storedEvents = okEvents+offered, storedEvents+stored
 	}, func(e rows.Event, err error) error {
 		dead = append(dead, deadRow{table: "events", row: e, err: err})
@@ -606,12 +606,12 @@ func splitOut[T any](ctx context.Context, tx pgx.Tx, rs []T, write func(tx pgx.T
 	return splitOut(ctx, tx, rs[h:], write, refused)
 }
 
-// splitOutEvents is splitOut of b's events (writeEvents): stored is told
-// of each part written, its events offered and those stored.
-func splitOutEvents(ctx context.Context, tx pgx.Tx, b *rows.Batch, stored func(offered, stored int),
+// splitOutEvents is splitOut of b's events, written with write: stored is
+// told of each part written, its events offered and those stored.
+func splitOutEvents(ctx context.Context, tx pgx.Tx, b *rows.Batch, write eventsWriter, stored func(offered, stored int),
 	refused func(e rows.Event, err error) error) error {
 	return splitOut(ctx, tx, b.Events, func(tx pgx.Tx, events []rows.Event) (func(), error) {
-		n, err := writeEvents(ctx, tx, b.ID, events)
+		n, err := write(ctx, tx, b.ID, events)
 		if err != nil {
 			return nil, err
 		}
