@@ -17,7 +17,8 @@ type Execer interface {
 
 // Maintain runs one maintenance pass (SQL lhcnp_maintain()): daily
 // partitions of samples created ahead, those past the retention dropped, by
-// pg_partman or by the migration's own functions, whichever keeps them. The
+// pg_partman or by the migration's own functions, whichever keeps them, and
+// the horizon they were dropped by recorded (schema 24). The
 // collector calls it periodically (hourly is plenty: partitions are made
 // days ahead); concurrent calls are serialised by the database.
 func Maintain(ctx context.Context, db Execer) error {
@@ -58,7 +59,9 @@ func SetRetention(ctx context.Context, db Execer, keep time.Duration) error {
 // series (and latest rows) of leaves deleted before the horizon are
 // deleted too; a collector that still runs the subscription that deleted
 // one would not describe it again should the same path come back. keep
-// must be at least a second.
+// must be at least a second. The horizon is recorded as the one a pass
+// applied (lhcnp_partitioning.horizon, schema 24), unless an earlier pass
+// applied a later one.
 func Trim(ctx context.Context, db Beginner, keep time.Duration) error {
 	if keep < time.Second {
 		return fmt.Errorf("trim: keep %v: want at least 1s", keep)
@@ -81,6 +84,10 @@ type Beginner interface {
 
 func trimAt(ctx context.Context, db Beginner, horizon time.Time, what string) error {
 	for _, q := range []string{
+		// The horizon first (schema 24): a reader refuses times before
+		// it from now on, and a trim that fails half-way has removed
+		// some rows before it.
+		"SELECT lhcnp_record_horizon($1)",
 		"SELECT lhcnp_carry_forward($1)",
 		"SELECT lhcnp_carry_counters($1)",
 		"DELETE FROM samples WHERE ts < $1",

@@ -26,9 +26,16 @@ func retentionFixture(t *testing.T, manager string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
+	return dailyFixture(t, pool)
+}
+
+// dailyFixture is a fixture on pool, its t0 five UTC days ago at midnight,
+// with daily partitions for the days since then (as a collector running all
+// along would have had made).
+func dailyFixture(t *testing.T, pool *pgxpool.Pool) *fixture {
 	t0 := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -5)
 	for d := range 4 {
-		if _, err := pool.Exec(ctx, `SELECT lhcnp_create_daily_partition('samples', $1::date)`, t0.AddDate(0, 0, d).Format("2006-01-02")); err != nil {
+		if _, err := pool.Exec(context.Background(), `SELECT lhcnp_create_daily_partition('samples', $1::date)`, t0.AddDate(0, 0, d).Format("2006-01-02")); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -60,7 +60,7 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 	}
 	// Its metrics are served on the collector's /metrics.
 	m := northbound.NewMetrics(c.Metrics().Registry)
-	n.nb = northbound.New(sch, northbound.WithHistory(c.Pool(), cfg.DB.Retention), northbound.WithDialer(dial),
+	n.nb = northbound.New(sch, northbound.WithHistory(c.Pool()), northbound.WithDialer(dial),
 		northbound.WithLogger(log.With("component", "northbound")), northbound.WithMetrics(m))
 	var u *auth.Users
 	if nc.Users != "" {

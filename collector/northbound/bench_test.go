@@ -161,7 +161,7 @@ func BenchmarkHistoryRange(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	nb := northbound.New(sch, northbound.WithHistory(pool, 0))
+	nb := northbound.New(sch, northbound.WithHistory(pool))
 	addr := serveNorthbound(b, nb)
 	c := gnmiClient(b, addr)
 	req := &gnmi.SubscribeRequest{

@@ -136,7 +136,7 @@ type fleet struct {
 	cancel context.CancelFunc
 }
 
-func startFleet(t *testing.T, retention time.Duration) *fleet {
+func startFleet(t *testing.T) *fleet {
 	t.Helper()
 	pool, dsn := pgtest.New(t)
 	sc, err := scenario.LoadFile("../../scenarios/lab.yaml")
@@ -196,7 +196,7 @@ func startFleet(t *testing.T, retention time.Duration) *fleet {
 		})
 		return cc, ctx, true, err
 	}
-	fl.nb = northbound.New(sch, northbound.WithHistory(pool, retention), northbound.WithDialer(dial))
+	fl.nb = northbound.New(sch, northbound.WithHistory(pool), northbound.WithDialer(dial))
 	c, err := collector.New(ctx, cfg, collector.WithObserver(func(t string, r *gnmi.SubscribeResponse) {
 		fl.rec.observe(t, r)
 		fl.nb.Observe(t, r)

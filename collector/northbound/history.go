@@ -3,6 +3,7 @@ package northbound
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -45,8 +46,9 @@ import (
 //
 // Errors: another mode, start after end, or a malformed request is
 // INVALID_ARGUMENT; a snapshot or a start in the future is UNIMPLEMENTED
-// (the reference allows it); a time before the retention horizon (now −
-// db.retention) is OUT_OF_RANGE naming the horizon; a subscribed path no
+// (the reference allows it); a time before the retention horizon (the
+// greatest a retention pass applied, retentionHorizon) is OUT_OF_RANGE
+// naming it; a subscribed path no
 // addressed switch ever stored is NOT_FOUND naming it. Timestamps are
 // PostgreSQL's: microseconds.
 
@@ -95,10 +97,6 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 		return status.Error(codes.Unimplemented, "history: this collector has no database to answer from")
 	}
 	now := s.o.clk.Now()
-	horizon := time.Time{}
-	if s.o.retention > 0 {
-		horizon = now.Add(-s.o.retention)
-	}
 	var start, end time.Time
 	snapshot := false
 	switch r := h.GetRequest().(type) {
@@ -127,9 +125,13 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 	default:
 		return status.Error(codes.InvalidArgument, "history: neither snapshot_time nor range is set")
 	}
+	horizon, err := s.retentionHorizon(ctx)
+	if err != nil {
+		return err
+	}
 	if !horizon.IsZero() && start.Before(horizon) {
-		return status.Errorf(codes.OutOfRange, "history: %s is outside the retention: samples are kept from %s on (db.retention %v)",
-			stamp(start), stamp(horizon), s.o.retention)
+		return status.Errorf(codes.OutOfRange, "history: %s is outside the retention: samples are kept from %s on (the retention removed the older ones)",
+			stamp(start), stamp(horizon))
 	}
 	enc, err := encoderOf(s.sch, sl.GetEncoding())
 	if err != nil {
@@ -187,6 +189,24 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 	case <-done:
 	}
 	return nil
+}
+
+// retentionHorizon is the greatest horizon a retention pass applied
+// (migration 024: lhcnp_maintain's whole days, migrations.Trim's instant),
+// before which the samples are removed; zero when no pass removed any. It
+// is what the passes did, not now − db.retention: the days a pass keeps
+// begin up to a day earlier, and the lab trims to its own horizon at each
+// pass.
+func (s *Server) retentionHorizon(ctx context.Context) (time.Time, error) {
+	var h pgtype.Timestamptz
+	err := s.o.pool.QueryRow(ctx, `SELECT horizon FROM lhcnp_partitioning WHERE parent = 'public.samples'`).Scan(&h)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, status.Errorf(codes.Unavailable, "history: reading the retention horizon: %v", err)
+	}
+	if !h.Valid {
+		return time.Time{}, nil
+	}
+	return h.Time, nil
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

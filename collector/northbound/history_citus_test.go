@@ -32,7 +32,7 @@ func TestHistoryCitus(t *testing.T) {
 	clients := map[string]gnmi.GNMIClient{}
 	for name, pool := range dbs {
 		storeQueue(t, pool, sch, paths, start, 20, step)
-		clients[name] = gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool, 0))))
+		clients[name] = gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool))))
 	}
 	list := func(mode gnmi.SubscriptionList_Mode) *gnmi.SubscriptionList {
 		return &gnmi.SubscriptionList{Mode: mode, Prefix: &gnmi.Path{Target: "sw1"}, Encoding: gnmi.Encoding_PROTO,
@@ -86,23 +86,32 @@ func queueOnBoth(t *testing.T) (*schema.Schema, []*gnmi.Path, time.Time, map[str
 // each with its updates in path order.
 func historyOf(t *testing.T, c gnmi.GNMIClient, req *gnmi.SubscribeRequest) []*gnmi.Notification {
 	t.Helper()
+	out, err := tryHistory(c, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryHistory is historyOf returning the RPC's error.
+func tryHistory(c gnmi.GNMIClient, req *gnmi.SubscribeRequest) ([]*gnmi.Notification, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sc, err := c.Subscribe(ctx)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := sc.Send(req); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var out []*gnmi.Notification
 	for {
 		r, err := sc.Recv()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if r.GetSyncResponse() {
-			return out
+			return out, nil
 		}
 		// As sent: within an instant the server orders the rows by
 		// container and path, not in the database's order (on Citus, that
@@ -132,7 +141,7 @@ func TestHistoryRangeTies(t *testing.T) {
 			if _, err := pool.CopyFrom(context.Background(), pgx.Identifier{"samples"}, sampleColumns, pgx.CopyFromRows(rs)); err != nil {
 				t.Fatal(err)
 			}
-			c := gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool, 0))))
+			c := gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool))))
 			got := historyOf(t, c, &gnmi.SubscribeRequest{
 				Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_STREAM,
 					Prefix: &gnmi.Path{Target: "sw1"}, Encoding: gnmi.Encoding_PROTO,

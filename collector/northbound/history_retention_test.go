@@ -2,12 +2,15 @@ package northbound_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/lhcnp/lhcnp/collector/northbound"
 	"github.com/lhcnp/lhcnp/collector/rows"
@@ -79,7 +82,7 @@ func TestSnapshotAfterRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool, 0))))
+	c := gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool))))
 	got := historyOf(t, c, &gnmi.SubscribeRequest{
 		Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_ONCE,
 			Prefix: &gnmi.Path{Target: "sw1"}, Encoding: gnmi.Encoding_PROTO,
@@ -103,5 +106,113 @@ func TestSnapshotAfterRetention(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("snapshot 30 s ago, after a trim at 10 min ago: every leaf the switch held then, kmax (changed since, older sample trimmed) left out (-want +got):\n%s", diff)
+	}
+}
+
+// TestHistoryRetentionHorizon: History's horizon is the greatest one a
+// retention pass recorded (migration 024), not now − db.retention, on one
+// node and on Citus. Before any pass every time is served; after a trim 3 h
+// ago (the lab's retention) and a maintenance pass (whose 30-day horizon is
+// older: the trim's is kept), a snapshot and a range 2 h ago are served
+// (an hour's db.retention refused them: this test failed), and a snapshot
+// or a range from before the trim's horizon is OUT_OF_RANGE naming it.
+func TestHistoryRetentionHorizon(t *testing.T) {
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []struct {
+		desc  string
+		citus bool
+	}{{"one node", false}, {"citus", true}} {
+		t.Run(db.desc, func(t *testing.T) {
+			pool, _ := pgtest.New(t)
+			if db.citus {
+				pool, _ = pgtest.NewCitus(t)
+			}
+			ctx := context.Background()
+			now := time.Now().Truncate(time.Millisecond)
+			const h = time.Hour
+			p := store.MustPath(wanQ0 + "/state/queue-depth")
+			sl, ok := sch.LeafAt(p)
+			if !ok {
+				t.Fatal("queue-depth: not a leaf")
+			}
+			id := rows.SeriesID("sw1", store.PathString(p))
+			if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path) VALUES ($1, 'sw1', $2, $3)`,
+				id, store.PathString(p), sl.SchemaPath); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []struct {
+				ago   time.Duration
+				depth int64
+			}{{4 * h, 100}, {150 * time.Minute, 200}, {30 * time.Minute, 300}} {
+				if _, err := pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_int, flags, batch_id) VALUES ($1, $2, $3, 0, 1)`,
+					now.Add(-s.ago), id, s.depth); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := pool.Exec(ctx, `INSERT INTO latest (series_id, ts, v_int, flags) VALUES ($1, $2, 300, 0)`,
+				id, now.Add(-30*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			c := gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool))))
+			history := func(mode gnmi.SubscriptionList_Mode, hist *gnmi_ext.History) ([]uint64, error) {
+				ns, err := tryHistory(c, &gnmi.SubscribeRequest{
+					Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{Mode: mode,
+						Prefix: &gnmi.Path{Target: "sw1"}, Encoding: gnmi.Encoding_PROTO,
+						Subscription: []*gnmi.Subscription{{Path: p}}}},
+					Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: hist}}},
+				})
+				var depths []uint64
+				for _, n := range ns {
+					for _, u := range n.GetUpdate() {
+						depths = append(depths, u.GetVal().GetUintVal())
+					}
+				}
+				return depths, err
+			}
+			snapshot := func(ago time.Duration) ([]uint64, error) {
+				return history(gnmi.SubscriptionList_ONCE, &gnmi_ext.History{
+					Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: now.Add(-ago).UnixNano()}})
+			}
+			span := func(from, to time.Duration) ([]uint64, error) {
+				return history(gnmi.SubscriptionList_STREAM, &gnmi_ext.History{Request: &gnmi_ext.History_Range{
+					Range: &gnmi_ext.TimeRange{Start: now.Add(-from).UnixNano(), End: now.Add(-to).UnixNano()}}})
+			}
+
+			got, err := snapshot(4*h - time.Minute)
+			if diff := cmp.Diff([]uint64{100}, got); err != nil || diff != "" {
+				t.Errorf("before any retention pass, snapshot 4 h ago: %v, (-want +got):\n%s", err, diff)
+			}
+
+			horizon := now.Add(-3 * h)
+			if err := migrations.TrimAt(ctx, pool, horizon); err != nil {
+				t.Fatal(err)
+			}
+			if err := migrations.Maintain(ctx, pool); err != nil {
+				t.Fatal(err)
+			}
+			got, err = snapshot(2 * h)
+			if diff := cmp.Diff([]uint64{200}, got); err != nil || diff != "" {
+				t.Errorf("snapshot 2 h ago, after the horizon 3 h ago: %v, (-want +got):\n%s", err, diff)
+			}
+			got, err = span(2*h, time.Minute)
+			if diff := cmp.Diff([]uint64{200, 300}, got); err != nil || diff != "" {
+				t.Errorf("range from 2 h ago, after the horizon 3 h ago: %v, (-want +got):\n%s", err, diff)
+			}
+			kept := "samples are kept from " + horizon.UTC().Format(time.RFC3339Nano) + " on"
+			for _, tt := range []struct {
+				desc string
+				ask  func() ([]uint64, error)
+			}{
+				{"snapshot", func() ([]uint64, error) { return snapshot(3*h + time.Minute) }},
+				{"range", func() ([]uint64, error) { return span(4*h, 2*h) }},
+			} {
+				if _, err := tt.ask(); status.Code(err) != codes.OutOfRange || !strings.Contains(err.Error(), kept) {
+					t.Errorf("%s from before the horizon: %v, want OUT_OF_RANGE saying %q", tt.desc, err, kept)
+				}
+			}
+		})
 	}
 }

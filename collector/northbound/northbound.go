@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -48,23 +47,22 @@ const AllTargets = "*"
 type Dialer func(ctx context.Context, target string) (conn *grpc.ClientConn, callCtx context.Context, ok bool, err error)
 
 type options struct {
-	pool      *pgxpool.Pool
-	retention time.Duration
-	dial      Dialer
-	clk       clock.Clock
-	log       *slog.Logger
-	subOpts   []subscribe.Option
-	m         *Metrics
+	pool    *pgxpool.Pool
+	dial    Dialer
+	clk     clock.Clock
+	log     *slog.Logger
+	subOpts []subscribe.Option
+	m       *Metrics
 }
 
 // Option configures a Server.
 type Option func(*options)
 
-// WithHistory answers the History extension from the collector's database;
-// retention is db.retention (0: kept forever), the horizon before which a
-// request is OUT_OF_RANGE.
-func WithHistory(pool *pgxpool.Pool, retention time.Duration) Option {
-	return func(o *options) { o.pool, o.retention = pool, retention }
+// WithHistory answers the History extension from the collector's database.
+// A request before the horizon the database's retention passes recorded
+// (not now − db.retention: see retentionHorizon) is OUT_OF_RANGE.
+func WithHistory(pool *pgxpool.Pool) Option {
+	return func(o *options) { o.pool = pool }
 }
 
 // WithDialer forwards Set to the switches through d.

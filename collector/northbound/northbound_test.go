@@ -26,6 +26,7 @@ import (
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/migrations"
 )
 
 const (
@@ -133,7 +134,7 @@ func usTime(ns int64) time.Time { return time.Unix(0, ns/1000*1000) }
 // and Set forwarded to a switch (K_max changed; a bad Set refused with the
 // switch's own error).
 func TestNorthboundFleet(t *testing.T) {
-	fl := startFleet(t, time.Hour)
+	fl := startFleet(t)
 	nb := []string{"-a", fl.addr, "--insecure"}
 
 	t.Run("capabilities", func(t *testing.T) {
@@ -399,6 +400,13 @@ func TestNorthboundFleet(t *testing.T) {
 	t.Run("history errors", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		// A real horizon, as the lab's retention records it (migration
+		// 024): the switches' samples are all newer, nothing is removed.
+		horizon := time.Now().Add(-90 * time.Minute).Truncate(time.Second)
+		if err := migrations.TrimAt(ctx, fl.pool, horizon); err != nil {
+			t.Fatal(err)
+		}
+		kept := "samples are kept from " + horizon.UTC().Format(time.RFC3339Nano) + " on"
 		c := fl.client(t, fl.addr)
 		hist := func(h *gnmi_ext.History, mode gnmi.SubscriptionList_Mode, path string) error {
 			s, err := c.Subscribe(ctx)
@@ -429,9 +437,9 @@ func TestNorthboundFleet(t *testing.T) {
 			msg  string
 		}{
 			{desc: "outside retention", h: snap(time.Now().Add(-2 * time.Hour)), mode: gnmi.SubscriptionList_ONCE, path: queueSt,
-				code: codes.OutOfRange, msg: "outside the retention"},
+				code: codes.OutOfRange, msg: "outside the retention: " + kept},
 			{desc: "range outside retention", h: rng(time.Now().Add(-3*time.Hour), time.Now().Add(-2*time.Hour)), mode: gnmi.SubscriptionList_STREAM,
-				path: queueSt, code: codes.OutOfRange, msg: "outside the retention"},
+				path: queueSt, code: codes.OutOfRange, msg: "outside the retention: " + kept},
 			{desc: "never stored", h: snap(b), mode: gnmi.SubscriptionList_ONCE, path: "/lhcnp/fcn/mappings",
 				code: codes.NotFound, msg: "path /lhcnp/fcn/mappings: never stored for any switch"},
 			{desc: "not in the schema", h: snap(b), mode: gnmi.SubscriptionList_ONCE, path: "/lhcnp/nothing",

@@ -22,7 +22,7 @@ import (
 // utilisation near the port's over the window; counted at speed 1 it would
 // be under 5 %. The northbound serves the leaf like the switch.
 func TestViewsUseTheSwitchSpeed(t *testing.T) {
-	fl := startFleet(t, time.Hour)
+	fl := startFleet(t)
 	const speed = 0.05
 	ctx := context.Background()
 	count := func(sql string) int64 {
