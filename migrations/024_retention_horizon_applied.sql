@@ -12,7 +12,7 @@
 --
 -- * lhcnp_partitioning.horizon: the greatest horizon a pass applied to the
 --   table (samples: its rows older are removed, but for the carried copies
---   stamped at it); NULL until a pass removes anything, and in a database
+--   stamped at it); NULL until a pass with a retention has run, and in a database
 --   upgraded to this schema until its next pass (the collector runs one
 --   when it starts). It only grows: a longer retention set later brings
 --   nothing back, a shorter one moves it on at the next pass.

@@ -193,7 +193,7 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 
 // retentionHorizon is the greatest horizon a retention pass applied
 // (migration 024: lhcnp_maintain's whole days, migrations.Trim's instant),
-// before which the samples are removed; zero when no pass removed any. It
+// before which the samples are removed; zero when no pass has applied one. It
 // is what the passes did, not now − db.retention: the days a pass keeps
 // begin up to a day earlier, and the lab trims to its own horizon at each
 // pass.
