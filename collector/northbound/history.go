@@ -327,10 +327,18 @@ const sampleCols = `ts, series_id, v_int, v_float, v_num::text, v_bool, v_text, 
 // sample is left at or before at, the value at at is unknown (trimmed, or
 // the leaf did not exist yet) and the series is left out, rather than
 // served with a value it may not have had.
+//
+// A carried row (flags bit 3) is the value a series had before its
+// timestamp, a retention horizon: it counts for an instant up to a
+// microsecond before it too, so that a range starting at the horizon (the
+// instant OUT_OF_RANGE names), whose tree is read a microsecond before its
+// start, has the carried leaves' values, where their older samples are
+// gone.
 func (s *Server) snapshotRows(ctx context.Context, set seriesSet, at time.Time) ([]row, error) {
 	ids := set.ids()
 	rs, err := s.o.pool.Query(ctx, `SELECT DISTINCT ON (series_id) `+sampleCols+`
-		FROM samples WHERE series_id = ANY($1) AND ts <= $2 ORDER BY series_id, ts DESC, batch_id DESC`, ids, at)
+		FROM samples WHERE series_id = ANY($1) AND (ts <= $2 OR ts <= $3 AND flags & 8 = 8)
+		ORDER BY series_id, ts DESC, batch_id DESC`, ids, at, at.Add(time.Microsecond))
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
 	}

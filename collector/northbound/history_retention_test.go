@@ -156,8 +156,32 @@ func TestHistoryRetentionHorizon(t *testing.T) {
 				id, now.Add(-30*time.Minute)); err != nil {
 				t.Fatal(err)
 			}
+			// A leaf retention carries to its horizon (lhcnp_carried_leaves),
+			// set 4 h ago and changed 1 h ago.
+			kp := store.MustPath(wanQ0 + "/state/effective-kmax")
+			ksl, ok := sch.LeafAt(kp)
+			if !ok {
+				t.Fatal("effective-kmax: not a leaf")
+			}
+			kid := rows.SeriesID("sw1", store.PathString(kp))
+			if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path) VALUES ($1, 'sw1', $2, $3)`,
+				kid, store.PathString(kp), ksl.SchemaPath); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []struct {
+				sql string
+				ago time.Duration
+			}{
+				{`INSERT INTO samples (ts, series_id, v_int, flags, batch_id) VALUES ($1, $2, 6000, 0, 1)`, 4 * h},
+				{`INSERT INTO samples (ts, series_id, v_int, flags, batch_id) VALUES ($1, $2, 7000, 0, 1)`, h},
+				{`INSERT INTO latest (series_id, ts, v_int, flags) VALUES ($2, $1, 7000, 0)`, h},
+			} {
+				if _, err := pool.Exec(ctx, q.sql, now.Add(-q.ago), kid); err != nil {
+					t.Fatal(err)
+				}
+			}
 			c := gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool))))
-			history := func(mode gnmi.SubscriptionList_Mode, hist *gnmi_ext.History) ([]uint64, error) {
+			historyOf := func(p *gnmi.Path, mode gnmi.SubscriptionList_Mode, hist *gnmi_ext.History) ([]uint64, error) {
 				ns, err := tryHistory(c, &gnmi.SubscribeRequest{
 					Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{Mode: mode,
 						Prefix: &gnmi.Path{Target: "sw1"}, Encoding: gnmi.Encoding_PROTO,
@@ -171,6 +195,9 @@ func TestHistoryRetentionHorizon(t *testing.T) {
 					}
 				}
 				return depths, err
+			}
+			history := func(mode gnmi.SubscriptionList_Mode, hist *gnmi_ext.History) ([]uint64, error) {
+				return historyOf(p, mode, hist)
 			}
 			snapshot := func(ago time.Duration) ([]uint64, error) {
 				return history(gnmi.SubscriptionList_ONCE, &gnmi_ext.History{
@@ -200,6 +227,14 @@ func TestHistoryRetentionHorizon(t *testing.T) {
 			got, err = span(2*h, time.Minute)
 			if diff := cmp.Diff([]uint64{200, 300}, got); err != nil || diff != "" {
 				t.Errorf("range from 2 h ago, after the horizon 3 h ago: %v, (-want +got):\n%s", err, diff)
+			}
+			// A range from the horizon itself (the instant OUT_OF_RANGE names)
+			// starts from the tree before it: the carried leaf's value, which
+			// only its copy at the horizon still holds.
+			got, err = historyOf(kp, gnmi.SubscriptionList_STREAM, &gnmi_ext.History{Request: &gnmi_ext.History_Range{
+				Range: &gnmi_ext.TimeRange{Start: horizon.UnixNano(), End: now.UnixNano()}}})
+			if diff := cmp.Diff([]uint64{6000, 7000}, got); err != nil || diff != "" {
+				t.Errorf("range of effective-kmax from the horizon: %v, (-want +got):\n%s", err, diff)
 			}
 			kept := "samples are kept from " + horizon.UTC().Format(time.RFC3339Nano) + " on"
 			for _, tt := range []struct {
