@@ -179,11 +179,29 @@ func printStatus(ctx context.Context, conn *pgx.Conn, w io.Writer) error {
 		fmt.Fprintf(w, "samples partitions: kept by %s, %d days ahead, retention %s, last maintained %s\n",
 			manager, premake, retention, maintained)
 	case errors.Is(err, pgx.ErrNoRows), isUndefinedTable(err):
+		return nil
 	default:
 		return err
 	}
+	if st.Current < horizonSchema {
+		return nil
+	}
+	// What retention removed (migration 024): History serves from here on.
+	var horizon *time.Time
+	if err := conn.QueryRow(ctx, `SELECT horizon FROM lhcnp_partitioning WHERE parent = 'public.samples'`).Scan(&horizon); err != nil {
+		return err
+	}
+	if horizon == nil {
+		fmt.Fprintln(w, "retention horizon: none yet (nothing removed; History serves every instant stored)")
+	} else {
+		fmt.Fprintf(w, "retention horizon: %s (samples before it removed; History serves from it on)\n", horizon.UTC().Format(time.RFC3339Nano))
+	}
 	return nil
 }
+
+// horizonSchema is the schema version that records the retention horizon
+// (024_retention_horizon_applied.sql).
+const horizonSchema = 24
 
 func isUndefinedTable(err error) bool {
 	var pgErr *pgconn.PgError

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/migrations"
@@ -49,6 +50,14 @@ func TestMigrateCommand(t *testing.T) {
 	}
 	if !regexp.MustCompile(`schema version (\d+) of (\d+)\n`).MatchString(out) || strings.Contains(out, "pending") {
 		t.Errorf("up: status after up:\n%s", out)
+	}
+	// The maintenance pass of up applied its horizon: the start of the
+	// oldest UTC day a 10-day retention keeps.
+	if m := regexp.MustCompile(`\nretention horizon: (\S+) \(samples before it removed`).FindStringSubmatch(out); m == nil {
+		t.Errorf("up: status lacks the retention horizon:\n%s", out)
+	} else if h, err := time.Parse(time.RFC3339Nano, m[1]); err != nil || !h.Equal(h.Truncate(24*time.Hour)) ||
+		h.After(time.Now().Add(-240*time.Hour)) || h.Before(time.Now().Add(-264*time.Hour)) {
+		t.Errorf("up: retention horizon %s (%v): want the start of the UTC day 10 days ago", m[1], err)
 	}
 
 	code, out, errOut = migrate("down", "--db", dsn)
