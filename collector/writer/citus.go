@@ -791,6 +791,12 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 		// orders the samples' anti-join with the owner's writes, and
 		// events are stored once by their identity.
 		tx.Rollback(ctx)
+		if t, own := w.tried[b.ID]; own && t.merge != nil {
+			// Merged by a try whose COMMIT lost its answer (its events
+			// too, in its transaction): counted now, as this writer's.
+			delete(w.tried, b.ID)
+			return *t.merge, nil
+		}
 		res.replayed = true
 		if len(b.Events) > 0 && !w.citus.groupEvents[b.ID] {
 			res.deadEvents, err = w.citusEvents(ctx, b, res.ownParts == 0)
@@ -882,7 +888,7 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 	} else if res.events, err = writeEventsValues(ctx, tx, b.ID, b.Events); err != nil {
 		return res, err
 	}
-	return res, tx.Commit(ctx)
+	return w.commitMerge(ctx, tx, b, res)
 }
 
 // writeEventsValues is writeEvents as eventsValues (one shard of events,

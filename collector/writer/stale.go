@@ -226,13 +226,19 @@ func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch, safe bool) (stal
 	}
 	defer tx.Rollback(ctx)
 	if res.replayed, err = w.claimLedger(ctx, tx, b); err != nil || res.replayed {
+		if t, own := w.tried[b.ID]; res.replayed && own && t.merge != nil {
+			// Merged by a try whose COMMIT lost its answer: what it
+			// merged is counted now, once, as this writer's.
+			delete(w.tried, b.ID)
+			return *t.merge, nil
+		}
 		return res, err
 	}
 	if safe {
 		if err := w.mergeSafe(ctx, tx, b, &res); err != nil {
 			return res, err
 		}
-		return res, tx.Commit(ctx)
+		return w.commitMerge(ctx, tx, b, res)
 	}
 	if len(b.Series) > 0 {
 		if _, err := tx.Exec(ctx, seriesSQL, seriesArgs(b.Series)...); err != nil {
@@ -247,7 +253,20 @@ func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch, safe bool) (stal
 	if res.events, err = writeEvents(ctx, tx, b.ID, b.Events); err != nil {
 		return res, err
 	}
-	return res, tx.Commit(ctx)
+	return w.commitMerge(ctx, tx, b, res)
+}
+
+// commitMerge commits a merge's transaction, which wrote res. A COMMIT
+// that lost its answer may have committed: the retry that finds the batch
+// in the ledger counts res then (w.tried), as the normal path's retry
+// counts what its try wrote, where it counted a replay and the merged
+// rows and dead letters nowhere.
+func (w *Writer) commitMerge(ctx context.Context, tx pgx.Tx, b *rows.Batch, res staleResult) (staleResult, error) {
+	err := tx.Commit(ctx)
+	if err != nil && commitInDoubt(err) {
+		w.tried[b.ID] = batchTry{merge: &res}
+	}
+	return res, err
 }
 
 // mergeSamples merges samples of batch id (staleSamplesSQL): how many were

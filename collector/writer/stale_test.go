@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -568,7 +569,10 @@ func holdLedger(t *testing.T, pool *pgxpool.Pool, citus bool, b *rows.Batch) pgx
 // On one node and on Citus (mergeStaleCitus: the part's samples to merge
 // and the events split out). On the old code the whole batch was counted
 // stale_epoch and its good rows, which only this collector held, were
-// lost.
+// lost. Each case again with the merge's COMMIT cut after it ran, its
+// answer lost: the retry finds the batch in the ledger and counts what the
+// merge did, the same (commitMerge); on the code before it, a replay, its
+// merged rows and dead letters counted nowhere.
 func TestStaleRefusedRow(t *testing.T) {
 	const n = staleSeries
 	// bad makes the sample of series 0 at step of b refused (a NUL in text).
@@ -583,7 +587,7 @@ func TestStaleRefusedRow(t *testing.T) {
 	for _, tt := range []struct {
 		desc        string
 		ownerBad    bool // the owner's batch has the same refused sample (step 2) and event, dead-lettered by it
-		badStep     int  // the step of the stale batch's refused sample
+		badStep     int  // the step of the stale batch's refused sample (0: none)
 		badEvent    bool // and a refused event
 		deadRefused bool // the dead letters of the stale batch refused too
 		steps       map[int64]int64
@@ -592,6 +596,9 @@ func TestStaleRefusedRow(t *testing.T) {
 		dead, kept  int64 // the stale batch's rows dead-lettered, kept in the refused file
 		samples     float64
 	}{
+		{"no row refused", false, 0, false, false,
+			map[int64]int64{1: n, 2: n, 3: n},
+			staleCounts{Merged: n, MergedEvents: 1, Duplicates: n, Refused: n, Stale: 1}, "stale", 0, 0, n},
 		{"a sample and an event only the stale batch holds", false, 2, true, false,
 			map[int64]int64{1: n, 2: n - 1, 3: n},
 			staleCounts{Merged: n - 1, MergedEvents: 1, Duplicates: n, Refused: n}, "partial", 2, 0, n - 1},
@@ -606,86 +613,103 @@ func TestStaleRefusedRow(t *testing.T) {
 			staleCounts{MergedEvents: 1, Duplicates: 2*n + 1, Refused: n, Stale: 1}, "stale", 0, 0, 0},
 	} {
 		for _, db := range bothDBs {
-			t.Run(db.name+"/"+tt.desc, func(t *testing.T) {
-				ctx := context.Background()
-				pool, _ := db.new(t)
-				if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ('sw1', 'b', 2, now() + interval '1 hour')`); err != nil {
-					t.Fatal(err)
+			for _, lost := range []bool{false, true} {
+				name := db.name + "/" + tt.desc
+				if lost {
+					name += ", the merge's COMMIT answer lost"
 				}
-				base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
-				ownerSteps := []int{1, 3}
-				if tt.ownerBad {
-					ownerSteps = []int{1, 2, 3}
-				}
-				ob := staleBatch(base, "b", 2, ownerSteps)
-				if tt.ownerBad {
-					bad(ob, ownerSteps, 2)
-					ob.Events = append(ob.Events, badEvent(base))
-				}
-				owner, _, stopOwner := newWriter(t, pool, writer.WithFencing(true))
-				enqueue(t, owner, []*rows.Batch{ob})
-				stopOwner()
-
-				steps := []int{1, 2, 5}
-				sb := staleBatch(base, "a", 1, steps, 2)
-				bad(sb, steps, tt.badStep)
-				if tt.badEvent {
-					sb.Events = append(sb.Events, badEvent(base))
-				}
-				if tt.deadRefused {
-					if _, err := pool.Exec(ctx, fmt.Sprintf(`ALTER TABLE dead_letters ADD CONSTRAINT test_refused CHECK (batch_id <> %d)`, sb.ID)); err != nil {
+				t.Run(name, func(t *testing.T) {
+					ctx := context.Background()
+					pool, dsn := db.new(t)
+					if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ('sw1', 'b', 2, now() + interval '1 hour')`); err != nil {
 						t.Fatal(err)
 					}
-				}
-				refusedFile := filepath.Join(t.TempDir(), "dead_letters.jsonl")
-				zombie, m, stop := newWriter(t, pool, writer.WithFencing(true), writer.WithRefusedFile(refusedFile))
-				enqueue(t, zombie, []*rows.Batch{sb})
-				stop()
+					base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+					ownerSteps := []int{1, 3}
+					if tt.ownerBad {
+						ownerSteps = []int{1, 2, 3}
+					}
+					ob := staleBatch(base, "b", 2, ownerSteps)
+					if tt.ownerBad {
+						bad(ob, ownerSteps, 2)
+						ob.Events = append(ob.Events, badEvent(base))
+					}
+					owner, _, stopOwner := newWriter(t, pool, writer.WithFencing(true))
+					enqueue(t, owner, []*rows.Batch{ob})
+					stopOwner()
 
-				got, twice := storedSteps(t, pool)
-				delete(got, 0) // the refused samples' v_int, none stored
-				if diff := cmp.Diff(tt.steps, got); diff != "" || twice {
-					t.Errorf("samples per step (-want, +got):\n%s; a (series_id, ts) stored twice: %v", diff, twice)
-				}
-				for _, c := range []struct {
-					desc, sql string
-					want      int64
-				}{
-					{"events", `SELECT count(*) FROM events WHERE batch_id = $1`, 1},
-					{"dead letters of the stale batch", `SELECT count(*) FROM dead_letters WHERE batch_id = $1`, tt.dead},
-					{"batches of that id in the ledger", `SELECT count(DISTINCT batch_id) FROM ingest_ledger WHERE batch_id = $1`, 1},
-				} {
-					if got := count(t, pool, c.sql, sb.ID); got != c.want {
-						t.Errorf("%s: %d, want %d", c.desc, got, c.want)
+					steps := []int{1, 2, 5}
+					sb := staleBatch(base, "a", 1, steps, 2)
+					if tt.badStep != 0 {
+						bad(sb, steps, tt.badStep)
 					}
-				}
-				if tt.ownerBad {
-					if got := count(t, pool, `SELECT count(*) FROM dead_letters`); got != 2 {
-						t.Errorf("%d dead letters, want 2 (the owner's)", got)
+					if tt.badEvent {
+						sb.Events = append(sb.Events, badEvent(base))
 					}
-				}
-				if lines := refusedLines(t, refusedFile); int64(len(lines)) != tt.kept {
-					t.Errorf("%d lines in the refused file, want %d", len(lines), tt.kept)
-				}
-				if diff := cmp.Diff(tt.counts, staleCountsOf(m)); diff != "" {
-					t.Errorf("counters (-want, +got):\n%s", diff)
-				}
-				for _, c := range []struct {
-					desc      string
-					got, want float64
-				}{
-					{"batches_total{outcome=" + tt.outcome + "}", testutil.ToFloat64(m.Batches.WithLabelValues(tt.outcome)), 1},
-					{"rows_written_total{table=samples}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")), tt.samples},
-					{"rows_written_total{table=events}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")), 1},
-					{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), float64(tt.dead)},
-					{"dead_letters_refused_total", testutil.ToFloat64(m.DeadLettersRefused), float64(tt.kept)},
-					{"event_conflicts_total", testutil.ToFloat64(m.EventConflicts), 0},
-				} {
-					if c.got != c.want {
-						t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+					if tt.deadRefused {
+						if _, err := pool.Exec(ctx, fmt.Sprintf(`ALTER TABLE dead_letters ADD CONSTRAINT test_refused CHECK (batch_id <> %d)`, sb.ID)); err != nil {
+							t.Fatal(err)
+						}
 					}
-				}
-			})
+					refusedFile := filepath.Join(t.TempDir(), "dead_letters.jsonl")
+					// Lost: the merge's COMMIT (the zombie's first) commits, its
+					// answer lost; the retry finds the batch in the ledger.
+					cut := &cutter{match: func(data pgx.TraceQueryStartData) bool { return strings.HasPrefix(data.SQL, "commit") }}
+					if lost {
+						cut.at = map[int]cutAt{1: afterCommit}
+					}
+					zombie, m, stop := newWriter(t, cut.pool(t, dsn), writer.WithFencing(true), writer.WithRefusedFile(refusedFile))
+					enqueue(t, zombie, []*rows.Batch{sb})
+					stop()
+					if got, want := cut.faults(), len(cut.at); got != want {
+						t.Fatalf("%d connections cut, want %d", got, want)
+					}
+
+					got, twice := storedSteps(t, pool)
+					delete(got, 0) // the refused samples' v_int, none stored
+					if diff := cmp.Diff(tt.steps, got); diff != "" || twice {
+						t.Errorf("samples per step (-want, +got):\n%s; a (series_id, ts) stored twice: %v", diff, twice)
+					}
+					for _, c := range []struct {
+						desc, sql string
+						want      int64
+					}{
+						{"events", `SELECT count(*) FROM events WHERE batch_id = $1`, 1},
+						{"dead letters of the stale batch", `SELECT count(*) FROM dead_letters WHERE batch_id = $1`, tt.dead},
+						{"batches of that id in the ledger", `SELECT count(DISTINCT batch_id) FROM ingest_ledger WHERE batch_id = $1`, 1},
+					} {
+						if got := count(t, pool, c.sql, sb.ID); got != c.want {
+							t.Errorf("%s: %d, want %d", c.desc, got, c.want)
+						}
+					}
+					if tt.ownerBad {
+						if got := count(t, pool, `SELECT count(*) FROM dead_letters`); got != 2 {
+							t.Errorf("%d dead letters, want 2 (the owner's)", got)
+						}
+					}
+					if lines := refusedLines(t, refusedFile); int64(len(lines)) != tt.kept {
+						t.Errorf("%d lines in the refused file, want %d", len(lines), tt.kept)
+					}
+					if diff := cmp.Diff(tt.counts, staleCountsOf(m)); diff != "" {
+						t.Errorf("counters (-want, +got):\n%s", diff)
+					}
+					for _, c := range []struct {
+						desc      string
+						got, want float64
+					}{
+						{"batches_total{outcome=" + tt.outcome + "}", testutil.ToFloat64(m.Batches.WithLabelValues(tt.outcome)), 1},
+						{"rows_written_total{table=samples}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")), tt.samples},
+						{"rows_written_total{table=events}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")), 1},
+						{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), float64(tt.dead)},
+						{"dead_letters_refused_total", testutil.ToFloat64(m.DeadLettersRefused), float64(tt.kept)},
+						{"event_conflicts_total", testutil.ToFloat64(m.EventConflicts), 0},
+					} {
+						if c.got != c.want {
+							t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+						}
+					}
+				})
+			}
 		}
 	}
 }

@@ -327,12 +327,14 @@ func (w *Writer) replayOrCollision(ctx context.Context, b *rows.Batch) error {
 // lost its answer: its samples stored, its events offered (all but those
 // dead-lettered) and stored (-1: unknown, the INSERT's answer lost too),
 // its rows refused and of those the dead letters it wrote (the others kept
-// in the refused file, counted then).
+// in the refused file, counted then). Of a stale batch's merge, merge is
+// what it merged (commitMerge), counted as the merge counts it.
 type batchTry struct {
 	samples              int
 	events, storedEvents int
 	deadRows             int
 	dead                 []deadRow
+	merge                *staleResult
 }
 
 // replayed counts a batch the ledger holds already (one node). A try of

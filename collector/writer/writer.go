@@ -102,8 +102,9 @@ type Writer struct {
 	citus citusState // used by Run's goroutine only
 	// tried: on one node, batches whose transaction a try sent COMMIT
 	// for and heard no answer of (it may have committed), with what it
-	// wrote. The retry that finds such a batch in the ledger counts it,
-	// stored by this writer, not a replay (replayed). Used by Run's
+	// wrote; on both, stale batches whose merge did (commitMerge). The
+	// retry that finds such a batch in the ledger counts it, stored by
+	// this writer, not a replay (replayed, mergeStale). Used by Run's
 	// goroutine only, forgotten when the group is done (writeGroup).
 	tried map[int64]batchTry
 	// kept: the rows of the group's batches kept in the refused file
