@@ -149,8 +149,15 @@ func (w *Writer) isCitus(ctx context.Context) (bool, error) {
 
 // storeSeries inserts the series this writer has not stored yet (a
 // reference table: each insert is a two-phase commit, so a batch stored
-// one by one after its group failed does not offer them again).
-func (w *Writer) storeSeries(ctx context.Context, series []rows.Series) error {
+// one by one after its group failed does not offer them again). Should
+// PostgreSQL refuse one (a permanent error, which no retry can help: the
+// writer retried the batch for ever, every target's batches queued behind
+// it), the series are written again in halves under savepoints
+// (splitOutSeries): refused are those it refuses, with their errors, the
+// others stored. The caller dead-letters the samples of a refused series
+// (storePartSafe), as one node does, where a series is written with its
+// samples and refuses them.
+func (w *Writer) storeSeries(ctx context.Context, series []rows.Series) (refused map[int64]error, err error) {
 	var todo []rows.Series
 	for _, s := range series {
 		if !w.citus.series[s.ID] {
@@ -158,18 +165,71 @@ func (w *Writer) storeSeries(ctx context.Context, series []rows.Series) error {
 		}
 	}
 	if len(todo) == 0 {
-		return nil
+		return nil, nil
 	}
 	if _, err := w.pool.Exec(ctx, seriesSQL, seriesArgs(todo)...); err != nil {
-		return err
+		if Classify(err) == Temporary {
+			return nil, err
+		}
+		if refused, err = w.storeSeriesSafe(ctx, todo); err != nil {
+			return nil, err
+		}
 	}
 	if len(w.citus.series)+len(todo) > citusCacheMax {
 		clear(w.citus.series)
 	}
 	for _, s := range todo {
+		if rerr, ok := refused[s.ID]; ok {
+			w.o.log.Warn("series refused, its samples dead-lettered", "target", s.Target, "path", s.Path, "err", rerr)
+			continue
+		}
 		w.citus.series[s.ID] = true
 	}
-	return nil
+	return refused, nil
+}
+
+// storeSeriesSafe writes series PostgreSQL refused in a transaction of
+// their own, split (splitOutSeries).
+func (w *Writer) storeSeriesSafe(ctx context.Context, series []rows.Series) (refused map[int64]error, err error) {
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx)
+	if refused, err = splitOutSeries(ctx, tx, series); err != nil {
+		return nil, err
+	}
+	return refused, tx.Commit(ctx)
+}
+
+// splitOutSeries writes series in tx as splitOut writes rows: refused are
+// those PostgreSQL refuses, by id, with their errors; the others written.
+func splitOutSeries(ctx context.Context, tx pgx.Tx, series []rows.Series) (refused map[int64]error, err error) {
+	refused = map[int64]error{}
+	err = splitOut(ctx, tx, series, func(tx pgx.Tx, ss []rows.Series) (func(), error) {
+		_, err := tx.Exec(ctx, seriesSQL, seriesArgs(ss)...)
+		return func() {}, err
+	}, func(s rows.Series, rerr error) error {
+		refused[s.ID] = rerr
+		return nil
+	})
+	return refused, err
+}
+
+// errSeriesRefused: PostgreSQL refused a series of a group (storeSeries):
+// its batches are stored one by one, where the samples of that series are
+// dead-lettered (storeCitus).
+var errSeriesRefused = errors.New("writer: a series refused")
+
+// holdsSeries reports whether samples hold one of a series in ids.
+func holdsSeries(samples []rows.Sample, ids map[int64]error) bool {
+	if len(ids) == 0 {
+		return false
+	}
+	return slices.ContainsFunc(samples, func(s rows.Sample) bool {
+		_, ok := ids[s.SeriesID]
+		return ok
+	})
 }
 
 // shardsOf fills the shard cache for the series of samples (one query for
@@ -342,7 +402,8 @@ func cmpInt64(a, b int64) int {
 // a single-shard transaction with its ledger row, then its events.
 func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 	start := time.Now()
-	if err := w.storeSeries(ctx, b.Series); err != nil {
+	refusedSeries, err := w.storeSeries(ctx, b.Series)
+	if err != nil {
 		return err
 	}
 	if err := w.shardsOf(ctx, b.Samples); err != nil {
@@ -377,11 +438,17 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 			stored += len(p.samples)
 			continue
 		}
-		done, err := w.storePart(ctx, b, p)
+		var done bool
 		var n int
-		if err != nil && Classify(err) == Permanent && !errors.Is(err, errLedgerConflict) {
-			w.o.log.Warn("part refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
-			done, n, err = w.storePartSafe(ctx, b, p)
+		if holdsSeries(p.samples, refusedSeries) {
+			// Samples of a series PostgreSQL refused: dead-lettered.
+			done, n, err = w.storePartSafe(ctx, b, p, refusedSeries)
+		} else {
+			done, err = w.storePart(ctx, b, p)
+			if err != nil && Classify(err) == Permanent && !errors.Is(err, errLedgerConflict) {
+				w.o.log.Warn("part refused, splitting out the bad rows", "target", b.Target, "batch", b.ID, "err", err)
+				done, n, err = w.storePartSafe(ctx, b, p, nil)
+			}
 		}
 		t, own := w.citus.tried[k]
 		switch {
@@ -560,9 +627,11 @@ func (w *Writer) partStored(ctx context.Context, b *rows.Batch, p part, firstTS,
 // batch: the ledger row, then each sample under a savepoint; a refused one
 // goes to dead_letters (a reference table: this transaction then spans the
 // nodes, which a bad row may cost; one whose dead letter is refused too is
-// kept in the refused file). done is as storePart's; dead counts the rows
-// refused.
-func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done bool, dead int, err error) {
+// kept in the refused file). A sample of a series in refusedSeries
+// (PostgreSQL refused the series: storeSeries) is refused with its series'
+// error, not written. The transaction is fenced as storePart's. done is as
+// storePart's; dead counts the rows refused.
+func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part, refusedSeries map[int64]error) (done bool, dead int, err error) {
 	var firstTS, lastTS any
 	if len(p.samples) > 0 {
 		first, last := (&rows.Batch{Samples: p.samples}).TSRange()
@@ -573,6 +642,20 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 		return false, 0, err
 	}
 	defer tx.Rollback(ctx)
+	if w.o.fencing {
+		// Its own transaction: storePart's fencing check, if any, was
+		// another's.
+		bt := &pgx.Batch{}
+		epoch := make([]int64, 1)
+		w.queueFences(bt, []*rows.Batch{b}, epoch)
+		err := tx.SendBatch(ctx, bt).Close()
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && epoch[0] != b.Epoch {
+			return false, 0, errStale
+		}
+		if err != nil {
+			return false, 0, err
+		}
+	}
 	if _, err := tx.Exec(ctx, ledgerPartSQL, p.key, b.ID, b.Collector, b.Target, b.Epoch, len(p.samples)+p.events, firstTS, lastTS); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "23505" {
@@ -590,6 +673,10 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part) (done
 	var bad []deadRow
 	for i := range p.samples {
 		s := &p.samples[i]
+		if rerr, ok := refusedSeries[s.SeriesID]; ok {
+			bad = append(bad, deadRow{table: "samples", row: sampleRow(*s, seriesByID), err: rerr})
+			continue
+		}
 		err := savepoint(ctx, tx, func(tx pgx.Tx) error {
 			bt := &pgx.Batch{}
 			queueValues(bt, samplesValuesSQL, "", b.ID, 1, func(int) *rows.Sample { return s })
@@ -922,8 +1009,10 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 			all = append(all, rows.Sample{}) // the shard of key 0, for a batch of events only
 		}
 	}
-	if err := w.storeSeries(ctx, series); err != nil {
+	if refused, err := w.storeSeries(ctx, series); err != nil {
 		return err
+	} else if len(refused) > 0 {
+		return errSeriesRefused
 	}
 	if err := w.shardsOf(ctx, all); err != nil {
 		return err

@@ -785,11 +785,18 @@ func storeBacklog(t *testing.T, pool *pgxpool.Pool, groupRows int, bs []*rows.Ba
 		writer.WithRetryMax(100 * time.Millisecond), writer.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil)))}, opts...)
 	w := writer.New(pool, sp, opts...)
 	enqueue(t, w, bs)
+	// A deadline, not a timed assertion: a writer retrying a batch for
+	// ever fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	done := make(chan error)
-	go func() { done <- w.Run(context.Background()) }()
+	go func() { done <- w.Run(ctx) }()
 	w.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the backlog not stored in 2 minutes: %d batches pending", sp.Pending())
 	}
 	return m
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lhcnp/lhcnp/collector/collectormetrics"
+	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/writer"
 )
 
@@ -159,6 +160,67 @@ func TestDeadLetterRefused(t *testing.T) {
 					{"batches_total{outcome=partial}", testutil.ToFloat64(m.Batches.WithLabelValues("partial")), 1},
 					{"rows_written_total{table=samples}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")), 98},
 					{"rows_written_total{table=events}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")), 1},
+				} {
+					if c.got != c.want {
+						t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSeriesRefused: PostgreSQL refuses a series of a batch (a constraint
+// the test adds to series, a permanent error). The samples of that series
+// are dead-lettered with its error and the rest of the batch is stored
+// (partial), a batch alone or in a group with another target's, each row
+// counted once. On one node a series is written with its samples, and
+// refuses them (storeSafe); on Citus the series are written before the
+// parts (storeSeries), and on the code before it the batch was retried for
+// ever, every batch queued behind it: the test's deadline fails it.
+func TestSeriesRefused(t *testing.T) {
+	for _, db := range bothDBs {
+		for _, tt := range []struct {
+			desc      string
+			groupRows int
+		}{
+			{"a batch alone", 0},
+			{"in a group", 1000},
+		} {
+			t.Run(db.name+"/"+tt.desc, func(t *testing.T) {
+				ctx := context.Background()
+				pool, _ := db.new(t)
+				if _, err := pool.Exec(ctx, `ALTER TABLE series ADD CONSTRAINT test_refused CHECK (unit <> 'test-refused')`); err != nil {
+					t.Fatal(err)
+				}
+				ts := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+				b, other := batch("sw1", ts, 10), batch("sw2", ts, 10)
+				b.Series[3].YangType, b.Series[3].Unit = "uint64", "test-refused"
+				m := storeBacklog(t, pool, tt.groupRows, []*rows.Batch{b, other})
+				for _, c := range []struct {
+					desc, sql string
+					want      int64
+				}{
+					{"samples", `SELECT count(*) FROM samples WHERE $1::bigint IS NOT NULL`, 19},
+					{"series", `SELECT count(*) FROM series WHERE $1::bigint IS NOT NULL`, 19},
+					{"latest", `SELECT count(*) FROM latest WHERE $1::bigint IS NOT NULL`, 19},
+					{"dead letters of the series' sample, with its error", `SELECT count(*) FROM dead_letters
+  WHERE batch_id = $1 AND "row"->'row'->>'path' = '/x[i=3]' AND error LIKE '%test_refused%'`, 1},
+					{"dead letters", `SELECT count(*) FROM dead_letters WHERE $1::bigint IS NOT NULL`, 1},
+					{"ledger rows of the batch, summed", `SELECT sum(rows) FROM ingest_ledger WHERE batch_id = $1`, 10},
+				} {
+					if n := count(t, pool, c.sql, b.ID); n != c.want {
+						t.Errorf("%s: %d, want %d", c.desc, n, c.want)
+					}
+				}
+				for _, c := range []struct {
+					desc      string
+					got, want float64
+				}{
+					{"batches_total{outcome=partial}", testutil.ToFloat64(m.Batches.WithLabelValues("partial")), 1},
+					{"batches_total{outcome=stored}", testutil.ToFloat64(m.Batches.WithLabelValues("stored")), 1},
+					{"rows_written_total{table=samples}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")), 19},
+					{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), 1},
 				} {
 					if c.got != c.want {
 						t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)

@@ -355,7 +355,7 @@ func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.Expon
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
 			}
-			if errors.Is(err, errStale) || errors.Is(err, errLedgerConflict) || Classify(err) == Permanent {
+			if errors.Is(err, errStale) || errors.Is(err, errLedgerConflict) || errors.Is(err, errSeriesRefused) || Classify(err) == Permanent {
 				break
 			}
 			w.o.m.WriteErrors.WithLabelValues(Temporary.String()).Inc()
