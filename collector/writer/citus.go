@@ -915,7 +915,17 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 			return res, err
 		}
 	}
-	if len(b.Series) > 0 {
+	// A series PostgreSQL refuses (safe: split out of the series, as
+	// storeSeries does) refuses its samples to merge, judged as refused
+	// rows, as on one node, where a series is written with its samples:
+	// it refused the whole merge, counted as stale_epoch.
+	var refusedSeries map[int64]error
+	switch {
+	case safe:
+		if refusedSeries, err = splitOutSeries(ctx, tx, b.Series); err != nil {
+			return res, err
+		}
+	case len(b.Series) > 0:
 		if _, err := tx.Exec(ctx, seriesSQL, seriesArgs(b.Series)...); err != nil {
 			return res, err
 		}
@@ -958,6 +968,19 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 		if !safe {
 			res.samples += len(merge)
 			continue
+		}
+		if holdsSeries(merge, refusedSeries) {
+			kept := merge[:0:0]
+			for _, s := range merge {
+				if rerr, ok := refusedSeries[s.SeriesID]; ok {
+					if err := r.sample(ctx, tx, &res, s, rerr); err != nil {
+						return res, err
+					}
+					continue
+				}
+				kept = append(kept, s)
+			}
+			merge = kept
 		}
 		err := splitOut(ctx, tx, merge, func(tx pgx.Tx, ss []rows.Sample) (func(), error) {
 			bt := &pgx.Batch{}

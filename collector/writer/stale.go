@@ -72,10 +72,10 @@ SELECT (SELECT count(*) FROM m), count(*) FILTER (WHERE NOT passed AND NOT store
 
 // storeStale merges a stale batch (above) and counts what became of its
 // rows. It returns only errors worth retrying. A row PostgreSQL refuses
-// is split out (mergeSafe; on Citus mergeStaleCitus's safe) and the rest
-// merged; a permanent error the split does not settle (on Citus, a series
-// refused: the series are written before the parts) leaves the batch
-// refused, counted as stale_epoch. On Citus, a batch whose every part is
+// is split out (mergeSafe; on Citus mergeStaleCitus's safe, a series too:
+// its samples judged as refused rows) and the rest merged; a permanent
+// error the split does not settle leaves the batch refused, counted as
+// stale_epoch. On Citus, a batch whose every part is
 // in the ledger has only its events written (mergeStaleCitus), as
 // storeCitus writes them: a refused one dead-lettered, or kept in the
 // refused file when its dead letter is refused too.

@@ -559,7 +559,8 @@ func holdLedger(t *testing.T, pool *pgxpool.Pool, citus bool, b *rows.Batch) pgx
 
 // TestStaleRefusedRow: a stale batch (its lease moved to b, which stored
 // the steps 1 and 3 of every series) holds a row PostgreSQL refuses (a
-// sample with a NUL in its text, an event whose details are not JSON).
+// sample with a NUL in its text, an event whose details are not JSON, a
+// series a constraint the test adds refuses: its samples are refused).
 // The merge stores what the owner has not stored (step 2, older than the
 // owner's newest), dead-letters the refused row only this collector holds
 // (or keeps it in the refused file when its dead letter is refused too),
@@ -569,7 +570,9 @@ func holdLedger(t *testing.T, pool *pgxpool.Pool, citus bool, b *rows.Batch) pgx
 // On one node and on Citus (mergeStaleCitus: the part's samples to merge
 // and the events split out). On the old code the whole batch was counted
 // stale_epoch and its good rows, which only this collector held, were
-// lost. Each case again with the merge's COMMIT cut after it ran, its
+// lost; on Citus too for a refused series (the series are written before
+// the parts there), on the code before mergeStaleCitus split them out.
+// Each case again with the merge's COMMIT cut after it ran, its
 // answer lost: the retry finds the batch in the ledger and counts what the
 // merge did, the same (commitMerge); on the code before it, a replay, its
 // merged rows and dead letters counted nowhere.
@@ -595,22 +598,26 @@ func TestStaleRefusedRow(t *testing.T) {
 		outcome     string
 		dead, kept  int64 // the stale batch's rows dead-lettered, kept in the refused file
 		samples     float64
+		series      bool // PostgreSQL refuses the stale batch's series 0 (a constraint on series)
 	}{
 		{"no row refused", false, 0, false, false,
 			map[int64]int64{1: n, 2: n, 3: n},
-			staleCounts{Merged: n, MergedEvents: 1, Duplicates: n, Refused: n, Stale: 1}, "stale", 0, 0, n},
+			staleCounts{Merged: n, MergedEvents: 1, Duplicates: n, Refused: n, Stale: 1}, "stale", 0, 0, n, false},
 		{"a sample and an event only the stale batch holds", false, 2, true, false,
 			map[int64]int64{1: n, 2: n - 1, 3: n},
-			staleCounts{Merged: n - 1, MergedEvents: 1, Duplicates: n, Refused: n}, "partial", 2, 0, n - 1},
+			staleCounts{Merged: n - 1, MergedEvents: 1, Duplicates: n, Refused: n}, "partial", 2, 0, n - 1, false},
 		{"and their dead letters refused too", false, 2, true, true,
 			map[int64]int64{1: n, 2: n - 1, 3: n},
-			staleCounts{Merged: n - 1, MergedEvents: 1, Duplicates: n, Refused: n}, "partial", 0, 2, n - 1},
+			staleCounts{Merged: n - 1, MergedEvents: 1, Duplicates: n, Refused: n}, "partial", 0, 2, n - 1, false},
 		{"a sample newer than what is stored: the owner may hold it", false, 5, false, false,
 			map[int64]int64{1: n, 2: n, 3: n},
-			staleCounts{Merged: n, MergedEvents: 1, Duplicates: n, Refused: n, Stale: 1}, "stale", 0, 0, n},
+			staleCounts{Merged: n, MergedEvents: 1, Duplicates: n, Refused: n, Stale: 1}, "stale", 0, 0, n, false},
 		{"a sample and an event the owner dead-lettered", true, 2, true, false,
 			map[int64]int64{1: n, 2: n - 1, 3: n},
-			staleCounts{MergedEvents: 1, Duplicates: 2*n + 1, Refused: n, Stale: 1}, "stale", 0, 0, 0},
+			staleCounts{MergedEvents: 1, Duplicates: 2*n + 1, Refused: n, Stale: 1}, "stale", 0, 0, 0, false},
+		{"a series refused: its sample only the stale batch holds", false, 0, false, false,
+			map[int64]int64{1: n, 2: n - 1, 3: n},
+			staleCounts{Merged: n - 1, MergedEvents: 1, Duplicates: n, Refused: n}, "partial", 1, 0, n - 1, true},
 	} {
 		for _, db := range bothDBs {
 			for _, lost := range []bool{false, true} {
@@ -645,6 +652,12 @@ func TestStaleRefusedRow(t *testing.T) {
 					}
 					if tt.badEvent {
 						sb.Events = append(sb.Events, badEvent(base))
+					}
+					if tt.series {
+						sb.Series[0].YangType, sb.Series[0].Unit = "uint64", "test-refused"
+						if _, err := pool.Exec(ctx, `ALTER TABLE series ADD CONSTRAINT test_refused CHECK (unit <> 'test-refused')`); err != nil {
+							t.Fatal(err)
+						}
 					}
 					if tt.deadRefused {
 						if _, err := pool.Exec(ctx, fmt.Sprintf(`ALTER TABLE dead_letters ADD CONSTRAINT test_refused CHECK (batch_id <> %d)`, sb.ID)); err != nil {
