@@ -9,9 +9,11 @@
 // (pgserver's parent-death signal).
 //
 // NewCitus does the same on a Citus cluster (a coordinator and two workers,
-// one per test binary): the database is created on every node, the nodes
-// registered in it, and migrated through the coordinator (no template: Citus
-// keeps shards and metadata per node).
+// one per test binary): a template database is created on every node, the
+// nodes registered in it and migrated through the coordinator, once; then
+// per test each node copies its own node's template (Citus keeps shards and
+// metadata per node and per database: the copies agree with each other as
+// the templates do), where a migration through Citus costs seconds.
 //
 // Without the server binaries (or Citus, for NewCitus) a test is skipped with a message saying how to
 // install them, unless CI=true or LHCNP_ORACLES=required (the Makefile's
@@ -23,6 +25,7 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -59,7 +62,39 @@ type citusCluster struct {
 	once sync.Once
 	c    *pgserver.Cluster
 	err  error
+
+	templateOnce sync.Once
+	templateErr  error
+
+	// drops are the tests' databases being dropped in the background
+	// (dropLater), dropErrs what they failed with; Close waits for them.
+	drops    sync.WaitGroup
+	dropMu   sync.Mutex
+	dropErrs []error
 }
+
+// dropLater drops database name on every node of c when t ends, in the
+// background: on the coordinator a DROP DATABASE waits about 2 s for Citus
+// (its maintenance daemon) whatever the database holds, which the next
+// test need not wait for. Close waits for the drops and returns their
+// errors (t has ended: it can no longer fail).
+func dropLater(t testing.TB, c *pgserver.Cluster, name string) {
+	t.Cleanup(func() {
+		sharedCitus.drops.Add(1)
+		go func() {
+			defer sharedCitus.drops.Done()
+			if err := c.DropDatabase(context.Background(), name); err != nil {
+				sharedCitus.dropMu.Lock()
+				sharedCitus.dropErrs = append(sharedCitus.dropErrs, fmt.Errorf("dropping %s: %w", name, err))
+				sharedCitus.dropMu.Unlock()
+			}
+		}()
+	})
+}
+
+// CitusTemplateDB is the migrated database on every node of the shared
+// Citus cluster that NewCitus's databases are copied from.
+const CitusTemplateDB = "lhcnp_citus_template"
 
 var sharedCitus citusCluster
 
@@ -79,9 +114,12 @@ func Main(m *testing.M) {
 // Close stops the shared cluster, if one was started, and removes its
 // directory: for a TestMain that does more than Main, after m.Run.
 func Close() error {
-	var err error
+	sharedCitus.drops.Wait()
+	err := errors.Join(sharedCitus.dropErrs...)
 	if sharedCitus.c != nil {
-		err = sharedCitus.c.Close()
+		if e := sharedCitus.c.Close(); e != nil {
+			err = e
+		}
 	}
 	if shared.srv != nil {
 		if e := shared.srv.Close(); e != nil {
@@ -243,16 +281,12 @@ func Citus(t testing.TB) *pgserver.Cluster {
 
 // EmptyCitus creates a database on the shared Citus cluster (on every
 // node, nodes registered) without lhcnp's schema and returns its DSN on the
-// coordinator. It is dropped on every node when the test ends.
+// coordinator. It is dropped on every node after the test ends.
 func EmptyCitus(t testing.TB) string {
 	t.Helper()
 	c := Citus(t)
 	name := dbName(t.Name(), shared.seq.Add(1))
-	t.Cleanup(func() {
-		if err := c.DropDatabase(context.Background(), name); err != nil {
-			t.Errorf("pgtest: %v", err)
-		}
-	})
+	dropLater(t, c, name)
 	if err := c.CreateDatabase(context.Background(), name); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -260,21 +294,61 @@ func EmptyCitus(t testing.TB) string {
 }
 
 // NewCitus returns a pool on a fresh distributed database with the full
-// schema, on the coordinator of the shared Citus cluster, and its DSN. The
-// database is dropped on every node when the test ends.
+// schema, on the coordinator of the shared Citus cluster, and its DSN: on
+// every node a copy of that node's CitusTemplateDB. The database is dropped
+// on every node after the test ends.
 func NewCitus(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
-	dsn := EmptyCitus(t)
-	ctx := context.Background()
-	if err := migrateDSN(ctx, dsn); err != nil {
-		t.Fatalf("pgtest: migrating on Citus: %v", err)
+	c := Citus(t)
+	sharedCitus.templateOnce.Do(func() { sharedCitus.templateErr = citusTemplate(context.Background(), c) })
+	if sharedCitus.templateErr != nil {
+		t.Fatalf("pgtest: Citus template: %v", sharedCitus.templateErr)
 	}
+	ctx := context.Background()
+	name := dbName(t.Name(), shared.seq.Add(1))
+	dropLater(t, c, name)
+	for _, s := range c.Nodes() {
+		if err := s.CreateDatabase(ctx, name, CitusTemplateDB); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+	}
+	dsn := c.DSN(name)
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(pool.Close)
 	return pool, dsn
+}
+
+// citusTemplate creates CitusTemplateDB on every node of c, registers the
+// nodes in it and migrates it through the coordinator, then closes it to
+// connections on every node: CREATE DATABASE copies a template only while
+// nobody is connected to it, and Citus's maintenance daemon of a database
+// stays connected (terminated, it cannot come back to a database that takes
+// no connections).
+func citusTemplate(ctx context.Context, c *pgserver.Cluster) error {
+	if err := c.CreateDatabase(ctx, CitusTemplateDB); err != nil {
+		return err
+	}
+	if err := migrateDSN(ctx, c.DSN(CitusTemplateDB)); err != nil {
+		return fmt.Errorf("migrating: %w", err)
+	}
+	for _, s := range c.Nodes() {
+		conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+		if err != nil {
+			return err
+		}
+		_, err = conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{CitusTemplateDB}.Sanitize()+" ALLOW_CONNECTIONS false")
+		if err == nil {
+			_, err = conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", CitusTemplateDB)
+		}
+		conn.Close(ctx)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PrivateCitus starts a Citus cluster of the test's own (a coordinator and

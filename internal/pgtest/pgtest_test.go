@@ -2,7 +2,10 @@ package pgtest
 
 import (
 	"context"
+	"fmt"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/migrations"
 )
@@ -49,7 +52,8 @@ func TestDBName(t *testing.T) {
 }
 
 // TestNewCitus: a database of the Citus cluster has the full schema,
-// every worker registered in it and samples distributed.
+// every worker registered in it and samples distributed; two tests'
+// databases, copies of the same templates, hold their own shards.
 func TestNewCitus(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := NewCitus(t)
@@ -72,5 +76,26 @@ func TestNewCitus(t *testing.T) {
 	}
 	if !distributed {
 		t.Error("samples is not distributed")
+	}
+	other, _ := NewCitus(t)
+	for i, p := range []*pgxpool.Pool{pool, other} {
+		if _, err := p.Exec(ctx, `INSERT INTO targets (name, address) VALUES ($1, '127.0.0.1:9339')`, fmt.Sprint("sw", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Exec(ctx, `CREATE TABLE iso (k int); SELECT create_distributed_table('iso', 'k')`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Exec(ctx, `INSERT INTO iso SELECT generate_series(1, $1)`, 10*(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range []*pgxpool.Pool{pool, other} {
+		var targets, rows int
+		if err := p.QueryRow(ctx, `SELECT (SELECT count(*) FROM targets), (SELECT count(*) FROM iso)`).Scan(&targets, &rows); err != nil {
+			t.Fatal(err)
+		}
+		if targets != 1 || rows != 10*(i+1) {
+			t.Errorf("database %d: %d targets and %d rows, want 1 and %d (databases not isolated)", i, targets, rows, 10*(i+1))
+		}
 	}
 }
