@@ -25,6 +25,9 @@ import (
 // none twice, no event made again. With LHCNP_CITUS_SOAK set to a
 // duration (make citus-soak) the faults repeat until it has passed.
 func TestCitusFaults(t *testing.T) {
+	// Its outage is wall-clock time spent waiting on a cluster of its own:
+	// it runs beside the package's other waits.
+	t.Parallel()
 	outage := 30 * time.Second
 	if testing.Short() {
 		outage = 3 * time.Second

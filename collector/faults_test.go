@@ -105,6 +105,9 @@ func (p *pump) stop() {
 // starts it again: every sample the switches published meanwhile is stored
 // exactly once.
 func TestPostgresOutage(t *testing.T) {
+	// Its outage is wall-clock time spent waiting on a cluster of its own:
+	// it runs beside the package's other waits.
+	t.Parallel()
 	outage := 30 * time.Second
 	if testing.Short() {
 		outage = 3 * time.Second
