@@ -171,20 +171,28 @@ func TestBoundedDisk(t *testing.T) {
 	}
 }
 
-// TestReuseAndInUse: a lab's second start reuses its data directory; a
-// second server on a directory in use fails with ErrInUse and harms nothing.
-func TestReuseAndInUse(t *testing.T) {
+// keptIn starts a cluster in directory name of a state directory, with
+// table kept holding 42; it is closed when the test ends.
+func keptIn(t *testing.T, name string) (string, *Server) {
+	t.Helper()
 	requireBinaries(t)
-	ctx := context.Background()
-	dir := filepath.Join(stateDir(t), "postgres")
-	s, err := Start(ctx, WithDataDir(dir), WithoutDurability())
+	dir := filepath.Join(stateDir(t), name)
+	s, err := Start(context.Background(), WithDataDir(dir), WithoutDurability())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	execSQL(t, s.DSN("postgres"), "CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)")
+	return dir, s
+}
 
-	_, err = Start(ctx, WithDataDir(dir))
+// TestReuseAndInUse: a lab's second start reuses its data directory; a
+// second server on a directory in use fails with ErrInUse and harms nothing.
+func TestReuseAndInUse(t *testing.T) {
+	ctx := context.Background()
+	dir, s := keptIn(t, "postgres")
+
+	_, err := Start(ctx, WithDataDir(dir))
 	if !errors.Is(err, ErrInUse) {
 		t.Fatalf("second Start on a data directory in use: err = %v, want ErrInUse", err)
 	}
@@ -208,6 +216,46 @@ func TestReuseAndInUse(t *testing.T) {
 	t.Cleanup(func() { s2.Close() })
 	if got := queryInt(t, s2.DSN("postgres"), "SELECT x FROM kept"); got != 42 {
 		t.Errorf("reused cluster: x = %d, want 42", got)
+	}
+}
+
+// TestCopyOf: a cluster started as a copy of a stopped one has its data,
+// not its log, and changes its own copy only; a running cluster is not
+// copied.
+func TestCopyOf(t *testing.T) {
+	ctx := context.Background()
+	seed, s := keptIn(t, "seed")
+	if _, err := Start(ctx, WithCopyOf(seed), WithoutDurability()); err == nil || !strings.Contains(err.Error(), "postmaster") {
+		t.Errorf("copy of a running cluster: err = %v, want one saying its postmaster runs", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var copies [2]*Server
+	for i := range copies {
+		c, err := Start(ctx, WithCopyOf(seed), WithoutDurability())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		copies[i] = c
+		execSQL(t, c.DSN("postgres"), fmt.Sprintf("INSERT INTO kept VALUES (%d)", i))
+	}
+	for i, c := range copies {
+		if got := queryInt(t, c.DSN("postgres"), "SELECT sum(x) FROM kept"); got != 42+i {
+			t.Errorf("copy %d: sum(x) = %d, want %d (the seed's row and its own)", i, got, 42+i)
+		}
+		log, err := os.ReadFile(c.logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(log), "database system is ready to accept connections"); n != 1 {
+			t.Errorf("copy %d: its log says ready %d times, want once (the seed's log is not copied)", i, n)
+		}
+	}
+	if got := queryInt(t, copies[0].DSN("postgres"), "SELECT count(*) FROM kept"); got != 2 {
+		t.Errorf("copy 0 has %d rows, want 2", got)
 	}
 }
 

@@ -15,6 +15,11 @@
 // metadata per node and per database: the copies agree with each other as
 // the templates do), where a migration through Citus costs seconds.
 //
+// Private and PrivateCitus start clusters of a test's own; they, and the
+// shared Citus cluster's nodes, are copies of seed clusters made once per
+// test binary (initdb's; with "lhcnp" migrated, Private's) rather than each
+// an initdb.
+//
 // Without the server binaries (or Citus, for NewCitus) a test is skipped with a message saying how to
 // install them, unless CI=true or LHCNP_ORACLES=required (the Makefile's
 // default), when it fails.
@@ -28,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -101,6 +107,71 @@ var sharedCitus citusCluster
 // CitusWorkers is the number of workers of the shared Citus cluster.
 const CitusWorkers = 2
 
+// seeds are stopped clusters, made once per test binary in one temporary
+// directory, that private clusters and the Citus nodes start as copies of
+// (pgserver.WithCopyOf) instead of running initdb, seconds each on two
+// busy cores: empty is initdb's cluster, migrated has database "lhcnp"
+// migrated (Private's).
+type seeds struct {
+	mu              sync.Mutex
+	dir             string
+	empty, migrated string
+}
+
+var seed seeds
+
+// seedDir returns the seed cluster (migrated or empty), making it on first
+// use.
+func seedDir(ctx context.Context, migrated bool) (string, error) {
+	seed.mu.Lock()
+	defer seed.mu.Unlock()
+	if seed.dir == "" {
+		// pgserver's temporary prefix: RemoveStaleTemp takes it should
+		// the test binary be killed. Its time is renewed at every use.
+		dir, err := os.MkdirTemp("", "lhcnp-pg-seed-")
+		if err != nil {
+			return "", err
+		}
+		// The postgres user (a test run as root) reads the seeds.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return "", err
+		}
+		seed.dir = dir
+	}
+	now := time.Now()
+	_ = os.Chtimes(seed.dir, now, now)
+	if seed.empty == "" {
+		dir := filepath.Join(seed.dir, "empty")
+		srv, err := pgserver.Start(ctx, pgserver.WithDataDir(dir), pgserver.WithoutDurability())
+		if err != nil {
+			return "", fmt.Errorf("seed cluster: %w", err)
+		}
+		if err := srv.Close(); err != nil {
+			return "", fmt.Errorf("seed cluster: %w", err)
+		}
+		seed.empty = dir
+	}
+	if !migrated {
+		return seed.empty, nil
+	}
+	if seed.migrated == "" {
+		dir := filepath.Join(seed.dir, "migrated")
+		srv, err := pgserver.Start(ctx, pgserver.WithDataDir(dir), pgserver.WithCopyOf(seed.empty), pgserver.WithoutDurability())
+		if err != nil {
+			return "", fmt.Errorf("seed cluster: %w", err)
+		}
+		err = migrateNew(ctx, srv, "lhcnp")
+		if e := srv.Close(); err == nil {
+			err = e
+		}
+		if err != nil {
+			return "", fmt.Errorf("seed cluster: %w", err)
+		}
+		seed.migrated = dir
+	}
+	return seed.migrated, nil
+}
+
 // Main runs the tests (m.Run), stops the shared cluster and exits with the
 // tests' status. Call it from TestMain.
 func Main(m *testing.M) {
@@ -123,6 +194,11 @@ func Close() error {
 	}
 	if shared.srv != nil {
 		if e := shared.srv.Close(); e != nil {
+			err = e
+		}
+	}
+	if seed.dir != "" {
+		if e := os.RemoveAll(seed.dir); e != nil {
 			err = e
 		}
 	}
@@ -224,12 +300,17 @@ func dbName(test string, seq int64) string {
 
 // Private starts a cluster of the test's own, with database "lhcnp"
 // migrated, for tests that stop, crash or slow down the server (the shared
-// one must stay up for the other tests). It is closed when the test ends.
+// one must stay up for the other tests): a copy of a seed cluster migrated
+// once per test binary. It is closed when the test ends.
 func Private(t testing.TB, opts ...pgserver.Option) (*pgserver.Server, string) {
 	t.Helper()
 	Require(t)
 	ctx := context.Background()
-	srv, err := pgserver.Start(ctx, append([]pgserver.Option{pgserver.WithoutDurability()}, opts...)...)
+	from, err := seedDir(ctx, true)
+	if err != nil {
+		t.Fatalf("pgtest: private cluster: %v", err)
+	}
+	srv, err := pgserver.Start(ctx, append([]pgserver.Option{pgserver.WithoutDurability(), pgserver.WithCopyOf(from)}, opts...)...)
 	if err != nil {
 		t.Fatalf("pgtest: private cluster: %v", err)
 	}
@@ -238,9 +319,6 @@ func Private(t testing.TB, opts ...pgserver.Option) (*pgserver.Server, string) {
 			t.Errorf("pgtest: %v", err)
 		}
 	})
-	if err := migrateNew(ctx, srv, "lhcnp"); err != nil {
-		t.Fatalf("pgtest: private cluster: %v", err)
-	}
 	return srv, srv.DSN("lhcnp")
 }
 
@@ -263,10 +341,15 @@ func Citus(t testing.TB) *pgserver.Cluster {
 	RequireCitus(t)
 	sharedCitus.once.Do(func() {
 		_, _ = pgserver.RemoveStaleTemp(time.Hour)
+		from, err := seedDir(context.Background(), false)
+		if err != nil {
+			sharedCitus.err = err
+			return
+		}
 		// 8 shards instead of Citus's 32: every daily partition of samples
 		// has as many, and two cores migrate them.
 		sharedCitus.c, sharedCitus.err = pgserver.StartCluster(context.Background(), CitusWorkers,
-			pgserver.WithoutDurability(), pgserver.WithSetting("max_connections", "300"),
+			pgserver.WithoutDurability(), pgserver.WithCopyOf(from), pgserver.WithSetting("max_connections", "300"),
 			pgserver.WithSetting("citus.shard_count", "8"),
 			// Two-phase commits stay in pg_dist_transaction until a test
 			// recovers them (recover_prepared_transactions), so that a
@@ -358,8 +441,12 @@ func citusTemplate(ctx context.Context, c *pgserver.Cluster) error {
 func PrivateCitus(t testing.TB, workers int, opts ...pgserver.Option) *pgserver.Cluster {
 	t.Helper()
 	RequireCitus(t)
+	from, err := seedDir(context.Background(), false)
+	if err != nil {
+		t.Fatalf("pgtest: private Citus cluster: %v", err)
+	}
 	c, err := pgserver.StartCluster(context.Background(), workers,
-		append([]pgserver.Option{pgserver.WithoutDurability(), pgserver.WithSetting("citus.shard_count", "8")}, opts...)...)
+		append([]pgserver.Option{pgserver.WithoutDurability(), pgserver.WithCopyOf(from), pgserver.WithSetting("citus.shard_count", "8")}, opts...)...)
 	if err != nil {
 		t.Fatalf("pgtest: private Citus cluster: %v", err)
 	}
