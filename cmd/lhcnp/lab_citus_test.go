@@ -21,6 +21,7 @@ func TestLabCitus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping the lab run in -short mode")
 	}
+	t.Parallel() // a lab of its own, as TestLabStarts
 	state := labStateDir(t)
 	count := func(dsn string) (samples int64, distributed bool) {
 		t.Helper()

@@ -172,6 +172,9 @@ func TestLabStarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping the lab run in -short mode")
 	}
+	// Most of its time is the lab's wall-clock pace (the tuner's windows
+	// below): it runs beside the package's other labs and tuner.
+	t.Parallel()
 	state := labStateDir(t)
 	// The tuner decides without pushing: the alpha set below must be the
 	// only change of K_max.

@@ -189,6 +189,7 @@ func TestTunerEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: tens of seconds")
 	}
+	t.Parallel() // its own cluster, switches and collector, at the tuner's wall-clock pace
 	srv, _ := pgtest.Private(t)
 	ctx := context.Background()
 	dsn := srv.DSN("lhcnp")
