@@ -19,6 +19,7 @@ import (
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/internal/oracle"
+	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygnmi/ygnmi"
 	"google.golang.org/grpc"
@@ -306,6 +307,10 @@ func TestMain(m *testing.M) {
 		stateDir = dir
 	}
 	code := m.Run()
+	// The private clusters' seeds (pgtest.Private).
+	if err := pgtest.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+	}
 	for _, dir := range []string{stateDir, gnmiCLIDir} {
 		if dir != "" {
 			os.RemoveAll(dir)
