@@ -192,7 +192,10 @@ func printStatus(ctx context.Context, conn *pgx.Conn, w io.Writer) error {
 		return err
 	}
 	if horizon == nil {
-		fmt.Fprintln(w, "retention horizon: none yet (nothing removed; History serves every instant stored)")
+		// Not "nothing removed": the passes before schema 24 recorded
+		// no horizon, and down/up of 024 forgets it, while their rows
+		// stay removed.
+		fmt.Fprintln(w, "retention horizon: none yet (no retention pass has run since schema 24; History serves every instant stored)")
 	} else {
 		fmt.Fprintf(w, "retention horizon: %s (samples before it removed; History serves from it on)\n", horizon.UTC().Format(time.RFC3339Nano))
 	}
