@@ -123,6 +123,9 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	// The lab's switches, collector and tuner are gRPC servers and
+	// clients as lhcnp switch's, collector's and tuner's are.
+	warnGRPCBinaryLog(os.Getenv, stderr, "lhcnp lab")
 	cfg := *lf
 	if _, err := pgserver.FindBinaries(); err != nil && cfg.Postgres == "" {
 		return fmt.Errorf("%w (or give --postgres DSN)", err)

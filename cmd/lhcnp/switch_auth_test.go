@@ -208,6 +208,24 @@ func TestSwitchWarnsOfGRPCBinaryLog(t *testing.T) {
 	}
 }
 
+// TestLabWarnsOfGRPCBinaryLog: lhcnp lab, which runs the switches, the
+// collector and the tuner, warns of GRPC_BINARY_LOG_FILTER as they do, before
+// it reads its fabric file (here one that does not exist). It failed
+// before: no word of it.
+func TestLabWarnsOfGRPCBinaryLog(t *testing.T) {
+	t.Setenv(grpcBinaryLogVar, "*")
+	var stdout, stderr strings.Builder
+	err := runLab(context.Background(), []string{"--fabric", filepath.Join(t.TempDir(), "none.yaml"),
+		"--postgres", "postgres://127.0.0.1:1/none", "--state-dir", t.TempDir()}, &stdout, &stderr)
+	if err == nil {
+		t.Fatal("lhcnp lab started without its fabric file")
+	}
+	want := `lhcnp lab: warning: GRPC_BINARY_LOG_FILTER="*": grpc-go builds a log entry of every matching RPC`
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr:\n%s\nwant %q", stderr.String(), want)
+	}
+}
+
 // TestNoGRPCBinaryLogSink: no package of lhcnp imports
 // google.golang.org/grpc/binarylog, whose SetSink would make grpc-go write
 // the binary log entries GRPC_BINARY_LOG_FILTER asks for, every RPC's
