@@ -95,26 +95,26 @@ func (c Config) Validate() error {
 		bad("db", "missing (the collector's PostgreSQL, e.g. postgres://user@host/lhcnp)")
 	}
 	if c.Period <= 0 {
-		bad("period", "%v must be positive", c.Period)
+		bad("period", "%v: must be positive", c.Period)
 	}
 	if c.Window <= 0 {
-		bad("window", "%v must be positive", c.Window)
+		bad("window", "%v: must be positive", c.Window)
 	}
 	if c.JudgeWindow <= 0 {
-		bad("judge_window", "%v must be positive", c.JudgeWindow)
+		bad("judge_window", "%v: must be positive", c.JudgeWindow)
 	}
 	if c.RollbackDuration <= c.JudgeBound() {
-		bad("rollback_duration", "%v must exceed judge_window + 2 periods (%v): the tuner may need that long to judge a change",
+		bad("rollback_duration", "%v: must exceed judge_window + 2 periods (%v): the tuner may need that long to judge a change",
 			c.RollbackDuration, c.JudgeBound())
 	}
 	if c.OperatorHold <= 0 {
-		bad("operator_hold", "%v must be positive", c.OperatorHold)
+		bad("operator_hold", "%v: must be positive", c.OperatorHold)
 	}
 	if c.ClockSkew <= 0 {
-		bad("clock_skew", "%v must be positive (how far a switch's clock may be ahead of the database's)", c.ClockSkew)
+		bad("clock_skew", "%v: must be positive (how far a switch's clock may be ahead of the database's)", c.ClockSkew)
 	}
 	if c.SwitchTimeout <= 0 {
-		bad("switch_timeout", "%v must be positive", c.SwitchTimeout)
+		bad("switch_timeout", "%v: must be positive", c.SwitchTimeout)
 	}
 	if len(c.Switches) == 0 {
 		bad("switches", "none: list the switches to tune")

@@ -259,21 +259,21 @@ func (f *File) Check() error {
 	case f.StateDir == "":
 		return errors.New("state_dir: missing")
 	case f.Writer.BatchRows <= 0:
-		return errors.New("writer.batch_rows: must be positive")
+		return fmt.Errorf("writer.batch_rows: %d: must be positive", f.Writer.BatchRows)
 	case f.Writer.BatchInterval <= 0:
-		return errors.New("writer.batch_interval: must be positive")
+		return fmt.Errorf("writer.batch_interval: %v: must be positive", f.Writer.BatchInterval)
 	case f.Writer.QueueRows < f.Writer.BatchRows:
-		return errors.New("writer.queue_rows: must hold at least one batch (writer.batch_rows)")
+		return fmt.Errorf("writer.queue_rows: %d: must hold at least one batch (writer.batch_rows %d)", f.Writer.QueueRows, f.Writer.BatchRows)
 	case f.Writer.SpillBytes < 0:
-		return errors.New("writer.spill_bytes: negative")
+		return fmt.Errorf("writer.spill_bytes: %d: negative", f.Writer.SpillBytes)
 	case f.Writer.SegmentBytes <= 0:
-		return errors.New("writer.segment_bytes: must be positive")
+		return fmt.Errorf("writer.segment_bytes: %d: must be positive", f.Writer.SegmentBytes)
 	case f.Writer.Fsync != "batch" && f.Writer.Fsync != "none":
 		return fmt.Errorf("writer.fsync: %q is not batch or none", f.Writer.Fsync)
 	case f.Leases.Enabled && (f.Leases.Renew <= 0 || f.Leases.TTL <= f.Leases.Renew):
 		return errors.New("leases.ttl: must exceed leases.renew (both positive)")
 	case f.DB.TargetsTable && f.DB.TargetsReread <= 0:
-		return errors.New("db.targets_reread: must be positive")
+		return fmt.Errorf("db.targets_reread: %v: must be positive", f.DB.TargetsReread)
 	case f.Northbound.Listen != "" && f.Northbound.Insecure == (f.Northbound.TLSCert != ""):
 		return errors.New("northbound.insecure: exactly one of northbound.insecure and northbound.tls_cert (with northbound.tls_key)")
 	case f.Northbound.Listen != "" && !f.Northbound.Insecure && f.Northbound.Users == "" && f.Northbound.ClientCA == "":
@@ -288,8 +288,11 @@ func (f *File) Check() error {
 	}{{"max_streams", f.Northbound.MaxStreams}, {"max_streams_per_user", f.Northbound.MaxStreamsPerUser},
 		{"max_streams_per_connection", f.Northbound.MaxStreamsPerConnection}} {
 		// 0 would be no limit, the limits' point lost; gRPC takes a uint32.
-		if l.n <= 0 || l.n > math.MaxUint32 {
-			return fmt.Errorf("northbound.%s: %d: must be positive, at most %d", l.key, l.n, uint32(math.MaxUint32))
+		if l.n <= 0 {
+			return fmt.Errorf("northbound.%s: %d: must be positive", l.key, l.n)
+		}
+		if l.n > math.MaxUint32 {
+			return fmt.Errorf("northbound.%s: %d: at most %d", l.key, l.n, uint32(math.MaxUint32))
 		}
 	}
 	seen := map[string]bool{}

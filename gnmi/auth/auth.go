@@ -370,10 +370,10 @@ func (a *Authenticator) acquire(user string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.o.maxStreams > 0 && a.streams >= a.o.maxStreams {
-		return status.Errorf(codes.ResourceExhausted, "too many streams: limit %d", a.o.maxStreams)
+		return status.Errorf(codes.ResourceExhausted, "too many streams on this target: limit %d (max_streams)", a.o.maxStreams)
 	}
 	if a.o.maxStreamsPerUser > 0 && a.perUser[user] >= a.o.maxStreamsPerUser {
-		return status.Errorf(codes.ResourceExhausted, "too many streams for user %q: limit %d", user, a.o.maxStreamsPerUser)
+		return status.Errorf(codes.ResourceExhausted, "too many streams for user %q: limit %d (max_streams_per_user)", user, a.o.maxStreamsPerUser)
 	}
 	a.streams++
 	a.perUser[user]++

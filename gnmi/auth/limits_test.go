@@ -25,10 +25,10 @@ func TestWithStreamLimits(t *testing.T) {
 		want string // "" for admitted, else the refusal's limit
 	}{
 		{"n1, carol's first", n1, "carol", ""},
-		{"n1, carol's second", n1, "carol", `too many streams for user "carol": limit 1`},
+		{"n1, carol's second", n1, "carol", `too many streams for user "carol": limit 1 (max_streams_per_user)`},
 		{"n2, carol's first: n1's do not count", n2, "carol", ""},
 		{"n2, carol's second", n2, "carol", ""},
-		{"n2, dave's first: over n2's total", n2, "dave", "too many streams: limit 2"},
+		{"n2, dave's first: over n2's total", n2, "dave", "too many streams on this target: limit 2 (max_streams)"},
 		{"n1, dave's first", n1, "dave", ""},
 	} {
 		err := tt.a.acquire(tt.user)
