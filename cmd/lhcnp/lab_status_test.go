@@ -55,7 +55,7 @@ func TestLabStatusVariables(t *testing.T) {
 		{desc: "another of the lab's keys", env: []string{"LHCNP_LAB_SPEED=1", "LHCNP_LAB_HTTP=127.0.0.1:0"},
 			args: []string{"--state-dir", dir}, want: stopped},
 		{desc: "unknown variable", env: []string{"LHCNP_LAB_STATEDIR=" + dir}, args: []string{"--state-dir", dir},
-			code: 1, want: "lhcnp lab: environment: unknown variable LHCNP_LAB_STATEDIR (known: LHCNP_LAB_...)"},
+			code: 1, want: "lhcnp lab status: environment: unknown variable LHCNP_LAB_STATEDIR (known: LHCNP_LAB_...)"},
 		{desc: "a value not of its key's type", env: []string{"LHCNP_LAB_SPEED=fast"}, args: []string{"--state-dir", dir},
 			code: 1, want: `LHCNP_LAB_SPEED="fast": not of type float64`},
 	}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"syscall"
 )
@@ -21,21 +22,26 @@ import (
 type command struct {
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	// subs are the command's subcommands (lhcnp tuner hold): an error of
+	// one is printed under its whole name.
+	subs []string
 }
 
 func commands() map[string]command {
 	return map[string]command{
-		"lab":    {"run the whole lab in one process: PostgreSQL, switches, collector, tuner, dashboard (lab probe: a health check)", runLab},
-		"decode": {"print every frame of a pcap in lhcnp's formats (text or --json)", runDecode},
-		"sim":    {"run simulation scenarios (sim run SCENARIO --out DIR)", runSim},
-		"tuner":  {"tune K_max and V_growth from the collector's telemetry over gNMI Set (tuner --config FILE; tuner hold|release: an operator's hold of a queue)", runTuner},
-		"switch": {"run one switch: its dataplane paced to the wall clock and its gNMI server", runSwitch},
+		"lab": {"run the whole lab in one process: PostgreSQL, switches, collector, tuner, dashboard (lab probe: a health check)", runLab,
+			[]string{"probe", "status"}},
+		"decode": {"print every frame of a pcap in lhcnp's formats (text or --json)", runDecode, nil},
+		"sim":    {"run simulation scenarios (sim run SCENARIO --out DIR)", runSim, []string{"run", "compare", "phases", "generate", "eval"}},
+		"tuner": {"tune K_max and V_growth from the collector's telemetry over gNMI Set (tuner --config FILE; tuner hold|release: an operator's hold of a queue)", runTuner,
+			[]string{"hold", "release"}},
+		"switch": {"run one switch: its dataplane paced to the wall clock and its gNMI server", runSwitch, nil},
 		"passwd": {"print a users-file line for a user, role and the password read from stdin (typed twice without echo on a terminal)", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runPasswd(ctx, args, os.Stdin, stdout, stderr)
-		}},
-		"migrate": {"apply, undo or report the PostgreSQL schema (migrate [up|down|status] --db DSN)", runMigrate},
+		}, nil},
+		"migrate": {"apply, undo or report the PostgreSQL schema (migrate [up|down|status] --db DSN)", runMigrate, nil},
 
-		"collector": {"subscribe to every switch and store its telemetry in PostgreSQL", runCollector},
+		"collector": {"subscribe to every switch and store its telemetry in PostgreSQL", runCollector, nil},
 	}
 }
 
@@ -80,12 +86,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		name := args[0]
+		if len(args) > 1 && slices.Contains(cmd.subs, args[1]) {
+			name += " " + args[1]
+		}
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "lhcnp %s: %v\n", args[0], err)
+			fmt.Fprintf(stderr, "lhcnp %s: %v\n", name, err)
 			return 2
 		}
-		fmt.Fprintf(stderr, "lhcnp %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "lhcnp %s: %v\n", name, err)
 		return 1
 	}
 	return 0

@@ -105,3 +105,27 @@ func TestTunerHoldUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestSubcommandErrorsNamed: a subcommand's error is printed under its
+// whole name (lhcnp tuner hold:, lhcnp sim run:, lhcnp lab status:), where
+// it was the command's (lhcnp tuner:) whichever subcommand failed; a
+// command's own stays its own.
+func TestSubcommandErrorsNamed(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tuner", "hold", "--db", "postgres://x/y", "--target", "n1", "--interface", "wan0", "--queue", "300"},
+			"lhcnp tuner hold: --queue 300: want a queue id 0-255\n"},
+		{[]string{"tuner", "release", "--db", "postgres://x/y", "--target", "n1", "--interface", "wan0", "--queue", "-2"},
+			"lhcnp tuner release: --queue -2: want a queue id 0-255\n"},
+		{[]string{"sim", "run", "--out", t.TempDir()}, "lhcnp sim run: want exactly one scenario file, got 0\n"},
+		{[]string{"tuner", "--db", "postgres://x/y"}, "lhcnp tuner: --config FILE is required\n"},
+	} {
+		var stdout, stderr strings.Builder
+		run(tt.args, &stdout, &stderr)
+		if !strings.HasPrefix(stderr.String(), tt.want) && !strings.HasSuffix(stderr.String(), tt.want) {
+			t.Errorf("lhcnp %s: stderr %q, want %q", strings.Join(tt.args, " "), stderr.String(), tt.want)
+		}
+	}
+}
