@@ -475,6 +475,15 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				}
 				return usageError{fmt.Sprintf("%s: %s has no switch %q", cc.Origin("run"), sourceOf(config), name)}
 			}
+			if slices.ContainsFunc(run, func(s fileSwitch) bool { return s.Name == name }) {
+				// The list's fault, not the file's switches: named here,
+				// where the dataplane would say the file's switch is
+				// served twice.
+				if cc.Origin("run") == config {
+					return cc.Locate(fmt.Errorf("run: switch %q listed twice", name))
+				}
+				return usageError{fmt.Sprintf("%s: switch %q listed twice", cc.Origin("run"), name)}
+			}
 			run = append(run, f.Switches[i])
 		}
 	}

@@ -318,6 +318,10 @@ func TestSwitchScenarioErrors(t *testing.T) {
 			want: "FILE:2:11: scenario: DIR/nothere.yaml: open DIR/nothere.yaml: no such file or directory"},
 		{desc: "switch to run not in the file", file: "switch: n1\n" + head + "run: n2\n",
 			want: `FILE:3:6: run: FILE has no switch "n2"`},
+		{desc: "a switch to run twice", file: head + "switches: [{name: n1}, {name: n2}]\nrun: n1,n2,n1\n",
+			want: `FILE:3:6: run: switch "n1" listed twice`},
+		{desc: "a switch to run twice from a flag", file: head + "switches: [{name: n1}, {name: n2}]\n", flags: []string{"--switches", "n2,n2"},
+			want: `--switches: switch "n2" listed twice`},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			file := write(strings.ReplaceAll(tt.desc, " ", "_")+".yaml", tt.file)
