@@ -71,7 +71,10 @@ func (f *Function) Validate(cfg any) error {
 
 // Configure implements mechanism.Function: the roles that exist are
 // switched off first, the enabled one (created on first use) last, since
-// each sets the node's mode.
+// each sets the node's mode. With no role enabled and none created yet
+// (a function created and never configured on: a Set that failed after
+// creating it), the node is handed lc all the same, as a role switched
+// off hands it back.
 func (f *Function) Configure(cfg any, lc lhcnp.Config) error {
 	r, err := roles(cfg)
 	if err != nil {
@@ -98,6 +101,10 @@ func (f *Function) Configure(cfg any, lc lhcnp.Config) error {
 		return f.pe.Apply(r.PE, lc)
 	case r.Transit.Enabled:
 		return f.transit.Apply(r.Transit, lc)
+	case f.pe == nil && f.transit == nil && f.lh != nil:
+		if err := setMode(f.lh, nil, r.PE, lc); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -47,16 +47,17 @@ func newRig(t testing.TB) *rig {
 }
 
 // newRigFrom serves switch n1 of the scenario file with the initial
-// configuration config (JSON_IETF).
-func newRigFrom(t testing.TB, file, config string) *rig {
+// configuration config (JSON_IETF), its binding made with opts.
+func newRigFrom(t testing.TB, file, config string, opts ...dataplane.BindingOption) *rig {
 	t.Helper()
-	return newRigs(t, file, map[string]string{"n1": config})["n1"]
+	return newRigs(t, file, map[string]string{"n1": config}, opts...)["n1"]
 }
 
 // newRigs serves the switches of the scenario file that configs names,
 // each with its initial configuration (JSON_IETF) and its own target, on
-// one engine (a rig's run advances them all and publishes its own state).
-func newRigs(t testing.TB, file string, configs map[string]string) map[string]*rig {
+// one engine (a rig's run advances them all and publishes its own state),
+// each binding made with opts.
+func newRigs(t testing.TB, file string, configs map[string]string, opts ...dataplane.BindingOption) map[string]*rig {
 	t.Helper()
 	sc, err := scenario.LoadFile(file)
 	if err != nil {
@@ -77,7 +78,7 @@ func newRigs(t testing.TB, file string, configs map[string]string) map[string]*r
 	rigs := map[string]*rig{}
 	for i, sw := range nw.Switches {
 		st := store.New()
-		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports)
+		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports, opts...)
 		pub := dataplane.NewPublisher(s, st, b)
 		h := service.NewHandler(s, st, b, service.WithStatePublisher(pub))
 		if err := h.LoadJSON(context.Background(), []byte(configs[served[i].Name])); err != nil {

@@ -150,16 +150,27 @@ func translateAll(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) ([]translat
 // applyMechanisms puts the served switch in the mode the configuration
 // asks for and the functions beside it (setMechanisms), on the engine
 // goroutine, and keeps the master switch and the mechanisms'
-// configurations as configured for the state's echo. The functions that
-// exist validate their configuration first. It is all or nothing, as the target's Set is (service.Dataplane): when a mechanism
-// fails after others were set (a function that cannot be created, or
-// refuses its configuration), the switch is set back to the last
-// configuration applied, each mechanism as it was (one never applied,
-// off), and the error returned. A function the failed Set created is
-// removed with what its creation put on the hosts (mechanism.Remover:
-// Fast CNP's and Rate Advice's receivers, Rate Advice's capability on
-// the hosts' QPs), as if never created; one that cannot be removed
-// stays, off, and is not in the state (Snapshot), as before it existed.
+// configurations as configured for the state's echo. It is all or
+// nothing, as the target's Set is (service.Dataplane), and it fails, as
+// far as it can, before it changes anything: the functions that exist
+// validate their configuration, the ones the configuration needs and the
+// switch does not have yet are created (createMechanisms) and validate
+// theirs, and only then is anything configured. A function that cannot
+// be created fails the Set with the switch untouched: setting it back
+// would not be, the node counting an RTT_est update for each
+// configuration that changes RTT_est and re-arming its timers (and Rate
+// Advice its sweep), where a Set that changed nothing must show nothing.
+// The functions the failed Set created are removed with what their
+// creation put on the hosts and the switch (mechanism.Remover: Fast
+// CNP's and Rate Advice's receivers, Fast CNP's filter), the ports'
+// observers and the switch's forwarders as they were; one that cannot be
+// removed (the switch CNP, FCN) stays, never configured, and is not in
+// the state (Snapshot), as before it existed.
+//
+// When a mechanism refuses its configuration while being configured
+// (Configure, after its Validate accepted it), the switch is set back to
+// the last configuration applied, each mechanism as it was (one never
+// applied, off), and the error returned.
 func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool) error {
 	for _, t := range ts {
 		if f := b.funcs[t.kind.name]; f != nil {
@@ -172,7 +183,10 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 	for name := range b.funcs {
 		existed[name] = true
 	}
-	err := b.setMechanisms(ts, lc)
+	if err := b.createMechanisms(ts, existed); err != nil {
+		return err
+	}
+	err := b.setMechanisms(ts, lc, existed)
 	if err == nil {
 		b.master = master
 		for _, t := range ts {
@@ -215,32 +229,90 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 		}
 		prev = append(prev, p)
 	}
-	if rerr := b.setMechanisms(prev, b.longHaul); rerr != nil {
+	if rerr := b.setMechanisms(prev, b.longHaul, b.funcsSet()); rerr != nil {
 		return errors.Join(err, fmt.Errorf("setting the switch back as it was: %w", rerr))
 	}
 	remove(false)
 	return err
 }
 
-// setMechanisms puts the served switch in the mode ts asks for and the
-// functions beside it. The translation refused the combinations that
-// cannot coexist, so at most one mode is on. A function is created the
-// first time it is needed, its own leaf on or standing work to do (Fast
-// CNP's border filtering), the master switch on or not (its state is
-// published from then on); the modes that exist are switched off first
-// and the one on last (each sets the node's mode), and the ports'
-// observer is the one on (the node itself for Long-haul CNP); the
-// functions beside go beside it afterwards.
-func (b *Binding) setMechanisms(ts []translated, lc lhcnp.Config) error {
-	for _, t := range ts {
-		if !t.kind.beside && t.needed() && b.funcs[t.kind.name] == nil {
-			f, err := t.kind.create(b.node, t.run)
-			if err != nil {
-				return err
+// funcsSet returns the names of the functions that exist.
+func (b *Binding) funcsSet() map[string]bool {
+	out := map[string]bool{}
+	for name := range b.funcs {
+		out[name] = true
+	}
+	return out
+}
+
+// createMechanisms creates the functions ts needs that do not exist
+// (existed: the names of those that do), each with what runs, the modes
+// first, then the ones beside, in the kinds' order, and has each new one
+// validate what runs. A function is needed when its own leaf is on or it
+// has standing work (Fast CNP's border filtering), the master switch on
+// or not: its state is published from then on. On error the switch is as
+// it was: the functions created go (mechanism.Remover), or, one that
+// cannot, stay unconfigured; the ports report to what they did and the
+// switch forwards through what it did (a mode's creation makes itself
+// the observer, Fast CNP's its filter).
+func (b *Binding) createMechanisms(ts []translated, existed map[string]bool) error {
+	sw := b.node.Switch()
+	observers := make([]netsim.PortObserver, len(sw.Ports()))
+	for i, pt := range sw.Ports() {
+		observers[i] = pt.Observer()
+	}
+	var forwarders [netsim.NumForwardStages]netsim.Forwarder
+	for st := range netsim.NumForwardStages {
+		forwarders[st] = sw.Forwarder(st)
+	}
+	err := func() error {
+		for _, beside := range []bool{false, true} {
+			for _, t := range ts {
+				if t.kind.beside != beside || !t.needed() || b.funcs[t.kind.name] != nil {
+					continue
+				}
+				f, err := t.kind.create(b.node, t.run)
+				if err != nil {
+					return err
+				}
+				b.funcs[t.kind.name] = f
+				if err := f.Validate(t.run); err != nil {
+					return err
+				}
 			}
-			b.funcs[t.kind.name] = f
+		}
+		return nil
+	}()
+	if err == nil {
+		return nil
+	}
+	for _, t := range ts {
+		name := t.kind.name
+		if r, ok := b.funcs[name].(mechanism.Remover); ok && !existed[name] {
+			r.Remove()
+			delete(b.funcs, name)
 		}
 	}
+	for i, pt := range sw.Ports() {
+		pt.SetObserver(observers[i])
+	}
+	for st, f := range forwarders {
+		sw.SetForwarder(netsim.ForwardStage(st), f)
+	}
+	return err
+}
+
+// setMechanisms puts the served switch in the mode ts asks for and the
+// functions beside it; the functions exist (createMechanisms), but for
+// those ts does not need, and configured holds the names of those that
+// have been configured before (a function beside the mode is created
+// with its configuration and not configured again in the Set that
+// created it). The translation refused the combinations that cannot
+// coexist, so at most one mode is on. The modes that exist are switched
+// off first and the one on last (each sets the node's mode), and the
+// ports' observer is the one on (the node itself for Long-haul CNP); the
+// functions beside go beside it afterwards.
+func (b *Binding) setMechanisms(ts []translated, lc lhcnp.Config, configured map[string]bool) error {
 	modes := 0
 	for _, t := range ts {
 		if f := b.funcs[t.kind.name]; f != nil && !t.kind.beside {
@@ -269,20 +341,11 @@ func (b *Binding) setMechanisms(ts []translated, lc lhcnp.Config) error {
 	sw := b.node.Switch()
 	sw.SetObserver(active)
 	for _, t := range ts {
-		if !t.kind.beside {
+		f := b.funcs[t.kind.name]
+		if !t.kind.beside || f == nil {
 			continue
 		}
-		f := b.funcs[t.kind.name]
-		switch {
-		case f == nil && !t.needed():
-			continue // never needed: stays absent
-		case f == nil:
-			var err error
-			if f, err = t.kind.create(b.node, t.run); err != nil {
-				return err
-			}
-			b.funcs[t.kind.name] = f
-		default:
+		if configured[t.kind.name] {
 			if err := f.Configure(t.run, lc); err != nil {
 				return err
 			}

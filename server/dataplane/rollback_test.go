@@ -1,13 +1,11 @@
 package dataplane_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/openconfig/ygot/ygot"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
@@ -20,33 +18,15 @@ import (
 // the first was set (Fast CNP made the node's mode, then a mechanism
 // beside it that cannot be created), leaves the switch as before: the
 // node's configuration and its ports' observer (Long-haul CNP, no Fast
-// CNP), and the state (but for the count of RTT_est updates). Fast CNP ran on, the Set answered with an error,
-// and this test failed. A later Set applies.
+// CNP), and the state, every leaf (the count of RTT_est updates too, which
+// counted the failed Set's configuration and the one that set it back
+// when the switch was set back, not left alone). Fast CNP ran on, the Set
+// answered with an error, and this test failed. A later Set applies.
 func TestFailedSetRollsBack(t *testing.T) {
 	dataplane.RegisterUncreatable(t, "fault", func(l *oc.Lhcnp_Lhcnp) bool { return l.GetGlobal().GetConfig().GetFastCnpEnabled() })
 	r := newRigFrom(t, "testdata/line6.yaml", lineConfig)
 	r.run(t, 2*engine.Millisecond)
-	snapshot := func() string {
-		t.Helper()
-		root, err := r.b.Snapshot(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		js, err := ygot.EmitJSON(root, &ygot.EmitJSONConfig{Format: ygot.RFC7951, Indent: " ", SkipValidation: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The node counts each configuration that sets RTT_est, the
-		// failed Set's and the one that set it back: the two leaves
-		// that say so are left out.
-		var keep []string
-		for _, line := range strings.Split(js, "\n") {
-			if !strings.Contains(line, `"rtt-est-update`) {
-				keep = append(keep, line)
-			}
-		}
-		return strings.Join(keep, "\n")
-	}
+	snapshot := func() string { return stateJSON(t, r) }
 	before, cfg := snapshot(), r.sw.Node.Config()
 	handlers := map[*netsim.Host]netsim.ControlHandler{}
 	for _, h := range r.sw.Net.Hosts() {

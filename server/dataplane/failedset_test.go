@@ -1,0 +1,183 @@
+package dataplane_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openconfig/ygot/ygot"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/server/dataplane"
+)
+
+// longHaulLine6 is a Long-haul CNP configuration of n1 on the IPv6 line
+// (testdata/line6.yaml): format, WAN queue 0's explicit K_max and the WAN
+// port's RTT_est (µs) as given.
+func longHaulLine6(format, kmax string, rttEst int) string {
+	return fmt.Sprintf(`{
+  "global": {"config": {"enabled": true, %q: true},
+    "rocev2-receivers": {"receiver": [{"prefix": "2001:db8::/32", "config": {"prefix": "2001:db8::/32"}}]}},
+  "interfaces": {"interface": [{"name": "wan", "config": {"name": "wan", "rtt-est": %d},
+    "queues": {"queue": [{"id": 0, "config": {"id": 0, "kmax-mode": "EXPLICIT", "kmax": %q,
+      "v-growth": "1000000000000000", "v-ecn": "100"}}]}}]}
+}`, format, rttEst, kmax)
+}
+
+// failedSetPool are configurations of /lhcnp (JSON_IETF) for n1 of the
+// IPv6 line that the target accepts, each as a whole: every mode, Rate
+// Advice beside some, Fast CNP's border filtering alone, the master
+// switch off.
+var failedSetPool = []struct{ desc, cfg string }{
+	{"long-haul quiet", longHaulLine6("long-haul-cnp-rocev2", "50000000", 2000)},
+	{"long-haul 1 MB", longHaulLine6("long-haul-cnp-rocev2", "1000000", 2000)},
+	{"long-haul 1 MB rtt 3 ms", longHaulLine6("long-haul-cnp-rocev2", "1000000", 3000)},
+	{"long-haul icmpv6 2 MB", longHaulLine6("long-haul-cnp-icmpv6", "2000000", 1500)},
+	{"long-haul border", strings.Replace(longHaulLine6("long-haul-cnp-rocev2", "1000000", 2000), `"interfaces":`,
+		`"fast-cnp": {"config": {"border-interface": ["wan"]}}, "interfaces":`, 1)},
+	{"fast cnp", fastConfig},
+	{"fast cnp marking", fastMarking},
+	{"fast cnp master off", strings.Replace(fastConfig, `"enabled": true`, `"enabled": false`, 1)},
+	{"fast cnp and rate advice", strings.Replace(fastConfig, `"fast-cnp-enabled": true`, `"fast-cnp-enabled": true, "rate-advice-enabled": true`, 1)},
+	{"switch cnp", switchCNP},
+	{"ingress pe", ingressPE},
+	{"ingress pe border", strings.Replace(ingressPE, `"fcn":`, `"fast-cnp": {"config": {"border-interface": ["wan"]}}, "fcn":`, 1)},
+	{"fcn transit", fcnTransitConfig},
+	{"rate advice", rateAdvice},
+	{"rate advice beside long-haul", rateAdviceLongHaul},
+	{"master off", `{"global": {"config": {"enabled": false}}}`},
+}
+
+// TestFailedSetChangesNothing: a Set that fails at apply time, after some
+// mechanisms were set (a mechanism beside the mode that cannot be
+// created, before Rate Advice in the kinds' order or after it), changes
+// nothing anyone can observe. Seeded random sequences of the
+// configurations of failedSetPool, some of them failing, go to one
+// switch; the same sequences without the failing Sets go to another,
+// built alike. After each Set and after each millisecond of simulation
+// the two must be the same: the state tree (every leaf, counters and
+// timestamps included), the engine's clock and events pending (no timer
+// left behind), every host's counters and QPs (rates,
+// bytes, the capability bits), every switch port's counters and what the
+// served switch's ports report to and its forwarders are.
+func TestFailedSetChangesNothing(t *testing.T) {
+	faults := []string{"fault", "zz-fault"}
+	failing := ""
+	for _, name := range faults {
+		dataplane.RegisterUncreatable(t, name, func(*oc.Lhcnp_Lhcnp) bool { return failing == name })
+	}
+	const steps = 10
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 0x5e7))
+			wall := dataplane.WithWallStart(time.Unix(1_700_000_000, 0))
+			first := wholeTree(failedSetPool[0].cfg)
+			every := newRigFrom(t, "testdata/line6.yaml", first, wall)
+			good := newRigFrom(t, "testdata/line6.yaml", first, wall)
+			var history []string
+			compare := func(when string, settled bool) bool {
+				t.Helper()
+				if diff := cmp.Diff(observe(t, good, settled), observe(t, every, settled)); diff != "" {
+					t.Errorf("%s, after %s (-without the failed Sets +with them):\n%s", when, strings.Join(history, ", "), diff)
+					return false
+				}
+				return true
+			}
+			for step := range steps {
+				c := failedSetPool[rng.IntN(len(failedSetPool))]
+				fault := ""
+				if rng.IntN(3) == 0 {
+					fault = faults[rng.IntN(len(faults))]
+				}
+				failing = fault
+				err := every.setIETF("/lhcnp", c.cfg, true)
+				failing = ""
+				if fault != "" {
+					if err == nil || !strings.Contains(err.Error(), fault+": cannot be created") {
+						t.Fatalf("step %d: %s with %s: %v, want the fault's error", step, c.desc, fault, err)
+					}
+					history = append(history, c.desc+" failing at "+fault)
+				} else {
+					if err != nil {
+						t.Fatalf("step %d: %s: %v", step, c.desc, err)
+					}
+					if err := good.setIETF("/lhcnp", c.cfg, true); err != nil {
+						t.Fatalf("step %d: %s on the other switch: %v", step, c.desc, err)
+					}
+					history = append(history, c.desc)
+				}
+				if !compare(fmt.Sprintf("step %d, just after the Set", step), false) {
+					return
+				}
+				until := engine.Time(step+1) * engine.Millisecond
+				every.run(t, until)
+				good.run(t, until)
+				if !compare(fmt.Sprintf("step %d, at %v", step, until), true) {
+					return
+				}
+			}
+		})
+	}
+}
+
+// observe is what a rig shows of its switch and network, deterministic
+// for a seeded run: the state tree as JSON, then the engine, hosts and
+// switches, one line each. Settled (after a run), it counts the events
+// pending: a timer left behind that keeps firing is there. Not the
+// events run, nor those pending just after a Set: a superseded event
+// fires once and does nothing (Rate Advice's sweep, whose function a
+// failed Set created and removed, finds itself stale), which nothing
+// else shows.
+func observe(t *testing.T, r *rig, settled bool) []string {
+	t.Helper()
+	out := strings.Split(stateJSON(t, r), "\n")
+	add := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+	r.sw.Sim.Do(func() {
+		add("engine: now %v", r.sw.Sim.Now())
+		if settled {
+			add("engine: %d events pending", r.sw.Sim.Pending())
+		}
+		for _, h := range r.sw.Net.Hosts() {
+			add("host %s: %+v, reserved bits %#x, control %T", h.Name(), h.Stats(), h.ReservedBits(), h.ControlHandler())
+			for _, q := range h.SendQPs() {
+				add("host %s QP %d: sent %d acked %d, rate %d target %d ceiling %d alpha %g, reserved bits %#x", h.Name(), q.QPN,
+					q.SentBytes(), q.AckedBytes(), q.RateBitsPerSec(), q.TargetRateBitsPerSec(), q.CeilingBitsPerSec(), q.Alpha(), q.ReservedBits())
+			}
+		}
+		for _, sw := range r.sw.Net.Switches() {
+			add("switch %s: %+v", sw.Name(), sw.Stats())
+			for _, pt := range sw.Ports() {
+				add("switch %s port %s: %+v", sw.Name(), pt.Name(), pt.Stats())
+			}
+		}
+		sw := r.sw.Switch
+		for st := range netsim.NumForwardStages {
+			add("switch %s %v stage: %T", sw.Name(), st, sw.Forwarder(st))
+		}
+		for _, pt := range sw.Ports() {
+			add("switch %s port %s reports to %T", sw.Name(), pt.Name(), pt.Observer())
+		}
+	})
+	return out
+}
+
+// stateJSON is the binding's state tree (Snapshot), every leaf, as
+// indented JSON (RFC 7951).
+func stateJSON(t *testing.T, r *rig) string {
+	t.Helper()
+	root, err := r.b.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := ygot.EmitJSON(root, &ygot.EmitJSONConfig{Format: ygot.RFC7951, Indent: " ", SkipValidation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
