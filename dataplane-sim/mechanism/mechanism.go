@@ -300,11 +300,13 @@ func (s *shared[R]) HandleControl(h *netsim.Host, p *netsim.Packet) bool {
 }
 
 // Beside makes every port of sw report to base (the node's mode) and then
-// to o, a function beside it that only watches what is enqueued; base
-// alone filters the marks. A base that is itself a Beside pair is
-// replaced, not nested: a function beside the mode is set again after
-// each change of mode.
-func Beside(sw *netsim.Switch, o netsim.PortObserver) {
+// to each of os, the functions beside it, which only watch what is
+// enqueued; base alone filters the marks. The functions beside the mode
+// are given all at once: a base that is itself a Beside pair is replaced,
+// not nested (the functions beside the mode are set again after each
+// change of mode), so a call replaces what an earlier one put beside,
+// and one with none leaves base alone.
+func Beside(sw *netsim.Switch, os ...netsim.PortObserver) {
 	if len(sw.Ports()) == 0 {
 		return
 	}
@@ -312,8 +314,28 @@ func Beside(sw *netsim.Switch, o netsim.PortObserver) {
 	if p, ok := base.(pair); ok {
 		base = p.a
 	}
-	sw.SetObserver(pair{base, o})
+	switch len(os) {
+	case 0:
+		sw.SetObserver(base)
+	case 1:
+		sw.SetObserver(pair{base, os[0]})
+	default:
+		sw.SetObserver(pair{base, watchers(slices.Clone(os))})
+	}
 }
+
+// watchers gives each enqueue to every one of them in turn (pair gives
+// them nothing else).
+type watchers []netsim.PortObserver
+
+func (w watchers) OnEnqueue(pt *netsim.Port, x *netsim.Packet, q int64) {
+	for _, o := range w {
+		o.OnEnqueue(pt, x, q)
+	}
+}
+func (watchers) OnDequeue(*netsim.Port, *netsim.Packet, int64) {}
+func (watchers) OnMark(*netsim.Port, *netsim.Packet, int64)    {}
+func (watchers) OnDrop(*netsim.Port, *netsim.Packet, int64)    {}
 
 // pair gives every port event to a, then the enqueues to b; a filters the
 // marks.

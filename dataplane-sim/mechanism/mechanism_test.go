@@ -275,3 +275,69 @@ func TestShareControlDecodesOnce(t *testing.T) {
 		t.Errorf("%v allocations a message, want none", allocs)
 	}
 }
+
+// recorder records the port events it is given.
+type recorder struct {
+	name   string
+	events *[]string
+}
+
+func (r recorder) OnEnqueue(*netsim.Port, *netsim.Packet, int64) {
+	*r.events = append(*r.events, r.name+" enqueue")
+}
+func (r recorder) OnDequeue(*netsim.Port, *netsim.Packet, int64) {
+	*r.events = append(*r.events, r.name+" dequeue")
+}
+func (r recorder) OnMark(*netsim.Port, *netsim.Packet, int64) {
+	*r.events = append(*r.events, r.name+" mark")
+}
+func (r recorder) OnDrop(*netsim.Port, *netsim.Packet, int64) {
+	*r.events = append(*r.events, r.name+" drop")
+}
+
+// TestBesideSeveral: every function put beside the mode at once sees the
+// enqueues, in order, after the mode, which alone sees the rest; a later
+// call replaces them (the mode's functions are set again after each
+// change of mode), and one with none leaves the mode alone. The old
+// Beside took one function: a second replaced the first.
+func TestBesideSeveral(t *testing.T) {
+	net := netsim.New(engine.New())
+	sw, err := net.AddSwitch("sw", netip.MustParseAddr("10.0.0.254"), netsim.SwitchConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := net.AddHost("h", netip.MustParseAddr("10.0.0.1"), netsim.DefaultHostConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := net.Connect(h, sw, netsim.LinkConfig{RateBitsPerSec: 10e9, Delay: engine.Microsecond}); err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	base, a, b := recorder{"base", &events}, recorder{"a", &events}, recorder{"b", &events}
+	sw.SetObserver(base)
+	pt := sw.Ports()[0]
+	observe := func() []string {
+		events = nil
+		o := pt.Observer()
+		o.OnEnqueue(pt, nil, 0)
+		o.OnDequeue(pt, nil, 0)
+		o.OnMark(pt, nil, 0)
+		o.OnDrop(pt, nil, 0)
+		return events
+	}
+	for _, tt := range []struct {
+		desc   string
+		beside []netsim.PortObserver
+		want   []string
+	}{
+		{desc: "two", beside: []netsim.PortObserver{a, b}, want: []string{"base enqueue", "a enqueue", "b enqueue", "base dequeue", "base mark", "base drop"}},
+		{desc: "one replaces them", beside: []netsim.PortObserver{b}, want: []string{"base enqueue", "b enqueue", "base dequeue", "base mark", "base drop"}},
+		{desc: "none", want: []string{"base enqueue", "base dequeue", "base mark", "base drop"}},
+	} {
+		Beside(sw, tt.beside...)
+		if diff := cmp.Diff(tt.want, observe()); diff != "" {
+			t.Errorf("%s beside (-want +got):\n%s", tt.desc, diff)
+		}
+	}
+}

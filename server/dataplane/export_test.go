@@ -6,29 +6,57 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/gen/oc"
 )
 
 // RegisterUncreatable registers, until the test ends, a mechanism beside
 // the node named name, configured on when on says so, whose function
-// cannot be created: a Set that turns it on fails once the mechanisms
-// before it are set.
+// cannot be created: a Set that turns it on fails once the functions
+// before it are created, before anything is configured.
 func RegisterUncreatable(t testing.TB, name string, on func(*oc.Lhcnp_Lhcnp) bool) {
+	registerBeside(t, name, on, func(*lhcnp.Node, any) (mechanism.Function, error) {
+		return nil, errors.New(name + ": cannot be created")
+	})
+}
+
+// RegisterWatcher registers, until the test ends, a mechanism beside the
+// node named name, on when on says so, whose function counts the packets
+// enqueued on the switch's ports into *enqueued.
+func RegisterWatcher(t testing.TB, name string, on func(*oc.Lhcnp_Lhcnp) bool, enqueued *int64) {
+	registerBeside(t, name, on, func(*lhcnp.Node, any) (mechanism.Function, error) { return watcher{enqueued}, nil })
+}
+
+// registerBeside registers, until the test ends, a mechanism beside the
+// node with no configuration and no state, on when on says so, whose
+// function create makes.
+func registerBeside(t testing.TB, name string, on func(*oc.Lhcnp_Lhcnp) bool, create func(*lhcnp.Node, any) (mechanism.Function, error)) {
 	register(mechanismKind{
 		name:   name,
 		beside: true,
 		translate: func(l *oc.Lhcnp_Lhcnp, _ *lhcnp.Config, _ *Ports) (any, bool, error) {
 			return struct{}{}, on(l), nil
 		},
-		off: func(cfg any) any { return cfg },
-		create: func(*lhcnp.Node, any) (mechanism.Function, error) {
-			return nil, errors.New(name + ": cannot be created")
-		},
-		state: func(*oc.Root, any, any, stateEnv) {},
-		idle:  struct{}{},
+		off:    func(cfg any) any { return cfg },
+		create: create,
+		state:  func(*oc.Root, any, any, stateEnv) {},
+		idle:   struct{}{},
 	})
 	t.Cleanup(func() { delete(registry, name) })
 }
+
+// watcher is RegisterWatcher's function.
+type watcher struct{ enqueued *int64 }
+
+func (watcher) Validate(any) error                              { return nil }
+func (watcher) Configure(any, lhcnp.Config) error               { return nil }
+func (w watcher) Observer() netsim.PortObserver                 { return w }
+func (watcher) State() any                                      { return struct{}{} }
+func (watcher) Counters() map[string]int64                      { return nil }
+func (w watcher) OnEnqueue(*netsim.Port, *netsim.Packet, int64) { *w.enqueued++ }
+func (watcher) OnDequeue(*netsim.Port, *netsim.Packet, int64)   {}
+func (watcher) OnMark(*netsim.Port, *netsim.Packet, int64)      {}
+func (watcher) OnDrop(*netsim.Port, *netsim.Packet, int64)      {}
 
 // Unregister removes a mechanism RegisterUncreatable registered, before
 // the test ends.

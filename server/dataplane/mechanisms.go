@@ -340,6 +340,9 @@ func (b *Binding) setMechanisms(ts []translated, lc lhcnp.Config, configured map
 	}
 	sw := b.node.Switch()
 	sw.SetObserver(active)
+	// Every function beside goes beside the mode at once: one at a time,
+	// each would replace the one before (mechanism.Beside).
+	var beside []netsim.PortObserver
 	for _, t := range ts {
 		f := b.funcs[t.kind.name]
 		if !t.kind.beside || f == nil {
@@ -350,7 +353,10 @@ func (b *Binding) setMechanisms(ts []translated, lc lhcnp.Config, configured map
 				return err
 			}
 		}
-		mechanism.Beside(sw, f.Observer())
+		beside = append(beside, f.Observer())
+	}
+	if len(beside) > 0 {
+		mechanism.Beside(sw, beside...)
 	}
 	return nil
 }

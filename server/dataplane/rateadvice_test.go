@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/server/dataplane"
 )
 
 // ratePolicy turns Rate Advice on (/lhcnp, JSON_IETF; the master switch
@@ -161,5 +163,27 @@ func TestRateAdviceOnTwoSwitches(t *testing.T) {
 				t.Errorf("%s QP %d: ceiling %d, want n1's policy's 3 Gb/s", h.Name(), q.QPN, q.CeilingBitsPerSec())
 			}
 		}
+	}
+}
+
+// TestTwoBesideTheMode: two mechanisms beside the mode (Rate Advice and a
+// test one that counts what is enqueued) both watch the switch's ports.
+// The old target put each beside the mode in turn, and each replaced the
+// one before (mechanism.Beside): the later in the kinds' order ran, Rate
+// Advice saw nothing and advised no flow (this test failed).
+func TestTwoBesideTheMode(t *testing.T) {
+	var enqueued int64
+	dataplane.RegisterWatcher(t, "watcher", func(l *oc.Lhcnp_Lhcnp) bool { return l.GetGlobal().GetConfig().GetRateAdviceEnabled() }, &enqueued)
+	r := newRig(t)
+	r.run(t, engine.Millisecond)
+	if err := r.setIETF("/lhcnp", ratePolicy, false); err != nil {
+		t.Fatalf("enable rate advice: %v", err)
+	}
+	r.run(t, 4*engine.Millisecond)
+	if got := r.uint(t, "/lhcnp/rate-advice/state/counters/messages-sent"); got == 0 {
+		t.Error("Rate Advice sent nothing beside the other mechanism")
+	}
+	if enqueued == 0 {
+		t.Error("the other mechanism beside the mode saw no enqueue")
 	}
 }
