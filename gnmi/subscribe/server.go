@@ -44,7 +44,6 @@ type options struct {
 	clk            clock.Clock
 	minSample      time.Duration
 	targetDefined  time.Duration
-	maxStreams     int
 	maxUpdates     int
 	encoders       map[gnmi.Encoding]ValueEncoder
 	allowedOrigins map[string]bool
@@ -72,10 +71,6 @@ func WithMinSampleInterval(d time.Duration) Option { return func(o *options) { o
 func WithTargetDefinedInterval(d time.Duration) Option {
 	return func(o *options) { o.targetDefined = d }
 }
-
-// WithMaxStreams limits concurrent Subscribe RPCs (0: no limit); one more is
-// RESOURCE_EXHAUSTED.
-func WithMaxStreams(n int) Option { return func(o *options) { o.maxStreams = n } }
 
 // WithMaxUpdatesPerNotification caps the updates grouped into one
 // notification (leaves with the same timestamp share one). 1 sends one
@@ -223,10 +218,7 @@ func (s *Server) Stats() Stats {
 
 // Subscribe serves one Subscribe RPC.
 func (s *Server) Subscribe(stream gnmi.GNMI_SubscribeServer) error {
-	if n := s.stats.active.Add(1); s.o.maxStreams > 0 && n > uint64(s.o.maxStreams) {
-		s.stats.active.Add(^uint64(0))
-		return status.Errorf(codes.ResourceExhausted, "too many subscribe streams: limit %d", s.o.maxStreams)
-	}
+	s.stats.active.Add(1)
 	defer s.stats.active.Add(^uint64(0))
 
 	req, err := stream.Recv()

@@ -592,18 +592,6 @@ func list(sl *gnmi.SubscriptionList) *gnmi.SubscribeRequest {
 	return &gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: sl}}
 }
 
-func TestMaxStreams(t *testing.T) {
-	h := newHarness(t, WithMaxStreams(1))
-	sl := &gnmi.SubscriptionList{Subscription: []*gnmi.Subscription{subOf("/", gnmi.SubscriptionMode_ON_CHANGE, 0, 0)}}
-	first := h.subscribe(t, sl)
-	untilSync(t, first)
-	second := h.subscribe(t, sl)
-	_, err := second.Recv()
-	if status.Code(err) != codes.ResourceExhausted {
-		t.Errorf("second stream: %v, want ResourceExhausted", err)
-	}
-}
-
 // TestStalledSubscriber: a client that stops reading must not slow the
 // publisher or another subscriber, and holds at most one value per leaf.
 func TestStalledSubscriber(t *testing.T) {
