@@ -274,7 +274,10 @@ type Resolved struct {
 
 // Resolve checks a path (prefix and path joined by the caller) against the
 // schema. Wildcards are allowed; every named element must exist, keys must
-// be given only to lists and only by their key names.
+// be given only to lists and only by their key names. An error names the
+// path up to the element at fault when that is not the last one (not in
+// the schema: /lhcnp/nope); the caller names the whole path, so an error
+// about the last element does not repeat it.
 func (s *Schema) Resolve(p *gnmi.Path) (Resolved, error) {
 	if len(p.GetElem()) == 0 && len(p.GetElement()) > 0 {
 		return Resolved{}, fmt.Errorf("%w: the deprecated element field is not supported, use elem", ErrBadPath)
@@ -283,15 +286,20 @@ func (s *Schema) Resolve(p *gnmi.Path) (Resolved, error) {
 	entries := []*yang.Entry{s.root}
 	for i, pe := range p.GetElem() {
 		name := pe.GetName()
-		at := func() string { return ErrorPath(&gnmi.Path{Elem: p.GetElem()[:i+1]}) }
+		at := func() string {
+			if i == len(p.GetElem())-1 {
+				return ""
+			}
+			return ": " + ErrorPath(&gnmi.Path{Elem: p.GetElem()[:i+1]})
+		}
 		if name == "" {
-			return Resolved{}, fmt.Errorf("%w: %s: empty element name", ErrBadPath, at())
+			return Resolved{}, fmt.Errorf("%w%s: empty element name", ErrBadPath, at())
 		}
 		var next []*yang.Entry
 		switch name {
 		case MultiLevel:
 			if len(pe.GetKey()) > 0 {
-				return Resolved{}, fmt.Errorf("%w: %s: %q cannot have keys", ErrBadPath, at(), MultiLevel)
+				return Resolved{}, fmt.Errorf("%w%s: %q cannot have keys", ErrBadPath, at(), MultiLevel)
 			}
 			r.Wildcard = true
 			for _, e := range entries {
@@ -311,7 +319,7 @@ func (s *Schema) Resolve(p *gnmi.Path) (Resolved, error) {
 				}
 			}
 			if len(next) == 0 {
-				return Resolved{}, fmt.Errorf("%w: %s", ErrUnknown, at())
+				return Resolved{}, fmt.Errorf("%w%s", ErrUnknown, at())
 			}
 		}
 		if len(pe.GetKey()) > 0 || hasList(next) {
@@ -346,7 +354,7 @@ func hasList(es []*yang.Entry) bool {
 }
 
 // checkKeys keeps the entries that accept the element's keys and notes
-// wildcards and partial keys.
+// wildcards and partial keys; at is Resolve's (": /path" or nothing).
 func checkKeys(es []*yang.Entry, pe *gnmi.PathElem, at func() string, r *Resolved) ([]*yang.Entry, error) {
 	var out []*yang.Entry
 	var lastErr error
@@ -356,14 +364,14 @@ func checkKeys(es []*yang.Entry, pe *gnmi.PathElem, at func() string, r *Resolve
 				out = append(out, e)
 				continue
 			}
-			lastErr = fmt.Errorf("%w: %s: %s is not a list and takes no keys", ErrBadPath, at(), e.Name)
+			lastErr = fmt.Errorf("%w%s: %s is not a list and takes no keys", ErrBadPath, at(), e.Name)
 			continue
 		}
 		names := strings.Fields(e.Key)
 		ok := true
 		for k := range pe.GetKey() {
 			if !contains(names, k) {
-				lastErr = fmt.Errorf("%w: %s: %s has no key %q (keys: %s)", ErrBadPath, at(), e.Name, store.ErrorText(k), strings.Join(names, ", "))
+				lastErr = fmt.Errorf("%w%s: %s has no key %q (keys: %s)", ErrBadPath, at(), e.Name, store.ErrorText(k), strings.Join(names, ", "))
 				ok = false
 				break
 			}
@@ -392,7 +400,7 @@ func checkKeys(es []*yang.Entry, pe *gnmi.PathElem, at func() string, r *Resolve
 	}
 	if len(out) == 0 {
 		if lastErr == nil {
-			lastErr = fmt.Errorf("%w: %s", ErrUnknown, at())
+			lastErr = fmt.Errorf("%w%s", ErrUnknown, at())
 		}
 		return nil, lastErr
 	}

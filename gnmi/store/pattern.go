@@ -41,21 +41,39 @@ func (e *pelem) matches(pe *gnmi.PathElem) bool {
 	return true
 }
 
+// PatternError is a path NewPattern refuses. Path names the part at fault
+// (the prefix or the path, ErrorPath), for a caller that names it itself
+// ("path /a/b: ..."): that caller reports Reason alone.
+type PatternError struct {
+	Path   string
+	Reason string
+}
+
+func (e *PatternError) Error() string {
+	if e.Path == "" {
+		return e.Reason
+	}
+	return e.Path + ": " + e.Reason
+}
+
 // NewPattern compiles prefix + p (either may be nil). Origin and target are
-// ignored; the caller checks them.
+// ignored; the caller checks them. An error is a *PatternError.
 func NewPattern(prefix, p *gnmi.Path) (Pattern, error) {
 	var pat Pattern
 	for _, part := range []*gnmi.Path{prefix, p} {
+		refuse := func(reason string) (Pattern, error) {
+			return Pattern{}, &PatternError{Path: ErrorPath(part), Reason: reason}
+		}
 		if len(part.GetElement()) > 0 && len(part.GetElem()) == 0 {
-			return Pattern{}, fmt.Errorf("%s: the deprecated element field is not supported", ErrorPath(part))
+			return refuse("the deprecated element field is not supported")
 		}
 		for _, pe := range part.GetElem() {
 			switch pe.GetName() {
 			case "":
-				return Pattern{}, fmt.Errorf("%s: empty element name", ErrorPath(part))
+				return refuse("empty element name")
 			case MultiLevel:
 				if len(pe.GetKey()) > 0 {
-					return Pattern{}, fmt.Errorf("%s: %q cannot have keys", ErrorPath(part), MultiLevel)
+					return refuse(fmt.Sprintf("%q cannot have keys", MultiLevel))
 				}
 				pat.elems = append(pat.elems, pelem{name: MultiLevel, multi: true})
 				continue

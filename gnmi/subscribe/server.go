@@ -350,7 +350,7 @@ func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionL
 	}
 	st.codec, st.raw = transportOf(rpc)
 	if _, err := store.NewPattern(prefix, nil); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %v", store.ErrorPath(prefix), err)
+		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %s", store.ErrorPath(prefix), patternReason(err))
 	}
 	for _, sub := range sl.GetSubscription() {
 		su, err := s.newSub(st, prefix, sub)
@@ -371,6 +371,15 @@ func bareprefix(p *gnmi.Path) *gnmi.Path {
 	return &gnmi.Path{Target: p.GetTarget(), Origin: p.GetOrigin()}
 }
 
+// patternReason is why store.NewPattern refused a path, without the path,
+// which the message names already.
+func patternReason(err error) string {
+	if pe, ok := errors.AsType[*store.PatternError](err); ok {
+		return pe.Reason
+	}
+	return err.Error()
+}
+
 func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (*sub, error) {
 	name := store.PathString(req.GetPath())
 	errName := store.ErrorText(name) // in errors: the path may be megabytes
@@ -383,7 +392,8 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 	}
 	pat, err := store.NewPattern(prefix, path)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", errName, err)
+		// The prefix passed on its own: the path is at fault.
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: %s", errName, patternReason(err))
 	}
 	if s.o.validate != nil {
 		full := &gnmi.Path{Elem: append(append([]*gnmi.PathElem(nil), prefix.GetElem()...), path.GetElem()...)}
