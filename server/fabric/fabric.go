@@ -101,6 +101,10 @@ type Config struct {
 	// file (removes it when there is no Config).
 	StartupDir    string
 	IgnoreStartup bool
+	// Schema is the schema the gNMI targets serve (default: schema.New()).
+	// It is immutable: one may serve several fabrics, as in tests that
+	// build many, where loading it was most of New's time.
+	Schema *schema.Schema
 	// Metrics, if set, receives each target's RPC, Set, Subscribe and
 	// commit metrics (labelled switch=NAME when it is metrics.NewShared, as
 	// it must be for more than one switch) and the engine's lag.
@@ -189,9 +193,11 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 			f.Close()
 		}
 	}()
-	sch, err := schema.New()
-	if err != nil {
-		return nil, err
+	sch := cfg.Schema
+	if sch == nil {
+		if sch, err = schema.New(); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Metrics != nil {
 		cfg.Metrics.SetEngineLagFunc(f.EngineLag)
