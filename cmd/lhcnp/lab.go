@@ -186,7 +186,8 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 	// users: max_streams_per_user does not apply.
 	creds := auth.New(nil)
 	limits := gnmiLimits{f.MaxStreams, f.MaxStreamsPerUser, f.MaxStreamsPerConnection}
-	fc := fabric.Config{Scenario: loop.Scenario(), Speed: speed, PublishInterval: f.PublishInterval, Keepalive: f.Keepalive,
+	fc := fabric.Config{Scenario: loop.Scenario(), Speed: speed, PublishInterval: f.PublishInterval,
+		TargetDefinedInterval: f.TargetDefinedInterval, Keepalive: f.Keepalive,
 		DeadAfter: f.DeadAfter, MaxLate: engine.FromDuration(f.MaxLate), IgnoreStartup: cfg.IgnoreStartup,
 		TargetOptions:    []service.Option{service.WithInsecure()},
 		TargetOptionsFor: func(string) []service.Option { return gnmiServerOptions(creds, false, limits) }}

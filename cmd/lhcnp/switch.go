@@ -23,6 +23,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/subscribe"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/server/fabric"
@@ -62,6 +63,10 @@ type switchFile struct {
 	// Speed and PublishInterval pace the engine and the publishers.
 	Speed           float64       `yaml:"speed" help:"simulated seconds per wall-clock second"`
 	PublishInterval time.Duration `yaml:"publish_interval" help:"state publication interval"`
+	// TargetDefinedInterval is how often each target samples counters and
+	// gauges for a TARGET_DEFINED subscription (gnmic's default mode, the
+	// collector's default subscription).
+	TargetDefinedInterval time.Duration `yaml:"target_defined_interval" help:"how often a TARGET_DEFINED subscription samples counters and gauges"`
 	// Interfaces names the switch's interfaces: YANG name → link name.
 	Interfaces map[string]string `yaml:"interfaces"`
 	// Switches is the fabric form: every switch with its gNMI address.
@@ -117,7 +122,7 @@ func defaultStateDir(scenarioName string) string {
 const switchEnvPrefix = "LHCNP_SWITCH_"
 
 func defaultSwitchFile() switchFile {
-	return switchFile{Speed: 1, PublishInterval: dataplane.DefaultInterval, MaxStreams: auth.DefaultMaxStreams,
+	return switchFile{Speed: 1, PublishInterval: dataplane.DefaultInterval, TargetDefinedInterval: subscribe.DefaultTargetDefinedInterval, MaxStreams: auth.DefaultMaxStreams,
 		MaxStreamsPerUser: auth.DefaultMaxStreamsPerUser, MaxStreamsPerConnection: service.DefaultMaxConcurrentStreams}
 }
 
@@ -205,6 +210,9 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 	case f.PublishInterval <= 0:
 		// The fabric would publish at its default instead.
 		return bad("publish_interval", f.PublishInterval, "must be positive")
+	case f.TargetDefinedInterval <= 0:
+		// The fabric would sample at its default instead.
+		return bad("target_defined_interval", f.TargetDefinedInterval, "must be positive")
 	}
 	for _, l := range []struct {
 		key string
@@ -505,7 +513,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if f.StateDir == "" {
 		f.StateDir = defaultStateDir(sc.Name)
 	}
-	cfg := fabric.Config{Scenario: sc, Speed: sp, PublishInterval: iv, Keepalive: f.Keepalive, DeadAfter: f.DeadAfter,
+	cfg := fabric.Config{Scenario: sc, Speed: sp, PublishInterval: iv, TargetDefinedInterval: f.TargetDefinedInterval, Keepalive: f.Keepalive, DeadAfter: f.DeadAfter,
 		MaxLate: engine.FromDuration(f.MaxLate), Log: textLog(stderr, false),
 		StartupDir: f.StateDir, IgnoreStartup: f.IgnoreStartup}
 	for _, s := range run {

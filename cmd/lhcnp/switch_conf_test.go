@@ -125,6 +125,8 @@ func TestSwitchLayerErrors(t *testing.T) {
 		{desc: "infinite speed in the file", flags: []string{"--config", endless}, want: endless + ":3:8: speed: +Inf: outside 1e-09..9e+09"},
 		{desc: "negative interval in the file", flags: []string{"--config", never}, want: never + ":3:19: publish_interval: -5ms: must be positive"},
 		{desc: "negative interval flag", flags: []string{"--config", one, "--publish-interval", "-1s"}, want: "publish_interval -1s (--publish-interval): must be positive", usage: true},
+		{desc: "zero target-defined interval flag", flags: []string{"--config", one, "--target-defined-interval", "0s"},
+			want: "target_defined_interval 0s (--target-defined-interval): must be positive", usage: true},
 		{desc: "interval not a duration", flags: []string{"--config", typed}, want: typed + ":3:19: publish_interval: cannot unmarshal !!str `fast` into time.Duration"},
 		// The limits (0 would be none): in the file, a flag, a variable.
 		{desc: "no stream limit per user in the file", flags: []string{"--config", unlimited}, want: unlimited + ":3:23: max_streams_per_user: 0: must be positive"},

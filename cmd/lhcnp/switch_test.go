@@ -18,6 +18,7 @@ import (
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gen/oc/ocpath"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/internal/oracle"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -157,6 +158,42 @@ func TestSwitchServesAndStops(t *testing.T) {
 	}
 	if _, err := c.Capabilities(testCtx(t), &gnmi.CapabilityRequest{}, grpc.WaitForReady(false)); status.Code(err) != codes.Unavailable {
 		t.Errorf("after stop: %v, want Unavailable", err)
+	}
+}
+
+// TestSwitchTargetDefinedInterval: target_defined_interval
+// (--target-defined-interval) is how often a TARGET_DEFINED subscription
+// samples a counter: at 200 ms a counter comes again within seconds, where
+// the default (10 s) would not. It failed before: no such key, every
+// switch sampled at 10 s.
+func TestSwitchTargetDefinedInterval(t *testing.T) {
+	r := startSwitch(t, "--target-defined-interval", "200ms")
+	c := gnmi.NewGNMIClient(dialGNMI(t, r.addr))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sc, err := c.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=0]/state/counters/cnp-rate-reduce-sent"
+	if err := sc.Send(&gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{
+		Mode: gnmi.SubscriptionList_STREAM, Encoding: gnmi.Encoding_PROTO,
+		Subscription: []*gnmi.Subscription{{Path: store.MustPath(counter), Mode: gnmi.SubscriptionMode_TARGET_DEFINED}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	synced := false
+	for start := time.Now(); ; {
+		resp, err := sc.Recv()
+		if err != nil {
+			t.Fatalf("no sample of %s after the first within %v: %v", counter, time.Since(start).Round(time.Millisecond), err)
+		}
+		if resp.GetSyncResponse() {
+			synced = true
+			continue
+		}
+		if synced && len(resp.GetUpdate().GetUpdate()) > 0 {
+			return
+		}
 	}
 }
 

@@ -74,6 +74,10 @@ type Config struct {
 	// PublishInterval is how often state is published (default
 	// dataplane.DefaultInterval).
 	PublishInterval time.Duration
+	// TargetDefinedInterval is how often a TARGET_DEFINED subscription
+	// samples counters and gauges (default
+	// subscribe.DefaultTargetDefinedInterval).
+	TargetDefinedInterval time.Duration
 	// Epoch is the wall-clock time of simulated time 0 (default: when Run
 	// starts; a peer's earlier epoch is adopted).
 	Epoch time.Time
@@ -171,6 +175,9 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 	if cfg.PublishInterval <= 0 {
 		cfg.PublishInterval = dataplane.DefaultInterval
 	}
+	if cfg.TargetDefinedInterval <= 0 {
+		cfg.TargetDefinedInterval = subscribe.DefaultTargetDefinedInterval
+	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -227,7 +234,8 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 			// would repeat values, so that is the lowest interval possible
 			// (what sample_interval 0 gets, gNMI 3.5.1.5.2) and the smallest
 			// accepted.
-			subscribe.WithMinSampleInterval(max(cfg.PublishInterval, subscribe.DefaultMinSampleInterval)))...)
+			subscribe.WithMinSampleInterval(max(cfg.PublishInterval, subscribe.DefaultMinSampleInterval)),
+			subscribe.WithTargetDefinedInterval(cfg.TargetDefinedInterval))...)
 		opts := slices.Clone(cfg.TargetOptions)
 		if cfg.TargetOptionsFor != nil {
 			opts = append(opts, cfg.TargetOptionsFor(s.Name)...)
