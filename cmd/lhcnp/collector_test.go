@@ -135,7 +135,10 @@ func TestExampleCollectorConfig(t *testing.T) {
 
 // TestCollectorFillsViews: two real `lhcnp switch` processes' worth of
 // targets (in process), the collector command with a private PostgreSQL it
-// migrates itself, and the views an NMS reads fill for both switches.
+// migrates itself, and the views an NMS reads fill for both switches. sw-b
+// has the collector's default subscription (TARGET_DEFINED): its switches
+// sample at 500 ms, not the default 10 s, which notifications_per_second
+// waited for (a counter's increase needs its second sample).
 func TestCollectorFillsViews(t *testing.T) {
 	srv, _ := pgtest.Private(t)
 	ctx := context.Background()
@@ -143,8 +146,8 @@ func TestCollectorFillsViews(t *testing.T) {
 		t.Fatal(err)
 	}
 	dsn := srv.DSN("fresh")
-	a := startSwitch(t, "--speed", "0.05")
-	b := startSwitch(t, "--speed", "0.05")
+	a := startSwitch(t, "--speed", "0.05", "--target-defined-interval", "500ms")
+	b := startSwitch(t, "--speed", "0.05", "--target-defined-interval", "500ms")
 	file := collectorFile(t, fmt.Sprintf(`
 db:
   dsn: %s
