@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 )
 
@@ -20,12 +19,6 @@ import (
 // with the stop in different orders.
 func TestCancelAtEveryStage(t *testing.T) {
 	a, b := udpPair(t)
-	// One schema for the 60 fabrics: loading it was half of each New's
-	// time (90 ms under -race), and it is immutable.
-	sch, err := schema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range []struct {
 		desc  string
 		stage string // "" cancels before Run
@@ -40,7 +33,7 @@ func TestCancelAtEveryStage(t *testing.T) {
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			for range 10 {
-				cfg := Config{Scenario: loadLab(t), Schema: sch, Speed: 0.01, TargetOptions: []service.Option{service.WithInsecure()},
+				cfg := Config{Scenario: loadLab(t), Schema: labSchema, Speed: 0.01, TargetOptions: []service.Option{service.WithInsecure()},
 					Switches: []Switch{{Name: "t1", Listen: "127.0.0.1:0"}, {Name: "n1", Listen: "127.0.0.1:0"}}}
 				if tt.wired {
 					// No peer answers: the wire stays down; Run waits

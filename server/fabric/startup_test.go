@@ -24,7 +24,7 @@ const wanQ0 = "/lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/a
 // configuration and the startup files in dir.
 func startN1(t *testing.T, dir string, ignore bool) (*Fabric, error) {
 	t.Helper()
-	f, err := New(context.Background(), Config{Scenario: loadLab(t), Speed: 0.02, StartupDir: dir, IgnoreStartup: ignore,
+	f, err := New(context.Background(), Config{Scenario: loadLab(t), Schema: labSchema, Speed: 0.02, StartupDir: dir, IgnoreStartup: ignore,
 		TargetOptions: []service.Option{service.WithInsecure()},
 		Switches:      []Switch{{Name: "n1", Listen: "127.0.0.1:0", Config: readFile(t, "../../examples/lab-n1.json"), ConfigName: "lab-n1.json"}}})
 	if err == nil {
