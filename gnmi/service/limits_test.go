@@ -25,13 +25,16 @@ import (
 // shorter timeout (WithGRPCOptions), as waiting out the default took ten
 // seconds of the package's run.
 func TestConnectionBounds(t *testing.T) {
+	// One authenticator for the servers, as the switches of a process
+	// share one: auth.New makes a bcrypt hash (a second under -race).
+	a := auth.New(auth.NewUsers())
 	t.Run("max concurrent streams", func(t *testing.T) {
-		if got := servicetest.MaxConcurrentStreams(t, dialRaw(t, service.WithInsecure())); got != service.DefaultMaxConcurrentStreams {
+		if got := servicetest.MaxConcurrentStreams(t, dialRaw(t, a, service.WithInsecure())); got != service.DefaultMaxConcurrentStreams {
 			t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d, want %d", got, service.DefaultMaxConcurrentStreams)
 		}
 	})
 	t.Run("max concurrent streams configured", func(t *testing.T) {
-		if got := servicetest.MaxConcurrentStreams(t, dialRaw(t, service.WithInsecure(), service.WithMaxConcurrentStreams(7))); got != 7 {
+		if got := servicetest.MaxConcurrentStreams(t, dialRaw(t, a, service.WithInsecure(), service.WithMaxConcurrentStreams(7))); got != 7 {
 			t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d, want 7 (WithMaxConcurrentStreams)", got)
 		}
 	})
@@ -52,7 +55,7 @@ func TestConnectionBounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn := dialRaw(t, service.WithTLS(tc), service.WithGRPCOptions(grpc.ConnectionTimeout(timeout)))
+		conn := dialRaw(t, a, service.WithTLS(tc), service.WithGRPCOptions(grpc.ConnectionTimeout(timeout)))
 		conn.SetReadDeadline(time.Now().Add(50 * timeout))
 		_, err = conn.Read(make([]byte, 1))
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -75,12 +78,12 @@ func serverConnectionTimeout(t *testing.T, g *grpc.Server) time.Duration {
 	return time.Duration(ct.Int())
 }
 
-// dialRaw serves a target with users over transport (and opts) and returns
-// a TCP connection to it, closed when the test ends, for a client that
-// speaks for itself.
-func dialRaw(t *testing.T, transport service.Option, opts ...service.Option) net.Conn {
+// dialRaw serves a target with users (a) over transport (and opts) and
+// returns a TCP connection to it, closed when the test ends, for a client
+// that speaks for itself.
+func dialRaw(t *testing.T, a *auth.Authenticator, transport service.Option, opts ...service.Option) net.Conn {
 	t.Helper()
-	srv, err := service.New(append([]service.Option{transport, service.WithAuth(auth.New(auth.NewUsers()))}, opts...)...)
+	srv, err := service.New(append([]service.Option{transport, service.WithAuth(a)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
