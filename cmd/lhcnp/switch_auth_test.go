@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -97,9 +98,9 @@ func openStream(ctx context.Context, c gnmi.GNMIClient, user string) error {
 		return err
 	}
 	if err := sc.Send(&gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{
-		Mode: gnmi.SubscriptionList_STREAM, Subscription: []*gnmi.Subscription{{Path: store.MustPath("/lhcnp/global/state/enabled"), Mode: gnmi.SubscriptionMode_ON_CHANGE}}}}}); err != nil {
+		Mode: gnmi.SubscriptionList_STREAM, Subscription: []*gnmi.Subscription{{Path: store.MustPath("/lhcnp/global/state/enabled"), Mode: gnmi.SubscriptionMode_ON_CHANGE}}}}}); err != nil && !errors.Is(err, io.EOF) {
 		return err
-	}
+	} // io.EOF: the server ended the stream; Recv has its status
 	for {
 		resp, err := sc.Recv()
 		if err != nil || resp.GetSyncResponse() {
