@@ -124,11 +124,19 @@ func New(net *netsim.Network, sw *netsim.Switch, cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// apply makes cfg the running configuration. The sweep is armed the
+// first time and re-armed only when its period changes: a configuration
+// that keeps MinAdviceInterval (the same one applied again, or one that
+// changes a policy) keeps the sweeps where they fall, and the simulation
+// as it would be without it.
 func (n *Node) apply(cfg Config) {
+	rearm := n.sweepGen == 0 || cfg.MinAdviceInterval != n.cfg.MinAdviceInterval
 	n.cfg = cfg
 	n.policies = cfg.sorted()
-	n.sweepGen++
-	n.sim.AtFunc(n.sim.Now()+cfg.MinAdviceInterval, n.sweeper(n.sweepGen))
+	if rearm {
+		n.sweepGen++
+		n.sim.AtFunc(n.sim.Now()+cfg.MinAdviceInterval, n.sweeper(n.sweepGen))
+	}
 }
 
 // ApplyConfig validates cfg and, if valid, makes it the running one.

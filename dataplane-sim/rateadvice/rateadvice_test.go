@@ -407,3 +407,47 @@ func TestConfigureReachesReceivers(t *testing.T) {
 		t.Errorf("receiver made not capable: %v, want ErrConfig naming capable", err)
 	}
 }
+
+// TestApplyKeepsSweep: a configuration applied with the sweep's period
+// unchanged (the same one again, or a policy's rate changed and changed
+// back) keeps the sweep where it falls: the engine runs the events it
+// runs with the configuration applied once, or never. A new period
+// re-arms the sweep at it. Every apply re-armed the sweep before, one
+// event more each (this test failed then).
+func TestApplyKeepsSweep(t *testing.T) {
+	cfg := enabled()
+	cfg.Policies = []Policy{{Name: "all", Precedence: 1, RateMbps: 3000}}
+	faster := *cfg
+	faster.MinAdviceInterval = cfg.MinAdviceInterval / 2
+	slower := *cfg
+	slower.Policies = []Policy{{Name: "all", Precedence: 1, RateMbps: 2000}}
+	for _, tc := range []struct {
+		desc        string
+		apply, base []Config // what r and base apply at 1.03 ms
+		extra       bool     // the sweep is re-armed: the events run differ
+	}{
+		{desc: "the same again", apply: []Config{*cfg, *cfg}},
+		{desc: "a policy's rate, back and again", apply: []Config{slower, *cfg, slower}, base: []Config{slower}},
+		{desc: "a faster sweep", apply: []Config{faster}, extra: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			base := newRig(t, rigOpts{cfg: cfg, capable: [2]bool{true, true}})
+			r := newRig(t, rigOpts{cfg: cfg, capable: [2]bool{true, true}})
+			for _, x := range []struct {
+				r     *rig
+				apply []Config
+			}{{base, tc.base}, {r, tc.apply}} {
+				x.r.sim.Run(engine.Millisecond + 30*engine.Microsecond)
+				for _, c := range x.apply {
+					if err := x.r.node.ApplyConfig(c); err != nil {
+						t.Fatal(err)
+					}
+				}
+				x.r.sim.Run(2 * engine.Millisecond)
+			}
+			if got, want := r.sim.Events(), base.sim.Events(); (got != want) != tc.extra {
+				t.Errorf("%d events run, %d with %d configurations applied (re-armed: %v)", got, want, len(tc.base), tc.extra)
+			}
+		})
+	}
+}

@@ -80,19 +80,8 @@ func TestFailedSetChangesNothing(t *testing.T) {
 	for seed := range seeds {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0x5e7))
-			wall := dataplane.WithWallStart(time.Unix(1_700_000_000, 0))
-			first := wholeTree(failedSetPool[0].cfg)
-			every := newRigFrom(t, "testdata/line6.yaml", first, wall)
-			good := newRigFrom(t, "testdata/line6.yaml", first, wall)
+			every, good, compare := twinRigs(t, false)
 			var history []string
-			compare := func(when string, settled bool) bool {
-				t.Helper()
-				if diff := cmp.Diff(observe(t, good, settled), observe(t, every, settled)); diff != "" {
-					t.Errorf("%s, after %s (-without the failed Sets +with them):\n%s", when, strings.Join(history, ", "), diff)
-					return false
-				}
-				return true
-			}
 			for step := range steps {
 				c := failedSetPool[rng.IntN(len(failedSetPool))]
 				fault := ""
@@ -116,18 +105,40 @@ func TestFailedSetChangesNothing(t *testing.T) {
 					}
 					history = append(history, c.desc)
 				}
-				if !compare(fmt.Sprintf("step %d, just after the Set", step), false) {
+				if !compare(t, history, fmt.Sprintf("step %d, just after the Set", step), false) {
 					return
 				}
 				until := engine.Time(step+1) * engine.Millisecond
 				every.run(t, until)
 				good.run(t, until)
-				if !compare(fmt.Sprintf("step %d, at %v", step, until), true) {
+				if !compare(t, history, fmt.Sprintf("step %d, at %v", step, until), true) {
 					return
 				}
 			}
 		})
 	}
+}
+
+// twinRigs serves n1 of the IPv6 line twice, alike, from the first
+// configuration of failedSetPool, with the same wall-clock start: every
+// is to get the Sets that must change nothing, good not. compare reports
+// (as an error, when, after the history of Sets) whether the two show the
+// same (observe).
+func twinRigs(t *testing.T, events bool) (every, good *rig, compare func(t *testing.T, history []string, when string, settled bool) bool) {
+	t.Helper()
+	wall := dataplane.WithWallStart(time.Unix(1_700_000_000, 0))
+	first := wholeTree(failedSetPool[0].cfg)
+	every = newRigFrom(t, "testdata/line6.yaml", first, wall)
+	good = newRigFrom(t, "testdata/line6.yaml", first, wall)
+	compare = func(t *testing.T, history []string, when string, settled bool) bool {
+		t.Helper()
+		if diff := cmp.Diff(observe(t, good, settled, events), observe(t, every, settled, events)); diff != "" {
+			t.Errorf("%s, after %s (-without the Sets that change nothing +with them):\n%s", when, strings.Join(history, ", "), diff)
+			return false
+		}
+		return true
+	}
+	return every, good, compare
 }
 
 // observe is what a rig shows of its switch and network, deterministic
@@ -137,8 +148,10 @@ func TestFailedSetChangesNothing(t *testing.T) {
 // events run, nor those pending just after a Set: a superseded event
 // fires once and does nothing (Rate Advice's sweep, whose function a
 // failed Set created and removed, finds itself stale), which nothing
-// else shows.
-func observe(t *testing.T, r *rig, settled bool) []string {
+// else shows. With events it counts the events run too: a Set that
+// changes nothing that runs schedules nothing, where a timer it re-armed
+// runs once more (TestNoOpSetChangesNothing).
+func observe(t *testing.T, r *rig, settled, events bool) []string {
 	t.Helper()
 	out := strings.Split(stateJSON(t, r), "\n")
 	add := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
@@ -146,6 +159,9 @@ func observe(t *testing.T, r *rig, settled bool) []string {
 		add("engine: now %v", r.sw.Sim.Now())
 		if settled {
 			add("engine: %d events pending", r.sw.Sim.Pending())
+		}
+		if events {
+			add("engine: %d events run", r.sw.Sim.Events())
 		}
 		for _, h := range r.sw.Net.Hosts() {
 			add("host %s: %+v, reserved bits %#x, control %T", h.Name(), h.Stats(), h.ReservedBits(), h.ControlHandler())
