@@ -61,3 +61,30 @@ func (watcher) OnDrop(*netsim.Port, *netsim.Packet, int64)      {}
 // Unregister removes a mechanism RegisterUncreatable registered, before
 // the test ends.
 func Unregister(name string) { delete(registry, name) }
+
+// RegisterUnconfigurable registers, until the test ends, a mechanism
+// beside the node named name, always on, whose function validates every
+// configuration and whose Configure refuses while refuse says so: a Set
+// after the one that created it fails once the mechanisms before it (the
+// modes, then those beside in the kinds' order) were configured, the
+// path where applyMechanisms sets the switch back.
+func RegisterUnconfigurable(t testing.TB, name string, refuse func() bool) {
+	registerBeside(t, name, func(*oc.Lhcnp_Lhcnp) bool { return true }, func(*lhcnp.Node, any) (mechanism.Function, error) {
+		return refuser{watcher: watcher{new(int64)}, name: name, refuse: refuse}, nil
+	})
+}
+
+// refuser is RegisterUnconfigurable's function.
+type refuser struct {
+	watcher
+	name   string
+	refuse func() bool
+}
+
+func (f refuser) Configure(any, lhcnp.Config) error {
+	if f.refuse() {
+		return errors.New(f.name + ": configuration refused")
+	}
+	return nil
+}
+func (f refuser) Observer() netsim.PortObserver { return f }

@@ -56,7 +56,8 @@ var failedSetPool = []struct{ desc, cfg string }{
 
 // TestFailedSetChangesNothing: a Set that fails at apply time, after some
 // mechanisms were set (a mechanism beside the mode that cannot be
-// created, before Rate Advice in the kinds' order or after it), changes
+// created, or one that refuses its configuration, the switch then set
+// back, each before Rate Advice in the kinds' order or after it), changes
 // nothing anyone can observe. Seeded random sequences of the
 // configurations of failedSetPool, some of them failing, go to one
 // switch; the same sequences without the failing Sets go to another,
@@ -67,10 +68,30 @@ var failedSetPool = []struct{ desc, cfg string }{
 // bytes, the capability bits), every switch port's counters and what the
 // served switch's ports report to and its forwarders are.
 func TestFailedSetChangesNothing(t *testing.T) {
-	faults := []string{"fault", "zz-fault"}
+	// A fault is a mechanism beside the mode that cannot be created
+	// (before Rate Advice in the kinds' order, or after it), or one that
+	// exists and refuses its configuration when configured (before or
+	// after Rate Advice): the Set fails after the mechanisms before it
+	// were configured, and the switch is set back.
+	faults := []struct{ name, err string }{
+		{"fault", "fault: cannot be created"},
+		{"zz-fault", "zz-fault: cannot be created"},
+		{"a-refuse", "a-refuse: configuration refused"},
+		{"zz-refuse", "zz-refuse: configuration refused"},
+	}
 	failing := ""
-	for _, name := range faults {
-		dataplane.RegisterUncreatable(t, name, func(*oc.Lhcnp_Lhcnp) bool { return failing == name })
+	for _, f := range faults[:2] {
+		dataplane.RegisterUncreatable(t, f.name, func(*oc.Lhcnp_Lhcnp) bool { return failing == f.name })
+	}
+	for _, f := range faults[2:] {
+		// Once: setting the switch back configures it again.
+		dataplane.RegisterUnconfigurable(t, f.name, func() bool {
+			refuse := failing == f.name
+			if refuse {
+				failing = ""
+			}
+			return refuse
+		})
 	}
 	const steps = 10
 	seeds := uint64(20)
@@ -84,18 +105,20 @@ func TestFailedSetChangesNothing(t *testing.T) {
 			var history []string
 			for step := range steps {
 				c := failedSetPool[rng.IntN(len(failedSetPool))]
-				fault := ""
+				fault := -1
 				if rng.IntN(3) == 0 {
-					fault = faults[rng.IntN(len(faults))]
+					fault = rng.IntN(len(faults))
 				}
-				failing = fault
+				if fault >= 0 {
+					failing = faults[fault].name
+				}
 				err := every.setIETF("/lhcnp", c.cfg, true)
 				failing = ""
-				if fault != "" {
-					if err == nil || !strings.Contains(err.Error(), fault+": cannot be created") {
-						t.Fatalf("step %d: %s with %s: %v, want the fault's error", step, c.desc, fault, err)
+				if fault >= 0 {
+					if err == nil || !strings.Contains(err.Error(), faults[fault].err) {
+						t.Fatalf("step %d: %s with %s: %v, want the fault's error", step, c.desc, faults[fault].name, err)
 					}
-					history = append(history, c.desc+" failing at "+fault)
+					history = append(history, c.desc+" failing at "+faults[fault].name)
 				} else {
 					if err != nil {
 						t.Fatalf("step %d: %s: %v", step, c.desc, err)

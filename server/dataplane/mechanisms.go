@@ -307,12 +307,29 @@ func (b *Binding) createMechanisms(ts []translated, existed map[string]bool) err
 // those ts does not need, and configured holds the names of those that
 // have been configured before (a function beside the mode is created
 // with its configuration and not configured again in the Set that
-// created it). The translation refused the combinations that cannot
-// coexist, so at most one mode is on. The modes that exist are switched
-// off first and the one on last (each sets the node's mode), and the
-// ports' observer is the one on (the node itself for Long-haul CNP); the
-// functions beside go beside it afterwards.
+// created it). The functions beside are configured first: one that
+// refuses its configuration does so before any mode or the node has
+// changed, which setting back would not leave as they were (a role FCN
+// creates on first use stays, with its timer). The translation refused
+// the combinations that cannot coexist, so at most one mode is on. The
+// modes that exist are switched off next and the one on last (each sets
+// the node's mode), and the ports' observer is the one on (the node
+// itself for Long-haul CNP); the functions beside go beside it
+// afterwards.
 func (b *Binding) setMechanisms(ts []translated, lc lhcnp.Config, configured map[string]bool) error {
+	var beside []netsim.PortObserver
+	for _, t := range ts {
+		f := b.funcs[t.kind.name]
+		if !t.kind.beside || f == nil {
+			continue
+		}
+		if configured[t.kind.name] {
+			if err := f.Configure(t.run, lc); err != nil {
+				return err
+			}
+		}
+		beside = append(beside, f.Observer())
+	}
 	modes := 0
 	for _, t := range ts {
 		if f := b.funcs[t.kind.name]; f != nil && !t.kind.beside {
@@ -342,19 +359,6 @@ func (b *Binding) setMechanisms(ts []translated, lc lhcnp.Config, configured map
 	sw.SetObserver(active)
 	// Every function beside goes beside the mode at once: one at a time,
 	// each would replace the one before (mechanism.Beside).
-	var beside []netsim.PortObserver
-	for _, t := range ts {
-		f := b.funcs[t.kind.name]
-		if !t.kind.beside || f == nil {
-			continue
-		}
-		if configured[t.kind.name] {
-			if err := f.Configure(t.run, lc); err != nil {
-				return err
-			}
-		}
-		beside = append(beside, f.Observer())
-	}
 	if len(beside) > 0 {
 		mechanism.Beside(sw, beside...)
 	}
