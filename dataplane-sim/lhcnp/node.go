@@ -202,6 +202,47 @@ func (n *Node) ApplyConfig(cfg Config) error {
 	return nil
 }
 
+// A Checkpoint is what applying a configuration moves in the node and
+// applying the one before again does not put back: each port's count and
+// time of RTT_est updates and its CNP tokens.
+type Checkpoint struct {
+	ports []portCheckpoint
+}
+
+type portCheckpoint struct {
+	rtt, rttUpdateAt engine.Time
+	rttUpdates       int64
+	tokens           int64
+}
+
+// Checkpoint returns the node's Checkpoint now.
+func (n *Node) Checkpoint() Checkpoint {
+	c := Checkpoint{ports: make([]portCheckpoint, len(n.ports))}
+	for i, ps := range n.ports {
+		c.ports[i] = portCheckpoint{rtt: ps.rtt, rttUpdateAt: ps.rttUpdateAt, rttUpdates: ps.rttUpdates, tokens: ps.tokens}
+	}
+	return c
+}
+
+// Restore puts back what c holds, once the configuration that ran when c
+// was taken is applied again at the same instant (a Set that failed after
+// it configured the node, set back): a port whose RTT_est is back to the
+// one then counts the updates it counted then, the last at the same time
+// (the two changes between are none), and has the tokens it had then
+// (those a smaller burst took), within its burst.
+func (n *Node) Restore(c Checkpoint) {
+	for i, ps := range n.ports {
+		if i >= len(c.ports) {
+			break
+		}
+		p := c.ports[i]
+		if ps.rtt == p.rtt {
+			ps.rttUpdates, ps.rttUpdateAt = p.rttUpdates, p.rttUpdateAt
+		}
+		ps.tokens = min(p.tokens, ps.ic.CNPBurst*1e9)
+	}
+}
+
 // portState is the node's view of one egress port.
 type portState struct {
 	pt   *netsim.Port

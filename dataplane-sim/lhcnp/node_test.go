@@ -128,6 +128,51 @@ func TestKMinBelowKMax(t *testing.T) {
 	}
 }
 
+// TestCheckpointRestore: a configuration that changes RTT_est and a
+// smaller CNP burst, then the one before applied again and the node's
+// Checkpoint from before restored (a Set that failed after it configured
+// the node, set back), leave the count and time of RTT_est updates and
+// the CNP tokens as they were; without Restore the two changes count. A
+// port whose RTT_est is not back keeps its count.
+func TestCheckpointRestore(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Enabled, cfg.FormatRoCEv2 = true, true
+	cfg.Interface.RTTEst = 2 * engine.Millisecond
+	l := newLine(t, lineOpts{srcRate: 10e9, cfg1: &cfg, noRP: true})
+	other := cfg
+	other.Interface.RTTEst = 3 * engine.Millisecond
+	other.Interface.CNPBurst = 1
+	apply := func(c Config) {
+		t.Helper()
+		if err := l.node1.ApplyConfig(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := func() PortState { return l.node1.State(false).Ports[l.n1Out.Index()] }
+	l.sim.Run(engine.Millisecond)
+	before, tokens := port(), l.node1.ports[l.n1Out.Index()].tokens
+	cp := l.node1.Checkpoint()
+	apply(other)
+	apply(cfg)
+	if st := port(); st.RTTUpdates != before.RTTUpdates+2 {
+		t.Errorf("without Restore: %d RTT_est updates, want the two changes counted, %d", st.RTTUpdates, before.RTTUpdates+2)
+	}
+	l.node1.Restore(cp)
+	if st := port(); st.RTTUpdates != before.RTTUpdates || st.RTTUpdatedAt != before.RTTUpdatedAt {
+		t.Errorf("restored: %d RTT_est updates, the last at %v; want %d at %v as before", st.RTTUpdates, st.RTTUpdatedAt,
+			before.RTTUpdates, before.RTTUpdatedAt)
+	}
+	if got := l.node1.ports[l.n1Out.Index()].tokens; got != tokens {
+		t.Errorf("restored: %d nano-tokens, want %d as before", got, tokens)
+	}
+	cp = l.node1.Checkpoint()
+	apply(other)
+	l.node1.Restore(cp)
+	if st := port(); st.RTTUpdates != before.RTTUpdates+1 || st.RTTEst != 3*engine.Millisecond {
+		t.Errorf("RTT_est not back: %d updates, RTT_est %v; want %d, 3ms", st.RTTUpdates, st.RTTEst, before.RTTUpdates+1)
+	}
+}
+
 // TestKMaxRecompute checks that K_max follows RTT_est (probed from the
 // link, reported, or configured) and the port rate (§5.3.2: SHOULD
 // recalculate upon RTT_est changes).

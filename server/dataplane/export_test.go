@@ -88,3 +88,39 @@ func (f refuser) Configure(any, lhcnp.Config) error {
 	return nil
 }
 func (f refuser) Observer() netsim.PortObserver { return f }
+
+// RegisterUnconfigurableMode registers, until the test ends, a mode named
+// name that is never on but always created (standing work), whose
+// Configure, switched off as it always is, hands the node lc as a mode
+// switched off does, or refuses while refuse says so: a Set fails once
+// the modes before it in the kinds' order were switched off, the node
+// given the Set's configuration, and the switch is set back.
+func RegisterUnconfigurableMode(t testing.TB, name string, refuse func() bool) {
+	register(mechanismKind{
+		name: name,
+		translate: func(*oc.Lhcnp_Lhcnp, *lhcnp.Config, *Ports) (any, bool, error) {
+			return struct{}{}, false, nil
+		},
+		off: func(cfg any) any { return cfg },
+		create: func(node *lhcnp.Node, _ any) (mechanism.Function, error) {
+			return modeRefuser{refuser: refuser{watcher: watcher{new(int64)}, name: name, refuse: refuse}, node: node}, nil
+		},
+		standing: func(any) bool { return true },
+		state:    func(*oc.Root, any, any, stateEnv) {},
+		idle:     struct{}{},
+	})
+	t.Cleanup(func() { delete(registry, name) })
+}
+
+// modeRefuser is RegisterUnconfigurableMode's function.
+type modeRefuser struct {
+	refuser
+	node *lhcnp.Node
+}
+
+func (f modeRefuser) Configure(cfg any, lc lhcnp.Config) error {
+	if err := f.refuser.Configure(cfg, lc); err != nil {
+		return err
+	}
+	return f.node.SetNotifier(nil, lc)
+}

@@ -224,3 +224,53 @@ func stateJSON(t *testing.T, r *rig) string {
 	}
 	return js
 }
+
+// TestRefusedModeChangesNothing: a Set refused by a mode after the modes
+// before it in the kinds' order were switched off, each handing the node
+// the Set's configuration (RTT_est changed, say), changes nothing once
+// the switch is set back: the node's count and time of RTT_est updates
+// are as before (lhcnp.Node.Checkpoint), as is every other observable
+// (observe). Fast CNP, FCN and the switch CNP exist, off, and every
+// configuration of failedSetPool is refused in turn by zz-mode, which
+// sorts after them. Setting back counted the change and the change back
+// before (this test failed then).
+func TestRefusedModeChangesNothing(t *testing.T) {
+	failing := false
+	dataplane.RegisterUnconfigurableMode(t, "zz-mode", func() bool {
+		refuse := failing
+		failing = false // once: setting back configures it again
+		return refuse
+	})
+	every, good, compare := twinRigs(t, false)
+	byDesc := map[string]string{}
+	for _, c := range failedSetPool {
+		byDesc[c.desc] = c.cfg
+	}
+	history := []string{}
+	for _, desc := range []string{"fast cnp", "ingress pe", "switch cnp", "long-haul quiet"} {
+		for _, r := range []*rig{every, good} {
+			if err := r.setIETF("/lhcnp", byDesc[desc], true); err != nil {
+				t.Fatalf("%s: %v", desc, err)
+			}
+		}
+		history = append(history, desc)
+	}
+	for i, c := range failedSetPool {
+		failing = true
+		err := every.setIETF("/lhcnp", c.cfg, true)
+		failing = false
+		if err == nil || !strings.Contains(err.Error(), "zz-mode: configuration refused") {
+			t.Fatalf("%s with zz-mode refusing: %v, want its error", c.desc, err)
+		}
+		history = append(history, c.desc+" refused by zz-mode")
+		if !compare(t, history, "just after the Set", false) {
+			return
+		}
+		until := engine.Time(i+1) * engine.Millisecond
+		every.run(t, until)
+		good.run(t, until)
+		if !compare(t, history, fmt.Sprintf("at %v", until), true) {
+			return
+		}
+	}
+}

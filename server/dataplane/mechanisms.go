@@ -170,7 +170,9 @@ func translateAll(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) ([]translat
 // When a mechanism refuses its configuration while being configured
 // (Configure, after its Validate accepted it), the switch is set back to
 // the last configuration applied, each mechanism as it was (one never
-// applied, off), and the error returned.
+// applied, off), the node's bookkeeping of the change and the change
+// back undone (lhcnp.Node.Restore: no RTT_est update counted, the CNP
+// tokens as they were), and the error returned.
 func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool) error {
 	for _, t := range ts {
 		if f := b.funcs[t.kind.name]; f != nil {
@@ -183,6 +185,10 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 	for name := range b.funcs {
 		existed[name] = true
 	}
+	// What setting back would not put back as it was: the node's
+	// bookkeeping of its configuration changes (RTT_est updates, CNP
+	// tokens), restored once it runs the configuration before again.
+	cp := b.node.Checkpoint()
 	if err := b.createMechanisms(ts, existed); err != nil {
 		return err
 	}
@@ -233,6 +239,7 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 		return errors.Join(err, fmt.Errorf("setting the switch back as it was: %w", rerr))
 	}
 	remove(false)
+	b.node.Restore(cp)
 	return err
 }
 
