@@ -86,7 +86,11 @@ func trimAt(ctx context.Context, db Beginner, horizon time.Time, what string) er
 	for _, q := range []string{
 		// The horizon first (schema 24): a reader refuses times before
 		// it from now on, and a trim that fails half-way has removed
-		// some rows before it.
+		// some rows before it. Committed on its own, before any row
+		// goes: History reads it again after its rows to learn whether
+		// a pass removed some meanwhile, which holds only if no removal
+		// is visible before its horizon (and on Citus a worker may
+		// commit its part of a transaction before the coordinator).
 		"SELECT lhcnp_record_horizon($1)",
 		"SELECT lhcnp_carry_forward($1)",
 		"SELECT lhcnp_carry_counters($1)",

@@ -125,14 +125,14 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 	default:
 		return status.Error(codes.InvalidArgument, "history: neither snapshot_time nor range is set")
 	}
-	horizon, err := s.retentionHorizon(ctx)
-	if err != nil {
+	what := "range"
+	if snapshot {
+		what = "snapshot"
+	}
+	if err := s.kept(ctx, start, ""); err != nil {
 		return err
 	}
-	if !horizon.IsZero() && start.Before(horizon) {
-		return status.Errorf(codes.OutOfRange, "history: %s is outside the retention: samples are kept from %s on (the retention removed the older ones)",
-			stamp(start), stamp(horizon))
-	}
+	s.between("horizon")
 	enc, err := encoderOf(s.sch, sl.GetEncoding())
 	if err != nil {
 		return err
@@ -158,6 +158,11 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 		if err != nil {
 			return err
 		}
+		// Before any of it goes out: a pass since the horizon was read
+		// may have removed some of these rows.
+		if err := s.kept(ctx, start, what); err != nil {
+			return err
+		}
 		if err := send(rows); err != nil {
 			return err
 		}
@@ -165,7 +170,18 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 	if snapshot {
 		return rpc.Send(syncResponse) // ONCE: the RPC ends here
 	}
+	s.between("tree")
 	if err := s.rangeRows(ctx, set, start, end, send); err != nil {
+		return err
+	}
+	// The range was read in several queries, each seeing what was
+	// committed when it began: a pass that committed since the horizon was
+	// read removed rows of [start, horizon) that some of them may have
+	// missed. Not one snapshot (a REPEATABLE READ transaction) for the
+	// whole response: that would keep its partitions locked while a slow
+	// client reads, and a pass's DROP of a day, then every writer's
+	// INSERT queued behind it, would wait for the client.
+	if err := s.kept(ctx, start, what); err != nil {
 		return err
 	}
 	if err := rpc.Send(syncResponse); err != nil {
@@ -207,6 +223,39 @@ func (s *Server) retentionHorizon(ctx context.Context) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	return h.Time, nil
+}
+
+// kept refuses a start before the retention horizon: OUT_OF_RANGE naming
+// it. read names what was read since the horizon was last checked ("" for
+// the check before any row): when a pass moved the horizon past start
+// meanwhile, the rows read may miss some it removed, so the RPC fails
+// rather than ending in a sync_response that looks complete.
+//
+// Reading the horizon after the rows is enough because a pass's horizon is
+// visible no later than its removals: lhcnp_maintain records it in the
+// transaction that drops the days, migrations.Trim commits it before it
+// deletes.
+func (s *Server) kept(ctx context.Context, start time.Time, read string) error {
+	horizon, err := s.retentionHorizon(ctx)
+	if err != nil {
+		return err
+	}
+	if horizon.IsZero() || !start.Before(horizon) {
+		return nil
+	}
+	if read != "" {
+		return status.Errorf(codes.OutOfRange, "history: a retention pass ran while the %s was read: samples are now kept from %s on, after %s (the %s would miss the rows it removed)",
+			read, stamp(horizon), stamp(start), read)
+	}
+	return status.Errorf(codes.OutOfRange, "history: %s is outside the retention: samples are kept from %s on (the retention removed the older ones)",
+		stamp(start), stamp(horizon))
+}
+
+// between calls the test hook between History's reads (export_test.go).
+func (s *Server) between(stage string) {
+	if s.o.readHook != nil {
+		s.o.readHook(stage)
+	}
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -3,10 +3,12 @@ package northbound_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"google.golang.org/grpc/codes"
@@ -133,29 +135,7 @@ func TestHistoryRetentionHorizon(t *testing.T) {
 			ctx := context.Background()
 			now := time.Now().Truncate(time.Millisecond)
 			const h = time.Hour
-			p := store.MustPath(wanQ0 + "/state/queue-depth")
-			sl, ok := sch.LeafAt(p)
-			if !ok {
-				t.Fatal("queue-depth: not a leaf")
-			}
-			id := rows.SeriesID("sw1", store.PathString(p))
-			if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path) VALUES ($1, 'sw1', $2, $3)`,
-				id, store.PathString(p), sl.SchemaPath); err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range []struct {
-				ago   time.Duration
-				depth int64
-			}{{4 * h, 100}, {150 * time.Minute, 200}, {30 * time.Minute, 300}} {
-				if _, err := pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_int, flags, batch_id) VALUES ($1, $2, $3, 0, 1)`,
-					now.Add(-s.ago), id, s.depth); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := pool.Exec(ctx, `INSERT INTO latest (series_id, ts, v_int, flags) VALUES ($1, $2, 300, 0)`,
-				id, now.Add(-30*time.Minute)); err != nil {
-				t.Fatal(err)
-			}
+			p := storeDepths(t, pool, sch, now, []depthAt{{4 * h, 100}, {150 * time.Minute, 200}, {30 * time.Minute, 300}})
 			// A leaf retention carries to its horizon (lhcnp_carried_leaves),
 			// set 4 h ago and changed 1 h ago.
 			kp := store.MustPath(wanQ0 + "/state/effective-kmax")
@@ -250,4 +230,152 @@ func TestHistoryRetentionHorizon(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHistoryRetentionDuringRead: a retention pass that commits while a
+// History answer is read (after the horizon was checked, between the
+// queries of the rows) must not leave the client with a complete-looking
+// answer missing the rows it removed: the RPC fails OUT_OF_RANGE naming the
+// new horizon. On one node and on Citus, for a trim (the lab's retention,
+// to an instant) and a maintenance pass (whole days). A pass whose horizon
+// stays before the start changes nothing the answer holds: served whole.
+//
+// A queue depth of 100 three days ago, 250 two and a half days ago, 300
+// half an hour ago; a range from 70 h ago, whose starting tree is 100 and
+// whose changes are 250 and 300, and a snapshot 65 h ago (100). Before the
+// fix the range came back [100 300] and the snapshot empty, each with its
+// sync_response and no error (this test failed).
+func TestHistoryRetentionDuringRead(t *testing.T) {
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const h = time.Hour
+	now := time.Now().Truncate(time.Millisecond)
+	start := now.Add(-70 * h)
+	trim := func(to time.Time) func(context.Context, *pgxpool.Pool) error {
+		return func(ctx context.Context, pool *pgxpool.Pool) error { return migrations.TrimAt(ctx, pool, to) }
+	}
+	maintain := func(ctx context.Context, pool *pgxpool.Pool) error {
+		if err := migrations.SetRetention(ctx, pool, 24*h); err != nil {
+			return err
+		}
+		return migrations.Maintain(ctx, pool)
+	}
+	range70h := &gnmi_ext.History{Request: &gnmi_ext.History_Range{Range: &gnmi_ext.TimeRange{
+		Start: start.UnixNano(), End: now.Add(-time.Minute).UnixNano()}}}
+	snapshot65h := &gnmi_ext.History{Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: now.Add(-65 * h).UnixNano()}}
+	for _, tt := range []struct {
+		desc  string
+		stage string // when the pass runs (WithReadHook)
+		pass  func(context.Context, *pgxpool.Pool) error
+		hist  *gnmi_ext.History
+		want  []uint64 // nil: OUT_OF_RANGE
+	}{
+		{desc: "range, a trim an hour ago after its tree", stage: "tree", pass: trim(now.Add(-h)), hist: range70h},
+		{desc: "range, a day's retention after its tree", stage: "tree", pass: maintain, hist: range70h},
+		{desc: "snapshot, a trim an hour ago before its rows", stage: "horizon", pass: trim(now.Add(-h)), hist: snapshot65h},
+		{desc: "range, a trim before its start after its tree", stage: "tree", pass: trim(start.Add(-h)), hist: range70h,
+			want: []uint64{100, 250, 300}},
+	} {
+		for _, citus := range []bool{false, true} {
+			desc := tt.desc + ", one node"
+			if citus {
+				desc = tt.desc + ", citus"
+			}
+			t.Run(desc, func(t *testing.T) {
+				ctx := context.Background()
+				var pool *pgxpool.Pool
+				if citus {
+					pool, _ = pgtest.NewCitus(t)
+				} else {
+					pool, _ = pgtest.New(t)
+				}
+				p := storeDepths(t, pool, sch, now, []depthAt{{72 * h, 100}, {60 * h, 250}, {30 * time.Minute, 300}})
+				var ran atomic.Bool // the hook runs in the server's goroutine
+				hook := northbound.WithReadHook(func(stage string) {
+					if stage != tt.stage || !ran.CompareAndSwap(false, true) {
+						return
+					}
+					if err := tt.pass(ctx, pool); err != nil {
+						t.Errorf("the retention pass: %v", err)
+					}
+				})
+				c := gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool), hook)))
+				mode := gnmi.SubscriptionList_STREAM
+				if tt.hist.GetSnapshotTime() != 0 {
+					mode = gnmi.SubscriptionList_ONCE
+				}
+				ns, err := tryHistory(c, &gnmi.SubscribeRequest{
+					Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{Mode: mode,
+						Prefix: &gnmi.Path{Target: "sw1"}, Encoding: gnmi.Encoding_PROTO,
+						Subscription: []*gnmi.Subscription{{Path: p}}}},
+					Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: tt.hist}}},
+				})
+				if !ran.Load() {
+					t.Fatalf("the hook's stage %q never came", tt.stage)
+				}
+				var got []uint64
+				for _, n := range ns {
+					for _, u := range n.GetUpdate() {
+						got = append(got, u.GetVal().GetUintVal())
+					}
+				}
+				if tt.want != nil {
+					if diff := cmp.Diff(tt.want, got); err != nil || diff != "" {
+						t.Errorf("%v, (-want +got):\n%s", err, diff)
+					}
+					return
+				}
+				var horizon time.Time
+				if err := pool.QueryRow(ctx, `SELECT horizon FROM lhcnp_partitioning WHERE parent = 'public.samples'`).Scan(&horizon); err != nil {
+					t.Fatal(err)
+				}
+				what := "range"
+				if mode == gnmi.SubscriptionList_ONCE {
+					what = "snapshot"
+				}
+				msg := "a retention pass ran while the " + what + " was read: samples are now kept from " +
+					horizon.UTC().Format(time.RFC3339Nano) + " on"
+				if status.Code(err) != codes.OutOfRange || !strings.Contains(err.Error(), msg) {
+					t.Errorf("got %v and %v, want OUT_OF_RANGE saying %q", got, err, msg)
+				}
+			})
+		}
+	}
+}
+
+// depthAt is a queue depth stored ago before now.
+type depthAt struct {
+	ago   time.Duration
+	depth int64
+}
+
+// storeDepths stores sw1's wan queue 0 depths, the last one as latest too,
+// and returns the leaf's path.
+func storeDepths(t *testing.T, pool *pgxpool.Pool, sch *schema.Schema, now time.Time, depths []depthAt) *gnmi.Path {
+	t.Helper()
+	ctx := context.Background()
+	p := store.MustPath(wanQ0 + "/state/queue-depth")
+	sl, ok := sch.LeafAt(p)
+	if !ok {
+		t.Fatal("queue-depth: not a leaf")
+	}
+	id := rows.SeriesID("sw1", store.PathString(p))
+	if _, err := pool.Exec(ctx, `INSERT INTO series (id, target, path, schema_path) VALUES ($1, 'sw1', $2, $3)`,
+		id, store.PathString(p), sl.SchemaPath); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range depths {
+		if _, err := pool.Exec(ctx, `INSERT INTO samples (ts, series_id, v_int, flags, batch_id) VALUES ($1, $2, $3, 0, 1)`,
+			now.Add(-d.ago), id, d.depth); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := depths[len(depths)-1]
+	if _, err := pool.Exec(ctx, `INSERT INTO latest (series_id, ts, v_int, flags) VALUES ($1, $2, $3, 0)`,
+		id, now.Add(-last.ago), last.depth); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -53,6 +53,9 @@ type options struct {
 	log     *slog.Logger
 	subOpts []subscribe.Option
 	m       *Metrics
+	// readHook, if set, runs between History's reads (tests only:
+	// export_test.go's WithReadHook).
+	readHook func(stage string)
 }
 
 // Option configures a Server.
