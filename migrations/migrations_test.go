@@ -93,9 +93,16 @@ var managers = []string{"pg_partman", "lhcnp"}
 // constraints and partitions are compared, not only object names. All the
 // way down leaves the empty database's catalogue; with each partition
 // manager.
+//
+// The managers' walks, each in its own database, run at once (and beside
+// TestUpDownStatusCitus): about 75 pg_dumps each, the test's time, which
+// are mostly round trips between pg_dump and the server, so two walks take
+// little more than one.
 func TestUpDownStatus(t *testing.T) {
+	t.Parallel()
 	for _, manager := range managers {
 		t.Run(manager, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			dsn := emptyDB(t)
 			conn := connect(t, dsn)
@@ -147,6 +154,7 @@ func TestUpDownStatus(t *testing.T) {
 			}
 			fullDump := schemaDump(t, dsn)
 
+			var back []string // the catalogue at n after the walk up and down
 			for n := latest - 1; n >= 0; n-- {
 				if err := migrations.To(ctx, conn, n, opt); err != nil {
 					t.Fatal(err)
@@ -164,11 +172,13 @@ func TestUpDownStatus(t *testing.T) {
 				if err := migrations.To(ctx, conn, n, opt); err != nil {
 					t.Fatal(err)
 				}
-				if d := cmp.Diff(atN, schemaDump(t, dsn)); d != "" {
+				back = schemaDump(t, dsn)
+				if d := cmp.Diff(atN, back); d != "" {
 					t.Errorf("at %d, up to %d and down again: the catalogue differs (-before +after):\n%s", n, latest, d)
 				}
 			}
-			if d := cmp.Diff(empty, schemaDump(t, dsn)); d != "" {
+			// At 0 now: the last dump is the catalogue all the way down.
+			if d := cmp.Diff(empty, back); d != "" {
 				t.Errorf("all the way down left the catalogue changed (-empty database +after):\n%s", d)
 			}
 			if err := migrations.Up(ctx, conn, opt); err != nil {
@@ -192,6 +202,7 @@ func TestUpDownStatus(t *testing.T) {
 // or the fallback, with the carry-forward of 008) runs on the distributed
 // samples.
 func TestUpDownStatusCitus(t *testing.T) {
+	t.Parallel()
 	plain := map[string][]string{}
 	for _, manager := range managers {
 		conn := connect(t, emptyDB(t))
@@ -202,6 +213,7 @@ func TestUpDownStatusCitus(t *testing.T) {
 	}
 	for _, manager := range managers {
 		t.Run(manager, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			dsn := pgtest.EmptyCitus(t)
 			conn := connect(t, dsn)
