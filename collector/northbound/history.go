@@ -143,6 +143,7 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 	}
 	origin := sl.GetPrefix().GetOrigin()
 	send := func(rows []row) error {
+		s.between("send")
 		if err := sendRows(rpc, rows, enc, origin); err != nil {
 			return err
 		}
@@ -460,6 +461,7 @@ func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.T
 		buf = buf[:0]
 		return err
 	}
+	var chunk []row
 	for from := start; from.Before(end); {
 		to := from.Add(rangeChunk)
 		if to.After(end) {
@@ -470,10 +472,21 @@ func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.T
 		if err != nil {
 			return status.Errorf(codes.Unavailable, "history: reading samples: %v", err)
 		}
+		// The chunk is read whole before any of it is sent: a query
+		// left open while a slow client reads holds its partitions
+		// (AccessShare), so a retention pass's DROP of a day, and every
+		// writer's INSERT queued behind it, would wait for the client.
+		chunk = chunk[:0]
 		err = scanRows(rs, set, func(r row) error {
-			if r.carried {
-				return nil // not a change: a snapshot reads it as the value at the horizon
+			if !r.carried { // a carried row is not a change: a snapshot reads it as the value at the horizon
+				chunk = append(chunk, r)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range chunk {
 			// Flush only between timestamps, so a notification is never split.
 			if len(buf) >= rangeBatch && !buf[len(buf)-1].ts.Equal(r.ts) {
 				if err := flush(); err != nil {
@@ -481,10 +494,6 @@ func (s *Server) rangeRows(ctx context.Context, set seriesSet, start, end time.T
 				}
 			}
 			buf = append(buf, r)
-			return nil
-		})
-		if err != nil {
-			return err
 		}
 		from = to
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
@@ -378,4 +379,73 @@ func storeDepths(t *testing.T, pool *pgxpool.Pool, sch *schema.Schema, now time.
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestHistoryRangeSendsWithNoQueryOpen: while History sends a range's rows
+// (to a client that may be slow), it holds no query open, so a retention
+// pass can take the lock a DROP of a day needs (ACCESS EXCLUSIVE on
+// samples) at once; one waiting would queue every writer's INSERT behind
+// it, for as long as the client takes. 300000 changes in the range's first
+// minute, more than PostgreSQL can push into the socket ahead of the reader
+// (a query holds its locks until its last row is sent): before the fix the
+// batches went out from inside the chunk's query, and the lock timed out
+// (this test failed).
+func TestHistoryRangeSendsWithNoQueryOpen(t *testing.T) {
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, _ := pgtest.New(t)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	start := now.Add(-time.Hour)
+	p := storeDepths(t, pool, sch, now, []depthAt{{2 * time.Hour, 1}})
+	id := rows.SeriesID("sw1", store.PathString(p))
+	const n = 300_000
+	changes := make([][]any, 0, n)
+	for k := range n {
+		changes = append(changes, []any{start.Add(time.Duration(k) * 150 * time.Microsecond), id, int64(k), int16(0), int64(1)})
+	}
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"samples"}, []string{"ts", "series_id", "v_int", "flags", "batch_id"},
+		pgx.CopyFromRows(changes)); err != nil {
+		t.Fatal(err)
+	}
+	var sends atomic.Int64
+	var waited atomic.Bool // once is enough: each wait is the lock timeout
+	hook := northbound.WithReadHook(func(stage string) {
+		if stage != "send" {
+			return
+		}
+		if sends.Add(1); waited.Load() {
+			return
+		}
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := tx.Exec(ctx, `LOCK TABLE samples IN ACCESS EXCLUSIVE MODE`); err != nil {
+			waited.Store(true)
+			t.Errorf("send %d: a retention pass's lock on samples waited for the History client: %v", sends.Load(), err)
+		}
+	})
+	c := gnmiClient(t, serveNorthbound(t, northbound.New(sch, northbound.WithHistory(pool), hook)))
+	ns, err := tryHistory(c, &gnmi.SubscribeRequest{
+		Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_STREAM,
+			Prefix: &gnmi.Path{Target: "sw1"}, Encoding: gnmi.Encoding_PROTO, UpdatesOnly: true,
+			Subscription: []*gnmi.Subscription{{Path: p}}}},
+		Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{Request: &gnmi_ext.History_Range{
+			Range: &gnmi_ext.TimeRange{Start: start.UnixNano(), End: now.UnixNano()}}}}}},
+	})
+	if err != nil || len(ns) != n {
+		t.Errorf("range: %d notifications, %v; want %d", len(ns), err, n)
+	}
+	if got := sends.Load(); got < 2 {
+		t.Errorf("%d batches sent, want the range's first minute in two at least", got)
+	}
 }
