@@ -21,8 +21,11 @@ import (
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 )
 
-// staleSeries is how many series the batches of the stale tests carry.
-const staleSeries = 5
+// staleSeries is how many series the batches of the stale tests carry: on
+// Citus (8 shards on two workers) sw1's series fall on both workers, so a
+// merge is a transaction across them (a two-phase commit; with 5 series
+// they were all on one).
+const staleSeries = 8
 
 // staleBatch is a batch of target sw1 formed by collector at epoch: every
 // series has a sample at each step (ms after base, the value the step),
@@ -575,7 +578,9 @@ func holdLedger(t *testing.T, pool *pgxpool.Pool, citus bool, b *rows.Batch) pgx
 // Each case again with the merge's COMMIT cut after it ran, its
 // answer lost: the retry finds the batch in the ledger and counts what the
 // merge did, the same (commitMerge); on the code before it, a replay, its
-// merged rows and dead letters counted nowhere.
+// merged rows and dead letters counted nowhere. On Citus the merge spans
+// both workers (sw1's series are on both, the test checks it): its COMMIT
+// is a two-phase commit, its answer lost the same way.
 func TestStaleRefusedRow(t *testing.T) {
 	const n = staleSeries
 	// bad makes the sample of series 0 at step of b refused (a NUL in text).
@@ -665,9 +670,15 @@ func TestStaleRefusedRow(t *testing.T) {
 						}
 					}
 					refusedFile := filepath.Join(t.TempDir(), "dead_letters.jsonl")
-					// Lost: the merge's COMMIT (the zombie's first) commits, its
-					// answer lost; the retry finds the batch in the ledger.
-					cut := &cutter{match: func(data pgx.TraceQueryStartData) bool { return strings.HasPrefix(data.SQL, "commit") }}
+					// Lost: the merge's COMMIT (the first after its lease
+					// row's lock: on Citus a refused series' transaction
+					// commits before the merge) commits, its answer lost;
+					// the retry finds the batch in the ledger.
+					merging := false
+					cut := &cutter{match: func(data pgx.TraceQueryStartData) bool {
+						merging = merging || strings.HasSuffix(data.SQL, "FOR NO KEY UPDATE")
+						return merging && strings.HasPrefix(data.SQL, "commit")
+					}}
 					if lost {
 						cut.at = map[int]cutAt{1: afterCommit}
 					}
@@ -678,6 +689,21 @@ func TestStaleRefusedRow(t *testing.T) {
 						t.Fatalf("%d connections cut, want %d", got, want)
 					}
 
+					if db.name == "citus" {
+						// The merge wrote a ledger row on the shard of each
+						// series and the event on sw1's shard of events:
+						// its transaction spans the workers, and its COMMIT
+						// is Citus's two-phase commit.
+						var ids []int64
+						for _, sr := range sb.Series {
+							ids = append(ids, sr.ID)
+						}
+						if n := count(t, pool, `SELECT count(DISTINCT (nodename, nodeport)) FROM pg_dist_shard_placement
+							WHERE shardid IN (SELECT get_shard_id_for_distribution_column('public.samples', id) FROM unnest($1::bigint[]) id
+							  UNION SELECT get_shard_id_for_distribution_column('public.events', 'sw1'::text))`, ids); n < 2 {
+							t.Fatalf("the stale batch's shards on %d nodes, want the merge to span 2", n)
+						}
+					}
 					got, twice := storedSteps(t, pool)
 					delete(got, 0) // the refused samples' v_int, none stored
 					if diff := cmp.Diff(tt.steps, got); diff != "" || twice {
