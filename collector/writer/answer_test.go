@@ -26,6 +26,11 @@ import (
 // writer (a replay after a crash), they are replayed. On the old code one
 // node counted every such batch as replayed, its rows nowhere (and its
 // event met twice not as a conflict), and so did Citus a group's shard.
+// Each case again with the writer stopped once the answer is lost (its
+// ctx ended: the drain's time up), the batches requeued, then run again:
+// the second Run's retry counts them the same; before writeGroup kept the
+// tries of the requeued batches, it counted them replayed, their rows
+// nowhere (Citus the parts the cut COMMIT stored).
 func TestCommitAnswerLost(t *testing.T) {
 	for _, db := range bothDBs {
 		for _, tt := range []struct {
@@ -42,101 +47,114 @@ func TestCommitAnswerLost(t *testing.T) {
 			{"a batch with refused rows", 0, true, false, false},
 			{"a batch alone, its lease moved before the retry", 0, false, false, true},
 		} {
-			t.Run(db.name+"/"+tt.desc, func(t *testing.T) {
-				if tt.moved && db.name == "citus" {
-					t.Skip("on Citus a batch is several parts: those after the cut are merged (TestCitusStaleEventsCut)")
+			for _, stopped := range []bool{false, true} {
+				name := db.name + "/" + tt.desc
+				if stopped {
+					name += ", the writer stopped before the retry"
 				}
-				ctx := context.Background()
-				check, dsn := db.new(t)
-				cut := &cutter{batch: commitPipeline, at: map[int]cutAt{1: afterCommit}}
-				bs := citusWorkload(31)
-				var opts []writer.Option
-				if tt.moved {
-					// The retry finds the batch stale, and merges it
-					// (storeStale): the ledger holds it.
-					bs = bs[:1]
-					opts = append(opts, writer.WithFencing(true))
-					if _, err := check.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ($1, 'c', 1, now() + interval '1 hour')`, bs[0].Target); err != nil {
-						t.Fatal(err)
+				t.Run(name, func(t *testing.T) {
+					if tt.moved && db.name == "citus" {
+						t.Skip("on Citus a batch is several parts: those after the cut are merged (TestCitusStaleEventsCut)")
 					}
-					// The lease row is held FOR SHARE by the transaction
-					// cut: the move waits for it to commit, and the
-					// retry's BEGIN for the move.
-					moved := make(chan struct{})
-					cut.onFault = func() {
-						go func() {
-							defer close(moved)
-							if _, err := check.Exec(ctx, `UPDATE leases SET owner = 'b', epoch = 2 WHERE target = $1`, bs[0].Target); err != nil {
-								t.Error(err)
-							}
-						}()
-					}
-					cut.batch = func(b *pgx.Batch) bool {
-						if b.QueuedQueries[0].SQL == "BEGIN" && cut.faults() == 1 {
-							<-moved
+					ctx := context.Background()
+					check, dsn := db.new(t)
+					cut := &cutter{batch: commitPipeline, at: map[int]cutAt{1: afterCommit}}
+					bs := citusWorkload(31)
+					var opts []writer.Option
+					if tt.moved {
+						// The retry finds the batch stale, and merges it
+						// (storeStale): the ledger holds it.
+						bs = bs[:1]
+						opts = append(opts, writer.WithFencing(true))
+						if _, err := check.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ($1, 'c', 1, now() + interval '1 hour')`, bs[0].Target); err != nil {
+							t.Fatal(err)
 						}
-						return commitPipeline(b)
-					}
-				}
-				var conflicts, dead float64
-				if tt.twice {
-					// Met twice in the first group; a batch at a time, the
-					// cut is the second one's (its first part's on Citus).
-					id := metTwice(t, bs).ID
-					conflicts = 1
-					if tt.groupRows == 0 {
+						// The lease row is held FOR SHARE by the transaction
+						// cut: the move waits for it to commit, and the
+						// retry's BEGIN for the move.
+						moved := make(chan struct{})
+						cut.onFault = func() {
+							go func() {
+								defer close(moved)
+								if _, err := check.Exec(ctx, `UPDATE leases SET owner = 'b', epoch = 2 WHERE target = $1`, bs[0].Target); err != nil {
+									t.Error(err)
+								}
+							}()
+						}
 						cut.batch = func(b *pgx.Batch) bool {
-							return commitPipeline(b) && slices.ContainsFunc(b.QueuedQueries, func(q *pgx.QueuedQuery) bool {
-								return slices.Contains(q.Arguments, any(id))
-							})
+							if b.QueuedQueries[0].SQL == "BEGIN" && cut.faults() == 1 {
+								<-moved
+							}
+							return commitPipeline(b)
 						}
 					}
-				}
-				if tt.bad {
-					// Its COMMIT is the first commit statement: on one
-					// node storeSafe's, on Citus storePartSafe's.
-					bs = bs[:1]
-					bs[0] = badBatch()
-					cut.batch = nil
-					cut.match = func(data pgx.TraceQueryStartData) bool { return strings.HasPrefix(data.SQL, "commit") }
-					dead = 3
-				}
-				m := storeBacklog(t, cut.pool(t, dsn), tt.groupRows, bs, opts...)
-				if got := cut.faults(); got != 1 {
-					t.Fatalf("%d connections cut, want 1", got)
-				}
-				if tt.bad {
-					badBatchStored(t, check, bs[0])
-				} else {
-					storedOnce(t, check, bs)
-				}
-				writtenOnce(t, check, m)
-				for _, c := range []struct {
-					desc      string
-					got, want float64
-				}{
-					{"event_conflicts_total", testutil.ToFloat64(m.EventConflicts), conflicts},
-					{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), dead},
-					{"batches_total{outcome=replayed}", testutil.ToFloat64(m.Batches.WithLabelValues("replayed")), 0},
-					{"batches_total{outcome=stored} + {outcome=partial}",
-						testutil.ToFloat64(m.Batches.WithLabelValues("stored")) + testutil.ToFloat64(m.Batches.WithLabelValues("partial")), float64(len(bs))},
-				} {
-					if c.got != c.want {
-						t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+					var conflicts, dead float64
+					if tt.twice {
+						// Met twice in the first group; a batch at a time, the
+						// cut is the second one's (its first part's on Citus).
+						id := metTwice(t, bs).ID
+						conflicts = 1
+						if tt.groupRows == 0 {
+							cut.batch = func(b *pgx.Batch) bool {
+								return commitPipeline(b) && slices.ContainsFunc(b.QueuedQueries, func(q *pgx.QueuedQuery) bool {
+									return slices.Contains(q.Arguments, any(id))
+								})
+							}
+						}
 					}
-				}
-				// Another process replays them (a crash before the spill
-				// heard they were stored): replays, nothing counted.
-				m = storeBacklog(t, check, tt.groupRows, bs)
-				if got := testutil.ToFloat64(m.Batches.WithLabelValues("replayed")); got != float64(len(bs)) {
-					t.Errorf("replayed by another writer: batches_total{outcome=replayed} = %v, want %d", got, len(bs))
-				}
-				for _, table := range []string{"samples", "events"} {
-					if got := testutil.ToFloat64(m.RowsWritten.WithLabelValues(table)); got != 0 {
-						t.Errorf("replayed by another writer: rows_written_total{table=%s} = %v, want 0", table, got)
+					if tt.bad {
+						// Its COMMIT is the first commit statement: on one
+						// node storeSafe's, on Citus storePartSafe's.
+						bs = bs[:1]
+						bs[0] = badBatch()
+						cut.batch = nil
+						cut.match = func(data pgx.TraceQueryStartData) bool { return strings.HasPrefix(data.SQL, "commit") }
+						dead = 3
 					}
-				}
-			})
+					var arm func(stop func())
+					if stopped {
+						// The writer's ctx ends once the COMMIT's answer is
+						// lost: it stores nothing more in that Run, and runs
+						// again (writeGroup requeued the batches).
+						arm = func(stop func()) { cut.onCut = stop }
+					}
+					m := storeBacklogStopped(t, cut.pool(t, dsn), tt.groupRows, bs, arm, opts...)
+					if got := cut.faults(); got != 1 {
+						t.Fatalf("%d connections cut, want 1", got)
+					}
+					if tt.bad {
+						badBatchStored(t, check, bs[0])
+					} else {
+						storedOnce(t, check, bs)
+					}
+					writtenOnce(t, check, m)
+					for _, c := range []struct {
+						desc      string
+						got, want float64
+					}{
+						{"event_conflicts_total", testutil.ToFloat64(m.EventConflicts), conflicts},
+						{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), dead},
+						{"batches_total{outcome=replayed}", testutil.ToFloat64(m.Batches.WithLabelValues("replayed")), 0},
+						{"batches_total{outcome=stored} + {outcome=partial}",
+							testutil.ToFloat64(m.Batches.WithLabelValues("stored")) + testutil.ToFloat64(m.Batches.WithLabelValues("partial")), float64(len(bs))},
+					} {
+						if c.got != c.want {
+							t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+						}
+					}
+					// Another process replays them (a crash before the spill
+					// heard they were stored): replays, nothing counted.
+					m = storeBacklog(t, check, tt.groupRows, bs)
+					if got := testutil.ToFloat64(m.Batches.WithLabelValues("replayed")); got != float64(len(bs)) {
+						t.Errorf("replayed by another writer: batches_total{outcome=replayed} = %v, want %d", got, len(bs))
+					}
+					for _, table := range []string{"samples", "events"} {
+						if got := testutil.ToFloat64(m.RowsWritten.WithLabelValues(table)); got != 0 {
+							t.Errorf("replayed by another writer: rows_written_total{table=%s} = %v, want 0", table, got)
+						}
+					}
+				})
+			}
 		}
 	}
 }

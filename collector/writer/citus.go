@@ -95,13 +95,14 @@ type deadKey struct {
 	row   string
 }
 
-// endGroup forgets what the group committed (writeGroup is done with it).
-func (c *citusState) endGroup() {
-	clear(c.groupParts)
-	clear(c.groupEvents)
-	clear(c.eventsTried)
-	clear(c.tried)
-	clear(c.deadTried)
+// endGroup forgets what the group committed (writeGroup is done with it)
+// of the batches drop takes (all but those carried: forgetGroup).
+func (c *citusState) endGroup(drop func(batch int64) bool) {
+	maps.DeleteFunc(c.groupParts, func(k partKey, _ bool) bool { return drop(k.batch) })
+	maps.DeleteFunc(c.groupEvents, func(id int64, _ bool) bool { return drop(id) })
+	maps.DeleteFunc(c.eventsTried, func(id int64, _ int) bool { return drop(id) })
+	maps.DeleteFunc(c.tried, func(k partKey, _ partTry) bool { return drop(k.batch) })
+	maps.DeleteFunc(c.deadTried, func(k deadKey, _ bool) bool { return drop(k.batch) })
 }
 
 // inDoubt reports whether a statement or COMMIT that failed with err may

@@ -776,6 +776,17 @@ func TestCitusDeadLettersAnswerLost(t *testing.T) {
 // groups of groupRows rows), into pool, and returns the writer's metrics.
 func storeBacklog(t *testing.T, pool *pgxpool.Pool, groupRows int, bs []*rows.Batch, opts ...writer.Option) *collectormetrics.Metrics {
 	t.Helper()
+	return storeBacklogStopped(t, pool, groupRows, bs, nil, opts...)
+}
+
+// storeBacklogStopped is storeBacklog whose writer's first Run is stopped
+// by the test: arm is handed the function that ends that Run's ctx (as a
+// drain whose time is up), and the test calls it where the writer must
+// stop. What the writer had not stored is requeued (into the spill), and
+// a second Run of the same writer stores it. With arm nil, one Run.
+func storeBacklogStopped(t *testing.T, pool *pgxpool.Pool, groupRows int, bs []*rows.Batch, arm func(stop func()),
+	opts ...writer.Option) *collectormetrics.Metrics {
+	t.Helper()
 	sp, err := spill.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -785,16 +796,28 @@ func storeBacklog(t *testing.T, pool *pgxpool.Pool, groupRows int, bs []*rows.Ba
 		writer.WithRetryMax(100 * time.Millisecond), writer.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil)))}, opts...)
 	w := writer.New(pool, sp, opts...)
 	enqueue(t, w, bs)
+	w.Close()
 	// A deadline, not a timed assertion: a writer retrying a batch for
 	// ever fails the test instead of hanging it.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	done := make(chan error)
-	go func() { done <- w.Run(ctx) }()
-	w.Close()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	run := func(ctx context.Context) {
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
+	if arm != nil {
+		first, stop := context.WithCancel(ctx)
+		defer stop()
+		arm(stop)
+		run(first)
+		if first.Err() == nil || sp.Pending() == 0 {
+			t.Fatalf("the first run stopped: %v, with %d batches requeued; want stopped, some requeued", first.Err() != nil, sp.Pending())
+		}
+	}
+	run(ctx)
 	if ctx.Err() != nil {
 		t.Fatalf("the backlog not stored in 2 minutes: %d batches pending", sp.Pending())
 	}

@@ -38,6 +38,11 @@ type cutter struct {
 	// onFault, if set, runs before each fault, on the writer's goroutine:
 	// what the test makes happen at that point (the lease moved).
 	onFault func()
+	// onCut, if set, runs once a connection cut afterCommit dropped the
+	// answer of what committed, before the client reads the error, on the
+	// writer's goroutine: what the test makes happen then (the writer's
+	// ctx ends).
+	onCut func()
 
 	mu    sync.Mutex
 	seen  int // statements match took
@@ -133,6 +138,7 @@ func (c *cutter) take(conn *pgx.Conn) {
 		cc.Conn.Close()
 	case afterCommit:
 		cc.scan = msgScan{}
+		cc.onCut = c.onCut
 		cc.armed.Store(true)
 	}
 }
@@ -146,6 +152,7 @@ type cutConn struct {
 	net.Conn
 	armed atomic.Bool // set by the tracer; read by pgx's reader
 	scan  msgScan
+	onCut func() // the cutter's, set before armed
 }
 
 func (c *cutConn) Read(p []byte) (int, error) {
@@ -166,6 +173,9 @@ func (c *cutConn) Read(p []byte) (int, error) {
 	}
 	c.armed.Store(false)
 	c.Conn.Close()
+	if c.onCut != nil {
+		c.onCut()
+	}
 	return 0, errAnswerLost
 }
 

@@ -578,9 +578,11 @@ func holdLedger(t *testing.T, pool *pgxpool.Pool, citus bool, b *rows.Batch) pgx
 // Each case again with the merge's COMMIT cut after it ran, its
 // answer lost: the retry finds the batch in the ledger and counts what the
 // merge did, the same (commitMerge); on the code before it, a replay, its
-// merged rows and dead letters counted nowhere. On Citus the merge spans
-// both workers (sw1's series are on both, the test checks it): its COMMIT
-// is a two-phase commit, its answer lost the same way.
+// merged rows and dead letters counted nowhere. And with the writer
+// stopped once that answer is lost (the batch requeued), its retry by the
+// next Run counts the same; before writeGroup carried the requeued batch's
+// try, a replay (on Citus, before writeRetrying went to the merge first,
+// too: storeCitus found every part in the ledger).
 func TestStaleRefusedRow(t *testing.T) {
 	const n = staleSeries
 	// bad makes the sample of series 0 at step of b refused (a NUL in text).
@@ -625,11 +627,14 @@ func TestStaleRefusedRow(t *testing.T) {
 			staleCounts{Merged: n - 1, MergedEvents: 1, Duplicates: n, Refused: n}, "partial", 1, 0, n - 1, true},
 	} {
 		for _, db := range bothDBs {
-			for _, lost := range []bool{false, true} {
-				name := db.name + "/" + tt.desc
-				if lost {
-					name += ", the merge's COMMIT answer lost"
-				}
+			for _, fault := range []struct {
+				lost, stopped bool
+				regained      bool // the lease back with a, at epoch 3, before the stale batch is written
+				name          string
+			}{{false, false, false, ""}, {true, false, false, ", the merge's COMMIT answer lost"},
+				{true, true, false, ", the merge's COMMIT answer lost, the writer stopped before the retry"},
+				{true, true, true, ", the merge's COMMIT answer lost, the writer stopped before the retry, the lease back with it"}} {
+				lost, name := fault.lost, db.name+"/"+tt.desc+fault.name
 				t.Run(name, func(t *testing.T) {
 					ctx := context.Background()
 					pool, dsn := db.new(t)
@@ -650,6 +655,14 @@ func TestStaleRefusedRow(t *testing.T) {
 					enqueue(t, owner, []*rows.Batch{ob})
 					stopOwner()
 
+					if fault.regained {
+						// a's fencing check then reads an epoch, not none
+						// (on Citus after the part's ledger row: its
+						// conflict came first).
+						if _, err := pool.Exec(ctx, `UPDATE leases SET owner = 'a', epoch = 3 WHERE target = 'sw1'`); err != nil {
+							t.Fatal(err)
+						}
+					}
 					steps := []int{1, 2, 5}
 					sb := staleBatch(base, "a", 1, steps, 2)
 					if tt.badStep != 0 {
@@ -682,9 +695,14 @@ func TestStaleRefusedRow(t *testing.T) {
 					if lost {
 						cut.at = map[int]cutAt{1: afterCommit}
 					}
-					zombie, m, stop := newWriter(t, cut.pool(t, dsn), writer.WithFencing(true), writer.WithRefusedFile(refusedFile))
-					enqueue(t, zombie, []*rows.Batch{sb})
-					stop()
+					var arm func(stop func())
+					if fault.stopped {
+						// The writer's ctx ends once the answer is lost; a
+						// second Run retries the batch (requeued).
+						arm = func(stop func()) { cut.onCut = stop }
+					}
+					m := storeBacklogStopped(t, cut.pool(t, dsn), 0, []*rows.Batch{sb}, arm, writer.WithFencing(true),
+						writer.WithRefusedFile(refusedFile))
 					if got, want := cut.faults(), len(cut.at); got != want {
 						t.Fatalf("%d connections cut, want %d", got, want)
 					}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -105,11 +106,17 @@ type Writer struct {
 	// wrote; on both, stale batches whose merge did (commitMerge). The
 	// retry that finds such a batch in the ledger counts it, stored by
 	// this writer, not a replay (replayed, mergeStale). Used by Run's
-	// goroutine only, forgotten when the group is done (writeGroup).
+	// goroutine only, forgotten when the group is done (writeGroup) but
+	// for the batches requeued (carried).
 	tried map[int64]batchTry
 	// kept: the rows of the group's batches kept in the refused file
 	// (keepRefused), which a retry does not keep again.
 	kept map[deadKey]bool
+	// carried: the batches a Run requeued when its ctx ended, not
+	// settled: what their tries wrote (tried, kept, citusState's) is kept
+	// for their retry, by a later Run of this writer, which counts it as
+	// the retry of the same Run would (forgetGroup).
+	carried map[int64]bool
 }
 
 // New returns a writer storing into pool, spilling into sp.
@@ -122,7 +129,7 @@ func New(pool *pgxpool.Pool, sp *spill.Spill, opts ...Option) *Writer {
 		o.m = collectormetrics.New()
 	}
 	w := &Writer{pool: pool, spill: sp, o: o, wake: make(chan struct{}, 1), pending: map[string]int{},
-		tried: map[int64]batchTry{}, kept: map[deadKey]bool{}}
+		tried: map[int64]batchTry{}, kept: map[deadKey]bool{}, carried: map[int64]bool{}}
 	w.idle = sync.NewCond(&w.mu)
 	w.spilled = sp.Pending() > 0
 	w.gauges()
@@ -327,15 +334,11 @@ func (w *Writer) Run(ctx context.Context) error {
 // temporary error it falls back to one transaction per batch, where replays,
 // stale epochs and bad rows are settled batch by batch.
 // It returns how many batches of the group (a prefix) are stored.
-func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.ExponentialBackOff) (int, error) {
+func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.ExponentialBackOff) (stored int, err error) {
+	defer func() { w.forgetGroup(group, stored) }()
 	// On Citus the group is stored a transaction per shard
 	// (storeCitusGroup): one transaction would span every worker.
 	citus, cerr := w.isCitus(ctx)
-	if citus {
-		defer w.citus.endGroup()
-	}
-	defer clear(w.tried)
-	defer clear(w.kept)
 	if len(group) > 1 && cerr == nil {
 		bs := make([]*rows.Batch, len(group))
 		for i, it := range group {
@@ -379,6 +382,28 @@ func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.Expon
 	return len(group), nil
 }
 
+// forgetGroup forgets what the tries of a group's batches wrote, once
+// writeGroup is done with them: the first stored of them are settled; the
+// others, requeued because ctx ended (a drain whose time is up), are
+// carried, since a try of theirs may have committed (its COMMIT's answer
+// lost, a part or the group's shard stored before a failure): their retry
+// by a later Run counts what it did, as this Run's retry would have, not a
+// replay. A batch the spill hands to the next process is a replay there:
+// what this process's tries committed is counted by no one
+// (docs/collector.md, the write path).
+func (w *Writer) forgetGroup(group []item, stored int) {
+	for _, it := range group[:stored] {
+		delete(w.carried, it.b.ID)
+	}
+	for _, it := range group[stored:] {
+		w.carried[it.b.ID] = true
+	}
+	drop := func(batch int64) bool { return !w.carried[batch] }
+	maps.DeleteFunc(w.tried, func(id int64, _ batchTry) bool { return drop(id) })
+	maps.DeleteFunc(w.kept, func(k deadKey, _ bool) bool { return drop(k.batch) })
+	w.citus.endGroup(drop)
+}
+
 func (w *Writer) requeue(it item) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -410,7 +435,12 @@ func (w *Writer) newBackOff() *backoff.ExponentialBackOff {
 
 // writeRetrying stores b, retrying temporary errors until ctx ends.
 func (w *Writer) writeRetrying(ctx context.Context, b *rows.Batch, bo *backoff.ExponentialBackOff) error {
-	safe, stale := false, false
+	// A batch a merge of this writer may have stored (its COMMIT's answer
+	// lost, the batch carried to this Run) is stale: merged again, the
+	// merge finds it in the ledger and counts what it did. On Citus
+	// storeCitus would find its parts in the ledger before its fencing
+	// check read a later epoch of this collector's, and count a replay.
+	safe, stale := false, w.tried[b.ID].merge != nil
 	for {
 		var err error
 		switch {
