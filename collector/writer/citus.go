@@ -54,32 +54,7 @@ type citusState struct {
 	on     bool            // samples is distributed by Citus
 	shard  map[int64]int64 // series id -> shard id of samples
 	series map[int64]bool  // series stored by this writer
-	// What the group being written (writeGroup) committed before it
-	// failed: the fallback, a batch at a time, finds these parts in the
-	// ledger and these events in the table, and counts them as stored
-	// by this writer, not as replays or conflicts.
-	groupParts  map[partKey]bool
-	groupEvents map[int64]bool // batch ids whose events the group stored
-	// Batch ids whose events a try in this group may have stored without
-	// the writer hearing it (inDoubt), or stored one by one before it
-	// failed, with the events of the batch those tries counted: the next
-	// try finds them in the table, its own, not events met twice, and
-	// counts those it did not (triedEvents).
-	eventsTried map[int64]int
-	// Parts an earlier try of a batch alone committed and did not count
-	// (storeCitus counts a batch's samples once it is done): those it
-	// committed before it failed, and the one whose COMMIT it sent and
-	// heard no answer of. The retry finds them in the ledger: stored by
-	// this writer, counted then, not replays (storeCitus,
-	// mergeStaleCitus).
-	tried map[partKey]partTry
-	// Dead letters whose INSERT may have committed unheard: the retry
-	// finds them written and counts them (storeEventsCitus).
-	deadTried map[deadKey]bool
 }
-
-// partKey names a part of a batch: its batch id and ledger shard key.
-type partKey struct{ batch, key int64 }
 
 // partTry is what a try committed of a part: its samples stored, its
 // rows dead-lettered, and of those the dead letters not counted yet (a
@@ -87,22 +62,6 @@ type partKey struct{ batch, key int64 }
 type partTry struct {
 	samples, deadRows int
 	uncounted         []deadRow
-}
-
-// deadKey names a dead letter: its batch id and row (deadSQL's key).
-type deadKey struct {
-	batch int64
-	row   string
-}
-
-// endGroup forgets what the group committed (writeGroup is done with it)
-// of the batches drop takes (all but those carried: forgetGroup).
-func (c *citusState) endGroup(drop func(batch int64) bool) {
-	maps.DeleteFunc(c.groupParts, func(k partKey, _ bool) bool { return drop(k.batch) })
-	maps.DeleteFunc(c.groupEvents, func(id int64, _ bool) bool { return drop(id) })
-	maps.DeleteFunc(c.eventsTried, func(id int64, _ int) bool { return drop(id) })
-	maps.DeleteFunc(c.tried, func(k partKey, _ partTry) bool { return drop(k.batch) })
-	maps.DeleteFunc(c.deadTried, func(k deadKey, _ bool) bool { return drop(k.batch) })
 }
 
 // inDoubt reports whether a statement or COMMIT that failed with err may
@@ -139,9 +98,7 @@ func (w *Writer) isCitus(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	w.citus = citusState{known: true, on: on, shard: map[int64]int64{}, series: map[int64]bool{},
-		groupParts: map[partKey]bool{}, groupEvents: map[int64]bool{}, eventsTried: map[int64]int{},
-		tried: map[partKey]partTry{}, deadTried: map[deadKey]bool{}}
+	w.citus = citusState{known: true, on: on, shard: map[int64]int64{}, series: map[int64]bool{}}
 	if on {
 		w.o.log.Info("samples distributed by Citus: batches are stored split by shard")
 	}
@@ -424,16 +381,16 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 	stored, replayed, deadRows := 0, 0, 0
 	// The parts this try commits: should it fail after them, the retry
 	// finds them in the ledger, this writer's, not counted yet.
-	fresh := map[partKey]partTry{}
+	l := w.ledgerOf(b.ID) // b's id until it returns
+	fresh := map[int64]partTry{}
 	defer func() {
 		if err != nil {
-			maps.Copy(w.citus.tried, fresh)
+			maps.Copy(l.parts, fresh)
 		}
 	}()
 	var ownDead []deadRow // dead letters of earlier tries counted by this one
 	for _, p := range parts {
-		k := partKey{b.ID, p.key}
-		if w.citus.groupParts[k] {
+		if l.groupParts[p.key] {
 			// Committed by the group this batch was in: stored, by this
 			// writer, and counted here.
 			stored += len(p.samples)
@@ -451,7 +408,7 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 				done, n, err = w.storePartSafe(ctx, b, p, nil)
 			}
 		}
-		t, own := w.citus.tried[k]
+		t, own := l.parts[p.key]
 		switch {
 		case errors.Is(err, errLedgerConflict) && stored == 0 && replayed == 0:
 			// Another batch drew this id (nothing of this one is stored
@@ -473,7 +430,7 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 		default:
 			stored += len(p.samples) - n
 			deadRows += n
-			fresh[k] = partTry{samples: len(p.samples) - n, deadRows: n}
+			fresh[p.key] = partTry{samples: len(p.samples) - n, deadRows: n}
 		}
 	}
 	// The events are offered even when every part was in the ledger: no
@@ -483,7 +440,7 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 	// their dead letters once by theirs (deadSQL).
 	replay := replayed == len(parts) && len(parts) > 0
 	var deadEvents int
-	if len(b.Events) > 0 && !w.citus.groupEvents[b.ID] { // else stored and counted by the group
+	if len(b.Events) > 0 && !l.groupEvents { // else stored and counted by the group
 		if deadEvents, err = w.citusEvents(ctx, b, replay); err != nil {
 			return err
 		}
@@ -508,11 +465,12 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 // error may have stored (eventsTried). dead is as storeEventsCitus's.
 func (w *Writer) citusEvents(ctx context.Context, b *rows.Batch, replay bool) (dead int, err error) {
 	stored, dead, err := w.storeEventsCitus(ctx, b)
-	counted, tried := w.citus.eventsTried[b.ID]
+	l := w.ledgerOf(b.ID)
+	counted, tried := l.eventsCounted, l.eventsTried
 	if err != nil {
 		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(stored))
 		if tried || stored > 0 || inDoubt(err) {
-			w.citus.eventsTried[b.ID] = counted + stored
+			l.eventsTried, l.eventsCounted = true, counted+stored
 		}
 		return dead, err
 	}
@@ -532,7 +490,7 @@ func (w *Writer) citusEvents(ctx context.Context, b *rows.Batch, replay bool) (d
 	default:
 		w.eventsStored(len(b.Events)-dead, stored)
 	}
-	delete(w.citus.eventsTried, b.ID)
+	l.eventsTried, l.eventsCounted = false, 0
 	return dead, nil
 }
 
@@ -601,7 +559,7 @@ func (w *Writer) storePart(ctx context.Context, b *rows.Batch, p part) (done boo
 		if commitInDoubt(err) {
 			// The COMMIT may have been applied: the retry that finds
 			// the part in the ledger counts it.
-			w.citus.tried[partKey{b.ID, p.key}] = partTry{samples: len(p.samples)}
+			w.ledgerOf(b.ID).parts[p.key] = partTry{samples: len(p.samples)}
 		}
 		return false, err
 	}
@@ -708,7 +666,7 @@ func (w *Writer) storePartSafe(ctx context.Context, b *rows.Batch, p part, refus
 		if commitInDoubt(err) {
 			// As storePart's: the retry that finds the part in the
 			// ledger counts its samples and dead letters.
-			w.citus.tried[partKey{b.ID, p.key}] = partTry{samples: len(good), deadRows: len(bad), uncounted: letters}
+			w.ledgerOf(b.ID).parts[p.key] = partTry{samples: len(good), deadRows: len(bad), uncounted: letters}
 		}
 		return false, 0, err
 	}
@@ -745,20 +703,21 @@ func (w *Writer) storeEventsCitus(ctx context.Context, b *rows.Batch) (stored, d
 			return stored, dead, err
 		default:
 			d := deadRow{table: "events", row: e, err: err}
-			key := deadKey{b.ID, d.json()}
-			tag, err2 := w.pool.Exec(ctx, deadSQL, b.Target, b.ID, key.row, err.Error())
+			row := d.json()
+			tried := w.ledgerOf(b.ID).deadTried
+			tag, err2 := w.pool.Exec(ctx, deadSQL, b.Target, b.ID, row, err.Error())
 			switch {
 			case err2 == nil:
 				dead++
 				// Written now, or by an earlier try that did not hear
 				// it committed: this writer's, counted once.
-				if tag.RowsAffected() == 1 || w.citus.deadTried[key] {
+				if tag.RowsAffected() == 1 || tried[row] {
 					bad = append(bad, d)
-					delete(w.citus.deadTried, key)
+					delete(tried, row)
 				}
 			case Classify(err2) == Temporary:
 				if inDoubt(err2) {
-					w.citus.deadTried[key] = true
+					tried[row] = true
 				}
 				return stored, dead, fmt.Errorf("dead letter: %w", err2)
 			default:
@@ -836,6 +795,7 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 	}); err != nil {
 		return res, err
 	}
+	tries := w.ledgerOf(b.ID)
 	var todo []part
 	var ids []int64
 	for _, p := range parts {
@@ -849,13 +809,12 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 				// This writer's, committed before the lease moved by
 				// the group or an earlier try that failed after it (or
 				// never heard its answer): not counted yet.
-				k := partKey{b.ID, p.key}
-				if t, own := w.citus.tried[k]; own {
+				if t, own := tries.parts[p.key]; own {
 					res.ownParts++
 					res.own += t.samples
 					res.ownDeadRows += t.deadRows
 					res.ownDead = append(res.ownDead, t.uncounted...)
-				} else if w.citus.groupParts[k] {
+				} else if tries.groupParts[p.key] {
 					res.ownParts++
 					res.own += len(p.samples)
 				}
@@ -879,14 +838,14 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 		// orders the samples' anti-join with the owner's writes, and
 		// events are stored once by their identity.
 		tx.Rollback(ctx)
-		if t, own := w.tried[b.ID]; own && t.merge != nil {
+		if t := tries.try; t != nil && t.merge != nil {
 			// Merged by a try whose COMMIT lost its answer (its events
 			// too, in its transaction): counted now, as this writer's.
-			delete(w.tried, b.ID)
+			tries.try = nil
 			return *t.merge, nil
 		}
 		res.replayed = true
-		if len(b.Events) > 0 && !w.citus.groupEvents[b.ID] {
+		if len(b.Events) > 0 && !tries.groupEvents {
 			res.deadEvents, err = w.citusEvents(ctx, b, res.ownParts == 0)
 		}
 		return res, err
@@ -1067,7 +1026,7 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 			return err
 		}
 		for _, bp := range byShard[sh] {
-			w.citus.groupParts[partKey{bp.b.ID, bp.p.key}] = true
+			w.ledgerOf(bp.b.ID).groupParts[bp.p.key] = true
 		}
 	}
 	// The events of each target, in INSERTs of at most maxEvents (14
@@ -1084,9 +1043,7 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 		if err != nil {
 			if inDoubt(err) {
 				for _, b := range byTarget[target] {
-					if _, ok := w.citus.eventsTried[b.ID]; !ok {
-						w.citus.eventsTried[b.ID] = 0 // tried, none counted
-					}
+					w.ledgerOf(b.ID).eventsTried = true // none counted, or as counted
 				}
 			}
 			return err
@@ -1095,7 +1052,7 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 		offered := 0
 		for _, b := range byTarget[target] {
 			offered += len(b.Events)
-			w.citus.groupEvents[b.ID] = true
+			w.ledgerOf(b.ID).groupEvents = true
 		}
 		byTarget[target] = nil
 		w.eventsStored(offered, int(tag.RowsAffected()))
@@ -1180,7 +1137,7 @@ func (w *Writer) storeShardGroupOn(ctx context.Context, pc *pgx.Conn, open *bool
 			// applied: the batches' retry, one by one, that finds these
 			// parts in the ledger counts them (storeCitus).
 			for _, bp := range bps {
-				w.citus.tried[partKey{bp.b.ID, bp.p.key}] = partTry{samples: len(bp.p.samples)}
+				w.ledgerOf(bp.b.ID).parts[bp.p.key] = partTry{samples: len(bp.p.samples)}
 			}
 		}
 		return err

@@ -42,21 +42,22 @@ func WithRefusedFile(path string) Option { return func(o *options) { o.refusedFi
 // with err, in the refused file, once per writer goroutine's group (a
 // retry of the batch finds it kept).
 func (w *Writer) keepRefused(b *rows.Batch, d deadRow, err error) {
-	key := deadKey{b.ID, d.json()}
-	if w.kept[key] {
+	row := d.json()
+	l := w.ledgerOf(b.ID)
+	if l.kept[row] {
 		return
 	}
-	w.kept[key] = true
+	l.kept[row] = true
 	w.o.m.DeadLettersRefused.Inc()
 	ferr := w.appendRefused(refusedLine{Time: time.Now().UTC().Format(time.RFC3339Nano), Target: b.Target, BatchID: b.ID,
-		Row: json.RawMessage(key.row), Error: d.err.Error(), Refused: err.Error()})
+		Row: json.RawMessage(row), Error: d.err.Error(), Refused: err.Error()})
 	if ferr == nil {
 		w.o.log.Warn("dead letter refused, the row kept in the refused file", "target", b.Target, "batch", b.ID,
 			"table", d.table, "file", w.o.refusedFile, "err", d.err, "dead_letter_err", err)
 		return
 	}
 	w.o.m.DroppedRows.WithLabelValues(collectormetrics.DropDeadLetterRefused).Inc()
-	w.o.log.Error("dead letter refused, the row dropped", "target", b.Target, "batch", b.ID, "row", key.row,
+	w.o.log.Error("dead letter refused, the row dropped", "target", b.Target, "batch", b.ID, "row", row,
 		"err", d.err, "dead_letter_err", err, "file_err", ferr)
 }
 

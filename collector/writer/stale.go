@@ -226,11 +226,12 @@ func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch, safe bool) (stal
 	}
 	defer tx.Rollback(ctx)
 	if res.replayed, err = w.claimLedger(ctx, tx, b); err != nil || res.replayed {
-		if t, own := w.tried[b.ID]; res.replayed && own && t.merge != nil {
+		if l := w.ledgerOf(b.ID); res.replayed && l.try != nil && l.try.merge != nil {
 			// Merged by a try whose COMMIT lost its answer: what it
 			// merged is counted now, once, as this writer's.
-			delete(w.tried, b.ID)
-			return *t.merge, nil
+			merged := *l.try.merge
+			l.try = nil
+			return merged, nil
 		}
 		return res, err
 	}
@@ -258,13 +259,13 @@ func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch, safe bool) (stal
 
 // commitMerge commits a merge's transaction, which wrote res. A COMMIT
 // that lost its answer may have committed: the retry that finds the batch
-// in the ledger counts res then (w.tried), as the normal path's retry
+// in the ledger counts res then (batchLedger.try), as the normal path's retry
 // counts what its try wrote, where it counted a replay and the merged
 // rows and dead letters nowhere.
 func (w *Writer) commitMerge(ctx context.Context, tx pgx.Tx, b *rows.Batch, res staleResult) (staleResult, error) {
 	err := tx.Commit(ctx)
 	if err != nil && commitInDoubt(err) {
-		w.tried[b.ID] = batchTry{merge: &res}
+		w.ledgerOf(b.ID).try = &batchTry{merge: &res}
 	}
 	return res, err
 }

@@ -190,7 +190,7 @@ func (w *Writer) storeGroupOn(ctx context.Context, pc *pgx.Conn, open *bool, bs 
 			// ledger counts it (replayed); how many of its events the
 			// INSERT stored, the table tells then.
 			for _, b := range bs {
-				w.tried[b.ID] = batchTry{samples: len(b.Samples), events: len(b.Events), storedEvents: -1}
+				w.ledgerOf(b.ID).try = &batchTry{samples: len(b.Samples), events: len(b.Events), storedEvents: -1}
 			}
 		}
 		return err
@@ -318,7 +318,7 @@ func (w *Writer) replayOrCollision(ctx context.Context, b *rows.Batch) error {
 		return w.replayed(ctx, b, start)
 	}
 	w.o.log.Warn("batch id collision, drawing another", "batch", b.ID, "target", b.Target)
-	delete(w.tried, b.ID) // another batch's row: no try of this one committed
+	w.ledgerOf(b.ID).try = nil // another batch's row: no try of this one committed
 	b.ID = rows.NewBatchID()
 	return errRetryNow
 }
@@ -338,18 +338,19 @@ type batchTry struct {
 }
 
 // replayed counts a batch the ledger holds already (one node). A try of
-// this writer whose COMMIT lost its answer committed it (w.tried): its
+// this writer whose COMMIT lost its answer committed it (ledgerOf): its
 // rows are counted now, once, as stored by this writer (batches_total
 // stored or partial); its events are those the table holds under the
 // batch's id (an event met twice is under another batch's: a conflict).
 // Else another process stored it (a replay after a crash): counted as
 // replayed, its rows the first run's.
 func (w *Writer) replayed(ctx context.Context, b *rows.Batch, start time.Time) error {
-	t, own := w.tried[b.ID]
-	if !own {
+	l := w.ledgerOf(b.ID)
+	if l.try == nil {
 		w.o.m.Batches.WithLabelValues("replayed").Inc()
 		return nil
 	}
+	t := *l.try // counted below, once the events are known
 	if t.storedEvents < 0 {
 		t.storedEvents = 0
 		if len(b.Events) > 0 {
@@ -360,7 +361,7 @@ func (w *Writer) replayed(ctx context.Context, b *rows.Batch, start time.Time) e
 			t.storedEvents = n
 		}
 	}
-	delete(w.tried, b.ID)
+	l.try = nil
 	outcome := "stored"
 	if t.deadRows > 0 {
 		outcome = "partial"
@@ -528,7 +529,7 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 		if commitInDoubt(err) {
 			// It may have committed: the retry that finds the batch in
 			// the ledger counts what this try wrote (replayed).
-			w.tried[b.ID] = batchTry{samples: okSamples, events: okEvents, storedEvents: storedEvents, deadRows: len(dead), dead: letters}
+			w.ledgerOf(b.ID).try = &batchTry{samples: okSamples, events: okEvents, storedEvents: storedEvents, deadRows: len(dead), dead: letters}
 		}
 		return err
 	}

@@ -101,22 +101,57 @@ type Writer struct {
 	idle    *sync.Cond
 
 	citus citusState // used by Run's goroutine only
-	// tried: on one node, batches whose transaction a try sent COMMIT
-	// for and heard no answer of (it may have committed), with what it
-	// wrote; on both, stale batches whose merge did (commitMerge). The
-	// retry that finds such a batch in the ledger counts it, stored by
-	// this writer, not a replay (replayed, mergeStale). Used by Run's
-	// goroutine only, forgotten when the group is done (writeGroup) but
-	// for the batches requeued (carried).
-	tried map[int64]batchTry
-	// kept: the rows of the group's batches kept in the refused file
-	// (keepRefused), which a retry does not keep again.
-	kept map[deadKey]bool
-	// carried: the batches a Run requeued when its ctx ended, not
-	// settled: what their tries wrote (tried, kept, citusState's) is kept
-	// for their retry, by a later Run of this writer, which counts it as
-	// the retry of the same Run would (forgetGroup).
-	carried map[int64]bool
+	// tries: what this writer's tries of a batch wrote that the database
+	// cannot tell from another process's, by batch id (batchLedger). Used
+	// by Run's goroutine only, forgotten when the group is done
+	// (forgetGroup) but for the batches requeued.
+	tries map[int64]*batchLedger
+}
+
+// batchLedger is what the tries of one batch wrote and did not count: the
+// retry that finds it in the database counts it, stored by this writer,
+// not a replay, nor events met twice.
+type batchLedger struct {
+	// try: on one node, a try that sent COMMIT and heard no answer (it
+	// may have committed), with what it wrote; on both, a stale batch's
+	// merge that did (commitMerge). The retry that finds the batch in the
+	// ledger counts it (replayed, mergeStale).
+	try *batchTry
+	// kept: the rows kept in the refused file (keepRefused), by their
+	// JSON, which a retry does not keep again.
+	kept map[string]bool
+	// On Citus, by ledger shard key: parts an earlier try of the batch
+	// alone committed and did not count (storeCitus counts a batch's
+	// samples once it is done), those it committed before it failed and
+	// the one whose COMMIT it heard no answer of (storeCitus,
+	// mergeStaleCitus); and the parts the group committed before it
+	// failed (groupParts), which the fallback, a batch at a time, counts.
+	parts      map[int64]partTry
+	groupParts map[int64]bool
+	// groupEvents: the group stored the events, and counted them.
+	groupEvents bool
+	// eventsTried: a try may have stored events without hearing it
+	// (inDoubt), or stored some one by one before it failed, of which it
+	// counted eventsCounted: the next try finds them in the table, its
+	// own, not events met twice, and counts the others (triedEvents).
+	eventsTried   bool
+	eventsCounted int
+	// deadTried: dead letters, by their JSON, whose INSERT may have
+	// committed unheard: the retry finds them written and counts them
+	// (storeEventsCitus).
+	deadTried map[string]bool
+	// carried: requeued when ctx ended, not settled (forgetGroup).
+	carried bool
+}
+
+// ledgerOf is batch id's entry of w.tries, made on first use.
+func (w *Writer) ledgerOf(id int64) *batchLedger {
+	l := w.tries[id]
+	if l == nil {
+		l = &batchLedger{kept: map[string]bool{}, parts: map[int64]partTry{}, groupParts: map[int64]bool{}, deadTried: map[string]bool{}}
+		w.tries[id] = l
+	}
+	return l
 }
 
 // New returns a writer storing into pool, spilling into sp.
@@ -129,7 +164,7 @@ func New(pool *pgxpool.Pool, sp *spill.Spill, opts ...Option) *Writer {
 		o.m = collectormetrics.New()
 	}
 	w := &Writer{pool: pool, spill: sp, o: o, wake: make(chan struct{}, 1), pending: map[string]int{},
-		tried: map[int64]batchTry{}, kept: map[deadKey]bool{}, carried: map[int64]bool{}}
+		tries: map[int64]*batchLedger{}}
 	w.idle = sync.NewCond(&w.mu)
 	w.spilled = sp.Pending() > 0
 	w.gauges()
@@ -392,16 +427,15 @@ func (w *Writer) writeGroup(ctx context.Context, group []item, bo *backoff.Expon
 // what this process's tries committed is counted by no one
 // (docs/collector.md, the write path).
 func (w *Writer) forgetGroup(group []item, stored int) {
-	for _, it := range group[:stored] {
-		delete(w.carried, it.b.ID)
-	}
 	for _, it := range group[stored:] {
-		w.carried[it.b.ID] = true
+		if l := w.tries[it.b.ID]; l != nil {
+			l.carried = true
+		}
 	}
-	drop := func(batch int64) bool { return !w.carried[batch] }
-	maps.DeleteFunc(w.tried, func(id int64, _ batchTry) bool { return drop(id) })
-	maps.DeleteFunc(w.kept, func(k deadKey, _ bool) bool { return drop(k.batch) })
-	w.citus.endGroup(drop)
+	for _, it := range group[:stored] {
+		delete(w.tries, it.b.ID)
+	}
+	maps.DeleteFunc(w.tries, func(_ int64, l *batchLedger) bool { return !l.carried })
 }
 
 func (w *Writer) requeue(it item) {
@@ -440,7 +474,8 @@ func (w *Writer) writeRetrying(ctx context.Context, b *rows.Batch, bo *backoff.E
 	// merge finds it in the ledger and counts what it did. On Citus
 	// storeCitus would find its parts in the ledger before its fencing
 	// check read a later epoch of this collector's, and count a replay.
-	safe, stale := false, w.tried[b.ID].merge != nil
+	l := w.tries[b.ID]
+	safe, stale := false, l != nil && l.try != nil && l.try.merge != nil
 	for {
 		var err error
 		switch {
