@@ -191,13 +191,19 @@ func printStatus(ctx context.Context, conn *pgx.Conn, w io.Writer) error {
 	if err := conn.QueryRow(ctx, `SELECT horizon FROM lhcnp_partitioning WHERE parent = 'public.samples'`).Scan(&horizon); err != nil {
 		return err
 	}
-	if horizon == nil {
+	switch {
+	case horizon == nil && st.Current < upgradedHorizonSchema:
 		// Not "nothing removed": the passes before schema 24 recorded
-		// no horizon, and down/up of 024 forgets it, while their rows
-		// stay removed.
-		fmt.Fprintln(w, "retention horizon: none yet (no retention pass has run since schema 24; History serves every instant stored)")
-	} else {
-		fmt.Fprintf(w, "retention horizon: %s (samples before it removed; History serves from it on)\n", horizon.UTC().Format(time.RFC3339Nano))
+		// no horizon, and 025 gives one to a database upgraded with data.
+		fmt.Fprintln(w, "retention horizon: none yet (no retention pass has run since schema 24, and schema 25 is not applied; History serves every instant stored)")
+	case horizon == nil:
+		// 025 leaves NULL only where no series was ever stored; a pass
+		// records its own.
+		fmt.Fprintln(w, "retention horizon: none (no retention pass has recorded one; History serves every instant stored)")
+	default:
+		// A pass's horizon, or 025's oldest sample of an upgraded
+		// database: nothing older is kept either way.
+		fmt.Fprintf(w, "retention horizon: %s (nothing older is kept; History serves from it on)\n", horizon.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }
@@ -205,6 +211,10 @@ func printStatus(ctx context.Context, conn *pgx.Conn, w io.Writer) error {
 // horizonSchema is the schema version that records the retention horizon
 // (024_retention_horizon_applied.sql).
 const horizonSchema = 24
+
+// upgradedHorizonSchema gives a horizon to a database upgraded with data
+// and none recorded (025_retention_horizon_upgraded.sql).
+const upgradedHorizonSchema = 25
 
 func isUndefinedTable(err error) bool {
 	var pgErr *pgconn.PgError

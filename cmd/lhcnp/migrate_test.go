@@ -53,7 +53,7 @@ func TestMigrateCommand(t *testing.T) {
 	}
 	// The maintenance pass of up applied its horizon: the start of the
 	// oldest UTC day a 10-day retention keeps.
-	if m := regexp.MustCompile(`\nretention horizon: (\S+) \(samples before it removed`).FindStringSubmatch(out); m == nil {
+	if m := regexp.MustCompile(`\nretention horizon: (\S+) \(nothing older is kept`).FindStringSubmatch(out); m == nil {
 		t.Errorf("up: status lacks the retention horizon:\n%s", out)
 	} else if h, err := time.Parse(time.RFC3339Nano, m[1]); err != nil || !h.Equal(h.Truncate(24*time.Hour)) ||
 		h.After(time.Now().Add(-240*time.Hour)) || h.Before(time.Now().Add(-264*time.Hour)) {
@@ -73,10 +73,9 @@ func TestMigrateCommand(t *testing.T) {
 	if st := out; !strings.Contains(st, fmt.Sprintf("schema version %d of %d", latest, latest)) {
 		t.Errorf("after up again:\n%s", st)
 	}
-	// 024 down and up again forgot the horizon, not the removed rows: the
-	// status does not say nothing was removed. (025 sets none: the
-	// database stored no series.)
-	if want := "\nretention horizon: none yet (no retention pass has run since schema 24;"; !strings.Contains(out, want) {
+	// 024 down and up again forgot the horizon; 025 sets none (the
+	// database stored no series), and the status says no pass recorded one.
+	if want := "\nretention horizon: none (no retention pass has recorded one;"; !strings.Contains(out, want) {
 		t.Errorf("after up again: status lacks %q:\n%s", want, out)
 	}
 
