@@ -139,6 +139,14 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 	}
 	set, err := s.historySeries(ctx, sl)
 	if err != nil {
+		// A pass since the horizon was read may have removed the series
+		// too (a trim removes those of leaves deleted before its
+		// horizon): that is the retention's answer, not the path's.
+		if status.Code(err) == codes.NotFound {
+			if kerr := s.kept(ctx, start, what); kerr != nil {
+				return kerr
+			}
+		}
 		return err
 	}
 	origin := sl.GetPrefix().GetOrigin()

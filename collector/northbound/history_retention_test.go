@@ -263,6 +263,15 @@ func TestHistoryRetentionDuringRead(t *testing.T) {
 		}
 		return migrations.Maintain(ctx, pool)
 	}
+	// A pass that removed the leaf's series too, as a trim does for a leaf
+	// deleted before its horizon.
+	trimSeries := func(ctx context.Context, pool *pgxpool.Pool) error {
+		if err := migrations.TrimAt(ctx, pool, now.Add(-h)); err != nil {
+			return err
+		}
+		_, err := pool.Exec(ctx, `DELETE FROM series WHERE target = 'sw1'`)
+		return err
+	}
 	range70h := &gnmi_ext.History{Request: &gnmi_ext.History_Range{Range: &gnmi_ext.TimeRange{
 		Start: start.UnixNano(), End: now.Add(-time.Minute).UnixNano()}}}
 	snapshot65h := &gnmi_ext.History{Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: now.Add(-65 * h).UnixNano()}}
@@ -276,6 +285,7 @@ func TestHistoryRetentionDuringRead(t *testing.T) {
 		{desc: "range, a trim an hour ago after its tree", stage: "tree", pass: trim(now.Add(-h)), hist: range70h},
 		{desc: "range, a day's retention after its tree", stage: "tree", pass: maintain, hist: range70h},
 		{desc: "snapshot, a trim an hour ago before its rows", stage: "horizon", pass: trim(now.Add(-h)), hist: snapshot65h},
+		{desc: "snapshot, a pass that removed the series before it was found", stage: "horizon", pass: trimSeries, hist: snapshot65h},
 		{desc: "range, a trim before its start after its tree", stage: "tree", pass: trim(start.Add(-h)), hist: range70h,
 			want: []uint64{100, 250, 300}},
 	} {
