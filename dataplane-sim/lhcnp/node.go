@@ -89,7 +89,11 @@ type Node struct {
 	equalLevels []float64
 	devID       []byte
 	ageGen      uint64
-	counters    NodeCounters
+	// deferring: a Checkpoint is out (until Restore or Commit), and
+	// ApplyConfig leaves what it cannot undo (shrinking the flow table,
+	// re-arming the aging sweep) to the end of it.
+	deferring bool
+	counters  NodeCounters
 }
 
 // NodeCounters are node-wide counters beyond the per-queue ones.
@@ -159,7 +163,8 @@ func (n *Node) Config() Config { return n.cfg.clone() }
 // ApplyConfig validates cfg and, only if it is valid, replaces the running
 // configuration: thresholds are recomputed and programmed, token buckets
 // resized, the flow table shrunk to the new size (least active first).
-// On error nothing changes.
+// On error nothing changes. While a Checkpoint is out the shrinking and
+// the aging sweep's re-arming wait for its end (Restore, Commit).
 func (n *Node) ApplyConfig(cfg Config) error {
 	if err := cfg.validate(n.opts.notifier != nil); err != nil {
 		return fmt.Errorf("lhcnp: switch %s: %w", n.sw.Name(), err)
@@ -185,15 +190,8 @@ func (n *Node) ApplyConfig(cfg Config) error {
 	for _, ps := range n.ports {
 		_ = n.configurePort(ps, now) // checked above
 	}
-	// Shrunk away, least active first: an event each, but not Evicted,
-	// which counts the replacement policy's work (YANG replaced).
-	for n.ft.len() > n.cfg.FlowTable.MaxEntries {
-		victim := n.ft.lru.tail
-		n.ft.unlink(victim)
-		n.dropEntry(victim, EventFlowEvicted, now)
-	}
-	if n.cfg.FlowTable.IdleTimeout != oldAging {
-		n.scheduleAging()
+	if !n.deferring {
+		n.settleTable(oldAging, now)
 	}
 	// The peers may have changed: look the routes up again.
 	for e := n.ft.lru.head; e != nil; e = e.nextActive() {
@@ -202,11 +200,33 @@ func (n *Node) ApplyConfig(cfg Config) error {
 	return nil
 }
 
+// settleTable fits the flow table to the running configuration: shrunk
+// to its size, least active first, and the aging sweep re-armed when the
+// idle timeout is not aging, the one it was armed for.
+func (n *Node) settleTable(aging, now engine.Time) {
+	// Shrunk away, least active first: an event each, but not Evicted,
+	// which counts the replacement policy's work (YANG replaced).
+	for n.ft.len() > n.cfg.FlowTable.MaxEntries {
+		victim := n.ft.lru.tail
+		n.ft.unlink(victim)
+		n.dropEntry(victim, EventFlowEvicted, now)
+	}
+	if n.cfg.FlowTable.IdleTimeout != aging {
+		n.scheduleAging()
+	}
+}
+
 // A Checkpoint is what applying a configuration moves in the node and
 // applying the one before again does not put back: each port's count and
-// time of RTT_est updates and its CNP tokens.
+// time of RTT_est updates and its CNP tokens. From Checkpoint to Restore
+// or Commit, which end it, no event runs (a target's Set, between two
+// events) and ApplyConfig defers what nothing could undo: the entries a
+// smaller flow table evicts, the aging sweep a new idle timeout re-arms
+// (a stale sweep would stay pending).
 type Checkpoint struct {
 	ports []portCheckpoint
+	// aging is the idle timeout the aging sweep is armed for.
+	aging engine.Time
 }
 
 type portCheckpoint struct {
@@ -215,22 +235,36 @@ type portCheckpoint struct {
 	tokens           int64
 }
 
-// Checkpoint returns the node's Checkpoint now.
+// Checkpoint returns the node's Checkpoint now; Restore or Commit ends
+// it.
 func (n *Node) Checkpoint() Checkpoint {
-	c := Checkpoint{ports: make([]portCheckpoint, len(n.ports))}
+	c := Checkpoint{ports: make([]portCheckpoint, len(n.ports)), aging: n.cfg.FlowTable.IdleTimeout}
 	for i, ps := range n.ports {
 		c.ports[i] = portCheckpoint{rtt: ps.rtt, rttUpdateAt: ps.rttUpdateAt, rttUpdates: ps.rttUpdates, tokens: ps.tokens}
 	}
+	n.deferring = true
 	return c
 }
 
-// Restore puts back what c holds, once the configuration that ran when c
-// was taken is applied again at the same instant (a Set that failed after
-// it configured the node, set back): a port whose RTT_est is back to the
-// one then counts the updates it counted then, the last at the same time
-// (the two changes between are none), and has the tokens it had then
-// (those a smaller burst took), within its burst.
+// Commit ends c, the configuration applied since kept: the flow table is
+// shrunk to its size and the aging sweep re-armed for its idle timeout,
+// once, if they changed.
+func (n *Node) Commit(c Checkpoint) {
+	n.deferring = false
+	n.settleTable(c.aging, n.sim.Now())
+}
+
+// Restore ends c and puts back what it holds, once the configuration that
+// ran when c was taken is applied again at the same instant (a Set that
+// failed after it configured the node, set back): the flow table keeps
+// its entries and the aging sweep its timer (what runs differs from c's
+// only where it is not back: those are settled as Commit does), a port
+// whose RTT_est is back to the one then counts the updates it counted
+// then, the last at the same time (the two changes between are none), and
+// has the tokens it had then (those a smaller burst took), within its
+// burst.
 func (n *Node) Restore(c Checkpoint) {
+	n.Commit(c)
 	for i, ps := range n.ports {
 		if i >= len(c.ports) {
 			break

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
+	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
 
@@ -744,5 +745,58 @@ func TestArrivalRateCountsDrops(t *testing.T) {
 	}
 	if r := f.ArrivalRateBitsPerSec; r < 9.5e9 || r > 10.5e9 {
 		t.Errorf("arrival rate %d b/s, want about 10 Gb/s", r)
+	}
+}
+
+// TestCheckpointDefersTable: a configuration with a smaller flow table
+// and another idle timeout, then the one before applied again and the
+// Checkpoint from before restored (a Set refused after it configured the
+// node, set back), leaves every entry and the aging sweep's timer as they
+// were: no entry evicted, no sweep re-armed (a stale one would stay
+// pending). Committed instead, the change takes effect once: the table
+// shrunk, the sweep re-armed one time. ApplyConfig used to do both at
+// once, which Restore could not undo (this test failed then).
+func TestCheckpointDefersTable(t *testing.T) {
+	cfg := testConfig(1<<30, engine.Millisecond)
+	l := newLine(t, lineOpts{cfg1: &cfg, noRP: true, noCM: true})
+	if _, err := l.net.AddFlow(netsim.FlowConfig{Src: l.src, Dst: l.dst, SrcQPN: 101, DstQPN: 201, Bytes: 40_000, NoCM: true}); err != nil {
+		t.Fatal(err)
+	}
+	l.sim.Run(100 * engine.Microsecond)
+	small := cfg
+	small.FlowTable.MaxEntries, small.FlowTable.IdleTimeout = 1, cfg.FlowTable.IdleTimeout+engine.Second
+	apply := func(c Config) {
+		t.Helper()
+		if err := l.node1.ApplyConfig(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type seen struct {
+		Entries int
+		Pending int
+		Table   FlowTableCounters
+	}
+	look := func() seen {
+		s := l.node1.State(true)
+		return seen{Entries: s.FlowTable.Entries, Pending: l.sim.Pending(), Table: s.FlowTable.Counters}
+	}
+	before := look()
+	if before.Entries != 2 {
+		t.Fatalf("%d entries, want the two flows'", before.Entries)
+	}
+	cp := l.node1.Checkpoint()
+	apply(small)
+	apply(cfg)
+	l.node1.Restore(cp)
+	if diff := cmp.Diff(before, look()); diff != "" {
+		t.Errorf("set back and restored (-before +after):\n%s", diff)
+	}
+	cp = l.node1.Checkpoint()
+	apply(small)
+	l.node1.Commit(cp)
+	want := before
+	want.Entries, want.Pending = 1, before.Pending+1
+	if diff := cmp.Diff(want, look()); diff != "" {
+		t.Errorf("committed (-want +got):\n%s", diff)
 	}
 }

@@ -38,6 +38,8 @@ var failedSetPool = []struct{ desc, cfg string }{
 	{"long-haul quiet", longHaulLine6("long-haul-cnp-rocev2", "50000000", 2000)},
 	{"long-haul 1 MB", longHaulLine6("long-haul-cnp-rocev2", "1000000", 2000)},
 	{"long-haul 1 MB rtt 3 ms", longHaulLine6("long-haul-cnp-rocev2", "1000000", 3000)},
+	{"long-haul small table", strings.Replace(longHaulLine6("long-haul-cnp-rocev2", "1000000", 2000), `"interfaces":`,
+		`"flow-table": {"config": {"max-entries": 1, "idle-timeout": 5}}, "interfaces":`, 1)},
 	{"long-haul icmpv6 2 MB", longHaulLine6("long-haul-cnp-icmpv6", "2000000", 1500)},
 	{"long-haul border", strings.Replace(longHaulLine6("long-haul-cnp-rocev2", "1000000", 2000), `"interfaces":`,
 		`"fast-cnp": {"config": {"border-interface": ["wan"]}}, "interfaces":`, 1)},

@@ -187,13 +187,18 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 	}
 	// What setting back would not put back as it was: the node's
 	// bookkeeping of its configuration changes (RTT_est updates, CNP
-	// tokens), restored once it runs the configuration before again.
+	// tokens), restored once it runs the configuration before again; and
+	// what it cannot undo (the entries a smaller flow table evicts, the
+	// aging sweep a new idle timeout re-arms), deferred until the Set is
+	// kept (lhcnp.Node.Commit).
 	cp := b.node.Checkpoint()
 	if err := b.createMechanisms(ts, existed); err != nil {
+		b.node.Restore(cp)
 		return err
 	}
 	err := b.setMechanisms(ts, lc, existed)
 	if err == nil {
+		b.node.Commit(cp)
 		b.master = master
 		for _, t := range ts {
 			b.configured[t.kind.name] = t.cfg
@@ -229,6 +234,7 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 			lc := b.longHaul
 			cfg, _, derr := t.kind.translate(&oc.Lhcnp_Lhcnp{}, &lc, b.ports)
 			if derr != nil {
+				b.node.Commit(cp)
 				return errors.Join(err, fmt.Errorf("setting the switch back as it was: %w", derr))
 			}
 			p = translated{kind: t.kind, cfg: cfg, run: cfg}
@@ -236,6 +242,7 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 		prev = append(prev, p)
 	}
 	if rerr := b.setMechanisms(prev, b.longHaul, b.funcsSet()); rerr != nil {
+		b.node.Commit(cp) // not as it was: what runs takes effect
 		return errors.Join(err, fmt.Errorf("setting the switch back as it was: %w", rerr))
 	}
 	remove(false)
