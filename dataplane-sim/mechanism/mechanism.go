@@ -60,6 +60,19 @@ type Remover interface {
 	Remove()
 }
 
+// A Deferrer is a Function whose Configure, between Hold and Settle,
+// defers what configuring it again could not undo (a timer re-armed for
+// a new period: the stale one stays pending). A caller that may set the
+// function back (a target's Set that fails after configuring it) holds it
+// first; Settle then does that work once for the configuration running,
+// if it differs from the one at Hold. Nothing runs between the two (one
+// engine.Sim.Do).
+type Deferrer interface {
+	Function
+	Hold()
+	Settle()
+}
+
 // ConfigAs returns cfg as a mechanism's configuration type C, or an error
 // naming both types.
 func ConfigAs[C any](cfg any) (C, error) {

@@ -23,6 +23,7 @@ type Function struct {
 
 var (
 	_ mechanism.Remover        = (*Function)(nil)
+	_ mechanism.Deferrer       = (*Function)(nil)
 	_ mechanism.SharedReceiver = (*Receiver)(nil)
 )
 
@@ -111,6 +112,12 @@ func (f *Function) Configure(cfg any, _ lhcnp.Config) error {
 	}
 	return nil
 }
+
+// Hold implements mechanism.Deferrer (Node.Hold).
+func (f *Function) Hold() { f.node.Hold() }
+
+// Settle implements mechanism.Deferrer (Node.Settle).
+func (f *Function) Settle() { f.node.Settle() }
 
 // Observer implements mechanism.Function: the node.
 func (f *Function) Observer() netsim.PortObserver { return f.node }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/internal/mechtest"
+	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -113,5 +114,49 @@ func TestSwitchesShareHosts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHoldKeepsTheSweep: held (mechanism.Deferrer), a configuration with
+// another min-advice-interval and then the one before again (a Set set
+// back) leave the sweep where it falls: no event more pending, the next
+// sweep when it was due. Settled after a change, the sweep is re-armed
+// once for the new period. Each change re-armed the sweep before, two
+// stale sweeps pending after the set back (this test failed then).
+func TestHoldKeepsTheSweep(t *testing.T) {
+	n := mechtest.Build(t, mechtest.Spec{
+		Host:     netsim.DefaultHostConfig(),
+		Hosts:    []mechtest.Node{{Name: "s", Addr: "10.0.0.1"}, {Name: "r", Addr: "10.0.4.1"}},
+		Switches: []mechtest.Node{{Name: "n1", Addr: addrN1.String()}},
+		Links: []mechtest.Link{{A: "s", B: "n1", RateBitsPerSec: 10e9, Delay: engine.Microsecond},
+			{A: "n1", B: "r", RateBitsPerSec: 10e9, Delay: engine.Microsecond}},
+	})
+	cfg := *enabled()
+	f, err := NewFunction(n.Switches["n1"], cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Sim.Run(50 * engine.Microsecond)
+	other := cfg
+	other.MinAdviceInterval = cfg.MinAdviceInterval * 3
+	configure := func(c Config) {
+		t.Helper()
+		if err := f.Configure(c, lhcnp.Config{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending, next := n.Sim.Pending(), n.Sim.NextAt()
+	f.Hold()
+	configure(other)
+	configure(cfg)
+	f.Settle()
+	if got, at := n.Sim.Pending(), n.Sim.NextAt(); got != pending || at != next {
+		t.Errorf("set back: %d events pending, the next at %v; want %d at %v as before", got, at, pending, next)
+	}
+	f.Hold()
+	configure(other)
+	f.Settle()
+	if got := n.Sim.Pending(); got != pending+1 {
+		t.Errorf("settled after a change: %d events pending, want the sweep re-armed once, %d", got, pending+1)
 	}
 }

@@ -102,7 +102,11 @@ type Node struct {
 	buf      [netsim.FrameCap]byte
 	counters Counters
 	sweepGen uint64
-	onSent   func(FlowAdvice)
+	// holding: between Hold and Settle, the sweep stays armed for
+	// heldInterval, whatever apply is given.
+	holding      bool
+	heldInterval engine.Time
+	onSent       func(FlowAdvice)
 }
 
 // OnSent calls f, on the engine goroutine, for every message that left.
@@ -128,14 +132,41 @@ func New(net *netsim.Network, sw *netsim.Switch, cfg Config) (*Node, error) {
 // first time and re-armed only when its period changes: a configuration
 // that keeps MinAdviceInterval (the same one applied again, or one that
 // changes a policy) keeps the sweeps where they fall, and the simulation
-// as it would be without it.
+// as it would be without it. While held (Hold) the re-arming waits for
+// Settle.
 func (n *Node) apply(cfg Config) {
-	rearm := n.sweepGen == 0 || cfg.MinAdviceInterval != n.cfg.MinAdviceInterval
+	armed := n.cfg.MinAdviceInterval
 	n.cfg = cfg
 	n.policies = cfg.sorted()
-	if rearm {
+	if !n.holding {
+		n.arm(armed)
+	}
+}
+
+// arm arms the sweep the first time, or re-arms it when the running
+// period is not armed, the one it was armed for.
+func (n *Node) arm(armed engine.Time) {
+	if n.sweepGen == 0 || n.cfg.MinAdviceInterval != armed {
 		n.sweepGen++
-		n.sim.AtFunc(n.sim.Now()+cfg.MinAdviceInterval, n.sweeper(n.sweepGen))
+		n.sim.AtFunc(n.sim.Now()+n.cfg.MinAdviceInterval, n.sweeper(n.sweepGen))
+	}
+}
+
+// Hold defers the sweep's re-arming by ApplyConfig until Settle: a
+// configuration applied and then the one before again (a Set set back)
+// leaves the sweep where it falls. Nothing may run in between.
+func (n *Node) Hold() {
+	if !n.holding {
+		n.holding, n.heldInterval = true, n.cfg.MinAdviceInterval
+	}
+}
+
+// Settle ends Hold: the sweep is re-armed, once, if the running period is
+// not the one at Hold.
+func (n *Node) Settle() {
+	if n.holding {
+		n.holding = false
+		n.arm(n.heldInterval)
 	}
 }
 

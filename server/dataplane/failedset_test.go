@@ -53,6 +53,7 @@ var failedSetPool = []struct{ desc, cfg string }{
 	{"fcn transit", fcnTransitConfig},
 	{"rate advice", rateAdvice},
 	{"rate advice beside long-haul", rateAdviceLongHaul},
+	{"rate advice 250 us", strings.Replace(rateAdvice, `"rate-advice": {`, `"rate-advice": {"config": {"min-advice-interval": 250}, `, 1)},
 	{"master off", `{"global": {"config": {"enabled": false}}}`},
 }
 

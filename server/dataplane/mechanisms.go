@@ -191,7 +191,15 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 	// what it cannot undo (the entries a smaller flow table evicts, the
 	// aging sweep a new idle timeout re-arms), deferred until the Set is
 	// kept (lhcnp.Node.Commit).
+	// The functions that defer the same (mechanism.Deferrer: Rate
+	// Advice's sweep) are held too, and settled however the Set ends.
 	cp := b.node.Checkpoint()
+	for _, f := range b.funcs {
+		if d, ok := f.(mechanism.Deferrer); ok {
+			d.Hold()
+		}
+	}
+	defer b.settle()
 	if err := b.createMechanisms(ts, existed); err != nil {
 		b.node.Restore(cp)
 		return err
@@ -248,6 +256,17 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 	remove(false)
 	b.node.Restore(cp)
 	return err
+}
+
+// settle ends the Hold of every function that defers what it cannot undo
+// (mechanism.Deferrer); one created while the others were held was never
+// held, and settles as nothing.
+func (b *Binding) settle() {
+	for _, name := range slices.Sorted(maps.Keys(b.funcs)) {
+		if d, ok := b.funcs[name].(mechanism.Deferrer); ok {
+			d.Settle()
+		}
+	}
 }
 
 // funcsSet returns the names of the functions that exist.
