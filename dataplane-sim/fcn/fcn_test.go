@@ -3,6 +3,7 @@ package fcn
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -396,5 +397,44 @@ func TestFlowTable(t *testing.T) {
 	}
 	if st := r.pe.lh.State(true); len(st.FlowTable.Flows) != 1 {
 		t.Errorf("PE's flow table holds %d flows, want 1 (max-entries)", len(st.FlowTable.Flows))
+	}
+}
+
+// TestRefusedRoleCreatesNothing: a Configure that turns the ingress PE
+// on for the first time with a configuration the node refuses (a flow
+// table of no entry: FCN's own Validate does not look at it) fails with
+// the switch as it was: no PE wrapped around the node (the ports'
+// observer, the rewrite stage; the local handler goes with them), no
+// aging timer, no role in the state. The PE was created before the node refused, and
+// stayed (this test failed then).
+func TestRefusedRoleCreatesNothing(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	lc := lhcnp.DefaultConfig()
+	lc.Enabled, lc.FormatICMPv6 = true, true
+	lh, err := lhcnp.Attach(r.net, r.pe1, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFunction(lh)
+	r.sim.Run(100 * engine.Microsecond)
+	type seen struct {
+		Observer, Rewrite string
+		Pending           int
+		State             string
+	}
+	look := func() seen {
+		return seen{Observer: fmt.Sprintf("%T", r.pe1.Ports()[0].Observer()), Rewrite: fmt.Sprintf("%T", r.pe1.Forwarder(netsim.StageRewrite)), Pending: r.sim.Pending(), State: fmt.Sprintf("%+v", f.State())}
+	}
+	before := look()
+	bad := *enabled()
+	bad.FlowTable.MaxEntries = 0
+	if err := f.Validate(Roles{PE: bad, Transit: DefaultConfig()}); err != nil {
+		t.Fatalf("Validate refused what the node refuses: %v", err)
+	}
+	if err := f.Configure(Roles{PE: bad, Transit: DefaultConfig()}, lc); err == nil {
+		t.Fatal("Configure took a flow table of no entry")
+	}
+	if diff := cmp.Diff(before, look()); diff != "" {
+		t.Errorf("refused (-before +after):\n%s", diff)
 	}
 }

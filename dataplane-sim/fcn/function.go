@@ -74,10 +74,16 @@ func (f *Function) Validate(cfg any) error {
 // each sets the node's mode. With no role enabled and none created yet
 // (a function created and never configured on: a Set that failed after
 // creating it), the node is handed lc all the same, as a role switched
-// off hands it back.
+// off hands it back. Everything the roles and the node would refuse is
+// checked first: a role's creation wraps the node (the ports' observer,
+// the local handler, the rewrite stage), which a refusal after it would
+// leave behind.
 func (f *Function) Configure(cfg any, lc lhcnp.Config) error {
 	r, err := roles(cfg)
 	if err != nil {
+		return err
+	}
+	if err := f.check(r, lc); err != nil {
 		return err
 	}
 	if r.PE.Enabled && f.pe == nil {
@@ -105,6 +111,41 @@ func (f *Function) Configure(cfg any, lc lhcnp.Config) error {
 		if err := setMode(f.lh, nil, r.PE, lc); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// check tells whether Configure would take r and lc, changing nothing:
+// each role's configuration, and what the node is handed: lc by a role
+// switched off (or by none, with none enabled), the enabled role's
+// detection configuration with its notifier. A Function of roles
+// attached on their own (FunctionOf) creates nothing: its roles check.
+func (f *Function) check(r Roles, lc lhcnp.Config) error {
+	for _, c := range []Config{r.PE, r.Transit} {
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("fcn: %w", err)
+		}
+	}
+	if f.lh == nil {
+		return nil
+	}
+	on := r.PE.Enabled || r.Transit.Enabled
+	if !on || f.pe != nil && !r.PE.Enabled || f.transit != nil && !r.Transit.Enabled {
+		if err := f.lh.CheckConfig(lc, false); err != nil {
+			return fmt.Errorf("fcn: %w", err)
+		}
+	}
+	var node Config
+	switch {
+	case r.PE.Enabled:
+		node = r.PE
+	case r.Transit.Enabled:
+		node = r.Transit
+	default:
+		return nil
+	}
+	if err := f.lh.CheckConfig(node.nodeConfig(), true); err != nil {
+		return fmt.Errorf("fcn: %w", err)
 	}
 	return nil
 }

@@ -166,21 +166,8 @@ func (n *Node) Config() Config { return n.cfg.clone() }
 // On error nothing changes. While a Checkpoint is out the shrinking and
 // the aging sweep's re-arming wait for its end (Restore, Commit).
 func (n *Node) ApplyConfig(cfg Config) error {
-	if err := cfg.validate(n.opts.notifier != nil); err != nil {
-		return fmt.Errorf("lhcnp: switch %s: %w", n.sw.Name(), err)
-	}
-	// Check every port's ECN programming before touching anything.
-	for _, ps := range n.ports {
-		ic := cfg.interfaceFor(ps.name)
-		for prio := range netsim.NumPrio {
-			qc := ic.queueFor(prio)
-			kmax, kmin := thresholds(&qc, n.portRate(ps, ic), n.rttFor(ps, ic))
-			c := ps.pt.Config()
-			c.ECN[prio] = netsim.ECNConfig{Enabled: true, KMinBytes: kmin, KMaxBytes: kmax, PMax: qc.PMax}
-			if err := c.Validate(); err != nil {
-				return fmt.Errorf("lhcnp: switch %s: port %s: %w", n.sw.Name(), ps.name, err)
-			}
-		}
+	if err := n.CheckConfig(cfg, n.opts.notifier != nil); err != nil {
+		return err
 	}
 	now := n.sim.Now()
 	oldAging := n.cfg.FlowTable.IdleTimeout
@@ -196,6 +183,29 @@ func (n *Node) ApplyConfig(cfg Config) error {
 	// The peers may have changed: look the routes up again.
 	for e := n.ft.lru.head; e != nil; e = e.nextActive() {
 		e.upstream = upstreamUnknown
+	}
+	return nil
+}
+
+// CheckConfig tells whether ApplyConfig would take cfg (SetNotifier with
+// a notifier when withNotifier), changing nothing: a caller that does
+// something it cannot undo before configuring the node checks first.
+func (n *Node) CheckConfig(cfg Config, withNotifier bool) error {
+	if err := cfg.validate(withNotifier); err != nil {
+		return fmt.Errorf("lhcnp: switch %s: %w", n.sw.Name(), err)
+	}
+	// Every port's ECN programming.
+	for _, ps := range n.ports {
+		ic := cfg.interfaceFor(ps.name)
+		for prio := range netsim.NumPrio {
+			qc := ic.queueFor(prio)
+			kmax, kmin := thresholds(&qc, n.portRate(ps, ic), n.rttFor(ps, ic))
+			c := ps.pt.Config()
+			c.ECN[prio] = netsim.ECNConfig{Enabled: true, KMinBytes: kmin, KMaxBytes: kmax, PMax: qc.PMax}
+			if err := c.Validate(); err != nil {
+				return fmt.Errorf("lhcnp: switch %s: port %s: %w", n.sw.Name(), ps.name, err)
+			}
+		}
 	}
 	return nil
 }
