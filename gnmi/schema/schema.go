@@ -15,6 +15,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
@@ -279,8 +280,8 @@ type Resolved struct {
 // the schema: /lhcnp/nope); the caller names the whole path, so an error
 // about the last element does not repeat it.
 func (s *Schema) Resolve(p *gnmi.Path) (Resolved, error) {
-	if len(p.GetElem()) == 0 && len(p.GetElement()) > 0 {
-		return Resolved{}, fmt.Errorf("%w: the deprecated element field is not supported, use elem", ErrBadPath)
+	if err := CheckElement(p); err != nil {
+		return Resolved{}, err
 	}
 	var r Resolved
 	entries := []*yang.Entry{s.root}
@@ -344,6 +345,18 @@ func (s *Schema) Resolve(p *gnmi.Path) (Resolved, error) {
 	return r, nil
 }
 
+// CheckElement refuses a path given only in the deprecated element field
+// (gNMI 0.4): Join and Normalize, which read elem, would take it for the
+// root, and a Get of it answer the whole tree, a delete of it delete
+// everything. The caller checks the prefix and the path as sent, before
+// joining them; ErrorPath names such a path by its elements.
+func CheckElement(p *gnmi.Path) error {
+	if len(p.GetElem()) == 0 && len(p.GetElement()) > 0 {
+		return fmt.Errorf("%w: the deprecated element field is not supported, use elem", ErrBadPath)
+	}
+	return nil
+}
+
 func hasList(es []*yang.Entry) bool {
 	for _, e := range es {
 		if e.IsList() {
@@ -384,10 +397,18 @@ func checkKeys(es []*yang.Entry, pe *gnmi.PathElem, at func() string, r *Resolve
 			v, has := pe.GetKey()[k]
 			if has && v != Wildcard {
 				given++
+				if err := checkKeyValue(e, k, v); err != nil {
+					lastErr = fmt.Errorf("%w%s: %s key %s: %v", ErrBadPath, at(), e.Name, k, err)
+					ok = false
+					break
+				}
 			}
 			if !has || v == Wildcard {
 				r.Wildcard = true
 			}
+		}
+		if !ok {
+			continue
 		}
 		if given > 0 && given < len(names) {
 			r.PartialKeys = true
@@ -405,6 +426,37 @@ func checkKeys(es []*yang.Entry, pe *gnmi.PathElem, at func() string, r *Resolve
 		return nil, lastErr
 	}
 	return out, nil
+}
+
+// checkKeyValue checks a key value of a path against the type of the list
+// e's key leaf k, as a value of that leaf would be (its range included):
+// ygot would otherwise refuse it in gRPC's words at a Set ("rpc error: code =
+// InvalidArgument desc = cannot convert key"), and Get find no data under it.
+func checkKeyValue(e *yang.Entry, k, v string) error {
+	leaf := e.Dir[k]
+	if leaf == nil {
+		return nil // a key the model does not declare as a leaf: ygot's to refuse
+	}
+	t := resolveType(leaf)
+	if t == nil {
+		return nil
+	}
+	if _, err := decodeLeaf(t, v, ""); err == nil {
+		return nil
+	}
+	switch t.Kind {
+	case yang.Yenum:
+		if t.Enum != nil {
+			names := t.Enum.Names()
+			sort.Strings(names)
+			return fmt.Errorf("%q is not one of %s", store.ErrorText(v), strings.Join(names, ", "))
+		}
+	}
+	typ := t.Kind.String()
+	if len(t.Range) > 0 {
+		typ += " in " + t.Range.String()
+	}
+	return fmt.Errorf("%q is not a %s", store.ErrorText(v), typ)
 }
 
 func contains(list []string, s string) bool {

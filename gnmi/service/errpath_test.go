@@ -15,7 +15,9 @@ import (
 // the part at fault only when it is shorter (not in the schema: /lhcnp/nope).
 // It failed before when the last element was at fault: "path P: not in the
 // schema: P", "path P: P: \"...\" cannot have keys" (Get, Set and
-// Subscribe, as gnmic showed against `lhcnp switch`).
+// Subscribe, as gnmic showed against `lhcnp switch`). A key value not of its
+// type, a Set's validation error and a path in the deprecated element field
+// are named as sent, keys included (their cases say what they were before).
 func TestErrorsNamePathOnce(t *testing.T) {
 	e := newEnv(t)
 	c := subscribeClient(t, e)
@@ -42,13 +44,31 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			Subscription: []*gnmi.Subscription{{Path: mustPath("/config")}}})
 		return err
 	}
+	getPrefix := func(p *gnmi.Path) error {
+		_, err := e.c.Get(ctx(t), &gnmi.GetRequest{Prefix: p, Path: []*gnmi.Path{mustPath("/config")}, Encoding: gnmi.Encoding_JSON_IETF})
+		return err
+	}
+	updatePrefix := func(p *gnmi.Path) error {
+		_, err := e.c.Set(ctx(t), &gnmi.SetRequest{Prefix: p, Update: []*gnmi.Update{{Path: mustPath("/config/enabled"), Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_BoolVal{BoolVal: true}}}}})
+		return err
+	}
+	updateEmpty := func(p *gnmi.Path) error {
+		_, err := e.c.Set(ctx(t), &gnmi.SetRequest{Update: []*gnmi.Update{{Path: p, Val: ietf(`{}`)}}})
+		return err
+	}
+	element := func(names ...string) *gnmi.Path { return &gnmi.Path{Element: names} }
 	const wan0 = "/lhcnp/interfaces/interface[name=wan0]"
+	const q = wan0 + "/queues/queue"
+	const deprecated = "malformed path: the deprecated element field is not supported, use elem"
 	for _, tt := range []struct {
 		desc string
 		call func(*gnmi.Path) error
 		path *gnmi.Path
 		code codes.Code
 		want string
+		// cut: want is the message's beginning (what follows quotes a
+		// YANG pattern).
+		cut bool
 	}{
 		{desc: "get: unknown leaf", call: get, path: mustPath(wan0 + "/config/nope"), code: codes.InvalidArgument,
 			want: "path " + wan0 + "/config/nope: not in the schema"},
@@ -80,13 +100,59 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			want: "path /lhcnp/global/: empty element name"},
 		{desc: "subscribe: prefix with ... with keys", call: subscribePrefix, path: mustPath("/lhcnp/...[a=b]"), code: codes.InvalidArgument,
 			want: `prefix /lhcnp/...[a=b]: "..." cannot have keys`},
+
+		// A key value not of its key's type: ygot's gRPC error embedded
+		// in Set's message before ("invalid value: rpc error: code =
+		// InvalidArgument desc = cannot convert key"), NOT_FOUND "no data"
+		// at Get; out of the type's range, Set's validation named the
+		// list without keys.
+		{desc: "get: key of the wrong type", call: get, path: mustPath(q + "[id=x]/config/kmax"), code: codes.InvalidArgument,
+			want: `path ` + q + `[id=x]/config/kmax: malformed path: ` + q + `[id=x]: queue key id: "x" is not a uint8 in 0..15`},
+		{desc: "get: key out of its type's range", call: get, path: mustPath(q + "[id=99]/config/kmax"), code: codes.InvalidArgument,
+			want: `path ` + q + `[id=99]/config/kmax: malformed path: ` + q + `[id=99]: queue key id: "99" is not a uint8 in 0..15`},
+		{desc: "set update: key of the wrong type", call: update, path: mustPath(q + "[id=x]/config/kmax"), code: codes.InvalidArgument,
+			want: `update[0] ` + q + `[id=x]/config/kmax: malformed path: ` + q + `[id=x]: queue key id: "x" is not a uint8 in 0..15`},
+		{desc: "set update: key out of its type's range", call: update, path: mustPath(q + "[id=99]/config/kmax"), code: codes.InvalidArgument,
+			want: `update[0] ` + q + `[id=99]/config/kmax: malformed path: ` + q + `[id=99]: queue key id: "99" is not a uint8 in 0..15`},
+		{desc: "set delete: key of the wrong type, last element", call: del, path: mustPath(q + "[id=300]"), code: codes.InvalidArgument,
+			want: `delete[0] ` + q + `[id=300]: malformed path: queue key id: "300" is not a uint8 in 0..15`},
+		{desc: "subscribe: key of the wrong type", call: subscribe, path: mustPath(q + "[id=x]/config/kmax"), code: codes.InvalidArgument,
+			want: `path ` + q + `[id=x]/config/kmax: malformed path: ` + q + `[id=x]: queue key id: "x" is not a uint8 in 0..15`},
+		// A key ygot's validation refuses (a pattern): named with the
+		// keys of the operation's path, where it was the schema's path
+		// ("update[0] validation: /lhcnp/global/rocev2-receivers/receiver/config/prefix").
+		{desc: "set update: validation names the keys", call: updateEmpty,
+			path: mustPath("/lhcnp/global/rocev2-receivers/receiver[prefix=bogus]/config"), code: codes.InvalidArgument, cut: true,
+			want: `update[0] /lhcnp/global/rocev2-receivers/receiver[prefix=bogus]/config: validation: /lhcnp/global/rocev2-receivers/receiver[prefix=bogus]/config/prefix: "bogus" does not match regular expression pattern`},
+
+		// Only the deprecated element field: Get and Set read the path as
+		// the root before (a Get answered the whole tree, a Set updated
+		// the root), Subscribe named it "/".
+		{desc: "get: path in element", call: get, path: element("lhcnp", "global"), code: codes.InvalidArgument,
+			want: "path /lhcnp/global: " + deprecated},
+		{desc: "get: prefix in element", call: getPrefix, path: element("lhcnp", "global"), code: codes.InvalidArgument,
+			want: "prefix /lhcnp/global: " + deprecated},
+		{desc: "set update: path in element", call: update, path: element("lhcnp", "global", "config", "metric-type"), code: codes.InvalidArgument,
+			want: "update[0] /lhcnp/global/config/metric-type: " + deprecated},
+		{desc: "set delete: path in element", call: del, path: element("lhcnp"), code: codes.InvalidArgument,
+			want: "delete[0] /lhcnp: " + deprecated},
+		{desc: "set: prefix in element", call: updatePrefix, path: element("lhcnp", "global"), code: codes.InvalidArgument,
+			want: "prefix /lhcnp/global: " + deprecated},
+		{desc: "subscribe: path in element", call: subscribe, path: element("lhcnp", "global"), code: codes.InvalidArgument,
+			want: "path /lhcnp/global: the deprecated element field is not supported"},
+		{desc: "subscribe: prefix in element", call: subscribePrefix, path: element("lhcnp", "global"), code: codes.InvalidArgument,
+			want: "prefix /lhcnp/global: the deprecated element field is not supported"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			st := status.Convert(tt.call(tt.path))
 			if st.Code() != tt.code {
 				t.Errorf("code %v, want %v (%s)", st.Code(), tt.code, st.Message())
 			}
-			if diff := cmp.Diff(tt.want, st.Message()); diff != "" {
+			got := st.Message()
+			if tt.cut && len(got) > len(tt.want) {
+				got = got[:len(tt.want)]
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("message (-want, +got):\n%s", diff)
 			}
 		})

@@ -42,6 +42,9 @@ func (h *Handler) Get(ctx context.Context, req *gnmi.GetRequest) (*gnmi.GetRespo
 	if err := schema.CheckOrigin(prefix.GetOrigin()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "prefix: %v", err)
 	}
+	if err := schema.CheckElement(prefix); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %v", schema.ErrorPath(prefix), err)
+	}
 	paths := req.GetPath()
 	if len(paths) == 0 {
 		paths = []*gnmi.Path{{}}
@@ -49,6 +52,9 @@ func (h *Handler) Get(ctx context.Context, req *gnmi.GetRequest) (*gnmi.GetRespo
 	resp := &gnmi.GetResponse{}
 	for _, p := range paths {
 		if err := schema.CheckPathOrigin(prefix, p); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(p), err)
+		}
+		if err := schema.CheckElement(p); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(p), err)
 		}
 		full := schema.Normalize(schema.Join(prefix, p))
@@ -92,7 +98,13 @@ type leafVal struct {
 func (h *Handler) notification(prefix, p, full *gnmi.Path, res schema.Resolved, dt gnmi.GetRequest_DataType, enc gnmi.Encoding) (*gnmi.Notification, error) {
 	pat, err := store.NewPattern(nil, full)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(full), err)
+		// Resolve accepted the path, so this does not happen; the
+		// pattern's error names the path too, which this one does.
+		reason := err.Error()
+		if pe, ok := errors.AsType[*store.PatternError](err); ok {
+			reason = pe.Reason
+		}
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: %s", schema.ErrorPath(full), reason)
 	}
 	var vals []leafVal
 	h.st.Walk(pat, func(l *store.Node, v *store.Value, _ store.Kind) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
+	"github.com/openconfig/ygot/util"
 	"github.com/openconfig/ygot/ygot"
 	"github.com/openconfig/ygot/ytypes"
 	"google.golang.org/grpc/codes"
@@ -63,6 +65,9 @@ func (h *Handler) Set(ctx context.Context, req *gnmi.SetRequest) (*gnmi.SetRespo
 	prefix := req.GetPrefix()
 	if err := schema.CheckOrigin(prefix.GetOrigin()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "prefix: %v", err)
+	}
+	if err := schema.CheckElement(prefix); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %v", schema.ErrorPath(prefix), err)
 	}
 	var ops []setOp
 	for i, p := range req.GetDelete() {
@@ -125,7 +130,14 @@ func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp, du
 			oerr.op = 0
 		}
 		if oerr.op >= 0 {
-			oerr.err = fmt.Errorf("%s %w", ops[oerr.op].name, oerr.err)
+			if ve, ok := errors.AsType[*validationError](oerr.err); ok {
+				// ygot names the schema node, without keys: name the
+				// operation's path, and the part of it at fault.
+				o := &ops[oerr.op]
+				oerr.err = fmt.Errorf("%s %s: %w", o.name, schema.ErrorPath(o.full), ve.at(o.full))
+			} else {
+				oerr.err = fmt.Errorf("%s %w", ops[oerr.op].name, oerr.err)
+			}
 		}
 		return nil, oerr.status(req, ops)
 	}
@@ -144,6 +156,10 @@ func opErr(code codes.Code, o *setOp, format string, args ...any) *opError {
 func (h *Handler) applyOp(cand *oc.Root, prefix *gnmi.Path, o *setOp) *opError {
 	if err := schema.CheckPathOrigin(prefix, o.path); err != nil {
 		return opErr(codes.InvalidArgument, o, "%v", err)
+	}
+	if err := schema.CheckElement(o.path); err != nil {
+		// o.full, from elem alone, is the prefix: name the path as sent.
+		return &opError{code: codes.InvalidArgument, err: fmt.Errorf("%s %s: %v", o.name, schema.ErrorPath(o.path), err)}
 	}
 	res, err := h.s.Resolve(o.full)
 	switch {
@@ -346,7 +362,7 @@ func (h *Handler) commit(ctx context.Context, cand *oc.Root, durable bool) (int6
 	// leafrefs are list keys pointing at config/<key>, which NormalizeKeys
 	// has just made consistent.
 	if err := cand.GetOrCreateLhcnp().Validate(); err != nil {
-		return 0, invalid(fmt.Errorf("validation: %v", cleanYgot(err)))
+		return 0, invalid(newValidationError(err))
 	}
 	if err := schema.CheckRules(cand); err != nil {
 		return 0, invalid(err)
@@ -413,6 +429,77 @@ func blame(ops []setOp, err error) int {
 	return -1
 }
 
+// validationError is ygot's refusal of the candidate: path is the schema
+// node at fault, without keys ("/lhcnp/interfaces/interface/queues/queue"),
+// "" when ygot named none.
+type validationError struct {
+	path, reason string
+}
+
+func newValidationError(err error) *validationError {
+	s := cleanYgot(firstError(err))
+	if strings.HasPrefix(s, "/") {
+		if i := strings.Index(s, ": "); i > 0 {
+			return &validationError{path: s[:i], reason: s[i+2:]}
+		}
+	}
+	return &validationError{reason: s}
+}
+
+// firstError returns, of ygot's list of errors (util.Errors, nested or
+// not), the first in text order: ygot gathers them walking maps, in an order
+// that changes from one call to the next, and a message names one.
+func firstError(err error) error {
+	var all []error
+	var flatten func(error)
+	flatten = func(err error) {
+		if errs, ok := err.(util.Errors); ok {
+			for _, e := range errs {
+				flatten(e)
+			}
+			return
+		}
+		all = append(all, err)
+	}
+	flatten(err)
+	if len(all) == 0 {
+		return err
+	}
+	return slices.MinFunc(all, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+}
+
+func (e *validationError) Error() string {
+	if e.path == "" {
+		return "validation: " + e.reason
+	}
+	return "validation: " + store.ErrorText(e.path) + ": " + e.reason
+}
+
+// at returns the error with its path given the keys of the operation's
+// path p where the two share elements: dropped when it is p (the caller
+// names p), else p's ancestor, or p followed by the rest of the schema path.
+func (e *validationError) at(p *gnmi.Path) *validationError {
+	if e.path == "" {
+		return e
+	}
+	names := strings.Split(strings.TrimPrefix(e.path, "/"), "/")
+	elems := p.GetElem()
+	n := min(len(names), len(elems))
+	for i := range n {
+		if elems[i].GetName() != names[i] {
+			return e
+		}
+	}
+	if len(names) == len(elems) {
+		return &validationError{reason: e.reason}
+	}
+	keyed := &gnmi.Path{Elem: slices.Clip(elems[:n])} // appended to: not into p
+	for _, name := range names[n:] {
+		keyed.Elem = append(keyed.Elem, &gnmi.PathElem{Name: name})
+	}
+	return &validationError{path: schema.PathString(keyed), reason: e.reason}
+}
+
 // cleanYgot shortens ygot's wrapped errors: no "setNode:" or gRPC status
 // wrapping, and a validation error chain ("/root/a: /root/a/b: /root/a/b/c:
 // schema "c": reason") reduced to its last path and the reason.
@@ -425,7 +512,19 @@ func cleanYgot(err error) string {
 			s = s[i+3:]
 		}
 	}
-	s = strings.ReplaceAll(s, "rpc error: code = Unknown desc = ", "")
+	// ygot wraps some errors in a gRPC status (code Unknown or
+	// InvalidArgument): the RPC gives its own.
+	for {
+		i := strings.Index(s, "rpc error: code = ")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(s[i:], " desc = ")
+		if j < 0 {
+			break
+		}
+		s = s[:i] + s[i+j+len(" desc = "):]
+	}
 	if i := strings.LastIndex(s, "/root/"); i >= 0 {
 		rest := s[i+len("/root"):]
 		if j := strings.Index(rest, ": "); j >= 0 {

@@ -559,8 +559,15 @@ func keyString(keys map[string]string) string {
 const MaxErrorPathBytes = 512
 
 // ErrorPath is PathString for an error message: cut after
-// MaxErrorPathBytes, with "… (N bytes)" saying how long it was.
-func ErrorPath(p *gnmi.Path) string { return ErrorText(PathString(p)) }
+// MaxErrorPathBytes, with "… (N bytes)" saying how long it was. A path
+// given only in the deprecated element field, which PathString reads as
+// the root, is named by its elements: an error about it names what was sent.
+func ErrorPath(p *gnmi.Path) string {
+	if len(p.GetElem()) == 0 && len(p.GetElement()) > 0 {
+		return ErrorText("/" + strings.Join(p.GetElement(), "/"))
+	}
+	return ErrorText(PathString(p))
+}
 
 // ErrorText is s (a path, a name or a key value of a request) for an error
 // message: cut after MaxErrorPathBytes (at a character's start), with

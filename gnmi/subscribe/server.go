@@ -382,7 +382,7 @@ func patternReason(err error) string {
 
 func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (*sub, error) {
 	name := store.PathString(req.GetPath())
-	errName := store.ErrorText(name) // in errors: the path may be megabytes
+	errName := store.ErrorPath(req.GetPath()) // in errors: the path may be megabytes, or given in element
 	if !s.o.allowedOrigins[req.GetPath().GetOrigin()] {
 		return nil, status.Errorf(codes.InvalidArgument, "path %s: unsupported origin %q", errName, req.GetPath().GetOrigin())
 	}
