@@ -180,26 +180,26 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 		errs = append(errs, ValidateChange(c))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("switch %q: not pushed: %w", target, err)
+		return fmt.Errorf("switch %q: %w: %w", target, ErrNotPushed, err)
 	}
 	gc, s, err := p.client(target)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrNotPushed, err)
 	}
 	ext := commitExt(id, &gnmi_ext.CommitRequest{RollbackDuration: durationpb.New(rollback)})
 	yc, err := ygnmi.NewClient(withExtensions{gc, []*gnmi_ext.Extension{ext}})
 	if err != nil {
-		return err
+		return fmt.Errorf("switch %q: %w: %w", target, ErrNotPushed, err)
 	}
 	// The queues' configuration watched from before the check to after the
 	// Set: another client's Set in between would be overwritten unseen.
 	w, err := watchConfig(p.outgoing(ctx, s), gc, changes)
 	if err != nil {
-		return fmt.Errorf("switch %q: not pushed: watching its configuration: %w", target, err)
+		return fmt.Errorf("switch %q: %w: watching its configuration: %w", target, ErrNotPushed, err)
 	}
 	defer w.close()
 	if err := p.checkBefore(p.outgoing(ctx, s), yc, changes); err != nil {
-		return fmt.Errorf("switch %q: not pushed: %w", target, err)
+		return fmt.Errorf("switch %q: %w: %w", target, ErrNotPushed, err)
 	}
 	b := &ygnmi.SetBatch{}
 	for _, c := range changes {
@@ -239,6 +239,13 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 	}
 	return nil
 }
+
+// ErrNotPushed is wrapped by Commit's error when it failed before its Set
+// was sent (a change the model refuses, the switch's settings unreadable or
+// not the decision's before): the switch has nothing to roll back, however
+// the failure looks (a Get past switch_timeout is DEADLINE_EXCEEDED, as a
+// Set whose answer was lost is).
+var ErrNotPushed = errors.New("not pushed")
 
 // ErrNotBefore is wrapped by Commit's error when a queue of the switch
 // does not run the settings the change was decided on.

@@ -588,6 +588,17 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			// other client's value stands, and the next period sees it
 			// (an operator's change: the queue is held).
 			outcome, reason = OutcomeRolledBack, "another client set the queue between the tuner's check and its Set: cancelled, the other client's value stands"
+		} else if errors.Is(err, ErrNotPushed) {
+			// Nothing was sent, whatever the error's code: no answer was
+			// lost, nothing is cancelled, the row is refused. (Taken for a
+			// lost answer, a check past switch_timeout was recorded rolled
+			// back after a cancel the switch refused: no commit waiting.)
+			// The outcome is written within a switch_timeout of its own:
+			// a check that failed at the deadline left the period's
+			// context none for it.
+			var done context.CancelFunc
+			ctx, done = t.ownTimeout(ctx)
+			defer done()
 		} else if answerLost(ctx, err) {
 			// The Set's answer was lost (switch_timeout, or the tuner
 			// stopping): the switch may have applied it. Cancel it there

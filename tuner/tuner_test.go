@@ -746,6 +746,67 @@ func TestTunerCancelsCommitWhoseAnswerWasLost(t *testing.T) {
 	}
 }
 
+// TestTunerCheckPastTimeoutIsNotALostAnswer: a commit whose check of the
+// switch's settings (a Get) has no answer within switch_timeout was never
+// sent: its row is refused with the check's error, and no cancel goes to
+// the switch. Before, the Get's DEADLINE_EXCEEDED was taken for a Set
+// whose answer was lost: a cancel the switch refused ("no commit is
+// waiting for confirmation") and the row rolled back "if the switch
+// applied it" (TestTunerEndToEnd under load then waited for an alpha the
+// switch never had).
+func TestTunerCheckPastTimeoutIsNotALostAnswer(t *testing.T) {
+	// The second Get (the source's is the first) is answered only when the
+	// client has given up: the tuner's check before its Set.
+	var gets, sets, cancels atomic.Int32
+	fault := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		switch r := req.(type) {
+		case *gnmi.GetRequest:
+			if gets.Add(1) == 2 {
+				<-ctx.Done()
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+		case *gnmi.SetRequest:
+			sets.Add(1)
+			for _, e := range r.GetExtension() {
+				if e.GetCommit().GetCancel() != nil {
+					cancels.Add(1)
+				}
+			}
+		}
+		return h(ctx, req)
+	}
+	addr, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{fault}, nil))
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	cfg.SwitchTimeout = 2 * time.Second
+	yc := ygnmiClient(t, addr)
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, constSource(yc, congested), rec)
+	if err := tu.Cycle(context.Background(), t1); !errors.Is(err, ErrNotPushed) {
+		t.Errorf("Cycle: %v, want ErrNotPushed", err)
+	}
+	if n := sets.Load(); n != 0 {
+		t.Errorf("%d Sets sent (%d cancels), want none: the commit was never sent", n, cancels.Load())
+	}
+	if tu.Pending("n1") {
+		t.Error("the tuner follows a commit it never sent")
+	}
+	if a := switchAlpha(t, yc); a != 1 {
+		t.Errorf("alpha %v, want 1", a)
+	}
+	want := []row{{"n1", policy.RuleDelay, OutcomeRefused, bdpSettings(congestedAlpha)}}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Errorf("tuner_actions (-want +got):\n%s", diff)
+	}
+	if len(rec.actions) == 1 {
+		if e := rec.actions[0].Error; !strings.Contains(e, "not pushed: interface wan0 queue 0: reading its settings") {
+			t.Errorf("error %q, want the check's", e)
+		}
+		if r := rec.actions[0].Reason; strings.Contains(r, "lost") {
+			t.Errorf("reason %q: no answer was lost", r)
+		}
+	}
+}
+
 // TestTunerRefusesStaleDecision: a decision taken on telemetry behind the
 // switch (it shows alpha 0.978, the switch runs 1) is not pushed: refused,
 // with an error naming what the switch runs, and the switch untouched.
