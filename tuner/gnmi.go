@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -198,7 +200,7 @@ func (p *GNMIPusher) Commit(ctx context.Context, target, id string, changes []Ch
 		return fmt.Errorf("switch %q: %w: watching its configuration: %w", target, ErrNotPushed, err)
 	}
 	defer w.close()
-	if err := p.checkBefore(p.outgoing(ctx, s), yc, changes); err != nil {
+	if err := p.checkBefore(p.outgoing(ctx, s), gc, changes); err != nil {
 		return fmt.Errorf("switch %q: %w: %w", target, ErrNotPushed, err)
 	}
 	b := &ygnmi.SetBatch{}
@@ -251,33 +253,114 @@ var ErrNotPushed = errors.New("not pushed")
 // does not run the settings the change was decided on.
 var ErrNotBefore = errors.New("the switch does not run the settings the decision was taken on")
 
-// checkBefore reads each changed queue's settings from the switch (a Get
-// of the queue's state, where the switch shows what it runs) and refuses
-// the changes unless every queue runs its Change.Before. A decision is
-// taken on stored telemetry, which can be behind the switch (the collector
-// stopped or lagging, a commit cancelled or rolled back since): pushed
-// anyway, the audit trail would record a before the switch never had, and
-// the switch would roll back to settings that differ from it. What another
-// client sets between this Get and the Set is not seen (gNMI has no
-// conditional Set); a pending commit of anyone makes the Set fail.
-func (p *GNMIPusher) checkBefore(ctx context.Context, yc *ygnmi.Client, changes []Change) error {
+// checkBefore reads each changed queue's settings from the switch (its
+// state, where the switch shows what it runs) and refuses the changes
+// unless every queue runs its Change.Before. A decision is taken on stored
+// telemetry, which can be behind the switch (the collector stopped or
+// lagging, a commit cancelled or rolled back since): pushed anyway, the
+// audit trail would record a before the switch never had, and the switch
+// would roll back to settings that differ from it. What another client
+// sets between this Get and the Set is not seen (gNMI has no conditional
+// Set); a pending commit of anyone makes the Set fail.
+//
+// One Get of every changed queue's state, PROTO-encoded: a ygnmi Get per
+// queue had the switch build and the tuner parse a JSON subtree each time,
+// and a commit of 24 queues (the start decides them all) took longer than
+// switch_timeout on a loaded machine (some 60 ms a queue under -race), so
+// that it was never sent; a PROTO Get of 8 queues takes the time of one.
+func (p *GNMIPusher) checkBefore(ctx context.Context, gc gnmi.GNMIClient, changes []Change) error {
+	req := &gnmi.GetRequest{Encoding: gnmi.Encoding_PROTO, Type: gnmi.GetRequest_STATE}
+	for _, c := range changes {
+		req.Path = append(req.Path, &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "lhcnp"}, {Name: "interfaces"},
+			{Name: "interface", Key: map[string]string{"name": c.Interface}}, {Name: "queues"},
+			{Name: "queue", Key: map[string]string{"id": strconv.Itoa(int(c.Queue))}}, {Name: "state"}}})
+	}
+	resp, err := gc.Get(ctx, req)
+	if err != nil {
+		return fmt.Errorf("reading the queues' settings: %w", err)
+	}
+	type queueKey struct {
+		iface string
+		id    string
+	}
+	runs := map[queueKey]*policy.Settings{}
+	for _, n := range resp.GetNotification() {
+		for _, u := range n.GetUpdate() {
+			elems := append(append([]*gnmi.PathElem(nil), n.GetPrefix().GetElem()...), u.GetPath().GetElem()...)
+			if len(elems) != 7 || elems[2].GetName() != "interface" || elems[4].GetName() != "queue" {
+				continue
+			}
+			k := queueKey{elems[2].GetKey()["name"], elems[4].GetKey()["id"]}
+			r := runs[k]
+			if r == nil {
+				r = &policy.Settings{KMaxMode: policy.KMaxBDP}
+				runs[k] = r
+			}
+			if err := setLeaf(r, elems[6].GetName(), u.GetVal()); err != nil {
+				return fmt.Errorf("interface %s queue %s: reading its settings: %w", k.iface, k.id, err)
+			}
+		}
+	}
 	var errs []error
 	for _, c := range changes {
-		st, err := ygnmi.Get(ctx, yc, ocpath.Root().Lhcnp().Interface(c.Interface).Queue(c.Queue).State(), ygnmi.WithUseGet())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("interface %s queue %d: reading its settings: %w", c.Interface, c.Queue, err))
+		r := runs[queueKey{c.Interface, strconv.Itoa(int(c.Queue))}]
+		if r == nil {
+			errs = append(errs, fmt.Errorf("interface %s queue %d: reading its settings: the switch has none", c.Interface, c.Queue))
 			continue
 		}
-		runs := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBytesPerSec: int64(st.GetVGrowth()),
-			OverloadCut: st.GetOverloadCut()}
-		if st.GetKmaxMode() == oc.LhcnpTypes_KmaxMode_EXPLICIT {
-			runs.KMaxMode, runs.KMaxBytes = policy.KMaxExplicit, int64(st.GetKmax())
+		if r.KMaxMode != policy.KMaxExplicit {
+			r.KMaxBytes = 0 // kmax counts in EXPLICIT mode only, as the window's
 		}
-		if d := settingsDiff(c.Before, runs); d != "" {
+		if d := settingsDiff(c.Before, *r); d != "" {
 			errs = append(errs, fmt.Errorf("%w: interface %s queue %d: %s (telemetry behind the switch)", ErrNotBefore, c.Interface, c.Queue, d))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// setLeaf sets the setting a queue's state leaf name shows from its value
+// (PROTO: decimal64 as a double, enumerations as their names); other
+// leaves are ignored.
+func setLeaf(r *policy.Settings, name string, v *gnmi.TypedValue) error {
+	bad := func() error { return fmt.Errorf("%s: unexpected value %v", name, v) }
+	switch name {
+	case "alpha":
+		switch x := v.GetValue().(type) {
+		case *gnmi.TypedValue_DoubleVal:
+			r.Alpha = x.DoubleVal
+		case *gnmi.TypedValue_FloatVal:
+			r.Alpha = float64(x.FloatVal)
+		case *gnmi.TypedValue_DecimalVal:
+			r.Alpha = float64(x.DecimalVal.GetDigits()) / math.Pow10(int(x.DecimalVal.GetPrecision()))
+		default:
+			return bad()
+		}
+	case "kmax-mode":
+		s := v.GetStringVal()
+		if i := strings.IndexByte(s, ':'); i >= 0 {
+			s = s[i+1:]
+		}
+		if s == oc.LhcnpTypes_KmaxMode_EXPLICIT.String() {
+			r.KMaxMode = policy.KMaxExplicit
+		}
+	case "kmax", "v-growth":
+		u, ok := v.GetValue().(*gnmi.TypedValue_UintVal)
+		if !ok {
+			return bad()
+		}
+		if name == "kmax" {
+			r.KMaxBytes = int64(u.UintVal)
+		} else {
+			r.VGrowthBytesPerSec = int64(u.UintVal)
+		}
+	case "overload-cut":
+		b, ok := v.GetValue().(*gnmi.TypedValue_BoolVal)
+		if !ok {
+			return bad()
+		}
+		r.OverloadCut = b.BoolVal
+	}
+	return nil
 }
 
 // settingsDiff names the settings a queue runs that differ from want, ""

@@ -3,12 +3,15 @@ package tuner
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	clientoc "github.com/lhcnp/lhcnp/gen/client/oc"
 	"github.com/lhcnp/lhcnp/gen/client/oc/ocpath"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	uncompressed "github.com/lhcnp/lhcnp/gen/oc/ocpath"
@@ -321,6 +324,82 @@ func TestGNMIPusherChecksBefore(t *testing.T) {
 				t.Errorf("the switch received %d Sets and runs alpha %v; want none and alpha 1", n, alpha)
 			}
 		})
+	}
+}
+
+// TestGNMIPusherChecksBeforeInOneGet: the settings of every queue of a
+// commit are checked in one Get (a Get per queue took a commit of 24
+// queues past switch_timeout on a loaded machine, and it was never sent),
+// EXPLICIT mode and kmax read as the queue runs them.
+func TestGNMIPusherChecksBeforeInOneGet(t *testing.T) {
+	ctx := context.Background()
+	var gets atomic.Int32
+	count := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if _, ok := req.(*gnmi.GetRequest); ok {
+			gets.Add(1)
+		}
+		return h(ctx, req)
+	}
+	addr, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{count}, nil))
+	yc := ygnmiClient(t, addr)
+	wan0 := ocpath.Root().Lhcnp().Interface("wan0")
+	b := &ygnmi.SetBatch{}
+	ygnmi.BatchUpdate(b, wan0.Queue(1).Alpha().Config(), 0.5)
+	ygnmi.BatchUpdate(b, wan0.Queue(2).KmaxMode().Config(), clientoc.LhcnpTypes_KmaxMode_EXPLICIT)
+	ygnmi.BatchUpdate(b, wan0.Queue(2).Kmax().Config(), uint64(3_000_000))
+	if _, err := b.Set(ctx, yc); err != nil {
+		t.Fatal(err)
+	}
+	runs := func(q uint8) policy.Settings {
+		st, err := ygnmi.Get(ctx, yc, wan0.Queue(q).State(), ygnmi.WithUseGet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBytesPerSec: int64(st.GetVGrowth())}
+		if st.GetKmaxMode() == clientoc.LhcnpTypes_KmaxMode_EXPLICIT {
+			s = policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: int64(st.GetKmax()), VGrowthBytesPerSec: int64(st.GetVGrowth())}
+		}
+		return s
+	}
+	var changes []Change
+	for q := range uint8(3) {
+		before := runs(q)
+		after := before
+		if before.KMaxMode == policy.KMaxExplicit {
+			after.KMaxBytes = 2_000_000
+		} else {
+			after.Alpha = before.Alpha / 2
+		}
+		changes = append(changes, Change{Interface: "wan0", Queue: q, Before: before, After: after})
+	}
+	if changes[2].Before.KMaxMode != policy.KMaxExplicit || changes[2].Before.KMaxBytes != 3_000_000 {
+		t.Fatalf("queue 2 runs %+v, want EXPLICIT with kmax 3000000", changes[2].Before)
+	}
+	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
+	defer p.Close()
+	// Decided on a kmax queue 2 does not run: refused, naming it.
+	stale := slices.Clone(changes)
+	stale[2].Before.KMaxBytes = 4_000_000
+	gets.Store(0)
+	err := p.Commit(ctx, "n1", "stale", stale, time.Minute)
+	if !errors.Is(err, ErrNotBefore) || !strings.Contains(err.Error(), "interface wan0 queue 2: it runs kmax 3000000, decided on 4000000") ||
+		strings.Contains(err.Error(), "queue 0") || strings.Contains(err.Error(), "queue 1") {
+		t.Errorf("Commit: %v, want ErrNotBefore for queue 2 alone", err)
+	}
+	if n := gets.Load(); n != 1 {
+		t.Errorf("%d Gets to check 3 queues, want 1", n)
+	}
+	gets.Store(0)
+	if err := p.Commit(ctx, "n1", "c1", changes, time.Minute); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if n := gets.Load(); n != 1 {
+		t.Errorf("%d Gets to check 3 queues, want 1", n)
+	}
+	for _, c := range changes {
+		if got := runs(c.Queue); got != c.After {
+			t.Errorf("queue %d runs %+v, want %+v", c.Queue, got, c.After)
+		}
 	}
 }
 

@@ -798,7 +798,7 @@ func TestTunerCheckPastTimeoutIsNotALostAnswer(t *testing.T) {
 		t.Errorf("tuner_actions (-want +got):\n%s", diff)
 	}
 	if len(rec.actions) == 1 {
-		if e := rec.actions[0].Error; !strings.Contains(e, "not pushed: interface wan0 queue 0: reading its settings") {
+		if e := rec.actions[0].Error; !strings.Contains(e, "not pushed: reading the queues' settings") {
 			t.Errorf("error %q, want the check's", e)
 		}
 		if r := rec.actions[0].Reason; strings.Contains(r, "lost") {
