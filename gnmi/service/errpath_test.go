@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -18,6 +19,9 @@ import (
 // Subscribe, as gnmic showed against `lhcnp switch`). A key value not of its
 // type, a Set's validation error and a path in the deprecated element field
 // are named as sent, keys included (their cases say what they were before).
+// Under a prefix, Subscribe's own checks (sample_interval, the pattern) named
+// the subscription's path alone, "path /config:", no path of the tree, where
+// the schema's check named prefix and path, as Get and Set do.
 func TestErrorsNamePathOnce(t *testing.T) {
 	e := newEnv(t)
 	c := subscribeClient(t, e)
@@ -57,6 +61,13 @@ func TestErrorsNamePathOnce(t *testing.T) {
 		return err
 	}
 	element := func(names ...string) *gnmi.Path { return &gnmi.Path{Element: names} }
+	// underPrefix subscribes to p under the prefix wan0, with a
+	// sample_interval ONCE refuses: an error names prefix and path.
+	underPrefix := func(p *gnmi.Path) error {
+		_, err := subscribeOnce(t, c, &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_ONCE, Prefix: mustPath("/lhcnp/interfaces/interface[name=wan0]"),
+			Subscription: []*gnmi.Subscription{{Path: p, SampleInterval: uint64(time.Second)}}})
+		return err
+	}
 	const wan0 = "/lhcnp/interfaces/interface[name=wan0]"
 	const q = wan0 + "/queues/queue"
 	const deprecated = "malformed path: the deprecated element field is not supported, use elem"
@@ -98,6 +109,10 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			want: `path /lhcnp/...[a=b]: "..." cannot have keys`},
 		{desc: "subscribe: empty element name", call: subscribe, path: emptyName, code: codes.InvalidArgument,
 			want: "path /lhcnp/global/: empty element name"},
+		{desc: "subscribe under a prefix: a subscription's fault", call: underPrefix, path: mustPath("/config"), code: codes.InvalidArgument,
+			want: "path " + wan0 + "/config: sample_interval is not allowed in ONCE mode"},
+		{desc: "subscribe under a prefix: ... with keys", call: underPrefix, path: mustPath("/...[a=b]"), code: codes.InvalidArgument,
+			want: "path " + wan0 + `/...[a=b]: "..." cannot have keys`},
 		{desc: "subscribe: prefix with ... with keys", call: subscribePrefix, path: mustPath("/lhcnp/...[a=b]"), code: codes.InvalidArgument,
 			want: `prefix /lhcnp/...[a=b]: "..." cannot have keys`},
 

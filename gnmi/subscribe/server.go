@@ -371,6 +371,31 @@ func bareprefix(p *gnmi.Path) *gnmi.Path {
 	return &gnmi.Path{Target: p.GetTarget(), Origin: p.GetOrigin()}
 }
 
+// joinElems is prefix's elements followed by p's: the path of the tree a
+// subscription names.
+func joinElems(prefix, p *gnmi.Path) *gnmi.Path {
+	return &gnmi.Path{Elem: append(append([]*gnmi.PathElem(nil), prefix.GetElem()...), p.GetElem()...)}
+}
+
+// errorPath names prefix and p joined in an error; a path given only in the
+// deprecated element field (which NewPattern refuses) is named by it, as
+// store.ErrorPath names one.
+func errorPath(prefix, p *gnmi.Path) string {
+	return store.ErrorPath(joinElems(byElem(prefix), byElem(p)))
+}
+
+// byElem is p, or its deprecated element field as elems when it has only that.
+func byElem(p *gnmi.Path) *gnmi.Path {
+	if len(p.GetElem()) > 0 || len(p.GetElement()) == 0 {
+		return p
+	}
+	out := &gnmi.Path{Elem: make([]*gnmi.PathElem, len(p.GetElement()))}
+	for i, n := range p.GetElement() {
+		out.Elem[i] = &gnmi.PathElem{Name: n}
+	}
+	return out
+}
+
 // patternReason is why store.NewPattern refused a path, without the path,
 // which the message names already.
 func patternReason(err error) string {
@@ -382,23 +407,26 @@ func patternReason(err error) string {
 
 func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (*sub, error) {
 	name := store.PathString(req.GetPath())
-	errName := store.ErrorPath(req.GetPath()) // in errors: the path may be megabytes, or given in element
+	// Errors name the whole path, prefix and path, as Get's and Set's do
+	// (docs/gnmi.md, "Errors"): under a prefix the path alone is no path of
+	// the tree. ErrorPath: the path may be megabytes.
 	if !s.o.allowedOrigins[req.GetPath().GetOrigin()] {
-		return nil, status.Errorf(codes.InvalidArgument, "path %s: unsupported origin %q", errName, req.GetPath().GetOrigin())
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: unsupported origin %q", errorPath(prefix, req.GetPath()), req.GetPath().GetOrigin())
 	}
 	path := req.GetPath()
 	if s.o.rewrite != nil && path != nil {
 		path = s.o.rewrite(path)
 	}
+	full := joinElems(prefix, path)
+	errName := errorPath(prefix, path)
 	pat, err := store.NewPattern(prefix, path)
 	if err != nil {
 		// The prefix passed on its own: the path is at fault.
 		return nil, status.Errorf(codes.InvalidArgument, "path %s: %s", errName, patternReason(err))
 	}
 	if s.o.validate != nil {
-		full := &gnmi.Path{Elem: append(append([]*gnmi.PathElem(nil), prefix.GetElem()...), path.GetElem()...)}
 		if err := s.o.validate(full); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", store.ErrorPath(full), err)
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", errName, err)
 		}
 	}
 	su := &sub{pat: pat, name: name}
