@@ -21,7 +21,9 @@ import (
 // are named as sent, keys included (their cases say what they were before).
 // Under a prefix, Subscribe's own checks (sample_interval, the pattern) named
 // the subscription's path alone, "path /config:", no path of the tree, where
-// the schema's check named prefix and path, as Get and Set do.
+// the schema's check named prefix and path, as Get and Set do; and
+// Subscribe's refusal of a pattern named no part ("..." with keys before
+// the last element: "path /lhcnp/...[a=b]/state: \"...\" cannot have keys").
 func TestErrorsNamePathOnce(t *testing.T) {
 	e := newEnv(t)
 	c := subscribeClient(t, e)
@@ -113,6 +115,10 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			want: "path " + wan0 + "/config: sample_interval is not allowed in ONCE mode"},
 		{desc: "subscribe under a prefix: ... with keys", call: underPrefix, path: mustPath("/...[a=b]"), code: codes.InvalidArgument,
 			want: "path " + wan0 + `/...[a=b]: "..." cannot have keys`},
+		{desc: "subscribe: ... with keys before the last, named", call: subscribe, path: mustPath("/lhcnp/...[a=b]/state"), code: codes.InvalidArgument,
+			want: `path /lhcnp/...[a=b]/state: /lhcnp/...[a=b]: "..." cannot have keys`},
+		{desc: "subscribe: prefix with ... with keys before its last, named", call: subscribePrefix, path: mustPath("/lhcnp/...[a=b]/state"), code: codes.InvalidArgument,
+			want: `prefix /lhcnp/...[a=b]/state: /lhcnp/...[a=b]: "..." cannot have keys`},
 		{desc: "subscribe: prefix with ... with keys", call: subscribePrefix, path: mustPath("/lhcnp/...[a=b]"), code: codes.InvalidArgument,
 			want: `prefix /lhcnp/...[a=b]: "..." cannot have keys`},
 

@@ -43,17 +43,28 @@ func (e *pelem) matches(pe *gnmi.PathElem) bool {
 
 // PatternError is a path NewPattern refuses. Path names the part at fault
 // (the prefix or the path, ErrorPath), for a caller that names it itself
-// ("path /a/b: ..."): that caller reports Reason alone.
+// ("path /a/b: ..."): that caller reports Why. At is prefix + path up to the
+// element at fault when that ends before them, "" else (docs/gnmi.md,
+// "Errors": a path is named once, the part at fault only when shorter).
 type PatternError struct {
 	Path   string
+	At     string
 	Reason string
 }
 
 func (e *PatternError) Error() string {
 	if e.Path == "" {
+		return e.Why()
+	}
+	return e.Path + ": " + e.Why()
+}
+
+// Why is the error without Path: Reason, after At when there is one.
+func (e *PatternError) Why() string {
+	if e.At == "" {
 		return e.Reason
 	}
-	return e.Path + ": " + e.Reason
+	return e.At + ": " + e.Reason
 }
 
 // NewPattern compiles prefix + p (either may be nil). Origin and target are
@@ -68,12 +79,21 @@ func NewPattern(prefix, p *gnmi.Path) (Pattern, error) {
 			return refuse("the deprecated element field is not supported")
 		}
 		for _, pe := range part.GetElem() {
+			// refuseAt names prefix + p up to pe, unless pe is their last.
+			refuseAt := func(reason string) (Pattern, error) {
+				_, err := refuse(reason)
+				if at, total := len(pat.elems)+1, len(prefix.GetElem())+len(p.GetElem()); at < total {
+					elems := append(append([]*gnmi.PathElem(nil), prefix.GetElem()...), p.GetElem()...)
+					err.(*PatternError).At = ErrorPath(&gnmi.Path{Elem: elems[:at]})
+				}
+				return Pattern{}, err
+			}
 			switch pe.GetName() {
 			case "":
-				return refuse("empty element name")
+				return refuseAt("empty element name")
 			case MultiLevel:
 				if len(pe.GetKey()) > 0 {
-					return refuse(fmt.Sprintf("%q cannot have keys", MultiLevel))
+					return refuseAt(fmt.Sprintf("%q cannot have keys", MultiLevel))
 				}
 				pat.elems = append(pat.elems, pelem{name: MultiLevel, multi: true})
 				continue

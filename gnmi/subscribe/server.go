@@ -400,7 +400,7 @@ func byElem(p *gnmi.Path) *gnmi.Path {
 // which the message names already.
 func patternReason(err error) string {
 	if pe, ok := errors.AsType[*store.PatternError](err); ok {
-		return pe.Reason
+		return pe.Why()
 	}
 	return err.Error()
 }
