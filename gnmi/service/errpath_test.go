@@ -70,6 +70,15 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			Subscription: []*gnmi.Subscription{{Path: p, SampleInterval: uint64(time.Second)}}})
 		return err
 	}
+	// bothOrigins subscribes to p, origin lhcnp, under the prefix wan0 of
+	// the same origin: one too many.
+	bothOrigins := func(p *gnmi.Path) error {
+		prefix := mustPath("/lhcnp/interfaces/interface[name=wan0]")
+		prefix.Origin, p.Origin = "lhcnp", "lhcnp"
+		_, err := subscribeOnce(t, c, &gnmi.SubscriptionList{Mode: gnmi.SubscriptionList_ONCE, Prefix: prefix,
+			Subscription: []*gnmi.Subscription{{Path: p}}})
+		return err
+	}
 	const wan0 = "/lhcnp/interfaces/interface[name=wan0]"
 	const q = wan0 + "/queues/queue"
 	const deprecated = "malformed path: the deprecated element field is not supported, use elem"
@@ -115,6 +124,8 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			want: "path " + wan0 + "/config: sample_interval is not allowed in ONCE mode"},
 		{desc: "subscribe under a prefix: ... with keys", call: underPrefix, path: mustPath("/...[a=b]"), code: codes.InvalidArgument,
 			want: "path " + wan0 + `/...[a=b]: "..." cannot have keys`},
+		{desc: "subscribe under a prefix: origin in both", call: bothOrigins, path: mustPath("/config"), code: codes.InvalidArgument,
+			want: "path " + wan0 + "/config: origin set in both the prefix and the path"},
 		{desc: "subscribe: ... with keys before the last, named", call: subscribe, path: mustPath("/lhcnp/...[a=b]/state"), code: codes.InvalidArgument,
 			want: `path /lhcnp/...[a=b]/state: /lhcnp/...[a=b]: "..." cannot have keys`},
 		{desc: "subscribe: prefix with ... with keys before its last, named", call: subscribePrefix, path: mustPath("/lhcnp/...[a=b]/state"), code: codes.InvalidArgument,

@@ -332,7 +332,7 @@ func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionL
 	if prefix.GetOrigin() != "" {
 		for _, sub := range sl.GetSubscription() {
 			if sub.GetPath().GetOrigin() != "" {
-				return nil, status.Errorf(codes.InvalidArgument, "path %s: origin set in both the prefix and the path", store.ErrorPath(sub.GetPath()))
+				return nil, status.Errorf(codes.InvalidArgument, "path %s: origin set in both the prefix and the path", store.ErrorPath(joinElems(prefix, sub.GetPath())))
 			}
 		}
 	}
