@@ -21,7 +21,7 @@ import (
 // collector's file; --db and LHCNP_DB are its older names (docs/collector.md).
 type migrateFile struct {
 	DB           migrateDB     `yaml:"db"`
-	Steps        int           `yaml:"steps" help:"down: how many migrations to undo"`
+	Steps        int           `yaml:"steps" help:"down: how many migrations to undo (default 1); up: how many to apply (default: every pending one)"`
 	Partitioning string        `yaml:"partitioning" help:"up: who keeps the daily partitions of samples: auto (pg_partman when the server has it), pg_partman or lhcnp (plain SQL)"`
 	Retention    string        `yaml:"retention" help:"up: keep samples, events and ledger rows this long (a Go duration such as 720h, or 0 for ever); default: unchanged (30 days on a new schema)"`
 	Timeout      time.Duration `yaml:"timeout" help:"give up after this long (connecting, waiting for the lock, migrating)"`
@@ -38,6 +38,7 @@ type migrateArgs struct {
 	mf      migrateFile
 	dsnFrom string        // where db.dsn came from, for messages
 	keep    time.Duration // the retention, when mf.Retention is set
+	upSteps bool          // steps was given: up applies that many, not all
 }
 
 // parseMigrate parses lhcnp migrate's arguments: the action, then every
@@ -81,6 +82,9 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 	if mf.Steps < 1 {
 		return nil, usageError{fmt.Sprintf("--steps %d: want 1 or more", mf.Steps)}
 	}
+	// up applies every pending migration unless steps was given (its
+	// default, 1, is down's).
+	a.upSteps = c.cc.Origin("steps") != ""
 	if mf.Retention != "" {
 		d, err := time.ParseDuration(mf.Retention)
 		if err != nil || d < 0 {
@@ -99,7 +103,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	mf, action, dsnFrom, keep := a.mf, a.action, a.dsnFrom, a.keep
+	mf, action, dsnFrom, keep, upSteps := a.mf, a.action, a.dsnFrom, a.keep, a.upSteps
 	cfg, err := pgx.ParseConfig(mf.DB.DSN)
 	if err != nil {
 		return usageError{fmt.Sprintf("%s: %v", dsnFrom, err)}
@@ -119,7 +123,18 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	})
 	switch action {
 	case "up":
-		if err := migrations.Up(ctx, conn, progress, migrations.WithPartitionManager(mf.Partitioning)); err != nil {
+		up := migrations.Up
+		if upSteps {
+			st, err := migrations.GetStatus(ctx, conn)
+			if err != nil {
+				return err
+			}
+			to := min(st.Current+int32(mf.Steps), st.Latest)
+			up = func(ctx context.Context, conn *pgx.Conn, opts ...migrations.Option) error {
+				return migrations.To(ctx, conn, to, opts...)
+			}
+		}
+		if err := up(ctx, conn, progress, migrations.WithPartitionManager(mf.Partitioning)); err != nil {
 			return err
 		}
 		if mf.Retention != "" {

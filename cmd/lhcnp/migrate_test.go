@@ -65,6 +65,11 @@ func TestMigrateCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "down ") || !strings.Contains(out, "(2 pending)") {
 		t.Fatalf("down: exit %d\n%s%s", code, out, errOut)
 	}
+	// up --steps applies that many (it applied every pending one before).
+	code, out, errOut = migrate("up", "--db", dsn, "--steps", "1")
+	if code != 0 || strings.Count(out, "up ") != 1 || !strings.Contains(out, "(1 pending)") {
+		t.Fatalf("up --steps 1: exit %d, want one migration applied and one pending\n%s%s", code, out, errOut)
+	}
 	// Flags before the action work too; up is the default action.
 	code, out, errOut = migrate("--db", dsn)
 	if code != 0 || strings.Contains(out, "pending") {
