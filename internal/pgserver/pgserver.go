@@ -338,7 +338,10 @@ func reachable(dir string, uid uint32) error {
 		}
 		sys, ok := st.Sys().(*syscall.Stat_t)
 		if ok && sys.Uid != uid && st.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("data directory %s: the postgres user cannot reach it because %s is mode %04o; choose a directory outside %s", dir, d, st.Mode().Perm(), d)
+			// d is often the state directory itself (mktemp -d makes it
+			// 0700): say how to open it, not only to go elsewhere.
+			return fmt.Errorf("data directory %s: the postgres user cannot reach it because %s is mode %04o (others may not enter it): chmod o+x %s, or choose a directory outside it",
+				dir, d, st.Mode().Perm(), d)
 		}
 		if d == filepath.Dir(d) {
 			return nil

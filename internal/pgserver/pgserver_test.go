@@ -275,6 +275,38 @@ func TestBadDataDir(t *testing.T) {
 	}
 }
 
+// TestUnreachableDataDir: a data directory below a directory others may
+// not enter (mktemp -d's 0700, often the state directory itself) is
+// refused naming that directory and how to open it.
+func TestUnreachableDataDir(t *testing.T) {
+	tmp := t.TempDir()
+	for _, d := range []string{filepath.Dir(tmp), tmp} { // t.TempDir's are 0700
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := filepath.Join(tmp, "state")
+	data := filepath.Join(closed, "postgres")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A uid that owns none of the directories: the postgres user's view.
+	err := reachable(data, uint32(os.Getuid())+4242)
+	want := fmt.Sprintf("because %s is mode 0700 (others may not enter it): chmod o+x %s, or choose a directory outside it", closed, closed)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want it to say %q", err, want)
+	}
+	if err := os.Chmod(closed, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := reachable(data, uint32(os.Getuid())+4242); err != nil {
+		t.Errorf("after chmod o+x: %v", err)
+	}
+}
+
 // TestNotInstalled: without binaries the error tells how to install them.
 func TestNotInstalled(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
