@@ -19,8 +19,11 @@ package subscribe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -327,7 +330,7 @@ func (s *Server) newStream(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionL
 		prefix = s.o.rewrite(prefix)
 	}
 	if !s.o.allowedOrigins[prefix.GetOrigin()] {
-		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: unsupported origin %q", store.ErrorPath(prefix), prefix.GetOrigin())
+		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %s", store.ErrorPath(prefix), s.notServed(prefix.GetOrigin()))
 	}
 	if prefix.GetOrigin() != "" {
 		for _, sub := range sl.GetSubscription() {
@@ -377,6 +380,23 @@ func joinElems(prefix, p *gnmi.Path) *gnmi.Path {
 	return &gnmi.Path{Elem: append(append([]*gnmi.PathElem(nil), prefix.GetElem()...), p.GetElem()...)}
 }
 
+// notServed says an origin is not accepted and which are, in the words of
+// Get's and Set's (schema.CheckOrigin): `origin "x" is not served (use
+// "lhcnp", "openconfig" or none)`.
+func (s *Server) notServed(origin string) string {
+	var use []string
+	for o := range s.o.allowedOrigins {
+		if o != "" {
+			use = append(use, strconv.Quote(store.ErrorText(o)))
+		}
+	}
+	sort.Strings(use)
+	if len(use) == 0 {
+		return fmt.Sprintf("origin %q is not served (use none)", store.ErrorText(origin))
+	}
+	return fmt.Sprintf("origin %q is not served (use %s or none)", store.ErrorText(origin), strings.Join(use, ", "))
+}
+
 // errorPath names prefix and p joined in an error; a path given only in the
 // deprecated element field (which NewPattern refuses) is named by it, as
 // store.ErrorPath names one.
@@ -411,7 +431,7 @@ func (s *Server) newSub(st *stream, prefix *gnmi.Path, req *gnmi.Subscription) (
 	// (docs/gnmi.md, "Errors"): under a prefix the path alone is no path of
 	// the tree. ErrorPath: the path may be megabytes.
 	if !s.o.allowedOrigins[req.GetPath().GetOrigin()] {
-		return nil, status.Errorf(codes.InvalidArgument, "path %s: unsupported origin %q", errorPath(prefix, req.GetPath()), req.GetPath().GetOrigin())
+		return nil, status.Errorf(codes.InvalidArgument, "path %s: %s", errorPath(prefix, req.GetPath()), s.notServed(req.GetPath().GetOrigin()))
 	}
 	path := req.GetPath()
 	if s.o.rewrite != nil && path != nil {

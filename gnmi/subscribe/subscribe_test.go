@@ -554,7 +554,7 @@ func TestErrors(t *testing.T) {
 			Subscription: []*gnmi.Subscription{{Path: p, Mode: gnmi.SubscriptionMode_ON_CHANGE, HeartbeatInterval: 5}}}), code: codes.InvalidArgument, msg: "heartbeat_interval"},
 		{desc: "unknown subscription mode", req: list(&gnmi.SubscriptionList{
 			Subscription: []*gnmi.Subscription{{Path: p, Mode: 9}}}), code: codes.InvalidArgument, msg: "path " + in0 + ": unknown subscription mode 9"},
-		{desc: "bad origin", req: list(&gnmi.SubscriptionList{Prefix: &gnmi.Path{Origin: "cli"}, Subscription: []*gnmi.Subscription{{Path: p}}}), code: codes.InvalidArgument, msg: `origin "cli"`},
+		{desc: "bad origin", req: list(&gnmi.SubscriptionList{Prefix: &gnmi.Path{Origin: "cli"}, Subscription: []*gnmi.Subscription{{Path: p}}}), code: codes.InvalidArgument, msg: `prefix /: origin "cli" is not served (use "openconfig" or none)`},
 		{desc: "deprecated element", req: list(&gnmi.SubscriptionList{Subscription: []*gnmi.Subscription{{Path: &gnmi.Path{Element: []string{"a"}}}}}), code: codes.InvalidArgument, msg: "deprecated"},
 		{desc: "second subscription list", req: list(&gnmi.SubscriptionList{Subscription: []*gnmi.Subscription{{Path: p, Mode: gnmi.SubscriptionMode_ON_CHANGE}}}),
 			second: list(&gnmi.SubscriptionList{Subscription: []*gnmi.Subscription{{Path: p}}}), code: codes.InvalidArgument, msg: "already received"},
