@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -186,6 +187,29 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("message (-want, +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestValueIsTheNodeItself: a replace of /lhcnp with a file of the whole
+// configuration (examples/switch.json holds "lhcnp:lhcnp") said only
+// "invalid value: lhcnp: not in the schema"; it now says the value is the
+// node itself and what to send.
+func TestValueIsTheNodeItself(t *testing.T) {
+	e := newEnv(t)
+	for _, tt := range []struct {
+		desc, path, val, want string
+	}{
+		{desc: "module-qualified", path: "/lhcnp", val: `{"lhcnp:lhcnp": {"global": {}}}`,
+			want: `replace[0] /lhcnp: invalid value: lhcnp: not in the schema (the value is the node itself, one member "lhcnp:lhcnp": send what is inside it, or set its parent)`},
+		{desc: "by name", path: "/lhcnp/global", val: `{"global": {}}`,
+			want: `(the value is the node itself, one member "global": send what is inside it, or set its parent)`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, err := e.c.Set(ctx(t), &gnmi.SetRequest{Replace: []*gnmi.Update{{Path: mustPath(tt.path), Val: ietf(tt.val)}}})
+			if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), tt.want) {
+				t.Errorf("got %v %q, want INVALID_ARGUMENT with %q", st.Code(), st.Message(), tt.want)
 			}
 		})
 	}

@@ -237,6 +237,9 @@ func (h *Handler) applyOp(cand *oc.Root, prefix *gnmi.Path, o *setOp) *opError {
 	// against the node's types, so that errors name the YANG path.
 	val, err := h.s.DecodeValue(res.Entry, o.val)
 	if err != nil {
+		if member := wrapsItself(res.Entry.Name, o.val); member != "" {
+			return opErr(codes.InvalidArgument, o, "invalid value: %v (the value is the node itself, one member %q: send what is inside it, or set its parent)", err, member)
+		}
 		return opErr(codes.InvalidArgument, o, "invalid value: %v", err)
 	}
 	if o.kind == gnmi.UpdateResult_REPLACE && res.Entry.IsList() {
@@ -275,6 +278,27 @@ func (h *Handler) applyOp(cand *oc.Root, prefix *gnmi.Path, o *setOp) *opError {
 		}
 	}
 	return nil
+}
+
+// wrapsItself is the one member of a JSON object value named as the node
+// the operation addresses (name, or module:name), as a file of the whole
+// configuration holds "lhcnp:lhcnp": a user replacing /lhcnp with it meant
+// its contents. "" otherwise.
+func wrapsItself(name string, v *gnmi.TypedValue) string {
+	raw := v.GetJsonIetfVal()
+	if raw == nil {
+		raw = v.GetJsonVal()
+	}
+	var obj map[string]json.RawMessage
+	if name == "" || json.Unmarshal(raw, &obj) != nil || len(obj) != 1 {
+		return ""
+	}
+	for member := range obj {
+		if _, local, _ := strings.Cut(member, ":"); member == name || local == name {
+			return member
+		}
+	}
+	return ""
 }
 
 // keyDeleteErr refuses a delete of a list entry's key leaf: NormalizeKeys
