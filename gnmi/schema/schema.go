@@ -545,7 +545,7 @@ func CheckOrigin(origin string) error {
 	if origin == "" || origin == Origin || origin == OpenConfigOrigin {
 		return nil
 	}
-	return fmt.Errorf("origin %q is not served (use %q, %q or none)", origin, Origin, OpenConfigOrigin)
+	return fmt.Errorf("origin %q is not served (use %q, %q or none)", store.ErrorText(origin), Origin, OpenConfigOrigin)
 }
 
 // CheckPathOrigin checks the origin of a path sent under prefix: one we
@@ -557,7 +557,7 @@ func CheckPathOrigin(prefix, p *gnmi.Path) error {
 		return err
 	}
 	if p.GetOrigin() != "" && prefix.GetOrigin() != "" {
-		return fmt.Errorf("origin %q in the path and %q in the prefix: give it in one of them (gNMI 2.7)", p.GetOrigin(), prefix.GetOrigin())
+		return fmt.Errorf("origin %q in the path and %q in the prefix: give it in one of them (gNMI 2.7)", store.ErrorText(p.GetOrigin()), store.ErrorText(prefix.GetOrigin()))
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ func TestHugePathInErrors(t *testing.T) {
 			{Name: "interface", Key: map[string]string{"name": big}}, {Name: "config"}, {Name: "bogus"}}}},
 		{"a key name of 1 MiB", &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "lhcnp"}, {Name: "interfaces"},
 			{Name: "interface", Key: map[string]string{big: "wan0"}}, {Name: "config"}, {Name: "rtt-est"}}}},
+		{"an origin of 1 MiB", &gnmi.Path{Origin: big, Elem: []*gnmi.PathElem{{Name: "lhcnp"}, {Name: "global"}}}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			check := func(rpc string, err error) {
