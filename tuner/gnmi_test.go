@@ -342,39 +342,8 @@ func TestGNMIPusherChecksBeforeInOneGet(t *testing.T) {
 	}
 	addr, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{count}, nil))
 	yc := ygnmiClient(t, addr)
-	wan0 := ocpath.Root().Lhcnp().Interface("wan0")
-	b := &ygnmi.SetBatch{}
-	ygnmi.BatchUpdate(b, wan0.Queue(1).Alpha().Config(), 0.5)
-	ygnmi.BatchUpdate(b, wan0.Queue(2).KmaxMode().Config(), clientoc.LhcnpTypes_KmaxMode_EXPLICIT)
-	ygnmi.BatchUpdate(b, wan0.Queue(2).Kmax().Config(), uint64(3_000_000))
-	if _, err := b.Set(ctx, yc); err != nil {
-		t.Fatal(err)
-	}
-	runs := func(q uint8) policy.Settings {
-		st, err := ygnmi.Get(ctx, yc, wan0.Queue(q).State(), ygnmi.WithUseGet())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBytesPerSec: int64(st.GetVGrowth())}
-		if st.GetKmaxMode() == clientoc.LhcnpTypes_KmaxMode_EXPLICIT {
-			s = policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: int64(st.GetKmax()), VGrowthBytesPerSec: int64(st.GetVGrowth())}
-		}
-		return s
-	}
-	var changes []Change
-	for q := range uint8(3) {
-		before := runs(q)
-		after := before
-		if before.KMaxMode == policy.KMaxExplicit {
-			after.KMaxBytes = 2_000_000
-		} else {
-			after.Alpha = before.Alpha / 2
-		}
-		changes = append(changes, Change{Interface: "wan0", Queue: q, Before: before, After: after})
-	}
-	if changes[2].Before.KMaxMode != policy.KMaxExplicit || changes[2].Before.KMaxBytes != 3_000_000 {
-		t.Fatalf("queue 2 runs %+v, want EXPLICIT with kmax 3000000", changes[2].Before)
-	}
+	changes := halveQueues(t, yc, 0, 1, 2)
+	runs := func(q uint8) policy.Settings { return queueRuns(t, yc, q) }
 	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
 	defer p.Close()
 	// Decided on a kmax queue 2 does not run: refused, naming it.
@@ -400,6 +369,115 @@ func TestGNMIPusherChecksBeforeInOneGet(t *testing.T) {
 		if got := runs(c.Queue); got != c.After {
 			t.Errorf("queue %d runs %+v, want %+v", c.Queue, got, c.After)
 		}
+	}
+}
+
+// halveQueues sets wan0's queue 1 to alpha 0.5 and queue 2 to EXPLICIT
+// mode with kmax 3000000, and returns a change of each of the queues
+// that halves its alpha (to 2000000 for queue 2's kmax), decided on the
+// settings it runs.
+func halveQueues(t *testing.T, yc *ygnmi.Client, queues ...uint8) []Change {
+	t.Helper()
+	wan0 := ocpath.Root().Lhcnp().Interface("wan0")
+	b := &ygnmi.SetBatch{}
+	ygnmi.BatchUpdate(b, wan0.Queue(1).Alpha().Config(), 0.5)
+	ygnmi.BatchUpdate(b, wan0.Queue(2).KmaxMode().Config(), clientoc.LhcnpTypes_KmaxMode_EXPLICIT)
+	ygnmi.BatchUpdate(b, wan0.Queue(2).Kmax().Config(), uint64(3_000_000))
+	if _, err := b.Set(context.Background(), yc); err != nil {
+		t.Fatal(err)
+	}
+	var changes []Change
+	for _, q := range queues {
+		before := queueRuns(t, yc, q)
+		after := before
+		if before.KMaxMode == policy.KMaxExplicit {
+			after.KMaxBytes = 2_000_000
+		} else {
+			after.Alpha = before.Alpha / 2
+		}
+		if q == 2 && (before.KMaxMode != policy.KMaxExplicit || before.KMaxBytes != 3_000_000) {
+			t.Fatalf("queue 2 runs %+v, want EXPLICIT with kmax 3000000", before)
+		}
+		changes = append(changes, Change{Interface: "wan0", Queue: q, Before: before, After: after})
+	}
+	return changes
+}
+
+// queueRuns reads the settings wan0's queue q runs from its state.
+func queueRuns(t *testing.T, yc *ygnmi.Client, q uint8) policy.Settings {
+	t.Helper()
+	st, err := ygnmi.Get(context.Background(), yc, ocpath.Root().Lhcnp().Interface("wan0").Queue(q).State(), ygnmi.WithUseGet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GetKmaxMode() == clientoc.LhcnpTypes_KmaxMode_EXPLICIT {
+		return policy.Settings{KMaxMode: policy.KMaxExplicit, KMaxBytes: int64(st.GetKmax()), VGrowthBytesPerSec: int64(st.GetVGrowth())}
+	}
+	return policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: st.GetAlpha(), VGrowthBytesPerSec: int64(st.GetVGrowth())}
+}
+
+// TestGNMIPusherWatchesEveryQueue: the configuration watch reads each
+// update's queue from its queue element, so that another client's Set of
+// a queue other than 0 (queue 1's alpha, queue 2's kmax in EXPLICIT mode)
+// landing between the tuner's check and its Set is seen and the commit
+// cancelled. The watch took the leaf's parent (config) for the queue,
+// read every update as queue 0's, and with queues 1 and 2 changed never
+// saw its own Set: Commit waited out awaitOwnSet (2 s) and returned nil,
+// the other client's value overwritten.
+func TestGNMIPusherWatchesEveryQueue(t *testing.T) {
+	for _, tt := range []struct {
+		desc        string
+		queue       uint8
+		leaf, value string
+		want        string // in Commit's error
+	}{
+		{desc: "alpha of a BDP_ADAPTIVE queue", queue: 1, leaf: "alpha", value: "0.75", want: "interface wan0 queue 1: alpha 0.75"},
+		{desc: "kmax of an EXPLICIT queue", queue: 2, leaf: "kmax", value: "5000000", want: "interface wan0 queue 2: kmax 5000000"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			ctx := context.Background()
+			var yc *ygnmi.Client
+			var once sync.Once
+			var operatorErr error
+			operatorFirst := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if s, ok := req.(*gnmi.SetRequest); ok && len(s.GetExtension()) > 0 && s.GetExtension()[0].GetCommit().GetCommit() != nil {
+					once.Do(func() {
+						q := ocpath.Root().Lhcnp().Interface("wan0").Queue(tt.queue)
+						if tt.leaf == "alpha" {
+							_, operatorErr = ygnmi.Update(context.Background(), yc, q.Alpha().Config(), 0.75)
+						} else {
+							_, operatorErr = ygnmi.Update(context.Background(), yc, q.Kmax().Config(), uint64(5_000_000))
+						}
+					})
+				}
+				return h(ctx, req)
+			}
+			addr, _ := testSwitch(t, service.WithInterceptors([]grpc.UnaryServerInterceptor{operatorFirst}, nil))
+			yc = ygnmiClient(t, addr)
+			changes := halveQueues(t, yc, 1, 2)
+			p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
+			defer p.Close()
+			err := p.Commit(ctx, "n1", "c1", changes, time.Minute)
+			if operatorErr != nil {
+				t.Fatalf("the other client's Set: %v", operatorErr)
+			}
+			if !errors.Is(err, ErrOperatorSet) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Commit: %v; want ErrOperatorSet naming %q", err, tt.want)
+			}
+			// Cancelled: the other client's value stands, the other queue
+			// runs its before.
+			for _, c := range changes {
+				want := c.Before
+				if c.Queue == 1 && tt.queue == 1 {
+					want.Alpha = 0.75
+				} else if c.Queue == 2 && tt.queue == 2 {
+					want.KMaxBytes = 5_000_000
+				}
+				if got := queueRuns(t, yc, c.Queue); got != want {
+					t.Errorf("queue %d runs %+v, want %+v", c.Queue, got, want)
+				}
+			}
+		})
 	}
 }
 

@@ -158,16 +158,25 @@ func (w *configWatch) foreign(changes []Change) string {
 		n := r.GetUpdate()
 		for _, u := range n.GetUpdate() {
 			p := append(append([]*gnmi.PathElem(nil), n.GetPrefix().GetElem()...), u.GetPath().GetElem()...)
-			if len(p) < 2 {
+			if len(p) == 0 {
 				continue
 			}
-			q := p[len(p)-2]
-			id, _ := strconv.Atoi(q.GetKey()["id"])
-			var iface string
+			// The keys are read from the interface and queue elements by
+			// name: the leaf's parent is config, not the queue (taken for
+			// it, every update read as queue 0's, and a commit of another
+			// queue waited out awaitOwnSet, blind to other clients' Sets).
+			var iface, qid string
 			for _, e := range p {
-				if e.GetName() == "interface" {
+				switch e.GetName() {
+				case "interface":
 					iface = e.GetKey()["name"]
+				case "queue":
+					qid = e.GetKey()["id"]
 				}
+			}
+			id, err := strconv.ParseUint(qid, 10, 8)
+			if err != nil {
+				continue
 			}
 			k := leafKey{iface, uint8(id), p[len(p)-1].GetName()}
 			want, tuned := ours[k]
