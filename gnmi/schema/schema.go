@@ -429,9 +429,10 @@ func checkKeys(es []*yang.Entry, pe *gnmi.PathElem, at func() string, r *Resolve
 }
 
 // checkKeyValue checks a key value of a path against the type of the list
-// e's key leaf k, as a value of that leaf would be (its range included):
-// ygot would otherwise refuse it in gRPC's words at a Set ("rpc error: code =
-// InvalidArgument desc = cannot convert key"), and Get find no data under it.
+// e's key leaf k, as a value of that leaf would be (its range, length and
+// patterns included): ygot would otherwise refuse it in gRPC's words at a
+// Set ("rpc error: code = InvalidArgument desc = cannot convert key"), or
+// in its validation's (a pattern), and Get find no data under it.
 func checkKeyValue(e *yang.Entry, k, v string) error {
 	leaf := e.Dir[k]
 	if leaf == nil {
@@ -442,7 +443,7 @@ func checkKeyValue(e *yang.Entry, k, v string) error {
 		return nil
 	}
 	if _, err := decodeLeaf(t, v, ""); err == nil {
-		return nil
+		return checkRestrictions(t, v)
 	}
 	switch t.Kind {
 	case yang.Yenum:
@@ -457,6 +458,41 @@ func checkKeyValue(e *yang.Entry, k, v string) error {
 		typ += " in " + t.Range.String()
 	}
 	return fmt.Errorf("%q is not a %s", store.ErrorText(v), typ)
+}
+
+// checkRestrictions checks a string value against the length and pattern
+// restrictions of t, which decodeLeaf leaves to ygot's validation, with
+// ygot's own check (its reading of YANG's XSD patterns, or of the model's
+// POSIX ones) so that a key value and a leaf's value are judged alike; a
+// union's value passes when one of its member types takes it.
+func checkRestrictions(t *yang.YangType, v string) error {
+	switch t.Kind {
+	case yang.Ystring:
+		if err := ytypes.ValidateStringRestrictions(t, v); err != nil {
+			if len(t.Length) > 0 && ytypes.ValidateStringRestrictions(&yang.YangType{Kind: yang.Ystring, Length: t.Length}, v) != nil {
+				return fmt.Errorf("%q is outside the length %s of its type", store.ErrorText(v), t.Length)
+			}
+			return fmt.Errorf("%q does not match the pattern of %s", store.ErrorText(v), typeName(t))
+		}
+	case yang.Yunion:
+		var names []string
+		for _, m := range t.Type {
+			if _, err := decodeLeaf(m, v, ""); err == nil && checkRestrictions(m, v) == nil {
+				return nil
+			}
+			names = append(names, typeName(m))
+		}
+		return fmt.Errorf("%q is not of type %s (%s)", store.ErrorText(v), typeName(t), strings.Join(names, " or "))
+	}
+	return nil
+}
+
+// typeName is a type's typedef name, or its built-in kind's.
+func typeName(t *yang.YangType) string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return t.Kind.String()
 }
 
 func contains(list []string, s string) bool {

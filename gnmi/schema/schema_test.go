@@ -97,13 +97,15 @@ func TestResolve(t *testing.T) {
 		{"list without keys", "/lhcnp/interfaces/interface/config", schema.Resolved{Wildcard: true}, nil},
 		{"wildcard key", "/lhcnp/interfaces/interface[name=*]", schema.Resolved{Wildcard: true}, nil},
 		{"partial keys", "/lhcnp/flow-table/flows/flow[source-qp=1]", schema.Resolved{Wildcard: true, PartialKeys: true, ReadOnly: true}, nil},
-		{"full keys", "/lhcnp/flow-table/flows/flow[source-address=a][destination-address=b][source-qp=1][destination-qp=2]", schema.Resolved{ReadOnly: true}, nil},
+		{"full keys", "/lhcnp/flow-table/flows/flow[source-address=10.0.0.1][destination-address=2001:db8::1][source-qp=1][destination-qp=2]", schema.Resolved{ReadOnly: true}, nil},
 		{"wildcard name", "/lhcnp/*/config", schema.Resolved{Wildcard: true}, nil},
 		{"multi-level", "/lhcnp/.../counters", schema.Resolved{Wildcard: true, ReadOnly: true}, nil},
 		{"module-qualified", "/lhcnp:lhcnp/global", schema.Resolved{}, nil},
 		{"unknown element", "/lhcnp/global/nope", schema.Resolved{}, schema.ErrUnknown},
 		{"keys on a container", "/lhcnp/global[a=b]", schema.Resolved{}, schema.ErrBadPath},
 		{"unknown key", "/lhcnp/interfaces/interface[id=1]", schema.Resolved{}, schema.ErrBadPath},
+		{"key value outside its pattern", "/lhcnp/global/rocev2-receivers/receiver[prefix=bogus]", schema.Resolved{}, schema.ErrBadPath},
+		{"key value outside its length", "/lhcnp/rate-advice/policies/policy[name=]", schema.Resolved{}, schema.ErrBadPath},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			got, err := s.Resolve(schema.Normalize(store.MustPath(tt.path)))

@@ -83,6 +83,9 @@ func TestErrorsNamePathOnce(t *testing.T) {
 	const wan0 = "/lhcnp/interfaces/interface[name=wan0]"
 	const q = wan0 + "/queues/queue"
 	const deprecated = "malformed path: the deprecated element field is not supported, use elem"
+	const receiver = "/lhcnp/global/rocev2-receivers/receiver"
+	const policy = "/lhcnp/rate-advice/policies/policy"
+	const notPrefix = `receiver key prefix: "bogus" is not of type ip-prefix (ipv4-prefix or ipv6-prefix)`
 	for _, tt := range []struct {
 		desc string
 		call func(*gnmi.Path) error
@@ -151,12 +154,20 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			want: `delete[0] ` + q + `[id=300]: malformed path: queue key id: "300" is not a uint8 in 0..15`},
 		{desc: "subscribe: key of the wrong type", call: subscribe, path: mustPath(q + "[id=x]/config/kmax"), code: codes.InvalidArgument,
 			want: `path ` + q + `[id=x]/config/kmax: malformed path: ` + q + `[id=x]: queue key id: "x" is not a uint8 in 0..15`},
-		// A key ygot's validation refuses (a pattern): named with the
-		// keys of the operation's path, where it was the schema's path
-		// ("update[0] validation: /lhcnp/global/rocev2-receivers/receiver/config/prefix").
-		{desc: "set update: validation names the keys", call: updateEmpty,
-			path: mustPath("/lhcnp/global/rocev2-receivers/receiver[prefix=bogus]/config"), code: codes.InvalidArgument, cut: true,
-			want: `update[0] /lhcnp/global/rocev2-receivers/receiver[prefix=bogus]/config: validation: /lhcnp/global/rocev2-receivers/receiver[prefix=bogus]/config/prefix: "bogus" does not match regular expression pattern`},
+		// A key value outside its type's patterns (a union of two) or
+		// length: Get answered NOT_FOUND "no data", Subscribe took it,
+		// Set's validation refused it ("validation: …/config/prefix:
+		// "bogus" does not match regular expression pattern …").
+		{desc: "get: key outside its type's patterns", call: get, path: mustPath(receiver + "[prefix=bogus]/config"), code: codes.InvalidArgument,
+			want: `path ` + receiver + `[prefix=bogus]/config: malformed path: ` + receiver + `[prefix=bogus]: ` + notPrefix},
+		{desc: "set update: key outside its type's patterns", call: updateEmpty, path: mustPath(receiver + "[prefix=bogus]/config"), code: codes.InvalidArgument,
+			want: `update[0] ` + receiver + `[prefix=bogus]/config: malformed path: ` + receiver + `[prefix=bogus]: ` + notPrefix},
+		{desc: "set delete: key outside its type's patterns, last element", call: del, path: mustPath(receiver + "[prefix=10.0.0.0/33]"), code: codes.InvalidArgument,
+			want: `delete[0] ` + receiver + `[prefix=10.0.0.0/33]: malformed path: receiver key prefix: "10.0.0.0/33" is not of type ip-prefix (ipv4-prefix or ipv6-prefix)`},
+		{desc: "subscribe: key outside its type's patterns", call: subscribe, path: mustPath(receiver + "[prefix=bogus]/config"), code: codes.InvalidArgument,
+			want: `path ` + receiver + `[prefix=bogus]/config: malformed path: ` + receiver + `[prefix=bogus]: ` + notPrefix},
+		{desc: "get: key outside its type's length", call: get, path: mustPath(policy + "[name=]/config"), code: codes.InvalidArgument,
+			want: `path ` + policy + `[name=]/config: malformed path: ` + policy + `[name=]: policy key name: "" is outside the length 1..64 of its type`},
 
 		// Only the deprecated element field: Get and Set read the path as
 		// the root before (a Get answered the whole tree, a Set updated
