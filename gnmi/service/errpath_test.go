@@ -63,6 +63,12 @@ func TestErrorsNamePathOnce(t *testing.T) {
 		_, err := e.c.Set(ctx(t), &gnmi.SetRequest{Update: []*gnmi.Update{{Path: p, Val: ietf(`{}`)}}})
 		return err
 	}
+	updateVal := func(v string) func(*gnmi.Path) error {
+		return func(p *gnmi.Path) error {
+			_, err := e.c.Set(ctx(t), &gnmi.SetRequest{Update: []*gnmi.Update{{Path: p, Val: ietf(v)}}})
+			return err
+		}
+	}
 	element := func(names ...string) *gnmi.Path { return &gnmi.Path{Element: names} }
 	// underPrefix subscribes to p under the prefix wan0, with a
 	// sample_interval ONCE refuses: an error names prefix and path.
@@ -168,6 +174,18 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			want: `path ` + receiver + `[prefix=bogus]/config: malformed path: ` + receiver + `[prefix=bogus]: ` + notPrefix},
 		{desc: "get: key outside its type's length", call: get, path: mustPath(policy + "[name=]/config"), code: codes.InvalidArgument,
 			want: `path ` + policy + `[name=]/config: malformed path: ` + policy + `[name=]: policy key name: "" is outside the length 1..64 of its type`},
+		// A value ygot refuses (a pattern, a length): named with the keys
+		// of the operation's path, where it was the schema's
+		// ("invalid value: /lhcnp/rate-advice/policies/policy/config/source-prefix: …").
+		{desc: "set update: an invalid value names the keys", call: updateVal(`{"name": "p1", "source-prefix": "bogus"}`),
+			path: mustPath(policy + "[name=p1]/config"), code: codes.InvalidArgument, cut: true,
+			want: `update[0] ` + policy + `[name=p1]/config: invalid value: ` + policy + `[name=p1]/config/source-prefix: "bogus" does not match regular expression pattern`},
+		{desc: "set update: an invalid leaf names the keys", call: updateVal(`""`),
+			path: mustPath(wan0 + "/config/name"), code: codes.InvalidArgument,
+			want: `update[0] ` + wan0 + `/config/name: invalid value: length 0 is outside range 1..255`},
+		{desc: "set update: an invalid value below a list entry names its keys", call: updateVal(`{"name": ""}`),
+			path: mustPath(wan0 + "/config"), code: codes.InvalidArgument,
+			want: `update[0] ` + wan0 + `/config: invalid value: ` + wan0 + `/config/name: length 0 is outside range 1..255`},
 
 		// Only the deprecated element field: Get and Set read the path as
 		// the root before (a Get answered the whole tree, a Set updated

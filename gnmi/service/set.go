@@ -267,14 +267,14 @@ func (h *Handler) applyOp(cand *oc.Root, prefix *gnmi.Path, o *setOp) *opError {
 		sr.Update = []*gnmi.Update{u}
 	}
 	if err := ytypes.UnmarshalSetRequest(ys, sr); err != nil {
-		return opErr(codes.InvalidArgument, o, "invalid value: %v", cleanYgot(err))
+		return invalidValue(o, err)
 	}
 	// Validate what this operation wrote, so that a value out of range is
 	// blamed on it; the whole candidate is validated again at commit.
 	nodes, err := ytypes.GetNode(h.s.Root(), cand, o.full)
 	if err == nil && len(nodes) == 1 && res.Entry != nil {
 		if verr := ytypes.Validate(res.Entry, nodes[0].Data, &ytypes.LeafrefOptions{IgnoreMissingData: true}); verr != nil {
-			return opErr(codes.InvalidArgument, o, "invalid value: %v", cleanYgot(verr))
+			return invalidValue(o, verr)
 		}
 	}
 	return nil
@@ -299,6 +299,18 @@ func wrapsItself(name string, v *gnmi.TypedValue) string {
 		}
 	}
 	return ""
+}
+
+// invalidValue refuses an operation's value that ygot refused: ygot names
+// the schema node without keys ("/lhcnp/rate-advice/policies/policy/config/source-prefix"),
+// named here with the keys of the operation's path, as a validation error
+// of the commit is.
+func invalidValue(o *setOp, err error) *opError {
+	ve := newValidationError(err).at(o.full)
+	if ve.path == "" {
+		return opErr(codes.InvalidArgument, o, "invalid value: %s", ve.reason)
+	}
+	return opErr(codes.InvalidArgument, o, "invalid value: %s: %s", store.ErrorText(ve.path), ve.reason)
 }
 
 // keyDeleteErr refuses a delete of a list entry's key leaf: NormalizeKeys
