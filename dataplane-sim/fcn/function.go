@@ -10,14 +10,24 @@ import (
 
 // Function is FCN as a mechanism.Function: the switch's ingress PE and
 // its transit function, each created the first time its role is on, at
-// most one on. Its configuration is a Roles, its state a State.
+// most one on. Its configuration is a Roles, its state a State. It is a
+// mechanism.Deferrer: a role created while held and off at Settle (a Set
+// set back) is undone.
 type Function struct {
 	lh      *lhcnp.Node
 	pe      *PE
 	transit *Transit
+	// held: between Hold and Settle. madePE and madeTransit: the roles
+	// Configure created then, which Settle undoes if they are off (a Set
+	// set back); local and rewrite are what the PE's creation replaced
+	// on the switch.
+	held                bool
+	madePE, madeTransit bool
+	local               netsim.LocalHandler
+	rewrite             netsim.Forwarder
 }
 
-var _ mechanism.Function = (*Function)(nil)
+var _ mechanism.Deferrer = (*Function)(nil)
 
 // Roles configures both roles of a Function; at most one is enabled.
 type Roles struct {
@@ -87,10 +97,17 @@ func (f *Function) Configure(cfg any, lc lhcnp.Config) error {
 		return err
 	}
 	if r.PE.Enabled && f.pe == nil {
-		f.pe = WrapPE(f.lh, tunnelPorts(f.lh.Switch()))
+		sw := f.lh.Switch()
+		local, rewrite := sw.LocalHandler(), sw.Forwarder(netsim.StageRewrite)
+		f.pe = WrapPE(f.lh, tunnelPorts(sw))
+		if f.held {
+			f.madePE, f.local, f.rewrite = true, local, rewrite
+			f.pe.hold()
+		}
 	}
 	if r.Transit.Enabled && f.transit == nil {
 		f.transit = WrapTransit(f.lh)
+		f.madeTransit = f.held
 	}
 	if f.pe != nil && !r.PE.Enabled {
 		if err := f.pe.Apply(r.PE, lc); err != nil {
@@ -113,6 +130,43 @@ func (f *Function) Configure(cfg any, lc lhcnp.Config) error {
 		}
 	}
 	return nil
+}
+
+// Hold implements mechanism.Deferrer: until Settle, the PE's aging timer
+// is not re-armed, and the roles Configure creates are noted.
+func (f *Function) Hold() {
+	if f.held {
+		return
+	}
+	f.held, f.madePE, f.madeTransit = true, false, false
+	if f.pe != nil {
+		f.pe.hold()
+	}
+}
+
+// Settle implements mechanism.Deferrer: a role created since Hold that is
+// off (the Set that created it set back) is undone, the PE's local
+// handler and rewrite stage given back to what they replaced (the ports'
+// observer is the caller's, as the node's mode is); the PE's aging timer
+// is re-armed, once, if its period is not the one at Hold.
+func (f *Function) Settle() {
+	if !f.held {
+		return
+	}
+	f.held = false
+	if f.madePE && !f.pe.cfg.Enabled {
+		sw := f.pe.sw
+		sw.SetLocalHandler(f.local)
+		sw.SetForwarder(netsim.StageRewrite, f.rewrite)
+		f.pe = nil
+	}
+	if f.pe != nil {
+		f.pe.settle()
+	}
+	if f.madeTransit && !f.transit.cfg.Enabled {
+		f.transit = nil
+	}
+	f.madePE, f.madeTransit, f.local, f.rewrite = false, false, nil, nil
 }
 
 // check tells whether Configure would take r and lc, changing nothing:

@@ -68,6 +68,10 @@ type PE struct {
 	frame    wire.Frame
 	counters PECounters
 	agingGen uint64
+	// holding: between hold and settle, Apply leaves the aging timer as it
+	// is; heldAging is the period at hold.
+	holding   bool
+	heldAging engine.Time
 	// OnTranslated, if set, is called for every CNP sent for an FCN
 	// message, with the flow.
 	OnTranslated func(lhcnp.FlowKey)
@@ -139,10 +143,31 @@ func (pe *PE) Apply(cfg Config, lc lhcnp.Config) error {
 	}
 	pe.dec = wire.Decoder{CodePoints: cfg.CodePoints}
 	pe.snd.DSCP, pe.snd.Prio, pe.snd.Source = cfg.CNPDSCP, cfg.CNPPrio, cfg.SourceAddress
-	if aging {
+	if aging && !pe.holding {
 		pe.scheduleAging()
 	}
 	return nil
+}
+
+// hold defers the aging timer's re-arming by Apply until settle: a
+// configuration applied and then the one before again (a Set set back)
+// leaves the timer where it falls. Nothing may run in between.
+func (pe *PE) hold() {
+	if !pe.holding {
+		pe.holding, pe.heldAging = true, pe.cfg.AgingTimeout
+	}
+}
+
+// settle ends hold: the aging timer is armed, once, if it never was or
+// the running period is not the one at hold.
+func (pe *PE) settle() {
+	if !pe.holding {
+		return
+	}
+	pe.holding = false
+	if pe.agingGen == 0 || pe.cfg.AgingTimeout != pe.heldAging {
+		pe.scheduleAging()
+	}
 }
 
 // Config returns the running configuration.

@@ -41,6 +41,10 @@ func (s *Switch) SetLocalHandler(h LocalHandler) {
 	s.noteSpecial()
 }
 
+// LocalHandler returns the handler SetLocalHandler installed (nil: none),
+// so that one installed over it can put it back.
+func (s *Switch) LocalHandler() LocalHandler { return s.local }
+
 // Observer returns the port's observer (nil: none), so that another can be
 // chained with it.
 func (pt *Port) Observer() PortObserver { return pt.observer }

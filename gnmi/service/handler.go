@@ -30,6 +30,20 @@ type Dataplane interface {
 	ApplyConfig(ctx context.Context, intended *oc.Lhcnp_Lhcnp) error
 }
 
+// A KeepingDataplane applies a configuration and has it kept (the
+// startup configuration written, keep) as one step: keep runs once the
+// dataplane has taken the configuration, and if it fails the dataplane is
+// set back at once, as when it refuses a configuration, and the error
+// returned wraps keep's. The Handler uses it, when its Dataplane offers
+// it, for a durable configuration with a Persister (WithPersister):
+// setting back with ApplyConfig afterwards would not leave the dataplane
+// as it was (a change and the change back counted, timers re-armed). The
+// dataplane does not add ErrInvalidConfig to keep's error.
+type KeepingDataplane interface {
+	Dataplane
+	ApplyConfigThen(ctx context.Context, intended *oc.Lhcnp_Lhcnp, keep func() error) error
+}
+
 // StatePublisher writes the dataplane's state into the store. The target
 // calls PublishNow after every commit, so that a Get right after a Set sees
 // the applied values (config/x and state/x agree, effective-* recomputed).
@@ -52,7 +66,8 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 //
 // When Persist returns nil the configuration must survive a crash; when
 // it returns an error the previous one must still be there: the Handler
-// then fails the Set (INTERNAL) and puts the dataplane back. server/
+// then fails the Set (INTERNAL) and puts the dataplane back (as it was
+// with a KeepingDataplane, which calls Persist between two events). server/
 // implements it with a file; this package does no file I/O.
 type Persister interface {
 	Persist(ctx context.Context, config []byte) error

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -210,5 +212,58 @@ func TestPersistFailureFailsTheSet(t *testing.T) {
 	mustSet(t, e, confirmReq("c1"))
 	if diff := cmp.Diff([]string{"1", "0.5"}, p.alphas()); diff != "" {
 		t.Errorf("persisted alphas (-want +got):\n%s", diff)
+	}
+}
+
+// keepingDP is a service.KeepingDataplane: it counts the configurations
+// applied and set back, calling keep between the two.
+type keepingDP struct {
+	fakeDP
+	plain, keeping, setBack int
+}
+
+func (k *keepingDP) ApplyConfig(ctx context.Context, c *oc.Lhcnp_Lhcnp) error {
+	k.plain++
+	return k.fakeDP.ApplyConfig(ctx, c)
+}
+
+func (k *keepingDP) ApplyConfigThen(ctx context.Context, c *oc.Lhcnp_Lhcnp, keep func() error) error {
+	k.keeping++
+	if err := k.fakeDP.ApplyConfig(ctx, c); err != nil {
+		return err
+	}
+	if err := keep(); err != nil {
+		k.setBack++
+		return err
+	}
+	return nil
+}
+
+// TestPersistFailureWithAKeepingDataplane: a dataplane that offers
+// ApplyConfigThen (server/dataplane's Binding) writes the startup
+// configuration inside it and sets itself back when the write fails: the
+// Set is INTERNAL and the handler re-applies nothing (a plain ApplyConfig
+// of the configuration before, which counted the change and the change
+// back on the switch).
+func TestPersistFailureWithAKeepingDataplane(t *testing.T) {
+	p := &memPersister{}
+	dp := &keepingDP{}
+	h := service.NewHandler(testSchema, store.New(), dp, service.WithPersister(p))
+	if err := h.LoadJSON(context.Background(), []byte(initialConfig)); err != nil {
+		t.Fatal(err)
+	}
+	p.fail = errDiskFull
+	_, err := h.Set(context.Background(), setAlpha("0.5"))
+	if st := status.Convert(err); st.Code() != codes.Internal || !regexp.MustCompile(`startup configuration: no space left`).MatchString(st.Message()) {
+		t.Errorf("Set with a failing persister: %v, want INTERNAL naming the startup configuration", err)
+	}
+	p.fail = nil
+	if _, err := h.Set(context.Background(), setAlpha("0.5")); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{"plain": dp.plain, "keeping": dp.keeping, "set back": dp.setBack, "persisted": p.calls}
+	want := map[string]int{"plain": 0, "keeping": 3, "set back": 1, "persisted": 3}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }

@@ -403,20 +403,45 @@ func (h *Handler) commit(ctx context.Context, cand *oc.Root, durable bool) (int6
 	if err := schema.CheckRules(cand); err != nil {
 		return 0, invalid(err)
 	}
-	if err := h.dp.ApplyConfig(ctx, cand.GetOrCreateLhcnp()); err != nil {
+	unkept := func(err error) *opError {
+		return &opError{code: codes.Internal, op: -1, err: fmt.Errorf("startup configuration: %w", err)}
+	}
+	// The startup configuration only ever holds one the dataplane took:
+	// written after it is applied, and, where the dataplane offers it,
+	// between two of its events, so that a write that fails sets it back
+	// as cleanly as a configuration it refuses.
+	kd, keeping := h.dp.(KeepingDataplane)
+	keeping = keeping && durable && h.o.persist != nil
+	var kerr error
+	apply := func() error { return h.dp.ApplyConfig(ctx, cand.GetOrCreateLhcnp()) }
+	if keeping {
+		apply = func() error {
+			return kd.ApplyConfigThen(ctx, cand.GetOrCreateLhcnp(), func() error {
+				kerr = h.persist(ctx, cand)
+				return kerr
+			})
+		}
+	}
+	if err := apply(); err != nil {
+		if kerr != nil {
+			if !errors.Is(err, kerr) {
+				err = errors.Join(kerr, err)
+			}
+			return 0, unkept(err)
+		}
 		if errors.Is(err, ErrInvalidConfig) {
 			return 0, invalid(fmt.Errorf("rejected by the dataplane: %w", err))
 		}
 		return 0, &opError{code: errCode(err), op: -1, err: fmt.Errorf("dataplane: %w", err)}
 	}
-	if durable {
+	if durable && !keeping {
 		if err := h.persist(ctx, cand); err != nil {
 			// Not kept, not committed: the dataplane goes back to the
 			// intended configuration, which it ran a moment ago.
 			if rerr := h.dp.ApplyConfig(context.WithoutCancel(ctx), h.intended.GetOrCreateLhcnp()); rerr != nil {
 				h.o.log.Error("startup configuration not written; restoring the dataplane failed", "err", rerr)
 			}
-			return 0, &opError{code: codes.Internal, op: -1, err: fmt.Errorf("startup configuration: %w", err)}
+			return 0, unkept(err)
 		}
 	}
 	// Committed: from here on nothing fails.

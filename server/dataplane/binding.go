@@ -91,7 +91,7 @@ type Binding struct {
 	longHaul lhcnp.Config
 }
 
-var _ service.Dataplane = (*Binding)(nil)
+var _ service.KeepingDataplane = (*Binding)(nil)
 
 // Engine is what a binding uses of the engine that drives its node: an
 // engine.Group (the paced path: Network.Group) or a lone engine.Sim.
@@ -144,6 +144,15 @@ func (b *Binding) EngineLag() time.Duration { return b.sim.Lag().Duration() }
 // so on error it runs as before; every rejection wraps
 // target.ErrInvalidConfig.
 func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
+	return b.ApplyConfigThen(ctx, l, nil)
+}
+
+// ApplyConfigThen is ApplyConfig calling keep (the startup configuration's
+// write), if not nil, once the configuration is applied, between the same
+// two events: if keep fails, the switch is set back as when a mechanism
+// refuses its configuration (applyMechanisms), and keep's error returned,
+// without target.ErrInvalidConfig: the configuration was not at fault.
+func (b *Binding) ApplyConfigThen(ctx context.Context, l *oc.Lhcnp_Lhcnp, keep func() error) error {
 	cfg, err := ToConfig(l, b.ports)
 	if err != nil {
 		return err
@@ -156,13 +165,22 @@ func (b *Binding) ApplyConfig(ctx context.Context, l *oc.Lhcnp_Lhcnp) error {
 	if err != nil {
 		return err
 	}
-	var aerr error
+	var aerr, kerr error
+	kept := func() error {
+		if keep != nil {
+			kerr = keep()
+		}
+		return kerr
+	}
 	b.sim.Do(func() {
-		if aerr = b.applyMechanisms(ts, cfg, master); aerr == nil {
+		if aerr = b.applyMechanisms(ts, cfg, master, kept); aerr == nil {
 			b.longHaul = cfg
 		}
 	})
-	if aerr != nil {
+	switch {
+	case kerr != nil:
+		return aerr
+	case aerr != nil:
 		return fmt.Errorf("%w: %w", service.ErrInvalidConfig, aerr)
 	}
 	return nil

@@ -59,6 +59,12 @@ func newRigFrom(t testing.TB, file, config string, opts ...dataplane.BindingOpti
 // each binding made with opts.
 func newRigs(t testing.TB, file string, configs map[string]string, opts ...dataplane.BindingOption) map[string]*rig {
 	t.Helper()
+	return newRigsWith(t, file, configs, nil, opts...)
+}
+
+// newRigsWith is newRigs with each target's handler made with hopts.
+func newRigsWith(t testing.TB, file string, configs map[string]string, hopts []service.HandlerOption, opts ...dataplane.BindingOption) map[string]*rig {
+	t.Helper()
 	sc, err := scenario.LoadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +86,7 @@ func newRigs(t testing.TB, file string, configs map[string]string, opts ...datap
 		st := store.New()
 		b := dataplane.NewBinding(sw.Sim, sw.Node, sw.Ports, opts...)
 		pub := dataplane.NewPublisher(s, st, b)
-		h := service.NewHandler(s, st, b, service.WithStatePublisher(pub))
+		h := service.NewHandler(s, st, b, append([]service.HandlerOption{service.WithStatePublisher(pub)}, hopts...)...)
 		if err := h.LoadJSON(context.Background(), []byte(configs[served[i].Name])); err != nil {
 			t.Fatalf("%s: initial config: %v", served[i].Name, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/gen/oc"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 )
 
@@ -131,13 +132,7 @@ func TestFailedSetChangesNothing(t *testing.T) {
 					}
 					history = append(history, c.desc)
 				}
-				if !compare(t, history, fmt.Sprintf("step %d, just after the Set", step), false) {
-					return
-				}
-				until := engine.Time(step+1) * engine.Millisecond
-				every.run(t, until)
-				good.run(t, until)
-				if !compare(t, history, fmt.Sprintf("step %d, at %v", step, until), true) {
+				if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the Set", engine.Time(step+1)*engine.Millisecond) {
 					return
 				}
 			}
@@ -147,14 +142,14 @@ func TestFailedSetChangesNothing(t *testing.T) {
 
 // twinRigs serves n1 of the IPv6 line twice, alike, from the first
 // configuration of failedSetPool, with the same wall-clock start: every
-// is to get the Sets that must change nothing, good not. compare reports
-// (as an error, when, after the history of Sets) whether the two show the
-// same (observe).
-func twinRigs(t *testing.T, events bool) (every, good *rig, compare func(t *testing.T, history []string, when string, settled bool) bool) {
+// (its handler made with everyOpts) is to get the Sets that must change
+// nothing, good not. compare reports (as an error, when, after the
+// history of Sets) whether the two show the same (observe).
+func twinRigs(t *testing.T, events bool, everyOpts ...service.HandlerOption) (every, good *rig, compare func(t *testing.T, history []string, when string, settled bool) bool) {
 	t.Helper()
 	wall := dataplane.WithWallStart(time.Unix(1_700_000_000, 0))
 	first := wholeTree(failedSetPool[0].cfg)
-	every = newRigFrom(t, "testdata/line6.yaml", first, wall)
+	every = newRigsWith(t, "testdata/line6.yaml", map[string]string{"n1": first}, everyOpts, wall)["n1"]
 	good = newRigFrom(t, "testdata/line6.yaml", first, wall)
 	compare = func(t *testing.T, history []string, when string, settled bool) bool {
 		t.Helper()
@@ -165,6 +160,19 @@ func twinRigs(t *testing.T, events bool) (every, good *rig, compare func(t *test
 		return true
 	}
 	return every, good, compare
+}
+
+// compareRun compares every and good (twinRigs) just after a Set (set,
+// in a step), runs both to until and compares them again.
+func compareRun(t *testing.T, every, good *rig, compare func(t *testing.T, history []string, when string, settled bool) bool,
+	history []string, step, set string, until engine.Time) bool {
+	t.Helper()
+	if !compare(t, history, step+"just after "+set, false) {
+		return false
+	}
+	every.run(t, until)
+	good.run(t, until)
+	return compare(t, history, fmt.Sprintf("%sat %v", step, until), true)
 }
 
 // observe is what a rig shows of its switch and network, deterministic
@@ -266,13 +274,7 @@ func TestRefusedModeChangesNothing(t *testing.T) {
 			t.Fatalf("%s with zz-mode refusing: %v, want its error", c.desc, err)
 		}
 		history = append(history, c.desc+" refused by zz-mode")
-		if !compare(t, history, "just after the Set", false) {
-			return
-		}
-		until := engine.Time(i+1) * engine.Millisecond
-		every.run(t, until)
-		good.run(t, until)
-		if !compare(t, history, fmt.Sprintf("at %v", until), true) {
+		if !compareRun(t, every, good, compare, history, "", "the Set", engine.Time(i+1)*engine.Millisecond) {
 			return
 		}
 	}

@@ -168,12 +168,14 @@ func translateAll(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) ([]translat
 // the state (Snapshot), as before it existed.
 //
 // When a mechanism refuses its configuration while being configured
-// (Configure, after its Validate accepted it), the switch is set back to
+// (Configure, after its Validate accepted it), or keep (the startup
+// configuration's write, called once every mechanism is configured)
+// fails, the switch is set back to
 // the last configuration applied, each mechanism as it was (one never
 // applied, off), the node's bookkeeping of the change and the change
 // back undone (lhcnp.Node.Restore: no RTT_est update counted, the CNP
 // tokens as they were), and the error returned.
-func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool) error {
+func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool, keep func() error) error {
 	for _, t := range ts {
 		if f := b.funcs[t.kind.name]; f != nil {
 			if err := f.Validate(t.run); err != nil {
@@ -204,7 +206,18 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 		b.node.Restore(cp)
 		return err
 	}
+	// The functions this Set created are held as well: configured and
+	// set back, one leaves nothing behind either (FCN undoes a role it
+	// created).
+	for name, f := range b.funcs {
+		if d, ok := f.(mechanism.Deferrer); ok && !existed[name] {
+			d.Hold()
+		}
+	}
 	err := b.setMechanisms(ts, lc, existed)
+	if err == nil {
+		err = keep()
+	}
 	if err == nil {
 		b.node.Commit(cp)
 		b.master = master
@@ -259,8 +272,7 @@ func (b *Binding) applyMechanisms(ts []translated, lc lhcnp.Config, master bool)
 }
 
 // settle ends the Hold of every function that defers what it cannot undo
-// (mechanism.Deferrer); one created while the others were held was never
-// held, and settles as nothing.
+// (mechanism.Deferrer).
 func (b *Binding) settle() {
 	for _, name := range slices.Sorted(maps.Keys(b.funcs)) {
 		if d, ok := b.funcs[name].(mechanism.Deferrer); ok {

@@ -60,13 +60,8 @@ func TestNoOpSetChangesNothing(t *testing.T) {
 					}
 				}
 				history = append(history, c.desc)
-				if !compare(t, history, fmt.Sprintf("step %d, just after the Set", step), false) {
-					return
-				}
 				half := engine.Time(step)*engine.Millisecond + engine.Millisecond/2
-				every.run(t, half)
-				good.run(t, half)
-				if !compare(t, history, fmt.Sprintf("step %d, at %v", step, half), true) {
+				if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the Set", half) {
 					return
 				}
 				applied = append(applied, c.cfg)
@@ -94,13 +89,7 @@ func TestNoOpSetChangesNothing(t *testing.T) {
 					}
 					history = append(history, c.desc+" again")
 				}
-				if !compare(t, history, fmt.Sprintf("step %d, just after the no-op Set", step), false) {
-					return
-				}
-				until := engine.Time(step+1) * engine.Millisecond
-				every.run(t, until)
-				good.run(t, until)
-				if !compare(t, history, fmt.Sprintf("step %d, at %v", step, until), true) {
+				if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the no-op Set", engine.Time(step+1)*engine.Millisecond) {
 					return
 				}
 			}
