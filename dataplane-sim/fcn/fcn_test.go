@@ -13,6 +13,7 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/dataplane-sim/internal/mechtest"
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
 	"github.com/lhcnp/lhcnp/dataplane-sim/netsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 )
@@ -298,17 +299,26 @@ func TestControlledDomain(t *testing.T) {
 	}
 }
 
-// TestWrapPE: a Long-haul CNP node wrapped as an ingress PE keeps its own
-// mode until Apply enables FCN (then it learns mappings and translates),
-// and a refused Apply changes nothing.
-func TestWrapPE(t *testing.T) {
-	r := newRig(t, rigOpts{})
+// attachLongHaul attaches a Long-haul CNP node (ICMPv6) to pe1, with no
+// FCN role: what a function wrapping it (WrapPE, NewFunction) starts
+// from. It returns the node and its configuration.
+func attachLongHaul(t *testing.T, r *rig) (*lhcnp.Node, lhcnp.Config) {
+	t.Helper()
 	lc := lhcnp.DefaultConfig()
 	lc.Enabled, lc.FormatICMPv6 = true, true
 	lh, err := lhcnp.Attach(r.net, r.pe1, lc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return lh, lc
+}
+
+// TestWrapPE: a Long-haul CNP node wrapped as an ingress PE keeps its own
+// mode until Apply enables FCN (then it learns mappings and translates),
+// and a refused Apply changes nothing.
+func TestWrapPE(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	lh, lc := attachLongHaul(t, r)
 	pe := WrapPE(lh, []*netsim.Port{r.pe1.Ports()[2]})
 	tr, err := AttachTransit(r.net, r.t1, *enabled())
 	if err != nil {
@@ -400,6 +410,19 @@ func TestFlowTable(t *testing.T) {
 	}
 }
 
+// switchSeen is what a role's creation changes on pe1 and what the
+// function f shows.
+type switchSeen struct {
+	Observer, Local, Rewrite string
+	Pending                  int
+	State                    string
+}
+
+func seeSwitch(r *rig, f mechanism.Function) switchSeen {
+	return switchSeen{Observer: fmt.Sprintf("%T", r.pe1.Ports()[0].Observer()), Local: fmt.Sprintf("%T", r.pe1.LocalHandler()),
+		Rewrite: fmt.Sprintf("%T", r.pe1.Forwarder(netsim.StageRewrite)), Pending: r.sim.Pending(), State: fmt.Sprintf("%+v", f.State())}
+}
+
 // TestRefusedRoleCreatesNothing: a Configure that turns the ingress PE
 // on for the first time with a configuration the node refuses (a flow
 // table of no entry: FCN's own Validate does not look at it) fails with
@@ -409,22 +432,10 @@ func TestFlowTable(t *testing.T) {
 // stayed (this test failed then).
 func TestRefusedRoleCreatesNothing(t *testing.T) {
 	r := newRig(t, rigOpts{})
-	lc := lhcnp.DefaultConfig()
-	lc.Enabled, lc.FormatICMPv6 = true, true
-	lh, err := lhcnp.Attach(r.net, r.pe1, lc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lh, lc := attachLongHaul(t, r)
 	f := NewFunction(lh)
 	r.sim.Run(100 * engine.Microsecond)
-	type seen struct {
-		Observer, Rewrite string
-		Pending           int
-		State             string
-	}
-	look := func() seen {
-		return seen{Observer: fmt.Sprintf("%T", r.pe1.Ports()[0].Observer()), Rewrite: fmt.Sprintf("%T", r.pe1.Forwarder(netsim.StageRewrite)), Pending: r.sim.Pending(), State: fmt.Sprintf("%+v", f.State())}
-	}
+	look := func() switchSeen { return seeSwitch(r, f) }
 	before := look()
 	bad := *enabled()
 	bad.FlowTable.MaxEntries = 0
@@ -436,5 +447,56 @@ func TestRefusedRoleCreatesNothing(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, look()); diff != "" {
 		t.Errorf("refused (-before +after):\n%s", diff)
+	}
+}
+
+// TestHeldRoleSetBack: a role Configure creates between Hold and Settle
+// and that is off at Settle (a Set set back) is undone: the PE's local
+// handler and rewrite stage are what they were, no aging timer is armed,
+// and neither role is in the state; a role on at Settle stays, its aging
+// armed once; and a PE's aging period changed and set back while held
+// re-arms nothing. With Hold and Settle doing nothing (before Function
+// was a mechanism.Deferrer) it fails: the PE stays on the switch (local
+// handler, rewrite stage, in the state) with its aging timer.
+func TestHeldRoleSetBack(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	lh, lc := attachLongHaul(t, r)
+	var d mechanism.Deferrer = NewFunction(lh)
+	r.sim.Run(100 * engine.Microsecond)
+	look := func() switchSeen { return seeSwitch(r, d) }
+	off := Roles{PE: DefaultConfig(), Transit: DefaultConfig()}
+	configure := func(ro Roles) {
+		t.Helper()
+		if err := d.Configure(ro, lc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := look()
+	for _, on := range []Roles{{PE: *enabled(), Transit: DefaultConfig()}, {PE: DefaultConfig(), Transit: *enabled()}} {
+		d.Hold()
+		configure(on)
+		configure(off)
+		r.pe1.SetObserver(lh) // the caller's: the node's mode is
+		d.Settle()
+		if diff := cmp.Diff(before, look()); diff != "" {
+			t.Errorf("role created and set back (-before +after):\n%s", diff)
+		}
+	}
+	pe := Roles{PE: *enabled(), Transit: DefaultConfig()}
+	d.Hold()
+	configure(pe)
+	d.Settle()
+	kept := look()
+	if kept.Local != "*fcn.PE" || kept.Pending != before.Pending+1 {
+		t.Errorf("PE kept: %+v, want the PE the local handler and its aging timer pending", kept)
+	}
+	longer := pe
+	longer.PE.AgingTimeout *= 2
+	d.Hold()
+	configure(longer)
+	configure(pe)
+	d.Settle()
+	if diff := cmp.Diff(kept, look()); diff != "" {
+		t.Errorf("aging period changed and set back (-before +after):\n%s", diff)
 	}
 }
