@@ -42,12 +42,14 @@ import (
 
 // The lab's fixed default addresses (docs/lab.md): the dashboard, the
 // private PostgreSQL's port on 127.0.0.1 (beside a system cluster's 5432 and
-// the 5433 of a second one) and the collector's /metrics (the compose
-// collector's port).
+// the 5433 of a second one), the collector's /metrics (the compose
+// collector's port) and the collector's northbound gNMI (docs/collector.md's
+// example, beside the switches' 9339-9341).
 const (
-	DefaultHTTPAddr     = "127.0.0.1:8080"
-	DefaultPostgresPort = 15432
-	DefaultMetricsAddr  = "127.0.0.1:9273"
+	DefaultHTTPAddr       = "127.0.0.1:8080"
+	DefaultPostgresPort   = 15432
+	DefaultMetricsAddr    = "127.0.0.1:9273"
+	DefaultNorthboundAddr = "127.0.0.1:9350"
 )
 
 // DefaultRetention is how much telemetry the lab keeps by default
@@ -86,6 +88,16 @@ type Config struct {
 	// MetricsAddr is the collector's /metrics and /healthz (default
 	// 127.0.0.1:0).
 	MetricsAddr string
+	// Northbound is the collector's northbound gNMI (docs/collector.md,
+	// "Northbound"): the fleet's latest values by target, History from the
+	// database, Set forwarded. Its Listen is the lab's address (port 0 as
+	// HTTPAddr's; empty: none) and its stream limits are used as they are;
+	// the lab makes it insecure, as its switches are. NorthboundServer
+	// serves it.
+	Northbound config.Northbound
+	// NorthboundServer serves Northbound (lhcnp collector's, in
+	// cmd/lhcnp); needed when Northbound.Listen is set.
+	NorthboundServer NorthboundServer
 	// Profile serves Go's profiles of the lab process under
 	// /debug/pprof/ on MetricsAddr (collector config metrics.profile).
 	Profile bool
@@ -119,14 +131,25 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// NorthboundServer serves the collector's northbound gNMI; the lab holds
+// no gNMI server of its own.
+type NorthboundServer interface {
+	// Options are the collector's options that feed the northbound.
+	Options(nc config.Northbound) []collector.Option
+	// Serve serves it on lis, History reading c's pool and Set reaching
+	// c's targets, until stop.
+	Serve(ctx context.Context, nc config.Northbound, c *collector.Collector, lis net.Listener) (stop func(), err error)
+}
+
 // Addresses is what a user of the lab needs. Start writes it to the state
 // directory (AddressesFile).
 type Addresses struct {
-	Dashboard   string            `json:"dashboard"`    // http://host:port/
-	PostgresDSN string            `json:"postgres_dsn"` // the collector's database
-	Switches    map[string]string `json:"switches"`     // switch name -> gNMI host:port
-	Names       []string          `json:"names"`        // switch names in the fabric's order
-	Metrics     string            `json:"metrics"`      // the collector's /metrics
+	Dashboard   string            `json:"dashboard"`            // http://host:port/
+	PostgresDSN string            `json:"postgres_dsn"`         // the collector's database
+	Switches    map[string]string `json:"switches"`             // switch name -> gNMI host:port
+	Names       []string          `json:"names"`                // switch names in the fabric's order
+	Metrics     string            `json:"metrics"`              // the collector's /metrics
+	Northbound  string            `json:"northbound,omitempty"` // the collector's northbound gNMI host:port (none: off)
 	StateDir    string            `json:"state_dir"`
 	StartupDir  string            `json:"startup_dir"`      // the switches' startup configurations, NAME.json
 	PrivatePG   bool              `json:"private_postgres"` // the lab runs its own PostgreSQL
@@ -142,6 +165,8 @@ type Lab struct {
 	lock      *pidlock.Lock
 	httpLn    net.Listener
 	metricsLn net.Listener
+	nbLn      net.Listener
+	nbStop    func()
 	pg        *pgserver.Server
 	cluster   *pgserver.Cluster
 	dsn       string
@@ -151,6 +176,7 @@ type Lab struct {
 	tun       *tuner.Tuner
 	tpool     *pgxpool.Pool
 	pusher    *tuner.GNMIPusher
+	cc        config.File // the collector's
 	addrs     Addresses
 	ran       bool
 	closed    sync.Once
@@ -199,8 +225,19 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	if l.metricsLn, err = listen(keep(cfg.MetricsAddr, kept.Metrics), cfg.MetricsAddr, "collector metrics", "--metrics", stateDir); err != nil {
 		return nil, err
 	}
+	if cfg.Northbound.Listen != "" {
+		if cfg.NorthboundServer == nil {
+			return nil, errors.New("lab: a northbound address and no server for it")
+		}
+		if l.nbLn, err = listen(keep(cfg.Northbound.Listen, kept.Northbound), cfg.Northbound.Listen, "collector northbound", "--northbound", stateDir); err != nil {
+			return nil, err
+		}
+	}
 	l.addrs = Addresses{Dashboard: "http://" + l.httpLn.Addr().String() + "/", StateDir: stateDir,
 		Switches: map[string]string{}}
+	if l.nbLn != nil {
+		l.addrs.Northbound = l.nbLn.Addr().String()
+	}
 
 	l.dsn = cfg.PostgresDSN
 	if l.dsn == "" {
@@ -321,6 +358,12 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	cc.ID = collector.DefaultID(cc.StateDir)
 	cc.Metrics.Listen = l.metricsLn.Addr().String()
 	cc.Metrics.Profile = cfg.Profile
+	var copts []collector.Option
+	if l.nbLn != nil {
+		cc.Northbound = cfg.Northbound
+		cc.Northbound.Listen, cc.Northbound.Insecure = l.nbLn.Addr().String(), true
+		copts = cfg.NorthboundServer.Options(cc.Northbound)
+	}
 	db := cfg.CollectorDB
 	if keep := cfg.Retention; keep > 0 && db.Maintain != nil {
 		cc.DB.Retention = keep
@@ -338,12 +381,13 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		cc.Targets = append(cc.Targets, config.Target{Name: name, Address: l.addrs.Switches[name], Insecure: true,
 			Subscriptions: subs})
 	}
-	if l.coll, err = collector.New(ctx, cc, collector.WithLogger(l.log.With("part", "collector")),
-		collector.WithDB(db), collector.WithMetricsListener(l.metricsLn)); err != nil {
+	if l.coll, err = collector.New(ctx, cc, append(copts, collector.WithLogger(l.log.With("part", "collector")),
+		collector.WithDB(db), collector.WithMetricsListener(l.metricsLn))...); err != nil {
 		return nil, fmt.Errorf("collector: %w", err)
 	}
 	l.pool = l.coll.Pool()
 	l.addrs.Metrics = "http://" + l.coll.Addr() + "/metrics"
+	l.cc = cc
 	if err := writeAddresses(stateDir, l.addrs); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
@@ -370,8 +414,19 @@ func (l *Lab) Pool() *pgxpool.Pool { return l.pool }
 // first, then the collector, which drains, then the switches) and
 // PostgreSQL, and releases the state directory.
 func (l *Lab) Run(ctx context.Context) error {
-	l.ran = true
 	defer l.Close()
+	// The northbound before the collector runs (its observer feeds it);
+	// it answers from the collector's values and pool, so it stops before
+	// the collector does, with the dashboard.
+	stopNB := func() {}
+	if l.nbLn != nil {
+		stop, err := l.cfg.NorthboundServer.Serve(ctx, l.cc.Northbound, l.coll, l.nbLn)
+		if err != nil {
+			return fmt.Errorf("collector northbound: %w", err)
+		}
+		l.nbLn, stopNB = nil, stop // Serve's: stop closes it
+	}
+	l.ran = true
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var errs []error
@@ -429,6 +484,7 @@ func (l *Lab) Run(ctx context.Context) error {
 	shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
 	defer done()
 	_ = srv.Shutdown(shutdown)
+	stopNB()
 	restDone.Wait()
 	stopColl()
 	collDone.Wait()
@@ -473,6 +529,9 @@ func (l *Lab) Close() {
 		}
 		if l.metricsLn != nil {
 			l.metricsLn.Close() // the collector's, unless it was not built
+		}
+		if l.nbLn != nil {
+			l.nbLn.Close() // unless Run served it
 		}
 		l.lock.Release()
 	})

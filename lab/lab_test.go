@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/config"
 )
 
 // TestStateDirLocked: a second lab on a state directory in use is refused
@@ -61,6 +64,10 @@ func TestStartRefusesBusyAddress(t *testing.T) {
 		{desc: "kept postgresql port", cfg: Config{HTTPAddr: free, MetricsAddr: free},
 			kept: &Addresses{PrivatePG: true, PostgresDSN: "postgres://postgres@" + taken + "/lhcnp?sslmode=disable"},
 			want: []string{"postgresql address " + taken, "--postgres-port", AddressesFile}},
+		{desc: "collector northbound", cfg: Config{HTTPAddr: free, MetricsAddr: free, Northbound: config.Northbound{Listen: taken}, NorthboundServer: noNorthbound{}},
+			want: []string{"collector northbound address " + taken, "--northbound"}},
+		{desc: "kept collector northbound", cfg: Config{HTTPAddr: free, MetricsAddr: free, Northbound: config.Northbound{Listen: free}, NorthboundServer: noNorthbound{}},
+			kept: &Addresses{Northbound: taken}, want: []string{"collector northbound address " + taken, "--northbound", AddressesFile}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -90,6 +97,15 @@ func TestStartRefusesBusyAddress(t *testing.T) {
 			l.Release()
 		})
 	}
+}
+
+// noNorthbound is a NorthboundServer for a start that never serves.
+type noNorthbound struct{}
+
+func (noNorthbound) Options(config.Northbound) []collector.Option { return nil }
+
+func (noNorthbound) Serve(context.Context, config.Northbound, *collector.Collector, net.Listener) (func(), error) {
+	return nil, errors.New("not served")
 }
 
 // TestKeep: a port 0 takes the last start's address on the same host;

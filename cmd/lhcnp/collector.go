@@ -58,7 +58,7 @@ func runCollector(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	var nb collectorNorthbound
-	c, err := collector.New(ctx, cfg, append(nb.observer(cfg), collector.WithLogger(log), collector.WithDB(db))...)
+	c, err := collector.New(ctx, cfg, append(nb.observer(cfg.Northbound), collector.WithLogger(log), collector.WithDB(db))...)
 	if err != nil {
 		return err
 	}

@@ -29,22 +29,41 @@ type collectorNorthbound struct {
 
 // observer returns the collector option that feeds the northbound, or none
 // when northbound.listen is empty.
-func (n *collectorNorthbound) observer(cfg config.File) []collector.Option {
-	if cfg.Northbound.Listen == "" {
+func (n *collectorNorthbound) observer(nc config.Northbound) []collector.Option {
+	if nc.Listen == "" {
 		return nil
 	}
 	return []collector.Option{collector.WithObserver(func(t string, r *gnmi.SubscribeResponse) { n.nb.Observe(t, r) }), collector.WithTargetGone(func(t string) { n.nb.RemoveTarget(t) })}
 }
 
-// start serves the northbound until ctx ends; stop closes it.
+// start serves the northbound on northbound.listen; stop closes it.
 func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *collector.Collector, log *slog.Logger, stdout, stderr io.Writer) (stop func(), err error) {
 	nc := cfg.Northbound
 	if nc.Listen == "" {
 		return func() {}, nil
 	}
-	sch, err := schema.New()
+	listen := func() (net.Listener, error) {
+		lis, err := net.Listen("tcp", nc.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("northbound.listen: %w", err)
+		}
+		return lis, nil
+	}
+	stop, addr, err := n.serve(ctx, nc, c, listen, log, stderr)
 	if err != nil {
 		return nil, err
+	}
+	fmt.Fprintf(stdout, "lhcnp collector: northbound gNMI on %s\n", addr)
+	return stop, nil
+}
+
+// serve serves the northbound nc on the listener of listen, called once
+// the server is built (a bad users file or certificate is named before the
+// address is taken); stop closes both.
+func (n *collectorNorthbound) serve(ctx context.Context, nc config.Northbound, c *collector.Collector, listen func() (net.Listener, error), log *slog.Logger, stderr io.Writer) (stop func(), addr net.Addr, err error) {
+	sch, err := schema.New()
+	if err != nil {
+		return nil, nil, err
 	}
 	conns := &northbound.Conns{}
 	dial := func(ctx context.Context, name string) (*grpc.ClientConn, context.Context, bool, error) {
@@ -65,7 +84,7 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 	var u *auth.Users
 	if nc.Users != "" {
 		if u, err = auth.LoadUsers(nc.Users); err != nil {
-			return nil, fmt.Errorf("northbound.users: %w", err)
+			return nil, nil, fmt.Errorf("northbound.users: %w", err)
 		}
 		if nc.Insecure {
 			warnClearPasswords(ctx, lookupHost, stderr, "lhcnp collector: warning: northbound.users over northbound.insecure", "northbound.tls_cert, northbound.tls_key", nc.Listen)
@@ -83,22 +102,35 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 	} else {
 		tc, err := auth.ServerTLS(nc.TLSCert, nc.TLSKey, nc.ClientCA)
 		if err != nil {
-			return nil, fmt.Errorf("northbound.tls_cert: %w", err)
+			return nil, nil, fmt.Errorf("northbound.tls_cert: %w", err)
 		}
 		opts = append(opts, service.WithTLS(tc))
 	}
 	srv, err := service.New(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("northbound: %w", err)
+		return nil, nil, fmt.Errorf("northbound: %w", err)
 	}
-	lis, err := net.Listen("tcp", nc.Listen)
+	lis, err := listen()
 	if err != nil {
-		return nil, fmt.Errorf("northbound.listen: %w", err)
+		return nil, nil, err
 	}
-	fmt.Fprintf(stdout, "lhcnp collector: northbound gNMI on %s\n", lis.Addr())
-	go srv.Serve(lis) //nolint:errcheck // ends with Stop
+	go srv.Serve(lis) //nolint:errcheck // ends with Stop, which closes lis
 	return func() {
 		srv.Stop()
 		conns.Close() //nolint:errcheck // closing
-	}, nil
+	}, lis.Addr(), nil
+}
+
+// labNorthbound serves the lab's collector northbound (lab.NorthboundServer)
+// as lhcnp collector serves its own; its notices are the banner's.
+type labNorthbound struct {
+	nb  collectorNorthbound
+	log *slog.Logger
+}
+
+func (l *labNorthbound) Options(nc config.Northbound) []collector.Option { return l.nb.observer(nc) }
+
+func (l *labNorthbound) Serve(ctx context.Context, nc config.Northbound, c *collector.Collector, lis net.Listener) (func(), error) {
+	stop, _, err := l.nb.serve(ctx, nc, c, func() (net.Listener, error) { return lis, nil }, l.log, io.Discard)
+	return stop, err
 }

@@ -32,6 +32,7 @@ type labFile struct {
 	CitusWorkers  int           `yaml:"citus_workers" help:"run the private PostgreSQL as a Citus cluster: a coordinator on postgres_port and this many workers (0: one PostgreSQL; needs scripts/deps.sh citus)"`
 	HTTP          string        `yaml:"http" help:"dashboard address (host:port; port 0: a free one, chosen once and kept in the state directory)"`
 	Metrics       string        `yaml:"metrics" help:"the collector's /metrics and /healthz address (host:port; port 0: a free one, chosen once and kept)"`
+	Northbound    string        `yaml:"northbound" help:"the collector's northbound gNMI address: the switches' latest values by target, History, Set forwarded (host:port; port 0: a free one, chosen once and kept; empty: none)"`
 	Profile       bool          `yaml:"profile" help:"serve Go's profiles of the lab process under /debug/pprof/ on the metrics address"`
 	Fabric        string        `yaml:"fabric" help:"fabric file with the lab topology's switches (all run in this process)"`
 	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports (default: the fabric file's)"`
@@ -56,6 +57,7 @@ func defaultLabFile() labFile {
 		PostgresPort:  lab.DefaultPostgresPort,
 		HTTP:          lab.DefaultHTTPAddr,
 		Metrics:       lab.DefaultMetricsAddr,
+		Northbound:    lab.DefaultNorthboundAddr,
 		Fabric:        "examples/lab.yaml",
 		Period:        4 * time.Second,
 		WebSearchLoad: 0.02,
@@ -145,6 +147,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer logFile.Close()
 	lc.Logger = textLog(logFile, false)
 	lc.Fabric.Log = lc.Logger.With("part", "switches")
+	lc.NorthboundServer = &labNorthbound{log: lc.Logger.With("part", "collector")}
 
 	fmt.Fprintln(stdout, "lhcnp lab: starting (PostgreSQL, switches, collector, tuner, dashboard)...")
 	l, err := lab.Start(ctx, lc)
@@ -218,7 +221,10 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 		{Paths: []string{"/lhcnp/flow-table"}, Mode: "sample", SampleInterval: 5 * second},
 	}
 	lc := lab.Config{StateDir: cfg.StateDir, PostgresDSN: cfg.Postgres, PostgresPort: cfg.PostgresPort, CitusWorkers: cfg.CitusWorkers, HTTPAddr: cfg.HTTP,
-		MetricsAddr: cfg.Metrics, Profile: cfg.Profile, Retention: cfg.Retention, Fabric: fc, Traffic: loop, Subscriptions: subs}
+		MetricsAddr: cfg.Metrics, Profile: cfg.Profile,
+		// The northbound has the stream limits the switches have.
+		Northbound: config.Northbound{Listen: cfg.Northbound, MaxStreams: f.MaxStreams, MaxStreamsPerUser: f.MaxStreamsPerUser,
+			MaxStreamsPerConnection: f.MaxStreamsPerConnection}, Retention: cfg.Retention, Fabric: fc, Traffic: loop, Subscriptions: subs}
 	if lc.CollectorDB, err = collectorDB(); err != nil {
 		return lab.Config{}, err
 	}
@@ -317,13 +323,19 @@ func labGnmicCommands(a lab.Addresses) []string {
 	n1 := a.Switches["n1"]
 	n2 := a.Switches["n2"]
 	q := "/lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]"
-	return []string{
+	cmds := []string{
 		fmt.Sprintf("gnmic -a %s --insecure capabilities", n1),
 		fmt.Sprintf("gnmic -a %s --insecure get --type state -e json_ietf --path '%s/state/effective-kmax' --path '%s/state/queue-depth'", n1, q, q),
 		fmt.Sprintf("gnmic -a %s --insecure subscribe --mode stream --stream-mode sample --sample-interval 1s -e json_ietf --path '%s/state/queue-depth'", n1, q),
 		fmt.Sprintf("gnmic -a %s --insecure set -e json_ietf --update-path '%s/config/alpha' --update-value 0.25", n1, q),
 		fmt.Sprintf("gnmic -a %s --insecure get --type state -e json_ietf --path /lhcnp/global/state/engine-lag --path '/lhcnp/interfaces/interface[name=to-dest]/queues/queue[id=0]/state/counters'", n2),
 	}
+	if a.Northbound != "" {
+		// History through the collector: n1's queue depth over the last
+		// minute, from the database.
+		cmds = append(cmds, fmt.Sprintf(`gnmic -a %s --insecure subscribe --target n1 -e json_ietf --history-start "$(date -u -d '1 minute ago' +%%Y-%%m-%%dT%%H:%%M:%%SZ)" --history-end "$(date -u +%%Y-%%m-%%dT%%H:%%M:%%SZ)" --path '%s/state/queue-depth'`, a.Northbound, q))
+	}
+	return cmds
 }
 
 func printLab(w io.Writer, a lab.Addresses, logPath string, speed float64) {
@@ -356,6 +368,9 @@ func printAddresses(w io.Writer, a lab.Addresses) {
 	fmt.Fprintf(w, "  postgresql  %s\n", pg)
 	if a.Metrics != "" {
 		fmt.Fprintf(w, "  collector   %s\n", a.Metrics)
+	}
+	if a.Northbound != "" {
+		fmt.Fprintf(w, "  northbound  gNMI %s (insecure; History)\n", a.Northbound)
 	}
 }
 

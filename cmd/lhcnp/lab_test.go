@@ -40,6 +40,7 @@ type startedLab struct {
 	dashboard string   // http://127.0.0.1:PORT/
 	dsn       string   // the collector's database
 	metrics   string   // the collector's /metrics
+	nb        string   // the collector's northbound gNMI host:port
 	banner    string   // every line up to the end of the banner
 	gnmic     []string // the commands printed to try
 	switches  map[string]string
@@ -55,7 +56,7 @@ func startLab(t *testing.T, stateDir string, extra ...string) *startedLab {
 	pr, pw := io.Pipe()
 	l := &startedLab{cancel: cancel, done: make(chan error, 1), out: pr, switches: map[string]string{}}
 	args := append([]string{"--state-dir", stateDir, "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
-		"--postgres-port", "0", "--metrics", "127.0.0.1:0", "--fabric", "../../examples/lab.yaml"}, extra...)
+		"--postgres-port", "0", "--metrics", "127.0.0.1:0", "--northbound", "127.0.0.1:0", "--fabric", "../../examples/lab.yaml"}, extra...)
 	go func() {
 		err := runLab(ctx, args, pw, pw)
 		if err != nil {
@@ -80,6 +81,8 @@ func startLab(t *testing.T, stateDir string, extra ...string) *startedLab {
 			l.dsn = f[1]
 		case len(f) >= 2 && f[0] == "collector":
 			l.metrics = f[1]
+		case len(f) >= 3 && f[0] == "northbound":
+			l.nb = f[2]
 		case len(f) > 0 && f[0] == "gnmic":
 			l.gnmic = append(l.gnmic, strings.TrimSpace(line))
 		case sw.MatchString(line):
@@ -180,8 +183,8 @@ func TestLabStarts(t *testing.T) {
 	// only change of K_max.
 	l := startLab(t, state, "--dry-run")
 	started := time.Now()
-	if l.dashboard == "" || l.dsn == "" || len(l.switches) != 3 || len(l.gnmic) != 5 {
-		t.Fatalf("banner: dashboard %q, postgresql %q, switches %v, %d gnmic commands", l.dashboard, l.dsn, l.switches, len(l.gnmic))
+	if l.dashboard == "" || l.dsn == "" || l.nb == "" || len(l.switches) != 3 || len(l.gnmic) != 6 {
+		t.Fatalf("banner: dashboard %q, postgresql %q, northbound %q, switches %v, %d gnmic commands", l.dashboard, l.dsn, l.nb, l.switches, len(l.gnmic))
 	}
 
 	// The dashboard has data of both congestion points.
@@ -268,6 +271,12 @@ func TestLabStarts(t *testing.T) {
 	if out, err := runPrinted(t, l.gnmic[4], 30*time.Second); err != nil || !strings.Contains(out, "engine-lag") {
 		t.Errorf("%s: %v\n%s", l.gnmic[4], err, out)
 	}
+	// History through the collector's northbound: the last minute of n1's
+	// queue depth from the database, then the end of the range (the stream
+	// then stays open, idle, until stopped: docs/collector.md).
+	if out, _ := runPrinted(t, l.gnmic[5], 15*time.Second); !strings.Contains(out, `"queue-depth"`) || !strings.Contains(compact(out), `"sync-response":true`) {
+		t.Errorf("%s: want queue-depth updates and a sync-response within 15s:\n%s", l.gnmic[5], out)
+	}
 
 	pool, err := pgxpool.New(context.Background(), l.dsn)
 	if err != nil {
@@ -349,7 +358,7 @@ func TestLabStarts(t *testing.T) {
 	if err := runLab(context.Background(), []string{"status", "--state-dir", state}, &status, io.Discard); err != nil {
 		t.Fatalf("lab status: %v", err)
 	}
-	for _, want := range []string{"stopped", l.dashboard, l.dsn, l.metrics, l.switches["n1"]} {
+	for _, want := range []string{"stopped", l.dashboard, l.dsn, l.metrics, "northbound  gNMI " + l.nb, l.switches["n1"]} {
 		if !strings.Contains(status.String(), want) {
 			t.Errorf("lab status lacks %q:\n%s", want, status.String())
 		}
@@ -358,11 +367,11 @@ func TestLabStarts(t *testing.T) {
 	// kept in the state directory).
 	l2 := startLab(t, state, "--tuner=false")
 	type addrs struct {
-		Dashboard, DSN, Metrics string
-		Switches                map[string]string
+		Dashboard, DSN, Metrics, Northbound string
+		Switches                            map[string]string
 	}
-	first := addrs{l.dashboard, l.dsn, l.metrics, l.switches}
-	if diff := cmp.Diff(first, addrs{l2.dashboard, l2.dsn, l2.metrics, l2.switches}); diff != "" {
+	first := addrs{l.dashboard, l.dsn, l.metrics, l.nb, l.switches}
+	if diff := cmp.Diff(first, addrs{l2.dashboard, l2.dsn, l2.metrics, l2.nb, l2.switches}); diff != "" {
 		t.Errorf("second start's addresses differ (-first +second):\n%s", diff)
 	}
 	pool2, err := pgxpool.New(context.Background(), l2.dsn)
@@ -430,7 +439,7 @@ func TestREADMELabBanner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := lab.Addresses{Switches: map[string]string{}}
+	a := lab.Addresses{Switches: map[string]string{}, Northbound: lab.DefaultNorthboundAddr}
 	for _, s := range f.Switches {
 		a.Switches[s.Name] = s.Listen
 	}

@@ -266,7 +266,7 @@ func TestLabDBErrorOneLine(t *testing.T) {
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			args := append([]string{"--state-dir", t.TempDir(), "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
-				"--metrics", "127.0.0.1:0", "--fabric", "../../examples/lab.yaml", "--postgres", tt.dsn}, tt.args...)
+				"--metrics", "127.0.0.1:0", "--northbound", "127.0.0.1:0", "--fabric", "../../examples/lab.yaml", "--postgres", tt.dsn}, tt.args...)
 			err := runLab(context.Background(), args, io.Discard, io.Discard)
 			if err == nil {
 				t.Fatal("no error")
