@@ -217,7 +217,7 @@ func TestLabWarnsOfGRPCBinaryLog(t *testing.T) {
 	t.Setenv(grpcBinaryLogVar, "*")
 	var stdout, stderr strings.Builder
 	err := runLab(context.Background(), []string{"--fabric", filepath.Join(t.TempDir(), "none.yaml"),
-		"--postgres", "postgres://127.0.0.1:1/none", "--state-dir", t.TempDir()}, &stdout, &stderr)
+		"--postgres", "postgres://127.0.0.1:1/none", "--state-dir", t.TempDir(), "--northbound", "127.0.0.1:0"}, &stdout, &stderr)
 	if err == nil {
 		t.Fatal("lhcnp lab started without its fabric file")
 	}
