@@ -38,7 +38,11 @@ type Dataplane interface {
 // it, for a durable configuration with a Persister (WithPersister):
 // setting back with ApplyConfig afterwards would not leave the dataplane
 // as it was (a change and the change back counted, timers re-armed). The
-// dataplane does not add ErrInvalidConfig to keep's error.
+// dataplane does not add ErrInvalidConfig to keep's error. keep runs with
+// the dataplane held (the Set's lock, and in server/dataplane the engine's
+// step: a paced engine waits for it, its fsync included): it must not call
+// back into the dataplane (Snapshot, ApplyConfig), which would deadlock. A
+// Dataplane wrapped in another type offers it only if the wrapper does.
 type KeepingDataplane interface {
 	Dataplane
 	ApplyConfigThen(ctx context.Context, intended *oc.Lhcnp_Lhcnp, keep func() error) error
