@@ -48,6 +48,9 @@ func TestCommitAnswerLost(t *testing.T) {
 			{"a batch alone, its lease moved before the retry", 0, false, false, true},
 		} {
 			for _, stopped := range []bool{false, true} {
+				if stopped && testing.Short() {
+					continue // the race step (-short): the unit step runs them
+				}
 				name := db.name + "/" + tt.desc
 				if stopped {
 					name += ", the writer stopped before the retry"

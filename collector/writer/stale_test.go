@@ -634,6 +634,9 @@ func TestStaleRefusedRow(t *testing.T) {
 			}{{false, false, false, ""}, {true, false, false, ", the merge's COMMIT answer lost"},
 				{true, true, false, ", the merge's COMMIT answer lost, the writer stopped before the retry"},
 				{true, true, true, ", the merge's COMMIT answer lost, the writer stopped before the retry, the lease back with it"}} {
+				if fault.stopped && testing.Short() {
+					continue // the race step (-short): the unit step runs them
+				}
 				lost, name := fault.lost, db.name+"/"+tt.desc+fault.name
 				t.Run(name, func(t *testing.T) {
 					ctx := context.Background()
