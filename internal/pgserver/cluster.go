@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -54,6 +55,13 @@ type Cluster struct {
 	Workers     []*Server
 
 	nodeOpts []Option // a temporary cluster's node options, for AddWorker
+
+	// addNode serializes citus_add_node: its metadata sync updates the
+	// workers' shared catalogs (roles are cluster-wide, not per database),
+	// and two at once on one worker, for two databases, fail the second
+	// with "failure on connection marked as essential" (the worker's log:
+	// "tuple concurrently updated"). Tests create databases in parallel.
+	addNode sync.Mutex
 }
 
 // AddWorker starts one more worker, as the others were started, and adds
@@ -82,6 +90,8 @@ func (c *Cluster) AddWorker(ctx context.Context, name string) (*Server, error) {
 	if err := execOn(ctx, s.DSN(name), "CREATE EXTENSION citus"); err != nil {
 		return s, err
 	}
+	c.addNode.Lock()
+	defer c.addNode.Unlock()
 	if err := execOn(ctx, c.Coordinator.DSN(name), fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", s.Port())); err != nil {
 		return s, err
 	}
@@ -255,6 +265,8 @@ func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	c.addNode.Lock()
+	defer c.addNode.Unlock()
 	if _, err := conn.Exec(ctx, "SELECT citus_set_coordinator_host('127.0.0.1', $1)", c.Coordinator.Port()); err != nil {
 		return fmt.Errorf("citus_set_coordinator_host: %w", err)
 	}
@@ -284,6 +296,8 @@ func (c *Cluster) EnsureDatabase(ctx context.Context, name string) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	c.addNode.Lock()
+	defer c.addNode.Unlock()
 	if _, err := conn.Exec(ctx, "SELECT citus_set_coordinator_host('127.0.0.1', $1)", c.Coordinator.Port()); err != nil {
 		return fmt.Errorf("citus_set_coordinator_host: %w", err)
 	}
