@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/lhcnp/lhcnp/internal/atomicfile"
 )
@@ -252,13 +253,17 @@ func (c *Cluster) DSN(dbname string) string { return c.Coordinator.DSN(dbname) }
 // extension, then, on the coordinator, registers the coordinator
 // (citus_set_coordinator_host) and every worker (citus_add_node).
 func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
+	var g errgroup.Group // node by node, at once
 	for _, s := range c.Nodes() {
-		if err := s.CreateDatabase(ctx, name, ""); err != nil {
-			return err
-		}
-		if err := execOn(ctx, s.DSN(name), "CREATE EXTENSION citus"); err != nil {
-			return err
-		}
+		g.Go(func() error {
+			if err := s.CreateDatabase(ctx, name, ""); err != nil {
+				return err
+			}
+			return execOn(ctx, s.DSN(name), "CREATE EXTENSION citus")
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	conn, err := pgx.Connect(ctx, c.Coordinator.DSN(name))
 	if err != nil {
