@@ -66,7 +66,10 @@ type Remover interface {
 // function back (a target's Set that fails after configuring it) holds it
 // first; Settle then does that work once for the configuration running,
 // if it differs from the one at Hold. Nothing runs between the two (one
-// engine.Sim.Do).
+// engine.Sim.Do). A Deferrer that is also a Remover may be created held
+// (Rate Advice's NewFunction), deferring what creation would start (its
+// first timer) to Settle: a caller that removes it before leaves nothing
+// behind, and one that keeps it settles it as any other.
 type Deferrer interface {
 	Function
 	Hold()

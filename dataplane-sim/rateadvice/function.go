@@ -33,8 +33,13 @@ var (
 // switches' functions put on the hosts (mechanism.ShareControl): each
 // switch's advice goes to its own receivers; advice no receiver trusts is
 // counted once, by the first function's receiver, and dropped.
+//
+// The function is created held (mechanism.Deferrer): its node's first
+// sweep is armed by Settle, so that one removed before (Remove: a Set
+// that failed after creating it) leaves no event pending in the engine,
+// where a sweep armed at creation stayed pending until it fired, stale.
 func NewFunction(sw *netsim.Switch, cfg Config) (*Function, error) {
-	n, err := New(sw.Network(), sw, cfg)
+	n, err := newNode(sw.Network(), sw, cfg, true)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +59,9 @@ func NewFunction(sw *netsim.Switch, cfg Config) (*Function, error) {
 // Remove implements mechanism.Remover: NewFunction's receivers off the
 // hosts and, on a host where no other switch's capable receiver is left,
 // the capability off its QPs (those it has and those added later), as
-// before NewFunction; the node's sweeps stop.
+// before NewFunction; the node's sweeps stop. Removed while held since
+// NewFunction, it armed none: the engine has no event of it pending; one
+// Settle after arms none either.
 func (f *Function) Remove() {
 	for i, h := range f.hosts {
 		left := mechanism.UnshareControl(h, f.recvs[i])
@@ -63,7 +70,8 @@ func (f *Function) Remove() {
 		}
 	}
 	f.recvs, f.hosts = nil, nil
-	f.node.sweepGen++ // the pending sweep finds itself stale
+	f.node.holding = false
+	f.node.sweepGen++ // a sweep armed (Settle) finds itself stale
 }
 
 // receiverConfig is what the receivers of a Function run with cfg:

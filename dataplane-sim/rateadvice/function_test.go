@@ -53,6 +53,7 @@ func TestSwitchesShareHosts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				f.Settle() // created held: the sweep armed, as a kept Set does
 				sw.SetObserver(f.Observer())
 				funcs[name] = f
 			}
@@ -124,18 +125,13 @@ func TestSwitchesShareHosts(t *testing.T) {
 // once for the new period. Each change re-armed the sweep before, two
 // stale sweeps pending after the set back (this test failed then).
 func TestHoldKeepsTheSweep(t *testing.T) {
-	n := mechtest.Build(t, mechtest.Spec{
-		Host:     netsim.DefaultHostConfig(),
-		Hosts:    []mechtest.Node{{Name: "s", Addr: "10.0.0.1"}, {Name: "r", Addr: "10.0.4.1"}},
-		Switches: []mechtest.Node{{Name: "n1", Addr: addrN1.String()}},
-		Links: []mechtest.Link{{A: "s", B: "n1", RateBitsPerSec: 10e9, Delay: engine.Microsecond},
-			{A: "n1", B: "r", RateBitsPerSec: 10e9, Delay: engine.Microsecond}},
-	})
+	n := oneSwitch(t)
 	cfg := *enabled()
 	f, err := NewFunction(n.Switches["n1"], cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Settle() // created held: the sweep armed, as a kept Set does
 	n.Sim.Run(50 * engine.Microsecond)
 	other := cfg
 	other.MinAdviceInterval = cfg.MinAdviceInterval * 3
@@ -158,5 +154,59 @@ func TestHoldKeepsTheSweep(t *testing.T) {
 	f.Settle()
 	if got := n.Sim.Pending(); got != pending+1 {
 		t.Errorf("settled after a change: %d events pending, want the sweep re-armed once, %d", got, pending+1)
+	}
+}
+
+// oneSwitch is s -- n1 -- r, 10 Gb/s links of 1 µs, no flow.
+func oneSwitch(t *testing.T) *mechtest.Net {
+	return mechtest.Build(t, mechtest.Spec{
+		Host:     netsim.DefaultHostConfig(),
+		Hosts:    []mechtest.Node{{Name: "s", Addr: "10.0.0.1"}, {Name: "r", Addr: "10.0.4.1"}},
+		Switches: []mechtest.Node{{Name: "n1", Addr: addrN1.String()}},
+		Links: []mechtest.Link{{A: "s", B: "n1", RateBitsPerSec: 10e9, Delay: engine.Microsecond},
+			{A: "n1", B: "r", RateBitsPerSec: 10e9, Delay: engine.Microsecond}},
+	})
+}
+
+// TestRemovedBeforeSettleLeavesNoSweep: a function created (NewFunction)
+// and removed before it is settled (a Set that failed after creating it)
+// leaves the engine as it was: no event pending, none run; a Settle
+// after the Remove arms nothing. Settled instead, it arms its sweep once,
+// at the creation's instant plus min-advice-interval. NewFunction armed
+// the sweep before, and Remove left it pending until it fired, stale
+// (this test failed then: one event more pending after the Remove).
+func TestRemovedBeforeSettleLeavesNoSweep(t *testing.T) {
+	for _, kept := range []bool{false, true} {
+		t.Run(map[bool]string{false: "removed", true: "settled"}[kept], func(t *testing.T) {
+			n := oneSwitch(t)
+			n.Sim.Run(30 * engine.Microsecond)
+			pending, next, events := n.Sim.Pending(), n.Sim.NextAt(), n.Sim.Events()
+			cfg := *enabled()
+			f, err := NewFunction(n.Switches["n1"], cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			created := n.Sim.Now()
+			if !kept {
+				f.Remove()
+				f.Settle()
+				if got, at := n.Sim.Pending(), n.Sim.NextAt(); got != pending || at != next {
+					t.Errorf("removed: %d events pending, the next at %v; want %d at %v as before", got, at, pending, next)
+				}
+				n.Sim.Run(30*engine.Microsecond + 3*cfg.MinAdviceInterval)
+				if got := n.Sim.Events(); got != events {
+					t.Errorf("removed: %d events run, want %d as before", got, events)
+				}
+				return
+			}
+			f.Settle()
+			if got, at := n.Sim.Pending(), n.Sim.NextAt(); got != pending+1 || at != min(next, created+cfg.MinAdviceInterval) {
+				t.Errorf("settled: %d events pending, the next at %v; want %d, the sweep at %v", got, at, pending+1, created+cfg.MinAdviceInterval)
+			}
+			f.Settle() // once
+			if got := n.Sim.Pending(); got != pending+1 {
+				t.Errorf("settled twice: %d events pending, want %d", got, pending+1)
+			}
+		})
 	}
 }

@@ -115,10 +115,17 @@ func (n *Node) OnSent(f func(FlowAdvice)) { n.onSent = f }
 // New returns a node for sw with cfg; install it as the ports' observer
 // (sw.SetObserver, or beside another mechanism's observer).
 func New(net *netsim.Network, sw *netsim.Switch, cfg Config) (*Node, error) {
+	return newNode(net, sw, cfg, false)
+}
+
+// newNode is New; held, the node is created held (Hold) and its first
+// sweep armed by Settle: a node dropped before (Function.Remove) leaves
+// no event pending in the engine.
+func newNode(net *netsim.Network, sw *netsim.Switch, cfg Config, held bool) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("rateadvice: switch %s: %w", sw.Name(), err)
 	}
-	n := &Node{net: net, sim: sw.Sim(), sw: sw, ports: map[*netsim.Port]*portState{}, flows: map[flowKey]*flowState{}}
+	n := &Node{net: net, sim: sw.Sim(), sw: sw, ports: map[*netsim.Port]*portState{}, flows: map[flowKey]*flowState{}, holding: held}
 	for _, pt := range sw.Ports() {
 		ps := &portState{pt: pt}
 		n.ports[pt] = ps
@@ -161,8 +168,9 @@ func (n *Node) Hold() {
 	}
 }
 
-// Settle ends Hold: the sweep is re-armed, once, if the running period is
-// not the one at Hold.
+// Settle ends Hold: the sweep is armed if it never was (a node created
+// held), else re-armed, once, if the running period is not the one at
+// Hold.
 func (n *Node) Settle() {
 	if n.holding {
 		n.holding = false

@@ -386,6 +386,7 @@ func TestConfigureReachesReceivers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Settle() // created held: the sweep armed, as a kept Set does
 	r.n1.SetObserver(f.Observer())
 	r.sim.Run(2 * engine.Millisecond)
 	if c := r.a.Sender.CeilingBitsPerSec(); c != 3e9 {

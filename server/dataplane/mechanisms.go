@@ -163,7 +163,9 @@ func translateAll(l *oc.Lhcnp_Lhcnp, lc *lhcnp.Config, ports *Ports) ([]translat
 // The functions the failed Set created are removed with what their
 // creation put on the hosts and the switch (mechanism.Remover: Fast
 // CNP's and Rate Advice's receivers, Fast CNP's filter), the ports'
-// observers and the switch's forwarders as they were; one that cannot be
+// observers and the switch's forwarders as they were, and no event of
+// theirs in the engine (Rate Advice's function is created held, its
+// sweep armed when settled: mechanism.Deferrer); one that cannot be
 // removed (the switch CNP, FCN) stays, never configured, and is not in
 // the state (Snapshot), as before it existed.
 //

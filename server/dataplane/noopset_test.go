@@ -50,7 +50,7 @@ func TestNoOpSetChangesNothing(t *testing.T) {
 	for seed := range seeds {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0x0b))
-			every, good, compare := twinRigs(t, true)
+			every, good, compare := twinRigs(t)
 			var history, applied []string
 			for step := range steps {
 				c := failedSetPool[rng.IntN(len(failedSetPool))]

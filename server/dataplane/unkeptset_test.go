@@ -48,7 +48,7 @@ func TestUnkeptSetChangesNothing(t *testing.T) {
 	}
 	t.Run("each first", func(t *testing.T) {
 		p := &failingPersister{}
-		every, good, compare := twinRigs(t, false, service.WithPersister(p))
+		every, good, compare := twinRigs(t, service.WithPersister(p))
 		var history []string
 		for i, c := range failedSetPool {
 			unkept(t, every, p, c)
@@ -67,7 +67,7 @@ func TestUnkeptSetChangesNothing(t *testing.T) {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0xf11e))
 			p := &failingPersister{}
-			every, good, compare := twinRigs(t, false, service.WithPersister(p))
+			every, good, compare := twinRigs(t, service.WithPersister(p))
 			var history []string
 			for step := range steps {
 				c := failedSetPool[rng.IntN(len(failedSetPool))]
