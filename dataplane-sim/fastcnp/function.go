@@ -68,39 +68,61 @@ func FunctionOf(n *Node) *Function { return &Function{node: n} }
 // Node returns the node.
 func (f *Function) Node() *Node { return f.node }
 
-// Validate implements mechanism.Function.
+// Validate implements mechanism.Function: the node's configuration and
+// what the receivers would run with it.
 func (f *Function) Validate(cfg any) error {
 	if err := mechanism.Validate[Config](cfg, "fastcnp: switch "+f.node.sw.Name()); err != nil {
 		return err
 	}
 	c := cfg.(Config)
-	_, err := f.node.borderPorts(&c)
-	return err
+	if _, err := f.node.borderPorts(&c); err != nil {
+		return err
+	}
+	rc := f.receiverConfig(c)
+	if err := rc.Validate(); err != nil {
+		return fmt.Errorf("fastcnp: receiver: %w", err)
+	}
+	return nil
 }
 
 // Configure sets the switch's mode (Node.Apply) and the receivers' access
-// list: the switch's own address and its configured source address.
+// list: the switch's own address and its configured source address. It
+// refuses before it changes anything: the receivers' configuration is
+// checked first, then the node's (Node.Apply refuses before it changes
+// anything), and only then are the receivers, which all run the one
+// configuration checked, given it. A receiver that refused after the
+// node was set would leave the switch in the new mode with the old
+// receivers. (None can today: the access list holds only valid
+// addresses, whose /32 or /128 is a valid prefix; TestConfigureIsAllOrNothing.)
 func (f *Function) Configure(cfg any, lc lhcnp.Config) error {
 	c, err := mechanism.ConfigAs[Config](cfg)
 	if err != nil {
 		return err
 	}
+	rc := f.receiverConfig(c)
+	if err := rc.Validate(); err != nil {
+		return fmt.Errorf("fastcnp: receiver: %w", err)
+	}
 	if err := f.node.Apply(c, lc); err != nil {
 		return err
 	}
+	for _, rv := range f.recvs {
+		rv.set(rc)
+	}
+	return nil
+}
+
+// receiverConfig is what the receivers of a Function run with c: on with
+// Fast CNP, trusting the switch's address and c's source address, with
+// c's code points.
+func (f *Function) receiverConfig(c Config) ReceiverConfig {
 	var acl []netip.Prefix
 	for _, a := range []netip.Addr{f.node.Switch().Addr(), c.SourceAddress} {
 		if a.IsValid() {
 			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
 		}
 	}
-	rc := ReceiverConfig{Enabled: c.Enabled, AccessList: acl, CodePoints: c.CodePoints}
-	for _, rv := range f.recvs {
-		if err := rv.ApplyConfig(rc); err != nil {
-			return fmt.Errorf("fastcnp: receiver: %w", err)
-		}
-	}
-	return nil
+	return ReceiverConfig{Enabled: c.Enabled, AccessList: acl, CodePoints: c.CodePoints}
 }
 
 // Observer implements mechanism.Function: the node.

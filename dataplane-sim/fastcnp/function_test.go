@@ -2,6 +2,8 @@ package fastcnp
 
 import (
 	"net/netip"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -109,6 +111,91 @@ func TestSwitchesShareHosts(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("each switch's receivers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConfigureIsAllOrNothing: a configuration the Function validates is
+// one its Configure takes, the node and every receiver (no receiver can
+// refuse it: the access list holds valid addresses only, a zoned source
+// address among them); one it refuses, at the node's check (Validate,
+// an unknown border port) or the node's Long-haul CNP configuration
+// (with Fast CNP off), changes neither the node nor the receivers.
+func TestConfigureIsAllOrNothing(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	lh, err := lhcnp.Attach(r.net, r.n1, lhcnp.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFunction(lh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badLC := lhcnp.DefaultConfig()
+	badLC.CNPPrio = netsim.NumPrio
+	with := func(edit func(c *Config)) Config {
+		c := *enabled()
+		edit(&c)
+		return c
+	}
+	tests := []struct {
+		desc   string
+		cfg    Config
+		lc     lhcnp.Config
+		refuse string // in the error; "": taken
+	}{
+		{desc: "on", cfg: *enabled(), lc: lhcnp.DefaultConfig()},
+		{desc: "on, the switch's own address", cfg: with(func(c *Config) { c.SourceAddress = netip.Addr{} }), lc: lhcnp.DefaultConfig()},
+		{desc: "on, a zoned source address", cfg: with(func(c *Config) { c.SourceAddress = netip.MustParseAddr("2001:db8:9::9%eth0") }),
+			lc: lhcnp.DefaultConfig()},
+		{desc: "off, an IPv4 source address", cfg: with(func(c *Config) { c.Enabled, c.SourceAddress = false, netip.MustParseAddr("10.0.9.9") }),
+			lc: lhcnp.DefaultConfig()},
+		{desc: "border only", cfg: with(func(c *Config) { c.Enabled, c.BorderPorts = false, []string{r.out.Name()} }), lc: lhcnp.DefaultConfig()},
+		{desc: "on, an IPv4 source address", cfg: with(func(c *Config) { c.SourceAddress = netip.MustParseAddr("10.0.9.9") }),
+			lc: lhcnp.DefaultConfig(), refuse: "source-address"},
+		{desc: "an unknown border port", cfg: with(func(c *Config) { c.BorderPorts = []string{"nope"} }),
+			lc: lhcnp.DefaultConfig(), refuse: "nope"},
+		{desc: "off, the node's configuration refused", cfg: with(func(c *Config) { c.Enabled = false }), lc: badLC, refuse: "cnp-prio"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			// Each from the same start: on, with the rig's loopback.
+			if err := f.Configure(*enabled(), lhcnp.DefaultConfig()); err != nil {
+				t.Fatal(err)
+			}
+			node, lhc := f.node.Config(), lh.Config()
+			var recvs []ReceiverConfig
+			for _, rv := range f.recvs {
+				recvs = append(recvs, rv.cfg)
+			}
+			verr := f.Validate(tt.cfg)
+			err := f.Configure(tt.cfg, tt.lc)
+			if tt.refuse == "" {
+				if verr != nil || err != nil {
+					t.Fatalf("Validate: %v, Configure: %v; want both to take it", verr, err)
+				}
+				want := f.receiverConfig(tt.cfg)
+				for i, rv := range f.recvs {
+					if !reflect.DeepEqual(rv.cfg, want) {
+						t.Errorf("receiver on %s runs %+v, want %+v", f.hosts[i].Name(), rv.cfg, want)
+					}
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.refuse) {
+				t.Fatalf("Configure: %v, want an error naming %s", err, tt.refuse)
+			}
+			if got := f.node.Config(); !reflect.DeepEqual(got, node) {
+				t.Errorf("refused: the node runs %+v, want %+v as before", got, node)
+			}
+			if got := lh.Config(); !reflect.DeepEqual(got, lhc) {
+				t.Errorf("refused: the Long-haul CNP node runs %+v, want %+v as before", got, lhc)
+			}
+			for i, rv := range f.recvs {
+				if !reflect.DeepEqual(rv.cfg, recvs[i]) {
+					t.Errorf("refused: receiver on %s runs %+v, want %+v as before", f.hosts[i].Name(), rv.cfg, recvs[i])
+				}
 			}
 		})
 	}

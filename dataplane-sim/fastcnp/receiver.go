@@ -76,8 +76,13 @@ func (r *Receiver) ApplyConfig(cfg ReceiverConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("fastcnp: receiver: %w", err)
 	}
-	r.cfg, r.dec = cfg, wire.Decoder{CodePoints: cfg.CodePoints}
+	r.set(cfg)
 	return nil
+}
+
+// set makes cfg, valid, the running configuration.
+func (r *Receiver) set(cfg ReceiverConfig) {
+	r.cfg, r.dec = cfg, wire.Decoder{CodePoints: cfg.CodePoints}
 }
 
 // outcome is what a receiver makes of a control packet before it looks
