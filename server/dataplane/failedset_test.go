@@ -103,44 +103,52 @@ func TestFailedSetChangesNothing(t *testing.T) {
 		})
 	}
 	const steps = 10
-	seeds := uint64(20)
-	if testing.Short() {
-		seeds = 1 // the race step (-short): the unit step runs all 20
-	}
-	for seed := range seeds {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 0x5e7))
-			every, good, compare := twinRigs(t)
-			var history []string
-			for step := range steps {
-				c := failedSetPool[rng.IntN(len(failedSetPool))]
-				fault := -1
-				if rng.IntN(3) == 0 {
-					fault = rng.IntN(len(faults))
-				}
-				if fault >= 0 {
-					failing = faults[fault].name
-				}
-				err := every.setIETF("/lhcnp", c.cfg, true)
-				failing = ""
-				if fault >= 0 {
-					if err == nil || !strings.Contains(err.Error(), faults[fault].err) {
-						t.Fatalf("step %d: %s with %s: %v, want the fault's error", step, c.desc, faults[fault].name, err)
-					}
-					history = append(history, c.desc+" failing at "+faults[fault].name)
-				} else {
-					if err != nil {
-						t.Fatalf("step %d: %s: %v", step, c.desc, err)
-					}
-					if err := good.setIETF("/lhcnp", c.cfg, true); err != nil {
-						t.Fatalf("step %d: %s on the other switch: %v", step, c.desc, err)
-					}
-					history = append(history, c.desc)
-				}
-				if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the Set", engine.Time(step+1)*engine.Millisecond) {
-					return
-				}
+	forSeeds(t, 20, 0x5e7, func(t *testing.T, rng *rand.Rand) {
+		every, good, compare := twinRigs(t)
+		var history []string
+		for step := range steps {
+			c := failedSetPool[rng.IntN(len(failedSetPool))]
+			fault := -1
+			if rng.IntN(3) == 0 {
+				fault = rng.IntN(len(faults))
 			}
+			if fault >= 0 {
+				failing = faults[fault].name
+			}
+			err := every.setIETF("/lhcnp", c.cfg, true)
+			failing = ""
+			if fault >= 0 {
+				if err == nil || !strings.Contains(err.Error(), faults[fault].err) {
+					t.Fatalf("step %d: %s with %s: %v, want the fault's error", step, c.desc, faults[fault].name, err)
+				}
+				history = append(history, c.desc+" failing at "+faults[fault].name)
+			} else {
+				if err != nil {
+					t.Fatalf("step %d: %s: %v", step, c.desc, err)
+				}
+				if err := good.setIETF("/lhcnp", c.cfg, true); err != nil {
+					t.Fatalf("step %d: %s on the other switch: %v", step, c.desc, err)
+				}
+				history = append(history, c.desc)
+			}
+			if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the Set", engine.Time(step+1)*engine.Millisecond) {
+				return
+			}
+		}
+	})
+}
+
+// forSeeds runs f as a subtest "seed N" for each seed N below n, with a
+// generator seeded with N and stream: n seeds, one under -short (the race
+// step of make test; the unit step runs them all).
+func forSeeds(t *testing.T, n, stream uint64, f func(t *testing.T, rng *rand.Rand)) {
+	t.Helper()
+	if testing.Short() {
+		n = 1
+	}
+	for seed := range n {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			f(t, rand.New(rand.NewPCG(seed, stream)))
 		})
 	}
 }

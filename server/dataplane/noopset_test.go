@@ -43,56 +43,49 @@ var touchedLeaves = []struct{ path, val, unless string }{
 // served switch's ports report to and its forwarders are.
 func TestNoOpSetChangesNothing(t *testing.T) {
 	const steps = 10
-	seeds := uint64(12)
-	if testing.Short() {
-		seeds = 1 // the race step (-short): the unit step runs all 12
-	}
-	for seed := range seeds {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 0x0b))
-			every, good, compare := twinRigs(t)
-			var history, applied []string
-			for step := range steps {
-				c := failedSetPool[rng.IntN(len(failedSetPool))]
-				for _, r := range []*rig{every, good} {
-					if err := r.setIETF("/lhcnp", c.cfg, true); err != nil {
-						t.Fatalf("step %d: %s: %v", step, c.desc, err)
-					}
-				}
-				history = append(history, c.desc)
-				half := engine.Time(step)*engine.Millisecond + engine.Millisecond/2
-				if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the Set", half) {
-					return
-				}
-				applied = append(applied, c.cfg)
-				k := rng.IntN(len(touchedLeaves) + 2)
-				if k < len(touchedLeaves) && touchedLeaves[k].unless != "" && slices.ContainsFunc(applied, func(cfg string) bool {
-					return strings.Contains(cfg, touchedLeaves[k].unless)
-				}) {
-					k = len(touchedLeaves) // read: re-apply instead
-				}
-				switch {
-				case k < len(touchedLeaves):
-					l := touchedLeaves[k]
-					err := every.setIETF(l.path, l.val, false)
-					if err := every.setIETF("/lhcnp", c.cfg, true); err != nil {
-						t.Fatalf("step %d: %s set back: %v", step, c.desc, err)
-					}
-					what := "touching " + l.path + " and setting it back"
-					if err != nil {
-						what = "touching " + l.path + " (refused)"
-					}
-					history = append(history, what)
-				default:
-					if err := every.setIETF("/lhcnp", c.cfg, true); err != nil {
-						t.Fatalf("step %d: %s again: %v", step, c.desc, err)
-					}
-					history = append(history, c.desc+" again")
-				}
-				if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the no-op Set", engine.Time(step+1)*engine.Millisecond) {
-					return
+	forSeeds(t, 12, 0x0b, func(t *testing.T, rng *rand.Rand) {
+		every, good, compare := twinRigs(t)
+		var history, applied []string
+		for step := range steps {
+			c := failedSetPool[rng.IntN(len(failedSetPool))]
+			for _, r := range []*rig{every, good} {
+				if err := r.setIETF("/lhcnp", c.cfg, true); err != nil {
+					t.Fatalf("step %d: %s: %v", step, c.desc, err)
 				}
 			}
-		})
-	}
+			history = append(history, c.desc)
+			half := engine.Time(step)*engine.Millisecond + engine.Millisecond/2
+			if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the Set", half) {
+				return
+			}
+			applied = append(applied, c.cfg)
+			k := rng.IntN(len(touchedLeaves) + 2)
+			if k < len(touchedLeaves) && touchedLeaves[k].unless != "" && slices.ContainsFunc(applied, func(cfg string) bool {
+				return strings.Contains(cfg, touchedLeaves[k].unless)
+			}) {
+				k = len(touchedLeaves) // read: re-apply instead
+			}
+			switch {
+			case k < len(touchedLeaves):
+				l := touchedLeaves[k]
+				err := every.setIETF(l.path, l.val, false)
+				if err := every.setIETF("/lhcnp", c.cfg, true); err != nil {
+					t.Fatalf("step %d: %s set back: %v", step, c.desc, err)
+				}
+				what := "touching " + l.path + " and setting it back"
+				if err != nil {
+					what = "touching " + l.path + " (refused)"
+				}
+				history = append(history, what)
+			default:
+				if err := every.setIETF("/lhcnp", c.cfg, true); err != nil {
+					t.Fatalf("step %d: %s again: %v", step, c.desc, err)
+				}
+				history = append(history, c.desc+" again")
+			}
+			if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the no-op Set", engine.Time(step+1)*engine.Millisecond) {
+				return
+			}
+		}
+	})
 }

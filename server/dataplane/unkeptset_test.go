@@ -59,33 +59,26 @@ func TestUnkeptSetChangesNothing(t *testing.T) {
 		}
 	})
 	const steps = 10
-	seeds := uint64(12)
-	if testing.Short() {
-		seeds = 1 // the race step (-short): the unit step runs all 12
-	}
-	for seed := range seeds {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 0xf11e))
-			p := &failingPersister{}
-			every, good, compare := twinRigs(t, service.WithPersister(p))
-			var history []string
-			for step := range steps {
-				c := failedSetPool[rng.IntN(len(failedSetPool))]
-				if rng.IntN(3) == 0 {
-					unkept(t, every, p, c)
-					history = append(history, c.desc+" not kept")
-				} else {
-					for _, r := range []*rig{every, good} {
-						if err := r.setIETF("/lhcnp", c.cfg, true); err != nil {
-							t.Fatalf("step %d: %s: %v", step, c.desc, err)
-						}
+	forSeeds(t, 12, 0xf11e, func(t *testing.T, rng *rand.Rand) {
+		p := &failingPersister{}
+		every, good, compare := twinRigs(t, service.WithPersister(p))
+		var history []string
+		for step := range steps {
+			c := failedSetPool[rng.IntN(len(failedSetPool))]
+			if rng.IntN(3) == 0 {
+				unkept(t, every, p, c)
+				history = append(history, c.desc+" not kept")
+			} else {
+				for _, r := range []*rig{every, good} {
+					if err := r.setIETF("/lhcnp", c.cfg, true); err != nil {
+						t.Fatalf("step %d: %s: %v", step, c.desc, err)
 					}
-					history = append(history, c.desc)
 				}
-				if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the Set", engine.Time(step+1)*engine.Millisecond) {
-					return
-				}
+				history = append(history, c.desc)
 			}
-		})
-	}
+			if !compareRun(t, every, good, compare, history, fmt.Sprintf("step %d, ", step), "the Set", engine.Time(step+1)*engine.Millisecond) {
+				return
+			}
+		}
+	})
 }
