@@ -243,3 +243,103 @@ func TestValueIsTheNodeItself(t *testing.T) {
 		})
 	}
 }
+
+// TestSetValidationNamesTheEntry: a Set whose candidate ygot's validation
+// refuses after every operation's own checks passed (a list entry's key
+// leaf set to another value than its key: ygot checks it on the list, not
+// the entry) names the entry with its keys and the operation that wrote
+// the key. With several operations the old message named ygot's schema
+// path without keys and no operation ("validation:
+// /lhcnp/interfaces/interface/queues/queue: key field Id: …", every
+// operation ABORTED): a user sending five updates was not told which entry
+// failed. A value refused below the operation's path, in a list entry the
+// path does not name, named the schema path ("…/policies/policy/config/source-prefix").
+// failed is the operation at fault, in the order applied (deletes,
+// replaces, updates).
+func TestSetValidationNamesTheEntry(t *testing.T) {
+	const wan0 = "/lhcnp/interfaces/interface[name=wan0]"
+	const q = wan0 + "/queues/queue"
+	const policies = "/lhcnp/rate-advice/policies"
+	const pattern = `"bogus" does not match regular expression pattern`
+	for _, tt := range []struct {
+		desc   string
+		req    *gnmi.SetRequest
+		want   string
+		failed int
+		// cut: want is the message's beginning (what follows quotes a
+		// YANG pattern).
+		cut bool
+	}{
+		{desc: "the second of two updates, under another entry",
+			req: &gnmi.SetRequest{Update: []*gnmi.Update{
+				{Path: mustPath(q + "[id=3]/config/alpha"), Val: ietf(`"0.5"`)},
+				{Path: mustPath(q + "[id=4]/id"), Val: ietf(`5`)},
+			}},
+			want:   `update[1] ` + q + `[id=4]/id: validation: ` + q + `[id=4]: key field Id: element key 5 != map key 4`,
+			failed: 1},
+		{desc: "the first of two updates of one entry: the one that wrote its key",
+			req: &gnmi.SetRequest{Update: []*gnmi.Update{
+				{Path: mustPath(q + "[id=4]/id"), Val: ietf(`5`)},
+				{Path: mustPath(q + "[id=4]/config/kmax"), Val: ietf(`1000`)},
+			}},
+			want:   `update[0] ` + q + `[id=4]/id: validation: ` + q + `[id=4]: key field Id: element key 5 != map key 4`,
+			failed: 0},
+		{desc: "a replace of the entry, then an update of its key",
+			req: &gnmi.SetRequest{
+				Replace: []*gnmi.Update{{Path: mustPath(q + "[id=3]"), Val: ietf(`{"id": 3, "config": {"id": 3}}`)}},
+				Update:  []*gnmi.Update{{Path: mustPath(q + "[id=3]/id"), Val: ietf(`7`)}},
+			},
+			want:   `update[0] ` + q + `[id=3]/id: validation: ` + q + `[id=3]: key field Id: element key 7 != map key 3`,
+			failed: 1},
+		{desc: "under a prefix",
+			req: &gnmi.SetRequest{Prefix: mustPath(wan0), Update: []*gnmi.Update{
+				{Path: mustPath("/config/rtt-est"), Val: ietf(`20000`)},
+				{Path: mustPath("/queues/queue[id=2]/id"), Val: ietf(`9`)},
+			}},
+			want:   `update[1] ` + q + `[id=2]/id: validation: ` + q + `[id=2]: key field Id: element key 9 != map key 2`,
+			failed: 1},
+		// The commit's naming of the only operation's node (ygot's list,
+		// the entry here).
+		{desc: "the only operation",
+			req:    &gnmi.SetRequest{Update: []*gnmi.Update{{Path: mustPath(q + "[id=3]/id"), Val: ietf(`4`)}}},
+			want:   `update[0] ` + q + `[id=3]/id: validation: ` + q + `[id=3]: key field Id: element key 4 != map key 3`,
+			failed: 0},
+		{desc: "an invalid value in an entry below the operation's path",
+			req: &gnmi.SetRequest{Update: []*gnmi.Update{
+				{Path: mustPath(policies + "/policy[name=p0]/config/name"), Val: ietf(`"p0"`)},
+				{Path: mustPath(policies), Val: ietf(`{"policy": [{"name": "p1", "config": {"name": "p1", "source-prefix": "bogus"}}]}`)},
+			}},
+			want:   `update[1] ` + policies + `: invalid value: ` + policies + `/policy[name=p1]/config/source-prefix: ` + pattern,
+			failed: 1, cut: true},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			e := newEnv(t)
+			before := configLeaves(t, e)
+			_, err := e.c.Set(ctx(t), tt.req)
+			st := status.Convert(err)
+			if st.Code() != codes.InvalidArgument {
+				t.Fatalf("Set: %v, want INVALID_ARGUMENT", err)
+			}
+			cut := func(s string) string {
+				if tt.cut && len(s) > len(tt.want) {
+					return s[:len(tt.want)]
+				}
+				return s
+			}
+			if diff := cmp.Diff(tt.want, cut(st.Message())); diff != "" {
+				t.Errorf("message (-want, +got):\n%s", diff)
+			}
+			checkDetails(t, st, tt.failed, codes.InvalidArgument)
+			for _, d := range st.Details() {
+				if r, ok := d.(*gnmi.SetResponse); ok && tt.failed < len(r.GetResponse()) {
+					if got := r.GetResponse()[tt.failed].GetMessage().GetMessage(); got != st.Message() {
+						t.Errorf("the failed operation's UpdateResult says %q, the status %q", got, st.Message())
+					}
+				}
+			}
+			if diff := cmp.Diff(before, configLeaves(t, e)); diff != "" {
+				t.Errorf("config changed (-before, +after):\n%s", diff)
+			}
+		})
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/openconfig/ygot/ytypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // setOp is one operation of a SetRequest, in the order applied.
@@ -122,22 +125,31 @@ func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp, du
 	}
 	ts, oerr := h.commit(ctx, cand, durable)
 	if oerr != nil {
-		oerr.op = blame(ops, oerr.err)
+		// ygot names the schema node of its refusal, without keys: the
+		// candidate has them (the data node that fails), and the
+		// operation that wrote it is the one at fault.
+		ve, invalid := errors.AsType[*validationError](oerr.err)
+		var f fault
+		if invalid {
+			f = h.locate(cand, ve.path, nil)
+			oerr.op = blameFault(ops, f)
+		} else {
+			oerr.op = blame(ops, oerr.err)
+		}
 		if oerr.op < 0 && len(ops) == 1 {
 			// The candidate failed as a whole (the dataplane, ygot, the
 			// startup file): with one operation that is the one that
 			// failed (3.4.7), none other was there to fail.
 			oerr.op = 0
 		}
-		if oerr.op >= 0 {
-			if ve, ok := errors.AsType[*validationError](oerr.err); ok {
-				// ygot names the schema node, without keys: name the
-				// operation's path, and the part of it at fault.
-				o := &ops[oerr.op]
-				oerr.err = fmt.Errorf("%s %s: %w", o.name, schema.ErrorPath(o.full), ve.at(o.full))
-			} else {
-				oerr.err = fmt.Errorf("%s %w", ops[oerr.op].name, oerr.err)
-			}
+		switch {
+		case invalid && oerr.op >= 0:
+			o := &ops[oerr.op]
+			oerr.err = fmt.Errorf("%s %s: %w", o.name, schema.ErrorPath(o.full), ve.named(f.node, o.full))
+		case invalid:
+			oerr.err = ve.named(f.node, nil)
+		case oerr.op >= 0:
+			oerr.err = fmt.Errorf("%s %w", ops[oerr.op].name, oerr.err)
 		}
 		return nil, oerr.status(req, ops)
 	}
@@ -267,14 +279,14 @@ func (h *Handler) applyOp(cand *oc.Root, prefix *gnmi.Path, o *setOp) *opError {
 		sr.Update = []*gnmi.Update{u}
 	}
 	if err := ytypes.UnmarshalSetRequest(ys, sr); err != nil {
-		return invalidValue(o, err)
+		return h.invalidValue(cand, o, err)
 	}
 	// Validate what this operation wrote, so that a value out of range is
 	// blamed on it; the whole candidate is validated again at commit.
 	nodes, err := ytypes.GetNode(h.s.Root(), cand, o.full)
 	if err == nil && len(nodes) == 1 && res.Entry != nil {
 		if verr := ytypes.Validate(res.Entry, nodes[0].Data, &ytypes.LeafrefOptions{IgnoreMissingData: true}); verr != nil {
-			return invalidValue(o, verr)
+			return h.invalidValue(cand, o, verr)
 		}
 	}
 	return nil
@@ -303,10 +315,11 @@ func wrapsItself(name string, v *gnmi.TypedValue) string {
 
 // invalidValue refuses an operation's value that ygot refused: ygot names
 // the schema node without keys ("/lhcnp/rate-advice/policies/policy/config/source-prefix"),
-// named here with the keys of the operation's path, as a validation error
-// of the commit is.
-func invalidValue(o *setOp, err error) *opError {
-	ve := newValidationError(err).at(o.full)
+// named here as the node of the candidate below the operation's path that
+// fails, with its keys, as a validation error of the commit is.
+func (h *Handler) invalidValue(cand *oc.Root, o *setOp, err error) *opError {
+	ve := newValidationError(err)
+	ve = ve.named(h.locate(cand, ve.path, o.full).node, o.full)
 	if ve.path == "" {
 		return opErr(codes.InvalidArgument, o, "invalid value: %s", ve.reason)
 	}
@@ -536,29 +549,106 @@ func (e *validationError) Error() string {
 	return "validation: " + store.ErrorText(e.path) + ": " + e.reason
 }
 
-// at returns the error with its path given the keys of the operation's
-// path p where the two share elements: dropped when it is p (the caller
-// names p), else p's ancestor, or p followed by the rest of the schema path.
-func (e *validationError) at(p *gnmi.Path) *validationError {
-	if e.path == "" {
+// named returns the error naming node, the data node at fault (nil: not
+// found, ygot's schema path stays), by its path with keys; dropped when it
+// is op, the operation's path, which the caller names.
+func (e *validationError) named(node, op *gnmi.Path) *validationError {
+	switch {
+	case node == nil:
 		return e
-	}
-	names := strings.Split(strings.TrimPrefix(e.path, "/"), "/")
-	elems := p.GetElem()
-	n := min(len(names), len(elems))
-	for i := range n {
-		if elems[i].GetName() != names[i] {
-			return e
-		}
-	}
-	if len(names) == len(elems) {
+	case op != nil && proto.Equal(&gnmi.Path{Elem: op.GetElem()}, node):
 		return &validationError{reason: e.reason}
 	}
-	keyed := &gnmi.Path{Elem: slices.Clip(elems[:n])} // appended to: not into p
-	for _, name := range names[n:] {
-		keyed.Elem = append(keyed.Elem, &gnmi.PathElem{Name: name})
+	return &validationError{path: schema.PathString(node), reason: e.reason}
+}
+
+// fault is a data node of a candidate that ygot's validation refuses.
+type fault struct {
+	node *gnmi.Path // with the keys of the candidate's lists; nil: none found
+	// values are the paths whose values are at fault: the node, or the
+	// key leaves of a list entry whose keys are not its map key.
+	values []*gnmi.Path
+}
+
+// locate walks cand to the schema node ygot named (schemaPath, without
+// keys) and returns the first data node there, in path order, that ygot's
+// validation refuses, at or below within (nil: anywhere). ygot names the
+// list, not the entry, whose key leaf is not its map key (an update of
+// queue[id=4]/id to 5); and a node among others alike. A zero fault when
+// none is found (ygot named no node, or an error that is not one node's).
+func (h *Handler) locate(cand *oc.Root, schemaPath string, within *gnmi.Path) fault {
+	if schemaPath == "" {
+		return fault{}
 	}
-	return &validationError{path: schema.PathString(keyed), reason: e.reason}
+	names := strings.Split(strings.TrimPrefix(schemaPath, "/"), "/")
+	// Every entry of the candidate has a leaf (its keys, NormalizeKeys),
+	// and Values names list entries by their map keys, as ygot's
+	// validation does.
+	vals, err := h.s.Values(cand)
+	if err != nil {
+		return fault{}
+	}
+	nodes := map[string]*gnmi.Path{}
+	for _, v := range vals {
+		elems := v.Path.GetElem()
+		if len(elems) < len(names) || !slices.EqualFunc(names, elems[:len(names)], func(n string, e *gnmi.PathElem) bool { return n == e.GetName() }) {
+			continue
+		}
+		node := &gnmi.Path{Elem: elems[:len(names)]}
+		if within != nil {
+			if _, ok := schema.MatchPrefix(within, node); !ok {
+				continue
+			}
+		}
+		nodes[schema.PathString(node)] = node
+	}
+	for _, k := range slices.Sorted(maps.Keys(nodes)) {
+		if f, ok := h.fails(cand, nodes[k]); ok {
+			return f
+		}
+	}
+	return fault{}
+}
+
+// fails reports whether ygot's validation refuses the data node p of
+// cand: its own value or subtree, or, for a list entry, its key leaves
+// against the list's map key (ygot checks these on the list).
+func (h *Handler) fails(cand *oc.Root, p *gnmi.Path) (fault, bool) {
+	tn, err := ytypes.GetNode(h.s.Root(), cand, p)
+	if err != nil || len(tn) != 1 {
+		return fault{}, false
+	}
+	e, data := tn[0].Schema, tn[0].Data
+	if ytypes.Validate(e, data, &ytypes.LeafrefOptions{IgnoreMissingData: true}) != nil {
+		return fault{node: p, values: []*gnmi.Path{p}}, true
+	}
+	if !e.IsList() {
+		return fault{}, false
+	}
+	want := p.GetElem()[len(p.GetElem())-1].GetKey()
+	if got, err := ygot.PathKeyFromStruct(reflect.ValueOf(data)); err == nil && maps.Equal(got, want) {
+		return fault{}, false
+	}
+	f := fault{node: p}
+	for _, k := range strings.Fields(e.Key) {
+		f.values = append(f.values, &gnmi.Path{Elem: append(slices.Clip(p.GetElem()), &gnmi.PathElem{Name: k})})
+	}
+	return f, true
+}
+
+// blameFault returns the index of the operation at fault for f: the last
+// one whose path is one of f's values or an ancestor of one, the last to
+// write it (an update of queue[id=4]/config/kmax beside one of
+// queue[id=4]/id is not at fault). -1 when none is (or f is zero).
+func blameFault(ops []setOp, f fault) int {
+	for i := len(ops) - 1; i >= 0; i-- {
+		for _, v := range f.values {
+			if _, ok := schema.MatchPrefix(ops[i].full, v); ok {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // cleanYgot shortens ygot's wrapped errors: no "setNode:" or gRPC status
