@@ -72,6 +72,8 @@ type env struct {
 	dp  *fakeDP
 	clk *clock.Fake
 	c   gnmi.GNMIClient
+	// addr is the server's, on 127.0.0.1 (for clients such as gnmic).
+	addr string
 }
 
 // initialConfig is a small configuration: one interface with queue 3.
@@ -103,7 +105,8 @@ func newEnv(t *testing.T, opts ...service.HandlerOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{h: h, st: st, dp: dp, clk: clk, c: servicetest.Client(t, srv)}
+	addr := servicetest.Serve(t, srv)
+	return &env{h: h, st: st, dp: dp, clk: clk, c: gnmi.NewGNMIClient(servicetest.Dial(t, addr)), addr: addr}
 }
 
 // publishState writes a small state tree for wan0/queue 3 (what the state

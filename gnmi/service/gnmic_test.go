@@ -1,0 +1,84 @@
+package service_test
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/internal/gnmicbin"
+	"github.com/lhcnp/lhcnp/internal/oracle"
+)
+
+// TestGnmicSetErrors: the errors of Sets of two operations, one at fault,
+// as a user of gnmic reads them (`gnmic set` with two --update-path, or a
+// --delete beside one): the code and the message, which names the
+// operation at fault by its index in its field, its path and, below it,
+// the node at fault with its keys. gnmic prints the message alone, not
+// the status details' UpdateResults: the message is all a user sees.
+func TestGnmicSetErrors(t *testing.T) {
+	gnmic, err := gnmicbin.Path("../..")
+	if err != nil {
+		oracle.Missing(t, err)
+	}
+	e := newEnv(t)
+	const wan0 = "/lhcnp/interfaces/interface[name=wan0]"
+	const q = wan0 + "/queues/queue"
+	const policies = "/lhcnp/rate-advice/policies"
+	alpha := []string{"--update-path", q + "[id=3]/config/alpha", "--update-value", "0.5"}
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want string // after "rpc error: "
+		// cut: want is the line's beginning (what follows quotes a YANG
+		// pattern).
+		cut bool
+	}{
+		{desc: "a key leaf set to another value than its key (the candidate's validation)",
+			args: slices.Concat(alpha, []string{"--update-path", q + "[id=4]/id", "--update-value", "5"}),
+			want: `code = InvalidArgument desc = update[1] ` + q + `[id=4]/id: validation: ` + q + `[id=4]: key field Id: element key 5 != map key 4`},
+		{desc: "a value refused in an entry below the operation's path",
+			args: []string{"--update-path", wan0 + "/config/rtt-est", "--update-value", "20000",
+				"--update-path", policies, "--update-value", `{"policy": [{"name": "p1", "config": {"name": "p1", "source-prefix": "10.0.0.0/33"}}]}`},
+			want: `code = InvalidArgument desc = update[1] ` + policies + `: invalid value: ` + policies + `/policy[name=p1]/config/source-prefix: "10.0.0.0/33" does not match regular expression pattern`,
+			cut:  true},
+		{desc: "a value not of the leaf's type",
+			args: slices.Concat(alpha, []string{"--update-path", q + "[id=4]/config/alpha", "--update-value", "fast"}),
+			want: `code = InvalidArgument desc = update[1] ` + q + `[id=4]/config/alpha: invalid value: the string "fast" is not a decimal64 number`},
+		{desc: "a delete of a path the schema does not have",
+			args: slices.Concat([]string{"--delete", wan0 + "/config/nope"}, alpha),
+			want: `code = NotFound desc = delete[0] ` + wan0 + `/config/nope: not in the schema`},
+		{desc: "a rule of the model",
+			args: []string{"--update-path", q + "[id=3]/config/kmin-mode", "--update-value", "EXPLICIT", "--update-path", q + "[id=3]/config/kmin", "--update-value", "99999999999"},
+			want: `code = InvalidArgument desc = update[1] ` + q + `[id=3]/config/kmin: 99999999999 is not below K_base 64000, the smallest BDP-adaptive K_max (K_min must be less than K_max, draft §5.3.2)`},
+		{desc: "a config key leaf set to another value than its key",
+			args: slices.Concat(alpha, []string{"--update-path", wan0 + "/config/name", "--update-value", "wan1"}),
+			want: `code = InvalidArgument desc = update[1] ` + wan0 + `/config/name: wan1 differs from the list key wan0`},
+		{desc: "read-only state",
+			args: slices.Concat(alpha, []string{"--update-path", q + "[id=3]/state/alpha", "--update-value", "0.5"}),
+			want: `code = InvalidArgument desc = update[1] ` + q + `[id=3]/state/alpha: read-only state cannot be changed`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, gnmic, append([]string{"-a", e.addr, "--insecure", "set"}, tt.args...)...).CombinedOutput()
+			if err == nil {
+				t.Fatalf("gnmic set %q succeeded:\n%s", tt.args, out)
+			}
+			_, got, ok := strings.Cut(string(out), "rpc error: ")
+			if !ok {
+				t.Fatalf("gnmic set %q: no rpc error in its output:\n%s", tt.args, out)
+			}
+			got, _, _ = strings.Cut(got, "\n")
+			if tt.cut && len(got) > len(tt.want) {
+				got = got[:len(tt.want)]
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("gnmic set %q: error (-want, +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
