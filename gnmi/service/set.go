@@ -134,7 +134,7 @@ func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp, du
 			f = h.locate(cand, ve.path, nil)
 			oerr.op = blameFault(ops, f)
 		} else {
-			oerr.op = blame(ops, oerr.err)
+			oerr.op = h.blame(req.GetPrefix(), ops, oerr.err)
 		}
 		if oerr.op < 0 && len(ops) == 1 {
 			// The candidate failed as a whole (the dataplane, ygot, the
@@ -389,15 +389,11 @@ func (h *Handler) commit(ctx context.Context, cand *oc.Root, durable bool) (int6
 	if err := schema.NormalizeKeys(cand); err != nil {
 		return 0, invalid(err)
 	}
-	vals, err := h.s.Values(cand)
-	if err != nil {
-		return 0, &opError{code: codes.Internal, op: -1, err: err}
-	}
-	for _, v := range vals {
-		l, ok := h.s.LeafAt(v.Path)
-		if !ok || l.Class != schema.ClassConfig {
-			return 0, invalid(&schema.RuleError{Path: schema.PathString(v.Path), Reason: "read-only state cannot be changed"})
+	if err := h.checkConfigOnly(cand); err != nil {
+		if _, ok := errors.AsType[*schema.RuleError](err); ok {
+			return 0, invalid(err)
 		}
+		return 0, &opError{code: codes.Internal, op: -1, err: err}
 	}
 	// The store holds the config in use, YANG defaults included (gNMI
 	// 3.3.4, 3.5.2.3); the intended configuration, which Set changes and
@@ -480,13 +476,33 @@ func (h *Handler) commit(ctx context.Context, cand *oc.Root, durable bool) (int6
 	return ts, nil
 }
 
+// checkConfigOnly refuses a candidate that holds a leaf other than config
+// (a *schema.RuleError naming it); another error is the walk's own.
+func (h *Handler) checkConfigOnly(cand *oc.Root) error {
+	vals, err := h.s.Values(cand)
+	if err != nil {
+		return err
+	}
+	for _, v := range vals {
+		l, ok := h.s.LeafAt(v.Path)
+		if !ok || l.Class != schema.ClassConfig {
+			return &schema.RuleError{Path: schema.PathString(v.Path), Reason: "read-only state cannot be changed"}
+		}
+	}
+	return nil
+}
+
 // blame returns the index of the operation at fault for a rule violation:
-// the last one whose path is the violating leaf, one of its ancestors, a
-// descendant, or a sibling leaf (an update of kmax can make kmin wrong).
-// It returns -1 when none is (all operations are then reported ABORTED).
-func blame(ops []setOp, err error) int {
-	var re *schema.RuleError
-	if !errors.As(err, &re) {
+// of those whose path is the violating leaf, one of its ancestors, a
+// descendant, or a sibling leaf (an update of kmax can make kmin wrong),
+// the last without which the candidate does not violate it. A sibling is
+// not at fault for being one: of kmax-mode EXPLICIT and alpha, updated
+// together, kmax-mode is ("kmax must be set"), where the last sibling was
+// named. It returns -1 when none is (all operations are then reported
+// ABORTED, failed together).
+func (h *Handler) blame(prefix *gnmi.Path, ops []setOp, err error) int {
+	re, ok := errors.AsType[*schema.RuleError](err)
+	if !ok {
 		return -1
 	}
 	parent := re.Path
@@ -495,12 +511,40 @@ func blame(ops []setOp, err error) int {
 	}
 	for i := len(ops) - 1; i >= 0; i-- {
 		p := schema.PathString(ops[i].full)
-		if p == "/" || p == re.Path || strings.HasPrefix(re.Path, p+"/") ||
-			strings.HasPrefix(p, re.Path+"/") || strings.HasPrefix(p, parent+"/") {
+		related := p == "/" || p == re.Path || strings.HasPrefix(re.Path, p+"/") ||
+			strings.HasPrefix(p, re.Path+"/") || strings.HasPrefix(p, parent+"/")
+		if related && !h.violatesWithout(prefix, ops, i, re) {
 			return i
 		}
 	}
 	return -1
+}
+
+// violatesWithout reports whether the candidate of every operation but
+// ops[skip], checked as commit checks it for rules, still violates re: the
+// same leaf for the same reason (kmin-mode EXPLICIT without the kmin that
+// was too large breaks another rule: the kmin was at fault). Run only for
+// a Set already refused; h.mu is held.
+func (h *Handler) violatesWithout(prefix *gnmi.Path, ops []setOp, skip int, re *schema.RuleError) bool {
+	c, err := ygot.DeepCopy(h.intended)
+	if err != nil {
+		return true
+	}
+	cand := c.(*oc.Root)
+	for i := range ops {
+		if i != skip && h.applyOp(cand, prefix, &ops[i]) != nil {
+			return true // another operation needed this one: no telling
+		}
+	}
+	err = schema.NormalizeKeys(cand)
+	if err == nil {
+		err = h.checkConfigOnly(cand)
+	}
+	if err == nil {
+		err = schema.CheckRules(cand)
+	}
+	again, ok := errors.AsType[*schema.RuleError](err)
+	return ok && *again == *re
 }
 
 // validationError is ygot's refusal of the candidate: path is the schema

@@ -233,6 +233,14 @@ func TestSetFailuresChangeNothing(t *testing.T) {
 		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/config/kmax-mode", strVal("EXPLICIT"))}},
 		code: codes.InvalidArgument, msg: []string{q3 + "/config/kmax", "must be set when kmax-mode is EXPLICIT"}, failed: 0,
 	}, {
+		// The rule broken is kmax's; of its two sibling updates, the one
+		// without which it holds is named: the last sibling (alpha) was.
+		desc: "EXPLICIT kmax-mode without kmax, beside another update of its container",
+		req: &gnmi.SetRequest{Update: []*gnmi.Update{
+			upd(q3+"/config/kmax-mode", strVal("EXPLICIT")), upd(q3+"/config/alpha", dbl(0.5)),
+		}},
+		code: codes.InvalidArgument, msg: []string{"update[0] " + q3 + "/config/kmax: must be set when kmax-mode is EXPLICIT"}, failed: 0,
+	}, {
 		desc: "RESUME as the default action",
 		req:  &gnmi.SetRequest{Update: []*gnmi.Update{upd(q3+"/action-policy/config/default-action", strVal("RESUME"))}},
 		code: codes.InvalidArgument, msg: []string{q3 + "/action-policy/config/default-action", "RESUME"}, failed: 0,
