@@ -51,13 +51,13 @@ func TestLabStatusVariables(t *testing.T) {
 		{desc: "the variable wins over the file", env: []string{"LHCNP_LAB_STATE_DIR=" + dir}, args: []string{"--config", confEmpty}, want: stopped},
 		{desc: "--state-dir wins over the file", args: []string{"--config", confEmpty, "--state-dir", dir}, want: stopped},
 		{desc: "the file's state directory where no lab started", args: []string{"--config", confEmpty}, code: 1, want: empty + ": no lab has started there"},
-		{desc: "an unknown key in the file", args: []string{"--config", bad}, code: 1, want: bad + ":1:1: unknown key state_dirr"},
+		{desc: "an unknown key in the file", args: []string{"--config", bad}, code: 2, want: bad + ":1:1: unknown key state_dirr"},
 		{desc: "another of the lab's keys", env: []string{"LHCNP_LAB_SPEED=1", "LHCNP_LAB_HTTP=127.0.0.1:0"},
 			args: []string{"--state-dir", dir}, want: stopped},
 		{desc: "unknown variable", env: []string{"LHCNP_LAB_STATEDIR=" + dir}, args: []string{"--state-dir", dir},
-			code: 1, want: "lhcnp lab status: environment: unknown variable LHCNP_LAB_STATEDIR (known: LHCNP_LAB_...)"},
+			code: 2, want: "lhcnp lab status: environment: unknown variable LHCNP_LAB_STATEDIR (known: LHCNP_LAB_...)"},
 		{desc: "a value not of its key's type", env: []string{"LHCNP_LAB_SPEED=fast"}, args: []string{"--state-dir", dir},
-			code: 1, want: `LHCNP_LAB_SPEED="fast": not of type float64`},
+			code: 2, want: `LHCNP_LAB_SPEED="fast": not of type float64`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {

@@ -564,22 +564,21 @@ func TestLabTunerConfig(t *testing.T) {
 // TestLabBadValues: a bad value of lhcnp lab's --config file is named at
 // its line and column, as the tuner's, the collector's and lhcnp switch's
 // are (it was named as the flag, the file not at all); of a flag or a
-// variable, by it, a usage error.
+// variable, by it. Each exits with status 2 (the file's exited 1).
 func TestLabBadValues(t *testing.T) {
 	write := fileWriter(t, t.TempDir())
 	for _, tt := range []struct {
 		desc, body string
 		args, env  []string
 		want       string
-		usage      bool
 	}{
 		{desc: "retention in the file", body: "speed: 0.1\nretention: 30s\n", want: "FILE:2:12: retention: 30s: want at least 1m, or 0 to keep everything"},
 		{desc: "citus workers in the file", body: "citus_workers: 20\n", want: "FILE:1:16: citus_workers: 20: want 0-16"},
 		{desc: "a load in the file", body: "websearch_load: 1.5\n", want: "FILE:1:17: websearch_load: 1.5: want 0..1"},
 		{desc: "citus over a database", body: "postgres: postgres://x/y\ncitus_workers: 2\n",
 			want: "FILE:2:16: citus_workers: 2: runs a private Citus cluster; with postgres the lab uses that database as it is"},
-		{desc: "retention of a flag", args: []string{"--retention", "30s"}, want: "retention 30s (--retention): want at least 1m, or 0 to keep everything", usage: true},
-		{desc: "a period of a variable", env: []string{"LHCNP_LAB_PERIOD=-1s"}, want: "period -1s (LHCNP_LAB_PERIOD): must not be negative", usage: true},
+		{desc: "retention of a flag", args: []string{"--retention", "30s"}, want: "retention 30s (--retention): want at least 1m, or 0 to keep everything"},
+		{desc: "a period of a variable", env: []string{"LHCNP_LAB_PERIOD=-1s"}, want: "period -1s (LHCNP_LAB_PERIOD): must not be negative"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			args := tt.args
@@ -593,8 +592,8 @@ func TestLabBadValues(t *testing.T) {
 			if err == nil || err.Error() != want {
 				t.Fatalf("parseLab(%q) = %v, want %q", args, err, want)
 			}
-			if _, ok := err.(usageError); ok != tt.usage {
-				t.Errorf("usage error %v, want %v", ok, tt.usage)
+			if code := exitStatus(err); code != 2 {
+				t.Errorf("exit status %d, want 2 (a bad value, wherever it came from)", code)
 			}
 		})
 	}

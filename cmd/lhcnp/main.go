@@ -16,6 +16,8 @@ import (
 	"slices"
 	"sort"
 	"syscall"
+
+	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand name.
@@ -64,8 +66,12 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run is main without the process: it returns the exit status (0 ok, 1 error,
-// 2 usage).
+// run is main without the process: it returns the exit status: 0 ok; 2 a
+// mistake of the command line or the configuration, refused before the
+// command starts its work (a usage error; a flag, variable or file key
+// unknown, not of its type or out of range: cliconf.ErrConfig), as the
+// flag package exits; 1 a failure of the work (docs/collector.md,
+// "Exit status").
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
@@ -90,15 +96,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(args) > 1 && slices.Contains(cmd.subs, args[1]) {
 			name += " " + args[1]
 		}
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "lhcnp %s: %v\n", name, err)
-			return 2
-		}
 		fmt.Fprintf(stderr, "lhcnp %s: %v\n", name, err)
-		return 1
+		return exitStatus(err)
 	}
 	return 0
+}
+
+// exitStatus is the exit status of a command's error: 2 for a usage error
+// or one of the configuration, 1 for the others.
+func exitStatus(err error) int {
+	var ue usageError
+	if errors.As(err, &ue) || errors.Is(err, cliconf.ErrConfig) {
+		return 2
+	}
+	return 1
 }
 
 // usageError marks a mistake in the command line (exit status 2).

@@ -143,10 +143,10 @@ func TestMigrateCommand(t *testing.T) {
 			{desc: "LHCNP_DB named", env: map[string]string{"LHCNP_DB": unreachable}, wantCode: 1, wantErr: "LHCNP_DB: connect to postgres@127.0.0.1:1/x"},
 			{desc: "the file named", args: []string{"--config", bad}, wantCode: 1, wantErr: bad + ": db.dsn: connect to postgres@127.0.0.1:1/x"},
 			{desc: "--db.dsn named", args: []string{"--db.dsn", unreachable}, wantCode: 1, wantErr: "--db.dsn: connect to postgres@127.0.0.1:1/x"},
-			{desc: "both flags", args: []string{"--db", dsn, "--db.dsn", dsn}, wantCode: 1, wantErr: "flags --db and --db.dsn both set db.dsn: give one"},
+			{desc: "both flags", args: []string{"--db", dsn, "--db.dsn", dsn}, wantCode: 2, wantErr: "flags --db and --db.dsn both set db.dsn: give one"},
 			{desc: "none", wantCode: 2, wantErr: "db.dsn: a connection string is required (--db.dsn or --db, LHCNP_MIGRATE_DB_DSN or LHCNP_DB)"},
-			{desc: "unknown key", args: []string{"--config", typo}, wantCode: 1, wantErr: typo + ":2:3: unknown key db.dns"},
-			{desc: "unknown variable", env: map[string]string{"LHCNP_MIGRATE_DSN": dsn}, wantCode: 1, wantErr: "environment: unknown variable LHCNP_MIGRATE_DSN"},
+			{desc: "unknown key", args: []string{"--config", typo}, wantCode: 2, wantErr: typo + ":2:3: unknown key db.dns"},
+			{desc: "unknown variable", env: map[string]string{"LHCNP_MIGRATE_DSN": dsn}, wantCode: 2, wantErr: "environment: unknown variable LHCNP_MIGRATE_DSN"},
 		} {
 			t.Run(tt.desc, func(t *testing.T) {
 				for _, name := range []string{"LHCNP_DB", "LHCNP_MIGRATE_DB_DSN", "LHCNP_MIGRATE_DSN"} {

@@ -1,17 +1,25 @@
 package cliconf
 
-import "flag"
+import (
+	"errors"
+	"flag"
+)
 
 // ParseInterspersed parses args with fs taking flags before, between and
 // after the positional arguments (`lhcnp decode FILE.pcap --json` as well
 // as `lhcnp decode --json FILE.pcap`), where fs.Parse stops at the first
 // non-flag; it returns the positional arguments in order. After "--" every
-// argument is positional, as for fs.Parse.
+// argument is positional, as for fs.Parse. An unknown flag or a value not
+// of its flag's type is an error matching ErrConfig; -h is fs.Parse's
+// flag.ErrHelp, as it is.
 func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, badConfig(err)
 		}
 		rest := fs.Args()
 		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {

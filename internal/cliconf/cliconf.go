@@ -42,6 +42,10 @@
 // package-level instance and AutomaticEnv would leak between subcommands and
 // tests), and pulls in one small module per provider.
 //
+// Every error of ParseInterspersed, Load and Locate matches ErrConfig
+// (errors.Is): the configuration is wrong, which a command tells apart from
+// a failure of its work (lhcnp: exit status 2, not 1).
+//
 // The package knows no command: it must not depend on collector/, server/
 // or cmd/.
 package cliconf
@@ -69,6 +73,30 @@ import (
 
 	"github.com/lhcnp/lhcnp/internal/yamlsyntax"
 )
+
+// ErrConfig is matched by every error of ParseInterspersed (but
+// flag.ErrHelp), Load and Locate: a flag, a variable or the file is not of
+// its key's type or names no key, or a command's check refused a value. A
+// command's other errors are failures of its work; a user scripting it
+// tells the two apart (lhcnp's exit status 2 and 1). The errors' messages
+// are their own: ErrConfig's is never printed.
+var ErrConfig = errors.New("bad configuration")
+
+// configError is an error of the configuration: it says err's message and
+// matches ErrConfig.
+type configError struct{ err error }
+
+func (e *configError) Error() string        { return e.err.Error() }
+func (e *configError) Unwrap() error        { return e.err }
+func (e *configError) Is(target error) bool { return target == ErrConfig }
+
+// badConfig marks err (nil: nil) as an error of the configuration.
+func badConfig(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &configError{err}
+}
 
 // Config binds one struct to a flag set, an environment prefix and a file.
 type Config struct {
@@ -283,8 +311,11 @@ func (c *Config) define(name string, fv reflect.Value, usage string, t reflect.T
 }
 
 // Load layers the file (none when path is ""), the environment and the flags
-// set on the command line (fs must have been parsed) onto the struct.
-func (c *Config) Load(path string) error {
+// set on the command line (fs must have been parsed) onto the struct. Its
+// errors, a file that cannot be read too, match ErrConfig.
+func (c *Config) Load(path string) error { return badConfig(c.load(path)) }
+
+func (c *Config) load(path string) error {
 	k := koanf.New(".")
 	c.origin, c.inFile, c.path, c.places = map[string]string{}, map[string]bool{}, path, map[string]place{}
 	if path != "" {
@@ -434,7 +465,8 @@ var errKey = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*(?:\[[^\]]*\])*(?:\.[A
 // key it does not set, the nearest enclosing one it does; keyPlaces), as
 // the file's type errors and the scenario loader's are, the variable or
 // flag that set it otherwise, "FILE: " for a key left at its default when
-// a file was read. A line already naming the file is left as it is.
+// a file was read. A line already naming the file is left as it is. The
+// error matches ErrConfig: a check's refusal is the configuration's.
 func (c *Config) Locate(err error) error {
 	if err == nil {
 		return nil
@@ -495,6 +527,8 @@ type locatedError struct {
 
 func (e *locatedError) Error() string { return e.msg }
 func (e *locatedError) Unwrap() error { return e.err }
+
+func (e *locatedError) Is(target error) bool { return target == ErrConfig }
 
 // checkValues decodes every scalar key alone, so that a value that is not
 // of its key's type is an error naming where it came from (a variable: the

@@ -185,7 +185,50 @@ func TestErrors(t *testing.T) {
 			if d := cmp.Diff(strings.ReplaceAll(tt.want, "FILE", path), err.Error()); d != "" {
 				t.Errorf("error (-want +got):\n%s", d)
 			}
+			if !errors.Is(err, cliconf.ErrConfig) {
+				t.Error("the error does not match ErrConfig")
+			}
 		})
+	}
+}
+
+// TestErrConfig: the errors of the flags' parse, of a file that cannot be
+// read and of Locate match ErrConfig (a command's exit status 2, not 1),
+// with their own messages; -h is flag.ErrHelp alone.
+func TestErrConfig(t *testing.T) {
+	parse := func(args ...string) error {
+		var got conf
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if _, err := cliconf.Register(fs, &got); err != nil {
+			t.Fatal(err)
+		}
+		_, err := cliconf.ParseInterspersed(fs, args)
+		return err
+	}
+	// Two: a Load sets the file Locate names.
+	var got, got2 conf
+	c, _ := layer(t, flag.NewFlagSet("t", flag.ContinueOnError), &got, "", nil, nil)
+	c2, _ := layer(t, flag.NewFlagSet("t", flag.ContinueOnError), &got2, "", nil, nil)
+	missing := filepath.Join(t.TempDir(), "none.yaml")
+	for _, tt := range []struct {
+		desc string
+		err  error
+		want string
+	}{
+		{"unknown flag", parse("a", "--bogus"), "flag provided but not defined: -bogus"},
+		{"flag not of its type", parse("--writer.batch-rows=many"), `invalid value "many" for flag -writer.batch-rows: parse error`},
+		{"unreadable file", c2.Load(missing), "open " + missing + ": no such file or directory"},
+		{"a check's refusal", c.Locate(errors.New("ratio: 2 is above 1")), "ratio: 2 is above 1"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if tt.err == nil || tt.err.Error() != tt.want || !errors.Is(tt.err, cliconf.ErrConfig) {
+				t.Errorf("error %v (matches ErrConfig: %v), want %q matching ErrConfig", tt.err, errors.Is(tt.err, cliconf.ErrConfig), tt.want)
+			}
+		})
+	}
+	if err := parse("-h"); err != flag.ErrHelp {
+		t.Errorf("-h: %v, want flag.ErrHelp as it is", err)
 	}
 }
 
@@ -380,6 +423,9 @@ func TestLocate(t *testing.T) {
 	}
 	if !errors.Is(err, check) {
 		t.Error("the located error does not wrap the check's")
+	}
+	if !errors.Is(err, cliconf.ErrConfig) {
+		t.Error("the located error does not match ErrConfig")
 	}
 	if c.Locate(nil) != nil {
 		t.Error("Locate(nil) is not nil")

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConfigErrorExitStatus runs lhcnp (this test binary as the command,
+// TestMain) with a bad configuration from each source (the --config file,
+// a flag, an LHCNP_ variable) of each kind (a value not of its key's type,
+// a key that does not exist, a value out of range), for each command whose
+// keys come from all three: every one exits with status 2, the usage
+// status, its last line "lhcnp CMD: " and a message naming the file's
+// line, column and key, the flag or the variable. Before, the status
+// depended on the source: the file's every mistake and a flag's or a
+// variable's of type or name exited 1, a lab's or a switch's value out of
+// range from a flag or a variable 2 (the collector's 1).
+func TestConfigErrorExitStatus(t *testing.T) {
+	const bogus = "bogus"
+	for _, cmd := range []struct {
+		name, prefix string
+		// args get past the command's checks that come before the key's.
+		args []string
+		// file sets the key to VALUE; flag and env are its flag and variable.
+		file, flag, env string
+		// A value not of the key's type, and one of its type out of range.
+		wrongType, outOfRange string
+		// want is the message of each source and kind but an unknown key
+		// (the same for every command), FILE standing for the file's path.
+		want map[string]string
+	}{
+		{name: "collector", prefix: "LHCNP_COLLECTOR_", args: []string{"--db.dsn", "postgres://127.0.0.1:1/x"},
+			file: "writer:\n  batch_rows: VALUE\n", flag: "writer.batch-rows", env: "LHCNP_COLLECTOR_WRITER_BATCH_ROWS",
+			wrongType: "many", outOfRange: "0", want: map[string]string{
+				"file/type":      "FILE:2:15: writer.batch_rows: cannot unmarshal !!str `many` into int",
+				"file/range":     "FILE:2:15: writer.batch_rows: 0: must be positive",
+				"flag/type":      `invalid value "many" for flag -writer.batch-rows: parse error`,
+				"flag/range":     "--writer.batch-rows: writer.batch_rows: 0: must be positive",
+				"variable/type":  `LHCNP_COLLECTOR_WRITER_BATCH_ROWS="many": not of type int`,
+				"variable/range": "LHCNP_COLLECTOR_WRITER_BATCH_ROWS: writer.batch_rows: 0: must be positive",
+			}},
+		{name: "lab", prefix: labEnvPrefix, file: "speed: VALUE\n", flag: "speed", env: "LHCNP_LAB_SPEED",
+			wrongType: "fast", outOfRange: "-1", want: map[string]string{
+				"file/type":      "FILE:1:8: speed: cannot unmarshal !!str `fast` into float64",
+				"file/range":     "FILE:1:8: speed: -1: must not be negative",
+				"flag/type":      `invalid value "fast" for flag -speed: parse error`,
+				"flag/range":     "speed -1 (--speed): must not be negative",
+				"variable/type":  `LHCNP_LAB_SPEED="fast": not of type float64`,
+				"variable/range": "speed -1 (LHCNP_LAB_SPEED): must not be negative",
+			}},
+		{name: "switch", prefix: switchEnvPrefix, args: []string{"--insecure", "--switch", "n1", "--scenario", "../../scenarios/lab.yaml"},
+			file: "speed: VALUE\n", flag: "speed", env: "LHCNP_SWITCH_SPEED",
+			wrongType: "fast", outOfRange: "0", want: map[string]string{
+				"file/type":      "FILE:1:8: speed: cannot unmarshal !!str `fast` into float64",
+				"file/range":     "FILE:1:8: speed: 0: must be positive",
+				"flag/type":      `invalid value "fast" for flag -speed: parse error`,
+				"flag/range":     "speed 0 (--speed): must be positive",
+				"variable/type":  `LHCNP_SWITCH_SPEED="fast": not of type float64`,
+				"variable/range": "speed 0 (LHCNP_SWITCH_SPEED): must be positive",
+			}},
+	} {
+		for _, source := range []string{"file", "flag", "variable"} {
+			for _, kind := range []string{"type", "unknown", "range"} {
+				t.Run(cmd.name+"/"+source+"/"+kind, func(t *testing.T) {
+					value := map[string]string{"type": cmd.wrongType, "range": cmd.outOfRange}[kind]
+					args := append([]string{cmd.name}, cmd.args...)
+					var env []string
+					path := ""
+					switch source {
+					case "file":
+						body := strings.ReplaceAll(cmd.file, "VALUE", value)
+						if kind == "unknown" {
+							body = bogus + ": 1\n"
+						}
+						path = fileWriter(t, t.TempDir())(cmd.name+".yaml", body)
+						args = append(args, "--config", path)
+					case "flag":
+						name := cmd.flag
+						if kind == "unknown" {
+							name, value = bogus, "1"
+						}
+						args = append(args, "--"+name+"="+value)
+					case "variable":
+						name := cmd.env
+						if kind == "unknown" {
+							name, value = cmd.prefix+strings.ToUpper(bogus), "1"
+						}
+						env = append(env, name+"="+value)
+					}
+					want := map[string]string{
+						"file/unknown":     "FILE:1:1: unknown key " + bogus,
+						"flag/unknown":     "flag provided but not defined: -" + bogus,
+						"variable/unknown": "environment: unknown variable " + cmd.prefix + strings.ToUpper(bogus) + " (known: " + cmd.prefix + "...)",
+					}[source+"/"+kind]
+					if want == "" {
+						want = cmd.want[source+"/"+kind]
+					}
+					want = "lhcnp " + cmd.name + ": " + strings.ReplaceAll(want, "FILE", path)
+					code, stderr := runLhcnp(t, cmd.prefix, env, args...)
+					lines := strings.Split(strings.TrimSpace(stderr), "\n")
+					if last := lines[len(lines)-1]; code != 2 || last != want {
+						t.Errorf("%s lhcnp %s: exit status %d, last line\n  %s\nwant exit status 2 and\n  %s\nstderr:\n%s",
+							strings.Join(env, " "), strings.Join(args, " "), code, last, want, stderr)
+					}
+				})
+			}
+		}
+	}
+}
+
+// runLhcnp runs lhcnp as its own process (this test binary as the command,
+// TestMain) with args, without the test's variables of prefix and with
+// env, and returns its exit status and stderr.
+func runLhcnp(t *testing.T, prefix string, env []string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, prefix) {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(append(cmd.Env, "LHCNP_TEST_AS_LHCNP=1"), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("lhcnp %s: %v", strings.Join(args, " "), err)
+	}
+	return cmd.ProcessState.ExitCode(), stderr.String()
+}
