@@ -37,8 +37,29 @@ var collectorMetricsRE = regexp.MustCompile(`metrics on "(\S+)"`)
 // and the metrics' (host:port).
 func startCollectorNorthboundMetrics(t *testing.T) (northbound, metrics string) {
 	t.Helper()
-	pool, dsn := pgtest.New(t)
 	a, b := startSwitch(t), startSwitch(t)
+	return startNorthboundOver(t, a.addr, b.addr)
+}
+
+// startLabNorthbound runs what lhcnp lab serves on 127.0.0.1:9350
+// (docs/lab.md, "History"): a collector's northbound over the lab fabric's
+// n1 and n2 (examples/lab.yaml, whose n1 has the interface wan that the
+// lab's commands name; examples/switch.yaml's has wan0). It returns the
+// northbound's address as startCollectorNorthbound does.
+func startLabNorthbound(t *testing.T) string {
+	t.Helper()
+	sw := startLabFabric(t, "n1", "n2")
+	addr, _ := startNorthboundOver(t, sw[0], sw[1])
+	return addr
+}
+
+// startNorthboundOver runs `lhcnp collector` subscribed to the switches
+// at n1 and n2 (named so), with a database of its own, its metrics and
+// its northbound on free ports; it returns both addresses once the
+// northbound is ready (waitNorthbound).
+func startNorthboundOver(t *testing.T, n1, n2 string) (northbound, metrics string) {
+	t.Helper()
+	pool, dsn := pgtest.New(t)
 	file := collectorFile(t, fmt.Sprintf(`
 db: {dsn: '%s', targets_table: false}
 state_dir: %s
@@ -48,7 +69,7 @@ northbound: {listen: 127.0.0.1:0, insecure: true}
 targets:
   - {name: n1, address: %s, insecure: true, subscriptions: [{paths: [/lhcnp], mode: on_change}]}
   - {name: n2, address: %s, insecure: true, subscriptions: [{paths: [/lhcnp], mode: on_change}]}
-`, dsn, t.TempDir(), a.addr, b.addr))
+`, dsn, t.TempDir(), n1, n2))
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &addrWriter{addr: make(chan string, 1), re: regexp.MustCompile(`northbound gNMI on (\S+)\n`)}
 	logs := &lockedBuffer{}

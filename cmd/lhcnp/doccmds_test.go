@@ -122,18 +122,22 @@ var docTargets = map[string]func(t *testing.T) string{
 
 // docFileTargets overrides docTargets for one file: README.md and
 // docs/lab.md talk to the lab fabric (`make lab`, `lhcnp switch --config
-// examples/lab.yaml --insecure`), whose n1 listens on 127.0.0.1:9339.
+// examples/lab.yaml --insecure`), whose n1 listens on 127.0.0.1:9339, and
+// docs/lab.md to the lab's northbound on 127.0.0.1:9350 (its History
+// example asks for n1's wan, an interface of the lab's n1 only).
 var docFileTargets = map[string]map[string]func(t *testing.T) string{
-	"README.md":   {"127.0.0.1:9339": func(t *testing.T) string { return startLabSwitch(t, "n1") }},
-	"docs/lab.md": {"127.0.0.1:9339": func(t *testing.T) string { return startLabSwitch(t, "n1") }},
+	"README.md": {"127.0.0.1:9339": func(t *testing.T) string { return startLabFabric(t, "n1")[0] }},
+	"docs/lab.md": {"127.0.0.1:9339": func(t *testing.T) string { return startLabFabric(t, "n1")[0] },
+		"127.0.0.1:9350": startLabNorthbound},
 }
 
-// startLabSwitch runs the lab fabric of examples/lab.yaml in one process,
-// every switch on a free port, and returns the gNMI address of one switch.
-func startLabSwitch(t *testing.T, name string) string {
+// startLabFabric runs the lab fabric of examples/lab.yaml in one process,
+// every switch on a free port, and returns the gNMI addresses of the
+// switches names, in their order.
+func startLabFabric(t *testing.T, names ...string) []string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &addrWriter{addr: make(chan string, 1), re: regexp.MustCompile(`switch ` + name + `: gNMI on (\S+),`)}
+	out := &syncBuffer{}
 	done := make(chan error, 1)
 	args := withStateDir(t, []string{"--config", "../../examples/lab.yaml", "--listen", "127.0.0.1:0", "--insecure"})
 	go func() { done <- runSwitch(ctx, args, out, io.Discard) }()
@@ -148,15 +152,29 @@ func startLabSwitch(t *testing.T, name string) string {
 			t.Error("lab fabric did not stop within 20s of cancel")
 		}
 	})
-	select {
-	case addr := <-out.addr:
-		return addr
-	case err := <-done:
-		t.Fatalf("lab fabric returned before listening: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("lab fabric did not start listening within 30s")
+	addrs := make([]string, len(names))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		found := 0
+		for i, name := range names {
+			if m := regexp.MustCompile(`switch ` + regexp.QuoteMeta(name) + `: gNMI on (\S+),`).FindStringSubmatch(out.String()); m != nil {
+				addrs[i] = m[1]
+				found++
+			}
+		}
+		if found == len(names) {
+			return addrs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lab fabric: switches %v not listening within 30s:\n%s", names, out.String())
+		}
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			t.Fatalf("lab fabric returned before listening: %v", err)
+		case <-time.After(50 * time.Millisecond): // polling interval
+		}
 	}
-	return ""
 }
 
 // TestDocGnmicCommands runs every gnmic (and `go tool gnmi_cli`) command of
