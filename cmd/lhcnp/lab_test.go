@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -596,5 +597,38 @@ func TestLabBadValues(t *testing.T) {
 				t.Errorf("exit status %d, want 2 (a bad value, wherever it came from)", code)
 			}
 		})
+	}
+}
+
+// TestLabNorthboundBusy: `lhcnp lab --northbound ADDR` on a port another
+// program holds is refused before anything starts with the one line a
+// user sees, naming the address and the flag, and exit status 1: a port
+// in use is a failure of the start, not a mistake of the configuration
+// (docs/collector.md, "Exit status"). lab.TestStartRefusesBusyAddress
+// checks lab.Start's error; this, the flag reaching it and what the
+// command makes of it.
+func TestLabNorthboundBusy(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	taken := busy.Addr().String()
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, labEnvPrefix) {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+	t.Setenv(grpcBinaryLogVar, "") // no warning on stderr
+	state := t.TempDir()
+	// A database of the user's own (none is reached): the lab starts no
+	// PostgreSQL, whose binaries the test needs not.
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"lab", "--state-dir", state, "--postgres", "postgres://127.0.0.1:1/lhcnp", "--fabric", "../../examples/lab.yaml",
+		"--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--northbound", taken}, &stdout, &stderr)
+	want := "lhcnp lab: collector northbound address " + taken + " is in use by another lhcnp lab (or another program): choose another with --northbound\n"
+	if code != 1 || stderr.String() != want {
+		t.Errorf("exit status %d, stderr\n%s\nwant exit status 1 and\n%s(stdout:\n%s)", code, stderr.String(), want, stdout.String())
 	}
 }
