@@ -194,6 +194,7 @@ func TestCitusNodeDown(t *testing.T) {
 		{"the coordinator", 12, func(c *pgserver.Cluster) *pgserver.Server { return c.Coordinator }},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
 			c, pool := citusCluster(t, 2)
 			w, m, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
 			bs := citusWorkload(tt.seed)
@@ -219,6 +220,7 @@ func TestCitusNodeDown(t *testing.T) {
 // replication); every batch is stored once and the new worker holds
 // shards.
 func TestCitusAddWorker(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, pool := citusCluster(t, 2)
 	w, _, stop := newWriter(t, pool, writer.WithRetryMax(200*time.Millisecond))
@@ -402,6 +404,7 @@ func TestCitusReplayEvents(t *testing.T) {
 		}, 4},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
 			pool, _ := pgtest.NewCitus(t)
 			w, m, stop := newWriter(t, pool)
 			b := badBatch()
@@ -616,6 +619,7 @@ func TestCitusEventsAnswerLost(t *testing.T) {
 		{"a group's insert, an event met twice in it", 6 * 40, map[int]cutAt{1: afterCommit}, true},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
 			check, dsn := pgtest.NewCitus(t)
 			cut := &cutter{match: eventsInsert, at: tt.cuts}
 			bs := citusWorkload(31)
@@ -749,6 +753,7 @@ func TestCitusDeadLettersAnswerLost(t *testing.T) {
 		{"the commit of a part with a refused sample", badBatch, "commit", badBatchStored, 3},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
 			check, dsn := pgtest.NewCitus(t)
 			cut := &cutter{match: func(data pgx.TraceQueryStartData) bool { return strings.HasPrefix(data.SQL, tt.sql) },
 				at: map[int]cutAt{1: afterCommit}}

@@ -99,6 +99,7 @@ func TestDeadLetterRefused(t *testing.T) {
 			{"every dead letter, the COMMIT's answer lost", `batch_id <> $ID`, 3, true, true},
 		} {
 			t.Run(db.name+"/"+tt.desc, func(t *testing.T) {
+				t.Parallel()
 				ctx := context.Background()
 				pool, dsn := db.new(t)
 				wpool := pool
@@ -188,6 +189,7 @@ func TestSeriesRefused(t *testing.T) {
 			{"in a group", 1000},
 		} {
 			t.Run(db.name+"/"+tt.desc, func(t *testing.T) {
+				t.Parallel()
 				ctx := context.Background()
 				pool, _ := db.new(t)
 				if _, err := pool.Exec(ctx, `ALTER TABLE series ADD CONSTRAINT test_refused CHECK (unit <> 'test-refused')`); err != nil {

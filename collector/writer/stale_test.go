@@ -639,6 +639,7 @@ func TestStaleRefusedRow(t *testing.T) {
 				}
 				lost, name := fault.lost, db.name+"/"+tt.desc+fault.name
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					ctx := context.Background()
 					pool, dsn := db.new(t)
 					if _, err := pool.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ('sw1', 'b', 2, now() + interval '1 hour')`); err != nil {
