@@ -91,6 +91,7 @@ var viewQueries = []struct {
 // PostgreSQL and into a Citus coordinator with two workers and compares
 // every view's and window function's rows.
 func TestCitusViewsSameAsOneNode(t *testing.T) {
+	t.Parallel()
 	one, _ := pgtest.New(t)
 	citus, _ := pgtest.NewCitus(t)
 	t0 := fixtureStart()

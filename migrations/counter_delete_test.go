@@ -22,6 +22,7 @@ import (
 // delete and gave 400 over 2 s (this test failed), and after the trim read
 // the carried 100.
 func TestCounterAcrossDelete(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		desc  string
 		citus bool

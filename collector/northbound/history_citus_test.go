@@ -27,6 +27,7 @@ import (
 // sends for the same rows (20 instants of every state leaf of a queue), for
 // a snapshot and for a range with its starting tree.
 func TestHistoryCitus(t *testing.T) {
+	t.Parallel()
 	sch, paths, start, dbs := queueOnBoth(t)
 	const step = 100 * time.Millisecond
 	clients := map[string]gnmi.GNMIClient{}

@@ -295,6 +295,7 @@ func TestHistoryRetentionDuringRead(t *testing.T) {
 				desc = tt.desc + ", citus"
 			}
 			t.Run(desc, func(t *testing.T) {
+				t.Parallel()
 				ctx := context.Background()
 				var pool *pgxpool.Pool
 				if citus {
@@ -401,6 +402,7 @@ func storeDepths(t *testing.T, pool *pgxpool.Pool, sch *schema.Schema, now time.
 // batches went out from inside the chunk's query, and the lock timed out
 // (this test failed).
 func TestHistoryRangeSendsWithNoQueryOpen(t *testing.T) {
+	t.Parallel()
 	sch, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
