@@ -55,6 +55,7 @@ func scrapeCollector(t *testing.T, addr, prefix string) map[string]float64 {
 // code, subscriptions being served, updates sent and Sets by outcome count
 // exactly those calls.
 func TestCollectorNorthboundMetrics(t *testing.T) {
+	t.Parallel()
 	needGnmic(t)
 	nb, maddr := startCollectorNorthboundMetrics(t)
 	const pre = "lhcnp_collector_northbound_"

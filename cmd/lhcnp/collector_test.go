@@ -140,6 +140,7 @@ func TestExampleCollectorConfig(t *testing.T) {
 // sample at 500 ms, not the default 10 s, which notifications_per_second
 // waited for (a counter's increase needs its second sample).
 func TestCollectorFillsViews(t *testing.T) {
+	t.Parallel()
 	srv, _ := pgtest.Private(t)
 	ctx := context.Background()
 	if err := srv.CreateDatabase(ctx, "fresh", ""); err != nil {

@@ -186,6 +186,7 @@ func startLabFabric(t *testing.T, names ...string) []string {
 // deliver its initial data and sync_response (a gnmic POLL, also a poll's
 // answer; gnmi_cli's group display, its data), then it is stopped.
 func TestDocGnmicCommands(t *testing.T) {
+	t.Parallel()
 	gnmicBin := needGnmic(t)
 	bin := t.TempDir()
 	if err := os.Symlink(gnmicBin, filepath.Join(bin, "gnmic")); err != nil {

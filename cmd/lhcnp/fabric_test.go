@@ -210,6 +210,7 @@ wires:
 // running; restarted, it joins the running clock,
 // the links come back up and the traffic resumes through it.
 func TestProcessesJoinedByWires(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		desc   string
 		groups []string // --switches of each process

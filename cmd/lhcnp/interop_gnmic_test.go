@@ -17,6 +17,7 @@ var kmaxRE = regexp.MustCompile(`effective-kmax":(\d+)}`)
 // json_ietf, paths with and without module names or an origin, a prefix
 // with a target).
 func TestInteropGnmic(t *testing.T) {
+	t.Parallel()
 	needGnmic(t)
 	r := startSwitch(t)
 	a := []string{"-a", r.addr, "--insecure"}

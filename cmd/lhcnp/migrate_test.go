@@ -171,6 +171,7 @@ func TestMigrateCommand(t *testing.T) {
 // the tables, status says so, and down two steps (012_citus_views, then
 // 011_citus) puts them back on one node.
 func TestMigrateCitus(t *testing.T) {
+	t.Parallel()
 	c := pgtest.PrivateCitus(t, 2)
 	if err := c.CreateDatabase(context.Background(), "lhcnp"); err != nil {
 		t.Fatal(err)
