@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -110,6 +111,34 @@ func TestConfigErrorExitStatus(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestConfigErrorExitStatusOfFiles: a mistake in a file that a command's
+// configuration names is the configuration's too: exit status 2 and one
+// message, its last line (every line, for one of several lines) naming
+// the key that names the file, where it was set, and the file's own line
+// where it has one. Each case exited 1 before.
+func TestConfigErrorExitStatusOfFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := fileWriter(t, dir)
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want string // DIR for the test's directory
+	}{
+		{desc: "sim eval --tuner-config's policy out of range",
+			args: []string{"sim", "eval", "--family", "none.yaml", "--out", dir, "--tuner-config", write("policy.yaml", "policy:\n  alpha_start: -3\n")},
+			want: "lhcnp sim eval: DIR/policy.yaml:2:16: policy.alpha_start: -3 is neither 0 nor an alpha in [alpha_min 0.1, alpha_max 10]"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			want := strings.ReplaceAll(tt.want, "DIR", dir)
+			if got := strings.TrimSuffix(stderr.String(), "\n"); code != 2 || got != want {
+				t.Errorf("lhcnp %s: exit status %d, stderr\n%s\nwant exit status 2 and\n%s", strings.Join(tt.args, " "), code, got, want)
+			}
+		})
 	}
 }
 

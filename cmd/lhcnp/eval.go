@@ -73,14 +73,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var pol *policy.Config
 	if *tunerConfig != "" {
-		tc, _, err := tunerFile(*tunerConfig)
+		tc, cc, err := tunerFile(*tunerConfig)
 		if err != nil {
 			return err
 		}
 		if err := tc.Policy.Validate(); err != nil {
-			// One line per key, each naming the file and the section.
-			prefix := *tunerConfig + ": policy."
-			return errors.New(prefix + strings.ReplaceAll(err.Error(), "\n", "\n"+prefix))
+			// One line per key, each at the file's line of its key of
+			// the section, a configuration error as lhcnp tuner's is.
+			return cc.Locate(errors.New("policy." + strings.ReplaceAll(err.Error(), "\n", "\npolicy.")))
 		}
 		pol = &tc.Policy
 	}

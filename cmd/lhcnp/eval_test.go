@@ -195,7 +195,7 @@ func TestEvalTunedOnlyErrors(t *testing.T) {
 		{"a tuner file with an unknown key", []string{"--tuned-only", "--baseline", good, "--tuner-config", file("key.yaml", "policy:\n  rulez_off: []\n")},
 			"key.yaml:2:3: unknown key policy.rulez_off"},
 		{"a tuner file with a bad policy", []string{"--tuned-only", "--baseline", good, "--tuner-config", file("value.yaml", "policy:\n  alpha_start: -3\n")},
-			"value.yaml: policy.alpha_start: -3 is neither 0 nor an alpha"},
+			"value.yaml:2:16: policy.alpha_start: -3 is neither 0 nor an alpha"},
 		{"a tuner file with --markdown", []string{"--tuner-config", file("md.yaml", "policy:\n  alpha_start: 0.7\n"), "--markdown", "x.md"},
 			"--tuner-config with --markdown: the tables are the policy's defaults'"},
 	} {
