@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,18 @@ func TestConfigErrorExitStatus(t *testing.T) {
 func TestConfigErrorExitStatusOfFiles(t *testing.T) {
 	dir := t.TempDir()
 	write := fileWriter(t, dir)
+	sc, err := filepath.Abs("../../scenarios/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("bad-scenario.yaml", "name: x\nbogus: 1\n")
+	malformed := write("malformed.json", "{\"lhcnp:lhcnp\": {\n  \"interfaces\": x\n}}\n")
+	// The lab refuses its fabric file before it starts anything: its
+	// database (--postgres) is never reached.
+	lab := func(name, fabric string) []string {
+		return []string{"lab", "--postgres", "postgres://x@127.0.0.1:1/x", "--state-dir", filepath.Join(dir, "state"),
+			"--fabric", write(name, fabric)}
+	}
 	for _, tt := range []struct {
 		desc string
 		args []string
@@ -130,6 +143,28 @@ func TestConfigErrorExitStatusOfFiles(t *testing.T) {
 		{desc: "sim eval --tuner-config's policy out of range",
 			args: []string{"sim", "eval", "--family", "none.yaml", "--out", dir, "--tuner-config", write("policy.yaml", "policy:\n  alpha_start: -3\n")},
 			want: "lhcnp sim eval: DIR/policy.yaml:2:16: policy.alpha_start: -3 is neither 0 nor an alpha in [alpha_min 0.1, alpha_max 10]"},
+		{desc: "lab: the fabric's scenario does not parse", args: lab("fabric-scenario.yaml", "scenario: bad-scenario.yaml\nswitches:\n  - name: n1\n"),
+			want: "lhcnp lab: DIR/fabric-scenario.yaml:1:11: scenario: DIR/bad-scenario.yaml:1:1: duration: missing required field\n" +
+				"DIR/fabric-scenario.yaml:1:11: scenario: DIR/bad-scenario.yaml:1:1: sample_interval: missing required field\n" +
+				"DIR/fabric-scenario.yaml:1:11: scenario: DIR/bad-scenario.yaml:1:1: topology: missing required field\n" +
+				"DIR/fabric-scenario.yaml:1:11: scenario: DIR/bad-scenario.yaml:2:1: bogus: unknown field (want one of: name, description, seed, duration, sample_interval, topology, queue, mechanism, dcqcn, nic, traffic, events, tuner)"},
+		{desc: "lab: the fabric's scenario missing", args: lab("fabric-no-scenario.yaml", "scenario: none.yaml\nswitches:\n  - name: n1\n"),
+			want: "lhcnp lab: DIR/fabric-no-scenario.yaml:1:11: scenario: open DIR/none.yaml: no such file or directory"},
+		{desc: "lab: a switch's initial configuration missing", args: lab("fabric-no-config.yaml", "scenario: "+sc+"\nswitches:\n  - name: n1\n    config: none.json\n"),
+			want: "lhcnp lab: DIR/fabric-no-config.yaml:4:13: switches[0].config: open DIR/none.json: no such file or directory"},
+		{desc: "lab: a switch's initial configuration malformed", args: lab("fabric-malformed.yaml", "scenario: "+sc+"\nswitches:\n  - name: n1\n    config: "+malformed+"\n"),
+			want: "lhcnp lab: DIR/fabric-malformed.yaml:4:13: switches[0].config: DIR/malformed.json:2:9: malformed JSON: invalid character 'x' looking for beginning of value"},
+		{desc: "lab: a switch the scenario lacks", args: lab("fabric-n9.yaml", "scenario: "+sc+"\nswitches:\n  - name: n1\n  - name: n9\n"),
+			want: `lhcnp lab: DIR/fabric-n9.yaml:4:11: switches[1].name: scenario lab has no switch "n9" (switches: t1, n1, n2)`},
+		{desc: "lab: an interface of a link the switch lacks", args: lab("fabric-nope.yaml", "scenario: "+sc+"\nswitches:\n  - name: n1\n    interfaces: {wan0: nope}\n"),
+			want: `lhcnp lab: DIR/fabric-nope.yaml:4:24: switches[0].interfaces.wan0: switch n1 has no link "nope" (links: t1-n1, wan)`},
+		{desc: "switch: the scenario does not parse", args: []string{"switch", "--insecure", "--state-dir", filepath.Join(dir, "switch-state"), "--config", write("switch-scenario.yaml", "switch: n1\nscenario: bad-scenario.yaml\n")},
+			want: "lhcnp switch: DIR/switch-scenario.yaml:2:11: scenario: DIR/bad-scenario.yaml:1:1: duration: missing required field\n" +
+				"DIR/switch-scenario.yaml:2:11: scenario: DIR/bad-scenario.yaml:1:1: sample_interval: missing required field\n" +
+				"DIR/switch-scenario.yaml:2:11: scenario: DIR/bad-scenario.yaml:1:1: topology: missing required field\n" +
+				"DIR/switch-scenario.yaml:2:11: scenario: DIR/bad-scenario.yaml:2:1: bogus: unknown field (want one of: name, description, seed, duration, sample_interval, topology, queue, mechanism, dcqcn, nic, traffic, events, tuner)"},
+		{desc: "switch: the initial configuration malformed", args: []string{"switch", "--insecure", "--state-dir", filepath.Join(dir, "switch-state"), "--config", write("switch.yaml", "switch: n1\nscenario: "+sc+"\nconfig: malformed.json\n")},
+			want: "lhcnp switch: DIR/switch.yaml:3:9: config: DIR/malformed.json:2:9: malformed JSON: invalid character 'x' looking for beginning of value"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -163,7 +163,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // labConfig builds the lab from the fabric file: its switches all in this
 // process (no wires), its scenario with the looping traffic.
 func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
-	f, _, err := loadSwitchFile(cfg.Fabric)
+	f, fcc, err := loadSwitchFile(cfg.Fabric)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return lab.Config{}, fmt.Errorf("--fabric %s: %w (run from the repository, or give the lab topology's fabric file)", cfg.Fabric, err)
@@ -180,7 +180,13 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 	until := time.Duration(float64(cfg.Horizon) * speed)
 	loop, err := lab.NewLoop(f.Scenario, lab.Traffic{Period: cfg.Period, WebSearchLoad: cfg.WebSearchLoad, Until: until,
 		RetireFinished: cfg.Retire})
-	if err != nil {
+	if err != nil { // the traffic's values are checked: the scenario's fault
+		return lab.Config{}, fileOfKeyError(fcc, "scenario", err)
+	}
+	// The switches and their interfaces against the scenario, named at
+	// their keys, as lhcnp switch checks them: the fabric's check at start
+	// names neither.
+	if err := f.checkScenario(loop.Scenario(), f.Switches, fcc); err != nil {
 		return lab.Config{}, err
 	}
 	// Each switch's target has the fabric file's stream limits (its
@@ -198,7 +204,7 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 	for _, s := range f.Switches {
 		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(cfg.Listen, s.Listen, "127.0.0.1:0"), Interfaces: s.Interfaces}
 		if s.Config != "" {
-			if fsw.Config, err = os.ReadFile(s.Config); err != nil {
+			if fsw.Config, err = f.readConfig(s, fcc); err != nil {
 				return lab.Config{}, err
 			}
 			fsw.ConfigName = s.Config
@@ -206,7 +212,7 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 			// interfaces whose queues it configures: the tuner's.
 			ifaces, err := configuredInterfaces(fsw.Config)
 			if err != nil {
-				return lab.Config{}, fmt.Errorf("%s: %w", s.Config, err)
+				return lab.Config{}, fileOfKeyError(fcc, f.switchKey(s.Name, "config"), fmt.Errorf("%s: %w", s.Config, err))
 			}
 			tuned = append(tuned, tuner.SwitchConfig{Name: s.Name, Interfaces: ifaces})
 		}

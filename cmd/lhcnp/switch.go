@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"net"
 	"net/netip"
@@ -156,6 +155,29 @@ func loadSwitchFile(path string) (*switchFile, *cliconf.Config, error) {
 		return nil, nil, err
 	}
 	return &f, cc, nil
+}
+
+// fileOfKeyError is err, an error of the file that the switch file's key
+// names (scenario, switches[i].config), at that key: each line of err,
+// which names the file and its own line where it has one, after
+// "FILE:LINE:COL: KEY: " (cc.Locate), an error of the configuration.
+func fileOfKeyError(cc *cliconf.Config, key string, err error) error {
+	return cc.Locate(errors.New(key + ": " + strings.ReplaceAll(err.Error(), "\n", "\n"+key+": ")))
+}
+
+// readConfig reads the initial configuration of s, one of f's switches,
+// and checks its JSON syntax (startup.Check: the file's line and column),
+// an error located at s's key config: the schema's checks are the
+// switch's, at its start.
+func (f *switchFile) readConfig(s fileSwitch, cc *cliconf.Config) ([]byte, error) {
+	data, err := os.ReadFile(s.Config)
+	if err == nil {
+		err = startup.Check(s.Config, data)
+	}
+	if err != nil {
+		return nil, fileOfKeyError(cc, f.switchKey(s.Name, "config"), err)
+	}
+	return data, nil
 }
 
 // missingFlagError is a usage error for a flag the command line lacks,
@@ -501,11 +523,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sp, iv := f.Speed, f.PublishInterval
 
 	sc, err := scenario.LoadFile(f.Scenario)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) { // the scenario loader names the file it opens, not the key
-			return cc.Locate(fmt.Errorf("scenario: %w", err))
-		}
-		return err
+	if err != nil { // the scenario loader names the file it opens, not the key
+		return fileOfKeyError(cc, "scenario", err)
 	}
 	if err := f.checkScenario(sc, run, cc); err != nil {
 		return err
@@ -519,8 +538,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, s := range run {
 		fsw := fabric.Switch{Name: s.Name, Listen: firstOf(listen, s.Listen, switchListen), Interfaces: s.Interfaces}
 		if s.Config != "" {
-			if fsw.Config, err = os.ReadFile(s.Config); err != nil {
-				return cc.Locate(fmt.Errorf("%s: %w", f.switchKey(s.Name, "config"), err))
+			if fsw.Config, err = f.readConfig(s, cc); err != nil {
+				return err
 			}
 			fsw.ConfigName = s.Config
 		}
