@@ -188,7 +188,28 @@ func (r *running) wait() {
 	}
 }
 
-// New checks the configuration, connects to PostgreSQL (a one-line error
+// Check is the check of the configuration New makes before it connects:
+// the file's (config.File.Check) and db.dsn's form, which a command makes
+// while it loads the configuration, where each error can be named at the
+// file's line of its key, or by the variable or flag that set it.
+func Check(cfg config.File) error {
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	_, err := poolConfig(cfg.DB.DSN)
+	return err
+}
+
+// poolConfig parses dsn (its password hidden in an error, by pgx).
+func poolConfig(dsn string) (*pgxpool.Config, error) {
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("db.dsn: %s", errline.String(err))
+	}
+	return pcfg, nil
+}
+
+// New checks the configuration (Check), connects to PostgreSQL (a one-line error
 // naming db.dsn when it cannot), applies the migrations when db.migrate is
 // on, and opens the spill. Run starts the work.
 func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, error) {
@@ -197,15 +218,15 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := cfg.Check(); err != nil {
+	if err := Check(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.ID == "" {
 		cfg.ID = DefaultID(cfg.StateDir)
 	}
-	pcfg, err := pgxpool.ParseConfig(cfg.DB.DSN)
+	pcfg, err := poolConfig(cfg.DB.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("db.dsn: %s", errline.String(err))
+		return nil, err
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "lhcnp-collector " + cfg.ID
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)

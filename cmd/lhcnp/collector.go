@@ -38,7 +38,7 @@ func parseCollector(args []string, environ func() []string, stderr io.Writer) (*
 	a.config = c.config
 	// The check collector.New makes, here where each problem can name
 	// the file's line of its key, or the variable or flag that set it.
-	if err := a.cfg.Check(); err != nil {
+	if err := collector.Check(a.cfg); err != nil {
 		return nil, c.cc.Locate(err)
 	}
 	return a, nil

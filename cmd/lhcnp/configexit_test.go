@@ -177,6 +177,40 @@ func TestConfigErrorExitStatusOfFiles(t *testing.T) {
 	}
 }
 
+// TestCollectorDSNExitStatus: a db.dsn that does not parse, from the
+// file, a flag or a variable, is refused while the configuration is
+// loaded, named where it came from, exit status 2, as lhcnp migrate's is;
+// it was refused by collector.New alone, exit status 1, naming the key
+// only. The password is hidden (pgx).
+func TestCollectorDSNExitStatus(t *testing.T) {
+	const dsn = "postgres://u:secret@h:notaport/db"
+	const why = "db.dsn: cannot parse `postgres://u:xxxxx@h:notaport/db`: invalid port"
+	state := t.TempDir()
+	path := fileWriter(t, t.TempDir())("collector.yaml", "db:\n  dsn: "+dsn+"\nstate_dir: "+state+"\n")
+	for _, tt := range []struct {
+		desc string
+		args []string
+		env  string // LHCNP_COLLECTOR_DB_DSN's value, if any
+		want string
+	}{
+		{desc: "file", args: []string{"--config", path}, want: path + ":2:8: " + why},
+		{desc: "flag", args: []string{"--state-dir", state, "--db.dsn", dsn}, want: "--db.dsn: " + why},
+		{desc: "variable", args: []string{"--state-dir", state}, env: dsn, want: "LHCNP_COLLECTOR_DB_DSN: " + why},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("LHCNP_COLLECTOR_DB_DSN", tt.env)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"collector"}, tt.args...), &stdout, &stderr)
+			want := "lhcnp collector: " + tt.want
+			if got := strings.TrimSuffix(stderr.String(), "\n"); code != 2 || got != want {
+				t.Errorf("exit status %d, stderr\n%s\nwant exit status 2 and\n%s", code, got, want)
+			}
+		})
+	}
+}
+
 // runLhcnp runs lhcnp as its own process (this test binary as the command,
 // TestMain) with args, without the test's variables of prefix and with
 // env, and returns its exit status and stderr.
