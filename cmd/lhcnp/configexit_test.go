@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,46 @@ func TestCollectorDSNExitStatus(t *testing.T) {
 			want := "lhcnp collector: " + tt.want
 			if got := strings.TrimSuffix(stderr.String(), "\n"); code != 2 || got != want {
 				t.Errorf("exit status %d, stderr\n%s\nwant exit status 2 and\n%s", code, got, want)
+			}
+		})
+	}
+}
+
+// TestBadFlagOnce: a flag unknown, or its value not of its type, is said
+// once, in the one line of every configuration error, and nothing else is
+// printed (as gnmic says "Error: unknown flag: --nope" alone); the flag
+// package printed it first, then the whole usage (up to 45 lines), and the
+// command the same error after them. -h still prints the usage
+// (TestEveryFlagHasHelp). Every command and subcommand, as a user runs it.
+func TestBadFlagOnce(t *testing.T) {
+	var cmds [][]string
+	for name, cmd := range commands() {
+		if name != "sim" { // sim is its subcommands alone
+			cmds = append(cmds, []string{name})
+		}
+		for _, sub := range cmd.subs {
+			cmds = append(cmds, []string{name, sub})
+		}
+	}
+	slices.SortFunc(cmds, func(a, b []string) int { return strings.Compare(strings.Join(a, " "), strings.Join(b, " ")) })
+	type badFlag struct {
+		args []string
+		want string // the whole stderr
+	}
+	var tests []badFlag
+	for _, cmd := range cmds {
+		tests = append(tests, badFlag{append(slices.Clone(cmd), "--nope"),
+			"lhcnp " + strings.Join(cmd, " ") + ": flag provided but not defined: -nope\n"})
+	}
+	tests = append(tests, badFlag{[]string{"collector", "--writer.batch-rows", "many"},
+		"lhcnp collector: invalid value \"many\" for flag -writer.batch-rows: parse error\n"})
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			if code != 2 || stderr.String() != tt.want || stdout.Len() > 0 {
+				t.Errorf("lhcnp %s: exit status %d, stderr\n%s\nstdout\n%s\nwant exit status 2, stderr\n%s",
+					strings.Join(tt.args, " "), code, stderr.String(), stdout.String(), tt.want)
 			}
 		})
 	}

@@ -1,8 +1,11 @@
 package cliconf_test
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,5 +53,44 @@ func TestParseInterspersed(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	if _, err := cliconf.ParseInterspersed(fs, []string{"a", "--nope"}); err == nil {
 		t.Error("an unknown flag after an argument: no error")
+	}
+}
+
+// TestParseInterspersedPrints: a bad flag is returned, not printed (its
+// caller prints it once: the flag package printed it and the usage before
+// returning it); -h prints the usage, fs.Usage or the flag package's own.
+func TestParseInterspersedPrints(t *testing.T) {
+	for _, tt := range []struct {
+		desc     string
+		args     []string
+		usage    bool // fs.Usage set
+		wantOut  string
+		wantHelp bool
+	}{
+		{desc: "an unknown flag", args: []string{"a", "--nope"}, usage: true},
+		{desc: "a value not of its type", args: []string{"--n=x"}, usage: true},
+		{desc: "an unknown flag, the default usage", args: []string{"--nope"}},
+		{desc: "-h", args: []string{"a", "-h"}, usage: true, wantOut: "usage: t\n", wantHelp: true},
+		{desc: "-h, the default usage", args: []string{"-h"}, wantOut: "Usage of t:\n  -n int\n    \ta number\n", wantHelp: true},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var out strings.Builder
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			fs.SetOutput(&out)
+			fs.Int("n", 0, "a number")
+			if tt.usage {
+				fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: t") }
+			}
+			_, err := cliconf.ParseInterspersed(fs, tt.args)
+			if err == nil || errors.Is(err, flag.ErrHelp) != tt.wantHelp || errors.Is(err, cliconf.ErrConfig) == tt.wantHelp {
+				t.Errorf("error %v: want ErrHelp %v, else ErrConfig", err, tt.wantHelp)
+			}
+			if out.String() != tt.wantOut {
+				t.Errorf("printed %q, want %q", out.String(), tt.wantOut)
+			}
+			if fs.Output() != &out {
+				t.Error("the flag set's output is not restored")
+			}
+		})
 	}
 }
