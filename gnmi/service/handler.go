@@ -175,6 +175,11 @@ func (h *Handler) Load(ctx context.Context, root *oc.Root) error {
 	}
 	cand := c.(*oc.Root)
 	if _, err := h.commit(ctx, cand, true); err != nil {
+		// ygot names the schema node, without keys: the data node
+		// that fails names the entry, as in a Set's error.
+		if ve, ok := errors.AsType[*validationError](err.err); ok {
+			return ve.named(h.locate(cand, ve.path, nil).node, nil)
+		}
 		return err.err
 	}
 	return nil

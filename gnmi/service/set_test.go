@@ -416,6 +416,16 @@ func TestLoadJSON(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `lhcnp/global/config/enabled: the string "maybe" is not a boolean`) {
 		t.Errorf("LoadJSON of a bad value: %v", err)
 	}
+	// A value ygot's validation of the whole candidate refuses, in an
+	// entry of a keyed list: named with its keys, as a Set's is (it was
+	// ygot's schema path, .../policy/config/source-prefix).
+	err = e.h.LoadJSON(ctx(t), []byte(`{"lhcnp:lhcnp": {"rate-advice": {"policies": {"policy": [
+		{"name": "p0", "config": {"name": "p0", "source-prefix": "10.0.0.0/8"}},
+		{"name": "p1", "config": {"name": "p1", "source-prefix": "10.0.0.0/33"}}]}}}}`))
+	want := `validation: /lhcnp/rate-advice/policies/policy[name=p1]/config/source-prefix: "10.0.0.0/33" does not match regular expression pattern`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("LoadJSON of a bad value in a keyed entry: %v\nwant %s ...", err, want)
+	}
 }
 
 // TestSetReplaceListEntryNeedsItsKeys: gNMI 3.4.4, "it is invalid to

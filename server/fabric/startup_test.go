@@ -223,3 +223,26 @@ func TestBadInitialConfig(t *testing.T) {
 		t.Errorf("New: %v\nwant %s", err, want)
 	}
 }
+
+// TestBadStartupPolicy: a startup file whose value ygot's validation of
+// the whole configuration refuses, in an entry of a keyed list (a policy's
+// source-prefix), is named with the entry's keys at the file's line and
+// column, the whole line a switch's user reads; it was the schema path
+// without keys (…/policies/policy/config/source-prefix) at the file alone.
+func TestBadStartupPolicy(t *testing.T) {
+	dir := t.TempDir()
+	path := startup.FileName(dir, "n1")
+	doc := "{\"lhcnp:lhcnp\": {\n  \"rate-advice\": {\"policies\": {\"policy\": [\n" +
+		"    {\"name\": \"p0\", \"config\": {\"name\": \"p0\", \"source-prefix\": \"10.0.0.0/8\"}},\n" +
+		"    {\"name\": \"p1\", \"config\": {\"name\": \"p1\", \"source-prefix\": \"10.0.0.0/33\"}}\n  ]}}\n}}\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := startN1(t, dir, false)
+	want := "switch n1: startup configuration " + path + ":4:45: validation: /lhcnp/rate-advice/policies/policy[name=p1]/config/source-prefix: " +
+		`"10.0.0.0/33" does not match regular expression pattern "^(((:|[0-9a-fA-F]{0,4}):)([0-9a-fA-F]{0,4}:){0,5}((([0-9a-fA-F]{0,4}:)?(:|[0-9a-fA-F]{0,4}))|(((25[0-5]|2[0-4][0-9]|[01]?[0-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|[01]?[0-9]?[0-9])))(/(([0-9])|([0-9]{2})|(1[0-1][0-9])|(12[0-8]))))$"` +
+		" (correct or remove the file, or start with --ignore-startup to start from the initial configuration)"
+	if err == nil || err.Error() != want {
+		t.Errorf("New: %v\nwant %s", err, want)
+	}
+}

@@ -47,6 +47,8 @@ func TestCheckAndLocate(t *testing.T) {
 			want: "f.json:7:51: lhcnp/global/rocev2-receivers/receiver[prefix=10.0.0.0/8]/prefix: bad"},
 		{desc: "a path in the message", data: doc, err: errors.New("/lhcnp/interfaces/interface[name=a]/config/kmax: must be set"),
 			want: "f.json:4:21: /lhcnp/interfaces/interface[name=a]/config/kmax: must be set"},
+		{desc: "a path of the schema's validation", data: doc, err: errors.New("validation: /lhcnp/interfaces/interface[name=b]/config/rtt-est: bad"),
+			want: "f.json:5:32: validation: /lhcnp/interfaces/interface[name=b]/config/rtt-est: bad"},
 		{desc: "no path", data: doc, err: errors.New("it failed: badly"), want: "f.json: it failed: badly"},
 		{desc: "an entry the document lacks", data: doc, err: &schema.ValueError{Path: "lhcnp/interfaces/interface[name=c]/config", Reason: "bad"},
 			want: "f.json:3:20: lhcnp/interfaces/interface[name=c]/config: bad"},

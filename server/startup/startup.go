@@ -132,10 +132,11 @@ func Check(name string, data []byte) error {
 }
 
 // Locate puts "name:LINE:COL: " in front of err, an error of loading
-// data (the file name): the line of the member at the path err names
-// (a schema.ValueError's, or the path its message starts with), or of
-// the nearest enclosing member the document has (a leaf a rule wants
-// set, and that is missing); "name: " alone when it names none.
+// data (the file name): the line of the member at the path err names (a
+// schema.ValueError's, or the path its message starts with, after
+// "validation: " if it is there), or of the nearest enclosing member the
+// document has (a leaf a rule wants set, and that is missing); "name: "
+// alone when it names none.
 func Locate(name string, data []byte, err error) error {
 	if err == nil {
 		return nil
@@ -144,7 +145,9 @@ func Locate(name string, data []byte, err error) error {
 	var ve *schema.ValueError
 	if errors.As(err, &ve) {
 		path = ve.Path
-	} else if p, _, ok := strings.Cut(err.Error(), ": "); ok && strings.Contains(p, "/") && !strings.ContainsAny(p, " \t") {
+	} else if p, _, ok := strings.Cut(strings.TrimPrefix(err.Error(), "validation: "), ": "); ok && strings.Contains(p, "/") && !strings.ContainsAny(p, " \t") {
+		// "validation: PATH: ": the schema's refusal of the whole
+		// configuration (gnmi/service), the path with its keys.
 		path = p
 	}
 	for p := path; p != ""; p = parentPath(p) {
