@@ -18,6 +18,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/lease"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/writer"
+	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
 )
 
@@ -524,6 +525,20 @@ func TestTakeoverWaitsForWriter(t *testing.T) {
 	}
 }
 
+// refuseSample makes the sample of series 0 at step of staleBatch b
+// (made with steps) one PostgreSQL refuses (a NUL in text).
+func refuseSample(b *rows.Batch, steps []int, step int) {
+	i := slices.Index(steps, step)
+	s := &b.Samples[i]
+	*s = rows.Sample{TS: s.TS, SeriesID: s.SeriesID, Kind: rows.ValText, Text: "a\x00b"}
+}
+
+// refusedEvent is an event of sw1 at base PostgreSQL refuses (its details
+// not JSON).
+func refusedEvent(base int64) rows.Event {
+	return rows.Event{TS: base, Target: "sw1", Kind: "cnp", Interface: "lan", Details: "{bad json"}
+}
+
 // bothDBs are the two kinds of database a test runs on: one PostgreSQL and
 // the shared Citus cluster.
 var bothDBs = []struct {
@@ -585,15 +600,6 @@ func holdLedger(t *testing.T, pool *pgxpool.Pool, citus bool, b *rows.Batch) pgx
 // too: storeCitus found every part in the ledger).
 func TestStaleRefusedRow(t *testing.T) {
 	const n = staleSeries
-	// bad makes the sample of series 0 at step of b refused (a NUL in text).
-	bad := func(b *rows.Batch, steps []int, step int) {
-		i := slices.Index(steps, step)
-		s := &b.Samples[i]
-		*s = rows.Sample{TS: s.TS, SeriesID: s.SeriesID, Kind: rows.ValText, Text: "a\x00b"}
-	}
-	badEvent := func(base int64) rows.Event {
-		return rows.Event{TS: base, Target: "sw1", Kind: "cnp", Interface: "lan", Details: "{bad json"}
-	}
 	for _, tt := range []struct {
 		desc        string
 		ownerBad    bool // the owner's batch has the same refused sample (step 2) and event, dead-lettered by it
@@ -652,8 +658,8 @@ func TestStaleRefusedRow(t *testing.T) {
 					}
 					ob := staleBatch(base, "b", 2, ownerSteps)
 					if tt.ownerBad {
-						bad(ob, ownerSteps, 2)
-						ob.Events = append(ob.Events, badEvent(base))
+						refuseSample(ob, ownerSteps, 2)
+						ob.Events = append(ob.Events, refusedEvent(base))
 					}
 					owner, _, stopOwner := newWriter(t, pool, writer.WithFencing(true))
 					enqueue(t, owner, []*rows.Batch{ob})
@@ -670,10 +676,10 @@ func TestStaleRefusedRow(t *testing.T) {
 					steps := []int{1, 2, 5}
 					sb := staleBatch(base, "a", 1, steps, 2)
 					if tt.badStep != 0 {
-						bad(sb, steps, tt.badStep)
+						refuseSample(sb, steps, tt.badStep)
 					}
 					if tt.badEvent {
-						sb.Events = append(sb.Events, badEvent(base))
+						sb.Events = append(sb.Events, refusedEvent(base))
 					}
 					if tt.series {
 						sb.Series[0].YangType, sb.Series[0].Unit = "uint64", "test-refused"
@@ -726,23 +732,7 @@ func TestStaleRefusedRow(t *testing.T) {
 							t.Fatalf("the stale batch's shards on %d nodes, want the merge to span 2", n)
 						}
 					}
-					got, twice := storedSteps(t, pool)
-					delete(got, 0) // the refused samples' v_int, none stored
-					if diff := cmp.Diff(tt.steps, got); diff != "" || twice {
-						t.Errorf("samples per step (-want, +got):\n%s; a (series_id, ts) stored twice: %v", diff, twice)
-					}
-					for _, c := range []struct {
-						desc, sql string
-						want      int64
-					}{
-						{"events", `SELECT count(*) FROM events WHERE batch_id = $1`, 1},
-						{"dead letters of the stale batch", `SELECT count(*) FROM dead_letters WHERE batch_id = $1`, tt.dead},
-						{"batches of that id in the ledger", `SELECT count(DISTINCT batch_id) FROM ingest_ledger WHERE batch_id = $1`, 1},
-					} {
-						if got := count(t, pool, c.sql, sb.ID); got != c.want {
-							t.Errorf("%s: %d, want %d", c.desc, got, c.want)
-						}
-					}
+					mergedOnce(t, pool, m, sb, mergeWant{tt.steps, tt.counts, tt.outcome, tt.dead, tt.kept, tt.samples})
 					if tt.ownerBad {
 						if got := count(t, pool, `SELECT count(*) FROM dead_letters`); got != 2 {
 							t.Errorf("%d dead letters, want 2 (the owner's)", got)
@@ -751,26 +741,258 @@ func TestStaleRefusedRow(t *testing.T) {
 					if lines := refusedLines(t, refusedFile); int64(len(lines)) != tt.kept {
 						t.Errorf("%d lines in the refused file, want %d", len(lines), tt.kept)
 					}
-					if diff := cmp.Diff(tt.counts, staleCountsOf(m)); diff != "" {
-						t.Errorf("counters (-want, +got):\n%s", diff)
-					}
-					for _, c := range []struct {
-						desc      string
-						got, want float64
-					}{
-						{"batches_total{outcome=" + tt.outcome + "}", testutil.ToFloat64(m.Batches.WithLabelValues(tt.outcome)), 1},
-						{"rows_written_total{table=samples}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")), tt.samples},
-						{"rows_written_total{table=events}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")), 1},
-						{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), float64(tt.dead)},
-						{"dead_letters_refused_total", testutil.ToFloat64(m.DeadLettersRefused), float64(tt.kept)},
-						{"event_conflicts_total", testutil.ToFloat64(m.EventConflicts), 0},
-					} {
-						if c.got != c.want {
-							t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
-						}
-					}
 				})
 			}
 		}
+	}
+}
+
+// mergeWant is what a merge of TestStaleRefusedRow's stale batch (its
+// steps 1, 2 and 5, a CNP at 2) leaves: samples per step (the owner's too),
+// its counters, the batch's outcome, its rows dead-lettered and kept in
+// the refused file, and rows_written_total{table=samples}.
+type mergeWant struct {
+	steps      map[int64]int64
+	counts     staleCounts
+	outcome    string
+	dead, kept int64
+	samples    float64
+}
+
+// mergedOnce checks that the stale batch sb is stored as want says, each
+// row once, and counted once in m: its CNP stored, its dead letters
+// written, its ledger rows under its id, no event met twice.
+func mergedOnce(t *testing.T, pool *pgxpool.Pool, m *collectormetrics.Metrics, sb *rows.Batch, want mergeWant) {
+	t.Helper()
+	got, twice := storedSteps(t, pool)
+	delete(got, 0) // the refused samples' v_int, none stored
+	if diff := cmp.Diff(want.steps, got); diff != "" || twice {
+		t.Errorf("samples per step (-want, +got):\n%s; a (series_id, ts) stored twice: %v", diff, twice)
+	}
+	for _, c := range []struct {
+		desc, sql string
+		want      int64
+	}{
+		{"events", `SELECT count(*) FROM events WHERE batch_id = $1`, 1},
+		{"dead letters of the stale batch", `SELECT count(*) FROM dead_letters WHERE batch_id = $1`, want.dead},
+		{"batches of that id in the ledger", `SELECT count(DISTINCT batch_id) FROM ingest_ledger WHERE batch_id = $1`, 1},
+	} {
+		if got := count(t, pool, c.sql, sb.ID); got != c.want {
+			t.Errorf("%s: %d, want %d", c.desc, got, c.want)
+		}
+	}
+	if diff := cmp.Diff(want.counts, staleCountsOf(m)); diff != "" {
+		t.Errorf("counters (-want, +got):\n%s", diff)
+	}
+	for _, c := range []struct {
+		desc      string
+		got, want float64
+	}{
+		{"batches_total{outcome=" + want.outcome + "}", testutil.ToFloat64(m.Batches.WithLabelValues(want.outcome)), 1},
+		{"rows_written_total{table=samples}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("samples")), want.samples},
+		{"rows_written_total{table=events}", testutil.ToFloat64(m.RowsWritten.WithLabelValues("events")), 1},
+		{"dead_letters_total", testutil.ToFloat64(m.DeadLetters), float64(want.dead)},
+		{"dead_letters_refused_total", testutil.ToFloat64(m.DeadLettersRefused), float64(want.kept)},
+		{"event_conflicts_total", testutil.ToFloat64(m.EventConflicts), 0},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.desc, c.got, c.want)
+		}
+	}
+}
+
+// TestCitusStaleMergeCoordinatorCrash: on Citus a stale batch's merge is a
+// transaction across both workers (TestStaleRefusedRow's Citus merge), and
+// its COMMIT Citus's two-phase commit: the workers PREPARE, the coordinator
+// commits its own transaction (its pg_dist_transaction rows naming the
+// prepared ones), then sends each worker COMMIT PREPARED. The coordinator
+// crashes between the two: its commit is written, the workers' transactions
+// are prepared, holding their locks, and the writer hears no answer. (The
+// point is reached as a synchronous replica would make it: the coordinator
+// waits for a standby that does not exist once its commit record is
+// flushed, before the COMMIT PREPARED; only the merge's session asks for
+// that wait, synchronous_commit on, set by the test's tracer at its COMMIT.)
+// The coordinator started again, the writer's retry waits for the prepared
+// transactions' locks (the lease row, FOR NO KEY UPDATE on every
+// placement) until they are recovered (recover_prepared_transactions(), or
+// Citus's maintenance daemon every citus.recover_2pc_interval): committed,
+// since the coordinator's commit holds their records. The retry then finds
+// every part in the ledger, and counts what the merge did (commitMerge
+// remembered it): every sample and event stored once, each row counted once
+// (merged, duplicates, stale_epoch), none replayed, each dead letter written
+// and counted once.
+func TestCitusStaleMergeCoordinatorCrash(t *testing.T) {
+	const n = staleSeries
+	ctx := context.Background()
+	// No commit waits for a standby but the merge's, which asks for it.
+	c, dsn := pgtest.PrivateCitusDB(t, 2, pgserver.WithSetting("synchronous_commit", "local"),
+		pgserver.WithSetting("synchronous_standby_names", "lhcnp_no_standby"))
+	check, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer check.Close()
+	var interval string
+	if err := check.QueryRow(ctx, `SELECT boot_val || unit FROM pg_settings WHERE name = 'citus.recover_2pc_interval'`).Scan(&interval); err != nil {
+		t.Fatal(err)
+	}
+	if interval != "60000ms" {
+		t.Errorf("citus.recover_2pc_interval is %s by default; docs/collector.md says 1 min", interval)
+	}
+	// Prepared transactions are recovered by the test, or by the
+	// maintenance daemon once the test sets an interval: in
+	// postgresql.auto.conf (ALTER SYSTEM), which a setting on the command
+	// line would override, read again when the coordinator starts.
+	recoverEvery := func(t *testing.T, interval string) {
+		t.Helper()
+		for _, sql := range []string{`ALTER SYSTEM SET citus.recover_2pc_interval = ` + interval, `SELECT pg_reload_conf()`} {
+			if _, err := check.Exec(ctx, sql); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	recoverEvery(t, "-1")
+	for _, tt := range []struct {
+		desc    string
+		refused bool // a sample and an event only the stale batch holds, refused by PostgreSQL
+		daemon  bool // the prepared transactions recovered by Citus's maintenance daemon
+		want    mergeWant
+	}{
+		{"no row refused, recovered by the maintenance daemon", false, true, mergeWant{
+			map[int64]int64{1: n, 2: n, 3: n},
+			staleCounts{Merged: n, MergedEvents: 1, Duplicates: n, Refused: n, Stale: 1}, "stale", 0, 0, n}},
+		{"a sample and an event only the stale batch holds, recovered by recover_prepared_transactions()", true, false, mergeWant{
+			map[int64]int64{1: n, 2: n - 1, 3: n},
+			staleCounts{Merged: n - 1, MergedEvents: 1, Duplicates: n, Refused: n}, "partial", 2, 0, n - 1}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if _, err := check.Exec(ctx, `TRUNCATE samples, latest, series, events, dead_letters, ingest_ledger, leases`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := check.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ('sw1', 'b', 2, now() + interval '1 hour')`); err != nil {
+				t.Fatal(err)
+			}
+			base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+			owner, _, stopOwner := newWriter(t, check, writer.WithFencing(true))
+			enqueue(t, owner, []*rows.Batch{staleBatch(base, "b", 2, []int{1, 3})})
+			stopOwner()
+			steps := []int{1, 2, 5}
+			sb := staleBatch(base, "a", 1, steps, 2)
+			if tt.refused {
+				refuseSample(sb, steps, 2)
+				sb.Events = append(sb.Events, refusedEvent(base))
+			}
+
+			gate := &syncRepGate{}
+			cfg, err := pgxpool.ParseConfig(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.ConnConfig.Tracer = gate
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			w, m, stop := newWriter(t, pool, writer.WithFencing(true), writer.WithRetryMax(100*time.Millisecond))
+			defer stop()
+			enqueue(t, w, []*rows.Batch{sb})
+
+			// The merge's COMMIT waits for the standby: the coordinator's
+			// commit is written, the workers' transactions prepared.
+			waitCount(t, check, "merges waiting for a standby", `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`, 1)
+			if err := c.Coordinator.Crash(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Coordinator.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			check.Reset() // its connections went with the coordinator
+			workers := make([]*pgxpool.Pool, len(c.Workers))
+			for i, s := range c.Workers {
+				if workers[i], err = pgxpool.New(ctx, s.DSN("lhcnp")); err != nil {
+					t.Fatal(err)
+				}
+				defer workers[i].Close()
+			}
+			prepared := func() (sum int64) {
+				for _, wp := range workers {
+					sum += count(t, wp, `SELECT count(*) FROM pg_prepared_xacts WHERE database = 'lhcnp'`)
+				}
+				return sum
+			}
+			if got := prepared(); got != 2 {
+				t.Fatalf("%d prepared transactions on the workers, want 2 (the merge's, one per worker)", got)
+			}
+			// The retry waits for their locks on a worker.
+			deadline := time.Now().Add(30 * time.Second)
+			for waiting := int64(0); waiting == 0; {
+				for _, wp := range workers {
+					waiting += count(t, wp, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = 'lhcnp'`)
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the writer's retry does not wait for the prepared transactions")
+				}
+				time.Sleep(10 * time.Millisecond) // polling with a deadline
+			}
+			if got := staleCountsOf(m); got != (staleCounts{}) {
+				t.Errorf("counted before the prepared transactions were recovered: %+v", got)
+			}
+			if tt.daemon {
+				recoverEvery(t, "'100ms'")
+				defer recoverEvery(t, "-1")
+			} else if _, err := check.Exec(ctx, `SELECT recover_prepared_transactions()`); err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if err := w.WaitTarget(wctx, "sw1"); err != nil {
+				t.Fatalf("the stale batch not stored once the prepared transactions could be recovered: %v", err)
+			}
+			if got := prepared(); got != 0 {
+				t.Errorf("%d prepared transactions left on the workers", got)
+			}
+
+			mergedOnce(t, check, m, sb, tt.want)
+		})
+	}
+}
+
+// syncRepGate is the tracer of a writer's pool that makes the first COMMIT
+// after a merge's lease lock (FOR NO KEY UPDATE) wait for a synchronous
+// standby: it sets synchronous_commit on in that session just before the
+// COMMIT is sent (on the connection, not traced). With
+// synchronous_standby_names naming no standby that exists, the server
+// flushes the commit record, then waits: committed, unanswered.
+type syncRepGate struct {
+	merging, fired bool // used by the writer's goroutine only
+}
+
+func (g *syncRepGate) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	g.merging = g.merging || strings.HasSuffix(data.SQL, "FOR NO KEY UPDATE")
+	if g.merging && !g.fired && strings.HasPrefix(data.SQL, "commit") {
+		g.fired = true
+		if _, err := conn.PgConn().Exec(ctx, "SET synchronous_commit = on").ReadAll(); err != nil {
+			panic(fmt.Sprintf("syncRepGate: %v", err)) // the writer's goroutine: no t.Fatal
+		}
+	}
+	return ctx
+}
+
+func (g *syncRepGate) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// waitCount polls until sql counts want on pool.
+func waitCount(t *testing.T, pool *pgxpool.Pool, desc, sql string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := count(t, pool, sql)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d, want %d", desc, got, want)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 }
