@@ -182,6 +182,11 @@ type Lab struct {
 	closed    sync.Once
 }
 
+// StartupDir is the directory of the switches' startup configurations
+// in the state directory stateDir, unless Config.Fabric.StartupDir names
+// another.
+func StartupDir(stateDir string) string { return filepath.Join(stateDir, "switches") }
+
 // Start brings the lab up: lock the state directory, listen for the
 // dashboard, start (or reach) PostgreSQL, build the switches (listening),
 // the collector (migrating the schema) and the tuner. Nothing runs yet
@@ -290,7 +295,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	l.addrs.PostgresDSN = l.dsn
 
 	if cfg.Fabric.StartupDir == "" {
-		cfg.Fabric.StartupDir = filepath.Join(stateDir, "switches")
+		cfg.Fabric.StartupDir = StartupDir(stateDir)
 	}
 	l.addrs.StartupDir = cfg.Fabric.StartupDir
 	fc := cfg.Fabric

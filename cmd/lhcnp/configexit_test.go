@@ -130,12 +130,38 @@ func TestConfigErrorExitStatusOfFiles(t *testing.T) {
 	}
 	write("bad-scenario.yaml", "name: x\nbogus: 1\n")
 	malformed := write("malformed.json", "{\"lhcnp:lhcnp\": {\n  \"interfaces\": x\n}}\n")
+	// Initial configurations and startup files with a value the schema
+	// refuses (alpha 0: out of its type's range) or the dataplane refuses
+	// (an interface n1 does not have).
+	n1Config, err := filepath.Abs("../../examples/lab-n1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, err := os.ReadFile(n1Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alpha0 := strings.Replace(string(n1), `"alpha": "1.0"`, `"alpha": "0"`, 1)
+	eth9 := `{"lhcnp:lhcnp": {"interfaces": {"interface": [{"name": "eth9", "config": {"name": "eth9"}}]}}}` + "\n"
+	write("alpha0.json", alpha0)
+	write("eth9.json", eth9)
+	for _, d := range []string{"switch-startup", "lab-startup/switches"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("switch-startup/n1.json", eth9)
+	write("lab-startup/switches/n1.json", alpha0)
+	const noInterface = "rejected by the dataplane: /lhcnp/interfaces/interface[name=eth9]: no such interface on this switch (interfaces: t1-n1, wan): invalid configuration"
+	const alphaOutOfRange = "lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/alpha: 0 is outside the range 0.001..1000.000 of its type"
+	const correctIt = " (correct or remove the file, or start with --ignore-startup to start from the initial configuration)"
 	// The lab refuses its fabric file before it starts anything: its
 	// database (--postgres) is never reached.
-	lab := func(name, fabric string) []string {
-		return []string{"lab", "--postgres", "postgres://x@127.0.0.1:1/x", "--state-dir", filepath.Join(dir, "state"),
+	labAt := func(state, name, fabric string) []string {
+		return []string{"lab", "--postgres", "postgres://x@127.0.0.1:1/x", "--state-dir", filepath.Join(dir, state),
 			"--fabric", write(name, fabric)}
 	}
+	lab := func(name, fabric string) []string { return labAt("state", name, fabric) }
 	for _, tt := range []struct {
 		desc string
 		args []string
@@ -164,6 +190,15 @@ func TestConfigErrorExitStatusOfFiles(t *testing.T) {
 				"DIR/switch-scenario.yaml:2:11: scenario: DIR/bad-scenario.yaml:1:1: sample_interval: missing required field\n" +
 				"DIR/switch-scenario.yaml:2:11: scenario: DIR/bad-scenario.yaml:1:1: topology: missing required field\n" +
 				"DIR/switch-scenario.yaml:2:11: scenario: DIR/bad-scenario.yaml:2:1: bogus: unknown field (want one of: name, description, seed, duration, sample_interval, topology, queue, mechanism, dcqcn, nic, traffic, events, tuner)"},
+		{desc: "lab: a switch's initial configuration the dataplane refuses", args: lab("fabric-eth9.yaml", "scenario: "+sc+"\nswitches:\n  - name: n1\n    config: eth9.json\n"),
+			want: "lhcnp lab: DIR/fabric-eth9.yaml:4:13: switches[0].config: DIR/eth9.json: " + noInterface},
+		{desc: "lab: a switch's startup file with a value out of range",
+			args: labAt("lab-startup", "fabric-lab-n1.yaml", "scenario: "+sc+"\nswitches:\n  - name: n1\n    config: "+n1Config+"\n"),
+			want: "lhcnp lab: switch n1: startup configuration DIR/lab-startup/switches/n1.json:26:56: " + alphaOutOfRange + correctIt},
+		{desc: "switch: a value of the initial configuration out of range", args: []string{"switch", "--insecure", "--state-dir", filepath.Join(dir, "switch-state"), "--config", write("switch-alpha.yaml", "switch: n1\nscenario: "+sc+"\nconfig: alpha0.json\n")},
+			want: "lhcnp switch: DIR/switch-alpha.yaml:3:9: config: DIR/alpha0.json:26:56: " + alphaOutOfRange},
+		{desc: "switch: a startup file the dataplane refuses", args: []string{"switch", "--insecure", "--state-dir", filepath.Join(dir, "switch-startup"), "--config", write("switch-n1.yaml", "switch: n1\nscenario: "+sc+"\n")},
+			want: "lhcnp switch: switch n1: startup configuration DIR/switch-startup/n1.json: " + noInterface + correctIt},
 		{desc: "switch: the initial configuration malformed", args: []string{"switch", "--insecure", "--state-dir", filepath.Join(dir, "switch-state"), "--config", write("switch.yaml", "switch: n1\nscenario: "+sc+"\nconfig: malformed.json\n")},
 			want: "lhcnp switch: DIR/switch.yaml:3:9: config: DIR/malformed.json:2:9: malformed JSON: invalid character 'x' looking for beginning of value"},
 	} {

@@ -132,7 +132,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := pgserver.FindBinaries(); err != nil && cfg.Postgres == "" {
 		return fmt.Errorf("%w (or give --postgres DSN)", err)
 	}
-	lc, err := labConfig(cfg, stderr)
+	lc, err := labConfig(ctx, cfg, stderr)
 	if err != nil {
 		return err
 	}
@@ -161,8 +161,11 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 // labConfig builds the lab from the fabric file: its switches all in this
-// process (no wires), its scenario with the looping traffic.
-func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
+// process (no wires), its scenario with the looping traffic. Each switch's
+// startup (in the state directory) or initial configuration is loaded as
+// the lab's start will load it (switchFile.checkConfigs): one refused is
+// the configuration's mistake, said before the lab starts.
+func labConfig(ctx context.Context, cfg labFile, stderr io.Writer) (lab.Config, error) {
 	f, fcc, err := loadSwitchFile(cfg.Fabric)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -217,6 +220,11 @@ func labConfig(cfg labFile, stderr io.Writer) (lab.Config, error) {
 			tuned = append(tuned, tuner.SwitchConfig{Name: s.Name, Interfaces: ifaces})
 		}
 		fc.Switches = append(fc.Switches, fsw)
+	}
+	check := fc
+	check.StartupDir = lab.StartupDir(cfg.StateDir)
+	if err := f.checkConfigs(ctx, check, fcc); err != nil {
+		return lab.Config{}, err
 	}
 	// Queues and interfaces sampled every second (the dashboard's and the
 	// tuner's resolution); the flow table, larger, every five.

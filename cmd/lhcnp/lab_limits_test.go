@@ -42,7 +42,7 @@ max_streams_per_connection: 3
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc, err := labConfig(*lf, io.Discard)
+	lc, err := labConfig(context.Background(), *lf, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -507,7 +507,7 @@ func TestLabTunerConfig(t *testing.T) {
 		if err != nil {
 			return lab.Config{}, err
 		}
-		return labConfig(*lf, io.Discard)
+		return labConfig(context.Background(), *lf, io.Discard)
 	}
 
 	def, err := config()

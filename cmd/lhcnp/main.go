@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/lhcnp/lhcnp/internal/cliconf"
+	"github.com/lhcnp/lhcnp/server/fabric"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand name.
@@ -103,10 +104,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // exitStatus is the exit status of a command's error: 2 for a usage error
-// or one of the configuration, 1 for the others.
+// or one of the configuration (a switch's startup or initial
+// configuration that fabric.Check refuses is one), 1 for the others.
 func exitStatus(err error) int {
 	var ue usageError
 	if errors.As(err, &ue) || errors.Is(err, cliconf.ErrConfig) {
+		return 2
+	}
+	if _, ok := errors.AsType[*fabric.ConfigError](err); ok {
 		return 2
 	}
 	return 1

@@ -180,6 +180,21 @@ func (f *switchFile) readConfig(s fileSwitch, cc *cliconf.Config) ([]byte, error
 	return data, nil
 }
 
+// checkConfigs loads the startup or initial configuration of each switch
+// of fc, f's, as the fabric will at its start (fabric.Check): one it
+// refuses is a mistake of the configuration (exit status 2, exitStatus),
+// an initial configuration's at the key that names its file, as
+// readConfig's are, a startup file's (no key names it) in the fabric's
+// words. The fabric's start said them after everything else had started,
+// a failure (exit status 1).
+func (f *switchFile) checkConfigs(ctx context.Context, fc fabric.Config, cc *cliconf.Config) error {
+	err := fabric.Check(ctx, fc)
+	if ce, ok := errors.AsType[*fabric.ConfigError](err); ok && !ce.Startup {
+		return fileOfKeyError(cc, f.switchKey(ce.Switch, "config"), ce.Err)
+	}
+	return err
+}
+
 // missingFlagError is a usage error for a flag the command line lacks,
 // printed after the usage (parseSwitchArgs); resolve's other usage
 // errors (a refused combination, a bad value of a flag or a variable)
@@ -545,20 +560,23 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		cfg.Switches = append(cfg.Switches, fsw)
 	}
-	wires, err := localWires(sc, f, run, cc)
-	if err != nil {
+	if cfg.Wires, err = localWires(sc, f, run, cc); err != nil {
 		return err
 	}
-	for _, w := range wires {
-		if f.Capture != "" {
+	// Before anything starts (a capture file, the line on users, a
+	// listener): the fabric would refuse them at its start, as a failure.
+	if err := f.checkConfigs(ctx, cfg, cc); err != nil {
+		return err
+	}
+	if f.Capture != "" {
+		for i, w := range cfg.Wires {
 			pf, err := os.Create(filepath.Join(f.Capture, w.Link+".pcap"))
 			if err != nil {
 				return err
 			}
 			defer pf.Close()
-			w.Capture = pf
+			cfg.Wires[i].Capture = pf
 		}
-		cfg.Wires = append(cfg.Wires, w)
 	}
 
 	var u *auth.Users

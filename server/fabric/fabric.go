@@ -18,8 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -159,40 +161,13 @@ func (f *Fabric) stage(name string) {
 // (errors.As) whose Served and Wired are indices in cfg.Switches and
 // cfg.Wires, so a caller names its own key.
 func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
-	if cfg.Scenario == nil || len(cfg.Switches) == 0 {
-		return nil, errors.New("fabric: need a scenario and at least one switch")
-	}
-	if cfg.Speed == 0 {
-		cfg.Speed = 1
-	}
-	if !(cfg.Speed > 0) {
-		return nil, fmt.Errorf("fabric: speed %g must be positive", cfg.Speed)
-	}
-	if cfg.Speed < dataplane.MinSpeed || cfg.Speed > dataplane.MaxSpeed {
-		// The engine-speed leaf could not hold it.
-		return nil, fmt.Errorf("fabric: speed %g outside %g..%g", cfg.Speed, dataplane.MinSpeed, dataplane.MaxSpeed)
-	}
-	if cfg.PublishInterval <= 0 {
-		cfg.PublishInterval = dataplane.DefaultInterval
-	}
-	if cfg.TargetDefinedInterval <= 0 {
-		cfg.TargetDefinedInterval = subscribe.DefaultTargetDefinedInterval
+	n, err := build(&cfg)
+	if err != nil {
+		return nil, err
 	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
-	}
-	served := make([]dataplane.Served, len(cfg.Switches))
-	for i, s := range cfg.Switches {
-		served[i] = dataplane.Served{Name: s.Name, Interfaces: s.Interfaces}
-	}
-	var wired []string
-	for _, w := range cfg.Wires {
-		wired = append(wired, w.Link)
-	}
-	n, err := dataplane.BuildNetwork(cfg.Scenario, served, dataplane.BuildOptions{Wired: wired})
-	if err != nil {
-		return nil, err
 	}
 	f := &Fabric{cfg: cfg, net: n, log: log}
 	defer func() {
@@ -200,11 +175,9 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 			f.Close()
 		}
 	}()
-	sch := cfg.Schema
-	if sch == nil {
-		if sch, err = schema.New(); err != nil {
-			return nil, err
-		}
+	sch, err := schemaOf(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Metrics != nil {
 		cfg.Metrics.SetEngineLagFunc(f.EngineLag)
@@ -281,6 +254,126 @@ func New(ctx context.Context, cfg Config) (_ *Fabric, err error) {
 	return f, nil
 }
 
+// build checks cfg, sets its defaults and builds its network: New's and
+// Check's start.
+func build(cfg *Config) (*dataplane.Network, error) {
+	if cfg.Scenario == nil || len(cfg.Switches) == 0 {
+		return nil, errors.New("fabric: need a scenario and at least one switch")
+	}
+	if cfg.Speed == 0 {
+		cfg.Speed = 1
+	}
+	if !(cfg.Speed > 0) {
+		return nil, fmt.Errorf("fabric: speed %g must be positive", cfg.Speed)
+	}
+	if cfg.Speed < dataplane.MinSpeed || cfg.Speed > dataplane.MaxSpeed {
+		// The engine-speed leaf could not hold it.
+		return nil, fmt.Errorf("fabric: speed %g outside %g..%g", cfg.Speed, dataplane.MinSpeed, dataplane.MaxSpeed)
+	}
+	if cfg.PublishInterval <= 0 {
+		cfg.PublishInterval = dataplane.DefaultInterval
+	}
+	if cfg.TargetDefinedInterval <= 0 {
+		cfg.TargetDefinedInterval = subscribe.DefaultTargetDefinedInterval
+	}
+	served := make([]dataplane.Served, len(cfg.Switches))
+	for i, s := range cfg.Switches {
+		served[i] = dataplane.Served{Name: s.Name, Interfaces: s.Interfaces}
+	}
+	var wired []string
+	for _, w := range cfg.Wires {
+		wired = append(wired, w.Link)
+	}
+	return dataplane.BuildNetwork(cfg.Scenario, served, dataplane.BuildOptions{Wired: wired})
+}
+
+// schemaOf is the schema cfg's targets serve.
+func schemaOf(cfg Config) (*schema.Schema, error) {
+	if cfg.Schema != nil {
+		return cfg.Schema, nil
+	}
+	return schema.New()
+}
+
+// ConfigError is a switch's startup or initial configuration that does
+// not load: not JSON, or a value the schema or the dataplane refuses. It
+// is the configuration's fault, not a failure of the start: Check returns
+// it, so that a command refuses the configuration before it starts
+// anything (lhcnp's exit status 2).
+type ConfigError struct {
+	// Switch is the switch whose configuration it is.
+	Switch string
+	// Startup is true for the switch's startup file (Config.StartupDir),
+	// false for its initial configuration (Switch.Config).
+	Startup bool
+	// Err names the file, the line and column of the member at fault and
+	// its path (startup.Locate).
+	Err error
+}
+
+// Error is New's message for the same configuration.
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("switch %s: %v", e.Switch, configLoadError(e.Startup, e.Err))
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// configLoadError is err, loading a switch's startup (startup true) or
+// initial configuration, as New and Check say it.
+func configLoadError(startup bool, err error) error {
+	if startup {
+		return fmt.Errorf("startup configuration %w (correct or remove the file, or start with --ignore-startup to start from the initial configuration)", err)
+	}
+	return fmt.Errorf("initial configuration %w", err)
+}
+
+// Check loads each switch's configuration as New will, its startup file
+// (Config.StartupDir, unless IgnoreStartup) or else its initial Config,
+// into a switch built for the check alone: nothing listens, and no file is
+// locked, written or removed. A configuration that does not load is a
+// *ConfigError (errors.As) with New's message, so that a command tells
+// the configuration's mistakes from failures of the start (New's errors
+// are both) and refuses them before it starts anything. A startup file
+// that cannot be read is a plain error, as it is New's.
+func Check(ctx context.Context, cfg Config) error {
+	n, err := build(&cfg)
+	if err != nil {
+		return err
+	}
+	sch, err := schemaOf(cfg)
+	if err != nil {
+		return err
+	}
+	for i, s := range cfg.Switches {
+		name, data, fromStartup := s.ConfigName, s.Config, false
+		if cfg.StartupDir != "" && !cfg.IgnoreStartup {
+			// Read, not startup.File.Read: that removes the temporary
+			// files of a write, which a switch holding the file may be
+			// making.
+			path := startup.FileName(cfg.StartupDir, s.Name)
+			b, err := os.ReadFile(path)
+			switch {
+			case err == nil:
+				name, data, fromStartup = path, b, true
+			case !errors.Is(err, fs.ErrNotExist):
+				return fmt.Errorf("switch %s: startup configuration: %w", s.Name, err)
+			}
+		}
+		if !fromStartup && len(data) == 0 {
+			continue
+		}
+		sw := n.Switches[i]
+		h := service.NewHandler(sch, store.New(), dataplane.NewBinding(sw.Group, sw.Node, sw.Ports, dataplane.WithSpeed(cfg.Speed)))
+		if err := loadJSON(ctx, h, name, data); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &ConfigError{Switch: s.Name, Startup: fromStartup, Err: err}
+		}
+	}
+	return nil
+}
+
 // loadConfig applies a switch's configuration at start: its startup file
 // when it has one (and ignore is false), else its initial Config (which is
 // then persisted), else none. A startup file that does not load is an
@@ -293,14 +386,14 @@ func loadConfig(ctx context.Context, h *service.Handler, pub *dataplane.Publishe
 		}
 		if ok {
 			if err := loadJSON(ctx, h, sf.Path(), data); err != nil {
-				return fmt.Errorf("startup configuration %w (correct or remove the file, or start with --ignore-startup to start from the initial configuration)", err)
+				return configLoadError(true, err)
 			}
 			return nil
 		}
 	}
 	if len(s.Config) > 0 {
 		if err := loadJSON(ctx, h, s.ConfigName, s.Config); err != nil {
-			return fmt.Errorf("initial configuration %w", err)
+			return configLoadError(false, err)
 		}
 		return nil
 	}

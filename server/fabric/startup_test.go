@@ -24,13 +24,31 @@ const wanQ0 = "/lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/a
 // configuration and the startup files in dir.
 func startN1(t *testing.T, dir string, ignore bool) (*Fabric, error) {
 	t.Helper()
-	f, err := New(context.Background(), Config{Scenario: loadLab(t), Schema: labSchema, Speed: 0.02, StartupDir: dir, IgnoreStartup: ignore,
-		TargetOptions: []service.Option{service.WithInsecure()},
-		Switches:      []Switch{{Name: "n1", Listen: "127.0.0.1:0", Config: readFile(t, "../../examples/lab-n1.json"), ConfigName: "lab-n1.json"}}})
+	f, err := New(context.Background(), n1Config(t, dir, ignore, readFile(t, "../../examples/lab-n1.json")))
 	if err == nil {
 		t.Cleanup(f.Close)
 	}
 	return f, err
+}
+
+// n1Config is a fabric of n1 with the initial configuration initial
+// (lab-n1.json) and the startup files in dir.
+func n1Config(t *testing.T, dir string, ignore bool, initial []byte) Config {
+	return Config{Scenario: loadLab(t), Schema: labSchema, Speed: 0.02, StartupDir: dir, IgnoreStartup: ignore,
+		TargetOptions: []service.Option{service.WithInsecure()},
+		Switches:      []Switch{{Name: "n1", Listen: "127.0.0.1:0", Config: initial, ConfigName: "lab-n1.json"}}}
+}
+
+// checkLikeNew checks that Check refuses cfg as New refused it (newErr):
+// a *ConfigError of n1's startup file (startup) or initial configuration,
+// with New's message, so that a command can refuse it before it starts.
+func checkLikeNew(t *testing.T, cfg Config, newErr error, startup bool) {
+	t.Helper()
+	err := Check(context.Background(), cfg)
+	ce, ok := errors.AsType[*ConfigError](err)
+	if !ok || ce.Switch != "n1" || ce.Startup != startup || err.Error() != newErr.Error() {
+		t.Errorf("Check: %v (%T)\nwant a *ConfigError of n1 (startup %v) saying New's\n%v", err, err, startup, newErr)
+	}
 }
 
 func alphaPath(t *testing.T) *gnmi.Path {
@@ -193,6 +211,10 @@ func TestBadStartupFile(t *testing.T) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
 			}
+			checkLikeNew(t, n1Config(t, dir, false, readFile(t, "../../examples/lab-n1.json")), err, true)
+			if err := Check(context.Background(), n1Config(t, dir, true, readFile(t, "../../examples/lab-n1.json"))); err != nil {
+				t.Errorf("Check ignoring the bad file: %v", err)
+			}
 			// The file is left as it was, for the operator to read.
 			if diff := cmp.Diff(tt.file, string(readFile(t, file))); diff != "" {
 				t.Errorf("bad file changed (-before +after):\n%s", diff)
@@ -215,12 +237,63 @@ func TestBadStartupFile(t *testing.T) {
 func TestBadInitialConfig(t *testing.T) {
 	good := readFile(t, "../../examples/lab-n1.json")
 	bad := strings.Replace(string(good), `"alpha": "1.0"`, `"alpha": "0"`, 1)
-	_, err := New(context.Background(), Config{Scenario: loadLab(t), Speed: 0.02,
-		TargetOptions: []service.Option{service.WithInsecure()},
-		Switches:      []Switch{{Name: "n1", Listen: "127.0.0.1:0", Config: []byte(bad), ConfigName: "lab-n1.json"}}})
+	_, err := New(context.Background(), n1Config(t, "", false, []byte(bad)))
 	want := "switch n1: initial configuration lab-n1.json:26:56: lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/alpha: 0 is outside the range 0.001..1000.000 of its type"
 	if err == nil || err.Error() != want {
-		t.Errorf("New: %v\nwant %s", err, want)
+		t.Fatalf("New: %v\nwant %s", err, want)
+	}
+	checkLikeNew(t, n1Config(t, "", false, []byte(bad)), err, false)
+	// With a startup file, that is what loads: the initial configuration
+	// is not checked (New does not load it).
+	dir := t.TempDir()
+	if err := os.WriteFile(startup.FileName(dir, "n1"), good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(context.Background(), n1Config(t, dir, false, []byte(bad))); err != nil {
+		t.Errorf("Check with a good startup file: %v", err)
+	}
+}
+
+// TestCheckChangesNothing: Check loads the configurations without a
+// trace: a state directory that does not exist is not made, a startup
+// file and a write in progress beside it (its temporary file) are left,
+// no lock is taken; and a good configuration passes.
+func TestCheckChangesNothing(t *testing.T) {
+	good := readFile(t, "../../examples/lab-n1.json")
+	none := filepath.Join(t.TempDir(), "none")
+	if err := Check(context.Background(), n1Config(t, none, false, good)); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if _, err := os.Stat(none); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Check made the state directory: %v", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(startup.FileName(dir, "n1"), good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	temp := filepath.Join(dir, ".n1.json.tmp-1") // atomicfile.TempPrefix
+	if err := os.WriteFile(temp, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(context.Background(), n1Config(t, dir, false, good)); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	after, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(es []os.DirEntry) (n []string) {
+		for _, e := range es {
+			n = append(n, e.Name())
+		}
+		return n
+	}
+	if diff := cmp.Diff(names(before), names(after)); diff != "" {
+		t.Errorf("Check changed the state directory (-before +after):\n%s", diff)
 	}
 }
 
@@ -239,6 +312,9 @@ func TestBadStartupPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := startN1(t, dir, false)
+	if err != nil {
+		checkLikeNew(t, n1Config(t, dir, false, readFile(t, "../../examples/lab-n1.json")), err, true)
+	}
 	want := "switch n1: startup configuration " + path + ":4:45: validation: /lhcnp/rate-advice/policies/policy[name=p1]/config/source-prefix: " +
 		`"10.0.0.0/33" does not match regular expression pattern "^(((:|[0-9a-fA-F]{0,4}):)([0-9a-fA-F]{0,4}:){0,5}((([0-9a-fA-F]{0,4}:)?(:|[0-9a-fA-F]{0,4}))|(((25[0-5]|2[0-4][0-9]|[01]?[0-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|[01]?[0-9]?[0-9])))(/(([0-9])|([0-9]{2})|(1[0-1][0-9])|(12[0-8]))))$"` +
 		" (correct or remove the file, or start with --ignore-startup to start from the initial configuration)"
