@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/lhcnp/lhcnp/internal/cliconf"
+	"github.com/lhcnp/lhcnp/internal/errline"
 )
 
 // cmdLine is the command line of one of lhcnp's configured commands (collector,
@@ -100,6 +103,18 @@ func badValue(cc *cliconf.Config, path, key string, v any, why string) error {
 		return usageError{fmt.Sprintf("%s %v (%s): %s", key, v, o, why)}
 	}
 	return usageError{fmt.Sprintf("%s %v: %s", key, v, why)}
+}
+
+// dsnError is why dsn, the PostgreSQL connection string of key, does not
+// parse as the pool that uses it parses it (pgxpool.ParseConfig, as
+// collector.Check the collector's db.dsn): "KEY: cannot parse `DSN`: ...",
+// one line, the password hidden (by pgx), for the command's cc.Locate to
+// name where it came from (exit status 2). nil when it parses.
+func dsnError(key, dsn string) error {
+	if _, err := pgxpool.ParseConfig(dsn); err != nil {
+		return fmt.Errorf("%s: %s", key, errline.String(err))
+	}
+	return nil
 }
 
 // parseFlagsOnly parses the flags of a command that takes no positional

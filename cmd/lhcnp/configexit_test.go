@@ -247,6 +247,63 @@ func TestCollectorDSNExitStatus(t *testing.T) {
 	}
 }
 
+// TestDSNExitStatus: a PostgreSQL connection string that does not parse,
+// of every command but the collector's (TestCollectorDSNExitStatus) and
+// from each source, is refused while the configuration is loaded, named
+// where it came from (the file's line and column, the flag, the
+// variable), exit status 2, the password hidden (pgx). The tuner's (and
+// the lab's --postgres) was refused by the pool at start, exit status 1,
+// naming the key only (the lab's after it had started); migrate's named
+// the file without its line and column.
+func TestDSNExitStatus(t *testing.T) {
+	const dsn = "postgres://u:secret@h:notaport/db"
+	const why = "cannot parse `postgres://u:xxxxx@h:notaport/db`: invalid port"
+	write := fileWriter(t, t.TempDir())
+	switches := "switches:\n  - {name: n1, address: 127.0.0.1:1, insecure: true}\n"
+	tunerFile := write("tuner.yaml", "db: "+dsn+"\n"+switches)
+	tunerNoDB := write("tuner-no-db.yaml", switches)
+	migrateFile := write("migrate.yaml", "db:\n  dsn: "+dsn+"\n")
+	labFile := write("lab.yaml", "postgres: "+dsn+"\n")
+	hold := []string{"--target", "n1", "--interface", "wan", "--queue", "0"}
+	// The lab otherwise ready to start, on free ports: it started, and
+	// failed at the database.
+	lab := func(args ...string) []string {
+		return append([]string{"lab", "--fabric", "../../examples/lab.yaml", "--state-dir", t.TempDir(), "--http", "127.0.0.1:0",
+			"--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--northbound", "127.0.0.1:0"}, args...)
+	}
+	for _, tt := range []struct {
+		desc string
+		args []string
+		env  string // NAME=VALUE, if any
+		want string
+	}{
+		{desc: "tuner: file", args: []string{"tuner", "--config", tunerFile}, want: "lhcnp tuner: " + tunerFile + ":1:5: db: " + why},
+		{desc: "tuner: flag", args: []string{"tuner", "--config", tunerNoDB, "--db", dsn}, want: "lhcnp tuner: --db: db: " + why},
+		{desc: "tuner: variable", args: []string{"tuner", "--config", tunerNoDB}, env: "LHCNP_TUNER_DB=" + dsn, want: "lhcnp tuner: LHCNP_TUNER_DB: db: " + why},
+		{desc: "tuner hold: file", args: append([]string{"tuner", "hold", "--config", tunerFile}, hold...), want: "lhcnp tuner hold: " + tunerFile + ":1:5: db: " + why},
+		{desc: "tuner release: flag", args: append([]string{"tuner", "release", "--db", dsn}, hold...), want: "lhcnp tuner release: --db: db: " + why},
+		{desc: "migrate: file", args: []string{"migrate", "status", "--config", migrateFile}, want: "lhcnp migrate: " + migrateFile + ":2:8: db.dsn: " + why},
+		{desc: "migrate: flag", args: []string{"migrate", "status", "--db.dsn", dsn}, want: "lhcnp migrate: --db.dsn: db.dsn: " + why},
+		{desc: "migrate: the older flag", args: []string{"migrate", "status", "--db", dsn}, want: "lhcnp migrate: --db: db.dsn: " + why},
+		{desc: "migrate: variable", args: []string{"migrate", "status"}, env: "LHCNP_MIGRATE_DB_DSN=" + dsn, want: "lhcnp migrate: LHCNP_MIGRATE_DB_DSN: db.dsn: " + why},
+		{desc: "migrate: the older variable", args: []string{"migrate", "status"}, env: "LHCNP_DB=" + dsn, want: "lhcnp migrate: LHCNP_DB: db.dsn: " + why},
+		{desc: "lab: file", args: lab("--config", labFile), want: "lhcnp lab: " + labFile + ":1:11: postgres: " + why},
+		{desc: "lab: flag", args: lab("--postgres", dsn), want: "lhcnp lab: --postgres: postgres: " + why},
+		{desc: "lab: variable", args: lab(), env: "LHCNP_LAB_POSTGRES=" + dsn, want: "lhcnp lab: LHCNP_LAB_POSTGRES: postgres: " + why},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if name, value, ok := strings.Cut(tt.env, "="); ok {
+				t.Setenv(name, value)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			if got := strings.TrimSuffix(stderr.String(), "\n"); code != 2 || got != tt.want {
+				t.Errorf("lhcnp %s: exit status %d, stderr\n%s\nwant exit status 2 and\n%s", strings.Join(tt.args, " "), code, got, tt.want)
+			}
+		})
+	}
+}
+
 // TestBadFlagOnce: a flag unknown, or its value not of its type, is said
 // once, in the one line of every configuration error, and nothing else is
 // printed (as gnmic says "Error: unknown flag: --nope" alone); the flag

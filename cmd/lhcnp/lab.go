@@ -108,6 +108,12 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	case cfg.PostgresPort < 0 || cfg.PostgresPort > 65535:
 		return bad("postgres_port", cfg.PostgresPort, "want 0-65535")
 	}
+	// Not with bad: the value would show the DSN's password.
+	if cfg.Postgres != "" {
+		if err := dsnError("postgres", cfg.Postgres); err != nil {
+			return nil, c.cc.Locate(err)
+		}
+	}
 	return &cfg, nil
 }
 

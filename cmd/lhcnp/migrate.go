@@ -36,9 +36,10 @@ type migrateDB struct {
 type migrateArgs struct {
 	action  string // up, down or status
 	mf      migrateFile
-	dsnFrom string        // where db.dsn came from, for messages
-	keep    time.Duration // the retention, when mf.Retention is set
-	upSteps bool          // steps was given: up applies that many, not all
+	dsnFrom string          // where db.dsn came from, for messages
+	conn    *pgx.ConnConfig // db.dsn parsed
+	keep    time.Duration   // the retention, when mf.Retention is set
+	upSteps bool            // steps was given: up applies that many, not all
 }
 
 // parseMigrate parses lhcnp migrate's arguments: the action, then every
@@ -79,6 +80,12 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 	if mf.DB.DSN == "" {
 		return nil, c.usageError(a.dsnFrom + ": a connection string is required (--db.dsn or --db, LHCNP_MIGRATE_DB_DSN or LHCNP_DB)")
 	}
+	// A DSN that does not parse is named where it came from, as the
+	// collector's is (FILE:2:8: db.dsn: cannot parse ...; its password
+	// hidden, by pgx).
+	if a.conn, err = pgx.ParseConfig(mf.DB.DSN); err != nil {
+		return nil, c.cc.Locate(fmt.Errorf("db.dsn: %s", errline.String(err)))
+	}
 	if mf.Steps < 1 {
 		return nil, usageError{fmt.Sprintf("--steps %d: want 1 or more", mf.Steps)}
 	}
@@ -103,11 +110,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	mf, action, dsnFrom, keep, upSteps := a.mf, a.action, a.dsnFrom, a.keep, a.upSteps
-	cfg, err := pgx.ParseConfig(mf.DB.DSN)
-	if err != nil {
-		return usageError{fmt.Sprintf("%s: %v", dsnFrom, err)}
-	}
+	mf, action, dsnFrom, keep, upSteps, cfg := a.mf, a.action, a.dsnFrom, a.keep, a.upSteps, a.conn
 	ctx, cancel := context.WithTimeout(ctx, mf.Timeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg)

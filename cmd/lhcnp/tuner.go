@@ -49,7 +49,13 @@ func parseTuner(args []string, environ func() []string, stderr io.Writer) (*tune
 		return nil, err
 	}
 	a.config = c.config
-	if err := a.cfg.Validate(); err != nil {
+	// db is parsed here, not by the pool at start (a failure then, exit
+	// status 1): a DSN that does not parse is the configuration's mistake.
+	var dsnErr error
+	if a.cfg.DB != "" {
+		dsnErr = dsnError("db", a.cfg.DB)
+	}
+	if err := errors.Join(a.cfg.Validate(), dsnErr); err != nil {
 		// Each problem with the file's line of its key, or the variable
 		// or flag that set it.
 		return nil, c.cc.Locate(err)

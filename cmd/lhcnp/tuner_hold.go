@@ -69,6 +69,9 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 	if a.cfg.DB == "" {
 		return nil, c.usageError("db: missing: give --config FILE (the tuner's) or --db DSN (the lab prints its postgresql)")
 	}
+	if err := dsnError("db", a.cfg.DB); err != nil {
+		return nil, c.cc.Locate(err)
+	}
 	if len(a.cfg.Switches) > 0 && !slices.ContainsFunc(a.cfg.Switches, func(s tuner.SwitchConfig) bool { return s.Name == a.target }) {
 		var names []string
 		for _, s := range a.cfg.Switches {
