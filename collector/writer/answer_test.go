@@ -64,6 +64,7 @@ func TestCommitAnswerLost(t *testing.T) {
 					name += ", the writer stopped before the retry"
 				}
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					ctx := context.Background()
 					check, dsn := db.new(t)
 					cut := &cutter{batch: commitPipeline, at: map[int]cutAt{1: afterCommit}}

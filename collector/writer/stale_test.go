@@ -822,6 +822,7 @@ func mergedOnce(t *testing.T, pool *pgxpool.Pool, m *collectormetrics.Metrics, s
 // (merged, duplicates, stale_epoch), none replayed, each dead letter written
 // and counted once.
 func TestCitusStaleMergeCoordinatorCrash(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	const n = staleSeries
 	ctx := context.Background()
 	// No commit waits for a standby but the merge's, which asks for it.
