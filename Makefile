@@ -54,7 +54,8 @@ citus-soak:
 	set -o pipefail; LHCNP_CITUS_SOAK=$${CITUS_SOAK:-10m} $(GO) test -count=1 -timeout 0 -v -run '^TestCitusFaults$$' ./collector/ 2>&1 | \
 		grep --line-buffered -v 'level=' | tee citus-soak.txt
 
-# Everything CI checks, in about ten minutes on two cores.
+# Everything CI checks, in about twelve minutes on two cores (a clean clone of
+# main, quiet machine, 2026-12-06: fuzz-short 2.2, race 3.6, unit 6.1 minutes).
 test: deps fmt-check vet check-gen yanglint fuzz-short race unit
 
 # citus: the Citus tests (internal/pgtest.NewCitus) fail rather than skip
