@@ -191,14 +191,14 @@ func TestConfigErrorExitStatusOfFiles(t *testing.T) {
 				"DIR/switch-scenario.yaml:2:11: scenario: DIR/bad-scenario.yaml:1:1: topology: missing required field\n" +
 				"DIR/switch-scenario.yaml:2:11: scenario: DIR/bad-scenario.yaml:2:1: bogus: unknown field (want one of: name, description, seed, duration, sample_interval, topology, queue, mechanism, dcqcn, nic, traffic, events, tuner)"},
 		{desc: "lab: a switch's initial configuration the dataplane refuses", args: lab("fabric-eth9.yaml", "scenario: "+sc+"\nswitches:\n  - name: n1\n    config: eth9.json\n"),
-			want: "lhcnp lab: DIR/fabric-eth9.yaml:4:13: switches[0].config: DIR/eth9.json: " + noInterface},
+			want: "lhcnp lab: DIR/fabric-eth9.yaml:4:13: switches[0].config: DIR/eth9.json:1:47: " + noInterface},
 		{desc: "lab: a switch's startup file with a value out of range",
 			args: labAt("lab-startup", "fabric-lab-n1.yaml", "scenario: "+sc+"\nswitches:\n  - name: n1\n    config: "+n1Config+"\n"),
 			want: "lhcnp lab: switch n1: startup configuration DIR/lab-startup/switches/n1.json:26:56: " + alphaOutOfRange + correctIt},
 		{desc: "switch: a value of the initial configuration out of range", args: []string{"switch", "--insecure", "--state-dir", filepath.Join(dir, "switch-state"), "--config", write("switch-alpha.yaml", "switch: n1\nscenario: "+sc+"\nconfig: alpha0.json\n")},
 			want: "lhcnp switch: DIR/switch-alpha.yaml:3:9: config: DIR/alpha0.json:26:56: " + alphaOutOfRange},
 		{desc: "switch: a startup file the dataplane refuses", args: []string{"switch", "--insecure", "--state-dir", filepath.Join(dir, "switch-startup"), "--config", write("switch-n1.yaml", "switch: n1\nscenario: "+sc+"\n")},
-			want: "lhcnp switch: switch n1: startup configuration DIR/switch-startup/n1.json: " + noInterface + correctIt},
+			want: "lhcnp switch: switch n1: startup configuration DIR/switch-startup/n1.json:1:47: " + noInterface + correctIt},
 		{desc: "switch: the initial configuration malformed", args: []string{"switch", "--insecure", "--state-dir", filepath.Join(dir, "switch-state"), "--config", write("switch.yaml", "switch: n1\nscenario: "+sc+"\nconfig: malformed.json\n")},
 			want: "lhcnp switch: DIR/switch.yaml:3:9: config: DIR/malformed.json:2:9: malformed JSON: invalid character 'x' looking for beginning of value"},
 	} {

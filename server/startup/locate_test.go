@@ -49,6 +49,8 @@ func TestCheckAndLocate(t *testing.T) {
 			want: "f.json:4:21: /lhcnp/interfaces/interface[name=a]/config/kmax: must be set"},
 		{desc: "a path of the schema's validation", data: doc, err: errors.New("validation: /lhcnp/interfaces/interface[name=b]/config/rtt-est: bad"),
 			want: "f.json:5:32: validation: /lhcnp/interfaces/interface[name=b]/config/rtt-est: bad"},
+		{desc: "a path the dataplane refuses", data: doc, err: errors.New("rejected by the dataplane: /lhcnp/interfaces/interface[name=b]: no such interface on this switch (interfaces: a): invalid configuration"),
+			want: "f.json:5:7: rejected by the dataplane: /lhcnp/interfaces/interface[name=b]: no such interface on this switch (interfaces: a): invalid configuration"},
 		{desc: "no path", data: doc, err: errors.New("it failed: badly"), want: "f.json: it failed: badly"},
 		{desc: "an entry the document lacks", data: doc, err: &schema.ValueError{Path: "lhcnp/interfaces/interface[name=c]/config", Reason: "bad"},
 			want: "f.json:3:20: lhcnp/interfaces/interface[name=c]/config: bad"},

@@ -134,9 +134,9 @@ func Check(name string, data []byte) error {
 // Locate puts "name:LINE:COL: " in front of err, an error of loading
 // data (the file name): the line of the member at the path err names (a
 // schema.ValueError's, or the path its message starts with, after
-// "validation: " if it is there), or of the nearest enclosing member the
-// document has (a leaf a rule wants set, and that is missing); "name: "
-// alone when it names none.
+// "validation: " or "rejected by the dataplane: " if it is there), or of
+// the nearest enclosing member the document has (a leaf a rule wants set,
+// and that is missing); "name: " alone when it names none.
 func Locate(name string, data []byte, err error) error {
 	if err == nil {
 		return nil
@@ -145,9 +145,9 @@ func Locate(name string, data []byte, err error) error {
 	var ve *schema.ValueError
 	if errors.As(err, &ve) {
 		path = ve.Path
-	} else if p, _, ok := strings.Cut(strings.TrimPrefix(err.Error(), "validation: "), ": "); ok && strings.Contains(p, "/") && !strings.ContainsAny(p, " \t") {
-		// "validation: PATH: ": the schema's refusal of the whole
-		// configuration (gnmi/service), the path with its keys.
+	} else if p, _, ok := strings.Cut(trimMessagePrefix(err.Error()), ": "); ok && strings.Contains(p, "/") && !strings.ContainsAny(p, " \t") {
+		// "PREFIX: PATH: ": gnmi/service's refusal of the whole
+		// configuration, the path with its keys.
 		path = p
 	}
 	for p := path; p != ""; p = parentPath(p) {
@@ -156,6 +156,19 @@ func Locate(name string, data []byte, err error) error {
 		}
 	}
 	return &locatedError{where: name, err: err}
+}
+
+// trimMessagePrefix is msg without the words with which gnmi/service
+// begins its refusal of a configuration it loads, before the path at
+// fault: the schema's validation, or the dataplane's refusal (an
+// interface the switch lacks).
+func trimMessagePrefix(msg string) string {
+	for _, p := range [...]string{"validation: ", "rejected by the dataplane: "} {
+		if rest, ok := strings.CutPrefix(msg, p); ok {
+			return rest
+		}
+	}
+	return msg
 }
 
 // parentPath is path without its last element, a list entry's
