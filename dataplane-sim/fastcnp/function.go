@@ -2,7 +2,6 @@ package fastcnp
 
 import (
 	"fmt"
-	"net/netip"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/mechanism"
@@ -116,12 +115,7 @@ func (f *Function) Configure(cfg any, lc lhcnp.Config) error {
 // Fast CNP, trusting the switch's address and c's source address, with
 // c's code points.
 func (f *Function) receiverConfig(c Config) ReceiverConfig {
-	var acl []netip.Prefix
-	for _, a := range []netip.Addr{f.node.Switch().Addr(), c.SourceAddress} {
-		if a.IsValid() {
-			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
-		}
-	}
+	acl := mechanism.AccessList(f.node.Switch().Addr(), c.SourceAddress)
 	return ReceiverConfig{Enabled: c.Enabled, AccessList: acl, CodePoints: c.CodePoints}
 }
 

@@ -18,6 +18,7 @@ package mechanism
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -403,4 +404,18 @@ func DetectionConfig(enabled bool, dscp, prio uint8, l Limits) lhcnp.Config {
 	q.Action.ResumeEnabled = false
 	q.Action.MaxFlowsPerTrigger = l.MaxFlowsPerTrigger
 	return lc
+}
+
+// AccessList is the access list of a mechanism's receivers that trust the
+// sources addrs (the switch's address, the configured source address): a
+// host prefix (/32 or /128) of each that is valid, in order; an unset
+// address (the zero netip.Addr) is left out.
+func AccessList(addrs ...netip.Addr) []netip.Prefix {
+	var acl []netip.Prefix
+	for _, a := range addrs {
+		if a.IsValid() {
+			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return acl
 }

@@ -341,3 +341,25 @@ func TestBesideSeveral(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessList: a host prefix of each valid address, in order; an unset
+// one left out.
+func TestAccessList(t *testing.T) {
+	for _, tt := range []struct {
+		desc  string
+		addrs []netip.Addr
+		want  []netip.Prefix
+	}{
+		{desc: "none"},
+		{desc: "unset", addrs: []netip.Addr{{}}},
+		{desc: "both families", addrs: []netip.Addr{netip.MustParseAddr("10.0.0.1"), {}, netip.MustParseAddr("2001:db8::1")},
+			want: []netip.Prefix{netip.MustParsePrefix("10.0.0.1/32"), netip.MustParsePrefix("2001:db8::1/128")}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			got := AccessList(tt.addrs...)
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+				t.Errorf("AccessList(%v) (-want, +got):\n%s", tt.addrs, diff)
+			}
+		})
+	}
+}

@@ -2,7 +2,6 @@ package rateadvice
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
@@ -78,12 +77,7 @@ func (f *Function) Remove() {
 // capable, trusting the switch's address and cfg's source address, with
 // cfg's code points.
 func receiverConfig(sw *netsim.Switch, cfg Config) ReceiverConfig {
-	var acl []netip.Prefix
-	for _, a := range []netip.Addr{sw.Addr(), cfg.SourceAddress} {
-		if a.IsValid() {
-			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
-		}
-	}
+	acl := mechanism.AccessList(sw.Addr(), cfg.SourceAddress)
 	return ReceiverConfig{Capable: true, AccessList: acl, CodePoints: cfg.CodePoints}
 }
 
