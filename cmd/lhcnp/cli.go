@@ -106,15 +106,25 @@ func badValue(cc *cliconf.Config, path, key string, v any, why string) error {
 }
 
 // dsnError is why dsn, the PostgreSQL connection string of key, does not
-// parse as the pool that uses it parses it (pgxpool.ParseConfig, as
-// collector.Check the collector's db.dsn): "KEY: cannot parse `DSN`: ...",
-// one line, the password hidden (by pgx), for the command's cc.Locate to
-// name where it came from (exit status 2). nil when it parses.
+// parse as the pool that uses it parses it (parseDSN). nil when it parses.
 func dsnError(key, dsn string) error {
-	if _, err := pgxpool.ParseConfig(dsn); err != nil {
-		return fmt.Errorf("%s: %s", key, errline.String(err))
+	_, err := parseDSN(key, dsn)
+	return err
+}
+
+// parseDSN parses dsn, the PostgreSQL connection string of key, as the
+// pool that uses it parses it (pgxpool.ParseConfig, as collector.Check
+// the collector's db.dsn), for the command to open its pool with
+// (pgxpool.NewWithConfig): the check and the use are the one parse. Its
+// error is "KEY: cannot parse `DSN`: ...", one line, the password hidden
+// (by pgx), for the command's cc.Locate to name where it came from (exit
+// status 2).
+func parseDSN(key, dsn string) (*pgxpool.Config, error) {
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", key, errline.String(err))
 	}
-	return nil
+	return pc, nil
 }
 
 // parseFlagsOnly parses the flags of a command that takes no positional

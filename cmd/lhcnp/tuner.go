@@ -17,6 +17,7 @@ import (
 // tunerArgs is lhcnp tuner's parsed and validated command line.
 type tunerArgs struct {
 	cfg     tuner.Config
+	pool    *pgxpool.Config // cfg.DB parsed (parseDSN)
 	config  string
 	once    bool
 	verbose bool
@@ -53,7 +54,7 @@ func parseTuner(args []string, environ func() []string, stderr io.Writer) (*tune
 	// status 1): a DSN that does not parse is the configuration's mistake.
 	var dsnErr error
 	if a.cfg.DB != "" {
-		dsnErr = dsnError("db", a.cfg.DB)
+		a.pool, dsnErr = parseDSN("db", a.cfg.DB)
 	}
 	if err := errors.Join(a.cfg.Validate(), dsnErr); err != nil {
 		// Each problem with the file's line of its key, or the variable
@@ -78,7 +79,7 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	warnGRPCBinaryLog(os.Getenv, stderr, "lhcnp tuner")
 	cfg := a.cfg
-	pool, err := pgxpool.New(ctx, cfg.DB)
+	pool, err := pgxpool.NewWithConfig(ctx, a.pool)
 	if err != nil {
 		return fmt.Errorf("db: %w", err)
 	}

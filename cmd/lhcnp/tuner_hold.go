@@ -18,6 +18,7 @@ import (
 type tunerHoldArgs struct {
 	action  string // hold or release
 	cfg     tuner.Config
+	pool    *pgxpool.Config // cfg.DB parsed (parseDSN)
 	target  string
 	iface   string
 	queue   int
@@ -69,7 +70,7 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 	if a.cfg.DB == "" {
 		return nil, c.usageError("db: missing: give --config FILE (the tuner's) or --db DSN (the lab prints its postgresql)")
 	}
-	if err := dsnError("db", a.cfg.DB); err != nil {
+	if a.pool, err = parseDSN("db", a.cfg.DB); err != nil {
 		return nil, c.cc.Locate(err)
 	}
 	if len(a.cfg.Switches) > 0 && !slices.ContainsFunc(a.cfg.Switches, func(s tuner.SwitchConfig) bool { return s.Name == a.target }) {
@@ -93,7 +94,7 @@ func runTunerHold(ctx context.Context, action string, args []string, stdout, std
 	if err != nil {
 		return err
 	}
-	pool, err := pgxpool.New(ctx, a.cfg.DB)
+	pool, err := pgxpool.NewWithConfig(ctx, a.pool)
 	if err != nil {
 		return fmt.Errorf("db: %w", err)
 	}
