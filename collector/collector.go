@@ -271,7 +271,7 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	}
 	c.w = writer.New(pool, c.sp, writer.WithQueueRows(cfg.Writer.QueueRows), writer.WithRetryMax(cfg.Writer.RetryMax),
 		writer.WithFencing(cfg.Leases.Enabled), writer.WithLogger(o.log.With("component", "writer")), writer.WithMetrics(c.m),
-		writer.WithRefusedFile(filepath.Join(cfg.StateDir, "dead_letters.jsonl")))
+		writer.WithRefusedFile(filepath.Join(cfg.StateDir, "dead_letters.jsonl")), writer.WithRefusedFileWarnBytes(cfg.Writer.RefusedFileWarnBytes))
 	c.lis = o.listener
 	if c.lis == nil && cfg.Metrics.Listen != "" {
 		if c.lis, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {

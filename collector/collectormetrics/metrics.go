@@ -127,6 +127,11 @@ type Metrics struct {
 	// writer's file (state_dir/dead_letters.jsonl), else dropped
 	// (DropDeadLetterRefused).
 	DeadLettersRefused prometheus.Counter
+	// RefusedFileBytes: the size of that file, read at start and after
+	// each line: the collector never rotates it (a rotation would lose
+	// rows), so a trigger that keeps refusing grows it until an operator
+	// moves it away.
+	RefusedFileBytes prometheus.Gauge
 
 	mu     sync.Mutex
 	states map[string]string
@@ -151,6 +156,8 @@ func New() *Metrics {
 			Help: "Rows PostgreSQL refused, stored in dead_letters with the error."}),
 		DeadLettersRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: Prefix + "dead_letters_refused_total",
 			Help: "Rows PostgreSQL refused whose dead letter it refused too: kept as lines of state_dir/dead_letters.jsonl (those that could not be are in dropped_rows_total{reason=dead_letter_refused})."}),
+		RefusedFileBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "refused_file_bytes",
+			Help: "Bytes of state_dir/dead_letters.jsonl (the rows of dead_letters_refused_total), at start and after each line: never rotated; past writer.refused_file_warn_bytes the collector logs a warning."}),
 		DroppedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "dropped_rows_total",
 			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch: rows of a stale batch the merge could not store; dead_letter_refused: refused rows whose dead letter was refused too and could not be kept in state_dir/dead_letters.jsonl; duplicate and stale_duplicate count values already stored, not a loss)."}, []string{"reason"}),
 		QueueRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_rows",
@@ -190,7 +197,7 @@ func New() *Metrics {
 		states: map[string]string{},
 	}
 	m.Registry.MustRegister(m.TargetState, m.Notifications, m.Resubscribes, m.RowsWritten, m.Batches,
-		m.DeadLetters, m.DeadLettersRefused, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
+		m.DeadLetters, m.DeadLettersRefused, m.RefusedFileBytes, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
 		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers, m.StandbyDiscarded, m.StandbyRows, m.ReadyAnnounced, m.LeaseRenewals,
 		m.LatestReadErrors, m.EventConflicts, m.StaleMerged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -79,6 +79,10 @@ type Writer struct {
 	SpillBytes int64 `yaml:"spill_bytes" help:"largest spill on disk, bytes; past it batches are dropped and counted"`
 	// SegmentBytes is the size at which a spill segment is closed.
 	SegmentBytes int64 `yaml:"segment_bytes" help:"spill segment size, bytes"`
+	// RefusedFileWarnBytes: past this size of state_dir/dead_letters.jsonl
+	// (never rotated) the collector logs a warning, once per crossing; 0
+	// never warns.
+	RefusedFileWarnBytes int64 `yaml:"refused_file_warn_bytes" help:"size of state_dir/dead_letters.jsonl, bytes, past which a warning is logged (0: never)"`
 	// Fsync: "batch" syncs each spilled batch before it is acknowledged,
 	// "none" leaves it to the kernel.
 	Fsync string `yaml:"fsync" help:"spill durability: batch (fsync each batch) or none"`
@@ -120,7 +124,7 @@ func Defaults() File {
 			Retention: 7 * 24 * time.Hour, MaintainInterval: time.Hour},
 		StateDir: "lhcnp-collector",
 		Writer: Writer{BatchRows: 5000, BatchInterval: 200 * time.Millisecond, QueueRows: 200_000,
-			SpillBytes: 1 << 30, SegmentBytes: 16 << 20, Fsync: "batch", RetryMax: 10 * time.Second},
+			SpillBytes: 1 << 30, SegmentBytes: 16 << 20, RefusedFileWarnBytes: 64 << 20, Fsync: "batch", RetryMax: 10 * time.Second},
 		Leases: Leases{TTL: 15 * time.Second, Renew: 5 * time.Second},
 		Northbound: Northbound{MaxStreams: auth.DefaultMaxStreams, MaxStreamsPerUser: auth.DefaultMaxStreamsPerUser,
 			MaxStreamsPerConnection: service.DefaultMaxConcurrentStreams},
@@ -266,6 +270,8 @@ func (f *File) Check() error {
 		return fmt.Errorf("writer.queue_rows: %d: must hold at least one batch (writer.batch_rows %d)", f.Writer.QueueRows, f.Writer.BatchRows)
 	case f.Writer.SpillBytes < 0:
 		return fmt.Errorf("writer.spill_bytes: %d: negative", f.Writer.SpillBytes)
+	case f.Writer.RefusedFileWarnBytes < 0:
+		return fmt.Errorf("writer.refused_file_warn_bytes: %d: negative", f.Writer.RefusedFileWarnBytes)
 	case f.Writer.SegmentBytes <= 0:
 		return fmt.Errorf("writer.segment_bytes: %d: must be positive", f.Writer.SegmentBytes)
 	case f.Writer.Fsync != "batch" && f.Writer.Fsync != "none":

@@ -29,6 +29,7 @@ func TestCheck(t *testing.T) {
 		{"valid", func(*config.File) {}, ""},
 		{"no dsn", func(f *config.File) { f.DB.DSN = "" }, "db.dsn: missing (PostgreSQL connection string)"},
 		{"queue smaller than a batch", func(f *config.File) { f.Writer.QueueRows = 10 }, "writer.queue_rows: 10: must hold at least one batch (writer.batch_rows 5000)"},
+		{"refused file warning negative", func(f *config.File) { f.Writer.RefusedFileWarnBytes = -1 }, "writer.refused_file_warn_bytes: -1: negative"},
 		{"fsync", func(f *config.File) { f.Writer.Fsync = "always" }, `writer.fsync: "always" is not batch or none`},
 		{"lease ttl", func(f *config.File) { f.Leases = config.Leases{Enabled: true, TTL: time.Second, Renew: time.Second} }, "leases.ttl: must exceed leases.renew (both positive)"},
 		{"target without address", func(f *config.File) { f.Targets[0].Address = "" }, "targets[a].address: missing"},

@@ -79,9 +79,9 @@ func TestDeadLetterOnceConcurrent(t *testing.T) {
 // dead_letters_refused_total, writes the other dead letters and stores
 // the rest of the batch (partial). Without a file it can write, the row
 // is dropped, counted under dropped_rows_total{reason=dead_letter_refused}
-// and logged with the row. On one node and on Citus (a sample's dead
-// letter in its part's transaction, an event's in a statement of its
-// own); and so when the batch's COMMIT lost its answer (its retry finds
+// and logged with the row. refused_file_bytes is the file's size. On one
+// node and on Citus (a sample's dead letter in its part's transaction, an
+// event's in a statement of its own); and so when the batch's COMMIT lost its answer (its retry finds
 // it in the ledger: partial, the rows in the file once). On the old code
 // the batch was retried for ever: nothing stored.
 func TestDeadLetterRefused(t *testing.T) {
@@ -147,6 +147,11 @@ func TestDeadLetterRefused(t *testing.T) {
 						if l.BatchID != b.ID || l.Target != "sw1" || l.Row.Table == "" || l.Error == "" || !strings.Contains(l.Refused, "test_refused") {
 							t.Errorf("refused file line %+v: want batch %d, target sw1, the row's table, its error and the dead letter's (test_refused)", l, b.ID)
 						}
+					}
+					if fi, err := os.Stat(file); err != nil {
+						t.Error(err)
+					} else if got := testutil.ToFloat64(m.RefusedFileBytes); got != float64(fi.Size()) {
+						t.Errorf("refused_file_bytes %v, want the file's %d", got, fi.Size())
 					}
 				} else {
 					dropped = float64(tt.kept)

@@ -2,7 +2,9 @@ package writer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -22,6 +24,14 @@ import (
 // name it), never none. A disk that cannot take it drops the row,
 // counted (dropped_rows_total{reason="dead_letter_refused"}) and logged
 // with the row itself.
+//
+// The file is never rotated: a rotation would lose rows no one has read.
+// Its size is a gauge (refused_file_bytes), read at start and after each
+// line, and a warning is logged when it passes WithRefusedFileWarnBytes,
+// so that a trigger that keeps refusing is seen before the disk fills.
+// The file is opened for each line (O_APPEND|O_CREATE), never held open:
+// an operator may move it away while the collector runs, and the next line
+// makes a new one; nothing is lost, the lines written are in the file moved.
 
 // refusedLine is a line of the refused dead letters' file.
 type refusedLine struct {
@@ -37,6 +47,40 @@ type refusedLine struct {
 // kept (the collector's is state_dir/dead_letters.jsonl); without one
 // such a row is dropped, counted and logged with the row.
 func WithRefusedFile(path string) Option { return func(o *options) { o.refusedFile = path } }
+
+// WithRefusedFileWarnBytes logs a warning when the refused file grows past
+// n bytes, once each time it does (moved away or emptied, it may again);
+// 0 (the default) never warns.
+func WithRefusedFileWarnBytes(n int64) Option { return func(o *options) { o.refusedWarnBytes = n } }
+
+// refusedAtStart reads the size of the refused file a previous run left
+// (none: 0) into the gauge, with the warning if it is past the bound.
+func (w *Writer) refusedAtStart() {
+	if w.o.refusedFile == "" {
+		return
+	}
+	fi, err := os.Stat(w.o.refusedFile)
+	switch {
+	case err == nil:
+		w.refusedSize(fi.Size())
+	case errors.Is(err, fs.ErrNotExist):
+		w.refusedSize(0)
+	default:
+		w.o.log.Warn("refused file: its size unknown", "file", w.o.refusedFile, "err", err)
+	}
+}
+
+// refusedSize records size, the refused file's, in the gauge, and logs
+// the warning when it has just passed o.refusedWarnBytes.
+func (w *Writer) refusedSize(size int64) {
+	w.o.m.RefusedFileBytes.Set(float64(size))
+	over := w.o.refusedWarnBytes > 0 && size > w.o.refusedWarnBytes
+	if over && !w.refusedWarned {
+		w.o.log.Warn("refused file past its warning size: rows PostgreSQL refused, whose dead letter it refused too (a constraint or trigger on dead_letters?); never rotated: read, replay or move it (docs/collector.md)",
+			"file", w.o.refusedFile, "bytes", size, "warn_bytes", w.o.refusedWarnBytes)
+	}
+	w.refusedWarned = over
+}
 
 // keepRefused keeps d, a row of b whose dead letter PostgreSQL refused
 // with err, in the refused file, once per writer goroutine's group (a
@@ -61,7 +105,8 @@ func (w *Writer) keepRefused(b *rows.Batch, d deadRow, err error) {
 		"err", d.err, "dead_letter_err", err, "file_err", ferr)
 }
 
-// appendRefused appends line to the refused file and syncs it.
+// appendRefused appends line to the refused file, syncs it and records
+// its new size (refusedSize).
 func (w *Writer) appendRefused(line refusedLine) error {
 	if w.o.refusedFile == "" {
 		return fmt.Errorf("no file for refused dead letters")
@@ -77,6 +122,11 @@ func (w *Writer) appendRefused(line refusedLine) error {
 	_, err = f.Write(append(data, '\n'))
 	if err == nil {
 		err = f.Sync()
+	}
+	if err == nil {
+		if fi, serr := f.Stat(); serr == nil {
+			w.refusedSize(fi.Size())
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

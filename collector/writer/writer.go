@@ -50,8 +50,9 @@ type options struct {
 	m         *collectormetrics.Metrics
 	onCommit  func(b *rows.Batch)
 	// refusedFile keeps the rows whose dead letter PostgreSQL refused
-	// (refused.go).
-	refusedFile string
+	// (refused.go); past refusedWarnBytes (0: never) a warning is logged.
+	refusedFile      string
+	refusedWarnBytes int64
 }
 
 // Option configures a Writer.
@@ -101,6 +102,10 @@ type Writer struct {
 	idle    *sync.Cond
 
 	citus citusState // used by Run's goroutine only
+	// refusedWarned: the refused file's size was last seen past
+	// o.refusedWarnBytes, and that was logged (refusedSize). Set by New,
+	// then used by Run's goroutine only.
+	refusedWarned bool
 	// tries: what this writer's tries of a batch wrote that the database
 	// cannot tell from another process's, by batch id (batchLedger). Used
 	// by Run's goroutine only, forgotten when the group is done
@@ -168,6 +173,7 @@ func New(pool *pgxpool.Pool, sp *spill.Spill, opts ...Option) *Writer {
 	w.idle = sync.NewCond(&w.mu)
 	w.spilled = sp.Pending() > 0
 	w.gauges()
+	w.refusedAtStart()
 	return w
 }
 
