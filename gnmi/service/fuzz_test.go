@@ -220,3 +220,40 @@ func FuzzGet(f *testing.F) {
 		checkStatus(t, "get", err)
 	})
 }
+
+// TestLineBreakInPathErrors: a path's element or key value may hold a line
+// break (proto strings are any UTF-8), which an error naming the path
+// wrote as it was: a message of two lines, to the client and into logs
+// (FuzzSet's testdata/fuzz/FuzzSet/68bb688a9b58275f: "update[0]
+// /000…\n000: not in the schema"). It is written escaped, "\n".
+func TestLineBreakInPathErrors(t *testing.T) {
+	h := newFuzzHandler(t)
+	elem := &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "lhcnp"}, {Name: "a\nb"}}}
+	key := &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "lhcnp"}, {Name: "interfaces"},
+		{Name: "interface", Key: map[string]string{"name": "wan0\r\n\u2028"}}, {Name: "bogus"}}}
+	for _, tt := range []struct {
+		desc string
+		call func() error
+		want string
+	}{
+		{"set update, element", func() error {
+			_, err := h.Set(context.Background(), &gnmi.SetRequest{Update: []*gnmi.Update{{Path: elem, Val: uintVal(1)}}})
+			return err
+		}, `update[0] /lhcnp/a\nb: not in the schema`},
+		{"set delete, key", func() error {
+			_, err := h.Set(context.Background(), &gnmi.SetRequest{Delete: []*gnmi.Path{key}})
+			return err
+		}, `delete[0] /lhcnp/interfaces/interface[name=wan0\r\n\u2028]/bogus: not in the schema`},
+		{"get, element", func() error {
+			_, err := h.Get(context.Background(), &gnmi.GetRequest{Path: []*gnmi.Path{elem}, Encoding: gnmi.Encoding_JSON_IETF})
+			return err
+		}, `path /lhcnp/a\nb: not in the schema`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			msg := status.Convert(tt.call()).Message()
+			if strings.ContainsAny(msg, "\n\r\u2028") || !strings.Contains(msg, tt.want) {
+				t.Errorf("message %q, want one line with %q", msg, tt.want)
+			}
+		})
+	}
+}

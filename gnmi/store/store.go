@@ -570,17 +570,44 @@ func ErrorPath(p *gnmi.Path) string {
 }
 
 // ErrorText is s (a path, a name or a key value of a request) for an error
-// message: cut after MaxErrorPathBytes (at a character's start), with
-// "… (N bytes)" saying how long it was.
+// message: one line of UTF-8, a character that is not printable (a line
+// break, a control character) or a byte that is not UTF-8 escaped as Go
+// writes them ("\n", "\u2028", "\xff"), as a path's element or key may
+// hold them; cut after MaxErrorPathBytes (at a character's start), with
+// "… (N bytes)" saying how long s was.
 func ErrorText(s string) string {
-	if len(s) <= MaxErrorPathBytes {
+	if len(s) <= MaxErrorPathBytes && printable(s) {
 		return s
 	}
-	cut := MaxErrorPathBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		t := s[i : i+size]
+		switch {
+		case r == utf8.RuneError && size == 1:
+			t = fmt.Sprintf(`\x%02x`, s[i])
+		case !strconv.IsPrint(r):
+			q := strconv.QuoteRune(r)
+			t = q[1 : len(q)-1]
+		}
+		if b.Len()+len(t) > MaxErrorPathBytes {
+			return b.String() + "… (" + strconv.Itoa(len(s)) + " bytes)"
+		}
+		b.WriteString(t)
+		i += size
 	}
-	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+	return b.String()
+}
+
+// printable reports whether ErrorText keeps s as it is: UTF-8, every
+// character printable.
+func printable(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // PathString renders a path as "/a/b[k=v]/c", keys sorted, "]" and "\" in key
