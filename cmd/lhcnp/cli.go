@@ -1,9 +1,13 @@
 package main
 
 import (
+	"cmp"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -90,19 +94,47 @@ func (c *cmdLine) usageError(msg string) error {
 	return usageError{msg}
 }
 
-// badValue is the error for key's value v, refused for why: at the line
-// and column of the file (path, "" for none) when the file set it, as the
-// file's other mistakes are; a usage error naming the flag or variable
-// that set it otherwise.
-func badValue(cc *cliconf.Config, path, key string, v any, why string) error {
-	o := cc.Origin(key)
-	if path != "" && o == path {
-		return cc.Locate(fmt.Errorf("%s: %v: %s", key, v, why))
+// badValue is the error for key's value v, refused for why, in the one
+// form every command's value errors take (the collector's, cliconf.Locate):
+// "ORIGIN: key: v: why", ORIGIN the file's line and column, the flag or
+// the variable that set it. A value left at its default names no origin
+// (a usage error).
+func badValue(cc *cliconf.Config, key string, v any, why string) error {
+	err := fmt.Errorf("%s: %v: %s", key, v, why)
+	if cc.Origin(key) == "" {
+		return usageError{err.Error()}
 	}
-	if o != "" {
-		return usageError{fmt.Sprintf("%s %v (%s): %s", key, v, o, why)}
+	return cc.Locate(err)
+}
+
+// keysError is the error for keys whose values do not go together,
+// refused for why: "key (ORIGIN), key (ORIGIN): why", each key named with
+// where its value came from as badValue names a single one (where), a key
+// left at its default "key (default)". The values are not shown: a
+// combination is refused for which keys are set, and one of them may be
+// a connection string with its password. path is the file of the last
+// Load ("" for none).
+func keysError(cc *cliconf.Config, path, why string, keys ...string) usageError {
+	named := make([]string, len(keys))
+	for i, k := range keys {
+		named[i] = k + " (" + cmp.Or(where(cc, path, k), "default") + ")"
 	}
-	return usageError{fmt.Sprintf("%s %v: %s", key, v, why)}
+	return usageError{strings.Join(named, ", ") + ": " + why}
+}
+
+// where names where key's value came from as cc.Locate names it
+// (FILE:LINE:COL, --flag or LHCNP_VARIABLE), "" for a key left at its
+// default: the one rule, so a combination's keys and a single value's
+// cannot be named differently.
+func where(cc *cliconf.Config, path, key string) string {
+	if cc.Origin(key) == "" && slices.Contains(cc.Keys(), key) {
+		return "" // a scalar key at its default (not a parent's line)
+	}
+	o, ok := strings.CutSuffix(cc.Locate(errors.New(key+": ")).Error(), ": "+key+": ")
+	if !ok || o == path {
+		return ""
+	}
+	return o
 }
 
 // dsnError is why dsn, the PostgreSQL connection string of key, does not

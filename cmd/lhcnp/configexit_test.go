@@ -52,9 +52,9 @@ func TestConfigErrorExitStatus(t *testing.T) {
 				"file/type":      "FILE:1:8: speed: cannot unmarshal !!str `fast` into float64",
 				"file/range":     "FILE:1:8: speed: -1: must not be negative",
 				"flag/type":      `invalid value "fast" for flag -speed: parse error`,
-				"flag/range":     "speed -1 (--speed): must not be negative",
+				"flag/range":     "--speed: speed: -1: must not be negative",
 				"variable/type":  `LHCNP_LAB_SPEED="fast": not of type float64`,
-				"variable/range": "speed -1 (LHCNP_LAB_SPEED): must not be negative",
+				"variable/range": "LHCNP_LAB_SPEED: speed: -1: must not be negative",
 			}},
 		{name: "switch", prefix: switchEnvPrefix, args: []string{"--insecure", "--switch", "n1", "--scenario", "../../scenarios/lab.yaml"},
 			file: "speed: VALUE\n", flag: "speed", env: "LHCNP_SWITCH_SPEED",
@@ -62,9 +62,9 @@ func TestConfigErrorExitStatus(t *testing.T) {
 				"file/type":      "FILE:1:8: speed: cannot unmarshal !!str `fast` into float64",
 				"file/range":     "FILE:1:8: speed: 0: must be positive",
 				"flag/type":      `invalid value "fast" for flag -speed: parse error`,
-				"flag/range":     "speed 0 (--speed): must be positive",
+				"flag/range":     "--speed: speed: 0: must be positive",
 				"variable/type":  `LHCNP_SWITCH_SPEED="fast": not of type float64`,
-				"variable/range": "speed 0 (LHCNP_SWITCH_SPEED): must be positive",
+				"variable/range": "LHCNP_SWITCH_SPEED: speed: 0: must be positive",
 			}},
 	} {
 		for _, source := range []string{"file", "flag", "variable"} {

@@ -85,10 +85,10 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	if err := c.parse(args, nil); err != nil {
 		return nil, err
 	}
-	// A bad value of the file is named at its line and column, of a flag
-	// or a variable by it, as lhcnp switch names its own.
+	// A bad value is named where it came from (the file's line and
+	// column, the flag, the variable), as every command names its own.
 	bad := func(key string, v any, why string) (*labFile, error) {
-		return nil, badValue(c.cc, c.config, key, v, why)
+		return nil, badValue(c.cc, key, v, why)
 	}
 	switch {
 	case cfg.Retention != 0 && cfg.Retention < time.Minute:
@@ -104,9 +104,11 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	case cfg.CitusWorkers < 0 || cfg.CitusWorkers > 16:
 		return bad("citus_workers", cfg.CitusWorkers, "want 0-16")
 	case cfg.CitusWorkers > 0 && cfg.Postgres != "":
-		return bad("citus_workers", cfg.CitusWorkers, "runs a private Citus cluster; with postgres the lab uses that database as it is")
+		return nil, keysError(c.cc, c.config, "citus_workers runs a private Citus cluster; with postgres the lab uses that database as it is", "citus_workers", "postgres")
 	case cfg.PostgresPort < 0 || cfg.PostgresPort > 65535:
 		return bad("postgres_port", cfg.PostgresPort, "want 0-65535")
+	case cfg.TunerConfig != "" && !cfg.Tuner:
+		return nil, keysError(c.cc, c.config, "a tuner configuration with the tuner off", "tuner_config", "tuner")
 	}
 	// Not with bad: the value would show the DSN's password.
 	if cfg.Postgres != "" {
@@ -264,8 +266,6 @@ func labConfig(ctx context.Context, cfg labFile, stderr io.Writer) (lab.Config, 
 		if err := check.Validate(); err != nil && tcc != nil {
 			return lab.Config{}, tcc.Locate(err)
 		}
-	} else if cfg.TunerConfig != "" {
-		return lab.Config{}, usageError{fmt.Sprintf("--tuner-config %s: the tuner is off (--tuner=false)", cfg.TunerConfig)}
 	}
 	return lc, nil
 }

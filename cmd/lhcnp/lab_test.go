@@ -544,7 +544,7 @@ func TestLabTunerConfig(t *testing.T) {
 		{"switches", "switches:\n  - {name: n1, address: 127.0.0.1:1}\n", nil, []string{"switches.yaml:1:1: switches:"}},
 		{"an unknown key", "period: 2s\nperiode: 3s\n", nil, []string{"unknown.yaml:2", "periode"}},
 		{"a bad value", "period: 5s\nrollback_duration: 1s\n", nil, []string{"value.yaml:2:20: rollback_duration"}},
-		{"the tuner off", "period: 2s\n", []string{"--tuner=false"}, []string{"--tuner-config", "the tuner is off"}},
+		{"the tuner off", "period: 2s\n", []string{"--tuner=false"}, []string{"tuner_config (--tuner-config), tuner (--tuner): a tuner configuration with the tuner off"}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			name := map[string]string{"a database": "db.yaml", "switches": "switches.yaml", "an unknown key": "unknown.yaml",
@@ -577,9 +577,13 @@ func TestLabBadValues(t *testing.T) {
 		{desc: "citus workers in the file", body: "citus_workers: 20\n", want: "FILE:1:16: citus_workers: 20: want 0-16"},
 		{desc: "a load in the file", body: "websearch_load: 1.5\n", want: "FILE:1:17: websearch_load: 1.5: want 0..1"},
 		{desc: "citus over a database", body: "postgres: postgres://x/y\ncitus_workers: 2\n",
-			want: "FILE:2:16: citus_workers: 2: runs a private Citus cluster; with postgres the lab uses that database as it is"},
-		{desc: "retention of a flag", args: []string{"--retention", "30s"}, want: "retention 30s (--retention): want at least 1m, or 0 to keep everything"},
-		{desc: "a period of a variable", env: []string{"LHCNP_LAB_PERIOD=-1s"}, want: "period -1s (LHCNP_LAB_PERIOD): must not be negative"},
+			want: "citus_workers (FILE:2:16), postgres (FILE:1:11): citus_workers runs a private Citus cluster; with postgres the lab uses that database as it is"},
+		{desc: "citus over a database of a variable", body: "citus_workers: 2\n", env: []string{"LHCNP_LAB_POSTGRES=postgres://u:secret@x/y"},
+			want: "citus_workers (FILE:1:16), postgres (LHCNP_LAB_POSTGRES): citus_workers runs a private Citus cluster; with postgres the lab uses that database as it is"},
+		{desc: "a tuner configuration with the tuner off", body: "tuner: false\n", args: []string{"--tuner-config", "t.yaml"},
+			want: "tuner_config (--tuner-config), tuner (FILE:1:8): a tuner configuration with the tuner off"},
+		{desc: "retention of a flag", args: []string{"--retention", "30s"}, want: "--retention: retention: 30s: want at least 1m, or 0 to keep everything"},
+		{desc: "a period of a variable", env: []string{"LHCNP_LAB_PERIOD=-1s"}, want: "LHCNP_LAB_PERIOD: period: -1s: must not be negative"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			args := tt.args

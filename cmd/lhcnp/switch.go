@@ -207,12 +207,6 @@ func (e missingFlagError) Error() string { return e.msg }
 // for none) and fills Switches in the one-switch form. Paths from the file
 // are made relative to it; those from flags and variables stay as given.
 func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
-	from := func(key string) string { // where a value came from, for messages
-		if o := cc.Origin(key); o != "" && o != path {
-			return " (" + o + ")"
-		}
-		return ""
-	}
 	missing := func(key, what string) error {
 		if path == "" {
 			return missingFlagError{fmt.Sprintf("--config FILE, or --%s: %s, is required", cc.Flag(key), what)}
@@ -226,18 +220,18 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 	case f.Switch != "" && fabricForm && cc.InFile("switch"):
 		return fmt.Errorf("%s: switch and switches: give one switch or a list, not both", path)
 	case f.Switch != "" && fabricForm:
-		return usageError{fmt.Sprintf("switch %s%s: %s lists switches: choose among them with --switches", f.Switch, from("switch"), path)}
+		return keysError(cc, path, "the file lists switches: choose among them with --switches", "switch", "switches")
 	case fabricForm && (cc.InFile("listen") || cc.InFile("config") || len(f.Interfaces) > 0):
 		return fmt.Errorf("%s: listen, config and interfaces belong to each entry of switches:", path)
 	case fabricForm && f.Config != "":
-		return usageError{fmt.Sprintf("config%s: %s lists switches: each entry has its own config", from("config"), path)}
+		return keysError(cc, path, "the file lists switches: each entry has its own config", "config", "switches")
 	}
 	if f.Scenario == "" {
 		return missing("scenario", "the scenario file with the topology and traffic")
 	}
 	// A bad value of the file is named at its line; of a flag or a
 	// variable, by it (a usage error).
-	bad := func(key string, v any, why string) error { return badValue(cc, path, key, v, why) }
+	bad := func(key string, v any, why string) error { return badValue(cc, key, v, why) }
 	switch {
 	case !(f.Speed > 0):
 		return bad("speed", f.Speed, "must be positive")
@@ -298,7 +292,7 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 			return cc.Locate(fmt.Errorf("wires[%d]: need link, a and b (udp ip:port of each end)", i))
 		}
 	}
-	return f.checkAddresses(path, cc)
+	return f.checkAddresses(cc)
 }
 
 // checkAddresses checks every address of the configuration is host:port
@@ -306,7 +300,7 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 // "address 99999: invalid port" named neither the key nor the file. The
 // one-switch form's listen and metrics may come from a flag or a
 // variable, named then; the lists' addresses come from the file.
-func (f *switchFile) checkAddresses(path string, cc *cliconf.Config) error {
+func (f *switchFile) checkAddresses(cc *cliconf.Config) error {
 	var errs []error
 	for _, key := range []string{"listen", "metrics"} {
 		addr := f.Listen
@@ -314,9 +308,6 @@ func (f *switchFile) checkAddresses(path string, cc *cliconf.Config) error {
 			addr = f.Metrics
 		}
 		if err := checkHostPort("tcp", addr); err != nil {
-			if o := cc.Origin(key); o != path {
-				return usageError{fmt.Sprintf("%s %q (%s): %v", key, addr, o, err)}
-			}
 			errs = append(errs, fmt.Errorf("%s: %q: %w", key, addr, err))
 		}
 	}
@@ -461,31 +452,28 @@ func parseSwitchArgs(args []string, environ func() []string, stderr io.Writer) (
 	if err := c.parse(args, nil); err != nil {
 		return nil, "", nil, err
 	}
-	from := func(key string) string {
-		if o := c.cc.Origin(key); o != "" {
-			return " (" + o + ")"
-		}
-		return ""
-	}
 	// The usage is printed for a flag missing, not for a refused
 	// combination of flags or a bad value: its 45 lines would bury the
 	// one line that says what is wrong.
+	transport := func() usageError {
+		return keysError(c.cc, c.config, "choose --insecure or --tls-cert with --tls-key", "insecure", "tls_cert", "tls_key")
+	}
 	if !f.Insecure && f.TLSCert == "" && f.TLSKey == "" {
-		return nil, "", nil, c.usageError(fmt.Sprintf("choose --insecure or --tls-cert with --tls-key (insecure %v%s, tls_cert %q%s, tls_key %q%s)",
-			f.Insecure, from("insecure"), f.TLSCert, from("tls_cert"), f.TLSKey, from("tls_key")))
+		c.fs.Usage()
+		return nil, "", nil, transport()
 	}
 	if f.Insecure == (f.TLSCert != "") || (f.TLSCert == "") != (f.TLSKey == "") {
-		return nil, "", nil, usageError{fmt.Sprintf("choose --insecure or --tls-cert with --tls-key (insecure %v%s, tls_cert %q%s, tls_key %q%s)",
-			f.Insecure, from("insecure"), f.TLSCert, from("tls_cert"), f.TLSKey, from("tls_key"))}
+		return nil, "", nil, transport()
 	}
 	if f.ClientCA != "" && f.Insecure {
-		return nil, "", nil, usageError{"--client-ca needs TLS"}
+		return nil, "", nil, keysError(c.cc, c.config, "a client CA needs TLS", "client_ca", "insecure")
 	}
 	// TLS that lets anyone in as the read-write user would look secure and
 	// be open: an operator who chose TLS wants clients identified, by a
 	// password or a certificate.
 	if !f.Insecure && f.Users == "" && f.ClientCA == "" {
-		return nil, "", nil, usageError{"--tls-cert without --users or --client-ca would let every client Set as the anonymous read-write user: give a users file (lhcnp passwd), a client CA, or both"}
+		return nil, "", nil, keysError(c.cc, c.config, "TLS without users or a client CA would let every client Set as the anonymous read-write user: give a users file (lhcnp passwd), a client CA, or both",
+			"tls_cert", "users", "client_ca")
 	}
 	if err := f.resolve(c.config, c.cc); err != nil {
 		if m, ok := err.(missingFlagError); ok {
@@ -515,25 +503,19 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		for _, name := range strings.Split(f.Run, ",") {
 			i := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
 			if i < 0 {
-				if cc.Origin("run") == config {
-					return cc.Locate(fmt.Errorf("run: %s has no switch %q", config, name))
-				}
-				return usageError{fmt.Sprintf("%s: %s has no switch %q", cc.Origin("run"), sourceOf(config), name)}
+				return cc.Locate(fmt.Errorf("run: %s has no switch %q", sourceOf(config), name))
 			}
 			if slices.ContainsFunc(run, func(s fileSwitch) bool { return s.Name == name }) {
 				// The list's fault, not the file's switches: named here,
 				// where the dataplane would say the file's switch is
 				// served twice.
-				if cc.Origin("run") == config {
-					return cc.Locate(fmt.Errorf("run: switch %q listed twice", name))
-				}
-				return usageError{fmt.Sprintf("%s: switch %q listed twice", cc.Origin("run"), name)}
+				return cc.Locate(fmt.Errorf("run: switch %q listed twice", name))
 			}
 			run = append(run, f.Switches[i])
 		}
 	}
 	if listen != "" && len(run) != 1 && !strings.HasSuffix(listen, ":0") {
-		return usageError{fmt.Sprintf("listen %s (%s) needs exactly one switch, or port 0 (a free port each); the file gives each switch its listen", f.Listen, cc.Origin("listen"))}
+		return keysError(cc, config, "a listen address other than port 0 (a free port each) needs exactly one switch to run; the file gives each switch its listen", "listen", "run")
 	}
 	sp, iv := f.Speed, f.PublishInterval
 

@@ -117,27 +117,27 @@ func TestSwitchLayerErrors(t *testing.T) {
 			want: "environment: unknown variable LHCNP_SWITCH_PUBLISH_INTERVALL (known: LHCNP_SWITCH_...)"},
 		{desc: "bad variable", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SPEED=fast"}, want: `LHCNP_SWITCH_SPEED="fast": not of type float64`},
 		{desc: "zero speed", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SPEED=0"},
-			want: "speed 0 (LHCNP_SWITCH_SPEED): must be positive", usage: true},
+			want: "LHCNP_SWITCH_SPEED: speed: 0: must be positive"},
 		// The file's bad values at their line: the speed and the interval
 		// were named without the file, an infinite speed by the fabric
 		// only, and a negative interval was the default.
 		{desc: "negative speed in the file", flags: []string{"--config", slow}, want: slow + ":3:8: speed: -1: must be positive"},
 		{desc: "infinite speed in the file", flags: []string{"--config", endless}, want: endless + ":3:8: speed: +Inf: outside 1e-09..9e+09"},
 		{desc: "negative interval in the file", flags: []string{"--config", never}, want: never + ":3:19: publish_interval: -5ms: must be positive"},
-		{desc: "negative interval flag", flags: []string{"--config", one, "--publish-interval", "-1s"}, want: "publish_interval -1s (--publish-interval): must be positive", usage: true},
+		{desc: "negative interval flag", flags: []string{"--config", one, "--publish-interval", "-1s"}, want: "--publish-interval: publish_interval: -1s: must be positive"},
 		{desc: "zero target-defined interval flag", flags: []string{"--config", one, "--target-defined-interval", "0s"},
-			want: "target_defined_interval 0s (--target-defined-interval): must be positive", usage: true},
+			want: "--target-defined-interval: target_defined_interval: 0s: must be positive"},
 		{desc: "interval not a duration", flags: []string{"--config", typed}, want: typed + ":3:19: publish_interval: cannot unmarshal !!str `fast` into time.Duration"},
 		// The limits (0 would be none): in the file, a flag, a variable.
 		{desc: "no stream limit per user in the file", flags: []string{"--config", unlimited}, want: unlimited + ":3:23: max_streams_per_user: 0: must be positive"},
-		{desc: "negative stream limit flag", flags: []string{"--config", one, "--max-streams", "-1"}, want: "max_streams -1 (--max-streams): must be positive", usage: true},
+		{desc: "negative stream limit flag", flags: []string{"--config", one, "--max-streams", "-1"}, want: "--max-streams: max_streams: -1: must be positive"},
 		{desc: "connection limit over uint32", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_MAX_STREAMS_PER_CONNECTION=4294967296"},
-			want: "max_streams_per_connection 4294967296 (LHCNP_SWITCH_MAX_STREAMS_PER_CONNECTION): at most 4294967295", usage: true},
+			want: "LHCNP_SWITCH_MAX_STREAMS_PER_CONNECTION: max_streams_per_connection: 4294967296: at most 4294967295"},
 		{desc: "tab in the file", flags: []string{"--config", tab}, want: tab + ":5:1: a tab in the indentation (YAML indents with spaces only)"},
 		{desc: "switch over a fabric", flags: []string{"--config", fab, "--switch", "n1"},
-			want: "switch n1 (--switch): " + fab + " lists switches: choose among them with --switches", usage: true},
+			want: "switch (--switch), switches (" + fab + ":2:1): the file lists switches: choose among them with --switches", usage: true},
 		{desc: "config over a fabric", flags: []string{"--config", fab}, env: []string{"LHCNP_SWITCH_CONFIG=x.json"},
-			want: "config (LHCNP_SWITCH_CONFIG): " + fab + " lists switches: each entry has its own config", usage: true},
+			want: "config (LHCNP_SWITCH_CONFIG), switches (" + fab + ":2:1): the file lists switches: each entry has its own config", usage: true},
 		{desc: "no file, no scenario", flags: []string{"--switch", "n1"},
 			want: "--config FILE, or --scenario: the scenario file with the topology and traffic, is required", usage: true},
 		{desc: "the file's list switches: has no variable (the key run does)", flags: []string{"--config", one}, env: []string{"LHCNP_SWITCH_SWITCHES=n1"},
@@ -145,8 +145,8 @@ func TestSwitchLayerErrors(t *testing.T) {
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			_, _, _, err := parseSwitchArgs(append(tt.flags, "--insecure"), func() []string { return tt.env }, io.Discard)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("parseSwitchArgs: %v, want an error containing %q", err, tt.want)
+			if err == nil || err.Error() != tt.want || exitStatus(err) != 2 {
+				t.Fatalf("parseSwitchArgs: %v, want exit status 2 and\n%s", err, tt.want)
 			}
 			if _, ok := err.(usageError); ok != tt.usage {
 				t.Errorf("usage error %v, want %v", ok, tt.usage)
@@ -307,7 +307,7 @@ func TestSwitchScenarioErrors(t *testing.T) {
 		{desc: "no port", file: "switch: n1\n" + head + "listen: localhost\n",
 			want: `FILE:3:9: listen: "localhost": missing port in address (want host:port)`},
 		{desc: "no port from a flag", file: "switch: n1\n" + head, flags: []string{"--listen", "1:2:3"},
-			want: `listen "1:2:3" (--listen): too many colons in address (want host:port)`},
+			want: `--listen: listen: "1:2:3": too many colons in address (want host:port)`},
 		{desc: "a listed switch's port", file: head + "switches:\n  - name: n1\n    listen: 127.0.0.1:x\n",
 			want: `FILE:4:13: switches[0].listen: "127.0.0.1:x": invalid port "x"`},
 		{desc: "a wire's end without a port", file: head + "switches: [{name: n1}]\nwires:\n  - link: wan\n    a: 10.0.0.1\n    b: 10.0.0.2:4789\n",
@@ -323,7 +323,7 @@ func TestSwitchScenarioErrors(t *testing.T) {
 		{desc: "a switch to run twice", file: head + "switches: [{name: n1}, {name: n2}]\nrun: n1,n2,n1\n",
 			want: `FILE:3:6: run: switch "n1" listed twice`},
 		{desc: "a switch to run twice from a flag", file: head + "switches: [{name: n1}, {name: n2}]\n", flags: []string{"--switches", "n2,n2"},
-			want: `--switches: switch "n2" listed twice`},
+			want: `--switches: run: switch "n2" listed twice`},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			file := write(strings.ReplaceAll(tt.desc, " ", "_")+".yaml", tt.file)

@@ -219,7 +219,9 @@ func TestSwitchUsage(t *testing.T) {
 // TestSwitchRefusalsStandAlone: a flag missing is a usage mistake, the
 // usage printed before the message; a refused combination of flags, or a
 // bad value of a flag or a variable, is the one message naming them (the
-// 45 lines of usage buried it), a usage error (exit status 2) still.
+// 45 lines of usage buried it), exit status 2 still: a value as
+// "ORIGIN: key: value: why" (badValue), a combination as "key (ORIGIN),
+// key (ORIGIN): why" (keysError), whatever layer set each key.
 func TestSwitchRefusalsStandAlone(t *testing.T) {
 	const sw = "../../examples/switch.yaml"
 	dir := t.TempDir()
@@ -231,26 +233,29 @@ func TestSwitchRefusalsStandAlone(t *testing.T) {
 		want  string
 		usage bool
 	}{
-		{desc: "no transport", args: []string{"--config", sw}, want: "choose --insecure or --tls-cert with --tls-key", usage: true},
-		{desc: "no scenario", args: []string{"--switch", "n1", "--insecure"}, want: "--scenario: the scenario file with the topology and traffic, is required", usage: true},
+		{desc: "no transport", args: []string{"--config", sw}, want: "insecure (default), tls_cert (default), tls_key (default): choose --insecure or --tls-cert with --tls-key", usage: true},
+		{desc: "no scenario", args: []string{"--switch", "n1", "--insecure"}, want: "--config FILE, or --scenario: the scenario file with the topology and traffic, is required", usage: true},
 		{desc: "an argument", args: []string{"--config", sw, "--insecure", "extra"}, want: `unexpected argument "extra"`, usage: true},
 		{desc: "TLS without users or client CA", args: []string{"--config", sw, "--tls-cert", "c.pem", "--tls-key", "k.pem"},
-			want: "--tls-cert without --users or --client-ca would let every client Set as the anonymous read-write user"},
+			want: "tls_cert (--tls-cert), users (default), client_ca (default): TLS without users or a client CA would let every client Set as the anonymous read-write user: give a users file (lhcnp passwd), a client CA, or both"},
 		{desc: "both transports", args: []string{"--config", sw, "--insecure", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
-			want: "choose --insecure or --tls-cert with --tls-key (insecure true (--insecure)"},
+			want: "insecure (--insecure), tls_cert (--tls-cert), tls_key (--tls-key): choose --insecure or --tls-cert with --tls-key"},
+		{desc: "both transports, one of a variable", args: []string{"--config", sw, "--tls-cert", "c.pem", "--tls-key", "k.pem"}, env: []string{"LHCNP_SWITCH_INSECURE=true"},
+			want: "insecure (LHCNP_SWITCH_INSECURE), tls_cert (--tls-cert), tls_key (--tls-key): choose --insecure or --tls-cert with --tls-key"},
 		{desc: "a certificate without its key", args: []string{"--config", sw, "--tls-cert", "c.pem", "--users", "u"},
-			want: `tls_key ""`},
-		{desc: "client CA without TLS", args: []string{"--config", sw, "--insecure", "--client-ca", "ca.pem"}, want: "--client-ca needs TLS"},
-		{desc: "switch over a fabric", args: []string{"--config", fab, "--insecure", "--switch", "n1"}, want: "choose among them with --switches"},
+			want: "insecure (default), tls_cert (--tls-cert), tls_key (default): choose --insecure or --tls-cert with --tls-key"},
+		{desc: "client CA without TLS", args: []string{"--config", sw, "--insecure", "--client-ca", "ca.pem"}, want: "client_ca (--client-ca), insecure (--insecure): a client CA needs TLS"},
+		{desc: "switch over a fabric", args: []string{"--config", fab, "--insecure", "--switch", "n1"},
+			want: "switch (--switch), switches (" + fab + ":2:1): the file lists switches: choose among them with --switches"},
 		{desc: "speed of a variable", args: []string{"--config", sw, "--insecure"}, env: []string{"LHCNP_SWITCH_SPEED=0"},
-			want: "speed 0 (LHCNP_SWITCH_SPEED): must be positive"},
-		{desc: "listen of a flag", args: []string{"--config", sw, "--insecure", "--listen", "x:99999"}, want: `listen "x:99999" (--listen)`},
+			want: "LHCNP_SWITCH_SPEED: speed: 0: must be positive"},
+		{desc: "listen of a flag", args: []string{"--config", sw, "--insecure", "--listen", "x:99999"}, want: `--listen: listen: "x:99999": invalid port "99999"`},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			var stderr strings.Builder
 			_, _, _, err := parseSwitchArgs(tt.args, func() []string { return tt.env }, &stderr)
-			if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("parseSwitchArgs(%q) = %v, want a usage error containing %q", tt.args, err, tt.want)
+			if err == nil || err.Error() != tt.want || exitStatus(err) != 2 {
+				t.Fatalf("parseSwitchArgs(%q) = %v, want exit status 2 and\n%s", tt.args, err, tt.want)
 			}
 			if printed := strings.Contains(stderr.String(), "usage: lhcnp switch"); printed != tt.usage {
 				t.Errorf("usage printed %v, want %v; stderr:\n%s", printed, tt.usage, stderr.String())
@@ -269,7 +274,7 @@ func TestSwitchTLSNeedsUsersOrClientCA(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"TLS alone", tls, "--tls-cert without --users or --client-ca would let every client Set as the anonymous read-write user"},
+		{"TLS alone", tls, "tls_cert (--tls-cert), users (default), client_ca (default): TLS without users or a client CA would let every client Set as the anonymous read-write user"},
 		{"TLS and users", append(slices.Clone(tls), "--users", "u"), ""},
 		{"mutual TLS", append(slices.Clone(tls), "--client-ca", "ca.pem"), ""},
 		{"plaintext alone (labs)", []string{"--config", "../../examples/switch.yaml", "--insecure"}, ""},
