@@ -66,12 +66,16 @@ const DefaultSpeed = 0.4
 // Config is one lab.
 type Config struct {
 	// StateDir holds the lab's lock, its PostgreSQL cluster (postgres/,
-	// unless PostgresDSN is set), the collector's spill (collector/) and
+	// unless Postgres is set), the collector's spill (collector/) and
 	// the switches' startup configurations (switches/NAME.json, unless
 	// Fabric.StartupDir is set). A second start reuses it.
 	StateDir string
-	// PostgresDSN, when set, is used instead of a private cluster.
-	PostgresDSN string
+	// Postgres, when set, is the database used instead of a private
+	// cluster, parsed by the caller (pgxpool.ParseConfig: lhcnp lab's
+	// parseDSN, where a string that does not parse is the configuration's
+	// mistake) and opened with that parse: the check and the use cannot
+	// disagree. Its ConnString is the DSN the collector and Addresses get.
+	Postgres *pgxpool.Config
 	// PostgresPort is the private cluster's port on 127.0.0.1 (0: the
 	// port of the last start, kept in AddressesFile, or a free one).
 	PostgresPort int
@@ -244,8 +248,10 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		l.addrs.Northbound = l.nbLn.Addr().String()
 	}
 
-	l.dsn = cfg.PostgresDSN
-	if l.dsn == "" {
+	pc := cfg.Postgres // the tuner's pool's; the private cluster's parsed below
+	if pc != nil {
+		l.dsn = pc.ConnString()
+	} else {
 		port := cfg.PostgresPort
 		if port == 0 && kept.PrivatePG {
 			port = portOf(kept.PostgresDSN)
@@ -338,9 +344,14 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		if err := tc.Validate(); err != nil {
 			return nil, fmt.Errorf("tuner: %w", err)
 		}
-		if l.tpool, err = pgxpool.New(ctx, l.dsn); err != nil {
-			// pgx quotes the DSN, line breaks and all; the error is one
-			// line, as the collector's of the same DSN is.
+		if pc == nil { // the private cluster's DSN, the lab's own
+			if pc, err = pgxpool.ParseConfig(l.dsn); err != nil {
+				// pgx quotes the DSN, line breaks and all; the error is
+				// one line, as the collector's of the same DSN is.
+				return nil, fmt.Errorf("tuner: db: %w", errline.Of(err))
+			}
+		}
+		if l.tpool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 			return nil, fmt.Errorf("tuner: db: %w", errline.Of(err))
 		}
 		var push tuner.Pusher

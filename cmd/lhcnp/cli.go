@@ -137,13 +137,6 @@ func where(cc *cliconf.Config, path, key string) string {
 	return o
 }
 
-// dsnError is why dsn, the PostgreSQL connection string of key, does not
-// parse as the pool that uses it parses it (parseDSN). nil when it parses.
-func dsnError(key, dsn string) error {
-	_, err := parseDSN(key, dsn)
-	return err
-}
-
 // parseDSN parses dsn, the PostgreSQL connection string of key, as the
 // pool that uses it parses it (pgxpool.ParseConfig, as collector.Check
 // the collector's db.dsn), for the command to open its pool with

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
 	"github.com/lhcnp/lhcnp/gnmi/auth"
@@ -46,6 +48,11 @@ type labFile struct {
 	Retention     time.Duration `yaml:"retention" help:"keep this much telemetry in the database, deleting older rows every tenth of it (0: keep all)"`
 	Retire        bool          `yaml:"retire_finished_flows" help:"drop each finished flow's queue pairs (counters kept in the hosts' totals), so a lab runs for days in bounded memory"`
 	IgnoreStartup bool          `yaml:"ignore_startup" help:"start every switch from the fabric file's configuration, not from the one it was last committed with (state_dir/switches/NAME.json), and keep that"`
+
+	// postgres is Postgres parsed by parseLab (parseDSN), nil for none:
+	// the lab opens its pool with it (lab.Config.Postgres), so the check
+	// and the use are the one parse. Unexported: not a key (cliconf).
+	postgres *pgxpool.Config
 }
 
 // labEnvPrefix is the prefix of lhcnp lab's variables (LHCNP_LAB_STATE_DIR).
@@ -112,7 +119,7 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	}
 	// Not with bad: the value would show the DSN's password.
 	if cfg.Postgres != "" {
-		if err := dsnError("postgres", cfg.Postgres); err != nil {
+		if cfg.postgres, err = parseDSN("postgres", cfg.Postgres); err != nil {
 			return nil, c.cc.Locate(err)
 		}
 	}
@@ -242,7 +249,7 @@ func labConfig(ctx context.Context, cfg labFile, stderr io.Writer) (lab.Config, 
 		{Paths: []string{"/lhcnp/global"}, Mode: "on_change"},
 		{Paths: []string{"/lhcnp/flow-table"}, Mode: "sample", SampleInterval: 5 * second},
 	}
-	lc := lab.Config{StateDir: cfg.StateDir, PostgresDSN: cfg.Postgres, PostgresPort: cfg.PostgresPort, CitusWorkers: cfg.CitusWorkers, HTTPAddr: cfg.HTTP,
+	lc := lab.Config{StateDir: cfg.StateDir, Postgres: cfg.postgres, PostgresPort: cfg.PostgresPort, CitusWorkers: cfg.CitusWorkers, HTTPAddr: cfg.HTTP,
 		MetricsAddr: cfg.Metrics, Profile: cfg.Profile,
 		// The northbound has the stream limits the switches have.
 		Northbound: config.Northbound{Listen: cfg.Northbound, MaxStreams: f.MaxStreams, MaxStreamsPerUser: f.MaxStreamsPerUser,

@@ -636,3 +636,32 @@ func TestLabNorthboundBusy(t *testing.T) {
 		t.Errorf("exit status %d, stderr\n%s\nwant exit status 1 and\n%s(stdout:\n%s)", code, stderr.String(), want, stdout.String())
 	}
 }
+
+// TestLabPostgresParsedOnce: the lab opens its database with the parse
+// parseLab checked (parseDSN), not with a second parse of the string: the
+// pool configuration lab.Start gets is that one, its ConnString the DSN.
+func TestLabPostgresParsedOnce(t *testing.T) {
+	const dsn = "postgres://lhcnp@127.0.0.1:1/lhcnp?pool_max_conns=3"
+	lf, err := parseLab([]string{"--fabric", "../../examples/lab.yaml", "--postgres", dsn}, func() []string { return nil }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := labConfig(context.Background(), *lf, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc.Postgres == nil || lc.Postgres != lf.postgres {
+		t.Fatalf("lab.Config.Postgres %p, want parseLab's parse %p", lc.Postgres, lf.postgres)
+	}
+	if got := lc.Postgres.ConnString(); got != dsn || lc.Postgres.MaxConns != 3 {
+		t.Errorf("ConnString %q, MaxConns %d; want %q, 3", got, lc.Postgres.MaxConns, dsn)
+	}
+
+	lf, err = parseLab([]string{"--fabric", "../../examples/lab.yaml"}, func() []string { return nil }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc, err = labConfig(context.Background(), *lf, io.Discard); err != nil || lc.Postgres != nil {
+		t.Errorf("without --postgres: Postgres %v, err %v; want nil (a private cluster)", lc.Postgres, err)
+	}
+}
