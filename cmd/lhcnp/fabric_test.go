@@ -329,8 +329,10 @@ func TestFabricFileErrors(t *testing.T) {
 		args       []string
 		want       string
 	}{
-		{"switch and switches", "switch: n1\nswitches: [{name: n2}]\nscenario: " + sc, nil, "not both"},
-		{"listen outside the list", "listen: 127.0.0.1:0\nswitches: [{name: n2}]\nscenario: " + sc, nil, "belong to each entry"},
+		{"switch and switches", "switch: n1\nswitches: [{name: n2}]\nscenario: " + sc, nil, "fabric.yaml:1:9: switch: give one switch or a list (switches), not both"},
+		{"listen outside the list", "listen: 127.0.0.1:0\nswitches: [{name: n2}]\nscenario: " + sc, nil,
+			"fabric.yaml:1:9: listen: listen, config and interfaces belong to each entry of switches:"},
+		{"no switch", "scenario: " + sc, nil, "fabric.yaml: switch: missing (the name of the scenario's switch to run, or a switches: list)"},
 		{"unnamed switch", "switches: [{listen: 127.0.0.1:0}]\nscenario: " + sc, nil, "fabric.yaml:1:12: switches[0]: name missing"},
 		{"twice", "switches: [{name: n1}, {name: n1}]\nscenario: " + sc, nil, "fabric.yaml:1:31: switches[1].name: switch \"n1\" listed twice"},
 		{"wire without ends", "switches: [{name: n1}]\nwires: [{link: wan}]\nscenario: " + sc, nil, "fabric.yaml:2:9: wires[0]: need link, a and b"},
@@ -351,6 +353,15 @@ func TestFabricFileErrors(t *testing.T) {
 			err := runSwitch(ctx, withStateDir(t, append([]string{"--config", file, "--insecure"}, tt.args...)), &bytes.Buffer{}, &bytes.Buffer{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("runSwitch: %v, want an error containing %q", err, tt.want)
+			}
+			// A mistake in the file is a configuration error (exit
+			// status 2), a port taken a failure of the work (1).
+			if want := 2; tt.desc == "wire address taken" {
+				if got := exitStatus(err); got != 1 {
+					t.Errorf("exit status %d, want 1", got)
+				}
+			} else if got := exitStatus(err); got != want {
+				t.Errorf("exit status %d, want %d (%v)", got, want, err)
 			}
 		})
 	}

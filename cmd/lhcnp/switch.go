@@ -211,18 +211,25 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 		if path == "" {
 			return missingFlagError{fmt.Sprintf("--config FILE, or --%s: %s, is required", cc.Flag(key), what)}
 		}
-		return fmt.Errorf("%s: %s: missing (%s)", path, key, what)
+		return cc.Locate(fmt.Errorf("%s: missing (%s)", key, what))
 	}
 	fabricForm := len(f.Switches) > 0
 	switch {
 	case f.Switch == "" && !fabricForm:
 		return missing("switch", "the name of the scenario's switch to run, or a switches: list")
 	case f.Switch != "" && fabricForm && cc.InFile("switch"):
-		return fmt.Errorf("%s: switch and switches: give one switch or a list, not both", path)
+		return cc.Locate(errors.New("switch: give one switch or a list (switches), not both"))
 	case f.Switch != "" && fabricForm:
 		return keysError(cc, path, "the file lists switches: choose among them with --switches", "switch", "switches")
 	case fabricForm && (cc.InFile("listen") || cc.InFile("config") || len(f.Interfaces) > 0):
-		return fmt.Errorf("%s: listen, config and interfaces belong to each entry of switches:", path)
+		key := "interfaces"
+		for _, k := range []string{"listen", "config"} {
+			if cc.InFile(k) {
+				key = k
+				break
+			}
+		}
+		return cc.Locate(fmt.Errorf("%s: listen, config and interfaces belong to each entry of switches:", key))
 	case fabricForm && f.Config != "":
 		return keysError(cc, path, "the file lists switches: each entry has its own config", "config", "switches")
 	}
