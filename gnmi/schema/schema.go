@@ -16,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/store"
@@ -300,7 +302,7 @@ func (s *Schema) Resolve(p *gnmi.Path) (Resolved, error) {
 		switch name {
 		case MultiLevel:
 			if len(pe.GetKey()) > 0 {
-				return Resolved{}, fmt.Errorf("%w%s: %q cannot have keys", ErrBadPath, at(), MultiLevel)
+				return Resolved{}, fmt.Errorf("%w%s: %s cannot have keys", ErrBadPath, at(), quote(MultiLevel))
 			}
 			r.Wildcard = true
 			for _, e := range entries {
@@ -384,7 +386,7 @@ func checkKeys(es []*yang.Entry, pe *gnmi.PathElem, at func() string, r *Resolve
 		ok := true
 		for k := range pe.GetKey() {
 			if !contains(names, k) {
-				lastErr = fmt.Errorf("%w%s: %s has no key %q (keys: %s)", ErrBadPath, at(), e.Name, store.ErrorText(k), strings.Join(names, ", "))
+				lastErr = fmt.Errorf("%w%s: %s has no key %s (keys: %s)", ErrBadPath, at(), e.Name, quote(k), strings.Join(names, ", "))
 				ok = false
 				break
 			}
@@ -450,14 +452,14 @@ func checkKeyValue(e *yang.Entry, k, v string) error {
 		if t.Enum != nil {
 			names := t.Enum.Names()
 			sort.Strings(names)
-			return fmt.Errorf("%q is not one of %s", store.ErrorText(v), strings.Join(names, ", "))
+			return fmt.Errorf("%s is not one of %s", quote(v), strings.Join(names, ", "))
 		}
 	}
 	typ := t.Kind.String()
 	if len(t.Range) > 0 {
 		typ += " in " + t.Range.String()
 	}
-	return fmt.Errorf("%q is not a %s", store.ErrorText(v), typ)
+	return fmt.Errorf("%s is not a %s", quote(v), typ)
 }
 
 // checkRestrictions checks a string value against the length and pattern
@@ -470,9 +472,9 @@ func checkRestrictions(t *yang.YangType, v string) error {
 	case yang.Ystring:
 		if err := ytypes.ValidateStringRestrictions(t, v); err != nil {
 			if len(t.Length) > 0 && ytypes.ValidateStringRestrictions(&yang.YangType{Kind: yang.Ystring, Length: t.Length}, v) != nil {
-				return fmt.Errorf("%q is outside the length %s of its type", store.ErrorText(v), t.Length)
+				return fmt.Errorf("%s is outside the length %s of its type", quote(v), t.Length)
 			}
-			return fmt.Errorf("%q does not match the pattern of %s", store.ErrorText(v), typeName(t))
+			return fmt.Errorf("%s does not match the pattern of %s", quote(v), typeName(t))
 		}
 	case yang.Yunion:
 		var names []string
@@ -482,7 +484,7 @@ func checkRestrictions(t *yang.YangType, v string) error {
 			}
 			names = append(names, typeName(m))
 		}
-		return fmt.Errorf("%q is not of type %s (%s)", store.ErrorText(v), typeName(t), strings.Join(names, " or "))
+		return fmt.Errorf("%s is not of type %s (%s)", quote(v), typeName(t), strings.Join(names, " or "))
 	}
 	return nil
 }
@@ -493,6 +495,28 @@ func typeName(t *yang.YangType) string {
 		return t.Name
 	}
 	return t.Kind.String()
+}
+
+// quote is s, a name, key or value a request gave, for an error message as
+// %q writes it, as the package's other errors quote a value (decode.go):
+// in double quotes, a line break, a control character or a byte that is not
+// UTF-8 escaped once ("\n", "\xff", as store.ErrorText writes them in a
+// path), a quote as \". It is cut as ErrorText cuts, after
+// store.MaxErrorPathBytes of the quoted text at a character's start, with
+// "… (N bytes)" after the closing quote. (%q of ErrorText's text escaped
+// such a character twice, "\\n".)
+func quote(s string) string {
+	b := []byte{'"'}
+	for i := 0; i < len(s); {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		q := strconv.Quote(s[i : i+size])
+		if len(b)-1+len(q)-2 > store.MaxErrorPathBytes {
+			return string(b) + `"… (` + strconv.Itoa(len(s)) + " bytes)"
+		}
+		b = append(b, q[1:len(q)-1]...)
+		i += size
+	}
+	return string(append(b, '"'))
 }
 
 func contains(list []string, s string) bool {
@@ -581,7 +605,7 @@ func CheckOrigin(origin string) error {
 	if origin == "" || origin == Origin || origin == OpenConfigOrigin {
 		return nil
 	}
-	return fmt.Errorf("origin %q is not served (use %q, %q or none)", store.ErrorText(origin), Origin, OpenConfigOrigin)
+	return fmt.Errorf("origin %s is not served (use %q, %q or none)", quote(origin), Origin, OpenConfigOrigin)
 }
 
 // CheckPathOrigin checks the origin of a path sent under prefix: one we
@@ -593,7 +617,7 @@ func CheckPathOrigin(prefix, p *gnmi.Path) error {
 		return err
 	}
 	if p.GetOrigin() != "" && prefix.GetOrigin() != "" {
-		return fmt.Errorf("origin %q in the path and %q in the prefix: give it in one of them (gNMI 2.7)", store.ErrorText(p.GetOrigin()), store.ErrorText(prefix.GetOrigin()))
+		return fmt.Errorf("origin %s in the path and %s in the prefix: give it in one of them (gNMI 2.7)", quote(p.GetOrigin()), quote(prefix.GetOrigin()))
 	}
 	return nil
 }
