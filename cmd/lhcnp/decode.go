@@ -47,11 +47,11 @@ func runDecode(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for name, v := range map[string]uint{"icmpv6-type": *icmpType, "class-num": *classNum, "fastcnp-opt": *fastOpt,
 		"fastcnp-ioam-opt": *fastIOAM, "rate-advice-opcode": *raOp} {
 		if v > 255 {
-			return usageError{fmt.Sprintf("--%s %d: must be 0-255", name, v)}
+			return usageError{fmt.Sprintf("--%s: %d: must be 0-255", name, v)}
 		}
 	}
 	if *fcnPort > 65535 {
-		return usageError{fmt.Sprintf("--fcn-port %d: must be 0-65535", *fcnPort)}
+		return usageError{fmt.Sprintf("--fcn-port: %d: must be 0-65535", *fcnPort)}
 	}
 	dec := wire.Decoder{
 		CodePoints: wire.CodePoints{

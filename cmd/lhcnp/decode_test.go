@@ -146,13 +146,44 @@ func TestDecodeBadInput(t *testing.T) {
 		{"missing", []string{"decode", filepath.Join(dir, "nope.pcap")}, 1, "no such file"},
 		{"not a pcap", []string{"decode", notPcap}, 1, notPcap},
 		{"cut short", []string{"decode", cut}, 1, "after frame"},
-		{"bad flag value", []string{"decode", "--icmpv6-type", "300", capturePath}, 2, "--icmpv6-type 300"},
+		{"bad flag value", []string{"decode", "--icmpv6-type", "300", capturePath}, 2, "--icmpv6-type: 300: must be 0-255"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			code := run(tt.args, &out, &errOut)
 			if code != tt.code || !strings.Contains(errOut.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errOut.String(), tt.code, tt.want)
+			}
+		})
+	}
+}
+
+// TestSimFlagValueWording (lhcnp decode, sim generate, sim eval): a single bad value of a flag that is not a
+// configuration key reads as the rule's `--flag: value: why` (docs/collector.md,
+// Exit status), exit status 2, one line.
+func TestSimFlagValueWording(t *testing.T) {
+	spec := filepath.Join("..", "..", "scenarios", "family", "tuner.yaml")
+	out := t.TempDir()
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"decode byte", []string{"decode", "--class-num", "256", capturePath}, "lhcnp decode: --class-num: 256: must be 0-255\n"},
+		{"decode port", []string{"decode", "--fcn-port", "70000", capturePath}, "lhcnp decode: --fcn-port: 70000: must be 0-65535\n"},
+		{"generate sim seed", []string{"sim", "generate", "--family", spec, "--seed", "3", "--sim-seed", "21", "--out", out},
+			"lhcnp sim generate: --sim-seed: 21: want 0..20\n"},
+		{"generate set", []string{"sim", "generate", "--family", spec, "--set", "both", "--out", out},
+			`lhcnp sim generate: --set: "both": want train or test` + "\n"},
+		{"eval sim seeds", []string{"sim", "eval", "--family", spec, "--sim-seeds", "21", "--out", out},
+			"lhcnp sim eval: --sim-seeds: 21: want 1..20 (0: the family's sim_seeds)\n"},
+		{"eval set", []string{"sim", "eval", "--family", spec, "--set", "dev", "--out", out},
+			`lhcnp sim eval: --set: "dev": want train, test or both` + "\n"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != 2 || stderr.String() != tt.want {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), tt.want)
 			}
 		})
 	}

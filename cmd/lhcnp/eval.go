@@ -59,7 +59,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{"--seeds with --markdown: the tables are of whole sets"}
 	}
 	if *simSeeds < 0 || *simSeeds > family.MaxSimSeeds {
-		return usageError{fmt.Sprintf("--sim-seeds %d: want 1..%d (0: the family's sim_seeds)", *simSeeds, family.MaxSimSeeds)}
+		return usageError{fmt.Sprintf("--sim-seeds: %d: want 1..%d (0: the family's sim_seeds)", *simSeeds, family.MaxSimSeeds)}
 	}
 	if !*tunedOnly {
 		for _, f := range []string{"baseline", "compare"} {
@@ -238,7 +238,7 @@ func csvFromMarkdown(md string, fam *familySetFlags, stdout io.Writer) error {
 		sets = []string{"train", "test"}
 	case "train", "test":
 	default:
-		return usageError{fmt.Sprintf("--set %q: want train, test or both", *fam.set)}
+		return usageError{fmt.Sprintf("--set: %q: want train, test or both", *fam.set)}
 	}
 	data, err := os.ReadFile(md)
 	if err != nil {

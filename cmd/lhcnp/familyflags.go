@@ -63,7 +63,7 @@ func (f *familySetFlags) load() (*family.Spec, []string, error) {
 		if f.both {
 			want = "train, test or both"
 		}
-		return nil, nil, usageError{fmt.Sprintf("--set %q: want %s", *f.set, want)}
+		return nil, nil, usageError{fmt.Sprintf("--set: %q: want %s", *f.set, want)}
 	}
 	return s, []string{*f.set}, nil
 }

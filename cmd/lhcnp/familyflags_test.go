@@ -25,10 +25,10 @@ func TestFamilySetFlags(t *testing.T) {
 	}{
 		{desc: "generate: the default set", args: []string{"--out", "o"}, want: []string{"train"}},
 		{desc: "generate: test", args: []string{"--set", "test", "--out", "o"}, want: []string{"test"}},
-		{desc: "generate: not both", args: []string{"--set", "both", "--out", "o"}, wantErr: `--set "both": want train or test`},
+		{desc: "generate: not both", args: []string{"--set", "both", "--out", "o"}, wantErr: `--set: "both": want train or test`},
 		{desc: "eval: the default, both", eval: true, args: []string{"--out", "o"}, want: []string{"train", "test"}},
 		{desc: "eval: train", eval: true, args: []string{"--out", "o", "--set", "train"}, want: []string{"train"}},
-		{desc: "eval: an unknown set", eval: true, args: []string{"--set", "dev", "--out", "o"}, wantErr: `--set "dev": want train, test or both`},
+		{desc: "eval: an unknown set", eval: true, args: []string{"--set", "dev", "--out", "o"}, wantErr: `--set: "dev": want train, test or both`},
 		{desc: "no --out", args: nil, wantErr: "--out DIR is required", wantHelp: true},
 		{desc: "an argument", eval: true, args: []string{"extra", "--out", "o"}, wantErr: `unexpected argument "extra"`},
 	} {

@@ -34,7 +34,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		return usageError{"--sim-seed is for --seed"}
 	}
 	if *k < 0 || *k > family.MaxSimSeeds {
-		return usageError{fmt.Sprintf("--sim-seed %d: want 0..%d", *k, family.MaxSimSeeds)}
+		return usageError{fmt.Sprintf("--sim-seed: %d: want 0..%d", *k, family.MaxSimSeeds)}
 	}
 	s, sets, err := fam.load()
 	if err != nil {

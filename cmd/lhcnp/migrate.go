@@ -87,7 +87,7 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 		return nil, c.cc.Locate(fmt.Errorf("db.dsn: %s", errline.String(err)))
 	}
 	if mf.Steps < 1 {
-		return nil, usageError{fmt.Sprintf("--steps %d: want 1 or more", mf.Steps)}
+		return nil, usageError{fmt.Sprintf("--steps: %d: want 1 or more", mf.Steps)}
 	}
 	// up applies every pending migration unless steps was given (its
 	// default, 1, is down's).
@@ -95,7 +95,7 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 	if mf.Retention != "" {
 		d, err := time.ParseDuration(mf.Retention)
 		if err != nil || d < 0 {
-			return nil, usageError{fmt.Sprintf("--retention %q: want a duration such as 720h, or 0 for ever", mf.Retention)}
+			return nil, usageError{fmt.Sprintf("--retention: %q: want a duration such as 720h, or 0 for ever", mf.Retention)}
 		}
 		a.keep = d
 	}

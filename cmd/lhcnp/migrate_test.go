@@ -94,8 +94,8 @@ func TestMigrateCommand(t *testing.T) {
 		{"no database", []string{"status", "--db", ""}, 2, "--db: a connection string is required"},
 		{"bad DSN", []string{"status", "--db", "postgres://x:y@:notaport/db"}, 2, "--db:"},
 		{"unreachable", []string{"status", "--db", "postgres://postgres@127.0.0.1:1/x?connect_timeout=5", "--timeout", "10s"}, 1, "--db: connect to postgres@127.0.0.1:1/x"},
-		{"bad steps", []string{"down", "--db", dsn, "--steps", "0"}, 2, "--steps 0"},
-		{"bad retention", []string{"up", "--db", dsn, "--retention", "a month"}, 2, `--retention "a month"`},
+		{"bad steps", []string{"down", "--db", dsn, "--steps", "0"}, 2, "--steps: 0: want 1 or more"},
+		{"bad retention", []string{"up", "--db", dsn, "--retention", "a month"}, 2, `--retention: "a month": want a duration such as 720h, or 0 for ever`},
 		{"bad partitioning", []string{"up", "--db", srv.DSN("postgres"), "--partitioning", "weekly"}, 1, `partition manager "weekly"`},
 		{"too far down", []string{"down", "--db", dsn, "--steps", "99"}, 1, "cannot go down 99 steps"},
 	} {

@@ -164,14 +164,14 @@ func TestRunSimGenerate(t *testing.T) {
 		{[]string{"generate", "--family", bad, "--out", out}, "bad.yaml:23:13: test_seeds: 5..40 overlaps train_seeds 1..48"},
 		{[]string{"generate", "--family", old, "--out", out}, "old.yaml:23:13: test_seeds: 1001..1032 overlaps retired_seeds 1001..1032"},
 		{[]string{"generate", "--family", second, "--set", "test", "--out", out}, "second.yaml:23:13: test_seeds: 2001..2032 overlaps retired_seeds 2001..2032"},
-		{[]string{"generate", "--family", spec, "--set", "dev", "--out", out}, `--set "dev"`},
+		{[]string{"generate", "--family", spec, "--set", "dev", "--out", out}, `--set: "dev": want train or test`},
 		{[]string{"generate", "extra", "--out", out}, `unexpected argument "extra"`},
 		{[]string{"generate", "--family", spec, "--set", "test", "--seed", "22005", "--out", out}, "seed 22005 is of " + spec + "'s test_seeds 22001..22032, the fresh held-out set"},
 		{[]string{"generate", "--family", spec, "--seed", "49", "--out", out}, "seed 49 is not in " + spec + "'s train_seeds 1..48"},
 		{[]string{"generate", "--family", spec, "--sim-seed", "1", "--out", out}, "--sim-seed is for --seed"},
 		{[]string{"eval", "--family", spec, "--out", out, "--seeds", "2", "--markdown", "x.md"}, "--seeds with --markdown"},
-		{[]string{"eval", "--family", spec, "--out", out, "--sim-seeds", "21"}, "--sim-seeds 21: want 1..20"},
-		{[]string{"eval", "--family", spec, "--out", out, "--sim-seeds", "-1"}, "--sim-seeds -1: want 1..20"},
+		{[]string{"eval", "--family", spec, "--out", out, "--sim-seeds", "21"}, "--sim-seeds: 21: want 1..20"},
+		{[]string{"eval", "--family", spec, "--out", out, "--sim-seeds", "-1"}, "--sim-seeds: -1: want 1..20"},
 	} {
 		err := runSim(context.Background(), tt.args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

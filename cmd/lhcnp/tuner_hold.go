@@ -58,9 +58,9 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 			return c.usageError("--queue is required")
 		// A bad value is its one line, without the usage.
 		case a.queue < 0 || a.queue > 255:
-			return usageError{fmt.Sprintf("--queue %d: want a queue id 0-255", a.queue)}
+			return usageError{fmt.Sprintf("--queue: %d: want a queue id 0-255", a.queue)}
 		case a.holdFor < 0:
-			return usageError{fmt.Sprintf("--for %v: want a positive duration", a.holdFor)}
+			return usageError{fmt.Sprintf("--for: %v: want a positive duration", a.holdFor)}
 		}
 		return nil
 	})

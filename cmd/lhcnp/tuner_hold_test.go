@@ -64,7 +64,7 @@ func TestTunerHoldRelease(t *testing.T) {
 		want string
 	}{
 		{"unknown switch", []string{"hold", "--config", cfg, "--target", "n9", "--interface", "wan0", "--queue", "0"}, `--target "n9": not a switch of`},
-		{"queue out of range", []string{"hold", "--config", cfg, "--target", "n1", "--interface", "wan0", "--queue", "300"}, "--queue 300: want a queue id 0-255"},
+		{"queue out of range", []string{"hold", "--config", cfg, "--target", "n1", "--interface", "wan0", "--queue", "300"}, "--queue: 300: want a queue id 0-255"},
 		{"no queue", []string{"release", "--config", cfg, "--target", "n1", "--interface", "wan0"}, "--queue is required"},
 		{"no target", []string{"release", "--config", cfg}, "--target is required"},
 		{"no database", []string{"hold", "--target", "n1", "--interface", "wan0", "--queue", "0"}, "db: missing: give --config FILE"},
@@ -90,8 +90,8 @@ func TestTunerHoldUsage(t *testing.T) {
 	}{
 		{"no target", []string{"--db", "postgres://x/y"}, "--target is required", true},
 		{"no queue", q, "--queue is required", true},
-		{"queue out of range", append(slices.Clone(q), "--queue", "300"), "--queue 300: want a queue id 0-255", false},
-		{"negative hold", append(slices.Clone(q), "--queue", "3", "--for", "-1h"), "--for -1h0m0s: want a positive duration", false},
+		{"queue out of range", append(slices.Clone(q), "--queue", "300"), "--queue: 300: want a queue id 0-255", false},
+		{"negative hold", append(slices.Clone(q), "--queue", "3", "--for", "-1h"), "--for: -1h0m0s: want a positive duration", false},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			var stderr strings.Builder
@@ -116,9 +116,9 @@ func TestSubcommandErrorsNamed(t *testing.T) {
 		want string
 	}{
 		{[]string{"tuner", "hold", "--db", "postgres://x/y", "--target", "n1", "--interface", "wan0", "--queue", "300"},
-			"lhcnp tuner hold: --queue 300: want a queue id 0-255\n"},
+			"lhcnp tuner hold: --queue: 300: want a queue id 0-255\n"},
 		{[]string{"tuner", "release", "--db", "postgres://x/y", "--target", "n1", "--interface", "wan0", "--queue", "-2"},
-			"lhcnp tuner release: --queue -2: want a queue id 0-255\n"},
+			"lhcnp tuner release: --queue: -2: want a queue id 0-255\n"},
 		{[]string{"sim", "run", "--out", t.TempDir()}, "lhcnp sim run: want exactly one scenario file, got 0\n"},
 		{[]string{"tuner", "--db", "postgres://x/y"}, "lhcnp tuner: --config FILE is required\n"},
 	} {
