@@ -445,6 +445,13 @@ func checkKeyValue(e *yang.Entry, k, v string) error {
 		return nil
 	}
 	if _, err := decodeLeaf(t, v, ""); err == nil {
+		// A number's key in any other form than its canonical one
+		// ("00", " 0" for 0) is another key to the lists (a Get found
+		// no data under it) while ygot reads it as the number (a Set
+		// changed entry 0): refused, naming the form to write.
+		if c, ok := canonicalInt(t.Kind, v); ok && c != v {
+			return fmt.Errorf("%s is not a %s in its canonical form (%s)", quote(v), t.Kind, c)
+		}
 		return checkRestrictions(t, v)
 	}
 	switch t.Kind {
@@ -460,6 +467,22 @@ func checkKeyValue(e *yang.Entry, k, v string) error {
 		typ += " in " + t.Range.String()
 	}
 	return fmt.Errorf("%s is not a %s", quote(v), typ)
+}
+
+// canonicalInt is the canonical form (RFC 7950 9.2.2: no sign for a
+// positive number, no leading zeros) of v, a value of the integer type
+// kind that decodeLeaf accepted; false for another kind.
+func canonicalInt(kind yang.TypeKind, v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	switch kind {
+	case yang.Yint8, yang.Yint16, yang.Yint32, yang.Yint64:
+		n, err := strconv.ParseInt(v, 10, 64)
+		return strconv.FormatInt(n, 10), err == nil
+	case yang.Yuint8, yang.Yuint16, yang.Yuint32, yang.Yuint64:
+		n, err := strconv.ParseUint(v, 10, 64)
+		return strconv.FormatUint(n, 10), err == nil
+	}
+	return "", false
 }
 
 // checkRestrictions checks a string value against the length and pattern

@@ -156,6 +156,15 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			want: `update[0] ` + q + `[id=x]/config/kmax: malformed path: ` + q + `[id=x]: queue key id: "x" is not a uint8 in 0..15`},
 		{desc: "set update: key out of its type's range", call: update, path: mustPath(q + "[id=99]/config/kmax"), code: codes.InvalidArgument,
 			want: `update[0] ` + q + `[id=99]/config/kmax: malformed path: ` + q + `[id=99]: queue key id: "99" is not a uint8 in 0..15`},
+		// A number's key not in its canonical form: Get found no data
+		// under queue[id=00], a Set to it changed queue 0 (ygot read the
+		// number), Subscribe took it and never matched.
+		{desc: "get: key not in its canonical form", call: get, path: mustPath(q + "[id=00]/config/kmax"), code: codes.InvalidArgument,
+			want: `path ` + q + `[id=00]/config/kmax: malformed path: ` + q + `[id=00]: queue key id: "00" is not a uint8 in its canonical form (0)`},
+		{desc: "set update: key not in its canonical form", call: update, path: mustPath(q + "[id=00]/config/kmax"), code: codes.InvalidArgument,
+			want: `update[0] ` + q + `[id=00]/config/kmax: malformed path: ` + q + `[id=00]: queue key id: "00" is not a uint8 in its canonical form (0)`},
+		{desc: "subscribe: key with a space", call: subscribe, path: mustPath(q + "[id= 1]/config/kmax"), code: codes.InvalidArgument,
+			want: `path ` + q + `[id= 1]/config/kmax: malformed path: ` + q + `[id= 1]: queue key id: " 1" is not a uint8 in its canonical form (1)`},
 		{desc: "set delete: key of the wrong type, last element", call: del, path: mustPath(q + "[id=300]"), code: codes.InvalidArgument,
 			want: `delete[0] ` + q + `[id=300]: malformed path: queue key id: "300" is not a uint8 in 0..15`},
 		{desc: "subscribe: key of the wrong type", call: subscribe, path: mustPath(q + "[id=x]/config/kmax"), code: codes.InvalidArgument,
