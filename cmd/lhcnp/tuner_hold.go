@@ -78,7 +78,9 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 		for _, s := range a.cfg.Switches {
 			names = append(names, s.Name)
 		}
-		return nil, fmt.Errorf("--target %q: not a switch of %s (switches: %v)", a.target, c.config, names)
+		// A mistake of the command line against its configuration file:
+		// a usage error (exit status 2), as --queue's range is.
+		return nil, usageError{fmt.Sprintf("--target: %q: not a switch of %s (switches: %v)", a.target, c.config, names)}
 	}
 	if a.holdFor == 0 {
 		a.holdFor = a.cfg.OperatorHold

@@ -63,7 +63,7 @@ func TestTunerHoldRelease(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown switch", []string{"hold", "--config", cfg, "--target", "n9", "--interface", "wan0", "--queue", "0"}, `--target "n9": not a switch of`},
+		{"unknown switch", []string{"hold", "--config", cfg, "--target", "n9", "--interface", "wan0", "--queue", "0"}, `--target: "n9": not a switch of ` + cfg + ` (switches: [n1])`},
 		{"queue out of range", []string{"hold", "--config", cfg, "--target", "n1", "--interface", "wan0", "--queue", "300"}, "--queue: 300: want a queue id 0-255"},
 		{"no queue", []string{"release", "--config", cfg, "--target", "n1", "--interface", "wan0"}, "--queue is required"},
 		{"no target", []string{"release", "--config", cfg}, "--target is required"},
@@ -73,6 +73,10 @@ func TestTunerHoldRelease(t *testing.T) {
 			err := runTuner(ctx, tt.args, io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
+			}
+			// Every one a mistake of the command line or its file.
+			if got := exitStatus(err); got != 2 {
+				t.Errorf("exit status %d, want 2 (%v)", got, err)
 			}
 		})
 	}
