@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/store"
@@ -520,27 +519,11 @@ func typeName(t *yang.YangType) string {
 	return t.Kind.String()
 }
 
-// quote is s, a name, key or value a request gave, for an error message as
-// %q writes it, as the package's other errors quote a value (decode.go):
-// in double quotes, a line break, a control character or a byte that is not
-// UTF-8 escaped once ("\n", "\xff", as store.ErrorText writes them in a
-// path), a quote as \". It is cut as ErrorText cuts, after
-// store.MaxErrorPathBytes of the quoted text at a character's start, with
-// "… (N bytes)" after the closing quote. (%q of ErrorText's text escaped
-// such a character twice, "\\n".)
-func quote(s string) string {
-	b := []byte{'"'}
-	for i := 0; i < len(s); {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		q := strconv.Quote(s[i : i+size])
-		if len(b)-1+len(q)-2 > store.MaxErrorPathBytes {
-			return string(b) + `"… (` + strconv.Itoa(len(s)) + " bytes)"
-		}
-		b = append(b, q[1:len(q)-1]...)
-		i += size
-	}
-	return string(append(b, '"'))
-}
+// quote is s, a name, key or value a request gave, for an error message
+// as %q writes it, as the package's other errors quote a value (decode.go),
+// cut as a path is (store.ErrorQuote). (%q of ErrorText's text escaped a
+// line break twice, "\\n".)
+func quote(s string) string { return store.ErrorQuote(s) }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

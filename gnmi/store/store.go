@@ -579,6 +579,29 @@ func ErrorText(s string) string {
 	if len(s) <= MaxErrorPathBytes && printable(s) {
 		return s
 	}
+	t, cut := escapeCut(s, false)
+	if cut {
+		return t + cutNote(s)
+	}
+	return t
+}
+
+// ErrorQuote is s for an error message in double quotes, as %q writes it
+// (ErrorText's escapes, and a quote and a backslash as \" and \\), cut as
+// ErrorText cuts, "… (N bytes)" after the closing quote.
+func ErrorQuote(s string) string {
+	t, cut := escapeCut(s, true)
+	q := `"` + t + `"`
+	if cut {
+		return q + cutNote(s)
+	}
+	return q
+}
+
+// escapeCut escapes s as ErrorText does (quoted: a quote and a backslash
+// too) and cuts it at the first character that would take it past
+// MaxErrorPathBytes, reporting whether it did.
+func escapeCut(s string, quoted bool) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -586,18 +609,20 @@ func ErrorText(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			t = fmt.Sprintf(`\x%02x`, s[i])
-		case !strconv.IsPrint(r):
-			q := strconv.QuoteRune(r)
+		case !strconv.IsPrint(r), quoted && (r == '"' || r == '\\'):
+			q := strconv.Quote(t)
 			t = q[1 : len(q)-1]
 		}
 		if b.Len()+len(t) > MaxErrorPathBytes {
-			return b.String() + "… (" + strconv.Itoa(len(s)) + " bytes)"
+			return b.String(), true
 		}
 		b.WriteString(t)
 		i += size
 	}
-	return b.String()
+	return b.String(), false
 }
+
+func cutNote(s string) string { return "… (" + strconv.Itoa(len(s)) + " bytes)" }
 
 // printable reports whether ErrorText keeps s as it is: UTF-8, every
 // character printable.
