@@ -63,6 +63,17 @@ func WithPartitionManager(m string) Option {
 	return func(o *options) { o.partitionManager = m }
 }
 
+// CheckPartitionManager says why m is not a partition manager
+// WithPartitionManager takes (`"weekly": want auto, pg_partman or lhcnp`),
+// for a command to refuse it before it connects.
+func CheckPartitionManager(m string) error {
+	switch m {
+	case "auto", "pg_partman", "lhcnp":
+		return nil
+	}
+	return fmt.Errorf("%q: want auto, pg_partman or lhcnp", m)
+}
+
 // WithProgress calls f before each step is applied (direction "up" or
 // "down"), e.g. to log it.
 func WithProgress(f func(sequence int32, name, direction string)) Option {
@@ -78,10 +89,10 @@ func newMigrator(ctx context.Context, conn *pgx.Conn, opts []Option) (*migrate.M
 	if err != nil {
 		return nil, fmt.Errorf("migrations: version table %s: %w", VersionTable, err)
 	}
-	switch o.partitionManager {
-	case "", "auto", "pg_partman", "lhcnp":
-	default:
-		return nil, fmt.Errorf("migrations: partition manager %q: want auto, pg_partman or lhcnp", o.partitionManager)
+	if o.partitionManager != "" {
+		if err := CheckPartitionManager(o.partitionManager); err != nil {
+			return nil, fmt.Errorf("migrations: partition manager %w", err)
+		}
 	}
 	if o.partitionManager != "" {
 		m.Data["partition_manager"] = o.partitionManager

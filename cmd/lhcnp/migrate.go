@@ -86,8 +86,13 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 	if a.conn, err = pgx.ParseConfig(mf.DB.DSN); err != nil {
 		return nil, c.cc.Locate(fmt.Errorf("db.dsn: %s", errline.String(err)))
 	}
+	// steps, retention and partitioning are keys: a bad value is named
+	// where it came from, the flag, the variable or the file's line.
 	if mf.Steps < 1 {
-		return nil, usageError{fmt.Sprintf("--steps: %d: want 1 or more", mf.Steps)}
+		return nil, c.cc.Locate(fmt.Errorf("steps: %d: want 1 or more", mf.Steps))
+	}
+	if err := migrations.CheckPartitionManager(mf.Partitioning); err != nil {
+		return nil, c.cc.Locate(fmt.Errorf("partitioning: %w", err))
 	}
 	// up applies every pending migration unless steps was given (its
 	// default, 1, is down's).
@@ -95,7 +100,7 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 	if mf.Retention != "" {
 		d, err := time.ParseDuration(mf.Retention)
 		if err != nil || d < 0 {
-			return nil, usageError{fmt.Sprintf("--retention: %q: want a duration such as 720h, or 0 for ever", mf.Retention)}
+			return nil, c.cc.Locate(fmt.Errorf("retention: %q: want a duration such as 720h, or 0 for ever", mf.Retention))
 		}
 		a.keep = d
 	}

@@ -94,9 +94,9 @@ func TestMigrateCommand(t *testing.T) {
 		{"no database", []string{"status", "--db", ""}, 2, "--db: a connection string is required"},
 		{"bad DSN", []string{"status", "--db", "postgres://x:y@:notaport/db"}, 2, "--db:"},
 		{"unreachable", []string{"status", "--db", "postgres://postgres@127.0.0.1:1/x?connect_timeout=5", "--timeout", "10s"}, 1, "--db: connect to postgres@127.0.0.1:1/x"},
-		{"bad steps", []string{"down", "--db", dsn, "--steps", "0"}, 2, "--steps: 0: want 1 or more"},
-		{"bad retention", []string{"up", "--db", dsn, "--retention", "a month"}, 2, `--retention: "a month": want a duration such as 720h, or 0 for ever`},
-		{"bad partitioning", []string{"up", "--db", srv.DSN("postgres"), "--partitioning", "weekly"}, 1, `partition manager "weekly"`},
+		{"bad steps", []string{"down", "--db", dsn, "--steps", "0"}, 2, "--steps: steps: 0: want 1 or more"},
+		{"bad retention", []string{"up", "--db", dsn, "--retention", "a month"}, 2, `--retention: retention: "a month": want a duration such as 720h, or 0 for ever`},
+		{"bad partitioning", []string{"up", "--db", srv.DSN("postgres"), "--partitioning", "weekly"}, 2, `--partitioning: partitioning: "weekly": want auto, pg_partman or lhcnp`},
 		{"too far down", []string{"down", "--db", dsn, "--steps", "99"}, 1, "cannot go down 99 steps"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -165,6 +165,60 @@ func TestMigrateCommand(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestMigrateBadValuesNamed: steps, retention and partitioning are keys of
+// lhcnp migrate (flags, LHCNP_MIGRATE_ variables, the file's), so a bad
+// value reads ORIGIN: key: value: why, ORIGIN where it came from, and is
+// refused before the database is reached, exit status 2 (docs/collector.md,
+// "Exit status"). Before, steps and retention named their flag whatever set
+// them (LHCNP_MIGRATE_STEPS=0 read "--steps: 0: ..."), and a partition
+// manager that does not exist was found once connected, exit status 1.
+func TestMigrateBadValuesNamed(t *testing.T) {
+	unreachable := "postgres://postgres@127.0.0.1:1/x?connect_timeout=5"
+	file := filepath.Join(t.TempDir(), "migrate.yaml")
+	if err := os.WriteFile(file, []byte("db:\n  dsn: "+unreachable+"\nsteps: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pfile := filepath.Join(t.TempDir(), "partitioning.yaml")
+	if err := os.WriteFile(pfile, []byte("partitioning: weekly\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		desc string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"steps flag", nil, []string{"down", "--db.dsn", unreachable, "--steps", "0"}, "--steps: steps: 0: want 1 or more"},
+		{"steps variable", map[string]string{"LHCNP_MIGRATE_STEPS": "0"}, []string{"down", "--db.dsn", unreachable},
+			"LHCNP_MIGRATE_STEPS: steps: 0: want 1 or more"},
+		{"steps file", nil, []string{"down", "--config", file}, file + ":3:8: steps: 0: want 1 or more"},
+		{"retention flag", nil, []string{"up", "--db.dsn", unreachable, "--retention", "a month"},
+			`--retention: retention: "a month": want a duration such as 720h, or 0 for ever`},
+		{"retention variable", map[string]string{"LHCNP_MIGRATE_RETENTION": "-1h"}, []string{"up", "--db.dsn", unreachable},
+			`LHCNP_MIGRATE_RETENTION: retention: "-1h": want a duration such as 720h, or 0 for ever`},
+		{"partitioning flag", nil, []string{"up", "--db.dsn", unreachable, "--partitioning", "weekly"},
+			`--partitioning: partitioning: "weekly": want auto, pg_partman or lhcnp`},
+		{"partitioning variable", map[string]string{"LHCNP_MIGRATE_PARTITIONING": "weekly"}, []string{"up", "--db.dsn", unreachable},
+			`LHCNP_MIGRATE_PARTITIONING: partitioning: "weekly": want auto, pg_partman or lhcnp`},
+		{"partitioning file", nil, []string{"up", "--config", pfile, "--db.dsn", unreachable},
+			pfile + `:1:15: partitioning: "weekly": want auto, pg_partman or lhcnp`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			for _, name := range []string{"LHCNP_DB", "LHCNP_MIGRATE_DB_DSN", "LHCNP_MIGRATE_STEPS", "LHCNP_MIGRATE_RETENTION", "LHCNP_MIGRATE_PARTITIONING"} {
+				t.Setenv(name, tt.env[name]) // restored after the test
+				if _, ok := tt.env[name]; !ok {
+					os.Unsetenv(name)
+				}
+			}
+			var out, errOut bytes.Buffer
+			code := run(append([]string{"migrate"}, tt.args...), &out, &errOut)
+			if want := "lhcnp migrate: " + tt.want + "\n"; code != 2 || errOut.String() != want {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, errOut.String(), want)
+			}
+		})
+	}
 }
 
 // TestMigrateCitus: on a Citus coordinator, `lhcnp migrate up` distributes
