@@ -15,6 +15,7 @@ type collectorArgs struct {
 	cfg     config.File
 	config  string // the file, "" for none
 	verbose bool
+	nbAuth  gnmiAuth // the northbound's users and TLS, with northbound.listen
 }
 
 // parseCollector parses lhcnp collector's arguments: every key of the file
@@ -41,6 +42,12 @@ func parseCollector(args []string, environ func() []string, stderr io.Writer) (*
 	if err := collector.Check(a.cfg); err != nil {
 		return nil, c.cc.Locate(err)
 	}
+	// The northbound's files, before the database is reached.
+	if nc := a.cfg.Northbound; nc.Listen != "" {
+		if a.nbAuth, err = loadGNMIAuth("northbound.", nc.Users, nc.Insecure, nc.TLSCert, nc.TLSKey, nc.ClientCA); err != nil {
+			return nil, c.cc.Locate(err)
+		}
+	}
 	return a, nil
 }
 
@@ -62,7 +69,7 @@ func runCollector(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	stopNB, err := nb.start(ctx, cfg, c, log, stdout, stderr)
+	stopNB, err := nb.start(ctx, cfg, a.nbAuth, c, log, stdout, stderr)
 	if err != nil {
 		return err
 	}

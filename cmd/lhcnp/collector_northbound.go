@@ -37,7 +37,7 @@ func (n *collectorNorthbound) observer(nc config.Northbound) []collector.Option 
 }
 
 // start serves the northbound on northbound.listen; stop closes it.
-func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *collector.Collector, log *slog.Logger, stdout, stderr io.Writer) (stop func(), err error) {
+func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, ga gnmiAuth, c *collector.Collector, log *slog.Logger, stdout, stderr io.Writer) (stop func(), err error) {
 	nc := cfg.Northbound
 	if nc.Listen == "" {
 		return func() {}, nil
@@ -49,7 +49,7 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 		}
 		return lis, nil
 	}
-	stop, addr, err := n.serve(ctx, nc, c, listen, log, stderr)
+	stop, addr, err := n.serve(ctx, nc, ga, c, listen, log, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -57,10 +57,10 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, c *col
 	return stop, nil
 }
 
-// serve serves the northbound nc on the listener of listen, called once
-// the server is built (a bad users file or certificate is named before the
-// address is taken); stop closes both.
-func (n *collectorNorthbound) serve(ctx context.Context, nc config.Northbound, c *collector.Collector, listen func() (net.Listener, error), log *slog.Logger, stderr io.Writer) (stop func(), addr net.Addr, err error) {
+// serve serves the northbound nc, with the users and TLS of ga (loaded
+// from nc's files, loadGNMIAuth), on the listener of listen, called once
+// the server is built; stop closes both.
+func (n *collectorNorthbound) serve(ctx context.Context, nc config.Northbound, ga gnmiAuth, c *collector.Collector, listen func() (net.Listener, error), log *slog.Logger, stderr io.Writer) (stop func(), addr net.Addr, err error) {
 	sch, err := schema.New()
 	if err != nil {
 		return nil, nil, err
@@ -81,11 +81,8 @@ func (n *collectorNorthbound) serve(ctx context.Context, nc config.Northbound, c
 	m := northbound.NewMetrics(c.Metrics().Registry)
 	n.nb = northbound.New(sch, northbound.WithHistory(c.Pool()), northbound.WithDialer(dial),
 		northbound.WithLogger(log.With("component", "northbound")), northbound.WithMetrics(m))
-	var u *auth.Users
+	u := ga.users
 	if nc.Users != "" {
-		if u, err = auth.LoadUsers(nc.Users); err != nil {
-			return nil, nil, fmt.Errorf("northbound.users: %w", err)
-		}
 		if nc.Insecure {
 			warnClearPasswords(ctx, lookupHost, stderr, "lhcnp collector: warning: northbound.users over northbound.insecure", "northbound.tls_cert, northbound.tls_key", nc.Listen)
 		}
@@ -100,11 +97,7 @@ func (n *collectorNorthbound) serve(ctx context.Context, nc config.Northbound, c
 	if nc.Insecure {
 		opts = append(opts, service.WithInsecure())
 	} else {
-		tc, err := auth.ServerTLS(nc.TLSCert, nc.TLSKey, nc.ClientCA)
-		if err != nil {
-			return nil, nil, fmt.Errorf("northbound.tls_cert: %w", err)
-		}
-		opts = append(opts, service.WithTLS(tc))
+		opts = append(opts, service.WithTLS(ga.tls))
 	}
 	srv, err := service.New(opts...)
 	if err != nil {
@@ -131,6 +124,10 @@ type labNorthbound struct {
 func (l *labNorthbound) Options(nc config.Northbound) []collector.Option { return l.nb.observer(nc) }
 
 func (l *labNorthbound) Serve(ctx context.Context, nc config.Northbound, c *collector.Collector, lis net.Listener) (func(), error) {
-	stop, _, err := l.nb.serve(ctx, nc, c, func() (net.Listener, error) { return lis, nil }, l.log, io.Discard)
+	ga, err := loadGNMIAuth("northbound.", nc.Users, nc.Insecure, nc.TLSCert, nc.TLSKey, nc.ClientCA)
+	if err != nil {
+		return nil, err
+	}
+	stop, _, err := l.nb.serve(ctx, nc, ga, c, func() (net.Listener, error) { return lis, nil }, l.log, io.Discard)
 	return stop, err
 }

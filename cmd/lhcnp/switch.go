@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -557,6 +558,10 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := f.checkConfigs(ctx, cfg, cc); err != nil {
 		return err
 	}
+	ga, err := loadGNMIAuth("", f.Users, f.Insecure, f.TLSCert, f.TLSKey, f.ClientCA)
+	if err != nil {
+		return cc.Locate(err)
+	}
 	if f.Capture != "" {
 		for i, w := range cfg.Wires {
 			pf, err := os.Create(filepath.Join(f.Capture, w.Link+".pcap"))
@@ -568,11 +573,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 
-	var u *auth.Users
+	u := ga.users
 	if f.Users != "" {
-		if u, err = auth.LoadUsers(f.Users); err != nil {
-			return err
-		}
 		if f.Insecure {
 			var addrs []string
 			for _, s := range cfg.Switches {
@@ -591,11 +593,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if f.Insecure {
 		cfg.TargetOptions = append(cfg.TargetOptions, service.WithInsecure())
 	} else {
-		tc, err := auth.ServerTLS(f.TLSCert, f.TLSKey, f.ClientCA)
-		if err != nil {
-			return err
-		}
-		cfg.TargetOptions = append(cfg.TargetOptions, service.WithTLS(tc))
+		cfg.TargetOptions = append(cfg.TargetOptions, service.WithTLS(ga.tls))
 	}
 	sm, err := newSwitchMetrics(f.Metrics, len(cfg.Switches), stdout)
 	if err != nil {
@@ -627,6 +625,46 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			w.Name(), st.TxFrames, st.TxDropped, st.RxFrames, st.Late, time.Duration(st.MaxLateNs), st.RxLost, st.RxDown, st.RxMalformed, st.Ups, st.Downs)
 	}
 	return err
+}
+
+// gnmiAuth is a gNMI server's users and TLS, loaded from the files its
+// keys name: no users (nil) is anonymous read-write, no TLS (nil) insecure.
+type gnmiAuth struct {
+	users *auth.Users
+	tls   *tls.Config
+}
+
+// loadGNMIAuth loads the users file, when given, and the TLS files, unless
+// insecure. Each error starts with the key of the file at fault, prefix
+// and users, tls_cert, tls_key or client_ca, for cliconf's Locate: a file
+// the configuration names that is missing or does not load is a mistake
+// of the configuration (exit status 2), found before the command starts
+// its work, as a switch's initial configuration is.
+func loadGNMIAuth(prefix, users string, insecure bool, cert, key, ca string) (gnmiAuth, error) {
+	var a gnmiAuth
+	var err error
+	if users != "" {
+		if a.users, err = auth.LoadUsers(users); err != nil {
+			return a, fmt.Errorf("%susers: %w", prefix, err)
+		}
+	}
+	if insecure {
+		return a, nil
+	}
+	// A key file that cannot be opened at its own key; the pair's other
+	// errors (a file that does not parse, a key not the certificate's)
+	// at tls_cert, their message saying which.
+	if _, err := os.Stat(key); err != nil {
+		return a, fmt.Errorf("%stls_key: %w", prefix, err)
+	}
+	if a.tls, err = auth.ServerTLS(cert, key, ca); err != nil {
+		k := "tls_cert"
+		if errors.Is(err, auth.ErrClientCA) {
+			k = "client_ca"
+		}
+		return a, fmt.Errorf("%s%s: %w", prefix, k, err)
+	}
+	return a, nil
 }
 
 // checkLimit reports whether n is a stream limit: positive (0 would be

@@ -3,9 +3,14 @@ package auth
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"os"
 )
+
+// ErrClientCA marks ServerTLS's errors about the client CA file, as
+// against its certificate and key: a command names the key of the file.
+var ErrClientCA = errors.New("client CA")
 
 // ServerTLS returns the TLS configuration of the target from PEM files: its
 // certificate and key, and optionally a CA whose certificates clients must
@@ -19,7 +24,7 @@ func ServerTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	if clientCAFile != "" {
 		pool, err := certPool(clientCAFile)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("loading %w: %w", ErrClientCA, err)
 		}
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
