@@ -824,6 +824,11 @@ func runPasswd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	// A name the users file cannot hold is the command line's mistake,
+	// said before the password is asked for (twice, on a terminal).
+	if err := auth.CheckUserName(*user); err != nil {
+		return usageError{"--user: " + err.Error()}
+	}
 	pw, err := readPassword(ctx, stdin, stderr)
 	if err != nil {
 		return err

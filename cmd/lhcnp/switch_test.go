@@ -564,4 +564,17 @@ func TestPasswd(t *testing.T) {
 	if err := runPasswd(context.Background(), nil, strings.NewReader("x\n"), io.Discard, io.Discard); err == nil {
 		t.Error("passwd without --user succeeded")
 	}
+	// A name the users file cannot hold is a mistake of the command line
+	// (exit status 2), said before the password is read: here there is
+	// none to read. It was exit status 1, after the password.
+	var stdin readCounter
+	err = runPasswd(context.Background(), []string{"--user", "ops:x"}, &stdin, io.Discard, io.Discard)
+	if want := `--user: "ops:x": must be non-empty without ':', '#' or spaces`; err == nil || err.Error() != want || exitStatus(err) != 2 || stdin.reads > 0 {
+		t.Errorf("passwd --user ops:x: %v (exit status %d, %d reads of stdin), want exit status 2, no read and %q", err, exitStatus(err), stdin.reads, want)
+	}
 }
+
+// readCounter is an empty stdin that counts its reads.
+type readCounter struct{ reads int }
+
+func (r *readCounter) Read([]byte) (int, error) { r.reads++; return 0, io.EOF }

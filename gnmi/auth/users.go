@@ -204,10 +204,20 @@ func HashPassword(password string, cost int) (string, error) {
 	return string(h), err
 }
 
+// CheckUserName says why name cannot be a users-file name (`"a:b": must be
+// non-empty without ':', '#' or spaces`), for a command to refuse it before
+// it asks for the password.
+func CheckUserName(name string) error {
+	if name == "" || strings.ContainsAny(name, ": \t\n#") {
+		return fmt.Errorf("%q: must be non-empty without ':', '#' or spaces", name)
+	}
+	return nil
+}
+
 // PasswdLine returns a users-file line for the user: "name:role:hash".
 func PasswdLine(name string, role Role, password string) (string, error) {
-	if name == "" || strings.ContainsAny(name, ": \t\n#") {
-		return "", fmt.Errorf("user name %q: must be non-empty without ':', '#' or spaces", name)
+	if err := CheckUserName(name); err != nil {
+		return "", fmt.Errorf("user name %w", err)
 	}
 	if role != ReadOnly && role != ReadWrite {
 		return "", fmt.Errorf("unknown role %v", role)
