@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lhcnp/lhcnp/internal/hostport"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
@@ -131,6 +132,8 @@ func (c Config) Validate() error {
 		seen[s.Name] = true
 		if s.Address == "" {
 			bad(key+".address", "missing (host:port of the switch's gNMI)")
+		} else if err := hostport.Check("tcp", s.Address); err != nil {
+			bad(key+".address", "%q: %v", s.Address, err)
 		}
 		if !s.Insecure && s.CAFile == "" && !s.SkipVerify {
 			bad(key+".ca_file", "missing: give ca_file, skip_verify or insecure")

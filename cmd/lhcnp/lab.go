@@ -269,7 +269,7 @@ func labConfig(ctx context.Context, cfg labFile, stderr io.Writer) (lab.Config, 
 		// it starts.
 		check := lc.Tuner
 		check.DB = "lab"
-		check.Switches = []tuner.SwitchConfig{{Name: "lab", Address: "lab", Insecure: true}}
+		check.Switches = []tuner.SwitchConfig{{Name: "lab", Address: "lab:9339", Insecure: true}}
 		if err := check.Validate(); err != nil && tcc != nil {
 			return lab.Config{}, tcc.Locate(err)
 		}

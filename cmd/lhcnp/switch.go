@@ -25,6 +25,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
+	"github.com/lhcnp/lhcnp/internal/hostport"
 	"github.com/lhcnp/lhcnp/server/dataplane"
 	"github.com/lhcnp/lhcnp/server/fabric"
 	"github.com/lhcnp/lhcnp/server/startup"
@@ -315,45 +316,25 @@ func (f *switchFile) checkAddresses(cc *cliconf.Config) error {
 		if key == "metrics" {
 			addr = f.Metrics
 		}
-		if err := checkHostPort("tcp", addr); err != nil {
+		if err := hostport.Check("tcp", addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %q: %w", key, addr, err))
 		}
 	}
 	if f.Switch == "" { // the one-switch form's is listen, above
 		for i, s := range f.Switches {
-			if err := checkHostPort("tcp", s.Listen); err != nil {
+			if err := hostport.Check("tcp", s.Listen); err != nil {
 				errs = append(errs, fmt.Errorf("switches[%d].listen: %q: %w", i, s.Listen, err))
 			}
 		}
 	}
 	for i, w := range f.Wires {
 		for _, end := range [][2]string{{"a", w.A}, {"b", w.B}} {
-			if err := checkHostPort("udp", end[1]); err != nil {
+			if err := hostport.Check("udp", end[1]); err != nil {
 				errs = append(errs, fmt.Errorf("wires[%d].%s: %q: %w", i, end[0], end[1], err))
 			}
 		}
 	}
 	return cc.Locate(errors.Join(errs...))
-}
-
-// checkHostPort reports whether addr ("" for none) is host:port with a
-// port number (or service name) of network.
-func checkHostPort(network, addr string) error {
-	if addr == "" {
-		return nil
-	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		var ae *net.AddrError
-		if errors.As(err, &ae) {
-			return errors.New(ae.Err + " (want host:port)")
-		}
-		return err
-	}
-	if _, err := net.LookupPort(network, port); err != nil {
-		return fmt.Errorf("invalid port %q", port)
-	}
-	return nil
 }
 
 // checkScenario checks the switches to run and the file's wires against

@@ -20,6 +20,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/internal/hostport"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"go.yaml.in/yaml/v3"
 )
@@ -212,6 +213,9 @@ func (t *Target) Check() error {
 	}
 	if t.Address == "" {
 		return fmt.Errorf("%s.address: missing", at)
+	}
+	if err := hostport.Check("tcp", t.Address); err != nil {
+		return fmt.Errorf("%s.address: %q: %w", at, t.Address, err)
 	}
 	if t.Insecure && (t.CAFile != "" || t.CertFile != "" || t.SkipVerify) {
 		return fmt.Errorf("%s.insecure: set together with TLS keys (ca_file, cert_file, skip_verify)", at)
