@@ -292,6 +292,13 @@ func (f *File) Check() error {
 		// identified, by a password or a certificate.
 		return errors.New("northbound.users: TLS without northbound.users or northbound.client_ca would let every client Set as the anonymous read-write user; give a users file (lhcnp passwd), a client CA, or both")
 	}
+	// Before the database is reached: net.Listen's own error came once
+	// the collector had connected and migrated, named by the key only.
+	for _, l := range []struct{ key, addr string }{{"metrics.listen", f.Metrics.Listen}, {"northbound.listen", f.Northbound.Listen}} {
+		if err := hostport.Check("tcp", l.addr); err != nil {
+			return fmt.Errorf("%s: %q: %w", l.key, l.addr, err)
+		}
+	}
 	for _, l := range []struct {
 		key string
 		n   int
