@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -65,12 +66,25 @@ func TestCitusStaleMergeCrashPrepared(t *testing.T) {
 	citusMergeCrash(t, workersPrepared)
 }
 
+// TestCitusStaleMergeWorkerCrash: a worker crashes once the coordinator's
+// commit record is flushed, before its COMMIT PREPARED (the coordinator
+// held as in TestCitusStaleMergeCoordinatorCrash, and let go once the
+// worker is down). The coordinator's COMMIT PREPARED to it fails, which
+// Citus reports as a warning: the merge is committed, and the writer hears
+// so and counts it. The worker started again, its part of the merge is
+// prepared until it is recovered: committed.
+func TestCitusStaleMergeWorkerCrash(t *testing.T) {
+	t.Parallel() // a cluster of its own
+	citusMergeCrash(t, workerCommitPrepared)
+}
+
 // twoPhaseCrash is where a merge's two-phase commit is cut.
 type twoPhaseCrash int
 
 const (
 	coordinatorCommitted twoPhaseCrash = iota // the coordinator, after its commit record
 	workersPrepared                           // the coordinator, after the workers' PREPARE, before its commit record
+	workerCommitPrepared                      // a worker, after the coordinator's commit record, before its COMMIT PREPARED
 )
 
 // citusMergeCrash merges a stale batch on a Citus cluster of its own,
@@ -213,34 +227,64 @@ func citusMergeCrash(t *testing.T, at twoPhaseCrash) {
 				t.Fatalf("prepared transactions on the workers %q, want the merge's on each", gids)
 			}
 			all := int64(len(gids[0]) + len(gids[1]))
-			if err := c.Coordinator.Crash(); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Coordinator.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			check.Reset() // its connections went with the coordinator
-			samePrepared(t, "after the crash", gids)
-			want := all // committed by the recovery
-			if at == workersPrepared {
-				want = 0 // rolled back
-			}
-			if got := committed(t, gids); got != want {
-				t.Errorf("the coordinator's commits name %d of the merge's %d prepared transactions, want %d", got, all, want)
-			}
-			// The retry waits for their locks on a worker.
-			deadline := time.Now().Add(30 * time.Second)
-			for waiting := int64(0); waiting == 0; {
-				for _, wp := range workers {
-					waiting += count(t, wp, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = 'lhcnp'`)
+			if at == workerCommitPrepared {
+				// A worker crashes; the coordinator, let go, sends it
+				// COMMIT PREPARED in vain and answers COMMIT.
+				if err := c.Workers[0].Crash(); err != nil {
+					t.Fatal(err)
 				}
-				if time.Now().After(deadline) {
-					t.Fatal("the writer's retry does not wait for the prepared transactions")
+				if _, err := check.Exec(ctx, `SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`); err != nil {
+					t.Fatal(err)
 				}
-				time.Sleep(10 * time.Millisecond) // polling with a deadline
-			}
-			if got := staleCountsOf(m); got != (staleCounts{}) {
-				t.Errorf("counted before the prepared transactions were recovered: %+v", got)
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				if err := w.WaitTarget(wctx, "sw1"); err != nil {
+					t.Fatalf("the stale batch not stored with a worker down after the coordinator's commit: %v", err)
+				}
+				if diff := cmp.Diff(tt.want.counts, staleCountsOf(m)); diff != "" {
+					t.Errorf("counters once the COMMIT answered, the worker down (-want, +got):\n%s", diff)
+				}
+				if err := c.Workers[0].Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				workers[0].Reset() // its connections went with the worker
+				// And the coordinator's to it, cached by its sessions.
+				check.Reset()
+				// The other worker's committed.
+				samePrepared(t, "after the crash", [][]string{gids[0], nil})
+				if got := committed(t, gids); got != all {
+					t.Errorf("the coordinator's commits name %d of the merge's %d prepared transactions, want all", got, all)
+				}
+			} else {
+				if err := c.Coordinator.Crash(); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Coordinator.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				check.Reset() // its connections went with the coordinator
+				samePrepared(t, "after the crash", gids)
+				want := all // committed by the recovery
+				if at == workersPrepared {
+					want = 0 // rolled back
+				}
+				if got := committed(t, gids); got != want {
+					t.Errorf("the coordinator's commits name %d of the merge's %d prepared transactions, want %d", got, all, want)
+				}
+				// The retry waits for their locks on a worker.
+				deadline := time.Now().Add(30 * time.Second)
+				for waiting := int64(0); waiting == 0; {
+					for _, wp := range workers {
+						waiting += count(t, wp, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = 'lhcnp'`)
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the writer's retry does not wait for the prepared transactions")
+					}
+					time.Sleep(10 * time.Millisecond) // polling with a deadline
+				}
+				if got := staleCountsOf(m); got != (staleCounts{}) {
+					t.Errorf("counted before the prepared transactions were recovered: %+v", got)
+				}
 			}
 			if tt.daemon {
 				recoverEvery(t, "'100ms'")
@@ -253,8 +297,14 @@ func citusMergeCrash(t *testing.T, at twoPhaseCrash) {
 			if err := w.WaitTarget(wctx, "sw1"); err != nil {
 				t.Fatalf("the stale batch not stored once the prepared transactions could be recovered: %v", err)
 			}
-			if got := preparedGIDs(t); len(got[0])+len(got[1]) > 0 {
-				t.Errorf("prepared transactions left on the workers: %q", got)
+			// The writer waits for no prepared transaction after a
+			// worker's crash: the daemon's recovery is waited for here.
+			deadline := time.Now().Add(30 * time.Second)
+			for got := preparedGIDs(t); len(got[0])+len(got[1]) > 0; got = preparedGIDs(t) {
+				if time.Now().After(deadline) {
+					t.Fatalf("prepared transactions left on the workers: %q", got)
+				}
+				time.Sleep(10 * time.Millisecond) // polling with a deadline
 			}
 
 			mergedOnce(t, check, m, sb, tt.want)
