@@ -5,11 +5,13 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/wire"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/openconfig/gnmi/proto/gnmi"
 )
 
 // RuleError is a configuration that the YANG types accept but the model's
@@ -25,72 +27,81 @@ func (e *RuleError) Error() string { return store.ErrorText(e.Path) + ": " + e.R
 // NormalizeKeys makes the key leaves of list entries agree with their keys.
 // OpenConfig lists are keyed by a leafref to config/<key>; a client that
 // creates an entry through a deeper path (…/interface[name=x]/config/mtu)
-// does not send config/name, so it is filled in here. A config key that
-// differs from the entry's key is an error (gNMI 3.4.5).
+// does not send config/name, so it is filled in here. A key leaf, the
+// entry's own (…/queue[id=4]/id) or its config copy (…/queue[id=4]/config/id),
+// that differs from the entry's key is an error (gNMI 3.4.5), in the same
+// words for both, where ygot named the entry's own in its words ("key field
+// Id: element key 5 != map key 4"); of several, the first in path order is
+// returned.
 func NormalizeKeys(root *oc.Root) error {
 	l := root.GetLhcnp()
 	if l == nil {
 		return nil
 	}
-	var (
-		receivers map[string]*oc.Lhcnp_Lhcnp_Global_Rocev2Receivers_Receiver
-		prefixes  map[string]*oc.Lhcnp_Lhcnp_FastCnp_SourcePrefixes_SourcePrefix
-		policies  map[string]*oc.Lhcnp_Lhcnp_RateAdvice_Policies_Policy
-	)
+	var errs []*RuleError
 	if x := l.GetGlobal().GetRocev2Receivers(); x != nil {
-		receivers = x.Receiver
+		for k, r := range x.Receiver {
+			fixKey(&r.Prefix, &r.GetOrCreateConfig().Prefix, k, entry(nil, "/lhcnp/global/rocev2-receivers/receiver", "prefix", k), "prefix", &errs)
+		}
 	}
 	if x := l.GetFastCnp().GetSourcePrefixes(); x != nil {
-		prefixes = x.SourcePrefix
+		for k, s := range x.SourcePrefix {
+			fixKey(&s.Prefix, &s.GetOrCreateConfig().Prefix, k, entry(nil, "/lhcnp/fast-cnp/source-prefixes/source-prefix", "prefix", k), "prefix", &errs)
+		}
 	}
 	if x := l.GetRateAdvice().GetPolicies(); x != nil {
-		policies = x.Policy
-	}
-	for k, r := range receivers {
-		at := "/lhcnp/global/rocev2-receivers/receiver[prefix=" + k + "]/config/prefix"
-		if err := fixKey(&r.Prefix, &r.GetOrCreateConfig().Prefix, k, at); err != nil {
-			return err
-		}
-	}
-	for k, s := range prefixes {
-		at := "/lhcnp/fast-cnp/source-prefixes/source-prefix[prefix=" + k + "]/config/prefix"
-		if err := fixKey(&s.Prefix, &s.GetOrCreateConfig().Prefix, k, at); err != nil {
-			return err
-		}
-	}
-	for k, p := range policies {
-		at := "/lhcnp/rate-advice/policies/policy[name=" + k + "]/config/name"
-		if err := fixKey(&p.Name, &p.GetOrCreateConfig().Name, k, at); err != nil {
-			return err
+		for k, p := range x.Policy {
+			fixKey(&p.Name, &p.GetOrCreateConfig().Name, k, entry(nil, "/lhcnp/rate-advice/policies/policy", "name", k), "name", &errs)
 		}
 	}
 	for k, i := range interfaces(l) {
-		at := "/lhcnp/interfaces/interface[name=" + k + "]"
-		if err := fixKey(&i.Name, &i.GetOrCreateConfig().Name, k, at+"/config/name"); err != nil {
-			return err
-		}
+		at := entry(nil, "/lhcnp/interfaces/interface", "name", k)
+		fixKey(&i.Name, &i.GetOrCreateConfig().Name, k, at, "name", &errs)
 		for id, q := range queues(i) {
-			qat := at + "/queues/queue[id=" + strconv.Itoa(int(id)) + "]/config/id"
-			if err := fixKey(&q.Id, &q.GetOrCreateConfig().Id, id, qat); err != nil {
-				return err
-			}
+			fixKey(&q.Id, &q.GetOrCreateConfig().Id, id, entry(at, "/queues/queue", "id", strconv.Itoa(int(id))), "id", &errs)
 		}
 	}
-	return nil
-}
-
-func fixKey[T comparable](key, cfg **T, want T, at string) error {
-	if *key == nil {
-		*key = ptr(want)
-	}
-	if *cfg == nil {
-		*cfg = ptr(want)
+	if len(errs) == 0 {
 		return nil
 	}
-	if **cfg != want {
-		return &RuleError{Path: at, Reason: fmt.Sprintf("%v differs from the list key %v", **cfg, want)}
+	return slices.MinFunc(errs, func(a, b *RuleError) int { return strings.Compare(a.Path, b.Path) })
+}
+
+// entry is the path of the list entry key=value of the list at the
+// schema path list, below parent (nil: the root).
+func entry(parent *gnmi.Path, list, key, value string) *gnmi.Path {
+	elems := slices.Clone(parent.GetElem())
+	for n := range strings.SplitSeq(strings.TrimPrefix(list, "/"), "/") {
+		elems = append(elems, &gnmi.PathElem{Name: n})
 	}
-	return nil
+	elems[len(elems)-1].Key = map[string]string{key: value}
+	return &gnmi.Path{Elem: elems}
+}
+
+// fixKey fills in the key leaf (key) and its config copy (cfg) of the list
+// entry at, of key name, from its map key want when they are unset, and
+// adds to errs each that is set to another value.
+func fixKey[T comparable](key, cfg **T, want T, at *gnmi.Path, name string, errs *[]*RuleError) {
+	leaf := func(names ...string) string {
+		p := &gnmi.Path{Elem: slices.Clone(at.GetElem())}
+		for _, n := range names {
+			p.Elem = append(p.Elem, &gnmi.PathElem{Name: n})
+		}
+		return store.PathString(p)
+	}
+	differs := func(got T) string { return fmt.Sprintf("%v differs from the list key %v", got, want) }
+	switch {
+	case *key == nil:
+		*key = ptr(want)
+	case **key != want:
+		*errs = append(*errs, &RuleError{Path: leaf(name), Reason: differs(**key)})
+	}
+	switch {
+	case *cfg == nil:
+		*cfg = ptr(want)
+	case **cfg != want:
+		*errs = append(*errs, &RuleError{Path: leaf("config", name), Reason: differs(**cfg)})
+	}
 }
 
 // CheckRules checks the cross-field rules of the model that YANG cannot

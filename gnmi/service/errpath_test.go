@@ -1,12 +1,17 @@
 package service_test
 
 import (
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -253,18 +258,21 @@ func TestValueIsTheNodeItself(t *testing.T) {
 	}
 }
 
-// TestSetValidationNamesTheEntry: a Set whose candidate ygot's validation
-// refuses after every operation's own checks passed (a list entry's key
-// leaf set to another value than its key: ygot checks it on the list, not
-// the entry) names the entry with its keys and the operation that wrote
-// the key. With several operations the old message named ygot's schema
-// path without keys and no operation ("validation:
-// /lhcnp/interfaces/interface/queues/queue: key field Id: …", every
-// operation ABORTED): a user sending five updates was not told which entry
-// failed. A value refused below the operation's path, in a list entry the
-// path does not name, named the schema path ("…/policies/policy/config/source-prefix").
-// failed is the operation at fault, in the order applied (deletes,
-// replaces, updates).
+// TestSetValidationNamesTheEntry: a Set whose candidate is refused after
+// every operation's own checks passed (a list entry's key leaf set to
+// another value than its key, which ygot checked on the list, not the
+// entry, and schema.NormalizeKeys now checks on the entry) names the entry
+// with its keys and the operation that wrote the key. With several
+// operations the Set once named ygot's schema path without keys and no
+// operation ("validation: /lhcnp/interfaces/interface/queues/queue: key
+// field Id: …", every operation ABORTED): a user sending five updates was
+// not told which entry failed; then ygot's words below the entry ("validation:
+// …/queue[id=4]: key field Id: element key 5 != map key 4"), where the
+// entry's config/id got ours: one wording for both now
+// (TestSetKeyLeafOfEveryList). A value refused below the operation's path,
+// in a list entry the path does not name, named the schema path
+// ("…/policies/policy/config/source-prefix"). failed is the operation at
+// fault, in the order applied (deletes, replaces, updates).
 func TestSetValidationNamesTheEntry(t *testing.T) {
 	const wan0 = "/lhcnp/interfaces/interface[name=wan0]"
 	const q = wan0 + "/queues/queue"
@@ -284,34 +292,34 @@ func TestSetValidationNamesTheEntry(t *testing.T) {
 				{Path: mustPath(q + "[id=3]/config/alpha"), Val: ietf(`"0.5"`)},
 				{Path: mustPath(q + "[id=4]/id"), Val: ietf(`5`)},
 			}},
-			want:   `update[1] ` + q + `[id=4]/id: validation: ` + q + `[id=4]: key field Id: element key 5 != map key 4`,
+			want:   `update[1] ` + q + `[id=4]/id: 5 differs from the list key 4`,
 			failed: 1},
 		{desc: "the first of two updates of one entry: the one that wrote its key",
 			req: &gnmi.SetRequest{Update: []*gnmi.Update{
 				{Path: mustPath(q + "[id=4]/id"), Val: ietf(`5`)},
 				{Path: mustPath(q + "[id=4]/config/kmax"), Val: ietf(`1000`)},
 			}},
-			want:   `update[0] ` + q + `[id=4]/id: validation: ` + q + `[id=4]: key field Id: element key 5 != map key 4`,
+			want:   `update[0] ` + q + `[id=4]/id: 5 differs from the list key 4`,
 			failed: 0},
 		{desc: "a replace of the entry, then an update of its key",
 			req: &gnmi.SetRequest{
 				Replace: []*gnmi.Update{{Path: mustPath(q + "[id=3]"), Val: ietf(`{"id": 3, "config": {"id": 3}}`)}},
 				Update:  []*gnmi.Update{{Path: mustPath(q + "[id=3]/id"), Val: ietf(`7`)}},
 			},
-			want:   `update[0] ` + q + `[id=3]/id: validation: ` + q + `[id=3]: key field Id: element key 7 != map key 3`,
+			want:   `update[0] ` + q + `[id=3]/id: 7 differs from the list key 3`,
 			failed: 1},
 		{desc: "under a prefix",
 			req: &gnmi.SetRequest{Prefix: mustPath(wan0), Update: []*gnmi.Update{
 				{Path: mustPath("/config/rtt-est"), Val: ietf(`20000`)},
 				{Path: mustPath("/queues/queue[id=2]/id"), Val: ietf(`9`)},
 			}},
-			want:   `update[1] ` + q + `[id=2]/id: validation: ` + q + `[id=2]: key field Id: element key 9 != map key 2`,
+			want:   `update[1] ` + q + `[id=2]/id: 9 differs from the list key 2`,
 			failed: 1},
 		// The commit's naming of the only operation's node (ygot's list,
 		// the entry here).
 		{desc: "the only operation",
 			req:    &gnmi.SetRequest{Update: []*gnmi.Update{{Path: mustPath(q + "[id=3]/id"), Val: ietf(`4`)}}},
-			want:   `update[0] ` + q + `[id=3]/id: validation: ` + q + `[id=3]: key field Id: element key 4 != map key 3`,
+			want:   `update[0] ` + q + `[id=3]/id: 4 differs from the list key 3`,
 			failed: 0},
 		{desc: "an invalid value in an entry below the operation's path",
 			req: &gnmi.SetRequest{Update: []*gnmi.Update{
@@ -350,5 +358,95 @@ func TestSetValidationNamesTheEntry(t *testing.T) {
 				t.Errorf("config changed (-before, +after):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSetKeyLeafOfEveryList: for every keyed list of the model that a
+// client may write (yang/, walked: the config lists), a Set of the entry's
+// own key leaf (…/queue[id=4]/id) to another value than its key is refused
+// in the words of its config copy (…/queue[id=4]/config/id), "5 differs
+// from the list key 4", naming the leaf with the entry's keys and the
+// operation that wrote it, beside an operation that created the entry (and
+// the config copy, beside one that wrote the key leaf). The key leaf got
+// ygot's words before, "validation: …/queue[id=4]: key field Id: element
+// key 5 != map key 4" (failing on the old code for each list).
+func TestSetKeyLeafOfEveryList(t *testing.T) {
+	// A key value of each list and another; the lists below a list
+	// are under its entry of the first value.
+	values := map[string][2]string{
+		"/lhcnp/interfaces/interface":                   {"wan0", "wan1"},
+		"/lhcnp/interfaces/interface/queues/queue":      {"4", "5"},
+		"/lhcnp/global/rocev2-receivers/receiver":       {"10.0.0.0/8", "10.1.0.0/16"},
+		"/lhcnp/fast-cnp/source-prefixes/source-prefix": {"2001:db8::/32", "2001:db9::/32"},
+		"/lhcnp/rate-advice/policies/policy":            {"p0", "p1"},
+	}
+	type list struct {
+		entry        *gnmi.Path // with the first value of its key
+		key, another string
+	}
+	var lists []list
+	seen := map[string]bool{}
+	var walk func(e *yang.Entry, elems []*gnmi.PathElem, schemaPath string)
+	walk = func(e *yang.Entry, elems []*gnmi.PathElem, schemaPath string) {
+		for _, name := range slices.Sorted(maps.Keys(e.Dir)) {
+			c := e.Dir[name]
+			if c.ReadOnly() {
+				continue
+			}
+			sp := schemaPath + "/" + name
+			pe := &gnmi.PathElem{Name: name}
+			if c.IsList() {
+				v, ok := values[sp]
+				if !ok {
+					t.Errorf("%s: a config list without key values in the test: add them", sp)
+					continue
+				}
+				seen[sp] = true
+				if len(strings.Fields(c.Key)) != 1 {
+					t.Fatalf("%s: key %q: the test takes one key", sp, c.Key)
+				}
+				pe.Key = map[string]string{c.Key: v[0]}
+				lists = append(lists, list{entry: &gnmi.Path{Elem: append(slices.Clip(elems), pe)}, key: c.Key, another: v[1]})
+			}
+			walk(c, append(slices.Clip(elems), pe), sp)
+		}
+	}
+	walk(testSchema.Root(), nil, "")
+	for sp := range values {
+		if !seen[sp] {
+			t.Errorf("%s: not a config list of the model", sp)
+		}
+	}
+	jsonString := func(s string) *gnmi.TypedValue {
+		if _, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return ietf(s)
+		}
+		return ietf(strconv.Quote(s))
+	}
+	for _, l := range lists {
+		entry := schema.PathString(l.entry)
+		v := l.entry.GetElem()[len(l.entry.GetElem())-1].GetKey()[l.key]
+		for _, tt := range []struct{ first, second string }{
+			{first: "/config/" + l.key, second: "/" + l.key},
+			{first: "/" + l.key, second: "/config/" + l.key},
+		} {
+			t.Run(entry+tt.second, func(t *testing.T) {
+				e := newEnv(t)
+				before := configLeaves(t, e)
+				_, err := e.c.Set(ctx(t), &gnmi.SetRequest{Update: []*gnmi.Update{
+					{Path: mustPath(entry + tt.first), Val: jsonString(v)},
+					{Path: mustPath(entry + tt.second), Val: jsonString(l.another)},
+				}})
+				st := status.Convert(err)
+				want := "update[1] " + entry + tt.second + ": " + l.another + " differs from the list key " + v
+				if st.Code() != codes.InvalidArgument || st.Message() != want {
+					t.Errorf("Set: %v %q, want INVALID_ARGUMENT %q", st.Code(), st.Message(), want)
+				}
+				checkDetails(t, st, 1, codes.InvalidArgument)
+				if diff := cmp.Diff(before, configLeaves(t, e)); diff != "" {
+					t.Errorf("config changed (-before, +after):\n%s", diff)
+				}
+			})
+		}
 	}
 }

@@ -37,9 +37,9 @@ func TestGnmicSetErrors(t *testing.T) {
 		// pattern).
 		cut bool
 	}{
-		{desc: "a key leaf set to another value than its key (the candidate's validation)",
+		{desc: "a key leaf set to another value than its key (the entry's own)",
 			args: slices.Concat(alpha, []string{"--update-path", q + "[id=4]/id", "--update-value", "5"}),
-			want: `code = InvalidArgument desc = update[1] ` + q + `[id=4]/id: validation: ` + q + `[id=4]: key field Id: element key 5 != map key 4`},
+			want: `code = InvalidArgument desc = update[1] ` + q + `[id=4]/id: 5 differs from the list key 4`},
 		{desc: "a value refused in an entry below the operation's path",
 			args: []string{"--update-path", wan0 + "/config/rtt-est", "--update-value", "20000",
 				"--update-path", policies, "--update-value", `{"policy": [{"name": "p1", "config": {"name": "p1", "source-prefix": "10.0.0.0/33"}}]}`},
