@@ -24,6 +24,37 @@ type RuleError struct {
 
 func (e *RuleError) Error() string { return store.ErrorText(e.Path) + ": " + e.Reason }
 
+// RuleErrors is every violation of a configuration's rules that a check
+// found, in path order (of Path): a Set that breaks two entries is told of
+// both.
+type RuleErrors []*RuleError
+
+func (e RuleErrors) Error() string {
+	s := make([]string, len(e))
+	for i, re := range e {
+		s[i] = re.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+// Unwrap lets errors.As find the first *RuleError, errors.Is any.
+func (e RuleErrors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, re := range e {
+		out[i] = re
+	}
+	return out
+}
+
+// err is e sorted in path order, or nil when e is empty.
+func (e RuleErrors) err() error {
+	if len(e) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(e, func(a, b *RuleError) int { return strings.Compare(a.Path, b.Path) })
+	return e
+}
+
 // NormalizeKeys makes the key leaves of list entries agree with their keys.
 // OpenConfig lists are keyed by a leafref to config/<key>; a client that
 // creates an entry through a deeper path (…/interface[name=x]/config/mtu)
@@ -31,14 +62,13 @@ func (e *RuleError) Error() string { return store.ErrorText(e.Path) + ": " + e.R
 // entry's own (…/queue[id=4]/id) or its config copy (…/queue[id=4]/config/id),
 // that differs from the entry's key is an error (gNMI 3.4.5), in the same
 // words for both, where ygot named the entry's own in its words ("key field
-// Id: element key 5 != map key 4"); of several, the first in path order is
-// returned.
+// Id: element key 5 != map key 4"). It returns every one, as RuleErrors.
 func NormalizeKeys(root *oc.Root) error {
 	l := root.GetLhcnp()
 	if l == nil {
 		return nil
 	}
-	var errs []*RuleError
+	var errs RuleErrors
 	if x := l.GetGlobal().GetRocev2Receivers(); x != nil {
 		for k, r := range x.Receiver {
 			fixKey(&r.Prefix, &r.GetOrCreateConfig().Prefix, k, entry(nil, "/lhcnp/global/rocev2-receivers/receiver", "prefix", k), "prefix", &errs)
@@ -61,10 +91,7 @@ func NormalizeKeys(root *oc.Root) error {
 			fixKey(&q.Id, &q.GetOrCreateConfig().Id, id, entry(at, "/queues/queue", "id", strconv.Itoa(int(id))), "id", &errs)
 		}
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return slices.MinFunc(errs, func(a, b *RuleError) int { return strings.Compare(a.Path, b.Path) })
+	return errs.err()
 }
 
 // entry is the path of the list entry key=value of the list at the
@@ -81,7 +108,7 @@ func entry(parent *gnmi.Path, list, key, value string) *gnmi.Path {
 // fixKey fills in the key leaf (key) and its config copy (cfg) of the list
 // entry at, of key name, from its map key want when they are unset, and
 // adds to errs each that is set to another value.
-func fixKey[T comparable](key, cfg **T, want T, at *gnmi.Path, name string, errs *[]*RuleError) {
+func fixKey[T comparable](key, cfg **T, want T, at *gnmi.Path, name string, errs *RuleErrors) {
 	leaf := func(names ...string) string {
 		p := &gnmi.Path{Elem: slices.Clone(at.GetElem())}
 		for _, n := range names {
@@ -117,41 +144,34 @@ func fixKey[T comparable](key, cfg **T, want T, at *gnmi.Path, name string, errs
 //   - resume-on-drain needs per-flow-rtt and repeat-resume (the scenario
 //     loader's rule for resume_on_drain).
 //
-// The first violation, in path order, is returned as a *RuleError.
+// Every violation is returned, in path order, as RuleErrors.
 func CheckRules(root *oc.Root) error {
 	l := root.GetLhcnp()
 	if l == nil {
 		return nil
 	}
-	if err := checkAction(l.GetCollaborativeSuppression().GetConfig().GetEscalationAction(),
-		"/lhcnp/collaborative-suppression/config/escalation-action"); err != nil {
-		return err
-	}
-	ifs := interfaces(l)
-	names := make([]string, 0, len(ifs))
-	for n := range ifs {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		qs := queues(ifs[n])
-		ids := make([]uint8, 0, len(qs))
-		for id := range qs {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
-			at := fmt.Sprintf("/lhcnp/interfaces/interface[name=%s]/queues/queue[id=%d]", n, id)
-			if err := checkQueue(qs[id], at); err != nil {
-				return err
-			}
+	var errs RuleErrors
+	add := func(err *RuleError) {
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	add(checkAction(l.GetCollaborativeSuppression().GetConfig().GetEscalationAction(),
+		"/lhcnp/collaborative-suppression/config/escalation-action"))
+	for n, i := range interfaces(l) {
+		for id, q := range queues(i) {
+			at := store.PathString(entry(entry(nil, "/lhcnp/interfaces/interface", "name", n), "/queues/queue", "id", strconv.Itoa(int(id))))
+			add(checkKMax(q.GetConfig(), at))
+			add(checkAction(q.GetActionPolicy().GetConfig().GetDefaultAction(), at+"/action-policy/config/default-action"))
+			add(checkResumeOnDrain(q, at))
+		}
+	}
+	return errs.err()
 }
 
-func checkQueue(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at string) error {
-	c := q.GetConfig()
+// checkKMax checks a queue's K_max and K_min leaves (at is the queue's
+// path).
+func checkKMax(c *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config, at string) *RuleError {
 	kmaxExplicit := c.GetKmaxMode() == oc.LhcnpTypes_KmaxMode_EXPLICIT
 	kminExplicit := c.GetKminMode() == oc.LhcnpTypes_KminMode_EXPLICIT
 	switch {
@@ -174,13 +194,15 @@ func checkQueue(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at string) 
 			return &RuleError{Path: at + "/config/kmin", Reason: err.Error()}
 		}
 	}
+	return nil
+}
+
+// checkResumeOnDrain: alone resume-on-drain does nothing at the node: it is
+// refused, as the scenario loader refuses resume_on_drain, rather than
+// accepted and idle.
+func checkResumeOnDrain(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at string) *RuleError {
 	ap := q.GetActionPolicy().GetConfig()
-	if err := checkAction(ap.GetDefaultAction(), at+"/action-policy/config/default-action"); err != nil {
-		return err
-	}
-	if ap.GetResumeOnDrain() && (!c.GetPerFlowRtt() || !ap.GetRepeatResume()) {
-		// Alone it does nothing at the node: refused, as the scenario
-		// loader refuses resume_on_drain, rather than accepted and idle.
+	if ap.GetResumeOnDrain() && (!q.GetConfig().GetPerFlowRtt() || !ap.GetRepeatResume()) {
 		return &RuleError{Path: at + "/action-policy/config/resume-on-drain",
 			Reason: "needs per-flow-rtt and repeat-resume (its Resumes are sized to the port's spare rate by them)"}
 	}
@@ -189,7 +211,7 @@ func checkQueue(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at string) 
 
 // checkAction applies the node's lhcnp.CheckCongestionAction to the
 // cnp-action leaf at path; UNSET (the node's default) passes.
-func checkAction(a oc.E_LhcnpTypes_CnpAction, path string) error {
+func checkAction(a oc.E_LhcnpTypes_CnpAction, path string) *RuleError {
 	n, ok := NodeAction(a)
 	if !ok {
 		return nil

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -330,13 +331,7 @@ func TestSetValidationNamesTheEntry(t *testing.T) {
 			failed: 1, cut: true},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			e := newEnv(t)
-			before := configLeaves(t, e)
-			_, err := e.c.Set(ctx(t), tt.req)
-			st := status.Convert(err)
-			if st.Code() != codes.InvalidArgument {
-				t.Fatalf("Set: %v, want INVALID_ARGUMENT", err)
-			}
+			st := refuse(t, tt.req)
 			cut := func(s string) string {
 				if tt.cut && len(s) > len(tt.want) {
 					return s[:len(tt.want)]
@@ -353,9 +348,6 @@ func TestSetValidationNamesTheEntry(t *testing.T) {
 						t.Errorf("the failed operation's UpdateResult says %q, the status %q", got, st.Message())
 					}
 				}
-			}
-			if diff := cmp.Diff(before, configLeaves(t, e)); diff != "" {
-				t.Errorf("config changed (-before, +after):\n%s", diff)
 			}
 		})
 	}
@@ -431,22 +423,117 @@ func TestSetKeyLeafOfEveryList(t *testing.T) {
 			{first: "/" + l.key, second: "/config/" + l.key},
 		} {
 			t.Run(entry+tt.second, func(t *testing.T) {
-				e := newEnv(t)
-				before := configLeaves(t, e)
-				_, err := e.c.Set(ctx(t), &gnmi.SetRequest{Update: []*gnmi.Update{
+				st := refuse(t, &gnmi.SetRequest{Update: []*gnmi.Update{
 					{Path: mustPath(entry + tt.first), Val: jsonString(v)},
 					{Path: mustPath(entry + tt.second), Val: jsonString(l.another)},
 				}})
-				st := status.Convert(err)
-				want := "update[1] " + entry + tt.second + ": " + l.another + " differs from the list key " + v
-				if st.Code() != codes.InvalidArgument || st.Message() != want {
-					t.Errorf("Set: %v %q, want INVALID_ARGUMENT %q", st.Code(), st.Message(), want)
+				if want := "update[1] " + entry + tt.second + ": " + l.another + " differs from the list key " + v; st.Message() != want {
+					t.Errorf("Set: %q, want %q", st.Message(), want)
 				}
 				checkDetails(t, st, 1, codes.InvalidArgument)
-				if diff := cmp.Diff(before, configLeaves(t, e)); diff != "" {
-					t.Errorf("config changed (-before, +after):\n%s", diff)
-				}
 			})
 		}
 	}
+}
+
+// TestSetNamesEveryBrokenEntry: a Set whose candidate breaks the model's
+// rules in several entries names every one, each with the operation that
+// broke it (up to 8, the others counted), in path order, and the status
+// details give each operation at fault its own errors, the others ABORTED.
+// The old code named the first entry alone, the operation that broke
+// another ABORTED: a user who fixed one met the next.
+func TestSetNamesEveryBrokenEntry(t *testing.T) {
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue"
+	const kmaxMissing = "/config/kmax: must be set when kmax-mode is EXPLICIT"
+	explicit := func(ids ...int) *gnmi.TypedValue {
+		var entries []string
+		for _, id := range ids {
+			entries = append(entries, fmt.Sprintf(`{"id": %d, "config": {"id": %d, "kmax-mode": "EXPLICIT"}}`, id, id))
+		}
+		return ietf(`{"queue": [` + strings.Join(entries, ", ") + `]}`)
+	}
+	var named []string
+	for id := range 8 {
+		named = append(named, fmt.Sprintf("replace[0] %s[id=%d]%s", q, id, kmaxMissing))
+	}
+	eightNamed := strings.Join(named, "; ")
+	for _, tt := range []struct {
+		desc string
+		req  *gnmi.SetRequest
+		want string
+		// results are the messages of the UpdateResults, "" for ABORTED.
+		results []string
+	}{
+		{desc: "two operations, two entries",
+			req: &gnmi.SetRequest{Update: []*gnmi.Update{
+				{Path: mustPath(q + "[id=4]/config/kmax-mode"), Val: ietf(`"EXPLICIT"`)},
+				{Path: mustPath(q + "[id=3]/config/alpha"), Val: ietf(`"0.5"`)},
+				{Path: mustPath(q + "[id=3]/config/kmin-mode"), Val: ietf(`"EXPLICIT"`)},
+			}},
+			want: `update[2] ` + q + `[id=3]/config/kmin: must be set when kmin-mode is EXPLICIT; update[0] ` + q + `[id=4]` + kmaxMissing,
+			results: []string{`update[0] ` + q + `[id=4]` + kmaxMissing, "",
+				`update[2] ` + q + `[id=3]/config/kmin: must be set when kmin-mode is EXPLICIT`}},
+		{desc: "one operation, two entries",
+			req:     &gnmi.SetRequest{Update: []*gnmi.Update{{Path: mustPath("/lhcnp/interfaces/interface[name=wan0]/queues"), Val: explicit(5, 6)}}},
+			want:    `update[0] ` + q + `[id=5]` + kmaxMissing + `; update[0] ` + q + `[id=6]` + kmaxMissing,
+			results: []string{`update[0] ` + q + `[id=5]` + kmaxMissing + `; update[0] ` + q + `[id=6]` + kmaxMissing}},
+		{desc: "two key leaves",
+			req: &gnmi.SetRequest{Update: []*gnmi.Update{
+				{Path: mustPath(q + "[id=4]/id"), Val: ietf(`5`)},
+				{Path: mustPath(q + "[id=6]/config/id"), Val: ietf(`7`)},
+			}},
+			want: `update[0] ` + q + `[id=4]/id: 5 differs from the list key 4; update[1] ` + q + `[id=6]/config/id: 7 differs from the list key 6`,
+			results: []string{`update[0] ` + q + `[id=4]/id: 5 differs from the list key 4`,
+				`update[1] ` + q + `[id=6]/config/id: 7 differs from the list key 6`}},
+		{desc: "more than are named",
+			req: &gnmi.SetRequest{
+				Update:  []*gnmi.Update{{Path: mustPath(q + "[id=3]/config/alpha"), Val: ietf(`"0.5"`)}},
+				Replace: []*gnmi.Update{{Path: mustPath("/lhcnp/interfaces/interface[name=wan0]/queues"), Val: explicit(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)}},
+			},
+			want:    eightNamed + "; and 2 more",
+			results: []string{eightNamed, ""}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			st := refuse(t, tt.req)
+			if diff := cmp.Diff(tt.want, st.Message()); diff != "" {
+				t.Errorf("message (-want, +got):\n%s", diff)
+			}
+			var got []string
+			for _, d := range st.Details() {
+				if r, ok := d.(*gnmi.SetResponse); ok {
+					for _, u := range r.GetResponse() {
+						switch m := u.GetMessage(); codes.Code(m.GetCode()) {
+						case codes.Aborted:
+							got = append(got, "")
+						case codes.InvalidArgument:
+							got = append(got, m.GetMessage())
+						default:
+							got = append(got, fmt.Sprintf("code %d: %s", m.GetCode(), m.GetMessage()))
+						}
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.results, got); diff != "" {
+				t.Errorf("UpdateResults (-want, +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// refuse sends req to the target of a new env and returns its status,
+// failing the test unless it is INVALID_ARGUMENT and the configuration is
+// as it was.
+func refuse(t *testing.T, req *gnmi.SetRequest) *status.Status {
+	t.Helper()
+	e := newEnv(t)
+	before := configLeaves(t, e)
+	_, err := e.c.Set(ctx(t), req)
+	st := status.Convert(err)
+	if st.Code() != codes.InvalidArgument {
+		t.Fatalf("Set: %v, want INVALID_ARGUMENT", err)
+	}
+	if diff := cmp.Diff(before, configLeaves(t, e)); diff != "" {
+		t.Errorf("config changed (-before, +after):\n%s", diff)
+	}
+	return st
 }

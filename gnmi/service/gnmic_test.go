@@ -13,8 +13,8 @@ import (
 	"github.com/lhcnp/lhcnp/internal/oracle"
 )
 
-// TestGnmicSetErrors: the errors of Sets of two operations, one at fault,
-// as a user of gnmic reads them (`gnmic set` with two --update-path, or a
+// TestGnmicSetErrors: the errors of Sets of two operations, one at fault
+// (or both, each breaking an entry: both named), as a user of gnmic reads them (`gnmic set` with two --update-path, or a
 // --delete beside one): the code and the message, which names the
 // operation at fault by its index in its field, its path and, below it,
 // the node at fault with its keys. gnmic prints the message alone, not
@@ -60,6 +60,9 @@ func TestGnmicSetErrors(t *testing.T) {
 		{desc: "a config key leaf set to another value than its key",
 			args: slices.Concat(alpha, []string{"--update-path", wan0 + "/config/name", "--update-value", "wan1"}),
 			want: `code = InvalidArgument desc = update[1] ` + wan0 + `/config/name: wan1 differs from the list key wan0`},
+		{desc: "two entries broken, by two operations: both named",
+			args: []string{"--update-path", q + "[id=4]/config/kmax-mode", "--update-value", "EXPLICIT", "--update-path", q + "[id=3]/config/kmin-mode", "--update-value", "EXPLICIT"},
+			want: `code = InvalidArgument desc = update[1] ` + q + `[id=3]/config/kmin: must be set when kmin-mode is EXPLICIT; update[0] ` + q + `[id=4]/config/kmax: must be set when kmax-mode is EXPLICIT`},
 		{desc: "read-only state",
 			args: slices.Concat(alpha, []string{"--update-path", q + "[id=3]/state/alpha", "--update-value", "0.5"}),
 			want: `code = InvalidArgument desc = update[1] ` + q + `[id=3]/state/alpha: read-only state cannot be changed`},

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
@@ -180,6 +182,11 @@ func (h *Handler) Load(ctx context.Context, root *oc.Root) error {
 		if ve, ok := errors.AsType[*validationError](err.err); ok {
 			return ve.named(h.locate(cand, ve.path, nil).node, nil)
 		}
+		// Of the rules it breaks, the first in path order: the file's
+		// error is placed at one member (startup.Locate).
+		if rules := ruleErrors(err.err); len(rules) > 0 {
+			return rules[0]
+		}
 		return err.err
 	}
 	return nil
@@ -229,29 +236,49 @@ func (h *Handler) Capabilities(ctx context.Context, req *gnmi.CapabilityRequest)
 }
 
 // opError is a failed transaction: the gRPC code and message, and the index
-// of the operation at fault (-1 when the whole candidate is).
+// of the operation at fault (-1 when the whole candidate is); more are
+// the candidate's other faults (rules it breaks in other entries), each
+// with its operation, and unnamed the count of those beyond.
 type opError struct {
-	code codes.Code
-	op   int
-	err  error
+	code    codes.Code
+	op      int
+	err     error
+	more    []*opError
+	unnamed int
 }
 
 func (e *opError) status(req *gnmi.SetRequest, ops []setOp) error {
-	st := status.New(e.code, e.err.Error())
-	// Details: one UpdateResult per operation, the failed one with its
-	// error and the others ABORTED (gNMI 3.4.7); with none at fault
-	// (op -1) every one ABORTED, saying why.
+	all := append([]*opError{e}, e.more...)
+	msgs := make([]string, 0, len(all)+1)
+	var together []string // of the faults no one operation is blamed for
+	for _, f := range all {
+		msgs = append(msgs, f.err.Error())
+		if f.op < 0 {
+			together = append(together, f.err.Error())
+		}
+	}
+	if e.unnamed > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more", e.unnamed))
+	}
+	st := status.New(e.code, strings.Join(msgs, "; "))
+	// Details: one UpdateResult per operation, each failed one with its
+	// errors and the others ABORTED (gNMI 3.4.7); of a fault no one is
+	// blamed for (op -1), every other one ABORTED saying why.
 	resp := &gnmi.SetResponse{Prefix: req.GetPrefix()}
 	aborted := "aborted: another operation failed"
-	if e.op < 0 {
-		aborted = "aborted: the operations failed together, none alone: " + e.err.Error()
+	if len(together) > 0 {
+		aborted = "aborted: the operations failed together, none alone: " + strings.Join(together, "; ")
 	}
 	for i, o := range ops {
-		r := &gnmi.UpdateResult{Path: o.path, Op: o.kind}
-		if i == e.op {
-			r.Message = &gnmi.Error{Code: uint32(e.code), Message: e.err.Error()}
-		} else {
-			r.Message = &gnmi.Error{Code: uint32(codes.Aborted), Message: aborted}
+		r := &gnmi.UpdateResult{Path: o.path, Op: o.kind, Message: &gnmi.Error{Code: uint32(codes.Aborted), Message: aborted}}
+		var own []string
+		for _, f := range all {
+			if f.op == i {
+				own = append(own, f.err.Error())
+			}
+		}
+		if len(own) > 0 {
+			r.Message = &gnmi.Error{Code: uint32(e.code), Message: strings.Join(own, "; ")}
 		}
 		resp.Response = append(resp.Response, r)
 	}

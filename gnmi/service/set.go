@@ -55,8 +55,14 @@ type setOp struct {
 // failed one with its error, the others ABORTED; when the candidate of
 // several operations fails as a whole and no one of them is at fault, all
 // ABORTED saying so; the only operation of a Set is the failed one). A
-// configuration the
-// Persister (WithPersister) cannot keep is INTERNAL and changes nothing.
+// candidate that breaks the model's rules (key leaves included) in several
+// entries is told of each, with its operation, in path order, up to
+// maxNamedFaults ("; and N more" beyond): one status, as gNMI has for a
+// Set, whose message is all gnmic prints, and each operation at fault with
+// its own in the details. An operation refused on its own (its path, its
+// value) stops the Set there: the ones after it would apply to a
+// candidate it left half-written. A configuration the Persister
+// (WithPersister) cannot keep is INTERNAL and changes nothing.
 //
 // With the gnmi_ext.Commit extension the Set is a confirmed commit (see
 // commitAction); while one waits for confirmation, a Set without the
@@ -125,33 +131,7 @@ func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp, du
 	}
 	ts, oerr := h.commit(ctx, cand, durable)
 	if oerr != nil {
-		// ygot names the schema node of its refusal, without keys: the
-		// candidate has them (the data node that fails), and the
-		// operation that wrote it is the one at fault.
-		ve, invalid := errors.AsType[*validationError](oerr.err)
-		var f fault
-		if invalid {
-			f = h.locate(cand, ve.path, nil)
-			oerr.op = blameFault(ops, f)
-		} else {
-			oerr.op = h.blame(req.GetPrefix(), ops, oerr.err)
-		}
-		if oerr.op < 0 && len(ops) == 1 {
-			// The candidate failed as a whole (the dataplane, ygot, the
-			// startup file): with one operation that is the one that
-			// failed (3.4.7), none other was there to fail.
-			oerr.op = 0
-		}
-		switch {
-		case invalid && oerr.op >= 0:
-			o := &ops[oerr.op]
-			oerr.err = fmt.Errorf("%s %s: %w", o.name, schema.ErrorPath(o.full), ve.named(f.node, o.full))
-		case invalid:
-			oerr.err = ve.named(f.node, nil)
-		case oerr.op >= 0:
-			oerr.err = fmt.Errorf("%s %w", ops[oerr.op].name, oerr.err)
-		}
-		return nil, oerr.status(req, ops)
+		return nil, h.blameCommit(prefix, cand, ops, oerr).status(req, ops)
 	}
 	resp := &gnmi.SetResponse{Prefix: prefix, Timestamp: ts}
 	for _, o := range ops {
@@ -492,6 +472,81 @@ func (h *Handler) checkConfigOnly(cand *oc.Root) error {
 	return nil
 }
 
+// blameCommit names the operations at fault for the commit's refusal of
+// the candidate of ops. ygot names the schema node of its refusal, without
+// keys: the candidate has them (the data node that fails), and the
+// operation that wrote it is the one at fault. Of the model's rules, every
+// violation is named (up to maxNamedFaults, the rest counted), each blamed
+// on its operation (blamer), so that a Set that breaks two entries is told
+// of both. A failure of the candidate as a whole (the dataplane, the
+// startup file) is the only operation's when the Set has one (3.4.7: none
+// other was there to fail), else no one's.
+func (h *Handler) blameCommit(prefix *gnmi.Path, cand *oc.Root, ops []setOp, oerr *opError) *opError {
+	only := func(op int) int {
+		if op < 0 && len(ops) == 1 {
+			return 0
+		}
+		return op
+	}
+	if ve, ok := errors.AsType[*validationError](oerr.err); ok {
+		f := h.locate(cand, ve.path, nil)
+		oerr.op = only(blameFault(ops, f))
+		if oerr.op >= 0 {
+			o := &ops[oerr.op]
+			oerr.err = fmt.Errorf("%s %s: %w", o.name, schema.ErrorPath(o.full), ve.named(f.node, o.full))
+		} else {
+			oerr.err = ve.named(f.node, nil)
+		}
+		return oerr
+	}
+	rules := ruleErrors(oerr.err)
+	if len(rules) == 0 {
+		if oerr.op = only(-1); oerr.op >= 0 {
+			oerr.err = fmt.Errorf("%s %w", ops[oerr.op].name, oerr.err)
+		}
+		return oerr
+	}
+	b := &blamer{h: h, prefix: prefix, ops: ops, without: map[int][]*schema.RuleError{}}
+	var faults []*opError
+	for _, re := range rules[:min(len(rules), maxNamedFaults)] {
+		f := &opError{code: oerr.code, op: only(b.blame(re)), err: re}
+		if f.op >= 0 {
+			f.err = fmt.Errorf("%s %w", ops[f.op].name, re)
+		}
+		faults = append(faults, f)
+	}
+	out := faults[0]
+	out.more, out.unnamed = faults[1:], len(rules)-len(faults)
+	return out
+}
+
+// maxNamedFaults is how many faults of its candidate a refused Set names,
+// each with its operation; the others are counted. A candidate may break a
+// rule in thousands of entries, and each named costs a check of the
+// candidate without each operation related to it.
+const maxNamedFaults = 8
+
+// ruleErrors returns the rule violations err holds (schema.RuleErrors, or
+// one *schema.RuleError), none when it is another error.
+func ruleErrors(err error) []*schema.RuleError {
+	if all, ok := errors.AsType[schema.RuleErrors](err); ok {
+		return all
+	}
+	if re, ok := errors.AsType[*schema.RuleError](err); ok {
+		return []*schema.RuleError{re}
+	}
+	return nil
+}
+
+// blamer finds the operation at fault for each rule violation of a Set's
+// candidate; h.mu is held.
+type blamer struct {
+	h       *Handler
+	prefix  *gnmi.Path
+	ops     []setOp
+	without map[int][]*schema.RuleError // violations of the candidate without ops[i], once computed
+}
+
 // blame returns the index of the operation at fault for a rule violation:
 // of those whose path is the violating leaf, one of its ancestors, a
 // descendant, or a sibling leaf (an update of kmax can make kmin wrong),
@@ -500,20 +555,16 @@ func (h *Handler) checkConfigOnly(cand *oc.Root) error {
 // together, kmax-mode is ("kmax must be set"), where the last sibling was
 // named. It returns -1 when none is (all operations are then reported
 // ABORTED, failed together).
-func (h *Handler) blame(prefix *gnmi.Path, ops []setOp, err error) int {
-	re, ok := errors.AsType[*schema.RuleError](err)
-	if !ok {
-		return -1
-	}
+func (b *blamer) blame(re *schema.RuleError) int {
 	parent := re.Path
 	if i := strings.LastIndexByte(parent, '/'); i > 0 {
 		parent = parent[:i]
 	}
-	for i := len(ops) - 1; i >= 0; i-- {
-		p := schema.PathString(ops[i].full)
+	for i := len(b.ops) - 1; i >= 0; i-- {
+		p := schema.PathString(b.ops[i].full)
 		related := p == "/" || p == re.Path || strings.HasPrefix(re.Path, p+"/") ||
 			strings.HasPrefix(p, re.Path+"/") || strings.HasPrefix(p, parent+"/")
-		if related && !h.violatesWithout(prefix, ops, i, re) {
+		if related && !b.violatesWithout(i, re) {
 			return i
 		}
 	}
@@ -523,17 +574,29 @@ func (h *Handler) blame(prefix *gnmi.Path, ops []setOp, err error) int {
 // violatesWithout reports whether the candidate of every operation but
 // ops[skip], checked as commit checks it for rules, still violates re: the
 // same leaf for the same reason (kmin-mode EXPLICIT without the kmin that
-// was too large breaks another rule: the kmin was at fault). Run only for
-// a Set already refused; h.mu is held.
-func (h *Handler) violatesWithout(prefix *gnmi.Path, ops []setOp, skip int, re *schema.RuleError) bool {
+// was too large breaks another rule: the kmin was at fault).
+func (b *blamer) violatesWithout(skip int, re *schema.RuleError) bool {
+	all, ok := b.without[skip]
+	if !ok {
+		all = b.h.violationsWithout(b.prefix, b.ops, skip)
+		b.without[skip] = all
+	}
+	return all == nil || slices.ContainsFunc(all, func(x *schema.RuleError) bool { return *x == *re })
+}
+
+// violationsWithout returns the rule violations of the candidate of every
+// operation but ops[skip], checked as commit checks it for rules; nil when
+// it cannot tell (another operation needed this one). Run only for a Set
+// already refused; h.mu is held.
+func (h *Handler) violationsWithout(prefix *gnmi.Path, ops []setOp, skip int) []*schema.RuleError {
 	c, err := ygot.DeepCopy(h.intended)
 	if err != nil {
-		return true
+		return nil
 	}
 	cand := c.(*oc.Root)
 	for i := range ops {
 		if i != skip && h.applyOp(cand, prefix, &ops[i]) != nil {
-			return true // another operation needed this one: no telling
+			return nil
 		}
 	}
 	err = schema.NormalizeKeys(cand)
@@ -543,8 +606,10 @@ func (h *Handler) violatesWithout(prefix *gnmi.Path, ops []setOp, skip int, re *
 	if err == nil {
 		err = schema.CheckRules(cand)
 	}
-	again, ok := errors.AsType[*schema.RuleError](err)
-	return ok && *again == *re
+	if all := ruleErrors(err); all != nil {
+		return all
+	}
+	return []*schema.RuleError{} // none: it can tell
 }
 
 // validationError is ygot's refusal of the candidate: path is the schema
