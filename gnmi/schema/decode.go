@@ -265,15 +265,23 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 	bad := func(format string, args ...any) error {
 		return &ValueError{Path: path, Reason: fmt.Sprintf(format, args...)}
 	}
-	// A number or a string of one: the text of the number.
+	// A number or a string of one: the text of the number. A string is
+	// the number's lexical form (RFC 7951 §6.1, RFC 7950 9.2.1: a sign,
+	// digits), without spaces, which a key's value cannot have either.
 	numText := func() (string, bool) {
 		switch x := v.(type) {
 		case json.Number:
 			return string(x), true
 		case string:
-			return strings.TrimSpace(x), true
+			return x, true
 		}
 		return "", false
+	}
+	spaced := func(s, what string) error {
+		if strings.TrimSpace(s) == s {
+			return nil
+		}
+		return bad("%s is not a %s: a number in a string is written without spaces (RFC 7951 §6.1)", jsonKind(v), what)
 	}
 	switch t.Kind {
 	case yang.Yint8, yang.Yint16, yang.Yint32, yang.Yint64,
@@ -281,6 +289,9 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 		s, ok := numText()
 		if !ok {
 			return nil, bad("%s is not a %s", jsonKind(v), t.Kind)
+		}
+		if err := spaced(s, t.Kind.String()); err != nil {
+			return nil, err
 		}
 		bits, signed := intType(t.Kind)
 		var err error
@@ -310,6 +321,9 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 		s, ok := numText()
 		if !ok {
 			return nil, bad("%s is not a decimal64 number", jsonKind(v))
+		}
+		if err := spaced(s, "decimal64 number"); err != nil {
+			return nil, err
 		}
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) || strings.ContainsAny(s, "xXpP_") {

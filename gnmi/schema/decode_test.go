@@ -105,6 +105,13 @@ func TestDecodeValueRefuses(t *testing.T) {
 		{"decimal64 outside the model's range", q + "/config/alpha", jsonVal(`5000`), `5000 is outside the range 0.001..1000.000 of its type`},
 		{"integer outside the model's range", q + "/action-policy/config/rate-reduce-percent", jsonVal(`101`), `101 is outside the range 1..100 of its type`},
 		{"yes for a boolean", "/lhcnp/global/config/enabled", jsonVal(`"yes"`), `the string "yes" is not a boolean`},
+		// RFC 7951 §6.1: a string of the number's lexical form, which has
+		// no spaces (they were trimmed; a key's value with them is refused
+		// too, naming its canonical form).
+		{"uint64 string with a space", q + "/config/v-growth", ietfVal(`" 5"`), `the string " 5" is not a uint64: a number in a string is written without spaces (RFC 7951 §6.1)`},
+		{"uint8 string with a line break", q + "/config/id", ietfVal(`"5\n"`), `the string "5\n" is not a uint8: a number in a string is written without spaces (RFC 7951 §6.1)`},
+		{"decimal64 string with spaces", q + "/config/alpha", ietfVal(`" 0.5 "`), `the string " 0.5 " is not a decimal64 number: a number in a string is written without spaces (RFC 7951 §6.1)`},
+		{"uint64 string_val with a space", q + "/config/v-growth", &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: "7 "}}, `the string "7 " is not a uint64: a number in a string is written without spaces (RFC 7951 §6.1)`},
 		{"unknown member, named by its path", q, jsonVal(`{"config":{"bogus":1}}`), `config/bogus: not in the schema`},
 		{"bad value deep in a subtree", "/lhcnp/interfaces/interface[name=wan0]",
 			jsonVal(`{"queues":{"queue":[{"id":1,"config":{"alpha":"x"}}]}}`),

@@ -443,14 +443,16 @@ func checkKeyValue(e *yang.Entry, k, v string) error {
 	if t == nil {
 		return nil
 	}
-	if _, err := decodeLeaf(t, v, ""); err == nil {
-		// A number's key in any other form than its canonical one
-		// ("00", " 0" for 0) is another key to the lists (a Get found
-		// no data under it) while ygot reads it as the number (a Set
-		// changed entry 0): refused, naming the form to write.
-		if c, ok := canonicalInt(t.Kind, v); ok && c != v {
+	// A number's key in any other form than its canonical one ("00",
+	// " 0" for 0) is another key to the lists (a Get found no data under
+	// it) while ygot reads it as the number (a Set changed entry 0):
+	// refused, naming the form to write when that is one of the type.
+	if c, ok := canonicalInt(t.Kind, v); ok && c != v {
+		if _, err := decodeLeaf(t, c, ""); err == nil {
 			return fmt.Errorf("%s is not a %s in its canonical form (%s)", quote(v), t.Kind, c)
 		}
+	}
+	if _, err := decodeLeaf(t, v, ""); err == nil {
 		return checkRestrictions(t, v)
 	}
 	switch t.Kind {
@@ -469,8 +471,8 @@ func checkKeyValue(e *yang.Entry, k, v string) error {
 }
 
 // canonicalInt is the canonical form (RFC 7950 9.2.2: no sign for a
-// positive number, no leading zeros) of v, a value of the integer type
-// kind that decodeLeaf accepted; false for another kind.
+// positive number, no leading zeros, no spaces) of v, a number of the
+// integer type kind; false for another kind or not a number.
 func canonicalInt(kind yang.TypeKind, v string) (string, bool) {
 	v = strings.TrimSpace(v)
 	switch kind {
