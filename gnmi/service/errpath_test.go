@@ -537,3 +537,23 @@ func refuse(t *testing.T, req *gnmi.SetRequest) *status.Status {
 	}
 	return st
 }
+
+// TestSetValueYgotCannotRead: a value the schema's decoder takes and ygot
+// cannot read into the candidate (a list entry without its key, inside a
+// subtree) is refused at its operation, in ygot's words, which name no
+// node (the reason alone, no path below the operation's), the other
+// operations ABORTED. It is the one way to ytypes.UnmarshalSetRequest's
+// refusal; gnmi/service had no test that reached it.
+func TestSetValueYgotCannotRead(t *testing.T) {
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue"
+	st := refuse(t, &gnmi.SetRequest{Update: []*gnmi.Update{
+		{Path: mustPath(q + "[id=3]/config/alpha"), Val: ietf(`"0.5"`)},
+		{Path: mustPath("/lhcnp/interfaces"), Val: ietf(`{"interface": [{"config": {"rtt-est": 1}}]}`)},
+	}})
+	const wantStart = `update[1] /lhcnp/interfaces: invalid value: failed to update struct`
+	const wantEnd = `key field name (*string) has nil value <nil>`
+	if m := st.Message(); !strings.HasPrefix(m, wantStart) || !strings.HasSuffix(m, wantEnd) {
+		t.Errorf("message %q, want %q … %q", m, wantStart, wantEnd)
+	}
+	checkDetails(t, st, 1, codes.InvalidArgument)
+}

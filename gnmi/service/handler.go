@@ -180,7 +180,7 @@ func (h *Handler) Load(ctx context.Context, root *oc.Root) error {
 		// ygot names the schema node, without keys: the data node
 		// that fails names the entry, as in a Set's error.
 		if ve, ok := errors.AsType[*validationError](err.err); ok {
-			return ve.named(h.locate(cand, ve.path, nil).node, nil)
+			return ve.named(h.locate(cand, ve.path, nil), nil)
 		}
 		// Of the rules it breaks, the first in path order: the file's
 		// error is placed at one member (startup.Locate).

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -131,7 +130,7 @@ func (h *Handler) set(ctx context.Context, req *gnmi.SetRequest, ops []setOp, du
 	}
 	ts, oerr := h.commit(ctx, cand, durable)
 	if oerr != nil {
-		return nil, h.blameCommit(prefix, cand, ops, oerr).status(req, ops)
+		return nil, h.blameCommit(prefix, ops, oerr).status(req, ops)
 	}
 	resp := &gnmi.SetResponse{Prefix: prefix, Timestamp: ts}
 	for _, o := range ops {
@@ -299,7 +298,7 @@ func wrapsItself(name string, v *gnmi.TypedValue) string {
 // fails, with its keys, as a validation error of the commit is.
 func (h *Handler) invalidValue(cand *oc.Root, o *setOp, err error) *opError {
 	ve := newValidationError(err)
-	ve = ve.named(h.locate(cand, ve.path, o.full).node, o.full)
+	ve = ve.named(h.locate(cand, ve.path, o.full), o.full)
 	if ve.path == "" {
 		return opErr(codes.InvalidArgument, o, "invalid value: %s", ve.reason)
 	}
@@ -473,31 +472,22 @@ func (h *Handler) checkConfigOnly(cand *oc.Root) error {
 }
 
 // blameCommit names the operations at fault for the commit's refusal of
-// the candidate of ops. ygot names the schema node of its refusal, without
-// keys: the candidate has them (the data node that fails), and the
-// operation that wrote it is the one at fault. Of the model's rules, every
+// the candidate of ops. ygot's validation of the candidate does not refuse
+// a Set's: every operation's value was validated as it was written
+// (applyOp), and the key leaves, which ygot checks on the list, not the
+// entry, are checked before by schema.NormalizeKeys; only a configuration
+// loaded whole (Load) meets it. Of the model's rules, every
 // violation is named (up to maxNamedFaults, the rest counted), each blamed
 // on its operation (blamer), so that a Set that breaks two entries is told
 // of both. A failure of the candidate as a whole (the dataplane, the
 // startup file) is the only operation's when the Set has one (3.4.7: none
 // other was there to fail), else no one's.
-func (h *Handler) blameCommit(prefix *gnmi.Path, cand *oc.Root, ops []setOp, oerr *opError) *opError {
+func (h *Handler) blameCommit(prefix *gnmi.Path, ops []setOp, oerr *opError) *opError {
 	only := func(op int) int {
 		if op < 0 && len(ops) == 1 {
 			return 0
 		}
 		return op
-	}
-	if ve, ok := errors.AsType[*validationError](oerr.err); ok {
-		f := h.locate(cand, ve.path, nil)
-		oerr.op = only(blameFault(ops, f))
-		if oerr.op >= 0 {
-			o := &ops[oerr.op]
-			oerr.err = fmt.Errorf("%s %s: %w", o.name, schema.ErrorPath(o.full), ve.named(f.node, o.full))
-		} else {
-			oerr.err = ve.named(f.node, nil)
-		}
-		return oerr
 	}
 	rules := ruleErrors(oerr.err)
 	if len(rules) == 0 {
@@ -671,32 +661,22 @@ func (e *validationError) named(node, op *gnmi.Path) *validationError {
 	return &validationError{path: schema.PathString(node), reason: e.reason}
 }
 
-// fault is a data node of a candidate that ygot's validation refuses.
-type fault struct {
-	node *gnmi.Path // with the keys of the candidate's lists; nil: none found
-	// values are the paths whose values are at fault: the node, or the
-	// key leaves of a list entry whose keys are not its map key.
-	values []*gnmi.Path
-}
-
 // locate walks cand to the schema node ygot named (schemaPath, without
 // keys) and returns the first data node there, in path order, that ygot's
-// validation refuses, at or below within (nil: anywhere). ygot names the
-// list, not the entry, whose key leaf is not its map key (an update of
-// queue[id=4]/id to 5); and a node among others alike. A zero fault when
-// none is found (ygot named no node, or an error that is not one node's).
-func (h *Handler) locate(cand *oc.Root, schemaPath string, within *gnmi.Path) fault {
+// validation refuses, at or below within (nil: anywhere): ygot names a
+// node among others alike. nil when none is found (ygot named no node, or
+// an error that is not one node's). The walk's error is not looked at: a
+// candidate ygot built from the schema has values the walk takes (commit's
+// checkConfigOnly walks it first and would have refused it).
+func (h *Handler) locate(cand *oc.Root, schemaPath string, within *gnmi.Path) *gnmi.Path {
 	if schemaPath == "" {
-		return fault{}
+		return nil
 	}
 	names := strings.Split(strings.TrimPrefix(schemaPath, "/"), "/")
 	// Every entry of the candidate has a leaf (its keys, NormalizeKeys),
 	// and Values names list entries by their map keys, as ygot's
 	// validation does.
-	vals, err := h.s.Values(cand)
-	if err != nil {
-		return fault{}
-	}
+	vals, _ := h.s.Values(cand)
 	nodes := map[string]*gnmi.Path{}
 	for _, v := range vals {
 		elems := v.Path.GetElem()
@@ -712,52 +692,19 @@ func (h *Handler) locate(cand *oc.Root, schemaPath string, within *gnmi.Path) fa
 		nodes[schema.PathString(node)] = node
 	}
 	for _, k := range slices.Sorted(maps.Keys(nodes)) {
-		if f, ok := h.fails(cand, nodes[k]); ok {
-			return f
+		if h.fails(cand, nodes[k]) {
+			return nodes[k]
 		}
 	}
-	return fault{}
+	return nil
 }
 
 // fails reports whether ygot's validation refuses the data node p of
-// cand: its own value or subtree, or, for a list entry, its key leaves
-// against the list's map key (ygot checks these on the list).
-func (h *Handler) fails(cand *oc.Root, p *gnmi.Path) (fault, bool) {
+// cand, its own value or subtree.
+func (h *Handler) fails(cand *oc.Root, p *gnmi.Path) bool {
 	tn, err := ytypes.GetNode(h.s.Root(), cand, p)
-	if err != nil || len(tn) != 1 {
-		return fault{}, false
-	}
-	e, data := tn[0].Schema, tn[0].Data
-	if ytypes.Validate(e, data, &ytypes.LeafrefOptions{IgnoreMissingData: true}) != nil {
-		return fault{node: p, values: []*gnmi.Path{p}}, true
-	}
-	if !e.IsList() {
-		return fault{}, false
-	}
-	want := p.GetElem()[len(p.GetElem())-1].GetKey()
-	if got, err := ygot.PathKeyFromStruct(reflect.ValueOf(data)); err == nil && maps.Equal(got, want) {
-		return fault{}, false
-	}
-	f := fault{node: p}
-	for _, k := range strings.Fields(e.Key) {
-		f.values = append(f.values, &gnmi.Path{Elem: append(slices.Clip(p.GetElem()), &gnmi.PathElem{Name: k})})
-	}
-	return f, true
-}
-
-// blameFault returns the index of the operation at fault for f: the last
-// one whose path is one of f's values or an ancestor of one, the last to
-// write it (an update of queue[id=4]/config/kmax beside one of
-// queue[id=4]/id is not at fault). -1 when none is (or f is zero).
-func blameFault(ops []setOp, f fault) int {
-	for i := len(ops) - 1; i >= 0; i-- {
-		for _, v := range f.values {
-			if _, ok := schema.MatchPrefix(ops[i].full, v); ok {
-				return i
-			}
-		}
-	}
-	return -1
+	return err == nil && len(tn) == 1 &&
+		ytypes.Validate(tn[0].Schema, tn[0].Data, &ytypes.LeafrefOptions{IgnoreMissingData: true}) != nil
 }
 
 // cleanYgot shortens ygot's wrapped errors: no "setNode:" or gRPC status
