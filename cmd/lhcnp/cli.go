@@ -27,6 +27,7 @@ type cmdLine struct {
 	cc     *cliconf.Config
 	config string   // the --config file, "" for none
 	args   []string // the positional arguments, set by parseArgs
+	usage  string   // the usage's first line (usage: lhcnp NAME ...)
 }
 
 // cliSpec describes a command's command line.
@@ -44,6 +45,9 @@ type cliSpec struct {
 // caller adds its own flags to c.fs before parse.
 func newCLI(spec cliSpec, cfg any, environ func() []string, stderr io.Writer) (*cmdLine, error) {
 	c := &cmdLine{fs: flag.NewFlagSet(spec.name, flag.ContinueOnError)}
+	if len(spec.usage) > 0 {
+		c.usage = spec.usage[0]
+	}
 	c.fs.SetOutput(stderr)
 	c.fs.StringVar(&c.config, "config", "", spec.configHelp)
 	opts := append([]cliconf.Option{cliconf.WithEnvPrefix(spec.prefix), cliconf.WithEnviron(environ)}, spec.opts...)
@@ -91,6 +95,21 @@ func (c *cmdLine) parseArgs(args []string, maxArgs int, check func() error) erro
 // saying msg.
 func (c *cmdLine) usageError(msg string) error {
 	c.fs.Usage()
+	return usageError{msg}
+}
+
+// missing is the usage error (exit status 2) for required flags not
+// given, in one line with the usage's first: a bad flag is said once
+// (TestBadFlagOnce), not after the command's whole flag list (the tuner's
+// is about 120 lines), which -h prints.
+func (c *cmdLine) missing(flags ...string) error {
+	msg := flags[0] + " is required"
+	if n := len(flags); n > 1 {
+		msg = strings.Join(flags[:n-1], ", ") + " and " + flags[n-1] + " are required"
+	}
+	if c.usage != "" {
+		msg += " (" + c.usage + ")"
+	}
 	return usageError{msg}
 }
 

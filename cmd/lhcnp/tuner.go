@@ -42,7 +42,7 @@ func parseTuner(args []string, environ func() []string, stderr io.Writer) (*tune
 	c.fs.BoolVar(&a.verbose, "verbose", false, "log every hold of the policy too (debug level)")
 	err = c.parse(args, func() error {
 		if c.config == "" {
-			return c.usageError("--config FILE is required")
+			return c.missing("--config FILE")
 		}
 		return nil
 	})

@@ -49,14 +49,18 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 		c.fs.DurationVar(&a.holdFor, "for", 0, "how long the tuner leaves the queue alone (default: the configuration's operator_hold)")
 	}
 	err = c.parse(args, func() error {
+		var missing []string
+		for _, m := range []struct {
+			flag  string
+			unset bool
+		}{{"--target", a.target == ""}, {"--interface", a.iface == ""}, {"--queue", a.queue == -1 /* the flag's default */}} {
+			if m.unset {
+				missing = append(missing, m.flag)
+			}
+		}
 		switch {
-		case a.target == "":
-			return c.usageError("--target is required")
-		case a.iface == "":
-			return c.usageError("--interface is required")
-		case a.queue == -1: // the flag's default
-			return c.usageError("--queue is required")
-		// A bad value is its one line, without the usage.
+		case len(missing) > 0:
+			return c.missing(missing...)
 		case a.queue < 0 || a.queue > 255:
 			return usageError{fmt.Sprintf("--queue: %d: want a queue id 0-255", a.queue)}
 		case a.holdFor < 0:
@@ -68,7 +72,7 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 		return nil, err
 	}
 	if a.cfg.DB == "" {
-		return nil, c.usageError("db: missing: give --config FILE (the tuner's) or --db DSN (the lab prints its postgresql)")
+		return nil, usageError{"db: missing: give --config FILE (the tuner's) or --db DSN (the lab prints its postgresql)"}
 	}
 	if a.pool, err = parseDSN("db", a.cfg.DB); err != nil {
 		return nil, c.cc.Locate(err)
