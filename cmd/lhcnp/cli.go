@@ -113,6 +113,20 @@ func (c *cmdLine) missing(flags ...string) error {
 	return usageError{msg}
 }
 
+// from names where key's value came from, for a message about using it
+// (a connection that failed): the flag or variable the user gave, "FILE:
+// key" for the --config file, the key for its default.
+func (c *cmdLine) from(key string) string {
+	switch o := c.cc.Origin(key); {
+	case o == "":
+		return key
+	case c.cc.InFile(key) && o == c.config:
+		return c.config + ": " + key
+	default:
+		return o
+	}
+}
+
 // badValue is the error for key's value v, refused for why, in the one
 // form every command's value errors take (the collector's, cliconf.Locate):
 // "ORIGIN: key: v: why", ORIGIN the file's line and column, the flag or

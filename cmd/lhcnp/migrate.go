@@ -70,13 +70,7 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 	}
 	mf := &a.mf
 	// Messages name the flag or variable the user gave, or the key.
-	a.dsnFrom = c.cc.Origin("db.dsn")
-	switch {
-	case a.dsnFrom == "":
-		a.dsnFrom = "db.dsn"
-	case c.cc.InFile("db.dsn") && a.dsnFrom == c.config:
-		a.dsnFrom = c.config + ": db.dsn"
-	}
+	a.dsnFrom = c.from("db.dsn")
 	if mf.DB.DSN == "" {
 		return nil, c.usageError(a.dsnFrom + ": a connection string is required (--db.dsn or --db, LHCNP_MIGRATE_DB_DSN or LHCNP_DB)")
 	}

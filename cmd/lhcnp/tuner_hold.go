@@ -19,6 +19,7 @@ type tunerHoldArgs struct {
 	action  string // hold or release
 	cfg     tuner.Config
 	pool    *pgxpool.Config // cfg.DB parsed (parseDSN)
+	dbFrom  string          // where cfg.DB came from (--db, LHCNP_TUNER_DB, FILE: db), for messages
 	target  string
 	iface   string
 	queue   int
@@ -77,6 +78,7 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 	if a.pool, err = parseDSN("db", a.cfg.DB); err != nil {
 		return nil, c.cc.Locate(err)
 	}
+	a.dbFrom = c.from("db")
 	if len(a.cfg.Switches) > 0 && !slices.ContainsFunc(a.cfg.Switches, func(s tuner.SwitchConfig) bool { return s.Name == a.target }) {
 		var names []string
 		for _, s := range a.cfg.Switches {
@@ -102,13 +104,19 @@ func runTunerHold(ctx context.Context, action string, args []string, stdout, std
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, a.pool)
 	if err != nil {
-		return fmt.Errorf("db: %w", err)
+		return fmt.Errorf("%s: %w", a.dbFrom, err)
 	}
 	defer pool.Close()
+	// As migrate says it: where the DSN came from, then the database
+	// (its password never shown); pgx's attempts, a line each, in one.
+	db := describeDB(a.pool.ConnConfig)
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("%s: connect to %s: %w", a.dbFrom, db, errline.Of(err))
+	}
 	var known bool
 	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM queue_latest WHERE target = $1 AND interface = $2 AND queue = $3)`,
 		a.target, a.iface, a.queue).Scan(&known); err != nil {
-		return fmt.Errorf("db: %w", errline.Of(err)) // pgx's attempts, a line each
+		return fmt.Errorf("%s: %s: %w", a.dbFrom, db, errline.Of(err))
 	}
 	if !known {
 		fmt.Fprintf(stderr, "lhcnp tuner %s: no telemetry of %s %s queue %d in queue_latest (a typo?); recorded all the same\n",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,5 +140,49 @@ func TestSubcommandErrorsNamed(t *testing.T) {
 		if !strings.HasPrefix(stderr.String(), tt.want) && !strings.HasSuffix(stderr.String(), tt.want) {
 			t.Errorf("lhcnp %s: stderr %q, want %q", strings.Join(tt.args, " "), stderr.String(), tt.want)
 		}
+	}
+}
+
+// TestTunerHoldUnreachable: a database that does not answer is named as
+// lhcnp migrate names it, where the DSN came from (--db, the variable, the
+// file's key) and the database, in one line, exit status 1 (a failure
+// while working); it was "db: failed to connect to ...", whichever of the
+// three gave it.
+func TestTunerHoldUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	dsn := "postgres://postgres:secret@" + addr + "/lhcnp?sslmode=disable&connect_timeout=5"
+	cfg := filepath.Join(t.TempDir(), "tuner.yaml")
+	if err := os.WriteFile(cfg, []byte("db: "+dsn+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q := []string{"--target", "n1", "--interface", "wan", "--queue", "0"}
+	for _, tt := range []struct {
+		desc string
+		env  string // LHCNP_TUNER_DB
+		args []string
+		from string
+	}{
+		{"flag", "", append([]string{"hold", "--db", dsn}, q...), "--db"},
+		{"variable", dsn, append([]string{"release"}, q...), "LHCNP_TUNER_DB"},
+		{"file", "", append([]string{"hold", "--config", cfg}, q...), cfg + ": db"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Setenv("LHCNP_TUNER_DB", tt.env) // restored after
+			if tt.env == "" {
+				os.Unsetenv("LHCNP_TUNER_DB")
+			}
+			var stdout, stderr strings.Builder
+			code := run(append([]string{"tuner"}, tt.args...), &stdout, &stderr)
+			want := "lhcnp tuner " + tt.args[0] + ": " + tt.from + ": connect to postgres@" + addr + "/lhcnp: "
+			got := stderr.String()
+			if code != 1 || !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 || strings.Contains(got, "secret") {
+				t.Errorf("exit status %d, stderr\n%s\nwant exit status 1 and one line starting %q, no password", code, got, want)
+			}
+		})
 	}
 }
