@@ -209,6 +209,26 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("the tuner's operator row is not shown as the operator's change and its hold: %v\n%s", err, got)
 	}
 
+	// A switch reports alpha when it changes (the fixture every second):
+	// with only its changes stored (0.5, 0.25, the operator's 0.75 and
+	// back), its line holds its last value to the window's end (the
+	// depth's newest sample), where it stopped at its last change (a lone
+	// point at the window's start when it had not changed in the window).
+	exec(`DELETE FROM samples s USING (
+		    SELECT series_id, ts, v_num, lag(v_num) OVER (ORDER BY ts) AS prev FROM samples
+		    WHERE series_id = (SELECT id FROM series WHERE target = 'n1' AND keys = '{"name": "n1-wan", "id": "3"}'
+		                         AND schema_path = '/lhcnp/interfaces/interface/queues/queue/state/alpha')) p
+		WHERE s.series_id = p.series_id AND s.ts = p.ts AND p.v_num = p.prev`)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => {
+	  const c = window.lhcnpDashboard.charts, lastX = (u, s) => {
+	    for (let i = u.data[s].length - 1; i >= 0; i--) if (u.data[s][i] !== null && u.data[s][i] !== undefined) return u.data[0][i];
+	    return null;
+	  };
+	  return c.tuner.data[1].filter((v) => v !== null && v !== undefined).length <= 5 && lastX(c.tuner, 1) >= lastX(c.depth, 1);
+	})()`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Errorf("alpha reported at its changes only: its line does not reach the window's end: %v", err)
+	}
+
 	// The queue's switch publishes overload-cut (on), and the tuner's rule
 	// pinned switched it on: the queues table shows the option, the
 	// decision is marked as pinned's and names the option off → on.

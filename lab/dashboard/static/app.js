@@ -368,6 +368,17 @@
     $("#changes-empty").style.display = q.changes.length ? "none" : "";
   }
 
+  // heldToEnd is a configuration value's columns (its value at the
+  // window's start, then every change) with its last value held to the
+  // window's end: the switch reports a change, not every sample, so a step
+  // line would otherwise stop at the last change (a lone point at the
+  // window's start when nothing changed in it).
+  function heldToEnd(t, v, end) {
+    const last = v.length > 0 ? v[v.length - 1] : null;
+    if (t.length === 0 || t[t.length - 1] >= end || last === null || last === undefined) return { t, cols: [v] };
+    return { t: t.concat([end]), cols: [v.concat([last])] };
+  }
+
   function drawQueue(q) {
     state.from = q.from;
     state.to = Math.max(q.to, ...q.tuner.map((a) => a.t));
@@ -395,7 +406,7 @@
     ops.sort((a, b) => a.t - b.t);
     const decisions = q.tuner.filter((a) => a.outcome !== "operator");
     setData("tuner", align([
-      { t: q.alpha.t, cols: [q.alpha.values.alpha] },
+      heldToEnd(q.alpha.t, q.alpha.values.alpha, q.to),
       { t: decisions.map((a) => a.t), cols: [decisions.map((a) => decisionY(a, q.alpha))] },
       { t: ops.map((o) => o.t), cols: [ops.map((o) => o.y)] },
     ]), [1]);
