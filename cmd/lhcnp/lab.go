@@ -19,6 +19,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
+	"github.com/lhcnp/lhcnp/internal/hostport"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/lab"
 	"github.com/lhcnp/lhcnp/server/fabric"
@@ -116,6 +117,14 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 		return bad("postgres_port", cfg.PostgresPort, "want 0-65535")
 	case cfg.TunerConfig != "" && !cfg.Tuner:
 		return nil, keysError(c.cc, c.config, "a tuner configuration with the tuner off", "tuner_config", "tuner")
+	}
+	// Before anything starts: net.Listen's own error came after the
+	// banner's first line, named by the part only, exit status 1 (as the
+	// collector's listen addresses, collector/config).
+	for _, l := range []struct{ key, addr string }{{"http", cfg.HTTP}, {"metrics", cfg.Metrics}, {"northbound", cfg.Northbound}, {"listen", cfg.Listen}} {
+		if err := hostport.Check("tcp", l.addr); err != nil {
+			return bad(l.key, fmt.Sprintf("%q", l.addr), err.Error())
+		}
 	}
 	// Not with bad: the value would show the DSN's password.
 	if cfg.Postgres != "" {

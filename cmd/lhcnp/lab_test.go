@@ -584,6 +584,12 @@ func TestLabBadValues(t *testing.T) {
 			want: "tuner_config (--tuner-config), tuner (FILE:1:8): a tuner configuration with the tuner off"},
 		{desc: "retention of a flag", args: []string{"--retention", "30s"}, want: "--retention: retention: 30s: want at least 1m, or 0 to keep everything"},
 		{desc: "a period of a variable", env: []string{"LHCNP_LAB_PERIOD=-1s"}, want: "LHCNP_LAB_PERIOD: period: -1s: must not be negative"},
+		// Not host:port: refused before anything starts, at the key, where
+		// net.Listen's error came after "starting", exit status 1.
+		{desc: "a dashboard address of a flag", args: []string{"--http", "nonsense"}, want: `--http: http: "nonsense": missing port in address (want host:port)`},
+		{desc: "a metrics address in the file", body: "metrics: 127.0.0.1:99999\n", want: `FILE:1:10: metrics: "127.0.0.1:99999": invalid port "99999"`},
+		{desc: "a northbound address of a variable", env: []string{"LHCNP_LAB_NORTHBOUND=9350"}, want: `LHCNP_LAB_NORTHBOUND: northbound: "9350": missing port in address (want host:port)`},
+		{desc: "the switches' address", args: []string{"--listen", "localhost"}, want: `--listen: listen: "localhost": missing port in address (want host:port)`},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			args := tt.args
