@@ -18,6 +18,7 @@ import (
 type tunerArgs struct {
 	cfg     tuner.Config
 	pool    *pgxpool.Config // cfg.DB parsed (parseDSN)
+	dbFrom  string          // where cfg.DB came from (--db, LHCNP_TUNER_DB, FILE: db), for messages
 	config  string
 	once    bool
 	verbose bool
@@ -61,6 +62,7 @@ func parseTuner(args []string, environ func() []string, stderr io.Writer) (*tune
 		// or flag that set it.
 		return nil, c.cc.Locate(err)
 	}
+	a.dbFrom = c.from("db")
 	return a, nil
 }
 
@@ -81,11 +83,12 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := a.cfg
 	pool, err := pgxpool.NewWithConfig(ctx, a.pool)
 	if err != nil {
-		return fmt.Errorf("db: %w", err)
+		return fmt.Errorf("%s: %w", a.dbFrom, err)
 	}
 	defer pool.Close()
 	if err := pool.Ping(ctx); err != nil {
-		return fmt.Errorf("db: %w", errline.Of(err)) // pgx's attempts, a line each
+		// As migrate and tuner hold say it; pgx's attempts, a line each.
+		return fmt.Errorf("%s: connect to %s: %w", a.dbFrom, describeDB(a.pool.ConnConfig), errline.Of(err))
 	}
 	var push tuner.Pusher
 	if !cfg.DryRun {

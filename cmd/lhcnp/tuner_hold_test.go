@@ -143,8 +143,8 @@ func TestSubcommandErrorsNamed(t *testing.T) {
 	}
 }
 
-// TestTunerHoldUnreachable: a database that does not answer is named as
-// lhcnp migrate names it, where the DSN came from (--db, the variable, the
+// TestTunerHoldUnreachable: a database that does not answer is named by
+// lhcnp tuner hold, release and the tuner itself as lhcnp migrate names it, where the DSN came from (--db, the variable, the
 // file's key) and the database, in one line, exit status 1 (a failure
 // while working); it was "db: failed to connect to ...", whichever of the
 // three gave it.
@@ -160,6 +160,10 @@ func TestTunerHoldUnreachable(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("db: "+dsn+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	tunerCfg := filepath.Join(filepath.Dir(cfg), "tuner-switches.yaml")
+	if err := os.WriteFile(tunerCfg, []byte("db: "+dsn+"\nswitches:\n  - {name: n1, address: 127.0.0.1:9339, insecure: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	q := []string{"--target", "n1", "--interface", "wan", "--queue", "0"}
 	for _, tt := range []struct {
 		desc string
@@ -170,6 +174,9 @@ func TestTunerHoldUnreachable(t *testing.T) {
 		{"flag", "", append([]string{"hold", "--db", dsn}, q...), "--db"},
 		{"variable", dsn, append([]string{"release"}, q...), "LHCNP_TUNER_DB"},
 		{"file", "", append([]string{"hold", "--config", cfg}, q...), cfg + ": db"},
+		// The tuner itself, its switches in the file.
+		{"the tuner", "", []string{"--config", tunerCfg, "--once"}, tunerCfg + ": db"},
+		{"the tuner, --db", "", []string{"--config", tunerCfg, "--once", "--db", dsn}, "--db"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			t.Setenv("LHCNP_TUNER_DB", tt.env) // restored after
@@ -178,7 +185,11 @@ func TestTunerHoldUnreachable(t *testing.T) {
 			}
 			var stdout, stderr strings.Builder
 			code := run(append([]string{"tuner"}, tt.args...), &stdout, &stderr)
-			want := "lhcnp tuner " + tt.args[0] + ": " + tt.from + ": connect to postgres@" + addr + "/lhcnp: "
+			name := "lhcnp tuner"
+			if tt.args[0] == "hold" || tt.args[0] == "release" {
+				name += " " + tt.args[0]
+			}
+			want := name + ": " + tt.from + ": connect to postgres@" + addr + "/lhcnp: "
 			got := stderr.String()
 			if code != 1 || !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 || strings.Contains(got, "secret") {
 				t.Errorf("exit status %d, stderr\n%s\nwant exit status 1 and one line starting %q, no password", code, got, want)
