@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,9 +234,35 @@ func decodeDir(e *yang.Entry, v any, path string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := checkKeyForm(e, c, obj[member], d, join(path, name)); err != nil {
+			return nil, err
+		}
 		out[name] = d
 	}
 	return out, nil
+}
+
+// checkKeyForm refuses a list entry's key member c of e whose value v is
+// a number in another form than its canonical one d ("03", "+3" for 3):
+// a key is a path element, compared as text, as a path's key in that
+// form is refused (checkKeyValue).
+func checkKeyForm(e, c *yang.Entry, v, d any, path string) error {
+	if !e.IsList() || !slices.Contains(strings.Fields(e.Key), c.Name) {
+		return nil
+	}
+	var text string
+	switch x := v.(type) {
+	case json.Number:
+		text = string(x)
+	case string:
+		text = x
+	default:
+		return nil
+	}
+	if canon := fmt.Sprint(d); canon != text {
+		return &ValueError{Path: path, Reason: fmt.Sprintf("key %s: %s is not a %s in its canonical form (%s)", c.Name, jsonKind(v), resolveType(c).Kind, canon)}
+	}
+	return nil
 }
 
 func jsonKind(v any) string {
@@ -266,8 +293,10 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 		return &ValueError{Path: path, Reason: fmt.Sprintf(format, args...)}
 	}
 	// A number or a string of one: the text of the number. A string is
-	// the number's lexical form (RFC 7951 §6.1, RFC 7950 9.2.1: a sign,
-	// digits), without spaces, which a key's value cannot have either.
+	// the number's lexical form (RFC 7951 §6.1, RFC 7950 §9.2.1: a sign,
+	// digits), without spaces, which a key's value cannot have either;
+	// the value is returned in its canonical form (§9.2.2), which is also
+	// the only one JSON's numbers take ("05" and "+5" are 5).
 	numText := func() (string, bool) {
 		switch x := v.(type) {
 		case json.Number:
@@ -293,30 +322,35 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 		if err := spaced(s, t.Kind.String()); err != nil {
 			return nil, err
 		}
-		bits, signed := intType(t.Kind)
-		var err error
-		if signed {
-			_, err = strconv.ParseInt(s, 10, bits)
-		} else {
-			_, err = strconv.ParseUint(s, 10, bits)
-		}
-		if err != nil {
-			_, ierr := strconv.ParseInt(s, 10, 64)
-			if errors.Is(err, strconv.ErrRange) || !signed && (ierr == nil || errors.Is(ierr, strconv.ErrRange)) {
-				return nil, bad("%s is out of the range of %s", s, t.Kind)
-			}
+		c, lexical := canonicalIntText(s)
+		if !lexical {
 			if _, ferr := strconv.ParseFloat(s, 64); ferr == nil {
 				return nil, bad("%s is not an integer (%s)", s, t.Kind)
 			}
+			if _, isString := v.(string); isString && strings.ContainsAny(s, "0123456789") {
+				return nil, bad("%s is not a %s: an integer is written as decimal digits after an optional sign (RFC 7950 §9.2.1)", jsonKind(v), t.Kind)
+			}
 			return nil, bad("%s is not a %s", jsonKind(v), t.Kind)
 		}
-		if err := checkRange(t, s); err != nil {
+		// c is digits after an optional "-": what strconv refuses is
+		// out of the type's range, a negative unsigned included.
+		bits, signed := intType(t.Kind)
+		var err error
+		if signed {
+			_, err = strconv.ParseInt(c, 10, bits)
+		} else {
+			_, err = strconv.ParseUint(c, 10, bits)
+		}
+		if err != nil {
+			return nil, bad("%s is out of the range of %s", s, t.Kind)
+		}
+		if err := checkRange(t, c); err != nil {
 			return nil, &ValueError{Path: path, Reason: err.Error()}
 		}
 		if bits == 64 {
-			return s, nil // RFC 7951 §6.1: a string
+			return c, nil // RFC 7951 §6.1: a string
 		}
-		return json.Number(s), nil
+		return json.Number(c), nil
 	case yang.Ydecimal64:
 		s, ok := numText()
 		if !ok {
@@ -331,6 +365,9 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 		}
 		if math.IsInf(f, 0) || math.IsNaN(f) {
 			return nil, bad("%s is not a finite decimal64 number", s)
+		}
+		if f == 0 {
+			f = 0 // "-0.0": a decimal64 has no negative zero (RFC 7950 §9.3)
 		}
 		// Plain decimal notation, as RFC 7951 writes decimal64.
 		d := strconv.FormatFloat(f, 'f', -1, 64)
@@ -390,6 +427,30 @@ func checkRange(t *yang.YangType, s string) error {
 		return nil
 	}
 	return fmt.Errorf("%s is outside the range %s of its type", s, t.Range)
+}
+
+// canonicalIntText is the canonical form (RFC 7950 §9.2.2: no "+", no
+// leading zeros, 0 unsigned) of s, an integer in its lexical form
+// (§9.2.1: an optional sign and decimal digits, leading zeros allowed);
+// false when s is not in that form. Its range is not checked.
+func canonicalIntText(s string) (string, bool) {
+	neg := false
+	switch {
+	case strings.HasPrefix(s, "-"):
+		neg, s = true, s[1:]
+	case strings.HasPrefix(s, "+"):
+		s = s[1:]
+	}
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return "", false
+	}
+	if s = strings.TrimLeft(s, "0"); s == "" {
+		return "0", true
+	}
+	if neg {
+		return "-" + s, true
+	}
+	return s, true
 }
 
 func intType(k yang.TypeKind) (bits int, signed bool) {

@@ -53,6 +53,19 @@ func TestDecodeValueAccepts(t *testing.T) {
 		{"uint64 as a string_val of digits", q + "/config/v-growth", &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: "7"}}, `"7"`},
 		{"uint8 as a number", q + "/config/id", jsonVal(`0`), `0`},
 		{"uint8 as a string", q + "/config/id", ietfVal(`"0"`), `0`},
+		// RFC 7950 §9.2.1: an integer's lexical form has an optional sign
+		// and leading zeros; the value is taken in its canonical form
+		// (§9.2.2), where Go's JSON refused "05" ("invalid number
+		// literal") and "+3" was "out of the range of uint8".
+		{"uint8 with leading zeros", q + "/config/id", ietfVal(`"05"`), `5`},
+		{"uint8 with a plus sign", q + "/config/id", jsonVal(`"+3"`), `3`},
+		{"uint8 as minus zero", q + "/config/id", jsonVal(`"-0"`), `0`},
+		{"uint64 with a sign and leading zeros", q + "/config/v-growth", ietfVal(`"+0005"`), `"5"`},
+		{"uint64 string_val with a plus sign", q + "/config/v-growth", &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: "+7"}}, `"7"`},
+		{"uint32 with a sign and leading zeros", "/lhcnp/interfaces/interface[name=wan0]/config/rtt-est", jsonVal(`"+010000"`), `10000`},
+		// §9.3.1 likewise for decimal64; a decimal64 has no negative zero.
+		{"decimal64 with a plus sign and leading zeros", q + "/config/alpha", ietfVal(`"+00.50"`), `"0.5"`},
+		{"decimal64 minus zero", q + "/config/ecn-max-probability", ietfVal(`"-0.0"`), `"0"`},
 		{"uint32 as a number", "/lhcnp/interfaces/interface[name=wan0]/config/rtt-est", jsonVal(`10000`), `10000`},
 		{"boolean", "/lhcnp/global/config/enabled", jsonVal(`true`), `true`},
 		{"boolean as a string", "/lhcnp/global/config/enabled", jsonVal(`"false"`), `false`},
@@ -97,6 +110,20 @@ func TestDecodeValueRefuses(t *testing.T) {
 		{"negative unsigned", q + "/config/v-growth", jsonVal(`-1`), `-1 is out of the range of uint64`},
 		{"word for a number", q + "/config/v-growth", ietfVal(`"lots"`), `the string "lots" is not a uint64`},
 		{"boolean for a number", q + "/config/id", jsonVal(`true`), `a boolean is not a uint8`},
+		{"hex for an integer (RFC 7950 §9.2.1: a module's default alone)", q + "/config/id", ietfVal(`"0x10"`), `the string "0x10" is not a uint8: an integer is written as decimal digits after an optional sign (RFC 7950 §9.2.1)`},
+		{"two signs", q + "/config/v-growth", ietfVal(`"+-5"`), `the string "+-5" is not a uint64: an integer is written as decimal digits after an optional sign (RFC 7950 §9.2.1)`},
+		{"a plus sign out of range", q + "/config/id", ietfVal(`"+256"`), `+256 is out of the range of uint8`},
+		{"a negative unsigned with leading zeros", q + "/config/id", ietfVal(`"-01"`), `-01 is out of the range of uint8`},
+		// A list key is a path element, compared as text: in a value too
+		// it is written in its canonical form (where Go's JSON refused
+		// "03", "invalid number literal", and "+3" was out of range).
+		{"key with leading zeros in a subtree", "/lhcnp/interfaces/interface[name=wan0]",
+			jsonVal(`{"queues":{"queue":[{"id":"03"}]}}`), `queues/queue[id=03]/id: key id: the string "03" is not a uint8 in its canonical form (3)`},
+		{"key with a plus sign", "/lhcnp/interfaces/interface[name=wan0]/queues",
+			ietfVal(`{"queue":[{"lhcnp:id":"+3"}]}`), `queue[id=+3]/id: key id: the string "+3" is not a uint8 in its canonical form (3)`},
+		{"key as a JSON number minus zero", "/lhcnp/interfaces/interface[name=wan0]/queues",
+			jsonVal(`{"queue":[{"id":-0}]}`), `queue[id=-0]/id: key id: the number -0 is not a uint8 in its canonical form (0)`},
+		{"leading zeros outside the model's range", q + "/action-policy/config/rate-reduce-percent", jsonVal(`"0101"`), `101 is outside the range 1..100 of its type`},
 		{"too many fraction digits", q + "/config/alpha", jsonVal(`0.1234567`), `0.1234567 has more than the 3 fraction digits of its type`},
 		{"NaN decimal", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: nanVal()}}, `NaN is not a finite decimal64 number`},
 		{"hex decimal", q + "/config/alpha", ietfVal(`"0x1p-2"`), `the string "0x1p-2" is not a decimal64 number`},

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
@@ -470,18 +469,15 @@ func checkKeyValue(e *yang.Entry, k, v string) error {
 	return fmt.Errorf("%s is not a %s", quote(v), typ)
 }
 
-// canonicalInt is the canonical form (RFC 7950 9.2.2: no sign for a
+// canonicalInt is the canonical form (RFC 7950 §9.2.2: no sign for a
 // positive number, no leading zeros, no spaces) of v, a number of the
-// integer type kind; false for another kind or not a number.
+// integer type kind in any lexical form (§9.2.1); false for another kind
+// or not a number.
 func canonicalInt(kind yang.TypeKind, v string) (string, bool) {
-	v = strings.TrimSpace(v)
 	switch kind {
-	case yang.Yint8, yang.Yint16, yang.Yint32, yang.Yint64:
-		n, err := strconv.ParseInt(v, 10, 64)
-		return strconv.FormatInt(n, 10), err == nil
-	case yang.Yuint8, yang.Yuint16, yang.Yuint32, yang.Yuint64:
-		n, err := strconv.ParseUint(v, 10, 64)
-		return strconv.FormatUint(n, 10), err == nil
+	case yang.Yint8, yang.Yint16, yang.Yint32, yang.Yint64,
+		yang.Yuint8, yang.Yuint16, yang.Yuint32, yang.Yuint64:
+		return canonicalIntText(strings.TrimSpace(v))
 	}
 	return "", false
 }

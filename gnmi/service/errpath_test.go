@@ -169,6 +169,9 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			want: `path ` + q + `[id=00]/config/kmax: malformed path: ` + q + `[id=00]: queue key id: "00" is not a uint8 in its canonical form (0)`},
 		{desc: "set update: key not in its canonical form", call: update, path: mustPath(q + "[id=00]/config/kmax"), code: codes.InvalidArgument,
 			want: `update[0] ` + q + `[id=00]/config/kmax: malformed path: ` + q + `[id=00]: queue key id: "00" is not a uint8 in its canonical form (0)`},
+		// "+3" is 3 in a value (RFC 7950 §9.2.1) but not as a key.
+		{desc: "set update: key with a plus sign", call: update, path: mustPath(q + "[id=+3]/config/kmax"), code: codes.InvalidArgument,
+			want: `update[0] ` + q + `[id=+3]/config/kmax: malformed path: ` + q + `[id=+3]: queue key id: "+3" is not a uint8 in its canonical form (3)`},
 		{desc: "subscribe: key with a space", call: subscribe, path: mustPath(q + "[id= 1]/config/kmax"), code: codes.InvalidArgument,
 			want: `path ` + q + `[id= 1]/config/kmax: malformed path: ` + q + `[id= 1]: queue key id: " 1" is not a uint8 in its canonical form (1)`},
 		{desc: "set delete: key of the wrong type, last element", call: del, path: mustPath(q + "[id=300]"), code: codes.InvalidArgument,

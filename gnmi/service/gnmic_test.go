@@ -66,6 +66,9 @@ func TestGnmicSetErrors(t *testing.T) {
 		{desc: "a number in a string with a space (RFC 7951 §6.1)",
 			args: slices.Concat(alpha, []string{"--update-path", q + "[id=3]/config/v-growth", "--update-value", `" 5"`}),
 			want: `code = InvalidArgument desc = update[1] ` + q + `[id=3]/config/v-growth: invalid value: the string " 5" is not a uint64: a number in a string is written without spaces (RFC 7951 §6.1)`},
+		{desc: "hex for an integer (RFC 7950 §9.2.1: decimal digits after an optional sign)",
+			args: slices.Concat(alpha, []string{"--update-path", q + "[id=3]/config/v-growth", "--update-value", "0x10"}),
+			want: `code = InvalidArgument desc = update[1] ` + q + `[id=3]/config/v-growth: invalid value: the string "0x10" is not a uint64: an integer is written as decimal digits after an optional sign (RFC 7950 §9.2.1)`},
 		{desc: "read-only state",
 			args: slices.Concat(alpha, []string{"--update-path", q + "[id=3]/state/alpha", "--update-value", "0.5"}),
 			want: `code = InvalidArgument desc = update[1] ` + q + `[id=3]/state/alpha: read-only state cannot be changed`},
@@ -89,5 +92,34 @@ func TestGnmicSetErrors(t *testing.T) {
 				t.Errorf("gnmic set %q: error (-want, +got):\n%s", tt.args, diff)
 			}
 		})
+	}
+}
+
+// TestGnmicSetNumberForms: a number in any lexical form of RFC 7950
+// (§9.2.1, §9.3.1: an optional sign, leading zeros), which gnmic sends as
+// a JSON string when it is not JSON's own form, is taken as its value,
+// where "05" was refused in Go's words (`json: invalid number literal
+// "05"`) and "+3" for a uint8 as out of its range.
+func TestGnmicSetNumberForms(t *testing.T) {
+	gnmic, err := gnmicbin.Path("../..")
+	if err != nil {
+		oracle.Missing(t, err)
+	}
+	e := newEnv(t)
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=3]"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := []string{"-a", e.addr, "--insecure", "set",
+		"--update-path", q + "/action-policy/config/rate-reduce-percent", "--update-value", "05",
+		"--update-path", q + "/config/kmin", "--update-value", "+0064000",
+		"--update-path", q + "/config/alpha", "--update-value", "+00.50"}
+	if out, err := exec.CommandContext(ctx, gnmic, args...).CombinedOutput(); err != nil {
+		t.Fatalf("gnmic set %q: %v\n%s", args, err, out)
+	}
+	got := configLeaves(t, e)
+	for _, want := range []string{q + "/action-policy/config/rate-reduce-percent = uint 5", q + "/config/kmin = uint 64000", q + "/config/alpha = double 0.5"} {
+		if !has(got, want) {
+			t.Errorf("config lacks %q:\n%s", want, strings.Join(got, "\n"))
+		}
 	}
 }
