@@ -25,6 +25,11 @@ import (
 type ValueError struct {
 	Path   string
 	Reason string
+	// At is Path with the list entry at fault selected by its index
+	// ("interfaces/interface[1]") when Path's keys select another entry
+	// first (a second entry with the keys of one before it): where in
+	// the document the fault is. "" when Path is.
+	At string
 }
 
 // Error names the path and the reason each cut as store.ErrorText cuts a
@@ -150,11 +155,28 @@ func decodeNode(e *yang.Entry, v any, path string) (any, error) {
 			return nil, &ValueError{Path: path, Reason: fmt.Sprintf("list %s takes a JSON array of entries, not %s", e.Name, jsonKind(v))}
 		}
 		out := make([]any, len(arr))
+		seen := make(map[string]int, len(arr)) // entry's keys → its index
 		for i, el := range arr {
-			d, err := decodeDir(e, el, path+listLabel(e, el, i))
+			label := listLabel(e, el, i)
+			d, err := decodeDir(e, el, path+label)
 			if err != nil {
 				return nil, err
 			}
+			if e.Key == "" { // a keyless (state) list: entries are not told apart
+				out[i] = d
+				continue
+			}
+			keys, missing := entryKeys(e, d)
+			if len(missing) > 0 {
+				return nil, &ValueError{Path: path + label, Reason: fmt.Sprintf("a list entry without its %s %s", plural(len(missing), "key"), quoteAll(missing))}
+			}
+			// RFC 7950 §7.8.2, RFC 7951 §5.4: a list's keys are
+			// unique. ygot kept the last entry silently.
+			if j, dup := seen[keys]; dup {
+				return nil, &ValueError{Path: path + label, At: fmt.Sprintf("%s[%d]", path, i),
+					Reason: fmt.Sprintf("list entry given twice (entries %d and %d of the array): a list's keys are unique (RFC 7950 §7.8.2)", j, i)}
+			}
+			seen[keys] = i
 			out[i] = d
 		}
 		return out, nil
@@ -196,6 +218,39 @@ func listLabel(e *yang.Entry, el any, i int) string {
 		return fmt.Sprintf("[%d]", i)
 	}
 	return "[" + strings.Join(kv, ",") + "]"
+}
+
+// entryKeys returns the values of the keys of the list e in d, a decoded
+// entry (member names without module prefixes, keys in their canonical
+// form), as one string that is the same for two entries exactly when
+// their keys are; missing names the keys d lacks.
+func entryKeys(e *yang.Entry, d any) (keys string, missing []string) {
+	obj, _ := d.(map[string]any)
+	var b strings.Builder
+	for _, k := range strings.Fields(e.Key) {
+		v, ok := obj[k]
+		if !ok {
+			missing = append(missing, k)
+			continue
+		}
+		fmt.Fprintf(&b, "%q ", fmt.Sprint(v))
+	}
+	return b.String(), missing
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // decodeDir decodes an object whose members are e's children.

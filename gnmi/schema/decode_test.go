@@ -123,6 +123,22 @@ func TestDecodeValueRefuses(t *testing.T) {
 			ietfVal(`{"queue":[{"lhcnp:id":"+3"}]}`), `queue[id=+3]/id: key id: the string "+3" is not a uint8 in its canonical form (3)`},
 		{"key as a JSON number minus zero", "/lhcnp/interfaces/interface[name=wan0]/queues",
 			jsonVal(`{"queue":[{"id":-0}]}`), `queue[id=-0]/id: key id: the number -0 is not a uint8 in its canonical form (0)`},
+		// RFC 7950 §7.8.2, RFC 7951 §5.4: a list's keys are unique; ygot
+		// kept the last of two entries silently. Keys are compared as
+		// values: with or without a module prefix, a number or a string.
+		{"an entry given twice (JSON)", "/lhcnp/interfaces", jsonVal(`{"interface":[{"name":"a","config":{"rtt-est":1}},{"name":"a"}]}`),
+			`interface[name=a]: list entry given twice (entries 0 and 1 of the array): a list's keys are unique (RFC 7950 §7.8.2)`},
+		{"an entry given twice (JSON_IETF, one with a module prefix)", "/lhcnp/interfaces", ietfVal(`{"lhcnp:interface":[{"name":"b"},{"name":"a"},{"lhcnp:name":"a"}]}`),
+			`interface[name=a]: list entry given twice (entries 1 and 2 of the array): a list's keys are unique (RFC 7950 §7.8.2)`},
+		{"an entry given twice, its key as a number and a string", "/lhcnp/interfaces/interface[name=wan0]/queues", jsonVal(`{"queue":[{"id":3},{"id":"3"}]}`),
+			`queue[id=3]: list entry given twice (entries 0 and 1 of the array): a list's keys are unique (RFC 7950 §7.8.2)`},
+		// An entry without its key: ygot refused it in its words, Go
+		// types and the whole value quoted ("failed to update struct …
+		// key field name (*string) has nil value <nil>").
+		{"an entry without its key", "/lhcnp/interfaces", jsonVal(`{"interface":[{"config":{"name":"a","rtt-est":1}}]}`),
+			`interface[0]: a list entry without its key "name"`},
+		{"an entry without its key, deeper", "/lhcnp", jsonVal(`{"interfaces":{"interface":[{"name":"a","queues":{"queue":[{"id":1},{"config":{"alpha":1}}]}}]}}`),
+			`interfaces/interface[name=a]/queues/queue[1]: a list entry without its key "id"`},
 		{"leading zeros outside the model's range", q + "/action-policy/config/rate-reduce-percent", jsonVal(`"0101"`), `101 is outside the range 1..100 of its type`},
 		{"too many fraction digits", q + "/config/alpha", jsonVal(`0.1234567`), `0.1234567 has more than the 3 fraction digits of its type`},
 		{"NaN decimal", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: nanVal()}}, `NaN is not a finite decimal64 number`},

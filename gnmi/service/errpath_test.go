@@ -541,22 +541,44 @@ func refuse(t *testing.T, req *gnmi.SetRequest) *status.Status {
 	return st
 }
 
-// TestSetValueYgotCannotRead: a value the schema's decoder takes and ygot
-// cannot read into the candidate (a list entry without its key, inside a
-// subtree) is refused at its operation, in ygot's words, which name no
-// node (the reason alone, no path below the operation's), the other
-// operations ABORTED. It is the one way to ytypes.UnmarshalSetRequest's
-// refusal; gnmi/service had no test that reached it.
-func TestSetValueYgotCannotRead(t *testing.T) {
+// TestSetListEntryWithoutKey: a list entry without its key inside a
+// subtree is refused at its operation by the schema's decoder, naming the
+// entry by its index below the operation's path and the key, the other
+// operations ABORTED; ygot refused it in its words, with Go types and the
+// value quoted uncut ("failed to update struct … key field name (*string)
+// has nil value <nil>").
+func TestSetListEntryWithoutKey(t *testing.T) {
 	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue"
 	st := refuse(t, &gnmi.SetRequest{Update: []*gnmi.Update{
 		{Path: mustPath(q + "[id=3]/config/alpha"), Val: ietf(`"0.5"`)},
 		{Path: mustPath("/lhcnp/interfaces"), Val: ietf(`{"interface": [{"config": {"rtt-est": 1}}]}`)},
 	}})
-	const wantStart = `update[1] /lhcnp/interfaces: invalid value: failed to update struct`
-	const wantEnd = `key field name (*string) has nil value <nil>`
-	if m := st.Message(); !strings.HasPrefix(m, wantStart) || !strings.HasSuffix(m, wantEnd) {
-		t.Errorf("message %q, want %q … %q", m, wantStart, wantEnd)
+	const want = `update[1] /lhcnp/interfaces: invalid value: interface[0]: a list entry without its key "name"`
+	if m := st.Message(); m != want {
+		t.Errorf("message %q, want %q", m, want)
 	}
 	checkDetails(t, st, 1, codes.InvalidArgument)
+}
+
+// TestSetListEntryGivenTwice: two entries of one list with the same keys
+// in a value (RFC 7950 §7.8.2: a list's keys are unique) are refused at
+// the operation, in JSON and JSON_IETF alike, naming the entry with its
+// keys; the Set succeeded, the last entry kept.
+func TestSetListEntryGivenTwice(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		val  *gnmi.TypedValue
+	}{
+		{"json_ietf_val", ietf(`{"interface": [{"name": "wan0", "config": {"rtt-est": 5}}, {"name": "wan0", "config": {"rtt-est": 7}}]}`)},
+		{"json_val", &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: []byte(`{"interface": [{"name": "wan0"}, {"lhcnp:name": "wan0"}]}`)}}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			st := refuse(t, &gnmi.SetRequest{Replace: []*gnmi.Update{{Path: mustPath("/lhcnp/interfaces"), Val: tt.val}}})
+			const want = `replace[0] /lhcnp/interfaces: invalid value: interface[name=wan0]: list entry given twice (entries 0 and 1 of the array): a list's keys are unique (RFC 7950 §7.8.2)`
+			if m := st.Message(); m != want {
+				t.Errorf("message %q, want %q", m, want)
+			}
+			checkDetails(t, st, 0, codes.InvalidArgument)
+		})
+	}
 }

@@ -75,6 +75,53 @@ func TestCheckAndLocate(t *testing.T) {
 	}
 }
 
+// TestLocateListEntryFaults: a startup file whose list has an entry given
+// twice, or an entry without its key, is refused by the schema's decoder
+// at the line of that entry: the second of the two (the first has the
+// same keys), where ygot kept the last silently.
+func TestLocateListEntryFaults(t *testing.T) {
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		desc, data, want string
+	}{
+		{desc: "an entry given twice", data: `{
+  "lhcnp:lhcnp": {
+    "interfaces": {"interface": [
+      {"name": "a", "config": {"rtt-est": 1}},
+      {"name": "b", "config": {"rtt-est": 1}},
+      {"name": "a", "config": {"rtt-est": 2}}
+    ]}
+  }
+}
+`, want: `f.json:6:7: lhcnp/interfaces/interface[name=a]: list entry given twice (entries 0 and 2 of the array): a list's keys are unique (RFC 7950 §7.8.2)`},
+		{desc: "an entry without its key", data: `{
+  "lhcnp:lhcnp": {
+    "interfaces": {"interface": [
+      {"name": "a", "config": {"rtt-est": 1}},
+      {"config": {"name": "b"}}
+    ]}
+  }
+}
+`, want: `f.json:5:7: lhcnp/interfaces/interface[1]: a list entry without its key "name"`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if err := Check("f.json", []byte(tt.data)); err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			_, derr := schema.DecodeJSON(sch.Root(), []byte(tt.data))
+			if derr == nil {
+				t.Fatal("DecodeJSON took the document")
+			}
+			if got := Locate("f.json", []byte(tt.data), derr); got.Error() != tt.want {
+				t.Errorf("got %v\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
 // FuzzLocate: any document, checked and decoded against the schema as a
 // switch loads its startup configuration: no panic, and every error names
 // the file.

@@ -12,6 +12,7 @@
 package startup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -133,7 +134,7 @@ func Check(name string, data []byte) error {
 
 // Locate puts "name:LINE:COL: " in front of err, an error of loading
 // data (the file name): the line of the member at the path err names (a
-// schema.ValueError's, or the path its message starts with, after
+// schema.ValueError's, by index where it has one, or the path its message starts with, after
 // "validation: " or "rejected by the dataplane: " if it is there), or of
 // the nearest enclosing member the document has (a leaf a rule wants set,
 // and that is missing); "name: " alone when it names none.
@@ -144,7 +145,7 @@ func Locate(name string, data []byte, err error) error {
 	path := ""
 	var ve *schema.ValueError
 	if errors.As(err, &ve) {
-		path = ve.Path
+		path = cmp.Or(ve.At, ve.Path)
 	} else if p, _, ok := strings.Cut(trimMessagePrefix(err.Error()), ": "); ok && strings.Contains(p, "/") && !strings.ContainsAny(p, " \t") {
 		// "PREFIX: PATH: ": gnmi/service's refusal of the whole
 		// configuration, the path with its keys.
