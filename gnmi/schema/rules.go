@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -25,8 +26,8 @@ type RuleError struct {
 func (e *RuleError) Error() string { return store.ErrorText(e.Path) + ": " + e.Reason }
 
 // RuleErrors is every violation of a configuration's rules that a check
-// found, in path order (of Path): a Set that breaks two entries is told of
-// both.
+// found, in path order (of Path, a number's key by its value: queue[id=2]
+// before queue[id=10]): a Set that breaks two entries is told of both.
 type RuleErrors []*RuleError
 
 func (e RuleErrors) Error() string {
@@ -51,8 +52,62 @@ func (e RuleErrors) err() error {
 	if len(e) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(e, func(a, b *RuleError) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortStableFunc(e, func(a, b *RuleError) int { return comparePaths(a.Path, b.Path) })
 	return e
+}
+
+// comparePaths orders two data paths ("/a/b[k=v]/c") as text, but for
+// key values of digits alone, which compare by their value: queue[id=2]
+// comes before queue[id=10], as the lists' entries do.
+func comparePaths(a, b string) int {
+	pa, pb := pathTokens(a), pathTokens(b)
+	for i := range min(len(pa), len(pb)) {
+		x, y := pa[i], pb[i]
+		if x.key && y.key && isDigits(x.text) && isDigits(y.text) {
+			// Without leading zeros (a key is canonical) the longer is
+			// the larger; no parse, so no overflow.
+			if c := cmp.Compare(len(x.text), len(y.text)); c != 0 {
+				return c
+			}
+		}
+		if c := strings.Compare(x.text, y.text); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(pa), len(pb))
+}
+
+// pathToken is a run of a path's text: a key's value (key) or what lies
+// between key values.
+type pathToken struct {
+	text string
+	key  bool
+}
+
+// pathTokens splits a path into its key values (after "=" inside
+// brackets, to "," or "]" not escaped by "\") and the text between them.
+func pathTokens(p string) []pathToken {
+	var out []pathToken
+	start, inBrackets, inValue := 0, false, false
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case inValue && c == '\\':
+			i++ // an escaped character of the value
+		case inValue && (c == ',' || c == ']'):
+			out = append(out, pathToken{text: p[start:i], key: true})
+			start, inValue, inBrackets = i, false, c == ','
+		case !inValue && c == '[':
+			inBrackets = true
+		case inBrackets && !inValue && c == '=':
+			out = append(out, pathToken{text: p[start : i+1]})
+			start, inValue = i+1, true
+		}
+	}
+	return append(out, pathToken{text: p[start:], key: inValue})
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // NormalizeKeys makes the key leaves of list entries agree with their keys.

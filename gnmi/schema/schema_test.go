@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -286,6 +287,39 @@ func TestRules(t *testing.T) {
 				t.Errorf("CheckRules: %v, want a RuleError at %s", err, tt.path)
 			}
 		})
+	}
+}
+
+// TestRulesInPathOrder: CheckRules lists every broken entry in path
+// order, a number's key by its value (queue[id=2] before queue[id=10], as
+// the old CheckRules walked the ids; as text 10 came first), a string's as
+// text (wan10 before wan2).
+func TestRulesInPathOrder(t *testing.T) {
+	r := &oc.Root{}
+	r.GetOrCreateLhcnp().GetOrCreateCollaborativeSuppression().GetOrCreateConfig().EscalationAction = oc.LhcnpTypes_CnpAction_RESUME
+	var want []string
+	for _, name := range []string{"wan10", "wan2"} {
+		for _, id := range []uint8{1, 2, 10} {
+			want = append(want, fmt.Sprintf("/lhcnp/interfaces/interface[name=%s]/queues/queue[id=%d]/config/kmax", name, id))
+		}
+	}
+	for _, name := range []string{"wan2", "wan10"} {
+		for _, id := range []uint8{10, 2, 1} {
+			q := r.GetLhcnp().GetOrCreateInterfaces().GetOrCreateInterface(name).GetOrCreateQueues().GetOrCreateQueue(id)
+			q.GetOrCreateConfig().KmaxMode = oc.LhcnpTypes_KmaxMode_EXPLICIT
+		}
+	}
+	want = append([]string{"/lhcnp/collaborative-suppression/config/escalation-action"}, want...)
+	var errs schema.RuleErrors
+	if !errors.As(schema.CheckRules(r), &errs) {
+		t.Fatal("CheckRules: no RuleErrors")
+	}
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Path)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order (-want, +got):\n%s", diff)
 	}
 }
 

@@ -480,6 +480,10 @@ func TestSetNamesEveryBrokenEntry(t *testing.T) {
 			req:     &gnmi.SetRequest{Update: []*gnmi.Update{{Path: mustPath("/lhcnp/interfaces/interface[name=wan0]/queues"), Val: explicit(5, 6)}}},
 			want:    `update[0] ` + q + `[id=5]` + kmaxMissing + `; update[0] ` + q + `[id=6]` + kmaxMissing,
 			results: []string{`update[0] ` + q + `[id=5]` + kmaxMissing + `; update[0] ` + q + `[id=6]` + kmaxMissing}},
+		{desc: "a number's key in order of its value (2 before 10)",
+			req:     &gnmi.SetRequest{Update: []*gnmi.Update{{Path: mustPath("/lhcnp/interfaces/interface[name=wan0]/queues"), Val: explicit(10, 2)}}},
+			want:    `update[0] ` + q + `[id=2]` + kmaxMissing + `; update[0] ` + q + `[id=10]` + kmaxMissing,
+			results: []string{`update[0] ` + q + `[id=2]` + kmaxMissing + `; update[0] ` + q + `[id=10]` + kmaxMissing}},
 		{desc: "two key leaves",
 			req: &gnmi.SetRequest{Update: []*gnmi.Update{
 				{Path: mustPath(q + "[id=4]/id"), Val: ietf(`5`)},
