@@ -117,6 +117,13 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return usageError{"--out DIR is required"}
 	}
+	// The mechanisms are the command line's: a list compare.Run would
+	// refuse (or, empty, take for its defaults while the bars below read
+	// its first name) is a usage error before anything is read or run.
+	mechList := splitList(*mechs)
+	if err := compare.CheckMechanisms(mechList, nil); err != nil {
+		return usageError{fmt.Sprintf("--mechanisms: %q: %v", *mechs, err)}
+	}
 	if len(files) == 0 {
 		files = defaultCompareScenarios
 	}
@@ -135,7 +142,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		scs = append(scs, sc)
 	}
-	opts := compare.Options{Mechanisms: splitList(*mechs), Plots: !*noPlots}
+	opts := compare.Options{Mechanisms: mechList, Plots: !*noPlots}
 	if dur.set {
 		opts.Duration = dur.d
 	}

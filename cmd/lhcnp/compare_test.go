@@ -151,3 +151,41 @@ func TestCompareWanTuned(t *testing.T) {
 		t.Errorf("the baseline ran before the bad mechanism was refused")
 	}
 }
+
+// TestCompareMechanismsRefused: a --mechanisms list compare.Run would not
+// run to the end is the command line's mistake, refused before anything
+// is loaded or run: exit status 2, one line naming the flag and its value.
+// An empty list (",", "") panicked (the bars read its first name), an
+// unknown name or a best-static row of another mechanism exited 1, and a
+// name given twice ran both into one directory.
+func TestCompareMechanismsRefused(t *testing.T) {
+	out := t.TempDir()
+	scen := "../../scenarios/compare/near-source-incast.yaml"
+	for _, tt := range []struct {
+		desc, mechs, want string
+	}{
+		{"comma", ",", `--mechanisms: ",": no mechanism to compare`},
+		{"empty", "", `--mechanisms: "": no mechanism to compare`},
+		{"twice", "dcqcn,long-haul-cnp,dcqcn", `--mechanisms: "dcqcn,long-haul-cnp,dcqcn": mechanism "dcqcn" named twice`},
+		{"unknown", "dcqcn,hpcc", `--mechanisms: "dcqcn,hpcc": unknown mechanism "hpcc" (want one of: pfc, dcqcn, `},
+		{"best-static of dcqcn", "dcqcn:best-static", `--mechanisms: "dcqcn:best-static": unknown mechanism "dcqcn:best-static" (:best-static applies to long-haul-cnp)`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"sim", "compare", scen, "--out", out, "--duration", "1ms", "--no-plots", "--mechanisms", tt.mechs}, &stdout, &stderr)
+			if code != 2 || !strings.HasPrefix(stderr.String(), "lhcnp sim compare: "+tt.want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("exit %d, stderr %q; want exit 2 and one line starting %q", code, stderr.String(), "lhcnp sim compare: "+tt.want)
+			}
+		})
+	}
+	// The names the refusal offers are every one the flag takes: the
+	// tuner's rows too.
+	var stdout, stderr bytes.Buffer
+	run([]string{"sim", "compare", scen, "--out", out, "--mechanisms", "hpcc"}, &stdout, &stderr)
+	if !strings.Contains(stderr.String(), "long-haul-cnp+tuner") {
+		t.Errorf("the refusal of an unknown mechanism does not offer long-haul-cnp+tuner: %s", stderr.String())
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("a refused list ran: %s holds %d entries", out, len(entries))
+	}
+}

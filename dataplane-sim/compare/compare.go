@@ -49,6 +49,33 @@ func DefaultMechanisms() []string {
 		"long-haul-cnp"+OptionsSuffix+WanTunedSuffix)
 }
 
+// CheckMechanisms refuses a list of mechanisms Run would not run to the
+// end: none, a name given twice (both rows would write one directory), a
+// name that is no row (of DefaultVariants, the tuner's, extra's, or a
+// static Long-haul CNP row with WanTunedSuffix) and a BestStaticSuffix
+// on another mechanism than long-haul-cnp. A command checks its list
+// with it before it loads anything.
+func CheckMechanisms(names []string, extra []Variant) error {
+	if len(names) == 0 {
+		return errors.New("no mechanism to compare")
+	}
+	for i, m := range names {
+		if slices.Contains(names[:i], m) {
+			return fmt.Errorf("mechanism %q named twice", m)
+		}
+		if base, ok := strings.CutSuffix(m, BestStaticSuffix); ok {
+			if scenario.MechanismKind(base) != scenario.MechanismLongHaulCNP {
+				return fmt.Errorf("unknown mechanism %q (%s applies to long-haul-cnp)", m, BestStaticSuffix)
+			}
+			continue
+		}
+		if _, err := findVariant(extra, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Options configure Run.
 type Options struct {
 	// Mechanisms to run, in table order; the first is the baseline that
@@ -203,13 +230,8 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 	}
 	// Every name is checked before the first run: a misspelt or
 	// inapplicable mechanism fails at once, not after the scenarios before it.
-	for _, m := range mechs {
-		if strings.HasSuffix(m, BestStaticSuffix) {
-			continue
-		}
-		if _, err := findVariant(o.Variants, m); err != nil {
-			return nil, err
-		}
+	if err := CheckMechanisms(mechs, o.Variants); err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
 	}
 	res := &Result{}
 	for _, sc := range scenarios {
@@ -225,7 +247,7 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 			}
 			v, err := findVariant(o.Variants, m)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("compare: %w", err)
 			}
 			dir := filepath.Join(sc.Name, dirName(m))
 			msc, note, err := v.Apply(ctx, sc, filepath.Join(outDir, dir+"-grid"))

@@ -102,15 +102,15 @@ func findVariant(extra []Variant, name string) (Variant, error) {
 	if base, ok := strings.CutSuffix(name, WanTunedSuffix); ok {
 		b, found := lookupVariant(extra, base)
 		if !found {
-			return Variant{}, fmt.Errorf("compare: unknown mechanism %q: no mechanism %q to tune (want one of: %s)", name, base, strings.Join(VariantNames(), ", "))
+			return Variant{}, fmt.Errorf("unknown mechanism %q: no mechanism %q to tune (want one of: %s)", name, base, strings.Join(DefaultMechanisms(), ", "))
 		}
 		if !family(base, "long-haul-cnp") || strings.Contains(base, TunerSuffix) {
-			return Variant{}, fmt.Errorf("compare: mechanism %q: %s chooses Long-haul CNP's alpha and V_growth, and %s is not a static Long-haul CNP row (DCQCN's grid is dcqcn%s)",
+			return Variant{}, fmt.Errorf("mechanism %q: %s chooses Long-haul CNP's alpha and V_growth, and %s is not a static Long-haul CNP row (DCQCN's grid is dcqcn%s)",
 				name, WanTunedSuffix, base, WanTunedSuffix)
 		}
 		return wanTuned(b), nil
 	}
-	return Variant{}, fmt.Errorf("compare: unknown mechanism %q (want one of: %s)", name, strings.Join(VariantNames(), ", "))
+	return Variant{}, fmt.Errorf("unknown mechanism %q (want one of: %s)", name, strings.Join(DefaultMechanisms(), ", "))
 }
 
 // wanTuned is base (a static Long-haul CNP row) with alpha and V_growth
