@@ -32,7 +32,7 @@ func fabricRuns(ctx context.Context, files, mechs []string, outDir, plotDir stri
 	var scs []*scenario.Scenario
 	var infos []compare.ScenarioInfo
 	for _, f := range files {
-		sc, err := scenario.LoadFile(f)
+		sc, err := loadScenario(f)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +136,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var scs []*scenario.Scenario
 	for _, f := range files {
-		sc, err := scenario.LoadFile(f)
+		sc, err := loadScenario(f)
 		if err != nil {
 			return err
 		}
@@ -180,7 +180,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 
-	sc7, err := scenario.LoadFile(*s7)
+	sc7, err := loadScenario(*s7)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	steps := r7.Steps()
 	var unstaged []string
 	if *s7u != "" {
-		scu, err := scenario.LoadFile(*s7u)
+		scu, err := loadScenario(*s7u)
 		if err != nil {
 			return err
 		}

@@ -42,7 +42,7 @@ func tunerDoc(ctx context.Context, stdout, stderr io.Writer, res *compare.Result
 	out string, opts compare.Options) (*compare.TunerDoc, error) {
 	var scs []*scenario.Scenario
 	for _, f := range extra {
-		sc, err := scenario.LoadFile(f)
+		sc, err := loadScenario(f)
 		if err != nil {
 			return nil, err
 		}

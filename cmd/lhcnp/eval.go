@@ -265,7 +265,7 @@ func csvFromMarkdown(md string, fam *familySetFlags, stdout io.Writer) error {
 // against the baseline's statics, and the paired comparison with the
 // tuned J of the file against (default: the baseline's own).
 func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, baseline, against string, first, n, jobs int, oracle bool, pol *policy.Config, stdout io.Writer) error {
-	s, err := family.LoadFile(*fam.spec)
+	s, err := loadFamily(*fam.spec)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func (f *familySetFlags) parse(fs *flag.FlagSet, args []string) error {
 // load reads the family spec and returns it with the names of the seed
 // sets --set chose, in order.
 func (f *familySetFlags) load() (*family.Spec, []string, error) {
-	s, err := family.LoadFile(*f.spec)
+	s, err := loadFamily(*f.spec)
 	if err != nil {
 		return nil, nil, err
 	}

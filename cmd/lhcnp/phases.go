@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
-	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
@@ -61,7 +60,7 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var all []*compare.Phases
 	for _, f := range files {
-		sc, err := scenario.LoadFile(f)
+		sc, err := loadScenario(f)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/family"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
@@ -79,7 +80,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		loadOpts = append(loadOpts, scenario.WithSeed(*seed))
 		runOpts = append(runOpts, sim.WithSeed(*seed))
 	}
-	sc, err := scenario.LoadFile(pos[0], loadOpts...)
+	sc, err := loadScenario(pos[0], loadOpts...)
 	if err != nil {
 		return err
 	}
@@ -131,6 +132,36 @@ func simUsage(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintln(w)
 		fs.PrintDefaults()
 	}
+}
+
+// fileError is a file the command line names (a scenario, a family spec)
+// that cannot be read or does not load: a mistake of the configuration,
+// exit status 2 (docs/collector.md, "Exit status"), its message the
+// loader's own (the file, line, column and key).
+type fileError struct{ err error }
+
+func (e fileError) Error() string        { return e.err.Error() }
+func (e fileError) Unwrap() error        { return e.err }
+func (e fileError) Is(target error) bool { return target == cliconf.ErrConfig }
+
+// loadScenario is scenario.LoadFile for a file of the command line: its
+// mistakes are the configuration's (fileError).
+func loadScenario(path string, opts ...scenario.Option) (*scenario.Scenario, error) {
+	sc, err := scenario.LoadFile(path, opts...)
+	if err != nil {
+		return nil, fileError{err}
+	}
+	return sc, nil
+}
+
+// loadFamily is family.LoadFile for a file of the command line (--family):
+// its mistakes are the configuration's (fileError).
+func loadFamily(path string) (*family.Spec, error) {
+	s, err := family.LoadFile(path)
+	if err != nil {
+		return nil, fileError{err}
+	}
+	return s, nil
 }
 
 // flagUsage returns a usage function that prints lines, a blank line and

@@ -179,3 +179,54 @@ func TestRunSimGenerate(t *testing.T) {
 		}
 	}
 }
+
+// TestSimFileErrorExitStatus: a scenario or family file the command line
+// names that cannot be read or does not load is a mistake of the
+// configuration (docs/collector.md, "Exit status"): exit status 2 and the
+// loader's message, naming the file, line, column and key, for every sim
+// subcommand that reads one. They all exited 1, a failure of the work's
+// status. A failure once the work has begun still exits 1.
+func TestSimFileErrorExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	write := fileWriter(t, dir)
+	typo := write("typo.yaml", "name: t\ndurration: 1ms\nsample_interval: 10us\ntopology:\n  hosts: [{name: h1}]\n")
+	empty := write("empty.yaml", "")
+	missing := filepath.Join(dir, "missing.yaml")
+	spec, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "family", "tuner.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	famRange := write("fam.yaml", strings.Replace(string(spec), "link_rate: {min: 10Gbps, max: 400Gbps}", "link_rate: {min: 400Gbps, max: 10Gbps}", 1))
+	out := filepath.Join(dir, "out")
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want string // the first line of stderr
+	}{
+		{"run unknown key", []string{"sim", "run", typo, "--out", out}, "lhcnp sim run: " + typo + ":1:1: duration: missing required field"},
+		{"run empty", []string{"sim", "run", empty, "--out", out}, "lhcnp sim run: " + empty + ": empty scenario"},
+		{"run directory", []string{"sim", "run", dir, "--out", out}, "lhcnp sim run: " + dir + ": read " + dir + ": is a directory"},
+		{"run missing", []string{"sim", "run", missing, "--out", out}, "lhcnp sim run: " + missing + ": open " + missing + ": no such file or directory"},
+		{"compare", []string{"sim", "compare", typo, "--out", out, "--mechanisms", "dcqcn"}, "lhcnp sim compare: " + typo + ":1:1: duration: missing required field"},
+		{"phases", []string{"sim", "phases", typo, "--out", out}, "lhcnp sim phases: " + typo + ":1:1: duration: missing required field"},
+		{"generate", []string{"sim", "generate", "--family", famRange, "--out", out},
+			"lhcnp sim generate: " + famRange + ":10:18: link_rate: impossible range: min 400Gbps is above max 10Gbps"},
+		{"generate missing", []string{"sim", "generate", "--family", missing, "--out", out}, "lhcnp sim generate: open " + missing + ": no such file or directory"},
+		{"eval", []string{"sim", "eval", "--family", famRange, "--out", out},
+			"lhcnp sim eval: " + famRange + ":10:18: link_rate: impossible range: min 400Gbps is above max 10Gbps"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			if first, _, _ := strings.Cut(stderr.String(), "\n"); code != 2 || first != tt.want {
+				t.Errorf("exit %d, stderr %q; want exit 2, first line %q", code, stderr.String(), tt.want)
+			}
+		})
+	}
+	// --out under a file: the scenario loaded, the work failed.
+	ok := filepath.Join("..", "..", "scenarios", "incast-dcqcn.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"sim", "run", ok, "--out", filepath.Join(typo, "out"), "--duration", "100us", "--no-plots"}, &stdout, &stderr); code != 1 {
+		t.Errorf("--out under a file: exit %d (%s), want 1", code, stderr.String())
+	}
+}
