@@ -63,6 +63,9 @@ func fabricRuns(ctx context.Context, files, mechs []string, outDir, plotDir stri
 	return &compare.FabricDoc{Result: res, Scenarios: infos}, nil
 }
 
+// simCompareUsage is sim compare's usage line (its -h's and sim -h's).
+const simCompareUsage = "lhcnp sim compare [SCENARIO...] --out DIR [--mechanisms LIST] [--duration D] [--no-plots] [--markdown FILE]"
+
 // defaultCompareScenarios are compared when no file is given.
 var defaultCompareScenarios = []string{
 	"scenarios/compare/near-source-incast.yaml",
@@ -105,7 +108,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"the stored reference-simulator summaries for --markdown (\"\" for none): how far our DCQCN is from the reference, a column of the tables")
 	valScenarios := fs.String("validation-scenarios", "scenarios/refsim", "the scenario files of --validation")
 	fs.Usage = flagUsage(stderr, fs,
-		"usage: lhcnp sim compare [SCENARIO...] --out DIR [--mechanisms LIST] [--duration D] [--no-plots] [--markdown FILE]",
+		"usage: "+simCompareUsage,
 		"",
 		"Runs each scenario with each mechanism and writes results.md, results.csv and",
 		"<scenario>-queue.png / -rate.png into DIR. Without scenarios: "+strings.Join(defaultCompareScenarios, " "))

@@ -18,6 +18,14 @@ import (
 	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
+// simEvalUsage are sim eval's usage lines, one per form (its -h's and
+// sim -h's).
+var simEvalUsage = [3]string{
+	"lhcnp sim eval --family FILE --set train|test|both --out DIR [--markdown FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--remeasure] [--oracle]",
+	"lhcnp sim eval --tuned-only --baseline FILE.csv [--compare FILE2.csv] --out DIR [--family FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--oracle]",
+	"lhcnp sim eval --csv-from-markdown FILE --set train|test|both --out DIR",
+}
+
 // runEval implements `lhcnp sim eval --family FILE --set train|test|both
 // --out DIR [--markdown FILE] [--jobs N] [--seeds N] [--sim-seeds N]
 // [--remeasure]`: every scenario of the family's seed set with the tuner,
@@ -46,9 +54,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	against := fs.String("compare", "", "with --tuned-only: compare with this CSV file's tuned J (default: the baseline's own)")
 	fromMD := fs.String("csv-from-markdown", "", "run nothing: write the --set tables of this markdown file (docs/tuner.md) as DIR/<set>.csv")
 	tunerConfig := fs.String("tuner-config", "", "the tuned runs' policy: the policy section of a tuner configuration file (lhcnp tuner --config's format, examples/tuner.yaml; the service's other keys are not used), instead of the policy's defaults (a development experiment: not with --markdown)")
-	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim eval --family FILE --set train|test|both --out DIR [--markdown FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--remeasure] [--oracle]",
-		"       lhcnp sim eval --tuned-only --baseline FILE.csv [--compare FILE2.csv] --out DIR [--family FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--oracle]",
-		"       lhcnp sim eval --csv-from-markdown FILE --set train|test|both --out DIR", "",
+	fs.Usage = flagUsage(stderr, fs, "usage: "+simEvalUsage[0], "       "+simEvalUsage[1], "       "+simEvalUsage[2], "",
 		"Runs every scenario of the family's seed set with the tuner and the static grid.")
 	if err := fam.parse(fs, args); err != nil {
 		return err

@@ -11,6 +11,9 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/family"
 )
 
+// simGenerateUsage is sim generate's usage line (its -h's and sim -h's).
+const simGenerateUsage = "lhcnp sim generate --family FILE --set train|test --out DIR [--seed N [--sim-seed K]]"
+
 // runGenerate implements `lhcnp sim generate --family FILE --set train|test
 // --out DIR`: every scenario of the family's seed set, one file per seed
 // (dataplane-sim/family, docs/tuner.md "A family of scenarios"). With
@@ -25,7 +28,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fam := newFamilySetFlags(fs, "train", false, "directory for the scenario files")
 	one := fs.Int64("seed", 0, "only this seed: of the train set, or with --set test of a retired held-out set (the fresh one is refused)")
 	k := fs.Int("sim-seed", 0, fmt.Sprintf("with --seed: the k-th simulation seed's file (seed + k·%d), as sim eval runs it", family.SimSeedStride))
-	fs.Usage = flagUsage(stderr, fs, "usage: lhcnp sim generate --family FILE --set train|test --out DIR [--seed N [--sim-seed K]]", "",
+	fs.Usage = flagUsage(stderr, fs, "usage: "+simGenerateUsage, "",
 		"Writes one scenario file per seed of the family's seed set, or the one --seed names.")
 	if err := fam.parse(fs, args); err != nil {
 		return err

@@ -13,6 +13,9 @@ import (
 	"github.com/lhcnp/lhcnp/internal/cliconf"
 )
 
+// simPhasesUsage is sim phases' usage line (its -h's and sim -h's).
+const simPhasesUsage = "lhcnp sim phases [SCENARIO...] --out DIR [--phases N] [--phase-step D] [--duration D] [--markdown FILE]"
+
 // runPhases implements `lhcnp sim phases [SCENARIO...] --out DIR
 // [--phases N] [--phase-step D] [--duration D] [--markdown FILE]`: each step scenario
 // with its steps shifted by 0, D, 2D... (compare.Shift), the tuned run and
@@ -29,7 +32,7 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var dur durationFlag
 	fs.Var(&dur, "duration", "run every scenario for this long instead of its duration")
 	fs.Usage = flagUsage(stderr, fs,
-		"usage: lhcnp sim phases [SCENARIO...] --out DIR [--phases N] [--phase-step D] [--duration D] [--markdown FILE]",
+		"usage: "+simPhasesUsage,
 		"",
 		"Runs each step scenario with its steps shifted by 0, D, 2D... with the tuner and every",
 		"static setting of the grid, and compares them over the phases. Without scenarios: "+strings.Join(defaultTunerScenarios, " "))

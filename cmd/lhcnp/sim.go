@@ -118,20 +118,37 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
+// simRunUsage is sim run's usage line (its -h's and sim -h's).
+const simRunUsage = "lhcnp sim run SCENARIO --out DIR [--duration D] [--seed N] [--threads N] [--no-plots]"
+
+// simUsage prints sim run's usage and flags (fs), or without fs sim's:
+// the usage line of every subcommand, each the one its own -h prints, and
+// what each does.
 func simUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintln(w, "usage: lhcnp sim run SCENARIO --out DIR [--duration D] [--seed N] [--threads N] [--no-plots]")
-	fmt.Fprintln(w, "       lhcnp sim compare [--out DIR] [--mechanisms LIST] [SCENARIO ...]")
-	fmt.Fprintln(w, "       lhcnp sim phases [--out DIR] [--phases N] [--phase-step D] [SCENARIO ...]")
-	fmt.Fprintln(w, "       lhcnp sim generate --family FILE --set train|test --out DIR")
-	fmt.Fprintln(w, "       lhcnp sim eval --family FILE --set train|test --out DIR [--markdown FILE] [--seeds N] [--sim-seeds N] [--remeasure] [--oracle]")
-	fmt.Fprintln(w, "       lhcnp sim eval --tuned-only --baseline FILE.csv [--compare FILE2.csv] --out DIR [--seeds N] [--sim-seeds N]")
-	fmt.Fprintln(w, "       lhcnp sim eval --csv-from-markdown FILE --set train|test --out DIR")
-	fmt.Fprintln(w, "\nRuns a scenario (see docs/scenarios.md) and writes queues.csv, rates.csv,")
-	fmt.Fprintln(w, "counters.csv, thresholds.csv, summary.json, queues.png and rates.png into DIR.")
 	if fs != nil {
+		fmt.Fprintln(w, "usage: "+simRunUsage)
+		fmt.Fprintln(w, "\nRuns a scenario (see docs/scenarios.md) and writes queues.csv, rates.csv,")
+		fmt.Fprintln(w, "counters.csv, thresholds.csv, summary.json, queues.png and rates.png into DIR.")
 		fmt.Fprintln(w)
 		fs.PrintDefaults()
+		return
 	}
+	for i, l := range append([]string{simRunUsage, simCompareUsage, simPhasesUsage, simGenerateUsage}, simEvalUsage[:]...) {
+		if i == 0 {
+			fmt.Fprintln(w, "usage: "+l)
+		} else {
+			fmt.Fprintln(w, "       "+l)
+		}
+	}
+	fmt.Fprintln(w, `
+  run       one scenario (docs/scenarios.md): queues.csv, rates.csv, counters.csv,
+            thresholds.csv, summary.json, queues.png and rates.png into DIR
+  compare   each scenario with each mechanism: results.md, results.csv and plots
+  phases    the tuner's step scenarios with their steps shifted, tuned and static
+  generate  the scenario files of a family's seed set (docs/tuner.md)
+  eval      the tuner against the static grid on a family's seed set
+
+Run 'lhcnp sim SUBCOMMAND -h' for a subcommand's flags.`)
 }
 
 // fileError is a file the command line names (a scenario, a family spec)

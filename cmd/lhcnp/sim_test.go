@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -228,5 +229,47 @@ func TestSimFileErrorExitStatus(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"sim", "run", ok, "--out", filepath.Join(typo, "out"), "--duration", "100us", "--no-plots"}, &stdout, &stderr); code != 1 {
 		t.Errorf("--out under a file: exit %d (%s), want 1", code, stderr.String())
+	}
+}
+
+// TestSimUsageLines: `lhcnp sim -h` lists each subcommand's usage as the
+// subcommand's own -h states it, every form of it and in its words, and
+// `lhcnp sim run -h` says sim run's alone. sim -h had its own copies, which
+// had fallen behind (generate without --seed, eval's --set without both and
+// without --jobs, compare and phases without --duration and --markdown).
+func TestSimUsageLines(t *testing.T) {
+	help := func(args ...string) string {
+		var stdout, stderr bytes.Buffer
+		if code := run(append(args, "-h"), &stdout, &stderr); code != 0 {
+			t.Fatalf("%v -h: exit %d", args, code)
+		}
+		return stderr.String()
+	}
+	usageLines := func(out string) []string {
+		var lines []string
+		for _, l := range strings.Split(out, "\n") {
+			if rest, ok := strings.CutPrefix(l, "usage: "); ok {
+				lines = append(lines, rest)
+			} else if rest, ok := strings.CutPrefix(l, "       lhcnp "); ok && len(lines) > 0 {
+				lines = append(lines, "lhcnp "+rest)
+			}
+		}
+		return lines
+	}
+	var want []string
+	for _, sub := range []string{"run", "compare", "phases", "generate", "eval"} {
+		own := usageLines(help("sim", sub))
+		if len(own) == 0 {
+			t.Fatalf("sim %s -h states no usage", sub)
+		}
+		for _, l := range own {
+			if !strings.HasPrefix(l, "lhcnp sim "+sub+" ") {
+				t.Errorf("sim %s -h: usage line %q is another command's", sub, l)
+			}
+		}
+		want = append(want, own...)
+	}
+	if got := usageLines(help("sim")); !slices.Equal(got, want) {
+		t.Errorf("sim -h usage lines:\n%s\nwant the subcommands' own:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
