@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/family"
@@ -38,12 +39,14 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return runEval(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "run" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			simUsage(stderr, nil)
-			return flag.ErrHelp
-		}
 		simUsage(stderr, nil)
-		return usageError{"want: sim run SCENARIO --out DIR"}
+		switch {
+		case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help"):
+			return flag.ErrHelp
+		case len(args) == 0 || strings.HasPrefix(args[0], "-"):
+			return usageError{"want a subcommand first: " + simSubcommands}
+		}
+		return usageError{fmt.Sprintf("unknown subcommand %q: want %s", args[0], simSubcommands)}
 	}
 	fs := flag.NewFlagSet("sim run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -117,6 +120,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "wrote %s: %v\n", *out, files)
 	return nil
 }
+
+// simSubcommands names sim's subcommands for its usage errors.
+const simSubcommands = "run, compare, phases, generate or eval"
 
 // simRunUsage is sim run's usage line (its -h's and sim -h's).
 const simRunUsage = "lhcnp sim run SCENARIO --out DIR [--duration D] [--seed N] [--threads N] [--no-plots]"

@@ -55,8 +55,9 @@ func TestRunSimErrors(t *testing.T) {
 		wantUsage bool
 		wantText  string
 	}{
-		{"no subcommand", nil, true, "sim run"},
-		{"unknown subcommand", []string{"walk"}, true, "sim run"},
+		{"no subcommand", nil, true, "want a subcommand first: run, compare, phases, generate or eval"},
+		{"unknown subcommand", []string{"walk"}, true, `unknown subcommand "walk": want run, compare, phases, generate or eval`},
+		{"flags before the subcommand", []string{"--out", "d", "a.yaml"}, true, "want a subcommand first: run, compare, phases, generate or eval"},
 		{"no out", []string{"run", "x.yaml"}, true, "--out"},
 		{"two scenarios", []string{"run", "a.yaml", "b.yaml", "--out", "d"}, true, "exactly one"},
 		{"bad duration", []string{"run", "a.yaml", "--out", "d", "--duration", "5"}, false, "no unit"},
