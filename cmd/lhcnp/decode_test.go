@@ -158,7 +158,7 @@ func TestDecodeBadInput(t *testing.T) {
 	}
 }
 
-// TestSimFlagValueWording (lhcnp decode, sim generate, sim eval): a single bad value of a flag that is not a
+// TestSimFlagValueWording (lhcnp decode, sim run, phases, generate, eval): a single bad value of a flag that is not a
 // configuration key reads as the rule's `--flag: value: why` (docs/collector.md,
 // Exit status), exit status 2, one line.
 func TestSimFlagValueWording(t *testing.T) {
@@ -179,6 +179,8 @@ func TestSimFlagValueWording(t *testing.T) {
 			"lhcnp sim eval: --sim-seeds: 21: want 1..20 (0: the family's sim_seeds)\n"},
 		{"eval set", []string{"sim", "eval", "--family", spec, "--set", "dev", "--out", out},
 			`lhcnp sim eval: --set: "dev": want train, test or both` + "\n"},
+		{"run threads", []string{"sim", "run", "a.yaml", "--out", out, "--threads", "0"}, "lhcnp sim run: --threads: 0: want at least 1\n"},
+		{"phases phases", []string{"sim", "phases", "a.yaml", "--out", out, "--phases", "1"}, "lhcnp sim phases: --phases: 1: want at least 2\n"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -45,7 +45,7 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{"--out DIR is required"}
 	}
 	if *n < 2 {
-		return usageError{fmt.Sprintf("--phases %d: want at least 2", *n)}
+		return usageError{fmt.Sprintf("--phases: %d: want at least 2", *n)}
 	}
 	if len(files) == 0 {
 		files = defaultTunerScenarios

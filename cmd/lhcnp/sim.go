@@ -71,8 +71,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageError{"--out DIR is required"}
 	}
 	if *threads < 1 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("--threads %d: want at least 1", *threads)}
+		return usageError{fmt.Sprintf("--threads: %d: want at least 1", *threads)}
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })

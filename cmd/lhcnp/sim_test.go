@@ -63,7 +63,7 @@ func TestRunSimErrors(t *testing.T) {
 		{"bad duration", []string{"run", "a.yaml", "--out", "d", "--duration", "5"}, false, "no unit"},
 		{"scenario error", []string{"run", bad, "--out", "d"}, false, "bad_rate_unit.yaml:8:13: topology.links[0].rate"},
 		{"tab in a scenario", []string{"run", tab, "--out", "d"}, false, "tab.yaml:6:1: a tab in the indentation (YAML indents with spaces only)"},
-		{"no threads", []string{"run", "a.yaml", "--out", "d", "--threads", "0"}, true, "--threads 0"},
+		{"no threads", []string{"run", "a.yaml", "--out", "d", "--threads", "0"}, true, "--threads: 0: want at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
