@@ -179,6 +179,10 @@ func TestSimFlagValueWording(t *testing.T) {
 			"lhcnp sim eval: --sim-seeds: 21: want 1..20 (0: the family's sim_seeds)\n"},
 		{"eval set", []string{"sim", "eval", "--family", spec, "--set", "dev", "--out", out},
 			`lhcnp sim eval: --set: "dev": want train, test or both` + "\n"},
+		{"generate seed of no set", []string{"sim", "generate", "--family", spec, "--seed", "49", "--out", out},
+			"lhcnp sim generate: --seed: seed 49 is not in " + spec + "'s train_seeds 1..48\n"},
+		{"generate fresh held-out seed", []string{"sim", "generate", "--family", spec, "--set", "test", "--seed", "22005", "--out", out},
+			"lhcnp sim generate: --seed: seed 22005 is of " + spec + "'s test_seeds 22001..22032, the fresh held-out set: it is read once, by the full evaluation (`make tuner-eval`), never in development; retire it first\n"},
 		{"run threads", []string{"sim", "run", "a.yaml", "--out", out, "--threads", "0"}, "lhcnp sim run: --threads: 0: want at least 1\n"},
 		{"phases phases", []string{"sim", "phases", "a.yaml", "--out", out, "--phases", "1"}, "lhcnp sim phases: --phases: 1: want at least 2\n"},
 	} {

@@ -47,7 +47,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	seeds := s.Sets()[set].List()
 	if *one != 0 {
 		if s, err = compare.DevSpec(s, set, *one); err != nil {
-			return err
+			// A seed of no development set: the command line's mistake.
+			return usageError{"--seed: " + err.Error()}
 		}
 		seeds = []int64{*one}
 	}
