@@ -75,6 +75,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+	if seedSet && (*seed < 0 || *seed > scenario.MaxSeed) {
+		// The range of the file's seed, which the flag replaces.
+		return usageError{fmt.Sprintf("--seed: %d: want 0..%d", *seed, int64(scenario.MaxSeed))}
+	}
 
 	var loadOpts []scenario.Option
 	var runOpts []sim.Option

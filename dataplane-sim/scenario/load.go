@@ -21,6 +21,10 @@ type options struct {
 	hasSeed bool
 }
 
+// MaxSeed is the largest seed a scenario takes (its seed, a generated
+// block's, ECMP's); seeds are never negative.
+const MaxSeed = 1 << 62
+
 // WithSeed replaces the file's seed before anything is drawn from it, so
 // that generated traffic changes with it too (a block's own seed still
 // wins).
@@ -160,7 +164,7 @@ func (l *loader) load(root *yaml.Node) {
 	}
 	sc.Seed = 1
 	if n := top.get("seed"); n != nil {
-		if v, ok := d.integer(n, "seed", 0, 1<<62); ok {
+		if v, ok := d.integer(n, "seed", 0, MaxSeed); ok {
 			sc.Seed = v
 		}
 	}

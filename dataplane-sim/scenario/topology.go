@@ -695,7 +695,7 @@ func (l *loader) ecmpBlock(n *yaml.Node, fabrics bool) {
 	}
 	o.setBool("enabled", &sc.ECMP.Enabled)
 	if sn := o.get("seed"); sn != nil {
-		if v, ok := l.d.integer(sn, o.field("seed"), 0, 1<<62); ok {
+		if v, ok := l.d.integer(sn, o.field("seed"), 0, MaxSeed); ok {
 			sc.ECMP.Seed = v
 		}
 	}

@@ -241,7 +241,7 @@ func (l *loader) generated(g *object, name string, ok bool, idx int64) {
 	}
 	seed := l.sc.Seed*1000003 + idx
 	if sn := g.get("seed"); sn != nil {
-		v, good := d.integer(sn, g.field("seed"), 0, 1<<62)
+		v, good := d.integer(sn, g.field("seed"), 0, MaxSeed)
 		ok = ok && good
 		seed = v
 	}
