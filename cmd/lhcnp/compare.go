@@ -127,6 +127,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := compare.CheckMechanisms(mechList, nil); err != nil {
 		return usageError{fmt.Sprintf("--mechanisms: %q: %v", *mechs, err)}
 	}
+	given := files // the document names them; not the defaults
 	if len(files) == 0 {
 		files = defaultCompareScenarios
 	}
@@ -255,7 +256,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	doc := compare.Doc{Result: res, BarSets: sets, Section7: steps, Section7Scenario: *s7, Tuner: td,
 		Unstaged: unstaged, UnstagedScenario: *s7u, Variants: variants, Scenarios: infos,
 		Reference: "long-haul-cnp", Reading: compare.Reading(res, "long-haul-cnp"),
-		PlotDir: filepath.Base(plotDir), Command: "lhcnp sim compare --out " + *out + " --markdown " + *md, Fabric: fab}
+		PlotDir: filepath.Base(plotDir), Command: regenCommand(fs, "lhcnp sim compare", []string{"out", "markdown"}, given), Fabric: fab}
 	// Replaced whole at the end: while the runs go on, and when one fails,
 	// the file holds the last results, not an empty document.
 	if err := atomicfile.Write(*md, 0o644, func(w io.Writer) error { return compare.WriteDocument(w, doc) }); err != nil {
@@ -279,4 +280,43 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// regenCommand is the command line that writes a --markdown document again:
+// cmd, the flags named in first with their values whether set or not (the
+// shipped documents' own words), every other flag the command line set, in
+// fs's order, and the files given. A document states it under "Generated
+// by": without the flags and files that changed its runs (--duration,
+// --mechanisms, the scenarios) it named a command that writes another
+// document.
+func regenCommand(fs *flag.FlagSet, cmd string, first []string, files []string) string {
+	words := []string{cmd}
+	add := func(f *flag.Flag) {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() && f.Value.String() == "true" {
+			words = append(words, "--"+f.Name)
+			return
+		}
+		words = append(words, "--"+f.Name, shellWord(f.Value.String()))
+	}
+	for _, name := range first {
+		add(fs.Lookup(name))
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if !slices.Contains(first, f.Name) {
+			add(f)
+		}
+	})
+	for _, f := range files {
+		words = append(words, shellWord(f))
+	}
+	return strings.Join(words, " ")
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but the
+// characters of paths, lists and values.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:,=+@%-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
