@@ -117,6 +117,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		sum.Scenario, sum.Mechanism, time.Duration(sum.DurationNs), sum.Events, t.FlowsFinished, t.Flows,
 		t.PeakQueueBytes, t.DropPackets, t.ECNMarks, t.PFCPauseFrames, float64(t.JainFairness))
 	files := []string{sim.QueuesCSV, sim.RatesCSV, sim.CountersCSV, sim.ThresholdsCSV, sim.SummaryJSON}
+	if sc.Tuner != nil { // the closed loop's decisions (docs/scenarios.md, "Output files")
+		files = append(files, sim.TunerCSV)
+	}
 	if !*noPlots {
 		files = append(files, sim.QueuesPNG, sim.RatesPNG)
 	}
@@ -137,7 +140,8 @@ func simUsage(w io.Writer, fs *flag.FlagSet) {
 	if fs != nil {
 		fmt.Fprintln(w, "usage: "+simRunUsage)
 		fmt.Fprintln(w, "\nRuns a scenario (see docs/scenarios.md) and writes queues.csv, rates.csv,")
-		fmt.Fprintln(w, "counters.csv, thresholds.csv, summary.json, queues.png and rates.png into DIR.")
+		fmt.Fprintln(w, "counters.csv, thresholds.csv, summary.json, queues.png and rates.png into DIR,")
+		fmt.Fprintln(w, "and tuner.csv when the scenario has a tuner block.")
 		fmt.Fprintln(w)
 		fs.PrintDefaults()
 		return

@@ -274,3 +274,45 @@ func TestSimUsageLines(t *testing.T) {
 		t.Errorf("sim -h usage lines:\n%s\nwant the subcommands' own:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestRunSimListsFiles: the "wrote DIR: [...]" line names every file the
+// run wrote into DIR and nothing else: tuner.csv too, written by a
+// scenario with a tuner block, which the line left out.
+func TestRunSimListsFiles(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "tuner", "load-step.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuned := fileWriter(t, t.TempDir())("tuned.yaml", string(data)+"\ntuner: {}\n")
+	for _, tt := range []struct {
+		desc string
+		args []string
+	}{
+		{"no plots", []string{filepath.Join("..", "..", "scenarios", "incast-dcqcn.yaml"), "--duration", "200us", "--no-plots"}},
+		{"plots", []string{filepath.Join("..", "..", "scenarios", "incast-dcqcn.yaml"), "--duration", "200us"}},
+		{"tuner", []string{tuned, "--duration", "5ms", "--no-plots"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			out := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			if err := runSim(context.Background(), append([]string{"run", "--out", out}, tt.args...), &stdout, &stderr); err != nil {
+				t.Fatalf("runSim: %v\nstderr: %s", err, stderr.String())
+			}
+			entries, err := os.ReadDir(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var written []string
+			for _, e := range entries {
+				written = append(written, e.Name())
+			}
+			_, list, _ := strings.Cut(stdout.String(), "wrote "+out+": [")
+			list, _, _ = strings.Cut(list, "]")
+			listed := strings.Fields(list)
+			slices.Sort(listed)
+			if !slices.Equal(listed, written) {
+				t.Errorf("stdout lists %v, the run wrote %v\nstdout: %s", listed, written, stdout.String())
+			}
+		})
+	}
+}
