@@ -184,6 +184,8 @@ func TestSimFlagValueWording(t *testing.T) {
 		{"generate fresh held-out seed", []string{"sim", "generate", "--family", spec, "--set", "test", "--seed", "22005", "--out", out},
 			"lhcnp sim generate: --seed: seed 22005 is of " + spec + "'s test_seeds 22001..22032, the fresh held-out set: it is read once, by the full evaluation (`make tuner-eval`), never in development; retire it first\n"},
 		{"run negative seed", []string{"sim", "run", "a.yaml", "--out", out, "--seed", "-3"}, "lhcnp sim run: --seed: -3: want 0..4611686018427387904\n"},
+		{"eval jobs", []string{"sim", "eval", "--family", spec, "--jobs", "0", "--out", out}, "lhcnp sim eval: --jobs: 0: want at least 1\n"},
+		{"eval seeds", []string{"sim", "eval", "--family", spec, "--seeds", "-1", "--out", out}, "lhcnp sim eval: --seeds: -1: want 0 or more (0: all)\n"},
 		{"run threads", []string{"sim", "run", "a.yaml", "--out", out, "--threads", "0"}, "lhcnp sim run: --threads: 0: want at least 1\n"},
 		{"phases phases", []string{"sim", "phases", "a.yaml", "--out", out, "--phases", "1"}, "lhcnp sim phases: --phases: 1: want at least 2\n"},
 	} {

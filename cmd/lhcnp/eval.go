@@ -61,6 +61,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if *jobs < 1 {
+		return usageError{fmt.Sprintf("--jobs: %d: want at least 1", *jobs)}
+	}
+	if *first < 0 {
+		return usageError{fmt.Sprintf("--seeds: %d: want 0 or more (0: all)", *first)}
+	}
 	if *first > 0 && *md != "" {
 		return usageError{"--seeds with --markdown: the tables are of whole sets"}
 	}
