@@ -138,13 +138,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("--held-out: %w", err)
 		}
 	}
-	var scs []*scenario.Scenario
-	for _, f := range files {
-		sc, err := loadScenario(f)
-		if err != nil {
-			return err
-		}
-		scs = append(scs, sc)
+	scs, err := loadScenarios(files)
+	if err != nil {
+		return err
 	}
 	opts := compare.Options{Mechanisms: mechList, Plots: !*noPlots}
 	if dur.set {

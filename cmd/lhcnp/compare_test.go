@@ -251,3 +251,42 @@ func TestRegenCommandDefaults(t *testing.T) {
 		t.Errorf("regenCommand = %q, want %q", got, want)
 	}
 }
+
+// TestScenarioNamesClash: sim compare and sim phases refuse two scenarios
+// of one name before anything runs (exit status 2, both files named): the
+// second's runs went over the first's directory and plots, and the table
+// held two rows alike. sim phases also loads every file before its first
+// run: a bad second file no longer comes after the first's runs.
+func TestScenarioNamesClash(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile("../../scenarios/incast-dcqcn.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := fileWriter(t, dir)
+	a, b := write("a.yaml", string(data)), write("b.yaml", string(data))
+	bad := write("bad.yaml", "name: x\n")
+	step := "../../scenarios/tuner/load-step.yaml"
+	clash := a + " and " + b + `: both scenarios are named "incast-dcqcn", and a scenario's runs are written under its name: give one another name`
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"compare", []string{"sim", "compare", a, b, "--mechanisms", "dcqcn", "--no-plots", "--duration", "100us"}, "lhcnp sim compare: " + clash + "\n"},
+		{"phases", []string{"sim", "phases", a, b, "--phases", "2", "--duration", "100us"}, "lhcnp sim phases: " + clash + "\n"},
+		{"phases bad second file", []string{"sim", "phases", step, bad, "--phases", "2", "--duration", "10ms"}, "lhcnp sim phases: " + bad + ":1:1: duration: missing required field\n"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			var stdout, stderr bytes.Buffer
+			code := run(append(tt.args, "--out", out), &stdout, &stderr)
+			if code != 2 || !strings.HasPrefix(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), tt.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s was written: a run went ahead", out)
+			}
+		})
+	}
+}

@@ -62,12 +62,12 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if isTerminal(stderr) {
 		opts.Progress = func(sc, m string) { fmt.Fprintf(stderr, "phases: %s with %s\n", sc, m) }
 	}
+	scs, err := loadScenarios(files)
+	if err != nil {
+		return err
+	}
 	var all []*compare.Phases
-	for _, f := range files {
-		sc, err := loadScenario(f)
-		if err != nil {
-			return err
-		}
+	for _, sc := range scs {
 		p, err := compare.RunPhases(ctx, sc, offsets, *out, opts)
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -182,6 +183,26 @@ func loadScenario(path string, opts ...scenario.Option) (*scenario.Scenario, err
 		return nil, fileError{err}
 	}
 	return sc, nil
+}
+
+// loadScenarios loads the scenario files a command runs side by side
+// (sim compare, sim phases), every one before the first run. Two of one
+// name are refused: a scenario's runs and plots go to the directory and
+// files of its name, so the second would overwrite the first's, and the
+// table would hold two rows alike.
+func loadScenarios(files []string) ([]*scenario.Scenario, error) {
+	var scs []*scenario.Scenario
+	for i, f := range files {
+		sc, err := loadScenario(f)
+		if err != nil {
+			return nil, err
+		}
+		if j := slices.IndexFunc(scs, func(s *scenario.Scenario) bool { return s.Name == sc.Name }); j >= 0 {
+			return nil, usageError{fmt.Sprintf("%s and %s: both scenarios are named %q, and a scenario's runs are written under its name: give one another name", files[j], files[i], sc.Name)}
+		}
+		scs = append(scs, sc)
+	}
+	return scs, nil
 }
 
 // loadFamily is family.LoadFile for a file of the command line (--family):
