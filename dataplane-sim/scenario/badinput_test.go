@@ -22,6 +22,8 @@ func TestBadInput(t *testing.T) {
 		want           string // the first error's text, or its start
 	}{
 		{"unknown key", "sample_interval:", "sample_intervall:", file + ":2:1: sample_interval: missing required field"},
+		{"name a path", "name: good", "name: ../../x", file + `:2:7: name: "../../x": a scenario's name names its output files and directories: want one without slashes, not . or ..`},
+		{"name a directory", "name: good", "name: ..", file + `:2:7: name: "..": a scenario's name names its output files and directories: want one without slashes, not . or ..`},
 		{"seed quoted", "seed: 3", `seed: "3"`, file + `:3:7: seed: want an integer, got "3"`},
 		{"seed overflowing int64", "seed: 3", "seed: 99999999999999999999", file + `:3:7: seed: want an integer, got "99999999999999999999"`},
 		{"seed negative", "seed: 3", "seed: -3", file + ":3:7: seed: negative value -3"},

@@ -156,7 +156,13 @@ func (l *loader) load(root *yaml.Node) {
 	sc.Name = strings.TrimSuffix(filepath.Base(sc.File), filepath.Ext(sc.File))
 	if n := top.get("name"); n != nil {
 		if v, ok := d.name(n, "name"); ok {
-			sc.Name = v
+			if strings.ContainsAny(v, `/\`) || v == "." || v == ".." {
+				// sim compare and phases write a scenario's runs and
+				// plots under its name, inside their --out.
+				d.errAt(n, "name", "%q: a scenario's name names its output files and directories: want one without slashes, not . or ..", v)
+			} else {
+				sc.Name = v
+			}
 		}
 	}
 	if n := top.get("description"); n != nil {
