@@ -20,6 +20,9 @@ import (
 type decoder struct {
 	file string
 	errs ErrorList
+	// merging holds the mappings a YAML merge is reading, to refuse one
+	// that merges itself (&a {<<: *a}) instead of recursing forever.
+	merging map[*yaml.Node]bool
 }
 
 func (d *decoder) errAt(n *yaml.Node, field, format string, args ...any) {
@@ -87,12 +90,17 @@ func (d *decoder) object(n *yaml.Node, path string, allowed ...string) *object {
 	}
 	o := &object{d: d, node: n, path: path, vals: map[string]*yaml.Node{}}
 	seen := map[string]*yaml.Node{}
+	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := k.Value
 		field := join(path, key)
 		if k.Kind != yaml.ScalarNode {
 			d.errAt(k, path, "keys must be plain names")
+			continue
+		}
+		if k.Tag == "!!merge" {
+			merges = append(merges, v)
 			continue
 		}
 		if prev, dup := seen[key]; dup {
@@ -107,7 +115,44 @@ func (d *decoder) object(n *yaml.Node, path string, allowed ...string) *object {
 		o.vals[key] = resolve(v)
 		o.order = append(o.order, key)
 	}
+	for _, m := range merges {
+		d.merge(o, m, allowed)
+	}
 	return o
+}
+
+// merge adds to o the keys of a YAML merge (`<<: *anchor`, or a list of
+// them) that o does not set itself: its own keys win, and among the
+// merged mappings the first that sets a key (YAML's merge key type). A
+// merged mapping's keys are checked as o's, at their own lines.
+func (d *decoder) merge(o *object, v *yaml.Node, allowed []string) {
+	v = resolve(v)
+	maps := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		maps = v.Content
+	}
+	for _, m := range maps {
+		if m = resolve(m); m.Kind != yaml.MappingNode {
+			d.errAt(m, join(o.path, "<<"), "want a mapping or a list of mappings to merge, got %s", yamlsyntax.KindName(m))
+			continue
+		}
+		if d.merging[m] {
+			d.errAt(m, join(o.path, "<<"), "the mapping merges itself")
+			continue
+		}
+		if d.merging == nil {
+			d.merging = map[*yaml.Node]bool{}
+		}
+		d.merging[m] = true
+		from := d.object(m, o.path, allowed...)
+		delete(d.merging, m)
+		for _, key := range from.order {
+			if _, set := o.vals[key]; !set {
+				o.vals[key] = from.vals[key]
+				o.order = append(o.order, key)
+			}
+		}
+	}
 }
 
 func (o *object) field(key string) string { return join(o.path, key) }
