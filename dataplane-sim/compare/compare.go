@@ -76,6 +76,21 @@ func CheckMechanisms(names []string, extra []Variant) error {
 	return nil
 }
 
+// needsNodes reports whether mechanism m (a name CheckMechanisms took)
+// runs on the file's congestion-aware nodes, which its row refuses to do
+// without (nodes, runBestStatic): every row but DCQCN's and PFC's. A
+// caller's own row (extra) is not known here: its Apply says.
+func needsNodes(extra []Variant, m string) bool {
+	if slices.ContainsFunc(extra, func(v Variant) bool { return v.Name == m }) {
+		return false
+	}
+	base := m
+	if i := strings.IndexAny(m, ":+"); i >= 0 {
+		base = m[:i]
+	}
+	return base != "dcqcn" && base != "pfc"
+}
+
 // Options configure Run.
 type Options struct {
 	// Mechanisms to run, in table order; the first is the baseline that
@@ -232,6 +247,13 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 	// inapplicable mechanism fails at once, not after the scenarios before it.
 	if err := CheckMechanisms(mechs, o.Variants); err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
+	}
+	for _, sc := range scenarios {
+		for _, m := range mechs {
+			if len(sc.Mechanism.Nodes) == 0 && needsNodes(o.Variants, m) {
+				return nil, fmt.Errorf("compare: scenario %s: %s needs the file to name its congestion-aware nodes (mechanism.nodes)", sc.Name, m)
+			}
+		}
 	}
 	res := &Result{}
 	for _, sc := range scenarios {

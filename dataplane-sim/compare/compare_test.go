@@ -194,3 +194,46 @@ func TestDocumentListsBestStatic(t *testing.T) {
 		})
 	}
 }
+
+// TestNodesCheckedFirst: a scenario without congestion-aware nodes and a
+// mechanism that needs them are refused before the first run, not after
+// the rows before it ran (a default comparison ran pfc, dcqcn, the DCQCN
+// grid and dcqcn:paper before fast-cnp said so). needsNodes agrees with
+// every row's own refusal: the variant's Apply, and runBestStatic's.
+func TestNodesCheckedFirst(t *testing.T) {
+	sc, err := scenario.LoadFile("../../scenarios/incast-dcqcn.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Mechanism.Nodes) != 0 {
+		t.Fatal("incast-dcqcn names congestion-aware nodes")
+	}
+	out := t.TempDir()
+	_, err = Run(context.Background(), []*scenario.Scenario{sc}, out, Options{Mechanisms: []string{"dcqcn", "fast-cnp"}, Duration: 100 * time.Microsecond})
+	if err == nil || !strings.Contains(err.Error(), "compare: scenario incast-dcqcn: fast-cnp needs the file to name its congestion-aware nodes (mechanism.nodes)") {
+		t.Errorf("Run: %v, want fast-cnp's refusal", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("a run went ahead: %s holds %d entries", out, len(entries))
+	}
+	for _, m := range DefaultMechanisms() {
+		var refused bool
+		if strings.HasSuffix(m, BestStaticSuffix) {
+			_, err := runBestStatic(context.Background(), sc, m, t.TempDir(), Options{}, nil)
+			refused = err != nil && strings.Contains(err.Error(), "needs the file to name its congestion-aware nodes")
+		} else {
+			v, err := LookupVariant(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(m, WanTunedSuffix) && !needsNodes(nil, m) {
+				continue // a grid of runs: its base row's Apply says the same
+			}
+			_, _, err = v.Apply(context.Background(), sc, t.TempDir())
+			refused = err != nil && strings.Contains(err.Error(), "needs the file to name its congestion-aware nodes")
+		}
+		if refused != needsNodes(nil, m) {
+			t.Errorf("%s: its row refuses a scenario without nodes: %v; needsNodes says %v", m, refused, needsNodes(nil, m))
+		}
+	}
+}
