@@ -277,13 +277,17 @@ func TestSimUsageLines(t *testing.T) {
 
 // TestRunSimListsFiles: the "wrote DIR: [...]" line names every file the
 // run wrote into DIR and nothing else: tuner.csv too, written by a
-// scenario with a tuner block, which the line left out.
+// scenario with a tuner block, which the line left out. The cases run
+// into one DIR in turn: a file an earlier run wrote and this one did not
+// (the plots, tuner.csv) is gone, which stayed beside the new files as if
+// it were theirs.
 func TestRunSimListsFiles(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "tuner", "load-step.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tuned := fileWriter(t, t.TempDir())("tuned.yaml", string(data)+"\ntuner: {}\n")
+	out := t.TempDir()
 	for _, tt := range []struct {
 		desc string
 		args []string
@@ -291,9 +295,9 @@ func TestRunSimListsFiles(t *testing.T) {
 		{"no plots", []string{filepath.Join("..", "..", "scenarios", "incast-dcqcn.yaml"), "--duration", "200us", "--no-plots"}},
 		{"plots", []string{filepath.Join("..", "..", "scenarios", "incast-dcqcn.yaml"), "--duration", "200us"}},
 		{"tuner", []string{tuned, "--duration", "5ms", "--no-plots"}},
+		{"no tuner after the tuner's", []string{filepath.Join("..", "..", "scenarios", "incast-dcqcn.yaml"), "--duration", "200us", "--no-plots"}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			out := t.TempDir()
 			var stdout, stderr bytes.Buffer
 			if err := runSim(context.Background(), append([]string{"run", "--out", out}, tt.args...), &stdout, &stderr); err != nil {
 				t.Fatalf("runSim: %v\nstderr: %s", err, stderr.String())
