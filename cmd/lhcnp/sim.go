@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -125,16 +123,6 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if !*noPlots {
 		files = append(files, sim.QueuesPNG, sim.RatesPNG)
-	}
-	// A file of a run's that this one did not write (the plots with
-	// --no-plots, tuner.csv without a tuner block) is an earlier run's:
-	// left beside this run's files it would read as this run's.
-	for _, name := range []string{sim.QueuesPNG, sim.RatesPNG, sim.TunerCSV} {
-		if !slices.Contains(files, name) {
-			if err := os.Remove(filepath.Join(*out, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
 	}
 	fmt.Fprintf(stdout, "wrote %s: %v\n", *out, files)
 	return nil

@@ -2,8 +2,10 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -102,9 +104,16 @@ const (
 	RatesPNG      = "rates.png"
 )
 
+// outputFiles are the names of every file Run may write.
+var outputFiles = []string{QueuesCSV, RatesCSV, CountersCSV, ThresholdsCSV, SummaryJSON, QueuesPNG, RatesPNG, TunerCSV}
+
 // Run simulates sc and writes queues.csv, rates.csv, counters.csv,
 // thresholds.csv, summary.json, queues.png and rates.png into outDir (created if needed),
-// and tuner.csv when the scenario has a tuner block.
+// and tuner.csv when the scenario has a tuner block. Files of those names
+// already in outDir are an earlier run's: Run removes them before it
+// writes, so that one it does not write this time (the plots
+// WithoutPlots, the series WithoutSeries, tuner.csv without a tuner) is
+// not read as this run's.
 // It returns the summary. When ctx ends, Run stops between slices of
 // simulated time and returns ctx's error without writing anything.
 func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Option) (*report.Summary, error) {
@@ -128,6 +137,11 @@ func Run(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Opti
 	sum := r.summarize()
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, err
+	}
+	for _, name := range outputFiles {
+		if err := os.Remove(filepath.Join(outDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
 	}
 	if o.series {
 		if err := r.rec.WriteCSV(outDir); err != nil {

@@ -290,3 +290,41 @@ traffic:
 		t.Errorf("slowdown %.4f (fct %d ns, ideal %d ns), want 1..1.02", *f.Slowdown, *f.FCTNs, *f.IdealFCTNs)
 	}
 }
+
+// TestRunReplacesEarlierFiles: a run into a directory that holds an
+// earlier run's files leaves only its own: the plots of a run with plots
+// are gone after a run WithoutPlots, the series after one WithoutSeries
+// (sim compare --no-plots and phases' runs reuse their directories).
+// Before, they stayed beside the new files as if they were theirs.
+func TestRunReplacesEarlierFiles(t *testing.T) {
+	sc := load(t, "incast-dcqcn.yaml")
+	dir := t.TempDir()
+	other := filepath.Join(dir, "notes.txt") // not a file of Run's: kept
+	if err := os.WriteFile(other, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		desc string
+		opts []Option
+		want []string
+	}{
+		{"plots", nil, []string{CountersCSV, "notes.txt", QueuesCSV, QueuesPNG, RatesCSV, RatesPNG, SummaryJSON, ThresholdsCSV}},
+		{"without plots", []Option{WithoutPlots()}, []string{CountersCSV, "notes.txt", QueuesCSV, RatesCSV, SummaryJSON, ThresholdsCSV}},
+		{"without series", []Option{WithoutSeries()}, []string{"notes.txt", SummaryJSON}},
+	} {
+		if _, err := Run(context.Background(), sc, dir, append(tt.opts, WithDuration(200*time.Microsecond))...); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: the directory's files (-want, +got):\n%s", tt.desc, diff)
+		}
+	}
+}
