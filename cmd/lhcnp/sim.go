@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +28,17 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// The simulator's collector goal (internal/gcgoal): fewer cycles while
 	// the live heap is small; GOGC in the environment wins.
 	defer gcgoal.Start()()
+	err := runSimCommand(ctx, args, stdout, stderr)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// Ctrl-C or SIGTERM (main's context): said in the user's words,
+		// not the context package's alone.
+		return fmt.Errorf("interrupted: %w", err)
+	}
+	return err
+}
+
+// runSimCommand is runSim's subcommand: sim run's own work, or another's.
+func runSimCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "compare" {
 		return runCompare(ctx, args[1:], stdout, stderr)
 	}

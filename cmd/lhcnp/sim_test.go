@@ -320,3 +320,26 @@ func TestRunSimListsFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestSimInterrupted: a sim command whose context ends (Ctrl-C, SIGTERM:
+// main's signal context) says it was interrupted, not "context canceled"
+// alone, and writes no run.
+func TestSimInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	scen := filepath.Join("..", "..", "scenarios", "incast-dcqcn.yaml")
+	for _, args := range [][]string{
+		{"run", scen, "--no-plots"},
+		{"compare", scen, "--mechanisms", "dcqcn", "--no-plots"},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		var stdout, stderr bytes.Buffer
+		err := runSim(ctx, append(args, "--out", out), &stdout, &stderr)
+		if err == nil || !strings.HasPrefix(err.Error(), "interrupted: ") || !errors.Is(err, context.Canceled) {
+			t.Errorf("sim %s with its context ended: %v, want interrupted: ... (context.Canceled)", args[0], err)
+		}
+		if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
+			t.Errorf("sim %s wrote a summary after its context ended", args[0])
+		}
+	}
+}
