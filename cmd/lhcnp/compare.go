@@ -142,6 +142,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if err := dur.fits(scs...); err != nil {
+		return err
+	}
 	opts := compare.Options{Mechanisms: mechList, Plots: !*noPlots}
 	if dur.set {
 		opts.Duration = dur.d

@@ -186,6 +186,12 @@ func TestSimFlagValueWording(t *testing.T) {
 		{"run negative seed", []string{"sim", "run", "a.yaml", "--out", out, "--seed", "-3"}, "lhcnp sim run: --seed: -3: want 0..4611686018427387904\n"},
 		{"eval jobs", []string{"sim", "eval", "--family", spec, "--jobs", "0", "--out", out}, "lhcnp sim eval: --jobs: 0: want at least 1\n"},
 		{"eval seeds", []string{"sim", "eval", "--family", spec, "--seeds", "-1", "--out", out}, "lhcnp sim eval: --seeds: -1: want 0 or more (0: all)\n"},
+		{"run duration below the sample interval", []string{"sim", "run", "../../scenarios/incast-dcqcn.yaml", "--out", out, "--duration", "5us"},
+			"lhcnp sim run: --duration: 5µs: shorter than the sample_interval 10µs of ../../scenarios/incast-dcqcn.yaml\n"},
+		{"compare duration below the sample interval", []string{"sim", "compare", "../../scenarios/incast-dcqcn.yaml", "--out", out, "--mechanisms", "dcqcn", "--duration", "5us"},
+			"lhcnp sim compare: --duration: 5µs: shorter than the sample_interval 10µs of ../../scenarios/incast-dcqcn.yaml\n"},
+		{"phases duration below the sample interval", []string{"sim", "phases", "../../scenarios/incast-dcqcn.yaml", "--out", out, "--duration", "5us"},
+			"lhcnp sim phases: --duration: 5µs: shorter than the sample_interval 10µs of ../../scenarios/incast-dcqcn.yaml\n"},
 		{"run threads", []string{"sim", "run", "a.yaml", "--out", out, "--threads", "0"}, "lhcnp sim run: --threads: 0: want at least 1\n"},
 		{"phases phases", []string{"sim", "phases", "a.yaml", "--out", out, "--phases", "1"}, "lhcnp sim phases: --phases: 1: want at least 2\n"},
 	} {

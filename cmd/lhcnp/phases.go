@@ -66,6 +66,9 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if err := dur.fits(scs...); err != nil {
+		return err
+	}
 	var all []*compare.Phases
 	for _, sc := range scs {
 		p, err := compare.RunPhases(ctx, sc, offsets, *out, opts)

@@ -103,6 +103,9 @@ func runSimCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	if err := dur.fits(sc); err != nil {
+		return err
+	}
 	if dur.set {
 		runOpts = append(runOpts, sim.WithDuration(dur.d))
 	}
@@ -250,6 +253,18 @@ func (f *durationFlag) String() string {
 		return ""
 	}
 	return f.d.String()
+}
+
+// fits refuses a --duration shorter than a scenario's sample_interval, as
+// the loader refuses a file whose duration is: a run without a sample
+// after its first.
+func (f *durationFlag) fits(scs ...*scenario.Scenario) error {
+	for _, sc := range scs {
+		if f.set && f.d < sc.SampleInterval {
+			return usageError{fmt.Sprintf("--duration: %v: shorter than the sample_interval %v of %s", f.d, sc.SampleInterval, sc.File)}
+		}
+	}
+	return nil
 }
 
 func (f *durationFlag) Set(s string) error {
