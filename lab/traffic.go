@@ -22,7 +22,7 @@ type Traffic struct {
 	// flows (the §7 pattern: bursts and flows joining at the congestion
 	// points) start again at their offsets in every window, and each
 	// window has its own web-search flows. 0 keeps the file's flows as
-	// written, once.
+	// written, once: there are no windows, so WebSearchLoad must be 0.
 	Period time.Duration
 	// WebSearchLoad adds flows drawn from the web-search size distribution
 	// (scenarios/cdf/websearch.txt) from the senders of the file's sized
@@ -75,6 +75,12 @@ func NewLoop(path string, t Traffic) (*Loop, error) {
 	if t.Period < 0 || t.WebSearchLoad < 0 || t.WebSearchLoad > 1 || t.Until < 0 {
 		return nil, fmt.Errorf("lab traffic: period %v, web-search load %g, until %v: want a period and until not negative, a load within [0, 1]",
 			t.Period, t.WebSearchLoad, t.Until)
+	}
+	if t.Period == 0 && t.WebSearchLoad > 0 {
+		// The mix is drawn window by window: without windows it was
+		// dropped without a word.
+		return nil, fmt.Errorf("lab traffic: web-search load %g with period 0: the mix is drawn in the windows of a period; period 0 runs the file's flows once",
+			t.WebSearchLoad)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

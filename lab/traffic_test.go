@@ -105,6 +105,37 @@ func TestLoopWindows(t *testing.T) {
 	}
 }
 
+// TestLoopPeriodZero: period 0 is the file's flows once, as written, with
+// no window after; a web-search load with it is refused, where it was
+// dropped without a word (there is no window to draw it in).
+func TestLoopPeriodZero(t *testing.T) {
+	base, err := scenario.LoadFile(labScenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := NewLoop(labScenario, Traffic{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(flowNames(base.Flows), flowNames(loop.Scenario().Flows)); d != "" {
+		t.Errorf("period 0: window 0's flows (-the file's, +got):\n%s", d)
+	}
+	if w, err := loop.Window(1); err != nil || w != nil {
+		t.Errorf("period 0: Window(1) = %d flows, %v; want none", len(w), err)
+	}
+	if _, err := NewLoop(labScenario, Traffic{WebSearchLoad: 0.02}); err == nil {
+		t.Error("period 0 with a web-search load: no error")
+	}
+}
+
+func flowNames(fs []scenario.Flow) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
 // TestLoopRunsInTheEngine: on the engine, the flows of every window start
 // and send. Ten windows of 100 ms of simulated time (the file's bursts move
 // by a window each time, so they overlap: a busy lab), and in each window

@@ -41,7 +41,7 @@ type labFile struct {
 	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports (default: the fabric file's)"`
 	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second, all switches in this process (0: the fabric file's)"`
 	Horizon       time.Duration `yaml:"horizon" help:"wall-clock time after which no new window of traffic starts (0: the traffic loops for ever)"`
-	Period        time.Duration `yaml:"period" help:"simulated period of the repeated bursts (the §7 pattern)"`
+	Period        time.Duration `yaml:"period" help:"simulated period of the repeated bursts (the §7 pattern); 0: the scenario's flows once, as written, with no web-search mix (websearch_load 0)"`
 	WebSearchLoad float64       `yaml:"websearch_load" help:"web-search mix, share of each sender's link rate (0: none)"`
 	Tuner         bool          `yaml:"tuner" help:"run the tuner on the Long-haul CNP switches"`
 	DryRun        bool          `yaml:"dry_run" help:"the tuner decides and records without pushing"`
@@ -109,6 +109,11 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 		return bad("speed", cfg.Speed, "must not be negative")
 	case cfg.WebSearchLoad < 0 || cfg.WebSearchLoad > 1:
 		return bad("websearch_load", cfg.WebSearchLoad, "want 0..1")
+	case cfg.Period == 0 && cfg.WebSearchLoad > 0:
+		// The mix is drawn window by window (lab.Loop): without windows
+		// the load was dropped without a word, the lab running the
+		// scenario's flows once.
+		return nil, keysError(c.cc, c.config, "period 0 runs the scenario's flows once, with no windows to draw a web-search mix in: give websearch_load 0 too, or a period", "period", "websearch_load")
 	case cfg.CitusWorkers < 0 || cfg.CitusWorkers > 16:
 		return bad("citus_workers", cfg.CitusWorkers, "want 0-16")
 	case cfg.CitusWorkers > 0 && cfg.Postgres != "":

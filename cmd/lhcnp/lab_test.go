@@ -584,6 +584,12 @@ func TestLabBadValues(t *testing.T) {
 			want: "tuner_config (--tuner-config), tuner (FILE:1:8): a tuner configuration with the tuner off"},
 		{desc: "retention of a flag", args: []string{"--retention", "30s"}, want: "--retention: retention: 30s: want at least 1m, or 0 to keep everything"},
 		{desc: "a period of a variable", env: []string{"LHCNP_LAB_PERIOD=-1s"}, want: "LHCNP_LAB_PERIOD: period: -1s: must not be negative"},
+		// Period 0 has no windows to draw the web-search mix in: the lab
+		// ran the scenario's flows once and dropped the load unsaid.
+		{desc: "period 0 with the default web-search mix", args: []string{"--period", "0"},
+			want: "period (--period), websearch_load (default): period 0 runs the scenario's flows once, with no windows to draw a web-search mix in: give websearch_load 0 too, or a period"},
+		{desc: "period 0 in the file with a web-search mix of a variable", body: "period: 0s\n", env: []string{"LHCNP_LAB_WEBSEARCH_LOAD=0.1"},
+			want: "period (FILE:1:9), websearch_load (LHCNP_LAB_WEBSEARCH_LOAD): period 0 runs the scenario's flows once, with no windows to draw a web-search mix in: give websearch_load 0 too, or a period"},
 		// Not host:port: refused before anything starts, at the key, where
 		// net.Listen's error came after "starting", exit status 1.
 		{desc: "a dashboard address of a flag", args: []string{"--http", "nonsense"}, want: `--http: http: "nonsense": missing port in address (want host:port)`},
