@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -88,7 +89,19 @@ func (c *cmdLine) parseArgs(args []string, maxArgs int, check func() error) erro
 			return err
 		}
 	}
-	return c.cc.Load(c.config)
+	return unreadable(c.cc.Load(c.config), c.config, func(err error) error { return fmt.Errorf("--config: %w", err) })
+}
+
+// unreadable is err with at applied when err is path's that cannot be
+// read (missing, a directory, no permission): os's error names the path
+// alone, not the key or flag that gave it (docs/collector.md, "Exit
+// status"). Other errors, nil too, are returned as they are: those of a
+// file read name it, its line and its key.
+func unreadable(err error, path string, at func(error) error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok && path != "" && pe.Path == path {
+		return at(err)
+	}
+	return err
 }
 
 // usageError prints the usage and returns a usage error (exit status 2)

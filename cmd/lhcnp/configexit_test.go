@@ -213,6 +213,72 @@ func TestConfigErrorExitStatusOfFiles(t *testing.T) {
 	}
 }
 
+// TestConfigErrorOfUnreadableFiles: a file that cannot be read (missing,
+// a directory), named by a command's --config or by a key, is named at the
+// flag, or at the key and where its value came from (the file's line and
+// column, the flag, the variable), exit status 2: os's error named the
+// path alone (`lhcnp lab: open /missing.yaml: no such file or
+// directory`), and the lab's fabric from the file or a variable was named
+// as --fabric. Every command with a --config, and every key naming a file
+// not covered by TestConfigErrorExitStatusOfFiles,
+// TestGNMIFilesAreConfiguration and TestSwitchConfErrors.
+func TestConfigErrorOfUnreadableFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := fileWriter(t, dir)
+	none := filepath.Join(dir, "none.yaml")
+	q := []string{"--target", "n1", "--interface", "wan", "--queue", "0"}
+	// The lab with its database never reached: a missing file is
+	// refused before it starts.
+	lab := func(args ...string) []string {
+		return append([]string{"lab", "--postgres", "postgres://x@127.0.0.1:1/x", "--state-dir", filepath.Join(dir, "lab-state")}, args...)
+	}
+	const open = "open DIR/none.yaml: no such file or directory"
+	const runFromRepo = " (run from the repository, or give the lab topology's fabric file)"
+	fabric, err := filepath.Abs("../../examples/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		desc string
+		args []string
+		env  string // NAME=VALUE, if any
+		want string // DIR for the test's directory
+	}{
+		{desc: "collector --config", args: []string{"collector", "--config", none}, want: "lhcnp collector: --config: " + open},
+		{desc: "tuner --config", args: []string{"tuner", "--config", none}, want: "lhcnp tuner: --config: " + open},
+		{desc: "tuner hold --config", args: append([]string{"tuner", "hold", "--config", none}, q...), want: "lhcnp tuner hold: --config: " + open},
+		{desc: "tuner release --config", args: append([]string{"tuner", "release", "--config", none}, q...), want: "lhcnp tuner release: --config: " + open},
+		{desc: "migrate --config", args: []string{"migrate", "status", "--config", none}, want: "lhcnp migrate: --config: " + open},
+		{desc: "switch --config", args: []string{"switch", "--config", none}, want: "lhcnp switch: --config: " + open},
+		{desc: "lab --config", args: lab("--config", none), want: "lhcnp lab: --config: " + open},
+		{desc: "lab --config a directory", args: lab("--config", dir), want: "lhcnp lab: --config: read DIR: is a directory"},
+		{desc: "lab status --config", args: []string{"lab", "status", "--config", none}, want: "lhcnp lab status: --config: " + open},
+		{desc: "lab --fabric", args: lab("--fabric", none), want: "lhcnp lab: --fabric: fabric: " + open + runFromRepo},
+		{desc: "lab fabric of a variable", args: lab(), env: "LHCNP_LAB_FABRIC=" + none, want: "lhcnp lab: LHCNP_LAB_FABRIC: fabric: " + open + runFromRepo},
+		{desc: "lab fabric of the file", args: lab("--config", write("lab-fabric.yaml", "speed: 1\nfabric: "+none+"\n")),
+			want: "lhcnp lab: DIR/lab-fabric.yaml:2:9: fabric: " + open + runFromRepo},
+		{desc: "lab --tuner-config", args: lab("--fabric", fabric, "--tuner-config", none), want: "lhcnp lab: --tuner-config: tuner_config: " + open},
+		{desc: "lab tuner_config of a variable", args: lab("--fabric", fabric), env: "LHCNP_LAB_TUNER_CONFIG=" + none,
+			want: "lhcnp lab: LHCNP_LAB_TUNER_CONFIG: tuner_config: " + open},
+		{desc: "lab tuner_config of the file", args: lab("--fabric", fabric, "--config", write("lab-tuner.yaml", "tuner_config: "+none+"\n")),
+			want: "lhcnp lab: DIR/lab-tuner.yaml:1:15: tuner_config: " + open},
+		{desc: "sim eval --tuner-config", args: []string{"sim", "eval", "--family", "none.yaml", "--out", dir, "--tuner-config", none},
+			want: "lhcnp sim eval: --tuner-config: " + open},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if name, value, ok := strings.Cut(tt.env, "="); ok {
+				t.Setenv(name, value)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			want := strings.ReplaceAll(tt.want, "DIR", dir)
+			if got := strings.TrimSuffix(stderr.String(), "\n"); code != 2 || got != want {
+				t.Errorf("lhcnp %s: exit status %d, stderr\n%s\nwant exit status 2 and\n%s", strings.Join(tt.args, " "), code, got, want)
+			}
+		})
+	}
+}
+
 // TestCollectorDSNExitStatus: a db.dsn that does not parse, from the
 // file, a flag or a variable, is refused while the configuration is
 // loaded, named where it came from, exit status 2, as lhcnp migrate's is;

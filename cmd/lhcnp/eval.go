@@ -87,7 +87,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *tunerConfig != "" {
 		tc, cc, err := tunerFile(*tunerConfig)
 		if err != nil {
-			return err
+			return unreadable(err, *tunerConfig, func(err error) error { return fmt.Errorf("--tuner-config: %w", err) })
 		}
 		if err := tc.Policy.Validate(); err != nil {
 			// One line per key, each at the file's line of its key of

@@ -54,6 +54,9 @@ type labFile struct {
 	// the lab opens its pool with it (lab.Config.Postgres), so the check
 	// and the use are the one parse. Unexported: not a key (cliconf).
 	postgres *pgxpool.Config
+	// cc, set by parseLab, names where a key's value came from
+	// (cc.Locate) for labConfig's errors about the files the keys name.
+	cc *cliconf.Config
 }
 
 // labEnvPrefix is the prefix of lhcnp lab's variables (LHCNP_LAB_STATE_DIR).
@@ -137,6 +140,7 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 			return nil, c.cc.Locate(err)
 		}
 	}
+	cfg.cc = c.cc
 	return &cfg, nil
 }
 
@@ -195,12 +199,20 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // the lab's start will load it (switchFile.checkConfigs): one refused is
 // the configuration's mistake, said before the lab starts.
 func labConfig(ctx context.Context, cfg labFile, stderr io.Writer) (lab.Config, error) {
+	// A file a key names that cannot be read is named at the key, where
+	// its value came from: os's error names the path alone.
+	atKey := func(key string) func(error) error {
+		return func(err error) error {
+			hint := ""
+			if key == "fabric" && errors.Is(err, os.ErrNotExist) {
+				hint = " (run from the repository, or give the lab topology's fabric file)"
+			}
+			return cfg.cc.Locate(fmt.Errorf("%s: %w%s", key, err, hint))
+		}
+	}
 	f, fcc, err := loadSwitchFile(cfg.Fabric)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return lab.Config{}, fmt.Errorf("--fabric %s: %w (run from the repository, or give the lab topology's fabric file)", cfg.Fabric, err)
-		}
-		return lab.Config{}, err
+		return lab.Config{}, unreadable(err, cfg.Fabric, atKey("fabric"))
 	}
 	speed := cfg.Speed
 	if speed == 0 {
@@ -274,7 +286,7 @@ func labConfig(ctx context.Context, cfg labFile, stderr io.Writer) (lab.Config, 
 	if cfg.Tuner {
 		var tcc *cliconf.Config
 		if lc.Tuner, tcc, err = labTuner(cfg.TunerConfig); err != nil {
-			return lab.Config{}, err
+			return lab.Config{}, unreadable(err, cfg.TunerConfig, atKey("tuner_config"))
 		}
 		lc.Tuner.DryRun = lc.Tuner.DryRun || cfg.DryRun
 		lc.Tuner.Switches = tuned
