@@ -3,6 +3,7 @@ package tuner
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/lhcnp/lhcnp/internal/hostport"
@@ -137,6 +138,17 @@ func (c Config) Validate() error {
 		}
 		if !s.Insecure && s.CAFile == "" && !s.SkipVerify {
 			bad(key+".ca_file", "missing: give ca_file, skip_verify or insecure")
+		}
+		// The files are read at the switch's first connection, a failure
+		// of every push then: one missing is the configuration's mistake,
+		// said at the start (as the collector's targets' are).
+		for _, f := range []struct{ key, path string }{{"ca_file", s.CAFile}, {"cert_file", s.CertFile}, {"key_file", s.KeyFile}} {
+			if f.path == "" {
+				continue
+			}
+			if _, err := os.Stat(f.path); err != nil {
+				bad(key+"."+f.key, "%v", err)
+			}
 		}
 	}
 	if err := c.Policy.Validate(); err != nil {

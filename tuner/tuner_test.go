@@ -867,6 +867,11 @@ func TestConfigValidate(t *testing.T) {
 			`switches[0].address: "127.0.0.1:99999": invalid port "99999"`},
 		{"switch twice", func(c *Config) { c.Switches = append(c.Switches, c.Switches[0]) }, `switches[1].name: "n1" listed twice`},
 		{"TLS without CA", func(c *Config) { c.Switches[0].Insecure = false }, "switches[0].ca_file: missing"},
+		// Read at the first connection, every push failing then.
+		{"CA file missing", func(c *Config) { c.Switches[0].Insecure, c.Switches[0].CAFile = false, "/nonexistent/ca.pem" },
+			"switches[0].ca_file: stat /nonexistent/ca.pem: no such file or directory"},
+		{"key file missing", func(c *Config) { c.Switches[0].KeyFile = "/nonexistent/key.pem" },
+			"switches[0].key_file: stat /nonexistent/key.pem: no such file or directory"},
 		{"rollback shorter than judging", func(c *Config) { c.RollbackDuration = c.JudgeWindow }, "rollback_duration"},
 		{"policy outside the model", func(c *Config) { c.Policy.AlphaMax = 5000 }, "policy.alpha_max: 5000 is outside the YANG range"},
 		{"v-growth minimum 0", func(c *Config) { c.Policy.VGrowthMinShare = 0 }, "policy.v_growth_min_share: 0 is not a finite share of R_port > 0"},
