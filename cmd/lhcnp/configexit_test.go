@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lhcnp/lhcnp/lab"
+	"github.com/lhcnp/lhcnp/tuner"
 )
 
 // TestConfigErrorExitStatus runs lhcnp (this test binary as the command,
@@ -276,6 +280,41 @@ func TestConfigErrorOfUnreadableFiles(t *testing.T) {
 				t.Errorf("lhcnp %s: exit status %d, stderr\n%s\nwant exit status 2 and\n%s", strings.Join(tt.args, " "), code, got, want)
 			}
 		})
+	}
+}
+
+// TestConfigEmptyVariable: a variable set to "" is as if it were not set
+// (internal/cliconf), for every command: LHCNP_TUNER_DB= (compose's
+// ${VAR} of an unset VAR) left the --config file's db, where it blanked
+// it and the tuner said `db: missing`. The tuner's and the lab's here;
+// the rule is cliconf's, every command's (TestEmptyVariableIsUnset).
+func TestConfigEmptyVariable(t *testing.T) {
+	write := fileWriter(t, t.TempDir())
+	const dsn = "postgres://lhcnp@127.0.0.1:1/lhcnp"
+	tunerFile := write("tuner.yaml", "db: "+dsn+"\nswitches:\n  - {name: n1, address: 127.0.0.1:1, insecure: true}\n")
+	empty := func(names ...string) func() []string {
+		return func() []string {
+			var env []string
+			for _, n := range names {
+				env = append(env, n+"=")
+			}
+			return env
+		}
+	}
+	ta, err := parseTuner([]string{"--config", tunerFile}, empty("LHCNP_TUNER_DB", "LHCNP_TUNER_PERIOD"), io.Discard)
+	if err != nil {
+		t.Fatalf("tuner: %v", err)
+	}
+	if ta.cfg.DB != dsn || ta.dbFrom != tunerFile+": db" || ta.cfg.Period != tuner.DefaultConfig().Period {
+		t.Errorf("tuner: db %q from %q, period %v; want the file's %q, the default period", ta.cfg.DB, ta.dbFrom, ta.cfg.Period, dsn)
+	}
+	labFile := write("lab.yaml", "state_dir: "+filepath.Dir(tunerFile)+"\nspeed: 0.2\n")
+	lf, err := parseLab([]string{"--config", labFile}, empty("LHCNP_LAB_STATE_DIR", "LHCNP_LAB_SPEED", "LHCNP_LAB_NORTHBOUND"), io.Discard)
+	if err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+	if lf.StateDir != filepath.Dir(tunerFile) || lf.Speed != 0.2 || lf.Northbound != lab.DefaultNorthboundAddr {
+		t.Errorf("lab: state_dir %q, speed %g, northbound %q; want the file's, the default northbound", lf.StateDir, lf.Speed, lf.Northbound)
 	}
 }
 

@@ -233,8 +233,10 @@ func TestSwitchEveryFlagHasAVariable(t *testing.T) {
 			env: []string{"LHCNP_SWITCH_RUN=n2", "LHCNP_SWITCH_TLS_CERT=/etc/c.pem", "LHCNP_SWITCH_TLS_KEY=k2.pem",
 				"LHCNP_SWITCH_CLIENT_CA=ca.pem", "LHCNP_SWITCH_USERS=u", "LHCNP_SWITCH_CAPTURE=pcaps", "LHCNP_SWITCH_METRICS=127.0.0.1:9464"},
 			want: got{Run: "n2", TLSCert: "/etc/c.pem", TLSKey: "k2.pem", ClientCA: "ca.pem", Users: "u", Capture: "pcaps", Metrics: "127.0.0.1:9464"}},
+		// An empty variable is unset (internal/cliconf): the file's TLS
+		// is blanked by flags.
 		{desc: "plain gRPC from a variable", env: []string{"LHCNP_SWITCH_INSECURE=true", "LHCNP_SWITCH_TLS_CERT=", "LHCNP_SWITCH_TLS_KEY="},
-			want: got{Insecure: true, Users: j("users.txt")}},
+			flags: []string{"--tls-cert=", "--tls-key="}, want: got{Insecure: true, Users: j("users.txt")}},
 		{desc: "flags over variables", env: []string{"LHCNP_SWITCH_RUN=n2", "LHCNP_SWITCH_METRICS=127.0.0.1:1"},
 			flags: []string{"--switches", "n1", "--metrics", "127.0.0.1:2", "--users", "f.txt"},
 			want:  got{Run: "n1", TLSCert: j("c.pem"), TLSKey: j("k.pem"), Users: "f.txt", Metrics: "127.0.0.1:2"}},

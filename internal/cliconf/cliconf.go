@@ -12,6 +12,14 @@
 //   - an environment variable: the prefix, then the key upper-cased with "."
 //     and "-" turned into "_" (LHCNP_COLLECTOR_WRITER_BATCH_ROWS).
 //
+// A variable set to the empty string (LHCNP_TUNER_DB=) is as if it were
+// not set: it overrides neither the file nor the default, and names no
+// key (an unknown one is not refused). A compose file, a systemd unit or
+// a wrapper script passes VAR= for a value it does not have (compose's
+// ${VAR} of an unset VAR), and that must not blank the file's value;
+// viper, under gnmic, does the same. A key is blanked by the file or a
+// flag (--tls-cert=). koanf's env provider alone would set "".
+//
 // This is the one rule for names across lhcnp's commands: key, flag and
 // variable are the same words, and a command's prefix is LHCNP_ and its
 // name (LHCNP_COLLECTOR_, LHCNP_TUNER_, LHCNP_LAB_, LHCNP_SWITCH_,
@@ -346,7 +354,7 @@ func (c *Config) load(path string) error {
 	sort.Strings(aliases)
 	for _, name := range aliases {
 		for _, kv := range c.environ() {
-			if n, val, ok := strings.Cut(kv, "="); ok && n == name {
+			if n, val, ok := strings.Cut(kv, "="); ok && n == name && val != "" {
 				key := c.envAlias[name]
 				if err := k.Set(key, val); err != nil {
 					return fmt.Errorf("environment: %s: %w", name, err)
@@ -361,6 +369,9 @@ func (c *Config) load(path string) error {
 			Prefix:      c.prefix,
 			EnvironFunc: c.environ,
 			TransformFunc: func(name, val string) (string, any) {
+				if val == "" {
+					return "", nil // as if unset (the package comment)
+				}
 				key, ok := c.envKey[name]
 				if !ok {
 					unknown = append(unknown, name)

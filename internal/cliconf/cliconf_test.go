@@ -342,6 +342,50 @@ func TestRenamesAliasesOrigins(t *testing.T) {
 	}
 }
 
+// TestEmptyVariableIsUnset: a variable set to "" (compose's ${VAR} of an
+// unset VAR, a unit's VAR=) is as if it were not set: the file's value or
+// the default stays, its origin too, an alias's as well, and an unknown
+// one is not refused. It overrode the file's value with "" (LHCNP_TUNER_DB=
+// made the tuner say db: missing).
+func TestEmptyVariableIsUnset(t *testing.T) {
+	for _, tt := range []struct {
+		desc   string
+		file   string
+		env    []string
+		want   renamed
+		origin map[string]string // key → origin, FILE for the file
+	}{
+		{desc: "over the file", file: "db: {dsn: file}\nspeed: 2\n", env: []string{"T_DB_DSN=", "T_SPEED="},
+			want: renamed{DB: struct {
+				DSN string `yaml:"dsn"`
+			}{"file"}, Speed: 2, Every: time.Minute}, origin: map[string]string{"db.dsn": "FILE", "speed": "FILE"}},
+		{desc: "over the default", env: []string{"T_EVERY="}, want: renamed{Every: time.Minute}, origin: map[string]string{"every": ""}},
+		{desc: "an alias", file: "db: {dsn: file}\n", env: []string{"OLD_DB="},
+			want: renamed{DB: struct {
+				DSN string `yaml:"dsn"`
+			}{"file"}, Every: time.Minute}, origin: map[string]string{"db.dsn": "FILE"}},
+		{desc: "an empty variable under a set alias", env: []string{"OLD_DB=old", "T_DB_DSN="},
+			want: renamed{DB: struct {
+				DSN string `yaml:"dsn"`
+			}{"old"}, Every: time.Minute}, origin: map[string]string{"db.dsn": "OLD_DB"}},
+		{desc: "an unknown one", env: []string{"T_NOPE="}, want: renamed{Every: time.Minute}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			got := renamed{Every: time.Minute}
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			c, path := layer(t, fs, &got, tt.file, tt.env, nil, cliconf.WithEnvAlias("OLD_DB", "db.dsn"))
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("config (-want +got):\n%s", d)
+			}
+			for key, want := range tt.origin {
+				if got := c.Origin(key); got != strings.ReplaceAll(want, "FILE", path) {
+					t.Errorf("Origin(%s) = %q, want %q", key, got, want)
+				}
+			}
+		})
+	}
+}
+
 func TestRenamesAliasesErrors(t *testing.T) {
 	var v renamed
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
