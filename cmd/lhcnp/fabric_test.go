@@ -310,6 +310,20 @@ func TestProcessesJoinedByWires(t *testing.T) {
 
 // TestFabricFileErrors: a bad fabric file, or a wire that cannot open, is
 // an error naming the file, the entry or the address.
+// TestSwitchCaptureCreatesDir: --capture names a directory that need not
+// exist, as sim run's --out: the switch creates it and a pcap per wire in
+// it. It failed before: "open DIR/t1-n1.pcap: no such file or directory".
+func TestSwitchCaptureCreatesDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pcaps", "run1")
+	r := startSwitchArgs(t, "--config", labFabricFile(t), "--switches", "t1", "--insecure", "--capture", dir)
+	if err := r.stop(); err != nil {
+		t.Fatalf("runSwitch after cancel: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "t1-n1.pcap")); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestFabricFileErrors(t *testing.T) {
 	abs := func(p string) string {
 		a, err := filepath.Abs(p)

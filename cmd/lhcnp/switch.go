@@ -544,6 +544,11 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return cc.Locate(err)
 	}
 	if f.Capture != "" {
+		// Created as sim run's --out is: a directory named for this run's
+		// pcaps need not exist yet.
+		if err := os.MkdirAll(f.Capture, 0o755); err != nil {
+			return err
+		}
 		for i, w := range cfg.Wires {
 			pf, err := os.Create(filepath.Join(f.Capture, w.Link+".pcap"))
 			if err != nil {
