@@ -152,6 +152,10 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if isTerminal(stderr) {
 		opts.Progress = func(sc, m string) { fmt.Fprintf(stderr, "compare: %s with %s\n", sc, m) }
 	}
+	// Refused before --out is made: nothing of this comparison is written.
+	if err := compare.Check(scs, opts); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}

@@ -80,6 +80,49 @@ func TestPhasesCommand(t *testing.T) {
 	}
 }
 
+// TestCompareRefusalsExitStatus: what package compare refuses before it
+// runs (a mechanism that needs congestion-aware nodes on a file without
+// them, a phase that shifts a step past the run's end) is a mistake of the
+// configuration: exit status 2, and nothing run or written, the refusal of
+// the last file of sim phases coming before the first file's phases. They
+// exited 1, and sim phases ran rtt-step's phases before the second file's
+// refusal.
+func TestCompareRefusalsExitStatus(t *testing.T) {
+	data, err := os.ReadFile("../../scenarios/compare/rtt-step.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := fileWriter(t, t.TempDir())("early.yaml", strings.NewReplacer("name: rtt-step", "name: rtt-step-early", "at: 30ms", "at: 2ms").Replace(string(data)))
+	const (
+		step    = "../../scenarios/compare/rtt-step.yaml"
+		noNodes = "../../scenarios/incast-dcqcn.yaml"
+	)
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"compare without nodes", []string{"sim", "compare", noNodes, "--mechanisms", "dcqcn,long-haul-cnp", "--no-plots", "--duration", "100us"},
+			"lhcnp sim compare: compare: scenario incast-dcqcn: long-haul-cnp needs the file to name its congestion-aware nodes (mechanism.nodes)\n"},
+		{"phases second file without nodes", []string{"sim", "phases", step, noNodes, "--phases", "2", "--duration", "3ms", "--phase-step", "1us"},
+			"lhcnp sim phases: compare: scenario incast-dcqcn: long-haul-cnp+tuner needs the file to name its congestion-aware nodes (mechanism.nodes)\n"},
+		{"phases second file shifted past the end", []string{"sim", "phases", step, early, "--phases", "2", "--duration", "3ms", "--phase-step", "2ms"},
+			"lhcnp sim phases: compare: rtt-step-early: the rtt event on wan shifted by 2ms comes at 4ms, at or after the run's end (3ms)\n"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			var stdout, stderr bytes.Buffer
+			code := run(append(tt.args, "--out", out), &stdout, &stderr)
+			if code != 2 || stderr.String() != tt.want {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), tt.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s was written: a run went ahead", out)
+			}
+		})
+	}
+}
+
 // TestCompareMarkdownReplaced: --markdown FILE is replaced once the
 // document is written whole (a temporary file in its directory, renamed),
 // never emptied while the runs go on: a run that fails leaves FILE as it

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/compare"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/server/fabric"
 )
@@ -105,13 +106,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // exitStatus is the exit status of a command's error: 2 for a usage error
 // or one of the configuration (a switch's startup or initial
-// configuration that fabric.Check refuses is one), 1 for the others.
+// configuration that fabric.Check refuses is one, and so are a
+// comparison's scenarios and mechanisms that package compare refuses
+// before it runs them), 1 for the others.
 func exitStatus(err error) int {
 	var ue usageError
 	if errors.As(err, &ue) || errors.Is(err, cliconf.ErrConfig) {
 		return 2
 	}
 	if _, ok := errors.AsType[*fabric.ConfigError](err); ok {
+		return 2
+	}
+	if _, ok := errors.AsType[*compare.ConfigError](err); ok {
 		return 2
 	}
 	return 1

@@ -69,6 +69,13 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := dur.fits(scs...); err != nil {
 		return err
 	}
+	// Every file before the first's phases run: a refusal of the last
+	// comes before the runs of the others, not after them.
+	for _, sc := range scs {
+		if err := compare.CheckPhases(sc, offsets, opts); err != nil {
+			return err
+		}
+	}
 	var all []*compare.Phases
 	for _, sc := range scs {
 		p, err := compare.RunPhases(ctx, sc, offsets, *out, opts)

@@ -91,6 +91,34 @@ func needsNodes(extra []Variant, m string) bool {
 	return base != "dcqcn" && base != "pfc"
 }
 
+// ConfigError is a refusal of the scenarios and mechanisms a caller gives,
+// made before anything runs (Check, CheckPhases, Shift): a mistake of the
+// caller's configuration, not a failure of a run. A command tells the two
+// apart with errors.As (lhcnp's exit status 2 and 1).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Check refuses what Run refuses before its first run: a list of
+// mechanisms CheckMechanisms refuses, and a scenario without
+// congestion-aware nodes under a mechanism that needs them. Its errors are
+// *ConfigError. A command may call it before it prepares anything.
+func Check(scenarios []*scenario.Scenario, o Options) error {
+	mechs := o.mechanisms()
+	if err := CheckMechanisms(mechs, o.Variants); err != nil {
+		return &ConfigError{fmt.Errorf("compare: %w", err)}
+	}
+	for _, sc := range scenarios {
+		for _, m := range mechs {
+			if len(sc.Mechanism.Nodes) == 0 && needsNodes(o.Variants, m) {
+				return &ConfigError{fmt.Errorf("compare: scenario %s: %s needs the file to name its congestion-aware nodes (mechanism.nodes)", sc.Name, m)}
+			}
+		}
+	}
+	return nil
+}
+
 // Options configure Run.
 type Options struct {
 	// Mechanisms to run, in table order; the first is the baseline that
@@ -112,6 +140,14 @@ type Options struct {
 	// TunerPolicy, when set, is the tuned rows' policy configuration in
 	// place of its defaults (sim.WithTunerPolicy).
 	TunerPolicy *policy.Config
+}
+
+// mechanisms are the rows Run runs: Mechanisms, or DefaultMechanisms.
+func (o Options) mechanisms() []string {
+	if len(o.Mechanisms) == 0 {
+		return DefaultMechanisms()
+	}
+	return o.Mechanisms
 }
 
 // simOptions are the options of one run: the duration, no plots unless
@@ -239,22 +275,12 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 	if o.Plots && o.SummaryOnly {
 		return nil, errors.New("compare: plots need the runs' time series: Plots and SummaryOnly together")
 	}
-	mechs := o.Mechanisms
-	if len(mechs) == 0 {
-		mechs = DefaultMechanisms()
-	}
 	// Every name is checked before the first run: a misspelt or
 	// inapplicable mechanism fails at once, not after the scenarios before it.
-	if err := CheckMechanisms(mechs, o.Variants); err != nil {
-		return nil, fmt.Errorf("compare: %w", err)
+	if err := Check(scenarios, o); err != nil {
+		return nil, err
 	}
-	for _, sc := range scenarios {
-		for _, m := range mechs {
-			if len(sc.Mechanism.Nodes) == 0 && needsNodes(o.Variants, m) {
-				return nil, fmt.Errorf("compare: scenario %s: %s needs the file to name its congestion-aware nodes (mechanism.nodes)", sc.Name, m)
-			}
-		}
-	}
+	mechs := o.mechanisms()
 	res := &Result{}
 	for _, sc := range scenarios {
 		var rows []Row

@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -199,7 +200,8 @@ func TestDocumentListsBestStatic(t *testing.T) {
 // mechanism that needs them are refused before the first run, not after
 // the rows before it ran (a default comparison ran pfc, dcqcn, the DCQCN
 // grid and dcqcn:paper before fast-cnp said so). needsNodes agrees with
-// every row's own refusal: the variant's Apply, and runBestStatic's.
+// every row's own refusal: the variant's Apply, and runBestStatic's. The
+// refusal is a *ConfigError.
 func TestNodesCheckedFirst(t *testing.T) {
 	sc, err := scenario.LoadFile("../../scenarios/incast-dcqcn.yaml")
 	if err != nil {
@@ -212,6 +214,9 @@ func TestNodesCheckedFirst(t *testing.T) {
 	_, err = Run(context.Background(), []*scenario.Scenario{sc}, out, Options{Mechanisms: []string{"dcqcn", "fast-cnp"}, Duration: 100 * time.Microsecond})
 	if err == nil || !strings.Contains(err.Error(), "compare: scenario incast-dcqcn: fast-cnp needs the file to name its congestion-aware nodes (mechanism.nodes)") {
 		t.Errorf("Run: %v, want fast-cnp's refusal", err)
+	}
+	if _, ok := errors.AsType[*ConfigError](err); !ok {
+		t.Errorf("Run: %v is no *ConfigError: a command takes it for a failed run", err)
 	}
 	if entries, _ := os.ReadDir(out); len(entries) != 0 {
 		t.Errorf("a run went ahead: %s holds %d entries", out, len(entries))

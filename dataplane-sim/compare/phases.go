@@ -23,7 +23,7 @@ import (
 // bar is measured at other phases of the flows' own cycles (their cuts and
 // recoveries), which a single deterministic run fixes by chance. A step
 // of the run that the shift takes to or past end, the run's end, is an
-// error; one at or after end already stays where it is.
+// error (*ConfigError); one at or after end already stays where it is.
 func Shift(sc *scenario.Scenario, d, end time.Duration) (*scenario.Scenario, error) {
 	c := *sc
 	first := time.Duration(math.MaxInt64)
@@ -42,7 +42,7 @@ func Shift(sc *scenario.Scenario, d, end time.Duration) (*scenario.Scenario, err
 		}
 		*t += d
 		if *t >= end {
-			return fmt.Errorf("compare: %s: %s shifted by %v comes at %v, at or after the run's end (%v)", sc.Name, what, d, *t, end)
+			return &ConfigError{fmt.Errorf("compare: %s: %s shifted by %v comes at %v, at or after the run's end (%v)", sc.Name, what, d, *t, end)}
 		}
 		return nil
 	}
@@ -92,19 +92,12 @@ type Phases struct {
 // RunPhases runs sc at every offset with the rows the bars compare (the
 // baseline that picks the bottleneck, the tuned run, the grid), each phase
 // under outDir/<scenario>/+<offset>/ (summaries and tuner.csv only:
-// Options.SummaryOnly). Every offset is checked (Shift) before the first
-// run.
+// Options.SummaryOnly). Every offset is checked (CheckPhases) before the
+// first run.
 func RunPhases(ctx context.Context, sc *scenario.Scenario, offsets []time.Duration, outDir string, o Options) (*Phases, error) {
-	end := sc.Duration
-	if o.Duration > 0 {
-		end = o.Duration
-	}
-	shifted := make([]*scenario.Scenario, len(offsets))
-	for i, d := range offsets {
-		var err error
-		if shifted[i], err = Shift(sc, d, end); err != nil {
-			return nil, err
-		}
+	shifted, err := shiftPhases(sc, offsets, o)
+	if err != nil {
+		return nil, err
 	}
 	p := &Phases{Scenario: sc.Name, Offsets: offsets}
 	o.Mechanisms = PhaseMechanisms
@@ -140,6 +133,37 @@ func RunPhases(ctx context.Context, sc *scenario.Scenario, offsets []time.Durati
 		return nil, fmt.Errorf("compare: %s: the grid is empty", sc.Name)
 	}
 	return p, nil
+}
+
+// CheckPhases refuses what RunPhases refuses of sc before its first run: a
+// step that a phase shifts to or past the run's end (Shift), and what
+// Check refuses of the phases' rows (PhaseMechanisms). Its errors are
+// *ConfigError. A command running several scenarios checks every one
+// before the first's phases run.
+func CheckPhases(sc *scenario.Scenario, offsets []time.Duration, o Options) error {
+	_, err := shiftPhases(sc, offsets, o)
+	return err
+}
+
+// shiftPhases is sc shifted by every offset (Shift, up to the run's end),
+// each checked as Run checks it with the phases' rows.
+func shiftPhases(sc *scenario.Scenario, offsets []time.Duration, o Options) ([]*scenario.Scenario, error) {
+	end := sc.Duration
+	if o.Duration > 0 {
+		end = o.Duration
+	}
+	shifted := make([]*scenario.Scenario, len(offsets))
+	for i, d := range offsets {
+		var err error
+		if shifted[i], err = Shift(sc, d, end); err != nil {
+			return nil, err
+		}
+	}
+	o.Mechanisms = PhaseMechanisms
+	if err := Check(shifted, o); err != nil {
+		return nil, err
+	}
+	return shifted, nil
 }
 
 // PhaseMechanisms are the rows RunPhases runs at each phase: DCQCN (the

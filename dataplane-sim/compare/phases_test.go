@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -20,7 +21,8 @@ import (
 // after the first, groups starting after the first flow as a whole, stops)
 // come later by the offset; the first flows, a group running from the
 // start and an event at 0 do not move, nor does the file's scenario; a
-// step of the run shifted past its end is an error naming it.
+// step of the run shifted past its end is an error naming it, a
+// *ConfigError.
 func TestShift(t *testing.T) {
 	ms := time.Millisecond
 	sc := &scenario.Scenario{Name: "x", Duration: 500 * ms,
@@ -68,6 +70,9 @@ func TestShift(t *testing.T) {
 			_, err := Shift(sc, tc.d, tc.end)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Shift: %v, want an error saying %q", err, tc.want)
+			}
+			if _, ok := errors.AsType[*ConfigError](err); !ok {
+				t.Errorf("Shift: %v is no *ConfigError: a command takes it for a failed run", err)
 			}
 		})
 	}
