@@ -122,8 +122,8 @@ func Check(scenarios []*scenario.Scenario, o Options) error {
 // Options configure Run.
 type Options struct {
 	// Mechanisms to run, in table order; the first is the baseline that
-	// picks each scenario's bottleneck. Empty: every variant's name
-	// (VariantNames).
+	// picks each scenario's bottleneck. Empty: DefaultMechanisms (every
+	// variant's name, then the tuner's rows).
 	Mechanisms []string
 	// Variants are rows of the caller's own, looked up by name before
 	// DefaultVariants.
