@@ -130,7 +130,10 @@ type Options struct {
 	Variants []Variant
 	// Duration overrides every scenario's duration when positive.
 	Duration time.Duration
-	// Plots writes the PNG plots (and each run's own plots).
+	// Plots writes the PNG plots (and each run's own plots). An earlier
+	// comparison's plots of the same scenarios in the output directory are
+	// removed either way: off, or a plot this one does not draw (an FCT
+	// plot without finite flows), they would be read as this run's.
 	Plots bool
 	// SummaryOnly writes each run's summary.json and tuner.csv only, not
 	// its time series (sim.WithoutSeries); Plots must be off.
@@ -316,6 +319,9 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, outDir string, o O
 			fill(&rows[i], node, peer)
 			fillObjective(&rows[i], sc)
 			rows[i].Fabric = fabricFigures(rows[i].Summary, sc)
+		}
+		if err := removePlots(outDir, sc.Name); err != nil {
+			return nil, err
 		}
 		if o.Plots {
 			files, err := writePlots(outDir, sc.Name, rows)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -239,6 +240,46 @@ func TestNodesCheckedFirst(t *testing.T) {
 		}
 		if refused != needsNodes(nil, m) {
 			t.Errorf("%s: its row refuses a scenario without nodes: %v; needsNodes says %v", m, refused, needsNodes(nil, m))
+		}
+	}
+}
+
+// TestRunRemovesEarlierPlots: a comparison's plots replace an earlier
+// comparison's of the same scenario, and one it does not draw (Plots off;
+// the FCT plot of a scenario without finite flows) is removed, not left to
+// be read as this run's. Files of other names stay. Before, a run without
+// plots left the earlier <scenario>-queue.png and -rate.png.
+func TestRunRemovesEarlierPlots(t *testing.T) {
+	sc := loadScenario(t, "rtt-step.yaml")
+	out := t.TempDir()
+	for _, name := range []string{"rtt-step-fct.png", "other.png"} {
+		if err := os.WriteFile(filepath.Join(out, name), []byte("earlier"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	present := func() []string {
+		var names []string
+		for _, name := range []string{"rtt-step-queue.png", "rtt-step-rate.png", "rtt-step-fct.png", "other.png"} {
+			if _, err := os.Stat(filepath.Join(out, name)); err == nil {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+	for _, tt := range []struct {
+		desc  string
+		plots bool
+		want  []string
+	}{
+		{"plotted", true, []string{"rtt-step-queue.png", "rtt-step-rate.png", "other.png"}},
+		{"without plots", false, []string{"other.png"}},
+	} {
+		o := Options{Mechanisms: []string{"dcqcn"}, Duration: 3 * time.Millisecond, Plots: tt.plots}
+		if _, err := Run(context.Background(), []*scenario.Scenario{sc}, out, o); err != nil {
+			t.Fatal(err)
+		}
+		if got := present(); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %s holds %v, want %v", tt.desc, out, got, tt.want)
 		}
 	}
 }

@@ -182,7 +182,7 @@ func writeFabricPlot(outDir, name string, rows []Row) (string, error) {
 	if len(series) == 0 {
 		return "", nil
 	}
-	file := name + "-fabric-fct.png"
+	file := name + fabricPlotSuffix
 	sp := report.IntervalSpec{File: file, Title: name + ": FCT slowdown inside each DC and across the WAN, by flow size, p50 (lower mark) to p99 (upper)",
 		YLabel: "FCT slowdown (log)", Groups: groups, Series: series, Low: low, High: high, LogY: true}
 	if err := report.WriteIntervalPlot(filepath.Join(outDir, file), sp); err != nil {
@@ -217,7 +217,7 @@ func writeFabricSection(b *strings.Builder, d FabricDoc, plotDir string) error {
 	}
 	p("\n")
 	for _, f := range d.Result.Plots {
-		if strings.HasSuffix(f, "-fabric-fct.png") {
+		if strings.HasSuffix(f, fabricPlotSuffix) {
 			p("![%s](%s)\n\n", strings.TrimSuffix(f, ".png"), path.Join(plotDir, f))
 		}
 	}

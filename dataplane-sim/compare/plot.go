@@ -14,6 +14,28 @@ import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/sim"
 )
 
+// The plots Run writes into its output directory, after the scenario's
+// name.
+const (
+	queuePlotSuffix  = "-queue.png"
+	ratePlotSuffix   = "-rate.png"
+	fctPlotSuffix    = "-fct.png"
+	fabricPlotSuffix = "-fabric-fct.png"
+)
+
+// removePlots removes the plots of scenario name in outDir that an earlier
+// comparison wrote, before this one writes its own or none (Plots off, a
+// scenario without finite flows): one left would be read as this run's,
+// as sim.Run removes its own files first.
+func removePlots(outDir, name string) error {
+	for _, suffix := range []string{queuePlotSuffix, ratePlotSuffix, fctPlotSuffix, fabricPlotSuffix} {
+		if err := os.Remove(filepath.Join(outDir, name+suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 // writePlots draws, for one scenario, the bottleneck's queue (with the
 // K_min and K_max of the mechanisms that have them) and the senders' total
 // sending rate over time, one line per mechanism, from the runs'
@@ -84,7 +106,7 @@ func writePlots(outDir, name string, rows []Row) ([]string, error) {
 			rate.Add(cur, rs, sum)
 		}
 	}
-	files := []string{name + "-queue.png", name + "-rate.png"}
+	files := []string{name + queuePlotSuffix, name + ratePlotSuffix}
 	b := rows[0]
 	specs := []report.PlotSpec{
 		{Family: queue, File: files[0], Title: fmt.Sprintf("%s: queue at %s→%s", name, b.BottleneckNode, b.BottleneckPeer), YLabel: "queue (MB)", YScale: 1e-6,
@@ -159,7 +181,7 @@ func writeFCTPlot(outDir, name string, rows []Row) (string, error) {
 	if len(series) == 0 {
 		return "", nil
 	}
-	file := name + "-fct.png"
+	file := name + fctPlotSuffix
 	sp := report.IntervalSpec{File: file, Title: name + ": FCT slowdown by flow size, p50 (lower mark) to p99 (upper)",
 		YLabel: "FCT slowdown (log)", Groups: groups, Series: series, Low: low, High: high, LogY: true}
 	if err := report.WriteIntervalPlot(filepath.Join(outDir, file), sp); err != nil {
