@@ -207,8 +207,8 @@ func TestSimFileErrorExitStatus(t *testing.T) {
 	}{
 		{"run unknown key", []string{"sim", "run", typo, "--out", out}, "lhcnp sim run: " + typo + ":1:1: duration: missing required field"},
 		{"run empty", []string{"sim", "run", empty, "--out", out}, "lhcnp sim run: " + empty + ": empty scenario"},
-		{"run directory", []string{"sim", "run", dir, "--out", out}, "lhcnp sim run: " + dir + ": read " + dir + ": is a directory"},
-		{"run missing", []string{"sim", "run", missing, "--out", out}, "lhcnp sim run: " + missing + ": open " + missing + ": no such file or directory"},
+		{"run directory", []string{"sim", "run", dir, "--out", out}, "lhcnp sim run: " + dir + ": is a directory"},
+		{"run missing", []string{"sim", "run", missing, "--out", out}, "lhcnp sim run: " + missing + ": no such file or directory"},
 		{"compare", []string{"sim", "compare", typo, "--out", out, "--mechanisms", "dcqcn"}, "lhcnp sim compare: " + typo + ":1:1: duration: missing required field"},
 		{"phases", []string{"sim", "phases", typo, "--out", out}, "lhcnp sim phases: " + typo + ":1:1: duration: missing required field"},
 		{"generate", []string{"sim", "generate", "--family", famRange, "--out", out},

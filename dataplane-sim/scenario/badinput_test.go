@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,6 +173,31 @@ func TestNICBounds(t *testing.T) {
 			}
 			if _, err := Parse(file, []byte(text)); err != nil {
 				t.Errorf("Parse: %v", err)
+			}
+		})
+	}
+}
+
+// TestLoadFileUnreadable: a file that cannot be read is named once, with
+// the system's reason ("DIR: is a directory"), and the error still wraps
+// the system's. It said "DIR: read DIR: is a directory".
+func TestLoadFileUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.yaml")
+	for _, tt := range []struct {
+		desc, path, want string
+		is               error
+	}{
+		{"a directory", dir, dir + ": is a directory", nil},
+		{"missing", missing, missing + ": no such file or directory", fs.ErrNotExist},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, err := LoadFile(tt.path)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("LoadFile: %v, want %q", err, tt.want)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("LoadFile: %v is not %v", err, tt.is)
 			}
 		})
 	}

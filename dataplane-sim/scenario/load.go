@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,13 @@ func WithSeed(seed int64) Option {
 func LoadFile(path string, opts ...Option) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{File: path, Reason: err.Error(), Err: err}
+		// The file leads the message: the reason is the system's alone,
+		// not "read FILE: is a directory" after the file again.
+		reason := err.Error()
+		if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
+			reason = pe.Err.Error()
+		}
+		return nil, &Error{File: path, Reason: reason, Err: err}
 	}
 	return Parse(path, data, opts...)
 }
