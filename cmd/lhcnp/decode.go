@@ -17,7 +17,9 @@ import (
 // runDecode implements `lhcnp decode FILE.pcap [--json]`: one line (or JSON
 // object) per frame with the format, every field and the status of every
 // checksum and ICRC. A frame that does not parse is reported with the
-// reason and decoding goes on; an unreadable file is an error.
+// reason and decoding goes on; a file that cannot be read (missing too) is
+// an error of the work, exit status 1: the capture is the command's data,
+// not its configuration (docs/wire.md, "pcap").
 func runDecode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
 	fs.SetOutput(stderr)

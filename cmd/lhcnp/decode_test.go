@@ -129,6 +129,9 @@ func TestDecodeJSON(t *testing.T) {
 	}
 }
 
+// TestDecodeBadInput: a mistake of the command line is exit status 2; a
+// capture that cannot be read, a missing one included, is 1: the capture
+// is the command's data, not its configuration (docs/wire.md, "pcap").
 func TestDecodeBadInput(t *testing.T) {
 	dir := t.TempDir()
 	notPcap := filepath.Join(dir, "x.pcap")
