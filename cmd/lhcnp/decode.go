@@ -69,6 +69,10 @@ func runDecode(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer file.Close()
+	// Said once, not "DIR: pcap: file header: read DIR: is a directory".
+	if st, err := file.Stat(); err == nil && st.IsDir() {
+		return fmt.Errorf("%s: is a directory", path)
+	}
 	r, err := wire.NewPcapReader(file)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)

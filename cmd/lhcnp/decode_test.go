@@ -147,6 +147,7 @@ func TestDecodeBadInput(t *testing.T) {
 	}{
 		{"no file", []string{"decode"}, 2, "want exactly one pcap file"},
 		{"missing", []string{"decode", filepath.Join(dir, "nope.pcap")}, 1, "no such file"},
+		{"a directory", []string{"decode", dir}, 1, "lhcnp decode: " + dir + ": is a directory\n"},
 		{"not a pcap", []string{"decode", notPcap}, 1, notPcap},
 		{"cut short", []string{"decode", cut}, 1, "after frame"},
 		{"bad flag value", []string{"decode", "--icmpv6-type", "300", capturePath}, 2, "--icmpv6-type: 300: must be 0-255"},
@@ -154,7 +155,9 @@ func TestDecodeBadInput(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			code := run(tt.args, &out, &errOut)
-			if code != tt.code || !strings.Contains(errOut.String(), tt.want) {
+			// A whole line is wanted whole: the directory's name came twice.
+			if code != tt.code || !strings.Contains(errOut.String(), tt.want) ||
+				strings.HasSuffix(tt.want, "\n") && errOut.String() != tt.want {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errOut.String(), tt.code, tt.want)
 			}
 		})
