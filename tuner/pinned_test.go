@@ -556,7 +556,7 @@ func TestTunerRollbackCountsOwnJudgement(t *testing.T) {
 		}
 		p.changes = append(p.changes, pendingChange{key: k, actionID: id, judged: judged[q]})
 	}
-	if err := tu.finish(context.Background(), cfg.Switches[0], p, t1.Add(20*time.Second), OutcomeRolledBack, p.worse+"; cancelled", ""); err != nil {
+	if err := tu.finish(context.Background(), cfg.Switches[0], p, t1.Add(20*time.Second), OutcomeRolledBack, sameReason(p.worse+"; cancelled"), ""); err != nil {
 		t.Fatal(err)
 	}
 	for q, want := range map[uint8]int{0: 1, 1: 2} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -195,4 +196,53 @@ func newFakeLoop(t *testing.T, sw *fakeSwitch, rec Recorder) (*Tuner, Config) {
 	t.Helper()
 	cfg := testConfig(SwitchConfig{Name: "n1", Address: "127.0.0.1:1", Insecure: true})
 	return newTuner(t, cfg, sw, sw, rec), cfg
+}
+
+// queuesSwitch is a switch n1 with queues 0 to len(runs)-1 of wan0, each
+// with its settings and scripted traffic: a commit of several changes, as
+// a start on every queue of an interface makes.
+type queuesSwitch struct {
+	runs, before []policy.Settings
+	pending      string
+	traffic      func(queue uint8, s policy.Settings) traffic
+}
+
+// Windows implements Source as fakeSwitch does, for every queue.
+func (s *queuesSwitch) Windows(_ context.Context, _ string, start, end time.Time) ([]QueueWindow, error) {
+	bdp := float64(srcRate) / 8 * srcRTT.Seconds()
+	var out []QueueWindow
+	for q, runs := range s.runs {
+		w := policy.Window{Start: start, End: end, Config: runs, KBaseBytes: 1500,
+			EffectiveKMaxBytes: int64(runs.Alpha * bdp), RTTEst: srcRTT, PortRateBitsPerSec: srcRate}
+		w.Samples = trafficSamples(s.traffic(uint8(q), runs), start, end)
+		out = append(out, QueueWindow{Interface: "wan0", Queue: uint8(q), Window: w})
+	}
+	return out, nil
+}
+
+func (s *queuesSwitch) Commit(_ context.Context, _, id string, changes []Change, _ time.Duration) error {
+	if s.pending != "" {
+		return errors.New("a commit is pending")
+	}
+	s.pending, s.before = id, slices.Clone(s.runs)
+	for _, c := range changes {
+		s.runs[c.Queue] = c.After
+	}
+	return nil
+}
+
+func (s *queuesSwitch) Confirm(_ context.Context, _, id string) error {
+	if s.pending != id {
+		return errors.New("no such commit")
+	}
+	s.pending = ""
+	return nil
+}
+
+func (s *queuesSwitch) Cancel(_ context.Context, _, id string) error {
+	if s.pending != id {
+		return errors.New("no such commit")
+	}
+	s.pending, s.runs = "", s.before
+	return nil
 }

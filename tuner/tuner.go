@@ -193,8 +193,12 @@ type pending struct {
 	pushedAt time.Time
 	deadline time.Time
 	changes  []pendingChange
-	// worse holds the judgement when the tuner decided not to confirm.
-	worse string
+	// worse holds why the tuner decided not to confirm ("" while it may
+	// still): the same for every change of the commit (another client's
+	// Set), or, with judgedWorse, the judgement of every queue of the
+	// commit, for the log; each row then gives its own (notConfirmed).
+	worse       string
+	judgedWorse bool
 	// cancelErr is the last failed cancel's error ("" when none failed):
 	// the reason the commit reached the switch's deadline.
 	cancelErr string
@@ -203,14 +207,43 @@ type pending struct {
 // rollsBackAt is when the switch rolls the commit back unless confirmed.
 func (p *pending) rollsBackAt() string { return p.deadline.UTC().Format(time.RFC3339) }
 
+// notConfirmed is why c's row is not confirmed: p.worse, or, for a
+// commit judged worse, c's own queue's judgement, and for a queue judged
+// not worse, the judgement of the queues that undid the commit (one Set,
+// confirmed or cancelled whole). A row repeated every queue's judgement
+// of its commit, the whole interface's on a start's rows.
+func (p *pending) notConfirmed(c pendingChange) string {
+	if !p.judgedWorse {
+		return p.worse
+	}
+	why := "not confirmed: " + c.verdict
+	if c.worse() {
+		return why
+	}
+	var by []string
+	for _, o := range p.changes {
+		if o.worse() {
+			by = append(by, fmt.Sprintf("%s queue %d for the worse (%s)", o.key.iface, o.key.queue, o.verdict))
+		}
+	}
+	return why + "; but the same commit changed " + strings.Join(by, " and ")
+}
+
+// sameReason is reason for every row of a commit.
+func sameReason(reason string) func(pendingChange) string {
+	return func(pendingChange) string { return reason }
+}
+
 type pendingChange struct {
 	key      queueKey
 	change   Change
 	actionID int64
 	commit   policy.Commit
 	// judged is the change's judgement once every change of the commit
-	// has one (nil before, and for a commit never judged).
-	judged *Judgement
+	// has one (nil before, and for a commit never judged), verdict its
+	// reason (policy.Verdict.Reason).
+	judged  *Judgement
+	verdict string
 }
 
 // worse says the change's own queue was judged worse: its rollback is one
@@ -363,14 +396,14 @@ func (t *Tuner) endPending(ctx context.Context, now time.Time, cancel bool) erro
 		if p == nil {
 			continue
 		}
-		reason, errText := "left to the switch: the tuner ran once and does not follow it; the switch rolls it back at "+p.rollsBackAt(), ""
+		reason, errText := sameReason("left to the switch: the tuner ran once and does not follow it; the switch rolls it back at "+p.rollsBackAt()), ""
 		if cancel {
-			reason = "cancelled: the tuner stopped before it could judge the change"
+			reason = sameReason("cancelled: the tuner stopped before it could judge the change")
 			if p.worse != "" { // judged already, waiting for the switch's rollback
-				reason = p.worse + "; cancelled when the tuner stopped"
+				reason = func(c pendingChange) string { return p.notConfirmed(c) + "; cancelled when the tuner stopped" }
 			}
 			if err := t.cancelCommit(ctx, s.Name, p); err != nil {
-				reason = "the tuner stopped before it could judge the change; its cancel failed, the switch rolls it back at " + p.rollsBackAt()
+				reason = sameReason("the tuner stopped before it could judge the change; its cancel failed, the switch rolls it back at " + p.rollsBackAt())
 				errText = err.Error()
 				errs = append(errs, err)
 			}
@@ -762,14 +795,18 @@ func (t *Tuner) action(now time.Time, k queueKey, w policy.Window, d policy.Deci
 // the commit back at its deadline all the same.
 func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time.Time) error {
 	if !now.Before(p.deadline) {
-		reason := p.worse
+		var reason func(pendingChange) string
 		switch {
-		case p.cancelErr != "" && reason == "":
-			reason = "not judged within judge_window + 2 periods, and the tuner's cancels failed: rolled back by the switch at its rollback duration"
+		case p.cancelErr != "" && p.worse == "":
+			reason = sameReason("not judged within judge_window + 2 periods, and the tuner's cancels failed: rolled back by the switch at its rollback duration")
 		case p.cancelErr != "":
-			reason += "; the tuner's cancels failed: rolled back by the switch at its rollback duration"
-		case reason == "":
-			reason = "not confirmed within the rollback duration: telemetry did not show the change applied with a complete judge window"
+			reason = func(c pendingChange) string {
+				return p.notConfirmed(c) + "; the tuner's cancels failed: rolled back by the switch at its rollback duration"
+			}
+		case p.worse == "":
+			reason = sameReason("not confirmed within the rollback duration: telemetry did not show the change applied with a complete judge window")
+		default:
+			reason = p.notConfirmed
 		}
 		// The switch rolls it back at its deadline; a cancel all the same,
 		// in case its clock is behind the tuner's (an error here is the
@@ -780,7 +817,7 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		return t.finish(ctx, s, p, now, OutcomeRolledBack, reason, p.cancelErr)
 	}
 	if p.worse != "" {
-		return t.cancelJudged(ctx, s, p, now, p.worse)
+		return t.cancelJudged(ctx, s, p, now, p.worse, p.notConfirmed)
 	}
 	if now.Sub(p.pushedAt) < t.cfg.JudgeWindow {
 		return nil
@@ -791,8 +828,8 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		if now.Sub(p.pushedAt) < t.cfg.JudgeBound() {
 			return nil
 		}
-		return t.cancelJudged(ctx, s, p, now, fmt.Sprintf(
-			"not judged within judge_window + 2 periods (%v): telemetry did not show the change applied with a complete judge window", t.cfg.JudgeBound()))
+		why := fmt.Sprintf("not judged within judge_window + 2 periods (%v): telemetry did not show the change applied with a complete judge window", t.cfg.JudgeBound())
+		return t.cancelJudged(ctx, s, p, now, why, sameReason(why))
 	}
 	// The judge window starts at the push, not judge_window before now:
 	// what happened from the Set on (drops while it took effect) is the
@@ -804,6 +841,7 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 	var verdicts []string
 	worse := false
 	judged := make([]*Judgement, len(p.changes))
+	own := make([]string, len(p.changes))
 	for ci, c := range p.changes {
 		i := slices.IndexFunc(wins, func(w QueueWindow) bool { return w.Interface == c.key.iface && w.Queue == c.key.queue })
 		if i < 0 {
@@ -819,18 +857,18 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		}
 		verdicts = append(verdicts, fmt.Sprintf("%s queue %d: %s", c.key.iface, c.key.queue, j.Reason))
 		worse = worse || !j.Keep
-		judged[ci] = judgementOf(j)
+		judged[ci], own[ci] = judgementOf(j), j.Reason
 		t.mem[c.key] = t.cfg.Policy.Judged(t.mem[c.key], j)
 	}
 	// Every change judged: the commit's judgement is made.
 	for ci := range p.changes {
-		p.changes[ci].judged = judged[ci]
+		p.changes[ci].judged, p.changes[ci].verdict = judged[ci], own[ci]
 	}
 	reason := strings.Join(verdicts, "; ")
 	if worse {
-		p.worse = "not confirmed: " + reason
+		p.worse, p.judgedWorse = "not confirmed: "+reason, true
 		t.log.Info("tuner: change made things worse; cancelling it", "target", s.Name, "commit", p.id, "reason", reason)
-		return t.cancelJudged(ctx, s, p, now, p.worse)
+		return t.cancelJudged(ctx, s, p, now, p.worse, p.notConfirmed)
 	}
 	err = t.push.Confirm(ctx, s.Name, p.id)
 	// The record gets a switch_timeout of its own: the Confirm may have
@@ -842,27 +880,29 @@ func (t *Tuner) follow(ctx context.Context, s SwitchConfig, p *pending, now time
 		if ctx.Err() != nil {
 			why = "the confirm's answer was lost: the switch either confirmed it or rolls it back at " + p.rollsBackAt()
 		}
-		ferr := t.finish(rctx, s, p, now, OutcomeError, why, err.Error())
+		ferr := t.finish(rctx, s, p, now, OutcomeError, sameReason(why), err.Error())
 		return errors.Join(err, ferr)
 	}
-	return t.finish(rctx, s, p, now, OutcomeConfirmed, "applied and "+reason, "")
+	// Each row its own queue's judgement.
+	return t.finish(rctx, s, p, now, OutcomeConfirmed, func(c pendingChange) string { return "applied and " + c.verdict }, "")
 }
 
 // cancelJudged cancels p on its switch, the tuner's judgement made (worse,
 // or none possible within JudgeBound), and records it rolled back with
-// why. When the cancel fails, p stays pending: the next period tries
-// again, and the switch rolls it back at its deadline anyway.
-func (t *Tuner) cancelJudged(ctx context.Context, s SwitchConfig, p *pending, now time.Time, why string) error {
+// each row's why. When the cancel fails, p stays pending: the next period
+// tries again, and the switch rolls it back at its deadline anyway.
+func (t *Tuner) cancelJudged(ctx context.Context, s SwitchConfig, p *pending, now time.Time, commitWhy string, why func(pendingChange) string) error {
 	if err := t.cancelCommit(ctx, s.Name, p); err != nil {
 		p.cancelErr = err.Error()
-		return fmt.Errorf("switch %q: cancelling commit %s (%s): %w", s.Name, p.id, why, err)
+		return fmt.Errorf("switch %q: cancelling commit %s (%s): %w", s.Name, p.id, commitWhy, err)
 	}
 	rctx, done := t.ownTimeout(ctx)
 	defer done()
-	return t.finish(rctx, s, p, now, OutcomeRolledBack, why+"; cancelled", "")
+	return t.finish(rctx, s, p, now, OutcomeRolledBack, func(c pendingChange) string { return why(c) + "; cancelled" }, "")
 }
 
-func (t *Tuner) finish(ctx context.Context, s SwitchConfig, p *pending, now time.Time, o Outcome, reason, errText string) error {
+// finish ends p with outcome o, each change's row with its reason.
+func (t *Tuner) finish(ctx context.Context, s SwitchConfig, p *pending, now time.Time, o Outcome, reason func(pendingChange) string, errText string) error {
 	delete(t.pending, s.Name)
 	var errs []error
 	for _, c := range p.changes {
@@ -872,11 +912,13 @@ func (t *Tuner) finish(ctx context.Context, s SwitchConfig, p *pending, now time
 		} else {
 			t.seen[c.key] = seenSettings{settled: c.change.After}
 		}
-		if err := t.setOutcome(ctx, s.Name, c.actionID, o, reason, errText, c.judged); err != nil {
+		why := reason(c)
+		if err := t.setOutcome(ctx, s.Name, c.actionID, o, why, errText, c.judged); err != nil {
 			errs = append(errs, fmt.Errorf("switch %q: recording outcome: %w", s.Name, err))
 		}
+		t.log.Info("tuner commit", "target", s.Name, "commit", p.id, "interface", c.key.iface, "queue", c.key.queue,
+			"outcome", o, "reason", why, "err", errText)
 	}
-	t.log.Info("tuner commit", "target", s.Name, "commit", p.id, "outcome", o, "reason", reason, "err", errText)
 	return errors.Join(errs...)
 }
 

@@ -358,6 +358,90 @@ func TestTunerLetsWorseRollBack(t *testing.T) {
 	}
 }
 
+// TestTunerRowsJudgedByTheirQueue: a commit of several queues' changes
+// (one Set per switch and period) is judged queue by queue, and each row
+// gives its own queue's judgement, not every queue's of the commit (a
+// start on the eight queues of an interface repeated eight judgements on
+// every row); a queue judged not worse whose commit another queue's worse
+// judgement undid says which.
+func TestTunerRowsJudgedByTheirQueue(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		// q1 is queue 1's traffic after the change (queue 0's is better).
+		q1      traffic
+		outcome Outcome
+	}{
+		{"both kept", better, OutcomeConfirmed},
+		{"queue 1 worse", worse, OutcomeRolledBack},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			ctx := context.Background()
+			sw := &queuesSwitch{runs: []policy.Settings{bdpSettings(1), bdpSettings(1)},
+				traffic: func(q uint8, s policy.Settings) traffic {
+					switch {
+					case s.Alpha == 1:
+						return congested
+					case q == 1:
+						return tt.q1
+					}
+					return better
+				}}
+			rec := &memRecorder{}
+			cfg := testConfig(SwitchConfig{Name: "n1", Address: "127.0.0.1:1", Insecure: true})
+			tu := newTuner(t, cfg, sw, sw, rec)
+			for _, at := range []time.Duration{0, cfg.JudgeWindow} {
+				if err := tu.Cycle(ctx, t1.Add(at)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tu.Pending("n1") {
+				t.Fatal("still pending after its judge window")
+			}
+			want := []row{{"n1", policy.RuleDelay, tt.outcome, bdpSettings(congestedAlpha)}, {"n1", policy.RuleDelay, tt.outcome, bdpSettings(congestedAlpha)}}
+			if diff := cmp.Diff(want, rec.rows()); diff != "" {
+				t.Fatalf("tuner_actions (-want +got):\n%s", diff)
+			}
+			for q, a := range rec.actions {
+				j := a.Inputs.Judgement
+				if j == nil {
+					t.Fatalf("queue %d: no judgement recorded", q)
+				}
+				_, judged, _ := strings.Cut(a.Reason, "; ")
+				own := fmt.Sprintf("objective %.4g after, %.4g", j.ObjectiveAfter, j.ObjectiveBefore)
+				var wantPrefix string
+				switch {
+				case tt.outcome == OutcomeConfirmed:
+					wantPrefix = "applied and " + own
+				default:
+					wantPrefix = "not confirmed: " + own
+				}
+				if !strings.HasPrefix(judged, wantPrefix) || !strings.HasSuffix(judged, "cancelled") && tt.outcome == OutcomeRolledBack {
+					t.Errorf("queue %d's row: judged %q, want its own judgement %q…", q, judged, wantPrefix)
+				}
+				// Its own queue is never named; the other only as the one
+				// that undid the commit.
+				if strings.Contains(judged, fmt.Sprintf("wan0 queue %d", q)) {
+					t.Errorf("queue %d's row names its own queue's judgement as another's: %q", q, judged)
+				}
+				other := "; but the same commit changed wan0 queue 1 for the worse (objective "
+				if wantOther := q == 0 && tt.outcome == OutcomeRolledBack; strings.Contains(judged, other) != wantOther {
+					t.Errorf("queue %d's row %q: names queue 1's worse judgement %v, want %v", q, judged, !wantOther, wantOther)
+				}
+				if n := strings.Count(judged, "objective "); n != 1+btoi(q == 0 && tt.outcome == OutcomeRolledBack) {
+					t.Errorf("queue %d's row gives %d judgements: %q", q, n, judged)
+				}
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // TestTunerPendingBound: a commit the telemetry never shows applied (the
 // collector stopped, say) is not left pending until the switch's
 // deadline: at judge_window + 2 periods after the push the tuner cancels
