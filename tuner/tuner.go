@@ -708,8 +708,11 @@ func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Deci
 	}
 	var errs []error
 	if ok && telemetryRule(ep.rule) {
+		// The episode's end changes nothing: a's settings and direction
+		// are the decision's after it (a change, say), not the held rule's.
 		end := a
-		end.Rule, end.Outcome = ep.rule, OutcomeHold
+		end.Rule, end.Outcome, end.After = ep.rule, OutcomeHold, a.Before
+		end.Inputs.Rule, end.Inputs.Direction, end.Inputs.Step = ep.rule, policy.Hold.String(), 0
 		next := "a change"
 		if !d.Change {
 			next = "rule " + string(d.Rule)

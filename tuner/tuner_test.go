@@ -592,6 +592,42 @@ func TestTunerGapsRecordedOnce(t *testing.T) {
 	}
 }
 
+// TestTunerGapEndChangesNothing: the row that ends a telemetry episode
+// when the window is complete again, and the queue's next decision is a
+// change, is a hold that changed nothing: its settings are the queue's
+// before the change, and its direction hold (rule gap holds for no
+// direction), not the change's (it showed "tighten" and alpha 1 → 0.75).
+func TestTunerGapEndChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := testSwitch(t)
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, Insecure: true})
+	src := constSource(ygnmiClient(t, addr), congested)
+	rec := &memRecorder{}
+	tu, _ := newLoop(t, cfg, src, rec)
+	for i := range 3 {
+		src.gaps = i < 2
+		if err := tu.Cycle(ctx, t1.Add(time.Duration(i)*cfg.Period)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []row{
+		{"n1", policy.RuleGap, OutcomeHold, bdpSettings(1)},
+		{"n1", policy.RuleGap, OutcomeHold, bdpSettings(1)},
+		{"n1", policy.RuleDelay, OutcomePushed, bdpSettings(congestedAlpha)},
+	}
+	if diff := cmp.Diff(want, rec.rows()); diff != "" {
+		t.Fatalf("tuner_actions (-want +got):\n%s", diff)
+	}
+	end := rec.actions[1]
+	if end.Before != end.After || end.Inputs.Direction != "hold" || end.Inputs.Rule != policy.RuleGap || end.Inputs.Step != 0 {
+		t.Errorf("the gap's end: before %+v, after %+v, inputs' rule %q, direction %q, step %v; want no change, rule gap, direction hold, no step",
+			end.Before, end.After, end.Inputs.Rule, end.Inputs.Direction, end.Inputs.Step)
+	}
+	if !strings.Contains(end.Reason, "now a change") {
+		t.Errorf("the gap's end: reason %q does not say a change comes next", end.Reason)
+	}
+}
+
 // TestTunerTelemetryMissingIsAnError: a gap that lasts longer than filling
 // a window takes (window + period) is no longer the normal life of a start:
 // one error row, once, saying what to look at; its end a hold.
