@@ -628,6 +628,18 @@ func TestTunerGapEndChangesNothing(t *testing.T) {
 	}
 }
 
+// TestTunerGapOfOnePeriod: a gap of one period ends "after 5s (1
+// period)", not "(1 periods)".
+func TestTunerGapOfOnePeriod(t *testing.T) {
+	rec, cfg := gapRows(t, 1, 2)
+	if len(rec.actions) < 2 {
+		t.Fatalf("%d rows, want the gap and its end", len(rec.actions))
+	}
+	if got, want := rec.actions[1].Reason, fmt.Sprintf("ended after %v (1 period):", cfg.Period); !strings.Contains(got, want) {
+		t.Errorf("the gap's end: reason %q, want %q", got, want)
+	}
+}
+
 // TestTunerTelemetryMissingIsAnError: a gap that lasts longer than filling
 // a window takes (window + period) is no longer the normal life of a start:
 // one error row, once, saying what to look at; its end a hold.
