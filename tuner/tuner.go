@@ -138,11 +138,14 @@ type Judgement struct {
 	ObjectiveBefore float64        `json:"objective_before"`
 	ObjectiveAfter  float64        `json:"objective_after"`
 	Metrics         policy.Metrics `json:"metrics"`
+	// NotCompared: kept without weighing the objectives (rule start's
+	// change, policy.Judgement.NotCompared): kept, not better.
+	NotCompared bool `json:"not_compared,omitempty"`
 }
 
 // judgementOf is j as recorded.
 func judgementOf(j policy.Judgement) *Judgement {
-	return &Judgement{Keep: j.Keep, ObjectiveBefore: j.Before, ObjectiveAfter: j.After, Metrics: j.Metrics}
+	return &Judgement{Keep: j.Keep, ObjectiveBefore: j.Before, ObjectiveAfter: j.After, Metrics: j.Metrics, NotCompared: j.NotCompared}
 }
 
 // CutReader is a Recorder that also says, from the audit trail, which

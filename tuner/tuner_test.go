@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -440,6 +441,51 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestTunerStartRecordedNotCompared: rule start's change is kept on its
+// judge window without comparing the objectives (policy.Commit.Start), and
+// its row's judgement says so (not_compared), so that a reader does not
+// take the objectives it carries for a comparison ("better: J 1.00 →
+// 1.00" on the lab's page); a change the judge window weighed does not.
+func TestTunerStartRecordedNotCompared(t *testing.T) {
+	var got []string
+	for _, alphaStart := range []float64{0.5, 0} {
+		ctx := context.Background()
+		sw := newFakeSwitch(1, func(s policy.Settings) traffic {
+			if s.Alpha < 1 {
+				return better
+			}
+			return congested
+		})
+		rec := &memRecorder{}
+		tu, cfg := newFakeLoop(t, sw, rec)
+		// With alpha_start, rule start's change from the draft's alpha 1;
+		// without, rule delay's.
+		tu.cfg.Policy.AlphaStart = alphaStart
+		for _, at := range []time.Duration{0, cfg.JudgeWindow} {
+			if err := tu.Cycle(ctx, t1.Add(at)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, a := range rec.actions {
+			in, err := json.Marshal(a.Inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var row struct {
+				Judgement map[string]any `json:"judgement"`
+			}
+			if err := json.Unmarshal(in, &row); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%s %s: keep %v, not_compared %v", a.Rule, a.Outcome, row.Judgement["keep"], row.Judgement["not_compared"]))
+		}
+	}
+	want := []string{"start confirmed: keep true, not_compared true", "delay confirmed: keep true, not_compared <nil>"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rows' judgements (-want +got):\n%s", diff)
+	}
 }
 
 // TestTunerPendingBound: a commit the telemetry never shows applied (the

@@ -2,11 +2,13 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -450,5 +452,65 @@ func checkReadable(ctx context.Context, t *testing.T) {
 	}
 	if diff := cmp.Diff(wantGapData, r.GapData, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("data across a restart (-want +got):\n%s", diff)
+	}
+}
+
+// decisionCells is the cells of the tuner decisions' row whose reason
+// includes the marker, by column (empty when there is none yet).
+const decisionCells = `((marker) => {
+  const r = [...document.querySelectorAll("#tuner tbody tr")].find((tr) => tr.lastChild.textContent.includes(marker));
+  return r ? [...r.children].map((td) => td.textContent + (td.className.includes("judged") ? " |" + td.className : "")) : [];
+})`
+
+// waitDecision polls the page until the decision whose reason includes
+// marker is in the table, and returns its cells: time, switch, queue,
+// outcome, direction, change, judged (with its class after " |"), reason.
+func waitDecision(ctx context.Context, t *testing.T, marker string) []string {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](decisionCells+`(`+strconv.Quote(marker)+`).length > 0`,
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the decision %q is not in the table: %v", marker, err)
+	}
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](decisionCells+`(`+strconv.Quote(marker)+`)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cells
+}
+
+// TestBrowserDecisionsInWords: the tuner decisions' table says what each
+// row is: a start kept on its judge window without comparing the
+// objectives is "kept, not compared", not "better" (its reason says "not
+// compared"); a change kept with a higher J is "not worse".
+func TestBrowserDecisionsInWords(t *testing.T) {
+	ctx := browser(t)
+	srv, fx, exec := filled(t, dashboard.WithRefresh(300*time.Millisecond))
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	const settings = `{"kmax_mode": "BDP_ADAPTIVE", "alpha": %v, "v_growth_bytes_per_second": %d}`
+	row := func(at time.Duration, rule, reason, before, after, outcome, inputs string) {
+		exec(`INSERT INTO tuner_actions (ts, target, interface, queue, reason, before, after, outcome, inputs)
+			VALUES ($1, 'n1', 'n1-wan', $2, $3, $4, $5, $6, $7)`, fx.End.Add(-at), 4, rule+": "+reason, before, after, outcome, inputs)
+	}
+	row(3*time.Second, "start", "alpha from the draft's default 1 to 0.5 (alpha_start); applied and the policy's starting point (rule start), kept: objective 1 after, 1 before, not compared (a queue's first windows are its start-up's)",
+		fmt.Sprintf(settings, 1, 125000000), fmt.Sprintf(settings, 0.5, 125000000), "confirmed",
+		`{"rule": "start", "direction": "tighten", "judgement": {"keep": true, "objective_before": 1, "objective_after": 1, "not_compared": true}}`)
+	row(2*time.Second, "delay", "notkept-marker; applied and objective 1.02 after, 1 before: not worse",
+		fmt.Sprintf(settings, 0.5, 125000000), fmt.Sprintf(settings, 0.354, 125000000), "confirmed",
+		`{"rule": "delay", "direction": "tighten", "judgement": {"keep": true, "objective_before": 1, "objective_after": 1.02}}`)
+
+	for _, tt := range []struct{ marker, judged string }{
+		{"not compared (a queue", "kept, not compared: J 1.00 → 1.00 |text judged judged-kept"},
+		{"notkept-marker", "not worse: J 1.00 → 1.02 |text judged judged-kept"},
+	} {
+		cells := waitDecision(ctx, t, tt.marker)
+		if len(cells) != 8 || cells[6] != tt.judged {
+			t.Errorf("decision %q: cells %q, want judged %q", tt.marker, cells, tt.judged)
+		}
+	}
+	// The fixture's decision, kept with a lower J, is better.
+	if cells := waitDecision(ctx, t, fx.DecisionReason); len(cells) != 8 || cells[6] != "better: J 1.84 → 1.21 |text judged judged-better" {
+		t.Errorf("the fixture's decision: cells %q, want judged better", cells)
 	}
 }

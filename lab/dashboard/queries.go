@@ -109,11 +109,13 @@ type TunerAction struct {
 // Judgement is a change's judgement as tuner_actions records it in its
 // inputs: Keep when the judge window's objective was no worse than the
 // one expected without the change (ObjectiveBefore), ObjectiveAfter the
-// judge window's.
+// judge window's. NotCompared: kept without weighing the two (rule
+// start's change), so kept, not better.
 type Judgement struct {
 	Keep            bool    `json:"keep"`
 	ObjectiveBefore float64 `json:"objective_before"`
 	ObjectiveAfter  float64 `json:"objective_after"`
+	NotCompared     bool    `json:"not_compared,omitempty"`
 }
 
 // QueuesResponse is GET /api/queues.
@@ -159,7 +161,8 @@ func tunerActions(ctx context.Context, db Querier, where string, args ...any) ([
 		       extract(epoch FROM hold_until)::float8, COALESCE(inputs ->> 'direction', ''),
 		       (inputs -> 'judgement' ->> 'keep')::boolean,
 		       (inputs -> 'judgement' ->> 'objective_before')::float8,
-		       (inputs -> 'judgement' ->> 'objective_after')::float8
+		       (inputs -> 'judgement' ->> 'objective_after')::float8,
+		       COALESCE((inputs -> 'judgement' ->> 'not_compared')::boolean, false)
 		FROM tuner_actions `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tuner_actions: %w", err)
@@ -169,11 +172,12 @@ func tunerActions(ctx context.Context, db Querier, where string, args ...any) ([
 		var before, after []byte
 		var keep *bool
 		var jBefore, jAfter *float64
+		var notCompared bool
 		err := r.Scan(&a.ID, &a.Time, &a.Target, &a.Interface, &a.Queue, &a.Reason, &a.Outcome, &a.DryRun,
-			&before, &after, &a.Error, &a.HoldUntil, &a.Direction, &keep, &jBefore, &jAfter)
+			&before, &after, &a.Error, &a.HoldUntil, &a.Direction, &keep, &jBefore, &jAfter, &notCompared)
 		a.Before, a.After = before, after
 		if keep != nil && jBefore != nil && jAfter != nil {
-			a.Judgement = &Judgement{Keep: *keep, ObjectiveBefore: *jBefore, ObjectiveAfter: *jAfter}
+			a.Judgement = &Judgement{Keep: *keep, ObjectiveBefore: *jBefore, ObjectiveAfter: *jAfter, NotCompared: notCompared}
 		}
 		if a.Reason != nil {
 			text := ReadableReason(*a.Reason)

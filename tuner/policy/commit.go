@@ -55,6 +55,10 @@ type Judgement struct {
 	Wait bool
 	// Metrics are the judge window's.
 	Metrics Metrics
+	// NotCompared: kept without comparing the objectives (a start, a
+	// settle with Config.SettleUnjudged); Before and After are given, not
+	// weighed: such a change is kept, not better.
+	NotCompared bool
 }
 
 // Judge judges the commit on w, a window after the change took effect:
@@ -79,12 +83,12 @@ func (c Commit) Judge(cfg Config, w Window) Judgement {
 	}
 	if c.Start {
 		jb, ja := Objective(c.Before, cfg.Weights), Objective(m, cfg.Weights)
-		return Judgement{Metrics: m, Verdict: Verdict{Keep: true, Before: jb, After: ja,
+		return Judgement{Metrics: m, NotCompared: true, Verdict: Verdict{Keep: true, Before: jb, After: ja,
 			Reason: fmt.Sprintf("the policy's starting point (rule start), kept: objective %.4g after, %.4g before, not compared (a queue's first windows are its start-up's)", ja, jb)}}
 	}
 	if c.Settle && cfg.SettleUnjudged {
 		jb, ja := Objective(c.Before, cfg.Weights), Objective(m, cfg.Weights)
-		return Judgement{Metrics: m, Verdict: Verdict{Keep: true, Before: jb, After: ja,
+		return Judgement{Metrics: m, NotCompared: true, Verdict: Verdict{Keep: true, Before: jb, After: ja,
 			Reason: fmt.Sprintf("back to the setting before the overrun (rule settle), kept: objective %.4g after, %.4g before, not compared (settle_unjudged: the overload's windows and the ones after it are different phases)", ja, jb)}}
 	}
 	return Judgement{Metrics: m, Verdict: Judge(cfg, c.Direction, c.Before, m, Lag(w, c.DecidedAt))}

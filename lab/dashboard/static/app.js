@@ -70,17 +70,26 @@
     });
   }
 
-  // Changed settings of a decision, "alpha 0.5 → 0.25"; overload_cut,
-  // which the tuner's JSON omits when off, as "overload_cut off → on".
   // A change's judgement (its judge window's objective J against the one
-  // expected without it): "better" when kept, "worse" when it was judged
-  // to be undone; "–" when not judged (a hold, or a change refused, lost,
-  // or undone before its judge window).
+  // expected without it): "better" when kept with a lower J, "not worse"
+  // when kept with one as high or higher (within the tolerance, or worse
+  // through what the change cannot cost), "worse" when it was judged to
+  // be undone, "kept, not compared" when kept without weighing the two (a
+  // start); "–" when not judged (a hold, or a change refused, lost, or
+  // undone before its judge window). Its class: judged-better,
+  // judged-kept or judged-worse.
   function judgement(a) {
     const j = a.judgement;
-    if (!j) return "–";
-    return `${j.keep ? "better" : "worse"}: J ${j.objective_before.toPrecision(3)} → ${j.objective_after.toPrecision(3)}`;
+    if (!j) return ["–", ""];
+    const J = `J ${j.objective_before.toPrecision(3)} → ${j.objective_after.toPrecision(3)}`;
+    if (j.not_compared) return [`kept, not compared: ${J}`, "judged-kept"];
+    if (!j.keep) return [`worse: ${J}`, "judged-worse"];
+    if (j.objective_after < j.objective_before) return [`better: ${J}`, "judged-better"];
+    return [`not worse: ${J}`, "judged-kept"];
   }
+
+  // Changed settings of a decision, "alpha 0.5 → 0.25"; overload_cut,
+  // which the tuner's JSON omits when off, as "overload_cut off → on".
 
   function change(a) {
     const b = a.before || {}, f = a.after || {};
@@ -465,6 +474,7 @@
     tt.innerHTML = "";
     for (const a of resp.tuner) {
       const tr = document.createElement("tr");
+      const [judged, judgedClass] = judgement(a);
       // Rule pinned's changes (the node's overload-cut) stand out.
       tr.className = a.rule === "pinned" ? "decision rule-pinned" : "decision";
       const cells = [
@@ -472,7 +482,7 @@
         [a.interface === null ? "–" : `${a.interface} q${a.queue}`, "text"],
         [a.outcome + (a.dry_run ? " (dry run)" : ""), "text outcome-" + a.outcome],
         [a.direction || "–", "text direction"],
-        [change(a), "text"], [judgement(a), a.judgement ? "text judged-" + (a.judgement.keep ? "better" : "worse") : "text"],
+        [change(a), "text"], [judged, "text judged " + judgedClass],
         [(a.reason_text || a.reason || "") + (a.error ? ` (${a.error})` : ""), "text reason"],
       ];
       for (const [v, cls] of cells) {
