@@ -248,7 +248,7 @@ func TestBrowser(t *testing.T) {
 		const cell = document.querySelector("#queues tbody tr.selected").children[col];
 		const pinned = [...document.querySelectorAll("#tuner tbody tr.rule-pinned")];
 		return cell.textContent === "on" && cell.classList.contains("cut-on") && pinned.length === 1 &&
-			pinned[0].textContent.includes("overload_cut off → on") && pinned[0].textContent.includes("the pinned share of the buffer");
+			pinned[0].textContent.includes("overload-cut off → on") && pinned[0].textContent.includes("the pinned share of the buffer");
 	})()`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({queues: [...document.querySelectorAll("#queues tbody tr")].map((r) => r.className + ": " + r.textContent),
 			tuner: [...document.querySelectorAll("#tuner tbody tr")].map((r) => r.className + ": " + r.textContent)})`))
@@ -283,8 +283,8 @@ func TestBrowser(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => {
 		const rows = [...document.querySelectorAll("#changes tbody tr")];
 		const has = (sel, ...parts) => rows.some((r) => r.matches(sel) && parts.every((p) => r.textContent.includes(p)));
-		return has(".by-tuner", "tuner (rule growth)", "V_growth 1.0 MB/s → 500 kB/s") &&
-			has(".by-operator", "V_growth 500 kB/s → 2.0 MB/s") &&
+		return has(".by-tuner", "tuner (rule growth)", "V_growth 1 MB/s → 500 kB/s") &&
+			has(".by-operator", "V_growth 500 kB/s → 2 MB/s") &&
 			has(".by-tuner", "tuner (rule pinned)", "overload-cut off → on") &&
 			has(".by-operator", "operator", "overload-cut on → off") &&
 			has(".by-hold.by-operator", "operator's hold of the queue; tuning held until", "tuning of the queue") &&
@@ -481,7 +481,10 @@ func waitDecision(ctx context.Context, t *testing.T, marker string) []string {
 // TestBrowserDecisionsInWords: the tuner decisions' table says what each
 // row is: a start kept on its judge window without comparing the
 // objectives is "kept, not compared", not "better" (its reason says "not
-// compared"); a change kept with a higher J is "not worse".
+// compared"); a change kept with a higher J is "not worse"; a change is in
+// the table of changes' words, V_growth with its unit (B/s), as the
+// reason gives it; a hold changed nothing and holds, "hold (would
+// tighten)" for the rule it held back.
 func TestBrowserDecisionsInWords(t *testing.T) {
 	ctx := browser(t)
 	srv, fx, exec := filled(t, dashboard.WithRefresh(300*time.Millisecond))
@@ -493,21 +496,35 @@ func TestBrowserDecisionsInWords(t *testing.T) {
 		exec(`INSERT INTO tuner_actions (ts, target, interface, queue, reason, before, after, outcome, inputs)
 			VALUES ($1, 'n1', 'n1-wan', $2, $3, $4, $5, $6, $7)`, fx.End.Add(-at), 4, rule+": "+reason, before, after, outcome, inputs)
 	}
-	row(3*time.Second, "start", "alpha from the draft's default 1 to 0.5 (alpha_start); applied and the policy's starting point (rule start), kept: objective 1 after, 1 before, not compared (a queue's first windows are its start-up's)",
-		fmt.Sprintf(settings, 1, 125000000), fmt.Sprintf(settings, 0.5, 125000000), "confirmed",
+	row(3*time.Second, "start", "V_growth from the switch's 1250000000 B/s (0.1 of R_port) to 125000000 B/s (v_growth_start_share 0.1), alpha from the draft's default 1 to 0.5 (alpha_start); applied and the policy's starting point (rule start), kept: objective 1 after, 1 before, not compared (a queue's first windows are its start-up's)",
+		fmt.Sprintf(settings, 1, 1250000000), fmt.Sprintf(settings, 0.5, 125000000), "confirmed",
 		`{"rule": "start", "direction": "tighten", "judgement": {"keep": true, "objective_before": 1, "objective_after": 1, "not_compared": true}}`)
 	row(2*time.Second, "delay", "notkept-marker; applied and objective 1.02 after, 1 before: not worse",
 		fmt.Sprintf(settings, 0.5, 125000000), fmt.Sprintf(settings, 0.354, 125000000), "confirmed",
 		`{"rule": "delay", "direction": "tighten", "judgement": {"keep": true, "objective_before": 1, "objective_after": 1.02}}`)
 
-	for _, tt := range []struct{ marker, judged string }{
-		{"not compared (a queue", "kept, not compared: J 1.00 → 1.00 |text judged judged-kept"},
-		{"notkept-marker", "not worse: J 1.00 → 1.02 |text judged judged-kept"},
+	// A hold as rule firing writes it (the settings unchanged, the held
+	// rule's direction), and one carrying a change it did not apply (the
+	// end of a gap, as the tuner wrote it before).
+	row(1500*time.Millisecond, "firing", "firing-marker; but the QGR trigger fires: the node is cutting already",
+		fmt.Sprintf(settings, 0.5, 125000000), fmt.Sprintf(settings, 0.5, 125000000), "hold", `{"rule": "firing", "direction": "tighten"}`)
+	row(time.Second, "gap", "ended after 5s (1 period): the window is complete again, now a change",
+		fmt.Sprintf(settings, 1, 1250000000), fmt.Sprintf(settings, 0.5, 1250000000), "hold", `{"rule": "gap", "direction": "hold"}`)
+
+	for _, tt := range []struct{ marker, direction, change, judged string }{
+		{"not compared (a queue", "tighten", "alpha 1 → 0.5, V_growth 1.25 GB/s → 125 MB/s", "kept, not compared: J 1.00 → 1.00 |text judged judged-kept"},
+		{"notkept-marker", "tighten", "alpha 0.5 → 0.354", "not worse: J 1.00 → 1.02 |text judged judged-kept"},
+		{"firing-marker", "hold (would tighten)", "–", "– |text judged "},
+		{"now a change", "hold", "–", "– |text judged "},
 	} {
 		cells := waitDecision(ctx, t, tt.marker)
-		if len(cells) != 8 || cells[6] != tt.judged {
-			t.Errorf("decision %q: cells %q, want judged %q", tt.marker, cells, tt.judged)
+		if len(cells) != 8 || cells[4] != tt.direction || cells[5] != tt.change || cells[6] != tt.judged {
+			t.Errorf("decision %q: cells %q, want direction %q, change %q, judged %q", tt.marker, cells, tt.direction, tt.change, tt.judged)
 		}
+	}
+	// The start's reason gives V_growth as its change does.
+	if cells := waitDecision(ctx, t, "not compared (a queue"); len(cells) == 8 && !strings.Contains(cells[7], "from the switch's 1.25 GB/s (0.1 of R_port) to 125 MB/s") {
+		t.Errorf("the start's reason %q does not give V_growth as its change does", cells[7])
 	}
 	// The fixture's decision, kept with a lower J, is better.
 	if cells := waitDecision(ctx, t, fx.DecisionReason); len(cells) != 8 || cells[6] != "better: J 1.84 → 1.21 |text judged judged-better" {

@@ -32,6 +32,15 @@
     return s + (unit || "");
   }
 
+  // si3 is si with three significant digits and no trailing zeros, as
+  // the reasons' sizes and rates (ReadableReason): 1.25 GB/s, 125 MB/s.
+  function si3(v, unit) {
+    const a = Math.abs(v);
+    const p = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]].find(([f]) => a >= f) || [1, ""];
+    const x = v / p[0];
+    return `${Math.abs(x) >= 100 ? Math.round(x) : Number(x.toPrecision(3))} ${p[1]}${unit}`;
+  }
+
   const pad = (n) => String(n).padStart(2, "0");
   // ISO date and 24-hour time, in the browser's time zone.
   function isoDate(d) { return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`; }
@@ -91,19 +100,33 @@
   // Changed settings of a decision, "alpha 0.5 → 0.25"; overload_cut,
   // which the tuner's JSON omits when off, as "overload_cut off → on".
 
+  // Each leaf in the table of changes' words (leafText): "alpha 1 → 0.5",
+  // "V_growth 1.25 GB/s → 125 MB/s". A row that changed nothing (a hold,
+  // whatever settings it carries; a decision whose settings are the same)
+  // shows "–".
   function change(a) {
+    if (a.outcome === "hold") return "–";
     const b = a.before || {}, f = a.after || {};
     const keys = new Set([...Object.keys(b), ...Object.keys(f)]);
     const parts = [];
-    const onOff = (v) => (v ? "on" : "off");
     for (const k of keys) {
-      if (k === "overload_cut") {
-        if (a.before && a.after && !!b[k] !== !!f[k]) parts.push(`${k} ${onOff(b[k])} → ${onOff(f[k])}`);
-        continue;
-      }
-      if (JSON.stringify(b[k]) !== JSON.stringify(f[k])) parts.push(`${k} ${b[k] ?? "–"} → ${f[k] ?? "–"}`);
+      const leaf = settingLeaf[k] || k;
+      const [name, fmt] = leafText[leaf] || [k, String];
+      const v = (o) => (leaf === "overload_cut" ? !!o[k] : o[k]); // left out when off
+      if (leaf === "overload_cut" && !(a.before && a.after)) continue;
+      if (JSON.stringify(v(b)) === JSON.stringify(v(f))) continue;
+      const show = (x) => (x === undefined || x === null ? "–" : fmt(x));
+      parts.push(`${name} ${show(v(b))} → ${show(v(f))}`);
     }
-    return parts.join(", ") || "none";
+    return parts.join(", ") || "–";
+  }
+
+  // The direction of a decision; a hold's is the rule's that held it
+  // back, so "hold (would tighten)".
+  function direction(a) {
+    const d = a.direction || "";
+    if (a.outcome !== "hold") return d || "–";
+    return d && d !== "hold" ? `hold (would ${d})` : "hold";
   }
 
   // Vertical lines at the tuner's decisions, through uPlot's draw hook.
@@ -326,14 +349,23 @@
     $("#actions-none").textContent = none.length ? ` · none sent in this window: ${none.join(", ")}` : "";
   }
 
-  // A tuned leaf's value as the table of changes shows it: alpha as is,
-  // V_growth in bytes per second, the explicit kmax in bytes, overload-cut
-  // on or off.
+  // A tuned leaf's value as both tables show it: alpha as is, V_growth in
+  // bytes per second (B/s, as the tuner's reasons and docs/tuner.md give
+  // it; bits per second are b/s on this page), the explicit kmax in bytes,
+  // each with three significant digits as the reasons have them
+  // (ReadableReason), overload-cut on or off.
   const leafText = {
     alpha: ["alpha", (v) => String(v)],
-    v_growth: ["V_growth", (v) => si(v, "B/s")],
-    kmax: ["kmax", (v) => si(v, "B")],
+    v_growth: ["V_growth", (v) => si3(v, "B/s")],
+    kmax: ["kmax", (v) => si3(v, "B")],
+    kmax_mode: ["K_max mode", (v) => String(v)],
     overload_cut: ["overload-cut", (v) => (v ? "on" : "off")],
+  };
+  // The tuner's JSON keys of its settings (tuner_actions' before and
+  // after), by leaf.
+  const settingLeaf = {
+    alpha: "alpha", v_growth_bytes_per_second: "v_growth", kmax_bytes: "kmax",
+    kmax_mode: "kmax_mode", overload_cut: "overload_cut",
   };
 
   // Who made a change: the tuner (with its rule), the switch rolling a
@@ -481,7 +513,7 @@
         [fmtTime(a.t), "text"], [a.target, "text"],
         [a.interface === null ? "–" : `${a.interface} q${a.queue}`, "text"],
         [a.outcome + (a.dry_run ? " (dry run)" : ""), "text outcome-" + a.outcome],
-        [a.direction || "–", "text direction"],
+        [direction(a), "text direction"],
         [change(a), "text"], [judged, "text judged " + judgedClass],
         [(a.reason_text || a.reason || "") + (a.error ? ` (${a.error})` : ""), "text reason"],
       ];
