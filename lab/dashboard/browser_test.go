@@ -531,3 +531,69 @@ func TestBrowserDecisionsInWords(t *testing.T) {
 		t.Errorf("the fixture's decision: cells %q, want judged better", cells)
 	}
 }
+
+// TestBrowserHeldOutsideTheWindow: an operator's change older than the
+// window (5 minutes) holds the queue for operator_hold (15): the page
+// says so for the selected queue, and in the queues table, whatever the
+// window; a queue with no change in the window shows no table of changes,
+// not its header alone, and no hold.
+func TestBrowserHeldOutsideTheWindow(t *testing.T) {
+	ctx := browser(t)
+	srv, fx, exec := filled(t, dashboard.WithRefresh(300*time.Millisecond))
+	until := fx.End.Add(5 * time.Minute)
+	exec(`INSERT INTO tuner_actions (ts, target, interface, queue, reason, before, after, outcome, hold_until)
+		VALUES ($1, 'n1', 'n1-wan', 3, 'operator: alpha 0.5 → 0.75 set by another client (seen in telemetry)',
+		        '{"alpha": 0.5}', '{"alpha": 0.75}', 'operator', $2)`, fx.End.Add(-10*time.Minute), until)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	type held struct {
+		Selected string  `json:"selected"`
+		Status   string  `json:"status"`
+		Shown    bool    `json:"shown"`
+		Cell     string  `json:"cell"`
+		Until    float64 `json:"until"`
+		Table    bool    `json:"table"`
+		Empty    bool    `json:"empty"`
+	}
+	const read = `(() => {
+	  const d = window.lhcnpDashboard, shown = (sel) => document.querySelector(sel).offsetParent !== null;
+	  const col = [...document.querySelectorAll("#queues thead th")].findIndex((th) => th.textContent === "tuning");
+	  const row = document.querySelector("#queues tbody tr.selected");
+	  return { selected: d.queue ? d.queue.target + " " + d.queue.interface + " " + d.queue.queue : "",
+	    status: document.querySelector("#hold-status").textContent, shown: shown("#hold-status"),
+	    cell: row && col >= 0 ? row.children[col].textContent : "", until: d.queue && d.queue.held ? d.queue.held.until : 0,
+	    table: shown("#changes"), empty: shown("#changes-empty") };
+	})()`
+	wait := func(selected string) held {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const d = window.lhcnpDashboard;
+			return d && d.queue !== null && d.queue.target + " " + d.queue.interface + " " + d.queue.queue === `+strconv.Quote(selected)+`; })()`,
+			chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatalf("waiting for queue %s: %v", selected, err)
+		}
+		h, err := chromedp.Run(ctx, chromedp.Evaluate[held](read))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	h := wait("n1 n1-wan 3")
+	wantUntil := float64(until.UnixMicro()) / 1e6
+	if !h.Shown || !strings.HasPrefix(h.Status, "Tuning of this queue is held until ") || !strings.Contains(h.Status, "an operator's change the tuner saw") ||
+		h.Until != wantUntil || !strings.HasPrefix(h.Cell, "held until ") {
+		t.Errorf("a queue held by an operator's change older than the window: %+v; want the hold until %v said", h, wantUntil)
+	}
+	if !h.Table || h.Empty {
+		t.Errorf("the held queue's changes in the window (the fixture's decision): %+v, want the table", h)
+	}
+	// The quiet queue: no change in the window, no hold.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const s = document.querySelector("#queue-select");
+		s.value = "n2|n2-d0|3"; return s.dispatchEvent(new Event("change")); })()`)); err != nil {
+		t.Fatal(err)
+	}
+	h = wait("n2 n2-d0 3")
+	if h.Shown || h.Table || !h.Empty || h.Until != 0 || h.Cell != "–" {
+		t.Errorf("a queue with no change and no hold: %+v; want neither the table nor a hold, and \"No change in this window.\"", h)
+	}
+}

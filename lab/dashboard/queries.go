@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,6 +72,9 @@ type QueueSummary struct {
 	// it (the state/overload-cut leaf in queue_latest.state), which the tuner's
 	// rule pinned switches; nil when the switch does not publish it.
 	OverloadCut *bool `json:"overload_cut"`
+	// Held: the tuner leaves the queue alone until then (an operator's
+	// change or hold); nil when it tunes it.
+	Held *Held `json:"held"`
 }
 
 // TunerAction is one row of tuner_actions.
@@ -104,6 +108,56 @@ type TunerAction struct {
 	// operator: a change the tuner did not make, a hold, a release): the
 	// tuner leaves the queue alone until then.
 	HoldUntil *float64 `json:"hold_until"`
+}
+
+// Held says that the tuner leaves a queue alone, and until when: the
+// queue's newest operator row (by time, then id), as the tuner reads it
+// (PGRecorder.OperatorHolds), while its hold_until is ahead of the
+// database's clock, however old the row (a change is held for
+// operator_hold, 15 minutes, longer than the page's window).
+type Held struct {
+	Time  float64 `json:"t"`     // Unix seconds: the operator row's
+	Until float64 `json:"until"` // Unix seconds
+	// Rule is the row's: "operator" (a change the tuner did not make),
+	// "operator-hold" (lhcnp tuner hold).
+	Rule    string `json:"rule"`
+	TunerID int64  `json:"tuner_id"`
+}
+
+// heldQueues reads the holds of the queues the where clause selects
+// (args its arguments), by target, interface and queue.
+func heldQueues(ctx context.Context, db Querier, where string, args ...any) (map[[3]string]Held, error) {
+	rows, err := db.Query(ctx, `
+		SELECT target, interface, queue::text, id, extract(epoch FROM ts)::float8, extract(epoch FROM hold_until)::float8,
+		       split_part(COALESCE(reason, ''), ':', 1)
+		FROM (
+			SELECT DISTINCT ON (target, interface, queue) target, interface, queue, id, ts, hold_until, reason
+			FROM tuner_actions
+			WHERE outcome = 'operator' AND interface IS NOT NULL AND queue IS NOT NULL `+where+`
+			ORDER BY target, interface, queue, ts DESC, id DESC) newest
+		WHERE hold_until > now()`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("tuner_actions: holds: %w", err)
+	}
+	defer rows.Close()
+	out := map[[3]string]Held{}
+	for rows.Next() {
+		var k [3]string
+		var h Held
+		if err := rows.Scan(&k[0], &k[1], &k[2], &h.TunerID, &h.Time, &h.Until, &h.Rule); err != nil {
+			return nil, fmt.Errorf("tuner_actions: holds: %w", err)
+		}
+		out[k] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tuner_actions: holds: %w", err)
+	}
+	return out, nil
+}
+
+// heldKey is a queue's key in heldQueues' map.
+func heldKey(target, iface string, queue int) [3]string {
+	return [3]string{target, iface, strconv.Itoa(queue)}
 }
 
 // Judgement is a change's judgement as tuner_actions records it in its
@@ -149,6 +203,15 @@ func Queues(ctx context.Context, db Querier) (QueuesResponse, error) {
 	})
 	if err != nil {
 		return out, fmt.Errorf("queue_latest: %w", err)
+	}
+	held, err := heldQueues(ctx, db, "")
+	if err != nil {
+		return out, err
+	}
+	for i, q := range out.Queues {
+		if h, ok := held[heldKey(q.Target, q.Interface, q.Queue)]; ok {
+			out.Queues[i].Held = &h
+		}
 	}
 	out.Tuner, err = tunerActions(ctx, db, `ORDER BY ts DESC, id DESC LIMIT 20`)
 	return out, err
@@ -247,6 +310,9 @@ type QueueResponse struct {
 	// queue alone); and the operators' holds and releases of the queue
 	// the tuner recorded. In time order.
 	Changes []ConfigChange `json:"changes"`
+	// Held: the tuner leaves the queue alone until then, whether the
+	// operator's row is in the window or not; nil when it tunes it.
+	Held *Held `json:"held"`
 }
 
 // ConfigChange is a configuration value that changed, and who changed it;
@@ -345,6 +411,13 @@ func QueueSeries(ctx context.Context, db Querier, q QueueRequest) (QueueResponse
 	out.Alpha.Values = map[string][]*float64{"alpha": out.Alpha.Values["v"]}
 	out.Changes = append(out.Changes, holds(out.Tuner)...)
 	sort.SliceStable(out.Changes, func(i, j int) bool { return out.Changes[i].Time < out.Changes[j].Time })
+	held, err := heldQueues(ctx, db, `AND target = $1 AND interface = $2 AND queue = $3`, q.Target, q.Interface, q.Queue)
+	if err != nil {
+		return out, err
+	}
+	if h, ok := held[heldKey(q.Target, q.Interface, q.Queue)]; ok {
+		out.Held = &h
+	}
 	return out, nil
 }
 

@@ -384,7 +384,19 @@
     return by;
   }
 
+  // heldText says until when the tuner leaves the queue alone, and why:
+  // an operator's change the tuner saw, or an operator's hold.
+  function heldText(h) {
+    const by = h.rule === "operator-hold" ? "an operator's hold of the queue (lhcnp tuner hold)" : "an operator's change the tuner saw";
+    return `Tuning of this queue is held until ${fmtTime(h.until)}: ${by}, recorded ${fmtTime(h.t)}.`;
+  }
+
   function drawChanges(q) {
+    // Whether the tuner holds the queue, whatever the window: a change is
+    // held for operator_hold (15 min), longer than the default window.
+    const hs = $("#hold-status");
+    hs.textContent = q.held ? heldText(q.held) : "";
+    hs.style.display = q.held ? "" : "none";
     const tb = $("#changes tbody");
     tb.innerHTML = "";
     for (const c of [...q.changes].reverse()) {
@@ -407,6 +419,7 @@
       tb.appendChild(tr);
     }
     $("#changes-empty").style.display = q.changes.length ? "none" : "";
+    $("#changes").style.display = q.changes.length ? "" : "none";
   }
 
   // heldToEnd is a configuration value's columns (its value at the
@@ -492,6 +505,7 @@
         [q.congestion_level ?? "–"], [q.alpha ?? "–"],
         [q.overload_cut === null || q.overload_cut === undefined ? "–" : (q.overload_cut ? "on" : "off"), q.overload_cut ? "cut-on" : ""],
         [q.notifications ?? "–"],
+        [q.held ? `held until ${fmtTime(q.held.until)}` : "–", q.held ? "text held" : "text"],
       ];
       for (const [v, cls] of cells) {
         const td = document.createElement("td");
