@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/openconfig/gnmi/proto/gnmi"
 )
@@ -46,12 +47,14 @@ func Marshal(v *gnmi.TypedValue, s Style) ([]byte, error) {
 	case *gnmi.TypedValue_IntVal:
 		return quoted(strconv.AppendInt(nil, x.IntVal, 10), s.QuoteInt), nil
 	case *gnmi.TypedValue_DoubleVal:
-		return float(x.DoubleVal, s.QuoteFloat), nil
+		return float(x.DoubleVal, 64, s.QuoteFloat), nil
 	case *gnmi.TypedValue_FloatVal:
-		return float(float64(x.FloatVal), s.QuoteFloat), nil
+		// The shortest text that reads back as the float32 (gnmic's
+		// "float" sends 0.1 as one), not the float64 it widens to
+		// (0.10000000149011612).
+		return float(float64(x.FloatVal), 32, s.QuoteFloat), nil
 	case *gnmi.TypedValue_DecimalVal:
-		d := x.DecimalVal
-		return float(float64(d.GetDigits())/math.Pow10(int(d.GetPrecision())), s.QuoteDecimal), nil
+		return quoted(decimal(x.DecimalVal), s.QuoteDecimal), nil
 	case *gnmi.TypedValue_BytesVal:
 		return json.Marshal(base64.StdEncoding.EncodeToString(x.BytesVal))
 	case *gnmi.TypedValue_LeaflistVal:
@@ -82,9 +85,40 @@ func quoted(digits []byte, q bool) []byte {
 	return append(out, '"')
 }
 
+// decimal writes d's value exactly (digits × 10^-precision: a float64
+// would keep about 16 of a decimal64's 19 digits), in plain decimal
+// notation without trailing zeros. A precision beyond any decimal64's
+// (18) and the 19 digits an int64 has is written with an exponent
+// ("1e-4000000000" rather than four billion zeros), which a JSON number
+// may have.
+func decimal(d *gnmi.Decimal64) []byte {
+	digits := strconv.FormatInt(d.GetDigits(), 10)
+	sign := ""
+	if strings.HasPrefix(digits, "-") {
+		sign, digits = "-", digits[1:]
+	}
+	prec := int(d.GetPrecision())
+	switch {
+	case digits == "0" || prec == 0:
+		return []byte(sign + digits)
+	case prec > 40:
+		return []byte(sign + digits + "e-" + strconv.Itoa(prec))
+	}
+	if len(digits) <= prec {
+		digits = strings.Repeat("0", prec-len(digits)+1) + digits
+	}
+	point := len(digits) - prec
+	frac := strings.TrimRight(digits[point:], "0")
+	if frac == "" {
+		return []byte(sign + digits[:point])
+	}
+	return []byte(sign + digits[:point] + "." + frac)
+}
+
 // float writes a finite float in plain decimal notation (no exponent, as
-// RFC 7951 decimal64 needs when quoted).
-func float(f float64, q bool) []byte {
+// RFC 7951 decimal64 needs when quoted), the shortest that reads back as
+// the float of bitSize bits.
+func float(f float64, bitSize int, q bool) []byte {
 	switch {
 	case math.IsNaN(f):
 		return []byte(`"NaN"`)
@@ -93,5 +127,5 @@ func float(f float64, q bool) []byte {
 	case math.IsInf(f, -1):
 		return []byte(`"-Infinity"`)
 	}
-	return quoted(strconv.AppendFloat(nil, f, 'f', -1, 64), q)
+	return quoted(strconv.AppendFloat(nil, f, 'f', -1, bitSize), q)
 }

@@ -27,6 +27,16 @@ func TestMarshal(t *testing.T) {
 		{"nan", &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: math.NaN()}}, Style{}, `"NaN"`},
 		{"-inf", &gnmi.TypedValue{Value: &gnmi.TypedValue_FloatVal{FloatVal: float32(math.Inf(-1))}}, Style{}, `"-Infinity"`},
 		{"decimal", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 125, Precision: 1}}}, Style{QuoteDecimal: true}, `"12.5"`},
+		// A decimal_val exactly, all 19 digits of an int64 (through a
+		// float64 the last three were lost: "9223372036.854776").
+		{"decimal, every digit of an int64", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: math.MaxInt64, Precision: 9}}}, Style{}, `9223372036.854775807`},
+		{"decimal, the smallest int64", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: math.MinInt64, Precision: 18}}}, Style{}, `-9.223372036854775808`},
+		{"decimal below one, trailing zeros dropped", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: -50, Precision: 4}}}, Style{}, `-0.005`},
+		{"decimal, integral", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 3000, Precision: 3}}}, Style{}, `3`},
+		{"decimal, a precision beyond any decimal64's: an exponent", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 7, Precision: 4000000000}}}, Style{}, `7e-4000000000`},
+		// gnmic's "float" type sends a float_val: 0.1 is the float32
+		// nearest 0.1, not the float64 0.10000000149011612 it widens to.
+		{"float, shortest as a float32", &gnmi.TypedValue{Value: &gnmi.TypedValue_FloatVal{FloatVal: 0.1}}, Style{}, `0.1`},
 		{"bytes", &gnmi.TypedValue{Value: &gnmi.TypedValue_BytesVal{BytesVal: []byte{1, 2}}}, Style{}, `"AQI="`},
 		{"leaf-list", leaflist, ietf, `["1","a"]`},
 		{"json passes through", &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: []byte(`{"a":1}`)}}, ietf, `{"a":1}`},

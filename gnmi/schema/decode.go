@@ -60,8 +60,10 @@ func (e *ValueError) Error() string {
 //
 // It is strict about what the YANG type allows: an integer must be an
 // integer within the range of its type (0.5 is not a uint8, whatever
-// float-to-int conversion would make of it), a decimal64 must be finite and
-// have at most the type's fraction digits, a member must be in the schema.
+// float-to-int conversion would make of it), a decimal64 is read exactly
+// (never through a float64) and must have at most the type's fraction
+// digits, a string of one RFC 7950 §9.3.1's form (a JSON number may have
+// an exponent); a member must be in the schema.
 // Ranges and patterns of the model are left to ygot's validation.
 func (s *Schema) DecodeValue(e *yang.Entry, v *gnmi.TypedValue) (*gnmi.TypedValue, error) {
 	var text []byte
@@ -414,27 +416,22 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 		if err := spaced(s, "decimal64 number"); err != nil {
 			return nil, err
 		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) || strings.ContainsAny(s, "xXpP_") {
+		_, isNumber := v.(json.Number)
+		d, lexical := parseDecimal(s, isNumber)
+		if !lexical {
+			if f, ferr := strconv.ParseFloat(s, 64); ferr == nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
+				return nil, bad("%s is not a finite decimal64 number", s) // "NaN": a double_val's
+			}
+			if strings.ContainsAny(s, "0123456789") {
+				return nil, bad("%s is not a decimal64 number: a decimal64 in a string is written as decimal digits after an optional sign, then optionally a point and more digits (RFC 7950 §9.3.1)", jsonKind(v))
+			}
 			return nil, bad("%s is not a decimal64 number", jsonKind(v))
 		}
-		if math.IsInf(f, 0) || math.IsNaN(f) {
-			return nil, bad("%s is not a finite decimal64 number", s)
-		}
-		if f == 0 {
-			f = 0 // "-0.0": a decimal64 has no negative zero (RFC 7950 §9.3)
-		}
-		// Plain decimal notation, as RFC 7951 writes decimal64.
-		d := strconv.FormatFloat(f, 'f', -1, 64)
-		if fd := t.FractionDigits; fd > 0 {
-			if i := strings.IndexByte(d, '.'); i >= 0 && len(d)-i-1 > fd {
-				return nil, bad("%s has more than the %d fraction digits of its type", s, fd)
-			}
-		}
-		if err := checkRange(t, d); err != nil {
+		text, err := d.check(t, s)
+		if err != nil {
 			return nil, &ValueError{Path: path, Reason: err.Error()}
 		}
-		return d, nil
+		return text, nil
 	case yang.Ybool:
 		switch x := v.(type) {
 		case bool:
@@ -465,19 +462,14 @@ func decodeLeaf(t *yang.YangType, v any, path string) (any, error) {
 	return v, nil
 }
 
-// checkRange checks a number's text against the type's YANG range (the
+// checkRange checks an integer's text against the type's YANG range (the
 // model's, as "0..100"); a number goyang cannot parse is left to ygot.
+// A decimal64's is decimal.check's.
 func checkRange(t *yang.YangType, s string) error {
 	if len(t.Range) == 0 {
 		return nil
 	}
-	var n yang.Number
-	var err error
-	if t.Kind == yang.Ydecimal64 {
-		n, err = yang.ParseDecimal(s, uint8(t.FractionDigits))
-	} else {
-		n, err = yang.ParseInt(s)
-	}
+	n, err := yang.ParseInt(s)
 	if err != nil || t.Range.Contains(yang.YangRange{{Min: n, Max: n}}) {
 		return nil
 	}

@@ -45,6 +45,14 @@ func TestDecodeValueAccepts(t *testing.T) {
 		{"decimal64 with an exponent", q + "/config/alpha", jsonVal(`5e-1`), `"0.5"`},
 		{"decimal64 as double_val", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: 0.25}}, `"0.25"`},
 		{"decimal64 as decimal_val", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 125, Precision: 2}}}, `"1.25"`},
+		{"decimal64 as a JSON number with a capital exponent", q + "/config/alpha", jsonVal(`1E+2`), `"100"`},
+		{"decimal64 as a JSON number with an exponent in json_ietf_val", q + "/config/ecn-max-probability", ietfVal(`1e-4`), `"0.0001"`},
+		{"decimal64 zero with a vast exponent", q + "/config/ecn-max-probability", jsonVal(`0e-99999999999999999999`), `"0"`},
+		{"decimal64 with trailing zeros beyond its fraction digits", q + "/config/alpha", ietfVal(`"0.50000"`), `"0.5"`},
+		// gnmic's --update path:::float:::0.1 (was 0.10000000149011612,
+		// more fraction digits than alpha's 3).
+		{"decimal64 as gnmic's float_val", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_FloatVal{FloatVal: 0.1}}, `"0.1"`},
+		{"decimal64 as decimal_val with trailing zeros", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 5000, Precision: 4}}}, `"0.5"`},
 		{"decimal64 as uint_val", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_UintVal{UintVal: 2}}, `"2"`},
 		{"uint64 as a JSON number", q + "/config/v-growth", jsonVal(`2500000000`), `"2500000000"`},
 		{"uint64 as a string", q + "/config/v-growth", ietfVal(`"2500000000"`), `"2500000000"`},
@@ -142,7 +150,22 @@ func TestDecodeValueRefuses(t *testing.T) {
 		{"leading zeros outside the model's range", q + "/action-policy/config/rate-reduce-percent", jsonVal(`"0101"`), `101 is outside the range 1..100 of its type`},
 		{"too many fraction digits", q + "/config/alpha", jsonVal(`0.1234567`), `0.1234567 has more than the 3 fraction digits of its type`},
 		{"NaN decimal", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: nanVal()}}, `NaN is not a finite decimal64 number`},
-		{"hex decimal", q + "/config/alpha", ietfVal(`"0x1p-2"`), `the string "0x1p-2" is not a decimal64 number`},
+		{"hex decimal", q + "/config/alpha", ietfVal(`"0x1p-2"`), `the string "0x1p-2" is not a decimal64 number: ` + lexical9_3_1},
+		// RFC 7951 §6.1: a decimal64 in a string is RFC 7950 §9.3.1's
+		// lexical form, which has no exponent and a digit before the
+		// point (they were read as floats and taken).
+		{"decimal64 string with an exponent", q + "/config/alpha", ietfVal(`"5e-1"`), `the string "5e-1" is not a decimal64 number: ` + lexical9_3_1},
+		{"decimal64 string without a digit before the point", q + "/config/alpha", jsonVal(`".5"`), `the string ".5" is not a decimal64 number: ` + lexical9_3_1},
+		{"decimal64 string_val without a digit after the point", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: "5."}}, `the string "5." is not a decimal64 number: ` + lexical9_3_1},
+		{"decimal64 string Infinity", q + "/config/alpha", ietfVal(`"Infinity"`), `Infinity is not a finite decimal64 number`},
+		// Read exactly: a JSON number beyond a float64 is beyond the
+		// decimal64 too (it was "not finite"), one below a float64's
+		// smallest has too many fraction digits (it was 0 and taken).
+		{"decimal64 number beyond a float64", q + "/config/alpha", jsonVal(`1e400`), `1e400 is out of the range of a decimal64 with 3 fraction digits (-9223372036854775.808..9223372036854775.807)`},
+		{"decimal64 number below a float64's smallest", q + "/config/ecn-max-probability", jsonVal(`1e-400`), `1e-400 has more than the 4 fraction digits of its type`},
+		{"decimal64 number with an exponent beyond int64", q + "/config/alpha", jsonVal(`1e99999999999999999999`), `1e99999999999999999999 is out of the range of a decimal64 with 3 fraction digits (-9223372036854775.808..9223372036854775.807)`},
+		{"decimal64 with one digit too many beyond a float64's", q + "/config/alpha", ietfVal(`"0.10000000000000000001"`), `0.10000000000000000001 has more than the 3 fraction digits of its type`},
+		{"decimal_val with a precision beyond a decimal64's", q + "/config/alpha", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 7, Precision: 4000000000}}}, `7e-4000000000 has more than the 3 fraction digits of its type`},
 		{"number for an enumeration", q + "/config/kmax-mode", jsonVal(`1`), `the number 1 is not an enumeration name`},
 		{"unknown enumeration name", q + "/config/kmax-mode", jsonVal(`"SOMETIMES"`), `"SOMETIMES" is not one of BDP_ADAPTIVE, EXPLICIT`},
 		{"decimal64 outside the model's range", q + "/config/alpha", jsonVal(`5000`), `5000 is outside the range 0.001..1000.000 of its type`},
@@ -180,6 +203,9 @@ func TestDecodeValueRefuses(t *testing.T) {
 		})
 	}
 }
+
+// lexical9_3_1 is why a decimal64's string is refused.
+const lexical9_3_1 = "a decimal64 in a string is written as decimal digits after an optional sign, then optionally a point and more digits (RFC 7950 §9.3.1)"
 
 func nanVal() float64 { var z float64; return z / z }
 

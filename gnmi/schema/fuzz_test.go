@@ -40,7 +40,8 @@ func FuzzDecodeJSON(f *testing.F) {
 		"/lhcnp/interfaces/interface[name=a]/queues/queue[id=0]/config/alpha", "/lhcnp/global/config/enabled",
 		"/lhcnp/interfaces/interface[name=a]/queues/queue[id=0]/config/v-growth"}
 	for i, v := range []string{`0.5`, `"0.5"`, `{"lhcnp:lhcnp":{"global":{"config":{"enabled":true}}}}`,
-		`{"config":{"alpha":1,"id":0}}`, `{"queues":{"queue":[{"id":1}]}}`, `true`, `18446744073709551616`, `[1,2]`, `{"a":`} {
+		`{"config":{"alpha":1,"id":0}}`, `{"queues":{"queue":[{"id":1}]}}`, `true`, `18446744073709551616`, `[1,2]`, `{"a":`,
+		`1e-3`, `"+00.50"`, `".5"`, `9223372036854775.807`, `1E+2`, `0e-99999999999`} {
 		f.Add(uint8(i), v)
 	}
 	f.Fuzz(func(t *testing.T, which uint8, in string) {

@@ -72,6 +72,15 @@ func TestGnmicSetErrors(t *testing.T) {
 		{desc: "a list entry given twice (RFC 7950 §7.8.2)",
 			args: slices.Concat(alpha, []string{"--update-path", wan0 + "/queues", "--update-value", `{"queue": [{"id": 4}, {"id": 5}, {"id": 4}]}`}),
 			want: `code = InvalidArgument desc = update[1] ` + wan0 + `/queues: invalid value: queue[id=4]: list entry given twice (entries 0 and 2 of the array): a list's keys are unique (RFC 7950 §7.8.2)`},
+		{desc: "a decimal64 in a string with an exponent (RFC 7950 §9.3.1)",
+			args: slices.Concat(alpha, []string{"--update-path", q + "[id=4]/config/alpha", "--update-value", `"5e-1"`}),
+			want: `code = InvalidArgument desc = update[1] ` + q + `[id=4]/config/alpha: invalid value: the string "5e-1" is not a decimal64 number: a decimal64 in a string is written as decimal digits after an optional sign, then optionally a point and more digits (RFC 7950 §9.3.1)`},
+		{desc: "a decimal64 without a digit before its point (gnmic sends a string)",
+			args: slices.Concat(alpha, []string{"--update-path", q + "[id=4]/config/alpha", "--update-value", ".5"}),
+			want: `code = InvalidArgument desc = update[1] ` + q + `[id=4]/config/alpha: invalid value: the string ".5" is not a decimal64 number: a decimal64 in a string is written as decimal digits after an optional sign, then optionally a point and more digits (RFC 7950 §9.3.1)`},
+		{desc: "a decimal64 with more fraction digits than its type, beyond a float64's",
+			args: slices.Concat(alpha, []string{"--update-path", q + "[id=4]/config/alpha", "--update-value", "0.10000000000000000001"}),
+			want: `code = InvalidArgument desc = update[1] ` + q + `[id=4]/config/alpha: invalid value: 0.10000000000000000001 has more than the 3 fraction digits of its type`},
 		{desc: "read-only state",
 			args: slices.Concat(alpha, []string{"--update-path", q + "[id=3]/state/alpha", "--update-value", "0.5"}),
 			want: `code = InvalidArgument desc = update[1] ` + q + `[id=3]/state/alpha: read-only state cannot be changed`},
@@ -104,25 +113,49 @@ func TestGnmicSetErrors(t *testing.T) {
 // where "05" was refused in Go's words (`json: invalid number literal
 // "05"`) and "+3" for a uint8 as out of its range.
 func TestGnmicSetNumberForms(t *testing.T) {
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=3]"
+	gnmicSetHas(t, []string{
+		"--update-path", q + "/action-policy/config/rate-reduce-percent", "--update-value", "05",
+		"--update-path", q + "/config/kmin", "--update-value", "+0064000",
+		"--update-path", q + "/config/alpha", "--update-value", "+00.50"},
+		q+"/action-policy/config/rate-reduce-percent = uint 5", q+"/config/kmin = uint 64000", q+"/config/alpha = double 0.5")
+}
+
+// TestGnmicSetDecimal64Forms: the forms gnmic sends a decimal64 in are
+// read exactly: a JSON number with an exponent (its value, as JSON's
+// grammar has it), a float_val (`--update path:::float:::0.1`, the float32
+// nearest 0.1, read as 0.1: it was read as 0.10000000149011612 and
+// refused for more than alpha's 3 fraction digits), and a JSON number at
+// the top of the leaf's range.
+func TestGnmicSetDecimal64Forms(t *testing.T) {
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=3]"
+	gnmicSetHas(t, []string{
+		"--update", q + "/config/alpha:::float:::0.1",
+		"--update-path", q + "/config/ecn-max-probability", "--update-value", "1e-4",
+		"--update-path", q + "/config/v-ecn", "--update-value", "100.00"},
+		q+"/config/alpha = double 0.1", q+"/config/ecn-max-probability = double 0.0001", q+"/config/v-ecn = double 100")
+}
+
+// gnmicSetHas runs `gnmic set` with args against a new target, which must
+// succeed, and checks that the configuration then has each of want
+// (configLeaves' lines).
+func gnmicSetHas(t *testing.T, args []string, want ...string) {
+	t.Helper()
 	gnmic, err := gnmicbin.Path("../..")
 	if err != nil {
 		oracle.Missing(t, err)
 	}
 	e := newEnv(t)
-	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=3]"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	args := []string{"-a", e.addr, "--insecure", "set",
-		"--update-path", q + "/action-policy/config/rate-reduce-percent", "--update-value", "05",
-		"--update-path", q + "/config/kmin", "--update-value", "+0064000",
-		"--update-path", q + "/config/alpha", "--update-value", "+00.50"}
+	args = append([]string{"-a", e.addr, "--insecure", "set"}, args...)
 	if out, err := exec.CommandContext(ctx, gnmic, args...).CombinedOutput(); err != nil {
 		t.Fatalf("gnmic set %q: %v\n%s", args, err, out)
 	}
 	got := configLeaves(t, e)
-	for _, want := range []string{q + "/action-policy/config/rate-reduce-percent = uint 5", q + "/config/kmin = uint 64000", q + "/config/alpha = double 0.5"} {
-		if !has(got, want) {
-			t.Errorf("config lacks %q:\n%s", want, strings.Join(got, "\n"))
+	for _, w := range want {
+		if !has(got, w) {
+			t.Errorf("config lacks %q:\n%s", w, strings.Join(got, "\n"))
 		}
 	}
 }
