@@ -52,14 +52,16 @@ func (e RuleErrors) err() error {
 	if len(e) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(e, func(a, b *RuleError) int { return comparePaths(a.Path, b.Path) })
+	slices.SortStableFunc(e, func(a, b *RuleError) int { return ComparePaths(a.Path, b.Path) })
 	return e
 }
 
-// comparePaths orders two data paths ("/a/b[k=v]/c") as text, but for
+// ComparePaths orders two data paths ("/a/b[k=v]/c") as text, but for
 // key values of digits alone, which compare by their value: queue[id=2]
-// comes before queue[id=10], as the lists' entries do.
-func comparePaths(a, b string) int {
+// comes before queue[id=10], as the lists' entries do. It is the path
+// order of every list of faults: CheckRules', and the data node Set names
+// when ygot refuses a schema node several entries have.
+func ComparePaths(a, b string) int {
 	pa, pb := pathTokens(a), pathTokens(b)
 	for i := range min(len(pa), len(pb)) {
 		x, y := pa[i], pb[i]

@@ -19,11 +19,11 @@ func TestComparePaths(t *testing.T) {
 		{"/l/q[id=2]", "/l/q[id=2]/c", -1},
 		{"/l/q[id=7]", "/l/q[id=7]", 0},
 	} {
-		if got := comparePaths(tt.a, tt.b); got != tt.want {
-			t.Errorf("comparePaths(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		if got := ComparePaths(tt.a, tt.b); got != tt.want {
+			t.Errorf("ComparePaths(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
-		if got := comparePaths(tt.b, tt.a); got != -tt.want {
-			t.Errorf("comparePaths(%q, %q) = %d, want %d", tt.b, tt.a, got, -tt.want)
+		if got := ComparePaths(tt.b, tt.a); got != -tt.want {
+			t.Errorf("ComparePaths(%q, %q) = %d, want %d", tt.b, tt.a, got, -tt.want)
 		}
 	}
 }

@@ -198,6 +198,14 @@ func TestErrorsNamePathOnce(t *testing.T) {
 		{desc: "set update: an invalid value names the keys", call: updateVal(`{"name": "p1", "source-prefix": "bogus"}`),
 			path: mustPath(policy + "[name=p1]/config"), code: codes.InvalidArgument, cut: true,
 			want: `update[0] ` + policy + `[name=p1]/config: invalid value: ` + policy + `[name=p1]/config/source-prefix: "bogus" does not match regular expression pattern`},
+		// ygot names the schema node; of the entries that fail there,
+		// the first in path order is named, a number's key by its value
+		// (schema.ComparePaths): [name=2] before [name=10], which text put
+		// first.
+		{desc: "set update: of two entries ygot refuses, the first by a number key's value",
+			call: updateVal(`{"policy": [{"name": "10", "config": {"name": "10", "source-prefix": "bogus"}}, {"name": "2", "config": {"name": "2", "source-prefix": "bogus"}}]}`),
+			path: mustPath("/lhcnp/rate-advice/policies"), code: codes.InvalidArgument, cut: true,
+			want: `update[0] /lhcnp/rate-advice/policies: invalid value: ` + policy + `[name=2]/config/source-prefix: "bogus" does not match regular expression pattern`},
 		{desc: "set update: an invalid leaf names the keys", call: updateVal(`""`),
 			path: mustPath(wan0 + "/config/name"), code: codes.InvalidArgument,
 			want: `update[0] ` + wan0 + `/config/name: invalid value: length 0 is outside range 1..255`},

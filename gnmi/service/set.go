@@ -691,7 +691,9 @@ func (h *Handler) locate(cand *oc.Root, schemaPath string, within *gnmi.Path) *g
 		}
 		nodes[schema.PathString(node)] = node
 	}
-	for _, k := range slices.Sorted(maps.Keys(nodes)) {
+	// Path order as CheckRules' (schema.ComparePaths): a number's key by
+	// its value, queue[id=2] before queue[id=10], which text put after.
+	for _, k := range slices.SortedFunc(maps.Keys(nodes), schema.ComparePaths) {
 		if h.fails(cand, nodes[k]) {
 			return nodes[k]
 		}
