@@ -173,7 +173,11 @@ func fixKey[T comparable](key, cfg **T, want T, at *gnmi.Path, name string, errs
 		}
 		return store.PathString(p)
 	}
-	differs := func(got T) string { return fmt.Sprintf("%v differs from the list key %v", got, want) }
+	// A key and a value of a request may hold a line break: escaped, so
+	// that the message stays one line (FuzzSet).
+	differs := func(got T) string {
+		return store.ErrorText(fmt.Sprint(got)) + " differs from the list key " + store.ErrorText(fmt.Sprint(want))
+	}
 	switch {
 	case *key == nil:
 		*key = ptr(want)
