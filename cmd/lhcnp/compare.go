@@ -22,24 +22,89 @@ import (
 // document (--fabrics): the small variant of the two-DC benchmark.
 var defaultFabricScenarios = []string{"scenarios/fabric/two-dc-k4.yaml"}
 
-// fabricRuns compares mechs on the fabric scenarios files for the results
-// document, in outDir/fabrics, copying the plot the document shows (the
-// FCT slowdown by class) into plotDir; nil for no files.
-func fabricRuns(ctx context.Context, files, mechs []string, outDir, plotDir string, o compare.Options) (*compare.FabricDoc, error) {
-	if len(files) == 0 {
-		return nil, nil
+// docInputs are the files --markdown runs after the comparison, loaded
+// and checked (as Run, RunSection7 and RunLongHaulReport would refuse
+// them) before the comparison's first run: a bad one came after minutes
+// of runs.
+type docInputs struct {
+	section7 *scenario.Scenario
+	unstaged *scenario.Scenario // nil for none
+	// tuner are the §7 scenario (a copy of its own) and the tuner's
+	// step scenarios, from tunerFiles.
+	tuner       []*scenario.Scenario
+	tunerFiles  []string
+	fabrics     []*scenario.Scenario // from fabricFiles; none for no section
+	fabricOpts  compare.Options
+	fabricFiles []string
+}
+
+// loadDocInputs loads and checks the files of --markdown's runs: the §7
+// scenario, the unstaged one ("" for none), the tuner's scenarios (with
+// the §7 one, run with compare.TunerMechanisms) and the fabrics (run with
+// fabricMechs), each run with opts as the comparison's, and the stored
+// reference summaries of --validation (valRef, "" for none).
+func loadDocInputs(s7, s7u string, tunerFiles, fabricFiles, fabricMechs []string, valRef, valScenarios string,
+	dur durationFlag, opts compare.Options) (*docInputs, error) {
+	in := &docInputs{tunerFiles: append([]string{s7}, tunerFiles...), fabricFiles: fabricFiles}
+	if valRef != "" {
+		if err := refsim.CheckAllStored(valRef, valScenarios); err != nil {
+			return nil, fileError{fmt.Errorf("--validation: %w", err)}
+		}
 	}
-	var scs []*scenario.Scenario
-	var infos []compare.ScenarioInfo
-	for _, f := range files {
-		sc, err := loadScenario(f)
-		if err != nil {
+	var err error
+	if in.section7, err = loadScenario(s7); err != nil {
+		return nil, err
+	}
+	if err := sim.CheckSection7(in.section7); err != nil {
+		return nil, fileError{fmt.Errorf("--section7: %s: %w", s7, err)}
+	}
+	if s7u != "" {
+		if in.unstaged, err = loadScenario(s7u); err != nil {
 			return nil, err
 		}
-		scs = append(scs, sc)
-		infos = append(infos, compare.ScenarioInfo{Name: sc.Name, File: f, Description: sc.Description})
+		if err := sim.CheckLongHaulReport(in.unstaged); err != nil {
+			return nil, fileError{fmt.Errorf("--section7-unstaged: %s: %w", s7u, err)}
+		}
 	}
-	o.Mechanisms = mechs
+	if in.tuner, err = loadScenarios(in.tunerFiles); err != nil {
+		return nil, err
+	}
+	if err := dur.fits(in.tuner...); err != nil {
+		return nil, err
+	}
+	topts := opts
+	topts.Mechanisms = compare.TunerMechanisms
+	if err := compare.Check(in.tuner, topts); err != nil {
+		return nil, err
+	}
+	if len(fabricFiles) == 0 {
+		return in, nil
+	}
+	if in.fabrics, err = loadScenarios(fabricFiles); err != nil {
+		return nil, err
+	}
+	if err := dur.fits(in.fabrics...); err != nil {
+		return nil, err
+	}
+	in.fabricOpts = opts
+	in.fabricOpts.Mechanisms = fabricMechs
+	if err := compare.Check(in.fabrics, in.fabricOpts); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// fabricRuns compares the fabric scenarios scs (of files) with o for the
+// results document, in outDir/fabrics, copying the plot the document shows
+// (the FCT slowdown by class) into plotDir; nil for no scenarios.
+func fabricRuns(ctx context.Context, scs []*scenario.Scenario, files []string, outDir, plotDir string, o compare.Options) (*compare.FabricDoc, error) {
+	if len(scs) == 0 {
+		return nil, nil
+	}
+	var infos []compare.ScenarioInfo
+	for i, sc := range scs {
+		infos = append(infos, compare.ScenarioInfo{Name: sc.Name, File: files[i], Description: sc.Description})
+	}
 	dir := filepath.Join(outDir, "fabrics")
 	res, err := compare.Run(ctx, scs, dir, o)
 	if err != nil {
@@ -156,6 +221,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := compare.Check(scs, opts); err != nil {
 		return err
 	}
+	var in *docInputs
+	if *md != "" {
+		if in, err = loadDocInputs(*s7, *s7u, splitList(*tunerFiles), splitList(*fabricFiles), splitList(*fabricMechs), *valRef, *valScenarios, dur, opts); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -187,21 +258,13 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 
-	sc7, err := loadScenario(*s7)
-	if err != nil {
-		return err
-	}
-	r7, err := sim.RunSection7(ctx, sc7, filepath.Join(*out, sc7.Name), sim.WithoutPlots())
+	r7, err := sim.RunSection7(ctx, in.section7, filepath.Join(*out, in.section7.Name), sim.WithoutPlots())
 	if err != nil {
 		return err
 	}
 	steps := r7.Steps()
 	var unstaged []string
-	if *s7u != "" {
-		scu, err := loadScenario(*s7u)
-		if err != nil {
-			return err
-		}
+	if scu := in.unstaged; scu != nil {
 		ru, err := sim.RunLongHaulReport(ctx, scu, filepath.Join(*out, scu.Name), sim.WithoutPlots())
 		if err != nil {
 			return err
@@ -223,14 +286,14 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	}
-	td, err := tunerDoc(ctx, stdout, stderr, res, tunerSets, append([]string{*s7}, splitList(*tunerFiles)...), files, *out, opts)
+	td, err := tunerDoc(ctx, stdout, stderr, res, tunerSets, in.tuner, in.tunerFiles, files, *out, opts)
 	if err != nil {
 		return err
 	}
 	if held != nil {
 		td.HeldOut, td.HeldOutFile = held.Rows, *heldOut
 	}
-	fab, err := fabricRuns(ctx, splitList(*fabricFiles), splitList(*fabricMechs), *out, plotDir, opts)
+	fab, err := fabricRuns(ctx, in.fabrics, in.fabricFiles, *out, plotDir, in.fabricOpts)
 	if err != nil {
 		return err
 	}

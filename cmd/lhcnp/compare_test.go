@@ -123,6 +123,55 @@ func TestCompareRefusalsExitStatus(t *testing.T) {
 	}
 }
 
+// TestCompareDocInputsCheckedFirst: with --markdown, every file the
+// document's runs use after the comparison (§7, unstaged, tuner
+// scenarios, fabrics and their mechanisms, the stored validation
+// outputs) is loaded and checked before the comparison's first run: exit
+// status 2, the refusal on stderr, neither --out nor the document
+// written. They were loaded after the comparison's runs, so a bad one
+// came after minutes of them, with --out written.
+func TestCompareDocInputsCheckedFirst(t *testing.T) {
+	bad := fileWriter(t, t.TempDir())("bad.yaml", "name: x\n")
+	const (
+		noNodes = "../../scenarios/incast-dcqcn.yaml"
+		step    = "../../scenarios/compare/rtt-step.yaml"
+	)
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"bad fabric file", []string{"--fabrics", bad}, bad + ":1:1: duration: missing required field"},
+		{"fabric mechanism unknown", []string{"--fabrics", "../../scenarios/fabric/two-dc-k4.yaml", "--fabric-mechanisms", "dcqcn,hpcc"},
+			`compare: unknown mechanism "hpcc"`},
+		{"bad tuner scenario", []string{"--tuner-scenarios", bad}, bad + ":1:1: duration: missing required field"},
+		{"tuner scenario without nodes", []string{"--tuner-scenarios", noNodes},
+			"compare: scenario incast-dcqcn: long-haul-cnp needs the file to name its congestion-aware nodes (mechanism.nodes)"},
+		{"section7 not the example", []string{"--section7", step}, "--section7: " + step + ": sim: scenario rtt-step is not the §7 example (no hosts source and dest)"},
+		{"unstaged without long-haul-cnp", []string{"--section7-unstaged", noNodes},
+			"--section7-unstaged: " + noNodes + ": sim: scenario incast-dcqcn: no long-haul-cnp mechanism to report on (mechanism is dcqcn)"},
+		{"validation missing", []string{"--validation", "no-such-dir"}, "--validation: no-such-dir: no stored reference outputs"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			out, md := filepath.Join(dir, "out"), filepath.Join(dir, "results.md")
+			args := []string{"sim", "compare", step, "--out", out, "--markdown", md, "--duration", "3ms", "--no-plots",
+				"--mechanisms", "dcqcn,long-haul-cnp", "--section7", "../../scenarios/section7.yaml", "--section7-unstaged", "",
+				"--tuner-scenarios", "", "--fabrics", "", "--held-out", "", "--validation", ""}
+			var stdout, stderr bytes.Buffer
+			code := run(append(args, tt.args...), &stdout, &stderr)
+			if code != 2 || !strings.HasPrefix(stderr.String(), "lhcnp sim compare: "+tt.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), "lhcnp sim compare: "+tt.want)
+			}
+			for _, f := range []string{out, md} {
+				if _, err := os.Stat(f); err == nil {
+					t.Errorf("%s was written: a run went ahead", f)
+				}
+			}
+		})
+	}
+}
+
 // TestCompareMarkdownReplaced: --markdown FILE is replaced once the
 // document is written whole (a temporary file in its directory, renamed),
 // never emptied while the runs go on: a run that fails leaves FILE as it
@@ -159,7 +208,9 @@ func TestCompareMarkdownReplaced(t *testing.T) {
 	if b, err := os.ReadFile(md); err != nil || string(b) != before {
 		t.Errorf("%s after a failed run: %q (%v), want it untouched", md, b, err)
 	}
-	if got := left(); !slices.Equal(got, []string{"out", "results.md"}) {
+	// The missing file is refused before the first run
+	// (TestCompareDocInputsCheckedFirst): --out is not made either.
+	if got := left(); !slices.Equal(got, []string{"results.md"}) {
 		t.Errorf("files left beside it: %v", got)
 	}
 	if err := runCompare(context.Background(), args(""), &stdout, &stderr); err != nil {

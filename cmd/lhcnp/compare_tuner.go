@@ -35,19 +35,12 @@ func tunerBars(stdout io.Writer, res *compare.Result, scs []*scenario.Scenario, 
 // defaultTunerScenarios are the tuner's step scenarios (docs/tuner.md).
 var defaultTunerScenarios = []string{"scenarios/tuner/rtt-step-back.yaml", "scenarios/tuner/load-step.yaml"}
 
-// tunerDoc runs the tuner's rows on the extra scenarios (§7 and the step
-// scenarios) and gathers the tuner's part of docs/results.md with the
-// comparison's own tuner rows and bars.
-func tunerDoc(ctx context.Context, stdout, stderr io.Writer, res *compare.Result, sets []compare.BarSet, extra, compared []string,
-	out string, opts compare.Options) (*compare.TunerDoc, error) {
-	var scs []*scenario.Scenario
-	for _, f := range extra {
-		sc, err := loadScenario(f)
-		if err != nil {
-			return nil, err
-		}
-		scs = append(scs, sc)
-	}
+// tunerDoc runs the tuner's rows on the extra scenarios scs (§7 and the
+// step scenarios, of the files extra; loadDocInputs checked them) and
+// gathers the tuner's part of docs/results.md with the comparison's own
+// tuner rows and bars.
+func tunerDoc(ctx context.Context, stdout, stderr io.Writer, res *compare.Result, sets []compare.BarSet, scs []*scenario.Scenario,
+	extra, compared []string, out string, opts compare.Options) (*compare.TunerDoc, error) {
 	opts.Mechanisms = compare.TunerMechanisms
 	opts.Plots = false
 	if isTerminal(stderr) {

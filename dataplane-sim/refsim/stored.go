@@ -29,16 +29,7 @@ type Stored struct {
 // them figure by figure.
 func CompareStored(dir, scenarioDir string) (*Stored, error) {
 	name := filepath.Base(dir)
-	ref, err := LoadRuns(dir)
-	if err != nil {
-		return nil, err
-	}
-	for k, r := range ref {
-		if r.Source != RefSource || r.Simulator != "reference" || r.Scenario != name {
-			return nil, fmt.Errorf("%s run %d: %s from %q (%s), want the reference's %s from %s", dir, k+1, r.Simulator, r.Source, r.Scenario, name, RefSource)
-		}
-	}
-	sc, err := scenario.LoadFile(filepath.Join(scenarioDir, name+".yaml"))
+	ref, sc, err := loadStored(dir, scenarioDir)
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +58,29 @@ func CompareStored(dir, scenarioDir string) (*Stored, error) {
 	return st, nil
 }
 
-// CompareAllStored is CompareStored for every directory under refDir, in
-// name order.
-func CompareAllStored(refDir, scenarioDir string) ([]*Stored, error) {
+// loadStored reads the reference runs stored in dir and the scenario file
+// of their name in scenarioDir, refusing runs of another simulator,
+// source or scenario.
+func loadStored(dir, scenarioDir string) ([]*Summary, *scenario.Scenario, error) {
+	name := filepath.Base(dir)
+	ref, err := LoadRuns(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, r := range ref {
+		if r.Source != RefSource || r.Simulator != "reference" || r.Scenario != name {
+			return nil, nil, fmt.Errorf("%s run %d: %s from %q (%s), want the reference's %s from %s", dir, k+1, r.Simulator, r.Source, r.Scenario, name, RefSource)
+		}
+	}
+	sc, err := scenario.LoadFile(filepath.Join(scenarioDir, name+".yaml"))
+	if err != nil {
+		return nil, nil, err
+	}
+	return ref, sc, nil
+}
+
+// storedDirs returns the directories under refDir, in name order.
+func storedDirs(refDir string) ([]string, error) {
 	dirs, err := filepath.Glob(filepath.Join(refDir, "*"))
 	if err != nil {
 		return nil, err
@@ -78,6 +89,34 @@ func CompareAllStored(refDir, scenarioDir string) ([]*Stored, error) {
 		return nil, fmt.Errorf("%s: no stored reference outputs", refDir)
 	}
 	slices.Sort(dirs)
+	return dirs, nil
+}
+
+// CheckAllStored refuses what CompareAllStored refuses before its first
+// run: no directory under refDir, a stored run it cannot read or of
+// another simulator, source or scenario, a scenario file missing or
+// refused. A command that compares after other runs checks before the
+// first.
+func CheckAllStored(refDir, scenarioDir string) error {
+	dirs, err := storedDirs(refDir)
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if _, _, err := loadStored(d, scenarioDir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CompareAllStored is CompareStored for every directory under refDir, in
+// name order.
+func CompareAllStored(refDir, scenarioDir string) ([]*Stored, error) {
+	dirs, err := storedDirs(refDir)
+	if err != nil {
+		return nil, err
+	}
 	var out []*Stored
 	for _, d := range dirs {
 		st, err := CompareStored(d, scenarioDir)

@@ -45,9 +45,23 @@ type LongHaulReport struct {
 	Summary *report.Summary
 }
 
+// CheckLongHaulReport refuses a scenario RunLongHaulReport would run
+// only to refuse at its end: one without a long-haul-cnp block (the top
+// one or one of mechanism.with).
+func CheckLongHaulReport(sc *scenario.Scenario) error {
+	blocks := append([]scenario.Mechanism{sc.Mechanism}, sc.Mechanism.With...)
+	if !slices.ContainsFunc(blocks, func(m scenario.Mechanism) bool { return m.Kind == scenario.MechanismLongHaulCNP }) {
+		return fmt.Errorf("sim: scenario %s: no long-haul-cnp mechanism to report on (mechanism is %s)", sc.Name, sc.Mechanism.Kind)
+	}
+	return nil
+}
+
 // RunLongHaulReport runs a long-haul-cnp scenario and reports what its
 // nodes did. opts are passed to Run.
 func RunLongHaulReport(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Option) (*LongHaulReport, error) {
+	if err := CheckLongHaulReport(sc); err != nil {
+		return nil, err
+	}
 	var mech *LongHaulCNP
 	opts = append(opts, WithLongHaulCNP(func(m *LongHaulCNP, _ *Env) { mech = m }))
 	sum, err := Run(ctx, sc, outDir, opts...)

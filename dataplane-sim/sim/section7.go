@@ -91,14 +91,26 @@ type Section7Step struct {
 	OK       bool
 }
 
+// CheckSection7 refuses a scenario RunSection7 refuses before its run:
+// one without the §7 example's hosts or without a long-haul-cnp block. A
+// command that runs it after other runs checks it before the first.
+func CheckSection7(sc *scenario.Scenario) error {
+	_, ok1 := hostIP(sc, s7Source)
+	_, ok2 := hostIP(sc, s7Dest)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("sim: scenario %s is not the §7 example (no hosts %s and %s)", sc.Name, s7Source, s7Dest)
+	}
+	return CheckLongHaulReport(sc)
+}
+
 // RunSection7 runs the §7 scenario (scenarios/section7.yaml) and observes
 // the eight steps. opts are passed to Run (WithoutPlots, WithDuration...).
 func RunSection7(ctx context.Context, sc *scenario.Scenario, outDir string, opts ...Option) (*Section7Result, error) {
-	src, ok1 := hostIP(sc, s7Source)
-	dst, ok2 := hostIP(sc, s7Dest)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("sim: scenario %s is not the §7 example (no hosts %s and %s)", sc.Name, s7Source, s7Dest)
+	if err := CheckSection7(sc); err != nil {
+		return nil, err
 	}
+	src, _ := hostIP(sc, s7Source)
+	dst, _ := hostIP(sc, s7Dest)
 	res := &Section7Result{Flow: lhcnp.FlowKey{Src: src, Dst: dst, SrcQP: s7SrcQP, DstQP: s7DstQP},
 		LearnedAt: -1, FirstMarkAt: -1, KMinCrossedAt: -1, ReactedAt: -1, RecoveryAt: -1, ResumeArrivedAt: -1,
 		SourceConnectedAt: -1, PollInterval: 10 * engine.Microsecond}

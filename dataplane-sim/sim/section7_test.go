@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +122,46 @@ func TestSection7Unstaged(t *testing.T) {
 	}
 	if len(r.Nodes) != 2 || r.Nodes[0].Node != "n1" || r.Nodes[1].Node != "n2" {
 		t.Errorf("nodes %+v, want n1 and n2", r.Nodes)
+	}
+}
+
+// TestSection7ChecksFirst: a scenario without a long-haul-cnp block is
+// refused by RunSection7 and RunLongHaulReport before its run, and by
+// CheckSection7 and CheckLongHaulReport (which lhcnp sim compare
+// --markdown calls before its first run). RunSection7 panicked (no
+// mechanism to read its counters from) and RunLongHaulReport refused
+// after the whole run, its outputs written.
+func TestSection7ChecksFirst(t *testing.T) {
+	sc := load(t, "section7.yaml")
+	sc.Mechanism = scenario.Mechanism{Kind: scenario.MechanismDCQCN}
+	const want = "no long-haul-cnp mechanism to report on (mechanism is dcqcn)"
+	for _, tt := range []struct {
+		desc string
+		run  func(dir string) error
+	}{
+		{"CheckSection7", func(string) error { return CheckSection7(sc) }},
+		{"CheckLongHaulReport", func(string) error { return CheckLongHaulReport(sc) }},
+		{"RunSection7", func(dir string) error {
+			_, err := RunSection7(context.Background(), sc, dir, WithoutPlots(), WithDuration(time.Millisecond))
+			return err
+		}},
+		{"RunLongHaulReport", func(dir string) error {
+			_, err := RunLongHaulReport(context.Background(), sc, dir, WithoutPlots(), WithDuration(time.Millisecond))
+			return err
+		}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			if err := tt.run(dir); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("err %v, want it to say %q", err, want)
+			}
+			if _, err := os.Stat(dir); err == nil {
+				t.Errorf("%s was written: the run went ahead", dir)
+			}
+		})
+	}
+	if err := CheckSection7(load(t, "section7-unstaged.yaml")); err != nil {
+		t.Errorf("CheckSection7(section7-unstaged.yaml): %v", err)
 	}
 }
 
