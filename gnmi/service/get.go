@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/store"
@@ -118,7 +118,10 @@ func (h *Handler) notification(prefix, p, full *gnmi.Path, res schema.Resolved, 
 		}
 		vals = append(vals, leafVal{path: l.Path(), key: l.Key(), val: v, leaf: leaf, node: n})
 	})
-	sort.Slice(vals, func(i, j int) bool { return vals[i].key < vals[j].key })
+	// Path order with a number key by its value (queue[id=2] before
+	// queue[id=10]), as Set's errors name entries: the text's order put
+	// 10 first.
+	slices.SortFunc(vals, func(a, b leafVal) int { return schema.ComparePaths(a.key, b.key) })
 
 	notif := &gnmi.Notification{Prefix: responsePrefix(h.s, prefix)}
 	if len(vals) == 0 {

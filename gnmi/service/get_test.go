@@ -5,8 +5,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -244,5 +247,62 @@ func TestOriginInPrefixAndPathRefused(t *testing.T) {
 	}
 	if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Prefix: prefix, Update: []*gnmi.Update{{Path: &gnmi.Path{Elem: elems}, Val: dbl(0.5)}}}); err != nil {
 		t.Errorf("Set with the origin in the prefix only: %v", err)
+	}
+}
+
+// TestGetOrderByKeyValue: a Get's values come in path order with a number
+// key by its value, as Set's errors name them (schema.ComparePaths):
+// queue[id=2] before queue[id=3] before queue[id=10], one update each for
+// a wildcard. The values were sorted as text, queue[id=10] first. (A
+// list within one JSON value is in ygot's order, Marshal7951's: its keys
+// as text.)
+func TestGetOrderByKeyValue(t *testing.T) {
+	e := newEnv(t)
+	root := &oc.Root{}
+	for _, id := range []uint8{10, 2} {
+		q := root.GetOrCreateLhcnp().GetOrCreateInterfaces().GetOrCreateInterface("wan0").GetOrCreateQueues().GetOrCreateQueue(id)
+		q.GetOrCreateState().Id = ygot.Uint8(id)
+		q.GetOrCreateState().EffectiveKmax = ygot.Uint64(1000 * uint64(id))
+	}
+	vals, err := testSchema.Values(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b store.Batch
+	for _, v := range vals {
+		if l, ok := testSchema.LeafAt(v.Path); ok && l.Class != schema.ClassConfig {
+			b.Update(v.Path, v.Val, l.Kind)
+		}
+	}
+	if _, err := e.st.Apply(&b, 0); err != nil {
+		t.Fatal(err)
+	}
+	const queues = "/lhcnp/interfaces/interface[name=wan0]/queues"
+	for _, tt := range []struct {
+		desc string
+		path string
+		enc  gnmi.Encoding
+		want []string
+	}{
+		{"wildcard, JSON", queues + "/queue[id=*]/state/effective-kmax", gnmi.Encoding_JSON, []string{
+			queues + "/queue[id=2]/state/effective-kmax = 2000",
+			queues + "/queue[id=3]/state/effective-kmax = 1250000",
+			queues + "/queue[id=10]/state/effective-kmax = 10000",
+		}},
+		{"wildcard, PROTO", queues + "/queue/state/id", gnmi.Encoding_PROTO, []string{
+			queues + "/queue[id=2]/state/id = uint 2",
+			queues + "/queue[id=3]/state/id = uint 3",
+			queues + "/queue[id=10]/state/id = uint 10",
+		}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			resp, err := e.c.Get(ctx(t), &gnmi.GetRequest{Type: gnmi.GetRequest_STATE, Encoding: tt.enc, Path: []*gnmi.Path{mustPath(tt.path)}})
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, render(resp.GetNotification()[0])); diff != "" {
+				t.Errorf("Get %s (-want, +got):\n%s", tt.path, diff)
+			}
+		})
 	}
 }
