@@ -161,6 +161,17 @@ func TestDecide(t *testing.T) {
 			reason: "2 samples in the window, 3 needed",
 		},
 		{
+			desc: "one sample: no decision, the noun in agreement",
+			window: func() Window {
+				w := window(full, bdp(1, vg))
+				w.Samples = w.Samples[:1]
+				w.End = w.Samples[0].Time
+				return w
+			},
+			want:   result{Rule: RuleNoData, After: bdp(1, vg)},
+			reason: "1 sample in the window, 3 needed",
+		},
+		{
 			desc:   "no port rate: no decision",
 			window: func() Window { w := window(full, bdp(1, vg)); w.PortRateBitsPerSec = 0; return w },
 			want:   result{Rule: RuleNoData, After: bdp(1, vg)},
@@ -776,6 +787,22 @@ func TestDecide(t *testing.T) {
 			reason: "the QGR trigger's cuts cost the link and the queue is the first-level loop's, for 400 RTT_est (qgr_off_rtt 2): the QGR trigger off (V_growth 0)",
 		},
 		{
+			desc: "qgr-off: one cut, the noun in agreement",
+			cfg:  func(c *Config) { c.QGROffRTT = 2 },
+			mem:  Memory{Changes: 1},
+			window: func() Window {
+				w := qgrCostWindow(bdp(1, vg))
+				for i := range w.Samples {
+					w.Samples[i].Notifications.Notify = 0
+				}
+				w.Samples[4].Notifications.Notify = 1
+				return w
+			},
+			want: result{Change: true, Rule: RuleQGROff, After: bdp(1, 0),
+				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Changes: 2, QGROff: true}},
+			reason: "1 cut with the queue under K_min",
+		},
+		{
 			desc:   "qgr-off off by default: the guard holds, no count",
 			mem:    Memory{Changes: 1},
 			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
@@ -804,7 +831,7 @@ func TestDecide(t *testing.T) {
 			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
 			want: result{Change: true, Rule: RuleQGROff, After: bdp(1, 0),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Changes: 4, QGROff: true, QGROffBacks: 1}},
-			reason: "(qgr_off_rtt 150 × 2^1, the trigger back on 1 times since the tuner switched it off)",
+			reason: "(qgr_off_rtt 150 × 2^1, the trigger back on 1 time since the tuner switched it off)",
 		},
 		{
 			desc:   "qgr-off: four times after twice: not yet",
@@ -1996,5 +2023,19 @@ func TestUnderUseAfter(t *testing.T) {
 	bad.UnderUseAfterRTT = -1
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "under_use_after_rtt: -1 is neither 0") {
 		t.Errorf("under_use_after_rtt -1: %v", err)
+	}
+}
+
+// TestCount: a count in a reason agrees with its noun ("1 sample", "3
+// samples"), the tuner's periods as the policy's samples, cuts,
+// notifications, windows and times.
+func TestCount(t *testing.T) {
+	for _, tt := range []struct {
+		n    int64
+		want string
+	}{{0, "0 windows"}, {1, "1 window"}, {2, "2 windows"}} {
+		if got := Count(tt.n, "window"); got != tt.want {
+			t.Errorf("Count(%d) = %q, want %q", tt.n, got, tt.want)
+		}
 	}
 }

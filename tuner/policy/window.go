@@ -182,7 +182,7 @@ func (w Window) growthBytesPerSec(m Metrics) float64 {
 // or "" when it can.
 func Check(cfg Config, w Window) (rule Rule, reason string) {
 	if len(w.Samples) < cfg.MinSamples {
-		return RuleNoData, fmt.Sprintf("%d samples in the window, %d needed", len(w.Samples), cfg.MinSamples)
+		return RuleNoData, fmt.Sprintf("%s in the window, %d needed", Count(len(w.Samples), "sample"), cfg.MinSamples)
 	}
 	if w.PortRateBitsPerSec <= 0 || w.RTTEst <= 0 {
 		return RuleNoData, fmt.Sprintf("no port rate (%d bit/s) or RTT_est (%v)", w.PortRateBitsPerSec, w.RTTEst)
