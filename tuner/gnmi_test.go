@@ -431,8 +431,8 @@ func TestGNMIPusherWatchesEveryQueue(t *testing.T) {
 		leaf, value string
 		want        string // in Commit's error
 	}{
-		{desc: "alpha of a BDP_ADAPTIVE queue", queue: 1, leaf: "alpha", value: "0.75", want: "interface wan0 queue 1: alpha 0.75"},
-		{desc: "kmax of an EXPLICIT queue", queue: 2, leaf: "kmax", value: "5000000", want: "interface wan0 queue 2: kmax 5000000"},
+		{desc: "alpha of a BDP_ADAPTIVE queue", queue: 1, leaf: "alpha", value: "0.75", want: "interface wan0 queue 1: alpha"},
+		{desc: "kmax of an EXPLICIT queue", queue: 2, leaf: "kmax", value: "5000000", want: "interface wan0 queue 2: kmax"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			ctx := context.Background()

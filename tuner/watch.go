@@ -92,7 +92,8 @@ func (w *configWatch) close() {
 
 // foreign reads the stream until every leaf the changes set shows its new
 // value, and names the values in between that are neither the leaf's
-// value before nor after: another client's Set. A stream that does not show
+// value before nor after, and the updates that replaced a value the switch
+// had not sent yet (Update.duplicates): another client's Set. A stream that does not show
 // the tuner's Set within awaitOwnSet says nothing ("").
 func (w *configWatch) foreign(changes []Change) string {
 	if w == nil {
@@ -184,6 +185,15 @@ func (w *configWatch) foreign(changes []Change) string {
 				continue
 			}
 			v := valueString(u.GetVal())
+			if d := u.GetDuplicates(); d > 0 {
+				// The switch replaced d values of the leaf while they
+				// waited to be sent (its ON_CHANGE queue keeps one
+				// value per leaf): the tuner's Set changes a leaf once
+				// since the watch's sync, so at least one of them was
+				// another client's, whatever its value was.
+				seen = append(seen, fmt.Sprintf("interface %s queue %d: %s (%s replaced by a later value before the switch sent it)",
+					k.iface, k.queue, k.leaf, policy.Count(int(d), "value")))
+			}
 			switch v {
 			case want[1]:
 				delete(pending, k)

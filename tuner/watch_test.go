@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"io"
 	"math"
 	"strconv"
 	"testing"
@@ -42,4 +43,62 @@ func FuzzValueString(f *testing.F) {
 			}
 		}
 	})
+}
+
+// scriptedStream is a Subscribe stream that hands out its responses in
+// order, then io.EOF.
+type scriptedStream struct {
+	gnmi.GNMI_SubscribeClient
+	rs []*gnmi.SubscribeResponse
+}
+
+func (s *scriptedStream) Recv() (*gnmi.SubscribeResponse, error) {
+	if len(s.rs) == 0 {
+		return nil, io.EOF
+	}
+	r := s.rs[0]
+	s.rs = s.rs[1:]
+	return r, nil
+}
+
+// TestForeignCoalescedValue: the switch's ON_CHANGE queue keeps one value
+// per leaf, so another client's Set just before the tuner's can reach the
+// watch only as the update carrying the tuner's own value with duplicates
+// > 0 (gnmi/subscribe's queue; gNMI's Update.duplicates). foreign names the
+// leaf then: before, it saw its own value and found nothing, and the commit
+// overwrote the other client's Set (TestGNMIPusherWatchesEveryQueue failed
+// about one run in twenty that way).
+func TestForeignCoalescedValue(t *testing.T) {
+	before := policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 1_250_000_000}
+	after := before
+	after.Alpha = 0.5
+	changes := []Change{{Interface: "wan0", Queue: 1, Before: before, After: after}}
+	update := func(dups uint32, alpha float64) *gnmi.SubscribeResponse {
+		return &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: &gnmi.Notification{
+			Prefix: &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "lhcnp"}, {Name: "interfaces"},
+				{Name: "interface", Key: map[string]string{"name": "wan0"}}, {Name: "queues"},
+				{Name: "queue", Key: map[string]string{"id": "1"}}, {Name: "config"}}},
+			Update: []*gnmi.Update{{Path: &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "alpha"}}},
+				Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_DoubleVal{DoubleVal: alpha}}, Duplicates: dups}},
+		}}}
+	}
+	for _, tt := range []struct {
+		desc string
+		rs   []*gnmi.SubscribeResponse
+		want string
+	}{
+		{"the tuner's value alone", []*gnmi.SubscribeResponse{update(0, 0.5)}, ""},
+		{"another value, then the tuner's", []*gnmi.SubscribeResponse{update(0, 0.75), update(0, 0.5)}, "interface wan0 queue 1: alpha 0.75"},
+		{"another value coalesced into the tuner's", []*gnmi.SubscribeResponse{update(1, 0.5)},
+			"interface wan0 queue 1: alpha (1 value replaced by a later value before the switch sent it)"},
+		{"two coalesced", []*gnmi.SubscribeResponse{update(2, 0.5)},
+			"interface wan0 queue 1: alpha (2 values replaced by a later value before the switch sent it)"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			w := &configWatch{stream: &scriptedStream{rs: tt.rs}, cancel: func() {}}
+			if got := w.foreign(changes); got != tt.want {
+				t.Errorf("foreign = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }
