@@ -139,6 +139,13 @@ func (c Config) Validate() error {
 		if !s.Insecure && s.CAFile == "" && !s.SkipVerify {
 			bad(key+".ca_file", "missing: give ca_file, skip_verify or insecure")
 		}
+		// A client certificate is both: cert_file alone failed at the
+		// switch's first connection (every push failing then), key_file
+		// alone was ignored without a word. The collector's targets
+		// refuse either the same way.
+		if (s.CertFile == "") != (s.KeyFile == "") {
+			bad(key+".cert_file", "needs key_file (and the other way round)")
+		}
 		// The files are read at the switch's first connection, a failure
 		// of every push then: one missing is the configuration's mistake,
 		// said at the start (as the collector's targets' are).

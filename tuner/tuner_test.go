@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1050,6 +1051,13 @@ func TestConfigValidate(t *testing.T) {
 			"switches[0].ca_file: stat /nonexistent/ca.pem: no such file or directory"},
 		{"key file missing", func(c *Config) { c.Switches[0].KeyFile = "/nonexistent/key.pem" },
 			"switches[0].key_file: stat /nonexistent/key.pem: no such file or directory"},
+		// As the collector's Target.Check: a client certificate is both.
+		{"cert file without key file", func(c *Config) {
+			c.Switches[0].Insecure, c.Switches[0].SkipVerify, c.Switches[0].CertFile = false, true, os.DevNull
+		}, "switches[0].cert_file: needs key_file (and the other way round)"},
+		{"key file without cert file", func(c *Config) {
+			c.Switches[0].Insecure, c.Switches[0].SkipVerify, c.Switches[0].KeyFile = false, true, os.DevNull
+		}, "switches[0].cert_file: needs key_file (and the other way round)"},
 		{"rollback shorter than judging", func(c *Config) { c.RollbackDuration = c.JudgeWindow }, "rollback_duration"},
 		{"policy outside the model", func(c *Config) { c.Policy.AlphaMax = 5000 }, "policy.alpha_max: 5000 is outside the YANG range"},
 		{"v-growth minimum 0", func(c *Config) { c.Policy.VGrowthMinShare = 0 }, "policy.v_growth_min_share: 0 is not a finite share of R_port > 0"},
