@@ -30,7 +30,8 @@ type Traffic struct {
 	// 0 adds none.
 	WebSearchLoad float64
 	// Until, when positive, is the simulated time after which no new
-	// window starts; 0 loops for ever.
+	// window starts; 0 loops for ever. With Period 0 there are no
+	// windows, so Until must be 0.
 	Until time.Duration
 	// RetireFinished drops the queue pairs of each finished flow
 	// (netsim.Network.RetireFinished, RetireAfter), so that memory and the
@@ -81,6 +82,11 @@ func NewLoop(path string, t Traffic) (*Loop, error) {
 		// dropped without a word.
 		return nil, fmt.Errorf("lab traffic: web-search load %g with period 0: the mix is drawn in the windows of a period; period 0 runs the file's flows once",
 			t.WebSearchLoad)
+	}
+	if t.Period == 0 && t.Until > 0 {
+		// Until stops new windows: without windows it had no effect.
+		return nil, fmt.Errorf("lab traffic: until %v with period 0: until stops the windows of a period; period 0 runs the file's flows once",
+			t.Until)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -126,6 +126,9 @@ func TestLoopPeriodZero(t *testing.T) {
 	if _, err := NewLoop(labScenario, Traffic{WebSearchLoad: 0.02}); err == nil {
 		t.Error("period 0 with a web-search load: no error")
 	}
+	if _, err := NewLoop(labScenario, Traffic{Until: time.Second}); err == nil {
+		t.Error("period 0 with until: no error")
+	}
 }
 
 func flowNames(fs []scenario.Flow) []string {

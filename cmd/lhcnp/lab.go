@@ -40,7 +40,7 @@ type labFile struct {
 	Fabric        string        `yaml:"fabric" help:"fabric file with the lab topology's switches (all run in this process)"`
 	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports (default: the fabric file's)"`
 	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second, all switches in this process (0: the fabric file's)"`
-	Horizon       time.Duration `yaml:"horizon" help:"wall-clock time after which no new window of traffic starts (0: the traffic loops for ever)"`
+	Horizon       time.Duration `yaml:"horizon" help:"wall-clock time after which no new window of traffic starts (0: the traffic loops for ever; with period 0 there are no windows: give 0)"`
 	Period        time.Duration `yaml:"period" help:"simulated period of the repeated bursts (the §7 pattern); 0: the scenario's flows once, as written, with no web-search mix (websearch_load 0)"`
 	WebSearchLoad float64       `yaml:"websearch_load" help:"web-search mix, share of each sender's link rate (0: none)"`
 	Tuner         bool          `yaml:"tuner" help:"run the tuner on the Long-haul CNP switches"`
@@ -117,6 +117,10 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 		// the load was dropped without a word, the lab running the
 		// scenario's flows once.
 		return nil, keysError(c.cc, c.config, "period 0 runs the scenario's flows once, with no windows to draw a web-search mix in: give websearch_load 0 too, or a period", "period", "websearch_load")
+	case cfg.Period == 0 && cfg.Horizon > 0:
+		// The horizon stops new windows (lab.Loop): without windows it
+		// had no effect, taken without a word.
+		return nil, keysError(c.cc, c.config, "period 0 runs the scenario's flows once, with no windows for a horizon to stop: give horizon 0, or a period", "period", "horizon")
 	case cfg.CitusWorkers < 0 || cfg.CitusWorkers > 16:
 		return bad("citus_workers", cfg.CitusWorkers, "want 0-16")
 	case cfg.CitusWorkers > 0 && cfg.Postgres != "":

@@ -590,6 +590,11 @@ func TestLabBadValues(t *testing.T) {
 			want: "period (--period), websearch_load (default): period 0 runs the scenario's flows once, with no windows to draw a web-search mix in: give websearch_load 0 too, or a period"},
 		{desc: "period 0 in the file with a web-search mix of a variable", body: "period: 0s\n", env: []string{"LHCNP_LAB_WEBSEARCH_LOAD=0.1"},
 			want: "period (FILE:1:9), websearch_load (LHCNP_LAB_WEBSEARCH_LOAD): period 0 runs the scenario's flows once, with no windows to draw a web-search mix in: give websearch_load 0 too, or a period"},
+		// Nor windows for the horizon to stop: it had no effect, unsaid.
+		{desc: "period 0 with a horizon", args: []string{"--period", "0", "--websearch-load", "0", "--horizon", "1m"},
+			want: "period (--period), horizon (--horizon): period 0 runs the scenario's flows once, with no windows for a horizon to stop: give horizon 0, or a period"},
+		{desc: "period 0 in the file with a horizon of a variable", body: "period: 0s\nwebsearch_load: 0\n", env: []string{"LHCNP_LAB_HORIZON=10s"},
+			want: "period (FILE:1:9), horizon (LHCNP_LAB_HORIZON): period 0 runs the scenario's flows once, with no windows for a horizon to stop: give horizon 0, or a period"},
 		// Not host:port: refused before anything starts, at the key, where
 		// net.Listen's error came after "starting", exit status 1.
 		{desc: "a dashboard address of a flag", args: []string{"--http", "nonsense"}, want: `--http: http: "nonsense": missing port in address (want host:port)`},
