@@ -15,7 +15,9 @@ import (
 	"github.com/lhcnp/lhcnp/gen/client/oc/ocpath"
 	"github.com/lhcnp/lhcnp/gen/oc"
 	uncompressed "github.com/lhcnp/lhcnp/gen/oc/ocpath"
+	"github.com/lhcnp/lhcnp/gnmi/auth"
 	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/service/servicetest"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
@@ -53,10 +55,7 @@ func TestGNMIPusherCommit(t *testing.T) {
 	}
 	p := NewGNMIPusher([]SwitchConfig{{Name: "n1", Address: addr, Insecure: true}})
 	defer p.Close()
-	ch := Change{Interface: "wan0", Queue: 0,
-		Before: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 1_250_000_000},
-		After:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBytesPerSec: 625_000_000}}
-	if err := p.Commit(ctx, "n1", "c1", []Change{ch}, time.Minute); err != nil {
+	if err := p.Commit(ctx, "n1", "c1", []Change{halveAlpha()}, time.Minute); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
 	if err := pub.PublishNow(ctx); err != nil {
@@ -79,6 +78,37 @@ func TestGNMIPusherCommit(t *testing.T) {
 	}
 	if after == before {
 		t.Errorf("effective-kmax stayed %d after alpha 1 -> 0.5", after)
+	}
+}
+
+// halveAlpha is the example switch's wan0/0 from its configuration (alpha
+// 1) to alpha 0.5, v-growth halved with it.
+func halveAlpha() Change {
+	return Change{Interface: "wan0", Queue: 0,
+		Before: policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 1, VGrowthBytesPerSec: 1_250_000_000},
+		After:  policy.Settings{KMaxMode: policy.KMaxBDP, Alpha: 0.5, VGrowthBytesPerSec: 625_000_000}}
+}
+
+// TestGNMIPusherSkipVerifyWithoutCA: skip_verify without ca_file, which
+// Validate and examples/tuner.yaml offer, reaches a TLS switch. It failed
+// every push with "open : no such file or directory" (the empty ca_file
+// read as a file).
+func TestGNMIPusherSkipVerifyWithoutCA(t *testing.T) {
+	ctx := context.Background()
+	cert, key := servicetest.SelfSignedTLS(t, t.TempDir())
+	tc, err := auth.ServerTLS(cert, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := testSwitchSecured(t, service.WithTLS(tc))
+	cfg := testConfig(SwitchConfig{Name: "n1", Address: addr, SkipVerify: true})
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	p := NewGNMIPusher(cfg.Switches)
+	defer p.Close()
+	if err := p.Commit(ctx, "n1", "c1", []Change{halveAlpha()}, time.Minute); err != nil {
+		t.Fatalf("Commit over TLS with skip_verify: %v", err)
 	}
 }
 

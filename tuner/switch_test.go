@@ -28,6 +28,13 @@ import (
 // target's options (interceptors that make it misbehave).
 func testSwitch(t *testing.T, opts ...service.Option) (addr string, pub *dataplane.Publisher) {
 	t.Helper()
+	return testSwitchSecured(t, service.WithInsecure(), opts...)
+}
+
+// testSwitchSecured is testSwitch with its transport given: plain gRPC
+// (service.WithInsecure) or TLS (service.WithTLS).
+func testSwitchSecured(t *testing.T, transport service.Option, opts ...service.Option) (addr string, pub *dataplane.Publisher) {
+	t.Helper()
 	ctx := context.Background()
 	sc, err := scenario.LoadFile("../examples/switch-scenario.yaml")
 	if err != nil {
@@ -57,7 +64,7 @@ func testSwitch(t *testing.T, opts ...service.Option) (addr string, pub *datapla
 	sub := subscribe.New(st, subscribe.WithOrigins(schema.Origin, schema.OpenConfigOrigin),
 		subscribe.WithPathRewrite(schema.StripModules),
 		subscribe.WithPathValidator(func(p *gnmi.Path) error { _, err := sch.Resolve(p); return err }))
-	srv, err := service.New(append([]service.Option{service.WithInsecure(), service.WithAuth(auth.New(nil)),
+	srv, err := service.New(append([]service.Option{transport, service.WithAuth(auth.New(nil)),
 		service.WithCapabilities(h), service.WithGet(h), service.WithSet(h), service.WithSubscribe(sub)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -32,14 +32,19 @@ func ServerTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// ClientTLS returns a client TLS configuration that trusts caFile and, when
-// certFile is set, presents a client certificate (for clients and tests).
+// ClientTLS returns a client TLS configuration that trusts caFile (the
+// system's roots when it is empty: a caller with skip_verify needs none)
+// and, when certFile is set, presents a client certificate (for clients and
+// tests).
 func ClientTLS(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
-	pool, err := certPool(caFile)
-	if err != nil {
-		return nil, err
+	cfg := &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pool, err := certPool(caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = pool
 	}
-	cfg := &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}
 	if certFile != "" {
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
