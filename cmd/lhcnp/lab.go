@@ -148,6 +148,25 @@ func parseLab(args []string, environ func() []string, stderr io.Writer) (*labFil
 	return &cfg, nil
 }
 
+// labParts names what a start of the lab starts, for its first line: a
+// private PostgreSQL (or Citus cluster) only without --postgres, the tuner
+// only with --tuner.
+func labParts(cfg labFile) []string {
+	var parts []string
+	switch {
+	case cfg.Postgres != "":
+	case cfg.CitusWorkers > 0:
+		parts = append(parts, "Citus")
+	default:
+		parts = append(parts, "PostgreSQL")
+	}
+	parts = append(parts, "switches", "collector")
+	if cfg.Tuner {
+		parts = append(parts, "tuner")
+	}
+	return append(parts, "dashboard")
+}
+
 // runLab implements `lhcnp lab`: the whole system in one process (package
 // lab), or `lhcnp lab probe` (a health check for containers). It prints
 // the addresses and gnmic commands to try, and stops on SIGINT/SIGTERM.
@@ -186,7 +205,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	lc.Fabric.Log = lc.Logger.With("part", "switches")
 	lc.NorthboundServer = &labNorthbound{log: lc.Logger.With("part", "collector")}
 
-	fmt.Fprintln(stdout, "lhcnp lab: starting (PostgreSQL, switches, collector, tuner, dashboard)...")
+	fmt.Fprintf(stdout, "lhcnp lab: starting (%s)...\n", strings.Join(labParts(cfg), ", "))
 	l, err := lab.Start(ctx, lc)
 	if err != nil {
 		return err

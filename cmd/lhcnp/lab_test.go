@@ -682,3 +682,29 @@ func TestLabPostgresParsedOnce(t *testing.T) {
 		t.Errorf("without --postgres: Postgres %v, err %v; want nil (a private cluster)", lc.Postgres, err)
 	}
 }
+
+// TestLabStartingLine: the lab's first line names what it starts. It said
+// "PostgreSQL" with --postgres (another server, none started) and "tuner"
+// with --tuner=false.
+func TestLabStartingLine(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"the defaults", nil, "PostgreSQL, switches, collector, tuner, dashboard"},
+		{"another server", []string{"--postgres", "postgres://u@db.example/lhcnp"}, "switches, collector, tuner, dashboard"},
+		{"Citus", []string{"--citus-workers", "2"}, "Citus, switches, collector, tuner, dashboard"},
+		{"no tuner", []string{"--tuner=false"}, "PostgreSQL, switches, collector, dashboard"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg, err := parseLab(tt.args, func() []string { return nil }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(labParts(*cfg), ", "); got != tt.want {
+				t.Errorf("starting (%s), want (%s)", got, tt.want)
+			}
+		})
+	}
+}
