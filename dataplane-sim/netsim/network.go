@@ -280,7 +280,13 @@ func (n *Network) SetECMP(on bool, seed uint64) {
 // every node, breaking ties by the lowest port index, so that the same
 // topology always gets the same routes; with ECMP on (SetECMP) it also
 // keeps every equal-cost port. Routes set with Switch.SetRoute
-// before are overwritten; set them after to override.
+// before are overwritten; set them after to override. A switch that
+// cannot reach a node keeps the route it had to it.
+//
+// It searches from every switch, not from every node: a host has one
+// link and does not forward, so a switch's shortest paths to a host
+// are those to the switch the host hangs from (and, there, its port to
+// the host), and a host not linked to a switch is reached by none.
 func (n *Network) ComputeRoutes() {
 	n.routeGen++
 	n.addrs = make([]ecmp.Addr, len(n.nodes))
@@ -289,16 +295,18 @@ func (n *Network) ComputeRoutes() {
 	}
 	dist := make([]int, len(n.nodes))
 	queue := make([]Node, 0, len(n.nodes))
-	for _, dst := range n.nodes {
+	var group []int32
+	var key []byte
+	var hosts []NodeID
+	for _, dst := range n.switches {
 		for i := range dist {
 			dist[i] = -1
 		}
-		dist[dst.ID()] = 0
+		dist[dst.id] = 0
 		queue = append(queue[:0], dst)
-		for len(queue) > 0 {
-			x := queue[0]
-			queue = queue[1:]
-			if _, isHost := x.(*Host); isHost && x != dst {
+		for head := 0; head < len(queue); head++ {
+			x := queue[head]
+			if _, isHost := x.(*Host); isHost {
 				continue // hosts do not forward
 			}
 			for _, pt := range x.Ports() {
@@ -310,33 +318,40 @@ func (n *Network) ComputeRoutes() {
 			}
 		}
 		for _, s := range n.switches {
-			if s == dst || dist[s.id] < 0 {
+			if dist[s.id] < 0 {
 				continue
 			}
 			s.growRoutes(len(n.nodes))
-			first := int32(-1)
-			var group []int32
+			if s == dst {
+				continue
+			}
+			group = group[:0]
 			for i, pt := range s.ports {
 				if d := dist[pt.Peer().node.ID()]; d >= 0 && d == dist[s.id]-1 {
-					if first < 0 {
-						first = int32(i)
-						if !n.ecmpOn {
-							break
-						}
-					}
 					group = append(group, int32(i))
+					if !n.ecmpOn {
+						break
+					}
 				}
 			}
-			s.routes[dst.ID()] = first
-			s.routePort[dst.ID()] = nil
-			if first >= 0 {
-				s.routePort[dst.ID()] = s.ports[first]
+			s.hop[dst.id] = 0
+			if len(group) > 0 {
+				s.hop[dst.id] = s.internHop(group, &key)
 			}
-			if len(group) > 1 {
-				s.growGroups(len(n.nodes))
-				s.groups[dst.ID()] = group
-			} else if int(dst.ID()) < len(s.groups) {
-				s.groups[dst.ID()] = nil
+		}
+		// dst's hosts: the routes to dst, and at dst the host's port.
+		hosts = hosts[:0]
+		for i, pt := range dst.ports {
+			if h, ok := pt.Peer().node.(*Host); ok && h.port.Peer() == pt {
+				hosts = append(hosts, h.id)
+				dst.hop[h.id] = dst.internHop([]int32{int32(i)}, &key)
+			}
+		}
+		for _, s := range n.switches {
+			if dist[s.id] >= 0 && s != dst {
+				for _, h := range hosts {
+					s.hop[h] = s.hop[dst.id]
+				}
 			}
 		}
 	}

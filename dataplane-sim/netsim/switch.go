@@ -1,8 +1,10 @@
 package netsim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/ecmp"
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -37,20 +39,25 @@ type SwitchStats struct {
 // or, with ECMP on (Network.SetECMP), to one of the equal-cost ports
 // chosen per packet by its five-tuple (package ecmp). Its ports do the queueing, marking, dropping and PFC.
 type Switch struct {
-	net    *Network
-	part   *partition
-	id     NodeID
-	name   string
-	addr   netip.Addr
-	cfg    SwitchConfig
-	ports  []*Port
-	routes []int32 // by destination NodeID; -1: none
-	// routePort is the port routes names (nil: none), kept with it:
-	// Route, for every packet at every switch, is one index.
-	routePort []*Port
-	// groups are the equal-cost ports by destination NodeID (nil: one
-	// port, routes says which); salt is the switch's address for the hash.
-	groups [][]int32
+	net   *Network
+	part  *partition
+	id    NodeID
+	name  string
+	addr  netip.Addr
+	cfg   SwitchConfig
+	ports []*Port
+	// hop is, by destination NodeID, an index into hops (0: no route).
+	// A switch has few distinct next hops (in a fat-tree every
+	// destination in another pod shares one uplink group), so the table
+	// of every node costs 4 bytes an entry and holds no pointers: with
+	// a port and a group per node, a k = 48 fat-tree's tables (2 880
+	// switches, 30 528 nodes) took over 3 GB.
+	hop  []int32
+	hops []nextHop
+	// hopIndex finds a next hop in hops by its key (hopKey).
+	hopIndex map[string]int32
+	// ecmp: some next hop has equal-cost ports (a group).
+	ecmp bool
 	// ecmpCache remembers RouteFlow's choice for recent five-tuples (made
 	// on first use): the hash is a dozen multiplications per packet and
 	// hop, the same for every packet of a flow.
@@ -69,9 +76,49 @@ type Switch struct {
 	special bool
 }
 
-// noteSpecial sets special from local, groups and active.
+// noteSpecial sets special from local, ecmp and active.
 func (s *Switch) noteSpecial() {
-	s.special = s.local != nil || s.groups != nil || len(s.active) > 0
+	s.special = s.local != nil || s.ecmp || len(s.active) > 0
+}
+
+// nextHop is where a switch sends packets for a destination: port (nil:
+// no route) or, with ECMP, one of group's port indices chosen per packet
+// (group is nil for a single port; port is then group's lowest).
+type nextHop struct {
+	port  *Port
+	group []int32
+}
+
+// hopKey is the key of the next hop over ports (port indices, the lowest
+// first) in hopIndex, appended to buf.
+func hopKey(buf []byte, ports []int32) []byte {
+	for _, i := range ports {
+		buf = binary.AppendUvarint(buf, uint64(i))
+	}
+	return buf
+}
+
+// internHop returns the index in hops of the next hop over ports (port
+// indices in increasing order, at least one), adding it when it is new;
+// buf is scratch for its key.
+func (s *Switch) internHop(ports []int32, buf *[]byte) int32 {
+	*buf = hopKey((*buf)[:0], ports)
+	if i, ok := s.hopIndex[string(*buf)]; ok {
+		return i
+	}
+	if s.hopIndex == nil {
+		s.hopIndex = map[string]int32{}
+	}
+	h := nextHop{port: s.ports[ports[0]]}
+	if len(ports) > 1 {
+		h.group = slices.Clone(ports)
+		s.ecmp = true
+		s.noteSpecial()
+	}
+	i := int32(len(s.hops))
+	s.hops = append(s.hops, h)
+	s.hopIndex[string(*buf)] = i
+	return i
 }
 
 // ID returns the node id.
@@ -99,11 +146,8 @@ func (s *Switch) SetRoute(dst NodeID, port int) error {
 		return fmt.Errorf("switch %s: route to node %d via port %d: no such port", s.name, dst, port)
 	}
 	s.growRoutes(int(dst) + 1)
-	s.routes[dst] = int32(port)
-	s.routePort[dst] = s.ports[port]
-	if int(dst) < len(s.groups) {
-		s.groups[dst] = nil
-	}
+	var buf []byte
+	s.hop[dst] = s.internHop([]int32{int32(port)}, &buf)
 	s.net.routeGen++
 	return nil
 }
@@ -113,18 +157,18 @@ func (s *Switch) SetRoute(dst NodeID, port int) error {
 // RouteFlow's.
 func (s *Switch) Route(dst NodeID) *Port {
 	i := uint(dst) // one bounds check, not the test and another
-	if i >= uint(len(s.routePort)) {
+	if i >= uint(len(s.hop)) {
 		return nil
 	}
-	return s.routePort[i]
+	return s.hops[s.hop[i]].port
 }
 
 // RouteFlow returns the egress port for a packet from src to dst between
 // queue pairs srcQP and dstQP (the data packets of a flow from its
 // sender, its ACKs with the two swapped), or nil.
 func (s *Switch) RouteFlow(src, dst NodeID, srcQP, dstQP uint32) *Port {
-	if int(dst) < len(s.groups) {
-		if g := s.groups[dst]; g != nil {
+	if i := uint(dst); i < uint(len(s.hop)) {
+		if g := s.hops[s.hop[i]].group; g != nil {
 			if s.ecmpCache == nil {
 				s.ecmpCache = make([]ecmpEntry, ecmpCacheSize)
 			}
@@ -144,12 +188,12 @@ func (s *Switch) RouteFlow(src, dst NodeID, srcQP, dstQP uint32) *Port {
 }
 
 // ecmpRoute is the egress port of p when the switch has equal-cost
-// groups (s.groups non-nil): RouteFlow of its five-tuple (the BTH's
-// destination QP for RoCEv2 packets, 0 for others) for a destination with
-// a group, def (its Route) for the others. The forwarding path tests
-// s.groups first, so that a switch without ECMP pays one comparison.
+// groups (s.ecmp): RouteFlow of its five-tuple (the BTH's destination QP
+// for RoCEv2 packets, 0 for others) for a destination with a group, def
+// (its Route) for the others. The forwarding path tests s.ecmp first, so
+// that a switch without ECMP pays one comparison.
 func (s *Switch) ecmpRoute(p *Packet, def *Port) *Port {
-	if int(p.Dst) < len(s.groups) && s.groups[p.Dst] != nil {
+	if i := uint(p.Dst); i < uint(len(s.hop)) && s.hops[s.hop[i]].group != nil {
 		var dqp uint32
 		if p.Kind == KindRoCE {
 			dqp = p.DestQP()
@@ -173,17 +217,14 @@ const (
 	ecmpCacheSize = 1 << ecmpCacheBits
 )
 
-func (s *Switch) growGroups(n int) {
-	for len(s.groups) < n {
-		s.groups = append(s.groups, nil)
-	}
-	s.noteSpecial()
-}
-
+// growRoutes makes the table hold destinations below n (new ones without
+// a route).
 func (s *Switch) growRoutes(n int) {
-	for len(s.routes) < n {
-		s.routes = append(s.routes, -1)
-		s.routePort = append(s.routePort, nil)
+	if s.hops == nil {
+		s.hops = []nextHop{{}} // hop 0: no route
+	}
+	if n > len(s.hop) {
+		s.hop = append(s.hop, make([]int32, n-len(s.hop))...)
 	}
 }
 
@@ -288,7 +329,7 @@ func (s *Switch) receive(p *Packet, in *Port) {
 		return
 	}
 	out := s.Route(p.Dst)
-	if s.groups != nil {
+	if s.ecmp {
 		out = s.ecmpRoute(p, out)
 	}
 	if out == nil {
@@ -309,7 +350,7 @@ func (s *Switch) receive(p *Packet, in *Port) {
 // s.ID().
 func (s *Switch) Send(p *Packet) bool {
 	out := s.Route(p.Dst)
-	if s.groups != nil {
+	if s.ecmp {
 		out = s.ecmpRoute(p, out)
 	}
 	if out == nil {
