@@ -407,18 +407,23 @@ func (m *meter) advance(now engine.Time, snap bool) {
 // summary.
 func (m *meter) finish(in *report.Input) {
 	m.advance(m.end, false)
+	// By node and peer name, as the summary names a port: one look-up a
+	// port, not a pass over all of them (a k = 48 fat-tree has 166 000
+	// switch ports). The last of a name wins, as it did.
+	byName := make(map[[2]string]*portMeter, len(m.ports))
+	for _, pm := range m.ports {
+		byName[[2]string{pm.pt.Node().Name(), pm.pt.Peer().Node().Name()}] = pm
+	}
 	for i := range in.Ports {
 		p := &in.Ports[i]
-		for _, pm := range m.ports {
-			if pm.pt.Node().Name() == p.Node && pm.pt.Peer().Node().Name() == p.Port {
-				p.CongestedNs = pm.congNs
-				p.CongestedCapacityBits = pm.congCap
-				p.CongestedTxBytes = pm.congTx
-				if pm.everCongst {
-					p.FirstCongestedNs = pm.firstCong.Nanos()
-				} else {
-					p.FirstCongestedNs = -1
-				}
+		if pm := byName[[2]string{p.Node, p.Port}]; pm != nil {
+			p.CongestedNs = pm.congNs
+			p.CongestedCapacityBits = pm.congCap
+			p.CongestedTxBytes = pm.congTx
+			if pm.everCongst {
+				p.FirstCongestedNs = pm.firstCong.Nanos()
+			} else {
+				p.FirstCongestedNs = -1
 			}
 		}
 	}
