@@ -60,11 +60,11 @@ func fatTree(tb testing.TB, k int) *Network {
 }
 
 // BenchmarkRoutesFatTree: ComputeRoutes with ECMP on a k-ary fat-tree,
-// k = 8 to 48 (docs/scaling.md, "Routing tables"). ns/op is the route
-// computation alone; route-B/host the heap its tables hold per host;
-// heap-MB the live heap of the whole network afterwards. Run one k at a
-// time for k = 48 (-bench 'RoutesFatTree/k=48' -benchtime 1x): it builds
-// 27 648 hosts.
+// k = 8 to 48 (docs/scaling.md, "The simulator: route tables of a large
+// fabric"). ns/op is the route computation alone; route-B/host the heap
+// its tables hold per host; heap-MB the live heap of the whole network
+// afterwards. Run k = 48 alone (-bench 'RoutesFatTree/k=48$' -benchtime
+// 1x): it builds 27 648 hosts.
 func BenchmarkRoutesFatTree(b *testing.B) {
 	for _, k := range []int{8, 16, 24, 32, 48} {
 		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
