@@ -1,6 +1,7 @@
 package rows
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -30,6 +31,15 @@ type Converter struct {
 	pending []queueKey
 	scratch gnmi.Path // prefix + path of the update being converted
 	tHash   uint64    // the hash state of series ids after the target
+	// The current stream's subscribed paths (nil: not known, no sweep),
+	// and, until its sync_response, the series its initial data sent and
+	// the timestamps of its notifications: at the sync_response the
+	// series known under those paths that it did not send are deleted
+	// (sweep).
+	subscribed []*gnmi.Path
+	sent       map[int64]struct{}
+	initialTS  []int64
+	swept      []*gnmi.Notification
 }
 
 type seriesState struct {
@@ -68,6 +78,9 @@ type Stats struct {
 	Resets     int // counters flagged Reset
 	Events     int
 	Unknown    int // paths outside the schema (stored with an empty yang_type)
+	// Swept: series deleted at the sync_response because the initial
+	// data no longer had them (Swept gives the deletes as notifications).
+	Swept int
 }
 
 // Describer gives the YANG type and unit of a schema path (keys removed).
@@ -129,8 +142,18 @@ func (c *Converter) SeedValue(path string, smp Sample) {
 }
 
 // Resubscribed is called when a new Subscribe stream starts: values until
-// its sync_response are flagged Initial.
-func (c *Converter) Resubscribed() { c.synced = false }
+// its sync_response are flagged Initial. paths are the stream's
+// subscribed paths: at its sync_response, every series the converter
+// knows under them that the initial data did not send is deleted (see
+// Add). With no paths nothing is deleted.
+func (c *Converter) Resubscribed(paths ...*gnmi.Path) {
+	c.synced = false
+	c.subscribed = paths
+	c.sent, c.initialTS = nil, c.initialTS[:0]
+	if len(paths) > 0 {
+		c.sent = map[int64]struct{}{}
+	}
+}
 
 // Synced reports whether the current stream sent its sync_response.
 func (c *Converter) Synced() bool { return c.synced }
@@ -149,7 +172,10 @@ func (c *Converter) Add(resp *gnmi.SubscribeResponse, b *Batch) Stats {
 	var s Stats
 	switch r := resp.GetResponse().(type) {
 	case *gnmi.SubscribeResponse_SyncResponse:
-		c.synced = true
+		if !c.synced {
+			c.synced = true
+			c.sweep(b, &s)
+		}
 	case *gnmi.SubscribeResponse_Update:
 		c.notification(r.Update, b, &s)
 	}
@@ -161,6 +187,9 @@ func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
 	var flags Flags
 	if !c.synced {
 		flags = Initial
+		if c.sent != nil {
+			c.initialTS = append(c.initialTS, ts)
+		}
 	}
 	pre := n.GetPrefix().GetElem()
 	afterPrefix := fnvElems(c.tHash, pre)
@@ -193,6 +222,9 @@ func (c *Converter) join(pre []*gnmi.PathElem, p *gnmi.Path) *gnmi.Path {
 // built only the first time a series is seen (and for last-cnp leaves).
 func (c *Converter) leaf(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path, tv *gnmi.TypedValue, ts int64, flags Flags, b *Batch, s *Stats) {
 	id := joinedID(afterPrefix, len(pre), p.GetElem())
+	if c.sent != nil && !c.synced && tv != nil {
+		c.sent[id] = struct{}{}
+	}
 	st := c.state(id)
 	if !st.described {
 		full := c.join(pre, p)
@@ -316,6 +348,89 @@ func (c *Converter) subtreeDelete(pre []*gnmi.PathElem, afterPrefix uint64, p *g
 	}
 	return true
 }
+
+// sweep deletes, at the sync_response of a stream whose subscribed paths
+// are known, every series the converter knows by its path (stored and not
+// deleted since, or seeded from latest) under those paths that the initial
+// data did not send: the switch no longer has it (restarted without it, or
+// it was deleted while no stream was up), and a switch sends no delete of
+// what it does not have. Without it the series' last value stayed in
+// latest, current_config and the northbound for ever.
+//
+// The delete's timestamp is the oldest timestamp of the initial data
+// newer than the series' last stored one: the first sign of the switch's
+// new state (after a restart, the time it loaded its configuration), and
+// the same for two collectors that subscribed at different times (a
+// standby stream, the next owner after a handover), since a leaf that has
+// not changed keeps its timestamp, so the writer's dedupe (the promotion's
+// skip, the stale merge) keeps one row. The newest would differ: counters
+// change between two subscriptions. With no newer timestamp, the last
+// stored one + 1 µs (a microsecond: what PostgreSQL keeps).
+func (c *Converter) sweep(b *Batch, s *Stats) {
+	c.swept = c.swept[:0]
+	sent, subs := c.sent, c.subscribed
+	c.sent = nil
+	if sent == nil {
+		return
+	}
+	type gone struct {
+		id   int64
+		st   *seriesState
+		path *gnmi.Path
+		ts   int64
+	}
+	var under []gone
+	for id, st := range c.series {
+		if st.path == "" {
+			continue
+		}
+		if _, ok := sent[id]; ok {
+			continue
+		}
+		fp, err := store.ParsePath(st.path)
+		if err != nil {
+			continue
+		}
+		for _, sp := range subs {
+			if _, ok := schema.MatchPrefix(sp, fp); ok {
+				under = append(under, gone{id: id, st: st, path: fp})
+				break
+			}
+		}
+	}
+	if len(under) == 0 {
+		return
+	}
+	slices.Sort(c.initialTS)
+	slices.SortFunc(under, func(a, b gone) int { return strings.Compare(a.st.path, b.st.path) })
+	byTS := map[int64]*gnmi.Notification{}
+	for i := range under {
+		u := &under[i]
+		u.ts = u.st.ts + 1000
+		if j, _ := slices.BinarySearch(c.initialTS, u.st.ts+1); j < len(c.initialTS) {
+			u.ts = c.initialTS[j]
+		}
+		if !u.st.described {
+			c.learn(u.st, u.path)
+		}
+		c.store(u.id, u.st, nil, u.ts, Deleted, b, s, func() *gnmi.Path { return u.path })
+		s.Swept++
+		n := byTS[u.ts]
+		if n == nil {
+			n = &gnmi.Notification{Timestamp: u.ts}
+			byTS[u.ts] = n
+			c.swept = append(c.swept, n)
+		}
+		n.Delete = append(n.Delete, u.path)
+	}
+	slices.SortFunc(c.swept, func(a, b *gnmi.Notification) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+}
+
+// Swept returns the deletes the last sync_response made (Stats.Swept), as
+// notifications in time order, for the caller to hand on where the
+// stream's notifications go (the northbound's latest values). They are
+// the caller's until the next sync_response.
+func (c *Converter) Swept() []*gnmi.Notification { return c.swept }
 
 // learn records in st what its series' path full is: its schema leaf,
 // and whether it is a leaf of a queue's last-cnp.

@@ -491,8 +491,14 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 			l.onSync()
 		}
 	}()
+	// At the sync_response the converter deletes what it knows under these
+	// paths that the initial data no longer had.
+	var paths []*gnmi.Path
+	for _, sub := range req.GetSubscribe().GetSubscription() {
+		paths = append(paths, sub.GetPath())
+	}
 	l.bmu.Lock()
-	l.conv.Resubscribed()
+	l.conv.Resubscribed(paths...)
 	l.cur = l.newBatch()
 	l.bmu.Unlock()
 	l.m.SetState(l.t.Name, "syncing")
@@ -564,9 +570,20 @@ func (l *Loop) session(ctx context.Context, req *gnmi.SubscribeRequest) (synced 
 			l.cur = l.newBatch()
 		}
 		nowSynced := !synced && l.conv.Synced()
+		var swept []*gnmi.Notification
+		if st.Swept > 0 {
+			swept = l.conv.Swept()
+		}
 		l.bmu.Unlock()
 		if st.Duplicates > 0 {
 			dups.Add(float64(st.Duplicates))
+		}
+		if l.observe != nil {
+			// The series the converter deleted at the sync_response: the
+			// observer (the northbound's latest values) deletes them too.
+			for _, n := range swept {
+				l.observe(l.t.Name, &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: n}})
+			}
 		}
 		if nowSynced {
 			synced = true

@@ -1,0 +1,71 @@
+package collector_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
+)
+
+// TestRestartedSwitchLosesLeaf: a switch restarted without a receiver it
+// had (its configuration no longer holds it) sends no delete of it; its
+// initial data just leaves it out. The collector deletes it at the new
+// stream's sync_response: one delete row (flags bit 1) stamped with the
+// restarted switch's oldest new timestamp, so current_config no longer has
+// it, while the receiver the switch still has stays. Before the fix
+// current_config kept the receiver for ever (this test failed).
+func TestRestartedSwitchLosesLeaf(t *testing.T) {
+	pool, dsn := newDB(t)
+	sw := switchtest.Start(t, "sw1")
+	const (
+		gone = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
+		kept = "/lhcnp/global/rocev2-receivers/receiver[prefix=10.0.0.0/8]/config/prefix"
+	)
+	t0 := time.Now().UnixNano()
+	sw.Publish(t0, map[string]*gnmi.TypedValue{kept: switchtest.Str("10.0.0.0/8"), gone: switchtest.Str("192.168.0.0/16")})
+	c := start(t, testConfig(t, dsn, sw))
+	config := func() string {
+		var s string
+		rs, err := pool.Query(t.Context(), `SELECT path FROM current_config WHERE target = 'sw1' ORDER BY path`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var p string
+			if err := rs.Scan(&p); err != nil {
+				t.Fatal(err)
+			}
+			s += p + "\n"
+		}
+		return s
+	}
+	both := kept + "\n" + gone + "\n"
+	waitFor(t, 30*time.Second, "both receivers in current_config", func() (bool, string) {
+		got := config()
+		return got == both, got
+	})
+
+	// The switch restarts without the 192.168 receiver.
+	sw.Restart()
+	restart := t0 + int64(time.Second)
+	sw.Publish(restart, map[string]*gnmi.TypedValue{kept: switchtest.Str("10.0.0.0/8")})
+	waitFor(t, 30*time.Second, "resubscription", func() (bool, string) {
+		subs := testutil.ToFloat64(c.Metrics().Resubscribes.WithLabelValues("sw1"))
+		return subs >= 2 && c.Metrics().TargetStates()["sw1"] == "streaming", fmt.Sprintf("%v subscribes", subs)
+	})
+	waitFor(t, 30*time.Second, "the receiver gone from current_config", func() (bool, string) {
+		got := config()
+		return got == kept+"\n", got
+	})
+	c.stop(t)
+	if n := count(t, pool, `SELECT count(*) FROM samples s JOIN series r ON r.id = s.series_id
+		WHERE r.path = $1 AND s.flags & 2 = 2 AND s.ts = to_timestamp($2::float8 / 1e9)`, gone, float64(restart)); n != 1 {
+		t.Errorf("%d delete rows of the receiver at the restart, want 1", n)
+	}
+	noDuplicates(t, pool)
+}
