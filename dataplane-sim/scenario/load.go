@@ -125,7 +125,7 @@ type loader struct {
 	pairs    map[[2]string]int // sorted endpoint pair -> index in sc.Links
 	hostLnk  map[string][]int  // host -> links
 	explicit []Route           // explicit routes in file order
-	adj      map[string][]string
+	g        *graph            // the links by node id, for the routes (routes.go)
 	// Generated fabrics: index in sc.Fabrics by name, their definitions,
 	// and how many links the file wrote (the generated ones follow).
 	fabricIdx  map[string]int

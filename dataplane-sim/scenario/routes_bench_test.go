@@ -8,13 +8,14 @@ import (
 	"testing"
 )
 
-// fatTreeFlows is a scenario of one k-ary fat-tree (ECMP on, as for every
-// generated fabric) and n flows between hosts drawn with a fixed seed, so
+// fatTreeFlows is a scenario of one k-ary fat-tree (ECMP as for every
+// generated fabric, unless topology, more lines of the topology block,
+// says otherwise) and n flows between hosts drawn with a fixed seed, so
 // that nearly every flow has a destination of its own: the loader's route
 // tables are what grows with n.
-func fatTreeFlows(k, n int) []byte {
+func fatTreeFlows(k, n int, topology string) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "duration: 1ms\nsample_interval: 1ms\ntopology:\n  fabrics:\n    - {name: f, kind: fat-tree, k: %d, rate: 100G, delay: 1us}\ntraffic:\n  flows:\n", k)
+	fmt.Fprintf(&b, "duration: 1ms\nsample_interval: 1ms\ntopology:\n%s  fabrics:\n    - {name: f, kind: fat-tree, k: %d, rate: 100G, delay: 1us}\ntraffic:\n  flows:\n", topology, k)
 	r := rand.New(rand.NewPCG(1, uint64(k)))
 	host := func() string {
 		return fmt.Sprintf("f-h%d-%d-%d", r.IntN(k), r.IntN(k/2), r.IntN(k/2))
@@ -37,7 +38,7 @@ func fatTreeFlows(k, n int) []byte {
 func BenchmarkLoadFatTree(b *testing.B) {
 	for _, k := range []int{16, 32, 48} {
 		for _, n := range []int{64, 512} {
-			data := fatTreeFlows(k, n)
+			data := fatTreeFlows(k, n, "")
 			b.Run(fmt.Sprintf("k=%d/flows=%d", k, n), func(b *testing.B) {
 				b.ReportAllocs()
 				var before, after runtime.MemStats

@@ -3,7 +3,7 @@ package scenario
 // The topology block: hosts and switches with their addresses, the links
 // between them, explicit routes, and the switches' queues (the top-level
 // queue block is every switch's default). The routes the file does not give
-// are computed here as the network model computes them (routeTable), so
+// are computed here as the network model computes them (routes.go), so
 // that every flow's path is known at load time.
 
 import (
@@ -470,94 +470,6 @@ func (l *loader) checkPath(p []string, src, dst string) string {
 	return ""
 }
 
-// routeTable is how the switches forward towards dst: node -> next
-// nodes, the equal-cost ones in port order (one unless ECMP is on). It
-// mirrors the network model (netsim.Network.ComputeRoutes): fewest hops,
-// hosts do not forward, without ECMP ties broken by the switch's lowest
-// port, ports numbered in the order of topology.links (then the
-// generated links). Explicit routes then override the next hop at every
-// switch on their path.
-func (l *loader) routeTable(dst string) map[string][]string {
-	dist := map[string]int{dst: 0}
-	queue := []string{dst}
-	adj := l.adjacency()
-	for len(queue) > 0 {
-		x := queue[0]
-		queue = queue[1:]
-		if x != dst && l.nodes[x].kind == kindHost {
-			continue
-		}
-		for _, y := range adj[x] {
-			if _, seen := dist[y]; !seen {
-				dist[y] = dist[x] + 1
-				queue = append(queue, y)
-			}
-		}
-	}
-	next := map[string][]string{}
-	for x, nbrs := range adj {
-		dx, ok := dist[x]
-		if !ok || x == dst {
-			continue
-		}
-		for _, y := range nbrs {
-			if dy, ok := dist[y]; ok && dy == dx-1 {
-				next[x] = append(next[x], y)
-				if !l.sc.ECMP.Enabled {
-					break
-				}
-			}
-		}
-	}
-	for _, r := range l.explicit {
-		if r.Dst != dst {
-			continue
-		}
-		for i := 0; i+1 < len(r.Path); i++ {
-			next[r.Path[i]] = []string{r.Path[i+1]}
-		}
-	}
-	return next
-}
-
-// adjacency lists each node's neighbours in port order (file order of
-// links).
-func (l *loader) adjacency() map[string][]string {
-	if l.adj == nil {
-		l.adj = map[string][]string{}
-		for _, lk := range l.sc.Links {
-			l.adj[lk.A] = append(l.adj[lk.A], lk.B)
-			l.adj[lk.B] = append(l.adj[lk.B], lk.A)
-		}
-	}
-	return l.adj
-}
-
-// walk follows table from src to dst; nil when there is no way or a loop.
-// pick chooses among equal-cost next hops at a node (nil: the first, the
-// lowest port).
-func walk(table map[string][]string, src, dst string, pick func(at string, next []string) string) []string {
-	p := []string{src}
-	seen := map[string]bool{src: true}
-	for at := src; at != dst; {
-		nxs := table[at]
-		if len(nxs) == 0 {
-			return nil
-		}
-		nx := nxs[0]
-		if len(nxs) > 1 && pick != nil {
-			nx = pick(at, nxs)
-		}
-		if seen[nx] {
-			return nil
-		}
-		seen[nx] = true
-		p = append(p, nx)
-		at = nx
-	}
-	return p
-}
-
 // partition reads a node's partition key ("" without one).
 func (l *loader) partition(o *object) string {
 	n := o.get("partition")
@@ -665,11 +577,11 @@ func (sc *Scenario) PartitionOf(node string) int {
 // flowPicker returns walk's pick for the packets from src to dst between
 // queue pairs srcQP and dstQP: package ecmp's hash, as the switches of
 // the network model choose.
-func (l *loader) flowPicker(src, dst string, srcQP, dstQP uint32) func(at string, next []string) string {
+func (l *loader) flowPicker(src, dst string, srcQP, dstQP uint32) func(at string, n int) int {
 	t := ecmp.RoCE(l.addrOf(src), l.addrOf(dst), srcQP, dstQP)
 	seed := uint64(l.sc.ECMP.Seed)
-	return func(at string, next []string) string {
-		return next[ecmp.Pick(ecmp.Hash(seed, l.addrOf(at), t), len(next))]
+	return func(at string, n int) int {
+		return ecmp.Pick(ecmp.Hash(seed, l.addrOf(at), t), n)
 	}
 }
 
