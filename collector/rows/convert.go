@@ -58,6 +58,10 @@ type seriesState struct {
 	leaf      *schema.Leaf
 	known     bool
 	lastCNP   bool
+	// deleted: the series' last row in the database is a delete (seeded
+	// from latest, then kept by Skip); a second delete before a value is
+	// the same disappearance and is not stored again (Skip).
+	deleted bool
 }
 
 type queueKey struct {
@@ -125,8 +129,10 @@ func (c *Converter) Seed(seriesID, ts int64, counter uint64, isCounter bool) {
 // the next CNP, whose notification carries only the leaves that changed,
 // gets the others from it.
 func (c *Converter) SeedValue(path string, smp Sample) {
-	if smp.Flags&Deleted == 0 {
-		c.state(smp.SeriesID).path = path
+	st := c.state(smp.SeriesID)
+	st.deleted = smp.Flags&Deleted != 0
+	if !st.deleted {
+		st.path = path
 	}
 	if !strings.Contains(path, "/last-cnp/") {
 		return
@@ -272,6 +278,7 @@ func (c *Converter) store(id int64, st *seriesState, tv *gnmi.TypedValue, ts int
 		}
 	}
 	st.ts = ts
+	st.deleted = false // a value (a delete drops the state below)
 	b.Samples = append(b.Samples, smp)
 	s.Samples++
 	if st.lastCNP {
@@ -317,7 +324,7 @@ func (c *Converter) subtreeDelete(pre []*gnmi.PathElem, afterPrefix uint64, p *g
 	}
 	var under []known
 	for id, st := range c.series {
-		if st.path != "" && strings.HasPrefix(st.path, below) {
+		if st.path != "" && !st.deleted && strings.HasPrefix(st.path, below) {
 			under = append(under, known{id, st})
 		}
 	}
@@ -381,7 +388,7 @@ func (c *Converter) sweep(b *Batch, s *Stats) {
 	}
 	var under []gone
 	for id, st := range c.series {
-		if st.path == "" {
+		if st.path == "" || st.deleted {
 			continue
 		}
 		if _, ok := sent[id]; ok {
@@ -669,22 +676,35 @@ func (b *Batch) String() string {
 // Skip drops from b the samples at or before floor[series id] — rows
 // another collector already stored, received here too while both streamed
 // (a handover) — and the Long-haul CNP events those samples made. Series
-// rows stay (storing one again changes nothing). It returns how many
-// samples and events it dropped. Like Add, it runs on the loop's goroutine
-// or under its lock.
+// rows stay (storing one again changes nothing). A delete of a series
+// whose last row is a delete already (the previous owner's, as seeded
+// from latest: SeedValue; or one of b's or an earlier batch's that Skip
+// kept) is dropped too: it is the same disappearance, which the two
+// collectors dated differently (each sweep at its own stream's
+// sync_response: every leaf changed between the two subscriptions), and
+// one delete row is stored per disappearance. Skip is called on the held
+// batches in order. It returns how many samples and events it dropped.
+// Like Add, it runs on the loop's goroutine or under its lock.
 func (c *Converter) Skip(b *Batch, floor map[int64]int64) (samples, events int) {
 	type cnpSample struct{ series, value int64 }
 	var gone map[cnpSample]bool
 	kept := b.Samples[:0]
 	for _, s := range b.Samples {
+		st := c.series[s.SeriesID]
+		if st != nil && s.Flags&Deleted != 0 && st.deleted {
+			continue
+		}
 		if f, ok := floor[s.SeriesID]; ok && s.TS <= f {
-			if st := c.series[s.SeriesID]; st != nil && st.lastCNP && s.Kind == ValInt {
+			if st != nil && st.lastCNP && s.Kind == ValInt {
 				if gone == nil {
 					gone = map[cnpSample]bool{}
 				}
 				gone[cnpSample{s.SeriesID, s.Int}] = true
 			}
 			continue
+		}
+		if st != nil {
+			st.deleted = s.Flags&Deleted != 0
 		}
 		kept = append(kept, s)
 	}

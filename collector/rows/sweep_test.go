@@ -137,3 +137,86 @@ func pathsOf(ns []*gnmi.Notification) string {
 	}
 	return s
 }
+
+// TestSkipSecondDelete: collector a (the owner) and b (its standby, about
+// to be promoted) both stream a switch that restarts without a receiver.
+// Every leaf changed between their two subscriptions, so each sweep dates
+// the delete differently: a stored it at 1000, b holds it at 1200. On
+// promotion b is seeded from latest (the receiver deleted at 1000) and
+// skips what a stored: its delete, newer than a's, is the same
+// disappearance and is dropped (one delete row per disappearance). The
+// receiver created again (1300) and deleted again (1400) in b's held
+// batches is a second disappearance: both rows stay. Before the fix b's
+// delete at 1200 was kept: two delete rows of one disappearance.
+func TestSkipSecondDelete(t *testing.T) {
+	const (
+		rcv  = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
+		kept = "/lhcnp/global/rocev2-receivers/receiver[prefix=10.0.0.0/8]/config/prefix"
+	)
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(path string) int64 { return rows.SeriesID("sw1", path) }
+	subs := []*gnmi.Path{store.MustPath("/lhcnp/global")}
+	restarted := func(c *rows.Converter, b *rows.Batch, keptTS int64) {
+		c.Resubscribed(subs...)
+		c.Add(upd(keptTS, kept, strv("10.0.0.0/8")), b)
+		c.Add(sync, b)
+	}
+	type row struct {
+		TS      int64
+		Deleted bool
+	}
+	rowsOf := func(b *rows.Batch) []row {
+		var out []row
+		for _, s := range b.Samples {
+			if s.SeriesID == id(rcv) {
+				out = append(out, row{s.TS, s.Flags&rows.Deleted != 0})
+			}
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		desc  string
+		again bool // the receiver created and deleted again after b's sweep
+		want  []row
+	}{
+		{"the same disappearance", false, nil},
+		{"and a second one", true, []row{{1300, false}, {1400, true}}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			b := rows.NewConverter("sw1", sch)
+			var held rows.Batch
+			b.Resubscribed(subs...)
+			b.Add(upd(100, kept, strv("10.0.0.0/8")), &held)
+			b.Add(upd(150, rcv, strv("192.168.0.0/16")), &held)
+			b.Add(sync, &held)
+			restarted(b, &held, 1200)
+			if got := rowsOf(&held); !cmp.Equal(got, []row{{150, false}, {1200, true}}) {
+				t.Fatalf("b's held rows of the receiver: %v", got)
+			}
+			if tt.again {
+				b.Add(upd(1300, rcv, strv("192.168.0.0/16")), &held)
+				b.Add(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: &gnmi.Notification{
+					Timestamp: 1400, Delete: []*gnmi.Path{store.MustPath(rcv)}}}}, &held)
+			}
+			// Promotion: latest holds a's rows (the receiver deleted at
+			// 1000, the kept receiver at 1000).
+			b.Seed(id(rcv), 1000, 0, false)
+			b.SeedValue(rcv, rows.Sample{TS: 1000, SeriesID: id(rcv), Flags: rows.Deleted})
+			b.Seed(id(kept), 1000, 0, false)
+			b.SeedValue(kept, rows.Sample{TS: 1000, SeriesID: id(kept), Kind: rows.ValText, Text: "10.0.0.0/8"})
+			b.Skip(&held, map[int64]int64{id(rcv): 1000, id(kept): 1000})
+			if d := cmp.Diff(tt.want, rowsOf(&held)); d != "" {
+				t.Errorf("b's rows of the receiver after the promotion's skip (-want +got):\n%s", d)
+			}
+			// The next stream does not delete it again either.
+			var next rows.Batch
+			restarted(b, &next, 1500)
+			if got := rowsOf(&next); len(got) != 0 {
+				t.Errorf("the next stream stored %v of the receiver", got)
+			}
+		})
+	}
+}

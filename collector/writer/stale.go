@@ -32,7 +32,13 @@ import (
 //     rows of a series are all newer than that series' latest.ts: its
 //     promotion skipped what latest held, its stream goes forward in time,
 //     and a merge never raises latest (it stores nothing newer). So the
-//     rows a merge stores are never among the owner's pending ones.
+//     rows a merge stores are never among the owner's pending ones;
+//   - a delete (flags bit 1) whose series' row just before it or just after
+//     it (stored, or in the batch) is a delete is the same disappearance
+//     as that one, dated differently by the two collectors (each deletes a
+//     leaf a restarted switch no longer sends at its own stream's
+//     sync_response, at the oldest newer timestamp it received): a
+//     duplicate, so one delete row is stored per disappearance.
 //
 // The merge holds the target's lease row FOR NO KEY UPDATE: it waits for
 // the owner's transaction in flight (whose fencing check holds the row FOR
@@ -60,11 +66,17 @@ const (
     $5::numeric[], $6::bool[], $7::text[], $8::smallint[]) AS s (series_id, ts, v_int, v_float, v_num, v_bool, v_text, flags)
 ), c AS (
   SELECT s.*, EXISTS (SELECT FROM samples x WHERE x.series_id = s.series_id AND x.ts = s.ts) AS stored,
-    EXISTS (SELECT FROM latest l WHERE l.series_id = s.series_id AND l.ts >= s.ts) AS passed
+    EXISTS (SELECT FROM latest l WHERE l.series_id = s.series_id AND l.ts >= s.ts) AS passed,
+    CASE WHEN s.flags & 2 = 2 THEN
+      COALESCE((SELECT y.flags & 2 = 2 FROM (SELECT x.ts, x.flags FROM samples x WHERE x.series_id = s.series_id AND x.ts < s.ts
+          UNION ALL SELECT z.ts, z.flags FROM s z WHERE z.series_id = s.series_id AND z.ts < s.ts) y ORDER BY y.ts DESC LIMIT 1), false)
+      OR COALESCE((SELECT y.flags & 2 = 2 FROM (SELECT x.ts, x.flags FROM samples x WHERE x.series_id = s.series_id AND x.ts > s.ts
+          UNION ALL SELECT z.ts, z.flags FROM s z WHERE z.series_id = s.series_id AND z.ts > s.ts) y ORDER BY y.ts LIMIT 1), false)
+    ELSE false END AS again
   FROM s
 ), m AS (
   INSERT INTO samples (ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, batch_id)
-  SELECT ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, $9 FROM c WHERE passed AND NOT stored
+  SELECT ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, $9 FROM c WHERE passed AND NOT stored AND NOT again
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM m), count(*) FILTER (WHERE NOT passed AND NOT stored) FROM c`
