@@ -25,7 +25,7 @@ func TestRestartedSwitchLosesLeaf(t *testing.T) {
 		gone = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
 		kept = "/lhcnp/global/rocev2-receivers/receiver[prefix=10.0.0.0/8]/config/prefix"
 	)
-	t0 := time.Now().UnixNano()
+	t0 := time.Now().Truncate(time.Millisecond).UnixNano() // whole µs: PostgreSQL keeps µs, to_timestamp below rounds
 	sw.Publish(t0, map[string]*gnmi.TypedValue{kept: switchtest.Str("10.0.0.0/8"), gone: switchtest.Str("192.168.0.0/16")})
 	c := start(t, testConfig(t, dsn, sw))
 	config := func() string {
