@@ -7,7 +7,10 @@ import (
 
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
 
+	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 )
 
@@ -66,6 +69,72 @@ func TestRestartedSwitchLosesLeaf(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM samples s JOIN series r ON r.id = s.series_id
 		WHERE r.path = $1 AND s.flags & 2 = 2 AND s.ts = to_timestamp($2::float8 / 1e9)`, gone, float64(restart)); n != 1 {
 		t.Errorf("%d delete rows of the receiver at the restart, want 1", n)
+	}
+	noDuplicates(t, pool)
+}
+
+// TestSuppressRedundantSweepsNothingLive: a SAMPLE subscription with
+// suppress_redundant sends, between samples, only the leaves that changed;
+// a new stream's initial data must still send every leaf before its
+// sync_response, or the sweep at that sync_response would delete every
+// live leaf that had not changed. The stream is cut after the switch
+// suppressed unchanged leaves in several samples and resubscribes: no
+// delete row is stored and current_config keeps both receivers. (The
+// switch's subscribe server keeps what it last sent per stream, so the
+// new stream starts with nothing suppressed; this test guards that.)
+func TestSuppressRedundantSweepsNothingLive(t *testing.T) {
+	pool, dsn := newDB(t)
+	sw := switchtest.Start(t, "sw1")
+	const (
+		rcvA = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
+		rcvB = "/lhcnp/global/rocev2-receivers/receiver[prefix=10.0.0.0/8]/config/prefix"
+	)
+	pkts := switchtest.Queue("n1-n2", 3) + "/state/counters/packets"
+	t0 := time.Now().Truncate(time.Millisecond).UnixNano() // whole µs: PostgreSQL keeps µs, to_timestamp below rounds
+	sw.Publish(t0, map[string]*gnmi.TypedValue{rcvA: switchtest.Str("192.168.0.0/16"), rcvB: switchtest.Str("10.0.0.0/8"),
+		pkts: switchtest.Uint(1)})
+	cfg := testConfig(t, dsn)
+	cfg.Targets = []config.Target{{Name: sw.Name, Address: sw.Addr, Insecure: true, Subscriptions: []config.Subscription{{
+		Paths: []string{"/lhcnp"}, Mode: "sample", SampleInterval: config.Duration(20 * time.Millisecond), SuppressRedundant: true}}}}
+	cut := &streamCutter{}
+	c := start(t, cfg, collector.WithDialOptions(grpc.WithStreamInterceptor(cut.intercept)))
+	ctr := func(v uint64) int64 {
+		ts := t0 + int64(v)*int64(time.Millisecond)
+		sw.Publish(ts, map[string]*gnmi.TypedValue{pkts: switchtest.Uint(v)})
+		return ts
+	}
+	stored := func(ts int64) {
+		t.Helper()
+		waitFor(t, 30*time.Second, "the counter's value stored", func() (bool, string) {
+			n := count(t, pool, `SELECT count(*) FROM samples s JOIN series r ON r.id = s.series_id
+				WHERE r.path = $1 AND s.ts = to_timestamp($2::float8 / 1e9)`, pkts, float64(ts))
+			return n == 1, ""
+		})
+	}
+	// Several samples in which only the counter changed: the receivers
+	// were suppressed.
+	for v := range uint64(5) {
+		stored(ctr(v + 2))
+	}
+	cut.cut()
+	waitFor(t, 10*time.Second, "the stream to drop", func() (bool, string) {
+		st := c.Metrics().TargetStates()[sw.Name]
+		return st == "backoff" || st == "connecting", st
+	})
+	cut.allow()
+	waitFor(t, 30*time.Second, "resubscription", func() (bool, string) {
+		subs := testutil.ToFloat64(c.Metrics().Resubscribes.WithLabelValues(sw.Name))
+		return subs >= 2 && c.Metrics().TargetStates()[sw.Name] == "streaming", fmt.Sprintf("%v subscribes", subs)
+	})
+	// A value after the new stream's sync_response is stored after the
+	// rows of that sync_response.
+	stored(ctr(20))
+	c.stop(t)
+	if n := count(t, pool, `SELECT count(*) FROM samples WHERE flags & 2 = 2`); n != 0 {
+		t.Errorf("%d delete rows after the resubscription, want 0", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM current_config WHERE target = 'sw1'`); n != 2 {
+		t.Errorf("%d receivers in current_config, want 2", n)
 	}
 	noDuplicates(t, pool)
 }
