@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/lhcnp/lhcnp/collector"
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
 )
@@ -135,6 +136,98 @@ func TestSuppressRedundantSweepsNothingLive(t *testing.T) {
 	}
 	if n := count(t, pool, `SELECT count(*) FROM current_config WHERE target = 'sw1'`); n != 2 {
 		t.Errorf("%d receivers in current_config, want 2", n)
+	}
+	noDuplicates(t, pool)
+}
+
+// TestRestartedSwitchLeafDeletedOnceAcrossHandover: two collectors
+// through a switch restart without a receiver, and a handover. a owns the
+// switch and drains; b's standby stream knows the receiver (its initial
+// data had it). While a waits for its own stream to reach b's sync point
+// (a's path to the switch cut), b's stream drops too and the switch
+// restarts with only a counter (T1): a's stream, back first, deletes the
+// receiver at its sync_response, at T1, and stores it. The counter
+// changes (T2: every leaf changed) before b's stream is back: b deletes
+// the receiver at its own sync_response, at T2, held until its promotion.
+// One delete row of the receiver is stored: the promotion drops b's,
+// latest holding a's. Before the fix two were (T1 and T2; this test
+// failed).
+func TestRestartedSwitchLeafDeletedOnceAcrossHandover(t *testing.T) {
+	pool, dsn := newDB(t)
+	sw := switchOwnedBy(t, "sw-sweep", "collector-a", "collector-a", "collector-b")
+	const gone = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
+	pkts := switchtest.Queue("n1-n2", 0) + "/state/counters/packets"
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond).UnixNano()
+	sw.Publish(t0, map[string]*gnmi.TypedValue{gone: switchtest.Str("192.168.0.0/16"), pkts: switchtest.Uint(1)})
+	long := func(cfg config.File) config.File { cfg.Leases.TTL = time.Minute; return cfg }
+	ca, cb := &streamCutter{}, &streamCutter{}
+	a := start(t, long(leaseConfig(t, dsn, "collector-a", sw)), collector.WithDialOptions(grpc.WithStreamInterceptor(ca.intercept)))
+	waitStreaming(t, a, sw)
+	deletes := func() int64 {
+		return count(t, pool, `SELECT count(*) FROM samples s JOIN series r ON r.id = s.series_id
+			WHERE r.path = $1 AND s.flags & 2 = 2`, gone)
+	}
+	waitFor(t, 30*time.Second, "the receiver in current_config", func() (bool, string) {
+		return count(t, pool, `SELECT count(*) FROM current_config WHERE path = $1`, gone) == 1, ""
+	})
+	down := func(c *runningCollector) {
+		t.Helper()
+		waitFor(t, 30*time.Second, c.ID()+"'s stream to drop", func() (bool, string) {
+			st := c.Metrics().TargetStates()[sw.Name]
+			return st == "backoff" || st == "connecting", st
+		})
+	}
+	ready := func(want bool) {
+		t.Helper()
+		waitFor(t, 30*time.Second, fmt.Sprintf("b's standby stream announced to a: %v", want), func() (bool, string) {
+			by, _, ok := a.ReadyOf(sw.Name)
+			return ok == want, by
+		})
+	}
+
+	b := start(t, long(leaseConfig(t, dsn, "collector-b", sw)), collector.WithDialOptions(grpc.WithStreamInterceptor(cb.intercept)))
+	waitFor(t, 30*time.Second, "b to join", func() (bool, string) {
+		return count(t, pool, `SELECT count(*) FROM collectors WHERE id = 'collector-b'`) == 1, ""
+	})
+	// a's stream drops; the counter changes: b's standby stream syncs at
+	// a point a has not received, so a keeps the target while it waits.
+	ca.cut()
+	down(a)
+	sw.Publish(t0+int64(time.Millisecond), map[string]*gnmi.TypedValue{pkts: switchtest.Uint(2)})
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); a.stop(t) }() // drain: b's standby stream, then the lease to b
+	ready(true)
+	// b's stream drops (its announcement withdrawn), the switch restarts,
+	// a's stream comes back first.
+	cb.cut()
+	ready(false)
+	sw.Restart()
+	t1 := time.Now().Truncate(time.Millisecond).UnixNano()
+	sw.Publish(t1, map[string]*gnmi.TypedValue{pkts: switchtest.Uint(3)})
+	ca.allow()
+	waitFor(t, 30*time.Second, "a's delete stored", func() (bool, string) { n := deletes(); return n == 1, fmt.Sprint(n) })
+	// Every leaf changes before b's stream is back.
+	sw.Publish(t1+int64(time.Millisecond), map[string]*gnmi.TypedValue{pkts: switchtest.Uint(4)})
+	cb.allow()
+	select {
+	case <-stopped:
+	case <-time.After(90 * time.Second):
+		t.Fatal("a did not drain within 90 s")
+	}
+	waitStreaming(t, b, sw)
+	waitTaken(t, b)
+	t3 := t1 + 2*int64(time.Millisecond)
+	sw.Publish(t3, map[string]*gnmi.TypedValue{pkts: switchtest.Uint(5)})
+	waitFor(t, 30*time.Second, "b's next counter stored", func() (bool, string) {
+		return count(t, pool, `SELECT count(*) FROM samples s JOIN series r ON r.id = s.series_id
+			WHERE r.path = $1 AND s.ts = to_timestamp($2::float8 / 1e9)`, pkts, float64(t3)) == 1, ""
+	})
+	b.stop(t)
+	if n := deletes(); n != 1 {
+		t.Errorf("%d delete rows of the receiver, want 1 (one disappearance)", n)
+	}
+	if got := testutil.ToFloat64(b.Metrics().Handovers.WithLabelValues("taken", collectormetrics.HandoverMakeBeforeBreak)); got != 1 {
+		t.Errorf("b took the target %v times make-before-break, want 1", got)
 	}
 	noDuplicates(t, pool)
 }
