@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -741,8 +742,9 @@ func (w *Writer) deadLettered(b *rows.Batch, dead []deadRow) {
 // same lock on its lease row and the same rules, but the merge's one
 // statement (an anti-join of the batch's rows against samples and latest,
 // spread over the shards) is not one Citus can plan: the merge reads the
-// batch's ledger rows, the samples stored at its series and timestamps
-// and latest of its series, decides here, and writes each part not in the
+// batch's ledger rows, the samples stored at its series and timestamps,
+// latest of its series and the stored rows either side of each delete it
+// would store, decides here, and writes each part not in the
 // ledger with its ledger row, then the batch's events. All in one
 // transaction: it spans the nodes (a two-phase commit), which a stale
 // batch, rare, may cost. A batch whose every part is in the ledger (a
@@ -752,11 +754,111 @@ const (
 	staleLedgerSQL = `SELECT shard_key, target, rows, first_ts, last_ts FROM ingest_ledger WHERE batch_id = $1`
 	staleStoredSQL = `SELECT series_id, ts FROM samples WHERE series_id = ANY($1::bigint[]) AND ts BETWEEN $2 AND $3`
 	staleLatestSQL = `SELECT series_id, ts FROM latest WHERE series_id = ANY($1::bigint[])`
+	// The stored rows just before and just after each delete to merge:
+	// the one-node merge's rule of a delete next to a delete
+	// (staleSamplesSQL), which needs rows outside the batch's time range.
+	// Joined through latest (co-located, by series_id) so that Citus
+	// runs the lateral subqueries on the shards, each an index scan of
+	// one row (samples_series_ts); from unnest alone it refuses the join.
+	staleNeighboursSQL = `SELECT d.series_id, d.ts, p.ts, p.flags & 2 = 2, n.ts, n.flags & 2 = 2
+FROM latest l JOIN unnest($1::bigint[], $2::timestamptz[]) AS d (series_id, ts) ON l.series_id = d.series_id
+LEFT JOIN LATERAL (SELECT x.ts, x.flags FROM samples x WHERE x.series_id = l.series_id AND x.ts < d.ts ORDER BY x.ts DESC LIMIT 1) p ON true
+LEFT JOIN LATERAL (SELECT x.ts, x.flags FROM samples x WHERE x.series_id = l.series_id AND x.ts > d.ts ORDER BY x.ts LIMIT 1) n ON true
+WHERE l.series_id = ANY($1::bigint[])`
 )
 
 // seriesTS names a sample by its series and its timestamp in microseconds
 // (PostgreSQL's precision; pgx truncates).
 type seriesTS struct{ id, us int64 }
+
+// staleDeletesAgain returns the deletes of the parts todo that the merge
+// would store (not stored, at or before their series' latest) whose
+// series' row just before or just after them, stored or in the batch's
+// samples, is a delete: the same disappearance, dated differently by two
+// collectors, which the one-node merge drops too (staleSamplesSQL).
+func staleDeletesAgain(ctx context.Context, tx pgx.Tx, samples []rows.Sample, todo []part,
+	stored map[seriesTS]bool, latest map[int64]int64) (map[seriesTS]bool, error) {
+	var ids []int64
+	var tss []time.Time
+	seen := map[seriesTS]bool{}
+	for _, p := range todo {
+		for _, s := range p.samples {
+			k := seriesTS{s.SeriesID, s.TS / 1000}
+			if s.Flags&rows.Deleted == 0 || seen[k] || stored[k] {
+				continue
+			}
+			if l, ok := latest[s.SeriesID]; !ok || l < k.us {
+				continue
+			}
+			seen[k] = true
+			ids = append(ids, k.id)
+			tss = append(tss, tsOf(s.TS))
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	// The nearest row on each side: the batch's, or the stored one, the
+	// nearer of the two (a delete if either is, at one timestamp).
+	type near struct {
+		before, after    int64 // the rows' timestamps in microseconds
+		prevDel, nextDel bool
+	}
+	nears := make(map[seriesTS]*near, len(seen))
+	bySeries := map[int64][]seriesTS{}
+	for k := range seen {
+		nears[k] = &near{before: math.MinInt64, after: math.MaxInt64}
+		bySeries[k.id] = append(bySeries[k.id], k)
+	}
+	nearer := func(k seriesTS, us int64, del bool) {
+		n := nears[k]
+		switch {
+		case us < k.us && us > n.before:
+			n.before, n.prevDel = us, del
+		case us < k.us && us == n.before:
+			n.prevDel = n.prevDel || del
+		case us > k.us && us < n.after:
+			n.after, n.nextDel = us, del
+		case us > k.us && us == n.after:
+			n.nextDel = n.nextDel || del
+		}
+	}
+	rs, err := tx.Query(ctx, staleNeighboursSQL, ids, tss)
+	if err != nil {
+		return nil, err
+	}
+	var id int64
+	var ts time.Time
+	var pts, nts *time.Time
+	var pdel, ndel *bool
+	if _, err := pgx.ForEachRow(rs, []any{&id, &ts, &pts, &pdel, &nts, &ndel}, func() error {
+		k := seriesTS{id, ts.UnixMicro()}
+		if nears[k] == nil {
+			return nil
+		}
+		if pts != nil {
+			nearer(k, pts.UnixMicro(), *pdel)
+		}
+		if nts != nil {
+			nearer(k, nts.UnixMicro(), *ndel)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, s := range samples {
+		for _, k := range bySeries[s.SeriesID] {
+			nearer(k, s.TS/1000, s.Flags&rows.Deleted != 0)
+		}
+	}
+	again := map[seriesTS]bool{}
+	for k, n := range nears {
+		if n.prevDel || n.nextDel {
+			again[k] = true
+		}
+	}
+	return again, nil
+}
 
 // mergeStaleCitus is mergeStale on Citus; safe splits out the rows
 // PostgreSQL refuses, as mergeSafe does: the samples to merge of each part
@@ -875,6 +977,10 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 			return res, err
 		}
 	}
+	again, err := staleDeletesAgain(ctx, tx, b.Samples, todo, stored, latest)
+	if err != nil {
+		return res, err
+	}
 	// A series PostgreSQL refuses (safe: split out of the series, as
 	// storeSeries does) refuses its samples to merge, judged as refused
 	// rows, as on one node, where a series is written with its samples:
@@ -900,8 +1006,9 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 		bt := &pgx.Batch{}
 		bt.Queue(ledgerPartSQL, p.key, b.ID, b.Collector, b.Target, b.Epoch, len(p.samples)+p.events, firstTS, lastTS)
 		// Of the part's samples, once each by (series_id, ts): those stored
-		// are duplicates, those at or before their series' latest are
-		// merged, the newer ones refused (the owner may hold them).
+		// are duplicates, and deletes next to a delete (again); those at
+		// or before their series' latest are merged, the newer ones
+		// refused (the owner may hold them).
 		var merge []rows.Sample
 		seen := map[seriesTS]bool{}
 		for _, s := range p.samples {
@@ -914,7 +1021,9 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 			switch {
 			case stored[k]:
 			case ok && l >= k.us:
-				merge = append(merge, s)
+				if !again[k] {
+					merge = append(merge, s)
+				}
 			default:
 				res.refused++
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/writer"
@@ -23,6 +24,17 @@ import (
 // is another disappearance and is stored. Before the fix the merge stored
 // a's delete beside b's: two delete rows of one disappearance.
 func TestStaleDeleteOnce(t *testing.T) {
+	staleDeleteOnce(t, pgtest.New)
+}
+
+// TestCitusStaleDeleteOnce is TestStaleDeleteOnce on Citus, where the
+// merge decides in Go (mergeStaleCitus) from the rows it reads: before
+// the fix it stored a's delete beside b's there too.
+func TestCitusStaleDeleteOnce(t *testing.T) {
+	staleDeleteOnce(t, pgtest.NewCitus)
+}
+
+func staleDeleteOnce(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string)) {
 	const path = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
 	id := rows.SeriesID("sw1", path)
 	type row struct {
@@ -41,7 +53,7 @@ func TestStaleDeleteOnce(t *testing.T) {
 			[]row{{0, false}, {1, true}, {2, false}}, []row{{0, false}, {1, true}, {2, false}, {4, false}, {5, true}}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			pool, _ := pgtest.New(t)
+			pool, _ := newDB(t)
 			ctx := context.Background()
 			// b holds the lease at epoch 2 (and stored rows of other series).
 			owner, base, wait := staleOwner(t, pool, 2)
