@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lhcnp/lhcnp/internal/plural"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -702,7 +703,7 @@ func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Deci
 			ep.escalated = true
 			a.Outcome = OutcomeError
 			a.Error = fmt.Sprintf("telemetry: no window to decide on for %v (%s; a window fills within %v): %s",
-				now.Sub(ep.since), policy.Count(ep.periods, "period"), t.telemetryEscalation(), d.Reason)
+				now.Sub(ep.since), plural.Count(ep.periods, "period"), t.telemetryEscalation(), d.Reason)
 			a.Reason = "telemetry missing for longer than a window: the switch has not reported (nothing in the collector's ingest_ledger for it), or does not publish the queue's leaves: check the collector's subscription to this switch"
 			err = t.record(ctx, a)
 		}
@@ -720,7 +721,7 @@ func (t *Tuner) episode(ctx context.Context, k queueKey, a Action, d policy.Deci
 		if !d.Change {
 			next = "rule " + string(d.Rule)
 		}
-		end.Reason = fmt.Sprintf("ended after %v (%s): the window is complete again, now %s", now.Sub(ep.since), policy.Count(ep.periods, "period"), next)
+		end.Reason = fmt.Sprintf("ended after %v (%s): the window is complete again, now %s", now.Sub(ep.since), plural.Count(ep.periods, "period"), next)
 		end.Key = uuid.NewString() // a row of its own beside a's
 		if err := t.record(ctx, end); err != nil {
 			errs = append(errs, err)

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lhcnp/lhcnp/internal/plural"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
@@ -192,7 +193,7 @@ func (w *configWatch) foreign(changes []Change) string {
 				// since the watch's sync, so at least one of them was
 				// another client's, whatever its value was.
 				seen = append(seen, fmt.Sprintf("interface %s queue %d: %s (%s replaced by a later value before the switch sent it)",
-					k.iface, k.queue, k.leaf, policy.Count(int(d), "value")))
+					k.iface, k.queue, k.leaf, plural.Count(int(d), "value")))
 			}
 			switch v {
 			case want[1]:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/gnmi/jsonval"
 	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/internal/plural"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
 )
@@ -170,7 +171,7 @@ func decodeNode(e *yang.Entry, v any, path string) (any, error) {
 			}
 			keys, missing := entryKeys(e, d)
 			if len(missing) > 0 {
-				return nil, &ValueError{Path: path + label, Reason: fmt.Sprintf("a list entry without its %s %s", plural(len(missing), "key"), quoteAll(missing))}
+				return nil, &ValueError{Path: path + label, Reason: fmt.Sprintf("a list entry without its %s %s", plural.Noun(len(missing), "key"), quoteAll(missing))}
 			}
 			// RFC 7950 §7.8.2, RFC 7951 §5.4: a list's keys are
 			// unique. ygot kept the last entry silently.
@@ -238,13 +239,6 @@ func entryKeys(e *yang.Entry, d any) (keys string, missing []string) {
 		fmt.Fprintf(&b, "%q ", fmt.Sprint(v))
 	}
 	return b.String(), missing
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }
 
 func quoteAll(names []string) string {

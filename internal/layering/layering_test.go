@@ -27,7 +27,7 @@ var rules = []struct {
 	{"a switch is the gNMI libraries over a dataplane", "server/", []string{"server/", "gnmi/", "gen/", "internal/", "dataplane-sim/"}},
 	{"the collector talks gNMI, not to a switch's insides", "collector/", []string{"collector/", "gnmi/", "gen/", "internal/", "yang"}},
 	{"the tuner sees telemetry and gNMI only", "tuner/", []string{"tuner/", "gnmi/", "gen/", "internal/"}},
-	{"the policy is pure: the node's formulas only", "tuner/policy", []string{"tuner/policy", "dataplane-sim/lhcnp", "dataplane-sim/engine", "dataplane-sim/wire"}},
+	{"the policy is pure: the node's formulas only (and the wording of a count)", "tuner/policy", []string{"tuner/policy", "dataplane-sim/lhcnp", "dataplane-sim/engine", "dataplane-sim/wire", "internal/plural"}},
 }
 
 // under says whether pkg is the room or below it ("tuner/" and "tuner" are

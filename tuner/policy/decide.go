@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/internal/plural"
 )
 
 // Rule names the rule that made a decision; tuner_actions stores it.
@@ -607,7 +608,7 @@ func settled(cfg Config, w Window, m Metrics, lifted Settings) string {
 // sample (fast attack); loosening needs both below (slow release).
 func classify(cfg Config, w Window, m Metrics, lifted Settings, recent bool) (Direction, Rule, string) {
 	throttled := throttles(m)
-	by := fmt.Sprintf("while %s and %.2f%% ECN marks throttle senders", Count(m.Notifications.Total(), "notification"), m.ECNMarkingPercent)
+	by := fmt.Sprintf("while %s and %.2f%% ECN marks throttle senders", plural.Count(m.Notifications.Total(), "notification"), m.ECNMarkingPercent)
 	if !throttled && recent {
 		throttled, by = true, fmt.Sprintf("after the node throttled senders within under_use_after_rtt %v RTT_est", cfg.UnderUseAfterRTT)
 	}

@@ -2025,17 +2025,3 @@ func TestUnderUseAfter(t *testing.T) {
 		t.Errorf("under_use_after_rtt -1: %v", err)
 	}
 }
-
-// TestCount: a count in a reason agrees with its noun ("1 sample", "3
-// samples"), the tuner's periods as the policy's samples, cuts,
-// notifications, windows and times.
-func TestCount(t *testing.T) {
-	for _, tt := range []struct {
-		n    int64
-		want string
-	}{{0, "0 windows"}, {1, "1 window"}, {2, "2 windows"}} {
-		if got := Count(tt.n, "window"); got != tt.want {
-			t.Errorf("Count(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/lhcnp/lhcnp/internal/plural"
 )
 
 // RuleQGROff switches the QGR trigger off (V_growth 0) where its cuts cost
@@ -46,7 +48,7 @@ func qgrCostly(cfg Config, w Window, m Metrics, rule Rule) string {
 		return ""
 	}
 	return fmt.Sprintf("%s with the queue under K_min (%d B) at every sample and V_growth at the under-use ceiling (%d B/s): the QGR trigger's cuts cost the link and the queue is the first-level loop's",
-		Count(cuts, "cut"), kmin, ceiling)
+		plural.Count(cuts, "cut"), kmin, ceiling)
 }
 
 // underKMin says whether every sample's queue and peak stayed under kmin.
@@ -98,7 +100,7 @@ func qgrOffNow(cfg Config, w Window, mem Memory, why string) string {
 	}
 	back := ""
 	if n := mem.QGROffBacks; n > 0 {
-		back = fmt.Sprintf(" × 2^%d, the trigger back on %s since the tuner switched it off", n, Count(n, "time"))
+		back = fmt.Sprintf(" × 2^%d, the trigger back on %s since the tuner switched it off", n, plural.Count(n, "time"))
 	}
 	return fmt.Sprintf("%s, for %.3g RTT_est (qgr_off_rtt %v%s): the QGR trigger off (V_growth 0)", why, since, cfg.QGROffRTT, back)
 }

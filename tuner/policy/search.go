@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/lhcnp/lhcnp/internal/plural"
 )
 
 // RuleSearch is an experiment of the online search: from a steady queue,
@@ -118,7 +120,7 @@ func search(cfg Config, w Window, mem *Memory) (after Settings, dir Direction, s
 				knob = "K_max"
 			}
 			return a, mv.dir, s.Step, fmt.Sprintf("steady for %.3g RTT_est: try %s %s by %.3g for one judgement (baseline objective %.4g over %s; kept only if better by %.3g)",
-				w.simSeconds(w.End.Sub(mem.LastChange))/w.RTTEst.Seconds(), knob, mv.dir, s.Step, s.SumJ/float64(s.N), Count(s.N, "window"), cfg.SearchGain), true
+				w.simSeconds(w.End.Sub(mem.LastChange))/w.RTTEst.Seconds(), knob, mv.dir, s.Step, s.SumJ/float64(s.N), plural.Count(s.N, "window"), cfg.SearchGain), true
 		}
 		s.Move++ // at its bound: the next neighbour
 		s.Fails++

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/lhcnp"
+	"github.com/lhcnp/lhcnp/internal/plural"
 )
 
 // KMaxMode is how the queue obtains K_max: the YANG enum's names.
@@ -182,7 +183,7 @@ func (w Window) growthBytesPerSec(m Metrics) float64 {
 // or "" when it can.
 func Check(cfg Config, w Window) (rule Rule, reason string) {
 	if len(w.Samples) < cfg.MinSamples {
-		return RuleNoData, fmt.Sprintf("%s in the window, %d needed", Count(len(w.Samples), "sample"), cfg.MinSamples)
+		return RuleNoData, fmt.Sprintf("%s in the window, %d needed", plural.Count(len(w.Samples), "sample"), cfg.MinSamples)
 	}
 	if w.PortRateBitsPerSec <= 0 || w.RTTEst <= 0 {
 		return RuleNoData, fmt.Sprintf("no port rate (%d bit/s) or RTT_est (%v)", w.PortRateBitsPerSec, w.RTTEst)
