@@ -157,7 +157,7 @@ func TestConfigErrorExitStatusOfFiles(t *testing.T) {
 	write("switch-startup/n1.json", eth9)
 	write("lab-startup/switches/n1.json", alpha0)
 	const noInterface = "rejected by the dataplane: /lhcnp/interfaces/interface[name=eth9]: no such interface on this switch (interfaces: t1-n1, wan): invalid configuration"
-	const alphaOutOfRange = "lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/alpha: 0 is outside the range 0.001..1000.000 of its type"
+	const alphaOutOfRange = "lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/alpha: 0.0 is outside the range 0.001..1000.000 of its type"
 	const correctIt = " (correct or remove the file, or start with --ignore-startup to start from the initial configuration)"
 	// The lab refuses its fabric file before it starts anything: its
 	// database (--postgres) is never reached.

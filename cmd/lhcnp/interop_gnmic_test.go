@@ -43,7 +43,7 @@ func TestInteropGnmic(t *testing.T) {
 			{"leaf, PROTO", []string{"-e", "proto", "--path", q0 + "/state/effective-kmax"},
 				[]string{`"lhcnp/interfaces/interface/queues/queue/state/effective-kmax": 12500000`}},
 			{"container, JSON_IETF: module name at the top only", []string{"-e", "json_ietf", "--type", "config", "--path", q0 + "/config"},
-				[]string{`"lhcnp:v-growth": "1250000000"`, `"lhcnp:alpha": "1"`}},
+				[]string{`"lhcnp:v-growth": "1250000000"`, `"lhcnp:alpha": "1.0"`}},
 			{"container, JSON: no module names, numbers as numbers", []string{"-e", "json", "--type", "config", "--path", q0 + "/config"},
 				[]string{`"v-growth": 1250000000`, `"alpha": 1`}},
 			{"list entry, JSON: lists as arrays", []string{"--type", "config", "--path", "/lhcnp/interfaces/interface[name=wan0]"},

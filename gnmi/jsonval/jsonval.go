@@ -86,8 +86,9 @@ func quoted(digits []byte, q bool) []byte {
 }
 
 // decimal writes d's value exactly (digits × 10^-precision: a float64
-// would keep about 16 of a decimal64's 19 digits), in plain decimal
-// notation without trailing zeros. A precision beyond any decimal64's
+// would keep about 16 of a decimal64's 19 digits), in a decimal64's
+// canonical form (RFC 7950 §9.3.2: a digit at least on each side of the
+// point, no other leading or trailing zeros: "3.0", "0.0"). A precision beyond any decimal64's
 // (18) and the 19 digits an int64 has is written with an exponent
 // ("1e-4000000000" rather than four billion zeros), which a JSON number
 // may have.
@@ -99,8 +100,10 @@ func decimal(d *gnmi.Decimal64) []byte {
 	}
 	prec := int(d.GetPrecision())
 	switch {
-	case digits == "0" || prec == 0:
-		return []byte(sign + digits)
+	case digits == "0":
+		return []byte("0.0")
+	case prec == 0:
+		return []byte(sign + digits + ".0")
 	case prec > 40:
 		return []byte(sign + digits + "e-" + strconv.Itoa(prec))
 	}
@@ -110,7 +113,7 @@ func decimal(d *gnmi.Decimal64) []byte {
 	point := len(digits) - prec
 	frac := strings.TrimRight(digits[point:], "0")
 	if frac == "" {
-		return []byte(sign + digits[:point])
+		frac = "0"
 	}
 	return []byte(sign + digits[:point] + "." + frac)
 }

@@ -32,7 +32,9 @@ func TestMarshal(t *testing.T) {
 		{"decimal, every digit of an int64", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: math.MaxInt64, Precision: 9}}}, Style{}, `9223372036.854775807`},
 		{"decimal, the smallest int64", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: math.MinInt64, Precision: 18}}}, Style{}, `-9.223372036854775808`},
 		{"decimal below one, trailing zeros dropped", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: -50, Precision: 4}}}, Style{}, `-0.005`},
-		{"decimal, integral", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 3000, Precision: 3}}}, Style{}, `3`},
+		{"decimal, integral", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 3000, Precision: 3}}}, Style{}, `3.0`},
+		{"decimal zero", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 0, Precision: 2}}}, Style{QuoteDecimal: true}, `"0.0"`},
+		{"decimal without a precision", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: -7}}}, Style{}, `-7.0`},
 		{"decimal, a precision beyond any decimal64's: an exponent", &gnmi.TypedValue{Value: &gnmi.TypedValue_DecimalVal{DecimalVal: &gnmi.Decimal64{Digits: 7, Precision: 4000000000}}}, Style{}, `7e-4000000000`},
 		// gnmic's "float" type sends a float_val: 0.1 is the float32
 		// nearest 0.1, not the float64 0.10000000149011612 it widens to.

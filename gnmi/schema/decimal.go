@@ -97,12 +97,14 @@ func leadingDigits(s string) string {
 	return s[:i]
 }
 
-// text is d in plain decimal notation without needless zeros ("0.5",
-// "2", "-1.25"), as RFC 7951 writes a decimal64. d has at most 19 digits
-// before its point and 18 after it (check's bounds).
+// text is d in its canonical form (RFC 7950 §9.3.2): plain decimal
+// notation with at least one digit before and after the point and no other
+// leading or trailing zeros ("0.5", "2.0", "-1.25", "0.0" for zero). RFC
+// 7951 §6.1 writes a decimal64 in that form. d has at most 19 digits before
+// its point and 18 after it (check's bounds).
 func (d decimal) text() string {
 	if d.digits == "" {
-		return "0"
+		return "0.0"
 	}
 	var b strings.Builder
 	if d.neg {
@@ -112,6 +114,7 @@ func (d decimal) text() string {
 	case d.exp >= 0:
 		b.WriteString(d.digits)
 		b.WriteString(strings.Repeat("0", int(d.exp)))
+		b.WriteString(".0")
 	case before > 0:
 		b.WriteString(d.digits[:before])
 		b.WriteByte('.')
@@ -122,6 +125,28 @@ func (d decimal) text() string {
 		b.WriteString(d.digits)
 	}
 	return b.String()
+}
+
+// canonicalDecimal writes f, the value of a decimal64 with fd fraction digits
+// held as a float64 (ygot's Go type for one, PROTO's double_val), in the
+// canonical form of RFC 7950 §9.3.2 ("2.0", "0.00001", never "2" or
+// "1e-05"). The float64's shortest decimal is the value a client sent (it
+// reads back as the same float64); one with more than fd fraction digits
+// (a state value computed in floating point) is rounded to fd. false for
+// NaN and ±Inf, which no decimal64 is.
+func canonicalDecimal(f float64, fd int) (string, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", false
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if _, frac, ok := strings.Cut(s, "."); ok && len(frac) > fd {
+		s = strconv.FormatFloat(f, 'f', fd, 64)
+	}
+	d, ok := parseDecimal(s, false)
+	if !ok {
+		return "", false
+	}
+	return d.text(), true
 }
 
 // check returns d's text if it is a value of the decimal64 type t: at most

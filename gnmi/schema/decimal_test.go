@@ -118,15 +118,16 @@ func decimalText(v *big.Int, fd int) string {
 	return new(big.Rat).SetFrac(v, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(fd)), nil)).FloatString(fd)
 }
 
-// canonical drops a decimal's trailing fraction zeros, and its point when
-// none is left, as DecodeJSON writes it.
+// canonical is a decimal with all its fraction digits in the canonical
+// form of RFC 7950 §9.3.2, as DecodeJSON writes it: trailing fraction
+// zeros dropped but one digit kept after the point, no negative zero.
 func canonical(s string) string {
-	if !strings.Contains(s, ".") {
-		return s
+	s = strings.TrimRight(s, "0")
+	if strings.HasSuffix(s, ".") {
+		s += "0"
 	}
-	s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
-	if s == "-0" {
-		return "0"
+	if s == "-0.0" {
+		return "0.0"
 	}
 	return s
 }

@@ -115,13 +115,23 @@ func (s *Schema) EncodeLeaf(l *Leaf, v *gnmi.TypedValue, enc gnmi.Encoding) (*gn
 
 // leafJSON writes v as JSON in the style RFC 7951 gives l's YANG type for
 // JSON_IETF (64-bit integers and decimal64 as strings), or as plain JSON.
+// A decimal64 held as a double_val (what the store holds) is written in
+// its canonical form, "1.0" and not "1" (RFC 7950 §9.3.2).
 func leafJSON(l *Leaf, v *gnmi.TypedValue, ietf bool) ([]byte, error) {
+	var kind yang.TypeKind
+	if l != nil && l.Type != nil {
+		kind = l.Type.Kind
+	}
+	if f, ok := v.GetValue().(*gnmi.TypedValue_DoubleVal); ok && kind == yang.Ydecimal64 {
+		if text, ok := canonicalDecimal(f.DoubleVal, l.Type.FractionDigits); ok {
+			if ietf {
+				return []byte(`"` + text + `"`), nil
+			}
+			return []byte(text), nil
+		}
+	}
 	var st jsonval.Style
 	if ietf {
-		var kind yang.TypeKind
-		if l != nil && l.Type != nil {
-			kind = l.Type.Kind
-		}
 		st = jsonval.Style{
 			QuoteUint:    kind == yang.Yuint64 || kind == yang.Ydecimal64,
 			QuoteInt:     kind == yang.Yint64 || kind == yang.Ydecimal64,
@@ -159,32 +169,36 @@ func (s *Schema) EncodeNode(root *oc.Root, p *gnmi.Path, enc gnmi.Encoding) (*gn
 		}
 		return s.EncodeLeaf(l, tv, enc)
 	}
+	var (
+		b   []byte
+		err error
+	)
 	switch enc {
 	case gnmi.Encoding_JSON_IETF:
-		b, err := ygot.Marshal7951(gs, &ygot.RFC7951JSONConfig{AppendModuleName: true})
-		if err != nil {
-			return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
-		}
-		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
+		b, err = ygot.Marshal7951(gs, &ygot.RFC7951JSONConfig{AppendModuleName: true})
 	case gnmi.Encoding_JSON:
 		// The shape of RFC 7951 (lists as arrays of entries, which Set
 		// takes back as it is), without module names and with every
 		// number a JSON number. ygot's own JSON form (lists as objects
 		// keyed by their keys) is its internal one, which no client reads.
-		b, err := ygot.Marshal7951(gs)
-		if err != nil {
-			return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
-		}
-		e, err := s.entryAt(p)
-		if err != nil {
-			return nil, err
-		}
-		if b, err = plainNumbers(e, b); err != nil {
-			return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
-		}
+		b, err = ygot.Marshal7951(gs)
+	default:
+		return nil, fmt.Errorf("encoding %v has no subtree form", enc)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
+	}
+	e, err := s.entryAt(p)
+	if err != nil {
+		return nil, err
+	}
+	if b, err = rewriteJSON(e, b, enc == gnmi.Encoding_JSON_IETF); err != nil {
+		return nil, fmt.Errorf("schema: %s: %w", ErrorPath(p), err)
+	}
+	if enc == gnmi.Encoding_JSON {
 		return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: b}}, nil
 	}
-	return nil, fmt.Errorf("encoding %v has no subtree form", enc)
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
 }
 
 // ValueEncoder encodes stored leaf values for one encoding with the schema's
@@ -215,10 +229,13 @@ func (s *Schema) entryAt(p *gnmi.Path) (*yang.Entry, error) {
 	return e, nil
 }
 
-// plainNumbers rewrites RFC 7951 JSON of the node e with the numbers RFC
-// 7951 quotes (64-bit integers, decimal64) as JSON numbers: the JSON
-// encoding.
-func plainNumbers(e *yang.Entry, data []byte) ([]byte, error) {
+// rewriteJSON rewrites ygot's RFC 7951 JSON of the node e into the
+// target's: every decimal64 in its canonical form (RFC 7950 §9.3.2: ygot
+// writes a float64 with %v, "1" for 1.0 and "1e-05" for 0.00001, which is
+// not even a decimal64's lexical form, so that a Get's value could not be
+// sent back in a Set); for the JSON encoding (not ietf), the numbers RFC
+// 7951 quotes (64-bit integers, decimal64) as JSON numbers.
+func rewriteJSON(e *yang.Entry, data []byte, ietf bool) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -238,16 +255,32 @@ func plainNumbers(e *yang.Entry, data []byte) ([]byte, error) {
 			for i, c := range x {
 				x[i] = walk(e, c)
 			}
-		case string:
+		case string, json.Number:
 			if !e.IsLeaf() && !e.IsLeafList() {
 				return v
 			}
-			switch t := resolveType(e); t.Kind {
-			case yang.Yint64, yang.Yuint64, yang.Ydecimal64:
-				if _, err := strconv.ParseFloat(x, 64); err == nil {
-					return json.Number(x)
+			text := fmt.Sprint(x)
+			t := resolveType(e)
+			switch t.Kind {
+			case yang.Ydecimal64:
+				f, err := strconv.ParseFloat(text, 64)
+				if err != nil {
+					return v
 				}
+				if c, ok := canonicalDecimal(f, t.FractionDigits); ok {
+					text = c
+				}
+			case yang.Yint64, yang.Yuint64:
+				if _, err := strconv.ParseFloat(text, 64); err != nil {
+					return v
+				}
+			default:
+				return v
 			}
+			if ietf {
+				return text
+			}
+			return json.Number(text)
 		}
 		return v
 	}

@@ -61,16 +61,16 @@ func TestGet(t *testing.T) {
 	}, {
 		desc:  "container, JSON_IETF, module-qualified top level, YANG defaults in use included",
 		paths: []string{q3 + "/config"}, enc: gnmi.Encoding_JSON_IETF, typ: gnmi.GetRequest_CONFIG,
-		want: [][]string{{q3 + `/config = {"lhcnp:alpha":"1","lhcnp:ecn-max-probability":"0.2","lhcnp:enabled":true,"lhcnp:id":3,"lhcnp:k-base":"64000","lhcnp:kmax-mode":"BDP_ADAPTIVE","lhcnp:kmin-mode":"DERIVED","lhcnp:measure` +
-			`ment-interval":100,"lhcnp:one-cut-per-episode":false,"lhcnp:overload-cut":false,"lhcnp:per-flow-rtt":false,"lhcnp:trigger-persistence":0,"lhcnp:v-ecn":"20","lhcnp:v-growth":"1250000000"}`}},
+		want: [][]string{{q3 + `/config = {"lhcnp:alpha":"1.0","lhcnp:ecn-max-probability":"0.2","lhcnp:enabled":true,"lhcnp:id":3,"lhcnp:k-base":"64000","lhcnp:kmax-mode":"BDP_ADAPTIVE","lhcnp:kmin-mode":"DERIVED","lhcnp:measure` +
+			`ment-interval":100,"lhcnp:one-cut-per-episode":false,"lhcnp:overload-cut":false,"lhcnp:per-flow-rtt":false,"lhcnp:trigger-persistence":0,"lhcnp:v-ecn":"20.0","lhcnp:v-growth":"1250000000"}`}},
 	}, {
 		desc:  "list entry, CONFIG only",
 		paths: []string{q3}, enc: gnmi.Encoding_JSON, typ: gnmi.GetRequest_CONFIG,
 		want: [][]string{{q3 + ` = {"action-policy":{"config":{"default-action":"RATE_REDUCE","pause-congestion-level":224,` +
 			`"pause-duration":1000,"rate-reduce-percent":30,"repeat-resume":false,"resume-enabled":true,"resume-on-drain":false,` +
-			`"resume-percent":50}},"config":{"alpha":1,"ecn-max-probability":0.2,"enabled":true,"id":3,"k-base":64000,` +
+			`"resume-percent":50}},"config":{"alpha":1.0,"ecn-max-probability":0.2,"enabled":true,"id":3,"k-base":64000,` +
 			`"kmax-mode":"BDP_ADAPTIVE","kmin-mode":"DERIVED","measurement-interval":100,"one-cut-per-episode":false,` +
-			`"overload-cut":false,"per-flow-rtt":false,"trigger-persistence":0,"v-ecn":20,"v-growth":1250000000},"id":3}`}},
+			`"overload-cut":false,"per-flow-rtt":false,"trigger-persistence":0,"v-ecn":20.0,"v-growth":1250000000},"id":3}`}},
 	}, {
 		desc:  "STATE: applied config and operational state",
 		paths: []string{q3 + "/state"}, enc: gnmi.Encoding_PROTO, typ: gnmi.GetRequest_STATE,
@@ -183,10 +183,10 @@ func TestGetRootJSONIETF(t *testing.T) {
 		`"timestamp-object":false}},"interfaces":{"interface":[{"config":{"cnp-burst":100,"cnp-rate-limit":10000,"enabled":true,` +
 		`"name":"wan0","rtt-est":10000,"rtt-source":"STATIC"},"name":"wan0","queues":{"queue":[{"action-policy":{"config":` +
 		`{"default-action":"RATE_REDUCE","pause-congestion-level":224,"pause-duration":1000,"rate-reduce-percent":30,` +
-		`"repeat-resume":false,"resume-enabled":true,"resume-on-drain":false,"resume-percent":50}},"config":{"alpha":"1",` +
+		`"repeat-resume":false,"resume-enabled":true,"resume-on-drain":false,"resume-percent":50}},"config":{"alpha":"1.0",` +
 		`"ecn-max-probability":"0.2","enabled":true,"id":3,"k-base":"64000","kmax-mode":"BDP_ADAPTIVE","kmin-mode":"DERIVED",` +
 		`"measurement-interval":100,"one-cut-per-episode":false,"overload-cut":false,"per-flow-rtt":false,"trigger-persistence":0,` +
-		`"v-ecn":"20","v-growth":"1250000000"},"id":3}]}}]},"rate-advice":{"config":{"queue-based":true}},` +
+		`"v-ecn":"20.0","v-growth":"1250000000"},"id":3}]}}]},"rate-advice":{"config":{"queue-based":true}},` +
 		`"switch-cnp":{"config":{"buffer-share":1,"delay-threshold":20,"enabled":false,"min-cnp-interval":50}}}}`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Get / CONFIG (-want, +got):\n%s", diff)

@@ -86,32 +86,32 @@ func TestPersisterKeepsWhatIsDurable(t *testing.T) {
 		run  func(t *testing.T, e *commitEnv)
 		want []string // alpha in each persisted configuration, the load first
 	}{
-		{desc: "load", run: func(*testing.T, *commitEnv) {}, want: []string{"1"}},
-		{desc: "set", run: func(t *testing.T, e *commitEnv) { mustSet(t, e, setAlpha("0.5")) }, want: []string{"1", "0.5"}},
+		{desc: "load", run: func(*testing.T, *commitEnv) {}, want: []string{"1.0"}},
+		{desc: "set", run: func(t *testing.T, e *commitEnv) { mustSet(t, e, setAlpha("0.5")) }, want: []string{"1.0", "0.5"}},
 		{desc: "set refused by the dataplane", run: func(t *testing.T, e *commitEnv) {
 			e.dp.refuse = errRefused
 			if _, err := e.c.Set(ctx(t), setAlpha("0.5")); err == nil {
 				t.Error("Set refused by the dataplane succeeded")
 			}
-		}, want: []string{"1"}},
+		}, want: []string{"1.0"}},
 		{desc: "commit then confirm", run: func(t *testing.T, e *commitEnv) {
 			mustSet(t, e, commitReq("c1", time.Minute, alphaHalf))
 			mustSet(t, e, confirmReq("c1"))
-		}, want: []string{"1", "0.5"}},
+		}, want: []string{"1.0", "0.5"}},
 		{desc: "commit then cancel", run: func(t *testing.T, e *commitEnv) {
 			mustSet(t, e, commitReq("c1", time.Minute, alphaHalf))
 			mustSet(t, e, cancelReq("c1"))
-		}, want: []string{"1"}},
+		}, want: []string{"1.0"}},
 		{desc: "commit rolled back by its timer", run: func(t *testing.T, e *commitEnv) {
 			mustSet(t, e, commitReq("c1", time.Minute, alphaHalf))
 			e.next(t)
 			e.clk.Advance(time.Minute)
 			for e.next(t).Kind != "rollback" {
 			}
-		}, want: []string{"1"}},
+		}, want: []string{"1.0"}},
 		{desc: "commit still pending", run: func(t *testing.T, e *commitEnv) {
 			mustSet(t, e, commitReq("c1", time.Minute, alphaHalf))
-		}, want: []string{"1"}},
+		}, want: []string{"1.0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestPersistFailureFailsTheSet(t *testing.T) {
 	}
 	p.fail = nil
 	mustSet(t, e, confirmReq("c1"))
-	if diff := cmp.Diff([]string{"1", "0.5"}, p.alphas()); diff != "" {
+	if diff := cmp.Diff([]string{"1.0", "0.5"}, p.alphas()); diff != "" {
 		t.Errorf("persisted alphas (-want +got):\n%s", diff)
 	}
 }

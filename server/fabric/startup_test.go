@@ -99,7 +99,7 @@ func TestStartupConfiguration(t *testing.T) {
 		ignore bool // the restart ignores the startup file
 		want   string
 	}{
-		{desc: "nothing changed", change: func(*testing.T, *Fabric) {}, want: "1"},
+		{desc: "nothing changed", change: func(*testing.T, *Fabric) {}, want: "1.0"},
 		{desc: "a set", change: func(t *testing.T, f *Fabric) { set(t, f, &gnmi.SetRequest{Update: alphaUpdate(t, "0.5")}) }, want: "0.5"},
 		{desc: "a confirmed commit", change: func(t *testing.T, f *Fabric) {
 			commit(t, f, "0.5")
@@ -112,9 +112,9 @@ func TestStartupConfiguration(t *testing.T) {
 		{desc: "a cancelled commit", change: func(t *testing.T, f *Fabric) {
 			commit(t, f, "0.5")
 			set(t, f, &gnmi.SetRequest{Extension: commitExt(&gnmi_ext.Commit{Id: "c1", Action: &gnmi_ext.Commit_Cancel{Cancel: &gnmi_ext.CommitCancel{}}})})
-		}, want: "1"},
+		}, want: "1.0"},
 		{desc: "a set, restarted ignoring it", change: func(t *testing.T, f *Fabric) { set(t, f, &gnmi.SetRequest{Update: alphaUpdate(t, "0.5")}) },
-			ignore: true, want: "1"},
+			ignore: true, want: "1.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -185,7 +185,7 @@ func TestBadStartupFile(t *testing.T) {
 		{desc: "a value of the wrong type", file: strings.Replace(good, `"alpha": "1.0"`, `"alpha": "fast"`, 1), at: ":26:56",
 			want: []string{`lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/alpha: the string "fast" is not a decimal64 number`}},
 		{desc: "a value out of range", file: strings.Replace(good, `"alpha": "1.0"`, `"alpha": "-5"`, 1), at: ":26:56",
-			want: []string{"config/alpha: -5 is outside the range 0.001..1000.000 of its type"}},
+			want: []string{"config/alpha: -5.0 is outside the range 0.001..1000.000 of its type"}},
 		{desc: "an integer out of range", file: strings.Replace(good, `"rtt-est": 10000`, `"rtt-est": 99999999999`, 1), at: ":21:61",
 			want: []string{"interface[name=wan]/config/rtt-est: 99999999999 is out of the range of uint32"}},
 		{desc: "an unknown leaf", file: strings.Replace(good, `"alpha": "1.0"`, `"alfa": "1.0"`, 1), at: ":26:56", want: []string{"config/alfa: not in the schema"}},
@@ -224,8 +224,8 @@ func TestBadStartupFile(t *testing.T) {
 			if err != nil {
 				t.Fatalf("start ignoring the bad file: %v", err)
 			}
-			if got := alphaOf(t, f); got != "1" {
-				t.Errorf("alpha = %s, want the initial 1", got)
+			if got := alphaOf(t, f); got != "1.0" {
+				t.Errorf("alpha = %s, want the initial 1.0", got)
 			}
 		})
 	}
@@ -238,7 +238,7 @@ func TestBadInitialConfig(t *testing.T) {
 	good := readFile(t, "../../examples/lab-n1.json")
 	bad := strings.Replace(string(good), `"alpha": "1.0"`, `"alpha": "0"`, 1)
 	_, err := New(context.Background(), n1Config(t, "", false, []byte(bad)))
-	want := "switch n1: initial configuration lab-n1.json:26:56: lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/alpha: 0 is outside the range 0.001..1000.000 of its type"
+	want := "switch n1: initial configuration lab-n1.json:26:56: lhcnp/interfaces/interface[name=wan]/queues/queue[id=0]/config/alpha: 0.0 is outside the range 0.001..1000.000 of its type"
 	if err == nil || err.Error() != want {
 		t.Fatalf("New: %v\nwant %s", err, want)
 	}
