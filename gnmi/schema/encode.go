@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/lhcnp/lhcnp/gen/oc"
 	"github.com/lhcnp/lhcnp/gnmi/jsonval"
@@ -233,8 +235,9 @@ func (s *Schema) entryAt(p *gnmi.Path) (*yang.Entry, error) {
 // target's: every decimal64 in its canonical form (RFC 7950 §9.3.2: ygot
 // writes a float64 with %v, "1" for 1.0 and "1e-05" for 0.00001, which is
 // not even a decimal64's lexical form, so that a Get's value could not be
-// sent back in a Set); for the JSON encoding (not ietf), the numbers RFC
-// 7951 quotes (64-bit integers, decimal64) as JSON numbers.
+// sent back in a Set); every list's entries in path order (sortEntries);
+// for the JSON encoding (not ietf), the numbers RFC 7951 quotes (64-bit
+// integers, decimal64) as JSON numbers.
 func rewriteJSON(e *yang.Entry, data []byte, ietf bool) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -254,6 +257,9 @@ func rewriteJSON(e *yang.Entry, data []byte, ietf bool) ([]byte, error) {
 		case []any:
 			for i, c := range x {
 				x[i] = walk(e, c)
+			}
+			if e.IsList() {
+				sortEntries(e, x)
 			}
 		case string, json.Number:
 			if !e.IsLeaf() && !e.IsLeafList() {
@@ -285,4 +291,59 @@ func rewriteJSON(e *yang.Entry, data []byte, ietf bool) ([]byte, error) {
 		return v
 	}
 	return json.Marshal(walk(e, v))
+}
+
+// sortEntries puts the entries of the list e in the order of their paths
+// (ComparePaths: a number key by its value, queue[id=2] before
+// queue[id=10]), the order of a notification's updates and of Set's
+// errors. ygot orders them by their keys' text (render.go mapJSON sorts
+// with strings.Compare, and has no option), which put 10 before 2. RFC
+// 7951 §5.4 leaves the order to the writer. The keys are compared as a
+// path writes them: every key of e, by name, as store.PathString does.
+func sortEntries(e *yang.Entry, entries []any) {
+	names := strings.Fields(e.Key)
+	if len(names) == 0 || len(entries) < 2 {
+		return
+	}
+	slices.Sort(names)
+	type keyed struct {
+		path  string // the entry's keys as a path element writes them
+		entry any
+	}
+	ks := make([]keyed, len(entries))
+	for i, en := range entries {
+		ks[i] = keyed{path: entryPath(en, names), entry: en}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return ComparePaths(a.path, b.path) })
+	for i := range ks {
+		entries[i] = ks[i].entry
+	}
+}
+
+// entryPath is a list entry's keys as a path element writes them
+// ("[a=x][b=y]", names sorted, "]" and "\" escaped), from its JSON members
+// (with or without a module prefix).
+func entryPath(entry any, names []string) string {
+	m, _ := entry.(map[string]any)
+	var b strings.Builder
+	for _, name := range names {
+		var v any
+		for k, mv := range m {
+			if stripModule(k) == name {
+				v = mv
+				break
+			}
+		}
+		b.WriteByte('[')
+		b.WriteString(name)
+		b.WriteByte('=')
+		for _, r := range fmt.Sprint(v) {
+			if r == ']' || r == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+		b.WriteByte(']')
+	}
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -74,6 +75,59 @@ func TestDecimal64CanonicalForm(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{tt.path + " = " + tt.want}, sub); diff != "" {
 				t.Errorf("Subscribe ONCE (-want, +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGetListInPathOrder: the entries of a list inside one JSON value are
+// in the order of a notification's updates (path order, a number key by
+// its value: queue 2 before queue 10), in JSON and JSON_IETF. They were in
+// ygot's order, the keys' text (1, 10, 11, 2, 3): this failed before.
+func TestGetListInPathOrder(t *testing.T) {
+	e := newEnv(t)
+	const queues = "/lhcnp/interfaces/interface[name=wan0]/queues"
+	if _, err := e.c.Set(ctx(t), &gnmi.SetRequest{Update: []*gnmi.Update{{Path: mustPath(queues),
+		Val: ietf(`{"queue": [{"id": 10}, {"id": 2}, {"id": 11}, {"id": 1}]}`)}}}); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	// The order of a PROTO Get's updates, one per leaf.
+	resp, err := e.c.Get(ctx(t), &gnmi.GetRequest{Path: []*gnmi.Path{mustPath(queues + "/queue/config/id")},
+		Type: gnmi.GetRequest_CONFIG, Encoding: gnmi.Encoding_PROTO})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, u := range resp.GetNotification()[0].GetUpdate() {
+		want = append(want, u.GetPath().GetElem()[4].GetKey()["id"])
+	}
+	if diff := cmp.Diff([]string{"1", "2", "3", "10", "11"}, want); diff != "" {
+		t.Fatalf("PROTO updates' order (-want, +got):\n%s", diff)
+	}
+	for _, enc := range []gnmi.Encoding{gnmi.Encoding_JSON_IETF, gnmi.Encoding_JSON} {
+		t.Run(enc.String(), func(t *testing.T) {
+			resp, err := e.c.Get(ctx(t), &gnmi.GetRequest{Path: []*gnmi.Path{mustPath(queues)}, Type: gnmi.GetRequest_CONFIG, Encoding: enc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := resp.GetNotification()[0].GetUpdate()[0].GetVal()
+			var got struct {
+				Queue []struct {
+					ID json.Number `json:"id"`
+				} `json:"queue"`
+				QueueIETF []struct {
+					ID json.Number `json:"id"`
+				} `json:"lhcnp:queue"`
+			}
+			if err := json.Unmarshal(append(v.GetJsonVal(), v.GetJsonIetfVal()...), &got); err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, q := range append(got.Queue, got.QueueIETF...) {
+				ids = append(ids, q.ID.String())
+			}
+			if diff := cmp.Diff(want, ids); diff != "" {
+				t.Errorf("queue ids in the value (-want, +got):\n%s", diff)
 			}
 		})
 	}
