@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -58,59 +57,10 @@ func (e RuleErrors) err() error {
 
 // ComparePaths orders two data paths ("/a/b[k=v]/c") as text, but for
 // key values of digits alone, which compare by their value: queue[id=2]
-// comes before queue[id=10], as the lists' entries do. It is the path
-// order of every list of faults: CheckRules', and the data node Set names
-// when ygot refuses a schema node several entries have.
-func ComparePaths(a, b string) int {
-	pa, pb := pathTokens(a), pathTokens(b)
-	for i := range min(len(pa), len(pb)) {
-		x, y := pa[i], pb[i]
-		if x.key && y.key && isDigits(x.text) && isDigits(y.text) {
-			// Without leading zeros (a key is canonical) the longer is
-			// the larger; no parse, so no overflow.
-			if c := cmp.Compare(len(x.text), len(y.text)); c != 0 {
-				return c
-			}
-		}
-		if c := strings.Compare(x.text, y.text); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(pa), len(pb))
-}
-
-// pathToken is a run of a path's text: a key's value (key) or what lies
-// between key values.
-type pathToken struct {
-	text string
-	key  bool
-}
-
-// pathTokens splits a path into its key values (after "=" inside
-// brackets, to "," or "]" not escaped by "\") and the text between them.
-func pathTokens(p string) []pathToken {
-	var out []pathToken
-	start, inBrackets, inValue := 0, false, false
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case inValue && c == '\\':
-			i++ // an escaped character of the value
-		case inValue && (c == ',' || c == ']'):
-			out = append(out, pathToken{text: p[start:i], key: true})
-			start, inValue, inBrackets = i, false, c == ','
-		case !inValue && c == '[':
-			inBrackets = true
-		case inBrackets && !inValue && c == '=':
-			out = append(out, pathToken{text: p[start : i+1]})
-			start, inValue = i+1, true
-		}
-	}
-	return append(out, pathToken{text: p[start:], key: inValue})
-}
-
-func isDigits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
-}
+// comes before queue[id=10], as the lists' entries do (store.ComparePaths).
+// It is the path order of every list of faults: CheckRules', and the data
+// node Set names when ygot refuses a schema node several entries have.
+func ComparePaths(a, b string) int { return store.ComparePaths(a, b) }
 
 // NormalizeKeys makes the key leaves of list entries agree with their keys.
 // OpenConfig lists are keyed by a leafref to config/<key>; a client that

@@ -139,12 +139,12 @@ func (st *stream) run(ctx context.Context) error {
 	now := clk.Now()
 	if !st.updOnly {
 		for _, su := range st.subs {
-			st.fill(su, su.initial, now, false)
+			st.fill(su, su.initial, now, false, true)
 		}
 	} else {
 		for _, su := range st.subs {
 			if su.suppress {
-				st.fill(su, su.sampled, now, true) // remember, do not send
+				st.fill(su, su.sampled, now, true, false) // remember, do not send
 			}
 		}
 	}
@@ -163,7 +163,7 @@ func (st *stream) run(ctx context.Context) error {
 			case <-st.pollC:
 				now := clk.Now()
 				for _, su := range st.subs {
-					st.fill(su, su.initial, now, false)
+					st.fill(su, su.initial, now, false, true)
 				}
 				st.q.insert(entry{})
 				if err := st.flush(nil); err != nil {
@@ -271,12 +271,12 @@ func (st *stream) tick(now time.Time) {
 	for _, su := range st.subs {
 		if !su.nextSample.IsZero() && !now.Before(su.nextSample) {
 			if su.mustSample(now) {
-				st.fill(su, su.sampled, now, false)
+				st.fill(su, su.sampled, now, false, false)
 			}
 			su.nextSample = nextSlot(su.nextSample, su.interval, now)
 		}
 		if !su.nextBeat.IsZero() && !now.Before(su.nextBeat) {
-			st.fill(su, su.onChange, now, false)
+			st.fill(su, su.onChange, now, false, false)
 			su.nextBeat = nextSlot(su.nextBeat, su.heartbeat, now)
 		}
 	}
@@ -290,8 +290,11 @@ func nextSlot(due time.Time, every time.Duration, now time.Time) time.Time {
 // fill queues the current value of every leaf of su whose kind passes f.
 // For suppress_redundant subscriptions it skips leaves unchanged since they
 // were last queued, unless the heartbeat is due; with remember it only
-// records the values (updates_only).
-func (st *stream) fill(su *sub, f kindFilter, now time.Time, remember bool) {
+// records the values (updates_only). With ordered the leaves are queued in
+// path order (store.ComparePaths, as Get answers), not the store's map
+// walk order: the initial data and a poll's answer are the same bytes
+// for the same data, which two `gnmic subscribe --mode once` can diff.
+func (st *stream) fill(su *sub, f kindFilter, now time.Time, remember, ordered bool) {
 	if f == nil {
 		return
 	}
@@ -301,6 +304,9 @@ func (st *stream) fill(su *sub, f kindFilter, now time.Time, remember bool) {
 			batch = append(batch, entry{leaf: l, val: v, ts: v.TS, seq: v.Ver, kind: k})
 		}
 	})
+	if ordered && !remember {
+		store.SortByPath(batch, func(e entry) string { return e.leaf.Key() })
+	}
 	// A fill of a suppress_redundant subscription either covers all its
 	// sampled leaves or none (heartbeats of its on-change kinds).
 	sampling := su.suppress && su.sampled != nil

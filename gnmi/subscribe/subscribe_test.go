@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -768,5 +769,64 @@ func TestPathRewriteAndValidator(t *testing.T) {
 	_, err := sc.Recv()
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != "path /interfaces/bogus: not in the schema" {
 		t.Errorf("refused path: %v", err)
+	}
+}
+
+// TestInitialDataInPathOrder: the initial data of a subscription, and a
+// poll's answer, come in path order, a number key by its value
+// (queue[id=2] before queue[id=10]), as Get answers: two subscriptions to
+// the same data get the same updates in the same order. They came in the
+// store's map walk order, a new one each time: this failed before.
+func TestInitialDataInPathOrder(t *testing.T) {
+	h := newHarness(t)
+	var want []string
+	h.publish(t, 200, func(b *store.Batch) {
+		for _, name := range []string{"eth0", "eth1", "eth10", "eth2"} {
+			for id := range 12 {
+				for _, leaf := range []string{"state/depth", "state/counters/marked", "state/counters/dropped", "config/id"} {
+					p := fmt.Sprintf("/ports/port[name=%s]/queue[id=%d]/%s", name, id, leaf)
+					b.Update(store.MustPath(p), u(uint64(id)), store.Gauge)
+					want = append(want, fmt.Sprintf("update @200 %s=%d", p, id))
+				}
+			}
+		}
+	})
+	slices.SortFunc(want, func(a, b string) int { return store.ComparePaths(a, b) })
+	if i, j := slices.Index(want, "update @200 /ports/port[name=eth0]/queue[id=2]/config/id=2"),
+		slices.Index(want, "update @200 /ports/port[name=eth0]/queue[id=10]/config/id=10"); i > j {
+		t.Fatalf("want is not in path order: queue 2 at %d, queue 10 at %d", i, j)
+	}
+	want = append(want, "sync")
+	// inOrder reads up to the sync_response, in the order sent.
+	inOrder := func(sc gnmi.GNMI_SubscribeClient) []string {
+		var got []string
+		for {
+			r, err := sc.Recv()
+			if err != nil {
+				t.Fatalf("Recv: %v (after %d lines)", err, len(got))
+			}
+			got = append(got, lines(r)...)
+			if r.GetSyncResponse() {
+				return got
+			}
+		}
+	}
+	for _, mode := range []gnmi.SubscriptionList_Mode{gnmi.SubscriptionList_ONCE, gnmi.SubscriptionList_ONCE, gnmi.SubscriptionList_STREAM, gnmi.SubscriptionList_POLL} {
+		sl := &gnmi.SubscriptionList{Mode: mode, Encoding: gnmi.Encoding_PROTO, Subscription: []*gnmi.Subscription{{Path: store.MustPath("/ports")}}}
+		if mode == gnmi.SubscriptionList_STREAM {
+			sl.Subscription[0].Mode = gnmi.SubscriptionMode_ON_CHANGE
+		}
+		sc := h.subscribe(t, sl)
+		if diff := cmp.Diff(want, inOrder(sc)); diff != "" {
+			t.Errorf("%v: initial data (-want, +got):\n%s", mode, diff)
+		}
+		if mode == gnmi.SubscriptionList_POLL {
+			if err := sc.Send(&gnmi.SubscribeRequest{Request: &gnmi.SubscribeRequest_Poll{Poll: &gnmi.Poll{}}}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, inOrder(sc)); diff != "" {
+				t.Errorf("a poll's answer (-want, +got):\n%s", diff)
+			}
+		}
 	}
 }

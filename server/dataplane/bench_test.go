@@ -3,6 +3,7 @@ package dataplane_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -85,6 +86,52 @@ func BenchmarkSnapshot(b *testing.B) {
 			if cpu := cputime.Process() - c0; cpu > 0 {
 				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/snapshot")
 			}
+		})
+	}
+}
+
+// BenchmarkInitialSync is what path order costs a Subscribe's initial data
+// on the lab's switch model (scenarios/lab.yaml's n1 with
+// examples/lab-n1.json, after 8 ms of traffic, its state published): the
+// store walk of every leaf that gnmi/subscribe's fill does (walk, the old
+// initial data, in map order) against the walk and the sort by
+// store.SortByPath it does now (walk+sort), in the same run.
+func BenchmarkInitialSync(b *testing.B) {
+	cfg, err := os.ReadFile("../../examples/lab-n1.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := newRigFrom(b, "../../scenarios/lab.yaml", string(cfg))
+	r.sw.Sim.Run(8 * engine.Millisecond)
+	if err := r.pub.PublishNow(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	pat, err := store.NewPattern(nil, &gnmi.Path{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	type leaf struct {
+		n *store.Node
+		v *store.Value
+	}
+	for _, sorted := range []bool{false, true} {
+		name := "walk"
+		if sorted {
+			name = "walk+sort"
+		}
+		b.Run(name, func(b *testing.B) {
+			var batch []leaf
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				batch = batch[:0]
+				r.st.Walk(pat, func(n *store.Node, v *store.Value, _ store.Kind) { batch = append(batch, leaf{n, v}) })
+				if sorted {
+					store.SortByPath(batch, func(l leaf) string { return l.n.Key() })
+				}
+			}
+			b.ReportMetric(float64(len(batch)), "leaves")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/leaf")
 		})
 	}
 }
