@@ -819,6 +819,12 @@ func runPasswd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return err
 	}
+	// A password bcrypt cannot hash whole (or none) is the input's
+	// mistake, as a bad --user is: exit status 2, not a failure.
+	if pw == "" || len(pw) > auth.MaxPasswordBytes {
+		return usageError{fmt.Sprintf("password of %d bytes: want 1 to %d (bcrypt reads %d bytes, so the rest would not count)",
+			len(pw), auth.MaxPasswordBytes, auth.MaxPasswordBytes)}
+	}
 	out, err := auth.PasswdLine(*user, r, pw)
 	if err != nil {
 		return err

@@ -574,6 +574,39 @@ func TestPasswd(t *testing.T) {
 	}
 }
 
+// TestPasswdLength: an empty password, or one longer than bcrypt reads,
+// is bad input (exit status 2, one line naming the limit); it was exit
+// status 1. 72 bytes is the longest taken.
+func TestPasswdLength(t *testing.T) {
+	for _, tt := range []struct {
+		desc string
+		pw   string
+		code int
+	}{
+		{desc: "empty", pw: "", code: 2},
+		{desc: "73 bytes", pw: strings.Repeat("p", 73), code: 2},
+		{desc: "72 bytes", pw: strings.Repeat("p", 72), code: 0},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			err := runPasswd(context.Background(), []string{"--user", "ops"}, strings.NewReader(tt.pw+"\n"), io.Discard, io.Discard)
+			code := 0
+			if err != nil {
+				code = exitStatus(err)
+			}
+			if code != tt.code {
+				t.Fatalf("exit status %d (%v), want %d", code, err, tt.code)
+			}
+			if tt.code == 0 {
+				return
+			}
+			want := fmt.Sprintf("password of %d bytes: want 1 to 72 (bcrypt reads 72 bytes, so the rest would not count)", len(tt.pw))
+			if err.Error() != want {
+				t.Errorf("error %q, want %q", err, want)
+			}
+		})
+	}
+}
+
 // readCounter is an empty stdin that counts its reads.
 type readCounter struct{ reads int }
 
