@@ -74,7 +74,17 @@ func runCollector(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer stopNB()
-	fmt.Fprintf(stdout, "lhcnp collector %s: %d targets from the file, targets table %v, metrics on %q\n",
-		c.ID(), len(cfg.Targets), cfg.DB.TargetsTable, c.Addr())
+	fmt.Fprintln(stdout, collectorBanner(c.ID(), len(cfg.Targets), cfg.DB.TargetsTable, c.Addr()))
 	return c.Run(ctx)
+}
+
+// collectorBanner is the collector's first line on stdout. It names its
+// /metrics as lhcnp switch's banner does (metricsURL), or says they are
+// off (metrics.listen ""), where it quoted the bare address ("").
+func collectorBanner(id string, fileTargets int, targetsTable bool, metricsAddr string) string {
+	metrics := "metrics off"
+	if metricsAddr != "" {
+		metrics = "metrics on " + metricsURL(metricsAddr)
+	}
+	return fmt.Sprintf("lhcnp collector %s: %d targets from the file, targets table %v, %s", id, fileTargets, targetsTable, metrics)
 }

@@ -30,7 +30,7 @@ func startCollectorNorthbound(t *testing.T) string {
 	return addr
 }
 
-var collectorMetricsRE = regexp.MustCompile(`metrics on "(\S+)"`)
+var collectorMetricsRE = regexp.MustCompile(`metrics on http://(\S+)/metrics`)
 
 // startCollectorNorthboundMetrics is startCollectorNorthbound with the
 // collector's /metrics on a free port; it returns the northbound's address

@@ -227,3 +227,28 @@ targets:
 		t.Errorf("queue-depth series unit %q (%v), want bytes", unit, err)
 	}
 }
+
+// TestCollectorBanner: the collector names its /metrics as lhcnp switch
+// does, a URL the switch's banner pattern reads, not the quoted address
+// it printed (`metrics on "127.0.0.1:9273"`); with metrics off it says so
+// (it printed `metrics on ""`).
+func TestCollectorBanner(t *testing.T) {
+	for _, tt := range []struct {
+		desc, addr, want string
+	}{
+		{desc: "metrics on", addr: "127.0.0.1:9273",
+			want: "lhcnp collector c1: 2 targets from the file, targets table true, metrics on http://127.0.0.1:9273/metrics"},
+		{desc: "metrics off", addr: "",
+			want: "lhcnp collector c1: 2 targets from the file, targets table true, metrics off"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			got := collectorBanner("c1", 2, true, tt.addr)
+			if got != tt.want {
+				t.Errorf("banner (-want, +got):\n-%s\n+%s", tt.want, got)
+			}
+			if m := metricsRE.FindStringSubmatch(got); tt.addr != "" && (m == nil || m[1] != "http://"+tt.addr+"/metrics") {
+				t.Errorf("the switch's banner pattern reads %q from %q", m, got)
+			}
+		})
+	}
+}

@@ -28,7 +28,7 @@ func newSwitchMetrics(addr string, switches int, stdout io.Writer) (*switchMetri
 	if err != nil {
 		return nil, fmt.Errorf("--metrics: %w", err)
 	}
-	fmt.Fprintf(stdout, "lhcnp switch: metrics on http://%s/metrics\n", lis.Addr())
+	fmt.Fprintf(stdout, "lhcnp switch: metrics on %s\n", metricsURL(lis.Addr().String()))
 	m := switchmetrics.New()
 	if switches > 1 {
 		m = switchmetrics.NewShared()
@@ -61,3 +61,7 @@ func (sm *switchMetrics) close() {
 		_ = sm.lis.Close()
 	}
 }
+
+// metricsURL is how the commands' banners name a /metrics served on addr
+// (host:port), plainly, so that one can paste it.
+func metricsURL(addr string) string { return "http://" + addr + "/metrics" }
