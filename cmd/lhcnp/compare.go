@@ -43,8 +43,9 @@ type docInputs struct {
 // the §7 one, run with compare.TunerMechanisms) and the fabrics (run with
 // fabricMechs), each run with opts as the comparison's, and the stored
 // reference summaries of --validation (valRef, "" for none).
+// defaults are those of the files that are the command's defaults.
 func loadDocInputs(s7, s7u string, tunerFiles, fabricFiles, fabricMechs []string, valRef, valScenarios string,
-	dur durationFlag, opts compare.Options) (*docInputs, error) {
+	dur durationFlag, opts compare.Options, defaults defaultFiles) (*docInputs, error) {
 	in := &docInputs{tunerFiles: append([]string{s7}, tunerFiles...), fabricFiles: fabricFiles}
 	if valRef != "" {
 		if err := refsim.CheckAllStored(valRef, valScenarios); err != nil {
@@ -52,21 +53,21 @@ func loadDocInputs(s7, s7u string, tunerFiles, fabricFiles, fabricMechs []string
 		}
 	}
 	var err error
-	if in.section7, err = loadScenario(s7); err != nil {
+	if in.section7, err = loadDefaultScenario(s7, defaults[s7]); err != nil {
 		return nil, err
 	}
 	if err := sim.CheckSection7(in.section7); err != nil {
 		return nil, fileError{fmt.Errorf("--section7: %s: %w", s7, err)}
 	}
 	if s7u != "" {
-		if in.unstaged, err = loadScenario(s7u); err != nil {
+		if in.unstaged, err = loadDefaultScenario(s7u, defaults[s7u]); err != nil {
 			return nil, err
 		}
 		if err := sim.CheckLongHaulReport(in.unstaged); err != nil {
 			return nil, fileError{fmt.Errorf("--section7-unstaged: %s: %w", s7u, err)}
 		}
 	}
-	if in.tuner, err = loadScenarios(in.tunerFiles); err != nil {
+	if in.tuner, err = loadScenarios(in.tunerFiles, defaults); err != nil {
 		return nil, err
 	}
 	if err := dur.fits(in.tuner...); err != nil {
@@ -80,7 +81,7 @@ func loadDocInputs(s7, s7u string, tunerFiles, fabricFiles, fabricMechs []string
 	if len(fabricFiles) == 0 {
 		return in, nil
 	}
-	if in.fabrics, err = loadScenarios(fabricFiles); err != nil {
+	if in.fabrics, err = loadScenarios(fabricFiles, defaults); err != nil {
 		return nil, err
 	}
 	if err := dur.fits(in.fabrics...); err != nil {
@@ -176,7 +177,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"usage: "+simCompareUsage,
 		"",
 		"Runs each scenario with each mechanism and writes results.md, results.csv and",
-		"<scenario>-queue.png / -rate.png into DIR. Without scenarios: "+strings.Join(defaultCompareScenarios, " "))
+		"<scenario>-queue.png / -rate.png into DIR. Without scenarios: "+strings.Join(defaultCompareScenarios, " "),
+		defaultFilesNote)
 	files, err := cliconf.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -193,17 +195,20 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError{fmt.Sprintf("--mechanisms: %q: %v", *mechs, err)}
 	}
 	given := files // the document names them; not the defaults
+	var defaults defaultFiles
 	if len(files) == 0 {
 		files = defaultCompareScenarios
+		defaults = defaults.add(files...)
 	}
+	defaults = defaults.addFlags(fs, "section7", "section7-unstaged", "tuner-scenarios", "fabrics", "held-out")
 	// The held-out read is read before any run: a bad file costs nothing.
 	var held *compare.EvalTable
 	if *md != "" && *heldOut != "" {
-		if held, err = readEvalCSV(*heldOut); err != nil {
+		if held, err = readEvalCSV(*heldOut, defaults[*heldOut]); err != nil {
 			return fmt.Errorf("--held-out: %w", err)
 		}
 	}
-	scs, err := loadScenarios(files)
+	scs, err := loadScenarios(files, defaults)
 	if err != nil {
 		return err
 	}
@@ -223,7 +228,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var in *docInputs
 	if *md != "" {
-		if in, err = loadDocInputs(*s7, *s7u, splitList(*tunerFiles), splitList(*fabricFiles), splitList(*fabricMechs), *valRef, *valScenarios, dur, opts); err != nil {
+		if in, err = loadDocInputs(*s7, *s7u, splitList(*tunerFiles), splitList(*fabricFiles), splitList(*fabricMechs), *valRef, *valScenarios, dur, opts, defaults); err != nil {
 			return err
 		}
 	}

@@ -55,12 +55,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fromMD := fs.String("csv-from-markdown", "", "run nothing: write the --set tables of this markdown file (docs/tuner.md) as DIR/<set>.csv")
 	tunerConfig := fs.String("tuner-config", "", "the tuned runs' policy: the policy section of a tuner configuration file (lhcnp tuner --config's format, examples/tuner.yaml; the service's other keys are not used), instead of the policy's defaults (a development experiment: not with --markdown)")
 	fs.Usage = flagUsage(stderr, fs, "usage: "+simEvalUsage[0], "       "+simEvalUsage[1], "       "+simEvalUsage[2], "",
-		"Runs every scenario of the family's seed set with the tuner and the static grid.")
+		"Runs every scenario of the family's seed set with the tuner and the static grid.", defaultFilesNote)
 	if err := fam.parse(fs, args); err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := givenFlags(fs)
 	if *jobs < 1 {
 		return usageError{fmt.Sprintf("--jobs: %d: want at least 1", *jobs)}
 	}
@@ -230,9 +229,10 @@ func writeEvalCSV(path string, rows []compare.EvalRow) error {
 	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return compare.WriteEvalCSV(w, rows) })
 }
 
-// readEvalCSV reads an evaluation's CSV file.
-func readEvalCSV(path string) (*compare.EvalTable, error) {
-	f, err := os.Open(path)
+// readEvalCSV reads an evaluation's CSV file (isDefault: a default of
+// the command line, fileSource).
+func readEvalCSV(path string, isDefault bool) (*compare.EvalTable, error) {
+	f, err := openSource(fileSource(path, isDefault), path)
 	if err != nil {
 		return nil, err
 	}
@@ -277,11 +277,11 @@ func csvFromMarkdown(md string, fam *familySetFlags, stdout io.Writer) error {
 // against the baseline's statics, and the paired comparison with the
 // tuned J of the file against (default: the baseline's own).
 func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, baseline, against string, first, n, jobs int, oracle bool, pol *policy.Config, stdout io.Writer) error {
-	s, err := loadFamily(*fam.spec)
+	s, err := fam.loadSpec()
 	if err != nil {
 		return err
 	}
-	base, err := readEvalCSV(baseline)
+	base, err := readEvalCSV(baseline, false)
 	if err != nil {
 		return err
 	}
@@ -307,7 +307,7 @@ func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, basel
 	}
 	ref, refName := base, "the baseline's own tuner column"
 	if against != "" {
-		if ref, err = readEvalCSV(against); err != nil {
+		if ref, err = readEvalCSV(against, false); err != nil {
 			return err
 		}
 		refName = against

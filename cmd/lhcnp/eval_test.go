@@ -51,7 +51,7 @@ func evalTinyTrain(t *testing.T, dir string, extra ...string) (fam, full, printe
 
 func readTable(t *testing.T, path string) *compare.EvalTable {
 	t.Helper()
-	tab, err := readEvalCSV(path)
+	tab, err := readEvalCSV(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}

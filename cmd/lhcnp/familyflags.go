@@ -14,6 +14,7 @@ import (
 type familySetFlags struct {
 	spec, set, out *string
 	both           bool // --set both is accepted: train, then test
+	specGiven      bool // --family was given: not its default (fileSource)
 }
 
 // newFamilySetFlags defines them on fs: set is the default of --set, both
@@ -41,6 +42,7 @@ func (f *familySetFlags) parse(fs *flag.FlagSet, args []string) error {
 	if len(rest) > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", rest[0])}
 	}
+	f.specGiven = givenFlags(fs)["family"]
 	if *f.out == "" {
 		fs.Usage()
 		return usageError{"--out DIR is required"}
@@ -51,7 +53,7 @@ func (f *familySetFlags) parse(fs *flag.FlagSet, args []string) error {
 // load reads the family spec and returns it with the names of the seed
 // sets --set chose, in order.
 func (f *familySetFlags) load() (*family.Spec, []string, error) {
-	s, err := loadFamily(*f.spec)
+	s, err := f.loadSpec()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,4 +68,10 @@ func (f *familySetFlags) load() (*family.Spec, []string, error) {
 		return nil, nil, usageError{fmt.Sprintf("--set: %q: want %s", *f.set, want)}
 	}
 	return s, []string{*f.set}, nil
+}
+
+// loadSpec reads the family spec of --family (its default built into
+// lhcnp when the working directory has none: fileSource).
+func (f *familySetFlags) loadSpec() (*family.Spec, error) {
+	return loadFamily(*f.spec, !f.specGiven)
 }

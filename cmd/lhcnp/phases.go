@@ -35,7 +35,8 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"usage: "+simPhasesUsage,
 		"",
 		"Runs each step scenario with its steps shifted by 0, D, 2D... with the tuner and every",
-		"static setting of the grid, and compares them over the phases. Without scenarios: "+strings.Join(defaultTunerScenarios, " "))
+		"static setting of the grid, and compares them over the phases. Without scenarios: "+strings.Join(defaultTunerScenarios, " "),
+		defaultFilesNote)
 	files, err := cliconf.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -62,7 +63,11 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if isTerminal(stderr) {
 		opts.Progress = func(sc, m string) { fmt.Fprintf(stderr, "phases: %s with %s\n", sc, m) }
 	}
-	scs, err := loadScenarios(files)
+	var defaults defaultFiles
+	if len(given) == 0 {
+		defaults = defaults.add(files...)
+	}
+	scs, err := loadScenarios(files, defaults)
 	if err != nil {
 		return err
 	}

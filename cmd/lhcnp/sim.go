@@ -204,11 +204,12 @@ func loadScenario(path string, opts ...scenario.Option) (*scenario.Scenario, err
 // (sim compare, sim phases), every one before the first run. Two of one
 // name are refused: a scenario's runs and plots go to the directory and
 // files of its name, so the second would overwrite the first's, and the
-// table would hold two rows alike.
-func loadScenarios(files []string) ([]*scenario.Scenario, error) {
+// table would hold two rows alike. defaults are the files of the
+// command's defaults, not of its command line (fileSource).
+func loadScenarios(files []string, defaults defaultFiles) ([]*scenario.Scenario, error) {
 	var scs []*scenario.Scenario
 	for i, f := range files {
-		sc, err := loadScenario(f)
+		sc, err := loadDefaultScenario(f, defaults[f])
 		if err != nil {
 			return nil, err
 		}
@@ -220,10 +221,15 @@ func loadScenarios(files []string) ([]*scenario.Scenario, error) {
 	return scs, nil
 }
 
-// loadFamily is family.LoadFile for a file of the command line (--family):
-// its mistakes are the configuration's (fileError).
-func loadFamily(path string) (*family.Spec, error) {
-	s, err := family.LoadFile(path)
+// loadFamily is family.LoadFile for a file of the command line (--family;
+// isDefault: its default, fileSource): its mistakes are the
+// configuration's (fileError).
+func loadFamily(path string, isDefault bool) (*family.Spec, error) {
+	data, err := readSource(fileSource(path, isDefault), path)
+	if err != nil {
+		return nil, fileError{err}
+	}
+	s, err := family.Parse(path, data)
 	if err != nil {
 		return nil, fileError{err}
 	}

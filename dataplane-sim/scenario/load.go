@@ -20,6 +20,7 @@ type Option func(*options)
 type options struct {
 	seed    int64
 	hasSeed bool
+	fsys    fs.FS // nil: the operating system's files
 }
 
 // MaxSeed is the largest seed a scenario takes (its seed, a generated
@@ -33,10 +34,30 @@ func WithSeed(seed int64) Option {
 	return func(o *options) { o.seed, o.hasSeed = seed, true }
 }
 
+// WithFS reads the scenario file and the CDF files it names from fsys
+// (its paths slash-separated, as fs.FS wants) instead of the operating
+// system's files: lhcnp's default scenarios built into the binary.
+func WithFS(fsys fs.FS) Option {
+	return func(o *options) { o.fsys = fsys }
+}
+
+// readFile reads path from o's file system.
+func (o options) readFile(path string) ([]byte, error) {
+	if o.fsys != nil {
+		return fs.ReadFile(o.fsys, path)
+	}
+	return os.ReadFile(path)
+}
+
 // LoadFile reads and validates the scenario at path. CDF files named in
-// the scenario are read relative to the scenario's directory.
+// the scenario are read relative to the scenario's directory (in
+// WithFS's file system when given).
 func LoadFile(path string, opts ...Option) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	data, err := o.readFile(path)
 	if err != nil {
 		// The file leads the message: the reason is the system's alone,
 		// not "read FILE: is a directory" after the file again.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
+	slashpath "path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -417,7 +417,10 @@ func (l *loader) cdfFile(n *yaml.Node, field, p string) *CDF {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(l.dir, p)
 	}
-	data, err := os.ReadFile(path)
+	if l.opts.fsys != nil {
+		path = slashpath.Join(slashpath.Dir(l.d.file), p) // fs.FS's paths are slash-separated
+	}
+	data, err := l.opts.readFile(path)
 	if err != nil {
 		l.d.wrapAt(n, field, fmt.Errorf("cannot read CDF file: %w", err))
 		return nil
