@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -138,3 +139,47 @@ func TestListedFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSimFlagsDocumented: every flag of sim compare, phases, generate and
+// eval (their FlagSets, as -h lists them: PrintDefaults walks VisitAll) is
+// in its table of docs/scenarios.md, with its default where it has one;
+// the page's flag table was sim run's alone.
+func TestSimFlagsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/scenarios.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"compare", "phases", "generate", "eval"} {
+		t.Run(sub, func(t *testing.T) {
+			// The command's section: its heading to the next one.
+			_, sec, ok := strings.Cut(string(doc), "#### `lhcnp sim "+sub+" ")
+			if !ok {
+				t.Fatalf("docs/scenarios.md has no section \"#### `lhcnp sim %s ...`\"", sub)
+			}
+			sec, _, _ = strings.Cut(sec, "\n#")
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"sim", sub, "-h"}, &stdout, &stderr); code != 0 {
+				t.Fatalf("lhcnp sim %s -h: exit %d", sub, code)
+			}
+			flags := listedFlags(stderr.String())
+			if len(flags) == 0 {
+				t.Fatalf("lhcnp sim %s -h lists no flag", sub)
+			}
+			for name, usage := range flags {
+				row := regexp.MustCompile("(?m)^\\| `--" + regexp.QuoteMeta(name) + "[ `].*$").FindString(sec)
+				if row == "" {
+					t.Errorf("--%s: not in the table of sim %s", name, sub)
+					continue
+				}
+				// A short default is quoted in the row as it is (a list
+				// as long as --mechanisms' is described instead).
+				if m := defaultOf.FindStringSubmatch(usage); m != nil && len(m[1]) < 80 && !strings.Contains(row, m[1]) {
+					t.Errorf("--%s: its default %s is not in its row: %s", name, m[1], row)
+				}
+			}
+		})
+	}
+}
+
+// defaultOf is the default PrintDefaults appends to a usage, unquoted.
+var defaultOf = regexp.MustCompile(`\(default "?([^"]*?)"?\)$`)
