@@ -799,7 +799,11 @@ func staleDeletesAgain(ctx context.Context, tx pgx.Tx, samples []rows.Sample, to
 		return nil, nil
 	}
 	// The nearest row on each side: the batch's, or the stored one, the
-	// nearer of the two (a delete if either is, at one timestamp).
+	// nearer of the two. At one timestamp the stored row wins: the batch's
+	// row there is a duplicate, never stored, so the row the table holds
+	// is what a delete is next to (the one-node merge's rule too,
+	// staleSamplesSQL); before, a delete if either was, where one node
+	// took either, so the two could keep different rows.
 	type near struct {
 		before, after    int64 // the rows' timestamps in microseconds
 		prevDel, nextDel bool
@@ -847,6 +851,9 @@ func staleDeletesAgain(ctx context.Context, tx pgx.Tx, samples []rows.Sample, to
 		return nil, err
 	}
 	for _, s := range samples {
+		if stored[seriesTS{s.SeriesID, s.TS / 1000}] {
+			continue // the stored row wins (above)
+		}
 		for _, k := range bySeries[s.SeriesID] {
 			nearer(k, s.TS/1000, s.Flags&rows.Deleted != 0)
 		}

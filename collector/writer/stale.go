@@ -38,7 +38,10 @@ import (
 //     as that one, dated differently by the two collectors (each deletes a
 //     leaf a restarted switch no longer sends at its own stream's
 //     sync_response, at the oldest newer timestamp it received): a
-//     duplicate, so one delete row is stored per disappearance.
+//     duplicate, so one delete row is stored per disappearance. Where a
+//     stored row and a batch's row share the timestamp nearest a delete,
+//     the stored row decides (the batch's is a duplicate, never stored),
+//     here and on Citus (staleDeletesAgain).
 //
 // The merge holds the target's lease row FOR NO KEY UPDATE: it waits for
 // the owner's transaction in flight (whose fencing check holds the row FOR
@@ -68,10 +71,10 @@ const (
   SELECT s.*, EXISTS (SELECT FROM samples x WHERE x.series_id = s.series_id AND x.ts = s.ts) AS stored,
     EXISTS (SELECT FROM latest l WHERE l.series_id = s.series_id AND l.ts >= s.ts) AS passed,
     CASE WHEN s.flags & 2 = 2 THEN
-      COALESCE((SELECT y.flags & 2 = 2 FROM (SELECT x.ts, x.flags FROM samples x WHERE x.series_id = s.series_id AND x.ts < s.ts
-          UNION ALL SELECT z.ts, z.flags FROM s z WHERE z.series_id = s.series_id AND z.ts < s.ts) y ORDER BY y.ts DESC LIMIT 1), false)
-      OR COALESCE((SELECT y.flags & 2 = 2 FROM (SELECT x.ts, x.flags FROM samples x WHERE x.series_id = s.series_id AND x.ts > s.ts
-          UNION ALL SELECT z.ts, z.flags FROM s z WHERE z.series_id = s.series_id AND z.ts > s.ts) y ORDER BY y.ts LIMIT 1), false)
+      COALESCE((SELECT y.flags & 2 = 2 FROM (SELECT x.ts, x.flags, false AS batched FROM samples x WHERE x.series_id = s.series_id AND x.ts < s.ts
+          UNION ALL SELECT z.ts, z.flags, true FROM s z WHERE z.series_id = s.series_id AND z.ts < s.ts) y ORDER BY y.ts DESC, y.batched LIMIT 1), false)
+      OR COALESCE((SELECT y.flags & 2 = 2 FROM (SELECT x.ts, x.flags, false AS batched FROM samples x WHERE x.series_id = s.series_id AND x.ts > s.ts
+          UNION ALL SELECT z.ts, z.flags, true FROM s z WHERE z.series_id = s.series_id AND z.ts > s.ts) y ORDER BY y.ts, y.batched LIMIT 1), false)
     ELSE false END AS again
   FROM s
 ), m AS (

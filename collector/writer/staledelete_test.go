@@ -35,65 +35,117 @@ func TestCitusStaleDeleteOnce(t *testing.T) {
 }
 
 func staleDeleteOnce(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string)) {
-	const path = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
-	id := rows.SeriesID("sw1", path)
-	type row struct {
-		Step    int
-		Deleted bool
-	}
 	for _, tt := range []struct {
 		desc        string
-		owner, zomb []row // the owner's rows (stored first), the stale batch's
-		want        []row
+		owner, zomb []deleteRow // the owner's rows (stored first), the stale batch's
+		want        []deleteRow
 	}{
-		{"a's delete before b's", []row{{0, false}, {2, true}}, []row{{0, false}, {1, true}}, []row{{0, false}, {2, true}}},
-		{"a's delete after b's", []row{{0, false}, {1, true}, {4, false}}, []row{{0, false}, {2, true}},
-			[]row{{0, false}, {1, true}, {4, false}}},
-		{"a's delete, then a value only a received: another disappearance", []row{{0, false}, {4, false}, {5, true}},
-			[]row{{0, false}, {1, true}, {2, false}}, []row{{0, false}, {1, true}, {2, false}, {4, false}, {5, true}}},
+		{"a's delete before b's", []deleteRow{{0, false}, {2, true}}, []deleteRow{{0, false}, {1, true}}, []deleteRow{{0, false}, {2, true}}},
+		{"a's delete after b's", []deleteRow{{0, false}, {1, true}, {4, false}}, []deleteRow{{0, false}, {2, true}},
+			[]deleteRow{{0, false}, {1, true}, {4, false}}},
+		{"a's delete, then a value only a received: another disappearance", []deleteRow{{0, false}, {4, false}, {5, true}},
+			[]deleteRow{{0, false}, {1, true}, {2, false}}, []deleteRow{{0, false}, {1, true}, {2, false}, {4, false}, {5, true}}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			pool, _ := newDB(t)
-			ctx := context.Background()
-			// b holds the lease at epoch 2 (and stored rows of other series).
-			owner, base, wait := staleOwner(t, pool, 2)
-			batch := func(collector string, epoch int64, rs []row) *rows.Batch {
-				b := &rows.Batch{ID: rows.NewBatchID(), Collector: collector, Target: "sw1", Epoch: epoch,
-					Series: []rows.Series{{ID: id, Target: "sw1", Path: path, FirstSeen: base}}}
-				for _, r := range rs {
-					s := rows.Sample{TS: base + int64(r.Step)*int64(time.Millisecond), SeriesID: id, Kind: rows.ValText, Text: "192.168.0.0/16"}
-					if r.Deleted {
-						s = rows.Sample{TS: s.TS, SeriesID: id, Flags: rows.Deleted}
-					}
-					b.Samples = append(b.Samples, s)
-				}
-				return b
-			}
-			owner.Enqueue(batch("b", 2, tt.owner))
-			wait(owner)
-			zombie, _, stopZombie := newWriter(t, pool, writer.WithFencing(true))
-			defer stopZombie()
-			zombie.Enqueue(batch("a", 1, tt.zomb))
-			wait(zombie)
-
-			rs, err := pool.Query(ctx, `SELECT round((extract(epoch FROM ts) * 1000000000 - $1::bigint) / 1000000)::bigint, flags & 2 = 2
-				FROM samples WHERE series_id = $2 ORDER BY ts`, base, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []row
-			var r row
-			var step int64
-			if _, err := pgx.ForEachRow(rs, []any{&step, &r.Deleted}, func() error {
-				r.Step = int(step)
-				got = append(got, r)
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
+			if d := cmp.Diff(tt.want, staleDeleteRows(t, newDB, tt.owner, tt.zomb)); d != "" {
 				t.Errorf("samples (-want +got):\n%s", d)
 			}
 		})
 	}
+}
+
+// TestStaleDeleteTie: the row nearest a delete of a stale batch is, at one
+// timestamp, both a stored row (the owner's) and one of the batch, one a
+// delete and the other a value. The stored row decides, on one node and on
+// Citus alike: the batch's row at that timestamp is a duplicate, never
+// stored, so the delete is next to the row the table holds. Run on both,
+// the same rows stored. Before, Citus took a delete if either was (it
+// dropped a's delete next to a value b stored: the disappearance had no
+// delete row) and one node took either of the two, as its sort met them.
+func TestStaleDeleteTie(t *testing.T) {
+	for _, tt := range []struct {
+		desc        string
+		owner, zomb []deleteRow
+		want        []deleteRow
+	}{
+		{"b stored a value where a has a delete: a's next delete stored",
+			[]deleteRow{{0, false}, {3, false}, {5, false}}, []deleteRow{{3, true}, {4, true}},
+			[]deleteRow{{0, false}, {3, false}, {4, true}, {5, false}}},
+		{"b stored a delete where a has a value: a's next delete the same disappearance",
+			[]deleteRow{{0, false}, {3, true}, {5, false}}, []deleteRow{{3, false}, {4, true}},
+			[]deleteRow{{0, false}, {3, true}, {5, false}}},
+		{"after the delete: b stored a value where a has a delete",
+			[]deleteRow{{0, false}, {3, false}, {5, false}}, []deleteRow{{2, true}, {3, true}},
+			[]deleteRow{{0, false}, {2, true}, {3, false}, {5, false}}},
+		{"after the delete: b stored a delete where a has a value",
+			[]deleteRow{{0, false}, {3, true}, {5, false}}, []deleteRow{{2, true}, {3, false}},
+			[]deleteRow{{0, false}, {3, true}, {5, false}}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			one := staleDeleteRows(t, pgtest.New, tt.owner, tt.zomb)
+			citus := staleDeleteRows(t, pgtest.NewCitus, tt.owner, tt.zomb)
+			if d := cmp.Diff(one, citus); d != "" {
+				t.Errorf("samples on Citus differ from one node's (-one node +Citus):\n%s", d)
+			}
+			if d := cmp.Diff(tt.want, one); d != "" {
+				t.Errorf("samples on one node (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// deleteRow is a sample of staleDeleteRows's series: its step (ms after
+// the base) and whether it is a delete.
+type deleteRow struct {
+	Step    int
+	Deleted bool
+}
+
+// staleDeleteRows stores owner's rows of one series as b, the lease's
+// owner at epoch 2, then merges zomb's as a stale batch of a (epoch 1),
+// on a database of newDB, and returns the series' rows stored.
+func staleDeleteRows(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string), owner, zomb []deleteRow) []deleteRow {
+	t.Helper()
+	const path = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
+	id := rows.SeriesID("sw1", path)
+	pool, _ := newDB(t)
+	ctx := context.Background()
+	// b holds the lease at epoch 2 (and stored rows of other series).
+	ow, base, wait := staleOwner(t, pool, 2)
+	batch := func(collector string, epoch int64, rs []deleteRow) *rows.Batch {
+		b := &rows.Batch{ID: rows.NewBatchID(), Collector: collector, Target: "sw1", Epoch: epoch,
+			Series: []rows.Series{{ID: id, Target: "sw1", Path: path, FirstSeen: base}}}
+		for _, r := range rs {
+			s := rows.Sample{TS: base + int64(r.Step)*int64(time.Millisecond), SeriesID: id, Kind: rows.ValText, Text: "192.168.0.0/16"}
+			if r.Deleted {
+				s = rows.Sample{TS: s.TS, SeriesID: id, Flags: rows.Deleted}
+			}
+			b.Samples = append(b.Samples, s)
+		}
+		return b
+	}
+	ow.Enqueue(batch("b", 2, owner))
+	wait(ow)
+	zombie, _, stopZombie := newWriter(t, pool, writer.WithFencing(true))
+	defer stopZombie()
+	zombie.Enqueue(batch("a", 1, zomb))
+	wait(zombie)
+
+	rs, err := pool.Query(ctx, `SELECT round((extract(epoch FROM ts) * 1000000000 - $1::bigint) / 1000000)::bigint, flags & 2 = 2
+		FROM samples WHERE series_id = $2 ORDER BY ts`, base, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []deleteRow
+	var r deleteRow
+	var step int64
+	if _, err := pgx.ForEachRow(rs, []any{&step, &r.Deleted}, func() error {
+		r.Step = int(step)
+		got = append(got, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
