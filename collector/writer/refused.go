@@ -1,9 +1,12 @@
 package writer
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"time"
@@ -19,9 +22,14 @@ import (
 // queued behind it. The row is kept instead in a file of the state
 // directory, a JSON line each (WithRefusedFile), counted and logged once
 // with both reasons, and the rest of the batch is stored. The line is
-// written, and synced, before the batch's transaction commits: a crash
-// between the two may leave a line written twice (its batch id and row
-// name it), never none. A disk that cannot take it drops the row,
+// written, and synced, before the batch's transaction commits, so that a
+// crash between the two leaves it written, never lost. A try that did not
+// commit (a crash, a connection cut, a two-phase commit rolled back) is
+// tried again, by this writer or by the next process from the spill: the
+// line is written once, keyed by its target, batch id and row. This
+// writer remembers the lines it wrote (batchLedger.kept); for a batch it
+// has not, it reads the file once (keptBefore), since another process may
+// have tried the batch. A disk that cannot take it drops the row,
 // counted (dropped_rows_total{reason="dead_letter_refused"}) and logged
 // with the row itself.
 //
@@ -88,6 +96,10 @@ func (w *Writer) refusedSize(size int64) {
 func (w *Writer) keepRefused(b *rows.Batch, d deadRow, err error) {
 	row := d.json()
 	l := w.ledgerOf(b.ID)
+	if !l.keptRead {
+		l.keptRead = true
+		w.keptBefore(b, l.kept)
+	}
 	if l.kept[row] {
 		return
 	}
@@ -103,6 +115,47 @@ func (w *Writer) keepRefused(b *rows.Batch, d deadRow, err error) {
 	w.o.m.DroppedRows.WithLabelValues(collectormetrics.DropDeadLetterRefused).Inc()
 	w.o.log.Error("dead letter refused, the row dropped", "target", b.Target, "batch", b.ID, "row", row,
 		"err", d.err, "dead_letter_err", err, "file_err", ferr)
+}
+
+// keptBefore adds to kept the rows of b the refused file holds: written by
+// a try of b whose transaction did not commit, in another process (this
+// writer's own are in kept already), which counted them. A file that
+// cannot be read is logged, and the rows written again: twice rather than
+// lost.
+func (w *Writer) keptBefore(b *rows.Batch, kept map[string]bool) {
+	if w.o.refusedFile == "" {
+		return
+	}
+	f, err := os.Open(w.o.refusedFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		w.o.log.Warn("refused file unread: a row an earlier try kept may be kept again", "file", w.o.refusedFile, "err", err)
+		return
+	}
+	defer f.Close()
+	// Only the lines naming b's batch id are decoded (a line is one
+	// json.Marshal of refusedLine: batch_id written so).
+	id := []byte(fmt.Sprintf(`"batch_id":%d,`, b.ID))
+	r := bufio.NewReader(f)
+	for {
+		data, err := r.ReadBytes('\n')
+		if bytes.Contains(data, id) {
+			var l refusedLine
+			// A line cut by a crash does not decode: written again.
+			if json.Unmarshal(data, &l) == nil && l.Target == b.Target && l.BatchID == b.ID {
+				kept[string(l.Row)] = true
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			w.o.log.Warn("refused file unread: a row an earlier try kept may be kept again", "file", w.o.refusedFile, "err", err)
+			return
+		}
+	}
 }
 
 // appendRefused appends line to the refused file, syncs it and records

@@ -3,6 +3,7 @@ package writer_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/writer"
@@ -161,20 +163,33 @@ func citusMergeCrash(t *testing.T, at twoPhaseCrash) {
 		return count(t, check, `SELECT count(*) FROM pg_dist_transaction WHERE gid = ANY($1)`, slices.Concat(gids...))
 	}
 	for _, tt := range []struct {
-		desc    string
-		refused bool // a sample and an event only the stale batch holds, refused by PostgreSQL
-		daemon  bool // the prepared transactions recovered by Citus's maintenance daemon
-		want    mergeWant
+		desc        string
+		refused     bool // a sample and an event only the stale batch holds, refused by PostgreSQL
+		deadRefused bool // and their dead letters refused too: kept in the refused file
+		restart     bool // the writer stopped before the recovery, the batch merged by the next process from the spill
+		daemon      bool // the prepared transactions recovered by Citus's maintenance daemon
+		want        mergeWant
 	}{
-		{"no row refused, recovered by the maintenance daemon", false, true, mergeWant{
+		{"no row refused, recovered by the maintenance daemon", false, false, false, true, mergeWant{
 			map[int64]int64{1: n, 2: n, 3: n},
 			staleCounts{Merged: n, MergedEvents: 1, Duplicates: n, Refused: n, Stale: 1}, "stale", 0, 0, n}},
-		{"a sample and an event only the stale batch holds, recovered by recover_prepared_transactions()", true, false, mergeWant{
+		{"a sample and an event only the stale batch holds, recovered by recover_prepared_transactions()", true, false, false, false, mergeWant{
 			map[int64]int64{1: n, 2: n - 1, 3: n},
 			staleCounts{Merged: n - 1, MergedEvents: 1, Duplicates: n, Refused: n}, "partial", 2, 0, n - 1}},
+		// The next process counts no line: the first wrote them, and
+		// counted them (checked below).
+		{"their dead letters refused too, the writer stopped before recover_prepared_transactions()", true, true, true, false, mergeWant{
+			map[int64]int64{1: n, 2: n - 1, 3: n},
+			staleCounts{Merged: n - 1, MergedEvents: 1, Duplicates: n, Refused: n}, "partial", 0, 0, n - 1}},
 	} {
+		if tt.restart && at != workersPrepared {
+			continue // a merge rolled back is merged again; a committed one is a replay there
+		}
 		t.Run(tt.desc, func(t *testing.T) {
 			if _, err := check.Exec(ctx, `TRUNCATE samples, latest, series, events, dead_letters, ingest_ledger, leases`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := check.Exec(ctx, `ALTER TABLE dead_letters DROP CONSTRAINT IF EXISTS test_refused`); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := check.Exec(ctx, `INSERT INTO leases (target, owner, epoch, expires_at) VALUES ('sw1', 'b', 2, now() + interval '1 hour')`); err != nil {
@@ -190,6 +205,13 @@ func citusMergeCrash(t *testing.T, at twoPhaseCrash) {
 				refuseSample(sb, steps, 2)
 				sb.Events = append(sb.Events, refusedEvent(base))
 			}
+			if tt.deadRefused {
+				if _, err := check.Exec(ctx, fmt.Sprintf(`ALTER TABLE dead_letters ADD CONSTRAINT test_refused CHECK (batch_id <> %d)`, sb.ID)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			refusedFile := filepath.Join(t.TempDir(), "dead_letters.jsonl")
+			spillDir := t.TempDir()
 
 			gate := &commitGate{sql: "SET synchronous_commit = on"}
 			if at == workersPrepared {
@@ -206,8 +228,9 @@ func citusMergeCrash(t *testing.T, at twoPhaseCrash) {
 				t.Fatal(err)
 			}
 			defer pool.Close()
-			w, m, stop := newWriter(t, pool, writer.WithFencing(true), writer.WithRetryMax(100*time.Millisecond))
-			defer stop()
+			opts := []writer.Option{writer.WithFencing(true), writer.WithRetryMax(100 * time.Millisecond), writer.WithRefusedFile(refusedFile)}
+			w, m, stop := spillWriter(t, pool, spillDir, opts...)
+			defer stop(false)
 			enqueue(t, w, []*rows.Batch{sb})
 
 			if at == workersPrepared {
@@ -286,7 +309,28 @@ func citusMergeCrash(t *testing.T, at twoPhaseCrash) {
 					t.Errorf("counted before the prepared transactions were recovered: %+v", got)
 				}
 			}
-			if tt.daemon {
+			if tt.restart {
+				// The collector stops (its retry cancelled, the batch
+				// spilled); the next process merges it from the spill once
+				// the prepared transactions are rolled back. The first
+				// counted the lines it kept, once.
+				stop(false)
+				if got := testutil.ToFloat64(m.DeadLettersRefused); got != 2 {
+					t.Errorf("dead_letters_refused_total of the stopped writer = %v, want 2", got)
+				}
+				if _, err := check.Exec(ctx, `SELECT recover_prepared_transactions()`); err != nil {
+					t.Fatal(err)
+				}
+				next, err := pgxpool.New(ctx, dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer next.Close()
+				var stopNext func(bool)
+				w, m, stopNext = spillWriter(t, next, spillDir, opts...)
+				defer stopNext(false)
+				stopNext(true) // the batch comes from the spill: WaitTarget does not know it
+			} else if tt.daemon {
 				recoverEvery(t, "'100ms'")
 				defer recoverEvery(t, "-1")
 			} else if _, err := check.Exec(ctx, `SELECT recover_prepared_transactions()`); err != nil {
@@ -308,6 +352,13 @@ func citusMergeCrash(t *testing.T, at twoPhaseCrash) {
 			}
 
 			mergedOnce(t, check, m, sb, tt.want)
+			want := 0
+			if tt.deadRefused {
+				want = 2
+			}
+			if lines := refusedLines(t, refusedFile); len(lines) != want {
+				t.Errorf("%d lines in the refused file, want %d (the refused sample's and event's, once each)", len(lines), want)
+			}
 		})
 	}
 }

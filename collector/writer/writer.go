@@ -123,8 +123,10 @@ type batchLedger struct {
 	// ledger counts it (replayed, mergeStale).
 	try *batchTry
 	// kept: the rows kept in the refused file (keepRefused), by their
-	// JSON, which a retry does not keep again.
-	kept map[string]bool
+	// JSON, which a retry does not keep again; keptRead: those the file
+	// held already, another process's, were read into kept (keptBefore).
+	kept     map[string]bool
+	keptRead bool
 	// On Citus, by ledger shard key: parts an earlier try of the batch
 	// alone committed and did not count (storeCitus counts a batch's
 	// samples once it is done), those it committed before it failed and

@@ -50,7 +50,18 @@ func TestClassify(t *testing.T) {
 
 func newWriter(t testing.TB, pool *pgxpool.Pool, opts ...writer.Option) (*writer.Writer, *collectormetrics.Metrics, func()) {
 	t.Helper()
-	sp, err := spill.Open(t.TempDir())
+	w, m, stop := spillWriter(t, pool, t.TempDir(), opts...)
+	return w, m, func() { stop(true) }
+}
+
+// spillWriter runs a writer on pool whose spill is in dir (a process's
+// state directory: the next writer on dir reads what this one spilled);
+// stop ends its Run and waits for it: drained, once every batch (the
+// spill's too) is stored, or after 30 s; else at once (ctx cancelled: the
+// batches in memory spilled).
+func spillWriter(t testing.TB, pool *pgxpool.Pool, dir string, opts ...writer.Option) (*writer.Writer, *collectormetrics.Metrics, func(drained bool)) {
+	t.Helper()
+	sp, err := spill.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,15 +74,17 @@ func newWriter(t testing.TB, pool *pgxpool.Pool, opts ...writer.Option) (*writer
 		w.Run(ctx)
 		close(done)
 	}()
-	return w, m, func() {
-		w.Close()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cancel()
-			<-done
+	return w, m, func(drained bool) {
+		if drained {
+			w.Close()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+			}
 		}
 		cancel()
+		<-done
+		sp.Close()
 	}
 }
 
