@@ -440,3 +440,68 @@ func waitCount(t *testing.T, pool *pgxpool.Pool, desc, sql string, want int64) {
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 }
+
+// TestCitusRecoverAfterWorkerRestart pins the operator's recovery step
+// (docs/collector.md, the write path): once a worker restarted, a
+// coordinator session opened before holds cached connections to it, and
+// its first recover_prepared_transactions() fails ("server closed the
+// connection unexpectedly"); that drops them, and its second call
+// recovers. A new session's first call recovers. Citus has no function
+// that empties those caches. The check the docs give, prepared
+// transactions left per worker by run_command_on_workers, counts none.
+func TestCitusRecoverAfterWorkerRestart(t *testing.T) {
+	t.Parallel() // a cluster of its own
+	ctx := context.Background()
+	c, dsn := pgtest.PrivateCitusDB(t, 2)
+	recoverIn := func(conn *pgx.Conn) error {
+		var n int64
+		return conn.QueryRow(ctx, `SELECT recover_prepared_transactions()`).Scan(&n)
+	}
+	old, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close(ctx)
+	// The session's connections to the workers, cached.
+	if _, err := old.Exec(ctx, `SELECT count(*) FROM samples`); err != nil {
+		t.Fatal(err)
+	}
+	if err := recoverIn(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Workers[0].Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Workers[0].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := recoverIn(old); err == nil || !strings.Contains(err.Error(), "server closed the connection unexpectedly") {
+		t.Errorf("the first recovery in a session older than the worker's restart: %v, want server closed the connection unexpectedly (docs/collector.md)", err)
+	}
+	if err := recoverIn(old); err != nil {
+		t.Errorf("the second recovery in that session: %v", err)
+	}
+	fresh, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close(ctx)
+	if err := recoverIn(fresh); err != nil {
+		t.Errorf("the recovery in a new session: %v", err)
+	}
+	rs, err := fresh.Query(ctx, `SELECT nodeport, success, result FROM run_command_on_workers($$SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()$$)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var port int
+	var ok bool
+	var result string
+	if _, err := pgx.ForEachRow(rs, []any{&port, &ok, &result}, func() error {
+		if !ok || result != "0" {
+			t.Errorf("worker %d: prepared transactions left %q (ran: %v), want 0", port, result, ok)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
