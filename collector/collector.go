@@ -74,6 +74,9 @@ type options struct {
 	// stopped has ended, before the lease is released (tests).
 	handedOff func(target string)
 	dialOpts  []grpc.DialOption
+	// tableRead, when set, is called after each read of the targets
+	// table (tests).
+	tableRead func()
 }
 
 // Option configures New.
@@ -132,6 +135,9 @@ type Collector struct {
 	convs   map[string]*rows.Converter
 	table   map[string]config.Target // the targets table, last read
 	tableOK bool
+	// refused: the rows of the targets table refused at its last read, by
+	// target (reconcile loop only).
+	refused map[string]tableRow
 	// pl decides about the leases held, the handovers and the
 	// announcements heard (under mu).
 	pl *placement.Placement

@@ -33,3 +33,7 @@ func (c *Collector) ReadyOf(target string) (by string, session uint64, ok bool) 
 	r, ok := c.pl.ReadyOf(target)
 	return r.By, r.Session, ok
 }
+
+// WithTableRead calls f after each read of the targets table (whether it
+// succeeded or not), in the reconcile loop.
+func WithTableRead(f func()) Option { return func(o *options) { o.tableRead = f } }

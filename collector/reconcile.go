@@ -55,9 +55,36 @@ const targetsSQL = `SELECT name, address, coalesce(insecure, false), coalesce(sk
   coalesce(password, ''), coalesce(subscriptions::text, ''), coalesce(enabled, true)
 FROM targets ORDER BY name`
 
-// readTable reads the targets table; a row that does not check is logged
-// (naming the target and the column) and skipped, the others are kept.
+// tableRow is a row of the targets table as read, before it is checked.
+type tableRow struct {
+	t       config.Target // Subscriptions and Enabled not set
+	subs    string
+	enabled bool
+}
+
+// target is the row's target, or the row's first fault, naming the target
+// and the column.
+func (r tableRow) target() (config.Target, error) {
+	t := r.t
+	t.Enabled = &r.enabled
+	var err error
+	if t.Subscriptions, err = config.ParseSubscriptions([]byte(r.subs)); err != nil {
+		return t, fmt.Errorf("targets[%s].%w", t.Name, err)
+	}
+	return t, t.Check()
+}
+
+// readTable reads the targets table. A disabled row is not collected,
+// whatever it holds. An enabled row that does not check is refused: a
+// target the table defined well before (an edit broke its row) keeps that
+// definition, so that a typo does not stop the collection of a switch that
+// worked; a target it never defined well is not collected. A refused row is
+// logged (the target, the column and why) once per distinct value, and
+// again when it is fixed; targets_refused counts them. The others are kept.
 func (c *Collector) readTable(ctx context.Context) {
+	if c.o.tableRead != nil {
+		defer c.o.tableRead()
+	}
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	rs, err := c.pool.Query(qctx, targetsSQL)
@@ -65,25 +92,39 @@ func (c *Collector) readTable(ctx context.Context) {
 		c.setDBErr(fmt.Errorf("targets table: %w", err))
 		return
 	}
+	c.mu.Lock()
+	prev := c.table
+	c.mu.Unlock()
 	table := map[string]config.Target{}
-	var subs string
-	var enabled bool
-	var t config.Target
-	_, err = pgx.ForEachRow(rs, []any{&t.Name, &t.Address, &t.Insecure, &t.SkipVerify, &t.CAFile, &t.CertFile,
-		&t.KeyFile, &t.Username, &t.Password, &subs, &enabled}, func() error {
-		tt := t
-		tt.Enabled = &enabled
-		var err error
-		if tt.Subscriptions, err = config.ParseSubscriptions([]byte(subs)); err != nil {
-			c.log.Error("targets table: row skipped", "target", tt.Name, "err", fmt.Errorf("targets[%s].%w", tt.Name, err))
+	refused := map[string]tableRow{}
+	var r tableRow
+	_, err = pgx.ForEachRow(rs, []any{&r.t.Name, &r.t.Address, &r.t.Insecure, &r.t.SkipVerify, &r.t.CAFile,
+		&r.t.CertFile, &r.t.KeyFile, &r.t.Username, &r.t.Password, &r.subs, &r.enabled}, func() error {
+		if !r.enabled {
 			return nil
 		}
-		if err := tt.Check(); err != nil {
-			c.log.Error("targets table: row skipped", "target", tt.Name, "err", err)
+		name := r.t.Name
+		t, err := r.target()
+		if err == nil {
+			if _, was := c.refused[name]; was {
+				c.log.Info("targets table: row accepted", "target", name)
+			}
+			table[name] = t
 			return nil
 		}
-		if enabled {
-			table[tt.Name] = tt
+		refused[name] = r
+		old, kept := prev[name]
+		if kept {
+			table[name] = old
+		}
+		if last, seen := c.refused[name]; seen && reflect.DeepEqual(last, r) {
+			return nil // logged when read so
+		}
+		if kept {
+			c.log.Error("targets table: row refused, keeping the previous definition", "target", name,
+				"err", err, "kept_address", old.Address)
+		} else {
+			c.log.Error("targets table: row refused, not collected", "target", name, "err", err)
 		}
 		return nil
 	})
@@ -92,6 +133,8 @@ func (c *Collector) readTable(ctx context.Context) {
 		return
 	}
 	c.setDBErr(nil)
+	c.refused = refused
+	c.m.TargetsRefused.Set(float64(len(refused)))
 	c.mu.Lock()
 	c.table, c.tableOK = table, true
 	c.mu.Unlock()

@@ -132,6 +132,11 @@ type Metrics struct {
 	// rows), so a trigger that keeps refusing grows it until an operator
 	// moves it away.
 	RefusedFileBytes prometheus.Gauge
+	// TargetsRefused: enabled rows of the targets table that did not
+	// check at its last read (an edit that broke a working target's row
+	// keeps its previous definition running; a row never good is not
+	// collected).
+	TargetsRefused prometheus.Gauge
 
 	mu     sync.Mutex
 	states map[string]string
@@ -158,6 +163,8 @@ func New() *Metrics {
 			Help: "Rows PostgreSQL refused whose dead letter it refused too: kept as lines of state_dir/dead_letters.jsonl (those that could not be are in dropped_rows_total{reason=dead_letter_refused})."}),
 		RefusedFileBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "refused_file_bytes",
 			Help: "Bytes of state_dir/dead_letters.jsonl (the rows of dead_letters_refused_total), at start and after each line: never rotated; past writer.refused_file_warn_bytes the collector logs a warning."}),
+		TargetsRefused: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "targets_refused",
+			Help: "Enabled rows of the targets table refused at its last read (a value that does not check): a target collected before keeps its previous definition, a new one is not collected; the log names each."}),
 		DroppedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "dropped_rows_total",
 			Help: "Rows not stored, by reason (spill_full, spill_error, spill_corrupt, stale_epoch: rows of a stale batch the merge could not store; dead_letter_refused: refused rows whose dead letter was refused too and could not be kept in state_dir/dead_letters.jsonl; duplicate and stale_duplicate count values already stored, not a loss)."}, []string{"reason"}),
 		QueueRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "queue_rows",
@@ -197,7 +204,7 @@ func New() *Metrics {
 		states: map[string]string{},
 	}
 	m.Registry.MustRegister(m.TargetState, m.Notifications, m.Resubscribes, m.RowsWritten, m.Batches,
-		m.DeadLetters, m.DeadLettersRefused, m.RefusedFileBytes, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
+		m.DeadLetters, m.DeadLettersRefused, m.RefusedFileBytes, m.TargetsRefused, m.DroppedRows, m.QueueRows, m.QueueBatches, m.SpillBytes, m.SpillBatches, m.DBUp,
 		m.WriteErrors, m.RoundTrip, m.Lag, m.Leases, m.Handovers, m.StandbyDiscarded, m.StandbyRows, m.ReadyAnnounced, m.LeaseRenewals,
 		m.LatestReadErrors, m.EventConflicts, m.StaleMerged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
