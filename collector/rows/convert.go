@@ -40,6 +40,11 @@ type Converter struct {
 	sent       map[int64]struct{}
 	initialTS  []int64
 	swept      []*gnmi.Notification
+	// initialMax: the newest timestamp of the current stream's initial
+	// data (math.MinInt64 before any). unsettled: a seed marked series
+	// deleted since the last settle (see settle).
+	initialMax int64
+	unsettled  bool
 }
 
 type seriesState struct {
@@ -59,9 +64,15 @@ type seriesState struct {
 	known     bool
 	lastCNP   bool
 	// deleted: the series' last row in the database is a delete (seeded
-	// from latest, then kept by Skip); a second delete before a value is
-	// the same disappearance and is not stored again (Skip).
+	// from latest or the spill, then kept by Skip); a second delete before
+	// a value is the same disappearance and is not stored again (Skip,
+	// leaf). Such a state is kept only while the stream that was up when
+	// it was seeded may still send the series at or before its timestamp
+	// (settle): a converter keeps no state for the series that ended.
 	deleted bool
+	// ended: Skip met a delete of the series in the held batches: the
+	// stream already sent the series' end, nothing older of it follows.
+	ended bool
 }
 
 type queueKey struct {
@@ -101,7 +112,7 @@ func WithDescriber(d Describer) Option { return func(c *Converter) { c.describer
 // NewConverter returns a converter for the named target.
 func NewConverter(target string, sch *schema.Schema, opts ...Option) *Converter {
 	c := &Converter{target: target, sch: sch, series: map[int64]*seriesState{}, queues: map[queueKey]*cnpState{},
-		tHash: targetHash(target)}
+		tHash: targetHash(target), initialMax: math.MinInt64}
 	for _, o := range opts {
 		o(c)
 	}
@@ -128,10 +139,21 @@ func (c *Converter) Seed(seriesID, ts int64, counter uint64, isCounter bool) {
 // switch sends again on resubscription is not taken for a new one, and
 // the next CNP, whose notification carries only the leaves that changed,
 // gets the others from it.
+//
+// The state of a series whose stored row is a delete is needed only
+// while a stream that was up before the seed (a standby's, at its
+// promotion) may still send the series at or before the delete, and for
+// the promotion's Skip; it is dropped after (settle). A seed before a
+// stream starts (a loop's start) keeps none of it: the next stream sends
+// only what exists, a leaf created again with a timestamp after its
+// delete.
 func (c *Converter) SeedValue(path string, smp Sample) {
 	st := c.state(smp.SeriesID)
 	st.deleted = smp.Flags&Deleted != 0
-	if !st.deleted {
+	st.ended = false
+	if st.deleted {
+		c.unsettled = true
+	} else {
 		st.path = path
 	}
 	if !strings.Contains(path, "/last-cnp/") {
@@ -152,12 +174,43 @@ func (c *Converter) SeedValue(path string, smp Sample) {
 // subscribed paths: at its sync_response, every series the converter
 // knows under them that the initial data did not send is deleted (see
 // Add). With no paths nothing is deleted.
+//
+// A new stream sends only what exists, and a leaf created again with a
+// timestamp after its delete: the state of the series whose last row is a
+// delete is dropped.
 func (c *Converter) Resubscribed(paths ...*gnmi.Path) {
 	c.synced = false
 	c.subscribed = paths
 	c.sent, c.initialTS = nil, c.initialTS[:0]
+	c.initialMax = math.MinInt64
 	if len(paths) > 0 {
 		c.sent = map[int64]struct{}{}
+	}
+	for id, st := range c.series {
+		if st.deleted {
+			delete(c.series, id)
+		}
+	}
+	c.unsettled = false
+}
+
+// settle drops the state of the series whose last row is a delete (seeded,
+// or kept by Skip) that the current stream, synced, can no longer send at
+// or before that delete: those whose end it sent already (Skip met their
+// delete: ended), and those it did not send since the converter last
+// forgot them (not described) deleted at or before the newest timestamp of
+// its initial data: the series did not exist when the switch took the
+// snapshot of that initial data, so what the stream sends of it later is
+// a new life, stamped after the snapshot. What is left (a series the
+// stream sent alive and whose delete it has not sent yet, or one created
+// after the snapshot) goes when the stream sends its delete (leaf) or a
+// new stream starts (Resubscribed).
+func (c *Converter) settle() {
+	c.unsettled = false
+	for id, st := range c.series {
+		if st.deleted && (st.ended || (!st.described && st.ts <= c.initialMax)) {
+			delete(c.series, id)
+		}
 	}
 }
 
@@ -181,8 +234,14 @@ func (c *Converter) Add(resp *gnmi.SubscribeResponse, b *Batch) Stats {
 		if !c.synced {
 			c.synced = true
 			c.sweep(b, &s)
+			if c.unsettled {
+				c.settle()
+			}
 		}
 	case *gnmi.SubscribeResponse_Update:
+		if c.unsettled && c.synced {
+			c.settle() // seeded at a promotion, after its Skip
+		}
 		c.notification(r.Update, b, &s)
 	}
 	return s
@@ -193,6 +252,7 @@ func (c *Converter) notification(n *gnmi.Notification, b *Batch, s *Stats) {
 	var flags Flags
 	if !c.synced {
 		flags = Initial
+		c.initialMax = max(c.initialMax, ts)
 		if c.sent != nil {
 			c.initialTS = append(c.initialTS, ts)
 		}
@@ -232,6 +292,15 @@ func (c *Converter) leaf(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path,
 		c.sent[id] = struct{}{}
 	}
 	st := c.state(id)
+	if tv == nil && st.deleted {
+		// Its last row is a delete already (seeded): the same
+		// disappearance, dated by this stream (one delete row per
+		// disappearance, as Skip). The stream sent its end: nothing
+		// older of it follows, its state goes.
+		s.Duplicates++
+		delete(c.series, id)
+		return
+	}
 	if !st.described {
 		full := c.join(pre, p)
 		c.learn(st, full)
@@ -691,8 +760,11 @@ func (c *Converter) Skip(b *Batch, floor map[int64]int64) (samples, events int) 
 	kept := b.Samples[:0]
 	for _, s := range b.Samples {
 		st := c.series[s.SeriesID]
-		if st != nil && s.Flags&Deleted != 0 && st.deleted {
-			continue
+		if st != nil && s.Flags&Deleted != 0 {
+			st.ended = true // the stream sent the series' end (settle)
+			if st.deleted {
+				continue
+			}
 		}
 		if f, ok := floor[s.SeriesID]; ok && s.TS <= f {
 			if st != nil && st.lastCNP && s.Kind == ValInt {
