@@ -156,9 +156,8 @@ type Collector struct {
 }
 
 type seed struct {
-	ts      int64
-	counter uint64
-	ok      bool
+	last rows.Sample // the series' last sample in the spill
+	path string      // from the spill's series row, if it holds one
 }
 
 type running struct {

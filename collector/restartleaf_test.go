@@ -231,3 +231,60 @@ func TestRestartedSwitchLeafDeletedOnceAcrossHandover(t *testing.T) {
 	}
 	noDuplicates(t, pool)
 }
+
+// TestSpillOnlyLeafSwept: a receiver created while PostgreSQL was down
+// reaches only the spill (no path of it in latest); the collector is
+// restarted during the outage, and the switch restarts without the
+// receiver. The next collector replays the spill (the receiver's value is
+// stored) and its stream's sync_response deletes the receiver: the spill
+// seeds its path (SeedSpilled). Before, a series known only from the spill
+// was not swept: current_config and latest kept the receiver for ever
+// (this test failed).
+func TestSpillOnlyLeafSwept(t *testing.T) {
+	srv, pool, dsn := newPrivateDB(t)
+	sw := switchtest.Start(t, "sw1")
+	const (
+		gone = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
+		kept = "/lhcnp/global/rocev2-receivers/receiver[prefix=10.0.0.0/8]/config/prefix"
+	)
+	t0 := time.Now().Truncate(time.Millisecond).UnixNano() // whole µs: PostgreSQL keeps µs, to_timestamp below rounds
+	sw.Publish(t0, map[string]*gnmi.TypedValue{kept: switchtest.Str("10.0.0.0/8")})
+	cfg := testConfig(t, dsn, sw)
+	short := collector.WithDrainTimeout(time.Second)
+	c := start(t, cfg, short)
+	waitFor(t, 30*time.Second, "the receiver in current_config", func() (bool, string) {
+		return count(t, pool, `SELECT count(*) FROM current_config WHERE path = $1`, kept) == 1, ""
+	})
+	pool.Close()
+	stopServer(t, srv)
+	received := testutil.ToFloat64(c.Metrics().Notifications.WithLabelValues("sw1"))
+	sw.Publish(t0+int64(time.Millisecond), map[string]*gnmi.TypedValue{gone: switchtest.Str("192.168.0.0/16")})
+	waitFor(t, 30*time.Second, "the new receiver received, its batch not stored", func() (bool, string) {
+		return testutil.ToFloat64(c.Metrics().Notifications.WithLabelValues("sw1")) > received &&
+			testutil.ToFloat64(c.Metrics().DBUp) == 0, ""
+	})
+	c.stop(t) // the drain cannot store: the receiver goes to the spill
+
+	sw.Restart()
+	restart := t0 + int64(time.Second)
+	sw.Publish(restart, map[string]*gnmi.TypedValue{kept: switchtest.Str("10.0.0.0/8")})
+	pool = restartServer(t, srv)
+	c = start(t, cfg, short)
+	waitFor(t, 30*time.Second, "the spilled receiver stored", func() (bool, string) {
+		return count(t, pool, `SELECT count(*) FROM samples s JOIN series r ON r.id = s.series_id
+			WHERE r.path = $1 AND s.flags & 2 = 0`, gone) == 1, ""
+	})
+	waitFor(t, 30*time.Second, "the receiver gone from current_config", func() (bool, string) {
+		n := count(t, pool, `SELECT count(*) FROM current_config WHERE path = $1`, gone)
+		return n == 0, fmt.Sprint(n)
+	})
+	c.stop(t)
+	if n := count(t, pool, `SELECT count(*) FROM samples s JOIN series r ON r.id = s.series_id
+		WHERE r.path = $1 AND s.flags & 2 = 2 AND s.ts = to_timestamp($2::float8 / 1e9)`, gone, float64(restart)); n != 1 {
+		t.Errorf("%d delete rows of the receiver at the restart, want 1", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM current_config WHERE path = $1`, kept); n != 1 {
+		t.Errorf("the kept receiver: %d rows in current_config, want 1", n)
+	}
+	noDuplicates(t, pool)
+}

@@ -64,8 +64,8 @@ func (c *Collector) seed(ctx context.Context, name string, conv *rows.Converter)
 		seedConverter(conv, s)
 	}
 	c.mu.Lock()
-	for id, s := range c.seeds[name] {
-		conv.Seed(id, s.ts, s.counter, s.ok)
+	for _, s := range c.seeds[name] {
+		conv.SeedSpilled(s.path, s.last)
 	}
 	delete(c.seeds, name)
 	c.mu.Unlock()
@@ -84,9 +84,11 @@ func (c *Collector) readLatest(ctx context.Context, name string) ([]writer.Store
 	})
 }
 
-// seedFromSpill records, per target and series, the last timestamp of the
-// batches left in the spill: they are not in latest yet, and the switch
-// will send those values again on resubscription.
+// seedFromSpill records, per target and series, the last sample of the
+// batches left in the spill and the series' path: they are not in latest
+// yet, the switch will send those values again on resubscription, and a
+// series it no longer has is deleted at the sync_response (the sweep needs
+// its path).
 func (c *Collector) seedFromSpill(payload []byte) {
 	b, err := rows.DecodeBatch(payload)
 	if err != nil {
@@ -98,8 +100,15 @@ func (c *Collector) seedFromSpill(payload []byte) {
 		c.seeds[b.Target] = m
 	}
 	for _, s := range b.Samples {
-		if cur := m[s.SeriesID]; s.TS > cur.ts {
-			m[s.SeriesID] = seed{ts: s.TS, counter: uint64(s.Int), ok: s.Kind == rows.ValInt}
+		if cur, ok := m[s.SeriesID]; !ok || s.TS > cur.last.TS {
+			cur.last = s
+			m[s.SeriesID] = cur
+		}
+	}
+	for _, sr := range b.Series {
+		if cur, ok := m[sr.ID]; ok {
+			cur.path = sr.Path
+			m[sr.ID] = cur
 		}
 	}
 }

@@ -131,6 +131,30 @@ func (c *Converter) Seed(seriesID, ts int64, counter uint64, isCounter bool) {
 	}
 }
 
+// SeedSpilled records the last sample of a series in the batches still in
+// the spill (not in latest yet), with the series' path when the spill holds
+// its series row ("" if not): updates at or before it are dropped, and a
+// series whose last sample is a value is known by its path, so the sweep
+// of the next stream deletes it when the switch no longer has it (a leaf
+// gone while the database was down and the collector restarted). Called
+// after the seeds from latest.
+func (c *Converter) SeedSpilled(path string, smp Sample) {
+	st := c.state(smp.SeriesID)
+	st.written = true
+	if smp.TS < st.ts {
+		return
+	}
+	st.ts = smp.TS
+	st.counter, st.hasCtr = uint64(smp.Int), smp.Kind == ValInt
+	st.deleted = smp.Flags&Deleted != 0
+	st.ended = false
+	if st.deleted {
+		c.unsettled = true
+	} else if path != "" {
+		st.path = path
+	}
+}
+
 // SeedValue records the stored value of a series by its path (from the
 // latest table, at start and at a takeover). The path of a series that is
 // not deleted is kept, so that a later delete of a subtree above it (a
@@ -373,8 +397,7 @@ func (c *Converter) store(id int64, st *seriesState, tv *gnmi.TypedValue, ts int
 // does nothing, for a leaf of the schema or a path with no known series
 // below it: leaf stores those as before. The series known are those
 // stored by this converter and not deleted since, and those seeded from
-// latest (SeedValue); a series only in the spill is not known by its path
-// until the switch sends it again.
+// latest (SeedValue) or the spill (SeedSpilled).
 func (c *Converter) subtreeDelete(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path, ts int64, flags Flags, b *Batch, s *Stats) bool {
 	if st := c.series[joinedID(afterPrefix, len(pre), p.GetElem())]; st != nil && st.described && st.known {
 		return false // a leaf seen before: no schema lookup
@@ -427,11 +450,11 @@ func (c *Converter) subtreeDelete(pre []*gnmi.PathElem, afterPrefix uint64, p *g
 
 // sweep deletes, at the sync_response of a stream whose subscribed paths
 // are known, every series the converter knows by its path (stored and not
-// deleted since, or seeded from latest) under those paths that the initial
-// data did not send: the switch no longer has it (restarted without it, or
-// it was deleted while no stream was up), and a switch sends no delete of
-// what it does not have. Without it the series' last value stayed in
-// latest, current_config and the northbound for ever.
+// deleted since, or seeded from latest or the spill) under those paths
+// that the initial data did not send: the switch no longer has it
+// (restarted without it, or it was deleted while no stream was up), and a
+// switch sends no delete of what it does not have. Without it the series'
+// last value stayed in latest, current_config and the northbound for ever.
 //
 // The delete's timestamp is the oldest timestamp of the initial data
 // newer than the series' last stored one: the first sign of the switch's
