@@ -38,16 +38,41 @@ func staleDeleteOnce(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string
 	for _, tt := range []struct {
 		desc        string
 		owner, zomb []deleteRow // the owner's rows (stored first), the stale batch's
+		split       int         // > 0: the stale rows in two batches, the second from zomb[split]
 		want        []deleteRow
+		known       string // a known failure: the case is skipped with this reason
 	}{
-		{"a's delete before b's", []deleteRow{{0, false}, {2, true}}, []deleteRow{{0, false}, {1, true}}, []deleteRow{{0, false}, {2, true}}},
-		{"a's delete after b's", []deleteRow{{0, false}, {1, true}, {4, false}}, []deleteRow{{0, false}, {2, true}},
-			[]deleteRow{{0, false}, {1, true}, {4, false}}},
-		{"a's delete, then a value only a received: another disappearance", []deleteRow{{0, false}, {4, false}, {5, true}},
-			[]deleteRow{{0, false}, {1, true}, {2, false}}, []deleteRow{{0, false}, {1, true}, {2, false}, {4, false}, {5, true}}},
+		{desc: "a's delete before b's", owner: []deleteRow{{0, false}, {2, true}}, zomb: []deleteRow{{0, false}, {1, true}},
+			want: []deleteRow{{0, false}, {2, true}}},
+		{desc: "a's delete after b's", owner: []deleteRow{{0, false}, {1, true}, {4, false}}, zomb: []deleteRow{{0, false}, {2, true}},
+			want: []deleteRow{{0, false}, {1, true}, {4, false}}},
+		{desc: "a's delete, then a value only a received: another disappearance", owner: []deleteRow{{0, false}, {4, false}, {5, true}},
+			zomb: []deleteRow{{0, false}, {1, true}, {2, false}}, want: []deleteRow{{0, false}, {1, true}, {2, false}, {4, false}, {5, true}}},
+		// Deleted and created again twice inside a's stale window while
+		// b's stream was down: b deleted it once, at its next stream's
+		// sync_response (5). a's first delete is a disappearance of its
+		// own (a value follows it); its second is b's (no value between).
+		{desc: "deleted twice, one stale batch", owner: []deleteRow{{0, false}, {5, true}},
+			zomb: []deleteRow{{0, false}, {1, true}, {2, false}, {3, true}}, want: []deleteRow{{0, false}, {1, true}, {2, false}, {5, true}}},
+		// The same, a's rows in two batches cut after its first delete:
+		// merging the first, the value that follows that delete is not
+		// in it, and the next row is b's delete: a's first delete is
+		// dropped as b's disappearance, and the second batch's value
+		// then follows the value at 0 with no delete between.
+		{desc: "deleted twice, the stale batches cut after the first delete", owner: []deleteRow{{0, false}, {5, true}},
+			zomb: []deleteRow{{0, false}, {1, true}, {2, false}, {3, true}}, split: 2,
+			want:  []deleteRow{{0, false}, {1, true}, {2, false}, {5, true}},
+			known: "the delete at 1 is lost (got 0, 2, 5 deleted): the merge of a batch does not see the stale batches after it"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			if d := cmp.Diff(tt.want, staleDeleteRows(t, newDB, tt.owner, tt.zomb)); d != "" {
+			if tt.known != "" {
+				t.Skip("known: " + tt.known)
+			}
+			zombs := [][]deleteRow{tt.zomb}
+			if tt.split > 0 {
+				zombs = [][]deleteRow{tt.zomb[:tt.split], tt.zomb[tt.split:]}
+			}
+			if d := cmp.Diff(tt.want, staleDeleteRows(t, newDB, tt.owner, zombs...)); d != "" {
 				t.Errorf("samples (-want +got):\n%s", d)
 			}
 		})
@@ -103,9 +128,10 @@ type deleteRow struct {
 }
 
 // staleDeleteRows stores owner's rows of one series as b, the lease's
-// owner at epoch 2, then merges zomb's as a stale batch of a (epoch 1),
-// on a database of newDB, and returns the series' rows stored.
-func staleDeleteRows(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string), owner, zomb []deleteRow) []deleteRow {
+// owner at epoch 2, then merges zombs as stale batches of a (epoch 1),
+// one batch each, in order, on a database of newDB, and returns
+// the series' rows stored.
+func staleDeleteRows(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string), owner []deleteRow, zombs ...[]deleteRow) []deleteRow {
 	t.Helper()
 	const path = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
 	id := rows.SeriesID("sw1", path)
@@ -129,7 +155,9 @@ func staleDeleteRows(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string
 	wait(ow)
 	zombie, _, stopZombie := newWriter(t, pool, writer.WithFencing(true))
 	defer stopZombie()
-	zombie.Enqueue(batch("a", 1, zomb))
+	for _, zomb := range zombs {
+		zombie.Enqueue(batch("a", 1, zomb))
+	}
 	wait(zombie)
 
 	rs, err := pool.Query(ctx, `SELECT round((extract(epoch FROM ts) * 1000000000 - $1::bigint) / 1000000)::bigint, flags & 2 = 2
