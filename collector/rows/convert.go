@@ -148,17 +148,18 @@ func (c *Converter) SeedSpilled(path string, smp Sample) {
 	st.counter, st.hasCtr = uint64(smp.Int), smp.Kind == ValInt
 	st.deleted = smp.Flags&Deleted != 0
 	st.ended = false
+	if path != "" {
+		st.path = path
+	}
 	if st.deleted {
 		c.unsettled = true
-	} else if path != "" {
-		st.path = path
 	}
 }
 
 // SeedValue records the stored value of a series by its path (from the
-// latest table, at start and at a takeover). The path of a series that is
-// not deleted is kept, so that a later delete of a subtree above it (a
-// queue removed) deletes it too. For a leaf of a queue's last-cnp, the
+// latest table, at start and at a takeover). The path is kept, so that a
+// later delete of a subtree above it (a queue removed) deletes it too (or,
+// deleted already, drops its state: the stream sent its end). For a leaf of a queue's last-cnp, the
 // queue's last CNP as the database holds it is recorded, so the CNP a
 // switch sends again on resubscription is not taken for a new one, and
 // the next CNP, whose notification carries only the leaves that changed,
@@ -175,10 +176,9 @@ func (c *Converter) SeedValue(path string, smp Sample) {
 	st := c.state(smp.SeriesID)
 	st.deleted = smp.Flags&Deleted != 0
 	st.ended = false
+	st.path = path
 	if st.deleted {
 		c.unsettled = true
-	} else {
-		st.path = path
 	}
 	if !strings.Contains(path, "/last-cnp/") {
 		return
@@ -397,7 +397,11 @@ func (c *Converter) store(id int64, st *seriesState, tv *gnmi.TypedValue, ts int
 // does nothing, for a leaf of the schema or a path with no known series
 // below it: leaf stores those as before. The series known are those
 // stored by this converter and not deleted since, and those seeded from
-// latest (SeedValue) or the spill (SeedSpilled).
+// latest (SeedValue) or the spill (SeedSpilled). One below it whose last
+// row is a delete already (seeded, after a promotion) is the same
+// disappearance, as in leaf: its state goes and nothing is stored of it;
+// with none below alive, nothing at all (the previous owner stored the
+// deletes of the subtree's leaves).
 func (c *Converter) subtreeDelete(pre []*gnmi.PathElem, afterPrefix uint64, p *gnmi.Path, ts int64, flags Flags, b *Batch, s *Stats) bool {
 	if st := c.series[joinedID(afterPrefix, len(pre), p.GetElem())]; st != nil && st.described && st.known {
 		return false // a leaf seen before: no schema lookup
@@ -415,13 +419,23 @@ func (c *Converter) subtreeDelete(pre []*gnmi.PathElem, afterPrefix uint64, p *g
 		st *seriesState
 	}
 	var under []known
+	gone := 0
 	for id, st := range c.series {
-		if st.path != "" && !st.deleted && strings.HasPrefix(st.path, below) {
-			under = append(under, known{id, st})
+		if st.path == "" || !strings.HasPrefix(st.path, below) {
+			continue
 		}
+		if st.deleted {
+			// Its last row is a delete already (seeded): the same
+			// disappearance, as in leaf; the stream sent its end.
+			delete(c.series, id)
+			s.Duplicates++
+			gone++
+			continue
+		}
+		under = append(under, known{id, st})
 	}
 	if len(under) == 0 {
-		return false
+		return gone > 0
 	}
 	slices.SortFunc(under, func(a, b known) int { return strings.Compare(a.st.path, b.st.path) })
 	for _, u := range under {

@@ -2,12 +2,14 @@ package rows_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/gnmi/proto/gnmi"
 
 	"github.com/lhcnp/lhcnp/collector/rows"
+	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
@@ -212,4 +214,41 @@ func BenchmarkEndedFlows(b *testing.B) {
 	c.Add(upd(5, liveRcv, strv("10.0.0.0/8")), &batch)
 	c.Add(sync, &batch)
 	b.ReportMetric(float64(c.Tracked()-1)/float64(n), "states/ended-flow")
+}
+
+// TestSubtreeDeleteAfterPromotion: the previous owner stored the end of a
+// flow (the delete of its list entry, stored as the deletes of the flow's
+// leaves); the standby, promoted, receives the same delete after its
+// promotion. The flow's leaves' last rows are deletes already: the same
+// disappearance, nothing stored, and their states go. Before, their
+// seeded states had no path: the delete reached no series and was stored
+// as the delete of the list entry's own path (a series row and a delete
+// row of a path that is no leaf, which the owner never stored), and the
+// states stayed until the next stream (this test failed).
+func TestSubtreeDeleteAfterPromotion(t *testing.T) {
+	const i = 7
+	entry := strings.TrimSuffix(flowLeaf(i), "/state/source-qp")
+	sch, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rows.NewConverter("sw1", sch) // the schema's types: the list entry is no leaf
+	var held, b rows.Batch
+	c.Resubscribed(store.MustPath("/lhcnp"))
+	c.Add(upd(5, liveRcv, strv("10.0.0.0/8")), &held)
+	c.Add(sync, &held)
+	// Promotion: latest holds the flow's leaf deleted at 10i+2.
+	id := rows.SeriesID("sw1", flowLeaf(i))
+	c.Seed(id, 10*i+2, 0, false)
+	c.SeedValue(flowLeaf(i), rows.Sample{TS: 10*i + 2, SeriesID: id, Flags: rows.Deleted})
+	c.Skip(&held, map[int64]int64{rows.SeriesID("sw1", liveRcv): 5})
+	c.Add(flowStart(i), &b) // on its way: stored by the owner
+	c.Add(&gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_Update{Update: &gnmi.Notification{
+		Timestamp: int64(10*i + 2), Delete: []*gnmi.Path{store.MustPath(entry)}}}}, &b)
+	if len(b.Series) != 0 || len(b.Samples) != 0 {
+		t.Errorf("stored %d series rows, %d samples; want none", len(b.Series), len(b.Samples))
+	}
+	if got := c.Tracked(); got != 1 {
+		t.Errorf("state kept for %d series, want 1 (the receiver)", got)
+	}
 }
