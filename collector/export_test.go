@@ -37,3 +37,14 @@ func (c *Collector) ReadyOf(target string) (by string, session uint64, ok bool) 
 // WithTableRead calls f after each read of the targets table (whether it
 // succeeded or not), in the reconcile loop.
 func WithTableRead(f func()) Option { return func(o *options) { o.tableRead = f } }
+
+// ConverterSeries is how many series the converter of target keeps state
+// for (rows.Converter.Tracked); call it once the collector has stopped.
+func (c *Collector) ConverterSeries(target string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if conv := c.convs[target]; conv != nil {
+		return conv.Tracked()
+	}
+	return -1
+}

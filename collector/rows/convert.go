@@ -238,6 +238,10 @@ func (c *Converter) settle() {
 	}
 }
 
+// Tracked returns how many series the converter keeps state for (its
+// memory follows the series that exist, not every one ever seen).
+func (c *Converter) Tracked() int { return len(c.series) }
+
 // Synced reports whether the current stream sent its sync_response.
 func (c *Converter) Synced() bool { return c.synced }
 

@@ -142,6 +142,21 @@ func (s *Switch) Publish(ts int64, leaves map[string]*gnmi.TypedValue) {
 	s.mu.Unlock()
 }
 
+// Delete removes leaves or subtrees (full paths) at ts (ns) in one Apply:
+// the switch sends their deletes.
+func (s *Switch) Delete(ts int64, paths ...string) {
+	s.mu.Lock()
+	st := s.st
+	s.mu.Unlock()
+	var b store.Batch
+	for _, p := range paths {
+		b.Delete(store.MustPath(p))
+	}
+	if _, err := st.Apply(&b, ts); err != nil {
+		s.t.Errorf("delete: %v", err)
+	}
+}
+
 // Published returns how many updates of a leaf were published.
 func (s *Switch) Published(path string) int {
 	s.mu.Lock()
