@@ -196,7 +196,7 @@ var cmpEmpty = cmp.Transformer("nilEmpty", func(r []endedRow) []endedRow {
 // from latest; reports the converter's retained states per ended flow
 // (0: it keeps only the live series).
 func BenchmarkEndedFlows(b *testing.B) {
-	c := newConverter(&testing.T{})
+	c := newConverter(b)
 	var batch rows.Batch
 	subs := []*gnmi.Path{store.MustPath("/lhcnp")}
 	c.Resubscribed(subs...)

@@ -31,7 +31,7 @@ func strv(v string) *gnmi.TypedValue {
 
 var sync = &gnmi.SubscribeResponse{Response: &gnmi.SubscribeResponse_SyncResponse{SyncResponse: true}}
 
-func newConverter(t *testing.T) *rows.Converter {
+func newConverter(t testing.TB) *rows.Converter {
 	t.Helper()
 	sch, err := schema.New()
 	if err != nil {
