@@ -91,9 +91,12 @@ func (r *Result) Wins(ref string) []Wins {
 				}
 				return a > b
 			}
+			// The best is the extreme value itself (better's 1 % would keep
+			// the first of a run of rows each within 1 % of the last), and
+			// its ties are the rows within 1 % of it.
 			best := have[0]
 			for _, row := range have[1:] {
-				if better(m.value(row), m.value(best)) {
+				if v, b := m.value(row), m.value(best); (m.lower && v < b) || (!m.lower && v > b) {
 					best = row
 				}
 			}
