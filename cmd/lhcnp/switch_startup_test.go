@@ -63,7 +63,7 @@ func generation(ctx context.Context, c gnmi.GNMIClient) (int, error) {
 	if len(vals) != 2 {
 		return 0, fmt.Errorf("read %q, want alpha and v-growth", vals)
 	}
-	if vals[0] == "1" && vals[1] == "1250000000" {
+	if vals[0] == "1.0" && vals[1] == "1250000000" { // alpha in decimal64's canonical form (RFC 7950 §9.3.2)
 		return 0, nil
 	}
 	k, err := strconv.Atoi(strings.TrimSuffix(vals[0], ".5"))
