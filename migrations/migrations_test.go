@@ -244,17 +244,17 @@ func TestUpDownStatusCitus(t *testing.T) {
 			want := migrations.Mode{Citus: true, CitusInstalled: true, Workers: pgtest.CitusWorkers, Distributed: []string{
 				"collectors: reference", "dead_letters: reference", "events: by target", "ingest_ledger: by shard_key",
 				"latest: by series_id", "leases: reference", "lhcnp_carried_leaves: reference", "samples: by series_id",
-				"series: reference", "tuner_actions: reference"}}
+				"series: reference", "stale_deletes: by series_id", "tuner_actions: reference"}}
 			if d := cmp.Diff(want, mode); d != "" {
 				t.Errorf("mode at the latest (-want +got):\n%s", d)
 			}
 			var colocated int
 			if err := conn.QueryRow(ctx, `SELECT count(DISTINCT colocation_id) FROM citus_tables
-				WHERE table_name IN ('samples'::regclass, 'latest'::regclass, 'ingest_ledger'::regclass)`).Scan(&colocated); err != nil {
+				WHERE table_name IN ('samples'::regclass, 'latest'::regclass, 'ingest_ledger'::regclass, 'stale_deletes'::regclass)`).Scan(&colocated); err != nil {
 				t.Fatal(err)
 			}
 			if colocated != 1 {
-				t.Errorf("samples, latest and ingest_ledger in %d colocation groups, want 1", colocated)
+				t.Errorf("samples, latest, ingest_ledger and stale_deletes in %d colocation groups, want 1", colocated)
 			}
 			got := objects(t, conn)
 			wantObjects := append(slices.Clone(plain[manager]), "extension citus", "extension citus_columnar",

@@ -28,7 +28,7 @@ type Mode struct {
 func (m Mode) String() string {
 	switch {
 	case m.Citus:
-		return fmt.Sprintf("Citus coordinator with %d workers; samples, latest and ingest_ledger distributed by series (co-located), events by target, the small tables reference tables", m.Workers)
+		return fmt.Sprintf("Citus coordinator with %d workers; samples, latest, ingest_ledger and stale_deletes distributed by series (co-located), events by target, the small tables reference tables", m.Workers)
 	case m.CitusInstalled:
 		return fmt.Sprintf("PostgreSQL, one node (citus installed, %d workers, tables not distributed)", m.Workers)
 	default:

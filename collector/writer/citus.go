@@ -771,32 +771,42 @@ WHERE l.series_id = ANY($1::bigint[])`
 // (PostgreSQL's precision; pgx truncates).
 type seriesTS struct{ id, us int64 }
 
-// staleDeletesAgain returns the deletes of the parts todo that the merge
-// would store (not stored, at or before their series' latest) whose
-// series' row just before or just after them, stored or in the batch's
-// samples, is a delete: the same disappearance, dated differently by two
-// collectors, which the one-node merge drops too (staleSamplesSQL).
-func staleDeletesAgain(ctx context.Context, tx pgx.Tx, samples []rows.Sample, todo []part,
-	stored map[seriesTS]bool, latest map[int64]int64) (map[seriesTS]bool, error) {
+// staleDeletesAgain returns the deletes of the parts todo and of held (the
+// deletes earlier merges held back, stale_deletes) that the merge would
+// store (not stored, at or before their series' latest) whose series' row
+// just before or just after them, stored, in the batch's samples or held,
+// is a delete: the same disappearance, dated differently by two
+// collectors, which the one-node merge drops too (staleSamplesSQL). Of
+// those, hold are the ones to hold back: the row before them not a
+// delete, and no row of their series after them in samples or held (what
+// follows them is in a later stale batch).
+func staleDeletesAgain(ctx context.Context, tx pgx.Tx, samples, held []rows.Sample, todo []part,
+	stored map[seriesTS]bool, latest map[int64]int64) (again, hold map[seriesTS]bool, err error) {
 	var ids []int64
 	var tss []time.Time
 	seen := map[seriesTS]bool{}
+	candidate := func(s rows.Sample) {
+		k := seriesTS{s.SeriesID, s.TS / 1000}
+		if s.Flags&rows.Deleted == 0 || seen[k] || stored[k] {
+			return
+		}
+		if l, ok := latest[s.SeriesID]; !ok || l < k.us {
+			return
+		}
+		seen[k] = true
+		ids = append(ids, k.id)
+		tss = append(tss, tsOf(s.TS))
+	}
 	for _, p := range todo {
 		for _, s := range p.samples {
-			k := seriesTS{s.SeriesID, s.TS / 1000}
-			if s.Flags&rows.Deleted == 0 || seen[k] || stored[k] {
-				continue
-			}
-			if l, ok := latest[s.SeriesID]; !ok || l < k.us {
-				continue
-			}
-			seen[k] = true
-			ids = append(ids, k.id)
-			tss = append(tss, tsOf(s.TS))
+			candidate(s)
 		}
 	}
+	for _, s := range held {
+		candidate(s)
+	}
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	// The nearest row on each side: the batch's, or the stored one, the
 	// nearer of the two. At one timestamp the stored row wins: the batch's
@@ -807,6 +817,7 @@ func staleDeletesAgain(ctx context.Context, tx pgx.Tx, samples []rows.Sample, to
 	type near struct {
 		before, after    int64 // the rows' timestamps in microseconds
 		prevDel, nextDel bool
+		later            bool // a row of the batch (or held) after it
 	}
 	nears := make(map[seriesTS]*near, len(seen))
 	bySeries := map[int64][]seriesTS{}
@@ -829,7 +840,7 @@ func staleDeletesAgain(ctx context.Context, tx pgx.Tx, samples []rows.Sample, to
 	}
 	rs, err := tx.Query(ctx, staleNeighboursSQL, ids, tss)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var id int64
 	var ts time.Time
@@ -848,23 +859,116 @@ func staleDeletesAgain(ctx context.Context, tx pgx.Tx, samples []rows.Sample, to
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for _, s := range samples {
-		if stored[seriesTS{s.SeriesID, s.TS / 1000}] {
-			continue // the stored row wins (above)
-		}
-		for _, k := range bySeries[s.SeriesID] {
-			nearer(k, s.TS/1000, s.Flags&rows.Deleted != 0)
+	for _, rs := range [][]rows.Sample{samples, held} {
+		for _, s := range rs {
+			us := s.TS / 1000
+			for _, k := range bySeries[s.SeriesID] {
+				if us > k.us {
+					nears[k].later = true
+				}
+				if !stored[seriesTS{s.SeriesID, us}] { // the stored row wins (above)
+					nearer(k, us, s.Flags&rows.Deleted != 0)
+				}
+			}
 		}
 	}
-	again := map[seriesTS]bool{}
+	again, hold = map[seriesTS]bool{}, map[seriesTS]bool{}
 	for k, n := range nears {
 		if n.prevDel || n.nextDel {
 			again[k] = true
 		}
+		if !n.prevDel && n.nextDel && !n.later {
+			hold[k] = true
+		}
 	}
-	return again, nil
+	return again, hold, nil
+}
+
+// The deletes earlier merges held back (stale_deletes, the one-node
+// merge's rule: staleSamplesSQL), read, stored, held and forgotten one row
+// at a time on the series' shard: few rows, on a rare path.
+const (
+	staleHeldSQL   = `SELECT series_id, ts, flags, batch_id FROM stale_deletes WHERE series_id = ANY($1::bigint[])`
+	staleHoldSQL   = `INSERT INTO stale_deletes (series_id, ts, flags, target, batch_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
+	staleForgetSQL = `DELETE FROM stale_deletes WHERE series_id = $1 AND ts = $2`
+)
+
+// heldDelete is a row of stale_deletes: the delete and its own batch.
+type heldDelete struct {
+	s     rows.Sample
+	batch int64
+}
+
+// readHeld reads the held deletes of the series ids.
+func readHeld(ctx context.Context, tx pgx.Tx, ids []int64) ([]heldDelete, error) {
+	rs, err := tx.Query(ctx, staleHeldSQL, ids)
+	if err != nil {
+		return nil, err
+	}
+	var held []heldDelete
+	var h heldDelete
+	var ts time.Time
+	_, err = pgx.ForEachRow(rs, []any{&h.s.SeriesID, &ts, &h.s.Flags, &h.batch}, func() error {
+		h.s.TS = ts.UnixNano()
+		held = append(held, h)
+		return nil
+	})
+	return held, err
+}
+
+// settleHeld writes what the merge judged of the held deletes and of the
+// batch's deletes to hold back (staleDeletesAgain's again and hold), as
+// the one-node merge does: a held delete no longer next to a delete is
+// stored, with its own batch id (counted in stored); one still next to a
+// delete stays held while it is still the last of its series, and is
+// forgotten otherwise (a later row decided it), as is one stored or at a
+// sample of the batch not held again; a delete of the batch to hold back
+// is held. The series PostgreSQL refused (refusedSeries) are left as they
+// are.
+func settleHeld(ctx context.Context, tx pgx.Tx, b *rows.Batch, todo []part, held []heldDelete, inBatch, heldAt, again, hold, stored map[seriesTS]bool,
+	latest map[int64]int64, refusedSeries map[int64]error) (storedHeld int, err error) {
+	bt := &pgx.Batch{}
+	for _, h := range held {
+		k := seriesTS{h.s.SeriesID, h.s.TS / 1000}
+		if _, refused := refusedSeries[k.id]; refused || inBatch[k] {
+			continue
+		}
+		at := tsOf(h.s.TS)
+		l, ok := latest[k.id]
+		switch {
+		case stored[k] || !ok || l < k.us:
+		case again[k]:
+			if hold[k] {
+				continue
+			}
+		default:
+			queueValues(bt, samplesValuesSQL, "", h.batch, 1, func(int) *rows.Sample { return &h.s })
+			storedHeld++
+		}
+		bt.Queue(staleForgetSQL, k.id, at)
+	}
+	seen := map[seriesTS]bool{}
+	for _, p := range todo {
+		for _, s := range p.samples {
+			k := seriesTS{s.SeriesID, s.TS / 1000}
+			if _, refused := refusedSeries[k.id]; refused || seen[k] {
+				continue
+			}
+			seen[k] = true
+			switch {
+			case hold[k]:
+				bt.Queue(staleHoldSQL, k.id, tsOf(s.TS), s.Flags, b.Target, b.ID)
+			case heldAt[k]:
+				bt.Queue(staleForgetSQL, k.id, tsOf(s.TS))
+			}
+		}
+	}
+	if bt.Len() == 0 {
+		return 0, nil
+	}
+	return storedHeld, tx.SendBatch(ctx, bt).Close()
 }
 
 // mergeStaleCitus is mergeStale on Citus; safe splits out the rows
@@ -960,8 +1064,15 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 		return res, err
 	}
 	stored, latest := map[seriesTS]bool{}, map[int64]int64{}
+	var held []heldDelete
 	if len(ids) > 0 {
 		first, last := b.TSRange()
+		if held, err = readHeld(ctx, tx, ids); err != nil {
+			return res, err
+		}
+		for _, h := range held {
+			first, last = min(first, h.s.TS), max(last, h.s.TS)
+		}
 		rs, err := tx.Query(ctx, staleStoredSQL, ids, tsOf(first), tsOf(last))
 		if err != nil {
 			return res, err
@@ -984,7 +1095,23 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 			return res, err
 		}
 	}
-	again, err := staleDeletesAgain(ctx, tx, b.Samples, todo, stored, latest)
+	// A held delete at a sample of the batch is that sample (a replay
+	// under another id): the batch's row is judged, the held one kept or
+	// forgotten with it (heldAt).
+	inBatch := map[seriesTS]bool{}
+	for _, s := range b.Samples {
+		inBatch[seriesTS{s.SeriesID, s.TS / 1000}] = true
+	}
+	heldAt := map[seriesTS]bool{}
+	var heldRows []rows.Sample
+	for _, h := range held {
+		k := seriesTS{h.s.SeriesID, h.s.TS / 1000}
+		heldAt[k] = true
+		if !inBatch[k] {
+			heldRows = append(heldRows, h.s)
+		}
+	}
+	again, hold, err := staleDeletesAgain(ctx, tx, b.Samples, heldRows, todo, stored, latest)
 	if err != nil {
 		return res, err
 	}
@@ -1066,6 +1193,9 @@ func (w *Writer) mergeStaleCitus(ctx context.Context, b *rows.Batch, safe bool) 
 		if err != nil {
 			return res, err
 		}
+	}
+	if res.held, err = settleHeld(ctx, tx, b, todo, held, inBatch, heldAt, again, hold, stored, latest, refusedSeries); err != nil {
+		return res, err
 	}
 	if safe {
 		if err := w.mergeEventsSafe(ctx, tx, r, &res, writeEventsValues); err != nil {

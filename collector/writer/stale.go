@@ -42,6 +42,16 @@ import (
 //     stored row and a batch's row share the timestamp nearest a delete,
 //     the stored row decides (the batch's is a duplicate, never stored),
 //     here and on Citus (staleDeletesAgain).
+//   - such a delete judged by the row after it only (the row before it
+//     not a delete) that ends its series in the batch is held back, in
+//     stale_deletes: what follows it in its collector's stream is in a
+//     later stale batch, not seen yet. Every merge judges the held deletes
+//     of its series with its batch's rows, by the same rule: one no longer
+//     next to a delete (a value of the later batch follows it) is a
+//     disappearance of its own, stored with its own batch_id; one still
+//     next to a delete stays held while it ends its series, and is
+//     forgotten once a later row decides it. In the merge's transaction:
+//     a crash between two batches loses nothing.
 //
 // The merge holds the target's lease row FOR NO KEY UPDATE: it waits for
 // the owner's transaction in flight (whose fencing check holds the row FOR
@@ -64,25 +74,39 @@ import (
 // replay under another id stores nothing twice either (the anti-join).
 const (
 	staleLockSQL    = `SELECT owner, epoch FROM leases WHERE target = $1 FOR NO KEY UPDATE`
-	staleSamplesSQL = `WITH s AS (
-  SELECT DISTINCT ON (series_id, ts) * FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::float8[],
-    $5::numeric[], $6::bool[], $7::text[], $8::smallint[]) AS s (series_id, ts, v_int, v_float, v_num, v_bool, v_text, flags)
+	staleSamplesSQL = `WITH u AS (
+  SELECT u.*, $9::bigint AS batch_id, false AS held FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::float8[],
+    $5::numeric[], $6::bool[], $7::text[], $8::smallint[]) AS u (series_id, ts, v_int, v_float, v_num, v_bool, v_text, flags)
+  UNION ALL
+  SELECT h.series_id, h.ts, NULL, NULL, NULL, NULL, NULL, h.flags, h.batch_id, true FROM stale_deletes h WHERE h.series_id = ANY($1::bigint[])
+), s AS (
+  SELECT DISTINCT ON (series_id, ts) * FROM u ORDER BY series_id, ts, held
 ), c AS (
   SELECT s.*, EXISTS (SELECT FROM samples x WHERE x.series_id = s.series_id AND x.ts = s.ts) AS stored,
     EXISTS (SELECT FROM latest l WHERE l.series_id = s.series_id AND l.ts >= s.ts) AS passed,
-    CASE WHEN s.flags & 2 = 2 THEN
-      COALESCE((SELECT y.flags & 2 = 2 FROM (SELECT x.ts, x.flags, false AS batched FROM samples x WHERE x.series_id = s.series_id AND x.ts < s.ts
-          UNION ALL SELECT z.ts, z.flags, true FROM s z WHERE z.series_id = s.series_id AND z.ts < s.ts) y ORDER BY y.ts DESC, y.batched LIMIT 1), false)
-      OR COALESCE((SELECT y.flags & 2 = 2 FROM (SELECT x.ts, x.flags, false AS batched FROM samples x WHERE x.series_id = s.series_id AND x.ts > s.ts
-          UNION ALL SELECT z.ts, z.flags, true FROM s z WHERE z.series_id = s.series_id AND z.ts > s.ts) y ORDER BY y.ts, y.batched LIMIT 1), false)
-    ELSE false END AS again
+    s.flags & 2 = 2 AND COALESCE((SELECT y.flags & 2 = 2 FROM (SELECT x.ts, x.flags, false AS batched FROM samples x WHERE x.series_id = s.series_id AND x.ts < s.ts
+          UNION ALL SELECT z.ts, z.flags, true FROM s z WHERE z.series_id = s.series_id AND z.ts < s.ts) y ORDER BY y.ts DESC, y.batched LIMIT 1), false) AS prev_del,
+    s.flags & 2 = 2 AND COALESCE((SELECT y.flags & 2 = 2 FROM (SELECT x.ts, x.flags, false AS batched FROM samples x WHERE x.series_id = s.series_id AND x.ts > s.ts
+          UNION ALL SELECT z.ts, z.flags, true FROM s z WHERE z.series_id = s.series_id AND z.ts > s.ts) y ORDER BY y.ts, y.batched LIMIT 1), false) AS next_del,
+    NOT EXISTS (SELECT FROM s z WHERE z.series_id = s.series_id AND z.ts > s.ts) AS last
   FROM s
+), d AS (
+  SELECT c.*, passed AND NOT stored AND NOT prev_del AND NOT next_del AS merge,
+    passed AND NOT stored AND NOT prev_del AND next_del AND last AS hold
+  FROM c
 ), m AS (
   INSERT INTO samples (ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, batch_id)
-  SELECT ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, $9 FROM c WHERE passed AND NOT stored AND NOT again
+  SELECT ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, batch_id FROM d WHERE merge
   RETURNING 1
+), k AS (
+  INSERT INTO stale_deletes (series_id, ts, flags, target, batch_id)
+  SELECT series_id, ts, flags, $10, batch_id FROM d WHERE hold
+  ON CONFLICT DO NOTHING
+), f AS (
+  DELETE FROM stale_deletes h USING d WHERE h.series_id = d.series_id AND h.ts = d.ts AND NOT d.hold
 )
-SELECT (SELECT count(*) FROM m), count(*) FILTER (WHERE NOT passed AND NOT stored) FROM c`
+SELECT count(*) FILTER (WHERE merge AND NOT held), count(*) FILTER (WHERE merge AND held),
+  count(*) FILTER (WHERE NOT passed AND NOT stored AND NOT held) FROM d`
 )
 
 // storeStale merges a stale batch (above) and counts what became of its
@@ -163,9 +187,12 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 	}
 	m.Batches.WithLabelValues(outcome).Inc()
 	w.deadLettered(b, res.dead)
-	m.RowsWritten.WithLabelValues("samples").Add(float64(res.samples))
+	// The held deletes stored now are rows of earlier batches, each counted
+	// by its own batch as a duplicate then: stored rows here, not rows of
+	// this batch.
+	m.RowsWritten.WithLabelValues("samples").Add(float64(res.samples + res.held))
 	m.RowsWritten.WithLabelValues("events").Add(float64(res.events))
-	m.StaleMerged.WithLabelValues("samples").Add(float64(res.samples))
+	m.StaleMerged.WithLabelValues("samples").Add(float64(res.samples + res.held))
 	m.StaleMerged.WithLabelValues("events").Add(float64(res.events))
 	dup := b.Rows() - res.samples - res.events - res.refused - res.own - res.ownDeadRows - res.deadRows
 	m.DroppedRows.WithLabelValues(collectormetrics.DropStaleDuplicate).Add(float64(dup))
@@ -174,7 +201,7 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 		log = w.o.log.Warn
 	}
 	log("stale batch merged: its lease had moved", "target", b.Target, "epoch", b.Epoch, "owner", res.owner,
-		"owner_epoch", res.epoch, "samples", res.samples, "events", res.events, "duplicates", dup, "refused", res.refused,
+		"owner_epoch", res.epoch, "samples", res.samples, "held_deletes_stored", res.held, "events", res.events, "duplicates", dup, "refused", res.refused,
 		"dead_lettered", res.deadRows)
 	return nil
 }
@@ -190,6 +217,7 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 // ownDeadRows their rows dead-lettered and ownDead those not counted.
 type staleResult struct {
 	samples, events, refused int
+	held                     int // deletes of earlier batches, held back (stale_deletes), stored now
 	replayed                 bool
 	own, ownParts            int
 	ownDeadRows              int
@@ -262,7 +290,7 @@ func (w *Writer) mergeStale(ctx context.Context, b *rows.Batch, safe bool) (stal
 		}
 	}
 	if len(b.Samples) > 0 {
-		if res.samples, res.refused, err = mergeSamples(ctx, tx, b.ID, b.Samples); err != nil {
+		if res.samples, res.held, res.refused, err = mergeSamples(ctx, tx, b, b.Samples); err != nil {
 			return res, err
 		}
 	}
@@ -285,13 +313,15 @@ func (w *Writer) commitMerge(ctx context.Context, tx pgx.Tx, b *rows.Batch, res 
 	return res, err
 }
 
-// mergeSamples merges samples of batch id (staleSamplesSQL): how many were
-// stored, and how many refused as newer than what is stored.
-func mergeSamples(ctx context.Context, tx pgx.Tx, id int64, samples []rows.Sample) (merged, refused int, err error) {
-	args := append(sampleArrays(len(samples), func(k int) *rows.Sample { return &samples[k] }), id)
-	var m, r int64
-	err = tx.QueryRow(ctx, staleSamplesSQL, args...).Scan(&m, &r)
-	return int(m), int(r), err
+// mergeSamples merges samples of batch b (staleSamplesSQL) with the
+// deletes earlier merges held back of their series: how many of samples
+// were stored, how many held deletes were, and how many of samples refused
+// as newer than what is stored.
+func mergeSamples(ctx context.Context, tx pgx.Tx, b *rows.Batch, samples []rows.Sample) (merged, held, refused int, err error) {
+	args := append(sampleArrays(len(samples), func(k int) *rows.Sample { return &samples[k] }), b.ID, b.Target)
+	var m, h, r int64
+	err = tx.QueryRow(ctx, staleSamplesSQL, args...).Scan(&m, &h, &r)
+	return int(m), int(h), int(r), err
 }
 
 // A row of a stale batch PostgreSQL refuses is judged by what is stored
@@ -322,11 +352,11 @@ func (w *Writer) mergeSafe(ctx context.Context, tx pgx.Tx, b *rows.Batch, res *s
 				return nil, err
 			}
 		}
-		merged, refused, err := mergeSamples(ctx, tx, b.ID, samples)
+		merged, held, refused, err := mergeSamples(ctx, tx, b, samples)
 		if err != nil {
 			return nil, err
 		}
-		return func() { res.samples, res.refused = res.samples+merged, res.refused+refused }, nil
+		return func() { res.samples, res.held, res.refused = res.samples+merged, res.held+held, res.refused+refused }, nil
 	}, func(s rows.Sample, rerr error) error { return r.sample(ctx, tx, res, s, rerr) })
 	if err != nil {
 		return err
