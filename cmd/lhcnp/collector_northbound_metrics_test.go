@@ -2,16 +2,22 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/lhcnp/lhcnp/internal/promcheck"
 )
 
 // scrapeCollector reads the collector's /metrics over HTTP with
@@ -19,18 +25,8 @@ import (
 // start with prefix, keyed `name{label=value,...}` (labels sorted).
 func scrapeCollector(t *testing.T, addr, prefix string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]float64{}
-	for name, mf := range mfs {
+	for name, mf := range scrapeFamilies(t, addr) {
 		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
@@ -45,6 +41,23 @@ func scrapeCollector(t *testing.T, addr, prefix string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// scrapeFamilies reads the collector's /metrics over HTTP with
+// Prometheus' own parser.
+func scrapeFamilies(t *testing.T, addr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
 }
 
 // TestCollectorNorthboundMetrics drives `lhcnp collector`'s northbound with
@@ -100,6 +113,11 @@ func TestCollectorNorthboundMetrics(t *testing.T) {
 	if d := cmp.Diff(want, delta); d != "" {
 		t.Errorf("northbound metrics, change over the calls (-want +got):\n%s", d)
 	}
+	// What Prometheus scrapes after that work: the collector's families
+	// and the northbound's pass promlint.
+	promcheck.Lint(t, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		return slices.Collect(maps.Values(scrapeFamilies(t, maddr))), nil
+	}), "lhcnp_collector_")
 
 	// A live stream is counted while it is served.
 	ctx, cancel := context.WithCancel(context.Background())

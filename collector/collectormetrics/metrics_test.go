@@ -5,7 +5,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lhcnp/lhcnp/internal/promcheck"
 )
 
 // TestProfileOnlyWhenAsked: /debug/pprof/ answers beside /metrics only
@@ -43,4 +48,32 @@ func TestProfileOnlyWhenAsked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestLintMetrics: every metric the collector registers, each with a
+// sample (the runtime's labels: a target's state, a table, an outcome...),
+// passes promlint, the naming rules `promtool check metrics` applies.
+func TestLintMetrics(t *testing.T) {
+	m := New()
+	m.SetState("n1", "streaming")
+	m.Notifications.WithLabelValues("n1").Inc()
+	m.Resubscribes.WithLabelValues("n1").Inc()
+	m.RowsWritten.WithLabelValues("samples").Add(3)
+	m.Batches.WithLabelValues("stored").Inc()
+	m.WriteErrors.WithLabelValues("temporary").Inc()
+	m.RoundTrip.Observe(0.002)
+	m.Lag.Observe(0.05)
+	m.Handovers.WithLabelValues("taken", HandoverMakeBeforeBreak).Inc()
+	m.LeaseRenewals.WithLabelValues("renewed").Inc()
+	m.LatestReadErrors.WithLabelValues("seed").Inc()
+	var own []prometheus.Collector
+	v := reflect.ValueOf(m).Elem()
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.IsExported() && f.Name != "Registry" {
+			if c, ok := v.Field(i).Interface().(prometheus.Collector); ok {
+				own = append(own, c)
+			}
+		}
+	}
+	promcheck.Lint(t, m.Registry, Prefix, own...)
 }

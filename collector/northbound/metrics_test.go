@@ -8,8 +8,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/lhcnp/lhcnp/collector/northbound"
+	"github.com/lhcnp/lhcnp/gnmi/service"
+	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/internal/promcheck"
 )
 
 // TestUpdatesSentCounter: updates_sent_total counts what the switches'
@@ -73,4 +79,36 @@ func TestUpdatesSentCounter(t *testing.T) {
 		prev = got
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestLintMetrics: the northbound's metrics, each with a sample after a
+// Capabilities, a Get, a ONCE subscription and a Set naming no switch
+// (through the interceptors, as lhcnp collector installs them), pass
+// promlint, the naming rules `promtool check metrics` applies.
+func TestLintMetrics(t *testing.T) {
+	reg := promcheck.NewRegistry()
+	m := northbound.NewMetrics(reg)
+	nb, c := startNBServing(t, []service.Option{service.WithOuterInterceptors(
+		[]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()})},
+		northbound.WithMetrics(m), northbound.WithDialer(func(context.Context, string) (*grpc.ClientConn, context.Context, bool, error) {
+			return nil, nil, false, nil
+		}))
+	nb.Observe("n1", kmaxNotification(time.Now().UnixNano(), 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Capabilities(ctx, &gnmi.CapabilityRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, &gnmi.GetRequest{Prefix: &gnmi.Path{Target: "n1"}, Encoding: gnmi.Encoding_PROTO,
+		Path: []*gnmi.Path{store.MustPath(wanQ0 + "/state/effective-kmax")}}); err != nil {
+		t.Fatal(err)
+	}
+	sc := subscribeTo(t, ctx, c, gnmi.SubscriptionList_ONCE, "n1")
+	if d := cmp.Diff([]string{"n1=1", "sync"}, read(t, sc, 2)); d != "" {
+		t.Fatalf("ONCE (-want +got):\n%s", d)
+	}
+	if _, err := c.Set(ctx, &gnmi.SetRequest{}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("Set naming no switch: %v, want INVALID_ARGUMENT", err)
+	}
+	promcheck.Lint(t, reg, northbound.MetricsPrefix, reg.Collectors...)
 }

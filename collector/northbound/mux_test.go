@@ -41,13 +41,20 @@ func kmaxNotification(ts int64, v uint64) *gnmi.SubscribeResponse {
 // from Observe, as the collector's loops feed it.
 func startNB(t *testing.T, opts ...northbound.Option) (*northbound.Server, gnmi.GNMIClient) {
 	t.Helper()
+	return startNBServing(t, nil, opts...)
+}
+
+// startNBServing is startNB with more options for the gRPC service (the
+// metrics' interceptors, as lhcnp collector installs them).
+func startNBServing(t *testing.T, svc []service.Option, opts ...northbound.Option) (*northbound.Server, gnmi.GNMIClient) {
+	t.Helper()
 	sch, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	nb := northbound.New(sch, opts...)
-	srv, err := service.New(service.WithInsecure(), service.WithCapabilities(nb), service.WithGet(nb),
-		service.WithSet(nb), service.WithSubscribe(nb))
+	srv, err := service.New(append([]service.Option{service.WithInsecure(), service.WithCapabilities(nb), service.WithGet(nb),
+		service.WithSet(nb), service.WithSubscribe(nb)}, svc...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

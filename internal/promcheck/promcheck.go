@@ -1,0 +1,106 @@
+// Package promcheck checks a service's Prometheus metrics the way
+// Prometheus' own tools and scrapers will meet them: every metric family
+// under the service's prefix passes client_golang's promlint (the rules of
+// `promtool check metrics`: units in names, _total on counters only, no
+// _count/_sum/_bucket suffix outside histograms, help text).
+//
+// Test support only: it depends on client_golang and the standard library.
+package promcheck
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Lint gathers g and fails t for every promlint problem of the families
+// whose names start with prefix (client_golang's Go and process
+// collectors are its own), and for every metric that cs describe and g
+// did not gather: promlint only sees families with a sample, so a vector
+// no test touched would go unchecked.
+func Lint(t testing.TB, g prometheus.Gatherer, prefix string, cs ...prometheus.Collector) {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	var ours []*dto.MetricFamily
+	var gathered []string
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), prefix) {
+			ours = append(ours, mf)
+			gathered = append(gathered, mf.GetName())
+		}
+	}
+	if len(ours) == 0 {
+		t.Fatalf("no metric family named %s*", prefix)
+	}
+	for _, name := range Described(cs...) {
+		if !slices.Contains(gathered, name) {
+			t.Errorf("%s: registered, but no sample gathered (promlint cannot check it)", name)
+		}
+	}
+	problems, err := promlint.NewWithMetricFamilies(ours).Lint()
+	if err != nil {
+		t.Fatalf("promlint: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// descName reads a Desc's name from its String (Desc has no accessors).
+var descName = regexp.MustCompile(`^Desc\{fqName: "([^"]+)"`)
+
+// Described is the sorted names of the metrics cs describe.
+func Described(cs ...prometheus.Collector) []string {
+	var names []string
+	for _, c := range cs {
+		ch := make(chan *prometheus.Desc)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			if m := descName.FindStringSubmatch(d.String()); m != nil {
+				names = append(names, m[1])
+			} else {
+				names = append(names, d.String())
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Registry is a registry that keeps what is registered with it, for Lint
+// to know every metric a package registers where its collectors are
+// unexported.
+type Registry struct {
+	*prometheus.Registry
+	Collectors []prometheus.Collector
+}
+
+// NewRegistry returns an empty Registry.
+func NewRegistry() *Registry { return &Registry{Registry: prometheus.NewRegistry()} }
+
+// Register registers c and keeps it.
+func (r *Registry) Register(c prometheus.Collector) error {
+	if err := r.Registry.Register(c); err != nil {
+		return err
+	}
+	r.Collectors = append(r.Collectors, c)
+	return nil
+}
+
+// MustRegister registers cs and keeps them; it panics as
+// prometheus.Registry's does.
+func (r *Registry) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
