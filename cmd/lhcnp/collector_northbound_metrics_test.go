@@ -114,10 +114,11 @@ func TestCollectorNorthboundMetrics(t *testing.T) {
 		t.Errorf("northbound metrics, change over the calls (-want +got):\n%s", d)
 	}
 	// What Prometheus scrapes after that work: the collector's families
-	// and the northbound's pass promlint.
+	// and the northbound's pass promlint, in OpenMetrics when asked.
 	promcheck.Lint(t, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		return slices.Collect(maps.Values(scrapeFamilies(t, maddr))), nil
 	}), "lhcnp_collector_")
+	promcheck.OpenMetrics(t, "http://"+maddr+"/metrics")
 
 	// A live stream is counted while it is served.
 	ctx, cancel := context.WithCancel(context.Background())

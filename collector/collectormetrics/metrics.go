@@ -270,7 +270,9 @@ func (m *Metrics) Serve(ctx context.Context, lis net.Listener, profile bool, hea
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+	// OpenMetrics when asked (Prometheus asks for it first): its "# EOF"
+	// makes a scrape cut short an error rather than a partial one.
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry, EnableOpenMetrics: true}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		h := health()
 		sort.Strings(h.Errors)

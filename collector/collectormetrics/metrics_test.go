@@ -77,3 +77,20 @@ func TestLintMetrics(t *testing.T) {
 	}
 	promcheck.Lint(t, m.Registry, Prefix, own...)
 }
+
+// TestOpenMetrics: /metrics answers a Prometheus scrape in OpenMetrics (the
+// format Prometheus asks for first), and a plain GET in the text format.
+func TestOpenMetrics(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- New().Serve(ctx, lis, false, func() Health { return Health{OK: true} }) }()
+	promcheck.OpenMetrics(t, "http://"+lis.Addr().String()+"/metrics")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

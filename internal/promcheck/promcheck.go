@@ -2,12 +2,15 @@
 // Prometheus' own tools and scrapers will meet them: every metric family
 // under the service's prefix passes client_golang's promlint (the rules of
 // `promtool check metrics`: units in names, _total on counters only, no
-// _count/_sum/_bucket suffix outside histograms, help text).
+// _count/_sum/_bucket suffix outside histograms, help text), and /metrics
+// answers OpenMetrics when a scraper asks for it.
 //
 // Test support only: it depends on client_golang and the standard library.
 package promcheck
 
 import (
+	"io"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -73,6 +76,50 @@ func Described(cs ...prometheus.Collector) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// ScrapeAccept is the Accept header Prometheus 2.x sends by default
+// (scrape_protocols OpenMetricsText1.0.0, OpenMetricsText0.0.1,
+// PrometheusText0.0.4).
+const ScrapeAccept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+
+// OpenMetrics fails t unless url answers a Prometheus scrape (ScrapeAccept)
+// in OpenMetrics, ended by its "# EOF" (a scrape cut short is then an error,
+// not a partial one), and a request with no Accept header in the classic
+// text format, which parsers without OpenMetrics (expfmt's TextParser)
+// read.
+func OpenMetrics(t testing.TB, url string) {
+	t.Helper()
+	get := func(accept string) (string, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s (Accept %q): %s", url, accept, resp.Status)
+		}
+		return resp.Header.Get("Content-Type"), string(b)
+	}
+	if ct, body := get(ScrapeAccept); !strings.HasPrefix(ct, "application/openmetrics-text") || !strings.HasSuffix(body, "# EOF\n") {
+		t.Errorf("a Prometheus scrape of %s answered %q (ends %q), want application/openmetrics-text ending # EOF",
+			url, ct, body[max(0, len(body)-20):])
+	}
+	if ct, _ := get(""); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("GET %s without Accept answered %q, want text/plain", url, ct)
+	}
 }
 
 // Registry is a registry that keeps what is registered with it, for Lint

@@ -108,9 +108,11 @@ func (m *Metrics) register(r prometheus.Registerer) {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Handler serves the registry in the Prometheus exposition formats (mount
-// it at /metrics).
+// it at /metrics): OpenMetrics when asked (Prometheus asks for it first;
+// its "# EOF" makes a scrape cut short an error rather than a partial one),
+// else the text format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
 }
 
 // SetEngineLagFunc sets how the engine's lag behind the wall clock is read

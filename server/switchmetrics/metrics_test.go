@@ -16,6 +16,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/internal/promcheck"
 	"github.com/lhcnp/lhcnp/server/switchmetrics"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -254,6 +255,7 @@ lhcnp_gnmi_commit_pending 0
 	if err != nil || len(problems) > 0 {
 		t.Errorf("promlint: %v %+v", err, problems)
 	}
+	promcheck.OpenMetrics(t, url)
 
 	// A STREAM subscriber that does not read: counted, with a queue.
 	sctx, scancel := context.WithCancel(ops)
