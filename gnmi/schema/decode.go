@@ -14,6 +14,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/gnmi/jsonval"
 	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/internal/jsonpos"
 	"github.com/lhcnp/lhcnp/internal/plural"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
@@ -127,6 +128,17 @@ func DecodeJSON(e *yang.Entry, data []byte) ([]byte, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	// A member given twice in one object: encoding/json kept the last
+	// one silently ({"alpha": "0.5", "alpha": "0.7"} set 0.7). RFC 8259
+	// §4 leaves what such an object means to the receiver, and a YANG
+	// leaf or container is one member of its parent's object (RFC 7951
+	// §5.1, §5.3): the client meant one of the two, and which is not
+	// ours to guess. Checked after the schema's checks, which name the
+	// same member with and without its module prefix in their words.
+	var dup *jsonpos.Error
+	if errors.As(jsonpos.Check(data), &dup) && dup.Path != "" {
+		return nil, &ValueError{Path: dup.Path, Reason: fmt.Sprintf("member %q given twice in one object (RFC 8259 §4: the names in an object should be unique; which one was meant is not known)", dup.Path[strings.LastIndexByte(dup.Path, '/')+1:])}
 	}
 	b, merr := json.Marshal(out)
 	if merr != nil {

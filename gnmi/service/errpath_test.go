@@ -594,3 +594,33 @@ func TestSetListEntryGivenTwice(t *testing.T) {
 		})
 	}
 }
+
+// TestSetMemberGivenTwice: a member given twice in one object of a value
+// ({"alpha": "0.5", "alpha": "0.7"}) is refused at its operation, naming
+// the member's path below the operation's and the member, in JSON and
+// JSON_IETF alike: the Set succeeded, the last one kept (encoding/json's
+// way; RFC 8259 §4 leaves an object with names not unique to the
+// receiver, and which one the client meant is not known).
+func TestSetMemberGivenTwice(t *testing.T) {
+	const q = "/lhcnp/interfaces/interface[name=wan0]/queues/queue[id=3]"
+	for _, tt := range []struct {
+		desc string
+		path string
+		val  *gnmi.TypedValue
+		want string
+	}{
+		{"json_ietf_val, a leaf", q + "/config", ietf(`{"alpha": "0.5", "alpha": "0.7"}`),
+			`update[0] ` + q + `/config: invalid value: alpha: member "alpha" given twice in one object (RFC 8259 §4: the names in an object should be unique; which one was meant is not known)`},
+		{"json_val, in a list entry", "/lhcnp/interfaces", &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: []byte(
+			`{"interface": [{"name": "wan0", "config": {"rtt-est": 5, "rtt-est": 7}}]}`)}},
+			`update[0] /lhcnp/interfaces: invalid value: interface[0]/config/rtt-est: member "rtt-est" given twice in one object (RFC 8259 §4: the names in an object should be unique; which one was meant is not known)`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			st := refuse(t, &gnmi.SetRequest{Update: []*gnmi.Update{{Path: mustPath(tt.path), Val: tt.val}}})
+			if m := st.Message(); m != tt.want {
+				t.Errorf("message %q, want %q", m, tt.want)
+			}
+			checkDetails(t, st, 0, codes.InvalidArgument)
+		})
+	}
+}
