@@ -244,7 +244,7 @@ func TestOperatorWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := QueueID{"wan0", 0}
-	if _, err := rec.Hold(ctx, "sw-b", q, t3, t3.Add(time.Hour), "maintenance"); err != nil {
+	if _, _, err := rec.Hold(ctx, "sw-b", q, t3, t3.Add(time.Hour), "maintenance"); err != nil {
 		t.Fatal(err)
 	}
 	before := len(dbRows(t, ctx, rec, "sw-b"))
@@ -258,7 +258,7 @@ func TestOperatorWins(t *testing.T) {
 		t.Errorf("sw-b's tuner_actions while held: %+v; want no row after the hold's", got[before-1:])
 	}
 	t4 := t3.Add(5 * cfg.Policy.Cooldown) // past a rolled-back direction's hold (4 cool-downs)
-	if _, err := rec.Release(ctx, "sw-b", q, t4, ""); err != nil {
+	if _, _, err := rec.Release(ctx, "sw-b", q, t4, ""); err != nil {
 		t.Fatal(err)
 	}
 	cycle(t4)

@@ -3,10 +3,12 @@ package tuner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/tuner/policy"
@@ -226,28 +228,103 @@ func (r *PGRecorder) LastSettings(ctx context.Context, target string) (map[Queue
 	return out, nil
 }
 
-// Hold records an operator's hold of a queue (`lhcnp tuner hold`): the
-// tuner leaves it alone until until, or until a release. why is the
-// operator's text.
-func (r *PGRecorder) Hold(ctx context.Context, target string, q QueueID, now, until time.Time, why string) (int64, error) {
+// OperatorRow is a queue's operator row of tuner_actions (outcome
+// operator): an operator's change the tuner saw, a hold or a release.
+type OperatorRow struct {
+	ID        int64
+	At        time.Time // ts
+	HoldUntil time.Time
+	Reason    string // the rule first: "operator-hold: held by an operator until …"
+}
+
+// NewestOperatorRow returns queue q of target's newest operator row at
+// now, the one that decides whether it is held (OperatorHolds: by ts,
+// then id), false when it has none.
+func (r *PGRecorder) NewestOperatorRow(ctx context.Context, target string, q QueueID, now time.Time) (OperatorRow, bool, error) {
+	var o OperatorRow
+	var reason *string
+	err := r.pool.QueryRow(ctx, `
+		SELECT id, ts, COALESCE(hold_until, ts), reason FROM tuner_actions
+		WHERE target = $1 AND interface = $2 AND queue = $3 AND outcome = 'operator' AND ts <= $4
+		ORDER BY ts DESC, id DESC LIMIT 1`, target, q.Interface, int(q.Queue), now).Scan(&o.ID, &o.At, &o.HoldUntil, &reason)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return OperatorRow{}, false, nil
+	}
+	if err != nil {
+		return OperatorRow{}, false, fmt.Errorf("tuner_actions: %s %s queue %d: the newest operator row: %w", target, q.Interface, q.Queue, err)
+	}
+	o.Reason = deref(reason, "")
+	return o, true, nil
+}
+
+// holdReason is the reason of an operator's hold until until, after its
+// rule.
+func holdReason(until time.Time, why string) string {
 	reason := "held by an operator until " + until.UTC().Format(time.RFC3339)
 	if why != "" {
 		reason += ": " + why
 	}
-	return r.Record(ctx, Action{Time: now, Target: target, Interface: q.Interface, Queue: q.Queue,
+	return reason
+}
+
+// Hold records an operator's hold of a queue (`lhcnp tuner hold`): the
+// tuner leaves it alone until until, or until a release. why is the
+// operator's text.
+//
+// The same hold asked again while it holds is not recorded again: when
+// the queue's newest operator row is a hold still holding at now, asked
+// for as long (its hold_until − ts is until − now, to the microsecond
+// the database keeps) and with the same why, Hold returns that row and
+// recorded false. That is the command run again because its answer was
+// lost (the connection dropped after the commit), which wrote a second
+// row; a hold asked for longer, shorter or for another reason is a new
+// row (the newest decides). Meant for one operator's retries, one after
+// the other: two run at the same instant may both write.
+func (r *PGRecorder) Hold(ctx context.Context, target string, q QueueID, now, until time.Time, why string) (row OperatorRow, recorded bool, err error) {
+	last, ok, err := r.NewestOperatorRow(ctx, target, q, now)
+	if err != nil {
+		return OperatorRow{}, false, err
+	}
+	if ok && last.HoldUntil.After(now) && last.HoldUntil.Sub(last.At) == until.Sub(now).Round(time.Microsecond) &&
+		last.Reason == string(RuleOperatorHold)+": "+holdReason(last.HoldUntil, why) {
+		return last, false, nil
+	}
+	reason := holdReason(until, why)
+	id, err := r.Record(ctx, Action{Time: now, Target: target, Interface: q.Interface, Queue: q.Queue,
 		Rule: RuleOperatorHold, Reason: reason, Outcome: OutcomeOperator, HoldUntil: until})
+	if err != nil {
+		return OperatorRow{}, false, err
+	}
+	return OperatorRow{ID: id, At: now, HoldUntil: until, Reason: string(RuleOperatorHold) + ": " + reason}, true, nil
 }
 
 // Release records an operator's release of a queue (`lhcnp tuner
 // release`): the tuner may tune it again from now, whatever held it (an
 // operator's hold, or an operator's change the tuner saw).
-func (r *PGRecorder) Release(ctx context.Context, target string, q QueueID, now time.Time, why string) (int64, error) {
+//
+// A queue not held at now (its newest operator row's hold_until not
+// after now, or no such row) is not written: Release returns that row
+// (zero when none) and recorded false. So the command run again after
+// its answer was lost writes nothing the second time, and neither does a
+// release of a queue whose hold ended.
+func (r *PGRecorder) Release(ctx context.Context, target string, q QueueID, now time.Time, why string) (row OperatorRow, recorded bool, err error) {
+	last, ok, err := r.NewestOperatorRow(ctx, target, q, now)
+	if err != nil {
+		return OperatorRow{}, false, err
+	}
+	if !ok || !last.HoldUntil.After(now) {
+		return last, false, nil
+	}
 	reason := "released by an operator"
 	if why != "" {
 		reason += ": " + why
 	}
-	return r.Record(ctx, Action{Time: now, Target: target, Interface: q.Interface, Queue: q.Queue,
+	id, err := r.Record(ctx, Action{Time: now, Target: target, Interface: q.Interface, Queue: q.Queue,
 		Rule: RuleOperatorRelease, Reason: reason, Outcome: OutcomeOperator, HoldUntil: now})
+	if err != nil {
+		return OperatorRow{}, false, err
+	}
+	return OperatorRow{ID: id, At: now, HoldUntil: now, Reason: string(RuleOperatorRelease) + ": " + reason}, true, nil
 }
 
 // Forget implements Recorder.

@@ -124,21 +124,34 @@ func runTunerHold(ctx context.Context, action string, args []string, stdout, std
 	}
 	rec := tuner.NewPGRecorder(pool)
 	q := tuner.QueueID{Interface: a.iface, Queue: uint8(a.queue)}
-	now := time.Now()
+	// To the microsecond the database keeps: the same hold asked again
+	// is known by its length (PGRecorder.Hold).
+	now := time.Now().Truncate(time.Microsecond)
+	queue := fmt.Sprintf("%s %s queue %d", a.target, a.iface, a.queue)
 	if action == "release" {
-		id, err := rec.Release(ctx, a.target, q, now, a.why)
-		if err != nil {
+		row, recorded, err := rec.Release(ctx, a.target, q, now, a.why)
+		switch {
+		case err != nil:
 			return err
+		case recorded:
+			fmt.Fprintf(stdout, "lhcnp tuner release: %s: the tuner may tune it again (tuner_actions %d)\n", queue, row.ID)
+		case row.ID == 0:
+			fmt.Fprintf(stdout, "lhcnp tuner release: %s: not held (no operator row); nothing recorded\n", queue)
+		default:
+			fmt.Fprintf(stdout, "lhcnp tuner release: %s: not held since %s (tuner_actions %d: %s); nothing recorded\n", queue,
+				row.HoldUntil.UTC().Format(time.RFC3339), row.ID, row.Reason)
 		}
-		fmt.Fprintf(stdout, "lhcnp tuner release: %s %s queue %d: the tuner may tune it again (tuner_actions %d)\n", a.target, a.iface, a.queue, id)
 		return nil
 	}
-	until := now.Add(a.holdFor)
-	id, err := rec.Hold(ctx, a.target, q, now, until, a.why)
-	if err != nil {
+	row, recorded, err := rec.Hold(ctx, a.target, q, now, now.Add(a.holdFor), a.why)
+	switch {
+	case err != nil:
 		return err
+	case recorded:
+		fmt.Fprintf(stdout, "lhcnp tuner hold: %s: held until %s (tuner_actions %d)\n", queue, row.HoldUntil.UTC().Format(time.RFC3339), row.ID)
+	default:
+		fmt.Fprintf(stdout, "lhcnp tuner hold: %s: already held until %s by the same hold (tuner_actions %d, recorded at %s); nothing recorded (another --for or --why is a new hold)\n",
+			queue, row.HoldUntil.UTC().Format(time.RFC3339), row.ID, row.At.UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintf(stdout, "lhcnp tuner hold: %s %s queue %d: held until %s (tuner_actions %d)\n", a.target, a.iface, a.queue,
-		until.UTC().Format(time.RFC3339), id)
 	return nil
 }

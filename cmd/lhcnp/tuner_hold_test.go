@@ -82,6 +82,50 @@ func TestTunerHoldRelease(t *testing.T) {
 	}
 }
 
+// TestTunerHoldReleaseOnce: an operator who runs hold or release again
+// (its answer lost: the connection dropped after the commit) gets no
+// second row: the same hold still holding is "already held until" its
+// end, and a release of a queue not held says so and writes nothing. Each
+// wrote a row, one more every time. A hold asked for another length is a
+// new row.
+func TestTunerHoldReleaseOnce(t *testing.T) {
+	ctx := context.Background()
+	pool, dsn := pgtest.New(t)
+	q := []string{"--db", dsn, "--target", "n1", "--interface", "wan0", "--queue", "3"}
+	rows := func() (n int) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM tuner_actions WHERE outcome = 'operator'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	step := func(args []string, want string, wantRows int) {
+		t.Helper()
+		var out bytes.Buffer
+		if err := runTuner(ctx, append(args, q...), &out, io.Discard); err != nil {
+			t.Fatalf("lhcnp tuner %s: %v", strings.Join(args, " "), err)
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("lhcnp tuner %s: output %q, want %q in it", strings.Join(args, " "), out.String(), want)
+		}
+		if got := rows(); got != wantRows {
+			t.Errorf("lhcnp tuner %s: %d operator rows, want %d", strings.Join(args, " "), got, wantRows)
+		}
+	}
+	step([]string{"release"}, "lhcnp tuner release: n1 wan0 queue 3: not held (no operator row); nothing recorded", 0)
+	hold := []string{"hold", "--for", "1h", "--why", "maintenance"}
+	step(hold, "lhcnp tuner hold: n1 wan0 queue 3: held until ", 1)
+	step(hold, "lhcnp tuner hold: n1 wan0 queue 3: already held until ", 1)
+	step(hold, "by the same hold (tuner_actions 1, recorded at ", 1)
+	step([]string{"hold", "--for", "2h", "--why", "maintenance"}, "lhcnp tuner hold: n1 wan0 queue 3: held until ", 2)
+	step([]string{"hold", "--for", "2h", "--why", "a longer one"}, "lhcnp tuner hold: n1 wan0 queue 3: held until ", 3)
+	step([]string{"release"}, "the tuner may tune it again (tuner_actions 4)", 4)
+	step([]string{"release"}, "not held since ", 4)
+	step([]string{"release"}, "(tuner_actions 4: operator-release: released by an operator); nothing recorded", 4)
+	// After a release the same hold is a hold again.
+	step(hold, "lhcnp tuner hold: n1 wan0 queue 3: held until ", 5)
+}
+
 // TestTunerHoldUsage: a flag missing or a bad value is said once, in one
 // line (the missing ones together, with the usage's first line), a usage
 // error (exit status 2), as a bad flag is (TestBadFlagOnce); the tuner's
