@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -302,17 +303,19 @@ func (r *PGRecorder) Hold(ctx context.Context, target string, q QueueID, now, un
 // release`): the tuner may tune it again from now, whatever held it (an
 // operator's hold, or an operator's change the tuner saw).
 //
-// A queue not held at now (its newest operator row's hold_until not
-// after now, or no such row) is not written: Release returns that row
-// (zero when none) and recorded false. So the command run again after
-// its answer was lost writes nothing the second time, and neither does a
-// release of a queue whose hold ended.
+// The same release asked again is not recorded again: when the queue's
+// newest operator row is a release, Release returns that row and recorded
+// false (the command run again because its answer was lost). Any other
+// queue is released with a row, held or not as the database tells: a
+// queue the tuner holds from its memory only (an operator's change it saw
+// while the database could not take the row) has no row holding it, and
+// the release must still outdate the row the tuner writes later.
 func (r *PGRecorder) Release(ctx context.Context, target string, q QueueID, now time.Time, why string) (row OperatorRow, recorded bool, err error) {
 	last, ok, err := r.NewestOperatorRow(ctx, target, q, now)
 	if err != nil {
 		return OperatorRow{}, false, err
 	}
-	if !ok || !last.HoldUntil.After(now) {
+	if ok && last.HoldUntil.Equal(last.At) && strings.HasPrefix(last.Reason, string(RuleOperatorRelease)+":") {
 		return last, false, nil
 	}
 	reason := "released by an operator"

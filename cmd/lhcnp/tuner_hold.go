@@ -135,11 +135,9 @@ func runTunerHold(ctx context.Context, action string, args []string, stdout, std
 			return err
 		case recorded:
 			fmt.Fprintf(stdout, "lhcnp tuner release: %s: the tuner may tune it again (tuner_actions %d)\n", queue, row.ID)
-		case row.ID == 0:
-			fmt.Fprintf(stdout, "lhcnp tuner release: %s: not held (no operator row); nothing recorded\n", queue)
 		default:
-			fmt.Fprintf(stdout, "lhcnp tuner release: %s: not held since %s (tuner_actions %d: %s); nothing recorded\n", queue,
-				row.HoldUntil.UTC().Format(time.RFC3339), row.ID, row.Reason)
+			fmt.Fprintf(stdout, "lhcnp tuner release: %s: released already at %s (tuner_actions %d: %s); nothing recorded\n", queue,
+				row.At.UTC().Format(time.RFC3339), row.ID, row.Reason)
 		}
 		return nil
 	}
