@@ -8,18 +8,15 @@ package collectormetrics
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"net"
-	"net/http"
 	"net/http/pprof"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lhcnp/lhcnp/internal/metricshttp"
 )
 
 // Prefix of every metric.
@@ -262,7 +259,11 @@ type Health struct {
 // called for every /healthz; a Health with OK false answers 503. With
 // profile, Go's profiles are served under /debug/pprof/ too.
 func (m *Metrics) Serve(ctx context.Context, lis net.Listener, profile bool, health func() Health) error {
-	mux := http.NewServeMux()
+	mux := metricshttp.Mux(m.Registry, func() (any, bool) {
+		h := health()
+		sort.Strings(h.Errors)
+		return h, h.OK
+	})
 	if profile {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -270,27 +271,5 @@ func (m *Metrics) Serve(ctx context.Context, lis net.Listener, profile bool, hea
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	// OpenMetrics when asked (Prometheus asks for it first): its "# EOF"
-	// makes a scrape cut short an error rather than a partial one.
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry, EnableOpenMetrics: true}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		h := health()
-		sort.Strings(h.Errors)
-		w.Header().Set("Content-Type", "application/json")
-		if !h.OK {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		json.NewEncoder(w).Encode(h)
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return metricshttp.Serve(ctx, lis, mux)
 }
