@@ -46,10 +46,18 @@ type Config struct {
 	// outcome, the delete of a row whose decision was not pushed. ""
 	// keeps none: they are lost with the process.
 	StateDir string `yaml:"state_dir" help:"directory keeping the audit trail's writes the database did not take before a stop, for the next start (empty: none, lost with the process)"`
+	// Metrics is the HTTP endpoint of /metrics and /healthz (the command
+	// serves it; docs/tuner.md, "Metrics and health").
+	Metrics MetricsConfig `yaml:"metrics"`
 	// Switches are the switches tuned: Name is the collector's target name
 	// (the `target` column of the views).
 	Switches []SwitchConfig `yaml:"switches"`
 	Policy   policy.Config  `yaml:"policy"`
+}
+
+// MetricsConfig is the tuner's /metrics and /healthz endpoint.
+type MetricsConfig struct {
+	Listen string `yaml:"listen" help:"address of /metrics and /healthz (host:port; empty: off)"`
 }
 
 // SwitchConfig is how the tuner reaches one switch over gNMI.
@@ -117,6 +125,10 @@ func (c Config) Validate() error {
 	}
 	if c.SwitchTimeout <= 0 {
 		bad("switch_timeout", "%v: must be positive", c.SwitchTimeout)
+	}
+	// Before the database is reached, as the collector's metrics.listen.
+	if err := hostport.Check("tcp", c.Metrics.Listen); err != nil {
+		bad("metrics.listen", "%q: %v", c.Metrics.Listen, err)
 	}
 	if len(c.Switches) == 0 {
 		bad("switches", "none: list the switches to tune")

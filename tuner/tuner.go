@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/lhcnp/lhcnp/internal/plural"
 	"github.com/lhcnp/lhcnp/tuner/policy"
+	"github.com/lhcnp/lhcnp/tuner/tunermetrics"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -262,6 +263,10 @@ type Tuner struct {
 	push Pusher
 	rec  Recorder
 	log  *slog.Logger
+	// trail and cuts are rec's optional readers (nil when it has none).
+	trail TrailReader
+	cuts  CutReader
+	m     *tunermetrics.Metrics
 
 	mem     map[queueKey]policy.Memory
 	holds   map[queueKey]holdEpisode
@@ -336,6 +341,10 @@ func New(cfg Config, src Source, push Pusher, rec Recorder, opts ...Option) (*Tu
 	for _, o := range opts {
 		o(t)
 	}
+	if t.m == nil {
+		t.m = tunermetrics.New()
+	}
+	t.meter()
 	if err := t.loadState(); err != nil {
 		return nil, err
 	}
@@ -427,6 +436,7 @@ func (t *Tuner) endPending(ctx context.Context, now time.Time, cancel bool) erro
 		done()
 	}
 	errs = append(errs, t.saveState())
+	t.m.CommitsPending.Set(float64(len(t.pending)))
 	return errors.Join(errs...)
 }
 
@@ -465,6 +475,7 @@ func (t *Tuner) Cycle(ctx context.Context, now time.Time) error {
 			errs = append(errs, err)
 		}
 	}
+	t.cycleDone(now)
 	return errors.Join(errs...)
 }
 
@@ -472,6 +483,13 @@ func (t *Tuner) Cycle(ctx context.Context, now time.Time) error {
 func (t *Tuner) Pending(target string) bool { return t.pending[target] != nil }
 
 func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error {
+	// The queues decided on and those the operator holds, this period
+	// (none when the switch's holds or telemetry cannot be read).
+	var tuned, opHeld int
+	defer func() {
+		t.m.QueuesTuned.WithLabelValues(s.Name).Set(float64(tuned))
+		t.m.QueuesHeld.WithLabelValues(s.Name).Set(float64(opHeld))
+	}()
 	// The operators' holds first: a queue whose hold cannot be read is
 	// not touched. Those of rows not recorded yet are the process's.
 	var errs []error
@@ -508,8 +526,8 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			// (the trail as the tuner found it; its own rows since are in
 			// its memory).
 			trail, read := t.trails[s.Name]
-			if tr, ok := t.rec.(TrailReader); ok && !read {
-				l, err := tr.LastSettings(ctx, s.Name)
+			if t.trail != nil && !read {
+				l, err := t.trail.LastSettings(ctx, s.Name)
 				if err != nil {
 					// Not decided on while whether someone changed it is
 					// unknown.
@@ -540,13 +558,14 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			delete(t.holds, k)
 			t.log.Debug("tuner: held by the operator", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
 				"until", h.Until, "why", h.Reason)
+			opHeld++
 			continue
 		}
 		if _, decided := t.mem[k]; !decided && qw.Window.Config.OverloadCut {
 			// The first decision since the start on a queue running
 			// overload-cut: the tuner's own when the audit trail says so.
-			if cr, ok := t.rec.(CutReader); ok && cuts == nil {
-				c, err := cr.TunersCuts(ctx, s.Name)
+			if t.cuts != nil && cuts == nil {
+				c, err := t.cuts.TunersCuts(ctx, s.Name)
 				if err != nil {
 					// Not decided on while whose leaf it is is unknown.
 					errs = append(errs, fmt.Errorf("switch %q: %w", s.Name, err))
@@ -563,6 +582,8 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		before := t.mem[k]
 		before.NoStart = before.NoStart || t.noStart[k]
 		d, mem := policy.Decide(t.cfg.Policy, qw.Window, before)
+		tuned++
+		t.m.Decisions.WithLabelValues(string(d.Rule), d.Direction.String()).Inc()
 		a := t.action(now, k, qw.Window, d, before)
 		if err := t.episode(ctx, k, a, d, now); err != nil {
 			errs = append(errs, fmt.Errorf("switch %q: recording: %w", s.Name, err))
@@ -590,6 +611,9 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 			continue
 		}
 		t.mem[k] = mem
+		if t.cfg.DryRun {
+			t.countChanges(OutcomeDryRun, 1)
+		}
 		t.log.Info("tuner decision", "target", s.Name, "interface", qw.Interface, "queue", qw.Queue,
 			"rule", d.Rule, "direction", d.Direction, "reason", d.Reason, "dry_run", t.cfg.DryRun)
 		changes = append(changes, pendingChange{key: k, actionID: id, commit: policy.CommitOf(d, qw.Window),
@@ -613,6 +637,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		// stays pushed until a cancel succeeds or the deadline passes.
 		p.worse = fmt.Sprintf("another client set the queue between the tuner's check and its Set, and the tuner's cancel failed (%v): the other client's value stands once the commit is cancelled", err)
 		t.pending[s.Name] = p
+		t.countChanges(OutcomePushed, len(changes)) // its rows stay pushed
 		for _, c := range changes {
 			t.expect(c.key, c.change.After, c.change.Before)
 		}
@@ -670,6 +695,7 @@ func (t *Tuner) decide(ctx context.Context, s SwitchConfig, now time.Time) error
 		return errors.Join(append(errs, err)...)
 	}
 	t.pending[s.Name] = p
+	t.countChanges(OutcomePushed, len(changes))
 	for _, c := range changes {
 		t.expect(c.key, c.change.After, c.change.Before)
 	}
@@ -932,6 +958,7 @@ func (t *Tuner) finish(ctx context.Context, s SwitchConfig, p *pending, now time
 // setOutcome is Recorder.SetOutcome, keeping the outcome to write again
 // (retryOutcomes) when the write fails.
 func (t *Tuner) setOutcome(ctx context.Context, target string, id int64, o Outcome, reason, errText string, j *Judgement) error {
+	t.countChanges(o, 1)
 	err := t.rec.SetOutcome(ctx, id, o, reason, errText, j)
 	if err != nil {
 		t.unwritten[id] = unwrittenOutcome{target: target, outcome: o, reason: reason, errText: errText, judged: j}

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/internal/errline"
 	"github.com/lhcnp/lhcnp/tuner"
+	"github.com/lhcnp/lhcnp/tuner/tunermetrics"
 )
 
 // tunerArgs is lhcnp tuner's parsed and validated command line.
@@ -97,9 +100,17 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		push = p
 	}
 	log := textLog(stderr, a.verbose)
-	t, err := tuner.New(cfg, tuner.NewPGSource(pool, tuner.WithClockSkew(cfg.ClockSkew)), push, tuner.NewPGRecorder(pool), tuner.WithLogger(log))
+	m := tunermetrics.New()
+	t, err := tuner.New(cfg, tuner.NewPGSource(pool, tuner.WithClockSkew(cfg.ClockSkew)), push, tuner.NewPGRecorder(pool),
+		tuner.WithLogger(log), tuner.WithMetrics(m))
 	if err != nil {
 		return err
+	}
+	var lis net.Listener
+	if cfg.Metrics.Listen != "" {
+		if lis, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
+			return fmt.Errorf("metrics.listen: %w", err)
+		}
 	}
 	mode := "pushing with Commit Confirmed"
 	if cfg.DryRun {
@@ -109,10 +120,47 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if a.once {
 		every = "one period"
 	}
-	fmt.Fprintf(stdout, "lhcnp tuner: %d switch(es), %s, %s\n", len(cfg.Switches), every, mode)
+	fmt.Fprintln(stdout, tunerBanner(len(cfg.Switches), every, mode, lis))
+	if lis != nil {
+		// Served until the loop has released its commits: the last
+		// outcomes are counted on a /metrics still up.
+		sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.Serve(sctx, lis, func() tunermetrics.Health { return tunerHealth(pool) }); err != nil {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+		defer wg.Wait()
+		defer stop()
+	}
 	if a.once {
 		err := t.Cycle(ctx, time.Now())
 		return errors.Join(err, t.Abandon(ctx, time.Now()))
 	}
 	return t.Run(ctx)
+}
+
+// tunerBanner is the tuner's first line on stdout; it names its /metrics
+// as the collector's banner does, or says they are off (metrics.listen "").
+func tunerBanner(switches int, every, mode string, lis net.Listener) string {
+	metrics := "metrics off"
+	if lis != nil {
+		metrics = "metrics on " + metricsURL(lis.Addr().String())
+	}
+	return fmt.Sprintf("lhcnp tuner: %d switch(es), %s, %s, %s", switches, every, mode, metrics)
+}
+
+// tunerHealth answers /healthz: ok while the database answers (the tuner
+// reads its telemetry and writes its audit trail there).
+func tunerHealth(pool *pgxpool.Pool) tunermetrics.Health {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	h := tunermetrics.Health{OK: true, DBUp: true}
+	if err := pool.Ping(ctx); err != nil {
+		h.OK, h.DBUp, h.Errors = false, false, []string{"database: " + err.Error()}
+	}
+	return h
 }
