@@ -158,7 +158,8 @@ func readYAML(t *testing.T, path string, v any) {
 }
 
 // TestPrometheusConfig: promtool (Debian's prometheus package) accepts
-// prometheus.yml, and it scrapes the collector and the three switches.
+// prometheus.yml, and it scrapes the collector, the tuner and the three
+// switches.
 func TestPrometheusConfig(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
@@ -187,7 +188,7 @@ func TestPrometheusConfig(t *testing.T) {
 		}
 	}
 	sort.Strings(targets)
-	if want := []string{"collector:9273", "n1:9464", "n2:9464", "t1:9464"}; !slices.Equal(targets, want) {
+	if want := []string{"collector:9273", "n1:9464", "n2:9464", "t1:9464", "tuner:9274"}; !slices.Equal(targets, want) {
 		t.Errorf("scrape targets %v, want %v", targets, want)
 	}
 }

@@ -283,7 +283,8 @@ func checkComposeCollector(t *testing.T, p *types.Project, s types.ServiceConfig
 
 // checkComposeTuner: the service's command line and LHCNP_TUNER_DB, parsed
 // by parseTuner as `lhcnp tuner` parses them, give a valid configuration
-// whose switches are switch services.
+// whose switches are switch services, serving its metrics where
+// prometheus.yml scrapes them and the healthcheck asks.
 func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, args []string) {
 	a, err := parseTuner(inRepo(t, args), serviceEnv(s), io.Discard)
 	if err != nil {
@@ -292,6 +293,16 @@ func checkComposeTuner(t *testing.T, p *types.Project, s types.ServiceConfig, ar
 	cfg := a.cfg
 	if !strings.Contains(cfg.DB, "@postgres:5432/") {
 		t.Errorf("db %q does not reach the postgres service", cfg.DB)
+	}
+	host, port, _ := net.SplitHostPort(cfg.Metrics.Listen)
+	if host != "0.0.0.0" || port != "9274" {
+		t.Errorf("metrics.listen %q: prometheus.yml scrapes tuner:9274 from another container", cfg.Metrics.Listen)
+	}
+	if len(s.Ports) != 1 || fmt.Sprint(s.Ports[0].Target) != port {
+		t.Errorf("publishes %+v, metrics.listen is on port %s", s.Ports, port)
+	}
+	if hc := s.HealthCheck; hc == nil || !slices.Contains(hc.Test, "http://127.0.0.1:"+port+"/healthz") {
+		t.Errorf("healthcheck %+v does not ask the tuner's /healthz on port %s", hc, port)
 	}
 	fab, _, err := loadSwitchFile("../../examples/lab-containers.yaml")
 	if err != nil {
