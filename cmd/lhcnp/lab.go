@@ -329,7 +329,8 @@ func labConfig(ctx context.Context, cfg labFile, stderr io.Writer) (lab.Config, 
 // labTuner returns the lab's tuner configuration: the defaults, and over
 // them the file path when one is given (tunerFile). The lab's tuner reads
 // the lab's database and tunes the lab's switches, so a file that names
-// either is refused rather than silently overridden.
+// either is refused rather than silently overridden; so is one naming
+// metrics.listen, which the lab would ignore.
 func labTuner(path string) (tuner.Config, *cliconf.Config, error) {
 	if path == "" {
 		return tuner.DefaultConfig(), nil, nil
@@ -343,6 +344,11 @@ func labTuner(path string) (tuner.Config, *cliconf.Config, error) {
 	}
 	if len(tc.Switches) > 0 {
 		return tc, nil, cc.Locate(errors.New("switches: the lab's tuner tunes the lab's Long-haul CNP switches (the fabric file's); remove the key"))
+	}
+	// The lab serves no endpoint of its tuner's: a key it would ignore
+	// is refused, as db and switches are.
+	if tc.Metrics.Listen != "" {
+		return tc, nil, cc.Locate(errors.New("metrics.listen: the lab does not serve its tuner's metrics (lhcnp tuner does); remove the key"))
 	}
 	return tc, cc, nil
 }

@@ -543,12 +543,13 @@ func TestLabTunerConfig(t *testing.T) {
 		{"a database", "db: postgres://x@y/z\n", nil, []string{"db.yaml:1:5: db:", "the lab's database"}},
 		{"switches", "switches:\n  - {name: n1, address: 127.0.0.1:1}\n", nil, []string{"switches.yaml:1:1: switches:"}},
 		{"an unknown key", "period: 2s\nperiode: 3s\n", nil, []string{"unknown.yaml:2", "periode"}},
+		{"metrics", "period: 2s\nmetrics: {listen: 127.0.0.1:9274}\n", nil, []string{"metrics.yaml:2", "metrics.listen: the lab does not serve its tuner's metrics"}},
 		{"a bad value", "period: 5s\nrollback_duration: 1s\n", nil, []string{"value.yaml:2:20: rollback_duration"}},
 		{"the tuner off", "period: 2s\n", []string{"--tuner=false"}, []string{"tuner_config (--tuner-config), tuner (--tuner): a tuner configuration with the tuner off"}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			name := map[string]string{"a database": "db.yaml", "switches": "switches.yaml", "an unknown key": "unknown.yaml",
-				"a bad value": "value.yaml", "the tuner off": "off.yaml"}[tt.desc]
+				"a bad value": "value.yaml", "the tuner off": "off.yaml", "metrics": "metrics.yaml"}[tt.desc]
 			_, err := config(append([]string{"--tuner-config", write(name, tt.body)}, tt.args...)...)
 			if err == nil {
 				t.Fatal("no error")
