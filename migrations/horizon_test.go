@@ -19,19 +19,7 @@ import (
 // later instant records that; a later pass, a trim to an earlier instant
 // and a pass without retention leave it.
 func TestRetentionHorizonRecorded(t *testing.T) {
-	type db struct {
-		desc    string
-		fixture func(t *testing.T) *fixture
-	}
-	var dbs []db
-	for _, manager := range managers {
-		dbs = append(dbs, db{manager, func(t *testing.T) *fixture { return retentionFixture(t, manager) }})
-	}
-	dbs = append(dbs, db{"citus", func(t *testing.T) *fixture {
-		pool, _ := pgtest.NewCitus(t)
-		return dailyFixture(t, pool)
-	}})
-	for _, tt := range dbs {
+	for _, tt := range retentionDBs() {
 		t.Run(tt.desc, func(t *testing.T) {
 			f := tt.fixture(t)
 			ctx := context.Background()

@@ -18,7 +18,8 @@ type Execer interface {
 // Maintain runs one maintenance pass (SQL lhcnp_maintain()): daily
 // partitions of samples created ahead, those past the retention dropped, by
 // pg_partman or by the migration's own functions, whichever keeps them, and
-// the horizon they were dropped by recorded (schema 24). The
+// the horizon they were dropped by recorded (schema 24), the held stale
+// deletes older than it removed (schema 27). The
 // collector calls it periodically (hourly is plenty: partitions are made
 // days ahead); concurrent calls are serialised by the database.
 func Maintain(ctx context.Context, db Execer) error {
@@ -45,9 +46,10 @@ func SetRetention(ctx context.Context, db Execer, keep time.Duration) error {
 	return nil
 }
 
-// Trim deletes the samples, events and ledger rows older than keep, within
-// the days Maintain keeps (its retention drops whole days only): for a
-// retention shorter than a day, such as `lhcnp lab`'s. As a maintenance
+// Trim deletes the samples, events, ledger rows and held stale deletes
+// (schema 26) older than keep, within the days Maintain keeps (its
+// retention drops whole days only): for a retention shorter than a day,
+// such as `lhcnp lab`'s. As a maintenance
 // pass does before it drops days, the last value of each leaf the views
 // read at an instant, and of each counter (with the time it was sampled,
 // so that the first kept sample keeps its increase; a delete too, so that
@@ -97,6 +99,10 @@ func trimAt(ctx context.Context, db Beginner, horizon time.Time, what string) er
 		"DELETE FROM samples WHERE ts < $1",
 		"DELETE FROM events WHERE ts < $1",
 		"DELETE FROM ingest_ledger WHERE committed_at < $1",
+		// The deletes a stale merge held back (schema 26) that no
+		// later batch decided: one older than the horizon could only
+		// become a sample the trim removes.
+		"DELETE FROM stale_deletes WHERE ts < $1",
 	} {
 		if _, err := db.Exec(ctx, q, horizon); err != nil {
 			return fmt.Errorf("%s: %w", what, err)

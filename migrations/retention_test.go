@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lhcnp/lhcnp/internal/pgtest"
 	"github.com/lhcnp/lhcnp/migrations"
 )
 
@@ -27,6 +28,26 @@ func retentionFixture(t *testing.T, manager string) *fixture {
 	}
 	t.Cleanup(pool.Close)
 	return dailyFixture(t, pool)
+}
+
+// retentionDB is a database a retention test runs on: desc names it,
+// fixture makes a dailyFixture on a fresh one.
+type retentionDB struct {
+	desc    string
+	fixture func(t *testing.T) *fixture
+}
+
+// retentionDBs are a database migrated with each partition manager and a
+// Citus coordinator's.
+func retentionDBs() []retentionDB {
+	var dbs []retentionDB
+	for _, manager := range managers {
+		dbs = append(dbs, retentionDB{manager, func(t *testing.T) *fixture { return retentionFixture(t, manager) }})
+	}
+	return append(dbs, retentionDB{"citus", func(t *testing.T) *fixture {
+		pool, _ := pgtest.NewCitus(t)
+		return dailyFixture(t, pool)
+	}})
 }
 
 // dailyFixture is a fixture on pool, its t0 five UTC days ago at midnight,
