@@ -926,7 +926,15 @@ func readHeld(ctx context.Context, tx pgx.Tx, ids []int64) ([]heldDelete, error)
 // forgotten otherwise (a later row decided it), as is one stored or at a
 // sample of the batch not held again; a delete of the batch to hold back
 // is held. The series PostgreSQL refused (refusedSeries) are left as they
-// are.
+// are, which loses and duplicates nothing: their samples are refused rows
+// (dead-lettered, duplicates or stale_epoch), none stored, so a held
+// delete of such a series is next to no row this merge stored and stays
+// for a later merge (or the retention) to decide, and a delete of theirs
+// held back here would be stored by a later merge beside its dead letter.
+// One node does the same without a rule for it: a part holding a sample of
+// a refused series fails with its series row, down to that sample alone,
+// so staleSamplesSQL never reads or holds that series' deletes
+// (TestStaleDeleteRefusedRow's refused series, the same on both).
 func settleHeld(ctx context.Context, tx pgx.Tx, b *rows.Batch, todo []part, held []heldDelete, inBatch, heldAt, again, hold, stored map[seriesTS]bool,
 	latest map[int64]int64, refusedSeries map[int64]error) (storedHeld int, err error) {
 	bt := &pgx.Batch{}

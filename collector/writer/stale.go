@@ -75,12 +75,15 @@ import (
 const (
 	staleLockSQL    = `SELECT owner, epoch FROM leases WHERE target = $1 FOR NO KEY UPDATE`
 	staleSamplesSQL = `WITH u AS (
-  SELECT u.*, $9::bigint AS batch_id, false AS held FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::float8[],
+  SELECT u.*, $9::bigint AS batch_id, false AS held, false AS ctx FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::float8[],
     $5::numeric[], $6::bool[], $7::text[], $8::smallint[]) AS u (series_id, ts, v_int, v_float, v_num, v_bool, v_text, flags)
   UNION ALL
-  SELECT h.series_id, h.ts, NULL, NULL, NULL, NULL, NULL, h.flags, h.batch_id, true FROM stale_deletes h WHERE h.series_id = ANY($1::bigint[])
+  SELECT h.series_id, h.ts, NULL, NULL, NULL, NULL, NULL, h.flags, h.batch_id, true, false FROM stale_deletes h WHERE h.series_id = ANY($1::bigint[])
+  UNION ALL
+  SELECT o.series_id, o.ts, NULL, NULL, NULL, NULL, NULL, o.flags, NULL, false, true
+  FROM unnest($11::bigint[], $12::timestamptz[], $13::smallint[]) AS o (series_id, ts, flags) WHERE o.series_id = ANY($1::bigint[])
 ), s AS (
-  SELECT DISTINCT ON (series_id, ts) * FROM u ORDER BY series_id, ts, held
+  SELECT DISTINCT ON (series_id, ts) * FROM u ORDER BY series_id, ts, held, ctx
 ), c AS (
   SELECT s.*, EXISTS (SELECT FROM samples x WHERE x.series_id = s.series_id AND x.ts = s.ts) AS stored,
     EXISTS (SELECT FROM latest l WHERE l.series_id = s.series_id AND l.ts >= s.ts) AS passed,
@@ -91,8 +94,8 @@ const (
     NOT EXISTS (SELECT FROM s z WHERE z.series_id = s.series_id AND z.ts > s.ts) AS last
   FROM s
 ), d AS (
-  SELECT c.*, passed AND NOT stored AND NOT prev_del AND NOT next_del AS merge,
-    passed AND NOT stored AND NOT prev_del AND next_del AND last AS hold
+  SELECT c.*, NOT ctx AND passed AND NOT stored AND NOT prev_del AND NOT next_del AS merge,
+    NOT ctx AND passed AND NOT stored AND NOT prev_del AND next_del AND last AS hold
   FROM c
 ), m AS (
   INSERT INTO samples (ts, series_id, v_int, v_float, v_num, v_bool, v_text, flags, batch_id)
@@ -103,10 +106,10 @@ const (
   SELECT series_id, ts, flags, $10, batch_id FROM d WHERE hold
   ON CONFLICT DO NOTHING
 ), f AS (
-  DELETE FROM stale_deletes h USING d WHERE h.series_id = d.series_id AND h.ts = d.ts AND NOT d.hold
+  DELETE FROM stale_deletes h USING d WHERE h.series_id = d.series_id AND h.ts = d.ts AND NOT d.hold AND NOT d.ctx
 )
 SELECT count(*) FILTER (WHERE merge AND NOT held), count(*) FILTER (WHERE merge AND held),
-  count(*) FILTER (WHERE NOT passed AND NOT stored AND NOT held) FROM d`
+  count(*) FILTER (WHERE NOT passed AND NOT stored AND NOT held AND NOT ctx) FROM d`
 )
 
 // storeStale merges a stale batch (above) and counts what became of its
@@ -316,9 +319,25 @@ func (w *Writer) commitMerge(ctx context.Context, tx pgx.Tx, b *rows.Batch, res 
 // mergeSamples merges samples of batch b (staleSamplesSQL) with the
 // deletes earlier merges held back of their series: how many of samples
 // were stored, how many held deletes were, and how many of samples refused
-// as newer than what is stored.
+// as newer than what is stored. samples may be a part of b's (mergeSafe
+// splitting out a refused row): its deletes are judged with all of b's
+// rows of their series then, the others' series, timestamps and flags
+// given as neighbours only (the ctx rows), as the whole batch judges them
+// and as Citus does (staleDeletesAgain reads the whole batch). A refused
+// value after a delete still follows it in the collector's stream: judged
+// with the part alone, that delete was dropped as the owner's
+// disappearance and the one after the value not held back.
 func mergeSamples(ctx context.Context, tx pgx.Tx, b *rows.Batch, samples []rows.Sample) (merged, held, refused int, err error) {
 	args := append(sampleArrays(len(samples), func(k int) *rows.Sample { return &samples[k] }), b.ID, b.Target)
+	var ids []int64
+	var tss []time.Time
+	var flags []int16
+	if len(samples) < len(b.Samples) {
+		for _, s := range b.Samples {
+			ids, tss, flags = append(ids, s.SeriesID), append(tss, tsOf(s.TS)), append(flags, int16(s.Flags))
+		}
+	}
+	args = append(args, ids, tss, flags)
 	var m, h, r int64
 	err = tx.QueryRow(ctx, staleSamplesSQL, args...).Scan(&m, &h, &r)
 	return int(m), int(h), int(r), err

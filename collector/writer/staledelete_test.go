@@ -173,6 +173,17 @@ func staleDeleteRows(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string
 // the counters too, summed over its writers.
 func staleDeleteRun(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string), restart bool, owner []deleteRow, zombs ...[]deleteRow) ([]deleteRow, staleCounts) {
 	t.Helper()
+	got, counts, _ := staleDeleteRunSpoilt(t, newDB, restart, nil, owner, zombs...)
+	return got, counts
+}
+
+// staleDeleteRunSpoilt is staleDeleteRun; spoil, when not nil, is given
+// the database and each stale batch (its index in zombs) before it is
+// queued, to make PostgreSQL refuse some of its rows. It returns the
+// held deletes left (stale_deletes) too.
+func staleDeleteRunSpoilt(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string), restart bool,
+	spoil func(t *testing.T, pool *pgxpool.Pool, k int, b *rows.Batch), owner []deleteRow, zombs ...[]deleteRow) ([]deleteRow, staleCounts, []deleteRow) {
+	t.Helper()
 	const path = "/lhcnp/global/rocev2-receivers/receiver[prefix=192.168.0.0/16]/config/prefix"
 	id := rows.SeriesID("sw1", path)
 	pool, _ := newDB(t)
@@ -208,26 +219,99 @@ func staleDeleteRun(t *testing.T, newDB func(testing.TB) (*pgxpool.Pool, string)
 			count()
 			zombie, m, stopZombie = spillWriter(t, pool, t.TempDir(), writer.WithFencing(true))
 		}
-		zombie.Enqueue(batch("a", 1, zomb))
+		b := batch("a", 1, zomb)
+		if spoil != nil {
+			spoil(t, pool, k, b)
+		}
+		zombie.Enqueue(b)
 	}
 	wait(zombie)
 	stopZombie(true)
 	count()
 
-	rs, err := pool.Query(ctx, `SELECT round((extract(epoch FROM ts) * 1000000000 - $1::bigint) / 1000000)::bigint, flags & 2 = 2
-		FROM samples WHERE series_id = $2 ORDER BY ts`, base, id)
-	if err != nil {
-		t.Fatal(err)
+	stepsOf := func(table string) []deleteRow {
+		t.Helper()
+		rs, err := pool.Query(ctx, `SELECT round((extract(epoch FROM ts) * 1000000000 - $1::bigint) / 1000000)::bigint, flags & 2 = 2
+			FROM `+table+` WHERE series_id = $2 ORDER BY ts`, base, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []deleteRow
+		var r deleteRow
+		var step int64
+		if _, err := pgx.ForEachRow(rs, []any{&step, &r.Deleted}, func() error {
+			r.Step = int(step)
+			got = append(got, r)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
 	}
-	var got []deleteRow
-	var r deleteRow
-	var step int64
-	if _, err := pgx.ForEachRow(rs, []any{&step, &r.Deleted}, func() error {
-		r.Step = int(step)
-		got = append(got, r)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	return stepsOf("samples"), counts, stepsOf("stale_deletes")
+}
+
+// TestStaleDeleteRefusedRow: the stale batches of TestStaleDeleteOnce with
+// a row PostgreSQL refuses, merged on one node and on Citus, the same rows
+// stored and the same deletes held. A value refused (a NUL in its text,
+// dead-lettered: a row only a holds) after a delete still follows it in
+// a's stream: that delete is a disappearance of its own, stored, and the
+// delete after the value, next to b's, is held back (it ends its batch).
+// A series refused (a constraint the test adds: every sample of the
+// second batch dead-lettered): the delete the first merge held back is
+// left held, none of the refused series is held (a dead-lettered delete
+// held back would be stored later: in samples and in dead_letters).
+func TestStaleDeleteRefusedRow(t *testing.T) {
+	owner := []deleteRow{{0, false}, {5, true}}
+	zomb := []deleteRow{{0, false}, {1, true}, {2, false}, {3, true}}
+	// refuseValue spoils the value at index i of stale batch k.
+	refuseValue := func(k, i int) func(*testing.T, *pgxpool.Pool, int, *rows.Batch) {
+		return func(_ *testing.T, _ *pgxpool.Pool, kb int, b *rows.Batch) {
+			if kb == k {
+				b.Samples[i].Text = "a\x00b"
+			}
+		}
 	}
-	return got, counts
+	for _, tt := range []struct {
+		desc        string
+		split       int
+		spoil       func(*testing.T, *pgxpool.Pool, int, *rows.Batch)
+		want, wantH []deleteRow
+	}{
+		{desc: "one batch, the value after the first delete refused", spoil: refuseValue(0, 2),
+			want: []deleteRow{{0, false}, {1, true}, {5, true}}, wantH: []deleteRow{{3, true}}},
+		{desc: "cut after the first delete, the value after it refused", split: 2, spoil: refuseValue(1, 0),
+			want: []deleteRow{{0, false}, {1, true}, {5, true}}, wantH: []deleteRow{{3, true}}},
+		{desc: "cut after the first delete, the second batch's series refused", split: 2,
+			spoil: func(t *testing.T, pool *pgxpool.Pool, k int, b *rows.Batch) {
+				if k == 0 {
+					return
+				}
+				if _, err := pool.Exec(context.Background(), `ALTER TABLE series ADD CONSTRAINT test_refused CHECK (unit <> 'test-refused')`); err != nil {
+					t.Fatal(err)
+				}
+				b.Series[0].YangType, b.Series[0].Unit = "string", "test-refused"
+			},
+			want: []deleteRow{{0, false}, {5, true}}, wantH: []deleteRow{{1, true}}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
+			zombs := [][]deleteRow{zomb}
+			if tt.split > 0 {
+				zombs = [][]deleteRow{zomb[:tt.split], zomb[tt.split:]}
+			}
+			type stored struct{ Samples, Held []deleteRow }
+			run := func(newDB func(testing.TB) (*pgxpool.Pool, string)) stored {
+				got, _, held := staleDeleteRunSpoilt(t, newDB, false, tt.spoil, owner, zombs...)
+				return stored{got, held}
+			}
+			one, citus := run(pgtest.New), run(pgtest.NewCitus)
+			if d := cmp.Diff(one, citus); d != "" {
+				t.Errorf("on Citus differ from one node's (-one node +Citus):\n%s", d)
+			}
+			if d := cmp.Diff(stored{tt.want, tt.wantH}, one); d != "" {
+				t.Errorf("on one node (-want +got):\n%s", d)
+			}
+		})
+	}
 }
