@@ -2,6 +2,8 @@ package writer_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -311,6 +313,64 @@ func TestStaleDeleteRefusedRow(t *testing.T) {
 			}
 			if d := cmp.Diff(stored{tt.want, tt.wantH}, one); d != "" {
 				t.Errorf("on one node (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestStaleDeleteHeldStoredAsDirect: a held delete keeps only its series,
+// time, flags and batch (stale_deletes has no value column): a delete has
+// none (rows.Sample with Flags Deleted, Kind ValNone). Stored later it is
+// the row the merge stores of a delete it does not hold, every column:
+// TestStaleDeleteOnce's first delete (its flags with Initial too), merged
+// in one stale batch and in two cut after it (held, then stored), on one
+// node and on Citus; the values and carried_from NULL, batch_id the batch
+// it came in (ts is the row's key: each run has its own time base).
+func TestStaleDeleteHeldStoredAsDirect(t *testing.T) {
+	owner := []deleteRow{{0, false}, {5, true}}
+	zomb := []deleteRow{{0, false}, {1, true}, {2, false}, {3, true}}
+	for _, db := range bothDBs {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			row := func(split int) string {
+				t.Helper()
+				zombs := [][]deleteRow{zomb}
+				if split > 0 {
+					zombs = [][]deleteRow{zomb[:split], zomb[split:]}
+				}
+				var pool *pgxpool.Pool
+				var first *rows.Batch
+				var at time.Time
+				_, _, held := staleDeleteRunSpoilt(t, db.new, false, func(_ *testing.T, p *pgxpool.Pool, k int, b *rows.Batch) {
+					if k == 0 {
+						pool, first = p, b
+						b.Samples[1].Flags |= rows.Initial
+						at = time.Unix(0, b.Samples[1].TS)
+					}
+				}, owner, zombs...)
+				if len(held) != 1 || held[0] != (deleteRow{3, true}) {
+					t.Errorf("cut at %d: held %v, want the delete at 3", split, held)
+				}
+				var got string
+				var batch int64
+				if err := pool.QueryRow(context.Background(), `SELECT (to_jsonb(x) - 'batch_id' - 'ts')::text, x.batch_id
+					FROM samples x WHERE x.series_id = $1 AND x.ts = $2`, first.Samples[1].SeriesID, at).Scan(&got, &batch); err != nil {
+					t.Fatalf("cut at %d: the delete at 1: %v", split, err)
+				}
+				if batch != first.ID {
+					t.Errorf("cut at %d: the delete at 1 stored with batch_id %d, want its own batch's %d", split, batch, first.ID)
+				}
+				return got
+			}
+			direct, held := row(0), row(2)
+			if d := cmp.Diff(direct, held); d != "" {
+				t.Errorf("the delete at 1 held, then stored, differs from it stored at once (-at once +held):\n%s", d)
+			}
+			for _, col := range []string{`"v_int": null`, `"v_float": null`, `"v_num": null`, `"v_bool": null`, `"v_text": null`,
+				`"carried_from": null`, fmt.Sprintf(`"flags": %d`, rows.Deleted|rows.Initial)} {
+				if !strings.Contains(direct, col) {
+					t.Errorf("the delete at 1 stored: %s, want %s", direct, col)
+				}
 			}
 		})
 	}
