@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -86,25 +87,37 @@ func TestGroupRealtimeCancelAndStop(t *testing.T) {
 }
 
 // TestGroupDoDuringRun: Do calls that only read, made while Run drives the
-// group from another goroutine, leave the run as it is without them.
+// group from another goroutine, leave the run as it is without them. The
+// first tick's event waits until the test's Do is waiting for the driver,
+// so at least one Do lands inside the run (the run was fast enough to end
+// before the test took its first tick: "Do never ran", seen in CI).
 func TestGroupDoDuringRun(t *testing.T) {
 	// Both runs have the global event that tells the test to call Do
 	// (global events end windows: they are part of the model).
 	tick := make(chan struct{}, 1)
-	ticking := func(m *toy) *toy {
+	ticking := func(m *toy, withDo bool) *toy {
+		first := true
 		m.g.EveryGlobal(5, 5*Microsecond, func(Time) {
+			if !withDo {
+				return
+			}
 			select {
 			case tick <- struct{}{}:
 			default:
 			}
+			if first {
+				first = false
+				for m.g.doWaiting.Load() == 0 {
+					runtime.Gosched()
+				}
+			}
 		})
 		return m
 	}
-	want := ticking(newToy(3, 4, 11, 800, []Time{800, 900, 1000}))
+	want := ticking(newToy(3, 4, 11, 800, []Time{800, 900, 1000}), false)
 	want.g.Run(100*Microsecond, 2)
-	<-tick
 
-	m := ticking(newToy(3, 4, 11, 800, []Time{800, 900, 1000}))
+	m := ticking(newToy(3, 4, 11, 800, []Time{800, 900, 1000}), true)
 	done := make(chan struct{})
 	go func() {
 		m.g.Run(100*Microsecond, 2)
