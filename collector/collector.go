@@ -45,6 +45,7 @@ import (
 	"github.com/lhcnp/lhcnp/collector/writer"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
 	"github.com/lhcnp/lhcnp/internal/errline"
+	"github.com/lhcnp/lhcnp/internal/pgdsn"
 )
 
 // DB is what the collector needs of the database package: applying the
@@ -205,11 +206,11 @@ func Check(cfg config.File) error {
 	return err
 }
 
-// poolConfig parses dsn (its password hidden in an error, by pgx).
+// poolConfig parses dsn (its passwords hidden in an error: pgdsn).
 func poolConfig(dsn string) (*pgxpool.Config, error) {
 	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("db.dsn: %s", errline.String(err))
+		return nil, fmt.Errorf("db.dsn: %s", pgdsn.ErrorString(err))
 	}
 	return pcfg, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/internal/cliconf"
-	"github.com/lhcnp/lhcnp/internal/errline"
+	"github.com/lhcnp/lhcnp/internal/pgdsn"
 )
 
 // cmdLine is the command line of one of lhcnp's configured commands (collector,
@@ -187,13 +187,13 @@ func where(cc *cliconf.Config, path, key string) string {
 // pool that uses it parses it (pgxpool.ParseConfig, as collector.Check
 // the collector's db.dsn), for the command to open its pool with
 // (pgxpool.NewWithConfig): the check and the use are the one parse. Its
-// error is "KEY: cannot parse `DSN`: ...", one line, the password hidden
-// (by pgx), for the command's cc.Locate to name where it came from (exit
+// error is "KEY: cannot parse `DSN`: ...", one line, the passwords hidden
+// (pgdsn), for the command's cc.Locate to name where it came from (exit
 // status 2).
 func parseDSN(key, dsn string) (*pgxpool.Config, error) {
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s", key, errline.String(err))
+		return nil, fmt.Errorf("%s: %s", key, pgdsn.ErrorString(err))
 	}
 	return pc, nil
 }

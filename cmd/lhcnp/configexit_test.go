@@ -409,6 +409,33 @@ func TestDSNExitStatus(t *testing.T) {
 	}
 }
 
+// TestDSNPasswordHidden: a keyword/value connection string with white
+// space around a password's '=' (libpq's grammar allows it) that does not
+// parse is refused by every command that takes one without its password:
+// pgx's masking left "password = SECRET" in the line printed.
+func TestDSNPasswordHidden(t *testing.T) {
+	const dsn = "host=h password = SECRET sslmode=bogus"
+	const why = "cannot parse `host=h password=xxxxx sslmode=bogus`: failed to configure TLS (sslmode is invalid)"
+	write := fileWriter(t, t.TempDir())
+	tunerFile := write("tuner.yaml", "switches:\n  - {name: n1, address: 127.0.0.1:1, insecure: true}\n")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"collector", "--state-dir", t.TempDir(), "--db.dsn", dsn}, "lhcnp collector: --db.dsn: db.dsn: " + why},
+		{[]string{"migrate", "status", "--db", dsn}, "lhcnp migrate: --db: db.dsn: " + why},
+		{[]string{"tuner", "--config", tunerFile, "--db", dsn}, "lhcnp tuner: --db: db: " + why},
+	} {
+		t.Run(tt.args[0], func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			if got := strings.TrimSuffix(stderr.String(), "\n"); code != 2 || got != tt.want || strings.Contains(stdout.String(), "SECRET") {
+				t.Errorf("lhcnp %s: exit status %d, stderr\n%s\nwant exit status 2 and\n%s", strings.Join(tt.args, " "), code, got, tt.want)
+			}
+		})
+	}
+}
+
 // TestBadFlagOnce: a flag unknown, or its value not of its type, is said
 // once, in the one line of every configuration error, and nothing else is
 // printed (as gnmic says "Error: unknown flag: --nope" alone); the flag

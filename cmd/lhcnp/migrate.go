@@ -13,6 +13,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/internal/errline"
+	"github.com/lhcnp/lhcnp/internal/pgdsn"
 	"github.com/lhcnp/lhcnp/migrations"
 )
 
@@ -75,10 +76,10 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 		return nil, c.usageError(a.dsnFrom + ": a connection string is required (--db.dsn or --db, LHCNP_MIGRATE_DB_DSN or LHCNP_DB)")
 	}
 	// A DSN that does not parse is named where it came from, as the
-	// collector's is (FILE:2:8: db.dsn: cannot parse ...; its password
-	// hidden, by pgx).
+	// collector's is (FILE:2:8: db.dsn: cannot parse ...; its passwords
+	// hidden, pgdsn).
 	if a.conn, err = pgx.ParseConfig(mf.DB.DSN); err != nil {
-		return nil, c.cc.Locate(fmt.Errorf("db.dsn: %s", errline.String(err)))
+		return nil, c.cc.Locate(fmt.Errorf("db.dsn: %s", pgdsn.ErrorString(err)))
 	}
 	// steps, retention and partitioning are keys: a bad value is named
 	// where it came from, the flag, the variable or the file's line.
