@@ -20,6 +20,7 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/internal/cliconf"
 	"github.com/lhcnp/lhcnp/internal/hostport"
+	"github.com/lhcnp/lhcnp/internal/pgdsn"
 	"github.com/lhcnp/lhcnp/internal/pgserver"
 	"github.com/lhcnp/lhcnp/lab"
 	"github.com/lhcnp/lhcnp/server/fabric"
@@ -440,7 +441,7 @@ func printAddresses(w io.Writer, a lab.Addresses) {
 	for _, name := range a.Names {
 		fmt.Fprintf(w, "  switch %-4s gNMI %s (insecure)\n", name, a.Switches[name])
 	}
-	pg := a.PostgresDSN
+	pg := pgdsn.Redact(a.PostgresDSN) // --postgres may hold a password
 	switch {
 	case a.PrivatePG && a.CitusWorkers > 0:
 		pg += fmt.Sprintf("   (private Citus cluster, coordinator and %d workers, in %s)", a.CitusWorkers, filepath.Join(a.StateDir, "citus"))

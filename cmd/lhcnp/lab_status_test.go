@@ -83,3 +83,24 @@ func TestLabStatusVariables(t *testing.T) {
 		})
 	}
 }
+
+// TestLabStatusHidesPassword: the PostgreSQL of a lab started with
+// --postgres holding a password is printed without it (the banner prints
+// the same lines); lhcnp lab status printed the DSN whole.
+func TestLabStatusHidesPassword(t *testing.T) {
+	dir := t.TempDir()
+	b, err := json.Marshal(lab.Addresses{PostgresDSN: "postgres://u:SECRET@db.example:5432/lhcnp?sslmode=require", StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, lab.AddressesFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"lab", "status", "--state-dir", dir}, &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	const want = "  postgresql  postgres://u:xxxxx@db.example:5432/lhcnp?sslmode=require\n"
+	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "SECRET") {
+		t.Errorf("lhcnp lab status: exit %d, output\n%s\nwant exit 0 and %q, no password", code, out, want)
+	}
+}

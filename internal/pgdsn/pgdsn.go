@@ -4,7 +4,8 @@
 // as its own patterns expect: libpq's keyword/value form allows white
 // space around '=' ("password = s3cret"), and pgx's masking left such a
 // password, or all but a space of it, in clear, for a command to print.
-// It depends on pgx's pgconn and errline only.
+// Redact masks them in a connection string a command prints. It depends
+// on pgx's pgconn and errline only.
 package pgdsn
 
 import (
@@ -31,6 +32,35 @@ var kvPassword = regexp.MustCompile(`(?i)(^|[ \t\n\r\v\f])((?:ssl)?password)[ \t
 // parses the URL to find them.
 func Hide(dsn string) string {
 	return kvPassword.ReplaceAllString(dsn, "${1}${2}=xxxxx")
+}
+
+// Redact is dsn, a connection string pgx parsed, as a command may print
+// it: every password "xxxxx", a URL's (postgres:// or postgresql://) in
+// its user information and its password and sslpassword parameters, a
+// keyword/value string's as Hide masks them.
+func Redact(dsn string) string {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok || (scheme != "postgres" && scheme != "postgresql") {
+		return Hide(dsn)
+	}
+	beforeQuery, query, hasQuery := strings.Cut(rest, "?")
+	// The user information ends at the last '@' (net/url's reading, and
+	// a password may hold an '@'); one in the path makes it mask more.
+	if at := strings.LastIndex(beforeQuery, "@"); at >= 0 {
+		if user, _, hasPassword := strings.Cut(beforeQuery[:at], ":"); hasPassword {
+			beforeQuery = user + ":xxxxx" + beforeQuery[at:]
+		}
+	}
+	if !hasQuery {
+		return scheme + "://" + beforeQuery
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		if k, _, _ := strings.Cut(p, "="); k == "password" || k == "sslpassword" {
+			params[i] = k + "=xxxxx"
+		}
+	}
+	return scheme + "://" + beforeQuery + "?" + strings.Join(params, "&")
 }
 
 // ErrorString is err's text on one line (errline.String) with the

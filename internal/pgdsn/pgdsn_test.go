@@ -66,3 +66,22 @@ func TestErrorStringOtherErrors(t *testing.T) {
 		t.Errorf("ErrorString = %q, want %q", got, want)
 	}
 }
+
+// TestRedact: a connection string as a command prints it has no password.
+func TestRedact(t *testing.T) {
+	for _, tt := range []struct{ desc, dsn, want string }{
+		{"URL", "postgres://u:SECRET@h:5432/db", "postgres://u:xxxxx@h:5432/db"},
+		{"postgresql URL, an '@' in the password", "postgresql://u:SE@CRET@h/db?sslmode=require",
+			"postgresql://u:xxxxx@h/db?sslmode=require"},
+		{"URL without a password", "postgres://lhcnp@127.0.0.1:15432/lhcnp", "postgres://lhcnp@127.0.0.1:15432/lhcnp"},
+		{"URL, passwords as parameters", "postgres://u@h1:1,h2:2/db?password=SECRET&sslpassword=SECRET&sslmode=require",
+			"postgres://u@h1:1,h2:2/db?password=xxxxx&sslpassword=xxxxx&sslmode=require"},
+		{"keyword/value", "host=h password = 'SEC RET' dbname=db", "host=h password=xxxxx dbname=db"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if got := pgdsn.Redact(tt.dsn); got != tt.want {
+				t.Errorf("Redact(%q) = %q, want %q", tt.dsn, got, tt.want)
+			}
+		})
+	}
+}
