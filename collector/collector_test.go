@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -514,4 +515,18 @@ func TestTLSAndPasswords(t *testing.T) {
 		})
 	}
 	c.stop(t)
+	// skip_verify is warned of, naming its target only; no password is
+	// in the logs.
+	var warned []string
+	for _, l := range strings.Split(c.logs.String(), "\n") {
+		if strings.Contains(l, "level=WARN") && strings.Contains(l, "skip_verify") {
+			warned = append(warned, l)
+		}
+	}
+	if len(warned) == 0 || slices.ContainsFunc(warned, func(l string) bool { return !strings.Contains(l, "target=skip-verify ") }) {
+		t.Errorf("skip_verify warnings:\n%s\nwant one or more, each of target skip-verify", strings.Join(warned, "\n"))
+	}
+	if strings.Contains(c.logs.String(), "s3cret") || strings.Contains(c.logs.String(), "guess") {
+		t.Errorf("a password in the logs:\n%s", c.logs.String())
+	}
 }

@@ -257,6 +257,12 @@ func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int6
 	r.loop = stream.New(t, conv, c.w.Enqueue, opts...)
 	c.m.SetState(t.Name, "connecting")
 	c.log.Info("target started", "target", t.Name, "address", t.Address, "epoch", epoch, "standby", standby)
+	if t.SkipVerify && !t.Insecure {
+		// The user's choice for labs, said at each start: whoever answers
+		// at the address is taken for the switch.
+		c.log.Warn("target's certificate not verified (skip_verify): whoever answers at its address is sent its "+
+			"username and password and stored as its telemetry", "target", t.Name, "address", t.Address)
+	}
 	go func() {
 		defer close(r.done)
 		if err := c.seed(lctx, t.Name, conv); err != nil {

@@ -84,6 +84,7 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	warnGRPCBinaryLog(os.Getenv, stderr, "lhcnp tuner")
 	cfg := a.cfg
+	warnSkipVerify(stderr, cfg.Switches)
 	pool, err := pgxpool.NewWithConfig(ctx, a.pool)
 	if err != nil {
 		return fmt.Errorf("%s: %w", a.dbFrom, err)
@@ -141,6 +142,19 @@ func runTuner(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.Join(err, t.Abandon(ctx, time.Now()))
 	}
 	return t.Run(ctx)
+}
+
+// warnSkipVerify writes a warning on stderr for each switch whose
+// certificate is not verified (skip_verify, the user's choice for labs):
+// whoever answers at its address is sent the password and the Sets, and
+// its answers are believed.
+func warnSkipVerify(stderr io.Writer, switches []tuner.SwitchConfig) {
+	for i, s := range switches {
+		if s.SkipVerify && !s.Insecure {
+			fmt.Fprintf(stderr, "lhcnp tuner: warning: switches[%d].skip_verify (%s): the certificate of %s is not verified: "+
+				"whoever answers there is sent the tuner's username, password and Sets; give ca_file\n", i, s.Name, s.Address)
+		}
+	}
 }
 
 // tunerBanner is the tuner's first line on stdout; it names its /metrics

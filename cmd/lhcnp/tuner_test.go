@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"io"
@@ -93,5 +94,29 @@ func TestTunerBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTunerWarnsOfSkipVerify: a switch with skip_verify is warned of on
+// stderr at start, naming it; one with a CA or insecure is not. Before,
+// the tuner sent its read-write password and Sets to whatever answered
+// without a word. The database is unreachable: the start ends after the
+// warnings (exit status 1).
+func TestTunerWarnsOfSkipVerify(t *testing.T) {
+	write := fileWriter(t, t.TempDir())
+	ca := write("ca.pem", "")
+	f := write("tuner.yaml", `db: postgres://u@127.0.0.1:1/lhcnp?connect_timeout=5
+switches:
+  - {name: n1, address: 192.0.2.1:9339, skip_verify: true, username: tuner, password: s3cret}
+  - {name: n2, address: 192.0.2.2:9339, ca_file: `+ca+`}
+  - {name: n3, address: 127.0.0.1:9339, insecure: true}
+`)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"tuner", "--config", f}, &stdout, &stderr)
+	const want = "lhcnp tuner: warning: switches[0].skip_verify (n1): the certificate of 192.0.2.1:9339 is not verified: " +
+		"whoever answers there is sent the tuner's username, password and Sets; give ca_file\n"
+	if code != 1 || !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "warning") != 1 ||
+		strings.Contains(stderr.String(), "s3cret") {
+		t.Errorf("exit status %d, stderr\n%s\nwant exit status 1 and first, alone\n%s", code, stderr.String(), want)
 	}
 }
