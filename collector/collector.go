@@ -208,7 +208,7 @@ func Check(cfg config.File) error {
 
 // poolConfig parses dsn (its passwords hidden in an error: pgdsn).
 func poolConfig(dsn string) (*pgxpool.Config, error) {
-	pcfg, err := pgxpool.ParseConfig(dsn)
+	pcfg, err := pgxpool.ParseConfig(pgdsn.LowerScheme(dsn))
 	if err != nil {
 		return nil, fmt.Errorf("db.dsn: %s", pgdsn.ErrorString(err))
 	}

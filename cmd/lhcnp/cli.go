@@ -191,7 +191,7 @@ func where(cc *cliconf.Config, path, key string) string {
 // (pgdsn), for the command's cc.Locate to name where it came from (exit
 // status 2).
 func parseDSN(key, dsn string) (*pgxpool.Config, error) {
-	pc, err := pgxpool.ParseConfig(dsn)
+	pc, err := pgxpool.ParseConfig(pgdsn.LowerScheme(dsn))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", key, pgdsn.ErrorString(err))
 	}

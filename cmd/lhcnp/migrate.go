@@ -78,7 +78,7 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 	// A DSN that does not parse is named where it came from, as the
 	// collector's is (FILE:2:8: db.dsn: cannot parse ...; its passwords
 	// hidden, pgdsn).
-	if a.conn, err = pgx.ParseConfig(mf.DB.DSN); err != nil {
+	if a.conn, err = pgx.ParseConfig(pgdsn.LowerScheme(mf.DB.DSN)); err != nil {
 		return nil, c.cc.Locate(fmt.Errorf("db.dsn: %s", pgdsn.ErrorString(err)))
 	}
 	// steps, retention and partitioning are keys: a bad value is named

@@ -34,13 +34,30 @@ func Hide(dsn string) string {
 	return kvPassword.ReplaceAllString(dsn, "${1}${2}=xxxxx")
 }
 
+// LowerScheme is dsn with a postgres:// or postgresql:// scheme written in
+// any case ("POSTGRES://", "Postgresql://") in lower case, for pgx to read
+// it as a URL: RFC 3986 §3.1 makes a scheme case-insensitive, and pgx (as
+// libpq) looks for the lower-case prefixes only. Otherwise pgx read such a
+// URL as keyword/value text: with an '=' anywhere in it (a query's
+// "?sslmode=disable") the whole URL up to it, password included, became
+// the name of a run-time parameter sent to the server (which quotes it
+// back in its error and its log), and the connection went to the default
+// socket. Any other dsn is returned as it is.
+func LowerScheme(dsn string) string {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql")) {
+		return strings.ToLower(scheme) + "://" + rest
+	}
+	return dsn
+}
+
 // Redact is dsn, a connection string pgx parsed, as a command may print
 // it: every password "xxxxx", a URL's (postgres:// or postgresql://) in
 // its user information and its password and sslpassword parameters, a
 // keyword/value string's as Hide masks them.
 func Redact(dsn string) string {
 	scheme, rest, ok := strings.Cut(dsn, "://")
-	if !ok || (scheme != "postgres" && scheme != "postgresql") {
+	if !ok || (!strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql")) {
 		return Hide(dsn)
 	}
 	beforeQuery, query, hasQuery := strings.Cut(rest, "?")

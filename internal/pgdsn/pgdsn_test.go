@@ -85,3 +85,32 @@ func TestRedact(t *testing.T) {
 		})
 	}
 }
+
+// TestLowerScheme: a URL whose scheme is not in lower case is read as the
+// URL it is (RFC 3986 §3.1), its password never a run-time parameter's
+// name. Before, pgx read "Postgresql://u:SECRET@h/db?sslmode=disable" as
+// keyword/value text: a parameter named by the URL up to its '=', the
+// password in it, sent to the server at the default socket.
+func TestLowerScheme(t *testing.T) {
+	for _, dsn := range []string{
+		"POSTGRES://u:SECRET@h:5433/db?sslmode=disable",
+		"Postgresql://u:SECRET@h:5433/db?sslmode=disable",
+		"postgres://u:SECRET@h:5433/db?sslmode=disable",
+	} {
+		c, err := pgxpool.ParseConfig(pgdsn.LowerScheme(dsn))
+		if err != nil {
+			t.Fatalf("%s: %v", dsn, err)
+		}
+		cc := c.ConnConfig
+		if cc.Host != "h" || cc.Port != 5433 || cc.User != "u" || cc.Password != "SECRET" || cc.Database != "db" || len(cc.RuntimeParams) != 0 {
+			t.Errorf("%s: host %q port %d user %q database %q run-time parameters %q; want h 5433 u db and none",
+				dsn, cc.Host, cc.Port, cc.User, cc.Database, cc.RuntimeParams)
+		}
+		if r := pgdsn.Redact(dsn); strings.Contains(r, "SECRET") {
+			t.Errorf("Redact(%s) = %s", dsn, r)
+		}
+	}
+	if got := pgdsn.LowerScheme("host=h password=x"); got != "host=h password=x" {
+		t.Errorf("keyword/value text changed: %q", got)
+	}
+}
