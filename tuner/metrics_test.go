@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +14,12 @@ import (
 	"github.com/openconfig/ygnmi/ygnmi"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"google.golang.org/grpc"
 
 	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/internal/metricsdoc"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/internal/promcheck"
 	"github.com/lhcnp/lhcnp/tuner/policy"
 	"github.com/lhcnp/lhcnp/tuner/tunermetrics"
 )
@@ -53,20 +51,7 @@ type scraped map[string]*dto.MetricFamily
 
 func scrapeMetrics(t *testing.T, url string) scraped {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mf, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
-	return mf
+	return promcheck.Scrape(t, url)
 }
 
 // get is the value of the metric name (prefix added) whose labels are

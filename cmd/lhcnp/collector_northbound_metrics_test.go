@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"maps"
-	"net/http"
 	"os/exec"
 	"slices"
 	"sort"
@@ -14,8 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/lhcnp/lhcnp/internal/promcheck"
 )
@@ -47,17 +44,7 @@ func scrapeCollector(t *testing.T, addr, prefix string) map[string]float64 {
 // Prometheus' own parser.
 func scrapeFamilies(t *testing.T, addr string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mfs
+	return promcheck.Scrape(t, "http://"+addr+"/metrics")
 }
 
 // TestCollectorNorthboundMetrics drives `lhcnp collector`'s northbound with

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"net/http"
 	"regexp"
 	"testing"
 
 	"github.com/lhcnp/lhcnp/gnmi/store"
+	"github.com/lhcnp/lhcnp/internal/promcheck"
 	"github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 var metricsRE = regexp.MustCompile(`metrics on (http://\S+/metrics)`)
@@ -32,16 +30,7 @@ func TestSwitchMetrics(t *testing.T) {
 		Val: &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonVal{JsonVal: []byte("0.5")}}}}}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mf, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mf := promcheck.Scrape(t, m[1])
 	rpcs := map[string]float64{}
 	for _, x := range mf["lhcnp_gnmi_rpcs_total"].GetMetric() {
 		var method, code string

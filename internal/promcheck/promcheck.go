@@ -3,9 +3,11 @@
 // under the service's prefix passes client_golang's promlint (the rules of
 // `promtool check metrics`: units in names, _total on counters only, no
 // _count/_sum/_bucket suffix outside histograms, help text), and /metrics
-// answers OpenMetrics when a scraper asks for it.
+// answers OpenMetrics when a scraper asks for it. Scrape reads a /metrics
+// as a test checks it: the families by name.
 //
-// Test support only: it depends on client_golang and the standard library.
+// Test support only: it depends on client_golang, Prometheus' exposition
+// parser (prometheus/common) and the standard library.
 package promcheck
 
 import (
@@ -19,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Lint gathers g and fails t for every promlint problem of the families
@@ -120,6 +124,27 @@ func OpenMetrics(t testing.TB, url string) {
 	if ct, _ := get(""); !strings.HasPrefix(ct, "text/plain") {
 		t.Errorf("GET %s without Accept answered %q, want text/plain", url, ct)
 	}
+}
+
+// Scrape reads url (a /metrics) as a scraper without OpenMetrics does, and
+// parses it with Prometheus' own text parser: the families by name. A
+// status other than 200 or a body that does not parse fails t.
+func Scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: parsing the exposition: %v", url, err)
+	}
+	return mfs
 }
 
 // Registry is a registry that keeps what is registered with it, for Lint

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -47,25 +44,6 @@ func user(t *testing.T, name string, r auth.Role) auth.User {
 
 func as(ctx context.Context, name string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "username", name, "password", "pw-"+name)
-}
-
-// scrape reads /metrics over HTTP and parses the text exposition.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mf, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
-	return mf
 }
 
 // value returns the value of the metric of family name whose labels
@@ -103,7 +81,7 @@ func waitFor(t *testing.T, url, what string, cond func(map[string]*dto.MetricFam
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if cond(scrape(t, url)) {
+		if cond(promcheck.Scrape(t, url)) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -231,7 +209,7 @@ lhcnp_gnmi_commit_pending 0
 	if err := testutil.ScrapeAndCompare(url, strings.NewReader(exp), "lhcnp_gnmi_rpcs_total", "lhcnp_engine_lag_seconds", "lhcnp_gnmi_commit_pending"); err != nil {
 		t.Error(err)
 	}
-	mf := scrape(t, url)
+	mf := promcheck.Scrape(t, url)
 	if n, _ := value(mf, "lhcnp_gnmi_set_duration_seconds"); n != 3 {
 		t.Errorf("set_duration_seconds count %v, want 3 (2 OK, 1 refused)", n)
 	}
