@@ -90,7 +90,7 @@ type Config struct {
 	// the last start (AddressesFile), or a free one the first time.
 	HTTPAddr string
 	// MetricsAddr is the collector's /metrics and /healthz (default
-	// 127.0.0.1:0).
+	// 127.0.0.1:0); its /metrics has the tuner's metrics too.
 	MetricsAddr string
 	// Northbound is the collector's northbound gNMI (docs/collector.md,
 	// "Northbound"): the fleet's latest values by target, History from the
@@ -157,6 +157,9 @@ type Addresses struct {
 	StateDir    string            `json:"state_dir"`
 	StartupDir  string            `json:"startup_dir"`      // the switches' startup configurations, NAME.json
 	PrivatePG   bool              `json:"private_postgres"` // the lab runs its own PostgreSQL
+	// TunerMetrics is where the tuner's metrics (lhcnp_tuner_) are
+	// served: Metrics, the collector's endpoint ("": no tuner).
+	TunerMetrics string `json:"tuner_metrics,omitempty"`
 	// CitusWorkers is the private cluster's Citus workers (0: a single
 	// PostgreSQL).
 	CitusWorkers int `json:"citus_workers,omitempty"`
@@ -403,6 +406,15 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	}
 	l.pool = l.coll.Pool()
 	l.addrs.Metrics = "http://" + l.coll.Addr() + "/metrics"
+	if l.tun != nil {
+		// The tuner's metrics on the collector's endpoint, a port and a
+		// scrape for the one process: its Go and process metrics are
+		// the collector's already.
+		if err := l.tun.Metrics().Register(l.coll.Metrics().Registry); err != nil {
+			return nil, fmt.Errorf("tuner metrics: %w", err)
+		}
+		l.addrs.TunerMetrics = l.addrs.Metrics
+	}
 	l.cc = cc
 	if err := writeAddresses(stateDir, l.addrs); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)

@@ -12,7 +12,7 @@ import (
 
 // WithMetrics counts what the tuner does in m (docs/tuner.md, "Metrics
 // and health"); without it the tuner counts in metrics of its own, which
-// nothing serves.
+// Metrics returns (the lab registers them on its collector's endpoint).
 func WithMetrics(m *tunermetrics.Metrics) Option { return func(t *Tuner) { t.m = m } }
 
 // Metrics returns the tuner's metrics.

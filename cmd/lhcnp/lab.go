@@ -331,7 +331,8 @@ func labConfig(ctx context.Context, cfg labFile, stderr io.Writer) (lab.Config, 
 // them the file path when one is given (tunerFile). The lab's tuner reads
 // the lab's database and tunes the lab's switches, so a file that names
 // either is refused rather than silently overridden; so is one naming
-// metrics.listen, which the lab would ignore.
+// metrics.listen: the lab serves its tuner's metrics on the collector's
+// endpoint (--metrics), and would ignore the key.
 func labTuner(path string) (tuner.Config, *cliconf.Config, error) {
 	if path == "" {
 		return tuner.DefaultConfig(), nil, nil
@@ -346,10 +347,10 @@ func labTuner(path string) (tuner.Config, *cliconf.Config, error) {
 	if len(tc.Switches) > 0 {
 		return tc, nil, cc.Locate(errors.New("switches: the lab's tuner tunes the lab's Long-haul CNP switches (the fabric file's); remove the key"))
 	}
-	// The lab serves no endpoint of its tuner's: a key it would ignore
-	// is refused, as db and switches are.
+	// The lab serves its tuner's metrics on the collector's endpoint: a
+	// key it would ignore is refused, as db and switches are.
 	if tc.Metrics.Listen != "" {
-		return tc, nil, cc.Locate(errors.New("metrics.listen: the lab does not serve its tuner's metrics (lhcnp tuner does); remove the key"))
+		return tc, nil, cc.Locate(errors.New("metrics.listen: the lab serves its tuner's metrics on its collector's /metrics (--metrics); remove the key"))
 	}
 	return tc, cc, nil
 }
@@ -451,6 +452,9 @@ func printAddresses(w io.Writer, a lab.Addresses) {
 	fmt.Fprintf(w, "  postgresql  %s\n", pg)
 	if a.Metrics != "" {
 		fmt.Fprintf(w, "  collector   %s\n", a.Metrics)
+	}
+	if a.TunerMetrics != "" {
+		fmt.Fprintf(w, "  tuner       %s (lhcnp_tuner_, on the collector's endpoint)\n", a.TunerMetrics)
 	}
 	if a.Northbound != "" {
 		fmt.Fprintf(w, "  northbound  gNMI %s (insecure; History)\n", a.Northbound)

@@ -449,6 +449,27 @@ func TestREADMELabBanner(t *testing.T) {
 	}
 }
 
+// TestLabBannerTunerMetrics: the banner (and lhcnp lab status) names
+// where the lab's tuner's metrics are, the collector's /metrics, on a line
+// of its own; a lab without its tuner prints none.
+func TestLabBannerTunerMetrics(t *testing.T) {
+	const u = "http://127.0.0.1:9273/metrics"
+	for _, tt := range []struct {
+		desc  string
+		tuner string
+		want  bool
+	}{{"the tuner", u, true}, {"no tuner", "", false}} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var b bytes.Buffer
+			printAddresses(&b, lab.Addresses{Metrics: u, TunerMetrics: tt.tuner})
+			line := "  tuner       " + u + " (lhcnp_tuner_, on the collector's endpoint)\n"
+			if got := strings.Contains(b.String(), line); got != tt.want || !strings.Contains(b.String(), "  collector   "+u+"\n") {
+				t.Errorf("banner:\n%s\nwant the collector's line and the tuner's %v", b.String(), tt.want)
+			}
+		})
+	}
+}
+
 // FuzzConfiguredInterfaces: any bytes give interface names or an error,
 // never a panic.
 func FuzzConfiguredInterfaces(f *testing.F) {
@@ -543,7 +564,7 @@ func TestLabTunerConfig(t *testing.T) {
 		{"a database", "db: postgres://x@y/z\n", nil, []string{"db.yaml:1:5: db:", "the lab's database"}},
 		{"switches", "switches:\n  - {name: n1, address: 127.0.0.1:1}\n", nil, []string{"switches.yaml:1:1: switches:"}},
 		{"an unknown key", "period: 2s\nperiode: 3s\n", nil, []string{"unknown.yaml:2", "periode"}},
-		{"metrics", "period: 2s\nmetrics: {listen: 127.0.0.1:9274}\n", nil, []string{"metrics.yaml:2", "metrics.listen: the lab does not serve its tuner's metrics"}},
+		{"metrics", "period: 2s\nmetrics: {listen: 127.0.0.1:9274}\n", nil, []string{"metrics.yaml:2", "metrics.listen: the lab serves its tuner's metrics on its collector's /metrics (--metrics)"}},
 		{"a bad value", "period: 5s\nrollback_duration: 1s\n", nil, []string{"value.yaml:2:20: rollback_duration"}},
 		{"the tuner off", "period: 2s\n", []string{"--tuner=false"}, []string{"tuner_config (--tuner-config), tuner (--tuner): a tuner configuration with the tuner off"}},
 	} {

@@ -97,8 +97,7 @@ func New() *Metrics {
 		LastCycle: prometheus.NewGauge(prometheus.GaugeOpts{Name: Prefix + "last_cycle_timestamp_seconds",
 			Help: "When the tuner's last period ended, seconds since the epoch (time() minus it: how long the tuner has not decided)."}),
 	}
-	m.Registry.MustRegister(m.Decisions, m.Changes, m.CommitsPending, m.QueuesTuned, m.QueuesHeld, m.SetDuration,
-		m.Errors, m.LastCycle, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(append(m.own(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))...)
 	// The bounded labels exist from the start at 0: a rate or an alert
 	// over them needs no first event.
 	for _, o := range Outcomes {
@@ -111,6 +110,25 @@ func New() *Metrics {
 		m.SetDuration.WithLabelValues(c)
 	}
 	return m
+}
+
+// own is the tuner's metrics without the Go and process collectors.
+func (m *Metrics) own() []prometheus.Collector {
+	return []prometheus.Collector{m.Decisions, m.Changes, m.CommitsPending, m.QueuesTuned, m.QueuesHeld, m.SetDuration,
+		m.Errors, m.LastCycle}
+}
+
+// Register registers the tuner's metrics in r too, without the Go and
+// process collectors: r is another service's registry in the same
+// process (the lab's collector's), which has those already. They count
+// on in both.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	for _, c := range m.own() {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Health is the body of /healthz.
