@@ -37,11 +37,18 @@ func Mux(reg *prometheus.Registry, health func() (body any, ok bool)) *http.Serv
 }
 
 // Serve serves h on lis until ctx ends, then shuts the server down
-// (within a second: a scrape under way may finish).
+// (within a second: a scrape under way may finish). When lis fails
+// first, Serve returns its error and leaves nothing running.
 func Serve(ctx context.Context, lis net.Listener, h http.Handler) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan struct{})
+	defer close(served)
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-served:
+			return
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
