@@ -5,14 +5,14 @@
 // clock. Everything is registered in the Metrics' own registry (no global
 // state) under the prefix "lhcnp_".
 //
-// It depends on gRPC and on the small interfaces it declares; it must not
+// It depends on gRPC, internal/metricshttp (the HTTP server every service's
+// /metrics has) and the small interfaces it declares; it must not
 // depend on the schema, the target's handlers or the dataplane: the caller
 // hands it functions to read.
 package switchmetrics
 
 import (
 	"context"
-	"errors"
 	"math"
 	"net"
 	"net/http"
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
+	"github.com/lhcnp/lhcnp/internal/metricshttp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -243,23 +244,11 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Serve serves /metrics on lis until ctx ends.
+// Serve serves /metrics on lis until ctx ends, with the collector's and
+// the tuner's server (internal/metricshttp: its timeouts, and a scrape
+// under way when ctx ends may finish).
 func (m *Metrics) Serve(ctx context.Context, lis net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = srv.Close()
-		case <-done:
-		}
-	}()
-	err := srv.Serve(lis)
-	close(done)
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
+	return metricshttp.Serve(ctx, lis, mux)
 }

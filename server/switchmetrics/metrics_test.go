@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/lhcnp/lhcnp/internal/promcheck"
 	"github.com/lhcnp/lhcnp/server/switchmetrics"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
@@ -289,5 +291,61 @@ lhcnp_engine_lag_seconds 0.003
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(exp), "lhcnp_gnmi_rpcs_total", "lhcnp_engine_lag_seconds"); err != nil {
 		t.Error(err)
+	}
+}
+
+// gate is a collector whose Collect waits for release: a scrape under way
+// for as long as a test wants.
+type gate struct{ entered, release chan struct{} }
+
+var gateDesc = prometheus.NewDesc("lhcnp_test_gate", "A collector that waits.", nil, nil)
+
+func (g gate) Describe(ch chan<- *prometheus.Desc) { ch <- gateDesc }
+
+func (g gate) Collect(ch chan<- prometheus.Metric) {
+	close(g.entered)
+	<-g.release
+	ch <- prometheus.MustNewConstMetric(gateDesc, prometheus.GaugeValue, 1)
+}
+
+// TestServeShutdownFinishesScrape: when Serve's context ends during a
+// scrape, Serve returns and the scrape still gets its answer, as from the
+// collector's and the tuner's server (internal/metricshttp); the switch's
+// own server closed the connection under it.
+func TestServeShutdownFinishesScrape(t *testing.T) {
+	m := switchmetrics.New()
+	g := gate{entered: make(chan struct{}), release: make(chan struct{})}
+	m.Registry().MustRegister(g)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- m.Serve(ctx, lis) }()
+	type answer struct {
+		body string
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := http.Get("http://" + lis.Addr().String() + "/metrics")
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		got <- answer{string(b), err}
+	}()
+	<-g.entered
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	close(g.release)
+	if a := <-got; a.err != nil || !strings.Contains(a.body, "lhcnp_test_gate 1") {
+		t.Errorf("the scrape under way at shutdown: %v, body %q; want its answer", a.err, a.body)
 	}
 }
