@@ -6,6 +6,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/collector/writer"
 	"github.com/lhcnp/lhcnp/gnmi/store"
@@ -24,8 +25,8 @@ func seedConverter(conv *rows.Converter, s writer.Stored) {
 
 // Phases of a read of the latest table (label phase of LatestReadErrors).
 const (
-	latestSeed    = "seed"    // a loop starts: what is stored is not stored again
-	latestPromote = "promote" // a standby loop is promoted
+	latestSeed    = collectormetrics.LatestReadSeed    // a loop starts: what is stored is not stored again
+	latestPromote = collectormetrics.LatestReadPromote // a standby loop is promoted
 )
 
 // latestReadTimeout bounds one read of the latest table.

@@ -44,6 +44,18 @@ const (
 	DropDeadLetterRefused = "dead_letter_refused"
 )
 
+// Write error classes (label class of WriteErrors): writer.Class's names.
+const (
+	WriteErrorTemporary = "temporary" // retried with back-off
+	WriteErrorPermanent = "permanent" // a row refused: split out, dead-lettered
+)
+
+// Phases of a read of the latest table (label phase of LatestReadErrors).
+const (
+	LatestReadSeed    = "seed"    // a loop starts: what is stored is not stored again
+	LatestReadPromote = "promote" // a standby loop is promoted
+)
+
 // Handover kinds (label kind of Handovers).
 const (
 	// HandoverMakeBeforeBreak: the new owner's stream had reached its
@@ -210,6 +222,16 @@ func New() *Metrics {
 	}
 	for _, t := range []string{"samples", "events"} {
 		m.StaleMerged.WithLabelValues(t)
+	}
+	// Errors start at 0 for every class and phase: a series that first
+	// appears at 1 is no increase() or rate(), so an alert on the first
+	// write error would not fire. The lease counters are left to appear
+	// with leases.
+	for _, c := range []string{WriteErrorTemporary, WriteErrorPermanent} {
+		m.WriteErrors.WithLabelValues(c)
+	}
+	for _, p := range []string{LatestReadSeed, LatestReadPromote} {
+		m.LatestReadErrors.WithLabelValues(p)
 	}
 	return m
 }

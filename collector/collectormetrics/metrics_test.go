@@ -94,3 +94,35 @@ func TestOpenMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestErrorCountersStartAtZero: a fresh registry serves write_errors_total
+// for each class and latest_read_errors_total for each phase at 0, as
+// dropped_rows_total for each reason. A series that first appears at 1 is
+// no increase() or rate(): an alert on the first write error never fired,
+// and a lab's /metrics named neither counter its docs list.
+func TestErrorCountersStartAtZero(t *testing.T) {
+	m := New()
+	got := map[string]float64{}
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				got[mf.GetName()+"{"+l.GetName()+"="+l.GetValue()+"}"] = s.GetCounter().GetValue()
+			}
+		}
+	}
+	for _, want := range []string{
+		Prefix + "write_errors_total{class=" + WriteErrorTemporary + "}",
+		Prefix + "write_errors_total{class=" + WriteErrorPermanent + "}",
+		Prefix + "latest_read_errors_total{phase=" + LatestReadSeed + "}",
+		Prefix + "latest_read_errors_total{phase=" + LatestReadPromote + "}",
+	} {
+		v, ok := got[want]
+		if !ok || v != 0 {
+			t.Errorf("%s: served %v, value %v; want served at 0", want, ok, v)
+		}
+	}
+}

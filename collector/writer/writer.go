@@ -550,9 +550,9 @@ const (
 
 func (c Class) String() string {
 	if c == Permanent {
-		return "permanent"
+		return collectormetrics.WriteErrorPermanent
 	}
-	return "temporary"
+	return collectormetrics.WriteErrorTemporary
 }
 
 // Classify chooses the class of an error from its SQLSTATE: classes 22
