@@ -31,6 +31,10 @@ const (
 	RuleOperatorRelease policy.Rule = "operator-release"
 )
 
+// MaxQueueID is the largest queue id of the model (yang/lhcnp.yang: a
+// queue's config id, uint8 range 0..15).
+const MaxQueueID = 15
+
 // QueueID names a queue of a switch.
 type QueueID struct {
 	Interface string

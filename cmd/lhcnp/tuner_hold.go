@@ -44,7 +44,7 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 	}
 	c.fs.StringVar(&a.target, "target", "", "the switch (its name in the tuner's switches)")
 	c.fs.StringVar(&a.iface, "interface", "", "the queue's interface")
-	c.fs.IntVar(&a.queue, "queue", -1, "the queue's id (0-255)")
+	c.fs.IntVar(&a.queue, "queue", -1, "the queue's id (0-15)")
 	c.fs.StringVar(&a.why, "why", "", "the operator's reason, kept in the row")
 	if action == "hold" {
 		c.fs.DurationVar(&a.holdFor, "for", 0, "how long the tuner leaves the queue alone (default: the configuration's operator_hold)")
@@ -62,8 +62,8 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 		switch {
 		case len(missing) > 0:
 			return c.missing(missing...)
-		case a.queue < 0 || a.queue > 255:
-			return usageError{fmt.Sprintf("--queue: %d: want a queue id 0-255", a.queue)}
+		case a.queue < 0 || a.queue > tuner.MaxQueueID:
+			return usageError{fmt.Sprintf("--queue: %d: want a queue id 0-%d", a.queue, tuner.MaxQueueID)}
 		case a.holdFor < 0:
 			return usageError{fmt.Sprintf("--for: %v: want a positive duration", a.holdFor)}
 		}

@@ -64,7 +64,7 @@ func TestTunerHoldRelease(t *testing.T) {
 		want string
 	}{
 		{"unknown switch", []string{"hold", "--config", cfg, "--target", "n9", "--interface", "wan0", "--queue", "0"}, `--target: "n9": not a switch of ` + cfg + ` (switches: [n1])`},
-		{"queue out of range", []string{"hold", "--config", cfg, "--target", "n1", "--interface", "wan0", "--queue", "300"}, "--queue: 300: want a queue id 0-255"},
+		{"queue out of range", []string{"hold", "--config", cfg, "--target", "n1", "--interface", "wan0", "--queue", "300"}, "--queue: 300: want a queue id 0-15"},
 		{"no queue", []string{"release", "--config", cfg, "--target", "n1", "--interface", "wan0"}, "--queue is required"},
 		{"no target", []string{"release", "--config", cfg}, "--target, --interface and --queue are required"},
 		{"no database", []string{"hold", "--target", "n1", "--interface", "wan0", "--queue", "0"}, "db: missing: give --config FILE"},
@@ -150,7 +150,7 @@ func TestTunerHoldUsage(t *testing.T) {
 			"lhcnp tuner release: --interface and --queue are required (usage: lhcnp tuner release (--config FILE | --db DSN) --target NAME --interface NAME --queue N [--why TEXT])"},
 		{"no database", []string{"tuner", "hold", "--target", "n1", "--interface", "wan0", "--queue", "1"},
 			"lhcnp tuner hold: db: missing: give --config FILE (the tuner's) or --db DSN (the lab prints its postgresql)"},
-		{"queue out of range", append(append([]string{"tuner", "hold"}, q...), "--queue", "300"), "lhcnp tuner hold: --queue: 300: want a queue id 0-255"},
+		{"queue out of range", append(append([]string{"tuner", "hold"}, q...), "--queue", "300"), "lhcnp tuner hold: --queue: 300: want a queue id 0-15"},
 		{"negative hold", append(append([]string{"tuner", "hold"}, q...), "--queue", "3", "--for", "-1h"), "lhcnp tuner hold: --for: -1h0m0s: want a positive duration"},
 		{"tuner without its file", []string{"tuner", "--db", "postgres://x/y"},
 			"lhcnp tuner: --config FILE is required (usage: lhcnp tuner --config FILE [--dry-run] [--db DSN] [--once] [--verbose] [--KEY VALUE ...])"},
@@ -176,9 +176,9 @@ func TestSubcommandErrorsNamed(t *testing.T) {
 		want string
 	}{
 		{[]string{"tuner", "hold", "--db", "postgres://x/y", "--target", "n1", "--interface", "wan0", "--queue", "300"},
-			"lhcnp tuner hold: --queue: 300: want a queue id 0-255\n"},
+			"lhcnp tuner hold: --queue: 300: want a queue id 0-15\n"},
 		{[]string{"tuner", "release", "--db", "postgres://x/y", "--target", "n1", "--interface", "wan0", "--queue", "-2"},
-			"lhcnp tuner release: --queue: -2: want a queue id 0-255\n"},
+			"lhcnp tuner release: --queue: -2: want a queue id 0-15\n"},
 		{[]string{"sim", "run", "--out", t.TempDir()}, "lhcnp sim run: want exactly one scenario file, got 0\n"},
 	} {
 		var stdout, stderr strings.Builder

@@ -166,9 +166,11 @@ func (s *Server) parseQueueRequest(r *http.Request) (QueueRequest, error) {
 	if q.Target == "" || q.Interface == "" {
 		return q, errors.New("query parameters target and interface are required")
 	}
+	// The model's queue ids: yang/lhcnp.yang, a queue's config id, uint8
+	// range 0..15 (tuner.MaxQueueID; this package imports none of ours).
 	id, err := strconv.ParseUint(v.Get("queue"), 10, 8)
-	if err != nil {
-		return q, fmt.Errorf("query parameter queue %q: want a queue id 0-255", v.Get("queue"))
+	if err != nil || id > 15 {
+		return q, fmt.Errorf("query parameter queue %q: want a queue id 0-15", v.Get("queue"))
 	}
 	q.Queue = int(id)
 	if w := v.Get("window"); w != "" {

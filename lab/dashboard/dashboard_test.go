@@ -221,6 +221,7 @@ func TestBadRequests(t *testing.T) {
 		{"no interface", "target=x&queue=0", "target and interface are required"},
 		{"queue not a number", "target=x&interface=y&queue=a", `queue "a"`},
 		{"queue too big", "target=x&interface=y&queue=256", `queue "256"`},
+		{"queue outside the model's 0..15", "target=x&interface=y&queue=16", `queue "16": want a queue id 0-15`},
 		{"negative window", "target=x&interface=y&queue=1&window=-5", `window "-5"`},
 		{"window not a duration", "target=x&interface=y&queue=1&window=soon", `window "soon"`},
 		{"window too long", "target=x&interface=y&queue=1&window=48h", `window "48h"`},
