@@ -60,15 +60,16 @@ func TestMigrateCommand(t *testing.T) {
 		t.Errorf("up: retention horizon %s (%v): want the start of the UTC day 10 days ago", m[1], err)
 	}
 
-	// Two steps: 025 and 024, which holds the horizon.
-	code, out, errOut = migrate("down", "--db", dsn, "--steps", "2")
-	if code != 0 || !strings.Contains(out, "down ") || !strings.Contains(out, "(2 pending)") {
+	// Down to 023: every migration from 024 on, 024 holding the horizon.
+	steps := latest - 23
+	code, out, errOut = migrate("down", "--db", dsn, "--steps", fmt.Sprint(steps))
+	if code != 0 || !strings.Contains(out, "down ") || !strings.Contains(out, fmt.Sprintf("(%d pending)", steps)) {
 		t.Fatalf("down: exit %d\n%s%s", code, out, errOut)
 	}
 	// up --steps applies that many (it applied every pending one before).
 	code, out, errOut = migrate("up", "--db", dsn, "--steps", "1")
-	if code != 0 || strings.Count(out, "up ") != 1 || !strings.Contains(out, "(1 pending)") {
-		t.Fatalf("up --steps 1: exit %d, want one migration applied and one pending\n%s%s", code, out, errOut)
+	if code != 0 || strings.Count(out, "up ") != 1 || !strings.Contains(out, fmt.Sprintf("(%d pending)", steps-1)) {
+		t.Fatalf("up --steps 1: exit %d, want one migration applied and %d pending\n%s%s", code, steps-1, out, errOut)
 	}
 	// Flags before the action work too; up is the default action.
 	code, out, errOut = migrate("--db", dsn)
