@@ -87,7 +87,10 @@ func (n *collectorNorthbound) serve(ctx context.Context, nc config.Northbound, g
 			warnClearPasswords(ctx, lookupHost, stderr, "lhcnp collector: warning: northbound.users over northbound.insecure", "northbound.tls_cert, northbound.tls_key", nc.Listen)
 		}
 	} else if nc.Insecure {
-		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client is the anonymous read-write user")
+		noticeAnonymousWrites(ctx, lookupHost, stderr, "lhcnp collector: warning: no northbound.users over northbound.insecure",
+			"lhcnp collector: no northbound.users: every northbound client is the anonymous read-write user",
+			"can read every target and Set it with the collector's own credentials",
+			"northbound.users (lhcnp passwd), TLS (northbound.tls_cert, northbound.tls_key) or a loopback address", nc.Listen)
 	} else {
 		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client with a certificate of northbound.client_ca is the anonymous read-write user")
 	}

@@ -150,14 +150,38 @@ func TestCollectorNorthboundConfig(t *testing.T) {
 // stderr that the passwords cross the network in clear text. It failed
 // before: no warning.
 func TestCollectorNorthboundUsersOverInsecureWarns(t *testing.T) {
+	got := northboundStartStderr(t, "0.0.0.0:0", "--northbound.users", usersFileOf(t, "nms"))
+	want := "lhcnp collector: warning: northbound.users over northbound.insecure: " + clearPasswordsWarning + " (gNMI on 0.0.0.0:0)"
+	if !strings.Contains(got, want) {
+		t.Errorf("stderr:\n%s\nwant %q", got, want)
+	}
+}
+
+// TestCollectorNorthboundAnonymousOverInsecureWarns: the collector's
+// northbound without users and without TLS, on an address other than
+// loopback, warns on stderr, naming the address, that anyone who reaches
+// it may Set every target with the collector's credentials; on loopback it
+// says only that every client is the anonymous user. It failed before: the
+// same notice on every address.
+func TestCollectorNorthboundAnonymousOverInsecureWarns(t *testing.T) {
+	testAnonymousWarning(t, func(t *testing.T, listen string) string { return northboundStartStderr(t, listen) },
+		"lhcnp collector: warning: no northbound.users over northbound.insecure: anyone who reaches gNMI on %s"+
+			" can read every target and Set it with the collector's own credentials as the anonymous read-write user")
+}
+
+// northboundStartStderr runs lhcnp collector with an insecure northbound on
+// listen (and extra arguments) until the northbound serves, and returns its
+// stderr by then.
+func northboundStartStderr(t *testing.T, listen string, extra ...string) string {
+	t.Helper()
 	_, dsn := pgtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &addrWriter{addr: make(chan string, 1), re: regexp.MustCompile(`northbound gNMI on (\S+)\n`)}
 	var stderr lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runCollector(ctx, []string{"--db.dsn", dsn, "--state-dir", t.TempDir(), "--db.targets-table=false",
-			"--northbound.listen", "0.0.0.0:0", "--northbound.insecure", "--northbound.users", usersFileOf(t, "nms")}, out, &stderr)
+		done <- runCollector(ctx, append([]string{"--db.dsn", dsn, "--state-dir", t.TempDir(), "--db.targets-table=false",
+			"--northbound.listen", listen, "--northbound.insecure"}, extra...), out, &stderr)
 	}()
 	defer func() {
 		cancel()
@@ -166,15 +190,12 @@ func TestCollectorNorthboundUsersOverInsecureWarns(t *testing.T) {
 		}
 	}()
 	select {
-	case <-out.addr: // the warning comes before
+	case <-out.addr: // the warnings come before
 	case err := <-done:
 		done <- err
 		t.Fatalf("the collector returned before serving: %v\n%s", err, stderr.String())
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the collector's northbound did not start within 60 s:\n%s", stderr.String())
 	}
-	want := "lhcnp collector: warning: northbound.users over northbound.insecure: " + clearPasswordsWarning + " (gNMI on 0.0.0.0:0)"
-	if !strings.Contains(stderr.String(), want) {
-		t.Errorf("stderr:\n%s\nwant %q", stderr.String(), want)
-	}
+	return stderr.String()
 }

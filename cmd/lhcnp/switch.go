@@ -560,16 +560,18 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	u := ga.users
+	var addrs []string
+	for _, s := range cfg.Switches {
+		addrs = append(addrs, s.Listen)
+	}
 	if f.Users != "" {
 		if f.Insecure {
-			var addrs []string
-			for _, s := range cfg.Switches {
-				addrs = append(addrs, s.Listen)
-			}
 			warnClearPasswords(ctx, lookupHost, stderr, "lhcnp switch: warning: --users over --insecure", "--tls-cert, --tls-key", addrs...)
 		}
 	} else if f.Insecure {
-		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client is the anonymous read-write user")
+		noticeAnonymousWrites(ctx, lookupHost, stderr, "lhcnp switch: warning: no --users over --insecure",
+			"lhcnp switch: no --users: every client is the anonymous read-write user",
+			"can Get, Subscribe and Set the switch", "--users (lhcnp passwd), TLS (--tls-cert, --tls-key) or a loopback address", addrs...)
 	} else {
 		fmt.Fprintln(stderr, "lhcnp switch: no --users: every client with a certificate of --client-ca is the anonymous read-write user")
 	}
@@ -694,16 +696,35 @@ func gnmiServerOptions(creds *auth.Authenticator, users bool, l gnmiLimits) []se
 // tlsKeys name the settings of TLS. lookup resolves host names
 // (lookupHost).
 func warnClearPasswords(ctx context.Context, lookup lookupFunc, stderr io.Writer, what, tlsKeys string, addrs ...string) {
+	if open := notLoopback(ctx, lookup, addrs); len(open) > 0 {
+		fmt.Fprintf(stderr, "%s: passwords cross the network in clear text (gNMI on %s); use TLS (%s) or a loopback address\n",
+			what, strings.Join(open, ", "), tlsKeys)
+	}
+}
+
+// noticeAnonymousWrites writes on stderr, when gNMI without users and
+// without TLS listens (addrs), that every client is the anonymous
+// read-write user: a warning (what: its start; can: what such a client
+// may do; fix: the settings that close it) naming the addresses other than
+// loopback, where anyone who reaches them may do it, else notice alone.
+func noticeAnonymousWrites(ctx context.Context, lookup lookupFunc, stderr io.Writer, what, notice, can, fix string, addrs ...string) {
+	if open := notLoopback(ctx, lookup, addrs); len(open) > 0 {
+		fmt.Fprintf(stderr, "%s: anyone who reaches gNMI on %s %s as the anonymous read-write user; give %s\n",
+			what, strings.Join(open, ", "), can, fix)
+		return
+	}
+	fmt.Fprintln(stderr, notice)
+}
+
+// notLoopback returns those of addrs not on loopback only (loopbackAddr).
+func notLoopback(ctx context.Context, lookup lookupFunc, addrs []string) []string {
 	var open []string
 	for _, a := range addrs {
 		if !loopbackAddr(ctx, lookup, a) {
 			open = append(open, a)
 		}
 	}
-	if len(open) > 0 {
-		fmt.Fprintf(stderr, "%s: passwords cross the network in clear text (gNMI on %s); use TLS (%s) or a loopback address\n",
-			what, strings.Join(open, ", "), tlsKeys)
-	}
+	return open
 }
 
 // lookupFunc resolves a host name to its addresses.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
 	"os"
@@ -156,6 +157,42 @@ func TestSwitchUsersOverInsecureWarns(t *testing.T) {
 			got := startSwitchArgs(t, args...).stderr.String()
 			want := "lhcnp switch: warning: --users over --insecure: " + clearPasswordsWarning + " (gNMI on " + tt.listen + ")"
 			if strings.Contains(got, want) != tt.warn {
+				t.Errorf("stderr:\n%s\nwant the warning %q: %v", got, want, tt.warn)
+			}
+		})
+	}
+}
+
+// TestSwitchAnonymousOverInsecureWarns: lhcnp switch without users and
+// without TLS on an address other than loopback warns on stderr, naming the
+// address, that anyone who reaches it may Set the switch; on loopback it
+// says only that every client is the anonymous user. It failed before: the
+// same notice on every address.
+func TestSwitchAnonymousOverInsecureWarns(t *testing.T) {
+	testAnonymousWarning(t, func(t *testing.T, listen string) string {
+		return startSwitchArgs(t, "--config", "../../examples/switch.yaml", "--listen", listen, "--speed", "0.01", "--insecure").stderr.String()
+	}, "lhcnp switch: warning: no --users over --insecure: anyone who reaches gNMI on %s can Get, Subscribe and Set the switch as the anonymous read-write user")
+}
+
+// testAnonymousWarning checks the warning of gNMI without users and without
+// TLS (format: its text, %s the address) in the stderr of a server started
+// by stderrOn on an address: there on every interface, and on loopback no
+// warning of the kind (the format up to its first ':').
+func testAnonymousWarning(t *testing.T, stderrOn func(t *testing.T, listen string) string, format string) {
+	t.Helper()
+	for _, tt := range []struct {
+		desc   string
+		listen string
+		warn   bool
+	}{
+		{"every interface", "0.0.0.0:0", true},
+		{"loopback", "127.0.0.1:0", false},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			got := stderrOn(t, tt.listen)
+			want := fmt.Sprintf(format, tt.listen)
+			kind := format[:strings.Index(format, ": anyone")]
+			if strings.Contains(got, want) != tt.warn || strings.Contains(got, kind) != tt.warn {
 				t.Errorf("stderr:\n%s\nwant the warning %q: %v", got, want, tt.warn)
 			}
 		})
