@@ -151,6 +151,12 @@ func (c Config) Validate() error {
 		if !s.Insecure && s.CAFile == "" && !s.SkipVerify {
 			bad(key+".ca_file", "missing: give ca_file, skip_verify or insecure")
 		}
+		// skip_verify would verify nothing, the CA read and ignored:
+		// refused rather than one of them chosen for the operator (as the
+		// collector's targets).
+		if s.SkipVerify && s.CAFile != "" {
+			bad(key+".skip_verify", "set together with ca_file: the certificate would not be verified, the CA ignored; give one of them")
+		}
 		// A client certificate is both: cert_file alone failed at the
 		// switch's first connection (every push failing then), key_file
 		// alone was ignored without a word. The collector's targets

@@ -1049,6 +1049,9 @@ func TestConfigValidate(t *testing.T) {
 		// Read at the first connection, every push failing then.
 		{"CA file missing", func(c *Config) { c.Switches[0].Insecure, c.Switches[0].CAFile = false, "/nonexistent/ca.pem" },
 			"switches[0].ca_file: stat /nonexistent/ca.pem: no such file or directory"},
+		{"skip_verify with a CA", func(c *Config) {
+			c.Switches[0].Insecure, c.Switches[0].SkipVerify, c.Switches[0].CAFile = false, true, os.DevNull
+		}, "switches[0].skip_verify: set together with ca_file: the certificate would not be verified, the CA ignored; give one of them"},
 		{"key file missing", func(c *Config) { c.Switches[0].KeyFile = "/nonexistent/key.pem" },
 			"switches[0].key_file: stat /nonexistent/key.pem: no such file or directory"},
 		// As the collector's Target.Check: a client certificate is both.

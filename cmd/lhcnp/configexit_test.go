@@ -499,3 +499,33 @@ func runLhcnp(t *testing.T, prefix string, env []string, args ...string) (int, s
 	}
 	return cmd.ProcessState.ExitCode(), stderr.String()
 }
+
+// TestSkipVerifyWithCARefused: skip_verify with ca_file, a collector's
+// target's or a tuner's switch's, is refused at start, exit status 2, its
+// last line naming the file's line and the key. Before, both started and
+// verified nothing, the CA file read and ignored.
+func TestSkipVerifyWithCARefused(t *testing.T) {
+	write := fileWriter(t, t.TempDir())
+	ca := write("ca.pem", "")
+	const refusal = "skip_verify: set together with ca_file: the certificate would not be verified, the CA ignored; give one of them"
+	for _, tt := range []struct {
+		desc, cmd, prefix, file, want string
+	}{
+		{"collector", "collector", "LHCNP_COLLECTOR_",
+			"db: {dsn: 'postgres://127.0.0.1:1/x'}\ntargets:\n  - name: a\n    address: h:1\n    skip_verify: true\n    ca_file: " + ca + "\n",
+			"FILE:5:18: targets[a]." + refusal},
+		{"tuner", "tuner", "LHCNP_TUNER_",
+			"db: postgres://127.0.0.1:1/x\nswitches:\n  - name: n1\n    address: h:1\n    skip_verify: true\n    ca_file: " + ca + "\n",
+			"FILE:5:18: switches[0]." + refusal},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			path := write(tt.cmd+".yaml", tt.file)
+			code, stderr := runLhcnp(t, tt.prefix, nil, tt.cmd, "--config", path)
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			want := "lhcnp " + tt.cmd + ": " + strings.ReplaceAll(tt.want, "FILE", path)
+			if last := lines[len(lines)-1]; code != 2 || last != want {
+				t.Errorf("exit status %d, last line\n  %s\nwant exit status 2 and\n  %s\nstderr:\n%s", code, last, want, stderr)
+			}
+		})
+	}
+}

@@ -220,6 +220,11 @@ func (t *Target) Check() error {
 	if t.Insecure && (t.CAFile != "" || t.CertFile != "" || t.SkipVerify) {
 		return fmt.Errorf("%s.insecure: set together with TLS keys (ca_file, cert_file, skip_verify)", at)
 	}
+	// skip_verify would verify nothing, the CA read and ignored: refused
+	// rather than one of them chosen for the operator.
+	if t.SkipVerify && t.CAFile != "" {
+		return fmt.Errorf("%s.skip_verify: set together with ca_file: the certificate would not be verified, the CA ignored; give one of them", at)
+	}
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		return fmt.Errorf("%s.cert_file: needs key_file (and the other way round)", at)
 	}

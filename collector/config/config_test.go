@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,10 @@ func TestCheck(t *testing.T) {
 			`northbound.listen: "localhost": missing port in address (want host:port)`},
 		{"target twice", func(f *config.File) { f.Targets = append(f.Targets, f.Targets[0]) }, `targets["a"]: listed twice`},
 		{"insecure with a CA", func(f *config.File) { f.Targets[0].CAFile = "ca.pem" }, "targets[a].insecure: set together with TLS keys (ca_file, cert_file, skip_verify)"},
+		{"skip_verify with a CA", func(f *config.File) {
+			f.Targets[0].Insecure, f.Targets[0].SkipVerify, f.Targets[0].CAFile = false, true, os.DevNull
+		},
+			"targets[a].skip_verify: set together with ca_file: the certificate would not be verified, the CA ignored; give one of them"},
 		{"missing CA file", func(f *config.File) { f.Targets[0].Insecure = false; f.Targets[0].CAFile = "/nonexistent/ca.pem" },
 			"targets[a].ca_file: stat /nonexistent/ca.pem: no such file or directory"},
 		{"cert without key", func(f *config.File) { f.Targets[0].Insecure = false; f.Targets[0].CertFile = "c.pem" }, "targets[a].cert_file: needs key_file (and the other way round)"},
