@@ -154,6 +154,9 @@ type Collector struct {
 	// (writer.queue_rows).
 	standbyBudget *stream.StandbyBudget
 	dbErr         error
+	// skipVerifyWarned: the definition of each target with skip_verify
+	// last warned of (under mu): warned again only when it changes.
+	skipVerifyWarned map[string]config.Target
 }
 
 type seed struct {

@@ -257,9 +257,15 @@ func (c *Collector) startLocked(ctx context.Context, t config.Target, epoch int6
 	r.loop = stream.New(t, conv, c.w.Enqueue, opts...)
 	c.m.SetState(t.Name, "connecting")
 	c.log.Info("target started", "target", t.Name, "address", t.Address, "epoch", epoch, "standby", standby)
-	if t.SkipVerify && !t.Insecure {
-		// The user's choice for labs, said at each start: whoever answers
-		// at the address is taken for the switch.
+	if t.SkipVerify && !t.Insecure && !reflect.DeepEqual(c.skipVerifyWarned[t.Name], t) {
+		// The user's choice for labs, said once per definition of the
+		// target (a flapping target or a lease coming and going would
+		// repeat it at each start): whoever answers at the address is
+		// taken for the switch.
+		if c.skipVerifyWarned == nil {
+			c.skipVerifyWarned = map[string]config.Target{}
+		}
+		c.skipVerifyWarned[t.Name] = t
 		c.log.Warn("target's certificate not verified (skip_verify): whoever answers at its address is sent its "+
 			"username and password and stored as its telemetry", "target", t.Name, "address", t.Address)
 	}

@@ -220,3 +220,45 @@ func TestTargetsTableBadNewRow(t *testing.T) {
 	tc.wantRefused(1)
 	tc.stop(t)
 }
+
+// TestSkipVerifyWarnedOncePerDefinition: a target with skip_verify is
+// warned of at its first start, not again when it starts again unchanged
+// (disabled and enabled here; a lease lost and won again likewise), and
+// again when its definition changes. Before, every start of its loop
+// repeated the warning.
+func TestSkipVerifyWarnedOncePerDefinition(t *testing.T) {
+	tc := startTable(t)
+	lines := func(what string) int {
+		n := 0
+		for _, l := range strings.Split(tc.logs.String(), "\n") {
+			if strings.Contains(l, what) && strings.Contains(l+" ", " target=lab ") {
+				n++
+			}
+		}
+		return n
+	}
+	started := func(n int) {
+		t.Helper()
+		waitFor(t, 30*time.Second, fmt.Sprintf("%d starts of the target", n), func() (bool, string) {
+			return lines(`msg="target started"`) == n && len(tc.Running()) == 1, tc.logs.String()
+		})
+	}
+	const warning = "certificate not verified (skip_verify)"
+	tc.exec(`INSERT INTO targets (name, address, skip_verify) VALUES ('lab', '127.0.0.1:1', true)`)
+	started(1)
+	tc.exec(`UPDATE targets SET enabled = false WHERE name = 'lab'`)
+	waitFor(t, 30*time.Second, "the disabled target stopped", func() (bool, string) {
+		return len(tc.Running()) == 0, fmt.Sprint(tc.Running())
+	})
+	tc.exec(`UPDATE targets SET enabled = true WHERE name = 'lab'`)
+	started(2)
+	if n := lines(warning); n != 1 {
+		t.Errorf("%d skip_verify warnings after two starts of one definition, want 1:\n%s", n, tc.logs.String())
+	}
+	tc.exec(`UPDATE targets SET address = '127.0.0.1:2' WHERE name = 'lab'`)
+	started(3)
+	if n := lines(warning); n != 2 {
+		t.Errorf("%d skip_verify warnings after a new definition, want 2:\n%s", n, tc.logs.String())
+	}
+	tc.stop(t)
+}
