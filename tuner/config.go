@@ -148,6 +148,11 @@ func (c Config) Validate() error {
 		} else if err := hostport.Check("tcp", s.Address); err != nil {
 			bad(key+".address", "%q: %v", s.Address, err)
 		}
+		// Plain gRPC reads none of the TLS keys: refused rather than
+		// the keys silently ignored, as the collector's targets.
+		if s.Insecure && (s.CAFile != "" || s.CertFile != "" || s.KeyFile != "" || s.ServerName != "" || s.SkipVerify) {
+			bad(key+".insecure", "set together with TLS keys (ca_file, cert_file, key_file, server_name, skip_verify)")
+		}
 		if !s.Insecure && s.CAFile == "" && !s.SkipVerify {
 			bad(key+".ca_file", "missing: give ca_file, skip_verify or insecure")
 		}

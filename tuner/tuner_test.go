@@ -1031,6 +1031,7 @@ func TestTunerNothingPushedUnrecorded(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	const insecureWithTLS = "switches[0].insecure: set together with TLS keys (ca_file, cert_file, key_file, server_name, skip_verify)"
 	tests := []struct {
 		desc string
 		edit func(*Config)
@@ -1052,6 +1053,12 @@ func TestConfigValidate(t *testing.T) {
 		{"skip_verify with a CA", func(c *Config) {
 			c.Switches[0].Insecure, c.Switches[0].SkipVerify, c.Switches[0].CAFile = false, true, os.DevNull
 		}, "switches[0].skip_verify: set together with ca_file: the certificate would not be verified, the CA ignored; give one of them"},
+		// Plain gRPC reads none of them: before, each was ignored without a word.
+		{"insecure with ca_file", func(c *Config) { c.Switches[0].CAFile = os.DevNull }, insecureWithTLS},
+		{"insecure with cert_file and key_file", func(c *Config) { c.Switches[0].CertFile, c.Switches[0].KeyFile = os.DevNull, os.DevNull },
+			insecureWithTLS},
+		{"insecure with server_name", func(c *Config) { c.Switches[0].ServerName = "n1.lab" }, insecureWithTLS},
+		{"insecure with skip_verify", func(c *Config) { c.Switches[0].SkipVerify = true }, insecureWithTLS},
 		{"key file missing", func(c *Config) { c.Switches[0].KeyFile = "/nonexistent/key.pem" },
 			"switches[0].key_file: stat /nonexistent/key.pem: no such file or directory"},
 		// As the collector's Target.Check: a client certificate is both.

@@ -500,23 +500,44 @@ func runLhcnp(t *testing.T, prefix string, env []string, args ...string) (int, s
 	return cmd.ProcessState.ExitCode(), stderr.String()
 }
 
+// TestInsecureWithTLSKeysRefused: insecure with ca_file, a collector's
+// target's or a tuner's switch's, is refused at start, exit status 2, its
+// last line naming the file's line and the key. Before, the tuner dialled
+// plain gRPC and ignored ca_file, cert_file, key_file, server_name and
+// skip_verify without a word (the collector refused them already).
+func TestInsecureWithTLSKeysRefused(t *testing.T) {
+	const refusal = "insecure: set together with TLS keys (ca_file, cert_file"
+	checkRefusedWithCA(t, "insecure: true",
+		"FILE:5:15: targets[a]."+refusal+", skip_verify)",
+		"FILE:5:15: switches[0]."+refusal+", key_file, server_name, skip_verify)")
+}
+
 // TestSkipVerifyWithCARefused: skip_verify with ca_file, a collector's
 // target's or a tuner's switch's, is refused at start, exit status 2, its
 // last line naming the file's line and the key. Before, both started and
 // verified nothing, the CA file read and ignored.
 func TestSkipVerifyWithCARefused(t *testing.T) {
+	const refusal = "skip_verify: set together with ca_file: the certificate would not be verified, the CA ignored; give one of them"
+	checkRefusedWithCA(t, "skip_verify: true", "FILE:5:18: targets[a]."+refusal, "FILE:5:18: switches[0]."+refusal)
+}
+
+// checkRefusedWithCA starts a collector with one target and a tuner with one
+// switch, each with line (a key: value) and a ca_file, and wants exit status
+// 2 and the last line of stderr collectorWant and tunerWant (FILE the
+// file's path).
+func checkRefusedWithCA(t *testing.T, line, collectorWant, tunerWant string) {
+	t.Helper()
 	write := fileWriter(t, t.TempDir())
 	ca := write("ca.pem", "")
-	const refusal = "skip_verify: set together with ca_file: the certificate would not be verified, the CA ignored; give one of them"
 	for _, tt := range []struct {
 		desc, cmd, prefix, file, want string
 	}{
 		{"collector", "collector", "LHCNP_COLLECTOR_",
-			"db: {dsn: 'postgres://127.0.0.1:1/x'}\ntargets:\n  - name: a\n    address: h:1\n    skip_verify: true\n    ca_file: " + ca + "\n",
-			"FILE:5:18: targets[a]." + refusal},
+			"db: {dsn: 'postgres://127.0.0.1:1/x'}\ntargets:\n  - name: a\n    address: h:1\n    " + line + "\n    ca_file: " + ca + "\n",
+			collectorWant},
 		{"tuner", "tuner", "LHCNP_TUNER_",
-			"db: postgres://127.0.0.1:1/x\nswitches:\n  - name: n1\n    address: h:1\n    skip_verify: true\n    ca_file: " + ca + "\n",
-			"FILE:5:18: switches[0]." + refusal},
+			"db: postgres://127.0.0.1:1/x\nswitches:\n  - name: n1\n    address: h:1\n    " + line + "\n    ca_file: " + ca + "\n",
+			tunerWant},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			path := write(tt.cmd+".yaml", tt.file)
