@@ -78,6 +78,7 @@ type options struct {
 	// tableRead, when set, is called after each read of the targets
 	// table (tests).
 	tableRead func()
+	health    func(ctx context.Context) []string
 }
 
 // Option configures New.
@@ -106,6 +107,13 @@ func WithMetricsListener(lis net.Listener) Option { return func(o *options) { o.
 // (collector/northbound's store); see target.WithObserver.
 func WithObserver(f func(target string, r *gnmi.SubscribeResponse)) Option {
 	return func(o *options) { o.observe = f }
+}
+
+// WithHealth adds check's errors to /healthz: each is listed with the
+// collector's, and any makes it answer 503. The lab's tuner, whose
+// metrics are on the collector's endpoint, says so its health.
+func WithHealth(check func(ctx context.Context) []string) Option {
+	return func(o *options) { o.health = check }
 }
 
 // WithTargetGone calls f with the name of a target this collector stopped
@@ -422,6 +430,13 @@ func (c *Collector) health() collectormetrics.Health {
 		h.Errors = append(h.Errors, "database: "+err.Error())
 	}
 	h.OK = h.DBUp
+	if c.o.health != nil {
+		hctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if errs := c.o.health(hctx); len(errs) > 0 {
+			h.OK, h.Errors = false, append(h.Errors, errs...)
+		}
+	}
 	return h
 }
 

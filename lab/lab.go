@@ -395,6 +395,18 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 			return migrations.Trim(ctx, pool, keep)
 		}
 	}
+	if l.tun != nil {
+		// The tuner's health on the collector's /healthz, as its metrics
+		// on /metrics: a lab whose tuner cannot reach its database is
+		// not healthy.
+		copts = append(copts, collector.WithHealth(func(ctx context.Context) []string {
+			var errs []string
+			for _, e := range tuner.Health(ctx, l.tpool).Errors {
+				errs = append(errs, "tuner: "+e)
+			}
+			return errs
+		}))
+	}
 	subs := cfg.Subscriptions
 	for _, name := range l.addrs.Names {
 		cc.Targets = append(cc.Targets, config.Target{Name: name, Address: l.addrs.Switches[name], Insecure: true,

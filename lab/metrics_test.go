@@ -2,13 +2,21 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
 	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/gnmi/service"
@@ -31,38 +39,7 @@ func TestLabServesTunerMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scenario.LoadFile(labScenario)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n1, err := os.ReadFile("../examples/lab-n1.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := tuner.DefaultConfig()
-	tc.Period, tc.Window, tc.DryRun = 200*time.Millisecond, 2*time.Second, true
-	tc.Switches = []tuner.SwitchConfig{{Name: "n1"}}
-	fast := config.Duration(200 * time.Millisecond)
-	l, err := Start(context.Background(), Config{StateDir: t.TempDir(), Postgres: pc, HTTPAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
-		Fabric: fabric.Config{Scenario: sc, Speed: 0.05, PublishInterval: 100 * time.Millisecond,
-			TargetOptions: []service.Option{service.WithInsecure()},
-			Switches: []fabric.Switch{{Name: "t1", Listen: "127.0.0.1:0"}, {Name: "n1", Listen: "127.0.0.1:0", Config: n1, ConfigName: "lab-n1.json"},
-				{Name: "n2", Listen: "127.0.0.1:0"}}},
-		Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp/interfaces"}, Mode: "sample", SampleInterval: fast},
-			{Paths: []string{"/lhcnp/global"}, Mode: "on_change"}},
-		Tuner: tc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	l := runTunedLab(t, pc)
 
 	a := l.Addresses()
 	if a.TunerMetrics == "" || a.TunerMetrics != a.Metrics {
@@ -91,4 +68,98 @@ func TestLabServesTunerMetrics(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling the tuner's period, with the deadline above
 	}
+}
+
+// TestLabHealthzHasTheTuner: the lab's /healthz (the collector's
+// endpoint, where the tuner's metrics are) says the tuner's health too: a
+// tuner whose database does not answer makes it 503, with the tuner's
+// error among the collector's, and 200 again once it answers. Before, it
+// was the collector's alone: 200 whatever the tuner's state.
+func TestLabHealthzHasTheTuner(t *testing.T) {
+	_, dsn := pgtest.New(t)
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tuner's pool alone (the collector's is its own, on the DSN):
+	// every acquire fails while cut.
+	var cut atomic.Bool
+	pc.PrepareConn = func(context.Context, *pgx.Conn) (bool, error) {
+		if cut.Load() {
+			return true, errors.New("cut by the test")
+		}
+		return true, nil
+	}
+	l := runTunedLab(t, pc)
+	url := strings.TrimSuffix(l.Addresses().Metrics, "/metrics") + "/healthz"
+	healthz := func() (int, collectormetrics.Health) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h collectormetrics.Health
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		return resp.StatusCode, h
+	}
+	// The listener is open since Start: the first GET waits for Run to serve it.
+	if code, h := healthz(); code != http.StatusOK || !h.OK {
+		t.Fatalf("the tuner's database up: %s answered %d %+v, want 200 and ok", url, code, h)
+	}
+
+	cut.Store(true)
+	code, h := healthz()
+	want := "tuner: database: cut by the test"
+	if code != http.StatusServiceUnavailable || h.OK || !h.DBUp || !slices.Contains(h.Errors, want) {
+		t.Errorf("the tuner's database cut: %s answered %d %+v, want 503, not ok, the collector's database up and the error %q",
+			url, code, h, want)
+	}
+
+	cut.Store(false)
+	if code, h := healthz(); code != http.StatusOK || !h.OK {
+		t.Errorf("the tuner's database back: %s answered %d %+v, want 200 and ok", url, code, h)
+	}
+}
+
+// runTunedLab starts a lab on pc's database and runs it until the test
+// ends: the lab topology's switches, n1 alone tuned, dry run, no traffic
+// (the queues' idle telemetry is enough for a decision).
+func runTunedLab(t *testing.T, pc *pgxpool.Config) *Lab {
+	t.Helper()
+	sc, err := scenario.LoadFile(labScenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, err := os.ReadFile("../examples/lab-n1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := tuner.DefaultConfig()
+	tc.Period, tc.Window, tc.DryRun = 200*time.Millisecond, 2*time.Second, true
+	tc.Switches = []tuner.SwitchConfig{{Name: "n1"}}
+	fast := config.Duration(200 * time.Millisecond)
+	l, err := Start(context.Background(), Config{StateDir: t.TempDir(), Postgres: pc, HTTPAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
+		Fabric: fabric.Config{Scenario: sc, Speed: 0.05, PublishInterval: 100 * time.Millisecond,
+			TargetOptions: []service.Option{service.WithInsecure()},
+			Switches: []fabric.Switch{{Name: "t1", Listen: "127.0.0.1:0"}, {Name: "n1", Listen: "127.0.0.1:0", Config: n1, ConfigName: "lab-n1.json"},
+				{Name: "n2", Listen: "127.0.0.1:0"}}},
+		Subscriptions: []config.Subscription{{Paths: []string{"/lhcnp/interfaces"}, Mode: "sample", SampleInterval: fast},
+			{Paths: []string{"/lhcnp/global"}, Mode: "on_change"}},
+		Tuner: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return l
 }

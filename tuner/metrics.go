@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -17,6 +18,17 @@ func WithMetrics(m *tunermetrics.Metrics) Option { return func(t *Tuner) { t.m =
 
 // Metrics returns the tuner's metrics.
 func (t *Tuner) Metrics() *tunermetrics.Metrics { return t.m }
+
+// Health is the tuner's /healthz: ok while its database answers a ping
+// (the tuner reads its telemetry and writes its audit trail there). lhcnp
+// tuner serves it on its own endpoint, the lab among its collector's.
+func Health(ctx context.Context, pool *pgxpool.Pool) tunermetrics.Health {
+	h := tunermetrics.Health{OK: true, DBUp: true}
+	if err := pool.Ping(ctx); err != nil {
+		h.OK, h.DBUp, h.Errors = false, false, []string{"database: " + err.Error()}
+	}
+	return h
+}
 
 // meter puts the metrics between the tuner and its parts: every call of
 // the source, the recorder and the pusher goes through as it is, its

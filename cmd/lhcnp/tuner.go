@@ -167,14 +167,9 @@ func tunerBanner(switches int, every, mode string, lis net.Listener) string {
 	return fmt.Sprintf("lhcnp tuner: %d switch(es), %s, %s, %s", switches, every, mode, metrics)
 }
 
-// tunerHealth answers /healthz: ok while the database answers (the tuner
-// reads its telemetry and writes its audit trail there).
+// tunerHealth answers /healthz (tuner.Health), within 2 s.
 func tunerHealth(pool *pgxpool.Pool) tunermetrics.Health {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	h := tunermetrics.Health{OK: true, DBUp: true}
-	if err := pool.Ping(ctx); err != nil {
-		h.OK, h.DBUp, h.Errors = false, false, []string{"database: " + err.Error()}
-	}
-	return h
+	return tuner.Health(ctx, pool)
 }
