@@ -302,6 +302,7 @@ func New(ctx context.Context, cfg config.File, opts ...Option) (*Collector, erro
 	}
 	if cfg.Leases.Enabled {
 		c.lm = lease.New(pool, cfg.ID, c.addr, cfg.Leases.TTL)
+		c.m.LeasesOn()
 	}
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/lease"
 	"github.com/lhcnp/lhcnp/collector/placement"
 )
@@ -130,11 +131,11 @@ func (c *Collector) handOver(ctx context.Context, h *handoff, name string) {
 	case placement.ReleaseFailed:
 		c.log.Warn("lease not released", "target", name, "err", err)
 	case placement.ReleaseLost:
-		c.m.LeaseRenewals.WithLabelValues("lost").Inc()
+		c.m.LeaseRenewals.WithLabelValues(collectormetrics.LeaseLost).Inc()
 		c.log.Warn("lease not ours any more when handing the target over", "target", name, "kind", string(kind))
 	case placement.Given:
 		if kind != placement.Retired {
-			c.m.Handovers.WithLabelValues("given", string(kind)).Inc()
+			c.m.Handovers.WithLabelValues(collectormetrics.HandoverGiven, string(kind)).Inc()
 		}
 		c.log.Info("target handed over", "target", name, "kind", string(kind))
 	}

@@ -718,3 +718,31 @@ func waitStreaming(t testing.TB, c *runningCollector, sws ...*switchtest.Switch)
 		return fmt.Sprint(c.Running()) == fmt.Sprint(want) && allStreaming(c), fmt.Sprint(c.Metrics().TargetStates())
 	})
 }
+
+// TestLeaseCountersServedAtStart: a collector with leases on serves
+// handovers_total (each direction and kind: five series) and
+// lease_renewals_total (each result: four) from its start, before any
+// handover or renewal, so that increase() sees the first; one without
+// leases serves neither. Before, both appeared with their first event.
+func TestLeaseCountersServedAtStart(t *testing.T) {
+	_, dsn := newDB(t)
+	for _, tt := range []struct {
+		desc                string
+		leases              bool
+		handovers, renewals int
+	}{{"leases on", true, 5, 4}, {"leases off", false, 0, 0}} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cfg := testConfig(t, dsn)
+			if tt.leases {
+				cfg = leaseConfig(t, dsn, "collector-a")
+			}
+			c := start(t, cfg) // no targets: nothing to hand over or renew
+			for name, want := range map[string]int{collectormetrics.Prefix + "handovers_total": tt.handovers,
+				collectormetrics.Prefix + "lease_renewals_total": tt.renewals} {
+				if n, err := testutil.GatherAndCount(c.Metrics().Registry, name); err != nil || n != want {
+					t.Errorf("%s: %d series (%v), want %d", name, n, err, want)
+				}
+			}
+		})
+	}
+}

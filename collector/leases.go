@@ -129,12 +129,12 @@ func (c *Collector) acquire(ctx context.Context, t config.Target, wanted map[str
 		return
 	case placement.StartAfresh:
 		c.stopStandby(t.Name)
-		c.m.Handovers.WithLabelValues("taken", collectormetrics.HandoverBreakBeforeMake).Inc()
+		c.m.Handovers.WithLabelValues(collectormetrics.HandoverTaken, collectormetrics.HandoverBreakBeforeMake).Inc()
 		c.log.Warn("handover: the standby stream could not be promoted; the target starts afresh", "target", t.Name)
 	case placement.TakenOver:
 		// What the switch published between the previous owner's last
 		// stored value and this loop's sync is lost.
-		c.m.Handovers.WithLabelValues("taken", collectormetrics.HandoverTakeover).Inc()
+		c.m.Handovers.WithLabelValues(collectormetrics.HandoverTaken, collectormetrics.HandoverTakeover).Inc()
 		c.log.Warn("handover: lease taken over with no standby stream; values the switch published since the previous owner's last stored one are lost",
 			"target", t.Name, "epoch", e, "from", l.From)
 		return

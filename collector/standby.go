@@ -139,7 +139,7 @@ func (c *Collector) finishPromotion(r *running, epoch int64) {
 	defer close(r.promoted)
 	name := r.t.Name
 	kind := collectormetrics.HandoverBreakBeforeMake
-	defer func() { c.m.Handovers.WithLabelValues("taken", kind).Inc() }()
+	defer func() { c.m.Handovers.WithLabelValues(collectormetrics.HandoverTaken, kind).Inc() }()
 	select {
 	case <-r.seeded: // the standby's own seeding is over: the converter is ours
 	case <-r.ctx.Done():

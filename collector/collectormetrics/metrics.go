@@ -56,6 +56,21 @@ const (
 	LatestReadPromote = "promote" // a standby loop is promoted
 )
 
+// Handover directions (label direction of Handovers).
+const (
+	HandoverGiven = "given" // a target handed to another collector
+	HandoverTaken = "taken" // a target taken from one
+)
+
+// Lease renewal results (label result of LeaseRenewals):
+// placement.Renewal's Result.
+const (
+	LeaseRenewed    = "renewed"    // still held, extended
+	LeaseReacquired = "reacquired" // it had expired with nobody taking it: taken again at the same epoch
+	LeaseLost       = "lost"       // another collector owns the target, or it was released
+	LeaseRenewError = "error"      // the database did not answer: the lease is kept
+)
+
 // Handover kinds (label kind of Handovers).
 const (
 	// HandoverMakeBeforeBreak: the new owner's stream had reached its
@@ -225,8 +240,8 @@ func New() *Metrics {
 	}
 	// Errors start at 0 for every class and phase: a series that first
 	// appears at 1 is no increase() or rate(), so an alert on the first
-	// write error would not fire. The lease counters are left to appear
-	// with leases.
+	// write error would not fire. The lease counters start with leases
+	// (LeasesOn).
 	for _, c := range []string{WriteErrorTemporary, WriteErrorPermanent} {
 		m.WriteErrors.WithLabelValues(c)
 	}
@@ -234,6 +249,22 @@ func New() *Metrics {
 		m.LatestReadErrors.WithLabelValues(p)
 	}
 	return m
+}
+
+// LeasesOn serves the lease counters at 0 for every direction and kind of
+// a handover and every result of a renewal, as the error counters are
+// (New): a collector whose leases are on calls it at start, so that
+// increase() sees its first handover. Without leases they stay absent:
+// there is nothing to count.
+func (m *Metrics) LeasesOn() {
+	for _, k := range []string{HandoverMakeBeforeBreak, HandoverBreakBeforeMake} {
+		m.Handovers.WithLabelValues(HandoverGiven, k)
+		m.Handovers.WithLabelValues(HandoverTaken, k)
+	}
+	m.Handovers.WithLabelValues(HandoverTaken, HandoverTakeover) // the taker's side only
+	for _, r := range []string{LeaseRenewed, LeaseReacquired, LeaseLost, LeaseRenewError} {
+		m.LeaseRenewals.WithLabelValues(r)
+	}
 }
 
 // SetState records a target's state; "" removes the target.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -101,19 +102,7 @@ func TestOpenMetrics(t *testing.T) {
 // no increase() or rate(): an alert on the first write error never fired,
 // and a lab's /metrics named neither counter its docs list.
 func TestErrorCountersStartAtZero(t *testing.T) {
-	m := New()
-	got := map[string]float64{}
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		for _, s := range mf.GetMetric() {
-			for _, l := range s.GetLabel() {
-				got[mf.GetName()+"{"+l.GetName()+"="+l.GetValue()+"}"] = s.GetCounter().GetValue()
-			}
-		}
-	}
+	got := counters(t, New())
 	for _, want := range []string{
 		Prefix + "write_errors_total{class=" + WriteErrorTemporary + "}",
 		Prefix + "write_errors_total{class=" + WriteErrorPermanent + "}",
@@ -125,4 +114,57 @@ func TestErrorCountersStartAtZero(t *testing.T) {
 			t.Errorf("%s: served %v, value %v; want served at 0", want, ok, v)
 		}
 	}
+}
+
+// TestLeaseCountersStartAtZero: LeasesOn (a collector whose leases are on
+// calls it at start) serves handovers_total for each direction and kind a
+// collector counts and lease_renewals_total for each result at 0; a fresh
+// registry has neither (no leases, nothing to count). Before, the first
+// handover appeared at 1: no increase(), an alert on it never fired.
+func TestLeaseCountersStartAtZero(t *testing.T) {
+	want := []string{
+		Prefix + "handovers_total{direction=" + HandoverGiven + ",kind=" + HandoverMakeBeforeBreak + "}",
+		Prefix + "handovers_total{direction=" + HandoverGiven + ",kind=" + HandoverBreakBeforeMake + "}",
+		Prefix + "handovers_total{direction=" + HandoverTaken + ",kind=" + HandoverMakeBeforeBreak + "}",
+		Prefix + "handovers_total{direction=" + HandoverTaken + ",kind=" + HandoverBreakBeforeMake + "}",
+		Prefix + "handovers_total{direction=" + HandoverTaken + ",kind=" + HandoverTakeover + "}",
+		Prefix + "lease_renewals_total{result=" + LeaseRenewed + "}",
+		Prefix + "lease_renewals_total{result=" + LeaseReacquired + "}",
+		Prefix + "lease_renewals_total{result=" + LeaseLost + "}",
+		Prefix + "lease_renewals_total{result=" + LeaseRenewError + "}",
+	}
+	m := New()
+	for _, s := range want {
+		if _, ok := counters(t, m)[s]; ok {
+			t.Errorf("%s: served without leases", s)
+		}
+	}
+	m.LeasesOn()
+	got := counters(t, m)
+	for _, s := range want {
+		if v, ok := got[s]; !ok || v != 0 {
+			t.Errorf("%s: served %v, value %v; want served at 0", s, ok, v)
+		}
+	}
+}
+
+// counters returns the value of every counter series m gathers, by
+// name{label=value,...} (labels in their sorted order).
+func counters(t *testing.T, m *Metrics) map[string]float64 {
+	t.Helper()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			var ls []string
+			for _, l := range s.GetLabel() {
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
+			got[mf.GetName()+"{"+strings.Join(ls, ",")+"}"] = s.GetCounter().GetValue()
+		}
+	}
+	return got
 }

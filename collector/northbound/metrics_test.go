@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -111,4 +112,57 @@ func TestLintMetrics(t *testing.T) {
 		t.Fatalf("Set naming no switch: %v, want INVALID_ARGUMENT", err)
 	}
 	promcheck.Lint(t, reg, northbound.MetricsPrefix, reg.Collectors...)
+}
+
+// TestSetsCounterStartsAtZero: sets_total is served at 0 for the outcomes
+// whose labels are known before the first Set: no_target (target "") from
+// the start, unknown_target too when Sets are forwarded (a dialer), and
+// applied, refused and unreachable for each switch the northbound holds
+// once it holds it; nothing per switch without a dialer (Set is
+// unimplemented, not counted). Before, each appeared with its first Set,
+// which increase() does not count.
+func TestSetsCounterStartsAtZero(t *testing.T) {
+	dialer := northbound.WithDialer(func(context.Context, string) (*grpc.ClientConn, context.Context, bool, error) {
+		return nil, nil, false, nil
+	})
+	pre := northbound.MetricsPrefix + "sets_total"
+	for _, tt := range []struct {
+		desc string
+		opts []northbound.Option
+		want []string
+	}{
+		{"forwarding", []northbound.Option{dialer}, []string{
+			pre + "{target=,outcome=no_target}", pre + "{target=,outcome=unknown_target}",
+			pre + "{target=n1,outcome=applied}", pre + "{target=n1,outcome=refused}", pre + "{target=n1,outcome=unreachable}"}},
+		{"not forwarding", nil, []string{pre + "{target=,outcome=no_target}"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			nb, _ := startNB(t, append(tt.opts, northbound.WithMetrics(northbound.NewMetrics(reg)))...)
+			nb.AddTarget("n1")
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, mf := range mfs {
+				if mf.GetName() != pre {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					if v := m.GetCounter().GetValue(); v != 0 {
+						t.Errorf("%v: %v before any Set", m.GetLabel(), v)
+					}
+					l := map[string]string{}
+					for _, lp := range m.GetLabel() {
+						l[lp.GetName()] = lp.GetValue()
+					}
+					got = append(got, pre+"{target="+l["target"]+",outcome="+l["outcome"]+"}")
+				}
+			}
+			if d := cmp.Diff(tt.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
+				t.Errorf("series served before any Set (-want +got):\n%s", d)
+			}
+		})
+	}
 }

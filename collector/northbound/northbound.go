@@ -123,7 +123,24 @@ func New(sch *schema.Schema, opts ...Option) *Server {
 	if o.m != nil {
 		o.m.srv.Store(s)
 	}
+	// Sets' outcomes without a target start at 0 (a switch's start with
+	// it, view): increase() sees the first of each.
+	s.setsKnown("", SetNoTarget)
+	if o.dial != nil {
+		s.setsKnown("", SetUnknownTarget)
+	}
 	return s
+}
+
+// setsKnown serves target's Sets of outcomes at 0 (m may be nil: no
+// metrics).
+func (s *Server) setsKnown(target string, outcomes ...string) {
+	if s.o.m == nil {
+		return
+	}
+	for _, o := range outcomes {
+		s.o.m.sets.WithLabelValues(target, o)
+	}
 }
 
 // view returns the view of a target, creating it.
@@ -148,6 +165,9 @@ func (s *Server) view(name string) *switchView {
 		get: service.NewHandler(sch, st, nil, service.WithHandlerClock(s.o.clk)),
 		sub: subscribe.New(st, subOpts...)}
 	s.targets[name] = v
+	if s.o.dial != nil { // Sets are forwarded to it
+		s.setsKnown(name, SetApplied, SetRefused, SetUnreachable)
+	}
 	for c := range s.watch {
 		close(c)
 		delete(s.watch, c)
