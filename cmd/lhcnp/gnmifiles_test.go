@@ -51,7 +51,7 @@ func TestGNMIFilesAreConfiguration(t *testing.T) {
 		{"switch users of the file", nil, []string{"switch", "--config", switchFile, "--listen", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state")},
 			"lhcnp switch: " + switchFile + ":4:8: users: " + badLine + ":1: bad users file: want name:role:bcrypt-hash"},
 		{"switch certificate missing", nil, append(sw, "--tls-cert", missing, "--tls-key", key, "--client-ca", cert),
-			"lhcnp switch: --tls-cert: tls_cert: loading server certificate: open " + missing + ": no such file or directory"},
+			"lhcnp switch: --tls-cert: tls_cert: loading server certificate: stat " + missing + ": no such file or directory"},
 		{"switch key missing", nil, append(sw, "--tls-cert", cert, "--tls-key", missing, "--client-ca", cert),
 			"lhcnp switch: --tls-key: tls_key: stat " + missing + ": no such file or directory"},
 		{"switch client CA not PEM", nil, append(sw, "--tls-cert", cert, "--tls-key", key, "--client-ca", notPEM),
