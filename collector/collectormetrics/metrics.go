@@ -50,6 +50,20 @@ const (
 	WriteErrorPermanent = "permanent" // a row refused: split out, dead-lettered
 )
 
+// Tables (label table of RowsWritten and StaleMerged).
+const (
+	TableSamples = "samples"
+	TableEvents  = "events"
+)
+
+// Batch outcomes (label outcome of Batches).
+const (
+	BatchStored   = "stored"   // committed by this writer
+	BatchReplayed = "replayed" // already in the ledger: stored by an earlier run
+	BatchPartial  = "partial"  // committed with rows dead-lettered (a stale batch's merge too)
+	BatchStale    = "stale"    // its lease had moved: its rows merged
+)
+
 // Phases of a read of the latest table (label phase of LatestReadErrors).
 const (
 	LatestReadSeed    = "seed"    // a loop starts: what is stored is not stored again
@@ -235,8 +249,14 @@ func New() *Metrics {
 	for _, r := range []string{DropSpillFull, DropSpillError, DropSpillCorrupt, DropStaleEpoch, DropStaleDuplicate, DropDuplicate, DropDeadLetterRefused} {
 		m.DroppedRows.WithLabelValues(r)
 	}
-	for _, t := range []string{"samples", "events"} {
+	for _, t := range []string{TableSamples, TableEvents} {
 		m.StaleMerged.WithLabelValues(t)
+		m.RowsWritten.WithLabelValues(t)
+	}
+	// The write path's counters start at 0 too: increase() over a
+	// collector's first batch (or a first stale one) counts it.
+	for _, o := range []string{BatchStored, BatchReplayed, BatchPartial, BatchStale} {
+		m.Batches.WithLabelValues(o)
 	}
 	// Errors start at 0 for every class and phase: a series that first
 	// appears at 1 is no increase() or rate(), so an alert on the first

@@ -102,18 +102,27 @@ func TestOpenMetrics(t *testing.T) {
 // no increase() or rate(): an alert on the first write error never fired,
 // and a lab's /metrics named neither counter its docs list.
 func TestErrorCountersStartAtZero(t *testing.T) {
-	got := counters(t, New())
-	for _, want := range []string{
-		Prefix + "write_errors_total{class=" + WriteErrorTemporary + "}",
-		Prefix + "write_errors_total{class=" + WriteErrorPermanent + "}",
-		Prefix + "latest_read_errors_total{phase=" + LatestReadSeed + "}",
-		Prefix + "latest_read_errors_total{phase=" + LatestReadPromote + "}",
-	} {
-		v, ok := got[want]
-		if !ok || v != 0 {
-			t.Errorf("%s: served %v, value %v; want served at 0", want, ok, v)
-		}
-	}
+	servedAtZero(t, New(),
+		Prefix+"write_errors_total{class="+WriteErrorTemporary+"}",
+		Prefix+"write_errors_total{class="+WriteErrorPermanent+"}",
+		Prefix+"latest_read_errors_total{phase="+LatestReadSeed+"}",
+		Prefix+"latest_read_errors_total{phase="+LatestReadPromote+"}",
+	)
+}
+
+// TestWriteCountersStartAtZero: rows_written_total for each table and
+// batches_total for each outcome are served at 0 from the start. Before,
+// they appeared with the first batch (of each outcome), at 1: increase()
+// did not count the collector's first batch, nor its first stale one.
+func TestWriteCountersStartAtZero(t *testing.T) {
+	servedAtZero(t, New(),
+		Prefix+"rows_written_total{table="+TableSamples+"}",
+		Prefix+"rows_written_total{table="+TableEvents+"}",
+		Prefix+"batches_total{outcome="+BatchStored+"}",
+		Prefix+"batches_total{outcome="+BatchReplayed+"}",
+		Prefix+"batches_total{outcome="+BatchPartial+"}",
+		Prefix+"batches_total{outcome="+BatchStale+"}",
+	)
 }
 
 // TestLeaseCountersStartAtZero: LeasesOn (a collector whose leases are on
@@ -140,8 +149,15 @@ func TestLeaseCountersStartAtZero(t *testing.T) {
 		}
 	}
 	m.LeasesOn()
+	servedAtZero(t, m, want...)
+}
+
+// servedAtZero checks that m serves each counter series (as counters
+// names it) at 0.
+func servedAtZero(t *testing.T, m *Metrics, series ...string) {
+	t.Helper()
 	got := counters(t, m)
-	for _, s := range want {
+	for _, s := range series {
 		if v, ok := got[s]; !ok || v != 0 {
 			t.Errorf("%s: served %v, value %v; want served at 0", s, ok, v)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
 
@@ -446,12 +447,12 @@ func (w *Writer) storeCitus(ctx context.Context, b *rows.Batch) (err error) {
 			return err
 		}
 	}
-	outcome := "stored"
+	outcome := collectormetrics.BatchStored
 	switch {
 	case replay:
-		outcome = "replayed"
+		outcome = collectormetrics.BatchReplayed
 	case deadRows+deadEvents > 0:
-		outcome = "partial"
+		outcome = collectormetrics.BatchPartial
 	}
 	w.committed(b, start, outcome, stored)
 	w.deadLettered(b, ownDead)
@@ -469,7 +470,7 @@ func (w *Writer) citusEvents(ctx context.Context, b *rows.Batch, replay bool) (d
 	l := w.ledgerOf(b.ID)
 	counted, tried := l.eventsCounted, l.eventsTried
 	if err != nil {
-		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(stored))
+		w.o.m.RowsWritten.WithLabelValues(collectormetrics.TableEvents).Add(float64(stored))
 		if tried || stored > 0 || inDoubt(err) {
 			l.eventsTried, l.eventsCounted = true, counted+stored
 		}
@@ -487,7 +488,7 @@ func (w *Writer) citusEvents(ctx context.Context, b *rows.Batch, replay bool) (d
 		w.eventsStored(len(b.Events)-dead-counted, n-counted)
 	case replay:
 		// Those found are the first run's, not conflicts.
-		w.o.m.RowsWritten.WithLabelValues("events").Add(float64(stored))
+		w.o.m.RowsWritten.WithLabelValues(collectormetrics.TableEvents).Add(float64(stored))
 	default:
 		w.eventsStored(len(b.Events)-dead, stored)
 	}
@@ -1335,7 +1336,7 @@ func (w *Writer) storeCitusGroup(ctx context.Context, bs []*rows.Batch) error {
 		}
 	}
 	for _, b := range bs {
-		w.committed(b, start, "stored", len(b.Samples))
+		w.committed(b, start, collectormetrics.BatchStored, len(b.Samples))
 	}
 	w.o.log.Debug("group stored by shard", "batches", len(bs), "shards", len(shards))
 	return nil

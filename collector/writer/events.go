@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
 
@@ -65,7 +66,7 @@ func writeEvents(ctx context.Context, tx execer, id int64, events []rows.Event) 
 // eventsStored counts, once a transaction committed, the events it stored
 // and those the table already held.
 func (w *Writer) eventsStored(offered, stored int) {
-	w.o.m.RowsWritten.WithLabelValues("events").Add(float64(stored))
+	w.o.m.RowsWritten.WithLabelValues(collectormetrics.TableEvents).Add(float64(stored))
 	if n := offered - stored; n > 0 {
 		w.o.m.EventConflicts.Add(float64(n))
 		w.o.log.Warn("events already stored, not stored again", "events", n)

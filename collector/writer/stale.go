@@ -164,7 +164,7 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 	// The parts this writer stored before the lease moved (on Citus: the
 	// group's, or an earlier try's that failed after them) are counted
 	// now, once: not merged, not duplicates.
-	m.RowsWritten.WithLabelValues("samples").Add(float64(res.own))
+	m.RowsWritten.WithLabelValues(collectormetrics.TableSamples).Add(float64(res.own))
 	w.deadLettered(b, res.ownDead)
 	m.DroppedRows.WithLabelValues(collectormetrics.DropStaleEpoch).Add(float64(res.refused))
 	if res.replayed {
@@ -172,31 +172,31 @@ func (w *Writer) storeStale(ctx context.Context, b *rows.Batch) error {
 		// parts are stored now (citusEvents counted them): not merged,
 		// and those found not duplicates. With this writer's parts, the
 		// batch is stored by this writer, not replayed.
-		outcome := "replayed"
+		outcome := collectormetrics.BatchReplayed
 		switch {
 		case res.ownParts > 0 && res.ownDeadRows+res.deadEvents > 0:
-			outcome = "partial"
+			outcome = collectormetrics.BatchPartial
 		case res.ownParts > 0:
-			outcome = "stored"
+			outcome = collectormetrics.BatchStored
 		}
 		m.Batches.WithLabelValues(outcome).Inc()
 		return nil
 	}
 	// A batch whose merge dead-lettered rows is partial, as a batch
 	// stored with its bad rows split out is.
-	outcome := "stale"
+	outcome := collectormetrics.BatchStale
 	if res.deadRows > 0 {
-		outcome = "partial"
+		outcome = collectormetrics.BatchPartial
 	}
 	m.Batches.WithLabelValues(outcome).Inc()
 	w.deadLettered(b, res.dead)
 	// The held deletes stored now are rows of earlier batches, each counted
 	// by its own batch as a duplicate then: stored rows here, not rows of
 	// this batch.
-	m.RowsWritten.WithLabelValues("samples").Add(float64(res.samples + res.held))
-	m.RowsWritten.WithLabelValues("events").Add(float64(res.events))
-	m.StaleMerged.WithLabelValues("samples").Add(float64(res.samples + res.held))
-	m.StaleMerged.WithLabelValues("events").Add(float64(res.events))
+	m.RowsWritten.WithLabelValues(collectormetrics.TableSamples).Add(float64(res.samples + res.held))
+	m.RowsWritten.WithLabelValues(collectormetrics.TableEvents).Add(float64(res.events))
+	m.StaleMerged.WithLabelValues(collectormetrics.TableSamples).Add(float64(res.samples + res.held))
+	m.StaleMerged.WithLabelValues(collectormetrics.TableEvents).Add(float64(res.events))
 	dup := b.Rows() - res.samples - res.events - res.refused - res.own - res.ownDeadRows - res.deadRows
 	m.DroppedRows.WithLabelValues(collectormetrics.DropStaleDuplicate).Add(float64(dup))
 	log := w.o.log.Info

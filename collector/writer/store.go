@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/lease"
 	"github.com/lhcnp/lhcnp/collector/rows"
 )
@@ -197,7 +198,7 @@ func (w *Writer) storeGroupOn(ctx context.Context, pc *pgx.Conn, open *bool, bs 
 	}
 	*open = false
 	for _, b := range bs {
-		w.committed(b, start, "stored", len(b.Samples))
+		w.committed(b, start, collectormetrics.BatchStored, len(b.Samples))
 	}
 	w.eventsStored(events, stored)
 	return nil
@@ -347,7 +348,7 @@ type batchTry struct {
 func (w *Writer) replayed(ctx context.Context, b *rows.Batch, start time.Time) error {
 	l := w.ledgerOf(b.ID)
 	if l.try == nil {
-		w.o.m.Batches.WithLabelValues("replayed").Inc()
+		w.o.m.Batches.WithLabelValues(collectormetrics.BatchReplayed).Inc()
 		return nil
 	}
 	t := *l.try // counted below, once the events are known
@@ -362,9 +363,9 @@ func (w *Writer) replayed(ctx context.Context, b *rows.Batch, start time.Time) e
 		}
 	}
 	l.try = nil
-	outcome := "stored"
+	outcome := collectormetrics.BatchStored
 	if t.deadRows > 0 {
-		outcome = "partial"
+		outcome = collectormetrics.BatchPartial
 	}
 	w.committed(b, start, outcome, t.samples)
 	w.deadLettered(b, t.dead)
@@ -378,7 +379,7 @@ func (w *Writer) committed(b *rows.Batch, start time.Time, outcome string, sampl
 	now := time.Now()
 	w.o.m.RoundTrip.Observe(now.Sub(start).Seconds())
 	w.o.m.Batches.WithLabelValues(outcome).Inc()
-	w.o.m.RowsWritten.WithLabelValues("samples").Add(float64(samples))
+	w.o.m.RowsWritten.WithLabelValues(collectormetrics.TableSamples).Add(float64(samples))
 	nowNS := now.UnixNano()
 	for i := range b.Samples {
 		w.o.m.Lag.Observe(float64(nowNS-b.Samples[i].TS) / 1e9)
@@ -533,9 +534,9 @@ func (w *Writer) storeSafe(ctx context.Context, b *rows.Batch) error {
 		}
 		return err
 	}
-	outcome := "stored"
+	outcome := collectormetrics.BatchStored
 	if len(dead) > 0 {
-		outcome = "partial"
+		outcome = collectormetrics.BatchPartial
 		w.deadLettered(b, letters)
 	}
 	w.committed(b, start, outcome, okSamples)
