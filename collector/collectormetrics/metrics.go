@@ -77,7 +77,7 @@ const (
 )
 
 // Lease renewal results (label result of LeaseRenewals):
-// placement.Renewal's Result.
+// placement.Renewal's Result returns them.
 const (
 	LeaseRenewed    = "renewed"    // still held, extended
 	LeaseReacquired = "reacquired" // it had expired with nobody taking it: taken again at the same epoch
@@ -85,7 +85,7 @@ const (
 	LeaseRenewError = "error"      // the database did not answer: the lease is kept
 )
 
-// Handover kinds (label kind of Handovers).
+// Handover kinds (label kind of Handovers): placement.Kind's values.
 const (
 	// HandoverMakeBeforeBreak: the new owner's stream had reached its
 	// sync_response before the old owner stopped.

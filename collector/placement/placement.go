@@ -11,7 +11,9 @@
 // Manager, gNMI subscriptions through collector/stream). It starts no
 // goroutine, reads no clock and waits for nothing: its caller serialises
 // the calls and passes the time. It uses collector/lease's values (Owner,
-// Lease, Renewal, Handover), none of its SQL.
+// Lease, Renewal, Handover), none of its SQL, and collectormetrics' label
+// values for its kinds and results, so that what it counts is what the
+// collector serves at 0.
 package placement
 
 import (
@@ -19,11 +21,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/lease"
 )
 
 // Kind is the kind of a handover (label kind of the collector's
-// handovers_total; collector/collectormetrics names the same values).
+// handovers_total: collectormetrics' Handover* values).
 type Kind string
 
 const (
@@ -31,12 +34,12 @@ const (
 	Retired Kind = ""
 	// MakeBeforeBreak: the new owner's stream had reached the old owner's
 	// before the old one stopped.
-	MakeBeforeBreak Kind = "make_before_break"
+	MakeBeforeBreak Kind = collectormetrics.HandoverMakeBeforeBreak
 	// BreakBeforeMake: the old owner stopped first.
-	BreakBeforeMake Kind = "break_before_make"
+	BreakBeforeMake Kind = collectormetrics.HandoverBreakBeforeMake
 	// Takeover: a lease taken from another collector with no standby
 	// stream to promote.
-	Takeover Kind = "takeover"
+	Takeover Kind = collectormetrics.HandoverTakeover
 )
 
 // Ready is a collector's announcement that it streams a target on standby
@@ -327,17 +330,18 @@ const (
 // Keep says whether the lease is still this collector's to collect with.
 func (r Renewal) Keep() bool { return r == Renewed || r == RenewFailed || r == Reacquired }
 
-// Result is the renewal's label result of lease_renewals_total.
+// Result is the renewal's label result of lease_renewals_total: one of
+// collectormetrics' Lease* values, which LeasesOn serves at 0.
 func (r Renewal) Result() string {
 	switch r {
 	case RenewFailed:
-		return "error"
+		return collectormetrics.LeaseRenewError
 	case Reacquired:
-		return "reacquired"
+		return collectormetrics.LeaseReacquired
 	case LostHandingOver, Lost:
-		return "lost"
+		return collectormetrics.LeaseLost
 	}
-	return "renewed"
+	return collectormetrics.LeaseRenewed
 }
 
 // Renewed records the result of renewing name's lease (lease.Manager's

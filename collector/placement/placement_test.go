@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lhcnp/lhcnp/collector/collectormetrics"
 	"github.com/lhcnp/lhcnp/collector/lease"
 )
 
@@ -462,5 +463,36 @@ func TestPromoted(t *testing.T) {
 				t.Errorf("Promoted = %v (%q), want %v (%q)", got, got.Kind(), tt.want, tt.wantKind)
 			}
 		})
+	}
+}
+
+// TestLabelsServed: every renewal's Result and every counted handover Kind
+// is a label value the collector serves at 0 (collectormetrics' LeasesOn):
+// a value of its own would be a series that first appears at 1, which
+// increase() misses, and an alert on the served one would never fire.
+func TestLabelsServed(t *testing.T) {
+	m := collectormetrics.New()
+	m.LeasesOn()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]bool{} // metric/label=value
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				served[mf.GetName()+"/"+l.GetName()+"="+l.GetValue()] = true
+			}
+		}
+	}
+	for r := Renewed; r <= Lost; r++ {
+		if k := collectormetrics.Prefix + "lease_renewals_total/result=" + r.Result(); !served[k] {
+			t.Errorf("renewal %d: Result %q is not served (%s)", r, r.Result(), k)
+		}
+	}
+	for _, kind := range []Kind{MakeBeforeBreak, BreakBeforeMake, Takeover} {
+		if k := collectormetrics.Prefix + "handovers_total/kind=" + string(kind); !served[k] {
+			t.Errorf("kind %q is not served (%s)", kind, k)
+		}
 	}
 }
