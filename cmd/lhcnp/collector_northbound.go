@@ -49,7 +49,19 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, ga gnm
 		}
 		return lis, nil
 	}
-	stop, addr, err := n.serve(ctx, nc, ga, c, listen, log, stderr)
+	if nc.Users != "" {
+		if nc.Insecure {
+			warnClearPasswords(ctx, lookupHost, stderr, "lhcnp collector: warning: northbound.users over northbound.insecure", "northbound.tls_cert, northbound.tls_key", nc.Listen)
+		}
+	} else if nc.Insecure {
+		noticeAnonymousWrites(ctx, lookupHost, stderr, "lhcnp collector: warning: no northbound.users over northbound.insecure",
+			"lhcnp collector: no northbound.users: every northbound client is the anonymous read-write user",
+			"can read every target and Set it with the collector's own credentials",
+			"northbound.users (lhcnp passwd), TLS (northbound.tls_cert, northbound.tls_key) or a loopback address", nc.Listen)
+	} else {
+		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client with a certificate of northbound.client_ca is the anonymous read-write user")
+	}
+	stop, addr, err := n.serve(ctx, nc, ga, c, listen, log)
 	if err != nil {
 		return nil, err
 	}
@@ -59,8 +71,10 @@ func (n *collectorNorthbound) start(ctx context.Context, cfg config.File, ga gnm
 
 // serve serves the northbound nc, with the users and TLS of ga (loaded
 // from nc's files, loadGNMIAuth), on the listener of listen, called once
-// the server is built; stop closes both.
-func (n *collectorNorthbound) serve(ctx context.Context, nc config.Northbound, ga gnmiAuth, c *collector.Collector, listen func() (net.Listener, error), log *slog.Logger, stderr io.Writer) (stop func(), addr net.Addr, err error) {
+// the server is built; stop closes both. It prints nothing: its caller
+// says what users and TLS mean for who may reach it (start; the lab's
+// labNorthboundNotice).
+func (n *collectorNorthbound) serve(ctx context.Context, nc config.Northbound, ga gnmiAuth, c *collector.Collector, listen func() (net.Listener, error), log *slog.Logger) (stop func(), addr net.Addr, err error) {
 	sch, err := schema.New()
 	if err != nil {
 		return nil, nil, err
@@ -82,18 +96,6 @@ func (n *collectorNorthbound) serve(ctx context.Context, nc config.Northbound, g
 	n.nb = northbound.New(sch, northbound.WithHistory(c.Pool()), northbound.WithDialer(dial),
 		northbound.WithLogger(log.With("component", "northbound")), northbound.WithMetrics(m))
 	u := ga.users
-	if nc.Users != "" {
-		if nc.Insecure {
-			warnClearPasswords(ctx, lookupHost, stderr, "lhcnp collector: warning: northbound.users over northbound.insecure", "northbound.tls_cert, northbound.tls_key", nc.Listen)
-		}
-	} else if nc.Insecure {
-		noticeAnonymousWrites(ctx, lookupHost, stderr, "lhcnp collector: warning: no northbound.users over northbound.insecure",
-			"lhcnp collector: no northbound.users: every northbound client is the anonymous read-write user",
-			"can read every target and Set it with the collector's own credentials",
-			"northbound.users (lhcnp passwd), TLS (northbound.tls_cert, northbound.tls_key) or a loopback address", nc.Listen)
-	} else {
-		fmt.Fprintln(stderr, "lhcnp collector: no northbound.users: every northbound client with a certificate of northbound.client_ca is the anonymous read-write user")
-	}
 	opts := append(gnmiServerOptions(auth.New(u), u != nil, gnmiLimits{nc.MaxStreams, nc.MaxStreamsPerUser, nc.MaxStreamsPerConnection}),
 		service.WithCapabilities(n.nb), service.WithGet(n.nb), service.WithSet(n.nb), service.WithSubscribe(n.nb),
 		service.WithOuterInterceptors([]grpc.UnaryServerInterceptor{m.UnaryInterceptor()}, []grpc.StreamServerInterceptor{m.StreamInterceptor()}))
@@ -118,7 +120,9 @@ func (n *collectorNorthbound) serve(ctx context.Context, nc config.Northbound, g
 }
 
 // labNorthbound serves the lab's collector northbound (lab.NorthboundServer)
-// as lhcnp collector serves its own; its notices are the banner's.
+// as lhcnp collector serves its own. The lab's is insecure and without
+// users, always: the banner says so ("insecure"), and runLab warns before
+// the start when its address is not loopback (labNorthboundNotice).
 type labNorthbound struct {
 	nb  collectorNorthbound
 	log *slog.Logger
@@ -131,6 +135,20 @@ func (l *labNorthbound) Serve(ctx context.Context, nc config.Northbound, c *coll
 	if err != nil {
 		return nil, err
 	}
-	stop, _, err := l.nb.serve(ctx, nc, ga, c, func() (net.Listener, error) { return lis, nil }, l.log, io.Discard)
+	stop, _, err := l.nb.serve(ctx, nc, ga, c, func() (net.Listener, error) { return lis, nil }, l.log)
 	return stop, err
+}
+
+// labNorthboundNotice warns on stderr, as lhcnp collector does of its own
+// (start), when the lab's northbound (--northbound addr, insecure and
+// without users) listens on more than loopback: anyone who reaches it can
+// read every switch and Set it. On loopback the banner's "insecure" says
+// enough; without a northbound there is nothing to say.
+func labNorthboundNotice(ctx context.Context, lookup lookupFunc, stderr io.Writer, addr string) {
+	if addr == "" {
+		return
+	}
+	if open := notLoopback(ctx, lookup, []string{addr}); len(open) > 0 {
+		fmt.Fprintf(stderr, "lhcnp lab: warning: the collector northbound has no users and no TLS: anyone who reaches gNMI on %s can read every switch and Set it as the anonymous read-write user; give --northbound a loopback address\n", addr)
+	}
 }

@@ -193,6 +193,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	labNorthboundNotice(ctx, lookupHost, stderr, cfg.Northbound)
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return err
 	}

@@ -676,6 +676,53 @@ func TestLabNorthboundBusy(t *testing.T) {
 	}
 }
 
+// TestLabNorthboundNotice: a lab whose northbound (insecure, without
+// users) listens on more than loopback warns on stderr before it starts,
+// as lhcnp collector warns of its own. The lab passed its northbound's
+// notices to io.Discard: nothing was said. A busy --http stops the start
+// right after, before any database is reached; on loopback (the default)
+// nothing is said but the busy address.
+func TestLabNorthboundNotice(t *testing.T) {
+	for _, tt := range []struct {
+		desc, northbound string
+		warned           bool
+	}{
+		{"every interface", "0.0.0.0:0", true},
+		{"loopback", "127.0.0.1:0", false},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			busy, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer busy.Close()
+			for _, kv := range os.Environ() {
+				if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, labEnvPrefix) {
+					t.Setenv(name, "")
+					os.Unsetenv(name)
+				}
+			}
+			t.Setenv(grpcBinaryLogVar, "") // no warning on stderr
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"lab", "--state-dir", t.TempDir(), "--postgres", "postgres://127.0.0.1:1/lhcnp", "--fabric", "../../examples/lab.yaml",
+				"--http", busy.Addr().String(), "--metrics", "127.0.0.1:0", "--northbound", tt.northbound}, &stdout, &stderr)
+			warning := "lhcnp lab: warning: the collector northbound has no users and no TLS: anyone who reaches gNMI on " + tt.northbound +
+				" can read every switch and Set it as the anonymous read-write user; give --northbound a loopback address\n"
+			if code != 1 || strings.HasPrefix(stderr.String(), warning) != tt.warned || !strings.Contains(stderr.String(), busy.Addr().String()) ||
+				strings.Count(stderr.String(), "\n") != 1+btoi(tt.warned) {
+				t.Errorf("exit status %d, stderr\n%s\nwant exit status 1, the busy --http and the warning %v:\n%s", code, stderr.String(), tt.warned, warning)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // TestLabPostgresParsedOnce: the lab opens its database with the parse
 // parseLab checked (parseDSN), not with a second parse of the string: the
 // pool configuration lab.Start gets is that one, its ConnString the DSN.
