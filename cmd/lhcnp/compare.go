@@ -48,7 +48,7 @@ func loadDocInputs(s7, s7u string, tunerFiles, fabricFiles, fabricMechs []string
 	dur durationFlag, opts compare.Options, defaults defaultFiles) (*docInputs, error) {
 	in := &docInputs{tunerFiles: append([]string{s7}, tunerFiles...), fabricFiles: fabricFiles}
 	if valRef != "" {
-		if err := refsim.CheckAllStored(valRef, valScenarios); err != nil {
+		if err := refsim.CheckAllStored(valRef, valScenarios, validationSources(valRef, valScenarios, defaults)...); err != nil {
 			return nil, fileError{fmt.Errorf("--validation: %w", err)}
 		}
 	}
@@ -200,7 +200,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		files = defaultCompareScenarios
 		defaults = defaults.add(files...)
 	}
-	defaults = defaults.addFlags(fs, "section7", "section7-unstaged", "tuner-scenarios", "fabrics", "held-out")
+	defaults = defaults.addFlags(fs, "section7", "section7-unstaged", "tuner-scenarios", "fabrics", "held-out", "validation", "validation-scenarios")
 	// The held-out read is read before any run: a bad file costs nothing.
 	var held *compare.EvalTable
 	if *md != "" && *heldOut != "" {
@@ -303,7 +303,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if *valRef != "" {
-		stored, err := refsim.CompareAllStored(*valRef, *valScenarios)
+		stored, err := refsim.CompareAllStored(*valRef, *valScenarios, validationSources(*valRef, *valScenarios, defaults)...)
 		if err != nil {
 			return err
 		}

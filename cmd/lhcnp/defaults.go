@@ -7,29 +7,40 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lhcnp/lhcnp/dataplane-sim/refsim"
 	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 	"github.com/lhcnp/lhcnp/scenarios"
 )
 
 // defaultFilesNote is what a command's -h says of its default files.
-const defaultFilesNote = "Default files (scenarios/...) are read from the working directory when it holds them, else from the copy built into lhcnp."
+const defaultFilesNote = "Default files (scenarios/..., --validation's dataplane-sim/refsim/testdata/ref) are read from the working directory when it holds them, else from the copy built into lhcnp."
 
-// builtinFS serves the scenarios/ files built into lhcnp
-// (scenarios.Files) under the paths the defaults name, relative to the
-// repository's root ("scenarios/compare/mid-wan.yaml").
+// builtinFS serves the files built into lhcnp under the paths the
+// defaults name, relative to the repository's root: scenarios/
+// (scenarios.Files, "scenarios/compare/mid-wan.yaml") and the stored
+// reference runs of --validation (refsim.StoredFiles,
+// "dataplane-sim/refsim/testdata/ref/incast-2-pfc/run1.json").
 type builtinFS struct{}
 
 func (builtinFS) Open(name string) (fs.File, error) {
-	rest, ok := strings.CutPrefix(name, "scenarios/")
-	if !ok {
+	var f fs.File
+	var err error
+	if rest, ok := strings.CutPrefix(name, "scenarios/"); ok {
+		f, err = scenarios.Files.Open(rest)
+	} else if rest, ok := strings.CutPrefix(name, refsimDir); ok {
+		f, err = refsim.StoredFiles.Open(rest)
+	} else {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
-	f, err := scenarios.Files.Open(rest)
 	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		pe.Path = name // the path the command names, not the copy's
 	}
 	return f, err
 }
+
+// refsimDir is refsim's directory from the repository's root: the root
+// of refsim.StoredFiles.
+const refsimDir = "dataplane-sim/refsim/"
 
 // fileSource is where a command reads the file at path from: nil for the
 // operating system's files, or builtinFS when path is a default (not given
@@ -107,4 +118,19 @@ func givenFlags(fs *flag.FlagSet) map[string]bool {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	return given
+}
+
+// validationSources are the options of refsim's stored comparison that
+// read --validation (refDir) and --validation-scenarios (scenarioDir)
+// from lhcnp's copy when they are defaults the working directory does
+// not hold (fileSource).
+func validationSources(refDir, scenarioDir string, defaults defaultFiles) []refsim.StoredOption {
+	var opts []refsim.StoredOption
+	if src := fileSource(refDir, defaults[refDir]); src != nil {
+		opts = append(opts, refsim.WithStoredFS(src))
+	}
+	if src := fileSource(scenarioDir, defaults[scenarioDir]); src != nil {
+		opts = append(opts, refsim.WithScenarioFS(src))
+	}
+	return opts
 }

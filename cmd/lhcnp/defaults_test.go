@@ -102,3 +102,39 @@ func TestDefaultsWorkingDirectoryWins(t *testing.T) {
 		t.Errorf("the working directory's broken %s: %v, want its error", f, err)
 	}
 }
+
+// TestDefaultsValidationFromAnywhere: sim compare --markdown with the
+// default --validation and --validation-scenarios (the stored reference
+// runs and scenarios/refsim) writes from a directory without them the
+// document it writes from the repository's root, the validation column
+// and its footnote included. It exited 2 naming
+// dataplane-sim/refsim/testdata/ref.
+func TestDefaultsValidationFromAnywhere(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs [2]string
+	for i, wd := range []string{root, t.TempDir()} {
+		t.Chdir(wd)
+		dir := t.TempDir()
+		md := filepath.Join(dir, "results.md")
+		args := []string{"--out", filepath.Join(dir, "out"), "--markdown", md, "--duration", "15ms", "--no-plots",
+			"--mechanisms", "dcqcn,long-haul-cnp", "--section7-unstaged", "", "--fabrics", "", "--tuner-scenarios", "", "--held-out", ""}
+		var stdout, stderr bytes.Buffer
+		if err := runCompare(context.Background(), args, &stdout, &stderr); err != nil {
+			t.Fatalf("in %s: %v\nstderr: %s", wd, err, stderr.String())
+		}
+		b, err := os.ReadFile(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "How far our DCQCN is from the RDMA ns-3") {
+			t.Fatalf("in %s: no validation footnote in\n%s", wd, b)
+		}
+		docs[i] = strings.ReplaceAll(string(b), dir, "DIR")
+	}
+	if docs[0] != docs[1] {
+		t.Errorf("from the repository's root:\n%s\nfrom elsewhere:\n%s", docs[0], docs[1])
+	}
+}

@@ -2,6 +2,7 @@ package refsim
 
 import (
 	"fmt"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"slices"
@@ -230,7 +231,12 @@ func pct(xs []float64, p float64) float64 {
 
 // LoadRuns reads dir/run*.json in run order.
 func LoadRuns(dir string) ([]*Summary, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "run*.json"))
+	return loadRuns(nil, dir)
+}
+
+// loadRuns is LoadRuns in fsys (nil: the operating system's files).
+func loadRuns(fsys fs.FS, dir string) ([]*Summary, error) {
+	paths, err := glob(fsys, join(fsys, dir, "run*.json"))
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +246,7 @@ func LoadRuns(dir string) ([]*Summary, error) {
 	slices.SortFunc(paths, func(a, b string) int { return runNumber(a) - runNumber(b) })
 	var out []*Summary
 	for _, p := range paths {
-		s, err := ReadSummary(p)
+		s, err := readSummary(fsys, p)
 		if err != nil {
 			return nil, err
 		}

@@ -2,7 +2,10 @@ package refsim
 
 import (
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,13 +26,73 @@ type Stored struct {
 	Figures []Figure
 }
 
+// StoredOption changes where CompareStored, CheckAllStored and
+// CompareAllStored read their files from.
+type StoredOption func(*storedOptions)
+
+// storedOptions are the file systems of the stored runs and of the
+// scenario files: nil for the operating system's files.
+type storedOptions struct {
+	ref, scenarios fs.FS
+}
+
+// WithStoredFS reads the stored reference runs from fsys (their
+// directories slash-separated, as fs.FS wants) instead of the operating
+// system's files: lhcnp's copy built into the binary (StoredFiles).
+func WithStoredFS(fsys fs.FS) StoredOption {
+	return func(o *storedOptions) { o.ref = fsys }
+}
+
+// WithScenarioFS reads the scenario files (and the CDF files they name)
+// from fsys instead of the operating system's files.
+func WithScenarioFS(fsys fs.FS) StoredOption {
+	return func(o *storedOptions) { o.scenarios = fsys }
+}
+
+func storedOpts(opts []StoredOption) storedOptions {
+	var o storedOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// join is filepath.Join for the operating system's files (fsys nil),
+// path.Join for an fs.FS's.
+func join(fsys fs.FS, elem ...string) string {
+	if fsys == nil {
+		return filepath.Join(elem...)
+	}
+	return path.Join(elem...)
+}
+
+// glob is filepath.Glob, or fs.Glob in fsys when not nil.
+func glob(fsys fs.FS, pattern string) ([]string, error) {
+	if fsys == nil {
+		return filepath.Glob(pattern)
+	}
+	return fs.Glob(fsys, pattern)
+}
+
+// readFile is os.ReadFile, or fs.ReadFile from fsys when not nil.
+func readFile(fsys fs.FS, name string) ([]byte, error) {
+	if fsys == nil {
+		return os.ReadFile(name)
+	}
+	return fs.ReadFile(fsys, name)
+}
+
 // CompareStored runs our side of the scenario whose reference runs are
 // stored in dir (run*.json, each from refSource), with the scenario file
 // scenarioDir/NAME.yaml and as many seeds as stored runs, and compares
 // them figure by figure.
-func CompareStored(dir, scenarioDir string) (*Stored, error) {
+func CompareStored(dir, scenarioDir string, opts ...StoredOption) (*Stored, error) {
+	return compareStored(dir, scenarioDir, storedOpts(opts))
+}
+
+func compareStored(dir, scenarioDir string, o storedOptions) (*Stored, error) {
 	name := filepath.Base(dir)
-	ref, sc, err := loadStored(dir, scenarioDir)
+	ref, sc, err := loadStored(dir, scenarioDir, o)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +124,9 @@ func CompareStored(dir, scenarioDir string) (*Stored, error) {
 // loadStored reads the reference runs stored in dir and the scenario file
 // of their name in scenarioDir, refusing runs of another simulator,
 // source or scenario.
-func loadStored(dir, scenarioDir string) ([]*Summary, *scenario.Scenario, error) {
+func loadStored(dir, scenarioDir string, o storedOptions) ([]*Summary, *scenario.Scenario, error) {
 	name := filepath.Base(dir)
-	ref, err := LoadRuns(dir)
+	ref, err := loadRuns(o.ref, dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -72,7 +135,11 @@ func loadStored(dir, scenarioDir string) ([]*Summary, *scenario.Scenario, error)
 			return nil, nil, fmt.Errorf("%s run %d: %s from %q (%s), want the reference's %s from %s", dir, k+1, r.Simulator, r.Source, r.Scenario, name, RefSource)
 		}
 	}
-	sc, err := scenario.LoadFile(filepath.Join(scenarioDir, name+".yaml"))
+	var scOpts []scenario.Option
+	if o.scenarios != nil {
+		scOpts = append(scOpts, scenario.WithFS(o.scenarios))
+	}
+	sc, err := scenario.LoadFile(join(o.scenarios, scenarioDir, name+".yaml"), scOpts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,8 +147,8 @@ func loadStored(dir, scenarioDir string) ([]*Summary, *scenario.Scenario, error)
 }
 
 // storedDirs returns the directories under refDir, in name order.
-func storedDirs(refDir string) ([]string, error) {
-	dirs, err := filepath.Glob(filepath.Join(refDir, "*"))
+func storedDirs(fsys fs.FS, refDir string) ([]string, error) {
+	dirs, err := glob(fsys, join(fsys, refDir, "*"))
 	if err != nil {
 		return nil, err
 	}
@@ -97,13 +164,14 @@ func storedDirs(refDir string) ([]string, error) {
 // another simulator, source or scenario, a scenario file missing or
 // refused. A command that compares after other runs checks before the
 // first.
-func CheckAllStored(refDir, scenarioDir string) error {
-	dirs, err := storedDirs(refDir)
+func CheckAllStored(refDir, scenarioDir string, opts ...StoredOption) error {
+	o := storedOpts(opts)
+	dirs, err := storedDirs(o.ref, refDir)
 	if err != nil {
 		return err
 	}
 	for _, d := range dirs {
-		if _, _, err := loadStored(d, scenarioDir); err != nil {
+		if _, _, err := loadStored(d, scenarioDir, o); err != nil {
 			return err
 		}
 	}
@@ -112,14 +180,15 @@ func CheckAllStored(refDir, scenarioDir string) error {
 
 // CompareAllStored is CompareStored for every directory under refDir, in
 // name order.
-func CompareAllStored(refDir, scenarioDir string) ([]*Stored, error) {
-	dirs, err := storedDirs(refDir)
+func CompareAllStored(refDir, scenarioDir string, opts ...StoredOption) ([]*Stored, error) {
+	o := storedOpts(opts)
+	dirs, err := storedDirs(o.ref, refDir)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Stored
 	for _, d := range dirs {
-		st, err := CompareStored(d, scenarioDir)
+		st, err := compareStored(d, scenarioDir, o)
 		if err != nil {
 			return nil, err
 		}

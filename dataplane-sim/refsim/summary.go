@@ -3,6 +3,7 @@ package refsim
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -64,7 +65,12 @@ type FlowSummary struct {
 
 // ReadSummary reads a Summary written by WriteSummary.
 func ReadSummary(path string) (*Summary, error) {
-	b, err := os.ReadFile(path)
+	return readSummary(nil, path)
+}
+
+// readSummary is ReadSummary in fsys (nil: the operating system's files).
+func readSummary(fsys fs.FS, path string) (*Summary, error) {
+	b, err := readFile(fsys, path)
 	if err != nil {
 		return nil, err
 	}
