@@ -143,7 +143,6 @@ type Collector struct {
 	standby map[string]*running // targets whose lease another collector still holds
 	convs   map[string]*rows.Converter
 	table   map[string]config.Target // the targets table, last read
-	tableOK bool
 	// refused: the rows of the targets table refused at its last read, by
 	// target (reconcile loop only).
 	refused map[string]tableRow

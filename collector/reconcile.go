@@ -97,6 +97,7 @@ func (c *Collector) readTable(ctx context.Context) {
 	c.mu.Unlock()
 	table := map[string]config.Target{}
 	refused := map[string]tableRow{}
+	accepted := map[string]bool{}
 	var r tableRow
 	_, err = pgx.ForEachRow(rs, []any{&r.t.Name, &r.t.Address, &r.t.Insecure, &r.t.SkipVerify, &r.t.CAFile,
 		&r.t.CertFile, &r.t.KeyFile, &r.t.Username, &r.t.Password, &r.subs, &r.enabled}, func() error {
@@ -109,6 +110,7 @@ func (c *Collector) readTable(ctx context.Context) {
 			if _, was := c.refused[name]; was {
 				c.log.Info("targets table: row accepted", "target", name)
 			}
+			accepted[name] = true
 			table[name] = t
 			return nil
 		}
@@ -129,6 +131,18 @@ func (c *Collector) readTable(ctx context.Context) {
 		return nil
 	})
 	if err != nil {
+		// The rows read before the failure were logged as read: keep
+		// that, so that the next read does not log them again. The
+		// rows not reached keep what the last read logged of them.
+		for name := range accepted {
+			delete(c.refused, name)
+		}
+		if c.refused == nil {
+			c.refused = map[string]tableRow{}
+		}
+		for name, r := range refused {
+			c.refused[name] = r
+		}
 		c.setDBErr(fmt.Errorf("targets table: %w", err))
 		return
 	}
@@ -136,7 +150,7 @@ func (c *Collector) readTable(ctx context.Context) {
 	c.refused = refused
 	c.m.TargetsRefused.Set(float64(len(refused)))
 	c.mu.Lock()
-	c.table, c.tableOK = table, true
+	c.table = table
 	c.mu.Unlock()
 }
 

@@ -262,3 +262,32 @@ func TestSkipVerifyWarnedOncePerDefinition(t *testing.T) {
 	}
 	tc.stop(t)
 }
+
+// TestTargetsTableReadFailsPartway: a read of the targets table that fails
+// after some rows (here a NULL address, which the schema forbids and the
+// test allows, fails the scan of the row after the refused one) keeps what
+// it logged of the rows before the failure: the refused row is logged once,
+// not at every failing read (before: at every read, as the refusals of a
+// failed read were not kept).
+func TestTargetsTableReadFailsPartway(t *testing.T) {
+	tc := startTable(t)
+	tc.exec(`ALTER TABLE targets ALTER COLUMN address DROP NOT NULL`)
+	// One statement: no read sees aa without zz.
+	tc.exec(`INSERT INTO targets (name, address, insecure) VALUES ('aa', '127.0.0.1:99999', true), ('zz', NULL, true)`)
+	tc.logged("aa", "99999")
+	waitFor(t, 30*time.Second, "the failed read logged", func() (bool, string) {
+		return strings.Contains(tc.logs.String(), "targets table:") && strings.Contains(tc.logs.String(), "NULL"), ""
+	})
+	n := tc.reads.Load() + 3
+	waitFor(t, 30*time.Second, "three more reads of the table", func() (bool, string) { return tc.reads.Load() >= n, "" })
+	notCollected := []string{"level=ERROR", "row refused, not collected", "targets[aa].address:", "99999"}
+	tc.wantLines("aa", notCollected)
+
+	// The failing row gone: the reads succeed, and still nothing new about aa.
+	tc.exec(`DELETE FROM targets WHERE name = 'zz'`)
+	n = tc.reads.Load() + 3
+	waitFor(t, 30*time.Second, "three reads after the delete", func() (bool, string) { return tc.reads.Load() >= n, "" })
+	tc.wantLines("aa", notCollected)
+	tc.wantRefused(1)
+	tc.stop(t)
+}
