@@ -41,6 +41,12 @@ var keyWords = strings.NewReplacer(
 	"pinned_off_rtt", "the pinned calm time",
 	"standing_floor_share", "the standing floor share",
 	"overrun_headroom_share", "the overrun headroom share",
+	"alpha_start", "the starting alpha",
+	"v_growth_start_share", "the starting V_growth share",
+	"under_use_after_rtt", "the under-use wait",
+	"qgr_off_rtt", "the QGR-off time",
+	"settle_whole", "the settle in one change",
+	"settle_unjudged", "the settle not judged",
 	"RTT_est", "RTT",
 )
 

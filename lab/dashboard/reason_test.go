@@ -1,10 +1,19 @@
 package dashboard
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/lhcnp/lhcnp/tuner/policy"
 )
 
 func TestReadableReason(t *testing.T) {
@@ -52,4 +61,66 @@ func FuzzReadableReason(f *testing.F) {
 			t.Fatalf("%q read as %q: not UTF-8", in, out)
 		}
 	})
+}
+
+// TestReadableReasonKeys: every key of the policy's configuration that its
+// reasons name (a string literal of tuner/policy, its validation in
+// config.go aside) is said in words on the page, as ReadableReason
+// promises. The page showed "(v_growth_start_share 0.1 of R_port)" in a
+// lab's every bound and under-use row, and alpha_start, qgr_off_rtt,
+// settle_unjudged, settle_whole and under_use_after_rtt as the tuner
+// wrote them.
+func TestReadableReasonKeys(t *testing.T) {
+	var keys []string
+	var walk func(reflect.Type)
+	walk = func(typ reflect.Type) {
+		for f := range typ.Fields() {
+			if k, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); strings.Contains(k, "_") {
+				keys = append(keys, k)
+			}
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+			}
+		}
+	}
+	walk(reflect.TypeFor[policy.Config]())
+
+	files, err := filepath.Glob("../../tuner/policy/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var literals []string
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") || filepath.Base(name) == "config.go" {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				literals = append(literals, lit.Value)
+			}
+			return true
+		})
+	}
+	named := 0
+	for _, k := range keys {
+		word := regexp.MustCompile(`\b` + k + `\b`)
+		for _, lit := range literals {
+			if !word.MatchString(lit) {
+				continue
+			}
+			named++
+			if got := ReadableReason(lit); word.MatchString(got) {
+				t.Errorf("policy key %s stays a key on the page: %s read as %s", k, lit, got)
+			}
+			break
+		}
+	}
+	if named < 10 {
+		t.Errorf("%d keys of policy.Config named in tuner/policy's strings; the reasons name more: is the scan broken?", named)
+	}
 }
