@@ -43,7 +43,7 @@ func commands() map[string]command {
 		"passwd": {"print a users-file line for a user, role and the password read from stdin (typed twice without echo on a terminal)", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runPasswd(ctx, args, os.Stdin, stdout, stderr)
 		}, nil},
-		"migrate": {"apply, undo or report the PostgreSQL schema (migrate [up|down|status] --db DSN)", runMigrate, nil},
+		"migrate": {"apply, undo or report the PostgreSQL schema (migrate [up|down|status] --db.dsn DSN)", runMigrate, nil},
 
 		"collector": {"subscribe to every switch and store its telemetry in PostgreSQL", runCollector, nil},
 	}

@@ -37,7 +37,7 @@ func parseTuner(args []string, environ func() []string, stderr io.Writer) (*tune
 	c, err := newCLI(cliSpec{name: "tuner", prefix: "LHCNP_TUNER_", configHelp: "tuner configuration file (YAML, examples/tuner.yaml); required",
 		usage: []string{"usage: lhcnp tuner --config FILE [--dry-run] [--db DSN] [--once] [--verbose] [--KEY VALUE ...]",
 			"Every key of the file is a flag and an LHCNP_TUNER_ variable; switches are file only.",
-			"lhcnp tuner hold|release --config FILE --target NAME --interface NAME --queue N: an operator's hold of one queue (docs/tuner.md)."}},
+			"lhcnp tuner hold|release (--config FILE | --db DSN) --target NAME --interface NAME --queue N: an operator's hold of one queue (docs/tuner.md)."}},
 		&a.cfg, environ, stderr)
 	if err != nil {
 		return nil, err
