@@ -64,7 +64,10 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 			return c.missing(missing...)
 		case a.queue < 0 || a.queue > tuner.MaxQueueID:
 			return usageError{fmt.Sprintf("--queue: %d: want a queue id 0-%d", a.queue, tuner.MaxQueueID)}
-		case a.holdFor < 0:
+		case a.holdFor < 0 || a.holdFor == 0 && givenFlags(c.fs)["for"]:
+			// 0 is the flag's "not given" (the configuration's
+			// operator_hold): --for 0 was taken as that, a hold of
+			// 15 min where the operator asked for none.
 			return usageError{fmt.Sprintf("--for: %v: want a positive duration", a.holdFor)}
 		}
 		return nil

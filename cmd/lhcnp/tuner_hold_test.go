@@ -152,6 +152,9 @@ func TestTunerHoldUsage(t *testing.T) {
 			"lhcnp tuner hold: db: missing: give --config FILE (the tuner's) or --db DSN (the lab prints its postgresql)"},
 		{"queue out of range", append(append([]string{"tuner", "hold"}, q...), "--queue", "300"), "lhcnp tuner hold: --queue: 300: want a queue id 0-15"},
 		{"negative hold", append(append([]string{"tuner", "hold"}, q...), "--queue", "3", "--for", "-1h"), "lhcnp tuner hold: --for: -1h0m0s: want a positive duration"},
+		// 0 is the flag's default, the configuration's operator_hold: --for 0
+		// held the queue 15 min.
+		{"zero hold", append(append([]string{"tuner", "hold"}, q...), "--queue", "3", "--for", "0"), "lhcnp tuner hold: --for: 0s: want a positive duration"},
 		{"tuner without its file", []string{"tuner", "--db", "postgres://x/y"},
 			"lhcnp tuner: --config FILE is required (usage: lhcnp tuner --config FILE [--dry-run] [--db DSN] [--once] [--verbose] [--KEY VALUE ...])"},
 	} {
