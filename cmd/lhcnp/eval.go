@@ -21,12 +21,12 @@ import (
 // simEvalUsage are sim eval's usage lines, one per form (its -h's and
 // sim -h's).
 var simEvalUsage = [3]string{
-	"lhcnp sim eval --family FILE --set train|test|both --out DIR [--markdown FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--remeasure] [--oracle]",
+	"lhcnp sim eval [--family FILE] [--set train|test|both] --out DIR [--markdown FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--remeasure] [--oracle]",
 	"lhcnp sim eval --tuned-only --baseline FILE.csv [--compare FILE2.csv] --out DIR [--family FILE] [--jobs N] [--seeds N] [--sim-seeds N] [--oracle]",
-	"lhcnp sim eval --csv-from-markdown FILE --set train|test|both --out DIR",
+	"lhcnp sim eval --csv-from-markdown FILE [--set train|test|both] --out DIR",
 }
 
-// runEval implements `lhcnp sim eval --family FILE --set train|test|both
+// runEval implements `lhcnp sim eval [--family FILE] [--set train|test|both]
 // --out DIR [--markdown FILE] [--jobs N] [--seeds N] [--sim-seeds N]
 // [--remeasure]`: every scenario of the family's seed set with the tuner,
 // the coarse grid and the finer grid around its best, each at N simulation

@@ -12,9 +12,9 @@ import (
 )
 
 // simGenerateUsage is sim generate's usage line (its -h's and sim -h's).
-const simGenerateUsage = "lhcnp sim generate --family FILE --set train|test --out DIR [--seed N [--sim-seed K]]"
+const simGenerateUsage = "lhcnp sim generate [--family FILE] [--set train|test] --out DIR [--seed N [--sim-seed K]]"
 
-// runGenerate implements `lhcnp sim generate --family FILE --set train|test
+// runGenerate implements `lhcnp sim generate [--family FILE] [--set train|test]
 // --out DIR`: every scenario of the family's seed set, one file per seed
 // (dataplane-sim/family, docs/tuner.md "A family of scenarios"). With
 // --seed N [--sim-seed K] it writes one scenario, as the development runs
