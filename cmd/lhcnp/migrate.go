@@ -22,7 +22,7 @@ import (
 // collector's file; --db and LHCNP_DB are its older names (docs/collector.md).
 type migrateFile struct {
 	DB           migrateDB     `yaml:"db"`
-	Steps        int           `yaml:"steps" help:"down: how many migrations to undo (default 1); up: how many to apply (default: every pending one)"`
+	Steps        int           `yaml:"steps" help:"how many migrations to apply (up; not given: every pending one) or undo (down; not given: 1)"`
 	Partitioning string        `yaml:"partitioning" help:"up: who keeps the daily partitions of samples: auto (pg_partman when the server has it), pg_partman or lhcnp (plain SQL)"`
 	Retention    string        `yaml:"retention" help:"up: keep samples, events and ledger rows this long (a Go duration such as 720h, or 0 for ever); default: unchanged (30 days on a new schema)"`
 	Timeout      time.Duration `yaml:"timeout" help:"give up after this long (connecting, waiting for the lock, migrating)"`
@@ -47,7 +47,7 @@ type migrateArgs struct {
 // key of migrateFile as a flag and an LHCNP_MIGRATE_ variable of environ
 // (internal/cliconf), db.dsn also as --db and LHCNP_DB, its older names.
 func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*migrateArgs, error) {
-	a := &migrateArgs{action: "up", mf: migrateFile{Steps: 1, Partitioning: "auto", Timeout: 5 * time.Minute}}
+	a := &migrateArgs{action: "up", mf: migrateFile{Partitioning: "auto", Timeout: 5 * time.Minute}}
 	c, err := newCLI(cliSpec{name: "migrate", prefix: "LHCNP_MIGRATE_", configHelp: "migrate configuration file (YAML; every key is also a flag)",
 		usage: []string{"usage: lhcnp migrate [up|down|status] --db.dsn DSN [flags]",
 			"Every key is a flag and an LHCNP_MIGRATE_ variable (LHCNP_MIGRATE_DB_DSN); --db and LHCNP_DB are older names of db.dsn."},
@@ -83,15 +83,19 @@ func parseMigrate(args []string, environ func() []string, stderr io.Writer) (*mi
 	}
 	// steps, retention and partitioning are keys: a bad value is named
 	// where it came from, the flag, the variable or the file's line.
-	if mf.Steps < 1 {
+	// steps has no default of its own (the flag's help would print one
+	// that is only down's): not given, up applies every pending
+	// migration and down undoes one.
+	a.upSteps = c.cc.Origin("steps") != ""
+	if a.upSteps && mf.Steps < 1 {
 		return nil, c.cc.Locate(fmt.Errorf("steps: %d: want 1 or more", mf.Steps))
+	}
+	if !a.upSteps {
+		a.mf.Steps = 1 // down's
 	}
 	if err := migrations.CheckPartitionManager(mf.Partitioning); err != nil {
 		return nil, c.cc.Locate(fmt.Errorf("partitioning: %w", err))
 	}
-	// up applies every pending migration unless steps was given (its
-	// default, 1, is down's).
-	a.upSteps = c.cc.Origin("steps") != ""
 	if mf.Retention != "" {
 		d, err := time.ParseDuration(mf.Retention)
 		if err != nil || d < 0 {

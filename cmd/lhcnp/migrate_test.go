@@ -333,3 +333,25 @@ func TestLabDBErrorOneLine(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateStepsHelp: steps has no default of its own, so the help does
+// not end its line with the flag package's "(default 1)", which read as
+// up's too (up applies every pending migration when steps is not given).
+func TestMigrateStepsHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"migrate", "-h"}, &out, &errOut); code != 0 {
+		t.Fatalf("migrate -h: exit %d\n%s", code, errOut.String())
+	}
+	help := out.String() + errOut.String()
+	i := strings.Index(help, "-steps")
+	if i < 0 {
+		t.Fatalf("no -steps in the help:\n%s", help)
+	}
+	line := help[i:]
+	if j := strings.Index(line, "\n  -"); j >= 0 {
+		line = line[:j]
+	}
+	if strings.Contains(line, "(default") || !strings.Contains(line, "every pending one") || !strings.Contains(line, "not given: 1") {
+		t.Errorf("the help of -steps: %q: want up's and down's defaults in words, no (default …)", line)
+	}
+}
