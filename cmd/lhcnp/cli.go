@@ -38,6 +38,12 @@ type cliSpec struct {
 	configHelp string   // the help of --config
 	usage      []string // lines printed before the flags
 	opts       []cliconf.Option
+	// shown, when set, are the only flags -h lists (with --config and
+	// the command's own flags, which newCLI's caller adds: name them
+	// too), for a command that reads a few keys of a large
+	// configuration; the others are still accepted, and a last line
+	// says so.
+	shown []string
 }
 
 // newCLI registers the keys of *cfg (a pointer to the configuration
@@ -60,7 +66,26 @@ func newCLI(spec cliSpec, cfg any, environ func() []string, stderr io.Writer) (*
 		for _, l := range spec.usage {
 			fmt.Fprintln(stderr, l)
 		}
-		c.fs.PrintDefaults()
+		if len(spec.shown) == 0 {
+			c.fs.PrintDefaults()
+			return
+		}
+		few := flag.NewFlagSet(spec.name, flag.ContinueOnError)
+		few.SetOutput(stderr)
+		hidden := 0
+		c.fs.VisitAll(func(f *flag.Flag) {
+			if !slices.Contains(spec.shown, f.Name) {
+				hidden++
+				return
+			}
+			few.Var(f.Value, f.Name, f.Usage)
+			few.Lookup(f.Name).DefValue = f.DefValue
+		})
+		few.PrintDefaults()
+		if hidden > 0 {
+			fmt.Fprintf(stderr, "The %d other keys of the configuration are flags too (their list: lhcnp %s -h); this command reads none of them.\n",
+				hidden, strings.Fields(spec.name)[0])
+		}
 	}
 	return c, nil
 }

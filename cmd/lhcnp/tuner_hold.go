@@ -36,8 +36,14 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 	if action == "release" {
 		usage = "usage: lhcnp tuner release (--config FILE | --db DSN) --target NAME --interface NAME --queue N [--why TEXT]"
 	}
+	// -h lists the flags the command reads, not the tuner's every key.
+	shown := []string{"config", "db", "target", "interface", "queue", "why"}
+	if action == "hold" {
+		shown = append(shown, "for", "operator-hold")
+	}
 	c, err := newCLI(cliSpec{name: "tuner " + action, prefix: "LHCNP_TUNER_", configHelp: "the tuner's configuration file (its db, and its switches to check --target against)",
-		usage: []string{usage, "Records the operator's " + action + " in tuner_actions (outcome operator); the running tuner reads it every period (docs/tuner.md, \"The operator\")."}},
+		usage: []string{usage, "Records the operator's " + action + " in tuner_actions (outcome operator); the running tuner reads it every period (docs/tuner.md, \"The operator\")."},
+		shown: shown},
 		&a.cfg, environ, stderr)
 	if err != nil {
 		return nil, err
@@ -45,6 +51,7 @@ func parseTunerHold(action string, args []string, environ func() []string, stder
 	c.fs.StringVar(&a.target, "target", "", "the switch (its name in the tuner's switches)")
 	c.fs.StringVar(&a.iface, "interface", "", "the queue's interface")
 	c.fs.IntVar(&a.queue, "queue", -1, "the queue's id (0-15)")
+	c.fs.Lookup("queue").DefValue = "0" // -1 is "not given": a required flag, no default to print
 	c.fs.StringVar(&a.why, "why", "", "the operator's reason, kept in the row")
 	if action == "hold" {
 		c.fs.DurationVar(&a.holdFor, "for", 0, "how long the tuner leaves the queue alone (default: the configuration's operator_hold)")

@@ -246,3 +246,41 @@ func TestTunerHoldUnreachable(t *testing.T) {
 		})
 	}
 }
+
+// TestTunerHoldHelp: `lhcnp tuner hold -h` and `release -h` list the flags
+// the command reads (before: the tuner's every key, about 60 flags, most
+// of which do nothing there), and say that the others are accepted; one of
+// them given is accepted still.
+func TestTunerHoldHelp(t *testing.T) {
+	for _, tt := range []struct {
+		action string
+		want   []string
+	}{
+		{"hold", []string{"config", "db", "for", "interface", "operator-hold", "queue", "target", "why"}},
+		{"release", []string{"config", "db", "interface", "queue", "target", "why"}},
+	} {
+		var out, errOut bytes.Buffer
+		run([]string{"tuner", tt.action, "-h"}, &out, &errOut)
+		help := out.String() + errOut.String()
+		var got []string
+		for _, l := range strings.Split(help, "\n") {
+			if strings.HasPrefix(l, "  -") {
+				got = append(got, strings.Fields(l)[0][1:])
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("tuner %s -h lists %v, want %v\n%s", tt.action, got, tt.want, help)
+		}
+		if !strings.Contains(help, "other keys of the configuration are flags too (their list: lhcnp tuner -h)") {
+			t.Errorf("tuner %s -h does not say the other keys are flags:\n%s", tt.action, help)
+		}
+		if strings.Contains(help, "(default -1)") {
+			t.Errorf("tuner %s -h gives --queue's internal default:\n%s", tt.action, help)
+		}
+	}
+	a, err := parseTunerHold("hold", []string{"--db", "postgres://u@127.0.0.1/x", "--dry-run", "--target", "n1", "--interface", "wan0", "--queue", "0"},
+		func() []string { return nil }, io.Discard)
+	if err != nil || a.target != "n1" {
+		t.Errorf("a hidden key given: %v, %+v; want it accepted", err, a)
+	}
+}
