@@ -42,7 +42,7 @@ func TestBadScenarios(t *testing.T) {
 		{"incast receiver among senders", "bad_incast_receiver_sender.yaml", "", 13, "traffic.incasts[0].senders[2]", "h3 is also the receiver", 0},
 		{"inline CDF not monotonic", "bad_cdf_not_monotonic.yaml", "", 16, "traffic.generated[0].cdf[2]", "CDF not monotonic", 0},
 		{"CDF file not monotonic", "bad_cdf_file.yaml", "cdf_bad.txt", 4, "traffic.generated[0].cdf_file", "CDF not monotonic", 0},
-		{"load above one", "bad_load.yaml", "", 9, "traffic.generated[0].load", "out of range [0, 1]", 2},
+		{"load above one", "bad_load.yaml", "", 9, "traffic.generated[0].load", "1.5 is out of range (0, 1]", 2},
 		{"unknown mechanism", "bad_mechanism_kind.yaml", "", 8, "mechanism.kind", `unknown mechanism "hpcc"`, 0},
 		{"long-haul-cnp param not a number", "bad_lhcnp_param.yaml", "", 14, "mechanism.params.alpha", `want a number, got "fast"`, 0},
 		{"trigger persistence not a duration", "bad_lhcnp_persistence.yaml", "", 14, "mechanism.params.trigger_persistence", `unknown duration unit "Gbps"`, 0},

@@ -233,10 +233,15 @@ func (l *loader) generated(g *object, name string, ok bool, idx int64) {
 	ok = ok && good
 	receivers, good := l.hostList(g.must("receivers"), g.field("receivers"))
 	ok = ok && good
-	load, good := d.float(g.must("load"), g.field("load"), 0, 1)
+	// (0, 1]: a zero load is its own mistake, and above 1 the message
+	// names the range the load has, not the decoder's [0, 1].
+	load, good := d.float(g.must("load"), g.field("load"), 0, math.Inf(1))
 	ok = ok && good
 	if good && load == 0 {
 		d.errAt(g.get("load"), g.field("load"), "must be greater than zero")
+		ok = false
+	} else if good && load > 1 {
+		d.errAt(g.get("load"), g.field("load"), "%s is out of range (0, 1]: the offered load is a fraction of the link rate", g.get("load").Value)
 		ok = false
 	}
 	seed := l.sc.Seed*1000003 + idx
