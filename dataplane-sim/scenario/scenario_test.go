@@ -32,6 +32,8 @@ func TestBadScenarios(t *testing.T) {
 		{"duplicate node name", "bad_duplicate_name.yaml", "", 6, "topology.switches[0].name", `duplicate node name "h1" (first defined at line 4)`, 0},
 		{"duplicate yaml key", "bad_duplicate_key.yaml", "", 3, "duration", "duplicate field (first at line 1)", 0},
 		{"flow to a switch", "bad_flow_to_switch.yaml", "", 13, "traffic.flows[0].dst", "s1 is a switch, not a host", 0},
+		// One error: the event names a flow the file defines, refused.
+		{"flow to itself, named by an event", "bad_flow_self_event.yaml", "", 9, "traffic.flows[0].dst", "flow from h1 to itself", 0},
 		{"flow stops before it starts", "bad_flow_stop.yaml", "", 9, "traffic.flows[0].stop", "must be after start", 0},
 		{"duplicate flow", "bad_duplicate_flow.yaml", "", 10, "traffic.flows[1].name", `duplicate flow name "f" (first at line 9)`, 0},
 		{"queue pair clash", "bad_qp_clash.yaml", "", 10, "traffic.flows[1].src_qp", "queue pair 100 on h1 is already used by flow f", 0},

@@ -187,6 +187,12 @@ func (l *loader) flow(n *yaml.Node, path string) {
 	qp("src_qp", &f.SrcQP)
 	qp("dst_qp", &f.DstQP)
 	if !ok {
+		// The flow is refused, but its name is the file's: an event or a
+		// later flow naming it is not "undefined" because of this error
+		// (as a fabric that cannot be built is reported once).
+		if _, named := l.flowSet[f.Name]; f.Name != "" && !named {
+			l.flowSet[f.Name] = o.get("name")
+		}
 		return
 	}
 	l.withinLineRate(f.Src, f.Rate, o.get("rate"), o.field("rate"))
