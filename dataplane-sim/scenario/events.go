@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -95,6 +96,27 @@ func (l *loader) events(n *yaml.Node) {
 	}
 }
 
+// sameFamily refuses a flow between an IPv4 and an IPv6 host: its packets
+// have one IP header, so no RoCEv2 network carries it, and the model would
+// run it without its CM exchange rather than say so. Reported once per
+// place in the file (a generated block's flows share their block's).
+func (l *loader) sameFamily() {
+	ip := make(map[string]netip.Addr, len(l.sc.Hosts))
+	for _, h := range l.sc.Hosts {
+		ip[h.Name] = h.IP
+	}
+	said := map[*yaml.Node]bool{}
+	for i, f := range l.sc.Flows {
+		a, b := ip[f.Src], ip[f.Dst]
+		at := l.flowPos[i]
+		if !a.IsValid() || !b.IsValid() || a.Is4() == b.Is4() || said[at.n] {
+			continue
+		}
+		said[at.n] = true
+		l.d.errAt(at.n, at.field, "flow %s from %s (%v) to %s (%v) mixes IPv4 and IPv6: a flow's two hosts are of one address family", f.Name, f.Src, a, f.Dst, b)
+	}
+}
+
 // linkHint helps with the most common slip: naming a link "b-a" when the
 // file wrote a then b.
 func (l *loader) linkHint(target string) string {
@@ -170,6 +192,7 @@ func (l *loader) finish() {
 		}
 	}
 
+	l.sameFamily()
 	l.routes()
 
 	sort.SliceStable(sc.Flows, func(i, j int) bool {

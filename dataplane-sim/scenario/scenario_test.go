@@ -34,6 +34,8 @@ func TestBadScenarios(t *testing.T) {
 		{"flow to a switch", "bad_flow_to_switch.yaml", "", 13, "traffic.flows[0].dst", "s1 is a switch, not a host", 0},
 		// One error: the event names a flow the file defines, refused.
 		{"flow to itself, named by an event", "bad_flow_self_event.yaml", "", 9, "traffic.flows[0].dst", "flow from h1 to itself", 0},
+		// h2 takes 10.0.0.1; the IPv6 pair h1-h3 is fine.
+		{"flow between IPv4 and IPv6 hosts", "bad_mixed_family.yaml", "", 13, "traffic.flows[1].name", "flow f from h1 (fd00::1) to h2 (10.0.0.1) mixes IPv4 and IPv6", 0},
 		{"flow stops before it starts", "bad_flow_stop.yaml", "", 9, "traffic.flows[0].stop", "must be after start", 0},
 		{"duplicate flow", "bad_duplicate_flow.yaml", "", 10, "traffic.flows[1].name", `duplicate flow name "f" (first at line 9)`, 0},
 		{"queue pair clash", "bad_qp_clash.yaml", "", 10, "traffic.flows[1].src_qp", "queue pair 100 on h1 is already used by flow f", 0},
