@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -224,6 +225,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// Refused before --out is made: nothing of this comparison is written.
 	if err := compare.Check(scs, opts); err != nil {
+		mechsGiven := false
+		fs.Visit(func(f *flag.Flag) { mechsGiven = mechsGiven || f.Name == "mechanisms" })
+		if errors.Is(err, compare.ErrNoNodes) && !mechsGiven {
+			// The user did not choose it: say how to leave it out.
+			return fmt.Errorf("%w; it is one of the default mechanisms: --mechanisms chooses others", err)
+		}
 		return err
 	}
 	var in *docInputs

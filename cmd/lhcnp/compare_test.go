@@ -103,9 +103,12 @@ func TestCompareRefusalsExitStatus(t *testing.T) {
 		want string
 	}{
 		{"compare without nodes", []string{"sim", "compare", noNodes, "--mechanisms", "dcqcn,long-haul-cnp", "--no-plots", "--duration", "100us"},
-			"lhcnp sim compare: compare: scenario incast-dcqcn: long-haul-cnp needs the file to name its congestion-aware nodes (mechanism.nodes)\n"},
+			"lhcnp sim compare: compare: scenario incast-dcqcn (" + noNodes + "): long-haul-cnp needs the file to name its congestion-aware nodes (mechanism.nodes)\n"},
+		// Not chosen by the user: the refusal says how to leave it out.
+		{"compare's default mechanisms without nodes", []string{"sim", "compare", noNodes, "--no-plots", "--duration", "100us"},
+			"lhcnp sim compare: compare: scenario incast-dcqcn (" + noNodes + "): fast-cnp needs the file to name its congestion-aware nodes (mechanism.nodes); it is one of the default mechanisms: --mechanisms chooses others\n"},
 		{"phases second file without nodes", []string{"sim", "phases", step, noNodes, "--phases", "2", "--duration", "3ms", "--phase-step", "1us"},
-			"lhcnp sim phases: compare: scenario incast-dcqcn: long-haul-cnp+tuner needs the file to name its congestion-aware nodes (mechanism.nodes)\n"},
+			"lhcnp sim phases: compare: scenario incast-dcqcn (" + noNodes + "): long-haul-cnp+tuner needs the file to name its congestion-aware nodes (mechanism.nodes)\n"},
 		{"phases second file shifted past the end", []string{"sim", "phases", step, early, "--phases", "2", "--duration", "3ms", "--phase-step", "2ms"},
 			"lhcnp sim phases: compare: rtt-step-early: the rtt event on wan shifted by 2ms comes at 4ms, at or after the run's end (3ms)\n"},
 	} {
@@ -146,7 +149,7 @@ func TestCompareDocInputsCheckedFirst(t *testing.T) {
 			`compare: unknown mechanism "hpcc"`},
 		{"bad tuner scenario", []string{"--tuner-scenarios", bad}, bad + ":1:1: duration: missing required field"},
 		{"tuner scenario without nodes", []string{"--tuner-scenarios", noNodes},
-			"compare: scenario incast-dcqcn: long-haul-cnp needs the file to name its congestion-aware nodes (mechanism.nodes)"},
+			"compare: scenario incast-dcqcn (" + noNodes + "): long-haul-cnp needs the file to name its congestion-aware nodes (mechanism.nodes)"},
 		{"section7 not the example", []string{"--section7", step}, "--section7: " + step + ": sim: scenario rtt-step is not the §7 example (no hosts source and dest)"},
 		{"unstaged without long-haul-cnp", []string{"--section7-unstaged", noNodes},
 			"--section7-unstaged: " + noNodes + ": sim: scenario incast-dcqcn: no long-haul-cnp mechanism to report on (mechanism is dcqcn)"},

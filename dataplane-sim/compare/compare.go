@@ -112,11 +112,29 @@ func Check(scenarios []*scenario.Scenario, o Options) error {
 	for _, sc := range scenarios {
 		for _, m := range mechs {
 			if len(sc.Mechanism.Nodes) == 0 && needsNodes(o.Variants, m) {
-				return &ConfigError{fmt.Errorf("compare: scenario %s: %s needs the file to name its congestion-aware nodes (mechanism.nodes)", sc.Name, m)}
+				return &ConfigError{errNoNodes(sc, m)}
 			}
 		}
 	}
 	return nil
+}
+
+// ErrNoNodes is the refusal of a mechanism that needs congestion-aware
+// nodes on a scenario that names none (errors.Is).
+var ErrNoNodes = errors.New("needs the file to name its congestion-aware nodes (mechanism.nodes)")
+
+// errNoNodes is the refusal of mechanism m on a scenario without
+// congestion-aware nodes, naming the scenario and the file it came from.
+func errNoNodes(sc *scenario.Scenario, m string) error {
+	return fmt.Errorf("compare: %s: %s %w", scenarioAt(sc), m, ErrNoNodes)
+}
+
+// scenarioAt names a scenario and, when it was read from one, its file.
+func scenarioAt(sc *scenario.Scenario) string {
+	if sc.File == "" {
+		return "scenario " + sc.Name
+	}
+	return fmt.Sprintf("scenario %s (%s)", sc.Name, sc.File)
 }
 
 // Options configure Run.

@@ -213,7 +213,7 @@ func TestNodesCheckedFirst(t *testing.T) {
 	}
 	out := t.TempDir()
 	_, err = Run(context.Background(), []*scenario.Scenario{sc}, out, Options{Mechanisms: []string{"dcqcn", "fast-cnp"}, Duration: 100 * time.Microsecond})
-	if err == nil || !strings.Contains(err.Error(), "compare: scenario incast-dcqcn: fast-cnp needs the file to name its congestion-aware nodes (mechanism.nodes)") {
+	if err == nil || !strings.Contains(err.Error(), "compare: scenario incast-dcqcn (../../scenarios/incast-dcqcn.yaml): fast-cnp needs the file to name its congestion-aware nodes (mechanism.nodes)") {
 		t.Errorf("Run: %v, want fast-cnp's refusal", err)
 	}
 	if _, ok := errors.AsType[*ConfigError](err); !ok {

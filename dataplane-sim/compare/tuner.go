@@ -165,7 +165,7 @@ func runBestStatic(ctx context.Context, sc *scenario.Scenario, m, outDir string,
 		return Row{}, fmt.Errorf("compare: unknown mechanism %q (%s applies to long-haul-cnp)", m, BestStaticSuffix)
 	}
 	if sc.Mechanism.Kind != scenario.MechanismLongHaulCNP || len(sc.Mechanism.Nodes) == 0 {
-		return Row{}, fmt.Errorf("compare: scenario %s: %s needs the file to name its congestion-aware nodes", sc.Name, m)
+		return Row{}, fmt.Errorf("compare: %s: %s needs the file to name its congestion-aware nodes", scenarioAt(sc), m)
 	}
 	dir := filepath.Join(sc.Name, dirName(m))
 	if o.Progress != nil {

@@ -285,7 +285,7 @@ func applyPFC(_ context.Context, sc *scenario.Scenario, _ string) (*scenario.Sce
 // nodes returns the file's congestion-aware nodes.
 func nodes(sc *scenario.Scenario, m string) ([]string, error) {
 	if len(sc.Mechanism.Nodes) == 0 {
-		return nil, fmt.Errorf("compare: scenario %s: %s needs the file to name its congestion-aware nodes (mechanism.nodes)", sc.Name, m)
+		return nil, errNoNodes(sc, m)
 	}
 	return sc.Mechanism.Nodes, nil
 }
