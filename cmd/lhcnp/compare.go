@@ -177,8 +177,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Usage = flagUsage(stderr, fs,
 		"usage: "+simCompareUsage,
 		"",
-		"Runs each scenario with each mechanism and writes results.md, results.csv and",
-		"<scenario>-queue.png / -rate.png into DIR. Without scenarios: "+strings.Join(defaultCompareScenarios, " "),
+		"Runs each scenario with each mechanism and writes results.md, results.csv (and",
+		"fabrics.md for generated fabrics) and <scenario>-queue.png / -rate.png into DIR.",
+		"Without scenarios: "+strings.Join(defaultCompareScenarios, " "),
 		defaultFilesNote)
 	files, err := cliconf.ParseInterspersed(fs, args)
 	if err != nil {
@@ -265,7 +266,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "near-source-incast: %s holds %d of %d bars against %s\n", cand, held, len(bars), opts.Mechanisms[0])
 	}
 	tunerSets := tunerBars(stdout, res, scs, false)
-	fmt.Fprintf(stdout, "wrote %s: results.md, results.csv, %d plots, %d runs\n", *out, len(res.Plots), len(res.Rows))
+	fmt.Fprintf(stdout, "wrote %s: %s, %d plots, %d runs\n", *out, strings.Join(res.TableFiles(), ", "), len(res.Plots), len(res.Rows))
 	if *md == "" {
 		return nil
 	}

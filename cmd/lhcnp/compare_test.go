@@ -29,6 +29,29 @@ func TestCompareCommand(t *testing.T) {
 	if !strings.Contains(string(md), "| rtt-step | long-haul-cnp |") {
 		t.Errorf("results.md has no long-haul-cnp row:\n%s", md)
 	}
+	if want := "wrote " + dir + ": results.md, results.csv, 0 plots, 2 runs\n"; !strings.HasSuffix(stdout.String(), want) {
+		t.Errorf("stdout %q does not end with %q", stdout.String(), want)
+	}
+	// A scenario on a generated fabric also gets fabrics.md, and the
+	// last line names it.
+	fab := fileWriter(t, t.TempDir())("fab.yaml", `duration: 1ms
+sample_interval: 100us
+topology:
+  fabrics: [{name: dc, kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1, rate: 10Gbps, delay: 1us}]
+traffic:
+  flows: [{name: f, src: dc-h0-0, dst: dc-h1-0, size: 10KB}]
+`)
+	fdir := t.TempDir()
+	stdout.Reset()
+	if err := runCompare(context.Background(), []string{fab, "--out", fdir, "--no-plots", "--mechanisms", "dcqcn"}, &stdout, &stderr); err != nil {
+		t.Fatalf("runCompare %s: %v\nstderr: %s", fab, err, stderr.String())
+	}
+	if want := "wrote " + fdir + ": results.md, results.csv, fabrics.md, 0 plots, 1 runs\n"; !strings.HasSuffix(stdout.String(), want) {
+		t.Errorf("stdout %q does not end with %q", stdout.String(), want)
+	}
+	if fm, err := os.ReadFile(filepath.Join(fdir, "fabrics.md")); err != nil || !strings.Contains(string(fm), "| fab | dcqcn | dc |") {
+		t.Errorf("fabrics.md: %v\n%s", err, fm)
+	}
 	if err := runCompare(context.Background(), []string{"--mechanisms", "dcqcn"}, &stdout, &stderr); err == nil {
 		t.Errorf("runCompare without --out succeeded")
 	}

@@ -591,14 +591,22 @@ func (r *Result) WriteCSV(w io.Writer) error {
 	return cw.Error()
 }
 
+// TableFiles names the files WriteFiles writes: results.md,
+// results.csv, and fabrics.md when a run is on generated fabrics.
+func (r *Result) TableFiles() []string {
+	names := []string{"results.md", "results.csv"}
+	if slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Fabric != nil }) {
+		names = append(names, "fabrics.md")
+	}
+	return names
+}
+
 // WriteFiles writes results.csv and results.md (the table only) into dir,
 // and fabrics.md (WriteFabricMarkdown) when a run is on generated fabrics.
 func (r *Result) WriteFiles(dir string) error {
-	files := map[string]func(io.Writer) error{"results.csv": r.WriteCSV, "results.md": r.WriteMarkdown}
-	if slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Fabric != nil }) {
-		files["fabrics.md"] = r.WriteFabricMarkdown
-	}
-	for name, write := range files {
+	writers := map[string]func(io.Writer) error{"results.csv": r.WriteCSV, "results.md": r.WriteMarkdown, "fabrics.md": r.WriteFabricMarkdown}
+	for _, name := range r.TableFiles() {
+		write := writers[name]
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
 			return err

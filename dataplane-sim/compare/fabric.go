@@ -96,8 +96,8 @@ func fabricNames(sc *scenario.Scenario) []string {
 }
 
 // WriteFabricMarkdown writes the FCT slowdowns by class and flow size and
-// the WAN's utilisation of the rows run on generated fabrics (nothing
-// when none is).
+// the WAN's utilisation (when there is a WAN) of the rows run on
+// generated fabrics (nothing when none is).
 func (r *Result) WriteFabricMarkdown(w io.Writer) error {
 	var b strings.Builder
 	for _, row := range r.Rows {
@@ -134,15 +134,21 @@ func (r *Result) WriteFabricMarkdown(w io.Writer) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	b.WriteString("\n| scenario | mechanism | WAN port | utilisation | peak queue | drops |\n|---|---|---|---|---|---|\n")
+	// The WAN's table when some run has a WAN: a single fabric has none,
+	// and a table of no rows is a header that reads as a failed run.
+	var wan strings.Builder
 	for _, row := range r.Rows {
 		if row.Fabric == nil {
 			continue
 		}
 		for _, p := range row.Fabric.WAN {
-			fmt.Fprintf(&b, "| %s | %s | %s (%s→%s) | %.2f%% | %s | %d |\n", row.Scenario, row.Mechanism, p.Link, p.From, p.To,
+			fmt.Fprintf(&wan, "| %s | %s | %s (%s→%s) | %.2f%% | %s | %d |\n", row.Scenario, row.Mechanism, p.Link, p.From, p.To,
 				100*p.Utilisation, mb(p.PeakQueueBytes), p.Drops)
 		}
+	}
+	if wan.Len() > 0 {
+		b.WriteString("\n| scenario | mechanism | WAN port | utilisation | peak queue | drops |\n|---|---|---|---|---|---|\n")
+		b.WriteString(wan.String())
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -64,3 +64,30 @@ topology:
 		}
 	}
 }
+
+// One fabric has no WAN: fabrics.md holds its FCT table and no WAN table
+// (it held the WAN's header with no row under it).
+func TestFabricMarkdownWithoutWAN(t *testing.T) {
+	sc, err := scenario.Parse("one.yaml", []byte(`duration: 1ms
+sample_interval: 1ms
+topology:
+  fabrics:
+    - {name: a, kind: leaf-spine, leaves: 1, spines: 1, hosts_per_leaf: 2, rate: 10G, delay: 1us}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := report.Float(1)
+	s := &report.Summary{Flows: []report.FlowSummary{{Src: "a-h0-0", Dst: "a-h0-1", SizeBytes: 1000, Finished: true, Slowdown: &one}}}
+	r := &Result{Rows: []Row{{Scenario: "one", Mechanism: "dcqcn", Fabric: fabricFigures(s, sc)}}}
+	var b strings.Builder
+	if err := r.WriteFabricMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "| scenario | mechanism | flows | small < 100 KB p50 / p95 / p99 (finished/flows) | medium p50 / p95 / p99 (finished/flows) | large > 10 MB p50 / p95 / p99 (finished/flows) |\n" +
+		"|---|---|---|---|---|---|\n" +
+		"| one | dcqcn | a | 1.00 / 1.00 / 1.00 (1/1) | — (0/0) | — (0/0) |\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("fabrics.md (-want, +got):\n%s", diff)
+	}
+}
