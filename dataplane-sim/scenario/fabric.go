@@ -416,6 +416,7 @@ func (l *loader) fabricLinks(o *object) {
 		}
 	}
 	for i, wn := range l.d.list(o.get("wan"), "topology.wan") {
+		l.wanWritten++
 		l.link(wn, index("topology.wan", i), true)
 	}
 }

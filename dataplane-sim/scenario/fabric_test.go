@@ -232,6 +232,36 @@ traffic:
 	}
 }
 
+// A WAN link the loader refuses is reported at its own line alone: a
+// load_of wan block does not add that the topology has no WAN links (or
+// that its senders' fabric has none), which the file does not say.
+func TestRefusedWANLinkReportedOnce(t *testing.T) {
+	const file = `duration: 1ms
+sample_interval: 1ms
+topology:
+  fabrics:
+    - {name: f, kind: fat-tree, k: 2, rate: 100G, delay: 1us}
+    - {name: g, kind: fat-tree, k: 2, rate: 100G, delay: 1us}
+  wan:
+    - {a: f, b: g, rate: 10G, delay: 1ms}
+traffic:
+  generated:
+    - {name: x, senders: [f, g], receivers: [f, g], pattern: cross-dc, load_of: wan, load: 0.5, cdf: [[1KB, 0], [1KB, 1]]}
+`
+	for _, tt := range []struct{ desc, from, to, want string }{
+		{"rate of a wrong unit", "rate: 10G,", "rate: 10GB/s,", `bad.yaml:8:26: topology.wan[0].rate: "10GB/s": unknown rate unit "GB/s"`},
+		{"undefined end", "b: g,", "b: h,", `bad.yaml:8:17: topology.wan[0].b: undefined node "h"`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, err := Parse("bad.yaml", []byte(strings.Replace(file, tt.from, tt.to, 1)))
+			errs := Errors(err)
+			if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), tt.want) {
+				t.Errorf("got %d errors:\n%v\nwant one, %s...", len(errs), err, tt.want)
+			}
+		})
+	}
+}
+
 func TestBadFabrics(t *testing.T) {
 	head := "duration: 1ms\nsample_interval: 1ms\ntopology:\n"
 	tests := []struct {

@@ -157,6 +157,7 @@ type loader struct {
 	lostLinks     map[string]bool
 	fileLinks     int
 	fileLinksDone bool
+	wanWritten    int // items of topology.wan, refused ones included
 	flowSet       map[string]*yaml.Node
 	linkPos       []qpRef         // per link: its delay (or the link), where a cut is reported
 	cut           map[string]bool // links between partitions, by name

@@ -787,10 +787,12 @@ func (l *loader) wanLoad(g *object, at *yaml.Node, p *genParams, fabric map[stri
 	sc := l.sc
 	wanOf := map[string]float64{} // fabric -> WAN rate at its border
 	var total float64
+	accepted := 0
 	for _, lk := range sc.Links {
-		if !lk.WAN {
+		if !lk.WAN || lk.Rate == 0 { // 0: its rate was refused
 			continue
 		}
+		accepted++
 		total += float64(lk.Rate)
 		for _, f := range sc.Fabrics {
 			if f.Border != "" && (lk.A == f.Border || lk.B == f.Border) {
@@ -798,8 +800,13 @@ func (l *loader) wanLoad(g *object, at *yaml.Node, p *genParams, fabric map[stri
 			}
 		}
 	}
+	// A WAN link the file wrote and the loader refused is reported at
+	// its own line: a block that needs it is not reported again.
+	refused := accepted < l.wanWritten
 	if total == 0 {
-		l.d.errAt(at, g.field("load_of"), "load_of wan: the topology has no topology.wan links")
+		if !refused {
+			l.d.errAt(at, g.field("load_of"), "load_of wan: the topology has no topology.wan links")
+		}
 		return false
 	}
 	if p.pattern == PatternIncast {
@@ -812,7 +819,9 @@ func (l *loader) wanLoad(g *object, at *yaml.Node, p *genParams, fabric map[stri
 	}
 	for _, s := range p.senders {
 		if wanOf[fabric[s]] == 0 {
-			l.d.errAt(at, g.field("load_of"), "load_of wan: sender %s is not in a fabric with WAN links", s)
+			if !refused {
+				l.d.errAt(at, g.field("load_of"), "load_of wan: sender %s is not in a fabric with WAN links", s)
+			}
 			return false
 		}
 	}
