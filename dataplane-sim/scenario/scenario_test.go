@@ -34,7 +34,7 @@ func TestBadScenarios(t *testing.T) {
 		{"flow to a switch", "bad_flow_to_switch.yaml", "", 13, "traffic.flows[0].dst", "s1 is a switch, not a host", 0},
 		// One error: the event names a flow the file defines, refused.
 		{"flow to itself, named by an event", "bad_flow_self_event.yaml", "", 9, "traffic.flows[0].dst", "flow from h1 to itself", 0},
-		// h2 takes 10.0.0.1; the IPv6 pair h1-h3 is fine.
+		// The IPv6 pair h1-h3 is fine.
 		{"flow between IPv4 and IPv6 hosts", "bad_mixed_family.yaml", "", 13, "traffic.flows[1].name", "flow f from h1 (fd00::1) to h2 (10.0.0.1) mixes IPv4 and IPv6", 0},
 		{"flow stops before it starts", "bad_flow_stop.yaml", "", 9, "traffic.flows[0].stop", "must be after start", 0},
 		{"duplicate flow", "bad_duplicate_flow.yaml", "", 10, "traffic.flows[1].name", `duplicate flow name "f" (first at line 9)`, 0},
@@ -143,6 +143,48 @@ func TestSeedOverride(t *testing.T) {
 	}
 	if b.Seed != 99 || a.Seed != 3 {
 		t.Errorf("seeds %d, %d", a.Seed, b.Seed)
+	}
+}
+
+// In a network whose hosts are given IPv6 addresses, the nodes without an
+// ip take IPv6 ones too, from fd00::1 (free ones, in file order): a
+// switch of 10.0.0.x sent no Long-haul CNP or Fast CNP to its hosts, and
+// a host of 10.0.0.x could not reach the others. One IPv4 host keeps the
+// IPv4 default.
+func TestAutomaticAddressFamily(t *testing.T) {
+	for _, tt := range []struct {
+		desc, h1 string
+		want     []string // h1, h2, h3, s1, s2
+	}{
+		{"IPv6 hosts", `"fd00::1"`, []string{"fd00::1", "fd00::2", "fd00::3", "fd00::4", "fd00:1::1"}},
+		{"an IPv4 host", "10.0.0.9", []string{"10.0.0.9", "fd00::2", "10.0.0.1", "10.0.0.2", "fd00:1::1"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			sc, err := Parse("v6.yaml", []byte(`duration: 1ms
+sample_interval: 100us
+topology:
+  hosts: [{name: h1, ip: `+tt.h1+`}, {name: h2, ip: "fd00::2"}, {name: h3}]
+  switches: [{name: s1}, {name: s2, ip: "fd00:1::1"}]
+  links:
+    - {a: h1, b: s1, rate: 10G, delay: 1us}
+    - {a: h2, b: s1, rate: 10G, delay: 1us}
+    - {a: s1, b: s2, rate: 10G, delay: 1us}
+    - {a: s2, b: h3, rate: 10G, delay: 1us}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range sc.Hosts {
+				got = append(got, h.IP.String())
+			}
+			for _, s := range sc.Switches {
+				got = append(got, s.IP.String())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("addresses of h1, h2, h3, s1, s2 (-want, +got):\n%s", diff)
+			}
+		})
 	}
 }
 

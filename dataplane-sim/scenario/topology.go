@@ -133,6 +133,19 @@ func (l *loader) nodesOf(o *object, defQueue Queue) {
 		sc.Switches = append(sc.Switches, sw)
 		ips.read(s, name, func() *netip.Addr { return &sc.Switches[j].IP })
 	}
+	// Hosts given IPv6 addresses, none IPv4: the nodes without an ip take
+	// IPv6 ones too. A switch's notifications (Long-haul CNP, Fast CNP)
+	// leave from its address, so one of 10.0.0.x sent none to IPv6 hosts,
+	// and a host of 10.0.0.x could reach none of the others.
+	v4, v6 := false, false
+	for _, h := range sc.Hosts {
+		if h.IP.IsValid() {
+			v4, v6 = v4 || h.IP.Is4(), v6 || !h.IP.Is4()
+		}
+	}
+	if v6 && !v4 {
+		ips.base = netip.MustParseAddr("fd00::1")
+	}
 	l.fabricNodes(o, defQueue, &ips)
 	ips.assign()
 }
@@ -157,10 +170,11 @@ func (l *loader) defineNode(name string, at *yaml.Node, field string, kind nodeK
 }
 
 // addrs gives the nodes their addresses: a node's own ip, checked unique,
-// or, for a node without one, the first free address from 10.0.0.1 once
-// all explicit ones are known.
+// or, for a node without one, the first free address from base (10.0.0.1,
+// or fd00::1 in a network of IPv6 hosts) once all explicit ones are known.
 type addrs struct {
 	d    *decoder
+	base netip.Addr            // of the automatic addresses; zero: 10.0.0.1
 	used map[netip.Addr]string // address -> node
 	// auto assigns the addresses of nodes without one, through an
 	// accessor: the slices may still grow, so no pointers are kept.
@@ -205,7 +219,13 @@ func (a *addrs) read(obj *object, name string, dst func() *netip.Addr) {
 		*dst() = addr
 		return
 	}
-	a.auto = append(a.auto, func() { *dst() = a.next(name, netip.MustParseAddr("10.0.0.1")) })
+	a.auto = append(a.auto, func() {
+		base := a.base
+		if !base.IsValid() {
+			base = netip.MustParseAddr("10.0.0.1")
+		}
+		*dst() = a.next(name, base)
+	})
 }
 
 // assign gives the nodes without an ip theirs, in file order.
