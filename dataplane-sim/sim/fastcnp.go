@@ -53,6 +53,7 @@ func installFastCNP(env *Env) error {
 	}
 	cfg := FastCNPConfig(p, hosts)
 	var fns []mechanism.Function
+	var nodes []*fastcnp.Node
 	var acl []netip.Prefix
 	for _, sw := range env.Nodes {
 		name := sw.Name()
@@ -68,6 +69,7 @@ func installFastCNP(env *Env) error {
 		}
 		env.TapSwitch(sw, n)
 		fns = append(fns, fastcnp.FunctionOf(n))
+		nodes = append(nodes, n)
 		if a := sw.Addr(); a.IsValid() {
 			acl = append(acl, netip.PrefixFrom(a, a.BitLen()))
 		}
@@ -86,6 +88,13 @@ func installFastCNP(env *Env) error {
 	env.Signal("fast-cnp", false)
 	env.CountFunctions(fns)
 	counts := env.Counters()
-	env.OnSummary(func(*report.Input) { fastcnp.AddReceiverCounters(counts, recvs) })
+	env.OnSummary(func(*report.Input) {
+		fastcnp.AddReceiverCounters(counts, recvs)
+		for _, n := range nodes {
+			if c := n.Counters().NotIPv6; c > 0 {
+				env.Warn("fast-cnp: %s: %d notifications not sent: Fast CNP is IPv6 only, and their source or the switch's address is IPv4", n.Switch().Name(), c)
+			}
+		}
+	})
 	return nil
 }

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -229,5 +231,47 @@ mechanism:
 	base := runYAML(t, wan6)
 	if b := base.Feedback; b == nil || b.MeanLatencyNs < 1.5e6 {
 		t.Errorf("DCQCN feedback %+v, want the receiver's loop (at least 1.5 ms)", b)
+	}
+}
+
+// A node mechanism whose notifications cannot leave says so in a warning:
+// it looked as if it had had nothing to do (no notification, no warning,
+// the queue growing unchecked). fast-cnp on IPv4 hosts, long-haul-cnp's
+// ICMPv6 format with IPv4 sources, and long-haul-cnp's switches of
+// 10.0.0.x in front of IPv6 hosts.
+func TestUnsendableNotificationsWarned(t *testing.T) {
+	const base = `
+duration: 20ms
+sample_interval: 100us
+topology:
+  hosts: [{name: a1%s}, {name: a2%s}, {name: b1%s}]
+  switches: [{name: n1, ip: 10.9.0.1}, {name: n2, ip: 10.9.0.2}]
+  links:
+    - {a: a1, b: n1, rate: 25Gbps, delay: 1us}
+    - {a: a2, b: n1, rate: 25Gbps, delay: 1us}
+    - {name: wan, a: n1, b: n2, rate: 25Gbps, delay: 2ms, buffer: 64MB}
+    - {a: n2, b: b1, rate: 25Gbps, delay: 1us}
+mechanism: {kind: %s, nodes: [n1, n2]%s}
+traffic:
+  flows: [{name: f1, src: a1, dst: b1}, {name: f2, src: a2, dst: b1}]
+`
+	v6 := []any{`, ip: "fd00::1"`, `, ip: "fd00::2"`, `, ip: "fd00::3"`}
+	for _, tt := range []struct {
+		desc string
+		args []any
+		want string
+	}{
+		{"fast-cnp on IPv4", []any{"", "", "", "fast-cnp", ""}, "fast-cnp: n1: "},
+		{"long-haul-cnp icmpv6 on IPv4", []any{"", "", "", "long-haul-cnp", ", params: {format: icmpv6}"}, "long-haul-cnp: n1: "},
+		{"long-haul-cnp from IPv4 switches to IPv6 hosts", append(v6, "long-haul-cnp", ""), "long-haul-cnp: n1: "},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			sum := runYAML(t, fmt.Sprintf(base, tt.args...))
+			if !slices.ContainsFunc(sum.Warnings, func(w string) bool {
+				return strings.HasPrefix(w, tt.want) && strings.Contains(w, " notifications not sent: ")
+			}) {
+				t.Errorf("warnings %q: none %s... notifications not sent", sum.Warnings, tt.want)
+			}
+		})
 	}
 }

@@ -229,6 +229,14 @@ func installLongHaulCNP(env *Env, observe func(*LongHaulCNP, *Env)) error {
 			}
 			nc := st.Counters
 			counts["not_sent"] += nc.NoAddress + nc.NoFormat + nc.NoRoute + nc.EncodeErrors
+			// A mistake of the file, not of the run: say it, or the
+			// mechanism looks as if it had nothing to do.
+			if nc.NoAddress > 0 {
+				env.Warn("long-haul-cnp: %s: %d notifications not sent: the switch has no address of their sources' family (its ip)", node.Switch().Name(), nc.NoAddress)
+			}
+			if nc.NoFormat > 0 {
+				env.Warn("long-haul-cnp: %s: %d notifications not sent: no format of the node applies to their sources (format icmpv6 needs IPv6 sources)", node.Switch().Name(), nc.NoFormat)
+			}
 		}
 	})
 	runOf(env).onSampleSplit(thresholdRecorder(runOf(env).r.rec.Thresholds, env.Net, m.Nodes))
