@@ -576,7 +576,9 @@ func (r *Result) WriteCSV(w io.Writer) error {
 			f(row.Utilisation), f(row.RunUtilisation), f(row.Jain), i(row.LongHaulCNPs), i(row.RxCNPs),
 			i(row.Notifications), i(row.PFCPausedNs)}
 		for k := range 3 {
-			if k < len(row.Buckets) {
+			// A bucket without a finished flow has no percentile (the
+			// tables write —): empty, not 0, a slowdown no flow can have.
+			if k < len(row.Buckets) && row.Buckets[k].Finished > 0 {
 				rec = append(rec, f(row.Buckets[k].P50), f(row.Buckets[k].P99))
 			} else {
 				rec = append(rec, "", "")
