@@ -189,6 +189,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return usageError{"--out DIR is required"}
 	}
+	if err := checkOutDir(*out); err != nil {
+		return err
+	}
 	// The mechanisms are the command line's: a list compare.Run would
 	// refuse (or, empty, take for its defaults while the bars below read
 	// its first name) is a usage error before anything is read or run.

@@ -47,6 +47,9 @@ func (f *familySetFlags) parse(fs *flag.FlagSet, args []string) error {
 		fs.Usage()
 		return usageError{"--out DIR is required"}
 	}
+	if err := checkOutDir(*f.out); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -45,6 +45,9 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return usageError{"--out DIR is required"}
 	}
+	if err := checkOutDir(*out); err != nil {
+		return err
+	}
 	if *n < 2 {
 		return usageError{fmt.Sprintf("--phases: %d: want at least 2", *n)}
 	}

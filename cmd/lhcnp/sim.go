@@ -83,6 +83,9 @@ func runSimCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fs.Usage()
 		return usageError{"--out DIR is required"}
 	}
+	if err := checkOutDir(*out); err != nil {
+		return err
+	}
 	if *threads < 1 {
 		return usageError{fmt.Sprintf("--threads: %d: want at least 1", *threads)}
 	}
@@ -328,4 +331,22 @@ func (p *progressLine) done() {
 	if p.width > 0 {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// checkOutDir refuses an --out that names something other than a
+// directory (a file, a link to one): the command line's mistake, exit
+// status 2, said before anything runs (it was mkdir's error, exit 1, after
+// the scenario was read). A path that does not exist yet is created by the
+// run.
+func checkOutDir(out string) error {
+	fi, err := os.Stat(out)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return usageError{fmt.Sprintf("--out: %v", err)}
+	case !fi.IsDir():
+		return usageError{fmt.Sprintf("--out: %s: not a directory", out)}
+	}
+	return nil
 }

@@ -225,11 +225,14 @@ func TestSimFileErrorExitStatus(t *testing.T) {
 			}
 		})
 	}
-	// --out under a file: the scenario loaded, the work failed.
+	// --out under a file: the command line's mistake, said before the
+	// scenario is read (it was mkdir's error after the run had begun,
+	// exit 1; TestOutNotADirectory has --out naming a file).
 	ok := filepath.Join("..", "..", "scenarios", "incast-dcqcn.yaml")
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"sim", "run", ok, "--out", filepath.Join(typo, "out"), "--duration", "100us", "--no-plots"}, &stdout, &stderr); code != 1 {
-		t.Errorf("--out under a file: exit %d (%s), want 1", code, stderr.String())
+	code := run([]string{"sim", "run", ok, "--out", filepath.Join(typo, "out"), "--duration", "100us", "--no-plots"}, &stdout, &stderr)
+	if want := "lhcnp sim run: --out: stat " + filepath.Join(typo, "out") + ": not a directory"; code != 2 || !strings.HasPrefix(stderr.String(), want) {
+		t.Errorf("--out under a file: exit %d (%s), want 2 and %q", code, stderr.String(), want)
 	}
 }
 
