@@ -570,7 +570,14 @@ func (r *Result) WriteCSV(w io.Writer) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, row := range r.Rows {
-		rec := []string{row.Scenario, row.Mechanism, row.BottleneckNode, row.BottleneckPeer, row.FeedbackSignal,
+		// The signal is the one the meter looked for; without a sender
+		// that got it (PFC alone: none) there is no feedback to name, and
+		// the tables write —.
+		signal := row.FeedbackSignal
+		if row.FeedbackSenders == 0 {
+			signal = ""
+		}
+		rec := []string{row.Scenario, row.Mechanism, row.BottleneckNode, row.BottleneckPeer, signal,
 			strconv.Itoa(row.FeedbackSenders), f(row.FeedbackMeanNs), i(row.FeedbackMaxNs), f(row.ReactionMeanNs),
 			i(row.ReactionMaxNs), i(row.PeakQueueBytes), i(row.BottleneckDrops), i(row.Drops), i(row.CongestedNs),
 			f(row.Utilisation), f(row.RunUtilisation), f(row.Jain), i(row.LongHaulCNPs), i(row.RxCNPs),

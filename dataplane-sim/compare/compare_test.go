@@ -301,3 +301,22 @@ func TestCSVEmptyBucket(t *testing.T) {
 		t.Errorf("row %q does not end with %q (small p50, p99; medium and large empty; note)", lines[1], want)
 	}
 }
+
+// TestCSVFeedbackWithoutSenders: a row whose meter timed no sender (PFC
+// alone) has an empty feedback_signal in results.csv, as the tables write
+// — (it named the signal looked for, ce-mark, with 0 senders); a row with
+// senders names its signal.
+func TestCSVFeedbackWithoutSenders(t *testing.T) {
+	r := &Result{Rows: []Row{
+		{Scenario: "s", Mechanism: "pfc", FeedbackSignal: "ce-mark"},
+		{Scenario: "s", Mechanism: "dcqcn", FeedbackSignal: "ce-mark", FeedbackSenders: 3},
+	}}
+	var b strings.Builder
+	if err := r.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "s,pfc,,,,0,") || !strings.HasPrefix(lines[2], "s,dcqcn,,,ce-mark,3,") {
+		t.Errorf("results.csv:\n%s\nwant pfc's feedback_signal empty, dcqcn's ce-mark", b.String())
+	}
+}
