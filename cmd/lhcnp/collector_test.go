@@ -68,7 +68,7 @@ func TestCollectorBadConfig(t *testing.T) {
 		{desc: "missing DSN", args: []string{"--state-dir", state}, want: "db.dsn: missing (PostgreSQL connection string)"},
 		{desc: "bad variable", args: []string{"--db.dsn", dsn}, env: []string{"LHCNP_COLLECTOR_WRITER_BATCHROWS=5"},
 			want: "environment: unknown variable LHCNP_COLLECTOR_WRITER_BATCHROWS"},
-		{desc: "bad flag value", args: []string{"--writer.batch-rows", "many"}, want: `invalid value "many" for flag -writer.batch-rows`},
+		{desc: "bad flag value", args: []string{"--writer.batch-rows", "many"}, want: `--writer.batch-rows="many": not of type int64`},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			for _, e := range tt.env {
@@ -92,7 +92,7 @@ func TestCollectorBadConfig(t *testing.T) {
 			if !strings.Contains(stderr.String(), want) {
 				t.Errorf("stderr %q does not say %q", stderr.String(), want)
 			}
-			if !strings.HasPrefix(last, "lhcnp collector: ") && !strings.Contains(stderr.String(), "invalid value") {
+			if !strings.HasPrefix(last, "lhcnp collector: ") && !strings.Contains(stderr.String(), "not of type") {
 				t.Errorf("last line %q is not the command's one-line error", last)
 			}
 		})

@@ -46,7 +46,7 @@ func TestConfigErrorExitStatus(t *testing.T) {
 			wrongType: "many", outOfRange: "0", want: map[string]string{
 				"file/type":      "FILE:2:15: writer.batch_rows: cannot unmarshal !!str `many` into int",
 				"file/range":     "FILE:2:15: writer.batch_rows: 0: must be positive",
-				"flag/type":      `invalid value "many" for flag -writer.batch-rows: parse error`,
+				"flag/type":      `--writer.batch-rows="many": not of type int64`,
 				"flag/range":     "--writer.batch-rows: writer.batch_rows: 0: must be positive",
 				"variable/type":  `LHCNP_COLLECTOR_WRITER_BATCH_ROWS="many": not of type int`,
 				"variable/range": "LHCNP_COLLECTOR_WRITER_BATCH_ROWS: writer.batch_rows: 0: must be positive",
@@ -55,7 +55,7 @@ func TestConfigErrorExitStatus(t *testing.T) {
 			wrongType: "fast", outOfRange: "-1", want: map[string]string{
 				"file/type":      "FILE:1:8: speed: cannot unmarshal !!str `fast` into float64",
 				"file/range":     "FILE:1:8: speed: -1: must not be negative",
-				"flag/type":      `invalid value "fast" for flag -speed: parse error`,
+				"flag/type":      `--speed="fast": not of type float64`,
 				"flag/range":     "--speed: speed: -1: must not be negative",
 				"variable/type":  `LHCNP_LAB_SPEED="fast": not of type float64`,
 				"variable/range": "LHCNP_LAB_SPEED: speed: -1: must not be negative",
@@ -65,7 +65,7 @@ func TestConfigErrorExitStatus(t *testing.T) {
 			wrongType: "fast", outOfRange: "0", want: map[string]string{
 				"file/type":      "FILE:1:8: speed: cannot unmarshal !!str `fast` into float64",
 				"file/range":     "FILE:1:8: speed: 0: must be positive",
-				"flag/type":      `invalid value "fast" for flag -speed: parse error`,
+				"flag/type":      `--speed="fast": not of type float64`,
 				"flag/range":     "--speed: speed: 0: must be positive",
 				"variable/type":  `LHCNP_SWITCH_SPEED="fast": not of type float64`,
 				"variable/range": "LHCNP_SWITCH_SPEED: speed: 0: must be positive",
@@ -101,7 +101,7 @@ func TestConfigErrorExitStatus(t *testing.T) {
 					}
 					want := map[string]string{
 						"file/unknown":     "FILE:1:1: unknown key " + bogus,
-						"flag/unknown":     "flag provided but not defined: -" + bogus,
+						"flag/unknown":     "unknown flag --" + bogus + " (lhcnp " + cmd.name + " -h lists them)",
 						"variable/unknown": "environment: unknown variable " + cmd.prefix + strings.ToUpper(bogus) + " (known: " + cmd.prefix + "...)",
 					}[source+"/"+kind]
 					if want == "" {
@@ -460,10 +460,10 @@ func TestBadFlagOnce(t *testing.T) {
 	var tests []badFlag
 	for _, cmd := range cmds {
 		tests = append(tests, badFlag{append(slices.Clone(cmd), "--nope"),
-			"lhcnp " + strings.Join(cmd, " ") + ": flag provided but not defined: -nope\n"})
+			"lhcnp " + strings.Join(cmd, " ") + ": unknown flag --nope (lhcnp " + strings.Join(cmd, " ") + " -h lists them)\n"})
 	}
 	tests = append(tests, badFlag{[]string{"collector", "--writer.batch-rows", "many"},
-		"lhcnp collector: invalid value \"many\" for flag -writer.batch-rows: parse error\n"})
+		"lhcnp collector: --writer.batch-rows=\"many\": not of type int64\n"})
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

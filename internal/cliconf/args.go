@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 )
 
 // ParseInterspersed parses args with fs taking flags before, between and
@@ -42,7 +44,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, badConfig(err)
+			return nil, badConfig(flagError(fs, err))
 		}
 		rest := fs.Args()
 		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
@@ -54,4 +56,40 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// The flag package's messages for an unknown flag and a value it could not
+// set (Go 1.26's flag.go, failf).
+var (
+	flagUnknown = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	flagInvalid = regexp.MustCompile(`(?s)^invalid (?:boolean )?value "(.*)" for (?:flag )?-+([^:]*): (.*)$`)
+)
+
+// flagError says the flag package's err as the variables' and the files'
+// errors are said: the flag as it is written (--name), the value, and why,
+// where the flag package says `invalid value "fast" for flag -speed: parse
+// error`: `--speed="fast": not of type float64`, as LHCNP_LAB_SPEED="fast"
+// is (a flag of a type of the flag package; a Value of cliconf's own says
+// its reason, kept). Any other error is err.
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if m := flagUnknown.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("unknown flag --%s (%s -h lists them)", m[1], strings.TrimSpace("lhcnp "+fs.Name()))
+	}
+	m := flagInvalid.FindStringSubmatch(msg)
+	if m == nil {
+		return err
+	}
+	value, name, why := m[1], m[2], m[3]
+	if why == "parse error" || why == "value out of range" {
+		if f := fs.Lookup(name); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				why = fmt.Sprintf("not of type %T", g.Get())
+				if m[3] == "value out of range" {
+					why = fmt.Sprintf("out of the range of type %T", g.Get())
+				}
+			}
+		}
+	}
+	return fmt.Errorf("--%s=%q: %s", name, value, why)
 }

@@ -94,3 +94,40 @@ func TestParseInterspersedPrints(t *testing.T) {
 		})
 	}
 }
+
+// TestFlagErrorSaid: the flag package's errors are said as the variables'
+// are, the flag written as given (--name), its value and why: the type for
+// the flag package's own types (it said "parse error"), the Value's own
+// reason otherwise; an unknown flag names where the list is.
+func TestFlagErrorSaid(t *testing.T) {
+	fs := flag.NewFlagSet("sim run", flag.ContinueOnError)
+	fs.Bool("insecure", false, "")
+	fs.Int("n", 0, "")
+	fs.Float64("speed", 1, "")
+	fs.Duration("every", 0, "")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--insecure=maybe"}, `--insecure="maybe": not of type bool`},
+		{[]string{"-n", "x"}, `--n="x": not of type int`},
+		{[]string{"--n", "99999999999999999999"}, `--n="99999999999999999999": out of the range of type int`},
+		{[]string{"--speed", "fast"}, `--speed="fast": not of type float64`},
+		{[]string{"--every", "soon"}, `--every="soon": not of type time.Duration`},
+		{[]string{"-bogus"}, `unknown flag --bogus (lhcnp sim run -h lists them)`},
+	} {
+		_, err := cliconf.ParseInterspersed(fs, tt.args)
+		if err == nil || err.Error() != tt.want || !errors.Is(err, cliconf.ErrConfig) {
+			t.Errorf("%v: %v, want %q matching ErrConfig", tt.args, err, tt.want)
+		}
+	}
+	fs.Var(stringFunc(func(string) error { return errors.New("want a colour") }), "colour", "")
+	if _, err := cliconf.ParseInterspersed(fs, []string{"--colour", "loud"}); err == nil || err.Error() != `--colour="loud": want a colour` {
+		t.Errorf("a Value's own reason: %v", err)
+	}
+}
+
+type stringFunc func(string) error
+
+func (f stringFunc) String() string     { return "" }
+func (f stringFunc) Set(s string) error { return f(s) }

@@ -216,8 +216,8 @@ func TestErrConfig(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"unknown flag", parse("a", "--bogus"), "flag provided but not defined: -bogus"},
-		{"flag not of its type", parse("--writer.batch-rows=many"), `invalid value "many" for flag -writer.batch-rows: parse error`},
+		{"unknown flag", parse("a", "--bogus"), "unknown flag --bogus (lhcnp t -h lists them)"},
+		{"flag not of its type", parse("--writer.batch-rows=many"), `--writer.batch-rows="many": not of type int64`},
 		{"unreadable file", c2.Load(missing), "open " + missing + ": no such file or directory"},
 		{"a check's refusal", c.Locate(errors.New("ratio: 2 is above 1")), "ratio: 2 is above 1"},
 	} {
