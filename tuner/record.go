@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lhcnp/lhcnp/tuner/policy"
@@ -17,7 +18,16 @@ import (
 
 // PGRecorder writes tuner_actions (migrations/, docs/collector.md).
 type PGRecorder struct {
-	pool *pgxpool.Pool
+	pool pgDB
+	// begin starts a transaction (nil inside one: see operatorTx).
+	begin func(context.Context) (pgx.Tx, error)
+}
+
+// pgDB is what the recorder's statements need: a pool, or a transaction.
+type pgDB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // PGRecorder restores the tuner's overload-cuts (CutReader) and the
@@ -28,7 +38,36 @@ var (
 )
 
 // NewPGRecorder returns a recorder writing through pool.
-func NewPGRecorder(pool *pgxpool.Pool) *PGRecorder { return &PGRecorder{pool: pool} }
+func NewPGRecorder(pool *pgxpool.Pool) *PGRecorder {
+	return &PGRecorder{pool: pool, begin: pool.Begin}
+}
+
+// operatorTx runs f with a recorder inside a transaction that holds the
+// queue's operator lock (a transaction-level advisory lock on the target,
+// interface and queue), so that two runs of the same `lhcnp tuner hold`
+// or `release` at once (a retry while the first is still under way) read
+// each other's row instead of both writing one.
+func (r *PGRecorder) operatorTx(ctx context.Context, target string, q QueueID, f func(tr *PGRecorder) error) error {
+	if r.begin == nil { // inside one already
+		return f(r)
+	}
+	tx, err := r.begin(ctx)
+	if err != nil {
+		return fmt.Errorf("tuner_actions: %s %s queue %d: begin: %w", target, q.Interface, q.Queue, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit, a no-op
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('lhcnp tuner_actions operator ' || $1 || ' ' || $2 || ' ' || $3::int::text, 0))`,
+		target, q.Interface, int(q.Queue)); err != nil {
+		return fmt.Errorf("tuner_actions: %s %s queue %d: the operator lock: %w", target, q.Interface, q.Queue, err)
+	}
+	if err := f(&PGRecorder{pool: tx}); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("tuner_actions: %s %s queue %d: commit: %w", target, q.Interface, q.Queue, err)
+	}
+	return nil
+}
 
 // Record implements Recorder.
 func (r *PGRecorder) Record(ctx context.Context, a Action) (int64, error) {
@@ -282,6 +321,14 @@ func holdReason(until time.Time, why string) string {
 // row (the newest decides). Meant for one operator's retries, one after
 // the other: two run at the same instant may both write.
 func (r *PGRecorder) Hold(ctx context.Context, target string, q QueueID, now, until time.Time, why string) (row OperatorRow, recorded bool, err error) {
+	err = r.operatorTx(ctx, target, q, func(tr *PGRecorder) error {
+		row, recorded, err = tr.hold(ctx, target, q, now, until, why)
+		return err
+	})
+	return row, recorded, err
+}
+
+func (r *PGRecorder) hold(ctx context.Context, target string, q QueueID, now, until time.Time, why string) (row OperatorRow, recorded bool, err error) {
 	last, ok, err := r.NewestOperatorRow(ctx, target, q, now)
 	if err != nil {
 		return OperatorRow{}, false, err
@@ -311,6 +358,14 @@ func (r *PGRecorder) Hold(ctx context.Context, target string, q QueueID, now, un
 // while the database could not take the row) has no row holding it, and
 // the release must still outdate the row the tuner writes later.
 func (r *PGRecorder) Release(ctx context.Context, target string, q QueueID, now time.Time, why string) (row OperatorRow, recorded bool, err error) {
+	err = r.operatorTx(ctx, target, q, func(tr *PGRecorder) error {
+		row, recorded, err = tr.release(ctx, target, q, now, why)
+		return err
+	})
+	return row, recorded, err
+}
+
+func (r *PGRecorder) release(ctx context.Context, target string, q QueueID, now time.Time, why string) (row OperatorRow, recorded bool, err error) {
 	last, ok, err := r.NewestOperatorRow(ctx, target, q, now)
 	if err != nil {
 		return OperatorRow{}, false, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,5 +305,56 @@ func TestPGRecorderLastSettings(t *testing.T) {
 	}
 	if got, err := rec.LastSettings(ctx, "n3"); err != nil || len(got) != 0 {
 		t.Errorf("LastSettings of a switch with no rows: %v, %v; want none", got, err)
+	}
+}
+
+// TestPGRecorderOperatorAtOnce: the same `lhcnp tuner hold` (and then
+// `release`) run eight times at once, as a retry while the first is still
+// under way, writes one row each: the queue's operator lock makes each run
+// read the row of the one before it (before: each read no row and wrote
+// its own, up to eight).
+func TestPGRecorderOperatorAtOnce(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := pgtest.New(t)
+	rec := NewPGRecorder(pool)
+	q := QueueID{Interface: "wan0", Queue: 3}
+	const runs = 8
+	for _, release := range []bool{false, true} {
+		now := t1.Add(time.Minute)
+		if release {
+			now = now.Add(time.Minute)
+		}
+		var wg sync.WaitGroup
+		recorded := make(chan bool, runs)
+		for range runs {
+			wg.Go(func() {
+				var ok bool
+				var err error
+				if release {
+					_, ok, err = rec.Release(ctx, "n1", q, now, "done")
+				} else {
+					_, ok, err = rec.Hold(ctx, "n1", q, now, now.Add(15*time.Minute), "maintenance")
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				recorded <- ok
+			})
+		}
+		wg.Wait()
+		close(recorded)
+		n := 0
+		for ok := range recorded {
+			if ok {
+				n++
+			}
+		}
+		var rows int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM tuner_actions WHERE outcome = 'operator' AND ts = $1`, now).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 || rows != 1 {
+			t.Errorf("release %v: %d runs recorded, %d rows; want 1 and 1", release, n, rows)
+		}
 	}
 }
