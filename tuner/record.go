@@ -18,9 +18,7 @@ import (
 
 // PGRecorder writes tuner_actions (migrations/, docs/collector.md).
 type PGRecorder struct {
-	pool pgDB
-	// begin starts a transaction (nil inside one: see operatorTx).
-	begin func(context.Context) (pgx.Tx, error)
+	pool pgDB // a *pgxpool.Pool, or inside operatorTx its transaction
 }
 
 // pgDB is what the recorder's statements need: a pool, or a transaction.
@@ -39,7 +37,7 @@ var (
 
 // NewPGRecorder returns a recorder writing through pool.
 func NewPGRecorder(pool *pgxpool.Pool) *PGRecorder {
-	return &PGRecorder{pool: pool, begin: pool.Begin}
+	return &PGRecorder{pool: pool}
 }
 
 // operatorTx runs f with a recorder inside a transaction that holds the
@@ -48,10 +46,11 @@ func NewPGRecorder(pool *pgxpool.Pool) *PGRecorder {
 // or `release` at once (a retry while the first is still under way) read
 // each other's row instead of both writing one.
 func (r *PGRecorder) operatorTx(ctx context.Context, target string, q QueueID, f func(tr *PGRecorder) error) error {
-	if r.begin == nil { // inside one already
+	pool, ok := r.pool.(*pgxpool.Pool)
+	if !ok { // inside one already
 		return f(r)
 	}
-	tx, err := r.begin(ctx)
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("tuner_actions: %s %s queue %d: begin: %w", target, q.Interface, q.Queue, err)
 	}

@@ -185,11 +185,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		fs.Usage()
-		return usageError{"--out DIR is required"}
-	}
-	if err := checkOutDir(*out); err != nil {
+	if err := checkOutDir(fs, *out); err != nil {
 		return err
 	}
 	// The mechanisms are the command line's: a list compare.Run would

@@ -43,11 +43,7 @@ func (f *familySetFlags) parse(fs *flag.FlagSet, args []string) error {
 		return usageError{fmt.Sprintf("unexpected argument %q", rest[0])}
 	}
 	f.specGiven = givenFlags(fs)["family"]
-	if *f.out == "" {
-		fs.Usage()
-		return usageError{"--out DIR is required"}
-	}
-	if err := checkOutDir(*f.out); err != nil {
+	if err := checkOutDir(fs, *f.out); err != nil {
 		return err
 	}
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func TestOutNotADirectory(t *testing.T) {
 	if b, err := os.ReadFile(file); err != nil || string(b) != "keep me\n" {
 		t.Errorf("the file named by --out: %q, %v; want it untouched", b, err)
 	}
-	if err := checkOutDir(filepath.Join(t.TempDir(), "new", "dir")); err != nil {
+	if err := checkOutDir(flag.NewFlagSet("t", flag.ContinueOnError), filepath.Join(t.TempDir(), "new", "dir")); err != nil {
 		t.Errorf("a directory not there yet: %v, want it taken (the run creates it)", err)
 	}
 }

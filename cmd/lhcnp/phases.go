@@ -41,11 +41,7 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		fs.Usage()
-		return usageError{"--out DIR is required"}
-	}
-	if err := checkOutDir(*out); err != nil {
+	if err := checkOutDir(fs, *out); err != nil {
 		return err
 	}
 	if *n < 2 {

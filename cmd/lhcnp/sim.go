@@ -79,11 +79,7 @@ func runSimCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fs.Usage()
 		return usageError{fmt.Sprintf("want exactly one scenario file, got %d", len(pos))}
 	}
-	if *out == "" {
-		fs.Usage()
-		return usageError{"--out DIR is required"}
-	}
-	if err := checkOutDir(*out); err != nil {
+	if err := checkOutDir(fs, *out); err != nil {
 		return err
 	}
 	if *threads < 1 {
@@ -333,12 +329,16 @@ func (p *progressLine) done() {
 	}
 }
 
-// checkOutDir refuses an --out that names something other than a
-// directory (a file, a link to one): the command line's mistake, exit
-// status 2, said before anything runs (it was mkdir's error, exit 1, after
-// the scenario was read). A path that does not exist yet is created by the
-// run.
-func checkOutDir(out string) error {
+// checkOutDir checks the --out of a command that writes a directory:
+// required (the usage printed), and not something other than a directory
+// (a file, a link to one): the command line's mistake, exit status 2, said
+// before anything runs (it was mkdir's error, exit 1, after the scenario
+// was read). A path that does not exist yet is created by the run.
+func checkOutDir(fs *flag.FlagSet, out string) error {
+	if out == "" {
+		fs.Usage()
+		return usageError{"--out DIR is required"}
+	}
 	fi, err := os.Stat(out)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
