@@ -50,6 +50,10 @@ func hostConfig(sc *scenario.Scenario) (netsim.HostConfig, error) {
 	set(&c.NP.CNPPrio, d.CNPPrio, func(v int) uint8 { return uint8(v) })
 	set(&c.MTUBytes, sc.NIC.MTU, func(v scenario.Size) int32 { return int32(v) })
 	set(&c.AckEveryPackets, sc.NIC.AckEveryPackets, func(v int) uint32 { return uint32(v) })
+	if r := sc.NIC.LossRecovery; r != "" {
+		c.GoBackN = r == scenario.LossRecoveryGoBackN
+	}
+	set(&c.AckTimeout, sc.NIC.LocalAckTimeout, netsim.AckTimeoutFor)
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("build: rnic configuration: %w", err)
 	}

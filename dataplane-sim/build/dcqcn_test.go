@@ -67,3 +67,36 @@ func TestDCQCNProfile(t *testing.T) {
 		})
 	}
 }
+
+// The nic block's loss recovery reaches every RNIC: go-back-n with its
+// timeout exponent (4.096 µs · 2^t), and none or nothing said keeps the
+// default (no resend, perftest's t = 14 kept for a later switch).
+func TestLossRecovery(t *testing.T) {
+	base, err := os.ReadFile("../../scenarios/incast-dcqcn.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		block   string
+		gbn     bool
+		timeout int64 // ns
+	}{
+		{"", false, 67108864},
+		{"  loss_recovery: none\n", false, 67108864},
+		{"  loss_recovery: go-back-n\n", true, 67108864},
+		{"  loss_recovery: go-back-n\n  local_ack_timeout: 10\n", true, 4194304},
+	} {
+		text := strings.Replace(string(base), "\nnic:\n", "\nnic:\n"+tt.block, 1)
+		sc, err := scenario.Parse("incast.yaml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := hostConfig(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GoBackN != tt.gbn || int64(got.AckTimeout) != tt.timeout {
+			t.Errorf("%q: go-back-n %v, timeout %v; want %v, %d ns", tt.block, got.GoBackN, got.AckTimeout, tt.gbn, tt.timeout)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package netsim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -36,6 +37,31 @@ type HostConfig struct {
 	// Port is the configuration of the NIC port (egress queues for ACKs and
 	// CNPs; PFC frames from the switch pause it regardless).
 	Port PortConfig
+	// GoBackN turns on RC loss recovery (go back N, as RC NICs do): a
+	// receiver discards a data packet that is not the next in PSN
+	// sequence, sends one NAK (PSN sequence error) for each gap and
+	// acknowledges duplicates again; a sender resends from the PSN a NAK
+	// names, and from its oldest unacknowledged packet when no ACK has
+	// come for AckTimeout. Off (the default), nothing is resent: a
+	// receiver acknowledges past a gap and a flow that lost packets
+	// finishes without them (docs/engine.md, "Loss recovery").
+	GoBackN bool
+	// AckTimeout is the local ACK timeout of go-back-N: IB's 4.096 µs ·
+	// 2^t for the QP attribute timeout t (AckTimeoutFor); the default is
+	// t = 14, 67.1 ms, perftest's default.
+	AckTimeout engine.Time
+}
+
+// DefaultAckTimeoutExp is the QP timeout exponent of DefaultHostConfig's
+// AckTimeout: 14 (4.096 µs · 2^14 = 67.1 ms), perftest's default
+// (DEF_QP_TIME); the IB range is 1..31 (0 means none, which go-back-N
+// cannot do without: a lost tail would never be resent).
+const DefaultAckTimeoutExp = 14
+
+// AckTimeoutFor returns the local ACK timeout for the QP attribute
+// timeout t: 4.096 µs · 2^t (IBA 9.7.6.1.3).
+func AckTimeoutFor(t int) engine.Time {
+	return engine.Time(4096) * engine.Nanosecond << t
 }
 
 // DefaultHostConfig returns an RNIC with NVIDIA's DCQCN firmware defaults
@@ -47,6 +73,7 @@ func DefaultHostConfig() HostConfig {
 		NP:              NPConfig{CNPInterval: 4 * engine.Microsecond, CNPPrio: 6},
 		MTUBytes:        4096,
 		AckEveryPackets: 16,
+		AckTimeout:      AckTimeoutFor(DefaultAckTimeoutExp),
 	}
 }
 
@@ -58,6 +85,9 @@ func (c *HostConfig) Validate() error {
 	if c.NP.CNPPrio >= NumPrio {
 		return fmt.Errorf("cnp priority %d out of range", c.NP.CNPPrio)
 	}
+	if c.GoBackN && c.AckTimeout <= 0 {
+		return fmt.Errorf("go-back-n needs a local ack timeout above 0, not %v", c.AckTimeout)
+	}
 	if err := c.DCQCN.Validate(); err != nil {
 		return err
 	}
@@ -67,7 +97,8 @@ func (c *HostConfig) Validate() error {
 // HostStats are an RNIC's counters.
 type HostStats struct {
 	CNPTx, CNPRx   int64
-	AckTx, AckRx   int64
+	AckTx, AckRx   int64 // ACKs, NAKs included
+	NakTx, NakRx   int64 // NAKs (PSN sequence error; go-back-N)
 	CMTx, CMRx     int64 // CM MADs sent and received (QP1)
 	ControlRx      int64 // packets consumed by the ControlHandler
 	UnknownDropped int64 // packets nobody handles (no QP, unknown opcode, undecodable MAD)
@@ -264,10 +295,13 @@ func (h *Host) Receive(p *Packet, in *Port) {
 			h.receiveData(p)
 		case op == wire.OpRCAck:
 			h.stats.AckRx++
-			if q := h.qps[p.DestQP()]; q != nil {
-				q.onAck(p.PSN())
-			} else {
+			if q := h.qps[p.DestQP()]; q == nil {
 				h.stats.UnknownDropped++
+			} else if isNAK(p) {
+				h.stats.NakRx++
+				q.onNak(p.PSN())
+			} else {
+				q.onAck(p.PSN())
 			}
 		case op == wire.OpCNP:
 			h.stats.CNPRx++
@@ -311,16 +345,26 @@ func (h *Host) receiveData(p *Packet) {
 	}
 	now := h.part.sim.Now()
 	psn := p.PSN()
-	if psn != r.expectPSN {
-		r.lostPackets += int64((psn - r.expectPSN) & 0xFFFFFF)
+	inSeq := true
+	if gap := (psn - r.expectPSN) & 0xFFFFFF; gap != 0 {
+		if h.cfg.GoBackN {
+			inSeq = false
+		} else {
+			r.lostPackets += int64(gap)
+		}
 	}
-	r.expectPSN = (psn + 1) & 0xFFFFFF
-	r.rxPackets++
-	r.rxBytes += int64(p.PayloadBytes)
-	if r.firstRx < 0 {
-		r.firstRx = now
+	if inSeq {
+		r.expectPSN = (psn + 1) & 0xFFFFFF
+		r.nakSent = false
+		r.rxPackets++
+		r.rxBytes += int64(p.PayloadBytes)
+		if r.firstRx < 0 {
+			r.firstRx = now
+		}
+		r.lastRx = now
 	}
-	r.lastRx = now
+	// The notification point answers every CE-marked packet of the QP,
+	// one discarded as out of sequence too: it crossed the congestion.
 	if p.ECN == ECNCE {
 		r.markedRx++
 		np := &h.cfg.NP
@@ -328,37 +372,80 @@ func (h *Host) receiveData(p *Packet) {
 			r.lastCNP = now
 			r.cnpTx++
 			h.stats.CNPTx++
-			c := h.part.pool.tryGet()
-			if c == nil {
-				c = h.part.pool.get()
-			}
-			c.Kind = KindRoCE
-			c.SizeBytes = frameAround(h.overheadBytes, wire.CNPReservedLen) // CNPBytes
-			c.Src, c.Dst = h.id, p.Src
-			c.Flow = p.Flow
-			c.SrcQP = r.QPN
-			c.Prio = np.CNPPrio
-			c.ECN = ECNNotECT
-			c.setBTH(wire.OpCNP, 0, wire.BTHBECN, r.PeerQPN, 0) // PKey 0xFFFF
+			c := h.answer(r, p, wire.CNPReservedLen, np.CNPPrio) // CNPBytes
+			c.setBTH(wire.OpCNP, 0, wire.BTHBECN, r.PeerQPN, 0)  // PKey 0xFFFF
 			h.port.enqueue(c)
 		}
 	}
-	if p.AckReq() {
-		h.stats.AckTx++
-		a := h.part.pool.tryGet()
-		if a == nil {
-			a = h.part.pool.get()
+	switch {
+	case inSeq:
+		if p.AckReq() {
+			h.sendAck(r, p, psn, false)
 		}
-		a.Kind = KindRoCE
-		a.SizeBytes = frameAround(h.overheadBytes, wire.AETHLen) // AckBytes
-		a.Src, a.Dst = h.id, p.Src
-		a.Flow = p.Flow
-		a.SrcQP = r.QPN
-		a.Prio = p.Prio
-		a.ECN = ECNNotECT
-		a.setBTH(wire.OpRCAck, 0, 0, r.PeerQPN, psn) // PKey 0xFFFF
-		h.port.enqueue(a)
+	case (psn-r.expectPSN)&0xFFFFFF < 1<<23:
+		// Ahead of the sequence: packets before it were lost. One NAK
+		// for the gap (IBA 9.7.5.1.2: the first out-of-sequence packet
+		// is NAKed, the rest discarded silently until the expected one
+		// comes); a lost NAK or resent packet is the sender's timeout's.
+		r.outOfSeq++
+		if !r.nakSent {
+			r.nakSent = true
+			r.lostPackets += int64((psn - r.expectPSN) & 0xFFFFFF)
+			h.sendAck(r, p, r.expectPSN, true)
+		}
+	default:
+		// A duplicate (resent after a timeout, or after a NAK that
+		// crossed it): acknowledged again, as it asks, with the last
+		// packet received in sequence.
+		r.outOfSeq++
+		if p.AckReq() {
+			h.sendAck(r, p, (r.expectPSN-1)&0xFFFFFF, false)
+		}
 	}
+}
+
+// aethNAKSeqErr is the AETH syndrome of a NAK for a PSN sequence error
+// (IBA 9.7.5.2.4: 011 00000).
+const aethNAKSeqErr = 0x60
+
+// sendAck sends the RC ACKNOWLEDGE for psn in answer to data packet p of
+// r: an ACK (a BTH; its AETH, syndrome 0, is in its size), or with nak a
+// NAK for a PSN sequence error whose PSN is the one expected (its AETH in
+// Hdr[12:16]).
+func (h *Host) sendAck(r *RecvQP, p *Packet, psn uint32, nak bool) {
+	h.stats.AckTx++
+	a := h.answer(r, p, wire.AETHLen, p.Prio)    // AckBytes
+	a.setBTH(wire.OpRCAck, 0, 0, r.PeerQPN, psn) // PKey 0xFFFF
+	if nak {
+		h.stats.NakTx++
+		binary.BigEndian.PutUint32(a.Hdr[wire.BTHLen:], aethNAKSeqErr<<24)
+		a.HdrLen = wire.BTHLen + wire.AETHLen
+	}
+	h.port.enqueue(a)
+}
+
+// answer returns a packet of r's flow back to the sender of data packet
+// p, a RoCE frame with body bytes after the BTH at priority prio, not
+// ECN-capable; its BTH is the caller's.
+func (h *Host) answer(r *RecvQP, p *Packet, body int32, prio uint8) *Packet {
+	a := h.part.pool.tryGet()
+	if a == nil {
+		a = h.part.pool.get()
+	}
+	a.Kind = KindRoCE
+	a.SizeBytes = frameAround(h.overheadBytes, body)
+	a.Src, a.Dst = h.id, p.Src
+	a.Flow = p.Flow
+	a.SrcQP = r.QPN
+	a.Prio = prio
+	a.ECN = ECNNotECT
+	return a
+}
+
+// isNAK reports whether RC ACKNOWLEDGE p is a NAK: an AETH whose
+// syndrome's top bits are 011 (ACKs carry only their BTH).
+func isNAK(p *Packet) bool {
+	return p.HdrLen >= wire.BTHLen+wire.AETHLen && p.Hdr[wire.BTHLen]>>5 == aethNAKSeqErr>>5
 }
 
 // nextPacket picks the next data packet for the NIC port: round robin over
@@ -425,6 +512,18 @@ func (h *Host) nextDue(pt *Port) engine.Time {
 		}
 	}
 	return next
+}
+
+// schedule puts q, out of the round robin since it sent its last byte,
+// back at its end (go-back-N sends again from a packet not acknowledged).
+func (h *Host) schedule(q *QP) {
+	if q.schedIdx >= 0 {
+		return
+	}
+	q.schedIdx = len(h.sched)
+	h.sched = append(h.sched, q)
+	h.schedAt.push(engine.Never)
+	h.schedPrio = append(h.schedPrio, q.prio)
 }
 
 // unschedule takes q out of the round robin, keeping its place: the scan
@@ -558,9 +657,21 @@ type QP struct {
 	msgOff     int64
 	sentBytes  int64
 	ackedBytes int64
-	psn        uint32
-	npkts      uint32
-	ackPoints  ring[ackPoint]
+	// pkt is the index of the next data packet to send (its PSN is pkt's
+	// low 24 bits: a QP starts at PSN 0), ackedPkt that of the first not
+	// acknowledged: pkt - ackedPkt packets are outstanding. A packet's
+	// byte offset follows from its index (offsetOf), so an ACK for a PSN
+	// needs no record of what was sent, and go-back-N rewinds by setting
+	// pkt back.
+	pkt, ackedPkt uint64
+	// Go-back-N: retxPkts counts the packets sent again, timeouts the
+	// local ACK timeouts; rtoDue is when the timeout expires (0: nothing
+	// outstanding), rtoQueued whether its event is pending (one at a
+	// time: a later deadline waits for it, qpTimers.Handle).
+	retxPkts  int64
+	timeouts  int64
+	rtoDue    engine.Time
+	rtoQueued bool
 
 	start_      engine.Time
 	sending     bool // connected && !stopped && !allSent
@@ -587,7 +698,7 @@ type QP struct {
 	txRate int64
 	txTime engine.Time
 	// ackN is the AckEveryPackets the last data packet was sent with
-	// (0: none), ackRem npkts modulo it: no division per packet.
+	// (0: none), ackRem pkt modulo it: no division per packet.
 	ackN, ackRem uint32
 
 	cm cmEnd
@@ -601,11 +712,6 @@ type QP struct {
 	// partitions their senders are often in two partitions that run side
 	// by side, where a shared line would bounce between the cores at every
 	// write (docs/engine.md, "Side by side"; TestHotTypesOwnTheirLines).
-}
-
-type ackPoint struct {
-	psn   uint32
-	bytes int64
 }
 
 // Flow returns the flow the QP belongs to.
@@ -852,14 +958,16 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 		op = wire.OpRCWriteMiddle
 	}
 	size := frameAround(h.overheadBytes, dataBodyBytes(int32(payload), first)) // DataBytes: a RETH on FIRST and ONLY
-	q.npkts++
-	// ackRem is npkts % AckEveryPackets, kept by counting while the
-	// configuration stays (ackN), recomputed when it changes.
+	psn := uint32(q.pkt) & 0xFFFFFF
+	q.pkt++
+	// ackRem is pkt % AckEveryPackets (the packets sent, this one
+	// included), kept by counting while the configuration stays (ackN),
+	// recomputed when it changes (and after a rewind: goBack).
 	n := h.cfg.AckEveryPackets
 	if n != q.ackN {
 		q.ackN = n
 		if n > 0 {
-			q.ackRem = q.npkts % n
+			q.ackRem = uint32(q.pkt % uint64(n))
 		}
 	} else if n > 0 {
 		if q.ackRem++; q.ackRem == n {
@@ -876,17 +984,16 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 	p.SrcQP = q.QPN
 	p.Prio = q.prio
 	p.ECN = ECNECT0
-	w := q.psn | uint32(q.resv7)<<24 // PSN, Resv7 and AckReq
+	w := psn | uint32(q.resv7)<<24 // PSN, Resv7 and AckReq
 	if ackReq {
 		w |= 1 << 31
 	}
 	p.setBTH(op, uint8(-payload&3), 0, q.PeerQPN, w) // PKey 0xFFFF
 
 	q.sentBytes += payload
-	if ackReq {
-		q.ackPoints.push(ackPoint{psn: q.psn, bytes: q.sentBytes})
+	if h.cfg.GoBackN && q.rtoDue == 0 {
+		q.armRTO(now) // the first packet outstanding
 	}
-	q.psn = (q.psn + 1) & 0xFFFFFF
 	q.msgOff += payload
 	if last {
 		q.msgOff = 0
@@ -915,24 +1022,117 @@ func (q *QP) makePacket(now engine.Time) *Packet {
 
 // onAck applies a cumulative ACK for psn.
 func (q *QP) onAck(psn uint32) {
-	for q.ackPoints.len() > 0 {
-		ap := q.ackPoints.front()
-		// 24-bit serial number comparison: ap.psn <= psn
-		if (psn-ap.psn)&0xFFFFFF >= 1<<23 {
-			break
-		}
-		q.ackedBytes = ap.bytes
-		q.ackPoints.pop()
-	}
+	q.ackThrough(psn)
 	if q.totalBytes > 0 && !q.finished && q.ackedBytes >= q.totalBytes {
 		q.finished = true
 		q.finishedAt = q.host.part.sim.Now()
+		q.rtoDue = 0
 		if q.cm.on {
 			q.sendDREQ()
 		}
 		q.host.net.flowFinished(q)
 	}
 }
+
+// ackThrough acknowledges the packets up to psn, one of those
+// outstanding; an ACK for one acknowledged before (a duplicate, or one
+// overtaken) changes nothing.
+func (q *QP) ackThrough(psn uint32) {
+	// after: the packets sent after psn's, 24-bit serial arithmetic.
+	after := uint64((uint32(q.pkt) - 1 - psn) & 0xFFFFFF)
+	if after >= q.pkt-q.ackedPkt {
+		return
+	}
+	q.ackedPkt = q.pkt - after
+	q.ackedBytes = q.offsetOf(q.ackedPkt)
+	if q.rtoDue != 0 {
+		if q.ackedPkt == q.pkt {
+			q.rtoDue = 0 // nothing outstanding
+		} else {
+			q.armRTO(q.host.part.sim.Now()) // progress restarts the timer
+		}
+	}
+}
+
+// onNak applies a NAK for a PSN sequence error at psn: the packets before
+// it arrived, the sender goes back to it. A NAK for a packet not
+// outstanding (one already resent after a timeout and acknowledged) is
+// ignored.
+func (q *QP) onNak(psn uint32) {
+	q.ackThrough((psn - 1) & 0xFFFFFF)
+	if back := uint64((uint32(q.pkt) - psn) & 0xFFFFFF); back > 0 && back <= q.pkt-q.ackedPkt {
+		q.goBack(q.pkt - back)
+	}
+}
+
+// offsetOf returns the byte offset in the flow of data packet k: the
+// runner's flows are messages of msgBytes (the last one shorter), each
+// cut into packets of the host's MTU (fixed while the flow sends, as an
+// RC QP's path MTU), the last packet of a message shorter.
+func (q *QP) offsetOf(k uint64) int64 {
+	mtu := uint64(q.host.cfg.MTUBytes)
+	per := (uint64(q.msgBytes) + mtu - 1) / mtu // packets per message
+	off := int64(k/per)*q.msgBytes + min(int64(k%per*mtu), q.msgBytes)
+	if q.totalBytes > 0 {
+		off = min(off, q.totalBytes)
+	}
+	return off
+}
+
+// goBack makes packet k, not yet acknowledged, the next to send (RC's go
+// back N): the packets from it on are sent again, counted in retxPkts.
+func (q *QP) goBack(k uint64) {
+	q.retxPkts += int64(q.pkt - k)
+	q.pkt = k
+	q.sentBytes = q.offsetOf(k)
+	mtu := uint64(q.host.cfg.MTUBytes)
+	per := (uint64(q.msgBytes) + mtu - 1) / mtu
+	q.msgOff = q.sentBytes - int64(k/per)*q.msgBytes
+	q.ackN = 0 // ackRem recomputed from pkt at the next packet
+	q.rtoDue = 0
+	if q.pkt != q.ackedPkt {
+		q.armRTO(q.host.part.sim.Now())
+	}
+	if q.allSent {
+		q.allSent = false
+		q.host.schedule(q)
+	}
+	q.updateSending()
+}
+
+// armRTO sets the local ACK timeout to expire AckTimeout from now. The
+// pending event, if one is (due no later: the timeout is the host's, and
+// the deadline only moves on), fires first and waits on for it.
+func (q *QP) armRTO(now engine.Time) {
+	q.rtoDue = now + q.host.cfg.AckTimeout
+	if !q.rtoQueued {
+		q.rtoQueued = true
+		q.host.part.sim.At(q.rtoDue, q.timers(), evQPRTO, 0)
+	}
+}
+
+// rtoFired runs the local ACK timeout's event: it waits on for a later
+// deadline, or, expired with packets outstanding, goes back to the oldest.
+func (q *QP) rtoFired() {
+	q.rtoQueued = false
+	if q.rtoDue == 0 || q.finished {
+		return
+	}
+	sim := q.host.part.sim
+	if now := sim.Now(); now < q.rtoDue {
+		q.rtoQueued = true
+		sim.At(q.rtoDue, q.timers(), evQPRTO, 0)
+		return
+	}
+	q.timeouts++
+	q.goBack(q.ackedPkt)
+}
+
+// RetransmittedPackets returns the data packets the QP sent again (go-back-N).
+func (q *QP) RetransmittedPackets() int64 { return q.retxPkts }
+
+// Timeouts returns the local ACK timeouts that expired (go-back-N).
+func (q *QP) Timeouts() int64 { return q.timeouts }
 
 // RecvQP is a receiver queue pair: the DCQCN notification point of one flow.
 type RecvQP struct {
@@ -943,10 +1143,12 @@ type RecvQP struct {
 	peer      NodeID
 	prio      uint8
 	expectPSN uint32
+	nakSent   bool // go-back-N: a NAK went for the current gap
 	cm        cmEnd
 
 	rxPackets, rxBytes int64
 	lostPackets        int64
+	outOfSeq           int64 // go-back-N: data packets discarded out of sequence
 	markedRx           int64
 	cnpTx              int64
 	lastCNP            engine.Time
@@ -956,7 +1158,7 @@ type RecvQP struct {
 	// that two never share one: as QP's, neighbours in memory receive at
 	// the same time, often in two partitions side by side, and a receiver
 	// writes its counters at every packet (TestHotTypesOwnTheirLines).
-	_ [48]byte
+	_ [40]byte
 }
 
 // Host returns the receiver QP's host.
@@ -975,8 +1177,13 @@ func (r *RecvQP) MarkedPackets() int64 { return r.markedRx }
 func (r *RecvQP) CNPs() int64 { return r.cnpTx }
 
 // LostPackets returns the data packets missing from the PSN sequence
-// (dropped in the network; there is no retransmission).
+// (dropped in the network): without go-back-N every gap, with it the first
+// gap of each NAK (later ones are discarded with it, OutOfSequence).
 func (r *RecvQP) LostPackets() int64 { return r.lostPackets }
+
+// OutOfSequence returns the data packets discarded out of sequence
+// (go-back-N: after a gap, and duplicates).
+func (r *RecvQP) OutOfSequence() int64 { return r.outOfSeq }
 
 // Sim returns the engine of the host's partition.
 func (h *Host) Sim() *engine.Sim { return h.part.sim }

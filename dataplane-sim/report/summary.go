@@ -77,6 +77,9 @@ type FlowInput struct {
 	RxBytes    int64 // payload delivered
 	Lost       int64 // data packets lost
 	CNPs       int64 // CNPs the receiver sent for it
+	// Go-back-N (nic.loss_recovery): data packets sent again, local ACK
+	// timeouts.
+	RetxPackets, Timeouts int64
 }
 
 // Input is everything Summarize needs.
@@ -178,6 +181,9 @@ type FlowSummary struct {
 	ThroughputBitsPerSec Float  `json:"throughput_bps"`
 	LostPackets          int64  `json:"lost_packets"`
 	CNPs                 int64  `json:"cnps"`
+	// Present when go-back-N (nic.loss_recovery) sent packets again.
+	RetxPackets int64 `json:"retransmitted_packets,omitempty"`
+	Timeouts    int64 `json:"ack_timeouts,omitempty"`
 }
 
 // Summarize computes the summary. Ports and flows keep the input order.
@@ -230,7 +236,7 @@ func Summarize(in Input) *Summary {
 		fs := FlowSummary{
 			Name: f.Name, Group: f.Group, Src: f.Src, Dst: f.Dst, SrcQP: f.SrcQP, DstQP: f.DstQP,
 			SizeBytes: f.SizeBytes, StartNs: f.StartNs, Finished: f.Finished, RxBytes: f.RxBytes,
-			LostPackets: f.Lost, CNPs: f.CNPs,
+			LostPackets: f.Lost, CNPs: f.CNPs, RetxPackets: f.RetxPackets, Timeouts: f.Timeouts,
 		}
 		s.Totals.Flows++
 		end := in.DurationNs

@@ -63,7 +63,7 @@ func (l *loader) nic(n *yaml.Node) {
 	if n == nil {
 		return
 	}
-	o := l.d.object(n, "nic", "mtu", "ack_every_packets")
+	o := l.d.object(n, "nic", "mtu", "ack_every_packets", "loss_recovery", "local_ack_timeout")
 	if o == nil {
 		return
 	}
@@ -79,6 +79,18 @@ func (l *loader) nic(n *yaml.Node) {
 		l.sc.NIC.MTU = nil
 	}
 	l.sc.NIC.AckEveryPackets = optInt(o, "ack_every_packets", 0, 1<<20)
+	if fn := o.get("loss_recovery"); fn != nil {
+		if s, ok := l.d.scalar(fn, o.field("loss_recovery")); ok {
+			if s != LossRecoveryNone && s != LossRecoveryGoBackN {
+				l.d.errAt(fn, o.field("loss_recovery"), "unknown loss recovery %q (want %s or %s)", s, LossRecoveryNone, LossRecoveryGoBackN)
+			} else {
+				l.sc.NIC.LossRecovery = s
+			}
+		}
+	}
+	// IB's QP attribute timeout: 4.096us * 2^t; 0 (no timeout) is
+	// refused, as go-back-N would never resend a lost tail.
+	l.sc.NIC.LocalAckTimeout = optInt(o, "local_ack_timeout", 1, 31)
 }
 
 // opt* return a pointer to the value when the field is present and valid.

@@ -419,7 +419,19 @@ const (
 type NIC struct {
 	MTU             *Size // RDMA payload per packet (IB path MTU), 256B..64KiB
 	AckEveryPackets *int  // the sender asks for an ACK every N packets
+	// LossRecovery is LossRecoveryNone or LossRecoveryGoBackN; "" keeps
+	// the model's default (none).
+	LossRecovery string
+	// LocalAckTimeout is go-back-N's QP timeout exponent t (4.096us * 2^t),
+	// 1..31; nil keeps the model's default (14, 67.1ms).
+	LocalAckTimeout *int
 }
+
+// Loss recovery of the RNICs (nic.loss_recovery).
+const (
+	LossRecoveryNone    = "none"      // nothing resent: a receiver acknowledges past a gap
+	LossRecoveryGoBackN = "go-back-n" // RC's go back N: NAK, resend, local ACK timeout
+)
 
 // Flow is one RDMA flow (one QP pair) between two hosts.
 type Flow struct {

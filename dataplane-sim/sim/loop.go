@@ -266,7 +266,7 @@ func (r *runner) summarize() *report.Summary {
 			Name: f.Name, Src: f.Src, Dst: f.Dst, SrcQP: fin.srcQP, DstQP: fin.dstQP, Group: f.Group,
 			SizeBytes: int64(f.Size), StartNs: f.Start.Nanoseconds(), StopNs: f.Stop.Nanoseconds(),
 			Finished: done, FinishNs: at.Nanos(), IdealFCTNs: fr.idealFCT,
-			RxBytes: fin.rxBytes, Lost: fin.lost, CNPs: fin.cnps,
+			RxBytes: fin.rxBytes, Lost: fin.lost, CNPs: fin.cnps, RetxPackets: fin.retx, Timeouts: fin.timeouts,
 		}
 		in.Flows = append(in.Flows, fi)
 	}
@@ -278,15 +278,17 @@ func (r *runner) summarize() *report.Summary {
 	return report.Summarize(in)
 }
 
-// lossyFinished is the warning for finite flows that finished with
-// packets lost ("" when none did): nothing is resent and the receiver
-// acknowledges past a gap, so such a flow finishes when its last packet's
-// ACK comes back, and its FCT and slowdown count only what arrived.
+// lossyFinished is the warning for finite flows that finished without
+// all their bytes ("" when none did): without go-back-N
+// (nic.loss_recovery) nothing is resent and the receiver acknowledges past
+// a gap, so such a flow finishes when its last packet's ACK comes back,
+// and its FCT and slowdown count only what arrived. With it a flow
+// finishes with every byte, whatever it lost on the way.
 func lossyFinished(flows []report.FlowInput) string {
 	var n int
 	var missing int64
 	for _, f := range flows {
-		if f.Finished && f.Lost > 0 {
+		if f.Finished && f.RxBytes < f.SizeBytes {
 			n++
 			missing += max(0, f.SizeBytes-f.RxBytes)
 		}
@@ -294,5 +296,5 @@ func lossyFinished(flows []report.FlowInput) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d finished flows lost packets, %d bytes in all, that are not resent (docs/engine.md, \"Not modelled yet\"): their fct_ns and slowdown count only what arrived", n, missing)
+	return fmt.Sprintf("%d finished flows lost packets, %d bytes in all, that are not resent (nic.loss_recovery none, docs/engine.md \"Loss recovery\"): their fct_ns and slowdown count only what arrived", n, missing)
 }

@@ -255,11 +255,13 @@ type flowRun struct {
 type flowFinal struct {
 	srcQP, dstQP        uint32
 	rxBytes, lost, cnps int64
+	retx, timeouts      int64
 }
 
 func finalOf(f *netsim.Flow) *flowFinal {
 	q, rq := f.Sender, f.Receiver
-	return &flowFinal{srcQP: q.QPN, dstQP: q.PeerQPN, rxBytes: rq.RxBytes(), lost: rq.LostPackets(), cnps: rq.CNPs()}
+	return &flowFinal{srcQP: q.QPN, dstQP: q.PeerQPN, rxBytes: rq.RxBytes(), lost: rq.LostPackets(), cnps: rq.CNPs(),
+		retx: q.RetransmittedPackets(), timeouts: q.Timeouts()}
 }
 
 // OnRetire implements netsim.RetireObserver: the summary's figures of the

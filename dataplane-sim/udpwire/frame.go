@@ -104,7 +104,14 @@ func (c *codec) appendFrame(dst []byte, p *netsim.Packet, m *Meta) ([]byte, erro
 	}
 	n := len(dst)
 	dst = append(dst, c.zeros[:wire.EthernetLen+2*wire.IPv6Len+wire.UDPLen+wire.BTHLen+32+body+8+wire.ICRCLen]...)
-	size, err := c.enc.RoCE(dst[n:], &a, &bth, nil, c.zeros[:body])
+	// An ACK's AETH: in Hdr when the model wrote one (a NAK's syndrome,
+	// go-back-N), else zero (an ACK).
+	var th *wire.TransportHeaders
+	if set, _ := wire.OpcodeHeaders(bth.Opcode); set&wire.HasAETH != 0 && int(p.HdrLen) >= wire.BTHLen+wire.AETHLen {
+		w := binary.BigEndian.Uint32(p.Hdr[wire.BTHLen:])
+		th = &wire.TransportHeaders{AETH: wire.AETH{Syndrome: uint8(w >> 24), MSN: w & 0xFFFFFF}}
+	}
+	size, err := c.enc.RoCE(dst[n:], &a, &bth, th, c.zeros[:body])
 	if err != nil {
 		return dst[:n], fmt.Errorf("udpwire: %w", err)
 	}

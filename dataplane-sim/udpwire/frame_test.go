@@ -1,6 +1,7 @@
 package udpwire
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"testing"
 
@@ -324,6 +325,51 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// roundTrip sends p through c's encoder and back: the packet received and
+// the frame that carried it.
+func roundTrip(t *testing.T, c *codec, p *netsim.Packet) (*netsim.Packet, []byte) {
+	t.Helper()
+	m := Meta{SentAt: 5, Seq: 1}
+	frame, err := c.appendFrame(nil, p, &m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Datagram
+	if err := Decode(AppendData(nil, 1, &m, frame), &d); err != nil {
+		t.Fatal(err)
+	}
+	var f wire.Frame
+	var r rxFrame
+	if err := c.check(&d, &f, &r); err != nil {
+		t.Fatal(err)
+	}
+	return c.packet(&r, 0, 0), frame
+}
+
+// TestNAKCrossesTheWire: a go-back-N NAK (an ACK whose AETH the model
+// wrote: syndrome 0x60, PSN sequence error) arrives as a NAK, not as an
+// ACK for the PSN it asks for again (the encoder wrote a zero AETH, which
+// the receiving process read as that ACK).
+func TestNAKCrossesTheWire(t *testing.T) {
+	sim := engine.New()
+	h := buildHalves(t, sim, "")
+	c := newCodec(h.net)
+	p := h.net.NewPacket()
+	bth := wire.BTH{Opcode: wire.OpRCAck, PKey: 0xFFFF, DestQP: 101, PSN: 4242}
+	p.SetBTH(&bth)
+	binary.BigEndian.PutUint32(p.Hdr[wire.BTHLen:], 0x60<<24|7)
+	p.HdrLen = wire.BTHLen + wire.AETHLen
+	p.Kind, p.Src, p.Dst, p.Flow, p.Prio = netsim.KindRoCE, h.b.ID(), h.net.NodeByName("a1").ID(), 0, 3
+	p.SizeBytes = netsim.AckBytes(h.b.Addr())
+	q, frame := roundTrip(t, c, p)
+	if diff := cmp.Diff(summary(p), summary(q)); diff != "" {
+		t.Errorf("round trip (-sent +received):\n%s", diff)
+	}
+	if int(q.SizeBytes) != len(frame)+netsim.FCSBytes {
+		t.Errorf("frame of %d bytes for a %d-byte NAK", len(frame), q.SizeBytes)
+	}
+}
+
 // TestModelFramesRoundTrip: packets that carry their frame (a Long-haul
 // CNP in RoCEv2 format as a node sends it, a CM REQ) cross as that exact
 // frame, and the receiver rebuilds the header bytes the models read.
@@ -366,21 +412,7 @@ func TestModelFramesRoundTrip(t *testing.T) {
 			}
 			p.Kind, p.SizeBytes, p.Src, p.Dst, p.Flow, p.Prio = netsim.KindRoCE, int32(len(tt.frame)+4), tt.src, tt.dst, netsim.NoFlow, 6
 			p.HdrLen = uint8(copy(p.Hdr[:tt.hdrLen], tt.frame[udpOff:]))
-			m := Meta{SentAt: 5, Seq: 1}
-			frame, err := c.appendFrame(nil, p, &m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var d Datagram
-			if err := Decode(AppendData(nil, 1, &m, frame), &d); err != nil {
-				t.Fatal(err)
-			}
-			var f wire.Frame
-			var r rxFrame
-			if err := c.check(&d, &f, &r); err != nil {
-				t.Fatal(err)
-			}
-			q := c.packet(&r, 0, 0)
+			q, _ := roundTrip(t, c, p)
 			if diff := cmp.Diff(summary(p), summary(q)); diff != "" {
 				t.Errorf("round trip (-sent +received):\n%s", diff)
 			}
