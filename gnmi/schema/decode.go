@@ -281,8 +281,8 @@ func decodeDir(e *yang.Entry, v any, path string) (any, error) {
 		name := member
 		if i := strings.IndexByte(member, ':'); i >= 0 {
 			mod := member[:i]
-			if mod != ModuleName && mod != TypesModuleName {
-				return nil, &ValueError{Path: join(path, member), Reason: fmt.Sprintf("module %q is not served (use %q or no prefix)", mod, ModuleName)}
+			if mod != ModuleName {
+				return nil, &ValueError{Path: join(path, member), Reason: moduleErr(mod)}
 			}
 			name = member[i+1:]
 		}

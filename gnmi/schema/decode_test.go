@@ -185,6 +185,7 @@ func TestDecodeValueRefuses(t *testing.T) {
 		{"list not an array", "/lhcnp/interfaces", jsonVal(`{"interface":{"name":"a"}}`), `interface: list interface takes a JSON array of entries, not an object`},
 		{"container not an object", q + "/config", jsonVal(`5`), `container config takes a JSON object, not the number 5`},
 		{"foreign module", q + "/config", ietfVal(`{"openconfig-if:alpha":"1"}`), `openconfig-if:alpha: module "openconfig-if" is not served (use "lhcnp" or no prefix)`},
+		{"the types module", q + "/config", ietfVal(`{"lhcnp-types:alpha":"1"}`), `lhcnp-types:alpha: module "lhcnp-types" defines types, no data nodes (every data node is in "lhcnp": use "lhcnp" or no prefix)`},
 		{"same member twice", q + "/config", ietfVal(`{"lhcnp:alpha":"1","alpha":"2"}`), `alpha: member given twice (with and without module prefix)`},
 		{"a member twice, the same spelling", q + "/config", ietfVal(`{"alpha":"0.5","alpha":"0.7"}`),
 			`alpha: member "alpha" given twice in one object (RFC 8259 §4: the names in an object should be unique; which one was meant is not known)`},

@@ -320,6 +320,9 @@ func (s *Schema) Resolve(p *gnmi.Path) (Resolved, error) {
 				}
 			}
 			if len(next) == 0 {
+				if mod, _, ok := strings.Cut(name, ":"); ok && mod != ModuleName {
+					return Resolved{}, fmt.Errorf("%w%s: %s", ErrUnknown, at(), moduleErr(mod))
+				}
 				return Resolved{}, fmt.Errorf("%w%s", ErrUnknown, at())
 			}
 		}
@@ -542,13 +545,26 @@ func appendDescendants(out []*yang.Entry, e *yang.Entry) []*yang.Entry {
 	return out
 }
 
-// stripModule removes a "module:" qualifier from an element name (clients
-// such as gnmic may send "lhcnp:lhcnp").
+// stripModule removes our module's qualifier from an element name (clients
+// such as gnmic may send "lhcnp:lhcnp"). Another module's stays, so that
+// the name is not found: every data node of the model is in module lhcnp
+// (RFC 7951 §4 qualifies a name with the module that defines it), and
+// "foo:lhcnp" or "lhcnp-types:enabled" is a client's mistake, not
+// lhcnp's node (they were taken as it, in paths of Get, Set and Subscribe).
 func stripModule(name string) string {
-	if i := strings.IndexByte(name, ':'); i >= 0 {
-		return name[i+1:]
+	if rest, ok := strings.CutPrefix(name, ModuleName+":"); ok {
+		return rest
 	}
 	return name
+}
+
+// moduleErr is the reason a name qualified with module mod (not ours) is
+// refused, in a path as in a JSON member name.
+func moduleErr(mod string) string {
+	if mod == TypesModuleName {
+		return fmt.Sprintf("module %q defines types, no data nodes (every data node is in %q: use %q or no prefix)", mod, ModuleName, ModuleName)
+	}
+	return fmt.Sprintf("module %s is not served (use %q or no prefix)", quote(mod), ModuleName)
 }
 
 // PathString renders a path in the store's canonical form ("/a/b[k=v]/c").
@@ -570,8 +586,9 @@ func Join(prefix, p *gnmi.Path) *gnmi.Path {
 	return out
 }
 
-// Normalize returns p with module qualifiers stripped from element names
-// ("lhcnp:lhcnp" → "lhcnp"), origin and target cleared. p is not modified.
+// Normalize returns p with our module's qualifiers stripped from element
+// names ("lhcnp:lhcnp" → "lhcnp"; another module's stays, for Resolve to
+// refuse), origin and target cleared. p is not modified.
 func Normalize(p *gnmi.Path) *gnmi.Path {
 	out := &gnmi.Path{Elem: make([]*gnmi.PathElem, len(p.GetElem()))}
 	for i, e := range p.GetElem() {
@@ -590,7 +607,7 @@ func Normalize(p *gnmi.Path) *gnmi.Path {
 // when it has none. p is not modified.
 func StripModules(p *gnmi.Path) *gnmi.Path {
 	for _, e := range p.GetElem() {
-		if strings.IndexByte(e.GetName(), ':') >= 0 {
+		if strings.HasPrefix(e.GetName(), ModuleName+":") {
 			out := Normalize(p)
 			out.Origin, out.Target = p.GetOrigin(), p.GetTarget()
 			return out

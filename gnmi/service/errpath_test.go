@@ -128,6 +128,15 @@ func TestErrorsNamePathOnce(t *testing.T) {
 			want: "delete[0] /lhcnp/nope: not in the schema"},
 		{desc: "set delete: unknown key name", call: del, path: mustPath("/lhcnp/interfaces/interface[nam=x]"), code: codes.InvalidArgument,
 			want: `delete[0] /lhcnp/interfaces/interface[nam=x]: malformed path: interface has no key "nam" (keys: name)`},
+		// A name qualified with another module than lhcnp (which defines
+		// every data node): taken as lhcnp's before, in Get, Set and
+		// Subscribe ("/bogus:lhcnp/..." set lhcnp's leaf).
+		{desc: "get: another module's qualifier", call: get, path: mustPath("/bogus:lhcnp/global/config/enabled"), code: codes.InvalidArgument,
+			want: `path /bogus:lhcnp/global/config/enabled: not in the schema: /bogus:lhcnp: module "bogus" is not served (use "lhcnp" or no prefix)`},
+		{desc: "set update: the types module's qualifier", call: update, path: mustPath(wan0 + "/config/lhcnp-types:rtt-est"), code: codes.NotFound,
+			want: `update[0] ` + wan0 + `/config/lhcnp-types:rtt-est: not in the schema: module "lhcnp-types" defines types, no data nodes (every data node is in "lhcnp": use "lhcnp" or no prefix)`},
+		{desc: "subscribe: another module's qualifier", call: subscribe, path: mustPath("/lhcnp/openconfig-interfaces:interfaces"), code: codes.InvalidArgument,
+			want: `path /lhcnp/openconfig-interfaces:interfaces: not in the schema: module "openconfig-interfaces" is not served (use "lhcnp" or no prefix)`},
 		{desc: "subscribe: unknown leaf", call: subscribe, path: mustPath(wan0 + "/config/nope"), code: codes.InvalidArgument,
 			want: "path " + wan0 + "/config/nope: not in the schema"},
 		{desc: "subscribe: keys on a leaf", call: subscribe, path: mustPath(wan0 + "/config/rtt-est[x=1]"), code: codes.InvalidArgument,
