@@ -23,6 +23,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector/rows"
 	"github.com/lhcnp/lhcnp/gnmi/schema"
+	"github.com/lhcnp/lhcnp/gnmi/service"
 	"github.com/lhcnp/lhcnp/gnmi/store"
 	"github.com/lhcnp/lhcnp/gnmi/subscribe"
 )
@@ -296,16 +297,29 @@ func (set seriesSet) ids() []int64 {
 // historySeries finds the stored series of the addressed switches that the
 // subscriptions' paths match. A path matching none is NOT_FOUND.
 func (s *Server) historySeries(ctx context.Context, sl *gnmi.SubscriptionList) (seriesSet, error) {
+	// The request is checked as a live Subscribe and Get check it:
+	// use_models, the origins (not in both prefix and path, gNMI 2.7) and
+	// the deprecated element field, which Join does not read: a path given
+	// only in it was the root, and its answer the whole tree.
+	if err := service.CheckModels(sl.GetUseModels()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	prefix := sl.GetPrefix()
 	if err := schema.CheckOrigin(prefix.GetOrigin()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "prefix: %v", err)
+	}
+	if err := schema.CheckElement(prefix); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "prefix %s: %v", schema.ErrorPath(prefix), err)
 	}
 	if len(sl.GetSubscription()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "the subscription list has no subscriptions")
 	}
 	var pats []*gnmi.Path
 	for _, sub := range sl.GetSubscription() {
-		if err := schema.CheckOrigin(sub.GetPath().GetOrigin()); err != nil {
+		if err := schema.CheckPathOrigin(prefix, sub.GetPath()); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(sub.GetPath()), err)
+		}
+		if err := schema.CheckElement(sub.GetPath()); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(sub.GetPath()), err)
 		}
 		full := schema.Normalize(schema.Join(prefix, sub.GetPath()))

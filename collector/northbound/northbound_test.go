@@ -408,14 +408,18 @@ func TestNorthboundFleet(t *testing.T) {
 		}
 		kept := "samples are kept from " + horizon.UTC().Format(time.RFC3339Nano) + " on"
 		c := fl.client(t, fl.addr)
-		hist := func(h *gnmi_ext.History, mode gnmi.SubscriptionList_Mode, path string) error {
+		hist := func(h *gnmi_ext.History, mode gnmi.SubscriptionList_Mode, path string, edit func(*gnmi.SubscriptionList)) error {
 			s, err := c.Subscribe(ctx)
 			if err != nil {
 				return err
 			}
+			sl := &gnmi.SubscriptionList{Mode: mode, Prefix: &gnmi.Path{Target: "*"},
+				Subscription: []*gnmi.Subscription{{Path: store.MustPath(path)}}}
+			if edit != nil {
+				edit(sl)
+			}
 			err = s.Send(&gnmi.SubscribeRequest{
-				Request: &gnmi.SubscribeRequest_Subscribe{Subscribe: &gnmi.SubscriptionList{Mode: mode, Prefix: &gnmi.Path{Target: "*"},
-					Subscription: []*gnmi.Subscription{{Path: store.MustPath(path)}}}},
+				Request:   &gnmi.SubscribeRequest_Subscribe{Subscribe: sl},
 				Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: h}}}})
 			if err != nil {
 				return err
@@ -433,6 +437,8 @@ func TestNorthboundFleet(t *testing.T) {
 			h    *gnmi_ext.History
 			mode gnmi.SubscriptionList_Mode
 			path string
+			// edit changes the request before it is sent.
+			edit func(*gnmi.SubscriptionList)
 			code codes.Code
 			msg  string
 		}{
@@ -452,9 +458,31 @@ func TestNorthboundFleet(t *testing.T) {
 				code: codes.InvalidArgument, msg: "is after its end"},
 			{desc: "future snapshot", h: snap(time.Now().Add(time.Hour)), mode: gnmi.SubscriptionList_ONCE, path: queueSt,
 				code: codes.Unimplemented, msg: "in the future"},
+			// Checked as a live Subscribe and Get check them; History
+			// answered these before: a path in the deprecated element
+			// field with every stored leaf of the fleet (Join read it
+			// as the root), the others as if the field were not there.
+			{desc: "a path in the deprecated element field", h: snap(b), mode: gnmi.SubscriptionList_ONCE, path: queueSt,
+				edit: func(sl *gnmi.SubscriptionList) {
+					sl.Subscription[0].Path = &gnmi.Path{Element: []string{"lhcnp", "global"}}
+				},
+				code: codes.InvalidArgument, msg: "path /lhcnp/global: malformed path: the deprecated element field is not supported, use elem"},
+			{desc: "a prefix in the deprecated element field", h: snap(b), mode: gnmi.SubscriptionList_ONCE, path: "/config",
+				edit: func(sl *gnmi.SubscriptionList) { sl.Prefix.Element = []string{"lhcnp", "global"} },
+				code: codes.InvalidArgument, msg: "prefix /lhcnp/global: malformed path: the deprecated element field is not supported, use elem"},
+			{desc: "origin in both prefix and path", h: snap(b), mode: gnmi.SubscriptionList_ONCE, path: queueSt,
+				edit: func(sl *gnmi.SubscriptionList) {
+					sl.Prefix.Origin, sl.Subscription[0].Path.Origin = "openconfig", "openconfig"
+				},
+				code: codes.InvalidArgument, msg: `origin "openconfig" in the path and "openconfig" in the prefix: give it in one of them (gNMI 2.7)`},
+			{desc: "use_models naming a model not served", h: snap(b), mode: gnmi.SubscriptionList_ONCE, path: queueSt,
+				edit: func(sl *gnmi.SubscriptionList) { sl.UseModels = []*gnmi.ModelData{{Name: "openconfig-interfaces"}} },
+				code: codes.InvalidArgument, msg: `use_models: model "openconfig-interfaces" version "" is not served`},
+			{desc: "another module's qualifier", h: snap(b), mode: gnmi.SubscriptionList_ONCE, path: "/bogus:lhcnp/global",
+				code: codes.InvalidArgument, msg: `module "bogus" is not served`},
 		} {
 			t.Run(tt.desc, func(t *testing.T) {
-				err := hist(tt.h, tt.mode, tt.path)
+				err := hist(tt.h, tt.mode, tt.path, tt.edit)
 				if status.Code(err) != tt.code || !strings.Contains(err.Error(), tt.msg) {
 					t.Errorf("got %v, want %v saying %q", err, tt.code, tt.msg)
 				}
