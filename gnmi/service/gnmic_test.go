@@ -2,7 +2,9 @@ package service_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/lhcnp/lhcnp/internal/gnmicbin"
 	"github.com/lhcnp/lhcnp/internal/oracle"
+	"github.com/openconfig/gnmi/proto/gnmi"
 )
 
 // TestGnmicSetErrors: the errors of Sets of two operations, one at fault
@@ -157,5 +160,64 @@ func gnmicSetHas(t *testing.T, args []string, want ...string) {
 		if !has(got, w) {
 			t.Errorf("config lacks %q:\n%s", w, strings.Join(got, "\n"))
 		}
+	}
+}
+
+// TestGnmicSetLeafList: a leaf-list as gnmic can send it, in its
+// container's object or from a file, is set; an --update-value in
+// brackets gnmic sends as one string (the text between them), which is
+// refused saying the leaf-list takes an array (docs/gnmi-target.md,
+// "Value forms Set accepts", says so and shows the two forms).
+func TestGnmicSetLeafList(t *testing.T) {
+	gnmic, err := gnmicbin.Path("../..")
+	if err != nil {
+		oracle.Missing(t, err)
+	}
+	const fc = "/lhcnp/fast-cnp/config"
+	file := filepath.Join(t.TempDir(), "bi.json")
+	if err := os.WriteFile(file, []byte(`["a1", "wan0"]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		desc string
+		args []string
+		want []string // the leaf-list after the Set; nil: refused
+		msg  string   // the refusal, after "rpc error: "
+	}{
+		{desc: "in its container's object", args: []string{"--update-path", fc, "--update-value", `{"border-interface": ["a1", "wan0"]}`},
+			want: []string{"a1", "wan0"}},
+		{desc: "from a file", args: []string{"--update-path", fc + "/border-interface", "--update-file", file},
+			want: []string{"a1", "wan0"}},
+		{desc: "in brackets on the command line", args: []string{"--update-path", fc + "/border-interface", "--update-value", `["a1","wan0"]`},
+			msg: `code = InvalidArgument desc = update[0] ` + fc + `/border-interface: invalid value: leaf-list border-interface takes a JSON array, not the string "\"a1\",\"wan0\""`},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			e := newEnv(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, gnmic, append([]string{"-a", e.addr, "--insecure", "set"}, tt.args...)...).CombinedOutput()
+			if tt.want == nil {
+				_, got, _ := strings.Cut(string(out), "rpc error: ")
+				got, _, _ = strings.Cut(got, "\n")
+				if err == nil || got != tt.msg {
+					t.Errorf("gnmic set %q: %v, want the error %q:\n%s", tt.args, err, tt.msg, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("gnmic set %q: %v\n%s", tt.args, err, out)
+			}
+			resp, err := e.c.Get(ctx, &gnmi.GetRequest{Path: []*gnmi.Path{mustPath(fc + "/border-interface")}, Type: gnmi.GetRequest_CONFIG, Encoding: gnmi.Encoding_PROTO})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, el := range resp.GetNotification()[0].GetUpdate()[0].GetVal().GetLeaflistVal().GetElement() {
+				got = append(got, el.GetStringVal())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("border-interface after gnmic set %q (-want, +got):\n%s", tt.args, diff)
+			}
+		})
 	}
 }
