@@ -105,6 +105,17 @@ func listen(addr, configured, part, flag, stateDir string) (net.Listener, error)
 	return nil, fmt.Errorf("%s: %w", part, err)
 }
 
+// probe is listen for an address that another part listens on later
+// (PostgreSQL, a switch): it is tried now and released, so that one in use
+// refuses the start before anything runs.
+func probe(addr, configured, part, flag, stateDir string) error {
+	lis, err := listen(addr, configured, part, flag, stateDir)
+	if err != nil {
+		return err
+	}
+	return lis.Close()
+}
+
 func choose(addr, configured, flag, stateDir string) string {
 	if addr != configured {
 		return fmt.Sprintf("it was kept from an earlier start in %s; choose another with %s, or remove that file for a free one",

@@ -133,6 +133,12 @@ type Config struct {
 	DashboardRefresh time.Duration
 	// Logger receives the parts' logs (default: discarded).
 	Logger *slog.Logger
+	// Checked, if set, is called once Start holds the state directory
+	// and has found every address the lab listens on free, before it
+	// starts PostgreSQL or anything else: lhcnp lab says "starting" there,
+	// so that a refusal (a lab on the directory, an address in use) is
+	// said alone, with no start claimed before it.
+	Checked func()
 }
 
 // NorthboundServer serves the collector's northbound gNMI; the lab holds
@@ -195,7 +201,8 @@ type Lab struct {
 func StartupDir(stateDir string) string { return filepath.Join(stateDir, "switches") }
 
 // Start brings the lab up: lock the state directory, listen for the
-// dashboard, start (or reach) PostgreSQL, build the switches (listening),
+// dashboard, try the addresses of PostgreSQL and the switches (then
+// Config.Checked), start (or reach) PostgreSQL, build the switches (listening),
 // the collector (migrating the schema) and the tuner. Nothing runs yet
 // but PostgreSQL; Run starts the rest. On error everything started is
 // stopped again.
@@ -252,29 +259,42 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	}
 
 	pc := cfg.Postgres // the tuner's pool's; the private cluster's parsed below
+	port := cfg.PostgresPort
+	if pc == nil && port == 0 && kept.PrivatePG {
+		port = portOf(kept.PostgresDSN)
+	}
+	if pc == nil && port != 0 {
+		// PostgreSQL would only say so in its log: try the port first.
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		configured := addr
+		if cfg.PostgresPort == 0 {
+			configured = "127.0.0.1:0"
+		}
+		if err := probe(addr, configured, "postgresql", "--postgres-port", stateDir); err != nil {
+			return nil, err
+		}
+	}
+	// The switches' addresses too, which fabric.New listens on only
+	// after PostgreSQL has started.
+	switchListen := make([]string, len(cfg.Fabric.Switches))
+	for i, s := range cfg.Fabric.Switches {
+		switchListen[i] = keep(s.Listen, kept.Switches[s.Name])
+		if _, p, err := net.SplitHostPort(switchListen[i]); err == nil && p != "0" {
+			if err := probe(switchListen[i], s.Listen, "switch "+s.Name+" gNMI", "--listen or the fabric file's listen key", stateDir); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if cfg.Checked != nil {
+		cfg.Checked()
+	}
+
 	if pc != nil {
 		l.dsn = pc.ConnString()
 	} else {
-		port := cfg.PostgresPort
-		if port == 0 && kept.PrivatePG {
-			port = portOf(kept.PostgresDSN)
-		}
 		opts := []pgserver.Option{pgserver.WithBoundedDisk()}
-		if port != 0 {
-			// PostgreSQL would only say so in its log: try the port first.
-			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-			configured := addr
-			if cfg.PostgresPort == 0 {
-				configured = "127.0.0.1:0"
-			}
-			probe, err := listen(addr, configured, "postgresql", "--postgres-port", stateDir)
-			if err != nil {
-				return nil, err
-			}
-			probe.Close()
-			if cfg.CitusWorkers == 0 {
-				opts = append(opts, pgserver.WithPort(port))
-			}
+		if port != 0 && cfg.CitusWorkers == 0 {
+			opts = append(opts, pgserver.WithPort(port))
 		}
 		if cfg.CitusWorkers > 0 {
 			// Every node has its own data directory and port: the
@@ -309,8 +329,8 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	l.addrs.StartupDir = cfg.Fabric.StartupDir
 	fc := cfg.Fabric
 	fc.Switches = append([]fabric.Switch(nil), cfg.Fabric.Switches...)
-	for i, s := range fc.Switches {
-		fc.Switches[i].Listen = keep(s.Listen, kept.Switches[s.Name])
+	for i := range fc.Switches {
+		fc.Switches[i].Listen = switchListen[i]
 	}
 	if l.fab, err = fabric.New(ctx, fc); err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {

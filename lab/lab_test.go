@@ -13,6 +13,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
+	"github.com/lhcnp/lhcnp/server/fabric"
 )
 
 // TestStateDirLocked: a second lab on a state directory in use is refused
@@ -38,7 +39,8 @@ func TestStateDirLocked(t *testing.T) {
 // TestStartRefusesBusyAddress: with an address of the lab taken, Start
 // fails with ErrInUse naming the flag that chooses another (and the file
 // when the address was kept from an earlier start), before it starts
-// PostgreSQL or anything else, and leaves the state directory unlocked.
+// PostgreSQL or anything else (Config.Checked is not called), and leaves
+// the state directory unlocked.
 func TestStartRefusesBusyAddress(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -68,6 +70,10 @@ func TestStartRefusesBusyAddress(t *testing.T) {
 			want: []string{"collector northbound address " + taken, "--northbound"}},
 		{desc: "kept collector northbound", cfg: Config{HTTPAddr: free, MetricsAddr: free, Northbound: config.Northbound{Listen: free}, NorthboundServer: noNorthbound{}},
 			kept: &Addresses{Northbound: taken}, want: []string{"collector northbound address " + taken, "--northbound", AddressesFile}},
+		{desc: "switch", cfg: Config{HTTPAddr: free, MetricsAddr: free, Fabric: fabric.Config{Switches: []fabric.Switch{{Name: "n1", Listen: taken}}}},
+			want: []string{"switch n1 gNMI address " + taken, "--listen"}},
+		{desc: "kept switch", cfg: Config{HTTPAddr: free, MetricsAddr: free, Fabric: fabric.Config{Switches: []fabric.Switch{{Name: "n1", Listen: free}}}},
+			kept: &Addresses{Switches: map[string]string{"n1": taken}}, want: []string{"switch n1 gNMI address " + taken, "--listen", AddressesFile}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -78,6 +84,7 @@ func TestStartRefusesBusyAddress(t *testing.T) {
 				}
 			}
 			tt.cfg.StateDir = dir
+			tt.cfg.Checked = func() { t.Error("Checked was called: a refused start is said alone") }
 			_, err := Start(context.Background(), tt.cfg)
 			if !errors.Is(err, ErrInUse) {
 				t.Fatalf("Start: %v, want ErrInUse", err)

@@ -207,7 +207,9 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	lc.Fabric.Log = lc.Logger.With("part", "switches")
 	lc.NorthboundServer = &labNorthbound{log: lc.Logger.With("part", "collector")}
 
-	fmt.Fprintf(stdout, "lhcnp lab: starting (%s)...\n", strings.Join(labParts(cfg), ", "))
+	// Said once the state directory and the addresses are the lab's: a
+	// refusal of either is the one line a user sees.
+	lc.Checked = func() { fmt.Fprintf(stdout, "lhcnp lab: starting (%s)...\n", strings.Join(labParts(cfg), ", ")) }
 	l, err := lab.Start(ctx, lc)
 	if err != nil {
 		return err

@@ -27,6 +27,7 @@ import (
 
 	"github.com/lhcnp/lhcnp/deploy/grafanasql"
 	"github.com/lhcnp/lhcnp/internal/pgtest"
+	"github.com/lhcnp/lhcnp/internal/pidlock"
 	"github.com/lhcnp/lhcnp/lab"
 	"github.com/lhcnp/lhcnp/lab/dashboard"
 	"github.com/lhcnp/lhcnp/tuner"
@@ -643,6 +644,31 @@ func TestLabBadValues(t *testing.T) {
 	}
 }
 
+// withoutLabEnv clears the LHCNP_LAB_ variables of the test's environment
+// for the test, and GRPC_BINARY_LOG_FILTER (whose warning would be on
+// stderr).
+func withoutLabEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, labEnvPrefix) {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+	t.Setenv(grpcBinaryLogVar, "")
+}
+
+// takenAddr returns a loopback address the test listens on until it ends.
+func takenAddr(t *testing.T) string {
+	t.Helper()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() })
+	return busy.Addr().String()
+}
+
 // TestLabNorthboundBusy: `lhcnp lab --northbound ADDR` on a port another
 // program holds is refused before anything starts with the one line a
 // user sees, naming the address and the flag, and exit status 1: a port
@@ -651,19 +677,8 @@ func TestLabBadValues(t *testing.T) {
 // checks lab.Start's error; this, the flag reaching it and what the
 // command makes of it.
 func TestLabNorthboundBusy(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	taken := busy.Addr().String()
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, labEnvPrefix) {
-			t.Setenv(name, "")
-			os.Unsetenv(name)
-		}
-	}
-	t.Setenv(grpcBinaryLogVar, "") // no warning on stderr
+	taken := takenAddr(t)
+	withoutLabEnv(t)
 	state := t.TempDir()
 	// A database of the user's own (none is reached): the lab starts no
 	// PostgreSQL, whose binaries the test needs not.
@@ -673,6 +688,50 @@ func TestLabNorthboundBusy(t *testing.T) {
 	want := "lhcnp lab: collector northbound address " + taken + " is in use by another lhcnp lab (or another program): choose another with --northbound\n"
 	if code != 1 || stderr.String() != want {
 		t.Errorf("exit status %d, stderr\n%s\nwant exit status 1 and\n%s(stdout:\n%s)", code, stderr.String(), want, stdout.String())
+	}
+}
+
+// TestLabRefusesBeforeStarting: a state directory another lab holds and
+// an address in use (the dashboard's, a switch's) are refused with stdout
+// empty: the refusal is all a user sees. "lhcnp lab: starting (...)..."
+// came first, then the error (a busy switch address only after the
+// database was reached). Once the checks pass the line is said, before
+// the start fails on a database that does not answer.
+func TestLabRefusesBeforeStarting(t *testing.T) {
+	taken := takenAddr(t)
+	withoutLabEnv(t)
+	for _, tt := range []struct {
+		desc   string
+		held   bool     // the state directory's lock taken first
+		args   []string // over free addresses
+		stderr string   // what stderr contains
+		stdout string
+	}{
+		{desc: "state directory held", held: true, stderr: "is in use by another lhcnp lab"},
+		{desc: "dashboard address in use", args: []string{"--http", taken}, stderr: "dashboard address " + taken + " is in use"},
+		{desc: "switch address in use", args: []string{"--listen", taken}, stderr: "switch t1 gNMI address " + taken + " is in use"},
+		{desc: "the checks pass", stderr: "127.0.0.1:1", stdout: "lhcnp lab: starting (switches, collector, tuner, dashboard)...\n"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			state := t.TempDir()
+			if tt.held {
+				l, err := pidlock.Acquire(filepath.Join(state, "lock"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Release()
+			}
+			// A database of the user's own that does not answer: the
+			// lab starts no PostgreSQL.
+			args := append([]string{"lab", "--state-dir", state, "--postgres", "postgres://127.0.0.1:1/lhcnp", "--fabric", "../../examples/lab.yaml",
+				"--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--northbound", "127.0.0.1:0", "--listen", "127.0.0.1:0"}, tt.args...)
+			var stdout, stderr bytes.Buffer
+			code := run(args, &stdout, &stderr)
+			if code != 1 || !strings.Contains(stderr.String(), tt.stderr) || strings.Count(stderr.String(), "\n") != 1 || stdout.String() != tt.stdout {
+				t.Errorf("exit status %d, stdout\n%s\nstderr\n%s\nwant exit status 1, stdout %q, one line on stderr naming %q",
+					code, stdout.String(), stderr.String(), tt.stdout, tt.stderr)
+			}
+		})
 	}
 }
 
@@ -691,24 +750,14 @@ func TestLabNorthboundNotice(t *testing.T) {
 		{"loopback", "127.0.0.1:0", false},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
-			busy, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer busy.Close()
-			for _, kv := range os.Environ() {
-				if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, labEnvPrefix) {
-					t.Setenv(name, "")
-					os.Unsetenv(name)
-				}
-			}
-			t.Setenv(grpcBinaryLogVar, "") // no warning on stderr
+			taken := takenAddr(t)
+			withoutLabEnv(t)
 			var stdout, stderr bytes.Buffer
 			code := run([]string{"lab", "--state-dir", t.TempDir(), "--postgres", "postgres://127.0.0.1:1/lhcnp", "--fabric", "../../examples/lab.yaml",
-				"--http", busy.Addr().String(), "--metrics", "127.0.0.1:0", "--northbound", tt.northbound}, &stdout, &stderr)
+				"--http", taken, "--metrics", "127.0.0.1:0", "--northbound", tt.northbound}, &stdout, &stderr)
 			warning := "lhcnp lab: warning: the collector northbound has no users and no TLS: anyone who reaches gNMI on " + tt.northbound +
 				" can read every switch and Set it as the anonymous read-write user; give --northbound a loopback address\n"
-			if code != 1 || strings.HasPrefix(stderr.String(), warning) != tt.warned || !strings.Contains(stderr.String(), busy.Addr().String()) ||
+			if code != 1 || strings.HasPrefix(stderr.String(), warning) != tt.warned || !strings.Contains(stderr.String(), taken) ||
 				strings.Count(stderr.String(), "\n") != 1+btoi(tt.warned) {
 				t.Errorf("exit status %d, stderr\n%s\nwant exit status 1, the busy --http and the warning %v:\n%s", code, stderr.String(), tt.warned, warning)
 			}
