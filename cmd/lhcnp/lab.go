@@ -214,7 +214,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	printLab(stdout, l.Addresses(), logPath, lc.Fabric.Speed)
+	printLab(stdout, l.Addresses(), cfg.StateDir, logPath, lc.Fabric.Speed)
 	err = l.Run(ctx)
 	fmt.Fprintln(stdout, "lhcnp lab: stopped")
 	return err
@@ -425,22 +425,38 @@ func labGnmicCommands(a lab.Addresses) []string {
 	return cmds
 }
 
-func printLab(w io.Writer, a lab.Addresses, logPath string, speed float64) {
+// printLab prints the banner of a started lab: its addresses, its files
+// under the state directory as the user named it (stateDir: a relative
+// --state-dir stays relative, as logPath is), the commands to try.
+func printLab(w io.Writer, a lab.Addresses, stateDir, logPath string, speed float64) {
 	fmt.Fprintln(w)
-	printAddresses(w, a)
+	printAddresses(w, a, stateDir)
 	fmt.Fprintf(w, "  logs        %s\n  speed       %g simulated seconds per second\n", logPath, speed)
 	fmt.Fprintf(w, "  startup     %s (each switch's last committed configuration; --ignore-startup starts from the fabric file's)\n",
-		filepath.Join(a.StartupDir, "NAME.json"))
+		filepath.Join(inStateDir(a, stateDir, a.StartupDir), "NAME.json"))
 	fmt.Fprintln(w, "\nTry (gnmic: https://gnmic.openconfig.net, or ../shared/tools/gnmic):")
 	for _, c := range labGnmicCommands(a) {
 		fmt.Fprintln(w, "  "+c)
 	}
-	fmt.Fprintln(w, "\nCtrl-C stops the lab; the next start reuses "+a.StateDir+" and these addresses (lhcnp lab status prints them).")
+	fmt.Fprintln(w, "\nCtrl-C stops the lab; the next start reuses "+stateDir+" and these addresses (lhcnp lab status prints them).")
 	fmt.Fprintln(w, strings.Repeat("-", 60))
 }
 
-// printAddresses prints where the lab's parts answer, a line each.
-func printAddresses(w io.Writer, a lab.Addresses) {
+// inStateDir names path, a file of the lab (absolute, as Addresses has
+// it), under the state directory as the user named it, stateDir; a path
+// outside the state directory is named as it is.
+func inStateDir(a lab.Addresses, stateDir, path string) string {
+	rel, err := filepath.Rel(a.StateDir, path)
+	if err != nil || a.StateDir == "" || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return filepath.Join(stateDir, rel)
+}
+
+// printAddresses prints where the lab's parts answer, a line each; the
+// private cluster's directory under stateDir, the state directory as the
+// user named it (inStateDir).
+func printAddresses(w io.Writer, a lab.Addresses, stateDir string) {
 	fmt.Fprintf(w, "  dashboard   %s\n", a.Dashboard)
 	for _, name := range a.Names {
 		fmt.Fprintf(w, "  switch %-4s gNMI %s (insecure)\n", name, a.Switches[name])
@@ -448,9 +464,9 @@ func printAddresses(w io.Writer, a lab.Addresses) {
 	pg := pgdsn.Redact(a.PostgresDSN) // --postgres may hold a password
 	switch {
 	case a.PrivatePG && a.CitusWorkers > 0:
-		pg += fmt.Sprintf("   (private Citus cluster, coordinator and %d workers, in %s)", a.CitusWorkers, filepath.Join(a.StateDir, "citus"))
+		pg += fmt.Sprintf("   (private Citus cluster, coordinator and %d workers, in %s)", a.CitusWorkers, filepath.Join(stateDir, "citus"))
 	case a.PrivatePG:
-		pg += "   (private cluster in " + filepath.Join(a.StateDir, "postgres") + ")"
+		pg += "   (private cluster in " + filepath.Join(stateDir, "postgres") + ")"
 	}
 	fmt.Fprintf(w, "  postgresql  %s\n", pg)
 	if a.Metrics != "" {
@@ -493,10 +509,10 @@ func runLabStatus(args []string, environ func() []string, stdout, stderr io.Writ
 		return err
 	}
 	if running {
-		fmt.Fprintf(stdout, "lab on %s: running (pid %d)\n", a.StateDir, pid)
+		fmt.Fprintf(stdout, "lab on %s: running (pid %d)\n", stateDir, pid)
 	} else {
-		fmt.Fprintf(stdout, "lab on %s: stopped; its next start listens on the same addresses\n", a.StateDir)
+		fmt.Fprintf(stdout, "lab on %s: stopped; its next start listens on the same addresses\n", stateDir)
 	}
-	printAddresses(stdout, a)
+	printAddresses(stdout, a, stateDir)
 	return nil
 }

@@ -450,6 +450,56 @@ func TestREADMELabBanner(t *testing.T) {
 	}
 }
 
+// TestLabBannerAsDocumented: every line of the banner README's tour and
+// docs/lab.md show is a line the lab prints with the default addresses of
+// examples/lab.yaml and the default state directory, its paths under the
+// state directory as the user named it (.lhcnp-lab). The private cluster's
+// and the startup configurations' were absolute, the log's relative.
+func TestLabBannerAsDocumented(t *testing.T) {
+	f, _, err := loadSwitchFile("../../examples/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := defaultLabFile().StateDir
+	abs, err := filepath.Abs(named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := "http://" + lab.DefaultMetricsAddr + "/metrics"
+	a := lab.Addresses{Dashboard: "http://" + lab.DefaultHTTPAddr + "/", Switches: map[string]string{}, Metrics: metrics, TunerMetrics: metrics,
+		PostgresDSN: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/lhcnp?sslmode=disable", lab.DefaultPostgresPort), PrivatePG: true,
+		Northbound: lab.DefaultNorthboundAddr, StateDir: abs, StartupDir: lab.StartupDir(abs)}
+	for _, s := range f.Switches {
+		a.Switches[s.Name] = s.Listen
+		a.Names = append(a.Names, s.Name)
+	}
+	var b bytes.Buffer
+	printLab(&b, a, named, filepath.Join(named, "lab.log"), lab.DefaultSpeed)
+	printed := map[string]bool{}
+	for _, l := range strings.Split(b.String(), "\n") {
+		printed[strings.TrimSpace(l)] = true
+	}
+	for _, doc := range []struct{ file, after string }{
+		{"../../README.md", "## A five-minute tour"},
+		{"../../docs/lab.md", "It prints where everything is"},
+	} {
+		text, err := os.ReadFile(doc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, banner, ok := strings.Cut(string(text), doc.after)
+		if _, banner, ok = strings.Cut(banner, "```text"); !ok {
+			t.Fatalf("%s: no banner after %q", doc.file, doc.after)
+		}
+		banner, _, _ = strings.Cut(banner, "```")
+		for _, l := range strings.Split(banner, "\n") {
+			if l = strings.TrimSpace(l); l != "" && l != "..." && !printed[l] {
+				t.Errorf("%s shows a banner line the lab does not print:\n%s\nthe lab prints:\n%s", doc.file, l, b.String())
+			}
+		}
+	}
+}
+
 // TestLabBannerTunerMetrics: the banner (and lhcnp lab status) names
 // where the lab's tuner's metrics are, the collector's /metrics, on a line
 // of its own; a lab without its tuner prints none.
@@ -462,7 +512,7 @@ func TestLabBannerTunerMetrics(t *testing.T) {
 	}{{"the tuner", u, true}, {"no tuner", "", false}} {
 		t.Run(tt.desc, func(t *testing.T) {
 			var b bytes.Buffer
-			printAddresses(&b, lab.Addresses{Metrics: u, TunerMetrics: tt.tuner})
+			printAddresses(&b, lab.Addresses{Metrics: u, TunerMetrics: tt.tuner}, ".lhcnp-lab")
 			line := "  tuner       " + u + " (lhcnp_tuner_, on the collector's endpoint)\n"
 			if got := strings.Contains(b.String(), line); got != tt.want || !strings.Contains(b.String(), "  collector   "+u+"\n") {
 				t.Errorf("banner:\n%s\nwant the collector's line and the tuner's %v", b.String(), tt.want)
