@@ -86,6 +86,28 @@ func TestRunSimErrors(t *testing.T) {
 	}
 }
 
+// TestSimDurationSaidOnce: a --duration or --phase-step the scenario
+// grammar refuses names the value once, at the flag, as a variable's bad
+// value is named: it said `--duration="abc": "abc" is not a duration: …`.
+func TestSimDurationSaidOnce(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "run", "x.yaml", "--out", "d", "--duration", "abc"},
+			`lhcnp sim run: --duration="abc": not a duration: want a number followed by a unit (ns, us, µs, ms, s)`},
+		{[]string{"sim", "run", "x.yaml", "--out", "d", "--duration", "0"}, `lhcnp sim run: --duration="0": must be greater than zero`},
+		{[]string{"sim", "compare", "x.yaml", "--duration", "5"}, `lhcnp sim compare: --duration="5": has no unit: want one of ns, us, µs, ms, s`},
+		{[]string{"sim", "phases", "x.yaml", "--phase-step", "5x"},
+			`lhcnp sim phases: --phase-step="5x": unknown duration unit "x": want one of ns, us, µs, ms, s`},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tt.args, &stdout, &stderr); code != 2 || stderr.String() != tt.want+"\n" {
+			t.Errorf("%v: exit status %d, stderr\n%s\nwant exit status 2 and\n%s", tt.args, code, stderr.String(), tt.want)
+		}
+	}
+}
+
 // TestRunSimThreads: the two-DC scenario, cut into two partitions, writes
 // the same files at --threads 1 and 2.
 func TestRunSimThreads(t *testing.T) {

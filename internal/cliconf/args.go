@@ -69,8 +69,10 @@ var (
 // errors are said: the flag as it is written (--name), the value, and why,
 // where the flag package says `invalid value "fast" for flag -speed: parse
 // error`: `--speed="fast": not of type float64`, as LHCNP_LAB_SPEED="fast"
-// is (a flag of a type of the flag package; a Value of cliconf's own says
-// its reason, kept). Any other error is err.
+// is (a flag of a type of the flag package; a Value of one's own says its
+// reason, kept, the value it repeats first said once: `--duration="abc":
+// not a duration: …`, not `--duration="abc": "abc" is not a duration: …`).
+// Any other error is err.
 func flagError(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
 	if m := flagUnknown.FindStringSubmatch(msg); m != nil {
@@ -91,5 +93,23 @@ func flagError(fs *flag.FlagSet, err error) error {
 			}
 		}
 	}
-	return fmt.Errorf("--%s=%q: %s", name, value, why)
+	return fmt.Errorf("--%s=%q: %s", name, value, saidOnce(why, `"`+value+`"`))
+}
+
+// saidOnce is a Value's reason why without the value it begins with,
+// quoted (as the flag package quotes it: %q), and the ": " or " is "
+// after it: "\"abc\" is not a duration: …" is "not a duration: …",
+// "\"0\": must be greater than zero" is "must be greater than zero". A
+// reason that does not begin with the value is as it is.
+func saidOnce(why, quoted string) string {
+	rest, ok := strings.CutPrefix(why, quoted)
+	if !ok {
+		return why
+	}
+	for _, sep := range []string{": ", " is ", " "} {
+		if r, ok := strings.CutPrefix(rest, sep); ok && r != "" {
+			return r
+		}
+	}
+	return why
 }

@@ -125,6 +125,32 @@ func TestFlagErrorSaid(t *testing.T) {
 	if _, err := cliconf.ParseInterspersed(fs, []string{"--colour", "loud"}); err == nil || err.Error() != `--colour="loud": want a colour` {
 		t.Errorf("a Value's own reason: %v", err)
 	}
+	// A Value's reason that begins with the value (the scenario grammar's
+	// do: `"abc" is not a duration: …`) says it once, after the flag.
+	fs.Var(stringFunc(func(s string) error {
+		switch s {
+		case "0":
+			return fmt.Errorf("%q: must be greater than zero", s)
+		case "5":
+			return fmt.Errorf("%q has no unit: want one of ns, us, ms, s", s)
+		case "-1s":
+			return errors.New("negative values are not allowed")
+		case "abcd":
+			return fmt.Errorf("%q", s)
+		}
+		return fmt.Errorf("%q is not a duration: want a number followed by a unit", s)
+	}), "every-d", "")
+	for _, tt := range []struct{ arg, want string }{
+		{"abc", `--every-d="abc": not a duration: want a number followed by a unit`},
+		{"0", `--every-d="0": must be greater than zero`},
+		{"5", `--every-d="5": has no unit: want one of ns, us, ms, s`},
+		{"-1s", `--every-d="-1s": negative values are not allowed`},
+		{"abcd", `--every-d="abcd": "abcd"`}, // nothing but the value: kept
+	} {
+		if _, err := cliconf.ParseInterspersed(fs, []string{"--every-d", tt.arg}); err == nil || err.Error() != tt.want {
+			t.Errorf("--every-d %s: %v, want %q", tt.arg, err, tt.want)
+		}
+	}
 }
 
 type stringFunc func(string) error
