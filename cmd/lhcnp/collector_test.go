@@ -68,7 +68,7 @@ func TestCollectorBadConfig(t *testing.T) {
 		{desc: "missing DSN", args: []string{"--state-dir", state}, want: "db.dsn: missing (PostgreSQL connection string)"},
 		{desc: "bad variable", args: []string{"--db.dsn", dsn}, env: []string{"LHCNP_COLLECTOR_WRITER_BATCHROWS=5"},
 			want: "environment: unknown variable LHCNP_COLLECTOR_WRITER_BATCHROWS"},
-		{desc: "bad flag value", args: []string{"--writer.batch-rows", "many"}, want: `--writer.batch-rows="many": not of type int64`},
+		{desc: "bad flag value", args: []string{"--writer.batch-rows", "many"}, want: `--writer.batch-rows="many": not of type int`},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			for _, e := range tt.env {

@@ -46,7 +46,7 @@ func TestConfigErrorExitStatus(t *testing.T) {
 			wrongType: "many", outOfRange: "0", want: map[string]string{
 				"file/type":      "FILE:2:15: writer.batch_rows: cannot unmarshal !!str `many` into int",
 				"file/range":     "FILE:2:15: writer.batch_rows: 0: must be positive",
-				"flag/type":      `--writer.batch-rows="many": not of type int64`,
+				"flag/type":      `--writer.batch-rows="many": not of type int`,
 				"flag/range":     "--writer.batch-rows: writer.batch_rows: 0: must be positive",
 				"variable/type":  `LHCNP_COLLECTOR_WRITER_BATCH_ROWS="many": not of type int`,
 				"variable/range": "LHCNP_COLLECTOR_WRITER_BATCH_ROWS: writer.batch_rows: 0: must be positive",
@@ -463,7 +463,7 @@ func TestBadFlagOnce(t *testing.T) {
 			"lhcnp " + strings.Join(cmd, " ") + ": unknown flag --nope (lhcnp " + strings.Join(cmd, " ") + " -h lists them)\n"})
 	}
 	tests = append(tests, badFlag{[]string{"collector", "--writer.batch-rows", "many"},
-		"lhcnp collector: --writer.batch-rows=\"many\": not of type int64\n"})
+		"lhcnp collector: --writer.batch-rows=\"many\": not of type int\n"})
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

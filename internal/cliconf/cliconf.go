@@ -296,7 +296,10 @@ func scalar(t reflect.Type) bool {
 }
 
 // define registers the flag name of a scalar field, its value the default.
-// A name the flag set already has is an error, not flag's panic.
+// A name the flag set already has is an error, not flag's panic. The flag
+// is of the flag package's type of the field's own (an int key's an Int,
+// not an Int64), so that a bad value of the flag names the type a
+// variable's names (flagError, checkValues): `not of type int` for both.
 func (c *Config) define(name string, fv reflect.Value, usage string, t reflect.Type) error {
 	if c.fs.Lookup(name) != nil {
 		return fmt.Errorf("cliconf: flag --%s is already defined", name)
@@ -308,6 +311,10 @@ func (c *Config) define(name string, fv reflect.Value, usage string, t reflect.T
 		c.fs.String(name, fv.String(), usage)
 	case t.Kind() == reflect.Bool:
 		c.fs.Bool(name, fv.Bool(), usage)
+	case t.Kind() == reflect.Int:
+		c.fs.Int(name, int(fv.Int()), usage)
+	case t.Kind() == reflect.Uint:
+		c.fs.Uint(name, uint(fv.Uint()), usage)
 	case fv.CanInt():
 		c.fs.Int64(name, fv.Int(), usage)
 	case fv.CanUint():

@@ -217,7 +217,7 @@ func TestErrConfig(t *testing.T) {
 		want string
 	}{
 		{"unknown flag", parse("a", "--bogus"), "unknown flag --bogus (lhcnp t -h lists them)"},
-		{"flag not of its type", parse("--writer.batch-rows=many"), `--writer.batch-rows="many": not of type int64`},
+		{"flag not of its type", parse("--writer.batch-rows=many"), `--writer.batch-rows="many": not of type int`},
 		{"unreadable file", c2.Load(missing), "open " + missing + ": no such file or directory"},
 		{"a check's refusal", c.Locate(errors.New("ratio: 2 is above 1")), "ratio: 2 is above 1"},
 	} {
@@ -229,6 +229,50 @@ func TestErrConfig(t *testing.T) {
 	}
 	if err := parse("-h"); err != flag.ErrHelp {
 		t.Errorf("-h: %v, want flag.ErrHelp as it is", err)
+	}
+}
+
+// TestFlagAndVariableSayOneType: a value not of its key's type names the
+// same type whether a flag or a variable gave it. An int key's flag said
+// int64 (every signed key was an Int64 flag) where its variable said int;
+// a uint key's, uint64.
+func TestFlagAndVariableSayOneType(t *testing.T) {
+	type typed struct {
+		I   int           `yaml:"i"`
+		I64 int64         `yaml:"i64"`
+		U   uint          `yaml:"u"`
+		U64 uint64        `yaml:"u64"`
+		F   float64       `yaml:"f"`
+		D   time.Duration `yaml:"d"`
+		B   bool          `yaml:"b"`
+	}
+	for _, tt := range []struct{ key, want string }{
+		{"i", "not of type int"}, {"i64", "not of type int64"}, {"u", "not of type uint"}, {"u64", "not of type uint64"},
+		{"f", "not of type float64"}, {"d", "not of type time.Duration"}, {"b", "not of type bool"},
+	} {
+		t.Run(tt.key, func(t *testing.T) {
+			var got typed
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			if _, err := cliconf.Register(fs, &got); err != nil {
+				t.Fatal(err)
+			}
+			_, err := cliconf.ParseInterspersed(fs, []string{"--" + tt.key + "=x"})
+			if want := "--" + tt.key + `="x": ` + tt.want; err == nil || err.Error() != want {
+				t.Errorf("flag: %v, want %q", err, want)
+			}
+			name := "T_" + strings.ToUpper(tt.key)
+			fs = flag.NewFlagSet("t", flag.ContinueOnError)
+			c, err := cliconf.Register(fs, &got, cliconf.WithEnvPrefix("T_"), cliconf.WithEnviron(func() []string { return []string{name + "=x"} }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Parse(nil); err != nil {
+				t.Fatal(err)
+			}
+			if err, want := c.Load(""), name+`="x": `+tt.want; err == nil || err.Error() != want {
+				t.Errorf("variable: %v, want %q", err, want)
+			}
+		})
 	}
 }
 
