@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -83,6 +84,11 @@ func flagError(fs *flag.FlagSet, err error) error {
 		return err
 	}
 	value, name, why := m[1], m[2], m[3]
+	// The flag package quoted the value (%q): unquoted here, it is quoted
+	// once below, as a variable's is ("a\"b", not "a\\\"b").
+	if v, err := strconv.Unquote(`"` + value + `"`); err == nil {
+		value = v
+	}
 	if why == "parse error" || why == "value out of range" {
 		if f := fs.Lookup(name); f != nil {
 			if g, ok := f.Value.(flag.Getter); ok {
@@ -93,7 +99,7 @@ func flagError(fs *flag.FlagSet, err error) error {
 			}
 		}
 	}
-	return fmt.Errorf("--%s=%q: %s", name, value, saidOnce(why, `"`+value+`"`))
+	return fmt.Errorf("--%s=%q: %s", name, value, saidOnce(why, strconv.Quote(value)))
 }
 
 // saidOnce is a Value's reason why without the value it begins with,

@@ -114,6 +114,9 @@ func TestFlagErrorSaid(t *testing.T) {
 		{[]string{"--n", "99999999999999999999"}, `--n="99999999999999999999": out of the range of type int`},
 		{[]string{"--speed", "fast"}, `--speed="fast": not of type float64`},
 		{[]string{"--every", "soon"}, `--every="soon": not of type time.Duration`},
+		// Quoted once, as a variable's value is (it was "a\\\"b\\\\c").
+		{[]string{"--speed", `a"b\c`}, `--speed="a\"b\\c": not of type float64`},
+		{[]string{"--speed", "5µs"}, `--speed="5µs": not of type float64`},
 		{[]string{"-bogus"}, `unknown flag --bogus (lhcnp sim run -h lists them)`},
 	} {
 		_, err := cliconf.ParseInterspersed(fs, tt.args)
