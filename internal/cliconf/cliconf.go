@@ -558,10 +558,30 @@ func (c *Config) checkValues(k *koanf.Koanf, path string) error {
 		}
 		f := c.fields[key]
 		if err := k.UnmarshalWithConf(key, reflect.New(f.typ).Interface(), koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
-			return fmt.Errorf("%s=%q: not of type %s", c.origin[key], fmt.Sprint(k.Get(key)), f.typ)
+			v := fmt.Sprint(k.Get(key))
+			return fmt.Errorf("%s=%q: %s", c.origin[key], v, notOfType(f.typ, v))
 		}
 	}
 	return nil
+}
+
+// notOfType says why v is not a value of type t, as the flag package's
+// errors are said for a flag (flagError): a number too large for t is "out
+// of the range of type t", anything else "not of type t".
+func notOfType(t reflect.Type, v string) string {
+	var err error
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		_, err = strconv.ParseInt(v, 0, t.Bits())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		_, err = strconv.ParseUint(v, 0, t.Bits())
+	case reflect.Float32, reflect.Float64:
+		_, err = strconv.ParseFloat(v, t.Bits())
+	}
+	if t != durationType && errors.Is(err, strconv.ErrRange) {
+		return "out of the range of type " + t.String()
+	}
+	return "not of type " + t.String()
 }
 
 func sourceName(path string) string {

@@ -235,7 +235,8 @@ func TestErrConfig(t *testing.T) {
 // TestFlagAndVariableSayOneType: a value not of its key's type names the
 // same type whether a flag or a variable gave it. An int key's flag said
 // int64 (every signed key was an Int64 flag) where its variable said int;
-// a uint key's, uint64.
+// a uint key's, uint64. A number too large for it is out of the range of
+// the type for both.
 func TestFlagAndVariableSayOneType(t *testing.T) {
 	type typed struct {
 		I   int           `yaml:"i"`
@@ -246,30 +247,34 @@ func TestFlagAndVariableSayOneType(t *testing.T) {
 		D   time.Duration `yaml:"d"`
 		B   bool          `yaml:"b"`
 	}
-	for _, tt := range []struct{ key, want string }{
-		{"i", "not of type int"}, {"i64", "not of type int64"}, {"u", "not of type uint"}, {"u64", "not of type uint64"},
-		{"f", "not of type float64"}, {"d", "not of type time.Duration"}, {"b", "not of type bool"},
+	const big = "99999999999999999999"
+	for _, tt := range []struct{ key, value, want string }{
+		{"i", "x", "not of type int"}, {"i64", "x", "not of type int64"}, {"u", "x", "not of type uint"}, {"u64", "x", "not of type uint64"},
+		{"f", "x", "not of type float64"}, {"d", "x", "not of type time.Duration"}, {"b", "x", "not of type bool"},
+		// A number too large: the variable said "not of type int".
+		{"i", big, "out of the range of type int"}, {"u64", big, "out of the range of type uint64"},
+		{"f", "1e999", "out of the range of type float64"},
 	} {
-		t.Run(tt.key, func(t *testing.T) {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
 			var got typed
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
 			if _, err := cliconf.Register(fs, &got); err != nil {
 				t.Fatal(err)
 			}
-			_, err := cliconf.ParseInterspersed(fs, []string{"--" + tt.key + "=x"})
-			if want := "--" + tt.key + `="x": ` + tt.want; err == nil || err.Error() != want {
+			_, err := cliconf.ParseInterspersed(fs, []string{"--" + tt.key + "=" + tt.value})
+			if want := "--" + tt.key + `="` + tt.value + `": ` + tt.want; err == nil || err.Error() != want {
 				t.Errorf("flag: %v, want %q", err, want)
 			}
 			name := "T_" + strings.ToUpper(tt.key)
 			fs = flag.NewFlagSet("t", flag.ContinueOnError)
-			c, err := cliconf.Register(fs, &got, cliconf.WithEnvPrefix("T_"), cliconf.WithEnviron(func() []string { return []string{name + "=x"} }))
+			c, err := cliconf.Register(fs, &got, cliconf.WithEnvPrefix("T_"), cliconf.WithEnviron(func() []string { return []string{name + "=" + tt.value} }))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := fs.Parse(nil); err != nil {
 				t.Fatal(err)
 			}
-			if err, want := c.Load(""), name+`="x": `+tt.want; err == nil || err.Error() != want {
+			if err, want := c.Load(""), name+`="`+tt.value+`": `+tt.want; err == nil || err.Error() != want {
 				t.Errorf("variable: %v, want %q", err, want)
 			}
 		})
