@@ -159,7 +159,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"mechanisms to compare, comma-separated; the first is the baseline ("+strings.Join(compare.DefaultMechanisms(), ", ")+
 			"; a static long-haul-cnp row with "+compare.WanTunedSuffix+" appended has its alpha and V_growth chosen per scenario as dcqcn"+compare.WanTunedSuffix+" chooses its thresholds)")
 	var dur durationFlag
-	fs.Var(&dur, "duration", "run every scenario for this long instead of its duration")
+	fs.Var(&dur, "duration", "run every scenario for this `duration` instead of its own")
 	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots (an earlier comparison's plots of the same scenarios in DIR are removed)")
 	md := fs.String("markdown", "", "also write the results document to this file (plots go to a directory named after it)")
 	s7 := fs.String("section7", "scenarios/section7.yaml", "the §7 scenario for --markdown")

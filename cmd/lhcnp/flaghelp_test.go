@@ -53,7 +53,9 @@ var subcommandWord = regexp.MustCompile(`lhcnp ([a-z]+) (?:\[([a-z]+(?:\|[a-z]+)
 // configuration struct through internal/cliconf, which takes a key's
 // `help` tag, and its own flags) has a usage. The commands are those of
 // commands() and the subcommands their usage names (sim run, tuner hold,
-// lab status...), run through the binary's run as a user runs them.
+// lab status...), run through the binary's run as a user runs them. No
+// flag is listed as taking a "value" (sim's --duration and --phase-step
+// were: durations).
 func TestEveryFlagHasHelp(t *testing.T) {
 	help := func(args ...string) (string, int) {
 		var stdout, stderr bytes.Buffer
@@ -113,9 +115,18 @@ func TestEveryFlagHasHelp(t *testing.T) {
 				t.Errorf("lhcnp %s -h: %d flags say nothing of what they are (a help tag on the key, or the flag's usage): %s",
 					cmd, len(bare), strings.Join(bare, " "))
 			}
+			// A flag of a Value of lhcnp's own names what it takes (a
+			// `word` in its usage): the flag package writes "value".
+			if untyped := valueFlag.FindAllString(out, -1); len(untyped) > 0 {
+				t.Errorf("lhcnp %s -h: flags listed as taking a \"value\", no type: %s", cmd, strings.Join(untyped, ", "))
+			}
 		})
 	}
 }
+
+// valueFlag matches a flag PrintDefaults lists with the word it gives a
+// Value whose usage names no type: "  -duration value".
+var valueFlag = regexp.MustCompile(`(?m)^  -\S+ value$`)
 
 // TestListedFlags: the reading of PrintDefaults's listing, a flag without
 // usage told from one with, defaults or not, one-letter flags included.

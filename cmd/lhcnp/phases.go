@@ -27,10 +27,10 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := fs.String("out", "", "directory for the runs (created if needed); required")
 	n := fs.Int("phases", 10, "how many phases")
 	step := durationFlag{d: 5 * time.Millisecond, set: true}
-	fs.Var(&step, "phase-step", "how much later the steps come at each further phase")
+	fs.Var(&step, "phase-step", "how much later the steps come at each further phase (a `duration`)")
 	md := fs.String("markdown", "", "write the tables to this file")
 	var dur durationFlag
-	fs.Var(&dur, "duration", "run every scenario for this long instead of its duration")
+	fs.Var(&dur, "duration", "run every scenario for this `duration` instead of its own")
 	fs.Usage = flagUsage(stderr, fs,
 		"usage: "+simPhasesUsage,
 		"",

@@ -65,7 +65,7 @@ func runSimCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "directory for the output files (created if needed); required")
 	var dur durationFlag
-	fs.Var(&dur, "duration", "run for this long instead of the scenario's duration (e.g. 5ms, 1.5s)")
+	fs.Var(&dur, "duration", "run for this `duration` instead of the scenario's own (e.g. 5ms, 1.5s)")
 	seed := fs.Int64("seed", 0, "seed instead of the scenario's (generated traffic and ECN marking)")
 	noPlots := fs.Bool("no-plots", false, "do not write the PNG plots")
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "goroutines for the partitions of a scenario cut into partitions (outputs do not depend on it)")
