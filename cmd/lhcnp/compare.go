@@ -180,7 +180,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"Runs each scenario with each mechanism and writes results.md, results.csv (and",
 		"fabrics.md for generated fabrics) and <scenario>-queue.png / -rate.png into DIR.",
 		"Without scenarios: "+strings.Join(defaultCompareScenarios, " "),
-		defaultFilesNote)
+		defaultFilesNote(fs))
 	files, err := cliconf.ParseInterspersed(fs, args)
 	if err != nil {
 		return err

@@ -12,8 +12,16 @@ import (
 	"github.com/lhcnp/lhcnp/scenarios"
 )
 
-// defaultFilesNote is what a command's -h says of its default files.
-const defaultFilesNote = "Default files (scenarios/..., --validation's dataplane-sim/refsim/testdata/ref) are read from the working directory when it holds them, else from the copy built into lhcnp."
+// defaultFilesNote is what a command's -h says of its default files: the
+// scenarios', and the stored reference runs' where fs has --validation
+// (sim compare alone; fs's flags registered before).
+func defaultFilesNote(fs *flag.FlagSet) string {
+	files := "scenarios/..."
+	if fs.Lookup("validation") != nil {
+		files += ", --validation's " + strings.TrimSuffix(refsimDir, "/") + "/testdata/ref"
+	}
+	return "Default files (" + files + ") are read from the working directory when it holds them, else from the copy built into lhcnp."
+}
 
 // builtinFS serves the files built into lhcnp under the paths the
 // defaults name, relative to the repository's root: scenarios/

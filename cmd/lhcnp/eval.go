@@ -55,7 +55,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fromMD := fs.String("csv-from-markdown", "", "run nothing: write the --set tables of this markdown file (docs/tuner.md) as DIR/<set>.csv")
 	tunerConfig := fs.String("tuner-config", "", "the tuned runs' policy: the policy section of a tuner configuration file (lhcnp tuner --config's format, examples/tuner.yaml; the service's other keys are not used), instead of the policy's defaults (a development experiment: not with --markdown)")
 	fs.Usage = flagUsage(stderr, fs, "usage: "+simEvalUsage[0], "       "+simEvalUsage[1], "       "+simEvalUsage[2], "",
-		"Runs every scenario of the family's seed set with the tuner and the static grid.", defaultFilesNote)
+		"Runs every scenario of the family's seed set with the tuner and the static grid.", defaultFilesNote(fs))
 	if err := fam.parse(fs, args); err != nil {
 		return err
 	}

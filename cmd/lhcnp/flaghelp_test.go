@@ -55,7 +55,7 @@ var subcommandWord = regexp.MustCompile(`lhcnp ([a-z]+) (?:\[([a-z]+(?:\|[a-z]+)
 // commands() and the subcommands their usage names (sim run, tuner hold,
 // lab status...), run through the binary's run as a user runs them. No
 // flag is listed as taking a "value" (sim's --duration and --phase-step
-// were: durations).
+// were: durations), and the help's text names no flag the command lacks.
 func TestEveryFlagHasHelp(t *testing.T) {
 	help := func(args ...string) (string, int) {
 		var stdout, stderr bytes.Buffer
@@ -115,6 +115,23 @@ func TestEveryFlagHasHelp(t *testing.T) {
 				t.Errorf("lhcnp %s -h: %d flags say nothing of what they are (a help tag on the key, or the flag's usage): %s",
 					cmd, len(bare), strings.Join(bare, " "))
 			}
+			// The text names only flags the command has: a line of
+			// another form (lhcnp tuner -h's hold|release line) aside.
+			// sim phases, generate and eval said --validation's files
+			// were read as their defaults, a flag of compare's alone.
+			for _, l := range strings.Split(out, "\n") {
+				if flagLine.MatchString(l) || strings.HasPrefix(l, "    \t") {
+					continue
+				}
+				if m := subcommandWord.FindStringSubmatch(l); m != nil && m[1] == args[0] && (len(args) < 2 || m[2]+m[3] != args[1]) {
+					continue
+				}
+				for _, m := range namedFlag.FindAllStringSubmatch(l, -1) {
+					if _, ok := flags[m[1]]; !ok {
+						t.Errorf("lhcnp %s -h names --%s, not one of its flags: %s", cmd, m[1], l)
+					}
+				}
+			}
 			// A flag of a Value of lhcnp's own names what it takes (a
 			// `word` in its usage): the flag package writes "value".
 			if untyped := valueFlag.FindAllString(out, -1); len(untyped) > 0 {
@@ -123,6 +140,9 @@ func TestEveryFlagHasHelp(t *testing.T) {
 		})
 	}
 }
+
+// namedFlag matches a flag named in a help's text: --name.
+var namedFlag = regexp.MustCompile(`--([a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)`)
 
 // valueFlag matches a flag PrintDefaults lists with the word it gives a
 // Value whose usage names no type: "  -duration value".

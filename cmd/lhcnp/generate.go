@@ -29,7 +29,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	one := fs.Int64("seed", 0, "only this seed: of the train set, or with --set test of a retired held-out set (the fresh one is refused)")
 	k := fs.Int("sim-seed", 0, fmt.Sprintf("with --seed: the k-th simulation seed's file (seed + k·%d), as sim eval runs it", family.SimSeedStride))
 	fs.Usage = flagUsage(stderr, fs, "usage: "+simGenerateUsage, "",
-		"Writes one scenario file per seed of the family's seed set, or the one --seed names.", defaultFilesNote)
+		"Writes one scenario file per seed of the family's seed set, or the one --seed names.", defaultFilesNote(fs))
 	if err := fam.parse(fs, args); err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func runPhases(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"",
 		"Runs each step scenario with its steps shifted by 0, D, 2D... with the tuner and every",
 		"static setting of the grid, and compares them over the phases. Without scenarios: "+strings.Join(defaultTunerScenarios, " "),
-		defaultFilesNote)
+		defaultFilesNote(fs))
 	files, err := cliconf.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
