@@ -130,6 +130,13 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 	if snapshot {
 		what = "snapshot"
 	}
+	// The request's own faults first: a bad path is INVALID_ARGUMENT
+	// whatever its time (it was OUT_OF_RANGE before a time the retention
+	// removed).
+	pats, err := s.historyPaths(sl)
+	if err != nil {
+		return err
+	}
 	if err := s.kept(ctx, start, ""); err != nil {
 		return err
 	}
@@ -138,7 +145,7 @@ func (s *Server) history(rpc gnmi.GNMI_SubscribeServer, sl *gnmi.SubscriptionLis
 	if err != nil {
 		return err
 	}
-	set, err := s.historySeries(ctx, sl)
+	set, err := s.historySeries(ctx, sl, pats)
 	if err != nil {
 		// A pass since the horizon was read may have removed the series
 		// too (a trim removes those of leaves deleted before its
@@ -294,9 +301,9 @@ func (set seriesSet) ids() []int64 {
 	return out
 }
 
-// historySeries finds the stored series of the addressed switches that the
-// subscriptions' paths match. A path matching none is NOT_FOUND.
-func (s *Server) historySeries(ctx context.Context, sl *gnmi.SubscriptionList) (seriesSet, error) {
+// historyPaths checks the request as a live Subscribe and Get check it and
+// returns its subscriptions' paths, each joined to the prefix.
+func (s *Server) historyPaths(sl *gnmi.SubscriptionList) ([]*gnmi.Path, error) {
 	// The request is checked as a live Subscribe and Get check it:
 	// use_models, the origins (not in both prefix and path, gNMI 2.7) and
 	// the deprecated element field, which Join does not read: a path given
@@ -326,9 +333,25 @@ func (s *Server) historySeries(ctx context.Context, sl *gnmi.SubscriptionList) (
 		if _, err := s.sch.Resolve(full); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "path %s: %v", schema.ErrorPath(full), err)
 		}
+		// A snapshot is a ONCE subscription: an interval has no meaning
+		// there, and a live ONCE refuses one (gNMI 3.5.1.3).
+		if sl.GetMode() == gnmi.SubscriptionList_ONCE {
+			if sub.GetSampleInterval() != 0 {
+				return nil, status.Errorf(codes.InvalidArgument, "path %s: sample_interval is not allowed in ONCE mode", schema.ErrorPath(full))
+			}
+			if sub.GetHeartbeatInterval() != 0 {
+				return nil, status.Errorf(codes.InvalidArgument, "path %s: heartbeat_interval is not allowed in ONCE mode", schema.ErrorPath(full))
+			}
+		}
 		pats = append(pats, full)
 	}
-	t := prefix.GetTarget()
+	return pats, nil
+}
+
+// historySeries finds the stored series of the addressed switches that
+// pats, the request's paths, match. A path matching none is NOT_FOUND.
+func (s *Server) historySeries(ctx context.Context, sl *gnmi.SubscriptionList, pats []*gnmi.Path) (seriesSet, error) {
+	t := sl.GetPrefix().GetTarget()
 	q := `SELECT id, target, path FROM series`
 	var args []any
 	if t != "" && t != AllTargets {

@@ -480,6 +480,18 @@ func TestNorthboundFleet(t *testing.T) {
 				code: codes.InvalidArgument, msg: `use_models: model "openconfig-interfaces" version "" is not served`},
 			{desc: "another module's qualifier", h: snap(b), mode: gnmi.SubscriptionList_ONCE, path: "/bogus:lhcnp/global",
 				code: codes.InvalidArgument, msg: `module "bogus" is not served`},
+			// A snapshot is ONCE: its intervals are refused as a live
+			// ONCE refuses them (History ignored them).
+			{desc: "a snapshot with a sample interval", h: snap(b), mode: gnmi.SubscriptionList_ONCE, path: queueSt,
+				edit: func(sl *gnmi.SubscriptionList) { sl.Subscription[0].SampleInterval = uint64(time.Second) },
+				code: codes.InvalidArgument, msg: "sample_interval is not allowed in ONCE mode"},
+			{desc: "a snapshot with a heartbeat", h: snap(b), mode: gnmi.SubscriptionList_ONCE, path: queueSt,
+				edit: func(sl *gnmi.SubscriptionList) { sl.Subscription[0].HeartbeatInterval = uint64(time.Second) },
+				code: codes.InvalidArgument, msg: "heartbeat_interval is not allowed in ONCE mode"},
+			// The request's faults before the retention's answer (a bad
+			// path at a removed time was OUT_OF_RANGE).
+			{desc: "not in the schema, outside retention", h: snap(time.Now().Add(-2 * time.Hour)), mode: gnmi.SubscriptionList_ONCE,
+				path: "/lhcnp/nothing", code: codes.InvalidArgument, msg: "/lhcnp/nothing"},
 		} {
 			t.Run(tt.desc, func(t *testing.T) {
 				err := hist(tt.h, tt.mode, tt.path, tt.edit)
