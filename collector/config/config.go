@@ -54,7 +54,7 @@ type DB struct {
 	TargetsTable  bool          `yaml:"targets_table" help:"also take targets from the targets table"`
 	TargetsReread time.Duration `yaml:"targets_reread" help:"re-read the targets table this often (safety net for LISTEN)"`
 	// Retention drops sample partitions older than this; 0 keeps them all.
-	Retention time.Duration `yaml:"retention" help:"drop samples older than this (0: keep)"`
+	Retention time.Duration `yaml:"retention" help:"drop samples older than this (0: keep); set in the database at each maintenance pass, over lhcnp migrate --retention"`
 	// MaintainInterval runs partition maintenance (create ahead, drop past
 	// retention) this often.
 	MaintainInterval time.Duration `yaml:"maintain_interval" help:"partition maintenance period"`
