@@ -400,11 +400,19 @@ func TestPartitions(t *testing.T) {
 			if got != manager {
 				t.Fatalf("manager = %s, want %s", got, manager)
 			}
-			parts := partitions(t, conn)
-			for _, want := range []string{day(-1), day(0), day(4), "samples_default"} {
-				if !contains(parts, want) {
-					t.Errorf("partition %s missing from %q", want, parts)
-				}
+			// Yesterday to premake_days (4) ahead; pg_partman one day
+			// more, and its create_parent the four days before
+			// (docs/collector.md, "Partitions and retention").
+			from, to := -1, 4
+			if manager == "pg_partman" {
+				from, to = -4, 5
+			}
+			want := []string{"samples_default"}
+			for d := from; d <= to; d++ {
+				want = append(want, day(d))
+			}
+			if diff := cmp.Diff(want, partitions(t, conn)); diff != "" {
+				t.Errorf("partitions of a new schema (-want +got):\n%s", diff)
 			}
 
 			insert := `INSERT INTO samples (ts, series_id, v_int, batch_id) VALUES (now() + $1::interval, 1, $2, 1)`
