@@ -29,8 +29,8 @@ import (
 // LHCNP_COLLECTOR_ variables (internal/cliconf).
 type File struct {
 	// ID names this collector in leases, the ledger and the collectors
-	// table; empty: hostname-pid.
-	ID string `yaml:"id" help:"collector id in leases and the ledger (default hostname-pid)"`
+	// table; empty: the host name and a hash of state_dir (DefaultID).
+	ID string `yaml:"id" help:"collector id in leases, the ledger and application_name (empty: the host name and a hash of state_dir)"`
 	DB DB     `yaml:"db"`
 	// StateDir holds the spill segments.
 	StateDir string  `yaml:"state_dir" help:"directory of the spill segments and dead_letters.jsonl"`
