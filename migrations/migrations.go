@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
@@ -162,9 +163,27 @@ func wrapErr(err error, what string) error {
 	return fmt.Errorf("migrations: %s: %w", what, err)
 }
 
-// GetStatus reports the applied version and every known step. It creates
-// the version table when it is missing (as tern does), nothing else.
+// GetStatus reports the applied version and every known step. It writes
+// nothing: a database without the version table is at version 0 (tern's
+// migrator would create the table, so it is not asked then), and `lhcnp
+// migrate status` pointed at the wrong database, or run by a role that may
+// only read, leaves no table behind.
 func GetStatus(ctx context.Context, conn *pgx.Conn) (Status, error) {
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, VersionTable).Scan(&exists); err != nil {
+		return Status{}, fmt.Errorf("migrations: version table %s: %w", VersionTable, err)
+	}
+	if !exists {
+		names, err := migrate.FindMigrations(files)
+		if err != nil {
+			return Status{}, fmt.Errorf("migrations: load: %w", err)
+		}
+		st := Status{Latest: int32(len(names))}
+		for i, name := range names {
+			st.Steps = append(st.Steps, Step{Sequence: int32(i + 1), Name: path.Base(name)})
+		}
+		return st, nil
+	}
 	m, err := newMigrator(ctx, conn, nil)
 	if err != nil {
 		return Status{}, err

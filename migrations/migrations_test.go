@@ -119,6 +119,10 @@ func TestUpDownStatus(t *testing.T) {
 			if st.Current != 0 || st.Latest != latest || !st.Pending() || len(st.Steps) != int(latest) {
 				t.Fatalf("status of an empty database = %+v", st)
 			}
+			// The version table, which all the way down keeps.
+			if err := migrations.To(ctx, conn, 0); err != nil {
+				t.Fatal(err)
+			}
 			empty := schemaDump(t, dsn)
 
 			var applied []string
@@ -219,7 +223,7 @@ func TestUpDownStatusCitus(t *testing.T) {
 			conn := connect(t, dsn)
 			opt := migrations.WithPartitionManager(manager)
 			latest := migrations.Latest()
-			if _, err := migrations.GetStatus(ctx, conn); err != nil { // creates the version table
+			if err := migrations.To(ctx, conn, 0); err != nil { // creates the version table
 				t.Fatal(err)
 			}
 			empty := schemaDump(t, dsn)
@@ -542,5 +546,67 @@ func TestTargetsNotify(t *testing.T) {
 	}
 	if updated.Before(created) {
 		t.Errorf("updated_at %v before created_at %v", updated, created)
+	}
+}
+
+// TestStatusWritesNothing: GetStatus (`lhcnp migrate status`) of a database
+// without lhcnp's schema says version 0 with every step pending, and
+// leaves no table behind, also for a role that may not create one. It
+// created lhcnp_schema_version in whatever database it was pointed at, and
+// such a role's status failed with "permission denied for schema public".
+func TestStatusWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := emptyDB(t)
+	admin := connect(t, dsn)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := cfg.Database + "_reader"
+	for _, q := range []string{
+		`REVOKE CREATE ON SCHEMA public FROM PUBLIC`,
+		`CREATE ROLE ` + role + ` LOGIN`,
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), `DROP ROLE `+role); err != nil {
+			t.Error(err)
+		}
+	})
+	cfg.User = role
+	reader, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close(ctx)
+	st, err := migrations.GetStatus(ctx, reader)
+	if err != nil {
+		t.Fatalf("status of an empty database as a role that may only read: %v", err)
+	}
+	if st.Current != 0 || st.Latest != migrations.Latest() || len(st.Steps) != int(st.Latest) {
+		t.Errorf("status %d of %d with %d steps, want 0 of %d with as many", st.Current, st.Latest, len(st.Steps), migrations.Latest())
+	}
+	var exists bool
+	if err := admin.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, migrations.VersionTable).Scan(&exists); err != nil || exists {
+		t.Errorf("version table after a status: exists %v (%v), want none", exists, err)
+	}
+
+	// The steps are named as a migrated database's are.
+	if err := migrations.Up(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	after, err := migrations.GetStatus(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range after.Steps {
+		after.Steps[i].Applied = false
+	}
+	if diff := cmp.Diff(after.Steps, st.Steps); diff != "" {
+		t.Errorf("steps of an empty database (-as migrated, +got):\n%s", diff)
 	}
 }
