@@ -68,9 +68,9 @@ func TestDCQCNProfile(t *testing.T) {
 	}
 }
 
-// The nic block's loss recovery reaches every RNIC: go-back-n with its
-// timeout exponent (4.096 µs · 2^t), and none or nothing said keeps the
-// default (no resend, perftest's t = 14 kept for a later switch).
+// The nic block's loss recovery reaches every RNIC: go-back-n (the
+// default) with its timeout exponent (4.096 µs · 2^t, perftest's t = 14
+// unless said), or none.
 func TestLossRecovery(t *testing.T) {
 	base, err := os.ReadFile("../../scenarios/incast-dcqcn.yaml")
 	if err != nil {
@@ -81,7 +81,7 @@ func TestLossRecovery(t *testing.T) {
 		gbn     bool
 		timeout int64 // ns
 	}{
-		{"", false, 67108864},
+		{"", true, 67108864},
 		{"  loss_recovery: none\n", false, 67108864},
 		{"  loss_recovery: go-back-n\n", true, 67108864},
 		{"  loss_recovery: go-back-n\n  local_ack_timeout: 10\n", true, 4194304},

@@ -1,6 +1,7 @@
 package netsim
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
@@ -45,7 +46,7 @@ type gbnPath struct {
 	flow     *Flow
 }
 
-func newGBNPath(t *testing.T, hc HostConfig, fc FlowConfig, drop *dropOnce) *gbnPath {
+func newGBNPath(t *testing.T, hc HostConfig, fc FlowConfig, drop Forwarder) *gbnPath {
 	t.Helper()
 	sim := engine.New(engine.WithSeed(1))
 	n := New(sim)
@@ -79,7 +80,9 @@ func newGBNPath(t *testing.T, hc HostConfig, fc FlowConfig, drop *dropOnce) *gbn
 
 func gbnHost() HostConfig {
 	hc := DefaultHostConfig()
-	hc.GoBackN = true
+	if !hc.GoBackN {
+		panic("DefaultHostConfig without go-back-N")
+	}
 	return hc
 }
 
@@ -187,12 +190,15 @@ func TestGoBackNTimeout(t *testing.T) {
 	}
 }
 
-// Without go-back-N (the default) nothing is resent: the receiver
-// acknowledges past the gap and the flow finishes without the lost packet.
-func TestNoLossRecoveryByDefault(t *testing.T) {
+// Without go-back-N (GoBackN off; DefaultHostConfig has it on) nothing is
+// resent: the receiver acknowledges past the gap and the flow finishes
+// without the lost packet.
+func TestNoLossRecoveryWhenOff(t *testing.T) {
 	const bytes = 64 * 4096
 	drop := &dropOnce{times: map[uint32]int{10: 1}}
-	g := newGBNPath(t, DefaultHostConfig(), FlowConfig{Bytes: bytes}, drop)
+	hc := DefaultHostConfig()
+	hc.GoBackN = false
+	g := newGBNPath(t, hc, FlowConfig{Bytes: bytes}, drop)
 	g.sim.Run(10 * engine.Millisecond)
 	q, r := g.flow.Sender, g.flow.Receiver
 	if done, _ := q.Done(); !done || r.RxBytes() != bytes-4096 || r.LostPackets() != 1 {
@@ -212,5 +218,52 @@ func TestGoBackNNeedsATimeout(t *testing.T) {
 	}
 	if got, want := AckTimeoutFor(DefaultAckTimeoutExp), engine.Time(67108864); got != want {
 		t.Errorf("AckTimeoutFor(14) = %v, want 67.108864ms", got)
+	}
+}
+
+// dropRandom drops each data packet, ACK and NAK of the flow with
+// probability p (its own seeded source: the run stays deterministic).
+type dropRandom struct {
+	rng     *rand.Rand
+	p       float64
+	dropped int
+}
+
+func (d *dropRandom) Forward(_ *Switch, p *Packet, _, _ *Port) bool {
+	if p.Kind != KindRoCE || p.DestQP() == wire.GSIQP || p.Opcode() == wire.OpCNP {
+		return true
+	}
+	if d.rng.Float64() < d.p {
+		d.dropped++
+		return false
+	}
+	return true
+}
+
+// Whatever is lost (data packets, ACKs, NAKs, resent packets, at random),
+// go-back-N delivers every byte once and in sequence and the flow
+// finishes: over 40 seeds and three loss rates, for flows of one message
+// and of many.
+func TestGoBackNDeliversEverythingUnderRandomLoss(t *testing.T) {
+	hc := gbnHost()
+	hc.AckTimeout = AckTimeoutFor(6) // 262 µs: a few round trips of the path
+	for _, loss := range []float64{0.01, 0.05, 0.2} {
+		for seed := range uint64(40) {
+			for _, fc := range []FlowConfig{{Bytes: 300000}, {Bytes: 123457, MessageBytes: 9000}} {
+				drop := &dropRandom{rng: rand.New(rand.NewPCG(seed, 7)), p: loss}
+				g := newGBNPath(t, hc, fc, drop)
+				g.sim.Run(200 * engine.Millisecond)
+				q, r := g.flow.Sender, g.flow.Receiver
+				msg := fc.MessageBytes
+				if msg == 0 {
+					msg = fc.Bytes
+				}
+				done, _ := q.Done()
+				if !done || r.RxBytes() != fc.Bytes || r.RxPackets() != packetsOf(fc.Bytes, msg, 4096) || q.AckedBytes() != fc.Bytes {
+					t.Fatalf("loss %v seed %d flow %d/%d: finished %v, received %d bytes in %d packets, acked %d (dropped %d, resent %d, timeouts %d)",
+						loss, seed, fc.Bytes, msg, done, r.RxBytes(), r.RxPackets(), q.AckedBytes(), drop.dropped, q.RetransmittedPackets(), q.Timeouts())
+				}
+			}
+		}
 	}
 }

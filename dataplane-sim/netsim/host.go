@@ -37,14 +37,14 @@ type HostConfig struct {
 	// Port is the configuration of the NIC port (egress queues for ACKs and
 	// CNPs; PFC frames from the switch pause it regardless).
 	Port PortConfig
-	// GoBackN turns on RC loss recovery (go back N, as RC NICs do): a
-	// receiver discards a data packet that is not the next in PSN
-	// sequence, sends one NAK (PSN sequence error) for each gap and
-	// acknowledges duplicates again; a sender resends from the PSN a NAK
-	// names, and from its oldest unacknowledged packet when no ACK has
-	// come for AckTimeout. Off (the default), nothing is resent: a
-	// receiver acknowledges past a gap and a flow that lost packets
-	// finishes without them (docs/engine.md, "Loss recovery").
+	// GoBackN is RC loss recovery (go back N, as RC NICs do; on in
+	// DefaultHostConfig): a receiver discards a data packet that is not
+	// the next in PSN sequence, sends one NAK (PSN sequence error) for
+	// each gap and acknowledges duplicates again; a sender resends from
+	// the PSN a NAK names, and from its oldest unacknowledged packet when
+	// no ACK has come for AckTimeout. Off, nothing is resent: a receiver
+	// acknowledges past a gap and a flow that lost packets finishes
+	// without them (docs/engine.md, "Loss recovery").
 	GoBackN bool
 	// AckTimeout is the local ACK timeout of go-back-N: IB's 4.096 µs ·
 	// 2^t for the QP attribute timeout t (AckTimeoutFor); the default is
@@ -66,7 +66,8 @@ func AckTimeoutFor(t int) engine.Time {
 
 // DefaultHostConfig returns an RNIC with NVIDIA's DCQCN firmware defaults
 // (reaction point DefaultDCQCN, at most one CNP per QP per 4 µs), a
-// 4096-byte MTU and an ACK every 16 packets.
+// 4096-byte MTU, an ACK every 16 packets and go-back-N with a local ACK
+// timeout of 67.1 ms (t = 14).
 func DefaultHostConfig() HostConfig {
 	return HostConfig{
 		DCQCN:           DefaultDCQCN(),
@@ -74,6 +75,7 @@ func DefaultHostConfig() HostConfig {
 		MTUBytes:        4096,
 		AckEveryPackets: 16,
 		AckTimeout:      AckTimeoutFor(DefaultAckTimeoutExp),
+		GoBackN:         true,
 	}
 }
 
@@ -734,7 +736,9 @@ func (q *QP) Alpha() float64 {
 	return float64(q.dc.alpha) / float64(alphaOne)
 }
 
-// SentBytes returns the payload bytes sent so far.
+// SentBytes returns the flow's payload bytes sent so far, up to where the
+// sender is: a go-back-N rewind sets it back to the packet sent again
+// (RetransmittedPackets counts those).
 func (q *QP) SentBytes() int64 { return q.sentBytes }
 
 // AckedBytes returns the payload bytes acknowledged so far.

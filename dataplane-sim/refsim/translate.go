@@ -342,7 +342,12 @@ func (t *Translation) dcqcn(sc *scenario.Scenario, hc netsim.HostConfig) (config
 	}
 	c.set("L2_CHUNK_SIZE", "4000")
 	c.set("L2_ACK_INTERVAL", fmt.Sprint(max(hc.AckEveryPackets, 1)))
+	// Go back N to the NAKed packet, as our RNICs by default; the
+	// reference has no switch for none.
 	c.set("L2_BACK_TO_ZERO", "0")
+	if !hc.GoBackN {
+		t.Notes = append(t.Notes, "nic.loss_recovery none: the reference always resends (go back N to the NAKed packet); a lost packet is resent there and not here")
+	}
 	c.set("HAS_WIN", "0")
 	c.set("GLOBAL_T", "1")
 	c.set("VAR_WIN", "0")

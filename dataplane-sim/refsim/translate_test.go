@@ -134,3 +134,30 @@ topology:
 		}
 	}
 }
+
+// A scenario without loss recovery translates with a note: the reference
+// always goes back N, so a packet lost there is resent and here not.
+func TestTranslateNotesNoLossRecovery(t *testing.T) {
+	base, err := os.ReadFile("../../scenarios/refsim/incast-2-dcqcn.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		nic  string
+		note bool
+	}{{"", false}, {"  loss_recovery: go-back-n\n", false}, {"  loss_recovery: none\n", true}} {
+		text := strings.Replace(string(base), "\nnic:\n", "\nnic:\n"+tt.nic, 1)
+		sc, err := scenario.Parse("incast-2-dcqcn.yaml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := Translate(sc, "DIR", Bottleneck{Switch: "tor", Peer: "r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.ContainsFunc(tr.Notes, func(n string) bool { return strings.HasPrefix(n, "nic.loss_recovery none:") })
+		if got != tt.note {
+			t.Errorf("%q: a note on loss recovery %v, want %v (notes %q)", tt.nic, got, tt.note, tr.Notes)
+		}
+	}
+}

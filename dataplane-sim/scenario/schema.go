@@ -420,7 +420,7 @@ type NIC struct {
 	MTU             *Size // RDMA payload per packet (IB path MTU), 256B..64KiB
 	AckEveryPackets *int  // the sender asks for an ACK every N packets
 	// LossRecovery is LossRecoveryNone or LossRecoveryGoBackN; "" keeps
-	// the model's default (none).
+	// the model's default (go-back-n).
 	LossRecovery string
 	// LocalAckTimeout is go-back-N's QP timeout exponent t (4.096us * 2^t),
 	// 1..31; nil keeps the model's default (14, 67.1ms).
