@@ -128,9 +128,9 @@ func runSimCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "lhcnp sim: warning: %s\n", w)
 	}
 	t := sum.Totals
-	fmt.Fprintf(stdout, "%s: %s, %v simulated, %d events; flows %d/%d finished, peak queue %d B, drops %d, ECN marks %d, PFC pauses %d, Jain %.3f\n",
+	fmt.Fprintf(stdout, "%s: %s, %v simulated, %d events; flows %d/%d finished, peak queue %d B, drops %d, resent %d, ECN marks %d, PFC pauses %d, Jain %.3f\n",
 		sum.Scenario, sum.Mechanism, time.Duration(sum.DurationNs), sum.Events, t.FlowsFinished, t.Flows,
-		t.PeakQueueBytes, t.DropPackets, t.ECNMarks, t.PFCPauseFrames, float64(t.JainFairness))
+		t.PeakQueueBytes, t.DropPackets, t.RetransmittedPackets, t.ECNMarks, t.PFCPauseFrames, float64(t.JainFairness))
 	files := []string{sim.QueuesCSV, sim.RatesCSV, sim.CountersCSV, sim.ThresholdsCSV, sim.SummaryJSON}
 	if sc.Tuner != nil { // the closed loop's decisions (docs/scenarios.md, "Output files")
 		files = append(files, sim.TunerCSV)

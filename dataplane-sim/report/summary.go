@@ -125,13 +125,16 @@ type Summary struct {
 
 // Totals are network-wide figures.
 type Totals struct {
-	Flows          int   `json:"flows"`
-	FlowsFinished  int   `json:"flows_finished"`
-	DropPackets    int64 `json:"drop_packets"`
-	ECNMarks       int64 `json:"ecn_marks"`
-	PFCPauseFrames int64 `json:"pfc_pause_frames"`
-	PFCPausedNs    int64 `json:"pfc_paused_ns"`
-	PeakQueueBytes int64 `json:"peak_queue_bytes"`
+	Flows         int   `json:"flows"`
+	FlowsFinished int   `json:"flows_finished"`
+	DropPackets   int64 `json:"drop_packets"`
+	// RetransmittedPackets: the data packets the flows' senders sent again
+	// (go-back-N, nic.loss_recovery), all flows.
+	RetransmittedPackets int64 `json:"retransmitted_packets"`
+	ECNMarks             int64 `json:"ecn_marks"`
+	PFCPauseFrames       int64 `json:"pfc_pause_frames"`
+	PFCPausedNs          int64 `json:"pfc_paused_ns"`
+	PeakQueueBytes       int64 `json:"peak_queue_bytes"`
 	// JainFairness is (sum x)^2 / (n sum x^2) over the throughputs of the
 	// flows that started; 1 is perfectly fair.
 	JainFairness Float `json:"jain_fairness"`
@@ -239,6 +242,7 @@ func Summarize(in Input) *Summary {
 			LostPackets: f.Lost, CNPs: f.CNPs, RetxPackets: f.RetxPackets, Timeouts: f.Timeouts,
 		}
 		s.Totals.Flows++
+		s.Totals.RetransmittedPackets += f.RetxPackets
 		end := in.DurationNs
 		if f.StopNs > 0 && f.StopNs < end {
 			end = f.StopNs

@@ -319,8 +319,9 @@ func TestLossyFlowFinishes(t *testing.T) {
 // 10 Gb/s port take at least 1.68 ms.
 func TestGoBackNFlowGetsEveryByte(t *testing.T) {
 	sum := runYAML(t, lossyYAML+"nic: {local_ack_timeout: 8}\n")
-	var last int64
+	var last, resent int64
 	for _, f := range sum.Flows {
+		resent += f.RetxPackets
 		if !f.Finished || f.LostPackets == 0 || f.RxBytes != f.SizeBytes || f.RetxPackets == 0 {
 			t.Errorf("flow %s: finished %v, lost %d, resent %d packets, %d of %d bytes received; want finished with every byte after losses resent",
 				f.Name, f.Finished, f.LostPackets, f.RetxPackets, f.RxBytes, f.SizeBytes)
@@ -328,6 +329,9 @@ func TestGoBackNFlowGetsEveryByte(t *testing.T) {
 		if f.FCTNs != nil {
 			last = max(last, f.StartNs+*f.FCTNs)
 		}
+	}
+	if sum.Totals.RetransmittedPackets != resent {
+		t.Errorf("totals.retransmitted_packets %d, the flows' sum %d", sum.Totals.RetransmittedPackets, resent)
 	}
 	if last < 1680000 {
 		t.Errorf("the last flow finished at %d ns: 2 MB at 10 Gb/s take 1.68 ms", last)
