@@ -265,7 +265,6 @@ const (
 	evQPIncTimer
 	evQPDecrease
 	evQPCMRetry // arg: the REQ's communication ID
-	evQPRTO     // go-back-N's local ACK timeout
 )
 
 // maxRate is the bound on Rc and Rt: the line rate, DCQCN's rpg_max_rate,
@@ -585,8 +584,6 @@ func (t *qpTimers) Handle(kind uint32, arg uint64) {
 	if q := t.q; q != nil {
 		s := &q.dc
 		switch kind {
-		case evQPRTO:
-			q.rtoFired()
 		case evQPDecrease:
 			s.decreasePending = false
 			if s.cnpSinceDec {

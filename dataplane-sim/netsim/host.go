@@ -160,6 +160,9 @@ type Host struct {
 	// packet finds its receiver QP without hashing. An entry is always
 	// one that recv holds; retiring a receiver QP clears its slot.
 	recvHot [recvHotSlots]*RecvQP
+
+	// rto is go-back-N's local ACK timeouts of the host's QPs (rto.go).
+	rto rtoHeap
 }
 
 // recvHotSlots is the size of Host.recvHot, a power of two.
@@ -668,12 +671,12 @@ type QP struct {
 	pkt, ackedPkt uint64
 	// Go-back-N: retxPkts counts the packets sent again, timeouts the
 	// local ACK timeouts; rtoDue is when the timeout expires (0: nothing
-	// outstanding), rtoQueued whether its event is pending (one at a
-	// time: a later deadline waits for it, qpTimers.Handle).
-	retxPkts  int64
-	timeouts  int64
-	rtoDue    engine.Time
-	rtoQueued bool
+	// outstanding), rtoSlot its entry's place in its host's timeout heap
+	// + 1 (0: none; rto.go).
+	retxPkts int64
+	timeouts int64
+	rtoDue   engine.Time
+	rtoSlot  int32
 
 	start_      engine.Time
 	sending     bool // connected && !stopped && !allSent
@@ -1030,7 +1033,7 @@ func (q *QP) onAck(psn uint32) {
 	if q.totalBytes > 0 && !q.finished && q.ackedBytes >= q.totalBytes {
 		q.finished = true
 		q.finishedAt = q.host.part.sim.Now()
-		q.rtoDue = 0
+		q.stopRTO()
 		if q.cm.on {
 			q.sendDREQ()
 		}
@@ -1102,34 +1105,6 @@ func (q *QP) goBack(k uint64) {
 		q.host.schedule(q)
 	}
 	q.updateSending()
-}
-
-// armRTO sets the local ACK timeout to expire AckTimeout from now. The
-// pending event, if one is (due no later: the timeout is the host's, and
-// the deadline only moves on), fires first and waits on for it.
-func (q *QP) armRTO(now engine.Time) {
-	q.rtoDue = now + q.host.cfg.AckTimeout
-	if !q.rtoQueued {
-		q.rtoQueued = true
-		q.host.part.sim.At(q.rtoDue, q.timers(), evQPRTO, 0)
-	}
-}
-
-// rtoFired runs the local ACK timeout's event: it waits on for a later
-// deadline, or, expired with packets outstanding, goes back to the oldest.
-func (q *QP) rtoFired() {
-	q.rtoQueued = false
-	if q.rtoDue == 0 || q.finished {
-		return
-	}
-	sim := q.host.part.sim
-	if now := sim.Now(); now < q.rtoDue {
-		q.rtoQueued = true
-		sim.At(q.rtoDue, q.timers(), evQPRTO, 0)
-		return
-	}
-	q.timeouts++
-	q.goBack(q.ackedPkt)
 }
 
 // RetransmittedPackets returns the data packets the QP sent again (go-back-N).

@@ -271,6 +271,7 @@ func (n *Network) retireFlow(f *Flow) {
 	// their count.
 	q.sending = false
 	q.detachTimers(n.retire.later)
+	q.stopRTO() // finished: out already; the heap never holds a retired QP
 	s := &src.retired
 	s.SendFlows++
 	s.SentBytes += q.sentBytes
