@@ -41,6 +41,7 @@ func (d *dropOnce) Forward(_ *Switch, p *Packet, _, _ *Port) bool {
 // link, no ECN, a buffer that never fills) carrying one finite flow.
 type gbnPath struct {
 	sim      *engine.Sim
+	net      *Network
 	sw       *Switch
 	src, dst *Host
 	flow     *Flow
@@ -50,7 +51,7 @@ func newGBNPath(t *testing.T, hc HostConfig, fc FlowConfig, drop Forwarder) *gbn
 	t.Helper()
 	sim := engine.New(engine.WithSeed(1))
 	n := New(sim)
-	g := &gbnPath{sim: sim}
+	g := &gbnPath{sim: sim, net: n}
 	var err error
 	must := func(err error) {
 		t.Helper()
@@ -265,5 +266,40 @@ func TestGoBackNDeliversEverythingUnderRandomLoss(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Many QPs of one host share its timeout heap: eight flows of different
+// sizes and starts from one sender, random losses; every flow gets every
+// byte and finishes, the heap empty at the end.
+func TestGoBackNManyQPsOneHost(t *testing.T) {
+	hc := gbnHost()
+	hc.AckTimeout = AckTimeoutFor(6)
+	var timeouts int64
+	for seed := range uint64(20) {
+		drop := &dropRandom{rng: rand.New(rand.NewPCG(seed, 9)), p: 0.05}
+		g := newGBNPath(t, hc, FlowConfig{Bytes: 50000}, drop)
+		flows := []*Flow{g.flow}
+		for i := range 7 {
+			f, err := g.net.AddFlow(FlowConfig{Src: g.src, Dst: g.dst, Bytes: int64(20000 * (i + 1)), Start: engine.Time(i) * 30 * engine.Microsecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			flows = append(flows, f)
+		}
+		g.sim.Run(200 * engine.Millisecond)
+		for _, f := range flows {
+			q, r := f.Sender, f.Receiver
+			if done, _ := q.Done(); !done || r.RxBytes() != q.totalBytes {
+				t.Fatalf("seed %d flow %s: finished %v, %d of %d bytes", seed, f.Name, done, r.RxBytes(), q.totalBytes)
+			}
+			timeouts += q.Timeouts()
+		}
+		if n := len(g.src.rto.h); n != 0 {
+			t.Errorf("seed %d: %d timeouts left in the heap after every flow finished", seed, n)
+		}
+	}
+	if timeouts < 20 {
+		t.Errorf("%d timeouts over 20 seeds: the heap was hardly used", timeouts)
 	}
 }
