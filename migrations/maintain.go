@@ -21,7 +21,10 @@ type Execer interface {
 // the horizon they were dropped by recorded (schema 24), the held stale
 // deletes older than it removed (schema 27). The
 // collector calls it periodically (hourly is plenty: partitions are made
-// days ahead); concurrent calls are serialised by the database.
+// days ahead); concurrent calls are serialised by the database. Since
+// schema 28 the pass runs as the schema's owner (SECURITY DEFINER): the
+// caller needs EXECUTE on lhcnp_maintain(), which the owner grants, not the
+// right to create tables (docs/collector.md, "Roles").
 func Maintain(ctx context.Context, db Execer) error {
 	if _, err := db.Exec(ctx, "SELECT lhcnp_maintain()"); err != nil {
 		return fmt.Errorf("partition maintenance: %w", err)
@@ -31,7 +34,9 @@ func Maintain(ctx context.Context, db Execer) error {
 
 // SetRetention sets how long samples (and events and ledger rows) are kept;
 // keep <= 0 keeps them forever. It takes effect at the next Maintain. The
-// retention is whole seconds at least.
+// retention is whole seconds at least. As Maintain, it runs as the
+// schema's owner since schema 28, for a caller granted EXECUTE on
+// lhcnp_set_retention.
 func SetRetention(ctx context.Context, db Execer, keep time.Duration) error {
 	var arg any // NULL: forever
 	if keep > 0 {
