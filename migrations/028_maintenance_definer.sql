@@ -7,7 +7,7 @@
 -- not own samples and may not create in its schema could not, and its
 -- first pass that had to make a new day failed with "permission denied for
 -- schema public" (the collector logged a warning; the rows of the days not
--- made went to samples_default, or were refused under pg_partman's). Now
+-- made went to samples_default, which both managers have). Now
 -- both functions are SECURITY DEFINER: they run as the role that migrated
 -- (the owner of the tables), whatever calls them; everything they call
 -- runs as that role too.
