@@ -404,18 +404,24 @@ func TestPartitions(t *testing.T) {
 			if got != manager {
 				t.Fatalf("manager = %s, want %s", got, manager)
 			}
-			// Yesterday to premake_days (4) ahead; pg_partman one day
-			// more, and its create_parent the four days before
-			// (docs/collector.md, "Partitions and retention").
-			from, to := -1, 4
+			// Yesterday to premake_days (4) ahead; pg_partman's
+			// create_parent the four days before too, and at some hours
+			// one day more ahead (22:11 UTC, not 00:17: a day more is
+			// taken, not asked) (docs/collector.md, "Partitions and
+			// retention").
+			from := -1
 			if manager == "pg_partman" {
-				from, to = -4, 5
+				from = -4
 			}
 			want := []string{"samples_default"}
-			for d := from; d <= to; d++ {
+			for d := from; d <= 4; d++ {
 				want = append(want, day(d))
 			}
-			if diff := cmp.Diff(want, partitions(t, conn)); diff != "" {
+			parts := partitions(t, conn)
+			if manager == "pg_partman" {
+				parts = slices.DeleteFunc(parts, func(p string) bool { return p == day(5) })
+			}
+			if diff := cmp.Diff(want, parts); diff != "" {
 				t.Errorf("partitions of a new schema (-want +got):\n%s", diff)
 			}
 
