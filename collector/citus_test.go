@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lhcnp/lhcnp/collector/internal/switchtest"
@@ -33,7 +32,7 @@ func TestCitusFaults(t *testing.T) {
 		outage = 3 * time.Second
 	}
 	cl, dsn := pgtest.PrivateCitusDB(t, 2)
-	pool := citusPool(t, dsn)
+	pool := pgtest.Pool(t, dsn)
 	sw1, sw2 := switchtest.Start(t, "sw1"), switchtest.Start(t, "sw2")
 	feeds := []*cnpFeed{newCNPFeed(sw1), newCNPFeed(sw2)}
 	cfg := testConfig(t, dsn, sw1, sw2)
@@ -86,7 +85,7 @@ func TestCitusFaults(t *testing.T) {
 		})
 		// New connections: the coordinator's cached ones to the workers
 		// did not survive.
-		pool = citusPool(t, dsn)
+		pool = pgtest.Pool(t, dsn)
 		for _, f := range feeds {
 			f.more(t, pool, cnpEvery)
 		}
@@ -113,15 +112,4 @@ func TestCitusFaults(t *testing.T) {
 	}
 	t.Logf("%d rounds of faults in %v: %v samples stored, %.0f rows/s", len(workerSpill), time.Since(began).Round(time.Second),
 		written(), written()/time.Since(began).Seconds())
-}
-
-// citusPool is a pool on dsn, closed when the test ends.
-func citusPool(t *testing.T, dsn string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
 }

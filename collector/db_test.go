@@ -18,12 +18,7 @@ func stopDB() { pgtest.Close() }
 // newPrivateDB is a cluster of the test's own, for tests that stop it.
 func newPrivateDB(t testing.TB) (*pgserver.Server, *pgxpool.Pool, string) {
 	srv, dsn := pgtest.Private(t)
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	return srv, pool, dsn
+	return srv, pgtest.Pool(t, dsn), dsn
 }
 
 func stopServer(t testing.TB, srv *pgserver.Server) {
@@ -40,10 +35,5 @@ func restartServer(t testing.TB, srv *pgserver.Server) *pgxpool.Pool {
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.New(context.Background(), srv.DSN("lhcnp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return pgtest.Pool(t, srv.DSN("lhcnp"))
 }

@@ -314,34 +314,26 @@ func TestLeasesCitus(t *testing.T) {
 // client gave up runs to its end.
 func poolDroppingCancels(t testing.TB, dsn string) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lis.Close() })
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			go forwardUnlessCancel(c, server)
+	return pgtest.Pool(t, dsn, func(cfg *pgxpool.Config) {
+		server := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	cfg.ConnConfig.Host = "127.0.0.1"
-	cfg.ConnConfig.Port = uint16(lis.Addr().(*net.TCPAddr).Port)
-	cfg.ConnConfig.Fallbacks = nil
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+		t.Cleanup(func() { lis.Close() })
+		go func() {
+			for {
+				c, err := lis.Accept()
+				if err != nil {
+					return
+				}
+				go forwardUnlessCancel(c, server)
+			}
+		}()
+		cfg.ConnConfig.Host = "127.0.0.1"
+		cfg.ConnConfig.Port = uint16(lis.Addr().(*net.TCPAddr).Port)
+		cfg.ConnConfig.Fallbacks = nil
+	})
 }
 
 // cancelRequestCode is the protocol's CancelRequest code (after the

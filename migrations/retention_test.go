@@ -22,12 +22,7 @@ func retentionFixture(t *testing.T, manager string) *fixture {
 	if err := migrations.Up(ctx, connect(t, dsn), migrations.WithPartitionManager(manager)); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return dailyFixture(t, pool)
+	return dailyFixture(t, pgtest.Pool(t, dsn))
 }
 
 // retentionDB is a database a retention test runs on: desc names it,

@@ -75,16 +75,6 @@ func as(dsn, role string) string {
 	return strings.Replace(dsn, "postgres://"+pgserver.Superuser+"@", "postgres://"+role+"@", 1)
 }
 
-func rolePool(t *testing.T, dsn string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 // TestDBRoles: docs/collector.md's role recipe, run as written (psql), on
 // one PostgreSQL with each partition manager and on Citus: the owner
 // migrates; a collector as lhcnp_collector (db.migrate false) runs a
@@ -150,7 +140,7 @@ func TestDBRoles(t *testing.T) {
 			if !strings.Contains(out.String(), wantMode) || !strings.HasPrefix(out.String(), latest) {
 				t.Errorf("lhcnp migrate status as lhcnp_reader, want %q and nothing pending:\n%s", wantMode, out.String())
 			}
-			owner := rolePool(t, as(dsn, "lhcnp_owner"))
+			owner := pgtest.Pool(t, as(dsn, "lhcnp_owner"))
 			var manager string
 			if err := owner.QueryRow(ctx, `SELECT manager FROM lhcnp_partitioning`).Scan(&manager); err != nil {
 				t.Fatal(err)
@@ -232,7 +222,7 @@ targets:
 				t.Errorf("retention after the collector's pass %s, want 3 days (its db.retention)", retention)
 			}
 
-			reader := rolePool(t, as(dsn, "lhcnp_reader"))
+			reader := pgtest.Pool(t, as(dsn, "lhcnp_reader"))
 			for _, q := range []string{
 				`SELECT count(*) FROM series_values WHERE target = 'n1'`,
 				`SELECT count(*) FROM queue_latest`,

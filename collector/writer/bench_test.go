@@ -163,12 +163,7 @@ func BenchmarkWriterCitusFencing(b *testing.B) {
 						target, coll); err != nil {
 						b.Fatal(err)
 					}
-					own, err := pgxpool.New(ctx, dsn)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(own.Close)
-					w, _, stop := newWriter(b, own, writer.WithFencing(fencing))
+					w, _, stop := newWriter(b, pgtest.Pool(b, dsn), writer.WithFencing(fencing))
 					ws, stops = append(ws, w), append(stops, stop)
 					all = append(all, fencedBatches(target, coll, perWriter, rowsPerBatch))
 				}

@@ -247,12 +247,7 @@ func TestCitusAddWorker(t *testing.T) {
 func citusCluster(t *testing.T, workers int) (*pgserver.Cluster, *pgxpool.Pool) {
 	t.Helper()
 	c, dsn := pgtest.PrivateCitusDB(t, workers)
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return c, pool
+	return c, pgtest.Pool(t, dsn)
 }
 
 // enqueueFirst stores the first three batches, with every node up: the

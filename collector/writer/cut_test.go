@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhcnp/lhcnp/internal/pgtest"
 )
 
 // cutAt is where a fault cuts a statement's connection.
@@ -65,24 +67,16 @@ func eventsInsert(data pgx.TraceQueryStartData) bool {
 // pool is a pool on dsn whose statements c cuts.
 func (c *cutter) pool(t *testing.T, dsn string) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = c
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
+	return pgtest.Pool(t, dsn, func(cfg *pgxpool.Config) {
+		cfg.ConnConfig.Tracer = c
+		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &cutConn{Conn: conn}, nil
 		}
-		return &cutConn{Conn: conn}, nil
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	})
 }
 
 // faults is how many faults c made.

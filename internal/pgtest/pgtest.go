@@ -273,18 +273,37 @@ func New(t testing.TB) (*pgxpool.Pool, string) {
 	if err := srv.CreateDatabase(ctx, name, TemplateDB); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	dsn := srv.DSN(name)
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
+	// Registered before Pool's: the pool is closed first, then the
+	// database dropped.
 	t.Cleanup(func() {
-		pool.Close()
 		if err := srv.DropDatabase(context.Background(), name); err != nil {
 			t.Errorf("pgtest: %v", err)
 		}
 	})
-	return pool, dsn
+	dsn := srv.DSN(name)
+	return Pool(t, dsn), dsn
+}
+
+// Pool returns a pool on dsn, closed when the test ends: for a database of
+// Private's or PrivateCitus's, or one New gave, as another role or with
+// its connections set up otherwise. Each configure, in turn, changes the
+// pool's configuration (dsn's, parsed) before the pool is made: a tracer,
+// a dialer, another host.
+func Pool(t testing.TB, dsn string, configure ...func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	for _, c := range configure {
+		c(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 var notIdent = regexp.MustCompile(`[^a-z0-9_]+`)
@@ -401,12 +420,7 @@ func NewCitus(t testing.TB) (*pgxpool.Pool, string) {
 		t.Fatalf("pgtest: %v", err)
 	}
 	dsn := c.DSN(name)
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool, dsn
+	return Pool(t, dsn), dsn
 }
 
 // citusTemplate creates CitusTemplateDB on every node of c, registers the

@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,6 +36,65 @@ func TestIsolated(t *testing.T) {
 	if names[0] == names[1] {
 		t.Errorf("both tests got database %s", names[0])
 	}
+}
+
+// TestPool: Pool's pool is on dsn's database with each configure applied,
+// in order, and closed when its test ends; a DSN that does not parse fails
+// the test, naming pgtest.
+func TestPool(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := New(t)
+	var pool *pgxpool.Pool
+	t.Run("open", func(t *testing.T) {
+		pool = Pool(t, dsn,
+			func(cfg *pgxpool.Config) { cfg.ConnConfig.RuntimeParams["application_name"] = "first" },
+			func(cfg *pgxpool.Config) { cfg.ConnConfig.RuntimeParams["application_name"] += ", then second" })
+		var db, app string
+		if err := pool.QueryRow(ctx, `SELECT current_database(), current_setting('application_name')`).Scan(&db, &app); err != nil {
+			t.Fatal(err)
+		}
+		if want := dsnDatabase(t, dsn); db != want {
+			t.Errorf("pool on database %s, want %s", db, want)
+		}
+		if want := "first, then second"; app != want {
+			t.Errorf("application_name %q, want %q (each configure, in turn)", app, want)
+		}
+	})
+	if err := pool.Ping(ctx); err == nil {
+		t.Error("the pool answers a ping after its test ended, want it closed")
+	}
+	var bad fatalTB
+	func() {
+		defer func() { _ = recover() }()
+		Pool(&bad, "postgres://:notaport/x")
+	}()
+	if !strings.HasPrefix(bad.fatal, "pgtest: ") {
+		t.Errorf("Pool on a bad DSN: Fatalf(%q), want an error beginning pgtest: ", bad.fatal)
+	}
+}
+
+// dsnDatabase is dsn's database.
+func dsnDatabase(t *testing.T, dsn string) string {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.ConnConfig.Database
+}
+
+// fatalTB is a testing.TB whose Fatalf keeps its message and stops the
+// caller (a panic the caller recovers).
+type fatalTB struct {
+	testing.TB
+	fatal string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.fatal = fmt.Sprintf(format, args...)
+	panic(f)
 }
 
 func TestDBName(t *testing.T) {
