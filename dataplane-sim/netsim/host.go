@@ -1051,7 +1051,7 @@ func (q *QP) ackThrough(psn uint32) {
 		return
 	}
 	q.ackedPkt = q.pkt - after
-	q.ackedBytes = q.offsetOf(q.ackedPkt)
+	q.ackedBytes, _ = q.offsetOf(q.ackedPkt)
 	if q.rtoDue != 0 {
 		if q.ackedPkt == q.pkt {
 			q.rtoDue = 0 // nothing outstanding
@@ -1072,18 +1072,19 @@ func (q *QP) onNak(psn uint32) {
 	}
 }
 
-// offsetOf returns the byte offset in the flow of data packet k: the
-// runner's flows are messages of msgBytes (the last one shorter), each
-// cut into packets of the host's MTU (fixed while the flow sends, as an
-// RC QP's path MTU), the last packet of a message shorter.
-func (q *QP) offsetOf(k uint64) int64 {
+// offsetOf returns the byte offset of data packet k in the flow and in
+// its message: the runner's flows are messages of msgBytes (the last one
+// shorter), each cut into packets of the host's MTU (fixed while the flow
+// sends, as an RC QP's path MTU), the last packet of a message shorter.
+func (q *QP) offsetOf(k uint64) (off, msgOff int64) {
 	mtu := uint64(q.host.cfg.MTUBytes)
 	per := (uint64(q.msgBytes) + mtu - 1) / mtu // packets per message
-	off := int64(k/per)*q.msgBytes + min(int64(k%per*mtu), q.msgBytes)
+	msg := int64(k/per) * q.msgBytes            // k's message's offset
+	off = msg + min(int64(k%per*mtu), q.msgBytes)
 	if q.totalBytes > 0 {
 		off = min(off, q.totalBytes)
 	}
-	return off
+	return off, off - msg
 }
 
 // goBack makes packet k, not yet acknowledged, the next to send (RC's go
@@ -1091,10 +1092,7 @@ func (q *QP) offsetOf(k uint64) int64 {
 func (q *QP) goBack(k uint64) {
 	q.retxPkts += int64(q.pkt - k)
 	q.pkt = k
-	q.sentBytes = q.offsetOf(k)
-	mtu := uint64(q.host.cfg.MTUBytes)
-	per := (uint64(q.msgBytes) + mtu - 1) / mtu
-	q.msgOff = q.sentBytes - int64(k/per)*q.msgBytes
+	q.sentBytes, q.msgOff = q.offsetOf(k)
 	q.ackN = 0 // ackRem recomputed from pkt at the next packet
 	q.rtoDue = 0
 	if q.pkt != q.ackedPkt {
