@@ -1,9 +1,11 @@
 package service_test
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/status"
@@ -36,6 +38,14 @@ func TestHugePathInErrors(t *testing.T) {
 		{"an origin of 1 MiB", &gnmi.Path{Origin: big, Elem: []*gnmi.PathElem{{Name: "lhcnp"}, {Name: "global"}}}},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
+			// The test is about the error's size, not its speed: ctx's 10 s
+			// is for a hung server, and under -race on a loaded CI machine
+			// a Set delete of the 100 000-element path (1.3 MB) took more.
+			ctx := func(t *testing.T) context.Context {
+				c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				t.Cleanup(cancel)
+				return c
+			}
 			check := func(rpc string, err error) {
 				t.Helper()
 				msg := status.Convert(err).Message()
