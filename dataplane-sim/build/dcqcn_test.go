@@ -69,7 +69,7 @@ func TestDCQCNProfile(t *testing.T) {
 }
 
 // The nic block's loss recovery reaches every RNIC: go-back-n (the
-// default) with its timeout exponent (4.096 µs · 2^t, perftest's t = 14
+// default) with its timeout exponent (4.096 µs · 2^t, rdma_cm's t = 17
 // unless said), or none.
 func TestLossRecovery(t *testing.T) {
 	base, err := os.ReadFile("../../scenarios/incast-dcqcn.yaml")
@@ -81,9 +81,9 @@ func TestLossRecovery(t *testing.T) {
 		gbn     bool
 		timeout int64 // ns
 	}{
-		{"", true, 67108864},
-		{"  loss_recovery: none\n", false, 67108864},
-		{"  loss_recovery: go-back-n\n", true, 67108864},
+		{"", true, 536870912},
+		{"  loss_recovery: none\n", false, 536870912},
+		{"  loss_recovery: go-back-n\n", true, 536870912},
 		{"  loss_recovery: go-back-n\n  local_ack_timeout: 10\n", true, 4194304},
 	} {
 		text := strings.Replace(string(base), "\nnic:\n", "\nnic:\n"+tt.block, 1)

@@ -60,7 +60,6 @@ const (
 	cmMaxRetries      = 15 // CMA_MAX_CM_RETRIES
 	cmRetryCount      = 7
 	cmRNRRetryCount   = 7
-	cmAckTimeout      = 14 // 4.096 µs x 2^14, about 67 ms
 	cmResources       = 16 // responder resources and initiator depth
 	cmServiceID       = 0x0000000001064000
 )
@@ -166,7 +165,7 @@ func (q *QP) transmitREQ() {
 		TransportServiceType: 0, RetryCount: cmRetryCount, RNRRetryCount: cmRNRRetryCount,
 		PKey: 0xFFFF, PathMTU: pathMTU(h.cfg.MTUBytes), MaxCMRetries: cmMaxRetries,
 		PrimaryLocalGID: gid(h.addr), PrimaryRemoteGID: gid(peer.addr),
-		PrimaryHopLimit: wire.DefaultTTL, PrimarySL: q.prio, PrimaryLocalACKTimeout: cmAckTimeout,
+		PrimaryHopLimit: wire.DefaultTTL, PrimarySL: q.prio, PrimaryLocalACKTimeout: ackTimeoutExp(h.cfg.AckTimeout),
 	}
 	h.sendCM(q.dst, q.prio, q.flow.ID, &m)
 	h.part.sim.After(cmResponseTime, (*cmRetry)(h), evQPCMRetry, uint64(q.cm.local))

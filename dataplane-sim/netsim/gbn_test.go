@@ -217,8 +217,16 @@ func TestGoBackNNeedsATimeout(t *testing.T) {
 	if err := hc.Validate(); err == nil {
 		t.Error("go-back-n with no local ack timeout accepted")
 	}
-	if got, want := AckTimeoutFor(DefaultAckTimeoutExp), engine.Time(67108864); got != want {
-		t.Errorf("AckTimeoutFor(14) = %v, want 67.108864ms", got)
+	if got, want := AckTimeoutFor(DefaultAckTimeoutExp), engine.Time(536870912); got != want {
+		t.Errorf("AckTimeoutFor(17) = %v, want 536.870912ms", got)
+	}
+	for _, tc := range []struct {
+		d    engine.Time
+		want uint8
+	}{{AckTimeoutFor(14), 14}, {AckTimeoutFor(17), 17}, {AckTimeoutFor(17) - 1, 17}, {AckTimeoutFor(17) + 1, 18}, {0, 1}, {1 << 62, 31}} {
+		if got := ackTimeoutExp(tc.d); got != tc.want {
+			t.Errorf("ackTimeoutExp(%v) = %d, want %d", tc.d, got, tc.want)
+		}
 	}
 }
 

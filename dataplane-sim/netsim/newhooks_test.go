@@ -3,6 +3,7 @@ package netsim
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -28,6 +29,7 @@ type cmWatcher struct {
 	f         wire.Frame
 	seen      []cmSeen
 	firstData engine.Time
+	reqTimers []uint8 // each REQ's local ACK timeout
 }
 
 func (w *cmWatcher) OnEnqueue(_ *Port, p *Packet, _ int64) {
@@ -57,6 +59,9 @@ func (w *cmWatcher) OnEnqueue(_ *Port, p *Packet, _ int64) {
 	src, dst := w.f.IPAddrs()
 	s, r, _ := w.f.CM.FlowQPNs()
 	w.seen = append(w.seen, cmSeen{At: w.sim.Now(), Attr: w.f.CM.AttrID, Src: src, Dst: dst, QPN: s | r})
+	if w.f.CM.AttrID == wire.CMAttrREQ {
+		w.reqTimers = append(w.reqTimers, w.f.CM.PrimaryLocalACKTimeout)
+	}
 }
 func (w *cmWatcher) OnDequeue(*Port, *Packet, int64) {}
 func (w *cmWatcher) OnMark(*Port, *Packet, int64)    {}
@@ -110,6 +115,10 @@ func TestCMExchange(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(x, y netip.Addr) bool { return x == y })); diff != "" {
 		t.Errorf("MADs at the switch (-want, +got):\n%s", diff)
+	}
+	// Each REQ announces the sender's QP timeout: rdma_cm's 17 by default.
+	if want := []uint8{DefaultAckTimeoutExp, DefaultAckTimeoutExp}; !slices.Equal(w.reqTimers, want) {
+		t.Errorf("REQs' local ACK timeout %v, want %v", w.reqTimers, want)
 	}
 	// The endless flow's data follows its RTU at the switch, and its sender
 	// connected one round trip (plus serialisation) after its start at 0.

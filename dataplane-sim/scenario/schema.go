@@ -423,7 +423,7 @@ type NIC struct {
 	// the model's default (go-back-n).
 	LossRecovery string
 	// LocalAckTimeout is go-back-N's QP timeout exponent t (4.096us * 2^t),
-	// 1..31; nil keeps the model's default (14, 67.1ms).
+	// 1..31; nil keeps the model's default (17, 537ms: rdma_cm's on RoCE).
 	LocalAckTimeout *int
 }
 
