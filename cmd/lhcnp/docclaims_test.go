@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/report"
 )
 
 // tunerStandWants returns what docs/tuner.md's "Where it stands" paragraph
@@ -97,6 +103,139 @@ func TestTunerStandQuotesTheHeldOutTable(t *testing.T) {
 		stale := strings.Replace(md, want, strings.ReplaceAll(want, "×", "×1"), 1)
 		if errs := tunerStandClaims(stale); len(errs) != 1 {
 			t.Errorf("a summary that says %q instead: %d errors %v, want 1", strings.ReplaceAll(want, "×", "×1"), len(errs), errs)
+		}
+	}
+}
+
+// delayChangeRun is what docs/scenarios.md's bullet "Packets in flight
+// across a delay change" quotes of scenarios/tuner/rtt-step-back.yaml:
+// the drops of `lhcnp sim run` and their frame size, the samples at which
+// they rose, the packets go-back-N sent again, and the drops of the tuned
+// run (`lhcnp sim compare --mechanisms long-haul-cnp+tuner`).
+type delayChangeRun struct {
+	drops, frameBytes, resent, tunedDrops int64
+	dropSamples                           int
+}
+
+// delayChangeClaims reports each figure of run the bullet does not say,
+// and a claim of the loss model the run contradicts.
+func delayChangeClaims(md string, run delayChangeRun) []error {
+	_, bullet, ok := strings.Cut(md, "- **Packets in flight across a delay change**")
+	if !ok {
+		return []error{fmt.Errorf(`no "Packets in flight across a delay change" bullet`)}
+	}
+	bullet, _, _ = strings.Cut(bullet, "\n- **")
+	bullet = strings.Join(strings.Fields(bullet), " ")
+	tuned := "(as many in its tuned run"
+	if run.tunedDrops != run.drops {
+		tuned = fmt.Sprintf("(%d in its tuned run", run.tunedDrops)
+	}
+	wants := []string{
+		fmt.Sprintf("%d drops of %d-byte frames in `lhcnp sim run` of the file %s", run.drops, run.frameBytes, tuned),
+	}
+	if run.dropSamples == 1 {
+		wants = append(wants, "all in that instant")
+	}
+	if run.resent > 0 {
+		wants = append(wants, fmt.Sprintf("as it sends %d packets again after the %d drops here", run.resent, run.drops))
+	}
+	var errs []error
+	for _, want := range wants {
+		if !strings.Contains(bullet, want) {
+			errs = append(errs, fmt.Errorf("the bullet does not say %q, which the run gives", want))
+		}
+	}
+	if run.dropSamples != 1 && strings.Contains(bullet, "all in that instant") {
+		errs = append(errs, fmt.Errorf("the bullet says the drops came all in one instant; they rose at %d samples", run.dropSamples))
+	}
+	if run.resent > 0 && strings.Contains(bullet, "nothing is sent again") {
+		errs = append(errs, fmt.Errorf("the bullet says nothing is sent again; the run sent %d packets again", run.resent))
+	}
+	return errs
+}
+
+// TestDelayChangeQuotesItsRun: docs/scenarios.md quotes what `lhcnp sim
+// run` and the tuned run of scenarios/tuner/rtt-step-back.yaml drop when
+// the WAN's round trip steps back, and what go-back-N sends again; the
+// figures are the runs' (the bullet said 424 drops in the tuned run, and
+// that nothing was sent again, after go-back-N became the default).
+func TestDelayChangeQuotesItsRun(t *testing.T) {
+	scen := filepath.Join("..", "..", "scenarios", "tuner", "rtt-step-back.yaml")
+	ctx := context.Background()
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := runSim(ctx, []string{"run", scen, "--out", out, "--no-plots"}, &stdout, &stderr); err != nil {
+		t.Fatalf("sim run: %v\n%s", err, stderr.String())
+	}
+	tunedOut := t.TempDir()
+	if err := runSim(ctx, []string{"compare", scen, "--mechanisms", "long-haul-cnp+tuner", "--out", tunedOut, "--no-plots"}, &stdout, &stderr); err != nil {
+		t.Fatalf("sim compare: %v\n%s", err, stderr.String())
+	}
+	summary := func(file string) report.Summary {
+		t.Helper()
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s report.Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		return s
+	}
+	s := summary(filepath.Join(out, "summary.json"))
+	run := delayChangeRun{
+		drops:      s.Totals.DropPackets,
+		resent:     s.Totals.RetransmittedPackets,
+		tunedDrops: summary(filepath.Join(tunedOut, s.Scenario, "long-haul-cnp+tuner", "summary.json")).Totals.DropPackets,
+	}
+	var dropBytes int64
+	for _, p := range s.Ports {
+		dropBytes += p.DropBytes
+	}
+	if run.drops == 0 {
+		t.Fatal("the run dropped nothing")
+	}
+	// The frames' size, to the byte below: a message's first packet
+	// carries a RETH, 16 bytes more than the rest.
+	run.frameBytes = dropBytes / run.drops
+	// The samples at which a port's drops counter rose.
+	b, err := os.ReadFile(filepath.Join(out, "counters.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[string]string{}
+	rose := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, ",")
+		if len(f) != 5 || f[3] != "drops" {
+			continue
+		}
+		port := f[1] + "/" + f[2]
+		if prev, ok := last[port]; ok && prev != f[4] || !ok && f[4] != "0" {
+			rose[f[0]] = true
+		}
+		last[port] = f[4]
+	}
+	run.dropSamples = len(rose)
+
+	md, err := os.ReadFile("../../docs/scenarios.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range delayChangeClaims(string(md), run) {
+		t.Error(e)
+	}
+	// The check fails a bullet one run behind: each figure moved by one.
+	for _, stale := range []delayChangeRun{
+		{run.drops + 1, run.frameBytes, run.resent, run.tunedDrops + 1, run.dropSamples},
+		{run.drops, run.frameBytes + 1, run.resent, run.tunedDrops, run.dropSamples},
+		{run.drops, run.frameBytes, run.resent + 1, run.tunedDrops, run.dropSamples},
+		{run.drops, run.frameBytes, run.resent, run.tunedDrops + 1, run.dropSamples},
+		{run.drops, run.frameBytes, run.resent, run.tunedDrops, run.dropSamples + 1},
+	} {
+		if errs := delayChangeClaims(string(md), stale); len(errs) == 0 {
+			t.Errorf("a run of %+v passes the bullet written for %+v", stale, run)
 		}
 	}
 }
