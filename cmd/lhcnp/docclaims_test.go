@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lhcnp/lhcnp/dataplane-sim/report"
+	"github.com/lhcnp/lhcnp/lab"
 )
 
 // tunerStandWants returns what docs/tuner.md's "Where it stands" paragraph
@@ -236,6 +238,84 @@ func TestDelayChangeQuotesItsRun(t *testing.T) {
 	} {
 		if errs := delayChangeClaims(string(md), stale); len(errs) == 0 {
 			t.Errorf("a run of %+v passes the bullet written for %+v", stale, run)
+		}
+	}
+}
+
+// labWindowClaims reports what docs/lab.md's sentence on the lab's traffic
+// ("at the defaults a window adds about N flows …") does not say of
+// windows of meanFlows flows, sized of them the file's repeated ones, at
+// the default speed.
+func labWindowClaims(md string, meanFlows float64, sized int, speed float64) []error {
+	const docSpeed = 0.05 // the fabric file's speed, the sentence's hour
+	windowsAnHour := 3600 * docSpeed / defaultLabFile().Period.Seconds()
+	times := []string{2: "twice", 3: "three times", 4: "four times", 5: "five times", 6: "six times", 7: "seven times", 8: "eight times"}
+	ratio := int(math.Round(speed / docSpeed))
+	if ratio < 2 || ratio >= len(times) || float64(ratio)*docSpeed != speed {
+		return []error{fmt.Errorf("the default speed %g is no small multiple of %g: reword the sentence", speed, docSpeed)}
+	}
+	anHour := int(math.Round(meanFlows*windowsAnHour/100)) * 100
+	want := fmt.Sprintf("at the defaults a window adds about %d flows (%d repeated, the rest web-search), about %d,%03d flows an hour of wall clock at speed %g, %s as many at the default %g",
+		int(math.Round(meanFlows/10))*10, sized, anHour/1000, anHour%1000, docSpeed, times[ratio], speed)
+	text := strings.Join(strings.Fields(md), " ")
+	if !strings.Contains(text, want) {
+		return []error{fmt.Errorf("docs/lab.md does not say %q, which the lab's windows give (%.1f flows a window)", want, meanFlows)}
+	}
+	return nil
+}
+
+// TestLabWindowFlowsAsDocumented: docs/lab.md says how many flows a window
+// of the lab's traffic adds at the defaults of lhcnp lab, and so how many
+// an hour; the figures are the mean of 100 windows of lab.Loop as the lab
+// builds it (the page said about 170 a window and 7,700 an hour, where the
+// windows hold 181.5 on average).
+func TestLabWindowFlowsAsDocumented(t *testing.T) {
+	cfg := defaultLabFile()
+	f, _, err := loadSwitchFile(filepath.Join("..", "..", cfg.Fabric))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := lab.NewLoop(f.Scenario, lab.Traffic{Period: cfg.Period, WebSearchLoad: cfg.WebSearchLoad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const windows = 100
+	var flows int
+	sized := -1
+	for k := 1; k <= windows; k++ {
+		w, err := loop.Window(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flows += len(w)
+		var s int
+		for _, fl := range w {
+			if fl.Group == "" {
+				s++
+			}
+		}
+		if sized >= 0 && s != sized {
+			t.Fatalf("window %d repeats %d of the file's flows, window 1 %d", k, s, sized)
+		}
+		sized = s
+	}
+	mean := float64(flows) / windows
+	md, err := os.ReadFile("../../docs/lab.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range labWindowClaims(string(md), mean, sized, cfg.Speed) {
+		t.Error(e)
+	}
+	// The check fails a sentence written for other windows or speed.
+	for _, stale := range []struct {
+		mean  float64
+		sized int
+		speed float64
+	}{{mean + 10, sized, cfg.Speed}, {mean, sized + 1, cfg.Speed}, {mean, sized, cfg.Speed / 2}} {
+		if errs := labWindowClaims(string(md), stale.mean, stale.sized, stale.speed); len(errs) == 0 {
+			t.Errorf("windows of %.1f flows (%d repeated) at speed %g pass the sentence written for %.1f (%d) at %g",
+				stale.mean, stale.sized, stale.speed, mean, sized, cfg.Speed)
 		}
 	}
 }
