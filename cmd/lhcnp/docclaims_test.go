@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -317,5 +318,48 @@ func TestLabWindowFlowsAsDocumented(t *testing.T) {
 			t.Errorf("windows of %.1f flows (%d repeated) at speed %g pass the sentence written for %.1f (%d) at %g",
 				stale.mean, stale.sized, stale.speed, mean, sized, cfg.Speed)
 		}
+	}
+}
+
+// TestLabColdBuildModules: docs/lab.md's "How fast it comes up" says how
+// many modules a cold `make lab` downloads (`go list -deps ./cmd/lhcnp`
+// fetches exactly those) and their size unpacked, the files' bytes in the
+// module cache; the page said 59 and 303 MB, figures of 24 November.
+func TestLabColdBuildModules(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{if not .Main}}{{.Path}}@{{.Version}} {{.Dir}}{{end}}{{end}}", "./cmd/lhcnp")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dirs := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		mod, dir, ok := strings.Cut(l, " ")
+		if !ok || dir == "" {
+			t.Fatalf("go list: module %q without a directory", l)
+		}
+		dirs[mod] = dir
+	}
+	var size int64
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			info, err := d.Info()
+			size += info.Size()
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := fmt.Sprintf("the %d modules the binary imports, %d MB unpacked", len(dirs), (size+500_000)/1_000_000)
+	md, err := os.ReadFile("../../docs/lab.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := strings.Join(strings.Fields(string(md)), " "); !strings.Contains(text, want) {
+		t.Errorf("docs/lab.md does not say %q, what go list -deps ./cmd/lhcnp gives", want)
 	}
 }
