@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,7 @@ type labFile struct {
 	Northbound    string        `yaml:"northbound" help:"the collector's northbound gNMI address: the switches' latest values by target, History, Set forwarded (host:port; port 0: a free one, chosen once and kept; empty: none)"`
 	Profile       bool          `yaml:"profile" help:"serve Go's profiles of the lab process under /debug/pprof/ on the metrics address"`
 	Fabric        string        `yaml:"fabric" help:"fabric file with the lab topology's switches (all run in this process)"`
-	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports (default: the fabric file's)"`
+	Listen        string        `yaml:"listen" help:"gNMI address of every switch, HOST:0 for free ports; another port only for a fabric of one switch (default: the fabric file's)"`
 	Speed         float64       `yaml:"speed" help:"simulated seconds per wall-clock second, all switches in this process (0: the fabric file's)"`
 	Horizon       time.Duration `yaml:"horizon" help:"wall-clock time after which no new window of traffic starts (0: the traffic loops for ever; with period 0 there are no windows: give 0)"`
 	Period        time.Duration `yaml:"period" help:"simulated period of the repeated bursts (the §7 pattern); 0: the scenario's flows once, as written, with no web-search mix (websearch_load 0)"`
@@ -240,6 +241,19 @@ func labConfig(ctx context.Context, cfg labFile, stderr io.Writer) (lab.Config, 
 	f, fcc, err := loadSwitchFile(cfg.Fabric)
 	if err != nil {
 		return lab.Config{}, unreadable(err, cfg.Fabric, atKey("fabric"))
+	}
+	// One address for every switch: a free port each (port 0), or a
+	// fabric of one switch. Another port for several switches bound the
+	// first and failed the second, after "starting", exit status 1,
+	// blaming another program; lhcnp switch --listen refuses it so.
+	if _, port, _ := net.SplitHostPort(cfg.Listen); cfg.Listen != "" && port != "0" && len(f.Switches) != 1 {
+		names := make([]string, len(f.Switches))
+		for i, s := range f.Switches {
+			names[i] = s.Name
+		}
+		return lab.Config{}, badValue(cfg.cc, "listen", fmt.Sprintf("%q", cfg.Listen),
+			fmt.Sprintf("one address for the %d switches of %s (%s): give port 0 (a free port each, kept), or leave each switch its listen of the file",
+				len(f.Switches), cfg.Fabric, strings.Join(names, ", ")))
 	}
 	speed := cfg.Speed
 	if speed == 0 {

@@ -694,6 +694,64 @@ func TestLabBadValues(t *testing.T) {
 	}
 }
 
+// TestLabListenOneAddress: --listen is one gNMI address for every switch
+// of the fabric, so a port other than 0 is for a fabric of one switch, as
+// lhcnp switch --listen has it. The lab took it for the three switches of
+// examples/lab.yaml, said "starting", bound t1 and failed on n1 with
+// "address already in use", exit status 1: now the value is refused where
+// it came from before anything starts, exit status 2, stdout empty.
+func TestLabListenOneAddress(t *testing.T) {
+	withoutLabEnv(t)
+	sc, err := filepath.Abs("../../scenarios/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := fileWriter(t, t.TempDir())
+	oneSwitch := write("n1.yaml", "scenario: "+sc+"\nswitches:\n  - name: n1\n")
+	const three = "one address for the 3 switches of ../../examples/lab.yaml (t1, n1, n2): give port 0 (a free port each, kept), or leave each switch its listen of the file"
+	for _, tt := range []struct {
+		desc string
+		args []string
+		env  string // NAME=VALUE, if any
+		want string // the one line on stderr, exit status 2; "" for a configuration taken
+	}{
+		{desc: "a port for three switches", args: []string{"--listen", "127.0.0.1:9400"}, want: `--listen: listen: "127.0.0.1:9400": ` + three},
+		{desc: "a port of a variable", env: "LHCNP_LAB_LISTEN=127.0.0.1:9400", want: `LHCNP_LAB_LISTEN: listen: "127.0.0.1:9400": ` + three},
+		{desc: "port 0 for three switches", args: []string{"--listen", "127.0.0.1:0"}},
+		{desc: "the file's addresses", args: nil},
+		{desc: "a port for one switch", args: []string{"--fabric", oneSwitch, "--listen", "127.0.0.1:9400"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			args := append([]string{"--state-dir", t.TempDir(), "--postgres", "postgres://127.0.0.1:1/lhcnp", "--fabric", "../../examples/lab.yaml"}, tt.args...)
+			var env []string
+			if tt.env != "" {
+				env = []string{tt.env}
+			}
+			lf, err := parseLab(args, func() []string { return env }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = labConfig(context.Background(), *lf, io.Discard)
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("labConfig(%q) = %v, want it taken", args, err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.want || exitStatus(err) != 2 {
+				t.Errorf("labConfig(%q) = %v (exit status %d), want exit status 2 and\n%s", args, err, exitStatus(err), tt.want)
+			}
+		})
+	}
+	// The command as a user runs it: the one line, nothing on stdout.
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"lab", "--state-dir", t.TempDir(), "--postgres", "postgres://127.0.0.1:1/lhcnp", "--fabric", "../../examples/lab.yaml",
+		"--listen", "127.0.0.1:9400"}, &stdout, &stderr)
+	if want := `lhcnp lab: --listen: listen: "127.0.0.1:9400": ` + three + "\n"; code != 2 || stderr.String() != want || stdout.Len() != 0 {
+		t.Errorf("exit status %d, stdout %q, stderr\n%s\nwant exit status 2, nothing on stdout and\n%s", code, stdout.String(), stderr.String(), want)
+	}
+}
+
 // withoutLabEnv clears the LHCNP_LAB_ variables of the test's environment
 // for the test, and GRPC_BINARY_LOG_FILTER (whose warning would be on
 // stderr).
@@ -750,6 +808,12 @@ func TestLabNorthboundBusy(t *testing.T) {
 func TestLabRefusesBeforeStarting(t *testing.T) {
 	taken := takenAddr(t)
 	withoutLabEnv(t)
+	// A fabric of one switch, the one a single --listen address is for.
+	sc, err := filepath.Abs("../../scenarios/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneSwitch := fileWriter(t, t.TempDir())("t1.yaml", "scenario: "+sc+"\nswitches:\n  - name: t1\n")
 	for _, tt := range []struct {
 		desc   string
 		held   bool     // the state directory's lock taken first
@@ -759,7 +823,7 @@ func TestLabRefusesBeforeStarting(t *testing.T) {
 	}{
 		{desc: "state directory held", held: true, stderr: "is in use by another lhcnp lab"},
 		{desc: "dashboard address in use", args: []string{"--http", taken}, stderr: "dashboard address " + taken + " is in use"},
-		{desc: "switch address in use", args: []string{"--listen", taken}, stderr: "switch t1 gNMI address " + taken + " is in use"},
+		{desc: "switch address in use", args: []string{"--fabric", oneSwitch, "--listen", taken}, stderr: "switch t1 gNMI address " + taken + " is in use"},
 		{desc: "the checks pass", stderr: "127.0.0.1:1", stdout: "lhcnp lab: starting (switches, collector, tuner, dashboard)...\n"},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
