@@ -723,24 +723,7 @@ func TestLabListenOneAddress(t *testing.T) {
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			args := append([]string{"--state-dir", t.TempDir(), "--postgres", "postgres://127.0.0.1:1/lhcnp", "--fabric", "../../examples/lab.yaml"}, tt.args...)
-			var env []string
-			if tt.env != "" {
-				env = []string{tt.env}
-			}
-			lf, err := parseLab(args, func() []string { return env }, io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = labConfig(context.Background(), *lf, io.Discard)
-			if tt.want == "" {
-				if err != nil {
-					t.Errorf("labConfig(%q) = %v, want it taken", args, err)
-				}
-				return
-			}
-			if err == nil || err.Error() != tt.want || exitStatus(err) != 2 {
-				t.Errorf("labConfig(%q) = %v (exit status %d), want exit status 2 and\n%s", args, err, exitStatus(err), tt.want)
-			}
+			checkLabConfig(t, args, tt.env, tt.want)
 		})
 	}
 	// The command as a user runs it: the one line, nothing on stdout.
@@ -748,6 +731,89 @@ func TestLabListenOneAddress(t *testing.T) {
 	code := run([]string{"lab", "--state-dir", t.TempDir(), "--postgres", "postgres://127.0.0.1:1/lhcnp", "--fabric", "../../examples/lab.yaml",
 		"--listen", "127.0.0.1:9400"}, &stdout, &stderr)
 	if want := `lhcnp lab: --listen: listen: "127.0.0.1:9400": ` + three + "\n"; code != 2 || stderr.String() != want || stdout.Len() != 0 {
+		t.Errorf("exit status %d, stdout %q, stderr\n%s\nwant exit status 2, nothing on stdout and\n%s", code, stdout.String(), stderr.String(), want)
+	}
+}
+
+// checkLabConfig parses args and env (NAME=VALUE, if any) as lhcnp lab
+// does and builds the lab's configuration from them (labConfig: nothing
+// starts), which must be refused with want and exit status 2, or taken
+// for want "".
+func checkLabConfig(t *testing.T, args []string, env, want string) {
+	t.Helper()
+	var environ []string
+	if env != "" {
+		environ = []string{env}
+	}
+	lf, err := parseLab(args, func() []string { return environ }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = labConfig(context.Background(), *lf, io.Discard)
+	if want == "" {
+		if err != nil {
+			t.Errorf("labConfig(%q) = %v, want it taken", args, err)
+		}
+		return
+	}
+	if err == nil || err.Error() != want || exitStatus(err) != 2 {
+		t.Errorf("labConfig(%q) = %v (exit status %d), want exit status 2 and\n%s", args, err, exitStatus(err), want)
+	}
+}
+
+// TestLabAddressesApart: two of the lab's listeners on one address (the
+// dashboard, the collector's metrics and northbound, the private
+// PostgreSQL, a switch) are refused before anything starts, each named at
+// its key and where its value came from, exit status 2. The second of the
+// two failed the start as an address "in use by another lhcnp lab (or
+// another program)", naming its own flag only, when the lab held it.
+func TestLabAddressesApart(t *testing.T) {
+	withoutLabEnv(t)
+	sc, err := filepath.Abs("../../scenarios/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := fileWriter(t, t.TempDir())
+	fabric := write("fabric.yaml", "scenario: "+sc+"\nswitches:\n  - name: t1\n    listen: 127.0.0.1:9341\n"+
+		"  - name: n1\n    listen: 127.0.0.1:9339\n  - name: n2\n    listen: 127.0.0.1:9340\n")
+	const apart = ": each of the lab's listeners needs an address of its own (port 0: a free one each)"
+	for _, tt := range []struct {
+		desc, body string // body: the --config file's, if any
+		args       []string
+		env        string // NAME=VALUE, if any
+		want       string // FILE for the --config file, FABRIC for the fabric's; "" for a configuration taken
+	}{
+		{desc: "the dashboard on the metrics' default", args: []string{"--http", "127.0.0.1:9273"},
+			want: "http (--http), metrics (default): both 127.0.0.1:9273" + apart},
+		{desc: "the northbound of a variable on a switch's", env: "LHCNP_LAB_NORTHBOUND=127.0.0.1:9339",
+			want: "northbound (LHCNP_LAB_NORTHBOUND), switches[1].listen (FABRIC:6:13): both 127.0.0.1:9339" + apart},
+		{desc: "every interface in the file over the northbound's loopback", body: "http: 0.0.0.0:9350\n",
+			want: "http (FILE:1:7), northbound (default): 0.0.0.0:9350 and 127.0.0.1:9350 take one port" + apart},
+		{desc: "the metrics on the private PostgreSQL's", args: []string{"--metrics", "127.0.0.1:15432"},
+			want: "metrics (--metrics), postgres_port (default): both 127.0.0.1:15432" + apart},
+		{desc: "the private PostgreSQL on a switch's", args: []string{"--postgres-port", "9340"},
+			want: "postgres_port (--postgres-port), switches[2].listen (FABRIC:8:13): both 127.0.0.1:9340" + apart},
+		{desc: "one switch's address for the dashboard", args: []string{"--fabric", write("t1.yaml", "scenario: "+sc+"\nswitches:\n  - name: t1\n"), "--listen", "127.0.0.1:8080"},
+			want: "http (default), listen (--listen): both 127.0.0.1:8080" + apart},
+		{desc: "the defaults"},
+		{desc: "free ports", args: []string{"--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--northbound", "127.0.0.1:0", "--postgres-port", "0", "--listen", "127.0.0.1:0"}},
+		{desc: "no private PostgreSQL", args: []string{"--postgres", "postgres://127.0.0.1:1/lhcnp", "--metrics", "127.0.0.1:15432"}},
+		{desc: "no northbound", args: []string{"--northbound", "", "--http", "127.0.0.1:9350"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			args := append([]string{"--state-dir", t.TempDir(), "--fabric", fabric}, tt.args...)
+			config := ""
+			if tt.body != "" {
+				config = write("lab.yaml", tt.body)
+				args = append([]string{"--config", config}, args...)
+			}
+			checkLabConfig(t, args, tt.env, strings.NewReplacer("FILE", config, "FABRIC", fabric).Replace(tt.want))
+		})
+	}
+	// The command as a user runs it: the one line, nothing on stdout.
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"lab", "--state-dir", t.TempDir(), "--postgres", "postgres://127.0.0.1:1/lhcnp", "--fabric", fabric, "--http", "127.0.0.1:9273"}, &stdout, &stderr)
+	if want := "lhcnp lab: http (--http), metrics (default): both 127.0.0.1:9273" + apart + "\n"; code != 2 || stderr.String() != want || stdout.Len() != 0 {
 		t.Errorf("exit status %d, stdout %q, stderr\n%s\nwant exit status 2, nothing on stdout and\n%s", code, stdout.String(), stderr.String(), want)
 	}
 }
