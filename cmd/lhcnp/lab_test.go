@@ -702,10 +702,7 @@ func TestLabBadValues(t *testing.T) {
 // it came from before anything starts, exit status 2, stdout empty.
 func TestLabListenOneAddress(t *testing.T) {
 	withoutLabEnv(t)
-	sc, err := filepath.Abs("../../scenarios/lab.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := labScenarioPath(t)
 	write := fileWriter(t, t.TempDir())
 	oneSwitch := write("n1.yaml", "scenario: "+sc+"\nswitches:\n  - name: n1\n")
 	const three = "one address for the 3 switches of ../../examples/lab.yaml (t1, n1, n2): give port 0 (a free port each, kept), or leave each switch its listen of the file"
@@ -733,6 +730,17 @@ func TestLabListenOneAddress(t *testing.T) {
 	if want := `lhcnp lab: --listen: listen: "127.0.0.1:9400": ` + three + "\n"; code != 2 || stderr.String() != want || stdout.Len() != 0 {
 		t.Errorf("exit status %d, stdout %q, stderr\n%s\nwant exit status 2, nothing on stdout and\n%s", code, stdout.String(), stderr.String(), want)
 	}
+}
+
+// labScenarioPath is scenarios/lab.yaml's absolute path, for the fabric
+// files a test writes in its own directory.
+func labScenarioPath(t *testing.T) string {
+	t.Helper()
+	sc, err := filepath.Abs("../../scenarios/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 // checkLabConfig parses args and env (NAME=VALUE, if any) as lhcnp lab
@@ -769,10 +777,7 @@ func checkLabConfig(t *testing.T, args []string, env, want string) {
 // another program)", naming its own flag only, when the lab held it.
 func TestLabAddressesApart(t *testing.T) {
 	withoutLabEnv(t)
-	sc, err := filepath.Abs("../../scenarios/lab.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := labScenarioPath(t)
 	write := fileWriter(t, t.TempDir())
 	fabric := write("fabric.yaml", "scenario: "+sc+"\nswitches:\n  - name: t1\n    listen: 127.0.0.1:9341\n"+
 		"  - name: n1\n    listen: 127.0.0.1:9339\n  - name: n2\n    listen: 127.0.0.1:9340\n")
@@ -875,10 +880,7 @@ func TestLabRefusesBeforeStarting(t *testing.T) {
 	taken := takenAddr(t)
 	withoutLabEnv(t)
 	// A fabric of one switch, the one a single --listen address is for.
-	sc, err := filepath.Abs("../../scenarios/lab.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := labScenarioPath(t)
 	oneSwitch := fileWriter(t, t.TempDir())("t1.yaml", "scenario: "+sc+"\nswitches:\n  - name: t1\n")
 	for _, tt := range []struct {
 		desc   string
