@@ -188,9 +188,16 @@ func badValue(cc *cliconf.Config, key string, v any, why string) error {
 func keysError(cc *cliconf.Config, path, why string, keys ...string) usageError {
 	named := make([]string, len(keys))
 	for i, k := range keys {
-		named[i] = k + " (" + cmp.Or(where(cc, path, k), "default") + ")"
+		named[i] = namedKey(cc, path, k)
 	}
 	return usageError{strings.Join(named, ", ") + ": " + why}
+}
+
+// namedKey is key named with where its value came from, "key (ORIGIN)"
+// (where), "key (default)" for a key left at its default: as keysError
+// and listenersApart name each of theirs.
+func namedKey(cc *cliconf.Config, path, key string) string {
+	return key + " (" + cmp.Or(where(cc, path, key), "default") + ")"
 }
 
 // where names where key's value came from as cc.Locate names it

@@ -42,6 +42,15 @@ func parseCollector(args []string, environ func() []string, stderr io.Writer) (*
 	if err := collector.Check(a.cfg); err != nil {
 		return nil, c.cc.Locate(err)
 	}
+	// Its two listeners apart, before the database is reached: the
+	// northbound's net.Listen said "address already in use" once the
+	// collector had connected, migrated and taken the metrics' port.
+	if nb := a.cfg.Northbound.Listen; nb != "" && a.cfg.Metrics.Listen != "" {
+		if err := listenersApart("the collector's", []listener{{a.cfg.Metrics.Listen, namedKey(c.cc, c.config, "metrics.listen")},
+			{nb, namedKey(c.cc, c.config, "northbound.listen")}}); err != nil {
+			return nil, err
+		}
+	}
 	// The northbound's files, before the database is reached.
 	if nc := a.cfg.Northbound; nc.Listen != "" {
 		if a.nbAuth, err = loadGNMIAuth("northbound.", nc.Users, nc.Insecure, nc.TLSCert, nc.TLSKey, nc.ClientCA); err != nil {

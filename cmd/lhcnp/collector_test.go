@@ -99,6 +99,62 @@ func TestCollectorBadConfig(t *testing.T) {
 	}
 }
 
+// TestCollectorAddressesApart: the collector's metrics and northbound on
+// one port are refused before the database is reached, both keys named
+// where their values came from, exit status 2: the northbound failed the
+// start as "address already in use" once the collector had connected,
+// migrated and taken the metrics' port.
+func TestCollectorAddressesApart(t *testing.T) {
+	withoutEnv(t, "LHCNP_COLLECTOR_")
+	// No database answers there: a configuration taken would fail at it.
+	file := collectorFile(t, "db: {dsn: 'postgres://127.0.0.1:1/lhcnp?connect_timeout=2'}\nstate_dir: "+t.TempDir()+"\nmetrics:\n  listen: 127.0.0.1:9273\nnorthbound:\n  insecure: true\n")
+	const apart = ": each of the collector's listeners needs an address of its own (port 0: a free one each)"
+	for _, tt := range []struct {
+		desc string
+		args []string
+		env  string // NAME=VALUE, if any
+		want string // FILE for the file; "" for a configuration taken
+	}{
+		{desc: "the northbound flag on the file's metrics", args: []string{"--northbound.listen", "127.0.0.1:9273"},
+			want: "metrics.listen (FILE:4:11), northbound.listen (--northbound.listen): both 127.0.0.1:9273" + apart},
+		{desc: "every interface's northbound of a variable over the metrics' loopback", env: "LHCNP_COLLECTOR_NORTHBOUND_LISTEN=:9273",
+			want: "metrics.listen (FILE:4:11), northbound.listen (LHCNP_COLLECTOR_NORTHBOUND_LISTEN): 127.0.0.1:9273 and :9273 take one port" + apart},
+		{desc: "the metrics flag on the northbound's", args: []string{"--metrics.listen", "0.0.0.0:9350", "--northbound.listen", "127.0.0.1:9350"},
+			want: "metrics.listen (--metrics.listen), northbound.listen (--northbound.listen): 0.0.0.0:9350 and 127.0.0.1:9350 take one port" + apart},
+		{desc: "no northbound"},
+		{desc: "ports apart", args: []string{"--northbound.listen", "127.0.0.1:9350"}},
+		{desc: "free ports", args: []string{"--metrics.listen", "127.0.0.1:0", "--northbound.listen", "127.0.0.1:0"}},
+		{desc: "no metrics", args: []string{"--metrics.listen", "", "--northbound.listen", "127.0.0.1:9273"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			args := append([]string{"--config", file}, tt.args...)
+			var env []string
+			if tt.env != "" {
+				env = []string{tt.env}
+			}
+			_, err := parseCollector(args, func() []string { return env }, io.Discard)
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("parseCollector(%q) = %v, want it taken", args, err)
+				}
+				return
+			}
+			want := strings.ReplaceAll(tt.want, "FILE", file)
+			if err == nil || err.Error() != want || exitStatus(err) != 2 {
+				t.Errorf("parseCollector(%q) = %v (exit status %d), want exit status 2 and\n%s", args, err, exitStatus(err), want)
+			}
+		})
+	}
+	// The command as a user runs it: the one line, nothing on stdout, the
+	// database not reached (its error would be the line).
+	var stdout, stderr lockedBuffer
+	code := run([]string{"collector", "--config", file, "--northbound.listen", "127.0.0.1:9273"}, &stdout, &stderr)
+	want := "lhcnp collector: metrics.listen (" + file + ":4:11), northbound.listen (--northbound.listen): both 127.0.0.1:9273" + apart + "\n"
+	if code != 2 || stderr.String() != want || stdout.String() != "" {
+		t.Errorf("exit status %d, stdout %q, stderr\n%s\nwant exit status 2, nothing on stdout and\n%s", code, stdout.String(), stderr.String(), want)
+	}
+}
+
 // TestExampleCollectorConfig loads examples/collector.yaml as the command
 // does (file, then checks), with the DSN and state directory overridden by
 // flags and variables.

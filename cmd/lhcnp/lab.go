@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -349,58 +348,28 @@ func labConfig(ctx context.Context, cfg labFile, stderr io.Writer) (lab.Config, 
 	return lc, nil
 }
 
-// labAddressesApart refuses two of the lab's listeners on one address:
-// the dashboard, the collector's metrics and northbound, the private
-// PostgreSQL and each switch, each named at its key and where its value
-// came from. The second of two failed the start as an address "in use by
-// another lhcnp lab (or another program)", naming its own flag only, when
-// the lab itself held it. Port 0 is a free port each, never shared.
+// labAddressesApart refuses two of the lab's listeners on one address
+// (listenersApart): the dashboard, the collector's metrics and northbound,
+// the private PostgreSQL and each switch, each named at its key and where
+// its value came from. The second of two failed the start as an address
+// "in use by another lhcnp lab (or another program)", naming its own flag
+// only, when the lab itself held it.
 func labAddressesApart(cfg labFile, f *switchFile, fcc *cliconf.Config, switches []fabric.Switch) error {
-	type listener struct{ addr, named string }
-	named := func(cc *cliconf.Config, path, key string) string {
-		return key + " (" + cmp.Or(where(cc, path, key), "default") + ")"
-	}
-	ls := []listener{{cfg.HTTP, named(cfg.cc, "", "http")}, {cfg.Metrics, named(cfg.cc, "", "metrics")}}
+	ls := []listener{{cfg.HTTP, namedKey(cfg.cc, "", "http")}, {cfg.Metrics, namedKey(cfg.cc, "", "metrics")}}
 	if cfg.Northbound != "" {
-		ls = append(ls, listener{cfg.Northbound, named(cfg.cc, "", "northbound")})
+		ls = append(ls, listener{cfg.Northbound, namedKey(cfg.cc, "", "northbound")})
 	}
 	if cfg.Postgres == "" {
-		ls = append(ls, listener{net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.PostgresPort)), named(cfg.cc, "", "postgres_port")})
+		ls = append(ls, listener{net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.PostgresPort)), namedKey(cfg.cc, "", "postgres_port")})
 	}
 	for _, s := range switches {
-		l := listener{s.Listen, named(cfg.cc, "", "listen")}
+		l := listener{s.Listen, namedKey(cfg.cc, "", "listen")}
 		if cfg.Listen == "" {
-			l.named = named(fcc, cfg.Fabric, f.switchKey(s.Name, "listen"))
+			l.named = namedKey(fcc, cfg.Fabric, f.switchKey(s.Name, "listen"))
 		}
 		ls = append(ls, l)
 	}
-	for i, a := range ls {
-		for _, b := range ls[:i] {
-			if !sameListenAddr(a.addr, b.addr) {
-				continue
-			}
-			both := "both " + a.addr
-			if a.addr != b.addr {
-				both = b.addr + " and " + a.addr + " take one port"
-			}
-			return usageError{fmt.Sprintf("%s, %s: %s: each of the lab's listeners needs an address of its own (port 0: a free one each)", b.named, a.named, both)}
-		}
-	}
-	return nil
-}
-
-// sameListenAddr reports whether listeners on a and b (host:port, checked)
-// would take one port: the same port, not 0, on the same host or where
-// either is every interface's. Two names of one host (localhost and
-// 127.0.0.1) are not told apart: the start names such a clash.
-func sameListenAddr(a, b string) bool {
-	ha, pa, errA := net.SplitHostPort(a)
-	hb, pb, errB := net.SplitHostPort(b)
-	if errA != nil || errB != nil || pa != pb || pa == "0" {
-		return false
-	}
-	every := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
-	return ha == hb || every(ha) || every(hb)
+	return listenersApart("the lab's", ls)
 }
 
 // labTuner returns the lab's tuner configuration: the defaults, and over

@@ -824,12 +824,16 @@ func TestLabAddressesApart(t *testing.T) {
 }
 
 // withoutLabEnv clears the LHCNP_LAB_ variables of the test's environment
-// for the test, and GRPC_BINARY_LOG_FILTER (whose warning would be on
-// stderr).
-func withoutLabEnv(t *testing.T) {
+// for the test, and GRPC_BINARY_LOG_FILTER (withoutEnv).
+func withoutLabEnv(t *testing.T) { withoutEnv(t, labEnvPrefix) }
+
+// withoutEnv clears the variables of the test's environment whose names
+// start with prefix (a command's, LHCNP_SWITCH_) for the test, and
+// GRPC_BINARY_LOG_FILTER (whose warning would be on stderr).
+func withoutEnv(t *testing.T, prefix string) {
 	t.Helper()
 	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, labEnvPrefix) {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, prefix) {
 			t.Setenv(name, "")
 			os.Unsetenv(name)
 		}

@@ -415,6 +415,57 @@ func (f *switchFile) switchKey(name, sub string) string {
 	return fmt.Sprintf("switches[%d].%s", i, sub)
 }
 
+// toRun returns the switches of f this process runs (run, else all), and
+// refuses one listen other than port 0 over several of them.
+func (f *switchFile) toRun(cc *cliconf.Config, config string) ([]fileSwitch, error) {
+	run := f.Switches
+	if f.Run != "" {
+		run = nil
+		for _, name := range strings.Split(f.Run, ",") {
+			i := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
+			if i < 0 {
+				return nil, cc.Locate(fmt.Errorf("run: %s has no switch %q", sourceOf(config), name))
+			}
+			if slices.ContainsFunc(run, func(s fileSwitch) bool { return s.Name == name }) {
+				// The list's fault, not the file's switches: named here,
+				// where the dataplane would say the file's switch is
+				// served twice.
+				return nil, cc.Locate(fmt.Errorf("run: switch %q listed twice", name))
+			}
+			run = append(run, f.Switches[i])
+		}
+	}
+	if f.Listen != "" && len(run) != 1 && !strings.HasSuffix(f.Listen, ":0") {
+		return nil, keysError(cc, config, "a listen address other than port 0 (a free port each) needs exactly one switch to run; the file gives each switch its listen", "listen", "run")
+	}
+	return run, nil
+}
+
+// addressesApart refuses two listeners of the process on one port
+// (listenersApart), before anything starts: the gNMI target of each
+// switch of run (f.Listen over the file's, else switchListen) and the
+// metrics, each named at its key and where its value came from. The second
+// failed the start with "bind: address already in use", naming the switch
+// but not the keys. The wires are UDP: apart from these.
+func (f *switchFile) addressesApart(cc *cliconf.Config, config string, run []fileSwitch) error {
+	var ls []listener
+	for _, s := range run {
+		l := listener{firstOf(f.Listen, s.Listen, switchListen), namedKey(cc, config, "listen")}
+		switch key := f.switchKey(s.Name, "listen"); {
+		case f.Listen != "" || f.Switch != "": // listen's, of any layer, or its default
+		case s.Listen == "":
+			l.named = key + " (default)"
+		default:
+			l.named = namedKey(cc, config, key)
+		}
+		ls = append(ls, l)
+	}
+	if f.Metrics != "" {
+		ls = append(ls, listener{f.Metrics, namedKey(cc, config, "metrics")})
+	}
+	return listenersApart("lhcnp switch's", ls)
+}
+
 // switchListen is a switch's gNMI address when neither a flag, a variable
 // nor the file gives one.
 const switchListen = "127.0.0.1:9339"
@@ -486,25 +537,9 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	warnGRPCBinaryLog(os.Getenv, stderr, "lhcnp switch")
 	listen := f.Listen // over the file's addresses, from any layer
-	run := f.Switches
-	if f.Run != "" {
-		run = nil
-		for _, name := range strings.Split(f.Run, ",") {
-			i := slices.IndexFunc(f.Switches, func(s fileSwitch) bool { return s.Name == name })
-			if i < 0 {
-				return cc.Locate(fmt.Errorf("run: %s has no switch %q", sourceOf(config), name))
-			}
-			if slices.ContainsFunc(run, func(s fileSwitch) bool { return s.Name == name }) {
-				// The list's fault, not the file's switches: named here,
-				// where the dataplane would say the file's switch is
-				// served twice.
-				return cc.Locate(fmt.Errorf("run: switch %q listed twice", name))
-			}
-			run = append(run, f.Switches[i])
-		}
-	}
-	if listen != "" && len(run) != 1 && !strings.HasSuffix(listen, ":0") {
-		return keysError(cc, config, "a listen address other than port 0 (a free port each) needs exactly one switch to run; the file gives each switch its listen", "listen", "run")
+	run, err := f.toRun(cc, config)
+	if err != nil {
+		return err
 	}
 	sp, iv := f.Speed, f.PublishInterval
 
@@ -513,6 +548,9 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fileOfKeyError(cc, "scenario", err)
 	}
 	if err := f.checkScenario(sc, run, cc); err != nil {
+		return err
+	}
+	if err := f.addressesApart(cc, config, run); err != nil {
 		return err
 	}
 	if f.StateDir == "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -336,5 +337,80 @@ func TestSwitchScenarioErrors(t *testing.T) {
 				t.Errorf("runSwitch: %v\nwant %s", err, want)
 			}
 		})
+	}
+}
+
+// TestSwitchAddressesApart: two of lhcnp switch's listeners on one port
+// (the gNMI target of a switch it runs, the metrics) are refused before
+// anything starts, both keys named where their values came from, exit
+// status 2. The second failed the start with "bind: address already in
+// use", naming a switch but neither key.
+func TestSwitchAddressesApart(t *testing.T) {
+	withoutEnv(t, switchEnvPrefix)
+	sc, err := filepath.Abs("../../scenarios/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := fileWriter(t, t.TempDir())
+	fabric := write("fabric.yaml", "scenario: "+sc+"\nswitches:\n  - name: t1\n    listen: 127.0.0.1:9341\n"+
+		"  - name: n1\n    listen: 127.0.0.1:9339\n  - name: n2\n    listen: 127.0.0.1:9340\n")
+	unlisted := write("unlisted.yaml", "scenario: "+sc+"\nswitches:\n  - name: t1\n  - name: n1\n")
+	one := write("one.yaml", "switch: n1\nscenario: "+sc+"\nmetrics: 127.0.0.1:9500\n")
+	const apart = ": each of lhcnp switch's listeners needs an address of its own (port 0: a free one each)"
+	for _, tt := range []struct {
+		desc string
+		args []string // after --config FABRIC, unless they give one
+		env  string   // NAME=VALUE, if any
+		want string   // FABRIC, UNLISTED, ONE for the files; "" for a configuration taken
+	}{
+		{desc: "the metrics on a switch's", args: []string{"--metrics", "127.0.0.1:9339"},
+			want: "switches[1].listen (FABRIC:6:13), metrics (--metrics): both 127.0.0.1:9339" + apart},
+		{desc: "every interface's metrics of a variable over a switch's loopback", env: "LHCNP_SWITCH_METRICS=0.0.0.0:9340",
+			want: "switches[2].listen (FABRIC:8:13), metrics (LHCNP_SWITCH_METRICS): 127.0.0.1:9340 and 0.0.0.0:9340 take one port" + apart},
+		{desc: "two switches of the file without a listen", args: []string{"--config", unlisted},
+			want: "switches[0].listen (default), switches[1].listen (default): both " + switchListen + apart},
+		{desc: "the one switch's listen flag on the file's metrics", args: []string{"--config", one, "--listen", "127.0.0.1:9500"},
+			want: "listen (--listen), metrics (ONE:3:10): both 127.0.0.1:9500" + apart},
+		{desc: "the metrics on the one switch's default", args: []string{"--config", one, "--metrics", switchListen},
+			want: "listen (default), metrics (--metrics): both " + switchListen + apart},
+		{desc: "the file's addresses"},
+		{desc: "the metrics on the address of a switch not run", args: []string{"--switches", "n1", "--metrics", "127.0.0.1:9340"}},
+		{desc: "one of two switches without a listen", args: []string{"--config", unlisted, "--switches", "n1"}},
+		{desc: "free ports", args: []string{"--config", unlisted, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			args := append([]string{"--insecure", "--config", fabric}, tt.args...)
+			var env []string
+			if tt.env != "" {
+				env = []string{tt.env}
+			}
+			f, config, cc, err := parseSwitchArgs(args, func() []string { return env }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, err := f.toRun(cc, config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = f.addressesApart(cc, config, run)
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("addressesApart(%q) = %v, want it taken", args, err)
+				}
+				return
+			}
+			want := strings.NewReplacer("FABRIC", fabric, "UNLISTED", unlisted, "ONE", one).Replace(tt.want)
+			if err == nil || err.Error() != want || exitStatus(err) != 2 {
+				t.Errorf("addressesApart(%q) = %v (exit status %d), want exit status 2 and\n%s", args, err, exitStatus(err), want)
+			}
+		})
+	}
+	// The command as a user runs it: the one line, nothing on stdout,
+	// nothing started (a switch's line would be on stdout).
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"switch", "--config", fabric, "--insecure", "--state-dir", t.TempDir(), "--metrics", "127.0.0.1:9339"}, &stdout, &stderr)
+	want := "lhcnp switch: switches[1].listen (" + fabric + ":6:13), metrics (--metrics): both 127.0.0.1:9339" + apart + "\n"
+	if code != 2 || stderr.String() != want || stdout.Len() != 0 {
+		t.Errorf("exit status %d, stdout %q, stderr\n%s\nwant exit status 2, nothing on stdout and\n%s", code, stdout.String(), stderr.String(), want)
 	}
 }
