@@ -229,26 +229,29 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.lock, err = lockStateDir(stateDir); err != nil {
+	// The messages name it as the user did, as the banner and lhcnp lab
+	// status do: a relative --state-dir stays relative.
+	named := cfg.StateDir
+	if l.lock, err = lockStateDir(stateDir, named); err != nil {
 		return nil, err
 	}
 	// Every listener first, before anything starts: an address in use
 	// fails the start at once, naming the flag that chooses another.
 	kept := keptAddresses(stateDir)
-	if l.httpLn, err = listen(keep(cfg.HTTPAddr, kept.Dashboard), cfg.HTTPAddr, "dashboard", "--http", stateDir); err != nil {
+	if l.httpLn, err = listen(keep(cfg.HTTPAddr, kept.Dashboard), cfg.HTTPAddr, "dashboard", "--http", named); err != nil {
 		return nil, err
 	}
 	if cfg.MetricsAddr == "" {
 		cfg.MetricsAddr = "127.0.0.1:0"
 	}
-	if l.metricsLn, err = listen(keep(cfg.MetricsAddr, kept.Metrics), cfg.MetricsAddr, "collector metrics", "--metrics", stateDir); err != nil {
+	if l.metricsLn, err = listen(keep(cfg.MetricsAddr, kept.Metrics), cfg.MetricsAddr, "collector metrics", "--metrics", named); err != nil {
 		return nil, err
 	}
 	if cfg.Northbound.Listen != "" {
 		if cfg.NorthboundServer == nil {
 			return nil, errors.New("lab: a northbound address and no server for it")
 		}
-		if l.nbLn, err = listen(keep(cfg.Northbound.Listen, kept.Northbound), cfg.Northbound.Listen, "collector northbound", "--northbound", stateDir); err != nil {
+		if l.nbLn, err = listen(keep(cfg.Northbound.Listen, kept.Northbound), cfg.Northbound.Listen, "collector northbound", "--northbound", named); err != nil {
 			return nil, err
 		}
 	}
@@ -270,7 +273,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		if cfg.PostgresPort == 0 {
 			configured = "127.0.0.1:0"
 		}
-		if err := probe(addr, configured, "postgresql", "--postgres-port", stateDir); err != nil {
+		if err := probe(addr, configured, "postgresql", "--postgres-port", named); err != nil {
 			return nil, err
 		}
 	}
@@ -280,7 +283,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	for i, s := range cfg.Fabric.Switches {
 		switchListen[i] = keep(s.Listen, kept.Switches[s.Name])
 		if _, p, err := net.SplitHostPort(switchListen[i]); err == nil && p != "0" {
-			if err := probe(switchListen[i], s.Listen, "switch "+s.Name+" gNMI", "--listen or the fabric file's listen key", stateDir); err != nil {
+			if err := probe(switchListen[i], s.Listen, "switch "+s.Name+" gNMI", "--listen or the fabric file's listen key", named); err != nil {
 				return nil, err
 			}
 		}
@@ -335,7 +338,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	if l.fab, err = fabric.New(ctx, fc); err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, fmt.Errorf("%w: choose other addresses with --listen (HOST:0: free ports, kept in %s) or the fabric file's listen keys",
-				err, filepath.Join(stateDir, AddressesFile))
+				err, filepath.Join(named, AddressesFile))
 		}
 		return nil, err
 	}

@@ -20,16 +20,16 @@ import (
 // with ErrInUse naming the holder; once released, the directory is free.
 func TestStateDirLocked(t *testing.T) {
 	dir := t.TempDir()
-	first, err := lockStateDir(dir)
+	first, err := lockStateDir(dir, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = lockStateDir(dir)
+	_, err = lockStateDir(dir, dir)
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "pid ") || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("second lock: %v, want ErrInUse naming the directory and the pid", err)
 	}
 	first.Release()
-	again, err := lockStateDir(dir)
+	again, err := lockStateDir(dir, dir)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestStartRefusesBusyAddress(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "postgres")); !os.IsNotExist(err) {
 				t.Errorf("a postgres directory was made (%v): nothing should start before the addresses are ours", err)
 			}
-			l, err := lockStateDir(dir)
+			l, err := lockStateDir(dir, dir)
 			if err != nil {
 				t.Fatalf("the failed start kept the state directory locked: %v", err)
 			}

@@ -13,21 +13,23 @@ import (
 // directory or the dashboard's address.
 var ErrInUse = errors.New("in use by another lhcnp lab")
 
-// lockStateDir takes the lab's hold on its state directory (a pidlock on
-// DIR/lock), creating the directory; a directory held by a running lab is
-// refused with ErrInUse naming that lab's pid; nothing in the directory is
-// touched before the lock is held.
-func lockStateDir(dir string) (*pidlock.Lock, error) {
+// lockStateDir takes the lab's hold on its state directory dir (a pidlock
+// on DIR/lock), creating the directory; a directory held by a running lab
+// is refused with ErrInUse naming that lab's pid; nothing in the directory
+// is touched before the lock is held. Its errors name the directory
+// named, as the user named it (the banner's and lhcnp lab status' form):
+// they gave dir, the absolute path.
+func lockStateDir(dir, named string) (*pidlock.Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	l, err := pidlock.Acquire(filepath.Join(dir, "lock"))
 	var held *pidlock.HeldError
 	if errors.As(err, &held) {
-		return nil, fmt.Errorf("state directory %s is %w (%v): stop it, or give this one another --state-dir", dir, ErrInUse, held)
+		return nil, fmt.Errorf("state directory %s is %w (%v): stop it, or give this one another --state-dir", named, ErrInUse, held)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("state directory %s: lock: %w", dir, err)
+		return nil, fmt.Errorf("state directory %s: lock: %w", named, err)
 	}
 	return l, nil
 }

@@ -921,6 +921,47 @@ func TestLabRefusesBeforeStarting(t *testing.T) {
 	}
 }
 
+// TestLabStateDirAsNamed: a refused start names the state directory and
+// its files as --state-dir named it, as the banner and lhcnp lab status
+// do: a relative one stays relative. The lock's and the kept address's
+// messages gave the absolute path.
+func TestLabStateDirAsNamed(t *testing.T) {
+	taken := takenAddr(t)
+	withoutLabEnv(t)
+	fabric, err := filepath.Abs("../../examples/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	for _, dir := range []string{"held", "kept"} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := pidlock.Acquire(filepath.Join("held", "lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	fileWriter(t, "kept")(lab.AddressesFile, `{"dashboard": "http://`+taken+`/"}`)
+	for _, tt := range []struct {
+		desc, stateDir, want string
+	}{
+		{"held", "held", fmt.Sprintf("lhcnp lab: state directory held is in use by another lhcnp lab (held by pid %d): stop it, or give this one another --state-dir\n", os.Getpid())},
+		{"a kept address in use", "kept", "lhcnp lab: dashboard address " + taken + " is in use by another lhcnp lab (or another program): it was kept from an earlier start in kept/" +
+			lab.AddressesFile + "; choose another with --http, or remove that file for a free one\n"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"lab", "--state-dir", tt.stateDir, "--postgres", "postgres://127.0.0.1:1/lhcnp", "--fabric", fabric,
+				"--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--northbound", "127.0.0.1:0", "--listen", "127.0.0.1:0"}, &stdout, &stderr)
+			if code != 1 || stderr.String() != tt.want || stdout.Len() != 0 {
+				t.Errorf("exit status %d, stdout %q, stderr\n%s\nwant exit status 1, nothing on stdout and\n%s", code, stdout.String(), stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
 // TestLabNorthboundNotice: a lab whose northbound (insecure, without
 // users) listens on more than loopback warns on stderr before it starts,
 // as lhcnp collector warns of its own. The lab passed its northbound's
