@@ -363,3 +363,66 @@ func TestLabColdBuildModules(t *testing.T) {
 		t.Errorf("docs/lab.md does not say %q, what go list -deps ./cmd/lhcnp gives", want)
 	}
 }
+
+// TestREADMESaysWhatMakeInstalls: README's set-up lines name what `make
+// test` and `make lab` install (scripts/deps.sh, as the Makefile runs it):
+// every package deps.sh installs when it is missing, by the tool README
+// names it by, and Citus for make test's `deps.sh citus`. The make test
+// line left out pg_partman and Citus, the make lab paragraph pg_partman.
+func TestREADMESaysWhatMakeInstalls(t *testing.T) {
+	// Each Debian package of deps.sh as README names it; a package deps.sh
+	// gains fails here until README (and this table) name it.
+	named := map[string]string{"tshark": "tshark", "libyang2-tools": "yanglint", "chromium": "chromium", "prometheus": "promtool",
+		"python3-scapy": "scapy", "postgresql": "PostgreSQL", "postgresql-15-partman": "pg_partman"}
+	read := func(p string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("..", "..", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	deps, makefile, readme := read("scripts/deps.sh"), read("Makefile"), read("README.md")
+	var all, lab []string // the packages of deps.sh, and of deps.sh lab
+	for _, l := range strings.Split(deps, "\n") {
+		if _, p, ok := strings.Cut(l, "missing+=("); ok {
+			p, _, _ = strings.Cut(p, ")")
+			all = append(all, p)
+		}
+		if _, ps, ok := strings.Cut(l, "case $p in "); ok {
+			ps, _, _ = strings.Cut(ps, ")")
+			lab = strings.Split(ps, "|")
+		}
+	}
+	if len(all) == 0 || len(lab) == 0 {
+		t.Fatalf("scripts/deps.sh: no missing+=(PACKAGE) lines (%d) or no case of deps.sh lab (%d)", len(all), len(lab))
+	}
+	say := func(what, makeDeps, text string, pkgs []string) {
+		t.Helper()
+		if !strings.Contains(makefile, "./scripts/deps.sh "+makeDeps) {
+			t.Errorf("Makefile: %s does not run ./scripts/deps.sh %s", what, makeDeps)
+		}
+		if makeDeps == "citus" {
+			pkgs = append(pkgs, "Citus")
+		}
+		for _, p := range pkgs {
+			name, ok := named[p]
+			if p == "Citus" {
+				name, ok = p, true
+			}
+			if !ok {
+				t.Errorf("scripts/deps.sh installs %s: name it in README's %s and in this test's table", p, what)
+				continue
+			}
+			if !strings.Contains(text, name) {
+				t.Errorf("README's %s does not name %s, which %s installs (scripts/deps.sh %s)\n%s", what, name, what, makeDeps, text)
+			}
+		}
+	}
+	_, testLine, _ := strings.Cut(readme, "\nmake test ")
+	testLine, _, _ = strings.Cut(testLine, "\n")
+	say("make test", "citus", testLine, all)
+	_, labPara, _ := strings.Cut(readme, "\n`make lab` installs ")
+	labPara, _, _ = strings.Cut(labPara, "\n\n")
+	say("make lab", "lab", labPara, lab)
+}
