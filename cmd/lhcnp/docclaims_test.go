@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -321,24 +322,63 @@ func TestLabWindowFlowsAsDocumented(t *testing.T) {
 	}
 }
 
-// TestLabColdBuildModules: docs/lab.md's "How fast it comes up" says how
-// many modules a cold `make lab` downloads (`go list -deps ./cmd/lhcnp`
-// fetches exactly those) and their size unpacked, the files' bytes in the
-// module cache; the page said 59 and 303 MB, figures of 24 November.
-func TestLabColdBuildModules(t *testing.T) {
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{if not .Main}}{{.Path}}@{{.Version}} {{.Dir}}{{end}}{{end}}", "./cmd/lhcnp")
+// lhcnpDep is a package bin/lhcnp is built from (go list -deps
+// ./cmd/lhcnp): its module (path@version, "" for the standard library and
+// lhcnp's own) and the module's directory, and the packages it imports.
+type lhcnpDep struct {
+	module, dir string
+	imports     []string
+}
+
+// lhcnpDeps lists the packages bin/lhcnp is built from, by import path.
+func lhcnpDeps(t *testing.T) map[string]lhcnpDep {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}|{{with .Module}}{{if not .Main}}{{.Path}}@{{.Version}}|{{.Dir}}{{end}}{{end}}|{{join .Imports \" \"}}", "./cmd/lhcnp")
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	dirs := map[string]string{}
+	deps := map[string]lhcnpDep{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		mod, dir, ok := strings.Cut(l, " ")
-		if !ok || dir == "" {
-			t.Fatalf("go list: module %q without a directory", l)
+		f := strings.Split(l, "|")
+		if len(f) == 3 { // the standard library's, lhcnp's own
+			f = []string{f[0], "", "", f[2]}
 		}
-		dirs[mod] = dir
+		if len(f) != 4 || (f[1] != "" && f[2] == "") {
+			t.Fatalf("go list: %q: want a package, its module and directory, its imports", l)
+		}
+		deps[f[0]] = lhcnpDep{module: f[1], dir: f[2], imports: strings.Fields(f[3])}
+	}
+	return deps
+}
+
+// docsLabSays fails t unless docs/lab.md says want (its white space
+// folded), what source gives.
+func docsLabSays(t *testing.T, want, source string) {
+	t.Helper()
+	md, err := os.ReadFile("../../docs/lab.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := strings.Join(strings.Fields(string(md)), " "); !strings.Contains(text, want) {
+		t.Errorf("docs/lab.md does not say %q, what %s gives", want, source)
+	}
+}
+
+// megabytes is n bytes in whole MB (10^6 bytes), rounded.
+func megabytes(n int64) int64 { return (n + 500_000) / 1_000_000 }
+
+// TestLabColdBuildModules: docs/lab.md's "How fast it comes up" says how
+// many modules a cold `make lab` downloads (`go list -deps ./cmd/lhcnp`
+// fetches exactly those) and their size unpacked, the files' bytes in the
+// module cache; the page said 59 and 303 MB, figures of 24 November.
+func TestLabColdBuildModules(t *testing.T) {
+	dirs := map[string]string{}
+	for _, d := range lhcnpDeps(t) {
+		if d.module != "" {
+			dirs[d.module] = d.dir
+		}
 	}
 	var size int64
 	for _, dir := range dirs {
@@ -354,14 +394,73 @@ func TestLabColdBuildModules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := fmt.Sprintf("the %d modules the binary imports, %d MB unpacked", len(dirs), (size+500_000)/1_000_000)
-	md, err := os.ReadFile("../../docs/lab.md")
+	docsLabSays(t, fmt.Sprintf("the %d modules the binary imports, %d MB unpacked", len(dirs), megabytes(size)), "go list -deps ./cmd/lhcnp")
+}
+
+// TestLabPlotModuleZips: docs/lab.md's "How fast it comes up" says what
+// share of the module zips a cold build downloads is the plotting stack of
+// lhcnp sim: the modules the binary needs only through gonum.org/v1/plot
+// (its back ends, x/image, the fonts), by the zips' sizes in the module
+// cache (go mod download -json). The page said 18 MB of 52 MB, figures of
+// 24 November.
+func TestLabPlotModuleZips(t *testing.T) {
+	deps := lhcnpDeps(t)
+	// The modules of the packages reached from cmd/lhcnp without going
+	// through a package of gonum plot; the others are the plot's alone.
+	const plot = "gonum.org/v1/plot"
+	reached := map[string]bool{}
+	var walk func(string)
+	walk = func(p string) {
+		d, ok := deps[p]
+		if !ok || reached[p] || p == plot || strings.HasPrefix(p, plot+"/") {
+			return
+		}
+		reached[p] = true
+		for _, q := range d.imports {
+			walk(q)
+		}
+	}
+	walk("github.com/lhcnp/lhcnp/cmd/lhcnp")
+	plotOnly := map[string]bool{} // every module, true for one none of whose packages is reached
+	for p, d := range deps {
+		if d.module != "" {
+			only, seen := plotOnly[d.module]
+			plotOnly[d.module] = (only || !seen) && !reached[p]
+		}
+	}
+	args := []string{"mod", "download", "-json"}
+	for m := range plotOnly {
+		args = append(args, m)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("go mod download: %v", err)
 	}
-	if text := strings.Join(strings.Fields(string(md)), " "); !strings.Contains(text, want) {
-		t.Errorf("docs/lab.md does not say %q, what go list -deps ./cmd/lhcnp gives", want)
+	var all, plotted int64
+	var plots []string
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var m struct{ Path, Version, Zip string }
+		if err := dec.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(m.Zip)
+		if err != nil {
+			t.Fatalf("module %s@%s: %v", m.Path, m.Version, err)
+		}
+		all += info.Size()
+		if plotOnly[m.Path+"@"+m.Version] {
+			plotted += info.Size()
+			plots = append(plots, m.Path)
+		}
 	}
+	if !slices.Contains(plots, plot) || len(plots) < 2 {
+		t.Fatalf("the plotting stack's modules %q: want gonum plot's and those of its back ends", plots)
+	}
+	slices.Sort(plots)
+	t.Logf("the plotting stack, %d of %d bytes of zips: %s", plotted, all, strings.Join(plots, ", "))
+	docsLabSays(t, fmt.Sprintf("with %d MB of the %d MB of module zips", megabytes(plotted), megabytes(all)), "the module cache's zips")
 }
 
 // TestREADMESaysWhatMakeInstalls: README's set-up lines name what `make
