@@ -291,3 +291,111 @@ func runDocCommand(t *testing.T, dir, bin, file string, line int, command string
 		t.Errorf("%s: %s: no initial data and sync response (poll: %v):\n%s", where, command, poll, p.output())
 	}
 }
+
+// docBenchCommands returns every `go test ... -bench ...` command quoted in
+// inline code of a Markdown file (white space folded: a span may break
+// across lines), split into words as a shell splits them (single quotes).
+func docBenchCommands(md string) [][]string {
+	var out [][]string
+	spans := strings.Split(strings.Join(strings.Fields(md), " "), "`")
+	for i := 1; i < len(spans); i += 2 {
+		s := spans[i]
+		if !strings.HasPrefix(s, "go test ") || !strings.Contains(s, " -bench") {
+			continue
+		}
+		var words []string
+		var w strings.Builder
+		quoted, inWord := false, false
+		for _, r := range s + " " {
+			switch {
+			case r == '\'':
+				quoted, inWord = !quoted, true
+			case r == ' ' && !quoted:
+				if inWord {
+					words = append(words, w.String())
+				}
+				w.Reset()
+				inWord = false
+			default:
+				w.WriteRune(r)
+				inWord = true
+			}
+		}
+		out = append(out, words)
+	}
+	return out
+}
+
+// TestDocBenchCommands: every benchmark command the docs quote (`go test
+// ... -bench P ./pkg`) runs the benchmarks it names alone: it has a -run
+// that keeps the package's tests from running first (scaling.md's
+// `go test -bench BenchmarkUtilisation ./migrations` ran the 32 tests of
+// migrations, Citus clusters and all, before its benchmark), and a P that
+// names a benchmark function in full matches no other of its package
+// (`-bench BenchmarkWriterCitus` ran BenchmarkWriterCitusFencing too).
+func TestDocBenchCommands(t *testing.T) {
+	root := filepath.Join("..", "..")
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	benchDecl := regexp.MustCompile(`(?m)^func (Benchmark\w*)\(b \*testing\.B\)`)
+	n := 0
+	for _, f := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		md, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, words := range docBenchCommands(string(md)) {
+			n++
+			cmd := strings.Join(words, " ")
+			flags := map[string]string{}
+			var pkgs []string
+			for i := 2; i < len(words); i++ {
+				name, value, ok := strings.Cut(strings.TrimPrefix(words[i], "-"), "=")
+				switch {
+				case strings.HasPrefix(words[i], "./"):
+					pkgs = append(pkgs, strings.TrimSuffix(strings.TrimSuffix(words[i], "/..."), "/"))
+				case strings.HasPrefix(words[i], "-") && !ok && i+1 < len(words) && !strings.HasPrefix(words[i+1], "-"):
+					flags[name] = words[i+1]
+					i++
+				case strings.HasPrefix(words[i], "-"):
+					flags[name] = value
+				}
+			}
+			if _, ok := flags["run"]; !ok {
+				t.Errorf("%s: %s: no -run: the package's tests run before the benchmark (-run '^$')", filepath.Base(f), cmd)
+			}
+			top, _, _ := strings.Cut(flags["bench"], "/")
+			if !strings.HasPrefix(top, "Benchmark") || strings.ContainsAny(top, "$^|.*+?()[]") {
+				continue
+			}
+			re := regexp.MustCompile(top)
+			for _, pkg := range pkgs {
+				files, err := filepath.Glob(filepath.Join(root, pkg, "*_test.go"))
+				if err != nil || len(files) == 0 {
+					t.Errorf("%s: %s: no test files in %s", filepath.Base(f), cmd, pkg)
+					continue
+				}
+				var matched []string
+				for _, tf := range files {
+					src, err := os.ReadFile(tf)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, m := range benchDecl.FindAllStringSubmatch(string(src), -1) {
+						if re.MatchString(m[1]) {
+							matched = append(matched, m[1])
+						}
+					}
+				}
+				if len(matched) != 1 {
+					t.Errorf("%s: %s: -bench %s matches %q in %s: anchor it (%s$) to run the one it names", filepath.Base(f), cmd, top, matched, pkg, top)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no go test -bench command found in README.md and docs/*.md")
+	}
+}
