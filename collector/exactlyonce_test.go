@@ -244,29 +244,19 @@ func (f *cnpFeed) lastReceived(t *testing.T, pool *pgxpool.Pool, stateDir string
 func (f *cnpFeed) more(t *testing.T, pool *pgxpool.Pool, n int) {
 	t.Helper()
 	want := f.rounds() + n
-	// The bound is on no progress, as waitLastRound's: after an outage the
-	// writer replays its spill at the machine's pace, oldest batches first,
-	// so the newest round stored may stand still for a long while (CI: more
-	// than 30 s with 2841 batches of a worker's outage still to replay when
-	// the coordinator went down); a writer that stores no round at all for
-	// 30 s is stuck at any pace.
-	const stall = 30 * time.Second
-	deadline, stored, last := time.Now().Add(stall), -1, 0
-	for time.Now().Before(deadline) {
+	// Any round stored is progress, not only a newer one: after an outage
+	// the writer replays its spill oldest first, so the newest round stored
+	// may stand still for a long while (CI: more than 30 s with 2841
+	// batches of a worker's outage still to replay when the coordinator
+	// went down).
+	waitProgress(t, 30*time.Second, "storing a round of "+f.p.sw.Name, func() (bool, int, string) {
 		r := storedRounds(t, pool, f.p)[f.p.paths[0]]
-		last = 0
+		last := 0
 		for _, x := range r {
 			last = max(last, x)
 		}
-		if last >= want {
-			return
-		}
-		if len(r) > stored {
-			stored, deadline = len(r), time.Now().Add(stall)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no round of %s stored in %v waiting for round %d: %d rounds stored, the newest %d", f.p.sw.Name, stall, want, stored, last)
+		return last >= want, len(r), fmt.Sprintf("waiting for round %d: %d rounds stored, the newest %d", want, len(r), last)
+	})
 }
 
 // check counts what is stored against what f published (count) and

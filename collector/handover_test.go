@@ -36,34 +36,19 @@ func leaseConfig(t testing.TB, dsn, id string, sws ...*switchtest.Switch) config
 // collector stores a target's rows in order: the others are stored too).
 func waitLastRound(t testing.TB, pool *pgxpool.Pool, p *publisher) {
 	t.Helper()
-	// The bound is on no progress, not on the whole wait: after an outage
-	// the writer drains its spill at the machine's pace (a loaded CI
-	// machine takes minutes for what a quiet one does in seconds), and a
-	// writer that stores nothing for 30 s is stuck at any pace.
-	const stall = 30 * time.Second
-	deadline := time.Now().Add(stall)
-	stored, last := -1, ""
-	for time.Now().Before(deadline) {
+	waitProgress(t, 30*time.Second, "storing "+p.sw.Name+"'s last round", func() (bool, int, string) {
 		rs := storedRounds(t, pool, p)
-		done, sum := true, 0
-		last = ""
+		done, sum, msg := true, 0, ""
 		for _, leaf := range p.paths {
 			r := rs[leaf]
 			sum += len(r)
 			if len(r) == 0 || r[len(r)-1] != int(p.n) {
 				done = false
-				last = fmt.Sprintf("%s: rounds stored %v, last published %d", leaf, tail(r), p.n)
+				msg = fmt.Sprintf("%s: rounds stored %v, last published %d", leaf, tail(r), p.n)
 			}
 		}
-		if done {
-			return
-		}
-		if sum > stored {
-			stored, deadline = sum, time.Now().Add(stall)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("nothing more of %s's last round stored in %v: %s", p.sw.Name, stall, last)
+		return done, sum, msg
+	})
 }
 
 // TestCrashedHolderNoWakeStorm: collector a crashed holding the leases of
