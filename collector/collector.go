@@ -51,8 +51,11 @@ import (
 // DB is what the collector needs of the database package: applying the
 // migrations and maintaining the sample partitions.
 type DB struct {
-	Migrate  func(ctx context.Context, pool *pgxpool.Pool) error
-	Maintain func(ctx context.Context, pool *pgxpool.Pool, retention time.Duration) error
+	Migrate func(ctx context.Context, pool *pgxpool.Pool) error
+	// Maintain runs one maintenance pass, with the database's retention
+	// set to *retention first when it is not nil (db.retention set; 0
+	// keeps everything), with the database's own when it is.
+	Maintain func(ctx context.Context, pool *pgxpool.Pool, retention *time.Duration) error
 	// Describe gives yang_type and unit of a schema path (nil: from the
 	// generated schema).
 	Describe rows.Describer
@@ -394,10 +397,16 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func (c *Collector) maintain(ctx context.Context) {
+	// db.retention unset: the database's own retention stands (docs/
+	// collector.md, "Who sets the retention"). New checked it.
+	var retention *time.Duration
+	if keep, set, _ := c.cfg.DB.RetentionKeep(); set {
+		retention = &keep
+	}
 	t := time.NewTicker(c.cfg.DB.MaintainInterval)
 	defer t.Stop()
 	for {
-		if err := c.o.db.Maintain(ctx, c.pool, c.cfg.DB.Retention); err != nil && ctx.Err() == nil {
+		if err := c.o.db.Maintain(ctx, c.pool, retention); err != nil && ctx.Err() == nil {
 			c.log.Warn("partition maintenance", "err", err)
 		}
 		select {

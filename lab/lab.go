@@ -117,7 +117,7 @@ type Config struct {
 	// events and ledger rows older than this are deleted
 	// (migrations.Trim, after the collector's maintenance pass), and the
 	// private cluster reuses their space (pgserver.WithBoundedDisk). 0
-	// keeps everything (the collector's default retention, whole days).
+	// keeps everything (the collector's db.retention 0).
 	Retention time.Duration
 	// RetentionPass is how often (default: a tenth of Retention, within
 	// 30 s and 5 min).
@@ -406,18 +406,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		cc.Northbound.Listen, cc.Northbound.Insecure = l.nbLn.Addr().String(), true
 		copts = cfg.NorthboundServer.Options(cc.Northbound)
 	}
-	db := cfg.CollectorDB
-	if keep := cfg.Retention; keep > 0 && db.Maintain != nil {
-		cc.DB.Retention = keep
-		cc.DB.MaintainInterval = retentionPass(keep, cfg.RetentionPass)
-		maintain := db.Maintain
-		db.Maintain = func(ctx context.Context, pool *pgxpool.Pool, retention time.Duration) error {
-			if err := maintain(ctx, pool, retention); err != nil {
-				return err
-			}
-			return migrations.Trim(ctx, pool, keep)
-		}
-	}
+	db := collectorRetention(&cc.DB, cfg.CollectorDB, cfg.Retention, cfg.RetentionPass)
 	if l.tun != nil {
 		// The tuner's health on the collector's /healthz, as its metrics
 		// on /metrics: a lab whose tuner cannot reach its database is
@@ -455,6 +444,28 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	return l, nil
+}
+
+// collectorRetention sets the lab collector's retention in cc and returns
+// db with its passes trimming to keep: keep is enforced in the lab's
+// private database, as a collector's db.retention set is, whole days at
+// each pass and the rest by migrations.Trim; 0 keeps everything, not the
+// database's own 30 days, which a collector with db.retention unset keeps.
+func collectorRetention(cc *config.DB, db collector.DB, keep, pass time.Duration) collector.DB {
+	cc.Retention = "0"
+	if keep <= 0 || db.Maintain == nil {
+		return db
+	}
+	cc.Retention = keep.String()
+	cc.MaintainInterval = retentionPass(keep, pass)
+	maintain := db.Maintain
+	db.Maintain = func(ctx context.Context, pool *pgxpool.Pool, retention *time.Duration) error {
+		if err := maintain(ctx, pool, retention); err != nil {
+			return err
+		}
+		return migrations.Trim(ctx, pool, keep)
+	}
+	return db
 }
 
 // retentionPass is the period of the retention passes: pass, or a tenth of

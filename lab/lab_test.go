@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/lhcnp/lhcnp/collector"
 	"github.com/lhcnp/lhcnp/collector/config"
 	"github.com/lhcnp/lhcnp/server/fabric"
@@ -133,6 +135,38 @@ func TestKeep(t *testing.T) {
 		t.Run(tt.desc, func(t *testing.T) {
 			if got := keep(tt.configured, tt.kept); got != tt.want {
 				t.Errorf("keep(%q, %q) = %q, want %q", tt.configured, tt.kept, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCollectorRetention: the lab's collector enforces the lab's retention
+// in its private database (db.retention set), 0 too: everything kept, not
+// the database's own 30 days (a collector's db.retention unset), nor the 7
+// days of the collector's former default.
+func TestCollectorRetention(t *testing.T) {
+	maintain := func(context.Context, *pgxpool.Pool, *time.Duration) error { return nil }
+	for _, tt := range []struct {
+		desc     string
+		keep     time.Duration
+		maintain bool
+		want     time.Duration
+		interval time.Duration
+	}{
+		{desc: "30m", keep: 30 * time.Minute, maintain: true, want: 30 * time.Minute, interval: 3 * time.Minute},
+		{desc: "0 keeps everything", keep: 0, maintain: true, want: 0, interval: time.Hour},
+		{desc: "no passes", keep: 30 * time.Minute, want: 0, interval: time.Hour},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			cc := config.Defaults().DB
+			var db collector.DB
+			if tt.maintain {
+				db.Maintain = maintain
+			}
+			collectorRetention(&cc, db, tt.keep, 0)
+			keep, set, err := cc.RetentionKeep()
+			if err != nil || !set || keep != tt.want || cc.MaintainInterval != tt.interval {
+				t.Errorf("db.retention %q (set %v, %v), maintain_interval %v; want %v enforced every %v", cc.Retention, set, err, cc.MaintainInterval, tt.want, tt.interval)
 			}
 		})
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // collectorDB gives the collector the schema's migrations, partition
-// maintenance (with the configured retention) and the YANG type and unit
+// maintenance (with db.retention when it is set, else the database's own) and the YANG type and unit
 // of new series from the modules.
 func collectorDB() (collector.DB, error) {
 	cat, err := dbschema.New()
@@ -29,9 +29,11 @@ func collectorDB() (collector.DB, error) {
 			defer conn.Release()
 			return migrations.Up(ctx, conn.Conn())
 		},
-		Maintain: func(ctx context.Context, pool *pgxpool.Pool, retention time.Duration) error {
-			if err := migrations.SetRetention(ctx, pool, retention); err != nil {
-				return fmt.Errorf("db.retention: %w", err)
+		Maintain: func(ctx context.Context, pool *pgxpool.Pool, retention *time.Duration) error {
+			if retention != nil {
+				if err := migrations.SetRetention(ctx, pool, *retention); err != nil {
+					return fmt.Errorf("db.retention: %w", err)
+				}
 			}
 			return migrations.Maintain(ctx, pool)
 		},

@@ -24,7 +24,7 @@ type migrateFile struct {
 	DB           migrateDB     `yaml:"db"`
 	Steps        int           `yaml:"steps" help:"how many migrations to apply (up; not given: every pending one) or undo (down; not given: 1)"`
 	Partitioning string        `yaml:"partitioning" help:"up: who keeps the daily partitions of samples: auto (pg_partman when the server has it), pg_partman or lhcnp (plain SQL)"`
-	Retention    string        `yaml:"retention" help:"up: keep samples, events and ledger rows this long (a Go duration such as 720h, or 0 for ever); default: unchanged (30 days on a new schema); a running collector sets its own db.retention at each pass"`
+	Retention    string        `yaml:"retention" help:"up: keep samples, events and ledger rows this long (a Go duration such as 720h, or 0 for ever); default: unchanged (30 days on a new schema); a collector whose db.retention is set enforces its own at each pass"`
 	Timeout      time.Duration `yaml:"timeout" help:"give up after this long (connecting, waiting for the lock, migrating)"`
 }
 

@@ -53,11 +53,31 @@ type DB struct {
 	// and every TargetsReread).
 	TargetsTable  bool          `yaml:"targets_table" help:"also take targets from the targets table"`
 	TargetsReread time.Duration `yaml:"targets_reread" help:"re-read the targets table this often (safety net for LISTEN)"`
-	// Retention drops sample partitions older than this; 0 keeps them all.
-	Retention time.Duration `yaml:"retention" help:"drop samples older than this (0: keep); set in the database at each maintenance pass, over lhcnp migrate --retention"`
+	// Retention, when set, is how long samples, events and ledger rows are
+	// kept, set in the database at each maintenance pass ("0": for ever).
+	// Unset (""), the collector leaves the database's own retention (what
+	// lhcnp migrate up --retention or lhcnp_set_retention set; 30 days on
+	// a new schema) and runs its passes with it: a collector started with
+	// the defaults must not cut what a DBA chose. A string, as migrate's
+	// key, so that unset and 0 differ in the file, a variable and a flag.
+	// RetentionKeep parses it.
+	Retention string `yaml:"retention" help:"keep samples, events and ledger rows this long, set in the database at each maintenance pass (a Go duration such as 168h, or 0 for ever); default: the database's own, unchanged (lhcnp migrate up --retention; 30 days on a new schema)"`
 	// MaintainInterval runs partition maintenance (create ahead, drop past
 	// retention) this often.
 	MaintainInterval time.Duration `yaml:"maintain_interval" help:"partition maintenance period"`
+}
+
+// RetentionKeep parses db.retention: set is false when it is unset (the
+// database's own retention stands); keep 0 keeps everything.
+func (d DB) RetentionKeep() (keep time.Duration, set bool, err error) {
+	if d.Retention == "" {
+		return 0, false, nil
+	}
+	keep, err = time.ParseDuration(d.Retention)
+	if err != nil || keep < 0 || (keep > 0 && keep < time.Second) {
+		return 0, false, fmt.Errorf("db.retention: %q: want a duration of 1s or more such as 168h, or 0 for ever (unset: the database's own)", d.Retention)
+	}
+	return keep, true, nil
 }
 
 // Metrics is the HTTP endpoint of /metrics and /healthz.
@@ -122,7 +142,7 @@ type Northbound struct {
 func Defaults() File {
 	return File{
 		DB: DB{Migrate: true, TargetsTable: true, TargetsReread: 30 * time.Second,
-			Retention: 7 * 24 * time.Hour, MaintainInterval: time.Hour},
+			MaintainInterval: time.Hour},
 		StateDir: "lhcnp-collector",
 		Writer: Writer{BatchRows: 5000, BatchInterval: 200 * time.Millisecond, QueueRows: 200_000,
 			SpillBytes: 1 << 30, SegmentBytes: 16 << 20, RefusedFileWarnBytes: 64 << 20, Fsync: "batch", RetryMax: 10 * time.Second},
@@ -296,6 +316,9 @@ func (f *File) Check() error {
 		// secure and be open: an operator who chose TLS wants clients
 		// identified, by a password or a certificate.
 		return errors.New("northbound.users: TLS without northbound.users or northbound.client_ca would let every client Set as the anonymous read-write user; give a users file (lhcnp passwd), a client CA, or both")
+	}
+	if _, _, err := f.DB.RetentionKeep(); err != nil {
+		return err
 	}
 	// Before the database is reached: net.Listen's own error came once
 	// the collector had connected and migrated, named by the key only.

@@ -82,6 +82,15 @@ func TestCheck(t *testing.T) {
 			"northbound.max_streams_per_user: 0: must be positive"},
 		{"northbound connection limit over uint32", func(f *config.File) { f.Northbound.MaxStreamsPerConnection = 1 << 32 },
 			"northbound.max_streams_per_connection: 4294967296: at most 4294967295"},
+		{"retention unset", func(f *config.File) { f.DB.Retention = "" }, ""},
+		{"retention 0 keeps everything", func(f *config.File) { f.DB.Retention = "0" }, ""},
+		{"retention 168h", func(f *config.File) { f.DB.Retention = "168h" }, ""},
+		{"retention without a unit", func(f *config.File) { f.DB.Retention = "30" },
+			`db.retention: "30": want a duration of 1s or more such as 168h, or 0 for ever (unset: the database's own)`},
+		{"retention under a second", func(f *config.File) { f.DB.Retention = "500ms" },
+			`db.retention: "500ms": want a duration of 1s or more such as 168h, or 0 for ever (unset: the database's own)`},
+		{"retention negative", func(f *config.File) { f.DB.Retention = "-1h" },
+			`db.retention: "-1h": want a duration of 1s or more such as 168h, or 0 for ever (unset: the database's own)`},
 		{"sample interval on change", func(f *config.File) {
 			f.Targets[0].Subscriptions = []config.Subscription{{Paths: []string{"/a"}, Mode: "on_change", SampleInterval: config.Duration(time.Second)}}
 		}, "targets[a].subscriptions[0].sample_interval: only for mode sample (gNMI 3.5.1.5.2)"},
