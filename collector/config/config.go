@@ -307,6 +307,9 @@ func (f *File) Check() error {
 		return fmt.Errorf("writer.fsync: %q is not batch or none", f.Writer.Fsync)
 	case f.Leases.Enabled && (f.Leases.Renew <= 0 || f.Leases.TTL <= f.Leases.Renew):
 		return errors.New("leases.ttl: must exceed leases.renew (both positive)")
+	case f.DB.MaintainInterval <= 0:
+		// The pass's ticker: time.NewTicker panics on it.
+		return fmt.Errorf("db.maintain_interval: %v: must be positive", f.DB.MaintainInterval)
 	case f.DB.TargetsTable && f.DB.TargetsReread <= 0:
 		return fmt.Errorf("db.targets_reread: %v: must be positive", f.DB.TargetsReread)
 	case f.Northbound.Listen != "" && f.Northbound.Insecure == (f.Northbound.TLSCert != ""):

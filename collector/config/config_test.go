@@ -82,6 +82,7 @@ func TestCheck(t *testing.T) {
 			"northbound.max_streams_per_user: 0: must be positive"},
 		{"northbound connection limit over uint32", func(f *config.File) { f.Northbound.MaxStreamsPerConnection = 1 << 32 },
 			"northbound.max_streams_per_connection: 4294967296: at most 4294967295"},
+		{"maintain interval 0", func(f *config.File) { f.DB.MaintainInterval = 0 }, "db.maintain_interval: 0s: must be positive"},
 		{"retention unset", func(f *config.File) { f.DB.Retention = "" }, ""},
 		{"retention 0 keeps everything", func(f *config.File) { f.DB.Retention = "0" }, ""},
 		{"retention 168h", func(f *config.File) { f.DB.Retention = "168h" }, ""},
