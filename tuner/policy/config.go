@@ -150,18 +150,13 @@ type Config struct {
 	// windows later, when the window itself shows no mark (a queue that
 	// runs dry after the node's marks: its K_max is too low for the loop).
 	UnderUseAfterRTT float64 `yaml:"under_use_after_rtt" help:"rule under-use also counts the node's throttling of this many RTT_est before the window (0: the window's own only)"`
-	// DeepCutIdleRTT and DeepCutCeilingBDP (session 34, measured): a link
-	// that stayed under-used for at least DeepCutIdleRTT RTT_est after the
-	// node's throttling (the senders' recovery slow beside the loop: the
-	// reaction points' timers are absolute) lets rule under-use loosen
-	// K_max up to DeepCutCeilingBDP BDPs instead of under_use_ceiling_bdp
-	// (0: off).
-	DeepCutIdleRTT    float64 `yaml:"deep_cut_idle_rtt" help:"rule under-use: after a link under-used this many RTT_est following the node's throttling, loosen K_max up to deep_cut_ceiling_bdp (0: off)"`
-	DeepCutCeilingBDP float64 `yaml:"deep_cut_ceiling_bdp" help:"rule under-use's ceiling, in BDPs, after a deep cut (deep_cut_idle_rtt)"`
-	// FiringNeedsThrottle (session 34, measured): the firing hold needs
-	// the window to show the node throttling senders (notifications or its
-	// own ECN marks); a trigger that "fires" while the node sends nothing
-	// (it defers, or its packets arrive CE-marked) is no cut in progress.
+	// FiringNeedsThrottle (on since session 34): the firing hold needs the
+	// window to show the node throttling senders (notifications or its own
+	// ECN marks); a trigger that "fires" while the node sends nothing (it
+	// defers to another node, or its packets arrive CE-marked from an
+	// upstream congestion point, which a switch does not mark again) is no
+	// cut in progress, and the tightening rules act (docs/tuner.md,
+	// "A trigger that fires while the node is silent").
 	FiringNeedsThrottle bool `yaml:"firing_needs_throttle" help:"the firing hold needs the node to throttle senders in the window (notifications or its own marks)"`
 	// PinnedBufferShare turns rule pinned on (0: off): a `loss` decision
 	// whose own window drops, on a queue whose previous decided window was
@@ -281,6 +276,7 @@ func DefaultConfig() Config {
 		OverrunCeilingBufferShare: 0.5,
 		UnderUseCeilingBDP:        0.707,
 		UnderUseAfterRTT:          2,
+		FiringNeedsThrottle:       true,
 		PinnedBufferShare:         0.75,
 		PinnedOffRTT:              16,
 		StandingFloorShare:        2,
@@ -403,12 +399,6 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.UnderUseCeilingBDP) || c.UnderUseCeilingBDP < 0 || (c.UnderUseCeilingBDP > 0 && c.UnderUseCeilingBDP < c.AlphaMin) {
 		bad("under_use_ceiling_bdp", "%v is neither 0 (no ceiling) nor a number of BDPs ≥ alpha_min %v", c.UnderUseCeilingBDP, c.AlphaMin)
-	}
-	if !finite(c.DeepCutIdleRTT) || c.DeepCutIdleRTT < 0 {
-		bad("deep_cut_idle_rtt", "%v is neither 0 (off) nor a positive number of RTT_est", c.DeepCutIdleRTT)
-	}
-	if !finite(c.DeepCutCeilingBDP) || c.DeepCutCeilingBDP < 0 || (c.DeepCutIdleRTT > 0 && c.DeepCutCeilingBDP < c.UnderUseCeilingBDP) {
-		bad("deep_cut_ceiling_bdp", "%v is not a number of BDPs at least under_use_ceiling_bdp %v", c.DeepCutCeilingBDP, c.UnderUseCeilingBDP)
 	}
 	if !finite(c.UnderUseAfterRTT) || c.UnderUseAfterRTT < 0 {
 		bad("under_use_after_rtt", "%v is neither 0 (the window's own throttling only) nor a number of RTT_est > 0", c.UnderUseAfterRTT)

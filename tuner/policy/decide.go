@@ -130,36 +130,6 @@ type Memory struct {
 	// packets it forwarded); rule under-use counts it for
 	// under_use_after_rtt RTT_est.
 	ThrottledAt time.Time `json:",omitempty"`
-	// IdleSince is the start of the queue's current stretch of under-used
-	// windows (link below utilisation_under, queue below delay_low_rtt)
-	// that began after the node's throttling (zero: none); IdleRTT is the
-	// longest such stretch that ended, in RTT_est (deep_cut_idle_rtt).
-	IdleSince time.Time `json:",omitempty"`
-	IdleRTT   float64   `json:",omitempty"`
-}
-
-// idle follows the queue's stretches of under-used windows that began
-// after the node's throttling (recent: within under_use_after_rtt of it,
-// or the window's own), for deep_cut_idle_rtt.
-func (m *Memory) idle(cfg Config, w Window, x Metrics, recent bool) {
-	under := x.Utilisation < cfg.UtilisationUnder && math.Max(x.DelayRTT, x.LastDelayRTT) < cfg.DelayLowRTT
-	switch {
-	case under && m.IdleSince.IsZero() && (recent || throttles(x)):
-		m.IdleSince = w.Start
-	case !under && !m.IdleSince.IsZero():
-		m.IdleRTT = math.Max(m.IdleRTT, w.simSeconds(w.Start.Sub(m.IdleSince))/w.RTTEst.Seconds())
-		m.IdleSince = time.Time{}
-	}
-}
-
-// deepCut says whether the link stayed under-used for deep_cut_idle_rtt
-// after the node's throttling, in a stretch that ended or in this one.
-func (m Memory) deepCut(cfg Config, w Window) bool {
-	now := 0.0
-	if !m.IdleSince.IsZero() {
-		now = w.simSeconds(w.End.Sub(m.IdleSince)) / w.RTTEst.Seconds()
-	}
-	return math.Max(m.IdleRTT, now) >= cfg.DeepCutIdleRTT
 }
 
 // maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
@@ -227,9 +197,6 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	recent := cfg.UnderUseAfterRTT > 0 && within(mem.ThrottledAt)
 	if cfg.UnderUseAfterRTT > 0 && throttles(d.Metrics) {
 		mem.ThrottledAt = w.End
-	}
-	if cfg.DeepCutIdleRTT > 0 && w.RTTEst > 0 {
-		mem.idle(cfg, w, d.Metrics, recent)
 	}
 	if !mem.LastChange.IsZero() {
 		if since := w.End.Sub(mem.LastChange); since < cfg.Cooldown {
@@ -364,11 +331,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	// A queue whose window's mean is above delay_high_rtt stands: the
 	// delay rule moves K_max only (apply).
 	standing := rule == RuleDelay && d.Metrics.DelayRTT > cfg.DelayHighRTT
-	acfg := cfg
-	if rule == RuleUnderUse && cfg.DeepCutIdleRTT > 0 && mem.deepCut(cfg, w) {
-		acfg.UnderUseCeilingBDP = cfg.DeepCutCeilingBDP
-	}
-	after, notes := apply(acfg, w, dir, rule, step, back, standing)
+	after, notes := apply(cfg, w, dir, rule, step, back, standing)
 	if overfill {
 		reason += fmt.Sprintf("; the queue overfills the buffer one RTT_est ahead (overrun_headroom_share %v): not held while the node cuts", cfg.OverrunHeadroomShare)
 		d.Reason = reason
@@ -441,8 +404,7 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
 		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
-		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, NoStart: mem.NoStart, ThrottledAt: mem.ThrottledAt,
-		IdleSince: mem.IdleSince, IdleRTT: mem.IdleRTT}
+		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, NoStart: mem.NoStart, ThrottledAt: mem.ThrottledAt}
 }
 
 // pinned says why a loss decision escalates to the node's overload_cut

@@ -1834,6 +1834,7 @@ func rulesConfig() Config {
 	c.RulesOff = nil
 	c.UnderUseAfterRTT = 0
 	c.UnderUseCeilingBDP = 1
+	c.FiringNeedsThrottle = false // the firing hold as written: the tables' windows are silent
 	return c
 }
 
@@ -2027,7 +2028,8 @@ func TestUnderUseAfter(t *testing.T) {
 }
 
 // TestFiringNeedsThrottle: a queue growing above K_max on a full link is
-// held as firing by default; with firing_needs_throttle the hold needs
+// held as firing with firing_needs_throttle off; with it (the default since
+// session 34) the hold needs
 // the node to throttle in the window (notifications or its own marks), so
 // a node that sends nothing (it defers, or its packets arrive CE-marked)
 // gets rule growth's tighter V_growth.
@@ -2042,16 +2044,16 @@ func TestFiringNeedsThrottle(t *testing.T) {
 		return w
 	}
 	silent, cutting, marking := with(0, 0), with(100, 0), with(0, 30)
-	on := DefaultConfig()
-	on.FiringNeedsThrottle = true
+	on, off := DefaultConfig(), DefaultConfig()
+	off.FiringNeedsThrottle = false
 	for _, c := range []struct {
 		desc string
 		cfg  Config
 		w    Window
 		want Rule
 	}{
-		{"default, silent node", DefaultConfig(), silent, RuleFiring},
-		{"default, cutting node", DefaultConfig(), cutting, RuleFiring},
+		{"firing_needs_throttle off, silent node", off, silent, RuleFiring},
+		{"firing_needs_throttle off, cutting node", off, cutting, RuleFiring},
 		{"firing_needs_throttle, silent node", on, silent, RuleGrowth},
 		{"firing_needs_throttle, notifying node", on, cutting, RuleFiring},
 		{"firing_needs_throttle, marking node", on, marking, RuleFiring},
@@ -2066,74 +2068,5 @@ func TestFiringNeedsThrottle(t *testing.T) {
 		if c.want == RuleFiring && !strings.Contains(d.Reason, "the QD trigger fires") {
 			t.Errorf("%s: reason %q", c.desc, d.Reason)
 		}
-	}
-}
-
-// TestDeepCut: a link left under-used for deep_cut_idle_rtt RTT_est after
-// the node's marks (a recovery slow beside the loop) lets rule under-use
-// loosen K_max past under_use_ceiling_bdp, up to deep_cut_ceiling_bdp; a
-// short idle stretch does not, nor the default (off).
-func TestDeepCut(t *testing.T) {
-	at := func(w Window, off time.Duration) Window {
-		for i := range w.Samples {
-			w.Samples[i].Time = w.Samples[i].Time.Add(off)
-		}
-		w.Start, w.End = w.Start.Add(off), w.End.Add(off)
-		return w
-	}
-	short := func(q queue, s Settings, off time.Duration) Window { // one RTT_est long
-		w := window(q, s)
-		for i := range w.Samples {
-			w.Samples[i].Time = t0.Add(time.Duration(i) * rtt / 4)
-			w.Samples[i].TxBytes = int64(q.util * rateBitsPerSec / 8 * (rtt / 4).Seconds())
-			w.Samples[i].Packets = max(w.Samples[i].TxBytes/1000, 1)
-		}
-		w.End = t0.Add(rtt)
-		return at(w, off)
-	}
-	ceiling := bdp(0.707, rateBitsPerSec/8/10)
-	run := func(cfg Config, idleRTT int) Decision {
-		mem := Memory{LastChange: t0.Add(-time.Hour), Changes: 2}
-		now := time.Duration(0)
-		step := func(q queue) Decision {
-			d, next := Decide(cfg, short(q, ceiling, now), mem)
-			mem, now = next, now+rtt
-			return d
-		}
-		step(queue{util: 1, delayRTT: 0.3, emr: 100}) // the node's marks
-		for range idleRTT {
-			step(queue{util: 0.05})
-		}
-		step(queue{util: 1, delayRTT: 0.05}) // back at the port's rate
-		step(queue{util: 1, delayRTT: 0.3, emr: 100})
-		return step(queue{util: 0.05})
-	}
-	deep := DefaultConfig()
-	deep.DeepCutIdleRTT, deep.DeepCutCeilingBDP = 16, 2
-	for _, c := range []struct {
-		desc    string
-		cfg     Config
-		idleRTT int
-		change  bool
-		alpha   float64
-	}{
-		{"off (the default), a long idle stretch", DefaultConfig(), 30, false, 0.707},
-		{"deep_cut_idle_rtt 16, a long idle stretch", deep, 30, true, 1.414}, // max_step 2 from 0.707
-		{"deep_cut_idle_rtt 16, a short idle stretch", deep, 8, false, 0.707},
-	} {
-		d := run(c.cfg, c.idleRTT)
-		if d.Rule != RuleUnderUse && d.Rule != RuleBound || d.Change != c.change || d.After.Alpha != c.alpha {
-			t.Errorf("%s: %s change %v alpha %v (%s), want change %v alpha %v", c.desc, d.Rule, d.Change, d.After.Alpha, d.Reason, c.change, c.alpha)
-		}
-	}
-	bad := DefaultConfig()
-	bad.DeepCutIdleRTT, bad.DeepCutCeilingBDP = 16, 0.5
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "deep_cut_ceiling_bdp: 0.5 is not a number of BDPs at least under_use_ceiling_bdp 0.707") {
-		t.Errorf("deep_cut_ceiling_bdp 0.5: %v", err)
-	}
-	bad = DefaultConfig()
-	bad.DeepCutIdleRTT = -1
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "deep_cut_idle_rtt: -1 is neither 0") {
-		t.Errorf("deep_cut_idle_rtt -1: %v", err)
 	}
 }
