@@ -446,7 +446,7 @@ func (f *switchFile) toRun(cc *cliconf.Config, config string) ([]fileSwitch, err
 // switch of run (f.Listen over the file's, else switchListen) and the
 // metrics, each named at its key and where its value came from. The second
 // failed the start with "bind: address already in use", naming the switch
-// but not the keys. The wires are UDP: apart from these.
+// but not the keys. The wires are UDP, apart from these (wiresApart).
 func (f *switchFile) addressesApart(cc *cliconf.Config, config string, run []fileSwitch) error {
 	var ls []listener
 	for _, s := range run {
@@ -464,6 +464,18 @@ func (f *switchFile) addressesApart(cc *cliconf.Config, config string, run []fil
 		ls = append(ls, listener{f.Metrics, namedKey(cc, config, "metrics")})
 	}
 	return listenersApart("lhcnp switch's", ls)
+}
+
+// wiresApart refuses two ends of the wires this process runs (its own and
+// their far ends) on one UDP address (wireEndsApart), before anything
+// starts, each named at its key of the file loaded by cc.
+func wiresApart(cc *cliconf.Config, config string, wires []localWire) error {
+	var ends []wireEnd
+	for _, w := range wires {
+		ends = append(ends, wireEnd{w.Listen, namedKey(cc, config, w.key), w.Link, true},
+			wireEnd{w.Peer, namedKey(cc, config, w.peerKey), w.Link, false})
+	}
+	return wireEndsApart(ends)
 }
 
 // switchListen is a switch's gNMI address when neither a flag, a variable
@@ -569,8 +581,15 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		cfg.Switches = append(cfg.Switches, fsw)
 	}
-	if cfg.Wires, err = localWires(sc, f, run, cc); err != nil {
+	wires, err := localWires(sc, f, run, cc)
+	if err != nil {
 		return err
+	}
+	if err := wiresApart(cc, config, wires); err != nil {
+		return err
+	}
+	for _, w := range wires {
+		cfg.Wires = append(cfg.Wires, w.Wire)
 	}
 	// Before anything starts (a capture file, the line on users, a
 	// listener): the fabric would refuse them at its start, as a failure.
@@ -797,11 +816,19 @@ func loopbackAddr(ctx context.Context, lookup lookupFunc, addr string) bool {
 	return true
 }
 
+// localWire is a wire of the file this process runs and the keys of its
+// two ends' addresses: key the one it binds (fabric.Wire.Listen),
+// peerKey the one it sends to (wires[N].a and wires[N].b).
+type localWire struct {
+	fabric.Wire
+	key, peerKey string
+}
+
 // localWires returns the file's wires this process runs: those with one
 // end among the nodes the switches in run reach without crossing a wire.
 // A wire with both ends here is an ordinary link in the engine. An error
 // names its key of the file loaded by cc (FILE:LINE:COL: wires[N].link).
-func localWires(sc *scenario.Scenario, f *switchFile, run []fileSwitch, cc *cliconf.Config) ([]fabric.Wire, error) {
+func localWires(sc *scenario.Scenario, f *switchFile, run []fileSwitch, cc *cliconf.Config) ([]localWire, error) {
 	var all []string
 	for _, w := range f.Wires {
 		all = append(all, w.Link)
@@ -811,7 +838,7 @@ func localWires(sc *scenario.Scenario, f *switchFile, run []fileSwitch, cc *clic
 		served[i] = dataplane.Served{Name: s.Name}
 	}
 	local := dataplane.Reachable(sc, served, all)
-	var out []fabric.Wire
+	var out []localWire
 	for k, w := range f.Wires {
 		i := slices.IndexFunc(sc.Links, func(l scenario.Link) bool { return l.Name == w.Link })
 		if i < 0 {
@@ -820,11 +847,12 @@ func localWires(sc *scenario.Scenario, f *switchFile, run []fileSwitch, cc *clic
 			return nil, cc.Locate(fmt.Errorf("wires[%d].link: scenario %s has no link %q", k, sc.Name, w.Link))
 		}
 		lk := sc.Links[i]
+		a, b := fmt.Sprintf("wires[%d].a", k), fmt.Sprintf("wires[%d].b", k)
 		switch {
 		case local[lk.A] && !local[lk.B]:
-			out = append(out, fabric.Wire{Link: w.Link, Listen: w.A, Peer: w.B})
+			out = append(out, localWire{fabric.Wire{Link: w.Link, Listen: w.A, Peer: w.B}, a, b})
 		case local[lk.B] && !local[lk.A]:
-			out = append(out, fabric.Wire{Link: w.Link, Listen: w.B, Peer: w.A})
+			out = append(out, localWire{fabric.Wire{Link: w.Link, Listen: w.B, Peer: w.A}, b, a})
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/gnmi/proto/gnmi"
+
+	"github.com/lhcnp/lhcnp/dataplane-sim/scenario"
 )
 
 // switchLayerFile is a one-switch file beside its scenario: relative
@@ -413,4 +416,182 @@ func TestSwitchAddressesApart(t *testing.T) {
 	if code != 2 || stderr.String() != want || stdout.Len() != 0 {
 		t.Errorf("exit status %d, stdout %q, stderr\n%s\nwant exit status 2, nothing on stdout and\n%s", code, stdout.String(), stderr.String(), want)
 	}
+}
+
+// TestWireEndsApart: two ends of the wires of one process (the ends it
+// binds, the far ends it sends to) on one UDP address are refused, both
+// keys and wires named; port 0 is never shared, every interface's host
+// shares a port with any host, two named hosts share none.
+func TestWireEndsApart(t *testing.T) {
+	const apart = " on one UDP port: each end of a wire needs an address of its own"
+	here := func(link, addr, named string) wireEnd { return wireEnd{addr, named, link, true} }
+	far := func(link, addr, named string) wireEnd { return wireEnd{addr, named, link, false} }
+	for _, tt := range []struct {
+		desc string
+		ends []wireEnd
+		want string // "" for ends apart
+	}{
+		{desc: "two wires on one port in this process",
+			ends: []wireEnd{here("t1-n1", "127.0.0.1:47002", "B0"), far("t1-n1", "127.0.0.1:47001", "A0"),
+				here("wan", "127.0.0.1:47002", "A1"), far("wan", "127.0.0.1:47004", "B1")},
+			want: "B0, A1: both 127.0.0.1:47002: the ends of wires t1-n1 and wan in this process" + apart},
+		{desc: "a wire sending to another's port in this process",
+			ends: []wireEnd{here("t1-n1", "127.0.0.1:47002", "B0"), far("t1-n1", "127.0.0.1:47001", "A0"),
+				here("wan", "127.0.0.1:47003", "A1"), far("wan", "127.0.0.1:47002", "B1")},
+			want: "B0, B1: both 127.0.0.1:47002: wire t1-n1's end in this process and wire wan's far end" + apart},
+		{desc: "a far end on a port of this process's",
+			ends: []wireEnd{here("t1-n1", "127.0.0.1:47002", "B0"), far("t1-n1", "127.0.0.1:47003", "A0"),
+				here("wan", "127.0.0.1:47003", "A1"), far("wan", "127.0.0.1:47004", "B1")},
+			want: "A0, A1: both 127.0.0.1:47003: wire t1-n1's far end and wire wan's end in this process" + apart},
+		{desc: "two wires to one far end",
+			ends: []wireEnd{here("t1-n1", "127.0.0.1:47002", "B0"), far("t1-n1", "127.0.0.1:47001", "A0"),
+				here("wan", "127.0.0.1:47003", "A1"), far("wan", "127.0.0.1:47001", "B1")},
+			want: "A0, B1: both 127.0.0.1:47001: the far ends of wires t1-n1 and wan" + apart},
+		{desc: "one wire's two ends",
+			ends: []wireEnd{here("wan", "127.0.0.1:47003", "A1"), far("wan", "127.0.0.1:47003", "B1")},
+			want: "A1, B1: both 127.0.0.1:47003: the two ends of wire wan" + apart},
+		{desc: "every interface here, a named host's far end",
+			ends: []wireEnd{here("t1-n1", "0.0.0.0:47001", "B0"), far("t1-n1", "t1:47001", "A0")},
+			want: "B0, A0: 0.0.0.0:47001 and t1:47001: the two ends of wire t1-n1" + apart},
+		{desc: "every interface without a host and the loopback",
+			ends: []wireEnd{here("t1-n1", ":47002", "B0"), far("t1-n1", "127.0.0.1:47001", "A0"),
+				here("wan", "127.0.0.1:47002", "A1"), far("wan", "127.0.0.1:47004", "B1")},
+			want: "B0, A1: :47002 and 127.0.0.1:47002: the ends of wires t1-n1 and wan in this process" + apart},
+		{desc: "the lab's wires on loopback",
+			ends: []wireEnd{here("t1-n1", "127.0.0.1:47002", "B0"), far("t1-n1", "127.0.0.1:47001", "A0"),
+				here("wan", "127.0.0.1:47003", "A1"), far("wan", "127.0.0.1:47004", "B1")}},
+		{desc: "named hosts on one port",
+			ends: []wireEnd{here("t1-n1", "n1:47001", "B0"), far("t1-n1", "t1:47001", "A0"),
+				here("wan", "n1:47002", "A1"), far("wan", "n2:47002", "B1")}},
+		{desc: "two addresses of the loopback on one port",
+			ends: []wireEnd{here("t1-n1", "127.0.0.1:47001", "B0"), far("t1-n1", "127.0.0.2:47001", "A0")}},
+		{desc: "port 0",
+			ends: []wireEnd{here("t1-n1", "127.0.0.1:0", "B0"), far("t1-n1", "127.0.0.1:47001", "A0"),
+				here("wan", "127.0.0.1:0", "A1"), far("wan", "0.0.0.0:0", "B1")}},
+		{desc: "no wires"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			err := wireEndsApart(tt.ends)
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("wireEndsApart = %v, want the ends apart", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.want || exitStatus(err) != 2 {
+				t.Errorf("wireEndsApart = %v (exit status %d), want exit status 2 and\n%s", err, exitStatus(err), tt.want)
+			}
+		})
+	}
+}
+
+// TestSwitchWiresApart: lhcnp switch refuses a fabric file whose wires
+// would have this process bind one UDP port twice, or send a wire's
+// frames to a port of its own, before anything starts: both keys named
+// at their line and column, both wires, exit status 2, nothing bound.
+// n1 bound its gNMI target, then failed its second wire with "udpwire:
+// link wan: listen udp 127.0.0.1:P: bind: address already in use", exit
+// status 1. A wire's UDP port on the number of a TCP listener is apart
+// from it.
+func TestSwitchWiresApart(t *testing.T) {
+	withoutEnv(t, switchEnvPrefix)
+	sc := labScenarioPath(t)
+	write := fileWriter(t, t.TempDir())
+	p := freeUDP(t, 4) // 127.0.0.1:PORT each
+	// n1's listen on line 5; wires[0].a and .b on lines 9 and 10,
+	// wires[1]'s on 12 and 13, each value at column 8.
+	fabric := func(name, listen, a0, b0, a1, b1 string) string {
+		return write(name, "scenario: "+sc+"\nswitches:\n  - name: t1\n  - name: n1\n    listen: "+listen+"\n  - name: n2\n"+
+			"wires:\n  - link: t1-n1\n    a: "+a0+"\n    b: "+b0+"\n  - link: wan\n    a: "+a1+"\n    b: "+b1+"\n")
+	}
+	twice := fabric("twice.yaml", "127.0.0.1:0", p[0], p[1], p[1], p[2])
+	const apart = " on one UDP port: each end of a wire needs an address of its own"
+	for _, tt := range []struct {
+		desc, file string
+		run        string // --switches
+		want       string // "" for a configuration taken
+	}{
+		{desc: "two wires of n1 on one port", file: twice, run: "n1",
+			want: "wires[0].b (" + twice + ":10:8), wires[1].a (" + twice + ":12:8): both " + p[1] + ": the ends of wires t1-n1 and wan in this process" + apart},
+		{desc: "t1 of that file: its one wire's ends apart", file: twice, run: "t1"},
+		{desc: "a wire of n2 to its own port", file: fabric("self.yaml", "127.0.0.1:0", p[0], p[1], p[2], p[2]), run: "n2",
+			want: "wires[1].b (DIR/self.yaml:13:8), wires[1].a (DIR/self.yaml:12:8): both " + p[2] + ": the two ends of wire wan" + apart},
+		{desc: "n1 with t1: t1-n1 a link of the engine, not a wire", file: twice, run: "t1,n1"},
+		{desc: "a wire's UDP port on the number of n1's gNMI target", run: "n1",
+			file: fabric("tcp.yaml", p[1], p[0], p[1], p[2], p[3])},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			err := checkWires(t, tt.file, tt.run)
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("wiresApart(%s, --switches %s) = %v, want it taken", tt.file, tt.run, err)
+				}
+				return
+			}
+			want := strings.ReplaceAll(tt.want, "DIR", filepath.Dir(tt.file))
+			if err == nil || err.Error() != want || exitStatus(err) != 2 {
+				t.Errorf("wiresApart(%s, --switches %s) = %v (exit status %d), want exit status 2 and\n%s", tt.file, tt.run, err, exitStatus(err), want)
+			}
+		})
+	}
+	// docs/lab.md's example: examples/lab.yaml with wan's a on n1's end
+	// of t1-n1, its lines and columns kept.
+	example, err := os.ReadFile("../../examples/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.NewReplacer("{link: wan, a: 127.0.0.1:47003", "{link: wan, a: 127.0.0.1:47002",
+		"scenario: ../scenarios/lab.yaml", "scenario: "+sc).Replace(string(example))
+	if strings.Count(edited, "127.0.0.1:47002") != 2 || !strings.Contains(edited, sc) {
+		t.Fatalf("examples/lab.yaml has no longer wan's a at 127.0.0.1:47003 and its scenario at ../scenarios/lab.yaml")
+	}
+	file := write("lab.yaml", edited)
+	if err := checkWires(t, file, "n1"); err == nil {
+		t.Error("wiresApart(examples/lab.yaml with wan's a at 127.0.0.1:47002, --switches n1) took it")
+	} else {
+		docsLabSays(t, strings.ReplaceAll(err.Error(), file, "examples/lab.yaml"), "lhcnp switch --switches n1 on it")
+	}
+	// The command as a user runs it: the one line, nothing on stdout (a
+	// switch's line would be there), and the port is free: nothing bound
+	// it and nothing holds it.
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"switch", "--config", twice, "--switches", "n1", "--insecure", "--state-dir", t.TempDir()}, &stdout, &stderr)
+	want := "lhcnp switch: wires[0].b (" + twice + ":10:8), wires[1].a (" + twice + ":12:8): both " + p[1] +
+		": the ends of wires t1-n1 and wan in this process" + apart + "\n"
+	if code != 2 || stderr.String() != want || stdout.Len() != 0 {
+		t.Errorf("exit status %d, stdout %q, stderr\n%s\nwant exit status 2, nothing on stdout and\n%s", code, stdout.String(), stderr.String(), want)
+	}
+	pc, err := net.ListenPacket("udp", p[1])
+	if err != nil {
+		t.Fatalf("the wires' port after the refusal: %v", err)
+	}
+	pc.Close()
+}
+
+// checkWires checks the wires of lhcnp switch --config file --switches run
+// as the command does before anything starts, after its listeners
+// (addressesApart), and returns wiresApart's error.
+func checkWires(t *testing.T, file, run string) error {
+	t.Helper()
+	args := []string{"--insecure", "--config", file, "--switches", run}
+	f, config, cc, err := parseSwitchArgs(args, func() []string { return nil }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switches, err := f.toRun(cc, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.LoadFile(f.Scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.addressesApart(cc, config, switches); err != nil {
+		t.Fatalf("addressesApart(%q) = %v", args, err)
+	}
+	wires, err := localWires(sc, f, switches, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wiresApart(cc, config, wires)
 }
