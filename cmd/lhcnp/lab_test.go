@@ -823,6 +823,29 @@ func TestLabAddressesApart(t *testing.T) {
 	}
 }
 
+// TestLabBuildsNoWires: lhcnp lab runs every switch of its fabric file in
+// its one process and builds none of the file's wires, so their UDP ends
+// cannot clash with each other or its listeners (lhcnp switch checks them,
+// TestSwitchWiresApart): a fabric file whose wires would have one process
+// bind a port twice, on a switch's gNMI port too, is taken, no wire built.
+func TestLabBuildsNoWires(t *testing.T) {
+	withoutLabEnv(t)
+	fabric := fileWriter(t, t.TempDir())("fabric.yaml", "scenario: "+labScenarioPath(t)+
+		"\nswitches:\n  - {name: t1, listen: 127.0.0.1:9341}\n  - {name: n1, listen: 127.0.0.1:9339}\n  - name: n2\n"+
+		"wires:\n  - {link: t1-n1, a: 127.0.0.1:9339, b: 127.0.0.1:9339}\n  - {link: wan, a: 127.0.0.1:9339, b: 127.0.0.1:9339}\n")
+	lf, err := parseLab([]string{"--state-dir", t.TempDir(), "--fabric", fabric, "--tuner=false"}, func() []string { return nil }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := labConfig(context.Background(), *lf, io.Discard)
+	if err != nil {
+		t.Fatalf("labConfig: %v, want the fabric file taken", err)
+	}
+	if len(lc.Fabric.Switches) != 3 || len(lc.Fabric.Wires) != 0 {
+		t.Errorf("the lab's fabric: %d switches, wires %+v; want the 3 switches and no wire", len(lc.Fabric.Switches), lc.Fabric.Wires)
+	}
+}
+
 // withoutLabEnv clears the LHCNP_LAB_ variables of the test's environment
 // for the test, and GRPC_BINARY_LOG_FILTER (withoutEnv).
 func withoutLabEnv(t *testing.T) { withoutEnv(t, labEnvPrefix) }
