@@ -534,6 +534,15 @@ func TestSwitchWiresApart(t *testing.T) {
 			}
 		})
 	}
+	// The shipped fabric files, a process per switch: taken (the
+	// containers' ends share port numbers on hosts of their own).
+	for _, file := range []string{"../../examples/lab.yaml", "../../examples/lab-containers.yaml"} {
+		for _, sw := range []string{"t1", "n1", "n2"} {
+			if err := checkWires(t, file, sw); err != nil {
+				t.Errorf("wiresApart(%s, --switches %s) = %v, want it taken", file, sw, err)
+			}
+		}
+	}
 	// docs/lab.md's example: examples/lab.yaml with wan's a on n1's end
 	// of t1-n1, its lines and columns kept.
 	example, err := os.ReadFile("../../examples/lab.yaml")
