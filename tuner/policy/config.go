@@ -157,6 +157,11 @@ type Config struct {
 	// upstream congestion point, which a switch does not mark again) is no
 	// cut in progress, and the tightening rules act (docs/tuner.md,
 	// "A trigger that fires while the node is silent").
+	// LossCapsUnderUse (session 34, measured): rule under-use never
+	// loosens K_max or V_growth above the setting the queue's last loss
+	// (or pinned) change left: a setting that dropped packets is not gone
+	// back to by a quiet window.
+	LossCapsUnderUse    bool `yaml:"loss_caps_under_use" help:"rule under-use never loosens above the setting the queue's last loss change left"`
 	FiringNeedsThrottle bool `yaml:"firing_needs_throttle" help:"the firing hold needs the node to throttle senders in the window (notifications or its own marks)"`
 	// PinnedBufferShare turns rule pinned on (0: off): a `loss` decision
 	// whose own window drops, on a queue whose previous decided window was

@@ -130,6 +130,9 @@ type Memory struct {
 	// packets it forwarded); rule under-use counts it for
 	// under_use_after_rtt RTT_est.
 	ThrottledAt time.Time `json:",omitempty"`
+	// LossAfter is the setting the queue's last loss or pinned change
+	// left (zero: none), loss_caps_under_use's cap.
+	LossAfter Settings `json:",omitempty"`
 }
 
 // maxCutOffDoublings caps Memory.CutOffRollbacks: an off-try waits at most
@@ -331,7 +334,16 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	// A queue whose window's mean is above delay_high_rtt stands: the
 	// delay rule moves K_max only (apply).
 	standing := rule == RuleDelay && d.Metrics.DelayRTT > cfg.DelayHighRTT
-	after, notes := apply(cfg, w, dir, rule, step, back, standing)
+	acfg := cfg
+	if l := mem.LossAfter; cfg.LossCapsUnderUse && rule == RuleUnderUse && l.KMaxMode == KMaxBDP {
+		if l.Alpha > 0 && (acfg.UnderUseCeilingBDP <= 0 || l.Alpha < acfg.UnderUseCeilingBDP) {
+			acfg.UnderUseCeilingBDP = max(l.Alpha, cfg.AlphaMin)
+		}
+		if v := float64(l.VGrowthBytesPerSec) / (float64(w.PortRateBitsPerSec) / 8); l.VGrowthBytesPerSec > 0 && w.PortRateBitsPerSec > 0 && v < acfg.VGrowthStartShare {
+			acfg.VGrowthStartShare = v
+		}
+	}
+	after, notes := apply(acfg, w, dir, rule, step, back, standing)
 	if overfill {
 		reason += fmt.Sprintf("; the queue overfills the buffer one RTT_est ahead (overrun_headroom_share %v): not held while the node cuts", cfg.OverrunHeadroomShare)
 		d.Reason = reason
@@ -404,7 +416,21 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
 		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
 		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
-		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, NoStart: mem.NoStart, ThrottledAt: mem.ThrottledAt}
+		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, NoStart: mem.NoStart, ThrottledAt: mem.ThrottledAt,
+		LossAfter: lossAfter(cfg, mem.LossAfter, rule, after)}
+}
+
+// lossAfter is the setting loss_caps_under_use remembers after a change
+// of rule to after: a loss or pinned change's, else the one before (none
+// while the key is off).
+func lossAfter(cfg Config, before Settings, rule Rule, after Settings) Settings {
+	if !cfg.LossCapsUnderUse {
+		return Settings{}
+	}
+	if rule == RuleLoss || rule == RulePinned {
+		return after
+	}
+	return before
 }
 
 // pinned says why a loss decision escalates to the node's overload_cut

@@ -2070,3 +2070,49 @@ func TestFiringNeedsThrottle(t *testing.T) {
 		}
 	}
 }
+
+// TestLossCapsUnderUse: with loss_caps_under_use a loss change's setting
+// is remembered, and a later under-use loosens neither alpha nor V_growth
+// above it; off (the default), nothing is remembered and under-use
+// loosens to its own ceiling.
+func TestLossCapsUnderUse(t *testing.T) {
+	start := bdp(0.5, rateBitsPerSec/8/10)
+	old := Memory{LastChange: t0.Add(-time.Minute), Changes: 1}
+	lossy := window(queue{util: 1, delayRTT: 0.3, lossShare: 0.01, emr: 20}, start)
+	idle := func(s Settings) Window {
+		w := window(queue{util: 0.2, delayRTT: 0.01, emr: 20}, s) // marks: the node throttles
+		for i := range w.Samples {
+			w.Samples[i].Time = w.Samples[i].Time.Add(time.Hour)
+		}
+		w.Start, w.End = w.Start.Add(time.Hour), w.End.Add(time.Hour)
+		return w
+	}
+	on := DefaultConfig()
+	on.LossCapsUnderUse = true
+	d, mem := Decide(on, lossy, old)
+	if d.Rule != RuleLoss || !d.Change || mem.LossAfter != d.After {
+		t.Fatalf("loss: %s change %v, LossAfter %+v, want loss and %+v remembered (%s)", d.Rule, d.Change, mem.LossAfter, d.After, d.Reason)
+	}
+	if d.After.VGrowthBytesPerSec >= start.VGrowthBytesPerSec {
+		t.Fatalf("loss left V_growth at %d, want below %d", d.After.VGrowthBytesPerSec, start.VGrowthBytesPerSec)
+	}
+	// Tighter still after the loss (another rule's change), then idle.
+	tight := d.After
+	tight.VGrowthBytesPerSec /= 4
+	tight.Alpha /= 2
+	u, _ := Decide(on, idle(tight), mem)
+	if u.Rule != RuleUnderUse || !u.Change || u.After.Alpha > d.After.Alpha || u.After.VGrowthBytesPerSec > d.After.VGrowthBytesPerSec {
+		t.Errorf("under-use after a loss, loss_caps_under_use: %s change %v %+v (%s), want at most the loss's %+v", u.Rule, u.Change, u.After, u.Reason, d.After)
+	}
+	// At the loss's setting: nothing above it.
+	if u, _ := Decide(on, idle(d.After), mem); u.Change {
+		t.Errorf("under-use at the loss's setting, loss_caps_under_use: %s %+v (%s), want no change", u.Rule, u.After, u.Reason)
+	}
+	d, mem = Decide(DefaultConfig(), lossy, old)
+	if (mem.LossAfter != Settings{}) {
+		t.Errorf("the key off: LossAfter %+v, want none", mem.LossAfter)
+	}
+	if u, _ := Decide(DefaultConfig(), idle(d.After), mem); u.Rule != RuleUnderUse || !u.Change || u.After.VGrowthBytesPerSec <= d.After.VGrowthBytesPerSec && u.After.Alpha <= d.After.Alpha {
+		t.Errorf("under-use after a loss, the key off: %s change %v %+v (%s), want a loosening past %+v", u.Rule, u.Change, u.After, u.Reason, d.After)
+	}
+}
