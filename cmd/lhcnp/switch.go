@@ -306,7 +306,8 @@ func (f *switchFile) resolve(path string, cc *cliconf.Config) error {
 
 // checkAddresses checks every address of the configuration is host:port
 // with a port net.Listen takes, before anything listens: net.Listen's
-// "address 99999: invalid port" named neither the key nor the file. The
+// "address 99999: invalid port" named neither the key nor the file. A
+// wire's ends need a port other than 0: each is the other's destination. The
 // one-switch form's listen and metrics may come from a flag or a
 // variable, named then; the lists' addresses come from the file.
 func (f *switchFile) checkAddresses(cc *cliconf.Config) error {
@@ -331,6 +332,10 @@ func (f *switchFile) checkAddresses(cc *cliconf.Config) error {
 		for _, end := range [][2]string{{"a", w.A}, {"b", w.B}} {
 			if err := hostport.Check("udp", end[1]); err != nil {
 				errs = append(errs, fmt.Errorf("wires[%d].%s: %q: %w", i, end[0], end[1], err))
+			} else if _, port, _ := net.SplitHostPort(end[1]); port == "0" {
+				// A free port would bind somewhere its far end cannot know,
+				// and a far end on port 0 is nowhere to send to.
+				errs = append(errs, fmt.Errorf("wires[%d].%s: %q: port 0: each end of a wire needs a fixed port, the other end sends to it", i, end[0], end[1]))
 			}
 		}
 	}
