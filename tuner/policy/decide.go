@@ -413,11 +413,21 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 	if mem.Lifted.KMaxMode == "" {
 		lt = 0
 	}
-	return d, Memory{LastChange: w.End, Direction: dir, Step: step, Changes: mem.Changes + 1,
-		Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil, Lifted: mem.Lifted, Search: mem.Search.afterChange(rule), LiftedTrendRTT: lt,
-		LossStreak: mem.LossStreak, CutOn: mem.CutOn, CalmSince: mem.CalmSince, CutOffRollbacks: mem.CutOffRollbacks,
-		QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, NoStart: mem.NoStart, ThrottledAt: mem.ThrottledAt,
-		LossAfter: lossAfter(cfg, mem.LossAfter, rule, after)}
+	return d, mem.changed(w.End, dir, step, rule, lt, lossAfter(cfg, mem.LossAfter, rule, after))
+}
+
+// changed is the queue's memory after a change of rule decided at end:
+// everything of m kept but what a change sets (its time, direction, step,
+// count, the search's state, the lift's pace and the loss cap's setting)
+// and what a change ends (a judge window's loss, an off-try of the
+// overload_cut, rule qgr-off's count). A field added to Memory is kept
+// across changes unless it is named here (TestChangedKeepsMemory).
+func (m Memory) changed(end time.Time, dir Direction, step float64, rule Rule, liftedTrend float64, lossAfter Settings) Memory {
+	m.LastChange, m.Direction, m.Step, m.Changes = end, dir, step, m.Changes+1
+	m.Search = m.Search.afterChange(rule)
+	m.LiftedTrendRTT, m.LossAfter = liftedTrend, lossAfter
+	m.LossSeen, m.CutOffTrying, m.QGRCostSince = 0, false, time.Time{}
+	return m
 }
 
 // lossAfter is the setting loss_caps_under_use remembers after a change

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -2114,5 +2115,67 @@ func TestLossCapsUnderUse(t *testing.T) {
 	}
 	if u, _ := Decide(DefaultConfig(), idle(d.After), mem); u.Rule != RuleUnderUse || !u.Change || u.After.VGrowthBytesPerSec <= d.After.VGrowthBytesPerSec && u.After.Alpha <= d.After.Alpha {
 		t.Errorf("under-use after a loss, the key off: %s change %v %+v (%s), want a loosening past %+v", u.Rule, u.Change, u.After, u.Reason, d.After)
+	}
+}
+
+// TestChangedKeepsMemory: a change keeps every field of the queue's
+// memory but those Memory.changed names (a field added later is kept
+// across changes unless it is named there: session 34's first measurement
+// of a new field was void because the change path built a fresh memory
+// and dropped it).
+func TestChangedKeepsMemory(t *testing.T) {
+	var m Memory
+	v := reflect.ValueOf(&m).Elem()
+	for i := range v.NumField() {
+		fill(t, v.Field(i), v.Type().Field(i).Name)
+	}
+	end := m.LastChange.Add(time.Second)
+	got := m.changed(end, Loosen, 1.5, RuleUnderUse, 0.25, Settings{Alpha: 0.3})
+	set := map[string]bool{"LastChange": true, "Direction": true, "Step": true, "Changes": true, "Search": true,
+		"LiftedTrendRTT": true, "LossAfter": true, "LossSeen": true, "CutOffTrying": true, "QGRCostSince": true}
+	g := reflect.ValueOf(got)
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		same := reflect.DeepEqual(v.Field(i).Interface(), g.Field(i).Interface())
+		if !set[name] && !same {
+			t.Errorf("changed dropped %s: %v, was %v", name, g.Field(i).Interface(), v.Field(i).Interface())
+		}
+	}
+	if got.LastChange != end || got.Direction != Loosen || got.Step != 1.5 || got.Changes != m.Changes+1 ||
+		got.LiftedTrendRTT != 0.25 || got.LossAfter != (Settings{Alpha: 0.3}) ||
+		got.LossSeen != 0 || got.CutOffTrying || !got.QGRCostSince.IsZero() {
+		t.Errorf("changed = %+v, want the change's time, direction, step, count, pace and loss cap, and no judge loss, off-try or qgr-off count", got)
+	}
+}
+
+// fill sets v, a field of Memory named name, to a value other than its
+// zero value.
+func fill(t *testing.T, v reflect.Value, name string) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		if v.Type() == reflect.TypeOf(time.Duration(0)) {
+			v.SetInt(int64(time.Second))
+			return
+		}
+		v.SetInt(3)
+	case reflect.Float64:
+		v.SetFloat(0.7)
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			v.Set(reflect.ValueOf(time.Unix(1000, 0)))
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(t, v.Field(i), name+"."+v.Type().Field(i).Name)
+			}
+		}
+	default:
+		t.Fatalf("fill: no value for %s (%s)", name, v.Kind())
 	}
 }
