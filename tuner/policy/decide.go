@@ -218,10 +218,9 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 			d.Reason = why
 			// The claim on an overload_cut (CutOn, CalmSince) stays: a
 			// service started anew restores it from its audit trail
-			// before the queue's first decision.
-			return d, Memory{LastChange: w.End, Changes: 1, Rejected: mem.Rejected, RejectedUntil: mem.RejectedUntil,
-				Search: mem.Search.afterChange(RuleStart), CutOn: mem.CutOn, CalmSince: mem.CalmSince,
-				CutOffRollbacks: mem.CutOffRollbacks, QGROff: mem.QGROff, QGROffBacks: mem.QGROffBacks, ThrottledAt: mem.ThrottledAt}
+			// before the queue's first decision. A place, not a step: no
+			// direction for the next change to reverse, the step afresh.
+			return d, mem.changed(w.End, Hold, 0, RuleStart, 0, Settings{})
 		}
 	}
 	mem.endLift(w.Config, false)
