@@ -140,11 +140,13 @@ tuner-baselines:
 
 # The policy's development loop (docs/tuner.md "Developing the policy:
 # `make tuner-dev`"): the tuned runs alone of the development set (train
-# 1-48 and the retired held-out set of the baseline test.csv, never the
-# fresh held-out set) at the baselines' three simulation seeds, against
-# their stored static results, and the paired comparison with the
-# baselines' tuner J. 240 tuned runs, about 2.5 CPU-minutes (3.5-5.6
-# minutes of wall time on the shared machine); not part of make test.
+# 1-48, the retired held-out set of the baseline test.csv and those kept
+# before it, retired-*.csv, each into its own directory; never the fresh
+# held-out set) at the
+# baselines' three simulation seeds, against their stored static results,
+# and the paired comparison with the baselines' tuner J. 336 tuned runs,
+# about 4 CPU-minutes (2-3 minutes of wall time on an idle two-core
+# machine); not part of make test.
 # TUNER_DEV_OUT names the output directory; TUNER_DEV_REF=DIR compares with
 # an earlier run's DIR/{train,test}.csv (two policies, pair by pair)
 # instead of the baselines' tuner J. TUNER_DEV_ORACLE=1 also runs each
@@ -157,6 +159,8 @@ TUNER_DEV_OUT ?= out/tuner-dev
 tuner-dev:
 	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/train.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/train.csv) $(if $(TUNER_DEV_ORACLE),--oracle) $(if $(TUNER_DEV_CONFIG),--tuner-config $(TUNER_DEV_CONFIG)) --jobs 2 --out $(TUNER_DEV_OUT)
 	$(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline scenarios/family/evals/test.csv $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/test.csv) $(if $(TUNER_DEV_ORACLE),--oracle) $(if $(TUNER_DEV_CONFIG),--tuner-config $(TUNER_DEV_CONFIG)) --jobs 2 --out $(TUNER_DEV_OUT)
+	for f in scenarios/family/evals/retired-*.csv; do n=$$(basename $$f .csv); \
+	  $(GO) run ./cmd/lhcnp sim eval --tuned-only --baseline $$f $(if $(TUNER_DEV_REF),--compare $(TUNER_DEV_REF)/$$n/test.csv) $(if $(TUNER_DEV_ORACLE),--oracle) $(if $(TUNER_DEV_CONFIG),--tuner-config $(TUNER_DEV_CONFIG)) --jobs 2 --out $(TUNER_DEV_OUT)/$$n || exit 1; done
 
 # Issue 24's lab bar: a load step in the lab's traffic, counted in tuner
 # periods to the first tightening (TestLabLoadStepAnswered, docs/tuner.md

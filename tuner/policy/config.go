@@ -143,6 +143,12 @@ type Config struct {
 	// R_port just before the step, then V_growth to R_port after it
 	// (docs/tuner.md, "The starting-point guard").
 	UnderUseCeilingBDP float64 `yaml:"under_use_ceiling_bdp" help:"highest K_max rule under-use loosens to, in BDPs of the port, and V_growth at most v_growth_start_share × R_port (0: no such guard)"`
+	// UnderUseVGrowthShare is the guard's ceiling for V_growth, a share of
+	// R_port (0: v_growth_start_share, the starting point): set above the
+	// start, the start is cautious and under-use opens V_growth up to it
+	// as the link shows itself under-used (session 35, measured: docs/tuner.md,
+	// "A sweep of the policy's keys").
+	UnderUseVGrowthShare float64 `yaml:"under_use_v_growth_share" help:"highest V_growth rule under-use loosens to, a share of R_port (0: v_growth_start_share), while under_use_ceiling_bdp is set"`
 	// UnderUseAfterRTT lets rule under-use count the node's throttling of
 	// the last UnderUseAfterRTT RTT_est before the window (0: the window's
 	// own only): a first-level loop a path round trip long cuts the
@@ -405,6 +411,10 @@ func (c Config) Validate() error {
 	if !finite(c.UnderUseCeilingBDP) || c.UnderUseCeilingBDP < 0 || (c.UnderUseCeilingBDP > 0 && c.UnderUseCeilingBDP < c.AlphaMin) {
 		bad("under_use_ceiling_bdp", "%v is neither 0 (no ceiling) nor a number of BDPs ≥ alpha_min %v", c.UnderUseCeilingBDP, c.AlphaMin)
 	}
+	if !finite(c.UnderUseVGrowthShare) || c.UnderUseVGrowthShare < 0 ||
+		(c.UnderUseVGrowthShare > 0 && (c.UnderUseVGrowthShare < c.VGrowthMinShare || c.UnderUseVGrowthShare > c.VGrowthMaxShare)) {
+		bad("under_use_v_growth_share", "%v is neither 0 (v_growth_start_share) nor a share of R_port in [v_growth_min_share %v, v_growth_max_share %v]", c.UnderUseVGrowthShare, c.VGrowthMinShare, c.VGrowthMaxShare)
+	}
 	if !finite(c.UnderUseAfterRTT) || c.UnderUseAfterRTT < 0 {
 		bad("under_use_after_rtt", "%v is neither 0 (the window's own throttling only) nor a number of RTT_est > 0", c.UnderUseAfterRTT)
 	}
@@ -524,11 +534,16 @@ func (c Config) ceilingKeys(rule Rule, w Window) string {
 }
 
 // underUseVGrowthCeiling is the highest V_growth (bytes/s) under-use
-// loosens it to on a port of portRateBitsPerSec: the policy's starting
-// point (vGrowthStartBytesPerSec; 0: none).
+// loosens it to on a port of portRateBitsPerSec: under_use_v_growth_share
+// of it, else the policy's starting point (vGrowthStartBytesPerSec; 0:
+// none).
 func (c Config) underUseVGrowthCeiling(portRateBitsPerSec int64) int64 {
 	if c.UnderUseCeilingBDP <= 0 {
 		return 0
+	}
+	if c.UnderUseVGrowthShare > 0 {
+		lo, hi := c.vGrowthBounds(portRateBitsPerSec)
+		return min(hi, max(lo, int64(math.Round(c.UnderUseVGrowthShare*float64(portRateBitsPerSec)/8))))
 	}
 	return c.vGrowthStartBytesPerSec(portRateBitsPerSec)
 }

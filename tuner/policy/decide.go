@@ -338,8 +338,11 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		if l.Alpha > 0 && (acfg.UnderUseCeilingBDP <= 0 || l.Alpha < acfg.UnderUseCeilingBDP) {
 			acfg.UnderUseCeilingBDP = max(l.Alpha, cfg.AlphaMin)
 		}
-		if v := float64(l.VGrowthBytesPerSec) / (float64(w.PortRateBitsPerSec) / 8); l.VGrowthBytesPerSec > 0 && w.PortRateBitsPerSec > 0 && v < acfg.VGrowthStartShare {
-			acfg.VGrowthStartShare = v
+		if v := float64(l.VGrowthBytesPerSec) / (float64(w.PortRateBitsPerSec) / 8); l.VGrowthBytesPerSec > 0 && w.PortRateBitsPerSec > 0 {
+			acfg.VGrowthStartShare = min(acfg.VGrowthStartShare, v)
+			if acfg.UnderUseVGrowthShare > 0 {
+				acfg.UnderUseVGrowthShare = min(acfg.UnderUseVGrowthShare, v)
+			}
 		}
 	}
 	after, notes := apply(acfg, w, dir, rule, step, back, standing)
@@ -864,10 +867,15 @@ func apply(cfg Config, w Window, dir Direction, rule Rule, step float64, back Se
 		next := int64(math.Round(float64(w.Config.VGrowthBytesPerSec) * factor))
 		if g := cfg.underUseVGrowthCeiling(w.PortRateBitsPerSec); rule == RuleUnderUse && dir == Loosen && g > 0 && next > g {
 			// The starting-point guard: under-use loosens V_growth no
-			// further than the policy's starting point.
+			// further than the policy's starting point (or
+			// under_use_v_growth_share's ceiling).
 			if next = max(w.Config.VGrowthBytesPerSec, g); next == w.Config.VGrowthBytesPerSec {
-				notes = append(notes, fmt.Sprintf("v-growth %d B/s is at or above the under-use ceiling of %d B/s (v_growth_start_share %v of R_port): v-growth kept",
-					w.Config.VGrowthBytesPerSec, g, cfg.VGrowthStartShare))
+				key, share := "v_growth_start_share", cfg.VGrowthStartShare
+				if cfg.UnderUseVGrowthShare > 0 {
+					key, share = "under_use_v_growth_share", cfg.UnderUseVGrowthShare
+				}
+				notes = append(notes, fmt.Sprintf("v-growth %d B/s is at or above the under-use ceiling of %d B/s (%s %v of R_port): v-growth kept",
+					w.Config.VGrowthBytesPerSec, g, key, share))
 				after.VGrowthBytesPerSec = next
 				break
 			}

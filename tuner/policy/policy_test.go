@@ -2179,3 +2179,41 @@ func fill(t *testing.T, v reflect.Value, name string) {
 		t.Fatalf("fill: no value for %s (%s)", name, v.Kind())
 	}
 }
+
+// TestUnderUseVGrowthShare: with under_use_v_growth_share above the
+// start's share, a cautious start is opened up by under-use to that
+// ceiling and no further; 0 keeps the start's share as the ceiling; a
+// value outside V_growth's bounds is refused naming the key.
+func TestUnderUseVGrowthShare(t *testing.T) {
+	share := func(s Settings) float64 { return float64(s.VGrowthBytesPerSec) * 8 / rateBitsPerSec }
+	old := Memory{LastChange: t0.Add(-time.Minute), Changes: 1}
+	idle := func(vshare float64) Window {
+		return window(queue{util: 0.2, delayRTT: 0.01, emr: 20}, bdp(0.5, int64(vshare*rateBitsPerSec/8))) // the node throttles
+	}
+	cfg := DefaultConfig()
+	cfg.VGrowthStartShare, cfg.UnderUseVGrowthShare = 0.01, 0.1
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []float64{0.01, 0.08} {
+		d, _ := Decide(cfg, idle(from), old)
+		if got := share(d.After); d.Rule != RuleUnderUse || !d.Change || got <= from || got > 0.1+1e-9 {
+			t.Errorf("from %v × R: %s change %v to %v × R (%s), want under-use above the start and at most 0.1 × R", from, d.Rule, d.Change, got, d.Reason)
+		}
+	}
+	if d, _ := Decide(cfg, idle(0.1), old); share(d.After) != 0.1 || !strings.Contains(d.Reason, "under-use ceiling of 1250000000 B/s (under_use_v_growth_share 0.1 of R_port): v-growth kept") {
+		t.Errorf("at the ceiling: V_growth to %v × R (%s), want kept at 0.1, the key named", share(d.After), d.Reason)
+	}
+	// 0: the start's share is the ceiling (the policy's default).
+	cfg.UnderUseVGrowthShare = 0
+	if d, _ := Decide(cfg, idle(0.01), old); d.Change && share(d.After) > 0.01+1e-9 {
+		t.Errorf("under_use_v_growth_share 0: V_growth to %v × R (%s), want at most the start's 0.01", share(d.After), d.Reason)
+	}
+	for _, v := range []float64{-1, 2, math.NaN(), 0.0001} {
+		c := DefaultConfig()
+		c.UnderUseVGrowthShare = v
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "under_use_v_growth_share") {
+			t.Errorf("under_use_v_growth_share %v: %v, want an error naming the key", v, err)
+		}
+	}
+}
