@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"strings"
 )
 
 // listener is one of a command's own listeners: its address (host:port,
@@ -47,8 +48,9 @@ func clash[T any](xs []T, addr func(T) string) (j, i int, both string, ok bool) 
 
 // sameListenAddr reports whether listeners on a and b (host:port, checked)
 // would take one port: the same port, not 0, on the same host or where
-// either is every interface's. Two names of one host (localhost and
-// 127.0.0.1) are not told apart: the start names such a clash.
+// either is every interface's. localhost is 127.0.0.1, where Go listens
+// for it (the first address /etc/hosts gives); other names of one host
+// are not told apart: the start names such a clash.
 func sameListenAddr(a, b string) bool {
 	ha, pa, errA := net.SplitHostPort(a)
 	hb, pb, errB := net.SplitHostPort(b)
@@ -56,7 +58,13 @@ func sameListenAddr(a, b string) bool {
 		return false
 	}
 	every := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
-	return ha == hb || every(ha) || every(hb)
+	host := func(h string) string {
+		if strings.EqualFold(h, "localhost") {
+			return "127.0.0.1"
+		}
+		return h
+	}
+	return host(ha) == host(hb) || every(ha) || every(hb)
 }
 
 // wireEnd is one end of a wire a process runs: its UDP address (host:port,
