@@ -37,6 +37,7 @@ var keyWords = strings.NewReplacer(
 	"overrun_ceiling_bdp", "the overrun ceiling",
 	"overrun_ceiling_buffer_share", "the overrun's share of the buffer",
 	"under_use_ceiling_bdp", "the under-use ceiling",
+	"under_use_v_growth_share", "the under-use ceiling of V_growth",
 	"pinned_buffer_share", "the pinned share of the buffer",
 	"pinned_off_rtt", "the pinned calm time",
 	"standing_floor_share", "the standing floor share",
