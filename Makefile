@@ -142,9 +142,9 @@ tuner-baselines:
 # `make tuner-dev`"): the tuned runs alone of the development set (train
 # 1-48, the retired held-out set of the baseline test.csv and those kept
 # before it, retired-*.csv, each into its own directory; never the fresh
-# held-out set) at the
-# baselines' three simulation seeds, against their stored static results,
-# and the paired comparison with the baselines' tuner J. 336 tuned runs,
+# held-out set) at the baselines' three simulation seeds, against their
+# stored static results, and the paired comparison with the baselines'
+# tuner J. 336 tuned runs,
 # about 4 CPU-minutes (2-3 minutes of wall time on an idle two-core
 # machine); not part of make test.
 # TUNER_DEV_OUT names the output directory; TUNER_DEV_REF=DIR compares with

@@ -38,6 +38,7 @@ var keyWords = strings.NewReplacer(
 	"overrun_ceiling_buffer_share", "the overrun's share of the buffer",
 	"under_use_ceiling_bdp", "the under-use ceiling",
 	"under_use_v_growth_share", "the under-use ceiling of V_growth",
+	"loss_caps_under_use", "the loss cap",
 	"pinned_buffer_share", "the pinned share of the buffer",
 	"pinned_off_rtt", "the pinned calm time",
 	"standing_floor_share", "the standing floor share",

@@ -465,8 +465,14 @@ func (c Config) vGrowthStartBytesPerSec(portRateBitsPerSec int64) int64 {
 	if c.VGrowthStartShare <= 0 {
 		return 0
 	}
+	return c.vGrowthShareBytesPerSec(c.VGrowthStartShare, portRateBitsPerSec)
+}
+
+// vGrowthShareBytesPerSec is share × R_port in bytes/s, inside V_growth's
+// bounds.
+func (c Config) vGrowthShareBytesPerSec(share float64, portRateBitsPerSec int64) int64 {
 	lo, hi := c.vGrowthBounds(portRateBitsPerSec)
-	return min(hi, max(lo, int64(math.Round(c.VGrowthStartShare*float64(portRateBitsPerSec)/8))))
+	return min(hi, max(lo, int64(math.Round(share*float64(portRateBitsPerSec)/8))))
 }
 
 // overrunCeilingBytes is the highest K_max an overrun lifts to on the
@@ -542,8 +548,7 @@ func (c Config) underUseVGrowthCeiling(portRateBitsPerSec int64) int64 {
 		return 0
 	}
 	if c.UnderUseVGrowthShare > 0 {
-		lo, hi := c.vGrowthBounds(portRateBitsPerSec)
-		return min(hi, max(lo, int64(math.Round(c.UnderUseVGrowthShare*float64(portRateBitsPerSec)/8))))
+		return c.vGrowthShareBytesPerSec(c.UnderUseVGrowthShare, portRateBitsPerSec)
 	}
 	return c.vGrowthStartBytesPerSec(portRateBitsPerSec)
 }

@@ -346,6 +346,13 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		}
 	}
 	after, notes := apply(acfg, w, dir, rule, step, back, standing)
+	if acfg.UnderUseCeilingBDP != cfg.UnderUseCeilingBDP || acfg.VGrowthStartShare != cfg.VGrowthStartShare || acfg.UnderUseVGrowthShare != cfg.UnderUseVGrowthShare {
+		// The ceilings the notes name are the loss cap's, not the keys'.
+		if notes != "" {
+			notes += "; "
+		}
+		notes += fmt.Sprintf("loss_caps_under_use: the ceilings are the last loss change's setting (alpha %v, v-growth %d B/s)", mem.LossAfter.Alpha, mem.LossAfter.VGrowthBytesPerSec)
+	}
 	if overfill {
 		reason += fmt.Sprintf("; the queue overfills the buffer one RTT_est ahead (overrun_headroom_share %v): not held while the node cuts", cfg.OverrunHeadroomShare)
 		d.Reason = reason

@@ -2106,8 +2106,8 @@ func TestLossCapsUnderUse(t *testing.T) {
 		t.Errorf("under-use after a loss, loss_caps_under_use: %s change %v %+v (%s), want at most the loss's %+v", u.Rule, u.Change, u.After, u.Reason, d.After)
 	}
 	// At the loss's setting: nothing above it.
-	if u, _ := Decide(on, idle(d.After), mem); u.Change {
-		t.Errorf("under-use at the loss's setting, loss_caps_under_use: %s %+v (%s), want no change", u.Rule, u.After, u.Reason)
+	if u, _ := Decide(on, idle(d.After), mem); u.Change || !strings.Contains(u.Reason, "loss_caps_under_use: the ceilings are the last loss change's setting") {
+		t.Errorf("under-use at the loss's setting, loss_caps_under_use: %s %+v (%s), want no change, the cap named", u.Rule, u.After, u.Reason)
 	}
 	d, mem = Decide(DefaultConfig(), lossy, old)
 	if (mem.LossAfter != Settings{}) {
