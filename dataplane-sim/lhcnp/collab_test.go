@@ -173,118 +173,205 @@ func TestCollaborativeSuppression(t *testing.T) {
 // from src and x1 and waits for n1's response, notifying only x2, whose
 // route crosses no other node. Without UpstreamFirst both nodes notify
 // src and x1.
-func TestUpstreamPriority(t *testing.T) {
-	const k1, k2 = 200_000, 75_000 // n2's queue starts 100 µs later
-	type result struct {
-		sent1, sent2 []Event
-		defs2        []Event
-		cross1       engine.Time
-		cross2       engine.Time
-	}
-	run := func(upstreamFirst bool) result {
-		sim := engine.New(engine.WithSeed(1))
-		net := netsim.New(sim)
-		hc := netsim.DefaultHostConfig()
-		hc.DCQCN.Enabled, hc.NP.Disabled = false, true
-		must := func(err error) {
-			t.Helper()
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		host := func(name, ip string) *netsim.Host {
-			h, err := net.AddHost(name, netip.MustParseAddr(ip), hc)
-			must(err)
-			return h
-		}
-		src, x1, x2, dst := host("src", "10.0.0.1"), host("x1", "10.0.0.2"), host("x2", "10.0.0.3"), host("dst", "10.0.0.4")
-		n1, err := net.AddSwitch("n1", addrN14, netsim.SwitchConfig{})
-		must(err)
-		n2, err := net.AddSwitch("n2", addrN24, netsim.SwitchConfig{})
-		must(err)
-		lc := netsim.LinkConfig{RateBitsPerSec: 10e9, Delay: engine.Microsecond}
-		for _, c := range [][2]netsim.Node{{src, n1}, {x1, n1}, {x2, n2}, {n2, dst}} {
-			_, _, err := net.Connect(c[0], c[1], lc)
-			must(err)
-		}
-		out1, _, err := net.Connect(n1, n2, netsim.LinkConfig{RateBitsPerSec: 10e9, Delay: 100 * engine.Microsecond})
-		must(err)
-		net.ComputeRoutes()
-		out2 := n2.Route(dst.ID())
-		for _, f := range []netsim.FlowConfig{
-			{Name: "main", Src: src, Dst: dst, SrcQPN: 100, DstQPN: 200},
-			{Name: "x1", Src: x1, Dst: dst, SrcQPN: 300, DstQPN: 301},
-			{Name: "x2", Src: x2, Dst: dst, SrcQPN: 400, DstQPN: 401, Start: 300 * engine.Microsecond},
-		} {
-			_, err := net.AddFlow(f)
-			must(err)
-		}
-		var r result
-		cfg := func(kmax int64) Config {
-			c := testConfig(kmax, engine.Millisecond)
-			c.Interface.Queue.Action.ResumeEnabled = false
-			c.Collaborative.UpstreamFirst = upstreamFirst
-			c.Collaborative.Peers = trusted(false)
-			return c
-		}
-		var ev1, ev2 []Event
-		_, err = Attach(net, n1, cfg(k1), WithEvents(func(e Event) { ev1 = append(ev1, e) }))
-		must(err)
-		_, err = Attach(net, n2, cfg(k2), WithEvents(func(e Event) { ev2 = append(ev2, e) }))
-		must(err)
-		rc := DefaultReactionConfig()
-		rc.RTTEst = 10 * engine.Millisecond
-		rc.TrustedSources = trusted(false)
-		rp, err := NewReactionPoint(net, rc)
-		must(err)
-		for _, h := range []*netsim.Host{src, x1, x2} {
-			rp.Attach(h)
-		}
-		r.cross1, r.cross2 = -1, -1
-		sim.Every(0, engine.Microsecond, func(now engine.Time) {
-			if r.cross1 < 0 && out1.QueueBytes(0) > k1 {
-				r.cross1 = now
-			}
-			if r.cross2 < 0 && out2.QueueBytes(0) > k2 {
-				r.cross2 = now
-			}
-		})
-		sim.Run(engine.Millisecond)
-		r.sent1, r.sent2, r.defs2 = eventsOf(ev1, EventCNPSent), eventsOf(ev2, EventCNPSent), eventsOf(ev2, EventDeferral)
-		return r
-	}
-	to := func(evs []Event, qp uint32) []Event {
-		var out []Event
-		for _, e := range evs {
-			if e.Flow.SrcQP == qp {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
+// upstreamResult is what upstreamRun saw: each node's notifications, n2's
+// deferrals, and when each node's queue crossed its K_max (-1: never).
+type upstreamResult struct {
+	sent1, sent2 []Event
+	defs2        []Event
+	cross1       engine.Time
+	cross2       engine.Time
+}
 
-	r := run(true)
+// upstreamK1 and upstreamK2 are upstreamRun's K_max at n1 and n2: n2's
+// queue starts 100 µs later.
+const upstreamK1, upstreamK2 = 200_000, 75_000
+
+// upstreamOpts are upstreamRun's choices: upstream priority
+// (CollaborativeConfig.UpstreamFirst and UpstreamFirstMarked), whether x1
+// joins at n1, n1's explicit K_min and K_max with P_max 1 (0: K_max
+// upstreamK1, K_min half of it, the default P_max), and x2's start.
+type upstreamOpts struct {
+	upstreamFirst, marked, withX1 bool
+	n1KMin, n1KMax                int64
+	// x2Start is when x2 starts (0: 300 µs).
+	x2Start engine.Time
+}
+
+// upstreamRun runs src → n1 → n2 → dst (QP 100) for a millisecond with x1
+// joining at n1 (QP 300; with withX1, which congests n1's port to n2) and
+// x2 at n2 from 300 µs or x2Start (QP 400, which congests n2's port to dst), both
+// nodes congestion-aware peers.
+func upstreamRun(t *testing.T, o upstreamOpts) upstreamResult {
+	t.Helper()
+	const k1, k2 = upstreamK1, upstreamK2
+	sim := engine.New(engine.WithSeed(1))
+	net := netsim.New(sim)
+	hc := netsim.DefaultHostConfig()
+	hc.DCQCN.Enabled, hc.NP.Disabled = false, true
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := func(name, ip string) *netsim.Host {
+		h, err := net.AddHost(name, netip.MustParseAddr(ip), hc)
+		must(err)
+		return h
+	}
+	src, x1, x2, dst := host("src", "10.0.0.1"), host("x1", "10.0.0.2"), host("x2", "10.0.0.3"), host("dst", "10.0.0.4")
+	n1, err := net.AddSwitch("n1", addrN14, netsim.SwitchConfig{})
+	must(err)
+	n2, err := net.AddSwitch("n2", addrN24, netsim.SwitchConfig{})
+	must(err)
+	lc := netsim.LinkConfig{RateBitsPerSec: 10e9, Delay: engine.Microsecond}
+	for _, c := range [][2]netsim.Node{{src, n1}, {x1, n1}, {x2, n2}, {n2, dst}} {
+		_, _, err := net.Connect(c[0], c[1], lc)
+		must(err)
+	}
+	out1, _, err := net.Connect(n1, n2, netsim.LinkConfig{RateBitsPerSec: 10e9, Delay: 100 * engine.Microsecond})
+	must(err)
+	net.ComputeRoutes()
+	out2 := n2.Route(dst.ID())
+	for _, f := range []netsim.FlowConfig{
+		{Name: "main", Src: src, Dst: dst, SrcQPN: 100, DstQPN: 200},
+		{Name: "x1", Src: x1, Dst: dst, SrcQPN: 300, DstQPN: 301},
+		{Name: "x2", Src: x2, Dst: dst, SrcQPN: 400, DstQPN: 401, Start: 300 * engine.Microsecond},
+	} {
+		if f.Name == "x1" && !o.withX1 {
+			continue
+		}
+		if f.Name == "x2" && o.x2Start > 0 {
+			f.Start = o.x2Start
+		}
+		_, err := net.AddFlow(f)
+		must(err)
+	}
+	var r upstreamResult
+	cfg := func(kmax int64) Config {
+		c := testConfig(kmax, engine.Millisecond)
+		c.Interface.Queue.Action.ResumeEnabled = false
+		c.Collaborative.UpstreamFirst = o.upstreamFirst
+		c.Collaborative.UpstreamFirstMarked = o.marked
+		c.Collaborative.Peers = trusted(false)
+		return c
+	}
+	c1 := cfg(k1)
+	if o.n1KMin > 0 {
+		q := &c1.Interface.Queue
+		q.KMaxBytes, q.KMinMode, q.KMinBytes, q.PMax = o.n1KMax, KMinExplicit, o.n1KMin, 1
+	}
+	var ev1, ev2 []Event
+	_, err = Attach(net, n1, c1, WithEvents(func(e Event) { ev1 = append(ev1, e) }))
+	must(err)
+	_, err = Attach(net, n2, cfg(k2), WithEvents(func(e Event) { ev2 = append(ev2, e) }))
+	must(err)
+	rc := DefaultReactionConfig()
+	rc.RTTEst = 10 * engine.Millisecond
+	rc.TrustedSources = trusted(false)
+	rp, err := NewReactionPoint(net, rc)
+	must(err)
+	for _, h := range []*netsim.Host{src, x1, x2} {
+		rp.Attach(h)
+	}
+	r.cross1, r.cross2 = -1, -1
+	sim.Every(0, engine.Microsecond, func(now engine.Time) {
+		if r.cross1 < 0 && out1.QueueBytes(0) > k1 {
+			r.cross1 = now
+		}
+		if r.cross2 < 0 && out2.QueueBytes(0) > k2 {
+			r.cross2 = now
+		}
+	})
+	sim.Run(engine.Millisecond)
+	r.sent1, r.sent2, r.defs2 = eventsOf(ev1, EventCNPSent), eventsOf(ev2, EventCNPSent), eventsOf(ev2, EventDeferral)
+	return r
+}
+
+// eventsTo are the events of evs about the flow from source QP qp.
+func eventsTo(evs []Event, qp uint32) []Event {
+	var out []Event
+	for _, e := range evs {
+		if e.Flow.SrcQP == qp {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestUpstreamPriority(t *testing.T) {
+	r := upstreamRun(t, upstreamOpts{upstreamFirst: true, withX1: true})
 	if r.cross1 < 0 || r.cross2 < 0 || r.cross2-r.cross1 > 20*engine.Microsecond || r.cross1-r.cross2 > 20*engine.Microsecond {
 		t.Fatalf("queues crossed K_max at %v (n1) and %v (n2): want at once", r.cross1, r.cross2)
 	}
 	for _, qp := range []uint32{100, 300} {
-		if s := to(r.sent1, qp); len(s) == 0 || s[0].Time > r.cross1+5*engine.Microsecond {
+		if s := eventsTo(r.sent1, qp); len(s) == 0 || s[0].Time > r.cross1+5*engine.Microsecond {
 			t.Errorf("n1 to QP %d: %+v, want a notification at its crossing (%v)", qp, s, r.cross1)
 		}
-		if s := to(r.sent2, qp); len(s) != 0 {
+		if s := eventsTo(r.sent2, qp); len(s) != 0 {
 			t.Errorf("n2 notified QP %d (%+v): n1 is upstream and responds first", qp, s[0])
 		}
-		if d := to(r.defs2, qp); len(d) == 0 || !d[0].Upstream {
+		if d := eventsTo(r.defs2, qp); len(d) == 0 || !d[0].Upstream {
 			t.Errorf("n2 deferrals for QP %d: %+v, want an upstream-priority deferral", qp, d)
 		}
 	}
-	if s := to(r.sent2, 400); len(s) == 0 || s[0].Time > r.cross2+5*engine.Microsecond {
+	if s := eventsTo(r.sent2, 400); len(s) == 0 || s[0].Time > r.cross2+5*engine.Microsecond {
 		t.Errorf("n2 to x2 (QP 400): %+v, want a notification at its crossing (%v): no node upstream of x2", s, r.cross2)
 	}
 
 	// Without the priority both nodes respond to src at once.
-	r = run(false)
-	if s := to(r.sent2, 100); len(s) == 0 || s[0].Time > r.cross2+5*engine.Microsecond {
+	r = upstreamRun(t, upstreamOpts{withX1: true})
+	if s := eventsTo(r.sent2, 100); len(s) == 0 || s[0].Time > r.cross2+5*engine.Microsecond {
 		t.Errorf("without upstream priority n2 to QP 100: %+v, want a notification at its crossing (%v)", s, r.cross2)
+	}
+}
+
+// TestUpstreamFirstMarked: with UpstreamFirstMarked a node waits for its
+// upstream peer only for a flow that arrives CE-marked. With n1 idle (no
+// x1), src's packets reach n2 unmarked: n2 is the node closest to the
+// congestion point and notifies src at its crossing, where upstream
+// priority alone defers src to n1 for a whole window. With n1 marking, its
+// marks reach n2 before n2's queue crosses K_max, and n2 waits for n1 as
+// upstream priority alone does.
+func TestUpstreamFirstMarked(t *testing.T) {
+	// n1 idle, upstream priority alone: src waits for n1 the whole run
+	// (the window is RTT_est, 1 ms).
+	r := upstreamRun(t, upstreamOpts{upstreamFirst: true})
+	if r.cross1 >= 0 || r.cross2 < 0 {
+		t.Fatalf("queues crossed K_max at %v (n1) and %v (n2): want n2 alone", r.cross1, r.cross2)
+	}
+	if s := eventsTo(r.sent2, 100); len(s) != 0 {
+		t.Errorf("upstream priority alone: n2 notified src (%+v) within the wait for n1", s[0])
+	}
+	if d := eventsTo(r.defs2, 100); len(d) == 0 || !d[0].Upstream {
+		t.Errorf("upstream priority alone: n2's deferrals of src %+v, want the upstream-priority wait", d)
+	}
+	// n1 idle, the wait only for marked flows: n2 notifies src at once.
+	r = upstreamRun(t, upstreamOpts{upstreamFirst: true, marked: true})
+	if s := eventsTo(r.sent2, 100); len(s) == 0 || s[0].Time > r.cross2+5*engine.Microsecond {
+		t.Errorf("n1 idle, UpstreamFirstMarked: n2 to src %+v, want a notification at its crossing (%v)", s, r.cross2)
+	}
+	if d := eventsTo(r.defs2, 100); len(d) != 0 {
+		t.Errorf("n1 idle, UpstreamFirstMarked: n2 deferred src %+v: nothing upstream marks it", d)
+	}
+	// n1 congested by x1 and marking (K_min 10 KB) long before it would
+	// notify (K_max 2 MB, which its queue does not reach within the run):
+	// src's packets reach n2 CE-marked (from about 400 µs: n1's queue and
+	// the 100 µs link), x2 congests n2 from 600 µs, and n2 waits for n1 as
+	// upstream priority alone does.
+	for _, marked := range []bool{false, true} {
+		r = upstreamRun(t, upstreamOpts{upstreamFirst: true, marked: marked, withX1: true, n1KMin: 10_000, n1KMax: 2_000_000, x2Start: 600 * engine.Microsecond})
+		if r.cross2 < 0 {
+			t.Fatalf("n1 marking, UpstreamFirstMarked %v: n2's queue never crossed K_max", marked)
+		}
+		if len(r.sent1) != 0 {
+			t.Fatalf("n1 notified (%+v): the case wants it marking only", r.sent1[0])
+		}
+		if s := eventsTo(r.sent2, 100); len(s) != 0 {
+			t.Errorf("n1 marking, UpstreamFirstMarked %v: n2 notified src (%+v) within the wait for n1", marked, s[0])
+		}
+		if d := eventsTo(r.defs2, 100); len(d) == 0 || !d[0].Upstream {
+			t.Errorf("n1 marking, UpstreamFirstMarked %v: n2's deferrals of src %+v, want the upstream-priority wait", marked, d)
+		}
 	}
 }

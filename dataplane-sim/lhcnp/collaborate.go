@@ -6,8 +6,9 @@ package lhcnp
 // flow's rate fell by ArrivalRateDropPercent within the window (an upstream
 // node acted; a fall this node caused itself does not count), lets an
 // upstream peer on the flow's route respond first once per episode
-// (UpstreamFirst, Peers), and escalates when the queue kept growing for a
-// whole window while the node deferred.
+// (UpstreamFirst, Peers; with UpstreamFirstMarked only for a flow that
+// arrives CE-marked, a peer's sign of congestion), and escalates when the
+// queue kept growing for a whole window while the node deferred.
 
 import (
 	"github.com/lhcnp/lhcnp/dataplane-sim/engine"
@@ -186,7 +187,7 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 	// from this node and no wait within a window and an RTT_est) waits
 	// for a congestion-aware node between the source and this one.
 	wait := cs.UpstreamFirst && !own && !dropped && (e.waitEnd == 0 || now-e.waitEnd >= win+loop) &&
-		n.upstreamPeer(e)
+		(!cs.UpstreamFirstMarked || e.marked && now-e.markedAt < win) && n.upstreamPeer(e)
 	if (dropped && !own) || wait {
 		e.deferring, e.waiting = true, wait
 		e.deferStart, e.deferQD = now, q.qd

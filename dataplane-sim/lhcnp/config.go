@@ -343,6 +343,18 @@ type CollaborativeConfig struct {
 	// at once, so when two nodes congest at once the one nearest the
 	// source sends and the other defers.
 	UpstreamFirst bool
+	// UpstreamFirstMarked (with UpstreamFirst) waits for an upstream peer
+	// only for a flow whose data packets arrived CE-marked within the
+	// observation window: a congestion-aware node whose queue is above
+	// K_min marks them (§5.4's first level), so a flow that arrives
+	// unmarked has no congested node upstream, and this node is "the node
+	// closest to the congestion point" that §5.7 lets respond first: it
+	// responds at once. Off: the wait for any peer on the flow's route,
+	// congested or not (a node next to a receiver waited a whole window
+	// for an idle node at the senders' side before each flow's first
+	// response of an episode, while the queue grew at the flow's rate).
+	// A deviation (docs/conformance.md); off by default.
+	UpstreamFirstMarked bool
 	// Peers are the congestion-aware nodes of the domain (the addresses
 	// the sources trust, §9). The node finds the route from a flow's
 	// source to itself in its routing view (netsim's routes, the

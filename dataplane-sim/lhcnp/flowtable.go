@@ -133,6 +133,11 @@ type flowEntry struct {
 	upstream uint8
 	waiting  bool
 	waitEnd  engine.Time
+	// markedAt is when a data packet of the flow last arrived CE-marked
+	// (marked says one has): marked by a node before this one, whose
+	// queue is above its K_min (UpstreamFirstMarked).
+	markedAt engine.Time
+	marked   bool
 
 	// link holds the entry's places on the two lists it is on at once:
 	// link[byActivity] (most recently active first) and link[byLearning]

@@ -60,6 +60,13 @@ func (n *Node) learnData(ps *portState, prio int, p *netsim.Packet, now engine.T
 	}
 	e.rollRate(now, ps.queues[prio].cfg.MeasurementInterval, n.obsWindow(ps))
 	e.winBytes += size
+	if p.ECN == netsim.ECNCE {
+		// This port marks at dequeue (netsim's default), after this
+		// call: the mark is a node's before this one. A port that marks
+		// at enqueue has marked already, and its own mark counts too
+		// (UpstreamFirstMarked then waits as without it).
+		e.markedAt, e.marked = now, true
+	}
 	return e
 }
 

@@ -50,6 +50,7 @@ func TestParamDefaultsAreTheNodes(t *testing.T) {
 		Collaborative       bool
 		ObservationWindow   time.Duration
 		UpstreamFirst       bool
+		UpstreamFirstMarked bool
 	}
 	lc := lhcnp.DefaultConfig()
 	q := lc.Interface.Queue
@@ -111,7 +112,7 @@ func TestParamDefaultsAreTheNodes(t *testing.T) {
 				MinCNPInterval: q.MinCNPInterval.Duration(), RateReducePercent: int(q.Action.RateReducePercent),
 				ResumePercent: int(q.Action.ResumePercent), ResumeHold: q.Action.ResumeHold.Duration(),
 				Collaborative: lc.Collaborative.Enabled, ObservationWindow: lc.Collaborative.ObservationWindow.Duration(),
-				UpstreamFirst: lc.Collaborative.UpstreamFirst,
+				UpstreamFirst: lc.Collaborative.UpstreamFirst, UpstreamFirstMarked: lc.Collaborative.UpstreamFirstMarked,
 			},
 			got: longHaul{
 				KBaseBytes: int64(lp.KBase), Alpha: lp.Alpha, KMinIsHalfKMax: lp.KMinFraction == 0.5,
@@ -120,7 +121,7 @@ func TestParamDefaultsAreTheNodes(t *testing.T) {
 				MinCNPInterval: lp.CNPInterval, RateReducePercent: lp.ReducePercent,
 				ResumePercent: lp.ResumePercent, ResumeHold: lp.ResumeAfter,
 				Collaborative: lp.Collaborative, ObservationWindow: lp.ObservationWindow,
-				UpstreamFirst: lp.UpstreamFirst,
+				UpstreamFirst: lp.UpstreamFirst, UpstreamFirstMarked: lp.UpstreamFirstMarked,
 			},
 		},
 		{

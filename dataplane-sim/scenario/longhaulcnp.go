@@ -52,7 +52,7 @@ func longHaulParams(b ParamsBlock) any {
 		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "recovery_step_percent", "flow_aging",
 		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first",
 		"one_cut_per_episode", "per_flow_rtt", "repeat_resume", "resume_on_drain",
-		"overload_cut", "equal_cut", "one_cut_in_flight") {
+		"overload_cut", "equal_cut", "one_cut_in_flight", "upstream_first_marked") {
 		return p
 	}
 	b.Size("k_base", &p.KBase, true)
@@ -83,6 +83,7 @@ func longHaulParams(b ParamsBlock) any {
 	b.Duration("flow_aging", &p.FlowAging, true)
 	b.Bool("collaborative", &p.Collaborative)
 	b.Bool("upstream_first", &p.UpstreamFirst)
+	b.Bool("upstream_first_marked", &p.UpstreamFirstMarked)
 	b.Bool("one_cut_per_episode", &p.OneCutPerEpisode)
 	b.Bool("per_flow_rtt", &p.PerFlowRTT)
 	b.Bool("repeat_resume", &p.RepeatResume)
@@ -94,6 +95,9 @@ func longHaulParams(b ParamsBlock) any {
 	b.OneOf("format", &p.Format, "format", "rocev2", "icmpv6")
 	if p.ResumeOnDrain && (!p.PerFlowRTT || !p.RepeatResume) {
 		b.Errorf("resume_on_drain", "needs per_flow_rtt and repeat_resume (its Resumes are sized to the port's spare rate by them)")
+	}
+	if p.UpstreamFirstMarked && !p.UpstreamFirst {
+		b.Errorf("upstream_first_marked", "needs upstream_first (it narrows that wait to the flows that arrive CE-marked)")
 	}
 	if p.OneCutInFlight && !p.OneCutPerEpisode {
 		b.Errorf("one_cut_in_flight", "needs one_cut_per_episode (it narrows that option's sparing of a flow's marks to its cut on its way)")

@@ -340,6 +340,10 @@ type LongHaulCNP struct {
 	// congestion-aware node between a flow's source and itself before
 	// its first response (default true).
 	UpstreamFirst bool
+	// UpstreamFirstMarked: with UpstreamFirst, the wait only for a flow
+	// whose packets arrive CE-marked, a congested node's sign upstream
+	// (lhcnp.CollaborativeConfig.UpstreamFirstMarked; default false).
+	UpstreamFirstMarked bool
 	// OneCutPerEpisode: a node does not mark the packets of a flow it
 	// cut in the current congestion episode (lhcnp.QueueConfig
 	// .OneCutPerEpisode; default false, the draft's marking).

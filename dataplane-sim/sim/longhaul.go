@@ -348,6 +348,7 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	// §5.7 upstream priority: the peers are the scenario's
 	// congestion-aware nodes (the addresses the sources trust).
 	c.Collaborative.UpstreamFirst = p.UpstreamFirst
+	c.Collaborative.UpstreamFirstMarked = p.UpstreamFirstMarked
 	for _, n := range env.Nodes {
 		if a := n.Addr(); a.IsValid() {
 			c.Collaborative.Peers = append(c.Collaborative.Peers, netip.PrefixFrom(a, a.BitLen()))
