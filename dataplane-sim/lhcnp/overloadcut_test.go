@@ -109,18 +109,21 @@ func TestOverloadCutSevere(t *testing.T) {
 // Off (the draft's default), every Rate Reduce is the configured 30 %;
 // on, the first at the severe queue takes at least the overload's 75 %.
 // On, a queue that is not severe (the growth trigger fires far below a
-// 4 MB K_max, no drop) gets the configured percentage all the same.
+// 4 MB K_max, no drop) gets the configured percentage all the same,
+// unless OverloadCutGrowth sizes the growth trigger's cut too.
 func TestOverloadCutOnLine(t *testing.T) {
 	for _, tt := range []struct {
-		desc   string
-		on     bool
-		minPct uint16
-		maxPct uint16
-		growth bool
+		desc       string
+		on         bool
+		minPct     uint16
+		maxPct     uint16
+		growth     bool
+		growthSize bool
 	}{
-		{"draft: the configured percentage", false, 30, 30, false},
-		{"overload cut", true, 75, 99, false},
-		{"overload cut, queue not severe", true, 30, 30, true},
+		{"draft: the configured percentage", false, 30, 30, false, false},
+		{"overload cut", true, 75, 99, false, false},
+		{"overload cut, queue not severe", true, 30, 30, true, false},
+		{"overload cut growth, queue not severe", true, 75, 99, true, true},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			cfg := testConfig(100_000, engine.Millisecond)
@@ -130,6 +133,7 @@ func TestOverloadCutOnLine(t *testing.T) {
 			}
 			cfg.Interface.Queue.Action.ResumeEnabled = false
 			cfg.Interface.Queue.OverloadCut = tt.on
+			cfg.Interface.Queue.OverloadCutGrowth = tt.growthSize
 			l := newLine(t, lineOpts{srcRate: 10e9, midRate: 2500e6, cfg1: &cfg})
 			l.sim.Run(3 * engine.Millisecond)
 			sent := eventsOf(l.events1, EventCNPSent)

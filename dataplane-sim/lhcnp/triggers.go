@@ -132,7 +132,7 @@ func (n *Node) evaluate(ps *portState, q *queueState, now engine.Time) {
 func (n *Node) fire(ps *portState, q *queueState, t Trigger, now engine.Time) {
 	level, mt, mv := n.severity(ps, q, t)
 	var over uint16
-	if q.cfg.OverloadCut && q.severe(now) {
+	if q.cfg.OverloadCut && (q.severe(now) || q.cfg.OverloadCutGrowth && t == TriggerQGR) {
 		over = n.selectByRate(ps, q, now)
 	} else {
 		n.selectFlows(q)

@@ -52,7 +52,7 @@ func longHaulParams(b ParamsBlock) any {
 		"resume_percent", "resume_after", "recovery_interval", "recovery_step", "recovery_step_percent", "flow_aging",
 		"collaborative", "observation_window", "format", "trigger_persistence", "upstream_first",
 		"one_cut_per_episode", "per_flow_rtt", "repeat_resume", "resume_on_drain",
-		"overload_cut", "equal_cut", "one_cut_in_flight", "upstream_first_marked") {
+		"overload_cut", "equal_cut", "one_cut_in_flight", "upstream_first_marked", "overload_cut_growth") {
 		return p
 	}
 	b.Size("k_base", &p.KBase, true)
@@ -89,12 +89,16 @@ func longHaulParams(b ParamsBlock) any {
 	b.Bool("repeat_resume", &p.RepeatResume)
 	b.Bool("resume_on_drain", &p.ResumeOnDrain)
 	b.Bool("overload_cut", &p.OverloadCut)
+	b.Bool("overload_cut_growth", &p.OverloadCutGrowth)
 	b.Bool("equal_cut", &p.EqualCut)
 	b.Bool("one_cut_in_flight", &p.OneCutInFlight)
 	b.Duration("observation_window", &p.ObservationWindow, false)
 	b.OneOf("format", &p.Format, "format", "rocev2", "icmpv6")
 	if p.ResumeOnDrain && (!p.PerFlowRTT || !p.RepeatResume) {
 		b.Errorf("resume_on_drain", "needs per_flow_rtt and repeat_resume (its Resumes are sized to the port's spare rate by them)")
+	}
+	if p.OverloadCutGrowth && !p.OverloadCut {
+		b.Errorf("overload_cut_growth", "needs overload_cut (it sizes the growth trigger's cut as that option sizes a severe queue's)")
 	}
 	if p.UpstreamFirstMarked && !p.UpstreamFirst {
 		b.Errorf("upstream_first_marked", "needs upstream_first (it narrows that wait to the flows that arrive CE-marked)")

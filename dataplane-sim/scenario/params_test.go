@@ -46,6 +46,8 @@ func TestParamsErrors(t *testing.T) {
 		{"long-haul-cnp equal_cut not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {per_flow_rtt: true, equal_cut: 2}\n", 2, "mechanism.params.equal_cut", `want true or false, got "2"`},
 		{"long-haul-cnp equal_cut alone", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    one_cut_per_episode: true\n    equal_cut: true\n", 4, "mechanism.params.equal_cut", "needs per_flow_rtt"},
 		{"long-haul-cnp one_cut_in_flight not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {one_cut_per_episode: true, one_cut_in_flight: yes please}\n", 2, "mechanism.params.one_cut_in_flight", `want true or false`},
+		{"long-haul-cnp overload_cut_growth not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {overload_cut: true, overload_cut_growth: 1}\n", 2, "mechanism.params.overload_cut_growth", `want true or false`},
+		{"long-haul-cnp overload_cut_growth alone", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    per_flow_rtt: true\n    overload_cut_growth: true\n", 4, "mechanism.params.overload_cut_growth", "needs overload_cut"},
 		{"long-haul-cnp upstream_first_marked not a bool", "  kind: long-haul-cnp\n  nodes: [s1]\n  params: {upstream_first_marked: maybe}\n", 2, "mechanism.params.upstream_first_marked", `want true or false`},
 		{"long-haul-cnp upstream_first_marked without upstream_first", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    upstream_first: false\n    upstream_first_marked: true\n", 4, "mechanism.params.upstream_first_marked", "needs upstream_first"},
 		{"long-haul-cnp one_cut_in_flight alone", "  kind: long-haul-cnp\n  nodes: [s1]\n  params:\n    per_flow_rtt: true\n    one_cut_in_flight: true\n", 4, "mechanism.params.one_cut_in_flight", "needs one_cut_per_episode"},

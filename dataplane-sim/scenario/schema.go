@@ -368,6 +368,10 @@ type LongHaulCNP struct {
 	// overload's share (lhcnp.QueueConfig.OverloadCut; default false, the
 	// draft's selection by queue occupancy and the fixed reduce_percent).
 	OverloadCut bool
+	// OverloadCutGrowth: with OverloadCut, a growth trigger's notification
+	// is sized to the overload too, at any depth
+	// (lhcnp.QueueConfig.OverloadCutGrowth; default false).
+	OverloadCutGrowth bool
 	// EqualCut: with PerFlowRTT, a loop-sized cut is shared with the
 	// flows the node cut in the same episode whose cut has not landed,
 	// at one level (lhcnp.QueueConfig.EqualCut; default false).

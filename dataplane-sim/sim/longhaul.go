@@ -378,6 +378,7 @@ func nodeConfig(env *Env, p scenario.LongHaulCNP, sw *netsim.Switch) (lhcnp.Conf
 	q.OneCutPerEpisode = p.OneCutPerEpisode
 	q.PerFlowRTT = p.PerFlowRTT
 	q.OverloadCut = p.OverloadCut
+	q.OverloadCutGrowth = p.OverloadCutGrowth
 	q.EqualCut = p.EqualCut
 	q.OneCutInFlight = p.OneCutInFlight
 	a := &q.Action
