@@ -26,8 +26,8 @@ func TestInteropGnmic(t *testing.T) {
 
 	t.Run("capabilities", func(t *testing.T) {
 		out := gnmicOK(t, g("capabilities")...)
-		wantIn(t, "capabilities", out, "gNMI version: 0.10.0", "lhcnp, The lhcnp project, 2026-12-06",
-			"lhcnp-types, The lhcnp project, 2026-12-06", "- JSON_IETF", "- JSON", "- PROTO")
+		wantIn(t, "capabilities", out, "gNMI version: 0.10.0", "lhcnp, The lhcnp project, 2026-12-07",
+			"lhcnp-types, The lhcnp project, 2026-12-07", "- JSON_IETF", "- JSON", "- PROTO")
 	})
 
 	t.Run("get", func(t *testing.T) {

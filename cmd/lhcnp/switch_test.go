@@ -401,7 +401,7 @@ func TestInteropGNMICLI(t *testing.T) {
 
 	t.Run("capabilities", func(t *testing.T) {
 		out := cli(t, r.addr, "-capabilities")
-		wantAll(t, "capabilities", out, `name: "lhcnp"`, `organization: "The lhcnp project"`, `version: "2026-12-06"`,
+		wantAll(t, "capabilities", out, `name: "lhcnp"`, `organization: "The lhcnp project"`, `version: "2026-12-07"`,
 			"JSON_IETF", "PROTO", `gNMI_version: "0.10.0"`)
 	})
 	t.Run("get", func(t *testing.T) {

@@ -447,6 +447,7 @@ type Lhcnp_Lhcnp_CollaborativeSuppression_Config struct {
 	ObservationWindow        *uint32                `path:"observation-window" module:"lhcnp"`
 	Peers                    []string               `path:"peers" module:"lhcnp"`
 	UpstreamFirst            *bool                  `path:"upstream-first" module:"lhcnp"`
+	UpstreamFirstMarked      *bool                  `path:"upstream-first-marked" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_CollaborativeSuppression_Config implements the yang.GoStruct
@@ -550,6 +551,22 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) GetUpstreamFirst() bool {
 	return *t.UpstreamFirst
 }
 
+// GetUpstreamFirstMarked retrieves the value of the leaf UpstreamFirstMarked from the Lhcnp_Lhcnp_CollaborativeSuppression_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if UpstreamFirstMarked is set, it can
+// safely use t.GetUpstreamFirstMarked() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.UpstreamFirstMarked == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) GetUpstreamFirstMarked() bool {
+	if t == nil || t.UpstreamFirstMarked == nil {
+		return false
+	}
+	return *t.UpstreamFirstMarked
+}
+
 // SetArrivalRateDropThreshold sets the value of the leaf ArrivalRateDropThreshold in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
 // struct.
 func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetArrivalRateDropThreshold(v uint8) {
@@ -586,6 +603,12 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetUpstreamFirst(v bool) {
 	t.UpstreamFirst = &v
 }
 
+// SetUpstreamFirstMarked sets the value of the leaf UpstreamFirstMarked in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
+// struct.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) SetUpstreamFirstMarked(v bool) {
+	t.UpstreamFirstMarked = &v
+}
+
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_CollaborativeSuppression_Config
 // with default values as specified in the YANG schema, instantiating any nil
 // container fields.
@@ -608,6 +631,10 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_Config) PopulateDefaults() {
 	if t.UpstreamFirst == nil {
 		var v bool = true
 		t.UpstreamFirst = &v
+	}
+	if t.UpstreamFirstMarked == nil {
+		var v bool = false
+		t.UpstreamFirstMarked = &v
 	}
 }
 
@@ -647,6 +674,7 @@ type Lhcnp_Lhcnp_CollaborativeSuppression_State struct {
 	ObservationWindow          *uint32                                              `path:"observation-window" module:"lhcnp"`
 	Peers                      []string                                             `path:"peers" module:"lhcnp"`
 	UpstreamFirst              *bool                                                `path:"upstream-first" module:"lhcnp"`
+	UpstreamFirstMarked        *bool                                                `path:"upstream-first-marked" module:"lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_Lhcnp_CollaborativeSuppression_State implements the yang.GoStruct
@@ -802,6 +830,22 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) GetUpstreamFirst() bool {
 	return *t.UpstreamFirst
 }
 
+// GetUpstreamFirstMarked retrieves the value of the leaf UpstreamFirstMarked from the Lhcnp_Lhcnp_CollaborativeSuppression_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if UpstreamFirstMarked is set, it can
+// safely use t.GetUpstreamFirstMarked() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.UpstreamFirstMarked == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) GetUpstreamFirstMarked() bool {
+	if t == nil || t.UpstreamFirstMarked == nil {
+		return false
+	}
+	return *t.UpstreamFirstMarked
+}
+
 // SetArrivalRateDropThreshold sets the value of the leaf ArrivalRateDropThreshold in the Lhcnp_Lhcnp_CollaborativeSuppression_State
 // struct.
 func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetArrivalRateDropThreshold(v uint8) {
@@ -850,6 +894,12 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetUpstreamFirst(v bool) {
 	t.UpstreamFirst = &v
 }
 
+// SetUpstreamFirstMarked sets the value of the leaf UpstreamFirstMarked in the Lhcnp_Lhcnp_CollaborativeSuppression_State
+// struct.
+func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) SetUpstreamFirstMarked(v bool) {
+	t.UpstreamFirstMarked = &v
+}
+
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_Lhcnp_CollaborativeSuppression_State
 // with default values as specified in the YANG schema, instantiating any nil
 // container fields.
@@ -872,6 +922,10 @@ func (t *Lhcnp_Lhcnp_CollaborativeSuppression_State) PopulateDefaults() {
 	if t.UpstreamFirst == nil {
 		var v bool = true
 		t.UpstreamFirst = &v
+	}
+	if t.UpstreamFirstMarked == nil {
+		var v bool = false
+		t.UpstreamFirstMarked = &v
 	}
 	t.Counters.PopulateDefaults()
 }
@@ -8903,6 +8957,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config struct {
 	MinCnpInterval      *uint32               `path:"min-cnp-interval" module:"lhcnp"`
 	OneCutPerEpisode    *bool                 `path:"one-cut-per-episode" module:"lhcnp"`
 	OverloadCut         *bool                 `path:"overload-cut" module:"lhcnp"`
+	OverloadCutGrowth   *bool                 `path:"overload-cut-growth" module:"lhcnp"`
 	PerFlowRtt          *bool                 `path:"per-flow-rtt" module:"lhcnp"`
 	TriggerPersistence  *uint32               `path:"trigger-persistence" module:"lhcnp"`
 	VEcn                *float64              `path:"v-ecn" module:"lhcnp"`
@@ -9122,6 +9177,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetOverloadCut() 
 	return *t.OverloadCut
 }
 
+// GetOverloadCutGrowth retrieves the value of the leaf OverloadCutGrowth from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if OverloadCutGrowth is set, it can
+// safely use t.GetOverloadCutGrowth() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.OverloadCutGrowth == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) GetOverloadCutGrowth() bool {
+	if t == nil || t.OverloadCutGrowth == nil {
+		return false
+	}
+	return *t.OverloadCutGrowth
+}
+
 // GetPerFlowRtt retrieves the value of the leaf PerFlowRtt from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -9264,6 +9335,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetOverloadCut(v 
 	t.OverloadCut = &v
 }
 
+// SetOverloadCutGrowth sets the value of the leaf OverloadCutGrowth in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetOverloadCutGrowth(v bool) {
+	t.OverloadCutGrowth = &v
+}
+
 // SetPerFlowRtt sets the value of the leaf PerFlowRtt in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) SetPerFlowRtt(v bool) {
@@ -9329,6 +9406,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config) PopulateDefaults(
 	if t.OverloadCut == nil {
 		var v bool = false
 		t.OverloadCut = &v
+	}
+	if t.OverloadCutGrowth == nil {
+		var v bool = false
+		t.OverloadCutGrowth = &v
 	}
 	if t.PerFlowRtt == nil {
 		var v bool = false
@@ -9397,6 +9478,7 @@ type Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State struct {
 	MinCnpInterval          *uint32                                                       `path:"min-cnp-interval" module:"lhcnp"`
 	OneCutPerEpisode        *bool                                                         `path:"one-cut-per-episode" module:"lhcnp"`
 	OverloadCut             *bool                                                         `path:"overload-cut" module:"lhcnp"`
+	OverloadCutGrowth       *bool                                                         `path:"overload-cut-growth" module:"lhcnp"`
 	PeakQueueDepth          *uint64                                                       `path:"peak-queue-depth" module:"lhcnp"`
 	PerFlowRtt              *bool                                                         `path:"per-flow-rtt" module:"lhcnp"`
 	QdAboveKmax             *bool                                                         `path:"qd-above-kmax" module:"lhcnp"`
@@ -9773,6 +9855,22 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetOverloadCut() b
 	return *t.OverloadCut
 }
 
+// GetOverloadCutGrowth retrieves the value of the leaf OverloadCutGrowth from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if OverloadCutGrowth is set, it can
+// safely use t.GetOverloadCutGrowth() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.OverloadCutGrowth == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) GetOverloadCutGrowth() bool {
+	if t == nil || t.OverloadCutGrowth == nil {
+		return false
+	}
+	return *t.OverloadCutGrowth
+}
+
 // GetPeakQueueDepth retrieves the value of the leaf PeakQueueDepth from the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -10037,6 +10135,12 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetOverloadCut(v b
 	t.OverloadCut = &v
 }
 
+// SetOverloadCutGrowth sets the value of the leaf OverloadCutGrowth in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
+// struct.
+func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetOverloadCutGrowth(v bool) {
+	t.OverloadCutGrowth = &v
+}
+
 // SetPeakQueueDepth sets the value of the leaf PeakQueueDepth in the Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State
 // struct.
 func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) SetPeakQueueDepth(v uint64) {
@@ -10132,6 +10236,10 @@ func (t *Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_State) PopulateDefaults()
 	if t.OverloadCut == nil {
 		var v bool = false
 		t.OverloadCut = &v
+	}
+	if t.OverloadCutGrowth == nil {
+		var v bool = false
+		t.OverloadCutGrowth = &v
 	}
 	if t.PerFlowRtt == nil {
 		var v bool = false

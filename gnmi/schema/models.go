@@ -9,7 +9,7 @@ const (
 	ModuleName      = "lhcnp"
 	TypesModuleName = "lhcnp-types"
 	Organization    = "The lhcnp project"
-	Revision        = "2026-12-06"
+	Revision        = "2026-12-07"
 )
 
 // Models returns the ModelData of every module of the schema.

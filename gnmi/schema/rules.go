@@ -153,7 +153,10 @@ func fixKey[T comparable](key, cfg **T, want T, at *gnmi.Path, name string, errs
 //     action, must be a congestion action, not RESUME (§5.5.1): the node's
 //     rule (lhcnp.CheckCongestionAction) applied to the leaves;
 //   - resume-on-drain needs per-flow-rtt and repeat-resume (the scenario
-//     loader's rule for resume_on_drain).
+//     loader's rule for resume_on_drain);
+//   - overload-cut-growth needs overload-cut, and upstream-first-marked
+//     needs upstream-first (the scenario loader's rules for
+//     overload_cut_growth and upstream_first_marked).
 //
 // Every violation is returned, in path order, as RuleErrors.
 func CheckRules(root *oc.Root) error {
@@ -169,12 +172,14 @@ func CheckRules(root *oc.Root) error {
 	}
 	add(checkAction(l.GetCollaborativeSuppression().GetConfig().GetEscalationAction(),
 		"/lhcnp/collaborative-suppression/config/escalation-action"))
+	add(checkUpstreamFirstMarked(l.GetCollaborativeSuppression().GetConfig()))
 	for n, i := range interfaces(l) {
 		for id, q := range queues(i) {
 			at := store.PathString(entry(entry(nil, "/lhcnp/interfaces/interface", "name", n), "/queues/queue", "id", strconv.Itoa(int(id))))
 			add(checkKMax(q.GetConfig(), at))
 			add(checkAction(q.GetActionPolicy().GetConfig().GetDefaultAction(), at+"/action-policy/config/default-action"))
 			add(checkResumeOnDrain(q, at))
+			add(checkOverloadCutGrowth(q.GetConfig(), at))
 		}
 	}
 	return errs.err()
@@ -216,6 +221,30 @@ func checkResumeOnDrain(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, at 
 	if ap.GetResumeOnDrain() && (!q.GetConfig().GetPerFlowRtt() || !ap.GetRepeatResume()) {
 		return &RuleError{Path: at + "/action-policy/config/resume-on-drain",
 			Reason: "needs per-flow-rtt and repeat-resume (its Resumes are sized to the port's spare rate by them)"}
+	}
+	return nil
+}
+
+// checkOverloadCutGrowth: overload-cut-growth sizes the growth trigger's
+// cut as overload-cut sizes a severe queue's; without it the node would
+// take it and do nothing, so it is refused as the scenario loader refuses
+// overload_cut_growth alone (at is the queue's path).
+func checkOverloadCutGrowth(c *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue_Config, at string) *RuleError {
+	if c.GetOverloadCutGrowth() && !c.GetOverloadCut() {
+		return &RuleError{Path: at + "/config/overload-cut-growth",
+			Reason: "needs overload-cut (it sizes the growth trigger's cut as that option sizes a severe queue's)"}
+	}
+	return nil
+}
+
+// checkUpstreamFirstMarked: upstream-first-marked narrows upstream-first's
+// wait; with upstream-first false there is no wait to narrow. The getter
+// gives an unset upstream-first its default, true, so only an explicit
+// false conflicts.
+func checkUpstreamFirstMarked(c *oc.Lhcnp_Lhcnp_CollaborativeSuppression_Config) *RuleError {
+	if c.GetUpstreamFirstMarked() && !c.GetUpstreamFirst() {
+		return &RuleError{Path: "/lhcnp/collaborative-suppression/config/upstream-first-marked",
+			Reason: "needs upstream-first (it narrows that wait to the flows that arrive CE-marked)"}
 	}
 	return nil
 }

@@ -277,6 +277,35 @@ func TestRules(t *testing.T) {
 		{"resume-on-drain false alone", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
 			q.GetOrCreateActionPolicy().GetOrCreateConfig().ResumeOnDrain = ygot.Bool(false)
 		}, ""},
+		{"overload-cut-growth alone", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			q.GetOrCreateConfig().OverloadCutGrowth = ygot.Bool(true)
+		}, q3 + "/config/overload-cut-growth"},
+		{"overload-cut-growth with overload-cut false", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			c := q.GetOrCreateConfig()
+			c.OverloadCut, c.OverloadCutGrowth = ygot.Bool(false), ygot.Bool(true)
+		}, q3 + "/config/overload-cut-growth"},
+		{"overload-cut-growth with overload-cut", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			c := q.GetOrCreateConfig()
+			c.OverloadCut, c.OverloadCutGrowth = ygot.Bool(true), ygot.Bool(true)
+		}, ""},
+		{"overload-cut-growth false alone", func(_ *oc.Root, q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			q.GetOrCreateConfig().OverloadCutGrowth = ygot.Bool(false)
+		}, ""},
+		// upstream-first defaults to true: only an explicit false conflicts.
+		{"upstream-first-marked with upstream-first unset", func(r *oc.Root, _ *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			r.GetLhcnp().GetOrCreateCollaborativeSuppression().GetOrCreateConfig().UpstreamFirstMarked = ygot.Bool(true)
+		}, ""},
+		{"upstream-first-marked with upstream-first false", func(r *oc.Root, _ *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			c := r.GetLhcnp().GetOrCreateCollaborativeSuppression().GetOrCreateConfig()
+			c.UpstreamFirst, c.UpstreamFirstMarked = ygot.Bool(false), ygot.Bool(true)
+		}, "/lhcnp/collaborative-suppression/config/upstream-first-marked"},
+		{"upstream-first-marked with upstream-first true", func(r *oc.Root, _ *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			c := r.GetLhcnp().GetOrCreateCollaborativeSuppression().GetOrCreateConfig()
+			c.UpstreamFirst, c.UpstreamFirstMarked = ygot.Bool(true), ygot.Bool(true)
+		}, ""},
+		{"upstream-first false alone", func(r *oc.Root, _ *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) {
+			r.GetLhcnp().GetOrCreateCollaborativeSuppression().GetOrCreateConfig().UpstreamFirst = ygot.Bool(false)
+		}, ""},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			r, q := base()

@@ -25,8 +25,8 @@ func TestCapabilities(t *testing.T) {
 	}
 	want := &gnmi.CapabilityResponse{
 		SupportedModels: []*gnmi.ModelData{
-			{Name: "lhcnp", Organization: "The lhcnp project", Version: "2026-12-06"},
-			{Name: "lhcnp-types", Organization: "The lhcnp project", Version: "2026-12-06"},
+			{Name: "lhcnp", Organization: "The lhcnp project", Version: "2026-12-07"},
+			{Name: "lhcnp-types", Organization: "The lhcnp project", Version: "2026-12-07"},
 		},
 		SupportedEncodings: []gnmi.Encoding{gnmi.Encoding_JSON_IETF, gnmi.Encoding_JSON, gnmi.Encoding_PROTO},
 		GNMIVersion:        "0.10.0",
@@ -62,7 +62,7 @@ func TestGet(t *testing.T) {
 		desc:  "container, JSON_IETF, module-qualified top level, YANG defaults in use included",
 		paths: []string{q3 + "/config"}, enc: gnmi.Encoding_JSON_IETF, typ: gnmi.GetRequest_CONFIG,
 		want: [][]string{{q3 + `/config = {"lhcnp:alpha":"1.0","lhcnp:ecn-max-probability":"0.2","lhcnp:enabled":true,"lhcnp:id":3,"lhcnp:k-base":"64000","lhcnp:kmax-mode":"BDP_ADAPTIVE","lhcnp:kmin-mode":"DERIVED","lhcnp:measure` +
-			`ment-interval":100,"lhcnp:one-cut-per-episode":false,"lhcnp:overload-cut":false,"lhcnp:per-flow-rtt":false,"lhcnp:trigger-persistence":0,"lhcnp:v-ecn":"20.0","lhcnp:v-growth":"1250000000"}`}},
+			`ment-interval":100,"lhcnp:one-cut-per-episode":false,"lhcnp:overload-cut":false,"lhcnp:overload-cut-growth":false,"lhcnp:per-flow-rtt":false,"lhcnp:trigger-persistence":0,"lhcnp:v-ecn":"20.0","lhcnp:v-growth":"1250000000"}`}},
 	}, {
 		desc:  "list entry, CONFIG only",
 		paths: []string{q3}, enc: gnmi.Encoding_JSON, typ: gnmi.GetRequest_CONFIG,
@@ -70,7 +70,7 @@ func TestGet(t *testing.T) {
 			`"pause-duration":1000,"rate-reduce-percent":30,"repeat-resume":false,"resume-enabled":true,"resume-on-drain":false,` +
 			`"resume-percent":50}},"config":{"alpha":1.0,"ecn-max-probability":0.2,"enabled":true,"id":3,"k-base":64000,` +
 			`"kmax-mode":"BDP_ADAPTIVE","kmin-mode":"DERIVED","measurement-interval":100,"one-cut-per-episode":false,` +
-			`"overload-cut":false,"per-flow-rtt":false,"trigger-persistence":0,"v-ecn":20.0,"v-growth":1250000000},"id":3}`}},
+			`"overload-cut":false,"overload-cut-growth":false,"per-flow-rtt":false,"trigger-persistence":0,"v-ecn":20.0,"v-growth":1250000000},"id":3}`}},
 	}, {
 		desc:  "STATE: applied config and operational state",
 		paths: []string{q3 + "/state"}, enc: gnmi.Encoding_PROTO, typ: gnmi.GetRequest_STATE,
@@ -171,7 +171,7 @@ func TestGetRootJSONIETF(t *testing.T) {
 	got := render(resp.GetNotification()[0])
 	// What initialConfig sets, and every YANG default in use (3.3.4).
 	want := []string{`/ = {"lhcnp:lhcnp":{"collaborative-suppression":{"config":{"arrival-rate-drop-threshold":20,"enabled":true,` +
-		`"escalation-action":"PAUSE","upstream-first":true}},"fast-cnp":{"config":{"congestion-threshold":"100000",` +
+		`"escalation-action":"PAUSE","upstream-first":true,"upstream-first-marked":false}},"fast-cnp":{"config":{"congestion-threshold":"100000",` +
 		`"ecn-mark-alongside":true,"ecn-pmax":"0.2","ioam-trace":false,"max-flows-per-trigger":4,"min-cnp-interval":50,` +
 		`"port-cnp-burst":100,"port-cnp-rate":1000000}},"fcn":{"config":{"aging-timeout":60,"congestion-threshold":"100000",` +
 		`"max-mappings":65536,"min-cnp-interval":50}},"flow-table":{"config":{"idle-timeout":60,"learn-from-cm-messages":true,` +
@@ -185,8 +185,8 @@ func TestGetRootJSONIETF(t *testing.T) {
 		`{"default-action":"RATE_REDUCE","pause-congestion-level":224,"pause-duration":1000,"rate-reduce-percent":30,` +
 		`"repeat-resume":false,"resume-enabled":true,"resume-on-drain":false,"resume-percent":50}},"config":{"alpha":"1.0",` +
 		`"ecn-max-probability":"0.2","enabled":true,"id":3,"k-base":"64000","kmax-mode":"BDP_ADAPTIVE","kmin-mode":"DERIVED",` +
-		`"measurement-interval":100,"one-cut-per-episode":false,"overload-cut":false,"per-flow-rtt":false,"trigger-persistence":0,` +
-		`"v-ecn":"20.0","v-growth":"1250000000"},"id":3}]}}]},"rate-advice":{"config":{"queue-based":true}},` +
+		`"measurement-interval":100,"one-cut-per-episode":false,"overload-cut":false,"overload-cut-growth":false,"per-flow-rtt":false,` +
+		`"trigger-persistence":0,"v-ecn":"20.0","v-growth":"1250000000"},"id":3}]}}]},"rate-advice":{"config":{"queue-based":true}},` +
 		`"switch-cnp":{"config":{"buffer-share":1,"delay-threshold":20,"enabled":false,"min-cnp-interval":50}}}}`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Get / CONFIG (-want, +got):\n%s", diff)

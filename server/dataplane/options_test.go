@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -15,28 +16,35 @@ import (
 	"github.com/lhcnp/lhcnp/gnmi/store"
 )
 
-// TestSetOptionReachesNode: each queue option leaf (a deviation, off by
-// default: docs/conformance.md) set true through gNMI reaches the running
-// node's queue configuration, is returned by a Get of its config leaf and
-// mirrored in its state leaf, and set false again turns the node's option
-// off. Before any Set the node runs the draft's behaviour and the state
-// says so.
+// TestSetOptionReachesNode: each option leaf of a queue or of
+// collaborative suppression (a deviation, off by default:
+// docs/conformance.md) set true through gNMI reaches the running node's
+// configuration, is returned by a Get of its config leaf and mirrored in
+// its state leaf, and set false again turns the node's option off. Before
+// any Set the node runs the draft's behaviour and the state says so.
 func TestSetOptionReachesNode(t *testing.T) {
 	const ap = q0 + "/action-policy"
+	queue := func(c lhcnp.Config) lhcnp.QueueConfig { return c.Interfaces["n1:2"].Queues[0] }
 	for _, tt := range []struct {
 		desc   string
 		config string // the config leaf; its state leaf is the same under state/
-		node   func(lhcnp.QueueConfig) bool
+		node   func(lhcnp.Config) bool
 		// needs are the leaves set true first, that the option needs
-		// (refused without them: TestSetResumeOnDrain).
+		// (refused without them: TestSetResumeOnDrain, TestSetOptionNeeds).
 		needs []string
 	}{
-		{"overload-cut", q0 + "/config/overload-cut", func(c lhcnp.QueueConfig) bool { return c.OverloadCut }, nil},
-		{"one-cut-per-episode", q0 + "/config/one-cut-per-episode", func(c lhcnp.QueueConfig) bool { return c.OneCutPerEpisode }, nil},
-		{"per-flow-rtt", q0 + "/config/per-flow-rtt", func(c lhcnp.QueueConfig) bool { return c.PerFlowRTT }, nil},
-		{"repeat-resume", ap + "/config/repeat-resume", func(c lhcnp.QueueConfig) bool { return c.Action.RepeatResume }, nil},
-		{"resume-on-drain", ap + "/config/resume-on-drain", func(c lhcnp.QueueConfig) bool { return c.Action.ResumeOnDrain },
+		{"overload-cut", q0 + "/config/overload-cut", func(c lhcnp.Config) bool { return queue(c).OverloadCut }, nil},
+		{"overload-cut-growth", q0 + "/config/overload-cut-growth", func(c lhcnp.Config) bool { return queue(c).OverloadCutGrowth },
+			[]string{q0 + "/config/overload-cut"}},
+		{"one-cut-per-episode", q0 + "/config/one-cut-per-episode", func(c lhcnp.Config) bool { return queue(c).OneCutPerEpisode }, nil},
+		{"per-flow-rtt", q0 + "/config/per-flow-rtt", func(c lhcnp.Config) bool { return queue(c).PerFlowRTT }, nil},
+		{"repeat-resume", ap + "/config/repeat-resume", func(c lhcnp.Config) bool { return queue(c).Action.RepeatResume }, nil},
+		{"resume-on-drain", ap + "/config/resume-on-drain", func(c lhcnp.Config) bool { return queue(c).Action.ResumeOnDrain },
 			[]string{q0 + "/config/per-flow-rtt", ap + "/config/repeat-resume"}},
+		// upstream-first, which it needs, is on by default: nothing to
+		// set first.
+		{"upstream-first-marked", collab + "/config/upstream-first-marked",
+			func(c lhcnp.Config) bool { return c.Collaborative.UpstreamFirstMarked }, nil},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
 			r := newRig(t)
@@ -47,7 +55,7 @@ func TestSetOptionReachesNode(t *testing.T) {
 				}
 			}
 			state := stateOf(tt.config)
-			node := func() bool { return tt.node(r.sw.Node.Config().Interfaces["n1:2"].Queues[0]) }
+			node := func() bool { return tt.node(r.sw.Node.Config()) }
 			if node() {
 				t.Fatalf("before Set: the node's %s is on, want the draft's default (off)", tt.desc)
 			}
@@ -141,6 +149,73 @@ func TestSetResumeOnDrain(t *testing.T) {
 	}
 	if got := r.getJSON(t, stateOf(drain)); got != "false" {
 		t.Errorf("after setting it false: %s = %s", stateOf(drain), got)
+	}
+}
+
+// TestSetOptionNeeds: overload-cut-growth works only with overload-cut
+// (it sizes the growth trigger's cut as that option sizes a severe
+// queue's) and upstream-first-marked only with upstream-first (it narrows
+// that wait), as the scenario loader says (overload_cut_growth,
+// upstream_first_marked). A Set that would leave either on without what
+// it needs, by setting it or by turning the other off, is
+// INVALID_ARGUMENT naming the option's path and what it needs, and the
+// node and the state keep what they ran before it. upstream-first is on
+// when not set (its default), so upstream-first-marked alone is taken.
+func TestSetOptionNeeds(t *testing.T) {
+	const (
+		cut    = q0 + "/config/overload-cut"
+		growth = q0 + "/config/overload-cut-growth"
+		first  = collab + "/config/upstream-first"
+		marked = collab + "/config/upstream-first-marked"
+	)
+	type options struct{ cut, growth, first, marked bool }
+	for _, tt := range []struct {
+		desc    string
+		before  [][2]string // path, JSON value: a Set taken first
+		updates [][2]string // the refused Set
+		option  string      // the leaf the refusal names
+		needs   string      // and what it says the leaf needs
+	}{
+		{"overload-cut-growth alone", nil, [][2]string{{growth, "true"}}, growth, "needs overload-cut"},
+		{"overload-cut-growth with overload-cut false", nil, [][2]string{{cut, "false"}, {growth, "true"}}, growth, "needs overload-cut"},
+		{"overload-cut off under overload-cut-growth", [][2]string{{cut, "true"}, {growth, "true"}}, [][2]string{{cut, "false"}},
+			growth, "needs overload-cut"},
+		{"upstream-first-marked with upstream-first false", nil, [][2]string{{first, "false"}, {marked, "true"}}, marked, "needs upstream-first"},
+		{"upstream-first off under upstream-first-marked", [][2]string{{marked, "true"}}, [][2]string{{first, "false"}},
+			marked, "needs upstream-first"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			r := newRig(t)
+			r.run(t, engine.Millisecond)
+			node := func() options {
+				c := r.sw.Node.Config()
+				q := c.Interfaces["n1:2"].Queues[0]
+				return options{q.OverloadCut, q.OverloadCutGrowth, c.Collaborative.UpstreamFirst, c.Collaborative.UpstreamFirstMarked}
+			}
+			state := func() []string {
+				var s []string
+				for _, p := range []string{cut, growth, first, marked} {
+					s = append(s, r.getJSON(t, stateOf(p)))
+				}
+				return s
+			}
+			if tt.before != nil {
+				if err := r.setMany(tt.before); err != nil {
+					t.Fatalf("set %v: %v", tt.before, err)
+				}
+			}
+			wantNode, wantState := node(), state()
+			err := r.setMany(tt.updates)
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tt.option) || !strings.Contains(err.Error(), tt.needs) {
+				t.Fatalf("set %v: %v, want InvalidArgument naming %s and saying %q", tt.updates, err, tt.option, tt.needs)
+			}
+			if got := node(); got != wantNode {
+				t.Errorf("the refused Set reached the node: %+v, want %+v", got, wantNode)
+			}
+			if diff := cmp.Diff(wantState, state()); diff != "" {
+				t.Errorf("state of overload-cut, overload-cut-growth, upstream-first, upstream-first-marked after the refused Set (-want, +got):\n%s", diff)
+			}
+		})
 	}
 }
 

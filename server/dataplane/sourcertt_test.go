@@ -52,20 +52,37 @@ func TestSourceRTTState(t *testing.T) {
 }
 
 // TestOptionsTranslate: the queue leaves one-cut-per-episode, per-flow-rtt,
-// overload-cut, repeat-resume and resume-on-drain reach the node's queue
-// configuration, and an unset leaf keeps the draft's behaviour (off).
+// overload-cut, overload-cut-growth, repeat-resume and resume-on-drain
+// reach the node's queue configuration, collaborative-suppression
+// upstream-first-marked the node's, and an unset leaf keeps the draft's
+// behaviour (off).
 func TestOptionsTranslate(t *testing.T) {
+	ports, err := NewPorts(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, on := range []bool{false, true} {
 		q := &oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue{Id: ygot.Uint8(3)}
+		l := &oc.Lhcnp_Lhcnp{}
 		if on {
 			c := q.GetOrCreateConfig()
-			c.OneCutPerEpisode, c.PerFlowRtt, c.OverloadCut = ygot.Bool(true), ygot.Bool(true), ygot.Bool(true)
+			c.OneCutPerEpisode, c.PerFlowRtt, c.OverloadCut, c.OverloadCutGrowth = ygot.Bool(true), ygot.Bool(true), ygot.Bool(true), ygot.Bool(true)
 			ac := q.GetOrCreateActionPolicy().GetOrCreateConfig()
 			ac.RepeatResume, ac.ResumeOnDrain = ygot.Bool(true), ygot.Bool(true)
+			l.GetOrCreateCollaborativeSuppression().GetOrCreateConfig().UpstreamFirstMarked = ygot.Bool(true)
 		}
 		qc := queueConfig(q)
-		if qc.OneCutPerEpisode != on || qc.PerFlowRTT != on || qc.OverloadCut != on || qc.Action.RepeatResume != on || qc.Action.ResumeOnDrain != on {
-			t.Errorf("set %v: one-cut %v, per-flow-rtt %v, overload-cut %v, repeat-resume %v, resume-on-drain %v", on, qc.OneCutPerEpisode, qc.PerFlowRTT, qc.OverloadCut, qc.Action.RepeatResume, qc.Action.ResumeOnDrain)
+		if qc.OneCutPerEpisode != on || qc.PerFlowRTT != on || qc.OverloadCut != on || qc.OverloadCutGrowth != on ||
+			qc.Action.RepeatResume != on || qc.Action.ResumeOnDrain != on {
+			t.Errorf("set %v: one-cut %v, per-flow-rtt %v, overload-cut %v, overload-cut-growth %v, repeat-resume %v, resume-on-drain %v",
+				on, qc.OneCutPerEpisode, qc.PerFlowRTT, qc.OverloadCut, qc.OverloadCutGrowth, qc.Action.RepeatResume, qc.Action.ResumeOnDrain)
+		}
+		c, err := ToConfig(l, ports)
+		if err != nil {
+			t.Fatalf("set %v: %v", on, err)
+		}
+		if c.Collaborative.UpstreamFirstMarked != on {
+			t.Errorf("set %v: upstream-first-marked %v", on, c.Collaborative.UpstreamFirstMarked)
 		}
 	}
 }

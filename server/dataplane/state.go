@@ -179,6 +179,7 @@ func stateTree(st *lhcnp.State, cfg *lhcnp.Config, ports *Ports, wallNS func(eng
 	cs.ArrivalRateDropThreshold = ygot.Uint8(uint8(cfg.Collaborative.ArrivalRateDropPercent))
 	cs.EscalationAction = actionFromWire(cfg.Collaborative.EscalationAction)
 	cs.UpstreamFirst = ygot.Bool(cfg.Collaborative.UpstreamFirst)
+	cs.UpstreamFirstMarked = ygot.Bool(cfg.Collaborative.UpstreamFirstMarked)
 	for _, p := range cfg.Collaborative.Peers {
 		cs.Peers = append(cs.Peers, p.String())
 	}
@@ -248,6 +249,7 @@ func queueState(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue, qs *lhcnp.Q
 	s.OneCutPerEpisode = ygot.Bool(qc.OneCutPerEpisode)
 	s.PerFlowRtt = ygot.Bool(qc.PerFlowRTT)
 	s.OverloadCut = ygot.Bool(qc.OverloadCut)
+	s.OverloadCutGrowth = ygot.Bool(qc.OverloadCutGrowth)
 	if qc.MinCNPInterval > 0 {
 		s.MinCnpInterval = ygot.Uint32(micros(qc.MinCNPInterval))
 	}

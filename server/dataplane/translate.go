@@ -186,6 +186,7 @@ func ToConfig(l *oc.Lhcnp_Lhcnp, ports *Ports) (lhcnp.Config, error) {
 			c.Collaborative.EscalationAction = actionToWire(cs.EscalationAction)
 		}
 		setBool(&c.Collaborative.UpstreamFirst, cs.UpstreamFirst)
+		setBool(&c.Collaborative.UpstreamFirstMarked, cs.UpstreamFirstMarked)
 		if cs.Peers != nil {
 			peers, err := prefixes("/lhcnp/collaborative-suppression/config/peers", cs.Peers)
 			if err != nil {
@@ -284,6 +285,7 @@ func queueConfig(q *oc.Lhcnp_Lhcnp_Interfaces_Interface_Queues_Queue) lhcnp.Queu
 		setBool(&qc.OneCutPerEpisode, cf.OneCutPerEpisode)
 		setBool(&qc.PerFlowRTT, cf.PerFlowRtt)
 		setBool(&qc.OverloadCut, cf.OverloadCut)
+		setBool(&qc.OverloadCutGrowth, cf.OverloadCutGrowth)
 	}
 	if ap := q.GetActionPolicy().GetConfig(); ap != nil {
 		a := &qc.Action

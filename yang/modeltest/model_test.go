@@ -226,6 +226,7 @@ func TestDefaults(t *testing.T) {
 	q.GetOrCreateActionPolicy().GetOrCreateConfig()
 	root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateConfig()
 	root.GetOrCreateLhcnp().GetOrCreateGlobal().GetOrCreateCodePoints().GetOrCreateConfig()
+	root.GetOrCreateLhcnp().GetOrCreateCollaborativeSuppression().GetOrCreateConfig()
 	root.PopulateDefaults()
 	if err := root.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
@@ -234,51 +235,58 @@ func TestDefaults(t *testing.T) {
 	ap := q.GetActionPolicy().GetConfig()
 	g := root.GetLhcnp().GetGlobal().GetConfig()
 	cp := root.GetLhcnp().GetGlobal().GetCodePoints().GetConfig()
+	cs := root.GetLhcnp().GetCollaborativeSuppression().GetConfig()
 	got := map[string]any{
-		"enabled":              g.GetEnabled(),
-		"alpha":                qc.GetAlpha(),
-		"k-base":               qc.GetKBase(),
-		"trigger-persistence":  qc.GetTriggerPersistence(),
-		"persistence set":      qc.TriggerPersistence != nil,
-		"kmax-mode":            qc.GetKmaxMode(),
-		"kmin-mode":            qc.GetKminMode(),
-		"rate-reduce-percent":  ap.GetRateReducePercent(),
-		"resume-percent":       ap.GetResumePercent(),
-		"min-cnp-interval set": qc.MinCnpInterval != nil,
-		"one-cut-per-episode":  qc.GetOneCutPerEpisode(),
-		"per-flow-rtt":         qc.GetPerFlowRtt(),
-		"overload-cut":         qc.GetOverloadCut(),
-		"repeat-resume":        ap.GetRepeatResume(),
-		"resume-on-drain":      ap.GetResumeOnDrain(),
-		"icmpv6-type":          cp.GetIcmpv6Type(),
-		"extension-class-num":  cp.GetExtensionClassNum(),
-		"fast-cnp-option-type": cp.GetFastCnpOptionType(),
-		"fast-cnp-ioam-option": cp.GetFastCnpIoamOptionType(),
-		"fcn-udp-port":         cp.GetFcnUdpPort(),
-		"rate-advice-opcode":   cp.GetRateAdviceOpcode(),
+		"enabled":               g.GetEnabled(),
+		"alpha":                 qc.GetAlpha(),
+		"k-base":                qc.GetKBase(),
+		"trigger-persistence":   qc.GetTriggerPersistence(),
+		"persistence set":       qc.TriggerPersistence != nil,
+		"kmax-mode":             qc.GetKmaxMode(),
+		"kmin-mode":             qc.GetKminMode(),
+		"rate-reduce-percent":   ap.GetRateReducePercent(),
+		"resume-percent":        ap.GetResumePercent(),
+		"min-cnp-interval set":  qc.MinCnpInterval != nil,
+		"one-cut-per-episode":   qc.GetOneCutPerEpisode(),
+		"per-flow-rtt":          qc.GetPerFlowRtt(),
+		"overload-cut":          qc.GetOverloadCut(),
+		"overload-cut-growth":   qc.GetOverloadCutGrowth(),
+		"repeat-resume":         ap.GetRepeatResume(),
+		"resume-on-drain":       ap.GetResumeOnDrain(),
+		"upstream-first":        cs.GetUpstreamFirst(),
+		"upstream-first-marked": cs.GetUpstreamFirstMarked(),
+		"icmpv6-type":           cp.GetIcmpv6Type(),
+		"extension-class-num":   cp.GetExtensionClassNum(),
+		"fast-cnp-option-type":  cp.GetFastCnpOptionType(),
+		"fast-cnp-ioam-option":  cp.GetFastCnpIoamOptionType(),
+		"fcn-udp-port":          cp.GetFcnUdpPort(),
+		"rate-advice-opcode":    cp.GetRateAdviceOpcode(),
 	}
 	want := map[string]any{
-		"enabled":              false,
-		"alpha":                1.0,
-		"k-base":               uint64(64000), // the draft's 64KB, KB = 1000 bytes
-		"trigger-persistence":  uint32(0),     // §5.4: generate at once
-		"persistence set":      true,
-		"kmax-mode":            oc.LhcnpTypes_KmaxMode_BDP_ADAPTIVE,
-		"kmin-mode":            oc.LhcnpTypes_KminMode_DERIVED,
-		"rate-reduce-percent":  uint8(30),
-		"resume-percent":       uint8(50),
-		"min-cnp-interval set": false, // defaults to RTT_est, which YANG cannot say
-		"one-cut-per-episode":  false, // §5.4: mark every packet above K_min
-		"per-flow-rtt":         false, // §5.5: one RTT_est
-		"overload-cut":         false, // §5.5: select by bytes in the queue, rate-reduce-percent
-		"repeat-resume":        false, // §5.5.1: one Resume
-		"resume-on-drain":      false, // §5.5.1: Resume below K_min
-		"icmpv6-type":          uint8(200),
-		"extension-class-num":  uint8(247),
-		"fast-cnp-option-type": uint8(0x9E),
-		"fast-cnp-ioam-option": uint8(0x9D),
-		"fcn-udp-port":         uint16(1021),
-		"rate-advice-opcode":   uint8(0xC0),
+		"enabled":               false,
+		"alpha":                 1.0,
+		"k-base":                uint64(64000), // the draft's 64KB, KB = 1000 bytes
+		"trigger-persistence":   uint32(0),     // §5.4: generate at once
+		"persistence set":       true,
+		"kmax-mode":             oc.LhcnpTypes_KmaxMode_BDP_ADAPTIVE,
+		"kmin-mode":             oc.LhcnpTypes_KminMode_DERIVED,
+		"rate-reduce-percent":   uint8(30),
+		"resume-percent":        uint8(50),
+		"min-cnp-interval set":  false, // defaults to RTT_est, which YANG cannot say
+		"one-cut-per-episode":   false, // §5.4: mark every packet above K_min
+		"per-flow-rtt":          false, // §5.5: one RTT_est
+		"overload-cut":          false, // §5.5: select by bytes in the queue, rate-reduce-percent
+		"overload-cut-growth":   false, // §5.5: rate-reduce-percent for a growth trigger
+		"repeat-resume":         false, // §5.5.1: one Resume
+		"resume-on-drain":       false, // §5.5.1: Resume below K_min
+		"upstream-first":        true,  // §5.7: the node closest to the source first
+		"upstream-first-marked": false, // §5.7: wait for any peer on the route
+		"icmpv6-type":           uint8(200),
+		"extension-class-num":   uint8(247),
+		"fast-cnp-option-type":  uint8(0x9E),
+		"fast-cnp-ioam-option":  uint8(0x9D),
+		"fcn-udp-port":          uint16(1021),
+		"rate-advice-opcode":    uint8(0xC0),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want, +got):\n%s", diff)

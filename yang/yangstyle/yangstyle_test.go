@@ -29,8 +29,8 @@ func TestLhcnpModulesFollowStyle(t *testing.T) {
 // modules of their own (namespace urn:lhcnp:test:*), not copies of the
 // lhcnp modules: each has one revision, 2026-03-01, the lhcnp modules'
 // first, and keeps it when lhcnp.yang gets a new one (2026-12-03,
-// 2026-12-06). No rule reads a revision statement, so their date says
-// nothing about the model; the model itself is checked by
+// 2026-12-06, 2026-12-07). No rule reads a revision statement, so their
+// date says nothing about the model; the model itself is checked by
 // TestLhcnpModulesFollowStyle.
 func TestGoodModule(t *testing.T) {
 	probs, err := Check([]string{"testdata/good.yang"})

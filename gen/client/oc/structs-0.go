@@ -471,6 +471,7 @@ type Lhcnp_CollaborativeSuppression struct {
 	ObservationWindow          *uint32                                  `path:"state/observation-window" module:"lhcnp/lhcnp" shadow-path:"config/observation-window" shadow-module:"lhcnp/lhcnp"`
 	Peers                      []string                                 `path:"state/peers" module:"lhcnp/lhcnp" shadow-path:"config/peers" shadow-module:"lhcnp/lhcnp"`
 	UpstreamFirst              *bool                                    `path:"state/upstream-first" module:"lhcnp/lhcnp" shadow-path:"config/upstream-first" shadow-module:"lhcnp/lhcnp"`
+	UpstreamFirstMarked        *bool                                    `path:"state/upstream-first-marked" module:"lhcnp/lhcnp" shadow-path:"config/upstream-first-marked" shadow-module:"lhcnp/lhcnp"`
 }
 
 // IsYANGGoStruct ensures that Lhcnp_CollaborativeSuppression implements the yang.GoStruct
@@ -626,6 +627,22 @@ func (t *Lhcnp_CollaborativeSuppression) GetUpstreamFirst() bool {
 	return *t.UpstreamFirst
 }
 
+// GetUpstreamFirstMarked retrieves the value of the leaf UpstreamFirstMarked from the Lhcnp_CollaborativeSuppression
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if UpstreamFirstMarked is set, it can
+// safely use t.GetUpstreamFirstMarked() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.UpstreamFirstMarked == nil' before retrieving the leaf's value.
+func (t *Lhcnp_CollaborativeSuppression) GetUpstreamFirstMarked() bool {
+	if t == nil || t.UpstreamFirstMarked == nil {
+		return false
+	}
+	return *t.UpstreamFirstMarked
+}
+
 // SetArrivalRateDropThreshold sets the value of the leaf ArrivalRateDropThreshold in the Lhcnp_CollaborativeSuppression
 // struct.
 func (t *Lhcnp_CollaborativeSuppression) SetArrivalRateDropThreshold(v uint8) {
@@ -674,6 +691,12 @@ func (t *Lhcnp_CollaborativeSuppression) SetUpstreamFirst(v bool) {
 	t.UpstreamFirst = &v
 }
 
+// SetUpstreamFirstMarked sets the value of the leaf UpstreamFirstMarked in the Lhcnp_CollaborativeSuppression
+// struct.
+func (t *Lhcnp_CollaborativeSuppression) SetUpstreamFirstMarked(v bool) {
+	t.UpstreamFirstMarked = &v
+}
+
 // PopulateDefaults recursively populates unset leaf fields in the Lhcnp_CollaborativeSuppression
 // with default values as specified in the YANG schema, instantiating any nil
 // container fields.
@@ -696,6 +719,10 @@ func (t *Lhcnp_CollaborativeSuppression) PopulateDefaults() {
 	if t.UpstreamFirst == nil {
 		var v bool = true
 		t.UpstreamFirst = &v
+	}
+	if t.UpstreamFirstMarked == nil {
+		var v bool = false
+		t.UpstreamFirstMarked = &v
 	}
 	t.Counters.PopulateDefaults()
 }
@@ -5230,6 +5257,7 @@ type Lhcnp_Interface_Queue struct {
 	MinCnpInterval          *uint32                             `path:"state/min-cnp-interval" module:"lhcnp/lhcnp" shadow-path:"config/min-cnp-interval" shadow-module:"lhcnp/lhcnp"`
 	OneCutPerEpisode        *bool                               `path:"state/one-cut-per-episode" module:"lhcnp/lhcnp" shadow-path:"config/one-cut-per-episode" shadow-module:"lhcnp/lhcnp"`
 	OverloadCut             *bool                               `path:"state/overload-cut" module:"lhcnp/lhcnp" shadow-path:"config/overload-cut" shadow-module:"lhcnp/lhcnp"`
+	OverloadCutGrowth       *bool                               `path:"state/overload-cut-growth" module:"lhcnp/lhcnp" shadow-path:"config/overload-cut-growth" shadow-module:"lhcnp/lhcnp"`
 	PeakQueueDepth          *uint64                             `path:"state/peak-queue-depth" module:"lhcnp/lhcnp"`
 	PerFlowRtt              *bool                               `path:"state/per-flow-rtt" module:"lhcnp/lhcnp" shadow-path:"config/per-flow-rtt" shadow-module:"lhcnp/lhcnp"`
 	QdAboveKmax             *bool                               `path:"state/qd-above-kmax" module:"lhcnp/lhcnp"`
@@ -5626,6 +5654,22 @@ func (t *Lhcnp_Interface_Queue) GetOverloadCut() bool {
 	return *t.OverloadCut
 }
 
+// GetOverloadCutGrowth retrieves the value of the leaf OverloadCutGrowth from the Lhcnp_Interface_Queue
+// struct. If the field is unset but has a default value in the YANG schema,
+// then the default value will be returned.
+// Caution should be exercised whilst using this method since when without a
+// default value, it will return the Go zero value if the field is explicitly
+// unset. If the caller explicitly does not care if OverloadCutGrowth is set, it can
+// safely use t.GetOverloadCutGrowth() to retrieve the value. In the case that the
+// caller has different actions based on whether the leaf is set or unset, it
+// should use 'if t.OverloadCutGrowth == nil' before retrieving the leaf's value.
+func (t *Lhcnp_Interface_Queue) GetOverloadCutGrowth() bool {
+	if t == nil || t.OverloadCutGrowth == nil {
+		return false
+	}
+	return *t.OverloadCutGrowth
+}
+
 // GetPeakQueueDepth retrieves the value of the leaf PeakQueueDepth from the Lhcnp_Interface_Queue
 // struct. If the field is unset but has a default value in the YANG schema,
 // then the default value will be returned.
@@ -5890,6 +5934,12 @@ func (t *Lhcnp_Interface_Queue) SetOverloadCut(v bool) {
 	t.OverloadCut = &v
 }
 
+// SetOverloadCutGrowth sets the value of the leaf OverloadCutGrowth in the Lhcnp_Interface_Queue
+// struct.
+func (t *Lhcnp_Interface_Queue) SetOverloadCutGrowth(v bool) {
+	t.OverloadCutGrowth = &v
+}
+
 // SetPeakQueueDepth sets the value of the leaf PeakQueueDepth in the Lhcnp_Interface_Queue
 // struct.
 func (t *Lhcnp_Interface_Queue) SetPeakQueueDepth(v uint64) {
@@ -5985,6 +6035,10 @@ func (t *Lhcnp_Interface_Queue) PopulateDefaults() {
 	if t.OverloadCut == nil {
 		var v bool = false
 		t.OverloadCut = &v
+	}
+	if t.OverloadCutGrowth == nil {
+		var v bool = false
+		t.OverloadCutGrowth = &v
 	}
 	if t.PerFlowRtt == nil {
 		var v bool = false
