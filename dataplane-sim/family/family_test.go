@@ -424,16 +424,7 @@ func TestRTTEst(t *testing.T) {
 // default), the draws the same; a value outside 1..100 is refused with
 // the file, line and key.
 func TestRecoveryStepPercent(t *testing.T) {
-	data, err := os.ReadFile(specFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var base []byte
-	for _, l := range strings.SplitAfter(string(data), "\n") {
-		if !strings.HasPrefix(l, "recovery_step_percent:") {
-			base = append(base, l...)
-		}
-	}
+	base := specWithout(t, "recovery_step_percent", "node_params")
 	def, err := Parse("f.yaml", base)
 	if err != nil {
 		t.Fatal(err)
@@ -486,12 +477,10 @@ func TestPortFamily(t *testing.T) {
 // order, the file otherwise byte for byte the one without the key and
 // the draws the same; the loaded scenario has them.
 func TestNodeParams(t *testing.T) {
-	base, err := os.ReadFile(specFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := specWithout(t, "node_params")
 	var specs [2]*Spec
 	for i, extra := range []string{"", "node_params: {per_flow_rtt: true, one_cut_per_episode: true, v_growth: \"5Gbps\"}\n"} {
+		var err error
 		if specs[i], err = Parse("f.yaml", append(slices.Clone(base), extra...)); err != nil {
 			t.Fatal(err)
 		}
@@ -513,10 +502,7 @@ func TestNodeParams(t *testing.T) {
 // param, a bad value, a param that needs another), a param the generator
 // writes itself, and what is not a mapping of scalars.
 func TestNodeParamsErrors(t *testing.T) {
-	base, err := os.ReadFile(specFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := specWithout(t, "node_params")
 	line := strings.Count(string(base), "\n") + 2 // the first param's line
 	for _, tt := range []struct{ desc, params, want string }{
 		{"unknown param", "  one_cut_per_episode: true\n  one_cut_per_flow: true\n",
@@ -569,10 +555,10 @@ func TestTunerOptionsFamily(t *testing.T) {
 	if !slices.Equal(got, []string{want[0] + "=true", want[1] + "=true", want[2] + "=true"}) {
 		t.Errorf("node_params %v, want %v on", got, want)
 	}
-	c := *s
-	c.File, c.NodeParams = tuner.File, nil
-	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", *tuner) {
-		t.Errorf("tuner-options.yaml is not tuner.yaml plus node_params:\n%+v\n%+v", c, *tuner)
+	c, tc := *s, *tuner
+	c.File, c.NodeParams, tc.NodeParams = tuner.File, nil, nil
+	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", tc) {
+		t.Errorf("tuner-options.yaml is not tuner.yaml with other node_params:\n%+v\n%+v", c, tc)
 	}
 	for _, seed := range s.Train.List() {
 		_, _, sc, err := s.Generate("train", seed)
@@ -614,4 +600,53 @@ func addsParamLines(t *testing.T, def, with *Spec, added string) map[int64][2]sc
 		out[seed] = [2]scenario.LongHaulCNP{sc.Mechanism.LongHaulCNP(), scWith.Mechanism.LongHaulCNP()}
 	}
 	return out
+}
+
+// specWithout is the tuner's family file (specFile) without the lines of
+// the top-level keys named (a key and its value on one line, as the file
+// writes them): the base a test adds its own value of such a key to.
+func specWithout(t *testing.T, keys ...string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base []byte
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		if !slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(l, k+":") }) {
+			base = append(base, l...)
+		}
+	}
+	return base
+}
+
+// TestTunerFamilyNode: the tuner's family runs the node of session 36
+// (docs/tuner.md, "A start and a growth trigger for a node that cuts to
+// the overload (session 37)"): every generated train scenario's nodes
+// wait under §5.7 only for a CE-marked flow and size every cut at a severe
+// queue or on the growth trigger to the overload, and nothing else of the
+// draft's defaults moves (#27's options stay off).
+func TestTunerFamilyNode(t *testing.T) {
+	s, err := LoadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, np := range s.NodeParams {
+		got = append(got, np.Key+"="+np.Value)
+	}
+	if want := []string{"upstream_first_marked=true", "overload_cut=true", "overload_cut_growth=true"}; !slices.Equal(got, want) {
+		t.Errorf("node_params %v, want %v", got, want)
+	}
+	for _, seed := range s.Train.List() {
+		_, _, sc, err := s.Generate("train", seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := sc.Mechanism.LongHaulCNP()
+		if !p.UpstreamFirst || !p.UpstreamFirstMarked || !p.OverloadCut || !p.OverloadCutGrowth || p.OneCutPerEpisode || p.PerFlowRTT || p.RepeatResume {
+			t.Errorf("train seed %d: upstream_first %v marked %v, overload_cut %v growth %v, #27's options %v %v %v",
+				seed, p.UpstreamFirst, p.UpstreamFirstMarked, p.OverloadCut, p.OverloadCutGrowth, p.OneCutPerEpisode, p.PerFlowRTT, p.RepeatResume)
+		}
+	}
 }

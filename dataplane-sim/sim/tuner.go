@@ -316,7 +316,7 @@ func (t *tunerLoop) window(q *tunedQueue, from, to engine.Time, ps *lhcnp.PortSt
 	qc := queueConfig(q.node.Config(), q.port, q.prio)
 	w := policy.Window{Start: simTime(from), End: simTime(to), Config: settingsOf(qc), KBaseBytes: qc.KBaseBytes,
 		EffectiveKMaxBytes: qs.KMaxBytes, RTTEst: ps.RTTEst.Duration(), PortRateBitsPerSec: ps.PortRateBitsPerSec,
-		BufferBytes: ps.BufferBytes, OverloadCutSupported: true, QGROffSupported: true}
+		BufferBytes: ps.BufferBytes, OverloadCutSupported: true}
 	for _, s := range q.samples {
 		if !s.Time.Before(w.Start) && !s.Time.After(w.End) {
 			w.Samples = append(w.Samples, s)

@@ -87,6 +87,14 @@ type Config struct {
 	// best over the train seeds (docs/tuner.md "A starting point and
 	// fewer rules (session 19)").
 	AlphaStart float64 `yaml:"alpha_start" help:"starting alpha: the first decision on a queue moves alpha there from the draft's default 1 (rule start; 0: the switch's K_max is kept)"`
+	// AlphaStartOverloadCut is the starting alpha instead of AlphaStart on
+	// a queue whose node sizes its cut to the overload (the queue's
+	// overload_cut on at the first decision: docs/longhaul.md, "A queue
+	// standing at the buffer"): such a node drains a queue above K_max
+	// within a round trip, so the draft's K_max (alpha 1) keeps the link
+	// full without the lower start's margin (docs/tuner.md, "A start for
+	// a node that cuts to the overload (session 37)"). 0: AlphaStart.
+	AlphaStartOverloadCut float64 `yaml:"alpha_start_overload_cut" help:"starting alpha on a queue whose node has overload_cut on (rule start; 0: alpha_start)"`
 	// RulesOff are rules the policy does not apply: a window one of them
 	// would decide falls through to the next (growth, delay, under-use,
 	// overrun, overhead; settle ends overrun's lifts and is never off, nor
@@ -183,17 +191,20 @@ type Config struct {
 	// changes it).
 	PinnedOffRTT float64 `yaml:"pinned_off_rtt" help:"rule pinned: overload_cut off again once the queue stayed below K_min this many RTT_est (0: never)"`
 	// QGROffRTT turns rule qgr-off on (0: off): the QGR trigger is switched
-	// off (V_growth 0, where the node takes it: Window.QGROffSupported)
-	// once the queue's decided windows have shown, for this many RTT_est
-	// (doubled each time the trigger came back on after the tuner switched
-	// it off), its cuts costing the link and saving nothing: the under-use
-	// rule held at the starting point's V_growth, the link under
+	// as good as off (V_growth at the port's rate: RuleQGROff), on a queue
+	// whose node sizes its cut to the overload (overload_cut on), once the
+	// queue's decided windows have shown, for this many RTT_est (doubled
+	// each time the trigger came back on after the tuner switched it off),
+	// its cuts costing the link and saving nothing: the under-use rule
+	// held at the starting point's V_growth, the link under
 	// utilisation_under, the node cutting (notifications other than
 	// Resume) with the queue below K_min at every sample (no ECN marks,
 	// no QD trigger: the cuts are the QGR trigger's), no loss. A queue at
-	// K_min or above, or loss, restarts the count. docs/tuner.md,
-	// "Switching the QGR trigger off (session 17)".
-	QGROffRTT float64 `yaml:"qgr_off_rtt" help:"rule qgr-off: V_growth 0 (the QGR trigger off) after this many RTT_est of its cuts costing the link and saving nothing (0: off)"`
+	// K_min or above, or loss, restarts the count. 0.5: chosen on the
+	// development sets (docs/tuner.md, "A start and a growth trigger for a
+	// node that cuts to the overload (session 37)"; the rule since
+	// "Switching the QGR trigger off (session 17)").
+	QGROffRTT float64 `yaml:"qgr_off_rtt" help:"rule qgr-off: V_growth to the port's rate (the QGR trigger as good as off) after this many RTT_est of its cuts costing the link and saving nothing (0: off)"`
 	// StandingFloorShare is the delay rule's K_max floor for a standing
 	// queue (the window's mean above delay_high_rtt), in multiples of the
 	// queue: K_max is never tightened below it (2, the growth and delay
@@ -257,6 +268,16 @@ type Config struct {
 	SearchGain     float64 `yaml:"search_gain" help:"online search: a try is kept only when its objective beats the queue's own since the last change by this share"`
 }
 
+// alphaStart is the starting alpha for a queue configured as cur:
+// AlphaStartOverloadCut where its node has overload_cut on and the key is
+// set, AlphaStart otherwise.
+func (c Config) alphaStart(cur Settings) float64 {
+	if cur.OverloadCut && c.AlphaStartOverloadCut > 0 {
+		return c.AlphaStartOverloadCut
+	}
+	return c.AlphaStart
+}
+
 // DefaultConfig is the configuration docs/tuner.md documents.
 func DefaultConfig() Config {
 	return Config{
@@ -268,6 +289,7 @@ func DefaultConfig() Config {
 		TuneVGrowth:               true,
 		VGrowthStartShare:         0.1, // the YANG default's share of a 100 Gbit/s port (TestVGrowthStartShareIsTheDefault)
 		AlphaStart:                0.5,
+		AlphaStartOverloadCut:     1,
 		RulesOff:                  []Rule{RuleOverrun},
 		TuneKMax:                  true,
 		MaxStep:                   2,
@@ -290,6 +312,7 @@ func DefaultConfig() Config {
 		FiringNeedsThrottle:       true,
 		PinnedBufferShare:         0.75,
 		PinnedOffRTT:              16,
+		QGROffRTT:                 0.5,
 		StandingFloorShare:        2,
 		OverrunHeadroomShare:      0,
 		SettleWhole:               false,
@@ -345,6 +368,11 @@ func (c Config) Validate() error {
 		bad("alpha_start", "%v is neither 0 nor an alpha in [alpha_min %v, alpha_max %v]", c.AlphaStart, c.AlphaMin, c.AlphaMax)
 	} else if c.AlphaStart > 0 && AlphaHasExtraDigits(c.AlphaStart) {
 		bad("alpha_start", "%v has more than the YANG model's %d fraction digits", c.AlphaStart, YANGAlphaFractionDigit)
+	}
+	if a := c.AlphaStartOverloadCut; !finite(a) || a < 0 || (a > 0 && (a < c.AlphaMin || a > c.AlphaMax)) {
+		bad("alpha_start_overload_cut", "%v is neither 0 nor an alpha in [alpha_min %v, alpha_max %v]", a, c.AlphaMin, c.AlphaMax)
+	} else if a > 0 && AlphaHasExtraDigits(a) {
+		bad("alpha_start_overload_cut", "%v has more than the YANG model's %d fraction digits", a, YANGAlphaFractionDigit)
 	}
 	for i, r := range c.RulesOff {
 		switch {

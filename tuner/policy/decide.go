@@ -313,9 +313,10 @@ func Decide(cfg Config, w Window, mem Memory) (Decision, Memory) {
 		return d, mem
 	}
 	if why := qgrOffNow(cfg, w, mem, costly); why != "" {
-		// Rule qgr-off: only V_growth moves, to 0; judged as a loosening.
+		// Rule qgr-off: only V_growth moves, to the port's rate (as good
+		// as off: qgrOff); judged as a loosening.
 		after := w.Config
-		after.VGrowthBytesPerSec = 0
+		after.VGrowthBytesPerSec = qgrOffBytesPerSec(w.PortRateBitsPerSec)
 		d.Change, d.Rule, d.After, d.Step = true, RuleQGROff, after, 1
 		d.Reason = reason + "; " + why
 		mem.LastChange, mem.Changes, mem.Direction, mem.Search = w.End, mem.Changes+1, dir, mem.Search.afterChange(RuleQGROff)
@@ -528,7 +529,8 @@ func cutOff(cfg Config, w Window, mem Memory) string {
 // VGrowthStartShare of R_port, so the tuning starts from the same point at
 // every port rate (the YANG default of 10 Gbit/s is 40 % of a 25 Gbit/s
 // port and 2.5 % of a 400 Gbit/s one), and alpha from the draft's default
-// (1) to AlphaStart. A knob stays where it is when it has no starting
+// (1) to AlphaStart (AlphaStartOverloadCut on a queue whose node has
+// overload_cut on: Config.alphaStart). A knob stays where it is when it has no starting
 // point or is not tuned, when it is there already (within MinStep),
 // V_growth when the QGR trigger is off or as good as off (the growth rule
 // switches it on), and K_max when it is not the draft's default (an alpha
@@ -565,11 +567,15 @@ func start(cfg Config, w Window) (Settings, Direction, string) {
 	// node's default alpha, 1): an alpha or an explicit kmax someone set,
 	// before the tuner could see it set, is theirs and kept (the operator
 	// wins, also before the tuner's first window).
-	if a := w.Config.Alpha; cfg.TuneKMax && cfg.AlphaStart > 0 && w.Config.KMaxMode == KMaxBDP &&
-		a == lhcnp.DefaultQueueConfig().Alpha && !near(a, cfg.AlphaStart) {
-		after.Alpha = cfg.AlphaStart
-		dir = sense(a, cfg.AlphaStart)
-		why = append(why, fmt.Sprintf("alpha from the draft's default %.4g to %.4g (alpha_start)", a, cfg.AlphaStart))
+	key, as := "alpha_start", cfg.alphaStart(w.Config)
+	if as != cfg.AlphaStart {
+		key = "alpha_start_overload_cut: the node cuts to the overload"
+	}
+	if a := w.Config.Alpha; cfg.TuneKMax && as > 0 && w.Config.KMaxMode == KMaxBDP &&
+		a == lhcnp.DefaultQueueConfig().Alpha && !near(a, as) {
+		after.Alpha = as
+		dir = sense(a, as)
+		why = append(why, fmt.Sprintf("alpha from the draft's default %.4g to %.4g (%s)", a, as, key))
 	}
 	if dir == Hold {
 		return w.Config, Hold, ""

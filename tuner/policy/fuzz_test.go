@@ -47,12 +47,11 @@ func FuzzDecide(f *testing.F) {
 		w.BufferBytes = 4 * w.Samples[len(w.Samples)-1].QueueDepthBytes
 		d, _ = Decide(cfg, w, Memory{Changes: 1, LastChange: t0.Add(-time.Minute)})
 		checkChange(t, cfg, w, d)
-		// qgr_off_rtt on, on a node that takes V_growth 0, with evidence
-		// running for a minute: the same checks, V_growth 0 by qgr-off
-		// alone and only for an under-used link with a queue under K_min.
+		// qgr_off_rtt on, with evidence running for a minute: the same
+		// checks, V_growth to R_port by qgr-off alone and only for an
+		// under-used link with a queue under K_min.
 		cfg = rulesConfig()
 		cfg.QGROffRTT = 2
-		w.QGROffSupported = true
 		if k := alpha * w.bdpBytes(1); k > 0 && k < 1e18 {
 			w.EffectiveKMaxBytes = int64(k) // as the switch reports it: K_min is half of it
 		}
@@ -160,14 +159,16 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 	if lo, hi := cfg.kmaxBounds(w); a.KMaxBytes != w.Config.KMaxBytes && (a.KMaxBytes < lo || a.KMaxBytes > hi) {
 		t.Errorf("kmax %v outside [%v, %v]", a.KMaxBytes, lo, hi)
 	}
-	// V_growth 0 (the QGR trigger off) only by rule qgr-off, only on a
-	// node that takes it, and rule qgr-off moves nothing else.
-	off := a.VGrowthBytesPerSec == 0 && w.Config.VGrowthBytesPerSec != 0
-	if off && (d.Rule != RuleQGROff || !w.QGROffSupported || cfg.QGROffRTT <= 0) {
-		t.Errorf("v-growth %d -> 0 by rule %s (qgr_off_rtt %v, the node takes 0: %v)", w.Config.VGrowthBytesPerSec, d.Rule, cfg.QGROffRTT, w.QGROffSupported)
+	// V_growth 0 (the QGR trigger off) is never set: rule qgr-off sets the
+	// port's rate (as good as off, in the YANG range), only with
+	// qgr_off_rtt on, and moves nothing else.
+	if a.VGrowthBytesPerSec == 0 && w.Config.VGrowthBytesPerSec != 0 {
+		t.Errorf("v-growth %d -> 0 by rule %s", w.Config.VGrowthBytesPerSec, d.Rule)
 	}
-	if d.Rule == RuleQGROff && (!off || a.Alpha != w.Config.Alpha || a.KMaxBytes != w.Config.KMaxBytes || a.OverloadCut != w.Config.OverloadCut) {
-		t.Errorf("rule qgr-off changed %+v to %+v: V_growth to 0 alone", w.Config, a)
+	off := d.Rule == RuleQGROff
+	if off && (cfg.QGROffRTT <= 0 || a.VGrowthBytesPerSec != qgrOffBytesPerSec(w.PortRateBitsPerSec) || a.VGrowthBytesPerSec == w.Config.VGrowthBytesPerSec ||
+		a.Alpha != w.Config.Alpha || a.KMaxBytes != w.Config.KMaxBytes || a.OverloadCut != w.Config.OverloadCut) {
+		t.Errorf("rule qgr-off (qgr_off_rtt %v) changed %+v to %+v: V_growth to R_port alone", cfg.QGROffRTT, w.Config, a)
 	}
 	if lo, hi := cfg.vGrowthBounds(w.PortRateBitsPerSec); !off && a.VGrowthBytesPerSec != w.Config.VGrowthBytesPerSec && (a.VGrowthBytesPerSec < lo || a.VGrowthBytesPerSec > hi) {
 		t.Errorf("v-growth %v outside [%v, %v]", a.VGrowthBytesPerSec, lo, hi)
@@ -182,8 +183,8 @@ func checkChange(t *testing.T, cfg Config, w Window, d Decision) {
 	if d.Rule == RuleStart {
 		// The starting point is a place, not a step: K_max goes to
 		// alpha_start BDPs (or stays) whatever the switch had.
-		if a.KMaxMode == KMaxBDP && a.Alpha != w.Config.Alpha && a.Alpha != cfg.AlphaStart {
-			t.Errorf("start moved alpha %v -> %v, not to alpha_start %v", w.Config.Alpha, a.Alpha, cfg.AlphaStart)
+		if a.KMaxMode == KMaxBDP && a.Alpha != w.Config.Alpha && a.Alpha != cfg.alphaStart(w.Config) {
+			t.Errorf("start moved alpha %v -> %v, not to the starting alpha %v (overload_cut %v)", w.Config.Alpha, a.Alpha, cfg.alphaStart(w.Config), w.Config.OverloadCut)
 		}
 		return
 	}

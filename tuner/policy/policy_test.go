@@ -117,13 +117,14 @@ func calmWindow(on bool) Window {
 }
 
 // qgrCostWindow is an under-used link (60 %) with a queue at 0.05 RTT_est,
-// far under K_min, and the node cutting (20 notifications a second), on a
-// node that takes V_growth 0 (rule qgr-off).
+// far under K_min, and the node cutting (20 notifications a second): rule
+// qgr-off's evidence.
 func qgrCostWindow(cfg Settings) Window {
-	w := window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, cfg)
-	w.QGROffSupported = true
-	return w
+	return window(queue{util: 0.6, delayRTT: 0.05, notifies: 20}, cfg)
 }
+
+// vgOff is the V_growth rule qgr-off sets on the tests' port: its rate.
+const vgOff = rateBitsPerSec / 8
 
 // cut is s with overload_cut set to on.
 func cut(s Settings, on bool) Settings { s.OverloadCut = on; return s }
@@ -779,58 +780,61 @@ func TestDecide(t *testing.T) {
 		{
 			// Retired held-out seed 14006: under-use held at the starting
 			// point while the QGR trigger cut a queue far under K_min.
-			desc:   "qgr-off: under-use at the guard, cuts with the queue under K_min for qgr_off_rtt: V_growth 0",
+			desc:   "qgr-off: under-use at the guard, cuts with the queue under K_min for qgr_off_rtt: V_growth to R_port",
 			cfg:    func(c *Config) { c.QGROffRTT = 2 },
 			mem:    Memory{Changes: 1},
-			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleQGROff, After: bdp(1, 0),
+			window: func() Window { return qgrCostWindow(cut(bdp(1, vg), true)) },
+			want: result{Change: true, Rule: RuleQGROff, After: cut(bdp(1, vgOff), true),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Changes: 2, QGROff: true}},
-			reason: "the QGR trigger's cuts cost the link and the queue is the first-level loop's, for 400 RTT_est (qgr_off_rtt 2): the QGR trigger off (V_growth 0)",
+			reason: "the QGR trigger's cuts cost the link and the queue is the first-level loop's, for 400 RTT_est (qgr_off_rtt 2): the QGR trigger as good as off (V_growth at R_port, 12500000000 B/s)",
 		},
 		{
 			desc: "qgr-off: one cut, the noun in agreement",
 			cfg:  func(c *Config) { c.QGROffRTT = 2 },
 			mem:  Memory{Changes: 1},
 			window: func() Window {
-				w := qgrCostWindow(bdp(1, vg))
+				w := qgrCostWindow(cut(bdp(1, vg), true))
 				for i := range w.Samples {
 					w.Samples[i].Notifications.Notify = 0
 				}
 				w.Samples[4].Notifications.Notify = 1
 				return w
 			},
-			want: result{Change: true, Rule: RuleQGROff, After: bdp(1, 0),
+			want: result{Change: true, Rule: RuleQGROff, After: cut(bdp(1, vgOff), true),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Changes: 2, QGROff: true}},
 			reason: "1 cut with the queue under K_min",
 		},
 		{
-			desc:   "qgr-off off by default: the guard holds, no count",
+			desc:   "qgr-off off (qgr_off_rtt 0): the guard holds, no count",
+			cfg:    func(c *Config) { c.QGROffRTT = 0 },
 			mem:    Memory{Changes: 1},
-			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
-			want:   result{Rule: RuleBound, After: bdp(1, vg)},
+			window: func() Window { return qgrCostWindow(cut(bdp(1, vg), true)) },
+			want:   result{Rule: RuleBound, After: cut(bdp(1, vg), true)},
 			reason: "v-growth 1250000000 B/s is at or above the under-use ceiling",
 		},
 		{
-			desc:   "qgr-off: a node that does not take V_growth 0 (the service): the count runs, nothing moves",
+			// Train seed 33 (a 6:1 load-up): on the draft's node the QGR
+			// trigger is the early answer to a load step.
+			desc:   "qgr-off: a node without overload_cut: no count, the trigger stays on",
 			cfg:    func(c *Config) { c.QGROffRTT = 2 },
 			mem:    Memory{Changes: 1},
-			window: func() Window { w := qgrCostWindow(bdp(1, vg)); w.QGROffSupported = false; return w },
-			want:   result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 1, QGRCostSince: t0}},
+			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
+			want:   result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 1}},
 			reason: "v-growth 1250000000 B/s is at or above the under-use ceiling",
 		},
 		{
 			desc:   "qgr-off: evidence shorter than qgr_off_rtt: the count starts",
 			cfg:    func(c *Config) { c.QGROffRTT = 1000 },
 			mem:    Memory{Changes: 1},
-			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
-			want:   result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 1, QGRCostSince: t0}},
+			window: func() Window { return qgrCostWindow(cut(bdp(1, vg), true)) },
+			want:   result{Rule: RuleBound, After: cut(bdp(1, vg), true), Memory: Memory{Changes: 1, QGRCostSince: t0}},
 		},
 		{
 			desc:   "qgr-off: twice the evidence after the trigger came back on once",
 			cfg:    func(c *Config) { c.QGROffRTT = 150 },
 			mem:    Memory{Changes: 3, QGROffBacks: 1},
-			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
-			want: result{Change: true, Rule: RuleQGROff, After: bdp(1, 0),
+			window: func() Window { return qgrCostWindow(cut(bdp(1, vg), true)) },
+			want: result{Change: true, Rule: RuleQGROff, After: cut(bdp(1, vgOff), true),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Changes: 4, QGROff: true, QGROffBacks: 1}},
 			reason: "(qgr_off_rtt 150 × 2^1, the trigger back on 1 time since the tuner switched it off)",
 		},
@@ -838,66 +842,62 @@ func TestDecide(t *testing.T) {
 			desc:   "qgr-off: four times after twice: not yet",
 			cfg:    func(c *Config) { c.QGROffRTT = 150 },
 			mem:    Memory{Changes: 3, QGROffBacks: 2},
-			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
-			want:   result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 3, QGROffBacks: 2, QGRCostSince: t0}},
+			window: func() Window { return qgrCostWindow(cut(bdp(1, vg), true)) },
+			want:   result{Rule: RuleBound, After: cut(bdp(1, vg), true), Memory: Memory{Changes: 3, QGROffBacks: 2, QGRCostSince: t0}},
 		},
 		{
 			desc:   "qgr-off: the trigger found on again after the tuner switched it off: counted, the evidence restarts at twice",
 			cfg:    func(c *Config) { c.QGROffRTT = 300 },
 			mem:    Memory{Changes: 3, QGROff: true},
-			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
-			want:   result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 3, QGROffBacks: 1, QGRCostSince: t0}},
+			window: func() Window { return qgrCostWindow(cut(bdp(1, vg), true)) },
+			want:   result{Rule: RuleBound, After: cut(bdp(1, vg), true), Memory: Memory{Changes: 3, QGROffBacks: 1, QGRCostSince: t0}},
 		},
 		{
 			desc: "qgr-off: a sample's peak at K_min (ECN marks, the QD trigger near): no evidence, the count restarts",
 			cfg:  func(c *Config) { c.QGROffRTT = 2 },
 			mem:  Memory{Changes: 1, QGRCostSince: t0.Add(-time.Minute)},
 			window: func() Window {
-				w := qgrCostWindow(bdp(1, vg))
+				w := qgrCostWindow(cut(bdp(1, vg), true))
 				w.Samples[2].PeakQueueDepthBytes = bdpBytes / 2
 				return w
 			},
-			want: result{Rule: RuleBound, After: bdp(1, vg), Memory: Memory{Changes: 1}},
+			want: result{Rule: RuleBound, After: cut(bdp(1, vg), true), Memory: Memory{Changes: 1}},
 		},
 		{
-			desc: "qgr-off: marks but no cuts: not the trigger's doing",
-			cfg:  func(c *Config) { c.QGROffRTT = 2 },
-			mem:  Memory{Changes: 1},
-			window: func() Window {
-				w := window(queue{util: 0.6, delayRTT: 0.05, emr: 5}, bdp(1, vg))
-				w.QGROffSupported = true
-				return w
-			},
-			want: result{Rule: RuleBound, After: bdp(1, vg)},
+			desc:   "qgr-off: marks but no cuts: not the trigger's doing",
+			cfg:    func(c *Config) { c.QGROffRTT = 2 },
+			mem:    Memory{Changes: 1},
+			window: func() Window { return window(queue{util: 0.6, delayRTT: 0.05, emr: 5}, bdp(1, vg)) },
+			want:   result{Rule: RuleBound, After: bdp(1, vg)},
 		},
 		{
 			desc:   "qgr-off: V_growth under the starting point: under-use loosens it, the trigger stays on",
 			cfg:    func(c *Config) { c.QGROffRTT = 2 },
 			mem:    Memory{Changes: 1},
-			window: func() Window { return qgrCostWindow(bdp(0.5, vg/2)) },
-			want: result{Change: true, Rule: RuleUnderUse, After: bdp(1, vg),
+			window: func() Window { return qgrCostWindow(cut(bdp(0.5, vg/2), true)) },
+			want: result{Change: true, Rule: RuleUnderUse, After: cut(bdp(1, vg), true),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Loosen, Step: 2, Changes: 2}},
 		},
 		{
 			desc:   "qgr-off: a loosening rolled back just now: held (rejected)",
 			cfg:    func(c *Config) { c.QGROffRTT = 2 },
 			mem:    Memory{Changes: 2, Rejected: Loosen, RejectedUntil: t0.Add(time.Hour)},
-			window: func() Window { return qgrCostWindow(bdp(1, vg)) },
-			want:   result{Rule: RuleRejected, After: bdp(1, vg), Memory: Memory{Changes: 2, Rejected: Loosen, RejectedUntil: t0.Add(time.Hour), QGRCostSince: t0}},
+			window: func() Window { return qgrCostWindow(cut(bdp(1, vg), true)) },
+			want:   result{Rule: RuleRejected, After: cut(bdp(1, vg), true), Memory: Memory{Changes: 2, Rejected: Loosen, RejectedUntil: t0.Add(time.Hour), QGRCostSince: t0}},
 		},
 		{
 			desc:   "qgr-off: a growth the first-level loop can hold (one RTT_est ahead under K_max) leaves the trigger off",
 			cfg:    func(c *Config) { c.QGROffRTT = 2 },
 			mem:    Memory{Changes: 2, QGROff: true},
-			window: func() Window { w := growing(bdp(1, 0)); w.QGROffSupported = true; return w },
-			want:   result{Rule: RuleBound, After: bdp(1, 0)},
+			window: func() Window { return growing(bdp(1, vgOff)) },
+			want:   result{Rule: RuleBound, After: bdp(1, vgOff)},
 			reason: "but rule qgr-off switched the QGR trigger off and the queue one RTT_est ahead (0.7 RTT_est) stays under K_max (1 RTT_est): the first-level loop's, the trigger kept off",
 		},
 		{
 			desc:   "qgr-off: the same growth on a trigger the tuner did not switch off switches it on (the growth rule as before)",
 			cfg:    func(c *Config) { c.QGROffRTT = 2 },
 			mem:    Memory{Changes: 2},
-			window: func() Window { w := growing(bdp(1, 0)); w.QGROffSupported = true; return w },
+			window: func() Window { return growing(bdp(1, vgOff)) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 3}},
 		},
@@ -905,19 +905,15 @@ func TestDecide(t *testing.T) {
 			desc:   "qgr-off: the way back on: a growth the first-level loop does not stop (above K_max one RTT_est ahead) switches the trigger on at the starting point",
 			cfg:    func(c *Config) { c.QGROffRTT = 2 },
 			mem:    Memory{Changes: 2, QGROff: true, QGRCostSince: t0.Add(-time.Minute)},
-			window: func() Window { w := steep(bdp(1, 0), 0.2); w.QGROffSupported = true; return w },
+			window: func() Window { return steep(bdp(1, vgOff), 0.2) },
 			want: result{Change: true, Rule: RuleGrowth, After: bdp(1, vg),
 				Memory: Memory{LastChange: t0.Add(10 * time.Millisecond), Direction: Tighten, Step: 2, Changes: 3, QGROff: true}},
 		},
 		{
-			desc: "qgr-off: the way back on: loss switches the trigger on",
-			cfg:  func(c *Config) { c.QGROffRTT = 2 },
-			mem:  Memory{Changes: 2, QGROff: true},
-			window: func() Window {
-				w := window(queue{util: 0.99, delayRTT: 0.3, lossShare: 0.01}, bdp(1, 0))
-				w.QGROffSupported = true
-				return w
-			},
+			desc:   "qgr-off: the way back on: loss switches the trigger on",
+			cfg:    func(c *Config) { c.QGROffRTT = 2 },
+			mem:    Memory{Changes: 2, QGROff: true},
+			window: func() Window { return window(queue{util: 0.99, delayRTT: 0.3, lossShare: 0.01}, bdp(1, vgOff)) },
 			want: result{Change: true, Rule: RuleLoss, After: bdp(0.5, vg),
 				Memory: Memory{LastChange: t0.Add(4 * time.Second), Direction: Tighten, Step: 2, Changes: 3, LossStreak: 1, QGROff: true}},
 		},
@@ -1784,6 +1780,10 @@ func TestValidate(t *testing.T) {
 		{desc: "alpha_start above alpha_max", edit: func(c *Config) { c.AlphaStart = 20 }, want: "alpha_start: 20 is neither 0 nor an alpha in [alpha_min 0.1, alpha_max 10]"},
 		{desc: "alpha_start with four digits", edit: func(c *Config) { c.AlphaStart = 0.5005 }, want: "alpha_start: 0.5005 has more than the YANG model's 3 fraction digits"},
 		{desc: "alpha_start 0: the switch's K_max kept", edit: func(c *Config) { c.AlphaStart = 0 }},
+		{desc: "alpha_start_overload_cut below alpha_min", edit: func(c *Config) { c.AlphaStartOverloadCut = 0.05 }, want: "alpha_start_overload_cut: 0.05 is neither 0 nor an alpha in [alpha_min 0.1, alpha_max 10]"},
+		{desc: "alpha_start_overload_cut not finite", edit: func(c *Config) { c.AlphaStartOverloadCut = math.NaN() }, want: "alpha_start_overload_cut: NaN is neither 0"},
+		{desc: "alpha_start_overload_cut with four digits", edit: func(c *Config) { c.AlphaStartOverloadCut = 1.0005 }, want: "alpha_start_overload_cut: 1.0005 has more than the YANG model's 3 fraction digits"},
+		{desc: "alpha_start_overload_cut 0: alpha_start everywhere", edit: func(c *Config) { c.AlphaStartOverloadCut = 0 }},
 		{desc: "every rule on", edit: func(c *Config) { c.RulesOff = nil }},
 	}
 	for _, tt := range tests {
@@ -1850,6 +1850,7 @@ func TestDefaultStart(t *testing.T) {
 	explicit := func(kmax, vgrowth int64) Settings {
 		return Settings{KMaxMode: KMaxExplicit, KMaxBytes: kmax, VGrowthBytesPerSec: vgrowth}
 	}
+	cut := func(s Settings) Settings { s.OverloadCut = true; return s }
 	full := queue{util: 0.97, delayRTT: 0.3, notifies: 10, emr: 5}
 	for _, tt := range []struct {
 		desc    string
@@ -1878,6 +1879,15 @@ func TestDefaultStart(t *testing.T) {
 		{desc: "the QGR trigger off (0): left to the growth rule, K_max moved", from: bdp(1, 0), change: true, dir: Tighten, after: bdp(0.5, 0)},
 		{desc: "V_growth at R_port, as good as off: to the starting point", from: bdp(1, rateBitsPerSec/8), change: true, dir: Tighten,
 			after: bdp(0.5, vg), reason: "V_growth from the switch's 12500000000 B/s (1 of R_port) to 1250000000 B/s"},
+		{desc: "overload_cut on: the draft's alpha kept (alpha_start_overload_cut 1), V_growth alone", from: cut(bdp(1, vg/8)),
+			change: true, dir: Loosen, after: cut(bdp(1, vg)), reason: "V_growth from the switch's"},
+		{desc: "overload_cut on, the draft's alpha, V_growth there already: no start", from: cut(bdp(1, vg)), after: cut(bdp(1, vg)), notRule: RuleStart},
+		{desc: "overload_cut on, alpha_start_overload_cut 0.707: alpha there", cfg: func(c *Config) { c.AlphaStartOverloadCut = 0.707 },
+			from: cut(bdp(1, vg)), change: true, dir: Tighten, after: cut(bdp(0.707, vg)),
+			reason: "alpha from the draft's default 1 to 0.707 (alpha_start_overload_cut: the node cuts to the overload)"},
+		{desc: "overload_cut on, alpha_start_overload_cut 0: alpha_start", cfg: func(c *Config) { c.AlphaStartOverloadCut = 0 },
+			from: cut(bdp(1, vg)), change: true, dir: Tighten, after: cut(bdp(0.5, vg)), reason: "alpha from the draft's default 1 to 0.5 (alpha_start)"},
+		{desc: "overload_cut on, an alpha someone set: kept", from: cut(bdp(0.8, vg)), after: cut(bdp(0.8, vg)), notRule: RuleStart},
 		{desc: "NoStart (an operator's setting, or a queue decided before a restart): no start", mem: Memory{NoStart: true},
 			from: bdp(1, vg/8), after: bdp(1, vg/8), notRule: RuleStart},
 	} {

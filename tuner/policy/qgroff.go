@@ -8,9 +8,19 @@ import (
 	"github.com/lhcnp/lhcnp/internal/plural"
 )
 
-// RuleQGROff switches the QGR trigger off (V_growth 0) where its cuts cost
-// the link and save nothing (Config.QGROffRTT; off by default).
+// RuleQGROff switches the QGR trigger off where its cuts cost the link and
+// save nothing (Config.QGROffRTT): V_growth to the port's rate, as good as
+// off (qgrOff), which every node takes (the YANG range of v-growth starts
+// at 1, so 0 is the simulator's alone) and which still fires when more
+// than twice the port's rate arrives (a load step of more than 2:1).
 const RuleQGROff Rule = "qgr-off"
+
+// qgrOffBytesPerSec is the V_growth rule qgr-off sets on a port of the
+// given rate (bit/s): the port's rate in bytes/s, rounded up, so that
+// qgrOff holds.
+func qgrOffBytesPerSec(portRateBitsPerSec int64) int64 {
+	return (portRateBitsPerSec + 7) / 8
+}
 
 // maxQGROffDoublings caps Memory.QGROffBacks: the evidence rule qgr-off
 // needs is at most qgr_off_rtt × 2^6 (64 ×).
@@ -26,10 +36,16 @@ const maxQGROffDoublings = 6
 // marks, so no EMR trigger, and no QD trigger — the cuts are the QGR
 // trigger's, on bursts of a queue the first-level loop keeps short
 // (retired held-out seed 14006: V_growth at 0.1 R_port, the link 50 %
-// used; the trigger off, 80 %).
+// used; the trigger off, 80 %). Only on a queue whose node sizes its cut
+// to the overload (overload_cut on): without it the QGR trigger is the
+// node's one early answer to a load step (its QD trigger cuts
+// rate-reduce-percent per RTT_est above K_max), and off, a 6:1 load-up
+// on train seed 33 lost up to 10 % of its packets (docs/tuner.md, "A
+// start and a growth trigger for a node that cuts to the overload
+// (session 37)").
 func qgrCostly(cfg Config, w Window, m Metrics, rule Rule) string {
 	v, r := w.Config.VGrowthBytesPerSec, w.PortRateBitsPerSec
-	if rule != RuleUnderUse || !cfg.TuneVGrowth || qgrOff(v, r) {
+	if rule != RuleUnderUse || !cfg.TuneVGrowth || qgrOff(v, r) || !w.Config.OverloadCut {
 		return ""
 	}
 	ceiling := cfg.underUseVGrowthCeiling(r)
@@ -87,10 +103,10 @@ func (m *Memory) qgrTrack(cfg Config, w Window, cm Metrics, rule Rule, costly bo
 }
 
 // qgrOffNow says why rule qgr-off switches the QGR trigger off now, ""
-// while it does not: the window is costly (why), the node takes V_growth
-// 0, and the evidence has run for qgr_off_rtt × 2^QGROffBacks RTT_est.
+// while it does not: the window is costly (why) and the evidence has run
+// for qgr_off_rtt × 2^QGROffBacks RTT_est.
 func qgrOffNow(cfg Config, w Window, mem Memory, why string) string {
-	if why == "" || cfg.QGROffRTT <= 0 || !w.QGROffSupported || mem.QGRCostSince.IsZero() || w.RTTEst <= 0 {
+	if why == "" || cfg.QGROffRTT <= 0 || mem.QGRCostSince.IsZero() || w.RTTEst <= 0 {
 		return ""
 	}
 	need := cfg.QGROffRTT * math.Ldexp(1, mem.QGROffBacks)
@@ -102,7 +118,8 @@ func qgrOffNow(cfg Config, w Window, mem Memory, why string) string {
 	if n := mem.QGROffBacks; n > 0 {
 		back = fmt.Sprintf(" × 2^%d, the trigger back on %s since the tuner switched it off", n, plural.Count(n, "time"))
 	}
-	return fmt.Sprintf("%s, for %.3g RTT_est (qgr_off_rtt %v%s): the QGR trigger off (V_growth 0)", why, since, cfg.QGROffRTT, back)
+	return fmt.Sprintf("%s, for %.3g RTT_est (qgr_off_rtt %v%s): the QGR trigger as good as off (V_growth at R_port, %d B/s)",
+		why, since, cfg.QGROffRTT, back, qgrOffBytesPerSec(w.PortRateBitsPerSec))
 }
 
 // firstLevelHolds says why a growth or delay tightening that would switch

@@ -27,7 +27,7 @@ type shape struct {
 	cutOn          bool    // overload_cut on in the queue's settings
 	standingShare  float64 // standing_floor_share (0: the default)
 	headroom       float64 // overrun_headroom_share (0: the default, off)
-	qgrOffRTT      float64 // qgr_off_rtt (0: the default, off); the node takes V_growth 0 when above 0
+	qgrOffRTT      float64 // qgr_off_rtt (0: the default, off)
 	afterRTT       float64 // under_use_after_rtt, with the defaults' under-use ceiling (0: rulesConfig's, the window's own throttling); mem.ThrottledAt scaled as LastChange
 }
 
@@ -56,7 +56,6 @@ func (s shape) scaled(rateBitsPerSec int64, rtt time.Duration) (Config, Window, 
 	w.EffectiveKMaxBytes = int64(s.alpha * bdpB)
 	w.BufferBytes = int64(s.bufferBDP * bdpB)
 	w.OverloadCutSupported, w.Config.OverloadCut = s.cut, s.cutOn
-	w.QGROffSupported = s.qgrOffRTT > 0
 	dt := rtt / 4
 	for i := range 5 {
 		q := s.firstRTT + (s.lastRTT-s.firstRTT)*float64(i)/4
@@ -159,13 +158,13 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleBound, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, mem: changed, bufferBDP: 4}},
 		// Rule qgr-off (qgr_off_rtt 2): under-use held at the guard, the
 		// node cutting a queue under K_min since 1 RTT_est before the window
-		// (2 RTT_est at its end): V_growth 0. The count starting in this
+		// (2 RTT_est at its end), overload_cut on: V_growth to R_port. The count starting in this
 		// window (1 RTT_est), or twice the evidence after one way back on
 		// (4 RTT_est): held. V_growth under the guard: under-use loosens it.
 		// The trigger off by qgr-off: a growth under K_max one RTT_est ahead
 		// leaves it off (the first-level loop's), one above switches it on
 		// at the starting point.
-		{RuleQGROff, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, qgrOffRTT: 2,
+		{RuleQGROff, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, qgrOffRTT: 2, cut: true, cutOn: true,
 			mem: Memory{LastChange: t0.Add(-10), Changes: 1, QGRCostSince: t0.Add(-1)}}},
 		{RuleBound, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, qgrOffRTT: 2, mem: changed}},
 		{RuleBound, shape{util: 0.6, firstRTT: 0.05, lastRTT: 0.05, notifiesPerRTT: 20, alpha: 1, vgShare: 0.1, qgrOffRTT: 2,

@@ -84,10 +84,6 @@ type Window struct {
 	// publishes the queue's state/overload-cut, queue_latest.state):
 	// without it rule pinned never fires.
 	OverloadCutSupported bool
-	// QGROffSupported says the node takes V_growth 0, its QGR trigger off
-	// (the simulator's nodes; the YANG model's range starts at 1, so not a
-	// switch of the service): without it rule qgr-off never fires.
-	QGROffSupported bool
 	// Speed is the simulated seconds per second of the samples' timestamps:
 	// a simulated switch paced at a fraction of the wall clock (the lab)
 	// stamps its samples in wall time while its rates, RTT_est and counters
