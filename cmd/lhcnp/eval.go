@@ -125,6 +125,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// The train set's one setting for every scenario, read on the test set
 	// after it (compare.WriteEvalMarkdownFrom).
 	var fromSet, fixed string
+	start := startOf(pol, s)
 	for _, name := range sets {
 		list := s.Sets()[name].List()
 		if *first > 0 && *first < len(list) {
@@ -136,10 +137,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		var b bytes.Buffer
-		if err := compare.WriteEvalMarkdownStart(&b, name, rows, fromSet, fixed, startOf(pol)); err != nil {
+		if err := compare.WriteEvalMarkdownStart(&b, name, rows, fromSet, fixed, start); err != nil {
 			return err
 		}
-		printEvalBars(stdout, name, rows, max(1, o.SimSeeds), -1, startOf(pol))
+		printEvalBars(stdout, name, rows, max(1, o.SimSeeds), -1, start)
 		if f := compare.FixedReadingOf(rows, fixed); fromSet != "" && f.OK {
 			fmt.Fprintf(stdout, "%s: the %s set's one setting (%s): mean ratio %.3f, worst tenth %.3f; the tuner over it: %.3f, %.3f\n",
 				name, fromSet, fixed, f.MeanRatio, f.WorstTenthRatio, f.MeanTunerOver, f.WorstTenthTunerOver)
@@ -167,13 +168,23 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // With decimals ≥ 0 the best static J are stored to that many decimals
 // (a table's baseline): a step scenario counts as beaten when the tuner's
 // J to those decimals is below, not a tie within the rounding.
-// startOf is the coarse grid's name of the tuned runs' starting point:
-// pol's, or the policy's defaults' when pol is nil (compare.StartSetting).
-func startOf(pol *policy.Config) string {
-	if pol == nil {
-		return compare.StartSetting(policy.DefaultConfig())
+// startOf is the coarse grid's name of the tuned runs' starting point on
+// the family s's node: pol's, or the policy's defaults' when pol is nil
+// (compare.StartSetting), with the start's alpha for a node whose
+// overload_cut is on where the family's first train scenario has it on
+// (its node_params: every generated scenario has the same).
+func startOf(pol *policy.Config, s *family.Spec) string {
+	c := policy.DefaultConfig()
+	if pol != nil {
+		c = *pol
 	}
-	return compare.StartSetting(*pol)
+	cut := false
+	if train := s.Train.List(); len(train) > 0 {
+		if _, _, sc, err := s.Generate("train", train[0]); err == nil {
+			cut = sc.Mechanism.LongHaulCNP().OverloadCut
+		}
+	}
+	return compare.StartSetting(c, cut)
 }
 
 func printEvalBars(w io.Writer, name string, rows []compare.EvalRow, reK, decimals int, start string) {
@@ -348,7 +359,7 @@ func runTunedOnly(ctx context.Context, fam *familySetFlags, setGiven bool, basel
 	for i, r := range rows {
 		bests[i] = r.Best
 	}
-	printEvalBars(stdout, base.Set, got, base.SimSeeds, storedDecimals(bests), startOf(pol))
+	printEvalBars(stdout, base.Set, got, base.SimSeeds, storedDecimals(bests), startOf(pol, s))
 	newer := make([]float64, len(got))
 	for i, r := range got {
 		newer[i] = r.Tuner

@@ -857,15 +857,18 @@ func FixedReadingOf(rows []EvalRow, setting string) FixedReading {
 }
 
 // StartSetting is the coarse grid's name (GridSettings) of the policy's
-// starting point, alpha_start with V_growth at v_growth_start_share of
-// the bottleneck's rate, "" when either is off the grid (alpha_start 0
-// keeps the switch's K_max): the setting a tuner that only started and
-// never changed a queue would hold from the first packet.
-func StartSetting(c policy.Config) string {
-	if !slices.Contains(GridAlphas, c.AlphaStart) || !slices.Contains(GridVGrowthShares, c.VGrowthStartShare) || c.VGrowthStartShare <= 0 {
+// starting point on a node with overload_cut on (overloadCut) or off, the
+// start's alpha (policy.Config.StartAlpha: alpha_start, or
+// alpha_start_overload_cut) with V_growth at v_growth_start_share of the
+// bottleneck's rate, "" when either is off the grid (alpha 0 keeps the
+// switch's K_max): the setting a tuner that only started and never
+// changed a queue would hold from the first packet.
+func StartSetting(c policy.Config, overloadCut bool) string {
+	alpha := c.StartAlpha(overloadCut)
+	if !slices.Contains(GridAlphas, alpha) || !slices.Contains(GridVGrowthShares, c.VGrowthStartShare) || c.VGrowthStartShare <= 0 {
 		return ""
 	}
-	a := strconv.FormatFloat(c.AlphaStart, 'g', -1, 64)
+	a := strconv.FormatFloat(alpha, 'g', -1, 64)
 	return "alpha=" + a + ",v_growth=" + strconv.FormatFloat(c.VGrowthStartShare, 'g', -1, 64) + "R"
 }
 
@@ -943,7 +946,7 @@ func WriteEvalMarkdownStart(w io.Writer, set string, rows []EvalRow, from, setti
 		p("| … the tuner / that setting: mean, worst tenth | (no bar) | %.3f, %.3f | |\n", f.MeanTunerOver, f.WorstTenthTunerOver)
 	}
 	if f := FixedReadingOf(rows, start); f.OK {
-		p("| the tuner's start held from the first packet (%s: alpha_start, v_growth_start_share), never changed: mean, worst tenth / best static | (no bar) | %.3f, %.3f | |\n",
+		p("| the tuner's start held from the first packet (%s: the start's alpha, v_growth_start_share), never changed: mean, worst tenth / best static | (no bar) | %.3f, %.3f | |\n",
 			start, f.MeanRatio, f.WorstTenthRatio)
 		p("| … the tuner / its start: mean, worst tenth; better / equal / worse (by %g) | (no bar) | %.3f, %.3f; %d / %d / %d | |\n",
 			Within, f.MeanTunerOver, f.WorstTenthTunerOver, f.Better, f.Equal, f.Worse)

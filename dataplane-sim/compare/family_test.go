@@ -330,8 +330,18 @@ func TestEvalMarkdownSimSeeds(t *testing.T) {
 // grid or there is none.
 func TestStartSetting(t *testing.T) {
 	c := policy.DefaultConfig()
-	if got := StartSetting(c); got != "alpha=0.5,v_growth=0.1R" || !slices.Contains(GridSettings(), got) {
+	if got := StartSetting(c, false); got != "alpha=0.5,v_growth=0.1R" || !slices.Contains(GridSettings(), got) {
 		t.Errorf("defaults: %q, want alpha=0.5,v_growth=0.1R on the grid", got)
+	}
+	// On a node that cuts to the overload the start keeps the draft's
+	// alpha (alpha_start_overload_cut); 0 there: alpha_start.
+	if got := StartSetting(c, true); got != "alpha=1,v_growth=0.1R" {
+		t.Errorf("defaults, overload_cut on: %q, want alpha=1,v_growth=0.1R", got)
+	}
+	oc := c
+	oc.AlphaStartOverloadCut = 0
+	if got := StartSetting(oc, true); got != "alpha=0.5,v_growth=0.1R" {
+		t.Errorf("alpha_start_overload_cut 0, overload_cut on: %q, want alpha_start's", got)
 	}
 	for _, tt := range []struct {
 		desc string
@@ -344,12 +354,12 @@ func TestStartSetting(t *testing.T) {
 	} {
 		c := policy.DefaultConfig()
 		tt.edit(&c)
-		if got := StartSetting(c); got != "" {
+		if got := StartSetting(c, false); got != "" {
 			t.Errorf("%s: %q, want none", tt.desc, got)
 		}
 	}
 	c.AlphaStart, c.VGrowthStartShare = 1, 1
-	if got := StartSetting(c); got != "alpha=1,v_growth=1R" {
+	if got := StartSetting(c, false); got != "alpha=1,v_growth=1R" {
 		t.Errorf("alpha_start 1, v_growth_start_share 1: %q", got)
 	}
 }

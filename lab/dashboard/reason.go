@@ -43,6 +43,7 @@ var keyWords = strings.NewReplacer(
 	"pinned_off_rtt", "the pinned calm time",
 	"standing_floor_share", "the standing floor share",
 	"overrun_headroom_share", "the overrun headroom share",
+	"alpha_start_overload_cut", "the starting alpha where the node cuts to the overload",
 	"alpha_start", "the starting alpha",
 	"v_growth_start_share", "the starting V_growth share",
 	"under_use_after_rtt", "the under-use wait",

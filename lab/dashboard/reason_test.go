@@ -114,8 +114,17 @@ func TestReadableReasonKeys(t *testing.T) {
 				continue
 			}
 			named++
-			if got := ReadableReason(lit); word.MatchString(got) {
+			got := ReadableReason(lit)
+			if word.MatchString(got) {
 				t.Errorf("policy key %s stays a key on the page: %s read as %s", k, lit, got)
+			}
+			// Nor a tail of it, a shorter key's words put before it
+			// ("the starting alpha_overload_cut").
+			for i := range len(k) {
+				if k[i] == '_' && strings.Contains(got, k[i:]) {
+					t.Errorf("policy key %s half read on the page: %s read as %s", k, lit, got)
+					break
+				}
 			}
 			break
 		}

@@ -268,11 +268,15 @@ type Config struct {
 	SearchGain     float64 `yaml:"search_gain" help:"online search: a try is kept only when its objective beats the queue's own since the last change by this share"`
 }
 
-// alphaStart is the starting alpha for a queue configured as cur:
-// AlphaStartOverloadCut where its node has overload_cut on and the key is
-// set, AlphaStart otherwise.
-func (c Config) alphaStart(cur Settings) float64 {
-	if cur.OverloadCut && c.AlphaStartOverloadCut > 0 {
+// alphaStart is the starting alpha for a queue configured as cur
+// (StartAlpha).
+func (c Config) alphaStart(cur Settings) float64 { return c.StartAlpha(cur.OverloadCut) }
+
+// StartAlpha is rule start's alpha for a queue whose node has overload_cut
+// on (overloadCut) or off: AlphaStartOverloadCut where overload_cut is on
+// and the key is set, AlphaStart otherwise.
+func (c Config) StartAlpha(overloadCut bool) float64 {
+	if overloadCut && c.AlphaStartOverloadCut > 0 {
 		return c.AlphaStartOverloadCut
 	}
 	return c.AlphaStart
