@@ -144,8 +144,8 @@ tuner-baselines:
 # before it, retired-*.csv, each into its own directory; never the fresh
 # held-out set) at the baselines' three simulation seeds, against their
 # stored static results, and the paired comparison with the baselines'
-# tuner J. 336 tuned runs,
-# about 4 CPU-minutes (2-3 minutes of wall time on an idle two-core
+# tuner J. 432 tuned runs (train, test.csv's set and two retired-*.csv),
+# about 5 CPU-minutes (3 minutes of wall time on an idle two-core
 # machine); not part of make test.
 # TUNER_DEV_OUT names the output directory; TUNER_DEV_REF=DIR compares with
 # an earlier run's DIR/{train,test}.csv (two policies, pair by pair)

@@ -168,17 +168,17 @@ func TestRunSimGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(bad, bytes.Replace(data, []byte("test_seeds: {from: 24001, to: 24032}"), []byte("test_seeds: {from: 5, to: 40}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(bad, bytes.Replace(data, []byte("test_seeds: {from: 25001, to: 25032}"), []byte("test_seeds: {from: 5, to: 40}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The first two held-out sets, 1001-1032 and 2001-2032, were seen:
 	// retired, never a test set again.
 	old := filepath.Join(t.TempDir(), "old.yaml")
-	if err := os.WriteFile(old, bytes.Replace(data, []byte("test_seeds: {from: 24001, to: 24032}"), []byte("test_seeds: {from: 1001, to: 1032}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(old, bytes.Replace(data, []byte("test_seeds: {from: 25001, to: 25032}"), []byte("test_seeds: {from: 1001, to: 1032}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	second := filepath.Join(t.TempDir(), "second.yaml")
-	if err := os.WriteFile(second, bytes.Replace(data, []byte("test_seeds: {from: 24001, to: 24032}"), []byte("test_seeds: {from: 2001, to: 2032}"), 1), 0o644); err != nil {
+	if err := os.WriteFile(second, bytes.Replace(data, []byte("test_seeds: {from: 25001, to: 25032}"), []byte("test_seeds: {from: 2001, to: 2032}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -190,7 +190,7 @@ func TestRunSimGenerate(t *testing.T) {
 		{[]string{"generate", "--family", second, "--set", "test", "--out", out}, "second.yaml:23:13: test_seeds: 2001..2032 overlaps retired_seeds 2001..2032"},
 		{[]string{"generate", "--family", spec, "--set", "dev", "--out", out}, `--set: "dev": want train or test`},
 		{[]string{"generate", "extra", "--out", out}, `unexpected argument "extra"`},
-		{[]string{"generate", "--family", spec, "--set", "test", "--seed", "24005", "--out", out}, "seed 24005 is of " + spec + "'s test_seeds 24001..24032, the fresh held-out set"},
+		{[]string{"generate", "--family", spec, "--set", "test", "--seed", "25005", "--out", out}, "seed 25005 is of " + spec + "'s test_seeds 25001..25032, the fresh held-out set"},
 		{[]string{"generate", "--family", spec, "--seed", "49", "--out", out}, "seed 49 is not in " + spec + "'s train_seeds 1..48"},
 		{[]string{"generate", "--family", spec, "--sim-seed", "1", "--out", out}, "--sim-seed is for --seed"},
 		{[]string{"eval", "--family", spec, "--out", out, "--seeds", "2", "--markdown", "x.md"}, "--seeds with --markdown"},

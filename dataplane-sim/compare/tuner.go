@@ -367,7 +367,7 @@ func writeHeldOut(b *strings.Builder, file string, rows []EvalRow) {
 	}
 	fmt.Fprintf(b, "**These scenarios were written while the policy was developed; read on scenarios it never saw, the bars %s.** "+
 		"The tuner family's latest held-out read (`%s`: %s seeds %d–%d, %d generated scenarios, J the mean over %d "+
-		"simulation seeds; docs/tuner.md, \"Test seeds (held out)\") puts the tuner's J at "+
+		"simulation seeds, its nodes with the family's node_params; docs/tuner.md, \"Test seeds (held out)\") puts the tuner's J at "+
 		"×%.3f of each scenario's best static setting on the mean and ×%.3f on the worst tenth (the bar: ×%.2f and ×%.2f)",
 		verdict, file, rows[0].Draw.Set, lo, hi, s.N, max(1, rows[0].SimSeeds), s.MeanRatio, s.WorstTenthRatio, BarMeanRatio, BarWorstTenthRatio)
 	if s.Remeasured {

@@ -91,7 +91,7 @@ func TestTunerRows(t *testing.T) {
 		t.Errorf("held-out rows over the bars:\n%s", md.String())
 	}
 	wantHeld := fmt.Sprintf("The tuner family's latest held-out read (`scenarios/family/evals/test.csv`: train seeds 7–8, 2 generated scenarios, "+
-		"J the mean over 2 simulation seeds; docs/tuner.md, \"Test seeds (held out)\") puts the tuner's J "+
+		"J the mean over 2 simulation seeds, its nodes with the family's node_params; docs/tuner.md, \"Test seeds (held out)\") puts the tuner's J "+
 		"at ×%.3f of each scenario's best static setting on the mean and ×%.3f on the worst tenth (the bar: ×1.05 and ×1.10).", sum.MeanRatio, sum.WorstTenthRatio)
 	if !strings.Contains(md.String(), wantHeld) {
 		t.Errorf("tuner section lacks\n%s\nin\n%s", wantHeld, md.String())

@@ -70,13 +70,13 @@ func TestParseErrors(t *testing.T) {
 			"f.yaml:10:18: link_rate: impossible range: min 400Gbps is above max 10Gbps"},
 		{"outside what the generator builds", "overload: {min: 1.1, max: 8}", "overload: {min: 0.5, max: 8}",
 			"f.yaml:12:17: overload.min: 0.5 is outside what the generator builds, 1..16"},
-		{"overlapping seeds", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 10, to: 40}",
+		{"overlapping seeds", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 10, to: 40}",
 			"f.yaml:23:13: test_seeds: 10..40 overlaps train_seeds 1..48 (at 10)"},
-		{"the retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 1001, to: 1032}",
+		{"the retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 1001, to: 1032}",
 			"f.yaml:23:13: test_seeds: 1001..1032 overlaps retired_seeds 1001..1032 (at 1001): a retired set's results were seen"},
-		{"overlapping the retired set in part", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 1030, to: 1061}",
+		{"overlapping the retired set in part", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 1030, to: 1061}",
 			"f.yaml:23:13: test_seeds: 1030..1061 overlaps retired_seeds 1001..1032 (at 1030)"},
-		{"the second retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 2001, to: 2032}",
+		{"the second retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 2001, to: 2032}",
 			"f.yaml:23:13: test_seeds: 2001..2032 overlaps retired_seeds 2001..2032 (at 2001): a retired set's results were seen"},
 		{"retired sets overlapping", "  - {from: 2001, to: 2032}", "  - {from: 1020, to: 2032}",
 			"f.yaml:26:5: retired_seeds[1]: 1020..2032 overlaps retired_seeds[0] 1001..1032 (at 1020): each seed is retired once"},
@@ -84,36 +84,38 @@ func TestParseErrors(t *testing.T) {
 			"f.yaml:26:12: retired_seeds[1]: impossible range: from 2032 is above to 2001"},
 		{"seeds backwards", "train_seeds: {from: 1, to: 48}", "train_seeds: {from: 48, to: 1}",
 			"f.yaml:22:21: train_seeds: impossible range: from 48 is above to 1"},
-		{"the third retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 3001, to: 3032}",
+		{"the third retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 3001, to: 3032}",
 			"f.yaml:23:13: test_seeds: 3001..3032 overlaps retired_seeds 3001..3032 (at 3001): a retired set's results were seen"},
-		{"the fourth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 4001, to: 4032}",
+		{"the fourth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 4001, to: 4032}",
 			"f.yaml:23:13: test_seeds: 4001..4032 overlaps retired_seeds 4001..4032 (at 4001): a retired set's results were seen"},
-		{"the fifth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 9001, to: 9032}",
+		{"the fifth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 9001, to: 9032}",
 			"f.yaml:23:13: test_seeds: 9001..9032 overlaps retired_seeds 9001..9032 (at 9001): a retired set's results were seen"},
-		{"the sixth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 10001, to: 10032}",
+		{"the sixth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 10001, to: 10032}",
 			"f.yaml:23:13: test_seeds: 10001..10032 overlaps retired_seeds 10001..10032 (at 10001): a retired set's results were seen"},
-		{"the seventh retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 13001, to: 13032}",
+		{"the seventh retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 13001, to: 13032}",
 			"f.yaml:23:13: test_seeds: 13001..13032 overlaps retired_seeds 13001..13032 (at 13001): a retired set's results were seen"},
-		{"the eighth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 14001, to: 14032}",
+		{"the eighth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 14001, to: 14032}",
 			"f.yaml:23:13: test_seeds: 14001..14032 overlaps retired_seeds 14001..14032 (at 14001): a retired set's results were seen"},
-		{"the ninth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 15001, to: 15032}",
+		{"the ninth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 15001, to: 15032}",
 			"f.yaml:23:13: test_seeds: 15001..15032 overlaps retired_seeds 15001..15032 (at 15001): a retired set's results were seen"},
-		{"the tenth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 16001, to: 16032}",
+		{"the tenth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 16001, to: 16032}",
 			"f.yaml:23:13: test_seeds: 16001..16032 overlaps retired_seeds 16001..16032 (at 16001): a retired set's results were seen"},
-		{"the eleventh retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 17001, to: 17032}",
+		{"the eleventh retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 17001, to: 17032}",
 			"f.yaml:23:13: test_seeds: 17001..17032 overlaps retired_seeds 17001..17032 (at 17001): a retired set's results were seen"},
-		{"the twelfth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 18001, to: 18032}",
+		{"the twelfth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 18001, to: 18032}",
 			"f.yaml:23:13: test_seeds: 18001..18032 overlaps retired_seeds 18001..18032 (at 18001): a retired set's results were seen"},
-		{"the thirteenth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 19001, to: 19032}",
+		{"the thirteenth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 19001, to: 19032}",
 			"f.yaml:23:13: test_seeds: 19001..19032 overlaps retired_seeds 19001..19032 (at 19001): a retired set's results were seen"},
-		{"the fourteenth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 20001, to: 20032}",
+		{"the fourteenth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 20001, to: 20032}",
 			"f.yaml:23:13: test_seeds: 20001..20032 overlaps retired_seeds 20001..20032 (at 20001): a retired set's results were seen"},
-		{"the fifteenth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 21001, to: 21032}",
+		{"the fifteenth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 21001, to: 21032}",
 			"f.yaml:23:13: test_seeds: 21001..21032 overlaps retired_seeds 21001..21032 (at 21001): a retired set's results were seen"},
-		{"the sixteenth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 22001, to: 22032}",
+		{"the sixteenth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 22001, to: 22032}",
 			"f.yaml:23:13: test_seeds: 22001..22032 overlaps retired_seeds 22001..22032 (at 22001): a retired set's results were seen"},
-		{"the seventeenth retired held-out set again", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 23001, to: 23032}",
+		{"the seventeenth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 23001, to: 23032}",
 			"f.yaml:23:13: test_seeds: 23001..23032 overlaps retired_seeds 23001..23032 (at 23001): a retired set's results were seen"},
+		{"the eighteenth retired held-out set again", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 24001, to: 24032}",
+			"f.yaml:23:13: test_seeds: 24001..24032 overlaps retired_seeds 24001..24032 (at 24001): a retired set's results were seen"},
 		{"no judgement cycle", "min_judgements: 40", "min_judgements: 0", "f.yaml:20:17: min_judgements: 0 is outside 1..10000"},
 		{"packet budget too small", "max_packets: 300000", "max_packets: 10", "f.yaml:19:14: max_packets: 10 is outside"},
 		{"packet budget missing", "max_packets: 300000 ", "", "f.yaml:9:1: max_packets: missing"},
@@ -136,7 +138,7 @@ func TestParseErrors(t *testing.T) {
 		{"seed overflowing int64", "train_seeds: {from: 1, to: 48}", "train_seeds: {from: 1, to: 99999999999999999999}", `f.yaml:22:28: train_seeds.to: "99999999999999999999" is not an integer`},
 		// A seed near the top of int64 parsed, and its scenarios (seed +
 		// k·SimSeedStride) did not load.
-		{"seed too large", "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 9223372036854775800, to: 9223372036854775807}",
+		{"seed too large", "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 9223372036854775800, to: 9223372036854775807}",
 			"f.yaml:23:20: test_seeds.from: 9223372036854775800 is above 1152921504606846976"},
 		{"rate without unit", "link_rate: {min: 10Gbps, max: 400Gbps}", "link_rate: {min: 10, max: 400Gbps}", `f.yaml:10:18: link_rate.min: "10" has no unit`},
 		{"round trip without unit", "wan_rtt: {min: 500us, max: 40ms}", "wan_rtt: {min: 5, max: 40ms}", `f.yaml:11:16: wan_rtt.min: "5" has no unit`},
@@ -269,7 +271,8 @@ func TestRetiredSeeds(t *testing.T) {
 		"  - {from: 20001, to: 20032}             # the fourteenth\n" +
 		"  - {from: 21001, to: 21032}             # the fifteenth\n" +
 		"  - {from: 22001, to: 22032}             # the sixteenth\n" +
-		"  - {from: 23001, to: 23032}             # the seventeenth\n"
+		"  - {from: 23001, to: 23032}             # the seventeenth\n" +
+		"  - {from: 24001, to: 24032}             # the eighteenth\n"
 	if !strings.Contains(string(base), list) {
 		t.Fatalf("%s: no list of retired sets", specFile)
 	}
@@ -277,7 +280,7 @@ func TestRetiredSeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Seeds{{1001, 1032}, {2001, 2032}, {3001, 3032}, {4001, 4032}, {9001, 9032}, {10001, 10032}, {13001, 13032}, {14001, 14032}, {15001, 15032}, {16001, 16032}, {17001, 17032}, {18001, 18032}, {19001, 19032}, {20001, 20032}, {21001, 21032}, {22001, 22032}, {23001, 23032}}; !slices.Equal(s.Retired, want) {
+	if want := []Seeds{{1001, 1032}, {2001, 2032}, {3001, 3032}, {4001, 4032}, {9001, 9032}, {10001, 10032}, {13001, 13032}, {14001, 14032}, {15001, 15032}, {16001, 16032}, {17001, 17032}, {18001, 18032}, {19001, 19032}, {20001, 20032}, {21001, 21032}, {22001, 22032}, {23001, 23032}, {24001, 24032}}; !slices.Equal(s.Retired, want) {
 		t.Errorf("retired %v, want %v", s.Retired, want)
 	}
 	one := strings.Replace(string(base), list, "retired_seeds: {from: 1001, to: 1032}\n", 1)
@@ -285,7 +288,7 @@ func TestRetiredSeeds(t *testing.T) {
 		t.Errorf("one retired set: %v, %v", s, err)
 	}
 	for _, tt := range []struct{ desc, text, want string }{
-		{"the first set as the test set", strings.Replace(string(base), "test_seeds: {from: 24001, to: 24032}", "test_seeds: {from: 1010, to: 1041}", 1),
+		{"the first set as the test set", strings.Replace(string(base), "test_seeds: {from: 25001, to: 25032}", "test_seeds: {from: 1010, to: 1041}", 1),
 			"f.yaml:23:13: test_seeds: 1010..1041 overlaps retired_seeds 1001..1032 (at 1010)"},
 		{"empty list", strings.Replace(string(base), list, "retired_seeds: []\n", 1),
 			"f.yaml:24:16: retired_seeds: want {from, to} or a non-empty list of them"},
