@@ -230,7 +230,7 @@ func TestSummariseFixed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| the tuner's start held from the first packet (alpha=0.5,v_growth=0.1R: alpha_start, v_growth_start_share), never changed: mean, worst tenth / best static | (no bar) | 1.500, 2.000 | |",
+		"| the tuner's start held from the first packet (alpha=0.5,v_growth=0.1R: the start's alpha, v_growth_start_share), never changed: mean, worst tenth / best static | (no bar) | 1.500, 2.000 | |",
 		"| … the tuner / its start: mean, worst tenth; better / equal / worse (by 0.02) | (no bar) | 1.050, 1.500; 1 / 0 / 1 | |",
 	} {
 		if !strings.Contains(b.String(), want) {
