@@ -187,7 +187,7 @@ func (n *Node) collaborate(ps *portState, q *queueState, e *flowEntry, now engin
 	// from this node and no wait within a window and an RTT_est) waits
 	// for a congestion-aware node between the source and this one.
 	wait := cs.UpstreamFirst && !own && !dropped && (e.waitEnd == 0 || now-e.waitEnd >= win+loop) &&
-		(!cs.UpstreamFirstMarked || e.marked && now-e.markedAt < win) && n.upstreamPeer(e)
+		(!cs.UpstreamFirstMarked || e.markedAt > 0 && now-e.markedAt < win) && n.upstreamPeer(e)
 	if (dropped && !own) || wait {
 		e.deferring, e.waiting = true, wait
 		e.deferStart, e.deferQD = now, q.qd

@@ -134,10 +134,10 @@ type flowEntry struct {
 	waiting  bool
 	waitEnd  engine.Time
 	// markedAt is when a data packet of the flow last arrived CE-marked
-	// (marked says one has): marked by a node before this one, whose
-	// queue is above its K_min (UpstreamFirstMarked).
+	// (0: none has; a packet marked upstream cannot arrive at time 0):
+	// marked by a node before this one, whose queue is above its K_min
+	// (UpstreamFirstMarked).
 	markedAt engine.Time
-	marked   bool
 
 	// link holds the entry's places on the two lists it is on at once:
 	// link[byActivity] (most recently active first) and link[byLearning]

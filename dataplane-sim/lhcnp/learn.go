@@ -65,7 +65,7 @@ func (n *Node) learnData(ps *portState, prio int, p *netsim.Packet, now engine.T
 		// call: the mark is a node's before this one. A port that marks
 		// at enqueue has marked already, and its own mark counts too
 		// (UpstreamFirstMarked then waits as without it).
-		e.markedAt, e.marked = now, true
+		e.markedAt = now
 	}
 	return e
 }
