@@ -101,6 +101,9 @@ func TestDecideScaleFree(t *testing.T) {
 		{RuleStart, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.01}},
 		{RuleSteady, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0}}, // off: left to the growth rule
 		{RuleStart, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 1}},  // as good as off: the draft's default, to the starting point
+		// On a node that cuts to the overload the start keeps the draft's
+		// alpha (alpha_start_overload_cut) and moves V_growth alone.
+		{RuleStart, shape{util: 0.95, firstRTT: 0.3, lastRTT: 0.3, alpha: 1, vgShare: 0.4, cut: true, cutOn: true}},
 		{RuleLoss, shape{util: 0.99, firstRTT: 2, lastRTT: 2, loss: 0.01, alpha: 1, vgShare: 0.1, mem: changed}},
 		{RuleGrowth, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.4, alpha: 1, vgShare: 0.5, mem: changed}},
 		{RuleGrowth, shape{util: 0.99, firstRTT: 0.1, lastRTT: 0.4, alpha: 1, vgShare: 1, mem: changed}},
